@@ -1,0 +1,39 @@
+// `npm start`: the gateway and every service in one process. Without MONGODB_URL it starts
+// the embedded MongoDB-compatible database, keeping its files under DATA_DIR.
+import path from "node:path";
+import { Type, loadConfig } from "@meter/lib/config";
+import { startEmbeddedDb } from "@meter/lib/embedded-db";
+import { createLogger } from "@meter/lib/logger";
+import { onShutdown } from "@meter/lib/process";
+import { startStack } from "./stack.ts";
+
+const config = loadConfig(
+  Type.Object({
+    PORT: Type.Integer({ default: 8080, minimum: 0, maximum: 65535 }),
+    HOST: Type.String({ default: "127.0.0.1" }),
+    RPC_PORT: Type.Integer({ default: 9090, minimum: 0, maximum: 65535 }),
+    MONGODB_URL: Type.Optional(Type.String({ minLength: 1 })),
+    MONGODB_DB_PREFIX: Type.String({ default: "meter", pattern: "^[A-Za-z0-9_-]+$" }),
+    DATA_DIR: Type.String({ default: "./data" }),
+    LOG_LEVEL: Type.String({ default: "info" }),
+  }),
+);
+const logger = createLogger("meter", config.LOG_LEVEL);
+
+const embedded = config.MONGODB_URL ? undefined : await startEmbeddedDb(path.resolve(config.DATA_DIR, "db"));
+if (embedded) logger.info({ dataDir: path.resolve(config.DATA_DIR) }, "embedded database started");
+
+const stack = await startStack({
+  mongoUrl: config.MONGODB_URL ?? embedded!.url,
+  dbPrefix: config.MONGODB_DB_PREFIX,
+  rpcPort: config.RPC_PORT,
+  httpPort: config.PORT,
+  httpHost: config.HOST,
+  logger,
+});
+logger.info({ api: stack.apiUrl, rpc: stack.rpcUrl }, "meter is serving");
+
+onShutdown(logger, async () => {
+  await stack.close();
+  await embedded?.stop();
+});

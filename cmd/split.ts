@@ -1,0 +1,76 @@
+// `npm run start:split`: each service and the gateway as its own process, talking gRPC on
+// ports RPC_BASE_PORT..RPC_BASE_PORT+4 (tenancy, plans, ingestion, analytics, webhooks).
+// Without MONGODB_URL it starts the embedded database once and points every service at it.
+import { spawn, type ChildProcess } from "node:child_process";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { Type, loadConfig } from "@meter/lib/config";
+import { startEmbeddedDb } from "@meter/lib/embedded-db";
+import { createLogger } from "@meter/lib/logger";
+import { onShutdown } from "@meter/lib/process";
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const SERVICES = ["tenancy", "plans", "ingestion", "analytics", "webhooks"] as const;
+
+const config = loadConfig(
+  Type.Object({
+    PORT: Type.Integer({ default: 8080, minimum: 0, maximum: 65535 }),
+    HOST: Type.String({ default: "127.0.0.1" }),
+    RPC_BASE_PORT: Type.Integer({ default: 9091, minimum: 1, maximum: 65530 }),
+    MONGODB_URL: Type.Optional(Type.String({ minLength: 1 })),
+    MONGODB_DB_PREFIX: Type.String({ default: "meter", pattern: "^[A-Za-z0-9_-]+$" }),
+    DATA_DIR: Type.String({ default: "./data" }),
+    LOG_LEVEL: Type.String({ default: "info" }),
+  }),
+);
+const logger = createLogger("split", config.LOG_LEVEL);
+
+const embedded = config.MONGODB_URL ? undefined : await startEmbeddedDb(path.resolve(config.DATA_DIR, "db"));
+const mongoUrl = config.MONGODB_URL ?? embedded!.url;
+const urlOf = (i: number) => `http://127.0.0.1:${config.RPC_BASE_PORT + i}`;
+const peerEnv = Object.fromEntries(SERVICES.map((s, i) => [`${s.toUpperCase()}_URL`, urlOf(i)]));
+
+const children: ChildProcess[] = [];
+function launch(name: string, entry: string, env: Record<string, string>) {
+  const child = spawn(process.execPath, ["--import", "tsx", entry], {
+    cwd: root,
+    env: { ...process.env, ...peerEnv, LOG_LEVEL: config.LOG_LEVEL, ...env },
+    stdio: ["ignore", "inherit", "inherit"],
+  });
+  child.on("exit", (code, signal) => {
+    if (!stopping) {
+      logger.error({ process: name, code, signal }, "process exited; stopping the rest");
+      void shutdown().then(() => process.exit(1));
+    }
+  });
+  children.push(child);
+}
+
+SERVICES.forEach((s, i) =>
+  launch(s, `services/${s}/main.ts`, {
+    PORT: String(config.RPC_BASE_PORT + i),
+    HOST: "127.0.0.1",
+    MONGODB_URL: mongoUrl,
+    MONGODB_DB: `${config.MONGODB_DB_PREFIX}_${s}`,
+  }),
+);
+launch("gateway", "gateway/main.ts", { PORT: String(config.PORT), HOST: config.HOST });
+logger.info({ api: `http://${config.HOST}:${config.PORT}/api/v1` }, "split mode starting");
+
+let stopping = false;
+async function shutdown() {
+  stopping = true;
+  await Promise.all(
+    children.map(
+      (c) =>
+        new Promise<void>((resolve) => {
+          if (c.exitCode !== null || c.signalCode !== null) return resolve();
+          c.once("exit", () => resolve());
+          c.kill("SIGTERM");
+          setTimeout(() => c.kill("SIGKILL"), 10_000).unref();
+        }),
+    ),
+  );
+  await embedded?.stop();
+}
+onShutdown(logger, shutdown);

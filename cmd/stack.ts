@@ -1,0 +1,85 @@
+import type { MongoClient } from "mongodb";
+import type { PeerUrls } from "@meter/lib/config";
+import type { Logger } from "@meter/lib/logger";
+import { connectMongo } from "@meter/lib/mongo";
+import { listenRpc, type ServiceModule } from "@meter/lib/rpc";
+import { buildGateway, type Gateway } from "@meter/gateway";
+import { connectClients } from "@meter/gateway/clients";
+import { createAnalyticsService } from "@meter/analytics";
+import { createIngestionService } from "@meter/ingestion";
+import { createPlansService } from "@meter/plans";
+import { createTenancyService } from "@meter/tenancy";
+import { createWebhooksService } from "@meter/webhooks";
+
+export interface StackOptions {
+  mongoUrl: string;
+  /** Each service keeps its collections in database `<dbPrefix>_<service>`. */
+  dbPrefix?: string;
+  /** Internal gRPC port shared by every service (0 picks a free one). */
+  rpcPort?: number;
+  rpcHost?: string;
+  /** Gateway HTTP port (0 picks a free one). */
+  httpPort?: number;
+  httpHost?: string;
+  logger: Logger;
+  authCacheTtlMs?: number;
+  /** Per-service options beyond db, logger and peers (tests use these for clocks, intervals...). */
+  services?: {
+    tenancy?: Partial<Parameters<typeof createTenancyService>[0]>;
+    plans?: Partial<Parameters<typeof createPlansService>[0]>;
+    ingestion?: Partial<Parameters<typeof createIngestionService>[0]>;
+    analytics?: Partial<Parameters<typeof createAnalyticsService>[0]>;
+    webhooks?: Partial<Parameters<typeof createWebhooksService>[0]>;
+  };
+}
+
+export interface Stack {
+  /** e.g. http://127.0.0.1:8080/api/v1 */
+  apiUrl: string;
+  rpcUrl: string;
+  gateway: Gateway;
+  close(): Promise<void>;
+}
+
+/**
+ * Every service and the gateway in one process. The services still talk to each other and
+ * the gateway still talks to them through gRPC clients, over one internal port: the same
+ * code paths as split mode, without the processes.
+ */
+export async function startStack(opts: StackOptions): Promise<Stack> {
+  const prefix = opts.dbPrefix ?? "meter";
+  const mongo: MongoClient = await connectMongo(opts.mongoUrl);
+  const rpc = await listenRpc({ port: opts.rpcPort ?? 0, host: opts.rpcHost ?? "127.0.0.1", logger: opts.logger });
+  const peers: PeerUrls = { tenancy: rpc.url, plans: rpc.url, ingestion: rpc.url, analytics: rpc.url, webhooks: rpc.url };
+  const common = (name: string) => ({ db: mongo.db(`${prefix}_${name}`), logger: opts.logger.child({ service: name }), peers });
+
+  const modules: ServiceModule[] = await Promise.all([
+    createTenancyService({ ...common("tenancy"), ...opts.services?.tenancy }),
+    createPlansService({ ...common("plans"), ...opts.services?.plans }),
+    createIngestionService({ ...common("ingestion"), ...opts.services?.ingestion }),
+    createAnalyticsService({ ...common("analytics"), ...opts.services?.analytics }),
+    createWebhooksService({ ...common("webhooks"), ...opts.services?.webhooks }),
+  ]);
+  rpc.serve(modules);
+  for (const m of modules) await m.start?.();
+
+  const gateway = await buildGateway({
+    clients: connectClients(peers),
+    logger: opts.logger.child({ service: "gateway" }),
+    authCacheTtlMs: opts.authCacheTtlMs,
+  });
+  const address = await gateway.listen({ port: opts.httpPort ?? 0, host: opts.httpHost ?? "127.0.0.1" });
+  const apiUrl = `${address.replace("0.0.0.0", "127.0.0.1").replace("[::]", "127.0.0.1")}/api/v1`;
+
+  return {
+    apiUrl,
+    rpcUrl: rpc.url,
+    gateway,
+    async close() {
+      await gateway.close();
+      for (const m of [...modules].reverse()) await m.stop?.();
+      await rpc.close();
+      await mongo.close();
+    },
+  };
+}

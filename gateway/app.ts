@@ -1,0 +1,53 @@
+import { randomUUID } from "node:crypto";
+import Fastify from "fastify";
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
+import { REQUEST_ID_HEADER } from "@meter/lib/context";
+import type { Logger } from "@meter/lib/logger";
+import type { ServiceClients } from "./clients.ts";
+import { errorHandler, notFoundHandler } from "./errors.ts";
+import { authPlugin } from "./plugins/auth.ts";
+import { docsPlugin } from "./plugins/docs.ts";
+import { servicesPlugin } from "./plugins/services.ts";
+import { apiRoutes } from "./routes/index.ts";
+import { validatorCompiler } from "./validation.ts";
+
+export interface GatewayOptions {
+  clients: ServiceClients;
+  logger: Logger;
+  /** How long a verified API key is trusted before asking the tenancy service again. */
+  authCacheTtlMs?: number;
+  /** Largest request body in bytes (batch routes may set their own). */
+  bodyLimit?: number;
+}
+
+/** The REST gateway: JSON over HTTP mapped to the services' RPCs. Listens only when told to. */
+export async function buildGateway(opts: GatewayOptions) {
+  const app = Fastify({
+    loggerInstance: opts.logger,
+    requestIdHeader: REQUEST_ID_HEADER,
+    requestIdLogLabel: "requestId",
+    genReqId: () => randomUUID(),
+    bodyLimit: opts.bodyLimit ?? 1024 * 1024,
+    disableRequestLogging: false,
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  app.setValidatorCompiler(validatorCompiler);
+  app.setErrorHandler(errorHandler);
+  app.setNotFoundHandler(notFoundHandler);
+  app.addHook("onSend", async (request, reply) => {
+    reply.header(REQUEST_ID_HEADER, request.id);
+  });
+
+  await app.register(servicesPlugin, { clients: opts.clients });
+  await app.register(docsPlugin);
+  await app.register(
+    async (api) => {
+      await api.register(authPlugin, { cacheTtlMs: opts.authCacheTtlMs ?? 30_000 });
+      for (const routes of apiRoutes) await api.register(routes);
+    },
+    { prefix: "/api/v1" },
+  );
+  return app;
+}
+
+export type Gateway = Awaited<ReturnType<typeof buildGateway>>;

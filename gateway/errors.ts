@@ -1,0 +1,102 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
+
+/**
+ * The one table from service error codes to the HTTP statuses of the API contract.
+ * Codes not listed are backend failures (500).
+ */
+const STATUS_BY_CODE: Partial<Record<Code, number>> = {
+  [Code.InvalidArgument]: 400,
+  [Code.FailedPrecondition]: 400,
+  [Code.OutOfRange]: 400,
+  [Code.Unauthenticated]: 401,
+  [Code.PermissionDenied]: 403,
+  [Code.NotFound]: 404,
+  [Code.AlreadyExists]: 409,
+  [Code.Aborted]: 409,
+  [Code.ResourceExhausted]: 413,
+  [Code.Unavailable]: 503,
+  [Code.DeadlineExceeded]: 503,
+};
+
+export function httpStatusForCode(code: Code): number {
+  return STATUS_BY_CODE[code] ?? 500;
+}
+
+export interface ValidationIssue {
+  location: string;
+  path: string;
+  message: string;
+}
+
+/** An error raised by the gateway itself, with the status and message the caller sees. */
+export class HttpError extends Error {
+  constructor(
+    readonly statusCode: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+function validationIssues(err: FastifyError): ValidationIssue[] {
+  const location = err.validationContext ?? "body";
+  return (err.validation ?? []).map((v) => {
+    const params = v.params as Record<string, unknown>;
+    let path = v.instancePath || "/";
+    let message = v.message ?? "is invalid";
+    if (v.keyword === "additionalProperties" && typeof params.additionalProperty === "string") {
+      path = `${v.instancePath}/${params.additionalProperty}`;
+      message = "is not a known field";
+    } else if (v.keyword === "required" && typeof params.missingProperty === "string") {
+      path = `${v.instancePath}/${params.missingProperty}`;
+      message = "is required";
+    }
+    return { location, path, message };
+  });
+}
+
+const PUBLIC_5XX: Record<number, string> = {
+  500: "internal error; the request may be retried",
+  503: "a backend service is temporarily unavailable; retry shortly",
+};
+
+/**
+ * Every error leaves the gateway as {"detail": string}. Body validation failures are 422 with
+ * the list of issues; query and path validation failures are 400. A 5xx never shows internals.
+ */
+export function errorHandler(err: FastifyError | ConnectError | Error, request: FastifyRequest, reply: FastifyReply) {
+  if (err instanceof ConnectError) {
+    const status = httpStatusForCode(err.code);
+    if (status >= 500) {
+      request.log.error({ err, code: Code[err.code] }, "backend call failed");
+      return reply.status(status).send({ detail: PUBLIC_5XX[status] ?? PUBLIC_5XX[500] });
+    }
+    return reply.status(status).send({ detail: err.rawMessage });
+  }
+  if (err instanceof HttpError) {
+    return reply.status(err.statusCode).send({ detail: err.message });
+  }
+  const fe = err as FastifyError;
+  if (fe.validation) {
+    const issues = validationIssues(fe);
+    const status = fe.validationContext === "body" ? 422 : 400;
+    const summary = issues.map((i) => `${i.location}${i.path === "/" ? "" : i.path} ${i.message}`).join("; ");
+    return reply.status(status).send({ detail: summary, issues });
+  }
+  if (fe.code === "FST_ERR_CTP_INVALID_JSON_BODY" || err instanceof SyntaxError) {
+    return reply.status(400).send({ detail: "request body is not valid JSON" });
+  }
+  if (fe.code === "FST_ERR_CTP_EMPTY_JSON_BODY") {
+    return reply.status(400).send({ detail: "request body is empty; send a JSON document" });
+  }
+  if (typeof fe.statusCode === "number" && fe.statusCode >= 400 && fe.statusCode < 500) {
+    return reply.status(fe.statusCode).send({ detail: fe.message });
+  }
+  request.log.error({ err }, "unhandled error");
+  return reply.status(500).send({ detail: PUBLIC_5XX[500] });
+}
+
+export function notFoundHandler(request: FastifyRequest, reply: FastifyReply) {
+  return reply.status(404).send({ detail: `no route for ${request.method} ${request.url.split("?")[0]}` });
+}

@@ -1,0 +1,17 @@
+// Entry point of the REST gateway as its own process (split mode, Kubernetes).
+import { loadConfig, peerUrls } from "@meter/lib/config";
+import { createLogger } from "@meter/lib/logger";
+import { onShutdown } from "@meter/lib/process";
+import { buildGateway } from "./app.ts";
+import { connectClients } from "./clients.ts";
+import { gatewayConfigSchema } from "./config.ts";
+
+const config = loadConfig(gatewayConfigSchema);
+const logger = createLogger("gateway", config.LOG_LEVEL);
+const app = await buildGateway({
+  clients: connectClients(peerUrls(config)),
+  logger,
+  authCacheTtlMs: config.AUTH_CACHE_TTL_MS,
+});
+await app.listen({ port: config.PORT, host: config.HOST });
+onShutdown(logger, () => app.close());

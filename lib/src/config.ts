@@ -1,0 +1,59 @@
+import { envSchema } from "env-schema";
+import { Type, type Static, type TObject, type TProperties } from "typebox";
+
+export { Type };
+
+/**
+ * Reads and validates environment variables against a TypeBox schema, applying defaults.
+ * Every problem is reported at once, at start-up, rather than one at a time at first use.
+ */
+export function loadConfig<P extends TProperties>(
+  schema: TObject<P>,
+  env: Record<string, string | undefined> = process.env,
+): Static<TObject<P>> {
+  try {
+    return envSchema<Static<TObject<P>>>({
+      schema,
+      data: env,
+      dotenv: false,
+      ajv: {
+        customOptions(ajv) {
+          return ajv;
+        },
+      },
+    });
+  } catch (err) {
+    throw new Error(`invalid configuration: ${(err as Error).message}`);
+  }
+}
+
+/** Fields shared by every service process. */
+export const serviceConfigFields = {
+  MONGODB_URL: Type.String({ default: "mongodb://127.0.0.1:27017/" }),
+  LOG_LEVEL: Type.Union(
+    ["fatal", "error", "warn", "info", "debug", "trace", "silent"].map((l) => Type.Literal(l)),
+    { default: "info" },
+  ),
+  HOST: Type.String({ default: "0.0.0.0" }),
+};
+
+/** Where each service listens in split mode; every service reaches its peers through these. */
+export const peerUrlFields = {
+  TENANCY_URL: Type.String({ default: "http://127.0.0.1:9091" }),
+  PLANS_URL: Type.String({ default: "http://127.0.0.1:9092" }),
+  INGESTION_URL: Type.String({ default: "http://127.0.0.1:9093" }),
+  ANALYTICS_URL: Type.String({ default: "http://127.0.0.1:9094" }),
+  WEBHOOKS_URL: Type.String({ default: "http://127.0.0.1:9095" }),
+};
+
+export type PeerUrls = Record<"tenancy" | "plans" | "ingestion" | "analytics" | "webhooks", string>;
+
+export function peerUrls(config: Record<keyof typeof peerUrlFields, string>): PeerUrls {
+  return {
+    tenancy: config.TENANCY_URL,
+    plans: config.PLANS_URL,
+    ingestion: config.INGESTION_URL,
+    analytics: config.ANALYTICS_URL,
+    webhooks: config.WEBHOOKS_URL,
+  };
+}

@@ -1,0 +1,38 @@
+import type { Db } from "mongodb";
+import type { Static, TObject, TProperties } from "typebox";
+import { loadConfig } from "./config.ts";
+import { createLogger, type Logger } from "./logger.ts";
+import { connectMongo } from "./mongo.ts";
+import { onShutdown } from "./process.ts";
+import { serveRpc, type ServiceModule } from "./rpc.ts";
+
+interface BaseConfig {
+  MONGODB_URL: string;
+  MONGODB_DB: string;
+  LOG_LEVEL: string;
+  HOST: string;
+  PORT: number;
+}
+
+/**
+ * The body of every service's main.ts in split mode: validated config, one MongoDB
+ * connection, the module served over gRPC, background work started, clean shutdown.
+ */
+export async function serviceMain<P extends TProperties>(spec: {
+  name: string;
+  configSchema: TObject<P>;
+  create(ctx: { db: Db; logger: Logger; config: Static<TObject<P>> }): Promise<ServiceModule>;
+}): Promise<void> {
+  const config = loadConfig(spec.configSchema) as Static<TObject<P>> & BaseConfig;
+  const logger = createLogger(spec.name, config.LOG_LEVEL);
+  const mongo = await connectMongo(config.MONGODB_URL);
+  const module = await spec.create({ db: mongo.db(config.MONGODB_DB), logger, config });
+  const server = await serveRpc({ modules: [module], port: config.PORT, host: config.HOST, logger });
+  await module.start?.();
+  logger.info({ port: server.port }, `${spec.name} service listening`);
+  onShutdown(logger, async () => {
+    await module.stop?.();
+    await server.close();
+    await mongo.close();
+  });
+}

@@ -1,0 +1,39 @@
+import type { ServiceImpl } from "@connectrpc/connect";
+import type { CreateProductRequest, TenancyService } from "@meter/proto/meter/tenancy/v1/tenancy_pb";
+import { rpcError } from "@meter/lib/errors";
+import { generateApiKey, hashApiKey } from "../keys.ts";
+import { toProduct } from "../mapping.ts";
+import type { TenancyDeps } from "../deps.ts";
+
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+
+function validate(req: CreateProductRequest): void {
+  if (req.name.trim().length === 0) throw rpcError.invalid("name must not be empty");
+  if (req.name.length > 255) throw rpcError.invalid("name must be at most 255 characters");
+  if (req.contactName !== undefined && req.contactName.length > 255) {
+    throw rpcError.invalid("contact_name must be at most 255 characters");
+  }
+  if (req.contactEmail !== undefined && (req.contactEmail.length > 320 || !EMAIL.test(req.contactEmail))) {
+    throw rpcError.invalid("contact_email must be an email address");
+  }
+}
+
+export function createProduct(deps: TenancyDeps): ServiceImpl<typeof TenancyService>["createProduct"] {
+  return async (req) => {
+    validate(req);
+    const product = await deps.products.create({
+      name: req.name,
+      contact_name: req.contactName ?? null,
+      contact_email: req.contactEmail ?? null,
+    });
+    const apiKey = generateApiKey();
+    await deps.keys.insert({
+      _id: hashApiKey(apiKey),
+      product_id: product._id,
+      display_prefix: apiKey.slice(0, 10),
+      created_at: new Date(),
+    });
+    deps.logger.info({ productId: product._id, slug: product.slug }, "product created");
+    return { product: toProduct(product), apiKey };
+  };
+}

@@ -1,0 +1,53 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { startEmbeddedDb, type EmbeddedDb } from "@meter/lib/embedded-db";
+
+/**
+ * The database for tests, chosen once per run: MONGODB_URL when set; else a throwaway
+ * MongoDB container when a Docker engine answers; else the embedded database in a temp dir.
+ */
+let pending: Promise<string> | undefined;
+let cleanup: (() => Promise<void>) | undefined;
+
+async function dockerAnswers(): Promise<boolean> {
+  try {
+    const { getContainerRuntimeClient } = await import("testcontainers");
+    await Promise.race([
+      getContainerRuntimeClient(),
+      new Promise((_, reject) => setTimeout(() => reject(new Error("timeout")), 5_000)),
+    ]);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function start(): Promise<string> {
+  if (process.env.MONGODB_URL) return process.env.MONGODB_URL;
+  if (process.env.TEST_SKIP_CONTAINERS !== "1" && (await dockerAnswers())) {
+    const { GenericContainer, Wait } = await import("testcontainers");
+    const container = await new GenericContainer("mongo:7")
+      .withExposedPorts(27017)
+      .withWaitStrategy(Wait.forLogMessage(/Waiting for connections/))
+      .start();
+    cleanup = async () => void (await container.stop());
+    return `mongodb://${container.getHost()}:${container.getMappedPort(27017)}/`;
+  }
+  const dir = await mkdtemp(path.join(os.tmpdir(), "meter-test-db-"));
+  const db: EmbeddedDb = await startEmbeddedDb(dir);
+  cleanup = async () => {
+    await db.stop();
+    await rm(dir, { recursive: true, force: true });
+  };
+  return db.url;
+}
+
+export function testMongoUrl(): Promise<string> {
+  pending ??= start();
+  return pending;
+}
+
+export async function stopTestDatabase(): Promise<void> {
+  await cleanup?.();
+}

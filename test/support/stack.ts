@@ -1,0 +1,35 @@
+import { randomBytes } from "node:crypto";
+import { createLogger } from "@meter/lib/logger";
+import { startStack, type Stack, type StackOptions } from "../../cmd/stack.ts";
+import { testMongoUrl } from "./database.ts";
+import { Api } from "./http.ts";
+
+export interface TestStack extends Stack {
+  /** Client without a key. */
+  api: Api;
+  dbPrefix: string;
+  /** Registers a product and returns a client holding its key. */
+  newProduct(name?: string): Promise<{ api: Api; productId: string; apiKey: string }>;
+}
+
+/** The whole service in-process (real gRPC, real HTTP) on a fresh set of test databases. */
+export async function startTestStack(opts: Partial<StackOptions> = {}): Promise<TestStack> {
+  const dbPrefix = `t${randomBytes(5).toString("hex")}`;
+  const stack = await startStack({
+    mongoUrl: await testMongoUrl(),
+    dbPrefix,
+    logger: createLogger("test", process.env.TEST_LOG_LEVEL ?? "silent"),
+    ...opts,
+  });
+  const api = new Api(stack.apiUrl);
+  return {
+    ...stack,
+    api,
+    dbPrefix,
+    async newProduct(name = "Test product") {
+      const res = await api.post("/products", { name });
+      if (res.status !== 201) throw new Error(`creating a product failed: ${res.status} ${JSON.stringify(res.body)}`);
+      return { api: api.withKey(res.body.api_key), productId: res.body.id, apiKey: res.body.api_key };
+    },
+  };
+}
