@@ -28,7 +28,6 @@ export async function buildGateway(opts: GatewayOptions) {
     requestIdLogLabel: "requestId",
     genReqId: () => randomUUID(),
     bodyLimit: opts.bodyLimit ?? 1024 * 1024,
-    disableRequestLogging: false,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);

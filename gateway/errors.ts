@@ -41,8 +41,12 @@ export class HttpError extends Error {
 
 function validationIssues(err: FastifyError): ValidationIssue[] {
   const location = err.validationContext ?? "body";
-  return (err.validation ?? []).map((v) => {
+  const byPath = new Map<string, ValidationIssue>();
+  for (const v of err.validation ?? []) {
     const params = v.params as Record<string, unknown>;
+    // A nullable field yields one error per alternative; the "must be null" and "anyOf"
+    // lines add nothing to the real problem reported beside them.
+    if (v.keyword === "anyOf" || (v.keyword === "type" && params.type === "null")) continue;
     let path = v.instancePath || "/";
     let message = v.message ?? "is invalid";
     if (v.keyword === "additionalProperties" && typeof params.additionalProperty === "string") {
@@ -52,8 +56,9 @@ function validationIssues(err: FastifyError): ValidationIssue[] {
       path = `${v.instancePath}/${params.missingProperty}`;
       message = "is required";
     }
-    return { location, path, message };
-  });
+    if (!byPath.has(path)) byPath.set(path, { location, path, message });
+  }
+  return [...byPath.values()];
 }
 
 const PUBLIC_5XX: Record<number, string> = {

@@ -1,0 +1,44 @@
+import { randomBytes } from "node:crypto";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { testMongoUrl } from "./support/database.ts";
+import { Api } from "./support/http.ts";
+import { freePort, freePortRange, spawnEntry, waitFor, type Spawned } from "./support/processes.ts";
+
+const t = suite<{ proc: Spawned; api: Api }>("split mode: one process per service, gRPC between them");
+
+t.before(async (ctx) => {
+  const port = await freePort();
+  const base = await freePortRange(5);
+  ctx.proc = spawnEntry("cmd/split.ts", {
+    PORT: String(port),
+    RPC_BASE_PORT: String(base),
+    MONGODB_URL: await testMongoUrl(),
+    MONGODB_DB_PREFIX: `split${randomBytes(4).toString("hex")}`,
+  });
+  ctx.api = new Api(`http://127.0.0.1:${port}/api/v1`);
+  await waitFor("split mode to serve", async () => (await ctx.api.get("/health")).body.status === "ok").catch((err) => {
+    throw new Error(`${err.message}\n${ctx.proc.output()}`);
+  });
+});
+
+t.after(async (ctx) => {
+  const code = await ctx.proc.stop();
+  assert.is(code, 0, `split launcher exit code\n${ctx.proc.output()}`);
+});
+
+t("serves the same answers as all-in-one through separate processes", async ({ api }) => {
+  assert.equal((await api.get("/health")).body, { status: "ok", database: "connected" });
+  const created = await api.post("/products", { name: "Split Co" });
+  assert.is(created.status, 201);
+  assert.match(created.body.api_key, /^mk_/);
+  const list = await api.withKey(created.body.api_key).get("/products");
+  assert.is(list.status, 200);
+  assert.equal(list.body.map((p: { id: string }) => p.id), [created.body.id]);
+  assert.is(list.body[0].api_key, undefined);
+  const denied = await api.withKey("mk_" + "B".repeat(43)).get("/products");
+  assert.is(denied.status, 401);
+  assert.type(denied.body.detail, "string");
+});
+
+t.run();
