@@ -70,9 +70,14 @@ function serverContextInterceptor(logger: Logger): Interceptor {
   };
 }
 
+/** Health service name that reports the process alive regardless of its dependencies. */
+export const LIVENESS = "liveness";
+
 function healthRoutes(router: ConnectRouter, modules: readonly ServiceModule[]) {
   router.service(Health, {
     async check(req) {
+      // "liveness" only says the process answers; a database outage must not restart pods.
+      if (req.service === LIVENESS) return { status: ServingStatus.SERVING };
       const wanted = req.service
         ? modules.filter((m) => m.name === req.service || m.serviceName === req.service)
         : modules;
