@@ -4,6 +4,17 @@ import type { PeerUrls } from "@meter/lib/config";
 import type { Logger } from "@meter/lib/logger";
 import { pingDb } from "@meter/lib/mongo";
 import type { ServiceModule } from "@meter/lib/rpc";
+import { PlanStore } from "./store/plans.ts";
+import { SubscriptionStore } from "./store/subscriptions.ts";
+import { UserStore } from "./store/users.ts";
+import { countSubscribers } from "./handlers/count-subscribers.ts";
+import { createPlans } from "./handlers/create-plans.ts";
+import { createUser } from "./handlers/create-user.ts";
+import { getUser } from "./handlers/get-user.ts";
+import { listPlans } from "./handlers/list-plans.ts";
+import { resolveUsers } from "./handlers/resolve-users.ts";
+import { setSubscription } from "./handlers/set-subscription.ts";
+import { updatePlan } from "./handlers/update-plan.ts";
 
 export interface PlansServiceOptions {
   db: Db;
@@ -11,13 +22,27 @@ export interface PlansServiceOptions {
   peers: PeerUrls;
 }
 
-/** The plans service. */
+/** The plans service: plans, end users and their subscription history. */
 export async function createPlansService(opts: PlansServiceOptions): Promise<ServiceModule> {
+  const plans = new PlanStore(opts.db);
+  const users = new UserStore(opts.db);
+  const subscriptions = new SubscriptionStore(opts.db);
+  await Promise.all([plans.init(), users.init(), subscriptions.init()]);
+  const deps = { plans, users, subscriptions, logger: opts.logger };
   return {
     name: "plans",
     serviceName: PlansService.typeName,
     routes(router) {
-      router.service(PlansService, {});
+      router.service(PlansService, {
+        createPlans: createPlans(deps),
+        listPlans: listPlans(deps),
+        updatePlan: updatePlan(deps),
+        createUser: createUser(deps),
+        getUser: getUser(deps),
+        setSubscription: setSubscription(deps),
+        resolveUsers: resolveUsers(deps),
+        countSubscribers: countSubscribers(deps),
+      });
     },
     healthy: () => pingDb(opts.db),
   };

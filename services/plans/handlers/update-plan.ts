@@ -1,0 +1,34 @@
+import type { ServiceImpl } from "@connectrpc/connect";
+import { create } from "@bufbuild/protobuf";
+import { PlanSettingsSchema, type PlansService } from "@meter/proto/meter/plans/v1/plans_pb";
+import { rpcError } from "@meter/lib/errors";
+import { toPlan } from "../mapping.ts";
+import { applyMask, assertValid, fromSettings, planProblems } from "../settings.ts";
+import type { PlansDeps } from "../deps.ts";
+import { requireProduct } from "./common.ts";
+
+const MAX_ATTEMPTS = 10;
+
+/**
+ * Read, merge, validate the whole result, then write conditionally on the version read; a
+ * concurrent update in between makes the write miss and the merge is redone on fresh data.
+ */
+export function updatePlan(deps: PlansDeps): ServiceImpl<typeof PlansService>["updatePlan"] {
+  return async (req) => {
+    const productId = requireProduct(req.productId);
+    const sent = fromSettings(req.plan ?? create(PlanSettingsSchema));
+    const paths = req.updateMask?.paths ?? [];
+    for (let attempt = 1; ; attempt++) {
+      // Plan ids are UUIDs; anything else simply matches nothing.
+      const current = await deps.plans.get(productId, req.planId.toLowerCase());
+      if (!current) throw rpcError.notFound(`plan "${req.planId}" not found`);
+      const next = applyMask(current, sent, paths);
+      assertValid(planProblems(next));
+      if (paths.length === 0) return { plan: toPlan(current) };
+      const result = await deps.plans.replace(productId, current, next);
+      if (result === "duplicate") throw rpcError.alreadyExists(`a plan named "${next.name}" already exists`);
+      if (result !== "conflict") return { plan: toPlan(result) };
+      if (attempt >= MAX_ATTEMPTS) throw rpcError.unavailable("the plan is being changed concurrently; retry");
+    }
+  };
+}

@@ -1,0 +1,65 @@
+import { create } from "@bufbuild/protobuf";
+import {
+  PlanSchema,
+  SubscriptionSchema,
+  UserSchema,
+  type Plan,
+  type Subscription,
+  type User,
+} from "@meter/proto/meter/plans/v1/plans_pb";
+import { optionalTimestamp, toTimestamp } from "@meter/lib/time";
+import type { StoredPlan } from "./store/plans.ts";
+import type { SubscriptionEntry, UserDoc } from "./store/users.ts";
+
+const optional = <T>(v: T | null): T | undefined => (v === null ? undefined : v);
+
+export function toPlan(p: StoredPlan): Plan {
+  return create(PlanSchema, {
+    id: p.id,
+    name: p.name,
+    maxSpendPerPeriod: optional(p.max_spend_per_period),
+    maxSpendPerSession: optional(p.max_spend_per_session),
+    sessionTimeoutMinutes: p.session_timeout_minutes,
+    softGateAt: p.soft_gate_at,
+    hardGateAt: p.hard_gate_at,
+    modelLimits: Object.fromEntries(
+      Object.entries(p.model_limits).map(([m, max]) => [m, { maxTokensPerPeriod: BigInt(max) }]),
+    ),
+    costRates: p.cost_rates,
+    defaultCostRate: optional(p.default_cost_rate),
+    toolCosts: p.tool_costs,
+    defaultToolCost: p.default_tool_cost,
+    preCallEstimate: p.pre_call_estimate,
+    preCallBufferTokens: BigInt(p.pre_call_buffer_tokens),
+    createdAt: toTimestamp(p.created_at),
+    updatedAt: toTimestamp(p.updated_at),
+  });
+}
+
+/**
+ * `planName` is the plan's current name (plans can be renamed); the name recorded when the
+ * subscription was set is the fallback.
+ */
+export function toUser(u: UserDoc, planName?: string): User {
+  return create(UserSchema, {
+    id: u._id,
+    externalUserId: u.external_user_id,
+    name: optional(u.name),
+    planName: u.current ? (planName ?? u.current.plan_name) : undefined,
+    billingSubscriptionId: optional(u.current?.billing_subscription_id ?? null),
+    createdAt: toTimestamp(u.created_at),
+    updatedAt: toTimestamp(u.updated_at),
+  });
+}
+
+export function toSubscription(s: SubscriptionEntry, planName?: string): Subscription {
+  return create(SubscriptionSchema, {
+    id: s.id,
+    planId: s.plan_id,
+    planName: planName ?? s.plan_name,
+    billingSubscriptionId: optional(s.billing_subscription_id),
+    periodStart: optionalTimestamp(s.period_start),
+    periodEnd: optionalTimestamp(s.period_end),
+    effectiveAt: toTimestamp(s.effective_at),
+  });
+}

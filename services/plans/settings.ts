@@ -1,0 +1,177 @@
+// Plan settings: defaults, validation and partial updates. Pure functions, no I/O.
+import type { PlanSettings } from "@meter/proto/meter/plans/v1/plans_pb";
+import { rpcError } from "@meter/lib/errors";
+
+export interface Rate {
+  input: number;
+  output: number;
+}
+
+/** Every setting of a stored plan, defaults filled in. Maps are plain records here. */
+export interface PlanValues {
+  name: string;
+  /** null = unlimited */
+  max_spend_per_period: number | null;
+  /** null = unlimited */
+  max_spend_per_session: number | null;
+  session_timeout_minutes: number;
+  soft_gate_at: number;
+  hard_gate_at: number;
+  /** model -> max_tokens_per_period */
+  model_limits: Record<string, number>;
+  cost_rates: Record<string, Rate>;
+  default_cost_rate: Rate | null;
+  tool_costs: Record<string, number>;
+  default_tool_cost: number;
+  pre_call_estimate: boolean;
+  pre_call_buffer_tokens: number;
+}
+
+export type PlanField = keyof PlanValues;
+
+export const PLAN_DEFAULTS: Omit<PlanValues, "name"> = {
+  max_spend_per_period: null,
+  max_spend_per_session: null,
+  session_timeout_minutes: 30,
+  soft_gate_at: 0.8,
+  hard_gate_at: 1,
+  model_limits: {},
+  cost_rates: {},
+  default_cost_rate: null,
+  tool_costs: {},
+  default_tool_cost: 0.02,
+  pre_call_estimate: false,
+  pre_call_buffer_tokens: 4096,
+};
+
+/** The PlanSettings field names an update mask may name (proto names = JSON names). */
+export const PLAN_FIELDS: readonly PlanField[] = ["name", ...(Object.keys(PLAN_DEFAULTS) as PlanField[])];
+
+export const LIMITS = {
+  nameLength: 255,
+  /** Longest key (model or tool name) in a plan's maps. */
+  keyLength: 255,
+  /** Most entries in one of a plan's maps. */
+  mapEntries: 1000,
+  /** Most plans in one CreatePlans request. */
+  plansPerRequest: 100,
+} as const;
+
+/** The fields set in a PlanSettings message, as plan values (maps only when non-empty). */
+export function fromSettings(s: PlanSettings): Partial<PlanValues> {
+  const out: Partial<PlanValues> = {};
+  if (s.name !== undefined) out.name = s.name;
+  if (s.maxSpendPerPeriod !== undefined) out.max_spend_per_period = s.maxSpendPerPeriod;
+  if (s.maxSpendPerSession !== undefined) out.max_spend_per_session = s.maxSpendPerSession;
+  if (s.sessionTimeoutMinutes !== undefined) out.session_timeout_minutes = s.sessionTimeoutMinutes;
+  if (s.softGateAt !== undefined) out.soft_gate_at = s.softGateAt;
+  if (s.hardGateAt !== undefined) out.hard_gate_at = s.hardGateAt;
+  if (Object.keys(s.modelLimits).length > 0) {
+    out.model_limits = mapValues(s.modelLimits, (l) => Number(l.maxTokensPerPeriod));
+  }
+  if (Object.keys(s.costRates).length > 0) {
+    out.cost_rates = mapValues(s.costRates, (r) => ({ input: r.input, output: r.output }));
+  }
+  if (s.defaultCostRate !== undefined) {
+    out.default_cost_rate = { input: s.defaultCostRate.input, output: s.defaultCostRate.output };
+  }
+  if (Object.keys(s.toolCosts).length > 0) out.tool_costs = { ...s.toolCosts };
+  if (s.defaultToolCost !== undefined) out.default_tool_cost = s.defaultToolCost;
+  if (s.preCallEstimate !== undefined) out.pre_call_estimate = s.preCallEstimate;
+  if (s.preCallBufferTokens !== undefined) out.pre_call_buffer_tokens = Number(s.preCallBufferTokens);
+  return out;
+}
+
+function mapValues<A, B>(m: Record<string, A>, f: (a: A) => B): Record<string, B> {
+  return Object.fromEntries(Object.entries(m).map(([k, v]) => [k, f(v)]));
+}
+
+/**
+ * A new plan from the fields sent: the plan's own gate thresholds win, then the request-wide
+ * ones, then the defaults (0.80 / 1.00).
+ */
+export function newPlanValues(
+  sent: Partial<PlanValues>,
+  requestGates: { soft_gate_at?: number; hard_gate_at?: number } = {},
+): PlanValues {
+  const defined = Object.fromEntries(Object.entries(requestGates).filter(([, v]) => v !== undefined));
+  return { ...PLAN_DEFAULTS, ...defined, ...sent, name: sent.name ?? "" };
+}
+
+/**
+ * Applies an update mask: a named field takes the value sent; a named field left unset goes
+ * back to its default (for max_spend_* and default_cost_rate: unlimited / none); maps are
+ * replaced whole. Unknown field names are refused.
+ */
+export function applyMask(current: PlanValues, sent: Partial<PlanValues>, paths: readonly string[]): PlanValues {
+  const next: PlanValues = { ...current };
+  for (const path of paths) {
+    if (!(PLAN_FIELDS as readonly string[]).includes(path)) {
+      throw rpcError.invalid(`unknown plan field "${path}"; known fields: ${PLAN_FIELDS.join(", ")}`);
+    }
+    const field = path as PlanField;
+    if (field === "name" && sent.name === undefined) throw rpcError.invalid("name cannot be cleared");
+    (next as unknown as Record<string, unknown>)[field] =
+      sent[field] ?? (PLAN_DEFAULTS as unknown as Record<string, unknown>)[field];
+  }
+  return next;
+}
+
+/** Every problem with a plan's values, each naming the field (under `prefix`). */
+export function planProblems(v: PlanValues, prefix = ""): string[] {
+  const problems: string[] = [];
+  const at = (f: string) => `${prefix}${f}`;
+  const money = (f: string, x: number | null) => {
+    if (x !== null && !(Number.isFinite(x) && x >= 0)) problems.push(`${at(f)} must be a non-negative number`);
+  };
+  const count = (f: string, x: number) => {
+    if (!(Number.isSafeInteger(x) && x >= 0)) problems.push(`${at(f)} must be a non-negative integer`);
+  };
+  const ratio = (f: string, x: number) => {
+    if (!(Number.isFinite(x) && x >= 0 && x <= 1)) problems.push(`${at(f)} must be between 0 and 1`);
+  };
+  const keys = (f: string, m: Record<string, unknown>) => {
+    const names = Object.keys(m);
+    if (names.length > LIMITS.mapEntries) problems.push(`${at(f)} has more than ${LIMITS.mapEntries} entries`);
+    for (const k of names) {
+      if (k.length === 0 || k.length > LIMITS.keyLength) {
+        problems.push(`${at(f)} keys must be 1-${LIMITS.keyLength} characters`);
+        break;
+      }
+    }
+  };
+
+  if (v.name.trim().length === 0) problems.push(`${at("name")} must not be empty`);
+  else if (v.name.length > LIMITS.nameLength) problems.push(`${at("name")} must be at most ${LIMITS.nameLength} characters`);
+  money("max_spend_per_period", v.max_spend_per_period);
+  money("max_spend_per_session", v.max_spend_per_session);
+  if (!(Number.isFinite(v.session_timeout_minutes) && v.session_timeout_minutes > 0)) {
+    problems.push(`${at("session_timeout_minutes")} must be a positive number`);
+  }
+  ratio("soft_gate_at", v.soft_gate_at);
+  ratio("hard_gate_at", v.hard_gate_at);
+  if (v.soft_gate_at > v.hard_gate_at) {
+    problems.push(`${at("soft_gate_at")} (${v.soft_gate_at}) must not exceed ${at("hard_gate_at")} (${v.hard_gate_at})`);
+  }
+  keys("model_limits", v.model_limits);
+  for (const [model, max] of Object.entries(v.model_limits)) count(`model_limits.${model}.max_tokens_per_period`, max);
+  keys("cost_rates", v.cost_rates);
+  for (const [model, r] of Object.entries(v.cost_rates)) {
+    money(`cost_rates.${model}.input`, r.input);
+    money(`cost_rates.${model}.output`, r.output);
+  }
+  if (v.default_cost_rate) {
+    money("default_cost_rate.input", v.default_cost_rate.input);
+    money("default_cost_rate.output", v.default_cost_rate.output);
+  }
+  keys("tool_costs", v.tool_costs);
+  for (const [tool, c] of Object.entries(v.tool_costs)) money(`tool_costs.${tool}`, c);
+  money("default_tool_cost", v.default_tool_cost);
+  count("pre_call_buffer_tokens", v.pre_call_buffer_tokens);
+  return problems;
+}
+
+/** Throws INVALID_ARGUMENT listing every problem. */
+export function assertValid(problems: string[]): void {
+  if (problems.length > 0) throw rpcError.invalid(problems.join("; "));
+}
