@@ -1,6 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import { eventRoutes } from "./events.ts";
 import { healthRoutes } from "./health.ts";
+import { planRoutes } from "./plans.ts";
 import { productRoutes } from "./products.ts";
+import { usageRoutes } from "./usage.ts";
+import { userRoutes } from "./users.ts";
 
 /** Every resource's routes, mounted under /api/v1. */
-export const apiRoutes: FastifyPluginAsyncTypebox[] = [healthRoutes, productRoutes];
+export const apiRoutes: FastifyPluginAsyncTypebox[] = [healthRoutes, productRoutes, planRoutes, userRoutes, eventRoutes, usageRoutes];

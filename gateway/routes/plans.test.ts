@@ -1,0 +1,250 @@
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { randomUUID } from "node:crypto";
+import type { Api } from "../../test/support/http.ts";
+import { startTestStack, type TestStack } from "../../test/support/stack.ts";
+
+const t = suite<{ stack: TestStack; a: Api; b: Api }>("plan routes over HTTP");
+
+t.before(async (ctx) => {
+  ctx.stack = await startTestStack();
+  ctx.a = (await ctx.stack.newProduct("Plans A")).api;
+  ctx.b = (await ctx.stack.newProduct("Plans B")).api;
+});
+
+t.after(async (ctx) => {
+  await ctx.stack.close();
+});
+
+const FULL_PLAN_KEYS = [
+  "cost_rates",
+  "created_at",
+  "default_cost_rate",
+  "default_tool_cost",
+  "hard_gate_at",
+  "id",
+  "max_spend_per_period",
+  "max_spend_per_session",
+  "model_limits",
+  "name",
+  "pre_call_buffer_tokens",
+  "pre_call_estimate",
+  "session_timeout_minutes",
+  "soft_gate_at",
+  "tool_costs",
+  "updated_at",
+];
+
+const unique = (base: string) => `${base}-${randomUUID().slice(0, 8)}`;
+
+t("POST /config/plans creates plans with every default filled in (201)", async ({ a }) => {
+  const name = unique("starter");
+  const res = await a.post("/config/plans", { plans: [{ name }] });
+  assert.is(res.status, 201, JSON.stringify(res.body));
+  assert.equal(res.body.duplicates, []);
+  const [plan] = res.body.plans;
+  assert.equal(Object.keys(plan).sort(), FULL_PLAN_KEYS);
+  assert.match(plan.id, /^[0-9a-f-]{36}$/);
+  assert.is(plan.name, name);
+  assert.is(plan.max_spend_per_period, null);
+  assert.is(plan.max_spend_per_session, null);
+  assert.is(plan.session_timeout_minutes, 30);
+  assert.is(plan.soft_gate_at, 0.8);
+  assert.is(plan.hard_gate_at, 1);
+  assert.equal(plan.model_limits, {});
+  assert.equal(plan.cost_rates, {});
+  assert.is(plan.default_cost_rate, null);
+  assert.equal(plan.tool_costs, {});
+  assert.is(plan.default_tool_cost, 0.02);
+  assert.is(plan.pre_call_estimate, false);
+  assert.is(plan.pre_call_buffer_tokens, 4096);
+  assert.ok(!Number.isNaN(Date.parse(plan.created_at)));
+  assert.ok(!Number.isNaN(Date.parse(plan.updated_at)));
+});
+
+t("top-level gate thresholds apply to every plan unless overridden; every field round-trips", async ({ a }) => {
+  const [x, y] = [unique("x"), unique("y")];
+  const full = {
+    name: y,
+    max_spend_per_period: 25.5,
+    max_spend_per_session: 2,
+    session_timeout_minutes: 12.5,
+    soft_gate_at: 0.6,
+    hard_gate_at: 0.9,
+    model_limits: { "gpt-4.1": { max_tokens_per_period: 100000 } },
+    cost_rates: { "gpt-4.1": { input: 0.002, output: 0.008 } },
+    default_cost_rate: { input: 0.001, output: 0.003 },
+    tool_costs: { web_search: 0.05 },
+    default_tool_cost: 0.01,
+    pre_call_estimate: true,
+    pre_call_buffer_tokens: 2048,
+  };
+  const res = await a.post("/config/plans", { soft_gate_at: 0.7, hard_gate_at: 0.95, plans: [{ name: x }, full] });
+  assert.is(res.status, 201, JSON.stringify(res.body));
+  const [px, py] = res.body.plans;
+  assert.is(px.soft_gate_at, 0.7);
+  assert.is(px.hard_gate_at, 0.95);
+  const { id, created_at, updated_at, ...rest } = py;
+  assert.equal(rest, full);
+  const listed = await a.get("/config/plans");
+  assert.is(listed.status, 200);
+  assert.equal(listed.body.plans.find((p: { id: string }) => p.id === id), py);
+});
+
+t("existing names are skipped and listed; 409 when every plan is a duplicate", async ({ a, b }) => {
+  const [n1, n2] = [unique("dup1"), unique("dup2")];
+  assert.is((await a.post("/config/plans", { plans: [{ name: n1 }] })).status, 201);
+  const res = await a.post("/config/plans", { plans: [{ name: n1, max_spend_per_period: 99 }, { name: n2 }] });
+  assert.is(res.status, 201);
+  assert.equal(res.body.plans.map((p: { name: string }) => p.name), [n2]);
+  assert.equal(res.body.duplicates, [n1]);
+  const listed = await a.get("/config/plans");
+  assert.is(listed.body.plans.find((p: { name: string }) => p.name === n1).max_spend_per_period, null, "not updated");
+  const conflict = await a.post("/config/plans", { plans: [{ name: n1 }, { name: n2 }] });
+  assert.is(conflict.status, 409);
+  assert.match(conflict.body.detail, n1);
+  // The same names are free in another product.
+  assert.is((await b.post("/config/plans", { plans: [{ name: n1 }] })).status, 201);
+});
+
+t("many parallel creations of one name yield one plan and duplicate answers for the rest", async ({ a }) => {
+  const name = unique("race");
+  const results = await Promise.all(Array.from({ length: 16 }, () => a.post("/config/plans", { plans: [{ name }] })));
+  assert.equal(results.filter((r) => r.status === 201).length, 1);
+  assert.equal(results.filter((r) => r.status === 409).length, 15);
+  const listed = await a.get("/config/plans");
+  assert.is(listed.body.plans.filter((p: { name: string }) => p.name === name).length, 1);
+});
+
+t("invalid plan bodies are 422 with a list of issues; nothing is created", async ({ a }) => {
+  const name = unique("bad");
+  const bodies: [unknown, string][] = [
+    [{ plans: [{ name, soft_gate_at: 1.5 }] }, "/plans/0/soft_gate_at"],
+    [{ plans: [{ name, hard_gate_at: -0.1 }] }, "/plans/0/hard_gate_at"],
+    [{ soft_gate_at: 2, plans: [{ name }] }, "/soft_gate_at"],
+    [{ plans: [{ name, max_spend_per_period: -1 }] }, "/plans/0/max_spend_per_period"],
+    [{ plans: [{ name, max_spend_per_session: -1 }] }, "/plans/0/max_spend_per_session"],
+    [{ plans: [{ name, cost_rates: { m: { input: -1, output: 1 } } }] }, "/plans/0/cost_rates/m/input"],
+    [{ plans: [{ name, default_cost_rate: { input: 1 } }] }, "/plans/0/default_cost_rate/output"],
+    [{ plans: [{ name, tool_costs: { t: -2 } }] }, "/plans/0/tool_costs/t"],
+    [{ plans: [{ name, default_tool_cost: -2 }] }, "/plans/0/default_tool_cost"],
+    [{ plans: [{ name, model_limits: { m: { max_tokens_per_period: 1.5 } } }] }, "/plans/0/model_limits/m/max_tokens_per_period"],
+    [{ plans: [{ name, model_limits: { m: { max_tokens_per_period: -1 } } }] }, "/plans/0/model_limits/m/max_tokens_per_period"],
+    [{ plans: [{ name, pre_call_buffer_tokens: 10.5 }] }, "/plans/0/pre_call_buffer_tokens"],
+    [{ plans: [{ name, session_timeout_minutes: 0 }] }, "/plans/0/session_timeout_minutes"],
+    [{ plans: [{ name: "" }] }, "/plans/0/name"],
+    [{ plans: [{ name: "n".repeat(256) }] }, "/plans/0/name"],
+    [{ plans: [{}] }, "/plans/0/name"],
+    [{ plans: [] }, "/plans"],
+    [{}, "/plans"],
+    [{ plans: [{ name, colour: "blue" }] }, "/plans/0/colour"],
+    [{ plans: [{ name }], extra: true }, "/extra"],
+    [{ plans: [{ name, cost_rates: { m: { input: 1, output: 1, currency: "usd" } } }] }, "/plans/0/cost_rates/m/currency"],
+    [{ plans: [{ name, soft_gate_at: "0.5" }] }, "/plans/0/soft_gate_at"],
+  ];
+  for (const [body, path] of bodies) {
+    const res = await a.post("/config/plans", body);
+    assert.is(res.status, 422, `${JSON.stringify(body)} -> ${res.status}`);
+    assert.type(res.body.detail, "string");
+    assert.ok(
+      res.body.issues.some((i: { path: string }) => i.path === path),
+      `${path} not in ${JSON.stringify(res.body.issues)}`,
+    );
+  }
+  const listed = await a.get("/config/plans");
+  assert.not.ok(listed.body.plans.some((p: { name: string }) => p.name === name));
+});
+
+t("soft_gate_at above hard_gate_at is refused with 400 naming both", async ({ a }) => {
+  const name = unique("gates");
+  for (const body of [
+    { plans: [{ name, soft_gate_at: 0.9, hard_gate_at: 0.5 }] },
+    { soft_gate_at: 0.9, hard_gate_at: 0.5, plans: [{ name }] },
+    { hard_gate_at: 0.5, plans: [{ name }] },
+  ]) {
+    const res = await a.post("/config/plans", body);
+    assert.is(res.status, 400, JSON.stringify(res.body));
+    assert.match(res.body.detail, /soft_gate_at .* must not exceed .*hard_gate_at/);
+  }
+  const ok = await a.post("/config/plans", { plans: [{ name, soft_gate_at: 1, hard_gate_at: 1 }] });
+  assert.is(ok.status, 201);
+});
+
+t("PATCH changes only the fields sent and returns the full plan", async ({ a }) => {
+  const name = unique("patch");
+  const created = await a.post("/config/plans", {
+    plans: [{ name, max_spend_per_period: 10, max_spend_per_session: 1, tool_costs: { t: 0.5 }, default_cost_rate: { input: 1, output: 2 } }],
+  });
+  const plan = created.body.plans[0];
+  const res = await a.patch(`/config/plans/${plan.id}`, { max_spend_per_session: 3, soft_gate_at: 0.5 });
+  assert.is(res.status, 200, JSON.stringify(res.body));
+  assert.equal(Object.keys(res.body).sort(), FULL_PLAN_KEYS);
+  assert.is(res.body.max_spend_per_session, 3);
+  assert.is(res.body.soft_gate_at, 0.5);
+  assert.is(res.body.max_spend_per_period, 10);
+  assert.equal(res.body.tool_costs, { t: 0.5 });
+  assert.is(res.body.created_at, plan.created_at);
+  assert.ok(Date.parse(res.body.updated_at) >= Date.parse(plan.updated_at));
+
+  const cleared = await a.patch(`/config/plans/${plan.id}`, { max_spend_per_period: null, default_cost_rate: null, tool_costs: {} });
+  assert.is(cleared.status, 200);
+  assert.is(cleared.body.max_spend_per_period, null);
+  assert.is(cleared.body.default_cost_rate, null);
+  assert.equal(cleared.body.tool_costs, {});
+  assert.is(cleared.body.max_spend_per_session, 3);
+
+  const renamed = await a.patch(`/config/plans/${plan.id}`, { name: `${name}-2` });
+  assert.is(renamed.body.name, `${name}-2`);
+  const unchanged = await a.patch(`/config/plans/${plan.id}`, {});
+  assert.is(unchanged.status, 200);
+  assert.equal(unchanged.body, renamed.body);
+  const listed = await a.get("/config/plans");
+  assert.equal(listed.body.plans.find((p: { id: string }) => p.id === plan.id), renamed.body);
+});
+
+t("PATCH validation: 422 for shapes and unknown fields, 400 for crossed gates, 409 for a taken name", async ({ a }) => {
+  const [n1, n2] = [unique("p1"), unique("p2")];
+  const created = await a.post("/config/plans", { plans: [{ name: n1, hard_gate_at: 0.9 }, { name: n2 }] });
+  const id = created.body.plans[0].id;
+  for (const body of [{ soft_gate_at: 1.2 }, { colour: "red" }, { name: null }, { soft_gate_at: null }, { name: "" }, { max_spend_per_period: -3 }]) {
+    const res = await a.patch(`/config/plans/${id}`, body);
+    assert.is(res.status, 422, `${JSON.stringify(body)} -> ${res.status}`);
+  }
+  const crossed = await a.patch(`/config/plans/${id}`, { soft_gate_at: 0.95 });
+  assert.is(crossed.status, 400);
+  assert.match(crossed.body.detail, /must not exceed/);
+  const taken = await a.patch(`/config/plans/${id}`, { name: n2 });
+  assert.is(taken.status, 409);
+});
+
+t("PATCH of an unknown, malformed or another product's plan is 404", async ({ a, b }) => {
+  const created = await a.post("/config/plans", { plans: [{ name: unique("mine") }] });
+  const id = created.body.plans[0].id;
+  for (const [api, planId] of [
+    [b, id],
+    [a, randomUUID()],
+    [a, "not-a-uuid"],
+    [a, "%20"],
+    [a, "x".repeat(90)],
+  ] as const) {
+    const res = await api.patch(`/config/plans/${planId}`, { max_spend_per_period: 1 });
+    assert.is(res.status, 404, `${planId} -> ${res.status}`);
+    assert.type(res.body.detail, "string");
+  }
+  assert.is((await a.get("/config/plans")).body.plans.find((p: { id: string }) => p.id === id).max_spend_per_period, null);
+});
+
+t("products see only their own plans", async ({ stack }) => {
+  const { api: c } = await stack.newProduct("Plans C");
+  assert.equal((await c.get("/config/plans")).body, { plans: [] });
+  await c.post("/config/plans", { plans: [{ name: "only-c" }] });
+  assert.equal((await c.get("/config/plans")).body.plans.map((p: { name: string }) => p.name), ["only-c"]);
+});
+
+t("plan routes need a valid key (401)", async ({ stack }) => {
+  assert.is((await stack.api.get("/config/plans")).status, 401);
+  assert.is((await stack.api.post("/config/plans", { plans: [{ name: "x" }] })).status, 401);
+  assert.is((await stack.api.withKey("mk_" + "A".repeat(43)).patch(`/config/plans/${randomUUID()}`, {})).status, 401);
+});
+
+t.run();

@@ -1,0 +1,121 @@
+import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import { Type } from "typebox";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import type { Plan, PlanSettingsSchema } from "@meter/proto/meter/plans/v1/plans_pb";
+import { errors } from "../schemas/common.ts";
+import { CreatePlansBody, PlanBody, PlanPatchBody, type PlanInput } from "../schemas/plans.ts";
+import { rpcOptions } from "../rpc-options.ts";
+
+const mapEntries = <A, B>(m: Record<string, A> | undefined, f: (a: A) => B): Record<string, B> =>
+  Object.fromEntries(Object.entries(m ?? {}).map(([k, v]) => [k, f(v)]));
+
+/** JSON plan fields to PlanSettings; null and absent both leave the field unset. */
+export function planSettings(p: PlanInput): MessageInitShape<typeof PlanSettingsSchema> {
+  return {
+    name: p.name,
+    maxSpendPerPeriod: p.max_spend_per_period ?? undefined,
+    maxSpendPerSession: p.max_spend_per_session ?? undefined,
+    sessionTimeoutMinutes: p.session_timeout_minutes,
+    softGateAt: p.soft_gate_at,
+    hardGateAt: p.hard_gate_at,
+    modelLimits: mapEntries(p.model_limits, (l) => ({ maxTokensPerPeriod: BigInt(l.max_tokens_per_period) })),
+    costRates: p.cost_rates ?? {},
+    defaultCostRate: p.default_cost_rate ?? undefined,
+    toolCosts: p.tool_costs ?? {},
+    defaultToolCost: p.default_tool_cost,
+    preCallEstimate: p.pre_call_estimate,
+    preCallBufferTokens: p.pre_call_buffer_tokens === undefined ? undefined : BigInt(p.pre_call_buffer_tokens),
+  };
+}
+
+export function planJson(p: Plan) {
+  return {
+    id: p.id,
+    name: p.name,
+    max_spend_per_period: p.maxSpendPerPeriod ?? null,
+    max_spend_per_session: p.maxSpendPerSession ?? null,
+    session_timeout_minutes: p.sessionTimeoutMinutes,
+    soft_gate_at: p.softGateAt,
+    hard_gate_at: p.hardGateAt,
+    model_limits: mapEntries(p.modelLimits, (l) => ({ max_tokens_per_period: Number(l.maxTokensPerPeriod) })),
+    cost_rates: mapEntries(p.costRates, (r) => ({ input: r.input, output: r.output })),
+    default_cost_rate: p.defaultCostRate ? { input: p.defaultCostRate.input, output: p.defaultCostRate.output } : null,
+    tool_costs: { ...p.toolCosts },
+    default_tool_cost: p.defaultToolCost,
+    pre_call_estimate: p.preCallEstimate,
+    pre_call_buffer_tokens: Number(p.preCallBufferTokens),
+    created_at: timestampDate(p.createdAt!).toISOString(),
+    updated_at: timestampDate(p.updatedAt!).toISOString(),
+  };
+}
+
+export const planRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.post(
+    "/config/plans",
+    {
+      schema: {
+        summary: "Create plans; names that already exist are skipped and listed in duplicates",
+        tags: ["plans"],
+        body: CreatePlansBody,
+        response: {
+          201: Type.Object({ plans: Type.Array(PlanBody), duplicates: Type.Array(Type.String()) }),
+          ...errors(400, 401, 409, 422),
+        },
+      },
+    },
+    async (request, reply) => {
+      const res = await app.services.plans.createPlans(
+        {
+          productId: request.productId,
+          softGateAt: request.body.soft_gate_at,
+          hardGateAt: request.body.hard_gate_at,
+          plans: request.body.plans.map(planSettings),
+        },
+        rpcOptions(request),
+      );
+      return reply.status(201).send({ plans: res.plans.map(planJson), duplicates: res.duplicates });
+    },
+  );
+
+  app.get(
+    "/config/plans",
+    {
+      schema: {
+        summary: "List the product's plans with defaults filled in",
+        tags: ["plans"],
+        response: { 200: Type.Object({ plans: Type.Array(PlanBody) }), ...errors(401) },
+      },
+    },
+    async (request) => {
+      const res = await app.services.plans.listPlans({ productId: request.productId }, rpcOptions(request));
+      return { plans: res.plans.map(planJson) };
+    },
+  );
+
+  app.patch(
+    "/config/plans/:plan_id",
+    {
+      schema: {
+        summary: "Change the fields sent and return the full plan",
+        tags: ["plans"],
+        params: Type.Object({ plan_id: Type.String({ description: "Plan id (UUID); anything else is not found" }) }),
+        body: PlanPatchBody,
+        response: { 200: PlanBody, ...errors(400, 401, 404, 409, 422) },
+      },
+    },
+    async (request) => {
+      const res = await app.services.plans.updatePlan(
+        {
+          productId: request.productId,
+          planId: request.params.plan_id,
+          plan: planSettings(request.body),
+          // JSON names are the PlanSettings field names; a field sent as null is cleared.
+          updateMask: { paths: Object.keys(request.body) },
+        },
+        rpcOptions(request),
+      );
+      return planJson(res.plan!);
+    },
+  );
+};

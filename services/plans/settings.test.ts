@@ -1,0 +1,100 @@
+import { test } from "uvu";
+import * as assert from "uvu/assert";
+import { create } from "@bufbuild/protobuf";
+import { PlanSettingsSchema } from "@meter/proto/meter/plans/v1/plans_pb";
+import { PLAN_DEFAULTS, PLAN_FIELDS, applyMask, fromSettings, newPlanValues, planProblems } from "./settings.ts";
+
+test("a new plan takes its own gates, then the request's, then the defaults", () => {
+  assert.equal(newPlanValues({ name: "a" }), { ...PLAN_DEFAULTS, name: "a" });
+  const req = { soft_gate_at: 0.5, hard_gate_at: undefined };
+  assert.is(newPlanValues({ name: "a" }, req).soft_gate_at, 0.5);
+  assert.is(newPlanValues({ name: "a" }, req).hard_gate_at, 1);
+  assert.is(newPlanValues({ name: "a", soft_gate_at: 0.6 }, req).soft_gate_at, 0.6);
+});
+
+test("the defaults of SPEC.md", () => {
+  assert.equal(PLAN_DEFAULTS, {
+    max_spend_per_period: null,
+    max_spend_per_session: null,
+    session_timeout_minutes: 30,
+    soft_gate_at: 0.8,
+    hard_gate_at: 1,
+    model_limits: {},
+    cost_rates: {},
+    default_cost_rate: null,
+    tool_costs: {},
+    default_tool_cost: 0.02,
+    pre_call_estimate: false,
+    pre_call_buffer_tokens: 4096,
+  });
+  assert.equal(planProblems(newPlanValues({ name: "ok" })), []);
+});
+
+test("settings messages convert only the fields set", () => {
+  assert.equal(fromSettings(create(PlanSettingsSchema)), {});
+  const s = create(PlanSettingsSchema, {
+    name: "n",
+    maxSpendPerPeriod: 0,
+    preCallEstimate: false,
+    preCallBufferTokens: 10n,
+    modelLimits: { m: { maxTokensPerPeriod: 5n } },
+    defaultCostRate: { input: 1, output: 2 },
+  });
+  assert.equal(fromSettings(s), {
+    name: "n",
+    max_spend_per_period: 0,
+    pre_call_estimate: false,
+    pre_call_buffer_tokens: 10,
+    model_limits: { m: 5 },
+    default_cost_rate: { input: 1, output: 2 },
+  });
+});
+
+test("a mask changes named fields only; a named unset field returns to its default", () => {
+  const current = newPlanValues({ name: "p", max_spend_per_period: 10, tool_costs: { t: 1 }, soft_gate_at: 0.5 });
+  const next = applyMask(current, { max_spend_per_session: 3, soft_gate_at: 0.7 }, ["max_spend_per_session", "max_spend_per_period", "tool_costs"]);
+  assert.is(next.max_spend_per_session, 3);
+  assert.is(next.max_spend_per_period, null);
+  assert.equal(next.tool_costs, {});
+  assert.is(next.soft_gate_at, 0.5);
+  assert.is(current.max_spend_per_period, 10, "input left untouched");
+  assert.equal(applyMask(current, {}, []), current);
+});
+
+test("a mask refuses unknown fields and clearing the name", () => {
+  const current = newPlanValues({ name: "p" });
+  assert.throws(() => applyMask(current, {}, ["colour"]), /unknown plan field "colour"/);
+  assert.throws(() => applyMask(current, {}, ["name"]), /name cannot be cleared/);
+  for (const f of PLAN_FIELDS.filter((f) => f !== "name")) applyMask(current, {}, [f]);
+});
+
+test("every problem is named with its field", () => {
+  const bad = newPlanValues({
+    name: " ",
+    max_spend_per_period: -1,
+    session_timeout_minutes: 0,
+    soft_gate_at: 1.2,
+    hard_gate_at: 1,
+    model_limits: { m: 1.5 },
+    cost_rates: { m: { input: Infinity, output: 0 } },
+    tool_costs: { "": 1 },
+    pre_call_buffer_tokens: -2,
+  });
+  const problems = planProblems(bad, "plans[0].");
+  for (const needle of [
+    "plans[0].name must not be empty",
+    "plans[0].max_spend_per_period must be a non-negative number",
+    "plans[0].session_timeout_minutes must be a positive number",
+    "plans[0].soft_gate_at must be between 0 and 1",
+    "plans[0].soft_gate_at (1.2) must not exceed plans[0].hard_gate_at (1)",
+    "plans[0].model_limits.m.max_tokens_per_period must be a non-negative integer",
+    "plans[0].cost_rates.m.input must be a non-negative number",
+    "plans[0].tool_costs keys must be 1-255 characters",
+    "plans[0].pre_call_buffer_tokens must be a non-negative integer",
+  ]) {
+    assert.ok(problems.includes(needle), `missing: ${needle} in ${problems.join(" | ")}`);
+  }
+  assert.equal(planProblems(newPlanValues({ name: "x", soft_gate_at: 1, hard_gate_at: 1, max_spend_per_period: 0 })), []);
+});
+
+test.run();
