@@ -4,6 +4,7 @@ import { Type, type Static } from "typebox";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { User } from "@meter/proto/meter/plans/v1/plans_pb";
 import { Body, DateTime, Nullable, errors } from "../schemas/common.ts";
+import { HttpError } from "../errors.ts";
 import { rpcOptions } from "../rpc-options.ts";
 
 export const UserBody = Type.Object({
@@ -98,4 +99,22 @@ export const userRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => subscribe(request, request.params.user_id, request.body),
   );
+
+  // The router refuses path parameters longer than its maxParamLength (100 by default, set in
+  // gateway/app.ts), but user ids may be 255 characters. Such paths fall through to this
+  // wildcard twin of the route above, which takes the id from the rest of the path.
+  app.post(
+    "/users/*",
+    { schema: { hide: true, params: Type.Object({ "*": Type.String() }), body: SubscriptionBody } },
+    async (request) => {
+      const rest = request.params["*"];
+      const userId = rest.endsWith(SUBSCRIPTION_SUFFIX) ? rest.slice(0, -SUBSCRIPTION_SUFFIX.length) : "";
+      if (userId.length === 0 || userId.length > 255) {
+        throw new HttpError(404, `no route for POST ${request.url.split("?")[0]}`);
+      }
+      return subscribe(request, userId, request.body);
+    },
+  );
 };
+
+const SUBSCRIPTION_SUFFIX = "/subscription";
