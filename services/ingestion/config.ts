@@ -5,4 +5,9 @@ export const ingestionConfigSchema = Type.Object({
   ...peerUrlFields,
   PORT: Type.Integer({ default: 9093, minimum: 0, maximum: 65535 }),
   MONGODB_DB: Type.String({ default: "meter_ingestion", minLength: 1 }),
+  /** Pause between rounds of the outbox relay and the recovery sweep. */
+  RELAY_INTERVAL_MS: Type.Integer({ default: 1_000, minimum: 10 }),
+  RELAY_MAX_BACKOFF_MS: Type.Integer({ default: 60_000, minimum: 10 }),
+  /** Age after which uncounted events of an interrupted request are completed by the sweep. */
+  RECOVERY_AFTER_MS: Type.Integer({ default: 60_000, minimum: 0 }),
 });

@@ -4,21 +4,98 @@ import type { PeerUrls } from "@meter/lib/config";
 import type { Logger } from "@meter/lib/logger";
 import { pingDb } from "@meter/lib/mongo";
 import type { ServiceModule } from "@meter/lib/rpc";
+import { plansDirectory, type UserDirectory } from "./adapters/plans.ts";
+import { analyticsRecorder, webhooksPublisher, type AnalyticsRecorder, type WebhookPublisher } from "./adapters/peers.ts";
+import type { IngestionDeps } from "./deps.ts";
+import { createManualEvent } from "./handlers/create-manual-event.ts";
+import { getSession } from "./handlers/get-session.ts";
+import { getUsage } from "./handlers/get-usage.ts";
+import { ingestGateEvents } from "./handlers/ingest-gate-events.ts";
+import { ingestUsageEvents } from "./handlers/ingest-usage-events.ts";
+import { listGateEvents } from "./handlers/list-gate-events.ts";
+import { outboxes } from "./relay/handover.ts";
+import { Relay } from "./relay/outbox.ts";
+import { Ledger } from "./store/counters.ts";
+import { CrossingStore } from "./store/crossings.ts";
+import { GateEventStore } from "./store/gate-events.ts";
+import { UsageEventStore } from "./store/usage-events.ts";
+import { recoverStranded } from "./usage.ts";
+
+/** Largest batch (events) accepted by IngestUsageEvents / IngestGateEvents. */
+export const MAX_BATCH_EVENTS = 10_000;
 
 export interface IngestionServiceOptions {
   db: Db;
   logger: Logger;
   peers: PeerUrls;
+  /** Pause between rounds of the outbox relay and recovery sweep (ms). */
+  relayIntervalMs?: number;
+  /** Longest backoff of a relay whose peer keeps failing (ms). */
+  relayMaxBackoffMs?: number;
+  relayBatchSize?: number;
+  /** Age after which the sweep completes events an interrupted request left uncounted (ms). */
+  recoveryAfterMs?: number;
+  maxBatchEvents?: number;
+  /** Peer overrides (tests); by default gRPC clients to `peers`. */
+  users?: UserDirectory;
+  webhooks?: WebhookPublisher;
+  analytics?: AnalyticsRecorder;
+  now?: () => Date;
 }
 
-/** The ingestion service. */
+/** The ingestion service: usage, gate and manual events, per-user period counters, handovers. */
 export async function createIngestionService(opts: IngestionServiceOptions): Promise<ServiceModule> {
+  const events = new UsageEventStore(opts.db);
+  const gates = new GateEventStore(opts.db);
+  const crossings = new CrossingStore(opts.db);
+  const ledger = new Ledger(opts.db, events.events);
+  await Promise.all([events.init(), gates.init(), crossings.init()]);
+  const deps: IngestionDeps = {
+    events,
+    ledger,
+    gates,
+    crossings,
+    users: opts.users ?? plansDirectory(opts.peers.plans),
+    logger: opts.logger,
+    limits: { maxBatchEvents: opts.maxBatchEvents ?? MAX_BATCH_EVENTS },
+    now: opts.now ?? (() => new Date()),
+  };
+  const recoveryAfterMs = opts.recoveryAfterMs ?? 60_000;
+  const relay = new Relay(
+    outboxes({
+      events,
+      gates,
+      crossings,
+      webhooks: opts.webhooks ?? webhooksPublisher(opts.peers.webhooks),
+      analytics: opts.analytics ?? analyticsRecorder(opts.peers.analytics),
+    }),
+    {
+      intervalMs: opts.relayIntervalMs ?? 1_000,
+      maxBackoffMs: opts.relayMaxBackoffMs ?? 60_000,
+      batchSize: opts.relayBatchSize ?? 500,
+      logger: opts.logger,
+    },
+    [{ name: "recover-uncounted", run: async () => void (await recoverStranded(deps, recoveryAfterMs)) }],
+  );
   return {
     name: "ingestion",
     serviceName: IngestionService.typeName,
     routes(router) {
-      router.service(IngestionService, {});
+      router.service(IngestionService, {
+        ingestUsageEvents: ingestUsageEvents(deps),
+        ingestGateEvents: ingestGateEvents(deps),
+        createManualEvent: createManualEvent(deps),
+        getUsage: getUsage(deps),
+        listGateEvents: listGateEvents(deps),
+        getSession: getSession(deps),
+      });
     },
     healthy: () => pingDb(opts.db),
+    async start() {
+      relay.start();
+    },
+    async stop() {
+      await relay.stop();
+    },
   };
 }

@@ -7,5 +7,13 @@ import { createIngestionService } from "./index.ts";
 await serviceMain({
   name: "ingestion",
   configSchema: ingestionConfigSchema,
-  create: ({ db, logger, config }) => createIngestionService({ db, logger, peers: peerUrls(config) }),
+  create: ({ db, logger, config }) =>
+    createIngestionService({
+      db,
+      logger,
+      peers: peerUrls(config),
+      relayIntervalMs: config.RELAY_INTERVAL_MS,
+      relayMaxBackoffMs: config.RELAY_MAX_BACKOFF_MS,
+      recoveryAfterMs: config.RECOVERY_AFTER_MS,
+    }),
 });

@@ -55,6 +55,13 @@ test("an event stamped just before its subscription was recorded uses that windo
   assert.not.ok(p.calendar);
 });
 
+test("a plan without dates set mid-window keeps the running window under the new plan", () => {
+  const a = sub("a", "2026-01-01T00:00:00Z", "2026-01-01T00:00:00Z", "2026-02-01T00:00:00Z");
+  const free = sub("free", "2026-01-15T00:00:00Z");
+  const p = periodAt([a, free], d("2026-01-20T00:00:00Z"));
+  assert.equal([p.start, p.end, p.subscription?.planId], [a.periodStart, a.periodEnd, "free"]);
+});
+
 test("history order does not matter", () => {
   const a = sub("a", "2026-01-01T00:00:00Z", "2026-01-01T00:00:00Z", "2026-02-01T00:00:00Z");
   const b = sub("b", "2026-01-15T00:00:00Z", "2026-01-15T00:00:00Z", "2026-02-15T00:00:00Z");

@@ -36,8 +36,9 @@ function contains(s: SubscriptionWindow, t: Date): boolean {
 /**
  * 1. The subscription in force at `t` is the latest one set at or before `t`. If it has a
  *    window containing `t`, that window is the period.
- * 2. Otherwise the latest-set subscription whose window contains `t` (covers events stamped a
- *    little before the subscription was recorded, and late events of an earlier window).
+ * 2. Otherwise the window of the latest-set subscription that contains `t` (covers events
+ *    stamped a little before their subscription was recorded, and a plan without dates set
+ *    while a dated window still runs), under the plan in force (else that subscription's).
  * 3. Otherwise the calendar month (UTC) of `t`, under the plan in force (if any).
  */
 export function periodAt(history: readonly SubscriptionWindow[], t: Date): BillingPeriod {
@@ -49,7 +50,7 @@ export function periodAt(history: readonly SubscriptionWindow[], t: Date): Billi
   }
   for (let i = subs.length - 1; i >= 0; i--) {
     const s = subs[i]!;
-    if (contains(s, t)) return { start: s.periodStart!, end: s.periodEnd!, subscription: s, calendar: false };
+    if (contains(s, t)) return { start: s.periodStart!, end: s.periodEnd!, subscription: inForce ?? s, calendar: false };
   }
   return { ...calendarMonth(t), subscription: inForce ?? subs[0] ?? null, calendar: true };
 }

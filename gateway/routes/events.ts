@@ -1,0 +1,202 @@
+import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import { Type } from "typebox";
+import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
+import type { JsonObject } from "@bufbuild/protobuf";
+import { Body, DateTime, Nullable, errors } from "../schemas/common.ts";
+import { rpcOptions } from "../rpc-options.ts";
+
+/** Largest batch body accepted (bytes); the ingestion service also caps the event count. */
+export const BATCH_BODY_LIMIT = 10 * 1024 * 1024;
+
+const Metadata = Type.Object({}, { additionalProperties: true, description: "Free-form object; default {}" });
+const Count = Type.Integer({ minimum: 0, default: 0 });
+const Money = Type.Number({ minimum: 0, default: 0 });
+
+const UsageEventIn = Body(
+  {
+    id: Type.String({ format: "uuid", description: "Idempotency key" }),
+    user_id: Type.String({ minLength: 1, maxLength: 255 }),
+    session_id: Type.Optional(Nullable(Type.String({ maxLength: 255 }))),
+    timestamp: DateTime,
+    model: Type.Optional(Nullable(Type.String({ maxLength: 255 }))),
+    input_tokens: Type.Optional(Count),
+    output_tokens: Type.Optional(Count),
+    total_tokens: Type.Optional(Type.Integer({ minimum: 0, description: "Default input_tokens + output_tokens" })),
+    tool_calls: Type.Optional(Type.Array(Type.String({ maxLength: 255 }))),
+    cost_tokens: Type.Optional(Money),
+    cost_tools: Type.Optional(Money),
+    cost_total: Type.Optional(Type.Number({ minimum: 0, description: "Default cost_tokens + cost_tools" })),
+    metadata: Type.Optional(Metadata),
+    synced: Type.Optional(Type.Boolean({ description: "Client-side flag of the callback form; ignored" })),
+  },
+  "Usage event",
+);
+
+const GateEventIn = Body(
+  {
+    id: Type.String({ format: "uuid", description: "Idempotency key" }),
+    user_id: Type.String({ minLength: 1, maxLength: 255 }),
+    service_user_id: Type.Optional(Nullable(Type.String({ maxLength: 255 }))),
+    session_id: Type.Optional(Nullable(Type.String({ maxLength: 255 }))),
+    timestamp: DateTime,
+    status: Type.Union([Type.Literal("soft_gate"), Type.Literal("hard_gate")]),
+    gate_reason: Type.String({ pattern: "^(total_spend|session_spend|model_limit:.+)$", maxLength: 300 }),
+    usage_pct: Type.Number({ minimum: 0 }),
+    current_value: Type.Number({ minimum: 0 }),
+    limit_value: Type.Number({ minimum: 0 }),
+    model: Type.Optional(Nullable(Type.String({ maxLength: 255 }))),
+    blocked: Type.Optional(Type.Boolean({ default: false })),
+    message: Type.Optional(Nullable(Type.String({ maxLength: 2000 }))),
+    metadata: Type.Optional(Metadata),
+  },
+  "Gate event",
+);
+
+const BatchResult = Type.Object({ accepted: Type.Integer(), duplicates: Type.Integer() });
+
+const ManualEventIn = Body({
+  user_id: Type.String({ minLength: 1, maxLength: 255, description: "external_user_id" }),
+  cost: Type.Optional(Nullable(Type.Number({ minimum: 0, description: "Explicit dollars, used as given" }))),
+  model: Type.Optional(Nullable(Type.String({ maxLength: 255 }))),
+  input_tokens: Type.Optional(Count),
+  output_tokens: Type.Optional(Count),
+  description: Type.Optional(Nullable(Type.String({ maxLength: 2000 }))),
+  tool_calls: Type.Optional(Type.Array(Type.String({ maxLength: 255 }))),
+  metadata: Type.Optional(Metadata),
+  session_id: Type.Optional(Nullable(Type.String({ maxLength: 255 }))),
+  idempotency_key: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 255 }))),
+});
+
+const ManualEventOut = Type.Object({
+  id: Type.String({ description: "evt_ followed by a UUID" }),
+  user_id: Type.String(),
+  cost: Type.Number(),
+  model: Nullable(Type.String()),
+  source: Type.Union([Type.Literal("manual"), Type.Literal("auto")]),
+  created_at: DateTime,
+});
+
+const ts = (s: string) => timestampFromDate(new Date(s));
+const big = (n: number | undefined) => BigInt(n ?? 0);
+
+export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.post(
+    "/events/batch",
+    {
+      bodyLimit: BATCH_BODY_LIMIT,
+      schema: {
+        summary: "Ingest a batch of usage events (idempotent on id)",
+        description: "At most 10,000 events and 10 MiB per batch (413 beyond). A malformed batch is refused whole (422).",
+        tags: ["ingestion"],
+        body: Type.Array(UsageEventIn),
+        response: { 200: BatchResult, ...errors(400, 401, 413, 422) },
+      },
+    },
+    async (request) => {
+      const res = await app.services.ingestion.ingestUsageEvents(
+        {
+          productId: request.productId,
+          events: request.body.map((e) => ({
+            id: e.id,
+            userId: e.user_id,
+            sessionId: e.session_id ?? undefined,
+            timestamp: ts(e.timestamp),
+            model: e.model ?? undefined,
+            inputTokens: big(e.input_tokens),
+            outputTokens: big(e.output_tokens),
+            totalTokens: big(e.total_tokens),
+            toolCalls: e.tool_calls ?? [],
+            costTokens: e.cost_tokens ?? 0,
+            costTools: e.cost_tools ?? 0,
+            costTotal: e.cost_total ?? 0,
+            metadata: (e.metadata ?? {}) as JsonObject,
+          })),
+        },
+        rpcOptions(request),
+      );
+      return { accepted: res.accepted, duplicates: res.duplicates };
+    },
+  );
+
+  app.post(
+    "/gate-events/batch",
+    {
+      bodyLimit: BATCH_BODY_LIMIT,
+      schema: {
+        summary: "Ingest a batch of gate events (idempotent on id)",
+        description: "At most 10,000 events and 10 MiB per batch (413 beyond). A malformed batch is refused whole (422).",
+        tags: ["ingestion"],
+        body: Type.Array(GateEventIn),
+        response: { 200: BatchResult, ...errors(400, 401, 413, 422) },
+      },
+    },
+    async (request) => {
+      const res = await app.services.ingestion.ingestGateEvents(
+        {
+          productId: request.productId,
+          events: request.body.map((e) => ({
+            id: e.id,
+            userId: e.user_id,
+            serviceUserId: e.service_user_id ?? undefined,
+            sessionId: e.session_id ?? undefined,
+            timestamp: ts(e.timestamp),
+            status: e.status,
+            gateReason: e.gate_reason,
+            usagePct: e.usage_pct,
+            currentValue: e.current_value,
+            limitValue: e.limit_value,
+            model: e.model ?? undefined,
+            blocked: e.blocked ?? false,
+            message: e.message ?? undefined,
+            metadata: (e.metadata ?? {}) as JsonObject,
+          })),
+        },
+        rpcOptions(request),
+      );
+      return { accepted: res.accepted, duplicates: res.duplicates };
+    },
+  );
+
+  app.post(
+    "/events",
+    {
+      schema: {
+        summary: "Record a manual usage event",
+        description:
+          "Cost: `cost` as given; else tokens priced from the user's plan; else zero (audit entry). " +
+          "A repeated idempotency_key answers 201 with the event first recorded.",
+        tags: ["ingestion"],
+        body: ManualEventIn,
+        response: { 201: ManualEventOut, ...errors(400, 401, 404, 422) },
+      },
+    },
+    async (request, reply) => {
+      const b = request.body;
+      const res = await app.services.ingestion.createManualEvent(
+        {
+          productId: request.productId,
+          userId: b.user_id,
+          cost: b.cost ?? undefined,
+          model: b.model ?? undefined,
+          inputTokens: big(b.input_tokens),
+          outputTokens: big(b.output_tokens),
+          description: b.description ?? undefined,
+          toolCalls: b.tool_calls ?? [],
+          metadata: (b.metadata ?? {}) as JsonObject,
+          sessionId: b.session_id ?? undefined,
+          idempotencyKey: b.idempotency_key ?? undefined,
+        },
+        rpcOptions(request),
+      );
+      const e = res.event!;
+      return reply.status(201).send({
+        id: e.id,
+        user_id: e.userId,
+        cost: e.cost,
+        model: e.model ?? null,
+        source: e.source as "manual" | "auto",
+        created_at: timestampDate(e.createdAt!).toISOString(),
+      });
+    },
+  );
+};

@@ -1,0 +1,212 @@
+import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import { Type } from "typebox";
+import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
+import type { GateEvent } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
+import { DateTime, Nullable, errors } from "../schemas/common.ts";
+import { rpcOptions } from "../rpc-options.ts";
+
+const UserParams = Type.Object({ user_id: Type.String({ minLength: 1, maxLength: 255, description: "external_user_id" }) });
+
+const NumberMap = Type.Record(Type.String(), Type.Number());
+const IntegerMap = Type.Record(Type.String(), Type.Integer());
+
+const SessionBody = Type.Object({
+  user_id: Type.String(),
+  service_user_id: Type.String({ format: "uuid" }),
+  plan: Type.String({ description: 'Plan name; "none" for a user without a plan' }),
+  sdk_enabled: Type.Boolean({
+    description: "True when a plan is in force and the client must enforce plan_config; false: no plan, permissive defaults",
+  }),
+  plan_config: Type.Object({
+    max_spend_per_period: Nullable(Type.Number()),
+    max_spend_per_session: Nullable(Type.Number()),
+    soft_gate_at: Type.Number(),
+    hard_gate_at: Type.Number(),
+    model_limits: Type.Record(Type.String(), Type.Object({ max_tokens_per_period: Type.Integer() })),
+    cost_rates: Type.Record(Type.String(), Type.Object({ input: Type.Number(), output: Type.Number() })),
+  }),
+  current_usage: Type.Object({
+    period_cost: Type.Number(),
+    period_tokens_total: Type.Integer(),
+    period_tokens_by_model: IntegerMap,
+    period_cost_by_model: NumberMap,
+  }),
+  billing_period: Type.Object({ start: DateTime, end: DateTime }),
+});
+
+const UsageQuery = Type.Object({
+  period: Type.String({
+    default: "current_period",
+    pattern: "^(current_period|current_month|[0-9]{4}-[0-9]{2})$",
+    description: "current_period, current_month or YYYY-MM",
+  }),
+  breakdown: Type.Literal("model", { default: "model" }),
+});
+
+const UsageBody = Type.Object({
+  user_id: Type.String(),
+  period: Type.String(),
+  total_cost: Type.Number(),
+  total_tokens: Type.Integer(),
+  tokens_by_model: IntegerMap,
+  cost_by_model: NumberMap,
+  tool_calls_count: Type.Integer(),
+});
+
+const GateQuery = Type.Object({
+  status: Type.Optional(Type.Union([Type.Literal("soft_gate"), Type.Literal("hard_gate")])),
+  gate_reason: Type.Optional(Type.String({ minLength: 1, maxLength: 300 })),
+  blocked_only: Type.Boolean({ default: false }),
+  since: Type.Optional(Type.String({ format: "date-time", description: "Inclusive lower bound" })),
+  until: Type.Optional(Type.String({ format: "date-time", description: "Exclusive upper bound" })),
+  cursor: Type.Optional(Type.String({ maxLength: 2000, description: "next_cursor of the previous page" })),
+  limit: Type.Integer({ minimum: 1, maximum: 500, default: 100 }),
+});
+
+const GateEventOut = Type.Object({
+  id: Type.String(),
+  user_id: Type.String(),
+  session_id: Nullable(Type.String()),
+  timestamp: DateTime,
+  status: Type.String(),
+  gate_reason: Type.String(),
+  usage_pct: Type.Number(),
+  current_value: Type.Number(),
+  limit_value: Type.Number(),
+  model: Nullable(Type.String()),
+  blocked: Type.Boolean(),
+  message: Nullable(Type.String()),
+});
+
+const GatePage = Type.Object({
+  user_id: Type.String(),
+  events: Type.Array(GateEventOut),
+  next_cursor: Nullable(Type.String()),
+});
+
+function gateJson(e: GateEvent) {
+  return {
+    id: e.id,
+    user_id: e.userId,
+    session_id: e.sessionId ?? null,
+    timestamp: timestampDate(e.timestamp!).toISOString(),
+    status: e.status,
+    gate_reason: e.gateReason,
+    usage_pct: e.usagePct,
+    current_value: e.currentValue,
+    limit_value: e.limitValue,
+    model: e.model ?? null,
+    blocked: e.blocked,
+    message: e.message ?? null,
+  };
+}
+
+const wholeNumbers = (m: Record<string, number>) =>
+  Object.fromEntries(Object.entries(m).map(([k, v]) => [k, Math.round(v)]));
+
+export const usageRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.get(
+    "/users/:user_id/session",
+    {
+      schema: {
+        summary: "Session bootstrap read by the client library on start and refresh",
+        tags: ["usage"],
+        params: UserParams,
+        response: { 200: SessionBody, ...errors(400, 401, 404) },
+      },
+    },
+    async (request) => {
+      const s = await app.services.ingestion.getSession(
+        { productId: request.productId, userId: request.params.user_id },
+        rpcOptions(request),
+      );
+      const c = s.planConfig!;
+      const u = s.currentUsage!;
+      return {
+        user_id: s.userId,
+        service_user_id: s.serviceUserId,
+        plan: s.plan,
+        sdk_enabled: s.sdkEnabled,
+        plan_config: {
+          max_spend_per_period: c.maxSpendPerPeriod ?? null,
+          max_spend_per_session: c.maxSpendPerSession ?? null,
+          soft_gate_at: c.softGateAt,
+          hard_gate_at: c.hardGateAt,
+          model_limits: Object.fromEntries(
+            Object.entries(c.modelLimits).map(([m, l]) => [m, { max_tokens_per_period: Number(l.maxTokensPerPeriod) }]),
+          ),
+          cost_rates: Object.fromEntries(Object.entries(c.costRates).map(([m, r]) => [m, { input: r.input, output: r.output }])),
+        },
+        current_usage: {
+          period_cost: u.periodCost,
+          period_tokens_total: Number(u.periodTokensTotal),
+          period_tokens_by_model: wholeNumbers(u.periodTokensByModel),
+          period_cost_by_model: u.periodCostByModel,
+        },
+        billing_period: {
+          start: timestampDate(s.billingPeriod!.start!).toISOString(),
+          end: timestampDate(s.billingPeriod!.end!).toISOString(),
+        },
+      };
+    },
+  );
+
+  app.get(
+    "/users/:user_id/usage",
+    {
+      schema: {
+        summary: "Usage of a user in a period, broken down by model",
+        tags: ["usage"],
+        params: UserParams,
+        querystring: UsageQuery,
+        response: { 200: UsageBody, ...errors(400, 401, 404) },
+      },
+    },
+    async (request) => {
+      const u = await app.services.ingestion.getUsage(
+        { productId: request.productId, userId: request.params.user_id, period: request.query.period },
+        rpcOptions(request),
+      );
+      return {
+        user_id: u.userId,
+        period: u.period,
+        total_cost: u.totalCost,
+        total_tokens: Number(u.totalTokens),
+        tokens_by_model: wholeNumbers(u.tokensByModel),
+        cost_by_model: u.costByModel,
+        tool_calls_count: Number(u.toolCallsCount),
+      };
+    },
+  );
+
+  app.get(
+    "/users/:user_id/gate-events",
+    {
+      schema: {
+        summary: "Gate events of a user, newest first, cursor-paginated",
+        tags: ["usage"],
+        params: UserParams,
+        querystring: GateQuery,
+        response: { 200: GatePage, ...errors(400, 401, 404) },
+      },
+    },
+    async (request) => {
+      const q = request.query;
+      const res = await app.services.ingestion.listGateEvents(
+        {
+          productId: request.productId,
+          userId: request.params.user_id,
+          status: q.status,
+          gateReason: q.gate_reason,
+          blockedOnly: q.blocked_only,
+          since: q.since ? timestampFromDate(new Date(q.since)) : undefined,
+          until: q.until ? timestampFromDate(new Date(q.until)) : undefined,
+          cursor: q.cursor,
+          limit: q.limit,
+        },
+        rpcOptions(request),
+      );
+      return { user_id: res.userId, events: res.events.map(gateJson), next_cursor: res.nextCursor ?? null };
+    },
+  );
+};

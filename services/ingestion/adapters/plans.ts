@@ -1,0 +1,86 @@
+import type { Plan, ResolvedUser } from "@meter/proto/meter/plans/v1/plans_pb";
+import { PlansService } from "@meter/proto/meter/plans/v1/plans_pb";
+import { rpcClient } from "@meter/lib/rpc";
+import { fromTimestamp } from "@meter/lib/time";
+import type { Pricing, Rate } from "../domain/cost.ts";
+import type { SubscriptionWindow } from "../domain/period.ts";
+
+/** A plan as ingestion needs it: prices for cost rules, limits for thresholds and sessions. */
+export interface PlanInfo extends Pricing {
+  id: string;
+  name: string;
+  maxSpendPerPeriod?: number;
+  maxSpendPerSession?: number;
+  softGateAt: number;
+  hardGateAt: number;
+  modelLimits: Record<string, { maxTokensPerPeriod: number }>;
+}
+
+export interface KnownUser {
+  /** Internal id (service_user_id). */
+  id: string;
+  externalUserId: string;
+  /** Oldest first. */
+  subscriptions: SubscriptionWindow[];
+  /** Current configuration of every plan named in subscriptions, by plan id. */
+  plans: Map<string, PlanInfo>;
+}
+
+/** What ingestion asks of the plans service: users with their subscription history. */
+export interface UserDirectory {
+  /** Only users that exist are in the map, keyed by external id. */
+  resolve(productId: string, externalUserIds: readonly string[]): Promise<Map<string, KnownUser>>;
+}
+
+/** The plans service answers at most this many users per call. */
+const RESOLVE_CHUNK = 1000;
+
+const rate = (r: { input: number; output: number }): Rate => ({ input: r.input, output: r.output });
+
+export function toPlanInfo(p: Plan): PlanInfo {
+  return {
+    id: p.id,
+    name: p.name,
+    maxSpendPerPeriod: p.maxSpendPerPeriod,
+    maxSpendPerSession: p.maxSpendPerSession,
+    softGateAt: p.softGateAt,
+    hardGateAt: p.hardGateAt,
+    modelLimits: Object.fromEntries(
+      Object.entries(p.modelLimits).map(([m, l]) => [m, { maxTokensPerPeriod: Number(l.maxTokensPerPeriod) }]),
+    ),
+    costRates: Object.fromEntries(Object.entries(p.costRates).map(([m, r]) => [m, rate(r)])),
+    defaultCostRate: p.defaultCostRate ? rate(p.defaultCostRate) : undefined,
+    toolCosts: { ...p.toolCosts },
+    defaultToolCost: p.defaultToolCost,
+  };
+}
+
+export function toKnownUser(r: ResolvedUser): KnownUser {
+  return {
+    id: r.user!.id,
+    externalUserId: r.user!.externalUserId,
+    subscriptions: r.subscriptions.map((s) => ({
+      planId: s.planId,
+      planName: s.planName,
+      periodStart: fromTimestamp(s.periodStart),
+      periodEnd: fromTimestamp(s.periodEnd),
+      effectiveAt: fromTimestamp(s.effectiveAt) ?? new Date(0),
+    })),
+    plans: new Map(Object.entries(r.plans).map(([id, p]) => [id, toPlanInfo(p)])),
+  };
+}
+
+export function plansDirectory(baseUrl: string): UserDirectory {
+  const client = rpcClient(PlansService, baseUrl);
+  return {
+    async resolve(productId, externalUserIds) {
+      const ids = [...new Set(externalUserIds)];
+      const out = new Map<string, KnownUser>();
+      for (let i = 0; i < ids.length; i += RESOLVE_CHUNK) {
+        const res = await client.resolveUsers({ productId, externalUserIds: ids.slice(i, i + RESOLVE_CHUNK) });
+        for (const u of res.users) if (u.user) out.set(u.user.externalUserId, toKnownUser(u));
+      }
+      return out;
+    },
+  };
+}

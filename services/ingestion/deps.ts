@@ -1,0 +1,22 @@
+import type { Logger } from "@meter/lib/logger";
+import type { UserDirectory } from "./adapters/plans.ts";
+import type { CrossingStore } from "./store/crossings.ts";
+import type { Ledger } from "./store/counters.ts";
+import type { GateEventStore } from "./store/gate-events.ts";
+import type { UsageEventStore } from "./store/usage-events.ts";
+
+export interface IngestionLimits {
+  /** Most events accepted in one batch (usage or gate events). */
+  maxBatchEvents: number;
+}
+
+export interface IngestionDeps {
+  events: UsageEventStore;
+  ledger: Ledger;
+  gates: GateEventStore;
+  crossings: CrossingStore;
+  users: UserDirectory;
+  logger: Logger;
+  limits: IngestionLimits;
+  now(): Date;
+}

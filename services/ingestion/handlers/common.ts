@@ -1,0 +1,63 @@
+import { rpcError } from "@meter/lib/errors";
+import type { KnownUser } from "../adapters/plans.ts";
+import type { IngestionDeps } from "../deps.ts";
+
+/** Every request names its product; an empty id is a caller bug, not a lookup miss. */
+export function requireProduct(productId: string): string {
+  if (!productId) throw rpcError.invalid("product_id is required");
+  return productId;
+}
+
+/** The registered user, or NOT_FOUND (users of other products are not visible). */
+export async function requireUser(deps: IngestionDeps, productId: string, userId: string): Promise<KnownUser> {
+  if (!userId) throw rpcError.invalid("user_id is required");
+  const user = (await deps.users.resolve(productId, [userId])).get(userId);
+  if (!user) throw rpcError.notFound(`user "${userId}" not found`);
+  return user;
+}
+
+export function checkBatchSize(deps: IngestionDeps, count: number): void {
+  if (count > deps.limits.maxBatchEvents) {
+    throw rpcError.tooLarge(
+      `batch of ${count} events is larger than the ${deps.limits.maxBatchEvents} accepted; split it into smaller batches`,
+    );
+  }
+}
+
+/** Collects every problem of a batch as "events[i].field: message" before refusing it whole. */
+export class BatchProblems {
+  private readonly list: string[] = [];
+  add(index: number, field: string, message: string): void {
+    if (this.list.length < 50) this.list.push(`events[${index}].${field} ${message}`);
+  }
+  throwIfAny(): void {
+    if (this.list.length > 0) throw rpcError.invalid(`batch refused: ${this.list.join("; ")}`);
+  }
+}
+
+const MAX_ID = 128;
+const MAX_USER_ID = 255;
+
+export function checkIds(problems: BatchProblems, i: number, e: { id: string; userId: string; timestamp?: unknown }) {
+  if (!e.id || e.id.length > MAX_ID) problems.add(i, "id", `must be 1-${MAX_ID} characters`);
+  if (!e.userId || e.userId.length > MAX_USER_ID) problems.add(i, "user_id", `must be 1-${MAX_USER_ID} characters`);
+  if (!e.timestamp) problems.add(i, "timestamp", "is required");
+}
+
+export function nonNegative(problems: BatchProblems, i: number, fields: Record<string, number>) {
+  for (const [name, value] of Object.entries(fields)) {
+    if (!Number.isFinite(value) || value < 0) problems.add(i, name, "must be a finite number >= 0");
+  }
+}
+
+/** Splits a batch into first occurrences and the count of repeated ids within it. */
+export function firstOccurrences<T extends { id: string }>(events: readonly T[]): { unique: T[]; repeated: number } {
+  const seen = new Set<string>();
+  const unique: T[] = [];
+  for (const e of events) {
+    if (seen.has(e.id)) continue;
+    seen.add(e.id);
+    unique.push(e);
+  }
+  return { unique, repeated: events.length - unique.length };
+}

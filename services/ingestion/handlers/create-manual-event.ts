@@ -1,0 +1,93 @@
+import { createHash, randomUUID } from "node:crypto";
+import type { ServiceImpl } from "@connectrpc/connect";
+import type { CreateManualEventRequest, IngestionService } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
+import { rpcError } from "@meter/lib/errors";
+import { toTimestamp } from "@meter/lib/time";
+import { manualCost } from "../domain/cost.ts";
+import type { IngestionDeps } from "../deps.ts";
+import type { UsageEventDoc } from "../store/usage-events.ts";
+import { attribute, attributionFields, countEvents } from "../usage.ts";
+import { requireProduct, requireUser } from "./common.ts";
+
+const MAX_KEY = 255;
+
+function validate(req: CreateManualEventRequest): void {
+  if (req.cost !== undefined && (!Number.isFinite(req.cost) || req.cost < 0)) throw rpcError.invalid("cost must be >= 0");
+  if (req.inputTokens < 0n || req.outputTokens < 0n) throw rpcError.invalid("input_tokens and output_tokens must be >= 0");
+  if (req.idempotencyKey !== undefined && (req.idempotencyKey.length === 0 || req.idempotencyKey.length > MAX_KEY)) {
+    throw rpcError.invalid(`idempotency_key must be 1-${MAX_KEY} characters`);
+  }
+}
+
+/** A repeated idempotency key finds the same primary key, so the first event is the one kept. */
+function manualId(productId: string, eventId: string, key: string | undefined): string {
+  return key === undefined
+    ? `${productId}/${eventId}`
+    : `${productId}/idem/${createHash("sha256").update(key).digest("hex")}`;
+}
+
+function toManualEvent(doc: UsageEventDoc) {
+  return {
+    id: doc.event_id,
+    userId: doc.user_id,
+    cost: doc.cost_total,
+    model: doc.model ?? undefined,
+    source: doc.source,
+    createdAt: toTimestamp(doc.received_at),
+  };
+}
+
+/**
+ * A manual event is a usage event stamped now, priced by the cost rules, counted like a
+ * batch event (spend, usage, thresholds, analytics). The user must be registered.
+ */
+export function createManualEvent(deps: IngestionDeps): ServiceImpl<typeof IngestionService>["createManualEvent"] {
+  return async (req) => {
+    const productId = requireProduct(req.productId);
+    validate(req);
+    const user = await requireUser(deps, productId, req.userId);
+    const now = deps.now();
+    const input = Number(req.inputTokens);
+    const output = Number(req.outputTokens);
+    const eventId = `evt_${randomUUID()}`;
+    const _id = manualId(productId, eventId, req.idempotencyKey);
+    const a = attribute(productId, req.userId, user, now);
+    const cost = manualCost(
+      { cost: req.cost, model: req.model, inputTokens: input, outputTokens: output, toolCalls: req.toolCalls },
+      a.plan,
+    );
+    const metadata = { ...(req.metadata ?? {}) };
+    if (req.idempotencyKey !== undefined) metadata.idempotency_key = req.idempotencyKey;
+    const doc: UsageEventDoc = {
+      _id,
+      product_id: productId,
+      event_id: eventId,
+      user_id: req.userId,
+      user_known: true,
+      session_id: req.sessionId ?? null,
+      timestamp: now,
+      model: cost.model,
+      input_tokens: input,
+      output_tokens: output,
+      total_tokens: input + output,
+      tool_calls: req.toolCalls,
+      tool_call_count: req.toolCalls.length,
+      cost_tokens: cost.costTokens,
+      cost_tools: cost.costTools,
+      cost_total: cost.costTotal,
+      metadata,
+      source: "manual",
+      description: req.description ?? null,
+      ...attributionFields(a),
+      received_at: now,
+      uncounted: true,
+      to_analytics: true,
+    };
+    const inserted = await deps.events.insertNew([doc]);
+    // A replay still completes counting, in case the first attempt was interrupted.
+    await countEvents(deps, [doc], inserted);
+    const stored = inserted.has(_id) ? doc : await deps.events.get(_id);
+    if (!stored) throw rpcError.unavailable("the event was not stored; retry the request");
+    return { event: toManualEvent(stored), created: inserted.has(_id) };
+  };
+}

@@ -1,0 +1,83 @@
+import type { ServiceImpl } from "@connectrpc/connect";
+import type { IngestionService, UsageEvent } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
+import { timestampDate } from "@meter/lib/time";
+import type { KnownUser } from "../adapters/plans.ts";
+import { normalizeModel } from "../domain/cost.ts";
+import type { IngestionDeps } from "../deps.ts";
+import type { UsageEventDoc } from "../store/usage-events.ts";
+import { attribute, attributionFields, countEvents } from "../usage.ts";
+import { BatchProblems, checkBatchSize, checkIds, firstOccurrences, nonNegative, requireProduct } from "./common.ts";
+
+function validate(events: readonly UsageEvent[]): void {
+  const problems = new BatchProblems();
+  events.forEach((e, i) => {
+    checkIds(problems, i, e);
+    nonNegative(problems, i, {
+      input_tokens: Number(e.inputTokens),
+      output_tokens: Number(e.outputTokens),
+      total_tokens: Number(e.totalTokens),
+      cost_tokens: e.costTokens,
+      cost_tools: e.costTools,
+      cost_total: e.costTotal,
+    });
+  });
+  problems.throwIfAny();
+}
+
+/**
+ * A usage event as stored. Defaults of the contract: total_tokens is input + output when
+ * not sent, cost_total is cost_tokens + cost_tools when not sent. The model name is
+ * normalized against the plan in force, as the client library does.
+ */
+export function usageDoc(productId: string, e: UsageEvent, user: KnownUser | undefined, receivedAt: Date): UsageEventDoc {
+  const timestamp = timestampDate(e.timestamp!);
+  const a = attribute(productId, e.userId, user, timestamp);
+  const model = e.model ? normalizeModel(e.model, a.plan) : null;
+  // int64 fields arrive as bigint; token counts stay far below 2^53.
+  const input = Number(e.inputTokens);
+  const output = Number(e.outputTokens);
+  return {
+    _id: `${productId}/${e.id}`,
+    product_id: productId,
+    event_id: e.id,
+    user_id: e.userId,
+    user_known: !!user,
+    session_id: e.sessionId ?? null,
+    timestamp,
+    model,
+    input_tokens: input,
+    output_tokens: output,
+    total_tokens: Number(e.totalTokens) || input + output,
+    tool_calls: e.toolCalls,
+    tool_call_count: e.toolCalls.length,
+    cost_tokens: e.costTokens,
+    cost_tools: e.costTools,
+    cost_total: e.costTotal || e.costTokens + e.costTools,
+    metadata: e.metadata ?? {},
+    source: "auto",
+    description: null,
+    ...attributionFields(a),
+    received_at: receivedAt,
+    uncounted: true,
+    to_analytics: true,
+  };
+}
+
+export function ingestUsageEvents(deps: IngestionDeps): ServiceImpl<typeof IngestionService>["ingestUsageEvents"] {
+  return async (req) => {
+    const productId = requireProduct(req.productId);
+    checkBatchSize(deps, req.events.length);
+    validate(req.events);
+    const { unique, repeated } = firstOccurrences(req.events);
+    if (unique.length === 0) return { accepted: 0, duplicates: repeated };
+    // Events of unregistered users are stored and counted too (calendar month, no plan).
+    const users = await deps.users.resolve(productId, unique.map((e) => e.userId));
+    const now = deps.now();
+    const docs = unique.map((e) => usageDoc(productId, e, users.get(e.userId), now));
+    const inserted = await deps.events.insertNew(docs);
+    await countEvents(deps, docs, inserted);
+    const unknown = docs.filter((d) => inserted.has(d._id) && !d.user_known).length;
+    if (unknown > 0) deps.logger.info({ productId, events: unknown }, "stored events of unregistered users");
+    return { accepted: inserted.size, duplicates: repeated + docs.length - inserted.size };
+  };
+}

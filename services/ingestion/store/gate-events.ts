@@ -1,0 +1,81 @@
+import type { Collection, Db, Filter } from "mongodb";
+import { insertIgnoringDuplicates } from "./usage-events.ts";
+
+/** One gate event; `_id` is "<product>/<event id>" (idempotent ingestion by primary key). */
+export interface GateEventDoc {
+  _id: string;
+  product_id: string;
+  event_id: string;
+  user_id: string;
+  service_user_id: string | null;
+  session_id: string | null;
+  timestamp: Date;
+  status: "soft_gate" | "hard_gate";
+  gate_reason: string;
+  usage_pct: number;
+  current_value: number;
+  limit_value: number;
+  model: string | null;
+  blocked: boolean;
+  message: string | null;
+  metadata: Record<string, unknown>;
+  received_at: Date;
+  /** Outbox flags: present until the analytics / webhooks service acknowledged the event. */
+  to_analytics?: true;
+  to_webhooks?: true;
+}
+
+export interface GateEventQuery {
+  productId: string;
+  userId: string;
+  status?: string;
+  gateReason?: string;
+  blockedOnly: boolean;
+  since?: Date;
+  until?: Date;
+  /** Position after which to continue (newest first): the last event of the previous page. */
+  after?: { timestamp: Date; id: string };
+  limit: number;
+}
+
+export class GateEventStore {
+  readonly gates: Collection<GateEventDoc>;
+
+  constructor(db: Db) {
+    this.gates = db.collection<GateEventDoc>("gate_events");
+  }
+
+  async init(): Promise<void> {
+    await Promise.all([
+      this.gates.createIndex({ product_id: 1, user_id: 1, timestamp: -1, _id: -1 }),
+      this.gates.createIndex({ to_analytics: 1 }, { sparse: true }),
+      this.gates.createIndex({ to_webhooks: 1 }, { sparse: true }),
+    ]);
+  }
+
+  async insertNew(docs: GateEventDoc[]): Promise<Set<string>> {
+    return insertIgnoringDuplicates(this.gates, docs);
+  }
+
+  /**
+   * Newest first by (timestamp, _id): a total order, so a page boundary is an exact position
+   * and each matching event is on exactly one page, whatever arrives meanwhile.
+   */
+  async list(q: GateEventQuery): Promise<GateEventDoc[]> {
+    const filter: Filter<GateEventDoc> = { product_id: q.productId, user_id: q.userId };
+    if (q.status) filter.status = q.status as GateEventDoc["status"];
+    if (q.gateReason) filter.gate_reason = q.gateReason;
+    if (q.blockedOnly) filter.blocked = true;
+    const ts: { $gte?: Date; $lt?: Date } = {};
+    if (q.since) ts.$gte = q.since;
+    if (q.until) ts.$lt = q.until;
+    if (ts.$gte || ts.$lt) filter.timestamp = ts;
+    if (q.after) {
+      filter.$or = [
+        { timestamp: { $lt: q.after.timestamp } },
+        { timestamp: q.after.timestamp, _id: { $lt: q.after.id } },
+      ];
+    }
+    return this.gates.find(filter).sort({ timestamp: -1, _id: -1 }).limit(q.limit).toArray();
+  }
+}

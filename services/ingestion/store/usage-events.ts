@@ -1,0 +1,118 @@
+import type { Collection, Db } from "mongodb";
+import { MongoBulkWriteError } from "mongodb";
+import { isDuplicateKeyError } from "@meter/lib/mongo";
+
+export type EventSource = "auto" | "manual";
+
+/**
+ * One usage event (batch or manual). `_id` is "<product>/<event id>" so that the primary key
+ * itself makes ingestion idempotent within a product; a manual event sent with an
+ * idempotency key is keyed "<product>/idem/<sha256 of the key>" instead.
+ */
+export interface UsageEventDoc {
+  _id: string;
+  product_id: string;
+  /** The id the API shows: the client's UUID, or "evt_<uuid>" for manual events. */
+  event_id: string;
+  user_id: string;
+  /** False when user_id was not a registered user when the event arrived. */
+  user_known: boolean;
+  session_id: string | null;
+  timestamp: Date;
+  model: string | null;
+  input_tokens: number;
+  output_tokens: number;
+  total_tokens: number;
+  tool_calls: string[];
+  tool_call_count: number;
+  cost_tokens: number;
+  cost_tools: number;
+  cost_total: number;
+  metadata: Record<string, unknown>;
+  source: EventSource;
+  description: string | null;
+  /** The per-user period counter this event is added to, and what it was attributed to. */
+  counter_id: string;
+  period_start: Date;
+  period_end: Date;
+  plan_name: string | null;
+  spend_limit: number | null;
+  received_at: Date;
+  /** Present until the event is added to its counter (see Ledger). */
+  uncounted?: true;
+  /** Present until the analytics service has acknowledged the event (outbox flag). */
+  to_analytics?: true;
+}
+
+export class UsageEventStore {
+  readonly events: Collection<UsageEventDoc>;
+
+  constructor(db: Db) {
+    this.events = db.collection<UsageEventDoc>("usage_events");
+  }
+
+  async init(): Promise<void> {
+    await Promise.all([
+      this.events.createIndex({ product_id: 1, user_id: 1, timestamp: 1 }),
+      this.events.createIndex({ uncounted: 1, received_at: 1 }, { sparse: true }),
+      this.events.createIndex({ to_analytics: 1 }, { sparse: true }),
+    ]);
+  }
+
+  /**
+   * Inserts every document whose `_id` is new; the rest are duplicates. Returns the ids
+   * inserted by this call.
+   */
+  async insertNew(docs: UsageEventDoc[]): Promise<Set<string>> {
+    return insertIgnoringDuplicates(this.events, docs);
+  }
+
+  async get(id: string): Promise<UsageEventDoc | null> {
+    return this.events.findOne({ _id: id });
+  }
+
+  /**
+   * Usage of one user between two instants, by model (null for events without a model).
+   * One $group per figure: FerretDB v1 fills only the first $sum accumulator of a $group.
+   */
+  async totalsByModel(productId: string, userId: string, start: Date, end: Date) {
+    const match = { $match: { product_id: productId, user_id: userId, timestamp: { $gte: start, $lt: end } } };
+    const sum = (field: string) =>
+      this.events.aggregate<{ _id: string | null; v: number }>([match, { $group: { _id: "$model", v: { $sum: `$${field}` } } }]).toArray();
+    const [cost, tokens, tools] = await Promise.all([sum("cost_total"), sum("total_tokens"), sum("tool_call_count")]);
+    const rows = new Map<string | null, { model: string | null; cost: number; tokens: number; tools: number }>();
+    const row = (model: string | null | undefined) => {
+      const key = model ?? null;
+      let r = rows.get(key);
+      if (!r) rows.set(key, (r = { model: key, cost: 0, tokens: 0, tools: 0 }));
+      return r;
+    };
+    for (const r of cost) row(r._id).cost += r.v;
+    for (const r of tokens) row(r._id).tokens += r.v;
+    for (const r of tools) row(r._id).tools += r.v;
+    return [...rows.values()];
+  }
+}
+
+/** insertMany that treats duplicate keys as "already there", returning the ids it inserted. */
+export async function insertIgnoringDuplicates<D extends { _id: string }>(
+  collection: Collection<D>,
+  docs: D[],
+): Promise<Set<string>> {
+  if (docs.length === 0) return new Set();
+  try {
+    await collection.insertMany(docs as never[], { ordered: false });
+    return new Set(docs.map((d) => d._id));
+  } catch (err) {
+    if (!(err instanceof MongoBulkWriteError)) throw err;
+    const errors = Array.isArray(err.writeErrors) ? err.writeErrors : [err.writeErrors];
+    const failed = new Set<number>();
+    for (const e of errors) {
+      if (e.code !== 11000) throw err;
+      failed.add(e.index);
+    }
+    return new Set(docs.filter((_, i) => !failed.has(i)).map((d) => d._id));
+  }
+}
+
+export { isDuplicateKeyError };
