@@ -1,33 +1,25 @@
 import { randomUUID } from "node:crypto";
 import { MongoServerError, type Collection, type Db } from "mongodb";
 import { isDuplicateKeyError } from "@meter/lib/mongo";
-import type { PlanValues, Rate } from "../settings.ts";
+import { PLAN_FIELDS, type PlanValues, type Rate } from "../settings.ts";
 
 /**
  * A plan as stored. Maps keyed by model or tool name are kept as arrays of entries: names
  * such as "gpt-4.1" contain dots, which MongoDB field names handle badly.
  */
-export interface PlanDoc {
+export interface PlanDoc extends Omit<PlanValues, MapField> {
   _id: string;
   product_id: string;
-  name: string;
-  max_spend_per_period: number | null;
-  max_spend_per_session: number | null;
-  session_timeout_minutes: number;
-  soft_gate_at: number;
-  hard_gate_at: number;
   model_limits: { model: string; max_tokens_per_period: number }[];
   cost_rates: ({ model: string } & Rate)[];
-  default_cost_rate: Rate | null;
   tool_costs: { tool: string; cost: number }[];
-  default_tool_cost: number;
-  pre_call_estimate: boolean;
-  pre_call_buffer_tokens: number;
   /** Incremented by every update; updates are conditional on it (optimistic concurrency). */
   version: number;
   created_at: Date;
   updated_at: Date;
 }
+
+type MapField = "model_limits" | "cost_rates" | "tool_costs";
 
 export interface StoredPlan extends PlanValues {
   id: string;
@@ -36,43 +28,25 @@ export interface StoredPlan extends PlanValues {
   updated_at: Date;
 }
 
-function toDocFields(v: PlanValues) {
+function toDocFields(v: PlanValues): Omit<PlanDoc, "_id" | "product_id" | "version" | "created_at" | "updated_at"> {
+  // Only the settings: `v` may be a stored plan carrying its id and version too.
+  const settings = Object.fromEntries(PLAN_FIELDS.map((f) => [f, v[f]])) as unknown as PlanValues;
   return {
-    name: v.name,
-    max_spend_per_period: v.max_spend_per_period,
-    max_spend_per_session: v.max_spend_per_session,
-    session_timeout_minutes: v.session_timeout_minutes,
-    soft_gate_at: v.soft_gate_at,
-    hard_gate_at: v.hard_gate_at,
+    ...settings,
     model_limits: Object.entries(v.model_limits).map(([model, max]) => ({ model, max_tokens_per_period: max })),
     cost_rates: Object.entries(v.cost_rates).map(([model, r]) => ({ model, input: r.input, output: r.output })),
-    default_cost_rate: v.default_cost_rate,
     tool_costs: Object.entries(v.tool_costs).map(([tool, cost]) => ({ tool, cost })),
-    default_tool_cost: v.default_tool_cost,
-    pre_call_estimate: v.pre_call_estimate,
-    pre_call_buffer_tokens: v.pre_call_buffer_tokens,
   };
 }
 
 function fromDoc(d: PlanDoc): StoredPlan {
+  const { _id, product_id: _p, model_limits, cost_rates, tool_costs, ...rest } = d;
   return {
-    id: d._id,
-    name: d.name,
-    max_spend_per_period: d.max_spend_per_period,
-    max_spend_per_session: d.max_spend_per_session,
-    session_timeout_minutes: d.session_timeout_minutes,
-    soft_gate_at: d.soft_gate_at,
-    hard_gate_at: d.hard_gate_at,
-    model_limits: Object.fromEntries(d.model_limits.map((l) => [l.model, l.max_tokens_per_period])),
-    cost_rates: Object.fromEntries(d.cost_rates.map((r) => [r.model, { input: r.input, output: r.output }])),
-    default_cost_rate: d.default_cost_rate ? { input: d.default_cost_rate.input, output: d.default_cost_rate.output } : null,
-    tool_costs: Object.fromEntries(d.tool_costs.map((t) => [t.tool, t.cost])),
-    default_tool_cost: d.default_tool_cost,
-    pre_call_estimate: d.pre_call_estimate,
-    pre_call_buffer_tokens: d.pre_call_buffer_tokens,
-    version: d.version,
-    created_at: d.created_at,
-    updated_at: d.updated_at,
+    ...rest,
+    id: _id,
+    model_limits: Object.fromEntries(model_limits.map((l) => [l.model, l.max_tokens_per_period])),
+    cost_rates: Object.fromEntries(cost_rates.map((r) => [r.model, { input: r.input, output: r.output }])),
+    tool_costs: Object.fromEntries(tool_costs.map((t) => [t.tool, t.cost])),
   };
 }
 
