@@ -247,4 +247,15 @@ t("plan routes need a valid key (401)", async ({ stack }) => {
   assert.is((await stack.api.withKey("mk_" + "A".repeat(43)).patch(`/config/plans/${randomUUID()}`, {})).status, 401);
 });
 
+t("the OpenAPI document describes the plan and user routes", async ({ stack }) => {
+  const doc = await stack.api.get("/openapi.json");
+  assert.is(doc.status, 200, JSON.stringify(doc.body));
+  assert.ok(doc.body.paths["/api/v1/config/plans"].post.requestBody);
+  assert.ok(doc.body.paths["/api/v1/config/plans"].get);
+  assert.ok(doc.body.paths["/api/v1/config/plans/{plan_id}"].patch.requestBody);
+  assert.ok(doc.body.paths["/api/v1/users"].post);
+  assert.ok(doc.body.paths["/api/v1/users/{user_id}/subscription"].post);
+  assert.not.ok(Object.keys(doc.body.paths).some((p) => p.includes("*")), "the wildcard twin stays hidden");
+});
+
 t.run();

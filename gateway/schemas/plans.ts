@@ -10,7 +10,9 @@ export const CostRateBody = Body(
   "Dollars per 1K input and output tokens",
 );
 
-export const ModelLimitBody = Body({ max_tokens_per_period: TokenCount });
+// A description is given on purpose: Body() without one leaves `description: undefined` in
+// the schema, which @fastify/swagger trips over inside a record's values.
+export const ModelLimitBody = Body({ max_tokens_per_period: TokenCount }, "Token cap per billing period");
 
 /** Every plan setting of SPEC.md; absent fields take their defaults, null means unlimited/none. */
 const planSettings = {
