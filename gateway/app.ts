@@ -28,6 +28,8 @@ export async function buildGateway(opts: GatewayOptions) {
     requestIdLogLabel: "requestId",
     genReqId: () => randomUUID(),
     bodyLimit: opts.bodyLimit ?? 1024 * 1024,
+    // external_user_id may be 255 characters, which URL-encode to far more than the default 100.
+    routerOptions: { maxParamLength: 4096 },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);

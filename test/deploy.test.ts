@@ -53,7 +53,7 @@ test("each service has a hardened Deployment with gRPC probes and a Service on i
     const env = `${name.toUpperCase()}_URL` as keyof typeof peerUrlFields;
     assert.is(peers[env], `http://${name}:${port}`);
     // The code's local default port is the same as the manifest's.
-    assert.is(peerUrlFields[env].default, `http://127.0.0.1:${port}`);
+    assert.is((peerUrlFields[env] as { default?: string }).default, `http://127.0.0.1:${port}`);
   }
 });
 

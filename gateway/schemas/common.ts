@@ -6,7 +6,7 @@ export const DateTime = Type.String({ format: "date-time", description: "ISO 860
 
 /** A body object: unknown fields are refused with 422 so that a typo never passes silently. */
 export const Body = <P extends Record<string, TSchema>>(properties: P, description?: string) =>
-  Type.Object(properties, { additionalProperties: false, description });
+  Type.Object(properties, { additionalProperties: false, ...(description ? { description } : {}) });
 
 export const ErrorBody = Type.Object(
   {

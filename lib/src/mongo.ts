@@ -24,5 +24,8 @@ export async function pingDb(db: Db, timeoutMs = 2_000): Promise<boolean> {
 }
 
 export function isDuplicateKeyError(err: unknown): boolean {
-  return err instanceof MongoServerError && err.code === 11000;
+  if (!(err instanceof MongoServerError)) return false;
+  if (err.code === 11000) return true;
+  // FerretDB reports a unique index violated by an update as an internal error.
+  return err.code === 1 && /UNIQUE constraint failed/.test(err.message);
 }

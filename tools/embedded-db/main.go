@@ -1,5 +1,6 @@
 // Command embedded-db runs FerretDB (MongoDB wire protocol over SQLite) for local
-// use and tests, where no MongoDB server or Docker engine is available.
+// use and tests, where no MongoDB server or Docker engine is available. Clients reach it
+// through a proxy that serializes write commands (see serialize.go).
 //
 // It prints one line "READY <mongodb-uri>" on stdout once it accepts connections,
 // and exits when its standard input closes, so it never outlives the process that
@@ -12,6 +13,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -36,7 +39,7 @@ func main() {
 
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	f, err := ferretdb.New(&ferretdb.Config{
-		Listener:  ferretdb.ListenerConfig{TCP: *listen},
+		Listener:  ferretdb.ListenerConfig{TCP: "127.0.0.1:0"},
 		Logger:    logger,
 		Handler:   "sqlite",
 		SQLiteURL: "file:" + abs + "/",
@@ -60,7 +63,23 @@ func main() {
 		close(done)
 	}()
 
-	fmt.Printf("READY %s\n", f.MongoDBURI())
+	// Clients connect through the proxy that makes single-document writes atomic.
+	backend, err := url.Parse(f.MongoDBURI())
+	if err != nil {
+		fail(err)
+	}
+	l, err := net.Listen("tcp", *listen)
+	if err != nil {
+		fail(err)
+	}
+	proxy := &serializingProxy{backend: backend.Host, logger: logger}
+	go proxy.serve(l)
+	go func() {
+		<-ctx.Done()
+		l.Close()
+	}()
+
+	fmt.Printf("READY mongodb://%s/\n", l.Addr().String())
 	<-done
 }
 

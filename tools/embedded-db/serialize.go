@@ -1,0 +1,145 @@
+package main
+
+import (
+	"encoding/binary"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+)
+
+// FerretDB v1 applies an update as read, modify, write without isolation, so two concurrent
+// updates of one document can lose one (40 parallel $inc were seen to leave 6). MongoDB makes
+// every single-document write atomic, and the services rely on that. This proxy restores it:
+// it sits between clients and FerretDB and lets only one write command run at a time, while
+// reads pass concurrently. SQLite admits a single writer anyway, so little is lost.
+
+const (
+	opMsg       = 2013
+	moreToCome  = 1 << 1
+	headerBytes = 16
+	maxMessage  = 48 * 1024 * 1024
+)
+
+var writeCommands = map[string]bool{
+	"insert": true, "update": true, "delete": true, "findAndModify": true, "findandmodify": true,
+	"createIndexes": true, "dropIndexes": true, "drop": true, "dropDatabase": true, "create": true,
+	"renameCollection": true,
+}
+
+type serializingProxy struct {
+	backend string
+	writes  sync.Mutex
+	logger  *slog.Logger
+}
+
+func (p *serializingProxy) serve(l net.Listener) {
+	for {
+		client, err := l.Accept()
+		if err != nil {
+			if !errors.Is(err, net.ErrClosed) {
+				p.logger.Error("accept", "error", err)
+			}
+			return
+		}
+		go p.handle(client)
+	}
+}
+
+func (p *serializingProxy) handle(client net.Conn) {
+	defer client.Close()
+	backend, err := net.Dial("tcp", p.backend)
+	if err != nil {
+		p.logger.Error("dial backend", "error", err)
+		return
+	}
+	defer backend.Close()
+
+	for {
+		req, err := readMessage(client)
+		if err != nil {
+			return
+		}
+		opCode := int32(binary.LittleEndian.Uint32(req[12:16]))
+		flags := uint32(0)
+		if opCode == opMsg && len(req) >= headerBytes+4 {
+			flags = binary.LittleEndian.Uint32(req[16:20])
+		}
+		write := opCode == opMsg && writeCommands[commandName(req)]
+		if write {
+			p.writes.Lock()
+		}
+		err = p.roundTrip(client, backend, req, flags&moreToCome == 0)
+		if write {
+			p.writes.Unlock()
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// roundTrip forwards one request and, unless the client expects no answer, every reply to it
+// (a reply flagged moreToCome is followed by more).
+func (p *serializingProxy) roundTrip(client, backend net.Conn, req []byte, expectReply bool) error {
+	if _, err := backend.Write(req); err != nil {
+		return err
+	}
+	for expectReply {
+		res, err := readMessage(backend)
+		if err != nil {
+			return err
+		}
+		if _, err := client.Write(res); err != nil {
+			return err
+		}
+		opCode := int32(binary.LittleEndian.Uint32(res[12:16]))
+		expectReply = opCode == opMsg && len(res) >= headerBytes+4 &&
+			binary.LittleEndian.Uint32(res[16:20])&moreToCome != 0
+	}
+	return nil
+}
+
+func readMessage(r io.Reader) ([]byte, error) {
+	header := make([]byte, headerBytes)
+	if _, err := io.ReadFull(r, header); err != nil {
+		return nil, err
+	}
+	length := int(binary.LittleEndian.Uint32(header[0:4]))
+	if length < headerBytes || length > maxMessage {
+		return nil, errors.New("invalid message length")
+	}
+	msg := make([]byte, length)
+	copy(msg, header)
+	if _, err := io.ReadFull(r, msg[headerBytes:]); err != nil {
+		return nil, err
+	}
+	return msg, nil
+}
+
+// commandName returns the first key of the body section (kind 0) of an OP_MSG, which names
+// the command.
+func commandName(msg []byte) string {
+	pos := headerBytes + 4 // flag bits
+	for pos < len(msg) {
+		kind := msg[pos]
+		pos++
+		if kind == 0 {
+			// BSON document: int32 length, then elements: type byte, cstring name, value.
+			start := pos + 4 + 1
+			for end := start; end < len(msg); end++ {
+				if msg[end] == 0 {
+					return string(msg[start:end])
+				}
+			}
+			return ""
+		}
+		// Kind 1 (document sequence): int32 size includes itself.
+		if pos+4 > len(msg) {
+			return ""
+		}
+		pos += int(binary.LittleEndian.Uint32(msg[pos : pos+4]))
+	}
+	return ""
+}
