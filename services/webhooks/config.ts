@@ -5,4 +5,8 @@ export const webhooksConfigSchema = Type.Object({
   ...peerUrlFields,
   PORT: Type.Integer({ default: 9095, minimum: 0, maximum: 65535 }),
   MONGODB_DB: Type.String({ default: "meter_webhooks", minLength: 1 }),
+  /** 32 bytes (64 hex characters or base64) sealing signing secrets at rest. */
+  WEBHOOKS_SECRET_KEY: Type.Optional(Type.String({ minLength: 32 })),
+  /** "true" allows http:// and loopback endpoint URLs: local use only. */
+  WEBHOOKS_ALLOW_INSECURE_URLS: Type.Boolean({ default: false }),
 });

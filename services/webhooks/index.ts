@@ -4,21 +4,113 @@ import type { PeerUrls } from "@meter/lib/config";
 import type { Logger } from "@meter/lib/logger";
 import { pingDb } from "@meter/lib/mongo";
 import type { ServiceModule } from "@meter/lib/rpc";
+import { analyticsAdapter, type AnalyticsPort } from "./adapters/analytics.ts";
+import type { WebhooksDeps } from "./deps.ts";
+import { createEndpoint } from "./handlers/create-endpoint.ts";
+import { deleteEndpoint } from "./handlers/delete-endpoint.ts";
+import { getEndpointSecret } from "./handlers/get-endpoint-secret.ts";
+import { listDeliveries } from "./handlers/list-deliveries.ts";
+import { listEndpoints } from "./handlers/list-endpoints.ts";
+import { publishGateEvents } from "./handlers/publish-gate-events.ts";
+import { publishThresholdCrossings } from "./handlers/publish-threshold-crossings.ts";
+import { rotateEndpointSecret } from "./handlers/rotate-endpoint-secret.ts";
+import { testEndpoint } from "./handlers/test-endpoint.ts";
+import { updateEndpoint } from "./handlers/update-endpoint.ts";
+import { defineDeliverAttempt } from "./jobs/deliver-attempt.ts";
+import { JobScheduler } from "./jobs/scheduler.ts";
+import { defineSummaryProduct } from "./jobs/summary-product.ts";
+import { defineSummarySchedules, fanOutSummaries, scheduleSummaries } from "./jobs/summary-schedule.ts";
+import type { SummaryType } from "./periods.ts";
+import { DEVELOPMENT_SECRET_KEY, SecretBox } from "./secrets.ts";
+import { WebhookSender } from "./sender.ts";
+import { ClaimStore } from "./store/claims.ts";
+import { DeliveryStore } from "./store/deliveries.ts";
+import { EndpointStore } from "./store/endpoints.ts";
+import { EventStore } from "./store/events.ts";
 
 export interface WebhooksServiceOptions {
   db: Db;
   logger: Logger;
   peers: PeerUrls;
+  /** AES-256-GCM key (32 bytes) sealing signing secrets at rest; a public development key when unset. */
+  secretKey?: Buffer;
+  /** Allows http and loopback endpoint URLs (local use and tests). Default false. */
+  allowInsecureUrls?: boolean;
+  /** Per-attempt timeout; the contract says 10 s. */
+  attemptTimeoutMs?: number;
+  /** Multiplies the retry table's delays (and summary retries). 1 in production; tests shrink it. */
+  timeScale?: number;
+  /** How often Agenda looks for due jobs. Default 2 s. */
+  processEveryMs?: number;
+  /** Coalescing window of identical gate events. Default 10 minutes. */
+  gateWindowMs?: number;
+  /** The analytics peer; defaults to a gRPC client of peers.analytics. */
+  analytics?: AnalyticsPort;
+  /** Whether start() runs the job worker and the summary schedules. Default true. */
+  runJobs?: boolean;
+  now?: () => Date;
 }
 
-/** The webhooks service. */
-export async function createWebhooksService(opts: WebhooksServiceOptions): Promise<ServiceModule> {
+export interface WebhooksModule extends ServiceModule {
+  /** Runs one summary fan-out for the period before `now` (what the 06:00 UTC schedule does). */
+  triggerSummaries(type: SummaryType, now: Date): Promise<number>;
+}
+
+/** The webhooks service: endpoints, signed deliveries with retries, events and summaries. */
+export async function createWebhooksService(opts: WebhooksServiceOptions): Promise<WebhooksModule> {
+  const now = opts.now ?? (() => new Date());
+  const urlPolicy = { allowInsecure: opts.allowInsecureUrls ?? false };
+  const attemptTimeoutMs = opts.attemptTimeoutMs ?? 10_000;
+  if (!opts.secretKey) opts.logger.warn("WEBHOOKS_SECRET_KEY is unset: signing secrets are sealed with the public development key");
+  const deps: WebhooksDeps = {
+    endpoints: new EndpointStore(opts.db),
+    events: new EventStore(opts.db),
+    deliveries: new DeliveryStore(opts.db),
+    claims: new ClaimStore(opts.db),
+    scheduler: new JobScheduler(opts.db, opts.logger, opts.processEveryMs ?? 2_000),
+    sender: new WebhookSender(urlPolicy, attemptTimeoutMs, now),
+    secrets: new SecretBox(opts.secretKey ?? DEVELOPMENT_SECRET_KEY),
+    analytics: opts.analytics ?? analyticsAdapter(opts.peers.analytics),
+    urlPolicy,
+    logger: opts.logger,
+    timeScale: opts.timeScale ?? 1,
+    gateWindowMs: opts.gateWindowMs ?? 10 * 60_000,
+    attemptTimeoutMs,
+    now,
+  };
+  await Promise.all([deps.endpoints.init(), deps.events.init(), deps.deliveries.init(), deps.claims.init(), deps.scheduler.init()]);
+  defineDeliverAttempt(deps);
+  defineSummaryProduct(deps);
+  defineSummarySchedules(deps);
+  const runJobs = opts.runJobs ?? true;
+
   return {
     name: "webhooks",
     serviceName: WebhooksService.typeName,
     routes(router) {
-      router.service(WebhooksService, {});
+      router.service(WebhooksService, {
+        createEndpoint: createEndpoint(deps),
+        listEndpoints: listEndpoints(deps),
+        getEndpointSecret: getEndpointSecret(deps),
+        updateEndpoint: updateEndpoint(deps),
+        deleteEndpoint: deleteEndpoint(deps),
+        rotateEndpointSecret: rotateEndpointSecret(deps),
+        testEndpoint: testEndpoint(deps),
+        listDeliveries: listDeliveries(deps),
+        publishThresholdCrossings: publishThresholdCrossings(deps),
+        publishGateEvents: publishGateEvents(deps),
+      });
     },
     healthy: () => pingDb(opts.db),
+    async start() {
+      if (!runJobs) return;
+      await deps.scheduler.start();
+      await scheduleSummaries(deps);
+    },
+    async stop() {
+      await deps.scheduler.stop(attemptTimeoutMs + 5_000);
+      await deps.sender.close();
+    },
+    triggerSummaries: (type, at) => fanOutSummaries(deps, type, at),
   };
 }

@@ -1,0 +1,292 @@
+import { randomUUID } from "node:crypto";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import type { Db, MongoClient } from "mongodb";
+import { create } from "@bufbuild/protobuf";
+import { ThresholdCrossingSchema, type ThresholdCrossing } from "@meter/proto/meter/webhooks/v1/webhooks_pb";
+import { connectMongo } from "@meter/lib/mongo";
+import { toTimestamp } from "@meter/lib/time";
+import { testMongoUrl } from "../../test/support/database.ts";
+import { API_VERSION, USER_AGENT } from "./events.ts";
+import { startInstance, type Instance } from "./testing/instance.ts";
+import { Receiver, eventually, signatureValid } from "./testing/receiver.ts";
+
+const t = suite<{ mongo: MongoClient; db: Db; svc: Instance }>("webhooks delivery over gRPC");
+
+t.before(async (ctx) => {
+  ctx.mongo = await connectMongo(await testMongoUrl());
+  ctx.db = ctx.mongo.db(`webhooks_delivery_${Date.now()}`);
+  ctx.svc = await startInstance(ctx.db);
+});
+
+t.after(async (ctx) => {
+  await ctx.svc.close();
+  await ctx.mongo.close();
+});
+
+const periodStart = new Date("2026-11-01T00:00:00Z");
+
+function crossing(productId: string, pct: number, over: Partial<ThresholdCrossing> = {}): ThresholdCrossing {
+  return create(ThresholdCrossingSchema, {
+    id: randomUUID(),
+    productId,
+    userId: "user-1",
+    thresholdPct: pct,
+    currentSpend: pct / 10,
+    spendLimit: 10,
+    planName: "pro",
+    tokensTotal: 1234,
+    costByModel: { "gpt-4o": pct / 10 },
+    periodStart: toTimestamp(periodStart),
+    periodEnd: toTimestamp(new Date("2026-12-01T00:00:00Z")),
+    crossedAt: toTimestamp(new Date()),
+    ...over,
+  });
+}
+
+async function endpointFor(svc: Instance, productId: string, url: string, events = ["usage.threshold.50", "usage.threshold.80", "usage.threshold.100"]) {
+  const res = await svc.client.createEndpoint({ productId, url, subscribedEvents: events });
+  return { id: res.endpoint!.id, secret: res.secret };
+}
+
+async function deliveries(svc: Instance, productId: string, endpointId: string) {
+  return (await svc.client.listDeliveries({ productId, endpointId, limit: 200 })).deliveries;
+}
+
+t("delivers a threshold event once, signed, with every header of the contract", async ({ svc }) => {
+  const rx = await new Receiver().start();
+  try {
+    const productId = randomUUID();
+    const ep = await endpointFor(svc, productId, rx.url);
+    const c = crossing(productId, 50);
+    await svc.client.publishThresholdCrossings({ crossings: [c] });
+    // handed over again, and again under another crossing id for the same user/period/threshold
+    await svc.client.publishThresholdCrossings({ crossings: [c, crossing(productId, 50)] });
+    await eventually(() => rx.received.length >= 1, 20_000, "delivery");
+    const [d] = await eventually(async () => {
+      const list = await deliveries(svc, productId, ep.id);
+      return list.length === 1 && list[0]!.status === "success" ? list : null;
+    });
+    await new Promise((r) => setTimeout(r, 500));
+    assert.is(rx.received.length, 1, "delivered exactly once");
+    const r = rx.received[0]!;
+    assert.is(r.headers["content-type"], "application/json");
+    assert.is(r.headers["user-agent"], USER_AGENT);
+    assert.match(USER_AGENT, /1\.0$/);
+    assert.is(r.headers["x-service-event"], "usage.threshold.50");
+    assert.match(r.json.id, /^whevt_[0-9a-f-]{36}$/);
+    assert.is(r.headers["x-service-delivery"], r.json.id);
+    assert.match(String(r.headers["x-service-signature"]), /^sha256=[0-9a-f]{64}$/);
+    const ts = Number(r.headers["x-service-timestamp"]);
+    assert.ok(Math.abs(ts - Date.now() / 1000) < 60, "timestamp is Unix seconds, now");
+    assert.ok(signatureValid(ep.secret, r), "signature verifies with the endpoint secret");
+    assert.not.ok(signatureValid("whsec_other", r));
+    assert.equal(Object.keys(r.json), ["id", "type", "api_version", "created_at", "product_id", "data"]);
+    assert.is(r.json.type, "usage.threshold.50");
+    assert.is(r.json.api_version, API_VERSION);
+    assert.is(r.json.product_id, productId);
+    assert.ok(!Number.isNaN(Date.parse(r.json.created_at)));
+    assert.equal(r.json.data, {
+      user_id: "user-1",
+      threshold_pct: 50,
+      current_spend: 5,
+      spend_limit: 10,
+      plan_name: "pro",
+      tokens_total: 1234,
+      cost_by_model: { "gpt-4o": 5 },
+    });
+    assert.match(d!.id, /^whdel_[0-9a-f-]{36}$/);
+    assert.is(d!.eventType, "usage.threshold.50");
+    assert.is(d!.statusCode, 200);
+    assert.is(d!.attempt, 1);
+    assert.ok(d!.completedAt);
+  } finally {
+    await rx.stop();
+  }
+});
+
+t("retries on non-2xx and succeeds on the third attempt; the log says so", async ({ svc }) => {
+  const rx = await new Receiver((n) => (n <= 2 ? 503 : 204)).start();
+  try {
+    const productId = randomUUID();
+    const ep = await endpointFor(svc, productId, rx.url);
+    await svc.client.publishThresholdCrossings({ crossings: [crossing(productId, 80)] });
+    const [d] = await eventually(async () => {
+      const list = await deliveries(svc, productId, ep.id);
+      return list[0]?.status === "success" ? list : null;
+    });
+    assert.is(d!.attempt, 3);
+    assert.is(d!.statusCode, 204);
+    assert.is(rx.received.length, 3);
+    assert.is(new Set(rx.received.map((r) => r.headers["x-service-delivery"])).size, 1, "same envelope id on every attempt");
+    assert.is(new Set(rx.received.map((r) => r.body)).size, 1, "same body on every attempt");
+    for (const r of rx.received) assert.ok(signatureValid(ep.secret, r));
+  } finally {
+    await rx.stop();
+  }
+});
+
+t("six failed attempts end in failed, spaced by the (scaled) retry table", async ({ svc }) => {
+  const rx = await new Receiver(() => 500).start();
+  try {
+    const productId = randomUUID();
+    const ep = await endpointFor(svc, productId, rx.url);
+    await svc.client.publishThresholdCrossings({ crossings: [crossing(productId, 100)] });
+    const pending = await eventually(async () => (await deliveries(svc, productId, ep.id))[0]);
+    assert.is(pending.status === "pending" || pending.status === "failed", true);
+    const [d] = await eventually(async () => {
+      const list = await deliveries(svc, productId, ep.id);
+      return list[0]?.status === "failed" ? list : null;
+    }, 60_000);
+    assert.is(d!.attempt, 6);
+    assert.is(d!.statusCode, 500);
+    assert.ok(d!.completedAt);
+    await new Promise((r) => setTimeout(r, 500));
+    assert.is(rx.received.length, 6, "no seventh attempt");
+    // attempt 6 waits 8 h * scale = 4.8 s; attempt 5 waits 1.2 s
+    const gap = (i: number) => rx.received[i]!.at - rx.received[i - 1]!.at;
+    assert.ok(gap(5) >= 4_000, `gap before attempt 6 was ${gap(5)} ms`);
+    assert.ok(gap(4) >= 1_000, `gap before attempt 5 was ${gap(4)} ms`);
+  } finally {
+    await rx.stop();
+  }
+});
+
+t("an attempt without an answer in time fails and the next one succeeds", async ({ svc }) => {
+  const rx = await new Receiver((n) => (n === 1 ? "hang" : 200)).start();
+  try {
+    const productId = randomUUID();
+    const ep = await endpointFor(svc, productId, rx.url);
+    await svc.client.publishThresholdCrossings({ crossings: [crossing(productId, 50)] });
+    const [d] = await eventually(async () => {
+      const list = await deliveries(svc, productId, ep.id);
+      return list[0]?.status === "success" ? list : null;
+    });
+    assert.is(d!.attempt, 2);
+    assert.is(d!.statusCode, 200);
+    assert.is(rx.received.length, 2);
+  } finally {
+    await rx.stop();
+  }
+});
+
+t("a restart in the middle of a retry sequence loses nothing and duplicates nothing", async ({ db }) => {
+  // Slower scale here: attempt 2 after 1 s, attempt 3 after 5 s, leaving time to restart.
+  const slow = { timeScale: 1 / 60 };
+  let first: Instance | undefined = await startInstance(db, slow);
+  const rx = await new Receiver((n) => (n <= 2 ? 500 : 200)).start();
+  let second: Instance | undefined;
+  try {
+    const productId = randomUUID();
+    const ep = await endpointFor(first, productId, rx.url);
+    await first.client.publishThresholdCrossings({ crossings: [crossing(productId, 80)] });
+    await eventually(async () => (await deliveries(first!, productId, ep.id))[0]?.attempt === 2, 20_000, "attempt 2");
+    await first.close();
+    first = undefined;
+    assert.is(rx.received.length, 2);
+    second = await startInstance(db, slow);
+    const [d] = await eventually(async () => {
+      const list = await deliveries(second!, productId, ep.id);
+      return list[0]?.status === "success" ? list : null;
+    }, 30_000);
+    await new Promise((r) => setTimeout(r, 1_000));
+    assert.is(d!.attempt, 3);
+    assert.is(rx.received.length, 3, "attempt 3 sent once, after the restart");
+  } finally {
+    await first?.close();
+    await second?.close();
+    await rx.stop();
+  }
+});
+
+t("two replicas on one database deliver every event exactly once", async ({ db, svc }) => {
+  const other = await startInstance(db);
+  const rx = await new Receiver((n) => (n % 3 === 0 ? 500 : 200)).start();
+  try {
+    const productId = randomUUID();
+    const ep = await endpointFor(svc, productId, rx.url);
+    const users = Array.from({ length: 8 }, (_, i) => `u${i}`);
+    await Promise.all(
+      users.map((u, i) => (i % 2 ? svc : other).client.publishThresholdCrossings({ crossings: [crossing(productId, 50, { userId: u })] })),
+    );
+    // and every crossing handed over again to the other replica
+    await Promise.all(
+      users.map((u, i) => (i % 2 ? other : svc).client.publishThresholdCrossings({ crossings: [crossing(productId, 50, { userId: u })] })),
+    );
+    const list = await eventually(async () => {
+      const l = await deliveries(svc, productId, ep.id);
+      return l.length === users.length && l.every((d) => d.status === "success") ? l : null;
+    }, 40_000);
+    await new Promise((r) => setTimeout(r, 1_000));
+    const ok = rx.received.filter((_, i) => (i + 1) % 3 !== 0);
+    const okIds = ok.map((r) => r.headers["x-service-delivery"]);
+    assert.is(new Set(okIds).size, users.length, "every event acknowledged");
+    assert.is(okIds.length, users.length, "no event acknowledged twice");
+    const attempts = list.reduce((s, d) => s + d.attempt, 0);
+    assert.is(rx.received.length, attempts, "the log counts every request sent");
+  } finally {
+    await other.close();
+    await rx.stop();
+  }
+});
+
+t("only subscribed types go out, and only while the endpoint is enabled", async ({ svc }) => {
+  const a = await new Receiver().start();
+  const b = await new Receiver().start();
+  try {
+    const productId = randomUUID();
+    const epA = await endpointFor(svc, productId, a.url, ["usage.threshold.80"]);
+    const epB = await endpointFor(svc, productId, b.url, ["usage.threshold.50", "usage.threshold.80"]);
+    await svc.client.updateEndpoint({ productId, endpointId: epB.id, endpoint: { enabled: false }, updateMask: { paths: ["enabled"] } });
+    await svc.client.publishThresholdCrossings({ crossings: [crossing(productId, 50), crossing(productId, 80)] });
+    await eventually(() => a.received.length === 1, 20_000);
+    await new Promise((r) => setTimeout(r, 800));
+    assert.equal(a.received.map((r) => r.json.type), ["usage.threshold.80"]);
+    assert.is(b.received.length, 0);
+    assert.is((await deliveries(svc, productId, epB.id)).length, 0);
+    assert.is((await deliveries(svc, productId, epA.id)).length, 1);
+  } finally {
+    await a.stop();
+    await b.stop();
+  }
+});
+
+t("rotation: the next attempt is signed with the new secret only", async ({ svc }) => {
+  let rotated: string | undefined;
+  const rx = await new Receiver((n) => (n === 1 ? 500 : 200)).start();
+  try {
+    const productId = randomUUID();
+    const ep = await endpointFor(svc, productId, rx.url);
+    rx.behaviour = (n) => (n === 1 ? 500 : 200);
+    await svc.client.publishThresholdCrossings({ crossings: [crossing(productId, 50)] });
+    await eventually(() => rx.received.length === 1, 20_000);
+    rotated = (await svc.client.rotateEndpointSecret({ productId, endpointId: ep.id })).secret;
+    assert.is.not(rotated, ep.secret);
+    await eventually(() => rx.received.length === 2, 20_000);
+    assert.ok(signatureValid(ep.secret, rx.received[0]!));
+    assert.ok(signatureValid(rotated, rx.received[1]!));
+    assert.not.ok(signatureValid(ep.secret, rx.received[1]!), "old secret no longer signs");
+  } finally {
+    await rx.stop();
+  }
+});
+
+t("deleting an endpoint removes its delivery log and cancels its pending attempts", async ({ svc, db }) => {
+  const rx = await new Receiver(() => 500).start();
+  try {
+    const productId = randomUUID();
+    const ep = await endpointFor(svc, productId, rx.url);
+    await svc.client.publishThresholdCrossings({ crossings: [crossing(productId, 50)] });
+    await eventually(() => rx.received.length >= 2, 20_000);
+    await svc.client.deleteEndpoint({ productId, endpointId: ep.id });
+    assert.is(await db.collection("deliveries").countDocuments({ endpoint_id: ep.id }), 0);
+    assert.is(await db.collection("agenda_jobs").countDocuments({ "data.endpointId": ep.id }), 0);
+    const seen = rx.received.length;
+    await new Promise((r) => setTimeout(r, 2_000));
+    assert.ok(rx.received.length <= seen + 1, "at most an attempt already in flight");
+  } finally {
+    await rx.stop();
+  }
+});
+
+t.run();

@@ -1,0 +1,29 @@
+import type { Logger } from "@meter/lib/logger";
+import type { AnalyticsPort } from "./adapters/analytics.ts";
+import type { JobScheduler } from "./jobs/scheduler.ts";
+import type { SecretBox } from "./secrets.ts";
+import type { WebhookSender } from "./sender.ts";
+import type { ClaimStore } from "./store/claims.ts";
+import type { DeliveryStore } from "./store/deliveries.ts";
+import type { EndpointStore } from "./store/endpoints.ts";
+import type { EventStore } from "./store/events.ts";
+import type { UrlPolicy } from "./url-guard.ts";
+
+export interface WebhooksDeps {
+  endpoints: EndpointStore;
+  events: EventStore;
+  deliveries: DeliveryStore;
+  claims: ClaimStore;
+  scheduler: JobScheduler;
+  sender: WebhookSender;
+  secrets: SecretBox;
+  analytics: AnalyticsPort;
+  urlPolicy: UrlPolicy;
+  logger: Logger;
+  /** Multiplies every retry delay; 1 in production, small in tests. */
+  timeScale: number;
+  /** Width of the window in which identical gate events are coalesced. */
+  gateWindowMs: number;
+  attemptTimeoutMs: number;
+  now: () => Date;
+}

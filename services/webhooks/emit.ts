@@ -1,0 +1,51 @@
+import { randomUUID } from "node:crypto";
+import type { WebhooksDeps } from "./deps.ts";
+import { stableUuid } from "./events.ts";
+import { scheduleAttempt } from "./jobs/deliver-attempt.ts";
+import type { DeliveryDoc } from "./store/deliveries.ts";
+
+export interface NewEvent {
+  productId: string;
+  type: string;
+  /** Unique per product: emitting the same key again sends nothing new. */
+  key: string;
+  data: Record<string, unknown>;
+}
+
+/**
+ * Stores the event once (unique on product and key), creates one pending delivery per enabled
+ * endpoint subscribed at that moment, and schedules their first attempts. Every step is
+ * idempotent, so a repeated hand-over finishes a fan-out that was interrupted and adds nothing.
+ */
+export async function emitEvent(deps: WebhooksDeps, e: NewEvent): Promise<{ created: boolean }> {
+  const now = deps.now();
+  const endpoints = await deps.endpoints.subscribed(e.productId, e.type);
+  const { event, created } = await deps.events.insertOnce({
+    _id: `whevt_${randomUUID()}`,
+    product_id: e.productId,
+    key: e.key,
+    type: e.type,
+    data: e.data,
+    created_at: now,
+    endpoint_ids: endpoints.map((x) => x._id),
+  });
+  for (const endpointId of event.endpoint_ids) {
+    const doc: DeliveryDoc = {
+      _id: `whdel_${stableUuid(event._id, endpointId)}`,
+      product_id: event.product_id,
+      endpoint_id: endpointId,
+      event_id: event._id,
+      event_type: event.type,
+      status: "pending",
+      status_code: 0,
+      attempt: 0,
+      created_at: now,
+      completed_at: null,
+      next_attempt_at: now,
+      last_error: null,
+    };
+    const delivery = await deps.deliveries.ensure(doc);
+    if (delivery.status === "pending" && delivery.attempt === 0) await scheduleAttempt(deps, delivery, 1, now);
+  }
+  return { created };
+}

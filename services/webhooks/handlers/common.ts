@@ -1,0 +1,37 @@
+import { rpcError } from "@meter/lib/errors";
+import type { WebhooksDeps } from "../deps.ts";
+import { validateSubscribedEvents, type EventType } from "../events.ts";
+import type { EndpointDoc } from "../store/endpoints.ts";
+import { endpointUrlProblem } from "../url-guard.ts";
+
+export function requireProduct(productId: string): void {
+  if (!productId) throw rpcError.invalid("product_id is required");
+}
+
+/** The product's endpoint, or NOT_FOUND (also for another product's endpoint). */
+export async function endpointOf(deps: WebhooksDeps, productId: string, endpointId: string): Promise<EndpointDoc> {
+  requireProduct(productId);
+  const doc = endpointId ? await deps.endpoints.get(productId, endpointId) : null;
+  if (!doc) throw rpcError.notFound(`webhook endpoint ${endpointId} not found`);
+  return doc;
+}
+
+export async function checkUrl(deps: WebhooksDeps, url: string): Promise<string> {
+  const problem = await endpointUrlProblem(url, deps.urlPolicy);
+  if (problem) throw rpcError.invalid(problem);
+  return url;
+}
+
+export function checkEvents(types: readonly string[]): EventType[] {
+  const r = validateSubscribedEvents(types);
+  if ("error" in r) throw rpcError.invalid(r.error);
+  return r.ok;
+}
+
+export const MAX_DESCRIPTION = 1000;
+
+export function checkDescription(d: string | undefined): string | null {
+  if (d === undefined) return null;
+  if (d.length > MAX_DESCRIPTION) throw rpcError.invalid(`description must be at most ${MAX_DESCRIPTION} characters`);
+  return d;
+}

@@ -1,0 +1,62 @@
+import type { ServiceImpl } from "@connectrpc/connect";
+import type { GateNotice, WebhooksService } from "@meter/proto/meter/webhooks/v1/webhooks_pb";
+import { rpcError } from "@meter/lib/errors";
+import { fromTimestamp } from "@meter/lib/time";
+import type { WebhooksDeps } from "../deps.ts";
+import { emitEvent } from "../emit.ts";
+
+/**
+ * Which webhooks a gate event produces: status soft_gate -> gate_event.soft_gate, status
+ * hard_gate -> gate_event.hard_gate, and blocked=true additionally -> gate_event.blocked.
+ */
+export function gateEventTypes(n: Pick<GateNotice, "status" | "blocked">): string[] {
+  const types = [`gate_event.${n.status}`];
+  if (n.blocked) types.push("gate_event.blocked");
+  return types;
+}
+
+/**
+ * Coalescing: at most one event per (user, gate_reason, type) per fixed window of the gate
+ * event's own timestamp (windows start at multiples of the width since the Unix epoch). The
+ * first gate event of a window is sent; the rest of the burst is absorbed by the unique key.
+ * Keyed on the event timestamp, not arrival time, so handing the same gate event over again
+ * always lands on the same key.
+ */
+export function gateKey(n: GateNotice, type: string, windowMs: number, at: Date): string {
+  const windowStart = Math.floor(at.getTime() / windowMs) * windowMs;
+  return `gate:${n.userId}:${n.gateReason}:${type}:${new Date(windowStart).toISOString()}`;
+}
+
+function validate(n: GateNotice): void {
+  if (!n.productId) throw rpcError.invalid("gate event product_id is required");
+  if (!n.userId) throw rpcError.invalid("gate event user_id is required");
+  if (n.status !== "soft_gate" && n.status !== "hard_gate") throw rpcError.invalid("gate event status must be soft_gate or hard_gate");
+  if (!n.gateReason) throw rpcError.invalid("gate event gate_reason is required");
+}
+
+export function publishGateEvents(deps: WebhooksDeps): ServiceImpl<typeof WebhooksService>["publishGateEvents"] {
+  return async (req) => {
+    req.events.forEach(validate);
+    for (const n of req.events) {
+      const at = fromTimestamp(n.timestamp) ?? deps.now();
+      for (const type of gateEventTypes(n)) {
+        await emitEvent(deps, {
+          productId: n.productId,
+          type,
+          key: gateKey(n, type, deps.gateWindowMs, at),
+          data: {
+            user_id: n.userId,
+            status: n.status,
+            gate_reason: n.gateReason,
+            usage_pct: n.usagePct,
+            current_value: n.currentValue,
+            limit_value: n.limitValue,
+            blocked: n.blocked,
+            message: n.message ?? null,
+          },
+        });
+      }
+    }
+    return {};
+  };
+}

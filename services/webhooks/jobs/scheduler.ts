@@ -1,0 +1,98 @@
+import os from "node:os";
+import { randomBytes } from "node:crypto";
+import type { Db } from "mongodb";
+import { Agenda, type Job } from "agenda";
+import { MongoBackend } from "@agendajs/mongo-backend";
+import type { Logger } from "@meter/lib/logger";
+import { isDuplicateKey } from "../store/duplicate.ts";
+
+export const JOBS_COLLECTION = "agenda_jobs";
+
+/** Every job payload carries its idempotency key; the jobs collection is unique on (name, key). */
+export interface KeyedPayload {
+  key: string;
+}
+
+/**
+ * The service's Agenda instance, stored in the webhooks database. Two additions make it safe
+ * with several replicas on MongoDB and on the embedded FerretDB:
+ * - a unique index on (name, data.key), so enqueueing the same work twice keeps one job;
+ * - handlers guard their effect with a ClaimStore claim on the same key (see store/claims.ts).
+ */
+export class JobScheduler {
+  readonly agenda: Agenda;
+  private started = false;
+
+  constructor(
+    private readonly db: Db,
+    private readonly logger: Logger,
+    processEveryMs: number,
+  ) {
+    this.agenda = new Agenda({
+      backend: new MongoBackend({ mongo: db, collection: JOBS_COLLECTION }),
+      name: `webhooks-${os.hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`,
+      processEvery: processEveryMs,
+      removeOnComplete: true,
+      defaultConcurrency: 10,
+      maxConcurrency: 50,
+    });
+    this.agenda.on("error", (err) => this.logger.warn({ err }, "job scheduler error"));
+  }
+
+  async init(): Promise<void> {
+    await this.db.collection(JOBS_COLLECTION).createIndex({ name: 1, "data.key": 1 }, { unique: true, name: "unique_job_key" });
+  }
+
+  define<T extends KeyedPayload>(
+    name: string,
+    handler: (job: Job<T>) => Promise<void>,
+    opts: Parameters<Agenda["define"]>[2] = {},
+  ): void {
+    this.agenda.define<T>(
+      name,
+      async (job) => {
+        try {
+          await handler(job);
+        } catch (err) {
+          this.logger.warn({ err, job: name, key: job.attrs.data.key }, "job failed");
+          throw err;
+        }
+      },
+      opts,
+    );
+  }
+
+  /** Schedules the job at `at` unless a job with the same name and key exists. */
+  async enqueue<T extends KeyedPayload>(name: string, data: T, at: Date): Promise<void> {
+    try {
+      await this.agenda.create(name, data).schedule(at).unique({ "data.key": data.key }, { insertOnly: true }).save();
+    } catch (err) {
+      if (!isDuplicateKey(err)) throw err;
+    }
+  }
+
+  /** A repeating job (one per name across replicas), on a UTC cron. */
+  async every<T extends KeyedPayload>(name: string, cron: string, data: T): Promise<void> {
+    try {
+      await this.agenda.every(cron, name, data, { timezone: "UTC", skipImmediate: true });
+    } catch (err) {
+      if (!isDuplicateKey(err)) throw err;
+    }
+  }
+
+  async cancel(name: string, data: Record<string, unknown>): Promise<number> {
+    return this.agenda.cancel({ name, data });
+  }
+
+  async start(): Promise<void> {
+    await this.agenda.start();
+    this.started = true;
+  }
+
+  /** Lets running jobs finish (up to `graceMs`), then stops taking new ones. */
+  async stop(graceMs: number): Promise<void> {
+    if (!this.started) return;
+    this.started = false;
+    await this.agenda.drain(graceMs);
+  }
+}

@@ -1,0 +1,59 @@
+import { randomUUID } from "node:crypto";
+import type { Collection, Db } from "mongodb";
+import { isDuplicateKey } from "./duplicate.ts";
+
+interface ClaimDoc {
+  /** The idempotency key of the work, e.g. "deliver:<delivery id>:<attempt>". */
+  _id: string;
+  token: string;
+  expires_at: Date;
+}
+
+/**
+ * Exactly-once guard for job work. A claim is an insert under a unique _id, which is atomic on
+ * MongoDB and on the embedded FerretDB alike (FerretDB v1 does not make conditional updates or
+ * findOneAndUpdate atomic, so Agenda's own lock can hand one job to two workers there).
+ * A claim whose holder died (lease expired without release or completion) can be taken over.
+ */
+export class ClaimStore {
+  private readonly col: Collection<ClaimDoc>;
+
+  constructor(db: Db) {
+    this.col = db.collection<ClaimDoc>("job_claims");
+  }
+
+  async init(): Promise<void> {
+    // Claims are only needed while their job can still run; old ones are swept by TTL on
+    // MongoDB. The embedded FerretDB has no TTL indexes; there they stay (local use only).
+    try {
+      await this.col.createIndex({ expires_at: 1 }, { expireAfterSeconds: 7 * 86_400 });
+    } catch (err) {
+      if ((err as { code?: number }).code !== 238) throw err;
+      await this.col.createIndex({ expires_at: 1 });
+    }
+  }
+
+  /** Returns a token when this caller now holds the key, or null when someone else does. */
+  async claim(key: string, leaseMs: number, now = new Date()): Promise<string | null> {
+    for (let round = 0; round < 2; round++) {
+      const token = randomUUID();
+      try {
+        await this.col.insertOne({ _id: key, token, expires_at: new Date(now.getTime() + leaseMs) });
+        return token;
+      } catch (err) {
+        if (!isDuplicateKey(err)) throw err;
+      }
+      const held = await this.col.findOne({ _id: key });
+      if (!held) continue;
+      if (held.expires_at > now) return null;
+      // Expired: remove exactly that stale claim, then race for a fresh insert.
+      await this.col.deleteOne({ _id: key, token: held.token });
+    }
+    return null;
+  }
+
+  /** Gives the key back so that a retry of the job can run it. */
+  async release(key: string, token: string): Promise<void> {
+    await this.col.deleteOne({ _id: key, token });
+  }
+}

@@ -1,0 +1,53 @@
+import type { Collection, Db } from "mongodb";
+import { isDuplicateKey } from "./duplicate.ts";
+
+/** An emitted webhook event: what every delivery of it sends. */
+export interface EventDoc {
+  /** "whevt_" + UUID; the envelope id and X-Service-Delivery header. */
+  _id: string;
+  product_id: string;
+  /**
+   * What makes the event happen once, unique per product: e.g.
+   * "threshold:<user>:<period start>:<pct>", "gate:<user>:<reason>:<type>:<window start>",
+   * "summary:<type>:<period start>".
+   */
+  key: string;
+  type: string;
+  data: Record<string, unknown>;
+  created_at: Date;
+  /** The endpoints subscribed when the event was emitted; re-emitting reaches these only. */
+  endpoint_ids: string[];
+}
+
+export class EventStore {
+  private readonly col: Collection<EventDoc>;
+
+  constructor(db: Db) {
+    this.col = db.collection<EventDoc>("events");
+  }
+
+  async init(): Promise<void> {
+    await this.col.createIndex({ product_id: 1, key: 1 }, { unique: true });
+  }
+
+  /** Inserts the event unless its key was emitted before; returns the stored one either way. */
+  async insertOnce(doc: EventDoc): Promise<{ event: EventDoc; created: boolean }> {
+    try {
+      await this.col.insertOne(doc);
+      return { event: doc, created: true };
+    } catch (err) {
+      if (!isDuplicateKey(err)) throw err;
+      const existing = await this.col.findOne({ product_id: doc.product_id, key: doc.key });
+      if (!existing) throw err;
+      return { event: existing, created: false };
+    }
+  }
+
+  get(id: string): Promise<EventDoc | null> {
+    return this.col.findOne({ _id: id });
+  }
+
+  async exists(productId: string, key: string): Promise<boolean> {
+    return (await this.col.countDocuments({ product_id: productId, key }, { limit: 1 })) > 0;
+  }
+}

@@ -1,0 +1,95 @@
+import dns from "node:dns";
+import net from "node:net";
+import ipaddr from "ipaddr.js";
+
+/** Where deliveries may go. By default only https to public unicast addresses. */
+export interface UrlPolicy {
+  /** Also allows http and loopback targets (local use and tests). */
+  allowInsecure: boolean;
+}
+
+export const MAX_URL_LENGTH = 2048;
+
+/** Why an address may not be a delivery target, or null when it may. */
+export function addressProblem(ip: string, policy: UrlPolicy): string | null {
+  if (!ipaddr.isValid(ip)) return `${ip} is not an IP address`;
+  const range = ipaddr.process(ip).range();
+  if (range === "unicast") return null;
+  if (range === "loopback" && policy.allowInsecure) return null;
+  return `${ip} is a ${range} address; webhook endpoints must be publicly reachable`;
+}
+
+/** Why a URL may not be an endpoint (syntax and scheme only), or null. */
+export function urlShapeProblem(raw: string, policy: UrlPolicy): string | null {
+  if (raw.length > MAX_URL_LENGTH) return `url must be at most ${MAX_URL_LENGTH} characters`;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return "url is not a valid absolute URL";
+  }
+  if (url.protocol !== "https:" && !(policy.allowInsecure && url.protocol === "http:")) {
+    return policy.allowInsecure ? "url must use https or http" : "url must use https";
+  }
+  if (url.username || url.password) return "url must not contain credentials";
+  if (!url.hostname) return "url must name a host";
+  return null;
+}
+
+function bareHost(url: URL): string {
+  return url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname;
+}
+
+type LookupAll = (host: string) => Promise<{ address: string; family: number }[]>;
+const systemLookup: LookupAll = (host) => dns.promises.lookup(host, { all: true, verbatim: true });
+
+/**
+ * Full check at creation and update: shape, then every address the host resolves to.
+ * Returns the problem, or null when the URL is acceptable.
+ */
+export async function endpointUrlProblem(raw: string, policy: UrlPolicy, lookup: LookupAll = systemLookup): Promise<string | null> {
+  const shape = urlShapeProblem(raw, policy);
+  if (shape) return shape;
+  const host = bareHost(new URL(raw));
+  if (net.isIP(host)) return addressProblem(host, policy);
+  let addresses: { address: string }[];
+  try {
+    addresses = await lookup(host);
+  } catch {
+    return `host ${host} does not resolve`;
+  }
+  if (addresses.length === 0) return `host ${host} does not resolve`;
+  for (const a of addresses) {
+    const p = addressProblem(a.address, policy);
+    if (p) return `host ${host} resolves to ${p.replace(/^\S+ /, "an address that ")}`;
+  }
+  return null;
+}
+
+/**
+ * A `lookup` for the delivery client's sockets: resolves and refuses the connection when any
+ * address is not allowed. The socket connects to the address checked here, so a DNS answer
+ * that changes after the endpoint was validated (rebinding) cannot reach a private target.
+ */
+export function guardedLookup(policy: UrlPolicy): net.LookupFunction {
+  return ((hostname: string, options: dns.LookupOptions, callback: (...args: any[]) => void) => {
+    dns.lookup(hostname, { all: true, verbatim: true }, (err, addresses) => {
+      if (err) return callback(err);
+      for (const a of addresses) {
+        const problem = addressProblem(a.address, policy);
+        if (problem) return callback(Object.assign(new Error(`refused: ${problem}`), { code: "EWEBHOOKTARGET" }));
+      }
+      if (options?.all) return callback(null, addresses);
+      const first = addresses[0]!;
+      callback(null, first.address, first.family);
+    });
+  }) as net.LookupFunction;
+}
+
+/** Checks an IP-literal host at send time (sockets skip lookup for literals). */
+export function literalHostProblem(raw: string, policy: UrlPolicy): string | null {
+  const shape = urlShapeProblem(raw, policy);
+  if (shape) return shape;
+  const host = bareHost(new URL(raw));
+  return net.isIP(host) ? addressProblem(host, policy) : null;
+}
