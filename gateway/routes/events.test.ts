@@ -97,4 +97,136 @@ t("duplicates within a batch and across batches are counted, never rejected or a
   assert.equal((await api.post("/events/batch", [])).body, { accepted: 0, duplicates: 0 });
 });
 
+t("a malformed batch is refused whole with 422 naming each bad event and field", async ({ stack }) => {
+  const { api } = await stack.newProduct();
+  const good = usageEvent("someone");
+  const res = await api.post("/events/batch", [
+    good,
+    usageEvent("someone", { timestamp: "yesterday" }),
+    { id: randomUUID(), timestamp: new Date().toISOString() },
+    usageEvent("someone", { input_tokens: -1, surprise: true }),
+  ]);
+  assert.is(res.status, 422);
+  const paths = res.body.issues.map((i: { path: string }) => i.path);
+  for (const p of ["/1/timestamp", "/2/user_id", "/3/input_tokens", "/3/surprise"]) assert.ok(paths.includes(p), `${p} in ${paths}`);
+  assert.not.ok(paths.some((p: string) => p.startsWith("/0/")));
+  // Nothing of the refused batch was stored: the good event is new when sent again.
+  assert.equal((await api.post("/events/batch", [good])).body, { accepted: 1, duplicates: 0 });
+  assert.is((await api.post("/events/batch", { events: [good] })).status, 422);
+  assert.is((await api.post("/gate-events/batch", [{ id: randomUUID() }])).status, 422);
+});
+
+t("a batch beyond 10,000 events or 10 MiB is refused with 413", async ({ stack }) => {
+  const { api } = await stack.newProduct();
+  const many = Array.from({ length: 10_001 }, () => usageEvent("big"));
+  const count = await api.post("/events/batch", many);
+  assert.is(count.status, 413, JSON.stringify(count.body).slice(0, 300));
+  assert.match(count.body.detail, /10000/);
+  const huge = [usageEvent("big", { metadata: { blob: "x".repeat(11 * 1024 * 1024) } })];
+  const bytes = await api.post("/events/batch", huge);
+  assert.is(bytes.status, 413);
+  assert.is(typeof bytes.body.detail, "string");
+});
+
+t("manual events: explicit cost, plan pricing with normalized names, default rate, audit entry", async ({ stack }) => {
+  const { api } = await stack.newProduct();
+  const { userId } = await planAndUser(api, {
+    cost_rates: { "gpt-4o": { input: 2.5, output: 10 }, "gpt-4o-mini": { input: 0.15, output: 0.6 } },
+    default_cost_rate: { input: 1, output: 2 },
+    tool_costs: { search: 0.05 },
+  });
+  const explicit = await api.post("/events", { user_id: userId, cost: 1.25, model: "gpt-4o", input_tokens: 999999 });
+  assert.is(explicit.status, 201, JSON.stringify(explicit.body));
+  assert.match(explicit.body.id, /^evt_[0-9a-f-]{36}$/);
+  assert.equal({ ...explicit.body, id: undefined, created_at: undefined }, {
+    id: undefined, created_at: undefined, user_id: userId, cost: 1.25, model: "gpt-4o", source: "manual",
+  });
+  assert.ok(!Number.isNaN(Date.parse(explicit.body.created_at)));
+  const priced = await api.post("/events", { user_id: userId, model: "gpt-4o-mini-2024-07-18", input_tokens: 2000, output_tokens: 1000 });
+  assert.is(priced.body.model, "gpt-4o-mini");
+  close(priced.body.cost, 2 * 0.15 + 1 * 0.6);
+  const fallback = await api.post("/events", { user_id: userId, model: "llama-3", input_tokens: 1000, output_tokens: 1000, tool_calls: ["search"] });
+  assert.is(fallback.body.model, "llama-3");
+  close(fallback.body.cost, 1 + 2 + 0.05);
+  const audit = await api.post("/events", { user_id: userId, description: "note" });
+  assert.is(audit.status, 201);
+  assert.is(audit.body.cost, 0);
+  assert.is(audit.body.model, null);
+
+  const usage = await api.get(`/users/${userId}/usage`);
+  close(usage.body.total_cost, 1.25 + 0.9 + 3.05);
+  assert.is(usage.body.total_tokens, 999999 + 3000 + 2000);
+  assert.is(usage.body.tool_calls_count, 1);
+  assert.equal(usage.body.tokens_by_model, { "gpt-4o": 999999, "gpt-4o-mini": 3000, "llama-3": 2000 });
+});
+
+t("manual events: a repeated idempotency_key returns the first event and counts once", async ({ stack }) => {
+  const { api } = await stack.newProduct();
+  const userId = `idem-${randomUUID()}`;
+  await api.post("/users", { external_user_id: userId });
+  const body = { user_id: userId, cost: 2, idempotency_key: "order-42" };
+  const [a, b] = await Promise.all([api.post("/events", body), api.post("/events", body)]);
+  const c = await api.post("/events", { ...body, cost: 5 });
+  assert.equal([a.status, b.status, c.status], [201, 201, 201]);
+  assert.is(b.body.id, a.body.id);
+  assert.equal(c.body, a.body);
+  const other = await api.post("/events", { ...body, idempotency_key: "order-43" });
+  assert.is.not(other.body.id, a.body.id);
+  const usage = await api.get(`/users/${userId}/usage`);
+  close(usage.body.total_cost, 4);
+  assert.is((await api.post("/events", { user_id: "nobody-here", cost: 1 })).status, 404);
+  assert.is((await api.post("/events", { user_id: userId, cost: -1 })).status, 422);
+});
+
+t("events of an unregistered user are stored and counted, and show once the user registers", async ({ stack }) => {
+  const { api } = await stack.newProduct();
+  const userId = `late-${randomUUID()}`;
+  const res = await api.post("/events/batch", [usageEvent(userId, { cost_total: 0.5, model: "m", input_tokens: 7 })]);
+  assert.equal(res.body, { accepted: 1, duplicates: 0 });
+  assert.is((await api.get(`/users/${userId}/usage`)).status, 404);
+  await api.post("/users", { external_user_id: userId });
+  const usage = await api.get(`/users/${userId}/usage`);
+  close(usage.body.total_cost, 0.5);
+  assert.equal(usage.body.tokens_by_model, { m: 7 });
+});
+
+t("products are isolated: same event ids and user ids are separate", async ({ stack }) => {
+  const a = (await stack.newProduct("A")).api;
+  const b = (await stack.newProduct("B")).api;
+  const userId = `shared-${randomUUID()}`;
+  await a.post("/users", { external_user_id: userId });
+  const e = usageEvent(userId, { cost_total: 3 });
+  assert.equal((await a.post("/events/batch", [e])).body, { accepted: 1, duplicates: 0 });
+  assert.equal((await b.post("/events/batch", [e])).body, { accepted: 1, duplicates: 0 });
+  assert.is((await b.get(`/users/${userId}/usage`)).status, 404);
+  assert.is((await b.get(`/users/${userId}/session`)).status, 404);
+  assert.is((await b.get(`/users/${userId}/gate-events`)).status, 404);
+  assert.is((await b.post("/events", { user_id: userId, cost: 1 })).status, 404);
+  await b.post("/users", { external_user_id: userId });
+  close((await b.get(`/users/${userId}/usage`)).body.total_cost, 3);
+  close((await a.get(`/users/${userId}/usage`)).body.total_cost, 3);
+  assert.is((await stack.api.post("/events/batch", [e])).status, 401);
+});
+
+t("concurrent batches for one user from several connections give exact totals", async ({ stack }) => {
+  const { api } = await stack.newProduct();
+  const userId = `conc-${randomUUID()}`;
+  await api.post("/users", { external_user_id: userId });
+  const batches = Array.from({ length: 8 }, (_, b) =>
+    Array.from({ length: 50 }, (_, i) => usageEvent(userId, { cost_total: 0.01 * (i + 1), input_tokens: b + i, model: `m${i % 2}` })),
+  );
+  // Each batch twice, all at once: overlap between concurrent requests is absorbed too.
+  const results = await Promise.all([...batches, ...batches].map((batch) => api.post("/events/batch", batch)));
+  assert.ok(results.every((r) => r.status === 200), JSON.stringify(results.filter((r) => r.status !== 200).map((r) => [r.status, r.body])));
+  assert.is(results.reduce((n, r) => n + r.body.accepted, 0), 400);
+  assert.is(results.reduce((n, r) => n + r.body.duplicates, 0), 400);
+  const expectedCost = batches.flat().reduce((s, e) => s + e.cost_total, 0);
+  const expectedTokens = batches.flat().reduce((s, e) => s + e.input_tokens, 0);
+  const usage = await api.get(`/users/${userId}/usage`);
+  close(usage.body.total_cost, expectedCost);
+  assert.is(usage.body.total_tokens, expectedTokens);
+  const month = await api.get(`/users/${userId}/usage?period=current_month`);
+  assert.is(month.body.total_tokens, expectedTokens);
+});
+
 t.run();

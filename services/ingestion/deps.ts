@@ -3,6 +3,8 @@ import type { UserDirectory } from "./adapters/plans.ts";
 import type { CrossingStore } from "./store/crossings.ts";
 import type { Ledger } from "./store/counters.ts";
 import type { GateEventStore } from "./store/gate-events.ts";
+import type { JobStore } from "./store/jobs.ts";
+import type { OutboxStore } from "./store/outbox.ts";
 import type { UsageEventStore } from "./store/usage-events.ts";
 
 export interface IngestionLimits {
@@ -15,8 +17,12 @@ export interface IngestionDeps {
   ledger: Ledger;
   gates: GateEventStore;
   crossings: CrossingStore;
+  jobs: JobStore;
+  outbox: OutboxStore;
   users: UserDirectory;
   logger: Logger;
   limits: IngestionLimits;
+  /** Age after which an unfinished job is taken over (by a retry or the sweep). */
+  recoveryAfterMs: number;
   now(): Date;
 }

@@ -19,7 +19,9 @@ import { Ledger } from "./store/counters.ts";
 import { CrossingStore } from "./store/crossings.ts";
 import { GateEventStore } from "./store/gate-events.ts";
 import { UsageEventStore } from "./store/usage-events.ts";
-import { recoverStranded } from "./usage.ts";
+import { JobStore } from "./store/jobs.ts";
+import { OutboxStore } from "./store/outbox.ts";
+import { recoverStale } from "./usage.ts";
 
 /** Largest batch (events) accepted by IngestUsageEvents / IngestGateEvents. */
 export const MAX_BATCH_EVENTS = 10_000;
@@ -33,7 +35,7 @@ export interface IngestionServiceOptions {
   /** Longest backoff of a relay whose peer keeps failing (ms). */
   relayMaxBackoffMs?: number;
   relayBatchSize?: number;
-  /** Age after which the sweep completes events an interrupted request left uncounted (ms). */
+  /** Age after which a job left unfinished by an interrupted request is completed by others (ms). */
   recoveryAfterMs?: number;
   maxBatchEvents?: number;
   /** Peer overrides (tests); by default gRPC clients to `peers`. */
@@ -48,24 +50,26 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
   const events = new UsageEventStore(opts.db);
   const gates = new GateEventStore(opts.db);
   const crossings = new CrossingStore(opts.db);
-  const ledger = new Ledger(opts.db, events.events);
-  await Promise.all([events.init(), gates.init(), crossings.init()]);
+  const ledger = new Ledger(opts.db);
+  const jobs = new JobStore(opts.db);
+  const outbox = new OutboxStore(opts.db);
+  await Promise.all([events.init(), gates.init(), crossings.init(), ledger.init()]);
   const deps: IngestionDeps = {
     events,
     ledger,
     gates,
     crossings,
+    jobs,
+    outbox,
     users: opts.users ?? plansDirectory(opts.peers.plans),
     logger: opts.logger,
     limits: { maxBatchEvents: opts.maxBatchEvents ?? MAX_BATCH_EVENTS },
+    recoveryAfterMs: opts.recoveryAfterMs ?? 60_000,
     now: opts.now ?? (() => new Date()),
   };
-  const recoveryAfterMs = opts.recoveryAfterMs ?? 60_000;
   const relay = new Relay(
     outboxes({
-      events,
-      gates,
-      crossings,
+      outbox,
       webhooks: opts.webhooks ?? webhooksPublisher(opts.peers.webhooks),
       analytics: opts.analytics ?? analyticsRecorder(opts.peers.analytics),
     }),
@@ -75,7 +79,7 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
       batchSize: opts.relayBatchSize ?? 500,
       logger: opts.logger,
     },
-    [{ name: "recover-uncounted", run: async () => void (await recoverStranded(deps, recoveryAfterMs)) }],
+    [{ name: "recover-unfinished-jobs", run: () => recoverStale(deps) }],
   );
   return {
     name: "ingestion",

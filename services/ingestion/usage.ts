@@ -5,6 +5,9 @@ import { periodAt, type BillingPeriod } from "./domain/period.ts";
 import { reachedThresholds } from "./domain/thresholds.ts";
 import { counterId, type CounterDoc } from "./store/counters.ts";
 import { crossingKey, type CrossingDoc } from "./store/crossings.ts";
+import type { GateEventDoc } from "./store/gate-events.ts";
+import type { JobDoc } from "./store/jobs.ts";
+import { entry } from "./store/outbox.ts";
 import type { UsageEventDoc } from "./store/usage-events.ts";
 
 /** Where usage at time `t` of a user goes: its billing period, plan and counter. */
@@ -20,7 +23,7 @@ export function attribute(productId: string, userId: string, user: KnownUser | u
   return { period, plan, counterId: counterId(productId, userId, period.start, period.end) };
 }
 
-/** The attribution fields every stored usage event carries (used again by recovery). */
+/** The attribution fields every stored usage event carries. */
 export function attributionFields(a: Attribution) {
   return {
     counter_id: a.counterId,
@@ -31,66 +34,109 @@ export function attributionFields(a: Attribution) {
   };
 }
 
-/** Records every threshold the counter's spend has reached; existing crossings are kept. */
+/**
+ * Records each threshold the counter's spend has reached and that is not recorded yet. The
+ * outbox entry is written before the crossing itself, so a recorded crossing always has
+ * been queued for the webhooks service.
+ */
 export async function recordCrossings(deps: IngestionDeps, counter: CounterDoc): Promise<void> {
-  const reached = reachedThresholds(counter.cost, counter.spend_limit ?? undefined);
-  if (reached.length === 0) return;
-  const now = deps.now();
-  const docs: CrossingDoc[] = reached.map((pct) => ({
-    ...crossingKey(counter._id, pct),
-    product_id: counter.product_id,
-    user_id: counter.user_id,
-    threshold_pct: pct,
-    current_spend: counter.cost,
-    spend_limit: counter.spend_limit!,
-    plan_name: counter.plan_name ?? "",
-    tokens_total: counter.tokens,
-    cost_by_model: decodeKeys(counter.cost_by_model),
-    period_start: counter.period_start,
-    period_end: counter.period_end,
-    crossed_at: now,
-    to_webhooks: true,
-  }));
-  const fresh = await deps.crossings.record(docs);
-  if (fresh > 0) deps.logger.info({ user: counter.user_id, reached, counter: counter._id }, "spend thresholds crossed");
+  for (const pct of reachedThresholds(counter.cost, counter.spend_limit ?? undefined)) {
+    const key = crossingKey(counter.counter_id, pct);
+    if (await deps.crossings.exists(key._id)) continue;
+    const doc: CrossingDoc = {
+      ...key,
+      product_id: counter.product_id,
+      user_id: counter.user_id,
+      threshold_pct: pct,
+      current_spend: counter.cost,
+      spend_limit: counter.spend_limit!,
+      plan_name: counter.plan_name ?? "",
+      tokens_total: counter.tokens,
+      cost_by_model: decodeKeys(counter.cost_by_model),
+      period_start: counter.period_start,
+      period_end: counter.period_end,
+      crossed_at: deps.now(),
+    };
+    await deps.outbox.put(deps.outbox.webhooks, [entry("threshold", key._id, { ...doc })]);
+    if ((await deps.crossings.record([doc])) > 0) {
+      deps.logger.info({ user: counter.user_id, pct, counter: counter.counter_id }, "spend threshold crossed");
+    }
+  }
 }
 
-/**
- * Adds stored events to their counters. `docs` were just offered for insertion; those that
- * already existed may be leftovers of an interrupted attempt, so their stored counter is
- * looked up and they are completed too.
- */
-export async function countEvents(deps: IngestionDeps, docs: UsageEventDoc[], inserted: Set<string>): Promise<void> {
-  const groups = new Map<string, string[]>();
-  const add = (counter: string, id: string) => {
-    const list = groups.get(counter) ?? [];
-    list.push(id);
-    groups.set(counter, list);
-  };
-  const existing: string[] = [];
-  for (const d of docs) {
-    if (inserted.has(d._id)) add(d.counter_id, d._id);
-    else existing.push(d._id);
-  }
-  if (existing.length > 0) {
-    const stored = await deps.events.events
-      .find({ _id: { $in: existing }, uncounted: true }, { projection: { counter_id: 1 } })
-      .toArray();
-    for (const s of stored) add(s.counter_id, s._id);
-  }
+/** Everything derived from the usage events a job inserted: outbox entries, counters, thresholds. */
+async function completeUsage(deps: IngestionDeps, jobId: string, inserted: UsageEventDoc[]): Promise<void> {
+  await deps.outbox.put(deps.outbox.analytics, inserted.map((d) => entry("usage", d._id, { ...d })));
+  const groups = new Map<string, UsageEventDoc[]>();
+  for (const d of inserted) groups.set(d.counter_id, [...(groups.get(d.counter_id) ?? []), d]);
   await Promise.all(
-    [...groups].map(([counter, ids]) => deps.ledger.count(counter, ids, (c) => recordCrossings(deps, c))),
+    [...groups].map(async ([counter, events]) => {
+      const { after } = await deps.ledger.add(counter, jobId, events);
+      if (after) await recordCrossings(deps, after);
+    }),
   );
 }
 
-/** Completes events an interrupted request left uncounted (run by the background loop). */
-export async function recoverStranded(deps: IngestionDeps, olderThanMs: number): Promise<number> {
-  const stranded = await deps.ledger.stranded(new Date(deps.now().getTime() - olderThanMs), 5_000);
-  let n = 0;
-  for (const [counter, ids] of stranded) {
-    await deps.ledger.count(counter, ids, (c) => recordCrossings(deps, c));
-    n += ids.length;
+async function completeGates(deps: IngestionDeps, inserted: GateEventDoc[]): Promise<void> {
+  await deps.outbox.put(deps.outbox.analytics, inserted.map((d) => entry("gate", d._id, { ...d })));
+  await deps.outbox.put(deps.outbox.webhooks, inserted.map((d) => entry("gate", d._id, { ...d })));
+}
+
+/** Completes a job left unfinished (its request crashed or is slow): idempotent throughout. */
+export async function recoverJob(deps: IngestionDeps, job: JobDoc): Promise<void> {
+  if (job.kind === "usage") {
+    const stored = await deps.events.getMany(job.ids);
+    await completeUsage(deps, job._id, stored.filter((d) => d.job === job._id));
+  } else {
+    const stored = await deps.gates.getMany(job.ids);
+    await completeGates(deps, stored.filter((d) => d.job === job._id));
   }
-  if (n > 0) deps.logger.warn({ events: n }, "counted events left over by an interrupted request");
-  return n;
+  await deps.jobs.close(job._id);
+}
+
+/**
+ * Offered events that were already stored belong to an earlier job. If that job is still
+ * open past the recovery age (its request died), it is completed now, so that a client
+ * retrying after a crash sees exact totals at once.
+ */
+async function adoptStale(deps: IngestionDeps, own: JobDoc, duplicateIds: string[]): Promise<void> {
+  if (duplicateIds.length === 0) return;
+  const wanted = new Set(duplicateIds);
+  const stale = await deps.jobs.olderThan(new Date(deps.now().getTime() - deps.recoveryAfterMs), 1_000);
+  for (const job of stale) {
+    if (job._id !== own._id && job.kind === own.kind && job.ids.some((id) => wanted.has(id))) await recoverJob(deps, job);
+  }
+}
+
+/**
+ * Stores usage events exactly once and counts them exactly once. The job is written first
+ * and closed last; events carry its id, so whoever completes the job (this request, a retry
+ * or the sweep) adds exactly the events this job inserted, and the ledger refuses a job's
+ * second addition to a counter.
+ */
+export async function storeUsage(deps: IngestionDeps, job: JobDoc, docs: UsageEventDoc[]): Promise<Set<string>> {
+  await deps.jobs.open(job);
+  const inserted = await deps.events.insertNew(docs);
+  await completeUsage(deps, job._id, docs.filter((d) => inserted.has(d._id)));
+  await adoptStale(deps, job, docs.filter((d) => !inserted.has(d._id)).map((d) => d._id));
+  await deps.jobs.close(job._id);
+  return inserted;
+}
+
+/** Stores gate events exactly once and queues each new one for webhooks and analytics. */
+export async function storeGates(deps: IngestionDeps, job: JobDoc, docs: GateEventDoc[]): Promise<Set<string>> {
+  await deps.jobs.open(job);
+  const inserted = await deps.gates.insertNew(docs);
+  await completeGates(deps, docs.filter((d) => inserted.has(d._id)));
+  await adoptStale(deps, job, docs.filter((d) => !inserted.has(d._id)).map((d) => d._id));
+  await deps.jobs.close(job._id);
+  return inserted;
+}
+
+/** The recovery sweep of the background loop. */
+export async function recoverStale(deps: IngestionDeps): Promise<number> {
+  const stale = await deps.jobs.olderThan(new Date(deps.now().getTime() - deps.recoveryAfterMs), 100);
+  for (const job of stale) await recoverJob(deps, job);
+  if (stale.length > 0) deps.logger.warn({ jobs: stale.length }, "completed jobs left unfinished by interrupted requests");
+  return stale.length;
 }

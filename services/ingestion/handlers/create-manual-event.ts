@@ -6,7 +6,7 @@ import { toTimestamp } from "@meter/lib/time";
 import { manualCost } from "../domain/cost.ts";
 import type { IngestionDeps } from "../deps.ts";
 import type { UsageEventDoc } from "../store/usage-events.ts";
-import { attribute, attributionFields, countEvents } from "../usage.ts";
+import { attribute, attributionFields, storeUsage } from "../usage.ts";
 import { requireProduct, requireUser } from "./common.ts";
 
 const MAX_KEY = 255;
@@ -50,6 +50,7 @@ export function createManualEvent(deps: IngestionDeps): ServiceImpl<typeof Inges
     const input = Number(req.inputTokens);
     const output = Number(req.outputTokens);
     const eventId = `evt_${randomUUID()}`;
+    const job = `job_${randomUUID()}`;
     const _id = manualId(productId, eventId, req.idempotencyKey);
     const a = attribute(productId, req.userId, user, now);
     const cost = manualCost(
@@ -78,14 +79,12 @@ export function createManualEvent(deps: IngestionDeps): ServiceImpl<typeof Inges
       metadata,
       source: "manual",
       description: req.description ?? null,
+      job,
       ...attributionFields(a),
       received_at: now,
-      uncounted: true,
-      to_analytics: true,
     };
-    const inserted = await deps.events.insertNew([doc]);
-    // A replay still completes counting, in case the first attempt was interrupted.
-    await countEvents(deps, [doc], inserted);
+    // A replay of a key whose first attempt was interrupted completes that attempt's job.
+    const inserted = await storeUsage(deps, { _id: job, kind: "usage", product_id: productId, ids: [_id], created_at: now }, [doc]);
     const stored = inserted.has(_id) ? doc : await deps.events.get(_id);
     if (!stored) throw rpcError.unavailable("the event was not stored; retry the request");
     return { event: toManualEvent(stored), created: inserted.has(_id) };

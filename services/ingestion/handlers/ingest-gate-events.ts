@@ -1,8 +1,10 @@
+import { randomUUID } from "node:crypto";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { GateEvent, IngestionService } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import { timestampDate } from "@meter/lib/time";
 import type { IngestionDeps } from "../deps.ts";
 import type { GateEventDoc } from "../store/gate-events.ts";
+import { storeGates } from "../usage.ts";
 import { BatchProblems, checkBatchSize, checkIds, firstOccurrences, nonNegative, requireProduct } from "./common.ts";
 
 const STATUSES = new Set(["soft_gate", "hard_gate"]);
@@ -19,7 +21,7 @@ function validate(events: readonly GateEvent[]): void {
   problems.throwIfAny();
 }
 
-function gateDoc(productId: string, e: GateEvent, receivedAt: Date): GateEventDoc {
+function gateDoc(productId: string, job: string, e: GateEvent, receivedAt: Date): GateEventDoc {
   return {
     _id: `${productId}/${e.id}`,
     product_id: productId,
@@ -38,8 +40,7 @@ function gateDoc(productId: string, e: GateEvent, receivedAt: Date): GateEventDo
     message: e.message ?? null,
     metadata: e.metadata ?? {},
     received_at: receivedAt,
-    to_analytics: true,
-    to_webhooks: true,
+    job,
   };
 }
 
@@ -51,7 +52,11 @@ export function ingestGateEvents(deps: IngestionDeps): ServiceImpl<typeof Ingest
     validate(req.events);
     const { unique, repeated } = firstOccurrences(req.events);
     const now = deps.now();
-    const inserted = await deps.gates.insertNew(unique.map((e) => gateDoc(productId, e, now)));
+    if (unique.length === 0) return { accepted: 0, duplicates: repeated };
+    const job = `job_${randomUUID()}`;
+    const docs = unique.map((e) => gateDoc(productId, job, e, now));
+    const ids = docs.map((d) => d._id);
+    const inserted = await storeGates(deps, { _id: job, kind: "gate", product_id: productId, ids, created_at: now }, docs);
     return { accepted: inserted.size, duplicates: repeated + unique.length - inserted.size };
   };
 }

@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { IngestionService, UsageEvent } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import { timestampDate } from "@meter/lib/time";
@@ -5,7 +6,7 @@ import type { KnownUser } from "../adapters/plans.ts";
 import { normalizeModel } from "../domain/cost.ts";
 import type { IngestionDeps } from "../deps.ts";
 import type { UsageEventDoc } from "../store/usage-events.ts";
-import { attribute, attributionFields, countEvents } from "../usage.ts";
+import { attribute, attributionFields, storeUsage } from "../usage.ts";
 import { BatchProblems, checkBatchSize, checkIds, firstOccurrences, nonNegative, requireProduct } from "./common.ts";
 
 function validate(events: readonly UsageEvent[]): void {
@@ -29,7 +30,7 @@ function validate(events: readonly UsageEvent[]): void {
  * not sent, cost_total is cost_tokens + cost_tools when not sent. The model name is
  * normalized against the plan in force, as the client library does.
  */
-export function usageDoc(productId: string, e: UsageEvent, user: KnownUser | undefined, receivedAt: Date): UsageEventDoc {
+export function usageDoc(productId: string, job: string, e: UsageEvent, user: KnownUser | undefined, receivedAt: Date): UsageEventDoc {
   const timestamp = timestampDate(e.timestamp!);
   const a = attribute(productId, e.userId, user, timestamp);
   const model = e.model ? normalizeModel(e.model, a.plan) : null;
@@ -56,10 +57,9 @@ export function usageDoc(productId: string, e: UsageEvent, user: KnownUser | und
     metadata: e.metadata ?? {},
     source: "auto",
     description: null,
+    job,
     ...attributionFields(a),
     received_at: receivedAt,
-    uncounted: true,
-    to_analytics: true,
   };
 }
 
@@ -73,9 +73,10 @@ export function ingestUsageEvents(deps: IngestionDeps): ServiceImpl<typeof Inges
     // Events of unregistered users are stored and counted too (calendar month, no plan).
     const users = await deps.users.resolve(productId, unique.map((e) => e.userId));
     const now = deps.now();
-    const docs = unique.map((e) => usageDoc(productId, e, users.get(e.userId), now));
-    const inserted = await deps.events.insertNew(docs);
-    await countEvents(deps, docs, inserted);
+    const job = `job_${randomUUID()}`;
+    const docs = unique.map((e) => usageDoc(productId, job, e, users.get(e.userId), now));
+    const ids = docs.map((d) => d._id);
+    const inserted = await storeUsage(deps, { _id: job, kind: "usage", product_id: productId, ids, created_at: now }, docs);
     const unknown = docs.filter((d) => inserted.has(d._id) && !d.user_known).length;
     if (unknown > 0) deps.logger.info({ productId, events: unknown }, "stored events of unregistered users");
     return { accepted: inserted.size, duplicates: repeated + docs.length - inserted.size };

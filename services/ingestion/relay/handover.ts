@@ -1,23 +1,18 @@
 import { toTimestamp } from "@meter/lib/time";
 import type { AnalyticsRecorder, WebhookPublisher } from "../adapters/peers.ts";
-import type { CrossingDoc, CrossingStore } from "../store/crossings.ts";
-import type { GateEventDoc, GateEventStore } from "../store/gate-events.ts";
-import type { UsageEventDoc, UsageEventStore } from "../store/usage-events.ts";
+import type { CrossingDoc } from "../store/crossings.ts";
+import type { GateEventDoc } from "../store/gate-events.ts";
+import type { OutboxStore } from "../store/outbox.ts";
+import type { UsageEventDoc } from "../store/usage-events.ts";
 import type { Outbox } from "./outbox.ts";
 
-/** The four handovers of ingestion: what each peer must receive, read from our own collections. */
-export function outboxes(stores: {
-  events: UsageEventStore;
-  gates: GateEventStore;
-  crossings: CrossingStore;
-  webhooks: WebhookPublisher;
-  analytics: AnalyticsRecorder;
-}): Outbox<any>[] {
-  const usage: Outbox<UsageEventDoc> = {
+/** The four handovers of ingestion; each outbox entry's payload is the stored document. */
+export function outboxes(stores: { outbox: OutboxStore; webhooks: WebhookPublisher; analytics: AnalyticsRecorder }): Outbox[] {
+  const usage: Outbox = {
     name: "usage->analytics",
-    collection: stores.events.events,
-    flag: "to_analytics",
-    send: (docs) =>
+    collection: stores.outbox.analytics,
+    kind: "usage",
+    send: (docs: UsageEventDoc[]) =>
       stores.analytics.recordEvents(
         docs.map((d) => ({
           productId: d.product_id,
@@ -33,11 +28,11 @@ export function outboxes(stores: {
         [],
       ),
   };
-  const gateFacts: Outbox<GateEventDoc> = {
+  const gateFacts: Outbox = {
     name: "gates->analytics",
-    collection: stores.gates.gates,
-    flag: "to_analytics",
-    send: (docs) =>
+    collection: stores.outbox.analytics,
+    kind: "gate",
+    send: (docs: GateEventDoc[]) =>
       stores.analytics.recordEvents(
         [],
         docs.map((d) => ({
@@ -50,11 +45,11 @@ export function outboxes(stores: {
         })),
       ),
   };
-  const gateNotices: Outbox<GateEventDoc> = {
+  const gateNotices: Outbox = {
     name: "gates->webhooks",
-    collection: stores.gates.gates,
-    flag: "to_webhooks",
-    send: (docs) =>
+    collection: stores.outbox.webhooks,
+    kind: "gate",
+    send: (docs: GateEventDoc[]) =>
       stores.webhooks.publishGateEvents(
         docs.map((d) => ({
           id: d.event_id,
@@ -72,11 +67,11 @@ export function outboxes(stores: {
         })),
       ),
   };
-  const crossings: Outbox<CrossingDoc> = {
+  const crossings: Outbox = {
     name: "thresholds->webhooks",
-    collection: stores.crossings.crossings,
-    flag: "to_webhooks",
-    send: (docs) =>
+    collection: stores.outbox.webhooks,
+    kind: "threshold",
+    send: (docs: CrossingDoc[]) =>
       stores.webhooks.publishThresholdCrossings(
         docs.map((d) => ({
           id: d.crossing_id,

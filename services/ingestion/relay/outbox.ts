@@ -1,31 +1,27 @@
-import type { Collection, Document } from "mongodb";
+import type { Collection } from "mongodb";
 import type { Logger } from "@meter/lib/logger";
+import type { OutboxEntry } from "../store/outbox.ts";
 
 /**
- * One transactional outbox: documents written with `flag` set are handed to a peer in
- * batches and the flag is cleared only after the peer acknowledged them. A crash between
- * the two resends the batch; the receivers are idempotent on the ids, so a repeat is
- * harmless and nothing is ever dropped.
+ * One handover to a peer: outbox entries of one kind are sent in batches and deleted only
+ * after the peer acknowledged them. A crash between the two resends the batch; receivers
+ * are idempotent on the ids, so a repeat is harmless and nothing is ever dropped. A peer
+ * that fails (down, or not implementing the call yet) only delays the handover.
  */
-export interface Outbox<D extends Document & { _id: string }> {
+export interface Outbox {
   name: string;
-  collection: Collection<D>;
-  flag: string;
-  send(docs: D[]): Promise<void>;
+  collection: Collection<OutboxEntry>;
+  kind: OutboxEntry["kind"];
+  send(payloads: Record<string, any>[]): Promise<void>;
 }
 
 export interface RelayOptions {
-  /** Pause between rounds when all outboxes are drained. */
+  /** Pause between rounds. */
   intervalMs: number;
   /** Longest wait before retrying an outbox whose peer keeps failing. */
   maxBackoffMs: number;
   batchSize: number;
   logger: Logger;
-}
-
-interface State {
-  failures: number;
-  retryAt: number;
 }
 
 /** Delay before retry number `failures` (1, 2, ...): doubling from the interval, capped. */
@@ -34,16 +30,16 @@ export function backoffMs(failures: number, intervalMs: number, maxMs: number): 
 }
 
 export class Relay {
-  private readonly state = new Map<string, State>();
+  private readonly state = new Map<string, { failures: number; retryAt: number }>();
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private stopped = true;
 
   constructor(
-    private readonly outboxes: Outbox<any>[],
+    private readonly outboxes: Outbox[],
     private readonly opts: RelayOptions,
-    /** Extra work run every round (the recovery sweep). */
-    private readonly chores: { name: string; run(): Promise<void> }[] = [],
+    /** Other work run every round (the recovery sweep). */
+    private readonly chores: { name: string; run(): Promise<unknown> }[] = [],
   ) {}
 
   start(): void {
@@ -65,7 +61,7 @@ export class Relay {
     this.timer.unref();
   }
 
-  /** One pass over every outbox and chore; errors are logged and retried later. */
+  /** One pass over every chore and outbox; failures are logged and retried later. */
   async round(): Promise<void> {
     for (const chore of this.chores) {
       try {
@@ -85,18 +81,21 @@ export class Relay {
         st.failures++;
         const wait = backoffMs(st.failures, this.opts.intervalMs, this.opts.maxBackoffMs);
         st.retryAt = Date.now() + wait;
-        this.opts.logger.warn({ err: (err as Error).message, outbox: box.name, failures: st.failures, retryInMs: wait }, "handover failed; will retry");
+        this.opts.logger.warn(
+          { err: (err as Error).message, outbox: box.name, failures: st.failures, retryInMs: wait },
+          "handover failed; will retry",
+        );
       }
     }
   }
 
-  private async drain(box: Outbox<any>): Promise<void> {
+  private async drain(box: Outbox): Promise<void> {
     for (let rounds = 0; rounds < 100 && !this.stopped; rounds++) {
-      const docs = await box.collection.find({ [box.flag]: true }).limit(this.opts.batchSize).toArray();
-      if (docs.length === 0) return;
-      await box.send(docs);
-      await box.collection.updateMany({ _id: { $in: docs.map((d) => d._id) } }, { $unset: { [box.flag]: "" } });
-      if (docs.length < this.opts.batchSize) return;
+      const entries = await box.collection.find({ kind: box.kind }).limit(this.opts.batchSize).toArray();
+      if (entries.length === 0) return;
+      await box.send(entries.map((e) => e.payload));
+      await box.collection.deleteMany({ _id: { $in: entries.map((e) => e._id) } });
+      if (entries.length < this.opts.batchSize) return;
     }
   }
 }

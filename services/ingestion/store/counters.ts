@@ -4,151 +4,148 @@ import { encodeKey } from "../domain/field-keys.ts";
 import type { UsageEventDoc } from "./usage-events.ts";
 
 /**
- * Running totals of one user in one billing period, keyed by
- * "<product>|<period start>|<period end>|<user>" (the user id last, so any string is safe).
- * Model names in the maps are field-key encoded (see domain/field-keys.ts).
+ * Running totals of one user in one billing period. The counter
+ * "<product>|<period start>|<period end>|<user>" (user last, so any id is safe) is a chain
+ * of immutable snapshots: snapshot n+1 = snapshot n + the events one job (one request)
+ * inserted. Model names in the maps are field-key encoded (see domain/field-keys.ts).
  */
 export interface CounterDoc {
+  /** "<counter id>#<seq>": inserting it is the compare-and-set that orders writers. */
   _id: string;
+  counter_id: string;
+  seq: number;
+  /** "<job id>|<counter id>", unique: a job's events enter a counter at most once. */
+  job_key: string;
   product_id: string;
   user_id: string;
   period_start: Date;
   period_end: Date;
-  /** Bumped by every application: the optimistic-concurrency guard of the ledger. */
-  v: number;
   cost: number;
   tokens: number;
   tool_calls: number;
   events: number;
   tokens_by_model: Record<string, number>;
   cost_by_model: Record<string, number>;
-  /** Ids of events added to the totals whose `uncounted` flag is not yet cleared. */
-  applied: string[];
   plan_name: string | null;
   spend_limit: number | null;
-  updated_at: Date;
+  created_at: Date;
 }
 
 export function counterId(productId: string, userId: string, start: Date, end: Date): string {
   return `${productId}|${start.toISOString()}|${end.toISOString()}|${userId}`;
 }
 
-type Pending = Pick<
+export type Countable = Pick<
   UsageEventDoc,
-  "_id" | "product_id" | "user_id" | "period_start" | "period_end" | "plan_name" | "spend_limit" | "model" | "total_tokens" | "cost_total" | "tool_call_count"
+  "product_id" | "user_id" | "period_start" | "period_end" | "plan_name" | "spend_limit" | "model" | "total_tokens" | "cost_total" | "tool_call_count"
 >;
 
-function increments(events: Pending[]): Record<string, number> {
-  const inc: Record<string, number> = { v: 1, cost: 0, tokens: 0, tool_calls: 0, events: 0 };
+function next(prev: CounterDoc | null, id: string, jobId: string, events: Countable[]): CounterDoc {
+  const first = events[0]!;
+  const seq = (prev?.seq ?? 0) + 1;
+  const doc: CounterDoc = {
+    _id: `${id}#${seq}`,
+    counter_id: id,
+    seq,
+    job_key: `${jobId}|${id}`,
+    product_id: first.product_id,
+    user_id: first.user_id,
+    period_start: first.period_start,
+    period_end: first.period_end,
+    cost: prev?.cost ?? 0,
+    tokens: prev?.tokens ?? 0,
+    tool_calls: prev?.tool_calls ?? 0,
+    events: prev?.events ?? 0,
+    tokens_by_model: { ...prev?.tokens_by_model },
+    cost_by_model: { ...prev?.cost_by_model },
+    plan_name: first.plan_name,
+    spend_limit: first.spend_limit,
+    created_at: new Date(),
+  };
   for (const e of events) {
-    inc.cost! += e.cost_total;
-    inc.tokens! += e.total_tokens;
-    inc.tool_calls! += e.tool_call_count;
-    inc.events! += 1;
+    doc.cost += e.cost_total;
+    doc.tokens += e.total_tokens;
+    doc.tool_calls += e.tool_call_count;
+    doc.events += 1;
     if (e.model !== null) {
       const key = encodeKey(e.model);
-      inc[`tokens_by_model.${key}`] = (inc[`tokens_by_model.${key}`] ?? 0) + e.total_tokens;
-      inc[`cost_by_model.${key}`] = (inc[`cost_by_model.${key}`] ?? 0) + e.cost_total;
+      doc.tokens_by_model[key] = (doc.tokens_by_model[key] ?? 0) + e.total_tokens;
+      doc.cost_by_model[key] = (doc.cost_by_model[key] ?? 0) + e.cost_total;
     }
   }
-  return inc;
+  return doc;
 }
 
 /**
- * Adds stored events to their counter exactly once, without multi-document transactions.
- *
- * An event is counted when its `uncounted` flag is cleared. Each round reads the counter
- * (version v, `applied` ids), then the batch's events still flagged; the ones not in
- * `applied` are added with one write guarded by `v` that also records their ids in
- * `applied`. Then the hook runs, the flags are cleared, and the ids leave `applied`.
- * Invariant: an added event is in `applied` or unflagged, and the flag is cleared only
- * after the add. A round whose guard still matches saw no add since it read the counter, so
- * every event it adds was neither in `applied` nor unflagged then, i.e. never added. A
- * crash at any point leaves flagged events that a retry or the recovery sweep completes.
+ * Adds the events of a job to a counter exactly once, using only inserts under unique keys
+ * (atomic on MongoDB and FerretDB alike; no transactions and no read-modify-write, which
+ * FerretDB v1 does not isolate). Snapshot n+1 is inserted on top of the latest snapshot n:
+ * its `_id` makes two writers racing for n+1 fail but one, and its unique `job_key` makes a
+ * job that was already added (by its request before a crash, or by a concurrent recovery)
+ * fail too. Reads touch documents by primary key only: a head hint, then a probe forward.
  */
 export class Ledger {
-  readonly counters: Collection<CounterDoc>;
+  readonly snapshots: Collection<CounterDoc>;
+  /** Last known seq per counter; only a hint (it may lag), the probe finds the true head. */
+  private readonly heads: Collection<{ _id: string; seq: number }>;
+  /** This process's writers of one counter take turns (spares conflicts; not needed for correctness). */
+  private readonly queues = new Map<string, Promise<unknown>>();
 
-  constructor(
-    db: Db,
-    private readonly events: Collection<UsageEventDoc>,
-  ) {
-    this.counters = db.collection<CounterDoc>("counters");
+  constructor(db: Db) {
+    this.snapshots = db.collection<CounterDoc>("counters");
+    this.heads = db.collection("counter_heads");
   }
 
+  async init(): Promise<void> {
+    await this.snapshots.createIndex({ job_key: 1 }, { unique: true });
+  }
+
+  /** The counter's current totals (latest snapshot), or null when nothing was counted. */
   async get(id: string): Promise<CounterDoc | null> {
-    return this.counters.findOne({ _id: id });
+    const hint = await this.heads.findOne({ _id: id });
+    let seq = hint?.seq ?? 0;
+    let head: CounterDoc | null = seq > 0 ? await this.snapshots.findOne({ _id: `${id}#${seq}` }) : null;
+    if (seq > 0 && !head) seq = 0; // a hint never points past the chain; be safe anyway
+    for (;;) {
+      const more = await this.snapshots.findOne({ _id: `${id}#${seq + 1}` });
+      if (!more) return head;
+      head = more;
+      seq++;
+    }
   }
 
   /**
-   * Counts the still-uncounted events among `eventIds` (all of counter `id`). `beforeClear`
-   * runs with the counter's state after the add and before the flags are cleared, so that
-   * work derived from the totals (threshold crossings) is redone after a crash.
+   * Adds `events` (all inserted by job `jobId`, all of counter `id`) unless that job was
+   * already added. Returns the snapshot before and after (before is null when unknown).
    */
-  async count(id: string, eventIds: string[], beforeClear?: (counter: CounterDoc) => Promise<void>): Promise<void> {
-    for (;;) {
-      const counter = await this.counters.findOne({ _id: id }, { projection: { v: 1, applied: 1 } });
-      const pending = await this.events
-        .find(
-          { _id: { $in: eventIds }, counter_id: id, uncounted: true },
-          {
-            projection: {
-              product_id: 1, user_id: 1, period_start: 1, period_end: 1, plan_name: 1, spend_limit: 1,
-              model: 1, total_tokens: 1, cost_total: 1, tool_call_count: 1,
-            },
-          },
-        )
-        .toArray();
-      if (pending.length === 0) return;
-      const applied = new Set(counter?.applied ?? []);
-      const todo = pending.filter((e) => !applied.has(e._id));
-      if (todo.length > 0) {
-        const first = todo[0]!;
-        try {
-          const res = await this.counters.updateOne(
-            { _id: id, v: counter?.v ?? 0 },
-            {
-              $inc: increments(todo),
-              $push: { applied: { $each: todo.map((e) => e._id) } },
-              $set: { plan_name: first.plan_name, spend_limit: first.spend_limit, updated_at: new Date() },
-              $setOnInsert: {
-                product_id: first.product_id,
-                user_id: first.user_id,
-                period_start: first.period_start,
-                period_end: first.period_end,
-              },
-            } as never,
-            { upsert: true },
-          );
-          if (res.matchedCount === 0 && res.upsertedCount === 0) continue;
-        } catch (err) {
-          if (isDuplicateKeyError(err)) continue; // another writer moved the version first
-          throw err;
-        }
-      }
-      if (beforeClear) {
-        const after = await this.counters.findOne({ _id: id });
-        if (after) await beforeClear(after);
-      }
-      const ids = pending.map((e) => e._id);
-      await this.events.updateMany({ _id: { $in: ids } }, { $unset: { uncounted: "" } });
-      await this.counters.updateOne({ _id: id }, { $pullAll: { applied: ids } } as never);
-      return;
+  async add(id: string, jobId: string, events: Countable[]): Promise<{ before: CounterDoc | null; after: CounterDoc | null; added: boolean }> {
+    const previous = this.queues.get(id) ?? Promise.resolve();
+    const mine = previous.catch(() => {}).then(() => this.addNow(id, jobId, events));
+    this.queues.set(id, mine);
+    try {
+      return await mine;
+    } finally {
+      if (this.queues.get(id) === mine) this.queues.delete(id);
     }
   }
 
-  /** Events left uncounted by an interrupted request, older than `olderThan`, by counter. */
-  async stranded(olderThan: Date, limit: number): Promise<Map<string, string[]>> {
-    const docs = await this.events
-      .find({ uncounted: true, received_at: { $lt: olderThan } }, { projection: { counter_id: 1 } })
-      .limit(limit)
-      .toArray();
-    const byCounter = new Map<string, string[]>();
-    for (const d of docs) {
-      const list = byCounter.get(d.counter_id) ?? [];
-      list.push(d._id);
-      byCounter.set(d.counter_id, list);
+  private async addNow(id: string, jobId: string, events: Countable[]) {
+    if (events.length === 0) return { before: null, after: await this.get(id), added: false };
+    for (let attempt = 0; ; attempt++) {
+      if (attempt > 0) await new Promise((r) => setTimeout(r, Math.random() * Math.min(100, 5 * attempt)));
+      const before = await this.get(id);
+      const doc = next(before, id, jobId, events);
+      try {
+        await this.snapshots.insertOne(doc);
+      } catch (err) {
+        if (!isDuplicateKeyError(err)) throw err;
+        const taken = await this.snapshots.findOne({ _id: doc._id });
+        if (taken && taken.job_key !== doc.job_key) continue; // another job took seq n+1
+        // Either that seq holds this job, or job_key collided: the job was added before.
+        return { before: null, after: await this.get(id), added: false };
+      }
+      await this.heads.updateOne({ _id: id }, { $max: { seq: doc.seq } }, { upsert: true }).catch(() => {});
+      return { before, after: doc, added: true };
     }
-    return byCounter;
   }
 }

@@ -22,8 +22,6 @@ export interface CrossingDoc {
   period_start: Date;
   period_end: Date;
   crossed_at: Date;
-  /** Present until the webhooks service has acknowledged the crossing (outbox flag). */
-  to_webhooks?: true;
 }
 
 export function crossingKey(counterId: string, pct: number): { _id: string; crossing_id: string } {
@@ -39,10 +37,11 @@ export class CrossingStore {
   }
 
   async init(): Promise<void> {
-    await Promise.all([
-      this.crossings.createIndex({ to_webhooks: 1 }, { sparse: true }),
-      this.crossings.createIndex({ product_id: 1, user_id: 1 }),
-    ]);
+    await this.crossings.createIndex({ product_id: 1, user_id: 1 });
+  }
+
+  async exists(id: string): Promise<boolean> {
+    return (await this.crossings.findOne({ _id: id }, { projection: { _id: 1 } })) !== null;
   }
 
   /** Records crossings not recorded before; returns how many were new. */

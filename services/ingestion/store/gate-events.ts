@@ -20,9 +20,8 @@ export interface GateEventDoc {
   message: string | null;
   metadata: Record<string, unknown>;
   received_at: Date;
-  /** Outbox flags: present until the analytics / webhooks service acknowledged the event. */
-  to_analytics?: true;
-  to_webhooks?: true;
+  /** The job (request) that inserted the event. */
+  job: string;
 }
 
 export interface GateEventQuery {
@@ -46,15 +45,15 @@ export class GateEventStore {
   }
 
   async init(): Promise<void> {
-    await Promise.all([
-      this.gates.createIndex({ product_id: 1, user_id: 1, timestamp: -1, _id: -1 }),
-      this.gates.createIndex({ to_analytics: 1 }, { sparse: true }),
-      this.gates.createIndex({ to_webhooks: 1 }, { sparse: true }),
-    ]);
+    await this.gates.createIndex({ product_id: 1, user_id: 1, timestamp: -1, _id: -1 });
   }
 
   async insertNew(docs: GateEventDoc[]): Promise<Set<string>> {
     return insertIgnoringDuplicates(this.gates, docs);
+  }
+
+  async getMany(ids: readonly string[]): Promise<GateEventDoc[]> {
+    return (await Promise.all(ids.map((id) => this.gates.findOne({ _id: id })))).filter((d) => d !== null);
   }
 
   /**

@@ -31,6 +31,8 @@ export interface UsageEventDoc {
   metadata: Record<string, unknown>;
   source: EventSource;
   description: string | null;
+  /** The job (request) that inserted the event; it adds the event to its counter. */
+  job: string;
   /** The per-user period counter this event is added to, and what it was attributed to. */
   counter_id: string;
   period_start: Date;
@@ -38,10 +40,6 @@ export interface UsageEventDoc {
   plan_name: string | null;
   spend_limit: number | null;
   received_at: Date;
-  /** Present until the event is added to its counter (see Ledger). */
-  uncounted?: true;
-  /** Present until the analytics service has acknowledged the event (outbox flag). */
-  to_analytics?: true;
 }
 
 export class UsageEventStore {
@@ -52,11 +50,7 @@ export class UsageEventStore {
   }
 
   async init(): Promise<void> {
-    await Promise.all([
-      this.events.createIndex({ product_id: 1, user_id: 1, timestamp: 1 }),
-      this.events.createIndex({ uncounted: 1, received_at: 1 }, { sparse: true }),
-      this.events.createIndex({ to_analytics: 1 }, { sparse: true }),
-    ]);
+    await this.events.createIndex({ product_id: 1, user_id: 1, timestamp: 1 });
   }
 
   /**
@@ -69,6 +63,11 @@ export class UsageEventStore {
 
   async get(id: string): Promise<UsageEventDoc | null> {
     return this.events.findOne({ _id: id });
+  }
+
+  /** Point reads by primary key (FerretDB answers `$in` with a collection scan). */
+  async getMany(ids: readonly string[]): Promise<UsageEventDoc[]> {
+    return (await Promise.all(ids.map((id) => this.events.findOne({ _id: id })))).filter((d) => d !== null);
   }
 
   /**

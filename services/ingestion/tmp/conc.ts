@@ -1,0 +1,13 @@
+import { randomUUID } from "node:crypto";
+import { startTestStack } from "../../../test/support/stack.ts";
+import { stopTestDatabase } from "../../../test/support/database.ts";
+const stack = await startTestStack({ logger: (await import("@meter/lib/logger")).createLogger("x", "debug") } as any);
+const { api } = await stack.newProduct();
+const userId = "u1";
+await api.post("/users", { external_user_id: userId });
+const n = Number(process.argv[2] ?? 4);
+const batches = Array.from({ length: n }, (_, b) => Array.from({ length: 50 }, (_, i) => ({ id: randomUUID(), user_id: userId, timestamp: new Date().toISOString(), cost_total: 0.01, input_tokens: 1 })));
+const t0 = Date.now();
+const res = await Promise.all([...batches, ...batches].map(async (b, i) => { const r = await api.post("/events/batch", b); console.error("done", i, r.status, Date.now() - t0); return r; }));
+console.error(JSON.stringify((await api.get(`/users/${userId}/usage`)).body));
+await stack.close(); await stopTestDatabase();

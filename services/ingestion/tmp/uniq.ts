@@ -1,0 +1,13 @@
+import { connectMongo, isDuplicateKeyError } from "@meter/lib/mongo";
+import { testMongoUrl, stopTestDatabase } from "../../../test/support/database.ts";
+const client = await connectMongo(await testMongoUrl());
+const c = client.db("probe_" + Date.now()).collection<any>("c");
+await c.createIndex({ job_key: 1 }, { unique: true });
+const r = await Promise.allSettled(Array.from({ length: 20 }, (_, i) => c.insertOne({ _id: `s${i}`, job_key: "J|c" })));
+console.log("ok", r.filter((x) => x.status === "fulfilled").length);
+const rej = r.find((x) => x.status === "rejected") as PromiseRejectedResult;
+console.log(isDuplicateKeyError(rej.reason), rej.reason.keyPattern, rej.reason.keyValue, rej.reason.message);
+const r2 = await c.insertOne({ _id: "s0", job_key: "other" }).catch((e) => e);
+console.log(r2.keyPattern, r2.keyValue, r2.message);
+const t = Date.now(); for (let i = 0; i < 20; i++) await c.updateOne({ _id: "h" }, { $max: { seq: i } }, { upsert: true }); console.log("max", (await c.findOne({ _id: "h" }))?.seq, Date.now() - t);
+await client.close(); await stopTestDatabase();
