@@ -1,10 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import type { FastifyRequest } from "fastify";
-import { Type, type Static } from "typebox";
+import { Type } from "typebox";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { User } from "@meter/proto/meter/plans/v1/plans_pb";
 import { Body, DateTime, Nullable, errors } from "../schemas/common.ts";
-import { HttpError } from "../errors.ts";
 import { rpcOptions } from "../rpc-options.ts";
 
 export const UserBody = Type.Object({
@@ -30,7 +28,7 @@ const SubscriptionBody = Body({
 });
 
 const UserIdParams = Type.Object({
-  user_id: Type.String({ minLength: 1, maxLength: 255, description: "external_user_id, URL-encoded" }),
+  user_id: Type.String({ minLength: 1, description: "external_user_id (1-255 characters), URL-encoded" }),
 });
 
 export function userJson(u: User) {
@@ -71,21 +69,6 @@ export const userRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
   );
 
-  const subscribe = async (request: FastifyRequest, userId: string, body: Static<typeof SubscriptionBody>) => {
-    const res = await app.services.plans.setSubscription(
-      {
-        productId: request.productId,
-        externalUserId: userId,
-        planId: body.plan_id,
-        billingSubscriptionId: body.billing_subscription_id ?? undefined,
-        periodStart: date(body.period_start),
-        periodEnd: date(body.period_end),
-      },
-      rpcOptions(request),
-    );
-    return userJson(res.user!);
-  };
-
   app.post(
     "/users/:user_id/subscription",
     {
@@ -97,24 +80,21 @@ export const userRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: UserBody, ...errors(400, 401, 404, 422) },
       },
     },
-    async (request) => subscribe(request, request.params.user_id, request.body),
-  );
-
-  // The router refuses path parameters longer than its maxParamLength (100 by default, set in
-  // gateway/app.ts), but user ids may be 255 characters. Such paths fall through to this
-  // wildcard twin of the route above, which takes the id from the rest of the path.
-  app.post(
-    "/users/*",
-    { schema: { hide: true, params: Type.Object({ "*": Type.String() }), body: SubscriptionBody } },
     async (request) => {
-      const rest = request.params["*"];
-      const userId = rest.endsWith(SUBSCRIPTION_SUFFIX) ? rest.slice(0, -SUBSCRIPTION_SUFFIX.length) : "";
-      if (userId.length === 0 || userId.length > 255) {
-        throw new HttpError(404, `no route for POST ${request.url.split("?")[0]}`);
-      }
-      return subscribe(request, userId, request.body);
+      const body = request.body;
+      const res = await app.services.plans.setSubscription(
+        {
+          productId: request.productId,
+          externalUserId: request.params.user_id,
+          planId: body.plan_id,
+          billingSubscriptionId: body.billing_subscription_id ?? undefined,
+          periodStart: date(body.period_start),
+          periodEnd: date(body.period_end),
+        },
+        rpcOptions(request),
+      );
+      return userJson(res.user!);
     },
   );
 };
 
-const SUBSCRIPTION_SUFFIX = "/subscription";
