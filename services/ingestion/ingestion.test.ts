@@ -1,0 +1,168 @@
+import { randomUUID } from "node:crypto";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { Code, ConnectError } from "@connectrpc/connect";
+import type { MongoClient } from "mongodb";
+import { connectMongo } from "@meter/lib/mongo";
+import { testMongoUrl } from "../../test/support/database.ts";
+import { startTestStack, type TestStack } from "../../test/support/stack.ts";
+import type { AnalyticsRecorder, CrossingInit, GateFactInit, GateNoticeInit, UsageFactInit, WebhookPublisher } from "./adapters/peers.ts";
+
+/** A peer that refuses its first `failures` calls (down, then not yet implementing the call), then records. */
+class FlakyPeers implements WebhookPublisher, AnalyticsRecorder {
+  crossings: CrossingInit[] = [];
+  notices: GateNoticeInit[] = [];
+  usage: UsageFactInit[] = [];
+  gates: GateFactInit[] = [];
+  calls = 0;
+  constructor(public failures: number) {}
+  private gate() {
+    this.calls++;
+    if (this.failures > 0) {
+      this.failures--;
+      throw new ConnectError("peer down", this.failures % 2 ? Code.Unavailable : Code.Unimplemented);
+    }
+  }
+  async publishThresholdCrossings(c: CrossingInit[]) {
+    this.gate();
+    this.crossings.push(...c);
+  }
+  async publishGateEvents(e: GateNoticeInit[]) {
+    this.gate();
+    this.notices.push(...e);
+  }
+  async recordEvents(u: UsageFactInit[], g: GateFactInit[]) {
+    this.gate();
+    this.usage.push(...u);
+    this.gates.push(...g);
+  }
+}
+
+async function until<T>(what: string, f: () => Promise<T | undefined | false> | T | undefined | false, ms = 30_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await f();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+const t = suite<{ stack: TestStack; peers: FlakyPeers; mongo: MongoClient }>("ingestion handovers and recovery");
+
+t.before(async (ctx) => {
+  ctx.peers = new FlakyPeers(6);
+  ctx.stack = await startTestStack({
+    services: {
+      ingestion: {
+        relayIntervalMs: 20,
+        relayMaxBackoffMs: 200,
+        recoveryAfterMs: 500,
+        webhooks: ctx.peers,
+        analytics: ctx.peers,
+      },
+    },
+  });
+  ctx.mongo = await connectMongo(await testMongoUrl());
+});
+t.after(async (ctx) => {
+  await ctx.stack.close();
+  await ctx.mongo.close();
+});
+
+const DAY = 86_400_000;
+
+t("spend thresholds are recorded once per user, period and threshold and handed over despite a failing peer", async ({ stack, peers }) => {
+  const { api } = await stack.newProduct();
+  const plan = await api.post("/config/plans", { plans: [{ name: "capped", max_spend_per_period: 10 }] });
+  const users = ["t1", "t2"];
+  for (const u of users) {
+    await api.post("/users", { external_user_id: u });
+    await api.post(`/users/${u}/subscription`, {
+      plan_id: plan.body.plans[0].id,
+      period_start: new Date(Date.now() - DAY).toISOString(),
+      period_end: new Date(Date.now() + DAY).toISOString(),
+    });
+  }
+  const batch = (u: string, costs: number[]) =>
+    api.post("/events/batch", costs.map((c) => ({ id: randomUUID(), user_id: u, timestamp: new Date().toISOString(), cost_total: c, model: "gpt-4o" })));
+  await batch("t1", [2, 2]); // 4: none
+  await batch("t1", [1.5]); // 5.5: 50
+  // Concurrent requests crossing 80 together, then a manual event crossing 100.
+  await Promise.all([batch("t1", [1]), batch("t1", [1]), batch("t1", [1]), batch("t2", [9])]);
+  assert.is((await api.post("/events", { user_id: "t1", cost: 2 })).status, 201);
+  await batch("t1", [5]);
+
+  const crossed = await until("six crossings handed over", () => {
+    const unique = new Map(peers.crossings.map((c) => [c.id as string, c]));
+    return unique.size >= 5 ? [...unique.values()] : undefined;
+  });
+  await new Promise((r) => setTimeout(r, 300)); // nothing more may arrive
+  const unique = new Map(peers.crossings.map((c) => [c.id as string, c]));
+  const byUser = (u: string) => [...unique.values()].filter((c) => c.userId === u).map((c) => c.thresholdPct).sort((a, b) => a! - b!);
+  assert.equal(byUser("t1"), [50, 80, 100]);
+  assert.equal(byUser("t2"), [50, 80]);
+  assert.ok(crossed.length >= 5);
+  const hundred = [...unique.values()].find((c) => c.userId === "t1" && c.thresholdPct === 100)!;
+  assert.is(hundred.spendLimit, 10);
+  assert.ok((hundred.currentSpend as number) >= 10);
+  assert.is(hundred.planName, "capped");
+  assert.ok(peers.calls > 6, "the failing calls were retried");
+});
+
+t("every accepted usage and gate event reaches analytics, and every new gate event the webhooks service", async ({ stack, peers }) => {
+  const { api, productId } = await stack.newProduct();
+  await api.post("/users", { external_user_id: "g1" });
+  const usage = Array.from({ length: 40 }, () => ({ id: randomUUID(), user_id: "g1", timestamp: new Date().toISOString(), input_tokens: 3, cost_total: 0.1 }));
+  await api.post("/events/batch", usage);
+  await api.post("/events/batch", usage.slice(0, 10));
+  const manual = await api.post("/events", { user_id: "g1", cost: 1 });
+  const gates = Array.from({ length: 7 }, (_, i) => ({
+    id: randomUUID(), user_id: "g1", timestamp: new Date().toISOString(), status: "hard_gate", gate_reason: "total_spend",
+    usage_pct: 1, current_value: 10, limit_value: 10, blocked: i % 2 === 0,
+  }));
+  await api.post("/gate-events/batch", gates);
+  await until("handovers", () => {
+    const u = new Set(peers.usage.filter((f) => f.productId === productId).map((f) => f.eventId));
+    const g = new Set(peers.gates.filter((f) => f.productId === productId).map((f) => f.eventId));
+    const n = new Set(peers.notices.filter((f) => f.productId === productId).map((f) => f.id));
+    return u.size === 41 && g.size === 7 && n.size === 7;
+  });
+  const facts = peers.usage.filter((f) => f.productId === productId);
+  assert.equal(new Set(facts.map((f) => f.eventId)), new Set([...usage.map((e) => e.id), manual.body.id]));
+  assert.is(facts.find((f) => f.eventId === manual.body.id)!.source, "manual");
+  assert.is(facts.find((f) => f.eventId === usage[0]!.id)!.source, "auto");
+  assert.is(facts.find((f) => f.eventId === usage[0]!.id)!.tokens, 3n);
+  const notice = peers.notices.find((n) => n.id === gates[0]!.id)!;
+  assert.equal([notice.status, notice.gateReason, notice.blocked, notice.limitValue], ["hard_gate", "total_spend", true, 10]);
+});
+
+t("a job left unfinished by a crash is completed by the recovery sweep", async ({ stack, mongo }) => {
+  const { api, productId } = await stack.newProduct();
+  await api.post("/users", { external_user_id: "r1" });
+  const db = mongo.db(`${stack.dbPrefix}_ingestion`);
+  // What a request killed right after inserting its events leaves behind: the job and the events.
+  const { usageDoc } = await import("./handlers/ingest-usage-events.ts");
+  const { create } = await import("@bufbuild/protobuf");
+  const { UsageEventSchema } = await import("@meter/proto/meter/ingestion/v1/ingestion_pb");
+  const { toTimestamp } = await import("@meter/lib/time");
+  const job = `job_${randomUUID()}`;
+  const old = new Date(Date.now() - 5_000);
+  const docs = Array.from({ length: 5 }, (_, i) =>
+    usageDoc(productId, job, create(UsageEventSchema, { id: randomUUID(), userId: "r1", timestamp: toTimestamp(old), costTotal: i + 1 }), undefined, old),
+  );
+  await db.collection("jobs").insertOne({ _id: job as never, kind: "usage", product_id: productId, ids: docs.map((d) => d._id), created_at: old });
+  await db.collection("usage_events").insertMany(docs as never[]);
+  const usage = await until("the sweep to count the events", async () => {
+    const res = await api.get("/users/r1/usage?period=current_month");
+    return res.body.total_cost === 15 ? res.body : undefined;
+  });
+  assert.is(usage.total_cost, 15);
+  await until("the job to be closed", async () => (await db.collection("jobs").countDocuments({ _id: job as never })) === 0);
+  // A retry of the same events afterwards changes nothing.
+  const retry = await api.post("/events/batch", docs.map((d) => ({ id: d.event_id, user_id: "r1", timestamp: old.toISOString(), cost_total: d.cost_total })));
+  assert.equal(retry.body, { accepted: 0, duplicates: 5 });
+  assert.is((await api.get("/users/r1/usage?period=current_month")).body.total_cost, 15);
+});
+
+t.run();
