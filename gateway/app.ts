@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import Fastify from "fastify";
+import Fastify, { LogController } from "fastify";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import { REQUEST_ID_HEADER } from "@meter/lib/context";
 import type { Logger } from "@meter/lib/logger";
@@ -25,7 +25,7 @@ export async function buildGateway(opts: GatewayOptions) {
   const app = Fastify({
     loggerInstance: opts.logger,
     requestIdHeader: REQUEST_ID_HEADER,
-    requestIdLogLabel: "requestId",
+    logController: new LogController({ requestIdLogLabel: "requestId" }),
     genReqId: () => randomUUID(),
     bodyLimit: opts.bodyLimit ?? 1024 * 1024,
     // external_user_id may be 255 characters, which URL-encode to far more than the default 100.
