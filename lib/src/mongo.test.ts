@@ -1,0 +1,47 @@
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import type { MongoClient } from "mongodb";
+import { testMongoUrl } from "../../test/support/database.ts";
+import { connectMongo, isDuplicateKeyError } from "./mongo.ts";
+
+// Every exactly-once rule of the services rests on these guarantees of MongoDB; the test
+// database (the embedded FerretDB behind its serializing proxy, or MongoDB) must give them too.
+const t = suite<{ mongo: MongoClient }>("database guarantees the services rely on");
+
+t.before(async (ctx) => {
+  ctx.mongo = await connectMongo(await testMongoUrl());
+});
+t.after(async (ctx) => {
+  await ctx.mongo.close();
+});
+
+t("parallel $inc on one document loses nothing", async ({ mongo }) => {
+  const c = mongo.db(`guarantees_${Date.now()}`).collection<{ _id: string; n: number }>("c");
+  await c.insertOne({ _id: "k", n: 0 });
+  await Promise.all(Array.from({ length: 50 }, () => c.updateOne({ _id: "k" }, { $inc: { n: 1 } })));
+  assert.is((await c.findOne({ _id: "k" }))!.n, 50);
+});
+
+t("of parallel conditional updates, exactly one matches", async ({ mongo }) => {
+  const c = mongo.db(`guarantees_${Date.now()}`).collection<{ _id: string; owner: string | null }>("c");
+  await c.insertOne({ _id: "job", owner: null });
+  const results = await Promise.all(
+    Array.from({ length: 20 }, (_, i) =>
+      c.findOneAndUpdate({ _id: "job", owner: null }, { $set: { owner: `w${i}` } }, { returnDocument: "after" }),
+    ),
+  );
+  assert.is(results.filter((r) => r !== null).length, 1);
+});
+
+t("a unique index admits one of many parallel inserts, and violations read as duplicates", async ({ mongo }) => {
+  const c = mongo.db(`guarantees_${Date.now()}`).collection<{ k: string; v?: number }>("c");
+  await c.createIndex({ k: 1 }, { unique: true });
+  const outcomes = await Promise.allSettled(Array.from({ length: 20 }, () => c.insertOne({ k: "same" })));
+  assert.is(outcomes.filter((o) => o.status === "fulfilled").length, 1);
+  for (const o of outcomes) if (o.status === "rejected") assert.ok(isDuplicateKeyError(o.reason));
+  await c.insertOne({ k: "other" });
+  const err = await c.updateOne({ k: "other" }, { $set: { k: "same" } }).catch((e) => e);
+  assert.ok(isDuplicateKeyError(err), String(err));
+});
+
+t.run();
