@@ -39,7 +39,7 @@ export function publishThresholdCrossings(deps: WebhooksDeps): ServiceImpl<typeo
           current_spend: c.currentSpend,
           spend_limit: c.spendLimit,
           plan_name: c.planName,
-          tokens_total: c.tokensTotal,
+          tokens_total: Number(c.tokensTotal),
           cost_by_model: { ...c.costByModel },
         },
       });

@@ -4,7 +4,7 @@ import type { Db } from "mongodb";
 import { Agenda, type Job } from "agenda";
 import { MongoBackend } from "@agendajs/mongo-backend";
 import type { Logger } from "@meter/lib/logger";
-import { isDuplicateKey } from "../store/duplicate.ts";
+import { isDuplicateKeyError } from "@meter/lib/mongo";
 
 export const JOBS_COLLECTION = "agenda_jobs";
 
@@ -67,7 +67,7 @@ export class JobScheduler {
     try {
       await this.agenda.create(name, data).schedule(at).unique({ "data.key": data.key }, { insertOnly: true }).save();
     } catch (err) {
-      if (!isDuplicateKey(err)) throw err;
+      if (!isDuplicateKeyError(err)) throw err;
     }
   }
 
@@ -76,7 +76,7 @@ export class JobScheduler {
     try {
       await this.agenda.every(cron, name, data, { timezone: "UTC", skipImmediate: true });
     } catch (err) {
-      if (!isDuplicateKey(err)) throw err;
+      if (!isDuplicateKeyError(err)) throw err;
     }
   }
 

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Collection, Db } from "mongodb";
-import { isDuplicateKey } from "./duplicate.ts";
+import { isDuplicateKeyError } from "@meter/lib/mongo";
 
 interface ClaimDoc {
   /** The idempotency key of the work, e.g. "deliver:<delivery id>:<attempt>". */
@@ -41,7 +41,7 @@ export class ClaimStore {
         await this.col.insertOne({ _id: key, token, expires_at: new Date(now.getTime() + leaseMs) });
         return token;
       } catch (err) {
-        if (!isDuplicateKey(err)) throw err;
+        if (!isDuplicateKeyError(err)) throw err;
       }
       const held = await this.col.findOne({ _id: key });
       if (!held) continue;

@@ -1,5 +1,5 @@
 import type { Collection, Db, Filter } from "mongodb";
-import { isDuplicateKey } from "./duplicate.ts";
+import { isDuplicateKeyError } from "@meter/lib/mongo";
 
 export type DeliveryStatus = "pending" | "success" | "failed";
 export const DELIVERY_STATUSES: readonly DeliveryStatus[] = ["pending", "success", "failed"];
@@ -45,7 +45,7 @@ export class DeliveryStore {
       await this.col.insertOne(doc);
       return doc;
     } catch (err) {
-      if (!isDuplicateKey(err)) throw err;
+      if (!isDuplicateKeyError(err)) throw err;
       return (await this.col.findOne({ _id: doc._id })) ?? doc;
     }
   }

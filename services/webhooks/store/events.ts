@@ -1,5 +1,5 @@
 import type { Collection, Db } from "mongodb";
-import { isDuplicateKey } from "./duplicate.ts";
+import { isDuplicateKeyError } from "@meter/lib/mongo";
 
 /** An emitted webhook event: what every delivery of it sends. */
 export interface EventDoc {
@@ -36,7 +36,7 @@ export class EventStore {
       await this.col.insertOne(doc);
       return { event: doc, created: true };
     } catch (err) {
-      if (!isDuplicateKey(err)) throw err;
+      if (!isDuplicateKeyError(err)) throw err;
       const existing = await this.col.findOne({ product_id: doc.product_id, key: doc.key });
       if (!existing) throw err;
       return { event: existing, created: false };

@@ -71,13 +71,13 @@ export function signatureValid(secret: string, r: Received): boolean {
 }
 
 /** Polls until `check` returns a truthy value, or fails after `timeoutMs`. */
-export async function eventually<T>(check: () => Promise<T> | T, timeoutMs = 30_000, what = "condition"): Promise<T> {
+export async function eventually<T>(check: () => Promise<T> | T, timeoutMs = 30_000, what = "condition"): Promise<NonNullable<T>> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
     try {
       const v = await check();
-      if (v) return v;
+      if (v) return v as NonNullable<T>;
     } catch (err) {
       last = err;
     }
