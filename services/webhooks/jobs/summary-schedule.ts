@@ -16,7 +16,7 @@ export interface SummarySchedulePayload {
 
 export const summaryScheduleName = (type: SummaryType) => `webhooks.summary-schedule.${type}`;
 
-/** Enqueues the per-product summaries of the period before `now`; returns how many products. */
+/** Enqueues, to run at once, the per-product summaries of the period before `now`; returns how many products. */
 export async function fanOutSummaries(deps: WebhooksDeps, type: SummaryType, now: Date): Promise<number> {
   const { start, end } = previousPeriod(type, now);
   const products = await deps.endpoints.productsSubscribedTo(`usage.summary.${type}`);
@@ -28,7 +28,7 @@ export async function fanOutSummaries(deps: WebhooksDeps, type: SummaryType, now
       periodStart: start.toISOString(),
       periodEnd: end.toISOString(),
     };
-    await deps.scheduler.enqueue(SUMMARY_PRODUCT, payload, now);
+    await deps.scheduler.enqueue(SUMMARY_PRODUCT, payload, deps.now());
   }
   return products.length;
 }
