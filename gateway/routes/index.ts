@@ -5,6 +5,7 @@ import { planRoutes } from "./plans.ts";
 import { productRoutes } from "./products.ts";
 import { usageRoutes } from "./usage.ts";
 import { userRoutes } from "./users.ts";
+import { webhookRoutes } from "./webhooks.ts";
 
 /** Every resource's routes, mounted under /api/v1. */
-export const apiRoutes: FastifyPluginAsyncTypebox[] = [healthRoutes, productRoutes, planRoutes, userRoutes, eventRoutes, usageRoutes];
+export const apiRoutes: FastifyPluginAsyncTypebox[] = [healthRoutes, productRoutes, planRoutes, userRoutes, eventRoutes, usageRoutes, webhookRoutes];
