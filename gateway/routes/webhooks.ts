@@ -79,6 +79,12 @@ function deliveryJson(d: Delivery) {
 
 const tags = ["webhooks"];
 
+/** The endpoint a request names, scoped to the calling product. */
+const endpointRef = (request: { productId: string; params: { id: string } }) => ({
+  productId: request.productId,
+  endpointId: request.params.id,
+});
+
 export const webhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     "/webhooks/endpoints",
@@ -122,7 +128,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const res = await app.services.webhooks.getEndpointSecret(
-        { productId: request.productId, endpointId: request.params.id },
+        endpointRef(request),
         rpcOptions(request),
       );
       return { secret: res.secret };
@@ -144,8 +150,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const b = request.body;
       const res = await app.services.webhooks.updateEndpoint(
         {
-          productId: request.productId,
-          endpointId: request.params.id,
+          ...endpointRef(request),
           endpoint: { url: b.url, subscribedEvents: b.subscribed_events ?? [], description: b.description ?? undefined, enabled: b.enabled },
           // JSON names are the EndpointPatch field names; description sent as null clears it.
           updateMask: { paths: Object.keys(b) },
@@ -167,7 +172,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      await app.services.webhooks.deleteEndpoint({ productId: request.productId, endpointId: request.params.id }, rpcOptions(request));
+      await app.services.webhooks.deleteEndpoint(endpointRef(request), rpcOptions(request));
       return reply.status(204).send(null);
     },
   );
@@ -184,7 +189,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const res = await app.services.webhooks.rotateEndpointSecret(
-        { productId: request.productId, endpointId: request.params.id },
+        endpointRef(request),
         rpcOptions(request),
       );
       return { secret: res.secret };
@@ -206,7 +211,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const res = await app.services.webhooks.testEndpoint(
-        { productId: request.productId, endpointId: request.params.id },
+        endpointRef(request),
         { ...rpcOptions(request), timeoutMs: 30_000 },
       );
       return { success: res.success, status_code: res.statusCode, response_time_ms: res.responseTimeMs };
@@ -230,7 +235,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request) => {
       const q = request.query;
       const res = await app.services.webhooks.listDeliveries(
-        { productId: request.productId, endpointId: request.params.id, limit: q.limit, cursor: q.cursor, status: q.status },
+        { ...endpointRef(request), limit: q.limit, cursor: q.cursor, status: q.status },
         rpcOptions(request),
       );
       return { deliveries: res.deliveries.map(deliveryJson), next_cursor: res.nextCursor ?? null };

@@ -53,6 +53,14 @@ async function deliveries(svc: Instance, productId: string, endpointId: string) 
   return (await svc.client.listDeliveries({ productId, endpointId, limit: 200 })).deliveries;
 }
 
+/** Waits until the endpoint's only (newest) delivery reaches the status, and returns it. */
+function settled(svc: Instance, productId: string, endpointId: string, status: "success" | "failed", timeoutMs = 30_000) {
+  return eventually(async () => {
+    const d = (await deliveries(svc, productId, endpointId))[0];
+    return d?.status === status ? d : undefined;
+  }, timeoutMs, `a ${status} delivery`);
+}
+
 t("delivers a threshold event once, signed, with every header of the contract", async ({ svc }) => {
   const rx = await new Receiver().start();
   try {
@@ -111,10 +119,7 @@ t("retries on non-2xx and succeeds on the third attempt; the log says so", async
     const productId = randomUUID();
     const ep = await endpointFor(svc, productId, rx.url);
     await svc.client.publishThresholdCrossings({ crossings: [crossing(productId, 80)] });
-    const [d] = await eventually(async () => {
-      const list = await deliveries(svc, productId, ep.id);
-      return list[0]?.status === "success" ? list : undefined;
-    });
+    const d = await settled(svc, productId, ep.id, "success");
     assert.is(d!.attempt, 3);
     assert.is(d!.statusCode, 204);
     assert.is(rx.received.length, 3);
@@ -134,10 +139,7 @@ t("six failed attempts end in failed, spaced by the (scaled) retry table", async
     await svc.client.publishThresholdCrossings({ crossings: [crossing(productId, 100)] });
     const first = await eventually(async () => (await deliveries(svc, productId, ep.id))[0]);
     assert.ok(first.status === "pending" || first.status === "failed");
-    const [d] = await eventually(async () => {
-      const list = await deliveries(svc, productId, ep.id);
-      return list[0]?.status === "failed" ? list : undefined;
-    }, 60_000);
+    const d = await settled(svc, productId, ep.id, "failed", 60_000);
     assert.is(d!.attempt, 6);
     assert.is(d!.statusCode, 500);
     assert.ok(d!.completedAt);
@@ -158,10 +160,7 @@ t("an attempt without an answer in time fails and the next one succeeds", async 
     const productId = randomUUID();
     const ep = await endpointFor(svc, productId, rx.url);
     await svc.client.publishThresholdCrossings({ crossings: [crossing(productId, 50)] });
-    const [d] = await eventually(async () => {
-      const list = await deliveries(svc, productId, ep.id);
-      return list[0]?.status === "success" ? list : undefined;
-    });
+    const d = await settled(svc, productId, ep.id, "success");
     assert.is(d!.attempt, 2);
     assert.is(d!.statusCode, 200);
     assert.is(rx.received.length, 2);
@@ -185,10 +184,7 @@ t("a restart in the middle of a retry sequence loses nothing and duplicates noth
     first = undefined;
     assert.is(rx.received.length, 2);
     second = await startInstance(db, slow);
-    const [d] = await eventually(async () => {
-      const list = await deliveries(second!, productId, ep.id);
-      return list[0]?.status === "success" ? list : undefined;
-    }, 30_000);
+    const d = await settled(second!, productId, ep.id, "success", 30_000);
     await new Promise((r) => setTimeout(r, 1_000));
     assert.is(d!.attempt, 3);
     assert.is(rx.received.length, 3, "attempt 3 sent once, after the restart");

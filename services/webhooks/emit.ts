@@ -3,6 +3,23 @@ import type { WebhooksDeps } from "./deps.ts";
 import { stableUuid } from "./events.ts";
 import { scheduleAttempt } from "./jobs/deliver-attempt.ts";
 import type { DeliveryDoc } from "./store/deliveries.ts";
+import type { EndpointDoc } from "./store/endpoints.ts";
+
+/**
+ * Emits a hand-over's events in order; the subscribed endpoints of each (product, type) are
+ * read once per hand-over. Sequential on purpose: on the embedded database every write is
+ * serialized anyway, and parallel emits only contended with the delivery jobs.
+ */
+export async function emitEvents(deps: WebhooksDeps, events: NewEvent[]): Promise<void> {
+  const lookups = new Map<string, Promise<EndpointDoc[]>>();
+  const subscribed = (productId: string, type: string) => {
+    const k = `${productId}\u0000${type}`;
+    let p = lookups.get(k);
+    if (!p) lookups.set(k, (p = deps.endpoints.subscribed(productId, type)));
+    return p;
+  };
+  for (const e of events) await emitEvent(deps, e, subscribed);
+}
 
 export interface NewEvent {
   productId: string;
@@ -17,9 +34,13 @@ export interface NewEvent {
  * endpoint subscribed at that moment, and schedules their first attempts. Every step is
  * idempotent, so a repeated hand-over finishes a fan-out that was interrupted and adds nothing.
  */
-export async function emitEvent(deps: WebhooksDeps, e: NewEvent): Promise<{ created: boolean }> {
+export async function emitEvent(
+  deps: WebhooksDeps,
+  e: NewEvent,
+  subscribed: (productId: string, type: string) => Promise<EndpointDoc[]> = (p, t) => deps.endpoints.subscribed(p, t),
+): Promise<{ created: boolean }> {
   const now = deps.now();
-  const endpoints = await deps.endpoints.subscribed(e.productId, e.type);
+  const endpoints = await subscribed(e.productId, e.type);
   const { event, created } = await deps.events.insertOnce({
     _id: `whevt_${randomUUID()}`,
     product_id: e.productId,

@@ -3,7 +3,7 @@ import type { GateNotice, WebhooksService } from "@meter/proto/meter/webhooks/v1
 import { rpcError } from "@meter/lib/errors";
 import { fromTimestamp } from "@meter/lib/time";
 import type { WebhooksDeps } from "../deps.ts";
-import { emitEvent } from "../emit.ts";
+import { emitEvents } from "../emit.ts";
 
 /**
  * Which webhooks a gate event produces: status soft_gate -> gate_event.soft_gate, status
@@ -37,26 +37,25 @@ function validate(n: GateNotice): void {
 export function publishGateEvents(deps: WebhooksDeps): ServiceImpl<typeof WebhooksService>["publishGateEvents"] {
   return async (req) => {
     req.events.forEach(validate);
-    for (const n of req.events) {
+    const events = req.events.flatMap((n) => {
       const at = fromTimestamp(n.timestamp) ?? deps.now();
-      for (const type of gateEventTypes(n)) {
-        await emitEvent(deps, {
-          productId: n.productId,
-          type,
-          key: gateKey(n, type, deps.gateWindowMs, at),
-          data: {
-            user_id: n.userId,
-            status: n.status,
-            gate_reason: n.gateReason,
-            usage_pct: n.usagePct,
-            current_value: n.currentValue,
-            limit_value: n.limitValue,
-            blocked: n.blocked,
-            message: n.message ?? null,
-          },
-        });
-      }
-    }
+      return gateEventTypes(n).map((type) => ({
+        productId: n.productId,
+        type,
+        key: gateKey(n, type, deps.gateWindowMs, at),
+        data: {
+          user_id: n.userId,
+          status: n.status,
+          gate_reason: n.gateReason,
+          usage_pct: n.usagePct,
+          current_value: n.currentValue,
+          limit_value: n.limitValue,
+          blocked: n.blocked,
+          message: n.message ?? null,
+        },
+      }));
+    });
+    await emitEvents(deps, events);
     return {};
   };
 }

@@ -3,7 +3,7 @@ import type { ThresholdCrossing, WebhooksService } from "@meter/proto/meter/webh
 import { rpcError } from "@meter/lib/errors";
 import { fromTimestamp } from "@meter/lib/time";
 import type { WebhooksDeps } from "../deps.ts";
-import { emitEvent } from "../emit.ts";
+import { emitEvents } from "../emit.ts";
 import { THRESHOLDS } from "../events.ts";
 
 /**
@@ -28,8 +28,9 @@ function validate(c: ThresholdCrossing): void {
 export function publishThresholdCrossings(deps: WebhooksDeps): ServiceImpl<typeof WebhooksService>["publishThresholdCrossings"] {
   return async (req) => {
     req.crossings.forEach(validate);
-    for (const c of req.crossings) {
-      await emitEvent(deps, {
+    await emitEvents(
+      deps,
+      req.crossings.map((c) => ({
         productId: c.productId,
         type: `usage.threshold.${c.thresholdPct}`,
         key: thresholdKey(c),
@@ -42,8 +43,8 @@ export function publishThresholdCrossings(deps: WebhooksDeps): ServiceImpl<typeo
           tokens_total: Number(c.tokensTotal),
           cost_by_model: { ...c.costByModel },
         },
-      });
-    }
+      })),
+    );
     return {};
   };
 }
