@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import type { WebhooksDeps } from "./deps.ts";
 import { stableUuid } from "./events.ts";
 import { scheduleAttempt } from "./jobs/deliver-attempt.ts";
@@ -42,7 +41,8 @@ export async function emitEvent(
   const now = deps.now();
   const endpoints = await subscribed(e.productId, e.type);
   const { event, created } = await deps.events.insertOnce({
-    _id: `whevt_${randomUUID()}`,
+    // Derived from (product, key): a repeated hand-over finds the stored event by primary key.
+    _id: `whevt_${stableUuid(e.productId, e.key)}`,
     product_id: e.productId,
     key: e.key,
     type: e.type,

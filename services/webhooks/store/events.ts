@@ -3,7 +3,7 @@ import { isDuplicateKeyError } from "@meter/lib/mongo";
 
 /** An emitted webhook event: what every delivery of it sends. */
 export interface EventDoc {
-  /** "whevt_" + UUID; the envelope id and X-Service-Delivery header. */
+  /** "whevt_" + a UUID derived from (product, key); the envelope id and X-Service-Delivery header. */
   _id: string;
   product_id: string;
   /**
@@ -37,7 +37,7 @@ export class EventStore {
       return { event: doc, created: true };
     } catch (err) {
       if (!isDuplicateKeyError(err)) throw err;
-      const existing = await this.col.findOne({ product_id: doc.product_id, key: doc.key });
+      const existing = (await this.col.findOne({ _id: doc._id })) ?? (await this.col.findOne({ product_id: doc.product_id, key: doc.key }));
       if (!existing) throw err;
       return { event: existing, created: false };
     }
