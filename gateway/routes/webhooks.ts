@@ -127,10 +127,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: { summary: "Reveal an endpoint's signing secret", tags, params: EndpointParams, response: { 200: SecretBody, ...errors(401, 404) } },
     },
     async (request) => {
-      const res = await app.services.webhooks.getEndpointSecret(
-        endpointRef(request),
-        rpcOptions(request),
-      );
+      const res = await app.services.webhooks.getEndpointSecret(endpointRef(request), rpcOptions(request));
       return { secret: res.secret };
     },
   );
@@ -188,10 +185,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) => {
-      const res = await app.services.webhooks.rotateEndpointSecret(
-        endpointRef(request),
-        rpcOptions(request),
-      );
+      const res = await app.services.webhooks.rotateEndpointSecret(endpointRef(request), rpcOptions(request));
       return { secret: res.secret };
     },
   );
@@ -210,10 +204,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) => {
-      const res = await app.services.webhooks.testEndpoint(
-        endpointRef(request),
-        { ...rpcOptions(request), timeoutMs: 30_000 },
-      );
+      const res = await app.services.webhooks.testEndpoint(endpointRef(request), { ...rpcOptions(request), timeoutMs: 30_000 });
       return { success: res.success, status_code: res.statusCode, response_time_ms: res.responseTimeMs };
     },
   );
