@@ -247,6 +247,25 @@ t("only subscribed types go out, and only while the endpoint is enabled", async 
   }
 });
 
+t("disabling an endpoint ends its pending deliveries as failed without sending again", async ({ svc }) => {
+  const rx = await new Receiver(() => 500).start();
+  try {
+    const productId = randomUUID();
+    const ep = await endpointFor(svc, productId, rx.url);
+    await svc.client.publishThresholdCrossings({ crossings: [crossing(productId, 50)] });
+    await eventually(() => rx.received.length >= 1, 20_000);
+    await svc.client.updateEndpoint({ productId, endpointId: ep.id, endpoint: { enabled: false }, updateMask: { paths: ["enabled"] } });
+    const d = await settled(svc, productId, ep.id, "failed", 30_000);
+    const sent = rx.received.length;
+    assert.ok(d.attempt < 6 && d.attempt === sent, `stopped after ${d.attempt} attempts`);
+    assert.ok(d.completedAt);
+    await new Promise((r) => setTimeout(r, 1_500));
+    assert.is(rx.received.length, sent);
+  } finally {
+    await rx.stop();
+  }
+});
+
 t("rotation: the next attempt is signed with the new secret only", async ({ svc }) => {
   let rotated: string | undefined;
   const rx = await new Receiver((n) => (n === 1 ? 500 : 200)).start();

@@ -61,7 +61,11 @@ export async function runDeliverAttempt(deps: WebhooksDeps, data: DeliverAttempt
   try {
     const endpoint = await deps.endpoints.get(d.product_id, d.endpoint_id);
     const event = endpoint ? await deps.events.get(d.event_id) : null;
-    if (!endpoint || !event) return; // endpoint deleted: its log is gone too
+    if (!endpoint || !event) {
+      // Endpoint deleted (its log goes with it): drop a delivery re-created by a late hand-over.
+      await deps.deliveries.remove(d._id);
+      return;
+    }
     if (!endpoint.enabled) {
       await deps.deliveries.abandon(d._id, "endpoint disabled", deps.now());
       return;

@@ -81,6 +81,10 @@ export class DeliveryStore {
     return this.col.find(filter).sort({ created_at: -1, _id: -1 }).limit(opts.limit + 1).toArray();
   }
 
+  async remove(id: string): Promise<void> {
+    await this.col.deleteOne({ _id: id });
+  }
+
   async deleteForEndpoint(productId: string, endpointId: string): Promise<number> {
     const res = await this.col.deleteMany({ product_id: productId, endpoint_id: endpointId });
     return res.deletedCount;
