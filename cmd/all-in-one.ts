@@ -5,6 +5,7 @@ import { Type, loadConfig } from "@meter/lib/config";
 import { startEmbeddedDb } from "@meter/lib/embedded-db";
 import { createLogger } from "@meter/lib/logger";
 import { onShutdown } from "@meter/lib/process";
+import { webhooksSettings, webhooksSettingsFields } from "@meter/webhooks";
 import { startStack } from "./stack.ts";
 
 const config = loadConfig(
@@ -16,6 +17,7 @@ const config = loadConfig(
     MONGODB_DB_PREFIX: Type.String({ default: "meter", pattern: "^[A-Za-z0-9_-]+$" }),
     DATA_DIR: Type.String({ default: "./data" }),
     LOG_LEVEL: Type.String({ default: "info" }),
+    ...webhooksSettingsFields,
   }),
 );
 const logger = createLogger("meter", config.LOG_LEVEL);
@@ -30,6 +32,7 @@ const stack = await startStack({
   httpPort: config.PORT,
   httpHost: config.HOST,
   logger,
+  services: { webhooks: webhooksSettings(config) },
 });
 logger.info({ api: stack.apiUrl, rpc: stack.rpcUrl }, "meter is serving");
 

@@ -1,12 +1,25 @@
 import { Type, peerUrlFields, serviceConfigFields } from "@meter/lib/config";
+import { parseSecretKey } from "./secrets.ts";
+
+/** The webhooks settings every process hosting the service reads (service process, all-in-one). */
+export const webhooksSettingsFields = {
+  /** 32 bytes (64 hex characters or base64) sealing signing secrets at rest. */
+  WEBHOOKS_SECRET_KEY: Type.Optional(Type.String({ minLength: 32 })),
+  /** "true" allows http:// and loopback endpoint URLs: local use only. */
+  WEBHOOKS_ALLOW_INSECURE_URLS: Type.Boolean({ default: false }),
+};
 
 export const webhooksConfigSchema = Type.Object({
   ...serviceConfigFields,
   ...peerUrlFields,
   PORT: Type.Integer({ default: 9095, minimum: 0, maximum: 65535 }),
   MONGODB_DB: Type.String({ default: "meter_webhooks", minLength: 1 }),
-  /** 32 bytes (64 hex characters or base64) sealing signing secrets at rest. */
-  WEBHOOKS_SECRET_KEY: Type.Optional(Type.String({ minLength: 32 })),
-  /** "true" allows http:// and loopback endpoint URLs: local use only. */
-  WEBHOOKS_ALLOW_INSECURE_URLS: Type.Boolean({ default: false }),
+  ...webhooksSettingsFields,
 });
+
+export function webhooksSettings(config: { WEBHOOKS_SECRET_KEY?: string; WEBHOOKS_ALLOW_INSECURE_URLS: boolean }) {
+  return {
+    secretKey: config.WEBHOOKS_SECRET_KEY ? parseSecretKey(config.WEBHOOKS_SECRET_KEY) : undefined,
+    allowInsecureUrls: config.WEBHOOKS_ALLOW_INSECURE_URLS,
+  };
+}

@@ -114,3 +114,4 @@ export async function createWebhooksService(opts: WebhooksServiceOptions): Promi
     triggerSummaries: (type, at) => fanOutSummaries(deps, type, at),
   };
 }
+export { webhooksSettings, webhooksSettingsFields } from "./config.ts";
