@@ -2,7 +2,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import * as grpc from "@grpc/grpc-js";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
-import { Code, ConnectError, type Client } from "@connectrpc/connect";
+import { Code, type Client } from "@connectrpc/connect";
 import type { MongoClient } from "mongodb";
 import {
   CreateProductRequestSchema,
@@ -14,6 +14,7 @@ import { connectMongo } from "@meter/lib/mongo";
 import { rpcClient, serveRpc, type RpcServer } from "@meter/lib/rpc";
 import { testMongoUrl } from "../../test/support/database.ts";
 import { createTenancyService } from "./index.ts";
+import { rpcCode } from "../../test/support/rpc.ts";
 
 const t = suite<{ mongo: MongoClient; server: RpcServer; client: Client<typeof TenancyService>; dbName: string }>(
   "tenancy service over gRPC",
@@ -32,15 +33,6 @@ t.after(async (ctx) => {
   await ctx.server.close();
   await ctx.mongo.close();
 });
-
-async function code(p: Promise<unknown>): Promise<Code | undefined> {
-  try {
-    await p;
-    return undefined;
-  } catch (err) {
-    return ConnectError.from(err).code;
-  }
-}
 
 t("creates a product, authenticates its key and lists it", async ({ client }) => {
   const res = await client.createProduct({ name: "Acme", contactEmail: "ops@acme.test" });
@@ -74,16 +66,16 @@ t("derives unique slugs for equal names", async ({ client }) => {
 });
 
 t("rejects unknown and malformed keys as unauthenticated", async ({ client }) => {
-  assert.is(await code(client.authenticate({ apiKey: "mk_" + "A".repeat(43) })), Code.Unauthenticated);
-  assert.is(await code(client.authenticate({ apiKey: "nonsense" })), Code.Unauthenticated);
-  assert.is(await code(client.authenticate({ apiKey: "" })), Code.Unauthenticated);
+  assert.is(await rpcCode(client.authenticate({ apiKey: "mk_" + "A".repeat(43) })), Code.Unauthenticated);
+  assert.is(await rpcCode(client.authenticate({ apiKey: "nonsense" })), Code.Unauthenticated);
+  assert.is(await rpcCode(client.authenticate({ apiKey: "" })), Code.Unauthenticated);
 });
 
 t("validates names and emails", async ({ client }) => {
-  assert.is(await code(client.createProduct({ name: "" })), Code.InvalidArgument);
-  assert.is(await code(client.createProduct({ name: "   " })), Code.InvalidArgument);
-  assert.is(await code(client.createProduct({ name: "x".repeat(256) })), Code.InvalidArgument);
-  assert.is(await code(client.createProduct({ name: "ok", contactEmail: "not-an-email" })), Code.InvalidArgument);
+  assert.is(await rpcCode(client.createProduct({ name: "" })), Code.InvalidArgument);
+  assert.is(await rpcCode(client.createProduct({ name: "   " })), Code.InvalidArgument);
+  assert.is(await rpcCode(client.createProduct({ name: "x".repeat(256) })), Code.InvalidArgument);
+  assert.is(await rpcCode(client.createProduct({ name: "ok", contactEmail: "not-an-email" })), Code.InvalidArgument);
   const max = await client.createProduct({ name: "y".repeat(255) });
   assert.is(max.product!.name.length, 255);
 });

@@ -2,13 +2,14 @@ import { randomUUID } from "node:crypto";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import type { Db, MongoClient } from "mongodb";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code } from "@connectrpc/connect";
 import { connectMongo } from "@meter/lib/mongo";
 import { toTimestamp } from "@meter/lib/time";
 import { testMongoUrl } from "../../test/support/database.ts";
 import { EVENT_TYPES, TEST_EVENT_TYPE } from "./events.ts";
 import { startInstance, type Instance } from "./testing/instance.ts";
 import { Receiver, eventually, signatureValid } from "./testing/receiver.ts";
+import { rpcCode } from "../../test/support/rpc.ts";
 
 const t = suite<{ mongo: MongoClient; db: Db; svc: Instance; strict: Instance }>("webhooks endpoints over gRPC");
 
@@ -25,15 +26,6 @@ t.after(async (ctx) => {
   await ctx.strict.close();
   await ctx.mongo.close();
 });
-
-async function code(p: Promise<unknown>): Promise<Code | undefined> {
-  try {
-    await p;
-    return undefined;
-  } catch (err) {
-    return ConnectError.from(err).code;
-  }
-}
 
 t("create, list, reveal, update, rotate and delete", async ({ svc }) => {
   const productId = randomUUID();
@@ -70,7 +62,7 @@ t("create, list, reveal, update, rotate and delete", async ({ svc }) => {
 
   await svc.client.deleteEndpoint({ productId, endpointId: ep.id });
   assert.equal((await svc.client.listEndpoints({ productId })).endpoints, []);
-  assert.is(await code(svc.client.deleteEndpoint({ productId, endpointId: ep.id })), Code.NotFound);
+  assert.is(await rpcCode(svc.client.deleteEndpoint({ productId, endpointId: ep.id })), Code.NotFound);
 });
 
 t("another product's endpoint reads as not found everywhere", async ({ svc }) => {
@@ -78,27 +70,27 @@ t("another product's endpoint reads as not found everywhere", async ({ svc }) =>
   const other = randomUUID();
   const ep = (await svc.client.createEndpoint({ productId: owner, url: "http://127.0.0.1:1/", subscribedEvents: ["usage.threshold.80"] })).endpoint!;
   const ids = { productId: other, endpointId: ep.id };
-  assert.is(await code(svc.client.getEndpointSecret(ids)), Code.NotFound);
-  assert.is(await code(svc.client.rotateEndpointSecret(ids)), Code.NotFound);
-  assert.is(await code(svc.client.testEndpoint(ids)), Code.NotFound);
-  assert.is(await code(svc.client.deleteEndpoint(ids)), Code.NotFound);
-  assert.is(await code(svc.client.listDeliveries({ ...ids, limit: 10 })), Code.NotFound);
-  assert.is(await code(svc.client.updateEndpoint({ ...ids, endpoint: { enabled: false }, updateMask: { paths: ["enabled"] } })), Code.NotFound);
+  assert.is(await rpcCode(svc.client.getEndpointSecret(ids)), Code.NotFound);
+  assert.is(await rpcCode(svc.client.rotateEndpointSecret(ids)), Code.NotFound);
+  assert.is(await rpcCode(svc.client.testEndpoint(ids)), Code.NotFound);
+  assert.is(await rpcCode(svc.client.deleteEndpoint(ids)), Code.NotFound);
+  assert.is(await rpcCode(svc.client.listDeliveries({ ...ids, limit: 10 })), Code.NotFound);
+  assert.is(await rpcCode(svc.client.updateEndpoint({ ...ids, endpoint: { enabled: false }, updateMask: { paths: ["enabled"] } })), Code.NotFound);
   assert.equal((await svc.client.listEndpoints({ productId: other })).endpoints, []);
-  assert.is(await code(svc.client.getEndpointSecret({ productId: owner, endpointId: "not-a-uuid" })), Code.NotFound);
+  assert.is(await rpcCode(svc.client.getEndpointSecret({ productId: owner, endpointId: "not-a-uuid" })), Code.NotFound);
 });
 
 t("subscribed events are checked against the contract's list", async ({ svc }) => {
   const productId = randomUUID();
   const url = "http://127.0.0.1:1/";
-  assert.is(await code(svc.client.createEndpoint({ productId, url, subscribedEvents: [] })), Code.InvalidArgument);
-  assert.is(await code(svc.client.createEndpoint({ productId, url, subscribedEvents: ["usage.threshold.90"] })), Code.InvalidArgument);
-  assert.is(await code(svc.client.createEndpoint({ productId, url, subscribedEvents: [TEST_EVENT_TYPE] })), Code.InvalidArgument);
+  assert.is(await rpcCode(svc.client.createEndpoint({ productId, url, subscribedEvents: [] })), Code.InvalidArgument);
+  assert.is(await rpcCode(svc.client.createEndpoint({ productId, url, subscribedEvents: ["usage.threshold.90"] })), Code.InvalidArgument);
+  assert.is(await rpcCode(svc.client.createEndpoint({ productId, url, subscribedEvents: [TEST_EVENT_TYPE] })), Code.InvalidArgument);
   const all = await svc.client.createEndpoint({ productId, url, subscribedEvents: [...EVENT_TYPES] });
   assert.equal(all.endpoint!.subscribedEvents, [...EVENT_TYPES]);
   const id = all.endpoint!.id;
-  assert.is(await code(svc.client.updateEndpoint({ productId, endpointId: id, endpoint: {}, updateMask: { paths: ["subscribed_events"] } })), Code.InvalidArgument);
-  assert.is(await code(svc.client.updateEndpoint({ productId, endpointId: id, endpoint: {}, updateMask: { paths: ["secret"] } })), Code.InvalidArgument);
+  assert.is(await rpcCode(svc.client.updateEndpoint({ productId, endpointId: id, endpoint: {}, updateMask: { paths: ["subscribed_events"] } })), Code.InvalidArgument);
+  assert.is(await rpcCode(svc.client.updateEndpoint({ productId, endpointId: id, endpoint: {}, updateMask: { paths: ["secret"] } })), Code.InvalidArgument);
 });
 
 t("URLs: https only, no private, loopback or link-local targets by default", async ({ strict, svc }) => {
@@ -120,17 +112,17 @@ t("URLs: https only, no private, loopback or link-local targets by default", asy
     "ftp://93.184.215.14/",
     "not a url",
   ]) {
-    assert.is(await code(strict.client.createEndpoint({ productId, url, subscribedEvents: ev })), Code.InvalidArgument, url);
+    assert.is(await rpcCode(strict.client.createEndpoint({ productId, url, subscribedEvents: ev })), Code.InvalidArgument, url);
   }
   const ok = await strict.client.createEndpoint({ productId, url: "https://93.184.215.14/hooks", subscribedEvents: ev });
   assert.is(ok.endpoint!.url, "https://93.184.215.14/hooks");
   assert.is(
-    await code(strict.client.updateEndpoint({ productId, endpointId: ok.endpoint!.id, endpoint: { url: "https://10.0.0.1/" }, updateMask: { paths: ["url"] } })),
+    await rpcCode(strict.client.updateEndpoint({ productId, endpointId: ok.endpoint!.id, endpoint: { url: "https://10.0.0.1/" }, updateMask: { paths: ["url"] } })),
     Code.InvalidArgument,
   );
   // the insecure switch allows http and loopback, still not private ranges
   assert.ok(await svc.client.createEndpoint({ productId, url: "http://localhost:9/", subscribedEvents: ev }));
-  assert.is(await code(svc.client.createEndpoint({ productId, url: "http://10.0.0.1/", subscribedEvents: ev })), Code.InvalidArgument);
+  assert.is(await rpcCode(svc.client.createEndpoint({ productId, url: "http://10.0.0.1/", subscribedEvents: ev })), Code.InvalidArgument);
 });
 
 t("a target that became private is refused at delivery time too", async ({ svc, strict, db }) => {
@@ -215,10 +207,10 @@ t("deliveries: newest first, status filter, limit bounds, cursor pages", async (
       cursor = page.nextCursor;
     } while (cursor);
     assert.equal(seen, all.map((d) => d.id), "pages cover the list once, in order");
-    assert.is(await code(svc.client.listDeliveries({ ...ids, limit: 201 })), Code.InvalidArgument);
-    assert.is(await code(svc.client.listDeliveries({ ...ids, limit: -1 })), Code.InvalidArgument);
-    assert.is(await code(svc.client.listDeliveries({ ...ids, limit: 10, status: "done" })), Code.InvalidArgument);
-    assert.is(await code(svc.client.listDeliveries({ ...ids, limit: 10, cursor: "garbage" })), Code.InvalidArgument);
+    assert.is(await rpcCode(svc.client.listDeliveries({ ...ids, limit: 201 })), Code.InvalidArgument);
+    assert.is(await rpcCode(svc.client.listDeliveries({ ...ids, limit: -1 })), Code.InvalidArgument);
+    assert.is(await rpcCode(svc.client.listDeliveries({ ...ids, limit: 10, status: "done" })), Code.InvalidArgument);
+    assert.is(await rpcCode(svc.client.listDeliveries({ ...ids, limit: 10, cursor: "garbage" })), Code.InvalidArgument);
   } finally {
     await rx.stop();
   }
