@@ -5,4 +5,6 @@ export const analyticsConfigSchema = Type.Object({
   ...peerUrlFields,
   PORT: Type.Integer({ default: 9094, minimum: 0, maximum: 65535 }),
   MONGODB_DB: Type.String({ default: "meter_analytics", minLength: 1 }),
+  /** Pause of the roller between passes when idle. */
+  ROLL_INTERVAL_MS: Type.Integer({ default: 500, minimum: 50 }),
 });

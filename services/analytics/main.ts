@@ -7,5 +7,6 @@ import { createAnalyticsService } from "./index.ts";
 await serviceMain({
   name: "analytics",
   configSchema: analyticsConfigSchema,
-  create: ({ db, logger, config }) => createAnalyticsService({ db, logger, peers: peerUrls(config) }),
+  create: ({ db, logger, config }) =>
+    createAnalyticsService({ db, logger, peers: peerUrls(config), rollIntervalMs: config.ROLL_INTERVAL_MS }),
 });

@@ -1,0 +1,142 @@
+import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import { Type } from "typebox";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import type { Totals } from "@meter/proto/meter/analytics/v1/analytics_pb";
+import { DateTime, errors } from "../schemas/common.ts";
+import { rpcOptions } from "../rpc-options.ts";
+
+const Days = Type.Integer({
+  minimum: 1,
+  maximum: 365,
+  default: 30,
+  description: "Lookback in UTC calendar days, today included: the window is [00:00 UTC of today - days + 1, 00:00 UTC of tomorrow)",
+});
+const Source = Type.Optional(
+  Type.Union([Type.Literal("manual"), Type.Literal("auto")], {
+    description: "Count only events of this source (manual events or instrumented calls); both when absent",
+  }),
+);
+
+const DaysQuery = Type.Object({ days: Days });
+const FilteredQuery = Type.Object({ days: Days, source: Source });
+const TopUsersQuery = Type.Object({
+  days: Days,
+  limit: Type.Integer({ minimum: 1, maximum: 100, default: 10, description: "How many users (1-100)" }),
+  source: Source,
+});
+
+const TotalsBody = {
+  total_cost: Type.Number(),
+  total_tokens: Type.Integer(),
+  total_events: Type.Integer(),
+  active_users: Type.Integer({ description: "Distinct users with at least one usage event in the window" }),
+};
+
+const SummaryBody = Type.Object({
+  ...TotalsBody,
+  period_start: DateTime,
+  period_end: { ...DateTime, description: "Exclusive end: 00:00 UTC of tomorrow" },
+  previous_period: Type.Object(TotalsBody, { description: "The same number of days immediately before period_start" }),
+});
+
+const TimeseriesBody = Type.Object({
+  data: Type.Array(
+    Type.Object({ date: Type.String({ format: "date" }), cost: Type.Number(), tokens: Type.Integer(), events: Type.Integer() }),
+    { description: "One row per UTC day of the window, oldest first, days without events as zeros" },
+  ),
+});
+
+const GateTimeseriesBody = Type.Object({
+  data: Type.Array(Type.Object({ date: Type.String({ format: "date" }), soft_gates: Type.Integer(), hard_gates: Type.Integer() })),
+});
+
+const BreakdownBody = Type.Object({
+  models: Type.Array(
+    Type.Object({
+      model: Type.String({ description: '"unknown" for events sent without a model' }),
+      cost: Type.Number(),
+      tokens: Type.Integer(),
+      pct: Type.Number({ description: "Percent (0-100) of the window's total cost; of tokens when the total cost is 0" }),
+    }),
+  ),
+});
+
+const TopUsersBody = Type.Object({
+  users: Type.Array(Type.Object({ user_id: Type.String(), cost: Type.Number(), tokens: Type.Integer(), events: Type.Integer() })),
+});
+
+const PlanSubscribersBody = Type.Object({
+  plans: Type.Array(Type.Object({ plan_name: Type.String(), subscriber_count: Type.Integer() })),
+});
+
+function totalsJson(t: Totals | undefined) {
+  return {
+    total_cost: t?.totalCost ?? 0,
+    total_tokens: Number(t?.totalTokens ?? 0),
+    total_events: Number(t?.totalEvents ?? 0),
+    active_users: Number(t?.activeUsers ?? 0),
+  };
+}
+
+const filter = (source: string | undefined) => (source ? { source } : undefined);
+const schema = <R>(summary: string, querystring: unknown, body: R) => ({
+  summary,
+  tags: ["analytics"],
+  ...(querystring ? { querystring } : {}),
+  response: { 200: body, ...errors(400, 401) },
+});
+
+/** The six analytics reads; windows, ordering and shares are the analytics service's (see its README). */
+export const analyticsRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.get("/analytics/summary", { schema: schema("Totals of the window and of the period before", FilteredQuery, SummaryBody) }, async (request) => {
+    const q = request.query as { days: number; source?: string };
+    const res = await app.services.analytics.getSummary(
+      { productId: request.productId, days: q.days, filter: filter(q.source) },
+      rpcOptions(request),
+    );
+    return {
+      ...totalsJson(res.current),
+      period_start: timestampDate(res.periodStart!).toISOString(),
+      period_end: timestampDate(res.periodEnd!).toISOString(),
+      previous_period: totalsJson(res.previousPeriod),
+    };
+  });
+
+  app.get("/analytics/timeseries", { schema: schema("Cost, tokens and events per UTC day", FilteredQuery, TimeseriesBody) }, async (request) => {
+    const q = request.query as { days: number; source?: string };
+    const res = await app.services.analytics.getTimeseries(
+      { productId: request.productId, days: q.days, filter: filter(q.source) },
+      rpcOptions(request),
+    );
+    return { data: res.data.map((d) => ({ date: d.date, cost: d.cost, tokens: Number(d.tokens), events: Number(d.events) })) };
+  });
+
+  app.get("/analytics/gate-timeseries", { schema: schema("Soft and hard gate events per UTC day", DaysQuery, GateTimeseriesBody) }, async (request) => {
+    const q = request.query as { days: number };
+    const res = await app.services.analytics.getGateTimeseries({ productId: request.productId, days: q.days }, rpcOptions(request));
+    return { data: res.data.map((d) => ({ date: d.date, soft_gates: Number(d.softGates), hard_gates: Number(d.hardGates) })) };
+  });
+
+  app.get("/analytics/breakdown", { schema: schema("Cost and tokens per model with shares", FilteredQuery, BreakdownBody) }, async (request) => {
+    const q = request.query as { days: number; source?: string };
+    const res = await app.services.analytics.getBreakdown(
+      { productId: request.productId, days: q.days, filter: filter(q.source) },
+      rpcOptions(request),
+    );
+    return { models: res.models.map((m) => ({ model: m.model, cost: m.cost, tokens: Number(m.tokens), pct: m.pct })) };
+  });
+
+  app.get("/analytics/top-users", { schema: schema("Users with the highest cost", TopUsersQuery, TopUsersBody) }, async (request) => {
+    const q = request.query as { days: number; limit: number; source?: string };
+    const res = await app.services.analytics.getTopUsers(
+      { productId: request.productId, days: q.days, limit: q.limit, filter: filter(q.source) },
+      rpcOptions(request),
+    );
+    return { users: res.users.map((u) => ({ user_id: u.userId, cost: u.cost, tokens: Number(u.tokens), events: Number(u.events) })) };
+  });
+
+  app.get("/analytics/plan-subscribers", { schema: schema("Subscribers per plan", undefined, PlanSubscribersBody) }, async (request) => {
+    const res = await app.services.analytics.getPlanSubscribers({ productId: request.productId }, rpcOptions(request));
+    return { plans: res.plans.map((p) => ({ plan_name: p.planName, subscriber_count: Number(p.subscriberCount) })) };
+  });
+};

@@ -1,0 +1,27 @@
+import type { ServiceImpl } from "@connectrpc/connect";
+import type { AnalyticsService } from "@meter/proto/meter/analytics/v1/analytics_pb";
+import { toTimestamp } from "@meter/lib/time";
+import { daysOf, productIdOf, sourceOf } from "../params.ts";
+import { readWindow, totalsOf } from "../queries.ts";
+import { lookback, previous } from "../windows.ts";
+import type { AnalyticsDeps } from "../deps.ts";
+
+/** Totals of the last `days` UTC days (today included) beside those of the `days` before. */
+export function getSummary(deps: AnalyticsDeps): ServiceImpl<typeof AnalyticsService>["getSummary"] {
+  return async (req) => {
+    const productId = productIdOf(req);
+    const source = sourceOf(req.filter);
+    const current = lookback(deps.now(), daysOf(req));
+    const before = previous(current);
+    const [cur, prev] = await Promise.all([
+      readWindow(deps, productId, current.days, true),
+      readWindow(deps, productId, before.days, true),
+    ]);
+    return {
+      current: totalsOf(cur.docs, cur.users, source),
+      periodStart: toTimestamp(current.start),
+      periodEnd: toTimestamp(current.end),
+      previousPeriod: totalsOf(prev.docs, prev.users, source),
+    };
+  };
+}

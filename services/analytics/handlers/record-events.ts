@@ -1,0 +1,66 @@
+import type { ServiceImpl } from "@connectrpc/connect";
+import type { AnalyticsService, GateFact, UsageFact } from "@meter/proto/meter/analytics/v1/analytics_pb";
+import { rpcError } from "@meter/lib/errors";
+import { fromTimestamp } from "@meter/lib/time";
+import { SOURCES, type Source } from "../rollup.ts";
+import type { Bucket } from "../store/dirty.ts";
+import type { LedgerFact } from "../store/ledger.ts";
+import { dayOf } from "../windows.ts";
+import type { AnalyticsDeps } from "../deps.ts";
+
+/** Largest batch accepted in one call; the sender splits bigger ones. */
+export const RECORD_MAX_FACTS = 10_000;
+
+function common(f: UsageFact | GateFact, where: string): Date {
+  if (!f.productId) throw rpcError.invalid(`${where}: product_id is required`);
+  if (!f.eventId || f.eventId.length > 255) throw rpcError.invalid(`${where}: event_id must be 1-255 characters`);
+  if (!f.userId) throw rpcError.invalid(`${where}: user_id is required`);
+  const ts = fromTimestamp(f.timestamp);
+  if (!ts || Number.isNaN(ts.getTime())) throw rpcError.invalid(`${where}: timestamp is required`);
+  return ts;
+}
+
+function usageFact(f: UsageFact, i: number): LedgerFact {
+  const where = `usage[${i}]`;
+  const timestamp = common(f, where);
+  if (!(SOURCES as readonly string[]).includes(f.source)) throw rpcError.invalid(`${where}: source must be auto or manual`);
+  if (!Number.isFinite(f.cost)) throw rpcError.invalid(`${where}: cost must be a finite number`);
+  if (f.tokens < 0n || f.tokens > BigInt(Number.MAX_SAFE_INTEGER)) throw rpcError.invalid(`${where}: tokens must be a whole number >= 0`);
+  return {
+    productId: f.productId,
+    eventId: f.eventId,
+    timestamp,
+    kind: "u",
+    entry: { u: f.userId, m: f.model || null, s: f.source as Source, t: Number(f.tokens), c: f.cost },
+  };
+}
+
+function gateFact(f: GateFact, i: number): LedgerFact {
+  const where = `gates[${i}]`;
+  const timestamp = common(f, where);
+  if (f.status !== "soft_gate" && f.status !== "hard_gate") throw rpcError.invalid(`${where}: status must be soft_gate or hard_gate`);
+  return { productId: f.productId, eventId: f.eventId, timestamp, kind: "g", entry: { u: f.userId, st: f.status, b: f.blocked } };
+}
+
+/**
+ * Stores facts in the ledger (idempotent on product and event id) and marks their days
+ * dirty, before and after storing: before, so that a crash right after storing still leaves
+ * the days to be recomputed; after, so that a recompute that listed the marks before these
+ * facts were stored is always followed by another one. Acknowledged means durably stored; the roller
+ * brings the rollups up to date within about a second.
+ */
+export function recordEvents(deps: AnalyticsDeps): ServiceImpl<typeof AnalyticsService>["recordEvents"] {
+  return async (req) => {
+    const total = req.usage.length + req.gates.length;
+    if (total > RECORD_MAX_FACTS) throw rpcError.tooLarge(`at most ${RECORD_MAX_FACTS} facts per call; got ${total}`);
+    const facts = [...req.usage.map(usageFact), ...req.gates.map(gateFact)];
+    if (facts.length === 0) return { recorded: 0, duplicates: 0 };
+    const buckets: Bucket[] = facts.map((f) => ({ productId: f.productId, day: dayOf(f.timestamp) }));
+    await deps.dirty.mark(buckets);
+    const res = await deps.ledger.write(facts);
+    await deps.faults?.afterLedgerWrite?.();
+    await deps.dirty.mark(buckets);
+    deps.roller.kick();
+    return res;
+  };
+}

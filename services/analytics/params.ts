@@ -1,0 +1,34 @@
+import { rpcError } from "@meter/lib/errors";
+import type { SourceFilter } from "@meter/proto/meter/analytics/v1/analytics_pb";
+import { SOURCES, type Source } from "./rollup.ts";
+import { DAYS_DEFAULT, DAYS_MAX, DAYS_MIN, TOP_USERS_DEFAULT, TOP_USERS_MAX } from "./windows.ts";
+
+/** Request checks shared by the query handlers; proto3's 0 means "not sent", so the default. */
+
+export function productIdOf(req: { productId: string }): string {
+  if (!req.productId) throw rpcError.invalid("product_id is required");
+  return req.productId;
+}
+
+export function daysOf(req: { days: number }): number {
+  if (req.days === 0) return DAYS_DEFAULT;
+  if (!Number.isInteger(req.days) || req.days < DAYS_MIN || req.days > DAYS_MAX) {
+    throw rpcError.invalid(`days must be an integer from ${DAYS_MIN} to ${DAYS_MAX}`);
+  }
+  return req.days;
+}
+
+export function limitOf(limit: number, name = "limit"): number {
+  if (limit === 0) return TOP_USERS_DEFAULT;
+  if (!Number.isInteger(limit) || limit < 1 || limit > TOP_USERS_MAX) {
+    throw rpcError.invalid(`${name} must be an integer from 1 to ${TOP_USERS_MAX}`);
+  }
+  return limit;
+}
+
+export function sourceOf(filter: SourceFilter | undefined): Source | undefined {
+  const s = filter?.source;
+  if (s === undefined || s === "") return undefined;
+  if (!(SOURCES as readonly string[]).includes(s)) throw rpcError.invalid(`source must be one of ${SOURCES.join(", ")}`);
+  return s as Source;
+}

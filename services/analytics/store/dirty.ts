@@ -1,0 +1,97 @@
+import { randomUUID } from "node:crypto";
+import type { Collection, Db } from "mongodb";
+import { isDuplicateKeyError } from "@meter/lib/mongo";
+
+/**
+ * Marks of product-days whose rollup may be older than their ledger. Marks are only ever
+ * inserted (each with a fresh id) and deleted by id, never updated: that makes them exact on
+ * any MongoDB-compatible store. A day is dirty while it has at least one mark; the collection
+ * holds only pending work, so it stays small.
+ */
+export interface DirtyDoc {
+  /** `<product_id>|<YYYY-MM-DD>|<random>` */
+  _id: string;
+  product_id: string;
+  day: string;
+}
+
+export interface Bucket {
+  productId: string;
+  day: string;
+}
+
+/** Who is recomputing a day, so that replicas do not all recompute the same one at once. */
+interface LeaseDoc {
+  _id: string;
+  owner: string;
+  until: Date;
+}
+
+export const bucketId = (b: Bucket) => `${b.productId}|${b.day}`;
+
+export class DirtyStore {
+  private readonly marks: Collection<DirtyDoc>;
+  private readonly leases: Collection<LeaseDoc>;
+
+  constructor(db: Db) {
+    this.marks = db.collection<DirtyDoc>("dirty_days");
+    this.leases = db.collection<LeaseDoc>("roll_leases");
+  }
+
+  /**
+   * Takes the day for `ms` (a unique insert), taking over a lease that has expired; null when
+   * another roller holds it. Leases only save duplicate work: correctness never rests on them.
+   */
+  async lease(b: Bucket, ms: number): Promise<string | null> {
+    const id = bucketId(b);
+    const owner = randomUUID();
+    for (let attempt = 0; attempt < 2; attempt++) {
+      try {
+        await this.leases.insertOne({ _id: id, owner, until: new Date(Date.now() + ms) });
+        return owner;
+      } catch (err) {
+        if (!isDuplicateKeyError(err)) throw err;
+      }
+      const held = await this.leases.findOne({ _id: id });
+      if (held && held.until.getTime() > Date.now()) return null;
+      if (held) await this.leases.deleteOne({ _id: id, owner: held.owner });
+    }
+    return null;
+  }
+
+  async release(b: Bucket, owner: string): Promise<void> {
+    await this.leases.deleteOne({ _id: bucketId(b), owner });
+  }
+
+  /** Adds one mark per distinct day. */
+  async mark(buckets: Iterable<Bucket>): Promise<void> {
+    const unique = new Map<string, Bucket>();
+    for (const b of buckets) unique.set(bucketId(b), b);
+    if (unique.size === 0) return;
+    await this.marks.insertMany(
+      [...unique].map(([id, b]) => ({ _id: `${id}|${randomUUID()}`, product_id: b.productId, day: b.day })),
+    );
+  }
+
+  /** Pending marks grouped by day. */
+  async pending(limit = 10_000): Promise<Map<string, { bucket: Bucket; markIds: string[] }>> {
+    const out = new Map<string, { bucket: Bucket; markIds: string[] }>();
+    for (const m of await this.marks.find({}).limit(limit).toArray()) {
+      const bucket = { productId: m.product_id, day: m.day };
+      const id = bucketId(bucket);
+      if (!out.has(id)) out.set(id, { bucket, markIds: [] });
+      out.get(id)!.markIds.push(m._id);
+    }
+    return out;
+  }
+
+  /** Deletes these marks; returns how many were still there. */
+  async clear(markIds: readonly string[]): Promise<number> {
+    const res = await this.marks.deleteMany({ _id: { $in: [...markIds] } });
+    return res.deletedCount;
+  }
+
+  async count(): Promise<number> {
+    return this.marks.countDocuments();
+  }
+}

@@ -1,0 +1,106 @@
+import type { Collection, Db } from "mongodb";
+import { isDuplicateKeyError } from "@meter/lib/mongo";
+import type { GateEntry, UsageEntry } from "../rollup.ts";
+
+/**
+ * The ledger: every fact analytics has been given, once. Facts live in one document per
+ * product and UTC hour, as a map keyed by event id, so that
+ *  - storing a fact again (a replay) writes the same key: it can never be held twice;
+ *  - a day is read back with 24 lookups by _id, whatever else the collection holds.
+ */
+export interface LedgerChunkDoc {
+  /** `<product_id>|<YYYY-MM-DDTHH>` */
+  _id: string;
+  product_id: string;
+  day: string;
+  u?: Record<string, UsageEntry>;
+  g?: Record<string, GateEntry>;
+}
+
+export interface LedgerFact {
+  productId: string;
+  eventId: string;
+  timestamp: Date;
+  kind: "u" | "g";
+  entry: UsageEntry | GateEntry;
+}
+
+/** Event ids become field names: plain ids keep their text, others are base64url-encoded. */
+export function entryKey(eventId: string): string {
+  return /^[A-Za-z0-9_-]{1,200}$/.test(eventId) ? `e${eventId}` : `x${Buffer.from(eventId, "utf8").toString("base64url")}`;
+}
+
+const chunkId = (productId: string, hour: string) => `${productId}|${hour}`;
+
+export function dayChunkIds(productId: string, day: string): string[] {
+  return Array.from({ length: 24 }, (_, h) => chunkId(productId, `${day}T${String(h).padStart(2, "0")}`));
+}
+
+/** Runs `fn` over `items` with at most `n` in flight. */
+export async function inParallel<T, R>(items: readonly T[], n: number, fn: (t: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array(items.length);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(n, items.length) }, async () => {
+      while (next < items.length) {
+        const i = next++;
+        out[i] = await fn(items[i]!);
+      }
+    }),
+  );
+  return out;
+}
+
+export class LedgerStore {
+  private readonly chunks: Collection<LedgerChunkDoc>;
+
+  constructor(db: Db) {
+    this.chunks = db.collection<LedgerChunkDoc>("ledger");
+  }
+
+  /**
+   * Stores the facts; returns how many were not there before. One single-document upsert per
+   * hour chunk touched; a crash between chunks leaves some stored, which a replay completes.
+   */
+  async write(facts: readonly LedgerFact[]): Promise<{ recorded: number; duplicates: number }> {
+    const byChunk = new Map<string, { productId: string; day: string; facts: LedgerFact[] }>();
+    for (const f of facts) {
+      const hour = f.timestamp.toISOString().slice(0, 13);
+      const id = chunkId(f.productId, hour);
+      let c = byChunk.get(id);
+      if (!c) byChunk.set(id, (c = { productId: f.productId, day: hour.slice(0, 10), facts: [] }));
+      c.facts.push(f);
+    }
+    const counts = await inParallel([...byChunk], 8, async ([id, c]) => {
+      const existing = await this.chunks.findOne({ _id: id });
+      const set: Record<string, unknown> = { product_id: c.productId, day: c.day };
+      let fresh = 0;
+      for (const f of c.facts) {
+        const key = entryKey(f.eventId);
+        const path = `${f.kind}.${key}`;
+        if (path in set) continue;
+        if (!existing?.[f.kind]?.[key]) fresh++;
+        set[path] = f.entry;
+      }
+      // Two first writers of a chunk may race to create it; the loser simply updates it.
+      const upsert = () => this.chunks.updateOne({ _id: id }, { $set: set }, { upsert: true });
+      await upsert().catch((err) => (isDuplicateKeyError(err) ? upsert() : Promise.reject(err)));
+      return fresh;
+    });
+    const recorded = counts.reduce((a, b) => a + b, 0);
+    return { recorded, duplicates: facts.length - recorded };
+  }
+
+  /** Every fact of one product-day. */
+  async readDay(productId: string, day: string): Promise<{ usage: UsageEntry[]; gates: GateEntry[] }> {
+    const docs = await Promise.all(dayChunkIds(productId, day).map((id) => this.chunks.findOne({ _id: id })));
+    const usage: UsageEntry[] = [];
+    const gates: GateEntry[] = [];
+    for (const d of docs) {
+      if (!d) continue;
+      if (d.u) usage.push(...Object.values(d.u));
+      if (d.g) gates.push(...Object.values(d.g));
+    }
+    return { usage, gates };
+  }
+}

@@ -1,0 +1,84 @@
+import type { Collection, Db } from "mongodb";
+import type { BySource, DayFigures, UserFigures } from "../rollup.ts";
+import { inParallel } from "./ledger.ts";
+
+/**
+ * Pre-aggregated figures, one document per product-day (totals, gates, models) plus the
+ * day's users in chunks. Queries read them only by _id, so their cost depends on the number
+ * of days asked for and of users active in them, never on the number of events.
+ */
+export interface DayDoc {
+  /** `<product_id>|<YYYY-MM-DD>` */
+  _id: string;
+  product_id: string;
+  day: string;
+  usage: BySource;
+  soft_gates: number;
+  hard_gates: number;
+  models: { name: string; auto: BySource["auto"]; manual: BySource["manual"] }[];
+  /** How many user chunks the day has: `<_id>|0` .. `<_id>|n-1`. */
+  user_chunks: number;
+  computed_at: Date;
+}
+
+export interface UserChunkDoc {
+  _id: string;
+  product_id: string;
+  day: string;
+  users: { id: string; auto: BySource["auto"]; manual: BySource["manual"] }[];
+}
+
+/** Users per chunk document: keeps every document far below the 16 MB limit. */
+export const USERS_PER_CHUNK = 2_000;
+
+const dayId = (productId: string, day: string) => `${productId}|${day}`;
+
+export class RollupStore {
+  private readonly days: Collection<DayDoc>;
+  private readonly userChunks: Collection<UserChunkDoc>;
+
+  constructor(db: Db) {
+    this.days = db.collection<DayDoc>("day_rollups");
+    this.userChunks = db.collection<UserChunkDoc>("day_user_rollups");
+  }
+
+  /** Replaces a day's figures. User chunks first, the day document (which says how many) last. */
+  async write(productId: string, day: string, f: DayFigures, now: Date): Promise<void> {
+    const id = dayId(productId, day);
+    const chunks: UserChunkDoc[] = [];
+    for (let i = 0; i * USERS_PER_CHUNK < f.users.length; i++) {
+      chunks.push({
+        _id: `${id}|${i}`,
+        product_id: productId,
+        day,
+        users: f.users.slice(i * USERS_PER_CHUNK, (i + 1) * USERS_PER_CHUNK).map((u) => ({ id: u.id, ...u.figures })),
+      });
+    }
+    await inParallel(chunks, 4, (c) => this.userChunks.replaceOne({ _id: c._id }, c, { upsert: true }));
+    const doc: DayDoc = {
+      _id: id,
+      product_id: productId,
+      day,
+      usage: f.usage,
+      soft_gates: f.soft_gates,
+      hard_gates: f.hard_gates,
+      models: f.models.map((m) => ({ name: m.name, ...m.figures })),
+      user_chunks: chunks.length,
+      computed_at: now,
+    };
+    await this.days.replaceOne({ _id: id }, doc, { upsert: true });
+  }
+
+  /** The rollups of these days (a day without any event has none). */
+  async readDays(productId: string, days: readonly string[]): Promise<DayDoc[]> {
+    const docs = await inParallel(days, 32, (d) => this.days.findOne({ _id: dayId(productId, d) }));
+    return docs.filter((d): d is DayDoc => d !== null);
+  }
+
+  /** The per-user figures of these day rollups, one entry per user and day. */
+  async readUsers(days: readonly DayDoc[]): Promise<UserFigures[]> {
+    const ids = days.flatMap((d) => Array.from({ length: d.user_chunks }, (_, i) => `${d._id}|${i}`));
+    const chunks = await inParallel(ids, 32, (id) => this.userChunks.findOne({ _id: id }));
+    return chunks.flatMap((c) => (c ? c.users.map((u) => ({ id: u.id, figures: { auto: u.auto, manual: u.manual } })) : []));
+  }
+}
