@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import { analyticsRoutes } from "./analytics.ts";
 import { eventRoutes } from "./events.ts";
 import { healthRoutes } from "./health.ts";
 import { planRoutes } from "./plans.ts";
@@ -8,4 +9,4 @@ import { userRoutes } from "./users.ts";
 import { webhookRoutes } from "./webhooks.ts";
 
 /** Every resource's routes, mounted under /api/v1. */
-export const apiRoutes: FastifyPluginAsyncTypebox[] = [healthRoutes, productRoutes, planRoutes, userRoutes, eventRoutes, usageRoutes, webhookRoutes];
+export const apiRoutes: FastifyPluginAsyncTypebox[] = [healthRoutes, productRoutes, planRoutes, userRoutes, eventRoutes, usageRoutes, webhookRoutes, analyticsRoutes];
