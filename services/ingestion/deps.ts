@@ -25,4 +25,6 @@ export interface IngestionDeps {
   /** Age after which an unfinished job is taken over (by a retry or the sweep). */
   recoveryAfterMs: number;
   now(): Date;
+  /** Jobs this process is completing right now (so the sweep and a retry share the work). */
+  recovering: Map<string, Promise<void>>;
 }

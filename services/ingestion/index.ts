@@ -66,6 +66,7 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
     limits: { maxBatchEvents: opts.maxBatchEvents ?? MAX_BATCH_EVENTS },
     recoveryAfterMs: opts.recoveryAfterMs ?? 60_000,
     now: opts.now ?? (() => new Date()),
+    recovering: new Map(),
   };
   const relay = new Relay(
     outboxes({

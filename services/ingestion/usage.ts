@@ -57,7 +57,7 @@ export async function recordCrossings(deps: IngestionDeps, counter: CounterDoc):
       period_end: counter.period_end,
       crossed_at: deps.now(),
     };
-    await deps.outbox.put(deps.outbox.webhooks, [entry("threshold", key._id, { ...doc })]);
+    await deps.outbox.put(deps.outbox.webhooks, [entry("threshold", key._id, [{ ...doc }])]);
     if ((await deps.crossings.record([doc])) > 0) {
       deps.logger.info({ user: counter.user_id, pct, counter: counter.counter_id }, "spend threshold crossed");
     }
@@ -66,7 +66,7 @@ export async function recordCrossings(deps: IngestionDeps, counter: CounterDoc):
 
 /** Everything derived from the usage events a job inserted: outbox entries, counters, thresholds. */
 async function completeUsage(deps: IngestionDeps, jobId: string, inserted: UsageEventDoc[]): Promise<void> {
-  await deps.outbox.put(deps.outbox.analytics, inserted.map((d) => entry("usage", d._id, { ...d })));
+  await deps.outbox.put(deps.outbox.analytics, [entry("usage", jobId, inserted.map(usageFact))]);
   const groups = new Map<string, UsageEventDoc[]>();
   for (const d of inserted) groups.set(d.counter_id, [...(groups.get(d.counter_id) ?? []), d]);
   await Promise.all(
@@ -77,19 +77,37 @@ async function completeUsage(deps: IngestionDeps, jobId: string, inserted: Usage
   );
 }
 
-async function completeGates(deps: IngestionDeps, inserted: GateEventDoc[]): Promise<void> {
-  await deps.outbox.put(deps.outbox.analytics, inserted.map((d) => entry("gate", d._id, { ...d })));
-  await deps.outbox.put(deps.outbox.webhooks, inserted.map((d) => entry("gate", d._id, { ...d })));
+async function completeGates(deps: IngestionDeps, jobId: string, inserted: GateEventDoc[]): Promise<void> {
+  await deps.outbox.put(deps.outbox.analytics, [entry("gate", jobId, inserted.map(gateFact))]);
+  await deps.outbox.put(deps.outbox.webhooks, [entry("gate", jobId, inserted.map(({ job: _, ...d }) => d))]);
+}
+
+/** What analytics needs of a usage event (the outbox keeps only this). */
+function usageFact(d: UsageEventDoc) {
+  const { product_id, event_id, user_id, timestamp, model, total_tokens, cost_total, source, tool_call_count } = d;
+  return { product_id, event_id, user_id, timestamp, model, total_tokens, cost_total, source, tool_call_count };
+}
+
+function gateFact(d: GateEventDoc) {
+  const { product_id, event_id, user_id, timestamp, status, blocked } = d;
+  return { product_id, event_id, user_id, timestamp, status, blocked };
 }
 
 /** Completes a job left unfinished (its request crashed or is slow): idempotent throughout. */
-export async function recoverJob(deps: IngestionDeps, job: JobDoc): Promise<void> {
+export function recoverJob(deps: IngestionDeps, job: JobDoc): Promise<void> {
+  let running = deps.recovering.get(job._id);
+  if (!running) {
+    running = completeJob(deps, job).finally(() => deps.recovering.delete(job._id));
+    deps.recovering.set(job._id, running);
+  }
+  return running;
+}
+
+async function completeJob(deps: IngestionDeps, job: JobDoc): Promise<void> {
   if (job.kind === "usage") {
-    const stored = await deps.events.getMany(job.ids);
-    await completeUsage(deps, job._id, stored.filter((d) => d.job === job._id));
+    await completeUsage(deps, job._id, await deps.events.ofJob(job._id));
   } else {
-    const stored = await deps.gates.getMany(job.ids);
-    await completeGates(deps, stored.filter((d) => d.job === job._id));
+    await completeGates(deps, job._id, await deps.gates.ofJob(job._id));
   }
   await deps.jobs.close(job._id);
 }
@@ -127,7 +145,7 @@ export async function storeUsage(deps: IngestionDeps, job: JobDoc, docs: UsageEv
 export async function storeGates(deps: IngestionDeps, job: JobDoc, docs: GateEventDoc[]): Promise<Set<string>> {
   await deps.jobs.open(job);
   const inserted = await deps.gates.insertNew(docs);
-  await completeGates(deps, docs.filter((d) => inserted.has(d._id)));
+  await completeGates(deps, job._id, docs.filter((d) => inserted.has(d._id)));
   await adoptStale(deps, job, docs.filter((d) => !inserted.has(d._id)).map((d) => d._id));
   await deps.jobs.close(job._id);
   return inserted;

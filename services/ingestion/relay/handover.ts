@@ -12,7 +12,7 @@ export function outboxes(stores: { outbox: OutboxStore; webhooks: WebhookPublish
     name: "usage->analytics",
     collection: stores.outbox.analytics,
     kind: "usage",
-    send: (docs: UsageEventDoc[]) =>
+    send: (docs: Pick<UsageEventDoc, "product_id" | "event_id" | "user_id" | "timestamp" | "model" | "total_tokens" | "cost_total" | "source" | "tool_call_count">[]) =>
       stores.analytics.recordEvents(
         docs.map((d) => ({
           productId: d.product_id,
@@ -32,7 +32,7 @@ export function outboxes(stores: { outbox: OutboxStore; webhooks: WebhookPublish
     name: "gates->analytics",
     collection: stores.outbox.analytics,
     kind: "gate",
-    send: (docs: GateEventDoc[]) =>
+    send: (docs: Pick<GateEventDoc, "product_id" | "event_id" | "user_id" | "timestamp" | "status" | "blocked">[]) =>
       stores.analytics.recordEvents(
         [],
         docs.map((d) => ({

@@ -12,6 +12,7 @@ export interface Outbox {
   name: string;
   collection: Collection<OutboxEntry>;
   kind: OutboxEntry["kind"];
+  /** Called with at most `batchSize` payloads at a time. */
   send(payloads: Record<string, any>[]): Promise<void>;
 }
 
@@ -89,13 +90,18 @@ export class Relay {
     }
   }
 
+  /** Sends entries one at a time, in chunks; an entry is deleted once all of it was acknowledged. */
   private async drain(box: Outbox): Promise<void> {
     for (let rounds = 0; rounds < 100 && !this.stopped; rounds++) {
-      const entries = await box.collection.find({ kind: box.kind }).limit(this.opts.batchSize).toArray();
+      const entries = await box.collection.find({ kind: box.kind }).limit(20).toArray();
       if (entries.length === 0) return;
-      await box.send(entries.map((e) => e.payload));
-      await box.collection.deleteMany({ _id: { $in: entries.map((e) => e._id) } });
-      if (entries.length < this.opts.batchSize) return;
+      for (const e of entries) {
+        for (let i = 0; i < e.payloads.length; i += this.opts.batchSize) {
+          await box.send(e.payloads.slice(i, i + this.opts.batchSize));
+        }
+        await box.collection.deleteOne({ _id: e._id });
+      }
+      if (entries.length < 20) return;
     }
   }
 }

@@ -45,15 +45,18 @@ export class GateEventStore {
   }
 
   async init(): Promise<void> {
-    await this.gates.createIndex({ product_id: 1, user_id: 1, timestamp: -1, _id: -1 });
+    await Promise.all([
+      this.gates.createIndex({ product_id: 1, user_id: 1, timestamp: -1, _id: -1 }),
+      this.gates.createIndex({ job: 1 }),
+    ]);
   }
 
   async insertNew(docs: GateEventDoc[]): Promise<Set<string>> {
     return insertIgnoringDuplicates(this.gates, docs);
   }
 
-  async getMany(ids: readonly string[]): Promise<GateEventDoc[]> {
-    return (await Promise.all(ids.map((id) => this.gates.findOne({ _id: id })))).filter((d) => d !== null);
+  async ofJob(job: string): Promise<GateEventDoc[]> {
+    return this.gates.find({ job }).toArray();
   }
 
   /**

@@ -3,15 +3,16 @@ import { insertIgnoringDuplicates } from "./usage-events.ts";
 
 /**
  * Transactional outbox: what must be handed to a peer, written in the request's own write
- * path (before its job is closed) and deleted only once the peer acknowledged it. Entries
- * are keyed by what they describe, so writing one twice is harmless; the collections hold
- * only what is not yet handed over.
+ * path (before its job is closed) and deleted only once the peer acknowledged all of it.
+ * One entry per job (or per crossing) keeps this to one insert per request. Entries are
+ * keyed by what they describe, so writing one twice is harmless; the collections hold only
+ * what is not yet handed over.
  */
 export interface OutboxEntry {
-  /** "<kind>|<stored id of the subject>". */
+  /** "<kind>|<job id or crossing id>". */
   _id: string;
   kind: "usage" | "gate" | "threshold";
-  payload: Record<string, unknown>;
+  payloads: Record<string, unknown>[];
   created_at: Date;
 }
 
@@ -25,10 +26,10 @@ export class OutboxStore {
   }
 
   async put(to: Collection<OutboxEntry>, entries: OutboxEntry[]): Promise<void> {
-    await insertIgnoringDuplicates(to, entries);
+    await insertIgnoringDuplicates(to, entries.filter((e) => e.payloads.length > 0));
   }
 }
 
-export function entry(kind: OutboxEntry["kind"], subjectId: string, payload: Record<string, unknown>): OutboxEntry {
-  return { _id: `${kind}|${subjectId}`, kind, payload, created_at: new Date() };
+export function entry(kind: OutboxEntry["kind"], subjectId: string, payloads: Record<string, unknown>[]): OutboxEntry {
+  return { _id: `${kind}|${subjectId}`, kind, payloads, created_at: new Date() };
 }

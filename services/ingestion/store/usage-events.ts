@@ -50,7 +50,10 @@ export class UsageEventStore {
   }
 
   async init(): Promise<void> {
-    await this.events.createIndex({ product_id: 1, user_id: 1, timestamp: 1 });
+    await Promise.all([
+      this.events.createIndex({ product_id: 1, user_id: 1, timestamp: 1 }),
+      this.events.createIndex({ job: 1 }),
+    ]);
   }
 
   /**
@@ -65,9 +68,9 @@ export class UsageEventStore {
     return this.events.findOne({ _id: id });
   }
 
-  /** Point reads by primary key (FerretDB answers `$in` with a collection scan). */
-  async getMany(ids: readonly string[]): Promise<UsageEventDoc[]> {
-    return (await Promise.all(ids.map((id) => this.events.findOne({ _id: id })))).filter((d) => d !== null);
+  /** The events a job inserted (read once, when an interrupted job is completed). */
+  async ofJob(job: string): Promise<UsageEventDoc[]> {
+    return this.events.find({ job }).toArray();
   }
 
   /**
