@@ -68,13 +68,13 @@ export async function recordCrossings(deps: IngestionDeps, counter: CounterDoc):
 async function completeUsage(deps: IngestionDeps, jobId: string, inserted: UsageEventDoc[]): Promise<void> {
   await deps.outbox.put(deps.outbox.analytics, [entry("usage", jobId, inserted.map(usageFact))]);
   const groups = new Map<string, UsageEventDoc[]>();
-  for (const d of inserted) groups.set(d.counter_id, [...(groups.get(d.counter_id) ?? []), d]);
-  await Promise.all(
-    [...groups].map(async ([counter, events]) => {
-      const { after } = await deps.ledger.add(counter, jobId, events);
-      if (after) await recordCrossings(deps, after);
-    }),
-  );
+  for (const d of inserted) {
+    const list = groups.get(d.counter_id);
+    if (list) list.push(d);
+    else groups.set(d.counter_id, [d]);
+  }
+  const counters = await deps.ledger.addAll(jobId, groups);
+  await Promise.all([...counters.values()].map((after) => (after ? recordCrossings(deps, after) : undefined)));
 }
 
 async function completeGates(deps: IngestionDeps, jobId: string, inserted: GateEventDoc[]): Promise<void> {

@@ -1,7 +1,8 @@
 import type { Collection, Db } from "mongodb";
+import { LRUCache } from "lru-cache";
 import { isDuplicateKeyError } from "@meter/lib/mongo";
 import { encodeKey } from "../domain/field-keys.ts";
-import type { UsageEventDoc } from "./usage-events.ts";
+import { insertIgnoringDuplicates, type UsageEventDoc } from "./usage-events.ts";
 
 /**
  * Running totals of one user in one billing period. The counter
@@ -39,6 +40,9 @@ export type Countable = Pick<
   UsageEventDoc,
   "product_id" | "user_id" | "period_start" | "period_end" | "plan_name" | "spend_limit" | "model" | "total_tokens" | "cost_total" | "tool_call_count"
 >;
+
+/** The head hint is refreshed every this many snapshots; a read probes at most this far. */
+const HINT_EVERY = 8;
 
 function next(prev: CounterDoc | null, id: string, jobId: string, events: Countable[]): CounterDoc {
   const first = events[0]!;
@@ -90,6 +94,11 @@ export class Ledger {
   private readonly heads: Collection<{ _id: string; seq: number }>;
   /** This process's writers of one counter take turns (spares conflicts; not needed for correctness). */
   private readonly queues = new Map<string, Promise<unknown>>();
+  /**
+   * The latest snapshot this process saw of each counter. Snapshots are immutable, so a
+   * stale entry only makes the next insert collide and fall back to reading the chain.
+   */
+  private readonly known = new LRUCache<string, CounterDoc>({ max: 50_000 });
 
   constructor(db: Db) {
     this.snapshots = db.collection<CounterDoc>("counters");
@@ -115,6 +124,36 @@ export class Ledger {
   }
 
   /**
+   * Adds each group of a job's events to its counter: one insertMany of the next snapshots
+   * built on the snapshots this process knows, then the careful path for any that collided.
+   */
+  async addAll(jobId: string, groups: Map<string, Countable[]>): Promise<Map<string, CounterDoc | null>> {
+    const out = new Map<string, CounterDoc | null>();
+    const docs: CounterDoc[] = [];
+    for (const [id, events] of groups) {
+      if (events.length === 0 || this.queues.has(id)) continue;
+      const prev = this.known.get(id) ?? (await this.get(id));
+      docs.push(next(prev, id, jobId, events));
+    }
+    const inserted = await insertIgnoringDuplicates(this.snapshots, docs);
+    await Promise.all(
+      docs.filter((d) => inserted.has(d._id)).map(async (d) => {
+        this.known.set(d.counter_id, d);
+        out.set(d.counter_id, d);
+        if (d.seq % HINT_EVERY === 0) await this.hint(d);
+      }),
+    );
+    await Promise.all(
+      [...groups].filter(([id]) => !out.has(id)).map(async ([id, events]) => out.set(id, (await this.add(id, jobId, events)).after)),
+    );
+    return out;
+  }
+
+  private async hint(doc: CounterDoc): Promise<void> {
+    await this.heads.updateOne({ _id: doc.counter_id }, { $max: { seq: doc.seq } }, { upsert: true }).catch(() => {});
+  }
+
+  /**
    * Adds `events` (all inserted by job `jobId`, all of counter `id`) unless that job was
    * already added. Returns the snapshot before and after (before is null when unknown).
    */
@@ -133,7 +172,8 @@ export class Ledger {
     if (events.length === 0) return { before: null, after: await this.get(id), added: false };
     for (let attempt = 0; ; attempt++) {
       if (attempt > 0) await new Promise((r) => setTimeout(r, Math.random() * Math.min(100, 5 * attempt)));
-      const before = await this.get(id);
+      const cached = attempt === 0 ? this.known.get(id) : undefined;
+      const before = cached ?? (await this.get(id));
       const doc = next(before, id, jobId, events);
       try {
         await this.snapshots.insertOne(doc);
@@ -142,9 +182,12 @@ export class Ledger {
         const taken = await this.snapshots.findOne({ _id: doc._id });
         if (taken && taken.job_key !== doc.job_key) continue; // another job took seq n+1
         // Either that seq holds this job, or job_key collided: the job was added before.
-        return { before: null, after: await this.get(id), added: false };
+        const after = await this.get(id);
+        if (after) this.known.set(id, after);
+        return { before: null, after, added: false };
       }
-      await this.heads.updateOne({ _id: id }, { $max: { seq: doc.seq } }, { upsert: true }).catch(() => {});
+      this.known.set(id, doc);
+      if (doc.seq % HINT_EVERY === 0 || attempt > 0) await this.hint(doc);
       return { before, after: doc, added: true };
     }
   }

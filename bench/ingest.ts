@@ -1,0 +1,208 @@
+// `npm run bench:ingest`: usage-event ingestion through the REST gateway, all-in-one and split,
+// against writing the same documents straight into the database with insertMany.
+// Prints events per second and p50/p99 batch latency for each, and the ratio to insertMany.
+//   BENCH_EVENTS=200000 BENCH_BATCH=1000 BENCH_CONCURRENCY=4 BENCH_USERS=100 npm run bench:ingest
+// Uses MONGODB_URL when set, else the embedded database in a temporary directory.
+import { spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { startEmbeddedDb } from "@meter/lib/embedded-db";
+import { createLogger } from "@meter/lib/logger";
+import { connectMongo } from "@meter/lib/mongo";
+import { startStack } from "../cmd/stack.ts";
+import { Api } from "../test/support/http.ts";
+
+const EVENTS = Number(process.env.BENCH_EVENTS ?? 200_000);
+const BATCH = Number(process.env.BENCH_BATCH ?? 1_000);
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 4);
+const USERS = Number(process.env.BENCH_USERS ?? 100);
+const MODELS = ["gpt-4o", "gpt-4o-mini", "claude-3-5-sonnet", "o1"];
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+
+const dir = process.env.MONGODB_URL ? undefined : await mkdtemp(path.join(os.tmpdir(), "meter-bench-"));
+const embedded = dir ? await startEmbeddedDb(dir) : undefined;
+const mongoUrl = process.env.MONGODB_URL ?? embedded!.url;
+const logger = createLogger("bench", "warn");
+
+function pct(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? 0;
+}
+
+function event(i: number) {
+  const input = 100 + (i % 900);
+  const output = 20 + (i % 300);
+  return {
+    id: randomUUID(),
+    user_id: `user-${i % USERS}`,
+    session_id: `s-${i % 1000}`,
+    timestamp: new Date().toISOString(),
+    model: MODELS[i % MODELS.length],
+    input_tokens: input,
+    output_tokens: output,
+    tool_calls: i % 5 === 0 ? ["search"] : [],
+    cost_tokens: input * 0.0000025 + output * 0.00001,
+    cost_tools: i % 5 === 0 ? 0.02 : 0,
+    metadata: { route: "/chat" },
+  };
+}
+
+interface Result {
+  mode: string;
+  events: number;
+  seconds: number;
+  p50: number;
+  p99: number;
+}
+
+/** Sends EVENTS events in batches of BATCH over CONCURRENCY connections; checks the totals. */
+async function drive(mode: string, apiUrl: string): Promise<Result> {
+  const anon = new Api(apiUrl);
+  const product = await anon.post("/products", { name: `bench ${mode}` });
+  if (product.status !== 201) throw new Error(`product: ${product.status} ${JSON.stringify(product.body)}`);
+  const api = anon.withKey(product.body.api_key);
+  for (let u = 0; u < USERS; u++) await api.post("/users", { external_user_id: `user-${u}` });
+  const batches = Math.ceil(EVENTS / BATCH);
+  const latencies: number[] = [];
+  let next = 0;
+  let accepted = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      for (;;) {
+        const b = next++;
+        if (b >= batches) return;
+        const body = Array.from({ length: Math.min(BATCH, EVENTS - b * BATCH) }, (_, j) => event(b * BATCH + j));
+        const t = performance.now();
+        const res = await api.post("/events/batch", body);
+        latencies.push(performance.now() - t);
+        if (res.status !== 200) throw new Error(`batch ${b}: ${res.status} ${JSON.stringify(res.body)}`);
+        accepted += res.body.accepted;
+      }
+    }),
+  );
+  const seconds = (performance.now() - t0) / 1000;
+  if (accepted !== EVENTS) throw new Error(`${mode}: accepted ${accepted} of ${EVENTS}`);
+  let tokens = 0;
+  for (let u = 0; u < USERS; u++) tokens += (await api.get(`/users/user-${u}/usage`)).body.total_tokens;
+  let expected = 0;
+  for (let i = 0; i < EVENTS; i++) expected += 100 + (i % 900) + 20 + (i % 300);
+  if (tokens !== expected) throw new Error(`${mode}: counted ${tokens} tokens, sent ${expected}`);
+  latencies.sort((a, b) => a - b);
+  return { mode, events: EVENTS, seconds, p50: pct(latencies, 50), p99: pct(latencies, 99) };
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = net.createServer().listen(0, "127.0.0.1", () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function allInOne(): Promise<Result> {
+  const stack = await startStack({ mongoUrl, dbPrefix: `bench_aio_${Date.now()}`, logger });
+  try {
+    return await drive("all-in-one", stack.apiUrl);
+  } finally {
+    await stack.close();
+  }
+}
+
+async function split(): Promise<Result> {
+  const port = await freePort();
+  const rpcBase = 20_000 + Math.floor(Math.random() * 20_000);
+  const child = spawn(process.execPath, ["--import", "tsx", "cmd/split.ts"], {
+    cwd: root,
+    env: {
+      ...process.env,
+      MONGODB_URL: mongoUrl,
+      MONGODB_DB_PREFIX: `bench_split_${Date.now()}`,
+      PORT: String(port),
+      RPC_BASE_PORT: String(rpcBase),
+      LOG_LEVEL: "warn",
+    },
+    stdio: ["ignore", "inherit", "inherit"],
+  });
+  const apiUrl = `http://127.0.0.1:${port}/api/v1`;
+  try {
+    const deadline = Date.now() + 120_000;
+    for (;;) {
+      const ok = await fetch(`${apiUrl}/health`).then((r) => r.ok && r.json()).catch(() => false);
+      if (ok && (ok as { status: string }).status === "ok") break;
+      if (Date.now() > deadline) throw new Error("split mode did not become healthy");
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    return await drive("split", apiUrl);
+  } finally {
+    await new Promise<void>((resolve) => {
+      child.once("exit", () => resolve());
+      child.kill("SIGTERM");
+      setTimeout(() => child.kill("SIGKILL"), 20_000).unref();
+    });
+  }
+}
+
+/** The same documents, written straight into a collection with the same indexes. */
+async function rawInsertMany(): Promise<Result> {
+  const mongo = await connectMongo(mongoUrl);
+  const coll = mongo.db(`bench_raw_${Date.now()}`).collection("usage_events");
+  await coll.createIndex({ product_id: 1, user_id: 1, timestamp: 1 });
+  await coll.createIndex({ job: 1 });
+  const productId = randomUUID();
+  const batches = Math.ceil(EVENTS / BATCH);
+  const latencies: number[] = [];
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      for (;;) {
+        const b = next++;
+        if (b >= batches) return;
+        const job = `job_${randomUUID()}`;
+        const docs = Array.from({ length: Math.min(BATCH, EVENTS - b * BATCH) }, (_, j) => {
+          const e = event(b * BATCH + j);
+          return {
+            _id: `${productId}/${e.id}`, product_id: productId, event_id: e.id, user_id: e.user_id, user_known: true,
+            session_id: e.session_id, timestamp: new Date(e.timestamp), model: e.model, input_tokens: e.input_tokens,
+            output_tokens: e.output_tokens, total_tokens: e.input_tokens + e.output_tokens, tool_calls: e.tool_calls,
+            tool_call_count: e.tool_calls.length, cost_tokens: e.cost_tokens, cost_tools: e.cost_tools,
+            cost_total: e.cost_tokens + e.cost_tools, metadata: e.metadata, source: "auto", description: null, job,
+            counter_id: `${productId}|x|y|${e.user_id}`, period_start: new Date(), period_end: new Date(),
+            plan_name: null, spend_limit: null, received_at: new Date(),
+          };
+        });
+        const t = performance.now();
+        await coll.insertMany(docs as never[], { ordered: false });
+        latencies.push(performance.now() - t);
+      }
+    }),
+  );
+  const seconds = (performance.now() - t0) / 1000;
+  await mongo.close();
+  latencies.sort((a, b) => a - b);
+  return { mode: "insertMany (database only)", events: EVENTS, seconds, p50: pct(latencies, 50), p99: pct(latencies, 99) };
+}
+
+const results: Result[] = [];
+const only = (process.env.BENCH_MODES ?? "all-in-one,split,raw").split(",");
+console.log(`ingesting ${EVENTS} events in batches of ${BATCH} over ${CONCURRENCY} connections, ${USERS} users (${embedded ? "embedded FerretDB" : mongoUrl})`);
+if (only.includes("raw")) results.push(await rawInsertMany());
+if (only.includes("all-in-one")) results.push(await allInOne());
+if (only.includes("split")) results.push(await split());
+const raw = results.find((r) => r.mode.startsWith("insertMany"));
+console.log("\nmode                        events/s   p50 batch ms   p99 batch ms   vs insertMany");
+for (const r of results) {
+  const eps = r.events / r.seconds;
+  const ratio = raw ? (eps / (raw.events / raw.seconds)).toFixed(2) : "-";
+  console.log(
+    `${r.mode.padEnd(28)}${eps.toFixed(0).padStart(8)}${r.p50.toFixed(0).padStart(15)}${r.p99.toFixed(0).padStart(15)}${ratio.padStart(16)}`,
+  );
+}
+await embedded?.stop();
+if (dir) await rm(dir, { recursive: true, force: true });
+process.exit(0);
