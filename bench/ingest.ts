@@ -1,7 +1,7 @@
 // `npm run bench:ingest`: usage-event ingestion through the REST gateway, all-in-one and split,
 // against writing the same documents straight into the database with insertMany.
 // Prints events per second and p50/p99 batch latency for each, and the ratio to insertMany.
-//   BENCH_EVENTS=200000 BENCH_BATCH=1000 BENCH_CONCURRENCY=4 BENCH_USERS=100 npm run bench:ingest
+//   BENCH_EVENTS=200000 BENCH_BATCH=1000 BENCH_CONCURRENCY=4 BENCH_USERS=100 BENCH_MODES=raw,all-in-one,split npm run bench:ingest
 // Uses MONGODB_URL when set, else the embedded database in a temporary directory.
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
@@ -58,6 +58,26 @@ interface Result {
   p99: number;
 }
 
+/** Runs `send` for every batch of EVENTS, CONCURRENCY at a time; wall time and batch latencies. */
+async function timedBatches(send: (batch: number, events: ReturnType<typeof event>[]) => Promise<void>) {
+  const batches = Math.ceil(EVENTS / BATCH);
+  const latencies: number[] = [];
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      for (let b = next++; b < batches; b = next++) {
+        const events = Array.from({ length: Math.min(BATCH, EVENTS - b * BATCH) }, (_, j) => event(b * BATCH + j));
+        const t = performance.now();
+        await send(b, events);
+        latencies.push(performance.now() - t);
+      }
+    }),
+  );
+  latencies.sort((a, b) => a - b);
+  return { seconds: (performance.now() - t0) / 1000, p50: pct(latencies, 50), p99: pct(latencies, 99) };
+}
+
 /** Sends EVENTS events in batches of BATCH over CONCURRENCY connections; checks the totals. */
 async function drive(mode: string, apiUrl: string): Promise<Result> {
   const anon = new Api(apiUrl);
@@ -65,34 +85,19 @@ async function drive(mode: string, apiUrl: string): Promise<Result> {
   if (product.status !== 201) throw new Error(`product: ${product.status} ${JSON.stringify(product.body)}`);
   const api = anon.withKey(product.body.api_key);
   for (let u = 0; u < USERS; u++) await api.post("/users", { external_user_id: `user-${u}` });
-  const batches = Math.ceil(EVENTS / BATCH);
-  const latencies: number[] = [];
-  let next = 0;
   let accepted = 0;
-  const t0 = performance.now();
-  await Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
-      for (;;) {
-        const b = next++;
-        if (b >= batches) return;
-        const body = Array.from({ length: Math.min(BATCH, EVENTS - b * BATCH) }, (_, j) => event(b * BATCH + j));
-        const t = performance.now();
-        const res = await api.post("/events/batch", body);
-        latencies.push(performance.now() - t);
-        if (res.status !== 200) throw new Error(`batch ${b}: ${res.status} ${JSON.stringify(res.body)}`);
-        accepted += res.body.accepted;
-      }
-    }),
-  );
-  const seconds = (performance.now() - t0) / 1000;
+  const timing = await timedBatches(async (b, events) => {
+    const res = await api.post("/events/batch", events);
+    if (res.status !== 200) throw new Error(`batch ${b}: ${res.status} ${JSON.stringify(res.body)}`);
+    accepted += res.body.accepted;
+  });
   if (accepted !== EVENTS) throw new Error(`${mode}: accepted ${accepted} of ${EVENTS}`);
   let tokens = 0;
   for (let u = 0; u < USERS; u++) tokens += (await api.get(`/users/user-${u}/usage`)).body.total_tokens;
   let expected = 0;
   for (let i = 0; i < EVENTS; i++) expected += 100 + (i % 900) + 20 + (i % 300);
   if (tokens !== expected) throw new Error(`${mode}: counted ${tokens} tokens, sent ${expected}`);
-  latencies.sort((a, b) => a - b);
-  return { mode, events: EVENTS, seconds, p50: pct(latencies, 50), p99: pct(latencies, 99) };
+  return { mode, events: EVENTS, ...timing };
 }
 
 async function freePort(): Promise<number> {
@@ -154,49 +159,33 @@ async function rawInsertMany(): Promise<Result> {
   await coll.createIndex({ product_id: 1, user_id: 1, timestamp: 1 });
   await coll.createIndex({ job: 1 });
   const productId = randomUUID();
-  const batches = Math.ceil(EVENTS / BATCH);
-  const latencies: number[] = [];
-  let next = 0;
-  const t0 = performance.now();
-  await Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
-      for (;;) {
-        const b = next++;
-        if (b >= batches) return;
-        const job = `job_${randomUUID()}`;
-        const docs = Array.from({ length: Math.min(BATCH, EVENTS - b * BATCH) }, (_, j) => {
-          const e = event(b * BATCH + j);
-          return {
-            _id: `${productId}/${e.id}`, product_id: productId, event_id: e.id, user_id: e.user_id, user_known: true,
-            session_id: e.session_id, timestamp: new Date(e.timestamp), model: e.model, input_tokens: e.input_tokens,
-            output_tokens: e.output_tokens, total_tokens: e.input_tokens + e.output_tokens, tool_calls: e.tool_calls,
-            tool_call_count: e.tool_calls.length, cost_tokens: e.cost_tokens, cost_tools: e.cost_tools,
-            cost_total: e.cost_tokens + e.cost_tools, metadata: e.metadata, source: "auto", description: null, job,
-            counter_id: `${productId}|x|y|${e.user_id}`, period_start: new Date(), period_end: new Date(),
-            plan_name: null, spend_limit: null, received_at: new Date(),
-          };
-        });
-        const t = performance.now();
-        await coll.insertMany(docs as never[], { ordered: false });
-        latencies.push(performance.now() - t);
-      }
-    }),
-  );
-  const seconds = (performance.now() - t0) / 1000;
+  const timing = await timedBatches(async (_b, events) => {
+    const job = `job_${randomUUID()}`;
+    const docs = events.map((e) => {
+      return {
+        _id: `${productId}/${e.id}`, product_id: productId, event_id: e.id, user_id: e.user_id, user_known: true,
+        session_id: e.session_id, timestamp: new Date(e.timestamp), model: e.model, input_tokens: e.input_tokens,
+        output_tokens: e.output_tokens, total_tokens: e.input_tokens + e.output_tokens, tool_calls: e.tool_calls,
+        tool_call_count: e.tool_calls.length, cost_tokens: e.cost_tokens, cost_tools: e.cost_tools,
+        cost_total: e.cost_tokens + e.cost_tools, metadata: e.metadata, source: "auto", description: null, job,
+        counter_id: `${productId}|x|y|${e.user_id}`, period_start: new Date(), period_end: new Date(),
+        plan_name: null, spend_limit: null, received_at: new Date(),
+      };
+    });
+    await coll.insertMany(docs as never[], { ordered: false });
+  });
   await mongo.close();
-  latencies.sort((a, b) => a - b);
-  return { mode: "insertMany (database only)", events: EVENTS, seconds, p50: pct(latencies, 50), p99: pct(latencies, 99) };
+  return { mode: "insertMany (database only)", events: EVENTS, ...timing };
 }
 
-const results: Result[] = [];
-const only = (process.env.BENCH_MODES ?? "all-in-one,split,raw").split(",");
+const only = (process.env.BENCH_MODES ?? "raw,all-in-one,split").split(",");
 console.log(`ingesting ${EVENTS} events in batches of ${BATCH} over ${CONCURRENCY} connections, ${USERS} users (${embedded ? "embedded FerretDB" : mongoUrl})`);
-if (only.includes("raw")) results.push(await rawInsertMany());
-if (only.includes("all-in-one")) results.push(await allInOne());
-if (only.includes("split")) results.push(await split());
-const raw = results.find((r) => r.mode.startsWith("insertMany"));
 console.log("\nmode                        events/s   p50 batch ms   p99 batch ms   vs insertMany");
-for (const r of results) {
+let raw: Result | undefined;
+const runs: Record<string, () => Promise<Result>> = { raw: rawInsertMany, "all-in-one": allInOne, split };
+for (const mode of only) {
+  const r = await runs[mode]!();
+  if (mode === "raw") raw = r;
   const eps = r.events / r.seconds;
   const ratio = raw ? (eps / (raw.events / raw.seconds)).toFixed(2) : "-";
   console.log(

@@ -127,28 +127,33 @@ async function adoptStale(deps: IngestionDeps, own: JobDoc, duplicateIds: string
 }
 
 /**
- * Stores usage events exactly once and counts them exactly once. The job is written first
- * and closed last; events carry its id, so whoever completes the job (this request, a retry
- * or the sweep) adds exactly the events this job inserted, and the ledger refuses a job's
- * second addition to a counter.
+ * The write path of a request. The job is written first and closed last; the documents
+ * carry its id, so whoever completes the job (this request, a retry or the sweep) derives
+ * work from exactly the documents this job inserted.
  */
-export async function storeUsage(deps: IngestionDeps, job: JobDoc, docs: UsageEventDoc[]): Promise<Set<string>> {
+async function storeJob<D extends { _id: string }>(
+  deps: IngestionDeps,
+  job: JobDoc,
+  docs: D[],
+  insert: (docs: D[]) => Promise<Set<string>>,
+  complete: (inserted: D[]) => Promise<void>,
+): Promise<Set<string>> {
   await deps.jobs.open(job);
-  const inserted = await deps.events.insertNew(docs);
-  await completeUsage(deps, job._id, docs.filter((d) => inserted.has(d._id)));
+  const inserted = await insert(docs);
+  await complete(docs.filter((d) => inserted.has(d._id)));
   await adoptStale(deps, job, docs.filter((d) => !inserted.has(d._id)).map((d) => d._id));
   await deps.jobs.close(job._id);
   return inserted;
 }
 
+/** Stores usage events exactly once and counts them exactly once (the ledger refuses a job's second addition). */
+export function storeUsage(deps: IngestionDeps, job: JobDoc, docs: UsageEventDoc[]): Promise<Set<string>> {
+  return storeJob(deps, job, docs, (d) => deps.events.insertNew(d), (ins) => completeUsage(deps, job._id, ins));
+}
+
 /** Stores gate events exactly once and queues each new one for webhooks and analytics. */
-export async function storeGates(deps: IngestionDeps, job: JobDoc, docs: GateEventDoc[]): Promise<Set<string>> {
-  await deps.jobs.open(job);
-  const inserted = await deps.gates.insertNew(docs);
-  await completeGates(deps, job._id, docs.filter((d) => inserted.has(d._id)));
-  await adoptStale(deps, job, docs.filter((d) => !inserted.has(d._id)).map((d) => d._id));
-  await deps.jobs.close(job._id);
-  return inserted;
+export function storeGates(deps: IngestionDeps, job: JobDoc, docs: GateEventDoc[]): Promise<Set<string>> {
+  return storeJob(deps, job, docs, (d) => deps.gates.insertNew(d), (ins) => completeGates(deps, job._id, ins));
 }
 
 /** The recovery sweep of the background loop. */
