@@ -79,6 +79,7 @@ for (const size of SIZES) {
     }));
     await client.recordEvents({ usage, gates });
     seeded += n;
+    if (process.env.BENCH_VERBOSE) console.error(`seeded ${seeded} in ${Math.round(performance.now() - t0)} ms`);
   }
   const seedMs = performance.now() - t0;
   const t1 = performance.now();
