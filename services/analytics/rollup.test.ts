@@ -1,0 +1,50 @@
+import { test } from "uvu";
+import * as assert from "uvu/assert";
+import { computeDay, shares, sumByKey, topUsers, type UsageEntry } from "./rollup.ts";
+import { coveringDays, lookback, previous } from "./windows.ts";
+
+test("lookback: whole UTC days, today included, ending at tomorrow 00:00", () => {
+  const w = lookback(new Date("2026-03-10T23:59:59.999Z"), 3);
+  assert.is(w.start.toISOString(), "2026-03-08T00:00:00.000Z");
+  assert.is(w.end.toISOString(), "2026-03-11T00:00:00.000Z");
+  assert.equal(w.days, ["2026-03-08", "2026-03-09", "2026-03-10"]);
+  const p = previous(w);
+  assert.equal([p.start.toISOString(), p.end.toISOString()], ["2026-03-05T00:00:00.000Z", "2026-03-08T00:00:00.000Z"]);
+  assert.equal(p.days, ["2026-03-05", "2026-03-06", "2026-03-07"]);
+  assert.equal(lookback(new Date("2026-03-11T00:00:00.000Z"), 1).days, ["2026-03-11"]);
+  assert.equal(lookback(new Date("2024-03-01T12:00:00Z"), 2).days, ["2024-02-29", "2024-03-01"]);
+});
+
+test("coveringDays widens an explicit window to whole UTC days", () => {
+  assert.equal(coveringDays(new Date("2026-03-02T00:00:00Z"), new Date("2026-03-03T00:00:00Z")).days, ["2026-03-02"]);
+  assert.equal(coveringDays(new Date("2026-03-02T10:00:00Z"), new Date("2026-03-03T00:00:01Z")).days, ["2026-03-02", "2026-03-03"]);
+});
+
+test("computeDay folds facts per source, model (null as unknown) and user", () => {
+  const usage: UsageEntry[] = [
+    { u: "a", m: "x", s: "auto", t: 10, c: 1 },
+    { u: "a", m: null, s: "manual", t: 0, c: 2 },
+    { u: "b", m: "x", s: "auto", t: 5, c: 0.5 },
+  ];
+  const d = computeDay(usage, [{ u: "a", st: "soft_gate", b: false }, { u: "a", st: "hard_gate", b: true }]);
+  assert.equal(d.usage, { auto: [1.5, 15, 2], manual: [2, 0, 1] });
+  assert.equal([d.soft_gates, d.hard_gates], [1, 1]);
+  assert.equal(d.models.map((m) => m.name), ["unknown", "x"]);
+  assert.equal(d.users.find((u) => u.id === "a")!.figures, { auto: [1, 10, 1], manual: [2, 0, 1] });
+  const manualUsers = sumByKey(d.users, (u) => u.id, (u) => u.figures, "manual");
+  assert.equal([...manualUsers.keys()], ["a"]);
+});
+
+test("shares: of cost, else of tokens, else of events; rounded to 2 decimals", () => {
+  assert.equal(shares(new Map([["a", [1, 0, 1]], ["b", [2, 0, 1]]])).map((s) => s.pct), [66.67, 33.33]);
+  assert.equal(shares(new Map([["a", [0, 1, 1]], ["b", [0, 3, 1]]])).map((s) => [s.model, s.pct]), [["b", 75], ["a", 25]]);
+  assert.equal(shares(new Map([["a", [0, 0, 1]], ["b", [0, 0, 1]]])).map((s) => s.pct), [50, 50]);
+  assert.equal(shares(new Map()), []);
+});
+
+test("topUsers: cost descending, then user id; limited", () => {
+  const m = new Map<string, [number, number, number]>([["c", [1, 1, 1]], ["b", [2, 1, 1]], ["a", [2, 1, 1]]]);
+  assert.equal(topUsers(m, 2).map((u) => u.userId), ["a", "b"]);
+});
+
+test.run();
