@@ -13,8 +13,12 @@ export interface LedgerChunkDoc {
   _id: string;
   product_id: string;
   day: string;
-  u?: Record<string, UsageEntry>;
-  g?: Record<string, GateEntry>;
+  /**
+   * Entry JSON by event key. One string per fact rather than a nested document: the embedded
+   * database encodes and decodes nested values many times slower, and nothing queries inside.
+   */
+  u?: Record<string, string>;
+  g?: Record<string, string>;
 }
 
 export interface LedgerFact {
@@ -80,7 +84,7 @@ export class LedgerStore {
         const path = `${f.kind}.${key}`;
         if (path in set) continue;
         if (!existing?.[f.kind]?.[key]) fresh++;
-        set[path] = f.entry;
+        set[path] = JSON.stringify(f.entry);
       }
       // Two first writers of a chunk may race to create it; the loser simply updates it.
       const upsert = () => this.chunks.updateOne({ _id: id }, { $set: set }, { upsert: true });
@@ -98,8 +102,8 @@ export class LedgerStore {
     const gates: GateEntry[] = [];
     for (const d of docs) {
       if (!d) continue;
-      if (d.u) usage.push(...Object.values(d.u));
-      if (d.g) gates.push(...Object.values(d.g));
+      for (const e of Object.values(d.u ?? {})) usage.push(JSON.parse(e) as UsageEntry);
+      for (const e of Object.values(d.g ?? {})) gates.push(JSON.parse(e) as GateEntry);
     }
     return { usage, gates };
   }
