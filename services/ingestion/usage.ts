@@ -120,7 +120,7 @@ async function completeJob(deps: IngestionDeps, job: JobDoc): Promise<void> {
 async function adoptStale(deps: IngestionDeps, own: JobDoc, duplicateIds: string[]): Promise<void> {
   if (duplicateIds.length === 0) return;
   const wanted = new Set(duplicateIds);
-  const stale = await deps.jobs.olderThan(new Date(deps.now().getTime() - deps.recoveryAfterMs), 1_000);
+  const stale = await takeable(deps, 1_000);
   for (const job of stale) {
     if (job._id !== own._id && job.kind === own.kind && job.ids.some((id) => wanted.has(id))) await recoverJob(deps, job);
   }
@@ -140,6 +140,7 @@ async function storeJob<D extends { _id: string }>(
 ): Promise<Set<string>> {
   await deps.jobs.open(job);
   const inserted = await insert(docs);
+  await deps.jobs.markInserted(job._id);
   await complete(docs.filter((d) => inserted.has(d._id)));
   await adoptStale(deps, job, docs.filter((d) => !inserted.has(d._id)).map((d) => d._id));
   await deps.jobs.close(job._id);
@@ -156,9 +157,21 @@ export function storeGates(deps: IngestionDeps, job: JobDoc, docs: GateEventDoc[
   return storeJob(deps, job, docs, (d) => deps.gates.insertNew(d), (ins) => completeGates(deps, job._id, ins));
 }
 
+/**
+ * Jobs another request may complete. A job whose insert has returned is taken after the
+ * recovery age. One without that mark may still have its insert running in the database
+ * (a request cut off mid-insert leaves the server finishing it), and completing it early
+ * would fix its set of events too soon; it is taken only after ten times the recovery age.
+ */
+async function takeable(deps: IngestionDeps, limit: number): Promise<JobDoc[]> {
+  const now = deps.now().getTime();
+  const old = await deps.jobs.olderThan(new Date(now - deps.recoveryAfterMs), limit);
+  return old.filter((j) => j.inserted || j.created_at.getTime() < now - 10 * deps.recoveryAfterMs);
+}
+
 /** The recovery sweep of the background loop. */
 export async function recoverStale(deps: IngestionDeps): Promise<number> {
-  const stale = await deps.jobs.olderThan(new Date(deps.now().getTime() - deps.recoveryAfterMs), 100);
+  const stale = await takeable(deps, 100);
   for (const job of stale) await recoverJob(deps, job);
   if (stale.length > 0) deps.logger.warn({ jobs: stale.length }, "completed jobs left unfinished by interrupted requests");
   return stale.length;

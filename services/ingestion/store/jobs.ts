@@ -13,6 +13,8 @@ export interface JobDoc {
   /** Stored `_id`s of the events the request offered (the ones it inserted carry `job`). */
   ids: string[];
   created_at: Date;
+  /** Set once the request's own insert returned: from then on its set of events is final. */
+  inserted?: true;
 }
 
 export class JobStore {
@@ -28,6 +30,10 @@ export class JobStore {
 
   async get(id: string): Promise<JobDoc | null> {
     return this.jobs.findOne({ _id: id });
+  }
+
+  async markInserted(id: string): Promise<void> {
+    await this.jobs.updateOne({ _id: id }, { $set: { inserted: true } });
   }
 
   async close(id: string): Promise<void> {
