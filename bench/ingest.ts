@@ -86,11 +86,20 @@ async function drive(mode: string, apiUrl: string): Promise<Result> {
   const api = anon.withKey(product.body.api_key);
   for (let u = 0; u < USERS; u++) await api.post("/users", { external_user_id: `user-${u}` });
   let accepted = 0;
+  let retries = 0;
   const timing = await timedBatches(async (b, events) => {
-    const res = await api.post("/events/batch", events);
-    if (res.status !== 200) throw new Error(`batch ${b}: ${res.status} ${JSON.stringify(res.body)}`);
-    accepted += res.body.accepted;
+    // As the client library does: a 503 (backend busy) is retried; ids make it idempotent.
+    for (let attempt = 1; ; attempt++) {
+      const res = await api.post("/events/batch", events);
+      if (res.status === 200) {
+        accepted += res.body.accepted + res.body.duplicates;
+        return;
+      }
+      if (res.status !== 503 || attempt >= 5) throw new Error(`batch ${b}: ${res.status} ${JSON.stringify(res.body)}`);
+      retries++;
+    }
   });
+  if (retries > 0) console.log(`  (${mode}: ${retries} batches retried after 503)`);
   if (accepted !== EVENTS) throw new Error(`${mode}: accepted ${accepted} of ${EVENTS}`);
   let tokens = 0;
   for (let u = 0; u < USERS; u++) tokens += (await api.get(`/users/user-${u}/usage`)).body.total_tokens;
