@@ -1,7 +1,8 @@
 // `npm run bench:analytics`: query latency (p50/p99) of every analytics endpoint over gRPC for
 // datasets of different sizes (30 days, 1,000 users), to show that it does not grow with the
 // number of events. Facts are fed through RecordEvents, the real path, in chronological
-// batches; rollups are then brought up to date before measuring.
+// batches of 5,000 (from BENCH_DIRECT_FROM = 500,000 events on: straight into the ledger with
+// RecordEvents' own writes, in batches of 50,000); rollups are then brought up to date.
 //   BENCH_SIZES=10000,1000000 BENCH_QUERIES=30 npm run bench:analytics
 // Uses MONGODB_URL when set, else the embedded database in a temporary directory.
 import { mkdtemp, rm } from "node:fs/promises";
@@ -14,12 +15,16 @@ import { connectMongo } from "@meter/lib/mongo";
 import { rpcClient, serveRpc } from "@meter/lib/rpc";
 import { toTimestamp } from "@meter/lib/time";
 import { createAnalyticsService } from "../services/analytics/index.ts";
+import { DirtyStore } from "../services/analytics/store/dirty.ts";
+import { LedgerStore } from "../services/analytics/store/ledger.ts";
 
 const SIZES = (process.env.BENCH_SIZES ?? "10000,1000000").split(",").map(Number);
 const QUERIES = Number(process.env.BENCH_QUERIES ?? 30);
 const USERS = 1_000;
 const DAYS = 30;
 const BATCH = 5_000;
+/** From this size on, facts are written straight into the ledger (RecordEvents' own writes). */
+const DIRECT_FROM = Number(process.env.BENCH_DIRECT_FROM ?? 500_000);
 const MODELS = ["gpt-4o", "gpt-4o-mini", "claude-3-5-sonnet", "o1", null];
 const DAY = 86_400_000;
 
@@ -48,13 +53,17 @@ for (const size of SIZES) {
   const client = rpcClient(AnalyticsService, server.url);
   const productId = "00000000-0000-4000-8000-000000000001";
 
+  const direct = size >= DIRECT_FROM;
+  const batchSize = direct ? 50_000 : BATCH;
+  const ledger = new LedgerStore(db);
+  const dirty = new DirtyStore(db);
   // Events evenly spread over the last 30 days, oldest first, as an outbox would send them.
   const start = today - (DAYS - 1) * DAY;
   const span = now.getTime() - start;
   let seeded = 0;
   const t0 = performance.now();
-  for (let b = 0; b < size; b += BATCH) {
-    const n = Math.min(BATCH, size - b);
+  for (let b = 0; b < size; b += batchSize) {
+    const n = Math.min(batchSize, size - b);
     const usage = Array.from({ length: n }, (_, j) => {
       const i = b + j;
       return {
@@ -77,7 +86,19 @@ for (const size of SIZES) {
       status: j % 3 === 0 ? "hard_gate" : "soft_gate",
       blocked: false,
     }));
-    await client.recordEvents({ usage, gates });
+    if (direct) {
+      // Same writes as RecordEvents (marks, ledger, marks) without the gRPC hop, in big batches.
+      const facts = [
+        ...usage.map((u) => ({ productId, eventId: u.eventId, timestamp: new Date(Number(u.timestamp.seconds) * 1000), kind: "u" as const, entry: { u: u.userId, m: u.model ?? null, s: u.source as "auto" | "manual", t: Number(u.tokens), c: u.cost } })),
+        ...gates.map((g) => ({ productId, eventId: g.eventId, timestamp: new Date(Number(g.timestamp.seconds) * 1000), kind: "g" as const, entry: { u: g.userId, st: g.status, b: g.blocked } })),
+      ];
+      const buckets = facts.map((f) => ({ productId, day: f.timestamp.toISOString().slice(0, 10) }));
+      await dirty.mark(buckets);
+      await ledger.write(facts);
+      await dirty.mark(buckets);
+    } else {
+      await client.recordEvents({ usage, gates });
+    }
     seeded += n;
     if (process.env.BENCH_VERBOSE) console.error(`seeded ${seeded} in ${Math.round(performance.now() - t0)} ms`);
   }
@@ -98,7 +119,7 @@ for (const size of SIZES) {
   if (Number(check.current!.totalEvents) !== size) throw new Error(`expected ${size} events, rollups say ${check.current!.totalEvents}`);
   console.log(
     `${size} events: seeded in ${(seedMs / 1000).toFixed(1)} s (${Math.round(size / (seedMs / 1000))} events/s), ` +
-      `${days} days rolled up in ${(rollMs / 1000).toFixed(1)} s; active users ${check.current!.activeUsers}`,
+      `${direct ? "straight into the ledger" : "through RecordEvents"}, ${days} days rolled up in ${(rollMs / 1000).toFixed(1)} s; active users ${check.current!.activeUsers}`,
   );
   for (const [name, call] of endpoints) {
     for (let i = 0; i < 3; i++) await call();
