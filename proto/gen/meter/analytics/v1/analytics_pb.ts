@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file meter/analytics/v1/analytics.proto.
  */
 export const file_meter_analytics_v1_analytics: GenFile = /*@__PURE__*/
-  fileDesc("CiJtZXRlci9hbmFseXRpY3MvdjEvYW5hbHl0aWNzLnByb3RvEhJtZXRlci5hbmFseXRpY3MudjEi2QEKCVVzYWdlRmFjdBISCgpwcm9kdWN0X2lkGAEgASgJEhAKCGV2ZW50X2lkGAIgASgJEg8KB3VzZXJfaWQYAyABKAkSLQoJdGltZXN0YW1wGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgVtb2RlbBgFIAEoCUgAiAEBEhIKBnRva2VucxgGIAEoA0ICMAISDAoEY29zdBgHIAEoARIOCgZzb3VyY2UYCCABKAkSFgoKdG9vbF9jYWxscxgJIAEoA0ICMAJCCAoGX21vZGVsIpEBCghHYXRlRmFjdBISCgpwcm9kdWN0X2lkGAEgASgJEhAKCGV2ZW50X2lkGAIgASgJEg8KB3VzZXJfaWQYAyABKAkSLQoJdGltZXN0YW1wGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZzdGF0dXMYBSABKAkSDwoHYmxvY2tlZBgGIAEoCCJwChNSZWNvcmRFdmVudHNSZXF1ZXN0EiwKBXVzYWdlGAEgAygLMh0ubWV0ZXIuYW5hbHl0aWNzLnYxLlVzYWdlRmFjdBIrCgVnYXRlcxgCIAMoCzIcLm1ldGVyLmFuYWx5dGljcy52MS5HYXRlRmFjdCI8ChRSZWNvcmRFdmVudHNSZXNwb25zZRIQCghyZWNvcmRlZBgBIAEoBRISCgpkdXBsaWNhdGVzGAIgASgFIi4KDFNvdXJjZUZpbHRlchITCgZzb3VyY2UYASABKAlIAIgBAUIJCgdfc291cmNlImoKBlRvdGFscxISCgp0b3RhbF9jb3N0GAEgASgBEhgKDHRvdGFsX3Rva2VucxgCIAEoA0ICMAISGAoMdG90YWxfZXZlbnRzGAMgASgDQgIwAhIYCgxhY3RpdmVfdXNlcnMYBCABKANCAjACImcKEUdldFN1bW1hcnlSZXF1ZXN0EhIKCnByb2R1Y3RfaWQYASABKAkSDAoEZGF5cxgCIAEoBRIwCgZmaWx0ZXIYAyABKAsyIC5tZXRlci5hbmFseXRpY3MudjEuU291cmNlRmlsdGVyItgBChJHZXRTdW1tYXJ5UmVzcG9uc2USKwoHY3VycmVudBgBIAEoCzIaLm1ldGVyLmFuYWx5dGljcy52MS5Ub3RhbHMSMAoMcGVyaW9kX3N0YXJ0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpwZXJpb2RfZW5kGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIzCg9wcmV2aW91c19wZXJpb2QYBCABKAsyGi5tZXRlci5hbmFseXRpY3MudjEuVG90YWxzImoKFEdldFRpbWVzZXJpZXNSZXF1ZXN0EhIKCnByb2R1Y3RfaWQYASABKAkSDAoEZGF5cxgCIAEoBRIwCgZmaWx0ZXIYAyABKAsyIC5tZXRlci5hbmFseXRpY3MudjEuU291cmNlRmlsdGVyIlUKD1RpbWVzZXJpZXNQb2ludBIMCgRkYXRlGAEgASgJEgwKBGNvc3QYAiABKAESEgoGdG9rZW5zGAMgASgDQgIwAhISCgZldmVudHMYBCABKANCAjACIkoKFUdldFRpbWVzZXJpZXNSZXNwb25zZRIxCgRkYXRhGAEgAygLMiMubWV0ZXIuYW5hbHl0aWNzLnYxLlRpbWVzZXJpZXNQb2ludCI8ChhHZXRHYXRlVGltZXNlcmllc1JlcXVlc3QSEgoKcHJvZHVjdF9pZBgBIAEoCRIMCgRkYXlzGAIgASgFIlMKE0dhdGVUaW1lc2VyaWVzUG9pbnQSDAoEZGF0ZRgBIAEoCRIWCgpzb2Z0X2dhdGVzGAIgASgDQgIwAhIWCgpoYXJkX2dhdGVzGAMgASgDQgIwAiJSChlHZXRHYXRlVGltZXNlcmllc1Jlc3BvbnNlEjUKBGRhdGEYASADKAsyJy5tZXRlci5hbmFseXRpY3MudjEuR2F0ZVRpbWVzZXJpZXNQb2ludCJpChNHZXRCcmVha2Rvd25SZXF1ZXN0EhIKCnByb2R1Y3RfaWQYASABKAkSDAoEZGF5cxgCIAEoBRIwCgZmaWx0ZXIYAyABKAsyIC5tZXRlci5hbmFseXRpY3MudjEuU291cmNlRmlsdGVyIkoKCk1vZGVsU2hhcmUSDQoFbW9kZWwYASABKAkSDAoEY29zdBgCIAEoARISCgZ0b2tlbnMYAyABKANCAjACEgsKA3BjdBgEIAEoASJGChRHZXRCcmVha2Rvd25SZXNwb25zZRIuCgZtb2RlbHMYASADKAsyHi5tZXRlci5hbmFseXRpY3MudjEuTW9kZWxTaGFyZSJ3ChJHZXRUb3BVc2Vyc1JlcXVlc3QSEgoKcHJvZHVjdF9pZBgBIAEoCRIMCgRkYXlzGAIgASgFEg0KBWxpbWl0GAMgASgFEjAKBmZpbHRlchgEIAEoCzIgLm1ldGVyLmFuYWx5dGljcy52MS5Tb3VyY2VGaWx0ZXIiUwoKVXNlclRvdGFscxIPCgd1c2VyX2lkGAEgASgJEgwKBGNvc3QYAiABKAESEgoGdG9rZW5zGAMgASgDQgIwAhISCgZldmVudHMYBCABKANCAjACIkQKE0dldFRvcFVzZXJzUmVzcG9uc2USLQoFdXNlcnMYASADKAsyHi5tZXRlci5hbmFseXRpY3MudjEuVXNlclRvdGFscyIvChlHZXRQbGFuU3Vic2NyaWJlcnNSZXF1ZXN0EhIKCnByb2R1Y3RfaWQYASABKAkiQgoPUGxhblN1YnNjcmliZXJzEhEKCXBsYW5fbmFtZRgBIAEoCRIcChBzdWJzY3JpYmVyX2NvdW50GAIgASgDQgIwAiJQChpHZXRQbGFuU3Vic2NyaWJlcnNSZXNwb25zZRIyCgVwbGFucxgBIAMoCzIjLm1ldGVyLmFuYWx5dGljcy52MS5QbGFuU3Vic2NyaWJlcnMimQEKFkdldFdpbmRvd1JlcG9ydFJlcXVlc3QSEgoKcHJvZHVjdF9pZBgBIAEoCRIpCgVzdGFydBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJwoDZW5kGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIXCg90b3BfdXNlcnNfbGltaXQYBCABKAUiqAEKF0dldFdpbmRvd1JlcG9ydFJlc3BvbnNlEioKBnRvdGFscxgBIAEoCzIaLm1ldGVyLmFuYWx5dGljcy52MS5Ub3RhbHMSFgoKc29mdF9nYXRlcxgCIAEoA0ICMAISFgoKaGFyZF9nYXRlcxgDIAEoA0ICMAISMQoJdG9wX3VzZXJzGAQgAygLMh4ubWV0ZXIuYW5hbHl0aWNzLnYxLlVzZXJUb3RhbHMyzgYKEEFuYWx5dGljc1NlcnZpY2USYQoMUmVjb3JkRXZlbnRzEicubWV0ZXIuYW5hbHl0aWNzLnYxLlJlY29yZEV2ZW50c1JlcXVlc3QaKC5tZXRlci5hbmFseXRpY3MudjEuUmVjb3JkRXZlbnRzUmVzcG9uc2USWwoKR2V0U3VtbWFyeRIlLm1ldGVyLmFuYWx5dGljcy52MS5HZXRTdW1tYXJ5UmVxdWVzdBomLm1ldGVyLmFuYWx5dGljcy52MS5HZXRTdW1tYXJ5UmVzcG9uc2USZAoNR2V0VGltZXNlcmllcxIoLm1ldGVyLmFuYWx5dGljcy52MS5HZXRUaW1lc2VyaWVzUmVxdWVzdBopLm1ldGVyLmFuYWx5dGljcy52MS5HZXRUaW1lc2VyaWVzUmVzcG9uc2UScAoRR2V0R2F0ZVRpbWVzZXJpZXMSLC5tZXRlci5hbmFseXRpY3MudjEuR2V0R2F0ZVRpbWVzZXJpZXNSZXF1ZXN0Gi0ubWV0ZXIuYW5hbHl0aWNzLnYxLkdldEdhdGVUaW1lc2VyaWVzUmVzcG9uc2USYQoMR2V0QnJlYWtkb3duEicubWV0ZXIuYW5hbHl0aWNzLnYxLkdldEJyZWFrZG93blJlcXVlc3QaKC5tZXRlci5hbmFseXRpY3MudjEuR2V0QnJlYWtkb3duUmVzcG9uc2USXgoLR2V0VG9wVXNlcnMSJi5tZXRlci5hbmFseXRpY3MudjEuR2V0VG9wVXNlcnNSZXF1ZXN0GicubWV0ZXIuYW5hbHl0aWNzLnYxLkdldFRvcFVzZXJzUmVzcG9uc2UScwoSR2V0UGxhblN1YnNjcmliZXJzEi0ubWV0ZXIuYW5hbHl0aWNzLnYxLkdldFBsYW5TdWJzY3JpYmVyc1JlcXVlc3QaLi5tZXRlci5hbmFseXRpY3MudjEuR2V0UGxhblN1YnNjcmliZXJzUmVzcG9uc2USagoPR2V0V2luZG93UmVwb3J0EioubWV0ZXIuYW5hbHl0aWNzLnYxLkdldFdpbmRvd1JlcG9ydFJlcXVlc3QaKy5tZXRlci5hbmFseXRpY3MudjEuR2V0V2luZG93UmVwb3J0UmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp]);
+  fileDesc("CiJtZXRlci9hbmFseXRpY3MvdjEvYW5hbHl0aWNzLnByb3RvEhJtZXRlci5hbmFseXRpY3MudjEi0QEKCVVzYWdlRmFjdBISCgpwcm9kdWN0X2lkGAEgASgJEhAKCGV2ZW50X2lkGAIgASgJEg8KB3VzZXJfaWQYAyABKAkSLQoJdGltZXN0YW1wGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgVtb2RlbBgFIAEoCUgAiAEBEg4KBnRva2VucxgGIAEoAxIMCgRjb3N0GAcgASgBEg4KBnNvdXJjZRgIIAEoCRISCgp0b29sX2NhbGxzGAkgASgDQggKBl9tb2RlbCKRAQoIR2F0ZUZhY3QSEgoKcHJvZHVjdF9pZBgBIAEoCRIQCghldmVudF9pZBgCIAEoCRIPCgd1c2VyX2lkGAMgASgJEi0KCXRpbWVzdGFtcBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDgoGc3RhdHVzGAUgASgJEg8KB2Jsb2NrZWQYBiABKAgicAoTUmVjb3JkRXZlbnRzUmVxdWVzdBIsCgV1c2FnZRgBIAMoCzIdLm1ldGVyLmFuYWx5dGljcy52MS5Vc2FnZUZhY3QSKwoFZ2F0ZXMYAiADKAsyHC5tZXRlci5hbmFseXRpY3MudjEuR2F0ZUZhY3QiPAoUUmVjb3JkRXZlbnRzUmVzcG9uc2USEAoIcmVjb3JkZWQYASABKAUSEgoKZHVwbGljYXRlcxgCIAEoBSIuCgxTb3VyY2VGaWx0ZXISEwoGc291cmNlGAEgASgJSACIAQFCCQoHX3NvdXJjZSJeCgZUb3RhbHMSEgoKdG90YWxfY29zdBgBIAEoARIUCgx0b3RhbF90b2tlbnMYAiABKAMSFAoMdG90YWxfZXZlbnRzGAMgASgDEhQKDGFjdGl2ZV91c2VycxgEIAEoAyJnChFHZXRTdW1tYXJ5UmVxdWVzdBISCgpwcm9kdWN0X2lkGAEgASgJEgwKBGRheXMYAiABKAUSMAoGZmlsdGVyGAMgASgLMiAubWV0ZXIuYW5hbHl0aWNzLnYxLlNvdXJjZUZpbHRlciLYAQoSR2V0U3VtbWFyeVJlc3BvbnNlEisKB2N1cnJlbnQYASABKAsyGi5tZXRlci5hbmFseXRpY3MudjEuVG90YWxzEjAKDHBlcmlvZF9zdGFydBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKcGVyaW9kX2VuZBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMwoPcHJldmlvdXNfcGVyaW9kGAQgASgLMhoubWV0ZXIuYW5hbHl0aWNzLnYxLlRvdGFscyJqChRHZXRUaW1lc2VyaWVzUmVxdWVzdBISCgpwcm9kdWN0X2lkGAEgASgJEgwKBGRheXMYAiABKAUSMAoGZmlsdGVyGAMgASgLMiAubWV0ZXIuYW5hbHl0aWNzLnYxLlNvdXJjZUZpbHRlciJNCg9UaW1lc2VyaWVzUG9pbnQSDAoEZGF0ZRgBIAEoCRIMCgRjb3N0GAIgASgBEg4KBnRva2VucxgDIAEoAxIOCgZldmVudHMYBCABKAMiSgoVR2V0VGltZXNlcmllc1Jlc3BvbnNlEjEKBGRhdGEYASADKAsyIy5tZXRlci5hbmFseXRpY3MudjEuVGltZXNlcmllc1BvaW50IjwKGEdldEdhdGVUaW1lc2VyaWVzUmVxdWVzdBISCgpwcm9kdWN0X2lkGAEgASgJEgwKBGRheXMYAiABKAUiSwoTR2F0ZVRpbWVzZXJpZXNQb2ludBIMCgRkYXRlGAEgASgJEhIKCnNvZnRfZ2F0ZXMYAiABKAMSEgoKaGFyZF9nYXRlcxgDIAEoAyJSChlHZXRHYXRlVGltZXNlcmllc1Jlc3BvbnNlEjUKBGRhdGEYASADKAsyJy5tZXRlci5hbmFseXRpY3MudjEuR2F0ZVRpbWVzZXJpZXNQb2ludCJpChNHZXRCcmVha2Rvd25SZXF1ZXN0EhIKCnByb2R1Y3RfaWQYASABKAkSDAoEZGF5cxgCIAEoBRIwCgZmaWx0ZXIYAyABKAsyIC5tZXRlci5hbmFseXRpY3MudjEuU291cmNlRmlsdGVyIkYKCk1vZGVsU2hhcmUSDQoFbW9kZWwYASABKAkSDAoEY29zdBgCIAEoARIOCgZ0b2tlbnMYAyABKAMSCwoDcGN0GAQgASgBIkYKFEdldEJyZWFrZG93blJlc3BvbnNlEi4KBm1vZGVscxgBIAMoCzIeLm1ldGVyLmFuYWx5dGljcy52MS5Nb2RlbFNoYXJlIncKEkdldFRvcFVzZXJzUmVxdWVzdBISCgpwcm9kdWN0X2lkGAEgASgJEgwKBGRheXMYAiABKAUSDQoFbGltaXQYAyABKAUSMAoGZmlsdGVyGAQgASgLMiAubWV0ZXIuYW5hbHl0aWNzLnYxLlNvdXJjZUZpbHRlciJLCgpVc2VyVG90YWxzEg8KB3VzZXJfaWQYASABKAkSDAoEY29zdBgCIAEoARIOCgZ0b2tlbnMYAyABKAMSDgoGZXZlbnRzGAQgASgDIkQKE0dldFRvcFVzZXJzUmVzcG9uc2USLQoFdXNlcnMYASADKAsyHi5tZXRlci5hbmFseXRpY3MudjEuVXNlclRvdGFscyIvChlHZXRQbGFuU3Vic2NyaWJlcnNSZXF1ZXN0EhIKCnByb2R1Y3RfaWQYASABKAkiPgoPUGxhblN1YnNjcmliZXJzEhEKCXBsYW5fbmFtZRgBIAEoCRIYChBzdWJzY3JpYmVyX2NvdW50GAIgASgDIlAKGkdldFBsYW5TdWJzY3JpYmVyc1Jlc3BvbnNlEjIKBXBsYW5zGAEgAygLMiMubWV0ZXIuYW5hbHl0aWNzLnYxLlBsYW5TdWJzY3JpYmVycyKZAQoWR2V0V2luZG93UmVwb3J0UmVxdWVzdBISCgpwcm9kdWN0X2lkGAEgASgJEikKBXN0YXJ0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBInCgNlbmQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhcKD3RvcF91c2Vyc19saW1pdBgEIAEoBSKgAQoXR2V0V2luZG93UmVwb3J0UmVzcG9uc2USKgoGdG90YWxzGAEgASgLMhoubWV0ZXIuYW5hbHl0aWNzLnYxLlRvdGFscxISCgpzb2Z0X2dhdGVzGAIgASgDEhIKCmhhcmRfZ2F0ZXMYAyABKAMSMQoJdG9wX3VzZXJzGAQgAygLMh4ubWV0ZXIuYW5hbHl0aWNzLnYxLlVzZXJUb3RhbHMyzgYKEEFuYWx5dGljc1NlcnZpY2USYQoMUmVjb3JkRXZlbnRzEicubWV0ZXIuYW5hbHl0aWNzLnYxLlJlY29yZEV2ZW50c1JlcXVlc3QaKC5tZXRlci5hbmFseXRpY3MudjEuUmVjb3JkRXZlbnRzUmVzcG9uc2USWwoKR2V0U3VtbWFyeRIlLm1ldGVyLmFuYWx5dGljcy52MS5HZXRTdW1tYXJ5UmVxdWVzdBomLm1ldGVyLmFuYWx5dGljcy52MS5HZXRTdW1tYXJ5UmVzcG9uc2USZAoNR2V0VGltZXNlcmllcxIoLm1ldGVyLmFuYWx5dGljcy52MS5HZXRUaW1lc2VyaWVzUmVxdWVzdBopLm1ldGVyLmFuYWx5dGljcy52MS5HZXRUaW1lc2VyaWVzUmVzcG9uc2UScAoRR2V0R2F0ZVRpbWVzZXJpZXMSLC5tZXRlci5hbmFseXRpY3MudjEuR2V0R2F0ZVRpbWVzZXJpZXNSZXF1ZXN0Gi0ubWV0ZXIuYW5hbHl0aWNzLnYxLkdldEdhdGVUaW1lc2VyaWVzUmVzcG9uc2USYQoMR2V0QnJlYWtkb3duEicubWV0ZXIuYW5hbHl0aWNzLnYxLkdldEJyZWFrZG93blJlcXVlc3QaKC5tZXRlci5hbmFseXRpY3MudjEuR2V0QnJlYWtkb3duUmVzcG9uc2USXgoLR2V0VG9wVXNlcnMSJi5tZXRlci5hbmFseXRpY3MudjEuR2V0VG9wVXNlcnNSZXF1ZXN0GicubWV0ZXIuYW5hbHl0aWNzLnYxLkdldFRvcFVzZXJzUmVzcG9uc2UScwoSR2V0UGxhblN1YnNjcmliZXJzEi0ubWV0ZXIuYW5hbHl0aWNzLnYxLkdldFBsYW5TdWJzY3JpYmVyc1JlcXVlc3QaLi5tZXRlci5hbmFseXRpY3MudjEuR2V0UGxhblN1YnNjcmliZXJzUmVzcG9uc2USagoPR2V0V2luZG93UmVwb3J0EioubWV0ZXIuYW5hbHl0aWNzLnYxLkdldFdpbmRvd1JlcG9ydFJlcXVlc3QaKy5tZXRlci5hbmFseXRpY3MudjEuR2V0V2luZG93UmVwb3J0UmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp]);
 
 /**
  * One accepted usage event (batch or manual), reduced to what analytics counts.
@@ -46,7 +46,7 @@ export type UsageFact = Message<"meter.analytics.v1.UsageFact"> & {
   model?: string | undefined;
 
   /**
-   * @generated from field: int64 tokens = 6 [jstype = JS_NUMBER];
+   * @generated from field: int64 tokens = 6;
    */
   tokens: bigint;
 
@@ -63,7 +63,7 @@ export type UsageFact = Message<"meter.analytics.v1.UsageFact"> & {
   source: string;
 
   /**
-   * @generated from field: int64 tool_calls = 9 [jstype = JS_NUMBER];
+   * @generated from field: int64 tool_calls = 9;
    */
   toolCalls: bigint;
 };
@@ -194,17 +194,17 @@ export type Totals = Message<"meter.analytics.v1.Totals"> & {
   totalCost: number;
 
   /**
-   * @generated from field: int64 total_tokens = 2 [jstype = JS_NUMBER];
+   * @generated from field: int64 total_tokens = 2;
    */
   totalTokens: bigint;
 
   /**
-   * @generated from field: int64 total_events = 3 [jstype = JS_NUMBER];
+   * @generated from field: int64 total_events = 3;
    */
   totalEvents: bigint;
 
   /**
-   * @generated from field: int64 active_users = 4 [jstype = JS_NUMBER];
+   * @generated from field: int64 active_users = 4;
    */
   activeUsers: bigint;
 };
@@ -319,12 +319,12 @@ export type TimeseriesPoint = Message<"meter.analytics.v1.TimeseriesPoint"> & {
   cost: number;
 
   /**
-   * @generated from field: int64 tokens = 3 [jstype = JS_NUMBER];
+   * @generated from field: int64 tokens = 3;
    */
   tokens: bigint;
 
   /**
-   * @generated from field: int64 events = 4 [jstype = JS_NUMBER];
+   * @generated from field: int64 events = 4;
    */
   events: bigint;
 };
@@ -385,12 +385,12 @@ export type GateTimeseriesPoint = Message<"meter.analytics.v1.GateTimeseriesPoin
   date: string;
 
   /**
-   * @generated from field: int64 soft_gates = 2 [jstype = JS_NUMBER];
+   * @generated from field: int64 soft_gates = 2;
    */
   softGates: bigint;
 
   /**
-   * @generated from field: int64 hard_gates = 3 [jstype = JS_NUMBER];
+   * @generated from field: int64 hard_gates = 3;
    */
   hardGates: bigint;
 };
@@ -461,7 +461,7 @@ export type ModelShare = Message<"meter.analytics.v1.ModelShare"> & {
   cost: number;
 
   /**
-   * @generated from field: int64 tokens = 3 [jstype = JS_NUMBER];
+   * @generated from field: int64 tokens = 3;
    */
   tokens: bigint;
 
@@ -542,12 +542,12 @@ export type UserTotals = Message<"meter.analytics.v1.UserTotals"> & {
   cost: number;
 
   /**
-   * @generated from field: int64 tokens = 3 [jstype = JS_NUMBER];
+   * @generated from field: int64 tokens = 3;
    */
   tokens: bigint;
 
   /**
-   * @generated from field: int64 events = 4 [jstype = JS_NUMBER];
+   * @generated from field: int64 events = 4;
    */
   events: bigint;
 };
@@ -603,7 +603,7 @@ export type PlanSubscribers = Message<"meter.analytics.v1.PlanSubscribers"> & {
   planName: string;
 
   /**
-   * @generated from field: int64 subscriber_count = 2 [jstype = JS_NUMBER];
+   * @generated from field: int64 subscriber_count = 2;
    */
   subscriberCount: bigint;
 };
@@ -674,12 +674,12 @@ export type GetWindowReportResponse = Message<"meter.analytics.v1.GetWindowRepor
   totals?: Totals | undefined;
 
   /**
-   * @generated from field: int64 soft_gates = 2 [jstype = JS_NUMBER];
+   * @generated from field: int64 soft_gates = 2;
    */
   softGates: bigint;
 
   /**
-   * @generated from field: int64 hard_gates = 3 [jstype = JS_NUMBER];
+   * @generated from field: int64 hard_gates = 3;
    */
   hardGates: bigint;
 
