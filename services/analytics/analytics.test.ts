@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { Code, ConnectError, type Client } from "@connectrpc/connect";
+import { Code, type Client } from "@connectrpc/connect";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { Db, MongoClient } from "mongodb";
 import {
@@ -15,6 +15,7 @@ import { rpcClient, serveRpc, type RpcServer } from "@meter/lib/rpc";
 import { timestampDate, toTimestamp } from "@meter/lib/time";
 import { testMongoUrl } from "../../test/support/database.ts";
 import { createAnalyticsService, type AnalyticsModule, type AnalyticsServiceOptions } from "./index.ts";
+import { rpcCode } from "../../test/support/rpc.ts";
 
 type UsageInit = MessageInitShape<typeof UsageFactSchema>;
 type GateInit = MessageInitShape<typeof GateFactSchema>;
@@ -78,15 +79,6 @@ function usage(productId: string, ts: string, f: Partial<UsageInit> = {}): Usage
 
 function gate(productId: string, ts: string, status: "soft_gate" | "hard_gate"): GateInit {
   return { productId, eventId: randomUUID(), userId: "u1", timestamp: toTimestamp(new Date(ts)), status, blocked: status === "hard_gate" };
-}
-
-async function code(p: Promise<unknown>): Promise<Code | undefined> {
-  try {
-    await p;
-    return undefined;
-  } catch (err) {
-    return ConnectError.from(err).code;
-  }
 }
 
 /** Deep equality with bigints compared as numbers (so that failures print readably). */
@@ -299,16 +291,16 @@ t("products are isolated", async (ctx) => {
 t("refuses bad parameters and bad facts, storing nothing of a refused batch", async (ctx) => {
   const a = await instance(ctx);
   const p = randomUUID();
-  eq(await code(a.client.getSummary({ productId: p, days: 366 })), Code.InvalidArgument);
-  eq(await code(a.client.getSummary({ productId: p, days: -1 })), Code.InvalidArgument);
-  eq(await code(a.client.getSummary({ productId: "" })), Code.InvalidArgument);
-  eq(await code(a.client.getTimeseries({ productId: p, filter: { source: "batch" } })), Code.InvalidArgument);
-  eq(await code(a.client.getTopUsers({ productId: p, limit: 101 })), Code.InvalidArgument);
-  eq(await code(a.client.getWindowReport({ productId: p })), Code.InvalidArgument);
+  eq(await rpcCode(a.client.getSummary({ productId: p, days: 366 })), Code.InvalidArgument);
+  eq(await rpcCode(a.client.getSummary({ productId: p, days: -1 })), Code.InvalidArgument);
+  eq(await rpcCode(a.client.getSummary({ productId: "" })), Code.InvalidArgument);
+  eq(await rpcCode(a.client.getTimeseries({ productId: p, filter: { source: "batch" } })), Code.InvalidArgument);
+  eq(await rpcCode(a.client.getTopUsers({ productId: p, limit: 101 })), Code.InvalidArgument);
+  eq(await rpcCode(a.client.getWindowReport({ productId: p })), Code.InvalidArgument);
   const ok = usage(p, "2026-03-10T01:00:00Z");
-  eq(await code(a.client.recordEvents({ usage: [ok, usage(p, "2026-03-10T01:00:00Z", { source: "other" })] })), Code.InvalidArgument);
-  eq(await code(a.client.recordEvents({ usage: [{ ...ok, timestamp: undefined }] })), Code.InvalidArgument);
-  eq(await code(a.client.recordEvents({ gates: [{ ...gate(p, "2026-03-10T01:00:00Z", "soft_gate"), status: "ok" }] })), Code.InvalidArgument);
+  eq(await rpcCode(a.client.recordEvents({ usage: [ok, usage(p, "2026-03-10T01:00:00Z", { source: "other" })] })), Code.InvalidArgument);
+  eq(await rpcCode(a.client.recordEvents({ usage: [{ ...ok, timestamp: undefined }] })), Code.InvalidArgument);
+  eq(await rpcCode(a.client.recordEvents({ gates: [{ ...gate(p, "2026-03-10T01:00:00Z", "soft_gate"), status: "ok" }] })), Code.InvalidArgument);
   await a.module.rollPending();
   eq((await a.client.getSummary({ productId: p })).current!.totalEvents, 0n);
 });
@@ -323,7 +315,7 @@ t("a crash after storing facts and before rolling up: a new instance finishes th
     },
   });
   const facts = [usage(p, "2026-03-10T01:00:00Z", { cost: 1.5 }), usage(p, "2026-03-09T01:00:00Z", { cost: 2.5, userId: "u2" })];
-  assert.ok(await code(crashing.client.recordEvents({ usage: facts })), "the call must fail");
+  assert.ok(await rpcCode(crashing.client.recordEvents({ usage: facts })), "the call must fail");
   await crashing.close();
 
   const fresh = await instance(ctx);
