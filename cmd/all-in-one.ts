@@ -5,6 +5,8 @@ import { Type, loadConfig } from "@meter/lib/config";
 import { startEmbeddedDb } from "@meter/lib/embedded-db";
 import { createLogger } from "@meter/lib/logger";
 import { onShutdown } from "@meter/lib/process";
+import { analyticsSettings, analyticsSettingsFields } from "@meter/analytics";
+import { ingestionSettings, ingestionSettingsFields } from "@meter/ingestion";
 import { webhooksSettings, webhooksSettingsFields } from "@meter/webhooks";
 import { startStack } from "./stack.ts";
 
@@ -17,6 +19,8 @@ const config = loadConfig(
     MONGODB_DB_PREFIX: Type.String({ default: "meter", pattern: "^[A-Za-z0-9_-]+$" }),
     DATA_DIR: Type.String({ default: "./data" }),
     LOG_LEVEL: Type.String({ default: "info" }),
+    ...ingestionSettingsFields,
+    ...analyticsSettingsFields,
     ...webhooksSettingsFields,
   }),
 );
@@ -32,7 +36,11 @@ const stack = await startStack({
   httpPort: config.PORT,
   httpHost: config.HOST,
   logger,
-  services: { webhooks: webhooksSettings(config) },
+  services: {
+    ingestion: ingestionSettings(config),
+    analytics: analyticsSettings(config),
+    webhooks: webhooksSettings(config),
+  },
 });
 logger.info({ api: stack.apiUrl, rpc: stack.rpcUrl }, "meter is serving");
 

@@ -89,3 +89,5 @@ export async function createAnalyticsService(opts: AnalyticsServiceOptions): Pro
     rollPending: () => roller.rollPending(Infinity),
   };
 }
+
+export { analyticsSettings, analyticsSettingsFields } from "./config.ts";

@@ -104,3 +104,5 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
     },
   };
 }
+
+export { ingestionSettings, ingestionSettingsFields } from "./config.ts";

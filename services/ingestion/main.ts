@@ -1,19 +1,12 @@
 // Entry point of the ingestion service as its own process (split mode, Kubernetes).
 import { peerUrls } from "@meter/lib/config";
 import { serviceMain } from "@meter/lib/service-main";
-import { ingestionConfigSchema } from "./config.ts";
+import { ingestionConfigSchema, ingestionSettings } from "./config.ts";
 import { createIngestionService } from "./index.ts";
 
 await serviceMain({
   name: "ingestion",
   configSchema: ingestionConfigSchema,
   create: ({ db, logger, config }) =>
-    createIngestionService({
-      db,
-      logger,
-      peers: peerUrls(config),
-      relayIntervalMs: config.RELAY_INTERVAL_MS,
-      relayMaxBackoffMs: config.RELAY_MAX_BACKOFF_MS,
-      recoveryAfterMs: config.RECOVERY_AFTER_MS,
-    }),
+    createIngestionService({ db, logger, peers: peerUrls(config), ...ingestionSettings(config) }),
 });
