@@ -1,15 +1,19 @@
+import { createHash } from "node:crypto";
 import type { Collection, Db } from "mongodb";
 import { isDuplicateKeyError } from "@meter/lib/mongo";
 import type { GateEntry, UsageEntry } from "../rollup.ts";
 
 /**
  * The ledger: every fact analytics has been given, once. Facts live in one document per
- * product and UTC hour, as a map keyed by event id, so that
- *  - storing a fact again (a replay) writes the same key: it can never be held twice;
- *  - a day is read back with 24 lookups by _id, whatever else the collection holds.
+ * product, UTC hour and bucket (a hash of the event id), as a map keyed by event id, so that
+ *  - storing a fact again (a replay) writes the same key in the same document: it can never
+ *    be held twice;
+ *  - a day is read back with 24 x BUCKETS lookups by _id, whatever else the collection holds;
+ *  - a busy hour is spread over BUCKETS documents, keeping each far below the 16 MB document
+ *    limit (about 1.6 million events per product and hour) and each write small.
  */
 export interface LedgerChunkDoc {
-  /** `<product_id>|<YYYY-MM-DDTHH>` */
+  /** `<product_id>|<YYYY-MM-DDTHH>|<bucket>` */
   _id: string;
   product_id: string;
   day: string;
@@ -34,10 +38,19 @@ export function entryKey(eventId: string): string {
   return /^[A-Za-z0-9_-]{1,200}$/.test(eventId) ? `e${eventId}` : `x${Buffer.from(eventId, "utf8").toString("base64url")}`;
 }
 
-const chunkId = (productId: string, hour: string) => `${productId}|${hour}`;
+export const BUCKETS = 16;
+
+const chunkId = (productId: string, hour: string, bucket: number) => `${productId}|${hour}|${bucket}`;
+
+/** Stable bucket of an event key, so a replayed fact lands in the document that holds it. */
+export function bucketOf(key: string): number {
+  return createHash("sha1").update(key).digest()[0]! % BUCKETS;
+}
 
 export function dayChunkIds(productId: string, day: string): string[] {
-  return Array.from({ length: 24 }, (_, h) => chunkId(productId, `${day}T${String(h).padStart(2, "0")}`));
+  return Array.from({ length: 24 * BUCKETS }, (_, i) =>
+    chunkId(productId, `${day}T${String(Math.floor(i / BUCKETS)).padStart(2, "0")}`, i % BUCKETS),
+  );
 }
 
 /** Runs `fn` over `items` with at most `n` in flight. */
@@ -70,7 +83,7 @@ export class LedgerStore {
     const byChunk = new Map<string, { productId: string; day: string; facts: LedgerFact[] }>();
     for (const f of facts) {
       const hour = f.timestamp.toISOString().slice(0, 13);
-      const id = chunkId(f.productId, hour);
+      const id = chunkId(f.productId, hour, bucketOf(entryKey(f.eventId)));
       let c = byChunk.get(id);
       if (!c) byChunk.set(id, (c = { productId: f.productId, day: hour.slice(0, 10), facts: [] }));
       c.facts.push(f);
@@ -97,7 +110,7 @@ export class LedgerStore {
 
   /** Every fact of one product-day. */
   async readDay(productId: string, day: string): Promise<{ usage: UsageEntry[]; gates: GateEntry[] }> {
-    const docs = await Promise.all(dayChunkIds(productId, day).map((id) => this.chunks.findOne({ _id: id })));
+    const docs = await inParallel(dayChunkIds(productId, day), 32, (id) => this.chunks.findOne({ _id: id }));
     const usage: UsageEntry[] = [];
     const gates: GateEntry[] = [];
     for (const d of docs) {
