@@ -1,4 +1,4 @@
-import { randomUUID } from "node:crypto";
+import { v7 as uuidv7 } from "uuid";
 import { MongoServerError, type Collection, type Db } from "mongodb";
 import { isDuplicateKeyError } from "@meter/lib/mongo";
 import { PLAN_FIELDS, type PlanValues, type Rate } from "../settings.ts";
@@ -71,7 +71,9 @@ export class PlanStore {
   async insert(productId: string, values: PlanValues): Promise<StoredPlan | null> {
     const now = new Date();
     const doc: PlanDoc = {
-      _id: randomUUID(),
+      // Time-ordered and monotonic within the process: plans created in the same millisecond
+      // (one request creating several) still list in creation order.
+      _id: uuidv7(),
       product_id: productId,
       ...toDocFields(values),
       version: 1,

@@ -1,4 +1,4 @@
-import { randomUUID } from "node:crypto";
+import { v7 as uuidv7 } from "uuid";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { WebhooksService } from "@meter/proto/meter/webhooks/v1/webhooks_pb";
 import type { WebhooksDeps } from "../deps.ts";
@@ -12,7 +12,7 @@ export function createEndpoint(deps: WebhooksDeps): ServiceImpl<typeof WebhooksS
     const subscribed = checkEvents(req.subscribedEvents);
     const description = checkDescription(req.description);
     const url = await checkUrl(deps, req.url);
-    const id = randomUUID();
+    const id = uuidv7(); // time-ordered: endpoints list in creation order even within one millisecond
     const secret = generateSecret();
     const now = deps.now();
     const doc = {
