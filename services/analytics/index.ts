@@ -45,6 +45,7 @@ export async function createAnalyticsService(opts: AnalyticsServiceOptions): Pro
   const ledger = new LedgerStore(opts.db);
   const dirty = new DirtyStore(opts.db);
   const rollups = new RollupStore(opts.db);
+  await ledger.init();
   const roller = new Roller({
     ledger,
     dirty,

@@ -4,25 +4,30 @@ import { isDuplicateKeyError } from "@meter/lib/mongo";
 import type { GateEntry, UsageEntry } from "../rollup.ts";
 
 /**
- * The ledger: every fact analytics has been given, once. Facts live in one document per
- * product, UTC hour and bucket (a hash of the event id), as a map keyed by event id, so that
- *  - storing a fact again (a replay) writes the same key in the same document: it can never
- *    be held twice;
- *  - a day is read back with 24 x BUCKETS lookups by _id, whatever else the collection holds;
- *  - a busy hour is spread over BUCKETS documents, keeping each far below the 16 MB document
- *    limit (about 1.6 million events per product and hour) and each write small.
+ * The ledger: every fact analytics has been given. It is append-only: each call stores, per
+ * product and UTC hour it touches, one immutable segment holding that call's facts, numbered
+ * `<product_id>|<YYYY-MM-DDTHH>|<n>` from 1 without gaps. Nothing is ever rewritten, so
+ * storing costs the same however much the ledger holds (the embedded database rewrites a
+ * whole document on any update, which made growing documents slower with every fact), and a
+ * day reads back by primary key only: each hour's segments 1, 2, ... until one is missing.
+ *
+ * Exactly once: a segment's `digest` (of its facts' keys) is unique, so a call replayed as
+ * it was sent stores nothing. An event that arrives again in a different grouping is stored
+ * twice; a day is computed with each event key counted once (see `readDay`), so it still
+ * counts once.
  */
-export interface LedgerChunkDoc {
-  /** `<product_id>|<YYYY-MM-DDTHH>|<bucket>` */
+export interface LedgerSegmentDoc {
   _id: string;
   product_id: string;
   day: string;
+  /** sha256 of the segment's product, hour and sorted fact keys; unique. */
+  digest: string;
   /**
-   * Entry JSON by event key. One string per fact rather than a nested document: the embedded
-   * database encodes and decodes nested values many times slower, and nothing queries inside.
+   * JSON of `[key, entry][]`. One string rather than nested documents: the embedded database
+   * decodes one string many times faster than the same data as nested values.
    */
-  u?: Record<string, string>;
-  g?: Record<string, string>;
+  u: string;
+  g: string;
 }
 
 export interface LedgerFact {
@@ -31,26 +36,6 @@ export interface LedgerFact {
   timestamp: Date;
   kind: "u" | "g";
   entry: UsageEntry | GateEntry;
-}
-
-/** Event ids become field names: plain ids keep their text, others are base64url-encoded. */
-export function entryKey(eventId: string): string {
-  return /^[A-Za-z0-9_-]{1,200}$/.test(eventId) ? `e${eventId}` : `x${Buffer.from(eventId, "utf8").toString("base64url")}`;
-}
-
-export const BUCKETS = 16;
-
-const chunkId = (productId: string, hour: string, bucket: number) => `${productId}|${hour}|${bucket}`;
-
-/** Stable bucket of an event key, so a replayed fact lands in the document that holds it. */
-export function bucketOf(key: string): number {
-  return createHash("sha1").update(key).digest()[0]! % BUCKETS;
-}
-
-export function dayChunkIds(productId: string, day: string): string[] {
-  return Array.from({ length: 24 * BUCKETS }, (_, i) =>
-    chunkId(productId, `${day}T${String(Math.floor(i / BUCKETS)).padStart(2, "0")}`, i % BUCKETS),
-  );
 }
 
 /** Runs `fn` over `items` with at most `n` in flight. */
@@ -68,56 +53,106 @@ export async function inParallel<T, R>(items: readonly T[], n: number, fn: (t: T
   return out;
 }
 
+const segmentId = (hourId: string, n: number) => `${hourId}|${n}`;
+const hourIdOf = (productId: string, hour: string) => `${productId}|${hour}`;
+
 export class LedgerStore {
-  private readonly chunks: Collection<LedgerChunkDoc>;
+  private readonly segments: Collection<LedgerSegmentDoc>;
+  /** The highest segment number this process saw per product-hour: where appending starts. */
+  private readonly heads = new Map<string, number>();
 
   constructor(db: Db) {
-    this.chunks = db.collection<LedgerChunkDoc>("ledger");
+    this.segments = db.collection<LedgerSegmentDoc>("ledger_segments");
+  }
+
+  async init(): Promise<void> {
+    await this.segments.createIndex({ digest: 1 }, { unique: true });
   }
 
   /**
-   * Stores the facts; returns how many were not there before. One single-document upsert per
-   * hour chunk touched; a crash between chunks leaves some stored, which a replay completes.
+   * Stores the facts, one segment per product-hour. `recorded` counts the facts of segments
+   * stored now, `duplicates` those of segments stored before (a replayed call).
    */
   async write(facts: readonly LedgerFact[]): Promise<{ recorded: number; duplicates: number }> {
-    const byChunk = new Map<string, { productId: string; day: string; facts: LedgerFact[] }>();
+    const byHour = new Map<string, { productId: string; day: string; facts: Map<string, LedgerFact> }>();
     for (const f of facts) {
       const hour = f.timestamp.toISOString().slice(0, 13);
-      const id = chunkId(f.productId, hour, bucketOf(entryKey(f.eventId)));
-      let c = byChunk.get(id);
-      if (!c) byChunk.set(id, (c = { productId: f.productId, day: hour.slice(0, 10), facts: [] }));
-      c.facts.push(f);
+      const id = hourIdOf(f.productId, hour);
+      let h = byHour.get(id);
+      if (!h) byHour.set(id, (h = { productId: f.productId, day: hour.slice(0, 10), facts: new Map() }));
+      const key = `${f.kind}:${f.eventId}`;
+      if (!h.facts.has(key)) h.facts.set(key, f); // the first of a repeated id wins, as in ingestion
     }
-    const counts = await inParallel([...byChunk], 8, async ([id, c]) => {
-      const existing = await this.chunks.findOne({ _id: id });
-      const set: Record<string, unknown> = { product_id: c.productId, day: c.day };
-      let fresh = 0;
-      for (const f of c.facts) {
-        const key = entryKey(f.eventId);
-        const path = `${f.kind}.${key}`;
-        if (path in set) continue;
-        if (!existing?.[f.kind]?.[key]) fresh++;
-        set[path] = JSON.stringify(f.entry);
-      }
-      // Two first writers of a chunk may race to create it; the loser simply updates it.
-      const upsert = () => this.chunks.updateOne({ _id: id }, { $set: set }, { upsert: true });
-      await upsert().catch((err) => (isDuplicateKeyError(err) ? upsert() : Promise.reject(err)));
-      return fresh;
+    let recorded = 0;
+    await inParallel([...byHour], 8, async ([hourId, h]) => {
+      const keys = [...h.facts.keys()].sort();
+      const entries = (kind: "u" | "g") =>
+        JSON.stringify([...h.facts.values()].filter((f) => f.kind === kind).map((f) => [f.eventId, f.entry]));
+      const doc = {
+        product_id: h.productId,
+        day: h.day,
+        digest: createHash("sha256").update(hourId).update("\n").update(keys.join("\n")).digest("hex"),
+        u: entries("u"),
+        g: entries("g"),
+      };
+      if (await this.append(hourId, doc)) recorded += h.facts.size;
     });
-    const recorded = counts.reduce((a, b) => a + b, 0);
     return { recorded, duplicates: facts.length - recorded };
   }
 
-  /** Every fact of one product-day. */
-  async readDay(productId: string, day: string): Promise<{ usage: UsageEntry[]; gates: GateEntry[] }> {
-    const docs = await inParallel(dayChunkIds(productId, day), 32, (id) => this.chunks.findOne({ _id: id }));
-    const usage: UsageEntry[] = [];
-    const gates: GateEntry[] = [];
-    for (const d of docs) {
-      if (!d) continue;
-      for (const e of Object.values(d.u ?? {})) usage.push(JSON.parse(e) as UsageEntry);
-      for (const e of Object.values(d.g ?? {})) gates.push(JSON.parse(e) as GateEntry);
+  /** Inserts the segment after the last one of its hour; false when its digest is stored already. */
+  private async append(hourId: string, doc: Omit<LedgerSegmentDoc, "_id">): Promise<boolean> {
+    let n = (this.heads.get(hourId) ?? (await this.lastOf(hourId))) + 1;
+    for (;;) {
+      try {
+        await this.segments.insertOne({ _id: segmentId(hourId, n), ...doc });
+        this.heads.set(hourId, Math.max(n, this.heads.get(hourId) ?? 0));
+        return true;
+      } catch (err) {
+        if (!isDuplicateKeyError(err)) throw err;
+      }
+      // Either another writer took number n (move on) or this digest is stored (a replay).
+      const taken = await this.segments.findOne({ _id: segmentId(hourId, n) }, { projection: { digest: 1 } });
+      if (!taken) return false;
+      if (taken.digest === doc.digest) return false;
+      n = (await this.lastOf(hourId, n)) + 1;
     }
-    return { usage, gates };
+  }
+
+  /**
+   * The last segment number of an hour (0 when none), found by primary-key probes only:
+   * doubling steps past `from`, then a binary search between the last hit and the first miss.
+   */
+  private async lastOf(hourId: string, from = 0): Promise<number> {
+    const exists = async (n: number) => n === 0 || (await this.segments.findOne({ _id: segmentId(hourId, n) }, { projection: { _id: 1 } })) !== null;
+    let lo = from;
+    let step = 1;
+    while (await exists(lo + step)) {
+      lo += step;
+      step *= 2;
+    }
+    let hi = lo + step; // known missing
+    while (hi - lo > 1) {
+      const mid = Math.floor((lo + hi) / 2);
+      if (await exists(mid)) lo = mid;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  /** Every fact of one product-day, each event key once. */
+  async readDay(productId: string, day: string): Promise<{ usage: UsageEntry[]; gates: GateEntry[] }> {
+    const hours = Array.from({ length: 24 }, (_, h) => hourIdOf(productId, `${day}T${String(h).padStart(2, "0")}`));
+    const usage = new Map<string, UsageEntry>();
+    const gates = new Map<string, GateEntry>();
+    await inParallel(hours, 8, async (hourId) => {
+      for (let n = 1; ; n++) {
+        const seg = await this.segments.findOne({ _id: segmentId(hourId, n) });
+        if (!seg) return;
+        for (const [id, e] of JSON.parse(seg.u) as [string, UsageEntry][]) if (!usage.has(id)) usage.set(id, e);
+        for (const [id, e] of JSON.parse(seg.g) as [string, GateEntry][]) if (!gates.has(id)) gates.set(id, e);
+      }
+    });
+    return { usage: [...usage.values()], gates: [...gates.values()] };
   }
 }

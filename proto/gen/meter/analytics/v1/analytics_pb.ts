@@ -148,11 +148,16 @@ export const RecordEventsRequestSchema: GenMessage<RecordEventsRequest> = /*@__P
  */
 export type RecordEventsResponse = Message<"meter.analytics.v1.RecordEventsResponse"> & {
   /**
+   * Facts stored by this call.
+   *
    * @generated from field: int32 recorded = 1;
    */
   recorded: number;
 
   /**
+   * Facts this call had stored before (the same call replayed). An event sent again within
+   * a different batch is stored again but still counted once.
+   *
    * @generated from field: int32 duplicates = 2;
    */
   duplicates: number;
