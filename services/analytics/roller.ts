@@ -15,6 +15,15 @@ export interface FaultHooks {
 /** Days recomputed per background pass before the loop yields. */
 const PASS_MAX = 200;
 
+/**
+ * The background loop leaves a day alone for this many times its last recompute after it.
+ * A recompute reads the whole day, so a day taking many events at once would otherwise be
+ * recomputed back to back and hold the database for the writers; this keeps the roller's
+ * share of the time at most 1 / (1 + PACE) per day, and freshness proportional to a day's
+ * size (a small day is still recomputed within the interval).
+ */
+const PACE = 3;
+
 export interface RollerOptions {
   ledger: LedgerStore;
   dirty: DirtyStore;
@@ -40,6 +49,8 @@ export class Roller {
   /** The background loop is on. */
   private active = false;
   private halted = false;
+  /** Background loop: when each day may be recomputed next (epoch ms), by bucket id. */
+  private readonly due = new Map<string, number>();
 
   constructor(private readonly opts: RollerOptions) {}
 
@@ -66,9 +77,13 @@ export class Roller {
   private schedule(ms: number): void {
     clearTimeout(this.timer);
     this.timer = setTimeout(() => {
-      this.running = this.rollPending(PASS_MAX)
+      let wait = this.opts.intervalMs;
+      this.running = this.rollPending(PASS_MAX, true)
         .then((n) => {
           if (n >= PASS_MAX) this.again = true;
+          // A day held back by pacing is picked up when due, not only at the next kick.
+          const soonest = Math.min(...this.due.values()) - Date.now();
+          if (soonest > 0 && soonest < wait) wait = soonest;
         })
         .catch((err) => this.opts.logger.error({ err }, "rolling up failed; will retry"))
         .finally(() => {
@@ -76,23 +91,31 @@ export class Roller {
           if (!this.active) return;
           const now = this.again;
           this.again = false;
-          this.schedule(now ? 0 : this.opts.intervalMs);
+          this.schedule(now ? 0 : wait);
         });
     }, ms);
     this.timer.unref?.();
   }
 
-  /** Recomputes dirty days until none is left (or `max` were done); returns how many. */
-  async rollPending(max = 1_000): Promise<number> {
+  /**
+   * Recomputes dirty days until none is left (or `max` were done); returns how many.
+   * `paced`: skip days recomputed too recently (see PACE); they stay dirty for a later pass.
+   */
+  async rollPending(max = 1_000, paced = false): Promise<number> {
     let n = 0;
+    for (const [id, at] of this.due) if (at <= Date.now()) this.due.delete(id);
     while (!this.halted && n < max) {
       const pending = await this.opts.dirty.pending();
       let done = 0;
-      for (const { bucket, markIds } of pending.values()) {
+      for (const [id, { bucket, markIds }] of pending) {
         if (this.halted) break;
+        if (paced && (this.due.get(id) ?? 0) > Date.now()) continue;
         const owner = await this.opts.dirty.lease(bucket, this.opts.leaseMs);
         if (!owner) continue; // another roller is on it
+        const started = Date.now();
         await this.recompute(bucket, markIds);
+        const took = Date.now() - started;
+        this.due.set(id, Date.now() + PACE * took);
         // On failure the lease is kept until it expires, as after a crash.
         await this.opts.dirty.release(bucket, owner);
         done++;
