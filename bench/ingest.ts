@@ -64,6 +64,7 @@ async function timedBatches(send: (batch: number, events: ReturnType<typeof even
   const latencies: number[] = [];
   let next = 0;
   const t0 = performance.now();
+  const mark = { t: t0, events: 0 };
   await Promise.all(
     Array.from({ length: CONCURRENCY }, async () => {
       for (let b = next++; b < batches; b = next++) {
@@ -71,6 +72,13 @@ async function timedBatches(send: (batch: number, events: ReturnType<typeof even
         const t = performance.now();
         await send(b, events);
         latencies.push(performance.now() - t);
+        // Progress every tenth of the run: the rate over that stretch shows any slowdown as data grows.
+        if (latencies.length % Math.max(1, Math.round(batches / 10)) === 0) {
+          const now = performance.now();
+          const done = latencies.length * BATCH;
+          console.error(`  ${done} events, ${Math.round(now - t0) / 1000} s, ${Math.round(((done - mark.events) * 1000) / (now - mark.t))} events/s lately`);
+          Object.assign(mark, { t: now, events: done });
+        }
       }
     }),
   );
@@ -106,6 +114,15 @@ async function drive(mode: string, apiUrl: string): Promise<Result> {
   let expected = 0;
   for (let i = 0; i < EVENTS; i++) expected += 100 + (i % 900) + 20 + (i % 300);
   if (tokens !== expected) throw new Error(`${mode}: counted ${tokens} tokens, sent ${expected}`);
+  // Analytics is fed asynchronously (outbox and roll-up): how long until it shows every event.
+  const t = performance.now();
+  for (;;) {
+    const s = await api.get("/analytics/summary?days=1");
+    if (s.body.total_events === EVENTS && s.body.total_tokens === expected) break;
+    if (performance.now() - t > 600_000) throw new Error(`${mode}: analytics shows ${s.body.total_events} of ${EVENTS} events after 10 min`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  console.log(`  (${mode}: analytics showed all ${EVENTS} events ${((performance.now() - t) / 1000).toFixed(1)} s after the totals were checked)`);
   return { mode, events: EVENTS, ...timing };
 }
 
