@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import type { Collection, Db } from "mongodb";
+import pMap from "p-map";
 import { isDuplicateKeyError } from "@meter/lib/mongo";
 import type { GateEntry, UsageEntry } from "../rollup.ts";
 
@@ -38,21 +39,6 @@ export interface LedgerFact {
   entry: UsageEntry | GateEntry;
 }
 
-/** Runs `fn` over `items` with at most `n` in flight. */
-export async function inParallel<T, R>(items: readonly T[], n: number, fn: (t: T) => Promise<R>): Promise<R[]> {
-  const out: R[] = new Array(items.length);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(n, items.length) }, async () => {
-      while (next < items.length) {
-        const i = next++;
-        out[i] = await fn(items[i]!);
-      }
-    }),
-  );
-  return out;
-}
-
 const segmentId = (hourId: string, n: number) => `${hourId}|${n}`;
 const hourIdOf = (productId: string, hour: string) => `${productId}|${hour}`;
 
@@ -84,7 +70,7 @@ export class LedgerStore {
       if (!h.facts.has(key)) h.facts.set(key, f); // the first of a repeated id wins, as in ingestion
     }
     let recorded = 0;
-    await inParallel([...byHour], 8, async ([hourId, h]) => {
+    await pMap(byHour, async ([hourId, h]) => {
       const keys = [...h.facts.keys()].sort();
       const entries = (kind: "u" | "g") =>
         JSON.stringify([...h.facts.values()].filter((f) => f.kind === kind).map((f) => [f.eventId, f.entry]));
@@ -96,7 +82,7 @@ export class LedgerStore {
         g: entries("g"),
       };
       if (await this.append(hourId, doc)) recorded += h.facts.size;
-    });
+    }, { concurrency: 8 });
     return { recorded, duplicates: facts.length - recorded };
   }
 
@@ -145,14 +131,14 @@ export class LedgerStore {
     const hours = Array.from({ length: 24 }, (_, h) => hourIdOf(productId, `${day}T${String(h).padStart(2, "0")}`));
     const usage = new Map<string, UsageEntry>();
     const gates = new Map<string, GateEntry>();
-    await inParallel(hours, 8, async (hourId) => {
+    await pMap(hours, async (hourId) => {
       for (let n = 1; ; n++) {
         const seg = await this.segments.findOne({ _id: segmentId(hourId, n) });
         if (!seg) return;
         for (const [id, e] of JSON.parse(seg.u) as [string, UsageEntry][]) if (!usage.has(id)) usage.set(id, e);
         for (const [id, e] of JSON.parse(seg.g) as [string, GateEntry][]) if (!gates.has(id)) gates.set(id, e);
       }
-    });
+    }, { concurrency: 8 });
     return { usage: [...usage.values()], gates: [...gates.values()] };
   }
 }

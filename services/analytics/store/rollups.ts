@@ -1,6 +1,6 @@
 import type { Collection, Db } from "mongodb";
 import type { BySource, DayFigures, UserFigures } from "../rollup.ts";
-import { inParallel } from "./ledger.ts";
+import pMap from "p-map";
 
 /**
  * Pre-aggregated figures, one document per product-day (totals, gates, models) plus the
@@ -63,7 +63,7 @@ export class RollupStore {
         ),
       });
     }
-    await inParallel(chunks, 4, (c) => this.userChunks.replaceOne({ _id: c._id }, c, { upsert: true }));
+    await pMap(chunks, (c) => this.userChunks.replaceOne({ _id: c._id }, c, { upsert: true }), { concurrency: 4 });
     const doc: DayDoc = {
       _id: id,
       product_id: productId,
@@ -80,14 +80,14 @@ export class RollupStore {
 
   /** The rollups of these days (a day without any event has none). */
   async readDays(productId: string, days: readonly string[]): Promise<DayDoc[]> {
-    const docs = await inParallel(days, 32, (d) => this.days.findOne({ _id: dayId(productId, d) }));
+    const docs = await pMap(days, (d) => this.days.findOne({ _id: dayId(productId, d) }), { concurrency: 32 });
     return docs.filter((d): d is DayDoc => d !== null);
   }
 
   /** The per-user figures of these day rollups, one entry per user and day. */
   async readUsers(days: readonly DayDoc[]): Promise<UserFigures[]> {
     const ids = days.flatMap((d) => Array.from({ length: d.user_chunks }, (_, i) => `${d._id}|${i}`));
-    const chunks = await inParallel(ids, 32, (id) => this.userChunks.findOne({ _id: id }));
+    const chunks = await pMap(ids, (id) => this.userChunks.findOne({ _id: id }), { concurrency: 32 });
     return chunks.flatMap((c) =>
       c ? (JSON.parse(c.users) as UserRow[]).map(([id, auto, manual]) => ({ id, figures: { auto, manual } })) : [],
     );

@@ -12,6 +12,8 @@ export function outboxes(stores: { outbox: OutboxStore; webhooks: WebhookPublish
     name: "usage->analytics",
     collection: stores.outbox.analytics,
     kind: "usage",
+    // Analytics counts facts whatever their order, and a flood should not leave it behind.
+    concurrency: 4,
     send: (docs: Pick<UsageEventDoc, "product_id" | "event_id" | "user_id" | "timestamp" | "model" | "total_tokens" | "cost_total" | "source" | "tool_call_count">[]) =>
       stores.analytics.recordEvents(
         docs.map((d) => ({
@@ -32,6 +34,7 @@ export function outboxes(stores: { outbox: OutboxStore; webhooks: WebhookPublish
     name: "gates->analytics",
     collection: stores.outbox.analytics,
     kind: "gate",
+    concurrency: 4,
     send: (docs: Pick<GateEventDoc, "product_id" | "event_id" | "user_id" | "timestamp" | "status" | "blocked">[]) =>
       stores.analytics.recordEvents(
         [],
