@@ -1,7 +1,7 @@
 import type { Collection } from "mongodb";
 import pMap from "p-map";
 import type { Logger } from "@meter/lib/logger";
-import type { OutboxEntry } from "../store/outbox.ts";
+import { payloadsOf, type OutboxEntry } from "../store/outbox.ts";
 
 /**
  * One handover to a peer: outbox entries of one kind are sent in batches and deleted only
@@ -101,8 +101,9 @@ export class Relay {
       await pMap(
         entries,
         async (e) => {
-          for (let i = 0; i < e.payloads.length; i += this.opts.batchSize) {
-            await box.send(e.payloads.slice(i, i + this.opts.batchSize));
+          const payloads = payloadsOf(e);
+          for (let i = 0; i < payloads.length; i += this.opts.batchSize) {
+            await box.send(payloads.slice(i, i + this.opts.batchSize));
           }
           await box.collection.deleteOne({ _id: e._id });
         },
