@@ -12,8 +12,6 @@ export function outboxes(stores: { outbox: OutboxStore; webhooks: WebhookPublish
     name: "usage->analytics",
     collection: stores.outbox.analytics,
     kind: "usage",
-    // Analytics counts facts whatever their order, and a flood should not leave it behind.
-    concurrency: 4,
     send: (docs: Pick<UsageEventDoc, "product_id" | "event_id" | "user_id" | "timestamp" | "model" | "total_tokens" | "cost_total" | "source" | "tool_call_count">[]) =>
       stores.analytics.recordEvents(
         docs.map((d) => ({
@@ -34,7 +32,6 @@ export function outboxes(stores: { outbox: OutboxStore; webhooks: WebhookPublish
     name: "gates->analytics",
     collection: stores.outbox.analytics,
     kind: "gate",
-    concurrency: 4,
     send: (docs: Pick<GateEventDoc, "product_id" | "event_id" | "user_id" | "timestamp" | "status" | "blocked">[]) =>
       stores.analytics.recordEvents(
         [],

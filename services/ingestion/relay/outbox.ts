@@ -1,5 +1,4 @@
 import type { Collection } from "mongodb";
-import pMap from "p-map";
 import type { Logger } from "@meter/lib/logger";
 import { payloadsOf, type OutboxEntry } from "../store/outbox.ts";
 
@@ -15,8 +14,6 @@ export interface Outbox {
   kind: OutboxEntry["kind"];
   /** Called with at most `batchSize` payloads at a time. */
   send(payloads: Record<string, any>[]): Promise<void>;
-  /** Entries handed over at once; more than 1 only where the receiver ignores order. */
-  concurrency?: number;
 }
 
 export interface RelayOptions {
@@ -93,22 +90,18 @@ export class Relay {
     }
   }
 
-  /** Sends entries (`concurrency` at a time), in chunks; an entry is deleted once all of it was acknowledged. */
+  /** Sends entries one at a time, in chunks; an entry is deleted once all of it was acknowledged. */
   private async drain(box: Outbox): Promise<void> {
     for (let rounds = 0; rounds < 100 && !this.stopped; rounds++) {
       const entries = await box.collection.find({ kind: box.kind }).limit(20).toArray();
       if (entries.length === 0) return;
-      await pMap(
-        entries,
-        async (e) => {
-          const payloads = payloadsOf(e);
-          for (let i = 0; i < payloads.length; i += this.opts.batchSize) {
-            await box.send(payloads.slice(i, i + this.opts.batchSize));
-          }
-          await box.collection.deleteOne({ _id: e._id });
-        },
-        { concurrency: box.concurrency ?? 1 },
-      );
+      for (const e of entries) {
+        const payloads = payloadsOf(e);
+        for (let i = 0; i < payloads.length; i += this.opts.batchSize) {
+          await box.send(payloads.slice(i, i + this.opts.batchSize));
+        }
+        await box.collection.deleteOne({ _id: e._id });
+      }
       if (entries.length < 20) return;
     }
   }
