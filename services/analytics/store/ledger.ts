@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { LRUCache } from "lru-cache";
 import type { Collection, Db } from "mongodb";
 import pMap from "p-map";
 import { isDuplicateKeyError } from "@meter/lib/mongo";
@@ -44,8 +45,12 @@ const hourIdOf = (productId: string, hour: string) => `${productId}|${hour}`;
 
 export class LedgerStore {
   private readonly segments: Collection<LedgerSegmentDoc>;
-  /** The highest segment number this process saw per product-hour: where appending starts. */
-  private readonly heads = new Map<string, number>();
+  /**
+   * The highest segment number this process saw per product-hour: where appending starts.
+   * Only a hint (another writer may be ahead; the insert then collides and probes on), so
+   * old hours can be forgotten.
+   */
+  private readonly heads = new LRUCache<string, number>({ max: 10_000 });
 
   constructor(db: Db) {
     this.segments = db.collection<LedgerSegmentDoc>("ledger_segments");
