@@ -40,6 +40,10 @@ export async function scheduleAttempt(deps: WebhooksDeps, d: DeliveryDoc, attemp
   await deps.scheduler.enqueue(DELIVER_ATTEMPT, payload, at);
 }
 
+export async function cancelAttempt(deps: WebhooksDeps, deliveryId: string, attempt: number): Promise<void> {
+  await deps.scheduler.cancel(DELIVER_ATTEMPT, { key: attemptKey(deliveryId, attempt) });
+}
+
 export function envelopeOf(event: EventDoc): Envelope {
   return {
     id: event._id,
@@ -83,7 +87,10 @@ export async function runDeliverAttempt(deps: WebhooksDeps, data: DeliverAttempt
       // The next attempt is scheduled before this one is recorded: a crash in between replays
       // this attempt (at-least-once) instead of losing the delivery.
       await scheduleAttempt(deps, d, attempt + 1, next);
-      await deps.deliveries.record(d._id, attempt, { ...common, next_attempt_at: next });
+      const recorded = await deps.deliveries.record(d._id, attempt, { ...common, next_attempt_at: next });
+      // The delivery went away or ended while this attempt was in flight (endpoint deleted or
+      // disabled): the retry just scheduled must not outlive it.
+      if (!recorded) await cancelAttempt(deps, d._id, attempt + 1);
     }
     deps.logger.info(
       { deliveryId: d._id, endpointId: d.endpoint_id, attempt, statusCode: result.statusCode, ok: result.ok, error: result.error },

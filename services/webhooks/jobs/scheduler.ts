@@ -22,6 +22,8 @@ export interface KeyedPayload {
 export class JobScheduler {
   readonly agenda: Agenda;
   private started = false;
+  /** Handlers running in this process, awaited on stop. */
+  private readonly running = new Set<Promise<void>>();
 
   constructor(
     private readonly db: Db,
@@ -51,11 +53,19 @@ export class JobScheduler {
     this.agenda.define<T>(
       name,
       async (job) => {
+        const run = handler(job);
+        const tracked = run.then(
+          () => undefined,
+          () => undefined,
+        );
+        this.running.add(tracked);
         try {
-          await handler(job);
+          await run;
         } catch (err) {
           this.logger.warn({ err, job: name, key: job.attrs.data.key }, "job failed");
           throw err;
+        } finally {
+          this.running.delete(tracked);
         }
       },
       opts,
@@ -89,10 +99,18 @@ export class JobScheduler {
     this.started = true;
   }
 
-  /** Lets running jobs finish (up to `graceMs`), then stops taking new ones. */
+  /**
+   * Stops taking jobs, hands back the ones locked but not started (Agenda's drain() would keep
+   * them locked for a whole lock lifetime, delaying them on the other replicas), then lets the
+   * running ones finish for up to `graceMs`.
+   */
   async stop(graceMs: number): Promise<void> {
     if (!this.started) return;
     this.started = false;
-    await this.agenda.drain(graceMs);
+    await this.agenda.stop(false);
+    let timer: NodeJS.Timeout | undefined;
+    const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)));
+    await Promise.race([Promise.all(this.running), grace]);
+    clearTimeout(timer);
   }
 }

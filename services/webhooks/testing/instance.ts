@@ -15,7 +15,7 @@ export interface Instance {
 /** Options that make the retry table take seconds: 1 min -> 10 ms ... 8 h -> 4.8 s. */
 export const FAST: Partial<WebhooksServiceOptions> = {
   allowInsecureUrls: true,
-  attemptTimeoutMs: 1_000,
+  attemptTimeoutMs: 3_000,
   timeScale: 1 / 6000,
   processEveryMs: 100,
 };

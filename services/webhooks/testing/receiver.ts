@@ -9,8 +9,11 @@ export interface Received {
   at: number;
 }
 
-/** What the receiver does with the n-th request (1-based): answer a status, or never answer. */
-export type Behaviour = (n: number, req: Received) => number | "hang";
+/**
+ * What the receiver does with the n-th request (1-based): answer a status, never answer, or
+ * answer once a promise settles (to hold a request open while the test changes something).
+ */
+export type Behaviour = (n: number, req: Received) => number | "hang" | Promise<number>;
 
 /** A real webhook receiver on 127.0.0.1 for tests; it records everything it gets. */
 export class Receiver {
@@ -40,7 +43,10 @@ export class Receiver {
           this.hung.push(res);
           return;
         }
-        res.writeHead(answer, { "content-type": "text/plain" }).end("ok");
+        this.hung.push(res);
+        void Promise.resolve(answer).then((status) => {
+          if (!res.destroyed) res.writeHead(status, { "content-type": "text/plain" }).end("ok");
+        });
       });
     });
     await new Promise<void>((resolve) => this.server.listen(0, "127.0.0.1", resolve));
