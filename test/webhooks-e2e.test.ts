@@ -41,11 +41,12 @@ t("thresholds 50, 80 and 100 arrive once each, signed, though the batch is poste
   assert.is(ep.status, 201);
   const secret: string = ep.body.secret;
 
-  const event = (cost: number) => ({
+  // Model names with dots: they are keys of the payload's cost_by_model on every store on the way.
+  const event = (cost: number, model: string) => ({
     id: randomUUID(),
     user_id: userId,
     timestamp: new Date().toISOString(),
-    model: "gpt-4o",
+    model,
     input_tokens: 1000,
     output_tokens: 500,
     total_tokens: 1500,
@@ -53,7 +54,12 @@ t("thresholds 50, 80 and 100 arrive once each, signed, though the batch is poste
     cost_total: cost,
   });
   // 5.5 (55%), then 3.0 (85%), then 2.0 (105%)
-  const batches = [[event(5.5)], [event(3.0)], [event(2.0)]];
+  const batches = [[event(5.5, "gpt-4.1")], [event(3.0, "claude-3.5-sonnet")], [event(2.0, "gpt-4.1")]];
+  const costByModel: Record<string, Record<string, number>> = {
+    "usage.threshold.50": { "gpt-4.1": 5.5 },
+    "usage.threshold.80": { "gpt-4.1": 5.5, "claude-3.5-sonnet": 3.0 },
+    "usage.threshold.100": { "gpt-4.1": 7.5, "claude-3.5-sonnet": 3.0 },
+  };
   for (const batch of batches) {
     const first = await api.post("/events/batch", batch);
     assert.is(first.status, 200, JSON.stringify(first.body));
@@ -75,7 +81,7 @@ t("thresholds 50, 80 and 100 arrive once each, signed, though the batch is poste
     assert.is(r.json.data.threshold_pct, Number(r.json.type.split(".").pop()));
     assert.ok(r.json.data.current_spend >= (r.json.data.threshold_pct / 100) * 10 - 1e-9);
     assert.type(r.json.data.tokens_total, "number");
-    assert.type(r.json.data.cost_by_model, "object");
+    assert.equal(r.json.data.cost_by_model, costByModel[r.json.type], `${r.json.type} cost_by_model`);
   }
   const log = await api.get(`/webhooks/endpoints/${ep.body.id}/deliveries`);
   assert.is(log.status, 200);

@@ -52,7 +52,7 @@ function rng(seed: number) {
 /** Ingests usage through POST /events/batch and POST /events; returns what was sent. */
 async function ingest(api: Api, seed: number): Promise<Sent[]> {
   const rand = rng(seed);
-  const models = ["gpt-4o", "claude-3-5-sonnet", null];
+  const models = ["gpt-4o", "claude-3.5-sonnet", null];
   const sent: Sent[] = [];
   const batch: Record<string, unknown>[] = [];
   // Exactly on the edges of the 3-day window and of the previous 3 days.
@@ -138,7 +138,7 @@ t("figures equal what was ingested: summary, previous period, timeseries, breakd
     close(m.cost, mine.reduce((a, e) => a + e.cost, 0), m.model);
     assert.is(m.tokens, mine.reduce((a, e) => a + e.tokens, 0));
   }
-  assert.equal(models.map((m: any) => m.model).sort(), ["claude-3-5-sonnet", "gpt-4o", "unknown"]);
+  assert.equal(models.map((m: any) => m.model).sort(), ["claude-3.5-sonnet", "gpt-4o", "unknown"]);
   assert.ok(Math.abs(models.reduce((a: number, m: any) => a + m.pct, 0) - 100) <= 0.05, "pct sums to 100");
   assert.equal(models.map((m: any) => m.cost), [...models.map((m: any) => m.cost)].sort((a, b) => b - a));
 

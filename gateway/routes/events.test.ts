@@ -1,6 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
+import { connectMongo } from "@meter/lib/mongo";
+import { decodeMetadata } from "../../services/ingestion/domain/field-keys.ts";
+import { testMongoUrl } from "../../test/support/database.ts";
 import type { Api } from "../../test/support/http.ts";
 import { startTestStack, type TestStack } from "../../test/support/stack.ts";
 
@@ -188,6 +191,43 @@ t("events of an unregistered user are stored and counted, and show once the user
   const usage = await api.get(`/users/${userId}/usage`);
   close(usage.body.total_cost, 0.5);
   assert.equal(usage.body.tokens_by_model, { m: 7 });
+});
+
+t("metadata is free-form: keys with '.' or '$' are accepted, counted and stored exactly as sent", async ({ stack }) => {
+  const { api, productId } = await stack.newProduct();
+  const userId = `md-${randomUUID()}`;
+  await api.post("/users", { external_user_id: userId });
+  const metadata = { "a.b": 1, $date: "2020-01-01", nested: { $oid: "x", "k.v": [1, { $set: 2 }] }, $numberLong: "7" };
+  const batch = usageEvent(userId, { cost_total: 0.25, model: "m", metadata });
+  assert.equal((await api.post("/events/batch", [batch])).body, { accepted: 1, duplicates: 0 });
+  const gate = {
+    id: randomUUID(),
+    user_id: userId,
+    timestamp: new Date().toISOString(),
+    status: "soft_gate",
+    gate_reason: "total_spend",
+    usage_pct: 0.8,
+    current_value: 8,
+    limit_value: 10,
+    metadata,
+  };
+  assert.equal((await api.post("/gate-events/batch", [gate])).body, { accepted: 1, duplicates: 0 });
+  const manual = await api.post("/events", { user_id: userId, cost: 0.5, metadata });
+  assert.is(manual.status, 201, JSON.stringify(manual.body));
+  close((await api.get(`/users/${userId}/usage`)).body.total_cost, 0.75);
+  assert.is((await api.get(`/users/${userId}/gate-events`)).body.events.length, 1);
+
+  const mongo = await connectMongo(await testMongoUrl());
+  try {
+    const db = mongo.db(`${stack.dbPrefix}_ingestion`);
+    const usage = await db.collection("usage_events").find({ product_id: productId }).toArray();
+    assert.is(usage.length, 2);
+    for (const d of usage) assert.equal(decodeMetadata(d.metadata), metadata);
+    const gates = await db.collection("gate_events").find({ product_id: productId }).toArray();
+    assert.equal(gates.map((d) => decodeMetadata(d.metadata)), [metadata]);
+  } finally {
+    await mongo.close();
+  }
 });
 
 t("products are isolated: same event ids and user ids are separate", async ({ stack }) => {

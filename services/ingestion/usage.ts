@@ -1,6 +1,5 @@
 import type { KnownUser, PlanInfo } from "./adapters/plans.ts";
 import type { IngestionDeps } from "./deps.ts";
-import { decodeKeys } from "./domain/field-keys.ts";
 import { periodAt, type BillingPeriod } from "./domain/period.ts";
 import { reachedThresholds } from "./domain/thresholds.ts";
 import { counterId, type CounterDoc } from "./store/counters.ts";
@@ -52,7 +51,7 @@ export async function recordCrossings(deps: IngestionDeps, counter: CounterDoc):
       spend_limit: counter.spend_limit!,
       plan_name: counter.plan_name ?? "",
       tokens_total: counter.tokens,
-      cost_by_model: decodeKeys(counter.cost_by_model),
+      cost_by_model: counter.cost_by_model,
       period_start: counter.period_start,
       period_end: counter.period_end,
       crossed_at: deps.now(),

@@ -46,7 +46,7 @@ export async function emitEvent(
     product_id: e.productId,
     key: e.key,
     type: e.type,
-    data: e.data,
+    data: JSON.stringify(e.data),
     created_at: now,
     endpoint_ids: endpoints.map((x) => x._id),
   });

@@ -16,3 +16,19 @@ export function decodeKeys<V>(obj: Record<string, V> | undefined): Record<string
   for (const [k, v] of Object.entries(obj ?? {})) out[decodeKey(k)] = v;
   return out;
 }
+
+/**
+ * Event metadata is the caller's free-form object: any key goes ("a.b", "$ref"), and it is
+ * never queried. It is kept as its JSON text, which stores every key exactly as sent (field
+ * names could not) and passes through Extended JSON outboxes without a "$date"-like key being
+ * read as a type.
+ */
+export function encodeMetadata(metadata: Record<string, unknown> | undefined): string {
+  return JSON.stringify(metadata ?? {});
+}
+
+/** Reads stored metadata; documents written before it was kept as text hold the object itself. */
+export function decodeMetadata(stored: string | Record<string, unknown> | undefined | null): Record<string, unknown> {
+  if (typeof stored === "string") return JSON.parse(stored) as Record<string, unknown>;
+  return stored ?? {};
+}

@@ -8,6 +8,7 @@ import type { IngestionDeps } from "../deps.ts";
 import type { UsageEventDoc } from "../store/usage-events.ts";
 import { attribute, attributionFields, storeUsage } from "../usage.ts";
 import { requireProduct, requireUser } from "./common.ts";
+import { encodeMetadata } from "../domain/field-keys.ts";
 
 const MAX_KEY = 255;
 
@@ -76,7 +77,7 @@ export function createManualEvent(deps: IngestionDeps): ServiceImpl<typeof Inges
       cost_tokens: cost.costTokens,
       cost_tools: cost.costTools,
       cost_total: cost.costTotal,
-      metadata,
+      metadata: encodeMetadata(metadata),
       source: "manual",
       description: req.description ?? null,
       job,

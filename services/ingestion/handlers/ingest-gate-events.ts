@@ -6,6 +6,7 @@ import type { IngestionDeps } from "../deps.ts";
 import type { GateEventDoc } from "../store/gate-events.ts";
 import { storeGates } from "../usage.ts";
 import { BatchProblems, checkBatchSize, checkIds, firstOccurrences, nonNegative, requireProduct } from "./common.ts";
+import { encodeMetadata } from "../domain/field-keys.ts";
 
 const STATUSES = new Set(["soft_gate", "hard_gate"]);
 const REASON = /^(total_spend|session_spend|model_limit:.+)$/;
@@ -38,7 +39,7 @@ function gateDoc(productId: string, job: string, e: GateEvent, receivedAt: Date)
     model: e.model ?? null,
     blocked: e.blocked,
     message: e.message ?? null,
-    metadata: e.metadata ?? {},
+    metadata: encodeMetadata(e.metadata),
     received_at: receivedAt,
     job,
   };

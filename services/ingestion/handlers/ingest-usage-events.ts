@@ -8,6 +8,7 @@ import type { IngestionDeps } from "../deps.ts";
 import type { UsageEventDoc } from "../store/usage-events.ts";
 import { attribute, attributionFields, storeUsage } from "../usage.ts";
 import { BatchProblems, checkBatchSize, checkIds, firstOccurrences, nonNegative, requireProduct } from "./common.ts";
+import { encodeMetadata } from "../domain/field-keys.ts";
 
 function validate(events: readonly UsageEvent[]): void {
   const problems = new BatchProblems();
@@ -54,7 +55,7 @@ export function usageDoc(productId: string, job: string, e: UsageEvent, user: Kn
     cost_tokens: e.costTokens,
     cost_tools: e.costTools,
     cost_total: e.costTotal || e.costTokens + e.costTools,
-    metadata: e.metadata ?? {},
+    metadata: encodeMetadata(e.metadata),
     source: "auto",
     description: null,
     job,

@@ -1,3 +1,4 @@
+import type { JsonObject } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { IngestionService } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import { rpcError } from "@meter/lib/errors";
@@ -5,6 +6,7 @@ import { fromTimestamp, toTimestamp } from "@meter/lib/time";
 import type { IngestionDeps } from "../deps.ts";
 import type { GateEventDoc } from "../store/gate-events.ts";
 import { requireProduct, requireUser } from "./common.ts";
+import { decodeMetadata } from "../domain/field-keys.ts";
 
 export const PAGE_DEFAULT = 100;
 export const PAGE_MAX = 500;
@@ -41,7 +43,7 @@ export function toGateEvent(d: GateEventDoc) {
     model: d.model ?? undefined,
     blocked: d.blocked,
     message: d.message ?? undefined,
-    metadata: d.metadata as never,
+    metadata: decodeMetadata(d.metadata) as JsonObject,
   };
 }
 

@@ -1,3 +1,4 @@
+import type { JsonObject } from "@bufbuild/protobuf";
 import { toTimestamp } from "@meter/lib/time";
 import type { AnalyticsRecorder, WebhookPublisher } from "../adapters/peers.ts";
 import type { CrossingDoc } from "../store/crossings.ts";
@@ -5,6 +6,7 @@ import type { GateEventDoc } from "../store/gate-events.ts";
 import type { OutboxStore } from "../store/outbox.ts";
 import type { UsageEventDoc } from "../store/usage-events.ts";
 import type { Outbox } from "./outbox.ts";
+import { decodeKeys, decodeMetadata } from "../domain/field-keys.ts";
 
 /** The four handovers of ingestion; each outbox entry's payload is the stored document. */
 export function outboxes(stores: { outbox: OutboxStore; webhooks: WebhookPublisher; analytics: AnalyticsRecorder }): Outbox[] {
@@ -63,7 +65,7 @@ export function outboxes(stores: { outbox: OutboxStore; webhooks: WebhookPublish
           blocked: d.blocked,
           message: d.message ?? undefined,
           timestamp: toTimestamp(d.timestamp),
-          metadata: d.metadata as never,
+          metadata: decodeMetadata(d.metadata) as JsonObject,
         })),
       ),
   };
@@ -82,7 +84,7 @@ export function outboxes(stores: { outbox: OutboxStore; webhooks: WebhookPublish
           spendLimit: d.spend_limit,
           planName: d.plan_name,
           tokensTotal: BigInt(d.tokens_total),
-          costByModel: d.cost_by_model,
+          costByModel: decodeKeys(d.cost_by_model),
           periodStart: toTimestamp(d.period_start),
           periodEnd: toTimestamp(d.period_end),
           crossedAt: toTimestamp(d.crossed_at),

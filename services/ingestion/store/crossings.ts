@@ -18,6 +18,7 @@ export interface CrossingDoc {
   spend_limit: number;
   plan_name: string;
   tokens_total: number;
+  /** Keyed by encoded model name, as in the counter (see encodeKey). */
   cost_by_model: Record<string, number>;
   period_start: Date;
   period_end: Date;

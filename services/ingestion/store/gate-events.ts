@@ -18,7 +18,8 @@ export interface GateEventDoc {
   model: string | null;
   blocked: boolean;
   message: string | null;
-  metadata: Record<string, unknown>;
+  /** JSON text of the caller's metadata (see encodeMetadata). */
+  metadata: string;
   received_at: Date;
   /** The job (request) that inserted the event. */
   job: string;

@@ -28,7 +28,8 @@ export interface UsageEventDoc {
   cost_tokens: number;
   cost_tools: number;
   cost_total: number;
-  metadata: Record<string, unknown>;
+  /** JSON text of the caller's metadata (see encodeMetadata). */
+  metadata: string;
   source: EventSource;
   description: string | null;
   /** The job (request) that inserted the event; it adds the event to its counter. */

@@ -51,7 +51,7 @@ export function envelopeOf(event: EventDoc): Envelope {
     api_version: API_VERSION,
     created_at: event.created_at.toISOString(),
     product_id: event.product_id,
-    data: event.data,
+    data: JSON.parse(event.data) as Record<string, unknown>,
   };
 }
 

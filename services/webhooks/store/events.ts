@@ -13,7 +13,11 @@ export interface EventDoc {
    */
   key: string;
   type: string;
-  data: Record<string, unknown>;
+  /**
+   * JSON text of the envelope's `data`: kept as sent, because its keys include model names
+   * ("gpt-4.1" in cost_by_model) that MongoDB field names cannot hold as they are.
+   */
+  data: string;
   created_at: Date;
   /** The endpoints subscribed when the event was emitted; re-emitting reaches these only. */
   endpoint_ids: string[];
