@@ -39,10 +39,13 @@ export async function buildEmbeddedDb(): Promise<string> {
  * Starts the embedded MongoDB-compatible database keeping its files in `dir`. It stops when
  * stop() is called or when this process exits (it watches its standard input).
  */
-export async function startEmbeddedDb(dir: string, opts: { port?: number } = {}): Promise<EmbeddedDb> {
+export async function startEmbeddedDb(dir: string, opts: { port?: number; flags?: string[] } = {}): Promise<EmbeddedDb> {
   const bin = await buildEmbeddedDb();
   await mkdir(dir, { recursive: true });
-  const child: ChildProcess = spawn(bin, ["-dir", dir, "-listen", `127.0.0.1:${opts.port ?? 0}`], {
+  const args = ["-dir", dir, "-listen", `127.0.0.1:${opts.port ?? 0}`, ...(opts.flags ?? [])];
+  // Diagnostics: log every command slower than this Go duration (e.g. "500ms") to stderr.
+  if (process.env.EMBEDDED_DB_SLOW) args.push("-slow", process.env.EMBEDDED_DB_SLOW);
+  const child: ChildProcess = spawn(bin, args, {
     stdio: ["pipe", "pipe", "inherit"],
   });
   const url = await new Promise<string>((resolve, reject) => {

@@ -19,6 +19,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/FerretDB/FerretDB/ferretdb"
 )
@@ -27,6 +28,9 @@ func main() {
 	listen := flag.String("listen", "127.0.0.1:0", "TCP address to listen on (port 0 picks a free port)")
 	dir := flag.String("dir", "./data/db", "directory holding the SQLite files")
 	watchStdin := flag.Bool("watch-stdin", true, "exit when standard input closes")
+	slow := flag.Duration("slow", 0, "log commands taking at least this long, e.g. 500ms (0: off)")
+	walLimit := flag.Int64("wal-limit", 64<<20, "write-ahead log size (bytes) past which it is checkpointed and emptied")
+	maintainEvery := flag.Duration("maintain-every", time.Second, "how often lookup indexes and log sizes are checked")
 	flag.Parse()
 
 	abs, err := filepath.Abs(*dir)
@@ -72,8 +76,10 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	proxy := &serializingProxy{backend: backend.Host, logger: logger}
+	proxyLogger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	proxy := &serializingProxy{backend: backend.Host, logger: proxyLogger, slow: *slow}
 	go proxy.serve(l)
+	go newMaintainer(abs, proxy, proxyLogger, *walLimit).run(ctx, *maintainEvery)
 	go func() {
 		<-ctx.Done()
 		l.Close()

@@ -7,6 +7,9 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"time"
+
+	"github.com/FerretDB/wire/wirebson"
 )
 
 // FerretDB v1 applies an update as read, modify, write without isolation, so two concurrent
@@ -32,6 +35,9 @@ type serializingProxy struct {
 	backend string
 	writes  sync.Mutex
 	logger  *slog.Logger
+	// slow, when positive, logs every command that takes at least that long (waiting for the
+	// write turn included), with its body: the way to find what a slow workload asks for.
+	slow time.Duration
 }
 
 func (p *serializingProxy) serve(l net.Listener) {
@@ -67,12 +73,18 @@ func (p *serializingProxy) handle(client net.Conn) {
 			flags = binary.LittleEndian.Uint32(req[16:20])
 		}
 		write := opCode == opMsg && writeCommands[commandName(req)]
+		start := time.Now()
 		if write {
 			p.writes.Lock()
 		}
+		turn := time.Now()
 		err = p.roundTrip(client, backend, req, flags&moreToCome == 0)
 		if write {
 			p.writes.Unlock()
+		}
+		if p.slow > 0 && time.Since(start) >= p.slow {
+			p.logger.Warn("slow command", "wait_ms", turn.Sub(start).Milliseconds(),
+				"run_ms", time.Since(turn).Milliseconds(), "command", commandBody(req))
 		}
 		if err != nil {
 			return
@@ -142,4 +154,29 @@ func commandName(msg []byte) string {
 		pos += int(binary.LittleEndian.Uint32(msg[pos : pos+4]))
 	}
 	return ""
+}
+
+// commandBody renders the body section of an OP_MSG for the slow log, cut to a readable length.
+func commandBody(msg []byte) string {
+	pos := headerBytes + 4
+	if opCode := int32(binary.LittleEndian.Uint32(msg[12:16])); opCode != opMsg || pos >= len(msg) || msg[pos] != 0 {
+		return commandName(msg)
+	}
+	pos++
+	if pos+4 > len(msg) {
+		return commandName(msg)
+	}
+	end := pos + int(binary.LittleEndian.Uint32(msg[pos:pos+4]))
+	if end > len(msg) {
+		return commandName(msg)
+	}
+	doc, err := wirebson.RawDocument(msg[pos:end]).DecodeDeep()
+	if err != nil {
+		return commandName(msg)
+	}
+	text := wirebson.LogMessageFlow(doc)
+	if len(text) > 600 {
+		text = text[:600] + "..."
+	}
+	return text
 }

@@ -1,0 +1,79 @@
+import { mkdtemp, readdir, rm, stat } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { DatabaseSync } from "node:sqlite";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import type { MongoClient } from "mongodb";
+import { startEmbeddedDb, type EmbeddedDb } from "./embedded-db.ts";
+import { connectMongo } from "./mongo.ts";
+
+// The embedded database's own upkeep (tools/embedded-db/maintain.go), checked on its files.
+const t = suite<{ dir: string; db: EmbeddedDb; mongo: MongoClient }>("embedded database upkeep");
+
+const WAL_LIMIT = 1 << 20;
+
+t.before(async (ctx) => {
+  ctx.dir = await mkdtemp(path.join(os.tmpdir(), "meter-edb-"));
+  ctx.db = await startEmbeddedDb(ctx.dir, { flags: ["-wal-limit", String(WAL_LIMIT), "-maintain-every", "100ms"] });
+  ctx.mongo = await connectMongo(ctx.db.url);
+});
+t.after(async (ctx) => {
+  await ctx.mongo.close();
+  await ctx.db.stop();
+  await rm(ctx.dir, { recursive: true, force: true });
+});
+
+async function eventually<T>(check: () => Promise<T | undefined>, what: string): Promise<T> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const v = await check();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** SQLite's plan for FerretDB's lookup by _id on the collection's table. */
+function lookupPlan(file: string): string | undefined {
+  const sqlite = new DatabaseSync(file, { readOnly: true });
+  try {
+    const row = sqlite.prepare(`SELECT table_name FROM _ferretdb_collections WHERE name = 'docs'`).get() as { table_name: string } | undefined;
+    if (!row) return undefined;
+    const plan = sqlite.prepare(`EXPLAIN QUERY PLAN SELECT _ferretdb_sjson FROM "${row.table_name}" WHERE _ferretdb_sjson->'$._id' = ?`).all('"x"');
+    return plan.map((p) => String((p as { detail: string }).detail)).join("; ");
+  } finally {
+    sqlite.close();
+  }
+}
+
+t("lookups by _id use an index, so they do not read the whole collection", async ({ mongo, dir }) => {
+  const docs = mongo.db("upkeep").collection<{ _id: string; n: number }>("docs");
+  await docs.insertMany(Array.from({ length: 500 }, (_, n) => ({ _id: `d${n}`, n })));
+  const file = path.join(dir, "upkeep.sqlite");
+  const indexed = () =>
+    eventually(async () => {
+      const p = lookupPlan(file);
+      return p && /USING INDEX/.test(p) ? p : undefined;
+    }, "an index in the lookup plan");
+  assert.match(await indexed(), /__id_lookup/);
+  assert.equal(await docs.findOne({ _id: "d123" }), { _id: "d123", n: 123 });
+  await docs.deleteOne({ _id: "d7" });
+  assert.is(await docs.countDocuments(), 499);
+  // A dropped database comes back as a new file under the same name: indexed too.
+  await mongo.db("upkeep").dropDatabase();
+  await docs.insertMany([{ _id: "again", n: 1 }]);
+  assert.match(await indexed(), /__id_lookup/);
+});
+
+t("the write-ahead log is emptied once it grows past its limit", async ({ mongo, dir }) => {
+  const big = mongo.db("walgrowth").collection<{ _id: number; pad: string }>("rows");
+  const pad = "x".repeat(4096);
+  for (let i = 0; i < 8; i++) await big.insertMany(Array.from({ length: 100 }, (_, j) => ({ _id: i * 100 + j, pad })));
+  const wal = path.join(dir, "walgrowth.sqlite-wal");
+  await eventually(async () => ((await stat(wal)).size < WAL_LIMIT ? true : undefined), "the log to be emptied");
+  assert.is(await big.countDocuments(), 800, "nothing lost by the checkpoint");
+  assert.ok((await readdir(dir)).includes("walgrowth.sqlite"));
+});
+
+t.run();

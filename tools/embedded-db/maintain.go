@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	_ "modernc.org/sqlite"
+)
+
+// FerretDB v1 keeps each collection in an SQLite table of JSON documents and looks documents
+// up by _id with `WHERE _ferretdb_sjson->'$._id' = ?`, but its own _id index is built on the
+// expression `_ferretdb_sjson->"_id"`. SQLite matches index expressions by their text, so
+// that index is never used: every find, update and delete by _id read the whole table (a
+// lookup took 230 ms at 20,000 documents, growing with the table). The maintainer adds, to
+// every collection table, an index on exactly the expression the lookups use.
+//
+// It also bounds the write-ahead log. SQLite's automatic checkpoints are passive: while
+// readers keep overlapping, the log is never reset and grows without bound (570 MB was seen),
+// slowing every read. Past a size limit the maintainer runs a TRUNCATE checkpoint, which waits
+// for readers of older snapshots to finish, copies the log into the database and empties it.
+//
+// Both run with the proxy's write turn held, so that FerretDB's writers wait in the proxy
+// rather than in SQLite's busy handler.
+
+const (
+	lookupIndexSuffix = "__id_lookup"
+	idExpression      = `_ferretdb_sjson->'$._id'`
+	collectionsTable  = "_ferretdb_collections"
+)
+
+type maintainer struct {
+	dir      string
+	proxy    *serializingProxy
+	logger   *slog.Logger
+	walLimit int64
+	dbs      map[string]openFile
+}
+
+// openFile is a database file held open, with the identity of the file it opened: a dropped
+// database's file is deleted and may come back under the same name as a new file.
+type openFile struct {
+	db *sql.DB
+	fi os.FileInfo
+}
+
+func newMaintainer(dir string, proxy *serializingProxy, logger *slog.Logger, walLimit int64) *maintainer {
+	return &maintainer{dir: dir, proxy: proxy, logger: logger, walLimit: walLimit, dbs: map[string]openFile{}}
+}
+
+// run repeats a round every interval until ctx ends.
+func (m *maintainer) run(ctx context.Context, every time.Duration) {
+	ticker := time.NewTicker(every)
+	defer ticker.Stop()
+	defer m.close()
+	for {
+		m.round(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+	}
+}
+
+func (m *maintainer) round(ctx context.Context) {
+	files, err := filepath.Glob(filepath.Join(m.dir, "*.sqlite"))
+	if err != nil {
+		m.logger.Error("list database files", "error", err)
+		return
+	}
+	present := make(map[string]bool, len(files))
+	for _, file := range files {
+		present[file] = true
+	}
+	for file, f := range m.dbs {
+		if !present[file] {
+			_ = f.db.Close()
+			delete(m.dbs, file)
+		}
+	}
+	for _, file := range files {
+		if ctx.Err() != nil {
+			return
+		}
+		db, err := m.open(file)
+		if err != nil {
+			m.logger.Error("open database file", "file", file, "error", err)
+			continue
+		}
+		if err := m.indexLookups(ctx, db); err != nil {
+			m.logger.Error("index _id lookups", "file", file, "error", err)
+		}
+		if err := m.checkpoint(ctx, db, file); err != nil {
+			m.logger.Error("checkpoint", "file", file, "error", err)
+		}
+	}
+}
+
+func (m *maintainer) open(file string) (*sql.DB, error) {
+	fi, err := os.Stat(file)
+	if err != nil {
+		return nil, err
+	}
+	if f, ok := m.dbs[file]; ok {
+		if os.SameFile(f.fi, fi) {
+			return f.db, nil
+		}
+		_ = f.db.Close()
+		delete(m.dbs, file)
+	}
+	db, err := sql.Open("sqlite", "file:"+file+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(1)
+	m.dbs[file] = openFile{db: db, fi: fi}
+	return db, nil
+}
+
+// indexLookups adds the lookup index to every collection table that lacks it.
+func (m *maintainer) indexLookups(ctx context.Context, db *sql.DB) error {
+	var hasCollections int
+	err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, collectionsTable).Scan(&hasCollections)
+	if err != nil || hasCollections == 0 {
+		return err
+	}
+	rows, err := db.QueryContext(ctx, fmt.Sprintf(
+		`SELECT c.table_name FROM %q c WHERE NOT EXISTS (SELECT 1 FROM sqlite_master i WHERE i.type = 'index' AND i.name = c.table_name || ?)
+		 AND EXISTS (SELECT 1 FROM sqlite_master t WHERE t.type = 'table' AND t.name = c.table_name)`, collectionsTable),
+		lookupIndexSuffix)
+	if err != nil {
+		return err
+	}
+	var tables []string
+	for rows.Next() {
+		var t string
+		if err := rows.Scan(&t); err != nil {
+			rows.Close()
+			return err
+		}
+		tables = append(tables, t)
+	}
+	rows.Close()
+	for _, t := range tables {
+		m.proxy.writes.Lock()
+		_, err := db.ExecContext(ctx, fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %q ON %q (%s)`, t+lookupIndexSuffix, t, idExpression))
+		m.proxy.writes.Unlock()
+		if err != nil {
+			// The collection may have been dropped since it was listed.
+			m.logger.Warn("create lookup index", "table", t, "error", err)
+		}
+	}
+	return nil
+}
+
+func (m *maintainer) checkpoint(ctx context.Context, db *sql.DB, file string) error {
+	fi, err := os.Stat(file + "-wal")
+	if err != nil || fi.Size() < m.walLimit {
+		return nil
+	}
+	m.proxy.writes.Lock()
+	defer m.proxy.writes.Unlock()
+	_, err = db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`)
+	return err
+}
+
+func (m *maintainer) close() {
+	for _, f := range m.dbs {
+		_ = f.db.Close()
+	}
+}
