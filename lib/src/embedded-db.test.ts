@@ -6,7 +6,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import type { MongoClient } from "mongodb";
 import { startEmbeddedDb, type EmbeddedDb } from "./embedded-db.ts";
-import { connectMongo } from "./mongo.ts";
+import { connectMongo, isDuplicateKeyError } from "./mongo.ts";
 
 // The embedded database's own upkeep (tools/embedded-db/maintain.go), checked on its files.
 const t = suite<{ dir: string; db: EmbeddedDb; mongo: MongoClient }>("embedded database upkeep");
@@ -47,6 +47,18 @@ function lookupPlan(file: string): string | undefined {
   }
 }
 
+/** Suffixes of the indexes on the collection's _id (FerretDB's own ends in "__id_"). */
+function idIndexes(file: string): string[] {
+  const sqlite = new DatabaseSync(file, { readOnly: true });
+  try {
+    const { table_name } = sqlite.prepare(`SELECT table_name FROM _ferretdb_collections WHERE name = 'docs'`).get() as { table_name: string };
+    const rows = sqlite.prepare(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ?`).all(table_name) as { name: string }[];
+    return rows.map((r) => r.name.slice(table_name.length)).filter((n) => n.startsWith("__id_"));
+  } finally {
+    sqlite.close();
+  }
+}
+
 t("lookups by _id use an index, so they do not read the whole collection", async ({ mongo, dir }) => {
   const docs = mongo.db("upkeep").collection<{ _id: string; n: number }>("docs");
   await docs.insertMany(Array.from({ length: 500 }, (_, n) => ({ _id: `d${n}`, n })));
@@ -57,6 +69,9 @@ t("lookups by _id use an index, so they do not read the whole collection", async
       return p && /USING INDEX/.test(p) ? p : undefined;
     }, "an index in the lookup plan");
   assert.match(await indexed(), /__id_lookup/);
+  assert.equal(idIndexes(file), ["__id_lookup"], "it replaces FerretDB's unused _id index: inserts maintain one");
+  const duplicate = await docs.insertOne({ _id: "d5", n: 0 }).then(() => null, (err: unknown) => err);
+  assert.ok(isDuplicateKeyError(duplicate), "_id stays unique");
   assert.equal(await docs.findOne({ _id: "d123" }), { _id: "d123", n: 123 });
   await docs.deleteOne({ _id: "d7" });
   assert.is(await docs.countDocuments(), 499);

@@ -16,8 +16,10 @@ import (
 // up by _id with `WHERE _ferretdb_sjson->'$._id' = ?`, but its own _id index is built on the
 // expression `_ferretdb_sjson->"_id"`. SQLite matches index expressions by their text, so
 // that index is never used: every find, update and delete by _id read the whole table (a
-// lookup took 230 ms at 20,000 documents, growing with the table). The maintainer adds, to
-// every collection table, an index on exactly the expression the lookups use.
+// lookup took 230 ms at 20,000 documents, growing with the table). The maintainer gives every
+// collection table a unique index on exactly the expression the lookups use, and drops
+// FerretDB's, in one transaction: uniqueness of _id never lapses (FerretDB reports any unique
+// violation of an insert as a duplicate _id), and inserts still maintain a single _id index.
 //
 // It also bounds the write-ahead log. SQLite's automatic checkpoints are passive: while
 // readers keep overlapping, the log is never reset and grows without bound (570 MB was seen),
@@ -148,7 +150,7 @@ func (m *maintainer) indexLookups(ctx context.Context, db *sql.DB) error {
 	rows.Close()
 	for _, t := range tables {
 		m.proxy.writes.Lock()
-		_, err := db.ExecContext(ctx, fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %q ON %q (%s)`, t+lookupIndexSuffix, t, idExpression))
+		err := replaceIDIndex(ctx, db, t)
 		m.proxy.writes.Unlock()
 		if err != nil {
 			// The collection may have been dropped since it was listed.
@@ -156,6 +158,22 @@ func (m *maintainer) indexLookups(ctx context.Context, db *sql.DB) error {
 		}
 	}
 	return nil
+}
+
+func replaceIDIndex(ctx context.Context, db *sql.DB, table string) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`CREATE UNIQUE INDEX IF NOT EXISTS %q ON %q (%s)`, table+lookupIndexSuffix, table, idExpression)); err != nil {
+		return err
+	}
+	// FerretDB names an index <table>_<index name>; its _id index is "_id_".
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`DROP INDEX IF EXISTS %q`, table+"__id_")); err != nil {
+		return err
+	}
+	return tx.Commit()
 }
 
 func (m *maintainer) checkpoint(ctx context.Context, db *sql.DB, file string) error {
