@@ -4,7 +4,8 @@ import path from "node:path";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { Api } from "./support/http.ts";
-import { freePort, spawnEntry, waitFor } from "./support/processes.ts";
+import { freePort, spawnEntry } from "./support/processes.ts";
+import { eventually } from "./support/eventually.ts";
 
 async function startAllInOne(dataDir: string) {
   const port = await freePort();
@@ -16,7 +17,7 @@ async function startAllInOne(dataDir: string) {
     RPC_PORT: String(await freePort()),
   });
   const api = new Api(`http://127.0.0.1:${port}/api/v1`);
-  await waitFor("all-in-one to serve", async () => (await api.get("/health")).body.status === "ok").catch((err) => {
+  await eventually(async () => (await api.get("/health")).body.status === "ok", 90_000, "all-in-one to serve").catch((err) => {
     throw new Error(`${err.message}\n${proc.output()}`);
   });
   return { proc, api };

@@ -3,7 +3,8 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { testMongoUrl } from "./support/database.ts";
 import { Api } from "./support/http.ts";
-import { freePort, freePortRange, spawnEntry, waitFor, type Spawned } from "./support/processes.ts";
+import { freePort, freePortRange, spawnEntry, type Spawned } from "./support/processes.ts";
+import { eventually } from "./support/eventually.ts";
 
 const t = suite<{ proc: Spawned; api: Api }>("split mode: one process per service, gRPC between them");
 
@@ -17,7 +18,7 @@ t.before(async (ctx) => {
     MONGODB_DB_PREFIX: `split${randomBytes(4).toString("hex")}`,
   });
   ctx.api = new Api(`http://127.0.0.1:${port}/api/v1`);
-  await waitFor("split mode to serve", async () => (await ctx.api.get("/health")).body.status === "ok").catch((err) => {
+  await eventually(async () => (await ctx.api.get("/health")).body.status === "ok", 90_000, "split mode to serve").catch((err) => {
     throw new Error(`${err.message}\n${ctx.proc.output()}`);
   });
 });

@@ -5,7 +5,8 @@ import { randomUUID } from "node:crypto";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { FAST } from "../services/webhooks/testing/instance.ts";
-import { Receiver, eventually, signatureValid } from "../services/webhooks/testing/receiver.ts";
+import { Receiver, signatureValid } from "../services/webhooks/testing/receiver.ts";
+import { eventually } from "./support/eventually.ts";
 import { startTestStack, type TestStack } from "./support/stack.ts";
 
 const t = suite<{ stack: TestStack; rx: Receiver }>("webhooks end to end");

@@ -7,6 +7,7 @@ import * as assert from "uvu/assert";
 import type { MongoClient } from "mongodb";
 import { startEmbeddedDb, type EmbeddedDb } from "./embedded-db.ts";
 import { connectMongo, isDuplicateKeyError } from "./mongo.ts";
+import { eventually } from "../../test/support/eventually.ts";
 
 // The embedded database's own upkeep (tools/embedded-db/maintain.go), checked on its files.
 const t = suite<{ dir: string; db: EmbeddedDb; mongo: MongoClient }>("embedded database upkeep");
@@ -23,16 +24,6 @@ t.after(async (ctx) => {
   await ctx.db.stop();
   await rm(ctx.dir, { recursive: true, force: true });
 });
-
-async function eventually<T>(check: () => Promise<T | undefined>, what: string): Promise<T> {
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    const v = await check();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 /** SQLite's plan for FerretDB's lookup by _id on the collection's table. */
 function lookupPlan(file: string): string | undefined {
@@ -64,10 +55,10 @@ t("lookups by _id use an index, so they do not read the whole collection", async
   await docs.insertMany(Array.from({ length: 500 }, (_, n) => ({ _id: `d${n}`, n })));
   const file = path.join(dir, "upkeep.sqlite");
   const indexed = () =>
-    eventually(async () => {
+    eventually(() => {
       const p = lookupPlan(file);
       return p && /USING INDEX/.test(p) ? p : undefined;
-    }, "an index in the lookup plan");
+    }, 20_000, "an index in the lookup plan");
   assert.match(await indexed(), /__id_lookup/);
   assert.equal(idIndexes(file), ["__id_lookup"], "it replaces FerretDB's unused _id index: inserts maintain one");
   const duplicate = await docs.insertOne({ _id: "d5", n: 0 }).then(() => null, (err: unknown) => err);
@@ -86,7 +77,7 @@ t("the write-ahead log is emptied once it grows past its limit", async ({ mongo,
   const pad = "x".repeat(4096);
   for (let i = 0; i < 8; i++) await big.insertMany(Array.from({ length: 100 }, (_, j) => ({ _id: i * 100 + j, pad })));
   const wal = path.join(dir, "walgrowth.sqlite-wal");
-  await eventually(async () => ((await stat(wal)).size < WAL_LIMIT ? true : undefined), "the log to be emptied");
+  await eventually(async () => (await stat(wal)).size < WAL_LIMIT, 20_000, "the log to be emptied");
   assert.is(await big.countDocuments(), 800, "nothing lost by the checkpoint");
   assert.ok((await readdir(dir)).includes("walgrowth.sqlite"));
 });

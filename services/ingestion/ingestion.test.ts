@@ -7,6 +7,7 @@ import { connectMongo } from "@meter/lib/mongo";
 import { testMongoUrl } from "../../test/support/database.ts";
 import { startTestStack, type TestStack } from "../../test/support/stack.ts";
 import type { AnalyticsRecorder, CrossingInit, GateFactInit, GateNoticeInit, UsageFactInit, WebhookPublisher } from "./adapters/peers.ts";
+import { eventually } from "../../test/support/eventually.ts";
 
 /** A peer that refuses its first `failures` calls (down, then not yet implementing the call), then records. */
 class FlakyPeers implements WebhookPublisher, AnalyticsRecorder {
@@ -35,16 +36,6 @@ class FlakyPeers implements WebhookPublisher, AnalyticsRecorder {
     this.gate();
     this.usage.push(...u);
     this.gates.push(...g);
-  }
-}
-
-async function until<T>(what: string, f: () => Promise<T | undefined | false> | T | undefined | false, ms = 30_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
   }
 }
 
@@ -93,10 +84,10 @@ t("spend thresholds are recorded once per user, period and threshold and handed 
   assert.is((await api.post("/events", { user_id: "t1", cost: 2 })).status, 201);
   await batch("t1", [5]);
 
-  const crossed = await until("six crossings handed over", () => {
+  const crossed = await eventually(() => {
     const unique = new Map(peers.crossings.map((c) => [c.id as string, c]));
     return unique.size >= 5 ? [...unique.values()] : undefined;
-  });
+  }, 30_000, "six crossings handed over");
   await new Promise((r) => setTimeout(r, 300)); // nothing more may arrive
   const unique = new Map(peers.crossings.map((c) => [c.id as string, c]));
   const byUser = (u: string) => [...unique.values()].filter((c) => c.userId === u).map((c) => c.thresholdPct).sort((a, b) => a! - b!);
@@ -122,12 +113,12 @@ t("every accepted usage and gate event reaches analytics, and every new gate eve
     usage_pct: 1, current_value: 10, limit_value: 10, blocked: i % 2 === 0,
   }));
   await api.post("/gate-events/batch", gates);
-  await until("handovers", () => {
+  await eventually(() => {
     const u = new Set(peers.usage.filter((f) => f.productId === productId).map((f) => f.eventId));
     const g = new Set(peers.gates.filter((f) => f.productId === productId).map((f) => f.eventId));
     const n = new Set(peers.notices.filter((f) => f.productId === productId).map((f) => f.id));
     return u.size === 41 && g.size === 7 && n.size === 7;
-  });
+  }, 30_000, "handovers");
   const facts = peers.usage.filter((f) => f.productId === productId);
   assert.equal(new Set(facts.map((f) => f.eventId)), new Set([...usage.map((e) => e.id), manual.body.id]));
   assert.is(facts.find((f) => f.eventId === manual.body.id)!.source, "manual");
@@ -153,12 +144,12 @@ t("a job left unfinished by a crash is completed by the recovery sweep", async (
   );
   await db.collection("jobs").insertOne({ _id: job as never, kind: "usage", product_id: productId, ids: docs.map((d) => d._id), created_at: old });
   await db.collection("usage_events").insertMany(docs as never[]);
-  const usage = await until("the sweep to count the events", async () => {
+  const usage = await eventually(async () => {
     const res = await api.get("/users/r1/usage?period=current_month");
     return res.body.total_cost === 15 ? res.body : undefined;
-  });
+  }, 30_000, "the sweep to count the events");
   assert.is(usage.total_cost, 15);
-  await until("the job to be closed", async () => (await db.collection("jobs").countDocuments({ _id: job as never })) === 0);
+  await eventually(async () => (await db.collection("jobs").countDocuments({ _id: job as never })) === 0, 30_000, "the job to be closed");
   // A retry of the same events afterwards changes nothing.
   const retry = await api.post("/events/batch", docs.map((d) => ({ id: d.event_id, user_id: "r1", timestamp: old.toISOString(), cost_total: d.cost_total })));
   assert.equal(retry.body, { accepted: 0, duplicates: 5 });

@@ -9,7 +9,8 @@ import { toTimestamp } from "@meter/lib/time";
 import { testMongoUrl } from "../../test/support/database.ts";
 import { API_VERSION, USER_AGENT } from "./events.ts";
 import { startInstance, type Instance } from "./testing/instance.ts";
-import { Receiver, eventually, signatureValid } from "./testing/receiver.ts";
+import { Receiver, signatureValid } from "./testing/receiver.ts";
+import { eventually } from "../../test/support/eventually.ts";
 
 const t = suite<{ mongo: MongoClient; db: Db; svc: Instance }>("webhooks delivery over gRPC");
 

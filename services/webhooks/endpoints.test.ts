@@ -8,7 +8,8 @@ import { toTimestamp } from "@meter/lib/time";
 import { testMongoUrl } from "../../test/support/database.ts";
 import { EVENT_TYPES, TEST_EVENT_TYPE } from "./events.ts";
 import { startInstance, type Instance } from "./testing/instance.ts";
-import { Receiver, eventually, signatureValid } from "./testing/receiver.ts";
+import { Receiver, signatureValid } from "./testing/receiver.ts";
+import { eventually } from "../../test/support/eventually.ts";
 import { rpcCode } from "../../test/support/rpc.ts";
 
 const t = suite<{ mongo: MongoClient; db: Db; svc: Instance; strict: Instance }>("webhooks endpoints over gRPC");

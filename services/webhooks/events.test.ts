@@ -14,7 +14,8 @@ import { toTimestamp } from "@meter/lib/time";
 import { testMongoUrl } from "../../test/support/database.ts";
 import { analyticsAdapter } from "./adapters/analytics.ts";
 import { startInstance, type Instance } from "./testing/instance.ts";
-import { Receiver, eventually, signatureValid } from "./testing/receiver.ts";
+import { Receiver, signatureValid } from "./testing/receiver.ts";
+import { eventually } from "../../test/support/eventually.ts";
 
 interface Ctx {
   mongo: MongoClient;

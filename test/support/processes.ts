@@ -64,17 +64,3 @@ export function spawnEntry(entry: string, env: Record<string, string | undefined
       }),
   };
 }
-
-/** Polls `check` until it returns true or the deadline passes. */
-export async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 90_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    try {
-      if (await check()) return;
-    } catch {
-      // not ready yet
-    }
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
