@@ -19,7 +19,24 @@ function makeAjv(forText: boolean): Ajv {
   return ajv;
 }
 
+/** How deep a JSON value nests: a scalar is 0, `{}` and `[]` are 1. */
+export function jsonDepth(value: unknown): number {
+  if (value === null || typeof value !== "object") return 0;
+  let deepest = 0;
+  for (const v of Object.values(value)) deepest = Math.max(deepest, jsonDepth(v));
+  return deepest + 1;
+}
+
 const bodyAjv = makeAjv(false);
+// Free-form objects (event metadata) travel as protobuf Structs, whose decoders refuse deep
+// nesting; a body that nests deeper than `maxDepth` gets a 422 naming the field instead.
+bodyAjv.addKeyword({
+  keyword: "maxDepth",
+  type: "object",
+  schemaType: "number",
+  error: { message: (cxt) => `must not nest deeper than ${cxt.schema} levels` },
+  validate: (max: number, data: unknown) => jsonDepth(data) <= max,
+});
 const textAjv = makeAjv(true);
 
 export const validatorCompiler: FastifySchemaCompiler<any> = ({ schema, httpPart }) =>

@@ -4,6 +4,7 @@ import * as assert from "uvu/assert";
 import { connectMongo } from "@meter/lib/mongo";
 import { decodeMetadata } from "../../services/ingestion/domain/field-keys.ts";
 import { testMongoUrl } from "../../test/support/database.ts";
+import { METADATA_MAX_DEPTH } from "./events.ts";
 import type { Api } from "../../test/support/http.ts";
 import { startTestStack, type TestStack } from "../../test/support/stack.ts";
 
@@ -117,6 +118,28 @@ t("a malformed batch is refused whole with 422 naming each bad event and field",
   assert.equal((await api.post("/events/batch", [good])).body, { accepted: 1, duplicates: 0 });
   assert.is((await api.post("/events/batch", { events: [good] })).status, 422);
   assert.is((await api.post("/gate-events/batch", [{ id: randomUUID() }])).status, 422);
+});
+
+t("numbers beyond what is stored exactly, and metadata nested too deep, are refused with 422, not 500", async ({ stack }) => {
+  const { api } = await stack.newProduct();
+  const nest = (levels: number): Record<string, unknown> => (levels === 1 ? { leaf: 1 } : { a: nest(levels - 1) });
+  const res = await api.post("/events/batch", [
+    usageEvent("someone", { input_tokens: 1e300 }),
+    usageEvent("someone", { total_tokens: Number.MAX_SAFE_INTEGER + 2 }),
+    usageEvent("someone", { cost_total: 1e300 }),
+    usageEvent("someone", { metadata: nest(METADATA_MAX_DEPTH + 1) }),
+  ]);
+  assert.is(res.status, 422, JSON.stringify(res.body));
+  const paths = res.body.issues.map((i: { path: string }) => i.path);
+  for (const p of ["/0/input_tokens", "/1/total_tokens", "/2/cost_total", "/3/metadata"]) assert.ok(paths.includes(p), `${p} in ${paths}`);
+  assert.match(res.body.detail, new RegExp(`must not nest deeper than ${METADATA_MAX_DEPTH} levels`));
+  const manual = await api.post("/events", { user_id: "someone", cost: 1, metadata: nest(METADATA_MAX_DEPTH + 1) });
+  assert.is(manual.status, 422);
+  const gate = { id: randomUUID(), user_id: "someone", timestamp: new Date().toISOString(), status: "soft_gate", gate_reason: "total_spend", usage_pct: 0.8, current_value: 8, limit_value: 10 };
+  assert.is((await api.post("/gate-events/batch", [{ ...gate, metadata: nest(METADATA_MAX_DEPTH + 1) }])).status, 422);
+  // The deepest accepted metadata goes through every service on the way.
+  assert.equal((await api.post("/events/batch", [usageEvent("someone", { metadata: nest(METADATA_MAX_DEPTH) })])).body, { accepted: 1, duplicates: 0 });
+  assert.equal((await api.post("/gate-events/batch", [{ ...gate, metadata: nest(METADATA_MAX_DEPTH) }])).body, { accepted: 1, duplicates: 0 });
 });
 
 t("a batch beyond 10,000 events or 10 MiB is refused with 413", async ({ stack }) => {

@@ -8,9 +8,17 @@ import { rpcOptions } from "../rpc-options.ts";
 /** Largest batch body accepted (bytes); the ingestion service also caps the event count. */
 export const BATCH_BODY_LIMIT = 10 * 1024 * 1024;
 
-const Metadata = Type.Object({}, { additionalProperties: true, description: "Free-form object; default {}" });
-const Count = Type.Integer({ minimum: 0, default: 0 });
-const Money = Type.Number({ minimum: 0, default: 0 });
+/** Nesting levels accepted in metadata (the object itself is level 1). */
+export const METADATA_MAX_DEPTH = 16;
+/** Largest dollar amount of one event: sums of many stay far from overflowing a double. */
+export const MAX_EVENT_COST = 1e12;
+
+const Metadata = Type.Object(
+  {},
+  { additionalProperties: true, maxDepth: METADATA_MAX_DEPTH, description: `Free-form object, at most ${METADATA_MAX_DEPTH} levels deep; default {}` },
+);
+const Count = Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0 });
+const Money = Type.Number({ minimum: 0, maximum: MAX_EVENT_COST, default: 0 });
 
 const UsageEventIn = Body(
   {
@@ -21,11 +29,11 @@ const UsageEventIn = Body(
     model: Type.Optional(Nullable(Type.String({ maxLength: 255 }))),
     input_tokens: Type.Optional(Count),
     output_tokens: Type.Optional(Count),
-    total_tokens: Type.Optional(Type.Integer({ minimum: 0, description: "Default input_tokens + output_tokens" })),
+    total_tokens: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: "Default input_tokens + output_tokens" })),
     tool_calls: Type.Optional(Type.Array(Type.String({ maxLength: 255 }))),
     cost_tokens: Type.Optional(Money),
     cost_tools: Type.Optional(Money),
-    cost_total: Type.Optional(Type.Number({ minimum: 0, description: "Default cost_tokens + cost_tools" })),
+    cost_total: Type.Optional(Type.Number({ minimum: 0, maximum: MAX_EVENT_COST, description: "Default cost_tokens + cost_tools" })),
     metadata: Type.Optional(Metadata),
     synced: Type.Optional(Type.Boolean({ description: "Client-side flag of the callback form; ignored" })),
   },
@@ -56,7 +64,7 @@ const BatchResult = Type.Object({ accepted: Type.Integer(), duplicates: Type.Int
 
 const ManualEventIn = Body({
   user_id: Type.String({ minLength: 1, maxLength: 255, description: "external_user_id" }),
-  cost: Type.Optional(Nullable(Type.Number({ minimum: 0, description: "Explicit dollars, used as given" }))),
+  cost: Type.Optional(Nullable(Type.Number({ minimum: 0, maximum: MAX_EVENT_COST, description: "Explicit dollars, used as given" }))),
   model: Type.Optional(Nullable(Type.String({ maxLength: 255 }))),
   input_tokens: Type.Optional(Count),
   output_tokens: Type.Optional(Count),
