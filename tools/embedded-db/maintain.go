@@ -153,7 +153,6 @@ func (m *maintainer) indexLookups(ctx context.Context, db *sql.DB) error {
 		err := replaceIDIndex(ctx, db, t)
 		m.proxy.writes.Unlock()
 		if err != nil {
-			// The collection may have been dropped since it was listed.
 			m.logger.Warn("create lookup index", "table", t, "error", err)
 		}
 	}
@@ -166,6 +165,11 @@ func replaceIDIndex(ctx context.Context, db *sql.DB, table string) error {
 		return err
 	}
 	defer func() { _ = tx.Rollback() }()
+	// The collection may have been dropped since it was listed; then there is nothing to do.
+	var exists int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, table).Scan(&exists); err != nil || exists == 0 {
+		return err
+	}
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`CREATE UNIQUE INDEX IF NOT EXISTS %q ON %q (%s)`, table+lookupIndexSuffix, table, idExpression)); err != nil {
 		return err
 	}
