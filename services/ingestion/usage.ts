@@ -1,8 +1,8 @@
 import type { KnownUser, PlanInfo } from "./adapters/plans.ts";
 import type { IngestionDeps } from "./deps.ts";
-import { periodAt, type BillingPeriod } from "./domain/period.ts";
+import { calendarMonth, periodAt, type BillingPeriod } from "./domain/period.ts";
 import { reachedThresholds } from "./domain/thresholds.ts";
-import { counterId, type CounterDoc } from "./store/counters.ts";
+import { counterId, monthCounterId, type Countable, type CounterDoc } from "./store/counters.ts";
 import { crossingKey, type CrossingDoc } from "./store/crossings.ts";
 import type { GateEventDoc } from "./store/gate-events.ts";
 import type { JobDoc } from "./store/jobs.ts";
@@ -66,11 +66,23 @@ export async function recordCrossings(deps: IngestionDeps, counter: CounterDoc):
 /** Everything derived from the usage events a job inserted: outbox entries, counters, thresholds. */
 async function completeUsage(deps: IngestionDeps, jobId: string, inserted: UsageEventDoc[]): Promise<void> {
   await deps.outbox.put(deps.outbox.analytics, [entry("usage", jobId, inserted.map(usageFact))]);
-  const groups = new Map<string, UsageEventDoc[]>();
+  const groups = new Map<string, Countable[]>();
+  const add = (id: string, c: Countable) => {
+    const list = groups.get(id);
+    if (list) list.push(c);
+    else groups.set(id, [c]);
+  };
   for (const d of inserted) {
-    const list = groups.get(d.counter_id);
-    if (list) list.push(d);
-    else groups.set(d.counter_id, [d]);
+    add(d.counter_id, d);
+    // The month's counter has no plan and no limit: it only answers usage by calendar month.
+    const month = calendarMonth(d.timestamp);
+    add(monthCounterId(d.product_id, d.user_id, month.start), {
+      ...d,
+      period_start: month.start,
+      period_end: month.end,
+      plan_name: null,
+      spend_limit: null,
+    });
   }
   const counters = await deps.ledger.addAll(jobId, groups);
   await Promise.all([...counters.values()].map((after) => (after ? recordCrossings(deps, after) : undefined)));

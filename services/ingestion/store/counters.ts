@@ -5,10 +5,11 @@ import { encodeKey } from "../domain/field-keys.ts";
 import { insertIgnoringDuplicates, type UsageEventDoc } from "./usage-events.ts";
 
 /**
- * Running totals of one user in one billing period. The counter
- * "<product>|<period start>|<period end>|<user>" (user last, so any id is safe) is a chain
- * of immutable snapshots: snapshot n+1 = snapshot n + the events one job (one request)
- * inserted. Model names in the maps are field-key encoded (see domain/field-keys.ts).
+ * Running totals of one user in one billing period, or in one calendar month (what usage of
+ * `current_month` and `YYYY-MM` reads). A counter is a chain of immutable snapshots: snapshot
+ * n+1 = snapshot n + the events one job (one request) inserted. Model names in the maps are
+ * field-key encoded (see domain/field-keys.ts). Every event enters its period's counter and
+ * its month's.
  */
 export interface CounterDoc {
   /** "<counter id>#<seq>": inserting it is the compare-and-set that orders writers. */
@@ -32,8 +33,14 @@ export interface CounterDoc {
   created_at: Date;
 }
 
+/** "<product>|<period start>|<period end>|<user>" (user last, so any id is safe). */
 export function counterId(productId: string, userId: string, start: Date, end: Date): string {
   return `${productId}|${start.toISOString()}|${end.toISOString()}|${userId}`;
+}
+
+/** "<product>|month|<YYYY-MM>|<user>": apart from period counters even when a period is a calendar month. */
+export function monthCounterId(productId: string, userId: string, monthStart: Date): string {
+  return `${productId}|month|${monthStart.toISOString().slice(0, 7)}|${userId}`;
 }
 
 export type Countable = Pick<

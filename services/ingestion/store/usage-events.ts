@@ -73,28 +73,6 @@ export class UsageEventStore {
   async ofJob(job: string): Promise<UsageEventDoc[]> {
     return this.events.find({ job }).toArray();
   }
-
-  /**
-   * Usage of one user between two instants, by model (null for events without a model).
-   * One $group per figure: FerretDB v1 fills only the first $sum accumulator of a $group.
-   */
-  async totalsByModel(productId: string, userId: string, start: Date, end: Date) {
-    const match = { $match: { product_id: productId, user_id: userId, timestamp: { $gte: start, $lt: end } } };
-    const sum = (field: string) =>
-      this.events.aggregate<{ _id: string | null; v: number }>([match, { $group: { _id: "$model", v: { $sum: `$${field}` } } }]).toArray();
-    const [cost, tokens, tools] = await Promise.all([sum("cost_total"), sum("total_tokens"), sum("tool_call_count")]);
-    const rows = new Map<string | null, { model: string | null; cost: number; tokens: number; tools: number }>();
-    const row = (model: string | null | undefined) => {
-      const key = model ?? null;
-      let r = rows.get(key);
-      if (!r) rows.set(key, (r = { model: key, cost: 0, tokens: 0, tools: 0 }));
-      return r;
-    };
-    for (const r of cost) row(r._id).cost += r.v;
-    for (const r of tokens) row(r._id).tokens += r.v;
-    for (const r of tools) row(r._id).tools += r.v;
-    return [...rows.values()];
-  }
 }
 
 /** insertMany that treats duplicate keys as "already there", returning the ids it inserted. */
