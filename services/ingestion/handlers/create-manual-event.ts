@@ -4,11 +4,11 @@ import type { CreateManualEventRequest, IngestionService } from "@meter/proto/me
 import { rpcError } from "@meter/lib/errors";
 import { toTimestamp } from "@meter/lib/time";
 import { manualCost } from "../domain/cost.ts";
+import { encodeMetadata } from "../domain/field-keys.ts";
 import type { IngestionDeps } from "../deps.ts";
 import type { UsageEventDoc } from "../store/usage-events.ts";
 import { attribute, attributionFields, storeUsage } from "../usage.ts";
 import { requireProduct, requireUser } from "./common.ts";
-import { encodeMetadata } from "../domain/field-keys.ts";
 
 const MAX_KEY = 255;
 

@@ -2,11 +2,11 @@ import { randomUUID } from "node:crypto";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { GateEvent, IngestionService } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import { timestampDate } from "@meter/lib/time";
+import { encodeMetadata } from "../domain/field-keys.ts";
 import type { IngestionDeps } from "../deps.ts";
 import type { GateEventDoc } from "../store/gate-events.ts";
 import { storeGates } from "../usage.ts";
 import { BatchProblems, checkBatchSize, checkIds, firstOccurrences, nonNegative, requireProduct } from "./common.ts";
-import { encodeMetadata } from "../domain/field-keys.ts";
 
 const STATUSES = new Set(["soft_gate", "hard_gate"]);
 const REASON = /^(total_spend|session_spend|model_limit:.+)$/;

@@ -4,11 +4,11 @@ import type { IngestionService, UsageEvent } from "@meter/proto/meter/ingestion/
 import { timestampDate } from "@meter/lib/time";
 import type { KnownUser } from "../adapters/plans.ts";
 import { normalizeModel } from "../domain/cost.ts";
+import { encodeMetadata } from "../domain/field-keys.ts";
 import type { IngestionDeps } from "../deps.ts";
 import type { UsageEventDoc } from "../store/usage-events.ts";
 import { attribute, attributionFields, storeUsage } from "../usage.ts";
 import { BatchProblems, checkBatchSize, checkIds, firstOccurrences, nonNegative, requireProduct } from "./common.ts";
-import { encodeMetadata } from "../domain/field-keys.ts";
 
 function validate(events: readonly UsageEvent[]): void {
   const problems = new BatchProblems();

@@ -3,10 +3,10 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { IngestionService } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import { rpcError } from "@meter/lib/errors";
 import { fromTimestamp, toTimestamp } from "@meter/lib/time";
+import { decodeMetadata } from "../domain/field-keys.ts";
 import type { IngestionDeps } from "../deps.ts";
 import type { GateEventDoc } from "../store/gate-events.ts";
 import { requireProduct, requireUser } from "./common.ts";
-import { decodeMetadata } from "../domain/field-keys.ts";
 
 export const PAGE_DEFAULT = 100;
 export const PAGE_MAX = 500;

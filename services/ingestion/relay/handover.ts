@@ -1,12 +1,12 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { toTimestamp } from "@meter/lib/time";
 import type { AnalyticsRecorder, WebhookPublisher } from "../adapters/peers.ts";
+import { decodeKeys, decodeMetadata } from "../domain/field-keys.ts";
 import type { CrossingDoc } from "../store/crossings.ts";
 import type { GateEventDoc } from "../store/gate-events.ts";
 import type { OutboxStore } from "../store/outbox.ts";
 import type { UsageEventDoc } from "../store/usage-events.ts";
 import type { Outbox } from "./outbox.ts";
-import { decodeKeys, decodeMetadata } from "../domain/field-keys.ts";
 
 /** The four handovers of ingestion; each outbox entry's payload is the stored document. */
 export function outboxes(stores: { outbox: OutboxStore; webhooks: WebhookPublisher; analytics: AnalyticsRecorder }): Outbox[] {

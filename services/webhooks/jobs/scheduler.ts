@@ -54,18 +54,14 @@ export class JobScheduler {
       name,
       async (job) => {
         const run = handler(job);
-        const tracked = run.then(
-          () => undefined,
-          () => undefined,
-        );
-        this.running.add(tracked);
+        this.running.add(run);
         try {
           await run;
         } catch (err) {
           this.logger.warn({ err, job: name, key: job.attrs.data.key }, "job failed");
           throw err;
         } finally {
-          this.running.delete(tracked);
+          this.running.delete(run);
         }
       },
       opts,
@@ -110,7 +106,7 @@ export class JobScheduler {
     await this.agenda.stop(false);
     let timer: NodeJS.Timeout | undefined;
     const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)));
-    await Promise.race([Promise.all(this.running), grace]);
+    await Promise.race([Promise.allSettled(this.running), grace]);
     clearTimeout(timer);
   }
 }

@@ -39,14 +39,10 @@ export class Receiver {
         const r: Received = { headers: req.headers, body, json, at: Date.now() };
         this.received.push(r);
         const answer = this.behaviour(this.received.length, r);
-        if (answer === "hang") {
-          this.hung.push(res);
-          return;
-        }
+        const reply = (status: number) => res.writeHead(status, { "content-type": "text/plain" }).end("ok");
+        if (typeof answer === "number") return void reply(answer);
         this.hung.push(res);
-        void Promise.resolve(answer).then((status) => {
-          if (!res.destroyed) res.writeHead(status, { "content-type": "text/plain" }).end("ok");
-        });
+        if (answer !== "hang") void answer.then((status) => res.destroyed || reply(status));
       });
     });
     await new Promise<void>((resolve) => this.server.listen(0, "127.0.0.1", resolve));
