@@ -6,7 +6,6 @@
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -15,6 +14,7 @@ import { createLogger } from "@meter/lib/logger";
 import { connectMongo } from "@meter/lib/mongo";
 import { startStack } from "../cmd/stack.ts";
 import { Api } from "../test/support/http.ts";
+import { freePort, freePortRange } from "../test/support/processes.ts";
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 200_000);
 const BATCH = Number(process.env.BENCH_BATCH ?? 1_000);
@@ -126,15 +126,6 @@ async function drive(mode: string, apiUrl: string): Promise<Result> {
   return { mode, events: EVENTS, ...timing };
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, "127.0.0.1", () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
 async function allInOne(): Promise<Result> {
   const stack = await startStack({ mongoUrl, dbPrefix: `bench_aio_${Date.now()}`, logger });
   try {
@@ -146,7 +137,7 @@ async function allInOne(): Promise<Result> {
 
 async function split(): Promise<Result> {
   const port = await freePort();
-  const rpcBase = 20_000 + Math.floor(Math.random() * 20_000);
+  const rpcBase = await freePortRange(5);
   const child = spawn(process.execPath, ["--import", "tsx", "cmd/split.ts"], {
     cwd: root,
     env: {

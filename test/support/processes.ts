@@ -5,34 +5,33 @@ import { fileURLToPath } from "node:url";
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
-/** A TCP port nothing listens on right now. */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+// Ports handed to child processes come from below the kernel's ephemeral range (32768+ on
+// Linux): a port picked there can be taken, between our check and the child's listen, by any
+// socket bound to port 0 (the embedded database, outgoing connections), as was seen in CI.
+const LOW = 10_000;
+const HIGH = 32_000;
+
+function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const srv = net.createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const port = (srv.address() as net.AddressInfo).port;
-      srv.close(() => resolve(port));
-    });
+    srv.once("error", () => resolve(false));
+    srv.listen(port, "127.0.0.1", () => srv.close(() => resolve(true)));
   });
 }
 
-/** `count` consecutive free ports (split mode numbers its services from a base port). */
+/** `count` consecutive free ports below the ephemeral range (split mode numbers its services from a base port). */
 export async function freePortRange(count: number): Promise<number> {
-  for (let attempt = 0; attempt < 50; attempt++) {
-    const base = 20_000 + Math.floor(Math.random() * 40_000);
-    const ok = await Promise.all(
-      Array.from({ length: count }, (_, i) =>
-        new Promise<boolean>((resolve) => {
-          const srv = net.createServer();
-          srv.once("error", () => resolve(false));
-          srv.listen(base + i, "127.0.0.1", () => srv.close(() => resolve(true)));
-        }),
-      ),
-    );
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const base = LOW + Math.floor(Math.random() * (HIGH - LOW - count));
+    const ok = await Promise.all(Array.from({ length: count }, (_, i) => portFree(base + i)));
     if (ok.every(Boolean)) return base;
   }
   throw new Error("no free port range found");
+}
+
+/** A TCP port nothing listens on right now, below the ephemeral range. */
+export function freePort(): Promise<number> {
+  return freePortRange(1);
 }
 
 export interface Spawned {
