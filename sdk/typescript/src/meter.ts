@@ -55,6 +55,8 @@ export class Meter implements Ledger {
   private readonly users = new Map<string, UserEntry>();
   private readonly loading = new Map<string, Promise<UserEntry>>();
   private readonly manualIds = new Set<string>();
+  /** Queued usage events waiting for their user's prices. */
+  private readonly unpriced = new WeakSet<UsageEvent>();
   private readonly softGate: GateCallback[] = [];
   private readonly hardGate: GateCallback[] = [];
   private readonly usage: ((event: UsageEvent) => unknown)[] = [];
@@ -87,6 +89,13 @@ export class Meter implements Ledger {
       },
       discarded: (events) => {
         for (const e of events) this.settled(e.user_id);
+      },
+      held: (e) => this.unpriced.has(e as UsageEvent),
+      stalled: (userIds) => {
+        for (const id of userIds) {
+          const e = this.users.get(id);
+          if (e && e.refreshing === null) void this.refresh(e, undefined);
+        }
       },
       warn: (message, err) => this.warn(message, err),
     });
@@ -325,6 +334,7 @@ export class Meter implements Ledger {
           const now = Date.now();
           applyView(e, view, now);
           e.refreshAt = now + this.refreshIntervalMs;
+          this.price(e);
           if (!e.started) {
             e.started = true;
             this.fire(this.sessionStart, { user_id: e.userId, plan: e.plan, billing_period: { start: e.periodStart, end: e.periodEnd } });
@@ -336,6 +346,8 @@ export class Meter implements Ledger {
             // Not registered (or deleted): permissive defaults; its events are still sent.
             if (e.loaded) forget(e, now);
             e.unknown = true;
+            // No plan: the held events keep their zero cost.
+            this.price(e);
             e.refreshAt = now + this.refreshIntervalMs;
             return;
           }
@@ -437,9 +449,39 @@ export class Meter implements Ledger {
       synced: false,
     };
     this.count(e, session, model, event.total_tokens, event.cost_total);
-    if (this.queue.push("usage", event)) e.pending++;
+    if (this.queue.push("usage", event)) {
+      e.pending++;
+      if (!e.loaded && !e.unknown) {
+        // The service has not answered yet: priced (and held back) until it does.
+        e.unpriced.push({ event, session });
+        this.unpriced.add(event);
+      }
+    }
     this.fire(this.usage, event);
     return event;
+  }
+
+  /** Prices the usage recorded before the plan was known, now that it is (or the user has none). */
+  private price(e: UserEntry): void {
+    const plan = e.config;
+    for (const { event, session } of e.unpriced) {
+      this.unpriced.delete(event);
+      if (plan === null) continue;
+      const model = this.model(e, event.model);
+      if (event.model !== null && model !== event.model) {
+        // Counted under the raw name while the plan was unknown.
+        const raw = event.model;
+        e.tokensByModel[raw] = (e.tokensByModel[raw] ?? 0) - event.total_tokens;
+        if (e.tokensByModel[raw]! <= 0) delete e.tokensByModel[raw];
+        e.tokensByModel[model!] = (e.tokensByModel[model!] ?? 0) + event.total_tokens;
+      }
+      event.model = model;
+      event.cost_tokens = tokenCost(event.input_tokens, event.output_tokens, rateOf(model, plan));
+      event.cost_tools = toolsCost(event.tool_calls, plan);
+      event.cost_total = event.cost_tokens + event.cost_tools;
+      this.count(e, session, model, 0, event.cost_total);
+    }
+    e.unpriced = [];
   }
 
   private count(e: UserEntry, session: Session, model: string | null, tokens: number, cost: number): void {

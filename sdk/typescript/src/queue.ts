@@ -6,11 +6,18 @@
 import { backoffMs, retryable, type Transport } from "./transport.ts";
 import type { GateEvent, UsageEvent } from "./types.ts";
 
+/** How soon a pass that found only held events looks again. */
+const HELD_RETRY_MS = 250;
+
 export interface QueueHooks {
   /** The service acknowledged these events. */
   delivered(events: readonly (UsageEvent | GateEvent)[], kind: "usage" | "gate"): void;
   /** These events will never be delivered (refused by the service). */
   discarded(events: readonly (UsageEvent | GateEvent)[]): void;
+  /** True for an event that must wait (priced once its user's plan is known). */
+  held(event: UsageEvent | GateEvent): boolean;
+  /** Only held events of these users are left: get their plans. */
+  stalled(userIds: ReadonlySet<string>): void;
   warn(message: string, err?: Error): void;
 }
 
@@ -81,8 +88,9 @@ export class EventQueue {
 
   private async send(): Promise<boolean> {
     while (this.size > 0) {
-      const ok = (await this.batch("usage", this.usage)) && (await this.batch("gate", this.gates));
-      if (!ok) return false;
+      const usageOk = await this.batch("usage", this.usage);
+      const gatesOk = await this.batch("gate", this.gates);
+      if (!usageOk || !gatesOk) return false;
     }
     if (this.warnedFull) this.warnedFull = false;
     return true;
@@ -91,10 +99,20 @@ export class EventQueue {
   /** Sends the head of one list; false on a retryable failure (backoff set). */
   private async batch(kind: "usage" | "gate", list: (UsageEvent | GateEvent)[]): Promise<boolean> {
     if (list.length === 0) return true;
-    const head = list.slice(0, this.maxBatch);
+    const head: (UsageEvent | GateEvent)[] = [];
+    const stalled = new Set<string>();
+    for (const e of list) {
+      if (this.hooks.held(e)) stalled.add(e.user_id);
+      else if (head.push(e) >= this.maxBatch) break;
+    }
+    if (head.length === 0) {
+      this.hooks.stalled(stalled);
+      this.nextAttemptAt = Date.now() + HELD_RETRY_MS;
+      return false;
+    }
     try {
       await this.transport.request("POST", kind === "usage" ? "/events/batch" : "/gate-events/batch", head.map(wire));
-      list.splice(0, head.length);
+      remove(list, head);
       this.failures = 0;
       this.nextAttemptAt = 0;
       this.sent += head.length;
@@ -108,13 +126,21 @@ export class EventQueue {
         if (this.failures === 1) this.hooks.warn(`delivering ${kind} events failed; retrying with backoff`, err as Error);
         return false;
       }
-      list.splice(0, head.length);
+      remove(list, head);
       this.rejected += head.length;
       this.hooks.discarded(head);
       this.hooks.warn(`the service refused ${head.length} ${kind} events; they are dropped`, err as Error);
       return true;
     }
   }
+}
+
+/** Removes `sent` from `list` in place, keeping the order of the rest. */
+function remove<T>(list: T[], sent: readonly T[]): void {
+  const gone = new Set(sent);
+  let j = 0;
+  for (const e of list) if (!gone.has(e)) list[j++] = e;
+  list.length = j;
 }
 
 /** The wire form: the callback form without `synced`. */

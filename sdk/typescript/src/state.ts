@@ -1,6 +1,6 @@
 /** What the library holds for one user: plan, period counters, sessions, reservations. */
-import { Sessions } from "./sessions.ts";
-import type { PlanConfig, UserState } from "./types.ts";
+import { Sessions, type Session } from "./sessions.ts";
+import type { PlanConfig, UsageEvent, UserState } from "./types.ts";
 
 /** SPEC.md's session window for a user whose plan is not known. */
 const DEFAULT_TIMEOUT_MINUTES = 30;
@@ -30,6 +30,8 @@ export class UserEntry {
   inFlight = 0;
   /** Events of the user still queued for delivery. */
   pending = 0;
+  /** Usage recorded before the plan was known: priced when the session view arrives. */
+  unpriced: { event: UsageEvent; session: Session }[] = [];
 
   sessions: Sessions;
   timeoutMs = DEFAULT_TIMEOUT_MINUTES * 60_000;
