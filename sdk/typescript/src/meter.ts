@@ -333,6 +333,7 @@ export class Meter implements Ledger {
         (view) => {
           const now = Date.now();
           applyView(e, view, now);
+          e.loadFailed = false;
           e.refreshAt = now + this.refreshIntervalMs;
           this.price(e);
           if (!e.started) {
@@ -352,7 +353,9 @@ export class Meter implements Ledger {
             return;
           }
           e.refreshAt = now + Math.min(LOAD_RETRY_MS, this.refreshIntervalMs);
-          if (wasReachable) this.warn(`loading the session of ${e.userId} failed; permissive defaults until it loads`, err);
+          // Once per user and outage: a bad key or a long outage must not flood the log.
+          if (wasReachable && !e.loadFailed) this.warn(`loading the session of ${e.userId} failed; ${e.loaded ? "its cached view is used" : "permissive defaults"} until it loads`, err);
+          e.loadFailed = true;
         },
       )
       .finally(() => {
@@ -398,6 +401,7 @@ export class Meter implements Ledger {
     const hard = result.status === "hard_gate";
     const blocked = hard && this.blocking;
     const reason = result.gate_reason!;
+    e.lastGateEvent ??= new Map();
     const last = e.lastGateEvent.get(reason);
     if (last === undefined || now - last >= GATE_EVENT_INTERVAL_MS) {
       e.lastGateEvent.set(reason, now);
