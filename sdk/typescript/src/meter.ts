@@ -163,17 +163,16 @@ export class Meter implements Ledger {
   async call<T>(userId: string, input: CallInput, fn: () => T | Promise<T>): Promise<T> {
     if (typeof input?.usage !== "function") throw new TypeError("call: input.usage must be a function (out) => ({ input_tokens, output_tokens, tool_calls })");
     const r = await this.reserve(userId, input);
-    let out: T;
-    let used: UsageInput;
     try {
-      out = await fn();
-      used = input.usage(out);
+      const out = await fn();
+      const used = input.usage(out);
+      await r.commit({ ...used, metadata: used?.metadata ?? input.metadata });
+      return out;
     } catch (err) {
+      // Also when commit refuses what usage() returned: nothing stays held.
       r.release();
       throw err;
     }
-    await r.commit({ ...used, metadata: used?.metadata ?? input.metadata });
-    return out;
   }
 
   /** POST /events: a manual event, priced by the service unless `cost` is given. Retried on transient failures. */
