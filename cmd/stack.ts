@@ -60,7 +60,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     createAnalyticsService({ ...common("analytics"), ...opts.services?.analytics }),
     createWebhooksService({ ...common("webhooks"), ...opts.services?.webhooks }),
   ]);
-  rpc.serve(modules);
+  await rpc.serve(modules);
   for (const m of modules) await m.start?.();
 
   const gateway = await buildGateway({
