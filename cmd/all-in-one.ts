@@ -8,6 +8,7 @@ import { onShutdown } from "@meter/lib/process";
 import { analyticsSettings, analyticsSettingsFields } from "@meter/analytics";
 import { ingestionSettings, ingestionSettingsFields } from "@meter/ingestion";
 import { webhooksSettings, webhooksSettingsFields } from "@meter/webhooks";
+import { protectionFields, protectionSettings } from "@meter/gateway/config";
 import { startStack } from "./stack.ts";
 
 const config = loadConfig(
@@ -19,6 +20,9 @@ const config = loadConfig(
     MONGODB_DB_PREFIX: Type.String({ default: "meter", pattern: "^[A-Za-z0-9_-]+$" }),
     DATA_DIR: Type.String({ default: "./data" }),
     LOG_LEVEL: Type.String({ default: "info" }),
+    AUTH_CACHE_TTL_MS: Type.Integer({ default: 30_000, minimum: 0 }),
+    // One machine, one user: limits nobody reaches by hand; set them lower to try them.
+    ...protectionFields({ publicMax: 100_000, keyMax: 1_000_000 }),
     ...ingestionSettingsFields,
     ...analyticsSettingsFields,
     ...webhooksSettingsFields,
@@ -36,6 +40,8 @@ const stack = await startStack({
   httpPort: config.PORT,
   httpHost: config.HOST,
   logger,
+  authCacheTtlMs: config.AUTH_CACHE_TTL_MS,
+  protection: protectionSettings(config),
   services: {
     ingestion: ingestionSettings(config),
     analytics: analyticsSettings(config),
