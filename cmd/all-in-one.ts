@@ -30,7 +30,9 @@ const config = loadConfig(
 );
 const logger = createLogger("meter", config.LOG_LEVEL);
 
-const embedded = config.MONGODB_URL ? undefined : await startEmbeddedDb(path.resolve(config.DATA_DIR, "db"));
+// A first start builds the database for minutes: say so rather than sit silent.
+const progress = (message: string) => logger.info(message);
+const embedded = config.MONGODB_URL ? undefined : await startEmbeddedDb(path.resolve(config.DATA_DIR, "db"), { progress });
 if (embedded) logger.info({ dataDir: path.resolve(config.DATA_DIR) }, "embedded database started");
 
 const stack = await startStack({

@@ -25,7 +25,9 @@ const config = loadConfig(
 );
 const logger = createLogger("split", config.LOG_LEVEL);
 
-const embedded = config.MONGODB_URL ? undefined : await startEmbeddedDb(path.resolve(config.DATA_DIR, "db"));
+// A first start builds the database for minutes: say so rather than sit silent.
+const progress = (message: string) => logger.info(message);
+const embedded = config.MONGODB_URL ? undefined : await startEmbeddedDb(path.resolve(config.DATA_DIR, "db"), { progress });
 const mongoUrl = config.MONGODB_URL ?? embedded!.url;
 const urlOf = (i: number) => `http://127.0.0.1:${config.RPC_BASE_PORT + i}`;
 const peerEnv = Object.fromEntries(SERVICES.map((s, i) => [`${s.toUpperCase()}_URL`, urlOf(i)]));

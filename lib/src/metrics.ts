@@ -142,14 +142,14 @@ export function collectionBacklog<T extends Document>(
 }
 
 /** Counts the accepted and duplicate events of an ingestion handler's answers. */
-export function countIngested<Req, Res extends { accepted: number; duplicates: number }, Ctx>(
+export function countIngested<Req, Ctx, Res extends { accepted?: number; duplicates?: number }>(
   kind: "usage" | "gate",
-  handler: (req: Req, ctx: Ctx) => Promise<Res>,
+  handler: (req: Req, ctx: Ctx) => Res | Promise<Res>,
 ): (req: Req, ctx: Ctx) => Promise<Res> {
   return async (req, ctx) => {
     const res = await handler(req, ctx);
-    ingestedEvents.inc({ kind, result: "accepted" }, res.accepted);
-    ingestedEvents.inc({ kind, result: "duplicate" }, res.duplicates);
+    ingestedEvents.inc({ kind, result: "accepted" }, res.accepted ?? 0);
+    ingestedEvents.inc({ kind, result: "duplicate" }, res.duplicates ?? 0);
     return res;
   };
 }
