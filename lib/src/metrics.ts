@@ -60,56 +60,72 @@ export interface BacklogProbe {
   (): Promise<{ depth: number; oldest: Date | null }>;
 }
 
-const outboxes = new Map<string, BacklogProbe>();
-const jobQueues = new Map<string, BacklogProbe>();
-
-/**
- * Backlogs are read from the database at scrape time (they live there, shared by replicas);
- * a probe that fails (database down, service stopped) leaves its series out of that scrape.
- */
-async function readBacklogs(probes: Map<string, BacklogProbe>, depth: Gauge<"name"> | null, age: Gauge<"name">) {
-  depth?.reset();
-  age.reset();
-  const now = Date.now();
-  await Promise.all(
-    [...probes].map(async ([name, probe]) => {
-      try {
-        const b = await probe();
-        depth?.set({ name }, b.depth);
-        age.set({ name }, b.oldest ? Math.max(0, (now - b.oldest.getTime()) / 1000) : 0);
-      } catch {
-        // left out of this scrape
-      }
-    }),
-  );
+interface Backlog {
+  depth: number;
+  /** Seconds since the oldest waiting item (0 when none). */
+  ageSeconds: number;
 }
 
-const outboxDepth = new Gauge({
-  name: "meter_outbox_depth",
-  help: "Entries waiting in an outbox for a peer's acknowledgement, by outbox.",
-  labelNames: ["name"] as const,
-  registers: [registry],
-});
+/**
+ * Backlogs are read from the database at scrape time (they live there, shared by replicas).
+ * The gauges of one backlog are collected concurrently; they share one read per scrape. A
+ * probe that fails (database down, service stopped) leaves its series out of that scrape.
+ */
+function backlogReader(probes: Map<string, BacklogProbe>) {
+  let last: { at: number; result: Promise<Map<string, Backlog>> } | undefined;
+  const readAll = async () => {
+    const out = new Map<string, Backlog>();
+    await Promise.all(
+      [...probes].map(async ([name, probe]) => {
+        try {
+          const b = await probe();
+          out.set(name, { depth: b.depth, ageSeconds: b.oldest ? Math.max(0, (Date.now() - b.oldest.getTime()) / 1000) : 0 });
+        } catch {
+          // left out of this scrape
+        }
+      }),
+    );
+    return out;
+  };
+  return () => {
+    if (!last || Date.now() - last.at > 1_000) last = { at: Date.now(), result: readAll() };
+    return last.result;
+  };
+}
 
-new Gauge({
-  name: "meter_outbox_oldest_age_seconds",
-  help: "Age of the oldest entry waiting in an outbox (0 when empty), by outbox.",
-  labelNames: ["name"] as const,
-  registers: [registry],
-  async collect() {
-    await readBacklogs(outboxes, outboxDepth, this);
-  },
-});
+const outboxes = new Map<string, BacklogProbe>();
+const jobQueues = new Map<string, BacklogProbe>();
+const readOutboxes = backlogReader(outboxes);
+const readJobQueues = backlogReader(jobQueues);
 
-new Gauge({
-  name: "meter_job_lag_seconds",
-  help: "How long the most overdue job of a queue has been due without being picked up (0 when none), by queue.",
-  labelNames: ["name"] as const,
-  registers: [registry],
-  async collect() {
-    await readBacklogs(jobQueues, null, this);
-  },
-});
+function backlogGauge(name: string, help: string, read: () => Promise<Map<string, Backlog>>, field: keyof Backlog) {
+  return new Gauge({
+    name,
+    help,
+    labelNames: ["name"] as const,
+    registers: [registry],
+    async collect() {
+      const all = await read();
+      this.reset();
+      for (const [label, b] of all) this.set({ name: label }, b[field]);
+    },
+  });
+}
+
+backlogGauge("meter_outbox_depth", "Entries waiting in an outbox for a peer's acknowledgement, by outbox.", readOutboxes, "depth");
+backlogGauge(
+  "meter_outbox_oldest_age_seconds",
+  "Age of the oldest entry waiting in an outbox (0 when empty), by outbox.",
+  readOutboxes,
+  "ageSeconds",
+);
+backlogGauge("meter_job_queue_due", "Jobs due and not yet picked up by a worker, by queue.", readJobQueues, "depth");
+backlogGauge(
+  "meter_job_lag_seconds",
+  "How long the most overdue job of a queue has been due without being picked up (0 when none), by queue.",
+  readJobQueues,
+  "ageSeconds",
+);
 
 /** Reports an outbox's depth and age on every scrape. A later probe of the same name replaces it. */
 export function trackOutbox(name: string, probe: BacklogProbe): void {

@@ -154,8 +154,10 @@ const H2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
  * server cannot fall back to HTTP/1.1 by itself (`allowHTTP1` needs TLS), so one port serving
  * both needs this look at the first bytes; the bytes read are put back before the hand-over.
  */
-function dispatchByPreface(socket: net.Socket, h1: http.Server, h2: http2.Http2Server): void {
+function dispatchByPreface(socket: net.Socket, h1: http.Server, h2: http2.Http2Server, undecided: Set<net.Socket>): void {
   let seen = Buffer.alloc(0);
+  undecided.add(socket);
+  socket.once("close", () => undecided.delete(socket));
   const onReadable = () => {
     let chunk: Buffer | null;
     while ((chunk = socket.read() as Buffer | null) !== null) seen = Buffer.concat([seen, chunk]);
@@ -164,6 +166,7 @@ function dispatchByPreface(socket: net.Socket, h1: http.Server, h2: http2.Http2S
     if (seen.length === 0 || (h2Prefix && seen.length < H2_PREFACE.length)) return;
     socket.off("readable", onReadable);
     socket.off("error", onError);
+    undecided.delete(socket);
     socket.unshift(seen);
     (h2Prefix ? h2 : h1).emit("connection", socket);
   };
@@ -191,13 +194,17 @@ export async function listenRpc(opts: { port: number; host?: string; logger: Log
     }
   };
   const h1 = http.createServer({ keepAliveTimeout: 65_000 }, serve as http.RequestListener);
+  // The HTTP/1.1 server never listens itself (the sniffing server does); its connection
+  // tracking, which closeIdleConnections() needs at shutdown, starts on "listening".
+  h1.emit("listening");
   const h2 = http2.createServer({}, serve as never);
   const sessions = new Set<http2.Http2Session>();
   h2.on("session", (s) => {
     sessions.add(s);
     s.on("close", () => sessions.delete(s));
   });
-  const server = net.createServer((socket) => dispatchByPreface(socket, h1, h2));
+  const undecided = new Set<net.Socket>();
+  const server = net.createServer((socket) => dispatchByPreface(socket, h1, h2, undecided));
   const host = opts.host ?? "127.0.0.1";
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
@@ -222,6 +229,7 @@ export async function listenRpc(opts: { port: number; host?: string; logger: Log
       // Clients keep connections open; end them so close() does not wait forever.
       for (const s of sessions) s.close();
       h1.closeIdleConnections();
+      for (const socket of undecided) socket.destroy();
       const force = setTimeout(() => {
         for (const s of sessions) s.destroy();
         h1.closeAllConnections();
