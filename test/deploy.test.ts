@@ -6,6 +6,7 @@ import { parseAllDocuments } from "yaml";
 import type { TObject } from "typebox";
 import { repoRoot } from "./support/processes.ts";
 import { loadConfig, peerUrlFields } from "@meter/lib/config";
+import { registry } from "@meter/lib/metrics";
 import { gatewayConfigSchema } from "@meter/gateway/config";
 import { analyticsConfigSchema } from "../services/analytics/config.ts";
 import { ingestionConfigSchema } from "../services/ingestion/config.ts";
@@ -82,6 +83,26 @@ test("network policies deny by default", async () => {
   assert.equal(deny.spec.policyTypes, ["Ingress", "Egress"]);
   assert.not.ok(deny.spec.ingress);
   assert.not.ok(deny.spec.egress);
+});
+
+test("the Grafana dashboard reads only series the processes export", async () => {
+  const dashboard = JSON.parse(await readFile(path.join(deploy, "grafana/meter-dashboard.json"), "utf8"));
+  const exported = new Set<string>();
+  for (const m of await registry.getMetricsAsJSON()) {
+    exported.add(m.name);
+    if (String(m.type) === "histogram") for (const suffix of ["_bucket", "_sum", "_count"]) exported.add(m.name + suffix);
+  }
+  const used = new Set<string>();
+  for (const panel of dashboard.panels) {
+    assert.ok(panel.targets.length > 0, `${panel.title} has a query`);
+    for (const target of panel.targets) {
+      for (const name of target.expr.match(/\b(?:meter|process|nodejs)_[a-z0-9_]+/g) ?? []) used.add(name);
+    }
+  }
+  for (const name of used) assert.ok(exported.has(name), `the dashboard reads ${name}, which no process exports`);
+  for (const name of ["meter_http_requests_total", "meter_rpc_request_duration_seconds_bucket", "meter_ingestion_events_total", "meter_outbox_depth", "meter_webhook_deliveries_total", "meter_job_lag_seconds"]) {
+    assert.ok(used.has(name), `the dashboard shows ${name}`);
+  }
 });
 
 // ---- Overlays, rendered the way kustomize does for the features these files use ----------
