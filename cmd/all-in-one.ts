@@ -8,7 +8,7 @@ import { onShutdown } from "@meter/lib/process";
 import { analyticsSettings, analyticsSettingsFields } from "@meter/analytics";
 import { ingestionSettings, ingestionSettingsFields } from "@meter/ingestion";
 import { webhooksSettings, webhooksSettingsFields } from "@meter/webhooks";
-import { protectionFields, protectionSettings } from "@meter/gateway/config";
+import { LOCAL_PROTECTION, protectionFields, protectionSettings } from "@meter/gateway/config";
 import { startStack } from "./stack.ts";
 
 const config = loadConfig(
@@ -22,7 +22,7 @@ const config = loadConfig(
     LOG_LEVEL: Type.String({ default: "info" }),
     AUTH_CACHE_TTL_MS: Type.Integer({ default: 30_000, minimum: 0 }),
     // One machine, one user: limits nobody reaches by hand; set them lower to try them.
-    ...protectionFields({ publicMax: 100_000, keyMax: 1_000_000 }),
+    ...protectionFields(LOCAL_PROTECTION.rateLimit),
     ...ingestionSettingsFields,
     ...analyticsSettingsFields,
     ...webhooksSettingsFields,

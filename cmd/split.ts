@@ -8,6 +8,7 @@ import { Type, loadConfig } from "@meter/lib/config";
 import { startEmbeddedDb } from "@meter/lib/embedded-db";
 import { createLogger } from "@meter/lib/logger";
 import { onShutdown } from "@meter/lib/process";
+import { LOCAL_PROTECTION } from "@meter/gateway/config";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const SERVICES = ["tenancy", "plans", "ingestion", "analytics", "webhooks"] as const;
@@ -56,7 +57,13 @@ SERVICES.forEach((s, i) =>
     MONGODB_DB: `${config.MONGODB_DB_PREFIX}_${s}`,
   }),
 );
-launch("gateway", "gateway/main.ts", { PORT: String(config.PORT), HOST: config.HOST });
+launch("gateway", "gateway/main.ts", {
+  PORT: String(config.PORT),
+  HOST: config.HOST,
+  // One machine, one user: the local limits unless the caller chose others.
+  RATE_LIMIT_PUBLIC_MAX: process.env.RATE_LIMIT_PUBLIC_MAX ?? String(LOCAL_PROTECTION.rateLimit.publicMax),
+  RATE_LIMIT_KEY_MAX: process.env.RATE_LIMIT_KEY_MAX ?? String(LOCAL_PROTECTION.rateLimit.keyMax),
+});
 logger.info({ api: `http://${config.HOST}:${config.PORT}/api/v1` }, "split mode starting");
 
 let stopping = false;
