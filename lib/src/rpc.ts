@@ -158,6 +158,8 @@ function dispatchByPreface(socket: net.Socket, h1: http.Server, h2: http2.Http2S
   let seen = Buffer.alloc(0);
   undecided.add(socket);
   socket.once("close", () => undecided.delete(socket));
+  // A connection that never says which protocol it speaks is not kept open.
+  socket.setTimeout(10_000, () => socket.destroy());
   const onReadable = () => {
     let chunk: Buffer | null;
     while ((chunk = socket.read() as Buffer | null) !== null) seen = Buffer.concat([seen, chunk]);
@@ -167,6 +169,7 @@ function dispatchByPreface(socket: net.Socket, h1: http.Server, h2: http2.Http2S
     socket.off("readable", onReadable);
     socket.off("error", onError);
     undecided.delete(socket);
+    socket.setTimeout(0);
     socket.unshift(seen);
     (h2Prefix ? h2 : h1).emit("connection", socket);
   };
