@@ -240,6 +240,8 @@ export async function listenRpc(opts: { port: number; host?: string; logger: Log
       force.unref();
       await closed;
       clearTimeout(force);
+      // Stops the connection-tracking timer "listening" started (the server itself never listened).
+      h1.close(() => {});
       await app?.close();
     },
   };
