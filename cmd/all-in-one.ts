@@ -8,6 +8,7 @@ import { onShutdown } from "@meter/lib/process";
 import { analyticsSettings, analyticsSettingsFields } from "@meter/analytics";
 import { ingestionSettings, ingestionSettingsFields } from "@meter/ingestion";
 import { webhooksSettings, webhooksSettingsFields } from "@meter/webhooks";
+import { LOCAL_PROTECTION, protectionFields, protectionSettings } from "@meter/gateway/config";
 import { startStack } from "./stack.ts";
 
 const config = loadConfig(
@@ -19,6 +20,9 @@ const config = loadConfig(
     MONGODB_DB_PREFIX: Type.String({ default: "meter", pattern: "^[A-Za-z0-9_-]+$" }),
     DATA_DIR: Type.String({ default: "./data" }),
     LOG_LEVEL: Type.String({ default: "info" }),
+    AUTH_CACHE_TTL_MS: Type.Integer({ default: 30_000, minimum: 0 }),
+    // One machine, one user: limits nobody reaches by hand; set them lower to try them.
+    ...protectionFields(LOCAL_PROTECTION.rateLimit),
     ...ingestionSettingsFields,
     ...analyticsSettingsFields,
     ...webhooksSettingsFields,
@@ -26,7 +30,9 @@ const config = loadConfig(
 );
 const logger = createLogger("meter", config.LOG_LEVEL);
 
-const embedded = config.MONGODB_URL ? undefined : await startEmbeddedDb(path.resolve(config.DATA_DIR, "db"));
+// A first start builds the database for minutes: say so rather than sit silent.
+const progress = (message: string) => logger.info(message);
+const embedded = config.MONGODB_URL ? undefined : await startEmbeddedDb(path.resolve(config.DATA_DIR, "db"), { progress });
 if (embedded) logger.info({ dataDir: path.resolve(config.DATA_DIR) }, "embedded database started");
 
 const stack = await startStack({
@@ -36,6 +42,8 @@ const stack = await startStack({
   httpPort: config.PORT,
   httpHost: config.HOST,
   logger,
+  authCacheTtlMs: config.AUTH_CACHE_TTL_MS,
+  protection: protectionSettings(config),
   services: {
     ingestion: ingestionSettings(config),
     analytics: analyticsSettings(config),

@@ -8,6 +8,7 @@ import { Type, loadConfig } from "@meter/lib/config";
 import { startEmbeddedDb } from "@meter/lib/embedded-db";
 import { createLogger } from "@meter/lib/logger";
 import { onShutdown } from "@meter/lib/process";
+import { LOCAL_PROTECTION } from "@meter/gateway/config";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const SERVICES = ["tenancy", "plans", "ingestion", "analytics", "webhooks"] as const;
@@ -25,7 +26,9 @@ const config = loadConfig(
 );
 const logger = createLogger("split", config.LOG_LEVEL);
 
-const embedded = config.MONGODB_URL ? undefined : await startEmbeddedDb(path.resolve(config.DATA_DIR, "db"));
+// A first start builds the database for minutes: say so rather than sit silent.
+const progress = (message: string) => logger.info(message);
+const embedded = config.MONGODB_URL ? undefined : await startEmbeddedDb(path.resolve(config.DATA_DIR, "db"), { progress });
 const mongoUrl = config.MONGODB_URL ?? embedded!.url;
 const urlOf = (i: number) => `http://127.0.0.1:${config.RPC_BASE_PORT + i}`;
 const peerEnv = Object.fromEntries(SERVICES.map((s, i) => [`${s.toUpperCase()}_URL`, urlOf(i)]));
@@ -54,7 +57,13 @@ SERVICES.forEach((s, i) =>
     MONGODB_DB: `${config.MONGODB_DB_PREFIX}_${s}`,
   }),
 );
-launch("gateway", "gateway/main.ts", { PORT: String(config.PORT), HOST: config.HOST });
+launch("gateway", "gateway/main.ts", {
+  PORT: String(config.PORT),
+  HOST: config.HOST,
+  // One machine, one user: the local limits unless the caller chose others.
+  RATE_LIMIT_PUBLIC_MAX: process.env.RATE_LIMIT_PUBLIC_MAX ?? String(LOCAL_PROTECTION.rateLimit.publicMax),
+  RATE_LIMIT_KEY_MAX: process.env.RATE_LIMIT_KEY_MAX ?? String(LOCAL_PROTECTION.rateLimit.keyMax),
+});
 logger.info({ api: `http://${config.HOST}:${config.PORT}/api/v1` }, "split mode starting");
 
 let stopping = false;

@@ -5,6 +5,7 @@ import { connectMongo } from "@meter/lib/mongo";
 import { listenRpc, type ServiceModule } from "@meter/lib/rpc";
 import { buildGateway, type Gateway } from "@meter/gateway";
 import { connectClients } from "@meter/gateway/clients";
+import type { Protection } from "@meter/gateway/config";
 import { createAnalyticsService } from "@meter/analytics";
 import { createIngestionService } from "@meter/ingestion";
 import { createPlansService } from "@meter/plans";
@@ -23,6 +24,8 @@ export interface StackOptions {
   httpHost?: string;
   logger: Logger;
   authCacheTtlMs?: number;
+  /** Gateway rate limits and refused-key cache; generous local defaults when absent. */
+  protection?: Protection;
   /** Per-service options beyond db, logger and peers (tests use these for clocks, intervals...). */
   services?: {
     tenancy?: Partial<Parameters<typeof createTenancyService>[0]>;
@@ -60,13 +63,14 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     createAnalyticsService({ ...common("analytics"), ...opts.services?.analytics }),
     createWebhooksService({ ...common("webhooks"), ...opts.services?.webhooks }),
   ]);
-  rpc.serve(modules);
+  await rpc.serve(modules);
   for (const m of modules) await m.start?.();
 
   const gateway = await buildGateway({
     clients: connectClients(peers),
     logger: opts.logger.child({ service: "gateway" }),
     authCacheTtlMs: opts.authCacheTtlMs,
+    protection: opts.protection,
   });
   const address = await gateway.listen({ port: opts.httpPort ?? 0, host: opts.httpHost ?? "127.0.0.1" });
   const apiUrl = `${address.replace("0.0.0.0", "127.0.0.1").replace("[::]", "127.0.0.1")}/api/v1`;

@@ -1,12 +1,15 @@
 import { randomUUID } from "node:crypto";
 import Fastify, { LogController } from "fastify";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
-import { REQUEST_ID_HEADER } from "@meter/lib/context";
+import { REQUEST_ID_HEADER, isAcceptableRequestId } from "@meter/lib/context";
 import type { Logger } from "@meter/lib/logger";
 import type { ServiceClients } from "./clients.ts";
+import { LOCAL_PROTECTION, type Protection } from "./config.ts";
 import { errorHandler, notFoundHandler } from "./errors.ts";
 import { authPlugin } from "./plugins/auth.ts";
 import { docsPlugin } from "./plugins/docs.ts";
+import { metricsPlugin } from "./plugins/metrics.ts";
+import { rateLimitPlugin } from "./plugins/rate-limit.ts";
 import { servicesPlugin } from "./plugins/services.ts";
 import { apiRoutes } from "./routes/index.ts";
 import { validatorCompiler } from "./validation.ts";
@@ -18,15 +21,24 @@ export interface GatewayOptions {
   authCacheTtlMs?: number;
   /** Largest request body in bytes (batch routes may set their own). */
   bodyLimit?: number;
+  /** Rate limits, refused-key cache and trusted proxies; generous local defaults when absent. */
+  protection?: Protection;
 }
 
 /** The REST gateway: JSON over HTTP mapped to the services' RPCs. Listens only when told to. */
 export async function buildGateway(opts: GatewayOptions) {
+  const protection = opts.protection ?? LOCAL_PROTECTION;
   const app = Fastify({
     loggerInstance: opts.logger,
-    requestIdHeader: REQUEST_ID_HEADER,
+    // The caller's X-Request-Id is kept only when acceptable (bounded, log-safe); see genReqId.
+    requestIdHeader: false,
     logController: new LogController({ requestIdLogLabel: "requestId" }),
-    genReqId: () => randomUUID(),
+    genReqId: (req) => {
+      const incoming = req.headers[REQUEST_ID_HEADER];
+      return typeof incoming === "string" && isAcceptableRequestId(incoming) ? incoming : randomUUID();
+    },
+    // A hop count is accepted at run time (proxy-addr), though the typings leave it out.
+    trustProxy: protection.trustProxy as boolean | string[],
     bodyLimit: opts.bodyLimit ?? 1024 * 1024,
     // external_user_id may be 255 characters, which URL-encode to far more than the default 100.
     routerOptions: { maxParamLength: 4096 },
@@ -40,10 +52,12 @@ export async function buildGateway(opts: GatewayOptions) {
   });
 
   await app.register(servicesPlugin, { clients: opts.clients });
+  await app.register(metricsPlugin);
+  await app.register(rateLimitPlugin, protection.rateLimit);
   await app.register(docsPlugin);
   await app.register(
     async (api) => {
-      await api.register(authPlugin, { cacheTtlMs: opts.authCacheTtlMs ?? 30_000 });
+      await api.register(authPlugin, { cacheTtlMs: opts.authCacheTtlMs ?? 30_000, negativeCacheTtlMs: protection.negativeCacheTtlMs });
       for (const routes of apiRoutes) await api.register(routes);
     },
     { prefix: "/api/v1" },

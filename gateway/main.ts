@@ -4,7 +4,7 @@ import { createLogger } from "@meter/lib/logger";
 import { onShutdown } from "@meter/lib/process";
 import { buildGateway } from "./app.ts";
 import { connectClients } from "./clients.ts";
-import { gatewayConfigSchema } from "./config.ts";
+import { gatewayConfigSchema, protectionSettings } from "./config.ts";
 
 const config = loadConfig(gatewayConfigSchema);
 const logger = createLogger("gateway", config.LOG_LEVEL);
@@ -12,6 +12,7 @@ const app = await buildGateway({
   clients: connectClients(peerUrls(config)),
   logger,
   authCacheTtlMs: config.AUTH_CACHE_TTL_MS,
+  protection: protectionSettings(config),
 });
 await app.listen({ port: config.PORT, host: config.HOST });
 onShutdown(logger, () => app.close());

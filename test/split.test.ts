@@ -6,11 +6,12 @@ import { Api } from "./support/http.ts";
 import { freePort, freePortRange, spawnEntry, type Spawned } from "./support/processes.ts";
 import { eventually } from "./support/eventually.ts";
 
-const t = suite<{ proc: Spawned; api: Api }>("split mode: one process per service, gRPC between them");
+const t = suite<{ proc: Spawned; api: Api; rpcBase: number }>("split mode: one process per service, gRPC between them");
 
 t.before(async (ctx) => {
   const port = await freePort();
   const base = await freePortRange(5);
+  ctx.rpcBase = base;
   ctx.proc = spawnEntry("cmd/split.ts", {
     PORT: String(port),
     RPC_BASE_PORT: String(base),
@@ -40,6 +41,23 @@ t("serves the same answers as all-in-one through separate processes", async ({ a
   const denied = await api.withKey("mk_" + "B".repeat(43)).get("/products");
   assert.is(denied.status, 401);
   assert.type(denied.body.detail, "string");
+});
+
+t("each process serves its own /metrics and /healthz over HTTP/1.1 beside gRPC", async ({ api, rpcBase }) => {
+  assert.is((await api.post("/products", { name: "Metered" })).status, 201);
+  const gateway = await (await fetch(new URL("/metrics", api.baseUrl))).text();
+  assert.match(gateway, /meter_http_requests_total\{method="POST",route="\/api\/v1\/products",status="201"\} [1-9]/);
+  // Tenancy is the first service port: it answered CreateProduct; the plans process did not.
+  const tenancy = await (await fetch(`http://127.0.0.1:${rpcBase}/metrics`)).text();
+  assert.match(tenancy, /meter_rpc_requests_total\{service="meter\.tenancy\.v1\.TenancyService",method="CreateProduct",code="ok"\} [1-9]/);
+  assert.match(tenancy, /process_resident_memory_bytes/);
+  const plans = await (await fetch(`http://127.0.0.1:${rpcBase + 1}/metrics`)).text();
+  assert.not.match(plans, /TenancyService/);
+  for (let i = 0; i < 5; i++) {
+    const res = await fetch(`http://127.0.0.1:${rpcBase + i}/healthz`);
+    assert.is(res.status, 200);
+    assert.equal(await res.json(), { status: "ok" });
+  }
 });
 
 t.run();

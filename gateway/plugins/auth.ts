@@ -19,6 +19,8 @@ declare module "fastify" {
 export interface AuthOptions {
   /** How long a verified key is trusted without asking the tenancy service again. */
   cacheTtlMs: number;
+  /** How long a refused key is refused without asking again (0: ask every time). */
+  negativeCacheTtlMs: number;
 }
 
 function bearerKey(request: FastifyRequest): string {
@@ -32,6 +34,8 @@ function bearerKey(request: FastifyRequest): string {
 /** Authenticates the bearer key through the tenancy service, with a short cache. */
 export const authPlugin = fp<AuthOptions>(async (app: FastifyInstance, opts) => {
   const cache = new LRUCache<string, string>({ max: 10_000, ttl: opts.cacheTtlMs });
+  // A flood of one bad key reaches the tenancy service once per TTL, not once per request.
+  const refused = opts.negativeCacheTtlMs > 0 ? new LRUCache<string, true>({ max: 10_000, ttl: opts.negativeCacheTtlMs }) : undefined;
   app.decorateRequest("productId", "");
   app.addHook("onRequest", async (request) => {
     // Unmatched routes answer 404 whatever the key; public routes need none.
@@ -42,12 +46,14 @@ export const authPlugin = fp<AuthOptions>(async (app: FastifyInstance, opts) => 
       request.productId = cached;
       return;
     }
+    if (refused?.has(key)) throw new HttpError(401, "invalid API key");
     try {
       const res = await app.services.tenancy.authenticate({ apiKey: key }, rpcOptions(request));
       cache.set(key, res.productId);
       request.productId = res.productId;
     } catch (err) {
       if (err instanceof ConnectError && err.code === Code.Unauthenticated) {
+        refused?.set(key, true);
         throw new HttpError(401, "invalid API key");
       }
       throw err;

@@ -14,22 +14,47 @@ export interface EmbeddedDb {
   stop(): Promise<void>;
 }
 
+/** Receives progress lines while a slow step runs (a first build takes minutes). */
+export type Progress = (message: string) => void;
+
+/** How long a build may take before saying so, then how often to say it is still going. */
+const QUIET_MS = 3_000;
+const HEARTBEAT_MS = 15_000;
+
 /**
  * Builds the embedded database (FerretDB over SQLite, see tools/embedded-db) with the local
  * Go toolchain. `go build` is a no-op when nothing changed, so this is cheap after the first
  * run; the output is renamed into place so concurrent starts never see a half-written file.
+ * The first build downloads and compiles FerretDB (about two minutes on a fresh machine, and
+ * silent otherwise): `progress` hears about it when it lasts.
  */
-export async function buildEmbeddedDb(): Promise<string> {
+export async function buildEmbeddedDb(progress?: Progress): Promise<string> {
   await mkdir(path.dirname(binary), { recursive: true });
   const tmp = `${binary}.${process.pid}.tmp`;
+  const started = Date.now();
+  let heartbeat: NodeJS.Timeout | undefined;
+  const quiet = setTimeout(() => {
+    progress?.(
+      "building the embedded database with Go (first run only: downloads and compiles FerretDB, " +
+        "about 2 minutes on a fresh machine; later starts take a second)",
+    );
+    heartbeat = setInterval(
+      () => progress?.(`still building the embedded database (${Math.round((Date.now() - started) / 1000)} s so far)`),
+      HEARTBEAT_MS,
+    );
+  }, QUIET_MS);
   try {
     await run("go", ["build", "-o", tmp, "."], { cwd: toolDir, maxBuffer: 16 * 1024 * 1024 });
+    if (heartbeat) progress?.(`embedded database built in ${Math.round((Date.now() - started) / 1000)} s`);
   } catch (err) {
     const e = err as NodeJS.ErrnoException & { stderr?: string };
     if (e.code === "ENOENT") {
       throw new Error("the embedded database needs the Go toolchain (`go`) on PATH; or set MONGODB_URL");
     }
     throw new Error(`building the embedded database failed: ${e.stderr ?? e.message}`);
+  } finally {
+    clearTimeout(quiet);
+    clearInterval(heartbeat);
   }
   await rename(tmp, binary);
   return binary;
@@ -39,8 +64,11 @@ export async function buildEmbeddedDb(): Promise<string> {
  * Starts the embedded MongoDB-compatible database keeping its files in `dir`. It stops when
  * stop() is called or when this process exits (it watches its standard input).
  */
-export async function startEmbeddedDb(dir: string, opts: { port?: number; flags?: string[] } = {}): Promise<EmbeddedDb> {
-  const bin = await buildEmbeddedDb();
+export async function startEmbeddedDb(
+  dir: string,
+  opts: { port?: number; flags?: string[]; progress?: Progress } = {},
+): Promise<EmbeddedDb> {
+  const bin = await buildEmbeddedDb(opts.progress);
   await mkdir(dir, { recursive: true });
   const args = ["-dir", dir, "-listen", `127.0.0.1:${opts.port ?? 0}`, ...(opts.flags ?? [])];
   // Diagnostics: log every command slower than this Go duration (e.g. "500ms") to stderr.

@@ -1,6 +1,8 @@
+import http from "node:http";
 import http2 from "node:http2";
+import net, { type AddressInfo } from "node:net";
 import { randomUUID } from "node:crypto";
-import type { AddressInfo } from "node:net";
+import Fastify, { LogController } from "fastify";
 import type { DescService } from "@bufbuild/protobuf";
 import {
   Code,
@@ -11,13 +13,16 @@ import {
   type Interceptor,
   type Transport,
 } from "@connectrpc/connect";
-import { connectNodeAdapter, createGrpcTransport } from "@connectrpc/connect-node";
+import { codeToString } from "@connectrpc/connect/protocol-connect";
+import { fastifyConnectPlugin } from "@connectrpc/connect-fastify";
+import { createGrpcTransport } from "@connectrpc/connect-node";
 import {
   Health,
   HealthCheckResponse_ServingStatus as ServingStatus,
 } from "@meter/proto/grpc/health/v1/health_pb";
-import { REQUEST_ID_HEADER, currentContext, runWithContext } from "./context.ts";
+import { REQUEST_ID_HEADER, currentContext, isAcceptableRequestId, runWithContext } from "./context.ts";
 import type { Logger } from "./logger.ts";
+import { metricsText, rpcDuration, rpcRequests } from "./metrics.ts";
 
 /** Largest RPC message accepted; the gateway enforces tighter HTTP body limits first. */
 export const RPC_MAX_BYTES = 64 * 1024 * 1024;
@@ -46,18 +51,26 @@ export interface RpcServer {
   close(): Promise<void>;
 }
 
-/** Carries the caller's request id into the handler's context and logs failures. */
+/** Carries the caller's request id into the handler's context, logs failures, and times each call. */
 function serverContextInterceptor(logger: Logger): Interceptor {
   return (next) => async (req) => {
-    const requestId = req.header.get(REQUEST_ID_HEADER) || randomUUID();
+    const incoming = req.header.get(REQUEST_ID_HEADER);
+    const requestId = isAcceptableRequestId(incoming) ? incoming : randomUUID();
     return runWithContext({ requestId }, async () => {
       const started = performance.now();
+      const observe = (code: string) => {
+        const labels = { service: req.service.typeName, method: req.method.name, code };
+        rpcRequests.inc(labels);
+        rpcDuration.observe(labels, (performance.now() - started) / 1000);
+      };
       try {
         const res = await next(req);
+        observe("ok");
         logger.debug({ rpc: req.method.name, ms: Math.round(performance.now() - started) }, "rpc ok");
         return res;
       } catch (err) {
         const ce = ConnectError.from(err);
+        observe(codeToString(ce.code));
         const fields = { rpc: req.method.name, code: Code[ce.code], ms: Math.round(performance.now() - started) };
         if (ce.code === Code.Internal || ce.code === Code.Unknown) {
           logger.error({ ...fields, err }, "rpc failed");
@@ -73,6 +86,10 @@ function serverContextInterceptor(logger: Logger): Interceptor {
 /** Health service name that reports the process alive regardless of its dependencies. */
 export const LIVENESS = "liveness";
 
+async function allHealthy(modules: readonly ServiceModule[]): Promise<boolean> {
+  return (await Promise.all(modules.map((m) => m.healthy()))).every(Boolean);
+}
+
 function healthRoutes(router: ConnectRouter, modules: readonly ServiceModule[]) {
   router.service(Health, {
     async check(req) {
@@ -84,33 +101,113 @@ function healthRoutes(router: ConnectRouter, modules: readonly ServiceModule[]) 
       if (req.service && wanted.length === 0) {
         return { status: ServingStatus.SERVICE_UNKNOWN };
       }
-      const results = await Promise.all(wanted.map((m) => m.healthy()));
-      return { status: results.every(Boolean) ? ServingStatus.SERVING : ServingStatus.NOT_SERVING };
+      return { status: (await allHealthy(wanted)) ? ServingStatus.SERVING : ServingStatus.NOT_SERVING };
     },
   });
 }
 
 export interface RpcListener extends RpcServer {
   /** Starts answering with these modules; until then every call fails as unavailable. */
-  serve(modules: readonly ServiceModule[]): void;
+  serve(modules: readonly ServiceModule[]): Promise<void>;
+}
+
+type NodeHandler = (req: http.IncomingMessage | http2.Http2ServerRequest, res: http.ServerResponse | http2.Http2ServerResponse) => void;
+
+/** The modules' RPCs (Connect, gRPC, gRPC-Web) on one Fastify app, beside /healthz and /metrics. */
+async function serviceApp(modules: readonly ServiceModule[], logger: Logger, serverFactory: (handler: NodeHandler) => http.Server) {
+  const app = Fastify({
+    loggerInstance: logger,
+    logController: new LogController({ disableRequestLogging: true }),
+    serverFactory: serverFactory as never,
+  });
+  await app.register(fastifyConnectPlugin, {
+    routes(router) {
+      for (const m of modules) m.routes(router);
+      healthRoutes(router, modules);
+    },
+    interceptors: [serverContextInterceptor(logger)],
+    readMaxBytes: RPC_MAX_BYTES,
+  });
+  // For HTTP probes and people; the gRPC health service above is what the manifests probe.
+  app.get("/healthz", async (_req, reply) => {
+    const ok = await allHealthy(modules);
+    return reply.status(ok ? 200 : 503).send({ status: ok ? "ok" : "unavailable" });
+  });
+  app.get("/metrics", metricsRoute);
+  await app.ready();
+  return app;
+}
+
+/** Serves the process's metrics in the Prometheus text format. */
+export async function metricsRoute(_req: unknown, reply: { type(t: string): unknown; send(b: string): unknown }) {
+  const { contentType, body } = await metricsText();
+  reply.type(contentType);
+  return reply.send(body);
+}
+
+const H2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+
+/**
+ * Hands a new connection to the HTTP/2 server when it opens with the HTTP/2 connection preface
+ * (gRPC and other prior-knowledge h2c clients), else to the HTTP/1.1 server (Prometheus,
+ * kubelet HTTP probes, curl, Connect and gRPC-Web over HTTP/1.1). Node's cleartext HTTP/2
+ * server cannot fall back to HTTP/1.1 by itself (`allowHTTP1` needs TLS), so one port serving
+ * both needs this look at the first bytes; the bytes read are put back before the hand-over.
+ */
+function dispatchByPreface(socket: net.Socket, h1: http.Server, h2: http2.Http2Server, undecided: Set<net.Socket>): void {
+  let seen = Buffer.alloc(0);
+  undecided.add(socket);
+  socket.once("close", () => undecided.delete(socket));
+  // A connection that never says which protocol it speaks is not kept open.
+  socket.setTimeout(10_000, () => socket.destroy());
+  const onReadable = () => {
+    let chunk: Buffer | null;
+    while ((chunk = socket.read() as Buffer | null) !== null) seen = Buffer.concat([seen, chunk]);
+    const n = Math.min(seen.length, H2_PREFACE.length);
+    const h2Prefix = seen.subarray(0, n).equals(H2_PREFACE.subarray(0, n));
+    if (seen.length === 0 || (h2Prefix && seen.length < H2_PREFACE.length)) return;
+    socket.off("readable", onReadable);
+    socket.off("error", onError);
+    undecided.delete(socket);
+    socket.setTimeout(0);
+    socket.unshift(seen);
+    (h2Prefix ? h2 : h1).emit("connection", socket);
+  };
+  const onError = () => socket.destroy();
+  socket.on("readable", onReadable);
+  socket.on("error", onError);
 }
 
 /**
- * Binds an HTTP/2 cleartext port for gRPC, gRPC-Web and Connect before the modules exist,
- * so that modules which call each other can be given the final address (port 0 works).
+ * Binds one port for the services before the modules exist, so that modules which call each
+ * other can be given the final address (port 0 works). The port answers gRPC over HTTP/2
+ * cleartext, and Connect, gRPC-Web, /healthz and /metrics over HTTP/1.1 or HTTP/2.
  */
 export async function listenRpc(opts: { port: number; host?: string; logger: Logger }): Promise<RpcListener> {
-  let handler: ((req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void) | undefined;
-  const server = http2.createServer({}, (req, res) => {
+  let handler: NodeHandler | undefined;
+  const serve: NodeHandler = (req, res) => {
     if (handler) return handler(req, res);
-    res.writeHead(200, { "content-type": "application/grpc", "grpc-status": String(Code.Unavailable), "grpc-message": "starting" });
-    res.end();
-  });
+    const out = res as http.ServerResponse;
+    if (req.httpVersionMajor === 2) {
+      out.writeHead(200, { "content-type": "application/grpc", "grpc-status": String(Code.Unavailable), "grpc-message": "starting" });
+      out.end();
+    } else {
+      out.writeHead(503, { "content-type": "application/json" });
+      out.end(JSON.stringify({ status: "starting" }));
+    }
+  };
+  const h1 = http.createServer({ keepAliveTimeout: 65_000 }, serve as http.RequestListener);
+  // The HTTP/1.1 server never listens itself (the sniffing server does); its connection
+  // tracking, which closeIdleConnections() needs at shutdown, starts on "listening".
+  h1.emit("listening");
+  const h2 = http2.createServer({}, serve as never);
   const sessions = new Set<http2.Http2Session>();
-  server.on("session", (s) => {
+  h2.on("session", (s) => {
     sessions.add(s);
     s.on("close", () => sessions.delete(s));
   });
+  const undecided = new Set<net.Socket>();
+  const server = net.createServer((socket) => dispatchByPreface(socket, h1, h2, undecided));
   const host = opts.host ?? "127.0.0.1";
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
@@ -118,32 +215,39 @@ export async function listenRpc(opts: { port: number; host?: string; logger: Log
   });
   const port = (server.address() as AddressInfo).port;
   const clientHost = host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host;
+  let app: Awaited<ReturnType<typeof serviceApp>> | undefined;
   return {
     port,
     url: `http://${clientHost}:${port}`,
-    serve(modules) {
-      handler = connectNodeAdapter({
-        routes(router) {
-          for (const m of modules) m.routes(router);
-          healthRoutes(router, modules);
-        },
-        interceptors: [serverContextInterceptor(opts.logger)],
-        readMaxBytes: RPC_MAX_BYTES,
+    async serve(modules) {
+      let fastifyHandler: NodeHandler | undefined;
+      app = await serviceApp(modules, opts.logger, (h) => {
+        fastifyHandler = h;
+        return h1;
       });
+      handler = fastifyHandler;
     },
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        // Clients keep HTTP/2 sessions open; end them so close() does not wait forever.
-        for (const s of sessions) s.close();
-        setTimeout(() => {
-          for (const s of sessions) s.destroy();
-        }, 2_000).unref();
-      }),
+    async close() {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      // Clients keep connections open; end them so close() does not wait forever.
+      for (const s of sessions) s.close();
+      h1.closeIdleConnections();
+      for (const socket of undecided) socket.destroy();
+      const force = setTimeout(() => {
+        for (const s of sessions) s.destroy();
+        h1.closeAllConnections();
+      }, 2_000);
+      force.unref();
+      await closed;
+      clearTimeout(force);
+      // Stops the connection-tracking timer "listening" started (the server itself never listened).
+      h1.close(() => {});
+      await app?.close();
+    },
   };
 }
 
-/** Serves the modules over HTTP/2 cleartext on one port. */
+/** Serves the modules on one port (gRPC, gRPC-Web, Connect, /healthz, /metrics). */
 export async function serveRpc(opts: {
   modules: readonly ServiceModule[];
   port: number;
@@ -151,7 +255,7 @@ export async function serveRpc(opts: {
   logger: Logger;
 }): Promise<RpcServer> {
   const listener = await listenRpc(opts);
-  listener.serve(opts.modules);
+  await listener.serve(opts.modules);
   return listener;
 }
 

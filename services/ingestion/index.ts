@@ -2,6 +2,7 @@ import type { Db } from "mongodb";
 import { IngestionService } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import type { PeerUrls } from "@meter/lib/config";
 import type { Logger } from "@meter/lib/logger";
+import { collectionBacklog, countIngested, trackOutbox } from "@meter/lib/metrics";
 import { pingDb } from "@meter/lib/mongo";
 import type { ServiceModule } from "@meter/lib/rpc";
 import { plansDirectory, type UserDirectory } from "./adapters/plans.ts";
@@ -82,13 +83,15 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
     },
     [{ name: "recover-unfinished-jobs", run: () => recoverStale(deps) }],
   );
+  trackOutbox("ingestion_to_webhooks", collectionBacklog(outbox.webhooks, "created_at"));
+  trackOutbox("ingestion_to_analytics", collectionBacklog(outbox.analytics, "created_at"));
   return {
     name: "ingestion",
     serviceName: IngestionService.typeName,
     routes(router) {
       router.service(IngestionService, {
-        ingestUsageEvents: ingestUsageEvents(deps),
-        ingestGateEvents: ingestGateEvents(deps),
+        ingestUsageEvents: countIngested("usage", ingestUsageEvents(deps)),
+        ingestGateEvents: countIngested("gate", ingestGateEvents(deps)),
         createManualEvent: createManualEvent(deps),
         getUsage: getUsage(deps),
         listGateEvents: listGateEvents(deps),

@@ -1,3 +1,4 @@
+import { webhookDeliveries } from "@meter/lib/metrics";
 import type { Job } from "agenda";
 import type { WebhooksDeps } from "../deps.ts";
 import { API_VERSION, MAX_ATTEMPTS, RETRY_DELAYS_MS, type Envelope } from "../events.ts";
@@ -76,6 +77,7 @@ export async function runDeliverAttempt(deps: WebhooksDeps, data: DeliverAttempt
     }
     const secret = deps.secrets.open(endpoint.secret_sealed, endpoint._id);
     const result = await deps.sender.send(endpoint.url, secret, envelopeOf(event));
+    webhookDeliveries.inc({ outcome: result.ok ? "success" : attempt >= MAX_ATTEMPTS ? "failed" : "retry", attempt: String(attempt) });
     const now = deps.now();
     const common = { status_code: result.statusCode, last_error: result.error ?? null };
     if (result.ok) {

@@ -4,6 +4,7 @@ import type { Db } from "mongodb";
 import { Agenda, type Job } from "agenda";
 import { MongoBackend } from "@agendajs/mongo-backend";
 import type { Logger } from "@meter/lib/logger";
+import { collectionBacklog, trackJobQueue } from "@meter/lib/metrics";
 import { isDuplicateKeyError } from "@meter/lib/mongo";
 
 export const JOBS_COLLECTION = "agenda_jobs";
@@ -39,6 +40,7 @@ export class JobScheduler {
       maxConcurrency: 50,
     });
     this.agenda.on("error", (err) => this.logger.warn({ err }, "job scheduler error"));
+    trackJobQueue("webhooks", collectionBacklog(db.collection(JOBS_COLLECTION), "nextRunAt", () => ({ nextRunAt: { $lte: new Date() }, lockedAt: null })));
   }
 
   async init(): Promise<void> {

@@ -1,0 +1,175 @@
+import type { Collection, Document, Filter } from "mongodb";
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+
+/**
+ * The process's Prometheus metrics, served at /metrics by the gateway and by every service
+ * port. One registry per process: in all-in-one every service and the gateway share it, so
+ * each series carries the labels that tell them apart (`service`, `route`).
+ */
+export const registry = new Registry();
+collectDefaultMetrics({ register: registry });
+
+const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+export const httpRequests = new Counter({
+  name: "meter_http_requests_total",
+  help: "HTTP requests answered by the gateway, by method, route template and status.",
+  labelNames: ["method", "route", "status"] as const,
+  registers: [registry],
+});
+
+export const httpDuration = new Histogram({
+  name: "meter_http_request_duration_seconds",
+  help: "Time to answer an HTTP request at the gateway, by method, route template and status.",
+  labelNames: ["method", "route", "status"] as const,
+  buckets: LATENCY_BUCKETS,
+  registers: [registry],
+});
+
+export const rpcRequests = new Counter({
+  name: "meter_rpc_requests_total",
+  help: "RPCs answered by a service, by service, method and Connect code.",
+  labelNames: ["service", "method", "code"] as const,
+  registers: [registry],
+});
+
+export const rpcDuration = new Histogram({
+  name: "meter_rpc_request_duration_seconds",
+  help: "Time to answer an RPC, by service, method and Connect code.",
+  labelNames: ["service", "method", "code"] as const,
+  buckets: LATENCY_BUCKETS,
+  registers: [registry],
+});
+
+export const ingestedEvents = new Counter({
+  name: "meter_ingestion_events_total",
+  help: "Events received by ingestion, by kind (usage, gate) and result (accepted, duplicate).",
+  labelNames: ["kind", "result"] as const,
+  registers: [registry],
+});
+
+export const webhookDeliveries = new Counter({
+  name: "meter_webhook_deliveries_total",
+  help: "Webhook delivery attempts, by outcome (success, retry, failed) and attempt number.",
+  labelNames: ["outcome", "attempt"] as const,
+  registers: [registry],
+});
+
+/** What a backlog gauge reads at scrape time: how many items wait, and since when the oldest. */
+export interface BacklogProbe {
+  (): Promise<{ depth: number; oldest: Date | null }>;
+}
+
+interface Backlog {
+  depth: number;
+  /** Seconds since the oldest waiting item (0 when none). */
+  ageSeconds: number;
+}
+
+/**
+ * Backlogs are read from the database at scrape time (they live there, shared by replicas).
+ * The gauges of one backlog are collected concurrently; they share one read per scrape. A
+ * probe that fails (database down, service stopped) leaves its series out of that scrape.
+ */
+function backlogReader(probes: Map<string, BacklogProbe>) {
+  let last: { at: number; result: Promise<Map<string, Backlog>> } | undefined;
+  const readAll = async () => {
+    const out = new Map<string, Backlog>();
+    await Promise.all(
+      [...probes].map(async ([name, probe]) => {
+        try {
+          const b = await probe();
+          out.set(name, { depth: b.depth, ageSeconds: b.oldest ? Math.max(0, (Date.now() - b.oldest.getTime()) / 1000) : 0 });
+        } catch {
+          // left out of this scrape
+        }
+      }),
+    );
+    return out;
+  };
+  return () => {
+    if (!last || Date.now() - last.at > 1_000) last = { at: Date.now(), result: readAll() };
+    return last.result;
+  };
+}
+
+const outboxes = new Map<string, BacklogProbe>();
+const jobQueues = new Map<string, BacklogProbe>();
+const readOutboxes = backlogReader(outboxes);
+const readJobQueues = backlogReader(jobQueues);
+
+function backlogGauge(name: string, help: string, read: () => Promise<Map<string, Backlog>>, field: keyof Backlog) {
+  return new Gauge({
+    name,
+    help,
+    labelNames: ["name"] as const,
+    registers: [registry],
+    async collect() {
+      const all = await read();
+      this.reset();
+      for (const [label, b] of all) this.set({ name: label }, b[field]);
+    },
+  });
+}
+
+backlogGauge("meter_outbox_depth", "Entries waiting in an outbox for a peer's acknowledgement, by outbox.", readOutboxes, "depth");
+backlogGauge(
+  "meter_outbox_oldest_age_seconds",
+  "Age of the oldest entry waiting in an outbox (0 when empty), by outbox.",
+  readOutboxes,
+  "ageSeconds",
+);
+backlogGauge("meter_job_queue_due", "Jobs due and not yet picked up by a worker, by queue.", readJobQueues, "depth");
+backlogGauge(
+  "meter_job_lag_seconds",
+  "How long the most overdue job of a queue has been due without being picked up (0 when none), by queue.",
+  readJobQueues,
+  "ageSeconds",
+);
+
+/** Reports an outbox's depth and age on every scrape. A later probe of the same name replaces it. */
+export function trackOutbox(name: string, probe: BacklogProbe): void {
+  outboxes.set(name, probe);
+}
+
+/** Reports a job queue's lag on every scrape. A later probe of the same name replaces it. */
+export function trackJobQueue(name: string, probe: BacklogProbe): void {
+  jobQueues.set(name, probe);
+}
+
+/**
+ * A backlog kept in a collection: the documents matching `waiting()` (all by default), the
+ * oldest by `dateField`. Outboxes and job queues are small when healthy, so this stays cheap.
+ */
+export function collectionBacklog<T extends Document>(
+  collection: Collection<T>,
+  dateField: string,
+  waiting: () => Filter<T> = () => ({}),
+): BacklogProbe {
+  return async () => {
+    const filter = waiting();
+    const [depth, first] = await Promise.all([
+      collection.countDocuments(filter),
+      collection.find(filter, { projection: { [dateField]: 1 } }).sort({ [dateField]: 1 }).limit(1).next(),
+    ]);
+    const oldest = first ? (first as Document)[dateField] : null;
+    return { depth, oldest: oldest instanceof Date ? oldest : null };
+  };
+}
+
+/** Counts the accepted and duplicate events of an ingestion handler's answers. */
+export function countIngested<Req, Ctx, Res extends { accepted?: number; duplicates?: number }>(
+  kind: "usage" | "gate",
+  handler: (req: Req, ctx: Ctx) => Res | Promise<Res>,
+): (req: Req, ctx: Ctx) => Promise<Res> {
+  return async (req, ctx) => {
+    const res = await handler(req, ctx);
+    ingestedEvents.inc({ kind, result: "accepted" }, res.accepted ?? 0);
+    ingestedEvents.inc({ kind, result: "duplicate" }, res.duplicates ?? 0);
+    return res;
+  };
+}
+
+export async function metricsText(): Promise<{ contentType: string; body: string }> {
+  return { contentType: registry.contentType, body: await registry.metrics() };
+}
