@@ -84,12 +84,23 @@ export class RollupStore {
     return docs.filter((d): d is DayDoc => d !== null);
   }
 
-  /** The per-user figures of these day rollups, one entry per user and day. */
-  async readUsers(days: readonly DayDoc[]): Promise<UserFigures[]> {
+  /** Hands over the per-user figures of these day rollups (one per user and day), one chunk at a time. */
+  async foldUsers(days: readonly DayDoc[], each: (u: UserFigures) => void): Promise<void> {
     const ids = days.flatMap((d) => Array.from({ length: d.user_chunks }, (_, i) => `${d._id}|${i}`));
-    const chunks = await pMap(ids, (id) => this.userChunks.findOne({ _id: id }), { concurrency: 32 });
-    return chunks.flatMap((c) =>
-      c ? (JSON.parse(c.users) as UserRow[]).map(([id, auto, manual]) => ({ id, figures: { auto, manual } })) : [],
-    );
+    await pMap(ids, async (id) => {
+      const c = await this.userChunks.findOne({ _id: id });
+      if (!c) return;
+      for (const [uid, auto, manual] of JSON.parse(c.users) as UserRow[]) each({ id: uid, figures: { auto, manual } });
+    }, { concurrency: 8 });
+  }
+
+  /**
+   * Deletes the rollups of days before `day` (YYYY-MM-DD); returns how many day documents went.
+   * User chunks first: a day document left without its chunks would report users it lost.
+   */
+  async deleteBefore(day: string): Promise<number> {
+    await this.userChunks.deleteMany({ day: { $lt: day } });
+    const res = await this.days.deleteMany({ day: { $lt: day } });
+    return res.deletedCount;
   }
 }
