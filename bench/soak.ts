@@ -20,16 +20,15 @@ import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { BSON, type Db } from "mongodb";
-import { create } from "@bufbuild/protobuf";
 import { AnalyticsService } from "@meter/proto/meter/analytics/v1/analytics_pb";
-import { ThresholdCrossingSchema } from "@meter/proto/meter/webhooks/v1/webhooks_pb";
 import { startEmbeddedDb } from "@meter/lib/embedded-db";
 import { createLogger } from "@meter/lib/logger";
 import { connectMongo } from "@meter/lib/mongo";
 import { rpcClient, serveRpc } from "@meter/lib/rpc";
-import { DAY_MS, toTimestamp } from "@meter/lib/time";
+import { DAY_MS } from "@meter/lib/time";
 import { createAnalyticsService } from "../services/analytics/index.ts";
 import type { LedgerFact } from "../services/analytics/store/ledger.ts";
+import { thresholdCrossing } from "../services/webhooks/testing/crossings.ts";
 import { startInstance } from "../services/webhooks/testing/instance.ts";
 import { Receiver } from "../services/webhooks/testing/receiver.ts";
 import { LedgerWriter } from "./support/ledger-writes.ts";
@@ -113,20 +112,7 @@ for (let d = 0; d < DAYS; d++) {
   // does the same work per day with fewer round trips.
   if (d % 30 === 29 || d === DAYS - 1) await analytics.rollPending();
   const crossing = (pct: number) =>
-    create(ThresholdCrossingSchema, {
-      id: `c${d}-${pct}`,
-      productId,
-      userId: `user-${d % USERS}`,
-      thresholdPct: pct,
-      currentSpend: pct / 10,
-      spendLimit: 10,
-      planName: "pro",
-      tokensTotal: 1n,
-      costByModel: { "gpt-4o": pct / 10 },
-      periodStart: toTimestamp(new Date(day)),
-      periodEnd: toTimestamp(new Date(day + DAY_MS)),
-      crossedAt: toTimestamp(clock),
-    });
+    thresholdCrossing({ id: `c${d}-${pct}`, productId, userId: `user-${d % USERS}`, pct, periodStart: new Date(day), periodEnd: new Date(day + DAY_MS), crossedAt: clock });
   await webhooks.client.publishThresholdCrossings({ crossings: [crossing(50), crossing(80), crossing(100)] });
   if (process.env.SOAK_VERBOSE && d % 30 === 0) console.error(`day ${d}: ${eventNo} events, ${ms(t0)}`);
 }

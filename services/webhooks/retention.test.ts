@@ -2,12 +2,11 @@ import { randomUUID } from "node:crypto";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import type { Db, MongoClient } from "mongodb";
-import { create } from "@bufbuild/protobuf";
-import { ThresholdCrossingSchema } from "@meter/proto/meter/webhooks/v1/webhooks_pb";
 import { connectMongo } from "@meter/lib/mongo";
-import { DAY_MS, toTimestamp } from "@meter/lib/time";
+import { DAY_MS } from "@meter/lib/time";
 import { testMongoUrl } from "../../test/support/database.ts";
 import { eventually } from "../../test/support/eventually.ts";
+import { thresholdCrossing } from "./testing/crossings.ts";
 import { startInstance } from "./testing/instance.ts";
 import { Receiver } from "./testing/receiver.ts";
 
@@ -31,20 +30,15 @@ t.after(async (ctx) => {
   await ctx.mongo.close();
 });
 
-const crossing = (productId: string, pct: number, userId = "user-1") =>
-  create(ThresholdCrossingSchema, {
+const crossing = (productId: string, pct: number) =>
+  thresholdCrossing({
     id: randomUUID(),
     productId,
-    userId,
-    thresholdPct: pct,
-    currentSpend: pct / 10,
-    spendLimit: 10,
-    planName: "pro",
-    tokensTotal: 1n,
-    costByModel: { "gpt-4o": pct / 10 },
-    periodStart: toTimestamp(new Date(OLD.getTime() - DAY_MS)),
-    periodEnd: toTimestamp(NOW),
-    crossedAt: toTimestamp(OLD),
+    userId: "user-1",
+    pct,
+    periodStart: new Date(OLD.getTime() - DAY_MS),
+    periodEnd: NOW,
+    crossedAt: OLD,
   });
 
 t("keeps the log window, drops older ended deliveries, their events and expired claims", async ({ db: named }) => {
