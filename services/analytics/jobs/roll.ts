@@ -24,7 +24,9 @@ export function defineRoll(deps: AnalyticsDeps, lockMs: number): void {
     ROLL,
     async (job: Job<KeyedPayload>) => {
       // Days held back by pacing or beyond PASS_MAX stay marked: the next run takes them.
-      await deps.roller.rollPending(PASS_MAX, true, () => job.touch());
+      // A failure is logged, not thrown: the day stays marked and the next run retries it,
+      // whereas a failed kick would be kept by Agenda and absorb every later kick.
+      await deps.roller.rollPending(PASS_MAX, true, () => job.touch()).catch((err) => deps.logger.error({ err }, "rolling up failed; will retry"));
     },
     { lockLifetime: lockMs, concurrency: 1 },
   );
