@@ -105,7 +105,8 @@ let heap = phase();
 const perDay = Math.floor(EVENTS / DAYS);
 for (let d = 0; d < DAYS; d++) {
   const day = firstDay + d * DAY_MS;
-  clock = new Date(day + DAY_MS - 1);
+  // The end of the simulated day, or now on today: Agenda runs the deliveries by the real clock.
+  clock = new Date(Math.min(day + DAY_MS - 1, Date.now()));
   const n = d === DAYS - 1 ? EVENTS - perDay * (DAYS - 1) : perDay;
   for (let b = 0; b < n; b += BATCH) await writer.write(facts(day, Math.min(BATCH, n - b)));
   // The roll job recomputes each dirty day once per pass; a pass every 30 simulated days
