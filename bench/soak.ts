@@ -12,8 +12,8 @@
 //   the service's Agenda worker to a local receiver.
 // Then prints document counts and bytes per collection, runs one retention pass of each
 // service as of today (what the daily jobs do), and prints them again with the figures the
-// analytics queries return before and after (they must be equal). Peak heap is sampled
-// every 10 ms in this process, which hosts the analytics service (and the small webhooks one).
+// analytics queries return before and after (they must be equal). Heap is sampled in this
+// process, which hosts the analytics service (and the small webhooks one): see phase().
 //   SOAK_EVENTS=1000000 SOAK_BIG_DAY=1000000 npm run bench:soak
 // Uses MONGODB_URL when set, else the embedded database in a temporary directory.
 import { mkdtemp, rm } from "node:fs/promises";
@@ -48,15 +48,32 @@ const run = Date.now();
 const analyticsDb = mongo.db(`soak_analytics_${run}`);
 const webhooksDb = mongo.db(`soak_webhooks_${run}`);
 
-/** Peak heap per phase, sampled every 10 ms (the roller awaits between segments, so it is seen). */
+/**
+ * Heap per phase: `peak` is heapUsed sampled every 10 ms (garbage not yet collected included,
+ * so it follows V8's collection pace as much as the program); in phases measured `live`, a full
+ * GC is forced every 100 ms before sampling, so `live peak` is what the program holds. The
+ * roller and the queries await between documents, so the samplers see them mid-work.
+ */
+const gc = (globalThis as { gc?: () => void }).gc;
 let peak = 0;
+let livePeak = 0;
+let live = false;
 const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().heapUsed)), 10);
+const liveSampler = setInterval(() => {
+  if (!live || !gc) return;
+  gc();
+  livePeak = Math.max(livePeak, process.memoryUsage().heapUsed);
+}, 100);
 const mb = (b: number) => `${(b / 2 ** 20).toFixed(1)} MB`;
-function phase(): () => string {
-  (globalThis as { gc?: () => void }).gc?.();
+function phase(measureLive = false): () => string {
+  gc?.();
   const base = process.memoryUsage().heapUsed;
-  peak = base;
-  return () => `heap at start ${mb(base)}, peak ${mb(peak)}`;
+  peak = livePeak = base;
+  live = measureLive;
+  return () => {
+    live = false;
+    return `heap at start ${mb(base)}, peak ${mb(peak)}${measureLive && gc ? `, live peak ${mb(livePeak)}` : ""}`;
+  };
 }
 
 const today = Math.floor(Date.now() / DAY_MS) * DAY_MS;
@@ -124,7 +141,7 @@ t0 = performance.now();
 for (let b = 0; b < BIG_DAY; b += BATCH) await writer.write(facts(today, Math.min(BATCH, BIG_DAY - b)));
 const writeMs = ms(t0);
 t0 = performance.now();
-heap = phase();
+heap = phase(true);
 await analytics.rollPending();
 console.log(`One day of ${BIG_DAY.toLocaleString("en")} more events: written in ${writeMs}, rolled up in ${ms(t0)}; ${heap()}`);
 
@@ -164,7 +181,7 @@ async function figures() {
 
 clock = new Date();
 t0 = performance.now();
-heap = phase();
+heap = phase(true);
 const before = await figures();
 console.log(`Queries over 365 days (summary with previous period, timeseries, gates, breakdown, top 100): ${ms(t0)}; ${heap()}`);
 const sizesBefore = new Map([...(await sizes(analyticsDb))].map(([k, v]) => [`analytics.${k}`, v]));
@@ -175,7 +192,10 @@ const aReport = await analytics.runRetention(clock);
 const wReport = await webhooks.module.runRetention(clock);
 console.log(`Retention passes in ${ms(t0)}: analytics ${JSON.stringify(aReport)}, webhooks ${JSON.stringify(wReport)}`);
 const after = await figures();
-if (after !== before) throw new Error("analytics figures changed across retention");
+if (after !== before) {
+  const at = [...after].findIndex((ch, i) => ch !== before[i]);
+  throw new Error(`analytics figures changed across retention, at ${at}: ${before.slice(at - 200, at + 80)} / ${after.slice(at - 200, at + 80)}`);
+}
 const sizesAfter = new Map([...(await sizes(analyticsDb))].map(([k, v]) => [`analytics.${k}`, v]));
 for (const [k, v] of await sizes(webhooksDb)) sizesAfter.set(`webhooks.${k}`, v);
 
@@ -193,6 +213,7 @@ console.log(
 );
 
 clearInterval(sampler);
+clearInterval(liveSampler);
 await webhooks.close();
 await rx.stop();
 await server.close();

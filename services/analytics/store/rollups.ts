@@ -35,6 +35,9 @@ export interface UserChunkDoc {
 
 type UserRow = [string, BySource["auto"], BySource["manual"]];
 
+/** User chunks read at once by a query. */
+const FOLD_AHEAD = 8;
+
 /** Users per chunk document: keeps every document far below the 16 MB limit. */
 export const USERS_PER_CHUNK = 2_000;
 
@@ -84,14 +87,20 @@ export class RollupStore {
     return docs.filter((d): d is DayDoc => d !== null);
   }
 
-  /** Hands over the per-user figures of these day rollups (one per user and day), one chunk at a time. */
+  /**
+   * Hands over the per-user figures of these day rollups (one per user and day), in the order
+   * of `days`, reading a few chunks at a time: memory holds those few, never the whole window,
+   * and float sums come out the same on every call.
+   */
   async foldUsers(days: readonly DayDoc[], each: (u: UserFigures) => void): Promise<void> {
     const ids = days.flatMap((d) => Array.from({ length: d.user_chunks }, (_, i) => `${d._id}|${i}`));
-    await pMap(ids, async (id) => {
-      const c = await this.userChunks.findOne({ _id: id });
-      if (!c) return;
-      for (const [uid, auto, manual] of JSON.parse(c.users) as UserRow[]) each({ id: uid, figures: { auto, manual } });
-    }, { concurrency: 8 });
+    for (let i = 0; i < ids.length; i += FOLD_AHEAD) {
+      const chunks = await Promise.all(ids.slice(i, i + FOLD_AHEAD).map((id) => this.userChunks.findOne({ _id: id })));
+      for (const c of chunks) {
+        if (!c) continue;
+        for (const [uid, auto, manual] of JSON.parse(c.users) as UserRow[]) each({ id: uid, figures: { auto, manual } });
+      }
+    }
   }
 
   /**
