@@ -15,8 +15,7 @@ import { connectMongo } from "@meter/lib/mongo";
 import { rpcClient, serveRpc } from "@meter/lib/rpc";
 import { toTimestamp } from "@meter/lib/time";
 import { createAnalyticsService } from "../services/analytics/index.ts";
-import { DirtyStore } from "../services/analytics/store/dirty.ts";
-import { LedgerStore } from "../services/analytics/store/ledger.ts";
+import { LedgerWriter } from "./support/ledger-writes.ts";
 
 const SIZES = (process.env.BENCH_SIZES ?? "10000,1000000").split(",").map(Number);
 const QUERIES = Number(process.env.BENCH_QUERIES ?? 30);
@@ -55,8 +54,7 @@ for (const size of SIZES) {
 
   const direct = size >= DIRECT_FROM;
   const batchSize = direct ? 50_000 : BATCH;
-  const ledger = new LedgerStore(db);
-  const dirty = new DirtyStore(db);
+  const writer = new LedgerWriter(db);
   // Events evenly spread over the last 30 days, oldest first, as an outbox would send them.
   const start = today - (DAYS - 1) * DAY;
   const span = now.getTime() - start;
@@ -92,10 +90,7 @@ for (const size of SIZES) {
         ...usage.map((u) => ({ productId, eventId: u.eventId, timestamp: new Date(Number(u.timestamp.seconds) * 1000), kind: "u" as const, entry: { u: u.userId, m: u.model ?? null, s: u.source as "auto" | "manual", t: Number(u.tokens), c: u.cost } })),
         ...gates.map((g) => ({ productId, eventId: g.eventId, timestamp: new Date(Number(g.timestamp.seconds) * 1000), kind: "g" as const, entry: { u: g.userId, st: g.status, b: g.blocked } })),
       ];
-      const buckets = facts.map((f) => ({ productId, day: f.timestamp.toISOString().slice(0, 10) }));
-      await dirty.mark(buckets);
-      await ledger.write(facts);
-      await dirty.mark(buckets);
+      await writer.write(facts);
     } else {
       await client.recordEvents({ usage, gates });
     }

@@ -13,3 +13,6 @@ export function optionalTimestamp(d: Date | null | undefined): Timestamp | undef
 export function fromTimestamp(t: Timestamp | undefined): Date | undefined {
   return t ? timestampDate(t) : undefined;
 }
+
+/** One UTC day in milliseconds (no leap seconds in Date arithmetic). */
+export const DAY_MS = 86_400_000;

@@ -4,6 +4,10 @@ import { Type, peerUrlFields, serviceConfigFields } from "@meter/lib/config";
 export const analyticsSettingsFields = {
   /** Pause of the roller between passes when idle. */
   ROLL_INTERVAL_MS: Type.Integer({ default: 500, minimum: 50 }),
+  /** Days of raw facts kept in the ledger; older days are final (README, "Retention"). */
+  ANALYTICS_LEDGER_DAYS: Type.Integer({ default: 35, minimum: 2, maximum: 366 }),
+  /** Days of rollups kept; 731 covers the previous period of a 365-day window. */
+  ANALYTICS_ROLLUP_DAYS: Type.Integer({ default: 731, minimum: 731, maximum: 36_600 }),
 };
 
 export const analyticsConfigSchema = Type.Object({
@@ -14,6 +18,9 @@ export const analyticsConfigSchema = Type.Object({
   ...analyticsSettingsFields,
 });
 
-export function analyticsSettings(config: { ROLL_INTERVAL_MS: number }) {
-  return { rollIntervalMs: config.ROLL_INTERVAL_MS };
+export function analyticsSettings(config: { ROLL_INTERVAL_MS: number; ANALYTICS_LEDGER_DAYS: number; ANALYTICS_ROLLUP_DAYS: number }) {
+  return {
+    rollIntervalMs: config.ROLL_INTERVAL_MS,
+    retention: { ledgerDays: config.ANALYTICS_LEDGER_DAYS, rollupDays: config.ANALYTICS_ROLLUP_DAYS },
+  };
 }

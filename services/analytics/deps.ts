@@ -1,5 +1,7 @@
+import type { JobScheduler } from "@meter/lib/jobs";
 import type { Logger } from "@meter/lib/logger";
 import type { PlansPort } from "./adapters/plans.ts";
+import type { RetentionPolicy } from "./retention.ts";
 import type { FaultHooks, Roller } from "./roller.ts";
 import type { DirtyStore } from "./store/dirty.ts";
 import type { LedgerStore } from "./store/ledger.ts";
@@ -10,6 +12,10 @@ export interface AnalyticsDeps {
   dirty: DirtyStore;
   rollups: RollupStore;
   roller: Roller;
+  scheduler: JobScheduler;
+  /** This process runs the roll and retention jobs (false: tests roll by hand). */
+  rollJobs: boolean;
+  retention: RetentionPolicy;
   plans: PlansPort;
   logger: Logger;
   /** The clock the windows are computed from. */

@@ -5,6 +5,10 @@ import type { Logger } from "@meter/lib/logger";
 import { pingDb } from "@meter/lib/mongo";
 import type { ServiceModule } from "@meter/lib/rpc";
 import { plansClient, type PlansPort } from "./adapters/plans.ts";
+import { JobScheduler } from "@meter/lib/jobs";
+import { defineRetention, scheduleRetention } from "./jobs/retention.ts";
+import { defineRoll, scheduleRoll } from "./jobs/roll.ts";
+import { RETENTION_DEFAULTS, runRetention, type RetentionPolicy, type RetentionReport } from "./retention.ts";
 import { Roller, type FaultHooks } from "./roller.ts";
 import { DirtyStore } from "./store/dirty.ts";
 import { LedgerStore } from "./store/ledger.ts";
@@ -25,10 +29,15 @@ export interface AnalyticsServiceOptions {
   peers: PeerUrls;
   /** Clock for the query windows (tests pin it near midnight UTC). */
   now?: () => Date;
-  /** Roller pause between passes when idle; 0 turns the background roller off. Default 500. */
+  /**
+   * Interval of the repeating roll job (jobs/roll.ts), also Agenda's polling interval;
+   * 0 runs no job in this process (tests then call rollPending and runRetention). Default 500.
+   */
   rollIntervalMs?: number;
-  /** How long a roller holds a day before another replica may take it over. Default 60 000. */
+  /** How long a roller holds a day, and the roll job's lock lifetime. Default 60 000. */
   rollLeaseMs?: number;
+  /** Retention of the ledger and rollups; defaults in retention.ts. */
+  retention?: Partial<RetentionPolicy>;
   /** The plans service; by default a gRPC client to peers.plans. */
   plans?: PlansPort;
   /** Crash points for tests. */
@@ -38,6 +47,8 @@ export interface AnalyticsServiceOptions {
 export interface AnalyticsModule extends ServiceModule {
   /** Recomputes every dirty day now; returns how many were recomputed (tests, bench). */
   rollPending(): Promise<number>;
+  /** One retention pass as of `now` (what the daily job does; tests, bench). */
+  runRetention(now?: Date): Promise<RetentionReport>;
 }
 
 /** The analytics service: a ledger of the facts pushed by ingestion, rolled up per product-day. */
@@ -46,25 +57,26 @@ export async function createAnalyticsService(opts: AnalyticsServiceOptions): Pro
   const dirty = new DirtyStore(opts.db);
   const rollups = new RollupStore(opts.db);
   await ledger.init();
-  const roller = new Roller({
-    ledger,
-    dirty,
-    rollups,
-    logger: opts.logger,
-    intervalMs: opts.rollIntervalMs ?? 500,
-    leaseMs: opts.rollLeaseMs ?? 60_000,
-    faults: opts.faults,
-  });
+  const leaseMs = opts.rollLeaseMs ?? 60_000;
+  const intervalMs = opts.rollIntervalMs ?? 500;
+  const roller = new Roller({ ledger, dirty, rollups, logger: opts.logger, leaseMs, faults: opts.faults });
+  const scheduler = new JobScheduler(opts.db, opts.logger, Math.max(intervalMs, 50), "analytics");
+  await scheduler.init();
   const deps: AnalyticsDeps = {
     ledger,
     dirty,
     rollups,
     roller,
+    scheduler,
+    rollJobs: intervalMs > 0,
+    retention: { ...RETENTION_DEFAULTS, ...opts.retention },
     plans: opts.plans ?? plansClient(opts.peers.plans),
     logger: opts.logger,
     now: opts.now ?? (() => new Date()),
     faults: opts.faults,
   };
+  defineRoll(deps, leaseMs);
+  defineRetention(deps, deps.retention);
   return {
     name: "analytics",
     serviceName: AnalyticsService.typeName,
@@ -82,12 +94,17 @@ export async function createAnalyticsService(opts: AnalyticsServiceOptions): Pro
     },
     healthy: () => pingDb(opts.db),
     async start() {
-      roller.start();
+      if (!deps.rollJobs) return;
+      await scheduler.start();
+      await scheduleRoll(deps, intervalMs);
+      await scheduleRetention(deps);
     },
     async stop() {
-      await roller.stop();
+      roller.halt();
+      await scheduler.stop(5_000);
     },
     rollPending: () => roller.rollPending(Infinity),
+    runRetention: (now = deps.now()) => runRetention(deps, deps.retention, now),
   };
 }
 

@@ -71,34 +71,52 @@ function bump(f: BySource, e: UsageEntry): void {
   x[2] += 1;
 }
 
+/**
+ * Folds a day's ledger entries one at a time, so that a day is computed while its ledger is
+ * streamed: memory follows the day's users and models, never its event count.
+ */
+export class DayAccumulator {
+  private readonly total = zeroBySource();
+  private readonly models = new Map<string, BySource>();
+  private readonly users = new Map<string, BySource>();
+  private soft = 0;
+  private hard = 0;
+
+  usage(e: UsageEntry): void {
+    bump(this.total, e);
+    const m = e.m ?? UNKNOWN_MODEL;
+    let mf = this.models.get(m);
+    if (!mf) this.models.set(m, (mf = zeroBySource()));
+    bump(mf, e);
+    let uf = this.users.get(e.u);
+    if (!uf) this.users.set(e.u, (uf = zeroBySource()));
+    bump(uf, e);
+  }
+
+  gate(g: GateEntry): void {
+    if (g.st === "hard_gate") this.hard++;
+    else this.soft++;
+  }
+
+  result(): DayFigures {
+    const byKey = <T>(m: Map<string, BySource>, make: (k: string, f: BySource) => T) =>
+      [...m].sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0)).map(([k, f]) => make(k, f));
+    return {
+      usage: this.total,
+      soft_gates: this.soft,
+      hard_gates: this.hard,
+      models: byKey(this.models, (name, figures) => ({ name, figures })),
+      users: byKey(this.users, (id, figures) => ({ id, figures })),
+    };
+  }
+}
+
 /** Folds one day's ledger entries into its figures. Order of entries does not matter. */
 export function computeDay(usage: Iterable<UsageEntry>, gates: Iterable<GateEntry>): DayFigures {
-  const total = zeroBySource();
-  const models = new Map<string, BySource>();
-  const users = new Map<string, BySource>();
-  for (const e of usage) {
-    bump(total, e);
-    const m = e.m ?? UNKNOWN_MODEL;
-    if (!models.has(m)) models.set(m, zeroBySource());
-    bump(models.get(m)!, e);
-    if (!users.has(e.u)) users.set(e.u, zeroBySource());
-    bump(users.get(e.u)!, e);
-  }
-  let soft = 0;
-  let hard = 0;
-  for (const g of gates) {
-    if (g.st === "hard_gate") hard++;
-    else soft++;
-  }
-  const byKey = <T extends { name?: string; id?: string }>(a: [string, BySource][], make: (k: string, f: BySource) => T) =>
-    a.sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0)).map(([k, f]) => make(k, f));
-  return {
-    usage: total,
-    soft_gates: soft,
-    hard_gates: hard,
-    models: byKey([...models], (name, figures) => ({ name, figures })),
-    users: byKey([...users], (id, figures) => ({ id, figures })),
-  };
+  const acc = new DayAccumulator();
+  for (const e of usage) acc.usage(e);
+  for (const g of gates) acc.gate(g);
+  return acc.result();
 }
 
 /** Sums figures per key over several days, for one source or both. */

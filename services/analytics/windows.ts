@@ -3,7 +3,9 @@
  * days [start, end); a day is named by its date, "YYYY-MM-DD".
  */
 
-export const DAY_MS = 86_400_000;
+import { DAY_MS } from "@meter/lib/time";
+
+export { DAY_MS };
 
 export const DAYS_DEFAULT = 30;
 export const DAYS_MIN = 1;

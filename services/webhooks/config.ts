@@ -7,6 +7,8 @@ export const webhooksSettingsFields = {
   WEBHOOKS_SECRET_KEY: Type.Optional(Type.String({ minLength: 32 })),
   /** "true" allows http:// and loopback endpoint URLs: local use only. */
   WEBHOOKS_ALLOW_INSECURE_URLS: Type.Boolean({ default: false }),
+  /** Days the delivery log and its events are kept (README, "Retention"). */
+  WEBHOOKS_LOG_DAYS: Type.Integer({ default: 30, minimum: 1, maximum: 3650 }),
 };
 
 export const webhooksConfigSchema = Type.Object({
@@ -17,8 +19,9 @@ export const webhooksConfigSchema = Type.Object({
   ...webhooksSettingsFields,
 });
 
-export function webhooksSettings(config: { WEBHOOKS_SECRET_KEY?: string; WEBHOOKS_ALLOW_INSECURE_URLS: boolean }) {
+export function webhooksSettings(config: { WEBHOOKS_SECRET_KEY?: string; WEBHOOKS_ALLOW_INSECURE_URLS: boolean; WEBHOOKS_LOG_DAYS: number }) {
   return {
+    logDays: config.WEBHOOKS_LOG_DAYS,
     secretKey: config.WEBHOOKS_SECRET_KEY ? parseSecretKey(config.WEBHOOKS_SECRET_KEY) : undefined,
     allowInsecureUrls: config.WEBHOOKS_ALLOW_INSECURE_URLS,
   };

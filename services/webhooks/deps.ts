@@ -1,6 +1,6 @@
 import type { Logger } from "@meter/lib/logger";
 import type { AnalyticsPort } from "./adapters/analytics.ts";
-import type { JobScheduler } from "./jobs/scheduler.ts";
+import type { JobScheduler } from "@meter/lib/jobs";
 import type { SecretBox } from "./secrets.ts";
 import type { WebhookSender } from "./sender.ts";
 import type { ClaimStore } from "./store/claims.ts";
@@ -25,5 +25,7 @@ export interface WebhooksDeps {
   /** Width of the window in which identical gate events are coalesced. */
   gateWindowMs: number;
   attemptTimeoutMs: number;
+  /** Days the delivery log (and the events it needs) is kept. */
+  logDays: number;
   now: () => Date;
 }

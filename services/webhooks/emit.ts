@@ -29,8 +29,9 @@ export interface NewEvent {
 }
 
 /**
- * Stores the event once (unique on product and key), creates one pending delivery per enabled
- * endpoint subscribed at that moment, and schedules their first attempts. Every step is
+ * Stores the event once (unique on product and key) when at least one enabled endpoint is
+ * subscribed to it, creates one pending delivery per such endpoint, and schedules their first
+ * attempts. Every step is
  * idempotent, so a repeated hand-over finishes a fan-out that was interrupted and adds nothing.
  */
 export async function emitEvent(
@@ -40,9 +41,13 @@ export async function emitEvent(
 ): Promise<{ created: boolean }> {
   const now = deps.now();
   const endpoints = await subscribed(e.productId, e.type);
+  // Derived from (product, key): a repeated hand-over finds the stored event by primary key.
+  const id = `whevt_${stableUuid(e.productId, e.key)}`;
+  // Nobody to tell: nothing is stored (events are kept only for their deliveries), unless an
+  // earlier hand-over stored it for endpoints that have since gone, and left its fan-out undone.
+  if (endpoints.length === 0 && !(await deps.events.get(id))) return { created: false };
   const { event, created } = await deps.events.insertOnce({
-    // Derived from (product, key): a repeated hand-over finds the stored event by primary key.
-    _id: `whevt_${stableUuid(e.productId, e.key)}`,
+    _id: id,
     product_id: e.productId,
     key: e.key,
     type: e.type,

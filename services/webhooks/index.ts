@@ -17,7 +17,8 @@ import { rotateEndpointSecret } from "./handlers/rotate-endpoint-secret.ts";
 import { testEndpoint } from "./handlers/test-endpoint.ts";
 import { updateEndpoint } from "./handlers/update-endpoint.ts";
 import { defineDeliverAttempt } from "./jobs/deliver-attempt.ts";
-import { JobScheduler } from "./jobs/scheduler.ts";
+import { JobScheduler } from "@meter/lib/jobs";
+import { defineRetention, runWebhooksRetention, scheduleRetention, type WebhooksRetentionReport } from "./jobs/retention.ts";
 import { defineSummaryProduct } from "./jobs/summary-product.ts";
 import { defineSummarySchedules, fanOutSummaries, scheduleSummaries } from "./jobs/summary-schedule.ts";
 import type { SummaryType } from "./periods.ts";
@@ -46,6 +47,8 @@ export interface WebhooksServiceOptions {
   gateWindowMs?: number;
   /** The analytics peer; defaults to a gRPC client of peers.analytics. */
   analytics?: AnalyticsPort;
+  /** Days the delivery log and its events are kept (README, "Retention"). Default 30. */
+  logDays?: number;
   /** Whether start() runs the job worker and the summary schedules. Default true. */
   runJobs?: boolean;
   now?: () => Date;
@@ -54,6 +57,8 @@ export interface WebhooksServiceOptions {
 export interface WebhooksModule extends ServiceModule {
   /** Runs one summary fan-out for the period before `now` (what the 06:00 UTC schedule does). */
   triggerSummaries(type: SummaryType, now: Date): Promise<number>;
+  /** One retention pass as of `now` (what the daily job does; tests, bench). */
+  runRetention(now?: Date): Promise<WebhooksRetentionReport>;
 }
 
 /** The webhooks service: endpoints, signed deliveries with retries, events and summaries. */
@@ -67,7 +72,7 @@ export async function createWebhooksService(opts: WebhooksServiceOptions): Promi
     events: new EventStore(opts.db),
     deliveries: new DeliveryStore(opts.db),
     claims: new ClaimStore(opts.db),
-    scheduler: new JobScheduler(opts.db, opts.logger, opts.processEveryMs ?? 2_000),
+    scheduler: new JobScheduler(opts.db, opts.logger, opts.processEveryMs ?? 2_000, "webhooks"),
     sender: new WebhookSender(urlPolicy, attemptTimeoutMs, now),
     secrets: new SecretBox(opts.secretKey ?? DEVELOPMENT_SECRET_KEY),
     analytics: opts.analytics ?? analyticsAdapter(opts.peers.analytics),
@@ -76,12 +81,14 @@ export async function createWebhooksService(opts: WebhooksServiceOptions): Promi
     timeScale: opts.timeScale ?? 1,
     gateWindowMs: opts.gateWindowMs ?? 10 * 60_000,
     attemptTimeoutMs,
+    logDays: opts.logDays ?? 30,
     now,
   };
   await Promise.all([deps.endpoints.init(), deps.events.init(), deps.deliveries.init(), deps.claims.init(), deps.scheduler.init()]);
   defineDeliverAttempt(deps);
   defineSummaryProduct(deps);
   defineSummarySchedules(deps);
+  defineRetention(deps);
   const runJobs = opts.runJobs ?? true;
 
   return {
@@ -106,12 +113,14 @@ export async function createWebhooksService(opts: WebhooksServiceOptions): Promi
       if (!runJobs) return;
       await deps.scheduler.start();
       await scheduleSummaries(deps);
+      await scheduleRetention(deps);
     },
     async stop() {
       await deps.scheduler.stop(attemptTimeoutMs + 5_000);
       await deps.sender.close();
     },
     triggerSummaries: (type, at) => fanOutSummaries(deps, type, at),
+    runRetention: (at = now()) => runWebhooksRetention(deps, at),
   };
 }
 export { webhooksSettings, webhooksSettingsFields } from "./config.ts";

@@ -14,8 +14,8 @@ export function getSummary(deps: AnalyticsDeps): ServiceImpl<typeof AnalyticsSer
     const current = lookback(deps.now(), daysOf(req));
     const before = previous(current);
     const [cur, prev] = await Promise.all([
-      readWindow(deps, productId, current.days, true),
-      readWindow(deps, productId, before.days, true),
+      readWindow(deps, productId, current.days, true, source),
+      readWindow(deps, productId, before.days, true, source),
     ]);
     return {
       current: totalsOf(cur.docs, cur.users, source),

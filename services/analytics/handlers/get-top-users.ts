@@ -12,7 +12,7 @@ export function getTopUsers(deps: AnalyticsDeps): ServiceImpl<typeof AnalyticsSe
     const source = sourceOf(req.filter);
     const limit = limitOf(req.limit);
     const w = lookback(deps.now(), daysOf(req));
-    const { users } = await readWindow(deps, productId, w.days, true);
-    return { users: topUsersOf(users, source, limit) };
+    const { users } = await readWindow(deps, productId, w.days, true, source);
+    return { users: topUsersOf(users, limit) };
   };
 }

@@ -26,7 +26,7 @@ export function getWindowReport(deps: AnalyticsDeps): ServiceImpl<typeof Analyti
       totals: totalsOf(docs, users, undefined),
       softGates: BigInt(docs.reduce((a, d) => a + d.soft_gates, 0)),
       hardGates: BigInt(docs.reduce((a, d) => a + d.hard_gates, 0)),
-      topUsers: topUsersOf(users, undefined, limit),
+      topUsers: topUsersOf(users, limit),
     };
   };
 }

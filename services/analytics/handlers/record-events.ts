@@ -5,6 +5,8 @@ import { fromTimestamp } from "@meter/lib/time";
 import { SOURCES, type Source } from "../rollup.ts";
 import type { Bucket } from "../store/dirty.ts";
 import type { LedgerFact } from "../store/ledger.ts";
+import { enqueueRoll } from "../jobs/roll.ts";
+import { firstOpenDay } from "../retention.ts";
 import { dayOf } from "../windows.ts";
 import type { AnalyticsDeps } from "../deps.ts";
 
@@ -46,21 +48,27 @@ function gateFact(f: GateFact, i: number): LedgerFact {
  * Stores facts in the ledger (idempotent on product and event id) and marks their days
  * dirty, before and after storing: before, so that a crash right after storing still leaves
  * the days to be recomputed; after, so that a recompute that listed the marks before these
- * facts were stored is always followed by another one. Acknowledged means durably stored; the roller
- * brings the rollups up to date within about a second.
+ * facts were stored is always followed by another one. Acknowledged means durably stored; the roll
+ * job (jobs/roll.ts), enqueued here, brings the rollups up to date within about a second.
  */
 export function recordEvents(deps: AnalyticsDeps): ServiceImpl<typeof AnalyticsService>["recordEvents"] {
   return async (req) => {
     const total = req.usage.length + req.gates.length;
     if (total > RECORD_MAX_FACTS) throw rpcError.tooLarge(`at most ${RECORD_MAX_FACTS} facts per call; got ${total}`);
-    const facts = [...req.usage.map(usageFact), ...req.gates.map(gateFact)];
-    if (facts.length === 0) return { recorded: 0, duplicates: 0 };
+    const all = [...req.usage.map(usageFact), ...req.gates.map(gateFact)];
+    // Days before the ledger window are final (see retention.ts): a fact for one is
+    // acknowledged without being stored, and reported among the duplicates.
+    const open = firstOpenDay(deps.now(), deps.retention);
+    const facts = all.filter((f) => dayOf(f.timestamp) >= open);
+    const late = all.length - facts.length;
+    if (late > 0) deps.logger.warn({ late, firstOpenDay: open }, "facts for days past the ledger window are not counted");
+    if (facts.length === 0) return { recorded: 0, duplicates: late };
     const buckets: Bucket[] = facts.map((f) => ({ productId: f.productId, day: dayOf(f.timestamp) }));
     await deps.dirty.mark(buckets);
     const res = await deps.ledger.write(facts);
     await deps.faults?.afterLedgerWrite?.();
     await deps.dirty.mark(buckets);
-    deps.roller.kick();
-    return res;
+    if (deps.rollJobs) await enqueueRoll(deps);
+    return { recorded: res.recorded, duplicates: res.duplicates + late };
   };
 }

@@ -3,7 +3,7 @@ import { LRUCache } from "lru-cache";
 import type { Collection, Db } from "mongodb";
 import pMap from "p-map";
 import { isDuplicateKeyError } from "@meter/lib/mongo";
-import type { GateEntry, UsageEntry } from "../rollup.ts";
+import type { DayAccumulator, GateEntry, UsageEntry } from "../rollup.ts";
 
 /**
  * The ledger: every fact analytics has been given. It is append-only: each call stores, per
@@ -15,7 +15,7 @@ import type { GateEntry, UsageEntry } from "../rollup.ts";
  *
  * Exactly once: a segment's `digest` (of its facts' keys) is unique, so a call replayed as
  * it was sent stores nothing. An event that arrives again in a different grouping is stored
- * twice; a day is computed with each event key counted once (see `readDay`), so it still
+ * twice; a day is computed with each event key counted once (see `foldDay`), so it still
  * counts once.
  */
 export interface LedgerSegmentDoc {
@@ -58,6 +58,8 @@ export class LedgerStore {
 
   async init(): Promise<void> {
     await this.segments.createIndex({ digest: 1 }, { unique: true });
+    // For the retention job on MongoDB; the embedded database scans whatever the index.
+    await this.segments.createIndex({ day: 1 });
   }
 
   /**
@@ -131,19 +133,40 @@ export class LedgerStore {
     return lo;
   }
 
-  /** Every fact of one product-day, each event key once. */
-  async readDay(productId: string, day: string): Promise<{ usage: UsageEntry[]; gates: GateEntry[] }> {
-    const hours = Array.from({ length: 24 }, (_, h) => hourIdOf(productId, `${day}T${String(h).padStart(2, "0")}`));
-    const usage = new Map<string, UsageEntry>();
-    const gates = new Map<string, GateEntry>();
-    await pMap(hours, async (hourId) => {
+  /**
+   * Folds every fact of one product-day into `acc`, each event key once, reading one segment
+   * at a time. A fact's hour comes from its own timestamp, which is the same on every replay,
+   * so a repeated event is always in the same hour: only the hour being read keeps its event
+   * keys, and memory follows the largest hour's key count, never the day's facts.
+   */
+  async foldDay(productId: string, day: string, acc: DayAccumulator): Promise<void> {
+    for (let h = 0; h < 24; h++) {
+      const hourId = hourIdOf(productId, `${day}T${String(h).padStart(2, "0")}`);
+      const seen = new Set<string>();
       for (let n = 1; ; n++) {
         const seg = await this.segments.findOne({ _id: segmentId(hourId, n) });
-        if (!seg) return;
-        for (const [id, e] of JSON.parse(seg.u) as [string, UsageEntry][]) if (!usage.has(id)) usage.set(id, e);
-        for (const [id, e] of JSON.parse(seg.g) as [string, GateEntry][]) if (!gates.has(id)) gates.set(id, e);
+        if (!seg) break;
+        for (const [id, e] of JSON.parse(seg.u) as [string, UsageEntry][]) {
+          if (seen.has(`u:${id}`)) continue;
+          seen.add(`u:${id}`);
+          acc.usage(e);
+        }
+        for (const [id, g] of JSON.parse(seg.g) as [string, GateEntry][]) {
+          if (seen.has(`g:${id}`)) continue;
+          seen.add(`g:${id}`);
+          acc.gate(g);
+        }
       }
-    }, { concurrency: 8 });
-    return { usage: [...usage.values()], gates: [...gates.values()] };
+    }
+  }
+
+  /**
+   * Deletes the segments of days before `day` (YYYY-MM-DD), except those of `keep` (days
+   * still to be rolled up); returns how many. A scan on the embedded database (only `_id`
+   * lookups are indexed there), run once a day by the retention job.
+   */
+  async deleteBefore(day: string, keep: readonly string[]): Promise<number> {
+    const res = await this.segments.deleteMany({ day: { $lt: day, $nin: [...keep] } });
+    return res.deletedCount;
   }
 }

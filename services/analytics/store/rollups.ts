@@ -35,6 +35,9 @@ export interface UserChunkDoc {
 
 type UserRow = [string, BySource["auto"], BySource["manual"]];
 
+/** User chunks read at once by a query. */
+const FOLD_AHEAD = 8;
+
 /** Users per chunk document: keeps every document far below the 16 MB limit. */
 export const USERS_PER_CHUNK = 2_000;
 
@@ -84,12 +87,29 @@ export class RollupStore {
     return docs.filter((d): d is DayDoc => d !== null);
   }
 
-  /** The per-user figures of these day rollups, one entry per user and day. */
-  async readUsers(days: readonly DayDoc[]): Promise<UserFigures[]> {
+  /**
+   * Hands over the per-user figures of these day rollups (one per user and day), in the order
+   * of `days`, reading a few chunks at a time: memory holds those few, never the whole window,
+   * and float sums come out the same on every call.
+   */
+  async foldUsers(days: readonly DayDoc[], each: (u: UserFigures) => void): Promise<void> {
     const ids = days.flatMap((d) => Array.from({ length: d.user_chunks }, (_, i) => `${d._id}|${i}`));
-    const chunks = await pMap(ids, (id) => this.userChunks.findOne({ _id: id }), { concurrency: 32 });
-    return chunks.flatMap((c) =>
-      c ? (JSON.parse(c.users) as UserRow[]).map(([id, auto, manual]) => ({ id, figures: { auto, manual } })) : [],
-    );
+    for (let i = 0; i < ids.length; i += FOLD_AHEAD) {
+      const chunks = await Promise.all(ids.slice(i, i + FOLD_AHEAD).map((id) => this.userChunks.findOne({ _id: id })));
+      for (const c of chunks) {
+        if (!c) continue;
+        for (const [uid, auto, manual] of JSON.parse(c.users) as UserRow[]) each({ id: uid, figures: { auto, manual } });
+      }
+    }
+  }
+
+  /**
+   * Deletes the rollups of days before `day` (YYYY-MM-DD); returns how many day documents went.
+   * User chunks first: a day document left without its chunks would report users it lost.
+   */
+  async deleteBefore(day: string): Promise<number> {
+    await this.userChunks.deleteMany({ day: { $lt: day } });
+    const res = await this.days.deleteMany({ day: { $lt: day } });
+    return res.deletedCount;
   }
 }

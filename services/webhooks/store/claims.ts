@@ -23,8 +23,8 @@ export class ClaimStore {
   }
 
   async init(): Promise<void> {
-    // Claims are only needed while their job can still run; old ones are swept by TTL on
-    // MongoDB. The embedded FerretDB has no TTL indexes; there they stay (local use only).
+    // Claims are only needed while their job can still run. The retention job deletes expired
+    // ones on every backend; on MongoDB a TTL index also sweeps them (FerretDB has none).
     try {
       await this.col.createIndex({ expires_at: 1 }, { expireAfterSeconds: 7 * 86_400 });
     } catch (err) {
@@ -50,6 +50,15 @@ export class ClaimStore {
       await this.col.deleteOne({ _id: key, token: held.token });
     }
     return null;
+  }
+
+  /**
+   * Deletes claims past their lease. An expired claim can be taken over by anyone (see claim),
+   * so it protects nothing: deleting it changes only the storage.
+   */
+  async sweepExpired(now: Date): Promise<number> {
+    const res = await this.col.deleteMany({ expires_at: { $lt: now } });
+    return res.deletedCount;
   }
 
   /** Gives the key back so that a retry of the job can run it. */

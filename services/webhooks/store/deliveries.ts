@@ -37,6 +37,19 @@ export class DeliveryStore {
   async init(): Promise<void> {
     await this.col.createIndex({ product_id: 1, endpoint_id: 1, created_at: -1, _id: -1 });
     await this.col.createIndex({ product_id: 1, endpoint_id: 1, status: 1, created_at: -1, _id: -1 });
+    await this.col.createIndex({ created_at: 1 });
+  }
+
+  /** Deletes the ended deliveries created before `cutoff`; returns how many. */
+  async deleteEndedBefore(cutoff: Date): Promise<number> {
+    const res = await this.col.deleteMany({ created_at: { $lt: cutoff }, status: { $ne: "pending" } });
+    return res.deletedCount;
+  }
+
+  /** Events of the deliveries created before `cutoff` that are still kept (pending ones). */
+  async eventIdsBefore(cutoff: Date): Promise<string[]> {
+    const rows = await this.col.find({ created_at: { $lt: cutoff } }, { projection: { event_id: 1 } }).toArray();
+    return [...new Set(rows.map((r) => r.event_id))];
   }
 
   /** Inserts the delivery unless it exists (same id); returns the stored one. */

@@ -32,6 +32,13 @@ export class EventStore {
 
   async init(): Promise<void> {
     await this.col.createIndex({ product_id: 1, key: 1 }, { unique: true });
+    await this.col.createIndex({ created_at: 1 });
+  }
+
+  /** Deletes the events created before `cutoff`, except `keep`; returns how many. */
+  async deleteBefore(cutoff: Date, keep: readonly string[]): Promise<number> {
+    const res = await this.col.deleteMany({ created_at: { $lt: cutoff }, _id: { $nin: [...keep] } });
+    return res.deletedCount;
   }
 
   /** Inserts the event unless its key was emitted before; returns the stored one either way. */

@@ -3,10 +3,11 @@ import { randomBytes } from "node:crypto";
 import type { Db } from "mongodb";
 import { Agenda, type Job } from "agenda";
 import { MongoBackend } from "@agendajs/mongo-backend";
-import type { Logger } from "@meter/lib/logger";
-import { collectionBacklog, trackJobQueue } from "@meter/lib/metrics";
-import { isDuplicateKeyError } from "@meter/lib/mongo";
+import type { Logger } from "./logger.ts";
+import { collectionBacklog, trackJobQueue } from "./metrics.ts";
+import { isDuplicateKeyError } from "./mongo.ts";
 
+/** Every service keeps its Agenda jobs in this collection of its own database. */
 export const JOBS_COLLECTION = "agenda_jobs";
 
 /** Every job payload carries its idempotency key; the jobs collection is unique on (name, key). */
@@ -15,10 +16,12 @@ export interface KeyedPayload {
 }
 
 /**
- * The service's Agenda instance, stored in the webhooks database. Two additions make it safe
- * with several replicas on MongoDB and on the embedded FerretDB:
- * - a unique index on (name, data.key), so enqueueing the same work twice keeps one job;
- * - handlers guard their effect with a ClaimStore claim on the same key (see store/claims.ts).
+ * A service's Agenda instance, stored in its own database. One addition makes it safe with
+ * several replicas on MongoDB and on the embedded FerretDB: a unique index on (name, data.key),
+ * so enqueueing the same work twice keeps one job. Handlers still make their effect idempotent
+ * (webhooks claims each attempt, analytics recomputes from its ledger), because a worker that
+ * dies mid-run leaves its job locked until the lock lifetime passes, and then another runs it
+ * again from the start.
  */
 export class JobScheduler {
   readonly agenda: Agenda;
@@ -30,17 +33,18 @@ export class JobScheduler {
     private readonly db: Db,
     private readonly logger: Logger,
     processEveryMs: number,
+    service: string,
   ) {
     this.agenda = new Agenda({
       backend: new MongoBackend({ mongo: db, collection: JOBS_COLLECTION }),
-      name: `webhooks-${os.hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`,
+      name: `${service}-${os.hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`,
       processEvery: processEveryMs,
       removeOnComplete: true,
       defaultConcurrency: 10,
       maxConcurrency: 50,
     });
     this.agenda.on("error", (err) => this.logger.warn({ err }, "job scheduler error"));
-    trackJobQueue("webhooks", collectionBacklog(db.collection(JOBS_COLLECTION), "nextRunAt", () => ({ nextRunAt: { $lte: new Date() }, lockedAt: null })));
+    trackJobQueue(service, collectionBacklog(db.collection(JOBS_COLLECTION), "nextRunAt", () => ({ nextRunAt: { $lte: new Date() }, lockedAt: null })));
   }
 
   async init(): Promise<void> {
@@ -79,13 +83,25 @@ export class JobScheduler {
     }
   }
 
-  /** A repeating job (one per name across replicas), on a UTC cron. */
-  async every<T extends KeyedPayload>(name: string, cron: string, data: T): Promise<void> {
+  /** A repeating job (one per name across replicas), on a UTC cron or every `interval` ms. */
+  async every<T extends KeyedPayload>(name: string, interval: string | number, data: T): Promise<void> {
     try {
-      await this.agenda.every(cron, name, data, { timezone: "UTC", skipImmediate: true });
+      await this.agenda.every(interval, name, data, { timezone: "UTC", skipImmediate: true });
     } catch (err) {
       if (!isDuplicateKeyError(err)) throw err;
     }
+  }
+
+  /**
+   * Deletes one-off jobs that ended before `before` and will not run again: Agenda removes a
+   * job that succeeds (removeOnComplete) but keeps one that failed for good (no next run).
+   * Repeating jobs and locked ones are never touched.
+   */
+  async purgeEnded(before: Date): Promise<number> {
+    const res = await this.db
+      .collection(JOBS_COLLECTION)
+      .deleteMany({ nextRunAt: null, lockedAt: null, repeatInterval: null, lastFinishedAt: { $lt: before } });
+    return res.deletedCount;
   }
 
   async cancel(name: string, data: Record<string, unknown>): Promise<number> {

@@ -1,0 +1,126 @@
+import { randomUUID } from "node:crypto";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { Db, MongoClient } from "mongodb";
+import { AnalyticsService, type GateFactSchema, type UsageFactSchema } from "@meter/proto/meter/analytics/v1/analytics_pb";
+import { createLogger } from "@meter/lib/logger";
+import { connectMongo } from "@meter/lib/mongo";
+import { rpcClient, serveRpc } from "@meter/lib/rpc";
+import { DAY_MS, toTimestamp } from "@meter/lib/time";
+import { testMongoUrl } from "../../test/support/database.ts";
+import { createAnalyticsService } from "./index.ts";
+import { firstOpenDay, RETENTION_DEFAULTS } from "./retention.ts";
+import { dayOf } from "./windows.ts";
+
+/**
+ * A retention pass keeps every figure a query can return and removes what the policy says
+ * goes: ledger days past the ledger window, rollups no window reaches, expired leases.
+ */
+const t = suite<{ mongo: MongoClient; db: Db }>("analytics retention");
+const logger = createLogger("analytics-retention-test", "silent");
+const NO_PEERS = { tenancy: "", plans: "", ingestion: "", analytics: "", webhooks: "" };
+const NOW = new Date("2027-06-15T12:00:00.000Z");
+const daysAgo = (n: number, hour = 10) => new Date(NOW.getTime() - n * DAY_MS + (hour - 12) * 3_600_000);
+
+t.before(async (ctx) => {
+  ctx.mongo = await connectMongo(await testMongoUrl());
+  ctx.db = ctx.mongo.db(`analytics_retention_${Date.now()}_${Math.floor(Math.random() * 1e6)}`);
+});
+
+t.after(async (ctx) => {
+  await ctx.mongo.close();
+});
+
+function usage(productId: string, at: Date, i: number): MessageInitShape<typeof UsageFactSchema> {
+  return {
+    productId,
+    eventId: randomUUID(),
+    userId: `u${i % 7}`,
+    timestamp: toTimestamp(at),
+    model: ["gpt-4o", "claude", ""][i % 3]!,
+    tokens: BigInt(10 + i),
+    cost: 0.01 * (1 + (i % 5)),
+    source: i % 4 === 0 ? "manual" : "auto",
+    toolCalls: 0n,
+  };
+}
+
+function gate(productId: string, at: Date, i: number): MessageInitShape<typeof GateFactSchema> {
+  const status = i % 2 ? "hard_gate" : "soft_gate";
+  return { productId, eventId: randomUUID(), userId: `u${i % 7}`, timestamp: toTimestamp(at), status, blocked: status === "hard_gate" };
+}
+
+t("figures are the same before and after a retention pass, and what should go is gone", async ({ db }) => {
+  let clock = NOW;
+  const module = await createAnalyticsService({ db, logger, peers: NO_PEERS, now: () => clock, rollIntervalMs: 0 });
+  const server = await serveRpc({ modules: [module], port: 0, logger });
+  const client = rpcClient(AnalyticsService, server.url);
+  const p = randomUUID();
+  try {
+    // Each batch is recorded on the day it happened (the clock follows), as ingestion would.
+    const seeded = [740, 400, 50, 45, 36, 20, 3, 0];
+    for (const ago of seeded) {
+      clock = daysAgo(ago, 23);
+      const facts = Array.from({ length: 12 }, (_, i) => usage(p, daysAgo(ago, i), i));
+      await client.recordEvents({ usage: facts, gates: [gate(p, daysAgo(ago, 5), ago), gate(p, daysAgo(ago, 6), ago + 1)] });
+      // Part of the batch again in another grouping: stored twice, counted once.
+      await client.recordEvents({ usage: facts.slice(3, 8) });
+      await module.rollPending();
+    }
+    clock = NOW;
+    // A roller that died holding a day left its lease behind.
+    await db.collection("roll_leases").insertOne({ _id: `${p}|dead` as never, owner: "gone", until: daysAgo(2) });
+
+    const figures = async () => ({
+      summary: await client.getSummary({ productId: p, days: 365 }),
+      manual: await client.getSummary({ productId: p, days: 60, filter: { source: "manual" } }),
+      series: await client.getTimeseries({ productId: p, days: 60 }),
+      gates: await client.getGateTimeseries({ productId: p, days: 60 }),
+      breakdown: await client.getBreakdown({ productId: p, days: 365 }),
+      top: await client.getTopUsers({ productId: p, days: 365, limit: 100 }),
+      report: await client.getWindowReport({ productId: p, start: toTimestamp(daysAgo(60, 0)), end: toTimestamp(daysAgo(-1, 0)) }),
+    });
+    const before = await figures();
+    assert.is(Number(before.summary.current!.totalEvents), 12 * 6, "every reachable day counted once");
+    assert.is(Number(before.summary.previousPeriod!.totalEvents), 12, "the day 400 days ago is in the previous period");
+
+    const segments = db.collection("ledger_segments");
+    const rollups = db.collection("day_rollups");
+    assert.ok((await segments.countDocuments({ day: dayOf(daysAgo(50)) })) > 0);
+    assert.ok((await rollups.countDocuments({ _id: `${p}|${dayOf(daysAgo(740))}` as never })) === 1);
+
+    const report = await module.runRetention(NOW);
+    const after = await figures();
+    assert.equal(JSON.parse(JSON.stringify(after, big)), JSON.parse(JSON.stringify(before, big)), "every query answers the same");
+
+    const open = firstOpenDay(NOW, RETENTION_DEFAULTS);
+    const pruneBefore = dayOf(new Date(Date.parse(`${open}T00:00:00Z`) - DAY_MS));
+    assert.is(await segments.countDocuments({ day: { $lt: pruneBefore } }), 0, "no ledger day past the window");
+    assert.ok((await segments.countDocuments({ day: dayOf(daysAgo(20)) })) > 0, "ledger days inside the window kept");
+    assert.is(await rollups.countDocuments({ _id: `${p}|${dayOf(daysAgo(740))}` as never }), 0, "rollup beyond any window deleted");
+    assert.is(await db.collection("day_user_rollups").countDocuments({ day: dayOf(daysAgo(740)) }), 0);
+    assert.is(await rollups.countDocuments({ _id: `${p}|${dayOf(daysAgo(400))}` as never }), 1, "rollups a window reaches kept");
+    assert.is(await db.collection("roll_leases").countDocuments({}), 0, "expired lease swept");
+    assert.is(await db.collection("dirty_days").countDocuments({}), 0, "no dirty mark left");
+    assert.ok(report.ledgerSegments > 0 && report.dayRollups === 1 && report.leases === 1, JSON.stringify(report));
+
+    // A late fact for a final day is acknowledged and not counted; one for an open day is.
+    const late = await client.recordEvents({ usage: [usage(p, daysAgo(45), 1)] });
+    assert.equal([late.recorded, late.duplicates], [0, 1]);
+    await client.recordEvents({ usage: [usage(p, daysAgo(20), 1)] });
+    await module.rollPending();
+    const last = await client.getSummary({ productId: p, days: 365 });
+    assert.is(Number(last.current!.totalEvents), 12 * 6 + 1);
+    assert.is(await segments.countDocuments({ day: dayOf(daysAgo(45)) }), 0);
+
+    // A second pass finds nothing more to delete.
+    assert.equal(await module.runRetention(NOW), { ledgerSegments: 0, dayRollups: 0, leases: 0 });
+  } finally {
+    await server.close();
+  }
+});
+
+const big = (_k: string, v: unknown) => (typeof v === "bigint" ? Number(v) : v);
+
+t.run();

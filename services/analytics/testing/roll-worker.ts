@@ -1,0 +1,22 @@
+// A roll worker that dies mid-job, for roll-job.test.ts: it runs the analytics jobs on the
+// database named by MONGODB_URL / MONGODB_DB, recomputes a day, writes its rollup, prints
+// "holding" and then hangs (the test kills it there) before clearing the day's dirty marks.
+import { createLogger } from "@meter/lib/logger";
+import { connectMongo } from "@meter/lib/mongo";
+import { createAnalyticsService } from "../index.ts";
+
+const mongo = await connectMongo(process.env.MONGODB_URL!);
+const module = await createAnalyticsService({
+  db: mongo.db(process.env.MONGODB_DB!),
+  logger: createLogger("roll-worker", "silent"),
+  peers: { tenancy: "", plans: "", ingestion: "", analytics: "", webhooks: "" },
+  rollIntervalMs: 100,
+  rollLeaseMs: Number(process.env.ROLL_LEASE_MS),
+  faults: {
+    afterRollupWrite: () => {
+      process.stdout.write("holding\n");
+      return new Promise<void>(() => {});
+    },
+  },
+});
+await module.start?.();
