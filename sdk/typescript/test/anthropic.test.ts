@@ -90,7 +90,10 @@ t("withResponse and retries behave as without the wrapper; a refused call record
 t("a hard gate blocks create() and stream() before any request; no user is an error too", async ({ env, mock }) => {
   const closed = meterAnthropic(client(mock), env.meter, { user_id: await env.newUser("closed") });
   assert.instance(await closed.messages.create(params).catch((e) => e), LimitExceededError);
-  assert.instance(await closed.messages.stream(params).finalMessage().catch((e) => e), LimitExceededError);
+  // The helper wraps every error that is not its own in an AnthropicError, the cause kept.
+  const helperErr = await closed.messages.stream(params).finalMessage().catch((e) => e);
+  assert.instance(helperErr, Anthropic.AnthropicError);
+  assert.instance(helperErr.cause, LimitExceededError);
   const nobody = meterAnthropic(client(mock), env.meter);
   assert.instance(await nobody.messages.create(params).catch((e) => e), MissingUserError);
   assert.is(mock.requests.length, 0);
