@@ -1,3 +1,5 @@
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import OpenAI from "openai";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
@@ -8,6 +10,8 @@ import { eventually } from "../../../test/support/eventually.ts";
 import { close, costOf, startMeteredStack, type MeteredStack } from "./metered-stack.ts";
 import { startMockOpenAI } from "./mock-openai.ts";
 import { DEFAULT_REPLY, type MockServer } from "./mock-server.ts";
+
+setFlagsFromString("--expose-gc");
 
 const t = suite<{ env: MeteredStack; mock: MockServer; events: UsageEvent[] }>("meterOpenAI");
 
@@ -175,6 +179,21 @@ t("a stream the caller leaves (break, abort) is metered with its estimate", asyn
   assert.ok(mine.every((e) => e.input_tokens > 0 && e.output_tokens === 0), "input estimated, no output seen");
   const estimated = mine[0]!.input_tokens + mine[1]!.input_tokens;
   assert.is((await env.usage(user, (u) => u.total_tokens === estimated)).total_tokens, estimated);
+});
+
+t("a stream dropped without being read is metered with its estimate once collected", async ({ env, mock, events }) => {
+  const user = await env.newUser();
+  const openai = meterOpenAI(client(mock), env.meter, { user_id: user });
+  mock.reply = { ...DEFAULT_REPLY, hang: true };
+  await (async () => void (await openai.chat.completions.create({ model: "gpt-4o", messages: ask, stream: true })))();
+  const gc = runInNewContext("gc") as () => void;
+  const event = await eventually(async () => {
+    gc();
+    await new Promise((r) => setImmediate(r));
+    return events.find((e) => e.user_id === user);
+  });
+  assert.is(event.output_tokens, 0);
+  assert.ok(event.input_tokens > 0);
 });
 
 t.run();

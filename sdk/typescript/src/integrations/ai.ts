@@ -7,6 +7,7 @@ import {
   estimateInput,
   newProgress,
   resolveUser,
+  settleWhenCollected,
   usageOfProgress,
   type IntegrationOptions,
   type StreamProgress,
@@ -117,6 +118,7 @@ export function meterModel<M extends WrapOptions["model"]>(model: M, meter: Mete
           await reader.cancel(reason);
         },
       });
+      settleWhenCollected(stream, call, progress);
       return { ...result, stream };
     },
   };

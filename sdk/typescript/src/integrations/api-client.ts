@@ -10,6 +10,7 @@ import {
   meterIterator,
   newProgress,
   resolveUser,
+  settleWhenCollected,
   type IntegrationOptions,
   type StreamProgress,
   type Usage,
@@ -95,6 +96,7 @@ export function meterPosts<C extends object>(
       const metered = call;
       const observe = route.observer(progress, prepared);
       data.iterator = () => meterIterator(source(), metered, progress, observe);
+      settleWhenCollected(data, metered, progress);
       return data;
     });
   };

@@ -153,6 +153,17 @@ export async function* meterIterator<T>(
   }
 }
 
+// A stream dropped without being read to its end (or at all) never reaches meterIterator's
+// finally: when it is collected, the call is settled with what it showed, else its estimate.
+const unread = new FinalizationRegistry<{ call: MeteredCall; progress: StreamProgress }>(({ call, progress }) =>
+  call.commit(usageOfProgress(progress, call.estimate)),
+);
+
+/** Settles `call` when `stream` is garbage-collected unsettled; `stream` must not be reachable from `call`. */
+export function settleWhenCollected(stream: object, call: MeteredCall, progress: StreamProgress): void {
+  unread.register(stream, { call, progress });
+}
+
 export function newProgress(): StreamProgress {
   return { complete: false, tool_calls: [], chars: 0 };
 }
