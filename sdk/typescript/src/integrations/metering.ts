@@ -137,20 +137,42 @@ export class MeteredCall {
  * Passes a stream's items through, feeding each to `observe` (which returns false for items
  * the caller must not see), and settles the call when the stream ends, fails, or is left by
  * the consumer (break, return, abort): with the final usage, or the estimate of what it used.
+ * A plain iterator object rather than an async generator: one promise per item, not three.
  */
-export async function* meterIterator<T>(
+export function meterIterator<T>(
   source: AsyncIterator<T>,
   call: MeteredCall,
   progress: StreamProgress,
   observe: (item: T) => boolean,
-): AsyncGenerator<T> {
-  try {
-    for await (const item of { [Symbol.asyncIterator]: () => source }) {
-      if (observe(item)) yield item;
+): AsyncIterableIterator<T> {
+  const settle = () => call.commit(usageOfProgress(progress, call.estimate));
+  const step = (r: IteratorResult<T>): IteratorResult<T> | Promise<IteratorResult<T>> => {
+    if (r.done) {
+      settle();
+      return r;
     }
-  } finally {
-    call.commit(usageOfProgress(progress, call.estimate));
-  }
+    return observe(r.value) ? r : iterator.next();
+  };
+  const failed = (err: unknown): never => {
+    settle();
+    throw err;
+  };
+  const iterator: AsyncIterableIterator<T> = {
+    next: () => source.next().then(step, failed),
+    async return(value?: unknown) {
+      settle();
+      return (await source.return?.(value)) ?? { done: true, value: undefined };
+    },
+    async throw(err?: unknown) {
+      settle();
+      if (source.throw) return source.throw(err);
+      throw err;
+    },
+    [Symbol.asyncIterator]() {
+      return iterator;
+    },
+  };
+  return iterator;
 }
 
 // A stream dropped without being read to its end (or at all) never reaches meterIterator's
