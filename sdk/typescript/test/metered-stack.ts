@@ -74,15 +74,15 @@ export async function startMeteredStack(): Promise<MeteredStack> {
     async usage(userId, expect = () => true) {
       assert.ok(await meter.flush(), "the meter delivered its queue");
       let last: unknown;
-      return eventually(
-        async () => {
+      try {
+        return await eventually(async () => {
           const r = await api.get(`/users/${userId}/usage`);
           last = r.body;
           return r.status === 200 && expect(r.body) ? (r.body as Usage) : undefined;
-        },
-        10_000,
-        `usage of ${userId} (last: ${JSON.stringify(last)}, stats: ${JSON.stringify(meter.stats)})`,
-      );
+        }, 10_000);
+      } catch (err) {
+        throw new Error(`usage of ${userId} never matched; last answer ${JSON.stringify(last)}, meter ${JSON.stringify(meter.stats)}`, { cause: err });
+      }
     },
     async close() {
       await meter.shutdown();

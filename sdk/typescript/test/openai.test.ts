@@ -181,19 +181,24 @@ t("a stream the caller leaves (break, abort) is metered with its estimate", asyn
   assert.is((await env.usage(user, (u) => u.total_tokens === estimated)).total_tokens, estimated);
 });
 
-t("a stream dropped without being read is metered with its estimate once collected", async ({ env, mock, events }) => {
+t("a stream dropped unread and a raw response are metered with their estimates once collected", async ({ env, mock, events }) => {
   const user = await env.newUser();
   const openai = meterOpenAI(client(mock), env.meter, { user_id: user });
+  const raw = async () => {
+    const response = await openai.chat.completions.create({ model: "gpt-4o", messages: ask }).asResponse();
+    assert.is((await response.json()).usage.total_tokens, 17, "the raw body is the caller's to read");
+  };
+  await raw();
   mock.reply = { ...DEFAULT_REPLY, hang: true };
   await (async () => void (await openai.chat.completions.create({ model: "gpt-4o", messages: ask, stream: true })))();
   const gc = runInNewContext("gc") as () => void;
-  const event = await eventually(async () => {
+  const mine = await eventually(async () => {
     gc();
     await new Promise((r) => setImmediate(r));
-    return events.find((e) => e.user_id === user);
+    const list = events.filter((e) => e.user_id === user);
+    return list.length === 2 ? list : undefined;
   });
-  assert.is(event.output_tokens, 0);
-  assert.ok(event.input_tokens > 0);
+  assert.ok(mine.every((e) => e.output_tokens === 0 && e.input_tokens > 0));
 });
 
 t.run();

@@ -81,8 +81,13 @@ export function meterPosts<C extends object>(
     });
 
     const promise = post.call(this, path, guarded);
-    // Failed after its retries, or aborted before an answer.
-    promise.responsePromise?.catch?.((err: unknown) => call?.fail((err as Error)?.name === "APIUserAbortError"));
+    promise.responsePromise?.then?.(
+      // `.asResponse()` hands the body to the caller and the SDK never parses it: such a call
+      // is settled with its estimate once the response is collected (a no-op when parsed).
+      (props: { response?: object }) => props?.response && call && settleWhenCollected(props.response, call, newProgress()),
+      // Failed after its retries, or aborted before an answer.
+      (err: unknown) => call?.fail((err as Error)?.name === "APIUserAbortError"),
+    );
     return promise._thenUnwrap((data: any) => {
       if (!call || !prepared || call.settled) return data;
       if (!prepared.body?.stream || !data || typeof data.iterator !== "function") {
