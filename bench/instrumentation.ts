@@ -3,7 +3,8 @@
 // the same local mock provider, with a started Meter on the in-process service (plan with
 // pre-call estimates, so every call reserves and commits). Prints p50/p99 per call of both and
 // their difference.
-//   BENCH_CALLS=2000 BENCH_WARMUP=200 npm run bench:instrumentation
+//   BENCH_CALLS=2000 BENCH_WARMUP=200 BENCH_ONLY=stream npm run bench:instrumentation
+// (BENCH_ONLY: run the scenarios whose name contains it.)
 // Uses MONGODB_URL when set, else the embedded database in a temporary directory.
 import Anthropic from "@anthropic-ai/sdk";
 import { createOpenAI } from "@ai-sdk/openai";
@@ -25,6 +26,7 @@ import { Api } from "../test/support/http.ts";
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 2_000);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 200);
+const ONLY = process.env.BENCH_ONLY ?? "";
 
 const dir = process.env.MONGODB_URL ? undefined : await mkdtemp(path.join(os.tmpdir(), "meter-bench-"));
 const embedded = dir ? await startEmbeddedDb(dir) : undefined;
@@ -101,7 +103,7 @@ async function timed(fn: Call): Promise<number> {
 }
 
 const rows: string[] = [];
-for (const s of scenarios) {
+for (const s of scenarios.filter((x) => x.name.includes(ONLY))) {
   for (let i = 0; i < WARMUP; i++) {
     await s.plain();
     await s.wrapped();

@@ -14,7 +14,7 @@ import {
   type Usage,
 } from "./metering.ts";
 
-export type { IntegrationOptions } from "./metering.ts";
+export { MissingUserError, type IntegrationOptions } from "./metering.ts";
 
 type WrapOptions = Parameters<typeof wrapLanguageModel>[0];
 type Middleware = Exclude<WrapOptions["middleware"], unknown[]>;

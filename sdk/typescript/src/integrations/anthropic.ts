@@ -4,7 +4,7 @@ import type { Meter } from "../meter.ts";
 import { meterPosts, type Route } from "./api-client.ts";
 import { estimateInput, type IntegrationOptions, type StreamProgress, type Usage } from "./metering.ts";
 
-export type { IntegrationOptions } from "./metering.ts";
+export { MissingUserError, type IntegrationOptions } from "./metering.ts";
 
 /** Meters `messages.create()` and everything built on it (beta messages too); the same client back. */
 export function meterAnthropic<C extends object>(client: C, meter: Meter, options: IntegrationOptions = {}): C {

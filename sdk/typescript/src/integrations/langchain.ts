@@ -14,7 +14,7 @@ import {
   type Usage,
 } from "./metering.ts";
 
-export type { IntegrationOptions } from "./metering.ts";
+export { MissingUserError, type IntegrationOptions } from "./metering.ts";
 
 /** Tools the model called in one message: `tool_calls`, plus server-tool blocks of the content. */
 function messageTools(message: any): string[] {

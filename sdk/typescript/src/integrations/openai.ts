@@ -4,7 +4,7 @@ import type { Meter } from "../meter.ts";
 import { meterPosts, type Prepared, type Route } from "./api-client.ts";
 import { estimateInput, type IntegrationOptions, type StreamProgress, type Usage } from "./metering.ts";
 
-export type { IntegrationOptions } from "./metering.ts";
+export { MissingUserError, type IntegrationOptions } from "./metering.ts";
 
 /**
  * Meters every chat completion and response the client creates, its helpers included
