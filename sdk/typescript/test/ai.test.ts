@@ -1,31 +1,14 @@
 import { createOpenAI } from "@ai-sdk/openai";
 import { generateText, jsonSchema, streamText, tool } from "ai";
-import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { eventually } from "../../../test/support/eventually.ts";
-import { LimitExceededError, type UsageEvent } from "../src/index.ts";
+import { LimitExceededError } from "../src/index.ts";
 import { meterModel, MissingUserError } from "../src/integrations/ai.ts";
-import { close, costOf, startMeteredStack, type MeteredStack } from "./metered-stack.ts";
+import { close, costOf, meteredSuite } from "./metered-stack.ts";
 import { startMockOpenAI } from "./mock-openai.ts";
 import { DEFAULT_REPLY, type MockServer } from "./mock-server.ts";
 
-const t = suite<{ env: MeteredStack; mock: MockServer; events: UsageEvent[] }>("meterModel (AI SDK)");
-
-t.before(async (ctx) => {
-  ctx.env = await startMeteredStack();
-  ctx.mock = await startMockOpenAI();
-  ctx.events = [];
-  ctx.env.meter.onUsage((e) => void ctx.events.push(e));
-});
-t.after(async ({ env, mock }) => {
-  await mock.close();
-  await env.close();
-});
-t.before.each(({ mock }) => {
-  mock.reply = DEFAULT_REPLY;
-  mock.failures = [];
-  mock.requests.length = 0;
-});
+const t = meteredSuite("meterModel (AI SDK)", startMockOpenAI);
 
 const provider = (mock: MockServer) => createOpenAI({ apiKey: "sk-test", baseURL: `${mock.url}/v1` });
 const tools = {

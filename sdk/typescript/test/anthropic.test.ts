@@ -1,30 +1,13 @@
 import Anthropic from "@anthropic-ai/sdk";
-import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { eventually } from "../../../test/support/eventually.ts";
-import { LimitExceededError, type UsageEvent } from "../src/index.ts";
+import { LimitExceededError } from "../src/index.ts";
 import { meterAnthropic, MissingUserError } from "../src/integrations/anthropic.ts";
-import { close, costOf, startMeteredStack, type MeteredStack } from "./metered-stack.ts";
+import { close, costOf, meteredSuite } from "./metered-stack.ts";
 import { startMockAnthropic } from "./mock-anthropic.ts";
-import { DEFAULT_REPLY, type MockServer } from "./mock-server.ts";
+import type { MockServer } from "./mock-server.ts";
 
-const t = suite<{ env: MeteredStack; mock: MockServer; events: UsageEvent[] }>("meterAnthropic");
-
-t.before(async (ctx) => {
-  ctx.env = await startMeteredStack();
-  ctx.mock = await startMockAnthropic();
-  ctx.events = [];
-  ctx.env.meter.onUsage((e) => void ctx.events.push(e));
-});
-t.after(async ({ env, mock }) => {
-  await mock.close();
-  await env.close();
-});
-t.before.each(({ mock }) => {
-  mock.reply = DEFAULT_REPLY;
-  mock.failures = [];
-  mock.requests.length = 0;
-});
+const t = meteredSuite("meterAnthropic", startMockAnthropic);
 
 const MODEL = "claude-sonnet-4-6-20260115";
 const client = (mock: MockServer) => new Anthropic({ apiKey: "sk-ant-test", baseURL: mock.url, maxRetries: 2 });

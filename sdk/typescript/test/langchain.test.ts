@@ -1,29 +1,12 @@
 import { ChatOpenAI } from "@langchain/openai";
-import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { LimitExceededError, type UsageEvent } from "../src/index.ts";
+import { LimitExceededError } from "../src/index.ts";
 import { MeterCallbackHandler, MissingUserError } from "../src/integrations/langchain.ts";
-import { close, costOf, startMeteredStack, type MeteredStack } from "./metered-stack.ts";
+import { close, costOf, meteredSuite } from "./metered-stack.ts";
 import { startMockOpenAI } from "./mock-openai.ts";
-import { DEFAULT_REPLY, type MockServer } from "./mock-server.ts";
+import type { MockServer } from "./mock-server.ts";
 
-const t = suite<{ env: MeteredStack; mock: MockServer; events: UsageEvent[] }>("MeterCallbackHandler (LangChain)");
-
-t.before(async (ctx) => {
-  ctx.env = await startMeteredStack();
-  ctx.mock = await startMockOpenAI();
-  ctx.events = [];
-  ctx.env.meter.onUsage((e) => void ctx.events.push(e));
-});
-t.after(async ({ env, mock }) => {
-  await mock.close();
-  await env.close();
-});
-t.before.each(({ mock }) => {
-  mock.reply = DEFAULT_REPLY;
-  mock.failures = [];
-  mock.requests.length = 0;
-});
+const t = meteredSuite("MeterCallbackHandler (LangChain)", startMockOpenAI);
 
 const chat = (mock: MockServer) => new ChatOpenAI({ model: "gpt-4o-2024-08-06", apiKey: "sk-test", maxRetries: 0, configuration: { baseURL: `${mock.url}/v1` } });
 const weather = { type: "function" as const, function: { name: "get_weather", description: "Weather of a city", parameters: { type: "object", properties: { city: { type: "string" } } } } };

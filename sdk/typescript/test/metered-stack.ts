@@ -1,11 +1,13 @@
 // The whole service in-process, one product with the plans the integration tests meter
 // against, a started Meter, and the service's own view of a user's usage.
 import { randomUUID } from "node:crypto";
+import { suite, type Test } from "uvu";
 import * as assert from "uvu/assert";
 import { eventually } from "../../../test/support/eventually.ts";
 import type { Api } from "../../../test/support/http.ts";
 import { startTestStack, type TestStack } from "../../../test/support/stack.ts";
-import { Meter } from "../src/index.ts";
+import { Meter, type UsageEvent } from "../src/index.ts";
+import { DEFAULT_REPLY, type MockServer } from "./mock-server.ts";
 
 /** Rates per 1K tokens and per tool call, chosen so every amount is exact in binary floats. */
 export const RATES = {
@@ -92,3 +94,31 @@ export async function startMeteredStack(): Promise<MeteredStack> {
 }
 
 export const close = (a: number, b: number, msg = "") => assert.ok(Math.abs(a - b) < 1e-9, `${msg} ${a} != ${b}`);
+
+export interface SuiteContext {
+  env: MeteredStack;
+  mock: MockServer;
+  /** Every usage event the meter made, as `onUsage` saw it. */
+  events: UsageEvent[];
+}
+
+/** A suite with the service, a Meter and one mock provider, the mock reset before each test. */
+export function meteredSuite(name: string, startMock: () => Promise<MockServer>): Test<SuiteContext> {
+  const t = suite<SuiteContext>(name);
+  t.before(async (ctx) => {
+    ctx.env = await startMeteredStack();
+    ctx.mock = await startMock();
+    ctx.events = [];
+    ctx.env.meter.onUsage((e) => void ctx.events.push(e));
+  });
+  t.after(async ({ env, mock }) => {
+    await mock.close();
+    await env.close();
+  });
+  t.before.each(({ mock }) => {
+    mock.reply = DEFAULT_REPLY;
+    mock.failures = [];
+    mock.requests.length = 0;
+  });
+  return t;
+}

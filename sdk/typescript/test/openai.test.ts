@@ -1,34 +1,17 @@
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import OpenAI from "openai";
-import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { LimitExceededError, type UsageEvent } from "../src/index.ts";
+import { LimitExceededError } from "../src/index.ts";
 import { meterOpenAI, MissingUserError } from "../src/integrations/openai.ts";
 import { eventually } from "../../../test/support/eventually.ts";
-import { close, costOf, startMeteredStack, type MeteredStack } from "./metered-stack.ts";
+import { close, costOf, meteredSuite } from "./metered-stack.ts";
 import { startMockOpenAI } from "./mock-openai.ts";
 import { DEFAULT_REPLY, type MockServer } from "./mock-server.ts";
 
 setFlagsFromString("--expose-gc");
 
-const t = suite<{ env: MeteredStack; mock: MockServer; events: UsageEvent[] }>("meterOpenAI");
-
-t.before(async (ctx) => {
-  ctx.env = await startMeteredStack();
-  ctx.mock = await startMockOpenAI();
-  ctx.events = [];
-  ctx.env.meter.onUsage((e) => void ctx.events.push(e));
-});
-t.after(async ({ env, mock }) => {
-  await mock.close();
-  await env.close();
-});
-t.before.each(({ mock }) => {
-  mock.reply = DEFAULT_REPLY;
-  mock.failures = [];
-  mock.requests.length = 0;
-});
+const t = meteredSuite("meterOpenAI", startMockOpenAI);
 
 const client = (mock: MockServer, opts: Partial<ConstructorParameters<typeof OpenAI>[0]> = {}) =>
   new OpenAI({ apiKey: "sk-test", baseURL: `${mock.url}/v1`, maxRetries: 2, ...opts });

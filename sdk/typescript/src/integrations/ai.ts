@@ -62,36 +62,31 @@ export function observeStreamPart(part: any, progress: StreamProgress): void {
  * `meter.guard()` first where a 429 must be answered before streaming).
  */
 export function meterModel<M extends WrapOptions["model"]>(model: M, meter: Meter, options: IntegrationOptions = {}) {
-  const start = (params: any, m: any) =>
-    MeteredCall.start(meter, options, {
+  // Reserves, then runs the provider call; a failed call gives the reservation back (or, when
+  // the caller aborted, meters the estimate).
+  const run = async <R>(params: any, m: any, provider: () => PromiseLike<R>): Promise<{ call: MeteredCall; result: R }> => {
+    const call = await MeteredCall.start(meter, options, {
       user_id: resolveUser(meter, options, "meterModel"),
       provider: String(m.provider ?? "unknown").split(".")[0]!,
       model: m.modelId,
       input_tokens: estimateInput(params.prompt, params.tools),
     });
+    try {
+      return { call, result: await provider() };
+    } catch (err) {
+      call.fail(params.abortSignal?.aborted === true);
+      throw err;
+    }
+  };
 
   const middleware: Middleware = {
     async wrapGenerate({ doGenerate, params, model: m }) {
-      const call = await start(params, m);
-      let result;
-      try {
-        result = await doGenerate();
-      } catch (err) {
-        call.fail(params.abortSignal?.aborted === true);
-        throw err;
-      }
+      const { call, result } = await run(params, m, doGenerate);
       call.commit(generateUsage(result));
       return result;
     },
     async wrapStream({ doStream, params, model: m }) {
-      const call = await start(params, m);
-      let result;
-      try {
-        result = await doStream();
-      } catch (err) {
-        call.fail(params.abortSignal?.aborted === true);
-        throw err;
-      }
+      const { call, result } = await run(params, m, doStream);
       const progress = newProgress();
       const reader = result.stream.getReader();
       const settle = () => call.commit(usageOfProgress(progress, call.estimate));
