@@ -163,17 +163,16 @@ export class Meter implements Ledger {
   async call<T>(userId: string, input: CallInput, fn: () => T | Promise<T>): Promise<T> {
     if (typeof input?.usage !== "function") throw new TypeError("call: input.usage must be a function (out) => ({ input_tokens, output_tokens, tool_calls })");
     const r = await this.reserve(userId, input);
-    let out: T;
-    let used: UsageInput;
     try {
-      out = await fn();
-      used = input.usage(out);
+      const out = await fn();
+      const used = input.usage(out);
+      await r.commit({ ...used, metadata: used?.metadata ?? input.metadata });
+      return out;
     } catch (err) {
+      // Also when commit refuses what usage() returned: nothing stays held.
       r.release();
       throw err;
     }
-    await r.commit({ ...used, metadata: used?.metadata ?? input.metadata });
-    return out;
   }
 
   /** POST /events: a manual event, priced by the service unless `cost` is given. Retried on transient failures. */
@@ -333,6 +332,7 @@ export class Meter implements Ledger {
         (view) => {
           const now = Date.now();
           applyView(e, view, now);
+          e.loadFailed = false;
           e.refreshAt = now + this.refreshIntervalMs;
           this.price(e);
           if (!e.started) {
@@ -352,7 +352,9 @@ export class Meter implements Ledger {
             return;
           }
           e.refreshAt = now + Math.min(LOAD_RETRY_MS, this.refreshIntervalMs);
-          if (wasReachable) this.warn(`loading the session of ${e.userId} failed; permissive defaults until it loads`, err);
+          // Once per user and outage: a bad key or a long outage must not flood the log.
+          if (wasReachable && !e.loadFailed) this.warn(`loading the session of ${e.userId} failed; ${e.loaded ? "its cached view is used" : "permissive defaults"} until it loads`, err);
+          e.loadFailed = true;
         },
       )
       .finally(() => {
@@ -398,6 +400,7 @@ export class Meter implements Ledger {
     const hard = result.status === "hard_gate";
     const blocked = hard && this.blocking;
     const reason = result.gate_reason!;
+    e.lastGateEvent ??= new Map();
     const last = e.lastGateEvent.get(reason);
     if (last === undefined || now - last >= GATE_EVENT_INTERVAL_MS) {
       e.lastGateEvent.set(reason, now);

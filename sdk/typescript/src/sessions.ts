@@ -22,7 +22,8 @@ export class Session {
 
 export class Sessions {
   own: Session;
-  private readonly given = new Map<string, Session>();
+  /** Caller-given sessions; created on first use (most users have none). */
+  private given: Map<string, Session> | undefined;
 
   constructor(now: number) {
     this.own = new Session(randomUUID(), now);
@@ -32,6 +33,7 @@ export class Sessions {
   at(sessionId: string | null | undefined, now: number, timeoutMs: number): Session {
     let s: Session | undefined;
     if (sessionId) {
+      this.given ??= new Map();
       s = this.given.get(sessionId);
       if (!s) {
         s = new Session(sessionId, now);
@@ -52,7 +54,9 @@ export class Sessions {
 
   /** Forgets caller-given sessions idle for a whole window with nothing in flight. */
   prune(now: number, timeoutMs: number): void {
+    if (!this.given) return;
     for (const [id, s] of this.given) if (s.reserved === 0 && now - s.lastActive >= timeoutMs) this.given.delete(id);
+    if (this.given.size === 0) this.given = undefined;
   }
 
   /**
@@ -61,12 +65,12 @@ export class Sessions {
    */
   idle(now: number, timeoutMs: number): boolean {
     if (this.own.reserved !== 0 || now - this.own.lastActive < timeoutMs) return false;
-    for (const s of this.given.values()) if (s.reserved !== 0 || now - s.lastActive < timeoutMs) return false;
+    for (const s of this.given?.values() ?? []) if (s.reserved !== 0 || now - s.lastActive < timeoutMs) return false;
     return true;
   }
 
   clear(now: number): void {
-    this.given.clear();
+    this.given = undefined;
     this.own = new Session(randomUUID(), now);
   }
 }

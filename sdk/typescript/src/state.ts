@@ -39,8 +39,10 @@ export class UserEntry {
   /** When the view is due for a reload. */
   refreshAt = 0;
   refreshing: Promise<void> | null = null;
+  /** The last load failed (warned once). */
+  loadFailed = false;
   /** Last gate event written per gate_reason (ms). */
-  readonly lastGateEvent = new Map<string, number>();
+  lastGateEvent: Map<string, number> | undefined;
   /** Raw model name → normalized, for the plan in force. */
   readonly models = new Map<string, string>();
 

@@ -289,6 +289,8 @@ t("reserve: commit settles with the real cost, release gives the estimate back; 
     () => m.call(userId, { model: "m", input_tokens: 0, usage: () => ({ output_tokens: 10 }) }, () => Promise.reject(new Error("provider down"))),
     /provider down/,
   );
+  // A usage() that returns nonsense: refused, and the hold given back too.
+  await rejects(() => m.call(userId, { model: "m", input_tokens: 0, usage: () => ({ output_tokens: -1 }) }, () => 1), TypeError);
   assert.is(usageEvents.length, 0);
   assert.ok(near(m.state(userId)!.period_cost, 0.5));
   // Nothing is left held: a call estimated at exactly the remaining $0.50 runs.

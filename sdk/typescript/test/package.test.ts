@@ -56,6 +56,19 @@ t("npm pack, install offline, README quick start as .mjs, .ts consumer type-chec
   // shutdown() delivered the event: 12 input and 30 output tokens at 2.5 and 10 per 1K.
   await eventually(async () => near((await usage(api, "user-42")).total_cost, 0.33));
 
+  // Timers never keep the process alive: a script that never calls shutdown() still exits.
+  await writeFile(
+    path.join(app, "no-shutdown.mjs"),
+    `import { Meter } from "@meter/sdk";
+const meter = new Meter();
+await meter.start();
+await meter.record("user-42", { model: "gpt-4o", input_tokens: 1 });
+console.log("done", meter.stats.queued);
+`,
+  );
+  const alive = await run(process.execPath, ["no-shutdown.mjs"], { cwd: app, timeout: 60_000, env: { ...env, METER_API_KEY: apiKey, METER_BASE_URL: stack.apiUrl } });
+  assert.match(alive.stdout, /done 1/);
+
   // A TypeScript consumer, strict, against the shipped declarations only (no @types/node).
   await writeFile(
     path.join(app, "consumer.ts"),
