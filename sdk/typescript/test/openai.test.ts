@@ -51,13 +51,17 @@ t("a stream without include_usage: usage is requested, counted, and hidden from 
   close(usage.total_cost, costOf("gpt-4o", 800, 200, ["get_weather"]));
 });
 
-t("a stream that asked for usage keeps its usage chunk", async ({ env, mock }) => {
+t("a stream that asked for usage keeps its usage chunk; tee() branches count once", async ({ env, mock }) => {
   const user = await env.newUser();
   const openai = meterOpenAI(client(mock), env.meter, { user_id: user });
   const stream = await openai.chat.completions.create({ model: "gpt-4o", messages: ask, stream: true, stream_options: { include_usage: true } });
-  let last;
-  for await (const chunk of stream) last = chunk;
-  assert.equal(last?.usage?.total_tokens, 17);
+  const lastOf = async (branch: AsyncIterable<{ usage?: { total_tokens: number } | null }>) => {
+    let last;
+    for await (const chunk of branch) last = chunk;
+    return last?.usage?.total_tokens;
+  };
+  const [a, b] = stream.tee();
+  assert.equal(await Promise.all([lastOf(a), lastOf(b)]), [17, 17]);
   assert.is((await env.usage(user, (u) => u.total_tokens === 17)).tool_calls_count, 0);
 });
 
