@@ -19,7 +19,7 @@ const ask = [{ role: "user" as const, content: "What is the weather in Paris?" }
 
 t("a chat completion records the provider's usage and tool calls; the service prices them exactly", async ({ env, mock, events }) => {
   const user = await env.newUser();
-  const openai = meterOpenAI(client(mock), env.meter, { user_id: user, metadata: { feature: "chat" } });
+  const openai = meterOpenAI(client(mock), env.meter, { user_id: user, session_id: "conversation-7", metadata: { feature: "chat" } });
   mock.reply = { text: "Let me check.", tools: ["get_weather", "lookup"], usage: { input: 1200, output: 300 } };
 
   const completion = await openai.chat.completions.create({ model: "gpt-4o-2024-08-06", messages: ask });
@@ -32,6 +32,7 @@ t("a chat completion records the provider's usage and tool calls; the service pr
   const event = events.find((e) => e.user_id === user)!;
   assert.equal(event.metadata, { feature: "chat", provider: "openai" });
   assert.is(event.model, "gpt-4o");
+  assert.is(event.session_id, "conversation-7");
 });
 
 t("a stream without include_usage: usage is requested, counted, and hidden from the caller", async ({ env, mock }) => {
