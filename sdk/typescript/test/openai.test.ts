@@ -142,6 +142,8 @@ t("the user comes from meter.withUser(); with no user at all nothing is sent", a
   await env.meter.withUser(user, () => openai.chat.completions.create({ model: "gpt-4o", messages: ask }));
   assert.is((await env.usage(user, (u) => u.total_tokens === 17)).total_tokens, 17);
   assert.throws(() => meterOpenAI(openai, env.meter), /metered already/);
+  assert.throws(() => meterOpenAI(client(mock), {} as never), /must be a Meter/);
+  assert.throws(() => meterOpenAI(client(mock), env.meter, { user_id: "" }), /user_id must be a string/);
 });
 
 t("a stream the caller leaves (break, abort) is metered with its estimate", async ({ env, mock, events }) => {

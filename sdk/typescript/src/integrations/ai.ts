@@ -4,6 +4,7 @@ import { wrapLanguageModel } from "ai";
 import type { Meter } from "../meter.ts";
 import {
   MeteredCall,
+  checkArguments,
   estimateInput,
   newProgress,
   resolveUser,
@@ -62,6 +63,7 @@ export function observeStreamPart(part: any, progress: StreamProgress): void {
  * `meter.guard()` first where a 429 must be answered before streaming).
  */
 export function meterModel<M extends WrapOptions["model"]>(model: M, meter: Meter, options: IntegrationOptions = {}) {
+  checkArguments("meterModel", meter, options);
   // Reserves, then runs the provider call; a failed call gives the reservation back (or, when
   // the caller aborted, meters the estimate).
   const run = async <R>(params: any, m: any, provider: () => PromiseLike<R>): Promise<{ call: MeteredCall; result: R }> => {

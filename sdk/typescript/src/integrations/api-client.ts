@@ -7,6 +7,7 @@
 import type { Meter } from "../meter.ts";
 import {
   MeteredCall,
+  checkArguments,
   meterIterator,
   newProgress,
   resolveUser,
@@ -47,6 +48,7 @@ export function meterPosts<C extends object>(
   options: IntegrationOptions,
   integration: { name: string; provider: string; routes: Record<string, Route> },
 ): C {
+  checkArguments(integration.name, meter, options);
   const target = client as C & StainlessClient & { [METERED]?: true };
   if (typeof target.post !== "function") throw new TypeError(`${integration.name}: expected a client instance`);
   if (target[METERED]) {

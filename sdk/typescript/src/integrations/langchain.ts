@@ -5,6 +5,7 @@ import { BaseCallbackHandler } from "@langchain/core/callbacks/base";
 import type { Meter } from "../meter.ts";
 import {
   MeteredCall,
+  checkArguments,
   estimateInput,
   newProgress,
   resolveUser,
@@ -70,6 +71,7 @@ export class MeterCallbackHandler extends BaseCallbackHandler {
   ) {
     // raiseError: a hard gate must stop the call, and it makes LangChain await the handler.
     super({ raiseError: true });
+    checkArguments("MeterCallbackHandler", meter, options);
   }
 
   /** LangChain copies handlers for child runs; the runs in flight must stay in one place. */

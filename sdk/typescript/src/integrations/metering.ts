@@ -46,6 +46,15 @@ export function estimateInput(...parts: unknown[]): number {
   return estimateTokens(present.length === 1 ? present[0] : present);
 }
 
+/** A wrong argument fails where the wrapper is made, not at the first model call. */
+export function checkArguments(integration: string, meter: Meter, options: IntegrationOptions): void {
+  if (typeof (meter as Partial<Meter> | undefined)?.reserve !== "function") throw new TypeError(`${integration}: the second argument must be a Meter`);
+  if (options === null || typeof options !== "object") throw new TypeError(`${integration}: options must be an object`);
+  if (options.user_id !== undefined && (typeof options.user_id !== "string" || options.user_id.length === 0 || options.user_id.length > 255)) {
+    throw new TypeError(`${integration}: user_id must be a string of 1 to 255 characters (the product's external_user_id)`);
+  }
+}
+
 /** The user of a call, read synchronously where the caller's async context is still current. */
 export function resolveUser(meter: Meter, options: IntegrationOptions, integration: string): string {
   const user = options.user_id ?? meter.currentUser();
