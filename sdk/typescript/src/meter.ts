@@ -260,6 +260,7 @@ export class Meter implements Ledger {
 
   // ---- Ledger (used by Reservation) ----
 
+  /** @internal Reservation.commit(): not part of the API. */
   settle(hold: Hold, used: UsageInput): UsageEvent {
     checkUsage(used);
     this.unhold(hold);
@@ -268,6 +269,7 @@ export class Meter implements Ledger {
     return this.meter(hold.entry, hold.session, hold.model, used, used.metadata ?? hold.metadata, now);
   }
 
+  /** @internal Reservation.release(): not part of the API. */
   unhold(hold: Hold): void {
     const e = hold.entry;
     e.reservedCost = nonNegative(e.reservedCost - hold.cost);
