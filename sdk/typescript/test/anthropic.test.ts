@@ -81,7 +81,7 @@ t("a hard gate blocks create() and stream() before any request; no user is an er
   assert.is(mock.requests.length, 0);
 });
 
-t("a stream left after its first event is metered with the input reported so far", async ({ env, mock, events }) => {
+t("a stream left after its first event (break, or the helper's abort()) is metered with the usage reported so far", async ({ env, mock, events }) => {
   const user = await env.newUser();
   const anthropic = meterAnthropic(client(mock), env.meter, { user_id: user });
   mock.reply = { ...TOOLS_REPLY, hang: true };
@@ -90,11 +90,19 @@ t("a stream left after its first event is metered with the input reported so far
     assert.is(event.type, "message_start");
     break;
   }
-  const event = await eventually(() => events.find((e) => e.user_id === user));
+  // The helper aborted after its first event: the same, through its own AbortController.
+  const helper = anthropic.messages.stream(params);
+  helper.on("streamEvent", () => helper.abort());
+  await helper.done().catch(() => undefined);
+  assert.ok(helper.aborted);
+
+  const mine = await eventually(() => {
+    const list = events.filter((e) => e.user_id === user);
+    return list.length === 2 ? list : undefined;
+  });
   // message_start reports the input and one output token.
-  assert.is(event.input_tokens, TOOLS_INPUT);
-  assert.is(event.output_tokens, 1);
-  await env.usage(user, (u) => u.total_tokens === TOOLS_INPUT + 1);
+  assert.ok(mine.every((e) => e.input_tokens === TOOLS_INPUT && e.output_tokens === 1));
+  await env.usage(user, (u) => u.total_tokens === 2 * (TOOLS_INPUT + 1));
 });
 
 t.run();
