@@ -1,0 +1,153 @@
+// `npm run bench:instrumentation`: the time the model-client wrappers of @meter/sdk add to a
+// call. Each scenario runs the same client unwrapped and wrapped, calls interleaved, against
+// the same local mock provider, with a started Meter on the in-process service (plan with
+// pre-call estimates, so every call reserves and commits). Prints p50/p99 per call of both and
+// their difference.
+//   BENCH_CALLS=2000 BENCH_WARMUP=200 BENCH_ONLY=stream npm run bench:instrumentation
+// (BENCH_ONLY: run the scenarios whose name contains it.)
+// Uses MONGODB_URL when set, else the embedded database in a temporary directory.
+import Anthropic from "@anthropic-ai/sdk";
+import { createOpenAI } from "@ai-sdk/openai";
+import { generateText, streamText } from "ai";
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import OpenAI from "openai";
+import { startEmbeddedDb } from "@meter/lib/embedded-db";
+import { createLogger } from "@meter/lib/logger";
+import { startStack } from "../cmd/stack.ts";
+import { Meter } from "../sdk/typescript/src/index.ts";
+import { meterModel } from "../sdk/typescript/src/integrations/ai.ts";
+import { meterAnthropic } from "../sdk/typescript/src/integrations/anthropic.ts";
+import { meterOpenAI } from "../sdk/typescript/src/integrations/openai.ts";
+import { startMockAnthropic } from "../sdk/typescript/test/mock-anthropic.ts";
+import { startMockOpenAI } from "../sdk/typescript/test/mock-openai.ts";
+import { Api } from "../test/support/http.ts";
+
+const CALLS = Number(process.env.BENCH_CALLS ?? 2_000);
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 200);
+const ONLY = process.env.BENCH_ONLY ?? "";
+
+const dir = process.env.MONGODB_URL ? undefined : await mkdtemp(path.join(os.tmpdir(), "meter-bench-"));
+const embedded = dir ? await startEmbeddedDb(dir) : undefined;
+const stack = await startStack({ mongoUrl: process.env.MONGODB_URL ?? embedded!.url, dbPrefix: `bench${Date.now()}`, logger: createLogger("bench", "warn") });
+const api = new Api(stack.apiUrl);
+const product = await api.post("/products", { name: "bench" });
+const authed = api.withKey(product.body.api_key);
+const plans = await authed.post("/config/plans", {
+  plans: [{ name: "bench", pre_call_estimate: true, cost_rates: { "gpt-4o": { input: 0.0025, output: 0.01 }, "claude-sonnet-4-6": { input: 0.003, output: 0.015 } } }],
+});
+const USER = "bench-user";
+await authed.post("/users", { external_user_id: USER });
+await authed.post(`/users/${USER}/subscription`, { plan_id: plans.body.plans[0].id });
+const meter = new Meter({ apiKey: product.body.api_key, baseURL: stack.apiUrl });
+await meter.start();
+
+const mockOpenAI = await startMockOpenAI();
+const mockAnthropic = await startMockAnthropic();
+const reply = { text: "The weather in Paris is sunny with a light breeze this afternoon", usage: { input: 120, output: 16 } };
+mockOpenAI.reply = reply;
+mockAnthropic.reply = reply;
+// The mocks keep every request for the tests; here that would only grow the heap.
+for (const m of [mockOpenAI, mockAnthropic]) m.requests.push = () => 0;
+
+const openai = () => new OpenAI({ apiKey: "sk-bench", baseURL: `${mockOpenAI.url}/v1` });
+const anthropic = () => new Anthropic({ apiKey: "sk-bench", baseURL: mockAnthropic.url });
+const messages = [{ role: "user" as const, content: "What is the weather in Paris?" }];
+const claude = { model: "claude-sonnet-4-6", max_tokens: 256, messages };
+const provider = createOpenAI({ apiKey: "sk-bench", baseURL: `${mockOpenAI.url}/v1` });
+const opts = { user_id: USER };
+
+type Call = () => Promise<unknown>;
+const scenarios: { name: string; plain: Call; wrapped: Call }[] = [];
+{
+  const [p, w] = [openai(), meterOpenAI(openai(), meter, opts)];
+  scenarios.push({ name: "openai chat.completions", plain: () => p.chat.completions.create({ model: "gpt-4o", messages }), wrapped: () => w.chat.completions.create({ model: "gpt-4o", messages }) });
+  const drain = async (s: AsyncIterable<unknown>) => {
+    for await (const _ of s);
+  };
+  scenarios.push({
+    name: "openai chat.completions stream",
+    plain: async () => drain(await p.chat.completions.create({ model: "gpt-4o", messages, stream: true })),
+    wrapped: async () => drain(await w.chat.completions.create({ model: "gpt-4o", messages, stream: true })),
+  });
+  scenarios.push({
+    name: "openai responses stream",
+    plain: async () => drain(await p.responses.create({ model: "gpt-4o", input: "weather?", stream: true })),
+    wrapped: async () => drain(await w.responses.create({ model: "gpt-4o", input: "weather?", stream: true })),
+  });
+  const [ap, aw] = [anthropic(), meterAnthropic(anthropic(), meter, opts)];
+  scenarios.push({ name: "anthropic messages", plain: () => ap.messages.create(claude), wrapped: () => aw.messages.create(claude) });
+  scenarios.push({
+    name: "anthropic messages stream",
+    plain: async () => drain(await ap.messages.create({ ...claude, stream: true })),
+    wrapped: async () => drain(await aw.messages.create({ ...claude, stream: true })),
+  });
+  const [mp, mw] = [provider.chat("gpt-4o"), meterModel(provider.chat("gpt-4o"), meter, opts)];
+  scenarios.push({ name: "ai generateText", plain: () => generateText({ model: mp, prompt: "weather?" }), wrapped: () => generateText({ model: mw, prompt: "weather?" }) });
+  scenarios.push({
+    name: "ai streamText",
+    plain: () => drain(streamText({ model: mp, prompt: "weather?" }).textStream),
+    wrapped: () => drain(streamText({ model: mw, prompt: "weather?" }).textStream),
+  });
+}
+
+function pct(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? 0;
+}
+
+async function timed(fn: Call): Promise<number> {
+  const t0 = performance.now();
+  await fn();
+  return (performance.now() - t0) * 1000;
+}
+
+const rows: string[] = [];
+for (const s of scenarios.filter((x) => x.name.includes(ONLY))) {
+  for (let i = 0; i < WARMUP; i++) {
+    await s.plain();
+    await s.wrapped();
+  }
+  const plain: number[] = [];
+  const wrapped: number[] = [];
+  // Interleaved, alternating which goes first, so drift on a shared machine hits both alike.
+  for (let i = 0; i < CALLS; i++) {
+    if (i % 2 === 0) {
+      plain.push(await timed(s.plain));
+      wrapped.push(await timed(s.wrapped));
+    } else {
+      wrapped.push(await timed(s.wrapped));
+      plain.push(await timed(s.plain));
+    }
+  }
+  plain.sort((a, b) => a - b);
+  wrapped.sort((a, b) => a - b);
+  const [p50, p99, w50, w99] = [pct(plain, 50), pct(plain, 99), pct(wrapped, 50), pct(wrapped, 99)];
+  const row = `| ${s.name} | ${p50.toFixed(0)} | ${w50.toFixed(0)} | ${(w50 - p50).toFixed(0)} | ${p99.toFixed(0)} | ${w99.toFixed(0)} | ${(w99 - p99).toFixed(0)} |`;
+  rows.push(row);
+  console.log(row);
+}
+
+// The core's share of what every wrapped call adds: reserve before, commit after.
+const core: number[] = [];
+for (let i = 0; i < CALLS; i++) {
+  core.push(
+    await timed(async () => {
+      const r = await meter.reserve(USER, { model: "gpt-4o", input_tokens: 12 });
+      await r.commit({ input_tokens: 120, output_tokens: 16 });
+    }),
+  );
+}
+core.sort((a, b) => a - b);
+console.log(`\n${CALLS} calls each, µs per call (unwrapped, wrapped, added)\n`);
+console.log("| scenario | p50 plain | p50 wrapped | p50 added | p99 plain | p99 wrapped | p99 added |\n|---|---|---|---|---|---|---|");
+console.log(rows.join("\n"));
+console.log(`\nof which the core's meter.reserve() + commit(): p50 ${pct(core, 50).toFixed(0)} µs, p99 ${pct(core, 99).toFixed(0)} µs`);
+console.log(`\nmeter: ${JSON.stringify(meter.stats)}`);
+
+await meter.shutdown();
+await mockOpenAI.close();
+await mockAnthropic.close();
+await stack.close();
+await embedded?.stop();
+if (dir) await rm(dir, { recursive: true, force: true });

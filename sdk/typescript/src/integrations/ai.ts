@@ -1,0 +1,123 @@
+// `meterModel(model, meter, options)`: a Vercel AI SDK language model wrapped with middleware,
+// so `generateText` / `streamText` (and agents built on them) are metered per model call.
+import { wrapLanguageModel } from "ai";
+import type { Meter } from "../meter.ts";
+import {
+  MeteredCall,
+  checkArguments,
+  estimateInput,
+  newProgress,
+  resolveUser,
+  settleWhenCollected,
+  usageOfProgress,
+  type IntegrationOptions,
+  type StreamProgress,
+  type Usage,
+} from "./metering.ts";
+
+export { MissingUserError, type IntegrationOptions } from "./metering.ts";
+
+type WrapOptions = Parameters<typeof wrapLanguageModel>[0];
+type Middleware = Exclude<WrapOptions["middleware"], unknown[]>;
+
+/**
+ * Usage of the model spec's usage object: nested (`inputTokens.total`) since spec v3,
+ * flat numbers in v2; read by shape, not by version.
+ */
+export function modelUsage(usage: any): { input_tokens: number; output_tokens: number } {
+  const count = (v: any): number => (typeof v === "number" ? v : typeof v?.total === "number" ? v.total : 0);
+  return { input_tokens: count(usage?.inputTokens), output_tokens: count(usage?.outputTokens) };
+}
+
+/** Tool calls of a generate result: one per `tool-call` content part, provider-executed ones included. */
+export function generateUsage(result: any): Usage {
+  const tool_calls: string[] = [];
+  for (const part of result?.content ?? []) if (part?.type === "tool-call" && part.toolName) tool_calls.push(part.toolName);
+  return { ...modelUsage(result?.usage), tool_calls };
+}
+
+/** One stream part: text and tool input count toward an estimate; usage comes on `finish`. */
+export function observeStreamPart(part: any, progress: StreamProgress): void {
+  switch (part?.type) {
+    case "text-delta":
+    case "reasoning-delta":
+    case "tool-input-delta":
+      progress.chars += (part.delta ?? part.textDelta ?? "").length;
+      break;
+    case "tool-call":
+      if (part.toolName) progress.tool_calls.push(part.toolName);
+      break;
+    case "finish": {
+      const usage = modelUsage(part.usage);
+      progress.input_tokens = usage.input_tokens;
+      progress.output_tokens = usage.output_tokens;
+      progress.complete = true;
+      break;
+    }
+  }
+}
+
+/**
+ * The same model, metered. The guard runs before the provider is called: `generateText`
+ * rejects with `LimitExceededError`; `streamText` reports it as a stream error (call
+ * `meter.guard()` first where a 429 must be answered before streaming).
+ */
+export function meterModel<M extends WrapOptions["model"]>(model: M, meter: Meter, options: IntegrationOptions = {}) {
+  checkArguments("meterModel", meter, options);
+  // Reserves, then runs the provider call; a failed call gives the reservation back (or, when
+  // the caller aborted, meters the estimate).
+  const run = async <R>(params: any, m: any, provider: () => PromiseLike<R>): Promise<{ call: MeteredCall; result: R }> => {
+    const call = await MeteredCall.start(meter, options, {
+      user_id: resolveUser(meter, options, "meterModel"),
+      provider: String(m.provider ?? "unknown").split(".")[0]!,
+      model: m.modelId,
+      input_tokens: estimateInput(params.prompt, params.tools),
+    });
+    try {
+      return { call, result: await provider() };
+    } catch (err) {
+      call.fail(params.abortSignal?.aborted === true);
+      throw err;
+    }
+  };
+
+  const middleware: Middleware = {
+    async wrapGenerate({ doGenerate, params, model: m }) {
+      const { call, result } = await run(params, m, doGenerate);
+      call.commit(generateUsage(result));
+      return result;
+    },
+    async wrapStream({ doStream, params, model: m }) {
+      const { call, result } = await run(params, m, doStream);
+      const progress = newProgress();
+      const reader = result.stream.getReader();
+      const settle = () => call.commit(usageOfProgress(progress, call.estimate));
+      // A pull-through stream rather than a TransformStream: a consumer that cancels
+      // (abortSignal, leaving the loop) is seen here and metered with what it used.
+      const stream = new ReadableStream({
+        async pull(controller) {
+          try {
+            const { done, value } = await reader.read();
+            if (done) {
+              settle();
+              controller.close();
+              return;
+            }
+            observeStreamPart(value, progress);
+            controller.enqueue(value);
+          } catch (err) {
+            settle();
+            controller.error(err);
+          }
+        },
+        async cancel(reason) {
+          settle();
+          await reader.cancel(reason);
+        },
+      });
+      settleWhenCollected(stream, call, progress);
+      return { ...result, stream };
+    },
+  };
+  return wrapLanguageModel({ model, middleware });
+}

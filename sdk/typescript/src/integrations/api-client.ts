@@ -1,0 +1,111 @@
+// The OpenAI and Anthropic clients share one generated core: every endpoint method calls
+// `client.post(path, options)`, whose options may be a promise, and returns an `APIPromise`.
+// Metering at that seam keeps the client the same client: the guard runs inside the options
+// promise (nothing is sent until it passes, retries happen below it), the APIPromise stays the
+// SDK's own (`.withResponse()`, `.asResponse()`, `_thenUnwrap` for `.parse()` and the stream
+// helpers), and a helper that re-enters `create()` still makes one post, so one event.
+import type { Meter } from "../meter.ts";
+import {
+  MeteredCall,
+  checkArguments,
+  meterIterator,
+  newProgress,
+  resolveUser,
+  settleWhenCollected,
+  type IntegrationOptions,
+  type StreamProgress,
+  type Usage,
+} from "./metering.ts";
+
+/** How one endpoint is metered. */
+export interface Route {
+  /** Reads the request: the model, the input estimate, and the body to send in its place. */
+  prepare(body: any): Prepared;
+  /** Usage of a complete, non-streamed response. */
+  usage(data: any): Usage;
+  /** A reader for one stream: feeds each item to `progress`; false hides the item from the caller. */
+  observer(progress: StreamProgress, prepared: Prepared): (item: any) => boolean;
+}
+
+export interface Prepared {
+  model: string | undefined;
+  input_tokens: number;
+  body: any;
+  /** The wrapper asked for stream usage the caller did not request. */
+  addedUsage?: boolean;
+}
+
+interface StainlessClient {
+  post(path: string, opts?: unknown): any;
+}
+
+const METERED = Symbol.for("@meter/sdk.metered");
+
+/** Replaces the instance's `post` with a metered one and returns the same object. */
+export function meterPosts<C extends object>(
+  client: C,
+  meter: Meter,
+  options: IntegrationOptions,
+  integration: { name: string; provider: string; routes: Record<string, Route> },
+): C {
+  checkArguments(integration.name, meter, options);
+  const target = client as C & StainlessClient & { [METERED]?: true };
+  if (typeof target.post !== "function") throw new TypeError(`${integration.name}: expected a client instance`);
+  if (target[METERED]) {
+    throw new Error(`${integration.name}: this client is metered already; wrap a client once and pass the user with meter.withUser()`);
+  }
+  const post = target.post;
+  Object.defineProperty(target, METERED, { value: true });
+  target.post = function meteredPost(this: unknown, path: string, opts?: unknown) {
+    const route = integration.routes[path.split("?")[0]!];
+    if (!route) return post.call(this, path, opts);
+
+    let call: MeteredCall | undefined;
+    let prepared: Prepared | undefined;
+    // Read the user now: the caller's async context is current here, not in a later tick.
+    let user: string | undefined;
+    let missing: unknown;
+    try {
+      user = resolveUser(meter, options, integration.name);
+    } catch (err) {
+      missing = err;
+    }
+    const guarded = Promise.resolve(opts).then(async (o: any) => {
+      if (missing) throw missing;
+      prepared = route.prepare(o?.body ?? {});
+      call = await MeteredCall.start(meter, options, {
+        user_id: user!,
+        provider: integration.provider,
+        model: prepared.model,
+        input_tokens: prepared.input_tokens,
+      });
+      return prepared.body === o?.body ? o : { ...o, body: prepared.body };
+    });
+
+    const promise = post.call(this, path, guarded);
+    promise.responsePromise?.then?.(
+      // `.asResponse()` hands the body to the caller and the SDK never parses it: such a call
+      // is settled with its estimate once the response is collected (a no-op when parsed).
+      (props: { response?: object }) => props?.response && call && settleWhenCollected(props.response, call, newProgress()),
+      // Failed after its retries, or aborted before an answer.
+      (err: unknown) => call?.fail((err as Error)?.name === "APIUserAbortError"),
+    );
+    return promise._thenUnwrap((data: any) => {
+      if (!call || !prepared || call.settled) return data;
+      if (!prepared.body?.stream || !data || typeof data.iterator !== "function") {
+        call.commit(route.usage(data));
+        return data;
+      }
+      // The SDK's Stream keeps its controller, tee() and toReadableStream(); only the source
+      // iterator it reads from is replaced, so every way of reading it is metered.
+      const progress = newProgress();
+      const source = data.iterator.bind(data);
+      const metered = call;
+      const observe = route.observer(progress, prepared);
+      data.iterator = () => meterIterator(source(), metered, progress, observe);
+      settleWhenCollected(data, metered, progress);
+      return data;
+    });
+  };
+  return client;
+}

@@ -1,0 +1,200 @@
+// What the four integrations share: who the call is for, the reservation taken before the
+// request, and settling it exactly once with the provider's numbers or, failing those, an
+// estimate.
+import type { Meter } from "../meter.ts";
+import { estimateTokens } from "../pricing.ts";
+
+/** Options of every integration. */
+export interface IntegrationOptions {
+  /** The product's external user id; when absent, the user of `meter.withUser()` is used. */
+  user_id?: string;
+  session_id?: string;
+  /** Added to every event's metadata, beside `provider`. */
+  metadata?: Record<string, unknown>;
+}
+
+export interface Usage {
+  input_tokens: number;
+  output_tokens: number;
+  tool_calls: string[];
+}
+
+/** What a stream has shown so far; `complete` once the provider's final usage arrived. */
+export interface StreamProgress {
+  complete: boolean;
+  input_tokens?: number;
+  output_tokens?: number;
+  tool_calls: string[];
+  /** Characters of generated text and tool arguments seen, for estimating a cut stream. */
+  chars: number;
+}
+
+export class MissingUserError extends Error {
+  constructor(integration: string) {
+    super(`${integration}: no user to meter this call for; pass { user_id } to the wrapper or run the call inside meter.withUser(userId, ...)`);
+    this.name = "MissingUserError";
+  }
+}
+
+/**
+ * Input tokens of a request from the parts the model reads (system, messages, tools), by the
+ * core's rule: the pre-call estimate, and the input of a stream cut before the provider said.
+ */
+export function estimateInput(...parts: unknown[]): number {
+  const present = parts.filter((p) => p !== undefined && p !== null);
+  if (present.length === 0) return 0;
+  return estimateTokens(present.length === 1 ? present[0] : present);
+}
+
+/** A wrong argument fails where the wrapper is made, not at the first model call. */
+export function checkArguments(integration: string, meter: Meter, options: IntegrationOptions): void {
+  if (typeof (meter as Partial<Meter> | undefined)?.reserve !== "function") throw new TypeError(`${integration}: the second argument must be a Meter`);
+  if (options === null || typeof options !== "object") throw new TypeError(`${integration}: options must be an object`);
+  if (options.user_id !== undefined && (typeof options.user_id !== "string" || options.user_id.length === 0 || options.user_id.length > 255)) {
+    throw new TypeError(`${integration}: user_id must be a string of 1 to 255 characters (the product's external_user_id)`);
+  }
+}
+
+/** The user of a call, read synchronously where the caller's async context is still current. */
+export function resolveUser(meter: Meter, options: IntegrationOptions, integration: string): string {
+  const user = options.user_id ?? meter.currentUser();
+  if (!user) throw new MissingUserError(integration);
+  return user;
+}
+
+/** The core's estimate counts about four characters a token; generated text is counted alike. */
+const CHARS_PER_TOKEN = 4;
+
+/** Usage of a cut stream: what the provider reported so far, otherwise the estimate. */
+export function usageOfProgress(progress: StreamProgress, inputEstimate: number): Usage {
+  if (progress.complete) {
+    return { input_tokens: progress.input_tokens ?? 0, output_tokens: progress.output_tokens ?? 0, tool_calls: progress.tool_calls };
+  }
+  return {
+    input_tokens: progress.input_tokens ?? inputEstimate,
+    output_tokens: Math.max(progress.output_tokens ?? 0, Math.ceil(progress.chars / CHARS_PER_TOKEN)),
+    tool_calls: progress.tool_calls,
+  };
+}
+
+export interface CallStart {
+  user_id: string;
+  provider: string;
+  model: string | undefined;
+  input_tokens: number;
+}
+
+/**
+ * One metered model call: reserved before the request (this is where a hard gate throws),
+ * then either committed once with its usage or released when the provider failed.
+ */
+export class MeteredCall {
+  #done = false;
+  readonly metadata: Record<string, unknown>;
+  private constructor(
+    private readonly reservation: Awaited<ReturnType<Meter["reserve"]>>,
+    readonly estimate: number,
+    metadata: Record<string, unknown>,
+  ) {
+    this.metadata = metadata;
+  }
+
+  static async start(meter: Meter, options: IntegrationOptions, start: CallStart): Promise<MeteredCall> {
+    const metadata = { ...options.metadata, provider: start.provider };
+    const reservation = await meter.reserve(start.user_id, {
+      model: start.model ?? "unknown",
+      session_id: options.session_id,
+      input_tokens: start.input_tokens,
+      metadata,
+    });
+    return new MeteredCall(reservation, start.input_tokens, metadata);
+  }
+
+  get settled(): boolean {
+    return this.#done;
+  }
+
+  /** Records the call; later calls are ignored, so a response parsed twice counts once. */
+  commit(usage: Usage): void {
+    if (this.#done) return;
+    this.#done = true;
+    // The caller has its answer already: a metering failure is reported, not thrown into
+    // the model call.
+    this.reservation
+      .commit({ input_tokens: usage.input_tokens, output_tokens: usage.output_tokens, tool_calls: usage.tool_calls, metadata: this.metadata })
+      .catch((err: Error) => console.warn(`@meter/sdk: a metered call could not be recorded: ${err.message}`));
+  }
+
+  /**
+   * The call failed before an answer. A provider error used nothing: the reservation goes
+   * back. A caller's abort may have left the provider working on the request: it is metered
+   * with the input estimate.
+   */
+  fail(aborted: boolean): void {
+    if (aborted) this.commit({ input_tokens: this.estimate, output_tokens: 0, tool_calls: [] });
+    else this.release();
+  }
+
+  release(): void {
+    if (this.#done) return;
+    this.#done = true;
+    this.reservation.release();
+  }
+}
+
+/**
+ * Passes a stream's items through, feeding each to `observe` (which returns false for items
+ * the caller must not see), and settles the call when the stream ends, fails, or is left by
+ * the consumer (break, return, abort): with the final usage, or the estimate of what it used.
+ * A plain iterator object rather than an async generator: one promise per item, not three.
+ */
+export function meterIterator<T>(
+  source: AsyncIterator<T>,
+  call: MeteredCall,
+  progress: StreamProgress,
+  observe: (item: T) => boolean,
+): AsyncIterableIterator<T> {
+  const settle = () => call.commit(usageOfProgress(progress, call.estimate));
+  const step = (r: IteratorResult<T>): IteratorResult<T> | Promise<IteratorResult<T>> => {
+    if (r.done) {
+      settle();
+      return r;
+    }
+    return observe(r.value) ? r : iterator.next();
+  };
+  const failed = (err: unknown): never => {
+    settle();
+    throw err;
+  };
+  const iterator: AsyncIterableIterator<T> = {
+    next: () => source.next().then(step, failed),
+    async return(value?: unknown) {
+      settle();
+      return (await source.return?.(value)) ?? { done: true, value: undefined };
+    },
+    async throw(err?: unknown) {
+      settle();
+      if (source.throw) return source.throw(err);
+      throw err;
+    },
+    [Symbol.asyncIterator]() {
+      return iterator;
+    },
+  };
+  return iterator;
+}
+
+// A stream dropped without being read to its end (or at all) never reaches meterIterator's
+// finally: when it is collected, the call is settled with what it showed, else its estimate.
+const unread = new FinalizationRegistry<{ call: MeteredCall; progress: StreamProgress }>(({ call, progress }) =>
+  call.commit(usageOfProgress(progress, call.estimate)),
+);
+
+/** Settles `call` when `stream` is garbage-collected unsettled; `stream` must not be reachable from `call`. */
+export function settleWhenCollected(stream: object, call: MeteredCall, progress: StreamProgress): void {
+  unread.register(stream, { call, progress });
+}
+
+export function newProgress(): StreamProgress {
+  return { complete: false, tool_calls: [], chars: 0 };
+}

@@ -1,0 +1,57 @@
+import { ChatOpenAI } from "@langchain/openai";
+import * as assert from "uvu/assert";
+import { LimitExceededError } from "../src/index.ts";
+import { MeterCallbackHandler, MissingUserError } from "../src/integrations/langchain.ts";
+import { close, costOf, meteredSuite } from "./metered-stack.ts";
+import { startMockOpenAI } from "./mock-openai.ts";
+import type { MockServer } from "./mock-server.ts";
+
+const t = meteredSuite("MeterCallbackHandler (LangChain)", startMockOpenAI);
+
+const chat = (mock: MockServer) => new ChatOpenAI({ model: "gpt-4o-2024-08-06", apiKey: "sk-test", maxRetries: 0, configuration: { baseURL: `${mock.url}/v1` } });
+const weather = { type: "function" as const, function: { name: "get_weather", description: "Weather of a city", parameters: { type: "object", properties: { city: { type: "string" } } } } };
+
+t("invoke: usage_metadata and the model's tool calls, priced exactly", async ({ env, mock, events }) => {
+  const user = await env.newUser();
+  mock.reply = { text: "", tools: ["get_weather"], usage: { input: 512, output: 64 } };
+  const message = await chat(mock).bindTools([weather]).invoke("Weather in Paris?", { callbacks: [new MeterCallbackHandler(env.meter, { user_id: user })] });
+  assert.is(message.tool_calls?.[0]?.name, "get_weather");
+
+  const usage = await env.usage(user, (u) => u.total_tokens === 576);
+  assert.equal(usage.tokens_by_model, { "gpt-4o": 576 });
+  assert.is(usage.tool_calls_count, 1);
+  close(usage.total_cost, costOf("gpt-4o", 512, 64, ["get_weather"]));
+  assert.equal(events.find((e) => e.user_id === user)!.metadata, { provider: "openai" });
+});
+
+t("stream: the final usage of the streamed message, counted once", async ({ env, mock }) => {
+  const user = await env.newUser();
+  mock.reply = { text: "Sunny with a light breeze", usage: { input: 200, output: 40 } };
+  const handler = new MeterCallbackHandler(env.meter);
+  let text = "";
+  await env.meter.withUser(user, async () => {
+    for await (const chunk of await chat(mock).stream("Weather?", { callbacks: [handler] })) text += chunk.content;
+  });
+  assert.is(text, "Sunny with a light breeze");
+  assert.is(mock.requests.length, 1);
+  assert.is((await env.usage(user, (u) => u.total_tokens === 240)).total_tokens, 240);
+});
+
+t("a hard gate surfaces LimitExceededError from invoke() and sends nothing; so does a missing user", async ({ env, mock }) => {
+  const closed = new MeterCallbackHandler(env.meter, { user_id: await env.newUser("closed") });
+  assert.instance(await chat(mock).invoke("hi", { callbacks: [closed] }).catch((e) => e), LimitExceededError);
+  assert.instance(await chat(mock).invoke("hi", { callbacks: [new MeterCallbackHandler(env.meter)] }).catch((e) => e), MissingUserError);
+  assert.is(mock.requests.length, 0);
+});
+
+t("a provider error gives the reservation back and records nothing", async ({ env, mock, events }) => {
+  const user = await env.newUser();
+  mock.failures = [400];
+  const handler = new MeterCallbackHandler(env.meter, { user_id: user });
+  assert.ok(await chat(mock).invoke("hi", { callbacks: [handler] }).catch((e) => e) instanceof Error);
+  await chat(mock).invoke("hi", { callbacks: [handler] });
+  assert.is((await env.usage(user, (u) => u.total_tokens === 17)).total_tokens, 17);
+  assert.is(events.filter((e) => e.user_id === user).length, 1);
+});
+
+t.run();

@@ -1,0 +1,104 @@
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+
+/** What the next model response holds; every mock provider renders it in its own wire format. */
+export interface Reply {
+  /** Model name echoed back, as providers answer with the dated version. */
+  model?: string;
+  text: string;
+  /** Client-side tools the model asks to run (function calls, tool_use blocks). */
+  tools?: string[];
+  /** Tools the provider runs itself (web search and the like). */
+  serverTools?: string[];
+  usage: { input: number; output: number; cacheRead?: number; cacheWrite?: number };
+  /** Streams only: send the first event, then keep the connection open until the client leaves. */
+  hang?: boolean;
+}
+
+export interface ReceivedRequest {
+  path: string;
+  body: any;
+  headers: IncomingMessage["headers"];
+}
+
+export interface MockServer {
+  url: string;
+  /** Every request received, in order (retried attempts included). */
+  requests: ReceivedRequest[];
+  reply: Reply;
+  /** Status codes to answer the next requests with, before serving `reply`. */
+  failures: number[];
+  close(): Promise<void>;
+}
+
+export const DEFAULT_REPLY: Reply = { text: "Hello there, friend", usage: { input: 12, output: 5 } };
+
+type Handler = (req: ReceivedRequest, reply: Reply, res: ServerResponse) => void;
+
+/** A local provider: port 0 on 127.0.0.1, JSON in, JSON or SSE out, per-path handlers. */
+export async function startMockServer(handlers: Record<string, Handler>): Promise<MockServer> {
+  const open = new Set<ServerResponse>();
+  const mock: MockServer = {
+    url: "",
+    requests: [],
+    reply: DEFAULT_REPLY,
+    failures: [],
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const res of open) res.destroy();
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+  const server = createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const path = (req.url ?? "").split("?")[0]!;
+    const text = Buffer.concat(chunks).toString();
+    const received = { path, body: text ? JSON.parse(text) : undefined, headers: req.headers };
+    mock.requests.push(received);
+    const failure = mock.failures.shift();
+    if (failure) {
+      // No x-should-retry header: each SDK applies its own rule (5xx, 429, 408, 409 retried).
+      res.writeHead(failure, { "content-type": "application/json" });
+      res.end(JSON.stringify({ error: { type: "server_error", message: `mock failure ${failure}` } }));
+      return;
+    }
+    const handler = handlers[path];
+    if (!handler) {
+      res.writeHead(404, { "content-type": "application/json" }).end(JSON.stringify({ error: { message: `no mock for ${path}` } }));
+      return;
+    }
+    open.add(res);
+    res.on("close", () => open.delete(res));
+    handler(received, mock.reply, res);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  mock.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return mock;
+}
+
+export function sendJson(res: ServerResponse, body: unknown): void {
+  res.writeHead(200, { "content-type": "application/json", "x-request-id": "req_mock" });
+  res.end(JSON.stringify(body));
+}
+
+/**
+ * Writes server-sent events. With `hang`, only the first event is written and the response
+ * stays open: the client must break or abort, as a user who stops reading would.
+ */
+export function sendEvents(res: ServerResponse, events: { event?: string; data: unknown }[], hang = false): void {
+  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", "x-request-id": "req_mock" });
+  const frame = (e: { event?: string; data: unknown }) =>
+    `${e.event ? `event: ${e.event}\n` : ""}data: ${typeof e.data === "string" ? e.data : JSON.stringify(e.data)}\n\n`;
+  if (hang) {
+    res.write(frame(events[0]!));
+    return;
+  }
+  res.end(events.map(frame).join(""));
+}
+
+/** Splits a text into the pieces a stream sends, word by word. */
+export function pieces(text: string): string[] {
+  return text.match(/\S+\s*/g) ?? [text];
+}

@@ -1,0 +1,193 @@
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
+import OpenAI from "openai";
+import * as assert from "uvu/assert";
+import { LimitExceededError } from "../src/index.ts";
+import { meterOpenAI, MissingUserError } from "../src/integrations/openai.ts";
+import { eventually } from "../../../test/support/eventually.ts";
+import { close, costOf, meteredSuite } from "./metered-stack.ts";
+import { startMockOpenAI } from "./mock-openai.ts";
+import { DEFAULT_REPLY, type MockServer } from "./mock-server.ts";
+
+setFlagsFromString("--expose-gc");
+
+const t = meteredSuite("meterOpenAI", startMockOpenAI);
+
+const client = (mock: MockServer, opts: Partial<ConstructorParameters<typeof OpenAI>[0]> = {}) =>
+  new OpenAI({ apiKey: "sk-test", baseURL: `${mock.url}/v1`, maxRetries: 2, ...opts });
+const ask = [{ role: "user" as const, content: "What is the weather in Paris?" }];
+
+t("a chat completion records the provider's usage and tool calls; the service prices them exactly", async ({ env, mock, events }) => {
+  const user = await env.newUser();
+  const openai = meterOpenAI(client(mock), env.meter, { user_id: user, session_id: "conversation-7", metadata: { feature: "chat" } });
+  mock.reply = { text: "Let me check.", tools: ["get_weather", "lookup"], usage: { input: 1200, output: 300 } };
+
+  const completion = await openai.chat.completions.create({ model: "gpt-4o-2024-08-06", messages: ask });
+  assert.is(completion.choices[0]!.message.tool_calls?.length, 2);
+
+  const usage = await env.usage(user, (u) => u.total_tokens === 1500);
+  assert.equal(usage.tokens_by_model, { "gpt-4o": 1500 });
+  assert.is(usage.tool_calls_count, 2);
+  close(usage.total_cost, costOf("gpt-4o", 1200, 300, ["get_weather", "lookup"]));
+  const event = events.find((e) => e.user_id === user)!;
+  assert.equal(event.metadata, { feature: "chat", provider: "openai" });
+  assert.is(event.model, "gpt-4o");
+  assert.is(event.session_id, "conversation-7");
+});
+
+t("a stream without include_usage: usage is requested, counted, and hidden from the caller", async ({ env, mock }) => {
+  const user = await env.newUser();
+  const openai = meterOpenAI(client(mock), env.meter, { user_id: user });
+  mock.reply = { text: "Sunny and warm today", tools: ["get_weather"], usage: { input: 800, output: 200 } };
+
+  const stream = await openai.chat.completions.create({ model: "gpt-4o", messages: ask, stream: true });
+  const chunks = [];
+  for await (const chunk of stream) chunks.push(chunk);
+
+  assert.equal(mock.requests[0]!.body.stream_options, { include_usage: true });
+  assert.ok(chunks.length > 3);
+  assert.ok(chunks.every((c) => c.choices.length > 0 && !("usage" in c)), "no usage chunk or field reaches the caller");
+  const usage = await env.usage(user, (u) => u.total_tokens === 1000);
+  assert.is(usage.tool_calls_count, 1, "a tool call streamed in pieces is one call");
+  close(usage.total_cost, costOf("gpt-4o", 800, 200, ["get_weather"]));
+});
+
+t("a stream that asked for usage keeps its usage chunk; tee() branches count once", async ({ env, mock }) => {
+  const user = await env.newUser();
+  const openai = meterOpenAI(client(mock), env.meter, { user_id: user });
+  const stream = await openai.chat.completions.create({ model: "gpt-4o", messages: ask, stream: true, stream_options: { include_usage: true } });
+  const lastOf = async (branch: AsyncIterable<{ usage?: { total_tokens: number } | null }>) => {
+    let last;
+    for await (const chunk of branch) last = chunk;
+    return last?.usage?.total_tokens;
+  };
+  const [a, b] = stream.tee();
+  assert.equal(await Promise.all([lastOf(a), lastOf(b)]), [17, 17]);
+  assert.is((await env.usage(user, (u) => u.total_tokens === 17)).tool_calls_count, 0);
+});
+
+t("the Responses API, plain and streamed: usage, function calls and built-in tools", async ({ env, mock }) => {
+  const user = await env.newUser();
+  const openai = meterOpenAI(client(mock), env.meter, { user_id: user });
+  mock.reply = { text: "Found it.", tools: ["get_weather"], serverTools: ["web_search"], usage: { input: 400, output: 100 } };
+
+  const response = await openai.responses.create({ model: "gpt-4o-2024-11-20", input: "weather?" });
+  assert.is(response.output_text, "Found it.", "the SDK's own output_text transform still runs");
+  const stream = await openai.responses.create({ model: "gpt-4o", input: "weather?", stream: true });
+  const types = new Set<string>();
+  for await (const event of stream) types.add(event.type);
+  assert.ok(types.has("response.completed"));
+
+  const usage = await env.usage(user, (u) => u.total_tokens === 1000);
+  assert.is(usage.tool_calls_count, 4);
+  close(usage.total_cost, 2 * costOf("gpt-4o", 400, 100, ["get_weather", "web_search"]));
+});
+
+t("helpers keep working and count once: withResponse, parse, chat and responses stream helpers", async ({ env, mock }) => {
+  const user = await env.newUser();
+  const openai = meterOpenAI(client(mock), env.meter, { user_id: user });
+  mock.reply = { text: '{"answer":4}', usage: { input: 10, output: 6 } };
+
+  const { data, response, request_id } = await openai.chat.completions.create({ model: "gpt-4o", messages: ask }).withResponse();
+  assert.is(response.status, 200);
+  assert.is(request_id, "req_mock");
+  assert.is(data.choices[0]!.message.content, '{"answer":4}');
+
+  const parsed = await openai.chat.completions.parse({ model: "gpt-4o", messages: ask, response_format: { type: "json_object" } });
+  assert.is(parsed.choices[0]!.message.content, '{"answer":4}');
+
+  const chatStream = openai.chat.completions.stream({ model: "gpt-4o", messages: ask });
+  const final = await chatStream.finalChatCompletion();
+  assert.is(final.choices[0]!.message.content, '{"answer":4}');
+  assert.is(final.usage, undefined, "the helper's caller did not ask for usage");
+
+  const responseStream = openai.responses.stream({ model: "gpt-4o", input: "2+2?" });
+  assert.is((await responseStream.finalResponse()).output_text, '{"answer":4}');
+
+  assert.is(mock.requests.length, 4);
+  assert.is((await env.usage(user, (u) => u.total_tokens === 64)).total_tokens, 64, "four calls of 16 tokens");
+});
+
+t("retries happen below the wrapper: one event for a retried call; a refused call records nothing", async ({ env, mock, events }) => {
+  const user = await env.newUser();
+  const openai = meterOpenAI(client(mock), env.meter, { user_id: user });
+  mock.failures = [500];
+  await openai.chat.completions.create({ model: "gpt-4o", messages: ask });
+  assert.is(mock.requests.length, 2);
+
+  mock.failures = [400];
+  const err = await openai.chat.completions.create({ model: "gpt-4o", messages: ask }).catch((e) => e);
+  assert.instance(err, OpenAI.BadRequestError, "the SDK's own error class");
+  assert.is((await env.usage(user, (u) => u.total_tokens === 17)).total_tokens, 17);
+  assert.is(events.filter((e) => e.user_id === user).length, 1);
+});
+
+t("a hard gate rejects with LimitExceededError and sends nothing", async ({ env, mock }) => {
+  const user = await env.newUser("closed");
+  const openai = meterOpenAI(client(mock), env.meter, { user_id: user });
+  const err = await openai.chat.completions.create({ model: "gpt-4o", messages: ask }).catch((e) => e);
+  assert.instance(err, LimitExceededError);
+  const streamErr = await openai.responses.create({ model: "gpt-4o", input: "x", stream: true }).catch((e) => e);
+  assert.instance(streamErr, LimitExceededError);
+  assert.is(mock.requests.length, 0);
+});
+
+t("the user comes from meter.withUser(); with no user at all nothing is sent", async ({ env, mock }) => {
+  const user = await env.newUser();
+  const openai = meterOpenAI(client(mock), env.meter);
+  const err = await openai.chat.completions.create({ model: "gpt-4o", messages: ask }).catch((e) => e);
+  assert.instance(err, MissingUserError);
+  assert.is(mock.requests.length, 0);
+
+  await env.meter.withUser(user, () => openai.chat.completions.create({ model: "gpt-4o", messages: ask }));
+  assert.is((await env.usage(user, (u) => u.total_tokens === 17)).total_tokens, 17);
+  assert.throws(() => meterOpenAI(openai, env.meter), /metered already/);
+  assert.throws(() => meterOpenAI(client(mock), {} as never), /must be a Meter/);
+  assert.throws(() => meterOpenAI(client(mock), env.meter, { user_id: "" }), /user_id must be a string/);
+});
+
+t("a stream the caller leaves (break, abort) is metered with its estimate", async ({ env, mock, events }) => {
+  const user = await env.newUser();
+  const openai = meterOpenAI(client(mock), env.meter, { user_id: user });
+  mock.reply = { ...DEFAULT_REPLY, hang: true };
+
+  const stream = await openai.chat.completions.create({ model: "gpt-4o", messages: ask, stream: true });
+  for await (const _ of stream) break;
+
+  const controller = new AbortController();
+  const aborted = await openai.responses.create({ model: "gpt-4o", input: "weather?", stream: true }, { signal: controller.signal });
+  const reading = (async () => {
+    for await (const _ of aborted) controller.abort();
+  })();
+  await reading.catch(() => undefined);
+
+  const mine = await eventually(() => {
+    const list = events.filter((e) => e.user_id === user);
+    return list.length === 2 ? list : undefined;
+  });
+  assert.ok(mine.every((e) => e.input_tokens > 0 && e.output_tokens === 0), "input estimated, no output seen");
+  const estimated = mine[0]!.input_tokens + mine[1]!.input_tokens;
+  assert.is((await env.usage(user, (u) => u.total_tokens === estimated)).total_tokens, estimated);
+});
+
+t("a stream dropped unread and a raw response are metered with their estimates once collected", async ({ env, mock, events }) => {
+  const user = await env.newUser();
+  const openai = meterOpenAI(client(mock), env.meter, { user_id: user });
+  const raw = async () => {
+    const response = await openai.chat.completions.create({ model: "gpt-4o", messages: ask }).asResponse();
+    assert.is((await response.json()).usage.total_tokens, 17, "the raw body is the caller's to read");
+  };
+  await raw();
+  mock.reply = { ...DEFAULT_REPLY, hang: true };
+  await (async () => void (await openai.chat.completions.create({ model: "gpt-4o", messages: ask, stream: true })))();
+  const gc = runInNewContext("gc") as () => void;
+  const mine = await eventually(async () => {
+    gc();
+    await new Promise((r) => setImmediate(r));
+    const list = events.filter((e) => e.user_id === user);
+    return list.length === 2 ? list : undefined;
+  });
+  assert.ok(mine.every((e) => e.output_tokens === 0 && e.input_tokens > 0));
+});
+
+t.run();
