@@ -1,6 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import { TotalsSchema, type Totals } from "@meter/proto/meter/analytics/v1/analytics_pb";
-import { add, money, pick, sumByKey, topUsers, zero, type Source, type UserFigures } from "./rollup.ts";
+import { add, pick, sumByKey, topUsers, zero, type Source, type UserFigures } from "./rollup.ts";
 import type { DayDoc } from "./store/rollups.ts";
 import type { AnalyticsDeps } from "./deps.ts";
 
@@ -23,7 +23,7 @@ export function userTotals(users: UserFigures[], source: Source | undefined) {
 export function totalsOf(docs: DayDoc[], users: UserFigures[], source: Source | undefined): Totals {
   const sum = docs.reduce((a, d) => add(a, pick(d.usage, source)), zero());
   return create(TotalsSchema, {
-    totalCost: money(sum[0]),
+    totalCost: sum[0],
     totalTokens: BigInt(sum[1]),
     totalEvents: BigInt(sum[2]),
     activeUsers: BigInt([...userTotals(users, source).values()].filter((f) => f[2] > 0).length),
