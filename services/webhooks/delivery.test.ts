@@ -203,6 +203,31 @@ t("a signing secret that cannot be opened fails the attempt, which is retried by
   }
 });
 
+t("an attempt whose claim a dead runner holds is sent once the claim's lease runs out", async ({ mongo }) => {
+  // Attempt 2 comes 2 s after attempt 1: time to plant the claim of a runner that died.
+  const db = mongo.db(`webhooks_claimed_${Date.now()}`);
+  const svc = await startInstance(db, { timeScale: 1 / 30 });
+  const rx = await new Receiver((n) => (n === 1 ? 500 : 200)).start();
+  try {
+    const productId = randomUUID();
+    const ep = await endpointFor(svc, productId, rx.url);
+    await svc.client.publishThresholdCrossings({ crossings: [crossing(productId, 100)] });
+    const first = await eventually(async () => {
+      const d = await db.collection<{ _id: string; attempt: number }>("deliveries").findOne({ endpoint_id: ep.id });
+      return d?.attempt === 1 ? d : undefined;
+    }, 20_000, "attempt 1 recorded");
+    const lease = new Date(Date.now() + 4_000);
+    await db.collection<{ _id: string; token: string; expires_at: Date }>("job_claims").insertOne({ _id: `deliver:${first._id}:2`, token: "dead-runner", expires_at: lease });
+    const d = await settled(svc, productId, ep.id, "success", 30_000);
+    assert.is(d!.attempt, 2);
+    assert.is(rx.received.length, 2);
+    assert.ok(rx.received[1]!.at >= lease.getTime() - 50, "not before the dead runner's lease ended");
+  } finally {
+    await svc.close();
+    await rx.stop();
+  }
+});
+
 /** The database as the service sees it, where `method` of one collection fails while `faults.left` > 0. */
 function flakyDb(db: Db, collection: string, method: string, faults: { left: number }): Db {
   const passThrough = <T extends object>(target: T, override: (prop: string | symbol) => unknown) =>
