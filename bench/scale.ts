@@ -3,6 +3,7 @@
 //   - users created and subscribed per second: BENCH_WINDOW users through the REST API
 //     (POST /users then POST /users/{id}/subscription, BENCH_CONCURRENCY clients at a time);
 //   - session p50/p99: BENCH_SESSIONS sequential GET /users/{id}/session of random users;
+//   - ResolveUsers of 1,000 random users (what ingestion asks per batch), median of 3, over gRPC;
 //   - ingestion events/s: BENCH_BATCHES batches of BENCH_BATCH events through POST /events/batch,
 //     each batch for BENCH_BATCH_USERS users drawn at random from the whole population,
 //     BENCH_CONCURRENCY batches in flight; a 503 (backend busy) is retried, as the client
@@ -23,6 +24,8 @@ import pMap from "p-map";
 import { startEmbeddedDb } from "@meter/lib/embedded-db";
 import { createLogger } from "@meter/lib/logger";
 import { connectMongo } from "@meter/lib/mongo";
+import { rpcClient } from "@meter/lib/rpc";
+import { PlansService } from "@meter/proto/meter/plans/v1/plans_pb";
 import { SubscriberStore } from "../services/plans/store/subscribers.ts";
 import { UserStore } from "../services/plans/store/users.ts";
 import { startStack } from "../cmd/stack.ts";
@@ -113,6 +116,18 @@ async function sessions(size: number): Promise<{ p50: number; p99: number }> {
   return { p50: pct(times, 50), p99: pct(times, 99) };
 }
 
+async function resolveThousand(size: number): Promise<number> {
+  const plansRpc = rpcClient(PlansService, stack.rpcUrl);
+  const times: number[] = [];
+  for (let k = 0; k < 3; k++) {
+    const ids = Array.from({ length: 1000 }, () => userId(random(size)));
+    const t = performance.now();
+    await plansRpc.resolveUsers({ productId, externalUserIds: ids });
+    times.push(performance.now() - t);
+  }
+  return times.sort((a, b) => a - b)[1]!;
+}
+
 async function ingestion(size: number): Promise<{ eps: number; p50: number; p99: number; retries: number }> {
   const latencies: number[] = [];
   let retries = 0;
@@ -153,7 +168,7 @@ console.log(
   `bench:scale on ${embedded ? "the embedded database (FerretDB over SQLite)" : mongoUrl}; all-in-one; ` +
     `window ${WINDOW} users, ${SESSIONS} sessions, ${BATCHES} batches of ${BATCH} events for ${BATCH_USERS} users each, concurrency ${CONCURRENCY}`,
 );
-console.log("\n   users   created+subscribed/s   session p50 ms   session p99 ms   ingest events/s   vs first   batch p50 ms   batch p99 ms   seeded in s   503 retries");
+console.log("\n   users   created+subscribed/s   session p50 ms   session p99 ms   resolve 1000 ms   ingest events/s   vs first   batch p50 ms   batch p99 ms   seeded in s   503 retries");
 let have = 0;
 let firstEps: number | undefined;
 for (const size of SIZES) {
@@ -164,11 +179,12 @@ for (const size of SIZES) {
   const rate = await createWindow(size - window, size);
   have = size;
   const session = await sessions(size);
+  const resolve = await resolveThousand(size);
   const ingest = await ingestion(size);
   firstEps ??= ingest.eps;
   console.log(
     `${String(size).padStart(8)}${rate.toFixed(1).padStart(23)}${session.p50.toFixed(2).padStart(17)}${session.p99.toFixed(2).padStart(17)}` +
-      `${ingest.eps.toFixed(0).padStart(18)}${(ingest.eps / firstEps).toFixed(2).padStart(11)}${ingest.p50.toFixed(0).padStart(15)}${ingest.p99.toFixed(0).padStart(15)}${seeded.toFixed(1).padStart(14)}${String(ingest.retries).padStart(14)}`,
+      `${resolve.toFixed(0).padStart(18)}${ingest.eps.toFixed(0).padStart(18)}${(ingest.eps / firstEps).toFixed(2).padStart(11)}${ingest.p50.toFixed(0).padStart(15)}${ingest.p99.toFixed(0).padStart(15)}${seeded.toFixed(1).padStart(14)}${String(ingest.retries).padStart(14)}`,
   );
 }
 console.log("\ntargets: session p99 <= 5 ms; ingestion at 100k users at least 0.80 of its rate at 1k (vs first)");
