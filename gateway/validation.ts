@@ -1,6 +1,7 @@
 import { Ajv } from "ajv";
 import addFormats from "ajv-formats";
 import type { FastifySchemaCompiler } from "fastify";
+import { isDateTime } from "./schemas/common.ts";
 
 /**
  * Bodies are validated strictly: no type coercion, no defaults injected (services own the
@@ -16,15 +17,27 @@ function makeAjv(forText: boolean): Ajv {
     strict: false,
   });
   addFormats.default(ajv);
+  // Lenient where harmless: a date-time without a zone is accepted (and read as UTC).
+  ajv.addFormat("date-time", { type: "string", validate: isDateTime });
   return ajv;
 }
 
-/** How deep a JSON value nests: a scalar is 0, `{}` and `[]` are 1. */
-export function jsonDepth(value: unknown): number {
-  if (value === null || typeof value !== "object") return 0;
+/**
+ * How deep a JSON value nests (a scalar is 0, `{}` and `[]` are 1), counted no further than
+ * past `limit`. Walked with a stack of its own: a body nested a million levels deep (JSON.parse
+ * takes it) must get a 422, not exhaust the call stack into a 500.
+ */
+export function jsonDepth(value: unknown, limit = Number.POSITIVE_INFINITY): number {
   let deepest = 0;
-  for (const v of Object.values(value)) deepest = Math.max(deepest, jsonDepth(v));
-  return deepest + 1;
+  const pending: [unknown, number][] = [[value, 1]];
+  while (pending.length > 0) {
+    const [v, depth] = pending.pop()!;
+    if (v === null || typeof v !== "object") continue;
+    deepest = Math.max(deepest, depth);
+    if (deepest > limit) break;
+    for (const child of Object.values(v)) pending.push([child, depth + 1]);
+  }
+  return deepest;
 }
 
 const bodyAjv = makeAjv(false);
@@ -35,7 +48,7 @@ bodyAjv.addKeyword({
   type: "object",
   schemaType: "number",
   error: { message: (cxt) => `must not nest deeper than ${cxt.schema} levels` },
-  validate: (max: number, data: unknown) => jsonDepth(data) <= max,
+  validate: (max: number, data: unknown) => jsonDepth(data, max) <= max,
 });
 const textAjv = makeAjv(true);
 

@@ -162,6 +162,32 @@ t("figures equal what was ingested: summary, previous period, timeseries, breakd
   assert.equal(mtop.map((u: any) => [u.user_id, u.cost, u.events]), [["user-1", 2 + 6, 2]]);
 });
 
+t("money is not rounded: analytics shows the very sums of GET /users/{id}/usage", async ({ stack }) => {
+  const { api } = await stack.newProduct();
+  const user = "exact";
+  assert.is((await api.post("/users", { external_user_id: user })).status, 201);
+  // Costs far below a micro-dollar and costs using every bit of a double; all dyadic, so
+  // their sums are exact in whatever order each side adds them.
+  const costs = [2 ** -30, 3 * 2 ** -27, 0.5 + 2 ** -40, 1.25, 7 * 2 ** -33, 2 ** -20 + 2 ** -45];
+  const at = new Date(Math.min(Date.now(), NOW.getTime())).toISOString();
+  const batch = costs.map((cost, i) => ({ id: randomUUID(), user_id: user, timestamp: at, model: i % 2 ? "gpt-4o" : "o1", cost_total: cost }));
+  assert.is((await api.post("/events/batch", batch)).status, 200);
+  assert.is((await api.post("/events", { user_id: user, cost: 2 ** -31, model: "o1" })).status, 201);
+  const expected = [...costs, 2 ** -31].reduce((a, c) => a + c, 0);
+  assert.is.not(expected, Math.round(expected * 1e6) / 1e6, "the sum is not a whole number of micro-dollars");
+
+  const usage = (await api.get(`/users/${user}/usage?period=current_month`)).body;
+  assert.is(usage.total_cost, expected);
+  const summary = await until(api, "/analytics/summary?days=1", (b) => b.total_events === costs.length + 1);
+  assert.is(summary.total_cost, usage.total_cost, "summary");
+  const [top] = (await api.get("/analytics/top-users?days=1")).body.users;
+  assert.is(top.cost, usage.total_cost, "top users");
+  const [today] = (await api.get("/analytics/timeseries?days=1")).body.data;
+  assert.is(today.cost, usage.total_cost, "timeseries");
+  const models = (await api.get("/analytics/breakdown?days=1")).body.models;
+  assert.equal(Object.fromEntries(models.map((m: any) => [m.model, m.cost])), usage.cost_by_model, "breakdown");
+});
+
 t("gate timeseries count soft and hard gates per day", async ({ stack }) => {
   const { api } = await stack.newProduct();
   const gate = (at: number, status: string) => ({

@@ -142,6 +142,31 @@ t("numbers beyond what is stored exactly, and metadata nested too deep, are refu
   assert.equal((await api.post("/gate-events/batch", [{ ...gate, metadata: nest(METADATA_MAX_DEPTH) }])).body, { accepted: 1, duplicates: 0 });
 });
 
+t("date-times without a zone are read as UTC, in bodies and in queries", async ({ stack }) => {
+  const { api } = await stack.newProduct();
+  await api.post("/users", { external_user_id: "tz" });
+  const gate = { id: randomUUID(), user_id: "tz", timestamp: "2026-03-01T12:00:00", status: "soft_gate", gate_reason: "total_spend", usage_pct: 0.8, current_value: 8, limit_value: 10 };
+  assert.equal((await api.post("/gate-events/batch", [gate])).body, { accepted: 1, duplicates: 0 });
+  assert.equal((await api.post("/events/batch", [usageEvent("tz", { timestamp: "2026-03-01 12:00:00.5" })])).body, { accepted: 1, duplicates: 0 });
+  const q = (since: string, until: string) => `/users/tz/gate-events?since=${encodeURIComponent(since)}&until=${encodeURIComponent(until)}`;
+  const inside = await api.get(q("2026-03-01T12:00:00", "2026-03-01 12:00:01"));
+  assert.is(inside.status, 200, JSON.stringify(inside.body));
+  assert.equal(inside.body.events.map((e: { timestamp: string }) => e.timestamp), ["2026-03-01T12:00:00.000Z"]);
+  assert.equal((await api.get(q("2026-03-01T12:00:00.001", "2026-03-02T00:00:00"))).body.events, []);
+  assert.equal((await api.get(q("2026-03-01T13:00:00+01:00", "2026-03-01T12:00:01Z"))).body.events.length, 1);
+  assert.is((await api.get(q("2026-02-30T00:00:00", "2026-03-02T00:00:00"))).status, 400);
+});
+
+t("metadata nested a million levels deep is a 422, not a 500", async ({ stack }) => {
+  const { api } = await stack.newProduct();
+  const levels = 1_000_000;
+  const event = JSON.stringify(usageEvent("deep")).slice(0, -1);
+  const rawBody = `[${event},"metadata":${'{"a":'.repeat(levels)}1${"}".repeat(levels)}}]`;
+  const res = await api.request("POST", "/events/batch", { rawBody });
+  assert.is(res.status, 422, JSON.stringify(res.body).slice(0, 300));
+  assert.match(res.body.detail, /must not nest deeper than/);
+});
+
 t("a batch beyond 10,000 events or 10 MiB is refused with 413", async ({ stack }) => {
   const { api } = await stack.newProduct();
   const many = Array.from({ length: 10_001 }, () => usageEvent("big"));

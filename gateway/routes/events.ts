@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { JsonObject } from "@bufbuild/protobuf";
-import { Body, DateTime, Nullable, errors } from "../schemas/common.ts";
+import { Body, DateTime, Nullable, errors, parseDateTime } from "../schemas/common.ts";
 import { rpcOptions } from "../rpc-options.ts";
 
 /** Largest batch body accepted (bytes); the ingestion service also caps the event count. */
@@ -84,7 +84,7 @@ const ManualEventOut = Type.Object({
   created_at: DateTime,
 });
 
-const ts = (s: string) => timestampFromDate(new Date(s));
+const ts = (s: string) => timestampFromDate(parseDateTime(s));
 const big = (n: number | undefined) => BigInt(n ?? 0);
 
 export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {

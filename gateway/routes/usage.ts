@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { GateEvent } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
-import { DateTime, Nullable, errors } from "../schemas/common.ts";
+import { DateTime, Nullable, errors, parseDateTime } from "../schemas/common.ts";
 import { rpcOptions } from "../rpc-options.ts";
 
 const UserParams = Type.Object({ user_id: Type.String({ minLength: 1, maxLength: 255, description: "external_user_id" }) });
@@ -212,8 +212,8 @@ export const usageRoutes: FastifyPluginAsyncTypebox = async (app) => {
           status: q.status,
           gateReason: q.gate_reason,
           blockedOnly: q.blocked_only,
-          since: q.since ? timestampFromDate(new Date(q.since)) : undefined,
-          until: q.until ? timestampFromDate(new Date(q.until)) : undefined,
+          since: q.since ? timestampFromDate(parseDateTime(q.since)) : undefined,
+          until: q.until ? timestampFromDate(parseDateTime(q.until)) : undefined,
           cursor: q.cursor,
           limit: q.limit,
         },

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { User } from "@meter/proto/meter/plans/v1/plans_pb";
-import { Body, DateTime, Nullable, errors } from "../schemas/common.ts";
+import { Body, DateTime, Nullable, errors, parseDateTime } from "../schemas/common.ts";
 import { rpcOptions } from "../rpc-options.ts";
 
 export const UserBody = Type.Object({
@@ -43,7 +43,7 @@ export function userJson(u: User) {
   };
 }
 
-const date = (s: string | null | undefined) => (s ? timestampFromDate(new Date(s)) : undefined);
+const date = (s: string | null | undefined) => (s ? timestampFromDate(parseDateTime(s)) : undefined);
 
 export const userRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(

@@ -2,7 +2,44 @@ import { Type, type TSchema } from "typebox";
 
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 
-export const DateTime = Type.String({ format: "date-time", description: "ISO 8601 datetime (UTC)" });
+export const DateTime = Type.String({
+  format: "date-time",
+  description: "ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC",
+});
+
+/**
+ * Date-times the API accepts: RFC 3339 with the zone optional (a missing zone means UTC, as a
+ * client writing `new Date().toISOString().slice(0, 19)` or a database export means it),
+ * `T`, `t` or a space between date and time, `+hh:mm`, `+hhmm` or `+hh` offsets.
+ */
+const DATE_TIME = /^(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2}):(\d{2})(\.\d+)?([Zz]|[+-]\d{2}(?::?\d{2})?)?$/;
+
+/** Whether `s` is such a date-time, with every field in range (no 30 February, no 24:00). */
+export function isDateTime(s: string): boolean {
+  const m = DATE_TIME.exec(s);
+  if (!m) return false;
+  const [y, mo, d] = m[1]!.split("-").map(Number) as [number, number, number];
+  const [h, mi] = m[2]!.split(":").map(Number) as [number, number];
+  const zone = m[5]?.length && m[5].length > 1 ? m[5].replace(":", "") : "";
+  const daysInMonth = new Date(Date.UTC(y, mo, 0)).getUTCDate();
+  return (
+    mo >= 1 && mo <= 12 && d >= 1 && d <= daysInMonth && h <= 23 && mi <= 59 && Number(m[3]) <= 60 &&
+    (zone === "" || (Number(zone.slice(1, 3)) <= 23 && Number(zone.slice(3) || 0) <= 59))
+  );
+}
+
+/**
+ * Reads a date-time that matched DATE_TIME. JavaScript's Date reads a zone-less date-time as
+ * local time and refuses several RFC 3339 spellings, so it is first rewritten to the one form
+ * it reads exactly. A leap second (:60) reads as the second before it.
+ */
+export function parseDateTime(s: string): Date {
+  const m = DATE_TIME.exec(s);
+  if (!m) return new Date(Number.NaN);
+  const [, date, hm, sec, frac = "", zone = "Z"] = m;
+  const offset = zone.toUpperCase() === "Z" ? "Z" : `${zone.slice(0, 3)}:${zone.slice(3).replace(":", "") || "00"}`;
+  return new Date(`${date}T${hm}:${sec === "60" ? "59" : sec}${frac}${offset}`);
+}
 
 /** A body object: unknown fields are refused with 422 so that a typo never passes silently. */
 export const Body = <P extends Record<string, TSchema>>(properties: P, description?: string) =>

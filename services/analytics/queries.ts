@@ -1,6 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import { TotalsSchema, type Totals } from "@meter/proto/meter/analytics/v1/analytics_pb";
-import { add, money, pick, topUsers, zero, type Figures, type Source } from "./rollup.ts";
+import { add, pick, topUsers, zero, type Figures, type Source } from "./rollup.ts";
 import type { DayDoc } from "./store/rollups.ts";
 import type { AnalyticsDeps } from "./deps.ts";
 
@@ -32,7 +32,7 @@ export async function readWindow(
 export function totalsOf(docs: DayDoc[], users: Map<string, Figures>, source: Source | undefined): Totals {
   const sum = docs.reduce((a, d) => add(a, pick(d.usage, source)), zero());
   return create(TotalsSchema, {
-    totalCost: money(sum[0]),
+    totalCost: sum[0],
     totalTokens: BigInt(sum[1]),
     totalEvents: BigInt(sum[2]),
     activeUsers: BigInt([...users.values()].filter((f) => f[2] > 0).length),

@@ -131,9 +131,6 @@ export function sumByKey<T>(items: Iterable<T>, key: (t: T) => string, figures: 
   return out;
 }
 
-/** Money is reported to the micro-dollar so float noise (0.30000000000000004) never shows. */
-export const money = (x: number): number => Math.round(x * 1e6) / 1e6;
-
 /**
  * Each model's share of the window, in percent (0-100, two decimals): of the total cost; of
  * the total tokens when nothing cost anything; of the event count when there were no tokens either.
@@ -146,7 +143,7 @@ export function shares(models: Map<string, Figures>): { model: string; cost: num
     .sort((a, b) => b.f[0] - a.f[0] || b.f[1] - a.f[1] || (a.model < b.model ? -1 : a.model > b.model ? 1 : 0))
     .map((r) => ({
       model: r.model,
-      cost: money(r.f[0]),
+      cost: r.f[0],
       tokens: r.f[1],
       pct: totals[basis] > 0 ? Math.round((r.f[basis] / totals[basis]) * 10_000) / 100 : 0,
     }));
@@ -157,5 +154,5 @@ export function topUsers(users: Map<string, Figures>, limit: number) {
   return [...users]
     .sort(([ua, a], [ub, b]) => b[0] - a[0] || (ua < ub ? -1 : ua > ub ? 1 : 0))
     .slice(0, limit)
-    .map(([userId, f]) => ({ userId, cost: money(f[0]), tokens: f[1], events: f[2] }));
+    .map(([userId, f]) => ({ userId, cost: f[0], tokens: f[1], events: f[2] }));
 }

@@ -5,7 +5,7 @@ import type { Logger } from "@meter/lib/logger";
 import { pingDb } from "@meter/lib/mongo";
 import type { ServiceModule } from "@meter/lib/rpc";
 import { PlanStore } from "./store/plans.ts";
-import { SubscriptionStore } from "./store/subscriptions.ts";
+import { SubscriberStore } from "./store/subscribers.ts";
 import { UserStore } from "./store/users.ts";
 import { countSubscribers } from "./handlers/count-subscribers.ts";
 import { createPlans } from "./handlers/create-plans.ts";
@@ -26,9 +26,9 @@ export interface PlansServiceOptions {
 export async function createPlansService(opts: PlansServiceOptions): Promise<ServiceModule> {
   const plans = new PlanStore(opts.db);
   const users = new UserStore(opts.db);
-  const subscriptions = new SubscriptionStore(opts.db);
-  await Promise.all([plans.init(), users.init(), subscriptions.init()]);
-  const deps = { plans, users, subscriptions, logger: opts.logger };
+  const subscribers = new SubscriberStore(opts.db);
+  await plans.init();
+  const deps = { plans, users, subscribers, logger: opts.logger };
   return {
     name: "plans",
     serviceName: PlansService.typeName,

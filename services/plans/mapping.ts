@@ -42,7 +42,7 @@ export function toPlan(p: StoredPlan): Plan {
  */
 export function toUser(u: UserDoc, planName?: string): User {
   return create(UserSchema, {
-    id: u._id,
+    id: u.id,
     externalUserId: u.external_user_id,
     name: optional(u.name),
     planName: u.current ? (planName ?? u.current.plan_name) : undefined,

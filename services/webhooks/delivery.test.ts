@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import type { Db, MongoClient } from "mongodb";
+import { MongoNetworkError, type Db, type MongoClient } from "mongodb";
 import { create } from "@bufbuild/protobuf";
 import { ThresholdCrossingSchema, type ThresholdCrossing } from "@meter/proto/meter/webhooks/v1/webhooks_pb";
 import { connectMongo } from "@meter/lib/mongo";
@@ -166,6 +166,117 @@ t("an attempt without an answer in time fails and the next one succeeds", async 
     assert.is(d!.statusCode, 200);
     assert.is(rx.received.length, 2);
   } finally {
+    await rx.stop();
+  }
+});
+
+t("a signing secret that cannot be opened fails the attempt, which is retried by the table", async ({ mongo }) => {
+  // Slower scale (attempt 2 after 2 s) and a database of its own, to look between attempts.
+  const db = mongo.db(`webhooks_secret_${Date.now()}`);
+  const svc = await startInstance(db, { timeScale: 1 / 30 });
+  const rx = await new Receiver(() => 200).start();
+  try {
+    const productId = randomUUID();
+    const ep = await endpointFor(svc, productId, rx.url);
+    const endpoints = db.collection<{ _id: string; secret_sealed: string }>("endpoints");
+    const { secret_sealed: sealed } = (await endpoints.findOne({ _id: ep.id }))!;
+    // As if sealed under another WEBHOOKS_SECRET_KEY: it does not open.
+    await endpoints.updateOne({ _id: ep.id }, { $set: { secret_sealed: `v1.${Buffer.alloc(48, 7).toString("base64url")}` } });
+    await svc.client.publishThresholdCrossings({ crossings: [crossing(productId, 50)] });
+    const failed = await eventually(async () => {
+      const d = await db.collection("deliveries").findOne({ endpoint_id: ep.id });
+      return d?.attempt === 1 ? d : undefined;
+    }, 20_000, "attempt 1 recorded");
+    assert.is(failed.status, "pending");
+    assert.is(failed.status_code, 0);
+    assert.match(failed.last_error, /signing secret could not be opened/);
+    assert.ok(failed.next_attempt_at > failed.created_at, "a next attempt is scheduled");
+    assert.is(rx.received.length, 0, "nothing sent unsigned");
+    await endpoints.updateOne({ _id: ep.id }, { $set: { secret_sealed: sealed } });
+    const d = await settled(svc, productId, ep.id, "success", 30_000);
+    assert.is(d!.attempt, 2);
+    assert.is(rx.received.length, 1);
+    assert.ok(signatureValid(ep.secret, rx.received[0]!));
+  } finally {
+    await svc.close();
+    await rx.stop();
+  }
+});
+
+t("an attempt whose claim a dead runner holds is sent once the claim's lease runs out", async ({ mongo }) => {
+  // Attempt 2 comes 2 s after attempt 1: time to plant the claim of a runner that died.
+  const db = mongo.db(`webhooks_claimed_${Date.now()}`);
+  const svc = await startInstance(db, { timeScale: 1 / 30 });
+  const rx = await new Receiver((n) => (n === 1 ? 500 : 200)).start();
+  try {
+    const productId = randomUUID();
+    const ep = await endpointFor(svc, productId, rx.url);
+    await svc.client.publishThresholdCrossings({ crossings: [crossing(productId, 100)] });
+    const first = await eventually(async () => {
+      const d = await db.collection<{ _id: string; attempt: number }>("deliveries").findOne({ endpoint_id: ep.id });
+      return d?.attempt === 1 ? d : undefined;
+    }, 20_000, "attempt 1 recorded");
+    const lease = new Date(Date.now() + 4_000);
+    await db.collection<{ _id: string; token: string; expires_at: Date }>("job_claims").insertOne({ _id: `deliver:${first._id}:2`, token: "dead-runner", expires_at: lease });
+    const d = await settled(svc, productId, ep.id, "success", 30_000);
+    assert.is(d!.attempt, 2);
+    assert.is(rx.received.length, 2);
+    assert.ok(rx.received[1]!.at >= lease.getTime() - 50, "not before the dead runner's lease ended");
+  } finally {
+    await svc.close();
+    await rx.stop();
+  }
+});
+
+/** The database as the service sees it, where `method` of one collection fails while `faults.left` > 0. */
+function flakyDb(db: Db, collection: string, method: string, faults: { left: number }): Db {
+  const passThrough = <T extends object>(target: T, override: (prop: string | symbol) => unknown) =>
+    new Proxy(target, {
+      get(t, prop) {
+        const own = override(prop);
+        if (own !== undefined) return own;
+        const v = Reflect.get(t, prop, t);
+        return typeof v === "function" ? v.bind(t) : v;
+      },
+    });
+  return passThrough(db, (prop) =>
+    prop !== "collection"
+      ? undefined
+      : (name: string, opts?: object) => {
+          const col = db.collection(name, opts);
+          if (name !== collection) return col;
+          return passThrough(col, (p) =>
+            p !== method
+              ? undefined
+              : (...args: unknown[]) => {
+                  if (faults.left > 0) {
+                    faults.left--;
+                    return Promise.reject(new MongoNetworkError("connection reset (injected)"));
+                  }
+                  return (col as unknown as Record<string, (...a: unknown[]) => unknown>)[method]!(...args);
+                },
+          );
+        },
+  );
+}
+
+t("an attempt the database fails mid-way is run again, and sends once", async ({ mongo }) => {
+  const faults = { left: 0 };
+  const db = flakyDb(mongo.db(`webhooks_flaky_${Date.now()}`), "endpoints", "findOne", faults);
+  const svc = await startInstance(db);
+  const rx = await new Receiver(() => 200).start();
+  try {
+    const productId = randomUUID();
+    const ep = await endpointFor(svc, productId, rx.url);
+    // The attempt's read of its endpoint fails three times in a row.
+    faults.left = 3;
+    await svc.client.publishThresholdCrossings({ crossings: [crossing(productId, 80)] });
+    const d = await settled(svc, productId, ep.id, "success", 30_000);
+    assert.is(faults.left, 0);
+    assert.is(d!.attempt, 1);
+    assert.is(rx.received.length, 1);
+  } finally {
+    await svc.close();
     await rx.stop();
   }
 });

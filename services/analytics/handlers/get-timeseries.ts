@@ -1,6 +1,6 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { AnalyticsService } from "@meter/proto/meter/analytics/v1/analytics_pb";
-import { money, pick } from "../rollup.ts";
+import { pick } from "../rollup.ts";
 import { daysOf, productIdOf, sourceOf } from "../params.ts";
 import { readWindow } from "../queries.ts";
 import { lookback } from "../windows.ts";
@@ -17,7 +17,7 @@ export function getTimeseries(deps: AnalyticsDeps): ServiceImpl<typeof Analytics
     return {
       data: w.days.map((date) => {
         const f = byDay.get(date);
-        return { date, cost: money(f?.[0] ?? 0), tokens: BigInt(f?.[1] ?? 0), events: BigInt(f?.[2] ?? 0) };
+        return { date, cost: f?.[0] ?? 0, tokens: BigInt(f?.[1] ?? 0), events: BigInt(f?.[2] ?? 0) };
       }),
     };
   };

@@ -1,7 +1,7 @@
 import { rpcError } from "@meter/lib/errors";
 import type { PlansDeps } from "../deps.ts";
 import { toUser } from "../mapping.ts";
-import type { SubscriptionEntry, UserDoc } from "../store/users.ts";
+import type { UserDoc } from "../store/users.ts";
 
 export const EXTERNAL_USER_ID_MAX = 255;
 
@@ -25,16 +25,4 @@ export function userNotFound(externalUserId: string) {
 export async function userMessage(deps: PlansDeps, productId: string, user: UserDoc) {
   const plan = user.current ? await deps.plans.get(productId, user.current.plan_id) : null;
   return toUser(user, plan?.name);
-}
-
-/**
- * The history is the truth about a user's subscription; the copy on the user document is
- * brought up to date here when a write of it was lost or overtaken.
- */
-export async function withLatest(deps: PlansDeps, user: UserDoc, latest?: SubscriptionEntry | null): Promise<UserDoc> {
-  const entry = latest === undefined ? await deps.subscriptions.latest(user._id) : latest;
-  if (!entry || user.current?.seq === entry.seq) return user;
-  await deps.users.cacheCurrent(user._id, entry);
-  const updatedAt = entry.effective_at > user.updated_at ? entry.effective_at : user.updated_at;
-  return { ...user, current: entry, updated_at: updatedAt };
 }

@@ -7,7 +7,11 @@ import { requireProduct } from "./common.ts";
 export function countSubscribers(deps: PlansDeps): ServiceImpl<typeof PlansService>["countSubscribers"] {
   return async (req) => {
     const productId = requireProduct(req.productId);
-    const [plans, counts] = await Promise.all([deps.plans.list(productId), deps.users.countByPlan(productId)]);
+    const plans = await deps.plans.list(productId);
+    const counts = await deps.subscribers.countsOf(
+      productId,
+      plans.map((p) => p.id),
+    );
     return {
       plans: plans.map((p) => ({ planName: p.name, subscriberCount: BigInt(counts.get(p.id) ?? 0) })),
     };

@@ -3,7 +3,7 @@ import type { PlansService } from "@meter/proto/meter/plans/v1/plans_pb";
 import { rpcError } from "@meter/lib/errors";
 import { fromTimestamp } from "@meter/lib/time";
 import type { PlansDeps } from "../deps.ts";
-import { requireProduct, userMessage, userNotFound, withLatest } from "./common.ts";
+import { requireProduct, userMessage, userNotFound } from "./common.ts";
 
 const BILLING_ID_MAX = 255;
 
@@ -31,8 +31,8 @@ export function checkPeriod(
 }
 
 /**
- * The change is appended to the history first (the unique index on the history position
- * orders concurrent changes), then copied onto the user document.
+ * The change is appended to the history inside the user document (one atomic write orders
+ * concurrent changes), then the subscriber counts move from the plan before it to this one.
  */
 export function setSubscription(deps: PlansDeps): ServiceImpl<typeof PlansService>["setSubscription"] {
   return async (req) => {
@@ -48,7 +48,7 @@ export function setSubscription(deps: PlansDeps): ServiceImpl<typeof PlansServic
     const end = fromTimestamp(req.periodEnd);
     checkPeriod(plan.name, plan.max_spend_per_period, start, end);
 
-    const entry = await deps.subscriptions.append(productId, user._id, {
+    const appended = await deps.users.appendSubscription(productId, req.externalUserId, {
       plan_id: plan.id,
       plan_name: plan.name,
       billing_subscription_id: req.billingSubscriptionId ?? null,
@@ -56,9 +56,13 @@ export function setSubscription(deps: PlansDeps): ServiceImpl<typeof PlansServic
       period_end: end ?? null,
       effective_at: new Date(),
     });
-    await deps.users.cacheCurrent(user._id, entry);
-    const updated = await withLatest(deps, { ...user, current: entry, updated_at: entry.effective_at });
-    deps.logger.info({ productId, userId: user._id, planId: plan.id, seq: entry.seq }, "subscription set");
-    return { user: await userMessage(deps, productId, updated) };
+    if (!appended) throw userNotFound(req.externalUserId);
+    const { user: updated, entry } = appended;
+    const previous = updated.subscriptions[entry.seq - 2]?.plan_id ?? null;
+    await deps.subscribers.move(productId, previous, plan.id);
+    deps.logger.info({ productId, userId: updated.id, planId: plan.id, seq: entry.seq }, "subscription set");
+    // The user as this change left it: a concurrent later change is not reported as this one's.
+    const asSet = { ...updated, current: entry, subscriptions: updated.subscriptions.slice(0, entry.seq) };
+    return { user: await userMessage(deps, productId, asSet) };
   };
 }

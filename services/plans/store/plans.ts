@@ -1,5 +1,6 @@
 import { v7 as uuidv7 } from "uuid";
 import { MongoServerError, type Collection, type Db } from "mongodb";
+import pMap from "p-map";
 import { isDuplicateKeyError } from "@meter/lib/mongo";
 import { PLAN_FIELDS, type PlanValues, type Rate } from "../settings.ts";
 
@@ -95,14 +96,15 @@ export class PlanStore {
   }
 
   async get(productId: string, id: string): Promise<StoredPlan | null> {
-    const doc = await this.plans.findOne({ _id: id, product_id: productId });
-    return doc ? fromDoc(doc) : null;
+    // Filtered by `_id` alone, the only filter the embedded database answers from an index;
+    // a plan of another product reads as missing.
+    const doc = await this.plans.findOne({ _id: id });
+    return doc?.product_id === productId ? fromDoc(doc) : null;
   }
 
   async getMany(productId: string, ids: readonly string[]): Promise<StoredPlan[]> {
-    if (ids.length === 0) return [];
-    const docs = await this.plans.find({ _id: { $in: [...new Set(ids)] }, product_id: productId }).toArray();
-    return docs.map(fromDoc);
+    const found = await pMap(new Set(ids), (id) => this.get(productId, id), { concurrency: 16 });
+    return found.filter((p) => p !== null);
   }
 
   /**

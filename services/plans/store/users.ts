@@ -1,10 +1,10 @@
 import { randomUUID } from "node:crypto";
 import type { Collection, Db } from "mongodb";
+import pMap from "p-map";
 import { isDuplicateKeyError } from "@meter/lib/mongo";
 
 /** One subscription of a user: which plan, for which billing window, set when. */
 export interface SubscriptionEntry {
-  /** Also the _id of its row in the subscription history. */
   id: string;
   /** Position in the user's history, 1 for the first subscription. */
   seq: number;
@@ -17,45 +17,87 @@ export interface SubscriptionEntry {
   effective_at: Date;
 }
 
-export interface UserDoc {
+/** A history entry as stored: its position is its place in the array. */
+type StoredEntry = Omit<SubscriptionEntry, "seq">;
+
+/**
+ * A user as stored, keyed by product and external id so that every hot lookup is an `_id`
+ * equality (the only filter the embedded database answers from an index), with its whole
+ * subscription history inside: one document read serves GetUser, the session and ingestion.
+ */
+interface StoredUser {
+  /** userKey(product_id, external_user_id); one user per external id per product. */
   _id: string;
+  /** Internal id (service_user_id). */
+  id: string;
   product_id: string;
   external_user_id: string;
   name: string | null;
-  /** Copy of the latest entry of the subscription history; null until one is set. */
+  /** Oldest first; appended with one atomic `$push`, so concurrent changes keep one order. */
+  subscriptions: StoredEntry[];
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface UserDoc {
+  /** Internal id (service_user_id). */
+  id: string;
+  product_id: string;
+  external_user_id: string;
+  name: string | null;
+  /** Oldest first. */
+  subscriptions: SubscriptionEntry[];
+  /** The latest entry of the history; null until one is set. */
   current: SubscriptionEntry | null;
   created_at: Date;
   updated_at: Date;
 }
 
+/** Product ids are UUIDs (no colon), so the key is unambiguous whatever the external id holds. */
+export function userKey(productId: string, externalUserId: string): string {
+  return `${productId}:${externalUserId}`;
+}
+
+/** Concurrent single-user lookups of one batch; the embedded database answers each from its `_id` index. */
+const LOOKUP_CONCURRENCY = 32;
+
+function fromStored(d: StoredUser): UserDoc {
+  const subscriptions = d.subscriptions.map((s, i) => ({ ...s, seq: i + 1 }));
+  return {
+    id: d.id,
+    product_id: d.product_id,
+    external_user_id: d.external_user_id,
+    name: d.name,
+    subscriptions,
+    current: subscriptions.at(-1) ?? null,
+    created_at: d.created_at,
+    updated_at: d.updated_at,
+  };
+}
+
 export class UserStore {
-  private readonly users: Collection<UserDoc>;
+  private readonly users: Collection<StoredUser>;
 
   constructor(db: Db) {
-    this.users = db.collection<UserDoc>("users");
-  }
-
-  async init(): Promise<void> {
-    // external_user_id is unique within a product: concurrent sign-ups yield one user.
-    await this.users.createIndex({ product_id: 1, external_user_id: 1 }, { unique: true });
-    await this.users.createIndex({ product_id: 1, "current.plan_id": 1 });
+    this.users = db.collection<StoredUser>("users");
   }
 
   /** Inserts a user; null when the product already has that external_user_id. */
   async insert(productId: string, externalUserId: string, name: string | null): Promise<UserDoc | null> {
     const now = new Date();
-    const doc: UserDoc = {
-      _id: randomUUID(),
+    const doc: StoredUser = {
+      _id: userKey(productId, externalUserId),
+      id: randomUUID(),
       product_id: productId,
       external_user_id: externalUserId,
       name,
-      current: null,
+      subscriptions: [],
       created_at: now,
       updated_at: now,
     };
     try {
       await this.users.insertOne(doc);
-      return doc;
+      return fromStored(doc);
     } catch (err) {
       if (isDuplicateKeyError(err)) return null;
       throw err;
@@ -63,37 +105,37 @@ export class UserStore {
   }
 
   async get(productId: string, externalUserId: string): Promise<UserDoc | null> {
-    return this.users.findOne({ product_id: productId, external_user_id: externalUserId });
+    // The filter is `_id` alone: the embedded database pushes down nothing else.
+    const doc = await this.users.findOne({ _id: userKey(productId, externalUserId) });
+    return doc ? fromStored(doc) : null;
   }
 
+  /** The users that exist among `externalUserIds`, one `_id` lookup each. */
   async getMany(productId: string, externalUserIds: readonly string[]): Promise<UserDoc[]> {
-    if (externalUserIds.length === 0) return [];
-    return this.users.find({ product_id: productId, external_user_id: { $in: [...new Set(externalUserIds)] } }).toArray();
+    const found = await pMap(new Set(externalUserIds), (id) => this.get(productId, id), {
+      concurrency: LOOKUP_CONCURRENCY,
+    });
+    return found.filter((u) => u !== null);
   }
 
   /**
-   * Caches `entry` as the user's current subscription unless a later one is cached already.
-   * The history is the source of truth; this copy serves reads and subscriber counts.
+   * Appends a subscription to the user's history with one atomic `$push`: concurrent changes
+   * are all kept, in the one order the database applied them. Returns the user after the
+   * change and the position of the new entry; null when the user does not exist.
    */
-  async cacheCurrent(userId: string, entry: SubscriptionEntry): Promise<void> {
-    await this.users.updateOne(
-      { _id: userId, $or: [{ current: null }, { "current.seq": { $lt: entry.seq } }] },
-      { $set: { current: entry, updated_at: entry.effective_at } },
+  async appendSubscription(
+    productId: string,
+    externalUserId: string,
+    entry: Omit<StoredEntry, "id">,
+  ): Promise<{ user: UserDoc; entry: SubscriptionEntry } | null> {
+    const id = randomUUID();
+    const doc = await this.users.findOneAndUpdate(
+      { _id: userKey(productId, externalUserId) },
+      { $push: { subscriptions: { id, ...entry } }, $max: { updated_at: entry.effective_at } },
+      { returnDocument: "after" },
     );
-  }
-
-  async byId(userId: string): Promise<UserDoc | null> {
-    return this.users.findOne({ _id: userId });
-  }
-
-  /** Subscriber count per plan id, by current subscription. */
-  async countByPlan(productId: string): Promise<Map<string, number>> {
-    const rows = await this.users
-      .aggregate<{ _id: string; n: number }>([
-        { $match: { product_id: productId, current: { $ne: null } } },
-        { $group: { _id: "$current.plan_id", n: { $sum: 1 } } },
-      ])
-      .toArray();
-    return new Map(rows.map((r) => [r._id, r.n]));
+    if (!doc) return null;
+    const user = fromStored(doc);
+    return { user, entry: user.subscriptions.find((s) => s.id === id)! };
   }
 }

@@ -1,0 +1,195 @@
+// `npm run bench:scale`: do the hot paths cost the same at 1k, 10k and 100k users? All-in-one
+// stack, REST gateway, one product with one dated plan. At each size it prints:
+//   - users created and subscribed per second: BENCH_WINDOW users through the REST API
+//     (POST /users then POST /users/{id}/subscription, BENCH_CONCURRENCY clients at a time);
+//   - session p50/p99: BENCH_SESSIONS sequential GET /users/{id}/session of random users;
+//   - ResolveUsers of 1,000 random users (what ingestion asks per batch), median of 3, over gRPC;
+//   - ingestion events/s: BENCH_BATCHES batches of BENCH_BATCH events through POST /events/batch,
+//     each batch for BENCH_BATCH_USERS users drawn at random from the whole population,
+//     BENCH_CONCURRENCY batches in flight; a 503 (backend busy) is retried, as the client
+//     library does, and counted.
+// Reaching 100k users by the REST API alone would take long, so the users below each size's
+// window are seeded with the plans service's own store functions (UserStore.insert,
+// UserStore.appendSubscription, SubscriberStore.move: what the CreateUser and SetSubscription
+// handlers write, without the RPC and validation), BENCH_SEED_CONCURRENCY at a time, straight
+// into the stack's plans database; only the measured window goes through the API.
+//   BENCH_SIZES=1000,10000,100000 BENCH_WINDOW=300 BENCH_SESSIONS=500 BENCH_BATCHES=10 \
+//   BENCH_BATCH=1000 BENCH_BATCH_USERS=100 BENCH_CONCURRENCY=4 npm run bench:scale
+// Uses MONGODB_URL when set, else the embedded database in a temporary directory.
+import { mkdtemp, rm } from "node:fs/promises";
+import { randomUUID } from "node:crypto";
+import os from "node:os";
+import path from "node:path";
+import pMap from "p-map";
+import { startEmbeddedDb } from "@meter/lib/embedded-db";
+import { createLogger } from "@meter/lib/logger";
+import { connectMongo } from "@meter/lib/mongo";
+import { rpcClient } from "@meter/lib/rpc";
+import { PlansService } from "@meter/proto/meter/plans/v1/plans_pb";
+import { SubscriberStore } from "../services/plans/store/subscribers.ts";
+import { UserStore } from "../services/plans/store/users.ts";
+import { startStack } from "../cmd/stack.ts";
+import { Api } from "../test/support/http.ts";
+
+const SIZES = (process.env.BENCH_SIZES ?? "1000,10000,100000").split(",").map(Number);
+const WINDOW = Number(process.env.BENCH_WINDOW ?? 300);
+const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 500);
+const BATCHES = Number(process.env.BENCH_BATCHES ?? 10);
+const BATCH = Number(process.env.BENCH_BATCH ?? 1_000);
+const BATCH_USERS = Number(process.env.BENCH_BATCH_USERS ?? 100);
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 4);
+const SEED_CONCURRENCY = Number(process.env.BENCH_SEED_CONCURRENCY ?? 16);
+const MODELS = ["gpt-4o", "gpt-4o-mini", "claude-3-5-sonnet", "o1"];
+
+const dir = process.env.MONGODB_URL ? undefined : await mkdtemp(path.join(os.tmpdir(), "meter-bench-scale-"));
+const embedded = dir ? await startEmbeddedDb(dir) : undefined;
+const mongoUrl = process.env.MONGODB_URL ?? embedded!.url;
+const logger = createLogger("bench", "warn");
+const dbPrefix = `bench_scale_${Date.now()}`;
+const stack = await startStack({ mongoUrl, dbPrefix, logger });
+const mongo = await connectMongo(mongoUrl);
+const users = new UserStore(mongo.db(`${dbPrefix}_plans`));
+const subscribers = new SubscriberStore(mongo.db(`${dbPrefix}_plans`));
+
+const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? 0;
+const userId = (i: number) => `user-${i}`;
+const random = (n: number) => Math.floor(Math.random() * n);
+
+const anon = new Api(stack.apiUrl);
+const product = await anon.post("/products", { name: "bench scale" });
+if (product.status !== 201) throw new Error(`product: ${product.status} ${JSON.stringify(product.body)}`);
+const productId: string = product.body.id;
+const api = anon.withKey(product.body.api_key);
+const plans = await api.post("/config/plans", { plans: [{ name: "pro", max_spend_per_period: 1_000_000 }] });
+if (plans.status !== 201) throw new Error(`plan: ${plans.status} ${JSON.stringify(plans.body)}`);
+const plan = plans.body.plans[0];
+const now = new Date();
+const periodStart = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
+const periodEnd = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1));
+const subscription = { plan_id: plan.id, period_start: periodStart.toISOString(), period_end: periodEnd.toISOString() };
+
+/** Users [from, to) written with the plans store's own functions. */
+async function seed(from: number, to: number): Promise<void> {
+  await pMap(
+    Array.from({ length: to - from }, (_, k) => from + k),
+    async (i) => {
+      await users.insert(productId, userId(i), null);
+      await users.appendSubscription(productId, userId(i), {
+        plan_id: plan.id,
+        plan_name: plan.name,
+        billing_subscription_id: null,
+        period_start: periodStart,
+        period_end: periodEnd,
+        effective_at: new Date(),
+      });
+      await subscribers.move(productId, null, plan.id);
+    },
+    { concurrency: SEED_CONCURRENCY },
+  );
+}
+
+/** Users [from, to) through the REST API, as a product signs them up; users per second. */
+async function createWindow(from: number, to: number): Promise<number> {
+  const t = performance.now();
+  await pMap(
+    Array.from({ length: to - from }, (_, k) => from + k),
+    async (i) => {
+      const created = await api.post("/users", { external_user_id: userId(i) });
+      if (created.status !== 201) throw new Error(`create ${i}: ${created.status}`);
+      const sub = await api.post(`/users/${userId(i)}/subscription`, subscription);
+      if (sub.status !== 200) throw new Error(`subscribe ${i}: ${sub.status} ${JSON.stringify(sub.body)}`);
+    },
+    { concurrency: CONCURRENCY },
+  );
+  return ((to - from) * 1000) / (performance.now() - t);
+}
+
+async function sessions(size: number): Promise<{ p50: number; p99: number }> {
+  const times: number[] = [];
+  for (let k = 0; k < SESSIONS; k++) {
+    const t = performance.now();
+    const res = await api.get(`/users/${userId(random(size))}/session`);
+    times.push(performance.now() - t);
+    if (res.status !== 200 || res.body.plan !== "pro") throw new Error(`session: ${res.status} ${JSON.stringify(res.body)}`);
+  }
+  times.sort((a, b) => a - b);
+  return { p50: pct(times, 50), p99: pct(times, 99) };
+}
+
+async function resolveThousand(size: number): Promise<number> {
+  const plansRpc = rpcClient(PlansService, stack.rpcUrl);
+  const times: number[] = [];
+  for (let k = 0; k < 3; k++) {
+    const ids = Array.from({ length: 1000 }, () => userId(random(size)));
+    const t = performance.now();
+    await plansRpc.resolveUsers({ productId, externalUserIds: ids });
+    times.push(performance.now() - t);
+  }
+  return times.sort((a, b) => a - b)[1]!;
+}
+
+async function ingestion(size: number): Promise<{ eps: number; p50: number; p99: number; retries: number }> {
+  const latencies: number[] = [];
+  let retries = 0;
+  const t = performance.now();
+  await pMap(
+    Array.from({ length: BATCHES }, (_, b) => b),
+    async (b) => {
+      const users = Array.from({ length: BATCH_USERS }, () => userId(random(size)));
+      const events = Array.from({ length: BATCH }, (_, j) => ({
+        id: randomUUID(),
+        user_id: users[j % BATCH_USERS],
+        session_id: `s-${b}`,
+        timestamp: new Date().toISOString(),
+        model: MODELS[j % MODELS.length],
+        input_tokens: 100 + (j % 900),
+        output_tokens: 20 + (j % 300),
+        cost_tokens: 0.001,
+        cost_tools: 0,
+        cost_total: 0.001,
+      }));
+      const s = performance.now();
+      for (let attempt = 1; ; attempt++) {
+        const res = await api.post("/events/batch", events);
+        if (res.status === 200 && res.body.accepted + res.body.duplicates === BATCH) break;
+        if (res.status !== 503 || attempt >= 5) throw new Error(`batch ${b}: ${res.status} ${JSON.stringify(res.body)}`);
+        retries++;
+      }
+      latencies.push(performance.now() - s);
+    },
+    { concurrency: CONCURRENCY },
+  );
+  const seconds = (performance.now() - t) / 1000;
+  latencies.sort((a, b) => a - b);
+  return { eps: (BATCHES * BATCH) / seconds, p50: pct(latencies, 50), p99: pct(latencies, 99), retries };
+}
+
+console.log(
+  `bench:scale on ${embedded ? "the embedded database (FerretDB over SQLite)" : mongoUrl}; all-in-one; ` +
+    `window ${WINDOW} users, ${SESSIONS} sessions, ${BATCHES} batches of ${BATCH} events for ${BATCH_USERS} users each, concurrency ${CONCURRENCY}`,
+);
+console.log("\n   users   created+subscribed/s   session p50 ms   session p99 ms   resolve 1000 ms   ingest events/s   vs first   batch p50 ms   batch p99 ms   seeded in s   503 retries");
+let have = 0;
+let firstEps: number | undefined;
+for (const size of SIZES) {
+  const window = Math.min(WINDOW, size - have);
+  const s = performance.now();
+  await seed(have, size - window);
+  const seeded = (performance.now() - s) / 1000;
+  const rate = await createWindow(size - window, size);
+  have = size;
+  const session = await sessions(size);
+  const resolve = await resolveThousand(size);
+  const ingest = await ingestion(size);
+  firstEps ??= ingest.eps;
+  console.log(
+    `${String(size).padStart(8)}${rate.toFixed(1).padStart(23)}${session.p50.toFixed(2).padStart(17)}${session.p99.toFixed(2).padStart(17)}` +
+      `${resolve.toFixed(0).padStart(18)}${ingest.eps.toFixed(0).padStart(18)}${(ingest.eps / firstEps).toFixed(2).padStart(11)}${ingest.p50.toFixed(0).padStart(15)}${ingest.p99.toFixed(0).padStart(15)}${seeded.toFixed(1).padStart(14)}${String(ingest.retries).padStart(14)}`,
+  );
+}
+console.log("\ntargets: session p99 <= 5 ms; ingestion at 100k users at least 0.80 of its rate at 1k (vs first)");
+await mongo.close();
+await stack.close();
+await embedded?.stop();
+if (dir) await rm(dir, { recursive: true, force: true });
+process.exit(0);
