@@ -7,6 +7,12 @@ export const ingestionSettingsFields = {
   RELAY_MAX_BACKOFF_MS: Type.Integer({ default: 60_000, minimum: 10 }),
   /** Age after which uncounted events of an interrupted request are completed by the sweep. */
   RECOVERY_AFTER_MS: Type.Integer({ default: 60_000, minimum: 0 }),
+  /** Days usage events are kept after arrival (README, "Retention"); also the duplicate-id window. */
+  INGESTION_USAGE_EVENT_DAYS: Type.Integer({ default: 35, minimum: 2, maximum: 36_600 }),
+  /** Days gate events are kept after arrival: how far back the gate-event listing reaches. */
+  INGESTION_GATE_EVENT_DAYS: Type.Integer({ default: 90, minimum: 2, maximum: 36_600 }),
+  /** Days threshold crossings are kept after their period ended; later, that period announces none. */
+  INGESTION_CROSSING_DAYS: Type.Integer({ default: 35, minimum: 2, maximum: 36_600 }),
 };
 
 export const ingestionConfigSchema = Type.Object({
@@ -17,10 +23,22 @@ export const ingestionConfigSchema = Type.Object({
   ...ingestionSettingsFields,
 });
 
-export function ingestionSettings(config: { RELAY_INTERVAL_MS: number; RELAY_MAX_BACKOFF_MS: number; RECOVERY_AFTER_MS: number }) {
+export function ingestionSettings(config: {
+  RELAY_INTERVAL_MS: number;
+  RELAY_MAX_BACKOFF_MS: number;
+  RECOVERY_AFTER_MS: number;
+  INGESTION_USAGE_EVENT_DAYS: number;
+  INGESTION_GATE_EVENT_DAYS: number;
+  INGESTION_CROSSING_DAYS: number;
+}) {
   return {
     relayIntervalMs: config.RELAY_INTERVAL_MS,
     relayMaxBackoffMs: config.RELAY_MAX_BACKOFF_MS,
     recoveryAfterMs: config.RECOVERY_AFTER_MS,
+    retention: {
+      usageEventDays: config.INGESTION_USAGE_EVENT_DAYS,
+      gateEventDays: config.INGESTION_GATE_EVENT_DAYS,
+      crossingDays: config.INGESTION_CROSSING_DAYS,
+    },
   };
 }

@@ -1,5 +1,7 @@
+import type { JobScheduler } from "@meter/lib/jobs";
 import type { Logger } from "@meter/lib/logger";
 import type { UserDirectory } from "./adapters/plans.ts";
+import type { RetentionPolicy } from "./retention.ts";
 import type { CrossingStore } from "./store/crossings.ts";
 import type { Ledger } from "./store/counters.ts";
 import type { GateEventStore } from "./store/gate-events.ts";
@@ -22,6 +24,9 @@ export interface IngestionDeps {
   users: UserDirectory;
   logger: Logger;
   limits: IngestionLimits;
+  /** Runs the retention pass (Agenda, stored in this service's database). */
+  scheduler: JobScheduler;
+  retention: RetentionPolicy;
   /** Age after which an unfinished job is taken over (by a retry or the sweep). */
   recoveryAfterMs: number;
   now(): Date;

@@ -1,6 +1,7 @@
 import type { Db } from "mongodb";
 import { IngestionService } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import type { PeerUrls } from "@meter/lib/config";
+import { JobScheduler } from "@meter/lib/jobs";
 import type { Logger } from "@meter/lib/logger";
 import { collectionBacklog, countIngested, trackOutbox } from "@meter/lib/metrics";
 import { pingDb } from "@meter/lib/mongo";
@@ -14,6 +15,7 @@ import { getUsage } from "./handlers/get-usage.ts";
 import { ingestGateEvents } from "./handlers/ingest-gate-events.ts";
 import { ingestUsageEvents } from "./handlers/ingest-usage-events.ts";
 import { listGateEvents } from "./handlers/list-gate-events.ts";
+import { defineRetention, scheduleRetention } from "./jobs/retention.ts";
 import { outboxes } from "./relay/handover.ts";
 import { Relay } from "./relay/outbox.ts";
 import { Ledger } from "./store/counters.ts";
@@ -23,6 +25,7 @@ import { UsageEventStore } from "./store/usage-events.ts";
 import { JobStore } from "./store/jobs.ts";
 import { OutboxStore } from "./store/outbox.ts";
 import { recoverStale } from "./usage.ts";
+import { RETENTION_DEFAULTS, runIngestionRetention, type IngestionRetentionReport, type RetentionPolicy } from "./retention.ts";
 
 /** Largest batch (events) accepted by IngestUsageEvents / IngestGateEvents. */
 export const MAX_BATCH_EVENTS = 10_000;
@@ -39,6 +42,8 @@ export interface IngestionServiceOptions {
   /** Age after which a job left unfinished by an interrupted request is completed by others (ms). */
   recoveryAfterMs?: number;
   maxBatchEvents?: number;
+  /** Retention of events and crossings; defaults in retention.ts. */
+  retention?: Partial<RetentionPolicy>;
   /** Peer overrides (tests); by default gRPC clients to `peers`. */
   users?: UserDirectory;
   webhooks?: WebhookPublisher;
@@ -46,15 +51,24 @@ export interface IngestionServiceOptions {
   now?: () => Date;
 }
 
+export interface IngestionModule extends ServiceModule {
+  /** One retention pass as of `now` (what the daily job does; tests, bench). */
+  runRetention(now?: Date): Promise<IngestionRetentionReport>;
+}
+
+/** Agenda's polling interval: its only job here runs once a day. */
+const SCHEDULER_POLL_MS = 10_000;
+
 /** The ingestion service: usage, gate and manual events, per-user period counters, handovers. */
-export async function createIngestionService(opts: IngestionServiceOptions): Promise<ServiceModule> {
+export async function createIngestionService(opts: IngestionServiceOptions): Promise<IngestionModule> {
   const events = new UsageEventStore(opts.db);
   const gates = new GateEventStore(opts.db);
   const crossings = new CrossingStore(opts.db);
   const ledger = new Ledger(opts.db);
   const jobs = new JobStore(opts.db);
   const outbox = new OutboxStore(opts.db);
-  await Promise.all([events.init(), gates.init(), crossings.init(), ledger.init()]);
+  const scheduler = new JobScheduler(opts.db, opts.logger, SCHEDULER_POLL_MS, "ingestion");
+  await Promise.all([events.init(), gates.init(), crossings.init(), ledger.init(), scheduler.init()]);
   const deps: IngestionDeps = {
     events,
     ledger,
@@ -68,7 +82,10 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
     recoveryAfterMs: opts.recoveryAfterMs ?? 60_000,
     now: opts.now ?? (() => new Date()),
     recovering: new Map(),
+    scheduler,
+    retention: { ...RETENTION_DEFAULTS, ...opts.retention },
   };
+  defineRetention(deps);
   const relay = new Relay(
     outboxes({
       outbox,
@@ -101,10 +118,13 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
     healthy: () => pingDb(opts.db),
     async start() {
       relay.start();
+      await scheduler.start();
+      await scheduleRetention(deps);
     },
     async stop() {
-      await relay.stop();
+      await Promise.all([relay.stop(), scheduler.stop(5_000)]);
     },
+    runRetention: (now = deps.now()) => runIngestionRetention(deps, deps.retention, now),
   };
 }
 

@@ -2,6 +2,7 @@ import type { KnownUser, PlanInfo } from "./adapters/plans.ts";
 import type { IngestionDeps } from "./deps.ts";
 import { calendarMonth, periodAt, type BillingPeriod } from "./domain/period.ts";
 import { reachedThresholds } from "./domain/thresholds.ts";
+import { crossingsClosedBefore } from "./retention.ts";
 import { counterId, monthCounterId, type Countable, type CounterDoc } from "./store/counters.ts";
 import { crossingKey, type CrossingDoc } from "./store/crossings.ts";
 import type { GateEventDoc } from "./store/gate-events.ts";
@@ -39,6 +40,9 @@ export function attributionFields(a: Attribution) {
  * been queued for the webhooks service.
  */
 export async function recordCrossings(deps: IngestionDeps, counter: CounterDoc): Promise<void> {
+  // Crossings of a period ended this long ago may have been deleted by retention: announcing
+  // them again would fire a threshold twice, so a late event there announces nothing.
+  if (counter.period_end < crossingsClosedBefore(deps.now(), deps.retention)) return;
   for (const pct of reachedThresholds(counter.cost, counter.spend_limit ?? undefined)) {
     const key = crossingKey(counter.counter_id, pct);
     if (await deps.crossings.exists(key._id)) continue;

@@ -51,6 +51,20 @@ export type Countable = Pick<
 /** The head hint is refreshed every this many snapshots; a read probes at most this far. */
 const HINT_EVERY = 8;
 
+/**
+ * A process forgets the snapshots it saw after this long. Retention deletes a superseded
+ * snapshot only long after that (COMPACT_AFTER_MS), so no writer still builds on the one
+ * before it: a writer holding snapshot n would otherwise insert n+1 into the hole left by a
+ * deleted n+1 and fork the chain.
+ */
+const KNOWN_TTL_MS = 60 * 60_000;
+
+/** Superseded snapshots younger than this are kept (24 times KNOWN_TTL_MS; clock skew too). */
+export const COMPACT_AFTER_MS = 24 * KNOWN_TTL_MS;
+
+/** A read whose hint points at a deleted snapshot probes forward at most this far. */
+const MAX_SKIP = 100_000;
+
 function next(prev: CounterDoc | null, id: string, jobId: string, events: Countable[]): CounterDoc {
   const first = events[0]!;
   const seq = (prev?.seq ?? 0) + 1;
@@ -105,7 +119,7 @@ export class Ledger {
    * The latest snapshot this process saw of each counter. Snapshots are immutable, so a
    * stale entry only makes the next insert collide and fall back to reading the chain.
    */
-  private readonly known = new LRUCache<string, CounterDoc>({ max: 50_000 });
+  private readonly known = new LRUCache<string, CounterDoc>({ max: 50_000, ttl: KNOWN_TTL_MS });
 
   constructor(db: Db) {
     this.snapshots = db.collection<CounterDoc>("counters");
@@ -121,7 +135,16 @@ export class Ledger {
     const hint = await this.heads.findOne({ _id: id });
     let seq = hint?.seq ?? 0;
     let head: CounterDoc | null = seq > 0 ? await this.snapshots.findOne({ _id: `${id}#${seq}` }) : null;
-    if (seq > 0 && !head) seq = 0; // a hint never points past the chain; be safe anyway
+    if (seq > 0 && !head) {
+      // Compaction raised the hint before deleting the snapshot it pointed at, but this read
+      // (or a hint update that lost a race on the embedded database) saw the old one. The
+      // chain goes on above it: a snapshot is deleted only once the next one exists.
+      for (let skipped = 0; !head; skipped++) {
+        if (skipped > MAX_SKIP) throw new Error(`counter ${id}: no snapshot above hint ${hint?.seq}`);
+        head = await this.snapshots.findOne({ _id: `${id}#${++seq}` });
+      }
+      await this.hint(head);
+    }
     for (;;) {
       const more = await this.snapshots.findOne({ _id: `${id}#${seq + 1}` });
       if (!more) return head;
@@ -156,7 +179,29 @@ export class Ledger {
     return out;
   }
 
-  private async hint(doc: CounterDoc): Promise<void> {
+  /**
+   * Deletes the snapshots superseded before `before` (retention, once a day: scans the
+   * snapshots older than that). Kept: each counter's latest snapshot, which holds its totals,
+   * and every snapshot of a job still open, whose job_key is what refuses that job's second
+   * addition when it is taken over. A snapshot goes only once the next one exists, and the
+   * head hint is raised past it first, so a read still finds the head by primary key.
+   */
+  async compact(before: Date, openJobs: Set<string>): Promise<number> {
+    const candidates: Pick<CounterDoc, "_id" | "counter_id" | "seq" | "job_key">[] = await this.snapshots
+      .find({ created_at: { $lt: before } }, { projection: { _id: 1, counter_id: 1, seq: 1, job_key: 1 } })
+      .toArray();
+    let deleted = 0;
+    for (const s of candidates) {
+      if (openJobs.has(s.job_key.slice(0, s.job_key.length - s.counter_id.length - 1))) continue;
+      const newer = await this.snapshots.findOne({ _id: `${s.counter_id}#${s.seq + 1}` }, { projection: { _id: 1 } });
+      if (!newer) continue;
+      await this.hint({ counter_id: s.counter_id, seq: s.seq + 1 });
+      deleted += (await this.snapshots.deleteOne({ _id: s._id })).deletedCount;
+    }
+    return deleted;
+  }
+
+  private async hint(doc: Pick<CounterDoc, "counter_id" | "seq">): Promise<void> {
     await this.heads.updateOne({ _id: doc.counter_id }, { $max: { seq: doc.seq } }, { upsert: true }).catch(() => {});
   }
 

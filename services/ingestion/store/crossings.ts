@@ -50,6 +50,11 @@ export class CrossingStore {
     return (await insertIgnoringDuplicates(this.crossings, docs)).size;
   }
 
+  /** Retention: crossings of periods that ended before `t` (a daily scan). */
+  async deleteEndedBefore(t: Date): Promise<number> {
+    return (await this.crossings.deleteMany({ period_end: { $lt: t } })).deletedCount;
+  }
+
   async forUser(productId: string, userId: string): Promise<CrossingDoc[]> {
     return this.crossings.find({ product_id: productId, user_id: userId }).sort({ threshold_pct: 1 }).toArray();
   }

@@ -56,6 +56,14 @@ export class GateEventStore {
     return insertIgnoringDuplicates(this.gates, docs);
   }
 
+  /**
+   * Retention: events received before `t` (a daily scan), except those of jobs still open,
+   * which a takeover reads to complete them.
+   */
+  async deleteReceivedBefore(t: Date, openJobs: Set<string>): Promise<number> {
+    return (await this.gates.deleteMany({ received_at: { $lt: t }, job: { $nin: [...openJobs] } })).deletedCount;
+  }
+
   async ofJob(job: string): Promise<GateEventDoc[]> {
     return this.gates.find({ job }).toArray();
   }

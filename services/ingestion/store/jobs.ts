@@ -40,6 +40,11 @@ export class JobStore {
     await this.jobs.deleteOne({ _id: id });
   }
 
+  /** Ids of every job still open (retention keeps what they may need when taken over). */
+  async openIds(): Promise<Set<string>> {
+    return new Set((await this.jobs.find({}, { projection: { _id: 1 } }).toArray()).map((j) => j._id));
+  }
+
   async olderThan(t: Date, limit: number): Promise<JobDoc[]> {
     return this.jobs.find({ created_at: { $lt: t } }).limit(limit).toArray();
   }

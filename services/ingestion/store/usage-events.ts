@@ -70,6 +70,14 @@ export class UsageEventStore {
   }
 
   /** The events a job inserted (read once, when an interrupted job is completed). */
+  /**
+   * Retention: events received before `t` (a daily scan), except those of jobs still open,
+   * which a takeover reads to complete them.
+   */
+  async deleteReceivedBefore(t: Date, openJobs: Set<string>): Promise<number> {
+    return (await this.events.deleteMany({ received_at: { $lt: t }, job: { $nin: [...openJobs] } })).deletedCount;
+  }
+
   async ofJob(job: string): Promise<UsageEventDoc[]> {
     return this.events.find({ job }).toArray();
   }
