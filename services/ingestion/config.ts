@@ -2,7 +2,7 @@ import { Type, peerUrlFields, serviceConfigFields } from "@meter/lib/config";
 
 /** The ingestion settings every process hosting the service reads (service process, all-in-one). */
 export const ingestionSettingsFields = {
-  /** Pause between rounds of the outbox relay and the recovery sweep. */
+  /** Interval of the repeating relay job (outboxes and the recovery sweep) and its first backoff. */
   RELAY_INTERVAL_MS: Type.Integer({ default: 1_000, minimum: 10 }),
   RELAY_MAX_BACKOFF_MS: Type.Integer({ default: 60_000, minimum: 10 }),
   /** Age after which uncounted events of an interrupted request are completed by the sweep. */

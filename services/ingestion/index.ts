@@ -15,6 +15,7 @@ import { getUsage } from "./handlers/get-usage.ts";
 import { ingestGateEvents } from "./handlers/ingest-gate-events.ts";
 import { ingestUsageEvents } from "./handlers/ingest-usage-events.ts";
 import { listGateEvents } from "./handlers/list-gate-events.ts";
+import { defineRelay, scheduleRelay } from "./jobs/relay.ts";
 import { defineRetention, scheduleRetention } from "./jobs/retention.ts";
 import { outboxes } from "./relay/handover.ts";
 import { Relay } from "./relay/outbox.ts";
@@ -34,7 +35,7 @@ export interface IngestionServiceOptions {
   db: Db;
   logger: Logger;
   peers: PeerUrls;
-  /** Pause between rounds of the outbox relay and recovery sweep (ms). */
+  /** Interval of the repeating relay round (outboxes and recovery sweep; jobs/relay.ts), in ms. */
   relayIntervalMs?: number;
   /** Longest backoff of a relay whose peer keeps failing (ms). */
   relayMaxBackoffMs?: number;
@@ -56,8 +57,8 @@ export interface IngestionModule extends ServiceModule {
   runRetention(now?: Date): Promise<IngestionRetentionReport>;
 }
 
-/** Agenda's polling interval: its only job here runs once a day. */
-const SCHEDULER_POLL_MS = 10_000;
+/** Lock lifetime of a relay round, renewed after every entry handed over (jobs/relay.ts). */
+const RELAY_LOCK_MS = 60_000;
 
 /** The ingestion service: usage, gate and manual events, per-user period counters, handovers. */
 export async function createIngestionService(opts: IngestionServiceOptions): Promise<IngestionModule> {
@@ -67,7 +68,9 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
   const ledger = new Ledger(opts.db);
   const jobs = new JobStore(opts.db);
   const outbox = new OutboxStore(opts.db);
-  const scheduler = new JobScheduler(opts.db, opts.logger, SCHEDULER_POLL_MS, "ingestion");
+  const relayIntervalMs = opts.relayIntervalMs ?? 1_000;
+  // Agenda polls its collection this often; below 50 ms the polling scans would starve writers.
+  const scheduler = new JobScheduler(opts.db, opts.logger, Math.max(relayIntervalMs, 50), "ingestion");
   await Promise.all([events.init(), gates.init(), crossings.init(), ledger.init(), scheduler.init()]);
   const deps: IngestionDeps = {
     events,
@@ -93,13 +96,14 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
       analytics: opts.analytics ?? analyticsRecorder(opts.peers.analytics),
     }),
     {
-      intervalMs: opts.relayIntervalMs ?? 1_000,
+      intervalMs: relayIntervalMs,
       maxBackoffMs: opts.relayMaxBackoffMs ?? 60_000,
       batchSize: opts.relayBatchSize ?? 500,
       logger: opts.logger,
     },
     [{ name: "recover-unfinished-jobs", run: () => recoverStale(deps) }],
   );
+  defineRelay(deps, relay, RELAY_LOCK_MS);
   trackOutbox("ingestion_to_webhooks", collectionBacklog(outbox.webhooks, "created_at"));
   trackOutbox("ingestion_to_analytics", collectionBacklog(outbox.analytics, "created_at"));
   return {
@@ -117,12 +121,13 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
     },
     healthy: () => pingDb(opts.db),
     async start() {
-      relay.start();
       await scheduler.start();
+      await scheduleRelay(deps, relayIntervalMs);
       await scheduleRetention(deps);
     },
     async stop() {
-      await Promise.all([relay.stop(), scheduler.stop(5_000)]);
+      relay.halt();
+      await scheduler.stop(5_000);
     },
     runRetention: (now = deps.now()) => runIngestionRetention(deps, deps.retention, now),
   };

@@ -2,6 +2,7 @@ import type { KnownUser, PlanInfo } from "./adapters/plans.ts";
 import type { IngestionDeps } from "./deps.ts";
 import { calendarMonth, periodAt, type BillingPeriod } from "./domain/period.ts";
 import { reachedThresholds } from "./domain/thresholds.ts";
+import { kickRelay } from "./jobs/relay.ts";
 import { crossingsClosedBefore } from "./retention.ts";
 import { counterId, monthCounterId, type Countable, type CounterDoc } from "./store/counters.ts";
 import { crossingKey, type CrossingDoc } from "./store/crossings.ts";
@@ -159,6 +160,8 @@ async function storeJob<D extends { _id: string }>(
   await complete(docs.filter((d) => inserted.has(d._id)));
   await adoptStale(deps, job, docs.filter((d) => !inserted.has(d._id)).map((d) => d._id));
   await deps.jobs.close(job._id);
+  // New outbox entries: hand them over now rather than at the next repeating round.
+  if (inserted.size > 0) await kickRelay(deps);
   return inserted;
 }
 

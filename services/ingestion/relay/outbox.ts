@@ -17,7 +17,7 @@ export interface Outbox {
 }
 
 export interface RelayOptions {
-  /** Pause between rounds. */
+  /** First backoff of a failing outbox (also the repeating job's interval, jobs/relay.ts). */
   intervalMs: number;
   /** Longest wait before retrying an outbox whose peer keeps failing. */
   maxBackoffMs: number;
@@ -30,11 +30,14 @@ export function backoffMs(failures: number, intervalMs: number, maxMs: number): 
   return Math.min(maxMs, intervalMs * 2 ** Math.min(failures, 20));
 }
 
+/**
+ * The relay's work, one round at a time: run by the Agenda job in jobs/relay.ts (repeating
+ * every `intervalMs`, and kicked when entries are written). Backoff is kept per process: an
+ * outbox whose peer failed is skipped by this process's rounds until its retry time.
+ */
 export class Relay {
   private readonly state = new Map<string, { failures: number; retryAt: number }>();
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
-  private stopped = true;
+  private stopped = false;
 
   constructor(
     private readonly outboxes: Outbox[],
@@ -43,27 +46,13 @@ export class Relay {
     private readonly chores: { name: string; run(): Promise<unknown> }[] = [],
   ) {}
 
-  start(): void {
-    this.stopped = false;
-    this.schedule(0);
-  }
-
-  async stop(): Promise<void> {
+  /** Ends the current round after the entry being sent (shutdown). */
+  halt(): void {
     this.stopped = true;
-    clearTimeout(this.timer);
-    await this.running;
-  }
-
-  private schedule(ms: number) {
-    if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      this.running = this.round().finally(() => this.schedule(this.opts.intervalMs));
-    }, ms);
-    this.timer.unref();
   }
 
   /** One pass over every chore and outbox; failures are logged and retried later. */
-  async round(): Promise<void> {
+  async round(progress: () => Promise<unknown> = async () => {}): Promise<void> {
     for (const chore of this.chores) {
       try {
         await chore.run();
@@ -76,7 +65,7 @@ export class Relay {
       this.state.set(box.name, st);
       if (Date.now() < st.retryAt) continue;
       try {
-        await this.drain(box);
+        await this.drain(box, progress);
         st.failures = 0;
       } catch (err) {
         st.failures++;
@@ -91,7 +80,7 @@ export class Relay {
   }
 
   /** Sends entries one at a time, in chunks; an entry is deleted once all of it was acknowledged. */
-  private async drain(box: Outbox): Promise<void> {
+  private async drain(box: Outbox, progress: () => Promise<unknown>): Promise<void> {
     for (let rounds = 0; rounds < 100 && !this.stopped; rounds++) {
       const entries = await box.collection.find({ kind: box.kind }).limit(20).toArray();
       if (entries.length === 0) return;
@@ -101,6 +90,7 @@ export class Relay {
           await box.send(payloads.slice(i, i + this.opts.batchSize));
         }
         await box.collection.deleteOne({ _id: e._id });
+        await progress();
       }
       if (entries.length < 20) return;
     }
