@@ -40,6 +40,8 @@ export interface IngestionServiceOptions {
   /** Longest backoff of a relay whose peer keeps failing (ms). */
   relayMaxBackoffMs?: number;
   relayBatchSize?: number;
+  /** Lock lifetime of a relay round (jobs/relay.ts), renewed after every entry. Default 60 000. */
+  relayLockMs?: number;
   /** Age after which a job left unfinished by an interrupted request is completed by others (ms). */
   recoveryAfterMs?: number;
   maxBatchEvents?: number;
@@ -56,9 +58,6 @@ export interface IngestionModule extends ServiceModule {
   /** One retention pass as of `now` (what the daily job does; tests, bench). */
   runRetention(now?: Date): Promise<IngestionRetentionReport>;
 }
-
-/** Lock lifetime of a relay round, renewed after every entry handed over (jobs/relay.ts). */
-const RELAY_LOCK_MS = 60_000;
 
 /** The ingestion service: usage, gate and manual events, per-user period counters, handovers. */
 export async function createIngestionService(opts: IngestionServiceOptions): Promise<IngestionModule> {
@@ -103,7 +102,7 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
     },
     [{ name: "recover-unfinished-jobs", run: () => recoverStale(deps) }],
   );
-  defineRelay(deps, relay, RELAY_LOCK_MS);
+  defineRelay(deps, relay, opts.relayLockMs ?? 60_000);
   trackOutbox("ingestion_to_webhooks", collectionBacklog(outbox.webhooks, "created_at"));
   trackOutbox("ingestion_to_analytics", collectionBacklog(outbox.analytics, "created_at"));
   return {

@@ -1,0 +1,76 @@
+import { randomUUID } from "node:crypto";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import type { MongoClient } from "mongodb";
+import { createLogger } from "@meter/lib/logger";
+import { JOBS_COLLECTION } from "@meter/lib/jobs";
+import { connectMongo } from "@meter/lib/mongo";
+import { testMongoUrl } from "../../test/support/database.ts";
+import { eventually } from "../../test/support/eventually.ts";
+import { spawnEntry } from "../../test/support/processes.ts";
+import type { UsageFactInit } from "./adapters/peers.ts";
+import { createIngestionService } from "./index.ts";
+import { RELAY } from "./jobs/relay.ts";
+import { entry } from "./store/outbox.ts";
+
+/**
+ * The relay runs on Agenda. A worker killed while handing an outbox entry over leaves the
+ * relay job locked and the entry in place; once the lock lifetime has passed, another
+ * scheduler on the same database runs that job and the entry reaches its peer.
+ */
+const t = suite<{ mongo: MongoClient; url: string }>("ingestion relay job: a killed worker's job is picked up");
+const logger = createLogger("ingestion-relay-job-test", "silent");
+/** Never called: the relay hands over through the peers given below. */
+const NO_PEERS = { tenancy: "", plans: "http://127.0.0.1:1", ingestion: "", analytics: "", webhooks: "" };
+const LOCK_MS = 1_500;
+
+t.before(async (ctx) => {
+  ctx.url = await testMongoUrl();
+  ctx.mongo = await connectMongo(ctx.url);
+});
+
+t.after(async (ctx) => {
+  await ctx.mongo.close();
+});
+
+t("another scheduler hands over the entry a killed worker was sending", async ({ mongo, url }) => {
+  const dbName = `ingestion_relayjob_${Date.now()}_${Math.floor(Math.random() * 1e6)}`;
+  const db = mongo.db(dbName);
+  const p = randomUUID();
+  const facts = Array.from({ length: 5 }, (_, i) => ({
+    product_id: p, event_id: randomUUID(), user_id: "u1", timestamp: new Date(), model: "gpt-4o",
+    total_tokens: 10 + i, cost_total: 0.5, source: "auto", tool_call_count: 0,
+  }));
+  await db.collection("outbox_analytics").insertOne(entry("usage", `job_${randomUUID()}`, facts) as never);
+
+  const worker = spawnEntry("services/ingestion/testing/relay-worker.ts", { MONGODB_URL: url, MONGODB_DB: dbName, RELAY_LOCK_MS: String(LOCK_MS) });
+  let survivor: Awaited<ReturnType<typeof createIngestionService>> | undefined;
+  try {
+    await eventually(() => worker.output().includes("holding"), 20_000, "the worker to hold the relay job").catch((err) => {
+      throw new Error(`${err.message}; worker output: ${worker.output()}`);
+    });
+    const jobs = db.collection(JOBS_COLLECTION);
+    const held = await jobs.findOne({ name: RELAY, lockedAt: { $ne: null } });
+    assert.ok(held, "the worker holds the relay job");
+    await worker.stop("SIGKILL");
+    assert.is(await db.collection("outbox_analytics").countDocuments({}), 1, "the entry is still there");
+
+    const received: UsageFactInit[] = [];
+    survivor = await createIngestionService({
+      db, logger, peers: NO_PEERS, relayIntervalMs: 100, relayLockMs: LOCK_MS,
+      analytics: { recordEvents: async (u) => void received.push(...u) },
+      webhooks: { publishGateEvents: async () => {}, publishThresholdCrossings: async () => {} },
+    });
+    await survivor.start?.();
+    await eventually(async () => (await db.collection("outbox_analytics").countDocuments({})) === 0, 30_000, "the entry handed over");
+    assert.equal(new Set(received.map((f) => f.eventId)), new Set(facts.map((f) => f.event_id)));
+    const job = await jobs.findOne({ _id: held._id });
+    assert.ok(job && job.lastRunAt > held.lockedAt, "the job the dead worker held ran again");
+    assert.is(await jobs.countDocuments({ name: RELAY, "data.key": "every" }), 1, "still one repeating relay job");
+  } finally {
+    await worker.stop("SIGKILL");
+    await survivor?.stop?.();
+  }
+});
+
+t.run();
