@@ -138,7 +138,7 @@ export class Ledger {
     if (seq > 0 && !head) {
       // Compaction raised the hint before deleting the snapshot it pointed at, but this read
       // (or a hint update that lost a race on the embedded database) saw the old one. The
-      // chain goes on above it: a snapshot is deleted only once the next one exists.
+      // chain goes on above it: a snapshot is deleted only once a newer one exists.
       for (let skipped = 0; !head; skipped++) {
         if (skipped > MAX_SKIP) throw new Error(`counter ${id}: no snapshot above hint ${hint?.seq}`);
         head = await this.snapshots.findOne({ _id: `${id}#${++seq}` });
@@ -183,20 +183,27 @@ export class Ledger {
    * Deletes the snapshots superseded before `before` (retention, once a day: scans the
    * snapshots older than that). Kept: each counter's latest snapshot, which holds its totals,
    * and every snapshot of a job still open, whose job_key is what refuses that job's second
-   * addition when it is taken over. A snapshot goes only once the next one exists, and the
-   * head hint is raised past it first, so a read still finds the head by primary key.
+   * addition when it is taken over. A snapshot goes only once a newer one exists, and the
+   * head hint is raised to that one first, so a read still finds the head by primary key.
+   * One lookup per counter, then a delete by primary key per snapshot.
    */
   async compact(before: Date, openJobs: Set<string>): Promise<number> {
-    const candidates: Pick<CounterDoc, "_id" | "counter_id" | "seq" | "job_key">[] = await this.snapshots
+    const old: Pick<CounterDoc, "_id" | "counter_id" | "seq" | "job_key">[] = await this.snapshots
       .find({ created_at: { $lt: before } }, { projection: { _id: 1, counter_id: 1, seq: 1, job_key: 1 } })
       .toArray();
+    const byCounter = new Map<string, typeof old>();
+    for (const s of old) byCounter.set(s.counter_id, [...(byCounter.get(s.counter_id) ?? []), s]);
     let deleted = 0;
-    for (const s of candidates) {
-      if (openJobs.has(s.job_key.slice(0, s.job_key.length - s.counter_id.length - 1))) continue;
-      const newer = await this.snapshots.findOne({ _id: `${s.counter_id}#${s.seq + 1}` }, { projection: { _id: 1 } });
-      if (!newer) continue;
-      await this.hint({ counter_id: s.counter_id, seq: s.seq + 1 });
-      deleted += (await this.snapshots.deleteOne({ _id: s._id })).deletedCount;
+    for (const [id, snaps] of byCounter) {
+      const seqs = new Set(snaps.map((s) => s.seq));
+      const top = Math.max(...seqs);
+      // Every old snapshot below the newest old one is superseded; that one needs a lookup.
+      const topSuperseded = (await this.snapshots.findOne({ _id: `${id}#${top + 1}` }, { projection: { _id: 1 } })) !== null;
+      const kept = topSuperseded ? top + 1 : top;
+      const doomed = snaps.filter((s) => s.seq < kept && !openJobs.has(s.job_key.slice(0, s.job_key.length - id.length - 1)));
+      if (doomed.length === 0) continue;
+      await this.hint({ counter_id: id, seq: kept });
+      for (const s of doomed) deleted += (await this.snapshots.deleteOne({ _id: s._id })).deletedCount;
     }
     return deleted;
   }
