@@ -192,11 +192,15 @@ export class Ledger {
       .find({ created_at: { $lt: before } }, { projection: { _id: 1, counter_id: 1, seq: 1, job_key: 1 } })
       .toArray();
     const byCounter = new Map<string, typeof old>();
-    for (const s of old) byCounter.set(s.counter_id, [...(byCounter.get(s.counter_id) ?? []), s]);
+    for (const s of old) {
+      const list = byCounter.get(s.counter_id);
+      if (list) list.push(s);
+      else byCounter.set(s.counter_id, [s]);
+    }
     let deleted = 0;
     for (const [id, snaps] of byCounter) {
-      const seqs = new Set(snaps.map((s) => s.seq));
-      const top = Math.max(...seqs);
+      // A loop, not Math.max(...): a busy counter can have more snapshots than call arguments fit.
+      const top = snaps.reduce((m, s) => Math.max(m, s.seq), 0);
       // Every old snapshot below the newest old one is superseded; that one needs a lookup.
       const topSuperseded = (await this.snapshots.findOne({ _id: `${id}#${top + 1}` }, { projection: { _id: 1 } })) !== null;
       const kept = topSuperseded ? top + 1 : top;
