@@ -540,7 +540,8 @@ export class Meter implements Ledger {
     }
   }
 
-  private warn(message: string, err?: Error): void {
+  /** @internal Integrations report failures through the meter's logger and onError: not part of the API. */
+  warn(message: string, err?: Error): void {
     try {
       this.logger.warn(`[meter] ${message}${err ? `: ${err.message}` : ""}`);
       if (err && this.onErrorHook) this.onErrorHook(err);

@@ -92,6 +92,7 @@ export class MeteredCall {
   #done = false;
   readonly metadata: Record<string, unknown>;
   private constructor(
+    private readonly meter: Meter,
     private readonly reservation: Awaited<ReturnType<Meter["reserve"]>>,
     readonly estimate: number,
     metadata: Record<string, unknown>,
@@ -107,7 +108,7 @@ export class MeteredCall {
       input_tokens: start.input_tokens,
       metadata,
     });
-    return new MeteredCall(reservation, start.input_tokens, metadata);
+    return new MeteredCall(meter, reservation, start.input_tokens, metadata);
   }
 
   get settled(): boolean {
@@ -122,7 +123,7 @@ export class MeteredCall {
     // the model call.
     this.reservation
       .commit({ input_tokens: usage.input_tokens, output_tokens: usage.output_tokens, tool_calls: usage.tool_calls, metadata: this.metadata })
-      .catch((err: Error) => console.warn(`@meter/sdk: a metered call could not be recorded: ${err.message}`));
+      .catch((err: Error) => this.meter.warn("a metered call could not be recorded", err));
   }
 
   /**
