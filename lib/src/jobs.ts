@@ -5,7 +5,7 @@ import { Agenda, type Job } from "agenda";
 import { MongoBackend } from "@agendajs/mongo-backend";
 import type { Logger } from "./logger.ts";
 import { collectionBacklog, trackJobQueue } from "./metrics.ts";
-import { isDuplicateKeyError } from "./mongo.ts";
+import { deleteInRounds, isDuplicateKeyError } from "./mongo.ts";
 
 /** Every service keeps its Agenda jobs in this collection of its own database. */
 export const JOBS_COLLECTION = "agenda_jobs";
@@ -98,10 +98,7 @@ export class JobScheduler {
    * Repeating jobs and locked ones are never touched.
    */
   async purgeEnded(before: Date): Promise<number> {
-    const res = await this.db
-      .collection(JOBS_COLLECTION)
-      .deleteMany({ nextRunAt: null, lockedAt: null, repeatInterval: null, lastFinishedAt: { $lt: before } });
-    return res.deletedCount;
+    return deleteInRounds(this.db.collection(JOBS_COLLECTION), { nextRunAt: null, lockedAt: null, repeatInterval: null, lastFinishedAt: { $lt: before } });
   }
 
   async cancel(name: string, data: Record<string, unknown>): Promise<number> {

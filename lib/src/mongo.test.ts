@@ -2,7 +2,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import type { MongoClient } from "mongodb";
 import { testMongoUrl } from "../../test/support/database.ts";
-import { connectMongo, isDuplicateKeyError } from "./mongo.ts";
+import { connectMongo, deleteInRounds, isDuplicateKeyError } from "./mongo.ts";
 
 // Every exactly-once rule of the services rests on these guarantees of MongoDB; the test
 // database (the embedded FerretDB behind its serializing proxy, or MongoDB) must give them too.
@@ -42,6 +42,17 @@ t("a unique index admits one of many parallel inserts, and violations read as du
   await c.insertOne({ k: "other" });
   const err = await c.updateOne({ k: "other" }, { $set: { k: "same" } }).catch((e) => e);
   assert.ok(isDuplicateKeyError(err), String(err));
+});
+
+t("deleteInRounds removes more documents than one SQLite statement can name, and only those", async ({ mongo }) => {
+  const c = mongo.db(`guarantees_${Date.now()}`).collection<{ _id: number; old: boolean }>("c");
+  // 33,000 matching: past the 32,766 variables at which one deleteMany fails on the embedded database.
+  const docs = Array.from({ length: 33_100 }, (_, i) => ({ _id: i, old: i < 33_000 }));
+  for (let i = 0; i < docs.length; i += 10_000) await c.insertMany(docs.slice(i, i + 10_000));
+  assert.is(await deleteInRounds(c, { old: true }), 33_000);
+  assert.is(await c.countDocuments({}), 100);
+  assert.is(await c.countDocuments({ old: true }), 0);
+  assert.is(await deleteInRounds(c, { old: true }), 0);
 });
 
 t.run();

@@ -1,4 +1,4 @@
-import { MongoClient, MongoServerError, type Db } from "mongodb";
+import { MongoClient, MongoServerError, type Collection, type Db, type Document, type Filter } from "mongodb";
 
 /** The one way to open MongoDB: a client with sane timeouts, verified with a ping. */
 export async function connectMongo(url: string): Promise<MongoClient> {
@@ -28,4 +28,24 @@ export function isDuplicateKeyError(err: unknown): boolean {
   if (err.code === 11000) return true;
   // FerretDB reports a unique index violated by an update as an internal error.
   return err.code === 1 && /UNIQUE constraint failed/.test(err.message);
+}
+
+/** Documents one deleteInRounds round removes (under SQLite's 32,766 variables a statement). */
+const DELETE_ROUND = 10_000;
+
+/**
+ * deleteMany in rounds of at most 10,000 documents; resolves the number deleted. The embedded
+ * database (FerretDB over SQLite) deletes all matched documents in one statement with one
+ * variable each, and SQLite refuses more than 32,766: a single deleteMany of more fails, so a
+ * retention pass over a busy day would fail every day after. Each round reads the ids of up
+ * to a round's documents by `filter`, then deletes those ids.
+ */
+export async function deleteInRounds<T extends Document>(col: Collection<T>, filter: Filter<T>): Promise<number> {
+  let deleted = 0;
+  for (;;) {
+    const ids = (await col.find(filter, { projection: { _id: 1 }, limit: DELETE_ROUND }).toArray()).map((d) => d._id);
+    if (ids.length === 0) return deleted;
+    deleted += (await col.deleteMany({ _id: { $in: ids } } as Filter<T>)).deletedCount;
+    if (ids.length < DELETE_ROUND) return deleted;
+  }
 }

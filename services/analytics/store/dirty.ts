@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Collection, Db } from "mongodb";
-import { isDuplicateKeyError } from "@meter/lib/mongo";
+import { deleteInRounds, isDuplicateKeyError } from "@meter/lib/mongo";
 
 /**
  * Marks of product-days whose rollup may be older than their ledger. Marks are only ever
@@ -87,8 +87,7 @@ export class DirtyStore {
 
   /** Deletes these marks; returns how many were still there. */
   async clear(markIds: readonly string[]): Promise<number> {
-    const res = await this.marks.deleteMany({ _id: { $in: [...markIds] } });
-    return res.deletedCount;
+    return deleteInRounds(this.marks, { _id: { $in: [...markIds] } });
   }
 
   /**
@@ -96,8 +95,7 @@ export class DirtyStore {
    * is taken over by the next roller anyway, so this changes nothing but the storage.
    */
   async sweepLeases(now: Date): Promise<number> {
-    const res = await this.leases.deleteMany({ until: { $lt: now } });
-    return res.deletedCount;
+    return deleteInRounds(this.leases, { until: { $lt: now } });
   }
 
   async count(): Promise<number> {

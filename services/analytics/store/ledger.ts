@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { LRUCache } from "lru-cache";
 import type { Collection, Db } from "mongodb";
 import pMap from "p-map";
-import { isDuplicateKeyError } from "@meter/lib/mongo";
+import { deleteInRounds, isDuplicateKeyError } from "@meter/lib/mongo";
 import type { DayAccumulator, GateEntry, UsageEntry } from "../rollup.ts";
 
 /**
@@ -166,7 +166,6 @@ export class LedgerStore {
    * lookups are indexed there), run once a day by the retention job.
    */
   async deleteBefore(day: string, keep: readonly string[]): Promise<number> {
-    const res = await this.segments.deleteMany({ day: { $lt: day, $nin: [...keep] } });
-    return res.deletedCount;
+    return deleteInRounds(this.segments, { day: { $lt: day, $nin: [...keep] } });
   }
 }

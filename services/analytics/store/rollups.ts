@@ -1,6 +1,7 @@
 import type { Collection, Db } from "mongodb";
 import type { BySource, DayFigures, UserFigures } from "../rollup.ts";
 import pMap from "p-map";
+import { deleteInRounds } from "@meter/lib/mongo";
 
 /**
  * Pre-aggregated figures, one document per product-day (totals, gates, models) plus the
@@ -108,8 +109,7 @@ export class RollupStore {
    * User chunks first: a day document left without its chunks would report users it lost.
    */
   async deleteBefore(day: string): Promise<number> {
-    await this.userChunks.deleteMany({ day: { $lt: day } });
-    const res = await this.days.deleteMany({ day: { $lt: day } });
-    return res.deletedCount;
+    await deleteInRounds(this.userChunks, { day: { $lt: day } });
+    return deleteInRounds(this.days, { day: { $lt: day } });
   }
 }

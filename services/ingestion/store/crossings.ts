@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import type { Collection, Db } from "mongodb";
 import { insertIgnoringDuplicates } from "./usage-events.ts";
+import { deleteInRounds } from "@meter/lib/mongo";
 
 /**
  * A spend threshold reached by a user in a billing period. `_id` is
@@ -52,7 +53,7 @@ export class CrossingStore {
 
   /** Retention: crossings of periods that ended before `t` (a daily scan). */
   async deleteEndedBefore(t: Date): Promise<number> {
-    return (await this.crossings.deleteMany({ period_end: { $lt: t } })).deletedCount;
+    return await deleteInRounds(this.crossings, { period_end: { $lt: t } });
   }
 
   async forUser(productId: string, userId: string): Promise<CrossingDoc[]> {

@@ -1,5 +1,6 @@
 import type { Collection, Db, Filter } from "mongodb";
 import { insertIgnoringDuplicates } from "./usage-events.ts";
+import { deleteInRounds } from "@meter/lib/mongo";
 
 /** One gate event; `_id` is "<product>/<event id>" (idempotent ingestion by primary key). */
 export interface GateEventDoc {
@@ -61,7 +62,7 @@ export class GateEventStore {
    * which a takeover reads to complete them.
    */
   async deleteReceivedBefore(t: Date, openJobs: Set<string>): Promise<number> {
-    return (await this.gates.deleteMany({ received_at: { $lt: t }, job: { $nin: [...openJobs] } })).deletedCount;
+    return await deleteInRounds(this.gates, { received_at: { $lt: t }, job: { $nin: [...openJobs] } });
   }
 
   async ofJob(job: string): Promise<GateEventDoc[]> {

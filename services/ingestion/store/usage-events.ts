@@ -1,6 +1,6 @@
 import type { Collection, Db } from "mongodb";
 import { MongoBulkWriteError } from "mongodb";
-import { isDuplicateKeyError } from "@meter/lib/mongo";
+import { deleteInRounds, isDuplicateKeyError } from "@meter/lib/mongo";
 
 export type EventSource = "auto" | "manual";
 
@@ -75,7 +75,7 @@ export class UsageEventStore {
    * which a takeover reads to complete them.
    */
   async deleteReceivedBefore(t: Date, openJobs: Set<string>): Promise<number> {
-    return (await this.events.deleteMany({ received_at: { $lt: t }, job: { $nin: [...openJobs] } })).deletedCount;
+    return await deleteInRounds(this.events, { received_at: { $lt: t }, job: { $nin: [...openJobs] } });
   }
 
   async ofJob(job: string): Promise<UsageEventDoc[]> {

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Collection, Db } from "mongodb";
-import { isDuplicateKeyError } from "@meter/lib/mongo";
+import { deleteInRounds, isDuplicateKeyError } from "@meter/lib/mongo";
 
 interface ClaimDoc {
   /** The idempotency key of the work, e.g. "deliver:<delivery id>:<attempt>". */
@@ -57,8 +57,7 @@ export class ClaimStore {
    * so it protects nothing: deleting it changes only the storage.
    */
   async sweepExpired(now: Date): Promise<number> {
-    const res = await this.col.deleteMany({ expires_at: { $lt: now } });
-    return res.deletedCount;
+    return deleteInRounds(this.col, { expires_at: { $lt: now } });
   }
 
   /** Gives the key back so that a retry of the job can run it. */

@@ -1,5 +1,5 @@
 import type { Collection, Db, Filter } from "mongodb";
-import { isDuplicateKeyError } from "@meter/lib/mongo";
+import { deleteInRounds, isDuplicateKeyError } from "@meter/lib/mongo";
 
 export type DeliveryStatus = "pending" | "success" | "failed";
 export const DELIVERY_STATUSES: readonly DeliveryStatus[] = ["pending", "success", "failed"];
@@ -42,8 +42,7 @@ export class DeliveryStore {
 
   /** Deletes the ended deliveries created before `cutoff`; returns how many. */
   async deleteEndedBefore(cutoff: Date): Promise<number> {
-    const res = await this.col.deleteMany({ created_at: { $lt: cutoff }, status: { $ne: "pending" } });
-    return res.deletedCount;
+    return deleteInRounds(this.col, { created_at: { $lt: cutoff }, status: { $ne: "pending" } });
   }
 
   /** Events of the deliveries created before `cutoff` that are still kept (pending ones). */
@@ -99,7 +98,6 @@ export class DeliveryStore {
   }
 
   async deleteForEndpoint(productId: string, endpointId: string): Promise<number> {
-    const res = await this.col.deleteMany({ product_id: productId, endpoint_id: endpointId });
-    return res.deletedCount;
+    return deleteInRounds(this.col, { product_id: productId, endpoint_id: endpointId });
   }
 }

@@ -1,5 +1,5 @@
 import type { Collection, Db } from "mongodb";
-import { isDuplicateKeyError } from "@meter/lib/mongo";
+import { deleteInRounds, isDuplicateKeyError } from "@meter/lib/mongo";
 
 /** An emitted webhook event: what every delivery of it sends. */
 export interface EventDoc {
@@ -37,8 +37,7 @@ export class EventStore {
 
   /** Deletes the events created before `cutoff`, except `keep`; returns how many. */
   async deleteBefore(cutoff: Date, keep: readonly string[]): Promise<number> {
-    const res = await this.col.deleteMany({ created_at: { $lt: cutoff }, _id: { $nin: [...keep] } });
-    return res.deletedCount;
+    return deleteInRounds(this.col, { created_at: { $lt: cutoff }, _id: { $nin: [...keep] } });
   }
 
   /** Inserts the event unless its key was emitted before; returns the stored one either way. */
