@@ -72,6 +72,18 @@ t("lookups by _id use an index, so they do not read the whole collection", async
   assert.match(await indexed(), /__id_lookup/);
 });
 
+t("a filter on _id and more reads by _id, and still applies the rest", async ({ mongo }) => {
+  const docs = mongo.db("pushdown").collection<{ _id: string; n: number; jobs: string[] }>("docs");
+  await docs.insertMany(Array.from({ length: 50 }, (_, n) => ({ _id: `d${n}`, n, jobs: [] })));
+  const filter = { _id: "d3", jobs: { $ne: "j1" } };
+  const plan = await mongo.db("pushdown").command({ explain: { find: "docs", filter } });
+  assert.is(plan.filterPushdown, true, "narrowed by _id in the database, not by reading every document");
+  // A guarded update applies once: the part of the filter beside _id is still checked.
+  for (let i = 0; i < 2; i++) await docs.updateOne(filter, { $inc: { n: 100 }, $push: { jobs: "j1" } });
+  assert.equal(await docs.findOne({ _id: "d3" }), { _id: "d3", n: 103, jobs: ["j1"] });
+  assert.is(await docs.countDocuments({ _id: "d4", n: 5 }), 0, "a document with the _id but not the rest is not matched");
+});
+
 t("the write-ahead log is emptied once it grows past its limit", async ({ mongo, dir }) => {
   const big = mongo.db("walgrowth").collection<{ _id: number; pad: string }>("rows");
   const pad = "x".repeat(4096);

@@ -1,5 +1,6 @@
 import { spawn, execFile, type ChildProcess } from "node:child_process";
-import { mkdir, rename } from "node:fs/promises";
+import { constants, existsSync } from "node:fs";
+import { chmod, cp, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { createInterface } from "node:readline";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -20,6 +21,48 @@ export type Progress = (message: string) => void;
 /** How long a build may take before saying so, then how often to say it is still going. */
 const QUIET_MS = 3_000;
 const HEARTBEAT_MS = 15_000;
+
+/** The FerretDB source file the build changes, and the line it changes in it (twice). */
+const PATCHED_FILE = "internal/backends/sqlite/collection.go";
+const ID_ONLY_PUSHDOWN = "if params.Filter.Len() == 1 {";
+
+/**
+ * FerretDB v1 over SQLite reads a document by its primary key only when the filter is exactly
+ * `{_id: <value>}`; a filter with any other condition beside `_id` (a guarded update such as
+ * `{_id, jobs: {$ne: job}}`, a version compare-and-set) reads the whole table and grows with
+ * the collection (12 ms at 1,000 documents). Its handlers filter every document they read
+ * again in Go, so narrowing the read by `_id` whatever else the filter holds is always
+ * correct. The build uses a copy of the FerretDB module with that one condition changed
+ * (through an alternate go.mod with a `replace`), leaving go.mod and the module cache as they
+ * are; a FerretDB upgrade that changes the line fails here, loudly. Returns the go.mod to use.
+ */
+async function patchedModFile(): Promise<string> {
+  const { stdout } = await run("go", ["mod", "download", "-json", "github.com/FerretDB/FerretDB"], { cwd: toolDir });
+  const mod = JSON.parse(stdout) as { Dir: string; Version: string };
+  const bin = path.join(toolDir, "bin");
+  const copy = path.join(bin, `ferretdb-${mod.Version}-patched`);
+  if (!existsSync(copy)) {
+    const original = await readFile(path.join(mod.Dir, PATCHED_FILE), "utf8");
+    if (original.split(ID_ONLY_PUSHDOWN).length - 1 !== 2) {
+      throw new Error(`embedded database: ${PATCHED_FILE} of FerretDB ${mod.Version} changed; review the _id pushdown patch`);
+    }
+    const tmp = `${copy}.${process.pid}.tmp`;
+    await rm(tmp, { recursive: true, force: true });
+    // The module cache is read-only: the copy's files are made writable before one is changed.
+    await cp(mod.Dir, tmp, { recursive: true, mode: constants.COPYFILE_FICLONE });
+    await chmod(path.join(tmp, PATCHED_FILE), 0o644);
+    await writeFile(path.join(tmp, PATCHED_FILE), original.replaceAll(ID_ONLY_PUSHDOWN, "if params.Filter.Len() >= 1 {"));
+    await rename(tmp, copy).catch(async (err) => {
+      if (!existsSync(copy)) throw err; // a concurrent build made it first
+      await rm(tmp, { recursive: true, force: true });
+    });
+  }
+  const modFile = path.join(bin, "patched.mod");
+  const goMod = await readFile(path.join(toolDir, "go.mod"), "utf8");
+  await writeFile(modFile, `${goMod}\nreplace github.com/FerretDB/FerretDB => ${copy}\n`);
+  await cp(path.join(toolDir, "go.sum"), path.join(bin, "patched.sum"));
+  return modFile;
+}
 
 /**
  * Builds the embedded database (FerretDB over SQLite, see tools/embedded-db) with the local
@@ -44,7 +87,8 @@ export async function buildEmbeddedDb(progress?: Progress): Promise<string> {
     );
   }, QUIET_MS);
   try {
-    await run("go", ["build", "-o", tmp, "."], { cwd: toolDir, maxBuffer: 16 * 1024 * 1024 });
+    const modFile = await patchedModFile();
+    await run("go", ["build", "-modfile", modFile, "-o", tmp, "."], { cwd: toolDir, maxBuffer: 16 * 1024 * 1024 });
     if (heartbeat) progress?.(`embedded database built in ${Math.round((Date.now() - started) / 1000)} s`);
   } catch (err) {
     const e = err as NodeJS.ErrnoException & { stderr?: string };
