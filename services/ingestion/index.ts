@@ -15,7 +15,7 @@ import { ingestUsageEvents } from "./handlers/ingest-usage-events.ts";
 import { listGateEvents } from "./handlers/list-gate-events.ts";
 import { outboxes } from "./relay/handover.ts";
 import { Relay } from "./relay/outbox.ts";
-import { Ledger } from "./store/counters.ts";
+import { CounterStore } from "./store/counters.ts";
 import { CrossingStore } from "./store/crossings.ts";
 import { GateEventStore } from "./store/gate-events.ts";
 import { UsageEventStore } from "./store/usage-events.ts";
@@ -50,13 +50,13 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
   const events = new UsageEventStore(opts.db);
   const gates = new GateEventStore(opts.db);
   const crossings = new CrossingStore(opts.db);
-  const ledger = new Ledger(opts.db);
+  const counters = new CounterStore(opts.db);
   const jobs = new JobStore(opts.db);
   const outbox = new OutboxStore(opts.db);
-  await Promise.all([events.init(), gates.init(), crossings.init(), ledger.init()]);
+  await Promise.all([gates.init(), crossings.init()]);
   const deps: IngestionDeps = {
     events,
-    ledger,
+    counters,
     gates,
     crossings,
     jobs,

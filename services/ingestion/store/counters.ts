@@ -1,26 +1,20 @@
-import type { Collection, Db } from "mongodb";
-import { LRUCache } from "lru-cache";
+import type { AnyBulkWriteOperation, Collection, Db } from "mongodb";
+import { MongoBulkWriteError } from "mongodb";
 import { isDuplicateKeyError } from "@meter/lib/mongo";
 import { encodeKey } from "../domain/field-keys.ts";
-import { insertIgnoringDuplicates, type UsageEventDoc } from "./usage-events.ts";
+import type { UsageEventDoc } from "./usage-events.ts";
 
 /**
  * Running totals of one user in one billing period, or in one calendar month (what usage of
- * `current_month` and `YYYY-MM` reads). A counter is a chain of immutable snapshots: snapshot
- * n+1 = snapshot n + the events one job (one request) inserted. Model names in the maps are
- * field-key encoded (see domain/field-keys.ts). Every event enters its period's counter and
- * its month's.
+ * `current_month` and `YYYY-MM` reads): one document each, changed only by `$inc`. Model
+ * names in the maps are field-key encoded (see domain/field-keys.ts).
  */
 export interface CounterDoc {
-  /** "<counter id>#<seq>": inserting it is the compare-and-set that orders writers. */
   _id: string;
-  counter_id: string;
-  seq: number;
-  /** "<job id>|<counter id>", unique: a job's events enter a counter at most once. */
-  job_key: string;
   product_id: string;
   user_id: string;
   period_start: Date;
+  /** End of the window as last attributed (a late renewal may shorten a rolled-on window). */
   period_end: Date;
   cost: number;
   tokens: number;
@@ -28,14 +22,21 @@ export interface CounterDoc {
   events: number;
   tokens_by_model: Record<string, number>;
   cost_by_model: Record<string, number>;
-  plan_name: string | null;
-  spend_limit: number | null;
-  created_at: Date;
+  /**
+   * Jobs whose events were added and whose job is not closed yet: the guard that makes a
+   * retried or taken-over job add its events once. Pulled again once the job is marked
+   * counted, so it holds only the jobs in flight.
+   */
+  jobs: string[];
 }
 
-/** "<product>|<period start>|<period end>|<user>" (user last, so any id is safe). */
-export function counterId(productId: string, userId: string, start: Date, end: Date): string {
-  return `${productId}|${start.toISOString()}|${end.toISOString()}|${userId}`;
+/**
+ * "<product>|<period start>|<user>": a period is found by its start, so a window rolled on
+ * from a lapsed subscription and the renewal recorded late for the same start share one
+ * counter (their ends may differ by the length of a month).
+ */
+export function counterId(productId: string, userId: string, start: Date): string {
+  return `${productId}|${start.toISOString()}|${userId}`;
 }
 
 /** "<product>|month|<YYYY-MM>|<user>": apart from period counters even when a period is a calendar month. */
@@ -43,159 +44,127 @@ export function monthCounterId(productId: string, userId: string, monthStart: Da
   return `${productId}|month|${monthStart.toISOString().slice(0, 7)}|${userId}`;
 }
 
-export type Countable = Pick<
-  UsageEventDoc,
-  "product_id" | "user_id" | "period_start" | "period_end" | "plan_name" | "spend_limit" | "model" | "total_tokens" | "cost_total" | "tool_call_count"
->;
+export type Countable = Pick<UsageEventDoc, "product_id" | "user_id" | "model" | "total_tokens" | "cost_total" | "tool_call_count">;
 
-/** The head hint is refreshed every this many snapshots; a read probes at most this far. */
-const HINT_EVERY = 8;
+/** One counter's share of a job: the sums of the job's events for that counter. */
+export interface CounterDelta {
+  id: string;
+  productId: string;
+  userId: string;
+  start: Date;
+  end: Date;
+  cost: number;
+  tokens: number;
+  toolCalls: number;
+  events: number;
+  tokensByModel: Record<string, number>;
+  costByModel: Record<string, number>;
+}
 
-function next(prev: CounterDoc | null, id: string, jobId: string, events: Countable[]): CounterDoc {
+export function delta(id: string, start: Date, end: Date, events: readonly Countable[]): CounterDelta {
   const first = events[0]!;
-  const seq = (prev?.seq ?? 0) + 1;
-  const doc: CounterDoc = {
-    _id: `${id}#${seq}`,
-    counter_id: id,
-    seq,
-    job_key: `${jobId}|${id}`,
-    product_id: first.product_id,
-    user_id: first.user_id,
-    period_start: first.period_start,
-    period_end: first.period_end,
-    cost: prev?.cost ?? 0,
-    tokens: prev?.tokens ?? 0,
-    tool_calls: prev?.tool_calls ?? 0,
-    events: prev?.events ?? 0,
-    tokens_by_model: { ...prev?.tokens_by_model },
-    cost_by_model: { ...prev?.cost_by_model },
-    plan_name: first.plan_name,
-    spend_limit: first.spend_limit,
-    created_at: new Date(),
+  const d: CounterDelta = {
+    id,
+    productId: first.product_id,
+    userId: first.user_id,
+    start,
+    end,
+    cost: 0,
+    tokens: 0,
+    toolCalls: 0,
+    events: 0,
+    tokensByModel: {},
+    costByModel: {},
   };
   for (const e of events) {
-    doc.cost += e.cost_total;
-    doc.tokens += e.total_tokens;
-    doc.tool_calls += e.tool_call_count;
-    doc.events += 1;
+    d.cost += e.cost_total;
+    d.tokens += e.total_tokens;
+    d.toolCalls += e.tool_call_count;
+    d.events += 1;
     if (e.model !== null) {
       const key = encodeKey(e.model);
-      doc.tokens_by_model[key] = (doc.tokens_by_model[key] ?? 0) + e.total_tokens;
-      doc.cost_by_model[key] = (doc.cost_by_model[key] ?? 0) + e.cost_total;
+      d.tokensByModel[key] = (d.tokensByModel[key] ?? 0) + e.total_tokens;
+      d.costByModel[key] = (d.costByModel[key] ?? 0) + e.cost_total;
     }
   }
-  return doc;
+  return d;
 }
 
 /**
- * Adds the events of a job to a counter exactly once, using only inserts under unique keys
- * (atomic on MongoDB and FerretDB alike; no transactions and no read-modify-write, which
- * FerretDB v1 does not isolate). Snapshot n+1 is inserted on top of the latest snapshot n:
- * its `_id` makes two writers racing for n+1 fail but one, and its unique `job_key` makes a
- * job that was already added (by its request before a crash, or by a concurrent recovery)
- * fail too. Reads touch documents by primary key only: a head hint, then a probe forward.
+ * Counters as single documents. A job adds its share to each counter with one guarded
+ * update, `{_id, jobs: {$ne: job}}` + `$inc` + `$push: {jobs: job}`, upserting: a single-
+ * document update is atomic on MongoDB and on the embedded database (whose writes run one
+ * at a time), so a job's second addition finds its id in `jobs` and changes nothing (the
+ * upsert then collides on `_id`: that duplicate key means "already added").
  */
-export class Ledger {
-  readonly snapshots: Collection<CounterDoc>;
-  /** Last known seq per counter; only a hint (it may lag), the probe finds the true head. */
-  private readonly heads: Collection<{ _id: string; seq: number }>;
-  /** This process's writers of one counter take turns (spares conflicts; not needed for correctness). */
-  private readonly queues = new Map<string, Promise<unknown>>();
-  /**
-   * The latest snapshot this process saw of each counter. Snapshots are immutable, so a
-   * stale entry only makes the next insert collide and fall back to reading the chain.
-   */
-  private readonly known = new LRUCache<string, CounterDoc>({ max: 50_000 });
+export class CounterStore {
+  readonly counters: Collection<CounterDoc>;
 
   constructor(db: Db) {
-    this.snapshots = db.collection<CounterDoc>("counters");
-    this.heads = db.collection("counter_heads");
+    this.counters = db.collection<CounterDoc>("counters");
   }
 
-  async init(): Promise<void> {
-    await this.snapshots.createIndex({ job_key: 1 }, { unique: true });
-  }
-
-  /** The counter's current totals (latest snapshot), or null when nothing was counted. */
   async get(id: string): Promise<CounterDoc | null> {
-    const hint = await this.heads.findOne({ _id: id });
-    let seq = hint?.seq ?? 0;
-    let head: CounterDoc | null = seq > 0 ? await this.snapshots.findOne({ _id: `${id}#${seq}` }) : null;
-    if (seq > 0 && !head) seq = 0; // a hint never points past the chain; be safe anyway
-    for (;;) {
-      const more = await this.snapshots.findOne({ _id: `${id}#${seq + 1}` });
-      if (!more) return head;
-      head = more;
-      seq++;
-    }
+    return this.counters.findOne({ _id: id });
   }
 
-  /**
-   * Adds each group of a job's events to its counter: one insertMany of the next snapshots
-   * built on the snapshots this process knows, then the careful path for any that collided.
-   */
-  async addAll(jobId: string, groups: Map<string, Countable[]>): Promise<Map<string, CounterDoc | null>> {
-    const out = new Map<string, CounterDoc | null>();
-    const docs: CounterDoc[] = [];
-    for (const [id, events] of groups) {
-      if (events.length === 0 || this.queues.has(id)) continue;
-      const prev = this.known.get(id) ?? (await this.get(id));
-      docs.push(next(prev, id, jobId, events));
-    }
-    const inserted = await insertIgnoringDuplicates(this.snapshots, docs);
-    await Promise.all(
-      docs.filter((d) => inserted.has(d._id)).map(async (d) => {
-        this.known.set(d.counter_id, d);
-        out.set(d.counter_id, d);
-        if (d.seq % HINT_EVERY === 0) await this.hint(d);
-      }),
-    );
-    await Promise.all(
-      [...groups].filter(([id]) => !out.has(id)).map(async ([id, events]) => out.set(id, (await this.add(id, jobId, events)).after)),
-    );
-    return out;
-  }
-
-  private async hint(doc: CounterDoc): Promise<void> {
-    await this.heads.updateOne({ _id: doc.counter_id }, { $max: { seq: doc.seq } }, { upsert: true }).catch(() => {});
-  }
-
-  /**
-   * Adds `events` (all inserted by job `jobId`, all of counter `id`) unless that job was
-   * already added. Returns the snapshot before and after (before is null when unknown).
-   */
-  async add(id: string, jobId: string, events: Countable[]): Promise<{ before: CounterDoc | null; after: CounterDoc | null; added: boolean }> {
-    const previous = this.queues.get(id) ?? Promise.resolve();
-    const mine = previous.catch(() => {}).then(() => this.addNow(id, jobId, events));
-    this.queues.set(id, mine);
+  /** Adds every delta of job `jobId` to its counter, each at most once however often this runs. */
+  async add(jobId: string, deltas: readonly CounterDelta[]): Promise<void> {
+    if (deltas.length === 0) return;
     try {
-      return await mine;
-    } finally {
-      if (this.queues.get(id) === mine) this.queues.delete(id);
+      await this.counters.bulkWrite(deltas.map((d) => addOp(jobId, d)), { ordered: false });
+    } catch (err) {
+      if (!(err instanceof MongoBulkWriteError) || !onlyDuplicates(err)) throw err;
+      // Some counters had this job already. The embedded database stops a bulk at its first
+      // error even when unordered, so each is redone alone; the guard keeps that exact.
+      for (const d of deltas) await this.addOne(jobId, d);
     }
   }
 
-  private async addNow(id: string, jobId: string, events: Countable[]) {
-    if (events.length === 0) return { before: null, after: await this.get(id), added: false };
-    for (let attempt = 0; ; attempt++) {
-      if (attempt > 0) await new Promise((r) => setTimeout(r, Math.random() * Math.min(100, 5 * attempt)));
-      const cached = attempt === 0 ? this.known.get(id) : undefined;
-      const before = cached ?? (await this.get(id));
-      const doc = next(before, id, jobId, events);
+  private async addOne(jobId: string, d: CounterDelta): Promise<void> {
+    for (;;) {
       try {
-        await this.snapshots.insertOne(doc);
+        await this.counters.updateOne(addOp(jobId, d).updateOne.filter, addOp(jobId, d).updateOne.update, { upsert: true });
+        return;
       } catch (err) {
         if (!isDuplicateKeyError(err)) throw err;
-        const taken = await this.snapshots.findOne({ _id: doc._id });
-        if (taken && taken.job_key !== doc.job_key) continue; // another job took seq n+1
-        // Either that seq holds this job, or job_key collided: the job was added before.
-        const after = await this.get(id);
-        if (after) this.known.set(id, after);
-        return { before: null, after, added: false };
+        // Either the job is there already, or (MongoDB) a concurrent upsert created the
+        // document first: then the guarded update now matches it.
+        const doc = await this.counters.findOne({ _id: d.id }, { projection: { jobs: 1 } });
+        if (doc?.jobs.includes(jobId)) return;
       }
-      this.known.set(id, doc);
-      if (doc.seq % HINT_EVERY === 0 || attempt > 0) await this.hint(doc);
-      return { before, after: doc, added: true };
     }
   }
+
+  /** Drops the job's guard entries once the job is marked counted (nothing can add it again). */
+  async release(jobId: string, ids: readonly string[]): Promise<void> {
+    if (ids.length === 0) return;
+    await this.counters.bulkWrite(
+      ids.map((id) => ({ updateOne: { filter: { _id: id }, update: { $pull: { jobs: jobId } } } })),
+      { ordered: false },
+    );
+  }
+}
+
+function addOp(jobId: string, d: CounterDelta) {
+  const inc: Record<string, number> = { cost: d.cost, tokens: d.tokens, tool_calls: d.toolCalls, events: d.events };
+  for (const [k, v] of Object.entries(d.tokensByModel)) inc[`tokens_by_model.${k}`] = v;
+  for (const [k, v] of Object.entries(d.costByModel)) inc[`cost_by_model.${k}`] = v;
+  return {
+    updateOne: {
+      filter: { _id: d.id, jobs: { $ne: jobId } },
+      update: {
+        $inc: inc,
+        $push: { jobs: jobId },
+        $set: { period_end: d.end },
+        $setOnInsert: { product_id: d.productId, user_id: d.userId, period_start: d.start },
+      },
+      upsert: true,
+    },
+  } satisfies AnyBulkWriteOperation<CounterDoc>;
+}
+
+function onlyDuplicates(err: MongoBulkWriteError): boolean {
+  const errors = Array.isArray(err.writeErrors) ? err.writeErrors : [err.writeErrors];
+  return errors.length > 0 && errors.every((e) => e.code === 11000);
 }

@@ -1,5 +1,6 @@
 import type { Collection, Db, Filter } from "mongodb";
-import { insertIgnoringDuplicates } from "./usage-events.ts";
+import type { JobDoc } from "./jobs.ts";
+import { insertedBy, insertIgnoringDuplicates } from "./usage-events.ts";
 
 /** One gate event; `_id` is "<product>/<event id>" (idempotent ingestion by primary key). */
 export interface GateEventDoc {
@@ -48,7 +49,6 @@ export class GateEventStore {
   async init(): Promise<void> {
     await Promise.all([
       this.gates.createIndex({ product_id: 1, user_id: 1, timestamp: -1, _id: -1 }),
-      this.gates.createIndex({ job: 1 }),
     ]);
   }
 
@@ -56,8 +56,9 @@ export class GateEventStore {
     return insertIgnoringDuplicates(this.gates, docs);
   }
 
-  async ofJob(job: string): Promise<GateEventDoc[]> {
-    return this.gates.find({ job }).toArray();
+  /** The gate events a job inserted (read when another request completes it). */
+  async ofJob(job: Pick<JobDoc, "_id" | "ids">): Promise<GateEventDoc[]> {
+    return insertedBy(this.gates, job);
   }
 
   /**
