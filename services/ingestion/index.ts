@@ -53,7 +53,7 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
   const counters = new CounterStore(opts.db);
   const jobs = new JobStore(opts.db);
   const outbox = new OutboxStore(opts.db);
-  await Promise.all([gates.init(), crossings.init()]);
+  await crossings.init();
   const deps: IngestionDeps = {
     events,
     counters,

@@ -119,6 +119,7 @@ async function completeUsage(deps: IngestionDeps, job: JobDoc, inserted: UsageEv
 async function completeGates(deps: IngestionDeps, jobId: string, inserted: GateEventDoc[]): Promise<void> {
   await deps.outbox.put(deps.outbox.analytics, [entry("gate", jobId, inserted.map(gateFact))]);
   await deps.outbox.put(deps.outbox.webhooks, [entry("gate", jobId, inserted.map(({ job: _, ...d }) => d))]);
+  await deps.gates.file(inserted);
 }
 
 /** What analytics needs of a usage event (the outbox keeps only this). */
