@@ -9,25 +9,28 @@ import type { UsageEventDoc } from "./usage-events.ts";
  * `current_month` and `YYYY-MM` reads): one document each, changed only by `$inc`. Model
  * names in the maps are field-key encoded (see domain/field-keys.ts).
  */
-export interface CounterDoc {
+export interface CounterDoc extends Totals {
   _id: string;
   product_id: string;
   user_id: string;
   period_start: Date;
   /** End of the window as last attributed (a late renewal may shorten a rolled-on window). */
   period_end: Date;
-  cost: number;
-  tokens: number;
-  tool_calls: number;
-  events: number;
-  tokens_by_model: Record<string, number>;
-  cost_by_model: Record<string, number>;
   /**
    * Jobs whose events were added and whose job is not closed yet: the guard that makes a
    * retried or taken-over job add its events once. Pulled again once the job is marked
    * counted, so it holds only the jobs in flight.
    */
   jobs: string[];
+}
+
+export interface Totals {
+  cost: number;
+  tokens: number;
+  tool_calls: number;
+  events: number;
+  tokens_by_model: Record<string, number>;
+  cost_by_model: Record<string, number>;
 }
 
 /**
@@ -53,41 +56,24 @@ export interface CounterDelta {
   userId: string;
   start: Date;
   end: Date;
-  cost: number;
-  tokens: number;
-  toolCalls: number;
-  events: number;
-  tokensByModel: Record<string, number>;
-  costByModel: Record<string, number>;
+  add: Totals;
 }
 
 export function delta(id: string, start: Date, end: Date, events: readonly Countable[]): CounterDelta {
   const first = events[0]!;
-  const d: CounterDelta = {
-    id,
-    productId: first.product_id,
-    userId: first.user_id,
-    start,
-    end,
-    cost: 0,
-    tokens: 0,
-    toolCalls: 0,
-    events: 0,
-    tokensByModel: {},
-    costByModel: {},
-  };
+  const add: Totals = { cost: 0, tokens: 0, tool_calls: 0, events: 0, tokens_by_model: {}, cost_by_model: {} };
   for (const e of events) {
-    d.cost += e.cost_total;
-    d.tokens += e.total_tokens;
-    d.toolCalls += e.tool_call_count;
-    d.events += 1;
+    add.cost += e.cost_total;
+    add.tokens += e.total_tokens;
+    add.tool_calls += e.tool_call_count;
+    add.events += 1;
     if (e.model !== null) {
       const key = encodeKey(e.model);
-      d.tokensByModel[key] = (d.tokensByModel[key] ?? 0) + e.total_tokens;
-      d.costByModel[key] = (d.costByModel[key] ?? 0) + e.cost_total;
+      add.tokens_by_model[key] = (add.tokens_by_model[key] ?? 0) + e.total_tokens;
+      add.cost_by_model[key] = (add.cost_by_model[key] ?? 0) + e.cost_total;
     }
   }
-  return d;
+  return { id, productId: first.product_id, userId: first.user_id, start, end, add };
 }
 
 /**
@@ -147,9 +133,10 @@ export class CounterStore {
 }
 
 function addOp(jobId: string, d: CounterDelta) {
-  const inc: Record<string, number> = { cost: d.cost, tokens: d.tokens, tool_calls: d.toolCalls, events: d.events };
-  for (const [k, v] of Object.entries(d.tokensByModel)) inc[`tokens_by_model.${k}`] = v;
-  for (const [k, v] of Object.entries(d.costByModel)) inc[`cost_by_model.${k}`] = v;
+  const { tokens_by_model, cost_by_model, ...flat } = d.add;
+  const inc: Record<string, number> = { ...flat };
+  for (const [k, v] of Object.entries(tokens_by_model)) inc[`tokens_by_model.${k}`] = v;
+  for (const [k, v] of Object.entries(cost_by_model)) inc[`cost_by_model.${k}`] = v;
   return {
     updateOne: {
       filter: { _id: d.id, jobs: { $ne: jobId } },
