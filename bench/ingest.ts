@@ -2,6 +2,11 @@
 // against writing the same documents straight into the database with insertMany.
 // Prints events per second and p50/p99 batch latency for each, and the ratio to insertMany.
 //   BENCH_EVENTS=200000 BENCH_BATCH=1000 BENCH_CONCURRENCY=4 BENCH_USERS=100 BENCH_MODES=raw,all-in-one,split npm run bench:ingest
+// Mode `replicas`: the all-in-one stack plus a second ingestion module (its own gRPC server,
+// fresh process state) on the same database, behind one gateway that sends each batch to one
+// of the two by its first event id; prints per-batch latency per replica. With
+// BENCH_USERS=1000 and BENCH_BATCH=1000 every batch touches 1,000 users:
+//   BENCH_MODES=replicas BENCH_USERS=1000 BENCH_EVENTS=50000 npm run bench:ingest
 // Uses MONGODB_URL when set, else the embedded database in a temporary directory.
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
@@ -9,7 +14,13 @@ import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import type { Client } from "@connectrpc/connect";
+import { buildGateway } from "@meter/gateway";
+import { connectClients } from "@meter/gateway/clients";
+import { createIngestionService } from "@meter/ingestion";
+import { IngestionService } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import { startEmbeddedDb } from "@meter/lib/embedded-db";
+import { listenRpc, rpcClient } from "@meter/lib/rpc";
 import { createLogger } from "@meter/lib/logger";
 import { connectMongo } from "@meter/lib/mongo";
 import { startStack } from "../cmd/stack.ts";
@@ -56,12 +67,20 @@ interface Result {
   seconds: number;
   p50: number;
   p99: number;
+  /** Batch latencies by the replica that answered (replicas mode). */
+  byReplica?: Map<string, number[]>;
+}
+
+/** Which of two ingestion replicas takes a batch: decided by its first event id, so the bench can tell too. */
+function replicaOf(firstEventId: string | undefined): 0 | 1 {
+  return firstEventId && parseInt(firstEventId.slice(-1), 16) % 2 === 1 ? 1 : 0;
 }
 
 /** Runs `send` for every batch of EVENTS, CONCURRENCY at a time; wall time and batch latencies. */
 async function timedBatches(send: (batch: number, events: ReturnType<typeof event>[]) => Promise<void>) {
   const batches = Math.ceil(EVENTS / BATCH);
   const latencies: number[] = [];
+  const byReplica = new Map<string, number[]>();
   let next = 0;
   const t0 = performance.now();
   const mark = { t: t0, events: 0 };
@@ -72,6 +91,8 @@ async function timedBatches(send: (batch: number, events: ReturnType<typeof even
         const t = performance.now();
         await send(b, events);
         latencies.push(performance.now() - t);
+        const replica = `replica ${replicaOf(events[0]?.id) + 1}`;
+        byReplica.set(replica, [...(byReplica.get(replica) ?? []), performance.now() - t]);
         // Progress every tenth of the run: the rate over that stretch shows any slowdown as data grows.
         if (latencies.length % Math.max(1, Math.round(batches / 10)) === 0) {
           const now = performance.now();
@@ -83,7 +104,7 @@ async function timedBatches(send: (batch: number, events: ReturnType<typeof even
     }),
   );
   latencies.sort((a, b) => a - b);
-  return { seconds: (performance.now() - t0) / 1000, p50: pct(latencies, 50), p99: pct(latencies, 99) };
+  return { seconds: (performance.now() - t0) / 1000, p50: pct(latencies, 50), p99: pct(latencies, 99), byReplica };
 }
 
 /** Sends EVENTS events in batches of BATCH over CONCURRENCY connections; checks the totals. */
@@ -92,7 +113,14 @@ async function drive(mode: string, apiUrl: string): Promise<Result> {
   const product = await anon.post("/products", { name: `bench ${mode}` });
   if (product.status !== 201) throw new Error(`product: ${product.status} ${JSON.stringify(product.body)}`);
   const api = anon.withKey(product.body.api_key);
-  for (let u = 0; u < USERS; u++) await api.post("/users", { external_user_id: `user-${u}` });
+  // Eight registrations at a time: with 1,000 users one at a time took minutes.
+  const pending = Array.from({ length: USERS }, (_, u) => u);
+  await Promise.all(
+    Array.from({ length: 8 }, async () => {
+      for (let u = pending.shift(); u !== undefined; u = pending.shift()) await api.post("/users", { external_user_id: `user-${u}` });
+    }),
+  );
+  console.error(`  ${USERS} users registered`);
   let accepted = 0;
   let retries = 0;
   const timing = await timedBatches(async (b, events) => {
@@ -132,6 +160,39 @@ async function allInOne(): Promise<Result> {
     return await drive("all-in-one", stack.apiUrl);
   } finally {
     await stack.close();
+  }
+}
+
+/**
+ * Two ingestion replicas on one database behind one gateway: the all-in-one stack's module
+ * and a second module started beside it with nothing in memory, each on its own gRPC server.
+ * The gateway's ingestion client sends each batch to one of them (replicaOf).
+ */
+async function replicas(): Promise<Result> {
+  const dbPrefix = `bench_rep_${Date.now()}`;
+  const stack = await startStack({ mongoUrl, dbPrefix, logger });
+  const mongo = await connectMongo(mongoUrl);
+  const rpc = await listenRpc({ port: 0, host: "127.0.0.1", logger });
+  const peers = { tenancy: stack.rpcUrl, plans: stack.rpcUrl, ingestion: stack.rpcUrl, analytics: stack.rpcUrl, webhooks: stack.rpcUrl };
+  const second = await createIngestionService({ db: mongo.db(`${dbPrefix}_ingestion`), logger, peers });
+  rpc.serve([second]);
+  await second.start?.();
+  const targets = [rpcClient(IngestionService, stack.rpcUrl), rpcClient(IngestionService, rpc.url)];
+  const clients = connectClients(peers);
+  const routed: Client<typeof IngestionService> = {
+    ...targets[0]!,
+    ingestUsageEvents: (req, options) => targets[replicaOf(req.events?.[0]?.id)]!.ingestUsageEvents(req, options),
+  };
+  const gateway = await buildGateway({ clients: { ...clients, ingestion: routed }, logger });
+  const address = await gateway.listen({ port: 0, host: "127.0.0.1" });
+  try {
+    return await drive("replicas", `${address}/api/v1`);
+  } finally {
+    await gateway.close();
+    await second.stop?.();
+    await rpc.close();
+    await stack.close();
+    await mongo.close();
   }
 }
 
@@ -199,7 +260,7 @@ const only = (process.env.BENCH_MODES ?? "raw,all-in-one,split").split(",");
 console.log(`ingesting ${EVENTS} events in batches of ${BATCH} over ${CONCURRENCY} connections, ${USERS} users (${embedded ? "embedded FerretDB" : mongoUrl})`);
 console.log("\nmode                        events/s   p50 batch ms   p99 batch ms   vs insertMany");
 let raw: Result | undefined;
-const runs: Record<string, () => Promise<Result>> = { raw: rawInsertMany, "all-in-one": allInOne, split };
+const runs: Record<string, () => Promise<Result>> = { raw: rawInsertMany, "all-in-one": allInOne, split, replicas };
 for (const mode of only) {
   const r = await runs[mode]!();
   if (mode === "raw") raw = r;
@@ -208,6 +269,12 @@ for (const mode of only) {
   console.log(
     `${r.mode.padEnd(28)}${eps.toFixed(0).padStart(8)}${r.p50.toFixed(0).padStart(15)}${r.p99.toFixed(0).padStart(15)}${ratio.padStart(16)}`,
   );
+  if (mode === "replicas") {
+    for (const [name, list] of [...r.byReplica!].sort()) {
+      const sorted = [...list].sort((a, b) => a - b);
+      console.log(`  ${name.padEnd(26)}${String(list.length).padStart(8)} batches ${pct(sorted, 50).toFixed(0).padStart(6)} p50 ${pct(sorted, 99).toFixed(0).padStart(6)} p99  first ${list.slice(0, 3).map((x) => x.toFixed(0)).join(", ")} ms`);
+    }
+  }
 }
 await embedded?.stop();
 if (dir) await rm(dir, { recursive: true, force: true });

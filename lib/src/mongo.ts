@@ -1,4 +1,4 @@
-import { MongoClient, MongoServerError, type Collection, type Db, type Document, type Filter } from "mongodb";
+import { MongoClient, MongoServerError, type Collection, type Db, type Document, type Filter, type InferIdType } from "mongodb";
 
 /** The one way to open MongoDB: a client with sane timeouts, verified with a ping. */
 export async function connectMongo(url: string): Promise<MongoClient> {
@@ -38,14 +38,20 @@ const DELETE_ROUND = 10_000;
  * database (FerretDB over SQLite) deletes all matched documents in one statement with one
  * variable each, and SQLite refuses more than 32,766: a single deleteMany of more fails, so a
  * retention pass over a busy day would fail every day after. Each round reads the ids of up
- * to a round's documents by `filter`, then deletes those ids.
+ * to a round's documents by `filter`, then deletes those ids, then hands them to `afterRound`
+ * (what refers to the deleted documents elsewhere).
  */
-export async function deleteInRounds<T extends Document>(col: Collection<T>, filter: Filter<T>): Promise<number> {
+export async function deleteInRounds<T extends Document>(
+  col: Collection<T>,
+  filter: Filter<T>,
+  afterRound?: (ids: InferIdType<T>[]) => Promise<void>,
+): Promise<number> {
   let deleted = 0;
   for (;;) {
     const ids = (await col.find(filter, { projection: { _id: 1 }, limit: DELETE_ROUND }).toArray()).map((d) => d._id);
     if (ids.length === 0) return deleted;
     deleted += (await col.deleteMany({ _id: { $in: ids } } as Filter<T>)).deletedCount;
+    await afterRound?.(ids);
     if (ids.length < DELETE_ROUND) return deleted;
   }
 }

@@ -3,7 +3,7 @@ import type { Logger } from "@meter/lib/logger";
 import type { UserDirectory } from "./adapters/plans.ts";
 import type { RetentionPolicy } from "./retention.ts";
 import type { CrossingStore } from "./store/crossings.ts";
-import type { Ledger } from "./store/counters.ts";
+import type { CounterStore } from "./store/counters.ts";
 import type { GateEventStore } from "./store/gate-events.ts";
 import type { JobStore } from "./store/jobs.ts";
 import type { OutboxStore } from "./store/outbox.ts";
@@ -16,7 +16,7 @@ export interface IngestionLimits {
 
 export interface IngestionDeps {
   events: UsageEventStore;
-  ledger: Ledger;
+  counters: CounterStore;
   gates: GateEventStore;
   crossings: CrossingStore;
   jobs: JobStore;

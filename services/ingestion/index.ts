@@ -19,7 +19,7 @@ import { defineRelay, scheduleRelay } from "./jobs/relay.ts";
 import { defineRetention, scheduleRetention } from "./jobs/retention.ts";
 import { outboxes } from "./relay/handover.ts";
 import { Relay } from "./relay/outbox.ts";
-import { Ledger } from "./store/counters.ts";
+import { CounterStore } from "./store/counters.ts";
 import { CrossingStore } from "./store/crossings.ts";
 import { GateEventStore } from "./store/gate-events.ts";
 import { UsageEventStore } from "./store/usage-events.ts";
@@ -64,16 +64,16 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
   const events = new UsageEventStore(opts.db);
   const gates = new GateEventStore(opts.db);
   const crossings = new CrossingStore(opts.db);
-  const ledger = new Ledger(opts.db);
+  const counters = new CounterStore(opts.db);
   const jobs = new JobStore(opts.db);
   const outbox = new OutboxStore(opts.db);
   const relayIntervalMs = opts.relayIntervalMs ?? 1_000;
   // Agenda polls its collection this often; below 50 ms the polling scans would starve writers.
   const scheduler = new JobScheduler(opts.db, opts.logger, Math.max(relayIntervalMs, 50), "ingestion");
-  await Promise.all([events.init(), gates.init(), crossings.init(), ledger.init(), scheduler.init()]);
+  await Promise.all([counters.init(), crossings.init(), scheduler.init()]);
   const deps: IngestionDeps = {
     events,
-    ledger,
+    counters,
     gates,
     crossings,
     jobs,

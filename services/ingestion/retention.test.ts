@@ -23,8 +23,8 @@ class Recorder implements WebhookPublisher, AnalyticsRecorder {
 
 /**
  * A retention pass changes no figure the API returns (usage of every period kind, session,
- * gate events) and fires no threshold twice, while the old events, superseded counter
- * snapshots and crossings of long-ended periods are gone; what an open job needs stays.
+ * gate events) and fires no threshold twice, while the old events, gate-event hours and
+ * crossings of long-ended periods are gone; what an open job needs stays.
  */
 const t = suite<{ stack: TestStack; mongo: MongoClient; db: Db; peers: Recorder; replica: IngestionModule }>("ingestion retention");
 const T0 = new Date();
@@ -68,6 +68,9 @@ t("usage, session, gate events and thresholds are unchanged by retention; what s
     usage_pct: 0.8, current_value: 8, limit_value: 10, blocked: i === 0,
   }));
   await api.post("/gate-events/batch", gates);
+  // Stamped before the listing's window as of LATE (received now, so the raw events stay).
+  await api.post("/gate-events/batch", gates.slice(0, 2).map((g) => ({ ...g, id: randomUUID(), user_id: "old", timestamp: iso(ago(100)) })));
+  assert.is((await api.get("/users/old/gate-events")).body.events.length, 2);
   const handed = () => eventually(async () => (await db.collection("outbox_webhooks").countDocuments()) === 0, 30_000, "crossings handed over");
   await handed();
   assert.is(new Set(peers.crossings.map((c) => c.id)).size, 6);
@@ -87,27 +90,29 @@ t("usage, session, gate events and thresholds are unchanged by retention; what s
   assert.is(before.oldMonth.total_cost, 12);
   assert.is(before.gates.events.length, 4);
 
-  // A job still open (its request died) whose events and snapshot are old enough to go.
-  const cur = `${(await db.collection("counters").findOne({ user_id: "cur", seq: 2, plan_name: "capped" }))!.job_key}`;
-  const openJob = cur.slice(0, cur.indexOf("|"));
-  await db.collection("jobs").insertOne({ _id: openJob as never, kind: "usage", product_id: "", ids: [], created_at: LATE, inserted: true });
+  // A job still open (its request died after counting) whose events are old enough to go.
+  const events = db.collection<{ _id: string; job: string }>("usage_events");
+  const openJob = (await events.findOne({ user_id: "cur" }))!.job;
+  const ids = (await events.find({ job: openJob }).toArray()).map((e) => e._id);
+  await db.collection("jobs").insertOne({ _id: openJob as never, kind: "usage", product_id: "", ids, created_at: LATE, claimed_at: LATE, counted: true });
 
   const report = await replica.runRetention(LATE);
-  // 15 usage events, 2 of them the open job's; 4 counters of 6 + 6 + 3 + 3 snapshots, each
-  // keeping its head, and the open job's snapshot in two of them.
-  assert.equal(report, { usageEvents: 13, gateEvents: 0, snapshots: 12, crossings: 3, jobs: 0 });
-  assert.equal(await db.collection("usage_events").distinct("job"), [openJob]);
-  assert.is(await db.collection("counters").countDocuments({ job_key: { $regex: `^${openJob}\\|` } }), 2);
+  // 15 usage events, 2 of them the open job's; of the gate events' hours, old's is too old.
+  assert.equal(report, { usageEvents: 13, gateEvents: 0, gateHours: 1, crossings: 3, jobs: 0 });
+  assert.equal((await api.get("/users/old/gate-events")).body.events, []);
+  assert.equal((await db.collection("gate_event_users").findOne({ _id: `${(await db.collection("gate_events").findOne({ user_id: "old" }))!.product_id}|old` as never }))!.hours, []);
+  assert.equal(await events.distinct("job"), [openJob]);
+  assert.is(await db.collection("counters").countDocuments(), 4);
   assert.equal((await db.collection("threshold_crossings").find().toArray()).map((c) => c.user_id), ["cur", "cur", "cur"]);
   assert.equal(await figures(), before);
-  assert.equal(await replica.runRetention(LATE), { usageEvents: 0, gateEvents: 0, snapshots: 0, crossings: 0, jobs: 0 });
+  assert.equal(await replica.runRetention(LATE), { usageEvents: 0, gateEvents: 0, gateHours: 0, crossings: 0, jobs: 0 });
 
-  // The open job is taken over: its snapshots refuse its second addition.
+  // The open job is taken over: it was counted, so its totals are not added again.
   clock = new Date(LATE.getTime() + 10 * 60_000);
   await eventually(async () => (await db.collection("jobs").countDocuments()) === 0, 30_000, "the open job completed");
   assert.equal(await figures(), before);
 
-  // Late events: into the compacted counters (added once), and into the long-ended period
+  // Late events: into the kept counters (added once), and into the long-ended period
   // whose crossings are gone (no threshold fires again).
   await batch("cur", T0, [0.5]);
   await batch("old", ago(30), [5]);

@@ -1,12 +1,14 @@
 import { DAY_MS } from "@meter/lib/time";
 import type { IngestionDeps } from "./deps.ts";
-import { COMPACT_AFTER_MS } from "./store/counters.ts";
 
 /** How long each collection keeps what (README, "Retention"). */
 export interface RetentionPolicy {
   /** Days usage events are kept after arrival; also how long a resent event id is a duplicate. Default 35. */
   usageEventDays: number;
-  /** Days gate events are kept after arrival: what the gate-event listing can show. Default 90. */
+  /**
+   * Days gate events are kept after arrival, and the listing's hour buckets after their hour:
+   * what the gate-event listing can show. Default 90.
+   */
   gateEventDays: number;
   /**
    * Days threshold crossings are kept after their period ended. A period that ended longer
@@ -20,7 +22,7 @@ export const RETENTION_DEFAULTS: RetentionPolicy = { usageEventDays: 35, gateEve
 export interface IngestionRetentionReport {
   usageEvents: number;
   gateEvents: number;
-  snapshots: number;
+  gateHours: number;
   crossings: number;
   jobs: number;
 }
@@ -34,9 +36,10 @@ export function crossingsClosedBefore(now: Date, p: RetentionPolicy): Date {
 }
 
 /**
- * One retention pass: old events, superseded counter snapshots, crossings of long-ended
- * periods, failed scheduler jobs. Whatever a job still open may need when it is taken over
- * (its events, its snapshots) is kept. Every step deletes by a cut-off, so a pass cut short is
+ * One retention pass: old events, old hour buckets of the gate-event listing, crossings of
+ * long-ended periods, failed scheduler jobs. Counters are kept: one document per user and
+ * period or month holds its totals. Whatever a job still open may need when it is taken over
+ * (its events) is kept. Every step deletes by a cut-off, so a pass cut short is
  * finished by the next one, and a second pass deletes nothing. Any replica may run it.
  */
 export async function runIngestionRetention(deps: IngestionDeps, p: RetentionPolicy, now: Date): Promise<IngestionRetentionReport> {
@@ -44,8 +47,8 @@ export async function runIngestionRetention(deps: IngestionDeps, p: RetentionPol
   const ago = (days: number) => new Date(now.getTime() - days * DAY_MS);
   const usageEvents = await deps.events.deleteReceivedBefore(ago(p.usageEventDays), open);
   const gateEvents = await deps.gates.deleteReceivedBefore(ago(p.gateEventDays), open);
-  const snapshots = await deps.ledger.compact(new Date(now.getTime() - COMPACT_AFTER_MS), open);
+  const gateHours = await deps.gates.deleteHoursBefore(ago(p.gateEventDays));
   const crossings = await deps.crossings.deleteEndedBefore(crossingsClosedBefore(now, p));
   const jobs = await deps.scheduler.purgeEnded(ago(ENDED_JOB_DAYS));
-  return { usageEvents, gateEvents, snapshots, crossings, jobs };
+  return { usageEvents, gateEvents, gateHours, crossings, jobs };
 }

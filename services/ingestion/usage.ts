@@ -1,10 +1,10 @@
 import type { KnownUser, PlanInfo } from "./adapters/plans.ts";
 import type { IngestionDeps } from "./deps.ts";
 import { calendarMonth, periodAt, type BillingPeriod } from "./domain/period.ts";
-import { reachedThresholds } from "./domain/thresholds.ts";
+import { hasThresholds, reachedThresholds } from "./domain/thresholds.ts";
 import { kickRelay } from "./jobs/relay.ts";
 import { crossingsClosedBefore } from "./retention.ts";
-import { counterId, monthCounterId, type Countable, type CounterDoc } from "./store/counters.ts";
+import { counterId, delta, monthCounterId, type CounterDelta, type CounterDoc } from "./store/counters.ts";
 import { crossingKey, type CrossingDoc } from "./store/crossings.ts";
 import type { GateEventDoc } from "./store/gate-events.ts";
 import type { JobDoc } from "./store/jobs.ts";
@@ -21,7 +21,7 @@ export interface Attribution {
 export function attribute(productId: string, userId: string, user: KnownUser | undefined, t: Date): Attribution {
   const period = periodAt(user?.subscriptions ?? [], t);
   const plan = (period.subscription && user?.plans.get(period.subscription.planId)) || null;
-  return { period, plan, counterId: counterId(productId, userId, period.start, period.end) };
+  return { period, plan, counterId: counterId(productId, userId, period.start) };
 }
 
 /** The attribution fields every stored usage event carries. */
@@ -35,67 +35,96 @@ export function attributionFields(a: Attribution) {
   };
 }
 
+/** Where a counter's plan limit comes from: the attribution its events carry. */
+type Limited = Pick<UsageEventDoc, "plan_name" | "spend_limit">;
+
 /**
  * Records each threshold the counter's spend has reached and that is not recorded yet. The
  * outbox entry is written before the crossing itself, so a recorded crossing always has
- * been queued for the webhooks service.
+ * been queued for the webhooks service. A crossing is keyed by the whole period (start and
+ * end): a renewal with other dates is another period.
  */
-export async function recordCrossings(deps: IngestionDeps, counter: CounterDoc): Promise<void> {
+export async function recordCrossings(deps: IngestionDeps, counter: CounterDoc, d: CounterDelta, limit: Limited): Promise<void> {
   // Crossings of a period ended this long ago may have been deleted by retention: announcing
   // them again would fire a threshold twice, so a late event there announces nothing.
-  if (counter.period_end < crossingsClosedBefore(deps.now(), deps.retention)) return;
-  for (const pct of reachedThresholds(counter.cost, counter.spend_limit ?? undefined)) {
-    const key = crossingKey(counter.counter_id, pct);
+  if (d.end < crossingsClosedBefore(deps.now(), deps.retention)) return;
+  for (const pct of reachedThresholds(counter.cost, limit.spend_limit ?? undefined)) {
+    const key = crossingKey(periodKey(d), pct);
     if (await deps.crossings.exists(key._id)) continue;
     const doc: CrossingDoc = {
       ...key,
-      product_id: counter.product_id,
-      user_id: counter.user_id,
+      product_id: d.productId,
+      user_id: d.userId,
       threshold_pct: pct,
       current_spend: counter.cost,
-      spend_limit: counter.spend_limit!,
-      plan_name: counter.plan_name ?? "",
+      spend_limit: limit.spend_limit!,
+      plan_name: limit.plan_name ?? "",
       tokens_total: counter.tokens,
-      cost_by_model: counter.cost_by_model,
-      period_start: counter.period_start,
-      period_end: counter.period_end,
+      cost_by_model: counter.cost_by_model ?? {},
+      period_start: d.start,
+      period_end: d.end,
       crossed_at: deps.now(),
     };
     await deps.outbox.put(deps.outbox.webhooks, [entry("threshold", key._id, [{ ...doc }])]);
     if ((await deps.crossings.record([doc])) > 0) {
-      deps.logger.info({ user: counter.user_id, pct, counter: counter.counter_id }, "spend threshold crossed");
+      deps.logger.info({ user: d.userId, pct, counter: d.id }, "spend threshold crossed");
     }
   }
 }
 
-/** Everything derived from the usage events a job inserted: outbox entries, counters, thresholds. */
-async function completeUsage(deps: IngestionDeps, jobId: string, inserted: UsageEventDoc[]): Promise<void> {
-  await deps.outbox.put(deps.outbox.analytics, [entry("usage", jobId, inserted.map(usageFact))]);
-  const groups = new Map<string, Countable[]>();
-  const add = (id: string, c: Countable) => {
-    const list = groups.get(id);
-    if (list) list.push(c);
-    else groups.set(id, [c]);
-  };
-  for (const d of inserted) {
-    add(d.counter_id, d);
-    // The month's counter has no plan and no limit: it only answers usage by calendar month.
-    const month = calendarMonth(d.timestamp);
-    add(monthCounterId(d.product_id, d.user_id, month.start), {
-      ...d,
-      period_start: month.start,
-      period_end: month.end,
-      plan_name: null,
-      spend_limit: null,
-    });
+/** "<product>|<start>|<end>|<user>": what a threshold fires once for. */
+function periodKey(d: CounterDelta): string {
+  return `${d.productId}|${d.start.toISOString()}|${d.end.toISOString()}|${d.userId}`;
+}
+
+function groupBy<T>(items: readonly T[], key: (t: T) => string): Map<string, T[]> {
+  const out = new Map<string, T[]>();
+  for (const t of items) {
+    const list = out.get(key(t));
+    if (list) list.push(t);
+    else out.set(key(t), [t]);
   }
-  const counters = await deps.ledger.addAll(jobId, groups);
-  await Promise.all([...counters.values()].map((after) => (after ? recordCrossings(deps, after) : undefined)));
+  return out;
+}
+
+/**
+ * Everything derived from the usage events a job inserted: the analytics outbox entry, the
+ * counters (once, guarded by the job id; the guard is released once the job is marked
+ * counted), then thresholds. Each step is idempotent, so a completion cut off anywhere can
+ * be repeated by whoever claims the job next.
+ */
+async function completeUsage(deps: IngestionDeps, job: JobDoc, inserted: UsageEventDoc[]): Promise<void> {
+  await deps.outbox.put(deps.outbox.analytics, [entry("usage", job._id, inserted.map(usageFact))]);
+  const periods = [...groupBy(inserted, (d) => d.counter_id)].map(([id, list]) => ({
+    delta: delta(id, list[0]!.period_start, list[0]!.period_end, list),
+    limit: list[0]! as Limited,
+  }));
+  // The month's counter has no plan and no limit: it only answers usage by calendar month.
+  const months = [...groupBy(inserted, (d) => monthCounterId(d.product_id, d.user_id, calendarMonth(d.timestamp).start))].map(
+    ([id, list]) => {
+      const month = calendarMonth(list[0]!.timestamp);
+      return delta(id, month.start, month.end, list);
+    },
+  );
+  const deltas = [...periods.map((p) => p.delta), ...months];
+  if (!job.counted) {
+    await deps.counters.add(job._id, deltas);
+    await deps.jobs.markCounted(job._id);
+  }
+  await deps.counters.release(job._id, deltas.map((d) => d.id));
+  const limited = periods.filter((p) => hasThresholds(p.limit.spend_limit));
+  await Promise.all(
+    limited.map(async (p) => {
+      const counter = await deps.counters.get(p.delta.id);
+      if (counter) await recordCrossings(deps, counter, p.delta, p.limit);
+    }),
+  );
 }
 
 async function completeGates(deps: IngestionDeps, jobId: string, inserted: GateEventDoc[]): Promise<void> {
   await deps.outbox.put(deps.outbox.analytics, [entry("gate", jobId, inserted.map(gateFact))]);
   await deps.outbox.put(deps.outbox.webhooks, [entry("gate", jobId, inserted.map(({ job: _, ...d }) => d))]);
+  await deps.gates.file(inserted);
 }
 
 /** What analytics needs of a usage event (the outbox keeps only this). */
@@ -109,8 +138,18 @@ function gateFact(d: GateEventDoc) {
   return { product_id, event_id, user_id, timestamp, status, blocked };
 }
 
-/** Completes a job left unfinished (its request crashed or is slow): idempotent throughout. */
-export function recoverJob(deps: IngestionDeps, job: JobDoc): Promise<void> {
+/** Completes a claimed job; `inserted` when the caller knows them (its own insert), else read by id. */
+async function completeJob(deps: IngestionDeps, job: JobDoc, inserted?: UsageEventDoc[] | GateEventDoc[]): Promise<void> {
+  if (job.kind === "usage") {
+    await completeUsage(deps, job, (inserted as UsageEventDoc[] | undefined) ?? (await deps.events.ofJob(job)));
+  } else {
+    await completeGates(deps, job._id, (inserted as GateEventDoc[] | undefined) ?? (await deps.gates.ofJob(job)));
+  }
+  await deps.jobs.close(job._id);
+}
+
+/** Completes a job claimed from another request (crashed or slow); shared within the process. */
+function completeTaken(deps: IngestionDeps, job: JobDoc): Promise<void> {
   let running = deps.recovering.get(job._id);
   if (!running) {
     running = completeJob(deps, job).finally(() => deps.recovering.delete(job._id));
@@ -119,78 +158,104 @@ export function recoverJob(deps: IngestionDeps, job: JobDoc): Promise<void> {
   return running;
 }
 
-async function completeJob(deps: IngestionDeps, job: JobDoc): Promise<void> {
-  if (job.kind === "usage") {
-    await completeUsage(deps, job._id, await deps.events.ofJob(job._id));
-  } else {
-    await completeGates(deps, job._id, await deps.gates.ofJob(job._id));
+/** Claims a job held by nobody, or by a claimant silent for the recovery age. */
+function claimTaken(deps: IngestionDeps, id: string): Promise<JobDoc | null> {
+  const now = deps.now();
+  return deps.jobs.claim(id, now, new Date(now.getTime() - deps.recoveryAfterMs));
+}
+
+/** Waits (by primary-key reads) until another claimant closes the job, at most the recovery age. */
+async function awaitClosed(deps: IngestionDeps, id: string): Promise<void> {
+  const until = Date.now() + deps.recoveryAfterMs;
+  for (let pause = 5; Date.now() < until; pause = Math.min(200, pause * 2)) {
+    if (!(await deps.jobs.get(id))) return;
+    await new Promise((r) => setTimeout(r, pause));
   }
-  await deps.jobs.close(job._id);
 }
 
 /**
- * Offered events that were already stored belong to an earlier job. If that job is still
- * open past the recovery age (its request died), it is completed now, so that a client
- * retrying after a crash sees exact totals at once.
+ * Offered events that were already stored belong to earlier jobs, which this request
+ * completes now if their request may be gone, so that a client retrying after a crash sees
+ * exact totals when the retry returns:
+ * - a job whose offered ids are all in this request: this request's insert has returned,
+ *   so every one of them is stored and the job can insert nothing more; its set of events
+ *   is final and it may be completed at once (unless its own request holds the claim:
+ *   then this request waits until it closes it);
+ * - any other overlapping job once it is takeable by age (see takeable).
  */
-async function adoptStale(deps: IngestionDeps, own: JobDoc, duplicateIds: string[]): Promise<void> {
+async function adoptOverlapping(deps: IngestionDeps, own: JobDoc, offered: Set<string>, duplicateIds: string[]): Promise<void> {
   if (duplicateIds.length === 0) return;
   const wanted = new Set(duplicateIds);
-  const stale = await takeable(deps, 1_000);
-  for (const job of stale) {
-    if (job._id !== own._id && job.kind === own.kind && job.ids.some((id) => wanted.has(id))) await recoverJob(deps, job);
+  const now = deps.now().getTime();
+  const jobs = await deps.jobs.ofProduct(own.product_id, own.kind);
+  for (const job of jobs) {
+    if (job._id === own._id || !job.ids.some((id) => wanted.has(id))) continue;
+    const covered = job.ids.every((id) => offered.has(id));
+    if (!covered && !isTakeable(deps, job, now)) continue;
+    const claimed = await claimTaken(deps, job._id);
+    if (claimed) await completeTaken(deps, claimed);
+    else if (covered) await awaitClosed(deps, job._id);
   }
 }
 
 /**
  * The write path of a request. The job is written first and closed last; the documents
  * carry its id, so whoever completes the job (this request, a retry or the sweep) derives
- * work from exactly the documents this job inserted.
+ * work from exactly the documents this job inserted. Once its insert returned, the request
+ * claims its job; if a retry claimed it first, the request waits for that retry to close it.
  */
 async function storeJob<D extends { _id: string }>(
   deps: IngestionDeps,
   job: JobDoc,
   docs: D[],
   insert: (docs: D[]) => Promise<Set<string>>,
-  complete: (inserted: D[]) => Promise<void>,
 ): Promise<Set<string>> {
   await deps.jobs.open(job);
   const inserted = await insert(docs);
-  await deps.jobs.markInserted(job._id);
-  await complete(docs.filter((d) => inserted.has(d._id)));
-  await adoptStale(deps, job, docs.filter((d) => !inserted.has(d._id)).map((d) => d._id));
-  await deps.jobs.close(job._id);
+  const claimed = await deps.jobs.claim(job._id, deps.now(), new Date(0));
+  if (claimed) await completeJob(deps, claimed, docs.filter((d) => inserted.has(d._id)) as never);
+  else await awaitClosed(deps, job._id);
+  const offered = new Set(docs.map((d) => d._id));
+  await adoptOverlapping(deps, job, offered, docs.filter((d) => !inserted.has(d._id)).map((d) => d._id));
   // New outbox entries: hand them over now rather than at the next repeating round.
   if (inserted.size > 0) await kickRelay(deps);
   return inserted;
 }
 
-/** Stores usage events exactly once and counts them exactly once (the ledger refuses a job's second addition). */
+/** Stores usage events exactly once and counts them exactly once (the counters' job guard). */
 export function storeUsage(deps: IngestionDeps, job: JobDoc, docs: UsageEventDoc[]): Promise<Set<string>> {
-  return storeJob(deps, job, docs, (d) => deps.events.insertNew(d), (ins) => completeUsage(deps, job._id, ins));
+  return storeJob(deps, job, docs, (d) => deps.events.insertNew(d));
 }
 
 /** Stores gate events exactly once and queues each new one for webhooks and analytics. */
 export function storeGates(deps: IngestionDeps, job: JobDoc, docs: GateEventDoc[]): Promise<Set<string>> {
-  return storeJob(deps, job, docs, (d) => deps.gates.insertNew(d), (ins) => completeGates(deps, job._id, ins));
+  return storeJob(deps, job, docs, (d) => deps.gates.insertNew(d));
 }
 
 /**
- * Jobs another request may complete. A job whose insert has returned is taken after the
- * recovery age. One without that mark may still have its insert running in the database
- * (a request cut off mid-insert leaves the server finishing it), and completing it early
- * would fix its set of events too soon; it is taken only after ten times the recovery age.
+ * Jobs another request may complete without covering them. A claimed job (its insert had
+ * returned) is taken once its claim is older than the recovery age. An unclaimed one may
+ * still have its insert running in the database (a request cut off mid-insert leaves the
+ * server finishing it), and completing it early would fix its set of events too soon; it is
+ * taken only after ten times the recovery age.
  */
-async function takeable(deps: IngestionDeps, limit: number): Promise<JobDoc[]> {
-  const now = deps.now().getTime();
-  const old = await deps.jobs.olderThan(new Date(now - deps.recoveryAfterMs), limit);
-  return old.filter((j) => j.inserted || j.created_at.getTime() < now - 10 * deps.recoveryAfterMs);
+function isTakeable(deps: IngestionDeps, job: JobDoc, now: number): boolean {
+  return job.claimed_at
+    ? job.claimed_at.getTime() < now - deps.recoveryAfterMs
+    : job.created_at.getTime() < now - 10 * deps.recoveryAfterMs;
 }
 
 /** The recovery sweep of the background loop. */
 export async function recoverStale(deps: IngestionDeps): Promise<number> {
-  const stale = await takeable(deps, 100);
-  for (const job of stale) await recoverJob(deps, job);
-  if (stale.length > 0) deps.logger.warn({ jobs: stale.length }, "completed jobs left unfinished by interrupted requests");
-  return stale.length;
+  const now = deps.now().getTime();
+  const old = await deps.jobs.olderThan(new Date(now - deps.recoveryAfterMs), 100);
+  let done = 0;
+  for (const job of old.filter((j) => isTakeable(deps, j, now))) {
+    const claimed = await claimTaken(deps, job._id);
+    if (!claimed) continue;
+    await completeTaken(deps, claimed);
+    done++;
+  }
+  if (done > 0) deps.logger.warn({ jobs: done }, "completed jobs left unfinished by interrupted requests");
+  return done;
 }

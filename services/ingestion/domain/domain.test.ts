@@ -26,33 +26,44 @@ test("the window of the subscription in force", () => {
   const a = sub("a", "2026-01-05T00:00:00Z", "2026-01-05T00:00:00Z", "2026-02-05T00:00:00Z");
   const p = periodAt([a], d("2026-01-20T00:00:00Z"));
   assert.equal([p.start, p.end, p.subscription?.planId], [a.periodStart, a.periodEnd, "a"]);
-  // The end is exclusive: the instant period_end falls outside (calendar month, plan still a).
-  const after = periodAt([a], d("2026-02-05T00:00:00Z"));
-  assert.ok(after.calendar);
-  assert.is(after.subscription?.planId, "a");
 });
 
-test("a plan change with the same dates keeps the period; fresh dates start a new one", () => {
+test("a window whose period_end passes without a newer subscription rolls on by its own length", () => {
+  const a = sub("a", "2026-01-01T00:00:00Z", "2026-01-01T00:00:00Z", "2026-02-01T00:00:00Z");
+  // The end is exclusive: at period_end the next 31-day window begins, under the same plan.
+  const next = periodAt([a], d("2026-02-01T00:00:00Z"));
+  assert.equal([next.start, next.end, next.subscription?.planId, next.calendar], [d("2026-02-01T00:00:00Z"), d("2026-03-04T00:00:00Z"), "a", false]);
+  const third = periodAt([a], d("2026-03-10T00:00:00Z"));
+  assert.equal([third.start, third.end], [d("2026-03-04T00:00:00Z"), d("2026-04-04T00:00:00Z")]);
+  // A renewal recorded late has the dates it was sent with; the start (the counter) is the same.
+  const renewal = sub("a", "2026-02-03T00:00:00Z", "2026-02-01T00:00:00Z", "2026-03-01T00:00:00Z");
+  const late = periodAt([a, renewal], d("2026-02-02T00:00:00Z"));
+  assert.equal([late.start, late.end], [d("2026-02-01T00:00:00Z"), d("2026-03-01T00:00:00Z")]);
+  // A later subscription starting inside the rolled window ends it there.
+  const future = sub("b", "2026-01-20T00:00:00Z", "2026-02-20T00:00:00Z", "2026-03-20T00:00:00Z");
+  assert.equal(periodAt([a, future], d("2026-02-10T00:00:00Z")).end, d("2026-02-20T00:00:00Z"));
+  assert.is(periodAt([a, future], d("2026-02-21T00:00:00Z")).subscription?.planId, "b");
+  // A newer subscription without dates replaces the rolling: calendar months under its plan.
+  const free = sub("free", "2026-02-10T00:00:00Z");
+  const lapsed = periodAt([a, free], d("2026-02-15T00:00:00Z"));
+  assert.equal([lapsed.calendar, lapsed.subscription?.planId], [true, "free"]);
+  assert.equal(periodAt([a, free], d("2026-02-05T00:00:00Z")).subscription?.planId, "a");
+});
+
+test("the latest subscription whose dates hold the time decides, even one recorded after the event", () => {
   const a = sub("a", "2026-01-01T00:00:00Z", "2026-01-01T00:00:00Z", "2026-02-01T00:00:00Z");
   const same = sub("b", "2026-01-15T00:00:00Z", "2026-01-01T00:00:00Z", "2026-02-01T00:00:00Z");
+  // Same dates: one period, now under the new plan throughout.
   const before = periodAt([a, same], d("2026-01-10T00:00:00Z"));
   const after = periodAt([a, same], d("2026-01-20T00:00:00Z"));
   assert.equal([before.start, before.end], [after.start, after.end]);
-  assert.equal([before.subscription?.planId, after.subscription?.planId], ["a", "b"]);
-
-  const fresh = sub("c", "2026-01-15T00:00:00Z", "2026-01-15T00:00:00Z", "2026-02-15T00:00:00Z");
-  const old = periodAt([a, fresh], d("2026-01-14T23:00:00Z"));
-  const now = periodAt([a, fresh], d("2026-01-16T00:00:00Z"));
-  assert.equal(old.start, a.periodStart);
-  assert.equal(now.start, fresh.periodStart);
-  assert.is(now.subscription?.planId, "c");
-});
-
-test("an event stamped just before its subscription was recorded uses that window", () => {
-  const a = sub("a", "2026-01-10T00:00:05Z", "2026-01-10T00:00:00Z", "2026-02-10T00:00:00Z");
-  const p = periodAt([a], d("2026-01-10T00:00:01Z"));
-  assert.equal(p.start, a.periodStart);
-  assert.not.ok(p.calendar);
+  assert.equal([before.subscription?.planId, after.subscription?.planId], ["b", "b"]);
+  // Fresh dates: an event stamped inside them counts in the new period although the change
+  // was recorded a moment later.
+  const fresh = sub("c", "2026-01-15T12:00:05Z", "2026-01-15T12:00:00Z", "2026-02-15T12:00:00Z");
+  assert.equal(periodAt([a, fresh], d("2026-01-15T11:59:59Z")).start, a.periodStart);
+  const early = periodAt([a, fresh], d("2026-01-15T12:00:01Z"));
+  assert.equal([early.start, early.subscription?.planId], [fresh.periodStart, "c"]);
 });
 
 test("a plan without dates set mid-window keeps the running window under the new plan", () => {
@@ -60,12 +71,15 @@ test("a plan without dates set mid-window keeps the running window under the new
   const free = sub("free", "2026-01-15T00:00:00Z");
   const p = periodAt([a, free], d("2026-01-20T00:00:00Z"));
   assert.equal([p.start, p.end, p.subscription?.planId], [a.periodStart, a.periodEnd, "free"]);
+  assert.is(periodAt([a, free], d("2026-01-10T00:00:00Z")).subscription?.planId, "a");
 });
 
-test("history order does not matter", () => {
-  const a = sub("a", "2026-01-01T00:00:00Z", "2026-01-01T00:00:00Z", "2026-02-01T00:00:00Z");
-  const b = sub("b", "2026-01-15T00:00:00Z", "2026-01-15T00:00:00Z", "2026-02-15T00:00:00Z");
-  assert.is(periodAt([b, a], d("2026-01-20T00:00:00Z")).subscription?.planId, "b");
+test("the history's order decides which is latest, as the plans service records it, not the clocks", () => {
+  // Two changes recorded by replicas whose clocks disagree: the later position wins.
+  const a = sub("a", "2026-01-15T00:00:01Z", "2026-01-01T00:00:00Z", "2026-02-01T00:00:00Z");
+  const b = sub("b", "2026-01-15T00:00:00Z", "2026-01-10T00:00:00Z", "2026-02-10T00:00:00Z");
+  assert.is(periodAt([a, b], d("2026-01-20T00:00:00Z")).subscription?.planId, "b");
+  assert.is(periodAt([b, a], d("2026-01-20T00:00:00Z")).subscription?.planId, "a");
 });
 
 test("an unlimited plan without dates uses the calendar month under that plan", () => {

@@ -29,30 +29,61 @@ export function calendarMonth(t: Date): { start: Date; end: Date } {
   return { start: new Date(Date.UTC(y, m, 1)), end: new Date(Date.UTC(y, m + 1, 1)) };
 }
 
+/** The window of a dated subscription that holds `t`: its own dates, or rolled on by their length. */
+function windowAt(s: SubscriptionWindow, t: Date): { start: Date; end: Date } | null {
+  if (!s.periodStart || !s.periodEnd || t < s.periodStart) return null;
+  const from = s.periodStart.getTime();
+  const length = s.periodEnd.getTime() - from;
+  const k = Math.floor((t.getTime() - from) / length);
+  return { start: new Date(from + k * length), end: new Date(from + (k + 1) * length) };
+}
+
 function contains(s: SubscriptionWindow, t: Date): boolean {
   return !!s.periodStart && !!s.periodEnd && s.periodStart <= t && t < s.periodEnd;
 }
 
 /**
- * 1. The subscription in force at `t` is the latest one set at or before `t`. If it has a
- *    window containing `t`, that window is the period.
- * 2. Otherwise the window of the latest-set subscription that contains `t` (covers events
- *    stamped a little before their subscription was recorded, and a plan without dates set
- *    while a dated window still runs), under the plan in force (else that subscription's).
- * 3. Otherwise the calendar month (UTC) of `t`, under the plan in force (if any).
+ * `history` is in the order the subscriptions were set (the plans service's history order,
+ * oldest first); "latest" below means later in it, never a comparison of clocks.
+ * 1. The latest subscription whose dates contain `t` decides the period: its window, its
+ *    plan (also for an event stamped inside new dates that arrives before the change is
+ *    recorded; a plan change with the same dates puts the whole window under the new plan).
+ *    A subscription without dates set later, at or before `t`, keeps that window but
+ *    brings its plan (an unlimited plan chosen mid-window).
+ * 2. Otherwise the latest subscription that covers `t` at all: a dated one from its
+ *    period_start on, rolled on to the next window of the same length while no later
+ *    subscription replaces it (as billing subscriptions renew); one without dates from
+ *    when it was set, in calendar months (UTC).
+ * 3. Otherwise the calendar month of `t`, under the latest plan set at or before `t` (else
+ *    the first one).
  */
 export function periodAt(history: readonly SubscriptionWindow[], t: Date): BillingPeriod {
-  const subs = [...history].sort((a, b) => a.effectiveAt.getTime() - b.effectiveAt.getTime());
+  const undatedAfter = (i: number) => {
+    for (let j = history.length - 1; j > i; j--) {
+      const s = history[j]!;
+      if (!s.periodStart && s.effectiveAt <= t) return s;
+    }
+    return null;
+  };
+  for (let i = history.length - 1; i >= 0; i--) {
+    const s = history[i]!;
+    if (contains(s, t)) return { start: s.periodStart!, end: s.periodEnd!, subscription: undatedAfter(i) ?? s, calendar: false };
+  }
+  for (let i = history.length - 1; i >= 0; i--) {
+    const s = history[i]!;
+    const rolled = windowAt(s, t);
+    if (rolled) {
+      // A later subscription's dates starting inside the rolled window end it there.
+      for (const later of history.slice(i + 1)) {
+        if (later.periodStart && later.periodStart > rolled.start && later.periodStart < rolled.end) rolled.end = later.periodStart;
+      }
+      return { ...rolled, subscription: s, calendar: false };
+    }
+    if (!s.periodStart && s.effectiveAt <= t) return { ...calendarMonth(t), subscription: s, calendar: true };
+  }
   let inForce: SubscriptionWindow | null = null;
-  for (const s of subs) if (s.effectiveAt <= t) inForce = s;
-  if (inForce && contains(inForce, t)) {
-    return { start: inForce.periodStart!, end: inForce.periodEnd!, subscription: inForce, calendar: false };
-  }
-  for (let i = subs.length - 1; i >= 0; i--) {
-    const s = subs[i]!;
-    if (contains(s, t)) return { start: s.periodStart!, end: s.periodEnd!, subscription: inForce ?? s, calendar: false };
-  }
-  return { ...calendarMonth(t), subscription: inForce ?? subs[0] ?? null, calendar: true };
+  for (const s of history) if (s.effectiveAt <= t) inForce = s;
+  return { ...calendarMonth(t), subscription: inForce ?? history[0] ?? null, calendar: true };
 }
 
 export type UsagePeriod = { kind: "current_period" } | { kind: "month"; start: Date; end: Date };

@@ -2,11 +2,16 @@
 export const THRESHOLDS = [50, 80, 100] as const;
 
 /**
- * The thresholds that period spend has reached. Only a finite, positive limit has
- * thresholds: a limit of 0 blocks every call and has no meaningful percentages.
+ * Whether a spend limit has thresholds at all. Only a finite, positive limit has: a limit of
+ * 0 blocks every call and has no meaningful percentages.
  */
+export function hasThresholds(limit: number | null | undefined): limit is number {
+  return typeof limit === "number" && Number.isFinite(limit) && limit > 0;
+}
+
+/** The thresholds that period spend has reached. */
 export function reachedThresholds(spend: number, limit: number | undefined): number[] {
-  if (limit === undefined || !Number.isFinite(limit) || limit <= 0) return [];
+  if (!hasThresholds(limit)) return [];
   // A relative tolerance absorbs floating-point sums (0.1 + 0.2 + ... landing just short).
   return THRESHOLDS.filter((pct) => spend >= (limit * pct) / 100 - limit * 1e-9);
 }

@@ -25,7 +25,7 @@ export function getSession(deps: IngestionDeps): ServiceImpl<typeof IngestionSer
     const productId = requireProduct(req.productId);
     const user = await requireUser(deps, productId, req.userId);
     const a = attribute(productId, req.userId, user, deps.now());
-    const counter = await deps.ledger.get(a.counterId);
+    const counter = await deps.counters.get(a.counterId);
     const plan = a.plan;
     return {
       userId: req.userId,

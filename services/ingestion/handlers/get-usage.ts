@@ -24,7 +24,7 @@ export function getUsage(deps: IngestionDeps): ServiceImpl<typeof IngestionServi
       period.kind === "current_period"
         ? attribute(productId, req.userId, user, now).counterId
         : monthCounterId(productId, req.userId, period.start);
-    const counter = await deps.ledger.get(id);
+    const counter = await deps.counters.get(id);
     return {
       userId: req.userId,
       period: label,

@@ -9,11 +9,10 @@ export const RETENTION_CRON = "15 3 * * *";
 
 /**
  * The daily retention pass (retention.ts). Lock lifetime 30 minutes, never renewed: the pass
- * is four deleteMany scans and one scan of the snapshots old enough to go, each followed by a
- * delete by primary key. A worker that dies mid-run leaves part of the deletions done; each
- * step deletes by a cut-off and keeps what a reader or an open job needs at every point (a
- * snapshot goes only once a newer one exists and the head hint points there), so the same job
- * once its lock has expired, or the next day's run, simply finishes them.
+ * is five scans, each deleting in rounds by primary key. A worker that dies mid-run leaves
+ * part of the deletions done; each step deletes by a cut-off and keeps what a reader or an
+ * open job needs at every point, so the same job once its lock has expired, or the next
+ * day's run, simply finishes them.
  */
 export function defineRetention(deps: IngestionDeps): void {
   deps.scheduler.define<KeyedPayload>(

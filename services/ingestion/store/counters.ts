@@ -1,41 +1,44 @@
-import type { Collection, Db } from "mongodb";
-import { LRUCache } from "lru-cache";
+import type { Collection, Db, Filter, UpdateFilter } from "mongodb";
 import { isDuplicateKeyError } from "@meter/lib/mongo";
 import { encodeKey } from "../domain/field-keys.ts";
-import { insertIgnoringDuplicates, type UsageEventDoc } from "./usage-events.ts";
+import type { UsageEventDoc } from "./usage-events.ts";
 
 /**
  * Running totals of one user in one billing period, or in one calendar month (what usage of
- * `current_month` and `YYYY-MM` reads). A counter is a chain of immutable snapshots: snapshot
- * n+1 = snapshot n + the events one job (one request) inserted. Model names in the maps are
- * field-key encoded (see domain/field-keys.ts). Every event enters its period's counter and
- * its month's.
+ * `current_month` and `YYYY-MM` reads): one document each, changed only by `$inc`. Model
+ * names in the maps are field-key encoded (see domain/field-keys.ts).
  */
-export interface CounterDoc {
-  /** "<counter id>#<seq>": inserting it is the compare-and-set that orders writers. */
+export interface CounterDoc extends Totals {
   _id: string;
-  counter_id: string;
-  seq: number;
-  /** "<job id>|<counter id>", unique: a job's events enter a counter at most once. */
-  job_key: string;
   product_id: string;
   user_id: string;
   period_start: Date;
+  /** End of the window as last attributed (a late renewal may shorten a rolled-on window). */
   period_end: Date;
+  /**
+   * Jobs whose events were added and whose job is not closed yet: the guard that makes a
+   * retried or taken-over job add its events once. Pulled again once the job is marked
+   * counted, so it holds only the jobs in flight.
+   */
+  jobs: string[];
+}
+
+export interface Totals {
   cost: number;
   tokens: number;
   tool_calls: number;
   events: number;
   tokens_by_model: Record<string, number>;
   cost_by_model: Record<string, number>;
-  plan_name: string | null;
-  spend_limit: number | null;
-  created_at: Date;
 }
 
-/** "<product>|<period start>|<period end>|<user>" (user last, so any id is safe). */
-export function counterId(productId: string, userId: string, start: Date, end: Date): string {
-  return `${productId}|${start.toISOString()}|${end.toISOString()}|${userId}`;
+/**
+ * "<product>|<period start>|<user>": a period is found by its start, so a window rolled on
+ * from a lapsed subscription and the renewal recorded late for the same start share one
+ * counter (their ends may differ by the length of a month).
+ */
+export function counterId(productId: string, userId: string, start: Date): string {
+  return `${productId}|${start.toISOString()}|${userId}`;
 }
 
 /** "<product>|month|<YYYY-MM>|<user>": apart from period counters even when a period is a calendar month. */
@@ -43,215 +46,117 @@ export function monthCounterId(productId: string, userId: string, monthStart: Da
   return `${productId}|month|${monthStart.toISOString().slice(0, 7)}|${userId}`;
 }
 
-export type Countable = Pick<
-  UsageEventDoc,
-  "product_id" | "user_id" | "period_start" | "period_end" | "plan_name" | "spend_limit" | "model" | "total_tokens" | "cost_total" | "tool_call_count"
->;
+export type Countable = Pick<UsageEventDoc, "product_id" | "user_id" | "model" | "total_tokens" | "cost_total" | "tool_call_count">;
 
-/** The head hint is refreshed every this many snapshots; a read probes at most this far. */
-const HINT_EVERY = 8;
+/** One counter's share of a job: the sums of the job's events for that counter. */
+export interface CounterDelta {
+  id: string;
+  productId: string;
+  userId: string;
+  start: Date;
+  end: Date;
+  add: Totals;
+}
 
-/**
- * A process forgets the snapshots it saw after this long. Retention deletes a superseded
- * snapshot only long after that (COMPACT_AFTER_MS), so no writer still builds on the one
- * before it: a writer holding snapshot n would otherwise insert n+1 into the hole left by a
- * deleted n+1 and fork the chain.
- */
-const KNOWN_TTL_MS = 60 * 60_000;
-
-/** Superseded snapshots younger than this are kept (24 times KNOWN_TTL_MS; clock skew too). */
-export const COMPACT_AFTER_MS = 24 * KNOWN_TTL_MS;
-
-/** A read whose hint points at a deleted snapshot probes forward at most this far. */
-const MAX_SKIP = 100_000;
-
-function next(prev: CounterDoc | null, id: string, jobId: string, events: Countable[]): CounterDoc {
+export function delta(id: string, start: Date, end: Date, events: readonly Countable[]): CounterDelta {
   const first = events[0]!;
-  const seq = (prev?.seq ?? 0) + 1;
-  const doc: CounterDoc = {
-    _id: `${id}#${seq}`,
-    counter_id: id,
-    seq,
-    job_key: `${jobId}|${id}`,
-    product_id: first.product_id,
-    user_id: first.user_id,
-    period_start: first.period_start,
-    period_end: first.period_end,
-    cost: prev?.cost ?? 0,
-    tokens: prev?.tokens ?? 0,
-    tool_calls: prev?.tool_calls ?? 0,
-    events: prev?.events ?? 0,
-    tokens_by_model: { ...prev?.tokens_by_model },
-    cost_by_model: { ...prev?.cost_by_model },
-    plan_name: first.plan_name,
-    spend_limit: first.spend_limit,
-    created_at: new Date(),
-  };
+  const add: Totals = { cost: 0, tokens: 0, tool_calls: 0, events: 0, tokens_by_model: {}, cost_by_model: {} };
   for (const e of events) {
-    doc.cost += e.cost_total;
-    doc.tokens += e.total_tokens;
-    doc.tool_calls += e.tool_call_count;
-    doc.events += 1;
+    add.cost += e.cost_total;
+    add.tokens += e.total_tokens;
+    add.tool_calls += e.tool_call_count;
+    add.events += 1;
     if (e.model !== null) {
       const key = encodeKey(e.model);
-      doc.tokens_by_model[key] = (doc.tokens_by_model[key] ?? 0) + e.total_tokens;
-      doc.cost_by_model[key] = (doc.cost_by_model[key] ?? 0) + e.cost_total;
+      add.tokens_by_model[key] = (add.tokens_by_model[key] ?? 0) + e.total_tokens;
+      add.cost_by_model[key] = (add.cost_by_model[key] ?? 0) + e.cost_total;
     }
   }
-  return doc;
+  return { id, productId: first.product_id, userId: first.user_id, start, end, add };
 }
 
 /**
- * Adds the events of a job to a counter exactly once, using only inserts under unique keys
- * (atomic on MongoDB and FerretDB alike; no transactions and no read-modify-write, which
- * FerretDB v1 does not isolate). Snapshot n+1 is inserted on top of the latest snapshot n:
- * its `_id` makes two writers racing for n+1 fail but one, and its unique `job_key` makes a
- * job that was already added (by its request before a crash, or by a concurrent recovery)
- * fail too. Reads touch documents by primary key only: a head hint, then a probe forward.
+ * Counters as single documents. A job adds its share to each counter with one guarded
+ * update, `{_id, jobs: {$ne: job}}` + `$inc` + `$push: {jobs: job}`, upserting: a single-
+ * document update is atomic on MongoDB and on the embedded database (whose writes run one
+ * at a time), so a job's second addition finds its id in `jobs` and changes nothing (the
+ * upsert then collides on `_id`: that duplicate key means "already added").
  */
-export class Ledger {
-  readonly snapshots: Collection<CounterDoc>;
-  /** Last known seq per counter; only a hint (it may lag), the probe finds the true head. */
-  private readonly heads: Collection<{ _id: string; seq: number }>;
-  /** This process's writers of one counter take turns (spares conflicts; not needed for correctness). */
-  private readonly queues = new Map<string, Promise<unknown>>();
-  /**
-   * The latest snapshot this process saw of each counter. Snapshots are immutable, so a
-   * stale entry only makes the next insert collide and fall back to reading the chain.
-   */
-  private readonly known = new LRUCache<string, CounterDoc>({ max: 50_000, ttl: KNOWN_TTL_MS });
+export class CounterStore {
+  readonly counters: Collection<CounterDoc>;
 
   constructor(db: Db) {
-    this.snapshots = db.collection<CounterDoc>("counters");
-    this.heads = db.collection("counter_heads");
+    this.counters = db.collection<CounterDoc>("counters");
   }
 
+  /**
+   * Drops the unique `job_key` index of the snapshot chains this collection held before:
+   * documents without that field would all collide on it.
+   */
   async init(): Promise<void> {
-    await this.snapshots.createIndex({ job_key: 1 }, { unique: true });
+    await this.counters.dropIndex("job_key_1").catch(() => {});
   }
 
-  /** The counter's current totals (latest snapshot), or null when nothing was counted. */
   async get(id: string): Promise<CounterDoc | null> {
-    const hint = await this.heads.findOne({ _id: id });
-    let seq = hint?.seq ?? 0;
-    let head: CounterDoc | null = seq > 0 ? await this.snapshots.findOne({ _id: `${id}#${seq}` }) : null;
-    if (seq > 0 && !head) {
-      // Compaction raised the hint before deleting the snapshot it pointed at, but this read
-      // (or a hint update that lost a race on the embedded database) saw the old one. The
-      // chain goes on above it: a snapshot is deleted only once a newer one exists.
-      for (let skipped = 0; !head; skipped++) {
-        if (skipped > MAX_SKIP) throw new Error(`counter ${id}: no snapshot above hint ${hint?.seq}`);
-        head = await this.snapshots.findOne({ _id: `${id}#${++seq}` });
-      }
-      await this.hint(head);
-    }
+    return this.counters.findOne({ _id: id });
+  }
+
+  /** Adds every delta of job `jobId` to its counter, each at most once however often this runs. */
+  async add(jobId: string, deltas: readonly CounterDelta[]): Promise<void> {
+    await eachConcurrently(deltas, (d) => this.addOne(jobId, d));
+  }
+
+  private async addOne(jobId: string, d: CounterDelta): Promise<void> {
+    const { filter, update } = addOp(jobId, d);
     for (;;) {
-      const more = await this.snapshots.findOne({ _id: `${id}#${seq + 1}` });
-      if (!more) return head;
-      head = more;
-      seq++;
-    }
-  }
-
-  /**
-   * Adds each group of a job's events to its counter: one insertMany of the next snapshots
-   * built on the snapshots this process knows, then the careful path for any that collided.
-   */
-  async addAll(jobId: string, groups: Map<string, Countable[]>): Promise<Map<string, CounterDoc | null>> {
-    const out = new Map<string, CounterDoc | null>();
-    const docs: CounterDoc[] = [];
-    for (const [id, events] of groups) {
-      if (events.length === 0 || this.queues.has(id)) continue;
-      const prev = this.known.get(id) ?? (await this.get(id));
-      docs.push(next(prev, id, jobId, events));
-    }
-    const inserted = await insertIgnoringDuplicates(this.snapshots, docs);
-    await Promise.all(
-      docs.filter((d) => inserted.has(d._id)).map(async (d) => {
-        this.known.set(d.counter_id, d);
-        out.set(d.counter_id, d);
-        if (d.seq % HINT_EVERY === 0) await this.hint(d);
-      }),
-    );
-    await Promise.all(
-      [...groups].filter(([id]) => !out.has(id)).map(async ([id, events]) => out.set(id, (await this.add(id, jobId, events)).after)),
-    );
-    return out;
-  }
-
-  /**
-   * Deletes the snapshots superseded before `before` (retention, once a day: scans the
-   * snapshots older than that). Kept: each counter's latest snapshot, which holds its totals,
-   * and every snapshot of a job still open, whose job_key is what refuses that job's second
-   * addition when it is taken over. A snapshot goes only once a newer one exists, and the
-   * head hint is raised to that one first, so a read still finds the head by primary key.
-   * One lookup per counter, then a delete by primary key per snapshot.
-   */
-  async compact(before: Date, openJobs: Set<string>): Promise<number> {
-    const old: Pick<CounterDoc, "_id" | "counter_id" | "seq" | "job_key">[] = await this.snapshots
-      .find({ created_at: { $lt: before } }, { projection: { _id: 1, counter_id: 1, seq: 1, job_key: 1 } })
-      .toArray();
-    const byCounter = new Map<string, typeof old>();
-    for (const s of old) {
-      const list = byCounter.get(s.counter_id);
-      if (list) list.push(s);
-      else byCounter.set(s.counter_id, [s]);
-    }
-    let deleted = 0;
-    for (const [id, snaps] of byCounter) {
-      // A loop, not Math.max(...): a busy counter can have more snapshots than call arguments fit.
-      const top = snaps.reduce((m, s) => Math.max(m, s.seq), 0);
-      // Every old snapshot below the newest old one is superseded; that one needs a lookup.
-      const topSuperseded = (await this.snapshots.findOne({ _id: `${id}#${top + 1}` }, { projection: { _id: 1 } })) !== null;
-      const kept = topSuperseded ? top + 1 : top;
-      const doomed = snaps.filter((s) => s.seq < kept && !openJobs.has(s.job_key.slice(0, s.job_key.length - id.length - 1)));
-      if (doomed.length === 0) continue;
-      await this.hint({ counter_id: id, seq: kept });
-      for (const s of doomed) deleted += (await this.snapshots.deleteOne({ _id: s._id })).deletedCount;
-    }
-    return deleted;
-  }
-
-  private async hint(doc: Pick<CounterDoc, "counter_id" | "seq">): Promise<void> {
-    await this.heads.updateOne({ _id: doc.counter_id }, { $max: { seq: doc.seq } }, { upsert: true }).catch(() => {});
-  }
-
-  /**
-   * Adds `events` (all inserted by job `jobId`, all of counter `id`) unless that job was
-   * already added. Returns the snapshot before and after (before is null when unknown).
-   */
-  async add(id: string, jobId: string, events: Countable[]): Promise<{ before: CounterDoc | null; after: CounterDoc | null; added: boolean }> {
-    const previous = this.queues.get(id) ?? Promise.resolve();
-    const mine = previous.catch(() => {}).then(() => this.addNow(id, jobId, events));
-    this.queues.set(id, mine);
-    try {
-      return await mine;
-    } finally {
-      if (this.queues.get(id) === mine) this.queues.delete(id);
-    }
-  }
-
-  private async addNow(id: string, jobId: string, events: Countable[]) {
-    if (events.length === 0) return { before: null, after: await this.get(id), added: false };
-    for (let attempt = 0; ; attempt++) {
-      if (attempt > 0) await new Promise((r) => setTimeout(r, Math.random() * Math.min(100, 5 * attempt)));
-      const cached = attempt === 0 ? this.known.get(id) : undefined;
-      const before = cached ?? (await this.get(id));
-      const doc = next(before, id, jobId, events);
       try {
-        await this.snapshots.insertOne(doc);
+        await this.counters.updateOne(filter, update, { upsert: true });
+        return;
       } catch (err) {
         if (!isDuplicateKeyError(err)) throw err;
-        const taken = await this.snapshots.findOne({ _id: doc._id });
-        if (taken && taken.job_key !== doc.job_key) continue; // another job took seq n+1
-        // Either that seq holds this job, or job_key collided: the job was added before.
-        const after = await this.get(id);
-        if (after) this.known.set(id, after);
-        return { before: null, after, added: false };
+        // Either the job is there already, or (MongoDB) a concurrent upsert created the
+        // document first: then the guarded update now matches it.
+        const doc = await this.counters.findOne({ _id: d.id }, { projection: { jobs: 1 } });
+        if (doc?.jobs.includes(jobId)) return;
       }
-      this.known.set(id, doc);
-      if (doc.seq % HINT_EVERY === 0 || attempt > 0) await this.hint(doc);
-      return { before, after: doc, added: true };
     }
   }
+
+  /** Drops the job's guard entries once the job is marked counted (nothing can add it again). */
+  async release(jobId: string, ids: readonly string[]): Promise<void> {
+    await eachConcurrently(ids, (id) => this.counters.updateOne({ _id: id }, { $pull: { jobs: jobId } }));
+  }
+}
+
+function addOp(jobId: string, d: CounterDelta) {
+  const { tokens_by_model, cost_by_model, ...flat } = d.add;
+  const inc: Record<string, number> = { ...flat };
+  for (const [k, v] of Object.entries(tokens_by_model)) inc[`tokens_by_model.${k}`] = v;
+  for (const [k, v] of Object.entries(cost_by_model)) inc[`cost_by_model.${k}`] = v;
+  return {
+    filter: { _id: d.id, jobs: { $ne: jobId } } satisfies Filter<CounterDoc>,
+    update: {
+      $inc: inc,
+      $push: { jobs: jobId },
+      $set: { period_end: d.end },
+      $setOnInsert: { product_id: d.productId, user_id: d.userId, period_start: d.start },
+    } as UpdateFilter<CounterDoc>,
+  };
+}
+
+/** Updates in flight at once per call: the database applies them one by one anyway. */
+const IN_FLIGHT = 16;
+
+/**
+ * One single-document update per item, a few in flight. Not a bulk write: the embedded
+ * database runs a multi-statement update command in time that grows far faster than its
+ * length (100 updates by `_id` in one command took minutes; sent one by one, a second).
+ */
+export async function eachConcurrently<T>(items: readonly T[], run: (item: T) => Promise<unknown>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(IN_FLIGHT, items.length) }, async () => {
+      while (next < items.length) await run(items[next++]!);
+    }),
+  );
 }

@@ -1,6 +1,8 @@
-import type { Collection, Db, Filter } from "mongodb";
-import { insertIgnoringDuplicates } from "./usage-events.ts";
+import type { Collection, Db } from "mongodb";
 import { deleteInRounds } from "@meter/lib/mongo";
+import { eachConcurrently } from "./counters.ts";
+import type { JobDoc } from "./jobs.ts";
+import { insertedBy, insertIgnoringDuplicates } from "./usage-events.ts";
 
 /** One gate event; `_id` is "<product>/<event id>" (idempotent ingestion by primary key). */
 export interface GateEventDoc {
@@ -39,18 +41,41 @@ export interface GateEventQuery {
   limit: number;
 }
 
+/** A user's gate events of one UTC hour (by timestamp), as listed. */
+interface GateHourDoc {
+  /** "<product>|<user>|<hour, ms since epoch>" */
+  _id: string;
+  /** Start of the hour (retention). */
+  hour: Date;
+  events: Omit<GateEventDoc, "job">[];
+}
+
+/** The hours in which a user has gate events. */
+interface GateHoursDoc {
+  /** "<product>|<user>" */
+  _id: string;
+  hours: number[];
+}
+
+const HOUR = 3_600_000;
+/** Hour buckets read at once while listing. */
+const READ_AHEAD = 4;
+
+/**
+ * Gate events are stored by id (idempotent ingestion) and listed from per-user hour buckets,
+ * found by primary key through the user's list of hours: a listing reads the user's own
+ * events, newest hours first, until a page is full, never the product's whole collection
+ * (on the embedded database any filter but `_id` reads the whole collection).
+ */
 export class GateEventStore {
   readonly gates: Collection<GateEventDoc>;
+  private readonly hours: Collection<GateHourDoc>;
+  private readonly users: Collection<GateHoursDoc>;
 
   constructor(db: Db) {
     this.gates = db.collection<GateEventDoc>("gate_events");
-  }
-
-  async init(): Promise<void> {
-    await Promise.all([
-      this.gates.createIndex({ product_id: 1, user_id: 1, timestamp: -1, _id: -1 }),
-      this.gates.createIndex({ job: 1 }),
-    ]);
+    this.hours = db.collection<GateHourDoc>("gate_event_hours");
+    this.users = db.collection<GateHoursDoc>("gate_event_users");
   }
 
   async insertNew(docs: GateEventDoc[]): Promise<Set<string>> {
@@ -65,8 +90,58 @@ export class GateEventStore {
     return await deleteInRounds(this.gates, { received_at: { $lt: t }, job: { $nin: [...openJobs] } });
   }
 
-  async ofJob(job: string): Promise<GateEventDoc[]> {
-    return this.gates.find({ job }).toArray();
+  /**
+   * Retention of the listing: hour buckets of hours before `t` (a daily scan of the buckets),
+   * in rounds; each round then takes its hours out of their users' lists. A listing between
+   * the two steps skips the missing bucket.
+   */
+  async deleteHoursBefore(t: Date): Promise<number> {
+    return await deleteInRounds(this.hours, { hour: { $lt: t } }, async (ids) => {
+      const byUser = new Map<string, number[]>();
+      for (const id of ids) {
+        const cut = id.lastIndexOf("|");
+        const user = id.slice(0, cut);
+        byUser.set(user, [...(byUser.get(user) ?? []), Number(id.slice(cut + 1))]);
+      }
+      await eachConcurrently([...byUser], ([user, hours]) => this.users.updateOne({ _id: user }, { $pullAll: { hours } }));
+    });
+  }
+
+  /** The gate events a job inserted (read when another request completes it). */
+  async ofJob(job: Pick<JobDoc, "_id" | "ids">): Promise<GateEventDoc[]> {
+    return insertedBy(this.gates, job);
+  }
+
+  /**
+   * Files newly inserted events in their users' hour buckets. `$addToSet` makes a repeat
+   * (a job completed again after a crash) change nothing: the entries are built from the
+   * same stored documents.
+   */
+  async file(docs: readonly GateEventDoc[]): Promise<void> {
+    if (docs.length === 0) return;
+    const buckets = new Map<string, { hour: number; events: Omit<GateEventDoc, "job">[] }>();
+    const userHours = new Map<string, Set<number>>();
+    for (const { job: _, ...d } of docs) {
+      const hour = Math.floor(d.timestamp.getTime() / HOUR) * HOUR;
+      const user = `${d.product_id}|${d.user_id}`;
+      const id = `${user}|${hour}`;
+      const bucket = buckets.get(id);
+      if (bucket) bucket.events.push(d);
+      else buckets.set(id, { hour, events: [d] });
+      const hours = userHours.get(user) ?? new Set();
+      hours.add(hour);
+      userHours.set(user, hours);
+    }
+    await eachConcurrently([...buckets], ([id, { hour, events }]) =>
+      this.hours.updateOne(
+        { _id: id },
+        { $addToSet: { events: { $each: events } }, $setOnInsert: { hour: new Date(hour) } },
+        { upsert: true },
+      ),
+    );
+    await eachConcurrently([...userHours], ([id, hours]) =>
+      this.users.updateOne({ _id: id }, { $addToSet: { hours: { $each: [...hours] } } }, { upsert: true }),
+    );
   }
 
   /**
@@ -74,20 +149,39 @@ export class GateEventStore {
    * and each matching event is on exactly one page, whatever arrives meanwhile.
    */
   async list(q: GateEventQuery): Promise<GateEventDoc[]> {
-    const filter: Filter<GateEventDoc> = { product_id: q.productId, user_id: q.userId };
-    if (q.status) filter.status = q.status as GateEventDoc["status"];
-    if (q.gateReason) filter.gate_reason = q.gateReason;
-    if (q.blockedOnly) filter.blocked = true;
-    const ts: { $gte?: Date; $lt?: Date } = {};
-    if (q.since) ts.$gte = q.since;
-    if (q.until) ts.$lt = q.until;
-    if (ts.$gte || ts.$lt) filter.timestamp = ts;
-    if (q.after) {
-      filter.$or = [
-        { timestamp: { $lt: q.after.timestamp } },
-        { timestamp: q.after.timestamp, _id: { $lt: q.after.id } },
-      ];
+    const user = `${q.productId}|${q.userId}`;
+    const index = await this.users.findOne({ _id: user });
+    const upTo = Math.min(q.until?.getTime() ?? Infinity, (q.after?.timestamp.getTime() ?? Infinity) + 1);
+    const from = q.since?.getTime() ?? -Infinity;
+    const hours = [...new Set(index?.hours ?? [])]
+      .filter((h) => h + HOUR > from && h < upTo)
+      .sort((a, b) => b - a);
+    const out: GateEventDoc[] = [];
+    for (let i = 0; i < hours.length && out.length < q.limit; i += READ_AHEAD) {
+      const docs = await Promise.all(hours.slice(i, i + READ_AHEAD).map((h) => this.hours.findOne({ _id: `${user}|${h}` })));
+      for (const doc of docs) {
+        if (out.length >= q.limit) break;
+        const seen = new Set<string>();
+        const page = (doc?.events ?? [])
+          .filter((e) => !seen.has(e._id) && seen.add(e._id) && matches(e, q))
+          .sort((a, b) => b.timestamp.getTime() - a.timestamp.getTime() || (a._id < b._id ? 1 : a._id > b._id ? -1 : 0));
+        out.push(...(page.slice(0, q.limit - out.length) as GateEventDoc[]));
+      }
     }
-    return this.gates.find(filter).sort({ timestamp: -1, _id: -1 }).limit(q.limit).toArray();
+    return out;
   }
+}
+
+function matches(e: Omit<GateEventDoc, "job">, q: GateEventQuery): boolean {
+  const t = e.timestamp.getTime();
+  if (q.status && e.status !== q.status) return false;
+  if (q.gateReason && e.gate_reason !== q.gateReason) return false;
+  if (q.blockedOnly && !e.blocked) return false;
+  if (q.since && t < q.since.getTime()) return false;
+  if (q.until && t >= q.until.getTime()) return false;
+  if (q.after) {
+    const at = q.after.timestamp.getTime();
+    if (t > at || (t === at && e._id >= q.after.id)) return false;
+  }
+  return true;
 }

@@ -13,8 +13,14 @@ export interface JobDoc {
   /** Stored `_id`s of the events the request offered (the ones it inserted carry `job`). */
   ids: string[];
   created_at: Date;
-  /** Set once the request's own insert returned: from then on its set of events is final. */
-  inserted?: true;
+  /**
+   * When the job was last claimed: by its request once its insert returned (its set of
+   * events is final from then on), or by whoever took it over. Only the claimant completes
+   * the job, until the claim is older than the recovery age.
+   */
+  claimed_at?: Date;
+  /** Set once its events are in their counters: a later completion skips that step. */
+  counted?: true;
 }
 
 export class JobStore {
@@ -32,8 +38,21 @@ export class JobStore {
     return this.jobs.findOne({ _id: id });
   }
 
-  async markInserted(id: string): Promise<void> {
-    await this.jobs.updateOne({ _id: id }, { $set: { inserted: true } });
+  /**
+   * Claims the job unless someone holds a claim younger than `staleBefore` (the request's
+   * own first claim passes `staleBefore` = epoch: only an unclaimed job). Atomic: of two
+   * claimants one wins. Returns the job as claimed, or null.
+   */
+  async claim(id: string, now: Date, staleBefore: Date): Promise<JobDoc | null> {
+    return this.jobs.findOneAndUpdate(
+      { _id: id, $or: [{ claimed_at: { $exists: false } }, { claimed_at: { $lt: staleBefore } }] },
+      { $set: { claimed_at: now } },
+      { returnDocument: "after" },
+    );
+  }
+
+  async markCounted(id: string): Promise<void> {
+    await this.jobs.updateOne({ _id: id }, { $set: { counted: true } });
   }
 
   async close(id: string): Promise<void> {
@@ -43,6 +62,11 @@ export class JobStore {
   /** Ids of every job still open (retention keeps what they may need when taken over). */
   async openIds(): Promise<Set<string>> {
     return new Set((await this.jobs.find({}, { projection: { _id: 1 } }).toArray()).map((j) => j._id));
+  }
+
+  /** Jobs in flight of a product (only read when a request meets duplicates). */
+  async ofProduct(productId: string, kind: JobDoc["kind"]): Promise<JobDoc[]> {
+    return this.jobs.find({ product_id: productId, kind }).toArray();
   }
 
   async olderThan(t: Date, limit: number): Promise<JobDoc[]> {

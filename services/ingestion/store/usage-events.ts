@@ -1,6 +1,7 @@
-import type { Collection, Db } from "mongodb";
+import type { Collection, Db, Filter } from "mongodb";
 import { MongoBulkWriteError } from "mongodb";
 import { deleteInRounds, isDuplicateKeyError } from "@meter/lib/mongo";
+import type { JobDoc } from "./jobs.ts";
 
 export type EventSource = "auto" | "manual";
 
@@ -50,13 +51,6 @@ export class UsageEventStore {
     this.events = db.collection<UsageEventDoc>("usage_events");
   }
 
-  async init(): Promise<void> {
-    await Promise.all([
-      this.events.createIndex({ product_id: 1, user_id: 1, timestamp: 1 }),
-      this.events.createIndex({ job: 1 }),
-    ]);
-  }
-
   /**
    * Inserts every document whose `_id` is new; the rest are duplicates. Returns the ids
    * inserted by this call.
@@ -69,7 +63,6 @@ export class UsageEventStore {
     return this.events.findOne({ _id: id });
   }
 
-  /** The events a job inserted (read once, when an interrupted job is completed). */
   /**
    * Retention: events received before `t` (a daily scan), except those of jobs still open,
    * which a takeover reads to complete them.
@@ -78,10 +71,30 @@ export class UsageEventStore {
     return await deleteInRounds(this.events, { received_at: { $lt: t }, job: { $nin: [...openJobs] } });
   }
 
-  async ofJob(job: string): Promise<UsageEventDoc[]> {
-    return this.events.find({ job }).toArray();
+  /** The events a job inserted (read when another request completes it). */
+  async ofJob(job: Pick<JobDoc, "_id" | "ids">): Promise<UsageEventDoc[]> {
+    return insertedBy(this.events, job);
   }
 }
+
+/**
+ * The documents among a job's offered ids that carry the job's id. Read one by one: on the
+ * embedded database only a lookup by `_id` uses an index (`$in` or a filter on `job` would
+ * read the whole collection), and these reads run concurrently.
+ */
+export async function insertedBy<D extends { _id: string; job: string }>(
+  collection: Collection<D>,
+  job: Pick<JobDoc, "_id" | "ids">,
+): Promise<D[]> {
+  const out: D[] = [];
+  for (let i = 0; i < job.ids.length; i += READ_CHUNK) {
+    const docs = await Promise.all(job.ids.slice(i, i + READ_CHUNK).map((id) => collection.findOne({ _id: id } as Filter<D>)));
+    for (const d of docs) if (d && d.job === job._id) out.push(d as D);
+  }
+  return out;
+}
+
+const READ_CHUNK = 64;
 
 /** insertMany that treats duplicate keys as "already there", returning the ids it inserted. */
 export async function insertIgnoringDuplicates<D extends { _id: string }>(
