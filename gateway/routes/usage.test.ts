@@ -114,6 +114,8 @@ t("session: permissive defaults without a plan, the plan's config with one, 404 
     plan_config: {
       max_spend_per_period: null, max_spend_per_session: null, soft_gate_at: 0.8, hard_gate_at: 1,
       model_limits: {}, cost_rates: {},
+      session_timeout_minutes: 30, default_cost_rate: null, tool_costs: {}, default_tool_cost: 0,
+      pre_call_estimate: false, pre_call_buffer_tokens: 4096,
     },
     current_usage: { period_cost: 0, period_tokens_total: 0, period_tokens_by_model: {}, period_cost_by_model: {} },
     billing_period: {
@@ -127,6 +129,12 @@ t("session: permissive defaults without a plan, the plan's config with one, 404 
     soft_gate_at: 0.7,
     model_limits: { "gpt-4o": { max_tokens_per_period: 5000 } },
     cost_rates: { "gpt-4o": { input: 2.5, output: 10 } },
+    session_timeout_minutes: 12.5,
+    default_cost_rate: { input: 1, output: 3 },
+    tool_costs: { search: 0.05 },
+    default_tool_cost: 0.01,
+    pre_call_estimate: true,
+    pre_call_buffer_tokens: 512,
   });
   await subscribe(api, userId, planId, new Date(Date.now() - DAY), new Date(Date.now() + DAY));
   await spend(api, userId, [0.25]);
@@ -138,6 +146,12 @@ t("session: permissive defaults without a plan, the plan's config with one, 404 
   assert.is(s.body.plan_config.hard_gate_at, 1);
   assert.equal(s.body.plan_config.model_limits, { "gpt-4o": { max_tokens_per_period: 5000 } });
   assert.equal(s.body.plan_config.cost_rates, { "gpt-4o": { input: 2.5, output: 10 } });
+  assert.is(s.body.plan_config.session_timeout_minutes, 12.5);
+  assert.equal(s.body.plan_config.default_cost_rate, { input: 1, output: 3 });
+  assert.equal(s.body.plan_config.tool_costs, { search: 0.05 });
+  assert.is(s.body.plan_config.default_tool_cost, 0.01);
+  assert.is(s.body.plan_config.pre_call_estimate, true);
+  assert.is(s.body.plan_config.pre_call_buffer_tokens, 512);
   assert.equal(s.body.current_usage, {
     period_cost: 0.25, period_tokens_total: 10, period_tokens_by_model: { "gpt-4o": 10 }, period_cost_by_model: { "gpt-4o": 0.25 },
   });

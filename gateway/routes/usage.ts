@@ -9,6 +9,7 @@ const UserParams = Type.Object({ user_id: Type.String({ minLength: 1, maxLength:
 
 const NumberMap = Type.Record(Type.String(), Type.Number());
 const IntegerMap = Type.Record(Type.String(), Type.Integer());
+const Rate = Type.Object({ input: Type.Number(), output: Type.Number() });
 
 const SessionBody = Type.Object({
   user_id: Type.String(),
@@ -23,7 +24,13 @@ const SessionBody = Type.Object({
     soft_gate_at: Type.Number(),
     hard_gate_at: Type.Number(),
     model_limits: Type.Record(Type.String(), Type.Object({ max_tokens_per_period: Type.Integer() })),
-    cost_rates: Type.Record(Type.String(), Type.Object({ input: Type.Number(), output: Type.Number() })),
+    cost_rates: Type.Record(Type.String(), Rate),
+    session_timeout_minutes: Type.Number(),
+    default_cost_rate: Nullable(Rate),
+    tool_costs: NumberMap,
+    default_tool_cost: Type.Number(),
+    pre_call_estimate: Type.Boolean(),
+    pre_call_buffer_tokens: Type.Integer(),
   }),
   current_usage: Type.Object({
     period_cost: Type.Number(),
@@ -136,6 +143,12 @@ export const usageRoutes: FastifyPluginAsyncTypebox = async (app) => {
             Object.entries(c.modelLimits).map(([m, l]) => [m, { max_tokens_per_period: Number(l.maxTokensPerPeriod) }]),
           ),
           cost_rates: Object.fromEntries(Object.entries(c.costRates).map(([m, r]) => [m, { input: r.input, output: r.output }])),
+          session_timeout_minutes: c.sessionTimeoutMinutes,
+          default_cost_rate: c.defaultCostRate ? { input: c.defaultCostRate.input, output: c.defaultCostRate.output } : null,
+          tool_costs: c.toolCosts,
+          default_tool_cost: c.defaultToolCost,
+          pre_call_estimate: c.preCallEstimate,
+          pre_call_buffer_tokens: Number(c.preCallBufferTokens),
         },
         current_usage: {
           period_cost: u.periodCost,

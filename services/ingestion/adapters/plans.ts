@@ -14,6 +14,9 @@ export interface PlanInfo extends Pricing {
   softGateAt: number;
   hardGateAt: number;
   modelLimits: Record<string, { maxTokensPerPeriod: number }>;
+  sessionTimeoutMinutes: number;
+  preCallEstimate: boolean;
+  preCallBufferTokens: number;
 }
 
 export interface KnownUser {
@@ -52,6 +55,9 @@ export function toPlanInfo(p: Plan): PlanInfo {
     defaultCostRate: p.defaultCostRate ? rate(p.defaultCostRate) : undefined,
     toolCosts: { ...p.toolCosts },
     defaultToolCost: p.defaultToolCost,
+    sessionTimeoutMinutes: p.sessionTimeoutMinutes,
+    preCallEstimate: p.preCallEstimate,
+    preCallBufferTokens: Number(p.preCallBufferTokens),
   };
 }
 

@@ -10,6 +10,12 @@ import { requireProduct, requireUser } from "./common.ts";
 export const NO_PLAN = "none";
 
 /**
+ * Plan fields reported for a user without a plan: SPEC.md's session window and pre-call
+ * buffer defaults, and no prices (tools cost nothing, as manual events of such users do).
+ */
+const NO_PLAN_CONFIG = { sessionTimeoutMinutes: 30, defaultToolCost: 0, preCallBufferTokens: 4096 };
+
+/**
  * The session bootstrap: one call to the plans service and one counter document read.
  * sdk_enabled is true when a plan is in force for the user, i.e. the client library must
  * enforce plan_config; false means no plan: permissive defaults, meter but never gate.
@@ -35,6 +41,12 @@ export function getSession(deps: IngestionDeps): ServiceImpl<typeof IngestionSer
           Object.entries(plan?.modelLimits ?? {}).map(([m, l]) => [m, { maxTokensPerPeriod: BigInt(l.maxTokensPerPeriod) }]),
         ),
         costRates: plan?.costRates ?? {},
+        sessionTimeoutMinutes: plan?.sessionTimeoutMinutes ?? NO_PLAN_CONFIG.sessionTimeoutMinutes,
+        defaultCostRate: plan?.defaultCostRate,
+        toolCosts: plan?.toolCosts ?? {},
+        defaultToolCost: plan?.defaultToolCost ?? NO_PLAN_CONFIG.defaultToolCost,
+        preCallEstimate: plan?.preCallEstimate ?? false,
+        preCallBufferTokens: BigInt(plan?.preCallBufferTokens ?? NO_PLAN_CONFIG.preCallBufferTokens),
       },
       currentUsage: {
         periodCost: counter?.cost ?? 0,

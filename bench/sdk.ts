@@ -1,0 +1,160 @@
+// `npm run bench:sdk`: the client library against the real stack in-process (embedded database).
+// Prints the cost of an awaited guard on a loaded user (target: median <= 1 µs, no network),
+// of record(), the heap per cached user, and the overshoot of a hard cap under concurrent
+// call()s with pre-call estimate (target 0), next to the same without the estimate.
+//   BENCH_GUARDS=200000 BENCH_RECORDS=50000 BENCH_USERS=300 BENCH_CALLS=1000 npm run bench:sdk
+// Uses MONGODB_URL when set, else the embedded database in a temporary directory.
+import { execFile } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { startEmbeddedDb } from "@meter/lib/embedded-db";
+import { createLogger } from "@meter/lib/logger";
+import pMap from "p-map";
+import { Meter } from "../sdk/typescript/src/index.ts";
+import { startStack } from "../cmd/stack.ts";
+import { Api } from "../test/support/http.ts";
+
+const GUARDS = Number(process.env.BENCH_GUARDS ?? 200_000);
+const RECORDS = Number(process.env.BENCH_RECORDS ?? 50_000);
+const USERS = Number(process.env.BENCH_USERS ?? 300);
+const CALLS = Number(process.env.BENCH_CALLS ?? 1_000);
+const DAY = 86_400_000;
+const here = path.dirname(fileURLToPath(import.meta.url));
+const run = promisify(execFile);
+
+const gc = (globalThis as { gc?: () => void }).gc;
+if (!gc) throw new Error("run with --expose-gc (npm run bench:sdk does)");
+
+const dir = process.env.MONGODB_URL ? undefined : await mkdtemp(path.join(os.tmpdir(), "meter-bench-sdk-"));
+const embedded = dir ? await startEmbeddedDb(dir) : undefined;
+const stack = await startStack({ mongoUrl: process.env.MONGODB_URL ?? embedded!.url, dbPrefix: `bsdk${Date.now()}`, logger: createLogger("bench", "fatal") });
+const created = await new Api(stack.apiUrl).post("/products", { name: "bench sdk" });
+const apiKey: string = created.body.api_key;
+const api = new Api(stack.apiUrl, apiKey);
+const quiet = { warn: () => {} };
+
+async function plan(fields: Record<string, unknown>): Promise<string> {
+  const res = await api.post("/config/plans", { plans: [{ name: `p-${randomUUID()}`, ...fields }] });
+  return res.body.plans[0].id;
+}
+async function user(planId: string, id = `u-${randomUUID()}`): Promise<string> {
+  await api.post("/users", { external_user_id: id });
+  await api.post(`/users/${id}/subscription`, {
+    plan_id: planId,
+    period_start: new Date(Date.now() - DAY).toISOString(),
+    period_end: new Date(Date.now() + 20 * DAY).toISOString(),
+  });
+  return id;
+}
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const p99 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length * 0.99)]!;
+
+const RATES = { "gpt-4o": { input: 2.5, output: 10 }, "gpt-4o-mini": { input: 0.15, output: 0.6 } };
+const bigPlan = await plan({
+  max_spend_per_period: 1e9,
+  max_spend_per_session: 1e9,
+  cost_rates: RATES,
+  model_limits: { "gpt-4o": { max_tokens_per_period: 1e12 } },
+});
+
+console.log(`@meter/sdk benchmark (real stack in-process, ${embedded ? "embedded FerretDB" : "MONGODB_URL"}; shared 2-core machine, figures are noisy)\n`);
+
+// 1. guard on a loaded user: every dimension checked, model name normalized, nothing sent.
+{
+  const m = new Meter({ apiKey, baseURL: stack.apiUrl, logger: quiet, flushIntervalMs: 3_600_000 });
+  const id = await user(bigPlan);
+  await m.guard(id, { model: "gpt-4o-2024-08-06" });
+  const input = { model: "gpt-4o-2024-08-06", input_tokens: 100 };
+  for (let i = 0; i < 20_000; i++) await m.guard(id, input); // warm-up
+  const each: number[] = [];
+  for (let i = 0; i < GUARDS; i++) {
+    const t0 = process.hrtime.bigint();
+    await m.guard(id, input);
+    each.push(Number(process.hrtime.bigint() - t0));
+  }
+  // Tight loops of 10,000: the service's own timers share this thread and land in some of them.
+  const chunks: number[] = [];
+  for (let c = 0; c < Math.max(1, GUARDS / 10_000); c++) {
+    const t0 = process.hrtime.bigint();
+    for (let i = 0; i < 10_000; i++) await m.guard(id, input);
+    chunks.push(Number(process.hrtime.bigint() - t0) / 10_000);
+  }
+  console.log(
+    `guard (awaited, loaded user):   median ${median(each)} ns/call, p99 ${p99(each)} ns (each timed, incl. ~50 ns of timer); ` +
+      `tight loops of 10k: ${Math.min(...chunks).toFixed(0)} ns best, ${median(chunks).toFixed(0)} ns median; ${GUARDS} calls`,
+  );
+  await m.shutdown({ timeoutMs: 1 });
+}
+
+// 2. record: price, count, build the event, queue it (delivery is not timed).
+{
+  const m = new Meter({ apiKey, baseURL: stack.apiUrl, logger: quiet, flushIntervalMs: 3_600_000, maxQueueSize: RECORDS + 10 });
+  const id = await user(bigPlan);
+  await m.guard(id);
+  const input = { model: "gpt-4o-2024-08-06", input_tokens: 100, output_tokens: 50, tool_calls: ["search"] };
+  const each: number[] = [];
+  for (let i = 0; i < RECORDS; i++) {
+    const t0 = process.hrtime.bigint();
+    await m.record(id, input);
+    each.push(Number(process.hrtime.bigint() - t0));
+  }
+  console.log(`record (awaited):               median ${median(each)} ns/call, p99 ${p99(each)} ns; ${RECORDS} calls (queued, not sent)`);
+}
+
+// 3. Heap per cached user, measured in a child process that holds only the client (this
+// process also runs the service, whose own caches would blur the figure).
+{
+  const t0 = performance.now();
+  const ids = await pMap(Array.from({ length: USERS + 4 }), () => user(bigPlan), { concurrency: 2 });
+  const setupS = (performance.now() - t0) / 1000;
+  const child = await run(process.execPath, ["--expose-gc", "--import", "tsx", path.join(here, "sdk-memory.ts")], {
+    env: { ...process.env, METER_API_KEY: apiKey, METER_BASE_URL: stack.apiUrl, BENCH_USER_IDS: JSON.stringify(ids) },
+    maxBuffer: 1 << 20,
+  });
+  const r = JSON.parse(child.stdout.trim().split("\n").pop()!) as { users: number; loaded: number; queued: number; delivered: number };
+  const kib = (bytes: number) => (bytes / 1024).toFixed(2);
+  console.log(
+    `memory per cached user:         ${kib(r.loaded)} KiB with its view loaded, ${kib(r.queued)} KiB with one call's event queued, ${kib(r.delivered)} KiB once delivered; ` +
+      `${r.users} users cached (registered in ${setupS.toFixed(0)} s)`,
+  );
+}
+
+// 4. Overshoot of a hard cap under CALLS concurrent call()s. Each call really uses 100 input
+// tokens and 1..500 output tokens; the buffer is 500, so a real call never exceeds its estimate.
+async function overshoot(preCallEstimate: boolean) {
+  // Estimate: (100 + 500) tokens at $1/1K = $0.60 a call; real: $0.101 to $0.60.
+  const cap = 50;
+  const planId = await plan({ max_spend_per_period: cap, cost_rates: { m: { input: 1, output: 1 } }, pre_call_estimate: preCallEstimate, pre_call_buffer_tokens: 500 });
+  const id = await user(planId);
+  const m = new Meter({ apiKey, baseURL: stack.apiUrl, logger: quiet });
+  await m.guard(id, { model: "m" });
+  let ran = 0;
+  const results = await Promise.allSettled(
+    Array.from({ length: CALLS }, (_, i) =>
+      m.call(id, { model: "m", input_tokens: 100, usage: (out: number) => ({ input_tokens: 100, output_tokens: out }) }, async () => {
+        ran++;
+        await new Promise((r) => setTimeout(r, Math.random() * 20));
+        return 1 + ((i * 7919) % 500);
+      }),
+    ),
+  );
+  await m.flush({ timeoutMs: 60_000 });
+  const served = (await api.get(`/users/${id}/usage`)).body.total_cost as number;
+  const local = m.state(id)!.period_cost;
+  const blocked = results.filter((r) => r.status === "rejected").length;
+  console.log(
+    `overshoot, ${CALLS} concurrent call()s, pre_call_estimate ${String(preCallEstimate).padEnd(5)}: ` +
+      `${Math.max(0, served - cap).toFixed(4)} $ over a $${cap} cap (${(Math.max(0, served - cap) / cap * 100).toFixed(1)}%); spend ${served.toFixed(4)} on the service, ${local.toFixed(4)} locally; ${ran} ran, ${blocked} blocked`,
+  );
+  await m.shutdown({ timeoutMs: 1 });
+}
+await overshoot(true);
+await overshoot(false);
+
+await stack.close();
+await embedded?.stop();
+if (dir) await rm(dir, { recursive: true, force: true });

@@ -1,0 +1,44 @@
+import type { GuardResult } from "./types.ts";
+
+/**
+ * Thrown on a hard gate when blocking. `statusCode` 429 makes Fastify and Express answer 429
+ * when a handler lets it through.
+ */
+export class LimitExceededError extends Error {
+  readonly statusCode = 429;
+  readonly status = 429;
+  readonly result: GuardResult;
+  constructor(result: GuardResult) {
+    super(result.message ?? "usage limit reached");
+    this.name = "LimitExceededError";
+    this.result = result;
+  }
+}
+
+/** An answer of the service other than 2xx; `detail` is its message. */
+export class MeterApiError extends Error {
+  readonly status: number;
+  readonly detail: string;
+  /** From a Retry-After header, when sent. */
+  readonly retryAfterMs: number | undefined;
+  constructor(status: number, detail: string, retryAfterMs?: number) {
+    super(`meter service answered ${status}: ${detail}`);
+    this.name = "MeterApiError";
+    this.status = status;
+    this.detail = detail;
+    this.retryAfterMs = retryAfterMs;
+  }
+  /** 429 and 5xx can succeed later; any other 4xx never will. */
+  get retryable(): boolean {
+    return this.status === 429 || this.status >= 500;
+  }
+}
+
+/** The service did not answer (refused, reset, timed out). Always retryable. */
+export class MeterNetworkError extends Error {
+  readonly retryable = true;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "MeterNetworkError";
+  }
+}

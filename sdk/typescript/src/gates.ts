@@ -1,0 +1,102 @@
+/**
+ * Gate evaluation (pure): every dimension of a plan against its soft and hard thresholds;
+ * the worst dimension decides.
+ */
+import type { GuardResult, PlanConfig } from "./types.ts";
+
+const OK = 0;
+const SOFT = 1;
+const HARD = 2;
+const STATUS = ["ok", "soft_gate", "hard_gate"] as const;
+const EPSILON = 1e-9;
+
+/** What a guard checks: usage so far (committed plus reserved) and the estimate of the coming call. */
+export interface GateInput {
+  periodCost: number;
+  sessionCost: number;
+  /** Normalized model of the call, or null. */
+  model: string | null;
+  /** Tokens of that model this period. */
+  modelTokens: number;
+  /** Estimated cost and tokens of the coming call (0 without pre_call_estimate). */
+  estimateCost: number;
+  estimateTokens: number;
+}
+
+// The worst dimension so far, kept in module variables so that a guard allocates only its result.
+let worstRank = OK;
+let worstPct = 0;
+let worstValue = 0;
+let worstLimit = 0;
+let worstReason: string | null = null;
+let worstKind = 0;
+
+/**
+ * One dimension. Reaching `hard_gate_at` of the limit blocks; with an estimate, so does a call
+ * whose estimate would take usage past it (a call that would land exactly on the cap runs).
+ * A limit of 0 blocks everything.
+ */
+function dimension(kind: number, reason: string | null, used: number, estimate: number, limit: number, soft: number, hard: number): void {
+  const projected = used + estimate;
+  const pct = limit > 0 ? projected / limit : 1;
+  // Relative tolerance: sums of float prices (0.1 + 0.1 + ...) land a hair off the threshold.
+  const tol = limit * EPSILON;
+  let rank = OK;
+  if (limit <= 0 || used >= hard * limit - tol || (estimate > 0 && projected > hard * limit + tol)) rank = HARD;
+  else if (projected >= soft * limit - tol) rank = SOFT;
+  if (rank > worstRank || (rank === worstRank && (pct > worstPct || worstKind === 0))) {
+    worstRank = rank;
+    worstPct = pct;
+    worstValue = projected;
+    worstLimit = limit;
+    worstReason = reason;
+    worstKind = kind;
+  }
+}
+
+const KIND_TOTAL = 1;
+const KIND_SESSION = 2;
+const KIND_MODEL = 3;
+
+export function evaluate(plan: PlanConfig | null, u: GateInput): GuardResult {
+  worstRank = OK;
+  worstPct = 0;
+  worstValue = 0;
+  worstLimit = 0;
+  worstReason = null;
+  worstKind = 0;
+  if (plan) {
+    const soft = plan.soft_gate_at;
+    const hard = plan.hard_gate_at;
+    if (plan.max_spend_per_period !== null) {
+      dimension(KIND_TOTAL, "total_spend", u.periodCost, u.estimateCost, plan.max_spend_per_period, soft, hard);
+    }
+    if (plan.max_spend_per_session !== null) {
+      dimension(KIND_SESSION, "session_spend", u.sessionCost, u.estimateCost, plan.max_spend_per_session, soft, hard);
+    }
+    const limit = u.model === null ? undefined : plan.model_limits[u.model];
+    if (limit) {
+      dimension(KIND_MODEL, null, u.modelTokens, u.estimateTokens, limit.max_tokens_per_period, soft, hard);
+    }
+  }
+  if (worstRank === OK) {
+    return { status: "ok", gate_reason: null, usage_pct: worstPct, current_value: worstValue, limit_value: worstLimit, message: null };
+  }
+  const reason = worstKind === KIND_MODEL ? `model_limit:${u.model}` : worstReason!;
+  return {
+    status: STATUS[worstRank]!,
+    gate_reason: reason,
+    usage_pct: worstPct,
+    current_value: worstValue,
+    limit_value: worstLimit,
+    message: describe(worstRank, worstKind, u.model, worstValue, worstLimit, worstPct),
+  };
+}
+
+function describe(rank: number, kind: number, model: string | null, value: number, limit: number, pct: number): string {
+  const what = rank === HARD ? "limit reached" : "approaching the limit";
+  const p = `${Math.round(pct * 100)}%`;
+  if (kind === KIND_MODEL) return `Token ${what} for ${model} this period: ${value} of ${limit} tokens (${p})`;
+  const scope = kind === KIND_TOTAL ? "Spend" : "Session spend";
+  return `${scope} ${what}: $${value.toFixed(4)} of $${limit.toFixed(2)} (${p})`;
+}

@@ -1,0 +1,576 @@
+/** The client: session views, guards, reservations, metering and delivery. */
+import { randomUUID } from "node:crypto";
+import { currentUser, runWithUser } from "./context.ts";
+import { LimitExceededError, MeterApiError } from "./errors.ts";
+import { evaluate } from "./gates.ts";
+import { applyView, rollLocally } from "./periods.ts";
+import { estimateTokens, normalizeModel, rateOf, tokenCost, toolsCost } from "./pricing.ts";
+import { EventQueue } from "./queue.ts";
+import { Reservation, type Hold, type Ledger } from "./reservation.ts";
+import type { Session } from "./sessions.ts";
+import { UserEntry } from "./state.ts";
+import { Transport, backoffMs, retryable } from "./transport.ts";
+import type {
+  CallInput,
+  GateContext,
+  GateEvent,
+  GuardInput,
+  GuardResult,
+  ManualEvent,
+  ManualInput,
+  MeterLogger,
+  MeterOptions,
+  MeterStats,
+  RecordInput,
+  SessionStartState,
+  UsageEvent,
+  UsageInput,
+  UserState,
+} from "./types.ts";
+import { checkManual, checkUsage, checkUser, positiveInt } from "./validate.ts";
+
+/** One row per (user, gate_reason) per this many ms at most (SPEC.md). */
+const GATE_EVENT_INTERVAL_MS = 5_000;
+/** Retry delay of a session load that failed (capped by refreshIntervalMs). */
+const LOAD_RETRY_MS = 5_000;
+/** Attempts of a manual event before its error reaches the caller. */
+const MANUAL_ATTEMPTS = 3;
+/** Distinct model names remembered per user (normalization cache). */
+const MODEL_CACHE = 256;
+/** Manual event ids remembered, so that a repeated idempotency key is not counted twice locally. */
+const MANUAL_IDS = 10_000;
+
+type GateCallback = (result: GuardResult, ctx: GateContext) => unknown;
+
+export class Meter implements Ledger {
+  readonly blocking: boolean;
+  private readonly flushIntervalMs: number;
+  private readonly refreshIntervalMs: number;
+  private readonly startupTimeoutMs: number;
+  private readonly shutdownTimeoutMs: number;
+  private readonly logger: MeterLogger;
+  private readonly onErrorHook: ((error: Error) => void) | undefined;
+  private readonly transport: Transport;
+  private readonly queue: EventQueue;
+  private readonly users = new Map<string, UserEntry>();
+  private readonly loading = new Map<string, Promise<UserEntry>>();
+  private readonly manualIds = new Set<string>();
+  /** Queued usage events waiting for their user's prices. */
+  private readonly unpriced = new WeakSet<UsageEvent>();
+  private readonly softGate: GateCallback[] = [];
+  private readonly hardGate: GateCallback[] = [];
+  private readonly usage: ((event: UsageEvent) => unknown)[] = [];
+  private readonly sessionStart: ((state: SessionStartState) => unknown)[] = [];
+  private readonly timers: ReturnType<typeof setInterval>[];
+
+  constructor(options: MeterOptions = {}) {
+    const apiKey = options.apiKey ?? process.env.METER_API_KEY;
+    const baseURL = options.baseURL ?? process.env.METER_BASE_URL;
+    if (!apiKey) throw new TypeError("Meter: apiKey is required (or set METER_API_KEY)");
+    if (!baseURL) throw new TypeError("Meter: baseURL is required (or set METER_BASE_URL), e.g. https://meter.example.com/api/v1");
+    if (!/^https?:\/\//.test(baseURL)) throw new TypeError(`Meter: baseURL must be an http(s) URL, got ${baseURL}`);
+    this.blocking = options.blocking ?? true;
+    this.flushIntervalMs = positiveInt("flushIntervalMs", options.flushIntervalMs, 5_000);
+    this.refreshIntervalMs = positiveInt("refreshIntervalMs", options.refreshIntervalMs, 60_000);
+    this.startupTimeoutMs = positiveInt("startupTimeoutMs", options.startupTimeoutMs, 3_000);
+    this.shutdownTimeoutMs = positiveInt("shutdownTimeoutMs", options.shutdownTimeoutMs, 10_000);
+    const maxQueueSize = positiveInt("maxQueueSize", options.maxQueueSize, 10_000);
+    const maxBatchSize = Math.min(positiveInt("maxBatchSize", options.maxBatchSize, 1_000), 10_000);
+    const requestTimeoutMs = positiveInt("requestTimeoutMs", options.requestTimeoutMs, 10_000);
+    this.logger = options.logger ?? console;
+    this.onErrorHook = options.onError;
+    this.transport = new Transport(baseURL, apiKey, requestTimeoutMs);
+    this.queue = new EventQueue(this.transport, maxQueueSize, maxBatchSize, {
+      delivered: (events, kind) => {
+        for (const e of events) {
+          if (kind === "usage") (e as UsageEvent).synced = true;
+          this.settled(e.user_id);
+        }
+      },
+      discarded: (events) => {
+        for (const e of events) this.settled(e.user_id);
+      },
+      held: (e) => this.unpriced.has(e as UsageEvent),
+      stalled: (userIds) => {
+        for (const id of userIds) {
+          const e = this.users.get(id);
+          if (e && e.refreshing === null) void this.refresh(e, undefined);
+        }
+      },
+      warn: (message, err) => this.warn(message, err),
+    });
+    // Timers never keep the process alive.
+    this.timers = [
+      setInterval(() => this.queue.tick(Date.now()), this.flushIntervalMs),
+      setInterval(() => this.sweep(Date.now()), Math.min(60_000, this.refreshIntervalMs)),
+    ];
+    for (const t of this.timers) t.unref();
+  }
+
+  /**
+   * Checks that the service answers, within startupTimeoutMs. Never throws: when the service
+   * is down the library fails open (see the README) and `healthy` is false.
+   */
+  async start(): Promise<{ healthy: boolean }> {
+    const healthy = await this.transport.health(this.startupTimeoutMs);
+    this.transport.reachable = healthy;
+    if (!healthy) this.warn(`the service did not answer a health check within ${this.startupTimeoutMs} ms; calls fail open until it does`);
+    return { healthy };
+  }
+
+  onSoftGate(cb: (result: GuardResult, ctx: GateContext) => unknown): void {
+    this.softGate.push(cb);
+  }
+  onHardGate(cb: (result: GuardResult, ctx: GateContext) => unknown): void {
+    this.hardGate.push(cb);
+  }
+  onUsage(cb: (event: UsageEvent) => unknown): void {
+    this.usage.push(cb);
+  }
+  onSessionStart(cb: (state: SessionStartState) => unknown): void {
+    this.sessionStart.push(cb);
+  }
+
+  /** Checks a coming call against the user's plan. Throws LimitExceededError on a hard gate when blocking. */
+  async guard(userId: string, input: GuardInput = {}): Promise<GuardResult> {
+    checkUser(userId);
+    const e = this.ready(userId) ?? (await this.load(userId));
+    return this.admit(e, input, false) as GuardResult;
+  }
+
+  /** guard() and, with pre_call_estimate, the estimated cost held against the limits in the same step. */
+  async reserve(userId: string, input: GuardInput = {}): Promise<Reservation> {
+    checkUser(userId);
+    const e = this.ready(userId) ?? (await this.load(userId));
+    return this.admit(e, input, true) as Reservation;
+  }
+
+  /** Meters a call that already ran. */
+  async record(userId: string, input: RecordInput = {}): Promise<UsageEvent> {
+    checkUser(userId);
+    checkUsage(input);
+    const e = this.ready(userId) ?? (await this.load(userId));
+    const now = Date.now();
+    const session = e.sessions.at(input.session_id, now, e.timeoutMs);
+    e.lastActive = now;
+    return this.meter(e, session, this.model(e, input.model), input, input.metadata, now);
+  }
+
+  /**
+   * reserve(), then `fn`, then commit with `input.usage(out)`. When `fn` (or `usage`) throws,
+   * nothing is recorded, the reservation is released and the error rethrown.
+   */
+  async call<T>(userId: string, input: CallInput, fn: () => T | Promise<T>): Promise<T> {
+    if (typeof input?.usage !== "function") throw new TypeError("call: input.usage must be a function (out) => ({ input_tokens, output_tokens, tool_calls })");
+    const r = await this.reserve(userId, input);
+    try {
+      const out = await fn();
+      const used = input.usage(out);
+      await r.commit({ ...used, metadata: used?.metadata ?? input.metadata });
+      return out;
+    } catch (err) {
+      // Also when commit refuses what usage() returned: nothing stays held.
+      r.release();
+      throw err;
+    }
+  }
+
+  /** POST /events: a manual event, priced by the service unless `cost` is given. Retried on transient failures. */
+  async recordManual(userId: string, input: ManualInput = {}): Promise<ManualEvent> {
+    checkUser(userId);
+    checkManual(input);
+    const body: Record<string, unknown> = { user_id: userId, idempotency_key: input.idempotency_key ?? randomUUID() };
+    for (const k of ["cost", "model", "input_tokens", "output_tokens", "description", "tool_calls", "metadata", "session_id"] as const) {
+      if (input[k] !== undefined) body[k] = input[k];
+    }
+    let created: ManualEvent;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        created = await this.transport.request<ManualEvent>("POST", "/events", body);
+        break;
+      } catch (err) {
+        if (!retryable(err) || attempt >= MANUAL_ATTEMPTS) throw err;
+        await sleep(backoffMs(attempt, err));
+      }
+    }
+    const fresh = !this.manualIds.has(created.id);
+    if (fresh) {
+      if (this.manualIds.size >= MANUAL_IDS) this.manualIds.clear();
+      this.manualIds.add(created.id);
+    }
+    const now = Date.now();
+    const e = this.users.get(userId);
+    const session = e?.sessions.at(input.session_id, now, e.timeoutMs);
+    const inTokens = input.input_tokens ?? 0;
+    const outTokens = input.output_tokens ?? 0;
+    if (e && session && fresh) this.count(e, session, created.model, inTokens + outTokens, created.cost);
+    const event: UsageEvent = {
+      id: created.id,
+      user_id: userId,
+      session_id: input.session_id ?? session?.id ?? null,
+      timestamp: created.created_at,
+      model: created.model,
+      input_tokens: inTokens,
+      output_tokens: outTokens,
+      total_tokens: inTokens + outTokens,
+      tool_calls: input.tool_calls ?? [],
+      cost_tokens: created.cost,
+      cost_tools: 0,
+      cost_total: created.cost,
+      metadata: input.metadata ?? {},
+      synced: true,
+    };
+    if (fresh) this.fire(this.usage, event);
+    return created;
+  }
+
+  /** The user's cached state; undefined before the first guard/record for the user. */
+  state(userId: string): UserState | undefined {
+    return this.users.get(userId)?.snapshot(Date.now());
+  }
+
+  /** Runs `fn` with `userId` as the current user of its async context (see currentUser()). */
+  withUser<T>(userId: string, fn: () => T): T {
+    checkUser(userId);
+    return runWithUser(userId, fn);
+  }
+
+  /** The user set by the enclosing withUser(), or undefined. */
+  currentUser(): string | undefined {
+    return currentUser();
+  }
+
+  get stats(): MeterStats {
+    const q = this.queue;
+    return { queued: q.size, sent: q.sent, dropped: q.dropped, rejected: q.rejected, users: this.users.size };
+  }
+
+  /** Delivers what is queued, retrying transient failures for up to `timeoutMs` (default shutdownTimeoutMs). True when the queue emptied. */
+  flush(options: { timeoutMs?: number } = {}): Promise<boolean> {
+    return this.queue.drain(Date.now() + (options.timeoutMs ?? this.shutdownTimeoutMs));
+  }
+
+  /** Stops the timers and delivers what is queued (up to shutdownTimeoutMs). Call it last. */
+  async shutdown(options: { timeoutMs?: number } = {}): Promise<boolean> {
+    for (const t of this.timers) clearInterval(t);
+    const drained = await this.flush(options);
+    if (!drained) this.warn(`shutdown: ${this.queue.size} events could not be delivered`);
+    return drained;
+  }
+
+  // ---- Ledger (used by Reservation) ----
+
+  /** @internal Reservation.commit(): not part of the API. */
+  settle(hold: Hold, used: UsageInput): UsageEvent {
+    checkUsage(used);
+    this.unhold(hold);
+    const now = Date.now();
+    hold.entry.lastActive = now;
+    return this.meter(hold.entry, hold.session, hold.model, used, used.metadata ?? hold.metadata, now);
+  }
+
+  /** @internal Reservation.release(): not part of the API. */
+  unhold(hold: Hold): void {
+    const e = hold.entry;
+    e.reservedCost = nonNegative(e.reservedCost - hold.cost);
+    hold.session.reserved = nonNegative(hold.session.reserved - hold.cost);
+    if (hold.model !== null && hold.tokens > 0) e.reservedTokens[hold.model] = nonNegative((e.reservedTokens[hold.model] ?? 0) - hold.tokens);
+    e.inFlight--;
+  }
+
+  // ---- internals ----
+
+  /** The user's entry when it can be used as is (loaded, period not over); schedules a due reload. */
+  private ready(userId: string): UserEntry | undefined {
+    const e = this.users.get(userId);
+    if (e === undefined) return undefined;
+    const now = Date.now();
+    if (now >= e.periodEndMs) return undefined;
+    if (now >= e.refreshAt && e.refreshing === null) void this.refresh(e, undefined);
+    return e;
+  }
+
+  /** First load (shared by concurrent callers) or period rollover. */
+  private load(userId: string): Promise<UserEntry> {
+    const cached = this.users.get(userId);
+    if (cached) return this.rollover(cached);
+    let p = this.loading.get(userId);
+    if (!p) {
+      p = this.firstLoad(userId).finally(() => this.loading.delete(userId));
+      this.loading.set(userId, p);
+    }
+    return p;
+  }
+
+  /**
+   * Waits for the session view up to startupTimeoutMs, and not at all while the service is
+   * known to be unreachable: then the user starts with permissive defaults and the view is
+   * applied when it arrives.
+   */
+  private async firstLoad(userId: string): Promise<UserEntry> {
+    const e = new UserEntry(userId, Date.now());
+    const loaded = this.refresh(e, this.startupTimeoutMs);
+    if (this.transport.reachable) await loaded;
+    this.users.set(userId, e);
+    return e;
+  }
+
+  /** The period ended: reload; if the service gives no new period, clear counters locally. */
+  private async rollover(e: UserEntry): Promise<UserEntry> {
+    const loaded = this.refresh(e, this.startupTimeoutMs);
+    if (this.transport.reachable) await loaded;
+    const now = Date.now();
+    if (now >= e.periodEndMs) rollLocally(e, now);
+    return e;
+  }
+
+  /** Reloads the user's session view (one request at a time per user); never rejects. */
+  private refresh(e: UserEntry, timeoutMs: number | undefined): Promise<void> {
+    if (e.refreshing) return e.refreshing;
+    const wasReachable = this.transport.reachable;
+    e.refreshing = this.transport
+      .getSession(e.userId, timeoutMs)
+      .then(
+        (view) => {
+          const now = Date.now();
+          applyView(e, view, now);
+          e.loadFailed = false;
+          e.refreshAt = now + this.refreshIntervalMs;
+          this.price(e);
+          if (!e.started) {
+            e.started = true;
+            this.fire(this.sessionStart, { user_id: e.userId, plan: e.plan, billing_period: { start: e.periodStart, end: e.periodEnd } });
+          }
+        },
+        (err: Error) => {
+          const now = Date.now();
+          if (err instanceof MeterApiError && err.status === 404) {
+            // Not registered (or deleted): permissive defaults; its events are still sent.
+            if (e.loaded) forget(e, now);
+            e.unknown = true;
+            // No plan: the held events keep their zero cost.
+            this.price(e);
+            e.refreshAt = now + this.refreshIntervalMs;
+            return;
+          }
+          e.refreshAt = now + Math.min(LOAD_RETRY_MS, this.refreshIntervalMs);
+          // Once per user and outage: a bad key or a long outage must not flood the log.
+          if (wasReachable && !e.loadFailed) this.warn(`loading the session of ${e.userId} failed; ${e.loaded ? "its cached view is used" : "permissive defaults"} until it loads`, err);
+          e.loadFailed = true;
+        },
+      )
+      .finally(() => {
+        e.refreshing = null;
+      });
+    return e.refreshing;
+  }
+
+  /** The check of guard()/reserve(): synchronous from here on, so check and hold are one step. */
+  private admit(e: UserEntry, input: GuardInput, hold: boolean): GuardResult | Reservation {
+    if (input.input_tokens !== undefined && !isCount(input.input_tokens)) throw new TypeError("input_tokens must be a non-negative integer");
+    const now = Date.now();
+    const plan = e.config;
+    const model = this.model(e, input.model);
+    const session = e.sessions.at(input.session_id, now, e.timeoutMs);
+    e.lastActive = now;
+    let cost = 0;
+    let tokens = 0;
+    if (plan !== null && plan.pre_call_estimate) {
+      const inTokens = input.input_tokens ?? estimateTokens(input.prompt);
+      tokens = inTokens + plan.pre_call_buffer_tokens;
+      cost = tokenCost(inTokens, plan.pre_call_buffer_tokens, rateOf(model, plan));
+    }
+    const result = evaluate(plan, {
+      periodCost: e.periodCost + e.reservedCost,
+      sessionCost: session.cost + session.reserved,
+      model,
+      modelTokens: model === null ? 0 : (e.tokensByModel[model] ?? 0) + (e.reservedTokens[model] ?? 0),
+      estimateCost: cost,
+      estimateTokens: tokens,
+    });
+    if (result.status !== "ok") this.gated(e, session, model, result, input.metadata, now);
+    if (!hold) return result;
+    e.reservedCost += cost;
+    session.reserved += cost;
+    if (model !== null && tokens > 0) e.reservedTokens[model] = (e.reservedTokens[model] ?? 0) + tokens;
+    e.inFlight++;
+    return new Reservation(this, { entry: e, session, model, cost, tokens, metadata: input.metadata }, result);
+  }
+
+  /** A soft or hard gate: gate event (rate-limited), callbacks, then the error when blocking. */
+  private gated(e: UserEntry, session: Session, model: string | null, result: GuardResult, metadata: Record<string, unknown> | undefined, now: number): void {
+    const hard = result.status === "hard_gate";
+    const blocked = hard && this.blocking;
+    const reason = result.gate_reason!;
+    e.lastGateEvent ??= new Map();
+    const last = e.lastGateEvent.get(reason);
+    if (last === undefined || now - last >= GATE_EVENT_INTERVAL_MS) {
+      e.lastGateEvent.set(reason, now);
+      const event: GateEvent = {
+        id: randomUUID(),
+        user_id: e.userId,
+        service_user_id: e.serviceUserId,
+        session_id: session.id,
+        timestamp: new Date(now).toISOString(),
+        status: hard ? "hard_gate" : "soft_gate",
+        gate_reason: reason,
+        usage_pct: result.usage_pct,
+        current_value: result.current_value,
+        limit_value: result.limit_value,
+        model,
+        blocked,
+        message: result.message,
+        metadata: metadata ?? {},
+      };
+      if (this.queue.push("gate", event)) e.pending++;
+    }
+    const ctx: GateContext = { user_id: e.userId, session_id: session.id, model };
+    for (const cb of hard ? this.hardGate : this.softGate) this.safely(() => cb(result, ctx));
+    if (blocked) throw new LimitExceededError(result);
+  }
+
+  /** Prices, counts and queues one call's usage. */
+  private meter(e: UserEntry, session: Session, model: string | null, used: UsageInput, metadata: Record<string, unknown> | undefined, now: number): UsageEvent {
+    const inTokens = used.input_tokens ?? 0;
+    const outTokens = used.output_tokens ?? 0;
+    const tools = used.tool_calls ?? [];
+    const plan = e.config;
+    const cost_tokens = tokenCost(inTokens, outTokens, rateOf(model, plan));
+    const cost_tools = toolsCost(tools, plan);
+    const event: UsageEvent = {
+      id: randomUUID(),
+      user_id: e.userId,
+      session_id: session.id,
+      timestamp: new Date(now).toISOString(),
+      model,
+      input_tokens: inTokens,
+      output_tokens: outTokens,
+      total_tokens: inTokens + outTokens,
+      tool_calls: [...tools],
+      cost_tokens,
+      cost_tools,
+      cost_total: cost_tokens + cost_tools,
+      metadata: metadata ?? {},
+      synced: false,
+    };
+    this.count(e, session, model, event.total_tokens, event.cost_total);
+    if (this.queue.push("usage", event)) {
+      e.pending++;
+      if (!e.loaded && !e.unknown) {
+        // The service has not answered yet: priced (and held back) until it does.
+        e.unpriced.push({ event, session });
+        this.unpriced.add(event);
+      }
+    }
+    this.fire(this.usage, event);
+    return event;
+  }
+
+  /** Prices the usage recorded before the plan was known, now that it is (or the user has none). */
+  private price(e: UserEntry): void {
+    const plan = e.config;
+    for (const { event, session } of e.unpriced) {
+      this.unpriced.delete(event);
+      if (plan === null) continue;
+      const model = this.model(e, event.model);
+      if (event.model !== null && model !== event.model) {
+        // Counted under the raw name while the plan was unknown.
+        const raw = event.model;
+        e.tokensByModel[raw] = (e.tokensByModel[raw] ?? 0) - event.total_tokens;
+        if (e.tokensByModel[raw]! <= 0) delete e.tokensByModel[raw];
+        e.tokensByModel[model!] = (e.tokensByModel[model!] ?? 0) + event.total_tokens;
+      }
+      event.model = model;
+      event.cost_tokens = tokenCost(event.input_tokens, event.output_tokens, rateOf(model, plan));
+      event.cost_tools = toolsCost(event.tool_calls, plan);
+      event.cost_total = event.cost_tokens + event.cost_tools;
+      this.count(e, session, model, 0, event.cost_total);
+    }
+    e.unpriced = [];
+  }
+
+  private count(e: UserEntry, session: Session, model: string | null, tokens: number, cost: number): void {
+    e.periodCost += cost;
+    session.cost += cost;
+    if (model !== null) {
+      e.tokensByModel[model] = (e.tokensByModel[model] ?? 0) + tokens;
+      e.costByModel[model] = (e.costByModel[model] ?? 0) + cost;
+    }
+  }
+
+  /** Normalized model name under the user's plan (cached per user). */
+  private model(e: UserEntry, raw: string | null | undefined): string | null {
+    if (raw === undefined || raw === null || raw === "") return null;
+    if (typeof raw !== "string") throw new TypeError("model must be a string");
+    let m = e.models.get(raw);
+    if (m === undefined) {
+      m = normalizeModel(raw, e.config);
+      if (e.models.size >= MODEL_CACHE) e.models.clear();
+      e.models.set(raw, m);
+    }
+    return m;
+  }
+
+  private settled(userId: string): void {
+    const e = this.users.get(userId);
+    if (e && e.pending > 0) e.pending--;
+  }
+
+  /** Drops idle users (session expired, nothing in flight or queued) and stale caller sessions. */
+  private sweep(now: number): void {
+    for (const [id, e] of this.users) {
+      e.sessions.prune(now, e.timeoutMs);
+      if (e.refreshing === null && e.idle(now)) this.users.delete(id);
+    }
+  }
+
+  private fire<A>(cbs: ((arg: A) => unknown)[], arg: A): void {
+    for (const cb of cbs) this.safely(() => cb(arg));
+  }
+
+  /** A callback that throws or rejects stops neither the others nor the call. */
+  private safely(fn: () => unknown): void {
+    try {
+      const r = fn();
+      if (r && typeof (r as Promise<unknown>).then === "function") {
+        (r as Promise<unknown>).then(undefined, (err: Error) => this.warn("a callback rejected", err));
+      }
+    } catch (err) {
+      this.warn("a callback threw", err as Error);
+    }
+  }
+
+  private warn(message: string, err?: Error): void {
+    try {
+      this.logger.warn(`[meter] ${message}${err ? `: ${err.message}` : ""}`);
+      if (err && this.onErrorHook) this.onErrorHook(err);
+    } catch {
+      // A broken logger must not break a call.
+    }
+  }
+}
+
+/** The user is gone on the service: back to permissive defaults with empty counters. */
+function forget(e: UserEntry, now: number): void {
+  e.serviceUserId = null;
+  e.plan = "none";
+  e.config = null;
+  e.loaded = false;
+  e.periodCost = 0;
+  e.tokensByModel = {};
+  e.costByModel = {};
+  e.models.clear();
+  e.sessions.clear(now);
+}
+
+function nonNegative(x: number): number {
+  return x < 1e-12 ? 0 : x;
+}
+
+function isCount(x: unknown): boolean {
+  return Number.isSafeInteger(x) && (x as number) >= 0;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}

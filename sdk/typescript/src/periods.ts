@@ -1,0 +1,88 @@
+/**
+ * Merging a session view into local state, and billing-period rollover (pure, over a UserEntry).
+ *
+ * - Another service_user_id than before (user deleted and re-created): everything local is reset.
+ * - Other period dates than local (a new period, or a plan change with fresh dates): local
+ *   counters are zeroed and the service's values taken.
+ * - Same dates (a refresh, or a plan change that keeps the period): each counter keeps the
+ *   larger of local and service values: local holds events not delivered yet, the service
+ *   holds spend of other processes.
+ */
+import type { PlanConfig, SessionView } from "./types.ts";
+import type { UserEntry } from "./state.ts";
+
+export type Merge = "first" | "reset" | "fresh_period" | "same_period";
+
+export function applyView(e: UserEntry, view: SessionView, now: number): Merge {
+  const u = view.current_usage;
+  let merge: Merge;
+  if (!e.loaded) merge = "first";
+  else if (e.serviceUserId !== null && e.serviceUserId !== view.service_user_id) merge = "reset";
+  else if (e.periodStart !== view.billing_period.start || e.periodEnd !== view.billing_period.end) merge = "fresh_period";
+  else merge = "same_period";
+
+  if (merge === "reset") e.sessions.clear(now);
+  if (merge === "same_period" || merge === "first") {
+    // "first": anything recorded before the first answer belongs to the period the service reports.
+    e.periodCost = Math.max(e.periodCost, u.period_cost);
+    e.tokensByModel = maxOf(e.tokensByModel, u.period_tokens_by_model);
+    e.costByModel = maxOf(e.costByModel, u.period_cost_by_model);
+  } else {
+    e.periodCost = u.period_cost;
+    e.tokensByModel = { ...u.period_tokens_by_model };
+    e.costByModel = { ...u.period_cost_by_model };
+  }
+  e.serviceUserId = view.service_user_id;
+  e.plan = view.plan;
+  e.config = view.sdk_enabled ? intern(view.plan_config) : null;
+  e.timeoutMs = view.plan_config.session_timeout_minutes * 60_000;
+  e.periodStart = view.billing_period.start;
+  e.periodEnd = view.billing_period.end;
+  e.periodEndMs = Date.parse(view.billing_period.end);
+  e.models.clear();
+  e.loaded = true;
+  e.unknown = false;
+  return merge;
+}
+
+/**
+ * The period ended and the service gave no new one (unreachable): counters are cleared
+ * locally and the next period is taken to be as long as the last, until the service answers.
+ */
+export function rollLocally(e: UserEntry, now: number): void {
+  const start = Date.parse(e.periodStart);
+  let end = e.periodEndMs;
+  const length = Math.max(end - start, 1);
+  let newStart = end;
+  while (end <= now) {
+    newStart = end;
+    end += length;
+  }
+  e.periodStart = new Date(newStart).toISOString();
+  e.periodEnd = new Date(end).toISOString();
+  e.periodEndMs = end;
+  e.periodCost = 0;
+  e.tokensByModel = {};
+  e.costByModel = {};
+}
+
+function maxOf(a: Record<string, number>, b: Record<string, number>): Record<string, number> {
+  const out: Record<string, number> = { ...a };
+  for (const [k, v] of Object.entries(b)) out[k] = Math.max(out[k] ?? 0, v);
+  return out;
+}
+
+/** Users on one plan share one config object (bounded; cleared when full). */
+const configs = new Map<string, PlanConfig>();
+const MAX_CONFIGS = 1_000;
+
+function intern(config: PlanConfig): PlanConfig {
+  const key = JSON.stringify(config);
+  let c = configs.get(key);
+  if (!c) {
+    if (configs.size >= MAX_CONFIGS) configs.clear();
+    c = config;
+    configs.set(key, c);
+  }
+  return c;
+}

@@ -1,0 +1,151 @@
+/**
+ * The bounded delivery queue of usage and gate events. New events are dropped when it is
+ * full. Batches are retried with backoff on network errors, 429 and 5xx and never on other
+ * 4xx; the event ids make a retried batch count once on the service.
+ */
+import { backoffMs, retryable, type Transport } from "./transport.ts";
+import type { GateEvent, UsageEvent } from "./types.ts";
+
+/** How soon a pass that found only held events looks again. */
+const HELD_RETRY_MS = 250;
+
+export interface QueueHooks {
+  /** The service acknowledged these events. */
+  delivered(events: readonly (UsageEvent | GateEvent)[], kind: "usage" | "gate"): void;
+  /** These events will never be delivered (refused by the service). */
+  discarded(events: readonly (UsageEvent | GateEvent)[]): void;
+  /** True for an event that must wait (priced once its user's plan is known). */
+  held(event: UsageEvent | GateEvent): boolean;
+  /** Only held events of these users are left: get their plans. */
+  stalled(userIds: ReadonlySet<string>): void;
+  warn(message: string, err?: Error): void;
+}
+
+export class EventQueue {
+  private usage: UsageEvent[] = [];
+  private gates: GateEvent[] = [];
+  sent = 0;
+  dropped = 0;
+  rejected = 0;
+  private failures = 0;
+  private nextAttemptAt = 0;
+  private running: Promise<boolean> | null = null;
+  private warnedFull = false;
+
+  constructor(
+    private readonly transport: Transport,
+    private readonly maxSize: number,
+    private readonly maxBatch: number,
+    private readonly hooks: QueueHooks,
+  ) {}
+
+  get size(): number {
+    return this.usage.length + this.gates.length;
+  }
+
+  /** False when the queue is full and the event was dropped (counted; logged once per full spell). */
+  push(kind: "usage", e: UsageEvent): boolean;
+  push(kind: "gate", e: GateEvent): boolean;
+  push(kind: "usage" | "gate", e: UsageEvent | GateEvent): boolean {
+    if (this.size >= this.maxSize) {
+      this.dropped++;
+      if (!this.warnedFull) {
+        this.warnedFull = true;
+        this.hooks.warn(`event queue full (${this.maxSize}); new events are dropped until it drains`);
+      }
+      return false;
+    }
+    if (kind === "usage") this.usage.push(e as UsageEvent);
+    else this.gates.push(e as GateEvent);
+    return true;
+  }
+
+  /** Timer tick: one pass unless a backoff is running. */
+  tick(now: number): void {
+    if (this.size > 0 && now >= this.nextAttemptAt) void this.pass();
+  }
+
+  /**
+   * Passes until the queue is empty or `deadline` (ms) is reached, waiting out backoffs in
+   * between. Events that could not be delivered stay queued.
+   */
+  async drain(deadline: number): Promise<boolean> {
+    for (;;) {
+      if (await this.pass()) return true;
+      const wait = Math.min(this.nextAttemptAt, deadline) - Date.now();
+      if (Date.now() >= deadline) return false;
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    }
+  }
+
+  /** One pass over the queue (one at a time); true when it emptied the queue. */
+  pass(): Promise<boolean> {
+    this.running ??= this.send().finally(() => {
+      this.running = null;
+    });
+    return this.running;
+  }
+
+  private async send(): Promise<boolean> {
+    while (this.size > 0) {
+      const usageOk = await this.batch("usage", this.usage);
+      const gatesOk = await this.batch("gate", this.gates);
+      if (!usageOk || !gatesOk) return false;
+    }
+    if (this.warnedFull) this.warnedFull = false;
+    return true;
+  }
+
+  /** Sends the head of one list; false on a retryable failure (backoff set). */
+  private async batch(kind: "usage" | "gate", list: (UsageEvent | GateEvent)[]): Promise<boolean> {
+    if (list.length === 0) return true;
+    const head: (UsageEvent | GateEvent)[] = [];
+    const stalled = new Set<string>();
+    for (const e of list) {
+      if (this.hooks.held(e)) stalled.add(e.user_id);
+      else if (head.push(e) >= this.maxBatch) break;
+    }
+    if (head.length === 0) {
+      this.hooks.stalled(stalled);
+      this.nextAttemptAt = Date.now() + HELD_RETRY_MS;
+      return false;
+    }
+    try {
+      await this.transport.request("POST", kind === "usage" ? "/events/batch" : "/gate-events/batch", head.map(wire));
+      remove(list, head);
+      this.failures = 0;
+      this.nextAttemptAt = 0;
+      this.sent += head.length;
+      this.hooks.delivered(head, kind);
+      return true;
+    } catch (err) {
+      if (retryable(err)) {
+        this.failures++;
+        this.nextAttemptAt = Date.now() + backoffMs(this.failures, err);
+        // Once per outage, not once per attempt.
+        if (this.failures === 1) this.hooks.warn(`delivering ${kind} events failed; retrying with backoff`, err as Error);
+        return false;
+      }
+      remove(list, head);
+      this.rejected += head.length;
+      this.hooks.discarded(head);
+      this.hooks.warn(`the service refused ${head.length} ${kind} events; they are dropped`, err as Error);
+      return true;
+    }
+  }
+}
+
+/** Removes `sent` from `list` in place, keeping the order of the rest. */
+function remove<T>(list: T[], sent: readonly T[]): void {
+  const gone = new Set(sent);
+  let j = 0;
+  for (const e of list) if (!gone.has(e)) list[j++] = e;
+  list.length = j;
+}
+
+/** The wire form: the callback form without `synced`. */
+function wire(e: UsageEvent | GateEvent): object {
+  if (!("synced" in e)) return e;
+  const { synced: _, ...rest } = e;
+  return rest;
+}

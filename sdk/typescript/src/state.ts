@@ -1,0 +1,83 @@
+/** What the library holds for one user: plan, period counters, sessions, reservations. */
+import { Sessions, type Session } from "./sessions.ts";
+import type { PlanConfig, UsageEvent, UserState } from "./types.ts";
+
+/** SPEC.md's session window for a user whose plan is not known. */
+const DEFAULT_TIMEOUT_MINUTES = 30;
+
+export class UserEntry {
+  serviceUserId: string | null = null;
+  plan = "none";
+  /** Null: no plan in force (or not loaded); nothing is gated or priced. */
+  config: PlanConfig | null = null;
+  /** True once a session view was applied; false for a user not (yet) known to the service. */
+  loaded = false;
+  /** The service answered 404: the user is not registered (permissive defaults). */
+  unknown = false;
+  /** onSessionStart fired. */
+  started = false;
+
+  periodStart: string;
+  periodEnd: string;
+  periodEndMs: number;
+  periodCost = 0;
+  tokensByModel: Record<string, number> = {};
+  costByModel: Record<string, number> = {};
+
+  /** Pre-call estimates in flight. */
+  reservedCost = 0;
+  reservedTokens: Record<string, number> = {};
+  inFlight = 0;
+  /** Events of the user still queued for delivery. */
+  pending = 0;
+  /** Usage recorded before the plan was known: priced when the session view arrives. */
+  unpriced: { event: UsageEvent; session: Session }[] = [];
+
+  sessions: Sessions;
+  timeoutMs = DEFAULT_TIMEOUT_MINUTES * 60_000;
+  lastActive: number;
+  /** When the view is due for a reload. */
+  refreshAt = 0;
+  refreshing: Promise<void> | null = null;
+  /** The last load failed (warned once). */
+  loadFailed = false;
+  /** Last gate event written per gate_reason (ms). */
+  lastGateEvent: Map<string, number> | undefined;
+  /** Raw model name → normalized, for the plan in force. */
+  readonly models = new Map<string, string>();
+
+  constructor(
+    readonly userId: string,
+    now: number,
+  ) {
+    // Until the service answers, the period is the calendar month (what it uses without a plan).
+    const d = new Date(now);
+    const start = Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1);
+    const end = Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1);
+    this.periodStart = new Date(start).toISOString();
+    this.periodEnd = new Date(end).toISOString();
+    this.periodEndMs = end;
+    this.sessions = new Sessions(now);
+    this.lastActive = now;
+  }
+
+  snapshot(now: number): UserState {
+    const own = this.sessions.current(now, this.timeoutMs);
+    return {
+      user_id: this.userId,
+      service_user_id: this.serviceUserId,
+      plan: this.plan,
+      billing_period: { start: this.periodStart, end: this.periodEnd },
+      session_id: own.id,
+      period_cost: this.periodCost,
+      session_cost: own.cost,
+      period_tokens_by_model: { ...this.tokensByModel },
+      period_cost_by_model: { ...this.costByModel },
+    };
+  }
+
+  /** Idle: nothing in flight or queued, and no session active within its window. */
+  idle(now: number): boolean {
+    return this.inFlight === 0 && this.pending === 0 && this.sessions.idle(now, this.timeoutMs);
+  }
+}

@@ -1,0 +1,92 @@
+/** The REST API under /api/v1, over the platform's fetch. */
+import { MeterApiError, MeterNetworkError } from "./errors.ts";
+import type { SessionView } from "./types.ts";
+
+export const VERSION = "0.1.0";
+
+export class Transport {
+  private readonly base: string;
+  /** False after a request found the service unreachable, until one succeeds. */
+  reachable = true;
+
+  constructor(
+    baseURL: string,
+    private readonly apiKey: string,
+    private readonly timeoutMs: number,
+  ) {
+    this.base = baseURL.replace(/\/+$/, "");
+  }
+
+  /** Resolves with the parsed body of a 2xx; rejects with MeterApiError or MeterNetworkError. */
+  async request<T>(method: string, path: string, body?: unknown, timeoutMs = this.timeoutMs): Promise<T> {
+    let res: Response;
+    let text: string;
+    try {
+      res = await fetch(this.base + path, {
+        method,
+        headers: {
+          authorization: `Bearer ${this.apiKey}`,
+          accept: "application/json",
+          "user-agent": `meter-sdk-typescript/${VERSION}`,
+          ...(body === undefined ? {} : { "content-type": "application/json" }),
+        },
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+      text = await res.text();
+    } catch (err) {
+      this.reachable = false;
+      throw new MeterNetworkError(`meter service unreachable: ${(err as Error).message}`, { cause: err });
+    }
+    this.reachable = res.status < 500;
+    const parsed = text ? safeJson(text) : undefined;
+    if (!res.ok) {
+      const detail = (parsed as { detail?: unknown } | undefined)?.detail;
+      throw new MeterApiError(res.status, typeof detail === "string" ? detail : res.statusText, retryAfter(res.headers.get("retry-after")));
+    }
+    return parsed as T;
+  }
+
+  getSession(userId: string, timeoutMs?: number): Promise<SessionView> {
+    return this.request("GET", `/users/${encodeURIComponent(userId)}/session`, undefined, timeoutMs);
+  }
+
+  /** GET /health (no key needed; sending it does no harm). True when the service answers ok. */
+  async health(timeoutMs: number): Promise<boolean> {
+    try {
+      const body = await this.request<{ status?: string }>("GET", "/health", undefined, timeoutMs);
+      return body?.status === "ok";
+    } catch {
+      return false;
+    }
+  }
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+function retryAfter(value: string | null): number | undefined {
+  if (!value) return undefined;
+  const s = Number(value);
+  if (Number.isFinite(s)) return Math.max(0, s * 1000);
+  const at = Date.parse(value);
+  return Number.isFinite(at) ? Math.max(0, at - Date.now()) : undefined;
+}
+
+/** True when the same request may succeed later: network errors, 429 and 5xx. */
+export function retryable(err: unknown): boolean {
+  return err instanceof MeterNetworkError || (err instanceof MeterApiError && err.retryable);
+}
+
+/** Exponential backoff with jitter (0.5 s doubling up to 30 s), never shorter than Retry-After. */
+export function backoffMs(failures: number, err?: unknown): number {
+  const base = Math.min(30_000, 500 * 2 ** Math.max(0, failures - 1));
+  const delay = base * (0.5 + Math.random() / 2);
+  const after = err instanceof MeterApiError ? err.retryAfterMs : undefined;
+  return after === undefined ? delay : Math.max(delay, Math.min(after, 60_000));
+}

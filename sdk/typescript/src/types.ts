@@ -1,0 +1,213 @@
+/**
+ * Public types. Objects that mirror the service's records keep its snake_case field names;
+ * options are camelCase.
+ */
+
+export interface MeterOptions {
+  /** Product API key. Default: `METER_API_KEY`. */
+  apiKey?: string;
+  /** Service address including `/api/v1`. Default: `METER_BASE_URL`. */
+  baseURL?: string;
+  /** false: hard-gate callbacks fire and the call proceeds. Default true. */
+  blocking?: boolean;
+  /** Default 5000. */
+  flushIntervalMs?: number;
+  /** Events held for delivery at most; new ones are dropped when full. Default 10000. */
+  maxQueueSize?: number;
+  /** A cached session view is reloaded when older than this. Default 60000. */
+  refreshIntervalMs?: number;
+  /** Longest wait for the health check and for a user's first session load. Default 3000. */
+  startupTimeoutMs?: number;
+  /** Events per batch request. Default 1000. */
+  maxBatchSize?: number;
+  /** Per-request timeout of deliveries and reloads in the background. Default 10000. */
+  requestTimeoutMs?: number;
+  /** Longest wait of `shutdown()` for the queue to drain. Default 10000. */
+  shutdownTimeoutMs?: number;
+  /** Where warnings go (a dropped event, a failed delivery). Default `console`. */
+  logger?: MeterLogger;
+  /** Called with every delivery or load failure, besides the log. */
+  onError?: (error: Error) => void;
+}
+
+export interface MeterLogger {
+  warn(message: string): void;
+}
+
+export type GateStatus = "ok" | "soft_gate" | "hard_gate";
+
+export interface GuardResult {
+  status: GateStatus;
+  /** `total_spend`, `session_spend` or `model_limit:<model>`; null when ok. */
+  gate_reason: string | null;
+  usage_pct: number;
+  current_value: number;
+  limit_value: number;
+  message: string | null;
+}
+
+export interface GateContext {
+  user_id: string;
+  session_id: string;
+  model: string | null;
+}
+
+export interface UsageEvent {
+  id: string;
+  user_id: string;
+  session_id: string | null;
+  timestamp: string;
+  model: string | null;
+  input_tokens: number;
+  output_tokens: number;
+  total_tokens: number;
+  tool_calls: string[];
+  cost_tokens: number;
+  cost_tools: number;
+  cost_total: number;
+  metadata: Record<string, unknown>;
+  /** Pushed to the service yet. */
+  synced: boolean;
+}
+
+export interface GateEvent {
+  id: string;
+  user_id: string;
+  service_user_id: string | null;
+  session_id: string | null;
+  timestamp: string;
+  status: "soft_gate" | "hard_gate";
+  gate_reason: string;
+  usage_pct: number;
+  current_value: number;
+  limit_value: number;
+  model: string | null;
+  blocked: boolean;
+  message: string | null;
+  metadata: Record<string, unknown>;
+}
+
+export interface BillingPeriod {
+  start: string;
+  end: string;
+}
+
+export interface SessionStartState {
+  user_id: string;
+  plan: string;
+  billing_period: BillingPeriod;
+}
+
+export interface UserState {
+  user_id: string;
+  /** null while the service does not know the user (or has not answered yet). */
+  service_user_id: string | null;
+  plan: string;
+  billing_period: BillingPeriod;
+  /** The library's own session of the user (rotates after session_timeout_minutes). */
+  session_id: string;
+  period_cost: number;
+  session_cost: number;
+  period_tokens_by_model: Record<string, number>;
+  period_cost_by_model: Record<string, number>;
+}
+
+export interface GuardInput {
+  model?: string | null;
+  /** The caller's session id; default: the library's own session of the user. */
+  session_id?: string | null;
+  /** Input tokens of the coming call, for the pre-call estimate. */
+  input_tokens?: number;
+  /** The prompt, to estimate input tokens when `input_tokens` is not given (about 4 characters a token). */
+  prompt?: unknown;
+  metadata?: Record<string, unknown>;
+}
+
+export interface UsageInput {
+  input_tokens?: number;
+  output_tokens?: number;
+  /** Names of the tools the call used; each is priced from tool_costs, else default_tool_cost. */
+  tool_calls?: string[];
+  metadata?: Record<string, unknown>;
+}
+
+export interface RecordInput extends UsageInput {
+  model?: string | null;
+  session_id?: string | null;
+}
+
+export interface CallInput extends GuardInput {
+  /** Reads what the call used from its result. */
+  usage: (out: any) => UsageInput;
+}
+
+export interface ManualInput {
+  cost?: number | null;
+  model?: string | null;
+  input_tokens?: number;
+  output_tokens?: number;
+  description?: string | null;
+  tool_calls?: string[];
+  metadata?: Record<string, unknown>;
+  session_id?: string | null;
+  /** Default: a fresh key, so that the library's own retries never create two events. */
+  idempotency_key?: string | null;
+}
+
+export interface ManualEvent {
+  id: string;
+  user_id: string;
+  cost: number;
+  model: string | null;
+  source: string;
+  created_at: string;
+}
+
+export interface MeterStats {
+  /** Events waiting for delivery. */
+  queued: number;
+  /** Events acknowledged by the service. */
+  sent: number;
+  /** Events dropped because the queue was full. */
+  dropped: number;
+  /** Events the service refused (4xx other than 429); never retried. */
+  rejected: number;
+  /** Users whose state is cached. */
+  users: number;
+}
+
+/** The session view (GET /users/{user_id}/session) as the service sends it. */
+export interface SessionView {
+  user_id: string;
+  service_user_id: string;
+  plan: string;
+  sdk_enabled: boolean;
+  plan_config: PlanConfig;
+  current_usage: {
+    period_cost: number;
+    period_tokens_total: number;
+    period_tokens_by_model: Record<string, number>;
+    period_cost_by_model: Record<string, number>;
+  };
+  billing_period: BillingPeriod;
+}
+
+export interface Rate {
+  input: number;
+  output: number;
+}
+
+export interface PlanConfig {
+  max_spend_per_period: number | null;
+  max_spend_per_session: number | null;
+  soft_gate_at: number;
+  hard_gate_at: number;
+  model_limits: Record<string, { max_tokens_per_period: number }>;
+  cost_rates: Record<string, Rate>;
+  session_timeout_minutes: number;
+  default_cost_rate: Rate | null;
+  tool_costs: Record<string, number>;
+  default_tool_cost: number;
+  pre_call_estimate: boolean;
+  pre_call_buffer_tokens: number;
+}

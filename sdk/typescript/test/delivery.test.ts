@@ -1,0 +1,151 @@
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { eventually } from "../../../test/support/eventually.ts";
+import { startTestStack, type TestStack } from "../../../test/support/stack.ts";
+import type { Api } from "../../../test/support/http.ts";
+import { LimitExceededError, Meter, type MeterOptions } from "../src/index.ts";
+import { DAY, createUser, memoryLogger, near, rejects, usage } from "./support/fixtures.ts";
+import { FaultProxy } from "./support/proxy.ts";
+
+interface Ctx {
+  stack: TestStack;
+  api: Api;
+  apiKey: string;
+  meters: Meter[];
+  proxies: FaultProxy[];
+}
+const t = suite<Ctx>("sdk: delivery and failing open over a faulty network");
+
+t.before(async (ctx) => {
+  ctx.stack = await startTestStack({ services: { ingestion: { relayIntervalMs: 50 } } });
+  const product = await ctx.stack.newProduct("sdk delivery");
+  ctx.api = product.api;
+  ctx.apiKey = product.apiKey;
+  ctx.meters = [];
+  ctx.proxies = [];
+});
+t.after(async (ctx) => {
+  for (const m of ctx.meters) await m.shutdown({ timeoutMs: 1_000 });
+  for (const p of ctx.proxies) await p.close();
+  await ctx.stack.close();
+});
+
+async function setup(ctx: Ctx, opts: MeterOptions = {}) {
+  const proxy = await FaultProxy.start(ctx.stack.apiUrl);
+  ctx.proxies.push(proxy);
+  const logger = memoryLogger();
+  // A long flush interval: the tests drive delivery with flush().
+  const m = new Meter({ apiKey: ctx.apiKey, baseURL: proxy.apiUrl, logger, flushIntervalMs: 60_000, ...opts });
+  ctx.meters.push(m);
+  return { proxy, m, logger };
+}
+
+const PLAN = { max_spend_per_period: 1000, cost_rates: { m: { input: 1, output: 1 } } };
+
+async function recordMany(m: Meter, userId: string, n: number) {
+  for (let i = 0; i < n; i++) await m.record(userId, { model: "m", input_tokens: 10 + i }); // $0.010 + i/1000
+}
+const expected = (n: number) => Array.from({ length: n }, (_, i) => (10 + i) / 1000).reduce((a, b) => a + b, 0);
+
+t("5xx and 429 answers are retried with backoff until delivered; totals exact", async (ctx) => {
+  const { proxy, m } = await setup(ctx);
+  const userId = await createUser(ctx.api, PLAN);
+  await recordMany(m, userId, 30);
+  proxy.inject(/POST \/events\/batch/, { kind: "status", status: 503 }, 2);
+  proxy.inject(/POST \/events\/batch/, { kind: "status", status: 429 }, 1);
+  assert.ok(await m.flush({ timeoutMs: 30_000 }));
+  assert.is(proxy.count(/POST \/events\/batch/), 4);
+  assert.is(m.stats.sent, 30);
+  await eventually(async () => near((await usage(ctx.api, userId)).total_cost, expected(30)));
+});
+
+t("an answer lost after the service stored the batch: the retry counts once", async (ctx) => {
+  const { proxy, m } = await setup(ctx);
+  const userId = await createUser(ctx.api, PLAN);
+  await recordMany(m, userId, 25);
+  proxy.inject(/POST \/events\/batch/, { kind: "lose" }, 1);
+  assert.ok(await m.flush({ timeoutMs: 30_000 }));
+  assert.is(proxy.count(/POST \/events\/batch/), 2);
+  const u = await eventually(async () => {
+    const x = await usage(ctx.api, userId);
+    return near(x.total_cost, expected(25)) ? x : null;
+  });
+  assert.is(u.total_tokens, Array.from({ length: 25 }, (_, i) => 10 + i).reduce((a, b) => a + b, 0));
+});
+
+t("other 4xx are not retried: the batch is dropped and counted", async (ctx) => {
+  const { proxy, m, logger } = await setup(ctx);
+  const userId = await createUser(ctx.api, PLAN);
+  await recordMany(m, userId, 3);
+  proxy.inject(/POST \/events\/batch/, { kind: "status", status: 422, body: { detail: "bad" } }, 1);
+  assert.ok(await m.flush({ timeoutMs: 5_000 }));
+  assert.is(proxy.count(/POST \/events\/batch/), 1);
+  assert.is(m.stats.rejected, 3);
+  assert.ok(logger.lines.some((l) => l.includes("refused")));
+});
+
+t("service down: start() settles, calls fail open, events wait in the queue; refused connections retried until totals are exact", async (ctx) => {
+  const { proxy, m, logger } = await setup(ctx, { startupTimeoutMs: 1_000 });
+  const userId = await createUser(ctx.api, { ...PLAN, max_spend_per_period: 0 });
+  await proxy.down();
+  assert.equal(await m.start(), { healthy: false });
+  // Unreachable: a user whose session cannot load gets permissive defaults, even on a cap of 0.
+  const r = await m.guard(userId, { model: "m" });
+  assert.is(r.status, "ok");
+  assert.is(m.state(userId)!.service_user_id, null);
+  await recordMany(m, userId, 12);
+  assert.is(await m.flush({ timeoutMs: 300 }), false);
+  assert.is(m.stats.queued, 12);
+  assert.ok(logger.lines.some((l) => l.includes("health check")));
+  await proxy.up();
+  assert.ok(await m.flush({ timeoutMs: 30_000 }));
+  await eventually(async () => near((await usage(ctx.api, userId)).total_cost, expected(12)));
+  // Once the view loads (retried in the background), the cap of 0 holds again.
+  await eventually(async () => (await m.guard(userId, { model: "m" }).then(() => false, (e) => e instanceof LimitExceededError)), 20_000, "reload");
+  assert.ok(m.state(userId)!.service_user_id);
+});
+
+t("a full queue drops new events, counts them and logs once", async (ctx) => {
+  const { proxy, m, logger } = await setup(ctx, { maxQueueSize: 5 });
+  const userId = await createUser(ctx.api, PLAN);
+  await m.guard(userId);
+  await proxy.down();
+  await recordMany(m, userId, 8);
+  assert.is(m.stats.queued, 5);
+  assert.is(m.stats.dropped, 3);
+  assert.is(logger.lines.filter((l) => l.includes("queue full")).length, 1);
+  await proxy.up();
+  assert.ok(await m.flush({ timeoutMs: 30_000 }));
+  await eventually(async () => near((await usage(ctx.api, userId)).total_cost, expected(5)));
+});
+
+t("rollover while the service is unreachable: counters are cleared locally", async (ctx) => {
+  const { proxy, m } = await setup(ctx, { startupTimeoutMs: 1_000 });
+  const end = new Date(Date.now() + 1_500);
+  const userId = await createUser(ctx.api, { max_spend_per_period: 0.01, cost_rates: { m: { input: 1, output: 1 } } }, { start: new Date(Date.now() - DAY), end });
+  await m.record(userId, { model: "m", input_tokens: 10 });
+  await rejects(() => m.guard(userId, { model: "m" }), LimitExceededError);
+  await proxy.down();
+  await eventually(() => Date.now() > end.getTime() + 10, 10_000);
+  const r = await m.guard(userId, { model: "m" });
+  assert.is(r.status, "ok");
+  const s = m.state(userId)!;
+  assert.is(s.period_cost, 0);
+  assert.is(s.billing_period.start, end.toISOString());
+  assert.is(Date.parse(s.billing_period.end) - Date.parse(s.billing_period.start), 1_500 + DAY);
+  await proxy.up();
+  await m.flush({ timeoutMs: 30_000 });
+});
+
+t("shutdown delivers what is queued, usage and gate events", async (ctx) => {
+  const { proxy, m } = await setup(ctx);
+  const userId = await createUser(ctx.api, { ...PLAN, max_spend_per_period: 0.02 });
+  await recordMany(m, userId, 2);
+  await rejects(() => m.guard(userId, { model: "m" }), LimitExceededError);
+  assert.ok(await m.shutdown());
+  assert.is(m.stats.queued, 0);
+  assert.is(proxy.count(/POST \/gate-events\/batch/), 1);
+  await eventually(async () => near((await usage(ctx.api, userId)).total_cost, expected(2)));
+});
+
+t.run();

@@ -1,0 +1,64 @@
+/** Products, plans, users and subscriptions set up through the REST API, as a product would. */
+import { randomUUID } from "node:crypto";
+import type { Api } from "../../../../test/support/http.ts";
+
+export const DAY = 86_400_000;
+
+export async function createPlan(api: Api, plan: Record<string, unknown>): Promise<string> {
+  const res = await api.post("/config/plans", { plans: [{ name: `p-${randomUUID()}`, ...plan }] });
+  if (res.status !== 201) throw new Error(`creating a plan failed: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body.plans[0].id;
+}
+
+/** A registered user on `plan` (none: no plan) with a period around now unless dates are given. */
+export async function createUser(
+  api: Api,
+  plan?: Record<string, unknown>,
+  period: { start?: Date; end?: Date } = {},
+): Promise<string> {
+  const userId = `u-${randomUUID()}`;
+  const res = await api.post("/users", { external_user_id: userId });
+  if (res.status !== 201) throw new Error(`creating a user failed: ${res.status}`);
+  if (plan) await subscribe(api, userId, await createPlan(api, plan), period.start ?? new Date(Date.now() - DAY), period.end ?? new Date(Date.now() + 20 * DAY));
+  return userId;
+}
+
+export async function subscribe(api: Api, userId: string, planId: string, start: Date, end: Date): Promise<void> {
+  const res = await api.post(`/users/${userId}/subscription`, { plan_id: planId, period_start: start.toISOString(), period_end: end.toISOString() });
+  if (res.status !== 200) throw new Error(`subscribing failed: ${res.status} ${JSON.stringify(res.body)}`);
+}
+
+export async function usage(api: Api, userId: string): Promise<{ total_cost: number; total_tokens: number; tool_calls_count: number }> {
+  const res = await api.get(`/users/${userId}/usage`);
+  if (res.status !== 200) throw new Error(`usage failed: ${res.status}`);
+  return res.body;
+}
+
+export async function gateEvents(api: Api, userId: string): Promise<any[]> {
+  const res = await api.get(`/users/${userId}/gate-events`);
+  if (res.status !== 200) throw new Error(`gate events failed: ${res.status}`);
+  return res.body.events;
+}
+
+export const near = (a: number, b: number) => Math.abs(a - b) < 1e-9;
+
+/** A logger that keeps what it is told. */
+export function memoryLogger(): { warn(m: string): void; lines: string[] } {
+  const lines: string[] = [];
+  return { lines, warn: (m: string) => void lines.push(m) };
+}
+
+/** The error `fn` rejects with; fails when it resolves, or when the error does not match. */
+export async function rejects(fn: () => unknown, expected?: RegExp | (new (...a: any[]) => Error)): Promise<Error> {
+  let err: unknown;
+  try {
+    await fn();
+  } catch (e) {
+    err = e;
+  }
+  if (!(err instanceof Error)) throw new Error(`expected a rejection, got ${err === undefined ? "none" : String(err)}`);
+  if (expected instanceof RegExp && !expected.test(err.message)) throw new Error(`expected an error matching ${expected}, got: ${err.message}`);
+  const what = `${err.name}: ${err.message}`;
+  if (typeof expected === "function" && !(err instanceof expected)) throw new Error(`expected a ${expected.name}, got ${what}`);
+  return err;
+}

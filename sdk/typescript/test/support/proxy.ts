@@ -1,0 +1,97 @@
+/**
+ * A fault-injecting HTTP proxy in front of the real gateway: it simulates the network (5xx
+ * answers, refused connections, answers lost after the gateway handled the request) while
+ * the client library and the service stay real. It also counts requests by path.
+ */
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+
+export type Fault =
+  /** Answer this status without forwarding. */
+  | { kind: "status"; status: number; body?: unknown }
+  /** Forward, let the gateway handle it, then cut the connection before the answer. */
+  | { kind: "lose" };
+
+export class FaultProxy {
+  private server: http.Server;
+  private port = 0;
+  private readonly target: URL;
+  private faults: { match: RegExp; fault: Fault; times: number }[] = [];
+  /** Requests seen, as "METHOD /path" (path without the /api/v1 prefix). */
+  readonly seen: string[] = [];
+
+  private constructor(targetApiUrl: string) {
+    this.target = new URL(targetApiUrl);
+    this.server = this.create();
+  }
+
+  static async start(targetApiUrl: string): Promise<FaultProxy> {
+    const p = new FaultProxy(targetApiUrl);
+    await p.up();
+    return p;
+  }
+
+  /** e.g. http://127.0.0.1:1234/api/v1 */
+  get apiUrl(): string {
+    return `http://127.0.0.1:${this.port}${this.target.pathname}`;
+  }
+
+  /** The next `times` requests whose "METHOD /path" matches get `fault`. */
+  inject(match: RegExp, fault: Fault, times = 1): void {
+    this.faults.push({ match, fault, times });
+  }
+
+  count(match: RegExp): number {
+    return this.seen.filter((s) => match.test(s)).length;
+  }
+
+  /** Stop listening: connections are refused until up(). */
+  async down(): Promise<void> {
+    await new Promise<void>((r) => this.server.close(() => r()));
+    this.server.closeAllConnections();
+  }
+
+  async up(): Promise<void> {
+    this.server = this.create();
+    await new Promise<void>((r) => this.server.listen(this.port, "127.0.0.1", () => r()));
+    this.port = (this.server.address() as AddressInfo).port;
+  }
+
+  async close(): Promise<void> {
+    if (this.server.listening) await this.down();
+  }
+
+  private create(): http.Server {
+    const server = http.createServer((req, res) => {
+      const path = (req.url ?? "").slice(this.target.pathname.length);
+      const key = `${req.method} ${path}`;
+      this.seen.push(key);
+      const i = this.faults.findIndex((f) => f.match.test(key));
+      const fault = i >= 0 ? this.faults[i]!.fault : undefined;
+      if (i >= 0 && --this.faults[i]!.times <= 0) this.faults.splice(i, 1);
+      if (fault?.kind === "status") {
+        req.resume();
+        res.writeHead(fault.status, { "content-type": "application/json" });
+        res.end(JSON.stringify(fault.body ?? { detail: "injected fault" }));
+        return;
+      }
+      const upstream = http.request(
+        { host: this.target.hostname, port: this.target.port, path: req.url, method: req.method, headers: req.headers },
+        (up) => {
+          if (fault?.kind === "lose") {
+            // The gateway has answered: the work is done, but the client never hears of it.
+            up.resume();
+            up.on("end", () => req.socket.destroy());
+            return;
+          }
+          res.writeHead(up.statusCode ?? 502, up.headers);
+          up.pipe(res);
+        },
+      );
+      upstream.on("error", () => req.socket.destroy());
+      req.pipe(upstream);
+    });
+    server.keepAliveTimeout = 1_000;
+    return server;
+  }
+}
