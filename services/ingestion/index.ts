@@ -9,6 +9,9 @@ import { analyticsRecorder, webhooksPublisher, type AnalyticsRecorder, type Webh
 import type { IngestionDeps } from "./deps.ts";
 import { createManualEvent } from "./handlers/create-manual-event.ts";
 import { getSession } from "./handlers/get-session.ts";
+import { acquireLease } from "./handlers/acquire-lease.ts";
+import { releaseLease } from "./handlers/release-lease.ts";
+import { LeaseStore } from "./leases/store.ts";
 import { getUsage } from "./handlers/get-usage.ts";
 import { ingestGateEvents } from "./handlers/ingest-gate-events.ts";
 import { ingestUsageEvents } from "./handlers/ingest-usage-events.ts";
@@ -38,6 +41,9 @@ export interface IngestionServiceOptions {
   /** Age after which a job left unfinished by an interrupted request is completed by others (ms). */
   recoveryAfterMs?: number;
   maxBatchEvents?: number;
+  /** Budget leases: default lifetime and grace after expiry (ms). */
+  leaseTtlMs?: number;
+  leaseGraceMs?: number;
   /** Peer overrides (tests); by default gRPC clients to `peers`. */
   users?: UserDirectory;
   webhooks?: WebhookPublisher;
@@ -67,6 +73,7 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
     recoveryAfterMs: opts.recoveryAfterMs ?? 60_000,
     now: opts.now ?? (() => new Date()),
     recovering: new Map(),
+    leases: { ttlMs: opts.leaseTtlMs ?? 60_000, graceMs: opts.leaseGraceMs ?? 30_000, store: new LeaseStore(counters.counters) },
   };
   const relay = new Relay(
     outboxes({
@@ -93,6 +100,8 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
         getUsage: getUsage(deps),
         listGateEvents: listGateEvents(deps),
         getSession: getSession(deps),
+        acquireLease: acquireLease(deps),
+        releaseLease: releaseLease(deps),
       });
     },
     healthy: () => pingDb(opts.db),

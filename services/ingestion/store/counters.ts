@@ -57,6 +57,8 @@ export interface CounterDelta {
   start: Date;
   end: Date;
   add: Totals;
+  /** Dollars of the delta spent from each budget lease (period counters only). */
+  leases?: Record<string, number>;
 }
 
 export function delta(id: string, start: Date, end: Date, events: readonly Countable[]): CounterDelta {
@@ -137,6 +139,9 @@ function addOp(jobId: string, d: CounterDelta) {
   const inc: Record<string, number> = { ...flat };
   for (const [k, v] of Object.entries(tokens_by_model)) inc[`tokens_by_model.${k}`] = v;
   for (const [k, v] of Object.entries(cost_by_model)) inc[`cost_by_model.${k}`] = v;
+  // Settles against the leases in the same update, and bumps the version a lease grant is conditional on.
+  for (const [k, v] of Object.entries(d.leases ?? {})) inc[`leases.${k}.spent`] = v;
+  inc.version = 1;
   return {
     updateOne: {
       filter: { _id: d.id, jobs: { $ne: jobId } },
