@@ -48,6 +48,8 @@ class Book {
   unit = 0;
   lastUse = 0;
   holds = 0;
+  /** Callers that waited on the request in flight: the demand the next request asks for. */
+  joined = 0;
   asking: Promise<boolean> | null = null;
   constructor(readonly userId: string) {}
 }
@@ -88,9 +90,13 @@ export class Leases {
   ask(e: UserEntry, need: number): Promise<boolean> {
     const b = this.book(e);
     b.unit = Math.max(b.unit, need);
-    if (b.asking) return b.asking;
+    if (b.asking) {
+      b.joined++;
+      return b.asking;
+    }
     const sentAt = Date.now();
-    const want = Math.max(need, b.unit * this.settings.callsPerLease);
+    const want = Math.max(need, this.full(b) + b.unit * b.joined);
+    b.joined = 0;
     this.requests++;
     b.asking = this.transport
       .request<{ limited: boolean; lease: LeaseWire | null }>("POST", `/users/${encodeURIComponent(b.userId)}/leases`, {
@@ -149,8 +155,7 @@ export class Leases {
     if (left <= 0 || left < cost) return null;
     b.used += cost;
     b.holds++;
-    const full = b.unit * this.settings.callsPerLease;
-    if (left - cost < full / 4 && b.asking === null) void this.ask(e, Math.max(cost, b.unit));
+    if (left - cost < this.full(b) / 2 && b.asking === null) void this.ask(e, Math.max(cost, b.unit));
     return { leaseId: b.leaseId };
   }
 
@@ -211,6 +216,11 @@ export class Leases {
       // Not given back: it returns to the pool when it expires.
       if (!(err instanceof MeterApiError && err.status === 404)) this.warn(`giving back the lease of ${b.userId} failed`, err as Error);
     }
+  }
+
+  /** What one request asks for: callsPerLease calls plus one per call in flight (the replica's concurrency). */
+  private full(b: Book): number {
+    return b.unit * (this.settings.callsPerLease + b.holds);
   }
 
   private balance(b: Book, now: number): number {

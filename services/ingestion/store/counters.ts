@@ -139,9 +139,15 @@ function addOp(jobId: string, d: CounterDelta) {
   const inc: Record<string, number> = { ...flat };
   for (const [k, v] of Object.entries(tokens_by_model)) inc[`tokens_by_model.${k}`] = v;
   for (const [k, v] of Object.entries(cost_by_model)) inc[`cost_by_model.${k}`] = v;
-  // Settles against the leases in the same update, and bumps the version a lease grant is conditional on.
-  for (const [k, v] of Object.entries(d.leases ?? {})) inc[`leases.${k}.spent`] = v;
-  inc.version = 1;
+  // Settles against the leases in the same update. Spend from a lease leaves cap - settled -
+  // outstanding as it was; any other spend lowers it, so it bumps the version a grant is
+  // conditional on (a grant computed before it must not land).
+  let fromLeases = 0;
+  for (const [k, v] of Object.entries(d.leases ?? {})) {
+    inc[`leases.${k}.spent`] = v;
+    fromLeases += v;
+  }
+  if (d.add.cost > fromLeases || fromLeases === 0) inc.version = 1;
   return {
     updateOne: {
       filter: { _id: d.id, jobs: { $ne: jobId } },
