@@ -61,5 +61,5 @@ async function worker(): Promise<void> {
 await Promise.all(Array.from({ length: concurrency }, worker));
 const stats = meter.stats;
 await meter.shutdown();
-process.stdout.write(JSON.stringify({ calls, refused, lease_requests: stats.lease_requests ?? 0, latencies }) + "\n");
-process.exit(0);
+// Exit only once the (large) line is written to the pipe.
+process.stdout.write(JSON.stringify({ calls, refused, lease_requests: stats.lease_requests ?? 0, latencies }) + "\n", () => process.exit(0));

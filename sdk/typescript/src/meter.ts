@@ -38,6 +38,8 @@ const LOAD_RETRY_MS = 5_000;
 const MANUAL_ATTEMPTS = 3;
 /** Distinct model names remembered per user (normalization cache). */
 const MODEL_CACHE = 256;
+/** Lease requests one reserve() waits for at most before the call is hard-gated. */
+const LEASE_ROUNDS = 5;
 /** Manual event ids remembered, so that a repeated idempotency key is not counted twice locally. */
 const MANUAL_IDS = 10_000;
 
@@ -149,7 +151,8 @@ export class Meter implements Ledger {
     if (this.leases?.applies(e)) {
       // Until the lease covers the estimate, ask for more; the check and the hold below are one synchronous step.
       const need = this.estimate(e, this.model(e, input.model), input).cost;
-      while (this.leases.applies(e) && !this.leases.covers(e, need)) {
+      // A few rounds at most: concurrent callers may take a grant first; a slow service must not hold the call forever.
+      for (let round = 0; round < LEASE_ROUNDS && this.leases.applies(e) && !this.leases.covers(e, need); round++) {
         if (!(await this.leases.ask(e, need))) break;
       }
     }
