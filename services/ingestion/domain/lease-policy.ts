@@ -12,7 +12,9 @@ export interface LeaseEntry {
 /** Dollars a lease still holds back from others: granted but not settled, until expiry + grace. */
 export function outstanding(l: LeaseEntry, now: number, graceMs: number): number {
   if (!l.expires_at || l.expires_at.getTime() + graceMs <= now) return 0;
-  return Math.max(0, l.granted - (l.spent ?? 0));
+  // Sums of the same costs added in another order differ in the last bits: below a micro-cent is nothing.
+  const o = l.granted - (l.spent ?? 0);
+  return o > 1e-9 ? o : 0;
 }
 
 export interface GrantInput {
