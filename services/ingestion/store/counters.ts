@@ -1,5 +1,4 @@
-import type { AnyBulkWriteOperation, Collection, Db } from "mongodb";
-import { MongoBulkWriteError } from "mongodb";
+import type { Collection, Db, Filter, UpdateFilter } from "mongodb";
 import { isDuplicateKeyError } from "@meter/lib/mongo";
 import { encodeKey } from "../domain/field-keys.ts";
 import type { UsageEventDoc } from "./usage-events.ts";
@@ -98,21 +97,14 @@ export class CounterStore {
 
   /** Adds every delta of job `jobId` to its counter, each at most once however often this runs. */
   async add(jobId: string, deltas: readonly CounterDelta[]): Promise<void> {
-    if (deltas.length === 0) return;
-    try {
-      await this.counters.bulkWrite(deltas.map((d) => addOp(jobId, d)), { ordered: false });
-    } catch (err) {
-      if (!(err instanceof MongoBulkWriteError) || !onlyDuplicates(err)) throw err;
-      // Some counters had this job already. The embedded database stops a bulk at its first
-      // error even when unordered, so each is redone alone; the guard keeps that exact.
-      for (const d of deltas) await this.addOne(jobId, d);
-    }
+    await eachConcurrently(deltas, (d) => this.addOne(jobId, d));
   }
 
   private async addOne(jobId: string, d: CounterDelta): Promise<void> {
+    const { filter, update } = addOp(jobId, d);
     for (;;) {
       try {
-        await this.counters.updateOne(addOp(jobId, d).updateOne.filter, addOp(jobId, d).updateOne.update, { upsert: true });
+        await this.counters.updateOne(filter, update, { upsert: true });
         return;
       } catch (err) {
         if (!isDuplicateKeyError(err)) throw err;
@@ -126,11 +118,7 @@ export class CounterStore {
 
   /** Drops the job's guard entries once the job is marked counted (nothing can add it again). */
   async release(jobId: string, ids: readonly string[]): Promise<void> {
-    if (ids.length === 0) return;
-    await this.counters.bulkWrite(
-      ids.map((id) => ({ updateOne: { filter: { _id: id }, update: { $pull: { jobs: jobId } } } })),
-      { ordered: false },
-    );
+    await eachConcurrently(ids, (id) => this.counters.updateOne({ _id: id }, { $pull: { jobs: jobId } }));
   }
 }
 
@@ -149,20 +137,29 @@ function addOp(jobId: string, d: CounterDelta) {
   }
   if (d.add.cost > fromLeases || fromLeases === 0) inc.version = 1;
   return {
-    updateOne: {
-      filter: { _id: d.id, jobs: { $ne: jobId } },
-      update: {
-        $inc: inc,
-        $push: { jobs: jobId },
-        $set: { period_end: d.end },
-        $setOnInsert: { product_id: d.productId, user_id: d.userId, period_start: d.start },
-      },
-      upsert: true,
-    },
-  } satisfies AnyBulkWriteOperation<CounterDoc>;
+    filter: { _id: d.id, jobs: { $ne: jobId } } satisfies Filter<CounterDoc>,
+    update: {
+      $inc: inc,
+      $push: { jobs: jobId },
+      $set: { period_end: d.end },
+      $setOnInsert: { product_id: d.productId, user_id: d.userId, period_start: d.start },
+    } as UpdateFilter<CounterDoc>,
+  };
 }
 
-function onlyDuplicates(err: MongoBulkWriteError): boolean {
-  const errors = Array.isArray(err.writeErrors) ? err.writeErrors : [err.writeErrors];
-  return errors.length > 0 && errors.every((e) => e.code === 11000);
+/** Updates in flight at once per call: the database applies them one by one anyway. */
+const IN_FLIGHT = 16;
+
+/**
+ * One single-document update per item, a few in flight. Not a bulk write: the embedded
+ * database runs a multi-statement update command in time that grows far faster than its
+ * length (100 updates by `_id` in one command took minutes; sent one by one, a second).
+ */
+export async function eachConcurrently<T>(items: readonly T[], run: (item: T) => Promise<unknown>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(IN_FLIGHT, items.length) }, async () => {
+      while (next < items.length) await run(items[next++]!);
+    }),
+  );
 }

@@ -1,4 +1,5 @@
 import type { Collection, Db } from "mongodb";
+import { eachConcurrently } from "./counters.ts";
 import type { JobDoc } from "./jobs.ts";
 import { insertedBy, insertIgnoringDuplicates } from "./usage-events.ts";
 
@@ -103,17 +104,11 @@ export class GateEventStore {
       hours.add(hour);
       userHours.set(user, hours);
     }
-    await this.hours.bulkWrite(
-      [...buckets].map(([id, events]) => ({
-        updateOne: { filter: { _id: id }, update: { $addToSet: { events: { $each: events } } }, upsert: true },
-      })),
-      { ordered: false },
+    await eachConcurrently([...buckets], ([id, events]) =>
+      this.hours.updateOne({ _id: id }, { $addToSet: { events: { $each: events } } }, { upsert: true }),
     );
-    await this.users.bulkWrite(
-      [...userHours].map(([id, hours]) => ({
-        updateOne: { filter: { _id: id }, update: { $addToSet: { hours: { $each: [...hours] } } }, upsert: true },
-      })),
-      { ordered: false },
+    await eachConcurrently([...userHours], ([id, hours]) =>
+      this.users.updateOne({ _id: id }, { $addToSet: { hours: { $each: [...hours] } } }, { upsert: true }),
     );
   }
 
