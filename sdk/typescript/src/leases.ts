@@ -159,23 +159,23 @@ export class Leases {
     return { leaseId: b.leaseId };
   }
 
-  /** Gives a hold back (`cost` is what take() took); `spent` is the call's real cost, 0 when it did not run. */
-  settle(userId: string, leaseId: string | null, cost: number, spent: number): void {
+  /** Gives a hold back (`cost` is what take() took); the call's real cost, if it ran, comes through spend(). */
+  unhold(userId: string, leaseId: string | null, cost: number): void {
     const b = this.books.get(userId);
     if (!b || leaseId === null || b.leaseId !== leaseId) return;
-    b.used = Math.max(0, b.used - cost + spent);
+    b.used = Math.max(0, b.used - cost);
     b.holds = Math.max(0, b.holds - 1);
   }
 
-  /** The lease id a usage of the user is spent from (also for record() of a call not reserved). */
-  current(userId: string): string | null {
-    return this.books.get(userId)?.leaseId ?? null;
-  }
-
-  /** Cost of a call recorded without a reservation: spent from the lease all the same. */
-  spend(userId: string, cost: number): void {
+  /**
+   * The cost of a metered call (reserved or recorded after the fact) is spent from the user's
+   * lease; returns the lease id its usage event carries, or null.
+   */
+  spend(userId: string, cost: number): string | null {
     const b = this.books.get(userId);
-    if (b && b.leaseId !== null) b.used += cost;
+    if (!b || b.leaseId === null) return null;
+    b.used += cost;
+    return b.leaseId;
   }
 
   /** The hard gate of a call the lease cannot cover. */

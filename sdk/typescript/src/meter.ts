@@ -104,8 +104,8 @@ export class Meter implements Ledger {
       },
       warn: (message, err) => this.warn(message, err),
     });
-    // Timers never keep the process alive.
     this.leases = options.leases ? new Leases(this.transport, leaseSettings(options), (m, err) => this.warn(m, err)) : null;
+    // Timers never keep the process alive.
     this.timers = [
       setInterval(() => this.queue.tick(Date.now()), this.flushIntervalMs),
       setInterval(() => this.sweep(Date.now()), Math.min(60_000, this.refreshIntervalMs)),
@@ -293,7 +293,7 @@ export class Meter implements Ledger {
     hold.session.reserved = nonNegative(hold.session.reserved - hold.cost);
     if (hold.model !== null && hold.tokens > 0) e.reservedTokens[hold.model] = nonNegative((e.reservedTokens[hold.model] ?? 0) - hold.tokens);
     e.inFlight--;
-    this.leases?.settle(e.userId, hold.lease ?? null, hold.cost, 0);
+    this.leases?.unhold(e.userId, hold.lease ?? null, hold.cost);
   }
 
   // ---- internals ----
@@ -479,11 +479,8 @@ export class Meter implements Ledger {
       metadata: metadata ?? {},
       synced: false,
     };
-    const lease = this.leases?.current(e.userId) ?? null;
-    if (lease !== null) {
-      event.lease_id = lease;
-      this.leases!.spend(e.userId, event.cost_total);
-    }
+    const lease = this.leases?.spend(e.userId, event.cost_total);
+    if (lease) event.lease_id = lease;
     this.count(e, session, model, event.total_tokens, event.cost_total);
     if (this.queue.push("usage", event)) {
       e.pending++;
