@@ -4,6 +4,7 @@ import { LimitExceededError, Meter, type MeterOptions } from "../src/index.ts";
 import { CALL_COST, CALL_ESTIMATE, cappedUser } from "../../../bench/lease-run.ts";
 import type { Api } from "../../../test/support/http.ts";
 import { startTestStack, type TestStack } from "../../../test/support/stack.ts";
+import { eventually } from "../../../test/support/eventually.ts";
 import { memoryLogger, rejects, usage } from "./support/fixtures.ts";
 import { FaultProxy } from "./support/proxy.ts";
 
@@ -61,6 +62,15 @@ t("calls spend from the lease until it cannot cover one; events settle; shutdown
   // Nothing is held any more: another holder is offered the whole rest (half of it, alone).
   const probe = await ctx.api.post(`/users/${user}/leases`, { holder: "probe", need: 0, want: cap });
   assert.ok(Math.abs(probe.body.lease.added - (cap - u.total_cost) / 2) < 1e-6, JSON.stringify(probe.body));
+});
+
+t("a lease left unused for leaseIdleMs is given back without shutdown", async (ctx) => {
+  const user = await cappedUser(ctx.api, 100);
+  const { proxy, m } = await setup(ctx, { leaseIdleMs: 200 });
+  await m.call(user, { ...CALL, usage: () => USED }, () => "ok");
+  await eventually(() => proxy.count(/\/release$/) === 1, 10_000, "the idle lease given back");
+  await m.shutdown();
+  assert.is(proxy.count(/\/release$/), 1, "nothing left to give back at shutdown");
 });
 
 t('service unreachable: "slice" spends only what the lease holds, "open" lets calls pass', async (ctx) => {
