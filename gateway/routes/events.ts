@@ -36,6 +36,7 @@ const UsageEventIn = Body(
     cost_total: Type.Optional(Type.Number({ minimum: 0, maximum: MAX_EVENT_COST, description: "Default cost_tokens + cost_tools" })),
     metadata: Type.Optional(Metadata),
     synced: Type.Optional(Type.Boolean({ description: "Client-side flag of the callback form; ignored" })),
+    lease_id: Type.Optional(Nullable(Type.String({ pattern: "^[A-Za-z0-9_-]{1,64}$", description: "The budget lease the cost was spent from (POST /users/{user_id}/leases); the event settles against it" }))),
   },
   "Usage event",
 );
@@ -118,6 +119,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
             costTools: e.cost_tools ?? 0,
             costTotal: e.cost_total ?? 0,
             metadata: (e.metadata ?? {}) as JsonObject,
+            leaseId: e.lease_id ?? undefined,
           })),
         },
         rpcOptions(request),

@@ -13,6 +13,9 @@ export const ingestionSettingsFields = {
   INGESTION_GATE_EVENT_DAYS: Type.Integer({ default: 90, minimum: 2, maximum: 36_600 }),
   /** Days threshold crossings are kept after their period ended; later, that period announces none. */
   INGESTION_CROSSING_DAYS: Type.Integer({ default: 35, minimum: 2, maximum: 36_600 }),
+  /** Budget leases: default lifetime, and how long after expiry the unsettled part stays held. */
+  LEASE_TTL_MS: Type.Integer({ default: 60_000, minimum: 100, maximum: 3_600_000 }),
+  LEASE_GRACE_MS: Type.Integer({ default: 30_000, minimum: 0, maximum: 3_600_000 }),
 };
 
 export const ingestionConfigSchema = Type.Object({
@@ -30,8 +33,12 @@ export function ingestionSettings(config: {
   INGESTION_USAGE_EVENT_DAYS: number;
   INGESTION_GATE_EVENT_DAYS: number;
   INGESTION_CROSSING_DAYS: number;
+  LEASE_TTL_MS: number;
+  LEASE_GRACE_MS: number;
 }) {
   return {
+    leaseTtlMs: config.LEASE_TTL_MS,
+    leaseGraceMs: config.LEASE_GRACE_MS,
     relayIntervalMs: config.RELAY_INTERVAL_MS,
     relayMaxBackoffMs: config.RELAY_MAX_BACKOFF_MS,
     recoveryAfterMs: config.RECOVERY_AFTER_MS,

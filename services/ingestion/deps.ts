@@ -5,6 +5,7 @@ import type { RetentionPolicy } from "./retention.ts";
 import type { CrossingStore } from "./store/crossings.ts";
 import type { CounterStore } from "./store/counters.ts";
 import type { GateEventStore } from "./store/gate-events.ts";
+import type { LeaseStore } from "./leases/store.ts";
 import type { JobStore } from "./store/jobs.ts";
 import type { OutboxStore } from "./store/outbox.ts";
 import type { UsageEventStore } from "./store/usage-events.ts";
@@ -32,4 +33,12 @@ export interface IngestionDeps {
   now(): Date;
   /** Jobs this process is completing right now (so the sweep and a retry share the work). */
   recovering: Map<string, Promise<void>>;
+  leases: LeaseSettings & { store: LeaseStore };
+}
+
+export interface LeaseSettings {
+  /** Lifetime of a lease when the caller asks for none (ms). */
+  ttlMs: number;
+  /** How long after its expiry a lease still holds its unsettled part back (ms): the holder's flush time. */
+  graceMs: number;
 }

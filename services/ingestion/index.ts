@@ -11,6 +11,9 @@ import { analyticsRecorder, webhooksPublisher, type AnalyticsRecorder, type Webh
 import type { IngestionDeps } from "./deps.ts";
 import { createManualEvent } from "./handlers/create-manual-event.ts";
 import { getSession } from "./handlers/get-session.ts";
+import { acquireLease } from "./handlers/acquire-lease.ts";
+import { releaseLease } from "./handlers/release-lease.ts";
+import { LeaseStore } from "./leases/store.ts";
 import { getUsage } from "./handlers/get-usage.ts";
 import { ingestGateEvents } from "./handlers/ingest-gate-events.ts";
 import { ingestUsageEvents } from "./handlers/ingest-usage-events.ts";
@@ -47,6 +50,9 @@ export interface IngestionServiceOptions {
   maxBatchEvents?: number;
   /** Retention of events and crossings; defaults in retention.ts. */
   retention?: Partial<RetentionPolicy>;
+  /** Budget leases: default lifetime and grace after expiry (ms). */
+  leaseTtlMs?: number;
+  leaseGraceMs?: number;
   /** Peer overrides (tests); by default gRPC clients to `peers`. */
   users?: UserDirectory;
   webhooks?: WebhookPublisher;
@@ -86,6 +92,7 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
     recovering: new Map(),
     scheduler,
     retention: { ...RETENTION_DEFAULTS, ...opts.retention },
+    leases: { ttlMs: opts.leaseTtlMs ?? 60_000, graceMs: opts.leaseGraceMs ?? 30_000, store: new LeaseStore(counters.counters) },
   };
   defineRetention(deps);
   const relay = new Relay(
@@ -116,6 +123,8 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
         getUsage: getUsage(deps),
         listGateEvents: listGateEvents(deps),
         getSession: getSession(deps),
+        acquireLease: acquireLease(deps),
+        releaseLease: releaseLease(deps),
       });
     },
     healthy: () => pingDb(opts.db),

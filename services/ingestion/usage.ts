@@ -77,6 +77,13 @@ function periodKey(d: CounterDelta): string {
   return `${d.productId}|${d.start.toISOString()}|${d.end.toISOString()}|${d.userId}`;
 }
 
+/** Dollars per lease of events spent from a budget lease. */
+function leaseSpend(events: readonly UsageEventDoc[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const e of events) if (e.lease_id) out[e.lease_id] = (out[e.lease_id] ?? 0) + e.cost_total;
+  return out;
+}
+
 function groupBy<T>(items: readonly T[], key: (t: T) => string): Map<string, T[]> {
   const out = new Map<string, T[]>();
   for (const t of items) {
@@ -96,7 +103,7 @@ function groupBy<T>(items: readonly T[], key: (t: T) => string): Map<string, T[]
 async function completeUsage(deps: IngestionDeps, job: JobDoc, inserted: UsageEventDoc[]): Promise<void> {
   await deps.outbox.put(deps.outbox.analytics, [entry("usage", job._id, inserted.map(usageFact))]);
   const periods = [...groupBy(inserted, (d) => d.counter_id)].map(([id, list]) => ({
-    delta: delta(id, list[0]!.period_start, list[0]!.period_end, list),
+    delta: { ...delta(id, list[0]!.period_start, list[0]!.period_end, list), leases: leaseSpend(list) },
     limit: list[0]! as Limited,
   }));
   // The month's counter has no plan and no limit: it only answers usage by calendar month.

@@ -5,6 +5,7 @@ import { LimitExceededError, MeterApiError } from "./errors.ts";
 import { evaluate } from "./gates.ts";
 import { applyView, rollLocally } from "./periods.ts";
 import { estimateTokens, normalizeModel, rateOf, tokenCost, toolsCost } from "./pricing.ts";
+import { Leases } from "./leases.ts";
 import { EventQueue } from "./queue.ts";
 import { Reservation, type Hold, type Ledger } from "./reservation.ts";
 import type { Session } from "./sessions.ts";
@@ -37,6 +38,8 @@ const LOAD_RETRY_MS = 5_000;
 const MANUAL_ATTEMPTS = 3;
 /** Distinct model names remembered per user (normalization cache). */
 const MODEL_CACHE = 256;
+/** Lease requests one reserve() waits for at most before the call is hard-gated. */
+const LEASE_ROUNDS = 5;
 /** Manual event ids remembered, so that a repeated idempotency key is not counted twice locally. */
 const MANUAL_IDS = 10_000;
 
@@ -62,6 +65,8 @@ export class Meter implements Ledger {
   private readonly usage: ((event: UsageEvent) => unknown)[] = [];
   private readonly sessionStart: ((state: SessionStartState) => unknown)[] = [];
   private readonly timers: ReturnType<typeof setInterval>[];
+  /** Budget leases (`leases: true`), else null. */
+  private readonly leases: Leases | null;
 
   constructor(options: MeterOptions = {}) {
     const apiKey = options.apiKey ?? process.env.METER_API_KEY;
@@ -99,6 +104,7 @@ export class Meter implements Ledger {
       },
       warn: (message, err) => this.warn(message, err),
     });
+    this.leases = options.leases ? new Leases(this.transport, leaseSettings(options), (m, err) => this.warn(m, err)) : null;
     // Timers never keep the process alive.
     this.timers = [
       setInterval(() => this.queue.tick(Date.now()), this.flushIntervalMs),
@@ -142,6 +148,14 @@ export class Meter implements Ledger {
   async reserve(userId: string, input: GuardInput = {}): Promise<Reservation> {
     checkUser(userId);
     const e = this.ready(userId) ?? (await this.load(userId));
+    if (this.leases?.applies(e)) {
+      // Until the lease covers the estimate, ask for more; the check and the hold below are one synchronous step.
+      const need = this.estimate(e, this.model(e, input.model), input).cost;
+      // A few rounds at most: concurrent callers may take a grant first; a slow service must not hold the call forever.
+      for (let round = 0; round < LEASE_ROUNDS && this.leases.applies(e) && !this.leases.covers(e, need); round++) {
+        if (!(await this.leases.ask(e, need))) break;
+      }
+    }
     return this.admit(e, input, true) as Reservation;
   }
 
@@ -242,7 +256,9 @@ export class Meter implements Ledger {
 
   get stats(): MeterStats {
     const q = this.queue;
-    return { queued: q.size, sent: q.sent, dropped: q.dropped, rejected: q.rejected, users: this.users.size };
+    const stats: MeterStats = { queued: q.size, sent: q.sent, dropped: q.dropped, rejected: q.rejected, users: this.users.size };
+    if (this.leases) stats.lease_requests = this.leases.requests;
+    return stats;
   }
 
   /** Delivers what is queued, retrying transient failures for up to `timeoutMs` (default shutdownTimeoutMs). True when the queue emptied. */
@@ -253,6 +269,7 @@ export class Meter implements Ledger {
   /** Stops the timers and delivers what is queued (up to shutdownTimeoutMs). Call it last. */
   async shutdown(options: { timeoutMs?: number } = {}): Promise<boolean> {
     for (const t of this.timers) clearInterval(t);
+    await this.leases?.releaseAll();
     const drained = await this.flush(options);
     if (!drained) this.warn(`shutdown: ${this.queue.size} events could not be delivered`);
     return drained;
@@ -276,6 +293,7 @@ export class Meter implements Ledger {
     hold.session.reserved = nonNegative(hold.session.reserved - hold.cost);
     if (hold.model !== null && hold.tokens > 0) e.reservedTokens[hold.model] = nonNegative((e.reservedTokens[hold.model] ?? 0) - hold.tokens);
     e.inFlight--;
+    this.leases?.unhold(e.userId, hold.lease ?? null, hold.cost);
   }
 
   // ---- internals ----
@@ -373,14 +391,8 @@ export class Meter implements Ledger {
     const model = this.model(e, input.model);
     const session = e.sessions.at(input.session_id, now, e.timeoutMs);
     e.lastActive = now;
-    let cost = 0;
-    let tokens = 0;
-    if (plan !== null && plan.pre_call_estimate) {
-      const inTokens = input.input_tokens ?? estimateTokens(input.prompt);
-      tokens = inTokens + plan.pre_call_buffer_tokens;
-      cost = tokenCost(inTokens, plan.pre_call_buffer_tokens, rateOf(model, plan));
-    }
-    const result = evaluate(plan, {
+    const { cost, tokens } = this.estimate(e, model, input);
+    let result = evaluate(plan, {
       periodCost: e.periodCost + e.reservedCost,
       sessionCost: session.cost + session.reserved,
       model,
@@ -388,13 +400,27 @@ export class Meter implements Ledger {
       estimateCost: cost,
       estimateTokens: tokens,
     });
+    let lease: string | null = null;
+    if (hold && result.status !== "hard_gate" && this.leases?.applies(e)) {
+      const taken = this.leases.take(e, cost);
+      if (taken === null) result = this.leases.refusal(e, cost);
+      else lease = taken.leaseId;
+    }
     if (result.status !== "ok") this.gated(e, session, model, result, input.metadata, now);
     if (!hold) return result;
     e.reservedCost += cost;
     session.reserved += cost;
     if (model !== null && tokens > 0) e.reservedTokens[model] = (e.reservedTokens[model] ?? 0) + tokens;
     e.inFlight++;
-    return new Reservation(this, { entry: e, session, model, cost, tokens, metadata: input.metadata }, result);
+    return new Reservation(this, { entry: e, session, model, cost, tokens, metadata: input.metadata, lease }, result);
+  }
+
+  /** With pre_call_estimate: the call's estimated cost and tokens (input plus the output buffer). */
+  private estimate(e: UserEntry, model: string | null, input: GuardInput): { cost: number; tokens: number } {
+    const plan = e.config;
+    if (plan === null || !plan.pre_call_estimate) return { cost: 0, tokens: 0 };
+    const inTokens = input.input_tokens ?? estimateTokens(input.prompt);
+    return { cost: tokenCost(inTokens, plan.pre_call_buffer_tokens, rateOf(model, plan)), tokens: inTokens + plan.pre_call_buffer_tokens };
   }
 
   /** A soft or hard gate: gate event (rate-limited), callbacks, then the error when blocking. */
@@ -453,6 +479,8 @@ export class Meter implements Ledger {
       metadata: metadata ?? {},
       synced: false,
     };
+    const lease = this.leases?.spend(e.userId, event.cost_total);
+    if (lease) event.lease_id = lease;
     this.count(e, session, model, event.total_tokens, event.cost_total);
     if (this.queue.push("usage", event)) {
       e.pending++;
@@ -549,6 +577,17 @@ export class Meter implements Ledger {
       // A broken logger must not break a call.
     }
   }
+}
+
+function leaseSettings(o: MeterOptions) {
+  const fallback = o.leaseFallback ?? "slice";
+  if (fallback !== "slice" && fallback !== "open") throw new TypeError(`Meter: leaseFallback must be "slice" or "open", got ${String(fallback)}`);
+  return {
+    ttlMs: positiveInt("leaseTtlMs", o.leaseTtlMs, 60_000),
+    callsPerLease: positiveInt("leaseCalls", o.leaseCalls, 40),
+    idleMs: positiveInt("leaseIdleMs", o.leaseIdleMs, 10_000),
+    fallback,
+  } as const;
 }
 
 /** The user is gone on the service: back to permissive defaults with empty counters. */

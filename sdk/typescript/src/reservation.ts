@@ -21,6 +21,8 @@ export interface Hold {
   cost: number;
   tokens: number;
   metadata: Record<string, unknown> | undefined;
+  /** The budget lease the estimate was taken from (`leases: true`). */
+  lease?: string | null;
 }
 
 export class Reservation {

@@ -28,6 +28,19 @@ export interface MeterOptions {
   logger?: MeterLogger;
   /** Called with every delivery or load failure, besides the log. */
   onError?: (error: Error) => void;
+  /**
+   * Budget leases: spend a user's period cap from slices the service grants this process, so
+   * that the cap holds across many replicas. Default false (the cap is checked locally).
+   */
+  leases?: boolean;
+  /** With leases, when the service cannot be asked for more: "slice" (default) spends only what the lease holds; "open" lets calls pass. */
+  leaseFallback?: "slice" | "open";
+  /** With leases: lifetime of a lease (ms). Default 60000. */
+  leaseTtlMs?: number;
+  /** With leases: calls' worth (of the call's estimate) asked for at a time. Default 40. */
+  leaseCalls?: number;
+  /** With leases: a lease unused this long (ms) is given back. Default 10000. */
+  leaseIdleMs?: number;
 }
 
 export interface MeterLogger {
@@ -68,6 +81,8 @@ export interface UsageEvent {
   metadata: Record<string, unknown>;
   /** Pushed to the service yet. */
   synced: boolean;
+  /** The budget lease the cost was spent from (`leases: true`). */
+  lease_id?: string;
 }
 
 export interface GateEvent {
@@ -172,6 +187,8 @@ export interface MeterStats {
   dropped: number;
   /** Events the service refused (4xx other than 429); never retried. */
   rejected: number;
+  /** Lease requests sent (`leases: true` only). */
+  lease_requests?: number;
   /** Users whose state is cached. */
   users: number;
 }

@@ -8,12 +8,14 @@ import { encodeMetadata } from "../domain/field-keys.ts";
 import type { IngestionDeps } from "../deps.ts";
 import type { UsageEventDoc } from "../store/usage-events.ts";
 import { attribute, attributionFields, storeUsage } from "../usage.ts";
+import { LEASE_ID } from "./lease-common.ts";
 import { BatchProblems, checkBatchSize, checkIds, firstOccurrences, nonNegative, requireProduct } from "./common.ts";
 
 function validate(events: readonly UsageEvent[]): void {
   const problems = new BatchProblems();
   events.forEach((e, i) => {
     checkIds(problems, i, e);
+    if (e.leaseId !== undefined && !LEASE_ID.test(e.leaseId)) problems.add(i, "lease_id", "must be 1-64 letters, digits, _ or -");
     nonNegative(problems, i, {
       input_tokens: Number(e.inputTokens),
       output_tokens: Number(e.outputTokens),
@@ -61,6 +63,7 @@ export function usageDoc(productId: string, job: string, e: UsageEvent, user: Kn
     job,
     ...attributionFields(a),
     received_at: receivedAt,
+    lease_id: e.leaseId ?? null,
   };
 }
 

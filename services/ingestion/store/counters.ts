@@ -56,6 +56,8 @@ export interface CounterDelta {
   start: Date;
   end: Date;
   add: Totals;
+  /** Dollars of the delta spent from each budget lease (period counters only). */
+  leases?: Record<string, number>;
 }
 
 export function delta(id: string, start: Date, end: Date, events: readonly Countable[]): CounterDelta {
@@ -133,6 +135,15 @@ function addOp(jobId: string, d: CounterDelta) {
   const inc: Record<string, number> = { ...flat };
   for (const [k, v] of Object.entries(tokens_by_model)) inc[`tokens_by_model.${k}`] = v;
   for (const [k, v] of Object.entries(cost_by_model)) inc[`cost_by_model.${k}`] = v;
+  // Settles against the leases in the same update. Spend from a lease leaves cap - settled -
+  // outstanding as it was; any other spend lowers it, so it bumps the version a grant is
+  // conditional on (a grant computed before it must not land).
+  let fromLeases = 0;
+  for (const [k, v] of Object.entries(d.leases ?? {})) {
+    inc[`leases.${k}.spent`] = v;
+    fromLeases += v;
+  }
+  if (d.add.cost > fromLeases || fromLeases === 0) inc.version = 1;
   return {
     filter: { _id: d.id, jobs: { $ne: jobId } } satisfies Filter<CounterDoc>,
     update: {

@@ -42,6 +42,8 @@ export interface UsageEventDoc {
   plan_name: string | null;
   spend_limit: number | null;
   received_at: Date;
+  /** The budget lease the cost was spent from, if any (settled against it in the period counter). */
+  lease_id?: string | null;
 }
 
 export class UsageEventStore {

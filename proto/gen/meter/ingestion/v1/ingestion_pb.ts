@@ -12,7 +12,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file meter/ingestion/v1/ingestion.proto.
  */
 export const file_meter_ingestion_v1_ingestion: GenFile = /*@__PURE__*/
-  fileDesc("CiJtZXRlci9pbmdlc3Rpb24vdjEvaW5nZXN0aW9uLnByb3RvEhJtZXRlci5pbmdlc3Rpb24udjEi3QIKClVzYWdlRXZlbnQSCgoCaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRIXCgpzZXNzaW9uX2lkGAMgASgJSACIAQESLQoJdGltZXN0YW1wGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgVtb2RlbBgFIAEoCUgBiAEBEhQKDGlucHV0X3Rva2VucxgGIAEoAxIVCg1vdXRwdXRfdG9rZW5zGAcgASgDEhQKDHRvdGFsX3Rva2VucxgIIAEoAxISCgp0b29sX2NhbGxzGAkgAygJEhMKC2Nvc3RfdG9rZW5zGAogASgBEhIKCmNvc3RfdG9vbHMYCyABKAESEgoKY29zdF90b3RhbBgMIAEoARIpCghtZXRhZGF0YRgNIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RCDQoLX3Nlc3Npb25faWRCCAoGX21vZGVsIpEDCglHYXRlRXZlbnQSCgoCaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRIcCg9zZXJ2aWNlX3VzZXJfaWQYAyABKAlIAIgBARIXCgpzZXNzaW9uX2lkGAQgASgJSAGIAQESLQoJdGltZXN0YW1wGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZzdGF0dXMYBiABKAkSEwoLZ2F0ZV9yZWFzb24YByABKAkSEQoJdXNhZ2VfcGN0GAggASgBEhUKDWN1cnJlbnRfdmFsdWUYCSABKAESEwoLbGltaXRfdmFsdWUYCiABKAESEgoFbW9kZWwYCyABKAlIAogBARIPCgdibG9ja2VkGAwgASgIEhQKB21lc3NhZ2UYDSABKAlIA4gBARIpCghtZXRhZGF0YRgOIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RCEgoQX3NlcnZpY2VfdXNlcl9pZEINCgtfc2Vzc2lvbl9pZEIICgZfbW9kZWxCCgoIX21lc3NhZ2UiXgoYSW5nZXN0VXNhZ2VFdmVudHNSZXF1ZXN0EhIKCnByb2R1Y3RfaWQYASABKAkSLgoGZXZlbnRzGAIgAygLMh4ubWV0ZXIuaW5nZXN0aW9uLnYxLlVzYWdlRXZlbnQiQQoZSW5nZXN0VXNhZ2VFdmVudHNSZXNwb25zZRIQCghhY2NlcHRlZBgBIAEoBRISCgpkdXBsaWNhdGVzGAIgASgFIlwKF0luZ2VzdEdhdGVFdmVudHNSZXF1ZXN0EhIKCnByb2R1Y3RfaWQYASABKAkSLQoGZXZlbnRzGAIgAygLMh0ubWV0ZXIuaW5nZXN0aW9uLnYxLkdhdGVFdmVudCJAChhJbmdlc3RHYXRlRXZlbnRzUmVzcG9uc2USEAoIYWNjZXB0ZWQYASABKAUSEgoKZHVwbGljYXRlcxgCIAEoBSLpAgoYQ3JlYXRlTWFudWFsRXZlbnRSZXF1ZXN0EhIKCnByb2R1Y3RfaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRIRCgRjb3N0GAMgASgBSACIAQESEgoFbW9kZWwYBCABKAlIAYgBARIUCgxpbnB1dF90b2tlbnMYBSABKAMSFQoNb3V0cHV0X3Rva2VucxgGIAEoAxIYCgtkZXNjcmlwdGlvbhgHIAEoCUgCiAEBEhIKCnRvb2xfY2FsbHMYCCADKAkSKQoIbWV0YWRhdGEYCSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhcKCnNlc3Npb25faWQYCiABKAlIA4gBARIcCg9pZGVtcG90ZW5jeV9rZXkYCyABKAlIBIgBAUIHCgVfY29zdEIICgZfbW9kZWxCDgoMX2Rlc2NyaXB0aW9uQg0KC19zZXNzaW9uX2lkQhIKEF9pZGVtcG90ZW5jeV9rZXkilgEKC01hbnVhbEV2ZW50EgoKAmlkGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSDAoEY29zdBgDIAEoARISCgVtb2RlbBgEIAEoCUgAiAEBEg4KBnNvdXJjZRgFIAEoCRIuCgpjcmVhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIICgZfbW9kZWwiXAoZQ3JlYXRlTWFudWFsRXZlbnRSZXNwb25zZRIuCgVldmVudBgBIAEoCzIfLm1ldGVyLmluZ2VzdGlvbi52MS5NYW51YWxFdmVudBIPCgdjcmVhdGVkGAIgASgIIkYKD0dldFVzYWdlUmVxdWVzdBISCgpwcm9kdWN0X2lkGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSDgoGcGVyaW9kGAMgASgJIoEDChBHZXRVc2FnZVJlc3BvbnNlEg8KB3VzZXJfaWQYASABKAkSDgoGcGVyaW9kGAIgASgJEhIKCnRvdGFsX2Nvc3QYAyABKAESFAoMdG90YWxfdG9rZW5zGAQgASgDElAKD3Rva2Vuc19ieV9tb2RlbBgFIAMoCzI3Lm1ldGVyLmluZ2VzdGlvbi52MS5HZXRVc2FnZVJlc3BvbnNlLlRva2Vuc0J5TW9kZWxFbnRyeRJMCg1jb3N0X2J5X21vZGVsGAYgAygLMjUubWV0ZXIuaW5nZXN0aW9uLnYxLkdldFVzYWdlUmVzcG9uc2UuQ29zdEJ5TW9kZWxFbnRyeRIYChB0b29sX2NhbGxzX2NvdW50GAcgASgDGjQKElRva2Vuc0J5TW9kZWxFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAE6AjgBGjIKEENvc3RCeU1vZGVsRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgBOgI4ASK/AgoVTGlzdEdhdGVFdmVudHNSZXF1ZXN0EhIKCnByb2R1Y3RfaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRITCgZzdGF0dXMYAyABKAlIAIgBARIYCgtnYXRlX3JlYXNvbhgEIAEoCUgBiAEBEhQKDGJsb2NrZWRfb25seRgFIAEoCBIuCgVzaW5jZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAogBARIuCgV1bnRpbBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIA4gBARITCgZjdXJzb3IYCCABKAlIBIgBARINCgVsaW1pdBgJIAEoBUIJCgdfc3RhdHVzQg4KDF9nYXRlX3JlYXNvbkIICgZfc2luY2VCCAoGX3VudGlsQgkKB19jdXJzb3IiggEKFkxpc3RHYXRlRXZlbnRzUmVzcG9uc2USDwoHdXNlcl9pZBgBIAEoCRItCgZldmVudHMYAiADKAsyHS5tZXRlci5pbmdlc3Rpb24udjEuR2F0ZUV2ZW50EhgKC25leHRfY3Vyc29yGAMgASgJSACIAQFCDgoMX25leHRfY3Vyc29yIjgKEUdldFNlc3Npb25SZXF1ZXN0EhIKCnByb2R1Y3RfaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCSKgBgoKUGxhbkNvbmZpZxIhChRtYXhfc3BlbmRfcGVyX3BlcmlvZBgBIAEoAUgAiAEBEiIKFW1heF9zcGVuZF9wZXJfc2Vzc2lvbhgCIAEoAUgBiAEBEhQKDHNvZnRfZ2F0ZV9hdBgDIAEoARIUCgxoYXJkX2dhdGVfYXQYBCABKAESRQoMbW9kZWxfbGltaXRzGAUgAygLMi8ubWV0ZXIuaW5nZXN0aW9uLnYxLlBsYW5Db25maWcuTW9kZWxMaW1pdHNFbnRyeRJBCgpjb3N0X3JhdGVzGAYgAygLMi0ubWV0ZXIuaW5nZXN0aW9uLnYxLlBsYW5Db25maWcuQ29zdFJhdGVzRW50cnkSHwoXc2Vzc2lvbl90aW1lb3V0X21pbnV0ZXMYByABKAESPAoRZGVmYXVsdF9jb3N0X3JhdGUYCCABKAsyHC5tZXRlci5pbmdlc3Rpb24udjEuQ29zdFJhdGVIAogBARJBCgp0b29sX2Nvc3RzGAkgAygLMi0ubWV0ZXIuaW5nZXN0aW9uLnYxLlBsYW5Db25maWcuVG9vbENvc3RzRW50cnkSGQoRZGVmYXVsdF90b29sX2Nvc3QYCiABKAESGQoRcHJlX2NhbGxfZXN0aW1hdGUYCyABKAgSHgoWcHJlX2NhbGxfYnVmZmVyX3Rva2VucxgMIAEoAxpSChBNb2RlbExpbWl0c0VudHJ5EgsKA2tleRgBIAEoCRItCgV2YWx1ZRgCIAEoCzIeLm1ldGVyLmluZ2VzdGlvbi52MS5Nb2RlbExpbWl0OgI4ARpOCg5Db3N0UmF0ZXNFbnRyeRILCgNrZXkYASABKAkSKwoFdmFsdWUYAiABKAsyHC5tZXRlci5pbmdlc3Rpb24udjEuQ29zdFJhdGU6AjgBGjAKDlRvb2xDb3N0c0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoAToCOAFCFwoVX21heF9zcGVuZF9wZXJfcGVyaW9kQhgKFl9tYXhfc3BlbmRfcGVyX3Nlc3Npb25CFAoSX2RlZmF1bHRfY29zdF9yYXRlIisKCk1vZGVsTGltaXQSHQoVbWF4X3Rva2Vuc19wZXJfcGVyaW9kGAEgASgDIikKCENvc3RSYXRlEg0KBWlucHV0GAEgASgBEg4KBm91dHB1dBgCIAEoASLoAgoMQ3VycmVudFVzYWdlEhMKC3BlcmlvZF9jb3N0GAEgASgBEhsKE3BlcmlvZF90b2tlbnNfdG90YWwYAiABKAMSWQoWcGVyaW9kX3Rva2Vuc19ieV9tb2RlbBgDIAMoCzI5Lm1ldGVyLmluZ2VzdGlvbi52MS5DdXJyZW50VXNhZ2UuUGVyaW9kVG9rZW5zQnlNb2RlbEVudHJ5ElUKFHBlcmlvZF9jb3N0X2J5X21vZGVsGAQgAygLMjcubWV0ZXIuaW5nZXN0aW9uLnYxLkN1cnJlbnRVc2FnZS5QZXJpb2RDb3N0QnlNb2RlbEVudHJ5GjoKGFBlcmlvZFRva2Vuc0J5TW9kZWxFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAE6AjgBGjgKFlBlcmlvZENvc3RCeU1vZGVsRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgBOgI4ASJjCg1CaWxsaW5nUGVyaW9kEikKBXN0YXJ0GAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBInCgNlbmQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIooCChJHZXRTZXNzaW9uUmVzcG9uc2USDwoHdXNlcl9pZBgBIAEoCRIXCg9zZXJ2aWNlX3VzZXJfaWQYAiABKAkSDAoEcGxhbhgDIAEoCRITCgtzZGtfZW5hYmxlZBgEIAEoCBIzCgtwbGFuX2NvbmZpZxgFIAEoCzIeLm1ldGVyLmluZ2VzdGlvbi52MS5QbGFuQ29uZmlnEjcKDWN1cnJlbnRfdXNhZ2UYBiABKAsyIC5tZXRlci5pbmdlc3Rpb24udjEuQ3VycmVudFVzYWdlEjkKDmJpbGxpbmdfcGVyaW9kGAcgASgLMiEubWV0ZXIuaW5nZXN0aW9uLnYxLkJpbGxpbmdQZXJpb2QyggUKEEluZ2VzdGlvblNlcnZpY2UScAoRSW5nZXN0VXNhZ2VFdmVudHMSLC5tZXRlci5pbmdlc3Rpb24udjEuSW5nZXN0VXNhZ2VFdmVudHNSZXF1ZXN0Gi0ubWV0ZXIuaW5nZXN0aW9uLnYxLkluZ2VzdFVzYWdlRXZlbnRzUmVzcG9uc2USbQoQSW5nZXN0R2F0ZUV2ZW50cxIrLm1ldGVyLmluZ2VzdGlvbi52MS5Jbmdlc3RHYXRlRXZlbnRzUmVxdWVzdBosLm1ldGVyLmluZ2VzdGlvbi52MS5Jbmdlc3RHYXRlRXZlbnRzUmVzcG9uc2UScAoRQ3JlYXRlTWFudWFsRXZlbnQSLC5tZXRlci5pbmdlc3Rpb24udjEuQ3JlYXRlTWFudWFsRXZlbnRSZXF1ZXN0Gi0ubWV0ZXIuaW5nZXN0aW9uLnYxLkNyZWF0ZU1hbnVhbEV2ZW50UmVzcG9uc2USVQoIR2V0VXNhZ2USIy5tZXRlci5pbmdlc3Rpb24udjEuR2V0VXNhZ2VSZXF1ZXN0GiQubWV0ZXIuaW5nZXN0aW9uLnYxLkdldFVzYWdlUmVzcG9uc2USZwoOTGlzdEdhdGVFdmVudHMSKS5tZXRlci5pbmdlc3Rpb24udjEuTGlzdEdhdGVFdmVudHNSZXF1ZXN0GioubWV0ZXIuaW5nZXN0aW9uLnYxLkxpc3RHYXRlRXZlbnRzUmVzcG9uc2USWwoKR2V0U2Vzc2lvbhIlLm1ldGVyLmluZ2VzdGlvbi52MS5HZXRTZXNzaW9uUmVxdWVzdBomLm1ldGVyLmluZ2VzdGlvbi52MS5HZXRTZXNzaW9uUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("CiJtZXRlci9pbmdlc3Rpb24vdjEvaW5nZXN0aW9uLnByb3RvEhJtZXRlci5pbmdlc3Rpb24udjEigQMKClVzYWdlRXZlbnQSCgoCaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRIXCgpzZXNzaW9uX2lkGAMgASgJSACIAQESLQoJdGltZXN0YW1wGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgVtb2RlbBgFIAEoCUgBiAEBEhQKDGlucHV0X3Rva2VucxgGIAEoAxIVCg1vdXRwdXRfdG9rZW5zGAcgASgDEhQKDHRvdGFsX3Rva2VucxgIIAEoAxISCgp0b29sX2NhbGxzGAkgAygJEhMKC2Nvc3RfdG9rZW5zGAogASgBEhIKCmNvc3RfdG9vbHMYCyABKAESEgoKY29zdF90b3RhbBgMIAEoARIpCghtZXRhZGF0YRgNIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFQoIbGVhc2VfaWQYDiABKAlIAogBAUINCgtfc2Vzc2lvbl9pZEIICgZfbW9kZWxCCwoJX2xlYXNlX2lkIpEDCglHYXRlRXZlbnQSCgoCaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRIcCg9zZXJ2aWNlX3VzZXJfaWQYAyABKAlIAIgBARIXCgpzZXNzaW9uX2lkGAQgASgJSAGIAQESLQoJdGltZXN0YW1wGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZzdGF0dXMYBiABKAkSEwoLZ2F0ZV9yZWFzb24YByABKAkSEQoJdXNhZ2VfcGN0GAggASgBEhUKDWN1cnJlbnRfdmFsdWUYCSABKAESEwoLbGltaXRfdmFsdWUYCiABKAESEgoFbW9kZWwYCyABKAlIAogBARIPCgdibG9ja2VkGAwgASgIEhQKB21lc3NhZ2UYDSABKAlIA4gBARIpCghtZXRhZGF0YRgOIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RCEgoQX3NlcnZpY2VfdXNlcl9pZEINCgtfc2Vzc2lvbl9pZEIICgZfbW9kZWxCCgoIX21lc3NhZ2UiXgoYSW5nZXN0VXNhZ2VFdmVudHNSZXF1ZXN0EhIKCnByb2R1Y3RfaWQYASABKAkSLgoGZXZlbnRzGAIgAygLMh4ubWV0ZXIuaW5nZXN0aW9uLnYxLlVzYWdlRXZlbnQiQQoZSW5nZXN0VXNhZ2VFdmVudHNSZXNwb25zZRIQCghhY2NlcHRlZBgBIAEoBRISCgpkdXBsaWNhdGVzGAIgASgFIlwKF0luZ2VzdEdhdGVFdmVudHNSZXF1ZXN0EhIKCnByb2R1Y3RfaWQYASABKAkSLQoGZXZlbnRzGAIgAygLMh0ubWV0ZXIuaW5nZXN0aW9uLnYxLkdhdGVFdmVudCJAChhJbmdlc3RHYXRlRXZlbnRzUmVzcG9uc2USEAoIYWNjZXB0ZWQYASABKAUSEgoKZHVwbGljYXRlcxgCIAEoBSLpAgoYQ3JlYXRlTWFudWFsRXZlbnRSZXF1ZXN0EhIKCnByb2R1Y3RfaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRIRCgRjb3N0GAMgASgBSACIAQESEgoFbW9kZWwYBCABKAlIAYgBARIUCgxpbnB1dF90b2tlbnMYBSABKAMSFQoNb3V0cHV0X3Rva2VucxgGIAEoAxIYCgtkZXNjcmlwdGlvbhgHIAEoCUgCiAEBEhIKCnRvb2xfY2FsbHMYCCADKAkSKQoIbWV0YWRhdGEYCSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhcKCnNlc3Npb25faWQYCiABKAlIA4gBARIcCg9pZGVtcG90ZW5jeV9rZXkYCyABKAlIBIgBAUIHCgVfY29zdEIICgZfbW9kZWxCDgoMX2Rlc2NyaXB0aW9uQg0KC19zZXNzaW9uX2lkQhIKEF9pZGVtcG90ZW5jeV9rZXkilgEKC01hbnVhbEV2ZW50EgoKAmlkGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSDAoEY29zdBgDIAEoARISCgVtb2RlbBgEIAEoCUgAiAEBEg4KBnNvdXJjZRgFIAEoCRIuCgpjcmVhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIICgZfbW9kZWwiXAoZQ3JlYXRlTWFudWFsRXZlbnRSZXNwb25zZRIuCgVldmVudBgBIAEoCzIfLm1ldGVyLmluZ2VzdGlvbi52MS5NYW51YWxFdmVudBIPCgdjcmVhdGVkGAIgASgIIkYKD0dldFVzYWdlUmVxdWVzdBISCgpwcm9kdWN0X2lkGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSDgoGcGVyaW9kGAMgASgJIoEDChBHZXRVc2FnZVJlc3BvbnNlEg8KB3VzZXJfaWQYASABKAkSDgoGcGVyaW9kGAIgASgJEhIKCnRvdGFsX2Nvc3QYAyABKAESFAoMdG90YWxfdG9rZW5zGAQgASgDElAKD3Rva2Vuc19ieV9tb2RlbBgFIAMoCzI3Lm1ldGVyLmluZ2VzdGlvbi52MS5HZXRVc2FnZVJlc3BvbnNlLlRva2Vuc0J5TW9kZWxFbnRyeRJMCg1jb3N0X2J5X21vZGVsGAYgAygLMjUubWV0ZXIuaW5nZXN0aW9uLnYxLkdldFVzYWdlUmVzcG9uc2UuQ29zdEJ5TW9kZWxFbnRyeRIYChB0b29sX2NhbGxzX2NvdW50GAcgASgDGjQKElRva2Vuc0J5TW9kZWxFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAE6AjgBGjIKEENvc3RCeU1vZGVsRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgBOgI4ASK/AgoVTGlzdEdhdGVFdmVudHNSZXF1ZXN0EhIKCnByb2R1Y3RfaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRITCgZzdGF0dXMYAyABKAlIAIgBARIYCgtnYXRlX3JlYXNvbhgEIAEoCUgBiAEBEhQKDGJsb2NrZWRfb25seRgFIAEoCBIuCgVzaW5jZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAogBARIuCgV1bnRpbBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIA4gBARITCgZjdXJzb3IYCCABKAlIBIgBARINCgVsaW1pdBgJIAEoBUIJCgdfc3RhdHVzQg4KDF9nYXRlX3JlYXNvbkIICgZfc2luY2VCCAoGX3VudGlsQgkKB19jdXJzb3IiggEKFkxpc3RHYXRlRXZlbnRzUmVzcG9uc2USDwoHdXNlcl9pZBgBIAEoCRItCgZldmVudHMYAiADKAsyHS5tZXRlci5pbmdlc3Rpb24udjEuR2F0ZUV2ZW50EhgKC25leHRfY3Vyc29yGAMgASgJSACIAQFCDgoMX25leHRfY3Vyc29yIjgKEUdldFNlc3Npb25SZXF1ZXN0EhIKCnByb2R1Y3RfaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCSKgBgoKUGxhbkNvbmZpZxIhChRtYXhfc3BlbmRfcGVyX3BlcmlvZBgBIAEoAUgAiAEBEiIKFW1heF9zcGVuZF9wZXJfc2Vzc2lvbhgCIAEoAUgBiAEBEhQKDHNvZnRfZ2F0ZV9hdBgDIAEoARIUCgxoYXJkX2dhdGVfYXQYBCABKAESRQoMbW9kZWxfbGltaXRzGAUgAygLMi8ubWV0ZXIuaW5nZXN0aW9uLnYxLlBsYW5Db25maWcuTW9kZWxMaW1pdHNFbnRyeRJBCgpjb3N0X3JhdGVzGAYgAygLMi0ubWV0ZXIuaW5nZXN0aW9uLnYxLlBsYW5Db25maWcuQ29zdFJhdGVzRW50cnkSHwoXc2Vzc2lvbl90aW1lb3V0X21pbnV0ZXMYByABKAESPAoRZGVmYXVsdF9jb3N0X3JhdGUYCCABKAsyHC5tZXRlci5pbmdlc3Rpb24udjEuQ29zdFJhdGVIAogBARJBCgp0b29sX2Nvc3RzGAkgAygLMi0ubWV0ZXIuaW5nZXN0aW9uLnYxLlBsYW5Db25maWcuVG9vbENvc3RzRW50cnkSGQoRZGVmYXVsdF90b29sX2Nvc3QYCiABKAESGQoRcHJlX2NhbGxfZXN0aW1hdGUYCyABKAgSHgoWcHJlX2NhbGxfYnVmZmVyX3Rva2VucxgMIAEoAxpSChBNb2RlbExpbWl0c0VudHJ5EgsKA2tleRgBIAEoCRItCgV2YWx1ZRgCIAEoCzIeLm1ldGVyLmluZ2VzdGlvbi52MS5Nb2RlbExpbWl0OgI4ARpOCg5Db3N0UmF0ZXNFbnRyeRILCgNrZXkYASABKAkSKwoFdmFsdWUYAiABKAsyHC5tZXRlci5pbmdlc3Rpb24udjEuQ29zdFJhdGU6AjgBGjAKDlRvb2xDb3N0c0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoAToCOAFCFwoVX21heF9zcGVuZF9wZXJfcGVyaW9kQhgKFl9tYXhfc3BlbmRfcGVyX3Nlc3Npb25CFAoSX2RlZmF1bHRfY29zdF9yYXRlIisKCk1vZGVsTGltaXQSHQoVbWF4X3Rva2Vuc19wZXJfcGVyaW9kGAEgASgDIikKCENvc3RSYXRlEg0KBWlucHV0GAEgASgBEg4KBm91dHB1dBgCIAEoASLoAgoMQ3VycmVudFVzYWdlEhMKC3BlcmlvZF9jb3N0GAEgASgBEhsKE3BlcmlvZF90b2tlbnNfdG90YWwYAiABKAMSWQoWcGVyaW9kX3Rva2Vuc19ieV9tb2RlbBgDIAMoCzI5Lm1ldGVyLmluZ2VzdGlvbi52MS5DdXJyZW50VXNhZ2UuUGVyaW9kVG9rZW5zQnlNb2RlbEVudHJ5ElUKFHBlcmlvZF9jb3N0X2J5X21vZGVsGAQgAygLMjcubWV0ZXIuaW5nZXN0aW9uLnYxLkN1cnJlbnRVc2FnZS5QZXJpb2RDb3N0QnlNb2RlbEVudHJ5GjoKGFBlcmlvZFRva2Vuc0J5TW9kZWxFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAE6AjgBGjgKFlBlcmlvZENvc3RCeU1vZGVsRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgBOgI4ASJjCg1CaWxsaW5nUGVyaW9kEikKBXN0YXJ0GAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBInCgNlbmQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIooCChJHZXRTZXNzaW9uUmVzcG9uc2USDwoHdXNlcl9pZBgBIAEoCRIXCg9zZXJ2aWNlX3VzZXJfaWQYAiABKAkSDAoEcGxhbhgDIAEoCRITCgtzZGtfZW5hYmxlZBgEIAEoCBIzCgtwbGFuX2NvbmZpZxgFIAEoCzIeLm1ldGVyLmluZ2VzdGlvbi52MS5QbGFuQ29uZmlnEjcKDWN1cnJlbnRfdXNhZ2UYBiABKAsyIC5tZXRlci5pbmdlc3Rpb24udjEuQ3VycmVudFVzYWdlEjkKDmJpbGxpbmdfcGVyaW9kGAcgASgLMiEubWV0ZXIuaW5nZXN0aW9uLnYxLkJpbGxpbmdQZXJpb2QidgoTQWNxdWlyZUxlYXNlUmVxdWVzdBISCgpwcm9kdWN0X2lkGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSDgoGaG9sZGVyGAMgASgJEgwKBG5lZWQYBCABKAESDAoEd2FudBgFIAEoARIOCgZ0dGxfbXMYBiABKAMi3AEKBUxlYXNlEhAKCGxlYXNlX2lkGAEgASgJEg8KB2dyYW50ZWQYAiABKAESDQoFYWRkZWQYAyABKAESDQoFc3BlbnQYBCABKAESLgoKZXhwaXJlc19hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDgoGdHRsX21zGAYgASgDEhEKCXJlbWFpbmluZxgHIAEoARIPCgdob2xkZXJzGAggASgFEi4KCnBlcmlvZF9lbmQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIlEKFEFjcXVpcmVMZWFzZVJlc3BvbnNlEigKBWxlYXNlGAEgASgLMhkubWV0ZXIuaW5nZXN0aW9uLnYxLkxlYXNlEg8KB2xpbWl0ZWQYAiABKAgiWgoTUmVsZWFzZUxlYXNlUmVxdWVzdBISCgpwcm9kdWN0X2lkGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSEAoIbGVhc2VfaWQYAyABKAkSDAoEdXNlZBgEIAEoASJAChRSZWxlYXNlTGVhc2VSZXNwb25zZRIoCgVsZWFzZRgBIAEoCzIZLm1ldGVyLmluZ2VzdGlvbi52MS5MZWFzZTLIBgoQSW5nZXN0aW9uU2VydmljZRJwChFJbmdlc3RVc2FnZUV2ZW50cxIsLm1ldGVyLmluZ2VzdGlvbi52MS5Jbmdlc3RVc2FnZUV2ZW50c1JlcXVlc3QaLS5tZXRlci5pbmdlc3Rpb24udjEuSW5nZXN0VXNhZ2VFdmVudHNSZXNwb25zZRJtChBJbmdlc3RHYXRlRXZlbnRzEisubWV0ZXIuaW5nZXN0aW9uLnYxLkluZ2VzdEdhdGVFdmVudHNSZXF1ZXN0GiwubWV0ZXIuaW5nZXN0aW9uLnYxLkluZ2VzdEdhdGVFdmVudHNSZXNwb25zZRJwChFDcmVhdGVNYW51YWxFdmVudBIsLm1ldGVyLmluZ2VzdGlvbi52MS5DcmVhdGVNYW51YWxFdmVudFJlcXVlc3QaLS5tZXRlci5pbmdlc3Rpb24udjEuQ3JlYXRlTWFudWFsRXZlbnRSZXNwb25zZRJVCghHZXRVc2FnZRIjLm1ldGVyLmluZ2VzdGlvbi52MS5HZXRVc2FnZVJlcXVlc3QaJC5tZXRlci5pbmdlc3Rpb24udjEuR2V0VXNhZ2VSZXNwb25zZRJnCg5MaXN0R2F0ZUV2ZW50cxIpLm1ldGVyLmluZ2VzdGlvbi52MS5MaXN0R2F0ZUV2ZW50c1JlcXVlc3QaKi5tZXRlci5pbmdlc3Rpb24udjEuTGlzdEdhdGVFdmVudHNSZXNwb25zZRJbCgpHZXRTZXNzaW9uEiUubWV0ZXIuaW5nZXN0aW9uLnYxLkdldFNlc3Npb25SZXF1ZXN0GiYubWV0ZXIuaW5nZXN0aW9uLnYxLkdldFNlc3Npb25SZXNwb25zZRJhCgxBY3F1aXJlTGVhc2USJy5tZXRlci5pbmdlc3Rpb24udjEuQWNxdWlyZUxlYXNlUmVxdWVzdBooLm1ldGVyLmluZ2VzdGlvbi52MS5BY3F1aXJlTGVhc2VSZXNwb25zZRJhCgxSZWxlYXNlTGVhc2USJy5tZXRlci5pbmdlc3Rpb24udjEuUmVsZWFzZUxlYXNlUmVxdWVzdBooLm1ldGVyLmluZ2VzdGlvbi52MS5SZWxlYXNlTGVhc2VSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message meter.ingestion.v1.UsageEvent
@@ -84,6 +84,13 @@ export type UsageEvent = Message<"meter.ingestion.v1.UsageEvent"> & {
    * @generated from field: google.protobuf.Struct metadata = 13;
    */
   metadata?: JsonObject | undefined;
+
+  /**
+   * The lease the cost was spent from; the event settles against it.
+   *
+   * @generated from field: optional string lease_id = 14;
+   */
+  leaseId?: string | undefined;
 };
 
 /**
@@ -811,6 +818,201 @@ export const GetSessionResponseSchema: GenMessage<GetSessionResponse> = /*@__PUR
   messageDesc(file_meter_ingestion_v1_ingestion, 19);
 
 /**
+ * @generated from message meter.ingestion.v1.AcquireLeaseRequest
+ */
+export type AcquireLeaseRequest = Message<"meter.ingestion.v1.AcquireLeaseRequest"> & {
+  /**
+   * @generated from field: string product_id = 1;
+   */
+  productId: string;
+
+  /**
+   * @generated from field: string user_id = 2;
+   */
+  userId: string;
+
+  /**
+   * Client-chosen id of the holder (one client replica); one lease per holder and period.
+   *
+   * @generated from field: string holder = 3;
+   */
+  holder: string;
+
+  /**
+   * Dollars the holder's next call needs: less than this is no grant.
+   *
+   * @generated from field: double need = 4;
+   */
+  need: number;
+
+  /**
+   * Dollars the holder would like to hold (at most).
+   *
+   * @generated from field: double want = 5;
+   */
+  want: number;
+
+  /**
+   * Lease lifetime; 0 means the service default.
+   *
+   * @generated from field: int64 ttl_ms = 6;
+   */
+  ttlMs: bigint;
+};
+
+/**
+ * Describes the message meter.ingestion.v1.AcquireLeaseRequest.
+ * Use `create(AcquireLeaseRequestSchema)` to create a new message.
+ */
+export const AcquireLeaseRequestSchema: GenMessage<AcquireLeaseRequest> = /*@__PURE__*/
+  messageDesc(file_meter_ingestion_v1_ingestion, 20);
+
+/**
+ * @generated from message meter.ingestion.v1.Lease
+ */
+export type Lease = Message<"meter.ingestion.v1.Lease"> & {
+  /**
+   * Id to send as lease_id on usage events spent from it.
+   *
+   * @generated from field: string lease_id = 1;
+   */
+  leaseId: string;
+
+  /**
+   * Dollars granted to the holder in all (earlier grants included) in this period.
+   *
+   * @generated from field: double granted = 2;
+   */
+  granted: number;
+
+  /**
+   * Dollars granted by this request (0 when refused).
+   *
+   * @generated from field: double added = 3;
+   */
+  added: number;
+
+  /**
+   * Dollars settled against the lease so far.
+   *
+   * @generated from field: double spent = 4;
+   */
+  spent: number;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp expires_at = 5;
+   */
+  expiresAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: int64 ttl_ms = 6;
+   */
+  ttlMs: bigint;
+
+  /**
+   * What remained of the cap after this grant (cap - settled - outstanding).
+   *
+   * @generated from field: double remaining = 7;
+   */
+  remaining: number;
+
+  /**
+   * Holders with an outstanding slice, this one included.
+   *
+   * @generated from field: int32 holders = 8;
+   */
+  holders: number;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp period_end = 9;
+   */
+  periodEnd?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message meter.ingestion.v1.Lease.
+ * Use `create(LeaseSchema)` to create a new message.
+ */
+export const LeaseSchema: GenMessage<Lease> = /*@__PURE__*/
+  messageDesc(file_meter_ingestion_v1_ingestion, 21);
+
+/**
+ * @generated from message meter.ingestion.v1.AcquireLeaseResponse
+ */
+export type AcquireLeaseResponse = Message<"meter.ingestion.v1.AcquireLeaseResponse"> & {
+  /**
+   * @generated from field: meter.ingestion.v1.Lease lease = 1;
+   */
+  lease?: Lease | undefined;
+
+  /**
+   * False when the user has no finite period cap: nothing to lease, every call passes it.
+   *
+   * @generated from field: bool limited = 2;
+   */
+  limited: boolean;
+};
+
+/**
+ * Describes the message meter.ingestion.v1.AcquireLeaseResponse.
+ * Use `create(AcquireLeaseResponseSchema)` to create a new message.
+ */
+export const AcquireLeaseResponseSchema: GenMessage<AcquireLeaseResponse> = /*@__PURE__*/
+  messageDesc(file_meter_ingestion_v1_ingestion, 22);
+
+/**
+ * @generated from message meter.ingestion.v1.ReleaseLeaseRequest
+ */
+export type ReleaseLeaseRequest = Message<"meter.ingestion.v1.ReleaseLeaseRequest"> & {
+  /**
+   * @generated from field: string product_id = 1;
+   */
+  productId: string;
+
+  /**
+   * @generated from field: string user_id = 2;
+   */
+  userId: string;
+
+  /**
+   * @generated from field: string lease_id = 3;
+   */
+  leaseId: string;
+
+  /**
+   * Dollars the holder spent from the lease in all (settled or not yet): the lease keeps
+   * exactly that, so its outstanding part is what is spent but not settled yet.
+   *
+   * @generated from field: double used = 4;
+   */
+  used: number;
+};
+
+/**
+ * Describes the message meter.ingestion.v1.ReleaseLeaseRequest.
+ * Use `create(ReleaseLeaseRequestSchema)` to create a new message.
+ */
+export const ReleaseLeaseRequestSchema: GenMessage<ReleaseLeaseRequest> = /*@__PURE__*/
+  messageDesc(file_meter_ingestion_v1_ingestion, 23);
+
+/**
+ * @generated from message meter.ingestion.v1.ReleaseLeaseResponse
+ */
+export type ReleaseLeaseResponse = Message<"meter.ingestion.v1.ReleaseLeaseResponse"> & {
+  /**
+   * @generated from field: meter.ingestion.v1.Lease lease = 1;
+   */
+  lease?: Lease | undefined;
+};
+
+/**
+ * Describes the message meter.ingestion.v1.ReleaseLeaseResponse.
+ * Use `create(ReleaseLeaseResponseSchema)` to create a new message.
+ */
+export const ReleaseLeaseResponseSchema: GenMessage<ReleaseLeaseResponse> = /*@__PURE__*/
+  messageDesc(file_meter_ingestion_v1_ingestion, 24);
+
+/**
  * IngestionService owns usage events, gate events, manual events and per-user period
  * counters. It serves usage queries and the session bootstrap, hands spend-threshold
  * crossings and gate events to the webhooks service, and feeds the analytics service.
@@ -875,6 +1077,27 @@ export const IngestionService: GenService<{
     methodKind: "unary";
     input: typeof GetSessionRequestSchema;
     output: typeof GetSessionResponseSchema;
+  },
+  /**
+   * Grants a slice of what remains of the user's period spend cap to one holder (a client
+   * replica), atomically against cap - settled spend - slices outstanding.
+   *
+   * @generated from rpc meter.ingestion.v1.IngestionService.AcquireLease
+   */
+  acquireLease: {
+    methodKind: "unary";
+    input: typeof AcquireLeaseRequestSchema;
+    output: typeof AcquireLeaseResponseSchema;
+  },
+  /**
+   * Gives back the unused part of a holder's slice.
+   *
+   * @generated from rpc meter.ingestion.v1.IngestionService.ReleaseLease
+   */
+  releaseLease: {
+    methodKind: "unary";
+    input: typeof ReleaseLeaseRequestSchema;
+    output: typeof ReleaseLeaseResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_meter_ingestion_v1_ingestion, 0);

@@ -1,0 +1,65 @@
+// One client replica for the budget-lease test and benchmark: a Meter (the SDK) making
+// LEASE_CONCURRENCY concurrent model calls for one user, each with a pre-call estimate,
+// until refused for LEASE_STOP_AFTER_MS in a row (or LEASE_CALLS calls per worker). Prints
+// one JSON line of figures. LEASE_MODE=hold takes one reservation, prints "held" and waits
+// (to be killed while holding a lease).
+import { LimitExceededError, Meter } from "../sdk/typescript/src/index.ts";
+
+const env = (k: string, d?: string) => process.env[k] ?? d ?? (() => { throw new Error(`${k} is required`); })();
+const userId = env("LEASE_USER");
+const concurrency = Number(env("LEASE_CONCURRENCY", "100"));
+const callsPerWorker = Number(env("LEASE_CALLS", "0")) || Infinity;
+const stopAfterMs = Number(env("LEASE_STOP_AFTER_MS", "1500"));
+const leases = env("LEASE_ON", "true") === "true";
+const call = { model: "m", input_tokens: 1000 };
+const used = { input_tokens: 1000, output_tokens: 500 };
+
+const meter = new Meter({
+  apiKey: env("METER_API_KEY"),
+  baseURL: env("METER_BASE_URL"),
+  leases,
+  leaseTtlMs: Number(env("LEASE_TTL_MS", "60000")),
+  leaseIdleMs: Number(env("LEASE_IDLE_MS", "300")),
+  flushIntervalMs: 200,
+  logger: { warn: () => {} },
+});
+await meter.start();
+
+if (env("LEASE_MODE", "run") === "hold") {
+  await meter.reserve(userId, call);
+  process.stdout.write("held\n");
+  await new Promise(() => setInterval(() => {}, 1_000));
+}
+
+const latencies: number[] = [];
+let calls = 0;
+let refused = 0;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function worker(): Promise<void> {
+  let refusedSince: number | null = null;
+  for (let n = 0; n < callsPerWorker; ) {
+    const t0 = performance.now();
+    try {
+      const r = await meter.reserve(userId, call);
+      latencies.push(performance.now() - t0);
+      refusedSince = null;
+      await sleep(2 + Math.random() * 8); // the model call
+      await r.commit(used);
+      calls++;
+      n++;
+    } catch (err) {
+      if (!(err instanceof LimitExceededError)) throw err;
+      refused++;
+      refusedSince ??= Date.now();
+      if (Date.now() - refusedSince >= stopAfterMs) return;
+      await sleep(100);
+    }
+  }
+}
+
+await Promise.all(Array.from({ length: concurrency }, worker));
+const stats = meter.stats;
+await meter.shutdown();
+// Exit only once the (large) line is written to the pipe.
+process.stdout.write(JSON.stringify({ calls, refused, lease_requests: stats.lease_requests ?? 0, latencies }) + "\n", () => process.exit(0));

@@ -1,0 +1,136 @@
+// Drives budget-lease runs: N replica processes (bench/lease-replica.ts) against one user's
+// cap on a running stack. Shared by services/ingestion/leases/leases.test.ts and bench/leases.ts.
+import { spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const DAY = 86_400_000;
+
+/** Dollars per call: estimate 1000 in + 1000 buffer at $1/1K = $2; the call really costs 1000 in + 500 out = $1.5. */
+export const CALL_ESTIMATE = 2;
+export const CALL_COST = 1.5;
+
+export interface Http {
+  post(path: string, body: unknown): Promise<{ status: number; body: any }>;
+  get(path: string): Promise<{ status: number; body: any }>;
+}
+
+/** A user subscribed to a plan with a period cap and pre-call estimates covering each call. */
+export async function cappedUser(api: Http, cap: number): Promise<string> {
+  const plan = await api.post("/config/plans", {
+    plans: [
+      {
+        name: `lease-${randomUUID()}`,
+        max_spend_per_period: cap,
+        cost_rates: { m: { input: 1, output: 1 } },
+        pre_call_estimate: true,
+        pre_call_buffer_tokens: 1000,
+      },
+    ],
+  });
+  const id = `u-${randomUUID()}`;
+  await api.post("/users", { external_user_id: id });
+  const sub = await api.post(`/users/${id}/subscription`, {
+    plan_id: plan.body.plans[0].id,
+    period_start: new Date(Date.now() - DAY).toISOString(),
+    period_end: new Date(Date.now() + 20 * DAY).toISOString(),
+  });
+  if (sub.status !== 200) throw new Error(`subscription failed: ${JSON.stringify(sub.body)}`);
+  return id;
+}
+
+export interface ReplicaResult {
+  calls: number;
+  refused: number;
+  lease_requests: number;
+  latencies: number[];
+}
+
+export interface Replica {
+  /** Resolves with the replica's figures when it ends by itself. */
+  done: Promise<ReplicaResult>;
+  /** Resolves once the output contains `line`. */
+  printed(line: string): Promise<void>;
+  kill(): void;
+}
+
+export function spawnReplica(env: Record<string, string>): Replica {
+  const child = spawn(process.execPath, ["--import", "tsx", path.join(root, "bench/lease-replica.ts")], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  let err = "";
+  let killed = false;
+  const waiters: { line: string; resolve: () => void }[] = [];
+  child.stdout!.on("data", (d) => {
+    out += d;
+    for (const w of waiters) if (out.includes(w.line)) w.resolve();
+  });
+  child.stderr!.on("data", (d) => (err += d));
+  const done = new Promise<ReplicaResult>((resolve, reject) => {
+    child.once("exit", (code, signal) => {
+      if (killed) return resolve({ calls: 0, refused: 0, lease_requests: 0, latencies: [] });
+      if (code !== 0) return reject(new Error(`replica exited ${code ?? signal}: ${err.slice(-2000)}`));
+      resolve(JSON.parse(out.trim().split("\n").pop()!));
+    });
+  });
+  return {
+    done,
+    printed: (line) => new Promise((resolve) => (out.includes(line) ? resolve() : waiters.push({ line, resolve }))),
+    kill: () => {
+      killed = true;
+      child.kill("SIGKILL");
+    },
+  };
+}
+
+export interface RunOptions {
+  baseUrl: string;
+  apiKey: string;
+  userId: string;
+  replicas: number;
+  concurrency: number;
+  leases: boolean;
+  /** Calls per worker (0: until refused). */
+  callsPerWorker?: number;
+  ttlMs?: number;
+  stopAfterMs?: number;
+}
+
+export interface RunResult {
+  calls: number;
+  refused: number;
+  leaseRequests: number;
+  latencies: number[];
+  /** Settled spend of the user's period once every replica flushed and exited. */
+  spend: number;
+}
+
+export async function runReplicas(api: Http, o: RunOptions): Promise<RunResult> {
+  const env = {
+    METER_API_KEY: o.apiKey,
+    METER_BASE_URL: o.baseUrl,
+    LEASE_USER: o.userId,
+    LEASE_CONCURRENCY: String(o.concurrency),
+    LEASE_ON: String(o.leases),
+    LEASE_CALLS: String(o.callsPerWorker ?? 0),
+    LEASE_TTL_MS: String(o.ttlMs ?? 60_000),
+    LEASE_STOP_AFTER_MS: String(o.stopAfterMs ?? 1_500),
+  };
+  const results = await Promise.all(Array.from({ length: o.replicas }, () => spawnReplica(env).done));
+  const usage = await api.get(`/users/${o.userId}/usage`);
+  return {
+    calls: sum(results.map((r) => r.calls)),
+    refused: sum(results.map((r) => r.refused)),
+    leaseRequests: sum(results.map((r) => r.lease_requests)),
+    latencies: results.flatMap((r) => r.latencies),
+    spend: usage.body.total_cost,
+  };
+}
+
+export const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+export const quantile = (xs: number[], q: number) => (xs.length ? [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * q))]! : NaN);

@@ -1,0 +1,118 @@
+import { randomUUID } from "node:crypto";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { cappedUser, runReplicas, spawnReplica, CALL_COST, CALL_ESTIMATE } from "../../bench/lease-run.ts";
+import { startTestStack, type TestStack } from "../../test/support/stack.ts";
+import type { Api } from "../../test/support/http.ts";
+
+const t = suite<{ stack: TestStack; api: Api; apiKey: string }>("budget leases over HTTP and across replica processes");
+
+// Short leases so that a dead replica's slice returns within the test.
+const TTL_MS = 1_500;
+const GRACE_MS = 1_000;
+
+t.before(async (ctx) => {
+  ctx.stack = await startTestStack({ services: { ingestion: { leaseTtlMs: TTL_MS, leaseGraceMs: GRACE_MS } } });
+  const p = await ctx.stack.newProduct();
+  ctx.api = p.api;
+  ctx.apiKey = p.apiKey;
+});
+t.after(async (ctx) => {
+  await ctx.stack.close();
+});
+
+const close = (a: number, b: number, msg = "") => assert.ok(Math.abs(a - b) < 1e-6, `${msg} ${a} != ${b}`);
+const acquire = (api: Api, user: string, body: Record<string, unknown>) => api.post(`/users/${user}/leases`, body);
+const spendFrom = (api: Api, user: string, lease: string, cost: number) =>
+  api.post("/events/batch", [{ id: randomUUID(), user_id: user, timestamp: new Date().toISOString(), model: "m", cost_total: cost, lease_id: lease }]);
+
+t("grants slices of what remains, halving with each holder, and refuses past the cap", async ({ api }) => {
+  const user = await cappedUser(api, 100);
+  const a = await acquire(api, user, { holder: "a", need: 1, want: 1000 });
+  assert.is(a.status, 200, JSON.stringify(a.body));
+  assert.is(a.body.limited, true);
+  close(a.body.lease.added, 50, "first holder: remaining / 2");
+  const b = await acquire(api, user, { holder: "b", need: 1, want: 1000 });
+  close(b.body.lease.added, 50 / 4, "second holder: remaining / (2 * 2)");
+  const small = await acquire(api, user, { holder: "c", need: 1, want: 2 });
+  close(small.body.lease.added, 2, "never more than wanted");
+  const big = await acquire(api, user, { holder: "d", need: 40, want: 40 });
+  close(big.body.lease.added, 0, "need beyond what remains: refused");
+  close(big.body.lease.remaining, 100 - 50 - 12.5 - 2);
+  const again = await acquire(api, user, { holder: "a", need: 1, want: 1000 });
+  assert.ok(again.body.lease.granted > 50, "asking again extends the holder's lease");
+});
+
+t("usage events settle against their lease: spend and return never count twice, in either order", async ({ api }) => {
+  const user = await cappedUser(api, 100);
+  await acquire(api, user, { holder: "x", need: 1, want: 40 }); // 40 of 100 (half is 50)
+  // Spent 10 and settled, then returned with used 10: nothing outstanding, 90 remain.
+  assert.is((await spendFrom(api, user, "x", 10)).status, 200);
+  const r1 = await api.post(`/users/${user}/leases/x/release`, { used: 10 });
+  assert.is(r1.status, 200, JSON.stringify(r1.body));
+  close(r1.body.lease.granted, 10);
+  close(r1.body.lease.spent, 10);
+  const probe = await acquire(api, user, { holder: "p", need: 1, want: 1 });
+  close(probe.body.lease.remaining + probe.body.lease.added, 90, "settled 10, nothing held by x");
+  // Return first (used 30 of the renewed lease), settlement after: held until it arrives.
+  await acquire(api, user, { holder: "y", need: 20, want: 20 });
+  await api.post(`/users/${user}/leases/y/release`, { used: 20 });
+  const before = await acquire(api, user, { holder: "q", need: 1, want: 1 });
+  close(before.body.lease.remaining + before.body.lease.added, 100 - 10 - 1 - 20, "unsettled spend still held");
+  await spendFrom(api, user, "y", 20);
+  const after = await acquire(api, user, { holder: "q", need: 1, want: 1 });
+  const usage = await api.get(`/users/${user}/usage`);
+  close(usage.body.total_cost, 30);
+  close(after.body.lease.remaining + 2, 100 - 30 - 1, "settled once: cap - 30 - the two 1-dollar probes");
+});
+
+t("validation, 404 for unknown users, leases and other products, unlimited users", async ({ stack, api }) => {
+  const user = await cappedUser(api, 10);
+  assert.is((await acquire(api, user, { holder: "a.b", need: 1, want: 1 })).status, 422);
+  assert.is((await acquire(api, user, { holder: "a", need: -1, want: 1 })).status, 422);
+  assert.is((await acquire(api, user, { holder: "a", need: 1, want: 1, extra: 1 })).status, 422);
+  assert.is((await acquire(api, user, { holder: "a", need: 2, want: 1 })).status, 400);
+  assert.is((await acquire(api, "nobody", { holder: "a", need: 1, want: 1 })).status, 404);
+  assert.is((await api.post(`/users/${user}/leases/none/release`, { used: 0 })).status, 404);
+  assert.is((await api.post(`/users/${user}/leases/a.b/release`, { used: 0 })).status, 400);
+  const bad = await api.post("/events/batch", [{ id: randomUUID(), user_id: user, timestamp: new Date().toISOString(), lease_id: "no.dots" }]);
+  assert.is(bad.status, 422);
+  const other = await stack.newProduct("other");
+  assert.is((await acquire(other.api, user, { holder: "a", need: 1, want: 1 })).status, 404, "another product's user reads as not found");
+  assert.is((await stack.api.post(`/users/${user}/leases`, { holder: "a", need: 1, want: 1 })).status, 401);
+  const free = await api.post("/config/plans", { plans: [{ name: `free-${randomUUID()}` }] });
+  await api.post("/users", { external_user_id: "free-user" });
+  await api.post("/users/free-user/subscription", { plan_id: free.body.plans[0].id });
+  const unlimited = await acquire(api, "free-user", { holder: "a", need: 1, want: 1 });
+  assert.is(unlimited.status, 200);
+  assert.equal(unlimited.body, { limited: false, lease: null });
+});
+
+t("8 replica processes x 100 concurrent calls never spend past the cap", async ({ stack, api, apiKey }) => {
+  const cap = 400 * CALL_ESTIMATE;
+  const user = await cappedUser(api, cap);
+  const run = await runReplicas(api, { baseUrl: stack.apiUrl, apiKey, userId: user, replicas: 8, concurrency: 100, leases: true, ttlMs: 10_000, stopAfterMs: 800 });
+  assert.ok(run.spend <= cap + 1e-6, `spent ${run.spend} of a cap of ${cap}`);
+  close(run.spend, run.calls * CALL_COST, "every call settled once");
+  assert.ok(run.calls > 0);
+});
+
+t("a replica killed holding a slice: the slice returns after its expiry and others spend it", async ({ stack, api, apiKey }) => {
+  const cap = 40 * CALL_ESTIMATE;
+  const user = await cappedUser(api, cap);
+  const env = { METER_API_KEY: apiKey, METER_BASE_URL: stack.apiUrl, LEASE_USER: user, LEASE_TTL_MS: String(TTL_MS) };
+  const holder = spawnReplica({ ...env, LEASE_MODE: "hold" });
+  await holder.printed("held");
+  const held = await acquire(api, user, { holder: "probe", need: 0, want: 0 });
+  const heldByDead = cap - held.body.lease.remaining;
+  assert.ok(heldByDead >= cap / 2 - 1e-6, `the dead replica holds ${heldByDead}`);
+  holder.kill();
+  // The survivor keeps trying while refused for longer than expiry + grace, so it sees the slice come back.
+  const run = await spawnReplica({ ...env, LEASE_CONCURRENCY: "4", LEASE_STOP_AFTER_MS: String(3 * (TTL_MS + GRACE_MS)) }).done;
+  const usage = await api.get(`/users/${user}/usage`);
+  assert.ok(usage.body.total_cost <= cap + 1e-6);
+  assert.ok(usage.body.total_cost > cap - heldByDead, `spent ${usage.body.total_cost}: more than was left beside the dead replica's slice`);
+  close(usage.body.total_cost, run.calls * CALL_COST);
+});
+
+t.run();

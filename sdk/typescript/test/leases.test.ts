@@ -1,0 +1,90 @@
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { LimitExceededError, Meter, type MeterOptions } from "../src/index.ts";
+import { CALL_COST, CALL_ESTIMATE, cappedUser } from "../../../bench/lease-run.ts";
+import type { Api } from "../../../test/support/http.ts";
+import { startTestStack, type TestStack } from "../../../test/support/stack.ts";
+import { eventually } from "../../../test/support/eventually.ts";
+import { memoryLogger, rejects, usage } from "./support/fixtures.ts";
+import { FaultProxy } from "./support/proxy.ts";
+
+interface Ctx {
+  stack: TestStack;
+  api: Api;
+  apiKey: string;
+  proxies: FaultProxy[];
+}
+const t = suite<Ctx>("sdk: leases: true in one process, and with the lease route failing");
+
+t.before(async (ctx) => {
+  ctx.stack = await startTestStack();
+  const product = await ctx.stack.newProduct("sdk leases");
+  ctx.api = product.api;
+  ctx.apiKey = product.apiKey;
+  ctx.proxies = [];
+});
+t.after(async (ctx) => {
+  for (const p of ctx.proxies) await p.close();
+  await ctx.stack.close();
+});
+
+async function setup(ctx: Ctx, opts: MeterOptions = {}) {
+  const proxy = await FaultProxy.start(ctx.stack.apiUrl);
+  ctx.proxies.push(proxy);
+  const m = new Meter({ apiKey: ctx.apiKey, baseURL: proxy.apiUrl, logger: memoryLogger(), leases: true, ...opts });
+  return { proxy, m };
+}
+
+const CALL = { model: "m", input_tokens: 1000 };
+const USED = { input_tokens: 1000, output_tokens: 500 };
+
+t("calls spend from the lease until it cannot cover one; events settle; shutdown gives the rest back", async (ctx) => {
+  const cap = 20 * CALL_ESTIMATE;
+  const user = await cappedUser(ctx.api, cap);
+  const { proxy, m } = await setup(ctx);
+  let calls = 0;
+  for (;;) {
+    try {
+      await m.call(user, { ...CALL, usage: () => USED }, () => "ok");
+      calls++;
+    } catch (err) {
+      assert.instance(err, LimitExceededError);
+      assert.is((err as LimitExceededError).result.gate_reason, "total_spend");
+      break;
+    }
+  }
+  assert.ok(calls * CALL_COST <= cap, `${calls} calls within the cap`);
+  assert.ok(proxy.count(/POST \/users\/[^/]+\/leases$/) < calls, "fewer lease requests than calls");
+  await m.shutdown();
+  assert.is(proxy.count(/\/release$/), 1);
+  const u = await usage(ctx.api, user);
+  assert.ok(Math.abs(u.total_cost - calls * CALL_COST) < 1e-6);
+  // Nothing is held any more: another holder is offered the whole rest (half of it, alone).
+  const probe = await ctx.api.post(`/users/${user}/leases`, { holder: "probe", need: 0, want: cap });
+  assert.ok(Math.abs(probe.body.lease.added - (cap - u.total_cost) / 2) < 1e-6, JSON.stringify(probe.body));
+});
+
+t("a lease left unused for leaseIdleMs is given back without shutdown", async (ctx) => {
+  const user = await cappedUser(ctx.api, 100);
+  const { proxy, m } = await setup(ctx, { leaseIdleMs: 200 });
+  await m.call(user, { ...CALL, usage: () => USED }, () => "ok");
+  await eventually(() => proxy.count(/\/release$/) === 1, 10_000, "the idle lease given back");
+  await m.shutdown();
+  assert.is(proxy.count(/\/release$/), 1, "nothing left to give back at shutdown");
+});
+
+t('service unreachable: "slice" spends only what the lease holds, "open" lets calls pass', async (ctx) => {
+  const user = await cappedUser(ctx.api, 100);
+  const slice = await setup(ctx, { leaseFallback: "slice" });
+  slice.proxy.inject(/\/leases$/, { kind: "status", status: 503 }, 100);
+  await rejects(() => slice.m.call(user, { ...CALL, usage: () => USED }, () => "ok"), LimitExceededError);
+  await slice.m.shutdown();
+  const open = await setup(ctx, { leaseFallback: "open" });
+  open.proxy.inject(/\/leases$/, { kind: "status", status: 503 }, 100);
+  assert.is(await open.m.call(user, { ...CALL, usage: () => USED }, () => "ran"), "ran");
+  await open.m.shutdown();
+  assert.ok(Math.abs((await usage(ctx.api, user)).total_cost - CALL_COST) < 1e-6);
+  assert.throws(() => new Meter({ apiKey: "k", baseURL: "http://x", leases: true, leaseFallback: "nope" as "open" }), /leaseFallback/);
+});
+
+t.run();

@@ -1,0 +1,41 @@
+import { test } from "uvu";
+import * as assert from "uvu/assert";
+import { grant, outstanding } from "./lease-policy.ts";
+
+const now = 1_000_000;
+const live = (granted: number, spent = 0) => ({ granted, spent, expires_at: new Date(now + 10_000) });
+
+test("outstanding: granted - spent while live or within grace, nothing after, never negative", () => {
+  assert.is(outstanding(live(10, 4), now, 0), 6);
+  assert.is(outstanding(live(10, 12), now, 0), 0);
+  assert.is(outstanding({ granted: 10, spent: 0, expires_at: new Date(now - 500) }, now, 1_000), 10);
+  assert.is(outstanding({ granted: 10, spent: 0, expires_at: new Date(now - 1_000) }, now, 1_000), 0);
+  assert.is(outstanding({ granted: 10, spent: 0 }, now, 1_000), 0);
+});
+
+test("grant: half of what remains alone, 1/(2(n+1)) beside n holders, at least need, at most want", () => {
+  const base = { cap: 100, settled: 20, holder: "me", need: 1, want: 1_000, now, graceMs: 0 };
+  assert.equal(grant({ ...base, leases: {} }), { added: 40, remaining: 40, holders: 1 });
+  const three = { a: live(10), b: live(10), c: live(10) };
+  assert.is(grant({ ...base, leases: three }).added, 50 / 8);
+  assert.is(grant({ ...base, leases: three, want: 2 }).added, 2);
+  assert.is(grant({ ...base, leases: three, need: 30 }).added, 30);
+  assert.is(grant({ ...base, leases: three, need: 51 }).added, 0, "more than remains: refused");
+  assert.is(grant({ ...base, leases: { me: live(30) } }).added, 25, "own outstanding counts against remaining, not as another holder");
+});
+
+test("a grant never takes the total past the cap, whatever the holders already hold", () => {
+  for (let i = 0; i < 1_000; i++) {
+    const leases: Record<string, ReturnType<typeof live>> = {};
+    const n = Math.floor(Math.random() * 10);
+    for (let h = 0; h < n; h++) leases[`h${h}`] = live(Math.random() * 20, Math.random() * 10);
+    const g = { cap: 100, settled: Math.random() * 80, leases, holder: "me", need: Math.random() * 5, want: Math.random() * 50, now, graceMs: 0 };
+    const held = Object.values(leases).reduce((a, l) => a + outstanding(l, now, 0), 0);
+    const r = grant(g);
+    // Random holdings may already pass the cap (nothing then is granted); a grant never adds to that.
+    assert.ok(r.added === 0 || g.settled + held + r.added <= g.cap + 1e-9, JSON.stringify({ g, r }));
+    assert.ok(r.added === 0 || r.added >= Math.min(g.need, g.want));
+  }
+});
+
+test.run();
