@@ -17,13 +17,21 @@ export interface Http {
   get(path: string): Promise<{ status: number; body: any }>;
 }
 
-/** A user subscribed to a plan with a period cap and pre-call estimates covering each call. */
-export async function cappedUser(api: Http, cap: number): Promise<string> {
+/** Tokens per call: the estimate (1000 in + 1000 buffer) and what a call really uses (1000 in + 500 out). */
+export const CALL_TOKENS_ESTIMATE = 2_000;
+export const CALL_TOKENS = 1_500;
+
+/**
+ * A user subscribed to a plan with a period spend cap (null: none) and pre-call estimates
+ * covering each call; `modelTokens` caps the tokens of model "m" per period too.
+ */
+export async function cappedUser(api: Http, cap: number | null, modelTokens?: number): Promise<string> {
   const plan = await api.post("/config/plans", {
     plans: [
       {
         name: `lease-${randomUUID()}`,
         max_spend_per_period: cap,
+        ...(modelTokens === undefined ? {} : { model_limits: { m: { max_tokens_per_period: modelTokens } } }),
         cost_rates: { m: { input: 1, output: 1 } },
         pre_call_estimate: true,
         pre_call_buffer_tokens: 1000,

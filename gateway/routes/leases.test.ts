@@ -66,6 +66,44 @@ t("usage events settle against their lease: spend and return never count twice, 
   close(after.body.lease.remaining + 2, 100 - 30 - 1, "settled once: cap - 30 - the two 1-dollar probes");
 });
 
+t("token caps: whole slices of a model's tokens, settled by the events' tokens, given back per model", async ({ api }) => {
+  const user = await cappedUser(api, null, 10_000);
+  const tokensOf = async (holder: string, need: number, want: number, model = "m") =>
+    (await acquire(api, user, { holder, need: 0, want: 0, model, need_tokens: need, want_tokens: want })).body;
+  const a = await tokensOf("a", 100, 100_000, "m-2024-08-06");
+  assert.is(a.limited, true);
+  assert.is(a.lease.spend_limited, false, "no spend cap: only the model's tokens are leased");
+  assert.equal(a.lease.tokens, { model: "m", granted: 5000, added: 5000, spent: 0, remaining: 5000, holders: 1 }, "half of the cap, by the normalized name");
+  const b = await tokensOf("b", 1, 100_000);
+  assert.is(b.lease.tokens.added, 1250, "second holder: remaining / (2 * 2)");
+  assert.is((await tokensOf("c", 3, 3)).lease.tokens.added, 3);
+  // 3,000 tokens spent from a's slice: settled against it, so what remains does not move.
+  const spent = await api.post("/events/batch", [
+    { id: randomUUID(), user_id: user, timestamp: new Date().toISOString(), model: "m", input_tokens: 2000, output_tokens: 1000, lease_id: "a" },
+  ]);
+  assert.is(spent.status, 200);
+  assert.is((await tokensOf("p", 0, 0)).lease.tokens.remaining, 10_000 - 5000 - 1250 - 3);
+  const back = await api.post(`/users/${user}/leases/a/release`, { used: 0, used_tokens: { m: 3000 } });
+  assert.is(back.status, 200, JSON.stringify(back.body));
+  assert.is((await tokensOf("p", 0, 0)).lease.tokens.remaining, 10_000 - 3000 - 1250 - 3, "a's unused 2,000 tokens back in the pool");
+  assert.is((await tokensOf("d", 5800, 5800)).lease.tokens.added, 0, "more than remains: refused");
+  assert.equal((await tokensOf("a", 1, 1, "other")), { limited: false, lease: null }, "an uncapped model of a user without a spend cap");
+  assert.is((await acquire(api, user, { holder: "a", need: 0, want: 0, need_tokens: 1, want_tokens: 1 })).status, 400, "tokens need a model");
+  assert.is((await acquire(api, user, { holder: "a", need: 0, want: 0, model: "m", need_tokens: 2, want_tokens: 1 })).status, 400);
+  assert.is((await acquire(api, user, { holder: "a", need: 0, want: 0, model: "m", need_tokens: 1.5 })).status, 422);
+  assert.is((await api.post(`/users/${user}/leases/a/release`, { used: 0, used_tokens: { m: -1 } })).status, 422);
+});
+
+t("the OpenAPI document has the lease routes and lease_id on usage events", async ({ stack }) => {
+  const doc = (await stack.api.get("/openapi.json")).body;
+  const acquireOp = doc.paths["/api/v1/users/{user_id}/leases"]?.post;
+  assert.ok(acquireOp, "POST /users/{user_id}/leases");
+  assert.ok(acquireOp.responses["200"] && acquireOp.responses["404"] && acquireOp.responses["422"]);
+  assert.ok(doc.paths["/api/v1/users/{user_id}/leases/{lease_id}/release"]?.post, "POST /users/{user_id}/leases/{lease_id}/release");
+  const batch = JSON.stringify(doc.paths["/api/v1/events/batch"].post.requestBody);
+  assert.match(batch, /lease_id/);
+});
+
 t("validation, 404 for unknown users, leases and other products, unlimited users", async ({ stack, api }) => {
   const user = await cappedUser(api, 10);
   assert.is((await acquire(api, user, { holder: "a.b", need: 1, want: 1 })).status, 422);

@@ -7,6 +7,7 @@ import { rpcOptions } from "../rpc-options.ts";
 
 const LeaseId = Type.String({ pattern: "^[A-Za-z0-9_-]{1,64}$", description: "1-64 letters, digits, _ or -" });
 const Dollars = Type.Number({ minimum: 0, maximum: 1e12 });
+const Tokens = (o: { description?: string } = {}) => Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, ...o });
 
 const UserParams = Type.Object({ user_id: Type.String({ minLength: 1, maxLength: 255, description: "external_user_id" }) });
 const LeaseParams = Type.Object({ user_id: UserParams.properties.user_id, lease_id: LeaseId });
@@ -16,10 +17,30 @@ const AcquireIn = Body({
   need: Type.Unsafe<number>({ ...Dollars, description: "Dollars the holder's next call needs; a smaller grant is no grant" }),
   want: Type.Unsafe<number>({ ...Dollars, description: "Most dollars the holder wants to hold (at least need)" }),
   ttl_ms: Type.Optional(Type.Integer({ minimum: 0, maximum: 3_600_000, description: "Lease lifetime; 0 or absent: the service default (60 s)" })),
+  model: Type.Optional(
+    Type.String({ minLength: 1, maxLength: 255, description: "Model of the holder's next call: when the plan caps its tokens, the lease also holds a slice of that cap" }),
+  ),
+  need_tokens: Type.Optional(Tokens({ description: "Tokens of `model` the next call needs (its pre-call estimate); default 0" })),
+  want_tokens: Type.Optional(Tokens({ description: "Most tokens of `model` the holder wants to hold (at least need_tokens); default need_tokens" })),
 });
 
 const ReleaseIn = Body({
   used: Type.Unsafe<number>({ ...Dollars, description: "Dollars the holder spent from the lease in all, settled or not yet" }),
+  used_tokens: Type.Optional(
+    Type.Record(Type.String({ minLength: 1, maxLength: 255 }), Tokens(), {
+      maxProperties: 256,
+      description: "The same in tokens per model; a model left out keeps its token slice until the lease lapses",
+    }),
+  ),
+});
+
+const TokenLeaseOut = Type.Object({
+  model: Type.String({ description: "Normalized model name" }),
+  granted: Type.Integer({ description: "Tokens granted to this holder in the period in all" }),
+  added: Type.Integer({ description: "Tokens granted by this request; 0 when refused" }),
+  spent: Type.Integer({ description: "Tokens of usage events settled against the lease" }),
+  remaining: Type.Number({ description: "Tokens of the model's cap neither settled nor held by a lease after this request" }),
+  holders: Type.Integer({ description: "Holders with an outstanding token slice of the model" }),
 });
 
 const LeaseOut = Type.Object({
@@ -32,6 +53,8 @@ const LeaseOut = Type.Object({
   remaining: Type.Number({ description: "Dollars of the cap neither settled nor held by a lease after this request" }),
   holders: Type.Integer({ description: "Holders with an outstanding slice" }),
   period_end: DateTime,
+  spend_limited: Type.Boolean({ description: "False when the user has no finite period spend cap: the dollar fields mean nothing" }),
+  tokens: Nullable(TokenLeaseOut),
 });
 
 const AcquireOut = Type.Object({
@@ -50,6 +73,17 @@ function leaseJson(l: Lease) {
     remaining: l.remaining,
     holders: l.holders,
     period_end: timestampDate(l.periodEnd!).toISOString(),
+    spend_limited: l.spendLimited,
+    tokens: l.tokens
+      ? {
+          model: l.tokens.model,
+          granted: Number(l.tokens.granted),
+          added: Number(l.tokens.added),
+          spent: Number(l.tokens.spent),
+          remaining: l.tokens.remaining,
+          holders: l.tokens.holders,
+        }
+      : null,
   };
 }
 
@@ -60,8 +94,9 @@ export const leaseRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         summary: "Lease a slice of the user's period spend cap (budget lease)",
         description:
-          "Grants the holder a slice of cap - settled spend - slices outstanding, atomically, until expires_at. " +
-          "Asking again extends the holder's lease. Usage events spent from it carry its lease_id.",
+          "Grants the holder a slice of cap - settled spend - slices outstanding, atomically, until expires_at; with `model`, " +
+          "also a slice of that model's token cap the same way. Asking again extends the holder's lease. " +
+          "Usage events spent from it carry its lease_id.",
         tags: ["leases"],
         params: UserParams,
         body: AcquireIn,
@@ -71,7 +106,17 @@ export const leaseRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request) => {
       const b = request.body;
       const res = await app.services.ingestion.acquireLease(
-        { productId: request.productId, userId: request.params.user_id, holder: b.holder, need: b.need, want: b.want, ttlMs: BigInt(b.ttl_ms ?? 0) },
+        {
+          productId: request.productId,
+          userId: request.params.user_id,
+          holder: b.holder,
+          need: b.need,
+          want: b.want,
+          ttlMs: BigInt(b.ttl_ms ?? 0),
+          model: b.model,
+          needTokens: BigInt(b.need_tokens ?? 0),
+          wantTokens: BigInt(b.want_tokens ?? b.need_tokens ?? 0),
+        },
         rpcOptions(request),
       );
       return { limited: res.limited, lease: res.lease ? leaseJson(res.lease) : null };
@@ -92,7 +137,13 @@ export const leaseRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const res = await app.services.ingestion.releaseLease(
-        { productId: request.productId, userId: request.params.user_id, leaseId: request.params.lease_id, used: request.body.used },
+        {
+          productId: request.productId,
+          userId: request.params.user_id,
+          leaseId: request.params.lease_id,
+          used: request.body.used,
+          usedTokens: Object.fromEntries(Object.entries(request.body.used_tokens ?? {}).map(([m, n]) => [m, BigInt(n)])),
+        },
         rpcOptions(request),
       );
       return { lease: leaseJson(res.lease!) };

@@ -1,10 +1,11 @@
 import type { KnownUser, PlanInfo } from "./adapters/plans.ts";
 import type { IngestionDeps } from "./deps.ts";
+import { encodeKey } from "./domain/field-keys.ts";
 import { calendarMonth, periodAt, type BillingPeriod } from "./domain/period.ts";
 import { hasThresholds, reachedThresholds } from "./domain/thresholds.ts";
 import { kickRelay } from "./jobs/relay.ts";
 import { crossingsClosedBefore } from "./retention.ts";
-import { counterId, delta, monthCounterId, type CounterDelta, type CounterDoc } from "./store/counters.ts";
+import { counterId, delta, monthCounterId, type CounterDelta, type CounterDoc, type LeaseSpend } from "./store/counters.ts";
 import { crossingKey, type CrossingDoc } from "./store/crossings.ts";
 import type { GateEventDoc } from "./store/gate-events.ts";
 import type { JobDoc } from "./store/jobs.ts";
@@ -77,11 +78,23 @@ function periodKey(d: CounterDelta): string {
   return `${d.productId}|${d.start.toISOString()}|${d.end.toISOString()}|${d.userId}`;
 }
 
-/** Dollars per lease of events spent from a budget lease. */
-function leaseSpend(events: readonly UsageEventDoc[]): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const e of events) if (e.lease_id) out[e.lease_id] = (out[e.lease_id] ?? 0) + e.cost_total;
-  return out;
+/** What the events spent from each budget lease, and whether some were spent from none. */
+function leaseSpend(events: readonly UsageEventDoc[]): Pick<CounterDelta, "leases" | "unleased"> {
+  const leases: Record<string, LeaseSpend> = {};
+  let unleased = false;
+  for (const e of events) {
+    if (!e.lease_id) {
+      unleased = true;
+      continue;
+    }
+    const l = (leases[e.lease_id] ??= { cost: 0, tokens: {} });
+    l.cost += e.cost_total;
+    if (e.model !== null) {
+      const key = encodeKey(e.model);
+      l.tokens[key] = (l.tokens[key] ?? 0) + e.total_tokens;
+    }
+  }
+  return { leases, unleased };
 }
 
 function groupBy<T>(items: readonly T[], key: (t: T) => string): Map<string, T[]> {
@@ -103,7 +116,7 @@ function groupBy<T>(items: readonly T[], key: (t: T) => string): Map<string, T[]
 async function completeUsage(deps: IngestionDeps, job: JobDoc, inserted: UsageEventDoc[]): Promise<void> {
   await deps.outbox.put(deps.outbox.analytics, [entry("usage", job._id, inserted.map(usageFact))]);
   const periods = [...groupBy(inserted, (d) => d.counter_id)].map(([id, list]) => ({
-    delta: { ...delta(id, list[0]!.period_start, list[0]!.period_end, list), leases: leaseSpend(list) },
+    delta: { ...delta(id, list[0]!.period_start, list[0]!.period_end, list), ...leaseSpend(list) },
     limit: list[0]! as Limited,
   }));
   // The month's counter has no plan and no limit: it only answers usage by calendar month.

@@ -5,7 +5,7 @@ import { LimitExceededError, MeterApiError } from "./errors.ts";
 import { evaluate } from "./gates.ts";
 import { applyView, rollLocally } from "./periods.ts";
 import { estimateTokens, normalizeModel, rateOf, tokenCost, toolsCost } from "./pricing.ts";
-import { Leases } from "./leases.ts";
+import { Leases, type LeaseNeed } from "./leases.ts";
 import { EventQueue } from "./queue.ts";
 import { Reservation, type Hold, type Ledger } from "./reservation.ts";
 import type { Session } from "./sessions.ts";
@@ -148,12 +148,12 @@ export class Meter implements Ledger {
   async reserve(userId: string, input: GuardInput = {}): Promise<Reservation> {
     checkUser(userId);
     const e = this.ready(userId) ?? (await this.load(userId));
-    if (this.leases?.applies(e)) {
+    const lease = this.leases && this.leaseNeed(e, input);
+    if (lease) {
       // Until the lease covers the estimate, ask for more; the check and the hold below are one synchronous step.
-      const need = this.estimate(e, this.model(e, input.model), input).cost;
       // A few rounds at most: concurrent callers may take a grant first; a slow service must not hold the call forever.
-      for (let round = 0; round < LEASE_ROUNDS && this.leases.applies(e) && !this.leases.covers(e, need); round++) {
-        if (!(await this.leases.ask(e, need))) break;
+      for (let round = 0; round < LEASE_ROUNDS && !this.leases!.covers(e, lease); round++) {
+        if (!(await this.leases!.ask(e, lease))) break;
       }
     }
     return this.admit(e, input, true) as Reservation;
@@ -293,7 +293,7 @@ export class Meter implements Ledger {
     hold.session.reserved = nonNegative(hold.session.reserved - hold.cost);
     if (hold.model !== null && hold.tokens > 0) e.reservedTokens[hold.model] = nonNegative((e.reservedTokens[hold.model] ?? 0) - hold.tokens);
     e.inFlight--;
-    this.leases?.unhold(e.userId, hold.lease ?? null, hold.cost);
+    this.leases?.unhold(e.userId, hold.lease ?? null, hold.cost, hold.model, hold.tokens);
   }
 
   // ---- internals ----
@@ -385,7 +385,7 @@ export class Meter implements Ledger {
 
   /** The check of guard()/reserve(): synchronous from here on, so check and hold are one step. */
   private admit(e: UserEntry, input: GuardInput, hold: boolean): GuardResult | Reservation {
-    if (input.input_tokens !== undefined && !isCount(input.input_tokens)) throw new TypeError("input_tokens must be a non-negative integer");
+    checkEstimateInput(input);
     const now = Date.now();
     const plan = e.config;
     const model = this.model(e, input.model);
@@ -401,9 +401,10 @@ export class Meter implements Ledger {
       estimateTokens: tokens,
     });
     let lease: string | null = null;
-    if (hold && result.status !== "hard_gate" && this.leases?.applies(e)) {
-      const taken = this.leases.take(e, cost);
-      if (taken === null) result = this.leases.refusal(e, cost);
+    const need = hold && result.status !== "hard_gate" && this.leases ? this.leases.need(e, model, cost, tokens) : null;
+    if (need) {
+      const taken = this.leases!.take(e, need);
+      if ("refused" in taken) result = taken.refused;
       else lease = taken.leaseId;
     }
     if (result.status !== "ok") this.gated(e, session, model, result, input.metadata, now);
@@ -413,6 +414,14 @@ export class Meter implements Ledger {
     if (model !== null && tokens > 0) e.reservedTokens[model] = (e.reservedTokens[model] ?? 0) + tokens;
     e.inFlight++;
     return new Reservation(this, { entry: e, session, model, cost, tokens, metadata: input.metadata, lease }, result);
+  }
+
+  /** What a reserved call needs from the user's lease, or null when leases do not apply to it. */
+  private leaseNeed(e: UserEntry, input: GuardInput): LeaseNeed | null {
+    checkEstimateInput(input);
+    const model = this.model(e, input.model);
+    const { cost, tokens } = this.estimate(e, model, input);
+    return this.leases!.need(e, model, cost, tokens);
   }
 
   /** With pre_call_estimate: the call's estimated cost and tokens (input plus the output buffer). */
@@ -479,7 +488,7 @@ export class Meter implements Ledger {
       metadata: metadata ?? {},
       synced: false,
     };
-    const lease = this.leases?.spend(e.userId, event.cost_total);
+    const lease = this.leases?.spend(e.userId, event.cost_total, model, event.total_tokens);
     if (lease) event.lease_id = lease;
     this.count(e, session, model, event.total_tokens, event.cost_total);
     if (this.queue.push("usage", event)) {
@@ -605,6 +614,10 @@ function forget(e: UserEntry, now: number): void {
 
 function nonNegative(x: number): number {
   return x < 1e-12 ? 0 : x;
+}
+
+function checkEstimateInput(input: GuardInput): void {
+  if (input.input_tokens !== undefined && !isCount(input.input_tokens)) throw new TypeError("input_tokens must be a non-negative integer");
 }
 
 function isCount(x: unknown): boolean {

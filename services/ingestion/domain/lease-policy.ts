@@ -1,25 +1,45 @@
 /**
  * The slice policy of budget leases (pure; see the README, "Budget leases"). A lease is one
- * holder's (client replica's) slice of a user's period spend cap, kept in the period counter.
+ * holder's (client replica's) slice of a user's period caps, kept in the period counter: a
+ * slice of the spend cap in dollars, and per model a slice of that model's token cap.
  */
-export interface LeaseEntry {
+export interface Budget {
   granted: number;
-  /** Dollars of usage events settled against the lease (added with the counter's $inc). */
+  /** Usage settled against the lease (added with the counter's $inc). */
   spent: number;
-  expires_at?: Date;
 }
 
-/** Dollars a lease still holds back from others: granted but not settled, until expiry + grace. */
-export function outstanding(l: LeaseEntry, now: number, graceMs: number): number {
-  if (!l.expires_at || l.expires_at.getTime() + graceMs <= now) return 0;
+export interface LeaseEntry extends Budget {
+  expires_at?: Date;
+  /** Token slices, by field-key encoded model name. */
+  tokens?: Record<string, Budget>;
+}
+
+/** Which budget of a lease: the dollars of the spend cap (null) or a model's tokens (its field key). */
+export type Dimension = string | null;
+
+export function budgetOf(l: LeaseEntry, dim: Dimension): Budget | undefined {
+  return dim === null ? l : l.tokens?.[dim];
+}
+
+/** A lease holds something back until expiry + grace; after that it counts as returned. */
+export function isLive(l: LeaseEntry, now: number, graceMs: number): boolean {
+  return l.expires_at !== undefined && l.expires_at.getTime() + graceMs > now;
+}
+
+/** What a lease still holds back from others in one dimension: granted but not settled, while live. */
+export function outstanding(l: LeaseEntry, now: number, graceMs: number, dim: Dimension = null): number {
+  const b = budgetOf(l, dim);
+  if (!b || !isLive(l, now, graceMs)) return 0;
   // Sums of the same costs added in another order differ in the last bits: below a micro-cent is nothing.
-  const o = l.granted - (l.spent ?? 0);
+  const o = (b.granted ?? 0) - (b.spent ?? 0);
   return o > 1e-9 ? o : 0;
 }
 
 export interface GrantInput {
+  /** The cap of the dimension (dollars or tokens). */
   cap: number;
-  /** Settled spend of the period (the counter's cost). */
+  /** Settled usage of the period in that dimension (the counter's cost, or its tokens of the model). */
   settled: number;
   leases: Record<string, LeaseEntry>;
   holder: string;
@@ -27,10 +47,13 @@ export interface GrantInput {
   want: number;
   now: number;
   graceMs: number;
+  dim?: Dimension;
+  /** Tokens: grants are whole numbers. */
+  whole?: boolean;
 }
 
 export interface Grant {
-  /** Dollars added to the holder's lease (0: refused). */
+  /** Added to the holder's lease (0: refused). */
   added: number;
   /** What remains for everyone after the grant. */
   remaining: number;
@@ -44,16 +67,20 @@ export interface Grant {
  * rarely; near it the slices halve with every holder until they cover single calls.
  */
 export function grant(g: GrantInput): Grant {
+  const dim = g.dim ?? null;
   let held = 0;
   let others = 0;
   for (const [id, l] of Object.entries(g.leases)) {
-    const o = outstanding(l, g.now, g.graceMs);
+    const o = outstanding(l, g.now, g.graceMs, dim);
     held += o;
     if (id !== g.holder && o > 0) others++;
   }
   const remaining = Math.max(0, g.cap - g.settled - held);
   if (remaining < g.need || remaining <= 0) return { added: 0, remaining, holders: others };
   const share = remaining / (2 * (others + 1));
-  const added = Math.min(remaining, Math.min(g.want, Math.max(g.need, share)));
+  const slice = Math.min(remaining, Math.min(g.want, Math.max(g.need, share)));
+  // need is whole for tokens and at most remaining, so the floor still covers it.
+  const added = g.whole ? Math.floor(slice) : slice;
+  if (added <= 0) return { added: 0, remaining, holders: others };
   return { added, remaining: remaining - added, holders: others + 1 };
 }

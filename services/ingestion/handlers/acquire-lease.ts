@@ -2,13 +2,18 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { IngestionService } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import { rpcError } from "@meter/lib/errors";
 import type { IngestionDeps } from "../deps.ts";
+import { normalizeModel } from "../domain/cost.ts";
+import { encodeKey } from "../domain/field-keys.ts";
+import type { Ask } from "../leases/store.ts";
 import { attribute } from "../usage.ts";
 import { requireProduct, requireUser } from "./common.ts";
-import { MAX_LEASE_TTL_MS, leaseMessage, requireDollars, requireLeaseId } from "./lease-common.ts";
+import { MAX_LEASE_TTL_MS, leaseMessage, requireDollars, requireLeaseId, requireTokens } from "./lease-common.ts";
 
 /**
- * Grants the holder a slice of the user's current period cap (max_spend_per_period x
- * hard_gate_at). A user without a finite cap has nothing to lease: `limited` is false.
+ * Grants the holder a slice of the user's current period spend cap (max_spend_per_period x
+ * hard_gate_at) and, when a model is named whose tokens the plan caps, of that model's token
+ * cap (max_tokens_per_period x hard_gate_at), in one write. A user with neither cap has
+ * nothing to lease: `limited` is false.
  */
 export function acquireLease(deps: IngestionDeps): ServiceImpl<typeof IngestionService>["acquireLease"] {
   return async (req) => {
@@ -17,17 +22,36 @@ export function acquireLease(deps: IngestionDeps): ServiceImpl<typeof IngestionS
     const need = requireDollars("need", req.need);
     const want = requireDollars("want", req.want);
     if (want < need) throw rpcError.invalid("want must be at least need");
+    const needTokens = requireTokens("need_tokens", req.needTokens);
+    const wantTokens = requireTokens("want_tokens", req.wantTokens);
+    if (wantTokens < needTokens) throw rpcError.invalid("want_tokens must be at least need_tokens");
+    if (req.model === undefined && wantTokens > 0) throw rpcError.invalid("need_tokens and want_tokens need a model");
+    if (req.model !== undefined && (req.model.length < 1 || req.model.length > 255)) throw rpcError.invalid("model must be 1-255 characters");
     const ttl = Number(req.ttlMs);
     if (ttl < 0 || ttl > MAX_LEASE_TTL_MS) throw rpcError.invalid(`ttl_ms must be between 0 and ${MAX_LEASE_TTL_MS}`);
     const ttlMs = ttl || deps.leases.ttlMs;
     const user = await requireUser(deps, productId, req.userId);
     const now = deps.now();
     const a = attribute(productId, req.userId, user, now);
-    const max = a.plan?.maxSpendPerPeriod;
-    if (max === undefined || max === null) return { limited: false };
-    const cap = max * (a.plan?.hardGateAt ?? 1);
+    const plan = a.plan;
+    const hard = plan?.hardGateAt ?? 1;
+    const asks: Ask[] = [];
+    const maxSpend = plan?.maxSpendPerPeriod;
+    const spendLimited = maxSpend !== undefined && maxSpend !== null;
+    if (spendLimited) asks.push({ dim: null, cap: maxSpend * hard, need, want });
+    const model = req.model === undefined ? undefined : normalizeModel(req.model, plan ?? null);
+    const tokenLimit = model === undefined ? undefined : plan?.modelLimits[model];
+    if (tokenLimit) asks.push({ dim: encodeKey(model!), cap: tokenLimit.maxTokensPerPeriod * hard, need: needTokens, want: wantTokens });
+    if (asks.length === 0) return { limited: false };
     const ref = { id: a.counterId, productId, userId: req.userId, start: a.period.start, end: a.period.end };
-    const view = await deps.leases.store.acquire(ref, { holder, cap, need, want, ttlMs, graceMs: deps.leases.graceMs, now });
-    return { limited: true, lease: leaseMessage(holder, view.lease, { ...view, ttlMs, periodEnd: a.period.end }) };
+    const view = await deps.leases.store.acquire(ref, { holder, asks, ttlMs, graceMs: deps.leases.graceMs, now });
+    const lease = leaseMessage(holder, view.lease, {
+      ttlMs,
+      periodEnd: a.period.end,
+      spendLimited,
+      spend: spendLimited ? view.grants[0] : undefined,
+      model: tokenLimit ? { name: model!, grant: view.grants[asks.length - 1] } : undefined,
+    });
+    return { limited: true, lease };
   };
 }

@@ -1,7 +1,7 @@
 import { rpcError } from "@meter/lib/errors";
 import { toTimestamp } from "@meter/lib/time";
-import type { LeaseEntry } from "../domain/lease-policy.ts";
-import type { LeaseView } from "../leases/store.ts";
+import type { Grant, LeaseEntry } from "../domain/lease-policy.ts";
+import { encodeKey } from "../domain/field-keys.ts";
 
 /** Holder ids double as lease ids and as field names in the counter: a safe alphabet only. */
 export const LEASE_ID = /^[A-Za-z0-9_-]{1,64}$/;
@@ -19,16 +19,43 @@ export function requireDollars(field: string, v: number): number {
   return v;
 }
 
-export function leaseMessage(holder: string, lease: LeaseEntry, extra: Partial<LeaseView> & { ttlMs: number; periodEnd: Date }) {
+export function requireTokens(field: string, v: bigint): number {
+  if (v < 0n || v > BigInt(Number.MAX_SAFE_INTEGER)) throw rpcError.invalid(`${field} must be a whole number of tokens between 0 and 2^53 - 1`);
+  return Number(v);
+}
+
+export interface LeaseFacts {
+  ttlMs: number;
+  periodEnd: Date;
+  spendLimited: boolean;
+  /** The dollars grant of this request (acquire with a spend cap). */
+  spend?: Grant;
+  /** The model asked for and its token grant (acquire with a token cap of that model). */
+  model?: { name: string; grant?: Grant };
+}
+
+export function leaseMessage(holder: string, lease: LeaseEntry, f: LeaseFacts) {
+  const tokens = f.model ? lease.tokens?.[encodeKey(f.model.name)] : undefined;
   return {
     leaseId: holder,
     granted: lease.granted,
-    added: extra.added ?? 0,
+    added: f.spend?.added ?? 0,
     spent: lease.spent ?? 0,
     expiresAt: lease.expires_at ? toTimestamp(lease.expires_at) : undefined,
-    ttlMs: BigInt(extra.ttlMs),
-    remaining: extra.remaining ?? 0,
-    holders: extra.holders ?? 0,
-    periodEnd: toTimestamp(extra.periodEnd),
+    ttlMs: BigInt(f.ttlMs),
+    remaining: f.spend?.remaining ?? 0,
+    holders: f.spend?.holders ?? 0,
+    periodEnd: toTimestamp(f.periodEnd),
+    spendLimited: f.spendLimited,
+    tokens: f.model
+      ? {
+          model: f.model.name,
+          granted: BigInt(Math.round(tokens?.granted ?? 0)),
+          added: BigInt(f.model.grant?.added ?? 0),
+          spent: BigInt(Math.round(tokens?.spent ?? 0)),
+          remaining: f.model.grant?.remaining ?? 0,
+          holders: f.model.grant?.holders ?? 0,
+        }
+      : undefined,
   };
 }

@@ -4,7 +4,12 @@ import { rpcError } from "@meter/lib/errors";
 import type { IngestionDeps } from "../deps.ts";
 import { attribute } from "../usage.ts";
 import { requireProduct, requireUser } from "./common.ts";
-import { leaseMessage, requireDollars, requireLeaseId } from "./lease-common.ts";
+import { normalizeModel } from "../domain/cost.ts";
+import { encodeKey } from "../domain/field-keys.ts";
+import { leaseMessage, requireDollars, requireLeaseId, requireTokens } from "./lease-common.ts";
+
+/** Models one release may name (a lease holds tokens of the capped models a replica called). */
+const MAX_RELEASED_MODELS = 256;
 
 /**
  * Gives back the unused part of a lease of the current period: the lease keeps exactly what
@@ -16,10 +21,18 @@ export function releaseLease(deps: IngestionDeps): ServiceImpl<typeof IngestionS
     const productId = requireProduct(req.productId);
     const holder = requireLeaseId("lease_id", req.leaseId);
     const used = requireDollars("used", req.used);
+    const models = Object.entries(req.usedTokens);
+    if (models.length > MAX_RELEASED_MODELS) throw rpcError.invalid(`used_tokens may name at most ${MAX_RELEASED_MODELS} models`);
     const user = await requireUser(deps, productId, req.userId);
     const a = attribute(productId, req.userId, user, deps.now());
-    const lease = await deps.leases.store.release(a.counterId, holder, used);
+    const usedTokens: Record<string, number> = {};
+    for (const [model, n] of models) {
+      if (model.length < 1 || model.length > 255) throw rpcError.invalid("used_tokens keys must be model names of 1-255 characters");
+      usedTokens[encodeKey(normalizeModel(model, a.plan ?? null))] = requireTokens(`used_tokens.${model}`, n);
+    }
+    const lease = await deps.leases.store.release(a.counterId, holder, used, usedTokens);
     if (!lease) throw rpcError.notFound(`lease "${holder}" not found in the current period of user "${req.userId}"`);
-    return { lease: leaseMessage(holder, lease, { ttlMs: 0, periodEnd: a.period.end }) };
+    const spendLimited = a.plan?.maxSpendPerPeriod !== undefined && a.plan.maxSpendPerPeriod !== null;
+    return { lease: leaseMessage(holder, lease, { ttlMs: 0, periodEnd: a.period.end, spendLimited }) };
   };
 }

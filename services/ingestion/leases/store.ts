@@ -1,7 +1,7 @@
 import type { Collection } from "mongodb";
 import { isDuplicateKeyError } from "@meter/lib/mongo";
 import { rpcError } from "@meter/lib/errors";
-import { grant, outstanding, type Grant, type LeaseEntry } from "../domain/lease-policy.ts";
+import { budgetOf, grant, isLive, type Budget, type Dimension, type Grant, type LeaseEntry } from "../domain/lease-policy.ts";
 import type { CounterDoc } from "../store/counters.ts";
 
 /** Most leases (holders) one user's period may have at once. */
@@ -23,25 +23,34 @@ export interface CounterRef {
   end: Date;
 }
 
-export interface AcquireInput {
-  holder: string;
+/** One dimension asked for: the spend cap in dollars (dim null) or a model's token cap. */
+export interface Ask {
+  dim: Dimension;
   cap: number;
   need: number;
   want: number;
+}
+
+export interface AcquireInput {
+  holder: string;
+  asks: readonly Ask[];
   ttlMs: number;
   graceMs: number;
   now: Date;
 }
 
-export interface LeaseView extends Grant {
+export interface LeaseView {
+  /** One grant per ask, in the order asked. */
+  grants: Grant[];
   lease: LeaseEntry;
 }
 
 /**
  * Leases live in the period counter they draw on (`leases.<holder>`), so one single-document
- * write grants against cap - settled - outstanding: read, compute, write conditionally on
- * `version`, retry on a miss. Every counter change bumps `version` (the usage $inc too), so a
- * grant computed from a stale read never lands.
+ * write grants against cap - settled - outstanding in every dimension asked: read, compute,
+ * write conditionally on `version`, retry on a miss. Every counter change that lowers what
+ * remains without settling a lease bumps `version` (usage not spent from a lease, see
+ * store/counters.ts), so a grant computed from a stale read never lands.
  */
 export class LeaseStore {
   constructor(private readonly counters: Collection<LeasedCounter>) {}
@@ -51,36 +60,63 @@ export class LeaseStore {
       const doc = (await this.counters.findOne({ _id: ref.id })) ?? (await this.create(ref));
       const now = a.now.getTime();
       const leases = doc.leases ?? {};
-      const g = grant({ cap: a.cap, settled: doc.cost ?? 0, leases, holder: a.holder, need: a.need, want: a.want, now, graceMs: a.graceMs });
       const own = leases[a.holder];
-      const spent = own?.spent ?? 0;
-      // A lapsed lease restarts from what was settled against it; a live one grows.
-      const base = own && outstanding(own, now, a.graceMs) > 0 ? Math.max(own.granted, spent) : spent;
-      const lease: LeaseEntry = g.added > 0 ? { granted: base + g.added, spent, expires_at: new Date(now + a.ttlMs) } : (own ?? { granted: 0, spent: 0 });
-      if (g.added === 0) return { ...g, lease };
+      const grants = a.asks.map((ask) =>
+        grant({ ...ask, settled: settledOf(doc, ask.dim), leases, holder: a.holder, now, graceMs: a.graceMs, whole: ask.dim !== null }),
+      );
+      if (grants.every((g) => g.added === 0)) return { grants, lease: own ?? { granted: 0, spent: 0 } };
+      // A live lease grows; a lapsed one restarts, in every dimension, from what was settled against it.
+      const live = own !== undefined && isLive(own, now, a.graceMs);
+      const next = new Map<Dimension, Budget>();
+      for (const dim of [null, ...Object.keys(own?.tokens ?? {})]) {
+        const b = own ? budgetOf(own, dim) : undefined;
+        if (b) next.set(dim, { granted: live ? b.granted : (b.spent ?? 0), spent: b.spent ?? 0 });
+      }
+      a.asks.forEach((ask, k) => {
+        const b = own ? budgetOf(own, ask.dim) : undefined;
+        const spent = b?.spent ?? 0;
+        const base = live && b ? Math.max(b.granted, spent) : spent;
+        next.set(ask.dim, { granted: base + grants[k]!.added, spent });
+      });
       const unset: Record<string, ""> = {};
       for (const [id, l] of Object.entries(leases)) {
-        if (id !== a.holder && (!l.expires_at || l.expires_at.getTime() + a.graceMs <= now)) unset[`leases.${id}`] = "";
+        if (id !== a.holder && !isLive(l, now, a.graceMs)) unset[`leases.${id}`] = "";
       }
       if (!own && Object.keys(leases).length - Object.keys(unset).length >= MAX_LEASES) {
         throw rpcError.tooLarge(`user has ${MAX_LEASES} leases outstanding; release some or wait for them to expire`);
       }
-      const update: Record<string, unknown> = {
-        $set: { [`leases.${a.holder}.granted`]: lease.granted, [`leases.${a.holder}.expires_at`]: lease.expires_at },
-        $inc: { version: 1, [`leases.${a.holder}.spent`]: 0 },
-      };
+      const expires = new Date(now + a.ttlMs);
+      const set: Record<string, unknown> = { [`leases.${a.holder}.expires_at`]: expires };
+      // spent is only ever $inc'ed (settlements run beside this write); +0 creates it.
+      const inc: Record<string, number> = { version: 1 };
+      for (const [dim, b] of next) {
+        set[`${path(a.holder, dim)}.granted`] = b.granted;
+        inc[`${path(a.holder, dim)}.spent`] = 0;
+      }
+      const update: Record<string, unknown> = { $set: set, $inc: inc };
       if (Object.keys(unset).length > 0) update.$unset = unset;
       const res = await this.counters.updateOne(versioned(doc), update);
-      if (res.modifiedCount === 1) return { ...g, lease };
+      if (res.modifiedCount === 1) {
+        const lease: LeaseEntry = { ...(next.get(null) ?? { granted: 0, spent: 0 }), expires_at: expires };
+        const tokens = [...next].filter(([dim]) => dim !== null);
+        if (tokens.length > 0) lease.tokens = Object.fromEntries(tokens);
+        return { grants, lease };
+      }
     }
     throw rpcError.unavailable("the user's budget is changing too fast to lease from; retry");
   }
 
-  /** Sets the lease to what its holder spent in all: its outstanding part becomes spent-but-unsettled. */
-  async release(counterId: string, holder: string, used: number): Promise<LeaseEntry | null> {
+  /**
+   * Sets the lease to what its holder spent in all, in dollars and in tokens of each model
+   * named: its outstanding part becomes spent-but-unsettled. A model not named keeps its slice
+   * until the lease lapses.
+   */
+  async release(counterId: string, holder: string, used: number, usedTokens: Record<string, number>): Promise<LeaseEntry | null> {
+    const set: Record<string, number> = { [`leases.${holder}.granted`]: used };
+    for (const [dim, n] of Object.entries(usedTokens)) set[`${path(holder, dim)}.granted`] = n;
     const doc = await this.counters.findOneAndUpdate(
       { _id: counterId, [`leases.${holder}.expires_at`]: { $exists: true } },
-      { $set: { [`leases.${holder}.granted`]: used }, $inc: { version: 1 } },
+      { $set: set, $inc: { version: 1 } },
       { returnDocument: "after" },
     );
     return doc?.leases?.[holder] ?? null;
@@ -114,6 +150,16 @@ export class LeaseStore {
     }
     return (await this.counters.findOne({ _id: ref.id }))!;
   }
+}
+
+/** Settled usage of the period in a dimension: the counter's cost, or its tokens of the model. */
+function settledOf(doc: LeasedCounter, dim: Dimension): number {
+  return dim === null ? (doc.cost ?? 0) : (doc.tokens_by_model?.[dim] ?? 0);
+}
+
+/** Field path of a lease's budget in a dimension. */
+function path(holder: string, dim: Dimension): string {
+  return dim === null ? `leases.${holder}` : `leases.${holder}.tokens.${dim}`;
 }
 
 /** The filter that matches the document only as it was read. */

@@ -56,8 +56,16 @@ export interface CounterDelta {
   start: Date;
   end: Date;
   add: Totals;
-  /** Dollars of the delta spent from each budget lease (period counters only). */
-  leases?: Record<string, number>;
+  /** What of the delta was spent from each budget lease (period counters only). */
+  leases?: Record<string, LeaseSpend>;
+  /** Some of the delta's events were not spent from a lease (period counters only). */
+  unleased?: boolean;
+}
+
+/** Usage spent from one lease: dollars, and tokens by field-key encoded model. */
+export interface LeaseSpend {
+  cost: number;
+  tokens: Record<string, number>;
 }
 
 export function delta(id: string, start: Date, end: Date, events: readonly Countable[]): CounterDelta {
@@ -135,15 +143,15 @@ function addOp(jobId: string, d: CounterDelta) {
   const inc: Record<string, number> = { ...flat };
   for (const [k, v] of Object.entries(tokens_by_model)) inc[`tokens_by_model.${k}`] = v;
   for (const [k, v] of Object.entries(cost_by_model)) inc[`cost_by_model.${k}`] = v;
-  // Settles against the leases in the same update. Spend from a lease leaves cap - settled -
-  // outstanding as it was; any other spend lowers it, so it bumps the version a grant is
-  // conditional on (a grant computed before it must not land).
-  let fromLeases = 0;
-  for (const [k, v] of Object.entries(d.leases ?? {})) {
-    inc[`leases.${k}.spent`] = v;
-    fromLeases += v;
+  // Settles against the leases in the same update: usage spent from a lease raises the
+  // counter and that lease's `spent` alike, so cap - settled - outstanding stays as it was.
+  // Any other usage lowers it, so it bumps the version a grant is conditional on (a grant
+  // computed before it must not land).
+  for (const [id, l] of Object.entries(d.leases ?? {})) {
+    inc[`leases.${id}.spent`] = l.cost;
+    for (const [k, v] of Object.entries(l.tokens)) inc[`leases.${id}.tokens.${k}.spent`] = v;
   }
-  if (d.add.cost > fromLeases || fromLeases === 0) inc.version = 1;
+  if (d.leases === undefined || d.unleased) inc.version = 1;
   return {
     filter: { _id: d.id, jobs: { $ne: jobId } } satisfies Filter<CounterDoc>,
     update: {
