@@ -1,7 +1,7 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { LimitExceededError, Meter, type MeterOptions } from "../src/index.ts";
-import { CALL_COST, CALL_ESTIMATE, cappedUser } from "../../../bench/lease-run.ts";
+import { CALL_COST, CALL_ESTIMATE, CALL_TOKENS, CALL_TOKENS_ESTIMATE, cappedUser } from "../../../bench/lease-run.ts";
 import type { Api } from "../../../test/support/http.ts";
 import { startTestStack, type TestStack } from "../../../test/support/stack.ts";
 import { eventually } from "../../../test/support/eventually.ts";
@@ -62,6 +62,32 @@ t("calls spend from the lease until it cannot cover one; events settle; shutdown
   // Nothing is held any more: another holder is offered the whole rest (half of it, alone).
   const probe = await ctx.api.post(`/users/${user}/leases`, { holder: "probe", need: 0, want: cap });
   assert.ok(Math.abs(probe.body.lease.added - (cap - u.total_cost) / 2) < 1e-6, JSON.stringify(probe.body));
+});
+
+t("a model's token cap: two replicas spend their token slices until refused, never past the cap together", async (ctx) => {
+  const cap = 20 * CALL_TOKENS_ESTIMATE;
+  const user = await cappedUser(ctx.api, null, cap);
+  const replicas = [await setup(ctx), await setup(ctx)];
+  const calls = await Promise.all(
+    replicas.map(async ({ m }) => {
+      let n = 0;
+      for (;;) {
+        try {
+          await m.call(user, { ...CALL, usage: () => USED }, () => "ok");
+          n++;
+        } catch (err) {
+          assert.instance(err, LimitExceededError);
+          assert.is((err as LimitExceededError).result.gate_reason, "model_limit:m");
+          return n;
+        }
+      }
+    }),
+  );
+  for (const { m } of replicas) await m.shutdown();
+  const u = await usage(ctx.api, user);
+  assert.is(u.total_tokens, (calls[0]! + calls[1]!) * CALL_TOKENS);
+  assert.ok(u.total_tokens <= cap, `${u.total_tokens} tokens of a cap of ${cap}`);
+  assert.ok(calls[0]! > 0 && calls[1]! > 0, `both replicas were served: ${calls.join(", ")}`);
 });
 
 t("a lease left unused for leaseIdleMs is given back without shutdown", async (ctx) => {
