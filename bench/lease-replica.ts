@@ -36,6 +36,9 @@ let calls = 0;
 let refused = 0;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** reserve() latencies after each worker's first call (which also waits for the session load). */
+const warm: number[] = [];
+
 async function worker(): Promise<void> {
   let refusedSince: number | null = null;
   for (let n = 0; n < callsPerWorker; ) {
@@ -43,6 +46,7 @@ async function worker(): Promise<void> {
     try {
       const r = await meter.reserve(userId, call);
       latencies.push(performance.now() - t0);
+      if (n > 0) warm.push(latencies.at(-1)!);
       refusedSince = null;
       await sleep(2 + Math.random() * 8); // the model call
       await r.commit(used);
@@ -62,4 +66,4 @@ await Promise.all(Array.from({ length: concurrency }, worker));
 const stats = meter.stats;
 await meter.shutdown();
 // Exit only once the (large) line is written to the pipe.
-process.stdout.write(JSON.stringify({ calls, refused, lease_requests: stats.lease_requests ?? 0, latencies }) + "\n", () => process.exit(0));
+process.stdout.write(JSON.stringify({ calls, refused, lease_requests: stats.lease_requests ?? 0, latencies, warm }) + "\n", () => process.exit(0));

@@ -54,6 +54,8 @@ export interface ReplicaResult {
   refused: number;
   lease_requests: number;
   latencies: number[];
+  /** Latencies after each worker's first call. */
+  warm: number[];
 }
 
 export interface Replica {
@@ -81,7 +83,7 @@ export function spawnReplica(env: Record<string, string>): Replica {
   child.stderr!.on("data", (d) => (err += d));
   const done = new Promise<ReplicaResult>((resolve, reject) => {
     child.once("exit", (code, signal) => {
-      if (killed) return resolve({ calls: 0, refused: 0, lease_requests: 0, latencies: [] });
+      if (killed) return resolve({ calls: 0, refused: 0, lease_requests: 0, latencies: [], warm: [] });
       if (code !== 0) return reject(new Error(`replica exited ${code ?? signal}: ${err.slice(-2000)}`));
       resolve(JSON.parse(out.trim().split("\n").pop()!));
     });
@@ -114,8 +116,10 @@ export interface RunResult {
   refused: number;
   leaseRequests: number;
   latencies: number[];
-  /** Settled spend of the user's period once every replica flushed and exited. */
+  warm: number[];
+  /** Settled spend and tokens of the user's period once every replica flushed and exited. */
   spend: number;
+  tokens: number;
 }
 
 export async function runReplicas(api: Http, o: RunOptions): Promise<RunResult> {
@@ -136,7 +140,9 @@ export async function runReplicas(api: Http, o: RunOptions): Promise<RunResult> 
     refused: sum(results.map((r) => r.refused)),
     leaseRequests: sum(results.map((r) => r.lease_requests)),
     latencies: results.flatMap((r) => r.latencies),
+    warm: results.flatMap((r) => r.warm),
     spend: usage.body.total_cost,
+    tokens: usage.body.total_tokens,
   };
 }
 
