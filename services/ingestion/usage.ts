@@ -78,12 +78,19 @@ function periodKey(d: CounterDelta): string {
   return `${d.productId}|${d.start.toISOString()}|${d.end.toISOString()}|${d.userId}`;
 }
 
-/** What the events spent from each budget lease, and whether some were spent from none. */
-function leaseSpend(events: readonly UsageEventDoc[]): Pick<CounterDelta, "leases" | "unleased"> {
+/**
+ * What the events spent from each budget lease of the counter, and whether some were spent
+ * from none. An event naming a lease the counter does not hold (granted for another period,
+ * or never) counts as spent from none: it lowers what remains, so it must bump the version.
+ */
+async function leaseSpend(deps: IngestionDeps, counterId: string, events: readonly UsageEventDoc[], counted: boolean): Promise<Pick<CounterDelta, "leases" | "unleased">> {
+  const named = new Set(events.flatMap((e) => (e.lease_id ? [e.lease_id] : [])));
+  // Nothing to settle, or the job's counters are added already (the leases are not needed).
+  const held = named.size === 0 || counted ? new Set<string>() : await deps.leases.store.held(counterId, [...named]);
   const leases: Record<string, LeaseSpend> = {};
   let unleased = false;
   for (const e of events) {
-    if (!e.lease_id) {
+    if (!e.lease_id || !held.has(e.lease_id)) {
       unleased = true;
       continue;
     }
@@ -115,10 +122,12 @@ function groupBy<T>(items: readonly T[], key: (t: T) => string): Map<string, T[]
  */
 async function completeUsage(deps: IngestionDeps, job: JobDoc, inserted: UsageEventDoc[]): Promise<void> {
   await deps.outbox.put(deps.outbox.analytics, [entry("usage", job._id, inserted.map(usageFact))]);
-  const periods = [...groupBy(inserted, (d) => d.counter_id)].map(([id, list]) => ({
-    delta: { ...delta(id, list[0]!.period_start, list[0]!.period_end, list), ...leaseSpend(list) },
-    limit: list[0]! as Limited,
-  }));
+  const periods = await Promise.all(
+    [...groupBy(inserted, (d) => d.counter_id)].map(async ([id, list]) => ({
+      delta: { ...delta(id, list[0]!.period_start, list[0]!.period_end, list), ...(await leaseSpend(deps, id, list, job.counted === true)) },
+      limit: list[0]! as Limited,
+    })),
+  );
   // The month's counter has no plan and no limit: it only answers usage by calendar month.
   const months = [...groupBy(inserted, (d) => monthCounterId(d.product_id, d.user_id, calendarMonth(d.timestamp).start))].map(
     ([id, list]) => {

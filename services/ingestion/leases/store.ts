@@ -122,6 +122,13 @@ export class LeaseStore {
     return doc?.leases?.[holder] ?? null;
   }
 
+  /** Which of `ids` are leases the counter holds (granted there, not yet removed as lapsed). */
+  async held(counterId: string, ids: readonly string[]): Promise<Set<string>> {
+    const projection = Object.fromEntries(ids.map((id) => [`leases.${id}.expires_at`, 1]));
+    const doc = await this.counters.findOne({ _id: counterId }, { projection });
+    return new Set(ids.filter((id) => doc?.leases?.[id]?.expires_at !== undefined));
+  }
+
   /** An empty counter to lease from (usage creates counters too; whoever is first wins). */
   private async create(ref: CounterRef): Promise<LeasedCounter> {
     try {
