@@ -24,6 +24,16 @@ test("grant: half of what remains alone, 1/(2(n+1)) beside n holders, at least n
   assert.is(grant({ ...base, leases: { me: live(30) } }).added, 25, "own outstanding counts against remaining, not as another holder");
 });
 
+test("token slices: whole tokens, counted per model apart from dollars and from other models", () => {
+  const withTokens = (granted: number, spent = 0) => ({ ...live(0), tokens: { m: { granted, spent }, other: { granted: 500, spent: 0 } } });
+  const base = { cap: 1001, settled: 0, holder: "me", need: 1, want: 10_000, now, graceMs: 0, dim: "m", whole: true };
+  assert.equal(grant({ ...base, leases: {} }), { added: 500, remaining: 501, holders: 1 }, "1001 / 2, rounded down");
+  assert.is(outstanding(withTokens(300, 100), now, 0, "m"), 200);
+  assert.is(outstanding(withTokens(300, 100), now, 0), 0, "no dollars held");
+  assert.is(grant({ ...base, leases: { a: withTokens(300, 100) } }).added, Math.floor(801 / 4));
+  assert.is(grant({ ...base, leases: { a: withTokens(1000) }, need: 2 }).added, 0, "1 token left, 2 needed");
+});
+
 test("a grant never takes the total past the cap, whatever the holders already hold", () => {
   for (let i = 0; i < 1_000; i++) {
     const leases: Record<string, ReturnType<typeof live>> = {};
