@@ -46,6 +46,10 @@ class Slice {
   used = 0;
   /** Largest call estimate seen: the unit of what is asked for. */
   unit = 0;
+  /** `used` when the last request was sent: what was taken since measures the spend rate. */
+  usedAtAsk = 0;
+  /** Taken per ms between the last two requests. */
+  rate = 0;
 }
 
 /** What a call needs from the lease: dollars, and tokens of its model when the plan caps them. */
@@ -70,6 +74,9 @@ class Book {
   /** True while the service is unreachable and the fallback is "open". */
   open = false;
   lastUse = 0;
+  /** When the last request was sent, and the round trip of requests (moving average, ms). */
+  askedAt = 0;
+  roundTripMs = 0;
   holds = 0;
   /** Callers that waited on the request in flight: the demand the next request asks for. */
   joined = 0;
@@ -133,6 +140,11 @@ export class Leases {
       return b.asking;
     }
     const sentAt = Date.now();
+    const rate = (s: Slice) => Math.max(0, s.used - s.usedAtAsk) / Math.max(1, sentAt - b.askedAt);
+    b.spend.rate = rate(b.spend);
+    for (const t of b.tokens.values()) t.rate = rate(t);
+    b.askedAt = sentAt;
+    for (const s of [b.spend, ...b.tokens.values()]) s.usedAtAsk = s.used;
     const spend = this.asked(b, b.spend, n.cost, sentAt);
     const body: Record<string, unknown> = { holder: this.holder, need: spend.need, want: spend.want, ttl_ms: this.settings.ttlMs };
     let tokens: { short: boolean } | null = null;
@@ -147,6 +159,8 @@ export class Leases {
       .request<{ limited: boolean; lease: LeaseWire | null }>("POST", `/users/${encodeURIComponent(b.userId)}/leases`, body)
       .then(
         (res) => {
+          const rtt = Date.now() - sentAt;
+          b.roundTripMs = b.roundTripMs === 0 ? rtt : 0.7 * b.roundTripMs + 0.3 * rtt;
           b.open = false;
           if (!res.limited || !res.lease) {
             b.unlimitedUntil = Date.now() + 60_000;
@@ -297,9 +311,14 @@ export class Leases {
     return { need: short ? need : 0, want: Math.max(need, full), short };
   }
 
-  /** What one request asks for: callsPerLease calls plus one per call in flight (the replica's concurrency), plus the callers waiting. */
+  /**
+   * What one request asks for: callsPerLease calls plus one per call in flight (the replica's
+   * concurrency) and per caller waiting, or four round trips' worth of the spend rate measured
+   * between the last two requests, whichever is more; so a top-up started at half of it arrives
+   * before the lease runs out, however fast calls come or slow the service answers.
+   */
   private full(b: Book, s: Slice): number {
-    return s.unit * (this.settings.callsPerLease + b.holds + b.joined);
+    return Math.max(s.unit * (this.settings.callsPerLease + b.holds + b.joined), 4 * s.rate * b.roundTripMs);
   }
 
   private balance(b: Book, s: Slice, now: number): number {
