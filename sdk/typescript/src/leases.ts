@@ -1,13 +1,16 @@
 /**
- * Budget leases (`leases: true`): the user's period spend cap is spent from slices the
- * service grants to this process, so that many replicas together never pass it, with no
- * request per call. See the README, "Budget leases".
+ * Budget leases (`leases: true`): the user's period spend cap and per-model token caps are
+ * spent from slices the service grants to this process, so that many replicas together never
+ * pass them, with no request per call. See the README, "Budget leases".
  */
 import { randomUUID } from "node:crypto";
 import { MeterApiError } from "./errors.ts";
 import type { Transport } from "./transport.ts";
 import type { UserEntry } from "./state.ts";
 import type { GuardResult } from "./types.ts";
+
+/** While failing open, how often a call asks again whether the service answers (ms). */
+const OPEN_RETRY_MS = 1_000;
 
 /** When the service cannot be asked: spend only what the slice holds, or fail open. */
 export type LeaseFallback = "slice" | "open";
@@ -212,7 +215,11 @@ export class Leases {
     const b = this.book(e);
     const now = Date.now();
     b.lastUse = now;
-    if (b.open) return { leaseId: null };
+    if (b.open) {
+      // Failing open until the service answers again: ask now and then whether it does.
+      if (b.asking === null && now - b.askedAt >= OPEN_RETRY_MS) void this.ask(e, n);
+      return { leaseId: null };
+    }
     const short = this.short(e, b, n, now);
     if (short !== null) return { refused: short };
     b.spend.used += n.cost;

@@ -1,6 +1,6 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { LimitExceededError, Meter, type MeterOptions } from "../src/index.ts";
+import { LimitExceededError, Meter, type MeterOptions, type UsageEvent } from "../src/index.ts";
 import { CALL_COST, CALL_ESTIMATE, CALL_TOKENS, CALL_TOKENS_ESTIMATE, cappedUser } from "../../../bench/lease-run.ts";
 import type { Api } from "../../../test/support/http.ts";
 import { startTestStack, type TestStack } from "../../../test/support/stack.ts";
@@ -38,21 +38,24 @@ async function setup(ctx: Ctx, opts: MeterOptions = {}) {
 const CALL = { model: "m", input_tokens: 1000 };
 const USED = { input_tokens: 1000, output_tokens: 500 };
 
+/** Calls until one is hard-gated (for `reason`); the number of calls that ran. */
+async function callUntilRefused(m: Meter, user: string, reason: string): Promise<number> {
+  for (let calls = 0; ; calls++) {
+    try {
+      await m.call(user, { ...CALL, usage: () => USED }, () => "ok");
+    } catch (err) {
+      assert.instance(err, LimitExceededError);
+      assert.is((err as LimitExceededError).result.gate_reason, reason);
+      return calls;
+    }
+  }
+}
+
 t("calls spend from the lease until it cannot cover one; events settle; shutdown gives the rest back", async (ctx) => {
   const cap = 20 * CALL_ESTIMATE;
   const user = await cappedUser(ctx.api, cap);
   const { proxy, m } = await setup(ctx);
-  let calls = 0;
-  for (;;) {
-    try {
-      await m.call(user, { ...CALL, usage: () => USED }, () => "ok");
-      calls++;
-    } catch (err) {
-      assert.instance(err, LimitExceededError);
-      assert.is((err as LimitExceededError).result.gate_reason, "total_spend");
-      break;
-    }
-  }
+  const calls = await callUntilRefused(m, user, "total_spend");
   assert.ok(calls * CALL_COST <= cap, `${calls} calls within the cap`);
   assert.ok(proxy.count(/POST \/users\/[^/]+\/leases$/) < calls, "fewer lease requests than calls");
   await m.shutdown();
@@ -68,21 +71,7 @@ t("a model's token cap: two replicas spend their token slices until refused, nev
   const cap = 20 * CALL_TOKENS_ESTIMATE;
   const user = await cappedUser(ctx.api, null, cap);
   const replicas = [await setup(ctx), await setup(ctx)];
-  const calls = await Promise.all(
-    replicas.map(async ({ m }) => {
-      let n = 0;
-      for (;;) {
-        try {
-          await m.call(user, { ...CALL, usage: () => USED }, () => "ok");
-          n++;
-        } catch (err) {
-          assert.instance(err, LimitExceededError);
-          assert.is((err as LimitExceededError).result.gate_reason, "model_limit:m");
-          return n;
-        }
-      }
-    }),
-  );
+  const calls = await Promise.all(replicas.map(({ m }) => callUntilRefused(m, user, "model_limit:m")));
   for (const { m } of replicas) await m.shutdown();
   const u = await usage(ctx.api, user);
   assert.is(u.total_tokens, (calls[0]! + calls[1]!) * CALL_TOKENS);
@@ -106,10 +95,18 @@ t('service unreachable: "slice" spends only what the lease holds, "open" lets ca
   await rejects(() => slice.m.call(user, { ...CALL, usage: () => USED }, () => "ok"), LimitExceededError);
   await slice.m.shutdown();
   const open = await setup(ctx, { leaseFallback: "open" });
-  open.proxy.inject(/\/leases$/, { kind: "status", status: 503 }, 100);
+  open.proxy.inject(/\/leases$/, { kind: "status", status: 503 }, 1);
+  const events: UsageEvent[] = [];
+  open.m.onUsage((e) => events.push(e));
   assert.is(await open.m.call(user, { ...CALL, usage: () => USED }, () => "ran"), "ran");
+  assert.is(events[0]!.lease_id, undefined, "failed open: spent from no lease");
+  // Once the service answers again, calls spend from a lease again.
+  await eventually(async () => {
+    await open.m.call(user, { ...CALL, usage: () => USED }, () => "ran");
+    return events.at(-1)!.lease_id !== undefined;
+  }, 20_000, "calls leased again after the service recovered");
   await open.m.shutdown();
-  assert.ok(Math.abs((await usage(ctx.api, user)).total_cost - CALL_COST) < 1e-6);
+  assert.ok(Math.abs((await usage(ctx.api, user)).total_cost - events.length * CALL_COST) < 1e-6);
   assert.throws(() => new Meter({ apiKey: "k", baseURL: "http://x", leases: true, leaseFallback: "nope" as "open" }), /leaseFallback/);
 });
 
