@@ -19,8 +19,6 @@ export interface JobDoc {
    * the job, until the claim is older than the recovery age.
    */
   claimed_at?: Date;
-  /** Set once its events are in their counters: a later completion skips that step. */
-  counted?: true;
 }
 
 export class JobStore {
@@ -49,10 +47,6 @@ export class JobStore {
       { $set: { claimed_at: now } },
       { returnDocument: "after" },
     );
-  }
-
-  async markCounted(id: string): Promise<void> {
-    await this.jobs.updateOne({ _id: id }, { $set: { counted: true } });
   }
 
   async close(id: string): Promise<void> {
