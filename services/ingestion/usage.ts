@@ -176,16 +176,16 @@ function completeTaken(deps: IngestionDeps, job: JobDoc): Promise<void> {
 }
 
 /** Claims a job held by nobody, or by a claimant silent for the recovery age. */
-function claimTaken(deps: IngestionDeps, id: string): Promise<JobDoc | null> {
+function claimTaken(deps: IngestionDeps, job: JobDoc): Promise<JobDoc | null> {
   const now = deps.now();
-  return deps.jobs.claim(id, now, new Date(now.getTime() - deps.recoveryAfterMs));
+  return deps.jobs.claim(job, now, new Date(now.getTime() - deps.recoveryAfterMs));
 }
 
 /** Waits (by primary-key reads) until another claimant closes the job, at most the recovery age. */
 async function awaitClosed(deps: IngestionDeps, id: string): Promise<void> {
   const until = Date.now() + deps.recoveryAfterMs;
   for (let pause = 5; Date.now() < until; pause = Math.min(200, pause * 2)) {
-    if (!(await deps.jobs.get(id))) return;
+    if (!(await deps.jobs.isOpen(id))) return;
     await new Promise((r) => setTimeout(r, pause));
   }
 }
@@ -209,7 +209,7 @@ async function adoptOverlapping(deps: IngestionDeps, own: JobDoc, offered: Set<s
     if (job._id === own._id || !job.ids.some((id) => wanted.has(id))) continue;
     const covered = job.ids.every((id) => offered.has(id));
     if (!covered && !isTakeable(deps, job, now)) continue;
-    const claimed = await claimTaken(deps, job._id);
+    const claimed = await claimTaken(deps, job);
     if (claimed) await completeTaken(deps, claimed);
     else if (covered) await awaitClosed(deps, job._id);
   }
@@ -229,7 +229,7 @@ async function storeJob<D extends { _id: string }>(
 ): Promise<Set<string>> {
   await deps.jobs.open(job);
   const inserted = await insert(docs);
-  const claimed = await deps.jobs.claim(job._id, deps.now(), new Date(0));
+  const claimed = await deps.jobs.claim(job, deps.now(), new Date(0));
   if (claimed) await completeJob(deps, claimed, docs.filter((d) => inserted.has(d._id)) as never);
   else await awaitClosed(deps, job._id);
   const offered = new Set(docs.map((d) => d._id));
@@ -268,7 +268,7 @@ export async function recoverStale(deps: IngestionDeps): Promise<number> {
   const old = await deps.jobs.olderThan(new Date(now - deps.recoveryAfterMs), 100);
   let done = 0;
   for (const job of old.filter((j) => isTakeable(deps, j, now))) {
-    const claimed = await claimTaken(deps, job._id);
+    const claimed = await claimTaken(deps, job);
     if (!claimed) continue;
     await completeTaken(deps, claimed);
     done++;
