@@ -25,7 +25,9 @@ import { startEmbeddedDb } from "@meter/lib/embedded-db";
 import { createLogger } from "@meter/lib/logger";
 import { connectMongo } from "@meter/lib/mongo";
 import { rpcClient } from "@meter/lib/rpc";
+import { IngestionService } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import { PlansService } from "@meter/proto/meter/plans/v1/plans_pb";
+import { counterId } from "../services/ingestion/store/counters.ts";
 import { SubscriberStore } from "../services/plans/store/subscribers.ts";
 import { UserStore } from "../services/plans/store/users.ts";
 import { startStack } from "../cmd/stack.ts";
@@ -116,6 +118,39 @@ async function sessions(size: number): Promise<{ p50: number; p99: number }> {
   return { p50: pct(times, 50), p99: pct(times, 99) };
 }
 
+/**
+ * Where a session's milliseconds go, each part timed alone (p50/p99 of BENCH_SESSIONS calls
+ * of random users): the REST call (gateway auth from its cache, then ingestion's GetSession
+ * over gRPC), GetSession over gRPC (the plans service's ResolveUsers, then the counter read),
+ * ResolveUsers of one user over gRPC, and the two database reads underneath by `_id` (the
+ * user document, the counter) straight from the bench's own client.
+ */
+async function sessionParts(size: number): Promise<Record<string, { p50: number; p99: number }>> {
+  const ingestionRpc = rpcClient(IngestionService, stack.rpcUrl);
+  const plansRpc = rpcClient(PlansService, stack.rpcUrl);
+  const counters = mongo.db(`${dbPrefix}_ingestion`).collection<{ _id: string }>("counters");
+  const userDocs = mongo.db(`${dbPrefix}_plans`).collection<{ _id: string }>("users");
+  const parts: Record<string, (u: string) => Promise<unknown>> = {
+    "REST GET /session": (u) => api.get(`/users/${u}/session`),
+    "gRPC GetSession": (u) => ingestionRpc.getSession({ productId, userId: u }),
+    "gRPC ResolveUsers (1)": (u) => plansRpc.resolveUsers({ productId, externalUserIds: [u] }),
+    "user findOne by _id": (u) => userDocs.findOne({ _id: `${productId}:${u}` }),
+    "counter findOne by _id": (u) => counters.findOne({ _id: counterId(productId, u, periodStart) }),
+  };
+  const out: Record<string, { p50: number; p99: number }> = {};
+  for (const [name, run] of Object.entries(parts)) {
+    const times: number[] = [];
+    for (let k = 0; k < SESSIONS; k++) {
+      const t = performance.now();
+      await run(userId(random(size)));
+      times.push(performance.now() - t);
+    }
+    times.sort((a, b) => a - b);
+    out[name] = { p50: pct(times, 50), p99: pct(times, 99) };
+  }
+  return out;
+}
+
 async function resolveThousand(size: number): Promise<number> {
   const plansRpc = rpcClient(PlansService, stack.rpcUrl);
   const times: number[] = [];
@@ -171,6 +206,7 @@ console.log(
 console.log("\n   users   created+subscribed/s   session p50 ms   session p99 ms   resolve 1000 ms   ingest events/s   vs first   batch p50 ms   batch p99 ms   seeded in s   503 retries");
 let have = 0;
 let firstEps: number | undefined;
+const profiles: string[] = [];
 for (const size of SIZES) {
   const window = Math.min(WINDOW, size - have);
   const s = performance.now();
@@ -182,11 +218,15 @@ for (const size of SIZES) {
   const resolve = await resolveThousand(size);
   const ingest = await ingestion(size);
   firstEps ??= ingest.eps;
+  const parts = await sessionParts(size);
+  profiles.push(`${String(size).padStart(8)}  ${Object.entries(parts).map(([k, v]) => `${k} ${v.p50.toFixed(2)}/${v.p99.toFixed(2)}`).join("   ")}`);
   console.log(
     `${String(size).padStart(8)}${rate.toFixed(1).padStart(23)}${session.p50.toFixed(2).padStart(17)}${session.p99.toFixed(2).padStart(17)}` +
       `${resolve.toFixed(0).padStart(18)}${ingest.eps.toFixed(0).padStart(18)}${(ingest.eps / firstEps).toFixed(2).padStart(11)}${ingest.p50.toFixed(0).padStart(15)}${ingest.p99.toFixed(0).padStart(15)}${seeded.toFixed(1).padStart(14)}${String(ingest.retries).padStart(14)}`,
   );
 }
+console.log("\nsession parts, p50/p99 ms (after ingestion, so counters exist):");
+for (const line of profiles) console.log(line);
 console.log("\ntargets: session p99 <= 5 ms; ingestion at 100k users at least 0.80 of its rate at 1k (vs first)");
 await mongo.close();
 await stack.close();

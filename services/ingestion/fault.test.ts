@@ -142,10 +142,12 @@ t("SIGKILL while a large batch is written, restart, retry: totals exact, nothing
     const again = await read();
     assert.is(Number(again.period.totalTokens), expected.tokens);
     assert.is(await mongo.db(dbName).collection("jobs").countDocuments({}), 0);
-    // The counters keep no trace of the jobs once they are closed.
+    // A calendar-month period: one counter, carrying the month's share too. Its guard holds
+    // at most the two requests' entries (both jobs are closed; entries go with later updates).
     const counters = await mongo.db(dbName).collection("counters").find({ product_id: productId }).toArray();
-    assert.is(counters.length, 2, "one period counter and one month counter");
-    for (const c of counters) assert.equal(c.jobs, []);
+    assert.is(counters.length, 1, "the period counter, holding the month's share");
+    assert.is(counters[0]!.month.tokens, expected.tokens);
+    assert.ok(Object.keys(counters[0]!.jobs).length <= 2);
   } finally {
     second.child.kill("SIGTERM");
     await new Promise((r) => second.child.once("exit", r));

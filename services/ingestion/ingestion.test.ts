@@ -227,4 +227,28 @@ t("an event stamped inside new dates that share the start counts in the new peri
   assert.equal([session.plan, session.billing_period, session.current_usage.period_cost], ["big", { start, end }, 4]);
 });
 
+t("a period starting with a calendar month carries that month's share; month usage adds both", async ({ stack, mongo }) => {
+  const { api, productId } = await stack.newProduct();
+  const plan = await api.post("/config/plans", { plans: [{ name: "capped", max_spend_per_period: 100 }] });
+  const userId = `fold-${randomUUID()}`;
+  await api.post("/users", { external_user_id: userId });
+  // [Jan 1, Feb 15): starts with January; rolled on from Feb 15 (not a month start).
+  const sub = { plan_id: plan.body.plans[0].id, period_start: "2025-01-01T00:00:00.000Z", period_end: "2025-02-15T00:00:00.000Z" };
+  assert.is((await api.post(`/users/${userId}/subscription`, sub)).status, 200);
+  const at = (timestamp: string, cost: number) => ({ id: randomUUID(), user_id: userId, timestamp, model: "gpt-4o", cost_total: cost });
+  const batch = [at("2025-01-10T00:00:00Z", 1), at("2025-02-10T00:00:00Z", 2), at("2025-02-20T00:00:00Z", 4), at("2025-01-31T23:59:59Z", 8)];
+  assert.is((await api.post("/events/batch", batch)).status, 200);
+  const month = async (m: string) => (await api.get(`/users/${userId}/usage?period=${m}`)).body;
+  close((await month("2025-01")).total_cost, 9);
+  close((await month("2025-02")).total_cost, 6);
+  assert.equal((await month("2025-02")).cost_by_model, { "gpt-4o": 6 });
+  const counters = await mongo.db(`${stack.dbPrefix}_ingestion`).collection("counters").find({ product_id: productId }).toArray();
+  const byId = new Map(counters.map((c) => [c._id as unknown as string, c]));
+  const first = byId.get(`${productId}|2025-01-01T00:00:00.000Z|${userId}`)!;
+  assert.equal([first.cost, first.month.cost], [11, 9], "January's events are in the period counter only");
+  assert.ok(!byId.has(`${productId}|month|2025-01|${userId}`));
+  assert.is(byId.get(`${productId}|month|2025-02|${userId}`)!.cost, 6);
+  assert.is(counters.length, 3);
+});
+
 t.run();

@@ -90,11 +90,13 @@ t("usage, session, gate events and thresholds are unchanged by retention; what s
   assert.is(before.oldMonth.total_cost, 12);
   assert.is(before.gates.events.length, 4);
 
-  // A job still open (its request died after counting) whose events are old enough to go.
+  // A job still open (its request died after adding to the counters) whose events are old enough to go.
+  // Its entry is still in the counters' guard (the last job of "cur": no later update released it).
   const events = db.collection<{ _id: string; job: string }>("usage_events");
-  const openJob = (await events.findOne({ user_id: "cur" }))!.job;
+  const guards = await db.collection("counters").find({ user_id: "cur" }).toArray();
+  const openJob = Object.keys(guards[0]!.jobs).find((j) => guards.every((c) => c.jobs[j]))!;
   const ids = (await events.find({ job: openJob }).toArray()).map((e) => e._id);
-  await db.collection("jobs").insertOne({ _id: openJob as never, kind: "usage", product_id: "", ids, created_at: LATE, claimed_at: LATE, counted: true });
+  await db.collection("jobs").insertOne({ _id: openJob as never, kind: "usage", product_id: "", ids, created_at: LATE, claimed_at: LATE });
 
   const report = await replica.runRetention(LATE);
   // 15 usage events, 2 of them the open job's; of the gate events' hours, old's is too old.
@@ -107,7 +109,7 @@ t("usage, session, gate events and thresholds are unchanged by retention; what s
   assert.equal(await figures(), before);
   assert.equal(await replica.runRetention(LATE), { usageEvents: 0, gateEvents: 0, gateHours: 0, crossings: 0, jobs: 0 });
 
-  // The open job is taken over: it was counted, so its totals are not added again.
+  // The open job is taken over: its counters' guard entries refuse its second addition.
   clock = new Date(LATE.getTime() + 10 * 60_000);
   await eventually(async () => (await db.collection("jobs").countDocuments()) === 0, 30_000, "the open job completed");
   assert.equal(await figures(), before);

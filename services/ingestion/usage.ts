@@ -5,7 +5,7 @@ import { calendarMonth, periodAt, type BillingPeriod } from "./domain/period.ts"
 import { hasThresholds, reachedThresholds } from "./domain/thresholds.ts";
 import { kickRelay } from "./jobs/relay.ts";
 import { crossingsClosedBefore } from "./retention.ts";
-import { counterId, delta, monthCounterId, type CounterDelta, type CounterDoc, type LeaseSpend } from "./store/counters.ts";
+import { counterId, monthCounterId, sum, type CounterDelta, type CounterDoc, type LeaseSpend } from "./store/counters.ts";
 import { crossingKey, type CrossingDoc } from "./store/crossings.ts";
 import type { GateEventDoc } from "./store/gate-events.ts";
 import type { JobDoc } from "./store/jobs.ts";
@@ -83,10 +83,9 @@ function periodKey(d: CounterDelta): string {
  * from none. An event naming a lease the counter does not hold (granted for another period,
  * or never) counts as spent from none: it lowers what remains, so it must bump the version.
  */
-async function leaseSpend(deps: IngestionDeps, counterId: string, events: readonly UsageEventDoc[], counted: boolean): Promise<Pick<CounterDelta, "leases" | "unleased">> {
+async function leaseSpend(deps: IngestionDeps, counterId: string, events: readonly UsageEventDoc[]): Promise<Pick<CounterDelta, "leases" | "unleased">> {
   const named = new Set(events.flatMap((e) => (e.lease_id ? [e.lease_id] : [])));
-  // Nothing to settle, or the job's counters are added already (the leases are not needed).
-  const held = named.size === 0 || counted ? new Set<string>() : await deps.leases.store.held(counterId, [...named]);
+  const held = named.size === 0 ? new Set<string>() : await deps.leases.store.held(counterId, [...named]);
   const leases: Record<string, LeaseSpend> = {};
   let unleased = false;
   for (const e of events) {
@@ -115,39 +114,55 @@ function groupBy<T>(items: readonly T[], key: (t: T) => string): Map<string, T[]
 }
 
 /**
- * Everything derived from the usage events a job inserted: the analytics outbox entry, the
- * counters (once, guarded by the job id; the guard is released once the job is marked
- * counted), then thresholds. Each step is idempotent, so a completion cut off anywhere can
- * be repeated by whoever claims the job next.
+ * The counter shares of a job's events: each event goes to its period's counter, and to its
+ * month's counter unless the period starts where the event's month starts, in which case the
+ * period counter carries it as its month share (CounterDoc.month).
  */
-async function completeUsage(deps: IngestionDeps, job: JobDoc, inserted: UsageEventDoc[]): Promise<void> {
-  await deps.outbox.put(deps.outbox.analytics, [entry("usage", job._id, inserted.map(usageFact))]);
-  const periods = await Promise.all(
-    [...groupBy(inserted, (d) => d.counter_id)].map(async ([id, list]) => ({
-      delta: { ...delta(id, list[0]!.period_start, list[0]!.period_end, list), ...(await leaseSpend(deps, id, list, job.counted === true)) },
-      limit: list[0]! as Limited,
-    })),
-  );
+function deltas(inserted: readonly UsageEventDoc[]): { periods: { delta: CounterDelta; limit: Limited }[]; months: CounterDelta[] } {
+  const periods = [...groupBy(inserted, (d) => d.counter_id)].map(([id, list]) => {
+    const first = list[0]!;
+    const folded = list.filter((e) => calendarMonth(e.timestamp).start.getTime() === first.period_start.getTime());
+    const delta: CounterDelta = {
+      id,
+      productId: first.product_id,
+      userId: first.user_id,
+      start: first.period_start,
+      end: first.period_end,
+      add: sum(list),
+    };
+    if (folded.length > 0) delta.month = sum(folded);
+    return { delta, limit: first as Limited };
+  });
   // The month's counter has no plan and no limit: it only answers usage by calendar month.
-  const months = [...groupBy(inserted, (d) => monthCounterId(d.product_id, d.user_id, calendarMonth(d.timestamp).start))].map(
-    ([id, list]) => {
-      const month = calendarMonth(list[0]!.timestamp);
-      return delta(id, month.start, month.end, list);
-    },
+  const rest = inserted.filter((e) => calendarMonth(e.timestamp).start.getTime() !== e.period_start.getTime());
+  const months = [...groupBy(rest, (d) => monthCounterId(d.product_id, d.user_id, calendarMonth(d.timestamp).start))].map(([id, list]) => {
+    const month = calendarMonth(list[0]!.timestamp);
+    return { id, productId: list[0]!.product_id, userId: list[0]!.user_id, ...month, add: sum(list) };
+  });
+  return { periods, months };
+}
+
+/**
+ * Everything derived from the usage events a job inserted: the analytics outbox entry, the
+ * counters (once, guarded by the job id), then thresholds from the limited period counters
+ * as that same update left them. Each step is idempotent, so a completion cut off anywhere can
+ * be repeated by whoever claims the job next; the guard entries go once the job is closed.
+ */
+async function completeUsage(deps: IngestionDeps, job: JobDoc, inserted: UsageEventDoc[]): Promise<string[]> {
+  await deps.outbox.put(deps.outbox.analytics, [entry("usage", job._id, inserted.map(usageFact))]);
+  const { periods, months } = deltas(inserted);
+  await Promise.all(
+    periods.map(async (p) => Object.assign(p.delta, await leaseSpend(deps, p.delta.id, inserted.filter((e) => e.counter_id === p.delta.id)))),
   );
-  const deltas = [...periods.map((p) => p.delta), ...months];
-  if (!job.counted) {
-    await deps.counters.add(job._id, deltas);
-    await deps.jobs.markCounted(job._id);
-  }
-  await deps.counters.release(job._id, deltas.map((d) => d.id));
   const limited = periods.filter((p) => hasThresholds(p.limit.spend_limit));
+  const after = await deps.counters.add(job._id, [...periods.map((p) => p.delta), ...months], new Set(limited.map((p) => p.delta.id)));
   await Promise.all(
     limited.map(async (p) => {
-      const counter = await deps.counters.get(p.delta.id);
+      const counter = after.get(p.delta.id);
       if (counter) await recordCrossings(deps, counter, p.delta, p.limit);
     }),
   );
+  return [...periods.map((p) => p.delta.id), ...months.map((m) => m.id)];
 }
 
 async function completeGates(deps: IngestionDeps, jobId: string, inserted: GateEventDoc[]): Promise<void> {
@@ -170,11 +185,13 @@ function gateFact(d: GateEventDoc) {
 /** Completes a claimed job; `inserted` when the caller knows them (its own insert), else read by id. */
 async function completeJob(deps: IngestionDeps, job: JobDoc, inserted?: UsageEventDoc[] | GateEventDoc[]): Promise<void> {
   if (job.kind === "usage") {
-    await completeUsage(deps, job, (inserted as UsageEventDoc[] | undefined) ?? (await deps.events.ofJob(job)));
+    const counters = await completeUsage(deps, job, (inserted as UsageEventDoc[] | undefined) ?? (await deps.events.ofJob(job)));
+    await deps.jobs.close(job._id);
+    deps.counters.released(job._id, counters);
   } else {
     await completeGates(deps, job._id, (inserted as GateEventDoc[] | undefined) ?? (await deps.gates.ofJob(job)));
+    await deps.jobs.close(job._id);
   }
-  await deps.jobs.close(job._id);
 }
 
 /** Completes a job claimed from another request (crashed or slow); shared within the process. */
@@ -188,16 +205,16 @@ function completeTaken(deps: IngestionDeps, job: JobDoc): Promise<void> {
 }
 
 /** Claims a job held by nobody, or by a claimant silent for the recovery age. */
-function claimTaken(deps: IngestionDeps, id: string): Promise<JobDoc | null> {
+function claimTaken(deps: IngestionDeps, job: JobDoc): Promise<JobDoc | null> {
   const now = deps.now();
-  return deps.jobs.claim(id, now, new Date(now.getTime() - deps.recoveryAfterMs));
+  return deps.jobs.claim(job, now, new Date(now.getTime() - deps.recoveryAfterMs));
 }
 
 /** Waits (by primary-key reads) until another claimant closes the job, at most the recovery age. */
 async function awaitClosed(deps: IngestionDeps, id: string): Promise<void> {
   const until = Date.now() + deps.recoveryAfterMs;
   for (let pause = 5; Date.now() < until; pause = Math.min(200, pause * 2)) {
-    if (!(await deps.jobs.get(id))) return;
+    if (!(await deps.jobs.isOpen(id))) return;
     await new Promise((r) => setTimeout(r, pause));
   }
 }
@@ -221,7 +238,7 @@ async function adoptOverlapping(deps: IngestionDeps, own: JobDoc, offered: Set<s
     if (job._id === own._id || !job.ids.some((id) => wanted.has(id))) continue;
     const covered = job.ids.every((id) => offered.has(id));
     if (!covered && !isTakeable(deps, job, now)) continue;
-    const claimed = await claimTaken(deps, job._id);
+    const claimed = await claimTaken(deps, job);
     if (claimed) await completeTaken(deps, claimed);
     else if (covered) await awaitClosed(deps, job._id);
   }
@@ -241,7 +258,7 @@ async function storeJob<D extends { _id: string }>(
 ): Promise<Set<string>> {
   await deps.jobs.open(job);
   const inserted = await insert(docs);
-  const claimed = await deps.jobs.claim(job._id, deps.now(), new Date(0));
+  const claimed = await deps.jobs.claim(job, deps.now(), new Date(0));
   if (claimed) await completeJob(deps, claimed, docs.filter((d) => inserted.has(d._id)) as never);
   else await awaitClosed(deps, job._id);
   const offered = new Set(docs.map((d) => d._id));
@@ -280,7 +297,7 @@ export async function recoverStale(deps: IngestionDeps): Promise<number> {
   const old = await deps.jobs.olderThan(new Date(now - deps.recoveryAfterMs), 100);
   let done = 0;
   for (const job of old.filter((j) => isTakeable(deps, j, now))) {
-    const claimed = await claimTaken(deps, job._id);
+    const claimed = await claimTaken(deps, job);
     if (!claimed) continue;
     await completeTaken(deps, claimed);
     done++;

@@ -4,13 +4,25 @@ import { rpcError } from "@meter/lib/errors";
 import { decodeKeys } from "../domain/field-keys.ts";
 import { parseUsagePeriod } from "../domain/period.ts";
 import type { IngestionDeps } from "../deps.ts";
-import { monthCounterId } from "../store/counters.ts";
+import { counterId, monthCounterId, plus, type Totals } from "../store/counters.ts";
 import { attribute } from "../usage.ts";
 import { requireProduct, requireUser } from "./common.ts";
 
 /**
+ * A month's totals: its own counter plus the share of the period counter that starts with
+ * the month (CounterDoc.month): two reads by `_id`, whatever the number of events.
+ */
+async function monthTotals(deps: IngestionDeps, productId: string, userId: string, start: Date): Promise<Totals | null> {
+  const [own, period] = await Promise.all([
+    deps.counters.get(monthCounterId(productId, userId, start)),
+    deps.counters.get(counterId(productId, userId, start)),
+  ]);
+  return plus(own, period?.month);
+}
+
+/**
  * current_period reads the user's counter for the period in force now, a calendar month the
- * user's counter for that month: one counter either way, whatever the number of events.
+ * user's counter for that month and a period's share of it, whatever the number of events.
  */
 export function getUsage(deps: IngestionDeps): ServiceImpl<typeof IngestionService>["getUsage"] {
   return async (req) => {
@@ -20,11 +32,10 @@ export function getUsage(deps: IngestionDeps): ServiceImpl<typeof IngestionServi
     if (!period) throw rpcError.invalid("period must be current_period, current_month or YYYY-MM (month 01-12)");
     const user = await requireUser(deps, productId, req.userId);
     const label = req.period || "current_period";
-    const id =
+    const counter =
       period.kind === "current_period"
-        ? attribute(productId, req.userId, user, now).counterId
-        : monthCounterId(productId, req.userId, period.start);
-    const counter = await deps.counters.get(id);
+        ? await deps.counters.get(attribute(productId, req.userId, user, now).counterId)
+        : await monthTotals(deps, productId, req.userId, period.start);
     return {
       userId: req.userId,
       period: label,

@@ -146,7 +146,7 @@ export class LeaseStore {
             events: 0,
             tokens_by_model: {},
             cost_by_model: {},
-            jobs: [],
+            jobs: {},
             version: 0,
           },
         },

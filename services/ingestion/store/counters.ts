@@ -1,4 +1,5 @@
 import type { Collection, Db, Filter, UpdateFilter } from "mongodb";
+import { LRUCache } from "lru-cache";
 import { isDuplicateKeyError } from "@meter/lib/mongo";
 import { encodeKey } from "../domain/field-keys.ts";
 import type { UsageEventDoc } from "./usage-events.ts";
@@ -16,11 +17,18 @@ export interface CounterDoc extends Totals {
   /** End of the window as last attributed (a late renewal may shorten a rolled-on window). */
   period_end: Date;
   /**
-   * Jobs whose events were added and whose job is not closed yet: the guard that makes a
-   * retried or taken-over job add its events once. Pulled again once the job is marked
-   * counted, so it holds only the jobs in flight.
+   * A period counter that starts where a calendar month starts also holds that month's share:
+   * the totals of its events stamped in that month, which the month's own counter then does
+   * not get (one update per user instead of two when periods are calendar months). Usage of
+   * the month adds the two (monthTotals).
    */
-  jobs: string[];
+  month?: Totals;
+  /**
+   * Jobs whose events were added, as field names (`jobs.<job id>`): the guard that makes a
+   * retried or taken-over job add its events once. A job's entry is removed by the next
+   * update of the counter from the process that closed the job (see CounterStore.add).
+   */
+  jobs: Record<string, 1>;
 }
 
 export interface Totals {
@@ -56,6 +64,8 @@ export interface CounterDelta {
   start: Date;
   end: Date;
   add: Totals;
+  /** The part of `add` that is the month share (see CounterDoc.month). */
+  month?: Totals;
   /** What of the delta was spent from each budget lease (period counters only). */
   leases?: Record<string, LeaseSpend>;
   /** Some of the delta's events were not spent from a lease (period counters only). */
@@ -68,8 +78,7 @@ export interface LeaseSpend {
   tokens: Record<string, number>;
 }
 
-export function delta(id: string, start: Date, end: Date, events: readonly Countable[]): CounterDelta {
-  const first = events[0]!;
+export function sum(events: readonly Countable[]): Totals {
   const add: Totals = { cost: 0, tokens: 0, tool_calls: 0, events: 0, tokens_by_model: {}, cost_by_model: {} };
   for (const e of events) {
     add.cost += e.cost_total;
@@ -82,18 +91,47 @@ export function delta(id: string, start: Date, end: Date, events: readonly Count
       add.cost_by_model[key] = (add.cost_by_model[key] ?? 0) + e.cost_total;
     }
   }
-  return { id, productId: first.product_id, userId: first.user_id, start, end, add };
+  return add;
 }
+
+/** a + b, either possibly absent (usage of a month: its own counter and a period's share). */
+export function plus(a: Totals | null | undefined, b: Totals | null | undefined): Totals | null {
+  if (!a || !b) return a ?? b ?? null;
+  const maps = (x: Record<string, number>, y: Record<string, number>) => {
+    const out = { ...x };
+    for (const [k, v] of Object.entries(y)) out[k] = (out[k] ?? 0) + v;
+    return out;
+  };
+  return {
+    cost: a.cost + b.cost,
+    tokens: a.tokens + b.tokens,
+    tool_calls: a.tool_calls + b.tool_calls,
+    events: a.events + b.events,
+    tokens_by_model: maps(a.tokens_by_model, b.tokens_by_model),
+    cost_by_model: maps(a.cost_by_model, b.cost_by_model),
+  };
+}
+
+/** Counters whose closed jobs' entries this process still has to remove. */
+const PENDING_COUNTERS = 100_000;
 
 /**
  * Counters as single documents. A job adds its share to each counter with one guarded
- * update, `{_id, jobs: {$ne: job}}` + `$inc` + `$push: {jobs: job}`, upserting: a single-
- * document update is atomic on MongoDB and on the embedded database (whose writes run one
- * at a time), so a job's second addition finds its id in `jobs` and changes nothing (the
- * upsert then collides on `_id`: that duplicate key means "already added").
+ * update, `{_id, "jobs.<job>": {$exists: false}}` + `$inc` + `$set: {"jobs.<job>": 1}`,
+ * upserting: a single-document update is atomic on MongoDB and on the embedded database
+ * (whose writes run one at a time), so a job's second addition finds its entry and changes
+ * nothing (the upsert then collides on `_id`: that duplicate key means "already added").
+ *
+ * A job's entry may go once the job is closed (deleted): nobody completes it again. Rather
+ * than a `$pull` round per counter, the process that closed it `$unset`s the entry in its
+ * next update of that counter (`released`): no command of its own. Entries of counters not
+ * updated again by that process (a period that ended, a process that restarted, a counter
+ * pushed out of the bounded list) stay behind; they are a few dozen bytes each and never
+ * match a job again.
  */
 export class CounterStore {
   readonly counters: Collection<CounterDoc>;
+  private readonly closed = new LRUCache<string, Set<string>>({ max: PENDING_COUNTERS });
 
   constructor(db: Db) {
     this.counters = db.collection<CounterDoc>("counters");
@@ -111,38 +149,61 @@ export class CounterStore {
     return this.counters.findOne({ _id: id });
   }
 
-  /** Adds every delta of job `jobId` to its counter, each at most once however often this runs. */
-  async add(jobId: string, deltas: readonly CounterDelta[]): Promise<void> {
-    await eachConcurrently(deltas, (d) => this.addOne(jobId, d));
+  /**
+   * Adds every delta of job `jobId` to its counter, each at most once however often this runs.
+   * Returns the counters named in `read` as they are after the addition (in the same command).
+   */
+  async add(jobId: string, deltas: readonly CounterDelta[], read: ReadonlySet<string>): Promise<Map<string, CounterDoc | null>> {
+    const out = new Map<string, CounterDoc | null>();
+    await eachConcurrently(deltas, async (d) => {
+      const doc = await this.addOne(jobId, d, read.has(d.id));
+      if (read.has(d.id)) out.set(d.id, doc);
+    });
+    return out;
   }
 
-  private async addOne(jobId: string, d: CounterDelta): Promise<void> {
-    const { filter, update } = addOp(jobId, d);
+  /** The job is closed: its entries may go with the next update of each counter. */
+  released(jobId: string, ids: readonly string[]): void {
+    for (const id of ids) {
+      const jobs = this.closed.get(id);
+      if (jobs) jobs.add(jobId);
+      else this.closed.set(id, new Set([jobId]));
+    }
+  }
+
+  private async addOne(jobId: string, d: CounterDelta, read: boolean): Promise<CounterDoc | null> {
+    const releasing = [...(this.closed.get(d.id) ?? [])].filter((j) => j !== jobId);
+    const { filter, update } = addOp(jobId, d, releasing);
     for (;;) {
       try {
-        await this.counters.updateOne(filter, update, { upsert: true });
-        return;
+        let after: CounterDoc | null = null;
+        if (read) after = await this.counters.findOneAndUpdate(filter, update, { upsert: true, returnDocument: "after" });
+        else await this.counters.updateOne(filter, update, { upsert: true });
+        const pending = this.closed.get(d.id);
+        for (const j of releasing) pending?.delete(j);
+        if (pending?.size === 0) this.closed.delete(d.id);
+        return after;
       } catch (err) {
         if (!isDuplicateKeyError(err)) throw err;
         // Either the job is there already, or (MongoDB) a concurrent upsert created the
         // document first: then the guarded update now matches it.
-        const doc = await this.counters.findOne({ _id: d.id }, { projection: { jobs: 1 } });
-        if (doc?.jobs.includes(jobId)) return;
+        const doc = await this.counters.findOne({ _id: d.id });
+        if (doc?.jobs?.[jobId]) return doc;
       }
     }
   }
-
-  /** Drops the job's guard entries once the job is marked counted (nothing can add it again). */
-  async release(jobId: string, ids: readonly string[]): Promise<void> {
-    await eachConcurrently(ids, (id) => this.counters.updateOne({ _id: id }, { $pull: { jobs: jobId } }));
-  }
 }
 
-function addOp(jobId: string, d: CounterDelta) {
-  const { tokens_by_model, cost_by_model, ...flat } = d.add;
-  const inc: Record<string, number> = { ...flat };
-  for (const [k, v] of Object.entries(tokens_by_model)) inc[`tokens_by_model.${k}`] = v;
-  for (const [k, v] of Object.entries(cost_by_model)) inc[`cost_by_model.${k}`] = v;
+function addOp(jobId: string, d: CounterDelta, releasing: readonly string[]) {
+  const inc: Record<string, number> = {};
+  const put = (prefix: string, t: Totals) => {
+    const { tokens_by_model, cost_by_model, ...flat } = t;
+    for (const [k, v] of Object.entries(flat)) inc[`${prefix}${k}`] = v;
+    for (const [k, v] of Object.entries(tokens_by_model)) inc[`${prefix}tokens_by_model.${k}`] = v;
+    for (const [k, v] of Object.entries(cost_by_model)) inc[`${prefix}cost_by_model.${k}`] = v;
+  };
+  put("", d.add);
+  if (d.month) put("month.", d.month);
   // Settles against the leases in the same update: usage spent from a lease raises the
   // counter and that lease's `spent` alike, so cap - settled - outstanding stays as it was.
   // Any other usage lowers it, so it bumps the version a grant is conditional on (a grant
@@ -152,15 +213,13 @@ function addOp(jobId: string, d: CounterDelta) {
     for (const [k, v] of Object.entries(l.tokens)) inc[`leases.${id}.tokens.${k}.spent`] = v;
   }
   if (d.leases === undefined || d.unleased) inc.version = 1;
-  return {
-    filter: { _id: d.id, jobs: { $ne: jobId } } satisfies Filter<CounterDoc>,
-    update: {
-      $inc: inc,
-      $push: { jobs: jobId },
-      $set: { period_end: d.end },
-      $setOnInsert: { product_id: d.productId, user_id: d.userId, period_start: d.start },
-    } as UpdateFilter<CounterDoc>,
-  };
+  const update: UpdateFilter<CounterDoc> = {
+    $inc: inc,
+    $set: { [`jobs.${jobId}`]: 1, period_end: d.end },
+    $setOnInsert: { product_id: d.productId, user_id: d.userId, period_start: d.start },
+  } as UpdateFilter<CounterDoc>;
+  if (releasing.length > 0) update.$unset = Object.fromEntries(releasing.map((j) => [`jobs.${j}`, ""]));
+  return { filter: { _id: d.id, [`jobs.${jobId}`]: { $exists: false } } as Filter<CounterDoc>, update };
 }
 
 /** Updates in flight at once per call: the database applies them one by one anyway. */

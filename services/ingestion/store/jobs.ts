@@ -19,8 +19,6 @@ export interface JobDoc {
    * the job, until the claim is older than the recovery age.
    */
   claimed_at?: Date;
-  /** Set once its events are in their counters: a later completion skips that step. */
-  counted?: true;
 }
 
 export class JobStore {
@@ -34,25 +32,24 @@ export class JobStore {
     await this.jobs.insertOne(doc);
   }
 
-  async get(id: string): Promise<JobDoc | null> {
-    return this.jobs.findOne({ _id: id });
+  /** Whether the job is still open (its id only: the document holds every offered id). */
+  async isOpen(id: string): Promise<boolean> {
+    return (await this.jobs.findOne({ _id: id }, { projection: { _id: 1 } })) !== null;
   }
 
   /**
    * Claims the job unless someone holds a claim younger than `staleBefore` (the request's
    * own first claim passes `staleBefore` = epoch: only an unclaimed job). Atomic: of two
-   * claimants one wins. Returns the job as claimed, or null.
+   * claimants one wins. Returns `job` as claimed, or null.
    */
-  async claim(id: string, now: Date, staleBefore: Date): Promise<JobDoc | null> {
-    return this.jobs.findOneAndUpdate(
-      { _id: id, $or: [{ claimed_at: { $exists: false } }, { claimed_at: { $lt: staleBefore } }] },
+  async claim(job: JobDoc, now: Date, staleBefore: Date): Promise<JobDoc | null> {
+    // An update, not findOneAndUpdate: the caller holds the job already, and the document
+    // (every offered id) need not travel back.
+    const res = await this.jobs.updateOne(
+      { _id: job._id, $or: [{ claimed_at: { $exists: false } }, { claimed_at: { $lt: staleBefore } }] },
       { $set: { claimed_at: now } },
-      { returnDocument: "after" },
     );
-  }
-
-  async markCounted(id: string): Promise<void> {
-    await this.jobs.updateOne({ _id: id }, { $set: { counted: true } });
+    return res.modifiedCount === 1 ? { ...job, claimed_at: now } : null;
   }
 
   async close(id: string): Promise<void> {
