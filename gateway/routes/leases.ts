@@ -96,11 +96,12 @@ export const leaseRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description:
           "Grants the holder a slice of cap - settled spend - slices outstanding, atomically, until expires_at; with `model`, " +
           "also a slice of that model's token cap the same way. Asking again extends the holder's lease. " +
-          "Usage events spent from it carry its lease_id.",
+          "Usage events spent from it carry its lease_id. 413 when the user's period has 1,000 live leases; " +
+          "503 (retryable) when the budget changed under 50 grant attempts in a row.",
         tags: ["leases"],
         params: UserParams,
         body: AcquireIn,
-        response: { 200: AcquireOut, ...errors(400, 401, 404, 422) },
+        response: { 200: AcquireOut, ...errors(400, 401, 404, 413, 422, 503) },
       },
     },
     async (request) => {
