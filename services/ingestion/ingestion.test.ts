@@ -8,6 +8,7 @@ import { testMongoUrl } from "../../test/support/database.ts";
 import { startTestStack, type TestStack } from "../../test/support/stack.ts";
 import type { AnalyticsRecorder, CrossingInit, GateFactInit, GateNoticeInit, UsageFactInit, WebhookPublisher } from "./adapters/peers.ts";
 import { eventually } from "../../test/support/eventually.ts";
+import { storedJob, type StoredJob } from "./store/jobs.ts";
 
 /** A peer that refuses its first `failures` calls (down, then not yet implementing the call), then records. */
 class FlakyPeers implements WebhookPublisher, AnalyticsRecorder {
@@ -142,7 +143,7 @@ t("a job left unfinished by a crash is completed by the recovery sweep", async (
   const docs = Array.from({ length: 5 }, (_, i) =>
     usageDoc(productId, job, create(UsageEventSchema, { id: randomUUID(), userId: "r1", timestamp: toTimestamp(old), costTotal: i + 1 }), undefined, old),
   );
-  await db.collection("jobs").insertOne({ _id: job as never, kind: "usage", product_id: productId, ids: docs.map((d) => d._id), created_at: old });
+  await db.collection<StoredJob>("jobs").insertOne(storedJob({ _id: job, kind: "usage", product_id: productId, ids: docs.map((d) => d._id), created_at: old }));
   await db.collection("usage_events").insertMany(docs as never[]);
   const usage = await eventually(async () => {
     const res = await api.get("/users/r1/usage?period=current_month");
