@@ -8,6 +8,7 @@ import { testMongoUrl } from "../../test/support/database.ts";
 import { startTestStack, type TestStack } from "../../test/support/stack.ts";
 import type { AnalyticsRecorder, CrossingInit, GateFactInit, GateNoticeInit, UsageFactInit, WebhookPublisher } from "./adapters/peers.ts";
 import { eventually } from "../../test/support/eventually.ts";
+import { storedJob, type StoredJob } from "./store/jobs.ts";
 
 /** A peer that refuses its first `failures` calls (down, then not yet implementing the call), then records. */
 class FlakyPeers implements WebhookPublisher, AnalyticsRecorder {
@@ -142,7 +143,7 @@ t("a job left unfinished by a crash is completed by the recovery sweep", async (
   const docs = Array.from({ length: 5 }, (_, i) =>
     usageDoc(productId, job, create(UsageEventSchema, { id: randomUUID(), userId: "r1", timestamp: toTimestamp(old), costTotal: i + 1 }), undefined, old),
   );
-  await db.collection("jobs").insertOne({ _id: job as never, kind: "usage", product_id: productId, ids: docs.map((d) => d._id), created_at: old });
+  await db.collection<StoredJob>("jobs").insertOne(storedJob({ _id: job, kind: "usage", product_id: productId, ids: docs.map((d) => d._id), created_at: old }));
   await db.collection("usage_events").insertMany(docs as never[]);
   const usage = await eventually(async () => {
     const res = await api.get("/users/r1/usage?period=current_month");
@@ -184,15 +185,19 @@ t("a lapsed window rolls on by its length; a renewal recorded late keeps what wa
   assert.is(before.plan, "capped");
   close(before.current_usage.period_cost, 5);
   close((await api.get(`/users/${userId}/usage`)).body.total_cost, 5);
+  // A manual event (stamped on arrival) goes to the same rolled-on window.
+  assert.is((await api.post("/events", { user_id: userId, cost: 0.5 })).status, 201);
+  close((await api.get(`/users/${userId}/session`)).body.current_usage.period_cost, 5.5);
+  close((await api.get(`/users/${userId}/usage`)).body.total_cost, 5.5);
 
   // The renewal arrives late, with the billing system's own end (28 days, not 30).
   const renewalEnd = new Date(now + 18 * DAY);
   assert.is((await sub(lapsedEnd, renewalEnd)).status, 200);
   const after = (await api.get(`/users/${userId}/session`)).body;
   assert.equal(after.billing_period, { start: rolled.start, end: renewalEnd.toISOString() });
-  close(after.current_usage.period_cost, 5, "what was counted while rolled on is in the renewal's period");
+  close(after.current_usage.period_cost, 5.5, "what was counted while rolled on is in the renewal's period");
   await send([1], new Date());
-  close((await api.get(`/users/${userId}/usage`)).body.total_cost, 6);
+  close((await api.get(`/users/${userId}/usage`)).body.total_cost, 6.5);
 
   // Thresholds are keyed by the whole period: 50% fired for the rolled-on window, and once
   // more for the renewal's (other end), once each.

@@ -10,6 +10,7 @@ import { eventually } from "../../test/support/eventually.ts";
 import { startTestStack, type TestStack } from "../../test/support/stack.ts";
 import type { AnalyticsRecorder, CrossingInit, WebhookPublisher } from "./adapters/peers.ts";
 import { createIngestionService, type IngestionModule } from "./index.ts";
+import { storedJob, type StoredJob } from "./store/jobs.ts";
 
 /** Records what ingestion hands over (the peers are not under test here). */
 class Recorder implements WebhookPublisher, AnalyticsRecorder {
@@ -96,7 +97,7 @@ t("usage, session, gate events and thresholds are unchanged by retention; what s
   const guards = await db.collection("counters").find({ user_id: "cur" }).toArray();
   const openJob = Object.keys(guards[0]!.jobs).find((j) => guards.every((c) => c.jobs[j]))!;
   const ids = (await events.find({ job: openJob }).toArray()).map((e) => e._id);
-  await db.collection("jobs").insertOne({ _id: openJob as never, kind: "usage", product_id: "", ids, created_at: LATE, claimed_at: LATE });
+  await db.collection<StoredJob>("jobs").insertOne(storedJob({ _id: openJob, kind: "usage", product_id: "", ids, created_at: LATE, claimed_at: LATE }));
 
   const report = await replica.runRetention(LATE);
   // 15 usage events, 2 of them the open job's; of the gate events' hours, old's is too old.
