@@ -6,13 +6,7 @@
 // for lease requests per call. Prints overshoot (target 0), the fraction of the cap spent
 // before every call was refused (target >= 0.95), lease requests per call far from the cap
 // (target <= 0.05), and reserve() latency p50/p99 with and without leases.
-import { mkdtemp } from "node:fs/promises";
-import os from "node:os";
-import path from "node:path";
-import { startEmbeddedDb } from "@meter/lib/embedded-db";
-import { createLogger } from "@meter/lib/logger";
-import { startStack } from "../cmd/stack.ts";
-import { Api } from "../test/support/http.ts";
+import { benchProduct } from "./support/bench-product.ts";
 import { CALL_ESTIMATE, CALL_TOKENS_ESTIMATE, cappedUser, quantile, runReplicas, type RunResult } from "./lease-run.ts";
 
 const REPLICAS = Number(process.env.BENCH_REPLICAS ?? 8);
@@ -20,12 +14,8 @@ const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 100);
 const CAP_CALLS = Number(process.env.BENCH_CAP_CALLS ?? 8_000);
 const FAR_CALLS = Number(process.env.BENCH_FAR_CALLS ?? 5);
 
-const dir = process.env.MONGODB_URL ? undefined : await mkdtemp(path.join(os.tmpdir(), "meter-bench-leases-"));
-const embedded = dir ? await startEmbeddedDb(dir) : undefined;
-const stack = await startStack({ mongoUrl: process.env.MONGODB_URL ?? embedded!.url, dbPrefix: `blease${Date.now()}`, logger: createLogger("bench", "fatal") });
-const created = await new Api(stack.apiUrl).post("/products", { name: "bench leases" });
-const apiKey: string = created.body.api_key;
-const api = new Api(stack.apiUrl, apiKey);
+const bench = await benchProduct("leases");
+const { stack, apiKey, api } = bench;
 const cap = CAP_CALLS * CALL_ESTIMATE;
 const base = { baseUrl: stack.apiUrl, apiKey, replicas: REPLICAS, concurrency: CONCURRENCY };
 const ms = (x: number) => x.toFixed(2);
@@ -59,6 +49,5 @@ const plain = await runReplicas(api, { ...base, userId: await farCap(), leases: 
 console.log(`\nfar from the cap (${far.calls} calls): lease requests / call ${(far.leaseRequests / far.calls).toFixed(4)}`);
 console.log(`reserve p50 / p99 / p99 after each worker's first call, ms: leases ${lat(far).replaceAll(" | ", " / ")}; without ${lat(plain).replaceAll(" | ", " / ")}`);
 
-await stack.close();
-await embedded?.stop();
+await bench.close();
 process.exit(0);

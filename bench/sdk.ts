@@ -6,17 +6,12 @@
 // Uses MONGODB_URL when set, else the embedded database in a temporary directory.
 import { execFile } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
-import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { startEmbeddedDb } from "@meter/lib/embedded-db";
-import { createLogger } from "@meter/lib/logger";
 import pMap from "p-map";
 import { Meter } from "../sdk/typescript/src/index.ts";
-import { startStack } from "../cmd/stack.ts";
-import { Api } from "../test/support/http.ts";
+import { benchProduct } from "./support/bench-product.ts";
 
 const GUARDS = Number(process.env.BENCH_GUARDS ?? 200_000);
 const RECORDS = Number(process.env.BENCH_RECORDS ?? 50_000);
@@ -29,12 +24,8 @@ const run = promisify(execFile);
 const gc = (globalThis as { gc?: () => void }).gc;
 if (!gc) throw new Error("run with --expose-gc (npm run bench:sdk does)");
 
-const dir = process.env.MONGODB_URL ? undefined : await mkdtemp(path.join(os.tmpdir(), "meter-bench-sdk-"));
-const embedded = dir ? await startEmbeddedDb(dir) : undefined;
-const stack = await startStack({ mongoUrl: process.env.MONGODB_URL ?? embedded!.url, dbPrefix: `bsdk${Date.now()}`, logger: createLogger("bench", "fatal") });
-const created = await new Api(stack.apiUrl).post("/products", { name: "bench sdk" });
-const apiKey: string = created.body.api_key;
-const api = new Api(stack.apiUrl, apiKey);
+const bench = await benchProduct("sdk");
+const { stack, apiKey, api } = bench;
 const quiet = { warn: () => {} };
 
 async function plan(fields: Record<string, unknown>): Promise<string> {
@@ -61,7 +52,7 @@ const bigPlan = await plan({
   model_limits: { "gpt-4o": { max_tokens_per_period: 1e12 } },
 });
 
-console.log(`@meter/sdk benchmark (real stack in-process, ${embedded ? "embedded FerretDB" : "MONGODB_URL"}; shared 2-core machine, figures are noisy)\n`);
+console.log(`@meter/sdk benchmark (real stack in-process, ${bench.database}; shared 2-core machine, figures are noisy)\n`);
 
 // 1. guard on a loaded user: every dimension checked, model name normalized, nothing sent.
 {
@@ -155,6 +146,4 @@ async function overshoot(preCallEstimate: boolean) {
 await overshoot(true);
 await overshoot(false);
 
-await stack.close();
-await embedded?.stop();
-if (dir) await rm(dir, { recursive: true, force: true });
+await bench.close();
