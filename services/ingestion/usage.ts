@@ -184,14 +184,14 @@ function gateFact(d: GateEventDoc) {
 
 /** Completes a claimed job; `inserted` when the caller knows them (its own insert), else read by id. */
 async function completeJob(deps: IngestionDeps, job: JobDoc, inserted?: UsageEventDoc[] | GateEventDoc[]): Promise<void> {
+  let counters: string[] = [];
   if (job.kind === "usage") {
-    const counters = await completeUsage(deps, job, (inserted as UsageEventDoc[] | undefined) ?? (await deps.events.ofJob(job)));
-    await deps.jobs.close(job._id);
-    deps.counters.released(job._id, counters);
+    counters = await completeUsage(deps, job, (inserted as UsageEventDoc[] | undefined) ?? (await deps.events.ofJob(job)));
   } else {
     await completeGates(deps, job._id, (inserted as GateEventDoc[] | undefined) ?? (await deps.gates.ofJob(job)));
-    await deps.jobs.close(job._id);
   }
+  await deps.jobs.close(job._id);
+  deps.counters.released(job._id, counters);
 }
 
 /** Completes a job claimed from another request (crashed or slow); shared within the process. */
