@@ -1,5 +1,5 @@
 // Drives budget-lease runs: N replica processes (bench/lease-replica.ts) against one user's
-// cap on a running stack. Shared by services/ingestion/leases/leases.test.ts and bench/leases.ts.
+// cap on a running stack. Shared by gateway/routes/leases.test.ts, sdk/typescript/test/leases.test.ts and bench/leases.ts.
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import path from "node:path";
