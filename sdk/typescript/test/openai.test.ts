@@ -2,7 +2,7 @@ import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import OpenAI from "openai";
 import * as assert from "uvu/assert";
-import { LimitExceededError } from "../src/index.ts";
+import { LimitExceededError, Meter, type UsageEvent } from "../src/index.ts";
 import { meterOpenAI, MissingUserError } from "../src/integrations/openai.ts";
 import { eventually } from "../../../test/support/eventually.ts";
 import { close, costOf, meteredSuite } from "./metered-stack.ts";
@@ -188,6 +188,27 @@ t("a stream dropped unread and a raw response are metered with their estimates o
     return list.length === 2 ? list : undefined;
   });
   assert.ok(mine.every((e) => e.output_tokens === 0 && e.input_tokens > 0));
+});
+
+t("calls still open when the meter shuts down are recorded with what they showed, then delivered", async ({ env, mock }) => {
+  const user = await env.newUser();
+  const meter = new Meter({ apiKey: env.apiKey, baseURL: env.stack.apiUrl, flushIntervalMs: 600_000, logger: { warn: () => undefined } });
+  await meter.start();
+  const seen: UsageEvent[] = [];
+  meter.onUsage((e) => void seen.push(e));
+  const openai = meterOpenAI(client(mock), meter, { user_id: user });
+  mock.reply = { ...DEFAULT_REPLY, hang: true };
+  // Read one chunk and kept: neither ended, nor left, nor collectable.
+  const stream = await openai.chat.completions.create({ model: "gpt-4o", messages: ask, stream: true });
+  const iterator = stream[Symbol.asyncIterator]();
+  await iterator.next();
+  assert.is(seen.length, 0);
+
+  assert.ok(await meter.shutdown());
+  assert.is(seen.length, 1);
+  assert.ok(seen[0]!.input_tokens > 0 && seen[0]!.output_tokens === 0, "input estimated, no output seen");
+  assert.is((await env.usage(user, (u) => u.total_tokens === seen[0]!.total_tokens)).total_tokens, seen[0]!.total_tokens);
+  stream.controller.abort();
 });
 
 t.run();
