@@ -38,9 +38,10 @@ t("stream: the final usage of the streamed message, counted once", async ({ env,
   assert.is((await env.usage(user, (u) => u.total_tokens === 240)).total_tokens, 240);
 });
 
-t("a hard gate surfaces LimitExceededError from invoke() and sends nothing; so does a missing user", async ({ env, mock }) => {
+t("a hard gate surfaces LimitExceededError from invoke() and stream() and sends nothing; so does a missing user", async ({ env, mock }) => {
   const closed = new MeterCallbackHandler(env.meter, { user_id: await env.newUser("closed") });
   assert.instance(await chat(mock).invoke("hi", { callbacks: [closed] }).catch((e) => e), LimitExceededError);
+  assert.instance(await chat(mock).stream("hi", { callbacks: [closed] }).catch((e) => e), LimitExceededError);
   assert.instance(await chat(mock).invoke("hi", { callbacks: [new MeterCallbackHandler(env.meter)] }).catch((e) => e), MissingUserError);
   assert.is(mock.requests.length, 0);
 });

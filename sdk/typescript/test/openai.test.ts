@@ -85,7 +85,9 @@ t("the Responses API, plain and streamed: usage, function calls and built-in too
 
 t("helpers keep working and count once: withResponse, parse, chat and responses stream helpers", async ({ env, mock }) => {
   const user = await env.newUser();
-  const openai = meterOpenAI(client(mock), env.meter, { user_id: user });
+  const plain = client(mock);
+  const openai = meterOpenAI(plain, env.meter, { user_id: user });
+  assert.is(openai, plain, "the same client object");
   mock.reply = { text: '{"answer":4}', usage: { input: 10, output: 6 } };
 
   const { data, response, request_id } = await openai.chat.completions.create({ model: "gpt-4o", messages: ask }).withResponse();

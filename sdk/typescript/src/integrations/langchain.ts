@@ -116,7 +116,11 @@ export class MeterCallbackHandler extends BaseCallbackHandler {
       prompt: promptOf(messages.flat().map((m) => m?.content), invocation?.tools),
     });
     this.#runs.set(runId, { call, progress: call.streaming(), tokens: 0, swept: 0, quiet: 0 });
-    this.#sweeper ??= setInterval(() => this.#sweep(), Math.floor(this.#idleMs / 2)).unref();
+    if (this.#sweeper === undefined) {
+      this.#sweeper = setInterval(() => this.#sweep(), Math.floor(this.#idleMs / 2));
+      // Never what keeps a process alive.
+      (this.#sweeper as { unref?: () => void }).unref?.();
+    }
   }
 
   override handleLLMNewToken(token: string, _idx: unknown, runId: string): void {
