@@ -71,16 +71,15 @@ export function meterPosts<C extends object>(
     } catch (err) {
       missing = err;
     }
-    const guarded = Promise.resolve(opts).then(async (o: any) => {
+    const guarded = Promise.resolve(opts).then((o: any) => {
       if (missing) throw missing;
-      prepared = route.prepare(o?.body ?? {});
-      call = await MeteredCall.start(meter, options, {
-        user_id: user!,
-        provider: integration.provider,
-        model: prepared.model,
-        prompt: prepared.prompt,
+      const p = route.prepare(o?.body ?? {});
+      prepared = p;
+      const started = MeteredCall.start(meter, options, { user_id: user!, provider: integration.provider, model: p.model, prompt: p.prompt });
+      return started.then((c) => {
+        call = c;
+        return p.body === o?.body ? o : { ...o, body: p.body };
       });
-      return prepared.body === o?.body ? o : { ...o, body: prepared.body };
     });
 
     const promise = post.call(this, path, guarded);

@@ -135,16 +135,16 @@ export class MeteredCall {
     open.add(this);
   }
 
-  static async start(meter: Meter, options: IntegrationOptions, start: CallStart): Promise<MeteredCall> {
+  static start(meter: Meter, options: IntegrationOptions, start: CallStart): Promise<MeteredCall> {
     const metadata = { ...options.metadata, provider: start.provider };
     // The prompt rather than a count: a plan without pre-call estimates never serializes it.
-    const reservation = await meter.reserve(start.user_id, {
+    const reserved = meter.reserve(start.user_id, {
       model: start.model ?? "unknown",
       session_id: options.session_id,
       prompt: start.prompt,
       metadata,
     });
-    return new MeteredCall(meter, reservation, start.prompt, metadata, openCalls(meter));
+    return reserved.then((reservation) => new MeteredCall(meter, reservation, start.prompt, metadata, openCalls(meter)));
   }
 
   /** Input tokens estimated from the request, computed once and only when asked. */
