@@ -93,7 +93,7 @@ export function meterModel<M extends WrapOptions["model"]>(model: M, meter: Mete
       // (abortSignal, leaving the loop) is seen here and metered with what it used. Nothing is
       // read ahead of the consumer (highWaterMark 0), and a part costs one read, no more.
       let out!: ReadableStreamDefaultController<any>;
-      const forward = (r: ReadableStreamReadResult<any>) => {
+      const forward = (r: { done: boolean; value?: any }) => {
         if (r.done) {
           call.settle(progress);
           out.close();
