@@ -67,6 +67,7 @@ t("a stream left by break is metered once with what it streamed, and its reserva
 
   const event = await eventually(() => events.find((e) => e.user_id === user));
   assert.is(event.input_tokens, Math.ceil(JSON.stringify(["Weather?"]).length / 4), "the input estimate");
+  assert.equal(event.metadata, { provider: "openai" });
   assert.ok(event.output_tokens >= 1 && event.output_tokens <= Math.ceil(DEFAULT_REPLY.text.length / 4), `output from the text streamed: ${event.output_tokens}`);
   assert.is((await env.meter.guard(user, { model: "gpt-4o" })).status, "ok", "the reservation was given back");
   await env.usage(user, (u) => u.total_tokens === event.input_tokens + event.output_tokens);

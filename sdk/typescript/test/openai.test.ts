@@ -134,6 +134,18 @@ t("a hard gate rejects with LimitExceededError and sends nothing", async ({ env,
   assert.is(mock.requests.length, 0);
 });
 
+t("a soft gate fires onSoftGate and the call is sent", async ({ env, mock }) => {
+  // $2 spent, and the call's estimate holds about $8.20 of the $12 cap: 85%, past the 80% soft gate.
+  const user = await env.newUser("capped");
+  await env.meter.record(user, { model: "gpt-4o", output_tokens: 1000 });
+  const soft: string[] = [];
+  env.meter.onSoftGate((result, ctx) => void (ctx.user_id === user && soft.push(result.gate_reason!)));
+  const openai = meterOpenAI(client(mock), env.meter, { user_id: user });
+  await openai.chat.completions.create({ model: "gpt-4o", messages: ask });
+  assert.equal(soft, ["total_spend"]);
+  assert.is(mock.requests.length, 1);
+});
+
 t("the user comes from meter.withUser(); with no user at all nothing is sent", async ({ env, mock }) => {
   const user = await env.newUser();
   const openai = meterOpenAI(client(mock), env.meter);
