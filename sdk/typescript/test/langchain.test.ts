@@ -106,6 +106,7 @@ t("a stream aborted by its signal mid-way is metered once with its estimate", as
 t("idleMs is checked where the handler is made", async ({ env }) => {
   assert.throws(() => new MeterCallbackHandler(env.meter, { idleMs: 0 }), /idleMs must be an integer/);
   assert.throws(() => new MeterCallbackHandler(env.meter, { idleMs: 1.5 }), /idleMs must be an integer/);
+  assert.throws(() => new MeterCallbackHandler(env.meter, { idleMs: 2 ** 31 }), /idleMs must be an integer/);
 });
 
 t.run();

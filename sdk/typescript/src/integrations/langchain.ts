@@ -89,7 +89,10 @@ export class MeterCallbackHandler extends BaseCallbackHandler {
     super({ raiseError: true });
     checkArguments("MeterCallbackHandler", meter, options);
     const idle = options.idleMs ?? DEFAULT_IDLE_MS;
-    if (!Number.isInteger(idle) || idle < 2) throw new TypeError("MeterCallbackHandler: idleMs must be an integer of at least 2 (milliseconds)");
+    // Timers overflow past 2^31 - 1 ms and would then fire at once.
+    if (!Number.isInteger(idle) || idle < 2 || idle > 2_147_483_647) {
+      throw new TypeError("MeterCallbackHandler: idleMs must be an integer from 2 to 2147483647 (milliseconds)");
+    }
     this.#idleMs = idle;
   }
 
