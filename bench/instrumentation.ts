@@ -1,14 +1,20 @@
 // `npm run bench:instrumentation`: the time the model-client wrappers of @meter/sdk add to a
-// call. Each scenario runs the same client unwrapped and wrapped, calls interleaved, against
-// the same local mock provider, with a started Meter on the in-process service (plan with
-// pre-call estimates, so every call reserves and commits). Prints p50/p99 per call of both and
-// their difference.
-//   BENCH_CALLS=2000 BENCH_WARMUP=200 BENCH_ONLY=stream npm run bench:instrumentation
+// call. Each scenario runs the same client unwrapped and wrapped against the same local mock
+// provider (same reply, same chunks), with a started Meter on the in-process service (plan with
+// pre-call estimates, so every call reserves and commits). Calls alternate unwrapped/wrapped
+// (which goes first alternates too); a round is BENCH_CALLS pairs of every scenario in turn, so
+// a change in the machine's load falls on all of them; BENCH_ROUNDS rounds. Prints, per
+// scenario, the median over the rounds of each round's p50 and p99 (unwrapped, wrapped, and
+// wrapped minus unwrapped), and the range of the rounds' p50 added, which shows the noise.
+//   BENCH_CALLS=1000 BENCH_ROUNDS=5 BENCH_WARMUP=300 BENCH_ONLY=stream npm run bench:instrumentation
 // (BENCH_ONLY: run the scenarios whose name contains it.)
 // Uses MONGODB_URL when set, else the embedded database in a temporary directory.
 import Anthropic from "@anthropic-ai/sdk";
 import { createOpenAI } from "@ai-sdk/openai";
+import { BaseCallbackHandler } from "@langchain/core/callbacks/base";
+import { ChatOpenAI } from "@langchain/openai";
 import { generateText, streamText } from "ai";
+import { AsyncLocalStorage, createHook } from "node:async_hooks";
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -19,13 +25,15 @@ import { startStack } from "../cmd/stack.ts";
 import { Meter } from "../sdk/typescript/src/index.ts";
 import { meterModel } from "../sdk/typescript/src/integrations/ai.ts";
 import { meterAnthropic } from "../sdk/typescript/src/integrations/anthropic.ts";
+import { MeterCallbackHandler } from "../sdk/typescript/src/integrations/langchain.ts";
 import { meterOpenAI } from "../sdk/typescript/src/integrations/openai.ts";
 import { startMockAnthropic } from "../sdk/typescript/test/mock-anthropic.ts";
 import { startMockOpenAI } from "../sdk/typescript/test/mock-openai.ts";
 import { Api } from "../test/support/http.ts";
 
-const CALLS = Number(process.env.BENCH_CALLS ?? 2_000);
-const WARMUP = Number(process.env.BENCH_WARMUP ?? 200);
+const CALLS = Number(process.env.BENCH_CALLS ?? 1_000);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 300);
 const ONLY = process.env.BENCH_ONLY ?? "";
 
 const dir = process.env.MONGODB_URL ? undefined : await mkdtemp(path.join(os.tmpdir(), "meter-bench-"));
@@ -40,7 +48,10 @@ const plans = await authed.post("/config/plans", {
 const USER = "bench-user";
 await authed.post("/users", { external_user_id: USER });
 await authed.post(`/users/${USER}/subscription`, { plan_id: plans.body.plans[0].id });
-const meter = new Meter({ apiKey: product.body.api_key, baseURL: stack.apiUrl });
+// Events are delivered between the timed blocks (meter.flush() below), not by the timer during
+// them: delivery is the core's batched work, and the in-process service that receives it would
+// otherwise land on whichever calls run at that moment.
+const meter = new Meter({ apiKey: product.body.api_key, baseURL: stack.apiUrl, flushIntervalMs: 3_600_000, maxQueueSize: 100_000 });
 await meter.start();
 
 const mockOpenAI = await startMockOpenAI();
@@ -71,6 +82,13 @@ const scenarios: { name: string; plain: Call; wrapped: Call }[] = [];
     plain: async () => drain(await p.chat.completions.create({ model: "gpt-4o", messages, stream: true })),
     wrapped: async () => drain(await w.chat.completions.create({ model: "gpt-4o", messages, stream: true })),
   });
+  // The same wire on both sides: the caller asks for usage itself, so the wrapper adds no chunk.
+  const withUsage = { model: "gpt-4o", messages, stream: true as const, stream_options: { include_usage: true } };
+  scenarios.push({
+    name: "openai chat.completions stream, caller asks usage",
+    plain: async () => drain(await p.chat.completions.create(withUsage)),
+    wrapped: async () => drain(await w.chat.completions.create(withUsage)),
+  });
   scenarios.push({
     name: "openai responses stream",
     plain: async () => drain(await p.responses.create({ model: "gpt-4o", input: "weather?", stream: true })),
@@ -90,6 +108,34 @@ const scenarios: { name: string; plain: Call; wrapped: Call }[] = [];
     plain: () => drain(streamText({ model: mp, prompt: "weather?" }).textStream),
     wrapped: () => drain(streamText({ model: mw, prompt: "weather?" }).textStream),
   });
+  const chat = new ChatOpenAI({ model: "gpt-4o", apiKey: "sk-bench", maxRetries: 0, configuration: { baseURL: `${mockOpenAI.url}/v1` } });
+  const handler = new MeterCallbackHandler(meter, opts);
+  scenarios.push({ name: "langchain invoke", plain: () => chat.invoke("weather?"), wrapped: () => chat.invoke("weather?", { callbacks: [handler] }) });
+  scenarios.push({
+    name: "langchain stream",
+    plain: async () => drain(await chat.stream("weather?")),
+    wrapped: async () => drain(await chat.stream("weather?", { callbacks: [handler] })),
+  });
+  // LangChain builds run managers, serializes the model and dispatches every token only when a
+  // callback handler is present: against a handler that does nothing (awaited, as the meter's
+  // must be to block), what remains is the meter's own work.
+  class NoopHandler extends BaseCallbackHandler {
+    name = "noop";
+    constructor() {
+      super({ raiseError: true });
+    }
+  }
+  const noop = new NoopHandler();
+  scenarios.push({
+    name: "langchain invoke, against a no-op handler",
+    plain: () => chat.invoke("weather?", { callbacks: [noop] }),
+    wrapped: () => chat.invoke("weather?", { callbacks: [handler] }),
+  });
+  scenarios.push({
+    name: "langchain stream, against a no-op handler",
+    plain: async () => drain(await chat.stream("weather?", { callbacks: [noop] })),
+    wrapped: async () => drain(await chat.stream("weather?", { callbacks: [handler] })),
+  });
 }
 
 function pct(sorted: number[], p: number): number {
@@ -102,31 +148,77 @@ async function timed(fn: Call): Promise<number> {
   return (performance.now() - t0) * 1000;
 }
 
-const rows: string[] = [];
-for (const s of scenarios.filter((x) => x.name.includes(ONLY))) {
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1] ?? 0;
+const selected = scenarios.filter((x) => x.name.includes(ONLY));
+const rounds = new Map(selected.map((s) => [s.name, [] as { p50: [number, number]; p99: [number, number] }[]]));
+for (const s of selected) {
   for (let i = 0; i < WARMUP; i++) {
     await s.plain();
     await s.wrapped();
   }
-  const plain: number[] = [];
-  const wrapped: number[] = [];
-  // Interleaved, alternating which goes first, so drift on a shared machine hits both alike.
-  for (let i = 0; i < CALLS; i++) {
-    if (i % 2 === 0) {
-      plain.push(await timed(s.plain));
-      wrapped.push(await timed(s.wrapped));
-    } else {
-      wrapped.push(await timed(s.wrapped));
-      plain.push(await timed(s.plain));
-    }
-  }
-  plain.sort((a, b) => a - b);
-  wrapped.sort((a, b) => a - b);
-  const [p50, p99, w50, w99] = [pct(plain, 50), pct(plain, 99), pct(wrapped, 50), pct(wrapped, 99)];
-  const row = `| ${s.name} | ${p50.toFixed(0)} | ${w50.toFixed(0)} | ${(w50 - p50).toFixed(0)} | ${p99.toFixed(0)} | ${w99.toFixed(0)} | ${(w99 - p99).toFixed(0)} |`;
-  rows.push(row);
-  console.log(row);
+  await meter.flush();
 }
+for (let round = 0; round < ROUNDS; round++) {
+  for (const s of selected) {
+    const plain: number[] = [];
+    const wrapped: number[] = [];
+    // Interleaved, alternating which goes first, so drift on a shared machine hits both alike.
+    for (let i = 0; i < CALLS; i++) {
+      if (i % 2 === 0) {
+        plain.push(await timed(s.plain));
+        wrapped.push(await timed(s.wrapped));
+      } else {
+        wrapped.push(await timed(s.wrapped));
+        plain.push(await timed(s.plain));
+      }
+    }
+    await meter.flush();
+    plain.sort((a, b) => a - b);
+    wrapped.sort((a, b) => a - b);
+    rounds.get(s.name)!.push({ p50: [pct(plain, 50), pct(wrapped, 50)], p99: [pct(plain, 99), pct(wrapped, 99)] });
+  }
+  console.log(`round ${round + 1}/${ROUNDS} done`);
+}
+const rows = selected.map((s) => {
+  const r = rounds.get(s.name)!;
+  const added50 = r.map((x) => x.p50[1] - x.p50[0]);
+  const cells = [
+    median(r.map((x) => x.p50[0])),
+    median(r.map((x) => x.p50[1])),
+    median(added50),
+    median(r.map((x) => x.p99[0])),
+    median(r.map((x) => x.p99[1])),
+    median(r.map((x) => x.p99[1] - x.p99[0])),
+  ].map((v) => v.toFixed(0));
+  return `| ${s.name} | ${cells.join(" | ")} | ${Math.min(...added50).toFixed(0)} to ${Math.max(...added50).toFixed(0)} |`;
+});
+
+// Work the wrapper adds, counted rather than timed (the same on a busy machine): promises
+// created per call, wrapped minus unwrapped. A stream that costs one promise per chunk more
+// than its per-call share shows it here.
+// Only promises made on behalf of the measured calls count (those created in their async
+// context), not those of the in-process service or its background jobs.
+let promises = 0;
+const measured = new AsyncLocalStorage<true>();
+const hook = createHook({ init: (_id, type) => void (type === "PROMISE" && measured.getStore() && promises++) });
+await meter.flush();
+const COUNTED = 100;
+async function promisesPerCall(fn: Call): Promise<number> {
+  promises = 0;
+  await measured.run(true, async () => {
+    for (let i = 0; i < COUNTED; i++) await fn();
+  });
+  return promises / COUNTED;
+}
+hook.enable();
+const counted: string[] = [];
+for (const s of selected) {
+  const plain = await promisesPerCall(s.plain);
+  const wrapped = await promisesPerCall(s.wrapped);
+  await meter.flush();
+  counted.push(`| ${s.name} | ${plain.toFixed(0)} | ${wrapped.toFixed(0)} | ${(wrapped - plain).toFixed(0)} |`);
+}
+hook.disable();
 
 // The core's share of what every wrapped call adds: reserve before, commit after.
 const core: number[] = [];
@@ -139,9 +231,10 @@ for (let i = 0; i < CALLS; i++) {
   );
 }
 core.sort((a, b) => a - b);
-console.log(`\n${CALLS} calls each, µs per call (unwrapped, wrapped, added)\n`);
-console.log("| scenario | p50 plain | p50 wrapped | p50 added | p99 plain | p99 wrapped | p99 added |\n|---|---|---|---|---|---|---|");
+console.log(`\n${ROUNDS} rounds of ${CALLS} calls each way, µs per call; median over the rounds (p50 added: of each round's difference)\n`);
+console.log("| scenario | p50 plain | p50 wrapped | p50 added | p99 plain | p99 wrapped | p99 added | p50 added, rounds |\n|---|---|---|---|---|---|---|---|");
 console.log(rows.join("\n"));
+console.log(`\npromises created per call (async_hooks, ${COUNTED} calls each way)\n\n| scenario | unwrapped | wrapped | added |\n|---|---|---|---|\n${counted.join("\n")}`);
 console.log(`\nof which the core's meter.reserve() + commit(): p50 ${pct(core, 50).toFixed(0)} µs, p99 ${pct(core, 99).toFixed(0)} µs`);
 console.log(`\nmeter: ${JSON.stringify(meter.stats)}`);
 

@@ -64,6 +64,7 @@ export class Meter implements Ledger {
   private readonly hardGate: GateCallback[] = [];
   private readonly usage: ((event: UsageEvent) => unknown)[] = [];
   private readonly sessionStart: ((state: SessionStartState) => unknown)[] = [];
+  private readonly closing: (() => void)[] = [];
   private readonly timers: ReturnType<typeof setInterval>[];
   /** Budget leases (`leases: true`), else null. */
   private readonly leases: Leases | null;
@@ -135,6 +136,13 @@ export class Meter implements Ledger {
   }
   onSessionStart(cb: (state: SessionStartState) => unknown): void {
     this.sessionStart.push(cb);
+  }
+  /**
+   * Runs `cb` when shutdown() starts, before its final delivery: what is still open then (a
+   * model call whose stream its reader left) is recorded now rather than lost with the process.
+   */
+  onShutdown(cb: () => unknown): void {
+    this.closing.push(cb);
   }
 
   /** Checks a coming call against the user's plan. Throws LimitExceededError on a hard gate when blocking. */
@@ -269,6 +277,8 @@ export class Meter implements Ledger {
   /** Stops the timers and delivers what is queued (up to shutdownTimeoutMs). Call it last. */
   async shutdown(options: { timeoutMs?: number } = {}): Promise<boolean> {
     for (const t of this.timers) clearInterval(t);
+    // Calls still open are recorded first, so that what they spent leaves the lease before it is given back.
+    this.fire(this.closing, undefined);
     await this.leases?.releaseAll();
     const drained = await this.flush(options);
     if (!drained) this.warn(`shutdown: ${this.queue.size} events could not be delivered`);

@@ -65,7 +65,7 @@ t("the user comes from meter.withUser(); without one the call fails before a req
   assert.is((await env.usage(user, (u) => u.total_tokens === 17)).total_tokens, 17);
 });
 
-t("a stream aborted by the caller is metered with its estimate", async ({ env, mock, events }) => {
+t("a stream aborted by the caller is metered with its estimate; one left with break, with what the SDK read on", async ({ env, mock, events }) => {
   const user = await env.newUser();
   const model = meterModel(provider(mock).chat("gpt-4o"), env.meter, { user_id: user });
   mock.reply = { ...DEFAULT_REPLY, hang: true };
@@ -74,9 +74,16 @@ t("a stream aborted by the caller is metered with its estimate", async ({ env, m
   await eventually(() => mock.requests.length === 1);
   controller.abort();
   for await (const _ of result.fullStream);
-  const event = await eventually(() => events.find((e) => e.user_id === user));
-  assert.ok(event.input_tokens > 0);
-  await env.usage(user, (u) => u.total_tokens === event.input_tokens + event.output_tokens);
+  const aborted = await eventually(() => events.find((e) => e.user_id === user));
+  assert.ok(aborted.input_tokens > 0, "the input estimate");
+
+  // Leaving textStream does not stop the request: streamText reads the model's stream on for
+  // its other outputs, so the call ends, with the provider's usage.
+  mock.reply = DEFAULT_REPLY;
+  for await (const _ of streamText({ model, prompt: "Tell me a long story" }).textStream) break;
+  await eventually(() => events.filter((e) => e.user_id === user).length === 2);
+  await env.usage(user, (u) => u.total_tokens === aborted.total_tokens + 17);
+  assert.is(events.filter((e) => e.user_id === user).length, 2);
 });
 
 t.run();

@@ -53,20 +53,24 @@ t("raw streams and the messages.stream() helper each count once, with the final 
   close(usage.total_cost, 2 * costOf("claude-sonnet-4-6", TOOLS_INPUT, 250, ["get_weather", "web_search"]));
 });
 
-t("withResponse and retries behave as without the wrapper; a refused call records nothing", async ({ env, mock, events }) => {
+t("the same client: withResponse, parse and retries behave as without the wrapper; a refused call records nothing", async ({ env, mock, events }) => {
   const user = await env.newUser();
-  const anthropic = meterAnthropic(client(mock), env.meter, { user_id: user });
+  const plain = client(mock);
+  const anthropic = meterAnthropic(plain, env.meter, { user_id: user });
+  assert.is(anthropic, plain);
   mock.failures = [529];
   const { data, response } = await anthropic.messages.create(params).withResponse();
   assert.is(response.status, 200);
   assert.is(data.usage.input_tokens, 12);
   assert.is(mock.requests.length, 2, "retried once");
+  const parsed = await anthropic.messages.parse(params);
+  assert.is(parsed.usage.output_tokens, 5);
 
   mock.failures = [400];
   const err = await anthropic.messages.create(params).catch((e) => e);
   assert.instance(err, Anthropic.BadRequestError);
-  assert.is((await env.usage(user, (u) => u.total_tokens === 17)).total_tokens, 17);
-  assert.is(events.filter((e) => e.user_id === user).length, 1);
+  assert.is((await env.usage(user, (u) => u.total_tokens === 34)).total_tokens, 34);
+  assert.is(events.filter((e) => e.user_id === user).length, 2);
 });
 
 t("a hard gate blocks create() and stream() before any request; no user is an error too", async ({ env, mock }) => {

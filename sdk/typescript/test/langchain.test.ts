@@ -1,10 +1,11 @@
 import { ChatOpenAI } from "@langchain/openai";
 import * as assert from "uvu/assert";
+import { eventually } from "../../../test/support/eventually.ts";
 import { LimitExceededError } from "../src/index.ts";
 import { MeterCallbackHandler, MissingUserError } from "../src/integrations/langchain.ts";
 import { close, costOf, meteredSuite } from "./metered-stack.ts";
 import { startMockOpenAI } from "./mock-openai.ts";
-import type { MockServer } from "./mock-server.ts";
+import { DEFAULT_REPLY, type MockServer } from "./mock-server.ts";
 
 const t = meteredSuite("MeterCallbackHandler (LangChain)", startMockOpenAI);
 
@@ -37,9 +38,10 @@ t("stream: the final usage of the streamed message, counted once", async ({ env,
   assert.is((await env.usage(user, (u) => u.total_tokens === 240)).total_tokens, 240);
 });
 
-t("a hard gate surfaces LimitExceededError from invoke() and sends nothing; so does a missing user", async ({ env, mock }) => {
+t("a hard gate surfaces LimitExceededError from invoke() and stream() and sends nothing; so does a missing user", async ({ env, mock }) => {
   const closed = new MeterCallbackHandler(env.meter, { user_id: await env.newUser("closed") });
   assert.instance(await chat(mock).invoke("hi", { callbacks: [closed] }).catch((e) => e), LimitExceededError);
+  assert.instance(await chat(mock).stream("hi", { callbacks: [closed] }).catch((e) => e), LimitExceededError);
   assert.instance(await chat(mock).invoke("hi", { callbacks: [new MeterCallbackHandler(env.meter)] }).catch((e) => e), MissingUserError);
   assert.is(mock.requests.length, 0);
 });
@@ -52,6 +54,59 @@ t("a provider error gives the reservation back and records nothing", async ({ en
   await chat(mock).invoke("hi", { callbacks: [handler] });
   assert.is((await env.usage(user, (u) => u.total_tokens === 17)).total_tokens, 17);
   assert.is(events.filter((e) => e.user_id === user).length, 1);
+});
+
+t("a stream left by break is metered once with what it streamed, and its reservation given back", async ({ env, mock, events }) => {
+  // The capped plan holds about $8.20 for a call in flight: the next call is blocked until
+  // the left stream is settled.
+  const user = await env.newUser("capped");
+  mock.reply = { ...DEFAULT_REPLY, hang: 3 };
+  const handler = new MeterCallbackHandler(env.meter, { user_id: user, idleMs: 100 });
+  let read = 0;
+  for await (const _ of await chat(mock).stream("Weather?", { callbacks: [handler] })) if (++read === 2) break;
+
+  const event = await eventually(() => events.find((e) => e.user_id === user));
+  assert.is(event.input_tokens, Math.ceil(JSON.stringify(["Weather?"]).length / 4), "the input estimate");
+  assert.equal(event.metadata, { provider: "openai" });
+  assert.ok(event.output_tokens >= 1 && event.output_tokens <= Math.ceil(DEFAULT_REPLY.text.length / 4), `output from the text streamed: ${event.output_tokens}`);
+  assert.is((await env.meter.guard(user, { model: "gpt-4o" })).status, "ok", "the reservation was given back");
+  await env.usage(user, (u) => u.total_tokens === event.input_tokens + event.output_tokens);
+  assert.is(events.filter((e) => e.user_id === user).length, 1);
+});
+
+t("a stream paused past idleMs is settled then; when it is read to its end after all, nothing counts twice", async ({ env, mock, events }) => {
+  const user = await env.newUser();
+  const handler = new MeterCallbackHandler(env.meter, { user_id: user, idleMs: 100 });
+  const stream = await chat(mock).stream("Weather?", { callbacks: [handler] });
+  const iterator = stream[Symbol.asyncIterator]();
+  await iterator.next();
+  await iterator.next();
+  const settled = await eventually(() => events.find((e) => e.user_id === user));
+  while (!(await iterator.next()).done);
+  // LangChain has now ended the run with the real usage; the handler had settled it already.
+  await env.usage(user, (u) => u.total_tokens === settled.input_tokens + settled.output_tokens);
+  assert.is(events.filter((e) => e.user_id === user).length, 1);
+});
+
+t("a stream aborted by its signal mid-way is metered once with its estimate", async ({ env, mock, events }) => {
+  const user = await env.newUser();
+  mock.reply = { ...DEFAULT_REPLY, hang: 2 };
+  const controller = new AbortController();
+  const handler = new MeterCallbackHandler(env.meter, { user_id: user });
+  const err = await (async () => {
+    for await (const _ of await chat(mock).stream("Weather?", { callbacks: [handler], signal: controller.signal })) controller.abort();
+  })().catch((e) => e);
+  assert.instance(err, Error);
+  const event = await eventually(() => events.find((e) => e.user_id === user));
+  assert.is(event.input_tokens, Math.ceil(JSON.stringify(["Weather?"]).length / 4));
+  await env.usage(user, (u) => u.total_tokens === event.input_tokens + event.output_tokens);
+  assert.is(events.filter((e) => e.user_id === user).length, 1);
+});
+
+t("idleMs is checked where the handler is made", async ({ env }) => {
+  assert.throws(() => new MeterCallbackHandler(env.meter, { idleMs: 0 }), /idleMs must be an integer/);
+  assert.throws(() => new MeterCallbackHandler(env.meter, { idleMs: 1.5 }), /idleMs must be an integer/);
+  assert.throws(() => new MeterCallbackHandler(env.meter, { idleMs: 2 ** 31 }), /idleMs must be an integer/);
 });
 
 t.run();

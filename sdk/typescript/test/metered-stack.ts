@@ -20,9 +20,15 @@ export const DEFAULT_TOOL_COST = 0.0625;
 export interface MeteredStack {
   stack: TestStack;
   api: Api;
+  /** The product's key, for a second Meter. */
+  apiKey: string;
   meter: Meter;
-  /** A new user on the open plan (pre-call estimates on) or on a plan that blocks every call. */
-  newUser(plan?: "open" | "closed"): Promise<string>;
+  /**
+   * A new user on the open plan (pre-call estimates on), on a plan that blocks every call, or
+   * on a $12 cap with estimates, where one held reservation (4,096 buffer tokens priced as
+   * output, about $8.20 for gpt-4o) blocks the next call until it is settled.
+   */
+  newUser(plan?: "open" | "closed" | "capped"): Promise<string>;
   /** The service's `GET /users/{id}/usage` once the meter has flushed and `expect` holds. */
   usage(userId: string, expect?: (u: Usage) => boolean): Promise<Usage>;
   close(): Promise<void>;
@@ -50,6 +56,7 @@ export async function startMeteredStack(): Promise<MeteredStack> {
     plans: [
       { name: "open", cost_rates: RATES, tool_costs: TOOL_COSTS, default_tool_cost: DEFAULT_TOOL_COST, pre_call_estimate: true },
       { name: "closed", max_spend_per_period: 0, cost_rates: RATES },
+      { name: "capped", max_spend_per_period: 12, cost_rates: RATES, pre_call_estimate: true },
     ],
   });
   assert.is(res.status, 201, JSON.stringify(res.body));
@@ -60,6 +67,7 @@ export async function startMeteredStack(): Promise<MeteredStack> {
   return {
     stack,
     api,
+    apiKey,
     meter,
     async newUser(plan = "open") {
       const id = `user-${randomUUID()}`;

@@ -11,8 +11,8 @@ export interface Reply {
   /** Tools the provider runs itself (web search and the like). */
   serverTools?: string[];
   usage: { input: number; output: number; cacheRead?: number; cacheWrite?: number };
-  /** Streams only: send the first event, then keep the connection open until the client leaves. */
-  hang?: boolean;
+  /** Streams only: send the first event (or this many), then keep the connection open until the client leaves. */
+  hang?: boolean | number;
 }
 
 export interface ReceivedRequest {
@@ -84,15 +84,16 @@ export function sendJson(res: ServerResponse, body: unknown): void {
 }
 
 /**
- * Writes server-sent events. With `hang`, only the first event is written and the response
- * stays open: the client must break or abort, as a user who stops reading would.
+ * Writes server-sent events. With `hang`, only the first event (or the first `hang`) is
+ * written and the response stays open: the client must break or abort, as a user who stops
+ * reading would.
  */
-export function sendEvents(res: ServerResponse, events: { event?: string; data: unknown }[], hang = false): void {
+export function sendEvents(res: ServerResponse, events: { event?: string; data: unknown }[], hang: boolean | number = false): void {
   res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", "x-request-id": "req_mock" });
   const frame = (e: { event?: string; data: unknown }) =>
     `${e.event ? `event: ${e.event}\n` : ""}data: ${typeof e.data === "string" ? e.data : JSON.stringify(e.data)}\n\n`;
   if (hang) {
-    res.write(frame(events[0]!));
+    res.write(events.slice(0, hang === true ? 1 : hang).map(frame).join(""));
     return;
   }
   res.end(events.map(frame).join(""));

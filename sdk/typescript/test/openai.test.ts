@@ -2,7 +2,7 @@ import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import OpenAI from "openai";
 import * as assert from "uvu/assert";
-import { LimitExceededError } from "../src/index.ts";
+import { LimitExceededError, Meter, type UsageEvent } from "../src/index.ts";
 import { meterOpenAI, MissingUserError } from "../src/integrations/openai.ts";
 import { eventually } from "../../../test/support/eventually.ts";
 import { close, costOf, meteredSuite } from "./metered-stack.ts";
@@ -85,7 +85,9 @@ t("the Responses API, plain and streamed: usage, function calls and built-in too
 
 t("helpers keep working and count once: withResponse, parse, chat and responses stream helpers", async ({ env, mock }) => {
   const user = await env.newUser();
-  const openai = meterOpenAI(client(mock), env.meter, { user_id: user });
+  const plain = client(mock);
+  const openai = meterOpenAI(plain, env.meter, { user_id: user });
+  assert.is(openai, plain, "the same client object");
   mock.reply = { text: '{"answer":4}', usage: { input: 10, output: 6 } };
 
   const { data, response, request_id } = await openai.chat.completions.create({ model: "gpt-4o", messages: ask }).withResponse();
@@ -130,6 +132,18 @@ t("a hard gate rejects with LimitExceededError and sends nothing", async ({ env,
   const streamErr = await openai.responses.create({ model: "gpt-4o", input: "x", stream: true }).catch((e) => e);
   assert.instance(streamErr, LimitExceededError);
   assert.is(mock.requests.length, 0);
+});
+
+t("a soft gate fires onSoftGate and the call is sent", async ({ env, mock }) => {
+  // $2 spent, and the call's estimate holds about $8.20 of the $12 cap: 85%, past the 80% soft gate.
+  const user = await env.newUser("capped");
+  await env.meter.record(user, { model: "gpt-4o", output_tokens: 1000 });
+  const soft: string[] = [];
+  env.meter.onSoftGate((result, ctx) => void (ctx.user_id === user && soft.push(result.gate_reason!)));
+  const openai = meterOpenAI(client(mock), env.meter, { user_id: user });
+  await openai.chat.completions.create({ model: "gpt-4o", messages: ask });
+  assert.equal(soft, ["total_spend"]);
+  assert.is(mock.requests.length, 1);
 });
 
 t("the user comes from meter.withUser(); with no user at all nothing is sent", async ({ env, mock }) => {
@@ -188,6 +202,27 @@ t("a stream dropped unread and a raw response are metered with their estimates o
     return list.length === 2 ? list : undefined;
   });
   assert.ok(mine.every((e) => e.output_tokens === 0 && e.input_tokens > 0));
+});
+
+t("calls still open when the meter shuts down are recorded with what they showed, then delivered", async ({ env, mock }) => {
+  const user = await env.newUser();
+  const meter = new Meter({ apiKey: env.apiKey, baseURL: env.stack.apiUrl, flushIntervalMs: 600_000, logger: { warn: () => undefined } });
+  await meter.start();
+  const seen: UsageEvent[] = [];
+  meter.onUsage((e) => void seen.push(e));
+  const openai = meterOpenAI(client(mock), meter, { user_id: user });
+  mock.reply = { ...DEFAULT_REPLY, hang: true };
+  // Read one chunk and kept: neither ended, nor left, nor collectable.
+  const stream = await openai.chat.completions.create({ model: "gpt-4o", messages: ask, stream: true });
+  const iterator = stream[Symbol.asyncIterator]();
+  await iterator.next();
+  assert.is(seen.length, 0);
+
+  assert.ok(await meter.shutdown());
+  assert.is(seen.length, 1);
+  assert.ok(seen[0]!.input_tokens > 0 && seen[0]!.output_tokens === 0, "input estimated, no output seen");
+  assert.is((await env.usage(user, (u) => u.total_tokens === seen[0]!.total_tokens)).total_tokens, seen[0]!.total_tokens);
+  stream.controller.abort();
 });
 
 t.run();

@@ -5,11 +5,9 @@ import type { Meter } from "../meter.ts";
 import {
   MeteredCall,
   checkArguments,
-  estimateInput,
-  newProgress,
+  promptOf,
   resolveUser,
   settleWhenCollected,
-  usageOfProgress,
   type IntegrationOptions,
   type StreamProgress,
   type Usage,
@@ -71,7 +69,7 @@ export function meterModel<M extends WrapOptions["model"]>(model: M, meter: Mete
       user_id: resolveUser(meter, options, "meterModel"),
       provider: String(m.provider ?? "unknown").split(".")[0]!,
       model: m.modelId,
-      input_tokens: estimateInput(params.prompt, params.tools),
+      prompt: promptOf(params.prompt, params.tools),
     });
     try {
       return { call, result: await provider() };
@@ -89,33 +87,37 @@ export function meterModel<M extends WrapOptions["model"]>(model: M, meter: Mete
     },
     async wrapStream({ doStream, params, model: m }) {
       const { call, result } = await run(params, m, doStream);
-      const progress = newProgress();
+      const progress = call.streaming();
       const reader = result.stream.getReader();
-      const settle = () => call.commit(usageOfProgress(progress, call.estimate));
       // A pull-through stream rather than a TransformStream: a consumer that cancels
-      // (abortSignal, leaving the loop) is seen here and metered with what it used.
-      const stream = new ReadableStream({
-        async pull(controller) {
-          try {
-            const { done, value } = await reader.read();
-            if (done) {
-              settle();
-              controller.close();
-              return;
-            }
-            observeStreamPart(value, progress);
-            controller.enqueue(value);
-          } catch (err) {
-            settle();
-            controller.error(err);
-          }
+      // (abortSignal, leaving the loop) is seen here and metered with what it used. Nothing is
+      // read ahead of the consumer (highWaterMark 0), and a part costs one read, no more.
+      let out!: ReadableStreamDefaultController<any>;
+      const forward = (r: { done: boolean; value?: any }) => {
+        if (r.done) {
+          call.settle(progress);
+          out.close();
+          return;
+        }
+        observeStreamPart(r.value, progress);
+        out.enqueue(r.value);
+      };
+      const failed = (err: unknown) => {
+        call.settle(progress);
+        out.error(err);
+      };
+      const stream = new ReadableStream(
+        {
+          start: (controller) => void (out = controller),
+          pull: () => reader.read().then(forward, failed),
+          cancel(reason) {
+            call.settle(progress);
+            return reader.cancel(reason);
+          },
         },
-        async cancel(reason) {
-          settle();
-          await reader.cancel(reason);
-        },
-      });
-      settleWhenCollected(stream, call, progress);
+        { highWaterMark: 0 },
+      );
+      settleWhenCollected(stream, call);
       return { ...result, stream };
     },
   };

@@ -2,7 +2,7 @@
 // streams and the `messages.stream()` helper (built on the same post, so counted once).
 import type { Meter } from "../meter.ts";
 import { meterPosts, type Route } from "./api-client.ts";
-import { estimateInput, type IntegrationOptions, type StreamProgress, type Usage } from "./metering.ts";
+import { promptOf, type IntegrationOptions, type StreamProgress, type Usage } from "./metering.ts";
 
 export { MissingUserError, type IntegrationOptions } from "./metering.ts";
 
@@ -74,14 +74,14 @@ export function observeMessageEvent(event: any, progress: StreamProgress, usage:
 
 const messages: Route = {
   prepare(body) {
-    return { model: body.model, input_tokens: estimateInput(body.system, body.messages, body.tools), body };
+    return { model: body.model, prompt: promptOf(body.system, body.messages, body.tools), body };
   },
   usage: messageUsage,
   observer(progress) {
     const usage: Record<string, number> = {};
     return (event) => {
       observeMessageEvent(event, progress, usage);
-      return true;
+      return event;
     };
   },
 };

@@ -9,10 +9,10 @@ import {
   MeteredCall,
   checkArguments,
   meterIterator,
-  newProgress,
   resolveUser,
   settleWhenCollected,
   type IntegrationOptions,
+  type Observer,
   type StreamProgress,
   type Usage,
 } from "./metering.ts";
@@ -23,13 +23,14 @@ export interface Route {
   prepare(body: any): Prepared;
   /** Usage of a complete, non-streamed response. */
   usage(data: any): Usage;
-  /** A reader for one stream: feeds each item to `progress`; false hides the item from the caller. */
-  observer(progress: StreamProgress, prepared: Prepared): (item: any) => boolean;
+  /** A reader for one stream: feeds each item to `progress`, returns what the caller gets. */
+  observer(progress: StreamProgress, prepared: Prepared): Observer<any>;
 }
 
 export interface Prepared {
   model: string | undefined;
-  input_tokens: number;
+  /** What the model reads (see promptOf), for the input estimate. */
+  prompt: unknown;
   body: any;
   /** The wrapper asked for stream usage the caller did not request. */
   addedUsage?: boolean;
@@ -70,23 +71,22 @@ export function meterPosts<C extends object>(
     } catch (err) {
       missing = err;
     }
-    const guarded = Promise.resolve(opts).then(async (o: any) => {
+    const guarded = Promise.resolve(opts).then((o: any) => {
       if (missing) throw missing;
-      prepared = route.prepare(o?.body ?? {});
-      call = await MeteredCall.start(meter, options, {
-        user_id: user!,
-        provider: integration.provider,
-        model: prepared.model,
-        input_tokens: prepared.input_tokens,
+      const p = route.prepare(o?.body ?? {});
+      prepared = p;
+      const started = MeteredCall.start(meter, options, { user_id: user!, provider: integration.provider, model: p.model, prompt: p.prompt });
+      return started.then((c) => {
+        call = c;
+        return p.body === o?.body ? o : { ...o, body: p.body };
       });
-      return prepared.body === o?.body ? o : { ...o, body: prepared.body };
     });
 
     const promise = post.call(this, path, guarded);
     promise.responsePromise?.then?.(
       // `.asResponse()` hands the body to the caller and the SDK never parses it: such a call
       // is settled with its estimate once the response is collected (a no-op when parsed).
-      (props: { response?: object }) => props?.response && call && settleWhenCollected(props.response, call, newProgress()),
+      (props: { response?: object }) => props?.response && call && settleWhenCollected(props.response, call),
       // Failed after its retries, or aborted before an answer.
       (err: unknown) => call?.fail((err as Error)?.name === "APIUserAbortError"),
     );
@@ -98,12 +98,12 @@ export function meterPosts<C extends object>(
       }
       // The SDK's Stream keeps its controller, tee() and toReadableStream(); only the source
       // iterator it reads from is replaced, so every way of reading it is metered.
-      const progress = newProgress();
-      const source = data.iterator.bind(data);
       const metered = call;
+      const progress = metered.streaming();
+      const source = data.iterator.bind(data);
       const observe = route.observer(progress, prepared);
       data.iterator = () => meterIterator(source(), metered, progress, observe);
-      settleWhenCollected(data, metered, progress);
+      settleWhenCollected(data, metered);
       return data;
     });
   };

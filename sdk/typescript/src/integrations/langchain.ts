@@ -6,10 +6,8 @@ import type { Meter } from "../meter.ts";
 import {
   MeteredCall,
   checkArguments,
-  estimateInput,
-  newProgress,
+  promptOf,
   resolveUser,
-  usageOfProgress,
   type IntegrationOptions,
   type StreamProgress,
   type Usage,
@@ -56,22 +54,46 @@ export function llmResultUsage(output: any): Usage | undefined {
   return found ? { input_tokens: input, output_tokens: out, tool_calls } : undefined;
 }
 
+/** Options of the handler: those of every integration, and when a silent stream counts as left. */
+export interface MeterCallbackHandlerOptions extends IntegrationOptions {
+  /**
+   * A streaming run that has produced tokens and then none for this long is taken as left by
+   * its reader (see the README): metered with what it streamed, its reservation given back.
+   * Default 60,000 ms.
+   */
+  idleMs?: number;
+}
+
 interface Run {
   call: MeteredCall;
   progress: StreamProgress;
+  /** Tokens seen, and as many at the last sweep; equal over two sweeps means idle. */
+  tokens: number;
+  swept: number;
+  quiet: number;
 }
+
+const DEFAULT_IDLE_MS = 60_000;
 
 export class MeterCallbackHandler extends BaseCallbackHandler {
   name = "MeterCallbackHandler";
   readonly #runs = new Map<string, Run>();
+  readonly #idleMs: number;
+  #sweeper: ReturnType<typeof setInterval> | undefined;
 
   constructor(
     private readonly meter: Meter,
-    private readonly options: IntegrationOptions = {},
+    private readonly options: MeterCallbackHandlerOptions = {},
   ) {
     // raiseError: a hard gate must stop the call, and it makes LangChain await the handler.
     super({ raiseError: true });
     checkArguments("MeterCallbackHandler", meter, options);
+    const idle = options.idleMs ?? DEFAULT_IDLE_MS;
+    // Timers overflow past 2^31 - 1 ms and would then fire at once.
+    if (!Number.isInteger(idle) || idle < 2 || idle > 2_147_483_647) {
+      throw new TypeError("MeterCallbackHandler: idleMs must be an integer from 2 to 2147483647 (milliseconds)");
+    }
+    this.#idleMs = idle;
   }
 
   /** LangChain copies handlers for child runs; the runs in flight must stay in one place. */
@@ -94,32 +116,78 @@ export class MeterCallbackHandler extends BaseCallbackHandler {
       user_id: resolveUser(this.meter, this.options, "MeterCallbackHandler"),
       provider: String(metadata?.ls_provider ?? "unknown").toLowerCase(),
       model,
-      input_tokens: estimateInput(messages.flat().map((m) => m?.content), invocation?.tools),
+      prompt: promptOf(messages.flat().map((m) => m?.content), invocation?.tools),
     });
-    this.#runs.set(runId, { call, progress: newProgress() });
+    this.#runs.set(runId, { call, progress: call.streaming(), tokens: 0, swept: 0, quiet: 0 });
+    if (this.#sweeper === undefined) {
+      this.#sweeper = setInterval(() => this.#sweep(), Math.floor(this.#idleMs / 2));
+      // Never what keeps a process alive.
+      (this.#sweeper as { unref?: () => void }).unref?.();
+    }
   }
 
   override handleLLMNewToken(token: string, _idx: unknown, runId: string): void {
     const run = this.#runs.get(runId);
-    if (run) run.progress.chars += token.length;
+    if (!run) return;
+    run.tokens++;
+    run.progress.chars += token.length;
   }
 
   override handleLLMEnd(output: any, runId: string): void {
-    const run = this.#runs.get(runId);
+    const run = this.#end(runId);
     if (!run) return;
-    this.#runs.delete(runId);
-    run.call.commit(llmResultUsage(output) ?? usageOfProgress(run.progress, run.call.estimate));
+    const usage = llmResultUsage(output);
+    if (usage) run.call.commit(usage);
+    else run.call.settle();
   }
 
   /**
-   * An error before any output (the provider refused) gives the reservation back; an aborted
-   * stream that already produced text is metered with its estimate.
+   * A provider error before any output (the request was refused) gives the reservation back.
+   * An abort, or an error once text flowed, is metered with what was streamed and the input
+   * estimate: the provider may have worked on it.
    */
-  override handleLLMError(_err: unknown, runId: string): void {
-    const run = this.#runs.get(runId);
+  override handleLLMError(err: unknown, runId: string): void {
+    const run = this.#end(runId);
     if (!run) return;
-    this.#runs.delete(runId);
-    if (run.progress.chars > 0) run.call.commit(usageOfProgress(run.progress, run.call.estimate));
+    if (run.progress.chars > 0 || isAbort(err)) run.call.settle();
     else run.call.release();
   }
+
+  #end(runId: string): Run | undefined {
+    const run = this.#runs.get(runId);
+    if (!run) return undefined;
+    this.#runs.delete(runId);
+    if (this.#runs.size === 0) this.#stopSweeping();
+    return run;
+  }
+
+  #stopSweeping(): void {
+    clearInterval(this.#sweeper);
+    this.#sweeper = undefined;
+  }
+
+  /**
+   * LangChain's `.stream()` reports nothing when its reader breaks out of the loop: the run
+   * just stops producing tokens. A streaming run quiet for two sweeps (at least idleMs) is
+   * settled as left; should LangChain end it after all, the end finds no run and counts
+   * nothing twice. Runs that have produced no token are left alone: a slow or retried request
+   * is not a left stream (the meter's shutdown settles those still open).
+   */
+  #sweep(): void {
+    for (const [runId, run] of this.#runs) {
+      if (run.tokens === 0) continue;
+      if (run.tokens !== run.swept) {
+        run.swept = run.tokens;
+        run.quiet = 0;
+      } else if (++run.quiet >= 2) {
+        this.#end(runId)?.call.settle();
+      }
+    }
+  }
+}
+
+/** An abort by the caller, as LangChain and the provider clients name it. */
+function isAbort(err: unknown): boolean {
+  const e = err as { name?: unknown; message?: unknown } | undefined;
+  return e?.name === "AbortError" || e?.name === "APIUserAbortError" || e?.message === "AbortError" || e?.message === "Aborted";
 }

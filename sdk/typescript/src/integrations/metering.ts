@@ -37,13 +37,20 @@ export class MissingUserError extends Error {
 }
 
 /**
- * Input tokens of a request from the parts the model reads (system, messages, tools), by the
- * core's rule: the pre-call estimate, and the input of a stream cut before the provider said.
+ * What the model reads of a request (system, messages, tools), as one value: the parts
+ * present, or the only one. The core estimates input tokens from it (about four characters a
+ * token) when the plan asks for a pre-call estimate, and so does a stream cut before the
+ * provider said.
  */
-export function estimateInput(...parts: unknown[]): number {
+export function promptOf(...parts: unknown[]): unknown {
   const present = parts.filter((p) => p !== undefined && p !== null);
-  if (present.length === 0) return 0;
-  return estimateTokens(present.length === 1 ? present[0] : present);
+  if (present.length === 0) return undefined;
+  return present.length === 1 ? present[0] : present;
+}
+
+/** Input tokens of a request from the parts the model reads, by the core's rule. */
+export function estimateInput(...parts: unknown[]): number {
+  return estimateTokens(promptOf(...parts));
 }
 
 /** A wrong argument fails where the wrapper is made, not at the first model call. */
@@ -81,7 +88,28 @@ export interface CallStart {
   user_id: string;
   provider: string;
   model: string | undefined;
-  input_tokens: number;
+  /** What the model reads (see promptOf); estimated only when a plan or a cut stream needs it. */
+  prompt: unknown;
+}
+
+const open = new WeakMap<Meter, Set<MeteredCall>>();
+
+/**
+ * The calls of `meter` not settled yet. When the meter shuts down, each is settled with what it
+ * showed or its estimate (a request in flight, a stream whose reader left without a trace):
+ * recorded rather than lost with the process, and its reservation given back.
+ */
+function openCalls(meter: Meter): Set<MeteredCall> {
+  let calls = open.get(meter);
+  if (!calls) {
+    const set = new Set<MeteredCall>();
+    open.set(meter, set);
+    meter.onShutdown(() => {
+      for (const call of [...set]) call.settle();
+    });
+    calls = set;
+  }
+  return calls;
 }
 
 /**
@@ -90,25 +118,39 @@ export interface CallStart {
  */
 export class MeteredCall {
   #done = false;
+  #prompt: unknown;
+  #estimate: number | undefined;
   readonly metadata: Record<string, unknown>;
+  /** What the call's stream has shown, once it streams (see streaming()). */
+  progress: StreamProgress | undefined;
   private constructor(
     private readonly meter: Meter,
     private readonly reservation: Awaited<ReturnType<Meter["reserve"]>>,
-    readonly estimate: number,
+    prompt: unknown,
     metadata: Record<string, unknown>,
+    private readonly open: Set<MeteredCall>,
   ) {
+    this.#prompt = prompt;
     this.metadata = metadata;
+    open.add(this);
   }
 
-  static async start(meter: Meter, options: IntegrationOptions, start: CallStart): Promise<MeteredCall> {
+  static start(meter: Meter, options: IntegrationOptions, start: CallStart): Promise<MeteredCall> {
     const metadata = { ...options.metadata, provider: start.provider };
-    const reservation = await meter.reserve(start.user_id, {
+    // The prompt rather than a count: a plan without pre-call estimates never serializes it.
+    const reserved = meter.reserve(start.user_id, {
       model: start.model ?? "unknown",
       session_id: options.session_id,
-      input_tokens: start.input_tokens,
+      prompt: start.prompt,
       metadata,
     });
-    return new MeteredCall(meter, reservation, start.input_tokens, metadata);
+    return reserved.then((reservation) => new MeteredCall(meter, reservation, start.prompt, metadata, openCalls(meter)));
+  }
+
+  /** Input tokens estimated from the request, computed once and only when asked. */
+  get estimate(): number {
+    this.#estimate ??= estimateTokens(this.#prompt);
+    return this.#estimate;
   }
 
   get settled(): boolean {
@@ -119,11 +161,26 @@ export class MeteredCall {
   commit(usage: Usage): void {
     if (this.#done) return;
     this.#done = true;
+    this.#prompt = undefined;
+    this.open.delete(this);
     // The caller has its answer already: a metering failure is reported, not thrown into
     // the model call.
     this.reservation
       .commit({ input_tokens: usage.input_tokens, output_tokens: usage.output_tokens, tool_calls: usage.tool_calls, metadata: this.metadata })
       .catch((err: Error) => this.meter.warn("a metered call could not be recorded", err));
+  }
+
+  /** The call's answer is a stream: what it shows is gathered here, for settling. */
+  streaming(): StreamProgress {
+    this.progress = newProgress();
+    return this.progress;
+  }
+
+  /** Settles with what a stream showed: its final usage, else what it used and the input estimate. */
+  settle(progress: StreamProgress = this.progress ?? newProgress()): void {
+    if (this.#done) return;
+    const estimate = progress.complete || progress.input_tokens !== undefined ? 0 : this.estimate;
+    this.commit(usageOfProgress(progress, estimate));
   }
 
   /**
@@ -139,29 +196,34 @@ export class MeteredCall {
   release(): void {
     if (this.#done) return;
     this.#done = true;
+    this.#prompt = undefined;
+    this.open.delete(this);
     this.reservation.release();
   }
 }
 
 /**
- * Passes a stream's items through, feeding each to `observe` (which returns false for items
- * the caller must not see), and settles the call when the stream ends, fails, or is left by
- * the consumer (break, return, abort): with the final usage, or the estimate of what it used.
- * A plain iterator object rather than an async generator: one promise per item, not three.
+ * Reads one stream item: returns the item the caller gets (itself, or a copy without what the
+ * wrapper added), or undefined to hide it.
  */
-export function meterIterator<T>(
-  source: AsyncIterator<T>,
-  call: MeteredCall,
-  progress: StreamProgress,
-  observe: (item: T) => boolean,
-): AsyncIterableIterator<T> {
-  const settle = () => call.commit(usageOfProgress(progress, call.estimate));
+export type Observer<T> = (item: T) => T | undefined;
+
+/**
+ * Passes a stream's items through `observe`, and settles the call when the stream ends, fails,
+ * or is left by the consumer (break, return, abort): with the final usage, or the estimate of
+ * what it used. A plain iterator object rather than an async generator, and closures made once
+ * per stream: each item costs one promise reaction and a synchronous observe().
+ */
+export function meterIterator<T>(source: AsyncIterator<T>, call: MeteredCall, progress: StreamProgress, observe: Observer<T>): AsyncIterableIterator<T> {
+  const settle = () => call.settle(progress);
   const step = (r: IteratorResult<T>): IteratorResult<T> | Promise<IteratorResult<T>> => {
     if (r.done) {
       settle();
       return r;
     }
-    return observe(r.value) ? r : iterator.next();
+    const item = observe(r.value);
+    if (item === undefined) return iterator.next();
+    return item === r.value ? r : { done: false, value: item };
   };
   const failed = (err: unknown): never => {
     settle();
@@ -187,13 +249,11 @@ export function meterIterator<T>(
 
 // A stream dropped without being read to its end (or at all) never reaches meterIterator's
 // finally: when it is collected, the call is settled with what it showed, else its estimate.
-const unread = new FinalizationRegistry<{ call: MeteredCall; progress: StreamProgress }>(({ call, progress }) =>
-  call.commit(usageOfProgress(progress, call.estimate)),
-);
+const unread = new FinalizationRegistry<MeteredCall>((call) => call.settle());
 
 /** Settles `call` when `stream` is garbage-collected unsettled; `stream` must not be reachable from `call`. */
-export function settleWhenCollected(stream: object, call: MeteredCall, progress: StreamProgress): void {
-  unread.register(stream, { call, progress });
+export function settleWhenCollected(stream: object, call: MeteredCall): void {
+  unread.register(stream, call);
 }
 
 export function newProgress(): StreamProgress {
