@@ -1,9 +1,13 @@
 // `npm run bench:scale`: do the hot paths cost the same at 1k, 10k and 100k users? All-in-one
-// stack, REST gateway, one product with one dated plan. At each size it prints:
+// stack as `npm start` runs it (calls between the modules in-process), REST gateway, one
+// product with one dated plan. At each size it prints:
 //   - users created and subscribed per second: BENCH_WINDOW users through the REST API
 //     (POST /users then POST /users/{id}/subscription, BENCH_CONCURRENCY clients at a time);
-//   - session p50/p99: BENCH_SESSIONS sequential GET /users/{id}/session of random users;
-//   - ResolveUsers of 1,000 random users (what ingestion asks per batch), median of 3, over gRPC;
+//   - session p50/p99: BENCH_SESSIONS sequential GET /users/{id}/session of random users, and
+//     beside it the same through a second stack on the same databases whose gateway and
+//     modules call each other over loopback gRPC (RPC_IN_PROCESS=false), calls alternating
+//     (timed after ingestion, so most users at 1k have a counter);
+//   - ResolveUsers of 1,000 random users (what ingestion asks per batch), median of 3;
 //   - ingestion events/s: BENCH_BATCHES batches of BENCH_BATCH events through POST /events/batch,
 //     each batch for BENCH_BATCH_USERS users drawn at random from the whole population,
 //     BENCH_CONCURRENCY batches in flight; a 503 (backend busy) is retried, as the client
@@ -24,13 +28,14 @@ import pMap from "p-map";
 import { startEmbeddedDb } from "@meter/lib/embedded-db";
 import { createLogger } from "@meter/lib/logger";
 import { connectMongo } from "@meter/lib/mongo";
-import { rpcClient } from "@meter/lib/rpc";
+import { LIVENESS, rpcClient } from "@meter/lib/rpc";
+import { Health } from "@meter/proto/grpc/health/v1/health_pb";
 import { IngestionService } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import { PlansService } from "@meter/proto/meter/plans/v1/plans_pb";
 import { counterId } from "../services/ingestion/store/counters.ts";
 import { SubscriberStore } from "../services/plans/store/subscribers.ts";
 import { UserStore } from "../services/plans/store/users.ts";
-import { startStack } from "../cmd/stack.ts";
+import { startStack, type Stack } from "../cmd/stack.ts";
 import { Api } from "../test/support/http.ts";
 
 const SIZES = (process.env.BENCH_SIZES ?? "1000,10000,100000").split(",").map(Number);
@@ -48,7 +53,7 @@ const embedded = dir ? await startEmbeddedDb(dir) : undefined;
 const mongoUrl = process.env.MONGODB_URL ?? embedded!.url;
 const logger = createLogger("bench", "warn");
 const dbPrefix = `bench_scale_${Date.now()}`;
-const stack = await startStack({ mongoUrl, dbPrefix, logger });
+const stack = await startStack({ mongoUrl, dbPrefix, logger, inProcessRpc: true });
 const mongo = await connectMongo(mongoUrl);
 const users = new UserStore(mongo.db(`${dbPrefix}_plans`));
 const subscribers = new SubscriberStore(mongo.db(`${dbPrefix}_plans`));
@@ -106,49 +111,65 @@ async function createWindow(from: number, to: number): Promise<number> {
   return ((to - from) * 1000) / (performance.now() - t);
 }
 
-async function sessions(size: number): Promise<{ p50: number; p99: number }> {
-  const times: number[] = [];
-  for (let k = 0; k < SESSIONS; k++) {
-    const t = performance.now();
-    const res = await api.get(`/users/${userId(random(size))}/session`);
-    times.push(performance.now() - t);
-    if (res.status !== 200 || res.body.plan !== "pro") throw new Error(`session: ${res.status} ${JSON.stringify(res.body)}`);
-  }
+const summary = (times: number[]) => {
   times.sort((a, b) => a - b);
   return { p50: pct(times, 50), p99: pct(times, 99) };
+};
+
+type Way = "in-process" | "gRPC";
+type Timing = { p50: number; p99: number };
+
+/** BENCH_SESSIONS rounds, each running every probe once on a random user, so that all meet the same load. */
+async function timeAlternating(size: number, probes: Record<string, (u: string) => Promise<unknown>>): Promise<Record<string, Timing>> {
+  const times: Record<string, number[]> = Object.fromEntries(Object.keys(probes).map((k) => [k, []]));
+  for (let k = 0; k < SESSIONS; k++) {
+    for (const [name, run] of Object.entries(probes)) {
+      const t = performance.now();
+      await run(userId(random(size)));
+      times[name]!.push(performance.now() - t);
+    }
+  }
+  return Object.fromEntries(Object.entries(times).map(([k, v]) => [k, summary(v)]));
+}
+
+/** The session through each stack's gateway, alternating; every answer is checked. */
+async function sessions(size: number, apis: Record<Way, Api>): Promise<Record<Way, Timing>> {
+  const session = (api: Api) => async (u: string) => {
+    const res = await api.get(`/users/${u}/session`);
+    if (res.status !== 200 || res.body.plan !== "pro") throw new Error(`session: ${res.status} ${JSON.stringify(res.body)}`);
+  };
+  return (await timeAlternating(size, { "in-process": session(apis["in-process"]), gRPC: session(apis.gRPC) })) as Record<Way, Timing>;
 }
 
 /**
- * Where a session's milliseconds go, each part timed alone (p50/p99 of BENCH_SESSIONS calls
- * of random users): the REST call (gateway auth from its cache, then ingestion's GetSession
- * over gRPC), GetSession over gRPC (the plans service's ResolveUsers, then the counter read),
- * ResolveUsers of one user over gRPC, and the two database reads underneath by `_id` (the
- * user document, the counter) straight from the bench's own client.
+ * Where a session's milliseconds go, each part timed on random users, each way (in-process,
+ * gRPC) side by side: the REST call (gateway auth from its cache, then ingestion's
+ * GetSession), GetSession called directly (the plans service's ResolveUsers, then the counter
+ * read), ResolveUsers of one user, a trivial call (Health.Check "liveness": the transport
+ * alone), and, the same for both ways, GET /readyz (the HTTP round trip with no RPC behind it)
+ * and the three database reads underneath by `_id` (the user document and its plan, read by
+ * ResolveUsers; the counter, read by GetSession) straight from the bench's own client.
  */
-async function sessionParts(size: number): Promise<Record<string, { p50: number; p99: number }>> {
-  const ingestionRpc = rpcClient(IngestionService, stack.rpcUrl);
-  const plansRpc = rpcClient(PlansService, stack.rpcUrl);
+async function sessionParts(size: number, stacks: Record<Way, Stack>, apis: Record<Way, Api>): Promise<Record<string, Timing>> {
   const counters = mongo.db(`${dbPrefix}_ingestion`).collection<{ _id: string }>("counters");
   const userDocs = mongo.db(`${dbPrefix}_plans`).collection<{ _id: string }>("users");
-  const parts: Record<string, (u: string) => Promise<unknown>> = {
-    "REST GET /session": (u) => api.get(`/users/${u}/session`),
-    "gRPC GetSession": (u) => ingestionRpc.getSession({ productId, userId: u }),
-    "gRPC ResolveUsers (1)": (u) => plansRpc.resolveUsers({ productId, externalUserIds: [u] }),
-    "user findOne by _id": (u) => userDocs.findOne({ _id: `${productId}:${u}` }),
-    "counter findOne by _id": (u) => counters.findOne({ _id: counterId(productId, u, periodStart) }),
-  };
-  const out: Record<string, { p50: number; p99: number }> = {};
-  for (const [name, run] of Object.entries(parts)) {
-    const times: number[] = [];
-    for (let k = 0; k < SESSIONS; k++) {
-      const t = performance.now();
-      await run(userId(random(size)));
-      times.push(performance.now() - t);
-    }
-    times.sort((a, b) => a - b);
-    out[name] = { p50: pct(times, 50), p99: pct(times, 99) };
+  const planDocs = mongo.db(`${dbPrefix}_plans`).collection<{ _id: string }>("plans");
+  const probes: Record<string, (u: string) => Promise<unknown>> = {};
+  for (const way of ["in-process", "gRPC"] as const) {
+    const ingestionRpc = rpcClient(IngestionService, stacks[way].rpcUrl);
+    const plansRpc = rpcClient(PlansService, stacks[way].rpcUrl);
+    const health = rpcClient(Health, stacks[way].rpcUrl);
+    probes[`${way} REST GET /session`] = (u) => apis[way].get(`/users/${u}/session`);
+    probes[`${way} GetSession`] = (u) => ingestionRpc.getSession({ productId, userId: u });
+    probes[`${way} ResolveUsers (1)`] = (u) => plansRpc.resolveUsers({ productId, externalUserIds: [u] });
+    probes[`${way} Health.Check`] = () => health.check({ service: LIVENESS });
   }
-  return out;
+  const readyz = stack.apiUrl.replace(/\/api\/v1$/, "/readyz");
+  probes["REST GET /readyz"] = () => fetch(readyz).then((r) => r.text());
+  probes["user findOne by _id"] = (u) => userDocs.findOne({ _id: `${productId}:${u}` });
+  probes["plan findOne by _id"] = () => planDocs.findOne({ _id: plan.id });
+  probes["counter findOne by _id"] = (u) => counters.findOne({ _id: counterId(productId, u, periodStart) });
+  return timeAlternating(size, probes);
 }
 
 async function resolveThousand(size: number): Promise<number> {
@@ -200,10 +221,14 @@ async function ingestion(size: number): Promise<{ eps: number; p50: number; p99:
 }
 
 console.log(
-  `bench:scale on ${embedded ? "the embedded database (FerretDB over SQLite)" : mongoUrl}; all-in-one; ` +
-    `window ${WINDOW} users, ${SESSIONS} sessions, ${BATCHES} batches of ${BATCH} events for ${BATCH_USERS} users each, concurrency ${CONCURRENCY}`,
+  `bench:scale on ${embedded ? "the embedded database (FerretDB over SQLite)" : mongoUrl}; all-in-one, calls between modules in-process; ` +
+    `window ${WINDOW} users, ${SESSIONS} sessions, ${BATCHES} batches of ${BATCH} events for ${BATCH_USERS} users each, concurrency ${CONCURRENCY}; ` +
+    `load average ${os.loadavg().map((l) => l.toFixed(1)).join(" ")} on ${os.cpus().length} cores`,
 );
-console.log("\n   users   created+subscribed/s   session p50 ms   session p99 ms   resolve 1000 ms   ingest events/s   vs first   batch p50 ms   batch p99 ms   seeded in s   503 retries");
+console.log(
+  "\n   users   created+subscribed/s   session p50/p99 ms   (over gRPC)   resolve 1000 ms   ingest events/s   vs first   batch p50 ms   batch p99 ms   seeded in s   503 retries   load avg",
+);
+const ms = (t: Timing) => `${t.p50.toFixed(2)}/${t.p99.toFixed(2)}`;
 let have = 0;
 let firstEps: number | undefined;
 const profiles: string[] = [];
@@ -214,15 +239,23 @@ for (const size of SIZES) {
   const seeded = (performance.now() - s) / 1000;
   const rate = await createWindow(size - window, size);
   have = size;
-  const session = await sessions(size);
   const resolve = await resolveThousand(size);
   const ingest = await ingestion(size);
   firstEps ??= ingest.eps;
-  const parts = await sessionParts(size);
-  profiles.push(`${String(size).padStart(8)}  ${Object.entries(parts).map(([k, v]) => `${k} ${v.p50.toFixed(2)}/${v.p99.toFixed(2)}`).join("   ")}`);
+  // The gRPC stack (a second set of modules and a gateway on the same databases) lives only
+  // while sessions are timed, so the ingestion figures meet one stack's background work.
+  const grpcStack = await startStack({ mongoUrl, dbPrefix, logger, inProcessRpc: false });
+  const stacks: Record<Way, Stack> = { "in-process": stack, gRPC: grpcStack };
+  const apis: Record<Way, Api> = { "in-process": api, gRPC: new Api(grpcStack.apiUrl, api.key) };
+  const session = await sessions(size, apis);
+  const parts = await sessionParts(size, stacks, apis);
+  await grpcStack.close();
+  profiles.push(
+    [`${String(size).padStart(8)}  load avg ${os.loadavg()[0]!.toFixed(1)}`, ...Object.entries(parts).map(([k, v]) => `          ${k.padEnd(28)} ${ms(v)}`)].join("\n"),
+  );
   console.log(
-    `${String(size).padStart(8)}${rate.toFixed(1).padStart(23)}${session.p50.toFixed(2).padStart(17)}${session.p99.toFixed(2).padStart(17)}` +
-      `${resolve.toFixed(0).padStart(18)}${ingest.eps.toFixed(0).padStart(18)}${(ingest.eps / firstEps).toFixed(2).padStart(11)}${ingest.p50.toFixed(0).padStart(15)}${ingest.p99.toFixed(0).padStart(15)}${seeded.toFixed(1).padStart(14)}${String(ingest.retries).padStart(14)}`,
+    `${String(size).padStart(8)}${rate.toFixed(1).padStart(23)}${ms(session["in-process"]).padStart(21)}${ms(session.gRPC).padStart(14)}` +
+      `${resolve.toFixed(0).padStart(18)}${ingest.eps.toFixed(0).padStart(18)}${(ingest.eps / firstEps).toFixed(2).padStart(11)}${ingest.p50.toFixed(0).padStart(15)}${ingest.p99.toFixed(0).padStart(15)}${seeded.toFixed(1).padStart(14)}${String(ingest.retries).padStart(14)}${os.loadavg()[0]!.toFixed(1).padStart(11)}`,
   );
 }
 console.log("\nsession parts, p50/p99 ms (after ingestion, so counters exist):");

@@ -19,6 +19,12 @@ export interface StackOptions {
   /** Internal gRPC port shared by every service (0 picks a free one). */
   rpcPort?: number;
   rpcHost?: string;
+  /**
+   * Calls from the gateway and between services go to the modules in this process instead of
+   * over the internal port (which still serves other processes). Off by default, so that tests
+   * exercise real gRPC between the modules; `npm start` turns it on (RPC_IN_PROCESS).
+   */
+  inProcessRpc?: boolean;
   /** Gateway HTTP port (0 picks a free one). */
   httpPort?: number;
   httpHost?: string;
@@ -45,14 +51,20 @@ export interface Stack {
 }
 
 /**
- * Every service and the gateway in one process. The services still talk to each other and
- * the gateway still talks to them through gRPC clients, over one internal port: the same
- * code paths as split mode, without the processes.
+ * Every service and the gateway in one process. The services talk to each other and the
+ * gateway talks to them through the same clients as in split mode, addressed to one internal
+ * port: over gRPC on it, or, with `inProcessRpc`, through an in-process transport to the same
+ * routes and interceptors (the port still serves gRPC to everyone else).
  */
 export async function startStack(opts: StackOptions): Promise<Stack> {
   const prefix = opts.dbPrefix ?? "meter";
   const mongo: MongoClient = await connectMongo(opts.mongoUrl);
-  const rpc = await listenRpc({ port: opts.rpcPort ?? 0, host: opts.rpcHost ?? "127.0.0.1", logger: opts.logger });
+  const rpc = await listenRpc({
+    port: opts.rpcPort ?? 0,
+    host: opts.rpcHost ?? "127.0.0.1",
+    logger: opts.logger,
+    inProcess: opts.inProcessRpc,
+  });
   const peers: PeerUrls = { tenancy: rpc.url, plans: rpc.url, ingestion: rpc.url, analytics: rpc.url, webhooks: rpc.url };
   const common = (name: string) => ({ db: mongo.db(`${prefix}_${name}`), logger: opts.logger.child({ service: name }), peers });
 

@@ -8,8 +8,10 @@ import {
   Code,
   ConnectError,
   createClient,
+  createRouterTransport,
   type Client,
   type ConnectRouter,
+  type ConnectRouterOptions,
   type Interceptor,
   type Transport,
 } from "@connectrpc/connect";
@@ -51,8 +53,11 @@ export interface RpcServer {
   close(): Promise<void>;
 }
 
+/** How a call reached the modules: over the port, or from a caller in the same process. */
+type Via = "network" | "in-process";
+
 /** Carries the caller's request id into the handler's context, logs failures, and times each call. */
-function serverContextInterceptor(logger: Logger): Interceptor {
+function serverContextInterceptor(logger: Logger, via: Via): Interceptor {
   return (next) => async (req) => {
     const incoming = req.header.get(REQUEST_ID_HEADER);
     const requestId = isAcceptableRequestId(incoming) ? incoming : randomUUID();
@@ -66,12 +71,12 @@ function serverContextInterceptor(logger: Logger): Interceptor {
       try {
         const res = await next(req);
         observe("ok");
-        logger.debug({ rpc: req.method.name, ms: Math.round(performance.now() - started) }, "rpc ok");
+        logger.debug({ rpc: req.method.name, via, ms: Math.round(performance.now() - started) }, "rpc ok");
         return res;
       } catch (err) {
         const ce = ConnectError.from(err);
         observe(codeToString(ce.code));
-        const fields = { rpc: req.method.name, code: Code[ce.code], ms: Math.round(performance.now() - started) };
+        const fields = { rpc: req.method.name, via, code: Code[ce.code], ms: Math.round(performance.now() - started) };
         if (ce.code === Code.Internal || ce.code === Code.Unknown) {
           logger.error({ ...fields, err }, "rpc failed");
         } else {
@@ -106,6 +111,19 @@ function healthRoutes(router: ConnectRouter, modules: readonly ServiceModule[]) 
   });
 }
 
+/**
+ * What serves the modules, the same whichever way a call arrives: their routes and the health
+ * service, the server interceptor (request id, metrics, error log) and the size limit.
+ */
+function serverRouter(modules: readonly ServiceModule[], logger: Logger, via: Via) {
+  const options: ConnectRouterOptions = { interceptors: [serverContextInterceptor(logger, via)], readMaxBytes: RPC_MAX_BYTES };
+  const routes = (router: ConnectRouter) => {
+    for (const m of modules) m.routes(router);
+    healthRoutes(router, modules);
+  };
+  return { options, routes };
+}
+
 export interface RpcListener extends RpcServer {
   /** Starts answering with these modules; until then every call fails as unavailable. */
   serve(modules: readonly ServiceModule[]): Promise<void>;
@@ -120,14 +138,8 @@ async function serviceApp(modules: readonly ServiceModule[], logger: Logger, ser
     logController: new LogController({ disableRequestLogging: true }),
     serverFactory: serverFactory as never,
   });
-  await app.register(fastifyConnectPlugin, {
-    routes(router) {
-      for (const m of modules) m.routes(router);
-      healthRoutes(router, modules);
-    },
-    interceptors: [serverContextInterceptor(logger)],
-    readMaxBytes: RPC_MAX_BYTES,
-  });
+  const { options, routes } = serverRouter(modules, logger, "network");
+  await app.register(fastifyConnectPlugin, { ...options, routes });
   // For HTTP probes and people; the gRPC health service above is what the manifests probe.
   app.get("/healthz", async (_req, reply) => {
     const ok = await allHealthy(modules);
@@ -182,8 +194,11 @@ function dispatchByPreface(socket: net.Socket, h1: http.Server, h2: http2.Http2S
  * Binds one port for the services before the modules exist, so that modules which call each
  * other can be given the final address (port 0 works). The port answers gRPC over HTTP/2
  * cleartext, and Connect, gRPC-Web, /healthz and /metrics over HTTP/1.1 or HTTP/2.
+ * With `inProcess`, callers in this process that address the port's URL (`rpcClient`,
+ * `grpcTransport`) reach the modules without the network once they are served (see
+ * `serveInProcess`); the port still serves everyone else.
  */
-export async function listenRpc(opts: { port: number; host?: string; logger: Logger }): Promise<RpcListener> {
+export async function listenRpc(opts: { port: number; host?: string; logger: Logger; inProcess?: boolean }): Promise<RpcListener> {
   let handler: NodeHandler | undefined;
   const serve: NodeHandler = (req, res) => {
     if (handler) return handler(req, res);
@@ -215,10 +230,12 @@ export async function listenRpc(opts: { port: number; host?: string; logger: Log
   });
   const port = (server.address() as AddressInfo).port;
   const clientHost = host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host;
+  const url = `http://${clientHost}:${port}`;
   let app: Awaited<ReturnType<typeof serviceApp>> | undefined;
+  let withdraw = () => {};
   return {
     port,
-    url: `http://${clientHost}:${port}`,
+    url,
     async serve(modules) {
       let fastifyHandler: NodeHandler | undefined;
       app = await serviceApp(modules, opts.logger, (h) => {
@@ -226,8 +243,11 @@ export async function listenRpc(opts: { port: number; host?: string; logger: Log
         return h1;
       });
       handler = fastifyHandler;
+      if (opts.inProcess) withdraw = serveInProcess(url, modules, opts.logger);
     },
     async close() {
+      // From here on, callers in this process meet the closing port like everyone else.
+      withdraw();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       // Clients keep connections open; end them so close() does not wait forever.
       for (const s of sessions) s.close();
@@ -268,18 +288,43 @@ const propagateRequestId: Interceptor = (next) => async (req) => {
   return next(req);
 };
 
+/** What every client of a peer applies, whichever way its calls travel. */
+const clientOptions = { interceptors: [propagateRequestId], readMaxBytes: RPC_MAX_BYTES, defaultTimeoutMs: 30_000 };
+
+/** Modules served in this process, by the base URL of the port that also serves them. */
+const inProcess = new Map<string, Transport>();
+
+/**
+ * Lets callers in this process reach the modules without the network: calls addressed to
+ * `url` go through Connect's router transport to the same routes, interceptors and limits
+ * as the port, still encoded and decoded as messages (so a handler never shares an object
+ * with its caller) and bounded by the same deadlines. Returns the function that withdraws it.
+ */
+function serveInProcess(url: string, modules: readonly ServiceModule[], logger: Logger): () => void {
+  const { options, routes } = serverRouter(modules, logger, "in-process");
+  const transport = createRouterTransport(routes, { router: options, transport: clientOptions });
+  inProcess.set(url, transport);
+  return () => {
+    if (inProcess.get(url) === transport) inProcess.delete(url);
+  };
+}
+
 const transports = new Map<string, Transport>();
 
-/** gRPC transport to a peer; one HTTP/2 session per base URL, shared by all its clients. */
+/**
+ * Transport to a peer: in-process when the peer's modules are served in this process (the
+ * choice is made per call, so clients made before the modules are served, or kept after
+ * they are withdrawn, take the right way), else gRPC over one HTTP/2 session per base URL,
+ * shared by all its clients.
+ */
 export function grpcTransport(baseUrl: string): Transport {
   let t = transports.get(baseUrl);
   if (!t) {
-    t = createGrpcTransport({
-      baseUrl,
-      interceptors: [propagateRequestId],
-      readMaxBytes: RPC_MAX_BYTES,
-      defaultTimeoutMs: 30_000,
-    });
+    const grpc = createGrpcTransport({ baseUrl, ...clientOptions });
+    t = {
+      unary: (...args) => (inProcess.get(baseUrl) ?? grpc).unary(...args),
+      stream: (...args) => (inProcess.get(baseUrl) ?? grpc).stream(...args),
+    };
     transports.set(baseUrl, t);
   }
   return t;
