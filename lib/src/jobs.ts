@@ -118,7 +118,14 @@ export class JobScheduler {
   async stop(graceMs: number): Promise<void> {
     if (!this.started) return;
     this.started = false;
-    await this.agenda.stop(false);
+    try {
+      await this.agenda.stop(false);
+    } catch (err) {
+      // Unlocking the jobs this process holds needs the database; when it is unreachable
+      // (shutting down during an outage) their locks lapse by lockLifetime instead, and
+      // shutdown goes on.
+      this.logger.warn({ err }, "could not unlock held jobs at shutdown; their locks will lapse");
+    }
     let timer: NodeJS.Timeout | undefined;
     const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)));
     await Promise.race([Promise.allSettled(this.running), grace]);
