@@ -2,14 +2,13 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { Lease } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
-import { Body, DateTime, Nullable, errors } from "../schemas/common.ts";
+import { Body, DateTime, Nullable, UserParams, errors } from "../schemas/common.ts";
 import { rpcOptions } from "../rpc-options.ts";
 
 const LeaseId = Type.String({ pattern: "^[A-Za-z0-9_-]{1,64}$", description: "1-64 letters, digits, _ or -" });
 const Dollars = Type.Number({ minimum: 0, maximum: 1e12 });
 const Tokens = (o: { description?: string } = {}) => Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, ...o });
 
-const UserParams = Type.Object({ user_id: Type.String({ minLength: 1, maxLength: 255, description: "external_user_id" }) });
 const LeaseParams = Type.Object({ user_id: UserParams.properties.user_id, lease_id: LeaseId });
 
 const AcquireIn = Body({

@@ -2,10 +2,9 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { GateEvent } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
-import { DateTime, Nullable, errors, parseDateTime } from "../schemas/common.ts";
+import { DateTime, Nullable, UserParams, errors, parseDateTime } from "../schemas/common.ts";
 import { rpcOptions } from "../rpc-options.ts";
 
-const UserParams = Type.Object({ user_id: Type.String({ minLength: 1, maxLength: 255, description: "external_user_id" }) });
 
 const NumberMap = Type.Record(Type.String(), Type.Number());
 const IntegerMap = Type.Record(Type.String(), Type.Integer());

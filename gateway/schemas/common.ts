@@ -42,6 +42,9 @@ export function parseDateTime(s: string): Date {
 }
 
 /** A body object: unknown fields are refused with 422 so that a typo never passes silently. */
+/** `{user_id}` of the routes under `/users/{user_id}/`: the product's external user id. */
+export const UserParams = Type.Object({ user_id: Type.String({ minLength: 1, maxLength: 255, description: "external_user_id" }) });
+
 export const Body = <P extends Record<string, TSchema>>(properties: P, description?: string) =>
   Type.Object(properties, { additionalProperties: false, ...(description ? { description } : {}) });
 
