@@ -118,10 +118,15 @@ function groupBy<T>(items: readonly T[], key: (t: T) => string): Map<string, T[]
  * month's counter unless the period starts where the event's month starts, in which case the
  * period counter carries it as its month share (CounterDoc.month).
  */
-function deltas(inserted: readonly UsageEventDoc[]): { periods: { delta: CounterDelta; limit: Limited }[]; months: CounterDelta[] } {
+function deltas(inserted: readonly UsageEventDoc[]): {
+  periods: { delta: CounterDelta; limit: Limited; events: UsageEventDoc[] }[];
+  months: CounterDelta[];
+} {
+  // Each event's calendar month, worked out once (it decides both the share and the month counter).
+  const monthOf = new Map(inserted.map((e) => [e, calendarMonth(e.timestamp)]));
   const periods = [...groupBy(inserted, (d) => d.counter_id)].map(([id, list]) => {
     const first = list[0]!;
-    const folded = list.filter((e) => calendarMonth(e.timestamp).start.getTime() === first.period_start.getTime());
+    const folded = list.filter((e) => monthOf.get(e)!.start.getTime() === first.period_start.getTime());
     const delta: CounterDelta = {
       id,
       productId: first.product_id,
@@ -130,13 +135,13 @@ function deltas(inserted: readonly UsageEventDoc[]): { periods: { delta: Counter
       end: first.period_end,
       add: sum(list),
     };
-    if (folded.length > 0) delta.month = sum(folded);
-    return { delta, limit: first as Limited };
+    if (folded.length > 0) delta.month = folded.length === list.length ? delta.add : sum(folded);
+    return { delta, limit: first as Limited, events: list };
   });
   // The month's counter has no plan and no limit: it only answers usage by calendar month.
-  const rest = inserted.filter((e) => calendarMonth(e.timestamp).start.getTime() !== e.period_start.getTime());
-  const months = [...groupBy(rest, (d) => monthCounterId(d.product_id, d.user_id, calendarMonth(d.timestamp).start))].map(([id, list]) => {
-    const month = calendarMonth(list[0]!.timestamp);
+  const rest = inserted.filter((e) => monthOf.get(e)!.start.getTime() !== e.period_start.getTime());
+  const months = [...groupBy(rest, (d) => monthCounterId(d.product_id, d.user_id, monthOf.get(d)!.start))].map(([id, list]) => {
+    const month = monthOf.get(list[0]!)!;
     return { id, productId: list[0]!.product_id, userId: list[0]!.user_id, ...month, add: sum(list) };
   });
   return { periods, months };
@@ -152,7 +157,7 @@ async function completeUsage(deps: IngestionDeps, job: JobDoc, inserted: UsageEv
   await deps.outbox.put(deps.outbox.analytics, [entry("usage", job._id, inserted.map(usageFact))]);
   const { periods, months } = deltas(inserted);
   await Promise.all(
-    periods.map(async (p) => Object.assign(p.delta, await leaseSpend(deps, p.delta.id, inserted.filter((e) => e.counter_id === p.delta.id)))),
+    periods.map(async (p) => Object.assign(p.delta, await leaseSpend(deps, p.delta.id, p.events))),
   );
   const limited = periods.filter((p) => hasThresholds(p.limit.spend_limit));
   const after = await deps.counters.add(job._id, [...periods.map((p) => p.delta), ...months], new Set(limited.map((p) => p.delta.id)));
