@@ -1,5 +1,6 @@
 import type { Collection, Db, Filter, UpdateFilter } from "mongodb";
 import { LRUCache } from "lru-cache";
+import pMap from "p-map";
 import { isDuplicateKeyError } from "@meter/lib/mongo";
 import { encodeKey } from "../domain/field-keys.ts";
 import type { UsageEventDoc } from "./usage-events.ts";
@@ -155,10 +156,14 @@ export class CounterStore {
    */
   async add(jobId: string, deltas: readonly CounterDelta[], read: ReadonlySet<string>): Promise<Map<string, CounterDoc | null>> {
     const out = new Map<string, CounterDoc | null>();
-    await eachConcurrently(deltas, async (d) => {
-      const doc = await this.addOne(jobId, d, read.has(d.id));
-      if (read.has(d.id)) out.set(d.id, doc);
-    });
+    await pMap(
+      deltas,
+      async (d) => {
+        const doc = await this.addOne(jobId, d, read.has(d.id));
+        if (read.has(d.id)) out.set(d.id, doc);
+      },
+      { concurrency: UPDATES_IN_FLIGHT },
+    );
     return out;
   }
 
@@ -222,19 +227,10 @@ function addOp(jobId: string, d: CounterDelta, releasing: readonly string[]) {
   return { filter: { _id: d.id, [`jobs.${jobId}`]: { $exists: false } } as Filter<CounterDoc>, update };
 }
 
-/** Updates in flight at once per call: the database applies them one by one anyway. */
-const IN_FLIGHT = 16;
-
 /**
- * One single-document update per item, a few in flight. Not a bulk write: the embedded
- * database runs a multi-statement update command in time that grows far faster than its
- * length (100 updates by `_id` in one command took minutes; sent one by one, a second).
+ * Single-document updates in flight at once (with p-map), the database applying them one by
+ * one anyway. Not a bulk write: the embedded database runs a multi-statement update command
+ * in time that grows far faster than its length (100 updates by `_id` in one command took
+ * minutes; sent one by one, a second).
  */
-export async function eachConcurrently<T>(items: readonly T[], run: (item: T) => Promise<unknown>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(IN_FLIGHT, items.length) }, async () => {
-      while (next < items.length) await run(items[next++]!);
-    }),
-  );
-}
+export const UPDATES_IN_FLIGHT = 16;

@@ -1,6 +1,7 @@
 import type { Collection, Db } from "mongodb";
 import { deleteInRounds } from "@meter/lib/mongo";
-import { eachConcurrently } from "./counters.ts";
+import pMap from "p-map";
+import { UPDATES_IN_FLIGHT } from "./counters.ts";
 import type { JobDoc } from "./jobs.ts";
 import { insertedBy, insertIgnoringDuplicates } from "./usage-events.ts";
 
@@ -103,7 +104,7 @@ export class GateEventStore {
         const user = id.slice(0, cut);
         byUser.set(user, [...(byUser.get(user) ?? []), Number(id.slice(cut + 1))]);
       }
-      await eachConcurrently([...byUser], ([user, hours]) => this.users.updateOne({ _id: user }, { $pullAll: { hours } }));
+      await pMap([...byUser], ([user, hours]) => this.users.updateOne({ _id: user }, { $pullAll: { hours } }), { concurrency: UPDATES_IN_FLIGHT });
     });
   }
 
@@ -132,16 +133,15 @@ export class GateEventStore {
       hours.add(hour);
       userHours.set(user, hours);
     }
-    await eachConcurrently([...buckets], ([id, { hour, events }]) =>
-      this.hours.updateOne(
-        { _id: id },
-        { $addToSet: { events: { $each: events } }, $setOnInsert: { hour: new Date(hour) } },
-        { upsert: true },
-      ),
+    await pMap(
+      [...buckets],
+      ([id, { hour, events }]) =>
+        this.hours.updateOne({ _id: id }, { $addToSet: { events: { $each: events } }, $setOnInsert: { hour: new Date(hour) } }, { upsert: true }),
+      { concurrency: UPDATES_IN_FLIGHT },
     );
-    await eachConcurrently([...userHours], ([id, hours]) =>
-      this.users.updateOne({ _id: id }, { $addToSet: { hours: { $each: [...hours] } } }, { upsert: true }),
-    );
+    await pMap([...userHours], ([id, hours]) => this.users.updateOne({ _id: id }, { $addToSet: { hours: { $each: [...hours] } } }, { upsert: true }), {
+      concurrency: UPDATES_IN_FLIGHT,
+    });
   }
 
   /**
