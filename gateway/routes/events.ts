@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { JsonObject } from "@bufbuild/protobuf";
-import { Body, DateTime, Nullable, errors, parseDateTime } from "../schemas/common.ts";
+import { Body, DateTime, LeaseId, Nullable, errors, parseDateTime } from "../schemas/common.ts";
 import { rpcOptions } from "../rpc-options.ts";
 
 /** Largest batch body accepted (bytes); the ingestion service also caps the event count. */
@@ -36,7 +36,7 @@ const UsageEventIn = Body(
     cost_total: Type.Optional(Type.Number({ minimum: 0, maximum: MAX_EVENT_COST, description: "Default cost_tokens + cost_tools" })),
     metadata: Type.Optional(Metadata),
     synced: Type.Optional(Type.Boolean({ description: "Client-side flag of the callback form; ignored" })),
-    lease_id: Type.Optional(Nullable(Type.String({ pattern: "^[A-Za-z0-9_-]{1,64}$", description: "The budget lease the cost was spent from (POST /users/{user_id}/leases); the event settles against it" }))),
+    lease_id: Type.Optional(Nullable(Type.Unsafe<string>({ ...LeaseId, description: "The budget lease the cost was spent from (POST /users/{user_id}/leases); the event settles against it" }))),
   },
   "Usage event",
 );

@@ -2,10 +2,9 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { Lease } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
-import { Body, DateTime, Nullable, UserParams, errors } from "../schemas/common.ts";
+import { Body, DateTime, LeaseId, Nullable, UserParams, errors } from "../schemas/common.ts";
 import { rpcOptions } from "../rpc-options.ts";
 
-const LeaseId = Type.String({ pattern: "^[A-Za-z0-9_-]{1,64}$", description: "1-64 letters, digits, _ or -" });
 const Dollars = Type.Number({ minimum: 0, maximum: 1e12 });
 const Tokens = (o: { description?: string } = {}) => Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, ...o });
 

@@ -45,6 +45,9 @@ export function parseDateTime(s: string): Date {
 /** `{user_id}` of the routes under `/users/{user_id}/`: the product's external user id. */
 export const UserParams = Type.Object({ user_id: Type.String({ minLength: 1, maxLength: 255, description: "external_user_id" }) });
 
+/** A budget lease id (the holder id of `POST /users/{user_id}/leases`). */
+export const LeaseId = Type.String({ pattern: "^[A-Za-z0-9_-]{1,64}$", description: "1-64 letters, digits, _ or -" });
+
 export const Body = <P extends Record<string, TSchema>>(properties: P, description?: string) =>
   Type.Object(properties, { additionalProperties: false, ...(description ? { description } : {}) });
 
