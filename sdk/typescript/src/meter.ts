@@ -156,6 +156,10 @@ export class Meter implements Ledger {
   async reserve(userId: string, input: GuardInput = {}): Promise<Reservation> {
     checkUser(userId);
     const e = this.ready(userId) ?? (await this.load(userId));
+    if (this.leases && input.input_tokens === undefined && e.config?.pre_call_estimate) {
+      // The lease's need and the check below both read the estimate: the prompt is sized once.
+      input = { ...input, input_tokens: estimateTokens(input.prompt) };
+    }
     const lease = this.leases && this.leaseNeed(e, input);
     if (lease) {
       // Until the lease covers the estimate, ask for more; the check and the hold below are one synchronous step.
