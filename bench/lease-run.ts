@@ -1,21 +1,15 @@
 // Drives budget-lease runs: N replica processes (bench/lease-replica.ts) against one user's
 // cap on a running stack. Shared by gateway/routes/leases.test.ts, sdk/typescript/test/leases.test.ts and bench/leases.ts.
-import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
+import type { Api } from "../test/support/http.ts";
+import { repoRoot, spawnEntry } from "../test/support/processes.ts";
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const DAY = 86_400_000;
 
 /** Dollars per call: estimate 1000 in + 1000 buffer at $1/1K = $2; the call really costs 1000 in + 500 out = $1.5. */
 export const CALL_ESTIMATE = 2;
 export const CALL_COST = 1.5;
-
-export interface Http {
-  post(path: string, body: unknown): Promise<{ status: number; body: any }>;
-  get(path: string): Promise<{ status: number; body: any }>;
-}
 
 /** Tokens per call: the estimate (1000 in + 1000 buffer) and what a call really uses (1000 in + 500 out). */
 export const CALL_TOKENS_ESTIMATE = 2_000;
@@ -25,7 +19,7 @@ export const CALL_TOKENS = 1_500;
  * A user subscribed to a plan with a period spend cap (null: none) and pre-call estimates
  * covering each call; `modelTokens` caps the tokens of model "m" per period too.
  */
-export async function cappedUser(api: Http, cap: number | null, modelTokens?: number): Promise<string> {
+export async function cappedUser(api: Api, cap: number | null, modelTokens?: number): Promise<string> {
   const plan = await api.post("/config/plans", {
     plans: [
       {
@@ -67,11 +61,7 @@ export interface Replica {
 }
 
 export function spawnReplica(env: Record<string, string>): Replica {
-  const child = spawn(process.execPath, ["--import", "tsx", path.join(root, "bench/lease-replica.ts")], {
-    cwd: root,
-    env: { ...process.env, ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  const { child } = spawnEntry(path.join(repoRoot, "bench/lease-replica.ts"), env);
   let out = "";
   let err = "";
   let killed = false;
@@ -122,7 +112,7 @@ export interface RunResult {
   tokens: number;
 }
 
-export async function runReplicas(api: Http, o: RunOptions): Promise<RunResult> {
+export async function runReplicas(api: Api, o: RunOptions): Promise<RunResult> {
   const env = {
     METER_API_KEY: o.apiKey,
     METER_BASE_URL: o.baseUrl,
