@@ -1,6 +1,5 @@
 import { v7 as uuidv7 } from "uuid";
 import { MongoServerError, type Collection, type Db } from "mongodb";
-import pMap from "p-map";
 import { isDuplicateKeyError } from "@meter/lib/mongo";
 import { PLAN_FIELDS, type PlanValues, type Rate } from "../settings.ts";
 
@@ -102,9 +101,12 @@ export class PlanStore {
     return doc?.product_id === productId ? fromDoc(doc) : null;
   }
 
+  /** One query by `_id` list; plans of another product read as missing. */
   async getMany(productId: string, ids: readonly string[]): Promise<StoredPlan[]> {
-    const found = await pMap(new Set(ids), (id) => this.get(productId, id), { concurrency: 16 });
-    return found.filter((p) => p !== null);
+    const unique = [...new Set(ids)];
+    if (unique.length === 0) return [];
+    const docs = await this.plans.find({ _id: { $in: unique } }).toArray();
+    return docs.filter((d) => d.product_id === productId).map(fromDoc);
   }
 
   /**
