@@ -19,6 +19,8 @@
 // into the stack's plans database; only the measured window goes through the API.
 //   BENCH_SIZES=1000,10000,100000 BENCH_WINDOW=300 BENCH_SESSIONS=500 BENCH_BATCHES=10 \
 //   BENCH_BATCH=1000 BENCH_BATCH_USERS=100 BENCH_CONCURRENCY=4 npm run bench:scale
+// The stacks run as their own processes (`cmd/all-in-one.ts`, as `npm start` runs), so that the
+// bench's client and seeding work, and its garbage collection, stay out of the measured server.
 // Uses MONGODB_URL when set, else the embedded database in a temporary directory.
 import { mkdtemp, rm } from "node:fs/promises";
 import { randomUUID } from "node:crypto";
@@ -26,7 +28,6 @@ import os from "node:os";
 import path from "node:path";
 import pMap from "p-map";
 import { startEmbeddedDb } from "@meter/lib/embedded-db";
-import { createLogger } from "@meter/lib/logger";
 import { connectMongo } from "@meter/lib/mongo";
 import { LIVENESS, rpcClient } from "@meter/lib/rpc";
 import { Health } from "@meter/proto/grpc/health/v1/health_pb";
@@ -35,8 +36,8 @@ import { PlansService } from "@meter/proto/meter/plans/v1/plans_pb";
 import { counterId } from "../services/ingestion/store/counters.ts";
 import { SubscriberStore } from "../services/plans/store/subscribers.ts";
 import { UserStore } from "../services/plans/store/users.ts";
-import { startStack, type Stack } from "../cmd/stack.ts";
 import { Api } from "../test/support/http.ts";
+import { freePort, spawnEntry, type Spawned } from "../test/support/processes.ts";
 
 const SIZES = (process.env.BENCH_SIZES ?? "1000,10000,100000").split(",").map(Number);
 const WINDOW = Number(process.env.BENCH_WINDOW ?? 300);
@@ -51,9 +52,34 @@ const MODELS = ["gpt-4o", "gpt-4o-mini", "claude-3-5-sonnet", "o1"];
 const dir = process.env.MONGODB_URL ? undefined : await mkdtemp(path.join(os.tmpdir(), "meter-bench-scale-"));
 const embedded = dir ? await startEmbeddedDb(dir) : undefined;
 const mongoUrl = process.env.MONGODB_URL ?? embedded!.url;
-const logger = createLogger("bench", "warn");
 const dbPrefix = `bench_scale_${Date.now()}`;
-const stack = await startStack({ mongoUrl, dbPrefix, logger, inProcessRpc: true });
+/** A stack as its own all-in-one process on the bench's databases. */
+interface Stack {
+  apiUrl: string;
+  rpcUrl: string;
+  close(): Promise<void>;
+}
+
+async function startStack(inProcessRpc: boolean): Promise<Stack> {
+  const [port, rpcPort] = [await freePort(), await freePort()];
+  const proc: Spawned = spawnEntry("cmd/all-in-one.ts", {
+    MONGODB_URL: mongoUrl,
+    MONGODB_DB_PREFIX: dbPrefix,
+    PORT: String(port),
+    RPC_PORT: String(rpcPort),
+    RPC_IN_PROCESS: String(inProcessRpc),
+  });
+  const apiUrl = `http://127.0.0.1:${port}/api/v1`;
+  for (const started = Date.now(); ; ) {
+    const ready = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.ok, () => false);
+    if (ready) break;
+    if (proc.child.exitCode !== null || Date.now() - started > 120_000) throw new Error(`stack did not start: ${proc.output()}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return { apiUrl, rpcUrl: `http://127.0.0.1:${rpcPort}`, close: async () => void (await proc.stop()) };
+}
+
+const stack = await startStack(true);
 const mongo = await connectMongo(mongoUrl);
 const users = new UserStore(mongo.db(`${dbPrefix}_plans`));
 const subscribers = new SubscriberStore(mongo.db(`${dbPrefix}_plans`));
@@ -244,7 +270,7 @@ for (const size of SIZES) {
   firstEps ??= ingest.eps;
   // The gRPC stack (a second set of modules and a gateway on the same databases) lives only
   // while sessions are timed, so the ingestion figures meet one stack's background work.
-  const grpcStack = await startStack({ mongoUrl, dbPrefix, logger, inProcessRpc: false });
+  const grpcStack = await startStack(false);
   const stacks: Record<Way, Stack> = { "in-process": stack, gRPC: grpcStack };
   const apis: Record<Way, Api> = { "in-process": api, gRPC: new Api(grpcStack.apiUrl, api.key) };
   const session = await sessions(size, apis);

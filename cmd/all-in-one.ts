@@ -7,6 +7,7 @@ import { createLogger } from "@meter/lib/logger";
 import { onShutdown } from "@meter/lib/process";
 import { analyticsSettings, analyticsSettingsFields } from "@meter/analytics";
 import { ingestionSettings, ingestionSettingsFields } from "@meter/ingestion";
+import { plansSettings, plansSettingsFields } from "@meter/plans";
 import { webhooksSettings, webhooksSettingsFields } from "@meter/webhooks";
 import { LOCAL_PROTECTION, protectionFields, protectionSettings } from "@meter/gateway/config";
 import { startStack } from "./stack.ts";
@@ -25,6 +26,7 @@ const config = loadConfig(
     AUTH_CACHE_TTL_MS: Type.Integer({ default: 30_000, minimum: 0 }),
     // One machine, one user: limits nobody reaches by hand; set them lower to try them.
     ...protectionFields(LOCAL_PROTECTION.rateLimit),
+    ...plansSettingsFields,
     ...ingestionSettingsFields,
     ...analyticsSettingsFields,
     ...webhooksSettingsFields,
@@ -48,6 +50,7 @@ const stack = await startStack({
   authCacheTtlMs: config.AUTH_CACHE_TTL_MS,
   protection: protectionSettings(config),
   services: {
+    plans: plansSettings(config),
     ingestion: ingestionSettings(config),
     analytics: analyticsSettings(config),
     webhooks: webhooksSettings(config),

@@ -84,6 +84,42 @@ t("a filter on _id and more reads by _id, and still applies the rest", async ({ 
   assert.is(await docs.countDocuments({ _id: "d4", n: 5 }), 0, "a document with the _id but not the rest is not matched");
 });
 
+t("a filter on a list of _ids reads those documents only", async ({ mongo }) => {
+  const docs = mongo.db("pushin").collection<{ _id: string; n: number }>("docs");
+  await docs.insertMany(Array.from({ length: 50 }, (_, n) => ({ _id: `d${n}`, n })));
+  const filter = { _id: { $in: ["d1", "d7", "d7", "missing", "d42"] } };
+  const plan = await mongo.db("pushin").command({ explain: { find: "docs", filter } });
+  assert.is(plan.filterPushdown, true, "narrowed by _id in the database");
+  const found = await docs.find(filter).toArray();
+  assert.equal(found.map((d) => d._id).sort(), ["d1", "d42", "d7"]);
+  assert.equal(await docs.find({ _id: { $in: ["d1", "d2"] }, n: 2 }).toArray(), [{ _id: "d2", n: 2 }], "the rest of the filter still applies");
+  const mixed = await mongo.db("pushin").command({ explain: { find: "docs", filter: { _id: { $in: ["d1", /d2/] } } } });
+  assert.is(mixed.filterPushdown, false, "a list with anything but plain ids is not narrowed");
+  assert.equal((await docs.find({ _id: { $in: ["d1", /^d2$/] } }).toArray()).map((d) => d._id).sort(), ["d1", "d2"]);
+});
+
+t("an update command of many statements applies each, however long", async ({ mongo }) => {
+  // Each statement used to keep its read (a pooled connection) open to the end of the
+  // command: past 100 statements the command waited for a connection forever.
+  const docs = mongo.db("bulk").collection<{ _id: string; n: number; jobs?: Record<string, 1> }>("counters");
+  await docs.insertMany(Array.from({ length: 100 }, (_, i) => ({ _id: `c${i}`, n: 0 })));
+  const statements = (job: string) =>
+    Array.from({ length: 250 }, (_, i) => ({
+      updateOne: {
+        filter: { _id: `c${i % 150}`, [`jobs.${job}`]: { $exists: false } },
+        update: { $inc: { n: 1 }, $set: { [`jobs.${job}`]: 1 as const } },
+        upsert: true,
+      },
+    }));
+  const first = await docs.bulkWrite(statements("j1").slice(0, 150), { ordered: false });
+  assert.is(first.matchedCount + first.upsertedCount, 150);
+  assert.is(first.upsertedCount, 50, "the 50 missing counters are created");
+  assert.is(await docs.countDocuments({ n: 1 }), 150);
+  const second = await docs.bulkWrite(statements("j2").slice(0, 150), { ordered: false });
+  assert.is(second.matchedCount, 150);
+  assert.is(await docs.countDocuments({ n: 2 }), 150);
+});
+
 t("the write-ahead log is emptied once it grows past its limit", async ({ mongo, dir }) => {
   const big = mongo.db("walgrowth").collection<{ _id: number; pad: string }>("rows");
   const pad = "x".repeat(4096);

@@ -1,4 +1,5 @@
 import { spawn, execFile, type ChildProcess } from "node:child_process";
+import { createHash } from "node:crypto";
 import { constants, existsSync } from "node:fs";
 import { chmod, cp, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { createInterface } from "node:readline";
@@ -22,36 +23,100 @@ export type Progress = (message: string) => void;
 const QUIET_MS = 3_000;
 const HEARTBEAT_MS = 15_000;
 
-/** The FerretDB source file the build changes, and the line it changes in it (twice). */
-const PATCHED_FILE = "internal/backends/sqlite/collection.go";
-const ID_ONLY_PUSHDOWN = "if params.Filter.Len() == 1 {";
+/** One change to a FerretDB source file: `find` must occur exactly `count` times. */
+interface SourcePatch {
+  file: string;
+  find: string;
+  replace: string;
+  count: number;
+}
+
+const SQLITE_COLLECTION = "internal/backends/sqlite/collection.go";
+const ID_SWITCH = (pushdownFlag: string) =>
+  "\t\tswitch v.(type) {\n\t\tcase string, types.ObjectID:\n" +
+  pushdownFlag +
+  "\t\t\twhereClause = fmt.Sprintf(` WHERE %s = ?`, metadata.IDColumn)\n" +
+  "\t\t\targs = []any{string(must.NotFail(sjson.MarshalSingleValue(v)))}\n\t\t}\n";
 
 /**
- * FerretDB v1 over SQLite reads a document by its primary key only when the filter is exactly
- * `{_id: <value>}`; a filter with any other condition beside `_id` (a guarded update such as
- * `{_id, jobs: {$ne: job}}`, a version compare-and-set) reads the whole table and grows with
- * the collection (12 ms at 1,000 documents). Its handlers filter every document they read
- * again in Go, so narrowing the read by `_id` whatever else the filter holds is always
- * correct. The build uses a copy of the FerretDB module with that one condition changed
- * (through an alternate go.mod with a `replace`), leaving go.mod and the module cache as they
- * are; a FerretDB upgrade that changes the line fails here, loudly. Returns the go.mod to use.
+ * What the embedded database changes in FerretDB v1 (over SQLite), each for a cost or a fault
+ * seen in this service's workload. The build compiles a copy of the FerretDB module with these
+ * changes (through an alternate go.mod with a `replace`), leaving go.mod and the module cache
+ * as they are; a FerretDB upgrade that moves any of these lines fails the build, loudly.
  */
+const PATCHES: SourcePatch[] = [
+  // FerretDB reads by primary key only when the filter is exactly `{_id: <value>}`: a guarded
+  // update (`{_id, jobs: {$ne: job}}`) or a version compare-and-set read the whole table (12 ms
+  // at 1,000 documents, growing). Its handlers filter every document they read again in Go, so
+  // narrowing by `_id` whatever else the filter holds is always correct.
+  { file: SQLITE_COLLECTION, find: "if params.Filter.Len() == 1 {", replace: "if params.Filter.Len() >= 1 {", count: 2 },
+  // ... and `{_id: {$in: [...]}}` read the whole table too: reading 100 users took 100 commands.
+  // idCondition (patches/id_condition.go.in) narrows both forms.
+  {
+    file: SQLITE_COLLECTION,
+    find: ID_SWITCH(""),
+    replace: "\t\tif w, a, ok := idCondition(v); ok {\n\t\t\twhereClause, args = w, a\n\t\t}\n",
+    count: 1,
+  },
+  {
+    file: SQLITE_COLLECTION,
+    find: ID_SWITCH("\t\t\tfilterPushdown = true\n"),
+    replace: "\t\tif w, a, ok := idCondition(v); ok {\n\t\t\tfilterPushdown, whereClause, args = true, w, a\n\t\t}\n",
+    count: 1,
+  },
+  // An update command kept every statement's read open until the whole command ended (a
+  // `defer` in the statements' loop): each holds one of the 100 pooled SQLite connections, so
+  // a command of 100 statements waited forever for a connection, and shorter ones slowed down
+  // as they opened new ones. Each statement's read now closes when the statement is done.
+  { file: "internal/handler/msg_update.go", find: "\t\tdefer closer.Close()\n", replace: "", count: 1 },
+  {
+    file: "internal/handler/msg_update.go",
+    find: '\t\tresult, err := common.UpdateDocument(ctx, c, "update", iter, &u)\n',
+    replace: '\t\tresult, err := common.UpdateDocument(ctx, c, "update", iter, &u)\n\t\tcloser.Close()\n',
+    count: 1,
+  },
+  // Leak tracking for FerretDB's own development: every iterator recorded its creation stack
+  // in a pprof profile and got a finalizer that crashes the process if it was never closed.
+  // That was a quarter of the CPU time of a read by `_id`; the embedded database does without.
+  { file: "internal/util/resource/resource.go", find: "func Track(obj any, token *Token) {\n", replace: "func Track(obj any, token *Token) {\n\treturn\n", count: 1 },
+  { file: "internal/util/resource/resource.go", find: "func Untrack(obj any, token *Token) {\n", replace: "func Untrack(obj any, token *Token) {\n\treturn\n", count: 1 },
+];
+
+/** Source files added to the copy: path in the FerretDB module <- file in tools/embedded-db/patches. */
+const ADDED_FILES: Record<string, string> = { "internal/backends/sqlite/id_condition.go": "id_condition.go.in" };
+
+/** Returns the go.mod that builds against the patched copy of FerretDB, making the copy first if needed. */
 async function patchedModFile(): Promise<string> {
   const { stdout } = await run("go", ["mod", "download", "-json", "github.com/FerretDB/FerretDB"], { cwd: toolDir });
   const mod = JSON.parse(stdout) as { Dir: string; Version: string };
   const bin = path.join(toolDir, "bin");
-  const copy = path.join(bin, `ferretdb-${mod.Version}-patched`);
+  const added = await Promise.all(
+    Object.entries(ADDED_FILES).map(async ([to, from]) => [to, await readFile(path.join(toolDir, "patches", from), "utf8")] as const),
+  );
+  // The copy is named by what was changed in it, so that a change of the patches makes a new one.
+  const digest = createHash("sha256").update(JSON.stringify([PATCHES, added])).digest("hex").slice(0, 12);
+  const copy = path.join(bin, `ferretdb-${mod.Version}-${digest}`);
   if (!existsSync(copy)) {
-    const original = await readFile(path.join(mod.Dir, PATCHED_FILE), "utf8");
-    if (original.split(ID_ONLY_PUSHDOWN).length - 1 !== 2) {
-      throw new Error(`embedded database: ${PATCHED_FILE} of FerretDB ${mod.Version} changed; review the _id pushdown patch`);
-    }
     const tmp = `${copy}.${process.pid}.tmp`;
     await rm(tmp, { recursive: true, force: true });
     // The module cache is read-only: the copy's files are made writable before one is changed.
     await cp(mod.Dir, tmp, { recursive: true, mode: constants.COPYFILE_FICLONE });
-    await chmod(path.join(tmp, PATCHED_FILE), 0o644);
-    await writeFile(path.join(tmp, PATCHED_FILE), original.replaceAll(ID_ONLY_PUSHDOWN, "if params.Filter.Len() >= 1 {"));
+    for (const file of new Set(PATCHES.map((p) => p.file))) {
+      let text = await readFile(path.join(tmp, file), "utf8");
+      for (const p of PATCHES.filter((q) => q.file === file)) {
+        if (text.split(p.find).length - 1 !== p.count) {
+          await rm(tmp, { recursive: true, force: true });
+          throw new Error(`embedded database: ${file} of FerretDB ${mod.Version} changed; review the patch of ${JSON.stringify(p.find)}`);
+        }
+        text = text.replaceAll(p.find, p.replace);
+      }
+      await chmod(path.join(tmp, file), 0o644);
+      await writeFile(path.join(tmp, file), text);
+    }
+    for (const [to, text] of added) {
+      await chmod(path.dirname(path.join(tmp, to)), 0o755);
+      await writeFile(path.join(tmp, to), text);
+    }
     await rename(tmp, copy).catch(async (err) => {
       if (!existsSync(copy)) throw err; // a concurrent build made it first
       await rm(tmp, { recursive: true, force: true });
@@ -117,6 +182,8 @@ export async function startEmbeddedDb(
   const args = ["-dir", dir, "-listen", `127.0.0.1:${opts.port ?? 0}`, ...(opts.flags ?? [])];
   // Diagnostics: log every command slower than this Go duration (e.g. "500ms") to stderr.
   if (process.env.EMBEDDED_DB_SLOW) args.push("-slow", process.env.EMBEDDED_DB_SLOW);
+  // "full" flushes every commit to the disk; the default "normal" flushes every second (see tools/embedded-db/main.go).
+  if (process.env.EMBEDDED_DB_SYNCHRONOUS) args.push("-synchronous", process.env.EMBEDDED_DB_SYNCHRONOUS);
   const child: ChildProcess = spawn(bin, args, {
     stdio: ["pipe", "pipe", "inherit"],
   });

@@ -102,6 +102,34 @@ t("spend thresholds are recorded once per user, period and threshold and handed 
   assert.ok(peers.calls > 6, "the failing calls were retried");
 });
 
+t("sessions of users with different periods each read their own counter, whatever the last session read", async ({ stack }) => {
+  // The session reads a guessed counter beside the user lookup (the user's last, else the
+  // product's last period): a wrong guess must never show another period's usage.
+  const { api } = await stack.newProduct();
+  const plan = await api.post("/config/plans", { plans: [{ name: "dated" }] });
+  const windows: Record<string, [number, number]> = { early: [-3 * DAY, 20 * DAY], late: [-1 * DAY, 30 * DAY], monthly: [0, 0] };
+  for (const [u, [from, to]] of Object.entries(windows)) {
+    await api.post("/users", { external_user_id: u });
+    const dates = from === 0 && to === 0 ? {} : { period_start: new Date(Date.now() + from).toISOString(), period_end: new Date(Date.now() + to).toISOString() };
+    await api.post(`/users/${u}/subscription`, { plan_id: plan.body.plans[0].id, ...dates });
+  }
+  const spend: Record<string, number> = { early: 1, late: 2, monthly: 4 };
+  for (const [u, c] of Object.entries(spend)) {
+    await api.post("/events/batch", [{ id: randomUUID(), user_id: u, timestamp: new Date().toISOString(), cost_total: c }]);
+  }
+  for (const u of ["early", "late", "monthly", "late", "early", "monthly", "monthly"]) {
+    const s = await api.get(`/users/${u}/session`);
+    assert.is(s.body.current_usage.period_cost, spend[u], `session of ${u}`);
+  }
+  // New dates for "late": its last session's counter is no longer the right one.
+  await api.post("/users/late/subscription", {
+    plan_id: plan.body.plans[0].id,
+    period_start: new Date(Date.now() - 1_000).toISOString(),
+    period_end: new Date(Date.now() + 30 * DAY).toISOString(),
+  });
+  assert.is((await api.get("/users/late/session")).body.current_usage.period_cost, 0, "the new period starts at zero");
+});
+
 t("every accepted usage and gate event reaches analytics, and every new gate event the webhooks service", async ({ stack, peers }) => {
   const { api, productId } = await stack.newProduct();
   await api.post("/users", { external_user_id: "g1" });

@@ -1,7 +1,18 @@
 import { Type, peerUrlFields, serviceConfigFields } from "@meter/lib/config";
 
+/** The plans settings every process hosting the service reads (service process, all-in-one). */
+export const plansSettingsFields = {
+  /** How long ResolveUsers may answer a plan from memory: a change through another replica shows within it. */
+  PLAN_CACHE_MS: Type.Integer({ default: 1_000, minimum: 0, maximum: 60_000 }),
+};
+
+export function plansSettings(config: { PLAN_CACHE_MS: number }) {
+  return { planCacheMs: config.PLAN_CACHE_MS };
+}
+
 export const plansConfigSchema = Type.Object({
   ...serviceConfigFields,
+  ...plansSettingsFields,
   ...peerUrlFields,
   PORT: Type.Integer({ default: 9092, minimum: 0, maximum: 65535 }),
   MONGODB_DB: Type.String({ default: "meter_plans", minLength: 1 }),

@@ -16,15 +16,19 @@ import { resolveUsers } from "./handlers/resolve-users.ts";
 import { setSubscription } from "./handlers/set-subscription.ts";
 import { updatePlan } from "./handlers/update-plan.ts";
 
+export { plansSettings, plansSettingsFields } from "./config.ts";
+
 export interface PlansServiceOptions {
   db: Db;
   logger: Logger;
   peers: PeerUrls;
+  /** PLAN_CACHE_MS (see PlanStore.resolved); 0 reads every plan from the database. */
+  planCacheMs?: number;
 }
 
 /** The plans service: plans, end users and their subscription history. */
 export async function createPlansService(opts: PlansServiceOptions): Promise<ServiceModule> {
-  const plans = new PlanStore(opts.db);
+  const plans = new PlanStore(opts.db, { cacheMs: opts.planCacheMs ?? 1_000 });
   const users = new UserStore(opts.db);
   const subscribers = new SubscriberStore(opts.db);
   await plans.init();

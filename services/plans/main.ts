@@ -1,11 +1,11 @@
 // Entry point of the plans service as its own process (split mode, Kubernetes).
 import { peerUrls } from "@meter/lib/config";
 import { serviceMain } from "@meter/lib/service-main";
-import { plansConfigSchema } from "./config.ts";
+import { plansConfigSchema, plansSettings } from "./config.ts";
 import { createPlansService } from "./index.ts";
 
 await serviceMain({
   name: "plans",
   configSchema: plansConfigSchema,
-  create: ({ db, logger, config }) => createPlansService({ db, logger, peers: peerUrls(config) }),
+  create: ({ db, logger, config }) => createPlansService({ db, logger, peers: peerUrls(config), ...plansSettings(config) }),
 });

@@ -9,6 +9,7 @@ import { connectMongo } from "@meter/lib/mongo";
 import { rpcClient, serveRpc, type RpcServer } from "@meter/lib/rpc";
 import { fromTimestamp, toTimestamp } from "@meter/lib/time";
 import { testMongoUrl } from "../../test/support/database.ts";
+import { eventually } from "../../test/support/eventually.ts";
 import { createPlansService } from "./index.ts";
 import { PlanStore } from "./store/plans.ts";
 
@@ -208,6 +209,23 @@ t("a plan write based on a stale version is refused, so the merge is redone", as
   const sequential = await client.updatePlan({ productId, planId: plan!.id, plan: { defaultToolCost: 3 }, updateMask: { paths: ["default_tool_cost"] } });
   assert.is(sequential.plan!.maxSpendPerPeriod, 1);
   assert.is(sequential.plan!.defaultToolCost, 3);
+});
+
+t("ResolveUsers answers plans from a cache: changes through this replica at once, through another within PLAN_CACHE_MS", async ({ client, mongo, dbName }) => {
+  const productId = product();
+  const [plan] = (await client.createPlans({ productId, plans: [{ name: "cached", maxSpendPerPeriod: 10 }] })).plans;
+  const here = new PlanStore(mongo.db(dbName), { cacheMs: 60_000 });
+  const elsewhere = new PlanStore(mongo.db(dbName), { cacheMs: 3_000 });
+  const spend = async (store: PlanStore) => (await store.resolved(productId, [plan!.id]))[0]?.max_spend_per_period;
+  assert.is(await spend(here), 10);
+  assert.is(await spend(elsewhere), 10);
+  assert.equal(await here.resolved(product(), [plan!.id]), [], "another product's plan reads as missing, cached or not");
+  const current = (await here.get(productId, plan!.id))!;
+  const changed = await here.replace(productId, current, { ...current, max_spend_per_period: 20 });
+  assert.ok(typeof changed === "object");
+  assert.is(await spend(here), 20, "a change through this store shows at once");
+  assert.is(await spend(elsewhere), 10, "another replica's cache still holds the old plan");
+  await eventually(async () => (await spend(elsewhere)) === 20, 15_000, "the other replica to read the change");
 });
 
 t("many parallel creations of one plan name or one user yield exactly one record", async ({ client, mongo, dbName }) => {

@@ -14,6 +14,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	_ "net/http/pprof"
 	"net/url"
 	"os"
 	"os/signal"
@@ -31,8 +33,13 @@ func main() {
 	slow := flag.Duration("slow", 0, "log commands taking at least this long, e.g. 500ms (0: off)")
 	walLimit := flag.Int64("wal-limit", 64<<20, "write-ahead log size (bytes) past which it is checkpointed and emptied")
 	maintainEvery := flag.Duration("maintain-every", time.Second, "how often lookup indexes and log sizes are checked")
+	synchronous := flag.String("synchronous", "normal", "when commits reach the disk: normal (by the next checkpoint, within about a second) or full (each commit)")
+	pprofAddr := flag.String("pprof", "", "serve Go's net/http/pprof profiles on this address, e.g. 127.0.0.1:6060 (diagnostics; off when empty)")
 	flag.Parse()
 
+	if *synchronous != "normal" && *synchronous != "full" {
+		fail(fmt.Errorf("-synchronous must be normal or full, not %q", *synchronous))
+	}
 	abs, err := filepath.Abs(*dir)
 	if err != nil {
 		fail(err)
@@ -41,12 +48,22 @@ func main() {
 		fail(err)
 	}
 
+	if *pprofAddr != "" {
+		go func() { _ = http.ListenAndServe(*pprofAddr, nil) }()
+	}
+
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	f, err := ferretdb.New(&ferretdb.Config{
 		Listener:  ferretdb.ListenerConfig{TCP: "127.0.0.1:0"},
 		Logger:    logger,
 		Handler:   "sqlite",
-		SQLiteURL: "file:" + abs + "/",
+		// Checkpoints are the maintainer's (maintain.go), not a cost of every commit. With
+		// synchronous=normal a commit is written to the log but not flushed to the disk until
+		// the next checkpoint (every second): a crash of any process loses nothing; a power
+		// loss or an operating-system crash may lose the last second, never corrupting the
+		// files. That is MongoDB's default on a standalone server (journal flushed every
+		// 100 ms); -synchronous full flushes every commit.
+		SQLiteURL: "file:" + abs + "/?_pragma=wal_autocheckpoint(0)&_pragma=synchronous(" + *synchronous + ")",
 	})
 	if err != nil {
 		fail(err)

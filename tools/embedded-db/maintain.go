@@ -21,13 +21,17 @@ import (
 // FerretDB's, in one transaction: uniqueness of _id never lapses (FerretDB reports any unique
 // violation of an insert as a duplicate _id), and inserts still maintain a single _id index.
 //
-// It also bounds the write-ahead log. SQLite's automatic checkpoints are passive: while
-// readers keep overlapping, the log is never reset and grows without bound (570 MB was seen),
-// slowing every read. Past a size limit the maintainer runs a TRUNCATE checkpoint, which waits
-// for readers of older snapshots to finish, copies the log into the database and empties it.
+// It also checkpoints the write-ahead log. SQLite's automatic checkpoint runs inside the
+// commit that passes its threshold, and again in every later commit while it cannot finish
+// (readers overlapping): each scans the whole log, a fifth of the CPU time of a run of guarded
+// updates. FerretDB's connections have it turned off (main.go); the maintainer runs a passive
+// checkpoint every round instead, beside the writers. Passive checkpoints never reset the log
+// while readers keep overlapping, and it grows without bound (570 MB was seen), slowing every
+// read: past a size limit the maintainer runs a TRUNCATE checkpoint, which waits for readers
+// of older snapshots to finish, copies the log into the database and empties it.
 //
-// Both run with the proxy's write turn held, so that FerretDB's writers wait in the proxy
-// rather than in SQLite's busy handler.
+// Index changes and TRUNCATE checkpoints run with the proxy's write turn held, so that
+// FerretDB's writers wait in the proxy rather than in SQLite's busy handler.
 
 const (
 	lookupIndexSuffix = "__id_lookup"
@@ -182,8 +186,14 @@ func replaceIDIndex(ctx context.Context, db *sql.DB, table string) error {
 
 func (m *maintainer) checkpoint(ctx context.Context, db *sql.DB, file string) error {
 	fi, err := os.Stat(file + "-wal")
-	if err != nil || fi.Size() < m.walLimit {
+	if err != nil {
 		return nil
+	}
+	if fi.Size() < m.walLimit {
+		// Copies what it can of the log into the database without waiting for anyone;
+		// writers go on meanwhile.
+		_, err = db.ExecContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`)
+		return err
 	}
 	m.proxy.writes.Lock()
 	defer m.proxy.writes.Unlock()

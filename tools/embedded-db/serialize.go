@@ -83,8 +83,8 @@ func (p *serializingProxy) handle(client net.Conn) {
 			p.writes.Unlock()
 		}
 		if p.slow > 0 && time.Since(start) >= p.slow {
-			p.logger.Warn("slow command", "wait_ms", turn.Sub(start).Milliseconds(),
-				"run_ms", time.Since(turn).Milliseconds(), "command", commandBody(req))
+			p.logger.Warn("slow command", "wait_ms", float64(turn.Sub(start).Microseconds())/1000,
+				"run_ms", float64(time.Since(turn).Microseconds())/1000, "command", commandBody(req))
 		}
 		if err != nil {
 			return

@@ -156,15 +156,35 @@ export class CounterStore {
    */
   async add(jobId: string, deltas: readonly CounterDelta[], read: ReadonlySet<string>): Promise<Map<string, CounterDoc | null>> {
     const out = new Map<string, CounterDoc | null>();
-    await pMap(
-      deltas,
-      async (d) => {
-        const doc = await this.addOne(jobId, d, read.has(d.id));
-        if (read.has(d.id)) out.set(d.id, doc);
-      },
-      { concurrency: UPDATES_IN_FLIGHT },
-    );
+    const reading = deltas.filter((d) => read.has(d.id));
+    const blind = deltas.filter((d) => !read.has(d.id));
+    await Promise.all([
+      pMap(reading, async (d) => out.set(d.id, await this.addOne(jobId, d, true)), { concurrency: UPDATES_IN_FLIGHT }),
+      pMap(chunks(blind, STATEMENTS_PER_COMMAND), (part) => this.addBlind(jobId, part), { concurrency: 1 }),
+    ]);
     return out;
+  }
+
+  /**
+   * Adds deltas whose result nobody reads with one unordered update command of many
+   * statements (one round trip instead of one per counter). A statement that finds its job
+   * already added collides on `_id` (see addOne); then the deltas go one by one, where that
+   * collision is told apart from a real conflict: every statement is guarded, so those the
+   * command applied change nothing the second time.
+   */
+  private async addBlind(jobId: string, deltas: readonly CounterDelta[]): Promise<void> {
+    const ops = deltas.map((d) => ({ d, releasing: this.releasing(d, jobId) }));
+    try {
+      await this.counters.bulkWrite(
+        ops.map(({ d, releasing }) => ({ updateOne: { ...addOp(jobId, d, releasing), upsert: true } })),
+        { ordered: false },
+      );
+    } catch (err) {
+      if (!isDuplicateKeyError(err)) throw err;
+      await pMap(deltas, (d) => this.addOne(jobId, d, false), { concurrency: UPDATES_IN_FLIGHT });
+      return;
+    }
+    for (const { d, releasing } of ops) this.forget(d.id, releasing);
   }
 
   /** The job is closed: its entries may go with the next update of each counter. */
@@ -177,16 +197,14 @@ export class CounterStore {
   }
 
   private async addOne(jobId: string, d: CounterDelta, read: boolean): Promise<CounterDoc | null> {
-    const releasing = [...(this.closed.get(d.id) ?? [])].filter((j) => j !== jobId);
+    const releasing = this.releasing(d, jobId);
     const { filter, update } = addOp(jobId, d, releasing);
     for (;;) {
       try {
         let after: CounterDoc | null = null;
         if (read) after = await this.counters.findOneAndUpdate(filter, update, { upsert: true, returnDocument: "after" });
         else await this.counters.updateOne(filter, update, { upsert: true });
-        const pending = this.closed.get(d.id);
-        for (const j of releasing) pending?.delete(j);
-        if (pending?.size === 0) this.closed.delete(d.id);
+        this.forget(d.id, releasing);
         return after;
       } catch (err) {
         if (!isDuplicateKeyError(err)) throw err;
@@ -197,6 +215,24 @@ export class CounterStore {
       }
     }
   }
+
+  /** Closed jobs whose entries the next update of counter `d` removes. */
+  private releasing(d: CounterDelta, jobId: string): string[] {
+    return [...(this.closed.get(d.id) ?? [])].filter((j) => j !== jobId);
+  }
+
+  /** The entries of `released` jobs are gone from counter `id`. */
+  private forget(id: string, released: readonly string[]): void {
+    const pending = this.closed.get(id);
+    for (const j of released) pending?.delete(j);
+    if (pending?.size === 0) this.closed.delete(id);
+  }
+}
+
+function chunks<T>(items: readonly T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
 }
 
 function addOp(jobId: string, d: CounterDelta, releasing: readonly string[]) {
@@ -228,9 +264,14 @@ function addOp(jobId: string, d: CounterDelta, releasing: readonly string[]) {
 }
 
 /**
- * Single-document updates in flight at once (with p-map), the database applying them one by
- * one anyway. Not a bulk write: the embedded database runs a multi-statement update command
- * in time that grows far faster than its length (100 updates by `_id` in one command took
- * minutes; sent one by one, a second).
+ * Updates whose result is read (findOneAndUpdate, one per command) in flight at once, with
+ * p-map; the database applies them one by one anyway.
  */
 export const UPDATES_IN_FLIGHT = 16;
+
+/**
+ * Statements per update command for the others: the embedded database holds its single
+ * writer for a whole command (about 0.7 ms a statement), so a command stays short enough
+ * not to keep other writers waiting long.
+ */
+const STATEMENTS_PER_COMMAND = 200;

@@ -133,15 +133,17 @@ export class GateEventStore {
       hours.add(hour);
       userHours.set(user, hours);
     }
-    await pMap(
-      [...buckets],
-      ([id, { hour, events }]) =>
-        this.hours.updateOne({ _id: id }, { $addToSet: { events: { $each: events } }, $setOnInsert: { hour: new Date(hour) } }, { upsert: true }),
-      { concurrency: UPDATES_IN_FLIGHT },
+    // One unordered command each: upserts by `_id` only, so no statement depends on another.
+    await this.hours.bulkWrite(
+      [...buckets].map(([id, { hour, events }]) => ({
+        updateOne: { filter: { _id: id }, update: { $addToSet: { events: { $each: events } }, $setOnInsert: { hour: new Date(hour) } }, upsert: true },
+      })),
+      { ordered: false },
     );
-    await pMap([...userHours], ([id, hours]) => this.users.updateOne({ _id: id }, { $addToSet: { hours: { $each: [...hours] } } }, { upsert: true }), {
-      concurrency: UPDATES_IN_FLIGHT,
-    });
+    await this.users.bulkWrite(
+      [...userHours].map(([id, hours]) => ({ updateOne: { filter: { _id: id }, update: { $addToSet: { hours: { $each: [...hours] } } }, upsert: true } })),
+      { ordered: false },
+    );
   }
 
   /**

@@ -8,8 +8,9 @@ import { requireProduct } from "./common.ts";
 export const RESOLVE_MAX_USERS = 1000;
 
 /**
- * One `_id` read per user (its history is inside) and one per plan named: the cost grows
- * with the batch, not with the number of users the product has. The user's plan is the
+ * One query by the users' `_id`s (each history is inside) and one by the plans' named but
+ * not cached (PlanStore.resolved): the cost grows with the batch, not with the number of
+ * users the product has. The user's plan is the
  * latest entry of its history.
  */
 export function resolveUsers(deps: PlansDeps): ServiceImpl<typeof PlansService>["resolveUsers"] {
@@ -20,7 +21,7 @@ export function resolveUsers(deps: PlansDeps): ServiceImpl<typeof PlansService>[
     }
     const users = await deps.users.getMany(productId, req.externalUserIds);
     const planIds = users.flatMap((u) => u.subscriptions.map((s) => s.plan_id));
-    const plans = new Map((await deps.plans.getMany(productId, planIds)).map((p) => [p.id, p]));
+    const plans = new Map((await deps.plans.resolved(productId, planIds)).map((p) => [p.id, p]));
     return {
       users: users.map((u) => ({
         user: toUser(u, u.current ? plans.get(u.current.plan_id)?.name : undefined),

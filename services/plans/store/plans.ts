@@ -1,6 +1,6 @@
 import { v7 as uuidv7 } from "uuid";
+import { LRUCache } from "lru-cache";
 import { MongoServerError, type Collection, type Db } from "mongodb";
-import pMap from "p-map";
 import { isDuplicateKeyError } from "@meter/lib/mongo";
 import { PLAN_FIELDS, type PlanValues, type Rate } from "../settings.ts";
 
@@ -56,11 +56,17 @@ function isUniqueViolation(err: unknown): boolean {
   return isDuplicateKeyError(err) || (err instanceof MongoServerError && /UNIQUE constraint failed/.test(err.message));
 }
 
+/** Plans held by the cache of `resolved` at most: far more than products have plans in use. */
+const CACHED_PLANS = 10_000;
+
 export class PlanStore {
   private readonly plans: Collection<PlanDoc>;
+  /** Plans as `resolved` last read them, for `cacheMs` (none when 0). */
+  private readonly cache?: LRUCache<string, { product_id: string; plan: StoredPlan }>;
 
-  constructor(db: Db) {
+  constructor(db: Db, opts: { cacheMs?: number } = {}) {
     this.plans = db.collection<PlanDoc>("plans");
+    if (opts.cacheMs) this.cache = new LRUCache({ max: CACHED_PLANS, ttl: opts.cacheMs });
   }
 
   async init(): Promise<void> {
@@ -102,9 +108,39 @@ export class PlanStore {
     return doc?.product_id === productId ? fromDoc(doc) : null;
   }
 
+  /** One query by `_id` list; plans of another product read as missing. */
   async getMany(productId: string, ids: readonly string[]): Promise<StoredPlan[]> {
-    const found = await pMap(new Set(ids), (id) => this.get(productId, id), { concurrency: 16 });
-    return found.filter((p) => p !== null);
+    const unique = [...new Set(ids)];
+    if (unique.length === 0) return [];
+    const docs = await this.plans.find({ _id: { $in: unique } }).toArray();
+    return docs.filter((d) => d.product_id === productId).map(fromDoc);
+  }
+
+  /**
+   * The plans of a ResolveUsers answer (every session bootstrap and every ingested batch):
+   * from a cache kept `cacheMs` (PLAN_CACHE_MS, 1 s by default), saving one database read in
+   * the session's chain. A change made through this process replaces its entry at once; one
+   * made through another replica shows here within `cacheMs`, as SPEC.md allows ("plan changes
+   * take effect on the next session bootstrap ... typically within seconds").
+   */
+  async resolved(productId: string, ids: readonly string[]): Promise<StoredPlan[]> {
+    if (!this.cache) return this.getMany(productId, ids);
+    const out: StoredPlan[] = [];
+    const missing: string[] = [];
+    for (const id of new Set(ids)) {
+      const hit = this.cache.get(id);
+      if (hit === undefined) missing.push(id);
+      else if (hit.product_id === productId) out.push(hit.plan);
+    }
+    if (missing.length > 0) {
+      const docs = await this.plans.find({ _id: { $in: missing } }).toArray();
+      for (const d of docs) {
+        const plan = fromDoc(d);
+        this.cache.set(d._id, { product_id: d.product_id, plan });
+        if (d.product_id === productId) out.push(plan);
+      }
+    }
+    return out;
   }
 
   /**
@@ -122,7 +158,10 @@ export class PlanStore {
         { $set: { ...toDocFields(values), updated_at: new Date() }, $inc: { version: 1 } },
         { returnDocument: "after" },
       );
-      return doc ? fromDoc(doc) : "conflict";
+      if (!doc) return "conflict";
+      const plan = fromDoc(doc);
+      this.cache?.set(doc._id, { product_id: doc.product_id, plan });
+      return plan;
     } catch (err) {
       if (isUniqueViolation(err)) return "duplicate";
       throw err;

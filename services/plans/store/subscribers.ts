@@ -1,5 +1,4 @@
 import type { Collection, Db } from "mongodb";
-import pMap from "p-map";
 
 /** Subscribers of one plan: users whose latest subscription names it. */
 interface PlanSubscribersDoc {
@@ -31,7 +30,9 @@ export class SubscriberStore {
   }
 
   async countsOf(productId: string, planIds: readonly string[]): Promise<Map<string, number>> {
-    const docs = await pMap(planIds, (id) => this.counts.findOne({ _id: `${productId}:${id}` }), { concurrency: 16 });
-    return new Map(planIds.map((id, i) => [id, docs[i]?.n ?? 0]));
+    if (planIds.length === 0) return new Map();
+    const docs = await this.counts.find({ _id: { $in: planIds.map((id) => `${productId}:${id}`) } }).toArray();
+    const n = new Map(docs.map((d) => [d._id, d.n]));
+    return new Map(planIds.map((id) => [id, n.get(`${productId}:${id}`) ?? 0]));
   }
 }

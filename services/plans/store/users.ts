@@ -1,6 +1,5 @@
 import { randomUUID } from "node:crypto";
 import type { Collection, Db } from "mongodb";
-import pMap from "p-map";
 import { isDuplicateKeyError } from "@meter/lib/mongo";
 
 /** One subscription of a user: which plan, for which billing window, set when. */
@@ -58,9 +57,6 @@ export function userKey(productId: string, externalUserId: string): string {
   return `${productId}:${externalUserId}`;
 }
 
-/** Concurrent single-user lookups of one batch; the embedded database answers each from its `_id` index. */
-const LOOKUP_CONCURRENCY = 32;
-
 function fromStored(d: StoredUser): UserDoc {
   const subscriptions = d.subscriptions.map((s, i) => ({ ...s, seq: i + 1 }));
   return {
@@ -110,12 +106,17 @@ export class UserStore {
     return doc ? fromStored(doc) : null;
   }
 
-  /** The users that exist among `externalUserIds`, one `_id` lookup each. */
+  /**
+   * The users that exist among `externalUserIds`, in one query by `_id` list (the embedded
+   * database narrows it by its `_id` index too), in the order asked.
+   */
   async getMany(productId: string, externalUserIds: readonly string[]): Promise<UserDoc[]> {
-    const found = await pMap(new Set(externalUserIds), (id) => this.get(productId, id), {
-      concurrency: LOOKUP_CONCURRENCY,
+    const keys = [...new Set(externalUserIds)].map((id) => userKey(productId, id));
+    const docs = new Map((await this.users.find({ _id: { $in: keys } }).toArray()).map((d) => [d._id, d]));
+    return keys.flatMap((k) => {
+      const doc = docs.get(k);
+      return doc ? [fromStored(doc)] : [];
     });
-    return found.filter((u) => u !== null);
   }
 
   /**
