@@ -62,15 +62,16 @@ export function observeStreamPart(part: any, progress: StreamProgress): void {
  */
 export function meterModel<M extends WrapOptions["model"]>(model: M, meter: Meter, options: IntegrationOptions = {}) {
   checkArguments("meterModel", meter, options);
-  // Reserves, then runs the provider call; a failed call gives the reservation back (or, when
-  // the caller aborted, meters the estimate).
+  // Reserves (in this tick when the user is warm), then runs the provider call; a failed call
+  // gives the reservation back (or, when the caller aborted, meters the estimate).
   const run = async <R>(params: any, m: any, provider: () => PromiseLike<R>): Promise<{ call: MeteredCall; result: R }> => {
-    const call = await MeteredCall.start(meter, options, {
+    const started = MeteredCall.start(meter, options, {
       user_id: resolveUser(meter, options, "meterModel"),
       provider: String(m.provider ?? "unknown").split(".")[0]!,
       model: m.modelId,
       prompt: promptOf(params.prompt, params.tools),
     });
+    const call = started instanceof MeteredCall ? started : await started;
     try {
       return { call, result: await provider() };
     } catch (err) {
