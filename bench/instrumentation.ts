@@ -13,7 +13,7 @@ import Anthropic from "@anthropic-ai/sdk";
 import { createOpenAI } from "@ai-sdk/openai";
 import { BaseCallbackHandler } from "@langchain/core/callbacks/base";
 import { ChatOpenAI } from "@langchain/openai";
-import { generateText, streamText } from "ai";
+import { generateText, streamText, wrapLanguageModel } from "ai";
 import { AsyncLocalStorage, createHook } from "node:async_hooks";
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
@@ -106,6 +106,14 @@ const scenarios: { name: string; plain: Call; wrapped: Call }[] = [];
   scenarios.push({
     name: "ai streamText",
     plain: () => drain(streamText({ model: mp, prompt: "weather?" }).textStream),
+    wrapped: () => drain(streamText({ model: mw, prompt: "weather?" }).textStream),
+  });
+  // A model wrapped with a middleware that does nothing but call the provider: what remains is
+  // the meter's own work (the reservation, and the pass-through stream that observes the parts).
+  const noopModel = wrapLanguageModel({ model: provider.chat("gpt-4o"), middleware: { wrapStream: ({ doStream }) => doStream() } });
+  scenarios.push({
+    name: "ai streamText, against a no-op middleware",
+    plain: () => drain(streamText({ model: noopModel, prompt: "weather?" }).textStream),
     wrapped: () => drain(streamText({ model: mw, prompt: "weather?" }).textStream),
   });
   const chat = new ChatOpenAI({ model: "gpt-4o", apiKey: "sk-bench", maxRetries: 0, configuration: { baseURL: `${mockOpenAI.url}/v1` } });
