@@ -62,32 +62,43 @@ export function observeStreamPart(part: any, progress: StreamProgress): void {
  */
 export function meterModel<M extends WrapOptions["model"]>(model: M, meter: Meter, options: IntegrationOptions = {}) {
   checkArguments("meterModel", meter, options);
-  // Reserves (in this tick when the user is warm), then runs the provider call; a failed call
-  // gives the reservation back (or, when the caller aborted, meters the estimate).
-  const run = async <R>(params: any, m: any, provider: () => PromiseLike<R>): Promise<{ call: MeteredCall; result: R }> => {
-    const started = MeteredCall.start(meter, options, {
+  // Reserves: in this tick when the user is warm, else once reserve() resolves.
+  const start = (params: any, m: any): MeteredCall | Promise<MeteredCall> =>
+    MeteredCall.start(meter, options, {
       user_id: resolveUser(meter, options, "meterModel"),
       provider: String(m.provider ?? "unknown").split(".")[0]!,
       model: m.modelId,
       prompt: promptOf(params.prompt, params.tools),
     });
-    const call = started instanceof MeteredCall ? started : await started;
-    try {
-      return { call, result: await provider() };
-    } catch (err) {
-      call.fail(params.abortSignal?.aborted === true);
-      throw err;
-    }
+  // A failed provider call gives the reservation back (or, when the caller aborted, meters the
+  // estimate). The provider is awaited in the hooks themselves: no async layer between.
+  const failed = (call: MeteredCall, params: any, err: unknown): never => {
+    call.fail(params.abortSignal?.aborted === true);
+    throw err;
   };
 
   const middleware: Middleware = {
     async wrapGenerate({ doGenerate, params, model: m }) {
-      const { call, result } = await run(params, m, doGenerate);
+      const started = start(params, m);
+      const call = started instanceof MeteredCall ? started : await started;
+      let result;
+      try {
+        result = await doGenerate();
+      } catch (err) {
+        return failed(call, params, err);
+      }
       call.commit(generateUsage(result));
       return result;
     },
     async wrapStream({ doStream, params, model: m }) {
-      const { call, result } = await run(params, m, doStream);
+      const started = start(params, m);
+      const call = started instanceof MeteredCall ? started : await started;
+      let result;
+      try {
+        result = await doStream();
+      } catch (err) {
+        return failed(call, params, err);
+      }
       const progress = call.streaming();
       const reader = result.stream.getReader();
       // A pull-through stream rather than a TransformStream: a consumer that cancels
@@ -103,14 +114,14 @@ export function meterModel<M extends WrapOptions["model"]>(model: M, meter: Mete
         observeStreamPart(r.value, progress);
         out.enqueue(r.value);
       };
-      const failed = (err: unknown) => {
+      const broken = (err: unknown) => {
         call.settle(progress);
         out.error(err);
       };
       const stream = new ReadableStream(
         {
           start: (controller) => void (out = controller),
-          pull: () => reader.read().then(forward, failed),
+          pull: () => reader.read().then(forward, broken),
           cancel(reason) {
             call.settle(progress);
             return reader.cancel(reason);
