@@ -107,14 +107,14 @@ function meteredStream<P>(call: MeteredCall, source: ReadableStream<P>): Readabl
   const progress = call.streaming();
   const reader = source.getReader();
   let out!: ReadableStreamDefaultController<P>;
-  const forward = (r: ReadableStreamReadResult<P>) => {
+  const forward = (r: { done: boolean; value?: P }) => {
     if (r.done) {
       call.settle(progress);
       out.close();
       return;
     }
     observeStreamPart(r.value, progress);
-    out.enqueue(r.value);
+    out.enqueue(r.value as P);
   };
   const broken = (err: unknown) => {
     call.settle(progress);
