@@ -8,28 +8,39 @@
 // wrapped minus unwrapped), and the range of the rounds' p50 added, which shows the noise.
 //   BENCH_CALLS=1000 BENCH_ROUNDS=5 BENCH_WARMUP=300 BENCH_ONLY=stream npm run bench:instrumentation
 // (BENCH_ONLY: run the scenarios whose name contains it.)
+// The library is measured as it ships: compiled by tsc into sdk/typescript/dist (its `build`
+// script, run here first), not its TypeScript source through tsx, whose keep-names transform
+// adds an Object.defineProperty call to every function made per call or stream, a cost no
+// user pays. BENCH_SDK=src measures the source through tsx instead.
 // Uses MONGODB_URL when set, else the embedded database in a temporary directory.
 import Anthropic from "@anthropic-ai/sdk";
 import { createOpenAI } from "@ai-sdk/openai";
 import { BaseCallbackHandler } from "@langchain/core/callbacks/base";
 import { ChatOpenAI } from "@langchain/openai";
-import { generateText, streamText } from "ai";
+import { generateText, streamText, wrapLanguageModel } from "ai";
 import { AsyncLocalStorage, createHook } from "node:async_hooks";
+import { execFileSync } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import OpenAI from "openai";
 import { startEmbeddedDb } from "@meter/lib/embedded-db";
 import { createLogger } from "@meter/lib/logger";
 import { startStack } from "../cmd/stack.ts";
-import { Meter } from "../sdk/typescript/src/index.ts";
-import { meterModel } from "../sdk/typescript/src/integrations/ai.ts";
-import { meterAnthropic } from "../sdk/typescript/src/integrations/anthropic.ts";
-import { MeterCallbackHandler } from "../sdk/typescript/src/integrations/langchain.ts";
-import { meterOpenAI } from "../sdk/typescript/src/integrations/openai.ts";
 import { startMockAnthropic } from "../sdk/typescript/test/mock-anthropic.ts";
 import { startMockOpenAI } from "../sdk/typescript/test/mock-openai.ts";
 import { Api } from "../test/support/http.ts";
+
+const SDK_DIR = fileURLToPath(new URL("../sdk/typescript/", import.meta.url));
+const FROM_SOURCE = process.env.BENCH_SDK === "src";
+if (!FROM_SOURCE) execFileSync(process.execPath, [fileURLToPath(import.meta.resolve("typescript/bin/tsc")), "-p", path.join(SDK_DIR, "tsconfig.build.json")], { stdio: "inherit" });
+const sdkModule = (file: string) => import(path.join(SDK_DIR, FROM_SOURCE ? `src/${file}.ts` : `dist/${file}.js`));
+const { Meter } = (await sdkModule("index")) as typeof import("../sdk/typescript/src/index.ts");
+const { meterModel } = (await sdkModule("integrations/ai")) as typeof import("../sdk/typescript/src/integrations/ai.ts");
+const { meterAnthropic } = (await sdkModule("integrations/anthropic")) as typeof import("../sdk/typescript/src/integrations/anthropic.ts");
+const { MeterCallbackHandler } = (await sdkModule("integrations/langchain")) as typeof import("../sdk/typescript/src/integrations/langchain.ts");
+const { meterOpenAI } = (await sdkModule("integrations/openai")) as typeof import("../sdk/typescript/src/integrations/openai.ts");
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 1_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
@@ -82,6 +93,13 @@ const scenarios: { name: string; plain: Call; wrapped: Call }[] = [];
     plain: async () => drain(await p.chat.completions.create({ model: "gpt-4o", messages, stream: true })),
     wrapped: async () => drain(await w.chat.completions.create({ model: "gpt-4o", messages, stream: true })),
   });
+  // The same wire on both sides (the unwrapped call asks for usage as the wrapper does): what the
+  // wrapper's own work costs there, without the usage chunk and fields the issue has it request.
+  scenarios.push({
+    name: "openai chat.completions stream, unwrapped asking usage as the wrapper does",
+    plain: async () => drain(await p.chat.completions.create({ model: "gpt-4o", messages, stream: true, stream_options: { include_usage: true } })),
+    wrapped: async () => drain(await w.chat.completions.create({ model: "gpt-4o", messages, stream: true })),
+  });
   // The same wire on both sides: the caller asks for usage itself, so the wrapper adds no chunk.
   const withUsage = { model: "gpt-4o", messages, stream: true as const, stream_options: { include_usage: true } };
   scenarios.push({
@@ -106,6 +124,14 @@ const scenarios: { name: string; plain: Call; wrapped: Call }[] = [];
   scenarios.push({
     name: "ai streamText",
     plain: () => drain(streamText({ model: mp, prompt: "weather?" }).textStream),
+    wrapped: () => drain(streamText({ model: mw, prompt: "weather?" }).textStream),
+  });
+  // A model wrapped with a middleware that does nothing but call the provider: what remains is
+  // the meter's own work (the reservation, and the pass-through stream that observes the parts).
+  const noopModel = wrapLanguageModel({ model: provider.chat("gpt-4o"), middleware: { wrapStream: ({ doStream }) => doStream() } });
+  scenarios.push({
+    name: "ai streamText, against a no-op middleware",
+    plain: () => drain(streamText({ model: noopModel, prompt: "weather?" }).textStream),
     wrapped: () => drain(streamText({ model: mw, prompt: "weather?" }).textStream),
   });
   const chat = new ChatOpenAI({ model: "gpt-4o", apiKey: "sk-bench", maxRetries: 0, configuration: { baseURL: `${mockOpenAI.url}/v1` } });
@@ -231,6 +257,7 @@ for (let i = 0; i < CALLS; i++) {
   );
 }
 core.sort((a, b) => a - b);
+console.log(`\n@meter/sdk from ${FROM_SOURCE ? "its source through tsx" : "dist (tsc)"}; load average at the end ${os.loadavg().map((x) => x.toFixed(2)).join(", ")}`);
 console.log(`\n${ROUNDS} rounds of ${CALLS} calls each way, µs per call; median over the rounds (p50 added: of each round's difference)\n`);
 console.log("| scenario | p50 plain | p50 wrapped | p50 added | p99 plain | p99 wrapped | p99 added | p50 added, rounds |\n|---|---|---|---|---|---|---|---|");
 console.log(rows.join("\n"));

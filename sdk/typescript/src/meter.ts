@@ -154,12 +154,10 @@ export class Meter implements Ledger {
 
   /** guard() and, with pre_call_estimate, the estimated cost held against the limits in the same step. */
   async reserve(userId: string, input: GuardInput = {}): Promise<Reservation> {
-    checkUser(userId);
+    const now = this.reserveNow(userId, input);
+    if (now) return now;
     const e = this.ready(userId) ?? (await this.load(userId));
-    if (this.leases && input.input_tokens === undefined && e.config?.pre_call_estimate) {
-      // The lease's need and the check below both read the estimate: the prompt is sized once.
-      input = { ...input, input_tokens: estimateTokens(input.prompt) };
-    }
+    input = this.sized(e, input);
     const lease = this.leases && this.leaseNeed(e, input);
     if (lease) {
       // Until the lease covers the estimate, ask for more; the check and the hold below are one synchronous step.
@@ -167,6 +165,24 @@ export class Meter implements Ledger {
       for (let round = 0; round < LEASE_ROUNDS && !this.leases!.covers(e, lease); round++) {
         if (!(await this.leases!.ask(e, lease))) break;
       }
+    }
+    return this.admit(e, input, true) as Reservation;
+  }
+
+  /**
+   * @internal reserve() in the same tick when nothing has to be waited for (the user's view is
+   * loaded and current, and no lease has to be asked for): the integrations reserve on every
+   * model call, and a warm user should cost them no promise. Undefined otherwise: then
+   * reserve(). Throws what reserve() rejects with.
+   */
+  reserveNow(userId: string, input: GuardInput = {}): Reservation | undefined {
+    checkUser(userId);
+    const e = this.ready(userId);
+    if (e === undefined) return undefined;
+    if (this.leases) {
+      input = this.sized(e, input);
+      const lease = this.leaseNeed(e, input);
+      if (lease && !this.leases.covers(e, lease)) return undefined;
     }
     return this.admit(e, input, true) as Reservation;
   }
@@ -428,6 +444,12 @@ export class Meter implements Ledger {
     if (model !== null && tokens > 0) e.reservedTokens[model] = (e.reservedTokens[model] ?? 0) + tokens;
     e.inFlight++;
     return new Reservation(this, { entry: e, session, model, cost, tokens, metadata: input.metadata, lease }, result);
+  }
+
+  /** With leases, the input with its estimate: the lease's need and the check both read it, so the prompt is sized once. */
+  private sized(e: UserEntry, input: GuardInput): GuardInput {
+    if (!this.leases || input.input_tokens !== undefined || !e.config?.pre_call_estimate) return input;
+    return { ...input, input_tokens: estimateTokens(input.prompt) };
   }
 
   /** What a reserved call needs from the user's lease, or null when leases do not apply to it. */

@@ -46,6 +46,11 @@ export class Reservation {
 
   /** Records the call's real usage and gives back the estimate. Once only; not after release(). */
   async commit(usage: UsageInput = {}): Promise<UsageEvent> {
+    return this.commitNow(usage);
+  }
+
+  /** @internal commit() in the same tick, throwing what it rejects with: the integrations commit every model call. */
+  commitNow(usage: UsageInput = {}): UsageEvent {
     if (this.#state !== "open") throw new Error(`reservation already ${this.#state}`);
     const event = this.#ledger.settle(this.#hold, usage);
     this.#state = "committed";

@@ -79,6 +79,23 @@ t("a model's token cap: two replicas spend their token slices until refused, nev
   assert.ok(calls[0]! > 0 && calls[1]! > 0, `both replicas were served: ${calls.join(", ")}`);
 });
 
+t("reserveNow: a call the lease covers is held at once; one that needs a lease request waits for reserve()", async (ctx) => {
+  const user = await cappedUser(ctx.api, 20 * CALL_ESTIMATE);
+  const { proxy, m } = await setup(ctx);
+  await m.guard(user, { model: "m" }); // loads the view; takes no lease
+  assert.is(m.reserveNow(user, CALL), undefined, "no lease yet: the request is reserve()'s to wait for");
+  assert.is(proxy.count(/POST \/users\/[^/]+\/leases$/), 0, "reserveNow() asks the service nothing");
+  (await m.reserve(user, CALL)).commitNow(USED);
+  const asked = proxy.count(/POST \/users\/[^/]+\/leases$/);
+  assert.ok(asked >= 1);
+  const r = m.reserveNow(user, CALL);
+  assert.ok(r, "the lease covers the next call: held in the same tick");
+  r!.commitNow(USED);
+  assert.is(proxy.count(/POST \/users\/[^/]+\/leases$/), asked);
+  await m.shutdown();
+  assert.ok(Math.abs((await usage(ctx.api, user)).total_cost - 2 * CALL_COST) < 1e-6);
+});
+
 t("a lease left unused for leaseIdleMs is given back without shutdown", async (ctx) => {
   const user = await cappedUser(ctx.api, 100);
   const { proxy, m } = await setup(ctx, { leaseIdleMs: 200 });

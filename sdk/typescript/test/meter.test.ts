@@ -297,6 +297,24 @@ t("reserve: commit settles with the real cost, release gives the estimate back; 
   assert.is((await m.guard(userId, { model: "m", input_tokens: 0 })).status, "soft_gate");
 });
 
+t("reserveNow/commitNow: a warm user is held, gated and recorded in the caller's tick; a user not loaded yet waits for reserve()", async (ctx) => {
+  const userId = await createUser(ctx.api, { max_spend_per_period: 1, cost_rates: { m: { input: 1, output: 1 } }, pre_call_estimate: true, pre_call_buffer_tokens: 500 });
+  const m = meter(ctx);
+  assert.is(m.reserveNow(userId, { model: "m", input_tokens: 400 }), undefined, "the view is not loaded: nothing held");
+  await m.guard(userId, { model: "m" });
+  const a = m.reserveNow(userId, { model: "m", input_tokens: 400 }); // holds $0.90, like reserve()
+  assert.ok(a, "a warm user is reserved at once");
+  assert.is(a!.result.status, "soft_gate");
+  assert.throws(() => m.reserveNow(userId, { model: "m", input_tokens: 400 }), (err: unknown) => err instanceof LimitExceededError);
+  const event = a!.commitNow({ input_tokens: 400, output_tokens: 100 });
+  assert.ok(near(event.cost_total, 0.5));
+  assert.throws(() => a!.commitNow({}), /committed/);
+  assert.ok(near(m.state(userId)!.period_cost, 0.5));
+  assert.throws(() => m.reserveNow("", {}), TypeError);
+  await m.flush();
+  await eventually(async () => near((await usage(ctx.api, userId)).total_cost, 0.5), 10_000, "the event delivered");
+});
+
 t("recordManual: posted to /events, priced by the service, counted locally once, onUsage with synced", async (ctx) => {
   const userId = await createUser(ctx.api, { max_spend_per_period: 10, cost_rates: RATES });
   const m = meter(ctx);

@@ -42,6 +42,10 @@ interface StainlessClient {
 
 const METERED = Symbol.for("@meter/sdk.metered");
 
+function isThenable(x: unknown): x is PromiseLike<unknown> {
+  return typeof (x as PromiseLike<unknown> | undefined)?.then === "function";
+}
+
 /** Replaces the instance's `post` with a metered one and returns the same object. */
 export function meterPosts<C extends object>(
   client: C,
@@ -63,24 +67,31 @@ export function meterPosts<C extends object>(
 
     let call: MeteredCall | undefined;
     let prepared: Prepared | undefined;
-    // Read the user now: the caller's async context is current here, not in a later tick.
-    let user: string | undefined;
-    let missing: unknown;
-    try {
-      user = resolveUser(meter, options, integration.name);
-    } catch (err) {
-      missing = err;
-    }
-    const guarded = Promise.resolve(opts).then((o: any) => {
-      if (missing) throw missing;
+    // The guard, before anything is sent: the call is reserved, and the options to send returned.
+    const guard = (o: any, user: string): any => {
       const p = route.prepare(o?.body ?? {});
       prepared = p;
-      const started = MeteredCall.start(meter, options, { user_id: user!, provider: integration.provider, model: p.model, prompt: p.prompt });
+      const sent = p.body === o?.body ? o : { ...o, body: p.body };
+      const started = MeteredCall.start(meter, options, { user_id: user, provider: integration.provider, model: p.model, prompt: p.prompt });
+      if (started instanceof MeteredCall) {
+        call = started;
+        return sent;
+      }
       return started.then((c) => {
         call = c;
-        return p.body === o?.body ? o : { ...o, body: p.body };
+        return sent;
       });
-    });
+    };
+    // The user is read now: the caller's async context is current here, not in a later tick.
+    // The endpoints pass their options as an object, guarded in this tick then (a warm user
+    // costs no promise); a failed guard rejects the call's promise either way.
+    let guarded: unknown;
+    try {
+      const user = resolveUser(meter, options, integration.name);
+      guarded = isThenable(opts) ? opts.then((o) => guard(o, user)) : guard(opts, user);
+    } catch (err) {
+      guarded = Promise.reject(err);
+    }
 
     const promise = post.call(this, path, guarded);
     promise.responsePromise?.then?.(

@@ -101,7 +101,12 @@ export class MeterCallbackHandler extends BaseCallbackHandler {
     return this;
   }
 
-  override async handleChatModelStart(
+  /**
+   * Reserves the call before LangChain sends it. Not an async function: for a warm user the
+   * reservation is taken in this tick and nothing is returned to wait for (LangChain awaits
+   * whatever is returned); otherwise a promise of the reservation.
+   */
+  override handleChatModelStart(
     _llm: unknown,
     messages: any[][],
     runId: string,
@@ -109,16 +114,23 @@ export class MeterCallbackHandler extends BaseCallbackHandler {
     extraParams?: Record<string, unknown>,
     _tags?: string[],
     metadata?: Record<string, unknown>,
-  ): Promise<void> {
+  ): Promise<void> | void {
     const invocation = extraParams?.invocation_params as Record<string, unknown> | undefined;
     const model = (invocation?.model ?? invocation?.modelName ?? metadata?.ls_model_name) as string | undefined;
-    const call = await MeteredCall.start(this.meter, this.options, {
+    const started = MeteredCall.start(this.meter, this.options, {
       user_id: resolveUser(this.meter, this.options, "MeterCallbackHandler"),
       provider: String(metadata?.ls_provider ?? "unknown").toLowerCase(),
       model,
       prompt: promptOf(messages.flat().map((m) => m?.content), invocation?.tools),
     });
+    if (started instanceof MeteredCall) return this.#started(runId, started);
+    return started.then((call) => this.#started(runId, call));
+  }
+
+  #started(runId: string, call: MeteredCall): void {
     this.#runs.set(runId, { call, progress: call.streaming(), tokens: 0, swept: 0, quiet: 0 });
+    // Started once and left running while runs come and go: a timer per call would cost more
+    // than the sweep; it stops itself once a sweep finds no run.
     if (this.#sweeper === undefined) {
       this.#sweeper = setInterval(() => this.#sweep(), Math.floor(this.#idleMs / 2));
       // Never what keeps a process alive.
@@ -157,13 +169,7 @@ export class MeterCallbackHandler extends BaseCallbackHandler {
     const run = this.#runs.get(runId);
     if (!run) return undefined;
     this.#runs.delete(runId);
-    if (this.#runs.size === 0) this.#stopSweeping();
     return run;
-  }
-
-  #stopSweeping(): void {
-    clearInterval(this.#sweeper);
-    this.#sweeper = undefined;
   }
 
   /**
@@ -174,6 +180,11 @@ export class MeterCallbackHandler extends BaseCallbackHandler {
    * is not a left stream (the meter's shutdown settles those still open).
    */
   #sweep(): void {
+    if (this.#runs.size === 0) {
+      clearInterval(this.#sweeper);
+      this.#sweeper = undefined;
+      return;
+    }
     for (const [runId, run] of this.#runs) {
       if (run.tokens === 0) continue;
       if (run.tokens !== run.swept) {

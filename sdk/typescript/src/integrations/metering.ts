@@ -2,6 +2,7 @@
 // request, and settling it exactly once with the provider's numbers or, failing those, an
 // estimate.
 import type { Meter } from "../meter.ts";
+import type { Reservation } from "../reservation.ts";
 import { estimateTokens } from "../pricing.ts";
 
 /** Options of every integration. */
@@ -125,7 +126,7 @@ export class MeteredCall {
   progress: StreamProgress | undefined;
   private constructor(
     private readonly meter: Meter,
-    private readonly reservation: Awaited<ReturnType<Meter["reserve"]>>,
+    private readonly reservation: Reservation,
     prompt: unknown,
     metadata: Record<string, unknown>,
     private readonly open: Set<MeteredCall>,
@@ -135,16 +136,17 @@ export class MeteredCall {
     open.add(this);
   }
 
-  static start(meter: Meter, options: IntegrationOptions, start: CallStart): Promise<MeteredCall> {
+  /**
+   * Reserves the call: at once when the user's view is warm and no lease has to be asked for
+   * (no promise, no tick), else once reserve() resolves. Throws (or rejects) at a hard gate.
+   */
+  static start(meter: Meter, options: IntegrationOptions, start: CallStart): MeteredCall | Promise<MeteredCall> {
     const metadata = { ...options.metadata, provider: start.provider };
     // The prompt rather than a count: a plan without pre-call estimates never serializes it.
-    const reserved = meter.reserve(start.user_id, {
-      model: start.model ?? "unknown",
-      session_id: options.session_id,
-      prompt: start.prompt,
-      metadata,
-    });
-    return reserved.then((reservation) => new MeteredCall(meter, reservation, start.prompt, metadata, openCalls(meter)));
+    const input = { model: start.model ?? "unknown", session_id: options.session_id, prompt: start.prompt, metadata };
+    const now = meter.reserveNow(start.user_id, input);
+    if (now) return new MeteredCall(meter, now, start.prompt, metadata, openCalls(meter));
+    return meter.reserve(start.user_id, input).then((reservation) => new MeteredCall(meter, reservation, start.prompt, metadata, openCalls(meter)));
   }
 
   /** Input tokens estimated from the request, computed once and only when asked. */
@@ -165,9 +167,11 @@ export class MeteredCall {
     this.open.delete(this);
     // The caller has its answer already: a metering failure is reported, not thrown into
     // the model call.
-    this.reservation
-      .commit({ input_tokens: usage.input_tokens, output_tokens: usage.output_tokens, tool_calls: usage.tool_calls, metadata: this.metadata })
-      .catch((err: Error) => this.meter.warn("a metered call could not be recorded", err));
+    try {
+      this.reservation.commitNow({ input_tokens: usage.input_tokens, output_tokens: usage.output_tokens, tool_calls: usage.tool_calls, metadata: this.metadata });
+    } catch (err) {
+      this.meter.warn("a metered call could not be recorded", err as Error);
+    }
   }
 
   /** The call's answer is a stream: what it shows is gathered here, for settling. */

@@ -84,9 +84,10 @@ const chatCompletions: Route = {
       observeChatChunk(chunk, progress, seen);
       if (!prepared.addedUsage || chunk === null || typeof chunk !== "object" || !("usage" in chunk)) return chunk;
       if (chunk.usage && Array.isArray(chunk.choices) && chunk.choices.length === 0) return undefined;
-      // A copy without the field rather than `delete`: deleting a property of the parsed
-      // chunk made a streamed call several times slower than copying it.
-      const { usage: _, ...rest } = chunk;
+      // A copy without the field rather than `delete`, which leaves the parsed chunk in a
+      // slower shape; a for-in copy measured cheaper than an object rest (`{ usage, ...rest }`).
+      const rest: Record<string, unknown> = {};
+      for (const key in chunk) if (key !== "usage") rest[key] = chunk[key];
       return rest;
     };
   },
