@@ -37,7 +37,7 @@ import { counterId } from "../services/ingestion/store/counters.ts";
 import { SubscriberStore } from "../services/plans/store/subscribers.ts";
 import { UserStore } from "../services/plans/store/users.ts";
 import { Api } from "../test/support/http.ts";
-import { freePort, spawnEntry, type Spawned } from "../test/support/processes.ts";
+import { startAllInOne } from "../test/support/processes.ts";
 
 const SIZES = (process.env.BENCH_SIZES ?? "1000,10000,100000").split(",").map(Number);
 const WINDOW = Number(process.env.BENCH_WINDOW ?? 300);
@@ -61,22 +61,8 @@ interface Stack {
 }
 
 async function startStack(inProcessRpc: boolean): Promise<Stack> {
-  const [port, rpcPort] = [await freePort(), await freePort()];
-  const proc: Spawned = spawnEntry("cmd/all-in-one.ts", {
-    MONGODB_URL: mongoUrl,
-    MONGODB_DB_PREFIX: dbPrefix,
-    PORT: String(port),
-    RPC_PORT: String(rpcPort),
-    RPC_IN_PROCESS: String(inProcessRpc),
-  });
-  const apiUrl = `http://127.0.0.1:${port}/api/v1`;
-  for (const started = Date.now(); ; ) {
-    const ready = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.ok, () => false);
-    if (ready) break;
-    if (proc.child.exitCode !== null || Date.now() - started > 120_000) throw new Error(`stack did not start: ${proc.output()}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  return { apiUrl, rpcUrl: `http://127.0.0.1:${rpcPort}`, close: async () => void (await proc.stop()) };
+  const { proc, api, rpcBase } = await startAllInOne({ MONGODB_URL: mongoUrl, MONGODB_DB_PREFIX: dbPrefix, RPC_IN_PROCESS: String(inProcessRpc) });
+  return { apiUrl: api.baseUrl, rpcUrl: rpcBase, close: async () => void (await proc.stop()) };
 }
 
 const stack = await startStack(true);

@@ -11,29 +11,21 @@ import * as assert from "uvu/assert";
 import { Receiver } from "../services/webhooks/testing/receiver.ts";
 import { testMongoUrl } from "./support/database.ts";
 import { eventually } from "./support/eventually.ts";
-import { Api } from "./support/http.ts";
-import { freePort, repoRoot, spawnEntry, type Spawned } from "./support/processes.ts";
+import { repoRoot, startAllInOne, type AllInOne } from "./support/processes.ts";
 
 const exec = promisify(execFile);
-const t = suite<{ proc: Spawned; api: Api; base: string; rpcBase: string }>("first run");
+const t = suite<AllInOne>("first run");
 
 t.before(async (ctx) => {
-  const port = await freePort();
-  const rpcPort = await freePort();
-  ctx.proc = spawnEntry("cmd/all-in-one.ts", {
-    MONGODB_URL: await testMongoUrl(),
-    MONGODB_DB_PREFIX: `q${randomBytes(4).toString("hex")}`,
-    PORT: String(port),
-    RPC_PORT: String(rpcPort),
-    WEBHOOKS_ALLOW_INSECURE_URLS: "true",
-    RELAY_INTERVAL_MS: "100",
-  });
-  ctx.base = `http://127.0.0.1:${port}`;
-  ctx.rpcBase = `http://127.0.0.1:${rpcPort}`;
-  ctx.api = new Api(`${ctx.base}/api/v1`);
-  await eventually(async () => (await ctx.api.get("/health")).body.status === "ok", 90_000, "all-in-one to serve").catch((err) => {
-    throw new Error(`${err.message}\n${ctx.proc.output()}`);
-  });
+  Object.assign(
+    ctx,
+    await startAllInOne({
+      MONGODB_URL: await testMongoUrl(),
+      MONGODB_DB_PREFIX: `q${randomBytes(4).toString("hex")}`,
+      WEBHOOKS_ALLOW_INSECURE_URLS: "true",
+      RELAY_INTERVAL_MS: "100",
+    }),
+  );
 });
 t.after(async (ctx) => {
   assert.is(await ctx.proc?.stop(), 0, ctx.proc?.output());

@@ -2,6 +2,8 @@ import { spawn, type ChildProcess } from "node:child_process";
 import net from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { eventually } from "./eventually.ts";
+import { Api } from "./http.ts";
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
@@ -62,4 +64,28 @@ export function spawnEntry(entry: string, env: Record<string, string | undefined
         setTimeout(() => child.kill("SIGKILL"), 15_000).unref();
       }),
   };
+}
+
+export interface AllInOne {
+  proc: Spawned;
+  /** The REST API of the process. */
+  api: Api;
+  /** http://127.0.0.1:<PORT> and http://127.0.0.1:<RPC_PORT>. */
+  base: string;
+  rpcBase: string;
+}
+
+/**
+ * Starts `npm start`'s entry (`cmd/all-in-one.ts`) as its own process on free ports, with `env`
+ * on top, and waits until it serves (GET /health "ok"); its output is in the error otherwise.
+ */
+export async function startAllInOne(env: Record<string, string | undefined>): Promise<AllInOne> {
+  const [port, rpcPort] = [await freePort(), await freePort()];
+  const proc = spawnEntry("cmd/all-in-one.ts", { PORT: String(port), RPC_PORT: String(rpcPort), ...env });
+  const base = `http://127.0.0.1:${port}`;
+  const api = new Api(`${base}/api/v1`);
+  await eventually(async () => (await api.get("/health")).body.status === "ok", 90_000, "all-in-one to serve").catch((err) => {
+    throw new Error(`${err.message}\n${proc.output()}`);
+  });
+  return { proc, api, base, rpcBase: `http://127.0.0.1:${rpcPort}` };
 }

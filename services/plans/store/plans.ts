@@ -110,10 +110,12 @@ export class PlanStore {
 
   /** One query by `_id` list; plans of another product read as missing. */
   async getMany(productId: string, ids: readonly string[]): Promise<StoredPlan[]> {
+    return (await this.byIds(ids)).filter((d) => d.product_id === productId).map(fromDoc);
+  }
+
+  private async byIds(ids: Iterable<string>): Promise<PlanDoc[]> {
     const unique = [...new Set(ids)];
-    if (unique.length === 0) return [];
-    const docs = await this.plans.find({ _id: { $in: unique } }).toArray();
-    return docs.filter((d) => d.product_id === productId).map(fromDoc);
+    return unique.length === 0 ? [] : this.plans.find({ _id: { $in: unique } }).toArray();
   }
 
   /**
@@ -132,13 +134,10 @@ export class PlanStore {
       if (hit === undefined) missing.push(id);
       else if (hit.product_id === productId) out.push(hit.plan);
     }
-    if (missing.length > 0) {
-      const docs = await this.plans.find({ _id: { $in: missing } }).toArray();
-      for (const d of docs) {
-        const plan = fromDoc(d);
-        this.cache.set(d._id, { product_id: d.product_id, plan });
-        if (d.product_id === productId) out.push(plan);
-      }
+    for (const d of await this.byIds(missing)) {
+      const plan = fromDoc(d);
+      this.cache.set(d._id, { product_id: d.product_id, plan });
+      if (d.product_id === productId) out.push(plan);
     }
     return out;
   }
