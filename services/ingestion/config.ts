@@ -7,6 +7,11 @@ export const ingestionSettingsFields = {
   RELAY_MAX_BACKOFF_MS: Type.Integer({ default: 60_000, minimum: 10 }),
   /** Age after which uncounted events of an interrupted request are completed by the sweep. */
   RECOVERY_AFTER_MS: Type.Integer({ default: 60_000, minimum: 0 }),
+  /**
+   * How long after arriving an event stamped inside the dates of a subscription recorded later
+   * is still moved to that subscription's period (README, "Billing period of an event"); 0: never.
+   */
+  LATE_CHANGE_WINDOW_MS: Type.Integer({ default: 600_000, minimum: 0, maximum: 86_400_000 }),
   /** Days usage events are kept after arrival (README, "Retention"); also the duplicate-id window. */
   INGESTION_USAGE_EVENT_DAYS: Type.Integer({ default: 35, minimum: 2, maximum: 36_600 }),
   /** Days gate events are kept after arrival: how far back the gate-event listing reaches. */
@@ -30,6 +35,7 @@ export function ingestionSettings(config: {
   RELAY_INTERVAL_MS: number;
   RELAY_MAX_BACKOFF_MS: number;
   RECOVERY_AFTER_MS: number;
+  LATE_CHANGE_WINDOW_MS: number;
   INGESTION_USAGE_EVENT_DAYS: number;
   INGESTION_GATE_EVENT_DAYS: number;
   INGESTION_CROSSING_DAYS: number;
@@ -42,6 +48,7 @@ export function ingestionSettings(config: {
     relayIntervalMs: config.RELAY_INTERVAL_MS,
     relayMaxBackoffMs: config.RELAY_MAX_BACKOFF_MS,
     recoveryAfterMs: config.RECOVERY_AFTER_MS,
+    lateChangeWindowMs: config.LATE_CHANGE_WINDOW_MS,
     retention: {
       usageEventDays: config.INGESTION_USAGE_EVENT_DAYS,
       gateEventDays: config.INGESTION_GATE_EVENT_DAYS,

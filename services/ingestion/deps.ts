@@ -30,6 +30,11 @@ export interface IngestionDeps {
   retention: RetentionPolicy;
   /** Age after which an unfinished job is taken over (by a retry or the sweep). */
   recoveryAfterMs: number;
+  /**
+   * How long after arriving an event may still be moved to the period of a subscription
+   * recorded late whose dates contain it (late-changes.ts); 0: never.
+   */
+  lateChangeWindowMs: number;
   now(): Date;
   /** Jobs this process is completing right now (so the sweep and a retry share the work). */
   recovering: Map<string, Promise<void>>;

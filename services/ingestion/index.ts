@@ -48,6 +48,8 @@ export interface IngestionServiceOptions {
   /** Age after which a job left unfinished by an interrupted request is completed by others (ms). */
   recoveryAfterMs?: number;
   maxBatchEvents?: number;
+  /** How long an arrived event may still move to the period of a subscription recorded late (ms). */
+  lateChangeWindowMs?: number;
   /** Retention of events and crossings; defaults in retention.ts. */
   retention?: Partial<RetentionPolicy>;
   /** Budget leases: default lifetime and grace after expiry (ms). */
@@ -88,6 +90,7 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
     logger: opts.logger,
     limits: { maxBatchEvents: opts.maxBatchEvents ?? MAX_BATCH_EVENTS },
     recoveryAfterMs: opts.recoveryAfterMs ?? 60_000,
+    lateChangeWindowMs: opts.lateChangeWindowMs ?? 600_000,
     now: opts.now ?? (() => new Date()),
     recovering: new Map(),
     scheduler,

@@ -63,6 +63,7 @@ t.after(async (ctx) => {
 });
 
 const DAY = 86_400_000;
+const HOUR = 3_600_000;
 
 t("spend thresholds are recorded once per user, period and threshold and handed over despite a failing peer", async ({ stack, peers }) => {
   const { api } = await stack.newProduct();
@@ -121,10 +122,10 @@ t("sessions of users with different periods each read their own counter, whateve
     const s = await api.get(`/users/${u}/session`);
     assert.is(s.body.current_usage.period_cost, spend[u], `session of ${u}`);
   }
-  // New dates for "late": its last session's counter is no longer the right one.
+  // New dates for "late", starting after its event: its last session's counter is no longer the right one.
   await api.post("/users/late/subscription", {
     plan_id: plan.body.plans[0].id,
-    period_start: new Date(Date.now() - 1_000).toISOString(),
+    period_start: new Date().toISOString(),
     period_end: new Date(Date.now() + 30 * DAY).toISOString(),
   });
   assert.is((await api.get("/users/late/session")).body.current_usage.period_cost, 0, "the new period starts at zero");
@@ -258,6 +259,69 @@ t("an event stamped inside new dates that share the start counts in the new peri
   await api.post(`/users/${userId}/subscription`, { plan_id: big, period_start: start, period_end: end });
   const session = (await api.get(`/users/${userId}/session`)).body;
   assert.equal([session.plan, session.billing_period, session.current_usage.period_cost], ["big", { start, end }, 4]);
+});
+
+t("an event stamped inside new dates with another start, sent before the change, moves to the new period", async ({ stack, mongo }) => {
+  const { api, productId } = await stack.newProduct();
+  const plans = await api.post("/config/plans", { plans: [{ name: "free" }, { name: "capped", max_spend_per_period: 12 }] });
+  const [free, capped] = plans.body.plans.map((p: { id: string }) => p.id);
+  const userId = `moved-${randomUUID()}`;
+  await api.post("/users", { external_user_id: userId });
+  // No dates: calendar-month periods, whose counter carries the month's share.
+  assert.is((await api.post(`/users/${userId}/subscription`, { plan_id: free })).status, 200);
+  const now = Date.now();
+  const at = (ms: number, cost: number, model = "gpt-4o") => ({ id: randomUUID(), user_id: userId, timestamp: new Date(ms).toISOString(), model, cost_total: cost, total_tokens: 10 * cost });
+  const early = at(now - 4 * HOUR, 1, "o1"); // before the new dates begin: stays
+  const inside = [at(now - 2 * HOUR, 4), at(now - 30 * 60_000, 2)];
+  assert.is((await api.post("/events/batch", [early, ...inside])).status, 200);
+  const months = [...new Set([early, ...inside].map((e) => e.timestamp.slice(0, 7)))];
+  const monthUsage = async () => Promise.all(months.map(async (m) => (await api.get(`/users/${userId}/usage?period=${m}`)).body));
+  const monthsBefore = await monthUsage();
+  close(monthsBefore.reduce((a, u) => a + u.total_cost, 0), 7, "counted before the change");
+
+  // The upgrade began three hours ago; the billing system tells us only now.
+  const start = new Date(now - 3 * HOUR).toISOString();
+  const end = new Date(now + 30 * DAY).toISOString();
+  assert.is((await api.post(`/users/${userId}/subscription`, { plan_id: capped, period_start: start, period_end: end })).status, 200);
+  // Several callers at once: the events move once.
+  const sessions = await Promise.all([1, 2, 3, 4].map(async () => (await api.get(`/users/${userId}/session`)).body));
+  for (const session of sessions) {
+    assert.equal([session.plan, session.billing_period], ["capped", { start, end }]);
+    close(session.current_usage.period_cost, 6, "the two events stamped inside the new dates");
+    assert.equal(session.current_usage.period_tokens_by_model, { "gpt-4o": 60 });
+  }
+  const usage = (await api.get(`/users/${userId}/usage`)).body;
+  close(usage.total_cost, 6);
+  assert.is(usage.total_tokens, 60);
+  assert.equal(await monthUsage(), monthsBefore, "calendar months are by timestamp: unchanged");
+  await api.post("/events/batch", [at(Date.now(), 1)]);
+  close((await api.get(`/users/${userId}/usage`)).body.total_cost, 7);
+
+  // The new period's 50% threshold (6 of 12) fired for its own dates.
+  const crossings = await mongo.db(`${stack.dbPrefix}_ingestion`).collection("threshold_crossings").find({ product_id: productId, user_id: userId }).toArray();
+  assert.equal(crossings.map((c) => [c.threshold_pct, c.period_start.toISOString(), c.period_end.toISOString()]), [[50, start, end]]);
+});
+
+t("new dates recorded late take their events out of the dated window they were counted in", async ({ stack }) => {
+  const { api } = await stack.newProduct();
+  const plan = await api.post("/config/plans", { plans: [{ name: "capped", max_spend_per_period: 100 }] });
+  const userId = `redated-${randomUUID()}`;
+  await api.post("/users", { external_user_id: userId });
+  const now = Date.now();
+  const sub = (from: number, to: number) =>
+    api.post(`/users/${userId}/subscription`, { plan_id: plan.body.plans[0].id, period_start: new Date(from).toISOString(), period_end: new Date(to).toISOString() });
+  assert.is((await sub(now - 20 * DAY, now + 10 * DAY)).status, 200);
+  const at = (ms: number, cost: number) => ({ id: randomUUID(), user_id: userId, timestamp: new Date(ms).toISOString(), cost_total: cost });
+  assert.is((await api.post("/events/batch", [at(now - 5 * DAY, 1), at(now - 10 * 60_000, 2)])).status, 200);
+  assert.is((await api.post("/events", { user_id: userId, cost: 4 })).status, 201);
+  close((await api.get(`/users/${userId}/usage`)).body.total_cost, 7);
+  assert.is((await sub(now - HOUR, now + 30 * DAY)).status, 200);
+  // Usage (not the session) is the first call after the change; the manual event moves too.
+  close((await api.get(`/users/${userId}/usage`)).body.total_cost, 6);
+  const lease = await api.post(`/users/${userId}/leases`, { holder: "h1", need: 1, want: 200 });
+  assert.is(lease.status, 200);
+  const { granted, remaining } = lease.body.lease;
+  close(granted + remaining, 94, "the new period has spent 6 of its 100");
 });
 
 t("a period starting with a calendar month carries that month's share; month usage adds both", async ({ stack, mongo }) => {

@@ -5,6 +5,7 @@ import { toTimestamp } from "@meter/lib/time";
 import { decodeKeys } from "../domain/field-keys.ts";
 import type { IngestionDeps } from "../deps.ts";
 import { counterId } from "../store/counters.ts";
+import { settleUser } from "../late-changes.ts";
 import { attribute } from "../usage.ts";
 import { requireProduct, requireUser } from "./common.ts";
 
@@ -57,8 +58,9 @@ export function getSession(deps: IngestionDeps): ServiceImpl<typeof IngestionSer
     // Settled here so that an unknown user (requireUser throws) leaves no rejection unhandled.
     early?.catch(() => {});
     const user = await requireUser(deps, productId, req.userId);
+    const moved = (await settleUser(deps, productId, req.userId, user)).size > 0;
     const a = attribute(productId, req.userId, user, deps.now());
-    const counter = a.counterId === guess ? await early! : await deps.counters.get(a.counterId);
+    const counter = a.counterId === guess && !moved ? await early! : await deps.counters.get(a.counterId);
     guesses.remember(productId, req.userId, a.counterId, a.period.start);
     const plan = a.plan;
     return {

@@ -73,6 +73,15 @@ export class UsageEventStore {
     return await deleteInRounds(this.events, { received_at: { $lt: t }, job: { $nin: [...openJobs] } });
   }
 
+  /** Events by stored `_id`, read by `_id` lists (absent ones are left out). */
+  async getMany(ids: readonly string[]): Promise<UsageEventDoc[]> {
+    const out: UsageEventDoc[] = [];
+    for (let i = 0; i < ids.length; i += IN_CHUNK) {
+      out.push(...(await this.events.find({ _id: { $in: ids.slice(i, i + IN_CHUNK) } }).toArray()));
+    }
+    return out;
+  }
+
   /** The events a job inserted (read when another request completes it). */
   async ofJob(job: Pick<JobDoc, "_id" | "ids">): Promise<UsageEventDoc[]> {
     return insertedBy(this.events, job);
@@ -97,6 +106,9 @@ export async function insertedBy<D extends { _id: string; job: string }>(
 }
 
 const READ_CHUNK = 64;
+
+/** Ids per `$in` read (the embedded database reads up to 10,000 by its index). */
+const IN_CHUNK = 5_000;
 
 /** insertMany that treats duplicate keys as "already there", returning the ids it inserted. */
 export async function insertIgnoringDuplicates<D extends { _id: string }>(
