@@ -2,6 +2,7 @@ import type { JobScheduler } from "@meter/lib/jobs";
 import type { Logger } from "@meter/lib/logger";
 import type { UserDirectory } from "./adapters/plans.ts";
 import type { RetentionPolicy } from "./retention.ts";
+import type { ArrivalStore } from "./store/arrivals.ts";
 import type { CrossingStore } from "./store/crossings.ts";
 import type { CounterStore } from "./store/counters.ts";
 import type { GateEventStore } from "./store/gate-events.ts";
@@ -18,6 +19,7 @@ export interface IngestionLimits {
 export interface IngestionDeps {
   events: UsageEventStore;
   counters: CounterStore;
+  arrivals: ArrivalStore;
   gates: GateEventStore;
   crossings: CrossingStore;
   jobs: JobStore;

@@ -28,6 +28,7 @@ import { GateEventStore } from "./store/gate-events.ts";
 import { UsageEventStore } from "./store/usage-events.ts";
 import { JobStore } from "./store/jobs.ts";
 import { OutboxStore } from "./store/outbox.ts";
+import { ArrivalStore } from "./store/arrivals.ts";
 import { recoverStale } from "./usage.ts";
 import { RETENTION_DEFAULTS, runIngestionRetention, type IngestionRetentionReport, type RetentionPolicy } from "./retention.ts";
 
@@ -73,6 +74,8 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
   const gates = new GateEventStore(opts.db);
   const crossings = new CrossingStore(opts.db);
   const counters = new CounterStore(opts.db);
+  const lateChangeWindowMs = opts.lateChangeWindowMs ?? 600_000;
+  const arrivals = new ArrivalStore(opts.db, lateChangeWindowMs);
   const jobs = new JobStore(opts.db);
   const outbox = new OutboxStore(opts.db);
   const relayIntervalMs = opts.relayIntervalMs ?? 1_000;
@@ -82,6 +85,7 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
   const deps: IngestionDeps = {
     events,
     counters,
+    arrivals,
     gates,
     crossings,
     jobs,
@@ -90,7 +94,7 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
     logger: opts.logger,
     limits: { maxBatchEvents: opts.maxBatchEvents ?? MAX_BATCH_EVENTS },
     recoveryAfterMs: opts.recoveryAfterMs ?? 60_000,
-    lateChangeWindowMs: opts.lateChangeWindowMs ?? 600_000,
+    lateChangeWindowMs,
     now: opts.now ?? (() => new Date()),
     recovering: new Map(),
     scheduler,

@@ -4,20 +4,10 @@ import type { KnownUser } from "./adapters/plans.ts";
 import type { IngestionDeps } from "./deps.ts";
 import { calendarMonth, periodAt, type SubscriptionWindow } from "./domain/period.ts";
 import { hasThresholds } from "./domain/thresholds.ts";
-import {
-  counterId,
-  listing,
-  monthCounterId,
-  negate,
-  parseListing,
-  plus,
-  sum,
-  type CounterDelta,
-  type CounterDoc,
-  type Listing,
-} from "./store/counters.ts";
+import { listId } from "./store/arrivals.ts";
+import { counterId, monthCounterId, negate, plus, sum, type CounterDelta } from "./store/counters.ts";
 import type { UsageEventDoc } from "./store/usage-events.ts";
-import { attribute, recordCrossings, releaseEntries, type Attribution } from "./usage.ts";
+import { arrivalList, attribute, recordCrossings, type Attribution } from "./usage.ts";
 
 /**
  * A subscription recorded after events stamped inside its dates arrived: those events were
@@ -26,16 +16,17 @@ import { attribute, recordCrossings, releaseEntries, type Attribution } from "./
  * the user is touched (a batch with the user's events, the session, usage, a manual event, a
  * lease), before that call answers.
  *
- * Finding them costs no scan: each job's guard entry in a period counter lists the job's events
- * stamped at most the late-change window before they arrived (a Listing), and stays that long
- * after the job closed. A subscription recorded within the window whose dates started before
- * now names the counters of the earlier history that may hold such events; a Listing whose
- * latest event is stamped after its start names the events, read by `_id`.
+ * Finding them costs no scan: every job keeps, for the late-change window, the ids of its
+ * events in each period counter (store/arrivals.ts), and per product and 10 seconds which jobs
+ * did. A subscription recorded within the window whose dates began before now names the
+ * counters of the earlier history that may hold such events; the jobs since its start name
+ * their lists, read by `_id`, and the lists the events.
  *
  * A move is two guarded steps, each applied once however often it runs or whoever runs it:
- * the moved events are added to their new counters (and month counters) as a job keyed by the
- * old entry's content, then taken out of the old counter, whose entry becomes the Listing of
- * what stayed (the guard of that step is the entry's old value).
+ * the moved events' totals go from the old counter to the new ones (and between month
+ * counters) as one job keyed by the list as read (its counters' guards), then the list is
+ * replaced by what stayed if it still holds what was read, and the moved events are listed
+ * under the new counter (so that a further change can move them again).
  */
 
 /** Most billing windows followed from a change's start to now. */
@@ -59,7 +50,7 @@ function windows(history: readonly SubscriptionWindow[], from: Date, until: Date
  * earliest such start: no event stamped before it moves.
  */
 function suspects(productId: string, userId: string, history: readonly SubscriptionWindow[], now: Date, recordedSince: number) {
-  const ids = new Set<string>();
+  const counters = new Map<string, { start: Date; end: Date }>();
   let since: Date | undefined;
   history.forEach((s, i) => {
     if (!s.periodStart || s.effectiveAt.getTime() < recordedSince || s.periodStart > now) return;
@@ -67,19 +58,19 @@ function suspects(productId: string, userId: string, history: readonly Subscript
       const from = w.start < s.periodStart ? s.periodStart : w.start;
       const until = w.end <= now ? new Date(w.end.getTime() - 1) : now;
       if (windows(history, from, until).some((c) => c.start.getTime() !== w.start.getTime())) {
-        ids.add(counterId(productId, userId, w.start));
+        counters.set(counterId(productId, userId, w.start), w);
         if (!since || s.periodStart < since) since = s.periodStart;
       }
     }
   });
-  return since ? { ids, since } : null;
+  return since ? { counters, since } : null;
 }
 
 interface Entry {
-  counter: CounterDoc;
-  key: string;
-  value: string;
-  listed: Listing;
+  list: { _id: string; ids: string[]; latest: number };
+  counterId: string;
+  /** The old window. */
+  window: { start: Date; end: Date };
   userId: string;
   user: KnownUser;
   since: Date;
@@ -88,28 +79,34 @@ interface Entry {
 /**
  * Moves the listed events of recently changed users to the periods their whole history gives
  * them. Returns the users whose counters changed. Costs nothing for a user without a change
- * recorded within the window, and one read of the suspect counters for one with.
+ * recorded within the window; for one with, a read of the product's recent jobs and one of
+ * their lists for the suspect counters.
  */
 export async function settleLateChanges(deps: IngestionDeps, productId: string, users: ReadonlyMap<string, KnownUser>): Promise<Set<string>> {
   const changed = new Set<string>();
   if (deps.lateChangeWindowMs <= 0) return changed;
   const now = deps.now();
-  const owners = new Map<string, { userId: string; user: KnownUser; since: Date }>();
+  const recordedSince = now.getTime() - deps.lateChangeWindowMs;
+  const suspect = new Map<string, Omit<Entry, "list" | "counterId">>();
+  let from: Date | undefined;
   for (const [userId, user] of users) {
-    const s = suspects(productId, userId, user.subscriptions, now, now.getTime() - deps.lateChangeWindowMs);
-    for (const id of s?.ids ?? []) owners.set(id, { userId, user, since: s!.since });
+    const s = suspects(productId, userId, user.subscriptions, now, recordedSince);
+    if (!s) continue;
+    for (const [id, window] of s.counters) suspect.set(id, { window, userId, user, since: s.since });
+    if (!from || s.since < from) from = s.since;
   }
-  if (owners.size === 0) return changed;
+  if (!from) return changed;
+  // Lists are written when a job completes, so a job since the start may hold such events.
+  const jobs = await deps.arrivals.jobsSince(productId, new Date(Math.max(from.getTime(), recordedSince - deps.lateChangeWindowMs)), now);
+  if (jobs.length === 0) return changed;
   const entries: Entry[] = [];
-  for (const counter of await deps.counters.getMany([...owners.keys()])) {
-    const owner = owners.get(counter._id)!;
-    for (const [key, value] of Object.entries(counter.jobs ?? {})) {
-      const listed = parseListing(value);
-      if (listed && listed.latest >= owner.since.getTime()) entries.push({ counter, key, value: value as string, listed, ...owner });
-    }
+  for (const list of await deps.arrivals.get(jobs.flatMap((j) => [...suspect.keys()].map((c) => listId(j, c))))) {
+    const counterId = list._id.slice(list._id.indexOf("|") + 1);
+    const owner = suspect.get(counterId)!;
+    if (list.latest >= owner.since.getTime()) entries.push({ list, counterId, ...owner });
   }
   if (entries.length === 0) return changed;
-  const stored = await deps.events.getMany(entries.flatMap((e) => e.listed.ids.map((id) => `${productId}/${id}`)));
+  const stored = await deps.events.getMany(entries.flatMap((e) => e.list.ids.map((id) => `${productId}/${id}`)));
   const byId = new Map(stored.map((e) => [e._id, e]));
   await pMap(
     entries,
@@ -128,17 +125,16 @@ export function settleUser(deps: IngestionDeps, productId: string, userId: strin
 
 const sameStart = (a: Date, b: Date) => a.getTime() === b.getTime();
 
-/** Moves one entry's events that now belong to other periods; false when none does. */
+/** Moves one list's events that now belong to other periods; false when none does. */
 async function move(deps: IngestionDeps, productId: string, entry: Entry, byId: ReadonlyMap<string, UsageEventDoc>): Promise<boolean> {
-  const { counter, key, value, listed, userId, user, since } = entry;
+  const { list, counterId: from, window, userId, user, since } = entry;
   const going = new Map<string, { a: Attribution; events: UsageEventDoc[] }>();
-  const staying: UsageEventDoc[] = [];
-  for (const id of listed.ids) {
+  const staying: string[] = [];
+  for (const id of list.ids) {
     const e = byId.get(`${productId}/${id}`);
-    if (!e) continue;
-    const a = e.timestamp >= since ? attribute(productId, userId, user, e.timestamp) : null;
-    if (!a || a.counterId === counter._id) {
-      staying.push(e);
+    const a = e && e.timestamp >= since ? attribute(productId, userId, user, e.timestamp) : null;
+    if (!e || !a || a.counterId === from) {
+      if (e) staying.push(id);
       continue;
     }
     const group = going.get(a.counterId);
@@ -147,18 +143,17 @@ async function move(deps: IngestionDeps, productId: string, entry: Entry, byId: 
   }
   if (going.size === 0) return false;
 
-  // Into the new periods; a month's counter gains the events its new period does not carry as
-  // its month share and loses those the old period did not.
-  const periods: { delta: CounterDelta; limit: Pick<UsageEventDoc, "plan_name" | "spend_limit"> }[] = [];
+  // Out of the old period, into the new ones; a month's counter gains the events its new
+  // period does not carry as its month share and loses those the old period did not.
+  const periods: { delta: CounterDelta; limit: Pick<UsageEventDoc, "plan_name" | "spend_limit">; events: UsageEventDoc[] }[] = [];
   const months = new Map<string, { start: Date; end: Date; gains: UsageEventDoc[]; losses: UsageEventDoc[] }>();
   const moved: UsageEventDoc[] = [];
   const oldShare: UsageEventDoc[] = [];
   for (const { a, events } of going.values()) {
     const delta: CounterDelta = { id: a.counterId, productId, userId, start: a.period.start, end: a.period.end, add: sum(events) };
-    delta.listed = listing(productId, events);
     const share = events.filter((e) => sameStart(calendarMonth(e.timestamp).start, a.period.start));
     if (share.length > 0) delta.month = sum(share);
-    periods.push({ delta, limit: { plan_name: a.plan?.name ?? null, spend_limit: a.plan?.maxSpendPerPeriod ?? null } });
+    periods.push({ delta, limit: { plan_name: a.plan?.name ?? null, spend_limit: a.plan?.maxSpendPerPeriod ?? null }, events });
     for (const e of events) {
       moved.push(e);
       const m = calendarMonth(e.timestamp);
@@ -166,34 +161,32 @@ async function move(deps: IngestionDeps, productId: string, entry: Entry, byId: 
       const month = months.get(id) ?? { ...m, gains: [], losses: [] };
       months.set(id, month);
       if (!sameStart(m.start, a.period.start)) month.gains.push(e);
-      if (sameStart(m.start, counter.period_start)) oldShare.push(e);
+      if (sameStart(m.start, window.start)) oldShare.push(e);
       else month.losses.push(e);
     }
   }
+  const out: CounterDelta = { id: from, productId, userId, ...window, add: negate(sum(moved)) };
+  if (oldShare.length > 0) out.month = negate(sum(oldShare));
   const monthDeltas: CounterDelta[] = [];
   for (const [id, m] of months) {
     const even = m.gains.length === m.losses.length && m.gains.every((e, i) => e === m.losses[i]);
     if (!even) monthDeltas.push({ id, productId, userId, start: m.start, end: m.end, add: plus(sum(m.gains), negate(sum(m.losses)))! });
   }
-  const job = `mv_${createHash("sha256").update(`${counter._id}\n${key}\n${value}`).digest("hex").slice(0, 32)}`;
+  const job = `mv_${createHash("sha256").update(`${list._id}\n${JSON.stringify(list.ids)}`).digest("hex").slice(0, 32)}`;
   const limited = periods.filter((p) => hasThresholds(p.limit.spend_limit));
-  const added = [...periods.map((p) => p.delta), ...monthDeltas];
+  const added = [out, ...periods.map((p) => p.delta), ...monthDeltas];
+  // The moved events are listed under their new counters first: findable there from now on.
+  const now = deps.now();
+  await deps.arrivals.record(productId, job, periods.map((p) => arrivalList(p.delta.id, p.events)), now);
   const after = await deps.counters.add(job, added, new Set(limited.map((p) => p.delta.id)));
   for (const p of limited) {
     const c = after.get(p.delta.id);
     if (c) await recordCrossings(deps, c, p.delta, p.limit);
   }
-
-  // Out of the old one, once: guarded by the entry as it was read.
-  const out = await deps.counters.takeOut(
-    counter._id,
-    key,
-    value,
-    listing(productId, staying),
-    negate(sum(moved)),
-    oldShare.length > 0 ? negate(sum(oldShare)) : undefined,
-  );
-  releaseEntries(deps, job, added);
-  if (out) deps.logger.info({ productId, user: userId, from: counter._id, events: moved.length }, "events moved to the period of a subscription recorded after they arrived");
+  if (await deps.arrivals.replace(list._id, list.ids, staying)) {
+    deps.logger.info({ productId, user: userId, from, events: moved.length }, "events moved to the period of a subscription recorded after they arrived");
+  }
+  // Only now may the guards go: until the list changed, a repeat computes this same job.
+  deps.counters.released(job, added.map((d) => d.id));
   return true;
 }

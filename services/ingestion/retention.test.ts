@@ -99,16 +99,21 @@ t("usage, session, gate events and thresholds are unchanged by retention; what s
   const ids = (await events.find({ job: openJob }).toArray()).map((e) => e._id);
   await db.collection<StoredJob>("jobs").insertOne(storedJob({ _id: openJob, kind: "usage", product_id: "", ids, created_at: LATE, claimed_at: LATE }));
 
+  // Lists of recent arrivals (late-changes.ts), long past their window: all go.
+  const arrivals = async () => (await db.collection("arrival_lists").countDocuments()) + (await db.collection("arrival_buckets").countDocuments());
+  const recent = await arrivals();
+  assert.ok(recent > 0);
   const report = await replica.runRetention(LATE);
   // 15 usage events, 2 of them the open job's; of the gate events' hours, old's is too old.
-  assert.equal(report, { usageEvents: 13, gateEvents: 0, gateHours: 1, crossings: 3, jobs: 0 });
+  assert.equal(report, { usageEvents: 13, gateEvents: 0, gateHours: 1, crossings: 3, jobs: 0, arrivals: recent });
+  assert.is(await arrivals(), 0);
   assert.equal((await api.get("/users/old/gate-events")).body.events, []);
   assert.equal((await db.collection("gate_event_users").findOne({ _id: `${(await db.collection("gate_events").findOne({ user_id: "old" }))!.product_id}|old` as never }))!.hours, []);
   assert.equal(await events.distinct("job"), [openJob]);
   assert.is(await db.collection("counters").countDocuments(), 4);
   assert.equal((await db.collection("threshold_crossings").find().toArray()).map((c) => c.user_id), ["cur", "cur", "cur"]);
   assert.equal(await figures(), before);
-  assert.equal(await replica.runRetention(LATE), { usageEvents: 0, gateEvents: 0, gateHours: 0, crossings: 0, jobs: 0 });
+  assert.equal(await replica.runRetention(LATE), { usageEvents: 0, gateEvents: 0, gateHours: 0, crossings: 0, jobs: 0, arrivals: 0 });
 
   // The open job is taken over: its counters' guard entries refuse its second addition.
   clock = new Date(LATE.getTime() + 10 * 60_000);

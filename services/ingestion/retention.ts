@@ -25,6 +25,7 @@ export interface IngestionRetentionReport {
   gateHours: number;
   crossings: number;
   jobs: number;
+  arrivals: number;
 }
 
 /** Failed one-off Agenda jobs are kept this long for inspection, then purged. */
@@ -50,5 +51,7 @@ export async function runIngestionRetention(deps: IngestionDeps, p: RetentionPol
   const gateHours = await deps.gates.deleteHoursBefore(ago(p.gateEventDays));
   const crossings = await deps.crossings.deleteEndedBefore(crossingsClosedBefore(now, p));
   const jobs = await deps.scheduler.purgeEnded(ago(ENDED_JOB_DAYS));
-  return { usageEvents, gateEvents, gateHours, crossings, jobs };
+  // Lists of recent arrivals a restarted process did not delete itself (late-changes.ts).
+  const arrivals = await deps.arrivals.deleteBefore(new Date(now.getTime() - deps.lateChangeWindowMs));
+  return { usageEvents, gateEvents, gateHours, crossings, jobs, arrivals };
 }

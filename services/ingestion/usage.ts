@@ -5,7 +5,7 @@ import { calendarMonth, periodAt, type BillingPeriod } from "./domain/period.ts"
 import { hasThresholds, reachedThresholds } from "./domain/thresholds.ts";
 import { kickRelay } from "./jobs/relay.ts";
 import { crossingsClosedBefore } from "./retention.ts";
-import { counterId, listing, monthCounterId, sum, type CounterDelta, type CounterDoc, type LeaseSpend } from "./store/counters.ts";
+import { counterId, monthCounterId, sum, type CounterDelta, type CounterDoc, type LeaseSpend } from "./store/counters.ts";
 import { crossingKey, type CrossingDoc } from "./store/crossings.ts";
 import type { GateEventDoc } from "./store/gate-events.ts";
 import type { JobDoc } from "./store/jobs.ts";
@@ -36,8 +36,15 @@ export function attributionFields(a: Attribution) {
   };
 }
 
-/** Most events of one job in one counter that its guard entry lists. */
+/** Most events of one job in one counter kept findable by a late change (more: a backfill). */
 const MAX_LISTED = 1_000;
+
+/** A counter's events as a late change finds them (late-changes.ts). */
+export function arrivalList(counterId: string, events: readonly UsageEventDoc[]) {
+  let latest = 0;
+  for (const e of events) latest = Math.max(latest, e.timestamp.getTime());
+  return { counterId, ids: events.map((e) => e._id.slice(e.product_id.length + 1)), latest };
+}
 
 /** Where a counter's plan limit comes from: the attribution its events carry. */
 type Limited = Pick<UsageEventDoc, "plan_name" | "spend_limit">;
@@ -121,7 +128,7 @@ function groupBy<T>(items: readonly T[], key: (t: T) => string): Map<string, T[]
  * month's counter unless the period starts where the event's month starts, in which case the
  * period counter carries it as its month share (CounterDoc.month).
  */
-function deltas(inserted: readonly UsageEventDoc[], listWindowMs: number): {
+function deltas(inserted: readonly UsageEventDoc[]): {
   periods: { delta: CounterDelta; limit: Limited; events: UsageEventDoc[] }[];
   months: CounterDelta[];
 } {
@@ -139,9 +146,6 @@ function deltas(inserted: readonly UsageEventDoc[], listWindowMs: number): {
       add: sum(list),
     };
     if (folded.length > 0) delta.month = folded.length === list.length ? delta.add : sum(folded);
-    // What a subscription recorded late may move (late-changes.ts); a job with more events of
-    // one user in one period (a backfill) lists none, so that a guard entry stays small.
-    if (listWindowMs > 0 && list.length <= MAX_LISTED) delta.listed = listing(first.product_id, list);
     return { delta, limit: first as Limited, events: list };
   });
   // The month's counter has no plan and no limit: it only answers usage by calendar month.
@@ -159,9 +163,11 @@ function deltas(inserted: readonly UsageEventDoc[], listWindowMs: number): {
  * as that same update left them. Each step is idempotent, so a completion cut off anywhere can
  * be repeated by whoever claims the job next; the guard entries go once the job is closed.
  */
-async function completeUsage(deps: IngestionDeps, job: JobDoc, inserted: UsageEventDoc[]): Promise<CounterDelta[]> {
+async function completeUsage(deps: IngestionDeps, job: JobDoc, inserted: UsageEventDoc[]): Promise<string[]> {
   await deps.outbox.put(deps.outbox.analytics, [entry("usage", job._id, inserted.map(usageFact))]);
-  const { periods, months } = deltas(inserted, deps.lateChangeWindowMs);
+  const { periods, months } = deltas(inserted);
+  // Before the counters: an event counted in a period is always findable by a late change.
+  await deps.arrivals.record(job.product_id, job._id, periods.filter((p) => p.events.length <= MAX_LISTED).map((p) => arrivalList(p.delta.id, p.events)), deps.now());
   await Promise.all(
     periods.map(async (p) => Object.assign(p.delta, await leaseSpend(deps, p.delta.id, p.events))),
   );
@@ -173,17 +179,7 @@ async function completeUsage(deps: IngestionDeps, job: JobDoc, inserted: UsageEv
       if (counter) await recordCrossings(deps, counter, p.delta, p.limit);
     }),
   );
-  return [...periods.map((p) => p.delta), ...months];
-}
-
-/**
- * Job `jobId` is closed: its guard entries may go with later updates of its counters, those
- * with a Listing once the late-change window has passed.
- */
-export function releaseEntries(deps: IngestionDeps, jobId: string, added: readonly CounterDelta[]): void {
-  const keep = deps.now().getTime() + deps.lateChangeWindowMs;
-  deps.counters.released(jobId, added.filter((d) => !d.listed).map((d) => d.id));
-  deps.counters.released(jobId, added.filter((d) => d.listed).map((d) => d.id), keep);
+  return [...periods.map((p) => p.delta.id), ...months.map((m) => m.id)];
 }
 
 async function completeGates(deps: IngestionDeps, jobId: string, inserted: GateEventDoc[]): Promise<void> {
@@ -205,14 +201,14 @@ function gateFact(d: GateEventDoc) {
 
 /** Completes a claimed job; `inserted` when the caller knows them (its own insert), else read by id. */
 async function completeJob(deps: IngestionDeps, job: JobDoc, inserted?: UsageEventDoc[] | GateEventDoc[]): Promise<void> {
-  let counters: CounterDelta[] = [];
+  let counters: string[] = [];
   if (job.kind === "usage") {
     counters = await completeUsage(deps, job, (inserted as UsageEventDoc[] | undefined) ?? (await deps.events.ofJob(job)));
   } else {
     await completeGates(deps, job._id, (inserted as GateEventDoc[] | undefined) ?? (await deps.gates.ofJob(job)));
   }
   await deps.jobs.close(job._id);
-  releaseEntries(deps, job._id, counters);
+  deps.counters.released(job._id, counters);
 }
 
 /** Completes a job claimed from another request (crashed or slow); shared within the process. */

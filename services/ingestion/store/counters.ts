@@ -27,11 +27,9 @@ export interface CounterDoc extends Totals {
   /**
    * Jobs whose events were added, as field names (`jobs.<job id>`): the guard that makes a
    * retried or taken-over job add its events once. A job's entry is removed by the next
-   * update of the counter from the process that closed the job (see CounterStore.add). Its
-   * value lists the job's recently stamped events in this counter (a Listing), which a
-   * subscription recorded late moves to its own period (late-changes.ts); else 1.
+   * update of the counter from the process that closed the job (see CounterStore.add).
    */
-  jobs: Record<string, 1 | string>;
+  jobs: Record<string, 1>;
 }
 
 export interface Totals {
@@ -73,8 +71,6 @@ export interface CounterDelta {
   leases?: Record<string, LeaseSpend>;
   /** Some of the delta's events were not spent from a lease (period counters only). */
   unleased?: boolean;
-  /** The job's entry in the guard: a Listing of its recently stamped events (period counters). */
-  listed?: string;
 }
 
 /** Usage spent from one lease: dollars, and tokens by field-key encoded model. */
@@ -110,31 +106,6 @@ export function negate(t: Totals): Totals {
     tokens_by_model: flip(t.tokens_by_model),
     cost_by_model: flip(t.cost_by_model),
   };
-}
-
-/**
- * The events of one job in one counter that a subscription recorded late may move (their
- * ids without the product prefix, and the latest timestamp among them), kept as the job's
- * guard entry: one JSON string, which the embedded database stores far more cheaply than an
- * array.
- */
-export interface Listing {
-  latest: number;
-  ids: string[];
-}
-
-export function listing(productId: string, events: readonly { _id: string; timestamp: Date }[]): string | undefined {
-  if (events.length === 0) return undefined;
-  let latest = 0;
-  for (const e of events) latest = Math.max(latest, e.timestamp.getTime());
-  return JSON.stringify([latest, ...events.map((e) => e._id.slice(productId.length + 1))]);
-}
-
-/** A guard entry's Listing, or null for an entry without one (1). */
-export function parseListing(value: unknown): Listing | null {
-  if (typeof value !== "string") return null;
-  const [latest, ...ids] = JSON.parse(value) as [number, ...string[]];
-  return { latest, ids };
 }
 
 /** a + b, either possibly absent (usage of a month: its own counter and a period's share). */
@@ -174,8 +145,7 @@ const PENDING_COUNTERS = 100_000;
  */
 export class CounterStore {
   readonly counters: Collection<CounterDoc>;
-  /** Counter id -> closed jobs whose entries may go -> from when (ms; entries with a Listing stay a while). */
-  private readonly closed = new LRUCache<string, Map<string, number>>({ max: PENDING_COUNTERS });
+  private readonly closed = new LRUCache<string, Set<string>>({ max: PENDING_COUNTERS });
 
   constructor(db: Db) {
     this.counters = db.collection<CounterDoc>("counters");
@@ -191,27 +161,6 @@ export class CounterStore {
 
   async get(id: string): Promise<CounterDoc | null> {
     return this.counters.findOne({ _id: id });
-  }
-
-  /** Counters by `_id` (one `$in` read; absent ones are left out). */
-  async getMany(ids: readonly string[]): Promise<CounterDoc[]> {
-    if (ids.length === 0) return [];
-    return this.counters.find({ _id: { $in: [...ids] } }).toArray();
-  }
-
-  /**
-   * Takes moved events out of counter `id`: subtracts their totals (and their month share)
-   * and replaces the guard entry `key` that listed them by what remains listed (1 if
-   * nothing). Guarded by the entry's old value, so it applies once however often it runs.
-   */
-  async takeOut(id: string, key: string, listed: string, remaining: string | undefined, out: Totals, month?: Totals): Promise<boolean> {
-    const inc = incrementsOf(out, month);
-    inc.version = 1;
-    const res = await this.counters.updateOne({ _id: id, [`jobs.${key}`]: listed } as Filter<CounterDoc>, {
-      $inc: inc,
-      $set: { [`jobs.${key}`]: remaining ?? 1 },
-    } as UpdateFilter<CounterDoc>);
-    return res.modifiedCount === 1;
   }
 
   /**
@@ -251,15 +200,12 @@ export class CounterStore {
     for (const { d, releasing } of ops) this.forget(d.id, releasing);
   }
 
-  /**
-   * The job is closed: its entries may go with the next update of each counter made from
-   * `from` (ms) on.
-   */
-  released(jobId: string, ids: readonly string[], from = 0): void {
+  /** The job is closed: its entries may go with the next update of each counter. */
+  released(jobId: string, ids: readonly string[]): void {
     for (const id of ids) {
       const jobs = this.closed.get(id);
-      if (jobs) jobs.set(jobId, from);
-      else this.closed.set(id, new Map([[jobId, from]]));
+      if (jobs) jobs.add(jobId);
+      else this.closed.set(id, new Set([jobId]));
     }
   }
 
@@ -285,10 +231,7 @@ export class CounterStore {
 
   /** Closed jobs whose entries the next update of counter `d` removes. */
   private releasing(d: CounterDelta, jobId: string): string[] {
-    const now = Date.now();
-    const out: string[] = [];
-    for (const [j, from] of this.closed.get(d.id) ?? []) if (j !== jobId && from <= now) out.push(j);
-    return out;
+    return [...(this.closed.get(d.id) ?? [])].filter((j) => j !== jobId);
   }
 
   /** The entries of `released` jobs are gone from counter `id`. */
@@ -305,8 +248,7 @@ function chunks<T>(items: readonly T[], size: number): T[][] {
   return out;
 }
 
-/** The `$inc` of totals and of a month share. */
-function incrementsOf(add: Totals, month: Totals | undefined): Record<string, number> {
+function addOp(jobId: string, d: CounterDelta, releasing: readonly string[]) {
   const inc: Record<string, number> = {};
   const put = (prefix: string, t: Totals) => {
     const { tokens_by_model, cost_by_model, ...flat } = t;
@@ -314,13 +256,8 @@ function incrementsOf(add: Totals, month: Totals | undefined): Record<string, nu
     for (const [k, v] of Object.entries(tokens_by_model)) inc[`${prefix}tokens_by_model.${k}`] = v;
     for (const [k, v] of Object.entries(cost_by_model)) inc[`${prefix}cost_by_model.${k}`] = v;
   };
-  put("", add);
-  if (month) put("month.", month);
-  return inc;
-}
-
-function addOp(jobId: string, d: CounterDelta, releasing: readonly string[]) {
-  const inc = incrementsOf(d.add, d.month);
+  put("", d.add);
+  if (d.month) put("month.", d.month);
   // Settles against the leases in the same update: usage spent from a lease raises the
   // counter and that lease's `spent` alike, so cap - settled - outstanding stays as it was.
   // Any other usage lowers it, so it bumps the version a grant is conditional on (a grant
@@ -332,7 +269,7 @@ function addOp(jobId: string, d: CounterDelta, releasing: readonly string[]) {
   if (d.leases === undefined || d.unleased) inc.version = 1;
   const update: UpdateFilter<CounterDoc> = {
     $inc: inc,
-    $set: { [`jobs.${jobId}`]: d.listed ?? 1, period_end: d.end },
+    $set: { [`jobs.${jobId}`]: 1, period_end: d.end },
     $setOnInsert: { product_id: d.productId, user_id: d.userId, period_start: d.start },
   } as UpdateFilter<CounterDoc>;
   if (releasing.length > 0) update.$unset = Object.fromEntries(releasing.map((j) => [`jobs.${j}`, ""]));

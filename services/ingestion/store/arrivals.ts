@@ -1,0 +1,123 @@
+import type { Collection, Db } from "mongodb";
+import { deleteInRounds, isDuplicateKeyError } from "@meter/lib/mongo";
+import { insertIgnoringDuplicates } from "./usage-events.ts";
+
+/**
+ * The events of one job in one period counter (or of one move into a counter), kept for the
+ * late-change window so that a subscription recorded late can find and move them without a
+ * scan (late-changes.ts). `_id` is "<job>|<counter id>".
+ */
+export interface ArrivalList {
+  _id: string;
+  /** The events' ids without the product prefix, as one JSON string (an array costs the embedded database a type entry per element). */
+  ids: string;
+  /** Latest timestamp among them (ms): a list older than a change's start has nothing to move. */
+  latest: number;
+  at: Date;
+}
+
+/** Which jobs recorded lists in one product and one 10-second bucket: `_id` "<product>|<bucket ms>". */
+interface ArrivalBucket {
+  _id: string;
+  jobs: Record<string, 1>;
+  at: Date;
+}
+
+const BUCKET_MS = 10_000;
+const FORGET_EVERY_MS = 5_000;
+
+export function listId(jobId: string, counterId: string): string {
+  return `${jobId}|${counterId}`;
+}
+
+/**
+ * Recent arrivals: per job, the ids of its events in each period counter, and per product and
+ * 10 seconds, the jobs that wrote some. A job writes them with one insert and one update; the
+ * writing process deletes them once the window has passed (by `_id`), and the daily retention
+ * pass deletes what a restarted process left.
+ */
+export class ArrivalStore {
+  private readonly lists: Collection<ArrivalList>;
+  private readonly buckets: Collection<ArrivalBucket>;
+  /** What this process wrote, oldest first, to delete once the window has passed. */
+  private readonly written: { at: number; lists: string[]; bucket: string }[] = [];
+  private forgotAt = 0;
+
+  constructor(
+    db: Db,
+    private readonly windowMs: number,
+  ) {
+    this.lists = db.collection<ArrivalList>("arrival_lists");
+    this.buckets = db.collection<ArrivalBucket>("arrival_buckets");
+  }
+
+  /** Records a job's lists (idempotent: a repeated job writes nothing twice). */
+  async record(productId: string, jobId: string, lists: { counterId: string; ids: string[]; latest: number }[], now: Date): Promise<void> {
+    if (this.windowMs <= 0 || lists.length === 0) return;
+    const docs = lists.map((l) => ({ _id: listId(jobId, l.counterId), ids: JSON.stringify(l.ids), latest: l.latest, at: now }));
+    await insertIgnoringDuplicates(this.lists, docs);
+    const bucket = Math.floor(now.getTime() / BUCKET_MS) * BUCKET_MS;
+    const id = `${productId}|${bucket}`;
+    const add = () => this.buckets.updateOne({ _id: id }, { $set: { [`jobs.${jobId}`]: 1 }, $setOnInsert: { at: new Date(bucket) } }, { upsert: true });
+    // Two first writers of a bucket may both insert it (MongoDB); the second then updates it.
+    await add().catch((err) => (isDuplicateKeyError(err) ? add() : Promise.reject(err)));
+    this.written.push({ at: now.getTime(), lists: docs.map((d) => d._id), bucket: id });
+    // The process that wrote them deletes them, a few seconds' worth at a time.
+    if (now.getTime() - this.forgotAt >= FORGET_EVERY_MS) {
+      this.forgotAt = now.getTime();
+      await this.forgetOld(now);
+    }
+  }
+
+  /** Jobs that recorded lists in `productId` from `from` on. */
+  async jobsSince(productId: string, from: Date, now: Date): Promise<string[]> {
+    const ids: string[] = [];
+    for (let b = Math.floor(from.getTime() / BUCKET_MS) * BUCKET_MS; b <= now.getTime(); b += BUCKET_MS) ids.push(`${productId}|${b}`);
+    const docs = await this.buckets.find({ _id: { $in: ids } }).toArray();
+    return docs.flatMap((d) => Object.keys(d.jobs));
+  }
+
+  /** Lists by `_id` (absent ones are left out). */
+  async get(ids: readonly string[]): Promise<{ _id: string; ids: string[]; latest: number }[]> {
+    const out: { _id: string; ids: string[]; latest: number }[] = [];
+    for (let i = 0; i < ids.length; i += IN_CHUNK) {
+      for (const d of await this.lists.find({ _id: { $in: ids.slice(i, i + IN_CHUNK) } }).toArray()) {
+        out.push({ _id: d._id, ids: JSON.parse(d.ids) as string[], latest: d.latest });
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Replaces list `id` by `remaining` if it still holds `ids` (what a move read), guarding the
+   * step that takes moved events out of the list's counter. False when another did it first.
+   */
+  async replace(id: string, ids: readonly string[], remaining: readonly string[]): Promise<boolean> {
+    const res = await this.lists.updateOne({ _id: id, ids: JSON.stringify(ids) }, { $set: { ids: JSON.stringify(remaining) } });
+    return res.modifiedCount === 1;
+  }
+
+  /** Deletes what this process wrote more than the window ago (by `_id`, a few thousand per command). */
+  private async forgetOld(now: Date): Promise<void> {
+    const cut = now.getTime() - this.windowMs - BUCKET_MS;
+    const due = () => this.written.length > 0 && this.written[0]!.at < cut;
+    while (due()) {
+      const lists: string[] = [];
+      const buckets = new Set<string>();
+      while (due() && lists.length < IN_CHUNK) {
+        const w = this.written.shift()!;
+        lists.push(...w.lists);
+        buckets.add(w.bucket);
+      }
+      await this.lists.deleteMany({ _id: { $in: lists } });
+      await this.buckets.deleteMany({ _id: { $in: [...buckets] }, at: { $lt: new Date(cut) } });
+    }
+  }
+
+  /** Retention: what a restarted process left behind (a scan; daily). */
+  async deleteBefore(t: Date): Promise<number> {
+    return (await deleteInRounds(this.lists, { at: { $lt: t } })) + (await deleteInRounds(this.buckets, { at: { $lt: t } }));
+  }
+}
+
+const IN_CHUNK = 5_000;
