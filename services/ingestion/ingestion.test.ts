@@ -278,6 +278,9 @@ t("an event stamped inside new dates with another start, sent before the change,
   const monthUsage = async () => Promise.all(months.map(async (m) => (await api.get(`/users/${userId}/usage?period=${m}`)).body));
   const monthsBefore = await monthUsage();
   close(monthsBefore.reduce((a, u) => a + u.total_cost, 0), 7, "counted before the change");
+  const lists = mongo.db(`${stack.dbPrefix}_ingestion`).collection<{ _id: string; ids: string }>("arrival_lists");
+  const listed = (await lists.find({ _id: { $regex: `\\|${productId}\\|.*\\|${userId}$` } }).toArray()).filter((l) => !l._id.startsWith("mv_"));
+  assert.is(listed.length, 1, "the batch's events in the calendar-month counter");
 
   // The upgrade began three hours ago; the billing system tells us only now.
   const start = new Date(now - 3 * HOUR).toISOString();
@@ -293,6 +296,11 @@ t("an event stamped inside new dates with another start, sent before the change,
   const usage = (await api.get(`/users/${userId}/usage`)).body;
   close(usage.total_cost, 6);
   assert.is(usage.total_tokens, 60);
+  // A mover cut off after moving the totals, before replacing the list: the next call
+  // computes the same move, which the counters' guards refuse; then it replaces the list.
+  await lists.replaceOne({ _id: listed[0]!._id }, listed[0]!);
+  close((await api.get(`/users/${userId}/usage`)).body.total_cost, 6);
+  assert.is(JSON.parse((await lists.findOne({ _id: listed[0]!._id }))!.ids).length, 1, "only the early event stays listed there");
   assert.equal(await monthUsage(), monthsBefore, "calendar months are by timestamp: unchanged");
   await api.post("/events/batch", [at(Date.now(), 1)]);
   close((await api.get(`/users/${userId}/usage`)).body.total_cost, 7);
