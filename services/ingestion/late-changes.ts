@@ -97,7 +97,7 @@ export async function settleLateChanges(deps: IngestionDeps, productId: string, 
   }
   if (!from) return changed;
   // Lists are written when a job completes, so a job since the start may hold such events.
-  const jobs = await deps.arrivals.jobsSince(productId, new Date(Math.max(from.getTime(), recordedSince - deps.lateChangeWindowMs)), now);
+  const jobs = await deps.arrivals.jobsSince(productId, from, now);
   if (jobs.length === 0) return changed;
   const entries: Entry[] = [];
   for (const list of await deps.arrivals.get(jobs.flatMap((j) => [...suspect.keys()].map((c) => listId(j, c))))) {

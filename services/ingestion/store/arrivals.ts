@@ -69,10 +69,11 @@ export class ArrivalStore {
     }
   }
 
-  /** Jobs that recorded lists in `productId` from `from` on. */
+  /** Jobs that recorded lists in `productId` from `from` on (within the window: older ones are gone). */
   async jobsSince(productId: string, from: Date, now: Date): Promise<string[]> {
+    const first = Math.max(from.getTime(), now.getTime() - this.windowMs - BUCKET_MS);
     const ids: string[] = [];
-    for (let b = Math.floor(from.getTime() / BUCKET_MS) * BUCKET_MS; b <= now.getTime(); b += BUCKET_MS) ids.push(`${productId}|${b}`);
+    for (let b = Math.floor(first / BUCKET_MS) * BUCKET_MS; b <= now.getTime(); b += BUCKET_MS) ids.push(`${productId}|${b}`);
     const docs = await this.buckets.find({ _id: { $in: ids } }).toArray();
     return docs.flatMap((d) => Object.keys(d.jobs));
   }
