@@ -2,7 +2,8 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { TenancyService } from "@meter/proto/meter/tenancy/v1/tenancy_pb";
+import { create } from "@bufbuild/protobuf";
+import { AuthenticateRequestSchema, TenancyService } from "@meter/proto/meter/tenancy/v1/tenancy_pb";
 import { capturingLogger } from "../../test/support/log-lines.ts";
 import { eventually } from "../../test/support/eventually.ts";
 import { rpcFailure } from "../../test/support/rpc.ts";
@@ -17,6 +18,8 @@ interface Seen {
   requestId?: string;
   timeoutMs?: number;
   aborted?: boolean;
+  request?: unknown;
+  answer?: unknown;
 }
 
 /** A stand-in service whose one RPC reports what its handler saw. */
@@ -27,14 +30,16 @@ function probeModule(seen: Seen[]): ServiceModule {
     routes(router) {
       router.service(TenancyService, {
         async authenticate(req, ctx) {
-          const s: Seen = { requestId: currentContext()?.requestId, timeoutMs: ctx.timeoutMs() };
+          const s: Seen = { requestId: currentContext()?.requestId, timeoutMs: ctx.timeoutMs(), request: req };
           seen.push(s);
           if (req.apiKey === "missing") throw new ConnectError("no such key", Code.NotFound);
           if (req.apiKey === "stall") {
             await new Promise((resolve) => ctx.signal.addEventListener("abort", resolve));
             s.aborted = true;
           }
-          return { productId: `product of ${req.apiKey}` };
+          const answer = { productId: `product of ${req.apiKey}` };
+          s.answer = answer;
+          return answer;
         },
       });
     },
@@ -86,6 +91,34 @@ for (const way of ["in-process", "network"] as const) {
       assert.is(err?.rawMessage, "no such key");
       assert.is(await answered("not_found"), before + 1);
       assert.is(lines.find((l) => l.msg === "rpc refused")?.via, way);
+    } finally {
+      await listener.close();
+    }
+  });
+
+  test(`${way}: the handler and the caller share no object; a method not implemented is Unimplemented`, async () => {
+    const { listener, seen, client } = await served(way);
+    try {
+      const sent = create(AuthenticateRequestSchema, { apiKey: "k4" });
+      const res = await client.authenticate(sent);
+      assert.is(res.productId, "product of k4");
+      assert.is.not(seen[0]!.request, sent, "the handler got a decoded copy of the request");
+      assert.is.not(res, seen[0]!.answer, "the caller got a decoded copy of the answer");
+      assert.is((await rpcFailure(client.listProducts({})))?.code, Code.Unimplemented);
+    } finally {
+      await listener.close();
+    }
+  });
+
+  test(`${way}: a call the caller cancels fails as Canceled and the handler is told`, async () => {
+    const { listener, seen, client } = await served(way);
+    try {
+      const caller = new AbortController();
+      const call = client.authenticate({ apiKey: "stall" }, { signal: caller.signal });
+      await eventually(() => seen.length === 1, 10_000, "the call to reach the handler");
+      caller.abort();
+      assert.is((await rpcFailure(call))?.code, Code.Canceled);
+      await eventually(() => seen[0]?.aborted, 10_000, "the handler's signal to abort");
     } finally {
       await listener.close();
     }

@@ -8,7 +8,6 @@ import {
   Code,
   ConnectError,
   createClient,
-  createRouterTransport,
   type Client,
   type ConnectRouter,
   type ConnectRouterOptions,
@@ -25,6 +24,7 @@ import {
 import { REQUEST_ID_HEADER, currentContext, isAcceptableRequestId, runWithContext } from "./context.ts";
 import type { Logger } from "./logger.ts";
 import { metricsText, rpcDuration, rpcRequests } from "./metrics.ts";
+import { inProcessTransport } from "./rpc-in-process.ts";
 
 /** Largest RPC message accepted; the gateway enforces tighter HTTP body limits first. */
 export const RPC_MAX_BYTES = 64 * 1024 * 1024;
@@ -294,15 +294,37 @@ const clientOptions = { interceptors: [propagateRequestId], readMaxBytes: RPC_MA
 /** Modules served in this process, by the base URL of the port that also serves them. */
 const inProcess = new Map<string, Transport>();
 
+/** The gRPC transport to a base URL: one HTTP/2 session per base URL, shared by all its clients. */
+const networkTransports = new Map<string, Transport>();
+function networkTransport(baseUrl: string): Transport {
+  let t = networkTransports.get(baseUrl);
+  if (!t) {
+    t = createGrpcTransport({ baseUrl, ...clientOptions });
+    networkTransports.set(baseUrl, t);
+  }
+  return t;
+}
+
 /**
- * Lets callers in this process reach the modules without the network: calls addressed to
- * `url` go through Connect's router transport to the same routes, interceptors and limits
- * as the port, still encoded and decoded as messages (so a handler never shares an object
- * with its caller) and bounded by the same deadlines. Returns the function that withdraws it.
+ * Lets callers in this process reach the modules without the network: unary calls addressed
+ * to `url` go straight to the same routes, interceptors and limits as the port
+ * (`rpc-in-process.ts`), still encoded and decoded as messages (so a handler never shares an
+ * object with its caller) and bounded by the same deadlines. Returns the function that
+ * withdraws it.
  */
 function serveInProcess(url: string, modules: readonly ServiceModule[], logger: Logger): () => void {
   const { options, routes } = serverRouter(modules, logger, "in-process");
-  const transport = createRouterTransport(routes, { router: options, transport: clientOptions });
+  const transport = inProcessTransport(
+    routes,
+    {
+      baseUrl: url,
+      serverInterceptors: options.interceptors ?? [],
+      clientInterceptors: clientOptions.interceptors,
+      maxBytes: RPC_MAX_BYTES,
+      defaultTimeoutMs: clientOptions.defaultTimeoutMs,
+    },
+    networkTransport(url),
+  );
   inProcess.set(url, transport);
   return () => {
     if (inProcess.get(url) === transport) inProcess.delete(url);
@@ -320,7 +342,7 @@ const transports = new Map<string, Transport>();
 export function grpcTransport(baseUrl: string): Transport {
   let t = transports.get(baseUrl);
   if (!t) {
-    const grpc = createGrpcTransport({ baseUrl, ...clientOptions });
+    const grpc = networkTransport(baseUrl);
     t = {
       unary: (...args) => (inProcess.get(baseUrl) ?? grpc).unary(...args),
       stream: (...args) => (inProcess.get(baseUrl) ?? grpc).stream(...args),
