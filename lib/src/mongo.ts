@@ -30,6 +30,22 @@ export function isDuplicateKeyError(err: unknown): boolean {
   return err.code === 1 && /UNIQUE constraint failed/.test(err.message);
 }
 
+/** Ids per findByIds read: under the 10,000 the embedded database reads through its `_id` index. */
+const IDS_PER_READ = 5_000;
+
+/**
+ * The documents with these `_id`s (absent ones are left out), read with `{_id: {$in}}` a few
+ * thousand at a time: the one filter besides `_id` equality that the embedded database answers
+ * from its index (lib/src/embedded-db.ts).
+ */
+export async function findByIds<T extends Document>(col: Collection<T>, ids: readonly InferIdType<T>[]): Promise<T[]> {
+  const out: T[] = [];
+  for (let i = 0; i < ids.length; i += IDS_PER_READ) {
+    out.push(...((await col.find({ _id: { $in: ids.slice(i, i + IDS_PER_READ) } } as Filter<T>).toArray()) as T[]));
+  }
+  return out;
+}
+
 /** Documents one deleteInRounds round removes (under SQLite's 32,766 variables a statement). */
 const DELETE_ROUND = 10_000;
 

@@ -1,5 +1,5 @@
 import type { Collection, Db } from "mongodb";
-import { deleteInRounds, isDuplicateKeyError } from "@meter/lib/mongo";
+import { deleteInRounds, findByIds, isDuplicateKeyError } from "@meter/lib/mongo";
 import { insertIgnoringDuplicates } from "./usage-events.ts";
 
 /**
@@ -80,13 +80,7 @@ export class ArrivalStore {
 
   /** Lists by `_id` (absent ones are left out). */
   async get(ids: readonly string[]): Promise<{ _id: string; ids: string[]; latest: number }[]> {
-    const out: { _id: string; ids: string[]; latest: number }[] = [];
-    for (let i = 0; i < ids.length; i += IN_CHUNK) {
-      for (const d of await this.lists.find({ _id: { $in: ids.slice(i, i + IN_CHUNK) } }).toArray()) {
-        out.push({ _id: d._id, ids: JSON.parse(d.ids) as string[], latest: d.latest });
-      }
-    }
-    return out;
+    return (await findByIds(this.lists, ids)).map((d) => ({ _id: d._id, ids: JSON.parse(d.ids) as string[], latest: d.latest }));
   }
 
   /**
@@ -105,7 +99,7 @@ export class ArrivalStore {
     while (due()) {
       const lists: string[] = [];
       const buckets = new Set<string>();
-      while (due() && lists.length < IN_CHUNK) {
+      while (due() && lists.length < IDS_PER_DELETE) {
         const w = this.written.shift()!;
         lists.push(...w.lists);
         buckets.add(w.bucket);
@@ -121,4 +115,5 @@ export class ArrivalStore {
   }
 }
 
-const IN_CHUNK = 5_000;
+/** Lists deleted per command (by `_id`, through the embedded database's index). */
+const IDS_PER_DELETE = 5_000;

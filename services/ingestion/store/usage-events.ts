@@ -1,6 +1,6 @@
 import type { Collection, Db, Filter } from "mongodb";
 import { MongoBulkWriteError } from "mongodb";
-import { deleteInRounds, isDuplicateKeyError } from "@meter/lib/mongo";
+import { deleteInRounds, findByIds, isDuplicateKeyError } from "@meter/lib/mongo";
 import type { JobDoc } from "./jobs.ts";
 
 export type EventSource = "auto" | "manual";
@@ -74,12 +74,8 @@ export class UsageEventStore {
   }
 
   /** Events by stored `_id`, read by `_id` lists (absent ones are left out). */
-  async getMany(ids: readonly string[]): Promise<UsageEventDoc[]> {
-    const out: UsageEventDoc[] = [];
-    for (let i = 0; i < ids.length; i += IN_CHUNK) {
-      out.push(...(await this.events.find({ _id: { $in: ids.slice(i, i + IN_CHUNK) } }).toArray()));
-    }
-    return out;
+  getMany(ids: readonly string[]): Promise<UsageEventDoc[]> {
+    return findByIds(this.events, ids);
   }
 
   /** The events a job inserted (read when another request completes it). */
@@ -89,26 +85,15 @@ export class UsageEventStore {
 }
 
 /**
- * The documents among a job's offered ids that carry the job's id. Read one by one: on the
- * embedded database only a lookup by `_id` uses an index (`$in` or a filter on `job` would
- * read the whole collection), and these reads run concurrently.
+ * The documents among a job's offered ids that carry the job's id, read by `_id` (a filter on
+ * `job` would read the whole collection on the embedded database).
  */
 export async function insertedBy<D extends { _id: string; job: string }>(
   collection: Collection<D>,
   job: Pick<JobDoc, "_id" | "ids">,
 ): Promise<D[]> {
-  const out: D[] = [];
-  for (let i = 0; i < job.ids.length; i += READ_CHUNK) {
-    const docs = await Promise.all(job.ids.slice(i, i + READ_CHUNK).map((id) => collection.findOne({ _id: id } as Filter<D>)));
-    for (const d of docs) if (d && d.job === job._id) out.push(d as D);
-  }
-  return out;
+  return (await findByIds(collection, job.ids as never)).filter((d) => d.job === job._id);
 }
-
-const READ_CHUNK = 64;
-
-/** Ids per `$in` read (the embedded database reads up to 10,000 by its index). */
-const IN_CHUNK = 5_000;
 
 /** insertMany that treats duplicate keys as "already there", returning the ids it inserted. */
 export async function insertIgnoringDuplicates<D extends { _id: string }>(

@@ -1,7 +1,7 @@
 import { v7 as uuidv7 } from "uuid";
 import { LRUCache } from "lru-cache";
 import { MongoServerError, type Collection, type Db } from "mongodb";
-import { isDuplicateKeyError } from "@meter/lib/mongo";
+import { findByIds, isDuplicateKeyError } from "@meter/lib/mongo";
 import { PLAN_FIELDS, type PlanValues, type Rate } from "../settings.ts";
 
 /**
@@ -114,8 +114,7 @@ export class PlanStore {
   }
 
   private async byIds(ids: Iterable<string>): Promise<PlanDoc[]> {
-    const unique = [...new Set(ids)];
-    return unique.length === 0 ? [] : this.plans.find({ _id: { $in: unique } }).toArray();
+    return findByIds(this.plans, [...new Set(ids)]);
   }
 
   /**

@@ -1,4 +1,5 @@
 import type { Collection, Db } from "mongodb";
+import { findByIds } from "@meter/lib/mongo";
 
 /** Subscribers of one plan: users whose latest subscription names it. */
 interface PlanSubscribersDoc {
@@ -30,8 +31,7 @@ export class SubscriberStore {
   }
 
   async countsOf(productId: string, planIds: readonly string[]): Promise<Map<string, number>> {
-    if (planIds.length === 0) return new Map();
-    const docs = await this.counts.find({ _id: { $in: planIds.map((id) => `${productId}:${id}`) } }).toArray();
+    const docs = await findByIds(this.counts, planIds.map((id) => `${productId}:${id}`));
     const n = new Map(docs.map((d) => [d._id, d.n]));
     return new Map(planIds.map((id) => [id, n.get(`${productId}:${id}`) ?? 0]));
   }

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Collection, Db } from "mongodb";
-import { isDuplicateKeyError } from "@meter/lib/mongo";
+import { findByIds, isDuplicateKeyError } from "@meter/lib/mongo";
 
 /** One subscription of a user: which plan, for which billing window, set when. */
 export interface SubscriptionEntry {
@@ -112,7 +112,7 @@ export class UserStore {
    */
   async getMany(productId: string, externalUserIds: readonly string[]): Promise<UserDoc[]> {
     const keys = [...new Set(externalUserIds)].map((id) => userKey(productId, id));
-    const docs = new Map((await this.users.find({ _id: { $in: keys } }).toArray()).map((d) => [d._id, d]));
+    const docs = new Map((await findByIds(this.users, keys)).map((d) => [d._id, d]));
     return keys.flatMap((k) => {
       const doc = docs.get(k);
       return doc ? [fromStored(doc)] : [];
