@@ -14,7 +14,11 @@
 //     a row, then IDLE_SETTLE_MS more for analytics' roll-up). Both figures are printed, and
 //     beside the second the share of those sessions the gateway itself answered within 5 ms
 //     (its meter_http_request_duration_seconds histogram): what the client sees beyond that
-//     is the client's and the machine's;
+//     is the client's and the machine's. Then the same users' sessions once more, in another
+//     order ("refresh, idle"): the client library reads a user's session when it starts serving
+//     that user and again every refreshIntervalMs (60 s), so most sessions a product asks for
+//     are of users read within the last minutes (whose user document the plans service then
+//     holds in memory, services/plans/README.md "User cache");
 //   - ResolveUsers of 1,000 random users (what ingestion asks per batch), median of 3;
 //   - ingestion events/s: BENCH_BATCHES batches of BENCH_BATCH events through POST /events/batch,
 //     each batch for BENCH_BATCH_USERS users drawn at random from the whole population,
@@ -36,6 +40,7 @@ import os from "node:os";
 import path from "node:path";
 import pMap from "p-map";
 import { startEmbeddedDb } from "@meter/lib/embedded-db";
+import { createLogger } from "@meter/lib/logger";
 import { connectMongo } from "@meter/lib/mongo";
 import { LIVENESS, rpcClient } from "@meter/lib/rpc";
 import { Health } from "@meter/proto/grpc/health/v1/health_pb";
@@ -76,7 +81,7 @@ async function startStack(inProcessRpc: boolean): Promise<Stack> {
 
 const stack = await startStack(true);
 const mongo = await connectMongo(mongoUrl);
-const users = new UserStore(mongo.db(`${dbPrefix}_plans`));
+const users = new UserStore(mongo.db(`${dbPrefix}_plans`), { logger: createLogger("bench-scale", "warn") });
 const subscribers = new SubscriberStore(mongo.db(`${dbPrefix}_plans`));
 
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? 0;
@@ -219,6 +224,17 @@ async function idle(): Promise<number> {
   return (performance.now() - t) / 1000;
 }
 
+/** The sessions of `users` again, in another order: the client library's refresh of a user it serves. */
+async function refreshes(users: string[]): Promise<Timing> {
+  const times: number[] = [];
+  for (const u of [...users].sort(() => Math.random() - 0.5)) {
+    const t = performance.now();
+    await checkedSession(api)(u);
+    times.push(performance.now() - t);
+  }
+  return summary(times);
+}
+
 async function resolveThousand(size: number): Promise<number> {
   const plansRpc = rpcClient(PlansService, stack.rpcUrl);
   const times: number[] = [];
@@ -273,7 +289,7 @@ console.log(
     `load average ${os.loadavg().map((l) => l.toFixed(1)).join(" ")} on ${os.cpus().length} cores`,
 );
 console.log(
-  "\n   users   created+subscribed/s   session p50/p99 ms   (over gRPC)   alone, idle   gateway <= 5 ms   idle after s   resolve 1000 ms   ingest events/s   vs first   batch p50 ms   batch p99 ms   seeded in s   503 retries   load avg",
+  "\n   users   created+subscribed/s   session p50/p99 ms   (over gRPC)   alone, idle   refresh, idle   gateway <= 5 ms   idle after s   resolve 1000 ms   ingest events/s   vs first   batch p50 ms   batch p99 ms   seeded in s   503 retries   load avg",
 );
 const ms = (t: Timing) => `${t.p50.toFixed(2)}/${t.p99.toFixed(2)}`;
 let have = 0;
@@ -299,15 +315,17 @@ for (const size of SIZES) {
   await grpcStack.close();
   const drained = await idle();
   const before = await gatewaySessions();
-  const alone = (await timeAlternating(size, { "in-process": checkedSession(api) }))["in-process"]!;
+  const read: string[] = [];
+  const alone = (await timeAlternating(size, { "in-process": (u) => (read.push(u), checkedSession(api)(u)) }))["in-process"]!;
   const after = await gatewaySessions();
+  const refresh = await refreshes(read);
   const gatewayFast = (100 * (after.fast - before.fast)) / Math.max(1, after.all - before.all);
   profiles.push(
     [`${String(size).padStart(8)}  load avg ${os.loadavg()[0]!.toFixed(1)}`, ...Object.entries(parts).map(([k, v]) => `          ${k.padEnd(28)} ${ms(v)}`)].join("\n"),
   );
   console.log(
     `${String(size).padStart(8)}${rate.toFixed(1).padStart(23)}${ms(session["in-process"]).padStart(21)}${ms(session.gRPC).padStart(14)}` +
-      `${ms(alone).padStart(15)}${`${gatewayFast.toFixed(1)}%`.padStart(18)}${drained.toFixed(1).padStart(15)}` +
+      `${ms(alone).padStart(15)}${ms(refresh).padStart(17)}${`${gatewayFast.toFixed(1)}%`.padStart(18)}${drained.toFixed(1).padStart(15)}` +
       `${resolve.toFixed(0).padStart(18)}${ingest.eps.toFixed(0).padStart(18)}${(ingest.eps / firstEps).toFixed(2).padStart(11)}${ingest.p50.toFixed(0).padStart(15)}${ingest.p99.toFixed(0).padStart(15)}${seeded.toFixed(1).padStart(14)}${String(ingest.retries).padStart(14)}${os.loadavg()[0]!.toFixed(1).padStart(11)}`,
   );
 }

@@ -1,4 +1,4 @@
-import { MongoClient, MongoServerError, type Collection, type Db, type Document, type Filter, type InferIdType } from "mongodb";
+import { MongoClient, MongoServerError, type Collection, type Db, type Document, type Filter, type FindOptions, type InferIdType } from "mongodb";
 
 /** The one way to open MongoDB: a client with sane timeouts, verified with a ping. */
 export async function connectMongo(url: string): Promise<MongoClient> {
@@ -38,10 +38,10 @@ const IDS_PER_READ = 5_000;
  * thousand at a time: the one filter besides `_id` equality that the embedded database answers
  * from its index (lib/src/embedded-db.ts).
  */
-export async function findByIds<T extends Document>(col: Collection<T>, ids: readonly InferIdType<T>[]): Promise<T[]> {
+export async function findByIds<T extends Document>(col: Collection<T>, ids: readonly InferIdType<T>[], options?: FindOptions): Promise<T[]> {
   const out: T[] = [];
   for (let i = 0; i < ids.length; i += IDS_PER_READ) {
-    out.push(...((await col.find({ _id: { $in: ids.slice(i, i + IDS_PER_READ) } } as Filter<T>).toArray()) as T[]));
+    out.push(...((await col.find({ _id: { $in: ids.slice(i, i + IDS_PER_READ) } } as Filter<T>, options).toArray()) as T[]));
   }
   return out;
 }

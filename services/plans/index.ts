@@ -16,6 +16,8 @@ import { resolveUsers } from "./handlers/resolve-users.ts";
 import { setSubscription } from "./handlers/set-subscription.ts";
 import { updatePlan } from "./handlers/update-plan.ts";
 
+const MB = 1024 * 1024;
+
 export { plansSettings, plansSettingsFields } from "./config.ts";
 
 export interface PlansServiceOptions {
@@ -24,12 +26,14 @@ export interface PlansServiceOptions {
   peers: PeerUrls;
   /** PLAN_CACHE_MS (see PlanStore.resolved); 0 reads every plan from the database. */
   planCacheMs?: number;
+  /** USER_CACHE_MB in bytes (see UserCache); 0 reads every user from the database. */
+  userCacheBytes?: number;
 }
 
 /** The plans service: plans, end users and their subscription history. */
 export async function createPlansService(opts: PlansServiceOptions): Promise<ServiceModule> {
   const plans = new PlanStore(opts.db, { cacheMs: opts.planCacheMs ?? 1_000 });
-  const users = new UserStore(opts.db);
+  const users = new UserStore(opts.db, { logger: opts.logger, cacheBytes: opts.userCacheBytes ?? 64 * MB });
   const subscribers = new SubscriberStore(opts.db);
   await plans.init();
   const deps = { plans, users, subscribers, logger: opts.logger };
@@ -49,5 +53,11 @@ export async function createPlansService(opts: PlansServiceOptions): Promise<Ser
       });
     },
     healthy: () => pingDb(opts.db),
+    async start() {
+      users.cache.start();
+    },
+    async stop() {
+      await users.cache.stop();
+    },
   };
 }

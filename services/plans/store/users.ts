@@ -1,6 +1,8 @@
 import { randomUUID } from "node:crypto";
 import type { Collection, Db } from "mongodb";
+import type { Logger } from "@meter/lib/logger";
 import { findByIds, isDuplicateKeyError } from "@meter/lib/mongo";
+import { UserCache } from "./user-cache.ts";
 
 /** One subscription of a user: which plan, for which billing window, set when. */
 export interface SubscriptionEntry {
@@ -57,6 +59,12 @@ export function userKey(productId: string, externalUserId: string): string {
   return `${productId}:${externalUserId}`;
 }
 
+export interface UserStoreOptions {
+  logger: Logger;
+  /** USER_CACHE_MB in bytes: users kept in memory (UserCache); 0 reads every user from the database. */
+  cacheBytes?: number;
+}
+
 function fromStored(d: StoredUser): UserDoc {
   const subscriptions = d.subscriptions.map((s, i) => ({ ...s, seq: i + 1 }));
   return {
@@ -73,9 +81,12 @@ function fromStored(d: StoredUser): UserDoc {
 
 export class UserStore {
   private readonly users: Collection<StoredUser>;
+  /** Changes are announced to the other replicas' caches whether or not this one caches. */
+  readonly cache: UserCache;
 
-  constructor(db: Db) {
+  constructor(db: Db, opts: UserStoreOptions) {
     this.users = db.collection<StoredUser>("users");
+    this.cache = new UserCache(db, opts.logger, opts.cacheBytes ?? 0);
   }
 
   /** Inserts a user; null when the product already has that external_user_id. */
@@ -101,21 +112,19 @@ export class UserStore {
   }
 
   async get(productId: string, externalUserId: string): Promise<UserDoc | null> {
-    // The filter is `_id` alone: the embedded database pushes down nothing else.
-    const doc = await this.users.findOne({ _id: userKey(productId, externalUserId) });
-    return doc ? fromStored(doc) : null;
+    return (await this.getMany(productId, [externalUserId]))[0] ?? null;
   }
 
   /**
-   * The users that exist among `externalUserIds`, in one query by `_id` list (the embedded
-   * database narrows it by its `_id` index too), in the order asked.
+   * The users that exist among `externalUserIds`, in the order asked: from the cache, and the
+   * rest in one query by `_id` list (the embedded database narrows it by its `_id` index too).
    */
   async getMany(productId: string, externalUserIds: readonly string[]): Promise<UserDoc[]> {
     const keys = [...new Set(externalUserIds)].map((id) => userKey(productId, id));
-    const docs = new Map((await findByIds(this.users, keys)).map((d) => [d._id, d]));
+    const docs = await this.cache.read(keys, (missing) => findByIds(this.users, missing, { raw: true }) as Promise<unknown[]> as Promise<Buffer[]>);
     return keys.flatMap((k) => {
       const doc = docs.get(k);
-      return doc ? [fromStored(doc)] : [];
+      return doc ? [fromStored(doc as StoredUser)] : [];
     });
   }
 
@@ -130,10 +139,13 @@ export class UserStore {
     entry: Omit<StoredEntry, "id">,
   ): Promise<{ user: UserDoc; entry: SubscriptionEntry } | null> {
     const id = randomUUID();
-    const doc = await this.users.findOneAndUpdate(
-      { _id: userKey(productId, externalUserId) },
-      { $push: { subscriptions: { id, ...entry } }, $max: { updated_at: entry.effective_at } },
-      { returnDocument: "after" },
+    const key = userKey(productId, externalUserId);
+    const doc = await this.cache.change(key, () =>
+      this.users.findOneAndUpdate(
+        { _id: key },
+        { $push: { subscriptions: { id, ...entry } }, $max: { updated_at: entry.effective_at } },
+        { returnDocument: "after" },
+      ),
     );
     if (!doc) return null;
     const user = fromStored(doc);

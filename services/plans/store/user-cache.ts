@@ -1,0 +1,225 @@
+import { BSON, type Collection, type Db } from "mongodb";
+import { LRUCache } from "lru-cache";
+import type { Logger } from "@meter/lib/logger";
+import { findByIds, isDuplicateKeyError } from "@meter/lib/mongo";
+
+/**
+ * How replicas learn of each other's user changes: the `user_changes` collection is a ring of
+ * SLOTS documents, one per second (`_id` = second mod SLOTS), each naming the users changed in
+ * that second. Its size never grows, and every read and write of it is by `_id`.
+ */
+const SLOTS = 600;
+/**
+ * A second's slot names at most this many users; a full slot means "every user" (a bulk
+ * change), so that no slot grows past a few kilobytes however many users change at once.
+ */
+const KEYS_PER_SLOT = 100;
+/**
+ * Every poll reads back this many seconds, so a change is applied again and again for as long:
+ * a replica whose cached read raced the change reads the user again at its next poll, and a
+ * writer's clock may lag the readers' by up to this much.
+ */
+const WINDOW_S = 10;
+const POLL_MS = 500;
+/** Backstop for a change whose writer died between writing the user and naming it again. */
+const TTL_MS = 10 * 60_000;
+
+interface ChangeSlot {
+  /** A string: the embedded database looks up only string and ObjectId `_id`s by its index. */
+  _id: string;
+  second: number;
+  keys: string[];
+  /** Users named in this second, up to KEYS_PER_SLOT. */
+  n: number;
+}
+
+const slotOf = (second: number) => String(second % SLOTS);
+const nowSecond = () => Math.floor(Date.now() / 1000);
+
+/**
+ * A read-through cache of user documents for the plans service, kept exact within this
+ * process and within about POLL_MS across replicas:
+ * - this process forgets a user as soon as its own write of it returns;
+ * - every write names the user in `user_changes` before it is made (and again after, when it
+ *   took long); every replica polls the last WINDOW_S seconds of it and forgets whom it names;
+ * - a read that was under way when its user was forgotten is not kept (it may hold the user
+ *   as it was before the change).
+ * Documents are kept as the BSON the database sent (one buffer each, nothing for the garbage
+ * collector to walk), bounded by size; a user that does not exist is never cached.
+ */
+export class UserCache {
+  private readonly docs: LRUCache<string, Buffer>;
+  private readonly enabled: boolean;
+  private readonly changes: Collection<ChangeSlot>;
+  /** Orders reads and forgettings: a read may be kept only if nothing forgot its user since it began. */
+  private tick = 0;
+  private readonly forgotten = new Map<string, number>();
+  private clearedAt = 0;
+  /** Ticks at which the reads under way began. */
+  private readonly inFlight = new Set<number>();
+  private lastPolled = nowSecond();
+  /** A second whose slot this process found full: its other changes need not be named. */
+  private fullSecond = -1;
+  private timer?: NodeJS.Timeout;
+  private polling?: Promise<void>;
+
+  constructor(
+    db: Db,
+    private readonly logger: Logger,
+    maxBytes: number,
+  ) {
+    this.enabled = maxBytes > 0;
+    this.docs = new LRUCache({ maxSize: Math.max(1, maxBytes), sizeCalculation: (b) => b.byteLength + 64, ttl: TTL_MS });
+    this.changes = db.collection<ChangeSlot>("user_changes");
+  }
+
+  /**
+   * The documents of `keys` that exist, from memory where this cache holds them and by `load`
+   * (raw BSON documents by `_id`) for the rest.
+   */
+  async read(keys: readonly string[], load: (missing: string[]) => Promise<Buffer[]>): Promise<Map<string, BSON.Document>> {
+    const out = new Map<string, BSON.Document>();
+    const missing: string[] = [];
+    for (const k of keys) {
+      const hit = this.enabled ? this.docs.get(k) : undefined;
+      if (hit) out.set(k, BSON.deserialize(hit));
+      else missing.push(k);
+    }
+    if (missing.length === 0) return out;
+    const began = this.begin();
+    try {
+      for (const raw of await load(missing)) {
+        const doc = BSON.deserialize(raw);
+        const key = doc._id as string;
+        out.set(key, doc);
+        if (this.enabled && this.keepable(key, began)) this.docs.set(key, copy(raw));
+      }
+    } finally {
+      this.end(began);
+    }
+    return out;
+  }
+
+  /**
+   * Runs `write`, a change of the user `key`, so that every replica's cache lets go of it:
+   * named to the others before (and again after, when the write took long enough that their
+   * polls may have read past the first naming), forgotten here once it returns.
+   */
+  async change<T>(key: string, write: () => Promise<T>): Promise<T> {
+    const started = Date.now();
+    // A change the other replicas cannot be told of is not made: the caller gets the database's
+    // error (and may retry) rather than replicas answering the user as it was for TTL_MS.
+    await this.announce(key);
+    try {
+      return await write();
+    } finally {
+      this.forget(key);
+      if (Date.now() - started > (WINDOW_S * 1000) / 2) {
+        await this.announce(key).catch((err) => this.logger.warn({ err, key }, "could not announce a slow user change again; other replicas may hold the user as it was for up to 10 minutes"));
+      }
+    }
+  }
+
+  /**
+   * Names `key` in this second's slot: one update, unless this second has not started its slot
+   * yet (then it is started afresh over the second it held before).
+   */
+  private async announce(key: string): Promise<void> {
+    const second = nowSecond();
+    if (second === this.fullSecond) return;
+    const id = slotOf(second);
+    const add = () => this.changes.updateOne({ _id: id, second, n: { $lt: KEYS_PER_SLOT } }, { $addToSet: { keys: key }, $inc: { n: 1 } });
+    if ((await add()).matchedCount > 0) return;
+    try {
+      await this.changes.updateOne({ _id: id, second: { $lt: second } }, { $set: { second, keys: [key], n: 1 } }, { upsert: true });
+      return;
+    } catch (err) {
+      if (!isDuplicateKeyError(err)) throw err;
+    }
+    // The slot holds this second already: full (every user, which names this one too, and
+    // the rest of this second's changes), or started by another writer a moment ago.
+    if ((await add()).matchedCount === 0) this.fullSecond = second;
+  }
+
+  private forget(key: string): void {
+    this.forgotten.set(key, ++this.tick);
+    this.docs.delete(key);
+  }
+
+  /** Polls the other replicas' changes (nothing to poll when this process caches nothing). */
+  start(): void {
+    if (!this.enabled) return;
+    this.lastPolled = nowSecond();
+    this.timer = setInterval(() => {
+      this.polling ??= this.poll().finally(() => (this.polling = undefined));
+    }, POLL_MS);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    await this.polling;
+  }
+
+  /** Reads the seconds since the last poll (and WINDOW_S before) and forgets whom they name. */
+  async poll(): Promise<void> {
+    const now = nowSecond();
+    const from = this.lastPolled - WINDOW_S;
+    if (now - from >= SLOTS - 1) {
+      // Longer than the ring holds since the last poll: anything may have changed.
+      this.clear();
+      this.lastPolled = now;
+      return;
+    }
+    const seconds = Array.from({ length: now - from + 1 }, (_, i) => from + i);
+    let slots: ChangeSlot[];
+    try {
+      slots = await findByIds(this.changes, seconds.map(slotOf));
+    } catch (err) {
+      this.logger.warn({ err }, "could not read other replicas' user changes; will read them again");
+      return;
+    }
+    const wanted = new Set(seconds);
+    for (const slot of slots) {
+      if (!wanted.has(slot.second)) continue;
+      if (slot.n >= KEYS_PER_SLOT) this.clear();
+      else for (const k of slot.keys) this.forget(k);
+    }
+    this.lastPolled = now;
+    this.pruneForgotten();
+  }
+
+  private clear(): void {
+    this.clearedAt = ++this.tick;
+    this.docs.clear();
+  }
+
+  private begin(): number {
+    const began = ++this.tick;
+    this.inFlight.add(began);
+    return began;
+  }
+
+  private end(began: number): void {
+    this.inFlight.delete(began);
+    if (this.inFlight.size === 0) this.forgotten.clear();
+  }
+
+  private keepable(key: string, began: number): boolean {
+    return this.clearedAt < began && (this.forgotten.get(key) ?? 0) < began;
+  }
+
+  /** Forgettings older than every read under way can no longer refuse one. */
+  private pruneForgotten(): void {
+    let oldest = this.tick + 1;
+    for (const t of this.inFlight) oldest = Math.min(oldest, t);
+    for (const [k, t] of this.forgotten) if (t < oldest) this.forgotten.delete(k);
+  }
+}
+
+/** A buffer of its own: the driver's raw documents are views into the whole reply. */
+function copy(raw: Buffer): Buffer {
+  const own = Buffer.allocUnsafeSlow(raw.byteLength);
+  raw.copy(own);
+  return own;
+}
