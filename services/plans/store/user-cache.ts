@@ -177,6 +177,8 @@ export class UserCache {
       slots = await findByIds(this.changes, seconds.map(slotOf));
     } catch (err) {
       this.logger.warn({ err }, "could not read other replicas' user changes; will read them again");
+      // Unable to hear of changes for more than a few seconds: answer nothing from memory meanwhile.
+      if (now - this.lastPolled > WINDOW_S / 2) this.clear();
       return;
     }
     const wanted = new Set(seconds);
