@@ -34,7 +34,10 @@ interface ChangeSlot {
 }
 
 const slotOf = (second: number) => String(second % SLOTS);
-const nowSecond = () => Math.floor(Date.now() / 1000);
+/** Reads from memory stop when the last poll that read the ring is older than this. */
+const STALE_POLL_MS = 5_000;
+/** Forgettings remembered at most; past it, every read under way is refused instead. */
+const MAX_FORGOTTEN = 10_000;
 
 /**
  * A read-through cache of user documents for the plans service, kept exact within this
@@ -57,7 +60,15 @@ export class UserCache {
   private clearedAt = 0;
   /** Ticks at which the reads under way began. */
   private readonly inFlight = new Set<number>();
-  private lastPolled = nowSecond();
+  /** Reads that began at or before this tick are not kept. */
+  private refuseUpTo = 0;
+  /**
+   * "never": not started (a single process, a tool writing users): memory always answers.
+   * "on": polling, and memory answers while the last good poll is recent. "off": stopped.
+   */
+  private state: "never" | "on" | "off" = "never";
+  private lastPolled: number;
+  private lastGoodPollAt = 0;
   /** A second whose slot this process found full: its other changes need not be named. */
   private fullSecond = -1;
   private timer?: NodeJS.Timeout;
@@ -67,7 +78,10 @@ export class UserCache {
     db: Db,
     private readonly logger: Logger,
     maxBytes: number,
+    /** The clock changes are named and polled by (tests skew it). */
+    private readonly now: () => number = Date.now,
   ) {
+    this.lastPolled = this.second();
     this.enabled = maxBytes > 0;
     this.docs = new LRUCache({ maxSize: Math.max(1, maxBytes), sizeCalculation: (b) => b.byteLength + 64, ttl: TTL_MS });
     this.changes = db.collection<ChangeSlot>("user_changes");
@@ -80,24 +94,31 @@ export class UserCache {
   async read(keys: readonly string[], load: (missing: string[]) => Promise<Buffer[]>): Promise<Map<string, BSON.Document>> {
     const out = new Map<string, BSON.Document>();
     const missing: string[] = [];
+    const memory = this.answersFromMemory();
     for (const k of keys) {
-      const hit = this.enabled ? this.docs.get(k) : undefined;
+      const hit = memory ? this.docs.get(k) : undefined;
       if (hit) out.set(k, BSON.deserialize(hit));
       else missing.push(k);
     }
     if (missing.length === 0) return out;
-    const began = this.begin();
+    const began = memory ? this.begin() : 0;
     try {
       for (const raw of await load(missing)) {
         const doc = BSON.deserialize(raw);
         const key = doc._id as string;
         out.set(key, doc);
-        if (this.enabled && this.keepable(key, began)) this.docs.set(key, copy(raw));
+        if (memory && this.keepable(key, began)) this.docs.set(key, copy(raw));
       }
     } finally {
-      this.end(began);
+      if (memory) this.end(began);
     }
     return out;
+  }
+
+  /** Off, stopped, or polling but not heard from the ring lately: every user from the database. */
+  private answersFromMemory(): boolean {
+    if (!this.enabled || this.state === "off") return false;
+    return this.state === "never" || this.now() - this.lastGoodPollAt <= STALE_POLL_MS;
   }
 
   /**
@@ -106,7 +127,7 @@ export class UserCache {
    * polls may have read past the first naming), forgotten here once it returns.
    */
   async change<T>(key: string, write: () => Promise<T>): Promise<T> {
-    const started = Date.now();
+    const started = this.now();
     // A change the other replicas cannot be told of is not made: the caller gets the database's
     // error (and may retry) rather than replicas answering the user as it was for TTL_MS.
     await this.announce(key);
@@ -114,7 +135,7 @@ export class UserCache {
       return await write();
     } finally {
       this.forget(key);
-      if (Date.now() - started > (WINDOW_S * 1000) / 2) {
+      if (this.now() - started > (WINDOW_S * 1000) / 2) {
         await this.announce(key).catch((err) => this.logger.warn({ err, key }, "could not announce a slow user change again; other replicas may hold the user as it was for up to 10 minutes"));
       }
     }
@@ -125,7 +146,7 @@ export class UserCache {
    * yet (then it is started afresh over the second it held before).
    */
   private async announce(key: string): Promise<void> {
-    const second = nowSecond();
+    const second = this.second();
     if (second === this.fullSecond) return;
     const id = slotOf(second);
     const add = () => this.changes.updateOne({ _id: id, second, n: { $lt: KEYS_PER_SLOT } }, { $addToSet: { keys: key }, $inc: { n: 1 } });
@@ -142,53 +163,72 @@ export class UserCache {
   }
 
   private forget(key: string): void {
+    if (!this.enabled) return;
+    if (this.forgotten.size >= MAX_FORGOTTEN) {
+      // Reads under way for that long a list: refuse them all rather than remember more.
+      this.refuseUpTo = this.tick;
+      this.forgotten.clear();
+    }
     this.forgotten.set(key, ++this.tick);
     this.docs.delete(key);
   }
 
   /** Polls the other replicas' changes (nothing to poll when this process caches nothing). */
   start(): void {
-    if (!this.enabled) return;
-    this.lastPolled = nowSecond();
+    if (!this.enabled || this.state === "on") return;
+    // What memory holds from before may have changed elsewhere meanwhile.
+    if (this.state === "off") this.clear();
+    this.state = "on";
+    this.lastPolled = this.second();
+    this.lastGoodPollAt = this.now();
     this.timer = setInterval(() => {
       this.polling ??= this.poll().finally(() => (this.polling = undefined));
     }, POLL_MS);
     this.timer.unref();
   }
 
+  /** Stops polling; from then on every user is read from the database. */
   async stop(): Promise<void> {
+    if (this.state !== "on") return;
+    this.state = "off";
     clearInterval(this.timer);
     await this.polling;
+    this.clear();
   }
 
-  /** Reads the seconds since the last poll (and WINDOW_S before) and forgets whom they name. */
+  /**
+   * Reads the seconds since the last poll, WINDOW_S before (a change named before its write
+   * landed is forgotten again) and WINDOW_S ahead (a writer whose clock runs ahead), and
+   * forgets whom they name. Never rejects.
+   */
   async poll(): Promise<void> {
-    const now = nowSecond();
-    const from = this.lastPolled - WINDOW_S;
-    if (now - from >= SLOTS - 1) {
-      // Longer than the ring holds since the last poll: anything may have changed.
-      this.clear();
-      this.lastPolled = now;
-      return;
-    }
-    const seconds = Array.from({ length: now - from + 1 }, (_, i) => from + i);
-    let slots: ChangeSlot[];
     try {
-      slots = await findByIds(this.changes, seconds.map(slotOf));
+      const now = this.second();
+      const from = Math.min(this.lastPolled, now) - WINDOW_S;
+      const to = now + WINDOW_S;
+      if (to - from >= SLOTS - 1) {
+        // Longer than the ring holds since the last poll (or a clock jump): anything may have changed.
+        this.clear();
+      } else {
+        const seconds = Array.from({ length: to - from + 1 }, (_, i) => from + i);
+        const wanted = new Set(seconds);
+        for (const slot of await findByIds(this.changes, seconds.map(slotOf))) {
+          if (!wanted.has(slot.second)) continue;
+          if (slot.n >= KEYS_PER_SLOT) this.clear();
+          else for (const k of slot.keys ?? []) this.forget(k);
+        }
+      }
+      this.lastPolled = now;
+      this.lastGoodPollAt = this.now();
+      this.pruneForgotten();
     } catch (err) {
+      // Memory stops answering once the last good poll is STALE_POLL_MS old (answersFromMemory).
       this.logger.warn({ err }, "could not read other replicas' user changes; will read them again");
-      // Unable to hear of changes for more than a few seconds: answer nothing from memory meanwhile.
-      if (now - this.lastPolled > WINDOW_S / 2) this.clear();
-      return;
     }
-    const wanted = new Set(seconds);
-    for (const slot of slots) {
-      if (!wanted.has(slot.second)) continue;
-      if (slot.n >= KEYS_PER_SLOT) this.clear();
-      else for (const k of slot.keys) this.forget(k);
-    }
-    this.lastPolled = now;
-    this.pruneForgotten();
+  }
+
+  private second(): number {
+    return Math.floor(this.now() / 1000);
   }
 
   private clear(): void {
@@ -208,7 +248,7 @@ export class UserCache {
   }
 
   private keepable(key: string, began: number): boolean {
-    return this.clearedAt < began && (this.forgotten.get(key) ?? 0) < began;
+    return this.clearedAt < began && this.refuseUpTo < began && (this.forgotten.get(key) ?? 0) < began;
   }
 
   /** Forgettings older than every read under way can no longer refuse one. */

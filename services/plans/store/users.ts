@@ -63,6 +63,8 @@ export interface UserStoreOptions {
   logger: Logger;
   /** USER_CACHE_MB in bytes: users kept in memory (UserCache); 0 reads every user from the database. */
   cacheBytes?: number;
+  /** The clock the cache names and polls changes by (tests skew it). */
+  now?: () => number;
 }
 
 function fromStored(d: StoredUser): UserDoc {
@@ -86,7 +88,7 @@ export class UserStore {
 
   constructor(db: Db, opts: UserStoreOptions) {
     this.users = db.collection<StoredUser>("users");
-    this.cache = new UserCache(db, opts.logger, opts.cacheBytes ?? 0);
+    this.cache = new UserCache(db, opts.logger, opts.cacheBytes ?? 0, opts.now);
   }
 
   /** Inserts a user; null when the product already has that external_user_id. */
