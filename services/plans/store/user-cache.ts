@@ -15,9 +15,9 @@ const SLOTS = 600;
  */
 const KEYS_PER_SLOT = 100;
 /**
- * Every poll reads back this many seconds, so a change is applied again and again for as long:
- * a replica whose cached read raced the change reads the user again at its next poll, and a
- * writer's clock may lag the readers' by up to this much.
+ * Every poll reads this many seconds back and ahead, so a change is applied again and again
+ * for as long (a replica whose cached read raced the change reads the user again at its next
+ * poll), and replicas' clocks may differ by up to this much either way.
  */
 const WINDOW_S = 10;
 const POLL_MS = 500;
@@ -44,7 +44,7 @@ const MAX_FORGOTTEN = 10_000;
  * process and within about POLL_MS across replicas:
  * - this process forgets a user as soon as its own write of it returns;
  * - every write names the user in `user_changes` before it is made (and again after, when it
- *   took long); every replica polls the last WINDOW_S seconds of it and forgets whom it names;
+ *   took long); every replica polls it, WINDOW_S seconds back and ahead, and forgets whom it names;
  * - a read that was under way when its user was forgotten is not kept (it may hold the user
  *   as it was before the change).
  * Documents are kept as the BSON the database sent (one buffer each, nothing for the garbage
@@ -57,11 +57,10 @@ export class UserCache {
   /** Orders reads and forgettings: a read may be kept only if nothing forgot its user since it began. */
   private tick = 0;
   private readonly forgotten = new Map<string, number>();
-  private clearedAt = 0;
+  /** Reads that began at or before this tick are not kept (the cache was emptied, or forgettings dropped). */
+  private refuseUpTo = 0;
   /** Ticks at which the reads under way began. */
   private readonly inFlight = new Set<number>();
-  /** Reads that began at or before this tick are not kept. */
-  private refuseUpTo = 0;
   /**
    * "never": not started (a single process, a tool writing users): memory always answers.
    * "on": polling, and memory answers while the last good poll is recent. "off": stopped.
@@ -232,7 +231,7 @@ export class UserCache {
   }
 
   private clear(): void {
-    this.clearedAt = ++this.tick;
+    this.refuseUpTo = ++this.tick;
     this.docs.clear();
   }
 
@@ -248,7 +247,7 @@ export class UserCache {
   }
 
   private keepable(key: string, began: number): boolean {
-    return this.clearedAt < began && this.refuseUpTo < began && (this.forgotten.get(key) ?? 0) < began;
+    return this.refuseUpTo < began && (this.forgotten.get(key) ?? 0) < began;
   }
 
   /** Forgettings older than every read under way can no longer refuse one. */
