@@ -4,7 +4,7 @@ import path from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import type { MongoClient } from "mongodb";
+import { ObjectId, type MongoClient } from "mongodb";
 import { startEmbeddedDb, type EmbeddedDb } from "./embedded-db.ts";
 import { connectMongo, isDuplicateKeyError } from "./mongo.ts";
 import { eventually } from "../../test/support/eventually.ts";
@@ -131,3 +131,104 @@ t("the write-ahead log is emptied once it grows past its limit", async ({ mongo,
 });
 
 t.run();
+
+// The proxy's cache of reads by _id (tools/embedded-db/readcache.go): what one client changes,
+// the next read of another sees, whatever the kind of write. Each document is read before each
+// change (so that its answer is kept) and after it. A small budget makes entries come and go.
+const c = suite<{ dir: string; db: EmbeddedDb; reader: MongoClient; writer: MongoClient }>("embedded database read cache");
+
+c.before(async (ctx) => {
+  ctx.dir = await mkdtemp(path.join(os.tmpdir(), "meter-edb-cache-"));
+  ctx.db = await startEmbeddedDb(ctx.dir, { flags: ["-read-cache-mb", "1"] });
+  ctx.reader = await connectMongo(ctx.db.url);
+  ctx.writer = await connectMongo(ctx.db.url);
+});
+c.after(async (ctx) => {
+  await ctx.reader.close();
+  await ctx.writer.close();
+  await ctx.db.stop();
+  await rm(ctx.dir, { recursive: true, force: true });
+});
+
+type Doc = { _id: string | ObjectId; n?: number; m?: number; k?: number };
+
+c("a read by _id sees every kind of write made through another client at once", async ({ reader, writer }) => {
+  const r = reader.db("cached").collection<Doc>("docs");
+  const w = writer.db("cached").collection<Doc>("docs");
+  /** Reads `id` twice through the reader (the second from the cache, when kept) and checks both. */
+  const reads = async (id: Doc["_id"], expected: Doc | null, what: string) => {
+    for (let i = 0; i < 2; i++) assert.equal(await r.findOne({ _id: id }), expected, what);
+  };
+  await reads("x", null, "missing");
+  await w.insertOne({ _id: "x", n: 1 });
+  await reads("x", { _id: "x", n: 1 }, "insertOne of a document read as missing");
+  await w.updateOne({ _id: "x" }, { $inc: { n: 1 } });
+  await reads("x", { _id: "x", n: 2 }, "updateOne by _id");
+  await w.updateOne({ _id: "x", n: { $lt: 10 } }, { $inc: { n: 1 } });
+  await reads("x", { _id: "x", n: 3 }, "updateOne by _id and more");
+  await w.updateMany({ n: { $gt: 0 } }, { $inc: { n: 10 } });
+  await reads("x", { _id: "x", n: 13 }, "updateMany by another field");
+  await w.updateMany({ _id: { $in: ["x", "y"] } }, { $set: { m: 1 } });
+  await reads("x", { _id: "x", n: 13, m: 1 }, "updateMany by a list of _ids");
+  await w.findOneAndUpdate({ _id: "x" }, { $set: { k: 1 } });
+  await reads("x", { _id: "x", n: 13, m: 1, k: 1 }, "findOneAndUpdate");
+  await w.replaceOne({ _id: "x" }, { n: 0 });
+  await reads("x", { _id: "x", n: 0 }, "replaceOne");
+  await reads("y", null, "missing");
+  await w.updateOne({ _id: "y" }, { $set: { k: 2 } }, { upsert: true });
+  await reads("y", { _id: "y", k: 2 }, "upsert by _id");
+  await reads("z", null, "missing");
+  await w.updateOne({ k: 3 }, { $setOnInsert: { _id: "z" } }, { upsert: true });
+  await reads("z", { _id: "z", k: 3 }, "upsert whose _id is not in the filter");
+  await w.deleteOne({ _id: "y" });
+  await reads("y", null, "deleteOne");
+  await w.deleteMany({ n: 0 });
+  await reads("x", null, "deleteMany by another field");
+  const oid = new ObjectId();
+  await reads(oid, null, "missing ObjectId");
+  await w.bulkWrite([{ insertOne: { document: { _id: oid, n: 1 } } }, { updateOne: { filter: { _id: oid }, update: { $inc: { n: 1 } } } }]);
+  await reads(oid, { _id: oid, n: 2 }, "bulkWrite with an ObjectId _id");
+  assert.equal(await r.findOne({ _id: oid }, { projection: { n: 0 } }), { _id: oid }, "a projection is answered by the database");
+  await reads(oid, { _id: oid, n: 2 }, "a projection does not stand for the whole document");
+  await writer.db("cached").dropDatabase();
+  await reads(oid, null, "dropDatabase");
+});
+
+c("reads racing writes never keep an answer from before a write", async ({ reader, writer }) => {
+  const r = reader.db("racing").collection<Doc>("docs");
+  const w = writer.db("racing").collection<Doc>("docs");
+  await w.insertMany(Array.from({ length: 5 }, (_, i) => ({ _id: `d${i}`, n: 0 })));
+  let stop = false;
+  // Readers keep asking for every document while the writer changes them.
+  const noise = Promise.all(
+    Array.from({ length: 4 }, async () => {
+      while (!stop) for (let i = 0; i < 5; i++) await r.findOne({ _id: `d${i}` });
+    }),
+  );
+  try {
+    for (let n = 1; n <= 100; n++) {
+      const id = `d${n % 5}`;
+      const before = (await r.findOne({ _id: id }))!.n!;
+      await w.updateOne({ _id: id }, { $inc: { n: 1 } });
+      assert.is((await r.findOne({ _id: id }))!.n, before + 1, `${id} after write ${n}`);
+    }
+    await Promise.all(Array.from({ length: 50 }, () => w.updateOne({ _id: "d0" }, { $inc: { n: 1 } })));
+  } finally {
+    stop = true;
+    await noise;
+  }
+  assert.is((await r.findOne({ _id: "d0" }))!.n, 20 + 50, "every concurrent $inc is seen");
+});
+
+c("documents leave the cache within its budget and come back right", async ({ reader, writer }) => {
+  const r = reader.db("budget").collection<Doc & { pad: string }>("docs");
+  const w = writer.db("budget").collection<Doc & { pad: string }>("docs");
+  const pad = "p".repeat(2048);
+  const ids = Array.from({ length: 1500 }, (_, i) => `d${i}`); // 3 MB of answers for a 1 MB cache
+  await w.insertMany(ids.map((_id, n) => ({ _id, n, pad })));
+  for (let round = 0; round < 2; round++) for (const [n, id] of ids.entries()) assert.is((await r.findOne({ _id: id }))!.n, n);
+  await w.updateMany({}, { $inc: { n: 1 } });
+  for (const [n, id] of ids.entries()) assert.is((await r.findOne({ _id: id }))!.n, n + 1, id);
+});
+
+c.run();

@@ -182,6 +182,8 @@ export async function startEmbeddedDb(
   const args = ["-dir", dir, "-listen", `127.0.0.1:${opts.port ?? 0}`, ...(opts.flags ?? [])];
   // Diagnostics: log every command slower than this Go duration (e.g. "500ms") to stderr.
   if (process.env.EMBEDDED_DB_SLOW) args.push("-slow", process.env.EMBEDDED_DB_SLOW);
+  // Memory for the proxy's answers of reads by _id (tools/embedded-db/readcache.go); 0 turns it off.
+  if (process.env.EMBEDDED_DB_READ_CACHE_MB) args.push("-read-cache-mb", process.env.EMBEDDED_DB_READ_CACHE_MB);
   // "full" flushes every commit to the disk; the default "normal" flushes every second (see tools/embedded-db/main.go).
   if (process.env.EMBEDDED_DB_SYNCHRONOUS) args.push("-synchronous", process.env.EMBEDDED_DB_SYNCHRONOUS);
   const child: ChildProcess = spawn(bin, args, {

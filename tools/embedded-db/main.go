@@ -34,6 +34,7 @@ func main() {
 	walLimit := flag.Int64("wal-limit", 64<<20, "write-ahead log size (bytes) past which it is checkpointed and emptied")
 	maintainEvery := flag.Duration("maintain-every", time.Second, "how often lookup indexes and log sizes are checked")
 	synchronous := flag.String("synchronous", "normal", "when commits reach the disk: normal (by the next checkpoint, within about a second) or full (each commit)")
+	readCacheMB := flag.Int("read-cache-mb", 64, "memory for answers of reads by _id kept by the proxy (readcache.go); 0 turns it off")
 	pprofAddr := flag.String("pprof", "", "serve Go's net/http/pprof profiles on this address, e.g. 127.0.0.1:6060 (diagnostics; off when empty)")
 	flag.Parse()
 
@@ -54,9 +55,9 @@ func main() {
 
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	f, err := ferretdb.New(&ferretdb.Config{
-		Listener:  ferretdb.ListenerConfig{TCP: "127.0.0.1:0"},
-		Logger:    logger,
-		Handler:   "sqlite",
+		Listener: ferretdb.ListenerConfig{TCP: "127.0.0.1:0"},
+		Logger:   logger,
+		Handler:  "sqlite",
 		// Checkpoints are the maintainer's (maintain.go), not a cost of every commit. With
 		// synchronous=normal a commit is written to the log but not flushed to the disk until
 		// the next checkpoint (every second): a crash of any process loses nothing; a power
@@ -84,7 +85,8 @@ func main() {
 		close(done)
 	}()
 
-	// Clients connect through the proxy that makes single-document writes atomic.
+	// Clients connect through the proxy that makes single-document writes atomic and keeps
+	// answers of reads by _id.
 	backend, err := url.Parse(f.MongoDBURI())
 	if err != nil {
 		fail(err)
@@ -95,6 +97,9 @@ func main() {
 	}
 	proxyLogger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	proxy := &serializingProxy{backend: backend.Host, logger: proxyLogger, slow: *slow}
+	if *readCacheMB > 0 {
+		proxy.cache = newReadCache(*readCacheMB << 20)
+	}
 	go proxy.serve(l)
 	go newMaintainer(abs, proxy, proxyLogger, *walLimit).run(ctx, *maintainEvery)
 	go func() {

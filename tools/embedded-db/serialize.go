@@ -38,6 +38,8 @@ type serializingProxy struct {
 	// slow, when positive, logs every command that takes at least that long (waiting for the
 	// write turn included), with its body: the way to find what a slow workload asks for.
 	slow time.Duration
+	// cache, when not nil, answers repeated reads by _id (readcache.go).
+	cache *readCache
 }
 
 func (p *serializingProxy) serve(l net.Listener) {
@@ -72,13 +74,17 @@ func (p *serializingProxy) handle(client net.Conn) {
 		if opCode == opMsg && len(req) >= headerBytes+4 {
 			flags = binary.LittleEndian.Uint32(req[16:20])
 		}
-		write := opCode == opMsg && writeCommands[commandName(req)]
+		name := ""
+		if opCode == opMsg {
+			name = commandName(req)
+		}
+		write := writeCommands[name]
 		start := time.Now()
 		if write {
 			p.writes.Lock()
 		}
 		turn := time.Now()
-		err = p.roundTrip(client, backend, req, flags&moreToCome == 0)
+		err = p.run(client, backend, req, name, flags&moreToCome == 0)
 		if write {
 			p.writes.Unlock()
 		}
@@ -92,25 +98,58 @@ func (p *serializingProxy) handle(client net.Conn) {
 	}
 }
 
-// roundTrip forwards one request and, unless the client expects no answer, every reply to it
-// (a reply flagged moreToCome is followed by more).
-func (p *serializingProxy) roundTrip(client, backend net.Conn, req []byte, expectReply bool) error {
-	if _, err := backend.Write(req); err != nil {
+// run forwards one command (name is empty for a message that is not an OP_MSG), answering a
+// read by _id from the cache when it can and keeping out of the cache whatever a command that
+// is not known to be read-only may change (see readcache.go).
+func (p *serializingProxy) run(client, backend net.Conn, req []byte, name string, expectReply bool) error {
+	if p.cache == nil || (readOnlyCommands[name] && name != "find") {
+		_, err := p.roundTrip(client, backend, req, expectReply)
 		return err
+	}
+	body, _ := opMsgBody(req) // nil for a message FerretDB will refuse, or that is not an OP_MSG
+	if name == "find" {
+		ns, id, ok := cacheableFind(body)
+		if !ok || !expectReply {
+			_, err := p.roundTrip(client, backend, req, expectReply)
+			return err
+		}
+		answer, ticket := p.cache.lookup(ns, id)
+		if answer != nil {
+			return writeAnswer(client, req, answer)
+		}
+		res, err := p.roundTrip(client, backend, req, expectReply)
+		if err == nil && completeAnswer(res) {
+			p.cache.keep(ticket, res[headerBytes:])
+		}
+		return err
+	}
+	scope := writeScopeOf(name, body, req)
+	p.cache.touch(scope)
+	defer p.cache.touch(scope)
+	_, err := p.roundTrip(client, backend, req, expectReply)
+	return err
+}
+
+// roundTrip forwards one request and, unless the client expects no answer, every reply to it
+// (a reply flagged moreToCome is followed by more); it returns the last reply.
+func (p *serializingProxy) roundTrip(client, backend net.Conn, req []byte, expectReply bool) (last []byte, err error) {
+	if _, err := backend.Write(req); err != nil {
+		return nil, err
 	}
 	for expectReply {
 		res, err := readMessage(backend)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if _, err := client.Write(res); err != nil {
-			return err
+			return nil, err
 		}
+		last = res
 		opCode := int32(binary.LittleEndian.Uint32(res[12:16]))
 		expectReply = opCode == opMsg && len(res) >= headerBytes+4 &&
 			binary.LittleEndian.Uint32(res[16:20])&moreToCome != 0
 	}
-	return nil
+	return last, nil
 }
 
 func readMessage(r io.Reader) ([]byte, error) {
