@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"net"
+	"strings"
 	"sync"
 
 	"github.com/FerretDB/wire/wirebson"
@@ -341,6 +342,33 @@ var readOnlyCommands = map[string]bool{
 	"getParameter": true, "endSessions": true, "saslStart": true, "saslContinue": true, "connectionStatus": true,
 	"serverStatus": true, "getLog": true, "whatsmyuri": true, "explain": true, "dataSize": true, "validate": true,
 	"getCmdLineOpts": true, "hostInfo": true, "getFreeMonitoringStatus": true, "lockInfo": true, "currentOp": true,
+}
+
+// legacyCommandName returns the command of an OP_QUERY on a database's "$cmd" collection, the
+// form drivers still use for the first handshake of a connection ("" for anything else).
+func legacyCommandName(msg []byte) string {
+	pos := headerBytes + 4 // flags
+	end := pos
+	for end < len(msg) && msg[end] != 0 {
+		end++
+	}
+	if end >= len(msg) || !strings.HasSuffix(string(msg[pos:end]), ".$cmd") {
+		return ""
+	}
+	pos = end + 1 + 8 // numberToSkip, numberToReturn
+	if pos+4 > len(msg) {
+		return ""
+	}
+	size := int(binary.LittleEndian.Uint32(msg[pos : pos+4]))
+	if size < 5 || pos+size > len(msg) {
+		return ""
+	}
+	doc, err := wirebson.RawDocument(msg[pos : pos+size]).Decode()
+	if err != nil || doc.Len() == 0 {
+		return ""
+	}
+	name, _ := doc.GetByIndex(0)
+	return name
 }
 
 // completeAnswer tells whether a reply to a find is one OP_MSG, without checksum, with ok: 1

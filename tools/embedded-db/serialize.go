@@ -20,6 +20,7 @@ import (
 
 const (
 	opMsg       = 2013
+	opQuery     = 2004
 	moreToCome  = 1 << 1
 	headerBytes = 16
 	maxMessage  = 48 * 1024 * 1024
@@ -75,8 +76,11 @@ func (p *serializingProxy) handle(client net.Conn) {
 			flags = binary.LittleEndian.Uint32(req[16:20])
 		}
 		name := ""
-		if opCode == opMsg {
+		switch opCode {
+		case opMsg:
 			name = commandName(req)
+		case opQuery:
+			name = legacyCommandName(req)
 		}
 		write := writeCommands[name]
 		start := time.Now()
@@ -106,7 +110,10 @@ func (p *serializingProxy) run(client, backend net.Conn, req []byte, name string
 		_, err := p.roundTrip(client, backend, req, expectReply)
 		return err
 	}
-	body, _ := opMsgBody(req) // nil for a message FerretDB will refuse, or that is not an OP_MSG
+	var body *wirebson.Document // nil for a message FerretDB will refuse, or that is not an OP_MSG
+	if int32(binary.LittleEndian.Uint32(req[12:16])) == opMsg {
+		body, _ = opMsgBody(req)
+	}
 	if name == "find" {
 		ns, id, ok := cacheableFind(body)
 		if !ok || !expectReply {
