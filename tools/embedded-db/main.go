@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -47,6 +48,16 @@ func main() {
 	}
 	if err := os.MkdirAll(abs, 0o755); err != nil {
 		fail(err)
+	}
+
+	// Reads by _id allocate about as much as they return, and the live heap is small, so with
+	// Go's default (a collection each time the heap doubles) one ran every few hundred reads,
+	// taking one of the two cores of a small machine while it marked: one read in a hundred
+	// met one. At 400, reads of 10,000 documents at random from one client went from 1.66-1.73
+	// to 1.16-1.30 ms at p99 (800: 1.11-1.15), for a heap up to five times the live one. A GOGC
+	// in the environment still decides.
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
 	}
 
 	if *pprofAddr != "" {
