@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"container/list"
 	"encoding/binary"
 	"errors"
@@ -143,59 +144,35 @@ func idKey(v any) (string, bool) {
 	return "", false
 }
 
-// opMsgBody decodes the body section (kind 0) of an OP_MSG, its first level only.
+// opMsgBody decodes the body of an OP_MSG, its first level only.
 func opMsgBody(msg []byte) (*wirebson.Document, error) {
-	pos := headerBytes + 4
-	for pos < len(msg) {
-		kind := msg[pos]
-		pos++
-		if pos+4 > len(msg) {
-			break
-		}
-		size := int(binary.LittleEndian.Uint32(msg[pos : pos+4]))
-		if size < 5 || pos+size > len(msg) {
-			break
-		}
-		if kind == 0 {
-			return wirebson.RawDocument(msg[pos : pos+size]).Decode()
-		}
-		pos += size
+	body := bodySection(msg)
+	if body == nil {
+		return nil, errNoBody
 	}
-	return nil, errNoBody
+	return body.Decode()
 }
 
 // documentSequence returns the documents of the kind-1 section named `name`, if any.
 func documentSequence(msg []byte, name string) []wirebson.RawDocument {
-	pos := headerBytes + 4
 	var docs []wirebson.RawDocument
-	for pos < len(msg) {
-		kind := msg[pos]
-		pos++
-		if pos+4 > len(msg) {
-			return docs
+	for kind, payload := range sections(msg) {
+		if kind != 1 {
+			continue
 		}
-		size := int(binary.LittleEndian.Uint32(msg[pos : pos+4]))
-		if size < 5 || pos+size > len(msg) {
-			return docs
+		section := payload[4:]
+		end := bytes.IndexByte(section, 0)
+		if end < 0 || string(section[:end]) != name {
+			continue
 		}
-		if kind == 1 {
-			section := msg[pos+4 : pos+size]
-			end := 0
-			for end < len(section) && section[end] != 0 {
-				end++
+		for rest := section[end+1:]; len(rest) >= 5; {
+			n := int(binary.LittleEndian.Uint32(rest[:4]))
+			if n < 5 || n > len(rest) {
+				return docs
 			}
-			if string(section[:end]) == name {
-				for rest := section[end+1:]; len(rest) >= 5; {
-					n := int(binary.LittleEndian.Uint32(rest[:4]))
-					if n < 5 || n > len(rest) {
-						return docs
-					}
-					docs = append(docs, wirebson.RawDocument(rest[:n]))
-					rest = rest[n:]
-				}
-			}
+			docs = append(docs, wirebson.RawDocument(rest[:n]))
+			rest = rest[n:]
 		}
-		pos += size
 	}
 	return docs
 }
@@ -333,10 +310,11 @@ func writeScopeOf(name string, body *wirebson.Document, msg []byte) writeScope {
 
 var errNoBody = errors.New("OP_MSG without a body section")
 
-// readOnlyCommands change no document. Any other command that is not an insert, update, delete
-// or findAndModify empties the cache (writeScopeOf), to be safe.
+// readOnlyCommands change no document and pass the cache by (find, read-only too, is answered
+// from it). Any other command that is not an insert, update, delete or findAndModify empties
+// the cache (writeScopeOf), to be safe.
 var readOnlyCommands = map[string]bool{
-	"find": true, "getMore": true, "killCursors": true, "count": true, "distinct": true, "aggregate": true,
+	"getMore": true, "killCursors": true, "count": true, "distinct": true, "aggregate": true,
 	"listCollections": true, "listIndexes": true, "listDatabases": true, "dbStats": true, "collStats": true,
 	"hello": true, "isMaster": true, "ismaster": true, "ping": true, "buildInfo": true, "buildinfo": true,
 	"getParameter": true, "endSessions": true, "saslStart": true, "saslContinue": true, "connectionStatus": true,
@@ -348,11 +326,8 @@ var readOnlyCommands = map[string]bool{
 // form drivers still use for the first handshake of a connection ("" for anything else).
 func legacyCommandName(msg []byte) string {
 	pos := headerBytes + 4 // flags
-	end := pos
-	for end < len(msg) && msg[end] != 0 {
-		end++
-	}
-	if end >= len(msg) || !strings.HasSuffix(string(msg[pos:end]), ".$cmd") {
+	end := bytes.IndexByte(msg[min(pos, len(msg)):], 0) + pos
+	if end < pos || !strings.HasSuffix(string(msg[pos:end]), ".$cmd") {
 		return ""
 	}
 	pos = end + 1 + 8 // numberToSkip, numberToReturn

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"iter"
 	"log/slog"
 	"net"
 	"sync"
@@ -106,7 +107,7 @@ func (p *serializingProxy) handle(client net.Conn) {
 // read by _id from the cache when it can and keeping out of the cache whatever a command that
 // is not known to be read-only may change (see readcache.go).
 func (p *serializingProxy) run(client, backend net.Conn, req []byte, name string, expectReply bool) error {
-	if p.cache == nil || (readOnlyCommands[name] && name != "find") {
+	if p.cache == nil || readOnlyCommands[name] {
 		_, err := p.roundTrip(client, backend, req, expectReply)
 		return err
 	}
@@ -176,47 +177,50 @@ func readMessage(r io.Reader) ([]byte, error) {
 	return msg, nil
 }
 
-// commandName returns the first key of the body section (kind 0) of an OP_MSG, which names
-// the command.
-func commandName(msg []byte) string {
-	pos := headerBytes + 4 // flag bits
-	for pos < len(msg) {
-		kind := msg[pos]
-		pos++
-		if kind == 0 {
-			// BSON document: int32 length, then elements: type byte, cstring name, value.
-			start := pos + 4 + 1
-			for end := start; end < len(msg); end++ {
-				if msg[end] == 0 {
-					return string(msg[start:end])
-				}
+// sections yields the sections of an OP_MSG after its flag bits, each as its kind and its
+// payload: for kind 0 the body document, for kind 1 the document sequence (int32 size, the
+// identifier as a cstring, then the documents). It stops at the first malformed section.
+func sections(msg []byte) iter.Seq2[byte, []byte] {
+	return func(yield func(byte, []byte) bool) {
+		for pos := headerBytes + 4; pos+5 <= len(msg); {
+			size := int(binary.LittleEndian.Uint32(msg[pos+1 : pos+5])) // includes itself
+			if size < 5 || pos+1+size > len(msg) || !yield(msg[pos], msg[pos+1:pos+1+size]) {
+				return
 			}
-			return ""
+			pos += 1 + size
 		}
-		// Kind 1 (document sequence): int32 size includes itself.
-		if pos+4 > len(msg) {
-			return ""
+	}
+}
+
+// bodySection returns the body (the kind-0 section) of an OP_MSG, nil if it has none.
+func bodySection(msg []byte) wirebson.RawDocument {
+	for kind, payload := range sections(msg) {
+		if kind == 0 {
+			return payload
 		}
-		pos += int(binary.LittleEndian.Uint32(msg[pos : pos+4]))
+	}
+	return nil
+}
+
+// commandName returns the first key of the body of an OP_MSG, which names the command.
+func commandName(msg []byte) string {
+	// BSON document: int32 length, then elements: type byte, cstring name, value.
+	body := bodySection(msg)
+	for end := 5; end < len(body); end++ {
+		if body[end] == 0 {
+			return string(body[5:end])
+		}
 	}
 	return ""
 }
 
 // commandBody renders the body section of an OP_MSG for the slow log, cut to a readable length.
 func commandBody(msg []byte) string {
-	pos := headerBytes + 4
-	if opCode := int32(binary.LittleEndian.Uint32(msg[12:16])); opCode != opMsg || pos >= len(msg) || msg[pos] != 0 {
+	body := bodySection(msg)
+	if opCode := int32(binary.LittleEndian.Uint32(msg[12:16])); opCode != opMsg || body == nil {
 		return commandName(msg)
 	}
-	pos++
-	if pos+4 > len(msg) {
-		return commandName(msg)
-	}
-	end := pos + int(binary.LittleEndian.Uint32(msg[pos:pos+4]))
-	if end > len(msg) {
-		return commandName(msg)
-	}
-	doc, err := wirebson.RawDocument(msg[pos:end]).DecodeDeep()
+	doc, err := body.DecodeDeep()
 	if err != nil {
 		return commandName(msg)
 	}
