@@ -42,9 +42,9 @@ export function jsonDepth(value: unknown, limit = Number.POSITIVE_INFINITY): num
 
 const bodyAjv = makeAjv(false);
 // Free-form objects (event metadata) travel as protobuf Structs, whose decoders refuse deep
-// nesting; a body that nests deeper than `maxDepth` gets a 422 naming the field instead.
+// nesting; a body that nests deeper than `x-maxDepth` gets a 422 naming the field instead.
 bodyAjv.addKeyword({
-  keyword: "maxDepth",
+  keyword: "x-maxDepth",
   type: "object",
   schemaType: "number",
   error: { message: (cxt) => `must not nest deeper than ${cxt.schema} levels` },

@@ -13,6 +13,7 @@ export const docsPlugin = fp(async (app) => {
       info: {
         title: "Meter API",
         version: "1.0.0",
+        license: { name: "Proprietary", identifier: "LicenseRef-Proprietary" },
         description:
           "Usage-limit metering: per-user budgets, gates, usage, analytics and webhooks. " +
           "Errors are JSON bodies {\"detail\": string}; body validation failures (422) also list `issues`.",

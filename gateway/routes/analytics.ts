@@ -79,7 +79,8 @@ function totalsJson(t: Totals | undefined) {
 }
 
 const filter = (source: string | undefined) => (source ? { source } : undefined);
-const schema = <R>(summary: string, querystring: unknown, body: R) => ({
+const schema = <R>(operationId: string, summary: string, querystring: unknown, body: R) => ({
+  operationId,
   summary,
   tags: ["analytics"],
   ...(querystring ? { querystring } : {}),
@@ -88,7 +89,7 @@ const schema = <R>(summary: string, querystring: unknown, body: R) => ({
 
 /** The six analytics reads; windows, ordering and shares are the analytics service's (see its README). */
 export const analyticsRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  app.get("/analytics/summary", { schema: schema("Totals of the window and of the period before", FilteredQuery, SummaryBody) }, async (request) => {
+  app.get("/analytics/summary", { schema: schema("getAnalyticsSummary", "Totals of the window and of the period before", FilteredQuery, SummaryBody) }, async (request) => {
     const q = request.query as { days: number; source?: string };
     const res = await app.services.analytics.getSummary(
       { productId: request.productId, days: q.days, filter: filter(q.source) },
@@ -102,7 +103,7 @@ export const analyticsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     };
   });
 
-  app.get("/analytics/timeseries", { schema: schema("Cost, tokens and events per UTC day", FilteredQuery, TimeseriesBody) }, async (request) => {
+  app.get("/analytics/timeseries", { schema: schema("getAnalyticsTimeseries", "Cost, tokens and events per UTC day", FilteredQuery, TimeseriesBody) }, async (request) => {
     const q = request.query as { days: number; source?: string };
     const res = await app.services.analytics.getTimeseries(
       { productId: request.productId, days: q.days, filter: filter(q.source) },
@@ -111,13 +112,13 @@ export const analyticsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     return { data: res.data.map((d) => ({ date: d.date, cost: d.cost, tokens: Number(d.tokens), events: Number(d.events) })) };
   });
 
-  app.get("/analytics/gate-timeseries", { schema: schema("Soft and hard gate events per UTC day", DaysQuery, GateTimeseriesBody) }, async (request) => {
+  app.get("/analytics/gate-timeseries", { schema: schema("getAnalyticsGateTimeseries", "Soft and hard gate events per UTC day", DaysQuery, GateTimeseriesBody) }, async (request) => {
     const q = request.query as { days: number };
     const res = await app.services.analytics.getGateTimeseries({ productId: request.productId, days: q.days }, rpcOptions(request));
     return { data: res.data.map((d) => ({ date: d.date, soft_gates: Number(d.softGates), hard_gates: Number(d.hardGates) })) };
   });
 
-  app.get("/analytics/breakdown", { schema: schema("Cost and tokens per model with shares", FilteredQuery, BreakdownBody) }, async (request) => {
+  app.get("/analytics/breakdown", { schema: schema("getAnalyticsBreakdown", "Cost and tokens per model with shares", FilteredQuery, BreakdownBody) }, async (request) => {
     const q = request.query as { days: number; source?: string };
     const res = await app.services.analytics.getBreakdown(
       { productId: request.productId, days: q.days, filter: filter(q.source) },
@@ -126,7 +127,7 @@ export const analyticsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     return { models: res.models.map((m) => ({ model: m.model, cost: m.cost, tokens: Number(m.tokens), pct: m.pct })) };
   });
 
-  app.get("/analytics/top-users", { schema: schema("Users with the highest cost", TopUsersQuery, TopUsersBody) }, async (request) => {
+  app.get("/analytics/top-users", { schema: schema("getAnalyticsTopUsers", "Users with the highest cost", TopUsersQuery, TopUsersBody) }, async (request) => {
     const q = request.query as { days: number; limit: number; source?: string };
     const res = await app.services.analytics.getTopUsers(
       { productId: request.productId, days: q.days, limit: q.limit, filter: filter(q.source) },
@@ -135,7 +136,7 @@ export const analyticsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     return { users: res.users.map((u) => ({ user_id: u.userId, cost: u.cost, tokens: Number(u.tokens), events: Number(u.events) })) };
   });
 
-  app.get("/analytics/plan-subscribers", { schema: schema("Subscribers per plan", undefined, PlanSubscribersBody) }, async (request) => {
+  app.get("/analytics/plan-subscribers", { schema: schema("getAnalyticsPlanSubscribers", "Subscribers per plan", undefined, PlanSubscribersBody) }, async (request) => {
     const res = await app.services.analytics.getPlanSubscribers({ productId: request.productId }, rpcOptions(request));
     return { plans: res.plans.map((p) => ({ plan_name: p.planName, subscriber_count: Number(p.subscriberCount) })) };
   });

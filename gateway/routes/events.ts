@@ -15,7 +15,7 @@ export const MAX_EVENT_COST = 1e12;
 
 const Metadata = Type.Object(
   {},
-  { additionalProperties: true, maxDepth: METADATA_MAX_DEPTH, description: `Free-form object, at most ${METADATA_MAX_DEPTH} levels deep; default {}` },
+  { additionalProperties: true, "x-maxDepth": METADATA_MAX_DEPTH, description: `Free-form object, at most ${METADATA_MAX_DEPTH} levels deep; default {}` },
 );
 const Count = Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0 });
 const Money = Type.Number({ minimum: 0, maximum: MAX_EVENT_COST, default: 0 });
@@ -94,6 +94,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       bodyLimit: BATCH_BODY_LIMIT,
       schema: {
+        operationId: "ingestUsageEvents",
         summary: "Ingest a batch of usage events (idempotent on id)",
         description: "At most 10,000 events and 10 MiB per batch (413 beyond). A malformed batch is refused whole (422).",
         tags: ["ingestion"],
@@ -133,6 +134,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       bodyLimit: BATCH_BODY_LIMIT,
       schema: {
+        operationId: "ingestGateEvents",
         summary: "Ingest a batch of gate events (idempotent on id)",
         description: "At most 10,000 events and 10 MiB per batch (413 beyond). A malformed batch is refused whole (422).",
         tags: ["ingestion"],
@@ -171,6 +173,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
     "/events",
     {
       schema: {
+        operationId: "createManualEvent",
         summary: "Record a manual usage event",
         description:
           "Cost: `cost` as given; else tokens priced from the user's plan; else zero (audit entry). " +

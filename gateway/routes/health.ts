@@ -3,6 +3,7 @@ import { Type } from "typebox";
 import { HealthCheckResponse_ServingStatus as ServingStatus } from "@meter/proto/grpc/health/v1/health_pb";
 import { SERVICE_NAMES } from "../clients.ts";
 import { rpcOptions } from "../rpc-options.ts";
+import { errors } from "../schemas/common.ts";
 
 const HealthBody = Type.Object({
   status: Type.Union([Type.Literal("ok"), Type.Literal("degraded")]),
@@ -18,7 +19,7 @@ export const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
     "/health",
     {
       config: { public: true },
-      schema: { summary: "Service health", tags: ["health"], security: [], response: { 200: HealthBody } },
+      schema: { operationId: "getHealth", summary: "Service health", tags: ["health"], security: [], response: { 200: HealthBody, ...errors(429) } },
     },
     async (request) => {
       const results = await Promise.all(

@@ -90,6 +90,7 @@ export const leaseRoutes: FastifyPluginAsyncTypebox = async (app) => {
     "/users/:user_id/leases",
     {
       schema: {
+        operationId: "acquireLease",
         summary: "Lease a slice of the user's period spend cap (budget lease)",
         description:
           "Grants the holder a slice of cap - settled spend - slices outstanding, atomically, until expires_at; with `model`, " +
@@ -126,6 +127,7 @@ export const leaseRoutes: FastifyPluginAsyncTypebox = async (app) => {
     "/users/:user_id/leases/:lease_id/release",
     {
       schema: {
+        operationId: "releaseLease",
         summary: "Give back the unused part of a budget lease",
         description: "The lease keeps exactly `used`; events still on their way settle against it, in either order.",
         tags: ["leases"],

@@ -55,6 +55,7 @@ export const planRoutes: FastifyPluginAsyncTypebox = async (app) => {
     "/config/plans",
     {
       schema: {
+        operationId: "createPlans",
         summary: "Create plans; names that already exist are skipped and listed in duplicates",
         tags: ["plans"],
         body: CreatePlansBody,
@@ -82,6 +83,7 @@ export const planRoutes: FastifyPluginAsyncTypebox = async (app) => {
     "/config/plans",
     {
       schema: {
+        operationId: "listPlans",
         summary: "List the product's plans with defaults filled in",
         tags: ["plans"],
         response: { 200: Type.Object({ plans: Type.Array(PlanBody) }), ...errors(401) },
@@ -97,6 +99,7 @@ export const planRoutes: FastifyPluginAsyncTypebox = async (app) => {
     "/config/plans/:plan_id",
     {
       schema: {
+        operationId: "updatePlan",
         summary: "Change the fields sent and return the full plan",
         tags: ["plans"],
         params: Type.Object({ plan_id: Type.String({ description: "Plan id (UUID); anything else is not found" }) }),

@@ -42,6 +42,7 @@ export const productRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       config: { public: true },
       schema: {
+        operationId: "createProduct",
         summary: "Register a product and receive its API key (shown once)",
         tags: ["products"],
         security: [],
@@ -66,6 +67,7 @@ export const productRoutes: FastifyPluginAsyncTypebox = async (app) => {
     "/products",
     {
       schema: {
+        operationId: "listProducts",
         summary: "List the products of the calling key",
         tags: ["products"],
         response: { 200: Type.Array(ProductBody), ...errors(401) },

@@ -115,6 +115,7 @@ export const usageRoutes: FastifyPluginAsyncTypebox = async (app) => {
     "/users/:user_id/session",
     {
       schema: {
+        operationId: "getSession",
         summary: "Session bootstrap read by the client library on start and refresh",
         tags: ["usage"],
         params: UserParams,
@@ -167,6 +168,7 @@ export const usageRoutes: FastifyPluginAsyncTypebox = async (app) => {
     "/users/:user_id/usage",
     {
       schema: {
+        operationId: "getUsage",
         summary: "Usage of a user in a period, broken down by model",
         tags: ["usage"],
         params: UserParams,
@@ -195,6 +197,7 @@ export const usageRoutes: FastifyPluginAsyncTypebox = async (app) => {
     "/users/:user_id/gate-events",
     {
       schema: {
+        operationId: "listGateEvents",
         summary: "Gate events of a user, newest first, cursor-paginated",
         tags: ["usage"],
         params: UserParams,

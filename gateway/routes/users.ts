@@ -50,6 +50,7 @@ export const userRoutes: FastifyPluginAsyncTypebox = async (app) => {
     "/users",
     {
       schema: {
+        operationId: "createUser",
         summary: "Register an end user",
         tags: ["users"],
         body: CreateUserBody,
@@ -73,6 +74,7 @@ export const userRoutes: FastifyPluginAsyncTypebox = async (app) => {
     "/users/:user_id/subscription",
     {
       schema: {
+        operationId: "setSubscription",
         summary: "Subscribe a user to a plan for a billing period",
         tags: ["users"],
         params: UserIdParams,

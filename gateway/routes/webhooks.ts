@@ -90,6 +90,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
     "/webhooks/endpoints",
     {
       schema: {
+        operationId: "createWebhookEndpoint",
         summary: "Register a webhook endpoint; the signing secret is in the response",
         tags,
         body: CreateEndpointBody,
@@ -113,7 +114,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     "/webhooks/endpoints",
     {
-      schema: { summary: "List webhook endpoints (without secrets)", tags, response: { 200: Type.Array(EndpointBody), ...errors(401) } },
+      schema: { operationId: "listWebhookEndpoints", summary: "List webhook endpoints (without secrets)", tags, response: { 200: Type.Array(EndpointBody), ...errors(401) } },
     },
     async (request) => {
       const res = await app.services.webhooks.listEndpoints({ productId: request.productId }, rpcOptions(request));
@@ -124,7 +125,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     "/webhooks/endpoints/:id/secret",
     {
-      schema: { summary: "Reveal an endpoint's signing secret", tags, params: EndpointParams, response: { 200: SecretBody, ...errors(401, 404) } },
+      schema: { operationId: "getWebhookEndpointSecret", summary: "Reveal an endpoint's signing secret", tags, params: EndpointParams, response: { 200: SecretBody, ...errors(401, 404) } },
     },
     async (request) => {
       const res = await app.services.webhooks.getEndpointSecret(endpointRef(request), rpcOptions(request));
@@ -136,6 +137,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
     "/webhooks/endpoints/:id",
     {
       schema: {
+        operationId: "updateWebhookEndpoint",
         summary: "Change the fields sent and return the full endpoint",
         tags,
         params: EndpointParams,
@@ -162,6 +164,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
     "/webhooks/endpoints/:id",
     {
       schema: {
+        operationId: "deleteWebhookEndpoint",
         summary: "Remove an endpoint and its delivery log",
         tags,
         params: EndpointParams,
@@ -178,6 +181,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
     "/webhooks/endpoints/:id/rotate-secret",
     {
       schema: {
+        operationId: "rotateWebhookEndpointSecret",
         summary: "Issue a new signing secret; the old one stops signing at once",
         tags,
         params: EndpointParams,
@@ -194,6 +198,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
     "/webhooks/endpoints/:id/test",
     {
       schema: {
+        operationId: "testWebhookEndpoint",
         summary: "Send a signed webhook.test event now and report the answer (not retried, not logged)",
         tags,
         params: EndpointParams,
@@ -213,6 +218,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
     "/webhooks/endpoints/:id/deliveries",
     {
       schema: {
+        operationId: "listWebhookDeliveries",
         summary: "An endpoint's deliveries, newest first, cursor-paginated",
         tags,
         params: EndpointParams,

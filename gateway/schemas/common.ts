@@ -69,6 +69,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   409: "Already exists",
   413: "Request too large",
   422: "Body validation failed; `issues` lists every problem",
+  429: "Too many requests; retry after `Retry-After` seconds",
   500: "Backend failure",
   503: "A backend service is unavailable",
 };
