@@ -176,6 +176,21 @@ t("user_id in the path is opaque: slashes, spaces, unicode, reserved characters 
   assert.is((await a.post(sub("org%2Fteam%2Fuser 1"), { plan_id: unlimited.id })).status, 404);
 });
 
+t("GET /users/{user_id} answers the user as the writes did; 404 for unknown ids and other products' users", async ({ a, b, stack, capped }) => {
+  const id = `${uid()}/ünï code?&`;
+  const created = await a.post("/users", { external_user_id: id, name: "Ada" });
+  const before = await a.get(`/users/${encodeURIComponent(id)}`);
+  assert.is(before.status, 200, JSON.stringify(before.body));
+  assert.equal(before.body, created.body);
+  const subscribed = await a.post(sub(id), { plan_id: capped.id, billing_subscription_id: "sub_9", ...JAN });
+  const after = await a.get(`/users/${encodeURIComponent(id)}`);
+  assert.equal(after.body, subscribed.body);
+  assert.is(after.body.plan_name, "capped");
+  assert.is((await a.get(`/users/${encodeURIComponent(uid())}`)).status, 404);
+  assert.is((await b.get(`/users/${encodeURIComponent(id)}`)).status, 404);
+  assert.is((await stack.api.get(`/users/${encodeURIComponent(id)}`)).status, 401);
+});
+
 t("subscription routes need a valid key (401)", async ({ stack, unlimited }) => {
   assert.is((await stack.api.post("/users", { external_user_id: "x" })).status, 401);
   assert.is((await stack.api.post(sub("x"), { plan_id: unlimited.id })).status, 401);

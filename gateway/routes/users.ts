@@ -70,6 +70,26 @@ export const userRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
   );
 
+  app.get(
+    "/users/:user_id",
+    {
+      schema: {
+        operationId: "getUser",
+        summary: "One end user, with the plan of its current subscription",
+        tags: ["users"],
+        params: UserIdParams,
+        response: { 200: UserBody, ...errors(400, 401, 404) },
+      },
+    },
+    async (request) => {
+      const res = await app.services.plans.getUser(
+        { productId: request.productId, externalUserId: request.params.user_id },
+        rpcOptions(request),
+      );
+      return userJson(res.user!);
+    },
+  );
+
   app.post(
     "/users/:user_id/subscription",
     {
