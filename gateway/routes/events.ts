@@ -92,6 +92,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     "/events/batch",
     {
+      config: { ingest: true },
       bodyLimit: BATCH_BODY_LIMIT,
       schema: {
         summary: "Ingest a batch of usage events (idempotent on id)",
@@ -131,6 +132,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     "/gate-events/batch",
     {
+      config: { ingest: true },
       bodyLimit: BATCH_BODY_LIMIT,
       schema: {
         summary: "Ingest a batch of gate events (idempotent on id)",
@@ -170,6 +172,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     "/events",
     {
+      config: { ingest: true },
       schema: {
         summary: "Record a manual usage event",
         description:

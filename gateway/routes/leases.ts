@@ -89,6 +89,7 @@ export const leaseRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     "/users/:user_id/leases",
     {
+      config: { ingest: true },
       schema: {
         summary: "Lease a slice of the user's period spend cap (budget lease)",
         description:
@@ -125,6 +126,7 @@ export const leaseRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     "/users/:user_id/leases/:lease_id/release",
     {
+      config: { ingest: true },
       schema: {
         summary: "Give back the unused part of a budget lease",
         description: "The lease keeps exactly `used`; events still on their way settle against it, in either order.",

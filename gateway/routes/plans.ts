@@ -81,6 +81,7 @@ export const planRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     "/config/plans",
     {
+      config: { ingest: true },
       schema: {
         summary: "List the product's plans with defaults filled in",
         tags: ["plans"],

@@ -114,6 +114,7 @@ export const usageRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     "/users/:user_id/session",
     {
+      config: { ingest: true },
       schema: {
         summary: "Session bootstrap read by the client library on start and refresh",
         tags: ["usage"],
@@ -166,6 +167,7 @@ export const usageRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     "/users/:user_id/usage",
     {
+      config: { ingest: true },
       schema: {
         summary: "Usage of a user in a period, broken down by model",
         tags: ["usage"],

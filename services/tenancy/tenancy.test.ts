@@ -14,7 +14,9 @@ import { connectMongo } from "@meter/lib/mongo";
 import { rpcClient, serveRpc, type RpcServer } from "@meter/lib/rpc";
 import { testMongoUrl } from "../../test/support/database.ts";
 import { createTenancyService } from "./index.ts";
-import { rpcCode } from "../../test/support/rpc.ts";
+import { rpcCode, rpcFailure } from "../../test/support/rpc.ts";
+import { eventually } from "../../test/support/eventually.ts";
+import { generateApiKey, hashApiKey } from "./keys.ts";
 
 const t = suite<{ mongo: MongoClient; server: RpcServer; client: Client<typeof TenancyService>; dbName: string }>(
   "tenancy service over gRPC",
@@ -83,6 +85,59 @@ t("validates names and emails", async ({ client }) => {
 t("lists nothing for an unknown product id", async ({ client }) => {
   const list = await client.listProducts({ productId: "00000000-0000-0000-0000-000000000000" });
   assert.equal(list.products, []);
+});
+
+t("a key stored before keys had names becomes the admin key 'default' and keeps working", async ({ mongo, dbName, client }) => {
+  const { product } = await client.createProduct({ name: "Old product" });
+  const legacy = generateApiKey();
+  // As the store wrote keys before: hash, product, prefix and creation time only.
+  await mongo.db(dbName).collection("api_keys").insertOne({
+    _id: hashApiKey(legacy) as never,
+    product_id: product!.id,
+    display_prefix: legacy.slice(0, 10),
+    created_at: new Date(Date.now() - 60_000),
+  });
+  // A restart (here: a second module on the same database) names it.
+  const logger = createLogger("tenancy-test", "silent");
+  const module = await createTenancyService({ db: mongo.db(dbName), logger });
+  const server = await serveRpc({ modules: [module], port: 0, logger });
+  try {
+    const upgraded = rpcClient(TenancyService, server.url);
+    const auth = await upgraded.authenticate({ apiKey: legacy });
+    assert.is(auth.productId, product!.id);
+    assert.is(auth.scope, "admin");
+    const keys = (await upgraded.listApiKeys({ productId: product!.id })).keys;
+    const old = keys.find((k) => k.id === auth.keyId);
+    assert.is(old?.name, "default");
+    assert.is(old?.prefix, legacy.slice(0, 10));
+  } finally {
+    await server.close();
+  }
+});
+
+t("two revocations racing for a product's last two admin keys: one wins, the other is refused", async ({ client }) => {
+  const res = await client.createProduct({ name: "Racing" });
+  const productId = res.product!.id;
+  await client.createApiKey({ productId, name: "second", scope: "admin" });
+  const keys = (await client.listApiKeys({ productId })).keys;
+  assert.is(keys.length, 2);
+  const codes = await Promise.all(keys.map((k) => rpcCode(client.revokeApiKey({ productId, keyId: k.id }))));
+  assert.equal(codes.sort(), [undefined, Code.Aborted].sort(), `codes ${codes.map(String)}`);
+  assert.is((await client.listApiKeys({ productId })).keys.length, 1);
+});
+
+t("a revoked key and an expired key are unauthenticated, the latter saying so", async ({ client }) => {
+  const { product } = await client.createProduct({ name: "Expiring" });
+  const productId = product!.id;
+  const soon = await client.createApiKey({ productId, name: "soon", scope: "ingest", expiresAt: { seconds: BigInt(Math.floor(Date.now() / 1000) + 2), nanos: 0 } as never });
+  assert.is((await client.authenticate({ apiKey: soon.apiKey })).scope, "ingest");
+  const err = await eventually(() => rpcFailure(client.authenticate({ apiKey: soon.apiKey })), 15_000, "the key's expiry");
+  assert.is(err.code, Code.Unauthenticated);
+  assert.match(err.rawMessage, /expired/);
+  const other = await client.createApiKey({ productId, name: "gone", scope: "ingest" });
+  await client.revokeApiKey({ productId, keyId: other.key!.id });
+  assert.is(await rpcCode(client.authenticate({ apiKey: other.apiKey })), Code.Unauthenticated);
+  assert.is(await rpcCode(client.revokeApiKey({ productId: "00000000-0000-0000-0000-000000000000", keyId: other.key!.id })), Code.NotFound);
 });
 
 t("speaks standard gRPC: a plain @grpc/grpc-js client can call it", async ({ server }) => {
