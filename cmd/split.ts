@@ -55,6 +55,8 @@ SERVICES.forEach((s, i) =>
     HOST: "127.0.0.1",
     MONGODB_URL: mongoUrl,
     MONGODB_DB: `${config.MONGODB_DB_PREFIX}_${s}`,
+    // One machine, local use: the development key (with its warning) unless a key is given.
+    ...(s === "webhooks" && { WEBHOOKS_ALLOW_DEVELOPMENT_KEY: process.env.WEBHOOKS_ALLOW_DEVELOPMENT_KEY ?? "true" }),
   }),
 );
 launch("gateway", "gateway/main.ts", {
