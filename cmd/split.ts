@@ -65,6 +65,7 @@ launch("gateway", "gateway/main.ts", {
   // One machine, one user: the local limits unless the caller chose others.
   RATE_LIMIT_PUBLIC_MAX: process.env.RATE_LIMIT_PUBLIC_MAX ?? String(LOCAL_PROTECTION.rateLimit.publicMax),
   RATE_LIMIT_KEY_MAX: process.env.RATE_LIMIT_KEY_MAX ?? String(LOCAL_PROTECTION.rateLimit.keyMax),
+  RATE_LIMIT_AUTH_FAILURE_MAX: process.env.RATE_LIMIT_AUTH_FAILURE_MAX ?? String(LOCAL_PROTECTION.rateLimit.publicMax),
 });
 logger.info({ api: `http://${config.HOST}:${config.PORT}/api/v1` }, "split mode starting");
 
