@@ -3,7 +3,10 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { startTestStack, type TestStack } from "../../test/support/stack.ts";
 import { eventually } from "../../test/support/eventually.ts";
-import type { Api } from "../../test/support/http.ts";
+import { Api } from "../../test/support/http.ts";
+import { createLogger } from "@meter/lib/logger";
+import { buildGateway } from "../app.ts";
+import { connectClients } from "../clients.ts";
 import { FAST } from "../../services/webhooks/testing/instance.ts";
 import { Receiver } from "../../services/webhooks/testing/receiver.ts";
 
@@ -112,6 +115,29 @@ t("DELETE /keys/{id}: 204, then the key is refused (401); another product's key 
   assert.is(refused.body.detail, "invalid API key");
   assert.is((await api.delete(`/keys/${created.body.id}`)).status, 404, "revoked twice");
   assert.not.ok((await api.get("/keys")).body.keys.some((k: any) => k.id === created.body.id));
+});
+
+t("a revoked key is refused by every gateway replica, each of which had it cached", async ({ stack }) => {
+  const clients = connectClients({
+    tenancy: stack.rpcUrl, plans: stack.rpcUrl, ingestion: stack.rpcUrl, analytics: stack.rpcUrl, webhooks: stack.rpcUrl,
+  });
+  // A second replica at the longest trust the configuration allows.
+  const replica = await buildGateway({ clients, logger: createLogger("replica", "silent"), authCacheTtlMs: 4_000 });
+  const address = await replica.listen({ port: 0, host: "127.0.0.1" });
+  try {
+    const { api } = await stack.newProduct();
+    const created = await api.post("/keys", { name: "to revoke", scope: "ingest" });
+    const onFirst = api.withKey(created.body.key);
+    const onSecond = new Api(`${address}/api/v1`, created.body.key);
+    assert.is((await onFirst.get("/config/plans")).status, 200);
+    assert.is((await onSecond.get("/config/plans")).status, 200);
+    assert.is((await api.delete(`/keys/${created.body.id}`)).status, 204);
+    for (const replicaApi of [onFirst, onSecond]) {
+      await eventually(async () => (await replicaApi.get("/config/plans")).status === 401, 15_000, "the revoked key refused");
+    }
+  } finally {
+    await replica.close();
+  }
 });
 
 t("revoking the product's last admin key is 409; with another admin key it is allowed", async ({ stack }) => {
