@@ -140,6 +140,25 @@ t("a revoked key and an expired key are unauthenticated, the latter saying so", 
   assert.is(await rpcCode(client.revokeApiKey({ productId: "00000000-0000-0000-0000-000000000000", keyId: other.key!.id })), Code.NotFound);
 });
 
+t("last_used_at is recorded on use, and not rewritten by every authentication", async ({ client, mongo, dbName }) => {
+  const { product, apiKey } = await client.createProduct({ name: "Busy" });
+  const keys = mongo.db(dbName).collection<{ _id: string; last_used_at: Date | null }>("api_keys");
+  const id = hashApiKey(apiKey);
+  assert.is((await keys.findOne({ _id: id }))!.last_used_at, null);
+  await client.authenticate({ apiKey });
+  const first = (await keys.findOne({ _id: id }))!.last_used_at;
+  assert.ok(first && Date.now() - first.getTime() < 60_000);
+  for (let i = 0; i < 10; i++) await client.authenticate({ apiKey });
+  assert.equal((await keys.findOne({ _id: id }))!.last_used_at, first, "rewritten within 30 s");
+  // Stale by more than the step: the next use moves it forward.
+  await keys.updateOne({ _id: id }, { $set: { last_used_at: new Date(Date.now() - 120_000) } });
+  await client.authenticate({ apiKey });
+  const moved = (await keys.findOne({ _id: id }))!.last_used_at!;
+  assert.ok(Date.now() - moved.getTime() < 60_000);
+  const listed = (await client.listApiKeys({ productId: product!.id })).keys[0]!;
+  assert.is(listed.lastUsedAt?.seconds, BigInt(Math.floor(moved.getTime() / 1000)));
+});
+
 t("speaks standard gRPC: a plain @grpc/grpc-js client can call it", async ({ server }) => {
   const client = new grpc.Client(new URL(server.url).host, grpc.credentials.createInsecure());
   try {
