@@ -81,6 +81,28 @@ test("a flood of refused keys from one address is answered 429, keeps the gatewa
   assert.is((await wrong.json()).detail, "invalid API key");
 });
 
+test("long tokens from many addresses (none past its limit) are refused without being kept: memory stays flat", async () => {
+  const before = await heapAfterGc();
+  let n = 0;
+  for (let round = 0; round < 40; round++) {
+    const statuses = await Promise.all(
+      Array.from({ length: 50 }, async () => {
+        const i = n++;
+        // Well-formed characters, so only the length tells them from a key.
+        const res = await fetch(`${stack.apiUrl}/config/plans`, {
+          headers: { authorization: `Bearer mk_${randomBytes(11_250).toString("base64url")}`, "x-forwarded-for": `10.1.${i >> 8}.${i & 255}` },
+        });
+        await res.arrayBuffer();
+        return res.status;
+      }),
+    );
+    assert.ok(statuses.every((s) => s === 401), `statuses ${statuses}`);
+  }
+  const grown = (await heapAfterGc()) - before;
+  // 2,000 tokens of 15,000 characters are 30 MB: kept, they would show.
+  assert.ok(grown < 8 * 1024 * 1024, `heap grew by ${(grown / 1048576).toFixed(1)} MB`);
+});
+
 test("a token that cannot be a key is refused without asking the tenancy service", async () => {
   const calls = 'meter_rpc_requests_total{service="meter.tenancy.v1.TenancyService",method="Authenticate",code="unauthenticated"}';
   const before = await series(calls);
