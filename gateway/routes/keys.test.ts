@@ -230,6 +230,10 @@ t("every route: an ingest key gets 403 where it must; another product's key gets
     Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`),
   );
   assert.ok(routes.length > 30, `only ${routes.length} routes in the document`);
+  assert.equal(
+    [doc.paths["/api/v1/keys"].post.operationId, doc.paths["/api/v1/keys"].get.operationId, doc.paths["/api/v1/keys/{id}"].delete.operationId],
+    ["createKey", "listKeys", "revokeKey"],
+  );
 
   const a = await stack.newProduct("Owner");
   const b = await stack.newProduct("Other");
