@@ -11,11 +11,12 @@ const gc = runInNewContext("gc") as () => void;
 
 let stack: TestStack;
 const FAILURES = 20;
+const KEY_MAX = 12;
 
 test.before(async () => {
   stack = await startTestStack({
     protection: {
-      rateLimit: { windowMs: 60_000, publicMax: 100_000, keyMax: 1_000_000, authFailureMax: FAILURES },
+      rateLimit: { windowMs: 60_000, publicMax: 100_000, keyMax: KEY_MAX, authFailureMax: FAILURES },
       negativeCacheTtlMs: 60_000,
       // Client addresses are taken from X-Forwarded-For, so one test plays several clients.
       trustProxy: true,
@@ -101,6 +102,17 @@ test("long tokens from many addresses (none past its limit) are refused without 
   const grown = (await heapAfterGc()) - before;
   // 2,000 tokens of 15,000 characters are 30 MB: kept, they would show.
   assert.ok(grown < 8 * 1024 * 1024, `heap grew by ${(grown / 1048576).toFixed(1)} MB`);
+});
+
+test("a product's rate limit counts every request of the product, whichever of its keys sends it", async () => {
+  const { api } = await stack.newProduct("Two keys");
+  const created = await api.post("/keys", { name: "client", scope: "ingest" });
+  assert.is(created.status, 201);
+  const ingest = api.withKey(created.body.key);
+  // One request spent on POST /keys; the rest alternate between the two keys.
+  for (let i = 1; i < KEY_MAX; i++) assert.is((await (i % 2 ? ingest : api).get("/config/plans")).status, 200, `request ${i + 1}`);
+  assert.is((await ingest.get("/config/plans")).status, 429);
+  assert.is((await api.get("/config/plans")).status, 429);
 });
 
 test("a token that cannot be a key is refused without asking the tenancy service", async () => {
