@@ -9,7 +9,7 @@ import { analyticsSettings, analyticsSettingsFields } from "@meter/analytics";
 import { ingestionSettings, ingestionSettingsFields } from "@meter/ingestion";
 import { plansSettings, plansSettingsFields } from "@meter/plans";
 import { webhooksSettings, webhooksSettingsFields } from "@meter/webhooks";
-import { LOCAL_PROTECTION, protectionFields, protectionSettings } from "@meter/gateway/config";
+import { AUTH_CACHE_TTL_MS, LOCAL_PROTECTION, protectionFields, protectionSettings } from "@meter/gateway/config";
 import { startStack } from "./stack.ts";
 
 const config = loadConfig(
@@ -23,7 +23,7 @@ const config = loadConfig(
     MONGODB_DB_PREFIX: Type.String({ default: "meter", pattern: "^[A-Za-z0-9_-]+$" }),
     DATA_DIR: Type.String({ default: "./data" }),
     LOG_LEVEL: Type.String({ default: "info" }),
-    AUTH_CACHE_TTL_MS: Type.Integer({ default: 30_000, minimum: 0 }),
+    AUTH_CACHE_TTL_MS,
     // One machine, one user: limits nobody reaches by hand; set them lower to try them.
     ...protectionFields(LOCAL_PROTECTION.rateLimit),
     ...plansSettingsFields,

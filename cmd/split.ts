@@ -55,6 +55,8 @@ SERVICES.forEach((s, i) =>
     HOST: "127.0.0.1",
     MONGODB_URL: mongoUrl,
     MONGODB_DB: `${config.MONGODB_DB_PREFIX}_${s}`,
+    // One machine, local use: the development key (with its warning) unless a key is given.
+    ...(s === "webhooks" && { WEBHOOKS_ALLOW_DEVELOPMENT_KEY: process.env.WEBHOOKS_ALLOW_DEVELOPMENT_KEY ?? "true" }),
   }),
 );
 launch("gateway", "gateway/main.ts", {
@@ -63,6 +65,7 @@ launch("gateway", "gateway/main.ts", {
   // One machine, one user: the local limits unless the caller chose others.
   RATE_LIMIT_PUBLIC_MAX: process.env.RATE_LIMIT_PUBLIC_MAX ?? String(LOCAL_PROTECTION.rateLimit.publicMax),
   RATE_LIMIT_KEY_MAX: process.env.RATE_LIMIT_KEY_MAX ?? String(LOCAL_PROTECTION.rateLimit.keyMax),
+  RATE_LIMIT_AUTH_FAILURE_MAX: process.env.RATE_LIMIT_AUTH_FAILURE_MAX ?? String(LOCAL_PROTECTION.rateLimit.publicMax),
 });
 logger.info({ api: `http://${config.HOST}:${config.PORT}/api/v1` }, "split mode starting");
 

@@ -57,7 +57,12 @@ export async function buildGateway(opts: GatewayOptions) {
   await app.register(docsPlugin);
   await app.register(
     async (api) => {
-      await api.register(authPlugin, { cacheTtlMs: opts.authCacheTtlMs ?? 30_000, negativeCacheTtlMs: protection.negativeCacheTtlMs });
+      await api.register(authPlugin, {
+        cacheTtlMs: opts.authCacheTtlMs ?? 2_000,
+        negativeCacheTtlMs: protection.negativeCacheTtlMs,
+        failureMax: protection.rateLimit.authFailureMax ?? protection.rateLimit.publicMax,
+        windowMs: protection.rateLimit.windowMs,
+      });
       for (const routes of apiRoutes) await api.register(routes);
     },
     { prefix: "/api/v1" },

@@ -1,7 +1,7 @@
 import { Type, peerUrlFields } from "@meter/lib/config";
 
 /** Protection settings every process hosting the gateway reads (gateway process, all-in-one). */
-export function protectionFields(defaults: { publicMax: number; keyMax: number }) {
+export function protectionFields(defaults: { publicMax: number; keyMax: number; authFailureMax?: number }) {
   return {
     /** Length of the rate-limit window. */
     RATE_LIMIT_WINDOW_MS: Type.Integer({ default: 60_000, minimum: 1_000 }),
@@ -9,6 +9,8 @@ export function protectionFields(defaults: { publicMax: number; keyMax: number }
     RATE_LIMIT_PUBLIC_MAX: Type.Integer({ default: defaults.publicMax, minimum: 1 }),
     /** Requests per window and API key on authenticated routes. */
     RATE_LIMIT_KEY_MAX: Type.Integer({ default: defaults.keyMax, minimum: 1 }),
+    /** Refused authentications (401) per window and client address; past it, 429 before any check. */
+    RATE_LIMIT_AUTH_FAILURE_MAX: Type.Integer({ default: defaults.authFailureMax ?? defaults.publicMax, minimum: 1 }),
     /** How long an API key the tenancy service refused is refused without asking again. */
     AUTH_NEGATIVE_CACHE_TTL_MS: Type.Integer({ default: 5_000, minimum: 0 }),
     /**
@@ -19,17 +21,24 @@ export function protectionFields(defaults: { publicMax: number; keyMax: number }
   };
 }
 
+/**
+ * How long a verified API key is trusted without asking the tenancy service. At most 4 s: a
+ * revoked key must be refused by every gateway replica within 5 s.
+ */
+export const AUTH_CACHE_TTL_MS = Type.Integer({ default: 2_000, minimum: 0, maximum: 4_000 });
+
 export const gatewayConfigSchema = Type.Object({
   PORT: Type.Integer({ default: 8080, minimum: 0, maximum: 65535 }),
   HOST: Type.String({ default: "0.0.0.0" }),
   LOG_LEVEL: Type.String({ default: "info" }),
   ...peerUrlFields,
-  AUTH_CACHE_TTL_MS: Type.Integer({ default: 30_000, minimum: 0 }),
-  ...protectionFields({ publicMax: 120, keyMax: 6_000 }),
+  AUTH_CACHE_TTL_MS,
+  ...protectionFields({ publicMax: 120, keyMax: 6_000, authFailureMax: 60 }),
 });
 
 export interface Protection {
-  rateLimit: { windowMs: number; publicMax: number; keyMax: number };
+  /** authFailureMax: refused authentications per window and client address (default publicMax). */
+  rateLimit: { windowMs: number; publicMax: number; keyMax: number; authFailureMax?: number };
   negativeCacheTtlMs: number;
   trustProxy: boolean | number | string[];
 }
@@ -45,12 +54,13 @@ export function protectionSettings(config: {
   RATE_LIMIT_WINDOW_MS: number;
   RATE_LIMIT_PUBLIC_MAX: number;
   RATE_LIMIT_KEY_MAX: number;
+  RATE_LIMIT_AUTH_FAILURE_MAX: number;
   AUTH_NEGATIVE_CACHE_TTL_MS: number;
   TRUST_PROXY: string;
 }): Protection {
   const t = config.TRUST_PROXY.trim();
   return {
-    rateLimit: { windowMs: config.RATE_LIMIT_WINDOW_MS, publicMax: config.RATE_LIMIT_PUBLIC_MAX, keyMax: config.RATE_LIMIT_KEY_MAX },
+    rateLimit: { windowMs: config.RATE_LIMIT_WINDOW_MS, publicMax: config.RATE_LIMIT_PUBLIC_MAX, keyMax: config.RATE_LIMIT_KEY_MAX, authFailureMax: config.RATE_LIMIT_AUTH_FAILURE_MAX },
     negativeCacheTtlMs: config.AUTH_NEGATIVE_CACHE_TTL_MS,
     trustProxy: t === "" || t === "false" ? false : t === "true" ? true : /^\d+$/.test(t) ? Number(t) : t.split(",").map((s) => s.trim()).filter(Boolean),
   };

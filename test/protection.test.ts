@@ -7,7 +7,7 @@ let stack: TestStack;
 
 test.before(async () => {
   stack = await startTestStack({
-    protection: { rateLimit: { windowMs: 60_000, publicMax: 3, keyMax: 5 }, negativeCacheTtlMs: 60_000, trustProxy: false },
+    protection: { rateLimit: { windowMs: 60_000, publicMax: 3, keyMax: 5, authFailureMax: 10 }, negativeCacheTtlMs: 60_000, trustProxy: false },
   });
 });
 test.after(async () => {

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { JsonObject } from "@bufbuild/protobuf";
-import { Body, DateTime, LeaseId, Nullable, errors, parseDateTime } from "../schemas/common.ts";
+import { DateTime, EventBody, LeaseId, Nullable, countIgnoredFields, errors, parseDateTime } from "../schemas/common.ts";
 import { rpcOptions } from "../rpc-options.ts";
 
 /** Largest batch body accepted (bytes); the ingestion service also caps the event count. */
@@ -20,7 +20,7 @@ const Metadata = Type.Object(
 const Count = Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0 });
 const Money = Type.Number({ minimum: 0, maximum: MAX_EVENT_COST, default: 0 });
 
-const UsageEventIn = Body(
+const UsageEventIn = EventBody(
   {
     id: Type.String({ format: "uuid", description: "Idempotency key" }),
     user_id: Type.String({ minLength: 1, maxLength: 255 }),
@@ -37,11 +37,15 @@ const UsageEventIn = Body(
     metadata: Type.Optional(Metadata),
     synced: Type.Optional(Type.Boolean({ description: "Client-side flag of the callback form; ignored" })),
     lease_id: Type.Optional(Nullable(Type.Unsafe<string>({ ...LeaseId, description: "The budget lease the cost was spent from (POST /users/{user_id}/leases); the event settles against it" }))),
+    source: Type.Optional(
+      Type.Union([Type.Literal("auto"), Type.Literal("manual")], { default: "auto", description: "manual: counted as a manual event wherever events are told apart by source" }),
+    ),
+    description: Type.Optional(Nullable(Type.String({ maxLength: 2000 }))),
   },
   "Usage event",
 );
 
-const GateEventIn = Body(
+const GateEventIn = EventBody(
   {
     id: Type.String({ format: "uuid", description: "Idempotency key" }),
     user_id: Type.String({ minLength: 1, maxLength: 255 }),
@@ -63,7 +67,7 @@ const GateEventIn = Body(
 
 const BatchResult = Type.Object({ accepted: Type.Integer(), duplicates: Type.Integer() });
 
-const ManualEventIn = Body({
+const ManualEventIn = EventBody({
   user_id: Type.String({ minLength: 1, maxLength: 255, description: "external_user_id" }),
   cost: Type.Optional(Nullable(Type.Number({ minimum: 0, maximum: MAX_EVENT_COST, description: "Explicit dollars, used as given" }))),
   model: Type.Optional(Nullable(Type.String({ maxLength: 255 }))),
@@ -74,7 +78,7 @@ const ManualEventIn = Body({
   metadata: Type.Optional(Metadata),
   session_id: Type.Optional(Nullable(Type.String({ maxLength: 255 }))),
   idempotency_key: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 255 }))),
-});
+}, "Manual event");
 
 const ManualEventOut = Type.Object({
   id: Type.String({ description: "evt_ followed by a UUID" }),
@@ -92,17 +96,21 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     "/events/batch",
     {
+      config: { ingest: true },
       bodyLimit: BATCH_BODY_LIMIT,
       schema: {
         operationId: "ingestUsageEvents",
         summary: "Ingest a batch of usage events (idempotent on id)",
-        description: "At most 10,000 events and 10 MiB per batch (413 beyond). A malformed batch is refused whole (422).",
+        description:
+          "At most 10,000 events and 10 MiB per batch (413 beyond). A malformed batch is refused whole (422); " +
+          "fields an event does not define are ignored.",
         tags: ["ingestion"],
         body: Type.Array(UsageEventIn),
         response: { 200: BatchResult, ...errors(400, 401, 413, 422) },
       },
     },
     async (request) => {
+      countIgnoredFields(request.routeOptions.url!, UsageEventIn, request.body);
       const res = await app.services.ingestion.ingestUsageEvents(
         {
           productId: request.productId,
@@ -121,6 +129,8 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
             costTotal: e.cost_total ?? 0,
             metadata: (e.metadata ?? {}) as JsonObject,
             leaseId: e.lease_id ?? undefined,
+            source: e.source,
+            description: e.description ?? undefined,
           })),
         },
         rpcOptions(request),
@@ -132,17 +142,21 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     "/gate-events/batch",
     {
+      config: { ingest: true },
       bodyLimit: BATCH_BODY_LIMIT,
       schema: {
         operationId: "ingestGateEvents",
         summary: "Ingest a batch of gate events (idempotent on id)",
-        description: "At most 10,000 events and 10 MiB per batch (413 beyond). A malformed batch is refused whole (422).",
+        description:
+          "At most 10,000 events and 10 MiB per batch (413 beyond). A malformed batch is refused whole (422); " +
+          "fields an event does not define are ignored.",
         tags: ["ingestion"],
         body: Type.Array(GateEventIn),
         response: { 200: BatchResult, ...errors(400, 401, 413, 422) },
       },
     },
     async (request) => {
+      countIgnoredFields(request.routeOptions.url!, GateEventIn, request.body);
       const res = await app.services.ingestion.ingestGateEvents(
         {
           productId: request.productId,
@@ -172,6 +186,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     "/events",
     {
+      config: { ingest: true },
       schema: {
         operationId: "createManualEvent",
         summary: "Record a manual usage event",
@@ -185,6 +200,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const b = request.body;
+      countIgnoredFields(request.routeOptions.url!, ManualEventIn, [b]);
       const res = await app.services.ingestion.createManualEvent(
         {
           productId: request.productId,

@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { analyticsRoutes } from "./analytics.ts";
 import { eventRoutes } from "./events.ts";
 import { healthRoutes } from "./health.ts";
+import { keyRoutes } from "./keys.ts";
 import { leaseRoutes } from "./leases.ts";
 import { planRoutes } from "./plans.ts";
 import { productRoutes } from "./products.ts";
@@ -10,4 +11,4 @@ import { userRoutes } from "./users.ts";
 import { webhookRoutes } from "./webhooks.ts";
 
 /** Every resource's routes, mounted under /api/v1. */
-export const apiRoutes: FastifyPluginAsyncTypebox[] = [healthRoutes, productRoutes, planRoutes, userRoutes, eventRoutes, usageRoutes, leaseRoutes, webhookRoutes, analyticsRoutes];
+export const apiRoutes: FastifyPluginAsyncTypebox[] = [healthRoutes, productRoutes, keyRoutes, planRoutes, userRoutes, eventRoutes, usageRoutes, leaseRoutes, webhookRoutes, analyticsRoutes];

@@ -89,6 +89,7 @@ export const leaseRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     "/users/:user_id/leases",
     {
+      config: { ingest: true },
       schema: {
         operationId: "acquireLease",
         summary: "Lease a slice of the user's period spend cap (budget lease)",
@@ -126,6 +127,7 @@ export const leaseRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     "/users/:user_id/leases/:lease_id/release",
     {
+      config: { ingest: true },
       schema: {
         operationId: "releaseLease",
         summary: "Give back the unused part of a budget lease",

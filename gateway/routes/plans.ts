@@ -82,6 +82,7 @@ export const planRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     "/config/plans",
     {
+      config: { ingest: true },
       schema: {
         operationId: "listPlans",
         summary: "List the product's plans with defaults filled in",

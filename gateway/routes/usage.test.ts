@@ -111,10 +111,11 @@ t("session: permissive defaults without a plan, the plan's config with one, 404 
     service_user_id: created.body.id,
     plan: "none",
     sdk_enabled: false,
+    // Unlimited caps and the absent default rate are omitted (SPEC.md: omitted = unlimited).
     plan_config: {
-      max_spend_per_period: null, max_spend_per_session: null, soft_gate_at: 0.8, hard_gate_at: 1,
+      soft_gate_at: 0.8, hard_gate_at: 1,
       model_limits: {}, cost_rates: {},
-      session_timeout_minutes: 30, default_cost_rate: null, tool_costs: {}, default_tool_cost: 0,
+      session_timeout_minutes: 30, tool_costs: {}, default_tool_cost: 0,
       pre_call_estimate: false, pre_call_buffer_tokens: 4096,
     },
     current_usage: { period_cost: 0, period_tokens_total: 0, period_tokens_by_model: {}, period_cost_by_model: {} },

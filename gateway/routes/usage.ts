@@ -18,14 +18,14 @@ const SessionBody = Type.Object({
     description: "True when a plan is in force and the client must enforce plan_config; false: no plan, permissive defaults",
   }),
   plan_config: Type.Object({
-    max_spend_per_period: Nullable(Type.Number()),
-    max_spend_per_session: Nullable(Type.Number()),
+    max_spend_per_period: Type.Optional(Type.Number({ description: "Omitted: unlimited" })),
+    max_spend_per_session: Type.Optional(Type.Number({ description: "Omitted: unlimited" })),
     soft_gate_at: Type.Number(),
     hard_gate_at: Type.Number(),
     model_limits: Type.Record(Type.String(), Type.Object({ max_tokens_per_period: Type.Integer() })),
     cost_rates: Type.Record(Type.String(), Rate),
     session_timeout_minutes: Type.Number(),
-    default_cost_rate: Nullable(Rate),
+    default_cost_rate: Type.Optional(Type.Object(Rate.properties, { description: "Omitted: models without a cost rate cost nothing" })),
     tool_costs: NumberMap,
     default_tool_cost: Type.Number(),
     pre_call_estimate: Type.Boolean(),
@@ -114,6 +114,7 @@ export const usageRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     "/users/:user_id/session",
     {
+      config: { ingest: true },
       schema: {
         operationId: "getSession",
         summary: "Session bootstrap read by the client library on start and refresh",
@@ -135,8 +136,9 @@ export const usageRoutes: FastifyPluginAsyncTypebox = async (app) => {
         plan: s.plan,
         sdk_enabled: s.sdkEnabled,
         plan_config: {
-          max_spend_per_period: c.maxSpendPerPeriod ?? null,
-          max_spend_per_session: c.maxSpendPerSession ?? null,
+          // SPEC.md: omitted = unlimited (clients that read a number for every cap break on null).
+          ...(c.maxSpendPerPeriod !== undefined && { max_spend_per_period: c.maxSpendPerPeriod }),
+          ...(c.maxSpendPerSession !== undefined && { max_spend_per_session: c.maxSpendPerSession }),
           soft_gate_at: c.softGateAt,
           hard_gate_at: c.hardGateAt,
           model_limits: Object.fromEntries(
@@ -144,7 +146,7 @@ export const usageRoutes: FastifyPluginAsyncTypebox = async (app) => {
           ),
           cost_rates: Object.fromEntries(Object.entries(c.costRates).map(([m, r]) => [m, { input: r.input, output: r.output }])),
           session_timeout_minutes: c.sessionTimeoutMinutes,
-          default_cost_rate: c.defaultCostRate ? { input: c.defaultCostRate.input, output: c.defaultCostRate.output } : null,
+          ...(c.defaultCostRate && { default_cost_rate: { input: c.defaultCostRate.input, output: c.defaultCostRate.output } }),
           tool_costs: c.toolCosts,
           default_tool_cost: c.defaultToolCost,
           pre_call_estimate: c.preCallEstimate,
@@ -167,6 +169,7 @@ export const usageRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     "/users/:user_id/usage",
     {
+      config: { ingest: true },
       schema: {
         operationId: "getUsage",
         summary: "Usage of a user in a period, broken down by model",

@@ -1,4 +1,5 @@
 import { Type, type TSchema } from "typebox";
+import { ignoredFields } from "@meter/lib/metrics";
 
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 
@@ -50,6 +51,22 @@ export const LeaseId = Type.String({ pattern: "^[A-Za-z0-9_-]{1,64}$", descripti
 
 export const Body = <P extends Record<string, TSchema>>(properties: P, description?: string) =>
   Type.Object(properties, { additionalProperties: false, ...(description ? { description } : {}) });
+
+/**
+ * An event as client libraries send it: fields of the schema keep their validation, fields it
+ * does not know are ignored (and counted by `countIgnoredFields`), so that a client sending
+ * one field more never loses a batch of spend. Configuration bodies use `Body`.
+ */
+export const EventBody = <P extends Record<string, TSchema>>(properties: P, description: string) =>
+  Type.Object(properties, { additionalProperties: true, description: `${description}; fields not listed here are ignored` });
+
+/** Counts the top-level fields of `items` that `schema` does not list, for the route's metric. */
+export function countIgnoredFields(route: string, schema: { properties: Record<string, unknown> }, items: readonly object[]): number {
+  let ignored = 0;
+  for (const item of items) for (const field in item) if (!Object.hasOwn(schema.properties, field)) ignored++;
+  if (ignored > 0) ignoredFields.inc({ route }, ignored);
+  return ignored;
+}
 
 export const ErrorBody = Type.Object(
   {

@@ -26,6 +26,13 @@ export const httpDuration = new Histogram({
   registers: [registry],
 });
 
+export const ignoredFields = new Counter({
+  name: "meter_http_ignored_fields_total",
+  help: "Fields of ingested events the gateway does not know and ignored, by route template.",
+  labelNames: ["route"] as const,
+  registers: [registry],
+});
+
 export const rpcRequests = new Counter({
   name: "meter_rpc_requests_total",
   help: "RPCs answered by a service, by service, method and Connect code.",

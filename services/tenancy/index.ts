@@ -6,6 +6,7 @@ import { pingDb } from "@meter/lib/mongo";
 import type { ServiceModule } from "@meter/lib/rpc";
 import { ApiKeyStore } from "./store/api-keys.ts";
 import { ProductStore } from "./store/products.ts";
+import { createApiKey, listApiKeys, revokeApiKey } from "./handlers/api-keys.ts";
 import { authenticate } from "./handlers/authenticate.ts";
 import { createProduct } from "./handlers/create-product.ts";
 import { listProducts } from "./handlers/list-products.ts";
@@ -24,6 +25,9 @@ export async function createTenancyService(opts: { db: Db; logger: Logger; peers
         createProduct: createProduct(deps),
         listProducts: listProducts(deps),
         authenticate: authenticate(deps),
+        createApiKey: createApiKey(deps),
+        listApiKeys: listApiKeys(deps),
+        revokeApiKey: revokeApiKey(deps),
       });
     },
     healthy: () => pingDb(opts.db),

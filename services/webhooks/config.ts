@@ -17,7 +17,27 @@ export const webhooksConfigSchema = Type.Object({
   PORT: Type.Integer({ default: 9095, minimum: 0, maximum: 65535 }),
   MONGODB_DB: Type.String({ default: "meter_webhooks", minLength: 1 }),
   ...webhooksSettingsFields,
+  /**
+   * "true" lets the process run without WEBHOOKS_SECRET_KEY, on the public development key
+   * (npm run start:split sets it; local use only).
+   */
+  WEBHOOKS_ALLOW_DEVELOPMENT_KEY: Type.Boolean({ default: false }),
 });
+
+/**
+ * Why a webhooks process must not start with this configuration: without WEBHOOKS_SECRET_KEY
+ * every signing secret would be sealed with the public development key, and anyone who reads
+ * the database could forge deliveries.
+ */
+export function secretKeyProblem(config: { WEBHOOKS_SECRET_KEY?: string; WEBHOOKS_ALLOW_DEVELOPMENT_KEY: boolean }): string | undefined {
+  if (config.WEBHOOKS_SECRET_KEY || config.WEBHOOKS_ALLOW_DEVELOPMENT_KEY) return undefined;
+  return (
+    "WEBHOOKS_SECRET_KEY is unset: it seals the endpoints' signing secrets at rest. Make one with " +
+    "`openssl rand -hex 32` (or `node -e \"console.log(crypto.randomBytes(32).toString('hex'))\"`), keep it in a " +
+    "secret store and set it on every webhooks process; secrets sealed with one key need that key. " +
+    "For local use only, WEBHOOKS_ALLOW_DEVELOPMENT_KEY=true runs on the public development key."
+  );
+}
 
 export function webhooksSettings(config: { WEBHOOKS_SECRET_KEY?: string; WEBHOOKS_ALLOW_INSECURE_URLS: boolean; WEBHOOKS_LOG_DAYS: number }) {
   return {

@@ -1,8 +1,16 @@
 // Entry point of the webhooks service as its own process (split mode, Kubernetes).
-import { peerUrls } from "@meter/lib/config";
+import { loadConfig, peerUrls } from "@meter/lib/config";
+import { createLogger } from "@meter/lib/logger";
 import { serviceMain } from "@meter/lib/service-main";
-import { webhooksConfigSchema, webhooksSettings } from "./config.ts";
+import { secretKeyProblem, webhooksConfigSchema, webhooksSettings } from "./config.ts";
 import { createWebhooksService } from "./index.ts";
+
+// As Kubernetes runs it, the process refuses to seal secrets with the public development key.
+const problem = secretKeyProblem(loadConfig(webhooksConfigSchema));
+if (problem) {
+  createLogger("webhooks").fatal(problem);
+  process.exit(1);
+}
 
 await serviceMain({
   name: "webhooks",

@@ -8,7 +8,7 @@
  *   larger of local and service values: local holds events not delivered yet, the service
  *   holds spend of other processes.
  */
-import type { PlanConfig, SessionView } from "./types.ts";
+import type { PlanConfig, PlanConfigView, SessionView } from "./types.ts";
 import type { UserEntry } from "./state.ts";
 
 export type Merge = "first" | "reset" | "fresh_period" | "same_period";
@@ -34,7 +34,7 @@ export function applyView(e: UserEntry, view: SessionView, now: number): Merge {
   }
   e.serviceUserId = view.service_user_id;
   e.plan = view.plan;
-  e.config = view.sdk_enabled ? intern(view.plan_config) : null;
+  e.config = view.sdk_enabled ? intern(readPlanConfig(view.plan_config)) : null;
   e.timeoutMs = view.plan_config.session_timeout_minutes * 60_000;
   e.periodStart = view.billing_period.start;
   e.periodEnd = view.billing_period.end;
@@ -70,6 +70,16 @@ function maxOf(a: Record<string, number>, b: Record<string, number>): Record<str
   const out: Record<string, number> = { ...a };
   for (const [k, v] of Object.entries(b)) out[k] = Math.max(out[k] ?? 0, v);
   return out;
+}
+
+/** An omitted cap and a null one both mean unlimited. */
+export function readPlanConfig(view: PlanConfigView): PlanConfig {
+  return {
+    ...view,
+    max_spend_per_period: view.max_spend_per_period ?? null,
+    max_spend_per_session: view.max_spend_per_session ?? null,
+    default_cost_rate: view.default_cost_rate ?? null,
+  };
 }
 
 /** Users on one plan share one config object (bounded; cleared when full). */

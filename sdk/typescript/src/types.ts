@@ -199,7 +199,7 @@ export interface SessionView {
   service_user_id: string;
   plan: string;
   sdk_enabled: boolean;
-  plan_config: PlanConfig;
+  plan_config: PlanConfigView;
   current_usage: {
     period_cost: number;
     period_tokens_total: number;
@@ -214,6 +214,17 @@ export interface Rate {
   output: number;
 }
 
+/**
+ * plan_config as the service sends it: an unlimited cap is omitted (older services sent null);
+ * the library reads both as unlimited (null in PlanConfig).
+ */
+export type PlanConfigView = Omit<PlanConfig, "max_spend_per_period" | "max_spend_per_session" | "default_cost_rate"> & {
+  max_spend_per_period?: number | null;
+  max_spend_per_session?: number | null;
+  default_cost_rate?: Rate | null;
+};
+
+/** A plan's settings as the library applies them: null is unlimited (or, for a rate, none). */
 export interface PlanConfig {
   max_spend_per_period: number | null;
   max_spend_per_session: number | null;

@@ -73,6 +73,15 @@ console.log("done", meter.stats.queued);
   await writeFile(
     path.join(app, "consumer.ts"),
     `import { Meter, LimitExceededError, currentUser, type GuardResult, type UsageEvent, type Reservation } from "@meter/sdk";
+import { verifyWebhook, WebhookVerificationError, type WebhookEvent } from "@meter/sdk";
+export async function receive(body: string, headers: Record<string, string>): Promise<string> {
+  try {
+    const e: WebhookEvent = await verifyWebhook(body, headers, ["whsec_old", "whsec_new"], { toleranceSeconds: 300 });
+    return e.type === "usage.threshold.80" ? e.data.plan_name : e.type;
+  } catch (err) {
+    return err instanceof WebhookVerificationError ? err.reason : "?";
+  }
+}
 const meter = new Meter({ apiKey: "k", baseURL: "http://127.0.0.1:1/api/v1", blocking: false, maxQueueSize: 10 });
 meter.onHardGate((r: GuardResult, ctx) => { const s: "ok" | "soft_gate" | "hard_gate" = r.status; void s; void ctx.session_id; });
 meter.onUsage((e: UsageEvent) => { const synced: boolean = e.synced; void synced; });

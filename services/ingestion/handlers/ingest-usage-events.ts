@@ -12,11 +12,18 @@ import { attribute, attributionFields, storeUsage } from "../usage.ts";
 import { LEASE_ID } from "./lease-common.ts";
 import { BatchProblems, checkBatchSize, checkIds, firstOccurrences, nonNegative, requireProduct } from "./common.ts";
 
+/** Longest description of an event (as of a manual one). */
+const DESCRIPTION_MAX = 2000;
+
 function validate(events: readonly UsageEvent[]): void {
   const problems = new BatchProblems();
   events.forEach((e, i) => {
     checkIds(problems, i, e);
     if (e.leaseId !== undefined && !LEASE_ID.test(e.leaseId)) problems.add(i, "lease_id", "must be 1-64 letters, digits, _ or -");
+    if (e.source !== undefined && e.source !== "auto" && e.source !== "manual") problems.add(i, "source", "must be auto or manual");
+    if (e.description !== undefined && e.description.length > DESCRIPTION_MAX) {
+      problems.add(i, "description", `must be at most ${DESCRIPTION_MAX} characters`);
+    }
     nonNegative(problems, i, {
       input_tokens: Number(e.inputTokens),
       output_tokens: Number(e.outputTokens),
@@ -59,8 +66,9 @@ export function usageDoc(productId: string, job: string, e: UsageEvent, user: Kn
     cost_tools: e.costTools,
     cost_total: e.costTotal || e.costTokens + e.costTools,
     metadata: encodeMetadata(e.metadata),
-    source: "auto",
-    description: null,
+    // A client's own record of a manual entry counts as a manual event, as POST /events does.
+    source: e.source === "manual" ? "manual" : "auto",
+    description: e.description ?? null,
     job,
     ...attributionFields(a),
     received_at: receivedAt,

@@ -1,7 +1,7 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { CreateProductRequest, TenancyService } from "@meter/proto/meter/tenancy/v1/tenancy_pb";
 import { rpcError } from "@meter/lib/errors";
-import { generateApiKey, hashApiKey } from "../keys.ts";
+import { newKeyDoc } from "./api-keys.ts";
 import { toProduct } from "../mapping.ts";
 import type { TenancyDeps } from "../deps.ts";
 
@@ -26,13 +26,8 @@ export function createProduct(deps: TenancyDeps): ServiceImpl<typeof TenancyServ
       contact_name: req.contactName ?? null,
       contact_email: req.contactEmail ?? null,
     });
-    const apiKey = generateApiKey();
-    await deps.keys.insert({
-      _id: hashApiKey(apiKey),
-      product_id: product._id,
-      display_prefix: apiKey.slice(0, 10),
-      created_at: new Date(),
-    });
+    const { apiKey, doc } = newKeyDoc(product._id, { name: "default", scope: "admin", expiresAt: null }, product.created_at);
+    await deps.keys.insert(doc);
     deps.logger.info({ productId: product._id, slug: product.slug }, "product created");
     return { product: toProduct(product), apiKey };
   };

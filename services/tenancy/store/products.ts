@@ -10,7 +10,13 @@ export interface ProductDoc {
   contact_name: string | null;
   contact_email: string | null;
   created_at: Date;
+  /** Until when a change of the product's keys holds the product (see withKeysLock). */
+  keys_lock_until?: Date;
+  keys_lock_holder?: string;
 }
+
+/** How long a crashed holder of a product's keys lock can hold it. */
+const KEYS_LOCK_MS = 10_000;
 
 export class ProductStore {
   private readonly products: Collection<ProductDoc>;
@@ -46,5 +52,31 @@ export class ProductStore {
 
   async get(id: string): Promise<ProductDoc | null> {
     return this.products.findOne({ _id: id });
+  }
+
+  /**
+   * Runs `fn` while holding the product's keys lock: a conditional write on the product's own
+   * document, so that two replicas revoking its last two admin keys at once cannot both see
+   * the other key still there. A holder that crashed frees it after KEYS_LOCK_MS. Null when
+   * the lock stays taken for `waitMs`.
+   */
+  async withKeysLock<T>(productId: string, fn: () => Promise<T>, waitMs = 3_000): Promise<{ value: T } | null> {
+    const holder = randomUUID();
+    const deadline = Date.now() + waitMs;
+    for (let delay = 5; ; delay = Math.min(delay * 2, 100)) {
+      const now = new Date();
+      const res = await this.products.updateOne(
+        { _id: productId, $or: [{ keys_lock_until: { $exists: false } }, { keys_lock_until: { $lt: now } }] },
+        { $set: { keys_lock_until: new Date(now.getTime() + KEYS_LOCK_MS), keys_lock_holder: holder } },
+      );
+      if (res.modifiedCount === 1) break;
+      if (Date.now() + delay > deadline) return null;
+      await new Promise((resolve) => setTimeout(resolve, delay));
+    }
+    try {
+      return { value: await fn() };
+    } finally {
+      await this.products.updateOne({ _id: productId, keys_lock_holder: holder }, { $set: { keys_lock_until: new Date(0) } });
+    }
   }
 }

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file meter/tenancy/v1/tenancy.proto.
  */
 export const file_meter_tenancy_v1_tenancy: GenFile = /*@__PURE__*/
-  fileDesc("Ch5tZXRlci90ZW5hbmN5L3YxL3RlbmFuY3kucHJvdG8SEG1ldGVyLnRlbmFuY3kudjEiuwEKB1Byb2R1Y3QSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIMCgRzbHVnGAMgASgJEhkKDGNvbnRhY3RfbmFtZRgEIAEoCUgAiAEBEhoKDWNvbnRhY3RfZW1haWwYBSABKAlIAYgBARIuCgpjcmVhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIPCg1fY29udGFjdF9uYW1lQhAKDl9jb250YWN0X2VtYWlsIn4KFENyZWF0ZVByb2R1Y3RSZXF1ZXN0EgwKBG5hbWUYASABKAkSGQoMY29udGFjdF9uYW1lGAIgASgJSACIAQESGgoNY29udGFjdF9lbWFpbBgDIAEoCUgBiAEBQg8KDV9jb250YWN0X25hbWVCEAoOX2NvbnRhY3RfZW1haWwiVAoVQ3JlYXRlUHJvZHVjdFJlc3BvbnNlEioKB3Byb2R1Y3QYASABKAsyGS5tZXRlci50ZW5hbmN5LnYxLlByb2R1Y3QSDwoHYXBpX2tleRgCIAEoCSIpChNMaXN0UHJvZHVjdHNSZXF1ZXN0EhIKCnByb2R1Y3RfaWQYASABKAkiQwoUTGlzdFByb2R1Y3RzUmVzcG9uc2USKwoIcHJvZHVjdHMYASADKAsyGS5tZXRlci50ZW5hbmN5LnYxLlByb2R1Y3QiJgoTQXV0aGVudGljYXRlUmVxdWVzdBIPCgdhcGlfa2V5GAEgASgJIioKFEF1dGhlbnRpY2F0ZVJlc3BvbnNlEhIKCnByb2R1Y3RfaWQYASABKAkysAIKDlRlbmFuY3lTZXJ2aWNlEmAKDUNyZWF0ZVByb2R1Y3QSJi5tZXRlci50ZW5hbmN5LnYxLkNyZWF0ZVByb2R1Y3RSZXF1ZXN0GicubWV0ZXIudGVuYW5jeS52MS5DcmVhdGVQcm9kdWN0UmVzcG9uc2USXQoMTGlzdFByb2R1Y3RzEiUubWV0ZXIudGVuYW5jeS52MS5MaXN0UHJvZHVjdHNSZXF1ZXN0GiYubWV0ZXIudGVuYW5jeS52MS5MaXN0UHJvZHVjdHNSZXNwb25zZRJdCgxBdXRoZW50aWNhdGUSJS5tZXRlci50ZW5hbmN5LnYxLkF1dGhlbnRpY2F0ZVJlcXVlc3QaJi5tZXRlci50ZW5hbmN5LnYxLkF1dGhlbnRpY2F0ZVJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp]);
+  fileDesc("Ch5tZXRlci90ZW5hbmN5L3YxL3RlbmFuY3kucHJvdG8SEG1ldGVyLnRlbmFuY3kudjEiuwEKB1Byb2R1Y3QSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIMCgRzbHVnGAMgASgJEhkKDGNvbnRhY3RfbmFtZRgEIAEoCUgAiAEBEhoKDWNvbnRhY3RfZW1haWwYBSABKAlIAYgBARIuCgpjcmVhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIPCg1fY29udGFjdF9uYW1lQhAKDl9jb250YWN0X2VtYWlsIn4KFENyZWF0ZVByb2R1Y3RSZXF1ZXN0EgwKBG5hbWUYASABKAkSGQoMY29udGFjdF9uYW1lGAIgASgJSACIAQESGgoNY29udGFjdF9lbWFpbBgDIAEoCUgBiAEBQg8KDV9jb250YWN0X25hbWVCEAoOX2NvbnRhY3RfZW1haWwiVAoVQ3JlYXRlUHJvZHVjdFJlc3BvbnNlEioKB3Byb2R1Y3QYASABKAsyGS5tZXRlci50ZW5hbmN5LnYxLlByb2R1Y3QSDwoHYXBpX2tleRgCIAEoCSIpChNMaXN0UHJvZHVjdHNSZXF1ZXN0EhIKCnByb2R1Y3RfaWQYASABKAkiQwoUTGlzdFByb2R1Y3RzUmVzcG9uc2USKwoIcHJvZHVjdHMYASADKAsyGS5tZXRlci50ZW5hbmN5LnYxLlByb2R1Y3QiJgoTQXV0aGVudGljYXRlUmVxdWVzdBIPCgdhcGlfa2V5GAEgASgJIo0BChRBdXRoZW50aWNhdGVSZXNwb25zZRISCgpwcm9kdWN0X2lkGAEgASgJEg4KBmtleV9pZBgCIAEoCRINCgVzY29wZRgDIAEoCRIzCgpleHBpcmVzX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgAiAEBQg0KC19leHBpcmVzX2F0Iv0BCgZBcGlLZXkSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRINCgVzY29wZRgDIAEoCRIOCgZwcmVmaXgYBCABKAkSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNQoMbGFzdF91c2VkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgAiAEBEjMKCmV4cGlyZXNfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSAGIAQFCDwoNX2xhc3RfdXNlZF9hdEINCgtfZXhwaXJlc19hdCKKAQoTQ3JlYXRlQXBpS2V5UmVxdWVzdBISCgpwcm9kdWN0X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSDQoFc2NvcGUYAyABKAkSMwoKZXhwaXJlc19hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAIgBAUINCgtfZXhwaXJlc19hdCJOChRDcmVhdGVBcGlLZXlSZXNwb25zZRIlCgNrZXkYASABKAsyGC5tZXRlci50ZW5hbmN5LnYxLkFwaUtleRIPCgdhcGlfa2V5GAIgASgJIigKEkxpc3RBcGlLZXlzUmVxdWVzdBISCgpwcm9kdWN0X2lkGAEgASgJIj0KE0xpc3RBcGlLZXlzUmVzcG9uc2USJgoEa2V5cxgBIAMoCzIYLm1ldGVyLnRlbmFuY3kudjEuQXBpS2V5IjkKE1Jldm9rZUFwaUtleVJlcXVlc3QSEgoKcHJvZHVjdF9pZBgBIAEoCRIOCgZrZXlfaWQYAiABKAkiFgoUUmV2b2tlQXBpS2V5UmVzcG9uc2UyygQKDlRlbmFuY3lTZXJ2aWNlEmAKDUNyZWF0ZVByb2R1Y3QSJi5tZXRlci50ZW5hbmN5LnYxLkNyZWF0ZVByb2R1Y3RSZXF1ZXN0GicubWV0ZXIudGVuYW5jeS52MS5DcmVhdGVQcm9kdWN0UmVzcG9uc2USXQoMTGlzdFByb2R1Y3RzEiUubWV0ZXIudGVuYW5jeS52MS5MaXN0UHJvZHVjdHNSZXF1ZXN0GiYubWV0ZXIudGVuYW5jeS52MS5MaXN0UHJvZHVjdHNSZXNwb25zZRJdCgxBdXRoZW50aWNhdGUSJS5tZXRlci50ZW5hbmN5LnYxLkF1dGhlbnRpY2F0ZVJlcXVlc3QaJi5tZXRlci50ZW5hbmN5LnYxLkF1dGhlbnRpY2F0ZVJlc3BvbnNlEl0KDENyZWF0ZUFwaUtleRIlLm1ldGVyLnRlbmFuY3kudjEuQ3JlYXRlQXBpS2V5UmVxdWVzdBomLm1ldGVyLnRlbmFuY3kudjEuQ3JlYXRlQXBpS2V5UmVzcG9uc2USWgoLTGlzdEFwaUtleXMSJC5tZXRlci50ZW5hbmN5LnYxLkxpc3RBcGlLZXlzUmVxdWVzdBolLm1ldGVyLnRlbmFuY3kudjEuTGlzdEFwaUtleXNSZXNwb25zZRJdCgxSZXZva2VBcGlLZXkSJS5tZXRlci50ZW5hbmN5LnYxLlJldm9rZUFwaUtleVJlcXVlc3QaJi5tZXRlci50ZW5hbmN5LnYxLlJldm9rZUFwaUtleVJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp]);
 
 /**
  * @generated from message meter.tenancy.v1.Product
@@ -164,6 +164,25 @@ export type AuthenticateResponse = Message<"meter.tenancy.v1.AuthenticateRespons
    * @generated from field: string product_id = 1;
    */
   productId: string;
+
+  /**
+   * @generated from field: string key_id = 2;
+   */
+  keyId: string;
+
+  /**
+   * "admin" or "ingest".
+   *
+   * @generated from field: string scope = 3;
+   */
+  scope: string;
+
+  /**
+   * When the key stops working, if it expires.
+   *
+   * @generated from field: optional google.protobuf.Timestamp expires_at = 4;
+   */
+  expiresAt?: Timestamp | undefined;
 };
 
 /**
@@ -172,6 +191,186 @@ export type AuthenticateResponse = Message<"meter.tenancy.v1.AuthenticateRespons
  */
 export const AuthenticateResponseSchema: GenMessage<AuthenticateResponse> = /*@__PURE__*/
   messageDesc(file_meter_tenancy_v1_tenancy, 6);
+
+/**
+ * @generated from message meter.tenancy.v1.ApiKey
+ */
+export type ApiKey = Message<"meter.tenancy.v1.ApiKey"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * "admin" or "ingest".
+   *
+   * @generated from field: string scope = 3;
+   */
+  scope: string;
+
+  /**
+   * The first characters of the key, to recognise it in a list.
+   *
+   * @generated from field: string prefix = 4;
+   */
+  prefix: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp created_at = 5;
+   */
+  createdAt?: Timestamp | undefined;
+
+  /**
+   * Kept within a minute of the key's last use.
+   *
+   * @generated from field: optional google.protobuf.Timestamp last_used_at = 6;
+   */
+  lastUsedAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: optional google.protobuf.Timestamp expires_at = 7;
+   */
+  expiresAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message meter.tenancy.v1.ApiKey.
+ * Use `create(ApiKeySchema)` to create a new message.
+ */
+export const ApiKeySchema: GenMessage<ApiKey> = /*@__PURE__*/
+  messageDesc(file_meter_tenancy_v1_tenancy, 7);
+
+/**
+ * @generated from message meter.tenancy.v1.CreateApiKeyRequest
+ */
+export type CreateApiKeyRequest = Message<"meter.tenancy.v1.CreateApiKeyRequest"> & {
+  /**
+   * @generated from field: string product_id = 1;
+   */
+  productId: string;
+
+  /**
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * "admin" or "ingest".
+   *
+   * @generated from field: string scope = 3;
+   */
+  scope: string;
+
+  /**
+   * @generated from field: optional google.protobuf.Timestamp expires_at = 4;
+   */
+  expiresAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message meter.tenancy.v1.CreateApiKeyRequest.
+ * Use `create(CreateApiKeyRequestSchema)` to create a new message.
+ */
+export const CreateApiKeyRequestSchema: GenMessage<CreateApiKeyRequest> = /*@__PURE__*/
+  messageDesc(file_meter_tenancy_v1_tenancy, 8);
+
+/**
+ * @generated from message meter.tenancy.v1.CreateApiKeyResponse
+ */
+export type CreateApiKeyResponse = Message<"meter.tenancy.v1.CreateApiKeyResponse"> & {
+  /**
+   * @generated from field: meter.tenancy.v1.ApiKey key = 1;
+   */
+  key?: ApiKey | undefined;
+
+  /**
+   * The secret, returned only here.
+   *
+   * @generated from field: string api_key = 2;
+   */
+  apiKey: string;
+};
+
+/**
+ * Describes the message meter.tenancy.v1.CreateApiKeyResponse.
+ * Use `create(CreateApiKeyResponseSchema)` to create a new message.
+ */
+export const CreateApiKeyResponseSchema: GenMessage<CreateApiKeyResponse> = /*@__PURE__*/
+  messageDesc(file_meter_tenancy_v1_tenancy, 9);
+
+/**
+ * @generated from message meter.tenancy.v1.ListApiKeysRequest
+ */
+export type ListApiKeysRequest = Message<"meter.tenancy.v1.ListApiKeysRequest"> & {
+  /**
+   * @generated from field: string product_id = 1;
+   */
+  productId: string;
+};
+
+/**
+ * Describes the message meter.tenancy.v1.ListApiKeysRequest.
+ * Use `create(ListApiKeysRequestSchema)` to create a new message.
+ */
+export const ListApiKeysRequestSchema: GenMessage<ListApiKeysRequest> = /*@__PURE__*/
+  messageDesc(file_meter_tenancy_v1_tenancy, 10);
+
+/**
+ * @generated from message meter.tenancy.v1.ListApiKeysResponse
+ */
+export type ListApiKeysResponse = Message<"meter.tenancy.v1.ListApiKeysResponse"> & {
+  /**
+   * @generated from field: repeated meter.tenancy.v1.ApiKey keys = 1;
+   */
+  keys: ApiKey[];
+};
+
+/**
+ * Describes the message meter.tenancy.v1.ListApiKeysResponse.
+ * Use `create(ListApiKeysResponseSchema)` to create a new message.
+ */
+export const ListApiKeysResponseSchema: GenMessage<ListApiKeysResponse> = /*@__PURE__*/
+  messageDesc(file_meter_tenancy_v1_tenancy, 11);
+
+/**
+ * @generated from message meter.tenancy.v1.RevokeApiKeyRequest
+ */
+export type RevokeApiKeyRequest = Message<"meter.tenancy.v1.RevokeApiKeyRequest"> & {
+  /**
+   * @generated from field: string product_id = 1;
+   */
+  productId: string;
+
+  /**
+   * @generated from field: string key_id = 2;
+   */
+  keyId: string;
+};
+
+/**
+ * Describes the message meter.tenancy.v1.RevokeApiKeyRequest.
+ * Use `create(RevokeApiKeyRequestSchema)` to create a new message.
+ */
+export const RevokeApiKeyRequestSchema: GenMessage<RevokeApiKeyRequest> = /*@__PURE__*/
+  messageDesc(file_meter_tenancy_v1_tenancy, 12);
+
+/**
+ * @generated from message meter.tenancy.v1.RevokeApiKeyResponse
+ */
+export type RevokeApiKeyResponse = Message<"meter.tenancy.v1.RevokeApiKeyResponse"> & {
+};
+
+/**
+ * Describes the message meter.tenancy.v1.RevokeApiKeyResponse.
+ * Use `create(RevokeApiKeyResponseSchema)` to create a new message.
+ */
+export const RevokeApiKeyResponseSchema: GenMessage<RevokeApiKeyResponse> = /*@__PURE__*/
+  messageDesc(file_meter_tenancy_v1_tenancy, 13);
 
 /**
  * TenancyService owns products (tenants) and their API keys. Keys are stored only as hashes.
@@ -200,7 +399,8 @@ export const TenancyService: GenService<{
     output: typeof ListProductsResponseSchema;
   },
   /**
-   * Resolves an API key to its product. UNAUTHENTICATED when the key is unknown.
+   * Resolves an API key to its product and scope. UNAUTHENTICATED when the key is unknown,
+   * revoked or expired (the message says which of expired and invalid).
    *
    * @generated from rpc meter.tenancy.v1.TenancyService.Authenticate
    */
@@ -208,6 +408,37 @@ export const TenancyService: GenService<{
     methodKind: "unary";
     input: typeof AuthenticateRequestSchema;
     output: typeof AuthenticateResponseSchema;
+  },
+  /**
+   * Creates an API key of the product; the key is returned once.
+   *
+   * @generated from rpc meter.tenancy.v1.TenancyService.CreateApiKey
+   */
+  createApiKey: {
+    methodKind: "unary";
+    input: typeof CreateApiKeyRequestSchema;
+    output: typeof CreateApiKeyResponseSchema;
+  },
+  /**
+   * Lists the product's API keys, never their secrets.
+   *
+   * @generated from rpc meter.tenancy.v1.TenancyService.ListApiKeys
+   */
+  listApiKeys: {
+    methodKind: "unary";
+    input: typeof ListApiKeysRequestSchema;
+    output: typeof ListApiKeysResponseSchema;
+  },
+  /**
+   * Revokes (deletes) an API key. NOT_FOUND for another product's key; ABORTED when it is the
+   * product's last admin key.
+   *
+   * @generated from rpc meter.tenancy.v1.TenancyService.RevokeApiKey
+   */
+  revokeApiKey: {
+    methodKind: "unary";
+    input: typeof RevokeApiKeyRequestSchema;
+    output: typeof RevokeApiKeyResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_meter_tenancy_v1_tenancy, 0);
