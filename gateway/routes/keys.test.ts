@@ -206,6 +206,7 @@ function resourceRequests(f: Fixture): Record<string, { path: string; body?: unk
       path: `/users/${u}/subscription`,
       body: { plan_id: f.planId, period_start: "2026-01-01T00:00:00Z", period_end: "2026-02-01T00:00:00Z" },
     },
+    "GET /api/v1/users/{user_id}": { path: `/users/${u}` },
     "GET /api/v1/users/{user_id}/session": { path: `/users/${u}/session` },
     "GET /api/v1/users/{user_id}/usage": { path: `/users/${u}/usage` },
     "GET /api/v1/users/{user_id}/gate-events": { path: `/users/${u}/gate-events` },
