@@ -2,7 +2,7 @@ import { v7 as uuidv7 } from "uuid";
 import { LRUCache } from "lru-cache";
 import { MongoServerError, type Collection, type Db } from "mongodb";
 import { findByIds, isDuplicateKeyError } from "@meter/lib/mongo";
-import { PLAN_FIELDS, type PlanValues, type Rate } from "../settings.ts";
+import { LIMITS, PLAN_FIELDS, type PlanValues, type Rate } from "../settings.ts";
 
 /**
  * A plan as stored. Maps keyed by model or tool name are kept as arrays of entries: names
@@ -51,6 +51,23 @@ function fromDoc(d: PlanDoc): StoredPlan {
   };
 }
 
+/**
+ * The ids of a product's plans, in creation order. A product's plans are read by these ids
+ * (the embedded database answers only `_id` lookups from an index: a filter on `product_id`
+ * read every product's plans, so one product's large plans slowed every listing), and the
+ * limit of plans per product is one conditional write on it.
+ */
+interface PlanDirectoryDoc {
+  /** The product id. */
+  _id: string;
+  ids: string[];
+  /**
+   * Set once the plans stored before the directory existed were added (one scan of the
+   * collection per product, ever); until then ids may lack some.
+   */
+  complete?: boolean;
+}
+
 /** FerretDB reports a unique index violation by an update as a generic error naming it. */
 function isUniqueViolation(err: unknown): boolean {
   return isDuplicateKeyError(err) || (err instanceof MongoServerError && /UNIQUE constraint failed/.test(err.message));
@@ -61,11 +78,13 @@ const CACHED_PLANS = 10_000;
 
 export class PlanStore {
   private readonly plans: Collection<PlanDoc>;
+  private readonly directory: Collection<PlanDirectoryDoc>;
   /** Plans as `resolved` last read them, for `cacheMs` (none when 0). */
   private readonly cache?: LRUCache<string, { product_id: string; plan: StoredPlan }>;
 
   constructor(db: Db, opts: { cacheMs?: number } = {}) {
     this.plans = db.collection<PlanDoc>("plans");
+    this.directory = db.collection<PlanDirectoryDoc>("plan_directory");
     if (opts.cacheMs) this.cache = new LRUCache({ max: CACHED_PLANS, ttl: opts.cacheMs });
   }
 
@@ -74,13 +93,50 @@ export class PlanStore {
     await this.plans.createIndex({ product_id: 1, name: 1 }, { unique: true });
   }
 
-  /** Inserts a plan; null when the product already has a plan of that name. */
-  async insert(productId: string, values: PlanValues): Promise<StoredPlan | null> {
+  /** The ids of a product's plans, completing its directory first when needed. */
+  private async idsOf(productId: string): Promise<string[]> {
+    const doc = await this.directory.findOne({ _id: productId });
+    if (doc?.complete) return doc.ids;
+    const stored = await this.plans.find({ product_id: productId }, { projection: { _id: 1 } }).toArray();
+    const after = await this.directory.findOneAndUpdate(
+      { _id: productId },
+      { $addToSet: { ids: { $each: stored.map((d) => d._id) } }, $set: { complete: true } },
+      { upsert: true, returnDocument: "after" },
+    );
+    return after?.ids ?? [];
+  }
+
+  /**
+   * Takes `count` places in the product's directory for new plans, in one conditional write:
+   * the ids, or null when they would take the product past LIMITS.plansPerProduct. Places of plans not
+   * created after all are given back with `release`.
+   */
+  async reserve(productId: string, count: number): Promise<string[] | null> {
+    await this.idsOf(productId);
+    // Time-ordered and monotonic within the process: plans created in the same millisecond
+    // (one request creating several) still list in creation order.
+    const ids = Array.from({ length: count }, () => uuidv7());
+    const res = await this.directory.updateOne(
+      { _id: productId, [`ids.${LIMITS.plansPerProduct - count}`]: { $exists: false } },
+      { $push: { ids: { $each: ids } } },
+    );
+    return res.modifiedCount === 1 ? ids : null;
+  }
+
+  async release(productId: string, ids: readonly string[]): Promise<void> {
+    if (ids.length > 0) await this.directory.updateOne({ _id: productId }, { $pullAll: { ids: [...ids] } });
+  }
+
+  /** How many plans the product has (its directory's length). */
+  async count(productId: string): Promise<number> {
+    return (await this.idsOf(productId)).length;
+  }
+
+  /** Inserts a plan under an id from `reserve`; null when the product already has a plan of that name. */
+  async insert(productId: string, id: string, values: PlanValues): Promise<StoredPlan | null> {
     const now = new Date();
     const doc: PlanDoc = {
-      // Time-ordered and monotonic within the process: plans created in the same millisecond
-      // (one request creating several) still list in creation order.
-      _id: uuidv7(),
+      _id: id,
       product_id: productId,
       ...toDocFields(values),
       version: 1,
@@ -96,8 +152,10 @@ export class PlanStore {
     }
   }
 
+  /** The product's plans in creation order, read by id: the cost is the product's own plans. */
   async list(productId: string): Promise<StoredPlan[]> {
-    const docs = await this.plans.find({ product_id: productId }).sort({ created_at: 1, _id: 1 }).toArray();
+    const docs = (await this.byIds(await this.idsOf(productId))).filter((d) => d.product_id === productId);
+    docs.sort((a, b) => a.created_at.getTime() - b.created_at.getTime() || (a._id < b._id ? -1 : a._id > b._id ? 1 : 0));
     return docs.map(fromDoc);
   }
 
