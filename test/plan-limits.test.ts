@@ -4,6 +4,7 @@ import { randomUUID } from "node:crypto";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { connectMongo } from "@meter/lib/mongo";
+import { PlanStore } from "../services/plans/store/plans.ts";
 import type { Api } from "./support/http.ts";
 import { testMongoUrl } from "./support/database.ts";
 import { startTestStack, type TestStack } from "./support/stack.ts";
@@ -119,6 +120,25 @@ t("plans stored before the per-product directory existed are listed and counted"
     const fill = Array.from({ length: PLANS_PER_PRODUCT - 2 }, (_, i) => ({ name: `f${i}` }));
     assert.is((await api.post("/config/plans", { plans: fill })).status, 201);
     assert.is((await api.post("/config/plans", { plans: [{ name: "over" }] })).status, 422);
+  } finally {
+    await mongo.close();
+  }
+});
+
+t("a listing kept by one plans replica shows every change made through another at once", async ({ stack }) => {
+  const { api, productId } = await stack.newProduct();
+  const mongo = await connectMongo(await testMongoUrl());
+  try {
+    // A second replica on the same database; the stack's plans service is the first.
+    const replica = new PlanStore(mongo.db(`${stack.dbPrefix}_plans`));
+    const basic = (await api.post("/config/plans", { plans: [{ name: "basic", tool_costs: { search: 1 } }] })).body.plans[0];
+    assert.equal((await replica.list(productId)).map((p) => p.name), ["basic"]);
+    assert.equal((await replica.list(productId)).map((p) => p.name), ["basic"], "kept");
+    assert.is((await api.patch(`/config/plans/${basic.id}`, { name: "starter", tool_costs: { search: 2 } })).status, 200);
+    const [changed] = await replica.list(productId);
+    assert.equal([changed!.name, changed!.tool_costs], ["starter", { search: 2 }]);
+    assert.is((await api.post("/config/plans", { plans: [{ name: "pro" }] })).status, 201);
+    assert.equal((await replica.list(productId)).map((p) => p.name), ["starter", "pro"]);
   } finally {
     await mongo.close();
   }
