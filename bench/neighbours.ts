@@ -63,7 +63,8 @@ try {
   console.log(`neighbour filled to 50 plans (${FULL_PLANS} full) in ${(fillMs / 1000).toFixed(1)} s; the 51st: ${over.status}`);
   console.log(`another product's GET /config/plans, neighbour at its limits: ${await listing(other)}`);
   const [, ownMs] = await timed(() => neighbour.get("/config/plans"));
-  console.log(`the neighbour's own GET /config/plans: ${fmt(ownMs)} ms`);
+  const [, againMs] = await timed(() => neighbour.get("/config/plans"));
+  console.log(`the neighbour's own GET /config/plans: ${fmt(ownMs)} ms, again (unchanged: its cached listing) ${fmt(againMs)} ms`);
 
   const gates = (await stack.newProduct("gates")).api;
   const user = `g-${randomUUID()}`;
