@@ -37,7 +37,9 @@ const children: ChildProcess[] = [];
 function launch(name: string, entry: string, env: Record<string, string>) {
   const child = spawn(process.execPath, ["--import", "tsx", entry], {
     cwd: root,
-    env: { ...process.env, ...peerEnv, LOG_LEVEL: config.LOG_LEVEL, ...env },
+    // Metrics on each process's own port: one METRICS_PORT from the environment would be
+    // taken by the first process and refused to the others.
+    env: { ...process.env, ...peerEnv, LOG_LEVEL: config.LOG_LEVEL, METRICS_PORT: "0", ...env },
     stdio: ["ignore", "inherit", "inherit"],
   });
   child.on("exit", (code, signal) => {

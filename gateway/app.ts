@@ -9,6 +9,7 @@ import { errorHandler, notFoundHandler } from "./errors.ts";
 import { authPlugin } from "./plugins/auth.ts";
 import { docsPlugin } from "./plugins/docs.ts";
 import { metricsPlugin } from "./plugins/metrics.ts";
+import { securityHeadersPlugin } from "./plugins/security-headers.ts";
 import { rateLimitPlugin } from "./plugins/rate-limit.ts";
 import { servicesPlugin } from "./plugins/services.ts";
 import { apiRoutes } from "./routes/index.ts";
@@ -23,6 +24,8 @@ export interface GatewayOptions {
   bodyLimit?: number;
   /** Rate limits, refused-key cache and trusted proxies; generous local defaults when absent. */
   protection?: Protection;
+  /** Serve /metrics on the public port (default); false when it is served apart (METRICS_PORT). */
+  serveMetrics?: boolean;
 }
 
 /** The REST gateway: JSON over HTTP mapped to the services' RPCs. Listens only when told to. */
@@ -51,8 +54,9 @@ export async function buildGateway(opts: GatewayOptions) {
     reply.header(REQUEST_ID_HEADER, request.id);
   });
 
+  await app.register(securityHeadersPlugin);
   await app.register(servicesPlugin, { clients: opts.clients });
-  await app.register(metricsPlugin);
+  await app.register(metricsPlugin, { serveMetrics: opts.serveMetrics });
   await app.register(rateLimitPlugin, protection.rateLimit);
   await app.register(docsPlugin);
   await app.register(

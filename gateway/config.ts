@@ -1,4 +1,4 @@
-import { Type, peerUrlFields } from "@meter/lib/config";
+import { Type, metricsPortField, peerUrlFields } from "@meter/lib/config";
 
 /** Protection settings every process hosting the gateway reads (gateway process, all-in-one). */
 export function protectionFields(defaults: { publicMax: number; keyMax: number; authFailureMax?: number }) {
@@ -31,6 +31,7 @@ export const gatewayConfigSchema = Type.Object({
   PORT: Type.Integer({ default: 8080, minimum: 0, maximum: 65535 }),
   HOST: Type.String({ default: "0.0.0.0" }),
   LOG_LEVEL: Type.String({ default: "info" }),
+  ...metricsPortField,
   ...peerUrlFields,
   AUTH_CACHE_TTL_MS,
   ...protectionFields({ publicMax: 120, keyMax: 6_000, authFailureMax: 60 }),

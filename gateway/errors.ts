@@ -1,5 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
+import { fieldIssues } from "@meter/lib/errors";
 
 /**
  * The one table from service error codes to the HTTP statuses of the API contract.
@@ -76,6 +77,11 @@ export function errorHandler(err: FastifyError | ConnectError | Error, request: 
     if (status >= 500) {
       request.log.error({ err, code: Code[err.code] }, "backend call failed");
       return reply.status(status).send({ detail: PUBLIC_5XX[status] ?? PUBLIC_5XX[500] });
+    }
+    const fields = err.code === Code.InvalidArgument ? fieldIssues(err) : undefined;
+    if (fields) {
+      const issues: ValidationIssue[] = fields.map((i) => ({ location: "body", path: i.path, message: i.message }));
+      return reply.status(422).send({ detail: issues.map((i) => `body${i.path} ${i.message}`).join("; "), issues });
     }
     return reply.status(status).send({ detail: err.rawMessage });
   }

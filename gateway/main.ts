@@ -2,17 +2,24 @@
 import { loadConfig, peerUrls } from "@meter/lib/config";
 import { createLogger } from "@meter/lib/logger";
 import { onShutdown } from "@meter/lib/process";
+import { serveMetrics } from "@meter/lib/rpc";
 import { buildGateway } from "./app.ts";
 import { connectClients } from "./clients.ts";
 import { gatewayConfigSchema, protectionSettings } from "./config.ts";
 
 const config = loadConfig(gatewayConfigSchema);
 const logger = createLogger("gateway", config.LOG_LEVEL);
+const apart = config.METRICS_PORT !== 0;
 const app = await buildGateway({
   clients: connectClients(peerUrls(config)),
   logger,
   authCacheTtlMs: config.AUTH_CACHE_TTL_MS,
   protection: protectionSettings(config),
+  serveMetrics: !apart,
 });
 await app.listen({ port: config.PORT, host: config.HOST });
-onShutdown(logger, () => app.close());
+const metrics = apart ? await serveMetrics({ port: config.METRICS_PORT, host: config.HOST, logger }) : undefined;
+onShutdown(logger, async () => {
+  await app.close();
+  await metrics?.close();
+});

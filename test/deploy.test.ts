@@ -7,7 +7,7 @@ import type { TObject } from "typebox";
 import { repoRoot } from "./support/processes.ts";
 import { loadConfig, peerUrlFields } from "@meter/lib/config";
 import { registry } from "@meter/lib/metrics";
-import { gatewayConfigSchema } from "@meter/gateway/config";
+import { gatewayConfigSchema, protectionSettings } from "@meter/gateway/config";
 import { analyticsConfigSchema } from "../services/analytics/config.ts";
 import { ingestionConfigSchema } from "../services/ingestion/config.ts";
 import { plansConfigSchema } from "../services/plans/config.ts";
@@ -211,6 +211,14 @@ for (const overlay of ["local", "production"]) {
         for (const name of Object.keys(env)) assert.ok(known.includes(name), `${d.metadata.name}: ${name} is not read by ${c.args[0]}`);
         const config = loadConfig(schema, env) as Record<string, any>;
         assert.is(config.PORT, c.ports[0].containerPort, `${d.metadata.name} listens on its container port`);
+        // Metrics apart, on the port the pod declares for them.
+        const metricsPort = c.ports.find((p: Doc) => p.name === "metrics")?.containerPort;
+        assert.ok(metricsPort && metricsPort !== config.PORT, `${d.metadata.name} declares a metrics port of its own`);
+        assert.is(config.METRICS_PORT, metricsPort, `${d.metadata.name} serves /metrics on its metrics port only`);
+        if (c.args[0] === "gateway/main.ts") {
+          // Behind the ingress the client address comes from X-Forwarded-For, one hop deep.
+          assert.is(protectionSettings(config as any).trustProxy, 1, "the gateway trusts the ingress controller's hop");
+        }
         // Secrets of the right size: the webhooks key must open as 32 bytes.
         if (c.args[0] === "services/webhooks/main.ts") {
           assert.ok(env.WEBHOOKS_SECRET_KEY, "the webhooks key is set");
@@ -233,8 +241,8 @@ for (const overlay of ["local", "production"]) {
       assert.ok(c.resources.requests.cpu && c.resources.requests.memory && c.resources.limits.cpu && c.resources.limits.memory, `${name} resources`);
       assert.is(pod.spec.securityContext.runAsNonRoot, true);
       assert.is(c.securityContext.readOnlyRootFilesystem, true);
-      // Prometheus finds /metrics on the container's port, and a policy lets it in.
-      const port = c.ports[0].containerPort;
+      // Prometheus finds /metrics on the container's metrics port, and a policy lets it in.
+      const port = c.ports.find((p: Doc) => p.name === "metrics").containerPort;
       assert.equal(
         [pod.metadata.annotations["prometheus.io/scrape"], pod.metadata.annotations["prometheus.io/port"], pod.metadata.annotations["prometheus.io/path"]],
         ["true", String(port), "/metrics"],
@@ -249,6 +257,69 @@ for (const overlay of ["local", "production"]) {
           ),
       );
       assert.ok(scrape, `${name}: a NetworkPolicy admits Prometheus on port ${port}`);
+    }
+  });
+
+  test(`overlay ${overlay}: only the API is public, metrics stay on their port, egress has destinations`, async () => {
+    const docs = await render(`overlays/${overlay}`);
+    const policies = docs.filter((d) => d.kind === "NetworkPolicy");
+    const deployments = docs.filter((d) => d.kind === "Deployment");
+    const metricsPorts = new Set(deployments.map((d) => d.spec.template.spec.containers[0].ports.find((p: Doc) => p.name === "metrics").containerPort));
+    const portNamed = (d: Doc, name: string) => d.spec.template.spec.containers[0].ports.find((p: Doc) => p.name === name);
+
+    // No Service exposes a metrics port; the gateway's Service only its HTTP port.
+    for (const svc of docs.filter((d) => d.kind === "Service")) {
+      const target = deployments.find((d) => labelsMatch(svc.spec.selector, d.spec.template.metadata.labels))!;
+      for (const p of svc.spec.ports) {
+        const container = typeof p.targetPort === "string" ? portNamed(target, p.targetPort) : { containerPort: p.targetPort ?? p.port };
+        assert.ok(container, `${svc.metadata.name}: target port ${p.targetPort} exists`);
+        assert.not.ok(metricsPorts.has(container.containerPort), `${svc.metadata.name} does not expose a metrics port`);
+      }
+    }
+    // The ingress routes /api only, to the gateway's HTTP port.
+    const ingresses = docs.filter((d) => d.kind === "Ingress");
+    assert.is(ingresses.length, 1);
+    for (const rule of ingresses[0]!.spec.rules) {
+      for (const p of rule.http.paths) {
+        assert.is(p.path, "/api");
+        assert.is(p.pathType, "Prefix");
+        assert.equal(p.backend.service, { name: "gateway", port: { name: "http" } });
+      }
+    }
+
+    const fromMonitoring = (peer: Doc) => peer.namespaceSelector?.matchLabels?.["kubernetes.io/metadata.name"] === "monitoring";
+    for (const p of policies) {
+      for (const rule of p.spec.ingress ?? []) {
+        // Every ingress rule names who may connect: no port is open to any pod of any namespace.
+        assert.ok((rule.from ?? []).length > 0, `${p.metadata.name}: an ingress rule without sources`);
+        // The monitoring namespace reaches metrics ports and nothing else (not the gRPC ports).
+        if ((rule.from ?? []).some(fromMonitoring)) {
+          assert.ok(rule.ports?.length > 0, `${p.metadata.name}: monitoring limited to ports`);
+          for (const port of rule.ports) assert.ok(metricsPorts.has(port.port), `${p.metadata.name}: monitoring may reach port ${port.port}`);
+        }
+      }
+      // Egress to MongoDB and to HTTPS has destinations.
+      for (const rule of p.spec.egress ?? []) {
+        const ports = (rule.ports ?? []).map((x: Doc) => x.port);
+        assert.ok(ports.length > 0, `${p.metadata.name}: an egress rule to every port`);
+        if (ports.includes(27017) || ports.includes(443)) {
+          assert.ok((rule.to ?? []).length > 0, `${p.metadata.name}: egress on ${ports} without a destination`);
+        }
+        for (const to of rule.to ?? []) {
+          if (to.ipBlock?.cidr === "0.0.0.0/0") {
+            for (const internal of ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16"]) {
+              assert.ok(to.ipBlock.except?.includes(internal), `${p.metadata.name}: ${internal} excluded from the internet`);
+            }
+          }
+        }
+      }
+    }
+    const gatewayIngress = policies.filter((p) => p.spec.podSelector.matchLabels?.["meter/tier"] === "gateway");
+    assert.ok(gatewayIngress.length > 0, "a policy admits the gateway's callers");
+    // The gateway (no database) has no route to MongoDB.
+    const gateway = deployments.find((d) => d.metadata.name === "gateway")!.spec.template.metadata.labels;
+    for (const p of policies.filter((p) => labelsMatch(p.spec.podSelector.matchLabels, gateway))) {
+      for (const rule of p.spec.egress ?? []) assert.not.ok(rule.ports?.some((x: Doc) => x.port === 27017), `${p.metadata.name} lets the gateway reach MongoDB`);
     }
   });
 }

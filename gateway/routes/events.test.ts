@@ -145,16 +145,18 @@ t("numbers beyond what is stored exactly, and metadata nested too deep, are refu
 t("date-times without a zone are read as UTC, in bodies and in queries", async ({ stack }) => {
   const { api } = await stack.newProduct();
   await api.post("/users", { external_user_id: "tz" });
-  const gate = { id: randomUUID(), user_id: "tz", timestamp: "2026-03-01T12:00:00", status: "soft_gate", gate_reason: "total_spend", usage_pct: 0.8, current_value: 8, limit_value: 10 };
+  // Two days ago: gate events are accepted from the last 90 days.
+  const day = new Date(Date.now() - 2 * 86_400_000).toISOString().slice(0, 10);
+  const gate = { id: randomUUID(), user_id: "tz", timestamp: `${day}T12:00:00`, status: "soft_gate", gate_reason: "total_spend", usage_pct: 0.8, current_value: 8, limit_value: 10 };
   assert.equal((await api.post("/gate-events/batch", [gate])).body, { accepted: 1, duplicates: 0 });
-  assert.equal((await api.post("/events/batch", [usageEvent("tz", { timestamp: "2026-03-01 12:00:00.5" })])).body, { accepted: 1, duplicates: 0 });
+  assert.equal((await api.post("/events/batch", [usageEvent("tz", { timestamp: `${day} 12:00:00.5` })])).body, { accepted: 1, duplicates: 0 });
   const q = (since: string, until: string) => `/users/tz/gate-events?since=${encodeURIComponent(since)}&until=${encodeURIComponent(until)}`;
-  const inside = await api.get(q("2026-03-01T12:00:00", "2026-03-01 12:00:01"));
+  const inside = await api.get(q(`${day}T12:00:00`, `${day} 12:00:01`));
   assert.is(inside.status, 200, JSON.stringify(inside.body));
-  assert.equal(inside.body.events.map((e: { timestamp: string }) => e.timestamp), ["2026-03-01T12:00:00.000Z"]);
-  assert.equal((await api.get(q("2026-03-01T12:00:00.001", "2026-03-02T00:00:00"))).body.events, []);
-  assert.equal((await api.get(q("2026-03-01T13:00:00+01:00", "2026-03-01T12:00:01Z"))).body.events.length, 1);
-  assert.is((await api.get(q("2026-02-30T00:00:00", "2026-03-02T00:00:00"))).status, 400);
+  assert.equal(inside.body.events.map((e: { timestamp: string }) => e.timestamp), [`${day}T12:00:00.000Z`]);
+  assert.equal((await api.get(q(`${day}T12:00:00.001`, `${day}T23:59:59`))).body.events, []);
+  assert.equal((await api.get(q(`${day}T13:00:00+01:00`, `${day}T12:00:01Z`))).body.events.length, 1);
+  assert.is((await api.get(q("2026-02-30T00:00:00", `${day}T23:59:59`))).status, 400);
 });
 
 t("metadata nested a million levels deep is a 422, not a 500", async ({ stack }) => {

@@ -148,8 +148,9 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: "ingestGateEvents",
         summary: "Ingest a batch of gate events (idempotent on id)",
         description:
-          "At most 10,000 events and 10 MiB per batch (413 beyond). A malformed batch is refused whole (422); " +
-          "fields an event does not define are ignored.",
+          "At most 10,000 events and 10 MiB per batch (413 beyond). A malformed batch is refused whole (422), " +
+          "as is one with a timestamp more than 90 days (INGESTION_GATE_EVENT_DAYS) ago or more than 15 minutes " +
+          "ahead of the service's clock (the issues name each such event); fields an event does not define are ignored.",
         tags: ["ingestion"],
         body: Type.Array(GateEventIn),
         response: { 200: BatchResult, ...errors(400, 401, 413, 422) },

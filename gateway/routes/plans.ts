@@ -50,18 +50,23 @@ export function planJson(p: Plan) {
   };
 }
 
+/** Largest plan request body: one plan with its three maps full (1,000 names of 255 characters) fits. */
+export const PLAN_BODY_LIMIT = 1024 * 1024;
+
 export const planRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     "/config/plans",
     {
+      bodyLimit: PLAN_BODY_LIMIT,
       schema: {
         operationId: "createPlans",
         summary: "Create plans; names that already exist are skipped and listed in duplicates",
+        description: "At most 100 plans per request and 50 per product (422 beyond); a body of at most 1 MiB (413 beyond).",
         tags: ["plans"],
         body: CreatePlansBody,
         response: {
           201: Type.Object({ plans: Type.Array(PlanBody), duplicates: Type.Array(Type.String()) }),
-          ...errors(400, 401, 409, 422),
+          ...errors(400, 401, 409, 413, 422),
         },
       },
     },
@@ -99,13 +104,14 @@ export const planRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.patch(
     "/config/plans/:plan_id",
     {
+      bodyLimit: PLAN_BODY_LIMIT,
       schema: {
         operationId: "updatePlan",
         summary: "Change the fields sent and return the full plan",
         tags: ["plans"],
         params: Type.Object({ plan_id: Type.String({ description: "Plan id (UUID); anything else is not found" }) }),
         body: PlanPatchBody,
-        response: { 200: PlanBody, ...errors(400, 401, 404, 409, 422) },
+        response: { 200: PlanBody, ...errors(400, 401, 404, 409, 413, 422) },
       },
     },
     async (request) => {

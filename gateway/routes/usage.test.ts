@@ -159,12 +159,15 @@ t("session: permissive defaults without a plan, the plan's config with one, 404 
   assert.is((await api.get(`/users/nobody-${randomUUID()}/session`)).status, 404);
 });
 
+/** A whole minute of yesterday: gate events are accepted from the last 90 days. */
+const GATE_BASE = Math.floor((Date.now() - DAY) / 60_000) * 60_000;
+
 function gateEvent(userId: string, i: number, over: Record<string, unknown> = {}) {
   return {
     id: randomUUID(),
     user_id: userId,
     // Pairs share a timestamp so that the tie-break on id is exercised.
-    timestamp: new Date(Date.UTC(2026, 0, 1, 0, 0, Math.floor(i / 2))).toISOString(),
+    timestamp: new Date(GATE_BASE + Math.floor(i / 2) * 1000).toISOString(),
     status: i % 3 === 0 ? "hard_gate" : "soft_gate",
     gate_reason: i % 2 === 0 ? "total_spend" : "model_limit:gpt-4o",
     usage_pct: 0.8 + i / 100,

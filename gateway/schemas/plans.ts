@@ -1,4 +1,4 @@
-import { Type, type Static } from "typebox";
+import { Type, type Static, type TSchema } from "typebox";
 import { Body, DateTime, Nullable } from "./common.ts";
 
 const Money = Type.Number({ minimum: 0, description: "Dollars, non-negative" });
@@ -14,6 +14,14 @@ export const CostRateBody = Body(
 // the schema, which @fastify/swagger trips over inside a record's values.
 export const ModelLimitBody = Body({ max_tokens_per_period: TokenCount }, "Token cap per billing period");
 
+/** A plan's map keyed by model or tool name: the plans service's limits (services/plans/settings.ts), checked here first for a 422. */
+const NameMap = <T extends TSchema>(value: T, what: string) =>
+  Type.Record(Type.String(), value, {
+    maxProperties: 1000,
+    propertyNames: { minLength: 1, maxLength: 255 },
+    description: `${what}; at most 1,000 entries, names 1-255 characters`,
+  });
+
 /** Every plan setting of SPEC.md; absent fields take their defaults, null means unlimited/none. */
 const planSettings = {
   name: Type.String({ minLength: 1, maxLength: 255 }),
@@ -22,10 +30,10 @@ const planSettings = {
   session_timeout_minutes: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
   soft_gate_at: Type.Optional(Ratio),
   hard_gate_at: Type.Optional(Ratio),
-  model_limits: Type.Optional(Type.Record(Type.String(), ModelLimitBody)),
-  cost_rates: Type.Optional(Type.Record(Type.String(), CostRateBody)),
+  model_limits: Type.Optional(NameMap(ModelLimitBody, "Token caps by model")),
+  cost_rates: Type.Optional(NameMap(CostRateBody, "Rates by model")),
   default_cost_rate: Type.Optional(Nullable(CostRateBody)),
-  tool_costs: Type.Optional(Type.Record(Type.String(), Money)),
+  tool_costs: Type.Optional(NameMap(Money, "Dollars per call by tool")),
   default_tool_cost: Type.Optional(Money),
   pre_call_estimate: Type.Optional(Type.Boolean()),
   pre_call_buffer_tokens: Type.Optional(TokenCount),

@@ -28,6 +28,15 @@ export function loadConfig<P extends TProperties>(
 }
 
 /** Fields shared by every service process. */
+/**
+ * Where a process serves /metrics: 0 (the default) on its main port; any other port there
+ * alone, and not on the main port, so that what reaches the main port (the public gateway,
+ * the services' gRPC callers) and what scrapes metrics can be told apart by port.
+ */
+export const metricsPortField = {
+  METRICS_PORT: Type.Integer({ default: 0, minimum: 0, maximum: 65535 }),
+};
+
 export const serviceConfigFields = {
   MONGODB_URL: Type.String({ default: "mongodb://127.0.0.1:27017/" }),
   LOG_LEVEL: Type.Union(
@@ -35,6 +44,7 @@ export const serviceConfigFields = {
     { default: "info" },
   ),
   HOST: Type.String({ default: "0.0.0.0" }),
+  ...metricsPortField,
 };
 
 /** Where each service listens in split mode; every service reaches its peers through these. */

@@ -101,8 +101,10 @@ function backlogReader(probes: Map<string, BacklogProbe>) {
 }
 
 const outboxes = new Map<string, BacklogProbe>();
+const setAside = new Map<string, BacklogProbe>();
 const jobQueues = new Map<string, BacklogProbe>();
 const readOutboxes = backlogReader(outboxes);
+const readSetAside = backlogReader(setAside);
 const readJobQueues = backlogReader(jobQueues);
 
 function backlogGauge(name: string, help: string, read: () => Promise<Map<string, Backlog>>, field: keyof Backlog) {
@@ -126,6 +128,12 @@ backlogGauge(
   readOutboxes,
   "ageSeconds",
 );
+backlogGauge(
+  "meter_outbox_set_aside",
+  "Entries of an outbox set aside after failing every attempt, kept for replay (README, Metrics), by outbox.",
+  readSetAside,
+  "depth",
+);
 backlogGauge("meter_job_queue_due", "Jobs due and not yet picked up by a worker, by queue.", readJobQueues, "depth");
 backlogGauge(
   "meter_job_lag_seconds",
@@ -138,6 +146,19 @@ backlogGauge(
 export function trackOutbox(name: string, probe: BacklogProbe): void {
   outboxes.set(name, probe);
 }
+
+/** Reports how many entries of an outbox are set aside, on every scrape. */
+export function trackSetAside(name: string, probe: BacklogProbe): void {
+  setAside.set(name, probe);
+}
+
+/** Entries set aside by this process, by outbox (the gauge above counts what is still set aside). */
+export const outboxSetAside = new Counter({
+  name: "meter_outbox_set_aside_total",
+  help: "Outbox entries this process set aside after failing every attempt, by outbox.",
+  labelNames: ["name"] as const,
+  registers: [registry],
+});
 
 /** Reports a job queue's lag on every scrape. A later probe of the same name replaces it. */
 export function trackJobQueue(name: string, probe: BacklogProbe): void {

@@ -131,8 +131,8 @@ export interface RpcListener extends RpcServer {
 
 type NodeHandler = (req: http.IncomingMessage | http2.Http2ServerRequest, res: http.ServerResponse | http2.Http2ServerResponse) => void;
 
-/** The modules' RPCs (Connect, gRPC, gRPC-Web) on one Fastify app, beside /healthz and /metrics. */
-async function serviceApp(modules: readonly ServiceModule[], logger: Logger, serverFactory: (handler: NodeHandler) => http.Server) {
+/** The modules' RPCs (Connect, gRPC, gRPC-Web) on one Fastify app, beside /healthz and /metrics (unless served apart). */
+async function serviceApp(modules: readonly ServiceModule[], logger: Logger, serverFactory: (handler: NodeHandler) => http.Server, metrics: boolean) {
   const app = Fastify({
     loggerInstance: logger,
     logController: new LogController({ disableRequestLogging: true }),
@@ -145,9 +145,21 @@ async function serviceApp(modules: readonly ServiceModule[], logger: Logger, ser
     const ok = await allHealthy(modules);
     return reply.status(ok ? 200 : 503).send({ status: ok ? "ok" : "unavailable" });
   });
-  app.get("/metrics", metricsRoute);
+  if (metrics) app.get("/metrics", metricsRoute);
   await app.ready();
   return app;
+}
+
+/**
+ * /metrics alone on a port of its own (METRICS_PORT): the only thing a scraper's network
+ * policy needs to reach, and never exposed with the public or gRPC port. Anything else is 404.
+ */
+export async function serveMetrics(opts: { port: number; host?: string; logger: Logger }): Promise<{ port: number; close(): Promise<void> }> {
+  const app = Fastify({ loggerInstance: opts.logger, logController: new LogController({ disableRequestLogging: true }) });
+  app.get("/metrics", metricsRoute);
+  const address = await app.listen({ port: opts.port, host: opts.host ?? "127.0.0.1" });
+  opts.logger.info({ address }, "metrics served apart");
+  return { port: (app.server.address() as AddressInfo).port, close: () => app.close() };
 }
 
 /** Serves the process's metrics in the Prometheus text format. */
@@ -198,7 +210,14 @@ function dispatchByPreface(socket: net.Socket, h1: http.Server, h2: http2.Http2S
  * `grpcTransport`) reach the modules without the network once they are served (see
  * `serveInProcess`); the port still serves everyone else.
  */
-export async function listenRpc(opts: { port: number; host?: string; logger: Logger; inProcess?: boolean }): Promise<RpcListener> {
+export async function listenRpc(opts: {
+  port: number;
+  host?: string;
+  logger: Logger;
+  inProcess?: boolean;
+  /** False when /metrics is served on a port of its own (serveMetrics). */
+  metrics?: boolean;
+}): Promise<RpcListener> {
   let handler: NodeHandler | undefined;
   const serve: NodeHandler = (req, res) => {
     if (handler) return handler(req, res);
@@ -238,10 +257,15 @@ export async function listenRpc(opts: { port: number; host?: string; logger: Log
     url,
     async serve(modules) {
       let fastifyHandler: NodeHandler | undefined;
-      app = await serviceApp(modules, opts.logger, (h) => {
-        fastifyHandler = h;
-        return h1;
-      });
+      app = await serviceApp(
+        modules,
+        opts.logger,
+        (h) => {
+          fastifyHandler = h;
+          return h1;
+        },
+        opts.metrics ?? true,
+      );
       handler = fastifyHandler;
       if (opts.inProcess) withdraw = serveInProcess(url, modules, opts.logger);
     },
@@ -267,12 +291,13 @@ export async function listenRpc(opts: { port: number; host?: string; logger: Log
   };
 }
 
-/** Serves the modules on one port (gRPC, gRPC-Web, Connect, /healthz, /metrics). */
+/** Serves the modules on one port (gRPC, gRPC-Web, Connect, /healthz, /metrics unless `metrics` is false). */
 export async function serveRpc(opts: {
   modules: readonly ServiceModule[];
   port: number;
   host?: string;
   logger: Logger;
+  metrics?: boolean;
 }): Promise<RpcServer> {
   const listener = await listenRpc(opts);
   await listener.serve(opts.modules);

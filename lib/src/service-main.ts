@@ -4,7 +4,7 @@ import { loadConfig } from "./config.ts";
 import { createLogger, type Logger } from "./logger.ts";
 import { connectMongo } from "./mongo.ts";
 import { onShutdown } from "./process.ts";
-import { serveRpc, type ServiceModule } from "./rpc.ts";
+import { serveMetrics, serveRpc, type ServiceModule } from "./rpc.ts";
 
 interface BaseConfig {
   MONGODB_URL: string;
@@ -12,6 +12,7 @@ interface BaseConfig {
   LOG_LEVEL: string;
   HOST: string;
   PORT: number;
+  METRICS_PORT: number;
 }
 
 /**
@@ -27,12 +28,15 @@ export async function serviceMain<P extends TProperties>(spec: {
   const logger = createLogger(spec.name, config.LOG_LEVEL);
   const mongo = await connectMongo(config.MONGODB_URL);
   const module = await spec.create({ db: mongo.db(config.MONGODB_DB), logger, config });
-  const server = await serveRpc({ modules: [module], port: config.PORT, host: config.HOST, logger });
+  const apart = config.METRICS_PORT !== 0;
+  const server = await serveRpc({ modules: [module], port: config.PORT, host: config.HOST, logger, metrics: !apart });
+  const metrics = apart ? await serveMetrics({ port: config.METRICS_PORT, host: config.HOST, logger }) : undefined;
   await module.start?.();
   logger.info({ port: server.port }, `${spec.name} service listening`);
   onShutdown(logger, async () => {
     await module.stop?.();
     await server.close();
+    await metrics?.close();
     await mongo.close();
   });
 }

@@ -5,6 +5,8 @@ export const ingestionSettingsFields = {
   /** Interval of the repeating relay job (outboxes and the recovery sweep) and its first backoff. */
   RELAY_INTERVAL_MS: Type.Integer({ default: 1_000, minimum: 10 }),
   RELAY_MAX_BACKOFF_MS: Type.Integer({ default: 60_000, minimum: 10 }),
+  /** Failed handovers of one outbox entry, its peer reachable, before it is set aside (README, "Set-aside outbox entries"). */
+  RELAY_MAX_ATTEMPTS: Type.Integer({ default: 10, minimum: 1, maximum: 1_000 }),
   /** Age after which uncounted events of an interrupted request are completed by the sweep. */
   RECOVERY_AFTER_MS: Type.Integer({ default: 60_000, minimum: 0 }),
   /**
@@ -34,6 +36,7 @@ export const ingestionConfigSchema = Type.Object({
 export function ingestionSettings(config: {
   RELAY_INTERVAL_MS: number;
   RELAY_MAX_BACKOFF_MS: number;
+  RELAY_MAX_ATTEMPTS: number;
   RECOVERY_AFTER_MS: number;
   LATE_CHANGE_WINDOW_MS: number;
   INGESTION_USAGE_EVENT_DAYS: number;
@@ -47,6 +50,7 @@ export function ingestionSettings(config: {
     leaseGraceMs: config.LEASE_GRACE_MS,
     relayIntervalMs: config.RELAY_INTERVAL_MS,
     relayMaxBackoffMs: config.RELAY_MAX_BACKOFF_MS,
+    relayMaxAttempts: config.RELAY_MAX_ATTEMPTS,
     recoveryAfterMs: config.RECOVERY_AFTER_MS,
     lateChangeWindowMs: config.LATE_CHANGE_WINDOW_MS,
     retention: {

@@ -3,7 +3,7 @@ import { IngestionService } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import type { PeerUrls } from "@meter/lib/config";
 import { JobScheduler } from "@meter/lib/jobs";
 import type { Logger } from "@meter/lib/logger";
-import { collectionBacklog, countIngested, trackOutbox } from "@meter/lib/metrics";
+import { collectionBacklog, countIngested, trackOutbox, trackSetAside } from "@meter/lib/metrics";
 import { pingDb } from "@meter/lib/mongo";
 import type { ServiceModule } from "@meter/lib/rpc";
 import { plansDirectory, type UserDirectory } from "./adapters/plans.ts";
@@ -27,7 +27,7 @@ import { CrossingStore } from "./store/crossings.ts";
 import { GateEventStore } from "./store/gate-events.ts";
 import { UsageEventStore } from "./store/usage-events.ts";
 import { JobStore } from "./store/jobs.ts";
-import { OutboxStore } from "./store/outbox.ts";
+import { OutboxStore, WAITING } from "./store/outbox.ts";
 import { ArrivalStore } from "./store/arrivals.ts";
 import { recoverStale } from "./usage.ts";
 import { RETENTION_DEFAULTS, runIngestionRetention, type IngestionRetentionReport, type RetentionPolicy } from "./retention.ts";
@@ -44,6 +44,8 @@ export interface IngestionServiceOptions {
   /** Longest backoff of a relay whose peer keeps failing (ms). */
   relayMaxBackoffMs?: number;
   relayBatchSize?: number;
+  /** Failed handovers of one outbox entry (its peer reachable) before it is set aside. Default 10. */
+  relayMaxAttempts?: number;
   /** Lock lifetime of a relay round (jobs/relay.ts), renewed after every entry. Default 60 000. */
   relayLockMs?: number;
   /** Age after which a job left unfinished by an interrupted request is completed by others (ms). */
@@ -112,13 +114,16 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
       intervalMs: relayIntervalMs,
       maxBackoffMs: opts.relayMaxBackoffMs ?? 60_000,
       batchSize: opts.relayBatchSize ?? 500,
+      maxAttempts: opts.relayMaxAttempts ?? 10,
       logger: opts.logger,
     },
     [{ name: "recover-unfinished-jobs", run: () => recoverStale(deps) }],
   );
   defineRelay(deps, relay, opts.relayLockMs ?? 60_000);
-  trackOutbox("ingestion_to_webhooks", collectionBacklog(outbox.webhooks, "created_at"));
-  trackOutbox("ingestion_to_analytics", collectionBacklog(outbox.analytics, "created_at"));
+  trackOutbox("ingestion_to_webhooks", collectionBacklog(outbox.webhooks, "created_at", () => WAITING));
+  trackOutbox("ingestion_to_analytics", collectionBacklog(outbox.analytics, "created_at", () => WAITING));
+  trackSetAside("ingestion_to_webhooks", collectionBacklog(outbox.webhooks, "set_aside_at", () => ({ set_aside_at: { $exists: true } })));
+  trackSetAside("ingestion_to_analytics", collectionBacklog(outbox.analytics, "set_aside_at", () => ({ set_aside_at: { $exists: true } })));
   return {
     name: "ingestion",
     serviceName: IngestionService.typeName,

@@ -69,8 +69,9 @@ t("usage, session, gate events and thresholds are unchanged by retention; what s
     usage_pct: 0.8, current_value: 8, limit_value: 10, blocked: i === 0,
   }));
   await api.post("/gate-events/batch", gates);
-  // Stamped before the listing's window as of LATE (received now, so the raw events stay).
-  await api.post("/gate-events/batch", gates.slice(0, 2).map((g) => ({ ...g, id: randomUUID(), user_id: "old", timestamp: iso(ago(100)) })));
+  // Stamped inside the accepted window now, before the listing's window as of LATE (received
+  // now, so the raw events stay).
+  await api.post("/gate-events/batch", gates.slice(0, 2).map((g) => ({ ...g, id: randomUUID(), user_id: "old", timestamp: iso(ago(89)) })));
   assert.is((await api.get("/users/old/gate-events")).body.events.length, 2);
   const handed = () => eventually(async () => (await db.collection("outbox_webhooks").countDocuments()) === 0, 30_000, "crossings handed over");
   await handed();

@@ -1,3 +1,4 @@
+import { rpcError } from "@meter/lib/errors";
 import type { KnownUser, PlanInfo } from "./adapters/plans.ts";
 import type { IngestionDeps } from "./deps.ts";
 import { encodeKey } from "./domain/field-keys.ts";
@@ -96,21 +97,24 @@ function periodKey(d: CounterDelta): string {
 async function leaseSpend(deps: IngestionDeps, counterId: string, events: readonly UsageEventDoc[]): Promise<Pick<CounterDelta, "leases" | "unleased">> {
   const named = new Set(events.flatMap((e) => (e.lease_id ? [e.lease_id] : [])));
   const held = named.size === 0 ? new Set<string>() : await deps.leases.store.held(counterId, [...named]);
-  const leases: Record<string, LeaseSpend> = {};
+  // Maps, not plain objects: lease ids and model names are the caller's ("__proto__" is a valid id).
+  const leases = new Map<string, { cost: number; tokens: Map<string, number> }>();
   let unleased = false;
   for (const e of events) {
     if (!e.lease_id || !held.has(e.lease_id)) {
       unleased = true;
       continue;
     }
-    const l = (leases[e.lease_id] ??= { cost: 0, tokens: {} });
+    let l = leases.get(e.lease_id);
+    if (!l) leases.set(e.lease_id, (l = { cost: 0, tokens: new Map() }));
     l.cost += e.cost_total;
     if (e.model !== null) {
       const key = encodeKey(e.model);
-      l.tokens[key] = (l.tokens[key] ?? 0) + e.total_tokens;
+      l.tokens.set(key, (l.tokens.get(key) ?? 0) + e.total_tokens);
     }
   }
-  return { leases, unleased };
+  const spends = [...leases].map(([id, l]): [string, LeaseSpend] => [id, { cost: l.cost, tokens: Object.fromEntries(l.tokens) }]);
+  return { leases: Object.fromEntries(spends), unleased };
 }
 
 function groupBy<T>(items: readonly T[], key: (t: T) => string): Map<string, T[]> {
@@ -287,7 +291,25 @@ async function storeJob<D extends { _id: string }>(
 
 /** Stores usage events exactly once and counts them exactly once (the counters' job guard). */
 export function storeUsage(deps: IngestionDeps, job: JobDoc, docs: UsageEventDoc[]): Promise<Set<string>> {
+  requireFiniteFigures(docs);
   return storeJob(deps, job, docs, (d) => deps.events.insertNew(d));
+}
+
+/**
+ * Every figure of an event that is counted or handed on must be a finite number >= 0: one
+ * NaN would poison a counter for good and fail every handover of its outbox entry. Inputs
+ * are checked field by field before; this catches what arithmetic made of them (a price
+ * times a token count that overflows, a sum of two huge costs).
+ */
+export function requireFiniteFigures(docs: readonly UsageEventDoc[]): void {
+  for (const d of docs) {
+    const figures = { input_tokens: d.input_tokens, output_tokens: d.output_tokens, total_tokens: d.total_tokens, cost_tokens: d.cost_tokens, cost_tools: d.cost_tools, cost_total: d.cost_total };
+    for (const [field, v] of Object.entries(figures)) {
+      if (typeof v !== "number" || !Number.isFinite(v) || v < 0) {
+        throw rpcError.invalid(`event ${d.event_id}: ${field} comes to ${String(v)}, not a finite number >= 0; check its figures and the plan's prices`);
+      }
+    }
+  }
 }
 
 /** Stores gate events exactly once and queues each new one for webhooks and analytics. */

@@ -55,6 +55,11 @@ export const LIMITS = {
   mapEntries: 1000,
   /** Most plans in one CreatePlans request. */
   plansPerRequest: 100,
+  /**
+   * Most plans of one product (plans are never deleted: change one instead). With plans of at
+   * most 1 MiB (the gateway's body limit), a product's listing stays under the 64 MiB of an RPC.
+   */
+  plansPerProduct: 50,
 } as const;
 
 /** The fields set in a PlanSettings message, as plan values (maps only when non-empty). */

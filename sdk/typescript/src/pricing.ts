@@ -13,15 +13,24 @@ export type Pricing = Pick<PlanConfig, "cost_rates" | "model_limits" | "default_
 export function normalizeModel(model: string, pricing: Pick<Pricing, "cost_rates" | "model_limits"> | null): string {
   if (!pricing) return model;
   let best = "";
-  for (const key in pricing.cost_rates) if (key.length > best.length && model.startsWith(key)) best = key;
-  for (const key in pricing.model_limits) if (key.length > best.length && model.startsWith(key)) best = key;
+  // Own keys only: `for...in` would also walk anything enumerable up the prototype chain.
+  for (const key of Object.keys(pricing.cost_rates)) if (key.length > best.length && model.startsWith(key)) best = key;
+  for (const key of Object.keys(pricing.model_limits)) if (key.length > best.length && model.startsWith(key)) best = key;
   return best || model;
+}
+
+/**
+ * A price by name among the plan's own keys: `prices[name]` would find Object.prototype's
+ * members for names such as "constructor" or "toString" and price a call at NaN.
+ */
+export function priceOf<V>(prices: Readonly<Record<string, V>> | null | undefined, name: string): V | undefined {
+  return prices != null && Object.hasOwn(prices, name) ? prices[name] : undefined;
 }
 
 /** Rates per 1K tokens of a normalized model: cost_rates, else default_cost_rate, else none. */
 export function rateOf(model: string | null, pricing: Pricing | null): Rate | null {
   if (!pricing || model === null) return null;
-  return pricing.cost_rates[model] ?? pricing.default_cost_rate ?? null;
+  return priceOf(pricing.cost_rates, model) ?? pricing.default_cost_rate ?? null;
 }
 
 export function tokenCost(inputTokens: number, outputTokens: number, rate: Rate | null): number {
@@ -32,7 +41,7 @@ export function tokenCost(inputTokens: number, outputTokens: number, rate: Rate 
 export function toolsCost(tools: readonly string[], pricing: Pricing | null): number {
   if (!pricing) return 0;
   let sum = 0;
-  for (const tool of tools) sum += pricing.tool_costs[tool] ?? pricing.default_tool_cost;
+  for (const tool of tools) sum += priceOf(pricing.tool_costs, tool) ?? pricing.default_tool_cost;
   return sum;
 }
 

@@ -16,15 +16,22 @@ export interface Pricing {
 /**
  * Longest-prefix match of a model name over the keys of cost_rates and model_limits, so that
  * a dated name ("gpt-4o-2024-08-06") maps to the configured short name ("gpt-4o") and the
- * longer short name wins on overlaps. A name no key matches is kept as is.
+ * longer short name wins on overlaps. A name no key matches is kept as is. Only the plan's
+ * own keys count: a model named "constructor" or "__proto__" finds nothing inherited.
  */
 export function normalizeModel(model: string, pricing: Pick<Pricing, "costRates" | "modelLimits"> | null): string {
+  // Object.keys lists own keys only.
   if (!pricing) return model;
   let best = "";
   for (const key of [...Object.keys(pricing.costRates), ...Object.keys(pricing.modelLimits)]) {
     if (key.length > best.length && model.startsWith(key)) best = key;
   }
   return best || model;
+}
+
+/** A price by name, from the plan's own keys only. */
+function priceOf<V>(prices: Readonly<Record<string, V>>, name: string): V | undefined {
+  return Object.hasOwn(prices, name) ? prices[name] : undefined;
 }
 
 export function tokenCost(inputTokens: number, outputTokens: number, rate: Rate): number {
@@ -57,8 +64,8 @@ export function manualCost(input: ManualCostInput, pricing: Pricing | null): Man
     return { model, costTokens: input.cost, costTools: 0, costTotal: input.cost };
   }
   if (!pricing) return { model, costTokens: 0, costTools: 0, costTotal: 0 };
-  const rate = model ? (pricing.costRates[model] ?? pricing.defaultCostRate) : undefined;
+  const rate = model ? (priceOf(pricing.costRates, model) ?? pricing.defaultCostRate) : undefined;
   const costTokens = rate ? tokenCost(input.inputTokens, input.outputTokens, rate) : 0;
-  const costTools = input.toolCalls.reduce((sum, tool) => sum + (pricing.toolCosts[tool] ?? pricing.defaultToolCost), 0);
+  const costTools = input.toolCalls.reduce((sum, tool) => sum + (priceOf(pricing.toolCosts, tool) ?? pricing.defaultToolCost), 0);
   return { model, costTokens, costTools, costTotal: costTokens + costTools };
 }

@@ -12,9 +12,8 @@ export function decodeKey(key: string): string {
 }
 
 export function decodeKeys<V>(obj: Record<string, V> | undefined): Record<string, V> {
-  const out: Record<string, V> = {};
-  for (const [k, v] of Object.entries(obj ?? {})) out[decodeKey(k)] = v;
-  return out;
+  // fromEntries defines own keys: assigning out["__proto__"] would drop the entry.
+  return Object.fromEntries(Object.entries(obj ?? {}).map(([k, v]) => [decodeKey(k), v]));
 }
 
 /**

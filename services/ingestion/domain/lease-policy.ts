@@ -19,7 +19,7 @@ export interface LeaseEntry extends Budget {
 export type Dimension = string | null;
 
 export function budgetOf(l: LeaseEntry, dim: Dimension): Budget | undefined {
-  return dim === null ? l : l.tokens?.[dim];
+  return dim === null ? l : l.tokens && Object.hasOwn(l.tokens, dim) ? l.tokens[dim] : undefined;
 }
 
 /** A lease holds something back until expiry + grace; after that it counts as returned. */

@@ -1,6 +1,7 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { IngestionService } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import { rpcError } from "@meter/lib/errors";
+import { own } from "@meter/lib/own";
 import type { IngestionDeps } from "../deps.ts";
 import { normalizeModel } from "../domain/cost.ts";
 import { encodeKey } from "../domain/field-keys.ts";
@@ -42,7 +43,7 @@ export function acquireLease(deps: IngestionDeps): ServiceImpl<typeof IngestionS
     const spendLimited = maxSpend !== undefined && maxSpend !== null;
     if (spendLimited) asks.push({ dim: null, cap: maxSpend * hard, need, want });
     const model = req.model === undefined ? undefined : normalizeModel(req.model, plan ?? null);
-    const tokenLimit = model === undefined ? undefined : plan?.modelLimits[model];
+    const tokenLimit = model === undefined ? undefined : own(plan?.modelLimits, model);
     if (tokenLimit) asks.push({ dim: encodeKey(model!), cap: tokenLimit.maxTokensPerPeriod * hard, need: needTokens, want: wantTokens });
     if (asks.length === 0) return { limited: false };
     const ref = { id: a.counterId, productId, userId: req.userId, start: a.period.start, end: a.period.end };

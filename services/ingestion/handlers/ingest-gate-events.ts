@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { GateEvent, IngestionService } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
+import { rpcError, type FieldIssue } from "@meter/lib/errors";
 import { timestampDate } from "@meter/lib/time";
 import { encodeMetadata } from "../domain/field-keys.ts";
 import type { IngestionDeps } from "../deps.ts";
@@ -20,6 +21,28 @@ function validate(events: readonly GateEvent[]): void {
     nonNegative(problems, i, { usage_pct: e.usagePct, current_value: e.currentValue, limit_value: e.limitValue });
   });
   problems.throwIfAny();
+}
+
+/** How far ahead of the service's clock a gate event may be stamped (clients' clocks drift). */
+export const GATE_EVENT_FUTURE_SKEW_MS = 15 * 60_000;
+const DAY = 86_400_000;
+
+/**
+ * Accepted timestamps: the listing's reach into the past (gate events are kept
+ * INGESTION_GATE_EVENT_DAYS) and a small skew into the future. Each distinct hour of a batch
+ * is a bucket to write and a page to read, so without a window one batch could spread over
+ * 10,000 hours.
+ */
+function checkWindow(events: readonly GateEvent[], now: Date, days: number): void {
+  const earliest = now.getTime() - days * DAY;
+  const latest = now.getTime() + GATE_EVENT_FUTURE_SKEW_MS;
+  const issues: FieldIssue[] = [];
+  events.forEach((e, i) => {
+    const t = timestampDate(e.timestamp!).getTime();
+    if (t < earliest) issues.push({ path: `/${i}/timestamp`, message: `is more than ${days} days ago; gate events are kept ${days} days` });
+    else if (t > latest) issues.push({ path: `/${i}/timestamp`, message: `is more than ${GATE_EVENT_FUTURE_SKEW_MS / 60_000} minutes ahead of the service's clock` });
+  });
+  if (issues.length > 0) throw rpcError.invalidFields(issues);
 }
 
 function gateDoc(productId: string, job: string, e: GateEvent, receivedAt: Date): GateEventDoc {
@@ -51,8 +74,9 @@ export function ingestGateEvents(deps: IngestionDeps): ServiceImpl<typeof Ingest
     const productId = requireProduct(req.productId);
     checkBatchSize(deps, req.events.length);
     validate(req.events);
-    const { unique, repeated } = firstOccurrences(req.events);
     const now = deps.now();
+    checkWindow(req.events, now, deps.retention.gateEventDays);
+    const { unique, repeated } = firstOccurrences(req.events);
     if (unique.length === 0) return { accepted: 0, duplicates: repeated };
     const job = `job_${randomUUID()}`;
     const docs = unique.map((e) => gateDoc(productId, job, e, now));

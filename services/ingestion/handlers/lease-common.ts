@@ -1,4 +1,5 @@
 import { rpcError } from "@meter/lib/errors";
+import { own } from "@meter/lib/own";
 import { toTimestamp } from "@meter/lib/time";
 import type { Grant, LeaseEntry } from "../domain/lease-policy.ts";
 import { encodeKey } from "../domain/field-keys.ts";
@@ -35,7 +36,7 @@ export interface LeaseFacts {
 }
 
 export function leaseMessage(holder: string, lease: LeaseEntry, f: LeaseFacts) {
-  const tokens = f.model ? lease.tokens?.[encodeKey(f.model.name)] : undefined;
+  const tokens = f.model ? own(lease.tokens, encodeKey(f.model.name)) : undefined;
   return {
     leaseId: holder,
     granted: lease.granted,

@@ -57,7 +57,7 @@ export function listGateEvents(deps: IngestionDeps): ServiceImpl<typeof Ingestio
     }
     const after = req.cursor ? decodeCursor(req.cursor, productId) : undefined;
     await requireUser(deps, productId, req.userId);
-    const docs = await deps.gates.list({
+    const { docs, resumeBefore } = await deps.gates.list({
       productId,
       userId: req.userId,
       status: req.status,
@@ -72,7 +72,13 @@ export function listGateEvents(deps: IngestionDeps): ServiceImpl<typeof Ingestio
     return {
       userId: req.userId,
       events: page.map(toGateEvent),
-      nextCursor: docs.length > limit ? encodeCursor(page[page.length - 1]!) : undefined,
+      nextCursor:
+        docs.length > limit
+          ? encodeCursor(page[page.length - 1]!)
+          : resumeBefore
+            ? // Before every event of that hour: each id sorts after "<product>/".
+              encodeCursor({ timestamp: resumeBefore, _id: `${productId}/` })
+            : undefined,
     };
   };
 }

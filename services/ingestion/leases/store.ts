@@ -1,5 +1,6 @@
 import type { Collection } from "mongodb";
 import { isDuplicateKeyError } from "@meter/lib/mongo";
+import { own } from "@meter/lib/own";
 import { rpcError } from "@meter/lib/errors";
 import { budgetOf, grant, isLive, type Budget, type Dimension, type Grant, type LeaseEntry } from "../domain/lease-policy.ts";
 import type { CounterDoc } from "../store/counters.ts";
@@ -60,20 +61,20 @@ export class LeaseStore {
       const doc = (await this.counters.findOne({ _id: ref.id })) ?? (await this.create(ref));
       const now = a.now.getTime();
       const leases = doc.leases ?? {};
-      const own = leases[a.holder];
+      const mine = own(leases, a.holder);
       const grants = a.asks.map((ask) =>
         grant({ ...ask, settled: settledOf(doc, ask.dim), leases, holder: a.holder, now, graceMs: a.graceMs, whole: ask.dim !== null }),
       );
-      if (grants.every((g) => g.added === 0)) return { grants, lease: own ?? { granted: 0, spent: 0 } };
+      if (grants.every((g) => g.added === 0)) return { grants, lease: mine ?? { granted: 0, spent: 0 } };
       // A live lease grows; a lapsed one restarts, in every dimension, from what was settled against it.
-      const live = own !== undefined && isLive(own, now, a.graceMs);
+      const live = mine !== undefined && isLive(mine, now, a.graceMs);
       const next = new Map<Dimension, Budget>();
-      for (const dim of [null, ...Object.keys(own?.tokens ?? {})]) {
-        const b = own ? budgetOf(own, dim) : undefined;
+      for (const dim of [null, ...Object.keys(mine?.tokens ?? {})]) {
+        const b = mine ? budgetOf(mine, dim) : undefined;
         if (b) next.set(dim, { granted: live ? b.granted : (b.spent ?? 0), spent: b.spent ?? 0 });
       }
       a.asks.forEach((ask, k) => {
-        const b = own ? budgetOf(own, ask.dim) : undefined;
+        const b = mine ? budgetOf(mine, ask.dim) : undefined;
         const spent = b?.spent ?? 0;
         const base = live && b ? Math.max(b.granted, spent) : spent;
         next.set(ask.dim, { granted: base + grants[k]!.added, spent });
@@ -82,7 +83,7 @@ export class LeaseStore {
       for (const [id, l] of Object.entries(leases)) {
         if (id !== a.holder && !isLive(l, now, a.graceMs)) unset[`leases.${id}`] = "";
       }
-      if (!own && Object.keys(leases).length - Object.keys(unset).length >= MAX_LEASES) {
+      if (!mine && Object.keys(leases).length - Object.keys(unset).length >= MAX_LEASES) {
         throw rpcError.tooLarge(`user has ${MAX_LEASES} leases outstanding; release some or wait for them to expire`);
       }
       const expires = new Date(now + a.ttlMs);
@@ -119,14 +120,14 @@ export class LeaseStore {
       { $set: set, $inc: { version: 1 } },
       { returnDocument: "after" },
     );
-    return doc?.leases?.[holder] ?? null;
+    return own(doc?.leases, holder) ?? null;
   }
 
   /** Which of `ids` are leases the counter holds (granted there, not yet removed as lapsed). */
   async held(counterId: string, ids: readonly string[]): Promise<Set<string>> {
     const projection = Object.fromEntries(ids.map((id) => [`leases.${id}.expires_at`, 1]));
     const doc = await this.counters.findOne({ _id: counterId }, { projection });
-    return new Set(ids.filter((id) => doc?.leases?.[id]?.expires_at !== undefined));
+    return new Set(ids.filter((id) => own(doc?.leases, id)?.expires_at !== undefined));
   }
 
   /** An empty counter to lease from (usage creates counters too; whoever is first wins). */
@@ -161,7 +162,7 @@ export class LeaseStore {
 
 /** Settled usage of the period in a dimension: the counter's cost, or its tokens of the model. */
 function settledOf(doc: LeasedCounter, dim: Dimension): number {
-  return dim === null ? (doc.cost ?? 0) : (doc.tokens_by_model?.[dim] ?? 0);
+  return dim === null ? (doc.cost ?? 0) : (own(doc.tokens_by_model, dim) ?? 0);
 }
 
 /** Field path of a lease's budget in a dimension. */

@@ -1,12 +1,19 @@
+import { Code, ConnectError } from "@connectrpc/connect";
 import type { Collection } from "mongodb";
 import type { Logger } from "@meter/lib/logger";
-import { payloadsOf, type OutboxEntry } from "../store/outbox.ts";
+import { outboxSetAside } from "@meter/lib/metrics";
+import { payloadsOf, WAITING, type OutboxEntry } from "../store/outbox.ts";
 
 /**
  * One handover to a peer: outbox entries of one kind are sent in batches and deleted only
  * after the peer acknowledged them. A crash between the two resends the batch; receivers
  * are idempotent on the ids, so a repeat is harmless and nothing is ever dropped. A peer
  * that fails (down, or not implementing the call yet) only delays the handover.
+ *
+ * An entry the peer refuses for what it holds (or that cannot even be read into a request)
+ * would fail forever: it is passed by so the entries behind it go on, its attempts are
+ * counted in the entry, and after `maxAttempts` it is set aside: kept, logged with its id,
+ * counted in `meter_outbox_set_aside`, and put back in line by `OutboxStore.replay`.
  */
 export interface Outbox {
   name: string;
@@ -22,7 +29,16 @@ export interface RelayOptions {
   /** Longest wait before retrying an outbox whose peer keeps failing. */
   maxBackoffMs: number;
   batchSize: number;
+  /** Failed handovers of one entry, for a cause other than the peer being unreachable, before it is set aside. */
+  maxAttempts: number;
   logger: Logger;
+}
+
+/** Failures that say nothing about the entry: the peer is down, busy or not there yet. */
+const PEER_FAILURES = new Set([Code.Unavailable, Code.DeadlineExceeded, Code.Canceled, Code.Unimplemented, Code.ResourceExhausted, Code.Aborted]);
+
+function isPeerFailure(err: unknown): boolean {
+  return err instanceof ConnectError && PEER_FAILURES.has(err.code);
 }
 
 /** Delay before retry number `failures` (1, 2, ...): doubling from the interval, capped. */
@@ -79,20 +95,56 @@ export class Relay {
     }
   }
 
-  /** Sends entries one at a time, in chunks; an entry is deleted once all of it was acknowledged. */
+  /**
+   * Sends entries one at a time, in chunks; an entry is deleted once all of it was
+   * acknowledged. A peer failure ends the drain (the outbox backs off, order kept); an entry
+   * that failed otherwise is passed by for the rest of the drain.
+   */
   private async drain(box: Outbox, progress: () => Promise<unknown>): Promise<void> {
+    const passed: string[] = [];
     for (let rounds = 0; rounds < 100 && !this.stopped; rounds++) {
-      const entries = await box.collection.find({ kind: box.kind }).limit(20).toArray();
+      const filter = { kind: box.kind, ...WAITING, ...(passed.length > 0 ? { _id: { $nin: passed } } : {}) };
+      const entries = await box.collection.find(filter).limit(20).toArray();
       if (entries.length === 0) return;
       for (const e of entries) {
-        const payloads = payloadsOf(e);
-        for (let i = 0; i < payloads.length; i += this.opts.batchSize) {
-          await box.send(payloads.slice(i, i + this.opts.batchSize));
+        try {
+          const payloads = payloadsOf(e);
+          for (let i = 0; i < payloads.length; i += this.opts.batchSize) {
+            await box.send(payloads.slice(i, i + this.opts.batchSize));
+          }
+        } catch (err) {
+          if (isPeerFailure(err)) throw err;
+          passed.push(e._id);
+          await this.entryFailed(box, e, err);
+          continue;
         }
         await box.collection.deleteOne({ _id: e._id });
         await progress();
       }
       if (entries.length < 20) return;
+    }
+  }
+
+  /** Counts a failed attempt in the entry; the last allowed one sets it aside. */
+  private async entryFailed(box: Outbox, e: OutboxEntry, err: unknown): Promise<void> {
+    const message = (err instanceof Error ? err.message : String(err)).slice(0, 1000);
+    const after = await box.collection.findOneAndUpdate(
+      { _id: e._id },
+      { $inc: { attempts: 1 }, $set: { last_error: message } },
+      { returnDocument: "after" },
+    );
+    const attempts = after?.attempts ?? 0;
+    if (attempts < this.opts.maxAttempts) {
+      this.opts.logger.warn({ err: message, outbox: box.name, entry: e._id, attempts }, "outbox entry refused; passed by, will retry");
+      return;
+    }
+    const res = await box.collection.updateOne({ _id: e._id, ...WAITING }, { $set: { set_aside_at: new Date() } });
+    if (res.modifiedCount === 1) {
+      outboxSetAside.inc({ name: box.name });
+      this.opts.logger.error(
+        { err: message, outbox: box.name, entry: e._id, attempts, events: e.count },
+        "outbox entry set aside after failing every attempt; fix the cause, then replay it (ingestion README, \"Set-aside outbox entries\")",
+      );
     }
   }
 }

@@ -2,6 +2,7 @@ import type { Collection, Db, Filter, UpdateFilter } from "mongodb";
 import { LRUCache } from "lru-cache";
 import pMap from "p-map";
 import { isDuplicateKeyError } from "@meter/lib/mongo";
+import { sumByName } from "@meter/lib/own";
 import { encodeKey } from "../domain/field-keys.ts";
 import type { UsageEventDoc } from "./usage-events.ts";
 
@@ -81,6 +82,9 @@ export interface LeaseSpend {
 
 export function sum(events: readonly Countable[]): Totals {
   const add: Totals = { cost: 0, tokens: 0, tool_calls: 0, events: 0, tokens_by_model: {}, cost_by_model: {} };
+  // By model in Maps: model names are the caller's ("constructor", "__proto__").
+  const tokens = new Map<string, number>();
+  const cost = new Map<string, number>();
   for (const e of events) {
     add.cost += e.cost_total;
     add.tokens += e.total_tokens;
@@ -88,10 +92,12 @@ export function sum(events: readonly Countable[]): Totals {
     add.events += 1;
     if (e.model !== null) {
       const key = encodeKey(e.model);
-      add.tokens_by_model[key] = (add.tokens_by_model[key] ?? 0) + e.total_tokens;
-      add.cost_by_model[key] = (add.cost_by_model[key] ?? 0) + e.cost_total;
+      tokens.set(key, (tokens.get(key) ?? 0) + e.total_tokens);
+      cost.set(key, (cost.get(key) ?? 0) + e.cost_total);
     }
   }
+  add.tokens_by_model = Object.fromEntries(tokens);
+  add.cost_by_model = Object.fromEntries(cost);
   return add;
 }
 
@@ -111,18 +117,13 @@ export function negate(t: Totals): Totals {
 /** a + b, either possibly absent (usage of a month: its own counter and a period's share). */
 export function plus(a: Totals | null | undefined, b: Totals | null | undefined): Totals | null {
   if (!a || !b) return a ?? b ?? null;
-  const maps = (x: Record<string, number>, y: Record<string, number>) => {
-    const out = { ...x };
-    for (const [k, v] of Object.entries(y)) out[k] = (out[k] ?? 0) + v;
-    return out;
-  };
   return {
     cost: a.cost + b.cost,
     tokens: a.tokens + b.tokens,
     tool_calls: a.tool_calls + b.tool_calls,
     events: a.events + b.events,
-    tokens_by_model: maps(a.tokens_by_model, b.tokens_by_model),
-    cost_by_model: maps(a.cost_by_model, b.cost_by_model),
+    tokens_by_model: sumByName(a.tokens_by_model, b.tokens_by_model),
+    cost_by_model: sumByName(a.cost_by_model, b.cost_by_model),
   };
 }
 

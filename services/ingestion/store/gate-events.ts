@@ -61,6 +61,13 @@ interface GateHoursDoc {
 const HOUR = 3_600_000;
 /** Hour buckets read at once while listing. */
 const READ_AHEAD = 4;
+/**
+ * Most hour buckets one listing call reads: the page size (a page of one event per hour is
+ * still full), and at least this many. A page not full by then ends with a cursor there.
+ */
+export const MIN_HOURS_PER_PAGE = 48;
+/** Statements per write command while filing: other writers get the database in between. */
+const FILE_CHUNK = 100;
 
 /**
  * Gate events are stored by id (idempotent ingestion) and listed from per-user hour buckets,
@@ -133,24 +140,31 @@ export class GateEventStore {
       hours.add(hour);
       userHours.set(user, hours);
     }
-    // One unordered command each: upserts by `_id` only, so no statement depends on another.
-    await this.hours.bulkWrite(
-      [...buckets].map(([id, { hour, events }]) => ({
-        updateOne: { filter: { _id: id }, update: { $addToSet: { events: { $each: events } }, $setOnInsert: { hour: new Date(hour) } }, upsert: true },
-      })),
-      { ordered: false },
-    );
-    await this.users.bulkWrite(
-      [...userHours].map(([id, hours]) => ({ updateOne: { filter: { _id: id }, update: { $addToSet: { hours: { $each: [...hours] } } }, upsert: true } })),
-      { ordered: false },
-    );
+    // Unordered commands of at most FILE_CHUNK upserts by `_id` (no statement depends on
+    // another): a batch spread over many hours never holds the database in one long command.
+    const bucketWrites = [...buckets].map(([id, { hour, events }]) => ({
+      updateOne: { filter: { _id: id }, update: { $addToSet: { events: { $each: events } }, $setOnInsert: { hour: new Date(hour) } }, upsert: true },
+    }));
+    for (let i = 0; i < bucketWrites.length; i += FILE_CHUNK) {
+      await this.hours.bulkWrite(bucketWrites.slice(i, i + FILE_CHUNK), { ordered: false });
+    }
+    const userWrites = [...userHours].map(([id, hours]) => ({
+      updateOne: { filter: { _id: id }, update: { $addToSet: { hours: { $each: [...hours] } } }, upsert: true },
+    }));
+    for (let i = 0; i < userWrites.length; i += FILE_CHUNK) {
+      await this.users.bulkWrite(userWrites.slice(i, i + FILE_CHUNK), { ordered: false });
+    }
   }
 
   /**
    * Newest first by (timestamp, _id): a total order, so a page boundary is an exact position
-   * and each matching event is on exactly one page, whatever arrives meanwhile.
+   * and each matching event is on exactly one page, whatever arrives meanwhile. A call reads
+   * at most as many hour buckets as the page holds events (MIN_HOURS_PER_PAGE at least), so its
+   * cost follows the page, not the user's history:
+   * when filters match little and hours remain unread, `resumeBefore` is the start of the
+   * oldest hour read, where the next call goes on (the page may then hold fewer events).
    */
-  async list(q: GateEventQuery): Promise<GateEventDoc[]> {
+  async list(q: GateEventQuery): Promise<{ docs: GateEventDoc[]; resumeBefore?: Date }> {
     const user = `${q.productId}|${q.userId}`;
     const index = await this.users.findOne({ _id: user });
     const upTo = Math.min(q.until?.getTime() ?? Infinity, (q.after?.timestamp.getTime() ?? Infinity) + 1);
@@ -159,8 +173,9 @@ export class GateEventStore {
       .filter((h) => h + HOUR > from && h < upTo)
       .sort((a, b) => b - a);
     const out: GateEventDoc[] = [];
-    for (let i = 0; i < hours.length && out.length < q.limit; i += READ_AHEAD) {
-      const docs = await Promise.all(hours.slice(i, i + READ_AHEAD).map((h) => this.hours.findOne({ _id: `${user}|${h}` })));
+    const reach = Math.min(hours.length, Math.max(MIN_HOURS_PER_PAGE, q.limit));
+    for (let i = 0; i < reach && out.length < q.limit; i += READ_AHEAD) {
+      const docs = await Promise.all(hours.slice(i, Math.min(i + READ_AHEAD, reach)).map((h) => this.hours.findOne({ _id: `${user}|${h}` })));
       for (const doc of docs) {
         if (out.length >= q.limit) break;
         const seen = new Set<string>();
@@ -170,7 +185,8 @@ export class GateEventStore {
         out.push(...(page.slice(0, q.limit - out.length) as GateEventDoc[]));
       }
     }
-    return out;
+    if (out.length < q.limit && hours.length > reach) return { docs: out, resumeBefore: new Date(hours[reach - 1]!) };
+    return { docs: out };
   }
 }
 

@@ -21,7 +21,15 @@ export interface OutboxEntry {
   payloads: string;
   count: number;
   created_at: Date;
+  /** Failed handovers of this entry that its own content may have caused (relay/outbox.ts). */
+  attempts?: number;
+  last_error?: string;
+  /** Set after the last allowed attempt: the relay passes the entry by until it is replayed. */
+  set_aside_at?: Date;
 }
+
+/** Entries the relay still hands over (the others are set aside). */
+export const WAITING = { set_aside_at: { $exists: false } } as const;
 
 export class OutboxStore {
   readonly analytics: Collection<OutboxEntry>;
@@ -34,6 +42,16 @@ export class OutboxStore {
 
   async put(to: Collection<OutboxEntry>, entries: OutboxEntry[]): Promise<void> {
     await insertIgnoringDuplicates(to, entries.filter((e) => e.count > 0));
+  }
+
+  /**
+   * Puts set-aside entries back in line (all of them, or those of `ids`), with their attempts
+   * reset: once what made them fail is fixed, the next relay round hands them over.
+   */
+  async replay(to: Collection<OutboxEntry>, ids?: readonly string[]): Promise<number> {
+    const filter = ids ? { _id: { $in: [...ids] }, set_aside_at: { $exists: true } } : { set_aside_at: { $exists: true } };
+    const res = await to.updateMany(filter, { $unset: { set_aside_at: "", attempts: "", last_error: "" } });
+    return res.modifiedCount;
   }
 }
 

@@ -21,12 +21,35 @@ export function createPlans(deps: PlansDeps): ServiceImpl<typeof PlansService>["
     const values = req.plans.map((s) => newPlanValues(fromSettings(s), gates));
     assertValid(values.flatMap((v, i) => planProblems(v, `plans[${i}].`)));
 
+    const ids = await deps.plans.reserve(productId, values.length);
+    if (!ids) {
+      const has = await deps.plans.count(productId);
+      throw rpcError.invalidFields([
+        {
+          path: "/plans",
+          message: `would take the product to ${has + values.length} plans; at most ${LIMITS.plansPerProduct} per product (it has ${has}): change an existing plan instead`,
+        },
+      ]);
+    }
     const created = [];
     const duplicates: string[] = [];
-    for (const v of values) {
-      const plan = await deps.plans.insert(productId, v);
-      if (plan) created.push(toPlan(plan));
-      else duplicates.push(v.name);
+    const unused: string[] = [];
+    try {
+      for (const [i, v] of values.entries()) {
+        const plan = await deps.plans.insert(productId, ids[i]!, v);
+        if (plan) created.push(toPlan(plan));
+        else {
+          duplicates.push(v.name);
+          unused.push(ids[i]!);
+        }
+      }
+    } catch (err) {
+      // The places of plans not tried go back; the failed insert may have been stored after
+      // all, so its place stays (taken, or read as missing).
+      unused.push(...ids.slice(created.length + duplicates.length + 1));
+      throw err;
+    } finally {
+      await deps.plans.release(productId, unused);
     }
     if (created.length === 0) {
       throw rpcError.alreadyExists(`every plan already exists: ${duplicates.join(", ")}`);

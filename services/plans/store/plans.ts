@@ -2,7 +2,7 @@ import { v7 as uuidv7 } from "uuid";
 import { LRUCache } from "lru-cache";
 import { MongoServerError, type Collection, type Db } from "mongodb";
 import { findByIds, isDuplicateKeyError } from "@meter/lib/mongo";
-import { PLAN_FIELDS, type PlanValues, type Rate } from "../settings.ts";
+import { LIMITS, PLAN_FIELDS, type PlanValues, type Rate } from "../settings.ts";
 
 /**
  * A plan as stored. Maps keyed by model or tool name are kept as arrays of entries: names
@@ -51,6 +51,37 @@ function fromDoc(d: PlanDoc): StoredPlan {
   };
 }
 
+/**
+ * The ids of a product's plans, in creation order. A product's plans are read by these ids
+ * (the embedded database answers only `_id` lookups from an index: a filter on `product_id`
+ * read every product's plans, so one product's large plans slowed every listing), and the
+ * limit of plans per product is one conditional write on it.
+ */
+interface PlanDirectoryDoc {
+  /** The product id. */
+  _id: string;
+  ids: string[];
+  /**
+   * Set once the plans stored before the directory existed were added (one scan of the
+   * collection per product, ever); until then ids may lack some.
+   */
+  complete?: boolean;
+  /** Incremented by every change to the product's plans, after it (a cached listing of another version is stale). */
+  version?: number;
+}
+
+/** Memory for cached listings; a listing of 50 plans at their limits takes about 45 MB. */
+const LISTING_CACHE_BYTES = 64 * 1024 * 1024;
+/** Backstop for a change whose version increment was lost (a crash between the two writes). */
+const LISTING_TTL_MS = 60_000;
+
+/** About what a plan takes in memory, for the listing cache's bound. */
+function planBytes(p: StoredPlan): number {
+  let n = 512 + p.name.length * 2;
+  for (const m of [p.model_limits, p.cost_rates, p.tool_costs]) for (const k of Object.keys(m)) n += k.length * 2 + 64;
+  return n;
+}
+
 /** FerretDB reports a unique index violation by an update as a generic error naming it. */
 function isUniqueViolation(err: unknown): boolean {
   return isDuplicateKeyError(err) || (err instanceof MongoServerError && /UNIQUE constraint failed/.test(err.message));
@@ -61,11 +92,23 @@ const CACHED_PLANS = 10_000;
 
 export class PlanStore {
   private readonly plans: Collection<PlanDoc>;
+  private readonly directory: Collection<PlanDirectoryDoc>;
   /** Plans as `resolved` last read them, for `cacheMs` (none when 0). */
   private readonly cache?: LRUCache<string, { product_id: string; plan: StoredPlan }>;
+  /**
+   * Each product's listing as last read, by directory version: a product listing its plans
+   * again and again (at its limits, one read decodes megabytes) costs one small read by `_id`
+   * while nothing changed, and always answers what is stored (versions are shared by replicas).
+   */
+  private readonly listings = new LRUCache<string, { version: number; plans: StoredPlan[]; bytes: number }>({
+    maxSize: LISTING_CACHE_BYTES,
+    sizeCalculation: (v) => v.bytes,
+    ttl: LISTING_TTL_MS,
+  });
 
   constructor(db: Db, opts: { cacheMs?: number } = {}) {
     this.plans = db.collection<PlanDoc>("plans");
+    this.directory = db.collection<PlanDirectoryDoc>("plan_directory");
     if (opts.cacheMs) this.cache = new LRUCache({ max: CACHED_PLANS, ttl: opts.cacheMs });
   }
 
@@ -74,13 +117,65 @@ export class PlanStore {
     await this.plans.createIndex({ product_id: 1, name: 1 }, { unique: true });
   }
 
-  /** Inserts a plan; null when the product already has a plan of that name. */
-  async insert(productId: string, values: PlanValues): Promise<StoredPlan | null> {
+  /** The product's directory, completed first when needed. */
+  private async directoryOf(productId: string): Promise<{ ids: string[]; version: number }> {
+    const doc = await this.directory.findOne({ _id: productId });
+    if (doc?.complete) return { ids: doc.ids, version: doc.version ?? 0 };
+    const stored = await this.plans.find({ product_id: productId }, { projection: { _id: 1 } }).toArray();
+    const after = await this.directory.findOneAndUpdate(
+      { _id: productId },
+      { $addToSet: { ids: { $each: stored.map((d) => d._id) } }, $set: { complete: true }, $inc: { version: 1 } },
+      { upsert: true, returnDocument: "after" },
+    );
+    return { ids: after?.ids ?? [], version: after?.version ?? 0 };
+  }
+
+  private async idsOf(productId: string): Promise<string[]> {
+    return (await this.directoryOf(productId)).ids;
+  }
+
+  /** Marks the product's plans changed: listings cached by any replica are stale from now. */
+  private async changed(productId: string): Promise<void> {
+    this.listings.delete(productId);
+    await this.directory.updateOne({ _id: productId }, { $inc: { version: 1 } });
+  }
+
+  /**
+   * Takes `count` places in the product's directory for new plans, in one conditional write:
+   * the ids, or null when they would take the product past LIMITS.plansPerProduct. Places of plans not
+   * created after all are given back with `release`.
+   */
+  async reserve(productId: string, count: number): Promise<string[] | null> {
+    await this.idsOf(productId);
+    // Time-ordered and monotonic within the process: plans created in the same millisecond
+    // (one request creating several) still list in creation order.
+    const ids = Array.from({ length: count }, () => uuidv7());
+    const res = await this.directory.updateOne(
+      { _id: productId, [`ids.${LIMITS.plansPerProduct - count}`]: { $exists: false } },
+      { $push: { ids: { $each: ids } }, $inc: { version: 1 } },
+    );
+    return res.modifiedCount === 1 ? ids : null;
+  }
+
+  /**
+   * Ends a creation: gives back the places of `unused` ids and marks the product's plans
+   * changed (again: a listing read between `reserve` and the inserts missed them).
+   */
+  async release(productId: string, unused: readonly string[]): Promise<void> {
+    this.listings.delete(productId);
+    await this.directory.updateOne({ _id: productId }, { $pullAll: { ids: [...unused] }, $inc: { version: 1 } });
+  }
+
+  /** How many plans the product has (its directory's length). */
+  async count(productId: string): Promise<number> {
+    return (await this.idsOf(productId)).length;
+  }
+
+  /** Inserts a plan under an id from `reserve`; null when the product already has a plan of that name. */
+  async insert(productId: string, id: string, values: PlanValues): Promise<StoredPlan | null> {
     const now = new Date();
     const doc: PlanDoc = {
-      // Time-ordered and monotonic within the process: plans created in the same millisecond
-      // (one request creating several) still list in creation order.
-      _id: uuidv7(),
+      _id: id,
       product_id: productId,
       ...toDocFields(values),
       version: 1,
@@ -96,9 +191,20 @@ export class PlanStore {
     }
   }
 
+  /**
+   * The product's plans in creation order, read by id: the cost is the product's own plans,
+   * and while they are unchanged, one read of its directory.
+   */
   async list(productId: string): Promise<StoredPlan[]> {
-    const docs = await this.plans.find({ product_id: productId }).sort({ created_at: 1, _id: 1 }).toArray();
-    return docs.map(fromDoc);
+    const { ids, version } = await this.directoryOf(productId);
+    const hit = this.listings.get(productId);
+    if (hit && hit.version === version) return hit.plans;
+    const docs = (await this.byIds(ids)).filter((d) => d.product_id === productId);
+    docs.sort((a, b) => a.created_at.getTime() - b.created_at.getTime() || (a._id < b._id ? -1 : a._id > b._id ? 1 : 0));
+    const plans = docs.map(fromDoc);
+    const bytes = plans.reduce((n, p) => n + planBytes(p), 64);
+    if (bytes <= LISTING_CACHE_BYTES) this.listings.set(productId, { version, plans, bytes });
+    return plans;
   }
 
   async get(productId: string, id: string): Promise<StoredPlan | null> {
@@ -159,6 +265,7 @@ export class PlanStore {
       if (!doc) return "conflict";
       const plan = fromDoc(doc);
       this.cache?.set(doc._id, { product_id: doc.product_id, plan });
+      await this.changed(productId);
       return plan;
     } catch (err) {
       if (isUniqueViolation(err)) return "duplicate";
