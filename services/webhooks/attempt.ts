@@ -63,19 +63,20 @@ async function send(deps: WebhooksDeps, endpoint: EndpointDoc, event: EventDoc):
 /**
  * The next attempt of the delivery an attempt entry points at. The delivery is the truth: an
  * entry left behind by a crash (delivery ended, or its next attempt later) is corrected here
- * and nothing is sent. "busy" when another runner holds the attempt's claim: the caller tries
- * again later (retryDelay). Throws when the database fails; the claim is then released.
+ * and nothing is sent. Resolves when the entry is due next (null: it is gone), or "busy" when
+ * another runner holds the attempt's claim: the caller tries again later (retryDelay). Throws
+ * when the database fails; the claim is then released.
  */
-export async function runAttempt(deps: WebhooksDeps, entry: QueueEntry): Promise<"done" | "busy"> {
+export async function runAttempt(deps: WebhooksDeps, entry: QueueEntry): Promise<Date | null | "busy"> {
   const d = await deps.deliveries.get(entry.ref);
   if (!d || d.status !== "pending") {
     await deps.queue.remove([entry._id]);
-    return "done";
+    return null;
   }
   const dueAt = d.next_attempt_at ?? d.created_at;
   if (dueAt > deps.now()) {
     await deps.queue.reschedule(entry._id, dueAt);
-    return "done";
+    return dueAt;
   }
   const attempt = d.attempt + 1;
   const key = attemptKey(d._id, attempt);
@@ -90,12 +91,12 @@ export async function runAttempt(deps: WebhooksDeps, entry: QueueEntry): Promise
       // Endpoint deleted (its log goes with it): drop a delivery re-created by a late fan-out.
       await deps.deliveries.remove(d._id);
       await deps.queue.remove([entry._id]);
-      return "done";
+      return null;
     }
     if (!endpoint.enabled) {
       await deps.deliveries.abandon(d._id, "endpoint disabled", deps.now());
       await deps.queue.remove([entry._id]);
-      return "done";
+      return null;
     }
     const result = await send(deps, endpoint, event);
     webhookDeliveries.inc({ outcome: result.ok ? "success" : attempt >= MAX_ATTEMPTS ? "failed" : "retry", attempt: String(attempt) });
@@ -104,21 +105,23 @@ export async function runAttempt(deps: WebhooksDeps, entry: QueueEntry): Promise
     // The outcome is recorded on the delivery first, then the entry follows it: a crash in
     // between leaves an entry that the next pick corrects from the delivery. A crash before
     // the record replays this attempt once the claim's lease runs out.
+    let next: Date | null = null;
     if (result.ok || attempt >= MAX_ATTEMPTS) {
       const status = result.ok ? "success" : "failed";
       await deps.deliveries.record(d._id, attempt, { ...common, status, completed_at: now, next_attempt_at: null });
       await deps.queue.remove([entry._id]);
     } else {
-      const next = new Date(now.getTime() + delayBefore(attempt + 1, deps.timeScale));
+      next = new Date(now.getTime() + delayBefore(attempt + 1, deps.timeScale));
       // Not recorded: the delivery went away or ended while this attempt was in flight
       // (endpoint deleted or disabled); the entry, left due, is dropped at its next pick.
       if (await deps.deliveries.record(d._id, attempt, { ...common, next_attempt_at: next })) await deps.queue.reschedule(entry._id, next);
+      else next = now;
     }
     deps.logger.info(
       { deliveryId: d._id, endpointId: d.endpoint_id, attempt, statusCode: result.statusCode, ok: result.ok, error: result.error },
       "webhook attempt",
     );
-    return "done";
+    return next;
   } catch (err) {
     // Not an answer from the receiver (e.g. the database failed): the attempt is run again
     // later and redoes it. Releasing may fail too; the lease then runs out.

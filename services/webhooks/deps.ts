@@ -7,7 +7,7 @@ import type { ClaimStore } from "./store/claims.ts";
 import type { DeliveryStore } from "./store/deliveries.ts";
 import type { EndpointStore } from "./store/endpoints.ts";
 import type { EventStore } from "./store/events.ts";
-import type { QueueStore } from "./store/queue.ts";
+import type { QueueEntry, QueueStore } from "./store/queue.ts";
 import type { UrlPolicy } from "./url-guard.ts";
 
 export interface WebhooksDeps {
@@ -17,8 +17,8 @@ export interface WebhooksDeps {
   claims: ClaimStore;
   /** Fan-outs and attempts waiting for the dispatcher. */
   queue: QueueStore;
-  /** Asks this replica's dispatcher for a round now (work was queued). */
-  dispatch: () => void;
+  /** Hands entries just queued to this replica's dispatcher, which starts a round at once. */
+  dispatch: (entries: QueueEntry[]) => void;
   scheduler: JobScheduler;
   sender: WebhookSender;
   secrets: SecretBox;

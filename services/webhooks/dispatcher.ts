@@ -17,6 +17,9 @@ export interface DispatchLimits {
 
 export const DEFAULT_DISPATCH_LIMITS: DispatchLimits = { concurrency: 32, perProduct: 4, perEndpoint: 2, fanoutPerRound: 10 };
 
+/** Entries the dispatcher keeps in view at most (earliest due first); the rest wait for a later read. */
+const VIEW_LIMIT = 100_000;
+
 /**
  * The delivery worker of one replica: a fair queue over products (README, "No noisy
  * neighbours"). Each round visits every product with due work, in a rotating order, and gives
@@ -24,19 +27,28 @@ export const DEFAULT_DISPATCH_LIMITS: DispatchLimits = { concurrency: 32, perPro
  * attempts run in the background and a finished one starts the next round. A product whose
  * endpoint hangs or fails holds at most `perProduct` slots (and one endpoint `perEndpoint`), so
  * the other products' deliveries start as soon as they are due, whatever its backlog.
- * Rounds run every `pollMs`, and at once when a hand-over queued work or a slot came free.
+ *
+ * Rounds work from a view of the queue in memory: the work this replica queues or reschedules
+ * itself goes into it directly, and the whole queue is read again every `pollMs` (not sooner
+ * than four times the last read took), for the work of other replicas and of a restart. A
+ * round therefore reads nothing: its cost does not grow with a neighbour's backlog. The view
+ * may be stale; every attempt starts from its delivery (attempt.ts), the truth.
  */
 export class Dispatcher {
+  private readonly view = new Map<string, { entry: QueueEntry; seen: number }>();
   private readonly inFlight = new Map<string, { entry: QueueEntry; run: Promise<void> }>();
   private readonly perProduct = new Map<string, number>();
   private readonly perEndpoint = new Map<string, number>();
   /** Entries that could not run (database error, claim held elsewhere), and when to retry. */
-  private readonly waiting = new Map<string, { productId: string; failures: number; until: number }>();
+  private readonly waiting = new Map<string, { failures: number; until: number }>();
   private timer: NodeJS.Timeout | undefined;
   private loop: Promise<void> | undefined;
   private again = false;
   private running = false;
   private turn = 0;
+  /** Counts changes to the view, so a read replaces only what it saw. */
+  private clock = 0;
+  private nextRead = 0;
 
   constructor(
     private readonly deps: WebhooksDeps,
@@ -49,6 +61,12 @@ export class Dispatcher {
     this.running = true;
     this.timer = setInterval(() => this.kick(), this.pollMs);
     this.timer.unref();
+    this.kick();
+  }
+
+  /** Takes entries this replica just queued, and runs a round for them. */
+  add(entries: QueueEntry[]): void {
+    for (const entry of entries) this.view.set(entry._id, { entry, seen: ++this.clock });
     this.kick();
   }
 
@@ -77,6 +95,7 @@ export class Dispatcher {
     do {
       this.again = false;
       try {
+        if (Date.now() >= this.nextRead) await this.read();
         if (await this.round()) this.again = true;
       } catch (err) {
         // The database failed between attempts: the next poll tries again.
@@ -85,24 +104,49 @@ export class Dispatcher {
     } while (this.again && this.running);
   }
 
+  /** Replaces the view with the queue as stored, keeping what changed here during the read. */
+  private async read(): Promise<void> {
+    const started = Date.now();
+    const mark = this.clock;
+    const stored = await this.deps.queue.all(VIEW_LIMIT);
+    for (const [id, v] of this.view) if (v.seen <= mark) this.view.delete(id);
+    for (const entry of stored) {
+      const mine = this.view.get(entry._id);
+      if (!mine || mine.seen <= mark) this.view.set(entry._id, { entry, seen: mark });
+    }
+    for (const id of this.waiting.keys()) if (!this.view.has(id)) this.waiting.delete(id);
+    const took = Date.now() - started;
+    this.nextRead = Date.now() + Math.max(this.pollMs, 4 * took);
+  }
+
   /** One visit of every product with due work; true when it started or fanned out anything. */
   private async round(): Promise<boolean> {
-    const now = this.deps.now();
+    const now = this.deps.now().getTime();
     const clock = Date.now();
-    for (const [id, w] of this.waiting) if (w.until < clock - 10 * 60_000) this.waiting.delete(id);
-    const products = await this.deps.queue.dueProducts(now);
+    const due = new Map<string, { fanouts: QueueEntry[]; attempts: QueueEntry[] }>();
+    for (const { entry } of this.view.values()) {
+      if (entry.due_at.getTime() > now || this.inFlight.has(entry._id)) continue;
+      const w = this.waiting.get(entry._id);
+      if (w && w.until > clock) continue;
+      let d = due.get(entry.product_id);
+      if (!d) due.set(entry.product_id, (d = { fanouts: [], attempts: [] }));
+      (entry.kind === "fanout" ? d.fanouts : d.attempts).push(entry);
+    }
+    const products = [...due.keys()].sort();
     if (products.length === 0) return false;
-    products.sort();
     const first = this.turn++ % products.length;
     let progressed = false;
     for (const productId of [...products.slice(first), ...products.slice(0, first)]) {
       if (!this.running) break;
-      const fanouts = await this.deps.queue.due(productId, "fanout", now, this.limits.fanoutPerRound);
+      const { fanouts, attempts } = due.get(productId)!;
       if (fanouts.length > 0) {
-        await fanOut(this.deps, fanouts);
+        const batch = fanouts.sort(byDue).slice(0, this.limits.fanoutPerRound);
+        const created = await fanOut(this.deps, batch);
+        for (const e of batch) this.view.delete(e._id);
+        this.add(created);
         progressed = true;
       }
-      if (this.startAttempts(productId, await this.dueAttempts(productId, now, clock))) progressed = true;
+      if (this.startAttempts(productId, attempts.sort(byDue))) progressed = true;
     }
     return progressed;
   }
@@ -111,21 +155,12 @@ export class Dispatcher {
     return Math.min(this.limits.perProduct - (this.perProduct.get(productId) ?? 0), this.limits.concurrency - this.inFlight.size);
   }
 
-  private async dueAttempts(productId: string, now: Date, clock: number): Promise<QueueEntry[]> {
-    const free = this.free(productId);
-    if (free <= 0) return [];
-    const ids = [...this.inFlight.values()].filter((f) => f.entry.product_id === productId).map((f) => f.entry._id);
-    for (const [id, w] of this.waiting) if (w.productId === productId && w.until > clock) ids.push(id);
-    const endpoints = [...this.perEndpoint].filter(([, n]) => n >= this.limits.perEndpoint).map(([id]) => id);
-    return this.deps.queue.due(productId, "attempt", now, free, { ids, endpoints });
-  }
-
   private startAttempts(productId: string, entries: QueueEntry[]): boolean {
     let started = false;
     for (const entry of entries) {
-      const endpointId = entry.endpoint_id ?? "";
       if (this.free(productId) <= 0) break;
-      if ((this.perEndpoint.get(endpointId) ?? 0) >= this.limits.perEndpoint || this.inFlight.has(entry._id)) continue;
+      const endpointId = entry.endpoint_id ?? "";
+      if ((this.perEndpoint.get(endpointId) ?? 0) >= this.limits.perEndpoint) continue;
       this.perProduct.set(productId, (this.perProduct.get(productId) ?? 0) + 1);
       this.perEndpoint.set(endpointId, (this.perEndpoint.get(endpointId) ?? 0) + 1);
       const run = this.attempt(entry).finally(() => {
@@ -141,20 +176,26 @@ export class Dispatcher {
   }
 
   private async attempt(entry: QueueEntry): Promise<void> {
-    let outcome: "done" | "busy" | "failed";
+    let next: Date | null | "busy" | "failed";
     try {
-      outcome = await runAttempt(this.deps, entry);
+      next = await runAttempt(this.deps, entry);
     } catch (err) {
       this.deps.logger.warn({ err, entry: entry._id }, "webhook attempt could not run; will retry");
-      outcome = "failed";
+      next = "failed";
     }
-    if (outcome === "done") {
-      this.waiting.delete(entry._id);
+    if (next === "busy" || next === "failed") {
+      const failures = (this.waiting.get(entry._id)?.failures ?? 0) + 1;
+      this.waiting.set(entry._id, { failures, until: Date.now() + retryDelay(failures, this.deps.timeScale) });
       return;
     }
-    const failures = (this.waiting.get(entry._id)?.failures ?? 0) + 1;
-    this.waiting.set(entry._id, { productId: entry.product_id, failures, until: Date.now() + retryDelay(failures, this.deps.timeScale) });
+    this.waiting.delete(entry._id);
+    if (next === null) this.view.delete(entry._id);
+    else this.view.set(entry._id, { entry: { ...entry, due_at: next }, seen: ++this.clock });
   }
+}
+
+function byDue(a: QueueEntry, b: QueueEntry): number {
+  return a.due_at.getTime() - b.due_at.getTime();
 }
 
 function decrement(counts: Map<string, number>, key: string): void {

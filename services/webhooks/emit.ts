@@ -53,18 +53,20 @@ export async function recordEvents(deps: WebhooksDeps, events: NewEvent[]): Prom
   // The fan-out is queued before the event is stored: a crash in between fails the hand-over,
   // which is repeated, and leaves at worst an entry without its event (dropped when picked),
   // never an event that nobody fans out.
-  await deps.queue.put(fresh.map((d) => fanoutEntry(d.product_id, d._id, now)));
+  const entries = fresh.map((d) => fanoutEntry(d.product_id, d._id, now));
+  await deps.queue.put(entries);
   await deps.events.insertMany(fresh);
-  if (fresh.length > 0) deps.dispatch();
+  deps.dispatch(entries);
   return fresh.length;
 }
 
 /**
  * Turns queued events (of one product) into one pending delivery per endpoint and event, each
- * with a queued first attempt, then drops the fan-out entries. Every step is idempotent, so a
- * fan-out interrupted anywhere is completed by the next pass and creates nothing twice.
+ * with a queued first attempt, then drops the fan-out entries; returns the attempt entries.
+ * Every step is idempotent, so a fan-out interrupted anywhere is completed by the next pass and
+ * creates nothing twice.
  */
-export async function fanOut(deps: WebhooksDeps, entries: QueueEntry[]): Promise<number> {
+export async function fanOut(deps: WebhooksDeps, entries: QueueEntry[]): Promise<QueueEntry[]> {
   const now = deps.now();
   const events = await deps.events.getMany(entries.map((e) => e.ref));
   const deliveries: DeliveryDoc[] = events.flatMap((event) =>
@@ -83,8 +85,9 @@ export async function fanOut(deps: WebhooksDeps, entries: QueueEntry[]): Promise
       last_error: null,
     })),
   );
+  const attempts = deliveries.map((d) => attemptEntry(d.product_id, d.endpoint_id, d._id, now));
   await deps.deliveries.ensureMany(deliveries);
-  await deps.queue.put(deliveries.map((d) => attemptEntry(d.product_id, d.endpoint_id, d._id, now)));
+  await deps.queue.put(attempts);
   await deps.queue.remove(entries.map((e) => e._id));
-  return deliveries.length;
+  return attempts;
 }

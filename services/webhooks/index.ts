@@ -77,7 +77,7 @@ export async function createWebhooksService(opts: WebhooksServiceOptions): Promi
     deliveries: new DeliveryStore(opts.db),
     claims: new ClaimStore(opts.db),
     queue: new QueueStore(opts.db),
-    dispatch: () => dispatcher.kick(),
+    dispatch: (entries) => dispatcher.add(entries),
     scheduler: new JobScheduler(opts.db, opts.logger, opts.processEveryMs ?? 2_000, "webhooks"),
     sender: new WebhookSender(urlPolicy, attemptTimeoutMs, now),
     secrets: new SecretBox(opts.secretKey ?? DEVELOPMENT_SECRET_KEY),
