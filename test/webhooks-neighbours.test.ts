@@ -13,7 +13,8 @@ import { startTestStack, type TestStack } from "./support/stack.ts";
 const t = suite<{ stack: TestStack }>("webhooks: no noisy neighbours");
 
 t.before(async (ctx) => {
-  ctx.stack = await startTestStack({ services: { webhooks: FAST, ingestion: { relayIntervalMs: 50 } } });
+  // The contract's 10 s attempt timeout: a hanging endpoint holds a slot that long per attempt.
+  ctx.stack = await startTestStack({ services: { webhooks: { ...FAST, attemptTimeoutMs: 10_000 }, ingestion: { relayIntervalMs: 50 } } });
 });
 t.after(async (ctx) => {
   await ctx.stack.close();
