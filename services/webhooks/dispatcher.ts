@@ -43,6 +43,7 @@ export class Dispatcher {
   private readonly waiting = new Map<string, { failures: number; until: number }>();
   private timer: NodeJS.Timeout | undefined;
   private loop: Promise<void> | undefined;
+  private reading: Promise<void> | undefined;
   private again = false;
   private running = false;
   private turn = 0;
@@ -87,18 +88,25 @@ export class Dispatcher {
     clearInterval(this.timer);
     let timer: NodeJS.Timeout | undefined;
     const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)));
-    await Promise.race([Promise.allSettled([this.loop, ...[...this.inFlight.values()].map((f) => f.run)]), grace]);
+    await Promise.race([Promise.allSettled([this.loop, this.reading, ...[...this.inFlight.values()].map((f) => f.run)]), grace]);
     clearTimeout(timer);
   }
 
   private async rounds(): Promise<void> {
     do {
       this.again = false;
+      // The read runs beside the rounds: a round never waits for it.
+      if (!this.reading && Date.now() >= this.nextRead) {
+        this.reading = this.read()
+          .catch((err) => this.deps.logger.warn({ err }, "reading the delivery queue failed; will retry"))
+          .finally(() => {
+            this.reading = undefined;
+            this.kick();
+          });
+      }
       try {
-        if (Date.now() >= this.nextRead) await this.read();
         if (await this.round()) this.again = true;
       } catch (err) {
-        // The database failed between attempts: the next poll tries again.
         this.deps.logger.warn({ err }, "webhook dispatch round failed; will retry");
       }
     } while (this.again && this.running);
@@ -107,6 +115,7 @@ export class Dispatcher {
   /** Replaces the view with the queue as stored, keeping what changed here during the read. */
   private async read(): Promise<void> {
     const started = Date.now();
+    this.nextRead = started + this.pollMs;
     const mark = this.clock;
     const stored = await this.deps.queue.all(VIEW_LIMIT);
     for (const [id, v] of this.view) if (v.seen <= mark) this.view.delete(id);
@@ -141,10 +150,17 @@ export class Dispatcher {
       const { fanouts, attempts } = due.get(productId)!;
       if (fanouts.length > 0) {
         const batch = fanouts.sort(byDue).slice(0, this.limits.fanoutPerRound);
-        const created = await fanOut(this.deps, batch);
-        for (const e of batch) this.view.delete(e._id);
-        this.add(created);
-        progressed = true;
+        try {
+          const created = await fanOut(this.deps, batch);
+          for (const e of batch) this.view.delete(e._id);
+          this.add(created);
+          progressed = true;
+        } catch (err) {
+          // The database failed: this product's fan-out is tried again at the next poll, and
+          // the other products' work goes on.
+          this.deps.logger.warn({ err, productId }, "webhook fan-out failed; will retry");
+          for (const e of batch) this.waiting.set(e._id, { failures: 1, until: Date.now() + this.pollMs });
+        }
       }
       if (this.startAttempts(productId, attempts.sort(byDue))) progressed = true;
     }
