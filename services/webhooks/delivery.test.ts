@@ -281,6 +281,37 @@ t("an attempt the database fails mid-way is run again, and sends once", async ({
   }
 });
 
+t("a fan-out interrupted after its deliveries were stored is completed once", async ({ mongo }) => {
+  const raw = mongo.db(`webhooks_fanout_${Date.now()}`);
+  const rx = await new Receiver(() => 200).start();
+  // The hand-over on a replica without a dispatcher: the event is stored and its fan-out queued.
+  const recorder = await startInstance(raw, { runJobs: false });
+  const productId = randomUUID();
+  const eps = [];
+  for (let i = 0; i < 3; i++) eps.push(await endpointFor(recorder, productId, `${rx.url}?n=${i}`));
+  await recorder.client.publishThresholdCrossings({ crossings: [crossing(productId, 50)] });
+  await recorder.close();
+  assert.is(await raw.collection("deliveries").countDocuments({ product_id: productId }), 0, "the hand-over creates no delivery");
+  // The dispatcher's first fan-out stores the deliveries, then fails to queue their attempts.
+  const faults = { left: 1 };
+  const svc = await startInstance(flakyDb(raw, "delivery_queue", "insertMany", faults));
+  try {
+    await eventually(() => rx.received.length === 3, 20_000, "one delivery per endpoint");
+    assert.is(faults.left, 0, "the fan-out was interrupted once");
+    for (const ep of eps) {
+      const d = await settled(svc, productId, ep.id, "success");
+      assert.is(d!.attempt, 1);
+    }
+    await new Promise((r) => setTimeout(r, 500));
+    assert.is(rx.received.length, 3, "nothing sent twice");
+    assert.is(new Set(rx.received.map((r) => r.headers["x-service-delivery"])).size, 1, "one event");
+    assert.is(await raw.collection("delivery_queue").countDocuments({ product_id: productId }), 0, "nothing left queued");
+  } finally {
+    await svc.close();
+    await rx.stop();
+  }
+});
+
 t("a restart in the middle of a retry sequence loses nothing and duplicates nothing", async ({ mongo }) => {
   // Slower scale here: attempt 2 after 2 s, attempt 3 after 10 s, leaving time to restart. A
   // database of its own: the suite's fast replica must not run this sequence's attempts.
