@@ -3,17 +3,17 @@ import os from "node:os";
 import path from "node:path";
 import { startEmbeddedDb } from "@meter/lib/embedded-db";
 import { createLogger } from "@meter/lib/logger";
-import { startStack } from "../../cmd/stack.ts";
+import { startStack, type StackOptions } from "../../cmd/stack.ts";
 import { Api } from "../../test/support/http.ts";
 
 /**
  * The whole stack in-process, on MONGODB_URL or else the embedded database in a temporary
  * directory, and one product to measure as. `close()` stops both and removes the directory.
  */
-export async function benchProduct(name: string) {
+export async function benchProduct(name: string, opts: Partial<StackOptions> = {}) {
   const dir = process.env.MONGODB_URL ? undefined : await mkdtemp(path.join(os.tmpdir(), `meter-bench-${name}-`));
   const embedded = dir ? await startEmbeddedDb(dir) : undefined;
-  const stack = await startStack({ mongoUrl: process.env.MONGODB_URL ?? embedded!.url, dbPrefix: `b${name}${Date.now()}`, logger: createLogger("bench", "fatal") });
+  const stack = await startStack({ mongoUrl: process.env.MONGODB_URL ?? embedded!.url, dbPrefix: `b${name}${Date.now()}`, logger: createLogger("bench", "fatal"), ...opts });
   const created = await new Api(stack.apiUrl).post("/products", { name: `bench ${name}` });
   const apiKey: string = created.body.api_key;
   return {

@@ -94,7 +94,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: "Register a webhook endpoint; the signing secret is in the response",
         tags,
         body: CreateEndpointBody,
-        response: { 201: CreatedEndpointBody, ...errors(400, 401, 422) },
+        response: { 201: CreatedEndpointBody, ...errors(400, 401, 409, 422) },
       },
     },
     async (request, reply) => {

@@ -1,4 +1,4 @@
-import { MongoClient, MongoServerError, type Collection, type Db, type Document, type Filter, type FindOptions, type InferIdType } from "mongodb";
+import { MongoBulkWriteError, MongoClient, MongoServerError, type Collection, type Db, type Document, type Filter, type FindOptions, type InferIdType } from "mongodb";
 
 /** The one way to open MongoDB: a client with sane timeouts, verified with a ping. */
 export async function connectMongo(url: string): Promise<MongoClient> {
@@ -69,5 +69,26 @@ export async function deleteInRounds<T extends Document>(
     deleted += (await col.deleteMany({ _id: { $in: ids } } as Filter<T>)).deletedCount;
     await afterRound?.(ids);
     if (ids.length < DELETE_ROUND) return deleted;
+  }
+}
+
+/** insertMany that treats duplicate keys as "already there", returning the ids it inserted. */
+export async function insertIgnoringDuplicates<D extends { _id: string }>(
+  collection: Collection<D>,
+  docs: D[],
+): Promise<Set<string>> {
+  if (docs.length === 0) return new Set();
+  try {
+    await collection.insertMany(docs as never[], { ordered: false });
+    return new Set(docs.map((d) => d._id));
+  } catch (err) {
+    if (!(err instanceof MongoBulkWriteError)) throw err;
+    const errors = Array.isArray(err.writeErrors) ? err.writeErrors : [err.writeErrors];
+    const failed = new Set<number>();
+    for (const e of errors) {
+      if (e.code !== 11000) throw err;
+      failed.add(e.index);
+    }
+    return new Set(docs.filter((_, i) => !failed.has(i)).map((d) => d._id));
   }
 }

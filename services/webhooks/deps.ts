@@ -7,6 +7,7 @@ import type { ClaimStore } from "./store/claims.ts";
 import type { DeliveryStore } from "./store/deliveries.ts";
 import type { EndpointStore } from "./store/endpoints.ts";
 import type { EventStore } from "./store/events.ts";
+import type { QueueEntry, QueueStore } from "./store/queue.ts";
 import type { UrlPolicy } from "./url-guard.ts";
 
 export interface WebhooksDeps {
@@ -14,6 +15,10 @@ export interface WebhooksDeps {
   events: EventStore;
   deliveries: DeliveryStore;
   claims: ClaimStore;
+  /** Fan-outs and attempts waiting for the dispatcher. */
+  queue: QueueStore;
+  /** Hands entries just queued to this replica's dispatcher, which starts a round at once. */
+  dispatch: (entries: QueueEntry[]) => void;
   scheduler: JobScheduler;
   sender: WebhookSender;
   secrets: SecretBox;

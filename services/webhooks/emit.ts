@@ -1,24 +1,9 @@
 import type { WebhooksDeps } from "./deps.ts";
 import { stableUuid } from "./events.ts";
-import { scheduleAttempt } from "./jobs/deliver-attempt.ts";
 import type { DeliveryDoc } from "./store/deliveries.ts";
 import type { EndpointDoc } from "./store/endpoints.ts";
-
-/**
- * Emits a hand-over's events in order; the subscribed endpoints of each (product, type) are
- * read once per hand-over. Sequential on purpose: on the embedded database every write is
- * serialized anyway, and parallel emits only contended with the delivery jobs.
- */
-export async function emitEvents(deps: WebhooksDeps, events: NewEvent[]): Promise<void> {
-  const lookups = new Map<string, Promise<EndpointDoc[]>>();
-  const subscribed = (productId: string, type: string) => {
-    const k = `${productId}\u0000${type}`;
-    let p = lookups.get(k);
-    if (!p) lookups.set(k, (p = deps.endpoints.subscribed(productId, type)));
-    return p;
-  };
-  for (const e of events) await emitEvent(deps, e, subscribed);
-}
+import type { EventDoc } from "./store/events.ts";
+import { attemptEntry, fanoutEntry, type QueueEntry } from "./store/queue.ts";
 
 export interface NewEvent {
   productId: string;
@@ -29,49 +14,80 @@ export interface NewEvent {
 }
 
 /**
- * Stores the event once (unique on product and key) when at least one enabled endpoint is
- * subscribed to it, creates one pending delivery per such endpoint, and schedules their first
- * attempts. Every step is
- * idempotent, so a repeated hand-over finishes a fan-out that was interrupted and adds nothing.
+ * Records the events of a hand-over and queues their fan-out; it sends nothing and creates no
+ * delivery, so a hand-over costs a few writes whatever the number of endpoints (the dispatcher
+ * fans out and delivers, dispatcher.ts). An event is stored once (its id is derived from
+ * product and key) and only when at least one enabled endpoint is subscribed to it; it keeps
+ * those endpoints' ids, which its fan-out reaches. The subscribed endpoints of each
+ * (product, type) are read once per hand-over. Returns how many events were new.
  */
-export async function emitEvent(
-  deps: WebhooksDeps,
-  e: NewEvent,
-  subscribed: (productId: string, type: string) => Promise<EndpointDoc[]> = (p, t) => deps.endpoints.subscribed(p, t),
-): Promise<{ created: boolean }> {
+export async function recordEvents(deps: WebhooksDeps, events: NewEvent[]): Promise<number> {
   const now = deps.now();
-  const endpoints = await subscribed(e.productId, e.type);
-  // Derived from (product, key): a repeated hand-over finds the stored event by primary key.
-  const id = `whevt_${stableUuid(e.productId, e.key)}`;
-  // Nobody to tell: nothing is stored (events are kept only for their deliveries), unless an
-  // earlier hand-over stored it for endpoints that have since gone, and left its fan-out undone.
-  if (endpoints.length === 0 && !(await deps.events.get(id))) return { created: false };
-  const { event, created } = await deps.events.insertOnce({
-    _id: id,
-    product_id: e.productId,
-    key: e.key,
-    type: e.type,
-    data: JSON.stringify(e.data),
-    created_at: now,
-    endpoint_ids: endpoints.map((x) => x._id),
-  });
-  for (const endpointId of event.endpoint_ids) {
-    const doc: DeliveryDoc = {
+  const lookups = new Map<string, Promise<EndpointDoc[]>>();
+  const subscribed = (productId: string, type: string) => {
+    const k = `${productId}\u0000${type}`;
+    let p = lookups.get(k);
+    if (!p) lookups.set(k, (p = deps.endpoints.subscribed(productId, type)));
+    return p;
+  };
+  const docs = new Map<string, EventDoc>();
+  for (const e of events) {
+    const id = `whevt_${stableUuid(e.productId, e.key)}`;
+    if (docs.has(id)) continue;
+    const endpoints = await subscribed(e.productId, e.type);
+    if (endpoints.length === 0) continue;
+    docs.set(id, {
+      _id: id,
+      product_id: e.productId,
+      key: e.key,
+      type: e.type,
+      data: JSON.stringify(e.data),
+      created_at: now,
+      endpoint_ids: endpoints.map((x) => x._id),
+    });
+  }
+  if (docs.size === 0) return 0;
+  // A repeated hand-over finds its events by primary key and queues nothing again.
+  for (const stored of await deps.events.getMany([...docs.keys()])) docs.delete(stored._id);
+  const fresh = [...docs.values()];
+  // The fan-out is queued before the event is stored: a crash in between fails the hand-over,
+  // which is repeated, and leaves at worst an entry without its event (dropped when picked),
+  // never an event that nobody fans out.
+  const entries = fresh.map((d) => fanoutEntry(d.product_id, d._id, now));
+  await deps.queue.put(entries);
+  await deps.events.insertMany(fresh);
+  deps.dispatch(entries);
+  return fresh.length;
+}
+
+/**
+ * Turns queued events (of one product) into one pending delivery per endpoint and event, each
+ * with a queued first attempt, then drops the fan-out entries; returns the attempt entries.
+ * Every step is idempotent, so a fan-out interrupted anywhere is completed by the next pass and
+ * creates nothing twice.
+ */
+export async function fanOut(deps: WebhooksDeps, entries: QueueEntry[]): Promise<QueueEntry[]> {
+  const now = deps.now();
+  const events = await deps.events.getMany(entries.map((e) => e.ref));
+  const deliveries: DeliveryDoc[] = events.flatMap((event) =>
+    event.endpoint_ids.map((endpointId) => ({
       _id: `whdel_${stableUuid(event._id, endpointId)}`,
       product_id: event.product_id,
       endpoint_id: endpointId,
       event_id: event._id,
       event_type: event.type,
-      status: "pending",
+      status: "pending" as const,
       status_code: 0,
       attempt: 0,
       created_at: now,
       completed_at: null,
       next_attempt_at: now,
       last_error: null,
-    };
-    const delivery = await deps.deliveries.ensure(doc);
-    if (delivery.status === "pending" && delivery.attempt === 0) await scheduleAttempt(deps, delivery, 1, now);
-  }
-  return { created };
+    })),
+  );
+  const attempts = deliveries.map((d) => attemptEntry(d.product_id, d.endpoint_id, d._id, now));
+  await deps.deliveries.ensureMany(deliveries);
+  await deps.queue.put(attempts);
+  await deps.queue.remove(entries.map((e) => e._id));
+  return attempts;
 }

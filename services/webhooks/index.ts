@@ -16,8 +16,9 @@ import { publishThresholdCrossings } from "./handlers/publish-threshold-crossing
 import { rotateEndpointSecret } from "./handlers/rotate-endpoint-secret.ts";
 import { testEndpoint } from "./handlers/test-endpoint.ts";
 import { updateEndpoint } from "./handlers/update-endpoint.ts";
-import { defineDeliverAttempt } from "./jobs/deliver-attempt.ts";
 import { JobScheduler } from "@meter/lib/jobs";
+import { collectionBacklog, trackJobQueue } from "@meter/lib/metrics";
+import { DEFAULT_DISPATCH_LIMITS, Dispatcher, type DispatchLimits } from "./dispatcher.ts";
 import { defineRetention, runWebhooksRetention, scheduleRetention, type WebhooksRetentionReport } from "./jobs/retention.ts";
 import { defineSummaryProduct } from "./jobs/summary-product.ts";
 import { defineSummarySchedules, fanOutSummaries, scheduleSummaries } from "./jobs/summary-schedule.ts";
@@ -28,6 +29,7 @@ import { ClaimStore } from "./store/claims.ts";
 import { DeliveryStore } from "./store/deliveries.ts";
 import { EndpointStore } from "./store/endpoints.ts";
 import { EventStore } from "./store/events.ts";
+import { attemptEntry, QueueStore } from "./store/queue.ts";
 
 export interface WebhooksServiceOptions {
   db: Db;
@@ -41,8 +43,10 @@ export interface WebhooksServiceOptions {
   attemptTimeoutMs?: number;
   /** Multiplies the retry table's delays (and summary retries). 1 in production; tests shrink it. */
   timeScale?: number;
-  /** How often Agenda looks for due jobs. Default 2 s. */
+  /** How often Agenda looks for due jobs, and the dispatcher for due deliveries. Default 2 s. */
   processEveryMs?: number;
+  /** Caps of the delivery dispatcher (README, "No noisy neighbours"); defaults in dispatcher.ts. */
+  dispatch?: Partial<DispatchLimits>;
   /** Coalescing window of identical gate events. Default 10 minutes. */
   gateWindowMs?: number;
   /** The analytics peer; defaults to a gRPC client of peers.analytics. */
@@ -72,6 +76,8 @@ export async function createWebhooksService(opts: WebhooksServiceOptions): Promi
     events: new EventStore(opts.db),
     deliveries: new DeliveryStore(opts.db),
     claims: new ClaimStore(opts.db),
+    queue: new QueueStore(opts.db),
+    dispatch: (entries) => dispatcher.add(entries),
     scheduler: new JobScheduler(opts.db, opts.logger, opts.processEveryMs ?? 2_000, "webhooks"),
     sender: new WebhookSender(urlPolicy, attemptTimeoutMs, now),
     secrets: new SecretBox(opts.secretKey ?? DEVELOPMENT_SECRET_KEY),
@@ -84,8 +90,9 @@ export async function createWebhooksService(opts: WebhooksServiceOptions): Promi
     logDays: opts.logDays ?? 30,
     now,
   };
-  await Promise.all([deps.endpoints.init(), deps.events.init(), deps.deliveries.init(), deps.claims.init(), deps.scheduler.init()]);
-  defineDeliverAttempt(deps);
+  const dispatcher = new Dispatcher(deps, { ...DEFAULT_DISPATCH_LIMITS, ...opts.dispatch }, opts.processEveryMs ?? 2_000);
+  await Promise.all([deps.endpoints.init(), deps.events.init(), deps.deliveries.init(), deps.claims.init(), deps.queue.init(), deps.scheduler.init()]);
+  trackJobQueue("webhooks_deliveries", collectionBacklog(deps.queue.col, "due_at", () => ({ due_at: { $lte: new Date() } })));
   defineSummaryProduct(deps);
   defineSummarySchedules(deps);
   defineRetention(deps);
@@ -111,16 +118,29 @@ export async function createWebhooksService(opts: WebhooksServiceOptions): Promi
     healthy: () => pingDb(opts.db),
     async start() {
       if (!runJobs) return;
+      await queuePendingDeliveries(deps);
       await deps.scheduler.start();
       await scheduleSummaries(deps);
       await scheduleRetention(deps);
+      dispatcher.start();
     },
     async stop() {
-      await deps.scheduler.stop(attemptTimeoutMs + 5_000);
+      await Promise.all([dispatcher.stop(attemptTimeoutMs + 5_000), deps.scheduler.stop(attemptTimeoutMs + 5_000)]);
       await deps.sender.close();
     },
     triggerSummaries: (type, at) => fanOutSummaries(deps, type, at),
     runRetention: (at = now()) => runWebhooksRetention(deps, at),
   };
 }
+/**
+ * Gives every pending delivery a queue entry (existing entries are kept): deliveries made
+ * before the queue existed were scheduled as Agenda jobs ("webhooks.deliver-attempt"), which
+ * are removed here, and this also repairs an entry lost to a hand edit of the database.
+ */
+async function queuePendingDeliveries(deps: WebhooksDeps): Promise<void> {
+  const pending = await deps.deliveries.pending();
+  await deps.queue.put(pending.map((d) => attemptEntry(d.product_id, d.endpoint_id, d._id, d.next_attempt_at ?? deps.now())));
+  await deps.scheduler.agenda.cancel({ name: "webhooks.deliver-attempt" });
+}
+
 export { webhooksSettings, webhooksSettingsFields } from "./config.ts";

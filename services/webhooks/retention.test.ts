@@ -80,16 +80,35 @@ t("keeps the log window, drops older ended deliveries, their events and expired 
 
 t("a pending delivery older than the window is kept, and so is its event", async ({ db: named }) => {
   const db = named("pending");
-  // No job worker: the delivery stays pending, as one waiting for its next attempt does.
-  const svc = await startInstance(db, { now: () => OLD, runJobs: false });
+  // The clock stands still: after its first attempt fails (nothing listens on port 9), the
+  // delivery waits for a second attempt that never comes due, as a delivery between attempts does.
+  const svc = await startInstance(db, { now: () => OLD });
   try {
     const p = randomUUID();
     const ep = (await svc.client.createEndpoint({ productId: p, url: "http://127.0.0.1:9/hook", subscribedEvents: ["usage.threshold.50"] })).endpoint!;
     await svc.client.publishThresholdCrossings({ crossings: [crossing(p, 50)] });
-    assert.equal(await svc.module.runRetention(NOW), { deliveries: 0, events: 0, claims: 0, jobs: 0 });
+    await eventually(async () => (await svc.client.listDeliveries({ productId: p, endpointId: ep.id })).deliveries[0]?.attempt === 1, 30_000, "attempt 1");
+    // Only the attempt's claim goes: its lease ended long before NOW.
+    assert.equal(await svc.module.runRetention(NOW), { deliveries: 0, events: 0, claims: 1, jobs: 0 });
     const [d] = (await svc.client.listDeliveries({ productId: p, endpointId: ep.id })).deliveries;
     assert.is(d?.status, "pending");
     assert.is(await db.collection("events").countDocuments({ product_id: p }), 1);
+  } finally {
+    await svc.close();
+  }
+});
+
+t("an event older than the window whose fan-out is still queued is kept", async ({ db: named }) => {
+  const db = named("queued");
+  // No dispatcher: the hand-over only records the event and queues its fan-out.
+  const svc = await startInstance(db, { now: () => OLD, runJobs: false });
+  try {
+    const p = randomUUID();
+    await svc.client.createEndpoint({ productId: p, url: "http://127.0.0.1:9/hook", subscribedEvents: ["usage.threshold.50"] });
+    await svc.client.publishThresholdCrossings({ crossings: [crossing(p, 50)] });
+    assert.equal(await svc.module.runRetention(NOW), { deliveries: 0, events: 0, claims: 0, jobs: 0 });
+    assert.is(await db.collection("events").countDocuments({ product_id: p }), 1);
+    assert.is(await db.collection("delivery_queue").countDocuments({ product_id: p, kind: "fanout" }), 1);
   } finally {
     await svc.close();
   }

@@ -1,7 +1,7 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { validateSubscribedEvents, stableUuid } from "./events.ts";
-import { delayBefore } from "./jobs/deliver-attempt.ts";
+import { delayBefore } from "./attempt.ts";
 import { decodeCursor, encodeCursor } from "./handlers/list-deliveries.ts";
 import { previousPeriod } from "./periods.ts";
 import { SecretBox, generateSecret, parseSecretKey, sign } from "./secrets.ts";

@@ -1,6 +1,5 @@
 import type { Collection, Db, Filter } from "mongodb";
-import { MongoBulkWriteError } from "mongodb";
-import { deleteInRounds, findByIds, isDuplicateKeyError } from "@meter/lib/mongo";
+import { deleteInRounds, findByIds, insertIgnoringDuplicates, isDuplicateKeyError } from "@meter/lib/mongo";
 import type { JobDoc } from "./jobs.ts";
 
 export type EventSource = "auto" | "manual";
@@ -95,25 +94,5 @@ export async function insertedBy<D extends { _id: string; job: string }>(
   return (await findByIds(collection, job.ids as never)).filter((d) => d.job === job._id);
 }
 
-/** insertMany that treats duplicate keys as "already there", returning the ids it inserted. */
-export async function insertIgnoringDuplicates<D extends { _id: string }>(
-  collection: Collection<D>,
-  docs: D[],
-): Promise<Set<string>> {
-  if (docs.length === 0) return new Set();
-  try {
-    await collection.insertMany(docs as never[], { ordered: false });
-    return new Set(docs.map((d) => d._id));
-  } catch (err) {
-    if (!(err instanceof MongoBulkWriteError)) throw err;
-    const errors = Array.isArray(err.writeErrors) ? err.writeErrors : [err.writeErrors];
-    const failed = new Set<number>();
-    for (const e of errors) {
-      if (e.code !== 11000) throw err;
-      failed.add(e.index);
-    }
-    return new Set(docs.filter((_, i) => !failed.has(i)).map((d) => d._id));
-  }
-}
-
+export { insertIgnoringDuplicates };
 export { isDuplicateKeyError };

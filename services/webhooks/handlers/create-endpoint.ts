@@ -1,11 +1,22 @@
 import { v7 as uuidv7 } from "uuid";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { WebhooksService } from "@meter/proto/meter/webhooks/v1/webhooks_pb";
+import { Code, ConnectError } from "@meter/lib/errors";
 import type { WebhooksDeps } from "../deps.ts";
 import { toEndpoint } from "../mapping.ts";
 import { generateSecret } from "../secrets.ts";
 import { checkDescription, checkEvents, checkUrl, requireProduct } from "./common.ts";
 
+/** Endpoints one product may have (README, "Limits"); each event fans out to at most this many. */
+export const MAX_ENDPOINTS_PER_PRODUCT = 20;
+
+/**
+ * Refuses an endpoint beyond the limit with ABORTED (HTTP 409: the product's current state
+ * conflicts with adding one; deleting one makes room). The new endpoint is inserted first and
+ * counted after: of creates racing for the last place, the last count to run sees every insert
+ * and gives its own back, so the limit is never exceeded (a race may refuse both; retrying
+ * succeeds).
+ */
 export function createEndpoint(deps: WebhooksDeps): ServiceImpl<typeof WebhooksService>["createEndpoint"] {
   return async (req) => {
     requireProduct(req.productId);
@@ -27,6 +38,13 @@ export function createEndpoint(deps: WebhooksDeps): ServiceImpl<typeof WebhooksS
       updated_at: now,
     };
     await deps.endpoints.insert(doc);
+    if ((await deps.endpoints.count(req.productId)) > MAX_ENDPOINTS_PER_PRODUCT) {
+      await deps.endpoints.delete(req.productId, id);
+      throw new ConnectError(
+        `a product can have at most ${MAX_ENDPOINTS_PER_PRODUCT} webhook endpoints; delete one to add another`,
+        Code.Aborted,
+      );
+    }
     deps.logger.info({ productId: req.productId, endpointId: id }, "webhook endpoint created");
     return { endpoint: toEndpoint(doc), secret };
   };

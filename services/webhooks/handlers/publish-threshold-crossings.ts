@@ -3,7 +3,7 @@ import type { ThresholdCrossing, WebhooksService } from "@meter/proto/meter/webh
 import { rpcError } from "@meter/lib/errors";
 import { fromTimestamp } from "@meter/lib/time";
 import type { WebhooksDeps } from "../deps.ts";
-import { emitEvents } from "../emit.ts";
+import { recordEvents } from "../emit.ts";
 import { THRESHOLDS } from "../events.ts";
 
 /**
@@ -28,7 +28,7 @@ function validate(c: ThresholdCrossing): void {
 export function publishThresholdCrossings(deps: WebhooksDeps): ServiceImpl<typeof WebhooksService>["publishThresholdCrossings"] {
   return async (req) => {
     req.crossings.forEach(validate);
-    await emitEvents(
+    await recordEvents(
       deps,
       req.crossings.map((c) => ({
         productId: c.productId,

@@ -25,8 +25,10 @@ export interface WebhooksRetentionReport {
 export async function runWebhooksRetention(deps: WebhooksDeps, now: Date): Promise<WebhooksRetentionReport> {
   const cutoff = new Date(now.getTime() - deps.logDays * DAY_MS);
   const deliveries = await deps.deliveries.deleteEndedBefore(cutoff);
-  // A pending delivery still builds its body from its event at every attempt.
-  const events = await deps.events.deleteBefore(cutoff, await deps.deliveries.eventIdsBefore(cutoff));
+  // A pending delivery still builds its body from its event at every attempt, and a queued
+  // fan-out still reads its event.
+  const keep = [...(await deps.deliveries.eventIdsBefore(cutoff)), ...(await deps.queue.fanoutEventIds())];
+  const events = await deps.events.deleteBefore(cutoff, keep);
   const claims = await deps.claims.sweepExpired(now);
   const jobs = await deps.scheduler.purgeEnded(new Date(now.getTime() - ENDED_JOB_DAYS * DAY_MS));
   return { deliveries, events, claims, jobs };

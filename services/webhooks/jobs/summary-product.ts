@@ -1,7 +1,7 @@
 import type { Job } from "agenda";
 import { constant } from "agenda";
 import type { WebhooksDeps } from "../deps.ts";
-import { emitEvent } from "../emit.ts";
+import { recordEvents } from "../emit.ts";
 import type { SummaryType } from "../periods.ts";
 
 export const SUMMARY_PRODUCT = "webhooks.summary-product";
@@ -33,7 +33,7 @@ export async function runSummaryProduct(deps: WebhooksDeps, p: SummaryProductPay
   const end = new Date(p.periodEnd);
   // Throws when analytics is unavailable; the job is then retried later. Zeros are never sent.
   const r = await deps.analytics.windowReport(p.productId, start, end, SUMMARY_TOP_USERS);
-  await emitEvent(deps, {
+  await recordEvents(deps, [{
     productId: p.productId,
     type: `usage.summary.${p.summaryType}`,
     key: p.key,
@@ -49,7 +49,7 @@ export async function runSummaryProduct(deps: WebhooksDeps, p: SummaryProductPay
       hard_gates: r.hardGates,
       top_users: r.topUsers.map((u) => ({ user_id: u.userId, cost: u.cost, tokens: u.tokens })),
     },
-  });
+  }]);
 }
 
 export function defineSummaryProduct(deps: WebhooksDeps): void {

@@ -1,5 +1,5 @@
 import type { Collection, Db, Filter } from "mongodb";
-import { deleteInRounds, isDuplicateKeyError } from "@meter/lib/mongo";
+import { deleteInRounds, insertIgnoringDuplicates, isDuplicateKeyError } from "@meter/lib/mongo";
 
 export type DeliveryStatus = "pending" | "success" | "failed";
 export const DELIVERY_STATUSES: readonly DeliveryStatus[] = ["pending", "success", "failed"];
@@ -60,6 +60,16 @@ export class DeliveryStore {
       if (!isDuplicateKeyError(err)) throw err;
       return (await this.col.findOne({ _id: doc._id })) ?? doc;
     }
+  }
+
+  /** Inserts the deliveries that do not exist yet (same id); the others are left as they are. */
+  async ensureMany(docs: DeliveryDoc[]): Promise<void> {
+    await insertIgnoringDuplicates(this.col, docs);
+  }
+
+  /** Every pending delivery's queue position (the start-up check that each one has an entry). */
+  pending(): Promise<Pick<DeliveryDoc, "_id" | "product_id" | "endpoint_id" | "next_attempt_at">[]> {
+    return this.col.find({ status: "pending" }, { projection: { _id: 1, product_id: 1, endpoint_id: 1, next_attempt_at: 1 } }).toArray();
   }
 
   get(id: string): Promise<DeliveryDoc | null> {

@@ -35,6 +35,10 @@ export class EndpointStore {
     return this.col.find({ product_id: productId }).sort({ created_at: 1, _id: 1 }).toArray();
   }
 
+  count(productId: string): Promise<number> {
+    return this.col.countDocuments({ product_id: productId });
+  }
+
   get(productId: string, id: string): Promise<EndpointDoc | null> {
     return this.col.findOne({ _id: id, product_id: productId });
   }

@@ -1,5 +1,5 @@
 import type { Collection, Db } from "mongodb";
-import { deleteInRounds, isDuplicateKeyError } from "@meter/lib/mongo";
+import { deleteInRounds, findByIds, insertIgnoringDuplicates, isDuplicateKeyError } from "@meter/lib/mongo";
 
 /** An emitted webhook event: what every delivery of it sends. */
 export interface EventDoc {
@@ -51,6 +51,16 @@ export class EventStore {
       if (!existing) throw err;
       return { event: existing, created: false };
     }
+  }
+
+  /** Inserts the events whose id is not stored yet. */
+  async insertMany(docs: EventDoc[]): Promise<void> {
+    await insertIgnoringDuplicates(this.col, docs);
+  }
+
+  /** The stored events among these ids. */
+  getMany(ids: string[]): Promise<EventDoc[]> {
+    return findByIds(this.col, ids);
   }
 
   get(id: string): Promise<EventDoc | null> {
