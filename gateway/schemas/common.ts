@@ -83,7 +83,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   401: "Missing or invalid API key",
   403: "The key does not grant access",
   404: "Not found (resources of other products read as not found)",
-  409: "Already exists",
+  409: "Conflicts with the current state (already exists, a limit reached, the last admin key)",
   413: "Request too large",
   422: "Body validation failed; `issues` lists every problem",
   429: "Too many requests; retry after `Retry-After` seconds",
