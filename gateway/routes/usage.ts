@@ -14,6 +14,7 @@ const SessionBody = Type.Object({
   user_id: Type.String(),
   service_user_id: Type.String({ format: "uuid" }),
   plan: Type.String({ description: 'Plan name; "none" for a user without a plan' }),
+  plan_id: Nullable(Type.String({ description: "Id of the plan in force; null without one. GET /config/changes lists plans by this id" })),
   sdk_enabled: Type.Boolean({
     description: "True when a plan is in force and the client must enforce plan_config; false: no plan, permissive defaults",
   }),
@@ -132,6 +133,7 @@ export const usageRoutes: FastifyPluginAsyncTypebox = async (app) => {
         user_id: s.userId,
         service_user_id: s.serviceUserId,
         plan: s.plan,
+        plan_id: s.planId ?? null,
         sdk_enabled: s.sdkEnabled,
         plan_config: {
           max_spend_per_period: c.maxSpendPerPeriod ?? null,
