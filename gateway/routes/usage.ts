@@ -83,6 +83,9 @@ const GateEventOut = Type.Object({
   model: Nullable(Type.String()),
   blocked: Type.Boolean(),
   message: Nullable(Type.String()),
+  metadata: Type.Record(Type.String(), Type.Unknown(), {
+    description: "As sent; the client library adds suppressed_events, the gates of this kind it did not write since its previous event",
+  }),
 });
 
 const GatePage = Type.Object({
@@ -105,6 +108,7 @@ function gateJson(e: GateEvent) {
     model: e.model ?? null,
     blocked: e.blocked,
     message: e.message ?? null,
+    metadata: e.metadata ?? {},
   };
 }
 

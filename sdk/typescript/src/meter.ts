@@ -541,7 +541,8 @@ export class Meter implements Ledger {
     const blocked = hard && this.blocking;
     const reason = result.gate_reason!;
     e.lastGateEvent ??= new Map();
-    const key = `${hard ? (blocked ? "blocked" : "hard_gate") : "soft_gate"} ${reason}`;
+    // A session cap is a cap per session: two conversations at their caps are two gates.
+    const key = `${hard ? (blocked ? "blocked" : "hard_gate") : "soft_gate"} ${reason}${reason === "session_spend" ? ` ${session.id}` : ""}`;
     const last = e.lastGateEvent.get(key);
     if (reason === SESSION_UNAVAILABLE) {
       // Not the service's to record: it could not be reached, or refused the key.

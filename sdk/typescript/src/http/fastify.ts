@@ -11,10 +11,11 @@ interface Reply {
   header(name: string, value: string): Reply;
   send(body: unknown): Reply;
 }
-type ErrorHandler = (this: unknown, error: unknown, request: unknown, reply: Reply) => unknown;
+// `any` where Fastify's own types go: the plugin must accept every version's instance without importing them.
+type ErrorHandler = (this: any, error: any, request: any, reply: any) => unknown;
 interface Instance {
   errorHandler: ErrorHandler;
-  setErrorHandler(handler: ErrorHandler): unknown;
+  setErrorHandler(handler: any): unknown;
 }
 
 /**
