@@ -62,8 +62,8 @@ export class Meter implements Ledger {
   /** The product's change marker last seen (GET /config/changes); undefined until the first answer. */
   private marker: number | undefined;
   private pollingChanges = false;
-  /** Set when the change poll cannot work (key refused, route missing): logged once, not retried every tick. */
-  private changesBroken = false;
+  /** The change route answered 404 (a service from before it, or a wrong address): asked again only after this (ms). */
+  private changesRetryAt = 0;
   /** The key refusal was logged (once per client, not once per user). */
   private keyRefusedLogged = false;
   private readonly onErrorHook: ((error: Error) => void) | undefined;
@@ -583,7 +583,7 @@ export class Meter implements Ledger {
    * raced the change (another replica's short caches) may have been stale.
    */
   private async pollChanges(): Promise<void> {
-    if (this.pollingChanges || this.changesBroken) return;
+    if (this.pollingChanges || Date.now() < this.changesRetryAt) return;
     if (this.users.size === 0 && this.marker !== undefined) return;
     for (const e of this.users.values()) {
       if (e.recheck) {
@@ -613,8 +613,8 @@ export class Meter implements Ledger {
         this.keyRefused(err);
       } else if (err instanceof MeterApiError && err.status === 404) {
         // A service from before the change marker (or a wrong baseURL, which deliveries report).
-        this.changesBroken = true;
-        this.warn(`GET /config/changes answered 404; plan changes reach this process only by its periodic reloads (refreshIntervalMs ${this.refreshIntervalMs} ms)`, err);
+        if (this.changesRetryAt === 0) this.warn(`GET /config/changes answered 404; until it answers, plan changes reach this process only by its periodic reloads (refreshIntervalMs ${this.refreshIntervalMs} ms)`, err);
+        this.changesRetryAt = Date.now() + this.refreshIntervalMs;
       }
       // Network errors and 5xx: the next tick asks again; deliveries report the outage.
     } finally {
@@ -648,7 +648,8 @@ export class Meter implements Ledger {
   /** Why nothing of the API answers at baseURL, with the address to use when it can be found. */
   private async wrongAddress(): Promise<Error> {
     const base = this.transport.base;
-    const hint = !/\/api\/v1$/.test(base) && (await this.transport.health(this.startupTimeoutMs, `${base}/api/v1`)) !== "not_found"
+    const there = /\/api\/v1$/.test(base) ? "not_found" : await this.transport.health(this.startupTimeoutMs, `${base}/api/v1`);
+    const hint = there === "ok" || there === "degraded"
       ? `the API answers at ${base}/api/v1: set baseURL (or METER_BASE_URL) to that`
       : "baseURL (or METER_BASE_URL) must be the service's address including /api/v1, e.g. https://meter.example.com/api/v1";
     return new Error(`nothing of the Meter API answers at ${base} (GET ${base}/health: 404); ${hint}. Until it is fixed, no event is delivered and ${this.fallback()}`);
