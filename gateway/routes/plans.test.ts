@@ -291,6 +291,9 @@ t("the OpenAPI document describes the plan and user routes", async ({ stack }) =
   assert.ok(doc.body.paths["/api/v1/config/plans"].post.requestBody);
   assert.ok(doc.body.paths["/api/v1/config/plans"].get);
   assert.ok(doc.body.paths["/api/v1/config/plans/{plan_id}"].patch.requestBody);
+  assert.ok(doc.body.paths["/api/v1/config/changes"].get);
+  // Readers of the reference are sent to the API guide.
+  assert.match(doc.body.info.description, /docs\/api\.md/);
   assert.ok(doc.body.paths["/api/v1/users"].post);
   assert.ok(doc.body.paths["/api/v1/users/{user_id}/subscription"].post);
   assert.not.ok(Object.keys(doc.body.paths).some((p) => p.includes("*")), "the wildcard twin stays hidden");
