@@ -145,7 +145,12 @@ export class Meter implements Ledger {
    * the service is down the library fails open (or closed, with failClosed).
    */
   async start(): Promise<StartResult> {
-    const health = await this.transport.health(this.startupTimeoutMs);
+    // Both at once: a busy service answers within startupTimeoutMs, not twice that.
+    const [health, key] = await Promise.all([
+      this.transport.health(this.startupTimeoutMs),
+      this.transport.changes(undefined, this.startupTimeoutMs).catch((err: Error) => err),
+    ]);
+    // The health check decides: a slow key check does not make users' first loads skip their wait.
     this.transport.reachable = health === "ok" || health === "degraded";
     if (health === "not_found") {
       this.misaddressed(await this.wrongAddress());
@@ -156,16 +161,13 @@ export class Meter implements Ledger {
       return { healthy: false, authenticated: false };
     }
     if (health === "degraded") this.warn("the service answers but reports its database unreachable; sessions may not load");
-    let authenticated = false;
-    try {
-      const changes = await this.transport.changes(undefined, this.startupTimeoutMs);
-      this.marker = changes.marker;
-      authenticated = true;
-    } catch (err) {
-      if (err instanceof MeterApiError && (err.status === 401 || err.status === 403)) this.keyRefused(err);
-      else this.warn("the API key could not be checked", err as Error);
+    if (key instanceof Error) {
+      if (key instanceof MeterApiError && (key.status === 401 || key.status === 403)) this.keyRefused(key);
+      else this.warn("the API key could not be checked", key);
+      return { healthy: health === "ok", authenticated: false };
     }
-    return { healthy: health === "ok", authenticated };
+    this.marker = key.marker;
+    return { healthy: health === "ok", authenticated: true };
   }
 
   /** Reloads the user's session view now (plan, caps, usage), as a plan change does; the user's state after it. */
