@@ -16,7 +16,9 @@ export const docsPlugin = fp(async (app) => {
         license: { name: "Proprietary", identifier: "LicenseRef-Proprietary" },
         description:
           "Usage-limit metering: per-user budgets, gates, usage, analytics and webhooks. " +
-          "Errors are JSON bodies {\"detail\": string}; body validation failures (422) also list `issues`.",
+          "Errors are JSON bodies {\"detail\": string}; body validation failures (422) also list `issues`. " +
+          "The API guide (docs/api.md in the Meter repository) explains every route in prose: plan fields and their defaults, " +
+          "billing periods, gates and gate events, the change marker, budget leases, and how to verify webhook signatures.",
       },
       servers: [{ url: "/" }],
       components: {

@@ -181,10 +181,11 @@ interface Fixture {
   keyId: string;
 }
 
-/** Routes an ingest key may call (issue of scopes: what a client process needs). */
+/** Routes an ingest key may call: what a client process needs. */
 const INGEST_ROUTES = new Set([
   "GET /api/v1/health",
   "GET /api/v1/config/plans",
+  "GET /api/v1/config/changes",
   "GET /api/v1/users/{user_id}/session",
   "GET /api/v1/users/{user_id}/usage",
   "POST /api/v1/events/batch",

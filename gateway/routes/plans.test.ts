@@ -241,6 +241,44 @@ t("products see only their own plans", async ({ stack }) => {
   assert.equal((await c.get("/config/plans")).body.plans.map((p: { name: string }) => p.name), ["only-c"]);
 });
 
+t("GET /config/changes: the marker moves with plan updates and subscription changes, and lists what changed", async ({ stack }) => {
+  const { api } = await stack.newProduct("Changes");
+  const { api: other } = await stack.newProduct("Changes, other product");
+  assert.equal((await api.get("/config/changes")).body, { marker: 0, all: false, plan_ids: [], user_ids: [] });
+  const plan = (await api.post("/config/plans", { plans: [{ name: "p", max_spend_per_period: 5 }] })).body.plans[0];
+  // Creating a plan or a user concerns no running client: the marker stays.
+  await api.post("/users", { external_user_id: "u1" });
+  await api.post("/users", { external_user_id: "u2" });
+  const start = (await api.get("/config/changes")).body.marker;
+  assert.is(start, 0);
+  const period = { period_start: "2026-01-01T00:00:00Z", period_end: "2026-02-01T00:00:00Z" };
+  assert.is((await api.post("/users/u1/subscription", { plan_id: plan.id, ...period })).status, 200);
+  assert.is((await api.patch(`/config/plans/${plan.id}`, { max_spend_per_period: 2 })).status, 200);
+  const after = (await api.get(`/config/changes?since=${start}`)).body;
+  assert.equal(after, { marker: 2, all: false, plan_ids: [plan.id], user_ids: ["u1"] });
+  assert.equal((await api.get("/config/changes?since=1")).body, { marker: 2, all: false, plan_ids: [plan.id], user_ids: [] });
+  assert.equal((await api.get("/config/changes?since=2")).body, { marker: 2, all: false, plan_ids: [], user_ids: [] });
+  // A marker this service never gave (a replaced database): reload everything.
+  assert.equal((await api.get("/config/changes?since=9")).body, { marker: 2, all: true, plan_ids: [], user_ids: [] });
+  assert.is((await api.get("/config/changes?since=-1")).status, 400);
+  // Another product's changes are its own.
+  assert.equal((await other.get("/config/changes?since=0")).body, { marker: 0, all: false, plan_ids: [], user_ids: [] });
+  assert.is((await stack.api.get("/config/changes")).status, 401);
+});
+
+t("GET /config/changes: a client too far behind is told to reload everything", async ({ stack }) => {
+  const { api } = await stack.newProduct("Changes, many");
+  const plan = (await api.post("/config/plans", { plans: [{ name: "p" }] })).body.plans[0];
+  // More changes than are kept (200, trimmed past 400): the oldest markers are gone.
+  for (let i = 0; i < 41; i++) {
+    await Promise.all(Array.from({ length: 10 }, (_, j) => api.patch(`/config/plans/${plan.id}`, { default_tool_cost: (i * 10 + j) / 1000 })));
+  }
+  const now = (await api.get("/config/changes")).body.marker;
+  assert.is(now, 410);
+  assert.is((await api.get("/config/changes?since=1")).body.all, true);
+  assert.equal((await api.get(`/config/changes?since=${now - 5}`)).body, { marker: now, all: false, plan_ids: [plan.id], user_ids: [] });
+});
+
 t("plan routes need a valid key (401)", async ({ stack }) => {
   assert.is((await stack.api.get("/config/plans")).status, 401);
   assert.is((await stack.api.post("/config/plans", { plans: [{ name: "x" }] })).status, 401);
@@ -253,6 +291,9 @@ t("the OpenAPI document describes the plan and user routes", async ({ stack }) =
   assert.ok(doc.body.paths["/api/v1/config/plans"].post.requestBody);
   assert.ok(doc.body.paths["/api/v1/config/plans"].get);
   assert.ok(doc.body.paths["/api/v1/config/plans/{plan_id}"].patch.requestBody);
+  assert.ok(doc.body.paths["/api/v1/config/changes"].get);
+  // Readers of the reference are sent to the API guide.
+  assert.match(doc.body.info.description, /docs\/api\.md/);
   assert.ok(doc.body.paths["/api/v1/users"].post);
   assert.ok(doc.body.paths["/api/v1/users/{user_id}/subscription"].post);
   assert.not.ok(Object.keys(doc.body.paths).some((p) => p.includes("*")), "the wildcard twin stays hidden");

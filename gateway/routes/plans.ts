@@ -101,6 +101,43 @@ export const planRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
   );
 
+  app.get(
+    "/config/changes",
+    {
+      config: { ingest: true },
+      schema: {
+        operationId: "listConfigChanges",
+        summary: "The product's change marker, and the plans and users changed after a marker",
+        description:
+          "The marker grows by one with every plan update (PATCH /config/plans/{plan_id}) and every subscription change " +
+          "(POST /users/{user_id}/subscription). A client holding cached sessions polls this with the marker it last saw " +
+          "and reloads only the sessions of the users listed or on the plans listed; `all: true` means reload every cached session " +
+          "(the client is too far behind, or the marker is not one this service gave). Without `since`, only the marker is answered.",
+        tags: ["plans"],
+        querystring: Type.Object({
+          since: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: "The marker the caller last saw" })),
+        }),
+        response: {
+          200: Type.Object({
+            marker: Type.Integer({ description: "0 before the product's first change" }),
+            all: Type.Boolean(),
+            plan_ids: Type.Array(Type.String(), { description: "Plans updated after since" }),
+            user_ids: Type.Array(Type.String(), { description: "external_user_ids whose subscription was set after since" }),
+          }),
+          ...errors(400, 401),
+        },
+      },
+    },
+    async (request) => {
+      const since = request.query.since;
+      const res = await app.services.plans.listChanges(
+        { productId: request.productId, since: since === undefined ? undefined : BigInt(since) },
+        rpcOptions(request),
+      );
+      return { marker: Number(res.marker), all: res.all, plan_ids: res.planIds, user_ids: res.externalUserIds };
+    },
+  );
+
   app.patch(
     "/config/plans/:plan_id",
     {

@@ -110,6 +110,7 @@ t("session: permissive defaults without a plan, the plan's config with one, 404 
     user_id: userId,
     service_user_id: created.body.id,
     plan: "none",
+    plan_id: null,
     sdk_enabled: false,
     // Unlimited caps and the absent default rate are omitted (SPEC.md: omitted = unlimited).
     plan_config: {
@@ -141,6 +142,7 @@ t("session: permissive defaults without a plan, the plan's config with one, 404 
   await spend(api, userId, [0.25]);
   const s = await api.get(`/users/${userId}/session`);
   assert.is(s.body.sdk_enabled, true);
+  assert.is(s.body.plan_id, planId);
   assert.is(s.body.plan_config.max_spend_per_period, 20);
   assert.is(s.body.plan_config.max_spend_per_session, 2);
   assert.is(s.body.plan_config.soft_gate_at, 0.7);
@@ -194,7 +196,7 @@ t("gate events: idempotent batches, newest first, every filter", async ({ stack 
   assert.equal(times, [...times].sort().reverse());
   const first = all.body.events.find((e: { id: string }) => e.id === events[3]!.id);
   assert.equal(Object.keys(first).sort(), [
-    "blocked", "current_value", "gate_reason", "id", "limit_value", "message", "model", "session_id", "status", "timestamp", "usage_pct", "user_id",
+    "blocked", "current_value", "gate_reason", "id", "limit_value", "message", "metadata", "model", "session_id", "status", "timestamp", "usage_pct", "user_id",
   ]);
   assert.is(first.session_id, null);
   assert.is(first.message, null);

@@ -14,6 +14,7 @@ const SessionBody = Type.Object({
   user_id: Type.String(),
   service_user_id: Type.String({ format: "uuid" }),
   plan: Type.String({ description: 'Plan name; "none" for a user without a plan' }),
+  plan_id: Nullable(Type.String({ description: "Id of the plan in force; null without one. GET /config/changes lists plans by this id" })),
   sdk_enabled: Type.Boolean({
     description: "True when a plan is in force and the client must enforce plan_config; false: no plan, permissive defaults",
   }),
@@ -82,6 +83,9 @@ const GateEventOut = Type.Object({
   model: Nullable(Type.String()),
   blocked: Type.Boolean(),
   message: Nullable(Type.String()),
+  metadata: Type.Record(Type.String(), Type.Unknown(), {
+    description: "As sent; the client library adds suppressed_events, the gates of this kind it did not write since its previous event",
+  }),
 });
 
 const GatePage = Type.Object({
@@ -104,6 +108,7 @@ function gateJson(e: GateEvent) {
     model: e.model ?? null,
     blocked: e.blocked,
     message: e.message ?? null,
+    metadata: e.metadata ?? {},
   };
 }
 
@@ -134,6 +139,7 @@ export const usageRoutes: FastifyPluginAsyncTypebox = async (app) => {
         user_id: s.userId,
         service_user_id: s.serviceUserId,
         plan: s.plan,
+        plan_id: s.planId ?? null,
         sdk_enabled: s.sdkEnabled,
         plan_config: {
           // SPEC.md: omitted = unlimited (clients that read a number for every cap break on null).

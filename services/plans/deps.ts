@@ -1,4 +1,5 @@
 import type { Logger } from "@meter/lib/logger";
+import type { ChangeStore } from "./store/changes.ts";
 import type { PlanStore } from "./store/plans.ts";
 import type { SubscriberStore } from "./store/subscribers.ts";
 import type { UserStore } from "./store/users.ts";
@@ -7,5 +8,6 @@ export interface PlansDeps {
   plans: PlanStore;
   users: UserStore;
   subscribers: SubscriberStore;
+  changes: ChangeStore;
   logger: Logger;
 }

@@ -4,6 +4,7 @@ import type { PeerUrls } from "@meter/lib/config";
 import type { Logger } from "@meter/lib/logger";
 import { pingDb } from "@meter/lib/mongo";
 import type { ServiceModule } from "@meter/lib/rpc";
+import { ChangeStore } from "./store/changes.ts";
 import { PlanStore } from "./store/plans.ts";
 import { SubscriberStore } from "./store/subscribers.ts";
 import { UserStore } from "./store/users.ts";
@@ -11,6 +12,7 @@ import { countSubscribers } from "./handlers/count-subscribers.ts";
 import { createPlans } from "./handlers/create-plans.ts";
 import { createUser } from "./handlers/create-user.ts";
 import { getUser } from "./handlers/get-user.ts";
+import { listChanges } from "./handlers/list-changes.ts";
 import { listPlans } from "./handlers/list-plans.ts";
 import { resolveUsers } from "./handlers/resolve-users.ts";
 import { setSubscription } from "./handlers/set-subscription.ts";
@@ -36,7 +38,8 @@ export async function createPlansService(opts: PlansServiceOptions): Promise<Ser
   const users = new UserStore(opts.db, { logger: opts.logger, cacheBytes: opts.userCacheBytes ?? 64 * MB });
   const subscribers = new SubscriberStore(opts.db);
   await plans.init();
-  const deps = { plans, users, subscribers, logger: opts.logger };
+  const changes = new ChangeStore(opts.db);
+  const deps = { plans, users, subscribers, changes, logger: opts.logger };
   return {
     name: "plans",
     serviceName: PlansService.typeName,
@@ -50,6 +53,7 @@ export async function createPlansService(opts: PlansServiceOptions): Promise<Ser
         setSubscription: setSubscription(deps),
         resolveUsers: resolveUsers(deps),
         countSubscribers: countSubscribers(deps),
+        listChanges: listChanges(deps),
       });
     },
     healthy: () => pingDb(opts.db),

@@ -48,7 +48,8 @@ test("URL check resolves the host and refuses any private answer", async () => {
   assert.is(await endpointUrlProblem("https://hooks.example/x", strict, answers(["93.184.215.14"])), null);
   assert.match(String(await endpointUrlProblem("https://hooks.example/x", strict, answers(["93.184.215.14", "10.0.0.7"]))), /resolves to/);
   assert.match(String(await endpointUrlProblem("https://nowhere.example/", strict, async () => { throw new Error("ENOTFOUND"); })), /does not resolve/);
-  assert.match(String(await endpointUrlProblem("http://hooks.example/", strict, answers(["93.184.215.14"]))), /https/);
+  // The refusal names the switch a local setup needs.
+  assert.match(String(await endpointUrlProblem("http://hooks.example/", strict, answers(["93.184.215.14"]))), /must use https.*WEBHOOKS_ALLOW_INSECURE_URLS=true/);
   assert.match(String(await endpointUrlProblem("https://" + "a".repeat(2100) + ".example/", strict)), /at most/);
 });
 

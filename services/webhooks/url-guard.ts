@@ -29,7 +29,9 @@ export function urlShapeProblem(raw: string, policy: UrlPolicy): string | null {
     return "url is not a valid absolute URL";
   }
   if (url.protocol !== "https:" && !(policy.allowInsecure && url.protocol === "http:")) {
-    return policy.allowInsecure ? "url must use https or http" : "url must use https";
+    return policy.allowInsecure
+      ? "url must use https or http"
+      : "url must use https (for local use, WEBHOOKS_ALLOW_INSECURE_URLS=true on the service also allows http:// and loopback URLs)";
   }
   if (url.username || url.password) return "url must not contain credentials";
   if (!url.hostname) return "url must name a host";

@@ -1,13 +1,23 @@
-/** The user of the current async context, for integrations that cannot be handed a user id. */
+/** The user (and session) of the current async context, for integrations that cannot be handed them. */
 import { AsyncLocalStorage } from "node:async_hooks";
 
-const storage = new AsyncLocalStorage<string>();
+interface Scope {
+  userId: string;
+  sessionId: string | undefined;
+}
 
-export function runWithUser<T>(userId: string, fn: () => T): T {
-  return storage.run(userId, fn);
+const storage = new AsyncLocalStorage<Scope>();
+
+export function runWithUser<T>(userId: string, sessionId: string | undefined, fn: () => T): T {
+  return storage.run({ userId, sessionId }, fn);
 }
 
 /** The user id set by the closest enclosing `meter.withUser(...)`, or undefined. */
 export function currentUser(): string | undefined {
-  return storage.getStore();
+  return storage.getStore()?.userId;
+}
+
+/** The session id set by the closest enclosing `meter.withUser(userId, fn, { session_id })`, or undefined. */
+export function currentSession(): string | undefined {
+  return storage.getStore()?.sessionId;
 }

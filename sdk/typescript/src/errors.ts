@@ -8,10 +8,17 @@ export class LimitExceededError extends Error {
   readonly statusCode = 429;
   readonly status = 429;
   readonly result: GuardResult;
-  constructor(result: GuardResult) {
+  /**
+   * When the limit lifts by itself, where known: the billing period's end (total_spend,
+   * model limits) or the library's own session's end (session_spend); null otherwise (a
+   * caller-given session lasts as long as it is used). The HTTP helpers send it as Retry-After.
+   */
+  readonly resetsAt: Date | null;
+  constructor(result: GuardResult, resetsAt: Date | null = null) {
     super(result.message ?? "usage limit reached");
     this.name = "LimitExceededError";
     this.result = result;
+    this.resetsAt = resetsAt;
   }
 }
 

@@ -30,6 +30,8 @@ let worstValue = 0;
 let worstLimit = 0;
 let worstReason: string | null = null;
 let worstKind = 0;
+let worstUsed = 0;
+let worstEstimate = 0;
 
 /**
  * One dimension. Reaching `hard_gate_at` of the limit blocks; with an estimate, so does a call
@@ -51,6 +53,8 @@ function dimension(kind: number, reason: string | null, used: number, estimate: 
     worstLimit = limit;
     worstReason = reason;
     worstKind = kind;
+    worstUsed = used;
+    worstEstimate = estimate;
   }
 }
 
@@ -65,6 +69,8 @@ export function evaluate(plan: PlanConfig | null, u: GateInput): GuardResult {
   worstLimit = 0;
   worstReason = null;
   worstKind = 0;
+  worstUsed = 0;
+  worstEstimate = 0;
   if (plan) {
     const soft = plan.soft_gate_at;
     const hard = plan.hard_gate_at;
@@ -89,14 +95,22 @@ export function evaluate(plan: PlanConfig | null, u: GateInput): GuardResult {
     usage_pct: worstPct,
     current_value: worstValue,
     limit_value: worstLimit,
-    message: describe(worstRank, worstKind, u.model, worstValue, worstLimit, worstPct),
+    message: describe(worstRank, worstKind, u.model, worstUsed, worstEstimate, worstLimit),
   };
 }
 
-function describe(rank: number, kind: number, model: string | null, value: number, limit: number, pct: number): string {
+/**
+ * What was used (settled calls plus the estimates of calls in flight) and, apart, what this
+ * call's estimate would add: the projection is not spend, and must not read as such.
+ */
+function describe(rank: number, kind: number, model: string | null, used: number, estimate: number, limit: number): string {
   const what = rank === HARD ? "limit reached" : "approaching the limit";
-  const p = `${Math.round(pct * 100)}%`;
-  if (kind === KIND_MODEL) return `Token ${what} for ${model} this period: ${value} of ${limit} tokens (${p})`;
+  const pct = (x: number) => `${limit > 0 ? Math.round((x / limit) * 100) : 100}%`;
+  if (kind === KIND_MODEL) {
+    const head = `Token ${what} for ${model} this period: ${used} of ${limit} tokens used (${pct(used)})`;
+    return estimate > 0 ? `${head}; this call's estimate of ${estimate} tokens would bring it to ${used + estimate} (${pct(used + estimate)})` : head;
+  }
   const scope = kind === KIND_TOTAL ? "Spend" : "Session spend";
-  return `${scope} ${what}: $${value.toFixed(4)} of $${limit.toFixed(2)} (${p})`;
+  const head = `${scope} ${what}: $${used.toFixed(4)} of $${limit.toFixed(2)} spent (${pct(used)})`;
+  return estimate > 0 ? `${head}; this call's estimate of $${estimate.toFixed(4)} would bring it to $${(used + estimate).toFixed(4)} (${pct(used + estimate)})` : head;
 }

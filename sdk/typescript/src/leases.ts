@@ -254,6 +254,14 @@ export class Leases {
     return b.leaseId;
   }
 
+  /** The user's plan or subscription changed: its next call asks for the lease again, under the new caps. */
+  renew(userId: string): void {
+    const b = this.books.get(userId);
+    if (!b) return;
+    b.deadline = 0;
+    b.unlimitedUntil = 0;
+  }
+
   /** Gives back every lease (shutdown). */
   async releaseAll(): Promise<void> {
     clearInterval(this.timer);

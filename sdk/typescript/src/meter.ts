@@ -1,6 +1,6 @@
 /** The client: session views, guards, reservations, metering and delivery. */
 import { randomUUID } from "node:crypto";
-import { currentUser, runWithUser } from "./context.ts";
+import { currentSession, currentUser, runWithUser } from "./context.ts";
 import { LimitExceededError, MeterApiError } from "./errors.ts";
 import { evaluate } from "./gates.ts";
 import { applyView, rollLocally } from "./periods.ts";
@@ -10,7 +10,7 @@ import { EventQueue } from "./queue.ts";
 import { Reservation, type Hold, type Ledger } from "./reservation.ts";
 import type { Session } from "./sessions.ts";
 import { UserEntry } from "./state.ts";
-import { Transport, backoffMs, retryable } from "./transport.ts";
+import { Transport, backoffMs, retryable, type Changes } from "./transport.ts";
 import type {
   CallInput,
   GateContext,
@@ -24,13 +24,17 @@ import type {
   MeterStats,
   RecordInput,
   SessionStartState,
+  StartResult,
   UsageEvent,
   UsageInput,
   UserState,
 } from "./types.ts";
 import { checkManual, checkUsage, checkUser, positiveInt } from "./validate.ts";
 
-/** One row per (user, gate_reason) per this many ms at most (SPEC.md). */
+/**
+ * One gate event per (user, gate_reason, status) per this many ms at most, status being soft,
+ * hard, or hard and blocked: a hard gate is never hidden behind the soft gate before it.
+ */
 const GATE_EVENT_INTERVAL_MS = 5_000;
 /** Retry delay of a session load that failed (capped by refreshIntervalMs). */
 const LOAD_RETRY_MS = 5_000;
@@ -42,6 +46,8 @@ const MODEL_CACHE = 256;
 const LEASE_ROUNDS = 5;
 /** Manual event ids remembered, so that a repeated idempotency key is not counted twice locally. */
 const MANUAL_IDS = 10_000;
+/** The gate reason of a user held back by `failClosed`; no gate event is written for it (the service could not take one). */
+const SESSION_UNAVAILABLE = "session_unavailable";
 
 type GateCallback = (result: GuardResult, ctx: GateContext) => unknown;
 
@@ -52,6 +58,14 @@ export class Meter implements Ledger {
   private readonly startupTimeoutMs: number;
   private readonly shutdownTimeoutMs: number;
   private readonly logger: MeterLogger;
+  private readonly failClosed: boolean;
+  /** The product's change marker last seen (GET /config/changes); undefined until the first answer. */
+  private marker: number | undefined;
+  private pollingChanges = false;
+  /** The change route answered 404 (a service from before it, or a wrong address): asked again only after this (ms). */
+  private changesRetryAt = 0;
+  /** The key refusal was logged (once per client, not once per user). */
+  private keyRefusedLogged = false;
   private readonly onErrorHook: ((error: Error) => void) | undefined;
   private readonly transport: Transport;
   private readonly queue: EventQueue;
@@ -74,7 +88,12 @@ export class Meter implements Ledger {
     const baseURL = options.baseURL ?? process.env.METER_BASE_URL;
     if (!apiKey) throw new TypeError("Meter: apiKey is required (or set METER_API_KEY)");
     if (!baseURL) throw new TypeError("Meter: baseURL is required (or set METER_BASE_URL), e.g. https://meter.example.com/api/v1");
+    // Every option is checked before the address, whose check a test of another option's must not meet first.
+    const leaseOptions = options.leases ? leaseSettings(options) : null;
     if (!/^https?:\/\//.test(baseURL)) throw new TypeError(`Meter: baseURL must be an http(s) URL, got ${baseURL}`);
+    if (/^https?:\/\/[^/]+\/?$/.test(baseURL)) {
+      throw new TypeError(`Meter: baseURL ${baseURL} has no path; the API is served under /api/v1: use ${baseURL.replace(/\/?$/, "/api/v1")}`);
+    }
     this.blocking = options.blocking ?? true;
     this.flushIntervalMs = positiveInt("flushIntervalMs", options.flushIntervalMs, 5_000);
     this.refreshIntervalMs = positiveInt("refreshIntervalMs", options.refreshIntervalMs, 60_000);
@@ -84,6 +103,7 @@ export class Meter implements Ledger {
     const maxBatchSize = Math.min(positiveInt("maxBatchSize", options.maxBatchSize, 1_000), 10_000);
     const requestTimeoutMs = positiveInt("requestTimeoutMs", options.requestTimeoutMs, 10_000);
     this.logger = options.logger ?? console;
+    this.failClosed = options.failClosed ?? false;
     this.onErrorHook = options.onError;
     this.transport = new Transport(baseURL, apiKey, requestTimeoutMs);
     this.queue = new EventQueue(this.transport, maxQueueSize, maxBatchSize, {
@@ -100,29 +120,66 @@ export class Meter implements Ledger {
       stalled: (userIds) => {
         for (const id of userIds) {
           const e = this.users.get(id);
-          if (e && e.refreshing === null) void this.refresh(e, undefined);
+          if (e && e.refreshing === null) void this.reload(e, undefined);
         }
       },
       warn: (message, err) => this.warn(message, err),
+      misaddressed: (err) => this.misaddressed(err),
     });
-    this.leases = options.leases ? new Leases(this.transport, leaseSettings(options), (m, err) => this.warn(m, err)) : null;
+    this.leases = leaseOptions ? new Leases(this.transport, leaseOptions, (m, err) => this.warn(m, err)) : null;
     // Timers never keep the process alive.
     this.timers = [
-      setInterval(() => this.queue.tick(Date.now()), this.flushIntervalMs),
+      setInterval(() => {
+        this.queue.tick(Date.now());
+        void this.pollChanges();
+      }, this.flushIntervalMs),
       setInterval(() => this.sweep(Date.now()), Math.min(60_000, this.refreshIntervalMs)),
     ];
     for (const t of this.timers) t.unref();
   }
 
   /**
-   * Checks that the service answers, within startupTimeoutMs. Never throws: when the service
-   * is down the library fails open (see the README) and `healthy` is false.
+   * Checks, within startupTimeoutMs each, that the service answers (GET /health) and that it
+   * accepts the API key (GET /config/changes, which also gives the change marker). Never
+   * throws: a refused key or a wrong baseURL is logged as an error and sent to onError; when
+   * the service is down the library fails open (or closed, with failClosed).
    */
-  async start(): Promise<{ healthy: boolean }> {
-    const healthy = await this.transport.health(this.startupTimeoutMs);
-    this.transport.reachable = healthy;
-    if (!healthy) this.warn(`the service did not answer a health check within ${this.startupTimeoutMs} ms; calls fail open until it does`);
-    return { healthy };
+  async start(): Promise<StartResult> {
+    // Both at once: a busy service answers within startupTimeoutMs, not twice that.
+    const [health, key] = await Promise.all([
+      this.transport.health(this.startupTimeoutMs),
+      this.transport.changes(undefined, this.startupTimeoutMs).catch((err: Error) => err),
+    ]);
+    // The health check decides: a slow key check does not make users' first loads skip their wait.
+    this.transport.reachable = health === "ok" || health === "degraded";
+    if (health === "not_found") {
+      this.misaddressed(await this.wrongAddress());
+      return { healthy: false, authenticated: false };
+    }
+    if (health === "unreachable") {
+      this.warn(`the service did not answer a health check at ${this.transport.base}/health within ${this.startupTimeoutMs} ms; ${this.fallback()} until it does`);
+      return { healthy: false, authenticated: false };
+    }
+    if (health === "degraded") this.warn("the service answers but reports its database unreachable; sessions may not load");
+    if (key instanceof Error) {
+      if (key instanceof MeterApiError && (key.status === 401 || key.status === 403)) this.keyRefused(key);
+      else this.warn("the API key could not be checked", key);
+      return { healthy: health === "ok", authenticated: false };
+    }
+    this.marker = key.marker;
+    return { healthy: health === "ok", authenticated: true };
+  }
+
+  /** Reloads the user's session view now (plan, caps, usage), as a plan change does; the user's state after it. */
+  async refresh(userId: string): Promise<UserState> {
+    checkUser(userId);
+    const e = this.users.get(userId);
+    if (e === undefined) return (await this.load(userId)).snapshot(Date.now());
+    // A reload already under way may have been sent before the change the caller knows of.
+    if (e.refreshing) await e.refreshing;
+    this.leases?.renew(userId);
+    await this.reload(e, this.startupTimeoutMs);
+    return e.snapshot(Date.now());
   }
 
   onSoftGate(cb: (result: GuardResult, ctx: GateContext) => unknown): void {
@@ -193,7 +250,7 @@ export class Meter implements Ledger {
     checkUsage(input);
     const e = this.ready(userId) ?? (await this.load(userId));
     const now = Date.now();
-    const session = e.sessions.at(input.session_id, now, e.timeoutMs);
+    const session = e.sessions.at(sessionOf(userId, input.session_id), now, e.timeoutMs);
     e.lastActive = now;
     return this.meter(e, session, this.model(e, input.model), input, input.metadata, now);
   }
@@ -225,6 +282,8 @@ export class Meter implements Ledger {
     for (const k of ["cost", "model", "input_tokens", "output_tokens", "description", "tool_calls", "metadata", "session_id"] as const) {
       if (input[k] !== undefined) body[k] = input[k];
     }
+    const sessionId = sessionOf(userId, input.session_id);
+    if (sessionId) body.session_id = sessionId;
     let created: ManualEvent;
     for (let attempt = 1; ; attempt++) {
       try {
@@ -242,14 +301,14 @@ export class Meter implements Ledger {
     }
     const now = Date.now();
     const e = this.users.get(userId);
-    const session = e?.sessions.at(input.session_id, now, e.timeoutMs);
+    const session = e?.sessions.at(sessionOf(userId, input.session_id), now, e.timeoutMs);
     const inTokens = input.input_tokens ?? 0;
     const outTokens = input.output_tokens ?? 0;
     if (e && session && fresh) this.count(e, session, created.model, inTokens + outTokens, created.cost);
     const event: UsageEvent = {
       id: created.id,
       user_id: userId,
-      session_id: input.session_id ?? session?.id ?? null,
+      session_id: session?.id ?? sessionOf(userId, input.session_id) ?? null,
       timestamp: created.created_at,
       model: created.model,
       input_tokens: inTokens,
@@ -271,10 +330,18 @@ export class Meter implements Ledger {
     return this.users.get(userId)?.snapshot(Date.now());
   }
 
-  /** Runs `fn` with `userId` as the current user of its async context (see currentUser()). */
-  withUser<T>(userId: string, fn: () => T): T {
+  /**
+   * Runs `fn` with `userId` as the current user of its async context (see currentUser()) and,
+   * with `session_id`, that session as the default of every call for the user inside it: one
+   * wrapped model client then serves many conversations, each with its own session cap.
+   */
+  withUser<T>(userId: string, fn: () => T, options: { session_id?: string | null } = {}): T {
     checkUser(userId);
-    return runWithUser(userId, fn);
+    const sessionId = options?.session_id ?? undefined;
+    if (sessionId !== undefined && (typeof sessionId !== "string" || sessionId.length === 0 || sessionId.length > 255)) {
+      throw new TypeError("withUser: session_id must be a string of 1 to 255 characters");
+    }
+    return runWithUser(userId, sessionId, fn);
   }
 
   /** The user set by the enclosing withUser(), or undefined. */
@@ -334,7 +401,7 @@ export class Meter implements Ledger {
     if (e === undefined) return undefined;
     const now = Date.now();
     if (now >= e.periodEndMs) return undefined;
-    if (now >= e.refreshAt && e.refreshing === null) void this.refresh(e, undefined);
+    if (now >= e.refreshAt && e.refreshing === null) void this.reload(e, undefined);
     return e;
   }
 
@@ -357,7 +424,7 @@ export class Meter implements Ledger {
    */
   private async firstLoad(userId: string): Promise<UserEntry> {
     const e = new UserEntry(userId, Date.now());
-    const loaded = this.refresh(e, this.startupTimeoutMs);
+    const loaded = this.reload(e, this.startupTimeoutMs);
     if (this.transport.reachable) await loaded;
     this.users.set(userId, e);
     return e;
@@ -365,7 +432,7 @@ export class Meter implements Ledger {
 
   /** The period ended: reload; if the service gives no new period, clear counters locally. */
   private async rollover(e: UserEntry): Promise<UserEntry> {
-    const loaded = this.refresh(e, this.startupTimeoutMs);
+    const loaded = this.reload(e, this.startupTimeoutMs);
     if (this.transport.reachable) await loaded;
     const now = Date.now();
     if (now >= e.periodEndMs) rollLocally(e, now);
@@ -373,7 +440,7 @@ export class Meter implements Ledger {
   }
 
   /** Reloads the user's session view (one request at a time per user); never rejects. */
-  private refresh(e: UserEntry, timeoutMs: number | undefined): Promise<void> {
+  private reload(e: UserEntry, timeoutMs: number | undefined): Promise<void> {
     if (e.refreshing) return e.refreshing;
     const wasReachable = this.transport.reachable;
     e.refreshing = this.transport
@@ -402,8 +469,9 @@ export class Meter implements Ledger {
             return;
           }
           e.refreshAt = now + Math.min(LOAD_RETRY_MS, this.refreshIntervalMs);
-          // Once per user and outage: a bad key or a long outage must not flood the log.
-          if (wasReachable && !e.loadFailed) this.warn(`loading the session of ${e.userId} failed; ${e.loaded ? "its cached view is used" : "permissive defaults"} until it loads`, err);
+          if (err instanceof MeterApiError && (err.status === 401 || err.status === 403)) this.keyRefused(err);
+          // Once per user and outage: a long outage must not flood the log.
+          else if (wasReachable && !e.loadFailed) this.warn(`loading the session of ${e.userId} failed; ${e.loaded ? "its cached view is used" : this.fallback()} until it loads`, err);
           e.loadFailed = true;
         },
       )
@@ -419,7 +487,7 @@ export class Meter implements Ledger {
     const now = Date.now();
     const plan = e.config;
     const model = this.model(e, input.model);
-    const session = e.sessions.at(input.session_id, now, e.timeoutMs);
+    const session = e.sessions.at(sessionOf(e.userId, input.session_id), now, e.timeoutMs);
     e.lastActive = now;
     const { cost, tokens } = this.estimate(e, model, input);
     let result = evaluate(plan, {
@@ -430,6 +498,7 @@ export class Meter implements Ledger {
       estimateCost: cost,
       estimateTokens: tokens,
     });
+    if (this.failClosed && !e.loaded && !e.unknown) result = unavailable(e.userId);
     let lease: string | null = null;
     const need = hold && result.status !== "hard_gate" && this.leases ? this.leases.need(e, model, cost, tokens) : null;
     if (need) {
@@ -474,9 +543,15 @@ export class Meter implements Ledger {
     const blocked = hard && this.blocking;
     const reason = result.gate_reason!;
     e.lastGateEvent ??= new Map();
-    const last = e.lastGateEvent.get(reason);
-    if (last === undefined || now - last >= GATE_EVENT_INTERVAL_MS) {
-      e.lastGateEvent.set(reason, now);
+    // A session cap is a cap per session: two conversations at their caps are two gates.
+    const key = `${hard ? (blocked ? "blocked" : "hard_gate") : "soft_gate"} ${reason}${reason === "session_spend" ? ` ${session.id}` : ""}`;
+    const last = e.lastGateEvent.get(key);
+    if (reason === SESSION_UNAVAILABLE) {
+      // Not the service's to record: it could not be reached, or refused the key.
+    } else if (last === undefined || now - last.at >= GATE_EVENT_INTERVAL_MS) {
+      e.lastGateEvent.set(key, { at: now, suppressed: 0 });
+      // How many gates of this kind were not written since the last event of it.
+      const suppressed = last?.suppressed ?? 0;
       const event: GateEvent = {
         id: randomUUID(),
         user_id: e.userId,
@@ -491,13 +566,106 @@ export class Meter implements Ledger {
         model,
         blocked,
         message: result.message,
-        metadata: metadata ?? {},
+        metadata: suppressed > 0 ? { ...metadata, suppressed_events: suppressed } : (metadata ?? {}),
       };
       if (this.queue.push("gate", event)) e.pending++;
+    } else {
+      last.suppressed++;
     }
     const ctx: GateContext = { user_id: e.userId, session_id: session.id, model };
     for (const cb of hard ? this.hardGate : this.softGate) this.safely(() => cb(result, ctx));
-    if (blocked) throw new LimitExceededError(result);
+    if (blocked) throw new LimitExceededError(result, resetsAt(e, session, reason));
+  }
+
+  /**
+   * One flush tick: asks the service what changed since the marker last seen (one request per
+   * client, whatever the number of users) and reloads only the users a plan update or a
+   * subscription change concerns, so a change reaches every running client within
+   * flushIntervalMs. Users named by the previous answer are read once more here: a read that
+   * raced the change (another replica's short caches) may have been stale.
+   */
+  private async pollChanges(): Promise<void> {
+    if (this.pollingChanges || Date.now() < this.changesRetryAt) return;
+    if (this.users.size === 0 && this.marker !== undefined) return;
+    for (const e of this.users.values()) {
+      if (e.recheck) {
+        e.recheck = false;
+        void this.reload(e, undefined);
+      }
+    }
+    this.pollingChanges = true;
+    try {
+      const since = this.marker;
+      const c: Changes = await this.transport.changes(since);
+      if (this.marker !== since) return;
+      // No marker before this answer (start() not called, or it failed): every cached view may predate a change.
+      const all = since === undefined || c.all;
+      const plans = new Set(c.plan_ids);
+      const users = new Set(c.user_ids);
+      for (const e of this.users.values()) {
+        if (all || users.has(e.userId) || (e.planId !== null && plans.has(e.planId))) {
+          e.recheck = true;
+          this.leases?.renew(e.userId);
+          void this.reload(e, undefined);
+        }
+      }
+      this.marker = c.marker;
+    } catch (err) {
+      if (err instanceof MeterApiError && (err.status === 401 || err.status === 403)) {
+        this.keyRefused(err);
+      } else if (err instanceof MeterApiError && err.status === 404) {
+        // A service from before the change marker (or a wrong baseURL, which deliveries report).
+        if (this.changesRetryAt === 0) this.warn(`GET /config/changes answered 404; until it answers, plan changes reach this process only by its periodic reloads (refreshIntervalMs ${this.refreshIntervalMs} ms)`, err);
+        this.changesRetryAt = Date.now() + this.refreshIntervalMs;
+      }
+      // Network errors and 5xx: the next tick asks again; deliveries report the outage.
+    } finally {
+      this.pollingChanges = false;
+    }
+  }
+
+  /** What happens to a user whose session cannot be loaded. */
+  private fallback(): string {
+    return this.failClosed ? "users whose session is not loaded are hard-gated (failClosed)" : "users whose session is not loaded run on permissive defaults";
+  }
+
+  /** The service refused the API key: every user runs unmetered by its plan (or is blocked); say so loudly, once. */
+  private keyRefused(err: MeterApiError): void {
+    const what = err.status === 401 ? "refused the API key" : "does not let this API key read what the library needs";
+    const error = new MeterApiError(
+      err.status,
+      `the service ${what} (${err.status}: ${err.detail}); check apiKey (or METER_API_KEY): it must be the product's key from POST /api/v1/products. Until it is fixed, ${this.fallback()}`,
+      err.retryAfterMs,
+    );
+    if (this.keyRefusedLogged) return;
+    this.keyRefusedLogged = true;
+    this.error(error.message, error);
+  }
+
+  /** Something answers at baseURL, but not the API: a 404 of a delivery or of start()'s health check. */
+  private misaddressed(err: Error): void {
+    this.error(err.message, err);
+  }
+
+  /** Why nothing of the API answers at baseURL, with the address to use when it can be found. */
+  private async wrongAddress(): Promise<Error> {
+    const base = this.transport.base;
+    const there = /\/api\/v1$/.test(base) ? "not_found" : await this.transport.health(this.startupTimeoutMs, `${base}/api/v1`);
+    const hint = there === "ok" || there === "degraded"
+      ? `the API answers at ${base}/api/v1: set baseURL (or METER_BASE_URL) to that`
+      : "baseURL (or METER_BASE_URL) must be the service's address including /api/v1, e.g. https://meter.example.com/api/v1";
+    return new Error(`nothing of the Meter API answers at ${base} (GET ${base}/health: 404); ${hint}. Until it is fixed, no event is delivered and ${this.fallback()}`);
+  }
+
+  /** A problem that keeps metering off until someone fixes it: the logger's error level, and onError. */
+  private error(message: string, err: Error): void {
+    try {
+      const log = this.logger.error ? this.logger.error.bind(this.logger) : this.logger.warn.bind(this.logger);
+      log(`[meter] ${message}`);
+      this.onErrorHook?.(err);
+    } catch {
+      // A broken logger must not break a call.
+    }
   }
 
   /** Prices, counts and queues one call's usage. */
@@ -646,6 +814,31 @@ function forget(e: UserEntry, now: number): void {
   e.costByModel = {};
   e.models.clear();
   e.sessions.clear(now);
+}
+
+/** The call's session: the one it names, else the enclosing withUser()'s for this user, else the library's own (undefined). */
+function sessionOf(userId: string, given: string | null | undefined): string | null | undefined {
+  if (given !== undefined) return given;
+  return currentUser() === userId ? currentSession() : undefined;
+}
+
+/** When the limit behind `reason` lifts by itself, where known. */
+function resetsAt(e: UserEntry, session: Session, reason: string): Date | null {
+  if (reason === SESSION_UNAVAILABLE) return null;
+  if (reason === "session_spend") return session === e.sessions.own ? new Date(session.startedAt + e.timeoutMs) : null;
+  return new Date(e.periodEndMs);
+}
+
+/** The hard gate of a user whose session could not be loaded, under failClosed. */
+function unavailable(userId: string): GuardResult {
+  return {
+    status: "hard_gate",
+    gate_reason: SESSION_UNAVAILABLE,
+    usage_pct: 0,
+    current_value: 0,
+    limit_value: 0,
+    message: `The session of ${userId} could not be loaded (service unreachable or API key refused); failClosed blocks the call`,
+  };
 }
 
 function nonNegative(x: number): number {

@@ -34,6 +34,7 @@ export function applyView(e: UserEntry, view: SessionView, now: number): Merge {
   }
   e.serviceUserId = view.service_user_id;
   e.plan = view.plan;
+  e.planId = view.plan_id ?? null;
   e.config = view.sdk_enabled ? intern(readPlanConfig(view.plan_config)) : null;
   e.timeoutMs = view.plan_config.session_timeout_minutes * 60_000;
   e.periodStart = view.billing_period.start;

@@ -3,6 +3,7 @@
  * full. Batches are retried with backoff on network errors, 429 and 5xx and never on other
  * 4xx; the event ids make a retried batch count once on the service.
  */
+import { MeterApiError } from "./errors.ts";
 import { backoffMs, retryable, type Transport } from "./transport.ts";
 import type { GateEvent, UsageEvent } from "./types.ts";
 
@@ -19,6 +20,8 @@ export interface QueueHooks {
   /** Only held events of these users are left: get their plans. */
   stalled(userIds: ReadonlySet<string>): void;
   warn(message: string, err?: Error): void;
+  /** A batch route answered 404: baseURL does not point at the API (say what to fix). */
+  misaddressed(err: Error): void;
 }
 
 export class EventQueue {
@@ -119,11 +122,20 @@ export class EventQueue {
       this.hooks.delivered(head, kind);
       return true;
     } catch (err) {
-      if (retryable(err)) {
+      // 404 on a batch route is a wrong baseURL, not a bad event: keep the events and retry,
+      // so they are delivered once the address is fixed (and the process restarted, or a proxy repaired).
+      const misaddressed = err instanceof MeterApiError && err.status === 404;
+      if (misaddressed && this.failures === 0) {
+        const path = kind === "usage" ? "/events/batch" : "/gate-events/batch";
+        this.hooks.misaddressed(
+          new MeterApiError(404, `POST ${this.transport.base}${path} answered 404 (${err.detail}): baseURL (or METER_BASE_URL) must be the service's address including /api/v1, e.g. https://meter.example.com/api/v1; events stay queued until it answers`),
+        );
+      }
+      if (misaddressed || retryable(err)) {
         this.failures++;
         this.nextAttemptAt = Date.now() + backoffMs(this.failures, err);
         // Once per outage, not once per attempt.
-        if (this.failures === 1) this.hooks.warn(`delivering ${kind} events failed; retrying with backoff`, err as Error);
+        if (this.failures === 1 && !misaddressed) this.hooks.warn(`delivering ${kind} events failed; retrying with backoff`, err as Error);
         return false;
       }
       remove(list, head);

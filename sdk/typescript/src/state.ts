@@ -8,6 +8,10 @@ const DEFAULT_TIMEOUT_MINUTES = 30;
 export class UserEntry {
   serviceUserId: string | null = null;
   plan = "none";
+  /** Id of the plan in force (null without one): a change of it is announced by GET /config/changes. */
+  planId: string | null = null;
+  /** Reload once more at the next flush tick: the change marker named this user, and a read racing the change may have been stale. */
+  recheck = false;
   /** Null: no plan in force (or not loaded); nothing is gated or priced. */
   config: PlanConfig | null = null;
   /** True once a session view was applied; false for a user not (yet) known to the service. */
@@ -41,8 +45,8 @@ export class UserEntry {
   refreshing: Promise<void> | null = null;
   /** The last load failed (warned once). */
   loadFailed = false;
-  /** Last gate event written per gate_reason (ms). */
-  lastGateEvent: Map<string, number> | undefined;
+  /** Last gate event written per (gate_reason, status): when, and how many were not written since. */
+  lastGateEvent: Map<string, { at: number; suppressed: number }> | undefined;
   /** Raw model name → normalized, for the plan in force. */
   readonly models = new Map<string, string>();
 

@@ -4,8 +4,19 @@ import type { SessionView } from "./types.ts";
 
 export const VERSION = "0.1.0";
 
+/** GET /config/changes: the product's change marker and what changed after `since`. */
+export interface Changes {
+  marker: number;
+  all: boolean;
+  plan_ids: string[];
+  user_ids: string[];
+}
+
+/** What a health check found: ok, degraded (answers, database unreachable), not_found (nothing at that address), unreachable. */
+export type Health = "ok" | "degraded" | "not_found" | "unreachable";
+
 export class Transport {
-  private readonly base: string;
+  readonly base: string;
   /** False after a request found the service unreachable, until one succeeds. */
   reachable = true;
 
@@ -51,13 +62,23 @@ export class Transport {
     return this.request("GET", `/users/${encodeURIComponent(userId)}/session`, undefined, timeoutMs);
   }
 
-  /** GET /health (no key needed; sending it does no harm). True when the service answers ok. */
-  async health(timeoutMs: number): Promise<boolean> {
+  /** GET /config/changes (authenticated: start() checks the key with it). */
+  changes(since: number | undefined, timeoutMs?: number): Promise<Changes> {
+    return this.request("GET", since === undefined ? "/config/changes" : `/config/changes?since=${since}`, undefined, timeoutMs);
+  }
+
+  /** GET /health (no key needed; sending it does no harm). */
+  async health(timeoutMs: number, base = this.base): Promise<Health> {
     try {
-      const body = await this.request<{ status?: string }>("GET", "/health", undefined, timeoutMs);
-      return body?.status === "ok";
+      const res = await fetch(`${base}/health`, { headers: { accept: "application/json" }, signal: AbortSignal.timeout(timeoutMs) });
+      const body = safeJson(await res.text()) as { status?: unknown } | undefined;
+      // Something answers there, but not the API's health route: a wrong address.
+      const status = body?.status;
+      if (res.status === 404 || (res.ok && typeof status !== "string")) return "not_found";
+      if (!res.ok) return "unreachable";
+      return status === "ok" ? "ok" : "degraded";
     } catch {
-      return false;
+      return "unreachable";
     }
   }
 }

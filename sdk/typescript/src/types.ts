@@ -26,8 +26,14 @@ export interface MeterOptions {
   shutdownTimeoutMs?: number;
   /** Where warnings go (a dropped event, a failed delivery). Default `console`. */
   logger?: MeterLogger;
-  /** Called with every delivery or load failure, besides the log. */
+  /** Called with every delivery or load failure, besides the log; also with a refused API key and a wrong baseURL. */
   onError?: (error: Error) => void;
+  /**
+   * true: a user whose session view cannot be loaded (service unreachable, API key refused) is
+   * hard-gated (gate_reason `session_unavailable`) instead of running on permissive defaults.
+   * A user the service does not know (404) is not affected. Default false (fail open).
+   */
+  failClosed?: boolean;
   /**
    * Budget leases: spend a user's period cap from slices the service grants this process, so
    * that the cap holds across many replicas. Default false (the cap is checked locally).
@@ -45,13 +51,18 @@ export interface MeterOptions {
 
 export interface MeterLogger {
   warn(message: string): void;
+  /** A problem that turns metering off until someone fixes it (refused key, wrong baseURL); `warn` when absent. */
+  error?(message: string): void;
 }
 
 export type GateStatus = "ok" | "soft_gate" | "hard_gate";
 
 export interface GuardResult {
   status: GateStatus;
-  /** `total_spend`, `session_spend` or `model_limit:<model>`; null when ok. */
+  /**
+   * `total_spend`, `session_spend` or `model_limit:<model>`; `session_unavailable` for a user
+   * gated by `failClosed`; null when ok.
+   */
   gate_reason: string | null;
   usage_pct: number;
   current_value: number;
@@ -129,7 +140,11 @@ export interface UserState {
 
 export interface GuardInput {
   model?: string | null;
-  /** The caller's session id; default: the library's own session of the user. */
+  /**
+   * The caller's session id (a conversation): its spend is capped apart by max_spend_per_session.
+   * Default: the session of the enclosing `meter.withUser(userId, fn, { session_id })` for
+   * this user, else the library's own session of the user; null: the library's own.
+   */
   session_id?: string | null;
   /** Input tokens of the coming call, for the pre-call estimate. */
   input_tokens?: number;
@@ -148,7 +163,16 @@ export interface UsageInput {
 
 export interface RecordInput extends UsageInput {
   model?: string | null;
+  /** As GuardInput's. */
   session_id?: string | null;
+}
+
+/** What `meter.start()` found. */
+export interface StartResult {
+  /** The service answered its health check (with its database reachable). */
+  healthy: boolean;
+  /** The service accepted the API key (an authenticated request); false when refused or not checked (unreachable). */
+  authenticated: boolean;
 }
 
 export interface CallInput extends GuardInput {
@@ -198,6 +222,8 @@ export interface SessionView {
   user_id: string;
   service_user_id: string;
   plan: string;
+  /** The plan in force (matched against GET /config/changes); absent from services before it. */
+  plan_id?: string | null;
   sdk_enabled: boolean;
   plan_config: PlanConfigView;
   current_usage: {

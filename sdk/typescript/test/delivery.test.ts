@@ -88,7 +88,7 @@ t("service down: start() settles, calls fail open, events wait in the queue; ref
   const { proxy, m, logger } = await setup(ctx, { startupTimeoutMs: 1_000 });
   const userId = await createUser(ctx.api, { ...PLAN, max_spend_per_period: 0 });
   await proxy.down();
-  assert.equal(await m.start(), { healthy: false });
+  assert.equal(await m.start(), { healthy: false, authenticated: false });
   // Unreachable: a user whose session cannot load gets permissive defaults, even on a cap of 0.
   const r = await m.guard(userId, { model: "m" });
   assert.is(r.status, "ok");

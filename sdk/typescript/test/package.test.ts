@@ -72,8 +72,10 @@ console.log("done", meter.stats.queued);
   // A TypeScript consumer, strict, against the shipped declarations only (no @types/node).
   await writeFile(
     path.join(app, "consumer.ts"),
-    `import { Meter, LimitExceededError, currentUser, type GuardResult, type UsageEvent, type Reservation } from "@meter/sdk";
+    `import { Meter, LimitExceededError, currentUser, type GuardResult, type UsageEvent, type Reservation, type StartResult } from "@meter/sdk";
 import { verifyWebhook, WebhookVerificationError, type WebhookEvent } from "@meter/sdk";
+import { meterErrorHandler } from "@meter/sdk/express";
+import { meterFastify } from "@meter/sdk/fastify";
 export async function receive(body: string, headers: Record<string, string>): Promise<string> {
   try {
     const e: WebhookEvent = await verifyWebhook(body, headers, ["whsec_old", "whsec_new"], { toleranceSeconds: 300 });
@@ -82,7 +84,9 @@ export async function receive(body: string, headers: Record<string, string>): Pr
     return err instanceof WebhookVerificationError ? err.reason : "?";
   }
 }
-const meter = new Meter({ apiKey: "k", baseURL: "http://127.0.0.1:1/api/v1", blocking: false, maxQueueSize: 10 });
+const meter = new Meter({ apiKey: "k", baseURL: "http://127.0.0.1:1/api/v1", blocking: false, maxQueueSize: 10, failClosed: true });
+export const helpers = [meterErrorHandler(), meterFastify] as const;
+export const started: Promise<StartResult> = meter.start();
 meter.onHardGate((r: GuardResult, ctx) => { const s: "ok" | "soft_gate" | "hard_gate" = r.status; void s; void ctx.session_id; });
 meter.onUsage((e: UsageEvent) => { const synced: boolean = e.synced; void synced; });
 export async function handler(userId: string): Promise<number> {
@@ -91,6 +95,9 @@ export async function handler(userId: string): Promise<number> {
   const err = new LimitExceededError(r.result);
   const who: string | undefined = currentUser();
   void who;
+  const resets: Date | null = err.resetsAt;
+  void resets;
+  await meter.withUser(userId, () => meter.refresh(userId), { session_id: "conversation-1" });
   return e.cost_total + err.statusCode + (meter.state(userId)?.period_cost ?? 0);
 }
 `,

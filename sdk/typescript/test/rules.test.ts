@@ -105,6 +105,18 @@ rules("gates with an estimate: a call that would land exactly on the cap runs, o
   assert.is(evaluate(PLAN, use({ modelTokens: 900, estimateTokens: 101 })).gate_reason, "model_limit:m");
 });
 
+rules("gate messages say what was spent and, apart, what the call's estimate would add", () => {
+  assert.is(evaluate(PLAN, use({ periodCost: 8 })).message, "Spend approaching the limit: $8.0000 of $10.00 spent (80%)");
+  assert.is(
+    evaluate(PLAN, use({ sessionCost: 0.48 * 4, estimateCost: 0.0804 * 4 })).message,
+    "Session spend limit reached: $1.9200 of $2.00 spent (96%); this call's estimate of $0.3216 would bring it to $2.2416 (112%)",
+  );
+  assert.is(
+    evaluate(PLAN, use({ modelTokens: 900, estimateTokens: 200 })).message,
+    "Token limit reached for m this period: 900 of 1000 tokens used (90%); this call's estimate of 200 tokens would bring it to 1100 (110%)",
+  );
+});
+
 function view(over: Partial<SessionView> = {}, usage: Partial<SessionView["current_usage"]> = {}): SessionView {
   return {
     user_id: "u", service_user_id: "s1", plan: "pro", sdk_enabled: true, plan_config: PLAN,

@@ -67,6 +67,7 @@ export function getSession(deps: IngestionDeps): ServiceImpl<typeof IngestionSer
       userId: req.userId,
       serviceUserId: user.id,
       plan: plan?.name ?? NO_PLAN,
+      planId: plan?.id,
       sdkEnabled: plan !== null,
       planConfig: {
         maxSpendPerPeriod: plan?.maxSpendPerPeriod,

@@ -26,3 +26,16 @@ export async function userMessage(deps: PlansDeps, productId: string, user: User
   const plan = user.current ? await deps.plans.get(productId, user.current.plan_id) : null;
   return toUser(user, plan?.name);
 }
+
+/**
+ * Names a change for the client libraries' change marker (ListChanges), after the change is
+ * stored. A failure here does not undo the change nor fail the call: clients then pick the
+ * change up at their next periodic reload of the user (refreshIntervalMs), so it is logged.
+ */
+export async function announce(deps: PlansDeps, productId: string, change: { planId: string } | { externalUserId: string }): Promise<void> {
+  try {
+    await deps.changes.record(productId, change);
+  } catch (err) {
+    deps.logger.error({ err, productId, ...change }, "change marker not advanced; running clients see this change at their next periodic reload");
+  }
+}

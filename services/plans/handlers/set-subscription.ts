@@ -3,7 +3,7 @@ import type { PlansService } from "@meter/proto/meter/plans/v1/plans_pb";
 import { rpcError } from "@meter/lib/errors";
 import { fromTimestamp } from "@meter/lib/time";
 import type { PlansDeps } from "../deps.ts";
-import { requireProduct, userMessage, userNotFound } from "./common.ts";
+import { announce, requireProduct, userMessage, userNotFound } from "./common.ts";
 
 const BILLING_ID_MAX = 255;
 
@@ -60,6 +60,7 @@ export function setSubscription(deps: PlansDeps): ServiceImpl<typeof PlansServic
     const { user: updated, entry } = appended;
     const previous = updated.subscriptions[entry.seq - 2]?.plan_id ?? null;
     await deps.subscribers.move(productId, previous, plan.id);
+    await announce(deps, productId, { externalUserId: req.externalUserId });
     deps.logger.info({ productId, userId: updated.id, planId: plan.id, seq: entry.seq }, "subscription set");
     // The user as this change left it: a concurrent later change is not reported as this one's.
     const asSet = { ...updated, current: entry, subscriptions: updated.subscriptions.slice(0, entry.seq) };

@@ -5,7 +5,7 @@ import { rpcError } from "@meter/lib/errors";
 import { toPlan } from "../mapping.ts";
 import { applyMask, assertValid, fromSettings, planProblems } from "../settings.ts";
 import type { PlansDeps } from "../deps.ts";
-import { requireProduct } from "./common.ts";
+import { announce, requireProduct } from "./common.ts";
 
 const MAX_ATTEMPTS = 10;
 
@@ -27,7 +27,10 @@ export function updatePlan(deps: PlansDeps): ServiceImpl<typeof PlansService>["u
       if (paths.length === 0) return { plan: toPlan(current) };
       const result = await deps.plans.replace(productId, current, next);
       if (result === "duplicate") throw rpcError.alreadyExists(`a plan named "${next.name}" already exists`);
-      if (result !== "conflict") return { plan: toPlan(result) };
+      if (result !== "conflict") {
+        await announce(deps, productId, { planId: result.id });
+        return { plan: toPlan(result) };
+      }
       if (attempt >= MAX_ATTEMPTS) throw rpcError.unavailable("the plan is being changed concurrently; retry");
     }
   };

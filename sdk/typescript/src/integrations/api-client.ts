@@ -57,7 +57,7 @@ export function meterPosts<C extends object>(
   const target = client as C & StainlessClient & { [METERED]?: true };
   if (typeof target.post !== "function") throw new TypeError(`${integration.name}: expected a client instance`);
   if (target[METERED]) {
-    throw new Error(`${integration.name}: this client is metered already; wrap a client once and pass the user with meter.withUser()`);
+    throw new Error(`${integration.name}: this client is metered already; wrap a client once and pass the user (and the conversation) with meter.withUser(userId, fn, { session_id })`);
   }
   const post = target.post;
   Object.defineProperty(target, METERED, { value: true });

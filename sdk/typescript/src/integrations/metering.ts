@@ -9,6 +9,7 @@ import { estimateTokens } from "../pricing.ts";
 export interface IntegrationOptions {
   /** The product's external user id; when absent, the user of `meter.withUser()` is used. */
   user_id?: string;
+  /** Every call's session; when absent, the session of `meter.withUser(userId, fn, { session_id })`, else the library's own. */
   session_id?: string;
   /** Added to every event's metadata, beside `provider`. */
   metadata?: Record<string, unknown>;

@@ -1,0 +1,37 @@
+// The answer both HTTP helpers give to a call blocked by a hard gate: JSON 429 with the
+// gate's figures, and Retry-After when the limit lifts by itself at a known time.
+import { LimitExceededError } from "../errors.ts";
+
+export interface LimitBody {
+  detail: string;
+  gate_reason: string | null;
+  usage_pct: number;
+  current_value: number;
+  limit_value: number;
+}
+
+/**
+ * The LimitExceededError behind `err`: the error itself, or one a model client wrapped in its
+ * own error class as `cause` (the Anthropic stream helper does). Matched by name too, so that
+ * two copies of the package in one process still recognize each other's errors.
+ */
+export function limitOf(err: unknown): LimitExceededError | undefined {
+  for (let e = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    if (e instanceof LimitExceededError || (e as Error).name === "LimitExceededError") {
+      if ((e as LimitExceededError).result) return e as LimitExceededError;
+    }
+  }
+  return undefined;
+}
+
+export function limitBody(err: LimitExceededError): LimitBody {
+  const r = err.result;
+  return { detail: err.message, gate_reason: r.gate_reason, usage_pct: r.usage_pct, current_value: r.current_value, limit_value: r.limit_value };
+}
+
+/** Whole seconds until the limit lifts (at least 1), or undefined when unknown. */
+export function retryAfterSeconds(err: LimitExceededError, now = Date.now()): number | undefined {
+  const at = err.resetsAt instanceof Date ? err.resetsAt.getTime() : NaN;
+  if (!Number.isFinite(at)) return undefined;
+  return Math.max(1, Math.ceil((at - now) / 1000));
+}

@@ -1,0 +1,76 @@
+import type { Collection, Db } from "mongodb";
+
+/**
+ * The product's change marker and the latest changes behind it, so that running client
+ * libraries reload only the users a plan update or a subscription change concerns, with one
+ * small read per poll. One document per product: `marker` grows by one per change, and
+ * `entries` holds the last changes in order, entry i standing for marker
+ * `marker - entries.length + 1 + i`. Appending is one atomic `$inc` + `$push` (no retry under
+ * concurrent changes); trimming is a separate write made only when nothing was appended in
+ * between, so the rule above always holds.
+ */
+interface ChangeDoc {
+  _id: string;
+  marker: number;
+  /** A plan updated (`p`: its id) or a user's subscription set (`u`: its external id). */
+  entries: { p?: string; u?: string }[];
+}
+
+/** Changes kept per product: a client more than this far behind reloads everything it holds. */
+export const CHANGES_KEPT = 200;
+/** Users listed in one answer at most; past it the answer says "all" (a bulk change). */
+export const CHANGED_USERS_MAX = 1_000;
+
+export interface Changes {
+  marker: number;
+  all: boolean;
+  planIds: string[];
+  externalUserIds: string[];
+}
+
+export class ChangeStore {
+  private readonly changes: Collection<ChangeDoc>;
+
+  constructor(db: Db) {
+    this.changes = db.collection<ChangeDoc>("changes");
+  }
+
+  /** Records one change; returns the product's new marker. */
+  async record(productId: string, change: { planId: string } | { externalUserId: string }): Promise<number> {
+    const entry = "planId" in change ? { p: change.planId } : { u: change.externalUserId };
+    const doc = await this.changes.findOneAndUpdate(
+      { _id: productId },
+      { $inc: { marker: 1 }, $push: { entries: entry } },
+      { upsert: true, returnDocument: "after" },
+    );
+    const marker = doc!.marker;
+    if (doc!.entries.length > 2 * CHANGES_KEPT) {
+      // Conditional on the marker read: a change appended meanwhile makes this a no-op (the next one trims).
+      await this.changes.updateOne({ _id: productId, marker }, { $set: { entries: doc!.entries.slice(-CHANGES_KEPT) } });
+    }
+    return marker;
+  }
+
+  /** The current marker and, after `since`, the plans and users changed (or `all`). */
+  async list(productId: string, since: number | undefined): Promise<Changes> {
+    const none = (marker: number, all: boolean): Changes => ({ marker, all, planIds: [], externalUserIds: [] });
+    // The marker alone first: most polls find nothing new and read a few bytes.
+    const head = await this.changes.findOne({ _id: productId }, { projection: { marker: 1 } });
+    const current = head?.marker ?? 0;
+    if (since === undefined || since === current) return none(current, false);
+    // A marker from the future: the database was replaced; whatever the caller holds may be stale.
+    if (since > current) return none(current, true);
+    const doc = await this.changes.findOne({ _id: productId });
+    if (!doc) return none(0, true);
+    const first = doc.marker - doc.entries.length + 1;
+    if (since + 1 < first) return none(doc.marker, true);
+    const plans = new Set<string>();
+    const users = new Set<string>();
+    for (const e of doc.entries.slice(since + 1 - first)) {
+      if (e.p !== undefined) plans.add(e.p);
+      if (e.u !== undefined) users.add(e.u);
+    }
+    if (users.size > CHANGED_USERS_MAX) return none(doc.marker, true);
+    return { marker: doc.marker, all: false, planIds: [...plans], externalUserIds: [...users] };
+  }
+}
