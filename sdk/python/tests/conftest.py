@@ -1,0 +1,19 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from .support import FaultProxy, Product, api_url, new_product
+
+
+@pytest.fixture
+def product() -> Product:
+    return new_product(api_url())
+
+
+@pytest.fixture
+def proxy() -> Iterator[FaultProxy]:
+    p = FaultProxy(api_url())
+    yield p
+    p.close()
