@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import json
 import os
 import re
+import socket
 import threading
 import time
 import uuid
@@ -141,6 +143,7 @@ class FaultProxy:
         self.faults: list[Fault] = []
         self.seen: list[str] = []
         self.bodies: list[tuple[str, bytes]] = []
+        self.conns: set[Any] = set()
         self.lock = threading.Lock()
         self.upstream = httpx.Client(timeout=30)
         self.port = 0
@@ -174,6 +177,17 @@ class FaultProxy:
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass
+
+            def setup(self) -> None:
+                super().setup()
+                with proxy.lock:
+                    proxy.conns.add(self.connection)
+
+            def finish(self) -> None:
+                with proxy.lock:
+                    proxy.conns.discard(self.connection)
+                with contextlib.suppress(OSError):
+                    super().finish()
 
             def _handle(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
@@ -231,6 +245,12 @@ class FaultProxy:
             self.server.shutdown()
             self.server.server_close()
             self.server = None
+        with self.lock:
+            conns = list(self.conns)
+        # Kept-alive connections too: a service that is down answers nothing.
+        for c in conns:
+            with contextlib.suppress(OSError):
+                c.shutdown(socket.SHUT_RDWR)
 
     def close(self) -> None:
         self.down()
