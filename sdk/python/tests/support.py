@@ -144,6 +144,10 @@ class FaultProxy:
         self.seen: list[str] = []
         self.bodies: list[tuple[str, bytes]] = []
         self.conns: set[Any] = set()
+        # Requests matching this pattern wait until release() (a slow service).
+        self.hold_pattern: re.Pattern[str] | None = None
+        self.held = threading.Event()
+        self.holding = 0
         self.lock = threading.Lock()
         self.upstream = httpx.Client(timeout=30)
         self.port = 0
@@ -162,6 +166,14 @@ class FaultProxy:
         rx = re.compile(pattern)
         with self.lock:
             return sum(1 for s in self.seen if rx.search(s))
+
+    def hold(self, pattern: str) -> None:
+        self.held.clear()
+        self.hold_pattern = re.compile(pattern)
+
+    def release(self) -> None:
+        self.hold_pattern = None
+        self.held.set()
 
     def sent(self, pattern: str) -> list[Any]:
         """The JSON bodies of the requests whose "METHOD /path" matches."""
@@ -212,6 +224,13 @@ class FaultProxy:
                     self.end_headers()
                     self.wfile.write(data)
                     return
+                hold = proxy.hold_pattern
+                if hold is not None and hold.search(key):
+                    with proxy.lock:
+                        proxy.holding += 1
+                    proxy.held.wait(60)
+                    with proxy.lock:
+                        proxy.holding -= 1
                 headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "content-length")}
                 up = proxy.upstream.request(
                     self.command,

@@ -53,8 +53,9 @@ LOAD_RETRY = 5.0
 MANUAL_ATTEMPTS = 3
 MODEL_CACHE = 256
 MANUAL_IDS = 10_000
-# Lease requests one reserve() waits for at most before the call is hard-gated.
-LEASE_ROUNDS = 5
+# Lease requests one reserve() waits for at most (the one in flight, then its own): near the cap a call
+# waits about one round trip, never an open-ended queue of them.
+LEASE_ROUNDS = 2
 
 GateCallback = Callable[[GuardResult, GateContext], Any]
 
