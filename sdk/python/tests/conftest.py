@@ -4,6 +4,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from .mock_providers import MockProvider
 from .support import FaultProxy, Product, api_url, new_product
 
 
@@ -15,5 +16,12 @@ def product() -> Product:
 @pytest.fixture
 def proxy() -> Iterator[FaultProxy]:
     p = FaultProxy(api_url())
+    yield p
+    p.close()
+
+
+@pytest.fixture
+def provider() -> Iterator[MockProvider]:
+    p = MockProvider()
     yield p
     p.close()
