@@ -163,6 +163,13 @@ def wrappers(plan_id: str) -> None:
     def chat_stream(c: Any) -> Callable[[], Any]:
         return lambda: list(c.chat.completions.create(model="gpt-4o", messages=msgs, stream=True))
 
+    def chat_stream_usage(c: Any) -> Callable[[], Any]:
+        return lambda: list(
+            c.chat.completions.create(
+                model="gpt-4o", messages=msgs, stream=True, stream_options={"include_usage": True}
+            )
+        )
+
     def resp_stream(c: Any) -> Callable[[], Any]:
         return lambda: list(c.responses.create(model="gpt-4o", input="Hi", stream=True))
 
@@ -181,6 +188,16 @@ def wrappers(plan_id: str) -> None:
     scenarios: list[tuple[str, Callable[[], Any], Callable[[], Any]]] = [
         ("openai chat.completions", chat(o_plain), chat(o_wrapped)),
         ("openai chat.completions stream (the wrapper asks for usage)", chat_stream(o_plain), chat_stream(o_wrapped)),
+        (
+            "the same, against an unwrapped call asking for usage (same wire)",
+            chat_stream_usage(o_plain),
+            chat_stream(o_wrapped),
+        ),
+        (
+            "openai chat.completions stream, the caller asking for usage",
+            chat_stream_usage(o_plain),
+            chat_stream_usage(o_wrapped),
+        ),
         ("openai responses stream", resp_stream(o_plain), resp_stream(o_wrapped)),
         ("anthropic messages", msg(a_plain), msg(a_wrapped)),
         ("anthropic messages stream", msg_stream(a_plain), msg_stream(a_wrapped)),

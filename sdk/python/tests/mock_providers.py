@@ -54,7 +54,7 @@ class MockProvider:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = _Server(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         self.base = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
@@ -65,6 +65,11 @@ class MockProvider:
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+class _Server(http.server.ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # a client that leaves a stream resets its connection: not a failure of the mock
 
 
 def _sse(data: Any, event: str | None = None) -> str:

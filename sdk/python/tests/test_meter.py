@@ -263,3 +263,27 @@ def test_input_checks() -> None:
     with pytest.raises(ValueError):
         Meter(api_key="k", base_url="http://127.0.0.1:1/api/v1", flush_interval=0)
     m.shutdown(timeout=0.1)
+
+
+def test_a_plan_change_applies_once_refresh_interval_elapses(product: Product) -> None:
+    plan_id = product.create_plan(max_spend_per_period=100, **PRICED)
+    user = product.create_user()
+    from datetime import datetime, timedelta, timezone
+
+    now = datetime.now(timezone.utc)
+    product.subscribe(user, plan_id, now - timedelta(days=1), now + timedelta(days=10))
+    m = meter_for(product, refresh_interval=0.2)
+    m.record(user, model="gpt-4o", output_tokens=100)  # $1
+    assert m.guard(user).status == "ok"
+    assert m.flush()
+    assert product.api.patch(f"/config/plans/{plan_id}", {"max_spend_per_period": 1}).status_code == 200
+
+    def blocked() -> bool:
+        try:
+            m.guard(user)
+        except LimitExceededError:
+            return True
+        return False
+
+    eventually(blocked, what="the lowered cap to gate")
+    m.shutdown()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import time
 from typing import TYPE_CHECKING
 
 from .sessions import Session, Sessions
@@ -16,7 +17,8 @@ DEFAULT_TIMEOUT = 30 * 60.0
 
 
 def iso(t: float) -> str:
-    return dt.datetime.fromtimestamp(t, dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """UTC, milliseconds, ``Z``: the service's own form (strftime: several times cheaper than datetime)."""
+    return f"{time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime(t))}.{int(t * 1000) % 1000:03d}Z"
 
 
 def parse_time(s: str) -> float:
