@@ -107,6 +107,16 @@ def core(plan_id: str) -> None:
         f"record() (price, count, build the event, queue it): median {us(statistics.median(samples))}, "
         f"p99 {us(statistics.quantiles(samples, n=100)[98])}"
     )
+    prompt = {"messages": [{"role": "user", "content": "Hi"}], "tools": None}
+
+    def reserve_commit() -> None:
+        r = m.reserve_now(uid, model="gpt-4o", prompt=prompt)
+        assert r is not None
+        r.commit(input_tokens=12, output_tokens=30)
+
+    samples = timed(reserve_commit, RECORDS)
+    print(f"reserve_now() + commit() with pre_call_estimate (the core's share of a wrapped call): median "
+          f"{us(statistics.median(samples))}, p99 {us(statistics.quantiles(samples, n=100)[98])}")
     m.shutdown(timeout=60)
 
 

@@ -141,19 +141,24 @@ def open_calls(meter: Meter) -> OpenCalls:
         return oc
 
 
-def start(meter: Meter, w: Who, model: str | None, prompt: Any, meta: dict[str, Any]) -> Call:
-    """Reserves before the request leaves the process; a hard gate raises here and nothing is sent."""
+def start(
+    meter: Meter, w: Who, model: str | None, prompt: Any, meta: dict[str, Any], calls: OpenCalls | None = None
+) -> Call:
+    """Reserves before the request leaves the process; a hard gate raises here and nothing is sent.
+    ``meta`` is the event's metadata, shared by the calls of one wrapper (never changed)."""
     r = meter.reserve_now(w.user_id, model=model, session_id=w.session_id, prompt=prompt, metadata=meta)
     if r is None:
         r = meter.reserve(w.user_id, model=model, session_id=w.session_id, prompt=prompt, metadata=meta)
-    return Call(r, prompt, meta, open_calls(meter))
+    return Call(r, prompt, meta, calls or open_calls(meter))
 
 
-async def astart(meter: Meter, w: Who, model: str | None, prompt: Any, meta: dict[str, Any]) -> Call:
+async def astart(
+    meter: Meter, w: Who, model: str | None, prompt: Any, meta: dict[str, Any], calls: OpenCalls | None = None
+) -> Call:
     r = meter.reserve_now(w.user_id, model=model, session_id=w.session_id, prompt=prompt, metadata=meta)
     if r is None:
         r = await meter.areserve(w.user_id, model=model, session_id=w.session_id, prompt=prompt, metadata=meta)
-    return Call(r, prompt, meta, open_calls(meter))
+    return Call(r, prompt, meta, calls or open_calls(meter))
 
 
 def metered_iter(

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-from ._calls import Call, ametered_iter, astart, metered_iter, start, who
+from ._calls import Call, ametered_iter, astart, metered_iter, open_calls, start, who
 from .meter import Meter
 from .pricing import estimate_tokens
 
@@ -40,7 +40,9 @@ def _finish(call: Call) -> None:
 
 
 def _settle(result: Any, call: Call, plan: Plan, is_async: bool) -> Any:
-    if hasattr(result, "_iterator") and hasattr(result, "response"):
+    # Class lookups: an attribute a pydantic model lacks costs an exception on the instance.
+    kind = type(result)
+    if hasattr(kind, "__stream__"):
         # A Stream / AsyncStream: metered as its items pass, settled when it ends or is left.
         it = result._iterator
         result._iterator = (ametered_iter if is_async else metered_iter)(it, call, plan.observe, _finish)
@@ -61,7 +63,7 @@ def _settle(result: Any, call: Call, plan: Plan, is_async: bool) -> Any:
 
             result.close = sclose
         return result
-    if hasattr(result, "http_response") and hasattr(result, "parse"):
+    if hasattr(kind, "status_code") and hasattr(kind, "parse"):
         # A raw response (with_raw_response): its parse is cached, so reading it costs the caller nothing.
         parse = result.parse
         if not inspect.iscoroutinefunction(parse) and not _streaming(plan):
@@ -90,6 +92,7 @@ def wrap_client(client: C, meter: Meter, user_id: str | None, spec: Spec, metada
         raise ValueError("this client is metered already: wrap each client once")
     original = client.request  # type: ignore[attr-defined]
     meta = {"provider": spec.provider, **(metadata or {})}
+    calls = open_calls(meter)
 
     if inspect.iscoroutinefunction(original):
 
@@ -97,7 +100,7 @@ def wrap_client(client: C, meter: Meter, user_id: str | None, spec: Spec, metada
             plan = spec.plan(options)
             if plan is None:
                 return await original(cast_to, options, *args, **kwargs)
-            call = await astart(meter, who(user_id), plan.model, plan.prompt, dict(meta))
+            call = await astart(meter, who(user_id), plan.model, plan.prompt, meta, calls)
             try:
                 result = await original(cast_to, plan.options, *args, **kwargs)
             except Exception:
@@ -116,7 +119,7 @@ def wrap_client(client: C, meter: Meter, user_id: str | None, spec: Spec, metada
             plan = spec.plan(options)
             if plan is None:
                 return original(cast_to, options, *args, **kwargs)
-            call = start(meter, who(user_id), plan.model, plan.prompt, dict(meta))
+            call = start(meter, who(user_id), plan.model, plan.prompt, meta, calls)
             try:
                 result = original(cast_to, plan.options, *args, **kwargs)
             except Exception:
