@@ -2,6 +2,7 @@
 // (embedded database): guard on a loaded user (target: median <= 5 µs), record, memory per
 // cached user, and what each model-client wrapper adds to a call (target: p50 <= 100 µs).
 //   BENCH_GUARDS=100000 BENCH_RECORDS=50000 BENCH_USERS=300 BENCH_PAIRS=1000 BENCH_ROUNDS=3 npm run bench:sdk-python
+//   BENCH_PARTS=core,memory,own,wrappers (the default: all) runs some of them only.
 import { spawn } from "node:child_process";
 import { ensureVenv, pythonRoot, venvBin } from "../sdk/python/venv.ts";
 import { benchProduct } from "./support/bench-product.ts";
