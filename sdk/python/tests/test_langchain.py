@@ -11,7 +11,7 @@ from meter_sdk import LimitExceededError, Meter
 from meter_sdk.langchain import MeterCallbackHandler
 
 from .mock_providers import USAGE_IN, USAGE_OUT, MockProvider
-from .support import Product, near
+from .support import Product, eventually, near
 
 PLAN = {"max_spend_per_period": 100, "cost_rates": {"gpt-4o": {"input": 2.5, "output": 10}}}
 CALL_COST = USAGE_IN / 1000 * 2.5 + USAGE_OUT / 1000 * 10
@@ -53,4 +53,22 @@ async def test_a_hard_gate_stops_the_run_before_the_provider(product: Product, p
     with pytest.raises(LimitExceededError):
         await model.ainvoke("Hi")
     assert provider.count("/chat/completions") == 0
+    meter.shutdown()
+
+
+def test_a_stream_left_with_break_is_settled_once_after_idle(product: Product, provider: MockProvider) -> None:
+    user = product.create_user(PLAN)
+    meter = Meter(api_key=product.key, base_url=product.url)
+    handler = MeterCallbackHandler(meter, user_id=user, idle=0.2)
+    model = ChatOpenAI(model="gpt-4o", api_key=SecretStr("sk-test"), base_url=provider.base, max_retries=0)
+    stream = model.stream("Hi", config={"callbacks": [handler]})
+    for _ in stream:
+        break
+    eventually(lambda: meter.stats.queued + meter.stats.sent == 1, what="the left run to be settled")
+    assert handler._runs == {}
+    # The next run of the same handler is metered as usual: one event each.
+    model.invoke("Hi", config={"callbacks": [handler]})
+    assert meter.flush()
+    assert meter.stats.sent == 2
+    assert product.usage(user)["total_tokens"] > 0
     meter.shutdown()

@@ -5,6 +5,7 @@ lets a hard gate stop the run: ``LimitExceededError`` surfaces from ``invoke()``
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 from uuid import UUID
 
@@ -51,19 +52,50 @@ def read_result(response: LLMResult) -> tuple[int, int, list[str]] | None:
 
 
 class MeterCallbackHandler(BaseCallbackHandler):
-    """Pass it per call (``config={"callbacks": [handler]}``) or in the model's ``callbacks``. Runs still
-    open when ``meter.shutdown()`` runs (a stream its reader left) are settled then with what they showed."""
+    """Pass it per call (``config={"callbacks": [handler]}``) or in the model's ``callbacks``.
+
+    LangChain calls no callback when a reader leaves ``.stream()`` with ``break``: a run that streamed
+    tokens and then none for ``idle`` seconds is taken as left and settled with what it streamed (one
+    sweeper thread per handler, running only while runs are open). Runs still open when
+    ``meter.shutdown()`` runs are settled then."""
 
     raise_error = True
 
-    def __init__(self, meter: Meter, user_id: str | None = None, metadata: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, meter: Meter, user_id: str | None = None, metadata: dict[str, Any] | None = None, idle: float = 60.0
+    ) -> None:
         if not isinstance(meter, Meter):
             raise TypeError("MeterCallbackHandler(meter): meter must be a meter_sdk.Meter")
+        if not idle > 0:
+            raise ValueError("MeterCallbackHandler: idle must be a positive number of seconds")
         self.meter = meter
         self.user_id = user_id
         self.metadata = dict(metadata or {})
+        self.idle = float(idle)
         self._runs: dict[UUID, Call] = {}
+        # Last token time of runs that streamed (monotonic seconds).
+        self._streamed: dict[UUID, float] = {}
+        self._sweeper: threading.Thread | None = None
         self._lock = threading.Lock()
+
+    def _sweep(self) -> None:
+        while True:
+            time.sleep(self.idle / 2)
+            now = time.monotonic()
+            with self._lock:
+                left = [r for r, t in self._streamed.items() if now - t >= self.idle]
+                calls = [c for c in (self._runs.pop(r, None) for r in left) if c is not None]
+                for r in left:
+                    del self._streamed[r]
+                if not self._runs:
+                    self._sweeper = None
+                    done = True
+                else:
+                    done = False
+            for c in calls:
+                c.settle_seen()
+            if done:
+                return
 
     def _start(self, run_id: UUID, prompt: Any, metadata: dict[str, Any] | None, kwargs: dict[str, Any]) -> None:
         params = kwargs.get("invocation_params") or {}
@@ -109,12 +141,20 @@ class MeterCallbackHandler(BaseCallbackHandler):
 
     def on_llm_new_token(self, token: Any, *, run_id: UUID, **kwargs: Any) -> None:
         call = self._runs.get(run_id)
-        if call is not None and isinstance(token, str):
+        if call is None:
+            return
+        if isinstance(token, str):
             call.chars += len(token)
+        with self._lock:
+            self._streamed[run_id] = time.monotonic()
+            if self._sweeper is None:
+                self._sweeper = threading.Thread(target=self._sweep, name="meter-langchain-idle", daemon=True)
+                self._sweeper.start()
 
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
         with self._lock:
             call = self._runs.pop(run_id, None)
+            self._streamed.pop(run_id, None)
         if call is None:
             return
         read = read_result(response)
@@ -126,6 +166,7 @@ class MeterCallbackHandler(BaseCallbackHandler):
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         with self._lock:
             call = self._runs.pop(run_id, None)
+            self._streamed.pop(run_id, None)
         if call is None:
             return
         # Nothing streamed: the provider refused; else it was cut after it started answering.
