@@ -67,3 +67,15 @@ async def test_async_client(product: Product, provider: MockProvider) -> None:
     u = product.usage(user)
     assert u["total_tokens"] == 2 * (IN + USAGE_OUT) and near(u["total_cost"], 2 * CALL_COST)
     await meter.ashutdown()
+
+
+def test_raw_responses_are_metered_once(product: Product, provider: MockProvider) -> None:
+    user = product.create_user(PLAN)
+    meter = Meter(api_key=product.key, base_url=product.url)
+    client = wrap(Anthropic(api_key="sk-ant", base_url=base(provider), max_retries=0), meter, user_id=user)
+    raw = client.messages.with_raw_response.create(model="claude", max_tokens=5, messages=MESSAGES)
+    assert raw.parse().usage.output_tokens == USAGE_OUT
+    assert meter.flush()
+    u = product.usage(user)
+    assert u["total_tokens"] == IN + USAGE_OUT and near(u["total_cost"], CALL_COST)
+    meter.shutdown()

@@ -287,3 +287,13 @@ def test_a_plan_change_applies_once_refresh_interval_elapses(product: Product) -
 
     eventually(blocked, what="the lowered cap to gate")
     m.shutdown()
+
+
+def test_start_explains_a_base_url_that_is_not_the_api(product: Product, caplog: pytest.LogCaptureFixture) -> None:
+    root = product.url[: -len("/api/v1")]
+    m = Meter(api_key=product.key, base_url=f"{root}/api")
+    with caplog.at_level(logging.ERROR, logger="meter_sdk"):
+        r = m.start()
+    assert not r.healthy
+    assert any("ending in /api/v1" in rec.getMessage() for rec in caplog.records)
+    m.shutdown(timeout=0.5)

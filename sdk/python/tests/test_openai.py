@@ -148,3 +148,13 @@ async def test_async_client_plain_and_streamed(product: Product, provider: MockP
     u = product.usage(user)
     assert near(u["total_cost"], 2 * CALL_COST) and u["total_tokens"] == 2 * (USAGE_IN + USAGE_OUT)
     await meter.ashutdown()
+
+
+def test_a_stream_never_read_is_settled_by_shutdown(product: Product, provider: MockProvider) -> None:
+    meter, user, client = setup(product, provider)
+    kept = client.chat.completions.create(model="gpt-4o", messages=MESSAGES, stream=True)
+    assert meter.state(user) is not None
+    assert meter.shutdown()
+    # Settled with the input estimate before the final delivery.
+    assert product.usage(user)["total_tokens"] > 0
+    kept.close()
