@@ -1,0 +1,63 @@
+"""Client library of the Meter usage-limit service."""
+
+from .context import current_session, current_user
+from .errors import (
+    LimitExceededError,
+    MeterAPIError,
+    MeterError,
+    MeterNetworkError,
+    MissingUserError,
+    WebhookVerificationError,
+)
+from .gates import evaluate
+from .meter import Meter
+from .pricing import Priced, normalize_model, price
+from .reservation import Reservation
+from .transport import VERSION
+from .types import (
+    BillingPeriod,
+    GateContext,
+    GuardResult,
+    ManualEvent,
+    MeterStats,
+    PlanConfig,
+    Rate,
+    SessionStartState,
+    StartResult,
+    UsageEvent,
+    UserState,
+)
+from .webhooks import WebhookEnvelope, verify_webhook
+
+__version__ = VERSION
+
+__all__ = [
+    "VERSION",
+    "BillingPeriod",
+    "GateContext",
+    "GuardResult",
+    "LimitExceededError",
+    "ManualEvent",
+    "Meter",
+    "MeterAPIError",
+    "MeterError",
+    "MeterNetworkError",
+    "MeterStats",
+    "MissingUserError",
+    "PlanConfig",
+    "Priced",
+    "Rate",
+    "Reservation",
+    "SessionStartState",
+    "StartResult",
+    "UsageEvent",
+    "UserState",
+    "WebhookEnvelope",
+    "WebhookVerificationError",
+    "current_session",
+    "current_user",
+    "evaluate",
+    "normalize_model",
+    "price",
+    "verify_webhook",
+]

@@ -1,0 +1,195 @@
+"""What the model-client integrations share: the user, the reservation, settling each call exactly
+once, stream pass-through, and the calls still open at shutdown."""
+
+from __future__ import annotations
+
+import math
+import threading
+import weakref
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
+
+from .context import _current
+from .errors import MissingUserError
+from .meter import Meter
+from .pricing import estimate_tokens
+from .reservation import Reservation
+
+
+def get(obj: Any, key: str) -> Any:
+    """A field of a pydantic model or of a dict (shapes, not classes: versions differ)."""
+    if obj is None:
+        return None
+    if isinstance(obj, dict):
+        return obj.get(key)
+    return getattr(obj, key, None)
+
+
+def count(v: Any) -> int:
+    return v if type(v) is int and v >= 0 else 0
+
+
+class Who:
+    __slots__ = ("session_id", "user_id")
+
+    def __init__(self, user_id: str, session_id: str | None) -> None:
+        self.user_id = user_id
+        self.session_id = session_id
+
+
+def who(user_id: str | None, session_id: str | None = None) -> Who:
+    """The wrapper's user, else the enclosing ``meter.user(...)``'s; with neither, nothing is sent."""
+    ctx = _current.get()
+    uid = user_id or (ctx[0] if ctx else None)
+    if not uid:
+        raise MissingUserError(
+            "no user for this model call: pass user_id to wrap() or the handler, "
+            "or make the call inside `with meter.user(user_id):`"
+        )
+    return Who(uid, session_id or (ctx[1] if ctx else None))
+
+
+class Call:
+    """One metered model call: its reservation is settled exactly once (real usage, estimate, or released)."""
+
+    __slots__ = (
+        "__weakref__",
+        "_lock",
+        "chars",
+        "input_tokens",
+        "meta",
+        "open_calls",
+        "output_tokens",
+        "prompt",
+        "reservation",
+        "tools",
+    )
+
+    def __init__(self, reservation: Reservation, prompt: Any, meta: dict[str, Any], open_calls: OpenCalls) -> None:
+        self.reservation = reservation
+        self.prompt = prompt
+        self.meta = meta
+        self.open_calls = open_calls
+        self._lock = threading.Lock()
+        # What a stream showed so far.
+        self.input_tokens: int | None = None
+        self.output_tokens: int | None = None
+        self.tools: list[str] = []
+        self.chars = 0
+        open_calls.add(self)
+
+    def _take(self) -> bool:
+        with self._lock:
+            if not self.reservation.open:
+                return False
+            self.open_calls.discard(self)
+            return True
+
+    def settle(self, input_tokens: int, output_tokens: int, tools: list[str]) -> None:
+        if self._take():
+            self.reservation.commit(
+                input_tokens=input_tokens, output_tokens=output_tokens, tool_calls=tools, metadata=self.meta
+            )
+
+    def settle_seen(self) -> None:
+        """A stream left early or never finished: what the provider reported, else the input estimate and
+        about one output token per four characters received."""
+        if not self.reservation.open:
+            return
+        inp = self.input_tokens if self.input_tokens is not None else estimate_tokens(self.prompt)
+        out = self.output_tokens if self.output_tokens is not None else math.ceil(self.chars / 4)
+        self.settle(inp, out, self.tools)
+
+    def fail(self) -> None:
+        """The provider answered with an error: nothing is recorded and the estimate is given back."""
+        if self._take():
+            self.reservation.release()
+
+
+class OpenCalls:
+    """Calls still open per meter; settled by meter.shutdown() before its final delivery."""
+
+    def __init__(self) -> None:
+        self.calls: weakref.WeakSet[Call] = weakref.WeakSet()
+        self.lock = threading.Lock()
+
+    def add(self, c: Call) -> None:
+        with self.lock:
+            self.calls.add(c)
+
+    def discard(self, c: Call) -> None:
+        with self.lock:
+            self.calls.discard(c)
+
+    def settle_all(self) -> None:
+        with self.lock:
+            calls = list(self.calls)
+        for c in calls:
+            c.settle_seen()
+
+
+_registry: weakref.WeakKeyDictionary[Meter, OpenCalls] = weakref.WeakKeyDictionary()
+_registry_lock = threading.Lock()
+
+
+def open_calls(meter: Meter) -> OpenCalls:
+    with _registry_lock:
+        oc = _registry.get(meter)
+        if oc is None:
+            oc = _registry[meter] = OpenCalls()
+            meter.on_shutdown(oc.settle_all)
+        return oc
+
+
+def start(
+    meter: Meter, w: Who, model: str | None, prompt: Any, meta: dict[str, Any], calls: OpenCalls | None = None
+) -> Call:
+    """Reserves before the request leaves the process; a hard gate raises here and nothing is sent.
+    ``meta`` is the event's metadata, shared by the calls of one wrapper (never changed)."""
+    r = meter.reserve_now(w.user_id, model=model, session_id=w.session_id, prompt=prompt, metadata=meta)
+    if r is None:
+        r = meter.reserve(w.user_id, model=model, session_id=w.session_id, prompt=prompt, metadata=meta)
+    return Call(r, prompt, meta, calls or open_calls(meter))
+
+
+async def astart(
+    meter: Meter, w: Who, model: str | None, prompt: Any, meta: dict[str, Any], calls: OpenCalls | None = None
+) -> Call:
+    r = meter.reserve_now(w.user_id, model=model, session_id=w.session_id, prompt=prompt, metadata=meta)
+    if r is None:
+        r = await meter.areserve(w.user_id, model=model, session_id=w.session_id, prompt=prompt, metadata=meta)
+    return Call(r, prompt, meta, calls or open_calls(meter))
+
+
+def metered_iter(
+    inner: Iterator[Any], call: Call, observe: Callable[[Call, Any], bool], finish: Callable[[Call], None]
+) -> Iterator[Any]:
+    """Passes a stream's items through; ``observe`` reads each and returns False for an item to hide."""
+    try:
+        for item in inner:
+            if observe(call, item):
+                yield item
+    except GeneratorExit:
+        call.settle_seen()
+        raise
+    except BaseException:
+        # Cut by an error after the provider started answering: what it showed.
+        call.settle_seen()
+        raise
+    finish(call)
+
+
+async def ametered_iter(
+    inner: AsyncIterator[Any], call: Call, observe: Callable[[Call, Any], bool], finish: Callable[[Call], None]
+) -> AsyncIterator[Any]:
+    try:
+        async for item in inner:
+            if observe(call, item):
+                yield item
+    except GeneratorExit:
+        call.settle_seen()
+        raise
+    except BaseException:
+        call.settle_seen()
+        raise
+    finish(call)

@@ -1,0 +1,143 @@
+"""The metered ``request()`` the OpenAI and Anthropic Python clients share: every endpoint method
+(``create``, ``parse``, ``stream()``, ``with_raw_response``) goes through the client instance's
+``request``, so replacing it on that one instance meters them all, once, and leaves other clients
+in the process untouched."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
+
+from ._calls import Call, ametered_iter, astart, metered_iter, open_calls, start, who
+from .meter import Meter
+from .pricing import estimate_tokens
+
+C = TypeVar("C")
+
+
+@dataclass
+class Plan:
+    """What one request is: its model, what the model reads, and how to read its answer."""
+
+    model: str | None
+    prompt: Any
+    options: Any
+    observe: Callable[[Call, Any], bool]
+    read: Callable[[Any], tuple[int, int, list[str]]]
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Spec(Protocol):
+    provider: str
+
+    def plan(self, options: Any) -> Plan | None: ...
+
+
+def _finish(call: Call) -> None:
+    call.settle_seen()
+
+
+def _settle(result: Any, call: Call, plan: Plan, is_async: bool) -> Any:
+    # Class lookups: an attribute a pydantic model lacks costs an exception on the instance.
+    kind = type(result)
+    if hasattr(kind, "__stream__"):
+        # A Stream / AsyncStream: metered as its items pass, settled when it ends or is left.
+        it = result._iterator
+        result._iterator = (ametered_iter if is_async else metered_iter)(it, call, plan.observe, _finish)
+        # Closing a stream the reader left (break, then close() or `with`) settles it with what it showed.
+        close = result.close
+        if is_async:
+
+            async def aclose() -> None:
+                call.settle_seen()
+                await close()
+
+            result.close = aclose
+        else:
+
+            def sclose() -> None:
+                call.settle_seen()
+                close()
+
+            result.close = sclose
+        return result
+    if hasattr(kind, "status_code") and hasattr(kind, "parse"):
+        # A raw response (with_raw_response): its parse is cached, so reading it costs the caller nothing.
+        parse = result.parse
+        if not inspect.iscoroutinefunction(parse) and not _streaming(plan):
+            try:
+                call.settle(*plan.read(parse()))
+            except Exception:
+                call.settle_seen()
+        else:
+            # A body the caller reads itself: settled with the estimate.
+            call.input_tokens = estimate_tokens(plan.prompt)
+            call.settle_seen()
+        return result
+    call.settle(*plan.read(result))
+    return result
+
+
+def _streaming(plan: Plan) -> bool:
+    body = getattr(plan.options, "json_data", None)
+    return isinstance(body, dict) and bool(body.get("stream"))
+
+
+def wrap_client(client: C, meter: Meter, user_id: str | None, spec: Spec, metadata: dict[str, Any] | None) -> C:
+    if not isinstance(meter, Meter):
+        raise TypeError("wrap(client, meter): meter must be a meter_sdk.Meter")
+    if getattr(client, "_meter_wrapped", False):
+        raise ValueError("this client is metered already: wrap each client once")
+    original = client.request  # type: ignore[attr-defined]
+    meta = {"provider": spec.provider, **(metadata or {})}
+    calls = open_calls(meter)
+
+    if inspect.iscoroutinefunction(original):
+
+        async def arequest(cast_to: Any, options: Any, *args: Any, **kwargs: Any) -> Any:
+            plan = spec.plan(options)
+            if plan is None:
+                return await original(cast_to, options, *args, **kwargs)
+            call = await astart(meter, who(user_id), plan.model, plan.prompt, meta, calls)
+            try:
+                result = await original(cast_to, plan.options, *args, **kwargs)
+            except Exception:
+                call.fail()
+                raise
+            except BaseException:
+                # Cancelled before the answer: the provider may be working on it already.
+                call.settle_seen()
+                raise
+            return _settle(result, call, plan, True)
+
+        client.request = arequest  # type: ignore[attr-defined]
+    else:
+
+        def request(cast_to: Any, options: Any, *args: Any, **kwargs: Any) -> Any:
+            plan = spec.plan(options)
+            if plan is None:
+                return original(cast_to, options, *args, **kwargs)
+            call = start(meter, who(user_id), plan.model, plan.prompt, meta, calls)
+            try:
+                result = original(cast_to, plan.options, *args, **kwargs)
+            except Exception:
+                call.fail()
+                raise
+            except BaseException:
+                call.settle_seen()
+                raise
+            return _settle(result, call, plan, False)
+
+        client.request = request  # type: ignore[attr-defined]
+    client._meter_wrapped = True  # type: ignore[attr-defined]
+    return client
+
+
+def with_body(options: Any, body: dict[str, Any]) -> Any:
+    """A copy of the request options with another JSON body (the caller's options stay as they were)."""
+    copy = getattr(options, "model_copy", None)
+    if copy is not None:
+        return copy(update={"json_data": body})
+    return options.copy(update={"json_data": body})

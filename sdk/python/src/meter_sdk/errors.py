@@ -1,0 +1,55 @@
+"""Errors of the client library. Every one derives from MeterError."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .types import GuardResult
+
+
+class MeterError(Exception):
+    """Base of every error the library raises."""
+
+
+class LimitExceededError(MeterError):
+    """A hard gate while blocking. ``status_code`` 429 is what a web framework should answer."""
+
+    status_code = 429
+
+    def __init__(self, result: GuardResult) -> None:
+        super().__init__(result.message or "usage limit reached")
+        self.result = result
+
+
+class MeterAPIError(MeterError):
+    """The service answered other than 2xx; ``detail`` is its message."""
+
+    def __init__(self, status: int, detail: str, retry_after: float | None = None) -> None:
+        super().__init__(f"meter service answered {status}: {detail}")
+        self.status = status
+        self.detail = detail
+        self.retry_after = retry_after
+
+    @property
+    def retryable(self) -> bool:
+        """429 and 5xx can succeed later; any other 4xx never will."""
+        return self.status == 429 or self.status >= 500
+
+
+class MeterNetworkError(MeterError):
+    """The service did not answer (refused, reset, timed out). Always retryable."""
+
+    retryable = True
+
+
+class MissingUserError(MeterError):
+    """A model-client integration was called with no user: neither ``user_id`` nor ``meter.user(...)``."""
+
+
+class WebhookVerificationError(MeterError):
+    """A webhook delivery failed verification; ``reason`` says why."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason

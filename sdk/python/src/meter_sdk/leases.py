@@ -1,0 +1,369 @@
+"""Budget leases (``leases=True``): the user's period spend cap and per-model token caps are spent
+from slices the service grants this process (``POST /users/{id}/leases``), so that many replicas
+together never pass them, with no request per call. The next slice is asked for ahead, in the
+background, while the current one still covers a few round trips' worth of the measured spend
+rate: far from the cap no call waits for the network."""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+import uuid
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+from .errors import MeterAPIError, MeterError
+from .state import parse_time
+from .transport import Transport
+from .types import GuardResult
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from .state import UserEntry
+
+# While failing open, how often a call asks again whether the service answers (s).
+_OPEN_RETRY = 1.0
+# Ask ahead while the slice covers fewer than this many round trips of the measured spend rate.
+_AHEAD_ROUND_TRIPS = 4
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseSettings:
+    ttl: float
+    calls: int
+    idle: float
+    fallback: str
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseNeed:
+    cost: float
+    model: str | None
+    tokens: float
+
+
+class _Slice:
+    __slots__ = ("granted", "rate", "unit", "used", "used_at_ask")
+
+    def __init__(self) -> None:
+        self.granted = 0.0
+        self.used = 0.0
+        self.unit = 0.0
+        self.used_at_ask = 0.0
+        self.rate = 0.0
+
+
+class _Book:
+    def __init__(self, user_id: str) -> None:
+        self.user_id = user_id
+        self.lease_id: str | None = None
+        self.spend = _Slice()
+        self.tokens: dict[str, _Slice] = {}
+        self.deadline = 0.0
+        self.period_end = 0.0
+        self.unlimited_until = 0.0
+        self.open = False
+        self.last_use = 0.0
+        self.asked_at = 0.0
+        self.round_trip = 0.0
+        self.holds = 0
+        self.joined = 0
+        self.asking: Future[bool] | None = None
+
+    def slice(self, model: str) -> _Slice:
+        s = self.tokens.get(model)
+        if s is None:
+            s = self.tokens[model] = _Slice()
+        return s
+
+
+class Leases:
+    def __init__(
+        self,
+        transport: Transport,
+        settings: LeaseSettings,
+        warn: Callable[[str, BaseException | None], None],
+        executor: ThreadPoolExecutor,
+    ) -> None:
+        self.transport = transport
+        self.settings = settings
+        self.warn = warn
+        self.executor = executor
+        self.holder = f"h_{uuid.uuid4().hex}"
+        self.books: dict[str, _Book] = {}
+        self.requests = 0
+        self.warned = False
+        self.lock = threading.RLock()
+
+    def after_fork(self, executor: ThreadPoolExecutor) -> None:
+        """A forked child is another holder: the parent's slices stay the parent's to spend."""
+        self.executor = executor
+        self.holder = f"h_{uuid.uuid4().hex}"
+        self.books = {}
+        self.lock = threading.RLock()
+
+    def need(self, e: UserEntry, model: str | None, cost: float, tokens: float) -> LeaseNeed | None:
+        plan = e.config
+        if plan is None or not e.loaded:
+            return None
+        capped = model if model is not None and model in plan.model_limits else None
+        if plan.max_spend_per_period is None and capped is None:
+            return None
+        if time.time() < self._book(e.user_id).unlimited_until:
+            return None
+        return LeaseNeed(0.0 if plan.max_spend_per_period is None else cost, capped, 0.0 if capped is None else tokens)
+
+    def covers(self, e: UserEntry, n: LeaseNeed) -> bool:
+        with self.lock:
+            b = self._book(e.user_id)
+            return b.open or self._short(e, b, n, time.time()) is None
+
+    def ask(self, e: UserEntry, n: LeaseNeed) -> Future[bool]:
+        """Asks for more (one request per user at a time); True when every short budget got something."""
+        with self.lock:
+            b = self._book(e.user_id)
+            b.spend.unit = max(b.spend.unit, n.cost)
+            if n.model is not None:
+                t = b.slice(n.model)
+                t.unit = max(t.unit, n.tokens)
+            if b.asking is not None:
+                b.joined += 1
+                return b.asking
+            sent_at = time.time()
+            elapsed = max(0.001, sent_at - b.asked_at)
+            for s in (b.spend, *b.tokens.values()):
+                s.rate = max(0.0, s.used - s.used_at_ask) / elapsed
+                s.used_at_ask = s.used
+            b.asked_at = sent_at
+            spend = self._asked(b, b.spend, n.cost, sent_at)
+            body: dict[str, Any] = {
+                "holder": self.holder,
+                "need": spend[0],
+                "want": spend[1],
+                "ttl_ms": int(self.settings.ttl * 1000),
+            }
+            tok: tuple[float, float, bool] | None = None
+            if n.model is not None:
+                tok = self._asked(b, b.slice(n.model), n.tokens, sent_at)
+                body.update(model=n.model, need_tokens=math.ceil(tok[0]), want_tokens=math.ceil(tok[1]))
+            b.joined = 0
+            self.requests += 1
+            fut: Future[bool] = Future()
+            b.asking = fut
+        try:
+            self.executor.submit(self._request, e, b, n, body, spend, tok, sent_at, fut)
+        except RuntimeError:
+            with self.lock:
+                b.asking = None
+            fut.set_result(False)
+        return fut
+
+    def _request(
+        self,
+        e: UserEntry,
+        b: _Book,
+        n: LeaseNeed,
+        body: dict[str, Any],
+        spend: tuple[float, float, bool],
+        tok: tuple[float, float, bool] | None,
+        sent_at: float,
+        fut: Future[bool],
+    ) -> None:
+        ok = False
+        try:
+            res = self.transport.request("POST", f"/users/{quote(b.user_id, safe='')}/leases", body)
+            with self.lock:
+                rtt = time.time() - sent_at
+                b.round_trip = rtt if b.round_trip == 0 else 0.7 * b.round_trip + 0.3 * rtt
+                b.open = False
+                lease = res.get("lease") if isinstance(res, dict) else None
+                if not isinstance(res, dict) or not res.get("limited") or not lease:
+                    b.unlimited_until = time.time() + 60
+                    ok = True
+                    return
+                period_end = parse_time(lease["period_end"])
+                if b.lease_id is None or period_end != b.period_end:
+                    b.spend.granted = b.spend.used = 0.0
+                    b.tokens.clear()
+                b.lease_id = lease["lease_id"]
+                b.period_end = period_end
+                lt = lease.get("tokens")
+                added_tokens = float(lt["added"]) if lt else 0.0
+                ok = (not spend[2] or not lease.get("spend_limited") or lease["added"] > 0) and (
+                    tok is None or not tok[2] or lt is None or added_tokens > 0
+                )
+                if lease["added"] > 0 or added_tokens > 0:
+                    if sent_at >= b.deadline:
+                        for t in b.tokens.values():
+                            t.granted = min(t.granted, t.used)
+                    b.spend.granted = float(lease["granted"])
+                    if n.model is not None and lt is not None:
+                        b.slice(n.model).granted = float(lt["granted"])
+                    b.deadline = sent_at + float(lease["ttl_ms"]) / 1000
+        except MeterError as err:
+            if isinstance(err, MeterAPIError) and not err.retryable:
+                self.warn(f"lease request for {b.user_id} refused", err)
+            else:
+                with self.lock:
+                    b.open = self.settings.fallback == "open"
+                    first = not self.warned
+                    self.warned = True
+                if first:
+                    self.warn(
+                        "lease request failed; "
+                        + ("calls fail open" if b.open else "calls spend only what the lease holds")
+                        + " until the service answers",
+                        err,
+                    )
+        except Exception as err:
+            self.warn("lease request failed", err)
+        finally:
+            with self.lock:
+                b.asking = None
+            fut.set_result(ok)
+
+    def take(self, e: UserEntry, n: LeaseNeed) -> str | GuardResult | None:
+        """Takes a call's estimate from the lease: the lease id its event carries, or the hard gate of
+        the budget it cannot cover. Asks ahead in the background when the slice runs low."""
+        with self.lock:
+            b = self._book(e.user_id)
+            now = time.time()
+            b.last_use = now
+            if b.open:
+                if b.asking is None and now - b.asked_at >= _OPEN_RETRY:
+                    self.ask(e, n)
+                return None
+            short = self._short(e, b, n, now)
+            if short is not None:
+                return short
+            b.spend.used += n.cost
+            t = None if n.model is None else b.slice(n.model)
+            if t is not None:
+                t.used += n.tokens
+            b.holds += 1
+            low = self._low(b, b.spend, now) or (t is not None and self._low(b, t, now))
+            if low and b.asking is None:
+                self.ask(e, n)
+            return b.lease_id
+
+    def _low(self, b: _Book, s: _Slice, now: float) -> bool:
+        left = self._balance(b, s, now)
+        return left < self._full(b, s) / 2 or left < _AHEAD_ROUND_TRIPS * s.rate * b.round_trip
+
+    def unhold(self, user_id: str, lease_id: str | None, cost: float, model: str | None, tokens: float) -> None:
+        with self.lock:
+            b = self.books.get(user_id)
+            if b is None or lease_id is None or b.lease_id != lease_id:
+                return
+            b.spend.used = max(0.0, b.spend.used - cost)
+            t = None if model is None else b.tokens.get(model)
+            if t is not None:
+                t.used = max(0.0, t.used - tokens)
+            b.holds = max(0, b.holds - 1)
+
+    def spend(self, user_id: str, cost: float, model: str | None, tokens: int) -> str | None:
+        with self.lock:
+            b = self.books.get(user_id)
+            if b is None or b.lease_id is None:
+                return None
+            b.spend.used += cost
+            t = None if model is None else b.tokens.get(model)
+            if t is not None:
+                t.used += tokens
+            return b.lease_id
+
+    def release_all(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        for b in list(self.books.values()):
+            if time.monotonic() >= deadline:
+                return
+            self._release(b, max(0.1, deadline - time.monotonic()))
+
+    def release_idle(self) -> None:
+        now = time.time()
+        for b in list(self.books.values()):
+            if (
+                b.lease_id is not None
+                and b.holds == 0
+                and b.asking is None
+                and now - b.last_use >= self.settings.idle
+                and now < b.deadline
+            ):
+                self._release(b, None)
+
+    def _release(self, b: _Book, timeout: float | None) -> None:
+        with self.lock:
+            slices = [b.spend, *b.tokens.values()]
+            if b.lease_id is None or all(s.granted <= s.used for s in slices):
+                return
+            for s in slices:
+                s.granted = s.used
+            body: dict[str, Any] = {"used": b.spend.used}
+            if b.tokens:
+                body["used_tokens"] = {m: math.ceil(s.used) for m, s in b.tokens.items()}
+            path = f"/users/{quote(b.user_id, safe='')}/leases/{b.lease_id}/release"
+        try:
+            self.transport.request("POST", path, body, timeout=timeout)
+        except MeterError as err:
+            if not (isinstance(err, MeterAPIError) and err.status == 404):
+                self.warn(f"giving back the lease of {b.user_id} failed", err)
+
+    def _short(self, e: UserEntry, b: _Book, n: LeaseNeed, now: float) -> GuardResult | None:
+        plan = e.config
+        assert plan is not None
+        if plan.max_spend_per_period is not None:
+            left = self._balance(b, b.spend, now)
+            if left <= 0 or left < n.cost:
+                cap = plan.max_spend_per_period * plan.hard_gate_at
+                return _refusal(
+                    "total_spend",
+                    e.period_cost + e.reserved_cost,
+                    cap,
+                    f"period spend cap of ${cap:.2f} reached: no budget lease covers this call "
+                    f"(estimate ${n.cost:.4f}) across replicas",
+                )
+        if n.model is not None:
+            t = b.tokens.get(n.model)
+            left = self._balance(b, t, now) if t is not None else 0.0
+            if left <= 0 or left < n.tokens:
+                cap = plan.model_limits[n.model] * plan.hard_gate_at
+                current = e.tokens_by_model.get(n.model, 0) + e.reserved_tokens.get(n.model, 0)
+                return _refusal(
+                    f"model_limit:{n.model}",
+                    current,
+                    cap,
+                    f"token cap of {cap:g} for {n.model} reached: no budget lease covers this call "
+                    f"({n.tokens:g} tokens) across replicas",
+                )
+        return None
+
+    def _asked(self, b: _Book, s: _Slice, need: float, now: float) -> tuple[float, float, bool]:
+        left = self._balance(b, s, now)
+        short = left <= 0 or left < need
+        full = self._full(b, s)
+        if not short and left >= full / 2:
+            return 0.0, 0.0, short
+        return (need if short else 0.0), max(need, full), short
+
+    def _full(self, b: _Book, s: _Slice) -> float:
+        return max(s.unit * (self.settings.calls + b.holds + b.joined), _AHEAD_ROUND_TRIPS * s.rate * b.round_trip)
+
+    @staticmethod
+    def _balance(b: _Book, s: _Slice, now: float) -> float:
+        if now >= b.deadline or now >= b.period_end:
+            return 0.0
+        return s.granted - s.used
+
+    def _book(self, user_id: str) -> _Book:
+        b = self.books.get(user_id)
+        if b is None:
+            b = self.books[user_id] = _Book(user_id)
+        return b
+
+
+def _refusal(reason: str, current: float, cap: float, message: str) -> GuardResult:
+    return GuardResult("hard_gate", reason, max(1.0, current / cap) if cap > 0 else 1.0, current, cap, message)

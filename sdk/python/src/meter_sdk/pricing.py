@@ -1,0 +1,75 @@
+"""Cost rules of the API contract (pure). The service prices manual events by the same rules;
+sdk/typescript/test/rules.json holds the cases both client libraries are tested against."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from .types import PlanConfig, Rate
+
+
+def normalize_model(model: str, plan: PlanConfig | None) -> str:
+    """Longest-prefix match over the keys of cost_rates and model_limits; no match: the name as is."""
+    if plan is None:
+        return model
+    best = ""
+    for key in plan.cost_rates:
+        if len(key) > len(best) and model.startswith(key):
+            best = key
+    for key in plan.model_limits:
+        if len(key) > len(best) and model.startswith(key):
+            best = key
+    return best or model
+
+
+def rate_of(model: str | None, plan: PlanConfig | None) -> Rate | None:
+    """Rates per 1K tokens of a normalized model: cost_rates, else default_cost_rate, else none."""
+    if plan is None or model is None:
+        return None
+    return plan.cost_rates.get(model) or plan.default_cost_rate
+
+
+def token_cost(input_tokens: int, output_tokens: int, rate: Rate | None) -> float:
+    if rate is None:
+        return 0.0
+    return (input_tokens / 1000) * rate.input + (output_tokens / 1000) * rate.output
+
+
+def tools_cost(tools: Iterable[str], plan: PlanConfig | None) -> float:
+    if plan is None:
+        return 0.0
+    total = 0.0
+    for tool in tools:
+        c = plan.tool_costs.get(tool)
+        total += plan.default_tool_cost if c is None else c
+    return total
+
+
+@dataclass(frozen=True, slots=True)
+class Priced:
+    model: str | None
+    cost_tokens: float
+    cost_tools: float
+    cost_total: float
+
+
+def price(
+    model: str | None, input_tokens: int, output_tokens: int, tools: Iterable[str], plan: PlanConfig | None
+) -> Priced:
+    """Prices one call; without a plan everything costs 0."""
+    m = normalize_model(model, plan) if model else None
+    ct = token_cost(input_tokens, output_tokens, rate_of(m, plan))
+    tc = tools_cost(tools, plan)
+    return Priced(m, ct, tc, ct + tc)
+
+
+def estimate_tokens(prompt: Any) -> int:
+    """Input tokens of a prompt when the caller gives none: about four characters a token."""
+    if prompt is None:
+        return 0
+    text = prompt if isinstance(prompt, str) else json.dumps(prompt, default=str, separators=(",", ":"))
+    return math.ceil(len(text) / 4)

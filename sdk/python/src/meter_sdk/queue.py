@@ -1,0 +1,174 @@
+"""The bounded delivery queue of usage and gate events, and its one daemon thread. New events are
+dropped when it is full. Batches are retried with backoff on network errors, 429 and 5xx and never
+on other 4xx; event ids make a retried batch count once on the service."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from .errors import MeterError
+from .transport import Transport, backoff, retryable
+from .types import UsageEvent
+
+# How soon a pass that found only held events looks again (s).
+_HELD_RETRY = 0.25
+
+Event = UsageEvent | dict[str, Any]
+
+
+class QueueHooks(Protocol):
+    def delivered(self, events: list[Event], kind: str, answer: Any) -> None: ...
+    def discarded(self, events: list[Event]) -> None: ...
+    def held(self, event: Event) -> bool: ...
+    def stalled(self, user_ids: set[str]) -> None: ...
+    def warn(self, message: str, err: BaseException | None = None) -> None: ...
+
+
+def _user_of(e: Event) -> str:
+    return e.user_id if isinstance(e, UsageEvent) else str(e["user_id"])
+
+
+class EventQueue:
+    def __init__(
+        self, transport: Transport, lock: threading.RLock, max_size: int, max_batch: int, hooks: QueueHooks
+    ) -> None:
+        self.transport = transport
+        self.lock = lock
+        self.max_size = max_size
+        self.max_batch = max_batch
+        self.hooks = hooks
+        self.usage: list[Event] = []
+        self.gates: list[Event] = []
+        self.sent = 0
+        self.dropped = 0
+        self.rejected = 0
+        self.failures = 0
+        self.next_attempt = 0.0
+        self.warned_full = False
+        # One pass at a time, whoever runs it (the thread, flush(), shutdown()).
+        self.send_lock = threading.Lock()
+
+    @property
+    def size(self) -> int:
+        return len(self.usage) + len(self.gates)
+
+    def push(self, kind: str, event: Event) -> bool:
+        """False when full and the event was dropped (counted; logged once per full spell). Caller holds the lock."""
+        if len(self.usage) + len(self.gates) >= self.max_size:
+            self.dropped += 1
+            if not self.warned_full:
+                self.warned_full = True
+                self.hooks.warn(f"event queue full ({self.max_size}); new events are dropped until it drains")
+            return False
+        (self.usage if kind == "usage" else self.gates).append(event)
+        return True
+
+    def clear_after_fork(self) -> None:
+        """A forked child: what is queued is the parent's to send."""
+        self.lock = threading.RLock()
+        self.send_lock = threading.Lock()
+        self.usage = []
+        self.gates = []
+        self.failures = 0
+        self.next_attempt = 0.0
+
+    def drain(self, deadline: float) -> bool:
+        """Passes until empty or ``deadline`` (time.monotonic), waiting out backoffs in between."""
+        while True:
+            if self.pass_once():
+                return True
+            now = time.monotonic()
+            if now >= deadline:
+                return False
+            wait = min(self.next_attempt, deadline) - now
+            time.sleep(max(wait, 0.01))
+
+    def pass_once(self) -> bool:
+        """One pass over the queue; True when it emptied it."""
+        with self.send_lock:
+            while self.size > 0:
+                if not self._batch("usage", self.usage) or not self._batch("gate", self.gates):
+                    return False
+            with self.lock:
+                self.warned_full = False
+            return True
+
+    def _batch(self, kind: str, lst: list[Event]) -> bool:
+        head: list[Event] = []
+        stalled: set[str] = set()
+        with self.lock:
+            if not lst:
+                return True
+            for e in lst:
+                if self.hooks.held(e):
+                    stalled.add(_user_of(e))
+                else:
+                    head.append(e)
+                    if len(head) >= self.max_batch:
+                        break
+            wire = [e.wire() if isinstance(e, UsageEvent) else e for e in head]
+        if not head:
+            self.hooks.stalled(stalled)
+            self.next_attempt = time.monotonic() + _HELD_RETRY
+            return False
+        try:
+            answer = self.transport.request("POST", "/events/batch" if kind == "usage" else "/gate-events/batch", wire)
+        except MeterError as err:
+            if retryable(err):
+                self.failures += 1
+                self.next_attempt = time.monotonic() + backoff(self.failures, err)
+                # Once per outage, not once per attempt.
+                if self.failures == 1:
+                    self.hooks.warn(f"delivering {kind} events failed; retrying with backoff", err)
+                return False
+            with self.lock:
+                self._remove(lst, head)
+                self.rejected += len(head)
+            self.hooks.discarded(head)
+            self.hooks.warn(f"the service refused {len(head)} {kind} events; they are dropped", err)
+            return True
+        with self.lock:
+            self._remove(lst, head)
+            self.failures = 0
+            self.next_attempt = 0.0
+            self.sent += len(head)
+        self.hooks.delivered(head, kind, answer)
+        return True
+
+    @staticmethod
+    def _remove(lst: list[Event], sent: list[Event]) -> None:
+        gone = {id(e) for e in sent}
+        lst[:] = [e for e in lst if id(e) not in gone]
+
+
+class DeliveryThread:
+    """One daemon thread: a pass every flush interval (or when woken), backoffs respected."""
+
+    def __init__(self, queue: EventQueue, interval: float, on_tick: Callable[[], None]) -> None:
+        self.queue = queue
+        self.interval = interval
+        self.on_tick = on_tick
+        self.wake = threading.Event()
+        self.stopped = False
+        self.thread = threading.Thread(target=self._run, name="meter-delivery", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.stopped:
+            self.wake.wait(self.interval)
+            self.wake.clear()
+            if self.stopped:
+                return
+            try:
+                self.on_tick()
+                if self.queue.size > 0 and time.monotonic() >= self.queue.next_attempt:
+                    self.queue.pass_once()
+            except Exception as err:  # the thread must outlive any bug in one pass
+                self.queue.hooks.warn("delivery pass failed", err)
+
+    def stop(self) -> None:
+        self.stopped = True
+        self.wake.set()

@@ -1,0 +1,105 @@
+"""The REST API under /api/v1, over httpx."""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import random
+import time
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from .errors import MeterAPIError, MeterError, MeterNetworkError
+
+VERSION = "0.1.0"
+
+
+class Transport:
+    def __init__(self, base_url: str, api_key: str, timeout: float) -> None:
+        self.base = base_url.rstrip("/")
+        self.api_key = api_key
+        self.timeout = timeout
+        # False after a request found the service unreachable, until one succeeds.
+        self.reachable = True
+        self._client = self._new_client()
+
+    def _new_client(self) -> httpx.Client:
+        return httpx.Client(
+            headers={
+                "authorization": f"Bearer {self.api_key}",
+                "accept": "application/json",
+                "user-agent": f"meter-sdk-python/{VERSION}",
+            },
+            timeout=self.timeout,
+        )
+
+    def after_fork(self) -> None:
+        """The parent's connections are not this process's to use: a fresh pool."""
+        self._client = self._new_client()
+
+    def close(self) -> None:
+        self._client.close()
+
+    def request(self, method: str, path: str, body: Any = None, timeout: float | None = None) -> Any:
+        """The parsed body of a 2xx; raises MeterAPIError or MeterNetworkError."""
+        content = None if body is None else json.dumps(body, separators=(",", ":")).encode()
+        headers = {"content-type": "application/json"} if content is not None else None
+        try:
+            res = self._client.request(
+                method,
+                self.base + path,
+                content=content,
+                headers=headers,
+                timeout=self.timeout if timeout is None else timeout,
+            )
+        except (httpx.HTTPError, OSError) as err:
+            self.reachable = False
+            raise MeterNetworkError(f"meter service unreachable: {err!s} ({type(err).__name__})") from err
+        self.reachable = res.status_code < 500
+        parsed: Any = None
+        if res.content:
+            try:
+                parsed = res.json()
+            except ValueError:
+                parsed = None
+        if not res.is_success:
+            detail = parsed.get("detail") if isinstance(parsed, dict) else None
+            raise MeterAPIError(
+                res.status_code,
+                detail if isinstance(detail, str) else res.reason_phrase,
+                _retry_after(res.headers.get("retry-after")),
+            )
+        return parsed
+
+    def get_session(self, user_id: str, timeout: float | None = None) -> dict[str, Any]:
+        view: dict[str, Any] = self.request("GET", f"/users/{quote(user_id, safe='')}/session", timeout=timeout)
+        return view
+
+
+def _retry_after(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        at = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, float(at.timestamp()) - time.time())
+
+
+def retryable(err: BaseException) -> bool:
+    """True when the same request may succeed later: network errors, 429 and 5xx."""
+    return isinstance(err, MeterNetworkError) or (isinstance(err, MeterAPIError) and err.retryable)
+
+
+def backoff(failures: int, err: MeterError | None = None) -> float:
+    """Exponential backoff with jitter (0.5 s doubling up to 30 s), never shorter than Retry-After."""
+    base: float = min(30.0, 0.5 * 2.0 ** max(0, failures - 1))
+    delay = base * (0.5 + random.random() / 2)
+    after: float | None = err.retry_after if isinstance(err, MeterAPIError) else None
+    return delay if after is None else max(delay, min(after, 60.0))

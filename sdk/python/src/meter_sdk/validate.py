@@ -1,0 +1,65 @@
+"""Input checks of the public API. They raise TypeError/ValueError at the call site: a wrong
+argument is a bug to fix, and an event the service would refuse must not be queued."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+
+def check_user(user_id: Any) -> None:
+    if not isinstance(user_id, str) or not 0 < len(user_id) <= 255:
+        raise TypeError("user_id must be a string of 1 to 255 characters (the product's external_user_id)")
+
+
+def _count(name: str, v: Any) -> None:
+    if type(v) is not int or v < 0:
+        raise TypeError(f"{name} must be a non-negative integer")
+
+
+def _optional_string(name: str, v: Any) -> None:
+    if v is not None and (not isinstance(v, str) or len(v) > 255):
+        raise TypeError(f"{name} must be a string of at most 255 characters")
+
+
+def check_usage(
+    input_tokens: Any, output_tokens: Any, tool_calls: Any, metadata: Any, session_id: Any, model: Any
+) -> None:
+    _count("input_tokens", input_tokens)
+    _count("output_tokens", output_tokens)
+    if tool_calls is not None and not (
+        isinstance(tool_calls, (list, tuple)) and all(isinstance(t, str) and len(t) <= 255 for t in tool_calls)
+    ):
+        raise TypeError("tool_calls must be a list of strings")
+    if metadata is not None and not isinstance(metadata, dict):
+        raise TypeError("metadata must be a dict")
+    _optional_string("session_id", session_id)
+    _optional_string("model", model)
+
+
+def check_manual(
+    cost: Any,
+    input_tokens: Any,
+    output_tokens: Any,
+    description: Any,
+    tool_calls: Any,
+    metadata: Any,
+    session_id: Any,
+    model: Any,
+    idempotency_key: Any,
+) -> None:
+    check_usage(input_tokens, output_tokens, tool_calls, metadata, session_id, model)
+    if cost is not None and (
+        isinstance(cost, bool) or not isinstance(cost, (int, float)) or not math.isfinite(cost) or cost < 0
+    ):
+        raise TypeError("cost must be a non-negative number")
+    if description is not None and not isinstance(description, str):
+        raise TypeError("description must be a string")
+    if idempotency_key is not None and not isinstance(idempotency_key, str):
+        raise TypeError("idempotency_key must be a string")
+
+
+def positive(name: str, v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+        raise ValueError(f"Meter: {name} must be a positive number, got {v!r}")
+    return float(v)

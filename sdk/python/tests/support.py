@@ -1,0 +1,276 @@
+"""Helpers of the tests: the real stack's REST API as a product uses it, and a fault-injecting proxy."""
+
+from __future__ import annotations
+
+import contextlib
+import http.server
+import json
+import os
+import re
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+REPO = Path(__file__).resolve().parents[3]
+RULES = REPO / "sdk" / "typescript" / "test" / "rules.json"
+DAY = timedelta(days=1)
+
+
+def api_url() -> str:
+    url = os.environ.get("METER_TEST_API_URL")
+    if not url:
+        raise RuntimeError("METER_TEST_API_URL is not set: run these tests through `npm test -- sdk/python`")
+    return url
+
+
+class Api:
+    """The REST API with a product's key."""
+
+    def __init__(self, base: str, key: str | None = None) -> None:
+        self.base = base
+        self.key = key
+        headers = {"authorization": f"Bearer {key}"} if key else {}
+        self.client = httpx.Client(base_url=base, headers=headers, timeout=30)
+
+    def get(self, path: str) -> httpx.Response:
+        return self.client.get(path)
+
+    def post(self, path: str, body: Any = None) -> httpx.Response:
+        return self.client.post(path, json=body)
+
+    def patch(self, path: str, body: Any) -> httpx.Response:
+        return self.client.patch(path, json=body)
+
+
+@dataclass
+class Product:
+    api: Api
+    key: str
+    url: str
+    plans: dict[str, str] = field(default_factory=dict)
+
+    def create_plan(self, **plan: Any) -> str:
+        res = self.api.post("/config/plans", {"plans": [{"name": f"p-{uuid.uuid4()}", **plan}]})
+        assert res.status_code == 201, res.text
+        plan_id: str = res.json()["plans"][0]["id"]
+        return plan_id
+
+    def create_user(
+        self, plan: dict[str, Any] | None = None, start: datetime | None = None, end: datetime | None = None
+    ) -> str:
+        user_id = f"u-{uuid.uuid4()}"
+        res = self.api.post("/users", {"external_user_id": user_id})
+        assert res.status_code == 201, res.text
+        if plan is not None:
+            now = datetime.now(timezone.utc)
+            self.subscribe(user_id, self.create_plan(**plan), start or now - DAY, end or now + 20 * DAY)
+        return user_id
+
+    def subscribe(self, user_id: str, plan_id: str, start: datetime, end: datetime) -> None:
+        res = self.api.post(
+            f"/users/{user_id}/subscription",
+            {"plan_id": plan_id, "period_start": start.isoformat(), "period_end": end.isoformat()},
+        )
+        assert res.status_code == 200, res.text
+
+    def usage(self, user_id: str) -> dict[str, Any]:
+        res = self.api.get(f"/users/{user_id}/usage")
+        assert res.status_code == 200, res.text
+        body: dict[str, Any] = res.json()
+        return body
+
+    def gate_events(self, user_id: str) -> list[dict[str, Any]]:
+        res = self.api.get(f"/users/{user_id}/gate-events")
+        assert res.status_code == 200, res.text
+        events: list[dict[str, Any]] = res.json()["events"]
+        return events
+
+
+def new_product(base: str) -> Product:
+    res = Api(base).post("/products", {"name": "Python client tests"})
+    assert res.status_code == 201, res.text
+    key = res.json()["api_key"]
+    return Product(Api(base, key), key, base)
+
+
+def eventually(check: Callable[[], Any], timeout: float = 20.0, what: str = "condition") -> Any:
+    """Polls until ``check`` returns a truthy value (or stops raising AssertionError)."""
+    deadline = time.monotonic() + timeout
+    last: BaseException | None = None
+    while time.monotonic() < deadline:
+        try:
+            v = check()
+            if v:
+                return v
+        except AssertionError as err:
+            last = err
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}: {last}")
+
+
+def near(a: float, b: float) -> bool:
+    return abs(a - b) < 1e-9
+
+
+def rules() -> dict[str, Any]:
+    table: dict[str, Any] = json.loads(RULES.read_text())
+    return table
+
+
+@dataclass
+class Fault:
+    match: re.Pattern[str]
+    kind: str  # "status" | "lose"
+    status: int = 500
+    times: int = 1
+
+
+class FaultProxy:
+    """In front of the real gateway: answers an injected status, forwards and then cuts the connection
+    before the answer (a lost answer), or stops listening (refused connections). Counts requests."""
+
+    def __init__(self, target_api_url: str) -> None:
+        self.target = target_api_url.rstrip("/")
+        self.prefix = httpx.URL(self.target).path
+        self.faults: list[Fault] = []
+        self.seen: list[str] = []
+        self.bodies: list[tuple[str, bytes]] = []
+        self.conns: set[Any] = set()
+        # Requests matching this pattern wait until release() (a slow service).
+        self.hold_pattern: re.Pattern[str] | None = None
+        self.held = threading.Event()
+        self.holding = 0
+        self.lock = threading.Lock()
+        self.upstream = httpx.Client(timeout=30)
+        self.port = 0
+        self.server: http.server.ThreadingHTTPServer | None = None
+        self.up()
+
+    @property
+    def api_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}{self.prefix}"
+
+    def inject(self, pattern: str, kind: str, status: int = 500, times: int = 1) -> None:
+        with self.lock:
+            self.faults.append(Fault(re.compile(pattern), kind, status, times))
+
+    def count(self, pattern: str) -> int:
+        rx = re.compile(pattern)
+        with self.lock:
+            return sum(1 for s in self.seen if rx.search(s))
+
+    def hold(self, pattern: str) -> None:
+        self.held.clear()
+        self.hold_pattern = re.compile(pattern)
+
+    def release(self) -> None:
+        self.hold_pattern = None
+        self.held.set()
+
+    def sent(self, pattern: str) -> list[Any]:
+        """The JSON bodies of the requests whose "METHOD /path" matches."""
+        rx = re.compile(pattern)
+        with self.lock:
+            return [json.loads(b) for k, b in self.bodies if rx.search(k) and b]
+
+    def up(self) -> None:
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def setup(self) -> None:
+                super().setup()
+                with proxy.lock:
+                    proxy.conns.add(self.connection)
+
+            def finish(self) -> None:
+                with proxy.lock:
+                    proxy.conns.discard(self.connection)
+                with contextlib.suppress(OSError):
+                    super().finish()
+
+            def _handle(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                body = self.rfile.read(length) if length else b""
+                key = f"{self.command} {self.path[len(proxy.prefix) :]}"
+                fault = None
+                with proxy.lock:
+                    proxy.seen.append(key)
+                    proxy.bodies.append((key, body))
+                    for f in proxy.faults:
+                        if f.match.search(key):
+                            fault = f
+                            f.times -= 1
+                            if f.times <= 0:
+                                proxy.faults.remove(f)
+                            break
+                if fault is not None and fault.kind == "status":
+                    data = json.dumps({"detail": "injected fault"}).encode()
+                    self.send_response(fault.status)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                    return
+                hold = proxy.hold_pattern
+                if hold is not None and hold.search(key):
+                    with proxy.lock:
+                        proxy.holding += 1
+                    proxy.held.wait(60)
+                    with proxy.lock:
+                        proxy.holding -= 1
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "content-length")}
+                up = proxy.upstream.request(
+                    self.command,
+                    proxy.target[: len(proxy.target) - len(proxy.prefix)] + self.path,
+                    content=body,
+                    headers=headers,
+                )
+                if fault is not None and fault.kind == "lose":
+                    # The gateway handled it; the answer never reaches the client.
+                    self.close_connection = True
+                    return
+                self.send_response(up.status_code)
+                for k, v in up.headers.items():
+                    if k.lower() in ("content-type", "retry-after"):
+                        self.send_header(k, v)
+                self.send_header("content-length", str(len(up.content)))
+                self.end_headers()
+                self.wfile.write(up.content)
+
+            do_GET = do_POST = do_PATCH = do_DELETE = _handle
+
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        server.daemon_threads = True
+        self.port = server.server_address[1]
+        self.server = server
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+
+    def down(self) -> None:
+        """Stops listening: connections are refused until up()."""
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+            self.server = None
+        with self.lock:
+            conns = list(self.conns)
+        # Kept-alive connections too: a service that is down answers nothing.
+        for c in conns:
+            with contextlib.suppress(OSError):
+                c.shutdown(socket.SHUT_RDWR)
+
+    def close(self) -> None:
+        self.down()
+        self.upstream.close()

@@ -1,0 +1,132 @@
+"""Faults between the client and the service, through a proxy in front of the real gateway: totals
+stay exact (nothing lost, nothing counted twice)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+
+from meter_sdk import Meter
+
+from .support import FaultProxy, Product, near
+
+PRICED = {"cost_rates": {"m": {"input": 1, "output": 1}}}
+
+
+def test_5xx_and_429_are_retried_and_counted_once(product: Product, proxy: FaultProxy) -> None:
+    user = product.create_user({"max_spend_per_period": 1000, **PRICED})
+    m = Meter(api_key=product.key, base_url=proxy.api_url)
+    for _ in range(5):
+        m.record(user, model="m", input_tokens=100)
+    proxy.inject(r"POST /events/batch", "status", 503, times=2)
+    proxy.inject(r"POST /events/batch", "status", 429)
+    assert m.flush(timeout=30)
+    assert proxy.count(r"POST /events/batch") == 4
+    u = product.usage(user)
+    assert near(u["total_cost"], 0.5) and u["total_tokens"] == 500
+    assert m.stats.sent == 5
+    m.shutdown()
+
+
+def test_a_lost_answer_after_the_batch_was_stored_counts_once(product: Product, proxy: FaultProxy) -> None:
+    user = product.create_user({"max_spend_per_period": 1000, **PRICED})
+    m = Meter(api_key=product.key, base_url=proxy.api_url)
+    for _ in range(3):
+        m.record(user, model="m", input_tokens=1000)
+    proxy.inject(r"POST /events/batch", "lose")
+    assert m.flush(timeout=30)
+    assert proxy.count(r"POST /events/batch") == 2
+    u = product.usage(user)
+    assert near(u["total_cost"], 3.0) and u["total_tokens"] == 3000
+    m.shutdown()
+
+
+def test_refused_connections_keep_events_queued_until_the_service_is_back(product: Product, proxy: FaultProxy) -> None:
+    user = product.create_user({"max_spend_per_period": 1000, **PRICED})
+    m = Meter(api_key=product.key, base_url=proxy.api_url)
+    m.guard(user)
+    proxy.down()
+    m.record(user, model="m", input_tokens=1000)
+    m.record(user, model="m", input_tokens=1000)
+    assert not m.flush(timeout=0.5)
+    assert m.stats.queued == 2
+    # Cached users keep being enforced while the service is away.
+    assert m.guard(user).status == "ok"
+    proxy.up()
+    assert m.flush(timeout=30)
+    assert near(product.usage(user)["total_cost"], 2.0)
+    m.shutdown()
+
+
+def test_a_refused_batch_is_dropped_and_counted(
+    product: Product, proxy: FaultProxy, caplog: pytest.LogCaptureFixture
+) -> None:
+    user = product.create_user()
+    m = Meter(api_key=product.key, base_url=proxy.api_url)
+    m.record(user, model="m", input_tokens=1)
+    proxy.inject(r"POST /events/batch", "status", 400)
+    with caplog.at_level(logging.WARNING, logger="meter_sdk"):
+        assert m.flush(timeout=10)
+    assert m.stats.rejected == 1 and m.stats.sent == 0
+    assert any("refused 1 usage events" in r.getMessage() for r in caplog.records)
+    m.shutdown()
+
+
+def test_a_full_queue_drops_new_events_and_counts_them(product: Product, proxy: FaultProxy) -> None:
+    user = product.create_user()
+    m = Meter(api_key=product.key, base_url=proxy.api_url, max_queue_size=3)
+    m.guard(user)
+    proxy.down()
+    for _ in range(5):
+        m.record(user, input_tokens=1)
+    assert m.stats.queued == 3 and m.stats.dropped == 2
+    proxy.up()
+    assert m.flush(timeout=30)
+    assert product.usage(user)["total_tokens"] == 3
+    m.shutdown()
+
+
+def test_the_service_down_at_start_fails_open_and_prices_usage_when_the_plan_arrives(
+    product: Product, proxy: FaultProxy
+) -> None:
+    user = product.create_user({"max_spend_per_period": 1000, **PRICED})
+    proxy.down()
+    m = Meter(api_key=product.key, base_url=proxy.api_url, startup_timeout=0.5)
+    r = m.start()
+    assert not r.healthy and r.authenticated is None
+    assert m.guard(user).status == "ok"  # permissive until the view loads
+    ev = m.record(user, model="m-2024", input_tokens=1000)
+    assert ev.cost_total == 0
+    proxy.up()
+    assert m.flush(timeout=30)
+    # Priced when the view arrived, then sent.
+    assert ev.model == "m" and near(ev.cost_total, 1.0)
+    assert near(product.usage(user)["total_cost"], 1.0)
+    m.shutdown()
+
+
+def test_shutdown_is_bounded_when_the_service_is_down(product: Product, proxy: FaultProxy) -> None:
+    user = product.create_user()
+    m = Meter(api_key=product.key, base_url=proxy.api_url)
+    m.guard(user)
+    proxy.down()
+    m.record(user, input_tokens=1)
+    assert m.shutdown(timeout=0.5) is False
+    assert m.stats.queued == 1
+
+
+def test_the_batch_answers_plan_marker_reloads_cached_users(product: Product, proxy: Any) -> None:
+    user = product.create_user({"max_spend_per_period": 1000, **PRICED})
+    m = Meter(api_key=product.key, base_url=proxy.api_url)
+    m.guard(user)
+    loads = proxy.count(r"GET /users/.*/session")
+    m._plans_changed("v1")  # the first marker seen is a baseline
+    m._plans_changed("v1")
+    assert proxy.count(r"GET /users/.*/session") == loads
+    m._plans_changed("v2")
+    from .support import eventually
+
+    eventually(lambda: proxy.count(r"GET /users/.*/session") == loads + 1, what="a reload after the marker moved")
+    m.shutdown()

@@ -1,0 +1,40 @@
+"""At interpreter exit the queue is delivered without a shutdown() call, and a service that is
+down does not hang the exit beyond shutdown_timeout."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+from .support import FaultProxy, Product, near
+
+SCRIPT = textwrap.dedent("""
+    import os, sys
+    from meter_sdk import Meter
+    m = Meter(api_key=os.environ["KEY"], base_url=os.environ["URL"], flush_interval=3600, shutdown_timeout=1)
+    m.record(sys.argv[1], model="m", input_tokens=1000)
+    print("recorded")
+""")
+
+
+def run(user: str, url: str, key: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "KEY": key, "URL": url}
+    return subprocess.run([sys.executable, "-c", SCRIPT, user], env=env, capture_output=True, text=True, timeout=60)
+
+
+def test_exit_delivers_what_is_queued(product: Product) -> None:
+    user = product.create_user({"max_spend_per_period": 10, "cost_rates": {"m": {"input": 1, "output": 1}}})
+    r = run(user, product.url, product.key)
+    assert r.returncode == 0 and "recorded" in r.stdout, r.stderr
+    assert near(product.usage(user)["total_cost"], 1.0)
+
+
+def test_exit_with_the_service_down_ends_within_shutdown_timeout(product: Product, proxy: FaultProxy) -> None:
+    user = product.create_user()
+    proxy.down()
+    r = run(user, proxy.api_url, product.key)
+    # It ends (subprocess.run's timeout would raise otherwise) and says what it could not deliver.
+    assert r.returncode == 0, r.stderr
+    assert "could not be delivered" in r.stderr

@@ -1,0 +1,74 @@
+"""meter_sdk.langchain with the real ``langchain-core`` and ``langchain-openai`` against a local
+server speaking OpenAI's wire format."""
+
+from __future__ import annotations
+
+import pytest
+from langchain_openai import ChatOpenAI
+from pydantic import SecretStr
+
+from meter_sdk import LimitExceededError, Meter
+from meter_sdk.langchain import MeterCallbackHandler
+
+from .mock_providers import USAGE_IN, USAGE_OUT, MockProvider
+from .support import Product, eventually, near
+
+PLAN = {"max_spend_per_period": 100, "cost_rates": {"gpt-4o": {"input": 2.5, "output": 10}}}
+CALL_COST = USAGE_IN / 1000 * 2.5 + USAGE_OUT / 1000 * 10
+
+
+def test_invoke_and_stream_are_metered_once_each(product: Product, provider: MockProvider) -> None:
+    user = product.create_user(PLAN)
+    meter = Meter(api_key=product.key, base_url=product.url)
+    handler = MeterCallbackHandler(meter, user_id=user)
+    model = ChatOpenAI(
+        model="gpt-4o",
+        api_key=SecretStr("sk-test"),
+        base_url=provider.base,
+        max_retries=0,
+        stream_usage=True,
+    )
+    out = model.invoke("Hi", config={"callbacks": [handler]})
+    assert out.content == "Hello!"
+    text = "".join(str(c.content) for c in model.stream("Hi", config={"callbacks": [handler]}))
+    assert text == "Hello!"
+    assert meter.flush()
+    u = product.usage(user)
+    assert u["total_tokens"] == 2 * (USAGE_IN + USAGE_OUT) and near(u["total_cost"], 2 * CALL_COST)
+    meter.shutdown()
+
+
+async def test_a_hard_gate_stops_the_run_before_the_provider(product: Product, provider: MockProvider) -> None:
+    user = product.create_user({"max_spend_per_period": 0})
+    meter = Meter(api_key=product.key, base_url=product.url)
+    model = ChatOpenAI(
+        model="gpt-4o",
+        api_key=SecretStr("sk-test"),
+        base_url=provider.base,
+        max_retries=0,
+        callbacks=[MeterCallbackHandler(meter, user_id=user)],
+    )
+    with pytest.raises(LimitExceededError):
+        model.invoke("Hi")
+    with pytest.raises(LimitExceededError):
+        await model.ainvoke("Hi")
+    assert provider.count("/chat/completions") == 0
+    meter.shutdown()
+
+
+def test_a_stream_left_with_break_is_settled_once_after_idle(product: Product, provider: MockProvider) -> None:
+    user = product.create_user(PLAN)
+    meter = Meter(api_key=product.key, base_url=product.url)
+    handler = MeterCallbackHandler(meter, user_id=user, idle=0.2)
+    model = ChatOpenAI(model="gpt-4o", api_key=SecretStr("sk-test"), base_url=provider.base, max_retries=0)
+    stream = model.stream("Hi", config={"callbacks": [handler]})
+    for _ in stream:
+        break
+    eventually(lambda: meter.stats.queued + meter.stats.sent == 1, what="the left run to be settled")
+    assert handler._runs == {}
+    # The next run of the same handler is metered as usual: one event each.
+    model.invoke("Hi", config={"callbacks": [handler]})
+    assert meter.flush()
+    assert meter.stats.sent == 2
+    assert product.usage(user)["total_tokens"] > 0
+    meter.shutdown()

@@ -1,0 +1,75 @@
+"""Budget leases: replicas share one cap exactly, and a replica asks for its next slice ahead, in the
+background, so that no call waits while the slice lasts."""
+
+from __future__ import annotations
+
+import random
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+from meter_sdk import LimitExceededError, Meter
+
+from .support import FaultProxy, Product, eventually, near
+
+CAP = 30.0
+PLAN = {
+    "max_spend_per_period": CAP,
+    "pre_call_estimate": True,
+    "pre_call_buffer_tokens": 100,
+    "cost_rates": {"m": {"input": 0, "output": 10}},
+}
+
+
+def test_replicas_with_leases_never_pass_the_cap(product: Product) -> None:
+    user = product.create_user(PLAN)
+    replicas = [Meter(api_key=product.key, base_url=product.url, leases=True) for _ in range(3)]
+    lock = threading.Lock()
+    spent: list[float] = []
+    blocked = [0]
+
+    def call(i: int) -> None:
+        m = replicas[i % len(replicas)]
+        try:
+            with m.reserve(user, model="m", input_tokens=0) as r:  # estimate $1.00
+                ev = r.commit(output_tokens=random.randint(50, 100))
+            with lock:
+                spent.append(ev.cost_total)
+        except LimitExceededError:
+            with lock:
+                blocked[0] += 1
+
+    with ThreadPoolExecutor(max_workers=12) as pool:
+        list(pool.map(call, range(150)))
+    for m in replicas:
+        assert m.shutdown(timeout=30)
+    total = product.usage(user)["total_cost"]
+    assert blocked[0] > 0
+    assert near(total, sum(spent))
+    assert total <= CAP + 1e-9, f"overshoot ${total - CAP:.2f}"
+    assert all((m.stats.lease_requests or 0) > 0 for m in replicas)
+
+
+def test_a_slow_lease_request_delays_no_call_while_the_slice_lasts(product: Product, proxy: FaultProxy) -> None:
+    user = product.create_user({**PLAN, "max_spend_per_period": 100_000})
+    m = Meter(api_key=product.key, base_url=proxy.api_url, leases=True, lease_calls=10)
+    m.reserve(user, model="m", input_tokens=0).commit(output_tokens=100)  # the first slice: about 10 calls
+    asked = proxy.count(r"POST /users/.*/leases$")
+    assert asked == 1
+    proxy.hold(r"POST /users/.*/leases$")
+    ran = 0
+    # Spend until the replica asks ahead; that request hangs in the proxy, and calls keep running.
+    while m.stats.lease_requests == 1 and ran < 20:
+        r = m.reserve_now(user, model="m", input_tokens=0)
+        assert r is not None, "a call waited for the lease request"
+        r.commit(output_tokens=100)
+        ran += 1
+    assert m.stats.lease_requests == 2, "no top-up was asked for ahead"
+    eventually(lambda: proxy.holding == 1, what="the top-up asked for ahead")
+    for _ in range(2):
+        r = m.reserve_now(user, model="m", input_tokens=0)
+        assert r is not None, "a call waited while the slice still held budget"
+        r.commit(output_tokens=100)
+    proxy.release()
+    eventually(lambda: proxy.count(r"POST /users/.*/leases$") == asked + 1)
+    assert m.shutdown(timeout=30)
+    assert near(product.usage(user)["total_cost"], (ran + 3) * 1.0)

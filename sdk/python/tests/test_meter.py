@@ -1,0 +1,299 @@
+"""The client against the real stack over HTTP: loads, gates, reservations, metering, manual events."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from typing import Any
+
+import pytest
+
+from meter_sdk import GateContext, GuardResult, LimitExceededError, Meter, MeterAPIError, UsageEvent
+
+from .support import Product, eventually, near
+
+PRICED = {"cost_rates": {"gpt-4o": {"input": 2.5, "output": 10}}, "default_tool_cost": 0.02}
+
+
+def meter_for(p: Product, **kw: Any) -> Meter:
+    return Meter(api_key=p.key, base_url=p.url, **kw)
+
+
+def test_start_checks_health_and_the_key(product: Product, caplog: pytest.LogCaptureFixture) -> None:
+    m = meter_for(product)
+    r = m.start()
+    assert r.healthy and r.authenticated is True
+    m.shutdown()
+    errors: list[BaseException] = []
+    bad = Meter(api_key="mk_wrong", base_url=product.url, on_error=errors.append)
+    with caplog.at_level(logging.ERROR, logger="meter_sdk"):
+        r = bad.start()
+    assert r.healthy and r.authenticated is False
+    assert any("refused the API key" in rec.getMessage() for rec in caplog.records)
+    assert isinstance(errors[0], MeterAPIError) and errors[0].status == 401
+    bad.shutdown()
+
+
+def test_fail_closed_blocks_a_user_whose_plan_cannot_load(product: Product) -> None:
+    user = product.create_user({"max_spend_per_period": 100, **PRICED})
+    open_ = Meter(api_key="mk_wrong", base_url=product.url)
+    assert open_.guard(user).status == "ok"
+    closed = Meter(api_key="mk_wrong", base_url=product.url, fail_closed=True)
+    with pytest.raises(LimitExceededError) as err:
+        closed.guard(user)
+    assert err.value.status_code == 429 and "fails closed" in str(err.value)
+    for m in (open_, closed):
+        m.shutdown(timeout=1)
+
+
+def test_a_base_url_without_the_api_path_is_explained() -> None:
+    with pytest.raises(ValueError, match="/api/v1"):
+        Meter(api_key="k", base_url="http://127.0.0.1:1")
+    with pytest.raises(ValueError, match="api_key"):
+        Meter(api_key="", base_url="http://127.0.0.1:1/api/v1")
+
+
+def test_records_are_priced_delivered_and_counted_exactly(product: Product) -> None:
+    user = product.create_user({"max_spend_per_period": 100, **PRICED})
+    m = meter_for(product)
+    seen: list[UsageEvent] = []
+    m.on_usage(seen.append)
+    ev = m.record(user, model="gpt-4o-2024-08-06", input_tokens=1000, output_tokens=1000, tool_calls=["search"])
+    assert ev.model == "gpt-4o" and near(ev.cost_tokens, 12.5) and near(ev.cost_tools, 0.02) and not ev.synced
+    assert seen == [ev]
+    assert m.flush()
+    assert ev.synced
+    u = product.usage(user)
+    assert near(u["total_cost"], 12.52) and u["total_tokens"] == 2000
+    st = m.state(user)
+    assert st is not None and near(st.period_cost, 12.52) and st.period_tokens_by_model == {"gpt-4o": 2000}
+    assert m.stats.sent == 1 and m.stats.queued == 0
+    m.shutdown()
+
+
+def test_soft_then_hard_gates_callbacks_in_order_and_one_that_raises_stops_nothing(product: Product) -> None:
+    user = product.create_user({"max_spend_per_period": 1, **PRICED})
+    m = meter_for(product)
+    calls: list[str] = []
+
+    def boom(r: GuardResult, c: GateContext) -> None:
+        calls.append("boom")
+        raise RuntimeError("callback bug")
+
+    m.on_soft_gate(boom)
+    m.on_soft_gate(lambda r, c: calls.append(f"soft:{r.gate_reason}:{c.user_id == user}"))
+    m.on_hard_gate(lambda r, c: calls.append(f"hard:{r.gate_reason}"))
+    assert m.guard(user, model="gpt-4o").status == "ok"
+    m.record(user, model="gpt-4o", input_tokens=0, output_tokens=85)  # $0.85
+    r = m.guard(user, model="gpt-4o")
+    assert r.status == "soft_gate" and r.usage_pct == pytest.approx(0.85)
+    m.record(user, model="gpt-4o", input_tokens=0, output_tokens=15)  # $1.00
+    with pytest.raises(LimitExceededError) as err:
+        m.guard(user, model="gpt-4o")
+    assert err.value.result.status == "hard_gate" and err.value.status_code == 429
+    assert calls == ["boom", "soft:total_spend:True", "hard:total_spend"]
+    m.shutdown()
+
+
+def test_soft_hard_and_blocked_within_5s_are_three_gate_events_later_ones_counted(product: Product) -> None:
+    user = product.create_user({"max_spend_per_period": 1, **PRICED})
+    warn = meter_for(product, blocking=False)
+    block = meter_for(product)
+    warn.record(user, model="gpt-4o", output_tokens=90)
+    warn.guard(user)  # soft
+    warn.guard(user)  # soft again: suppressed
+    warn.record(user, model="gpt-4o", output_tokens=10)
+    assert warn.guard(user).status == "hard_gate"  # not blocking: a hard gate, not blocked
+    assert warn.flush()
+    for _ in range(3):
+        with pytest.raises(LimitExceededError):
+            block.guard(user)
+    assert block.flush()
+    events = product.gate_events(user)
+    kinds = sorted((e["status"], e["blocked"]) for e in events)
+    assert kinds == [("hard_gate", False), ("hard_gate", True), ("soft_gate", False)], events
+    m2 = meter_for(product)
+    m2.record(user, model="gpt-4o", output_tokens=1)
+    m2.shutdown()
+    warn.shutdown()
+    block.shutdown()
+
+
+def test_suppressed_gate_events_are_counted_in_the_next_ones_metadata(product: Product, proxy: Any) -> None:
+    import meter_sdk.meter as mm
+
+    user = product.create_user({"max_spend_per_period": 0, **PRICED})
+    m = Meter(api_key=product.key, base_url=proxy.api_url)
+    old = mm.GATE_EVENT_INTERVAL
+    mm.GATE_EVENT_INTERVAL = 0.2
+    try:
+        for _ in range(4):
+            with pytest.raises(LimitExceededError):
+                m.guard(user)
+        eventually(lambda: m.state(user) is not None)
+        import time
+
+        time.sleep(0.25)
+        with pytest.raises(LimitExceededError):
+            m.guard(user)
+    finally:
+        mm.GATE_EVENT_INTERVAL = old
+    assert m.flush()
+    events = sorted(product.gate_events(user), key=lambda e: e["timestamp"])
+    assert len(events) == 2
+    wire = sorted((e for batch in proxy.sent("POST /gate-events/batch") for e in batch), key=lambda e: e["timestamp"])
+    assert [e["metadata"].get("suppressed") for e in wire] == [None, 3]
+    m.shutdown()
+
+
+def test_a_cap_of_zero_blocks_every_call_and_no_plan_is_permissive(product: Product) -> None:
+    zero = product.create_user({"max_spend_per_period": 0})
+    free = product.create_user()
+    stranger = f"nobody-{uuid.uuid4()}"
+    m = meter_for(product)
+    with pytest.raises(LimitExceededError):
+        m.guard(zero)
+    assert m.guard(free, model="gpt-4o").status == "ok"
+    assert m.guard(stranger).status == "ok"
+    ev = m.record(stranger, model="x", input_tokens=5)
+    assert ev.cost_total == 0
+    assert m.flush()
+    m.shutdown()
+
+
+def test_reserve_holds_the_estimate_and_commit_settles_it(product: Product) -> None:
+    user = product.create_user(
+        {"max_spend_per_period": 1, "pre_call_estimate": True, "pre_call_buffer_tokens": 40, **PRICED}
+    )
+    m = meter_for(product)
+    # estimate: 0 input + 40 output tokens at $10/1K = $0.40
+    a = m.reserve(user, model="gpt-4o", input_tokens=0)
+    b = m.reserve(user, model="gpt-4o", input_tokens=0)
+    with pytest.raises(LimitExceededError) as err:
+        m.reserve(user, model="gpt-4o", input_tokens=0)
+    assert "spent" in (err.value.result.message or "") and "estimate" in (err.value.result.message or "")
+    ev = a.commit(input_tokens=0, output_tokens=10)
+    assert near(ev.cost_total, 0.1)
+    b.release()
+    b.release()
+    with pytest.raises(RuntimeError):
+        b.commit()
+    # The block raising gives the estimate back.
+    with pytest.raises(ZeroDivisionError), m.reserve(user, model="gpt-4o", input_tokens=0):
+        1 / 0  # noqa: B018
+    with m.reserve(user, model="gpt-4o", input_tokens=0) as r:
+        r.commit(output_tokens=20)
+    assert m.flush()
+    assert near(product.usage(user)["total_cost"], 0.3)
+    m.shutdown()
+
+
+def test_caller_sessions_have_their_own_caps(product: Product) -> None:
+    user = product.create_user({"max_spend_per_session": 0.5, **PRICED})
+    m = meter_for(product)
+    m.record(user, model="gpt-4o", output_tokens=50, session_id="conv-a")
+    with pytest.raises(LimitExceededError):
+        m.guard(user, session_id="conv-a")
+    assert m.guard(user, session_id="conv-b").status == "ok"
+    assert m.guard(user).status == "ok"
+    m.shutdown()
+
+
+def test_concurrent_first_calls_share_one_load_and_session_start_fires_once(product: Product, proxy: Any) -> None:
+    user = product.create_user({"max_spend_per_period": 10})
+    m = Meter(api_key=product.key, base_url=proxy.api_url)
+    starts: list[str] = []
+    m.on_session_start(lambda s: starts.append(s.plan))
+    threads = [threading.Thread(target=m.guard, args=(user,)) for _ in range(20)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert proxy.count(r"GET /users/.*/session") == 1
+    assert len(starts) == 1
+    m.shutdown()
+
+
+def test_a_plan_change_is_picked_up_by_refresh(product: Product) -> None:
+    plan_id = product.create_plan(max_spend_per_period=100, **PRICED)
+    user = product.create_user()
+    from datetime import datetime, timedelta, timezone
+
+    now = datetime.now(timezone.utc)
+    product.subscribe(user, plan_id, now - timedelta(days=1), now + timedelta(days=10))
+    m = meter_for(product)
+    m.record(user, model="gpt-4o", output_tokens=100)  # $1
+    assert m.guard(user).status == "ok"
+    assert product.api.patch(f"/config/plans/{plan_id}", {"max_spend_per_period": 1}).status_code == 200
+    assert m.refresh(user)
+    with pytest.raises(LimitExceededError):
+        m.guard(user)
+    m.shutdown()
+
+
+def test_record_manual_is_priced_by_the_service_and_counted_once(product: Product) -> None:
+    user = product.create_user({"max_spend_per_period": 100, **PRICED})
+    m = meter_for(product)
+    m.guard(user)
+    seen: list[UsageEvent] = []
+    m.on_usage(seen.append)
+    a = m.record_manual(user, model="gpt-4o", input_tokens=1000, idempotency_key="k1", description="import")
+    b = m.record_manual(user, model="gpt-4o", input_tokens=1000, idempotency_key="k1")
+    assert a.id == b.id and near(a.cost, 2.5) and a.source == "manual"
+    assert len(seen) == 1 and seen[0].synced
+    st = m.state(user)
+    assert st is not None and near(st.period_cost, 2.5)
+    c = m.record_manual(user, cost=1.25)
+    assert near(c.cost, 1.25)
+    assert near(product.usage(user)["total_cost"], 3.75)
+    with pytest.raises(TypeError):
+        m.record_manual(user, cost=-1)
+    m.shutdown()
+
+
+def test_input_checks() -> None:
+    m = Meter(api_key="k", base_url="http://127.0.0.1:1/api/v1", startup_timeout=0.2)
+    with pytest.raises(TypeError):
+        m.guard("")
+    with pytest.raises(TypeError):
+        m.record("u", input_tokens=-1)
+    with pytest.raises(TypeError):
+        m.record("u", tool_calls="search")  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        Meter(api_key="k", base_url="http://127.0.0.1:1/api/v1", flush_interval=0)
+    m.shutdown(timeout=0.1)
+
+
+def test_a_plan_change_applies_once_refresh_interval_elapses(product: Product) -> None:
+    plan_id = product.create_plan(max_spend_per_period=100, **PRICED)
+    user = product.create_user()
+    from datetime import datetime, timedelta, timezone
+
+    now = datetime.now(timezone.utc)
+    product.subscribe(user, plan_id, now - timedelta(days=1), now + timedelta(days=10))
+    m = meter_for(product, refresh_interval=0.2)
+    m.record(user, model="gpt-4o", output_tokens=100)  # $1
+    assert m.guard(user).status == "ok"
+    assert m.flush()
+    assert product.api.patch(f"/config/plans/{plan_id}", {"max_spend_per_period": 1}).status_code == 200
+
+    def blocked() -> bool:
+        try:
+            m.guard(user)
+        except LimitExceededError:
+            return True
+        return False
+
+    eventually(blocked, what="the lowered cap to gate")
+    m.shutdown()
+
+
+def test_start_explains_a_base_url_that_is_not_the_api(product: Product, caplog: pytest.LogCaptureFixture) -> None:
+    root = product.url[: -len("/api/v1")]
+    m = Meter(api_key=product.key, base_url=f"{root}/api")
+    with caplog.at_level(logging.ERROR, logger="meter_sdk"):
+        r = m.start()
+    assert not r.healthy
+    assert any("ending in /api/v1" in rec.getMessage() for rec in caplog.records)
+    m.shutdown(timeout=0.5)

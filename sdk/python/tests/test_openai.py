@@ -1,0 +1,160 @@
+"""meter_sdk.openai with the real ``openai`` package against a local server speaking its wire format."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from openai import AsyncOpenAI, OpenAI
+
+from meter_sdk import LimitExceededError, Meter, MissingUserError
+from meter_sdk.openai import wrap
+
+from .mock_providers import USAGE_IN, USAGE_OUT, MockProvider
+from .support import Product, near
+
+PLAN = {"max_spend_per_period": 100, "cost_rates": {"gpt-4o": {"input": 2.5, "output": 10}}, "default_tool_cost": 0.02}
+CALL_COST = USAGE_IN / 1000 * 2.5 + USAGE_OUT / 1000 * 10
+MESSAGES: Any = [{"role": "user", "content": "Hi"}]
+TOOLS: Any = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
+
+
+def setup(product: Product, provider: MockProvider, plan: dict[str, Any] = PLAN) -> tuple[Meter, str, OpenAI]:
+    user = product.create_user(plan)
+    meter = Meter(api_key=product.key, base_url=product.url)
+    client = wrap(OpenAI(api_key="sk-test", base_url=provider.base, max_retries=0), meter, user_id=user)
+    return meter, user, client
+
+
+def totals(product: Product, meter: Meter, user: str) -> tuple[float, int]:
+    assert meter.flush()
+    u = product.usage(user)
+    return u["total_cost"], u["total_tokens"]
+
+
+def test_chat_completions_are_metered_with_the_providers_usage_and_tools(
+    product: Product, provider: MockProvider
+) -> None:
+    meter, user, client = setup(product, provider)
+    out = client.chat.completions.create(model="gpt-4o-2024-08-06", messages=MESSAGES)
+    assert out.choices[0].message.content == "Hello!"
+    client.chat.completions.create(model="gpt-4o", messages=MESSAGES, tools=TOOLS)
+    cost, tokens = totals(product, meter, user)
+    assert near(cost, 2 * CALL_COST + 0.02) and tokens == 2 * (USAGE_IN + USAGE_OUT)
+    meter.shutdown()
+
+
+def test_a_stream_that_did_not_ask_for_usage_is_metered_and_the_usage_chunk_hidden(
+    product: Product, provider: MockProvider
+) -> None:
+    meter, user, client = setup(product, provider)
+    chunks = list(client.chat.completions.create(model="gpt-4o", messages=MESSAGES, stream=True))
+    assert provider.requests[-1][1]["stream_options"] == {"include_usage": True}
+    assert all(c.choices for c in chunks) and "".join(c.choices[0].delta.content or "" for c in chunks) == "Hello!"
+    asked = list(
+        client.chat.completions.create(
+            model="gpt-4o", messages=MESSAGES, stream=True, stream_options={"include_usage": True}
+        )
+    )
+    assert asked[-1].usage is not None and asked[-1].choices == []
+    cost, tokens = totals(product, meter, user)
+    assert near(cost, 2 * CALL_COST) and tokens == 2 * (USAGE_IN + USAGE_OUT)
+    meter.shutdown()
+
+
+def test_a_stream_left_early_is_metered_once_with_what_it_showed(product: Product, provider: MockProvider) -> None:
+    meter, user, client = setup(product, provider)
+    stream = client.chat.completions.create(model="gpt-4o", messages=MESSAGES, stream=True)
+    for _ in stream:
+        break
+    stream.close()
+    del stream
+    cost, tokens = totals(product, meter, user)
+    # No usage had arrived: the input estimate and about a token per four characters received.
+    assert tokens > 0 and cost > 0
+    assert meter.state(user) is not None
+    meter.shutdown()
+
+
+def test_responses_api_plain_and_streamed_with_tool_calls(product: Product, provider: MockProvider) -> None:
+    meter, user, client = setup(product, provider)
+    r = client.responses.create(model="gpt-4o", input="Hi", tools=[{"type": "web_search"}])
+    assert r.output_text == "Hello!"
+    events = list(client.responses.create(model="gpt-4o", input="Hi", stream=True))
+    assert events[-1].type == "response.completed"
+    cost, tokens = totals(product, meter, user)
+    # function_call get_weather and web_search_call: two tools at $0.02.
+    assert near(cost, 2 * CALL_COST + 0.04) and tokens == 2 * (USAGE_IN + USAGE_OUT)
+    meter.shutdown()
+
+
+def test_raw_responses_and_the_sdks_helpers_are_metered_once(product: Product, provider: MockProvider) -> None:
+    meter, user, client = setup(product, provider)
+    raw = client.chat.completions.with_raw_response.create(model="gpt-4o", messages=MESSAGES)
+    assert raw.parse().choices[0].message.content == "Hello!"
+    with client.chat.completions.stream(model="gpt-4o", messages=MESSAGES) as s:
+        final = s.get_final_completion()
+    assert final.choices[0].message.content == "Hello!"
+    cost, tokens = totals(product, meter, user)
+    assert near(cost, 2 * CALL_COST) and tokens == 2 * (USAGE_IN + USAGE_OUT)
+    assert provider.count("/chat/completions") == 2
+    meter.shutdown()
+
+
+def test_a_hard_gate_sends_nothing_and_no_user_fails_before_sending(product: Product, provider: MockProvider) -> None:
+    meter, _user, client = setup(product, provider, {"max_spend_per_period": 0})
+    with pytest.raises(LimitExceededError):
+        client.chat.completions.create(model="gpt-4o", messages=MESSAGES)
+    anonymous = wrap(OpenAI(api_key="sk-test", base_url=provider.base), meter)
+    with pytest.raises(MissingUserError):
+        anonymous.chat.completions.create(model="gpt-4o", messages=MESSAGES)
+    assert provider.count("/chat/completions") == 0
+    # Other endpoints pass through; the user can also come from the context.
+    free = product.create_user()
+    with meter.user(free):
+        anonymous.chat.completions.create(model="gpt-4o", messages=MESSAGES)
+    assert provider.count("/chat/completions") == 1
+    with pytest.raises(ValueError):
+        wrap(anonymous, meter)
+    meter.shutdown()
+
+
+def test_one_wrapped_client_serves_conversations_with_their_own_session_caps(
+    product: Product, provider: MockProvider
+) -> None:
+    meter, user, _ = setup(product, provider, {**PLAN, "max_spend_per_session": 0.5})
+    client = wrap(OpenAI(api_key="sk-test", base_url=provider.base), meter)
+    with meter.user(user, session_id="conv-a"):
+        client.chat.completions.create(model="gpt-4o", messages=MESSAGES)  # $0.33
+        client.chat.completions.create(model="gpt-4o", messages=MESSAGES)  # $0.66: session a at its cap
+        with pytest.raises(LimitExceededError):
+            client.chat.completions.create(model="gpt-4o", messages=MESSAGES)
+    with meter.user(user, session_id="conv-b"):
+        client.chat.completions.create(model="gpt-4o", messages=MESSAGES)
+    assert provider.count("/chat/completions") == 3
+    meter.shutdown()
+
+
+async def test_async_client_plain_and_streamed(product: Product, provider: MockProvider) -> None:
+    user = product.create_user(PLAN)
+    meter = Meter(api_key=product.key, base_url=product.url)
+    client = wrap(AsyncOpenAI(api_key="sk-test", base_url=provider.base, max_retries=0), meter, user_id=user)
+    out = await client.chat.completions.create(model="gpt-4o", messages=MESSAGES)
+    assert out.choices[0].message.content == "Hello!"
+    stream = await client.chat.completions.create(model="gpt-4o", messages=MESSAGES, stream=True)
+    chunks = [c async for c in stream]
+    assert all(c.choices for c in chunks)
+    assert await meter.aflush()
+    u = product.usage(user)
+    assert near(u["total_cost"], 2 * CALL_COST) and u["total_tokens"] == 2 * (USAGE_IN + USAGE_OUT)
+    await meter.ashutdown()
+
+
+def test_a_stream_never_read_is_settled_by_shutdown(product: Product, provider: MockProvider) -> None:
+    meter, user, client = setup(product, provider)
+    kept = client.chat.completions.create(model="gpt-4o", messages=MESSAGES, stream=True)
+    assert meter.state(user) is not None
+    assert meter.shutdown()
+    # Settled with the input estimate before the final delivery.
+    assert product.usage(user)["total_tokens"] > 0
+    kept.close()
