@@ -127,4 +127,65 @@ t('service unreachable: "slice" spends only what the lease holds, "open" lets ca
   assert.throws(() => new Meter({ apiKey: "k", baseURL: "http://x", leases: true, leaseFallback: "nope" as "open" }), /leaseFallback/);
 });
 
+const LEASE_REQUEST = /POST \/users\/[^/]+\/leases$/;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * `workers` loops of calls, each call taking `callMs` (the model call), until `done()`. A call
+ * the lease cannot cover at once (reserveNow() gives nothing: it would wait for a lease
+ * request) is counted as waited while `counting()`, then reserved the usual way.
+ */
+async function spend(m: Meter, user: string, workers: number, callMs: number, done: () => boolean, counting: () => boolean) {
+  const seen = { calls: 0, waited: 0 };
+  await Promise.all(
+    Array.from({ length: workers }, async () => {
+      while (!done()) {
+        let r = m.reserveNow(user, CALL);
+        if (!r) {
+          if (counting()) seen.waited++;
+          r = await m.reserve(user, CALL);
+        }
+        await sleep(callMs);
+        r.commitNow(USED);
+        seen.calls++;
+      }
+    }),
+  );
+  return seen;
+}
+
+t("a replica whose slice runs low asks for the next one in the background: its next calls do not wait", async (ctx) => {
+  const user = await cappedUser(ctx.api, 10_000_000);
+  const { proxy, m } = await setup(ctx);
+  // 5 concurrent calls at a time; first the replica learns its spend rate (lease requests answer at once).
+  let slow = false;
+  let answeredBefore = 0;
+  const run = spend(m, user, 5, 20, () => slow && proxy.countAnswered(LEASE_REQUEST) >= answeredBefore + 2, () => slow);
+  await eventually(async () => (await usage(ctx.api, user)).total_cost >= 100 * CALL_COST, 30_000, "100 calls settled");
+  // From now on every lease request takes half a second.
+  proxy.inject(LEASE_REQUEST, { kind: "delay", ms: 500 }, 1_000);
+  answeredBefore = proxy.count(LEASE_REQUEST);
+  slow = true;
+  const seen = await run;
+  assert.is(seen.waited, 0, `calls that waited for a lease request, of ${seen.calls}`);
+  await m.shutdown();
+  assert.ok(Math.abs((await usage(ctx.api, user)).total_cost - seen.calls * CALL_COST) < 1e-6);
+});
+
+t("a lease request held for a second delays no call while the slice lasts", async (ctx) => {
+  const user = await cappedUser(ctx.api, 10_000_000);
+  const { proxy, m } = await setup(ctx);
+  let held = false;
+  let seenBefore = 0;
+  const run = spend(m, user, 1, 10, () => held && proxy.countAnswered(LEASE_REQUEST) > seenBefore, () => held);
+  await eventually(async () => (await usage(ctx.api, user)).total_cost >= 100 * CALL_COST, 30_000, "100 calls settled");
+  // The next lease request is held a second on its way, while requests so far answered at once.
+  proxy.inject(LEASE_REQUEST, { kind: "delay", ms: 1_000 });
+  seenBefore = proxy.count(LEASE_REQUEST);
+  held = true;
+  const seen = await run;
+  assert.is(seen.waited, 0, `calls that waited for a lease request, of ${seen.calls}`);
+  await m.shutdown();
+});
+
 t.run();
