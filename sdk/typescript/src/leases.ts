@@ -107,6 +107,8 @@ class Book {
   lastUse = 0;
   /** When the last request was sent. */
   askedAt = 0;
+  /** When the first request whose answer never came (since the last grant) was sent, else 0. */
+  lostAt = 0;
   /** Round trips of lease requests (ms): smoothed, their mean deviation, and a peak that fades. */
   srtt = 0;
   rttvar = 0;
@@ -229,12 +231,15 @@ export class Leases {
         this.warn(`lease request for ${b.userId} refused`, err);
         return;
       }
+      // Whether the service granted something is unknown: a later answer tells (adopted below).
+      if (b.lostAt === 0) b.lostAt = sentAt;
       b.open = this.settings.fallback === "open";
       if (!this.warned) this.warn(`lease request failed; ${b.open ? "calls fail open" : "calls spend only what the lease holds"} until the service answers`, err as Error);
       this.warned = true;
       return;
     }
     this.roundTrip(b, Date.now() - sentAt);
+
 
     b.open = false;
     if (!res.limited || !res.lease) {
@@ -256,6 +261,16 @@ export class Leases {
       b.spend.granted = l.granted;
       if (model !== null && l.tokens !== null) b.slice(model).granted = l.tokens.granted;
       b.deadline = sentAt + l.ttl_ms;
+      b.lostAt = 0;
+    } else if (b.lostAt > 0 && Date.now() < b.lostAt + l.ttl_ms && (l.granted > b.spend.granted || (model !== null && l.tokens !== null && l.tokens.granted > b.slice(model).granted))) {
+      // Nothing added, but the lease holds more than this process knew: a request whose answer
+      // was lost was granted. The service keeps it until at least that request's time plus the
+      // lifetime; left unused, it would be lost to every replica until it lapsed.
+      if (b.lostAt >= b.deadline) for (const t of b.tokens.values()) t.granted = Math.min(t.granted, t.used);
+      b.spend.granted = Math.max(b.spend.granted, l.granted);
+      if (model !== null && l.tokens !== null) b.slice(model).granted = Math.max(b.slice(model).granted, l.tokens.granted);
+      b.deadline = Math.max(b.deadline, b.lostAt + l.ttl_ms);
+      b.lostAt = 0;
     }
   }
 

@@ -188,4 +188,23 @@ t("a lease request held for a second delays no call while the slice lasts", asyn
   await m.shutdown();
 });
 
+t("a slice granted while its answer was lost is spent once the service answers again, even when nothing more is left", async (ctx) => {
+  const cap = 20 * CALL_ESTIMATE;
+  const user = await cappedUser(ctx.api, cap);
+  const { proxy, m } = await setup(ctx);
+  await m.guard(user, { model: "m" }); // loads the view
+  proxy.inject(LEASE_REQUEST, { kind: "lose" });
+  await rejects(() => m.reserve(user, CALL), LimitExceededError);
+  const lost = await ctx.api.get(`/users/${user}/usage`);
+  assert.is(lost.body.total_cost, 0);
+  // Another holder takes everything the lost slice left.
+  const rest = await ctx.api.post(`/users/${user}/leases`, { holder: "other", need: cap / 2, want: cap });
+  assert.is(rest.body.lease.added, cap / 2, JSON.stringify(rest.body));
+  // Nothing is left to grant; the slice granted with the lost answer is this replica's to spend.
+  const calls = await callUntilRefused(m, user, "total_spend");
+  // $20: calls of $1.50 while the $2 estimate of the next one fits.
+  assert.is(calls, Math.floor((cap / 2 - CALL_ESTIMATE) / CALL_COST) + 1);
+  await m.shutdown();
+});
+
 t.run();
