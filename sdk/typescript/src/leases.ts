@@ -215,13 +215,18 @@ export class Leases {
     b.askedAt = sentAt;
     const { model, waiting, needCost, needTokens } = b;
     b.waiting = b.needCost = b.needTokens = 0;
-    const renew = sentAt >= this.renewAt(b);
+    // Failing open, a request is the way to learn that the service answers again.
+    const renew = sentAt >= this.renewAt(b) || b.open;
     const spend = this.asked(b, b.spend, needCost, waiting, renew, sentAt);
     const body: Record<string, unknown> = { holder: this.holder, need: spend.need, want: spend.want, ttl_ms: this.settings.ttlMs };
+    let wanted = spend.want > 0;
     if (model !== null) {
       const t = this.asked(b, b.slice(model), needTokens, waiting, renew, sentAt);
       Object.assign(body, { model, need_tokens: Math.ceil(t.need), want_tokens: Math.ceil(t.want) });
+      wanted ||= t.want > 0;
     }
+    // Calls given back since it was prepared (or a slower rate) left nothing to ask for.
+    if (!wanted) return;
     this.requests++;
     let res: { limited: boolean; lease: LeaseWire | null };
     try {
@@ -239,6 +244,7 @@ export class Leases {
       return;
     }
     this.roundTrip(b, Date.now() - sentAt);
+
 
 
     b.open = false;
