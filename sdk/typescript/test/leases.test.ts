@@ -207,4 +207,36 @@ t("a slice granted while its answer was lost is spent once the service answers a
   await m.shutdown();
 });
 
+t("near the cap a waiting call waits for at most the request in flight and one more, then runs or is hard-gated", async (ctx) => {
+  const cap = 20 * CALL_ESTIMATE;
+  const user = await cappedUser(ctx.api, cap);
+  const { proxy, m } = await setup(ctx);
+  await m.guard(user, { model: "m" }); // loads the view
+  // Another holder takes all but three calls' worth.
+  const other = await ctx.api.post(`/users/${user}/leases`, { holder: "other", need: cap - 3 * CALL_ESTIMATE, want: cap });
+  assert.is(other.body.lease.added, cap - 3 * CALL_ESTIMATE);
+  // Two waves of concurrent calls: the second comes while the first one's request is in flight.
+  const answeredDuring: number[] = [];
+  const outcomes: string[] = [];
+  const call = async () => {
+    const before = proxy.countAnswered(LEASE_REQUEST);
+    try {
+      const r = await m.reserve(user, CALL);
+      r.commitNow(USED);
+      outcomes.push("ran");
+    } catch (err) {
+      assert.instance(err, LimitExceededError);
+      outcomes.push("gated");
+    }
+    answeredDuring.push(proxy.countAnswered(LEASE_REQUEST) - before);
+  };
+  const first = Array.from({ length: 10 }, call);
+  await eventually(() => proxy.count(LEASE_REQUEST) >= 1, 10_000, "the first wave's request sent");
+  await Promise.all([...first, ...Array.from({ length: 10 }, call)]);
+  assert.ok(outcomes.includes("ran"), outcomes.join(", "));
+  assert.ok(Math.max(...answeredDuring) <= 2, `lease answers a call waited for: ${answeredDuring.join(", ")}`);
+  await m.shutdown();
+  assert.ok((await usage(ctx.api, user)).total_cost <= 3 * CALL_ESTIMATE);
+});
+
 t.run();
