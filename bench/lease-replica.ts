@@ -21,6 +21,9 @@ const meter = new Meter({
   leaseTtlMs: Number(env("LEASE_TTL_MS", "60000")),
   leaseIdleMs: Number(env("LEASE_IDLE_MS", "300")),
   flushIntervalMs: 200,
+  // On a busy machine the user's view and the last deliveries take seconds: wait for them rather than measure a replica that failed open.
+  startupTimeoutMs: 30_000,
+  shutdownTimeoutMs: 60_000,
   logger: { warn: () => {} },
 });
 await meter.start();
@@ -34,6 +37,7 @@ if (env("LEASE_MODE", "run") === "hold") {
 if (env("LEASE_TOGETHER", "false") === "true") {
   // Started with others: the user's view is loaded here, then every replica begins at once on SIGUSR2.
   await meter.guard(userId, { model: "m" });
+  if ((meter.state(userId)?.plan ?? "none") === "none") throw new Error(`the view of ${userId} did not load`);
   const alive = setInterval(() => {}, 1_000); // a signal handler alone keeps no process alive
   const go = new Promise((r) => process.once("SIGUSR2", r));
   process.stdout.write("ready\n");

@@ -244,9 +244,6 @@ export class Leases {
       return;
     }
     this.roundTrip(b, Date.now() - sentAt);
-
-
-
     b.open = false;
     if (!res.limited || !res.lease) {
       b.unlimitedUntil = Date.now() + 60_000;
