@@ -362,21 +362,26 @@ export class Leases {
 
   private async releaseIdle(now: number): Promise<void> {
     for (const b of this.books.values()) {
-      if (b.leaseId !== null && b.holds === 0 && b.asking === null && now - b.lastUse >= this.settings.idleMs && now < b.deadline) {
+      const held = (b.leaseId !== null && now < b.deadline) || b.lostAt > 0;
+      if (held && b.holds === 0 && b.asking === null && now - b.lastUse >= this.settings.idleMs) {
         await this.release(b);
       }
     }
   }
 
-  /** The lease keeps what was used; the rest goes back to the user's pool. */
+  /**
+   * The lease keeps what was used; the rest goes back to the user's pool, including what a
+   * request whose answer was lost may have been granted (the lease id is the holder id).
+   */
   private async release(b: Book): Promise<void> {
     const slices = [b.spend, ...b.tokens.values()];
-    if (b.leaseId === null || slices.every((s) => s.granted <= s.used)) return;
+    if (b.lostAt === 0 && (b.leaseId === null || slices.every((s) => s.granted <= s.used))) return;
     for (const s of slices) s.granted = s.used;
+    b.lostAt = 0;
     const body: Record<string, unknown> = { used: b.spend.used };
     if (b.tokens.size > 0) body.used_tokens = Object.fromEntries([...b.tokens].map(([m, s]) => [m, Math.ceil(s.used)]));
     try {
-      await this.transport.request("POST", `/users/${encodeURIComponent(b.userId)}/leases/${b.leaseId}/release`, body);
+      await this.transport.request("POST", `/users/${encodeURIComponent(b.userId)}/leases/${b.leaseId ?? this.holder}/release`, body);
     } catch (err) {
       // Not given back: it returns to the pool when it expires.
       if (!(err instanceof MeterApiError && err.status === 404)) this.warn(`giving back the lease of ${b.userId} failed`, err as Error);

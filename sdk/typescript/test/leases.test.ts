@@ -207,6 +207,19 @@ t("a slice granted while its answer was lost is spent once the service answers a
   await m.shutdown();
 });
 
+t("a slice granted while its answer was lost is given back at shutdown", async (ctx) => {
+  const cap = 20 * CALL_ESTIMATE;
+  const user = await cappedUser(ctx.api, cap);
+  const { proxy, m } = await setup(ctx);
+  await m.guard(user, { model: "m" }); // loads the view
+  proxy.inject(LEASE_REQUEST, { kind: "lose" });
+  await rejects(() => m.reserve(user, CALL), LimitExceededError);
+  await m.shutdown();
+  // Nothing is held any more: another holder may take the whole cap.
+  const all = await ctx.api.post(`/users/${user}/leases`, { holder: "other", need: cap, want: cap });
+  assert.is(all.body.lease.added, cap, JSON.stringify(all.body));
+});
+
 t("near the cap a waiting call waits for at most the request in flight and one more, then runs or is hard-gated", async (ctx) => {
   const cap = 20 * CALL_ESTIMATE;
   const user = await cappedUser(ctx.api, cap);
