@@ -80,7 +80,8 @@ export function spawnReplica(env: Record<string, string>): Replica {
   });
   child.stderr!.on("data", (d) => (err += d));
   const done = new Promise<ReplicaResult>((resolve, reject) => {
-    child.once("exit", (code, signal) => {
+    // "close", not "exit": the last output may still be in the pipe when the process exits.
+    child.once("close", (code, signal) => {
       if (killed) return resolve({ calls: 0, refused: 0, lease_requests: 0, latencies: [], warm: [], started: [], warmAt: [], requestsAt: [], committed: [] });
       if (code !== 0) return reject(new Error(`replica exited ${code ?? signal}: ${err.slice(-2000)}`));
       resolve(JSON.parse(out.trim().split("\n").pop()!));
@@ -143,7 +144,13 @@ export async function runReplicas(api: Api, o: RunOptions): Promise<RunResult> {
     for (const r of replicas) r.go();
   }
   const results = await Promise.all(replicas.map((r) => r.done));
-  const usage = await api.get(`/users/${o.userId}/usage`);
+  // Every replica delivered its events before exiting; counting them may take the service a moment longer.
+  const ran = sum(results.map((r) => r.calls)) * CALL_COST;
+  let usage = await api.get(`/users/${o.userId}/usage`);
+  for (const until = Date.now() + 30_000; usage.body.total_cost < ran - 1e-6 && Date.now() < until; ) {
+    await new Promise((r) => setTimeout(r, 250));
+    usage = await api.get(`/users/${o.userId}/usage`);
+  }
   return {
     calls: sum(results.map((r) => r.calls)),
     refused: sum(results.map((r) => r.refused)),

@@ -25,13 +25,30 @@ const ms = (x: number) => x.toFixed(2);
 
 console.log(`${REPLICAS} processes x ${CONCURRENCY} concurrent calls, cap $${cap} (${CAP_CALLS} call estimates of $${CALL_ESTIMATE}); machine shared with other work`);
 const rows: [string, RunResult][] = [];
+
+/** Round trips of a lease request asking nothing for `userId` (no write), every 500 ms until `run` ends: what the replicas' requests meet. */
+async function probeLeases(userId: string, run: Promise<unknown>): Promise<number[]> {
+  let done = false;
+  void run.finally(() => (done = true)).catch(() => {});
+  const rtts: number[] = [];
+  while (!done) {
+    const t0 = performance.now();
+    await api.post(`/users/${userId}/leases`, { holder: "probe", need: 0, want: 0 });
+    rtts.push(performance.now() - t0);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  return rtts;
+}
 for (const leases of [true, false]) {
   const t0 = Date.now();
   // Without leases each replica spends until its own view passes the cap (up to 8x it): stopped at 1.5x the cap's calls.
   const callsPerWorker = leases ? 0 : Math.ceil((1.5 * cap) / CALL_COST / (REPLICAS * CONCURRENCY));
-  const r = await runReplicas(api, { ...base, userId: await cappedUser(api, cap), leases, callsPerWorker });
+  const userId = await cappedUser(api, cap);
+  const run = runReplicas(api, { ...base, userId, leases, callsPerWorker });
+  const rtts = await probeLeases(userId, run);
+  const r = await run;
   rows.push([leases ? "leases" : "no leases", r]);
-  console.log(`  ${leases ? "leases   " : "no leases"}  ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  console.log(`  ${leases ? "leases   " : "no leases"}  ${((Date.now() - t0) / 1000).toFixed(1)} s; a lease request meanwhile (a probe asking nothing, twice a second) took p50 ${ms(quantile(rtts, 0.5))} ms, p99 ${ms(quantile(rtts, 0.99))} ms`);
 }
 const lat = (r: { latencies: number[]; warm: number[] }) => `${ms(quantile(r.latencies, 0.5))} | ${ms(quantile(r.latencies, 0.99))} | ${ms(quantile(r.warm, 0.99))}`;
 console.log(`\n| mode | calls | spend $ | overshoot $ | cap spent |`);
@@ -55,6 +72,26 @@ function phases(rs: [string, RunResult][], capOf: number, perCall: number): void
   }
 }
 phases(rows, cap, CALL_COST);
+waitsByTime(rows[0]![1], cap, CALL_COST);
+
+/** When the calls far from the cap that waited (> 5 ms, after each worker's first) began, from the run's first call. */
+function waitsByTime(r: RunResult, capOf: number, perCall: number): void {
+  const commits = r.replicas.flatMap((x) => x.committed).sort((a, b) => a - b);
+  const farUntil = commits[Math.ceil((0.8 * capOf) / perCall) - 1] ?? Infinity;
+  const t0 = Math.min(...r.replicas.map((x) => x.started[0] ?? Infinity));
+  const buckets = [1, 2, 5, 10, Infinity].map((s) => ({ s, n: 0 }));
+  let warm = 0;
+  for (const x of r.replicas) {
+    x.latencies.forEach((ms, i) => {
+      if (!x.warmAt[i] || x.started[i]! >= farUntil) return;
+      warm++;
+      if (ms > 5) buckets.find((b) => x.started[i]! - t0 < b.s * 1000)!.n++;
+    });
+  }
+  const waited = buckets.reduce((a, b) => a + b.n, 0);
+  const labels = buckets.map((b, i) => `${i === 0 ? 0 : buckets[i - 1]!.s}-${b.s === Infinity ? "end" : b.s} s: ${b.n}`);
+  console.log(`\nleases, far from the cap: ${waited} of ${warm} calls after each worker's first waited > 5 ms; by when they began in the run: ${labels.join(", ")}`);
+}
 
 // The same against a model's token cap (no spend cap), with leases.
 const tokenCap = CAP_CALLS * CALL_TOKENS_ESTIMATE;
