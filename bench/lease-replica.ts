@@ -1,7 +1,7 @@
 // One client replica for the budget-lease test and benchmark: a Meter (the SDK) making
 // LEASE_CONCURRENCY concurrent model calls for one user, each with a pre-call estimate,
 // until refused for LEASE_STOP_AFTER_MS in a row (or LEASE_CALLS calls per worker). Prints
-// one JSON line of figures. LEASE_MODE=hold takes one reservation, prints "held" and waits
+// one JSON line of figures. LEASE_TOGETHER=true prints "ready" once set up and begins on SIGUSR2. LEASE_MODE=hold takes one reservation, prints "held" and waits
 // (to be killed while holding a lease).
 import { LimitExceededError, Meter } from "../sdk/typescript/src/index.ts";
 
@@ -21,6 +21,9 @@ const meter = new Meter({
   leaseTtlMs: Number(env("LEASE_TTL_MS", "60000")),
   leaseIdleMs: Number(env("LEASE_IDLE_MS", "300")),
   flushIntervalMs: 200,
+  // On a busy machine the user's view and the last deliveries take seconds: wait for them rather than measure a replica that failed open.
+  startupTimeoutMs: 30_000,
+  shutdownTimeoutMs: 60_000,
   logger: { warn: () => {} },
 });
 await meter.start();
@@ -31,6 +34,17 @@ if (env("LEASE_MODE", "run") === "hold") {
   await new Promise(() => setInterval(() => {}, 1_000));
 }
 
+if (env("LEASE_TOGETHER", "false") === "true") {
+  // Started with others: the user's view is loaded here, then every replica begins at once on SIGUSR2.
+  await meter.guard(userId, { model: "m" });
+  if ((meter.state(userId)?.plan ?? "none") === "none") throw new Error(`the view of ${userId} did not load`);
+  const alive = setInterval(() => {}, 1_000); // a signal handler alone keeps no process alive
+  const go = new Promise((r) => process.once("SIGUSR2", r));
+  process.stdout.write("ready\n");
+  await go;
+  clearInterval(alive);
+}
+
 const latencies: number[] = [];
 let calls = 0;
 let refused = 0;
@@ -38,18 +52,30 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** reserve() latencies after each worker's first call (which also waits for the session load). */
 const warm: number[] = [];
+/** Per latency: when the reserve() began (epoch ms, comparable across processes), whether it was warm, and the lease requests sent by then. */
+const started: number[] = [];
+const warmAt: boolean[] = [];
+const requestsAt: number[] = [];
+/** When each call was committed (epoch ms): with the other replicas', the user's spend at any time. */
+const committed: number[] = [];
+const epoch = () => performance.timeOrigin + performance.now();
 
 async function worker(): Promise<void> {
   let refusedSince: number | null = null;
   for (let n = 0; n < callsPerWorker; ) {
     const t0 = performance.now();
+    const asked = meter.stats.lease_requests ?? 0;
     try {
       const r = await meter.reserve(userId, call);
       latencies.push(performance.now() - t0);
+      started.push(performance.timeOrigin + t0);
+      warmAt.push(n > 0);
+      requestsAt.push(asked);
       if (n > 0) warm.push(latencies.at(-1)!);
       refusedSince = null;
       await sleep(2 + Math.random() * 8); // the model call
       await r.commit(used);
+      committed.push(epoch());
       calls++;
       n++;
     } catch (err) {
@@ -66,4 +92,4 @@ await Promise.all(Array.from({ length: concurrency }, worker));
 const stats = meter.stats;
 await meter.shutdown();
 // Exit only once the (large) line is written to the pipe.
-process.stdout.write(JSON.stringify({ calls, refused, lease_requests: stats.lease_requests ?? 0, latencies, warm }) + "\n", () => process.exit(0));
+process.stdout.write(JSON.stringify({ calls, refused, lease_requests: stats.lease_requests ?? 0, latencies, warm, started, warmAt, requestsAt, committed }) + "\n", () => process.exit(0));

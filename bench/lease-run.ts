@@ -50,6 +50,12 @@ export interface ReplicaResult {
   latencies: number[];
   /** Latencies after each worker's first call. */
   warm: number[];
+  /** Per latency: when the reserve() began (epoch ms), whether it was after the worker's first call, lease requests sent by then. */
+  started: number[];
+  warmAt: boolean[];
+  requestsAt: number[];
+  /** When each call was committed (epoch ms). */
+  committed: number[];
 }
 
 export interface Replica {
@@ -58,6 +64,8 @@ export interface Replica {
   /** Resolves once the output contains `line`. */
   printed(line: string): Promise<void>;
   kill(): void;
+  /** Lets a replica started with LEASE_TOGETHER=true begin. */
+  go(): void;
 }
 
 export function spawnReplica(env: Record<string, string>): Replica {
@@ -72,8 +80,9 @@ export function spawnReplica(env: Record<string, string>): Replica {
   });
   child.stderr!.on("data", (d) => (err += d));
   const done = new Promise<ReplicaResult>((resolve, reject) => {
-    child.once("exit", (code, signal) => {
-      if (killed) return resolve({ calls: 0, refused: 0, lease_requests: 0, latencies: [], warm: [] });
+    // "close", not "exit": the last output may still be in the pipe when the process exits.
+    child.once("close", (code, signal) => {
+      if (killed) return resolve({ calls: 0, refused: 0, lease_requests: 0, latencies: [], warm: [], started: [], warmAt: [], requestsAt: [], committed: [] });
       if (code !== 0) return reject(new Error(`replica exited ${code ?? signal}: ${err.slice(-2000)}`));
       resolve(JSON.parse(out.trim().split("\n").pop()!));
     });
@@ -81,6 +90,7 @@ export function spawnReplica(env: Record<string, string>): Replica {
   return {
     done,
     printed: (line) => new Promise((resolve) => (out.includes(line) ? resolve() : waiters.push({ line, resolve }))),
+    go: () => child.kill("SIGUSR2"),
     kill: () => {
       killed = true;
       child.kill("SIGKILL");
@@ -99,6 +109,8 @@ export interface RunOptions {
   callsPerWorker?: number;
   ttlMs?: number;
   stopAfterMs?: number;
+  /** Let every replica set up (load the user's view), then start them at once. */
+  together?: boolean;
 }
 
 export interface RunResult {
@@ -110,6 +122,8 @@ export interface RunResult {
   /** Settled spend and tokens of the user's period once every replica flushed and exited. */
   spend: number;
   tokens: number;
+  /** Each replica's own figures. */
+  replicas: ReplicaResult[];
 }
 
 export async function runReplicas(api: Api, o: RunOptions): Promise<RunResult> {
@@ -123,8 +137,20 @@ export async function runReplicas(api: Api, o: RunOptions): Promise<RunResult> {
     LEASE_TTL_MS: String(o.ttlMs ?? 60_000),
     LEASE_STOP_AFTER_MS: String(o.stopAfterMs ?? 1_500),
   };
-  const results = await Promise.all(Array.from({ length: o.replicas }, () => spawnReplica(env).done));
-  const usage = await api.get(`/users/${o.userId}/usage`);
+  const replicas = Array.from({ length: o.replicas }, () => spawnReplica({ ...env, LEASE_TOGETHER: String(o.together ?? false) }));
+  if (o.together) {
+    // A replica that fails while setting up rejects `done` instead of printing "ready".
+    await Promise.race([Promise.all(replicas.map((r) => r.printed("ready"))), Promise.all(replicas.map((r) => r.done))]);
+    for (const r of replicas) r.go();
+  }
+  const results = await Promise.all(replicas.map((r) => r.done));
+  // Every replica delivered its events before exiting; counting them may take the service a moment longer.
+  const ran = sum(results.map((r) => r.calls)) * CALL_COST;
+  let usage = await api.get(`/users/${o.userId}/usage`);
+  for (const until = Date.now() + 30_000; usage.body.total_cost < ran - 1e-6 && Date.now() < until; ) {
+    await new Promise((r) => setTimeout(r, 250));
+    usage = await api.get(`/users/${o.userId}/usage`);
+  }
   return {
     calls: sum(results.map((r) => r.calls)),
     refused: sum(results.map((r) => r.refused)),
@@ -133,8 +159,50 @@ export async function runReplicas(api: Api, o: RunOptions): Promise<RunResult> {
     warm: results.flatMap((r) => r.warm),
     spend: usage.body.total_cost,
     tokens: usage.body.total_tokens,
+    replicas: results,
   };
 }
 
 export const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 export const quantile = (xs: number[], q: number) => (xs.length ? [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * q))]! : NaN);
+
+export interface Phase {
+  latencies: number[];
+  warm: number[];
+  leaseRequests: number;
+}
+
+/**
+ * A run's calls split by how much of the cap was spent when each began: `far` below `share`
+ * of it, `near` from there on. Every call costs the same (`perCall`, in the cap's unit), so
+ * the spend at a time is the calls committed by then, over all replicas.
+ */
+export function byPhase(r: RunResult, cap: number, perCall: number, share = 0.8): { far: Phase; near: Phase } {
+  const commits = r.replicas.flatMap((x) => x.committed).sort((a, b) => a - b);
+  const spentAt = (t: number) => {
+    let lo = 0;
+    let hi = commits.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (commits[mid]! < t) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo * perCall;
+  };
+  const far: Phase = { latencies: [], warm: [], leaseRequests: 0 };
+  const near: Phase = { latencies: [], warm: [], leaseRequests: 0 };
+  for (const x of r.replicas) {
+    // Lease requests: those sent before the replica's first call of the near phase count for the far one.
+    let farRequests = x.lease_requests;
+    x.latencies.forEach((ms, i) => {
+      const isFar = spentAt(x.started[i]!) < share * cap;
+      const p = isFar ? far : near;
+      if (!isFar) farRequests = Math.min(farRequests, x.requestsAt[i]!);
+      p.latencies.push(ms);
+      if (x.warmAt[i]) p.warm.push(ms);
+    });
+    far.leaseRequests += farRequests;
+    near.leaseRequests += x.lease_requests - farRequests;
+  }
+  return { far, near };
+}

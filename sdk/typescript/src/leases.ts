@@ -11,6 +11,21 @@ import type { GuardResult } from "./types.ts";
 
 /** While failing open, how often a call asks again whether the service answers (ms). */
 const OPEN_RETRY_MS = 1_000;
+/**
+ * Round trips' worth of the measured spend rate a slice keeps in hand: below it the next slice
+ * is asked for in the background, so that it arrives before the one held runs out even when a
+ * round trip takes a few times its usual time.
+ */
+const LOOKAHEAD = 3;
+/**
+ * The shortest round trip planned for (ms): a lease request that takes up to this long, when
+ * requests usually answer in milliseconds, still finds the slice covering the calls meanwhile.
+ */
+const MIN_HORIZON_MS = 1_000;
+/** Time constant of the spend-rate average (ms): recent calls weigh most, a pause fades out. */
+const RATE_TAU_MS = 2_000;
+/** A young rate is taken over at least this long (ms): a burst of concurrent first calls is not a rate. */
+const RATE_MIN_WINDOW_MS = 100;
 
 /** When the service cannot be asked: spend only what the slice holds, or fail open. */
 export type LeaseFallback = "slice" | "open";
@@ -49,10 +64,23 @@ class Slice {
   used = 0;
   /** Largest call estimate seen: the unit of what is asked for. */
   unit = 0;
-  /** `used` when the last request was sent: what was taken since measures the spend rate. */
-  usedAtAsk = 0;
-  /** Taken per ms between the last two requests. */
-  rate = 0;
+  /** Estimates taken, decayed with RATE_TAU_MS; when the first and the last were taken. */
+  private decayed = 0;
+  private firstAt = 0;
+  private lastAt = 0;
+
+  took(amount: number, now: number): void {
+    if (this.firstAt === 0) this.firstAt = now;
+    this.decayed = this.decayed * Math.exp(-Math.max(0, now - this.lastAt) / RATE_TAU_MS) + amount;
+    this.lastAt = now;
+  }
+
+  /** Estimates taken per ms lately (the decayed sum, corrected for how long it has been summed). */
+  rate(now: number): number {
+    if (this.firstAt === 0) return 0;
+    const window = Math.max(RATE_MIN_WINDOW_MS, now - this.firstAt);
+    return (this.decayed * Math.exp(-Math.max(0, now - this.lastAt) / RATE_TAU_MS)) / (RATE_TAU_MS * (1 - Math.exp(-window / RATE_TAU_MS)));
+  }
 }
 
 /** What a call needs from the lease: dollars, and tokens of its model when the plan caps them. */
@@ -77,13 +105,24 @@ class Book {
   /** True while the service is unreachable and the fallback is "open". */
   open = false;
   lastUse = 0;
-  /** When the last request was sent, and the round trip of requests (moving average, ms). */
+  /** When the last request was sent. */
   askedAt = 0;
-  roundTripMs = 0;
+  /** When the first request whose answer never came (since the last grant) was sent, else 0. */
+  lostAt = 0;
+  /** Round trips of lease requests (ms): smoothed, their mean deviation, and a peak that fades. */
+  srtt = 0;
+  rttvar = 0;
+  peakRtt = 0;
+  rtts = 0;
   holds = 0;
-  /** Callers that waited on the request in flight: the demand the next request asks for. */
-  joined = 0;
-  asking: Promise<boolean> | null = null;
+  /** The request being prepared or in flight (one at a time), and whether it has been sent. */
+  asking: Promise<void> | null = null;
+  sent = false;
+  /** For the request being prepared: the model whose tokens it asks for, and the calls waiting on it (how many, the most one needs). */
+  model: string | null = null;
+  waiting = 0;
+  needCost = 0;
+  needTokens = 0;
   constructor(readonly userId: string) {}
 
   slice(model: string): Slice {
@@ -130,104 +169,143 @@ export class Leases {
     return b.open || this.short(e, b, n, Date.now()) === null;
   }
 
-  /** Asks for more (one request per user at a time); resolves true when every short budget was granted something. */
-  ask(e: UserEntry, n: LeaseNeed): Promise<boolean> {
+  /**
+   * Waits until the lease can cover a call it does not cover now: at most for the request in
+   * flight, when one was sent before the call came (the rest of its round trip), and then for
+   * one request that counts this call. Afterwards the call is taken or hard-gated (take()).
+   */
+  async wait(e: UserEntry, n: LeaseNeed): Promise<void> {
     const b = this.book(e);
-    b.spend.unit = Math.max(b.spend.unit, n.cost);
-    if (n.model !== null) {
-      const t = b.slice(n.model);
-      t.unit = Math.max(t.unit, n.tokens);
+    this.unit(b, n);
+    // A third round only when a request for another model's tokens was being prepared.
+    for (let round = 0; round < 3; round++) {
+      if (b.open || this.short(e, b, n, Date.now()) === null) return;
+      if (b.asking === null) this.request(b, n.model);
+      if (!b.sent && (b.model === null || n.model === null || b.model === n.model)) {
+        b.model ??= n.model;
+        b.waiting++;
+        b.needCost = Math.max(b.needCost, n.cost);
+        if (n.model !== null && n.model === b.model) b.needTokens = Math.max(b.needTokens, n.tokens);
+        return b.asking!;
+      }
+      await b.asking;
     }
-    if (b.asking) {
-      b.joined++;
-      return b.asking;
-    }
-    const sentAt = Date.now();
-    const rate = (s: Slice) => Math.max(0, s.used - s.usedAtAsk) / Math.max(1, sentAt - b.askedAt);
-    b.spend.rate = rate(b.spend);
-    for (const t of b.tokens.values()) t.rate = rate(t);
-    b.askedAt = sentAt;
-    for (const s of [b.spend, ...b.tokens.values()]) s.usedAtAsk = s.used;
-    const spend = this.asked(b, b.spend, n.cost, sentAt);
-    const body: Record<string, unknown> = { holder: this.holder, need: spend.need, want: spend.want, ttl_ms: this.settings.ttlMs };
-    let tokens: { short: boolean } | null = null;
-    if (n.model !== null) {
-      const t = this.asked(b, b.slice(n.model), n.tokens, sentAt);
-      Object.assign(body, { model: n.model, need_tokens: Math.ceil(t.need), want_tokens: Math.ceil(t.want) });
-      tokens = t;
-    }
-    b.joined = 0;
-    this.requests++;
-    b.asking = this.transport
-      .request<{ limited: boolean; lease: LeaseWire | null }>("POST", `/users/${encodeURIComponent(b.userId)}/leases`, body)
-      .then(
-        (res) => {
-          const rtt = Date.now() - sentAt;
-          b.roundTripMs = b.roundTripMs === 0 ? rtt : 0.7 * b.roundTripMs + 0.3 * rtt;
-          b.open = false;
-          if (!res.limited || !res.lease) {
-            b.unlimitedUntil = Date.now() + 60_000;
-            return true;
-          }
-          const l = res.lease;
-          if (b.leaseId === null || Date.parse(l.period_end) !== b.periodEndMs) {
-            // A new period: the lease starts from what the service holds for it.
-            b.spend.granted = b.spend.used = 0;
-            b.tokens.clear();
-          }
-          b.leaseId = l.lease_id;
-          b.periodEndMs = Date.parse(l.period_end);
-          // Done when every budget that could not cover the call got something.
-          const ok = (!spend.short || !l.spend_limited || l.added > 0) && (tokens === null || !tokens.short || l.tokens === null || l.tokens.added > 0);
-          if (l.added > 0 || (l.tokens?.added ?? 0) > 0) {
-            // The lease as written: a lapsed one restarted in every budget, so the token
-            // budgets of other models hold nothing here until asked for again.
-            if (sentAt >= b.deadline) for (const t of b.tokens.values()) t.granted = Math.min(t.granted, t.used);
-            b.spend.granted = l.granted;
-            if (n.model !== null && l.tokens !== null) b.slice(n.model).granted = l.tokens.granted;
-            b.deadline = sentAt + l.ttl_ms;
-          }
-          return ok;
-        },
-        (err: Error) => {
-          if (err instanceof MeterApiError && !err.retryable) {
-            this.warn(`lease request for ${b.userId} refused`, err);
-            return false;
-          }
-          b.open = this.settings.fallback === "open";
-          if (!this.warned) this.warn(`lease request failed; ${b.open ? "calls fail open" : "calls spend only what the lease holds"} until the service answers`, err);
-          this.warned = true;
-          return false;
-        },
-      )
+  }
+
+  /**
+   * Prepares the next request (one per user at a time). It is sent on the next turn of the
+   * event loop, so that the calls that come in the same turn (a burst of first calls) are
+   * counted in what it asks for.
+   */
+  private request(b: Book, model: string | null): Promise<void> {
+    if (b.asking !== null) return b.asking;
+    b.sent = false;
+    b.model = model;
+    b.asking = new Promise<void>((resolve) => setTimeout(resolve, 0))
+      .then(() => this.send(b))
       .finally(() => {
         b.asking = null;
       });
     return b.asking;
   }
 
+  private async send(b: Book): Promise<void> {
+    const sentAt = Date.now();
+    b.sent = true;
+    b.askedAt = sentAt;
+    const { model, waiting, needCost, needTokens } = b;
+    b.waiting = b.needCost = b.needTokens = 0;
+    // Failing open, a request is the way to learn that the service answers again.
+    const renew = sentAt >= this.renewAt(b) || b.open;
+    const spend = this.asked(b, b.spend, needCost, waiting, renew, sentAt);
+    const body: Record<string, unknown> = { holder: this.holder, need: spend.need, want: spend.want, ttl_ms: this.settings.ttlMs };
+    let wanted = spend.want > 0;
+    if (model !== null) {
+      const t = this.asked(b, b.slice(model), needTokens, waiting, renew, sentAt);
+      Object.assign(body, { model, need_tokens: Math.ceil(t.need), want_tokens: Math.ceil(t.want) });
+      wanted ||= t.want > 0;
+    }
+    // Calls given back since it was prepared (or a slower rate) left nothing to ask for.
+    if (!wanted) return;
+    this.requests++;
+    let res: { limited: boolean; lease: LeaseWire | null };
+    try {
+      res = await this.transport.request("POST", `/users/${encodeURIComponent(b.userId)}/leases`, body);
+    } catch (err) {
+      if (err instanceof MeterApiError && !err.retryable) {
+        this.warn(`lease request for ${b.userId} refused`, err);
+        return;
+      }
+      // Whether the service granted something is unknown: a later answer tells (adopted below).
+      if (b.lostAt === 0) b.lostAt = sentAt;
+      b.open = this.settings.fallback === "open";
+      if (!this.warned) this.warn(`lease request failed; ${b.open ? "calls fail open" : "calls spend only what the lease holds"} until the service answers`, err as Error);
+      this.warned = true;
+      return;
+    }
+    this.roundTrip(b, Date.now() - sentAt);
+    b.open = false;
+    if (!res.limited || !res.lease) {
+      b.unlimitedUntil = Date.now() + 60_000;
+      return;
+    }
+    const l = res.lease;
+    if (b.leaseId === null || Date.parse(l.period_end) !== b.periodEndMs) {
+      // A new period: the lease starts from what the service holds for it.
+      b.spend.granted = b.spend.used = 0;
+      b.tokens.clear();
+    }
+    b.leaseId = l.lease_id;
+    b.periodEndMs = Date.parse(l.period_end);
+    if (l.added > 0 || (l.tokens?.added ?? 0) > 0) {
+      // The lease as written: a lapsed one restarted in every budget, so the token budgets
+      // of other models hold nothing here until asked for again.
+      if (sentAt >= b.deadline) for (const t of b.tokens.values()) t.granted = Math.min(t.granted, t.used);
+      b.spend.granted = l.granted;
+      if (model !== null && l.tokens !== null) b.slice(model).granted = l.tokens.granted;
+      b.deadline = sentAt + l.ttl_ms;
+      b.lostAt = 0;
+    } else if (b.lostAt > 0 && Date.now() < b.lostAt + l.ttl_ms && (l.granted > b.spend.granted || (model !== null && l.tokens !== null && l.tokens.granted > b.slice(model).granted))) {
+      // Nothing added, but the lease holds more than this process knew: a request whose answer
+      // was lost was granted. The service keeps it until at least that request's time plus the
+      // lifetime; left unused, it would be lost to every replica until it lapsed.
+      if (b.lostAt >= b.deadline) for (const t of b.tokens.values()) t.granted = Math.min(t.granted, t.used);
+      b.spend.granted = Math.max(b.spend.granted, l.granted);
+      if (model !== null && l.tokens !== null) b.slice(model).granted = Math.max(b.slice(model).granted, l.tokens.granted);
+      b.deadline = Math.max(b.deadline, b.lostAt + l.ttl_ms);
+      b.lostAt = 0;
+    }
+  }
+
   /**
    * Takes a call's estimate from the lease (synchronously, after covers()): the lease id its
-   * usage event carries, or the hard gate of the budget the lease cannot cover. Starts a
-   * top-up below half a full ask.
+   * usage event carries, or the hard gate of the budget the lease cannot cover. Asks for the
+   * next slice in the background once what is left runs low, or the lease nears its end.
    */
   take(e: UserEntry, n: LeaseNeed): { leaseId: string | null } | { refused: GuardResult } {
     const b = this.book(e);
     const now = Date.now();
     b.lastUse = now;
+    this.unit(b, n);
     if (b.open) {
       // Failing open until the service answers again: ask now and then whether it does.
-      if (b.asking === null && now - b.askedAt >= OPEN_RETRY_MS) void this.ask(e, n);
+      if (b.asking === null && now - b.askedAt >= OPEN_RETRY_MS) void this.request(b, n.model);
       return { leaseId: null };
     }
     const short = this.short(e, b, n, now);
     if (short !== null) return { refused: short };
     b.spend.used += n.cost;
+    b.spend.took(n.cost, now);
     const t = n.model === null ? null : b.slice(n.model);
-    if (t) t.used += n.tokens;
+    if (t) {
+      t.used += n.tokens;
+      t.took(n.tokens, now);
+    }
     b.holds++;
-    const low = this.balance(b, b.spend, now) < this.full(b, b.spend) / 2 || (t !== null && this.balance(b, t, now) < this.full(b, t) / 2);
-    if (low && b.asking === null) void this.ask(e, n);
+    if (b.asking === null) {
+      const low = this.balance(b, b.spend, now) < this.lowWater(b, b.spend, now) || (t !== null && this.balance(b, t, now) < this.lowWater(b, t, now));
+      if (low || now >= this.renewAt(b)) void this.request(b, n.model);
+    }
     return { leaseId: b.leaseId };
   }
 
@@ -292,21 +370,26 @@ export class Leases {
 
   private async releaseIdle(now: number): Promise<void> {
     for (const b of this.books.values()) {
-      if (b.leaseId !== null && b.holds === 0 && b.asking === null && now - b.lastUse >= this.settings.idleMs && now < b.deadline) {
+      const held = (b.leaseId !== null && now < b.deadline) || b.lostAt > 0;
+      if (held && b.holds === 0 && b.asking === null && now - b.lastUse >= this.settings.idleMs) {
         await this.release(b);
       }
     }
   }
 
-  /** The lease keeps what was used; the rest goes back to the user's pool. */
+  /**
+   * The lease keeps what was used; the rest goes back to the user's pool, including what a
+   * request whose answer was lost may have been granted (the lease id is the holder id).
+   */
   private async release(b: Book): Promise<void> {
     const slices = [b.spend, ...b.tokens.values()];
-    if (b.leaseId === null || slices.every((s) => s.granted <= s.used)) return;
+    if (b.lostAt === 0 && (b.leaseId === null || slices.every((s) => s.granted <= s.used))) return;
     for (const s of slices) s.granted = s.used;
+    b.lostAt = 0;
     const body: Record<string, unknown> = { used: b.spend.used };
     if (b.tokens.size > 0) body.used_tokens = Object.fromEntries([...b.tokens].map(([m, s]) => [m, Math.ceil(s.used)]));
     try {
-      await this.transport.request("POST", `/users/${encodeURIComponent(b.userId)}/leases/${b.leaseId}/release`, body);
+      await this.transport.request("POST", `/users/${encodeURIComponent(b.userId)}/leases/${b.leaseId ?? this.holder}/release`, body);
     } catch (err) {
       // Not given back: it returns to the pool when it expires.
       if (!(err instanceof MeterApiError && err.status === 404)) this.warn(`giving back the lease of ${b.userId} failed`, err as Error);
@@ -314,26 +397,55 @@ export class Leases {
   }
 
   /**
-   * What a request asks of one budget: nothing while it covers the call and holds at least
-   * half a full ask; else a full ask, with the call's need as the least worth granting when
-   * the budget cannot cover it.
+   * What a request asks of one budget: nothing while it covers the waiting calls and holds its
+   * low-water mark (unless the lease is renewed); else the low-water mark plus callsPerLease
+   * calls and one per waiting call, with the most a waiting call needs as the least worth
+   * granting when the budget cannot cover it.
    */
-  private asked(b: Book, s: Slice, need: number, now: number): { need: number; want: number; short: boolean } {
+  private asked(b: Book, s: Slice, need: number, waiting: number, renew: boolean, now: number): { need: number; want: number } {
     const left = this.balance(b, s, now);
-    const short = left <= 0 || left < need;
-    const full = this.full(b, s);
-    if (!short && left >= full / 2) return { need: 0, want: 0, short };
-    return { need: short ? need : 0, want: Math.max(need, full), short };
+    const short = need > 0 && left < need;
+    const low = this.lowWater(b, s, now, waiting);
+    if (!short && left >= low && !renew) return { need: 0, want: 0 };
+    return { need: short ? need : 0, want: Math.max(need, low + s.unit * (this.settings.callsPerLease + waiting)) };
   }
 
   /**
-   * What one request asks for: callsPerLease calls plus one per call in flight (the replica's
-   * concurrency) and per caller waiting, or four round trips' worth of the spend rate measured
-   * between the last two requests, whichever is more; so a top-up started at half of it arrives
-   * before the lease runs out, however fast calls come or slow the service answers.
+   * Below this much left, the next slice is asked for: LOOKAHEAD round trips' worth of the
+   * spend rate, and never less than one call per call in flight (a replica's concurrency).
    */
-  private full(b: Book, s: Slice): number {
-    return Math.max(s.unit * (this.settings.callsPerLease + b.holds + b.joined), 4 * s.rate * b.roundTripMs);
+  private lowWater(b: Book, s: Slice, now: number, waiting = 0): number {
+    const horizon = this.horizon(b);
+    return Math.max(s.unit * (b.holds + waiting + 1), LOOKAHEAD * s.rate(now) * horizon);
+  }
+
+  /** A lease round trip to plan for (ms): the smoothed one plus two deviations, a recent peak when longer, at least MIN_HORIZON_MS. */
+  private horizon(b: Book): number {
+    return Math.max(b.srtt + 2 * b.rttvar, b.peakRtt, MIN_HORIZON_MS);
+  }
+
+  private roundTrip(b: Book, rtt: number): void {
+    if (b.rtts++ === 0) {
+      b.srtt = rtt;
+      b.rttvar = rtt / 2;
+    } else {
+      b.rttvar = 0.75 * b.rttvar + 0.25 * Math.abs(b.srtt - rtt);
+      b.srtt = 0.875 * b.srtt + 0.125 * rtt;
+    }
+    b.peakRtt = Math.max(rtt, 0.8 * b.peakRtt);
+  }
+
+  /** The lease is renewed (asked for more, which restarts its lifetime) from here on, before it lapses. */
+  private renewAt(b: Book): number {
+    return b.deadline - Math.max(LOOKAHEAD * this.horizon(b), this.settings.ttlMs / 4);
+  }
+
+  private unit(b: Book, n: LeaseNeed): void {
+    if (n.cost > b.spend.unit) b.spend.unit = n.cost;
+    if (n.model !== null) {
+      const t = b.slice(n.model);
+      if (n.tokens > t.unit) t.unit = n.tokens;
+    }
   }
 
   private balance(b: Book, s: Slice, now: number): number {

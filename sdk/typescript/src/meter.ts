@@ -42,8 +42,6 @@ const LOAD_RETRY_MS = 5_000;
 const MANUAL_ATTEMPTS = 3;
 /** Distinct model names remembered per user (normalization cache). */
 const MODEL_CACHE = 256;
-/** Lease requests one reserve() waits for at most before the call is hard-gated. */
-const LEASE_ROUNDS = 5;
 /** Manual event ids remembered, so that a repeated idempotency key is not counted twice locally. */
 const MANUAL_IDS = 10_000;
 /** The gate reason of a user held back by `failClosed`; no gate event is written for it (the service could not take one). */
@@ -216,13 +214,8 @@ export class Meter implements Ledger {
     const e = this.ready(userId) ?? (await this.load(userId));
     input = this.sized(e, input);
     const lease = this.leases && this.leaseNeed(e, input);
-    if (lease) {
-      // Until the lease covers the estimate, ask for more; the check and the hold below are one synchronous step.
-      // A few rounds at most: concurrent callers may take a grant first; a slow service must not hold the call forever.
-      for (let round = 0; round < LEASE_ROUNDS && !this.leases!.covers(e, lease); round++) {
-        if (!(await this.leases!.ask(e, lease))) break;
-      }
-    }
+    // The lease does not cover the estimate: wait for it (bounded, see Leases.wait); the check and the hold below are one synchronous step.
+    if (lease && !this.leases!.covers(e, lease)) await this.leases!.wait(e, lease);
     return this.admit(e, input, true) as Reservation;
   }
 

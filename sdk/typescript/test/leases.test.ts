@@ -127,4 +127,129 @@ t('service unreachable: "slice" spends only what the lease holds, "open" lets ca
   assert.throws(() => new Meter({ apiKey: "k", baseURL: "http://x", leases: true, leaseFallback: "nope" as "open" }), /leaseFallback/);
 });
 
+const LEASE_REQUEST = /POST \/users\/[^/]+\/leases$/;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * `workers` loops of calls, each call taking `callMs` (the model call), until `done()`. A call
+ * the lease cannot cover at once (reserveNow() gives nothing: it would wait for a lease
+ * request) is counted as waited while `counting()`, then reserved the usual way.
+ */
+async function spend(m: Meter, user: string, workers: number, callMs: number, done: () => boolean, counting: () => boolean) {
+  const seen = { calls: 0, waited: 0 };
+  await Promise.all(
+    Array.from({ length: workers }, async () => {
+      while (!done()) {
+        let r = m.reserveNow(user, CALL);
+        if (!r) {
+          if (counting()) seen.waited++;
+          r = await m.reserve(user, CALL);
+        }
+        await sleep(callMs);
+        r.commitNow(USED);
+        seen.calls++;
+      }
+    }),
+  );
+  return seen;
+}
+
+t("a replica whose slice runs low asks for the next one in the background: its next calls do not wait", async (ctx) => {
+  const user = await cappedUser(ctx.api, 10_000_000);
+  const { proxy, m } = await setup(ctx);
+  // 5 concurrent calls at a time; first the replica learns its spend rate (lease requests answer at once).
+  let slow = false;
+  let answeredBefore = 0;
+  const run = spend(m, user, 5, 20, () => slow && proxy.countAnswered(LEASE_REQUEST) >= answeredBefore + 2, () => slow);
+  await eventually(async () => (await usage(ctx.api, user)).total_cost >= 100 * CALL_COST, 30_000, "100 calls settled");
+  // From now on every lease request takes half a second.
+  proxy.inject(LEASE_REQUEST, { kind: "delay", ms: 500 }, 1_000);
+  answeredBefore = proxy.count(LEASE_REQUEST);
+  slow = true;
+  const seen = await run;
+  assert.is(seen.waited, 0, `calls that waited for a lease request, of ${seen.calls}`);
+  await m.shutdown();
+  assert.ok(Math.abs((await usage(ctx.api, user)).total_cost - seen.calls * CALL_COST) < 1e-6);
+});
+
+t("a lease request held for a second delays no call while the slice lasts", async (ctx) => {
+  const user = await cappedUser(ctx.api, 10_000_000);
+  const { proxy, m } = await setup(ctx);
+  let held = false;
+  let seenBefore = 0;
+  const run = spend(m, user, 1, 10, () => held && proxy.countAnswered(LEASE_REQUEST) > seenBefore, () => held);
+  await eventually(async () => (await usage(ctx.api, user)).total_cost >= 100 * CALL_COST, 30_000, "100 calls settled");
+  // The next lease request is held a second on its way, while requests so far answered at once.
+  proxy.inject(LEASE_REQUEST, { kind: "delay", ms: 1_000 });
+  seenBefore = proxy.count(LEASE_REQUEST);
+  held = true;
+  const seen = await run;
+  assert.is(seen.waited, 0, `calls that waited for a lease request, of ${seen.calls}`);
+  await m.shutdown();
+});
+
+t("a slice granted while its answer was lost is spent once the service answers again, even when nothing more is left", async (ctx) => {
+  const cap = 20 * CALL_ESTIMATE;
+  const user = await cappedUser(ctx.api, cap);
+  const { proxy, m } = await setup(ctx);
+  await m.guard(user, { model: "m" }); // loads the view
+  proxy.inject(LEASE_REQUEST, { kind: "lose" });
+  await rejects(() => m.reserve(user, CALL), LimitExceededError);
+  const lost = await ctx.api.get(`/users/${user}/usage`);
+  assert.is(lost.body.total_cost, 0);
+  // Another holder takes everything the lost slice left.
+  const rest = await ctx.api.post(`/users/${user}/leases`, { holder: "other", need: cap / 2, want: cap });
+  assert.is(rest.body.lease.added, cap / 2, JSON.stringify(rest.body));
+  // Nothing is left to grant; the slice granted with the lost answer is this replica's to spend.
+  const calls = await callUntilRefused(m, user, "total_spend");
+  // $20: calls of $1.50 while the $2 estimate of the next one fits.
+  assert.is(calls, Math.floor((cap / 2 - CALL_ESTIMATE) / CALL_COST) + 1);
+  await m.shutdown();
+});
+
+t("a slice granted while its answer was lost is given back at shutdown", async (ctx) => {
+  const cap = 20 * CALL_ESTIMATE;
+  const user = await cappedUser(ctx.api, cap);
+  const { proxy, m } = await setup(ctx);
+  await m.guard(user, { model: "m" }); // loads the view
+  proxy.inject(LEASE_REQUEST, { kind: "lose" });
+  await rejects(() => m.reserve(user, CALL), LimitExceededError);
+  await m.shutdown();
+  // Nothing is held any more: another holder may take the whole cap.
+  const all = await ctx.api.post(`/users/${user}/leases`, { holder: "other", need: cap, want: cap });
+  assert.is(all.body.lease.added, cap, JSON.stringify(all.body));
+});
+
+t("near the cap a waiting call waits for at most the request in flight and one more, then runs or is hard-gated", async (ctx) => {
+  const cap = 20 * CALL_ESTIMATE;
+  const user = await cappedUser(ctx.api, cap);
+  const { proxy, m } = await setup(ctx);
+  await m.guard(user, { model: "m" }); // loads the view
+  // Another holder takes all but three calls' worth.
+  const other = await ctx.api.post(`/users/${user}/leases`, { holder: "other", need: cap - 3 * CALL_ESTIMATE, want: cap });
+  assert.is(other.body.lease.added, cap - 3 * CALL_ESTIMATE);
+  // Two waves of concurrent calls: the second comes while the first one's request is in flight.
+  const answeredDuring: number[] = [];
+  const outcomes: string[] = [];
+  const call = async () => {
+    const before = proxy.countAnswered(LEASE_REQUEST);
+    try {
+      const r = await m.reserve(user, CALL);
+      r.commitNow(USED);
+      outcomes.push("ran");
+    } catch (err) {
+      assert.instance(err, LimitExceededError);
+      outcomes.push("gated");
+    }
+    answeredDuring.push(proxy.countAnswered(LEASE_REQUEST) - before);
+  };
+  const first = Array.from({ length: 10 }, call);
+  await eventually(() => proxy.count(LEASE_REQUEST) >= 1, 10_000, "the first wave's request sent");
+  await Promise.all([...first, ...Array.from({ length: 10 }, call)]);
+  assert.ok(outcomes.includes("ran"), outcomes.join(", "));
+  assert.ok(Math.max(...answeredDuring) <= 2, `lease answers a call waited for: ${answeredDuring.join(", ")}`);
+  await m.shutdown();
+  assert.ok((await usage(ctx.api, user)).total_cost <= 3 * CALL_ESTIMATE);
+});
+
 t.run();

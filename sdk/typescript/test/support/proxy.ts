@@ -10,7 +10,9 @@ export type Fault =
   /** Answer this status without forwarding. */
   | { kind: "status"; status: number; body?: unknown }
   /** Forward, let the gateway handle it, then cut the connection before the answer. */
-  | { kind: "lose" };
+  | { kind: "lose" }
+  /** Hold the request this long (ms) before forwarding it: a slow network or a slow service. */
+  | { kind: "delay"; ms: number };
 
 export class FaultProxy {
   private server: http.Server;
@@ -19,6 +21,8 @@ export class FaultProxy {
   private faults: { match: RegExp; fault: Fault; times: number }[] = [];
   /** Requests seen, as "METHOD /path" (path without the /api/v1 prefix). */
   readonly seen: string[] = [];
+  /** Requests whose answer was passed on to the client in full, the same way. */
+  readonly answered: string[] = [];
 
   private constructor(targetApiUrl: string) {
     this.target = new URL(targetApiUrl);
@@ -43,6 +47,10 @@ export class FaultProxy {
 
   count(match: RegExp): number {
     return this.seen.filter((s) => match.test(s)).length;
+  }
+
+  countAnswered(match: RegExp): number {
+    return this.answered.filter((s) => match.test(s)).length;
   }
 
   /** Stop listening: connections are refused until up(). */
@@ -75,21 +83,26 @@ export class FaultProxy {
         res.end(JSON.stringify(fault.body ?? { detail: "injected fault" }));
         return;
       }
-      const upstream = http.request(
-        { host: this.target.hostname, port: this.target.port, path: req.url, method: req.method, headers: req.headers },
-        (up) => {
-          if (fault?.kind === "lose") {
-            // The gateway has answered: the work is done, but the client never hears of it.
-            up.resume();
-            up.on("end", () => req.socket.destroy());
-            return;
-          }
-          res.writeHead(up.statusCode ?? 502, up.headers);
-          up.pipe(res);
-        },
-      );
-      upstream.on("error", () => req.socket.destroy());
-      req.pipe(upstream);
+      const forward = () => {
+        const upstream = http.request(
+          { host: this.target.hostname, port: this.target.port, path: req.url, method: req.method, headers: req.headers },
+          (up) => {
+            if (fault?.kind === "lose") {
+              // The gateway has answered: the work is done, but the client never hears of it.
+              up.resume();
+              up.on("end", () => req.socket.destroy());
+              return;
+            }
+            res.writeHead(up.statusCode ?? 502, up.headers);
+            res.on("finish", () => this.answered.push(key));
+            up.pipe(res);
+          },
+        );
+        upstream.on("error", () => req.socket.destroy());
+        req.pipe(upstream);
+      };
+      if (fault?.kind === "delay") setTimeout(forward, fault.ms);
+      else forward();
     });
     server.keepAliveTimeout = 1_000;
     return server;
