@@ -103,19 +103,28 @@ t("figures are the same before and after a retention pass, and what should go is
     assert.is(await rollups.countDocuments({ _id: `${p}|${dayOf(daysAgo(400))}` as never }), 1, "rollups a window reaches kept");
     assert.is(await db.collection("roll_leases").countDocuments({}), 0, "expired lease swept");
     assert.is(await db.collection("dirty_days").countDocuments({}), 0, "no dirty mark left");
-    assert.ok(report.ledgerSegments > 0 && report.dayRollups === 1 && report.leases === 1, JSON.stringify(report));
+    assert.ok(report.ledgerSegments > 0 && report.frozenDays === 4 && report.dayRollups === 1 && report.leases === 1, JSON.stringify(report));
+    assert.is(await db.collection("day_bases").countDocuments({}), 4, "a base for each day whose ledger went (400, 50, 45, 36 days ago)");
 
-    // A late fact for a final day is acknowledged and not counted; one for an open day is.
-    const late = await client.recordEvents({ usage: [usage(p, daysAgo(45), 1)] });
-    assert.equal([late.recorded, late.duplicates], [0, 1]);
+    // A late fact for a final day is counted on top of its base, as one for an open day is;
+    // the same fact again, in another grouping, is not.
+    const lateFact = usage(p, daysAgo(45), 1);
+    const late = await client.recordEvents({ usage: [lateFact] });
+    assert.equal([late.recorded, late.duplicates], [1, 0]);
     await client.recordEvents({ usage: [usage(p, daysAgo(20), 1)] });
+    await client.recordEvents({ usage: [lateFact, usage(p, daysAgo(45), 2)] });
     await module.rollPending();
     const last = await client.getSummary({ productId: p, days: 365 });
-    assert.is(Number(last.current!.totalEvents), 12 * 6 + 1);
-    assert.is(await segments.countDocuments({ day: dayOf(daysAgo(45)) }), 0);
+    assert.is(Number(last.current!.totalEvents), 12 * 6 + 3);
+    assert.is(await segments.countDocuments({ day: dayOf(daysAgo(45)) }), 0, "the ledger keeps its window");
 
-    // A second pass finds nothing more to delete.
-    assert.equal(await module.runRetention(NOW), { ledgerSegments: 0, dayRollups: 0, leases: 0 });
+    // A fact for a day no rollup keeps is acknowledged and counted nowhere.
+    const old = await client.recordEvents({ usage: [usage(p, daysAgo(731), 1)] });
+    assert.equal([old.recorded, old.duplicates], [0, 1]);
+
+    // A second pass finds nothing more to delete, and the late facts still count.
+    assert.equal(await module.runRetention(NOW), { frozenDays: 0, ledgerSegments: 0, dayRollups: 0, lateSegments: 0, leases: 0 });
+    assert.is(Number((await client.getSummary({ productId: p, days: 365 })).current!.totalEvents), 12 * 6 + 3);
   } finally {
     await server.close();
   }

@@ -4,6 +4,7 @@ import type { Collection, Db } from "mongodb";
 import pMap from "p-map";
 import { deleteInRounds, isDuplicateKeyError } from "@meter/lib/mongo";
 import type { DayAccumulator, GateEntry, UsageEntry } from "../rollup.ts";
+import type { Bucket } from "./dirty.ts";
 
 /**
  * The ledger: every fact analytics has been given. It is append-only: each call stores, per
@@ -52,8 +53,9 @@ export class LedgerStore {
    */
   private readonly heads = new LRUCache<string, number>({ max: 10_000 });
 
-  constructor(db: Db) {
-    this.segments = db.collection<LedgerSegmentDoc>("ledger_segments");
+  /** `ledger_segments` (the bounded window) or `late_segments` (facts for frozen days). */
+  constructor(db: Db, collection = "ledger_segments") {
+    this.segments = db.collection<LedgerSegmentDoc>(collection);
   }
 
   async init(): Promise<void> {
@@ -133,39 +135,91 @@ export class LedgerStore {
     return lo;
   }
 
-  /**
-   * Folds every fact of one product-day into `acc`, each event key once, reading one segment
-   * at a time. A fact's hour comes from its own timestamp, which is the same on every replay,
-   * so a repeated event is always in the same hour: only the hour being read keeps its event
-   * keys, and memory follows the largest hour's key count, never the day's facts.
-   */
-  async foldDay(productId: string, day: string, acc: DayAccumulator): Promise<void> {
-    for (let h = 0; h < 24; h++) {
-      const hourId = hourIdOf(productId, `${day}T${String(h).padStart(2, "0")}`);
-      const seen = new Set<string>();
-      for (let n = 1; ; n++) {
-        const seg = await this.segments.findOne({ _id: segmentId(hourId, n) });
-        if (!seg) break;
-        for (const [id, e] of JSON.parse(seg.u) as [string, UsageEntry][]) {
-          if (seen.has(`u:${id}`)) continue;
-          seen.add(`u:${id}`);
-          acc.usage(e);
-        }
-        for (const [id, g] of JSON.parse(seg.g) as [string, GateEntry][]) {
-          if (seen.has(`g:${id}`)) continue;
-          seen.add(`g:${id}`);
-          acc.gate(g);
-        }
-      }
+  /** One hour's segments in order (1, 2, ... until one is missing), read one at a time. */
+  async *hourSegments(productId: string, hour: string): AsyncGenerator<LedgerSegmentDoc> {
+    const hourId = hourIdOf(productId, hour);
+    for (let n = 1; ; n++) {
+      const seg = await this.segments.findOne({ _id: segmentId(hourId, n) });
+      if (!seg) return;
+      yield seg;
     }
   }
 
-  /**
-   * Deletes the segments of days before `day` (YYYY-MM-DD), except those of `keep` (days
-   * still to be rolled up); returns how many. A scan on the embedded database (only `_id`
-   * lookups are indexed there), run once a day by the retention job.
-   */
-  async deleteBefore(day: string, keep: readonly string[]): Promise<number> {
-    return deleteInRounds(this.segments, { day: { $lt: day, $nin: [...keep] } });
+  /** Whether any segment of the product-day is stored (24 primary-key probes). */
+  async hasDay(b: Bucket): Promise<boolean> {
+    for (let h = 0; h < 24; h++) {
+      if (await this.segments.findOne({ _id: segmentId(hourIdOf(b.productId, hourOf(b.day, h)), 1) }, { projection: { _id: 1 } })) return true;
+    }
+    return false;
   }
+
+  /**
+   * The product-days with segments before `day` (YYYY-MM-DD). A scan on the embedded
+   * database, run once a day by the retention job; reads two short fields per segment.
+   */
+  async daysBefore(day: string): Promise<Bucket[]> {
+    const out = new Map<string, Bucket>();
+    for await (const s of this.segments.find({ day: { $lt: day } }, { projection: { product_id: 1, day: 1 } })) {
+      out.set(`${s.product_id}|${s.day}`, { productId: s.product_id, day: s.day });
+    }
+    return [...out.values()];
+  }
+
+  /** Deletes every segment of one product-day; returns how many. */
+  async deleteDay(b: Bucket): Promise<number> {
+    return deleteInRounds(this.segments, { product_id: b.productId, day: b.day });
+  }
+
+  /**
+   * Deletes the segments of days before `day` (YYYY-MM-DD); returns how many. A scan on the
+   * embedded database, run once a day by the retention job.
+   */
+  async deleteBefore(day: string): Promise<number> {
+    return deleteInRounds(this.segments, { day: { $lt: day } });
+  }
+}
+
+export const hourOf = (day: string, h: number) => `${day}T${String(h).padStart(2, "0")}`;
+
+/** Where a day's facts are read from, and how much of the late facts a base already holds. */
+export interface DaySources {
+  /** The ledger, while it holds the day; absent once the day is frozen. */
+  ledger?: LedgerStore;
+  late: LedgerStore;
+  /** Per UTC hour, the late segments already folded into the base the accumulator starts from. */
+  lateFolded?: readonly number[];
+}
+
+/**
+ * Folds every fact of one product-day into `acc`, each event key once, reading one segment
+ * at a time: the ledger's segments, then the late facts'. A fact's hour comes from its own
+ * timestamp, which is the same on every replay, so a repeated event is always in the same
+ * hour: only the hour being read keeps its event keys, and memory follows the largest hour's
+ * key count, never the day's facts. The first `lateFolded[h]` late segments of hour h are in
+ * the base already: their keys are noted, their facts not counted again. Returns, per hour,
+ * how many late segments were read (what a base computed now holds).
+ */
+export async function foldDay(productId: string, day: string, acc: DayAccumulator, src: DaySources): Promise<number[]> {
+  const lateRead: number[] = [];
+  for (let h = 0; h < 24; h++) {
+    const hour = hourOf(day, h);
+    const seen = new Set<string>();
+    const take = (seg: LedgerSegmentDoc, count: boolean) => {
+      for (const [id, e] of JSON.parse(seg.u) as [string, UsageEntry][]) {
+        if (seen.has(`u:${id}`)) continue;
+        seen.add(`u:${id}`);
+        if (count) acc.usage(e);
+      }
+      for (const [id, g] of JSON.parse(seg.g) as [string, GateEntry][]) {
+        if (seen.has(`g:${id}`)) continue;
+        seen.add(`g:${id}`);
+        if (count) acc.gate(g);
+      }
+    };
+    if (src.ledger) for await (const seg of src.ledger.hourSegments(productId, hour)) take(seg, true);
+    let n = 0;
+    for await (const seg of src.late.hourSegments(productId, hour)) take(seg, ++n > (src.lateFolded?.[h] ?? 0));
+    lateRead.push(n);
+  }
+  return lateRead;
 }
