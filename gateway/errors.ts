@@ -39,6 +39,13 @@ export class HttpError extends Error {
   }
 }
 
+/** A request body refused by a check beyond its schema: 422 with the issues, as a schema failure. */
+export class BodyIssues extends Error {
+  constructor(readonly issues: ValidationIssue[]) {
+    super(issues.map((i) => `body${i.path} ${i.message}`).join("; "));
+  }
+}
+
 function validationIssues(err: FastifyError): ValidationIssue[] {
   const location = err.validationContext ?? "body";
   const byPath = new Map<string, ValidationIssue>();
@@ -78,6 +85,9 @@ export function errorHandler(err: FastifyError | ConnectError | Error, request: 
       return reply.status(status).send({ detail: PUBLIC_5XX[status] ?? PUBLIC_5XX[500] });
     }
     return reply.status(status).send({ detail: err.rawMessage });
+  }
+  if (err instanceof BodyIssues) {
+    return reply.status(422).send({ detail: err.message, issues: err.issues });
   }
   if (err instanceof HttpError) {
     return reply.status(err.statusCode).send({ detail: err.message });

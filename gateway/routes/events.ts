@@ -3,6 +3,9 @@ import { Type } from "typebox";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { Body, DateTime, LeaseId, Nullable, errors, parseDateTime } from "../schemas/common.ts";
+import { refusedTimestamps } from "@meter/lib/metrics";
+import { usageTimestampProblem } from "@meter/lib/time";
+import { BodyIssues, type ValidationIssue } from "../errors.ts";
 import { rpcOptions } from "../rpc-options.ts";
 
 /** Largest batch body accepted (bytes); the ingestion service also caps the event count. */
@@ -86,6 +89,19 @@ const ManualEventOut = Type.Object({
 });
 
 const ts = (s: string) => timestampFromDate(parseDateTime(s));
+
+/** Usage events stamped before analytics' reach or in the future are refused whole (422), each named. */
+function checkTimestamps(events: readonly { timestamp: string }[]): void {
+  const now = new Date();
+  const issues: ValidationIssue[] = [];
+  events.forEach((e, i) => {
+    const bound = usageTimestampProblem(parseDateTime(e.timestamp), now);
+    if (!bound) return;
+    refusedTimestamps.inc({ bound: bound.bound });
+    if (issues.length < 50) issues.push({ location: "body", path: `/${i}/timestamp`, message: bound.message });
+  });
+  if (issues.length > 0) throw new BodyIssues(issues);
+}
 const big = (n: number | undefined) => BigInt(n ?? 0);
 
 export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -95,13 +111,15 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
       bodyLimit: BATCH_BODY_LIMIT,
       schema: {
         summary: "Ingest a batch of usage events (idempotent on id)",
-        description: "At most 10,000 events and 10 MiB per batch (413 beyond). A malformed batch is refused whole (422).",
+        description:
+          "At most 10,000 events and 10 MiB per batch (413 beyond). A malformed batch is refused whole (422), as is one with an event stamped more than 730 days before today (UTC) or more than 5 minutes in the future.",
         tags: ["ingestion"],
         body: Type.Array(UsageEventIn),
         response: { 200: BatchResult, ...errors(400, 401, 413, 422) },
       },
     },
     async (request) => {
+      checkTimestamps(request.body);
       const res = await app.services.ingestion.ingestUsageEvents(
         {
           productId: request.productId,
@@ -134,7 +152,8 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
       bodyLimit: BATCH_BODY_LIMIT,
       schema: {
         summary: "Ingest a batch of gate events (idempotent on id)",
-        description: "At most 10,000 events and 10 MiB per batch (413 beyond). A malformed batch is refused whole (422).",
+        description:
+          "At most 10,000 events and 10 MiB per batch (413 beyond). A malformed batch is refused whole (422), as is one with an event stamped more than 730 days before today (UTC) or more than 5 minutes in the future.",
         tags: ["ingestion"],
         body: Type.Array(GateEventIn),
         response: { 200: BatchResult, ...errors(400, 401, 413, 422) },

@@ -1,7 +1,8 @@
 import { randomUUID } from "node:crypto";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { IngestionService, UsageEvent } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
-import { timestampDate } from "@meter/lib/time";
+import { refusedTimestamps } from "@meter/lib/metrics";
+import { timestampDate, usageTimestampProblem } from "@meter/lib/time";
 import type { KnownUser } from "../adapters/plans.ts";
 import { normalizeModel } from "../domain/cost.ts";
 import { encodeMetadata } from "../domain/field-keys.ts";
@@ -12,10 +13,15 @@ import { attribute, attributionFields, storeUsage } from "../usage.ts";
 import { LEASE_ID } from "./lease-common.ts";
 import { BatchProblems, checkBatchSize, checkIds, firstOccurrences, nonNegative, requireProduct } from "./common.ts";
 
-function validate(events: readonly UsageEvent[]): void {
+function validate(events: readonly UsageEvent[], now: Date): void {
   const problems = new BatchProblems();
   events.forEach((e, i) => {
     checkIds(problems, i, e);
+    const bound = e.timestamp ? usageTimestampProblem(timestampDate(e.timestamp), now) : null;
+    if (bound) {
+      refusedTimestamps.inc({ bound: bound.bound });
+      problems.add(i, "timestamp", bound.message);
+    }
     if (e.leaseId !== undefined && !LEASE_ID.test(e.leaseId)) problems.add(i, "lease_id", "must be 1-64 letters, digits, _ or -");
     nonNegative(problems, i, {
       input_tokens: Number(e.inputTokens),
@@ -72,7 +78,7 @@ export function ingestUsageEvents(deps: IngestionDeps): ServiceImpl<typeof Inges
   return async (req) => {
     const productId = requireProduct(req.productId);
     checkBatchSize(deps, req.events.length);
-    validate(req.events);
+    validate(req.events, deps.now());
     const { unique, repeated } = firstOccurrences(req.events);
     if (unique.length === 0) return { accepted: 0, duplicates: repeated };
     // Events of unregistered users are stored and counted too (calendar month, no plan).
