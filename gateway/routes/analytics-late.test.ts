@@ -129,7 +129,7 @@ t("events 45, 200 and 700 days old count once everywhere, after retention and re
     const replica = await createAnalyticsService({ db, logger: createLogger("late-test", "silent"), peers: NO_PEERS, rollIntervalMs: 0 });
     await replica.runRetention();
     await checkFigures(api, user);
-    assert.is(await db.collection("late_segments").countDocuments({}), 3, "late facts (one segment per hour) kept while their rollups are");
+    assert.is(await db.collection("late_segments").countDocuments({}), 3, "late facts (a segment per day) kept while their rollups are");
 
     // The same batch again through the API: duplicates.
     assert.equal((await api.post("/events/batch", batch)).body, { accepted: 0, duplicates: 3 });

@@ -55,7 +55,7 @@ export interface AnalyticsModule extends ServiceModule {
 /** The analytics service: a ledger of the facts pushed by ingestion, rolled up per product-day. */
 export async function createAnalyticsService(opts: AnalyticsServiceOptions): Promise<AnalyticsModule> {
   const ledger = new LedgerStore(opts.db);
-  const late = new LedgerStore(opts.db, "late_segments");
+  const late = new LedgerStore(opts.db, "late_segments", "day");
   const bases = new BaseStore(opts.db);
   const dirty = new DirtyStore(opts.db);
   const rollups = new RollupStore(opts.db);

@@ -122,7 +122,7 @@ export class Roller {
     if (bucket.day >= this.opts.frozenBefore() || (await this.opts.ledger.hasDay(bucket))) return null;
     const rollup = await this.opts.rollups.readFigures(bucket);
     if (!rollup || rollup.withLate) return null;
-    await this.opts.bases.freeze(bucket, rollup.figures, [], new Date());
+    await this.opts.bases.freeze(bucket, rollup.figures, 0, new Date());
     return this.opts.bases.read(bucket);
   }
 }

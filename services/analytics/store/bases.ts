@@ -23,8 +23,8 @@ export interface BaseDoc {
   /** The user chunks are `<_id>|<chunk_key>|0` .. `|n-1`: this writer's own, see `freeze`. */
   chunk_key: string;
   user_chunks: number;
-  /** Per UTC hour (0-23), how many late segments the base holds. */
-  late_folded: number[];
+  /** How many of the day's late segments (1 .. n) the base holds. */
+  late_folded: number;
   frozen_at: Date;
 }
 
@@ -63,7 +63,7 @@ export class BaseStore {
    * inserted wins whole, and the loser's chunks, which nothing points to, are deleted. A
    * base is never half one writer's and half another's. False when one was stored already.
    */
-  async freeze(b: Bucket, f: DayFigures, lateFolded: number[], now: Date): Promise<boolean> {
+  async freeze(b: Bucket, f: DayFigures, lateFolded: number, now: Date): Promise<boolean> {
     const id = baseId(b);
     const key = randomUUID();
     const chunks: BaseUserChunkDoc[] = [];
