@@ -130,6 +130,36 @@ t("figures are the same before and after a retention pass, and what should go is
   }
 });
 
+t("a day frozen before bases existed takes its rollup as base on its first late fact", async ({ db }) => {
+  let clock = daysAgo(100, 23);
+  const module = await createAnalyticsService({ db, logger, peers: NO_PEERS, now: () => clock, rollIntervalMs: 0 });
+  const server = await serveRpc({ modules: [module], port: 0, logger });
+  const client = rpcClient(AnalyticsService, server.url);
+  const p = randomUUID();
+  try {
+    await client.recordEvents({ usage: Array.from({ length: 9 }, (_, i) => usage(p, daysAgo(100, i), i)) });
+    await module.rollPending();
+    // What a retention pass without bases left: no ledger, no base, a rollup written
+    // without late facts.
+    await db.collection("ledger_segments").deleteMany({ product_id: p });
+    await db.collection("day_rollups").updateOne({ _id: `${p}|${dayOf(daysAgo(100))}` as never }, { $unset: { with_late: "" } });
+    clock = NOW;
+    const before = await client.getSummary({ productId: p, days: 365 });
+    assert.is(Number(before.current!.totalEvents), 9);
+    const late = usage(p, daysAgo(100, 20), 3);
+    await client.recordEvents({ usage: [late] });
+    await module.rollPending();
+    await client.recordEvents({ usage: [late, usage(p, daysAgo(100, 21), 4)] });
+    await module.rollPending();
+    const after = await client.getSummary({ productId: p, days: 365 });
+    assert.is(Number(after.current!.totalEvents), 11, "the old rollup's 9 events and 2 late ones, each once");
+    assert.is(after.current!.activeUsers, before.current!.activeUsers);
+    assert.is(await db.collection("day_bases").countDocuments({ product_id: p }), 1);
+  } finally {
+    await server.close();
+  }
+});
+
 const big = (_k: string, v: unknown) => (typeof v === "bigint" ? Number(v) : v);
 
 t.run();

@@ -119,7 +119,9 @@ export class Roller {
    * late facts (`with_late` absent). Null for any other day.
    */
   private async adopt(bucket: Bucket): Promise<BaseDoc | null> {
-    if (bucket.day >= this.opts.frozenBefore() || (await this.opts.ledger.hasDay(bucket))) return null;
+    if (bucket.day >= this.opts.frozenBefore()) return null;
+    const [doc] = await this.opts.rollups.readDays(bucket.productId, [bucket.day]);
+    if (!doc || doc.with_late || (await this.opts.ledger.hasDay(bucket))) return null;
     const rollup = await this.opts.rollups.readFigures(bucket);
     if (!rollup || rollup.withLate) return null;
     await this.opts.bases.freeze(bucket, rollup.figures, 0, new Date());
