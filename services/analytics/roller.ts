@@ -109,8 +109,10 @@ export class Roller {
     }
     await rollups.write(bucket.productId, bucket.day, acc.result(), new Date());
     await this.opts.faults?.afterRollupWrite?.();
+    // Frozen while we read its ledger: the marks stay, and the day is computed again from its base.
+    if (!base && (await bases.read(bucket))) return;
     const cleared = await dirty.clear(markIds);
-    if (cleared < markIds.length || (!base && (await bases.read(bucket)))) await dirty.mark([bucket]);
+    if (cleared < markIds.length) await dirty.mark([bucket]);
   }
 
   /**
