@@ -14,7 +14,11 @@
 // service as of today (what the daily jobs do), and prints them again with the figures the
 // analytics queries return before and after (they must be equal). Heap is sampled in this
 // process, which hosts the analytics service (and the small webhooks one): see phase().
-//   SOAK_EVENTS=1000000 SOAK_BIG_DAY=1000000 npm run bench:soak
+// - Late facts (lateFacts()): SOAK_LATE usage facts (100,000) stamped over the 730 days before
+//   today, so nearly all for days whose ledger is gone, sent today through RecordEvents (gRPC,
+//   10,000 a call), a tenth of them sent again in other groupings; rolled up, checked against
+//   the figures they must add, then a retention pass; storage printed before and after.
+//   SOAK_EVENTS=1000000 SOAK_BIG_DAY=1000000 SOAK_LATE=100000 npm run bench:soak
 // Uses MONGODB_URL when set, else the embedded database in a temporary directory.
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
@@ -25,7 +29,7 @@ import { startEmbeddedDb } from "@meter/lib/embedded-db";
 import { createLogger } from "@meter/lib/logger";
 import { connectMongo } from "@meter/lib/mongo";
 import { rpcClient, serveRpc } from "@meter/lib/rpc";
-import { DAY_MS } from "@meter/lib/time";
+import { DAY_MS, toTimestamp } from "@meter/lib/time";
 import { createAnalyticsService } from "../services/analytics/index.ts";
 import type { LedgerFact } from "../services/analytics/store/ledger.ts";
 import { thresholdCrossing } from "../services/webhooks/testing/crossings.ts";
@@ -34,6 +38,7 @@ import { Receiver } from "../services/webhooks/testing/receiver.ts";
 import { LedgerWriter } from "./support/ledger-writes.ts";
 
 const EVENTS = Number(process.env.SOAK_EVENTS ?? 1_000_000);
+const LATE = Number(process.env.SOAK_LATE ?? 100_000);
 const BIG_DAY = Number(process.env.SOAK_BIG_DAY ?? 1_000_000);
 const USERS = Number(process.env.SOAK_USERS ?? 2_000);
 const DAYS = 365;
@@ -165,15 +170,18 @@ async function sizes(db: Db): Promise<Map<string, { count: number; bytes: number
   return out;
 }
 
+/** Calls of the bench wait as long as they take: the machine is shared and forced GCs slow them. */
+const slow = { timeoutMs: 600_000 };
+
 async function figures() {
   const q = { productId, days: 365 };
   return JSON.stringify(
     {
-      summary: await client.getSummary(q),
-      series: await client.getTimeseries(q),
-      gates: await client.getGateTimeseries(q),
-      breakdown: await client.getBreakdown(q),
-      top: await client.getTopUsers({ ...q, limit: 100 }),
+      summary: await client.getSummary(q, slow),
+      series: await client.getTimeseries(q, slow),
+      gates: await client.getGateTimeseries(q, slow),
+      breakdown: await client.getBreakdown(q, slow),
+      top: await client.getTopUsers({ ...q, limit: 100 }, slow),
     },
     (_k, v) => (typeof v === "bigint" ? Number(v) : v),
   );
@@ -212,6 +220,8 @@ console.log(
     `${process.env.MONGODB_URL ? "MONGODB_URL" : "embedded FerretDB/SQLite"}; bytes are BSON sizes of the documents.`,
 );
 
+await lateFacts(sizesAfter);
+
 clearInterval(sampler);
 clearInterval(liveSampler);
 await webhooks.close();
@@ -220,3 +230,59 @@ await server.close();
 await mongo.close();
 await embedded?.stop();
 if (dir) await rm(dir, { recursive: true, force: true });
+
+/**
+ * 3. SOAK_LATE facts arriving today for the 730 days before it (a backfill): every one must
+ * count once in the figures, re-sent ones included, and storage must stay bounded by the
+ * rollup retention. Prints the phase's time, heap and storage before and after.
+ */
+async function lateFacts(sizesBefore: Map<string, { count: number; bytes: number }>): Promise<void> {
+  if (LATE === 0) return;
+  const expected = { current: 0, previous: 0 };
+  const facts = Array.from({ length: LATE }, (_, i) => {
+    const ago = 1 + ((i * 7_919) % 729); // 1..729 days ago, spread over two years
+    const at = new Date(today - ago * DAY_MS + ((i * 104_729) % DAY_MS));
+    if (ago < 365) expected.current++;
+    else expected.previous++;
+    const u = `user-${(i * 7919) % USERS}`;
+    return { productId, eventId: `late${i}`, userId: u, timestamp: toTimestamp(at), model: "late-model", tokens: 10n, cost: 0.5, source: "auto" };
+  });
+  const q = { productId, days: 365 };
+  const s0 = await client.getSummary(q, slow);
+  let t1 = performance.now();
+  let h = phase();
+  for (let i = 0; i < facts.length; i += 10_000) await client.recordEvents({ usage: facts.slice(i, i + 10_000) }, slow);
+  // A tenth again, in other groupings: a client re-sending its queue past ingestion's window.
+  const again = facts.filter((_, i) => i % 10 === 0).reverse();
+  for (let i = 0; i < again.length; i += 3_333) await client.recordEvents({ usage: again.slice(i, i + 3_333) }, slow);
+  console.log(`\n${LATE.toLocaleString("en")} late facts over 730 days (+${again.length.toLocaleString("en")} re-sent) recorded through RecordEvents in ${ms(t1)}; ${h()}`);
+  // Hundreds of small days: a forced GC every 100 ms would take most of the time, so the
+  // heap is sampled without, and what stays after a full GC at the end is printed.
+  t1 = performance.now();
+  h = phase();
+  const days = await analytics.rollPending();
+  gc?.();
+  console.log(`Their ${days} days rolled up in ${ms(t1)}; ${h()}, ${mb(process.memoryUsage().heapUsed)} after a full GC`);
+  const s1 = await client.getSummary(q, slow);
+  const got = {
+    current: Number(s1.current!.totalEvents - s0.current!.totalEvents),
+    previous: Number(s1.previousPeriod!.totalEvents - s0.previousPeriod!.totalEvents),
+  };
+  if (got.current !== expected.current || got.previous !== expected.previous) {
+    throw new Error(`late facts miscounted: expected ${JSON.stringify(expected)}, got ${JSON.stringify(got)}`);
+  }
+  console.log(`Each counted once: ${got.current} in the 365-day summary, ${got.previous} in its previous period`);
+  const mid = await figures();
+  t1 = performance.now();
+  const report = await analytics.runRetention(clock);
+  if ((await figures()) !== mid) throw new Error("analytics figures changed across the retention pass after the late facts");
+  console.log(`Retention pass after them in ${ms(t1)}: ${JSON.stringify(report)}; figures unchanged`);
+  const sizesLate = await sizes(analyticsDb);
+  console.log("\n| collection | docs before late facts | bytes before | docs after late facts and retention | bytes after |\n|---|---|---|---|---|");
+  const names = new Set([...sizesBefore.keys()].filter((k) => k.startsWith("analytics.")).map((k) => k.slice(10)).concat([...sizesLate.keys()]));
+  for (const k of [...names].sort()) {
+    const b = sizesBefore.get(`analytics.${k}`) ?? { count: 0, bytes: 0 };
+    const a = sizesLate.get(k) ?? { count: 0, bytes: 0 };
+    console.log(`| analytics.${k} | ${b.count.toLocaleString("en")} | ${b.bytes.toLocaleString("en")} | ${a.count.toLocaleString("en")} | ${a.bytes.toLocaleString("en")} |`);
+  }
+}

@@ -9,6 +9,8 @@ const DAY = 86_400_000;
  * manual events (stamped with the real time) fall on "today" and the window edges are exact. */
 const TODAY = Math.floor(Date.now() / DAY) * DAY;
 const NOW = new Date(TODAY + DAY - 1_000);
+/** The latest event time ingestion accepts when events are sent (it refuses the future). */
+const LATEST = Math.min(Date.now(), TODAY + DAY - 1_500);
 const iso = (ms: number) => new Date(ms).toISOString();
 const dayOf = (ms: number) => iso(ms).slice(0, 10);
 
@@ -56,9 +58,9 @@ async function ingest(api: Api, seed: number): Promise<Sent[]> {
   const sent: Sent[] = [];
   const batch: Record<string, unknown>[] = [];
   // Exactly on the edges of the 3-day window and of the previous 3 days.
-  const edges = [TODAY - 2 * DAY, TODAY - 2 * DAY - 1, TODAY - 5 * DAY, TODAY - 5 * DAY - 1, TODAY + DAY - 1_500];
+  const edges = [TODAY - 2 * DAY, TODAY - 2 * DAY - 1, TODAY - 5 * DAY, TODAY - 5 * DAY - 1, LATEST];
   for (let i = 0; i < 150; i++) {
-    const at = i < edges.length ? edges[i]! : TODAY + DAY - 1_500 - Math.floor(rand() * 9 * DAY);
+    const at = i < edges.length ? edges[i]! : LATEST - Math.floor(rand() * 9 * DAY);
     const e = {
       user: `user-${Math.floor(rand() * 12)}`,
       at,

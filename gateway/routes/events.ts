@@ -90,6 +90,7 @@ const ManualEventOut = Type.Object({
 });
 
 const ts = (s: string) => timestampFromDate(parseDateTime(s));
+
 const big = (n: number | undefined) => BigInt(n ?? 0);
 
 export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -102,8 +103,9 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: "ingestUsageEvents",
         summary: "Ingest a batch of usage events (idempotent on id)",
         description:
-          "At most 10,000 events and 10 MiB per batch (413 beyond). A malformed batch is refused whole (422); " +
-          "fields an event does not define are ignored.",
+          "At most 10,000 events and 10 MiB per batch (413 beyond). A malformed batch is refused whole (422), as is " +
+          "one with an event stamped more than 730 days before today (UTC) or more than 5 minutes in the future " +
+          "(the issues name each such event); fields an event does not define are ignored.",
         tags: ["ingestion"],
         body: Type.Array(UsageEventIn),
         response: { 200: BatchResult, ...errors(400, 401, 413, 422) },

@@ -55,6 +55,20 @@ export const ingestedEvents = new Counter({
   registers: [registry],
 });
 
+export const refusedTimestamps = new Counter({
+  name: "meter_usage_events_refused_timestamp_total",
+  help: "Usage events refused for a timestamp out of bounds, by bound (too_old: before the analytics rollup retention; future: beyond the clock skew allowed).",
+  labelNames: ["bound"] as const,
+  registers: [registry],
+});
+
+export const uncountedFacts = new Counter({
+  name: "meter_analytics_uncounted_facts_total",
+  help: "Facts analytics acknowledged without counting them, by reason (before_rollup_retention: their day's rollup is no longer kept).",
+  labelNames: ["reason"] as const,
+  registers: [registry],
+});
+
 export const webhookDeliveries = new Counter({
   name: "meter_webhook_deliveries_total",
   help: "Webhook delivery attempts, by outcome (success, retry, failed) and attempt number.",

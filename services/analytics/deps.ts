@@ -3,12 +3,16 @@ import type { Logger } from "@meter/lib/logger";
 import type { PlansPort } from "./adapters/plans.ts";
 import type { RetentionPolicy } from "./retention.ts";
 import type { FaultHooks, Roller } from "./roller.ts";
+import type { BaseStore } from "./store/bases.ts";
 import type { DirtyStore } from "./store/dirty.ts";
 import type { LedgerStore } from "./store/ledger.ts";
 import type { RollupStore } from "./store/rollups.ts";
 
 export interface AnalyticsDeps {
   ledger: LedgerStore;
+  /** Facts for days before the ledger window (README, "Late facts"). */
+  late: LedgerStore;
+  bases: BaseStore;
   dirty: DirtyStore;
   rollups: RollupStore;
   roller: Roller;

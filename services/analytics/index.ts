@@ -8,8 +8,9 @@ import { plansClient, type PlansPort } from "./adapters/plans.ts";
 import { JobScheduler } from "@meter/lib/jobs";
 import { defineRetention, scheduleRetention } from "./jobs/retention.ts";
 import { defineRoll, scheduleRoll } from "./jobs/roll.ts";
-import { RETENTION_DEFAULTS, runRetention, type RetentionPolicy, type RetentionReport } from "./retention.ts";
+import { frozenBefore, RETENTION_DEFAULTS, runRetention, type RetentionPolicy, type RetentionReport } from "./retention.ts";
 import { Roller, type FaultHooks } from "./roller.ts";
+import { BaseStore } from "./store/bases.ts";
 import { DirtyStore } from "./store/dirty.ts";
 import { LedgerStore } from "./store/ledger.ts";
 import { RollupStore } from "./store/rollups.ts";
@@ -54,25 +55,41 @@ export interface AnalyticsModule extends ServiceModule {
 /** The analytics service: a ledger of the facts pushed by ingestion, rolled up per product-day. */
 export async function createAnalyticsService(opts: AnalyticsServiceOptions): Promise<AnalyticsModule> {
   const ledger = new LedgerStore(opts.db);
+  const late = new LedgerStore(opts.db, "late_segments", "day");
+  const bases = new BaseStore(opts.db);
   const dirty = new DirtyStore(opts.db);
   const rollups = new RollupStore(opts.db);
-  await ledger.init();
+  await Promise.all([ledger.init(), late.init(), bases.init()]);
+  const retention = { ...RETENTION_DEFAULTS, ...opts.retention };
+  const now = opts.now ?? (() => new Date());
   const leaseMs = opts.rollLeaseMs ?? 60_000;
   const intervalMs = opts.rollIntervalMs ?? 500;
-  const roller = new Roller({ ledger, dirty, rollups, logger: opts.logger, leaseMs, faults: opts.faults });
+  const roller = new Roller({
+    ledger,
+    late,
+    bases,
+    frozenBefore: () => frozenBefore(now(), retention),
+    dirty,
+    rollups,
+    logger: opts.logger,
+    leaseMs,
+    faults: opts.faults,
+  });
   const scheduler = new JobScheduler(opts.db, opts.logger, Math.max(intervalMs, 50), "analytics");
   await scheduler.init();
   const deps: AnalyticsDeps = {
     ledger,
+    late,
+    bases,
     dirty,
     rollups,
     roller,
     scheduler,
     rollJobs: intervalMs > 0,
-    retention: { ...RETENTION_DEFAULTS, ...opts.retention },
+    retention,
     plans: opts.plans ?? plansClient(opts.peers.plans),
     logger: opts.logger,
-    now: opts.now ?? (() => new Date()),
+    now,
     faults: opts.faults,
   };
   defineRoll(deps, leaseMs);

@@ -103,19 +103,58 @@ t("figures are the same before and after a retention pass, and what should go is
     assert.is(await rollups.countDocuments({ _id: `${p}|${dayOf(daysAgo(400))}` as never }), 1, "rollups a window reaches kept");
     assert.is(await db.collection("roll_leases").countDocuments({}), 0, "expired lease swept");
     assert.is(await db.collection("dirty_days").countDocuments({}), 0, "no dirty mark left");
-    assert.ok(report.ledgerSegments > 0 && report.dayRollups === 1 && report.leases === 1, JSON.stringify(report));
+    assert.ok(report.ledgerSegments > 0 && report.frozenDays === 4 && report.dayRollups === 1 && report.leases === 1, JSON.stringify(report));
+    assert.is(await db.collection("day_bases").countDocuments({}), 4, "a base for each day whose ledger went (400, 50, 45, 36 days ago)");
 
-    // A late fact for a final day is acknowledged and not counted; one for an open day is.
-    const late = await client.recordEvents({ usage: [usage(p, daysAgo(45), 1)] });
-    assert.equal([late.recorded, late.duplicates], [0, 1]);
+    // A late fact for a final day is counted on top of its base, as one for an open day is;
+    // the same fact again, in another grouping, is not.
+    const lateFact = usage(p, daysAgo(45), 1);
+    const late = await client.recordEvents({ usage: [lateFact] });
+    assert.equal([late.recorded, late.duplicates], [1, 0]);
     await client.recordEvents({ usage: [usage(p, daysAgo(20), 1)] });
+    await client.recordEvents({ usage: [lateFact, usage(p, daysAgo(45), 2)] });
     await module.rollPending();
     const last = await client.getSummary({ productId: p, days: 365 });
-    assert.is(Number(last.current!.totalEvents), 12 * 6 + 1);
-    assert.is(await segments.countDocuments({ day: dayOf(daysAgo(45)) }), 0);
+    assert.is(Number(last.current!.totalEvents), 12 * 6 + 3);
+    assert.is(await segments.countDocuments({ day: dayOf(daysAgo(45)) }), 0, "the ledger keeps its window");
 
-    // A second pass finds nothing more to delete.
-    assert.equal(await module.runRetention(NOW), { ledgerSegments: 0, dayRollups: 0, leases: 0 });
+    // A fact for a day no rollup keeps is acknowledged and counted nowhere.
+    const old = await client.recordEvents({ usage: [usage(p, daysAgo(731), 1)] });
+    assert.equal([old.recorded, old.duplicates], [0, 1]);
+
+    // A second pass finds nothing more to delete, and the late facts still count.
+    assert.equal(await module.runRetention(NOW), { frozenDays: 0, ledgerSegments: 0, dayRollups: 0, lateSegments: 0, leases: 0 });
+    assert.is(Number((await client.getSummary({ productId: p, days: 365 })).current!.totalEvents), 12 * 6 + 3);
+  } finally {
+    await server.close();
+  }
+});
+
+t("a day frozen before bases existed takes its rollup as base on its first late fact", async ({ db }) => {
+  let clock = daysAgo(100, 23);
+  const module = await createAnalyticsService({ db, logger, peers: NO_PEERS, now: () => clock, rollIntervalMs: 0 });
+  const server = await serveRpc({ modules: [module], port: 0, logger });
+  const client = rpcClient(AnalyticsService, server.url);
+  const p = randomUUID();
+  try {
+    await client.recordEvents({ usage: Array.from({ length: 9 }, (_, i) => usage(p, daysAgo(100, i), i)) });
+    await module.rollPending();
+    // What a retention pass without bases left: no ledger, no base, a rollup written
+    // without late facts.
+    await db.collection("ledger_segments").deleteMany({ product_id: p });
+    await db.collection("day_rollups").updateOne({ _id: `${p}|${dayOf(daysAgo(100))}` as never }, { $unset: { with_late: "" } });
+    clock = NOW;
+    const before = await client.getSummary({ productId: p, days: 365 });
+    assert.is(Number(before.current!.totalEvents), 9);
+    const late = usage(p, daysAgo(100, 20), 3);
+    await client.recordEvents({ usage: [late] });
+    await module.rollPending();
+    await client.recordEvents({ usage: [late, usage(p, daysAgo(100, 21), 4)] });
+    await module.rollPending();
+    const after = await client.getSummary({ productId: p, days: 365 });
+    assert.is(Number(after.current!.totalEvents), 11, "the old rollup's 9 events and 2 late ones, each once");
+    assert.is(after.current!.activeUsers, before.current!.activeUsers);
+    assert.is(await db.collection("day_bases").countDocuments({ product_id: p }), 1);
   } finally {
     await server.close();
   }

@@ -1,3 +1,6 @@
+import { DayAccumulator } from "./rollup.ts";
+import { bucketId } from "./store/dirty.ts";
+import { foldDay } from "./store/ledger.ts";
 import { DAY_MS, dayOf } from "./windows.ts";
 import type { AnalyticsDeps } from "./deps.ts";
 
@@ -19,9 +22,22 @@ export function firstOpenDay(now: Date, p: RetentionPolicy): string {
   return dayOf(new Date(now.getTime() - (p.ledgerDays - 1) * DAY_MS));
 }
 
+/** Days before this one may have lost their ledger (frozen): one day behind the first open day. */
+export function frozenBefore(now: Date, p: RetentionPolicy): string {
+  return dayOf(new Date(Date.parse(`${firstOpenDay(now, p)}T00:00:00Z`) - DAY_MS));
+}
+
+/** The first day whose rollup is kept; facts for earlier days are counted nowhere. */
+export function firstRollupDay(now: Date, p: RetentionPolicy): string {
+  return dayOf(new Date(now.getTime() - (p.rollupDays - 1) * DAY_MS));
+}
+
 export interface RetentionReport {
+  /** Days whose ledger went, a base written for each first. */
+  frozenDays: number;
   ledgerSegments: number;
   dayRollups: number;
+  lateSegments: number;
   leases: number;
 }
 
@@ -29,15 +45,32 @@ export interface RetentionReport {
  * One retention pass. Rolls up every dirty day first, so a day's rollup covers its whole
  * ledger before that ledger goes. Segments are deleted one day behind the first open day: a
  * RecordEvents call that began before midnight may still store facts for the day that just
- * closed, and it is done long before the next pass. Days still marked dirty keep their
- * segments until a later pass. Idempotent; any replica may run it.
+ * closed, and it is done long before the next pass. Before a day's segments go, its base is
+ * computed from them and the late facts stored so far, and stored once (BaseStore.freeze):
+ * from then on the day is recomputed from its base and later late facts. Days still marked
+ * dirty keep their segments until a later pass. Late facts and bases go with their day's
+ * rollup. Idempotent; any replica may run it.
  */
 export async function runRetention(deps: AnalyticsDeps, p: RetentionPolicy, now: Date): Promise<RetentionReport> {
   await deps.roller.rollPending(Infinity);
-  const pruneBefore = dayOf(new Date(new Date(`${firstOpenDay(now, p)}T00:00:00Z`).getTime() - DAY_MS));
-  const stillDirty = [...(await deps.dirty.pending()).values()].map((x) => x.bucket.day).filter((d) => d < pruneBefore);
-  const ledgerSegments = await deps.ledger.deleteBefore(pruneBefore, stillDirty);
-  const dayRollups = await deps.rollups.deleteBefore(dayOf(new Date(now.getTime() - (p.rollupDays - 1) * DAY_MS)));
+  const before = frozenBefore(now, p);
+  const rollupsFrom = firstRollupDay(now, p);
+  const dirty = new Set([...(await deps.dirty.pending()).values()].map((x) => bucketId(x.bucket)));
+  let frozenDays = 0;
+  let ledgerSegments = 0;
+  for (const b of await deps.ledger.daysBefore(before)) {
+    if (dirty.has(bucketId(b))) continue;
+    if (b.day >= rollupsFrom && !(await deps.bases.read(b))) {
+      const acc = new DayAccumulator();
+      const lateFolded = await foldDay(b.productId, b.day, acc, { ledger: deps.ledger, late: deps.late });
+      await deps.bases.freeze(b, acc.result(), lateFolded, now);
+      frozenDays++;
+    }
+    ledgerSegments += await deps.ledger.deleteDay(b);
+  }
+  const dayRollups = await deps.rollups.deleteBefore(rollupsFrom);
+  const lateSegments = await deps.late.deleteBefore(rollupsFrom);
+  await deps.bases.deleteBefore(rollupsFrom);
   const leases = await deps.dirty.sweepLeases(now);
-  return { ledgerSegments, dayRollups, leases };
+  return { frozenDays, ledgerSegments, dayRollups, lateSegments, leases };
 }

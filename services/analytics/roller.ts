@@ -1,7 +1,8 @@
 import type { Logger } from "@meter/lib/logger";
 import { DayAccumulator } from "./rollup.ts";
 import type { Bucket, DirtyStore } from "./store/dirty.ts";
-import type { LedgerStore } from "./store/ledger.ts";
+import type { BaseDoc, BaseStore } from "./store/bases.ts";
+import { foldDay, type LedgerStore } from "./store/ledger.ts";
 import type { RollupStore } from "./store/rollups.ts";
 
 /** Points where tests stop the service as if it crashed there. Never set in production. */
@@ -23,6 +24,11 @@ const PACE = 3;
 
 export interface RollerOptions {
   ledger: LedgerStore;
+  /** Facts for days past the ledger window, kept as long as their day's rollup. */
+  late: LedgerStore;
+  bases: BaseStore;
+  /** Days before this one may have lost their ledger to the retention job (retention.ts). */
+  frozenBefore: () => string;
   dirty: DirtyStore;
   rollups: RollupStore;
   logger: Logger;
@@ -85,13 +91,42 @@ export class Roller {
    * stored before any of them. They are then deleted by id; if another roller deleted some
    * first, its rollup may be newer than ours and ours may have overwritten it, so the day is
    * marked again and computed once more. On failure the marks stay, and the day with them.
+   *
+   * A day whose ledger is gone is computed from its base (written once, just before the
+   * retention job deleted the ledger) plus the late facts stored after it. If the day was
+   * frozen while we read its ledger, what we read may lack the part already deleted: the day
+   * is marked again and computed once more, from its base.
    */
   private async recompute(bucket: Bucket, markIds: string[]): Promise<void> {
+    const { ledger, late, bases, rollups, dirty } = this.opts;
     const acc = new DayAccumulator();
-    await this.opts.ledger.foldDay(bucket.productId, bucket.day, acc);
-    await this.opts.rollups.write(bucket.productId, bucket.day, acc.result(), new Date());
+    const base = (await bases.read(bucket)) ?? (await this.adopt(bucket));
+    if (base) {
+      await bases.addTo(base, acc);
+      await foldDay(bucket.productId, bucket.day, acc, { late, lateFolded: base.late_folded });
+    } else {
+      await foldDay(bucket.productId, bucket.day, acc, { ledger, late });
+    }
+    await rollups.write(bucket.productId, bucket.day, acc.result(), new Date());
     await this.opts.faults?.afterRollupWrite?.();
-    const cleared = await this.opts.dirty.clear(markIds);
-    if (cleared < markIds.length) await this.opts.dirty.mark([bucket]);
+    // Frozen while we read its ledger: the marks stay, and the day is computed again from its base.
+    if (!base && (await bases.read(bucket))) return;
+    const cleared = await dirty.clear(markIds);
+    if (cleared < markIds.length) await dirty.mark([bucket]);
+  }
+
+  /**
+   * A day whose ledger was deleted before bases existed: its rollup then was final and is
+   * its base. Recognised by having no ledger left, no base, and a rollup written without
+   * late facts (`with_late` absent). Null for any other day.
+   */
+  private async adopt(bucket: Bucket): Promise<BaseDoc | null> {
+    if (bucket.day >= this.opts.frozenBefore()) return null;
+    const [doc] = await this.opts.rollups.readDays(bucket.productId, [bucket.day]);
+    if (!doc || doc.with_late || (await this.opts.ledger.hasDay(bucket))) return null;
+    const rollup = await this.opts.rollups.readFigures(bucket);
+    if (!rollup || rollup.withLate) return null;
+    await this.opts.bases.freeze(bucket, rollup.figures, 0, new Date());
+    return this.opts.bases.read(bucket);
   }
 }

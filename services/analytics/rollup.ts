@@ -71,6 +71,16 @@ function bump(f: BySource, e: UsageEntry): void {
   x[2] += 1;
 }
 
+function addInto(to: BySource, from: BySource): void {
+  for (const s of SOURCES) to[s] = add(to[s], from[s]);
+}
+
+function mapEntry(m: Map<string, BySource>, key: string): BySource {
+  let f = m.get(key);
+  if (!f) m.set(key, (f = zeroBySource()));
+  return f;
+}
+
 /**
  * Folds a day's ledger entries one at a time, so that a day is computed while its ledger is
  * streamed: memory follows the day's users and models, never its event count.
@@ -96,6 +106,19 @@ export class DayAccumulator {
   gate(g: GateEntry): void {
     if (g.st === "hard_gate") this.hard++;
     else this.soft++;
+  }
+
+  /** Adds a day's figures computed earlier (a frozen day's base) without their users. */
+  addTotals(f: Omit<DayFigures, "users">): void {
+    addInto(this.total, f.usage);
+    for (const m of f.models) addInto(mapEntry(this.models, m.name), m.figures);
+    this.soft += f.soft_gates;
+    this.hard += f.hard_gates;
+  }
+
+  /** Adds one user's figures computed earlier. */
+  addUser(u: UserFigures): void {
+    addInto(mapEntry(this.users, u.id), u.figures);
   }
 
   result(): DayFigures {

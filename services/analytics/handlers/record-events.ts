@@ -1,12 +1,13 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { AnalyticsService, GateFact, UsageFact } from "@meter/proto/meter/analytics/v1/analytics_pb";
 import { rpcError } from "@meter/lib/errors";
+import { uncountedFacts } from "@meter/lib/metrics";
 import { fromTimestamp } from "@meter/lib/time";
 import { SOURCES, type Source } from "../rollup.ts";
 import type { Bucket } from "../store/dirty.ts";
 import type { LedgerFact } from "../store/ledger.ts";
 import { enqueueRoll } from "../jobs/roll.ts";
-import { firstOpenDay } from "../retention.ts";
+import { firstOpenDay, firstRollupDay } from "../retention.ts";
 import { dayOf } from "../windows.ts";
 import type { AnalyticsDeps } from "../deps.ts";
 
@@ -45,7 +46,8 @@ function gateFact(f: GateFact, i: number): LedgerFact {
 }
 
 /**
- * Stores facts in the ledger (idempotent on product and event id) and marks their days
+ * Stores facts in the ledger, or with the late facts for days before its window (idempotent
+ * on product and event id), and marks their days
  * dirty, before and after storing: before, so that a crash right after storing still leaves
  * the days to be recomputed; after, so that a recompute that listed the marks before these
  * facts were stored is always followed by another one. Acknowledged means durably stored; the roll
@@ -56,19 +58,29 @@ export function recordEvents(deps: AnalyticsDeps): ServiceImpl<typeof AnalyticsS
     const total = req.usage.length + req.gates.length;
     if (total > RECORD_MAX_FACTS) throw rpcError.tooLarge(`at most ${RECORD_MAX_FACTS} facts per call; got ${total}`);
     const all = [...req.usage.map(usageFact), ...req.gates.map(gateFact)];
-    // Days before the ledger window are final (see retention.ts): a fact for one is
-    // acknowledged without being stored, and reported among the duplicates.
-    const open = firstOpenDay(deps.now(), deps.retention);
-    const facts = all.filter((f) => dayOf(f.timestamp) >= open);
-    const late = all.length - facts.length;
-    if (late > 0) deps.logger.warn({ late, firstOpenDay: open }, "facts for days past the ledger window are not counted");
-    if (facts.length === 0) return { recorded: 0, duplicates: late };
+    // Facts for days whose rollup is no longer kept are acknowledged and counted nowhere
+    // (ingestion refuses such events; one still in an outbox may cross the line at midnight).
+    const now = deps.now();
+    const kept = firstRollupDay(now, deps.retention);
+    const facts = all.filter((f) => dayOf(f.timestamp) >= kept);
+    const dropped = all.length - facts.length;
+    if (dropped > 0) {
+      uncountedFacts.inc({ reason: "before_rollup_retention" }, dropped);
+      deps.logger.warn({ dropped, firstRollupDay: kept }, "facts for days past the rollup retention are not counted");
+    }
+    if (facts.length === 0) return { recorded: 0, duplicates: dropped };
+    // Days before the ledger window are final: their facts are kept with the late facts,
+    // which the roller adds to the day's base (README, "Late facts").
+    const open = firstOpenDay(now, deps.retention);
+    const current = facts.filter((f) => dayOf(f.timestamp) >= open);
+    const late = facts.filter((f) => dayOf(f.timestamp) < open);
     const buckets: Bucket[] = facts.map((f) => ({ productId: f.productId, day: dayOf(f.timestamp) }));
     await deps.dirty.mark(buckets);
-    const res = await deps.ledger.write(facts);
+    const [a, b] = await Promise.all([deps.ledger.write(current), deps.late.write(late)]);
+    const res = { recorded: a.recorded + b.recorded, duplicates: a.duplicates + b.duplicates };
     await deps.faults?.afterLedgerWrite?.();
     await deps.dirty.mark(buckets);
     if (deps.rollJobs) await enqueueRoll(deps);
-    return { recorded: res.recorded, duplicates: res.duplicates + late };
+    return { recorded: res.recorded, duplicates: res.duplicates + dropped };
   };
 }

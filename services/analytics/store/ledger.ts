@@ -4,6 +4,7 @@ import type { Collection, Db } from "mongodb";
 import pMap from "p-map";
 import { deleteInRounds, isDuplicateKeyError } from "@meter/lib/mongo";
 import type { DayAccumulator, GateEntry, UsageEntry } from "../rollup.ts";
+import type { Bucket } from "./dirty.ts";
 
 /**
  * The ledger: every fact analytics has been given. It is append-only: each call stores, per
@@ -52,8 +53,14 @@ export class LedgerStore {
    */
   private readonly heads = new LRUCache<string, number>({ max: 10_000 });
 
-  constructor(db: Db) {
-    this.segments = db.collection<LedgerSegmentDoc>("ledger_segments");
+  /**
+   * `ledger_segments`, a segment per product-hour (the bounded window), or with `grain`
+   * "day", `late_segments`, a segment per product-day: facts for days before the window
+   * (README, "Late facts"). A backfill spreads its facts thin over many hours: one document
+   * per day it touches, not per hour, keeps its writes few.
+   */
+  constructor(db: Db, collection = "ledger_segments", private readonly grain: "hour" | "day" = "hour") {
+    this.segments = db.collection<LedgerSegmentDoc>(collection);
   }
 
   async init(): Promise<void> {
@@ -69,7 +76,7 @@ export class LedgerStore {
   async write(facts: readonly LedgerFact[]): Promise<{ recorded: number; duplicates: number }> {
     const byHour = new Map<string, { productId: string; day: string; facts: Map<string, LedgerFact> }>();
     for (const f of facts) {
-      const hour = f.timestamp.toISOString().slice(0, 13);
+      const hour = f.timestamp.toISOString().slice(0, this.grain === "hour" ? 13 : 10);
       const id = hourIdOf(f.productId, hour);
       let h = byHour.get(id);
       if (!h) byHour.set(id, (h = { productId: f.productId, day: hour.slice(0, 10), facts: new Map() }));
@@ -134,38 +141,106 @@ export class LedgerStore {
   }
 
   /**
-   * Folds every fact of one product-day into `acc`, each event key once, reading one segment
-   * at a time. A fact's hour comes from its own timestamp, which is the same on every replay,
-   * so a repeated event is always in the same hour: only the hour being read keeps its event
-   * keys, and memory follows the largest hour's key count, never the day's facts.
+   * One group's segments in order (1, 2, ... until one is missing), read one at a time;
+   * `hour` is "YYYY-MM-DDTHH" for the ledger, "YYYY-MM-DD" for the late facts.
    */
-  async foldDay(productId: string, day: string, acc: DayAccumulator): Promise<void> {
-    for (let h = 0; h < 24; h++) {
-      const hourId = hourIdOf(productId, `${day}T${String(h).padStart(2, "0")}`);
-      const seen = new Set<string>();
-      for (let n = 1; ; n++) {
-        const seg = await this.segments.findOne({ _id: segmentId(hourId, n) });
-        if (!seg) break;
-        for (const [id, e] of JSON.parse(seg.u) as [string, UsageEntry][]) {
-          if (seen.has(`u:${id}`)) continue;
-          seen.add(`u:${id}`);
-          acc.usage(e);
-        }
-        for (const [id, g] of JSON.parse(seg.g) as [string, GateEntry][]) {
-          if (seen.has(`g:${id}`)) continue;
-          seen.add(`g:${id}`);
-          acc.gate(g);
-        }
-      }
+  async *hourSegments(productId: string, hour: string): AsyncGenerator<LedgerSegmentDoc> {
+    const hourId = hourIdOf(productId, hour);
+    for (let n = 1; ; n++) {
+      const seg = await this.segments.findOne({ _id: segmentId(hourId, n) });
+      if (!seg) return;
+      yield seg;
     }
   }
 
-  /**
-   * Deletes the segments of days before `day` (YYYY-MM-DD), except those of `keep` (days
-   * still to be rolled up); returns how many. A scan on the embedded database (only `_id`
-   * lookups are indexed there), run once a day by the retention job.
-   */
-  async deleteBefore(day: string, keep: readonly string[]): Promise<number> {
-    return deleteInRounds(this.segments, { day: { $lt: day, $nin: [...keep] } });
+  /** Whether any segment of the product-day is stored (24 primary-key probes). */
+  async hasDay(b: Bucket): Promise<boolean> {
+    for (let h = 0; h < 24; h++) {
+      if (await this.segments.findOne({ _id: segmentId(hourIdOf(b.productId, hourOf(b.day, h)), 1) }, { projection: { _id: 1 } })) return true;
+    }
+    return false;
   }
+
+  /**
+   * The product-days with segments before `day` (YYYY-MM-DD). A scan on the embedded
+   * database, run once a day by the retention job; reads two short fields per segment.
+   */
+  async daysBefore(day: string): Promise<Bucket[]> {
+    const out = new Map<string, Bucket>();
+    for await (const s of this.segments.find({ day: { $lt: day } }, { projection: { product_id: 1, day: 1 } })) {
+      out.set(`${s.product_id}|${s.day}`, { productId: s.product_id, day: s.day });
+    }
+    return [...out.values()];
+  }
+
+  /**
+   * Deletes every segment of one product-day of the ledger (hour grain); returns how many.
+   * By primary key, each hour's last segment first: a pass cut off leaves each hour's
+   * segments 1 .. k, which the next pass finds and deletes.
+   */
+  async deleteDay(b: Bucket): Promise<number> {
+    let deleted = 0;
+    for (let h = 0; h < 24; h++) {
+      const hourId = hourIdOf(b.productId, hourOf(b.day, h));
+      for (let n = await this.lastOf(hourId); n > 0; n--) deleted += (await this.segments.deleteOne({ _id: segmentId(hourId, n) })).deletedCount;
+    }
+    return deleted;
+  }
+
+  /**
+   * Deletes the segments of days before `day` (YYYY-MM-DD); returns how many. A scan on the
+   * embedded database, run once a day by the retention job.
+   */
+  async deleteBefore(day: string): Promise<number> {
+    return deleteInRounds(this.segments, { day: { $lt: day } });
+  }
+}
+
+export const hourOf = (day: string, h: number) => `${day}T${String(h).padStart(2, "0")}`;
+
+/** Where a day's facts are read from, and how much of the late facts a base already holds. */
+export interface DaySources {
+  /** The ledger, while it holds the day; absent once the day is frozen. */
+  ledger?: LedgerStore;
+  /** The late facts (a segment per product-day). */
+  late: LedgerStore;
+  /** How many of the day's late segments are in the base the accumulator starts from. */
+  lateFolded?: number;
+}
+
+/**
+ * Folds every fact of one product-day into `acc`, each event key once, reading one segment
+ * at a time: the day's late segments first, then the ledger hour by hour. A fact's hour comes
+ * from its own timestamp, which is the same on every replay, so a repeated event is always in
+ * the same hour of the ledger: only the hour being read keeps its ledger keys. The late facts'
+ * keys are kept for the whole day (a fact may be in both; it counts once). Memory follows the
+ * largest hour's ledger keys plus the day's late keys, never the day's ledger. The first
+ * `lateFolded` late segments are in the base already: their keys are noted, their facts not
+ * counted again. Returns how many late segments were read (what a base computed now holds).
+ */
+export async function foldDay(productId: string, day: string, acc: DayAccumulator, src: DaySources): Promise<number> {
+  const late = new Set<string>();
+  const take = (seg: LedgerSegmentDoc, seen: Set<string>, count: boolean) => {
+    for (const [id, e] of JSON.parse(seg.u) as [string, UsageEntry][]) {
+      const k = `u:${id}`;
+      if (seen.has(k) || late.has(k)) continue;
+      seen.add(k);
+      if (count) acc.usage(e);
+    }
+    for (const [id, g] of JSON.parse(seg.g) as [string, GateEntry][]) {
+      const k = `g:${id}`;
+      if (seen.has(k) || late.has(k)) continue;
+      seen.add(k);
+      if (count) acc.gate(g);
+    }
+  };
+  let n = 0;
+  for await (const seg of src.late.hourSegments(productId, day)) take(seg, late, ++n > (src.lateFolded ?? 0));
+  if (src.ledger) {
+    for (let h = 0; h < 24; h++) {
+      const seen = new Set<string>();
+      for await (const seg of src.ledger.hourSegments(productId, hourOf(day, h))) take(seg, seen, true);
+    }
+  }
+  return n;
 }

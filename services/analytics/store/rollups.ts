@@ -20,6 +20,8 @@ export interface DayDoc {
   /** How many user chunks the day has: `<_id>|0` .. `<_id>|n-1`. */
   user_chunks: number;
   computed_at: Date;
+  /** Written by a roller that counts late facts (absent on rollups written before them). */
+  with_late?: true;
 }
 
 export interface UserChunkDoc {
@@ -34,7 +36,7 @@ export interface UserChunkDoc {
   users: string;
 }
 
-type UserRow = [string, BySource["auto"], BySource["manual"]];
+export type UserRow = [string, BySource["auto"], BySource["manual"]];
 
 /** User chunks read at once by a query. */
 const FOLD_AHEAD = 8;
@@ -78,6 +80,7 @@ export class RollupStore {
       models: f.models.map((m) => ({ name: m.name, ...m.figures })),
       user_chunks: chunks.length,
       computed_at: now,
+      with_late: true,
     };
     await this.days.replaceOne({ _id: id }, doc, { upsert: true });
   }
@@ -86,6 +89,22 @@ export class RollupStore {
   async readDays(productId: string, days: readonly string[]): Promise<DayDoc[]> {
     const docs = await pMap(days, (d) => this.days.findOne({ _id: dayId(productId, d) }), { concurrency: 32 });
     return docs.filter((d): d is DayDoc => d !== null);
+  }
+
+  /** A day's whole figures as written (its users included), or null when it has none. */
+  async readFigures(b: { productId: string; day: string }): Promise<{ figures: DayFigures; withLate: boolean } | null> {
+    const [doc] = await this.readDays(b.productId, [b.day]);
+    if (!doc) return null;
+    const users: UserFigures[] = [];
+    await this.foldUsers([doc], (u) => users.push(u));
+    const figures: DayFigures = {
+      usage: doc.usage,
+      soft_gates: doc.soft_gates,
+      hard_gates: doc.hard_gates,
+      models: doc.models.map((m) => ({ name: m.name, figures: { auto: m.auto, manual: m.manual } })),
+      users,
+    };
+    return { figures, withLate: doc.with_late === true };
   }
 
   /**

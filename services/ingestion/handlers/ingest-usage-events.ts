@@ -1,7 +1,9 @@
 import { randomUUID } from "node:crypto";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { IngestionService, UsageEvent } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
-import { timestampDate } from "@meter/lib/time";
+import { rpcError, type FieldIssue } from "@meter/lib/errors";
+import { refusedTimestamps } from "@meter/lib/metrics";
+import { timestampDate, usageTimestampProblem } from "@meter/lib/time";
 import type { KnownUser } from "../adapters/plans.ts";
 import { normalizeModel } from "../domain/cost.ts";
 import { encodeMetadata } from "../domain/field-keys.ts";
@@ -14,6 +16,21 @@ import { BatchProblems, checkBatchSize, checkIds, firstOccurrences, nonNegative,
 
 /** Longest description of an event (as of a manual one). */
 const DESCRIPTION_MAX = 2000;
+
+/**
+ * Accepted timestamps: what analytics' rollups reach (so every event accepted counts there) to
+ * a small skew into the future; the batch is refused whole, each event named (422).
+ */
+function checkTimestamps(events: readonly UsageEvent[], now: Date): void {
+  const issues: FieldIssue[] = [];
+  events.forEach((e, i) => {
+    const bound = e.timestamp ? usageTimestampProblem(timestampDate(e.timestamp), now) : null;
+    if (!bound) return;
+    refusedTimestamps.inc({ bound: bound.bound });
+    issues.push({ path: `/${i}/timestamp`, message: bound.message });
+  });
+  if (issues.length > 0) throw rpcError.invalidFields(issues);
+}
 
 function validate(events: readonly UsageEvent[]): void {
   const problems = new BatchProblems();
@@ -81,6 +98,7 @@ export function ingestUsageEvents(deps: IngestionDeps): ServiceImpl<typeof Inges
     const productId = requireProduct(req.productId);
     checkBatchSize(deps, req.events.length);
     validate(req.events);
+    checkTimestamps(req.events, deps.now());
     const { unique, repeated } = firstOccurrences(req.events);
     if (unique.length === 0) return { accepted: 0, duplicates: repeated };
     // Events of unregistered users are stored and counted too (calendar month, no plan).

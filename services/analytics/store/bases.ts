@@ -1,0 +1,118 @@
+import { randomUUID } from "node:crypto";
+import type { Collection, Db } from "mongodb";
+import { deleteInRounds, isDuplicateKeyError } from "@meter/lib/mongo";
+import type { BySource, DayAccumulator, DayFigures } from "../rollup.ts";
+import type { Bucket } from "./dirty.ts";
+import { USERS_PER_CHUNK, type UserRow } from "./rollups.ts";
+
+/**
+ * The base of a frozen day: its figures computed from the ledger (and the late facts stored
+ * by then) just before the retention job deleted the day's ledger. Written once, never
+ * changed: a frozen day's rollup is recomputed as its base plus the late facts stored after
+ * it, so that recomputation stays idempotent without the ledger (see README, "Late facts").
+ */
+export interface BaseDoc {
+  /** `<product_id>|<YYYY-MM-DD>` */
+  _id: string;
+  product_id: string;
+  day: string;
+  usage: BySource;
+  soft_gates: number;
+  hard_gates: number;
+  models: { name: string; auto: BySource["auto"]; manual: BySource["manual"] }[];
+  /** The user chunks are `<_id>|<chunk_key>|0` .. `|n-1`: this writer's own, see `freeze`. */
+  chunk_key: string;
+  user_chunks: number;
+  /** How many of the day's late segments (1 .. n) the base holds. */
+  late_folded: number;
+  frozen_at: Date;
+}
+
+interface BaseUserChunkDoc {
+  _id: string;
+  product_id: string;
+  day: string;
+  /** JSON of `[id, auto figures, manual figures][]`, as in `day_user_rollups`. */
+  users: string;
+}
+
+const baseId = (b: Bucket) => `${b.productId}|${b.day}`;
+
+export class BaseStore {
+  private readonly bases: Collection<BaseDoc>;
+  private readonly userChunks: Collection<BaseUserChunkDoc>;
+
+  constructor(db: Db) {
+    this.bases = db.collection<BaseDoc>("day_bases");
+    this.userChunks = db.collection<BaseUserChunkDoc>("day_base_users");
+  }
+
+  async init(): Promise<void> {
+    // For the retention job on MongoDB; the embedded database scans whatever the index.
+    await this.bases.createIndex({ day: 1 });
+    await this.userChunks.createIndex({ day: 1 });
+  }
+
+  async read(b: Bucket): Promise<BaseDoc | null> {
+    return this.bases.findOne({ _id: baseId(b) });
+  }
+
+  /**
+   * Stores a day's base once. Insert only, under a chunk key of this writer's own: of two
+   * writers (a retention pass cut off and run again, two replicas) the first base document
+   * inserted wins whole, and the loser's chunks, which nothing points to, are deleted. A
+   * base is never half one writer's and half another's. False when one was stored already.
+   */
+  async freeze(b: Bucket, f: DayFigures, lateFolded: number, now: Date): Promise<boolean> {
+    const id = baseId(b);
+    const key = randomUUID();
+    const chunks: BaseUserChunkDoc[] = [];
+    for (let i = 0; i * USERS_PER_CHUNK < f.users.length; i++) {
+      const rows = f.users.slice(i * USERS_PER_CHUNK, (i + 1) * USERS_PER_CHUNK).map((u): UserRow => [u.id, u.figures.auto, u.figures.manual]);
+      chunks.push({ _id: `${id}|${key}|${i}`, product_id: b.productId, day: b.day, users: JSON.stringify(rows) });
+    }
+    for (const c of chunks) await this.userChunks.insertOne(c);
+    try {
+      await this.bases.insertOne({
+        _id: id,
+        product_id: b.productId,
+        day: b.day,
+        usage: f.usage,
+        soft_gates: f.soft_gates,
+        hard_gates: f.hard_gates,
+        models: f.models.map((m) => ({ name: m.name, ...m.figures })),
+        chunk_key: key,
+        user_chunks: chunks.length,
+        late_folded: lateFolded,
+        frozen_at: now,
+      });
+      return true;
+    } catch (err) {
+      if (!isDuplicateKeyError(err)) throw err;
+      if (chunks.length > 0) await this.userChunks.deleteMany({ _id: { $in: chunks.map((c) => c._id) } });
+      return false;
+    }
+  }
+
+  /** Adds a base's figures to `acc`, its users one chunk at a time. */
+  async addTo(base: BaseDoc, acc: DayAccumulator): Promise<void> {
+    acc.addTotals({
+      usage: base.usage,
+      soft_gates: base.soft_gates,
+      hard_gates: base.hard_gates,
+      models: base.models.map((m) => ({ name: m.name, figures: { auto: m.auto, manual: m.manual } })),
+    });
+    for (let i = 0; i < base.user_chunks; i++) {
+      const c = await this.userChunks.findOne({ _id: `${base._id}|${base.chunk_key}|${i}` });
+      // A base document is inserted only after all its chunks, which are never changed.
+      if (!c) throw new Error(`base ${base._id} lacks user chunk ${i}`);
+      for (const [id, auto, manual] of JSON.parse(c.users) as UserRow[]) acc.addUser({ id, figures: { auto, manual } });
+    }
+  }
+
+  /** Deletes the bases of days before `day`; returns how many. Chunks first, as for rollups. */
+  async deleteBefore(day: string): Promise<number> {
+    await deleteInRounds(this.userChunks, { day: { $lt: day } });
+    return deleteInRounds(this.bases, { day: { $lt: day } });
+  }
+}
