@@ -42,7 +42,8 @@ def test_fail_closed_blocks_a_user_whose_plan_cannot_load(product: Product) -> N
     closed = Meter(api_key="mk_wrong", base_url=product.url, fail_closed=True)
     with pytest.raises(LimitExceededError) as err:
         closed.guard(user)
-    assert err.value.status_code == 429 and "fails closed" in str(err.value)
+    assert err.value.status_code == 429 and err.value.result.gate_reason == "session_unavailable"
+    assert "fail_closed" in str(err.value)
     for m in (open_, closed):
         m.shutdown(timeout=1)
 
@@ -120,6 +121,21 @@ def test_soft_hard_and_blocked_within_5s_are_three_gate_events_later_ones_counte
     block.shutdown()
 
 
+def test_two_conversations_at_their_session_caps_are_two_gate_events(product: Product) -> None:
+    user = product.create_user({"max_spend_per_session": 1, **PRICED})
+    m = meter_for(product)
+    for conversation in ("c1", "c2"):
+        m.record(user, model="gpt-4o", output_tokens=100, session_id=conversation)  # $1: at the cap
+    for conversation in ("c1", "c2", "c1"):  # the second c1 is within 5 s of the first: not written
+        with pytest.raises(LimitExceededError) as err:
+            m.guard(user, session_id=conversation)
+        assert err.value.result.gate_reason == "session_spend"
+    assert m.flush()
+    events = product.gate_events(user)
+    assert sorted(e["session_id"] for e in events) == ["c1", "c2"], events
+    m.shutdown()
+
+
 def test_suppressed_gate_events_are_counted_in_the_next_ones_metadata(product: Product, proxy: Any) -> None:
     import meter_sdk.meter as mm
 
@@ -143,7 +159,7 @@ def test_suppressed_gate_events_are_counted_in_the_next_ones_metadata(product: P
     events = sorted(product.gate_events(user), key=lambda e: e["timestamp"])
     assert len(events) == 2
     wire = sorted((e for batch in proxy.sent("POST /gate-events/batch") for e in batch), key=lambda e: e["timestamp"])
-    assert [e["metadata"].get("suppressed") for e in wire] == [None, 3]
+    assert [e["metadata"].get("suppressed_events") for e in wire] == [None, 3]
     m.shutdown()
 
 

@@ -48,6 +48,8 @@ log = logging.getLogger("meter_sdk")
 
 # One gate event per (user, gate_reason, kind) per this many seconds at most.
 GATE_EVENT_INTERVAL = 5.0
+# fail_closed's gate reason: the session view could not be loaded (no gate event: not the service's to record).
+SESSION_UNAVAILABLE = "session_unavailable"
 # Retry delay of a session load that failed (capped by refresh_interval).
 LOAD_RETRY = 5.0
 MANUAL_ATTEMPTS = 3
@@ -124,7 +126,12 @@ class Meter:
         self._usage: list[Callable[[UsageEvent], Any]] = []
         self._session_start: list[Callable[[SessionStartState], Any]] = []
         self._closing: list[Callable[[], Any]] = []
-        self._plans_version: Any = None
+        # The product's change marker last seen (GET /config/changes); None until the first answer.
+        self._marker: int | None = None
+        self._polling_changes = False
+        # The change route answered 404 (a service from before it, or a wrong address): asked again only after this.
+        self._changes_retry_at = 0.0
+        self._key_refused_logged = False
         self._closed = False
         self._last_sweep = time.monotonic()
         self._queue = EventQueue(self._transport, self._lock, max_queue, max_batch, self)
@@ -152,8 +159,12 @@ class Meter:
     # ---- start and callbacks ----
 
     def start(self) -> StartResult:
-        """``GET /health`` and one authenticated request, within startup_timeout. Never raises."""
-        deadline = time.monotonic() + self.startup_timeout
+        """``GET /health`` and an authenticated ``GET /config/changes`` (which also gives the change
+        marker), at once, each within startup_timeout. Never raises."""
+        # Both at once: a busy service answers within startup_timeout, not twice that.
+        key: Future[Any] = self._executor.submit(
+            self._transport.request, "GET", "/config/changes", None, self.startup_timeout
+        )
         try:
             body = self._transport.request("GET", "/health", timeout=self.startup_timeout)
             healthy = isinstance(body, dict) and body.get("status") == "ok"
@@ -165,6 +176,11 @@ class Meter:
                     "ending in /api/v1",
                     err,
                 )
+        try:
+            changes = key.result(self.startup_timeout + 1)
+            key_err: BaseException | None = None
+        except BaseException as err:
+            changes, key_err = None, err
         if not healthy:
             self._transport.reachable = False
             self._warn(
@@ -172,28 +188,35 @@ class Meter:
                 + ("calls are hard-gated" if self.fail_closed else "calls fail open")
                 + " until it does"
             )
-            return StartResult(healthy=False, authenticated=None)
+            return StartResult(healthy=False, authenticated=False)
         self._transport.reachable = True
-        try:
-            self._transport.request("GET", "/config/plans", timeout=max(0.1, deadline - time.monotonic()))
-            authenticated: bool | None = True
-        except MeterAPIError as err:
-            authenticated = None
-            if err.status in (401, 403):
-                authenticated = False
-                self._error(
-                    f"the service refused the API key ({err.status}: {err.detail}); no plan can be loaded, so "
-                    + (
-                        "every call is hard-gated (fail_closed)"
-                        if self.fail_closed
-                        else "every user runs on permissive defaults"
-                    )
-                    + ": check api_key / METER_API_KEY",
-                    err,
-                )
-        except MeterError:
-            authenticated = None
-        return StartResult(healthy=True, authenticated=authenticated)
+        if key_err is not None:
+            if isinstance(key_err, MeterAPIError) and key_err.status in (401, 403):
+                self._key_refused(key_err)
+            else:
+                self._warn("the API key could not be checked", key_err)
+            return StartResult(healthy=True, authenticated=False)
+        if isinstance(changes, dict) and isinstance(changes.get("marker"), int):
+            with self._lock:
+                self._marker = changes["marker"]
+        return StartResult(healthy=True, authenticated=True)
+
+    def _key_refused(self, err: MeterAPIError) -> None:
+        """The service refused the API key: logged as an error once per client, not once per user."""
+        with self._lock:
+            if self._key_refused_logged:
+                return
+            self._key_refused_logged = True
+        self._error(
+            f"the service refused the API key ({err.status}: {err.detail}); no plan can be loaded, so "
+            + (
+                "every call is hard-gated (fail_closed)"
+                if self.fail_closed
+                else "every user runs on permissive defaults"
+            )
+            + ": check api_key / METER_API_KEY",
+            err,
+        )
 
     async def astart(self) -> StartResult:
         return await asyncio.to_thread(self.start)
@@ -505,6 +528,8 @@ class Meter:
         if e is None:
             e = self._load(user_id)
             return e.loaded
+        if self._leases is not None:
+            self._leases.renew(user_id)
         fut = self._refresh(e, self.request_timeout, force=True)
         try:
             fut.result(self.request_timeout + 1)
@@ -646,8 +671,12 @@ class Meter:
                         e.refresh_at = now + self.refresh_interval
                         return
                     e.refresh_at = now + min(LOAD_RETRY, self.refresh_interval)
-                    warn = was_reachable and not e.load_failed
+                    refused = isinstance(err, MeterAPIError) and err.status in (401, 403)
+                    warn = was_reachable and not e.load_failed and not refused
                     e.load_failed = True
+                if refused:
+                    assert isinstance(err, MeterAPIError)
+                    self._key_refused(err)
                 if warn:
                     self._warn(
                         f"loading the session of {e.user_id} failed; "
@@ -716,11 +745,12 @@ class Meter:
             if self.fail_closed and not e.loaded and not e.unknown:
                 result = GuardResult(
                     "hard_gate",
-                    "service_unavailable",
-                    1.0,
+                    SESSION_UNAVAILABLE,
                     0.0,
                     0.0,
-                    "the user's plan could not be loaded from the meter service and the client fails closed",
+                    0.0,
+                    f"The session of {e.user_id} could not be loaded (service unreachable or API key refused); "
+                    "fail_closed blocks the call",
                 )
             else:
                 result = evaluate(
@@ -768,7 +798,8 @@ class Meter:
         metadata: dict[str, Any] | None,
         now: float,
     ) -> tuple[str, bool]:
-        """Writes a gate event at most once per (gate_reason, kind) per 5 s: soft, hard and blocked apart,
+        """Writes a gate event at most once per (gate_reason, kind, and for session_spend the session) per
+        5 s: soft, hard and blocked apart,
         so the first hard gate and the first blocked call always become events; later ones are counted."""
         hard = result.status == "hard_gate"
         blocked = hard and self.blocking
@@ -778,15 +809,17 @@ class Meter:
         kind = "blocked" if blocked else result.status
         if e.gate_marks is None:
             e.gate_marks = {}
-        mark = e.gate_marks.get((reason, kind))
+        # A session cap is a cap per session: two conversations at their caps are two gates.
+        key = (reason, kind, session.id if reason == "session_spend" else None)
+        mark = e.gate_marks.get(key)
         if mark is not None and now - mark[0] < GATE_EVENT_INTERVAL:
             mark[1] += 1
             return reason, blocked
         suppressed = 0 if mark is None else int(mark[1])
-        e.gate_marks[(reason, kind)] = [now, 0]
+        e.gate_marks[key] = [now, 0]
         meta = dict(metadata or {})
         if suppressed:
-            meta["suppressed"] = suppressed
+            meta["suppressed_events"] = suppressed
         event = {
             "id": str(uuid.uuid4()),
             "user_id": e.user_id,
@@ -979,8 +1012,6 @@ class Meter:
                 if isinstance(ev, UsageEvent):
                     ev.synced = True
                 self._settled(ev.user_id if isinstance(ev, UsageEvent) else str(ev["user_id"]))
-        if isinstance(answer, dict) and "plans_version" in answer:
-            self._plans_changed(answer["plans_version"])
 
     def discarded(self, events: list[Event]) -> None:
         with self._lock:
@@ -999,16 +1030,64 @@ class Meter:
     def warn(self, message: str, err: BaseException | None = None) -> None:
         self._warn(message, err)
 
-    def _plans_changed(self, version: Any) -> None:
-        """The batch answer's marker moved: a plan or subscription changed; every cached user reloads now."""
+    def _poll_changes(self) -> None:
+        """One flush tick: asks the service what changed since the marker last seen (one request per
+        client, whatever the number of users) and reloads only the users a plan update or a
+        subscription change concerns, so a change reaches every running client within
+        flush_interval. Users named by the previous answer are read once more here: a read that
+        raced the change (another replica's short caches) may have been stale."""
         with self._lock:
-            before = self._plans_version
-            self._plans_version = version
-            if before is None or before == version:
+            if self._polling_changes or time.monotonic() < self._changes_retry_at:
                 return
-            users = list(self._users.values())
-        for e in users:
+            if not self._users and self._marker is not None:
+                return
+            again = [e for e in self._users.values() if e.recheck]
+            for e in again:
+                e.recheck = False
+            self._polling_changes = True
+            since = self._marker
+        for e in again:
             self._refresh(e, None)
+        try:
+            c = self._transport.request("GET", "/config/changes" if since is None else f"/config/changes?since={since}")
+            with self._lock:
+                if self._marker != since or not isinstance(c, dict):
+                    return
+                # No marker before this answer (start() not called, or it failed): every cached view may
+                # predate a change.
+                every = since is None or bool(c.get("all"))
+                plans = set(c.get("plan_ids") or ())
+                users = set(c.get("user_ids") or ())
+                changed = [
+                    e
+                    for e in self._users.values()
+                    if every or e.user_id in users or (e.plan_id is not None and e.plan_id in plans)
+                ]
+                for e in changed:
+                    e.recheck = True
+                marker = c.get("marker")
+                self._marker = marker if isinstance(marker, int) else since
+            for e in changed:
+                if self._leases is not None:
+                    self._leases.renew(e.user_id)
+                self._refresh(e, None, force=True)
+        except MeterAPIError as err:
+            if err.status in (401, 403):
+                self._key_refused(err)
+            elif err.status == 404:
+                # A service from before the change marker (or a wrong base_url, which deliveries report).
+                if self._changes_retry_at == 0:
+                    self._warn(
+                        "GET /config/changes answered 404; until it answers, plan changes reach this process only "
+                        f"by its periodic reloads (refresh_interval {self.refresh_interval:g} s)",
+                        err,
+                    )
+                self._changes_retry_at = time.monotonic() + self.refresh_interval
+        except MeterError:
+            pass  # network errors and 5xx: the next tick asks again; deliveries report the outage
+        finally:
+            with self._lock:
+                self._polling_changes = False
 
     def _settled(self, user_id: str) -> None:
         e = self._users.get(user_id)
@@ -1016,7 +1095,10 @@ class Meter:
             e.pending -= 1
 
     def _tick(self) -> None:
-        """On the delivery thread: the idle sweep every min(refresh_interval, 60 s)."""
+        """On the delivery thread, every flush interval: the change poll (on a worker, so a slow answer
+        never holds deliveries), and the idle sweep every min(refresh_interval, 60 s)."""
+        with contextlib.suppress(RuntimeError):  # the executor is gone (interpreter exit)
+            self._executor.submit(self._poll_changes)
         now = time.monotonic()
         if now - self._last_sweep < min(60.0, self.refresh_interval):
             return
