@@ -313,3 +313,41 @@ def test_start_explains_a_base_url_that_is_not_the_api(product: Product, caplog:
     assert not r.healthy
     assert any("ending in /api/v1" in rec.getMessage() for rec in caplog.records)
     m.shutdown(timeout=0.5)
+
+
+@pytest.mark.parametrize("leases", [False, True])
+def test_models_named_like_object_members_are_gated_and_metered_as_the_plan_says(
+    product: Product, leases: bool
+) -> None:
+    # The same names as the TypeScript client's test: they must mean nothing special here either.
+    cost = {"constructor": 0.6, "toString": 1.6, "__proto__": 0.06, "hasOwnProperty": 0.06}
+    user = product.create_user(
+        {
+            "max_spend_per_period": 1000,
+            "pre_call_estimate": True,
+            "pre_call_buffer_tokens": 0,
+            "cost_rates": {"constructor": {"input": 1, "output": 2}, "toString": {"input": 3, "output": 4}},
+            "default_cost_rate": {"input": 0.1, "output": 0.2},
+            "model_limits": {
+                "constructor": {"max_tokens_per_period": 1000},
+                "hasOwnProperty": {"max_tokens_per_period": 1000},
+            },
+        }
+    )
+    m = meter_for(product, leases=leases)
+    for model, price in cost.items():
+        with m.reserve(user, model=model, input_tokens=400) as r:
+            ev = r.commit(input_tokens=400, output_tokens=100)
+        assert ev.model == model and near(ev.cost_total, price)
+    st = m.state(user)
+    assert st is not None
+    assert st.period_tokens_by_model == {model: 500 for model in cost}
+    for model in ("constructor", "hasOwnProperty"):
+        with pytest.raises(LimitExceededError) as err:
+            m.reserve(user, model=model, input_tokens=600)
+        assert err.value.result.gate_reason == f"model_limit:{model}" and err.value.result.limit_value == 1000
+    for model in ("__proto__", "toString"):
+        m.reserve(user, model=model, input_tokens=50_000).release()
+    assert m.flush()
+    assert near(product.usage(user)["total_cost"], sum(cost.values()))
+    m.shutdown()
