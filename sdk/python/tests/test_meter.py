@@ -351,3 +351,31 @@ def test_models_named_like_object_members_are_gated_and_metered_as_the_plan_says
     assert m.flush()
     assert near(product.usage(user)["total_cost"], sum(cost.values()))
     m.shutdown()
+
+
+def test_a_blocked_call_says_when_its_limit_lifts(product: Product) -> None:
+    from datetime import datetime, timedelta, timezone
+
+    user = product.create_user({"max_spend_per_period": 1, "max_spend_per_session": 0.5, **PRICED})
+    m = meter_for(product)
+    m.record(user, model="gpt-4o", output_tokens=50)  # $0.50: the library's own session is at its cap
+    with pytest.raises(LimitExceededError) as own:
+        m.guard(user)
+    st = m.state(user)
+    assert st is not None and own.value.result.gate_reason == "session_spend"
+    # The end of the library's own window: 30 minutes from its start (the plan's default timeout).
+    assert own.value.resets_at is not None
+    left = own.value.resets_at - datetime.now(timezone.utc)
+    assert timedelta(minutes=29) < left <= timedelta(minutes=30)
+    m.record(user, model="gpt-4o", output_tokens=50, session_id="c1")  # $1: the period cap
+    with pytest.raises(LimitExceededError) as period:
+        m.guard(user, session_id="c2")
+    assert period.value.result.gate_reason == "total_spend"
+    assert period.value.resets_at == datetime.fromisoformat(st.billing_period.end.replace("Z", "+00:00"))
+    # A caller-named session lasts as long as it is used: no time is known.
+    other = product.create_user({"max_spend_per_period": 100, "max_spend_per_session": 0.5, **PRICED})
+    m.record(other, model="gpt-4o", output_tokens=50, session_id="c1")
+    with pytest.raises(LimitExceededError) as named:
+        m.guard(other, session_id="c1")
+    assert named.value.result.gate_reason == "session_spend" and named.value.resets_at is None
+    m.shutdown()

@@ -15,6 +15,7 @@ import weakref
 from collections.abc import Awaitable, Callable, Generator, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -725,7 +726,7 @@ class Meter:
         prompt: Any,
         metadata: dict[str, Any] | None,
         hold: bool,
-    ) -> tuple[GuardResult, GateContext | None, tuple[str, bool] | None, Reservation | None]:
+    ) -> tuple[GuardResult, GateContext | None, tuple[str, bool, float | None] | None, Reservation | None]:
         """Check and hold in one step under the lock. Callbacks and the raise come after, outside it."""
         if input_tokens is not None and (type(input_tokens) is not int or input_tokens < 0):
             raise TypeError("input_tokens must be a non-negative integer")
@@ -775,7 +776,7 @@ class Meter:
             gate_info = None
             if result.status != "ok":
                 ctx = GateContext(e.user_id, session.id, m)
-                gate_info = self._gate_event(e, session, m, result, metadata, now)
+                gate_info = (*self._gate_event(e, session, m, result, metadata, now), _resets_at(e, session, result))
             reservation = None
             blocked = result.status == "hard_gate" and self.blocking
             if hold and not blocked:
@@ -844,7 +845,7 @@ class Meter:
         self,
         result: GuardResult,
         ctx: GateContext | None,
-        gate_info: tuple[str, bool] | None,
+        gate_info: tuple[str, bool, float | None] | None,
         reservation: Reservation | None = None,
     ) -> GuardResult:
         if ctx is None or gate_info is None:
@@ -853,7 +854,8 @@ class Meter:
         for cb in self._hard if hard else self._soft:
             self._safely(cb, result, ctx)
         if gate_info[1]:
-            raise LimitExceededError(result)
+            at = gate_info[2]
+            raise LimitExceededError(result, None if at is None else datetime.fromtimestamp(at, timezone.utc))
         return result
 
     # ---- Ledger (Reservation) ----
@@ -1264,3 +1266,13 @@ def _after_fork_child() -> None:
     _held_locks.clear()
     for m in list(_meters):
         m._after_fork_in_child()
+
+
+def _resets_at(e: UserEntry, session: Session, result: GuardResult) -> float | None:
+    """When a hard gate lifts by itself, where known (LimitExceededError.resets_at)."""
+    reason = result.gate_reason
+    if reason is None or reason == SESSION_UNAVAILABLE:
+        return None
+    if reason == "session_spend":
+        return session.started_at + e.timeout if session is e.sessions.own else None
+    return e.period_end_t
