@@ -310,8 +310,16 @@ def test_start_explains_a_base_url_that_is_not_the_api(product: Product, caplog:
     m = Meter(api_key=product.key, base_url=f"{root}/api")
     with caplog.at_level(logging.ERROR, logger="meter_sdk"):
         r = m.start()
-    assert not r.healthy
-    assert any("ending in /api/v1" in rec.getMessage() for rec in caplog.records)
+    assert not r.healthy and not r.authenticated
+    said = [rec.getMessage() for rec in caplog.records]
+    assert any(f"nothing of the Meter API answers at {root}/api" in x and "including /api/v1" in x for x in said), said
+    # A delivery answered 404 is the same mistake, not a bad event: said as an error, and kept.
+    caplog.clear()
+    with caplog.at_level(logging.ERROR, logger="meter_sdk"):
+        m.record("u-anyone", input_tokens=1)
+        assert m.flush(timeout=0.5) is False
+    assert m.stats.queued == 1 and m.stats.rejected == 0
+    assert any("/events/batch answered 404" in rec.getMessage() for rec in caplog.records), caplog.records
     m.shutdown(timeout=0.5)
 
 

@@ -166,23 +166,19 @@ class Meter:
         key: Future[Any] = self._executor.submit(
             self._transport.request, "GET", "/config/changes", None, self.startup_timeout
         )
-        try:
-            body = self._transport.request("GET", "/health", timeout=self.startup_timeout)
-            healthy = isinstance(body, dict) and body.get("status") == "ok"
-        except MeterError as err:
-            healthy = False
-            if isinstance(err, MeterAPIError) and err.status == 404:
-                self._error(
-                    f"GET {self._transport.base}/health answered 404: base_url must be the API's address, "
-                    "ending in /api/v1",
-                    err,
-                )
+        health = self._transport.health(self.startup_timeout)
+        healthy = health == "ok"
         try:
             changes = key.result(self.startup_timeout + 1)
             key_err: BaseException | None = None
         except BaseException as err:
             changes, key_err = None, err
-        if not healthy:
+        if health == "not_found":
+            self.misaddressed(self._wrong_address())
+            return StartResult(healthy=False, authenticated=False)
+        if health == "degraded":
+            self._warn("the service answers but reports its database unreachable; sessions may not load")
+        if health == "unreachable":
             self._transport.reachable = False
             self._warn(
                 f"the service did not answer a health check within {self.startup_timeout:g} s; "
@@ -196,11 +192,33 @@ class Meter:
                 self._key_refused(key_err)
             else:
                 self._warn("the API key could not be checked", key_err)
-            return StartResult(healthy=True, authenticated=False)
+            return StartResult(healthy=healthy, authenticated=False)
         if isinstance(changes, dict) and isinstance(changes.get("marker"), int):
             with self._lock:
                 self._marker = changes["marker"]
-        return StartResult(healthy=True, authenticated=True)
+        return StartResult(healthy=healthy, authenticated=True)
+
+    def _wrong_address(self) -> MeterError:
+        """Why nothing of the API answers at base_url, with the address to use when it can be found."""
+        base = self._transport.base
+        there = (
+            "not_found" if base.endswith("/api/v1") else self._transport.health(self.startup_timeout, f"{base}/api/v1")
+        )
+        hint = (
+            f"the API answers at {base}/api/v1: set base_url (or METER_BASE_URL) to that"
+            if there in ("ok", "degraded")
+            else "base_url (or METER_BASE_URL) must be the service's address including /api/v1, "
+            "e.g. https://meter.example.com/api/v1"
+        )
+        return MeterError(
+            f"nothing of the Meter API answers at {base} (GET {base}/health: 404); {hint}. Until it is fixed, no event "
+            "is delivered and "
+            + (
+                "users whose session is not loaded are hard-gated (fail_closed)"
+                if self.fail_closed
+                else "users whose session is not loaded run on permissive defaults"
+            ),
+        )
 
     def _key_refused(self, err: MeterAPIError) -> None:
         """The service refused the API key: logged as an error once per client, not once per user."""
@@ -1031,6 +1049,10 @@ class Meter:
 
     def warn(self, message: str, err: BaseException | None = None) -> None:
         self._warn(message, err)
+
+    def misaddressed(self, err: MeterError) -> None:
+        """Something answers at base_url, but not the API: a 404 of a delivery or of start()'s health check."""
+        self._error(str(err), err)
 
     def _poll_changes(self) -> None:
         """One flush tick: asks the service what changed since the marker last seen (one request per
