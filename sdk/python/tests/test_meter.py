@@ -387,3 +387,18 @@ def test_a_blocked_call_says_when_its_limit_lifts(product: Product) -> None:
         m.guard(other, session_id="c1")
     assert named.value.result.gate_reason == "session_spend" and named.value.resets_at is None
     m.shutdown()
+
+
+def test_calls_inside_meter_user_take_its_session_for_that_user(product: Product) -> None:
+    user = product.create_user({"max_spend_per_session": 1, **PRICED})
+    other = product.create_user()
+    m = meter_for(product)
+    with m.user(user, session_id="conv-1"):
+        ev = m.record(user, model="gpt-4o", output_tokens=100)  # $1: conv-1 at its cap
+        assert ev.session_id == "conv-1"
+        with pytest.raises(LimitExceededError):
+            m.guard(user)
+        assert m.guard(user, session_id="conv-2").status == "ok"  # a session named by the call wins
+        assert m.record(other, input_tokens=1).session_id != "conv-1"  # another user's call: its own
+    assert m.guard(user).status == "ok"  # outside: the library's own session
+    m.shutdown()

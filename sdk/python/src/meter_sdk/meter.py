@@ -427,7 +427,7 @@ class Meter:
     ) -> UsageEvent:
         now = time.time()
         with self._lock:
-            session = e.sessions.at(session_id, now, e.timeout)
+            session = e.sessions.at(_session_of(e.user_id, session_id), now, e.timeout)
             event = self._meter(
                 e, session, self._model(e, model), input_tokens, output_tokens, tool_calls, metadata, now
             )
@@ -453,6 +453,7 @@ class Meter:
         check_manual(
             cost, input_tokens, output_tokens, description, tool_calls, metadata, session_id, model, idempotency_key
         )
+        session_id = _session_of(user_id, session_id)
         body: dict[str, Any] = {
             "user_id": user_id,
             "idempotency_key": idempotency_key or str(uuid.uuid4()),
@@ -495,7 +496,7 @@ class Meter:
                     self._manual_ids.clear()
                 self._manual_ids.add(created.id)
             e = self._users.get(user_id)
-            session = e.sessions.at(session_id, now, e.timeout) if e is not None else None
+            session = e.sessions.at(_session_of(e.user_id, session_id), now, e.timeout) if e is not None else None
             if e is not None and session is not None and fresh:
                 self._count(e, session, created.model, input_tokens + output_tokens, created.cost)
         if fresh:
@@ -754,7 +755,7 @@ class Meter:
         with self._lock:
             plan = e.config
             m = self._model(e, model)
-            session = e.sessions.at(session_id, now, e.timeout)
+            session = e.sessions.at(_session_of(e.user_id, session_id), now, e.timeout)
             if plan is not None and plan.pre_call_estimate:
                 in_tok = input_tokens if input_tokens is not None else estimate_tokens(prompt)
                 est_tokens = float(in_tok + plan.pre_call_buffer_tokens)
@@ -1298,3 +1299,12 @@ def _resets_at(e: UserEntry, session: Session, result: GuardResult) -> float | N
     if reason == "session_spend":
         return session.started_at + e.timeout if session is e.sessions.own else None
     return e.period_end_t
+
+
+def _session_of(user_id: str, given: str | None) -> str | None:
+    """The call's session: the one it names, else the enclosing ``meter.user()``'s for this user, else
+    the library's own (None)."""
+    if given is not None:
+        return given
+    ctx = _current.get()
+    return ctx[1] if ctx is not None and ctx[0] == user_id else None
