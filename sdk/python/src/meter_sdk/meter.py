@@ -1194,6 +1194,8 @@ class Meter:
         self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="meter-load")
         self._loading = {}
         self._unpriced_ids = set()
+        # A poll the parent had in flight has no thread here to finish it.
+        self._polling_changes = False
         for e in self._users.values():
             e.pending = 0
             e.unpriced = []
