@@ -133,6 +133,7 @@ class Meter:
         # The change route answered 404 (a service from before it, or a wrong address): asked again only after this.
         self._changes_retry_at = 0.0
         self._key_refused_logged = False
+        self._last_poll = 0.0
         self._closed = False
         self._last_sweep = time.monotonic()
         self._queue = EventQueue(self._transport, self._lock, max_queue, max_batch, self)
@@ -1122,9 +1123,12 @@ class Meter:
     def _tick(self) -> None:
         """On the delivery thread, every flush interval: the change poll (on a worker, so a slow answer
         never holds deliveries), and the idle sweep every min(refresh_interval, 60 s)."""
-        with contextlib.suppress(RuntimeError):  # the executor is gone (interpreter exit)
-            self._executor.submit(self._poll_changes)
         now = time.monotonic()
+        # flush() wakes the thread early too: still one poll per interval, not one per flush.
+        if now - self._last_poll >= self.flush_interval * 0.9:
+            self._last_poll = now
+            with contextlib.suppress(RuntimeError):  # the executor is gone (interpreter exit)
+                self._executor.submit(self._poll_changes)
         if now - self._last_sweep < min(60.0, self.refresh_interval):
             return
         self._last_sweep = now
