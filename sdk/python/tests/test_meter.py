@@ -3,13 +3,24 @@
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import uuid
 from typing import Any
 
 import pytest
 
-from meter_sdk import GateContext, GuardResult, LimitExceededError, Meter, MeterAPIError, UsageEvent
+from meter_sdk import (
+    GateContext,
+    GuardResult,
+    LimitExceededError,
+    Meter,
+    MeterAPIError,
+    UsageEvent,
+    limit_body,
+    limit_of,
+    retry_after_seconds,
+)
 
 from .support import Product, eventually, near
 
@@ -380,12 +391,27 @@ def test_a_blocked_call_says_when_its_limit_lifts(product: Product) -> None:
         m.guard(user, session_id="c2")
     assert period.value.result.gate_reason == "total_spend"
     assert period.value.resets_at == datetime.fromisoformat(st.billing_period.end.replace("Z", "+00:00"))
+    # The 429 a web framework answers with.
+    now = datetime.now(timezone.utc).timestamp()
+    assert retry_after_seconds(period.value, now) == math.ceil(period.value.resets_at.timestamp() - now)
+    assert limit_body(period.value) == {
+        "detail": str(period.value),
+        "gate_reason": "total_spend",
+        "usage_pct": 1.0,
+        "current_value": 1.0,
+        "limit_value": 1.0,
+    }
+    try:
+        raise RuntimeError("a model client's own error") from period.value
+    except RuntimeError as wrapped:
+        assert limit_of(wrapped) is period.value
     # A caller-named session lasts as long as it is used: no time is known.
     other = product.create_user({"max_spend_per_period": 100, "max_spend_per_session": 0.5, **PRICED})
     m.record(other, model="gpt-4o", output_tokens=50, session_id="c1")
     with pytest.raises(LimitExceededError) as named:
         m.guard(other, session_id="c1")
     assert named.value.result.gate_reason == "session_spend" and named.value.resets_at is None
+    assert retry_after_seconds(named.value) is None
     m.shutdown()
 
 
