@@ -4,7 +4,6 @@ stay exact (nothing lost, nothing counted twice)."""
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 import pytest
 
@@ -95,7 +94,7 @@ def test_the_service_down_at_start_fails_open_and_prices_usage_when_the_plan_arr
     proxy.down()
     m = Meter(api_key=product.key, base_url=proxy.api_url, startup_timeout=0.5)
     r = m.start()
-    assert not r.healthy and r.authenticated is None
+    assert not r.healthy and r.authenticated is False
     assert m.guard(user).status == "ok"  # permissive until the view loads
     ev = m.record(user, model="m-2024", input_tokens=1000)
     assert ev.cost_total == 0
@@ -115,18 +114,3 @@ def test_shutdown_is_bounded_when_the_service_is_down(product: Product, proxy: F
     m.record(user, input_tokens=1)
     assert m.shutdown(timeout=0.5) is False
     assert m.stats.queued == 1
-
-
-def test_the_batch_answers_plan_marker_reloads_cached_users(product: Product, proxy: Any) -> None:
-    user = product.create_user({"max_spend_per_period": 1000, **PRICED})
-    m = Meter(api_key=product.key, base_url=proxy.api_url)
-    m.guard(user)
-    loads = proxy.count(r"GET /users/.*/session")
-    m._plans_changed("v1")  # the first marker seen is a baseline
-    m._plans_changed("v1")
-    assert proxy.count(r"GET /users/.*/session") == loads
-    m._plans_changed("v2")
-    from .support import eventually
-
-    eventually(lambda: proxy.count(r"GET /users/.*/session") == loads + 1, what="a reload after the marker moved")
-    m.shutdown()

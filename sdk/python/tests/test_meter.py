@@ -3,13 +3,24 @@
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import uuid
 from typing import Any
 
 import pytest
 
-from meter_sdk import GateContext, GuardResult, LimitExceededError, Meter, MeterAPIError, UsageEvent
+from meter_sdk import (
+    GateContext,
+    GuardResult,
+    LimitExceededError,
+    Meter,
+    MeterAPIError,
+    UsageEvent,
+    limit_body,
+    limit_of,
+    retry_after_seconds,
+)
 
 from .support import Product, eventually, near
 
@@ -42,7 +53,8 @@ def test_fail_closed_blocks_a_user_whose_plan_cannot_load(product: Product) -> N
     closed = Meter(api_key="mk_wrong", base_url=product.url, fail_closed=True)
     with pytest.raises(LimitExceededError) as err:
         closed.guard(user)
-    assert err.value.status_code == 429 and "fails closed" in str(err.value)
+    assert err.value.status_code == 429 and err.value.result.gate_reason == "session_unavailable"
+    assert "fail_closed" in str(err.value)
     for m in (open_, closed):
         m.shutdown(timeout=1)
 
@@ -120,6 +132,21 @@ def test_soft_hard_and_blocked_within_5s_are_three_gate_events_later_ones_counte
     block.shutdown()
 
 
+def test_two_conversations_at_their_session_caps_are_two_gate_events(product: Product) -> None:
+    user = product.create_user({"max_spend_per_session": 1, **PRICED})
+    m = meter_for(product)
+    for conversation in ("c1", "c2"):
+        m.record(user, model="gpt-4o", output_tokens=100, session_id=conversation)  # $1: at the cap
+    for conversation in ("c1", "c2", "c1"):  # the second c1 is within 5 s of the first: not written
+        with pytest.raises(LimitExceededError) as err:
+            m.guard(user, session_id=conversation)
+        assert err.value.result.gate_reason == "session_spend"
+    assert m.flush()
+    events = product.gate_events(user)
+    assert sorted(e["session_id"] for e in events) == ["c1", "c2"], events
+    m.shutdown()
+
+
 def test_suppressed_gate_events_are_counted_in_the_next_ones_metadata(product: Product, proxy: Any) -> None:
     import meter_sdk.meter as mm
 
@@ -143,7 +170,7 @@ def test_suppressed_gate_events_are_counted_in_the_next_ones_metadata(product: P
     events = sorted(product.gate_events(user), key=lambda e: e["timestamp"])
     assert len(events) == 2
     wire = sorted((e for batch in proxy.sent("POST /gate-events/batch") for e in batch), key=lambda e: e["timestamp"])
-    assert [e["metadata"].get("suppressed") for e in wire] == [None, 3]
+    assert [e["metadata"].get("suppressed_events") for e in wire] == [None, 3]
     m.shutdown()
 
 
@@ -294,6 +321,110 @@ def test_start_explains_a_base_url_that_is_not_the_api(product: Product, caplog:
     m = Meter(api_key=product.key, base_url=f"{root}/api")
     with caplog.at_level(logging.ERROR, logger="meter_sdk"):
         r = m.start()
-    assert not r.healthy
-    assert any("ending in /api/v1" in rec.getMessage() for rec in caplog.records)
+    assert not r.healthy and not r.authenticated
+    said = [rec.getMessage() for rec in caplog.records]
+    assert any(f"nothing of the Meter API answers at {root}/api" in x and "including /api/v1" in x for x in said), said
+    # A delivery answered 404 is the same mistake, not a bad event: said as an error, and kept.
+    caplog.clear()
+    with caplog.at_level(logging.ERROR, logger="meter_sdk"):
+        m.record("u-anyone", input_tokens=1)
+        assert m.flush(timeout=0.5) is False
+    assert m.stats.queued == 1 and m.stats.rejected == 0
+    assert any("/events/batch answered 404" in rec.getMessage() for rec in caplog.records), caplog.records
     m.shutdown(timeout=0.5)
+
+
+@pytest.mark.parametrize("leases", [False, True])
+def test_models_named_like_object_members_are_gated_and_metered_as_the_plan_says(
+    product: Product, leases: bool
+) -> None:
+    # The same names as the TypeScript client's test: they must mean nothing special here either.
+    cost = {"constructor": 0.6, "toString": 1.6, "__proto__": 0.06, "hasOwnProperty": 0.06}
+    user = product.create_user(
+        {
+            "max_spend_per_period": 1000,
+            "pre_call_estimate": True,
+            "pre_call_buffer_tokens": 0,
+            "cost_rates": {"constructor": {"input": 1, "output": 2}, "toString": {"input": 3, "output": 4}},
+            "default_cost_rate": {"input": 0.1, "output": 0.2},
+            "model_limits": {
+                "constructor": {"max_tokens_per_period": 1000},
+                "hasOwnProperty": {"max_tokens_per_period": 1000},
+            },
+        }
+    )
+    m = meter_for(product, leases=leases)
+    for model, price in cost.items():
+        with m.reserve(user, model=model, input_tokens=400) as r:
+            ev = r.commit(input_tokens=400, output_tokens=100)
+        assert ev.model == model and near(ev.cost_total, price)
+    st = m.state(user)
+    assert st is not None
+    assert st.period_tokens_by_model == {model: 500 for model in cost}
+    for model in ("constructor", "hasOwnProperty"):
+        with pytest.raises(LimitExceededError) as err:
+            m.reserve(user, model=model, input_tokens=600)
+        assert err.value.result.gate_reason == f"model_limit:{model}" and err.value.result.limit_value == 1000
+    for model in ("__proto__", "toString"):
+        m.reserve(user, model=model, input_tokens=50_000).release()
+    assert m.flush()
+    assert near(product.usage(user)["total_cost"], sum(cost.values()))
+    m.shutdown()
+
+
+def test_a_blocked_call_says_when_its_limit_lifts(product: Product) -> None:
+    from datetime import datetime, timedelta, timezone
+
+    user = product.create_user({"max_spend_per_period": 1, "max_spend_per_session": 0.5, **PRICED})
+    m = meter_for(product)
+    m.record(user, model="gpt-4o", output_tokens=50)  # $0.50: the library's own session is at its cap
+    with pytest.raises(LimitExceededError) as own:
+        m.guard(user)
+    st = m.state(user)
+    assert st is not None and own.value.result.gate_reason == "session_spend"
+    # The end of the library's own window: 30 minutes from its start (the plan's default timeout).
+    assert own.value.resets_at is not None
+    left = own.value.resets_at - datetime.now(timezone.utc)
+    assert timedelta(minutes=29) < left <= timedelta(minutes=30)
+    m.record(user, model="gpt-4o", output_tokens=50, session_id="c1")  # $1: the period cap
+    with pytest.raises(LimitExceededError) as period:
+        m.guard(user, session_id="c2")
+    assert period.value.result.gate_reason == "total_spend"
+    assert period.value.resets_at == datetime.fromisoformat(st.billing_period.end.replace("Z", "+00:00"))
+    # The 429 a web framework answers with.
+    now = datetime.now(timezone.utc).timestamp()
+    assert retry_after_seconds(period.value, now) == math.ceil(period.value.resets_at.timestamp() - now)
+    assert limit_body(period.value) == {
+        "detail": str(period.value),
+        "gate_reason": "total_spend",
+        "usage_pct": 1.0,
+        "current_value": 1.0,
+        "limit_value": 1.0,
+    }
+    try:
+        raise RuntimeError("a model client's own error") from period.value
+    except RuntimeError as wrapped:
+        assert limit_of(wrapped) is period.value
+    # A caller-named session lasts as long as it is used: no time is known.
+    other = product.create_user({"max_spend_per_period": 100, "max_spend_per_session": 0.5, **PRICED})
+    m.record(other, model="gpt-4o", output_tokens=50, session_id="c1")
+    with pytest.raises(LimitExceededError) as named:
+        m.guard(other, session_id="c1")
+    assert named.value.result.gate_reason == "session_spend" and named.value.resets_at is None
+    assert retry_after_seconds(named.value) is None
+    m.shutdown()
+
+
+def test_calls_inside_meter_user_take_its_session_for_that_user(product: Product) -> None:
+    user = product.create_user({"max_spend_per_session": 1, **PRICED})
+    other = product.create_user()
+    m = meter_for(product)
+    with m.user(user, session_id="conv-1"):
+        ev = m.record(user, model="gpt-4o", output_tokens=100)  # $1: conv-1 at its cap
+        assert ev.session_id == "conv-1"
+        with pytest.raises(LimitExceededError):
+            m.guard(user)
+        assert m.guard(user, session_id="conv-2").status == "ok"  # a session named by the call wins
+        assert m.record(other, input_tokens=1).session_id != "conv-1"  # another user's call: its own
+    assert m.guard(user).status == "ok"  # outside: the library's own session
+    m.shutdown()

@@ -84,7 +84,7 @@ def test_gates_with_an_estimate_land_on_the_cap_runs_past_it_blocks() -> None:
     assert r.status == "hard_gate"
     assert abs(r.current_value - 10.01) < 1e-9
     # The message keeps what was spent apart from what the call's estimate would add.
-    assert r.message is not None and "$9.0000 spent" in r.message and "estimate of $1.0100" in r.message
+    assert r.message is not None and "$9.0000 of $10.00 spent" in r.message and "estimate of $1.0100" in r.message
     assert use(model_tokens=900, estimate_tokens=101).gate_reason == "model_limit:m"
 
 
@@ -163,3 +163,19 @@ def test_sessions_rotate_from_their_start_caller_sessions_apart() -> None:
     e.sessions.prune(1900 + 1800, 1800)
     assert e.sessions.given is None
     assert e.sessions.idle(1900 + 1800 + 1800, 1800)
+
+
+def test_messages_are_the_typescript_clients_words() -> None:
+    # The examples of sdk/typescript/README.md and what its gates.ts prints for the same numbers.
+    r = use(session_cost=0.48, estimate_cost=0.04, plan=PlanConfig(max_spend_per_session=0.5))
+    assert r.message == (
+        "Session spend limit reached: $0.4800 of $0.50 spent (96%); "
+        "this call's estimate of $0.0400 would bring it to $0.5200 (104%)"
+    )
+    assert use(period_cost=1.0, plan=PlanConfig(max_spend_per_period=1)).message == (
+        "Spend limit reached: $1.0000 of $1.00 spent (100%)"
+    )
+    assert use(model_tokens=1_234_500, estimate_tokens=100, plan=PlanConfig(model_limits={"m": 1_000_000})).message == (
+        "Token limit reached for m this period: 1234500 of 1000000 tokens used (123%); "
+        "this call's estimate of 100 tokens would bring it to 1234600 (123%)"
+    )

@@ -2,6 +2,7 @@
  * Gate evaluation (pure): every dimension of a plan against its soft and hard thresholds;
  * the worst dimension decides.
  */
+import { own } from "./own.ts";
 import type { GuardResult, PlanConfig } from "./types.ts";
 
 const OK = 0;
@@ -80,7 +81,7 @@ export function evaluate(plan: PlanConfig | null, u: GateInput): GuardResult {
     if (plan.max_spend_per_session !== null) {
       dimension(KIND_SESSION, "session_spend", u.sessionCost, u.estimateCost, plan.max_spend_per_session, soft, hard);
     }
-    const limit = u.model === null ? undefined : plan.model_limits[u.model];
+    const limit = u.model === null ? undefined : own(plan.model_limits, u.model);
     if (limit) {
       dimension(KIND_MODEL, null, u.modelTokens, u.estimateTokens, limit.max_tokens_per_period, soft, hard);
     }

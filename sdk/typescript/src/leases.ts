@@ -5,6 +5,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { MeterApiError } from "./errors.ts";
+import { own } from "./own.ts";
 import type { Transport } from "./transport.ts";
 import type { UserEntry } from "./state.ts";
 import type { GuardResult } from "./types.ts";
@@ -157,7 +158,7 @@ export class Leases {
   need(e: UserEntry, model: string | null, cost: number, tokens: number): LeaseNeed | null {
     const plan = e.config;
     if (plan === null || !e.loaded) return null;
-    const capped = model !== null && plan.model_limits[model] !== undefined ? model : null;
+    const capped = model !== null && own(plan.model_limits, model) !== undefined ? model : null;
     if (plan.max_spend_per_period === null && capped === null) return null;
     if (Date.now() < this.book(e).unlimitedUntil) return null;
     return { cost: plan.max_spend_per_period === null ? 0 : cost, model: capped, tokens: capped === null ? 0 : tokens };
@@ -360,8 +361,8 @@ export class Leases {
       const t = b.tokens.get(n.model);
       const left = t ? this.balance(b, t, now) : 0;
       if (left <= 0 || left < n.tokens) {
-        const cap = plan.model_limits[n.model]!.max_tokens_per_period * plan.hard_gate_at;
-        const current = (e.tokensByModel[n.model] ?? 0) + (e.reservedTokens[n.model] ?? 0);
+        const cap = own(plan.model_limits, n.model)!.max_tokens_per_period * plan.hard_gate_at;
+        const current = (own(e.tokensByModel, n.model) ?? 0) + (own(e.reservedTokens, n.model) ?? 0);
         return refusal(`model_limit:${n.model}`, current, cap, `token cap of ${cap} for ${n.model} reached: no budget lease covers this call (${n.tokens} tokens) across replicas`);
       }
     }

@@ -6,6 +6,7 @@ import { evaluate } from "./gates.ts";
 import { applyView, rollLocally } from "./periods.ts";
 import { estimateTokens, normalizeModel, rateOf, tokenCost, toolsCost } from "./pricing.ts";
 import { Leases, type LeaseNeed } from "./leases.ts";
+import { byName, own } from "./own.ts";
 import { EventQueue } from "./queue.ts";
 import { Reservation, type Hold, type Ledger } from "./reservation.ts";
 import type { Session } from "./sessions.ts";
@@ -381,7 +382,7 @@ export class Meter implements Ledger {
     const e = hold.entry;
     e.reservedCost = nonNegative(e.reservedCost - hold.cost);
     hold.session.reserved = nonNegative(hold.session.reserved - hold.cost);
-    if (hold.model !== null && hold.tokens > 0) e.reservedTokens[hold.model] = nonNegative((e.reservedTokens[hold.model] ?? 0) - hold.tokens);
+    if (hold.model !== null && hold.tokens > 0) e.reservedTokens[hold.model] = nonNegative((own(e.reservedTokens, hold.model) ?? 0) - hold.tokens);
     e.inFlight--;
     this.leases?.unhold(e.userId, hold.lease ?? null, hold.cost, hold.model, hold.tokens);
   }
@@ -487,7 +488,7 @@ export class Meter implements Ledger {
       periodCost: e.periodCost + e.reservedCost,
       sessionCost: session.cost + session.reserved,
       model,
-      modelTokens: model === null ? 0 : (e.tokensByModel[model] ?? 0) + (e.reservedTokens[model] ?? 0),
+      modelTokens: model === null ? 0 : (own(e.tokensByModel, model) ?? 0) + (own(e.reservedTokens, model) ?? 0),
       estimateCost: cost,
       estimateTokens: tokens,
     });
@@ -503,7 +504,7 @@ export class Meter implements Ledger {
     if (!hold) return result;
     e.reservedCost += cost;
     session.reserved += cost;
-    if (model !== null && tokens > 0) e.reservedTokens[model] = (e.reservedTokens[model] ?? 0) + tokens;
+    if (model !== null && tokens > 0) e.reservedTokens[model] = (own(e.reservedTokens, model) ?? 0) + tokens;
     e.inFlight++;
     return new Reservation(this, { entry: e, session, model, cost, tokens, metadata: input.metadata, lease }, result);
   }
@@ -710,9 +711,9 @@ export class Meter implements Ledger {
       if (event.model !== null && model !== event.model) {
         // Counted under the raw name while the plan was unknown.
         const raw = event.model;
-        e.tokensByModel[raw] = (e.tokensByModel[raw] ?? 0) - event.total_tokens;
+        e.tokensByModel[raw] = (own(e.tokensByModel, raw) ?? 0) - event.total_tokens;
         if (e.tokensByModel[raw]! <= 0) delete e.tokensByModel[raw];
-        e.tokensByModel[model!] = (e.tokensByModel[model!] ?? 0) + event.total_tokens;
+        e.tokensByModel[model!] = (own(e.tokensByModel, model!) ?? 0) + event.total_tokens;
       }
       event.model = model;
       event.cost_tokens = tokenCost(event.input_tokens, event.output_tokens, rateOf(model, plan));
@@ -727,8 +728,8 @@ export class Meter implements Ledger {
     e.periodCost += cost;
     session.cost += cost;
     if (model !== null) {
-      e.tokensByModel[model] = (e.tokensByModel[model] ?? 0) + tokens;
-      e.costByModel[model] = (e.costByModel[model] ?? 0) + cost;
+      e.tokensByModel[model] = (own(e.tokensByModel, model) ?? 0) + tokens;
+      e.costByModel[model] = (own(e.costByModel, model) ?? 0) + cost;
     }
   }
 
@@ -803,8 +804,8 @@ function forget(e: UserEntry, now: number): void {
   e.config = null;
   e.loaded = false;
   e.periodCost = 0;
-  e.tokensByModel = {};
-  e.costByModel = {};
+  e.tokensByModel = byName();
+  e.costByModel = byName();
   e.models.clear();
   e.sessions.clear(now);
 }

@@ -9,6 +9,7 @@
  *   holds spend of other processes.
  */
 import type { PlanConfig, PlanConfigView, SessionView } from "./types.ts";
+import { byName } from "./own.ts";
 import type { UserEntry } from "./state.ts";
 
 export type Merge = "first" | "reset" | "fresh_period" | "same_period";
@@ -29,8 +30,8 @@ export function applyView(e: UserEntry, view: SessionView, now: number): Merge {
     e.costByModel = maxOf(e.costByModel, u.period_cost_by_model);
   } else {
     e.periodCost = u.period_cost;
-    e.tokensByModel = { ...u.period_tokens_by_model };
-    e.costByModel = { ...u.period_cost_by_model };
+    e.tokensByModel = byName(u.period_tokens_by_model);
+    e.costByModel = byName(u.period_cost_by_model);
   }
   e.serviceUserId = view.service_user_id;
   e.plan = view.plan;
@@ -63,12 +64,12 @@ export function rollLocally(e: UserEntry, now: number): void {
   e.periodEnd = new Date(end).toISOString();
   e.periodEndMs = end;
   e.periodCost = 0;
-  e.tokensByModel = {};
-  e.costByModel = {};
+  e.tokensByModel = byName();
+  e.costByModel = byName();
 }
 
 function maxOf(a: Record<string, number>, b: Record<string, number>): Record<string, number> {
-  const out: Record<string, number> = { ...a };
+  const out = byName(a);
   for (const [k, v] of Object.entries(b)) out[k] = Math.max(out[k] ?? 0, v);
   return out;
 }

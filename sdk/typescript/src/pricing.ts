@@ -2,6 +2,7 @@
  * Cost rules of the API contract (pure). The service applies the same rules to manual
  * events; test/shared-rules.test.ts runs one table of cases against both.
  */
+import { own } from "./own.ts";
 import type { PlanConfig, Rate } from "./types.ts";
 
 export type Pricing = Pick<PlanConfig, "cost_rates" | "model_limits" | "default_cost_rate" | "tool_costs" | "default_tool_cost">;
@@ -19,18 +20,10 @@ export function normalizeModel(model: string, pricing: Pick<Pricing, "cost_rates
   return best || model;
 }
 
-/**
- * A price by name among the plan's own keys: `prices[name]` would find Object.prototype's
- * members for names such as "constructor" or "toString" and price a call at NaN.
- */
-export function priceOf<V>(prices: Readonly<Record<string, V>> | null | undefined, name: string): V | undefined {
-  return prices != null && Object.hasOwn(prices, name) ? prices[name] : undefined;
-}
-
 /** Rates per 1K tokens of a normalized model: cost_rates, else default_cost_rate, else none. */
 export function rateOf(model: string | null, pricing: Pricing | null): Rate | null {
   if (!pricing || model === null) return null;
-  return priceOf(pricing.cost_rates, model) ?? pricing.default_cost_rate ?? null;
+  return own(pricing.cost_rates, model) ?? pricing.default_cost_rate ?? null;
 }
 
 export function tokenCost(inputTokens: number, outputTokens: number, rate: Rate | null): number {
@@ -41,7 +34,7 @@ export function tokenCost(inputTokens: number, outputTokens: number, rate: Rate 
 export function toolsCost(tools: readonly string[], pricing: Pricing | null): number {
   if (!pricing) return 0;
   let sum = 0;
-  for (const tool of tools) sum += priceOf(pricing.tool_costs, tool) ?? pricing.default_tool_cost;
+  for (const tool of tools) sum += own(pricing.tool_costs, tool) ?? pricing.default_tool_cost;
   return sum;
 }
 

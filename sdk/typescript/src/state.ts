@@ -1,4 +1,5 @@
 /** What the library holds for one user: plan, period counters, sessions, reservations. */
+import { byName } from "./own.ts";
 import { Sessions, type Session } from "./sessions.ts";
 import type { PlanConfig, UsageEvent, UserState } from "./types.ts";
 
@@ -25,12 +26,12 @@ export class UserEntry {
   periodEnd: string;
   periodEndMs: number;
   periodCost = 0;
-  tokensByModel: Record<string, number> = {};
-  costByModel: Record<string, number> = {};
+  tokensByModel: Record<string, number> = byName();
+  costByModel: Record<string, number> = byName();
 
   /** Pre-call estimates in flight. */
   reservedCost = 0;
-  reservedTokens: Record<string, number> = {};
+  reservedTokens: Record<string, number> = byName();
   inFlight = 0;
   /** Events of the user still queued for delivery. */
   pending = 0;

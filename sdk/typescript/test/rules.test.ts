@@ -134,7 +134,7 @@ rules("periods: same dates keep the larger counters; fresh dates take the servic
   e.tokensByModel.m = 30;
   assert.is(applyView(e, view({}, { period_cost: 1.5, period_tokens_by_model: { m: 50 } }), now), "same_period");
   assert.is(e.periodCost, 3);
-  assert.equal(e.tokensByModel, { m: 50 });
+  assert.equal({ ...e.tokensByModel }, { m: 50 }); // a prototype-less record: compared by its entries
   assert.is(applyView(e, view({ billing_period: { start: "2026-11-10T00:00:00.000Z", end: "2026-12-10T00:00:00.000Z" } }, { period_cost: 0.25 }), now), "fresh_period");
   assert.is(e.periodCost, 0.25);
   const before = e.sessions.own.id;
@@ -155,7 +155,7 @@ rules("periods: past period_end with no answer, counters clear and the next peri
   assert.is(e.periodStart, "2026-11-21T00:00:00.000Z");
   assert.is(e.periodEnd, "2026-12-01T00:00:00.000Z");
   assert.is(e.periodCost, 0);
-  assert.equal(e.tokensByModel, {});
+  assert.equal({ ...e.tokensByModel }, {});
 });
 
 rules("sessions: the library's own rotates after the window from its start; caller sessions are kept apart", () => {

@@ -10,6 +10,7 @@ from .errors import (
     WebhookVerificationError,
 )
 from .gates import evaluate
+from .limit_response import limit_body, limit_of, retry_after_seconds
 from .meter import Meter
 from .pricing import Priced, normalize_model, price
 from .reservation import Reservation
@@ -57,7 +58,10 @@ __all__ = [
     "current_session",
     "current_user",
     "evaluate",
+    "limit_body",
+    "limit_of",
     "normalize_model",
     "price",
+    "retry_after_seconds",
     "verify_webhook",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -17,9 +18,13 @@ class LimitExceededError(MeterError):
 
     status_code = 429
 
-    def __init__(self, result: GuardResult) -> None:
+    def __init__(self, result: GuardResult, resets_at: datetime | None = None) -> None:
         super().__init__(result.message or "usage limit reached")
         self.result = result
+        # When the limit lifts by itself where known (UTC): the period's end for total_spend and model
+        # limits, the end of the library's own session window for session_spend; else None (a
+        # caller-named session lasts as long as it is used).
+        self.resets_at = resets_at
 
 
 class MeterAPIError(MeterError):

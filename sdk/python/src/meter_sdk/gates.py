@@ -3,6 +3,8 @@ worst dimension decides (then the highest usage_pct)."""
 
 from __future__ import annotations
 
+import math
+
 from .types import GuardResult, PlanConfig
 
 _OK, _SOFT, _HARD = 0, 1, 2
@@ -66,16 +68,28 @@ def evaluate(
 
 
 def describe(hard: bool, kind: int, model: str | None, used: float, est: float, limit: float, pct: float) -> str:
-    """What was spent, and apart from it what the call's estimate would add: never a projection as spend."""
+    """What was used (settled calls plus the estimates of calls in flight) and, apart, what this call's
+    estimate would add: the projection is not spend, and must not read as such. The TypeScript
+    client's words, number for number."""
     what = "limit reached" if hard else "approaching the limit"
-    p = f"{round(pct * 100)}%"
+
+    def share(x: float) -> str:
+        return f"{math.floor(x / limit * 100 + 0.5) if limit > 0 else 100}%"
+
     if kind == _MODEL:
-        head = f"Token {what} for {model} this period: {used:g} of {limit:g} tokens used"
-        return head + (
-            f"; this call's estimate of {est:g} tokens would make {used + est:g} ({p})" if est > 0 else f" ({p})"
-        )
+        head = f"Token {what} for {model} this period: {_num(used)} of {_num(limit)} tokens used ({share(used)})"
+        if est > 0:
+            total = used + est
+            head += f"; this call's estimate of {_num(est)} tokens would bring it to {_num(total)} ({share(total)})"
+        return head
     scope = "Spend" if kind == _TOTAL else "Session spend"
-    head = f"{scope} {what}: ${used:.4f} spent of ${limit:.2f}"
+    head = f"{scope} {what}: ${used:.4f} of ${limit:.2f} spent ({share(used)})"
     if est > 0:
-        return head + f"; this call's estimate of ${est:.4f} would make ${used + est:.4f} ({p})"
-    return head + f" ({p})"
+        total = used + est
+        head += f"; this call's estimate of ${est:.4f} would bring it to ${total:.4f} ({share(total)})"
+    return head
+
+
+def _num(x: float) -> str:
+    """A count as JavaScript prints a number: integers without a fraction."""
+    return str(int(x)) if float(x).is_integer() and abs(x) < 1e21 else repr(float(x))

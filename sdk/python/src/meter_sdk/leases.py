@@ -276,6 +276,14 @@ class Leases:
                 t.used += tokens
             return b.lease_id
 
+    def renew(self, user_id: str) -> None:
+        """The user's plan or subscription changed: its next call asks for the lease again, under the new caps."""
+        with self.lock:
+            b = self.books.get(user_id)
+            if b is not None:
+                b.deadline = 0.0
+                b.unlimited_until = 0.0
+
     def release_all(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         for b in list(self.books.values()):

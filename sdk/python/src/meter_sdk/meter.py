@@ -15,6 +15,7 @@ import weakref
 from collections.abc import Awaitable, Callable, Generator, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -48,6 +49,8 @@ log = logging.getLogger("meter_sdk")
 
 # One gate event per (user, gate_reason, kind) per this many seconds at most.
 GATE_EVENT_INTERVAL = 5.0
+# fail_closed's gate reason: the session view could not be loaded (no gate event: not the service's to record).
+SESSION_UNAVAILABLE = "session_unavailable"
 # Retry delay of a session load that failed (capped by refresh_interval).
 LOAD_RETRY = 5.0
 MANUAL_ATTEMPTS = 3
@@ -124,7 +127,13 @@ class Meter:
         self._usage: list[Callable[[UsageEvent], Any]] = []
         self._session_start: list[Callable[[SessionStartState], Any]] = []
         self._closing: list[Callable[[], Any]] = []
-        self._plans_version: Any = None
+        # The product's change marker last seen (GET /config/changes); None until the first answer.
+        self._marker: int | None = None
+        self._polling_changes = False
+        # The change route answered 404 (a service from before it, or a wrong address): asked again only after this.
+        self._changes_retry_at = 0.0
+        self._key_refused_logged = False
+        self._last_poll = 0.0
         self._closed = False
         self._last_sweep = time.monotonic()
         self._queue = EventQueue(self._transport, self._lock, max_queue, max_batch, self)
@@ -152,48 +161,82 @@ class Meter:
     # ---- start and callbacks ----
 
     def start(self) -> StartResult:
-        """``GET /health`` and one authenticated request, within startup_timeout. Never raises."""
-        deadline = time.monotonic() + self.startup_timeout
+        """``GET /health`` and an authenticated ``GET /config/changes`` (which also gives the change
+        marker), at once, each within startup_timeout. Never raises."""
+        # Both at once: a busy service answers within startup_timeout, not twice that.
+        key: Future[Any] = self._executor.submit(
+            self._transport.request, "GET", "/config/changes", None, self.startup_timeout
+        )
+        health = self._transport.health(self.startup_timeout)
+        healthy = health == "ok"
         try:
-            body = self._transport.request("GET", "/health", timeout=self.startup_timeout)
-            healthy = isinstance(body, dict) and body.get("status") == "ok"
-        except MeterError as err:
-            healthy = False
-            if isinstance(err, MeterAPIError) and err.status == 404:
-                self._error(
-                    f"GET {self._transport.base}/health answered 404: base_url must be the API's address, "
-                    "ending in /api/v1",
-                    err,
-                )
-        if not healthy:
+            changes = key.result(self.startup_timeout + 1)
+            key_err: BaseException | None = None
+        except BaseException as err:
+            changes, key_err = None, err
+        if health == "not_found":
+            self.misaddressed(self._wrong_address())
+            return StartResult(healthy=False, authenticated=False)
+        if health == "degraded":
+            self._warn("the service answers but reports its database unreachable; sessions may not load")
+        if health == "unreachable":
             self._transport.reachable = False
             self._warn(
                 f"the service did not answer a health check within {self.startup_timeout:g} s; "
                 + ("calls are hard-gated" if self.fail_closed else "calls fail open")
                 + " until it does"
             )
-            return StartResult(healthy=False, authenticated=None)
+            return StartResult(healthy=False, authenticated=False)
         self._transport.reachable = True
-        try:
-            self._transport.request("GET", "/config/plans", timeout=max(0.1, deadline - time.monotonic()))
-            authenticated: bool | None = True
-        except MeterAPIError as err:
-            authenticated = None
-            if err.status in (401, 403):
-                authenticated = False
-                self._error(
-                    f"the service refused the API key ({err.status}: {err.detail}); no plan can be loaded, so "
-                    + (
-                        "every call is hard-gated (fail_closed)"
-                        if self.fail_closed
-                        else "every user runs on permissive defaults"
-                    )
-                    + ": check api_key / METER_API_KEY",
-                    err,
-                )
-        except MeterError:
-            authenticated = None
-        return StartResult(healthy=True, authenticated=authenticated)
+        if key_err is not None:
+            if isinstance(key_err, MeterAPIError) and key_err.status in (401, 403):
+                self._key_refused(key_err)
+            else:
+                self._warn("the API key could not be checked", key_err)
+            return StartResult(healthy=healthy, authenticated=False)
+        if isinstance(changes, dict) and isinstance(changes.get("marker"), int):
+            with self._lock:
+                self._marker = changes["marker"]
+        return StartResult(healthy=healthy, authenticated=True)
+
+    def _wrong_address(self) -> MeterError:
+        """Why nothing of the API answers at base_url, with the address to use when it can be found."""
+        base = self._transport.base
+        there = (
+            "not_found" if base.endswith("/api/v1") else self._transport.health(self.startup_timeout, f"{base}/api/v1")
+        )
+        hint = (
+            f"the API answers at {base}/api/v1: set base_url (or METER_BASE_URL) to that"
+            if there in ("ok", "degraded")
+            else "base_url (or METER_BASE_URL) must be the service's address including /api/v1, "
+            "e.g. https://meter.example.com/api/v1"
+        )
+        return MeterError(
+            f"nothing of the Meter API answers at {base} (GET {base}/health: 404); {hint}. Until it is fixed, no event "
+            "is delivered and "
+            + (
+                "users whose session is not loaded are hard-gated (fail_closed)"
+                if self.fail_closed
+                else "users whose session is not loaded run on permissive defaults"
+            ),
+        )
+
+    def _key_refused(self, err: MeterAPIError) -> None:
+        """The service refused the API key: logged as an error once per client, not once per user."""
+        with self._lock:
+            if self._key_refused_logged:
+                return
+            self._key_refused_logged = True
+        self._error(
+            f"the service refused the API key ({err.status}: {err.detail}); no plan can be loaded, so "
+            + (
+                "every call is hard-gated (fail_closed)"
+                if self.fail_closed
+                else "every user runs on permissive defaults"
+            )
+            + ": check api_key / METER_API_KEY",
+            err,
+        )
 
     async def astart(self) -> StartResult:
         return await asyncio.to_thread(self.start)
@@ -385,7 +428,7 @@ class Meter:
     ) -> UsageEvent:
         now = time.time()
         with self._lock:
-            session = e.sessions.at(session_id, now, e.timeout)
+            session = e.sessions.at(_session_of(e.user_id, session_id), now, e.timeout)
             event = self._meter(
                 e, session, self._model(e, model), input_tokens, output_tokens, tool_calls, metadata, now
             )
@@ -411,6 +454,7 @@ class Meter:
         check_manual(
             cost, input_tokens, output_tokens, description, tool_calls, metadata, session_id, model, idempotency_key
         )
+        session_id = _session_of(user_id, session_id)
         body: dict[str, Any] = {
             "user_id": user_id,
             "idempotency_key": idempotency_key or str(uuid.uuid4()),
@@ -453,7 +497,7 @@ class Meter:
                     self._manual_ids.clear()
                 self._manual_ids.add(created.id)
             e = self._users.get(user_id)
-            session = e.sessions.at(session_id, now, e.timeout) if e is not None else None
+            session = e.sessions.at(_session_of(e.user_id, session_id), now, e.timeout) if e is not None else None
             if e is not None and session is not None and fresh:
                 self._count(e, session, created.model, input_tokens + output_tokens, created.cost)
         if fresh:
@@ -505,6 +549,8 @@ class Meter:
         if e is None:
             e = self._load(user_id)
             return e.loaded
+        if self._leases is not None:
+            self._leases.renew(user_id)
         fut = self._refresh(e, self.request_timeout, force=True)
         try:
             fut.result(self.request_timeout + 1)
@@ -646,8 +692,12 @@ class Meter:
                         e.refresh_at = now + self.refresh_interval
                         return
                     e.refresh_at = now + min(LOAD_RETRY, self.refresh_interval)
-                    warn = was_reachable and not e.load_failed
+                    refused = isinstance(err, MeterAPIError) and err.status in (401, 403)
+                    warn = was_reachable and not e.load_failed and not refused
                     e.load_failed = True
+                if refused:
+                    assert isinstance(err, MeterAPIError)
+                    self._key_refused(err)
                 if warn:
                     self._warn(
                         f"loading the session of {e.user_id} failed; "
@@ -696,7 +746,7 @@ class Meter:
         prompt: Any,
         metadata: dict[str, Any] | None,
         hold: bool,
-    ) -> tuple[GuardResult, GateContext | None, tuple[str, bool] | None, Reservation | None]:
+    ) -> tuple[GuardResult, GateContext | None, tuple[str, bool, float | None] | None, Reservation | None]:
         """Check and hold in one step under the lock. Callbacks and the raise come after, outside it."""
         if input_tokens is not None and (type(input_tokens) is not int or input_tokens < 0):
             raise TypeError("input_tokens must be a non-negative integer")
@@ -706,7 +756,7 @@ class Meter:
         with self._lock:
             plan = e.config
             m = self._model(e, model)
-            session = e.sessions.at(session_id, now, e.timeout)
+            session = e.sessions.at(_session_of(e.user_id, session_id), now, e.timeout)
             if plan is not None and plan.pre_call_estimate:
                 in_tok = input_tokens if input_tokens is not None else estimate_tokens(prompt)
                 est_tokens = float(in_tok + plan.pre_call_buffer_tokens)
@@ -716,11 +766,12 @@ class Meter:
             if self.fail_closed and not e.loaded and not e.unknown:
                 result = GuardResult(
                     "hard_gate",
-                    "service_unavailable",
-                    1.0,
+                    SESSION_UNAVAILABLE,
                     0.0,
                     0.0,
-                    "the user's plan could not be loaded from the meter service and the client fails closed",
+                    0.0,
+                    f"The session of {e.user_id} could not be loaded (service unreachable or API key refused); "
+                    "fail_closed blocks the call",
                 )
             else:
                 result = evaluate(
@@ -745,7 +796,7 @@ class Meter:
             gate_info = None
             if result.status != "ok":
                 ctx = GateContext(e.user_id, session.id, m)
-                gate_info = self._gate_event(e, session, m, result, metadata, now)
+                gate_info = (*self._gate_event(e, session, m, result, metadata, now), _resets_at(e, session, result))
             reservation = None
             blocked = result.status == "hard_gate" and self.blocking
             if hold and not blocked:
@@ -768,7 +819,8 @@ class Meter:
         metadata: dict[str, Any] | None,
         now: float,
     ) -> tuple[str, bool]:
-        """Writes a gate event at most once per (gate_reason, kind) per 5 s: soft, hard and blocked apart,
+        """Writes a gate event at most once per (gate_reason, kind, and for session_spend the session) per
+        5 s: soft, hard and blocked apart,
         so the first hard gate and the first blocked call always become events; later ones are counted."""
         hard = result.status == "hard_gate"
         blocked = hard and self.blocking
@@ -778,15 +830,17 @@ class Meter:
         kind = "blocked" if blocked else result.status
         if e.gate_marks is None:
             e.gate_marks = {}
-        mark = e.gate_marks.get((reason, kind))
+        # A session cap is a cap per session: two conversations at their caps are two gates.
+        key = (reason, kind, session.id if reason == "session_spend" else None)
+        mark = e.gate_marks.get(key)
         if mark is not None and now - mark[0] < GATE_EVENT_INTERVAL:
             mark[1] += 1
             return reason, blocked
         suppressed = 0 if mark is None else int(mark[1])
-        e.gate_marks[(reason, kind)] = [now, 0]
+        e.gate_marks[key] = [now, 0]
         meta = dict(metadata or {})
         if suppressed:
-            meta["suppressed"] = suppressed
+            meta["suppressed_events"] = suppressed
         event = {
             "id": str(uuid.uuid4()),
             "user_id": e.user_id,
@@ -811,7 +865,7 @@ class Meter:
         self,
         result: GuardResult,
         ctx: GateContext | None,
-        gate_info: tuple[str, bool] | None,
+        gate_info: tuple[str, bool, float | None] | None,
         reservation: Reservation | None = None,
     ) -> GuardResult:
         if ctx is None or gate_info is None:
@@ -820,7 +874,8 @@ class Meter:
         for cb in self._hard if hard else self._soft:
             self._safely(cb, result, ctx)
         if gate_info[1]:
-            raise LimitExceededError(result)
+            at = gate_info[2]
+            raise LimitExceededError(result, None if at is None else datetime.fromtimestamp(at, timezone.utc))
         return result
 
     # ---- Ledger (Reservation) ----
@@ -979,8 +1034,6 @@ class Meter:
                 if isinstance(ev, UsageEvent):
                     ev.synced = True
                 self._settled(ev.user_id if isinstance(ev, UsageEvent) else str(ev["user_id"]))
-        if isinstance(answer, dict) and "plans_version" in answer:
-            self._plans_changed(answer["plans_version"])
 
     def discarded(self, events: list[Event]) -> None:
         with self._lock:
@@ -999,16 +1052,68 @@ class Meter:
     def warn(self, message: str, err: BaseException | None = None) -> None:
         self._warn(message, err)
 
-    def _plans_changed(self, version: Any) -> None:
-        """The batch answer's marker moved: a plan or subscription changed; every cached user reloads now."""
+    def misaddressed(self, err: MeterError) -> None:
+        """Something answers at base_url, but not the API: a 404 of a delivery or of start()'s health check."""
+        self._error(str(err), err)
+
+    def _poll_changes(self) -> None:
+        """One flush tick: asks the service what changed since the marker last seen (one request per
+        client, whatever the number of users) and reloads only the users a plan update or a
+        subscription change concerns, so a change reaches every running client within
+        flush_interval. Users named by the previous answer are read once more here: a read that
+        raced the change (another replica's short caches) may have been stale."""
         with self._lock:
-            before = self._plans_version
-            self._plans_version = version
-            if before is None or before == version:
+            if self._polling_changes or time.monotonic() < self._changes_retry_at:
                 return
-            users = list(self._users.values())
-        for e in users:
+            if not self._users and self._marker is not None:
+                return
+            again = [e for e in self._users.values() if e.recheck]
+            for e in again:
+                e.recheck = False
+            self._polling_changes = True
+            since = self._marker
+        for e in again:
             self._refresh(e, None)
+        try:
+            c = self._transport.request("GET", "/config/changes" if since is None else f"/config/changes?since={since}")
+            with self._lock:
+                if self._marker != since or not isinstance(c, dict):
+                    return
+                # No marker before this answer (start() not called, or it failed): every cached view may
+                # predate a change.
+                every = since is None or bool(c.get("all"))
+                plans = set(c.get("plan_ids") or ())
+                users = set(c.get("user_ids") or ())
+                changed = [
+                    e
+                    for e in self._users.values()
+                    if every or e.user_id in users or (e.plan_id is not None and e.plan_id in plans)
+                ]
+                for e in changed:
+                    e.recheck = True
+                marker = c.get("marker")
+                self._marker = marker if isinstance(marker, int) else since
+            for e in changed:
+                if self._leases is not None:
+                    self._leases.renew(e.user_id)
+                self._refresh(e, None, force=True)
+        except MeterAPIError as err:
+            if err.status in (401, 403):
+                self._key_refused(err)
+            elif err.status == 404:
+                # A service from before the change marker (or a wrong base_url, which deliveries report).
+                if self._changes_retry_at == 0:
+                    self._warn(
+                        "GET /config/changes answered 404; until it answers, plan changes reach this process only "
+                        f"by its periodic reloads (refresh_interval {self.refresh_interval:g} s)",
+                        err,
+                    )
+                self._changes_retry_at = time.monotonic() + self.refresh_interval
+        except MeterError:
+            pass  # network errors and 5xx: the next tick asks again; deliveries report the outage
+        finally:
+            with self._lock:
+                self._polling_changes = False
 
     def _settled(self, user_id: str) -> None:
         e = self._users.get(user_id)
@@ -1016,8 +1121,14 @@ class Meter:
             e.pending -= 1
 
     def _tick(self) -> None:
-        """On the delivery thread: the idle sweep every min(refresh_interval, 60 s)."""
+        """On the delivery thread, every flush interval: the change poll (on a worker, so a slow answer
+        never holds deliveries), and the idle sweep every min(refresh_interval, 60 s)."""
         now = time.monotonic()
+        # flush() wakes the thread early too: still one poll per interval, not one per flush.
+        if now - self._last_poll >= self.flush_interval * 0.9:
+            self._last_poll = now
+            with contextlib.suppress(RuntimeError):  # the executor is gone (interpreter exit)
+                self._executor.submit(self._poll_changes)
         if now - self._last_sweep < min(60.0, self.refresh_interval):
             return
         self._last_sweep = now
@@ -1087,6 +1198,8 @@ class Meter:
         self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="meter-load")
         self._loading = {}
         self._unpriced_ids = set()
+        # A poll the parent had in flight has no thread here to finish it.
+        self._polling_changes = False
         for e in self._users.values():
             e.pending = 0
             e.unpriced = []
@@ -1182,3 +1295,22 @@ def _after_fork_child() -> None:
     _held_locks.clear()
     for m in list(_meters):
         m._after_fork_in_child()
+
+
+def _resets_at(e: UserEntry, session: Session, result: GuardResult) -> float | None:
+    """When a hard gate lifts by itself, where known (LimitExceededError.resets_at)."""
+    reason = result.gate_reason
+    if reason is None or reason == SESSION_UNAVAILABLE:
+        return None
+    if reason == "session_spend":
+        return session.started_at + e.timeout if session is e.sessions.own else None
+    return e.period_end_t
+
+
+def _session_of(user_id: str, given: str | None) -> str | None:
+    """The call's session: the one it names, else the enclosing ``meter.user()``'s for this user, else
+    the library's own (None)."""
+    if given is not None:
+        return given
+    ctx = _current.get()
+    return ctx[1] if ctx is not None and ctx[0] == user_id else None

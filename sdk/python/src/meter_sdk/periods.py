@@ -68,6 +68,8 @@ def apply_view(e: UserEntry, view: dict[str, Any], now: float) -> Merge:
     raw = view.get("plan_config") or {}
     e.service_user_id = view["service_user_id"]
     e.plan = view.get("plan", "none")
+    plan_id = view.get("plan_id")
+    e.plan_id = plan_id if isinstance(plan_id, str) else None
     e.config = _intern(raw) if view.get("sdk_enabled") else None
     e.timeout = float(raw.get("session_timeout_minutes") or 30.0) * 60.0
     e.period_start = period["start"]

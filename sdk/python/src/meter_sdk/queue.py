@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from .errors import MeterError
+from .errors import MeterAPIError, MeterError
 from .transport import Transport, backoff, retryable
 from .types import UsageEvent
 
@@ -25,6 +25,7 @@ class QueueHooks(Protocol):
     def held(self, event: Event) -> bool: ...
     def stalled(self, user_ids: set[str]) -> None: ...
     def warn(self, message: str, err: BaseException | None = None) -> None: ...
+    def misaddressed(self, err: MeterError) -> None: ...
 
 
 def _user_of(e: Event) -> str:
@@ -117,11 +118,25 @@ class EventQueue:
         try:
             answer = self.transport.request("POST", "/events/batch" if kind == "usage" else "/gate-events/batch", wire)
         except MeterError as err:
-            if retryable(err):
+            # 404 on a batch route is a wrong base_url, not a bad event: keep the events and retry, so
+            # they are delivered once the address is fixed (and the process restarted, or a proxy repaired).
+            misaddressed = isinstance(err, MeterAPIError) and err.status == 404
+            if misaddressed and self.failures == 0:
+                assert isinstance(err, MeterAPIError)
+                path = "/events/batch" if kind == "usage" else "/gate-events/batch"
+                self.hooks.misaddressed(
+                    MeterAPIError(
+                        404,
+                        f"POST {self.transport.base}{path} answered 404 ({err.detail}): base_url (or METER_BASE_URL) "
+                        "must be the service's address including /api/v1, e.g. https://meter.example.com/api/v1; "
+                        "events stay queued until it answers",
+                    )
+                )
+            if misaddressed or retryable(err):
                 self.failures += 1
                 self.next_attempt = time.monotonic() + backoff(self.failures, err)
                 # Once per outage, not once per attempt.
-                if self.failures == 1:
+                if self.failures == 1 and not misaddressed:
                     self.hooks.warn(f"delivering {kind} events failed; retrying with backoff", err)
                 return False
             with self.lock:

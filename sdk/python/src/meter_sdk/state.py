@@ -41,6 +41,8 @@ class UserEntry:
         "period_end_t",
         "period_start",
         "plan",
+        "plan_id",
+        "recheck",
         "refresh_at",
         "refreshing",
         "reserved_cost",
@@ -59,6 +61,11 @@ class UserEntry:
         self.user_id = user_id
         self.service_user_id: str | None = None
         self.plan = "none"
+        # The plan in force (None without one): a change of it is announced by GET /config/changes.
+        self.plan_id: str | None = None
+        # Reload once more at the next flush tick: the change marker named this user, and a read racing
+        # the change may have been stale.
+        self.recheck = False
         # None: no plan in force (or not loaded); nothing is gated or priced.
         self.config: PlanConfig | None = None
         self.loaded = False
@@ -87,8 +94,9 @@ class UserEntry:
         self.load_failed = False
         # The view could not be loaded and the client fails closed: calls are hard-gated.
         self.fail_closed = False
-        # Gate events per (gate_reason, kind): (time of the last one written, how many suppressed since).
-        self.gate_marks: dict[tuple[str, str], list[float]] | None = None
+        # Gate events per (gate_reason, kind, session for session_spend): (time of the last one written,
+        # how many suppressed since).
+        self.gate_marks: dict[tuple[str, str, str | None], list[float]] | None = None
         self.models: dict[str, str] = {}
 
     def snapshot(self, now: float) -> UserState:

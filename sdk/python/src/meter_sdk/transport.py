@@ -73,6 +73,24 @@ class Transport:
             )
         return parsed
 
+    def health(self, timeout: float, base: str | None = None) -> str:
+        """GET /health (no key needed): "ok", "degraded" (answers, database unreachable), "not_found"
+        (something answers there, but not the API's health route: a wrong address) or "unreachable"."""
+        try:
+            res = self._client.get(f"{base or self.base}/health", timeout=timeout)
+        except (httpx.HTTPError, OSError):
+            return "unreachable"
+        try:
+            body = res.json() if res.content else None
+        except ValueError:
+            body = None
+        status = body.get("status") if isinstance(body, dict) else None
+        if res.status_code == 404 or (res.is_success and not isinstance(status, str)):
+            return "not_found"
+        if not res.is_success:
+            return "unreachable"
+        return "ok" if status == "ok" else "degraded"
+
     def get_session(self, user_id: str, timeout: float | None = None) -> dict[str, Any]:
         view: dict[str, Any] = self.request("GET", f"/users/{quote(user_id, safe='')}/session", timeout=timeout)
         return view

@@ -117,10 +117,10 @@ class MeterStats:
 
 @dataclass(frozen=True, slots=True)
 class StartResult:
-    """What ``start()`` found: the service answers, and it accepts the key (None: not asked, it was down)."""
+    """What ``start()`` found: the service answers, and it accepts the key (False also when it could not be asked)."""
 
     healthy: bool
-    authenticated: bool | None
+    authenticated: bool
 
 
 @dataclass(frozen=True, slots=True)
