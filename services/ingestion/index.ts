@@ -1,4 +1,5 @@
 import type { Db } from "mongodb";
+import type { HandlerContext } from "@connectrpc/connect";
 import { IngestionService } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import type { PeerUrls } from "@meter/lib/config";
 import { JobScheduler } from "@meter/lib/jobs";
@@ -9,6 +10,7 @@ import type { ServiceModule } from "@meter/lib/rpc";
 import { plansDirectory, type UserDirectory } from "./adapters/plans.ts";
 import { analyticsRecorder, webhooksPublisher, type AnalyticsRecorder, type WebhookPublisher } from "./adapters/peers.ts";
 import type { IngestionDeps } from "./deps.ts";
+import { ProductWriteGate } from "./fairness.ts";
 import { createManualEvent } from "./handlers/create-manual-event.ts";
 import { getSession } from "./handlers/get-session.ts";
 import { acquireLease } from "./handlers/acquire-lease.ts";
@@ -53,6 +55,8 @@ export interface IngestionServiceOptions {
   lateChangeWindowMs?: number;
   /** Retention of events and crossings; defaults in retention.ts. */
   retention?: Partial<RetentionPolicy>;
+  /** Ingestion writes (usage and gate batches) one product may run at once in this process; 0: no limit (fairness.ts). */
+  productWriteConcurrency?: number;
   /** Budget leases: default lifetime and grace after expiry (ms). */
   leaseTtlMs?: number;
   leaseGraceMs?: number;
@@ -119,13 +123,18 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
   defineRelay(deps, relay, opts.relayLockMs ?? 60_000);
   trackOutbox("ingestion_to_webhooks", collectionBacklog(outbox.webhooks, "created_at"));
   trackOutbox("ingestion_to_analytics", collectionBacklog(outbox.analytics, "created_at"));
+  const writeGate = new ProductWriteGate(opts.productWriteConcurrency ?? 4);
+  const fair =
+    <Req extends { productId: string }, Res>(handler: (req: Req, ctx: HandlerContext) => Res | Promise<Res>) =>
+    (req: Req, ctx: HandlerContext) =>
+      writeGate.run(req.productId, async () => handler(req, ctx));
   return {
     name: "ingestion",
     serviceName: IngestionService.typeName,
     routes(router) {
       router.service(IngestionService, {
-        ingestUsageEvents: countIngested("usage", ingestUsageEvents(deps)),
-        ingestGateEvents: countIngested("gate", ingestGateEvents(deps)),
+        ingestUsageEvents: countIngested("usage", fair(ingestUsageEvents(deps))),
+        ingestGateEvents: countIngested("gate", fair(ingestGateEvents(deps))),
         createManualEvent: createManualEvent(deps),
         getUsage: getUsage(deps),
         listGateEvents: listGateEvents(deps),

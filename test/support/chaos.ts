@@ -3,7 +3,7 @@
 // `npm run bench:chaos` (bench/chaos/*.ts).
 import { randomUUID } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
-import type { Receiver } from "../../services/webhooks/testing/receiver.ts";
+import type { Received, Receiver } from "../../services/webhooks/testing/receiver.ts";
 import { eventually } from "./eventually.ts";
 import { Api, type ApiResponse } from "./http.ts";
 
@@ -164,6 +164,8 @@ export interface Audit {
   /** Acknowledged events the counters miss (tokens / per-event tokens, rounded), and extra ones. */
   lost: number;
   doubled: number;
+  /** Envelopes received again (same id) after a webhooks process was killed mid-delivery. */
+  redelivered: number;
   problems: string[];
 }
 
@@ -177,7 +179,14 @@ export async function audit(p: ChaosProduct, ack: Acknowledged, rx: Receiver, se
   const tally = new Tally();
   // Webhooks first: each user's thresholds and gate events arrive, then nothing is pending
   // (no handover in an outbox, no delivery waiting): nothing more can arrive after that.
-  const mine = () => rx.received.filter((r) => r.json?.product_id === p.productId);
+  // Delivery is at least once: a webhooks process killed between the receiver's answer and
+  // recording it sends the same envelope (same id) again, for the receiver to drop. What must
+  // be exact is the set of envelopes: one per threshold crossed and per gate event.
+  const mine = () => {
+    const byId = new Map<string, Received>();
+    for (const r of rx.received) if (r.json?.product_id === p.productId) byId.set(r.json.id, r);
+    return [...byId.values()];
+  };
   const gateCount = [...ack.gates.values()].reduce((s, g) => s + g.size, 0);
   await eventually(
     () => mine().length >= p.users.length * THRESHOLDS.length + gateCount,
@@ -211,7 +220,7 @@ export async function audit(p: ChaosProduct, ack: Acknowledged, rx: Receiver, se
     }
     cursor = page.body.next_cursor;
   } while (cursor);
-  if (logged !== mine().length) problems.push(`${logged} deliveries logged, ${mine().length} received`);
+  if (logged !== mine().length) problems.push(`${logged} deliveries logged, ${mine().length} distinct envelopes received`);
 
   // Usage: a job cut off by a crash is completed by a retry or, for a claim the dead process
   // held, by the sweep once the claim is RECOVERY_AFTER_MS old; wait for that, within bounds.
@@ -253,7 +262,8 @@ export async function audit(p: ChaosProduct, ack: Acknowledged, rx: Receiver, se
     for (const id of gates) if (!seen.has(id)) problems.push(`${user}: gate event ${id} acknowledged, not listed`);
     if (seen.size > gates.size) problems.push(`${user}: ${seen.size} gate events listed, ${gates.size} acknowledged`);
   }
-  return { lost, doubled, problems };
+  const redelivered = rx.received.filter((r) => r.json?.product_id === p.productId).length - mine().length;
+  return { lost, doubled, redelivered, problems };
 }
 
 /** True when the metrics text says every outbox is empty. */
