@@ -68,7 +68,8 @@ export async function faultRun(opts: {
   const tally = new Tally();
   let struck = 0;
   let back: Promise<number> | undefined;
-  const keyed = () => opts.api().withKey(p.api.key);
+  const key = p.api.key;
+  const keyed = () => opts.api().withKey(key);
   p.api = new Proxy(p.api, { get: (_t, prop) => Reflect.get(keyed(), prop, keyed()) });
   await ingest(p, ack, tally, {
     batches: 48,
