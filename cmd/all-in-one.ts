@@ -61,6 +61,7 @@ const stack = await startStack({
   logger,
   authCacheTtlMs: config.AUTH_CACHE_TTL_MS,
   protection: protectionSettings(config),
+  batchConcurrency: config.INGESTION_PRODUCT_CONCURRENCY,
   services: {
     plans: plansSettings(config),
     ingestion: ingestionSettings(config),

@@ -6,6 +6,7 @@ import type { Logger } from "@meter/lib/logger";
 import type { ServiceClients } from "./clients.ts";
 import { LOCAL_PROTECTION, type Protection } from "./config.ts";
 import { errorHandler, notFoundHandler } from "./errors.ts";
+import { admissionPlugin } from "./plugins/admission.ts";
 import { authPlugin } from "./plugins/auth.ts";
 import { docsPlugin } from "./plugins/docs.ts";
 import { metricsPlugin } from "./plugins/metrics.ts";
@@ -23,6 +24,8 @@ export interface GatewayOptions {
   bodyLimit?: number;
   /** Rate limits, refused-key cache and trusted proxies; generous local defaults when absent. */
   protection?: Protection;
+  /** Ingestion batches of one product admitted at once (plugins/admission.ts); 0: no limit. Default 4. */
+  batchConcurrency?: number;
 }
 
 /** The REST gateway: JSON over HTTP mapped to the services' RPCs. Listens only when told to. */
@@ -58,6 +61,7 @@ export async function buildGateway(opts: GatewayOptions) {
   await app.register(
     async (api) => {
       await api.register(authPlugin, { cacheTtlMs: opts.authCacheTtlMs ?? 30_000, negativeCacheTtlMs: protection.negativeCacheTtlMs });
+      await api.register(admissionPlugin, { limit: opts.batchConcurrency ?? 4 });
       for (const routes of apiRoutes) await api.register(routes);
     },
     { prefix: "/api/v1" },

@@ -1,4 +1,4 @@
-import { Type, peerUrlFields } from "@meter/lib/config";
+import { Type, peerUrlFields, productConcurrencyFields } from "@meter/lib/config";
 
 /** Protection settings every process hosting the gateway reads (gateway process, all-in-one). */
 export function protectionFields(defaults: { publicMax: number; keyMax: number }) {
@@ -26,6 +26,7 @@ export const gatewayConfigSchema = Type.Object({
   ...peerUrlFields,
   AUTH_CACHE_TTL_MS: Type.Integer({ default: 30_000, minimum: 0 }),
   ...protectionFields({ publicMax: 120, keyMax: 6_000 }),
+  ...productConcurrencyFields,
 });
 
 export interface Protection {

@@ -13,6 +13,7 @@ const app = await buildGateway({
   logger,
   authCacheTtlMs: config.AUTH_CACHE_TTL_MS,
   protection: protectionSettings(config),
+  batchConcurrency: config.INGESTION_PRODUCT_CONCURRENCY,
 });
 await app.listen({ port: config.PORT, host: config.HOST });
 onShutdown(logger, () => app.close());

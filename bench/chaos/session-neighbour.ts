@@ -68,5 +68,5 @@ async function run(limit: string, dir: string, rx: Receiver) {
 }
 
 export default async function (): Promise<void> {
-  for (const limit of ["4", "0"]) await withScene((dir, rx) => run(limit, dir, rx));
+  for (const limit of (process.env.BENCH_NEIGHBOUR_LIMITS ?? "4,0").split(",")) await withScene((dir, rx) => run(limit, dir, rx));
 }

@@ -6,16 +6,20 @@ import { Api } from "../../test/support/http.ts";
 import { freePort, freePortRange, spawnEntry } from "../../test/support/processes.ts";
 import { CHAOS_ENV, faultRun, printFaults, withScene, type FaultFigures } from "../support/chaos.ts";
 
+let last: ReturnType<typeof spawnEntry> | undefined;
+
 export default async function (): Promise<void> {
   const rows = await withScene(async (dir, rx) => {
     const port = await freePort();
     const base = await freePortRange(5);
-    const proc = spawnEntry("cmd/split.ts", { PORT: String(port), RPC_BASE_PORT: String(base), MONGODB_URL: undefined, DATA_DIR: dir, ...CHAOS_ENV });
+    const proc = (last = spawnEntry("cmd/split.ts", { PORT: String(port), RPC_BASE_PORT: String(base), MONGODB_URL: undefined, DATA_DIR: dir, ...CHAOS_ENV }));
     const api = new Api(`http://127.0.0.1:${port}/api/v1`);
     try {
       await eventually(async () => (await api.get("/health")).body.status === "ok", 120_000, "split mode to serve");
       const out: FaultFigures[] = [];
-      for (const name of ["ingestion", "plans", "tenancy", "analytics", "webhooks", "embedded-db"]) {
+      // BENCH_CHAOS_PARTS=plans,ingestion kills only those.
+      const parts = process.env.BENCH_CHAOS_PARTS?.split(",") ?? ["ingestion", "plans", "tenancy", "analytics", "webhooks", "embedded-db"];
+      for (const name of parts) {
         const match = name === "embedded-db" ? "embedded-db" : `services/${name}/main.ts`;
         out.push(
           await faultRun({
@@ -35,4 +39,5 @@ export default async function (): Promise<void> {
     }
   });
   printFaults("npm run start:split, one process killed (kill -9) after 12 of 48 batches", rows);
+  if (process.env.BENCH_CHAOS_LOG_LEVEL) console.log(last!.output());
 }

@@ -6,7 +6,7 @@ import { Acknowledged, Tally, audit, chaosProduct, ingest, type ChaosProduct } f
 import type { Api } from "../../test/support/http.ts";
 
 /** What bench:chaos's fault scenarios hand to the stack they start: fast takeover of a dead claimant's job. */
-export const CHAOS_ENV = { WEBHOOKS_ALLOW_INSECURE_URLS: "true", RECOVERY_AFTER_MS: "2000", RELAY_INTERVAL_MS: "200", LOG_LEVEL: "fatal" };
+export const CHAOS_ENV = { WEBHOOKS_ALLOW_INSECURE_URLS: "true", RECOVERY_AFTER_MS: "2000", RELAY_INTERVAL_MS: "200", LOG_LEVEL: process.env.BENCH_CHAOS_LOG_LEVEL ?? "fatal" };
 
 export interface FaultFigures {
   fault: string;

@@ -93,6 +93,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
     "/events/batch",
     {
       bodyLimit: BATCH_BODY_LIMIT,
+      config: { perProductBatch: true },
       schema: {
         summary: "Ingest a batch of usage events (idempotent on id)",
         description: "At most 10,000 events and 10 MiB per batch (413 beyond). A malformed batch is refused whole (422).",
@@ -132,6 +133,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
     "/gate-events/batch",
     {
       bodyLimit: BATCH_BODY_LIMIT,
+      config: { perProductBatch: true },
       schema: {
         summary: "Ingest a batch of gate events (idempotent on id)",
         description: "At most 10,000 events and 10 MiB per batch (413 beyond). A malformed batch is refused whole (422).",

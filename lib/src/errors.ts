@@ -87,8 +87,13 @@ function causes(err: unknown): unknown[] {
  * the transport chose (Connect's Node transport reports a reset connection as `aborted`, read
  * as a conflict); answers the peer sent stay as they are.
  */
-export function fromPeerError(err: unknown): unknown {
+export function fromPeerError(err: unknown, callerAborted: boolean): unknown {
   if (!(err instanceof ConnectError) || err.code === Code.Unavailable) return err;
-  const lost = causes(err.cause).some((e) => PEER_LOST_CODES.has(String((e as { code?: unknown }).code)));
+  // A stream reset by the connection's end (the peer died) rather than by an answer: Connect
+  // reports it as `canceled` (CANCEL) or `internal`; `canceled` is the caller's own only if it aborted.
+  const reset =
+    err.rawMessage.startsWith("http/2 stream closed with error code") &&
+    ((err.code === Code.Canceled && !callerAborted) || err.code === Code.Internal);
+  const lost = reset || causes(err.cause).some((e) => PEER_LOST_CODES.has(String((e as { code?: unknown }).code)));
   return lost ? new ConnectError(`peer unreachable: ${err.rawMessage}`, Code.Unavailable, err.metadata, undefined, err) : err;
 }

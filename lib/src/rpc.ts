@@ -296,7 +296,7 @@ const peerLost: Interceptor = (next) => async (req) => {
   try {
     return await next(req);
   } catch (err) {
-    throw fromPeerError(err);
+    throw fromPeerError(err, req.signal.aborted);
   }
 };
 

@@ -10,7 +10,7 @@ import type { ServiceModule } from "@meter/lib/rpc";
 import { plansDirectory, type UserDirectory } from "./adapters/plans.ts";
 import { analyticsRecorder, webhooksPublisher, type AnalyticsRecorder, type WebhookPublisher } from "./adapters/peers.ts";
 import type { IngestionDeps } from "./deps.ts";
-import { ProductWriteGate } from "./fairness.ts";
+import { KeyedGate } from "@meter/lib/keyed-gate";
 import { createManualEvent } from "./handlers/create-manual-event.ts";
 import { getSession } from "./handlers/get-session.ts";
 import { acquireLease } from "./handlers/acquire-lease.ts";
@@ -55,7 +55,7 @@ export interface IngestionServiceOptions {
   lateChangeWindowMs?: number;
   /** Retention of events and crossings; defaults in retention.ts. */
   retention?: Partial<RetentionPolicy>;
-  /** Ingestion writes (usage and gate batches) one product may run at once in this process; 0: no limit (fairness.ts). */
+  /** Ingestion writes (usage and gate batches) one product may run at once in this process; 0: no limit (lib/src/keyed-gate.ts). */
   productWriteConcurrency?: number;
   /** Budget leases: default lifetime and grace after expiry (ms). */
   leaseTtlMs?: number;
@@ -123,7 +123,7 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
   defineRelay(deps, relay, opts.relayLockMs ?? 60_000);
   trackOutbox("ingestion_to_webhooks", collectionBacklog(outbox.webhooks, "created_at"));
   trackOutbox("ingestion_to_analytics", collectionBacklog(outbox.analytics, "created_at"));
-  const writeGate = new ProductWriteGate(opts.productWriteConcurrency ?? 4);
+  const writeGate = new KeyedGate(opts.productWriteConcurrency ?? 4);
   const fair =
     <Req extends { productId: string }, Res>(handler: (req: Req, ctx: HandlerContext) => Res | Promise<Res>) =>
     (req: Req, ctx: HandlerContext) =>

@@ -1,7 +1,7 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { Code, ConnectError } from "@meter/lib/errors";
-import { ProductWriteGate } from "./fairness.ts";
+import { Code, ConnectError } from "./errors.ts";
+import { KeyedGate } from "./keyed-gate.ts";
 
 /** A write that finishes when the test says so. */
 function held() {
@@ -11,7 +11,7 @@ function held() {
 }
 
 test("one product's writes beyond the limit wait in order; another product's pass at once", async () => {
-  const gate = new ProductWriteGate(2, 1);
+  const gate = new KeyedGate(2, 1);
   const order: string[] = [];
   const a = [held(), held(), held()];
   const runs = a.map((h, i) => gate.run("A", async () => (order.push(`A${i}`), h.write())));
@@ -34,14 +34,26 @@ test("one product's writes beyond the limit wait in order; another product's pas
 });
 
 test("a failed write frees its place", async () => {
-  const gate = new ProductWriteGate(1);
+  const gate = new KeyedGate(1);
   await gate.run("A", async () => Promise.reject(new Error("boom"))).catch(() => {});
   assert.is(await gate.run("A", async () => 7), 7);
   assert.equal(gate.load("A"), { running: 0, waiting: 0 });
 });
 
+test("a place given back twice is given back once", async () => {
+  const gate = new KeyedGate(1);
+  const release = await gate.acquire("A");
+  const second = gate.acquire("A");
+  release();
+  release();
+  const releaseSecond = await second;
+  assert.equal(gate.load("A"), { running: 1, waiting: 0 });
+  releaseSecond();
+  assert.equal(gate.load("A"), { running: 0, waiting: 0 });
+});
+
 test("limit 0 runs everything at once", async () => {
-  const gate = new ProductWriteGate(0);
+  const gate = new KeyedGate(0);
   const hs = [held(), held(), held()];
   let started = 0;
   const runs = hs.map((h) => gate.run("A", async () => (started++, h.write())));
