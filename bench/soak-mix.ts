@@ -73,6 +73,9 @@ export default async function soakMix(): Promise<void> {
       ]);
       clearInterval(minute);
       console.log(`end:   ${await heapOf(aio.base)}; database ${diskOf(dir)}`);
+      // The heap above holds garbage not yet collected; V8 collects when the process idles.
+      await pace(15_000);
+      console.log(`after 15 s idle: ${await heapOf(aio.base)}`);
       const routes = [...new Set(samples.map((s) => s.route))];
       const fmt = (xs: number[]) => (xs.length ? `${pct(xs, 50).toFixed(1)} / ${pct(xs, 99).toFixed(1)}` : "-");
       const endAt = MINUTES * 60_000;
