@@ -71,7 +71,7 @@ test("SIGTERM with the database down: requests in flight are answered 503, and t
     const code = await aio.proc.stop("SIGTERM");
     // spawnEntry's stop() kills with SIGKILL after 15 s (exit code null): it exited by itself.
     assert.ok(code === 0 || code === 1, `exit code ${code}\n${aio.proc.output()}`);
-    assert.equal(await Promise.all(inFlight), Array.from({ length: 4 }, () => ({ status: 503, retryAfter: "1" })));
+    assert.equal(await Promise.all(inFlight), Array.from({ length: 4 }, () => ({ status: 503, retryAfter: "1" })), aio.proc.output());
   } finally {
     await db.stop();
     await rm(dir, { recursive: true, force: true });

@@ -1,10 +1,12 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import {
   MongoBulkWriteError,
+  MongoClientClosedError,
   MongoError,
   MongoNetworkError,
   MongoNotConnectedError,
   MongoOperationTimeoutError,
+  MongoServerClosedError,
   MongoServerSelectionError,
   MongoTopologyClosedError,
 } from "mongodb";
@@ -43,6 +45,9 @@ export function isDatabaseUnreachable(err: unknown): boolean {
     err instanceof MongoServerSelectionError ||
     err instanceof MongoNotConnectedError ||
     err instanceof MongoTopologyClosedError ||
+    // The process is shutting down: its client closed under a request still waiting for the database.
+    err instanceof MongoClientClosedError ||
+    err instanceof MongoServerClosedError ||
     err instanceof MongoOperationTimeoutError ||
     (err instanceof MongoError && (UNREACHABLE_NAMES.has(err.name) || err.hasErrorLabel("ResetPool")))
   );
