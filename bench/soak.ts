@@ -20,6 +20,7 @@
 //   the figures they must add, then a retention pass; storage printed before and after.
 //   SOAK_EVENTS=1000000 SOAK_BIG_DAY=1000000 SOAK_LATE=100000 npm run bench:soak
 // Uses MONGODB_URL when set, else the embedded database in a temporary directory.
+// SOAK_MODE=mix npm run bench:soak runs the ten-minute mixed load instead (bench/soak-mix.ts).
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -36,6 +37,12 @@ import { thresholdCrossing } from "../services/webhooks/testing/crossings.ts";
 import { startInstance } from "../services/webhooks/testing/instance.ts";
 import { Receiver } from "../services/webhooks/testing/receiver.ts";
 import { LedgerWriter } from "./support/ledger-writes.ts";
+
+// SOAK_MODE=mix: ten minutes of mixed traffic against `npm start` instead (bench/soak-mix.ts).
+if (process.env.SOAK_MODE === "mix") {
+  await (await import("./soak-mix.ts")).default();
+  process.exit(0);
+}
 
 const EVENTS = Number(process.env.SOAK_EVENTS ?? 1_000_000);
 const LATE = Number(process.env.SOAK_LATE ?? 100_000);

@@ -36,8 +36,20 @@ const logger = createLogger("meter", config.LOG_LEVEL);
 
 // A first start builds the database for minutes: say so rather than sit silent.
 const progress = (message: string) => logger.info(message);
-const embedded = config.MONGODB_URL ? undefined : await startEmbeddedDb(path.resolve(config.DATA_DIR, "db"), { progress });
-if (embedded) logger.info({ dataDir: path.resolve(config.DATA_DIR) }, "embedded database started");
+// Supervised: a database process that dies is started again on the same address and files;
+// if that keeps failing, this process exits non-zero so that whatever runs it can act.
+const embedded = config.MONGODB_URL
+  ? undefined
+  : await startEmbeddedDb(path.resolve(config.DATA_DIR, "db"), {
+      progress,
+      supervise: { logger, onGiveUp: (reason) => exitUnrecoverable(reason) },
+    });
+if (embedded) logger.info({ dataDir: path.resolve(config.DATA_DIR), pid: embedded.pid }, "embedded database started");
+
+function exitUnrecoverable(reason: Error): never {
+  logger.fatal({ reason: reason.message }, `exiting: ${reason.message}`);
+  process.exit(1);
+}
 
 const stack = await startStack({
   mongoUrl: config.MONGODB_URL ?? embedded!.url,
@@ -49,6 +61,7 @@ const stack = await startStack({
   logger,
   authCacheTtlMs: config.AUTH_CACHE_TTL_MS,
   protection: protectionSettings(config),
+  batchConcurrency: config.INGESTION_PRODUCT_CONCURRENCY,
   services: {
     plans: plansSettings(config),
     ingestion: ingestionSettings(config),

@@ -7,7 +7,8 @@ import { fileURLToPath } from "node:url";
 import { Type, loadConfig } from "@meter/lib/config";
 import { startEmbeddedDb } from "@meter/lib/embedded-db";
 import { createLogger } from "@meter/lib/logger";
-import { onShutdown } from "@meter/lib/process";
+import { SHUTDOWN_DEADLINE_MS, onShutdown } from "@meter/lib/process";
+import { supervise, type SupervisedProcess } from "@meter/lib/supervise";
 import { LOCAL_PROTECTION } from "@meter/gateway/config";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -28,40 +29,55 @@ const logger = createLogger("split", config.LOG_LEVEL);
 
 // A first start builds the database for minutes: say so rather than sit silent.
 const progress = (message: string) => logger.info(message);
-const embedded = config.MONGODB_URL ? undefined : await startEmbeddedDb(path.resolve(config.DATA_DIR, "db"), { progress });
+let stopping = false;
+const supervised: SupervisedProcess[] = [];
+/** Something could not be kept running: stop the rest and exit non-zero so an outer supervisor can act. */
+function exitUnrecoverable(reason: Error) {
+  if (stopping) return;
+  logger.fatal({ reason: reason.message }, `exiting: ${reason.message}`);
+  void shutdown().finally(() => process.exit(1));
+}
+const embedded = config.MONGODB_URL
+  ? undefined
+  : await startEmbeddedDb(path.resolve(config.DATA_DIR, "db"), { progress, supervise: { logger, onGiveUp: exitUnrecoverable } });
 const mongoUrl = config.MONGODB_URL ?? embedded!.url;
 const urlOf = (i: number) => `http://127.0.0.1:${config.RPC_BASE_PORT + i}`;
 const peerEnv = Object.fromEntries(SERVICES.map((s, i) => [`${s.toUpperCase()}_URL`, urlOf(i)]));
 
-const children: ChildProcess[] = [];
-function launch(name: string, entry: string, env: Record<string, string>) {
-  const child = spawn(process.execPath, ["--import", "tsx", entry], {
-    cwd: root,
-    // Metrics on each process's own port: one METRICS_PORT from the environment would be
-    // taken by the first process and refused to the others.
-    env: { ...process.env, ...peerEnv, LOG_LEVEL: config.LOG_LEVEL, METRICS_PORT: "0", ...env },
-    stdio: ["ignore", "inherit", "inherit"],
-  });
-  child.on("exit", (code, signal) => {
-    if (!stopping) {
-      logger.error({ process: name, code, signal }, "process exited; stopping the rest");
-      void shutdown().then(() => process.exit(1));
-    }
-  });
-  children.push(child);
+/**
+ * Each process runs under a supervisor, as Kubernetes runs a pod: one that exits is started
+ * again with backoff, on the same port, while the gateway answers 503 for the calls that need
+ * it; five failures within a minute stop everything with exit code 1.
+ */
+async function launch(name: string, entry: string, env: Record<string, string>) {
+  const start = () =>
+    new Promise<ChildProcess>((resolve, reject) => {
+      const child = spawn(process.execPath, ["--import", "tsx", entry], {
+        cwd: root,
+        // Metrics on each process's own port: one METRICS_PORT from the environment would be
+        // taken by the first process and refused to the others.
+        env: { ...process.env, ...peerEnv, LOG_LEVEL: config.LOG_LEVEL, METRICS_PORT: "0", ...env },
+        stdio: ["ignore", "inherit", "inherit"],
+      });
+      child.once("spawn", () => resolve(child));
+      child.once("error", reject);
+    });
+  supervised.push(await supervise({ name, logger, start, onGiveUp: exitUnrecoverable }));
 }
 
-SERVICES.forEach((s, i) =>
-  launch(s, `services/${s}/main.ts`, {
-    PORT: String(config.RPC_BASE_PORT + i),
-    HOST: "127.0.0.1",
-    MONGODB_URL: mongoUrl,
-    MONGODB_DB: `${config.MONGODB_DB_PREFIX}_${s}`,
-    // One machine, local use: the development key (with its warning) unless a key is given.
-    ...(s === "webhooks" && { WEBHOOKS_ALLOW_DEVELOPMENT_KEY: process.env.WEBHOOKS_ALLOW_DEVELOPMENT_KEY ?? "true" }),
-  }),
+await Promise.all(
+  SERVICES.map((s, i) =>
+    launch(s, `services/${s}/main.ts`, {
+      PORT: String(config.RPC_BASE_PORT + i),
+      HOST: "127.0.0.1",
+      MONGODB_URL: mongoUrl,
+      MONGODB_DB: `${config.MONGODB_DB_PREFIX}_${s}`,
+      // One machine, local use: the development key (with its warning) unless a key is given.
+      ...(s === "webhooks" && { WEBHOOKS_ALLOW_DEVELOPMENT_KEY: process.env.WEBHOOKS_ALLOW_DEVELOPMENT_KEY ?? "true" }),
+    }),
+  ),
 );
-launch("gateway", "gateway/main.ts", {
+await launch("gateway", "gateway/main.ts", {
   PORT: String(config.PORT),
   HOST: config.HOST,
   // One machine, one user: the local limits unless the caller chose others.
@@ -71,20 +87,17 @@ launch("gateway", "gateway/main.ts", {
 });
 logger.info({ api: `http://${config.HOST}:${config.PORT}/api/v1` }, "split mode starting");
 
-let stopping = false;
+/** Each process gets SIGTERM and its own deadline; one still running just before ours is killed. */
+const stopChild = (c: ChildProcess) =>
+  new Promise<void>((resolve) => {
+    c.once("exit", () => resolve());
+    c.kill("SIGTERM");
+    setTimeout(() => c.kill("SIGKILL"), SHUTDOWN_DEADLINE_MS).unref();
+  });
+
 async function shutdown() {
   stopping = true;
-  await Promise.all(
-    children.map(
-      (c) =>
-        new Promise<void>((resolve) => {
-          if (c.exitCode !== null || c.signalCode !== null) return resolve();
-          c.once("exit", () => resolve());
-          c.kill("SIGTERM");
-          setTimeout(() => c.kill("SIGKILL"), 10_000).unref();
-        }),
-    ),
-  );
+  await Promise.all(supervised.map((p) => p.stop(stopChild)));
   await embedded?.stop();
 }
-onShutdown(logger, shutdown);
+onShutdown(logger, shutdown, SHUTDOWN_DEADLINE_MS + 800);

@@ -32,6 +32,8 @@ export interface StackOptions {
   authCacheTtlMs?: number;
   /** Gateway rate limits and refused-key cache; generous local defaults when absent. */
   protection?: Protection;
+  /** Ingestion batches of one product the gateway admits at once (default 4; 0: no limit). */
+  batchConcurrency?: number;
   /** Per-service options beyond db, logger and peers (tests use these for clocks, intervals...). */
   services?: {
     tenancy?: Partial<Parameters<typeof createTenancyService>[0]>;
@@ -83,6 +85,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     logger: opts.logger.child({ service: "gateway" }),
     authCacheTtlMs: opts.authCacheTtlMs,
     protection: opts.protection,
+    batchConcurrency: opts.batchConcurrency,
   });
   const address = await gateway.listen({ port: opts.httpPort ?? 0, host: opts.httpHost ?? "127.0.0.1" });
   const apiUrl = `${address.replace("0.0.0.0", "127.0.0.1").replace("[::]", "127.0.0.1")}/api/v1`;

@@ -6,6 +6,7 @@ import type { Logger } from "@meter/lib/logger";
 import type { ServiceClients } from "./clients.ts";
 import { LOCAL_PROTECTION, type Protection } from "./config.ts";
 import { errorHandler, notFoundHandler } from "./errors.ts";
+import { admissionPlugin } from "./plugins/admission.ts";
 import { authPlugin } from "./plugins/auth.ts";
 import { docsPlugin } from "./plugins/docs.ts";
 import { metricsPlugin } from "./plugins/metrics.ts";
@@ -26,6 +27,8 @@ export interface GatewayOptions {
   protection?: Protection;
   /** Serve /metrics on the public port (default); false when it is served apart (METRICS_PORT). */
   serveMetrics?: boolean;
+  /** Ingestion batches of one product admitted at once (plugins/admission.ts); 0: no limit. Default 4. */
+  batchConcurrency?: number;
 }
 
 /** The REST gateway: JSON over HTTP mapped to the services' RPCs. Listens only when told to. */
@@ -67,6 +70,7 @@ export async function buildGateway(opts: GatewayOptions) {
         failureMax: protection.rateLimit.authFailureMax ?? protection.rateLimit.publicMax,
         windowMs: protection.rateLimit.windowMs,
       });
+      await api.register(admissionPlugin, { limit: opts.batchConcurrency ?? 4 });
       for (const routes of apiRoutes) await api.register(routes);
     },
     { prefix: "/api/v1" },

@@ -1,4 +1,4 @@
-import { Type, metricsPortField, peerUrlFields } from "@meter/lib/config";
+import { Type, metricsPortField, peerUrlFields, productConcurrencyFields } from "@meter/lib/config";
 
 /** Protection settings every process hosting the gateway reads (gateway process, all-in-one). */
 export function protectionFields(defaults: { publicMax: number; keyMax: number; authFailureMax?: number }) {
@@ -35,6 +35,7 @@ export const gatewayConfigSchema = Type.Object({
   ...peerUrlFields,
   AUTH_CACHE_TTL_MS,
   ...protectionFields({ publicMax: 120, keyMax: 6_000, authFailureMax: 60 }),
+  ...productConcurrencyFields,
 });
 
 export interface Protection {

@@ -62,6 +62,9 @@ function validationIssues(err: FastifyError): ValidationIssue[] {
   return [...byPath.values()];
 }
 
+/** Seconds a client waits before retrying a 503: a database or service restart takes about that. */
+export const RETRY_AFTER_S = 1;
+
 const PUBLIC_5XX: Record<number, string> = {
   500: "internal error; the request may be retried",
   503: "a backend service is temporarily unavailable; retry shortly",
@@ -74,9 +77,14 @@ const PUBLIC_5XX: Record<number, string> = {
 export function errorHandler(err: FastifyError | ConnectError | Error, request: FastifyRequest, reply: FastifyReply) {
   if (err instanceof ConnectError) {
     const status = httpStatusForCode(err.code);
+    if (status === 503) {
+      // A service or its database is down for now (restarting): the client retries.
+      request.log.warn({ code: Code[err.code], message: err.rawMessage }, "backend unavailable");
+      return reply.status(503).header("retry-after", String(RETRY_AFTER_S)).send({ detail: PUBLIC_5XX[503] });
+    }
     if (status >= 500) {
       request.log.error({ err, code: Code[err.code] }, "backend call failed");
-      return reply.status(status).send({ detail: PUBLIC_5XX[status] ?? PUBLIC_5XX[500] });
+      return reply.status(status).send({ detail: PUBLIC_5XX[500] });
     }
     const fields = err.code === Code.InvalidArgument ? fieldIssues(err) : undefined;
     if (fields) {

@@ -16,6 +16,7 @@ const app = await buildGateway({
   authCacheTtlMs: config.AUTH_CACHE_TTL_MS,
   protection: protectionSettings(config),
   serveMetrics: !apart,
+  batchConcurrency: config.INGESTION_PRODUCT_CONCURRENCY,
 });
 await app.listen({ port: config.PORT, host: config.HOST });
 const metrics = apart ? await serveMetrics({ port: config.METRICS_PORT, host: config.HOST, logger }) : undefined;

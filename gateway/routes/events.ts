@@ -97,7 +97,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     "/events/batch",
     {
-      config: { ingest: true },
+      config: { ingest: true, perProductBatch: true },
       bodyLimit: BATCH_BODY_LIMIT,
       schema: {
         operationId: "ingestUsageEvents",
@@ -144,7 +144,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     "/gate-events/batch",
     {
-      config: { ingest: true },
+      config: { ingest: true, perProductBatch: true },
       bodyLimit: BATCH_BODY_LIMIT,
       schema: {
         operationId: "ingestGateEvents",

@@ -47,6 +47,14 @@ export const serviceConfigFields = {
   ...metricsPortField,
 };
 
+/**
+ * Ingestion batches of one product handled at once by one process: admitted by the gateway
+ * before their bodies are read, written by the ingestion service (lib/src/keyed-gate.ts); 0: no limit.
+ */
+export const productConcurrencyFields = {
+  INGESTION_PRODUCT_CONCURRENCY: Type.Integer({ default: 4, minimum: 0, maximum: 1_000 }),
+};
+
 /** Where each service listens in split mode; every service reaches its peers through these. */
 export const peerUrlFields = {
   TENANCY_URL: Type.String({ default: "http://127.0.0.1:9091" }),

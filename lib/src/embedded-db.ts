@@ -6,6 +6,8 @@ import { createInterface } from "node:readline";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import type { Logger } from "./logger.ts";
+import { supervise } from "./supervise.ts";
 
 const run = promisify(execFile);
 const toolDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../tools/embedded-db");
@@ -13,6 +15,8 @@ const binary = path.join(toolDir, "bin", "embedded-db");
 
 export interface EmbeddedDb {
   url: string;
+  /** The database process (a new one after each restart under supervision; undefined while it restarts). */
+  readonly pid: number | undefined;
   stop(): Promise<void>;
 }
 
@@ -169,42 +173,75 @@ export async function buildEmbeddedDb(progress?: Progress): Promise<string> {
   return binary;
 }
 
-/**
- * Starts the embedded MongoDB-compatible database keeping its files in `dir`. It stops when
- * stop() is called or when this process exits (it watches its standard input).
- */
-export async function startEmbeddedDb(
-  dir: string,
-  opts: { port?: number; flags?: string[]; progress?: Progress } = {},
-): Promise<EmbeddedDb> {
-  const bin = await buildEmbeddedDb(opts.progress);
-  await mkdir(dir, { recursive: true });
-  const args = ["-dir", dir, "-listen", `127.0.0.1:${opts.port ?? 0}`, ...(opts.flags ?? [])];
-  // Diagnostics: log every command slower than this Go duration (e.g. "500ms") to stderr.
-  if (process.env.EMBEDDED_DB_SLOW) args.push("-slow", process.env.EMBEDDED_DB_SLOW);
-  // Memory for the proxy's answers of reads by _id (tools/embedded-db/readcache.go); 0 turns it off.
-  if (process.env.EMBEDDED_DB_READ_CACHE_MB) args.push("-read-cache-mb", process.env.EMBEDDED_DB_READ_CACHE_MB);
-  // "full" flushes every commit to the disk; the default "normal" flushes every second (see tools/embedded-db/main.go).
-  if (process.env.EMBEDDED_DB_SYNCHRONOUS) args.push("-synchronous", process.env.EMBEDDED_DB_SYNCHRONOUS);
+/** Starts the database process and resolves with it and its URL once it says READY. */
+function spawnDb(bin: string, args: string[]): Promise<{ child: ChildProcess; url: string }> {
   const child: ChildProcess = spawn(bin, args, {
     stdio: ["pipe", "pipe", "inherit"],
   });
-  const url = await new Promise<string>((resolve, reject) => {
+  return new Promise((resolve, reject) => {
     const lines = createInterface({ input: child.stdout! });
     lines.on("line", (line) => {
-      if (line.startsWith("READY ")) resolve(line.slice("READY ".length).trim());
+      if (line.startsWith("READY ")) resolve({ child, url: line.slice("READY ".length).trim() });
     });
     child.once("error", reject);
-    child.once("exit", (code) => reject(new Error(`embedded database exited early with code ${code}`)));
+    child.once("exit", (code, signal) => reject(new Error(`embedded database exited early with ${signal ? `signal ${signal}` : `code ${code}`}`)));
+  });
+}
+
+/** Ends the database process: closing its standard input asks it to stop; SIGKILL after 5 s. */
+function stopDb(child: ChildProcess): Promise<void> {
+  return new Promise<void>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve();
+    child.once("exit", () => resolve());
+    child.stdin?.end();
+    setTimeout(() => child.kill("SIGKILL"), 5_000).unref();
+  });
+}
+
+/**
+ * Starts the embedded MongoDB-compatible database keeping its files in `dir`. It stops when
+ * stop() is called or when this process exits (it watches its standard input).
+ *
+ * With `supervise`, a database process that dies (killed, out of memory) is started again on
+ * the same address and files, with backoff (lib/src/supervise.ts): clients' drivers reconnect
+ * by themselves, and a crash loses nothing acknowledged (SQLite's write-ahead log; see the
+ * root README). Five failures within a minute call `supervise.onGiveUp`.
+ */
+export async function startEmbeddedDb(
+  dir: string,
+  opts: { port?: number; flags?: string[]; progress?: Progress; supervise?: { logger: Logger; onGiveUp(reason: Error): void } } = {},
+): Promise<EmbeddedDb> {
+  const bin = await buildEmbeddedDb(opts.progress);
+  await mkdir(dir, { recursive: true });
+  const args = (port: number) => {
+    const a = ["-dir", dir, "-listen", `127.0.0.1:${port}`, ...(opts.flags ?? [])];
+    // Diagnostics: log every command slower than this Go duration (e.g. "500ms") to stderr.
+    if (process.env.EMBEDDED_DB_SLOW) a.push("-slow", process.env.EMBEDDED_DB_SLOW);
+    // Memory for the proxy's answers of reads by _id (tools/embedded-db/readcache.go); 0 turns it off.
+    if (process.env.EMBEDDED_DB_READ_CACHE_MB) a.push("-read-cache-mb", process.env.EMBEDDED_DB_READ_CACHE_MB);
+    // "full" flushes every commit to the disk; the default "normal" flushes every second (see tools/embedded-db/main.go).
+    if (process.env.EMBEDDED_DB_SYNCHRONOUS) a.push("-synchronous", process.env.EMBEDDED_DB_SYNCHRONOUS);
+    return a;
+  };
+  const first = await spawnDb(bin, args(opts.port ?? 0));
+  const { url } = first;
+  if (!opts.supervise) {
+    return { url, pid: first.child.pid, stop: () => stopDb(first.child) };
+  }
+  // A restart listens where the first process did, so that clients find it at the same URL.
+  const port = Number(new URL(url).port);
+  const supervisor = await supervise({
+    name: "embedded database",
+    logger: opts.supervise.logger,
+    onGiveUp: opts.supervise.onGiveUp,
+    start: async () => (await spawnDb(bin, args(port))).child,
+    firstChild: first.child,
   });
   return {
     url,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        if (child.exitCode !== null) return resolve();
-        child.once("exit", () => resolve());
-        child.stdin?.end();
-        setTimeout(() => child.kill("SIGKILL"), 5_000).unref();
-      }),
+    get pid() {
+      return supervisor.child?.pid;
+    },
+    stop: () => supervisor.stop(stopDb),
   };
 }

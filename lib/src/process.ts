@@ -1,15 +1,27 @@
 import type { Logger } from "./logger.ts";
 
 /**
- * Runs `stop` once on SIGINT/SIGTERM, then exits. A second signal exits at once, so a stuck
- * shutdown can always be interrupted.
+ * How long a process may take to stop after SIGTERM/SIGINT before it exits anyway: within
+ * Kubernetes' default 30 s grace, and short enough that an outer supervisor restarting the
+ * service is not kept waiting by a database or peer that is down.
  */
-export function onShutdown(logger: Logger, stop: () => Promise<void>): void {
+export const SHUTDOWN_DEADLINE_MS = 9_000;
+
+/**
+ * Runs `stop` once on SIGINT/SIGTERM, then exits. If `stop` has not finished within
+ * `deadlineMs` (something it waits for is down), the process exits anyway with code 1,
+ * saying so. A second signal exits at once, so a stuck shutdown can always be interrupted.
+ */
+export function onShutdown(logger: Logger, stop: () => Promise<void>, deadlineMs = SHUTDOWN_DEADLINE_MS): void {
   let stopping = false;
   const handler = (signal: NodeJS.Signals) => {
     if (stopping) process.exit(1);
     stopping = true;
     logger.info({ signal }, "shutting down");
+    setTimeout(() => {
+      logger.error({ deadlineMs }, "shutdown did not finish in time; exiting anyway");
+      process.exit(1);
+    }, deadlineMs).unref();
     stop().then(
       () => process.exit(0),
       (err) => {

@@ -22,6 +22,7 @@ import {
   HealthCheckResponse_ServingStatus as ServingStatus,
 } from "@meter/proto/grpc/health/v1/health_pb";
 import { REQUEST_ID_HEADER, currentContext, isAcceptableRequestId, runWithContext } from "./context.ts";
+import { fromPeerError, toRpcError } from "./errors.ts";
 import type { Logger } from "./logger.ts";
 import { metricsText, rpcDuration, rpcRequests } from "./metrics.ts";
 import { inProcessTransport } from "./rpc-in-process.ts";
@@ -74,11 +75,13 @@ function serverContextInterceptor(logger: Logger, via: Via): Interceptor {
         logger.debug({ rpc: req.method.name, via, ms: Math.round(performance.now() - started) }, "rpc ok");
         return res;
       } catch (err) {
-        const ce = ConnectError.from(err);
+        const ce = toRpcError(err);
         observe(codeToString(ce.code));
         const fields = { rpc: req.method.name, via, code: Code[ce.code], ms: Math.round(performance.now() - started) };
         if (ce.code === Code.Internal || ce.code === Code.Unknown) {
           logger.error({ ...fields, err }, "rpc failed");
+        } else if (ce.code === Code.Unavailable) {
+          logger.warn({ ...fields, message: ce.rawMessage }, "rpc unavailable");
         } else {
           logger.debug({ ...fields, message: ce.rawMessage }, "rpc refused");
         }
@@ -313,8 +316,17 @@ const propagateRequestId: Interceptor = (next) => async (req) => {
   return next(req);
 };
 
+/** A peer that went away mid-call (killed, restarting) is unavailable to the caller, not a conflict. */
+const peerLost: Interceptor = (next) => async (req) => {
+  try {
+    return await next(req);
+  } catch (err) {
+    throw fromPeerError(err, req.signal.aborted);
+  }
+};
+
 /** What every client of a peer applies, whichever way its calls travel. */
-const clientOptions = { interceptors: [propagateRequestId], readMaxBytes: RPC_MAX_BYTES, defaultTimeoutMs: 30_000 };
+const clientOptions = { interceptors: [propagateRequestId, peerLost], readMaxBytes: RPC_MAX_BYTES, defaultTimeoutMs: 30_000 };
 
 /** Modules served in this process, by the base URL of the port that also serves them. */
 const inProcess = new Map<string, Transport>();

@@ -1,4 +1,4 @@
-import { Type, peerUrlFields, serviceConfigFields } from "@meter/lib/config";
+import { Type, peerUrlFields, productConcurrencyFields, serviceConfigFields } from "@meter/lib/config";
 
 /** The ingestion settings every process hosting the service reads (service process, all-in-one). */
 export const ingestionSettingsFields = {
@@ -20,6 +20,7 @@ export const ingestionSettingsFields = {
   INGESTION_GATE_EVENT_DAYS: Type.Integer({ default: 90, minimum: 2, maximum: 36_600 }),
   /** Days threshold crossings are kept after their period ended; later, that period announces none. */
   INGESTION_CROSSING_DAYS: Type.Integer({ default: 35, minimum: 2, maximum: 36_600 }),
+  ...productConcurrencyFields,
   /** Budget leases: default lifetime, and how long after expiry the unsettled part stays held. */
   LEASE_TTL_MS: Type.Integer({ default: 60_000, minimum: 100, maximum: 3_600_000 }),
   LEASE_GRACE_MS: Type.Integer({ default: 30_000, minimum: 0, maximum: 3_600_000 }),
@@ -44,8 +45,10 @@ export function ingestionSettings(config: {
   INGESTION_CROSSING_DAYS: number;
   LEASE_TTL_MS: number;
   LEASE_GRACE_MS: number;
+  INGESTION_PRODUCT_CONCURRENCY: number;
 }) {
   return {
+    productWriteConcurrency: config.INGESTION_PRODUCT_CONCURRENCY,
     leaseTtlMs: config.LEASE_TTL_MS,
     leaseGraceMs: config.LEASE_GRACE_MS,
     relayIntervalMs: config.RELAY_INTERVAL_MS,

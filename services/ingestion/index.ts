@@ -1,4 +1,5 @@
 import type { Db } from "mongodb";
+import type { HandlerContext } from "@connectrpc/connect";
 import { IngestionService } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import type { PeerUrls } from "@meter/lib/config";
 import { JobScheduler } from "@meter/lib/jobs";
@@ -9,6 +10,7 @@ import type { ServiceModule } from "@meter/lib/rpc";
 import { plansDirectory, type UserDirectory } from "./adapters/plans.ts";
 import { analyticsRecorder, webhooksPublisher, type AnalyticsRecorder, type WebhookPublisher } from "./adapters/peers.ts";
 import type { IngestionDeps } from "./deps.ts";
+import { KeyedGate } from "@meter/lib/keyed-gate";
 import { createManualEvent } from "./handlers/create-manual-event.ts";
 import { getSession } from "./handlers/get-session.ts";
 import { acquireLease } from "./handlers/acquire-lease.ts";
@@ -55,6 +57,8 @@ export interface IngestionServiceOptions {
   lateChangeWindowMs?: number;
   /** Retention of events and crossings; defaults in retention.ts. */
   retention?: Partial<RetentionPolicy>;
+  /** Ingestion writes (usage and gate batches) one product may run at once in this process; 0: no limit (lib/src/keyed-gate.ts). */
+  productWriteConcurrency?: number;
   /** Budget leases: default lifetime and grace after expiry (ms). */
   leaseTtlMs?: number;
   leaseGraceMs?: number;
@@ -124,13 +128,18 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
   trackOutbox("ingestion_to_analytics", collectionBacklog(outbox.analytics, "created_at", () => WAITING));
   trackSetAside("ingestion_to_webhooks", collectionBacklog(outbox.webhooks, "set_aside_at", () => ({ set_aside_at: { $exists: true } })));
   trackSetAside("ingestion_to_analytics", collectionBacklog(outbox.analytics, "set_aside_at", () => ({ set_aside_at: { $exists: true } })));
+  const writeGate = new KeyedGate(opts.productWriteConcurrency ?? 4);
+  const fair =
+    <Req extends { productId: string }, Res>(handler: (req: Req, ctx: HandlerContext) => Res | Promise<Res>) =>
+    (req: Req, ctx: HandlerContext) =>
+      writeGate.run(req.productId, async () => handler(req, ctx));
   return {
     name: "ingestion",
     serviceName: IngestionService.typeName,
     routes(router) {
       router.service(IngestionService, {
-        ingestUsageEvents: countIngested("usage", ingestUsageEvents(deps)),
-        ingestGateEvents: countIngested("gate", ingestGateEvents(deps)),
+        ingestUsageEvents: countIngested("usage", fair(ingestUsageEvents(deps))),
+        ingestGateEvents: countIngested("gate", fair(ingestGateEvents(deps))),
         createManualEvent: createManualEvent(deps),
         getUsage: getUsage(deps),
         listGateEvents: listGateEvents(deps),

@@ -80,11 +80,14 @@ export interface AllInOne {
  * on top, and waits until it serves (GET /health "ok"); its output is in the error otherwise.
  */
 export async function startAllInOne(env: Record<string, string | undefined>): Promise<AllInOne> {
-  const [port, rpcPort] = [await freePort(), await freePort()];
+  // Given ports are kept (a restart on the same address, as a supervisor would do).
+  const port = env.PORT ? Number(env.PORT) : await freePort();
+  const rpcPort = env.RPC_PORT ? Number(env.RPC_PORT) : await freePort();
   const proc = spawnEntry("cmd/all-in-one.ts", { PORT: String(port), RPC_PORT: String(rpcPort), ...env });
   const base = `http://127.0.0.1:${port}`;
   const api = new Api(`${base}/api/v1`);
-  await eventually(async () => (await api.get("/health")).body.status === "ok", 90_000, "all-in-one to serve").catch((err) => {
+  await eventually(async () => (await api.get("/health")).body.status === "ok", 90_000, "all-in-one to serve").catch(async (err) => {
+    await proc.stop("SIGKILL");
     throw new Error(`${err.message}\n${proc.output()}`);
   });
   return { proc, api, base, rpcBase: `http://127.0.0.1:${rpcPort}` };

@@ -1,0 +1,33 @@
+import fp from "fastify-plugin";
+import type { FastifyRequest } from "fastify";
+import { KeyedGate } from "@meter/lib/keyed-gate";
+
+declare module "fastify" {
+  interface FastifyContextConfig {
+    /** An ingestion batch: admitted per product before its body is read (admissionPlugin). */
+    perProductBatch?: boolean;
+  }
+}
+
+/**
+ * One product's ingestion burst must not take the process from the others: a batch costs the
+ * gateway its JSON parse and validation, and the services its conversion and writes, all CPU
+ * of the same process in all-in-one. So at most `limit` batches of one product are admitted
+ * at once, before their bodies are read (a waiting one costs a socket and nothing else; its
+ * body waits in the kernel); the product's others wait in turn, and past 256 waiting are
+ * refused with 503 and Retry-After. Other products' requests never wait for them.
+ */
+export const admissionPlugin = fp<{ limit: number }>(async (app, opts) => {
+  const gate = new KeyedGate(opts.limit);
+  const held = new WeakMap<FastifyRequest, () => void>();
+  app.addHook("preParsing", async (request) => {
+    if (!request.routeOptions.config.perProductBatch || !request.productId) return;
+    held.set(request, await gate.acquire(request.productId));
+  });
+  const release = async (request: FastifyRequest) => {
+    held.get(request)?.();
+    held.delete(request);
+  };
+  app.addHook("onResponse", release);
+  app.addHook("onRequestAbort", release);
+});

@@ -1,0 +1,66 @@
+import { test } from "uvu";
+import * as assert from "uvu/assert";
+import { Code, ConnectError } from "./errors.ts";
+import { KeyedGate } from "./keyed-gate.ts";
+
+/** A write that finishes when the test says so. */
+function held() {
+  let release!: () => void;
+  const done = new Promise<void>((r) => (release = r));
+  return { release, write: () => done };
+}
+
+test("one product's writes beyond the limit wait in order; another product's pass at once", async () => {
+  const gate = new KeyedGate(2, 1);
+  const order: string[] = [];
+  const a = [held(), held(), held()];
+  const runs = a.map((h, i) => gate.run("A", async () => (order.push(`A${i}`), h.write())));
+  const b = held();
+  const bRun = gate.run("B", async () => (order.push("B0"), b.write()));
+  await new Promise((r) => setImmediate(r));
+  assert.equal(order, ["A0", "A1", "B0"]);
+  assert.equal(gate.load("A"), { running: 2, waiting: 1 });
+  // A fourth of A finds the waiting line full: refused as unavailable, to be retried.
+  const refused = await gate.run("A", async () => undefined).catch((e: unknown) => e);
+  assert.instance(refused, ConnectError);
+  assert.is((refused as ConnectError).code, Code.Unavailable);
+  a[0]!.release();
+  await runs[0];
+  await new Promise((r) => setImmediate(r));
+  assert.equal(order, ["A0", "A1", "B0", "A2"]);
+  for (const h of [...a, b]) h.release();
+  await Promise.all([...runs, bRun]);
+  assert.equal(gate.load("A"), { running: 0, waiting: 0 });
+});
+
+test("a failed write frees its place", async () => {
+  const gate = new KeyedGate(1);
+  await gate.run("A", async () => Promise.reject(new Error("boom"))).catch(() => {});
+  assert.is(await gate.run("A", async () => 7), 7);
+  assert.equal(gate.load("A"), { running: 0, waiting: 0 });
+});
+
+test("a place given back twice is given back once", async () => {
+  const gate = new KeyedGate(1);
+  const release = await gate.acquire("A");
+  const second = gate.acquire("A");
+  release();
+  release();
+  const releaseSecond = await second;
+  assert.equal(gate.load("A"), { running: 1, waiting: 0 });
+  releaseSecond();
+  assert.equal(gate.load("A"), { running: 0, waiting: 0 });
+});
+
+test("limit 0 runs everything at once", async () => {
+  const gate = new KeyedGate(0);
+  const hs = [held(), held(), held()];
+  let started = 0;
+  const runs = hs.map((h) => gate.run("A", async () => (started++, h.write())));
+  await new Promise((r) => setImmediate(r));
+  assert.is(started, 3);
+  for (const h of hs) h.release();
+  await Promise.all(runs);
+});
+
+test.run();

@@ -1,0 +1,61 @@
+import { rpcError } from "./errors.ts";
+
+/**
+ * At most `limit` tasks of one key (a product) at once; the key's others wait their turn, first
+ * come first served, and past `maxWaiting` waiting ones a new one is refused as unavailable
+ * (503 with Retry-After: the client retries later). The gateway admits ingestion batches with
+ * it before reading their bodies, and the ingestion service runs their writes with it, so one
+ * product's burst occupies a bounded share of a process and of the database's write queue
+ * however many requests it opens (root README, "Limits"; ingestion README, "No noisy
+ * neighbours"). `limit` 0 turns it off.
+ */
+export class KeyedGate {
+  private readonly keys = new Map<string, { running: number; waiting: (() => void)[] }>();
+
+  constructor(
+    private readonly limit: number,
+    private readonly maxWaiting = 256,
+  ) {}
+
+  /** Waits for a place; resolves with the function that gives it back (call it once). */
+  async acquire(key: string): Promise<() => void> {
+    if (this.limit <= 0) return () => {};
+    let k = this.keys.get(key);
+    if (!k) {
+      k = { running: 0, waiting: [] };
+      this.keys.set(key, k);
+    }
+    if (k.running < this.limit) {
+      k.running++;
+    } else {
+      if (k.waiting.length >= this.maxWaiting) {
+        throw rpcError.unavailable(`more than ${this.maxWaiting} batches of this product are waiting; retry shortly`);
+      }
+      // A finishing task hands its place over: `running` stays as it is.
+      await new Promise<void>((resolve) => k!.waiting.push(resolve));
+    }
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const next = k.waiting.shift();
+      if (next) next();
+      else if (--k.running === 0) this.keys.delete(key);
+    };
+  }
+
+  async run<T>(key: string, task: () => Promise<T>): Promise<T> {
+    const release = await this.acquire(key);
+    try {
+      return await task();
+    } finally {
+      release();
+    }
+  }
+
+  /** Tasks of `key` running and waiting now. */
+  load(key: string): { running: number; waiting: number } {
+    const k = this.keys.get(key);
+    return { running: k?.running ?? 0, waiting: k?.waiting.length ?? 0 };
+  }
+}
