@@ -79,7 +79,10 @@ export function isDatabaseUnreachable(err: unknown): boolean {
     err instanceof MongoClientClosedError ||
     err instanceof MongoServerClosedError ||
     err instanceof MongoOperationTimeoutError ||
-    (err instanceof MongoError && (UNREACHABLE_NAMES.has(err.name) || err.hasErrorLabel("ResetPool")))
+    (err instanceof MongoError && (UNREACHABLE_NAMES.has(err.name) || err.hasErrorLabel("ResetPool"))) ||
+    // The driver lets a write on a socket the database already closed escape as Node's own error
+    // (EPIPE, "This socket has been ended by the other party") when the database dies mid-command.
+    connectionLost(err)
   );
 }
 
@@ -110,6 +113,10 @@ const PEER_LOST_CODES = new Set([
   "ERR_HTTP2_STREAM_CANCEL",
 ]);
 
+function connectionLost(err: unknown): boolean {
+  return causes(err).some((e) => PEER_LOST_CODES.has(String((e as { code?: unknown }).code)));
+}
+
 function causes(err: unknown): unknown[] {
   const out: unknown[] = [];
   for (let e = err; e && typeof e === "object" && out.length < 10; e = (e as { cause?: unknown }).cause) out.push(e);
@@ -129,6 +136,6 @@ export function fromPeerError(err: unknown, callerAborted: boolean): unknown {
   const reset =
     err.rawMessage.startsWith("http/2 stream closed with error code") &&
     ((err.code === Code.Canceled && !callerAborted) || err.code === Code.Internal);
-  const lost = reset || causes(err.cause).some((e) => PEER_LOST_CODES.has(String((e as { code?: unknown }).code)));
+  const lost = reset || connectionLost(err.cause);
   return lost ? new ConnectError(`peer unreachable: ${err.rawMessage}`, Code.Unavailable, err.metadata, undefined, err) : err;
 }
