@@ -23,6 +23,13 @@ const LOOKAHEAD = 3;
  * requests usually answer in milliseconds, still finds the slice covering the calls meanwhile.
  */
 const MIN_HORIZON_MS = 1_000;
+/**
+ * While the service grants in full what is asked (far from the cap), a request asks for at
+ * least this many calls' worth per call in flight or waiting. Before a spend rate is measured
+ * (a replica's first requests) the calls in flight are the only measure of how fast the slice
+ * will go; the service's share (remaining / 2 x holders) still bounds what is granted.
+ */
+const FLOOR_ROUNDS = 10;
 /** Time constant of the spend-rate average (ms): recent calls weigh most, a pause fades out. */
 const RATE_TAU_MS = 2_000;
 /** A young rate is taken over at least this long (ms): a burst of concurrent first calls is not a rate. */
@@ -116,6 +123,8 @@ class Book {
   peakRtt = 0;
   rtts = 0;
   holds = 0;
+  /** False once the service granted less than a request asked (its share near the cap): requests are then sized by the spend rate alone. */
+  full = true;
   /** The request being prepared or in flight (one at a time), and whether it has been sent. */
   asking: Promise<void> | null = null;
   sent = false;
@@ -221,9 +230,11 @@ export class Leases {
     const spend = this.asked(b, b.spend, needCost, waiting, renew, sentAt);
     const body: Record<string, unknown> = { holder: this.holder, need: spend.need, want: spend.want, ttl_ms: this.settings.ttlMs };
     let wanted = spend.want > 0;
+    let wantTokens = 0;
     if (model !== null) {
       const t = this.asked(b, b.slice(model), needTokens, waiting, renew, sentAt);
-      Object.assign(body, { model, need_tokens: Math.ceil(t.need), want_tokens: Math.ceil(t.want) });
+      wantTokens = Math.ceil(t.want);
+      Object.assign(body, { model, need_tokens: Math.ceil(t.need), want_tokens: wantTokens });
       wanted ||= t.want > 0;
     }
     // Calls given back since it was prepared (or a slower rate) left nothing to ask for.
@@ -258,6 +269,7 @@ export class Leases {
     }
     b.leaseId = l.lease_id;
     b.periodEndMs = Date.parse(l.period_end);
+    b.full = l.added >= spend.want - 1e-9 && (model === null || l.tokens === null || l.tokens.added >= wantTokens);
     if (l.added > 0 || (l.tokens?.added ?? 0) > 0) {
       // The lease as written: a lapsed one restarted in every budget, so the token budgets
       // of other models hold nothing here until asked for again.
@@ -408,7 +420,8 @@ export class Leases {
     const short = need > 0 && left < need;
     const low = this.lowWater(b, s, now, waiting);
     if (!short && left >= low && !renew) return { need: 0, want: 0 };
-    return { need: short ? need : 0, want: Math.max(need, low + s.unit * (this.settings.callsPerLease + waiting)) };
+    const floor = b.full ? s.unit * FLOOR_ROUNDS * (b.holds + waiting) : 0;
+    return { need: short ? need : 0, want: Math.max(need, low + s.unit * (this.settings.callsPerLease + waiting), floor) };
   }
 
   /**
