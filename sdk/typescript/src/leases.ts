@@ -23,6 +23,19 @@ const LOOKAHEAD = 3;
  * requests usually answer in milliseconds, still finds the slice covering the calls meanwhile.
  */
 const MIN_HORIZON_MS = 1_000;
+/**
+ * While the service grants in full what is asked (far from the cap), a request asks for at
+ * least this many calls' worth per call in flight or waiting. Before a spend rate is measured
+ * (a replica's first requests) the calls in flight are the only measure of how fast the slice
+ * will go; the service's share (remaining / 2 x holders) still bounds what is granted.
+ */
+const FLOOR_ROUNDS = 10;
+/**
+ * While the service grants in full, each grant that finds calls waiting (the slice ran dry
+ * before it came) doubles what the next requests ask for, up to this factor: the measured
+ * rate lags a replica's start, and each request it sizes too small costs a round trip.
+ */
+const MAX_BOOST = 8;
 /** Time constant of the spend-rate average (ms): recent calls weigh most, a pause fades out. */
 const RATE_TAU_MS = 2_000;
 /** A young rate is taken over at least this long (ms): a burst of concurrent first calls is not a rate. */
@@ -116,6 +129,12 @@ class Book {
   peakRtt = 0;
   rtts = 0;
   holds = 0;
+  /** False once the service granted less than a request asked (its share near the cap): requests are then sized by the spend rate alone. */
+  full = true;
+  /** What requests ask for is multiplied by this (doubled after each dry spell while grants are full). */
+  boost = 1;
+  /** Calls waited for a request since the last grant, while a lease was held. */
+  starved = false;
   /** The request being prepared or in flight (one at a time), and whether it has been sent. */
   asking: Promise<void> | null = null;
   sent = false;
@@ -181,6 +200,7 @@ export class Leases {
     // A third round only when a request for another model's tokens was being prepared.
     for (let round = 0; round < 3; round++) {
       if (b.open || this.short(e, b, n, Date.now()) === null) return;
+      if (b.leaseId !== null) b.starved = true;
       if (b.asking === null) this.request(b, n.model);
       if (!b.sent && (b.model === null || n.model === null || b.model === n.model)) {
         b.model ??= n.model;
@@ -221,9 +241,11 @@ export class Leases {
     const spend = this.asked(b, b.spend, needCost, waiting, renew, sentAt);
     const body: Record<string, unknown> = { holder: this.holder, need: spend.need, want: spend.want, ttl_ms: this.settings.ttlMs };
     let wanted = spend.want > 0;
+    let wantTokens = 0;
     if (model !== null) {
       const t = this.asked(b, b.slice(model), needTokens, waiting, renew, sentAt);
-      Object.assign(body, { model, need_tokens: Math.ceil(t.need), want_tokens: Math.ceil(t.want) });
+      wantTokens = Math.ceil(t.want);
+      Object.assign(body, { model, need_tokens: Math.ceil(t.need), want_tokens: wantTokens });
       wanted ||= t.want > 0;
     }
     // Calls given back since it was prepared (or a slower rate) left nothing to ask for.
@@ -258,6 +280,9 @@ export class Leases {
     }
     b.leaseId = l.lease_id;
     b.periodEndMs = Date.parse(l.period_end);
+    b.full = l.added >= spend.want - 1e-9 && (model === null || l.tokens === null || l.tokens.added >= wantTokens);
+    b.boost = !b.full ? 1 : b.starved ? Math.min(MAX_BOOST, 2 * b.boost) : b.boost;
+    b.starved = false;
     if (l.added > 0 || (l.tokens?.added ?? 0) > 0) {
       // The lease as written: a lapsed one restarted in every budget, so the token budgets
       // of other models hold nothing here until asked for again.
@@ -408,7 +433,9 @@ export class Leases {
     const short = need > 0 && left < need;
     const low = this.lowWater(b, s, now, waiting);
     if (!short && left >= low && !renew) return { need: 0, want: 0 };
-    return { need: short ? need : 0, want: Math.max(need, low + s.unit * (this.settings.callsPerLease + waiting)) };
+    const floor = b.full ? s.unit * FLOOR_ROUNDS * (b.holds + waiting) : 0;
+    const boost = b.full ? b.boost : 1;
+    return { need: short ? need : 0, want: Math.max(need, boost * (low + s.unit * (this.settings.callsPerLease + waiting)), floor) };
   }
 
   /**

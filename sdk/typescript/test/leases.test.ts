@@ -172,6 +172,21 @@ t("a replica whose slice runs low asks for the next one in the background: its n
   assert.ok(Math.abs((await usage(ctx.api, user)).total_cost - seen.calls * CALL_COST) < 1e-6);
 });
 
+t("a replica's first slice covers its calls in flight until the next slow lease request answers", async (ctx) => {
+  const user = await cappedUser(ctx.api, 10_000_000);
+  const { proxy, m } = await setup(ctx);
+  // Changes made before start() (this user's subscription) renew no lease during the run.
+  await m.start();
+  // Every lease request takes half a second from the start: no spend rate is known when the
+  // first slice is sized, only the 50 calls waiting for it (each call takes 100 ms).
+  proxy.inject(LEASE_REQUEST, { kind: "delay", ms: 500 }, 1_000);
+  const granted = () => proxy.countAnswered(LEASE_REQUEST) >= 1;
+  const seen = await spend(m, user, 50, 100, () => proxy.countAnswered(LEASE_REQUEST) >= 4, granted);
+  assert.is(seen.waited, 0, `calls after the first grant that waited for a lease request, of ${seen.calls}`);
+  await m.shutdown();
+  assert.ok(Math.abs((await usage(ctx.api, user)).total_cost - seen.calls * CALL_COST) < 1e-6);
+});
+
 t("a lease request held for a second delays no call while the slice lasts", async (ctx) => {
   const user = await cappedUser(ctx.api, 10_000_000);
   const { proxy, m } = await setup(ctx);
