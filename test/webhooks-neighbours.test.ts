@@ -2,13 +2,13 @@
 // whole stack: a gate batch fanned out to the most endpoints a product may have, and an
 // endpoint that never answers with hundreds of deliveries waiting. Each time another product's
 // gate event, posted while the trouble is under way, reaches its receiver within seconds.
-import { randomUUID } from "node:crypto";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { FAST } from "../services/webhooks/testing/instance.ts";
 import { Receiver } from "../services/webhooks/testing/receiver.ts";
 import { eventually } from "./support/eventually.ts";
 import { startTestStack, type TestStack } from "./support/stack.ts";
+import { GATE_TYPES, gateEventBody } from "./support/gate-events.ts";
 
 const t = suite<{ stack: TestStack }>("webhooks: no noisy neighbours");
 
@@ -20,26 +20,12 @@ t.after(async (ctx) => {
   await ctx.stack.close();
 });
 
-const GATE_TYPES = ["gate_event.soft_gate", "gate_event.hard_gate", "gate_event.blocked"];
-
-const gateEvent = (userId: string, status: "soft_gate" | "hard_gate") => ({
-  id: randomUUID(),
-  user_id: userId,
-  timestamp: new Date().toISOString(),
-  status,
-  gate_reason: "total_spend",
-  usage_pct: status === "hard_gate" ? 1 : 0.8,
-  current_value: status === "hard_gate" ? 10 : 8,
-  limit_value: 10,
-  blocked: status === "hard_gate",
-});
-
 /** Another product with one endpoint: posts one gate event and returns its receiver. */
 async function otherProduct(stack: TestStack): Promise<{ rx: Receiver; productId: string }> {
   const rx = await new Receiver().start();
   const { api, productId } = await stack.newProduct("Neighbour");
   assert.is((await api.post("/webhooks/endpoints", { url: rx.url, subscribed_events: GATE_TYPES })).status, 201);
-  const res = await api.post("/gate-events/batch", [gateEvent("quiet-user", "soft_gate")]);
+  const res = await api.post("/gate-events/batch", [gateEventBody("quiet-user", "soft_gate")]);
   assert.equal(res.body, { accepted: 1, duplicates: 0 });
   return { rx, productId };
 }
@@ -63,7 +49,7 @@ t("a 100-event gate batch fanned out to 20 endpoints does not hold back another 
     assert.match(over.body.detail, /at most 20 webhook endpoints/);
 
     // 100 blocked hard gates: 200 events, 4,000 deliveries.
-    const batch = Array.from({ length: 100 }, (_, i) => gateEvent(`user-${i}`, "hard_gate"));
+    const batch = Array.from({ length: 100 }, (_, i) => gateEventBody(`user-${i}`, "hard_gate"));
     assert.equal((await api.post("/gate-events/batch", batch)).body, { accepted: 100, duplicates: 0 });
     await eventually(() => noisy.received.length > 0, 60_000, "the fan-out under way");
 
@@ -85,7 +71,7 @@ t("an endpoint that never answers, with 200 deliveries pending, does not hold ba
     const { api, productId } = await stack.newProduct("Hanging");
     const ep = await api.post("/webhooks/endpoints", { url: hanging.url, subscribed_events: ["gate_event.soft_gate"] });
     assert.is(ep.status, 201);
-    const batch = Array.from({ length: 200 }, (_, i) => gateEvent(`user-${i}`, "soft_gate"));
+    const batch = Array.from({ length: 200 }, (_, i) => gateEventBody(`user-${i}`, "soft_gate"));
     assert.equal((await api.post("/gate-events/batch", batch)).body, { accepted: 200, duplicates: 0 });
     await eventually(async () => {
       const log = await api.get(`/webhooks/endpoints/${ep.body.id}/deliveries?limit=200&status=pending`);

@@ -7,26 +7,13 @@
 // product has an endpoint that never answers and one that answers 500, with
 // BENCH_NOISY_PENDING deliveries pending on each. Prints the quiet product's delivery delay
 // p50/p99 in each run (target: within 2x of alone, and within 5 s).
-import { randomUUID } from "node:crypto";
 import { pathToFileURL } from "node:url";
 import { Receiver } from "../../services/webhooks/testing/receiver.ts";
 import { benchProduct } from "../support/bench-product.ts";
+import { GATE_TYPES, gateEventBody } from "../../test/support/gate-events.ts";
 
 const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 20);
 const NOISY_PENDING = Number(process.env.BENCH_NOISY_PENDING ?? 200);
-
-const gate = (userId: string, status: "soft_gate" | "hard_gate" = "soft_gate") => ({
-  id: randomUUID(),
-  user_id: userId,
-  timestamp: new Date().toISOString(),
-  status,
-  gate_reason: "total_spend",
-  usage_pct: status === "hard_gate" ? 1 : 0.8,
-  current_value: status === "hard_gate" ? 10 : 8,
-  limit_value: 10,
-  blocked: status === "hard_gate",
-});
-const GATE_TYPES = ["gate_event.soft_gate", "gate_event.hard_gate", "gate_event.blocked"];
 
 function quantile(xs: number[], q: number): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -59,7 +46,7 @@ export default async function webhookNeighbour(): Promise<void> {
       for (let i = 0; i < SAMPLES; i++) {
         const before = quiet.received.length;
         const t0 = performance.now();
-        const res = await api.post("/gate-events/batch", [gate(`${run}-${i}`)]);
+        const res = await api.post("/gate-events/batch", [gateEventBody(`${run}-${i}`)]);
         if (res.body?.accepted !== 1) throw new Error(`gate event not accepted: ${res.status} ${JSON.stringify(res.body)}`);
         await waitFor(() => quiet.received.length > before, 300_000, "the quiet product's webhook");
         delays.push(performance.now() - t0);
@@ -73,7 +60,7 @@ export default async function webhookNeighbour(): Promise<void> {
     const fanApi = await neighbour("fan-out neighbour");
     for (let i = 0; i < 20; i++) await fanApi.post("/webhooks/endpoints", { url: `${fanned.url}?n=${i}`, subscribed_events: GATE_TYPES });
     const fanStart = performance.now();
-    await fanApi.post("/gate-events/batch", Array.from({ length: 100 }, (_, i) => gate(`fan-${i}`, "hard_gate")));
+    await fanApi.post("/gate-events/batch", Array.from({ length: 100 }, (_, i) => gateEventBody(`fan-${i}`, "hard_gate")));
     await waitFor(() => fanned.received.length > 0, 120_000, "the fan-out under way");
     const duringFanOut = await measure("fan-out");
     const fannedDuring = fanned.received.length;
@@ -85,7 +72,7 @@ export default async function webhookNeighbour(): Promise<void> {
       await noisyApi.post("/webhooks/endpoints", { url: rx.url, subscribed_events: ["gate_event.soft_gate"] });
     }
     for (let i = 0; i < NOISY_PENDING; i += 100) {
-      const batch = Array.from({ length: Math.min(100, NOISY_PENDING - i) }, (_, j) => gate(`noisy-${i + j}`));
+      const batch = Array.from({ length: Math.min(100, NOISY_PENDING - i) }, (_, j) => gateEventBody(`noisy-${i + j}`));
       await noisyApi.post("/gate-events/batch", batch);
     }
     await waitFor(() => hanging.received.length > 0 && failing.received.length > 0, 120_000, "the neighbour's trouble under way");
