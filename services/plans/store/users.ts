@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { Collection, Db } from "mongodb";
 import type { Logger } from "@meter/lib/logger";
 import { findByIds, isDuplicateKeyError } from "@meter/lib/mongo";
+import { pageRange } from "./key-range.ts";
 import { UserCache } from "./user-cache.ts";
 
 /** One subscription of a user: which plan, for which billing window, set when. */
@@ -131,6 +132,28 @@ export class UserStore {
   }
 
   /**
+   * Up to `limit` users of the product whose external id starts with `prefix`, after the
+   * external id `after`, in external id order: one range read of `_id`s (product first), so a
+   * page costs its own users whatever the product or the collection holds.
+   */
+  async page(productId: string, prefix: string, after: string | undefined, limit: number): Promise<UserDoc[]> {
+    const docs = await this.users
+      .find({ _id: pageRange(`${productId}:`, prefix, after) })
+      .sort({ _id: 1 })
+      .limit(limit)
+      .toArray();
+    return docs.map(fromStored);
+  }
+
+  /** Every subscribed user of every product with its current subscription (one whole read, for PlanMemberStore.backfill). */
+  async *currentSubscriptions(): AsyncGenerator<{ productId: string; externalUserId: string; planId: string; sub: string }> {
+    for await (const u of this.users.find({}, { projection: { product_id: 1, external_user_id: 1, subscriptions: 1 } })) {
+      const current = u.subscriptions?.at(-1);
+      if (current) yield { productId: u.product_id, externalUserId: u.external_user_id, planId: current.plan_id, sub: current.id };
+    }
+  }
+
+  /**
    * Appends a subscription to the user's history with one atomic `$push`: concurrent changes
    * are all kept, in the one order the database applied them. Returns the user after the
    * change and the position of the new entry; null when the user does not exist.
@@ -138,14 +161,14 @@ export class UserStore {
   async appendSubscription(
     productId: string,
     externalUserId: string,
-    entry: Omit<StoredEntry, "id">,
+    entry: Omit<StoredEntry, "id"> & { id?: string },
   ): Promise<{ user: UserDoc; entry: SubscriptionEntry } | null> {
-    const id = randomUUID();
+    const id = entry.id ?? randomUUID();
     const key = userKey(productId, externalUserId);
     const doc = await this.cache.change(key, () =>
       this.users.findOneAndUpdate(
         { _id: key },
-        { $push: { subscriptions: { id, ...entry } }, $max: { updated_at: entry.effective_at } },
+        { $push: { subscriptions: { ...entry, id } }, $max: { updated_at: entry.effective_at } },
         { returnDocument: "after" },
       ),
     );
