@@ -321,7 +321,7 @@ t("GET /users pages: default 50, limit 1-200, a malformed cursor is 400", async 
   assert.is(rest.body.next_cursor, null);
   assert.is((await list(api, { limit: 200 })).body.users.length, 51);
   assert.is((await list(api, { limit: 1 })).body.users.length, 1);
-  for (const query of [{ limit: 0 }, { limit: 201 }, { limit: -1 }, { limit: "ten" }, { limit: 1.5 }, { plan: "" }, { cursor: "" }]) {
+  for (const query of [{ limit: 0 }, { limit: 201 }, { limit: -1 }, { limit: "ten" }, { limit: 1.5 }, { plan: "" }, { cursor: "" }] as Record<string, string | number>[]) {
     const res = await list(api, query);
     assert.is(res.status, 400, `${JSON.stringify(query)} -> ${res.status}`);
     assert.type(res.body.detail, "string");
