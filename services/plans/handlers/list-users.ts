@@ -40,8 +40,10 @@ export function listUsers(deps: PlansDeps): ServiceImpl<typeof PlansService>["li
     if (req.prefix.length > EXTERNAL_USER_ID_MAX) throw rpcError.invalid(`prefix must be at most ${EXTERNAL_USER_ID_MAX} characters`);
     const after = req.cursor ? decodeCursor(req.cursor) : undefined;
 
-    // The product's plans come from the listing PlanStore keeps (one small read while unchanged).
-    const plans = await deps.plans.list(productId);
+    // The product's plans come from the listing PlanStore keeps (one small read while
+    // unchanged), read beside the page when no plan is asked for.
+    const listing = deps.plans.list(productId);
+    listing.catch(() => {}); // awaited below; a failing page read must not leave it unhandled
     let users: UserDoc[];
     let last: string | undefined;
     let more: boolean;
@@ -51,7 +53,7 @@ export function listUsers(deps: PlansDeps): ServiceImpl<typeof PlansService>["li
       users = rows.slice(0, limit);
       last = users.at(-1)?.external_user_id;
     } else {
-      const plan = plans.find((p) => p.name === req.planName);
+      const plan = (await listing).find((p) => p.name === req.planName);
       if (!plan) return { users: [] };
       const ids = await deps.members.page(productId, plan.id, req.prefix, after, limit + 1);
       more = ids.length > limit;
@@ -59,6 +61,7 @@ export function listUsers(deps: PlansDeps): ServiceImpl<typeof PlansService>["li
       last = listed.at(-1);
       users = (await deps.users.getMany(productId, listed)).filter((u) => u.current?.plan_id === plan.id);
     }
+    const plans = await listing;
     const names = new Map(plans.map((p) => [p.id, p.name]));
     return {
       users: users.map((u) => toUser(u, u.current ? names.get(u.current.plan_id) : undefined)),

@@ -82,6 +82,20 @@ function fromStored(d: StoredUser): UserDoc {
   };
 }
 
+function newUser(productId: string, externalUserId: string, name: string | null): StoredUser {
+  const now = new Date();
+  return {
+    _id: userKey(productId, externalUserId),
+    id: randomUUID(),
+    product_id: productId,
+    external_user_id: externalUserId,
+    name,
+    subscriptions: [],
+    created_at: now,
+    updated_at: now,
+  };
+}
+
 export class UserStore {
   private readonly users: Collection<StoredUser>;
   /** Changes are announced to the other replicas' caches whether or not this one caches. */
@@ -94,22 +108,26 @@ export class UserStore {
 
   /** Inserts a user; null when the product already has that external_user_id. */
   async insert(productId: string, externalUserId: string, name: string | null): Promise<UserDoc | null> {
-    const now = new Date();
-    const doc: StoredUser = {
-      _id: userKey(productId, externalUserId),
-      id: randomUUID(),
-      product_id: productId,
-      external_user_id: externalUserId,
-      name,
-      subscriptions: [],
-      created_at: now,
-      updated_at: now,
-    };
+    const doc = newUser(productId, externalUserId, name);
     try {
       await this.users.insertOne(doc);
       return fromStored(doc);
     } catch (err) {
       if (isDuplicateKeyError(err)) return null;
+      throw err;
+    }
+  }
+
+  /**
+   * Inserts many new users of a product in one command (imports, benchmarks); ids the product
+   * already has are skipped. Resolves the number inserted.
+   */
+  async insertMany(productId: string, users: readonly { externalUserId: string; name: string | null }[]): Promise<number> {
+    if (users.length === 0) return 0;
+    try {
+      return (await this.users.insertMany(users.map((u) => newUser(productId, u.externalUserId, u.name)), { ordered: false })).insertedCount;
+    } catch (err) {
+      if (isDuplicateKeyError(err) && typeof (err as { insertedCount?: unknown }).insertedCount === "number") return (err as { insertedCount: number }).insertedCount;
       throw err;
     }
   }
