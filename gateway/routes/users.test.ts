@@ -355,6 +355,12 @@ t("GET /users never lists another product's users, whatever the prefix, plan or 
   const idsB = (await list(b)).body.users.map((u: { id: string }) => u.id);
   assert.ok(idsA.every((id: string) => !idsB.includes(id)));
   assert.is((await a.withKey(undefined).get("/users")).status, 401);
+  // A client process's key (scope ingest) reads no listing of users.
+  const ingest = await a.post("/keys", { name: "client", scope: "ingest" });
+  assert.is(ingest.status, 201);
+  const refused = await a.withKey(ingest.body.key).get("/users");
+  assert.is(refused.status, 403);
+  assert.match(refused.body.detail, /admin/);
 });
 
 t("GET /users shows each user's spend of the current period right after its events are ingested", async ({ stack }) => {
