@@ -1,13 +1,13 @@
 /** The client: session views, guards, reservations, metering and delivery. */
 import { randomUUID } from "node:crypto";
 import { currentSession, currentUser, runWithUser } from "./context.ts";
-import { LimitExceededError, MeterApiError } from "./errors.ts";
+import { LimitExceededError, MeterApiError, MeterError, MeterTypeError } from "./errors.ts";
 import { evaluate } from "./gates.ts";
-import { applyView, rollLocally } from "./periods.ts";
-import { estimateTokens, normalizeModel, rateOf, tokenCost, toolsCost } from "./pricing.ts";
+import { estimateTokens, rateOf, tokenCost, toolsCost } from "./pricing.ts";
 import { Leases, type LeaseNeed } from "./leases.ts";
-import { byName, own } from "./own.ts";
+import { own } from "./own.ts";
 import { EventQueue } from "./queue.ts";
+import { Reporter } from "./reporting.ts";
 import { Reservation, type Hold, type Ledger } from "./reservation.ts";
 import type { Session } from "./sessions.ts";
 import { UserEntry } from "./state.ts";
@@ -20,7 +20,6 @@ import type {
   GuardResult,
   ManualEvent,
   ManualInput,
-  MeterLogger,
   MeterOptions,
   MeterStats,
   RecordInput,
@@ -50,22 +49,37 @@ const SESSION_UNAVAILABLE = "session_unavailable";
 
 type GateCallback = (result: GuardResult, ctx: GateContext) => unknown;
 
-export class Meter implements Ledger {
+let reserveNowOf: (meter: Meter, userId: string, input?: GuardInput) => Reservation | undefined;
+let reporterOfMeter: (meter: Meter) => Reporter;
+
+/**
+ * The integrations reserve on every model call: reserve() in the caller's tick when nothing
+ * has to be waited for (the user's view is loaded and current, and no lease has to be asked
+ * for), so a warm user costs them no promise. Undefined otherwise: then reserve(). Throws what
+ * reserve() rejects with. Internal (src/internal.ts), not part of the API.
+ */
+export function reserveNow(meter: Meter, userId: string, input: GuardInput = {}): Reservation | undefined {
+  return reserveNowOf(meter, userId, input);
+}
+
+/** Where the integrations report what they could not do: the meter's logger and onError. Internal. */
+export function reporterOf(meter: Meter): Reporter {
+  return reporterOfMeter(meter);
+}
+
+export class Meter {
   readonly blocking: boolean;
   private readonly flushIntervalMs: number;
   private readonly refreshIntervalMs: number;
   private readonly startupTimeoutMs: number;
   private readonly shutdownTimeoutMs: number;
-  private readonly logger: MeterLogger;
   private readonly failClosed: boolean;
+  readonly #report: Reporter;
   /** The product's change marker last seen (GET /config/changes); undefined until the first answer. */
   private marker: number | undefined;
   private pollingChanges = false;
   /** The change route answered 404 (a service from before it, or a wrong address): asked again only after this (ms). */
   private changesRetryAt = 0;
-  /** The key refusal was logged (once per client, not once per user). */
-  private keyRefusedLogged = false;
-  private readonly onErrorHook: ((error: Error) => void) | undefined;
   private readonly transport: Transport;
   private readonly queue: EventQueue;
   private readonly users = new Map<string, UserEntry>();
@@ -85,13 +99,13 @@ export class Meter implements Ledger {
   constructor(options: MeterOptions = {}) {
     const apiKey = options.apiKey ?? process.env.METER_API_KEY;
     const baseURL = options.baseURL ?? process.env.METER_BASE_URL;
-    if (!apiKey) throw new TypeError("Meter: apiKey is required (or set METER_API_KEY)");
-    if (!baseURL) throw new TypeError("Meter: baseURL is required (or set METER_BASE_URL), e.g. https://meter.example.com/api/v1");
+    if (!apiKey) throw new MeterTypeError("Meter: apiKey is required (or set METER_API_KEY)");
+    if (!baseURL) throw new MeterTypeError("Meter: baseURL is required (or set METER_BASE_URL), e.g. https://meter.example.com/api/v1");
     // Every option is checked before the address, whose check a test of another option's must not meet first.
     const leaseOptions = options.leases ? leaseSettings(options) : null;
-    if (!/^https?:\/\//.test(baseURL)) throw new TypeError(`Meter: baseURL must be an http(s) URL, got ${baseURL}`);
+    if (!/^https?:\/\//.test(baseURL)) throw new MeterTypeError(`Meter: baseURL must be an http(s) URL, got ${baseURL}`);
     if (/^https?:\/\/[^/]+\/?$/.test(baseURL)) {
-      throw new TypeError(`Meter: baseURL ${baseURL} has no path; the API is served under /api/v1: use ${baseURL.replace(/\/?$/, "/api/v1")}`);
+      throw new MeterTypeError(`Meter: baseURL ${baseURL} has no path; the API is served under /api/v1: use ${baseURL.replace(/\/?$/, "/api/v1")}`);
     }
     this.blocking = options.blocking ?? true;
     this.flushIntervalMs = positiveInt("flushIntervalMs", options.flushIntervalMs, 5_000);
@@ -101,9 +115,8 @@ export class Meter implements Ledger {
     const maxQueueSize = positiveInt("maxQueueSize", options.maxQueueSize, 10_000);
     const maxBatchSize = Math.min(positiveInt("maxBatchSize", options.maxBatchSize, 1_000), 10_000);
     const requestTimeoutMs = positiveInt("requestTimeoutMs", options.requestTimeoutMs, 10_000);
-    this.logger = options.logger ?? console;
     this.failClosed = options.failClosed ?? false;
-    this.onErrorHook = options.onError;
+    this.#report = new Reporter(options.logger ?? console, options.onError, this.failClosed);
     this.transport = new Transport(baseURL, apiKey, requestTimeoutMs);
     this.queue = new EventQueue(this.transport, maxQueueSize, maxBatchSize, {
       delivered: (events, kind) => {
@@ -122,10 +135,10 @@ export class Meter implements Ledger {
           if (e && e.refreshing === null) void this.reload(e, undefined);
         }
       },
-      warn: (message, err) => this.warn(message, err),
-      misaddressed: (err) => this.misaddressed(err),
+      warn: (message, err) => this.#report.warn(message, err),
+      misaddressed: (err) => this.#report.misaddressed(err),
     });
-    this.leases = leaseOptions ? new Leases(this.transport, leaseOptions, (m, err) => this.warn(m, err)) : null;
+    this.leases = leaseOptions ? new Leases(this.transport, leaseOptions, (m, err) => this.#report.warn(m, err)) : null;
     // Timers never keep the process alive.
     this.timers = [
       setInterval(() => {
@@ -152,17 +165,17 @@ export class Meter implements Ledger {
     // The health check decides: a slow key check does not make users' first loads skip their wait.
     this.transport.reachable = health === "ok" || health === "degraded";
     if (health === "not_found") {
-      this.misaddressed(await this.wrongAddress());
+      this.#report.misaddressed(await this.wrongAddress());
       return { healthy: false, authenticated: false };
     }
     if (health === "unreachable") {
-      this.warn(`the service did not answer a health check at ${this.transport.base}/health within ${this.startupTimeoutMs} ms; ${this.fallback()} until it does`);
+      this.#report.warn(`the service did not answer a health check at ${this.transport.base}/health within ${this.startupTimeoutMs} ms; ${this.#report.fallback()} until it does`);
       return { healthy: false, authenticated: false };
     }
-    if (health === "degraded") this.warn("the service answers but reports its database unreachable; sessions may not load");
+    if (health === "degraded") this.#report.warn("the service answers but reports its database unreachable; sessions may not load");
     if (key instanceof Error) {
-      if (key instanceof MeterApiError && (key.status === 401 || key.status === 403)) this.keyRefused(key);
-      else this.warn("the API key could not be checked", key);
+      if (key instanceof MeterApiError && (key.status === 401 || key.status === 403)) this.#report.keyRefused(key);
+      else this.#report.warn("the API key could not be checked", key);
       return { healthy: health === "ok", authenticated: false };
     }
     this.marker = key.marker;
@@ -210,7 +223,7 @@ export class Meter implements Ledger {
 
   /** guard() and, with pre_call_estimate, the estimated cost held against the limits in the same step. */
   async reserve(userId: string, input: GuardInput = {}): Promise<Reservation> {
-    const now = this.reserveNow(userId, input);
+    const now = this.#reserveNow(userId, input);
     if (now) return now;
     const e = this.ready(userId) ?? (await this.load(userId));
     input = this.sized(e, input);
@@ -221,12 +234,12 @@ export class Meter implements Ledger {
   }
 
   /**
-   * @internal reserve() in the same tick when nothing has to be waited for (the user's view is
+   * reserve() in the same tick when nothing has to be waited for (the user's view is
    * loaded and current, and no lease has to be asked for): the integrations reserve on every
    * model call, and a warm user should cost them no promise. Undefined otherwise: then
    * reserve(). Throws what reserve() rejects with.
    */
-  reserveNow(userId: string, input: GuardInput = {}): Reservation | undefined {
+  #reserveNow(userId: string, input: GuardInput = {}): Reservation | undefined {
     checkUser(userId);
     const e = this.ready(userId);
     if (e === undefined) return undefined;
@@ -245,7 +258,6 @@ export class Meter implements Ledger {
     const e = this.ready(userId) ?? (await this.load(userId));
     const now = Date.now();
     const session = e.sessions.at(sessionOf(userId, input.session_id), now, e.timeoutMs);
-    e.lastActive = now;
     return this.meter(e, session, this.model(e, input.model), input, input.metadata, now);
   }
 
@@ -254,7 +266,7 @@ export class Meter implements Ledger {
    * nothing is recorded, the reservation is released and the error rethrown.
    */
   async call<T>(userId: string, input: CallInput, fn: () => T | Promise<T>): Promise<T> {
-    if (typeof input?.usage !== "function") throw new TypeError("call: input.usage must be a function (out) => ({ input_tokens, output_tokens, tool_calls })");
+    if (typeof input?.usage !== "function") throw new MeterTypeError("call: input.usage must be a function (out) => ({ input_tokens, output_tokens, tool_calls })");
     const r = await this.reserve(userId, input);
     try {
       const out = await fn();
@@ -298,7 +310,7 @@ export class Meter implements Ledger {
     const session = e?.sessions.at(sessionOf(userId, input.session_id), now, e.timeoutMs);
     const inTokens = input.input_tokens ?? 0;
     const outTokens = input.output_tokens ?? 0;
-    if (e && session && fresh) this.count(e, session, created.model, inTokens + outTokens, created.cost);
+    if (e && session && fresh) e.count(session, created.model, inTokens + outTokens, created.cost);
     const event: UsageEvent = {
       id: created.id,
       user_id: userId,
@@ -333,7 +345,7 @@ export class Meter implements Ledger {
     checkUser(userId);
     const sessionId = options?.session_id ?? undefined;
     if (sessionId !== undefined && (typeof sessionId !== "string" || sessionId.length === 0 || sessionId.length > 255)) {
-      throw new TypeError("withUser: session_id must be a string of 1 to 255 characters");
+      throw new MeterTypeError("withUser: session_id must be a string of 1 to 255 characters");
     }
     return runWithUser(userId, sessionId, fn);
   }
@@ -362,28 +374,35 @@ export class Meter implements Ledger {
     this.fire(this.closing, undefined);
     await this.leases?.releaseAll();
     const drained = await this.flush(options);
-    if (!drained) this.warn(`shutdown: ${this.queue.size} events could not be delivered`);
+    if (!drained) this.#report.warn(`shutdown: ${this.queue.size} events could not be delivered`);
     return drained;
   }
 
-  // ---- Ledger (used by Reservation) ----
+  static {
+    reserveNowOf = (meter, userId, input) => meter.#reserveNow(userId, input);
+    reporterOfMeter = (meter) => meter.#report;
+  }
 
-  /** @internal Reservation.commit(): not part of the API. */
-  settle(hold: Hold, used: UsageInput): UsageEvent {
+  // ---- what reservations settle through ----
+
+  /** What a Reservation commits and releases through: not on the class, so not part of the API. */
+  readonly #ledger: Ledger = {
+    settle: (hold, used) => this.#settle(hold, used),
+    unhold: (hold) => this.#unhold(hold),
+  };
+
+  /** Reservation.commit(). */
+  #settle(hold: Hold, used: UsageInput): UsageEvent {
     checkUsage(used);
-    this.unhold(hold);
+    this.#unhold(hold);
     const now = Date.now();
-    hold.entry.lastActive = now;
     return this.meter(hold.entry, hold.session, hold.model, used, used.metadata ?? hold.metadata, now);
   }
 
-  /** @internal Reservation.release(): not part of the API. */
-  unhold(hold: Hold): void {
+  /** Reservation.release(). */
+  #unhold(hold: Hold): void {
     const e = hold.entry;
-    e.reservedCost = nonNegative(e.reservedCost - hold.cost);
-    hold.session.reserved = nonNegative(hold.session.reserved - hold.cost);
-    if (hold.model !== null && hold.tokens > 0) e.reservedTokens[hold.model] = nonNegative((own(e.reservedTokens, hold.model) ?? 0) - hold.tokens);
-    e.inFlight--;
+    e.unhold(hold);
     this.leases?.unhold(e.userId, hold.lease ?? null, hold.cost, hold.model, hold.tokens);
   }
 
@@ -429,7 +448,7 @@ export class Meter implements Ledger {
     const loaded = this.reload(e, this.startupTimeoutMs);
     if (this.transport.reachable) await loaded;
     const now = Date.now();
-    if (now >= e.periodEndMs) rollLocally(e, now);
+    if (now >= e.periodEndMs) e.rollOver(now);
     return e;
   }
 
@@ -437,17 +456,14 @@ export class Meter implements Ledger {
   private reload(e: UserEntry, timeoutMs: number | undefined): Promise<void> {
     if (e.refreshing) return e.refreshing;
     const wasReachable = this.transport.reachable;
-    e.refreshing = this.transport
+    return e.reloading(this.transport
       .getSession(e.userId, timeoutMs)
       .then(
         (view) => {
           const now = Date.now();
-          applyView(e, view, now);
-          e.loadFailed = false;
-          e.refreshAt = now + this.refreshIntervalMs;
+          const { first } = e.apply(view, now, this.refreshIntervalMs);
           this.price(e);
-          if (!e.started) {
-            e.started = true;
+          if (first) {
             this.fire(this.sessionStart, { user_id: e.userId, plan: e.plan, billing_period: { start: e.periodStart, end: e.periodEnd } });
           }
         },
@@ -455,24 +471,17 @@ export class Meter implements Ledger {
           const now = Date.now();
           if (err instanceof MeterApiError && err.status === 404) {
             // Not registered (or deleted): permissive defaults; its events are still sent.
-            if (e.loaded) forget(e, now);
-            e.unknown = true;
+            e.notRegistered(now, this.refreshIntervalMs);
             // No plan: the held events keep their zero cost.
             this.price(e);
-            e.refreshAt = now + this.refreshIntervalMs;
             return;
           }
-          e.refreshAt = now + Math.min(LOAD_RETRY_MS, this.refreshIntervalMs);
-          if (err instanceof MeterApiError && (err.status === 401 || err.status === 403)) this.keyRefused(err);
+          const firstFailure = e.loadFailedAt(now, Math.min(LOAD_RETRY_MS, this.refreshIntervalMs));
+          if (err instanceof MeterApiError && (err.status === 401 || err.status === 403)) this.#report.keyRefused(err);
           // Once per user and outage: a long outage must not flood the log.
-          else if (wasReachable && !e.loadFailed) this.warn(`loading the session of ${e.userId} failed; ${e.loaded ? "its cached view is used" : this.fallback()} until it loads`, err);
-          e.loadFailed = true;
+          else if (wasReachable && firstFailure) this.#report.warn(`loading the session of ${e.userId} failed; ${e.loaded ? "its cached view is used" : this.#report.fallback()} until it loads`, err);
         },
-      )
-      .finally(() => {
-        e.refreshing = null;
-      });
-    return e.refreshing;
+      ));
   }
 
   /** The check of guard()/reserve(): synchronous from here on, so check and hold are one step. */
@@ -482,7 +491,6 @@ export class Meter implements Ledger {
     const plan = e.config;
     const model = this.model(e, input.model);
     const session = e.sessions.at(sessionOf(e.userId, input.session_id), now, e.timeoutMs);
-    e.lastActive = now;
     const { cost, tokens } = this.estimate(e, model, input);
     let result = evaluate(plan, {
       periodCost: e.periodCost + e.reservedCost,
@@ -502,11 +510,8 @@ export class Meter implements Ledger {
     }
     if (result.status !== "ok") this.gated(e, session, model, result, input.metadata, now);
     if (!hold) return result;
-    e.reservedCost += cost;
-    session.reserved += cost;
-    if (model !== null && tokens > 0) e.reservedTokens[model] = (own(e.reservedTokens, model) ?? 0) + tokens;
-    e.inFlight++;
-    return new Reservation(this, { entry: e, session, model, cost, tokens, metadata: input.metadata, lease }, result);
+    e.hold({ session, model, cost, tokens });
+    return new Reservation(this.#ledger, { entry: e, session, model, cost, tokens, metadata: input.metadata, lease }, result);
   }
 
   /** With leases, the input with its estimate: the lease's need and the check both read it, so the prompt is sized once. */
@@ -536,16 +541,13 @@ export class Meter implements Ledger {
     const hard = result.status === "hard_gate";
     const blocked = hard && this.blocking;
     const reason = result.gate_reason!;
-    e.lastGateEvent ??= new Map();
     // A session cap is a cap per session: two conversations at their caps are two gates.
     const key = `${hard ? (blocked ? "blocked" : "hard_gate") : "soft_gate"} ${reason}${reason === "session_spend" ? ` ${session.id}` : ""}`;
-    const last = e.lastGateEvent.get(key);
-    if (reason === SESSION_UNAVAILABLE) {
-      // Not the service's to record: it could not be reached, or refused the key.
-    } else if (last === undefined || now - last.at >= GATE_EVENT_INTERVAL_MS) {
-      e.lastGateEvent.set(key, { at: now, suppressed: 0 });
+    // Not the service's to record when the session is unavailable: it could not be reached, or refused the key.
+    const due = reason === SESSION_UNAVAILABLE ? null : e.gateEventDue(key, now, GATE_EVENT_INTERVAL_MS);
+    if (due) {
       // How many gates of this kind were not written since the last event of it.
-      const suppressed = last?.suppressed ?? 0;
+      const suppressed = due.suppressed;
       const event: GateEvent = {
         id: randomUUID(),
         user_id: e.userId,
@@ -562,9 +564,7 @@ export class Meter implements Ledger {
         message: result.message,
         metadata: suppressed > 0 ? { ...metadata, suppressed_events: suppressed } : (metadata ?? {}),
       };
-      if (this.queue.push("gate", event)) e.pending++;
-    } else {
-      last.suppressed++;
+      if (this.queue.push("gate", event)) e.queued();
     }
     const ctx: GateContext = { user_id: e.userId, session_id: session.id, model };
     for (const cb of hard ? this.hardGate : this.softGate) this.safely(() => cb(result, ctx));
@@ -582,10 +582,7 @@ export class Meter implements Ledger {
     if (this.pollingChanges || Date.now() < this.changesRetryAt) return;
     if (this.users.size === 0 && this.marker !== undefined) return;
     for (const e of this.users.values()) {
-      if (e.recheck) {
-        e.recheck = false;
-        void this.reload(e, undefined);
-      }
+      if (e.takeRecheck()) void this.reload(e, undefined);
     }
     this.pollingChanges = true;
     try {
@@ -598,7 +595,7 @@ export class Meter implements Ledger {
       const users = new Set(c.user_ids);
       for (const e of this.users.values()) {
         if (all || users.has(e.userId) || (e.planId !== null && plans.has(e.planId))) {
-          e.recheck = true;
+          e.changed();
           this.leases?.renew(e.userId);
           void this.reload(e, undefined);
         }
@@ -606,10 +603,10 @@ export class Meter implements Ledger {
       this.marker = c.marker;
     } catch (err) {
       if (err instanceof MeterApiError && (err.status === 401 || err.status === 403)) {
-        this.keyRefused(err);
+        this.#report.keyRefused(err);
       } else if (err instanceof MeterApiError && err.status === 404) {
         // A service from before the change marker (or a wrong baseURL, which deliveries report).
-        if (this.changesRetryAt === 0) this.warn(`GET /config/changes answered 404; until it answers, plan changes reach this process only by its periodic reloads (refreshIntervalMs ${this.refreshIntervalMs} ms)`, err);
+        if (this.changesRetryAt === 0) this.#report.warn(`GET /config/changes answered 404; until it answers, plan changes reach this process only by its periodic reloads (refreshIntervalMs ${this.refreshIntervalMs} ms)`, err);
         this.changesRetryAt = Date.now() + this.refreshIntervalMs;
       }
       // Network errors and 5xx: the next tick asks again; deliveries report the outage.
@@ -618,48 +615,14 @@ export class Meter implements Ledger {
     }
   }
 
-  /** What happens to a user whose session cannot be loaded. */
-  private fallback(): string {
-    return this.failClosed ? "users whose session is not loaded are hard-gated (failClosed)" : "users whose session is not loaded run on permissive defaults";
-  }
-
-  /** The service refused the API key: every user runs unmetered by its plan (or is blocked); say so loudly, once. */
-  private keyRefused(err: MeterApiError): void {
-    const what = err.status === 401 ? "refused the API key" : "does not let this API key read what the library needs";
-    const error = new MeterApiError(
-      err.status,
-      `the service ${what} (${err.status}: ${err.detail}); check apiKey (or METER_API_KEY): it must be the product's key from POST /api/v1/products. Until it is fixed, ${this.fallback()}`,
-      err.retryAfterMs,
-    );
-    if (this.keyRefusedLogged) return;
-    this.keyRefusedLogged = true;
-    this.error(error.message, error);
-  }
-
-  /** Something answers at baseURL, but not the API: a 404 of a delivery or of start()'s health check. */
-  private misaddressed(err: Error): void {
-    this.error(err.message, err);
-  }
-
   /** Why nothing of the API answers at baseURL, with the address to use when it can be found. */
-  private async wrongAddress(): Promise<Error> {
+  private async wrongAddress(): Promise<MeterError> {
     const base = this.transport.base;
     const there = /\/api\/v1$/.test(base) ? "not_found" : await this.transport.health(this.startupTimeoutMs, `${base}/api/v1`);
     const hint = there === "ok" || there === "degraded"
       ? `the API answers at ${base}/api/v1: set baseURL (or METER_BASE_URL) to that`
       : "baseURL (or METER_BASE_URL) must be the service's address including /api/v1, e.g. https://meter.example.com/api/v1";
-    return new Error(`nothing of the Meter API answers at ${base} (GET ${base}/health: 404); ${hint}. Until it is fixed, no event is delivered and ${this.fallback()}`);
-  }
-
-  /** A problem that keeps metering off until someone fixes it: the logger's error level, and onError. */
-  private error(message: string, err: Error): void {
-    try {
-      const log = this.logger.error ? this.logger.error.bind(this.logger) : this.logger.warn.bind(this.logger);
-      log(`[meter] ${message}`);
-      this.onErrorHook?.(err);
-    } catch {
-      // A broken logger must not break a call.
-    }
+    return new MeterError(`nothing of the Meter API answers at ${base} (GET ${base}/health: 404); ${hint}. Until it is fixed, no event is delivered and ${this.#report.fallback()}`);
   }
 
   /** Prices, counts and queues one call's usage. */
@@ -688,12 +651,12 @@ export class Meter implements Ledger {
     };
     const lease = this.leases?.spend(e.userId, event.cost_total, model, event.total_tokens);
     if (lease) event.lease_id = lease;
-    this.count(e, session, model, event.total_tokens, event.cost_total);
+    e.count(session, model, event.total_tokens, event.cost_total);
     if (this.queue.push("usage", event)) {
-      e.pending++;
+      e.queued();
       if (!e.loaded && !e.unknown) {
         // The service has not answered yet: priced (and held back) until it does.
-        e.unpriced.push({ event, session });
+        e.recordedUnpriced(event, session);
         this.unpriced.add(event);
       }
     }
@@ -704,51 +667,31 @@ export class Meter implements Ledger {
   /** Prices the usage recorded before the plan was known, now that it is (or the user has none). */
   private price(e: UserEntry): void {
     const plan = e.config;
-    for (const { event, session } of e.unpriced) {
+    for (const { event, session } of e.takeUnpriced()) {
       this.unpriced.delete(event);
       if (plan === null) continue;
       const model = this.model(e, event.model);
       if (event.model !== null && model !== event.model) {
         // Counted under the raw name while the plan was unknown.
-        const raw = event.model;
-        e.tokensByModel[raw] = (own(e.tokensByModel, raw) ?? 0) - event.total_tokens;
-        if (e.tokensByModel[raw]! <= 0) delete e.tokensByModel[raw];
-        e.tokensByModel[model!] = (own(e.tokensByModel, model!) ?? 0) + event.total_tokens;
+        e.renameTokens(event.model, model!, event.total_tokens);
       }
       event.model = model;
       event.cost_tokens = tokenCost(event.input_tokens, event.output_tokens, rateOf(model, plan));
       event.cost_tools = toolsCost(event.tool_calls, plan);
       event.cost_total = event.cost_tokens + event.cost_tools;
-      this.count(e, session, model, 0, event.cost_total);
-    }
-    e.unpriced = [];
-  }
-
-  private count(e: UserEntry, session: Session, model: string | null, tokens: number, cost: number): void {
-    e.periodCost += cost;
-    session.cost += cost;
-    if (model !== null) {
-      e.tokensByModel[model] = (own(e.tokensByModel, model) ?? 0) + tokens;
-      e.costByModel[model] = (own(e.costByModel, model) ?? 0) + cost;
+      e.count(session, model, 0, event.cost_total);
     }
   }
 
   /** Normalized model name under the user's plan (cached per user). */
   private model(e: UserEntry, raw: string | null | undefined): string | null {
     if (raw === undefined || raw === null || raw === "") return null;
-    if (typeof raw !== "string") throw new TypeError("model must be a string");
-    let m = e.models.get(raw);
-    if (m === undefined) {
-      m = normalizeModel(raw, e.config);
-      if (e.models.size >= MODEL_CACHE) e.models.clear();
-      e.models.set(raw, m);
-    }
-    return m;
+    if (typeof raw !== "string") throw new MeterTypeError("model must be a string");
+    return e.modelName(raw, MODEL_CACHE);
   }
 
   private settled(userId: string): void {
-    const e = this.users.get(userId);
-    if (e && e.pending > 0) e.pending--;
+    this.users.get(userId)?.delivered();
   }
 
   /** Drops idle users (session expired, nothing in flight or queued) and stale caller sessions. */
@@ -768,46 +711,23 @@ export class Meter implements Ledger {
     try {
       const r = fn();
       if (r && typeof (r as Promise<unknown>).then === "function") {
-        (r as Promise<unknown>).then(undefined, (err: Error) => this.warn("a callback rejected", err));
+        (r as Promise<unknown>).then(undefined, (err: Error) => this.#report.warn("a callback rejected", err));
       }
     } catch (err) {
-      this.warn("a callback threw", err as Error);
-    }
-  }
-
-  /** @internal Integrations report failures through the meter's logger and onError: not part of the API. */
-  warn(message: string, err?: Error): void {
-    try {
-      this.logger.warn(`[meter] ${message}${err ? `: ${err.message}` : ""}`);
-      if (err && this.onErrorHook) this.onErrorHook(err);
-    } catch {
-      // A broken logger must not break a call.
+      this.#report.warn("a callback threw", err as Error);
     }
   }
 }
 
 function leaseSettings(o: MeterOptions) {
   const fallback = o.leaseFallback ?? "slice";
-  if (fallback !== "slice" && fallback !== "open") throw new TypeError(`Meter: leaseFallback must be "slice" or "open", got ${String(fallback)}`);
+  if (fallback !== "slice" && fallback !== "open") throw new MeterTypeError(`Meter: leaseFallback must be "slice" or "open", got ${String(fallback)}`);
   return {
     ttlMs: positiveInt("leaseTtlMs", o.leaseTtlMs, 60_000),
     callsPerLease: positiveInt("leaseCalls", o.leaseCalls, 40),
     idleMs: positiveInt("leaseIdleMs", o.leaseIdleMs, 10_000),
     fallback,
   } as const;
-}
-
-/** The user is gone on the service: back to permissive defaults with empty counters. */
-function forget(e: UserEntry, now: number): void {
-  e.serviceUserId = null;
-  e.plan = "none";
-  e.config = null;
-  e.loaded = false;
-  e.periodCost = 0;
-  e.tokensByModel = byName();
-  e.costByModel = byName();
-  e.models.clear();
-  e.sessions.clear(now);
 }
 
 /** The call's session: the one it names, else the enclosing withUser()'s for this user, else the library's own (undefined). */
@@ -835,12 +755,8 @@ function unavailable(userId: string): GuardResult {
   };
 }
 
-function nonNegative(x: number): number {
-  return x < 1e-12 ? 0 : x;
-}
-
 function checkEstimateInput(input: GuardInput): void {
-  if (input.input_tokens !== undefined && !isCount(input.input_tokens)) throw new TypeError("input_tokens must be a non-negative integer");
+  if (input.input_tokens !== undefined && !isCount(input.input_tokens)) throw new MeterTypeError("input_tokens must be a non-negative integer");
 }
 
 function isCount(x: unknown): boolean {

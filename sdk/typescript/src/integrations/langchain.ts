@@ -2,6 +2,7 @@
 // is awaited before the provider is called, and with `raiseError` a `LimitExceededError`
 // thrown there blocks the call and surfaces from `.invoke()` / `.stream()`.
 import { BaseCallbackHandler } from "@langchain/core/callbacks/base";
+import { MeterTypeError } from "../errors.ts";
 import type { Meter } from "../meter.ts";
 import {
   MeteredCall,
@@ -91,7 +92,7 @@ export class MeterCallbackHandler extends BaseCallbackHandler {
     const idle = options.idleMs ?? DEFAULT_IDLE_MS;
     // Timers overflow past 2^31 - 1 ms and would then fire at once.
     if (!Number.isInteger(idle) || idle < 2 || idle > 2_147_483_647) {
-      throw new TypeError("MeterCallbackHandler: idleMs must be an integer from 2 to 2147483647 (milliseconds)");
+      throw new MeterTypeError("MeterCallbackHandler: idleMs must be an integer from 2 to 2147483647 (milliseconds)");
     }
     this.#idleMs = idle;
   }
