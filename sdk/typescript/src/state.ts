@@ -5,6 +5,7 @@
  * period fields are set by a session view (periods.ts: applyView, rollLocally) through
  * apply() and rollOver(), and cleared by forget().
  */
+import { MeterTypeError } from "./errors.ts";
 import { byName, own } from "./own.ts";
 import { applyView, rollLocally, type Merge } from "./periods.ts";
 import { normalizeModel } from "./pricing.ts";
@@ -13,6 +14,8 @@ import type { PlanConfig, SessionView, UsageEvent, UserState } from "./types.ts"
 
 /** SPEC.md's session window for a user whose plan is not known. */
 const DEFAULT_TIMEOUT_MINUTES = 30;
+/** Distinct model names remembered per user (normalization cache). */
+const MODEL_CACHE = 256;
 
 /** The amounts a reserved call holds until it is committed or released. */
 export interface Held {
@@ -207,12 +210,14 @@ export class UserEntry {
     return out;
   }
 
-  /** The normalized name of `raw` under the plan in force, remembered (at most `max` names). */
-  modelName(raw: string, max: number): string {
+  /** The normalized name of a call's model under the plan in force (remembered); null without one. */
+  model(raw: string | null | undefined): string | null {
+    if (raw === undefined || raw === null || raw === "") return null;
+    if (typeof raw !== "string") throw new MeterTypeError("model must be a string");
     let m = this.models.get(raw);
     if (m === undefined) {
       m = normalizeModel(raw, this.config);
-      if (this.models.size >= max) this.models.clear();
+      if (this.models.size >= MODEL_CACHE) this.models.clear();
       this.models.set(raw, m);
     }
     return m;

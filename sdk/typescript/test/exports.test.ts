@@ -78,4 +78,20 @@ t("the runtime values of each entry point are the documented ones", async () => 
   }
 });
 
+t("Meter and Reservation carry exactly the methods the README's API table documents, and no state of their own in sight", async () => {
+  const readme = readFileSync(join(root, "README.md"), "utf8");
+  const table = readme.slice(readme.indexOf("## API"), readme.indexOf("### Errors"));
+  const documented = (prefix: string) => [...new Set([...table.matchAll(new RegExp(`\\b${prefix}\\.(\\w+)`, "g"))].map((m) => m[1]!))].sort();
+  const { Meter, Reservation } = await import(join(root, "src/index.ts"));
+  const methods = (cls: { prototype: object }) => Object.getOwnPropertyNames(cls.prototype).filter((n) => n !== "constructor").sort();
+  assert.equal(methods(Meter), documented("meter"), "Meter's methods");
+  assert.equal(methods(Reservation), documented("reservation"), "Reservation's methods");
+  const meter = new Meter({ apiKey: "k", baseURL: "http://127.0.0.1:9/api/v1" });
+  try {
+    assert.equal(Object.keys(meter), [], "a Meter's state is private");
+  } finally {
+    await meter.shutdown({ timeoutMs: 1 });
+  }
+});
+
 t.run();
