@@ -1,9 +1,10 @@
 /**
  * What the library holds for one user: plan, period counters, sessions, reservations, and
  * its standing with the service (loading, deliveries in flight, gate events written). The
- * counters change only through the methods below, each named for what happened; the plan and
- * period fields are set by a session view (periods.ts: applyView, rollLocally) through
- * apply() and rollOver(), and cleared by forget().
+ * counters change only through the methods below, each named for what happened. The plan and
+ * period fields are read everywhere and written only by the session-view merge of periods.ts
+ * (applyView, rollLocally, pure rules over this record) through apply() and rollOver(), by
+ * count(), and by notRegistered().
  */
 import { MeterTypeError } from "./errors.ts";
 import { byName, own } from "./own.ts";
