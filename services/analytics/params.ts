@@ -5,11 +5,6 @@ import { DAYS_DEFAULT, DAYS_MAX, DAYS_MIN, TOP_USERS_DEFAULT, TOP_USERS_MAX } fr
 
 /** Request checks shared by the query handlers; proto3's 0 means "not sent", so the default. */
 
-export function productIdOf(req: { productId: string }): string {
-  if (!req.productId) throw rpcError.invalid("product_id is required");
-  return req.productId;
-}
-
 export function daysOf(req: { days: number }): number {
   if (req.days === 0) return DAYS_DEFAULT;
   if (!Number.isInteger(req.days) || req.days < DAYS_MIN || req.days > DAYS_MAX) {

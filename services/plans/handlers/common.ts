@@ -5,12 +5,6 @@ import type { UserDoc } from "../store/users.ts";
 
 export const EXTERNAL_USER_ID_MAX = 255;
 
-/** Every request names its product; an empty id is a caller bug, not a lookup miss. */
-export function requireProduct(productId: string): string {
-  if (!productId) throw rpcError.invalid("product_id is required");
-  return productId;
-}
-
 export function checkExternalUserId(id: string): void {
   if (id.length === 0 || id.length > EXTERNAL_USER_ID_MAX) {
     throw rpcError.invalid(`external_user_id must be 1-${EXTERNAL_USER_ID_MAX} characters`);

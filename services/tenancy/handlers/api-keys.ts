@@ -37,7 +37,6 @@ export function newKeyDoc(productId: string, input: { name: string; scope: KeySc
 }
 
 function validate(req: CreateApiKeyRequest, now: Date): { name: string; scope: KeyScope; expiresAt: Date | null } {
-  if (!req.productId) throw rpcError.invalid("product_id is required");
   if (req.name.trim().length === 0) throw rpcError.invalid("name must not be empty");
   if (req.name.length > KEY_NAME_MAX) throw rpcError.invalid(`name must be at most ${KEY_NAME_MAX} characters`);
   const scope = req.scope || "admin";
@@ -69,8 +68,7 @@ export function createApiKey(deps: TenancyDeps): ServiceImpl<typeof TenancyServi
 
 export function listApiKeys(deps: TenancyDeps): ServiceImpl<typeof TenancyService>["listApiKeys"] {
   return async (req) => {
-    if (!req.productId) throw rpcError.invalid("product_id is required");
-    return { keys: (await deps.keys.list(req.productId)).map(toApiKey) };
+      return { keys: (await deps.keys.list(req.productId)).map(toApiKey) };
   };
 }
 
@@ -79,8 +77,7 @@ const usableAdmin = (k: ApiKeyDoc, now: Date) => k.scope === "admin" && (!k.expi
 
 export function revokeApiKey(deps: TenancyDeps): ServiceImpl<typeof TenancyService>["revokeApiKey"] {
   return async (req) => {
-    if (!req.productId) throw rpcError.invalid("product_id is required");
-    const notFound = () => rpcError.notFound(`API key ${req.keyId} not found`);
+      const notFound = () => rpcError.notFound(`API key ${req.keyId} not found`);
     if (!(await deps.keys.list(req.productId)).some((k) => k.key_id === req.keyId)) throw notFound();
     const done = await deps.products.withKeysLock(req.productId, async () => {
       const now = new Date();
