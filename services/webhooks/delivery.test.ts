@@ -7,7 +7,7 @@ import { ThresholdCrossingSchema, type ThresholdCrossing } from "@meter/proto/me
 import { connectMongo } from "@meter/lib/mongo";
 import { toTimestamp } from "@meter/lib/time";
 import { testMongoUrl } from "../../test/support/database.ts";
-import { API_VERSION, USER_AGENT } from "./events.ts";
+import { API_VERSION, USER_AGENT } from "./domain/events.ts";
 import { startInstance, type Instance } from "./testing/instance.ts";
 import { Receiver, signatureValid } from "./testing/receiver.ts";
 import { eventually } from "../../test/support/eventually.ts";

@@ -6,7 +6,7 @@ import { Code } from "@connectrpc/connect";
 import { connectMongo } from "@meter/lib/mongo";
 import { toTimestamp } from "@meter/lib/time";
 import { testMongoUrl } from "../../test/support/database.ts";
-import { EVENT_TYPES, TEST_EVENT_TYPE } from "./events.ts";
+import { EVENT_TYPES, TEST_EVENT_TYPE } from "./domain/events.ts";
 import { startInstance, type Instance } from "./testing/instance.ts";
 import { Receiver, signatureValid } from "./testing/receiver.ts";
 import { eventually } from "../../test/support/eventually.ts";

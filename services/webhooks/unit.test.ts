@@ -1,11 +1,11 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { validateSubscribedEvents, stableUuid } from "./events.ts";
-import { delayBefore } from "./attempt.ts";
+import { validateSubscribedEvents, stableUuid } from "./domain/events.ts";
+import { delayBefore } from "./flows/attempt.ts";
 import { decodeCursor, encodeCursor } from "./handlers/list-deliveries.ts";
-import { previousPeriod } from "./periods.ts";
-import { SecretBox, generateSecret, parseSecretKey, sign } from "./secrets.ts";
-import { addressProblem, endpointUrlProblem } from "./url-guard.ts";
+import { previousPeriod } from "./domain/periods.ts";
+import { SecretBox, generateSecret, parseSecretKey, sign } from "./domain/secrets.ts";
+import { addressProblem, endpointUrlProblem } from "./adapters/url-guard.ts";
 
 const strict = { allowInsecure: false };
 const local = { allowInsecure: true };

@@ -1,8 +1,8 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { AnalyticsService } from "@meter/proto/meter/analytics/v1/analytics_pb";
-import { daysOf } from "../params.ts";
-import { readWindow } from "../queries.ts";
-import { lookback } from "../windows.ts";
+import { daysOf } from "./params.ts";
+import { readWindow } from "../flows/queries.ts";
+import { lookback } from "../domain/windows.ts";
 import type { AnalyticsDeps } from "../deps.ts";
 
 /** Soft and hard gate events per UTC day of the window, oldest first, zeros included. */

@@ -1,8 +1,8 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { AnalyticsService } from "@meter/proto/meter/analytics/v1/analytics_pb";
-import { daysOf, limitOf, sourceOf } from "../params.ts";
-import { readWindow, topUsersOf } from "../queries.ts";
-import { lookback } from "../windows.ts";
+import { daysOf, limitOf, sourceOf } from "./params.ts";
+import { readWindow, topUsersOf } from "../flows/queries.ts";
+import { lookback } from "../domain/windows.ts";
 import type { AnalyticsDeps } from "../deps.ts";
 
 /** The users with the highest cost over the window (ties by user id). */

@@ -1,6 +1,6 @@
 import { rpcError } from "@meter/lib/errors";
 import type { PlansDeps } from "../deps.ts";
-import { toUser } from "../mapping.ts";
+import { toUser } from "./mapping.ts";
 import type { UserDoc } from "../store/users.ts";
 
 export const EXTERNAL_USER_ID_MAX = 255;

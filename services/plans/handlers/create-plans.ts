@@ -1,8 +1,8 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { PlansService } from "@meter/proto/meter/plans/v1/plans_pb";
 import { rpcError } from "@meter/lib/errors";
-import { toPlan } from "../mapping.ts";
-import { LIMITS, assertValid, fromSettings, newPlanValues, planProblems } from "../settings.ts";
+import { toPlan } from "./mapping.ts";
+import { LIMITS, assertValid, fromSettings, newPlanValues, planProblems } from "../domain/settings.ts";
 import type { PlansDeps } from "../deps.ts";
 
 /**

@@ -1,6 +1,6 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { PlansService } from "@meter/proto/meter/plans/v1/plans_pb";
-import { toPlan } from "../mapping.ts";
+import { toPlan } from "./mapping.ts";
 import type { PlansDeps } from "../deps.ts";
 
 export function listPlans(deps: PlansDeps): ServiceImpl<typeof PlansService>["listPlans"] {

@@ -1,7 +1,7 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { PlansService } from "@meter/proto/meter/plans/v1/plans_pb";
 import { rpcError } from "@meter/lib/errors";
-import { toPlan, toSubscription, toUser } from "../mapping.ts";
+import { toPlan, toSubscription, toUser } from "./mapping.ts";
 import type { PlansDeps } from "../deps.ts";
 
 export const RESOLVE_MAX_USERS = 1000;

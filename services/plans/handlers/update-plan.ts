@@ -2,8 +2,8 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import { create } from "@bufbuild/protobuf";
 import { PlanSettingsSchema, type PlansService } from "@meter/proto/meter/plans/v1/plans_pb";
 import { rpcError } from "@meter/lib/errors";
-import { toPlan } from "../mapping.ts";
-import { applyMask, assertValid, fromSettings, planProblems } from "../settings.ts";
+import { toPlan } from "./mapping.ts";
+import { applyMask, assertValid, fromSettings, planProblems } from "../domain/settings.ts";
 import type { PlansDeps } from "../deps.ts";
 import { announce } from "./common.ts";
 

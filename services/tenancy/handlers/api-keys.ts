@@ -3,8 +3,8 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { CreateApiKeyRequest, TenancyService } from "@meter/proto/meter/tenancy/v1/tenancy_pb";
 import { Code, ConnectError, rpcError } from "@meter/lib/errors";
 import { fromTimestamp } from "@meter/lib/time";
-import { generateApiKey, hashApiKey } from "../keys.ts";
-import { toApiKey } from "../mapping.ts";
+import { generateApiKey, hashApiKey } from "../domain/keys.ts";
+import { toApiKey } from "./mapping.ts";
 import type { ApiKeyDoc, KeyScope } from "../store/api-keys.ts";
 import type { TenancyDeps } from "../deps.ts";
 

@@ -1,8 +1,8 @@
 import { rpcError } from "@meter/lib/errors";
 import type { WebhooksDeps } from "../deps.ts";
-import { validateSubscribedEvents, type EventType } from "../events.ts";
+import { validateSubscribedEvents, type EventType } from "../domain/events.ts";
 import type { EndpointDoc } from "../store/endpoints.ts";
-import { endpointUrlProblem } from "../url-guard.ts";
+import { endpointUrlProblem } from "../adapters/url-guard.ts";
 
 /** The product's endpoint, or NOT_FOUND (also for another product's endpoint). */
 export async function endpointOf(deps: WebhooksDeps, productId: string, endpointId: string): Promise<EndpointDoc> {

@@ -3,8 +3,8 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { WebhooksService } from "@meter/proto/meter/webhooks/v1/webhooks_pb";
 import { Code, ConnectError } from "@meter/lib/errors";
 import type { WebhooksDeps } from "../deps.ts";
-import { toEndpoint } from "../mapping.ts";
-import { generateSecret } from "../secrets.ts";
+import { toEndpoint } from "./mapping.ts";
+import { generateSecret } from "../domain/secrets.ts";
 import { checkDescription, checkEvents, checkUrl } from "./common.ts";
 
 /** Endpoints one product may have (README, "Limits"); each event fans out to at most this many. */

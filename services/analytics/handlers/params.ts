@@ -1,7 +1,7 @@
 import { rpcError } from "@meter/lib/errors";
 import type { SourceFilter } from "@meter/proto/meter/analytics/v1/analytics_pb";
-import { SOURCES, type Source } from "./rollup.ts";
-import { DAYS_DEFAULT, DAYS_MAX, DAYS_MIN, TOP_USERS_DEFAULT, TOP_USERS_MAX } from "./windows.ts";
+import { SOURCES, type Source } from "../domain/rollup.ts";
+import { DAYS_DEFAULT, DAYS_MAX, DAYS_MIN, TOP_USERS_DEFAULT, TOP_USERS_MAX } from "../domain/windows.ts";
 
 /** Request checks shared by the query handlers; proto3's 0 means "not sent", so the default. */
 
