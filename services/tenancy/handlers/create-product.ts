@@ -1,7 +1,7 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { CreateProductRequest, TenancyService } from "@meter/proto/meter/tenancy/v1/tenancy_pb";
 import { rpcError } from "@meter/lib/errors";
-import { newKeyDoc } from "./api-keys.ts";
+import { newKeyDoc } from "./common.ts";
 import { toProduct } from "./mapping.ts";
 import type { TenancyDeps } from "../deps.ts";
 
