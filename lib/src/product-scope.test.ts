@@ -6,9 +6,10 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { create, type DescFile, type DescService } from "@bufbuild/protobuf";
-import { createClient } from "@connectrpc/connect";
+import { createClient, type UnaryRequest } from "@connectrpc/connect";
+import { CreateProductRequestSchema } from "@meter/proto/meter/tenancy/v1/tenancy_pb";
 import { Code, ConnectError } from "./errors.ts";
-import { UNSCOPED_RPCS } from "./product-scope.ts";
+import { UNSCOPED_RPCS, requireProduct } from "./product-scope.ts";
 import { grpcTransport } from "./rpc.ts";
 import { startTestStack } from "../../test/support/stack.ts";
 
@@ -80,6 +81,27 @@ test("every RPC refuses a request that names no product", async () => {
   } finally {
     await stack.close();
   }
+});
+
+test("a new RPC whose request has no product_id field is refused until it is listed", async () => {
+  let reached = false;
+  const call = requireProduct(async () => {
+    reached = true;
+    return {} as never;
+  });
+  // CreateProductRequest carries no product_id; under another method name it is not on the list.
+  const req = {
+    stream: false,
+    service: { typeName: "meter.tenancy.v1.TenancyService" },
+    method: { name: "SomethingNew", input: CreateProductRequestSchema },
+    message: create(CreateProductRequestSchema, { name: "x" }),
+  } as unknown as UnaryRequest;
+  const err = await failure(call(req));
+  assert.is(err?.code, Code.InvalidArgument);
+  assert.is(err?.rawMessage, "product_id is required");
+  assert.not.ok(reached, "the handler was not called");
+  await call({ ...req, method: { name: "CreateProduct", input: CreateProductRequestSchema } } as unknown as UnaryRequest);
+  assert.ok(reached, "the listed RPC passes");
 });
 
 test.run();

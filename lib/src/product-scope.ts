@@ -30,8 +30,8 @@ export const requireProduct: Interceptor = (next) => async (req) => {
   if (req.stream || UNSCOPED_SERVICES.has(req.service.typeName)) return next(req);
   const rpc = `${req.service.typeName}/${req.method.name}`;
   if (rpc in UNSCOPED_RPCS) return next(req);
-  const field = req.method.input.fields.find((f) => f.name === "product_id");
-  const productId = field ? (req.message as unknown as Record<string, unknown>)[field.localName] : undefined;
+  const field = req.method.input.field.productId;
+  const productId = field?.name === "product_id" ? (req.message as unknown as Record<string, unknown>).productId : undefined;
   if (typeof productId !== "string" || productId === "") throw rpcError.invalid("product_id is required");
   return next(req);
 };
