@@ -4,7 +4,7 @@ import type { PlansService } from "@meter/proto/meter/plans/v1/plans_pb";
 import { rpcError } from "@meter/lib/errors";
 import { fromTimestamp } from "@meter/lib/time";
 import type { PlansDeps } from "../deps.ts";
-import { announce, requireProduct, userMessage, userNotFound } from "./common.ts";
+import { announce, userMessage, userNotFound } from "./common.ts";
 
 const BILLING_ID_MAX = 255;
 
@@ -37,7 +37,7 @@ export function checkPeriod(
  */
 export function setSubscription(deps: PlansDeps): ServiceImpl<typeof PlansService>["setSubscription"] {
   return async (req) => {
-    const productId = requireProduct(req.productId);
+    const productId = req.productId;
     if (req.billingSubscriptionId !== undefined && req.billingSubscriptionId.length > BILLING_ID_MAX) {
       throw rpcError.invalid(`billing_subscription_id must be at most ${BILLING_ID_MAX} characters`);
     }
