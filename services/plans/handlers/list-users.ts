@@ -2,9 +2,9 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { PlansService } from "@meter/proto/meter/plans/v1/plans_pb";
 import { rpcError } from "@meter/lib/errors";
 import type { PlansDeps } from "../deps.ts";
-import { toUser } from "../mapping.ts";
+import { toUser } from "./mapping.ts";
 import type { UserDoc } from "../store/users.ts";
-import { EXTERNAL_USER_ID_MAX, requireProduct } from "./common.ts";
+import { EXTERNAL_USER_ID_MAX } from "./common.ts";
 
 export const DEFAULT_PAGE = 50;
 export const MAX_PAGE = 200;
@@ -34,7 +34,7 @@ export function decodeCursor(cursor: string): string {
  */
 export function listUsers(deps: PlansDeps): ServiceImpl<typeof PlansService>["listUsers"] {
   return async (req) => {
-    const productId = requireProduct(req.productId);
+    const productId = req.productId;
     const limit = req.limit === 0 ? DEFAULT_PAGE : req.limit;
     if (limit < 1 || limit > MAX_PAGE) throw rpcError.invalid(`limit must be between 1 and ${MAX_PAGE}`);
     if (req.prefix.length > EXTERNAL_USER_ID_MAX) throw rpcError.invalid(`prefix must be at most ${EXTERNAL_USER_ID_MAX} characters`);
