@@ -1,10 +1,8 @@
 /** What the library holds for one user: plan, period counters, sessions, reservations. */
 import { byName } from "./own.ts";
+import { NO_PLAN_CONFIG, calendarMonth, sessionWindowMs } from "./rules/index.ts";
 import { Sessions, type Session } from "./sessions.ts";
 import type { PlanConfig, UsageEvent, UserState } from "./types.ts";
-
-/** SPEC.md's session window for a user whose plan is not known. */
-const DEFAULT_TIMEOUT_MINUTES = 30;
 
 export class UserEntry {
   serviceUserId: string | null = null;
@@ -39,7 +37,8 @@ export class UserEntry {
   unpriced: { event: UsageEvent; session: Session }[] = [];
 
   sessions: Sessions;
-  timeoutMs = DEFAULT_TIMEOUT_MINUTES * 60_000;
+  /** SPEC.md's session window until the user's plan is known. */
+  timeoutMs = sessionWindowMs(NO_PLAN_CONFIG.session_timeout_minutes);
   lastActive: number;
   /** When the view is due for a reload. */
   refreshAt = 0;
@@ -56,12 +55,10 @@ export class UserEntry {
     now: number,
   ) {
     // Until the service answers, the period is the calendar month (what it uses without a plan).
-    const d = new Date(now);
-    const start = Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1);
-    const end = Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1);
-    this.periodStart = new Date(start).toISOString();
-    this.periodEnd = new Date(end).toISOString();
-    this.periodEndMs = end;
+    const { start, end } = calendarMonth(new Date(now));
+    this.periodStart = start.toISOString();
+    this.periodEnd = end.toISOString();
+    this.periodEndMs = end.getTime();
     this.sessions = new Sessions(now);
     this.lastActive = now;
   }

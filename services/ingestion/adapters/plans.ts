@@ -2,11 +2,10 @@ import type { Plan, ResolvedUser } from "@meter/proto/meter/plans/v1/plans_pb";
 import { PlansService } from "@meter/proto/meter/plans/v1/plans_pb";
 import { rpcClient } from "@meter/lib/rpc";
 import { fromTimestamp } from "@meter/lib/time";
-import type { Pricing, Rate } from "../domain/cost.ts";
-import type { SubscriptionWindow } from "../domain/period.ts";
+import type { Pricing, Rate, SubscriptionWindow } from "@meter/rules";
 
 /** A plan as ingestion needs it: prices for cost rules, limits for thresholds and sessions. */
-export interface PlanInfo extends Pricing {
+export interface PlanInfo {
   id: string;
   name: string;
   maxSpendPerPeriod?: number;
@@ -14,9 +13,15 @@ export interface PlanInfo extends Pricing {
   softGateAt: number;
   hardGateAt: number;
   modelLimits: Record<string, { maxTokensPerPeriod: number }>;
+  costRates: Record<string, Rate>;
+  defaultCostRate?: Rate;
+  toolCosts: Record<string, number>;
+  defaultToolCost: number;
   sessionTimeoutMinutes: number;
   preCallEstimate: boolean;
   preCallBufferTokens: number;
+  /** The same prices as the rules module reads them (built once, sharing the records above). */
+  pricing: Pricing;
 }
 
 export interface KnownUser {
@@ -41,7 +46,7 @@ const RESOLVE_CHUNK = 1000;
 const rate = (r: { input: number; output: number }): Rate => ({ input: r.input, output: r.output });
 
 export function toPlanInfo(p: Plan): PlanInfo {
-  return {
+  const info: Omit<PlanInfo, "pricing"> = {
     id: p.id,
     name: p.name,
     maxSpendPerPeriod: p.maxSpendPerPeriod,
@@ -59,6 +64,14 @@ export function toPlanInfo(p: Plan): PlanInfo {
     preCallEstimate: p.preCallEstimate,
     preCallBufferTokens: Number(p.preCallBufferTokens),
   };
+  const pricing: Pricing = {
+    cost_rates: info.costRates,
+    model_limits: info.modelLimits,
+    default_cost_rate: info.defaultCostRate ?? null,
+    tool_costs: info.toolCosts,
+    default_tool_cost: info.defaultToolCost,
+  };
+  return { ...info, pricing };
 }
 
 export function toKnownUser(r: ResolvedUser): KnownUser {
