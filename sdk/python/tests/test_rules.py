@@ -48,9 +48,8 @@ GATES = TABLE["gates"]["cases"]
 def test_gates_table(case: dict[str, Any]) -> None:
     plan = _plan(case["plan"] if "plan" in case else TABLE["gates"]["plan"])
     u = case["usage"]
-    got = evaluate(
-        plan, u["period_cost"], u["session_cost"], u["model"], u["model_tokens"], u["estimate_cost"], u["estimate_tokens"]
-    )
+    args = ("period_cost", "session_cost", "model", "model_tokens", "estimate_cost", "estimate_tokens")
+    got = evaluate(plan, *(u[k] for k in args))
     _matches(dataclasses.asdict(got), case["expect"], case["name"])
 
 
@@ -59,7 +58,7 @@ def test_plan_defaults_table() -> None:
     got = dataclasses.asdict(PlanConfig())
     assert {k: got[k] for k in want} == want
     # Without a plan nothing is gated or priced; the session window is the default one.
-    assert DEFAULT_TIMEOUT == TABLE["plan_defaults"]["no_plan"]["session_timeout_minutes"] * 60
+    assert TABLE["plan_defaults"]["no_plan"]["session_timeout_minutes"] * 60 == DEFAULT_TIMEOUT
 
 
 ROLL_ON = TABLE["roll_on"]
