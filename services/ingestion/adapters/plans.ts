@@ -46,32 +46,35 @@ const RESOLVE_CHUNK = 1000;
 const rate = (r: { input: number; output: number }): Rate => ({ input: r.input, output: r.output });
 
 export function toPlanInfo(p: Plan): PlanInfo {
-  const info: Omit<PlanInfo, "pricing"> = {
+  const modelLimits = Object.fromEntries(
+    Object.entries(p.modelLimits).map(([m, l]) => [m, { maxTokensPerPeriod: Number(l.maxTokensPerPeriod) }]),
+  );
+  const costRates = Object.fromEntries(Object.entries(p.costRates).map(([m, r]) => [m, rate(r)]));
+  const defaultCostRate = p.defaultCostRate ? rate(p.defaultCostRate) : undefined;
+  const toolCosts = { ...p.toolCosts };
+  return {
     id: p.id,
     name: p.name,
     maxSpendPerPeriod: p.maxSpendPerPeriod,
     maxSpendPerSession: p.maxSpendPerSession,
     softGateAt: p.softGateAt,
     hardGateAt: p.hardGateAt,
-    modelLimits: Object.fromEntries(
-      Object.entries(p.modelLimits).map(([m, l]) => [m, { maxTokensPerPeriod: Number(l.maxTokensPerPeriod) }]),
-    ),
-    costRates: Object.fromEntries(Object.entries(p.costRates).map(([m, r]) => [m, rate(r)])),
-    defaultCostRate: p.defaultCostRate ? rate(p.defaultCostRate) : undefined,
-    toolCosts: { ...p.toolCosts },
+    modelLimits,
+    costRates,
+    defaultCostRate,
+    toolCosts,
     defaultToolCost: p.defaultToolCost,
     sessionTimeoutMinutes: p.sessionTimeoutMinutes,
     preCallEstimate: p.preCallEstimate,
     preCallBufferTokens: Number(p.preCallBufferTokens),
+    pricing: {
+      cost_rates: costRates,
+      model_limits: modelLimits,
+      default_cost_rate: defaultCostRate ?? null,
+      tool_costs: toolCosts,
+      default_tool_cost: p.defaultToolCost,
+    },
   };
-  const pricing: Pricing = {
-    cost_rates: info.costRates,
-    model_limits: info.modelLimits,
-    default_cost_rate: info.defaultCostRate ?? null,
-    tool_costs: info.toolCosts,
-    default_tool_cost: info.defaultToolCost,
-  };
-  return { ...info, pricing };
 }
 
 export function toKnownUser(r: ResolvedUser): KnownUser {
