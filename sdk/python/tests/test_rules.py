@@ -1,17 +1,19 @@
-"""Pure rules: the pricing table shared with the TypeScript client and the service
-(sdk/typescript/test/rules.json, read in place), and the gate, period and session arithmetic."""
+"""Pure rules: the table of cases shared with the TypeScript client and the service
+(sdk/typescript/test/rules.json, read in place), and the library's use of them."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
 
 from meter_sdk import PlanConfig, Rate, evaluate, price
-from meter_sdk.periods import apply_view, roll_locally
-from meter_sdk.state import UserEntry, parse_time
+from meter_sdk.periods import apply_view, roll_locally, roll_on
+from meter_sdk.sessions import window_over
+from meter_sdk.state import DEFAULT_TIMEOUT, UserEntry, calendar_month, iso, parse_time
 
-from .support import near, rules
+from .support import rules
 
 TABLE = rules()
 
@@ -20,72 +22,67 @@ def _plan(raw: dict[str, Any] | None) -> PlanConfig | None:
     return None if raw is None else PlanConfig.parse(raw)
 
 
-@pytest.mark.parametrize(
-    ("case", "pricing"),
-    [(c, TABLE["pricing"]) for c in TABLE["cases"]] + [(c, None) for c in TABLE["without_plan"]],
-    ids=lambda v: v["name"] if isinstance(v, dict) and "name" in v else "",
-)
+def _matches(got: dict[str, Any], want: dict[str, Any], what: str) -> None:
+    """Only the keys a case expects are checked; numbers within 1e-9."""
+    for k, v in want.items():
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and isinstance(got[k], (int, float)):
+            assert abs(got[k] - v) < 1e-9, f"{what}: {k} {got[k]} != {v}"
+        else:
+            assert got[k] == v, f"{what}: {k} {got[k]!r} != {v!r}"
+
+
+# An explicit cost is the service's rule for manual events: the client never prices one.
+PRICING = [(c, g["plan"]) for g in TABLE["pricing"] for c in g["cases"] if "cost" not in c]
+
+
+@pytest.mark.parametrize(("case", "pricing"), PRICING, ids=[c["name"] for c, _ in PRICING])
 def test_pricing_table(case: dict[str, Any], pricing: dict[str, Any] | None) -> None:
     got = price(case["model"], case["input_tokens"], case["output_tokens"], case["tool_calls"], _plan(pricing))
-    want = case["expect"]
-    assert got.model == want["model"], case["name"]
-    for k in ("cost_tokens", "cost_tools", "cost_total"):
-        assert near(getattr(got, k), want[k]), f"{case['name']}: {k} {getattr(got, k)} != {want[k]}"
+    _matches(dataclasses.asdict(got), case["expect"], case["name"])
 
 
-PLAN = PlanConfig(
-    max_spend_per_period=10,
-    max_spend_per_session=2,
-    model_limits={"m": 1000},
-    default_tool_cost=0.02,
-)
+GATES = TABLE["gates"]["cases"]
 
 
-def use(plan: PlanConfig | None = PLAN, **o: Any) -> Any:
-    a: dict[str, Any] = {
-        "period_cost": 0.0,
-        "session_cost": 0.0,
-        "model": "m",
-        "model_tokens": 0,
-        "estimate_cost": 0.0,
-        "estimate_tokens": 0.0,
-    }
-    a.update(o)
-    return evaluate(plan, **a)
+@pytest.mark.parametrize("case", GATES, ids=[c["name"] for c in GATES])
+def test_gates_table(case: dict[str, Any]) -> None:
+    plan = _plan(case["plan"] if "plan" in case else TABLE["gates"]["plan"])
+    u = case["usage"]
+    args = ("period_cost", "session_cost", "model", "model_tokens", "estimate_cost", "estimate_tokens")
+    got = evaluate(plan, *(u[k] for k in args))
+    _matches(dataclasses.asdict(got), case["expect"], case["name"])
 
 
-def test_gates_worst_dimension_thresholds_zero_cap_unset_limits() -> None:
-    assert use().status == "ok"
-    r = use(period_cost=8.0)
-    assert (r.status, r.gate_reason, r.usage_pct, r.current_value, r.limit_value) == (
-        "soft_gate",
-        "total_spend",
-        0.8,
-        8,
-        10,
-    )
-    assert use(period_cost=8.0, session_cost=1.8).gate_reason == "session_spend"
-    hard = use(period_cost=8.0, session_cost=1.8, model_tokens=1000)
-    assert (hard.status, hard.gate_reason) == ("hard_gate", "model_limit:m")
-    assert use(model="other", model_tokens=5000).status == "ok"
-    assert use(PlanConfig(max_spend_per_period=0)).status == "hard_gate"
-    assert use(PlanConfig(), period_cost=1e9).status == "ok"
-    assert use(None, period_cost=1e9).status == "ok"
-    assert use(period_cost=0.1 * 3 * (8 / 0.3) - 1e-13).status == "soft_gate"
-    assert (
-        use(PlanConfig(max_spend_per_period=10, soft_gate_at=0.5, hard_gate_at=0.9), period_cost=9).status
-        == "hard_gate"
-    )
+def test_plan_defaults_table() -> None:
+    want = TABLE["plan_defaults"]["plan"]
+    got = dataclasses.asdict(PlanConfig())
+    assert {k: got[k] for k in want} == want
+    # Without a plan nothing is gated or priced; the session window is the default one.
+    assert TABLE["plan_defaults"]["no_plan"]["session_timeout_minutes"] * 60 == DEFAULT_TIMEOUT
 
 
-def test_gates_with_an_estimate_land_on_the_cap_runs_past_it_blocks() -> None:
-    assert use(period_cost=9.0, estimate_cost=1.0).status == "soft_gate"
-    r = use(period_cost=9.0, estimate_cost=1.01)
-    assert r.status == "hard_gate"
-    assert abs(r.current_value - 10.01) < 1e-9
-    # The message keeps what was spent apart from what the call's estimate would add.
-    assert r.message is not None and "$9.0000 of $10.00 spent" in r.message and "estimate of $1.0100" in r.message
-    assert use(model_tokens=900, estimate_tokens=101).gate_reason == "model_limit:m"
+ROLL_ON = TABLE["roll_on"]
+
+
+@pytest.mark.parametrize("case", ROLL_ON, ids=[c["name"] for c in ROLL_ON])
+def test_roll_on_table(case: dict[str, Any]) -> None:
+    start, end = roll_on(parse_time(case["start"]), parse_time(case["end"]), parse_time(case["at"]))
+    assert {"start": iso(start), "end": iso(end)} == case["expect"]
+
+
+@pytest.mark.parametrize("case", TABLE["calendar_month"], ids=[c["at"] for c in TABLE["calendar_month"]])
+def test_calendar_month_table(case: dict[str, Any]) -> None:
+    start, end = calendar_month(parse_time(case["at"]))
+    assert {"start": iso(start), "end": iso(end)} == case["expect"]
+
+
+SESSIONS = TABLE["session_window"]["cases"]
+
+
+@pytest.mark.parametrize("case", SESSIONS, ids=[c["name"] for c in SESSIONS])
+def test_session_window_table(case: dict[str, Any]) -> None:
+    over = window_over(parse_time(case["since"]), parse_time(case["at"]), case["session_timeout_minutes"] * 60.0)
+    assert over is case["expect"]
 
 
 def test_plan_config_reads_omitted_and_null_caps_as_unlimited() -> None:
@@ -163,19 +160,3 @@ def test_sessions_rotate_from_their_start_caller_sessions_apart() -> None:
     e.sessions.prune(1900 + 1800, 1800)
     assert e.sessions.given is None
     assert e.sessions.idle(1900 + 1800 + 1800, 1800)
-
-
-def test_messages_are_the_typescript_clients_words() -> None:
-    # The examples of sdk/typescript/README.md and what its gates.ts prints for the same numbers.
-    r = use(session_cost=0.48, estimate_cost=0.04, plan=PlanConfig(max_spend_per_session=0.5))
-    assert r.message == (
-        "Session spend limit reached: $0.4800 of $0.50 spent (96%); "
-        "this call's estimate of $0.0400 would bring it to $0.5200 (104%)"
-    )
-    assert use(period_cost=1.0, plan=PlanConfig(max_spend_per_period=1)).message == (
-        "Spend limit reached: $1.0000 of $1.00 spent (100%)"
-    )
-    assert use(model_tokens=1_234_500, estimate_tokens=100, plan=PlanConfig(model_limits={"m": 1_000_000})).message == (
-        "Token limit reached for m this period: 1234500 of 1000000 tokens used (123%); "
-        "this call's estimate of 100 tokens would bring it to 1234600 (123%)"
-    )

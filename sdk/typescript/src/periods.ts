@@ -10,6 +10,7 @@
  */
 import type { PlanConfig, PlanConfigView, SessionView } from "./types.ts";
 import { byName } from "./own.ts";
+import { rollOn, sessionWindowMs } from "./rules/index.ts";
 import type { UserEntry } from "./state.ts";
 
 export type Merge = "first" | "reset" | "fresh_period" | "same_period";
@@ -37,7 +38,7 @@ export function applyView(e: UserEntry, view: SessionView, now: number): Merge {
   e.plan = view.plan;
   e.planId = view.plan_id ?? null;
   e.config = view.sdk_enabled ? intern(readPlanConfig(view.plan_config)) : null;
-  e.timeoutMs = view.plan_config.session_timeout_minutes * 60_000;
+  e.timeoutMs = sessionWindowMs(view.plan_config.session_timeout_minutes);
   e.periodStart = view.billing_period.start;
   e.periodEnd = view.billing_period.end;
   e.periodEndMs = Date.parse(view.billing_period.end);
@@ -52,15 +53,8 @@ export function applyView(e: UserEntry, view: SessionView, now: number): Merge {
  * locally and the next period is taken to be as long as the last, until the service answers.
  */
 export function rollLocally(e: UserEntry, now: number): void {
-  const start = Date.parse(e.periodStart);
-  let end = e.periodEndMs;
-  const length = Math.max(end - start, 1);
-  let newStart = end;
-  while (end <= now) {
-    newStart = end;
-    end += length;
-  }
-  e.periodStart = new Date(newStart).toISOString();
+  const { start, end } = rollOn(Date.parse(e.periodStart), e.periodEndMs, now);
+  e.periodStart = new Date(start).toISOString();
   e.periodEnd = new Date(end).toISOString();
   e.periodEndMs = end;
   e.periodCost = 0;

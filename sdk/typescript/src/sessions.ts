@@ -5,6 +5,7 @@
  * caller uses it; it is forgotten after a window without activity.
  */
 import { randomUUID } from "node:crypto";
+import { windowOver } from "./rules/index.ts";
 
 export class Session {
   /** Spend of settled calls. */
@@ -48,14 +49,14 @@ export class Sessions {
 
   /** The library's own session, rotated when its window is over. */
   current(now: number, timeoutMs: number): Session {
-    if (now - this.own.startedAt >= timeoutMs) this.own = new Session(randomUUID(), now);
+    if (windowOver(this.own.startedAt, now, timeoutMs)) this.own = new Session(randomUUID(), now);
     return this.own;
   }
 
   /** Forgets caller-given sessions idle for a whole window with nothing in flight. */
   prune(now: number, timeoutMs: number): void {
     if (!this.given) return;
-    for (const [id, s] of this.given) if (s.reserved === 0 && now - s.lastActive >= timeoutMs) this.given.delete(id);
+    for (const [id, s] of this.given) if (s.reserved === 0 && windowOver(s.lastActive, now, timeoutMs)) this.given.delete(id);
     if (this.given.size === 0) this.given = undefined;
   }
 
@@ -64,8 +65,8 @@ export class Sessions {
    * expired too: it started no later than its last activity) or has a call in flight.
    */
   idle(now: number, timeoutMs: number): boolean {
-    if (this.own.reserved !== 0 || now - this.own.lastActive < timeoutMs) return false;
-    for (const s of this.given?.values() ?? []) if (s.reserved !== 0 || now - s.lastActive < timeoutMs) return false;
+    if (this.own.reserved !== 0 || !windowOver(this.own.lastActive, now, timeoutMs)) return false;
+    for (const s of this.given?.values() ?? []) if (s.reserved !== 0 || !windowOver(s.lastActive, now, timeoutMs)) return false;
     return true;
   }
 

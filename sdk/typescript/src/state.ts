@@ -10,11 +10,10 @@ import { MeterTypeError } from "./errors.ts";
 import { byName, own } from "./own.ts";
 import { applyView, rollLocally, type Merge } from "./periods.ts";
 import { normalizeModel } from "./pricing.ts";
+import { NO_PLAN_CONFIG, calendarMonth, sessionWindowMs } from "./rules/index.ts";
 import { Sessions, type Session } from "./sessions.ts";
 import type { PlanConfig, SessionView, UsageEvent, UserState } from "./types.ts";
 
-/** SPEC.md's session window for a user whose plan is not known. */
-const DEFAULT_TIMEOUT_MINUTES = 30;
 /** Distinct model names remembered per user (normalization cache). */
 const MODEL_CACHE = 256;
 
@@ -45,7 +44,8 @@ export class UserEntry {
   tokensByModel: Record<string, number> = byName();
   costByModel: Record<string, number> = byName();
   sessions: Sessions;
-  timeoutMs = DEFAULT_TIMEOUT_MINUTES * 60_000;
+  /** SPEC.md's session window until the user's plan is known. */
+  timeoutMs = sessionWindowMs(NO_PLAN_CONFIG.session_timeout_minutes);
   /** Raw model name → normalized, for the plan in force. */
   readonly models = new Map<string, string>();
 
@@ -75,12 +75,10 @@ export class UserEntry {
     now: number,
   ) {
     // Until the service answers, the period is the calendar month (what it uses without a plan).
-    const d = new Date(now);
-    const start = Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1);
-    const end = Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1);
-    this.periodStart = new Date(start).toISOString();
-    this.periodEnd = new Date(end).toISOString();
-    this.periodEndMs = end;
+    const { start, end } = calendarMonth(new Date(now));
+    this.periodStart = start.toISOString();
+    this.periodEnd = end.toISOString();
+    this.periodEndMs = end.getTime();
     this.sessions = new Sessions(now);
   }
 

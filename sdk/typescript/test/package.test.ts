@@ -41,6 +41,13 @@ t("npm pack, install offline, README quick start as .mjs, .ts consumer type-chec
   const installed = await readdir(path.join(app, "node_modules/@meter/sdk/dist"));
   assert.ok(installed.includes("index.js") && installed.includes("index.d.ts"));
   assert.not.ok(installed.some((f) => f.endsWith(".ts") && !f.endsWith(".d.ts")), "only JavaScript and declarations ship");
+  // The rules module is compiled in (dist/rules); nothing shipped names the private workspace package.
+  const dist = path.join(app, "node_modules/@meter/sdk/dist");
+  const shipped = await readdir(dist, { recursive: true });
+  assert.ok(shipped.includes(path.join("rules", "index.js")), "the rules module ships in dist/rules");
+  for (const f of shipped.filter((f) => f.endsWith(".js") || f.endsWith(".d.ts"))) {
+    assert.not.match(await readFile(path.join(dist, f), "utf8"), /["']@meter\/rules["']/, f);
+  }
 
   // The README's quick start, as written, against a real product with user-42 on a plan.
   const readme = await readFile(path.join(pkgDir, "README.md"), "utf8");

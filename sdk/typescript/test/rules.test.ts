@@ -1,62 +1,134 @@
-// Pure rules: one table of pricing cases held against both the library and the service, and
-// the library's gate, period and session arithmetic.
+// The rules module against the one table of cases (rules.json, also run by the Python client),
+// then the library's own use of it: merging session views, rolling a period on, session windows.
 import { readFileSync } from "node:fs";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { manualCost, type Pricing as ServicePricing } from "../../../services/ingestion/domain/cost.ts";
-import { evaluate } from "../src/gates.ts";
+import * as rules from "../src/rules/index.ts";
 import { applyView, rollLocally } from "../src/periods.ts";
-import { price, type Pricing } from "../src/pricing.ts";
 import { UserEntry } from "../src/state.ts";
 import type { PlanConfig, SessionView } from "../src/types.ts";
 
-interface Case {
+type Expect = Record<string, unknown>;
+interface PricingCase {
   name: string;
   model: string | null;
   input_tokens: number;
   output_tokens: number;
   tool_calls: string[];
-  expect: { model: string | null; cost_tokens: number; cost_tools: number; cost_total: number };
+  cost?: number;
+  expect: Expect;
+}
+interface Sub {
+  plan: string;
+  effective_at: string;
+  period_start?: string;
+  period_end?: string;
 }
 const table = JSON.parse(readFileSync(new URL("./rules.json", import.meta.url), "utf8")) as {
-  pricing: Pricing;
-  cases: Case[];
-  without_plan: Case[];
+  pricing: { plan: rules.Pricing | null; cases: PricingCase[] }[];
+  gates: { plan: rules.GatePlan; cases: { name: string; plan?: rules.GatePlan | null; usage: Record<string, number | string | null>; expect: Expect }[] };
+  thresholds: { levels: number[]; cases: { spend: number; limit: number | null; expect: number[] }[] };
+  plan_defaults: { plan: rules.PlanRules; no_plan: rules.PlanRules };
+  roll_on: { name: string; start: string; end: string; at: string; expect: { start: string; end: string } }[];
+  calendar_month: { at: string; expect: { start: string; end: string } }[];
+  period_at: { cases: { name: string; history: Sub[]; at: string; expect: Expect }[] };
+  usage_period: { cases: { label: string; now: string; expect: Expect | null }[] };
+  session_window: { cases: { name: string; since: string; at: string; session_timeout_minutes: number; expect: boolean }[] };
 };
 
-function servicePricing(p: Pricing): ServicePricing {
-  return {
-    costRates: p.cost_rates,
-    modelLimits: p.model_limits,
-    defaultCostRate: p.default_cost_rate ?? undefined,
-    toolCosts: p.tool_costs,
-    defaultToolCost: p.default_tool_cost,
-  };
-}
-
-const near = (a: number, b: number) => Math.abs(a - b) < 1e-12;
-function same(actual: { model: string | null; cost_tokens: number; cost_tools: number; cost_total: number }, c: Case, who: string) {
-  const e = c.expect;
-  assert.is(actual.model, e.model, `${who}: ${c.name}: model`);
-  for (const k of ["cost_tokens", "cost_tools", "cost_total"] as const) {
-    assert.ok(near(actual[k], e[k]), `${who}: ${c.name}: ${k} ${actual[k]} != ${e[k]}`);
+/** Only the keys a case expects are checked; numbers within 1e-9. */
+function matches(actual: Record<string, unknown>, expect: Expect, what: string): void {
+  for (const [k, want] of Object.entries(expect)) {
+    const got = actual[k];
+    if (typeof want === "number" && typeof got === "number") assert.ok(Math.abs(got - want) < 1e-9, `${what}: ${k} ${got} != ${want}`);
+    else assert.equal(got, want, `${what}: ${k}`);
   }
 }
+const iso = (d: Date | number) => new Date(d).toISOString();
 
-const rules = suite("sdk: rules shared with the service");
+const t = suite("rules: the table of cases");
 
-rules("pricing table: the library and the service agree with every case", () => {
-  for (const [cases, pricing] of [[table.cases, table.pricing], [table.without_plan, null]] as const) {
-    for (const c of cases) {
-      same(price(c.model, c.input_tokens, c.output_tokens, c.tool_calls, pricing), c, "sdk");
-      const s = manualCost(
-        { model: c.model ?? undefined, inputTokens: c.input_tokens, outputTokens: c.output_tokens, toolCalls: c.tool_calls },
-        pricing ? servicePricing(pricing) : null,
-      );
-      same({ model: s.model, cost_tokens: s.costTokens, cost_tools: s.costTools, cost_total: s.costTotal }, c, "service");
+t("pricing: normalization, rates, tools, explicit costs, names of Object.prototype's members", () => {
+  let n = 0;
+  for (const group of table.pricing) {
+    for (const c of group.cases) {
+      matches({ ...rules.price(c.model, c.input_tokens, c.output_tokens, c.tool_calls, group.plan, c.cost) }, c.expect, c.name);
+      n++;
     }
   }
+  assert.ok(n >= 20, `${n} pricing cases`);
 });
+
+t("gates: every cap, soft and hard marks, estimates, messages", () => {
+  for (const c of table.gates.cases) {
+    const u = c.usage;
+    const input: rules.GateInput = {
+      periodCost: u.period_cost as number,
+      sessionCost: u.session_cost as number,
+      model: u.model as string | null,
+      modelTokens: u.model_tokens as number,
+      estimateCost: u.estimate_cost as number,
+      estimateTokens: u.estimate_tokens as number,
+    };
+    matches({ ...rules.evaluate(c.plan === undefined ? table.gates.plan : c.plan, input) }, c.expect, c.name);
+  }
+});
+
+t("thresholds: the levels, and which a spend has reached", () => {
+  assert.equal([...rules.THRESHOLDS], table.thresholds.levels);
+  for (const c of table.thresholds.cases) assert.equal(rules.reachedThresholds(c.spend, c.limit), c.expect, `${c.spend} of ${c.limit}`);
+  for (const c of table.thresholds.cases) assert.is(rules.hasThresholds(c.limit), c.limit !== null && c.limit > 0);
+});
+
+t("plan defaults: a plan's unset fields, and a user without a plan", () => {
+  assert.equal({ ...rules.PLAN_DEFAULTS }, table.plan_defaults.plan);
+  assert.equal({ ...rules.NO_PLAN_CONFIG }, table.plan_defaults.no_plan);
+});
+
+t("periods: roll-on by the window's length, calendar months", () => {
+  for (const c of table.roll_on) {
+    const w = rules.rollOn(Date.parse(c.start), Date.parse(c.end), Date.parse(c.at));
+    assert.equal({ start: iso(w.start), end: iso(w.end) }, c.expect, c.name);
+  }
+  for (const c of table.calendar_month) {
+    const m = rules.calendarMonth(new Date(c.at));
+    assert.equal({ start: iso(m.start), end: iso(m.end) }, c.expect, c.at);
+  }
+});
+
+t("periods: attribution over a subscription history", () => {
+  const date = (s: string | undefined) => (s === undefined ? undefined : new Date(s));
+  for (const c of table.period_at.cases) {
+    const history = c.history.map((s) => ({
+      planId: s.plan,
+      planName: s.plan,
+      effectiveAt: new Date(s.effective_at),
+      periodStart: date(s.period_start),
+      periodEnd: date(s.period_end),
+    }));
+    const p = rules.periodAt(history, new Date(c.at));
+    matches({ start: iso(p.start), end: iso(p.end), plan: p.subscription?.planId ?? null, calendar: p.calendar }, c.expect, c.name);
+  }
+});
+
+t("periods: the period of a usage query", () => {
+  for (const c of table.usage_period.cases) {
+    const p = rules.parseUsagePeriod(c.label, new Date(c.now));
+    const got = p === null ? null : p.kind === "current_period" ? { kind: p.kind } : { kind: p.kind, start: iso(p.start), end: iso(p.end) };
+    assert.equal(got, c.expect, JSON.stringify(c.label));
+  }
+});
+
+t("sessions: when a window is over", () => {
+  for (const c of table.session_window.cases) {
+    const over = rules.windowOver(Date.parse(c.since), Date.parse(c.at), rules.sessionWindowMs(c.session_timeout_minutes));
+    assert.is(over, c.expect, c.name);
+  }
+});
+
+t.run();
+
+const sdk = suite("sdk: the library's state over the rules");
 
 const PLAN: PlanConfig = {
   max_spend_per_period: 10,
@@ -72,50 +144,6 @@ const PLAN: PlanConfig = {
   pre_call_estimate: false,
   pre_call_buffer_tokens: 4096,
 };
-const use = (o: Partial<Parameters<typeof evaluate>[1]> = {}) => ({
-  periodCost: 0, sessionCost: 0, model: "m", modelTokens: 0, estimateCost: 0, estimateTokens: 0, ...o,
-});
-
-rules("gates: the worst dimension decides; thresholds; a cap of 0; unset limits", () => {
-  assert.is(evaluate(PLAN, use()).status, "ok");
-  assert.equal(evaluate(PLAN, use({ periodCost: 8 })), {
-    status: "soft_gate", gate_reason: "total_spend", usage_pct: 0.8, current_value: 8, limit_value: 10,
-    message: evaluate(PLAN, use({ periodCost: 8 })).message,
-  });
-  // Session at 90% outranks period at 80% (both soft); a hard one outranks both.
-  assert.is(evaluate(PLAN, use({ periodCost: 8, sessionCost: 1.8 })).gate_reason, "session_spend");
-  const hard = evaluate(PLAN, use({ periodCost: 8, sessionCost: 1.8, modelTokens: 1000 }));
-  assert.is(hard.status, "hard_gate");
-  assert.is(hard.gate_reason, "model_limit:m");
-  assert.is(evaluate(PLAN, use({ model: "other", modelTokens: 5000 })).status, "ok");
-  assert.is(evaluate({ ...PLAN, max_spend_per_period: 0 }, use()).status, "hard_gate");
-  assert.is(evaluate({ ...PLAN, max_spend_per_period: null, max_spend_per_session: null, model_limits: {} }, use({ periodCost: 1e9 })).status, "ok");
-  assert.is(evaluate(null, use({ periodCost: 1e9 })).status, "ok");
-  // Float sums landing a hair short of a threshold still reach it.
-  assert.is(evaluate(PLAN, use({ periodCost: 0.1 * 3 * (8 / 0.3) - 1e-13 })).status, "soft_gate");
-  // Per-plan thresholds.
-  assert.is(evaluate({ ...PLAN, soft_gate_at: 0.5, hard_gate_at: 0.9 }, use({ periodCost: 9 })).status, "hard_gate");
-});
-
-rules("gates with an estimate: a call that would land exactly on the cap runs, one past it is blocked", () => {
-  assert.is(evaluate(PLAN, use({ periodCost: 9, estimateCost: 1 })).status, "soft_gate");
-  const r = evaluate(PLAN, use({ periodCost: 9, estimateCost: 1.01 }));
-  assert.is(r.status, "hard_gate");
-  assert.ok(Math.abs(r.current_value - 10.01) < 1e-9);
-  assert.is(evaluate(PLAN, use({ modelTokens: 900, estimateTokens: 101 })).gate_reason, "model_limit:m");
-});
-
-rules("gate messages say what was spent and, apart, what the call's estimate would add", () => {
-  assert.is(evaluate(PLAN, use({ periodCost: 8 })).message, "Spend approaching the limit: $8.0000 of $10.00 spent (80%)");
-  assert.is(
-    evaluate(PLAN, use({ sessionCost: 0.48 * 4, estimateCost: 0.0804 * 4 })).message,
-    "Session spend limit reached: $1.9200 of $2.00 spent (96%); this call's estimate of $0.3216 would bring it to $2.2416 (112%)",
-  );
-  assert.is(
-    evaluate(PLAN, use({ modelTokens: 900, estimateTokens: 200 })).message,
-    "Token limit reached for m this period: 900 of 1000 tokens used (90%); this call's estimate of 200 tokens would bring it to 1100 (110%)",
-  );
-});
 
 function view(over: Partial<SessionView> = {}, usage: Partial<SessionView["current_usage"]> = {}): SessionView {
   return {
@@ -126,7 +154,7 @@ function view(over: Partial<SessionView> = {}, usage: Partial<SessionView["curre
   };
 }
 
-rules("periods: same dates keep the larger counters; fresh dates take the service's; a new service_user_id resets", () => {
+sdk("periods: same dates keep the larger counters; fresh dates take the service's; a new service_user_id resets", () => {
   const now = Date.parse("2026-11-15T00:00:00Z");
   const e = new UserEntry("u", now);
   assert.is(applyView(e, view(), now), "first");
@@ -148,7 +176,7 @@ rules("periods: same dates keep the larger counters; fresh dates take the servic
   assert.is(e.config, null);
 });
 
-rules("periods: past period_end with no answer, counters clear and the next period is as long as the last", () => {
+sdk("periods: past period_end with no answer, counters clear and the next period is as long as the last", () => {
   const e = new UserEntry("u", Date.parse("2026-11-15T00:00:00Z"));
   applyView(e, view({ billing_period: { start: "2026-11-01T00:00:00.000Z", end: "2026-11-11T00:00:00.000Z" } }), 0);
   rollLocally(e, Date.parse("2026-11-25T00:00:00Z"));
@@ -158,7 +186,7 @@ rules("periods: past period_end with no answer, counters clear and the next peri
   assert.equal({ ...e.tokensByModel }, {});
 });
 
-rules("sessions: the library's own rotates after the window from its start; caller sessions are kept apart", () => {
+sdk("sessions: the library's own rotates after the window from its start; caller sessions are kept apart", () => {
   const e = new UserEntry("u", 0);
   e.timeoutMs = 1000;
   const a = e.sessions.at(undefined, 0, 1000);
@@ -174,4 +202,4 @@ rules("sessions: the library's own rotates after the window from its start; call
   assert.is(e.idle(2500), true);
 });
 
-rules.run();
+sdk.run();

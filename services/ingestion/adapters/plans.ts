@@ -2,11 +2,10 @@ import type { Plan, ResolvedUser } from "@meter/proto/meter/plans/v1/plans_pb";
 import { PlansService } from "@meter/proto/meter/plans/v1/plans_pb";
 import { rpcClient } from "@meter/lib/rpc";
 import { fromTimestamp } from "@meter/lib/time";
-import type { Pricing, Rate } from "../domain/cost.ts";
-import type { SubscriptionWindow } from "../domain/period.ts";
+import type { Pricing, Rate, SubscriptionWindow } from "@meter/rules";
 
 /** A plan as ingestion needs it: prices for cost rules, limits for thresholds and sessions. */
-export interface PlanInfo extends Pricing {
+export interface PlanInfo {
   id: string;
   name: string;
   maxSpendPerPeriod?: number;
@@ -14,9 +13,15 @@ export interface PlanInfo extends Pricing {
   softGateAt: number;
   hardGateAt: number;
   modelLimits: Record<string, { maxTokensPerPeriod: number }>;
+  costRates: Record<string, Rate>;
+  defaultCostRate?: Rate;
+  toolCosts: Record<string, number>;
+  defaultToolCost: number;
   sessionTimeoutMinutes: number;
   preCallEstimate: boolean;
   preCallBufferTokens: number;
+  /** The same prices as the rules module reads them (built once, sharing the records above). */
+  pricing: Pricing;
 }
 
 export interface KnownUser {
@@ -41,6 +46,12 @@ const RESOLVE_CHUNK = 1000;
 const rate = (r: { input: number; output: number }): Rate => ({ input: r.input, output: r.output });
 
 export function toPlanInfo(p: Plan): PlanInfo {
+  const modelLimits = Object.fromEntries(
+    Object.entries(p.modelLimits).map(([m, l]) => [m, { maxTokensPerPeriod: Number(l.maxTokensPerPeriod) }]),
+  );
+  const costRates = Object.fromEntries(Object.entries(p.costRates).map(([m, r]) => [m, rate(r)]));
+  const defaultCostRate = p.defaultCostRate ? rate(p.defaultCostRate) : undefined;
+  const toolCosts = { ...p.toolCosts };
   return {
     id: p.id,
     name: p.name,
@@ -48,16 +59,21 @@ export function toPlanInfo(p: Plan): PlanInfo {
     maxSpendPerSession: p.maxSpendPerSession,
     softGateAt: p.softGateAt,
     hardGateAt: p.hardGateAt,
-    modelLimits: Object.fromEntries(
-      Object.entries(p.modelLimits).map(([m, l]) => [m, { maxTokensPerPeriod: Number(l.maxTokensPerPeriod) }]),
-    ),
-    costRates: Object.fromEntries(Object.entries(p.costRates).map(([m, r]) => [m, rate(r)])),
-    defaultCostRate: p.defaultCostRate ? rate(p.defaultCostRate) : undefined,
-    toolCosts: { ...p.toolCosts },
+    modelLimits,
+    costRates,
+    defaultCostRate,
+    toolCosts,
     defaultToolCost: p.defaultToolCost,
     sessionTimeoutMinutes: p.sessionTimeoutMinutes,
     preCallEstimate: p.preCallEstimate,
     preCallBufferTokens: Number(p.preCallBufferTokens),
+    pricing: {
+      cost_rates: costRates,
+      model_limits: modelLimits,
+      default_cost_rate: defaultCostRate ?? null,
+      tool_costs: toolCosts,
+      default_tool_cost: p.defaultToolCost,
+    },
   };
 }
 

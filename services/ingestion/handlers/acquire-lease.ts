@@ -3,7 +3,7 @@ import type { IngestionService } from "@meter/proto/meter/ingestion/v1/ingestion
 import { rpcError } from "@meter/lib/errors";
 import { own } from "@meter/lib/own";
 import type { IngestionDeps } from "../deps.ts";
-import { normalizeModel } from "../domain/cost.ts";
+import { NO_PLAN_CONFIG, normalizeModel } from "@meter/rules";
 import { encodeKey } from "../domain/field-keys.ts";
 import type { Ask } from "../leases/store.ts";
 import { settleUser } from "../late-changes.ts";
@@ -37,12 +37,12 @@ export function acquireLease(deps: IngestionDeps): ServiceImpl<typeof IngestionS
     const now = deps.now();
     const a = attribute(productId, req.userId, user, now);
     const plan = a.plan;
-    const hard = plan?.hardGateAt ?? 1;
+    const hard = plan?.hardGateAt ?? NO_PLAN_CONFIG.hard_gate_at;
     const asks: Ask[] = [];
     const maxSpend = plan?.maxSpendPerPeriod;
     const spendLimited = maxSpend !== undefined && maxSpend !== null;
     if (spendLimited) asks.push({ dim: null, cap: maxSpend * hard, need, want });
-    const model = req.model === undefined ? undefined : normalizeModel(req.model, plan ?? null);
+    const model = req.model === undefined ? undefined : normalizeModel(req.model, plan?.pricing ?? null);
     const tokenLimit = model === undefined ? undefined : own(plan?.modelLimits, model);
     if (tokenLimit) asks.push({ dim: encodeKey(model!), cap: tokenLimit.maxTokensPerPeriod * hard, need: needTokens, want: wantTokens });
     if (asks.length === 0) return { limited: false };

@@ -3,7 +3,7 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { CreateManualEventRequest, IngestionService } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import { rpcError } from "@meter/lib/errors";
 import { toTimestamp } from "@meter/lib/time";
-import { manualCost } from "../domain/cost.ts";
+import { price } from "@meter/rules";
 import { encodeMetadata } from "../domain/field-keys.ts";
 import type { IngestionDeps } from "../deps.ts";
 import type { UsageEventDoc } from "../store/usage-events.ts";
@@ -55,10 +55,7 @@ export function createManualEvent(deps: IngestionDeps): ServiceImpl<typeof Inges
     const job = `job_${randomUUID()}`;
     const _id = manualId(productId, eventId, req.idempotencyKey);
     const a = attribute(productId, req.userId, user, now);
-    const cost = manualCost(
-      { cost: req.cost, model: req.model, inputTokens: input, outputTokens: output, toolCalls: req.toolCalls },
-      a.plan,
-    );
+    const cost = price(req.model, input, output, req.toolCalls, a.plan?.pricing ?? null, req.cost);
     const metadata = { ...(req.metadata ?? {}) };
     if (req.idempotencyKey !== undefined) metadata.idempotency_key = req.idempotencyKey;
     const doc: UsageEventDoc = {
@@ -75,9 +72,9 @@ export function createManualEvent(deps: IngestionDeps): ServiceImpl<typeof Inges
       total_tokens: input + output,
       tool_calls: req.toolCalls,
       tool_call_count: req.toolCalls.length,
-      cost_tokens: cost.costTokens,
-      cost_tools: cost.costTools,
-      cost_total: cost.costTotal,
+      cost_tokens: cost.cost_tokens,
+      cost_tools: cost.cost_tools,
+      cost_total: cost.cost_total,
       metadata: encodeMetadata(metadata),
       source: "manual",
       description: req.description ?? null,

@@ -2,6 +2,7 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import { LRUCache } from "lru-cache";
 import type { IngestionService } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import { toTimestamp } from "@meter/lib/time";
+import { NO_PLAN_CONFIG } from "@meter/rules";
 import { decodeKeys } from "../domain/field-keys.ts";
 import type { IngestionDeps } from "../deps.ts";
 import { counterId } from "../store/counters.ts";
@@ -11,12 +12,6 @@ import { requireProduct, requireUser } from "./common.ts";
 
 /** Plan name reported for a user without a plan (with sdk_enabled false). */
 export const NO_PLAN = "none";
-
-/**
- * Plan fields reported for a user without a plan: SPEC.md's session window and pre-call
- * buffer defaults, and no prices (tools cost nothing, as manual events of such users do).
- */
-const NO_PLAN_CONFIG = { sessionTimeoutMinutes: 30, defaultToolCost: 0, preCallBufferTokens: 4096 };
 
 /**
  * Which counter a user's session will read, guessed before the user is resolved so that the
@@ -72,18 +67,18 @@ export function getSession(deps: IngestionDeps): ServiceImpl<typeof IngestionSer
       planConfig: {
         maxSpendPerPeriod: plan?.maxSpendPerPeriod,
         maxSpendPerSession: plan?.maxSpendPerSession,
-        softGateAt: plan?.softGateAt ?? 0.8,
-        hardGateAt: plan?.hardGateAt ?? 1.0,
+        softGateAt: plan?.softGateAt ?? NO_PLAN_CONFIG.soft_gate_at,
+        hardGateAt: plan?.hardGateAt ?? NO_PLAN_CONFIG.hard_gate_at,
         modelLimits: Object.fromEntries(
           Object.entries(plan?.modelLimits ?? {}).map(([m, l]) => [m, { maxTokensPerPeriod: BigInt(l.maxTokensPerPeriod) }]),
         ),
         costRates: plan?.costRates ?? {},
-        sessionTimeoutMinutes: plan?.sessionTimeoutMinutes ?? NO_PLAN_CONFIG.sessionTimeoutMinutes,
+        sessionTimeoutMinutes: plan?.sessionTimeoutMinutes ?? NO_PLAN_CONFIG.session_timeout_minutes,
         defaultCostRate: plan?.defaultCostRate,
         toolCosts: plan?.toolCosts ?? {},
-        defaultToolCost: plan?.defaultToolCost ?? NO_PLAN_CONFIG.defaultToolCost,
-        preCallEstimate: plan?.preCallEstimate ?? false,
-        preCallBufferTokens: BigInt(plan?.preCallBufferTokens ?? NO_PLAN_CONFIG.preCallBufferTokens),
+        defaultToolCost: plan?.defaultToolCost ?? NO_PLAN_CONFIG.default_tool_cost,
+        preCallEstimate: plan?.preCallEstimate ?? NO_PLAN_CONFIG.pre_call_estimate,
+        preCallBufferTokens: BigInt(plan?.preCallBufferTokens ?? NO_PLAN_CONFIG.pre_call_buffer_tokens),
       },
       currentUsage: {
         periodCost: counter?.cost ?? 0,

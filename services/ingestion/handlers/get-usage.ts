@@ -2,7 +2,7 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { IngestionService } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import { rpcError } from "@meter/lib/errors";
 import { decodeKeys } from "../domain/field-keys.ts";
-import { parseUsagePeriod } from "../domain/period.ts";
+import { parseUsagePeriod } from "@meter/rules";
 import type { IngestionDeps } from "../deps.ts";
 import { counterId, monthCounterId, plus, type Totals } from "../store/counters.ts";
 import { settleUser } from "../late-changes.ts";

@@ -5,7 +5,7 @@ import { rpcError, type FieldIssue } from "@meter/lib/errors";
 import { refusedTimestamps } from "@meter/lib/metrics";
 import { timestampDate, usageTimestampProblem } from "@meter/lib/time";
 import type { KnownUser } from "../adapters/plans.ts";
-import { normalizeModel } from "../domain/cost.ts";
+import { normalizeModel } from "@meter/rules";
 import { encodeMetadata } from "../domain/field-keys.ts";
 import type { IngestionDeps } from "../deps.ts";
 import type { UsageEventDoc } from "../store/usage-events.ts";
@@ -61,7 +61,7 @@ function validate(events: readonly UsageEvent[]): void {
 export function usageDoc(productId: string, job: string, e: UsageEvent, user: KnownUser | undefined, receivedAt: Date): UsageEventDoc {
   const timestamp = timestampDate(e.timestamp!);
   const a = attribute(productId, e.userId, user, timestamp);
-  const model = e.model ? normalizeModel(e.model, a.plan) : null;
+  const model = e.model ? normalizeModel(e.model, a.plan?.pricing ?? null) : null;
   // int64 fields arrive as bigint; token counts stay far below 2^53.
   const input = Number(e.inputTokens);
   const output = Number(e.outputTokens);

@@ -4,7 +4,7 @@ import { rpcError } from "@meter/lib/errors";
 import type { IngestionDeps } from "../deps.ts";
 import { attribute } from "../usage.ts";
 import { requireProduct, requireUser } from "./common.ts";
-import { normalizeModel } from "../domain/cost.ts";
+import { normalizeModel } from "@meter/rules";
 import { encodeKey } from "../domain/field-keys.ts";
 import { leaseMessage, requireDollars, requireLeaseId, requireTokens } from "./lease-common.ts";
 
@@ -28,7 +28,7 @@ export function releaseLease(deps: IngestionDeps): ServiceImpl<typeof IngestionS
     const usedTokens: Record<string, number> = {};
     for (const [model, n] of models) {
       if (model.length < 1 || model.length > 255) throw rpcError.invalid("used_tokens keys must be model names of 1-255 characters");
-      usedTokens[encodeKey(normalizeModel(model, a.plan ?? null))] = requireTokens(`used_tokens.${model}`, n);
+      usedTokens[encodeKey(normalizeModel(model, a.plan?.pricing ?? null))] = requireTokens(`used_tokens.${model}`, n);
     }
     const lease = await deps.leases.store.release(a.counterId, holder, used, usedTokens);
     if (!lease) throw rpcError.notFound(`lease "${holder}" not found in the current period of user "${req.userId}"`);

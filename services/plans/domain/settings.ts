@@ -1,48 +1,16 @@
 // Plan settings: defaults, validation and partial updates. Pure functions, no I/O.
 import type { PlanSettings } from "@meter/proto/meter/plans/v1/plans_pb";
 import { rpcError } from "@meter/lib/errors";
+import { PLAN_DEFAULTS, type PlanRules, type Rate } from "@meter/rules";
 
-export interface Rate {
-  input: number;
-  output: number;
-}
+export { PLAN_DEFAULTS, type Rate };
 
 /** Every setting of a stored plan, defaults filled in. Maps are plain records here. */
-export interface PlanValues {
+export interface PlanValues extends PlanRules {
   name: string;
-  /** null = unlimited */
-  max_spend_per_period: number | null;
-  /** null = unlimited */
-  max_spend_per_session: number | null;
-  session_timeout_minutes: number;
-  soft_gate_at: number;
-  hard_gate_at: number;
-  /** model -> max_tokens_per_period */
-  model_limits: Record<string, number>;
-  cost_rates: Record<string, Rate>;
-  default_cost_rate: Rate | null;
-  tool_costs: Record<string, number>;
-  default_tool_cost: number;
-  pre_call_estimate: boolean;
-  pre_call_buffer_tokens: number;
 }
 
 export type PlanField = keyof PlanValues;
-
-export const PLAN_DEFAULTS: Omit<PlanValues, "name"> = {
-  max_spend_per_period: null,
-  max_spend_per_session: null,
-  session_timeout_minutes: 30,
-  soft_gate_at: 0.8,
-  hard_gate_at: 1,
-  model_limits: {},
-  cost_rates: {},
-  default_cost_rate: null,
-  tool_costs: {},
-  default_tool_cost: 0.02,
-  pre_call_estimate: false,
-  pre_call_buffer_tokens: 4096,
-};
 
 /** The PlanSettings field names an update mask may name (proto names = JSON names). */
 export const PLAN_FIELDS: readonly PlanField[] = ["name", ...(Object.keys(PLAN_DEFAULTS) as PlanField[])];

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { THRESHOLDS } from "@meter/rules";
 
 /** Every webhook event type of the API contract; endpoints subscribe to a non-empty subset. */
 export const EVENT_TYPES = [
@@ -22,7 +23,7 @@ export const API_VERSION = "2026-01-01";
 
 export const USER_AGENT = "Meter-Webhooks/1.0";
 
-export const THRESHOLDS = [50, 80, 100] as const;
+export { THRESHOLDS };
 
 /** Delay before each attempt (attempt n waits RETRY_DELAYS_MS[n-1]), as in the contract. */
 export const RETRY_DELAYS_MS = [0, 60_000, 5 * 60_000, 30 * 60_000, 2 * 3_600_000, 8 * 3_600_000] as const;

@@ -1,4 +1,6 @@
 /** Summary kinds and the UTC window each scheduled run reports on. */
+import { calendarMonth } from "@meter/rules";
+
 export const SUMMARY_TYPES = ["daily", "weekly", "monthly"] as const;
 export type SummaryType = (typeof SUMMARY_TYPES)[number];
 
@@ -23,7 +25,5 @@ export function previousPeriod(type: SummaryType, now: Date): { start: Date; end
     const thisMonday = today - sinceMonday * DAY;
     return { start: new Date(thisMonday - 7 * DAY), end: new Date(thisMonday) };
   }
-  const end = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1);
-  const start = Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - 1, 1);
-  return { start: new Date(start), end: new Date(end) };
+  return calendarMonth(new Date(calendarMonth(now).start.getTime() - 1));
 }

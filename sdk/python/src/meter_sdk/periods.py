@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import json
+import math
 from typing import Any, Literal
 
 from .state import UserEntry, iso, parse_time
@@ -82,15 +83,17 @@ def apply_view(e: UserEntry, view: dict[str, Any], now: float) -> Merge:
     return merge
 
 
+def roll_on(start: float, end: float, t: float) -> tuple[float, float]:
+    """The window as long as [start, end) that holds ``t`` (at or after ``start``), counting on from
+    ``start``, as billing subscriptions renew. Epoch seconds."""
+    length = max(end - start, 0.001)
+    k = math.floor((t - start) / length)
+    return start + k * length, start + (k + 1) * length
+
+
 def roll_locally(e: UserEntry, now: float) -> None:
     """The period ended and the service gave no new one: clear counters, assume the next period is as long."""
-    start = parse_time(e.period_start)
-    end = e.period_end_t
-    length = max(end - start, 0.001)
-    new_start = end
-    while end <= now:
-        new_start = end
-        end += length
+    new_start, end = roll_on(parse_time(e.period_start), e.period_end_t, now)
     e.period_start = iso(new_start)
     e.period_end = iso(end)
     e.period_end_t = end

@@ -8,6 +8,11 @@ from __future__ import annotations
 import uuid
 
 
+def window_over(since: float, now: float, window: float) -> bool:
+    """Whether the window of ``window`` seconds that began at ``since`` is over at ``now`` (the end is exclusive)."""
+    return now - since >= window
+
+
 class Session:
     __slots__ = ("cost", "id", "last_active", "reserved", "started_at")
 
@@ -42,7 +47,7 @@ class Sessions:
         return s
 
     def current(self, now: float, timeout: float) -> Session:
-        if now - self.own.started_at >= timeout:
+        if window_over(self.own.started_at, now, timeout):
             self.own = Session(str(uuid.uuid4()), now)
         return self.own
 

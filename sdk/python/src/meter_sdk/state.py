@@ -25,6 +25,14 @@ def parse_time(s: str) -> float:
     return dt.datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
 
 
+def calendar_month(t: float) -> tuple[float, float]:
+    """The calendar month (UTC) holding ``t``: its start and its exclusive end, in epoch seconds."""
+    d = dt.datetime.fromtimestamp(t, dt.timezone.utc)
+    start = dt.datetime(d.year, d.month, 1, tzinfo=dt.timezone.utc)
+    end = dt.datetime(d.year + (d.month == 12), d.month % 12 + 1, 1, tzinfo=dt.timezone.utc)
+    return start.timestamp(), end.timestamp()
+
+
 class UserEntry:
     __slots__ = (
         "config",
@@ -73,12 +81,10 @@ class UserEntry:
         self.unknown = False
         self.started = False
         # Until the service answers, the period is the calendar month (what it uses without a plan).
-        d = dt.datetime.fromtimestamp(now, dt.timezone.utc)
-        start = dt.datetime(d.year, d.month, 1, tzinfo=dt.timezone.utc)
-        end = dt.datetime(d.year + (d.month == 12), d.month % 12 + 1, 1, tzinfo=dt.timezone.utc)
-        self.period_start = iso(start.timestamp())
-        self.period_end = iso(end.timestamp())
-        self.period_end_t = end.timestamp()
+        start, end = calendar_month(now)
+        self.period_start = iso(start)
+        self.period_end = iso(end)
+        self.period_end_t = end
         self.period_cost = 0.0
         self.tokens_by_model: dict[str, int] = {}
         self.cost_by_model: dict[str, float] = {}

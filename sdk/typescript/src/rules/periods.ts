@@ -1,6 +1,6 @@
 /**
- * Billing-period attribution: which period (and which subscription) an event at time `t`
- * belongs to. Pure functions; the rule is documented in the service README.
+ * Billing periods: calendar months (UTC), roll-on of a dated window by its own length, and
+ * attribution (which period, and which subscription, an event at time `t` belongs to).
  */
 
 /** One entry of a user's subscription history, as the plans service reports it. */
@@ -29,13 +29,21 @@ export function calendarMonth(t: Date): { start: Date; end: Date } {
   return { start: new Date(Date.UTC(y, m, 1)), end: new Date(Date.UTC(y, m + 1, 1)) };
 }
 
+/**
+ * The window of the same length as [start, end) that holds `t` (at or after `start`), counting
+ * on from `start`, as billing subscriptions renew. Times in epoch milliseconds.
+ */
+export function rollOn(start: number, end: number, t: number): { start: number; end: number } {
+  const length = Math.max(end - start, 1);
+  const k = Math.floor((t - start) / length);
+  return { start: start + k * length, end: start + (k + 1) * length };
+}
+
 /** The window of a dated subscription that holds `t`: its own dates, or rolled on by their length. */
 function windowAt(s: SubscriptionWindow, t: Date): { start: Date; end: Date } | null {
   if (!s.periodStart || !s.periodEnd || t < s.periodStart) return null;
-  const from = s.periodStart.getTime();
-  const length = s.periodEnd.getTime() - from;
-  const k = Math.floor((t.getTime() - from) / length);
-  return { start: new Date(from + k * length), end: new Date(from + (k + 1) * length) };
+  const w = rollOn(s.periodStart.getTime(), s.periodEnd.getTime(), t.getTime());
+  return { start: new Date(w.start), end: new Date(w.end) };
 }
 
 function contains(s: SubscriptionWindow, t: Date): boolean {

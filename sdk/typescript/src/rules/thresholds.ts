@@ -10,7 +10,7 @@ export function hasThresholds(limit: number | null | undefined): limit is number
 }
 
 /** The thresholds that period spend has reached. */
-export function reachedThresholds(spend: number, limit: number | undefined): number[] {
+export function reachedThresholds(spend: number, limit: number | null | undefined): number[] {
   if (!hasThresholds(limit)) return [];
   // A relative tolerance absorbs floating-point sums (0.1 + 0.2 + ... landing just short).
   return THRESHOLDS.filter((pct) => spend >= (limit * pct) / 100 - limit * 1e-9);

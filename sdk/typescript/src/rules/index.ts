@@ -1,0 +1,20 @@
+/**
+ * The rules of SPEC.md as pure functions, defined once: every service imports them as
+ * @meter/rules, and @meter/sdk compiles them into its own build (it has no runtime dependency).
+ * One table of cases, sdk/typescript/test/rules.json, holds them to account; the Python client
+ * runs the same table against its own implementation.
+ */
+export { NO_PLAN_CONFIG, PLAN_DEFAULTS, type PlanRules, type Rate } from "./plans.ts";
+export { estimateTokens, normalizeModel, price, rateOf, tokenCost, toolsCost, type Priced, type Pricing } from "./pricing.ts";
+export { evaluate, type GateInput, type GatePlan, type GateResult } from "./gates.ts";
+export { THRESHOLDS, hasThresholds, reachedThresholds } from "./thresholds.ts";
+export {
+  calendarMonth,
+  parseUsagePeriod,
+  periodAt,
+  rollOn,
+  type BillingPeriod,
+  type SubscriptionWindow,
+  type UsagePeriod,
+} from "./periods.ts";
+export { sessionWindowMs, windowOver } from "./sessions.ts";
