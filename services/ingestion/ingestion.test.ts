@@ -334,6 +334,48 @@ t("new dates recorded late take their events out of the dated window they were c
   close(granted + remaining, 94, "the new period has spent 6 of its 100");
 });
 
+t("an event counted under the old history after the change was applied moves with no call about the user", async ({ stack, mongo }) => {
+  const { api, productId } = await stack.newProduct();
+  const plans = await api.post("/config/plans", { plans: [{ name: "free" }, { name: "capped", max_spend_per_period: 100 }] });
+  const [free, capped] = plans.body.plans.map((p: { id: string }) => p.id);
+  const userId = `straggler-${randomUUID()}`;
+  await api.post("/users", { external_user_id: userId });
+  assert.is((await api.post(`/users/${userId}/subscription`, { plan_id: free })).status, 200);
+  const now = Date.now();
+  const start = new Date(now - 3 * HOUR);
+  const end = new Date(now + 30 * DAY);
+  const sub = { plan_id: capped, period_start: start.toISOString(), period_end: end.toISOString() };
+  assert.is((await api.post(`/users/${userId}/subscription`, sub)).status, 200);
+  // The change is applied by this first read: nothing had arrived yet.
+  assert.is((await api.get(`/users/${userId}/session`)).body.current_usage.period_cost, 0);
+
+  // A request that resolved the user before the change and died after inserting its event,
+  // stamped inside the new dates: the recovery sweep counts it in the calendar month.
+  const db = mongo.db(`${stack.dbPrefix}_ingestion`);
+  const { usageDoc } = await import("./handlers/ingest-usage-events.ts");
+  const { create } = await import("@bufbuild/protobuf");
+  const { UsageEventSchema } = await import("@meter/proto/meter/ingestion/v1/ingestion_pb");
+  const { toTimestamp } = await import("@meter/lib/time");
+  const job = `job_${randomUUID()}`;
+  const stamped = new Date(now - HOUR);
+  const doc = usageDoc(productId, job, create(UsageEventSchema, { id: randomUUID(), userId, timestamp: toTimestamp(stamped), costTotal: 2 }), undefined, new Date(now - 10_000));
+  assert.is.not(doc.counter_id, `${productId}|${start.toISOString()}|${userId}`, "counted under the old history");
+  await db.collection<StoredJob>("jobs").insertOne(storedJob({ _id: job, kind: "usage", product_id: productId, ids: [doc._id], created_at: new Date(now - 10_000) }));
+  await db.collection("usage_events").insertOne(doc as never);
+
+  // No call about the user: the late-change job moves it into the new period's counter.
+  const counters = db.collection<{ _id: string; cost: number }>("counters");
+  const moved = await eventually(async () => {
+    const c = await counters.findOne({ _id: `${productId}|${start.toISOString()}|${userId}` });
+    return c && c.cost > 0 ? c : undefined;
+  }, 30_000, "the straggler to move");
+  close(moved.cost, 2);
+  close((await counters.findOne({ _id: doc.counter_id }))!.cost, 0, "taken out of the calendar month");
+  const session = (await api.get(`/users/${userId}/session`)).body;
+  assert.equal([session.plan, session.billing_period.start], ["capped", start.toISOString()]);
+  close(session.current_usage.period_cost, 2);
+});
+
 t("a period starting with a calendar month carries that month's share; month usage adds both", async ({ stack, mongo }) => {
   const { api, productId } = await stack.newProduct();
   const plan = await api.post("/config/plans", { plans: [{ name: "capped", max_spend_per_period: 100 }] });

@@ -24,6 +24,8 @@ import { settleLateChanges } from "./move.ts";
 
 /** Changes followed per round at most (the rest wait for the next round). */
 const PER_ROUND = 1_000;
+/** How far before the last round's start a round looks for lists recorded since. */
+const RECHECK_MARGIN_MS = 10_000;
 /** Users whose applied change this process remembers. */
 const REMEMBERED = 100_000;
 
@@ -34,6 +36,8 @@ interface PendingChange {
   user_id: string;
   /** When the last change seen leaves the window: followed until then. */
   until: Date;
+  /** Start of the last round that applied it: the next needs only lists recorded since. */
+  checked_at?: Date;
 }
 
 /** What this process knows of each user's changes: the change seen last, and whether it applied it. */
@@ -58,7 +62,8 @@ export class LateChanges {
     const ops: AnyBulkWriteOperation<PendingChange>[] = users.map((u) => ({
       updateOne: {
         filter: { _id: pendingId(productId, u.userId) },
-        update: { $set: { product_id: productId, user_id: u.userId, until: u.until } },
+        // A new change: the next round looks at every list within the window again.
+        update: { $set: { product_id: productId, user_id: u.userId, until: u.until }, $unset: { checked_at: "" } },
         upsert: true,
       },
     }));
@@ -75,7 +80,7 @@ const userKey = (productId: string, userId: string) => `${productId}\n${userId}`
  * The changes of `user` still to apply, as one string (empty: none): subscriptions recorded
  * within the window whose dates began before now. A pure look at the history.
  */
-function changesOf(user: KnownUser, now: Date, windowMs: number): { changes: string; until: Date } | null {
+function changesOf(user: KnownUser, now: Date, windowMs: number): { changes: string; last: number; until: Date } | null {
   const since = now.getTime() - windowMs;
   let changes = "";
   let last = 0;
@@ -84,7 +89,7 @@ function changesOf(user: KnownUser, now: Date, windowMs: number): { changes: str
     changes += `${s.effectiveAt.getTime()}/${s.periodStart.getTime()};`;
     last = Math.max(last, s.effectiveAt.getTime());
   }
-  return changes ? { changes, until: new Date(last + windowMs) } : null;
+  return changes ? { changes, last, until: new Date(last + windowMs) } : null;
 }
 
 /**
@@ -146,18 +151,33 @@ export async function followLateChanges(deps: IngestionDeps): Promise<number> {
   const now = deps.now();
   const docs = await lc.pending.find({}).limit(PER_ROUND).toArray();
   const done = docs.filter((d) => d.until < now).map((d) => d._id);
-  const byProduct = new Map<string, string[]>();
+  const byProduct = new Map<string, PendingChange[]>();
   for (const d of docs) {
     if (d.until < now) continue;
     const list = byProduct.get(d.product_id);
-    if (list) list.push(d.user_id);
-    else byProduct.set(d.product_id, [d.user_id]);
+    if (list) list.push(d);
+    else byProduct.set(d.product_id, [d]);
   }
   let moved = 0;
-  for (const [productId, userIds] of byProduct) {
-    const users = await deps.users.resolve(productId, userIds);
-    for (const userId of userIds) if (!users.has(userId)) done.push(pendingId(productId, userId));
-    moved += (await settleLateChanges(deps, productId, users)).size;
+  for (const [productId, list] of byProduct) {
+    const users = await deps.users.resolve(productId, list.map((d) => d.user_id));
+    // A change applied before needs only the lists recorded since the last round began (the
+    // stragglers), with a margin for a list stamped just before its bucket was written; a
+    // change recorded since then needs every list within the window.
+    let from: Date | undefined = now;
+    for (const d of list) {
+      const user = users.get(d.user_id);
+      if (!user) {
+        done.push(d._id);
+        continue;
+      }
+      const c = changesOf(user, now, deps.lateChangeWindowMs);
+      const since = d.checked_at ? d.checked_at.getTime() - RECHECK_MARGIN_MS : -Infinity;
+      if (!c || c.last >= since) from = undefined;
+      else if (from && since < from.getTime()) from = new Date(since);
+    }
+    moved += (await settleLateChanges(deps, productId, users, from)).size;
+    await lc.pending.updateMany({ _id: { $in: list.map((d) => d._id) } }, { $set: { checked_at: now } });
     for (const [userId, user] of users) {
       const c = changesOf(user, now, deps.lateChangeWindowMs);
       if (c) lc.seen.set(userKey(productId, userId), { changes: c.changes, applied: true });

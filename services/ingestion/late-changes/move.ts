@@ -81,7 +81,13 @@ interface Entry {
  * recorded within the window; for one with, a read of the product's recent jobs and one of
  * their lists for the suspect counters.
  */
-export async function settleLateChanges(deps: IngestionDeps, productId: string, users: ReadonlyMap<string, KnownUser>): Promise<Set<string>> {
+export async function settleLateChanges(
+  deps: IngestionDeps,
+  productId: string,
+  users: ReadonlyMap<string, KnownUser>,
+  /** Only jobs that recorded their lists from then on (a change applied before: what came since). */
+  recordedFrom?: Date,
+): Promise<Set<string>> {
   const changed = new Set<string>();
   if (deps.lateChangeWindowMs <= 0) return changed;
   const now = deps.now();
@@ -96,7 +102,7 @@ export async function settleLateChanges(deps: IngestionDeps, productId: string, 
   }
   if (!from) return changed;
   // Lists are written when a job completes, so a job since the start may hold such events.
-  const jobs = await deps.arrivals.jobsSince(productId, from, now);
+  const jobs = await deps.arrivals.jobsSince(productId, recordedFrom && recordedFrom > from ? recordedFrom : from, now);
   if (jobs.length === 0) return changed;
   const entries: Entry[] = [];
   for (const list of await deps.arrivals.get(jobs.flatMap((j) => [...suspect.keys()].map((c) => listId(j, c))))) {
