@@ -149,7 +149,8 @@ export async function followLateChanges(deps: IngestionDeps): Promise<number> {
   if (deps.lateChangeWindowMs <= 0) return 0;
   const lc = deps.lateChanges;
   const now = deps.now();
-  const docs = await lc.pending.find({}).limit(PER_ROUND).toArray();
+  // Least recently applied first (new changes have none), so none waits behind a thousand others.
+  const docs = await lc.pending.find({}).sort({ checked_at: 1 }).limit(PER_ROUND).toArray();
   const done = docs.filter((d) => d.until < now).map((d) => d._id);
   const byProduct = new Map<string, PendingChange[]>();
   for (const d of docs) {
