@@ -2,12 +2,13 @@ import type { JobScheduler } from "@meter/lib/jobs";
 import type { Logger } from "@meter/lib/logger";
 import type { UserDirectory } from "./adapters/plans.ts";
 import type { RetentionPolicy } from "./retention.ts";
-import type { ArrivalStore } from "./store/arrivals.ts";
-import type { CrossingStore } from "./store/crossings.ts";
+import type { ArrivalStore } from "./late-changes/arrivals.ts";
+import type { LateChanges } from "./late-changes/follow.ts";
+import type { CrossingStore } from "./thresholds/store.ts";
 import type { CounterStore } from "./store/counters.ts";
 import type { GateEventStore } from "./store/gate-events.ts";
 import type { LeaseStore } from "./leases/store.ts";
-import type { JobStore } from "./store/jobs.ts";
+import type { JobStore } from "./exactly-once/job-store.ts";
 import type { OutboxStore } from "./store/outbox.ts";
 import type { UsageEventStore } from "./store/usage-events.ts";
 
@@ -20,6 +21,8 @@ export interface IngestionDeps {
   events: UsageEventStore;
   counters: CounterStore;
   arrivals: ArrivalStore;
+  /** Late changes seen and followed (late-changes/follow.ts). */
+  lateChanges: LateChanges;
   gates: GateEventStore;
   crossings: CrossingStore;
   jobs: JobStore;
@@ -34,7 +37,7 @@ export interface IngestionDeps {
   recoveryAfterMs: number;
   /**
    * How long after arriving an event may still be moved to the period of a subscription
-   * recorded late whose dates contain it (late-changes.ts); 0: never.
+   * recorded late whose dates contain it (late-changes/); 0: never.
    */
   lateChangeWindowMs: number;
   now(): Date;

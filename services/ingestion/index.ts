@@ -23,16 +23,18 @@ import { ingestUsageEvents } from "./handlers/ingest-usage-events.ts";
 import { listGateEvents } from "./handlers/list-gate-events.ts";
 import { defineRelay, scheduleRelay } from "./jobs/relay.ts";
 import { defineRetention, scheduleRetention } from "./jobs/retention.ts";
+import { defineLateChanges, scheduleLateChanges } from "./jobs/late-changes.ts";
 import { outboxes } from "./relay/handover.ts";
 import { Relay } from "./relay/outbox.ts";
 import { CounterStore } from "./store/counters.ts";
-import { CrossingStore } from "./store/crossings.ts";
+import { CrossingStore } from "./thresholds/store.ts";
 import { GateEventStore } from "./store/gate-events.ts";
 import { UsageEventStore } from "./store/usage-events.ts";
-import { JobStore } from "./store/jobs.ts";
+import { JobStore } from "./exactly-once/job-store.ts";
 import { OutboxStore, WAITING } from "./store/outbox.ts";
-import { ArrivalStore } from "./store/arrivals.ts";
-import { recoverStale } from "./usage.ts";
+import { ArrivalStore } from "./late-changes/arrivals.ts";
+import { LateChanges, followLateChanges } from "./late-changes/follow.ts";
+import { recoverStale } from "./exactly-once/recovery.ts";
 import { RETENTION_DEFAULTS, runIngestionRetention, type IngestionRetentionReport, type RetentionPolicy } from "./retention.ts";
 
 /** Largest batch (events) accepted by IngestUsageEvents / IngestGateEvents. */
@@ -93,6 +95,7 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
     events,
     counters,
     arrivals,
+    lateChanges: new LateChanges(opts.db),
     gates,
     crossings,
     jobs,
@@ -109,6 +112,7 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
     leases: { ttlMs: opts.leaseTtlMs ?? 60_000, graceMs: opts.leaseGraceMs ?? 30_000, store: new LeaseStore(counters.counters) },
   };
   defineRetention(deps);
+  defineLateChanges(deps, () => followLateChanges(deps));
   const relay = new Relay(
     outboxes({
       outbox,
@@ -155,6 +159,7 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
       await scheduler.start();
       await scheduleRelay(deps, relayIntervalMs);
       await scheduleRetention(deps);
+      if (lateChangeWindowMs > 0) await scheduleLateChanges(deps);
     },
     async stop() {
       relay.halt();

@@ -8,7 +8,7 @@ import { testMongoUrl } from "../../test/support/database.ts";
 import { startTestStack, type TestStack } from "../../test/support/stack.ts";
 import type { AnalyticsRecorder, CrossingInit, GateFactInit, GateNoticeInit, UsageFactInit, WebhookPublisher } from "./adapters/peers.ts";
 import { eventually } from "../../test/support/eventually.ts";
-import { storedJob, type StoredJob } from "./store/jobs.ts";
+import { storedJob, type StoredJob } from "./exactly-once/job-store.ts";
 
 /** A peer that refuses its first `failures` calls (down, then not yet implementing the call), then records. */
 class FlakyPeers implements WebhookPublisher, AnalyticsRecorder {
@@ -299,11 +299,13 @@ t("an event stamped inside new dates with another start, sent before the change,
   const usage = (await api.get(`/users/${userId}/usage`)).body;
   close(usage.total_cost, 6);
   assert.is(usage.total_tokens, 60);
-  // A mover cut off after moving the totals, before replacing the list: the next call
-  // computes the same move, which the counters' guards refuse; then it replaces the list.
+  // A mover cut off after moving the totals, before replacing the list: the follower's next
+  // round computes the same move, which the counters' guards refuse; then it replaces the list.
   await lists.replaceOne({ _id: listed[0]!._id }, listed[0]!);
+  const listedNow = async () => JSON.parse((await lists.findOne({ _id: listed[0]!._id }))!.ids).length;
+  await eventually(async () => (await listedNow()) === 1, 30_000, "the follower to repeat the move");
+  assert.is(await listedNow(), 1, "only the early event stays listed there");
   close((await api.get(`/users/${userId}/usage`)).body.total_cost, 6);
-  assert.is(JSON.parse((await lists.findOne({ _id: listed[0]!._id }))!.ids).length, 1, "only the early event stays listed there");
   assert.equal(await monthUsage(), monthsBefore, "calendar months are by timestamp: unchanged");
   await api.post("/events/batch", [at(Date.now(), 1)]);
   close((await api.get(`/users/${userId}/usage`)).body.total_cost, 7);
@@ -333,6 +335,48 @@ t("new dates recorded late take their events out of the dated window they were c
   assert.is(lease.status, 200);
   const { granted, remaining } = lease.body.lease;
   close(granted + remaining, 94, "the new period has spent 6 of its 100");
+});
+
+t("an event counted under the old history after the change was applied moves with no call about the user", async ({ stack, mongo }) => {
+  const { api, productId } = await stack.newProduct();
+  const plans = await api.post("/config/plans", { plans: [{ name: "free" }, { name: "capped", max_spend_per_period: 100 }] });
+  const [free, capped] = plans.body.plans.map((p: { id: string }) => p.id);
+  const userId = `straggler-${randomUUID()}`;
+  await api.post("/users", { external_user_id: userId });
+  assert.is((await api.post(`/users/${userId}/subscription`, { plan_id: free })).status, 200);
+  const now = Date.now();
+  const start = new Date(now - 3 * HOUR);
+  const end = new Date(now + 30 * DAY);
+  const sub = { plan_id: capped, period_start: start.toISOString(), period_end: end.toISOString() };
+  assert.is((await api.post(`/users/${userId}/subscription`, sub)).status, 200);
+  // The change is applied by this first read: nothing had arrived yet.
+  assert.is((await api.get(`/users/${userId}/session`)).body.current_usage.period_cost, 0);
+
+  // A request that resolved the user before the change and died after inserting its event,
+  // stamped inside the new dates: the recovery sweep counts it in the calendar month.
+  const db = mongo.db(`${stack.dbPrefix}_ingestion`);
+  const { usageDoc } = await import("./handlers/ingest-usage-events.ts");
+  const { create } = await import("@bufbuild/protobuf");
+  const { UsageEventSchema } = await import("@meter/proto/meter/ingestion/v1/ingestion_pb");
+  const { toTimestamp } = await import("@meter/lib/time");
+  const job = `job_${randomUUID()}`;
+  const stamped = new Date(now - HOUR);
+  const doc = usageDoc(productId, job, create(UsageEventSchema, { id: randomUUID(), userId, timestamp: toTimestamp(stamped), costTotal: 2 }), undefined, new Date(now - 10_000));
+  assert.is.not(doc.counter_id, `${productId}|${start.toISOString()}|${userId}`, "counted under the old history");
+  await db.collection<StoredJob>("jobs").insertOne(storedJob({ _id: job, kind: "usage", product_id: productId, ids: [doc._id], created_at: new Date(now - 10_000) }));
+  await db.collection("usage_events").insertOne(doc as never);
+
+  // No call about the user: the late-change job moves it into the new period's counter.
+  const counters = db.collection<{ _id: string; cost: number }>("counters");
+  const moved = await eventually(async () => {
+    const c = await counters.findOne({ _id: `${productId}|${start.toISOString()}|${userId}` });
+    return c && c.cost > 0 ? c : undefined;
+  }, 30_000, "the straggler to move");
+  close(moved.cost, 2);
+  close((await counters.findOne({ _id: doc.counter_id }))!.cost, 0, "taken out of the calendar month");
+  const session = (await api.get(`/users/${userId}/session`)).body;
+  assert.equal([session.plan, session.billing_period.start], ["capped", start.toISOString()]);
+  close(session.current_usage.period_cost, 2);
 });
 
 t("a period starting with a calendar month carries that month's share; month usage adds both", async ({ stack, mongo }) => {

@@ -10,7 +10,7 @@ import { eventually } from "../../test/support/eventually.ts";
 import { startTestStack, type TestStack } from "../../test/support/stack.ts";
 import type { AnalyticsRecorder, CrossingInit, WebhookPublisher } from "./adapters/peers.ts";
 import { createIngestionService, type IngestionModule } from "./index.ts";
-import { storedJob, type StoredJob } from "./store/jobs.ts";
+import { storedJob, type StoredJob } from "./exactly-once/job-store.ts";
 
 /** Records what ingestion hands over (the peers are not under test here). */
 class Recorder implements WebhookPublisher, AnalyticsRecorder {
@@ -100,7 +100,7 @@ t("usage, session, gate events and thresholds are unchanged by retention; what s
   const ids = (await events.find({ job: openJob }).toArray()).map((e) => e._id);
   await db.collection<StoredJob>("jobs").insertOne(storedJob({ _id: openJob, kind: "usage", product_id: "", ids, created_at: LATE, claimed_at: LATE }));
 
-  // Lists of recent arrivals (late-changes.ts), long past their window: all go.
+  // Lists of recent arrivals (late-changes/arrivals.ts), long past their window: all go.
   const arrivals = async () => (await db.collection("arrival_lists").countDocuments()) + (await db.collection("arrival_buckets").countDocuments());
   const recent = await arrivals();
   assert.ok(recent > 0);

@@ -51,7 +51,7 @@ export async function runIngestionRetention(deps: IngestionDeps, p: RetentionPol
   const gateHours = await deps.gates.deleteHoursBefore(ago(p.gateEventDays));
   const crossings = await deps.crossings.deleteEndedBefore(crossingsClosedBefore(now, p));
   const jobs = await deps.scheduler.purgeEnded(ago(ENDED_JOB_DAYS));
-  // Lists of recent arrivals a restarted process did not delete itself (late-changes.ts).
+  // Lists of recent arrivals a restarted process did not delete itself (late-changes/arrivals.ts).
   const arrivals = await deps.arrivals.deleteBefore(new Date(now.getTime() - deps.lateChangeWindowMs));
   return { usageEvents, gateEvents, gateHours, crossings, jobs, arrivals };
 }

@@ -6,10 +6,10 @@ import type { IngestionDeps } from "../deps.ts";
 import { NO_PLAN_CONFIG, normalizeModel } from "@meter/rules";
 import { encodeKey } from "../domain/field-keys.ts";
 import type { Ask } from "../leases/store.ts";
-import { settleUser } from "../late-changes.ts";
-import { attribute } from "../usage.ts";
+import { catchUp } from "../late-changes/follow.ts";
+import { attribute } from "../store/counters.ts";
 import { requireProduct, requireUser } from "./common.ts";
-import { MAX_LEASE_TTL_MS, leaseMessage, requireDollars, requireLeaseId, requireTokens } from "./lease-common.ts";
+import { MAX_LEASE_TTL_MS, leaseMessage, requireDollars, requireLeaseId, requireTokens } from "../leases/request.ts";
 
 /**
  * Grants the holder a slice of the user's current period spend cap (max_spend_per_period x
@@ -33,7 +33,7 @@ export function acquireLease(deps: IngestionDeps): ServiceImpl<typeof IngestionS
     if (ttl < 0 || ttl > MAX_LEASE_TTL_MS) throw rpcError.invalid(`ttl_ms must be between 0 and ${MAX_LEASE_TTL_MS}`);
     const ttlMs = ttl || deps.leases.ttlMs;
     const user = await requireUser(deps, productId, req.userId);
-    await settleUser(deps, productId, req.userId, user);
+    await catchUp(deps, productId, req.userId, user);
     const now = deps.now();
     const a = attribute(productId, req.userId, user, now);
     const plan = a.plan;

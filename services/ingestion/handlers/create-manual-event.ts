@@ -7,8 +7,9 @@ import { price } from "@meter/rules";
 import { encodeMetadata } from "../domain/field-keys.ts";
 import type { IngestionDeps } from "../deps.ts";
 import type { UsageEventDoc } from "../store/usage-events.ts";
-import { settleUser } from "../late-changes.ts";
-import { attribute, attributionFields, storeUsage } from "../usage.ts";
+import { notice } from "../late-changes/follow.ts";
+import { attribute, attributionFields } from "../store/counters.ts";
+import { storeUsage } from "../exactly-once/write.ts";
 import { requireProduct, requireUser } from "./common.ts";
 
 const MAX_KEY = 255;
@@ -84,7 +85,7 @@ export function createManualEvent(deps: IngestionDeps): ServiceImpl<typeof Inges
     };
     // A replay of a key whose first attempt was interrupted completes that attempt's job.
     const inserted = await storeUsage(deps, { _id: job, kind: "usage", product_id: productId, ids: [_id], created_at: now }, [doc]);
-    await settleUser(deps, productId, req.userId, user);
+    await notice(deps, productId, new Map([[req.userId, user]]));
     const stored = inserted.has(_id) ? doc : await deps.events.get(_id);
     if (!stored) throw rpcError.unavailable("the event was not stored; retry the request");
     return { event: toManualEvent(stored), created: inserted.has(_id) };

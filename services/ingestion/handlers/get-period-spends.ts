@@ -3,8 +3,9 @@ import type { IngestionService } from "@meter/proto/meter/ingestion/v1/ingestion
 import { rpcError } from "@meter/lib/errors";
 import { toTimestamp } from "@meter/lib/time";
 import type { IngestionDeps } from "../deps.ts";
-import { settleLateChanges } from "../late-changes.ts";
-import { attribute } from "../usage.ts";
+import pMap from "p-map";
+import { catchUp } from "../late-changes/follow.ts";
+import { attribute } from "../store/counters.ts";
 import { requireProduct } from "./common.ts";
 
 /** Users per call: a listing page is at most 200; the plans service resolves 1,000 at once. */
@@ -12,7 +13,7 @@ export const MAX_SPEND_USERS = 1_000;
 
 /**
  * The current period's spend of a page of users, as GetUsage's current_period reads it for
- * one: one ResolveUsers call for all of them, late subscription changes settled, then one
+ * one: one ResolveUsers call for all of them, late subscription changes caught up, then one
  * read of their counters by `_id` list. No call per user.
  */
 export function getPeriodSpends(deps: IngestionDeps): ServiceImpl<typeof IngestionService>["getPeriodSpends"] {
@@ -22,7 +23,9 @@ export function getPeriodSpends(deps: IngestionDeps): ServiceImpl<typeof Ingesti
     if (ids.length > MAX_SPEND_USERS) throw rpcError.invalid(`at most ${MAX_SPEND_USERS} user_ids per call`);
     if (ids.length === 0) return { spends: [] };
     const users = await deps.users.resolve(productId, ids);
-    await settleLateChanges(deps, productId, users);
+    // A read: a change this process has not applied yet is applied first, as GetUsage does
+    // (a no-op for every user whose change is applied already).
+    await pMap(users, ([id, user]) => catchUp(deps, productId, id, user), { concurrency: 8 });
     const now = deps.now();
     const known = ids.flatMap((id) => {
       const user = users.get(id);

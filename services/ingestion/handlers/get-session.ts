@@ -5,9 +5,8 @@ import { toTimestamp } from "@meter/lib/time";
 import { NO_PLAN_CONFIG } from "@meter/rules";
 import { decodeKeys } from "../domain/field-keys.ts";
 import type { IngestionDeps } from "../deps.ts";
-import { counterId } from "../store/counters.ts";
-import { settleUser } from "../late-changes.ts";
-import { attribute } from "../usage.ts";
+import { attribute, counterId } from "../store/counters.ts";
+import { catchUp } from "../late-changes/follow.ts";
 import { requireProduct, requireUser } from "./common.ts";
 
 /** Plan name reported for a user without a plan (with sdk_enabled false). */
@@ -53,7 +52,7 @@ export function getSession(deps: IngestionDeps): ServiceImpl<typeof IngestionSer
     // Settled here so that an unknown user (requireUser throws) leaves no rejection unhandled.
     early?.catch(() => {});
     const user = await requireUser(deps, productId, req.userId);
-    const moved = (await settleUser(deps, productId, req.userId, user)).size > 0;
+    const moved = await catchUp(deps, productId, req.userId, user);
     const a = attribute(productId, req.userId, user, deps.now());
     const counter = a.counterId === guess && !moved ? await early! : await deps.counters.get(a.counterId);
     guesses.remember(productId, req.userId, a.counterId, a.period.start);

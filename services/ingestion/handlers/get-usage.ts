@@ -4,9 +4,8 @@ import { rpcError } from "@meter/lib/errors";
 import { decodeKeys } from "../domain/field-keys.ts";
 import { parseUsagePeriod } from "@meter/rules";
 import type { IngestionDeps } from "../deps.ts";
-import { counterId, monthCounterId, plus, type Totals } from "../store/counters.ts";
-import { settleUser } from "../late-changes.ts";
-import { attribute } from "../usage.ts";
+import { attribute, counterId, monthCounterId, plus, type Totals } from "../store/counters.ts";
+import { catchUp } from "../late-changes/follow.ts";
 import { requireProduct, requireUser } from "./common.ts";
 
 /**
@@ -32,7 +31,7 @@ export function getUsage(deps: IngestionDeps): ServiceImpl<typeof IngestionServi
     const period = parseUsagePeriod(req.period, now);
     if (!period) throw rpcError.invalid("period must be current_period, current_month or YYYY-MM (month 01-12)");
     const user = await requireUser(deps, productId, req.userId);
-    await settleUser(deps, productId, req.userId, user);
+    await catchUp(deps, productId, req.userId, user);
     const label = req.period || "current_period";
     const counter =
       period.kind === "current_period"

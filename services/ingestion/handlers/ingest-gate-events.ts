@@ -6,7 +6,7 @@ import { timestampDate } from "@meter/lib/time";
 import { encodeMetadata } from "../domain/field-keys.ts";
 import type { IngestionDeps } from "../deps.ts";
 import type { GateEventDoc } from "../store/gate-events.ts";
-import { storeGates } from "../usage.ts";
+import { storeGates } from "../exactly-once/write.ts";
 import { BatchProblems, checkBatchSize, checkIds, firstOccurrences, nonNegative, requireProduct } from "./common.ts";
 
 const STATUSES = new Set(["soft_gate", "hard_gate"]);

@@ -9,9 +9,10 @@ import { normalizeModel } from "@meter/rules";
 import { encodeMetadata } from "../domain/field-keys.ts";
 import type { IngestionDeps } from "../deps.ts";
 import type { UsageEventDoc } from "../store/usage-events.ts";
-import { settleLateChanges } from "../late-changes.ts";
-import { attribute, attributionFields, storeUsage } from "../usage.ts";
-import { LEASE_ID } from "./lease-common.ts";
+import { notice } from "../late-changes/follow.ts";
+import { attribute, attributionFields } from "../store/counters.ts";
+import { storeUsage } from "../exactly-once/write.ts";
+import { LEASE_ID } from "../leases/request.ts";
 import { BatchProblems, checkBatchSize, checkIds, firstOccurrences, nonNegative, requireProduct } from "./common.ts";
 
 /** Longest description of an event (as of a manual one). */
@@ -108,7 +109,7 @@ export function ingestUsageEvents(deps: IngestionDeps): ServiceImpl<typeof Inges
     const docs = unique.map((e) => usageDoc(productId, job, e, users.get(e.userId), now));
     const ids = docs.map((d) => d._id);
     const inserted = await storeUsage(deps, { _id: job, kind: "usage", product_id: productId, ids, created_at: now }, docs);
-    await settleLateChanges(deps, productId, users);
+    await notice(deps, productId, users);
     const unknown = docs.filter((d) => inserted.has(d._id) && !d.user_known).length;
     if (unknown > 0) deps.logger.info({ productId, events: unknown }, "stored events of unregistered users");
     return { accepted: inserted.size, duplicates: repeated + docs.length - inserted.size };

@@ -2,11 +2,11 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { IngestionService } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import { rpcError } from "@meter/lib/errors";
 import type { IngestionDeps } from "../deps.ts";
-import { attribute } from "../usage.ts";
+import { attribute } from "../store/counters.ts";
 import { requireProduct, requireUser } from "./common.ts";
 import { normalizeModel } from "@meter/rules";
 import { encodeKey } from "../domain/field-keys.ts";
-import { leaseMessage, requireDollars, requireLeaseId, requireTokens } from "./lease-common.ts";
+import { leaseMessage, requireDollars, requireLeaseId, requireTokens } from "../leases/request.ts";
 
 /** Models one release may name (a lease holds tokens of the capped models a replica called). */
 const MAX_RELEASED_MODELS = 256;

@@ -2,7 +2,7 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import { toTimestamp } from "@meter/lib/time";
 import type { AnalyticsRecorder, WebhookPublisher } from "../adapters/peers.ts";
 import { decodeKeys, decodeMetadata } from "../domain/field-keys.ts";
-import type { CrossingDoc } from "../store/crossings.ts";
+import type { CrossingDoc } from "../thresholds/store.ts";
 import type { GateEventDoc } from "../store/gate-events.ts";
 import type { OutboxStore } from "../store/outbox.ts";
 import type { UsageEventDoc } from "../store/usage-events.ts";

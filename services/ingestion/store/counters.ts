@@ -3,7 +3,10 @@ import { LRUCache } from "lru-cache";
 import pMap from "p-map";
 import { findByIds, isDuplicateKeyError } from "@meter/lib/mongo";
 import { sumByName } from "@meter/lib/own";
+import type { KnownUser, PlanInfo } from "../adapters/plans.ts";
 import { encodeKey } from "../domain/field-keys.ts";
+import { periodAt, type BillingPeriod } from "@meter/rules";
+import { settlementInc, type LeaseSpend } from "../leases/settlement.ts";
 import type { UsageEventDoc } from "./usage-events.ts";
 
 /**
@@ -56,6 +59,30 @@ export function monthCounterId(productId: string, userId: string, monthStart: Da
   return `${productId}|month|${monthStart.toISOString().slice(0, 7)}|${userId}`;
 }
 
+/** Where usage at time `t` of a user goes: its billing period, plan and counter. */
+export interface Attribution {
+  period: BillingPeriod;
+  plan: PlanInfo | null;
+  counterId: string;
+}
+
+export function attribute(productId: string, userId: string, user: KnownUser | undefined, t: Date): Attribution {
+  const period = periodAt(user?.subscriptions ?? [], t);
+  const plan = (period.subscription && user?.plans.get(period.subscription.planId)) || null;
+  return { period, plan, counterId: counterId(productId, userId, period.start) };
+}
+
+/** The attribution fields every stored usage event carries. */
+export function attributionFields(a: Attribution) {
+  return {
+    counter_id: a.counterId,
+    period_start: a.period.start,
+    period_end: a.period.end,
+    plan_name: a.plan?.name ?? null,
+    spend_limit: a.plan?.maxSpendPerPeriod ?? null,
+  };
+}
+
 export type Countable = Pick<UsageEventDoc, "product_id" | "user_id" | "model" | "total_tokens" | "cost_total" | "tool_call_count">;
 
 /** One counter's share of a job: the sums of the job's events for that counter. */
@@ -72,12 +99,6 @@ export interface CounterDelta {
   leases?: Record<string, LeaseSpend>;
   /** Some of the delta's events were not spent from a lease (period counters only). */
   unleased?: boolean;
-}
-
-/** Usage spent from one lease: dollars, and tokens by field-key encoded model. */
-export interface LeaseSpend {
-  cost: number;
-  tokens: Record<string, number>;
 }
 
 export function sum(events: readonly Countable[]): Totals {
@@ -264,15 +285,8 @@ function addOp(jobId: string, d: CounterDelta, releasing: readonly string[]) {
   };
   put("", d.add);
   if (d.month) put("month.", d.month);
-  // Settles against the leases in the same update: usage spent from a lease raises the
-  // counter and that lease's `spent` alike, so cap - settled - outstanding stays as it was.
-  // Any other usage lowers it, so it bumps the version a grant is conditional on (a grant
-  // computed before it must not land).
-  for (const [id, l] of Object.entries(d.leases ?? {})) {
-    inc[`leases.${id}.spent`] = l.cost;
-    for (const [k, v] of Object.entries(l.tokens)) inc[`leases.${id}.tokens.${k}.spent`] = v;
-  }
-  if (d.leases === undefined || d.unleased) inc.version = 1;
+  // Leases settle in the same update (leases/settlement.ts).
+  Object.assign(inc, settlementInc(d));
   const update: UpdateFilter<CounterDoc> = {
     $inc: inc,
     $set: { [`jobs.${jobId}`]: 1, period_end: d.end },

@@ -2,7 +2,7 @@ import type { Collection, Db } from "mongodb";
 import { deleteInRounds } from "@meter/lib/mongo";
 import pMap from "p-map";
 import { UPDATES_IN_FLIGHT } from "./counters.ts";
-import type { JobDoc } from "./jobs.ts";
+import type { JobDoc } from "../exactly-once/job-store.ts";
 import { insertedBy, insertIgnoringDuplicates } from "./usage-events.ts";
 
 /** One gate event; `_id` is "<product>/<event id>" (idempotent ingestion by primary key). */

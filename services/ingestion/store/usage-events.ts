@@ -1,6 +1,6 @@
 import type { Collection, Db, Filter } from "mongodb";
 import { deleteInRounds, findByIds, insertIgnoringDuplicates, isDuplicateKeyError } from "@meter/lib/mongo";
-import type { JobDoc } from "./jobs.ts";
+import type { JobDoc } from "../exactly-once/job-store.ts";
 
 export type EventSource = "auto" | "manual";
 

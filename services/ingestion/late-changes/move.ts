@@ -1,22 +1,21 @@
 import { createHash } from "node:crypto";
 import pMap from "p-map";
-import type { KnownUser } from "./adapters/plans.ts";
-import type { IngestionDeps } from "./deps.ts";
+import type { KnownUser } from "../adapters/plans.ts";
+import type { IngestionDeps } from "../deps.ts";
 import { calendarMonth, hasThresholds, periodAt, type SubscriptionWindow } from "@meter/rules";
-import { listId } from "./store/arrivals.ts";
-import { counterId, monthCounterId, negate, plus, sum, type CounterDelta } from "./store/counters.ts";
-import type { UsageEventDoc } from "./store/usage-events.ts";
-import { arrivalList, attribute, recordCrossings, type Attribution } from "./usage.ts";
+import { attribute, counterId, monthCounterId, negate, plus, sum, type Attribution, type CounterDelta } from "../store/counters.ts";
+import type { UsageEventDoc } from "../store/usage-events.ts";
+import { recordCrossings } from "../thresholds/crossings.ts";
+import { arrivalList, listId } from "./arrivals.ts";
 
 /**
  * A subscription recorded after events stamped inside its dates arrived: those events were
  * counted in the period the history gave before it (an upgrade with fresh dates starting a
- * moment before the billing system told us). They move to the new period here, the next time
- * the user is touched (a batch with the user's events, the session, usage, a manual event, a
- * lease), before that call answers.
+ * moment before the billing system told us). They move to the new period here, when the
+ * change is first seen (follow.ts says when).
  *
  * Finding them costs no scan: every job keeps, for the late-change window, the ids of its
- * events in each period counter (store/arrivals.ts), and per product and 10 seconds which jobs
+ * events in each period counter (arrivals.ts), and per product and 10 seconds which jobs
  * did. A subscription recorded within the window whose dates began before now names the
  * counters of the earlier history that may hold such events; the jobs since its start name
  * their lists, read by `_id`, and the lists the events.
@@ -81,7 +80,13 @@ interface Entry {
  * recorded within the window; for one with, a read of the product's recent jobs and one of
  * their lists for the suspect counters.
  */
-export async function settleLateChanges(deps: IngestionDeps, productId: string, users: ReadonlyMap<string, KnownUser>): Promise<Set<string>> {
+export async function settleLateChanges(
+  deps: IngestionDeps,
+  productId: string,
+  users: ReadonlyMap<string, KnownUser>,
+  /** Only jobs that recorded their lists from then on (a change applied before: what came since). */
+  recordedFrom?: Date,
+): Promise<Set<string>> {
   const changed = new Set<string>();
   if (deps.lateChangeWindowMs <= 0) return changed;
   const now = deps.now();
@@ -96,7 +101,7 @@ export async function settleLateChanges(deps: IngestionDeps, productId: string, 
   }
   if (!from) return changed;
   // Lists are written when a job completes, so a job since the start may hold such events.
-  const jobs = await deps.arrivals.jobsSince(productId, from, now);
+  const jobs = await deps.arrivals.jobsSince(productId, recordedFrom && recordedFrom > from ? recordedFrom : from, now);
   if (jobs.length === 0) return changed;
   const entries: Entry[] = [];
   for (const list of await deps.arrivals.get(jobs.flatMap((j) => [...suspect.keys()].map((c) => listId(j, c))))) {
@@ -115,11 +120,6 @@ export async function settleLateChanges(deps: IngestionDeps, productId: string, 
     { concurrency: 4 },
   );
   return changed;
-}
-
-/** The same for one user (the calls that serve a single user). */
-export function settleUser(deps: IngestionDeps, productId: string, userId: string, user: KnownUser): Promise<Set<string>> {
-  return settleLateChanges(deps, productId, new Map([[userId, user]]));
 }
 
 const sameStart = (a: Date, b: Date) => a.getTime() === b.getTime();

@@ -1,11 +1,11 @@
 import type { Collection, Db } from "mongodb";
 import { deleteInRounds, findByIds, isDuplicateKeyError } from "@meter/lib/mongo";
-import { insertIgnoringDuplicates } from "./usage-events.ts";
+import { insertIgnoringDuplicates, type UsageEventDoc } from "../store/usage-events.ts";
 
 /**
  * The events of one job in one period counter (or of one move into a counter), kept for the
  * late-change window so that a subscription recorded late can find and move them without a
- * scan (late-changes.ts). `_id` is "<job>|<counter id>".
+ * scan (move.ts). `_id` is "<job>|<counter id>".
  */
 export interface ArrivalList {
   _id: string;
@@ -28,6 +28,16 @@ const FORGET_EVERY_MS = 5_000;
 
 export function listId(jobId: string, counterId: string): string {
   return `${jobId}|${counterId}`;
+}
+
+/** Most events of one job in one counter kept findable by a late change (more: a backfill). */
+export const MAX_LISTED = 1_000;
+
+/** A counter's events as a late change finds them. */
+export function arrivalList(counterId: string, events: readonly UsageEventDoc[]) {
+  let latest = 0;
+  for (const e of events) latest = Math.max(latest, e.timestamp.getTime());
+  return { counterId, ids: events.map((e) => e._id.slice(e.product_id.length + 1)), latest };
 }
 
 /**

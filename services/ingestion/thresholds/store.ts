@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { Collection, Db } from "mongodb";
-import { insertIgnoringDuplicates } from "./usage-events.ts";
+import { insertIgnoringDuplicates } from "../store/usage-events.ts";
 import { deleteInRounds } from "@meter/lib/mongo";
 
 /**

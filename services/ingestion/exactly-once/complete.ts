@@ -1,0 +1,108 @@
+import type { IngestionDeps } from "../deps.ts";
+import { calendarMonth, hasThresholds } from "@meter/rules";
+import { arrivalList, MAX_LISTED } from "../late-changes/arrivals.ts";
+import { leaseSpend } from "../leases/settlement.ts";
+import { monthCounterId, sum, type CounterDelta } from "../store/counters.ts";
+import type { GateEventDoc } from "../store/gate-events.ts";
+import { entry } from "../store/outbox.ts";
+import type { UsageEventDoc } from "../store/usage-events.ts";
+import { recordCrossings, type Limited } from "../thresholds/crossings.ts";
+import type { JobDoc } from "./job-store.ts";
+
+function groupBy<T>(items: readonly T[], key: (t: T) => string): Map<string, T[]> {
+  const out = new Map<string, T[]>();
+  for (const t of items) {
+    const list = out.get(key(t));
+    if (list) list.push(t);
+    else out.set(key(t), [t]);
+  }
+  return out;
+}
+
+/**
+ * The counter shares of a job's events: each event goes to its period's counter, and to its
+ * month's counter unless the period starts where the event's month starts, in which case the
+ * period counter carries it as its month share (CounterDoc.month).
+ */
+function deltas(inserted: readonly UsageEventDoc[]): {
+  periods: { delta: CounterDelta; limit: Limited; events: UsageEventDoc[] }[];
+  months: CounterDelta[];
+} {
+  // Each event's calendar month, worked out once (it decides both the share and the month counter).
+  const monthOf = new Map(inserted.map((e) => [e, calendarMonth(e.timestamp)]));
+  const periods = [...groupBy(inserted, (d) => d.counter_id)].map(([id, list]) => {
+    const first = list[0]!;
+    const folded = list.filter((e) => monthOf.get(e)!.start.getTime() === first.period_start.getTime());
+    const delta: CounterDelta = {
+      id,
+      productId: first.product_id,
+      userId: first.user_id,
+      start: first.period_start,
+      end: first.period_end,
+      add: sum(list),
+    };
+    if (folded.length > 0) delta.month = folded.length === list.length ? delta.add : sum(folded);
+    return { delta, limit: first as Limited, events: list };
+  });
+  // The month's counter has no plan and no limit: it only answers usage by calendar month.
+  const rest = inserted.filter((e) => monthOf.get(e)!.start.getTime() !== e.period_start.getTime());
+  const months = [...groupBy(rest, (d) => monthCounterId(d.product_id, d.user_id, monthOf.get(d)!.start))].map(([id, list]) => {
+    const month = monthOf.get(list[0]!)!;
+    return { id, productId: list[0]!.product_id, userId: list[0]!.user_id, ...month, add: sum(list) };
+  });
+  return { periods, months };
+}
+
+/**
+ * Everything derived from the usage events a job inserted: the analytics outbox entry, the
+ * counters (once, guarded by the job id), then thresholds from the limited period counters
+ * as that same update left them. Each step is idempotent, so a completion cut off anywhere can
+ * be repeated by whoever claims the job next; the guard entries go once the job is closed.
+ */
+async function completeUsage(deps: IngestionDeps, job: JobDoc, inserted: UsageEventDoc[]): Promise<string[]> {
+  await deps.outbox.put(deps.outbox.analytics, [entry("usage", job._id, inserted.map(usageFact))]);
+  const { periods, months } = deltas(inserted);
+  // Before the counters: an event counted in a period is always findable by a late change.
+  await deps.arrivals.record(job.product_id, job._id, periods.filter((p) => p.events.length <= MAX_LISTED).map((p) => arrivalList(p.delta.id, p.events)), deps.now());
+  await Promise.all(
+    periods.map(async (p) => Object.assign(p.delta, await leaseSpend(deps, p.delta.id, p.events))),
+  );
+  const limited = periods.filter((p) => hasThresholds(p.limit.spend_limit));
+  const after = await deps.counters.add(job._id, [...periods.map((p) => p.delta), ...months], new Set(limited.map((p) => p.delta.id)));
+  await Promise.all(
+    limited.map(async (p) => {
+      const counter = after.get(p.delta.id);
+      if (counter) await recordCrossings(deps, counter, p.delta, p.limit);
+    }),
+  );
+  return [...periods.map((p) => p.delta.id), ...months.map((m) => m.id)];
+}
+
+async function completeGates(deps: IngestionDeps, jobId: string, inserted: GateEventDoc[]): Promise<void> {
+  await deps.outbox.put(deps.outbox.analytics, [entry("gate", jobId, inserted.map(gateFact))]);
+  await deps.outbox.put(deps.outbox.webhooks, [entry("gate", jobId, inserted.map(({ job: _, ...d }) => d))]);
+  await deps.gates.file(inserted);
+}
+
+/** What analytics needs of a usage event (the outbox keeps only this). */
+function usageFact(d: UsageEventDoc) {
+  const { product_id, event_id, user_id, timestamp, model, total_tokens, cost_total, source, tool_call_count } = d;
+  return { product_id, event_id, user_id, timestamp, model, total_tokens, cost_total, source, tool_call_count };
+}
+
+function gateFact(d: GateEventDoc) {
+  const { product_id, event_id, user_id, timestamp, status, blocked } = d;
+  return { product_id, event_id, user_id, timestamp, status, blocked };
+}
+
+/** Completes a claimed job; `inserted` when the caller knows them (its own insert), else read by id. */
+export async function completeJob(deps: IngestionDeps, job: JobDoc, inserted?: UsageEventDoc[] | GateEventDoc[]): Promise<void> {
+  let counters: string[] = [];
+  if (job.kind === "usage") {
+    counters = await completeUsage(deps, job, (inserted as UsageEventDoc[] | undefined) ?? (await deps.events.ofJob(job)));
+  } else {
+    await completeGates(deps, job._id, (inserted as GateEventDoc[] | undefined) ?? (await deps.gates.ofJob(job)));
+  }
+  await deps.jobs.close(job._id);
+  deps.counters.released(job._id, counters);
+}

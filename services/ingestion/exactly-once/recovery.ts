@@ -1,0 +1,81 @@
+import type { IngestionDeps } from "../deps.ts";
+import { completeJob } from "./complete.ts";
+import type { JobDoc } from "./job-store.ts";
+
+/** Completes a job claimed from another request (crashed or slow); shared within the process. */
+function completeTaken(deps: IngestionDeps, job: JobDoc): Promise<void> {
+  let running = deps.recovering.get(job._id);
+  if (!running) {
+    running = completeJob(deps, job).finally(() => deps.recovering.delete(job._id));
+    deps.recovering.set(job._id, running);
+  }
+  return running;
+}
+
+/** Claims a job held by nobody, or by a claimant silent for the recovery age. */
+function claimTaken(deps: IngestionDeps, job: JobDoc): Promise<JobDoc | null> {
+  const now = deps.now();
+  return deps.jobs.claim(job, now, new Date(now.getTime() - deps.recoveryAfterMs));
+}
+
+/** Waits (by primary-key reads) until another claimant closes the job, at most the recovery age. */
+export async function awaitClosed(deps: IngestionDeps, id: string): Promise<void> {
+  const until = Date.now() + deps.recoveryAfterMs;
+  for (let pause = 5; Date.now() < until; pause = Math.min(200, pause * 2)) {
+    if (!(await deps.jobs.isOpen(id))) return;
+    await new Promise((r) => setTimeout(r, pause));
+  }
+}
+
+/**
+ * Offered events that were already stored belong to earlier jobs, which this request
+ * completes now if their request may be gone, so that a client retrying after a crash sees
+ * exact totals when the retry returns:
+ * - a job whose offered ids are all in this request: this request's insert has returned,
+ *   so every one of them is stored and the job can insert nothing more; its set of events
+ *   is final and it may be completed at once (unless its own request holds the claim:
+ *   then this request waits until it closes it);
+ * - any other overlapping job once it is takeable by age (see takeable).
+ */
+export async function adoptOverlapping(deps: IngestionDeps, own: JobDoc, offered: Set<string>, duplicateIds: string[]): Promise<void> {
+  if (duplicateIds.length === 0) return;
+  const wanted = new Set(duplicateIds);
+  const now = deps.now().getTime();
+  const jobs = await deps.jobs.ofProduct(own.product_id, own.kind);
+  for (const job of jobs) {
+    if (job._id === own._id || !job.ids.some((id) => wanted.has(id))) continue;
+    const covered = job.ids.every((id) => offered.has(id));
+    if (!covered && !isTakeable(deps, job, now)) continue;
+    const claimed = await claimTaken(deps, job);
+    if (claimed) await completeTaken(deps, claimed);
+    else if (covered) await awaitClosed(deps, job._id);
+  }
+}
+
+/**
+ * Jobs another request may complete without covering them. A claimed job (its insert had
+ * returned) is taken once its claim is older than the recovery age. An unclaimed one may
+ * still have its insert running in the database (a request cut off mid-insert leaves the
+ * server finishing it), and completing it early would fix its set of events too soon; it is
+ * taken only after ten times the recovery age.
+ */
+function isTakeable(deps: IngestionDeps, job: JobDoc, now: number): boolean {
+  return job.claimed_at
+    ? job.claimed_at.getTime() < now - deps.recoveryAfterMs
+    : job.created_at.getTime() < now - 10 * deps.recoveryAfterMs;
+}
+
+/** The recovery sweep of the background loop. */
+export async function recoverStale(deps: IngestionDeps): Promise<number> {
+  const now = deps.now().getTime();
+  const old = await deps.jobs.olderThan(new Date(now - deps.recoveryAfterMs), 100);
+  let done = 0;
+  for (const job of old.filter((j) => isTakeable(deps, j, now))) {
+    const claimed = await claimTaken(deps, job);
+    if (!claimed) continue;
+    await completeTaken(deps, claimed);
+    done++;
+  }
+  if (done > 0) deps.logger.warn({ jobs: done }, "completed jobs left unfinished by interrupted requests");
+  return done;
+}

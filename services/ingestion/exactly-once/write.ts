@@ -1,0 +1,60 @@
+import { rpcError } from "@meter/lib/errors";
+import type { IngestionDeps } from "../deps.ts";
+import { kickRelay } from "../jobs/relay.ts";
+import type { GateEventDoc } from "../store/gate-events.ts";
+import type { UsageEventDoc } from "../store/usage-events.ts";
+import { completeJob } from "./complete.ts";
+import type { JobDoc } from "./job-store.ts";
+import { adoptOverlapping, awaitClosed } from "./recovery.ts";
+
+/**
+ * The write path of a request. The job is written first and closed last; the documents
+ * carry its id, so whoever completes the job (this request, a retry or the sweep) derives
+ * work from exactly the documents this job inserted. Once its insert returned, the request
+ * claims its job; if a retry claimed it first, the request waits for that retry to close it.
+ */
+async function storeJob<D extends { _id: string }>(
+  deps: IngestionDeps,
+  job: JobDoc,
+  docs: D[],
+  insert: (docs: D[]) => Promise<Set<string>>,
+): Promise<Set<string>> {
+  await deps.jobs.open(job);
+  const inserted = await insert(docs);
+  const claimed = await deps.jobs.claim(job, deps.now(), new Date(0));
+  if (claimed) await completeJob(deps, claimed, docs.filter((d) => inserted.has(d._id)) as never);
+  else await awaitClosed(deps, job._id);
+  const offered = new Set(docs.map((d) => d._id));
+  await adoptOverlapping(deps, job, offered, docs.filter((d) => !inserted.has(d._id)).map((d) => d._id));
+  // New outbox entries: hand them over now rather than at the next repeating round.
+  if (inserted.size > 0) await kickRelay(deps);
+  return inserted;
+}
+
+/** Stores usage events exactly once and counts them exactly once (the counters' job guard). */
+export function storeUsage(deps: IngestionDeps, job: JobDoc, docs: UsageEventDoc[]): Promise<Set<string>> {
+  requireFiniteFigures(docs);
+  return storeJob(deps, job, docs, (d) => deps.events.insertNew(d));
+}
+
+/**
+ * Every figure of an event that is counted or handed on must be a finite number >= 0: one
+ * NaN would poison a counter for good and fail every handover of its outbox entry. Inputs
+ * are checked field by field before; this catches what arithmetic made of them (a price
+ * times a token count that overflows, a sum of two huge costs).
+ */
+export function requireFiniteFigures(docs: readonly UsageEventDoc[]): void {
+  for (const d of docs) {
+    const figures = { input_tokens: d.input_tokens, output_tokens: d.output_tokens, total_tokens: d.total_tokens, cost_tokens: d.cost_tokens, cost_tools: d.cost_tools, cost_total: d.cost_total };
+    for (const [field, v] of Object.entries(figures)) {
+      if (typeof v !== "number" || !Number.isFinite(v) || v < 0) {
+        throw rpcError.invalid(`event ${d.event_id}: ${field} comes to ${String(v)}, not a finite number >= 0; check its figures and the plan's prices`);
+      }
+    }
+  }
+}
+
+/** Stores gate events exactly once and queues each new one for webhooks and analytics. */
+export function storeGates(deps: IngestionDeps, job: JobDoc, docs: GateEventDoc[]): Promise<Set<string>> {
+  return storeJob(deps, job, docs, (d) => deps.gates.insertNew(d));
+}
