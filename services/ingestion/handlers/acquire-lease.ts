@@ -8,7 +8,7 @@ import { encodeKey } from "../domain/field-keys.ts";
 import type { Ask } from "../leases/store.ts";
 import { catchUp } from "../late-changes/follow.ts";
 import { attribute } from "../store/counters.ts";
-import { requireProduct, requireUser } from "./common.ts";
+import { requireUser } from "./common.ts";
 import { MAX_LEASE_TTL_MS, leaseMessage, requireDollars, requireLeaseId, requireTokens } from "../leases/request.ts";
 
 /**
@@ -19,7 +19,7 @@ import { MAX_LEASE_TTL_MS, leaseMessage, requireDollars, requireLeaseId, require
  */
 export function acquireLease(deps: IngestionDeps): ServiceImpl<typeof IngestionService>["acquireLease"] {
   return async (req) => {
-    const productId = requireProduct(req.productId);
+    const productId = req.productId;
     const holder = requireLeaseId("holder", req.holder);
     const need = requireDollars("need", req.need);
     const want = requireDollars("want", req.want);

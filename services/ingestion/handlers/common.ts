@@ -2,12 +2,6 @@ import { rpcError } from "@meter/lib/errors";
 import type { KnownUser } from "../adapters/plans.ts";
 import type { IngestionDeps } from "../deps.ts";
 
-/** Every request names its product; an empty id is a caller bug, not a lookup miss. */
-export function requireProduct(productId: string): string {
-  if (!productId) throw rpcError.invalid("product_id is required");
-  return productId;
-}
-
 /** The registered user, or NOT_FOUND (users of other products are not visible). */
 export async function requireUser(deps: IngestionDeps, productId: string, userId: string): Promise<KnownUser> {
   if (!userId) throw rpcError.invalid("user_id is required");

@@ -7,7 +7,7 @@ import { decodeKeys } from "../domain/field-keys.ts";
 import type { IngestionDeps } from "../deps.ts";
 import { attribute, counterId } from "../store/counters.ts";
 import { catchUp } from "../late-changes/follow.ts";
-import { requireProduct, requireUser } from "./common.ts";
+import { requireUser } from "./common.ts";
 
 /** Plan name reported for a user without a plan (with sdk_enabled false). */
 export const NO_PLAN = "none";
@@ -46,7 +46,7 @@ class CounterGuess {
 export function getSession(deps: IngestionDeps): ServiceImpl<typeof IngestionService>["getSession"] {
   const guesses = new CounterGuess();
   return async (req) => {
-    const productId = requireProduct(req.productId);
+    const productId = req.productId;
     const guess = guesses.guess(productId, req.userId);
     const early = guess ? deps.counters.get(guess) : undefined;
     // Settled here so that an unknown user (requireUser throws) leaves no rejection unhandled.

@@ -7,7 +7,7 @@ import { encodeMetadata } from "../domain/field-keys.ts";
 import type { IngestionDeps } from "../deps.ts";
 import type { GateEventDoc } from "../store/gate-events.ts";
 import { storeGates } from "../exactly-once/write.ts";
-import { BatchProblems, checkBatchSize, checkIds, firstOccurrences, nonNegative, requireProduct } from "./common.ts";
+import { BatchProblems, checkBatchSize, checkIds, firstOccurrences, nonNegative } from "./common.ts";
 
 const STATUSES = new Set(["soft_gate", "hard_gate"]);
 const REASON = /^(total_spend|session_spend|model_limit:.+)$/;
@@ -71,7 +71,7 @@ function gateDoc(productId: string, job: string, e: GateEvent, receivedAt: Date)
 /** Stores gate events idempotently; the outbox flags hand each new one to webhooks and analytics. */
 export function ingestGateEvents(deps: IngestionDeps): ServiceImpl<typeof IngestionService>["ingestGateEvents"] {
   return async (req) => {
-    const productId = requireProduct(req.productId);
+    const productId = req.productId;
     checkBatchSize(deps, req.events.length);
     validate(req.events);
     const now = deps.now();

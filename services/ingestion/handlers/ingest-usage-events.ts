@@ -13,7 +13,7 @@ import { notice } from "../late-changes/follow.ts";
 import { attribute, attributionFields } from "../store/counters.ts";
 import { storeUsage } from "../exactly-once/write.ts";
 import { LEASE_ID } from "../leases/request.ts";
-import { BatchProblems, checkBatchSize, checkIds, firstOccurrences, nonNegative, requireProduct } from "./common.ts";
+import { BatchProblems, checkBatchSize, checkIds, firstOccurrences, nonNegative } from "./common.ts";
 
 /** Longest description of an event (as of a manual one). */
 const DESCRIPTION_MAX = 2000;
@@ -96,7 +96,7 @@ export function usageDoc(productId: string, job: string, e: UsageEvent, user: Kn
 
 export function ingestUsageEvents(deps: IngestionDeps): ServiceImpl<typeof IngestionService>["ingestUsageEvents"] {
   return async (req) => {
-    const productId = requireProduct(req.productId);
+    const productId = req.productId;
     checkBatchSize(deps, req.events.length);
     validate(req.events);
     checkTimestamps(req.events, deps.now());

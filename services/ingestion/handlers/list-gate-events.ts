@@ -6,7 +6,7 @@ import { fromTimestamp, toTimestamp } from "@meter/lib/time";
 import { decodeMetadata } from "../domain/field-keys.ts";
 import type { IngestionDeps } from "../deps.ts";
 import type { GateEventDoc } from "../store/gate-events.ts";
-import { requireProduct, requireUser } from "./common.ts";
+import { requireUser } from "./common.ts";
 
 export const PAGE_DEFAULT = 100;
 export const PAGE_MAX = 500;
@@ -49,7 +49,7 @@ export function toGateEvent(d: GateEventDoc) {
 
 export function listGateEvents(deps: IngestionDeps): ServiceImpl<typeof IngestionService>["listGateEvents"] {
   return async (req) => {
-    const productId = requireProduct(req.productId);
+    const productId = req.productId;
     const limit = req.limit === 0 ? PAGE_DEFAULT : req.limit;
     if (limit < 1 || limit > PAGE_MAX) throw rpcError.invalid(`limit must be 1-${PAGE_MAX}`);
     if (req.status !== undefined && req.status !== "soft_gate" && req.status !== "hard_gate") {

@@ -3,7 +3,7 @@ import type { IngestionService } from "@meter/proto/meter/ingestion/v1/ingestion
 import { rpcError } from "@meter/lib/errors";
 import type { IngestionDeps } from "../deps.ts";
 import { attribute } from "../store/counters.ts";
-import { requireProduct, requireUser } from "./common.ts";
+import { requireUser } from "./common.ts";
 import { normalizeModel } from "@meter/rules";
 import { encodeKey } from "../domain/field-keys.ts";
 import { leaseMessage, requireDollars, requireLeaseId, requireTokens } from "../leases/request.ts";
@@ -18,7 +18,7 @@ const MAX_RELEASED_MODELS = 256;
  */
 export function releaseLease(deps: IngestionDeps): ServiceImpl<typeof IngestionService>["releaseLease"] {
   return async (req) => {
-    const productId = requireProduct(req.productId);
+    const productId = req.productId;
     const holder = requireLeaseId("lease_id", req.leaseId);
     const used = requireDollars("used", req.used);
     const models = Object.entries(req.usedTokens);
