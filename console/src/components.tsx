@@ -1,0 +1,243 @@
+import { useEffect, useRef, useState, type ReactNode } from "react";
+import uPlot from "uplot";
+import "uplot/dist/uPlot.min.css";
+import { ApiError } from "./api/client.ts";
+import { fmtTime, utcTitle } from "./format.ts";
+
+/** The quick start and the reference of every route are served by the service itself. */
+export const QuickStart = () => (
+  <a href="/api/v1/docs" target="_blank" rel="noreferrer">
+    quick start
+  </a>
+);
+
+export function Time({ iso }: { iso: string | null | undefined }) {
+  return iso ? (
+    <time dateTime={iso} title={utcTitle(iso)}>
+      {fmtTime(iso)}
+    </time>
+  ) : (
+    <span>—</span>
+  );
+}
+
+export function Loading({ label = "Loading" }: { label?: string }) {
+  return (
+    <div className="state loading" role="status" aria-live="polite">
+      <span className="spinner" aria-hidden="true" /> {label}…
+    </div>
+  );
+}
+
+export function ErrorState({ error, retry }: { error: unknown; retry?: () => void }) {
+  const e = error instanceof ApiError ? error : new ApiError(0, String((error as Error)?.message ?? error));
+  const unavailable = e.unavailable;
+  return (
+    <div className="state error" role="alert">
+      <strong>{unavailable ? "The service is unavailable" : e.status === 404 ? "Not found" : `Request failed (${e.status || "network"})`}</strong>
+      <span>{unavailable ? "Retrying automatically…" : e.message}</span>
+      {retry && (
+        <button type="button" className="secondary" onClick={retry}>
+          Try again
+        </button>
+      )}
+    </div>
+  );
+}
+
+export function Empty({ children }: { children: ReactNode }) {
+  return <div className="state empty">{children}</div>;
+}
+
+/** The loading, error and data states of one query, so that no screen ever goes blank. */
+export function Query<T>({ q, children, label }: { q: { data?: T; error: unknown; isPending: boolean; refetch: () => unknown }; children: (data: T) => ReactNode; label?: string }) {
+  if (q.data !== undefined) return <>{children(q.data)}</>;
+  if (q.error) return <ErrorState error={q.error} retry={() => q.refetch()} />;
+  return <Loading label={label} />;
+}
+
+export function Card({ title, children, actions, className }: { title?: string; children: ReactNode; actions?: ReactNode; className?: string }) {
+  return (
+    <section className={`card ${className ?? ""}`} aria-label={title}>
+      {(title || actions) && (
+        <header className="card-head">
+          {title && <h2>{title}</h2>}
+          {actions && <div className="actions">{actions}</div>}
+        </header>
+      )}
+      {children}
+    </section>
+  );
+}
+
+/** Text field with its label and the API's complaint about it (a 422 issue) beside it. */
+export function Field({ label, error, hint, children }: { label: string; error?: string; hint?: string; children: (id: string, describedBy?: string) => ReactNode }) {
+  const id = useRef(`f${Math.random().toString(36).slice(2, 9)}`).current;
+  const described = [error ? `${id}-err` : "", hint ? `${id}-hint` : ""].filter(Boolean).join(" ") || undefined;
+  return (
+    <div className={`field ${error ? "invalid" : ""}`}>
+      <label htmlFor={id}>{label}</label>
+      {children(id, described)}
+      {hint && (
+        <small id={`${id}-hint`} className="hint">
+          {hint}
+        </small>
+      )}
+      {error && (
+        <small id={`${id}-err`} className="field-error" role="alert">
+          {error}
+        </small>
+      )}
+    </div>
+  );
+}
+
+/** A copy button that says when it copied. */
+export function CopyButton({ text, label = "Copy" }: { text: string; label?: string }) {
+  const [done, setDone] = useState(false);
+  return (
+    <button
+      type="button"
+      className="secondary"
+      onClick={async () => {
+        await navigator.clipboard?.writeText(text).catch(() => {});
+        setDone(true);
+      }}
+    >
+      {done ? "Copied" : label}
+    </button>
+  );
+}
+
+/** A secret shown once, with a copy button and a warning. */
+export function SecretOnce({ title, secret, warning }: { title: string; secret: string; warning: string }) {
+  return (
+    <div className="secret" role="region" aria-label={title}>
+      <strong>{title}</strong>
+      <p className="warning">{warning}</p>
+      <div className="secret-row">
+        <code aria-label={`${title} value`}>{secret}</code>
+        <CopyButton text={secret} />
+      </div>
+    </div>
+  );
+}
+
+const COLORS = ["#2563eb", "#d97706", "#059669", "#7c3aed", "#dc2626", "#0891b2", "#4b5563"];
+export const color = (i: number) => COLORS[i % COLORS.length]!;
+
+export interface Series {
+  label: string;
+  values: number[];
+  color?: string;
+  format?: (n: number) => string;
+}
+
+/** Bars per day (uPlot): one or more series over `dates` (YYYY-MM-DD, UTC days). */
+export function DayChart({ title, dates, series, height = 180 }: { title: string; dates: string[]; series: Series[]; height?: number }) {
+  const box = useRef<HTMLDivElement>(null);
+  useEffect(() => {
+    const el = box.current;
+    if (!el) return;
+    const xs = dates.map((d) => Date.parse(`${d}T00:00:00Z`) / 1000);
+    const n = series.length;
+    const bars = uPlot.paths.bars!({ size: [0.8 / n, 60], align: 0 });
+    const opts: uPlot.Options = {
+      width: el.clientWidth || 300,
+      height,
+      legend: { show: n > 1 },
+      cursor: { points: { show: false } },
+      scales: { x: { time: true } },
+      axes: [
+        { stroke: "#4b5563", grid: { show: false }, ticks: { show: false } },
+        { stroke: "#4b5563", grid: { stroke: "#eef0f3" }, ticks: { show: false }, size: 56, values: (_u, vals) => vals.map((v) => (series[0]?.format ? series[0].format(v) : String(v))) },
+      ],
+      series: [
+        { value: (_u, v) => (v == null ? "" : new Date(v * 1000).toISOString().slice(0, 10)) },
+        ...series.map((s, i) => ({
+          label: s.label,
+          fill: s.color ?? color(i),
+          stroke: s.color ?? color(i),
+          paths: bars,
+          points: { show: false },
+          value: (_u: uPlot, v: number | null) => (v == null ? "" : s.format ? s.format(v) : String(v)),
+        })),
+      ],
+    };
+    const plot = new uPlot(opts, [xs, ...series.map((s) => s.values)] as uPlot.AlignedData, el);
+    const resize = new ResizeObserver(() => plot.setSize({ width: el.clientWidth, height }));
+    resize.observe(el);
+    return () => {
+      resize.disconnect();
+      plot.destroy();
+    };
+  }, [dates, series, height]);
+  const summary = series.map((s) => `${s.label}: ${s.values.reduce((a, b) => a + b, 0)}`).join(", ");
+  return <div className="chart" ref={box} role="img" aria-label={`${title} per day over ${dates.length} days (${summary})`} />;
+}
+
+/** Horizontal bars for shares (models, plans): label, bar and figure per row. */
+export function BarList({ title, rows }: { title: string; rows: { label: string; value: number; text: string }[] }) {
+  const max = Math.max(...rows.map((r) => r.value), 0) || 1;
+  return (
+    <ul className="barlist" aria-label={title}>
+      {rows.map((r, i) => (
+        <li key={r.label}>
+          <span className="barlist-label">{r.label}</span>
+          <span className="barlist-track" aria-hidden="true">
+            <span className="barlist-bar" style={{ width: `${(r.value / max) * 100}%`, background: color(i) }} />
+          </span>
+          <span className="barlist-value">{r.text}</span>
+        </li>
+      ))}
+    </ul>
+  );
+}
+
+/** Usage against a cap, with the soft and hard gate marks. */
+export function Gauge({ label, value, limit, soft, hard, format }: { label: string; value: number; limit: number | null | undefined; soft: number; hard: number; format: (n: number) => string }) {
+  const unlimited = limit == null;
+  const ratio = unlimited ? 0 : limit === 0 ? (value > 0 ? 1 : 1) : value / limit;
+  const state = unlimited ? "ok" : ratio >= hard ? "hard" : ratio >= soft ? "soft" : "ok";
+  const scale = Math.max(1, hard * 1.1, ratio);
+  const pos = (r: number) => `${Math.min(100, (r / scale) * 100)}%`;
+  return (
+    <div className={`gauge gauge-${state}`}>
+      <div className="gauge-head">
+        <span className="gauge-label">{label}</span>
+        <span className="gauge-state">{unlimited ? "unlimited" : state === "hard" ? "Hard gate" : state === "soft" ? "Soft gate" : "OK"}</span>
+      </div>
+      <div
+        className="gauge-track"
+        role="meter"
+        aria-label={label}
+        aria-valuemin={0}
+        aria-valuemax={unlimited ? 0 : limit ?? 0}
+        aria-valuenow={value}
+        aria-valuetext={unlimited ? `${format(value)}, no limit` : `${format(value)} of ${format(limit!)} (${Math.round(ratio * 100)}%)`}
+      >
+        {!unlimited && <span className="gauge-fill" style={{ width: pos(ratio) }} />}
+        {!unlimited && <span className="gauge-mark soft" style={{ left: pos(soft) }} title={`soft gate at ${Math.round(soft * 100)}%`} />}
+        {!unlimited && <span className="gauge-mark hard" style={{ left: pos(hard) }} title={`hard gate at ${Math.round(hard * 100)}%`} />}
+      </div>
+      <div className="gauge-foot">
+        <span>{format(value)}</span>
+        <span>{unlimited ? "no cap" : `of ${format(limit!)} · soft ${Math.round(soft * 100)}% · hard ${Math.round(hard * 100)}%`}</span>
+      </div>
+    </div>
+  );
+}
+
+/** Previous / next page over cursors kept in the URL's query. */
+export function Pager({ hasPrev, next, onPrev, onNext }: { hasPrev: boolean; next: string | null | undefined; onPrev: () => void; onNext: () => void }) {
+  return (
+    <nav className="pager" aria-label="Pages">
+      <button type="button" className="secondary" disabled={!hasPrev} onClick={onPrev}>
+        ← Previous
+      </button>
+      <button type="button" className="secondary" disabled={!next} onClick={onNext}>
+        Next →
+      </button>
+    </nav>
+  );
+}
