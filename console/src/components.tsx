@@ -145,7 +145,7 @@ export function DayChart({ title, dates, series, height = 180 }: { title: string
     const opts: uPlot.Options = {
       width: el.clientWidth || 300,
       height,
-      legend: { show: n > 1 },
+      legend: { show: false },
       cursor: { points: { show: false } },
       scales: { x: { time: true } },
       axes: [
@@ -173,7 +173,20 @@ export function DayChart({ title, dates, series, height = 180 }: { title: string
     };
   }, [dates, series, height]);
   const summary = series.map((s) => `${s.label}: ${s.values.reduce((a, b) => a + b, 0)}`).join(", ");
-  return <div className="chart" ref={box} role="img" aria-label={`${title} per day over ${dates.length} days (${summary})`} />;
+  return (
+    <div className="chart-box">
+      <div className="chart" ref={box} role="img" aria-label={`${title} per day over ${dates.length} days (${summary})`} />
+      {series.length > 1 && (
+        <ul className="legend" aria-hidden="true">
+          {series.map((s, i) => (
+            <li key={s.label}>
+              <span className="swatch" style={{ background: s.color ?? color(i) }} /> {s.label}
+            </li>
+          ))}
+        </ul>
+      )}
+    </div>
+  );
 }
 
 /** Horizontal bars for shares (models, plans): label, bar and figure per row. */

@@ -20,7 +20,7 @@ export const consolePlugin = fp<{ root?: string }>(async (app, opts) => {
   app.get("/console", { schema: { hide: true }, config: { public: true } }, async (_request, reply) => reply.redirect(CONSOLE_PREFIX));
   if (!existsSync(path.join(root, "index.html"))) {
     app.get(`${CONSOLE_PREFIX}*`, { schema: { hide: true }, config: { public: true } }, async (_request, reply) =>
-      reply.code(503).send({ detail: "the console is not built: run `npm run build -w console` (npm ci and npm start build it when stale)" }),
+      reply.code(503).send({ detail: "the console is not built: run `npm run build:console` (npm ci and npm start build it when stale)" }),
     );
     return;
   }

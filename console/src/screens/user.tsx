@@ -431,13 +431,14 @@ function ManualEvent({ id }: { id: string }) {
         }}
       >
         <div className="row">
-          <Field label="Cost in dollars (optional)" error={issue("cost")} hint="Used as given; without it, cost comes from the plan's rates for the model and tokens.">
+          <Field label="Cost in dollars (optional)" error={issue("cost")}>
             {(fid, d) => <input id={fid} aria-describedby={d} type="number" step="any" min={0} value={form.cost} onChange={(e) => setForm({ ...form, cost: e.target.value })} />}
           </Field>
           <Field label="Model (optional)" error={issue("model")}>
             {(fid, d) => <input id={fid} aria-describedby={d} value={form.model} onChange={(e) => setForm({ ...form, model: e.target.value })} />}
           </Field>
         </div>
+        <p className="hint">A cost is used as given; without one, the cost comes from the plan's rates for the model and tokens.</p>
         <div className="row">
           <Field label="Input tokens" error={issue("input_tokens")}>
             {(fid, d) => <input id={fid} aria-describedby={d} type="number" min={0} step={1} value={form.input_tokens} onChange={(e) => setForm({ ...form, input_tokens: e.target.value })} />}
