@@ -134,20 +134,22 @@ export interface Series {
 }
 
 /** Bars per day (uPlot): one or more series over `dates` (YYYY-MM-DD, UTC days). */
-export function DayChart({ title, dates, series, height = 180 }: { title: string; dates: string[]; series: Series[]; height?: number }) {
+export function DayChart({ title, dates, series, height = 180, stacked = false }: { title: string; dates: string[]; series: Series[]; height?: number; stacked?: boolean }) {
   const box = useRef<HTMLDivElement>(null);
   useEffect(() => {
     const el = box.current;
     if (!el) return;
     const xs = dates.map((d) => Date.parse(`${d}T00:00:00Z`) / 1000);
-    const n = series.length;
-    const bars = uPlot.paths.bars!({ size: [0.8 / n, 60], align: 0 });
+    // Stacked: each series is drawn as the sum of itself and those after it, first series
+    // behind, so the later ones sit at the bottom of each bar.
+    const drawn = stacked ? series.map((_, i) => dates.map((__, d) => series.slice(i).reduce((sum, s) => sum + (s.values[d] ?? 0), 0))) : series.map((s) => s.values);
+    const bars = uPlot.paths.bars!({ size: [0.8, 60], align: 0 });
     const opts: uPlot.Options = {
       width: el.clientWidth || 300,
       height,
       legend: { show: false },
       cursor: { points: { show: false } },
-      scales: { x: { time: true } },
+      scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.1 : 1] } },
       axes: [
         { stroke: "#4b5563", grid: { show: false }, ticks: { show: false } },
         { stroke: "#4b5563", grid: { stroke: "#eef0f3" }, ticks: { show: false }, size: 56, values: (_u, vals) => vals.map((v) => (series[0]?.format ? series[0].format(v) : String(v))) },
@@ -160,18 +162,18 @@ export function DayChart({ title, dates, series, height = 180 }: { title: string
           stroke: s.color ?? color(i),
           paths: bars,
           points: { show: false },
-          value: (_u: uPlot, v: number | null) => (v == null ? "" : s.format ? s.format(v) : String(v)),
+          value: (_u: uPlot, v: number | null, _si: number, d: number | null) => (v == null || d == null ? "" : s.format ? s.format(s.values[d] ?? 0) : String(s.values[d] ?? 0)),
         })),
       ],
     };
-    const plot = new uPlot(opts, [xs, ...series.map((s) => s.values)] as uPlot.AlignedData, el);
+    const plot = new uPlot(opts, [xs, ...drawn] as uPlot.AlignedData, el);
     const resize = new ResizeObserver(() => plot.setSize({ width: el.clientWidth, height }));
     resize.observe(el);
     return () => {
       resize.disconnect();
       plot.destroy();
     };
-  }, [dates, series, height]);
+  }, [dates, series, height, stacked]);
   const summary = series.map((s) => `${s.label}: ${s.values.reduce((a, b) => a + b, 0)}`).join(", ");
   return (
     <div className="chart-box">

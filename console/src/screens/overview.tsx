@@ -53,6 +53,7 @@ export function Overview() {
                 <Empty>No soft or hard gates in this window. Users reach gates at their plan's soft_gate_at and hard_gate_at.</Empty>
               ) : (
                 <DayChart
+                  stacked
                   title="Soft and hard gates"
                   dates={g.data.map((d) => d.date)}
                   series={[

@@ -205,7 +205,7 @@ function PlanEditor({ plan, onDone }: { plan?: Plan; onDone: () => void }) {
         )}
         {err && err.issues.length > 0 && (
           <p className="field-error" role="alert">
-            {err.message}: see the fields marked above.
+            The API refused the plan ({err.status}): fix the fields marked above.
           </p>
         )}
         {saved && (
