@@ -179,6 +179,13 @@ t("a first-time operator creates a product and sees its key once", async (ctx) =
   assert.is((await ctx.aio.api.withKey(key).get("/products")).body[0].name, "Fresh product");
   await page.getByRole("button", { name: "Continue to the console" }).click();
   await page.getByRole("heading", { name: "Overview", level: 1 }).waitFor();
+  // A new product's screens are empty, and say what to do next.
+  await page.getByText("No model usage in this window").waitFor();
+  await check(ctx, "overview-empty");
+  await page.getByRole("link", { name: "quick start" }).first().click();
+  await page.getByRole("heading", { name: "Quick start", level: 1 }).waitFor();
+  await page.getByText(`API=${ctx.base}/api/v1`).waitFor();
+  await check(ctx, "quickstart");
   // The key is held for the tab only, never in a URL or localStorage.
   assert.not.ok(page.url().includes(key));
   assert.is(await page.evaluate(() => JSON.stringify(localStorage).includes("mk_")), false);
@@ -230,6 +237,9 @@ t("a hard-gated user shows the hard gate on the gauge and in the gate events", a
   await gauge.waitFor();
   assert.match((await gauge.getAttribute("aria-valuetext"))!, /\$10\.50 of \$10\.00/);
   await page.locator(".gauge-hard").getByText("Hard gate").first().waitFor();
+  // Each model's token cap has its own gauge: bob used 60,000 of gpt-4.1's 100,000.
+  const tokens = page.getByRole("meter", { name: "gpt-4.1 tokens" });
+  assert.match((await tokens.getAttribute("aria-valuetext"))!, /60K of 100K/);
   const events = page.getByRole("table", { name: "Gate events, newest first" });
   await events.getByText("Hard gate").waitFor();
   await events.getByText("period budget spent").waitFor();
@@ -320,9 +330,7 @@ t("create a user, subscribe them, ingest events: the gauges and the overview mov
   await must(ctx.api, "post", "/events/batch", [usage("dave", "gpt-4.1", 3, 30_000)], 200);
   await page.reload();
   await eventually(async () => /\$3\.00 of \$5\.00/.test((await gauge.getAttribute("aria-valuetext")) ?? ""), 15_000, "the gauge at $3 of $5");
-  const tokens = page.getByRole("meter", { name: "gpt-4.1 tokens" });
   await page.getByRole("table", { name: "Usage per model" }).getByRole("cell", { name: "30,000" }).waitFor();
-  assert.ok(tokens);
   await check(ctx, "user");
   ctx.allowedStatuses = new Set();
 

@@ -9,6 +9,7 @@ import { UserScreen } from "./screens/user.tsx";
 import { PlansScreen } from "./screens/plans.tsx";
 import { WebhooksScreen } from "./screens/webhooks.tsx";
 import { KeysScreen } from "./screens/keys.tsx";
+import { QuickStartScreen } from "./screens/quickstart.tsx";
 
 const NAV = [
   { href: "/", label: "Overview" },
@@ -94,6 +95,7 @@ function Shell({ onSignOut }: { onSignOut: () => void }) {
           <Route path="/webhooks">{() => <WebhooksScreen />}</Route>
           <Route path="/webhooks/:id">{(p) => <WebhooksScreen selected={p.id} />}</Route>
           <Route path="/keys" component={KeysScreen} />
+          <Route path="/quickstart" component={QuickStartScreen} />
           <Route>
             <Redirect to="/" />
           </Route>

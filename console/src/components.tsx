@@ -1,15 +1,12 @@
 import { useEffect, useRef, useState, type ReactNode } from "react";
 import uPlot from "uplot";
+import { Link } from "wouter";
 import "uplot/dist/uPlot.min.css";
 import { ApiError } from "./api/client.ts";
 import { fmtTime, utcTitle } from "./format.ts";
 
-/** The quick start and the reference of every route are served by the service itself. */
-export const QuickStart = () => (
-  <a href="/api/v1/docs" target="_blank" rel="noreferrer">
-    quick start
-  </a>
-);
+/** The quick start, a screen of the console (with this service's address in its commands). */
+export const QuickStart = () => <Link href="/quickstart">quick start</Link>;
 
 export function Time({ iso }: { iso: string | null | undefined }) {
   return iso ? (
@@ -50,9 +47,18 @@ export function Empty({ children }: { children: ReactNode }) {
 }
 
 /** The loading, error and data states of one query, so that no screen ever goes blank. */
-export function Query<T>({ q, children, label }: { q: { data?: T; error: unknown; isPending: boolean; refetch: () => unknown }; children: (data: T) => ReactNode; label?: string }) {
-  if (q.data !== undefined) return <>{children(q.data)}</>;
+export function Query<T>({ q, children, label }: { q: { data?: T; error: unknown; failureReason?: unknown; isPending: boolean; refetch: () => unknown }; children: (data: T) => ReactNode; label?: string }) {
+  // While a 503 is being retried the query has no error yet: say so rather than spin.
+  const unavailable = q.failureReason instanceof ApiError && q.failureReason.unavailable ? q.failureReason : null;
+  if (q.data !== undefined)
+    return (
+      <>
+        {unavailable && <ErrorState error={unavailable} />}
+        {children(q.data)}
+      </>
+    );
   if (q.error) return <ErrorState error={q.error} retry={() => q.refetch()} />;
+  if (unavailable) return <ErrorState error={unavailable} />;
   return <Loading label={label} />;
 }
 

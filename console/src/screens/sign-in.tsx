@@ -1,6 +1,6 @@
 import { useState, type FormEvent } from "react";
 import { ApiError, api, ok, type Issue } from "../api/client.ts";
-import { Field, QuickStart, SecretOnce } from "../components.tsx";
+import { Field, SecretOnce } from "../components.tsx";
 
 const issueFor = (issues: Issue[], field: string) => issues.find((i) => i.path === `/${field}`)?.message;
 
@@ -96,7 +96,7 @@ function CreateProduct({ onUse, onBack }: { onUse: (key: string) => void; onBack
           Continue to the console
         </button>
         <p className="muted">
-          Next: define a plan and send usage; see the <QuickStart />.
+          Next: define a plan and send usage; the console's quick start shows how.
         </p>
       </div>
     );
