@@ -263,6 +263,14 @@ t("the users list shows GET /users, or its error state until the route exists", 
     await page.waitForURL(/prefix=al/);
     await table.getByRole("link", { name: "bob" }).waitFor({ state: "detached" });
     await table.getByRole("link", { name: "alice" }).waitFor();
+    // Each row carries the period's spend from the API: alice's $2.50.
+    await table.getByRole("row", { name: /alice/ }).getByRole("cell", { name: usd(2.5), exact: true }).waitFor();
+    await page.getByLabel("User id starts with").fill("");
+    await page.getByRole("button", { name: "Search" }).click();
+    await page.getByLabel("Plan", { exact: true }).selectOption("starter");
+    await page.waitForURL(/plan=starter/);
+    await table.getByRole("link", { name: "carol" }).waitFor({ state: "detached" });
+    await table.getByRole("link", { name: "bob" }).waitFor();
   } else {
     await page.getByRole("alert").getByText("no route for GET /api/v1/users").waitFor();
   }

@@ -3,18 +3,20 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link, useLocation } from "wouter";
 import { ApiError, api, ok, type Issue, type User } from "../api/client.ts";
 import { Card, Empty, Field, Pager, Query, QuickStart, Time } from "../components.tsx";
-import { fmtMoney } from "../format.ts";
+import { fmtDate, fmtInt, fmtMoney, fmtTokens, utcTitle } from "../format.ts";
 import { usePaging, useUrlState } from "../url-state.ts";
 
-/** A row of GET /users: the user and what they spent in their current period. */
-export type UserRow = User & { period_spend_usd?: number; period_spend?: number };
+/** A row of GET /users (listUsers): the user and their billing period in force now, with its spend. */
+export type UserRow = User & { period_spend_usd: number; period_tokens: number; period_start: string; period_end: string };
 interface UserPage {
   users: UserRow[];
   next_cursor: string | null;
 }
-const rowSpend = (r: UserRow) => r.period_spend_usd ?? r.period_spend;
 
-/** GET /users (operation listUsers): prefix search, plan filter, cursor paging. */
+/**
+ * GET /users (operation listUsers): prefix search, plan filter, cursor paging. Typed here by
+ * its contract until the route is in the OpenAPI document the API types are generated from.
+ */
 async function listUsers(query: { prefix?: string; plan?: string; cursor?: string; limit: number }): Promise<UserPage> {
   const search = new URLSearchParams(Object.entries(query).filter(([, v]) => v !== undefined && v !== "") as [string, string][]);
   const get = api.GET as unknown as (path: string, init: object) => Promise<{ data?: UserPage; error?: unknown; response: Response }>;
@@ -86,6 +88,8 @@ export function UsersScreen() {
                           <th scope="col">Name</th>
                           <th scope="col">Plan</th>
                           <th scope="col" className="num">Period spend</th>
+                          <th scope="col" className="num">Period tokens</th>
+                          <th scope="col">Period</th>
                           <th scope="col">Created</th>
                         </tr>
                       </thead>
@@ -97,7 +101,12 @@ export function UsersScreen() {
                             </td>
                             <td>{u.name ?? "—"}</td>
                             <td>{u.plan_name ?? <span className="muted">no plan</span>}</td>
-                            <td className="num">{fmtMoney(rowSpend(u))}</td>
+                            <td className="num">{fmtMoney(u.period_spend_usd)}</td>
+                            <td className="num" title={fmtInt(u.period_tokens)}>{fmtTokens(u.period_tokens)}</td>
+                            <td>
+                              <time dateTime={u.period_start} title={utcTitle(u.period_start)}>{fmtDate(u.period_start)}</time> –{" "}
+                              <time dateTime={u.period_end} title={utcTitle(u.period_end)}>{fmtDate(u.period_end)}</time>
+                            </td>
                             <td>
                               <Time iso={u.created_at} />
                             </td>
