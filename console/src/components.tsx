@@ -1,4 +1,4 @@
-import { useEffect, useRef, useState, type ReactNode } from "react";
+import { useEffect, useId, useRef, useState, type ReactNode } from "react";
 import uPlot from "uplot";
 import { Link } from "wouter";
 import "uplot/dist/uPlot.min.css";
@@ -78,7 +78,8 @@ export function Card({ title, children, actions, className }: { title?: string; 
 
 /** Text field with its label and the API's complaint about it (a 422 issue) beside it. */
 export function Field({ label, error, hint, children }: { label: string; error?: string; hint?: string; children: (id: string, describedBy?: string) => ReactNode }) {
-  const id = useRef(`f${Math.random().toString(36).slice(2, 9)}`).current;
+  // React's ids carry characters CSS selectors would need escaped.
+  const id = `f${useId().replace(/[^A-Za-z0-9_-]/g, "")}`;
   const described = [error ? `${id}-err` : "", hint ? `${id}-hint` : ""].filter(Boolean).join(" ") || undefined;
   return (
     <div className={`field ${error ? "invalid" : ""}`}>
@@ -218,7 +219,8 @@ export function BarList({ title, rows }: { title: string; rows: { label: string;
 /** Usage against a cap, with the soft and hard gate marks. */
 export function Gauge({ label, value, limit, soft, hard, format }: { label: string; value: number; limit: number | null | undefined; soft: number; hard: number; format: (n: number) => string }) {
   const unlimited = limit == null;
-  const ratio = unlimited ? 0 : limit === 0 ? (value > 0 ? 1 : 1) : value / limit;
+  // A cap of 0 blocks every call: the user is at the hard gate whatever they spent.
+  const ratio = unlimited ? 0 : limit === 0 ? 1 : value / limit;
   const state = unlimited ? "ok" : ratio >= hard ? "hard" : ratio >= soft ? "soft" : "ok";
   const scale = Math.max(1, hard * 1.1, ratio);
   const pos = (r: number) => `${Math.min(100, (r / scale) * 100)}%`;

@@ -52,15 +52,7 @@ export function Overview() {
               g.data.every((d) => d.soft_gates + d.hard_gates === 0) ? (
                 <Empty>No soft or hard gates in this window. Users reach gates at their plan's soft_gate_at and hard_gate_at.</Empty>
               ) : (
-                <DayChart
-                  stacked
-                  title="Soft and hard gates"
-                  dates={g.data.map((d) => d.date)}
-                  series={[
-                    { label: "Soft gates", values: g.data.map((d) => d.soft_gates), color: "#d97706" },
-                    { label: "Hard gates", values: g.data.map((d) => d.hard_gates), color: "#dc2626" },
-                  ]}
-                />
+                <GatesChart data={g.data} />
               )
             }
           </Query>
@@ -191,6 +183,18 @@ function DailyUsage({ data }: { data: { date: string; cost: number; tokens: numb
       </Card>
     </>
   );
+}
+
+function GatesChart({ data }: { data: { date: string; soft_gates: number; hard_gates: number }[] }) {
+  const dates = useMemo(() => data.map((d) => d.date), [data]);
+  const series = useMemo(
+    () => [
+      { label: "Soft gates", values: data.map((d) => d.soft_gates), color: "#d97706" },
+      { label: "Hard gates", values: data.map((d) => d.hard_gates), color: "#dc2626" },
+    ],
+    [data],
+  );
+  return <DayChart stacked title="Soft and hard gates" dates={dates} series={series} />;
 }
 
 function WindowPicker({ days, source, onChange }: { days: number; source: Source; onChange: (p: Record<string, string | number | null>) => void }) {
