@@ -104,13 +104,14 @@ try {
     Array.from({ length: batches }, (_, b) => b),
     async (b) => {
       const who = Array.from({ length: Math.min(BATCH_USERS, USERS) }, () => userId(random(USERS)));
-      const body = Array.from({ length: Math.min(BATCH, EVENTS - b * BATCH) }, () => {
+      // One event in 50 is the measured user's (user-000007), so that its screen has usage to show.
+      const body = Array.from({ length: Math.min(BATCH, EVENTS - b * BATCH) }, (_, k) => {
         const input = 200 + random(4_000);
         const output = 50 + random(1_000);
         const cost = Math.round((input * 0.002 + output * 0.008)) / 1000;
         return {
           id: randomUUID(),
-          user_id: who[random(who.length)]!,
+          user_id: k % 50 === 0 ? userId(7) : who[random(who.length)]!,
           timestamp: new Date(Date.now() - 300_000 - random(span)).toISOString(),
           model: MODELS[random(MODELS.length)],
           input_tokens: input,
@@ -214,7 +215,7 @@ try {
   const READY: Record<string, [string, () => Promise<unknown>]> = {
     overview: ["/console/", () => page.getByRole("table", { name: "Users with the highest cost" }).getByRole("link").first().waitFor()],
     users: ["/console/users", () => (hasUserList ? page.getByRole("table", { name: "Users" }).getByRole("link").first().waitFor() : page.getByRole("alert").first().waitFor())],
-    user: [`/console/users/${u}`, () => Promise.all([page.getByRole("meter", { name: "Period spend" }).waitFor(), page.getByRole("table", { name: "Gate events, newest first" }).waitFor(), page.getByRole("table", { name: "Usage per model" }).waitFor()])],
+    user: [`/console/users/${u}`, () => Promise.all([page.getByRole("meter", { name: "Period spend" }).waitFor(), page.getByRole("table", { name: "Gate events, newest first" }).waitFor(), page.getByRole("region", { name: "Usage by model" }).getByText("Tool calls").waitFor()])],
     plans: ["/console/plans", () => page.getByRole("table", { name: "Plans" }).getByRole("cell", { name: "pro", exact: true }).waitFor()],
     webhooks: ["/console/webhooks", () => page.getByRole("link", { name: "http://127.0.0.1:9/hooks" }).waitFor()],
     keys: ["/console/keys", () => page.getByRole("table", { name: "API keys" }).getByRole("cell").first().waitFor()],
