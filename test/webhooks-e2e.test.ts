@@ -69,8 +69,14 @@ t("thresholds 50, 80 and 100 arrive once each, signed, though the batch is poste
   }
 
   await eventually(() => THRESHOLDS.every((type) => rx.of(type).length >= 1), 60_000, "all three thresholds");
-  await new Promise((r) => setTimeout(r, 2_000));
-  const mine = rx.received.filter((r) => r.json?.product_id === productId);
+  // A later event of the product through the same path (ingestion's outbox, the dispatcher), to
+  // an endpoint of its own: once it is delivered, a second copy of a threshold would have been too.
+  const marker = await api.post("/webhooks/endpoints", { url: rx.url, subscribed_events: ["gate_event.soft_gate"] });
+  assert.is(marker.status, 201);
+  const gate = { id: randomUUID(), user_id: userId, timestamp: new Date().toISOString(), status: "soft_gate", gate_reason: "total_spend", usage_pct: 0.85, current_value: 8.5, limit_value: 10 };
+  assert.is((await api.post("/gate-events/batch", [gate])).status, 200);
+  await eventually(() => rx.of("gate_event.soft_gate").some((r) => r.json?.product_id === productId), 60_000, "a later event delivered");
+  const mine = rx.received.filter((r) => r.json?.product_id === productId && THRESHOLDS.includes(r.json.type));
   assert.equal(mine.map((r) => r.json.type).sort(), [...THRESHOLDS].sort(), "each threshold exactly once");
   for (const r of mine) {
     assert.ok(signatureValid(secret, r), `${r.json.type} signature`);

@@ -15,6 +15,28 @@ export const UserBody = Type.Object({
   updated_at: DateTime,
 });
 
+const ListUsersQuery = Type.Object({
+  prefix: Type.Optional(
+    Type.String({ maxLength: 255, description: "Only users whose external_user_id starts with it (exact characters, case-sensitive; no pattern syntax)" }),
+  ),
+  plan: Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: "Only users whose current subscription is on the plan of this name" })),
+  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 2000, description: "next_cursor of the previous page (same prefix and plan)" })),
+  limit: Type.Integer({ minimum: 1, maximum: 200, default: 50 }),
+});
+
+const UserListRow = Type.Object({
+  ...UserBody.properties,
+  period_spend_usd: Type.Number({ description: "Dollars spent in the billing period in force now (what GET /users/{user_id}/usage reports as total_cost for current_period)" }),
+  period_tokens: Type.Integer({ description: "Tokens used in that period" }),
+  period_start: { ...DateTime, description: "Start of the billing period in force now" },
+  period_end: { ...DateTime, description: "Exclusive end of that period" },
+});
+
+const UserPage = Type.Object({
+  users: Type.Array(UserListRow),
+  next_cursor: Nullable(Type.String({ description: "Pass as cursor for the next page; null on the last page" })),
+});
+
 const CreateUserBody = Body({
   external_user_id: Type.String({ minLength: 1, maxLength: 255, description: "The product's own id; opaque" }),
   name: Type.Optional(Nullable(Type.String({ maxLength: 255 }))),
@@ -67,6 +89,53 @@ export const userRoutes: FastifyPluginAsyncTypebox = async (app) => {
         rpcOptions(request),
       );
       return reply.status(201).send(userJson(res.user!));
+    },
+  );
+
+  app.get(
+    "/users",
+    {
+      schema: {
+        operationId: "listUsers",
+        summary: "The product's users in external_user_id order, with the current period's spend, cursor-paginated",
+        tags: ["users"],
+        querystring: ListUsersQuery,
+        response: { 200: UserPage, ...errors(400, 401, 403) },
+      },
+    },
+    async (request) => {
+      const q = request.query;
+      const page = await app.services.plans.listUsers(
+        { productId: request.productId, prefix: q.prefix ?? "", planName: q.plan, cursor: q.cursor, limit: q.limit },
+        rpcOptions(request),
+      );
+      // One call for the whole page's spend (ingestion owns the counters), never one per user.
+      const spends =
+        page.users.length === 0
+          ? new Map<string, never>()
+          : new Map(
+              (
+                await app.services.ingestion.getPeriodSpends(
+                  { productId: request.productId, userIds: page.users.map((u) => u.externalUserId) },
+                  rpcOptions(request),
+                )
+              ).spends.map((s) => [s.userId, s]),
+            );
+      return {
+        users: page.users.map((u) => {
+          const s = spends.get(u.externalUserId);
+          // Users are never deleted, and ingestion resolves them through the same plans service.
+          if (!s) throw new Error(`ingestion reported no period for listed user ${JSON.stringify(u.externalUserId)}`);
+          return {
+            ...userJson(u),
+            period_spend_usd: s.cost,
+            period_tokens: Number(s.totalTokens),
+            period_start: timestampDate(s.periodStart!).toISOString(),
+            period_end: timestampDate(s.periodEnd!).toISOString(),
+          };
+        }),
+        next_cursor: page.nextCursor ?? null,
+      };
     },
   );
 

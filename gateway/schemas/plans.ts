@@ -14,7 +14,7 @@ export const CostRateBody = Body(
 // the schema, which @fastify/swagger trips over inside a record's values.
 export const ModelLimitBody = Body({ max_tokens_per_period: TokenCount }, "Token cap per billing period");
 
-/** A plan's map keyed by model or tool name: the plans service's limits (services/plans/settings.ts), checked here first for a 422. */
+/** A plan's map keyed by model or tool name: the plans service's limits (services/plans/domain/settings.ts), checked here first for a 422. */
 const NameMap = <T extends TSchema>(value: T, what: string) =>
   Type.Record(Type.String(), value, {
     maxProperties: 1000,

@@ -60,7 +60,7 @@ t("lookups by _id use an index, so they do not read the whole collection", async
       return p && /USING INDEX/.test(p) ? p : undefined;
     }, 20_000, "an index in the lookup plan");
   assert.match(await indexed(), /__id_lookup/);
-  assert.equal(idIndexes(file), ["__id_lookup"], "it replaces FerretDB's unused _id index: inserts maintain one");
+  assert.equal(idIndexes(file).sort(), ["__id_lookup", "__id_order"], "it replaces FerretDB's unused _id index (and adds the order index of ranges)");
   const duplicate = await docs.insertOne({ _id: "d5", n: 0 }).then(() => null, (err: unknown) => err);
   assert.ok(isDuplicateKeyError(duplicate), "_id stays unique");
   assert.equal(await docs.findOne({ _id: "d123" }), { _id: "d123", n: 123 });
@@ -97,6 +97,74 @@ t("a filter on a list of _ids reads those documents only", async ({ mongo }) => 
   assert.is(mixed.filterPushdown, false, "a list with anything but plain ids is not narrowed");
   assert.equal((await docs.find({ _id: { $in: ["d1", /^d2$/] } }).toArray()).map((d) => d._id).sort(), ["d1", "d2"]);
 });
+
+/** The least string above every string that starts with `p` (its last code point plus one). */
+const afterPrefix = (p: string) => {
+  const points = Array.from(p);
+  const last = points.pop()!.codePointAt(0)!;
+  return points.join("") + String.fromCodePoint(last === 0xd7ff ? 0xe000 : last + 1);
+};
+/** MongoDB's order of strings: UTF-8 bytes (JavaScript's `<` compares UTF-16 units). */
+const byteOrder = (a: string, b: string) => Buffer.compare(Buffer.from(a), Buffer.from(b));
+
+t("a range of string _ids sorted by _id with a limit reads the range in order: the rows MongoDB's semantics give", async ({ mongo, dir }) => {
+  const docs = mongo.db("ranges").collection<{ _id: unknown; n: number }>("docs");
+  const strings = [
+    "", "p", "p:", "p:a", "p:a.b", "p:axb", "p:a*", "p:a+1", "p:(x)", "p:[x]", "p:^x$", "p:a\\b", 'p:a"b', "p:a<b", "p:a&b", "p:a\u0001", "p:a\nb",
+    "p:z", "p:z\uffff", "p:z\uffff1", "p:z\u{1F600}", "p:z\u{10FFFF}", "p:zz", "p:é", "p:E", "p;", "q", "o:zzz", "p:\u007f", "p:\u0080",
+    ...Array.from({ length: 300 }, (_, i) => `p:n${String(i).padStart(3, "0")}`),
+  ];
+  let n = 0;
+  await docs.insertMany(strings.map((s) => ({ _id: s, n: n++ })));
+  // Other _id types never match a string range (MongoDB compares strings with strings only).
+  await docs.insertMany([{ _id: 1, n: n++ }, { _id: 2.5, n: n++ }, { _id: new ObjectId(), n: n++ }, { _id: { a: "p:a" }, n: n++ }, { _id: true, n: n++ }]);
+  const strIds = strings.slice().sort(byteOrder);
+  const cases: { range: Record<string, string>; dir: 1 | -1; limit: number }[] = [];
+  for (const prefix of ["p:", "p:a", "p:a.", "p:a*", "p:(", "p:[", "p:^", "p:a\\", 'p:a"', "p:z", "p:z\uffff", "p:z\u{1F600}", "p:n1", "p:n29", "p:nothing"]) {
+    for (const limit of [1, 3, 50, 0]) cases.push({ range: { $gte: prefix, $lt: afterPrefix(prefix) }, dir: 1, limit });
+  }
+  cases.push({ range: { $gt: "p:n050", $lt: "p;" }, dir: 1, limit: 7 });
+  cases.push({ range: { $gt: "p:n050", $lte: "p:n060" }, dir: -1, limit: 4 });
+  cases.push({ range: { $gte: "" }, dir: 1, limit: 5 });
+  cases.push({ range: { $lt: "p:" }, dir: -1, limit: 3 });
+  cases.push({ range: { $gte: "p:z", $lt: "p:z" }, dir: 1, limit: 3 });
+  const inRange = (id: string, r: Record<string, string>) =>
+    (r.$gte === undefined || byteOrder(id, r.$gte) >= 0) && (r.$gt === undefined || byteOrder(id, r.$gt) > 0) &&
+    (r.$lt === undefined || byteOrder(id, r.$lt) < 0) && (r.$lte === undefined || byteOrder(id, r.$lte) <= 0);
+  for (const c of cases) {
+    const expected = strIds.filter((id) => inRange(id, c.range));
+    if (c.dir === -1) expected.reverse();
+    const want = c.limit ? expected.slice(0, c.limit) : expected;
+    const got = await docs.find({ _id: c.range }).sort({ _id: c.dir }).limit(c.limit).toArray();
+    assert.equal(got.map((d) => d._id), want, JSON.stringify(c));
+  }
+  // The rest of a filter beside the range still applies (the limit is then applied after it).
+  assert.equal((await docs.find({ _id: { $gte: "p:n", $lt: "p:o" } as never, n: { $gte: 100 } }).sort({ _id: 1 }).limit(2).toArray()).map((d) => d.n), [100, 101]);
+  // The range is read through the order index, in order, with the limit: not the whole table.
+  const plan = await eventually(() => {
+    const p = rangePlan(path.join(dir, "ranges.sqlite"));
+    return p && /USING INDEX .*__id_order/.test(p) && !/TEMP B-TREE/.test(p) ? p : undefined;
+  }, 20_000, "the order index in the range's plan");
+  assert.ok(plan);
+  const explained = await mongo.db("ranges").command({ explain: { find: "docs", filter: { _id: { $gte: "p:a", $lt: "p:b" } }, sort: { _id: 1 }, limit: 2 } });
+  assert.is(explained.filterPushdown, true);
+});
+
+/** SQLite's plan for the patched find of a range of _ids in order. */
+function rangePlan(file: string): string | undefined {
+  const sqlite = new DatabaseSync(file, { readOnly: true });
+  try {
+    const row = sqlite.prepare(`SELECT table_name FROM _ferretdb_collections WHERE name = 'docs'`).get() as { table_name: string } | undefined;
+    if (!row) return undefined;
+    const expr = `_ferretdb_sjson->>'$._id'`;
+    const plan = sqlite
+      .prepare(`EXPLAIN QUERY PLAN SELECT _ferretdb_sjson FROM "${row.table_name}" WHERE _ferretdb_sjson->>'$."$s".p._id.t' = 'string' AND ${expr} >= ? AND ${expr} < ? ORDER BY ${expr} LIMIT 3`)
+      .all("p:a", "p:b");
+    return plan.map((p) => String((p as { detail: string }).detail)).join("; ");
+  } finally {
+    sqlite.close();
+  }
+}
 
 t("an update command of many statements applies each, however long", async ({ mongo }) => {
   // Each statement used to keep its read (a pooled connection) open to the end of the

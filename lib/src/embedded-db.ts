@@ -68,6 +68,26 @@ const PATCHES: SourcePatch[] = [
     replace: "\t\tif w, a, ok := idCondition(v); ok {\n\t\t\tfilterPushdown, whereClause, args = true, w, a\n\t\t}\n",
     count: 1,
   },
+  // A find of an `_id` range of strings sorted by `_id` (a listing's page: users of a product
+  // whose external id starts with a prefix, after a cursor) read and sorted the whole table to
+  // keep its first rows. The range is now read from the `_id` order index (maintain.go) in
+  // `_id` order and the limit applied by SQLite: a page costs its own rows. The handler still
+  // filters and sorts what it reads, which changes nothing for a range that was read exactly.
+  {
+    file: "internal/handler/msg_find.go",
+    find: "\t\tqp.Limit = params.Limit\n\t}\n",
+    replace:
+      "\t\tqp.Limit = params.Limit\n\t}\n\n\tif !h.DisablePushdown && params.Skip == 0 && types.IDRangeSorted(params.Filter, params.Sort) {\n\t\tqp.Sort, qp.Limit = params.Sort, params.Limit\n\t}\n",
+    count: 1,
+  },
+  {
+    file: "internal/backends/sqlite/query.go",
+    find: '\tv := must.NotFail(sort.Get("$natural"))\n',
+    replace: '\tif o, ok := idOrderBy(sort); ok {\n\t\treturn o\n\t}\n\n\tv := must.NotFail(sort.Get("$natural"))\n',
+    count: 1,
+  },
+  // The backend contract's check of a sort named `$natural` only.
+  { file: "internal/backends/collection.go", find: 'params.Sort.Map()["$natural"].(int64)', replace: "params.Sort.Map()[params.Sort.Keys()[0]].(int64)", count: 2 },
   // An update command kept every statement's read open until the whole command ended (a
   // `defer` in the statements' loop): each holds one of the 100 pooled SQLite connections, so
   // a command of 100 statements waited forever for a connection, and shorter ones slowed down
@@ -87,7 +107,10 @@ const PATCHES: SourcePatch[] = [
 ];
 
 /** Source files added to the copy: path in the FerretDB module <- file in tools/embedded-db/patches. */
-const ADDED_FILES: Record<string, string> = { "internal/backends/sqlite/id_condition.go": "id_condition.go.in" };
+const ADDED_FILES: Record<string, string> = {
+  "internal/backends/sqlite/id_condition.go": "id_condition.go.in",
+  "internal/types/id_range.go": "id_range.go.in",
+};
 
 /** Returns the go.mod that builds against the patched copy of FerretDB, making the copy first if needed. */
 async function patchedModFile(): Promise<string> {

@@ -5,9 +5,9 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { startEmbeddedDb } from "./embedded-db.ts";
 import { JobScheduler } from "./jobs.ts";
-import { createLogger } from "./logger.ts";
 import { connectMongo } from "./mongo.ts";
 import { eventually } from "../../test/support/eventually.ts";
+import { capturingLogger } from "../../test/support/log-lines.ts";
 
 test("stopping while holding a job's lock goes on when the database is gone", async () => {
   const dir = await mkdtemp(path.join(os.tmpdir(), "meter-jobs-"));
@@ -17,7 +17,8 @@ test("stopping while holding a job's lock goes on when the database is gone", as
   const held = new Promise<void>((r) => (release = r));
   let started = false;
   try {
-    const scheduler = new JobScheduler(mongo.db("jobs"), createLogger("test", "silent"), 50, "test");
+    const { logger, lines } = capturingLogger("warn");
+    const scheduler = new JobScheduler(mongo.db("jobs"), logger, 50, "test");
     await scheduler.init();
     // One at a time: the second job is locked by this process and waits behind the first.
     scheduler.define(
@@ -38,8 +39,14 @@ test("stopping while holding a job's lock goes on when the database is gone", as
       "both jobs locked by this process",
     );
     await db.stop();
-    // Unlocking the waiting job fails without the database: stop() still resolves.
-    await scheduler.stop(100);
+    // Unlocking the waiting job fails without the database: stop() still resolves, and says
+    // why the locks are left to lapse.
+    let stopped = false;
+    await scheduler.stop(100).then(() => (stopped = true));
+    assert.ok(stopped, "stop() resolved");
+    const warned = lines.filter((l) => l.msg === "could not unlock held jobs at shutdown; their locks will lapse");
+    assert.is(warned.length, 1, "the failed unlock is logged once");
+    assert.ok(warned[0]!.err, "with the database error");
   } finally {
     release();
     await mongo.close();

@@ -25,6 +25,7 @@ import { REQUEST_ID_HEADER, currentContext, isAcceptableRequestId, runWithContex
 import { fromPeerError, toRpcError } from "./errors.ts";
 import type { Logger } from "./logger.ts";
 import { metricsText, rpcDuration, rpcRequests } from "./metrics.ts";
+import { requireProduct } from "./product-scope.ts";
 import { inProcessTransport } from "./rpc-in-process.ts";
 
 /** Largest RPC message accepted; the gateway enforces tighter HTTP body limits first. */
@@ -116,10 +117,11 @@ function healthRoutes(router: ConnectRouter, modules: readonly ServiceModule[]) 
 
 /**
  * What serves the modules, the same whichever way a call arrives: their routes and the health
- * service, the server interceptor (request id, metrics, error log) and the size limit.
+ * service, the server interceptors (request id, metrics, error log; the product check) and the
+ * size limit.
  */
 function serverRouter(modules: readonly ServiceModule[], logger: Logger, via: Via) {
-  const options: ConnectRouterOptions = { interceptors: [serverContextInterceptor(logger, via)], readMaxBytes: RPC_MAX_BYTES };
+  const options: ConnectRouterOptions = { interceptors: [serverContextInterceptor(logger, via), requireProduct], readMaxBytes: RPC_MAX_BYTES };
   const routes = (router: ConnectRouter) => {
     for (const m of modules) m.routes(router);
     healthRoutes(router, modules);

@@ -8,8 +8,8 @@ import { plansClient, type PlansPort } from "./adapters/plans.ts";
 import { JobScheduler } from "@meter/lib/jobs";
 import { defineRetention, scheduleRetention } from "./jobs/retention.ts";
 import { defineRoll, scheduleRoll } from "./jobs/roll.ts";
-import { frozenBefore, RETENTION_DEFAULTS, runRetention, type RetentionPolicy, type RetentionReport } from "./retention.ts";
-import { Roller, type FaultHooks } from "./roller.ts";
+import { frozenBefore, RETENTION_DEFAULTS, runRetention, type RetentionPolicy, type RetentionReport } from "./flows/retention.ts";
+import { Roller, type FaultHooks } from "./flows/roller.ts";
 import { BaseStore } from "./store/bases.ts";
 import { DirtyStore } from "./store/dirty.ts";
 import { LedgerStore } from "./store/ledger.ts";
@@ -37,7 +37,7 @@ export interface AnalyticsServiceOptions {
   rollIntervalMs?: number;
   /** How long a roller holds a day, and the roll job's lock lifetime. Default 60 000. */
   rollLeaseMs?: number;
-  /** Retention of the ledger and rollups; defaults in retention.ts. */
+  /** Retention of the ledger and rollups; defaults in flows/retention.ts. */
   retention?: Partial<RetentionPolicy>;
   /** The plans service; by default a gRPC client to peers.plans. */
   plans?: PlansPort;

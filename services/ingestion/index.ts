@@ -12,6 +12,7 @@ import { analyticsRecorder, webhooksPublisher, type AnalyticsRecorder, type Webh
 import type { IngestionDeps } from "./deps.ts";
 import { KeyedGate } from "@meter/lib/keyed-gate";
 import { createManualEvent } from "./handlers/create-manual-event.ts";
+import { getPeriodSpends } from "./handlers/get-period-spends.ts";
 import { getSession } from "./handlers/get-session.ts";
 import { acquireLease } from "./handlers/acquire-lease.ts";
 import { releaseLease } from "./handlers/release-lease.ts";
@@ -146,6 +147,7 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
         getSession: getSession(deps),
         acquireLease: acquireLease(deps),
         releaseLease: releaseLease(deps),
+        getPeriodSpends: getPeriodSpends(deps),
       });
     },
     healthy: () => pingDb(opts.db),

@@ -68,7 +68,7 @@ const HOUR = 3_600_000;
 t("spend thresholds are recorded once per user, period and threshold and handed over despite a failing peer", async ({ stack, peers }) => {
   const { api } = await stack.newProduct();
   const plan = await api.post("/config/plans", { plans: [{ name: "capped", max_spend_per_period: 10 }] });
-  const users = ["t1", "t2"];
+  const users = ["t1", "t2", "t3"];
   for (const u of users) {
     await api.post("/users", { external_user_id: u });
     await api.post(`/users/${u}/subscription`, {
@@ -90,7 +90,10 @@ t("spend thresholds are recorded once per user, period and threshold and handed 
     const unique = new Map(peers.crossings.map((c) => [c.id as string, c]));
     return unique.size >= 5 ? [...unique.values()] : undefined;
   }, 30_000, "six crossings handed over");
-  await new Promise((r) => setTimeout(r, 300)); // nothing more may arrive
+  // A later crossing through the same outbox: once it is handed over, anything the batches
+  // above could still hand over has been too.
+  await batch("t3", [5]);
+  await eventually(() => peers.crossings.some((c) => c.userId === "t3"), 30_000, "a later crossing handed over");
   const unique = new Map(peers.crossings.map((c) => [c.id as string, c]));
   const byUser = (u: string) => [...unique.values()].filter((c) => c.userId === u).map((c) => c.thresholdPct).sort((a, b) => a! - b!);
   assert.equal(byUser("t1"), [50, 80, 100]);

@@ -5,6 +5,7 @@ import type { Logger } from "@meter/lib/logger";
 import { pingDb } from "@meter/lib/mongo";
 import type { ServiceModule } from "@meter/lib/rpc";
 import { ChangeStore } from "./store/changes.ts";
+import { PlanMemberStore } from "./store/plan-members.ts";
 import { PlanStore } from "./store/plans.ts";
 import { SubscriberStore } from "./store/subscribers.ts";
 import { UserStore } from "./store/users.ts";
@@ -14,6 +15,7 @@ import { createUser } from "./handlers/create-user.ts";
 import { getUser } from "./handlers/get-user.ts";
 import { listChanges } from "./handlers/list-changes.ts";
 import { listPlans } from "./handlers/list-plans.ts";
+import { listUsers } from "./handlers/list-users.ts";
 import { resolveUsers } from "./handlers/resolve-users.ts";
 import { setSubscription } from "./handlers/set-subscription.ts";
 import { updatePlan } from "./handlers/update-plan.ts";
@@ -37,9 +39,12 @@ export async function createPlansService(opts: PlansServiceOptions): Promise<Ser
   const plans = new PlanStore(opts.db, { cacheMs: opts.planCacheMs ?? 1_000 });
   const users = new UserStore(opts.db, { logger: opts.logger, cacheBytes: opts.userCacheBytes ?? 64 * MB });
   const subscribers = new SubscriberStore(opts.db);
+  const members = new PlanMemberStore(opts.db);
   await plans.init();
+  const listed = await members.backfill(users.currentSubscriptions());
+  if (listed > 0) opts.logger.info({ users: listed }, "plan member listing built for users subscribed before it existed");
   const changes = new ChangeStore(opts.db);
-  const deps = { plans, users, subscribers, changes, logger: opts.logger };
+  const deps = { plans, users, members, subscribers, changes, logger: opts.logger };
   return {
     name: "plans",
     serviceName: PlansService.typeName,
@@ -54,6 +59,7 @@ export async function createPlansService(opts: PlansServiceOptions): Promise<Ser
         resolveUsers: resolveUsers(deps),
         countSubscribers: countSubscribers(deps),
         listChanges: listChanges(deps),
+        listUsers: listUsers(deps),
       });
     },
     healthy: () => pingDb(opts.db),

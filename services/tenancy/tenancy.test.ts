@@ -16,7 +16,7 @@ import { testMongoUrl } from "../../test/support/database.ts";
 import { createTenancyService } from "./index.ts";
 import { rpcCode, rpcFailure } from "../../test/support/rpc.ts";
 import { eventually } from "../../test/support/eventually.ts";
-import { generateApiKey, hashApiKey } from "./keys.ts";
+import { generateApiKey, hashApiKey } from "./domain/keys.ts";
 
 const t = suite<{ mongo: MongoClient; server: RpcServer; client: Client<typeof TenancyService>; dbName: string }>(
   "tenancy service over gRPC",

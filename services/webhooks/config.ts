@@ -1,5 +1,5 @@
 import { Type, peerUrlFields, serviceConfigFields } from "@meter/lib/config";
-import { parseSecretKey } from "./secrets.ts";
+import { parseSecretKey } from "./domain/secrets.ts";
 
 /** The webhooks settings every process hosting the service reads (service process, all-in-one). */
 export const webhooksSettingsFields = {

@@ -7,8 +7,9 @@ import { ThresholdCrossingSchema, type ThresholdCrossing } from "@meter/proto/me
 import { connectMongo } from "@meter/lib/mongo";
 import { toTimestamp } from "@meter/lib/time";
 import { testMongoUrl } from "../../test/support/database.ts";
-import { API_VERSION, USER_AGENT } from "./events.ts";
+import { API_VERSION, USER_AGENT } from "./domain/events.ts";
 import { startInstance, type Instance } from "./testing/instance.ts";
+import { laterEventDelivered } from "./testing/later-event.ts";
 import { Receiver, signatureValid } from "./testing/receiver.ts";
 import { eventually } from "../../test/support/eventually.ts";
 
@@ -76,8 +77,9 @@ t("delivers a threshold event once, signed, with every header of the contract", 
       const list = await deliveries(svc, productId, ep.id);
       return list.length === 1 && list[0]!.status === "success" ? list[0] : undefined;
     });
-    await new Promise((r) => setTimeout(r, 500));
+    await laterEventDelivered(svc.client, productId, "gate");
     assert.is(rx.received.length, 1, "delivered exactly once");
+    assert.is((await deliveries(svc, productId, ep.id)).length, 1, "one delivery logged");
     const r = rx.received[0]!;
     assert.is(r.headers["content-type"], "application/json");
     assert.is(r.headers["user-agent"], USER_AGENT);
@@ -144,7 +146,7 @@ t("six failed attempts end in failed, spaced by the (scaled) retry table", async
     assert.is(d!.attempt, 6);
     assert.is(d!.statusCode, 500);
     assert.ok(d!.completedAt);
-    await new Promise((r) => setTimeout(r, 500));
+    await laterEventDelivered(svc.client, productId, "gate");
     assert.is(rx.received.length, 6, "no seventh attempt");
     // attempt 6 waits 8 h * scale = 4.8 s; attempt 5 waits 1.2 s
     const gap = (i: number) => rx.received[i]!.at - rx.received[i - 1]!.at;
@@ -302,7 +304,7 @@ t("a fan-out interrupted after its deliveries were stored is completed once", as
       const d = await settled(svc, productId, ep.id, "success");
       assert.is(d!.attempt, 1);
     }
-    await new Promise((r) => setTimeout(r, 500));
+    await laterEventDelivered(svc.client, productId, "gate");
     assert.is(rx.received.length, 3, "nothing sent twice");
     assert.is(new Set(rx.received.map((r) => r.headers["x-service-delivery"])).size, 1, "one event");
     assert.is(await raw.collection("delivery_queue").countDocuments({ product_id: productId }), 0, "nothing left queued");
@@ -330,7 +332,7 @@ t("a restart in the middle of a retry sequence loses nothing and duplicates noth
     assert.is(rx.received.length, 2);
     second = await startInstance(db, slow);
     const d = await settled(second!, productId, ep.id, "success", 30_000);
-    await new Promise((r) => setTimeout(r, 1_000));
+    await laterEventDelivered(second!.client, productId, "gate");
     assert.is(d!.attempt, 3);
     assert.is(rx.received.length, 3, "attempt 3 sent once, after the restart");
   } finally {
@@ -358,7 +360,7 @@ t("two replicas on one database deliver every event exactly once", async ({ db, 
       const l = await deliveries(svc, productId, ep.id);
       return l.length === users.length && l.every((d) => d.status === "success") ? l : undefined;
     }, 40_000);
-    await new Promise((r) => setTimeout(r, 1_000));
+    await laterEventDelivered(svc.client, productId, "gate");
     const ok = rx.received.filter((_, i) => (i + 1) % 3 !== 0);
     const okIds = ok.map((r) => r.headers["x-service-delivery"]);
     assert.is(new Set(okIds).size, users.length, "every event acknowledged");
@@ -381,7 +383,7 @@ t("only subscribed types go out, and only while the endpoint is enabled", async 
     await svc.client.updateEndpoint({ productId, endpointId: epB.id, endpoint: { enabled: false }, updateMask: { paths: ["enabled"] } });
     await svc.client.publishThresholdCrossings({ crossings: [crossing(productId, 50), crossing(productId, 80)] });
     await eventually(() => a.received.length === 1, 20_000);
-    await new Promise((r) => setTimeout(r, 800));
+    await laterEventDelivered(svc.client, productId, "gate");
     assert.equal(a.received.map((r) => r.json.type), ["usage.threshold.80"]);
     assert.is(b.received.length, 0);
     assert.is((await deliveries(svc, productId, epB.id)).length, 0);
@@ -404,7 +406,7 @@ t("disabling an endpoint ends its pending deliveries as failed without sending a
     const sent = rx.received.length;
     assert.ok(d.attempt < 6 && d.attempt === sent, `stopped after ${d.attempt} attempts`);
     assert.ok(d.completedAt);
-    await new Promise((r) => setTimeout(r, 1_500));
+    await laterEventDelivered(svc.client, productId, "gate");
     assert.is(rx.received.length, sent);
   } finally {
     await rx.stop();
@@ -448,7 +450,7 @@ t("deleting an endpoint removes its delivery log and cancels its pending attempt
     // An attempt in flight during the delete may leave its entry; its next pick drops it.
     const queued = () => db.collection("delivery_queue").countDocuments({ endpoint_id: ep.id });
     await eventually(async () => (await queued()) === 0, 20_000, "no attempt left queued");
-    await new Promise((r) => setTimeout(r, 2_000));
+    await laterEventDelivered(svc.client, productId, "gate");
     assert.is(await queued(), 0);
     assert.is(await db.collection("deliveries").countDocuments({ endpoint_id: ep.id }), 0, "no delivery re-created");
     assert.ok(rx.received.length <= seen + 1, "at most an attempt already in flight");

@@ -1,14 +1,14 @@
 import type { Logger } from "@meter/lib/logger";
 import type { AnalyticsPort } from "./adapters/analytics.ts";
 import type { JobScheduler } from "@meter/lib/jobs";
-import type { SecretBox } from "./secrets.ts";
-import type { WebhookSender } from "./sender.ts";
+import type { SecretBox } from "./domain/secrets.ts";
+import type { WebhookSender } from "./adapters/sender.ts";
 import type { ClaimStore } from "./store/claims.ts";
 import type { DeliveryStore } from "./store/deliveries.ts";
 import type { EndpointStore } from "./store/endpoints.ts";
 import type { EventStore } from "./store/events.ts";
 import type { QueueEntry, QueueStore } from "./store/queue.ts";
-import type { UrlPolicy } from "./url-guard.ts";
+import type { UrlPolicy } from "./adapters/url-guard.ts";
 
 export interface WebhooksDeps {
   endpoints: EndpointStore;

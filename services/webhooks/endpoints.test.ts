@@ -6,8 +6,9 @@ import { Code } from "@connectrpc/connect";
 import { connectMongo } from "@meter/lib/mongo";
 import { toTimestamp } from "@meter/lib/time";
 import { testMongoUrl } from "../../test/support/database.ts";
-import { EVENT_TYPES, TEST_EVENT_TYPE } from "./events.ts";
+import { EVENT_TYPES, TEST_EVENT_TYPE } from "./domain/events.ts";
 import { startInstance, type Instance } from "./testing/instance.ts";
+import { laterEventDelivered } from "./testing/later-event.ts";
 import { Receiver, signatureValid } from "./testing/receiver.ts";
 import { eventually } from "../../test/support/eventually.ts";
 import { rpcCode } from "../../test/support/rpc.ts";
@@ -171,7 +172,7 @@ t("test endpoint sends a signed webhook.test synchronously and does not log or r
     const hung = await svc.client.testEndpoint(ids); // attempt timeout is 1 s in tests
     assert.equal([hung.success, hung.statusCode], [false, 0]);
     assert.ok(hung.responseTimeMs >= 900);
-    await new Promise((r) => setTimeout(r, 500));
+    await laterEventDelivered(svc.client, ids.productId, "gate");
     assert.is(rx.received.length, 3, "never retried");
     assert.equal((await svc.client.listDeliveries({ ...ids, limit: 50 })).deliveries, []);
   } finally {

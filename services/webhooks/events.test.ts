@@ -14,6 +14,7 @@ import { toTimestamp } from "@meter/lib/time";
 import { testMongoUrl } from "../../test/support/database.ts";
 import { analyticsAdapter } from "./adapters/analytics.ts";
 import { startInstance, type Instance } from "./testing/instance.ts";
+import { laterEventDelivered } from "./testing/later-event.ts";
 import { Receiver, signatureValid } from "./testing/receiver.ts";
 import { eventually } from "../../test/support/eventually.ts";
 
@@ -145,7 +146,7 @@ t("a burst of identical gate events is coalesced to one webhook per window", asy
       ],
     });
     await eventually(() => rx.received.length >= 4, 20_000);
-    await new Promise((r) => setTimeout(r, 1_000));
+    await laterEventDelivered(svc.client, productId, "threshold");
     const keys = rx.received.map((r) => `${r.json.data.user_id}|${r.json.data.gate_reason}`).sort();
     assert.equal(keys, ["u1|model_limit:gpt-4o", "u1|total_spend", "u1|total_spend", "u2|total_spend"]);
   } finally {
@@ -176,7 +177,7 @@ t("daily summary: once per product and period, figures from analytics, retried w
     // two replicas' schedules firing for the same period
     await Promise.all([svc.module.triggerSummaries("daily", runAt), svc.module.triggerSummaries("daily", runAt)]);
     await eventually(() => rx.received.length === 1, 30_000, "summary");
-    await new Promise((r) => setTimeout(r, 1_000));
+    await laterEventDelivered(svc.client, productId, "threshold");
     assert.is(rx.received.length, 1);
     assert.is(quiet.received.length, 0, "not subscribed to daily");
     const r = rx.received[0]!;
@@ -205,7 +206,7 @@ t("daily summary: once per product and period, figures from analytics, retried w
     await svc.module.triggerSummaries("daily", new Date("2026-11-21T07:30:00Z"));
     await svc.module.triggerSummaries("daily", new Date("2026-11-22T06:00:00Z"));
     await eventually(() => rx.received.length === 2, 30_000, "next day's summary");
-    await new Promise((r) => setTimeout(r, 800));
+    await laterEventDelivered(svc.client, productId, "threshold");
     assert.is(rx.received.length, 2);
     assert.is(rx.received[1]!.json.data.period_start, "2026-11-21T00:00:00.000Z");
   } finally {

@@ -18,13 +18,13 @@ import { testEndpoint } from "./handlers/test-endpoint.ts";
 import { updateEndpoint } from "./handlers/update-endpoint.ts";
 import { JobScheduler } from "@meter/lib/jobs";
 import { collectionBacklog, trackJobQueue } from "@meter/lib/metrics";
-import { DEFAULT_DISPATCH_LIMITS, Dispatcher, type DispatchLimits } from "./dispatcher.ts";
+import { DEFAULT_DISPATCH_LIMITS, Dispatcher, type DispatchLimits } from "./flows/dispatcher.ts";
 import { defineRetention, runWebhooksRetention, scheduleRetention, type WebhooksRetentionReport } from "./jobs/retention.ts";
 import { defineSummaryProduct } from "./jobs/summary-product.ts";
 import { defineSummarySchedules, fanOutSummaries, scheduleSummaries } from "./jobs/summary-schedule.ts";
-import type { SummaryType } from "./periods.ts";
-import { DEVELOPMENT_SECRET_KEY, SecretBox } from "./secrets.ts";
-import { WebhookSender } from "./sender.ts";
+import type { SummaryType } from "./domain/periods.ts";
+import { DEVELOPMENT_SECRET_KEY, SecretBox } from "./domain/secrets.ts";
+import { WebhookSender } from "./adapters/sender.ts";
 import { ClaimStore } from "./store/claims.ts";
 import { DeliveryStore } from "./store/deliveries.ts";
 import { EndpointStore } from "./store/endpoints.ts";
@@ -45,7 +45,7 @@ export interface WebhooksServiceOptions {
   timeScale?: number;
   /** How often Agenda looks for due jobs, and the dispatcher for due deliveries. Default 2 s. */
   processEveryMs?: number;
-  /** Caps of the delivery dispatcher (README, "No noisy neighbours"); defaults in dispatcher.ts. */
+  /** Caps of the delivery dispatcher (README, "No noisy neighbours"); defaults in flows/dispatcher.ts. */
   dispatch?: Partial<DispatchLimits>;
   /** Coalescing window of identical gate events. Default 10 minutes. */
   gateWindowMs?: number;

@@ -20,6 +20,9 @@ import (
 // collection table a unique index on exactly the expression the lookups use, and drops
 // FerretDB's, in one transaction: uniqueness of _id never lapses (FerretDB reports any unique
 // violation of an insert as a duplicate _id), and inserts still maintain a single _id index.
+// It also gives every table an index on _id as SQLite text (strings decoded, so in MongoDB's
+// byte order), which the patched find reads for a range of string _ids sorted by _id with a
+// limit (a listing's page) instead of reading and sorting the whole table.
 //
 // It also checkpoints the write-ahead log. SQLite's automatic checkpoint runs inside the
 // commit that passes its threshold, and again in every later commit while it cannot finish
@@ -36,6 +39,10 @@ import (
 const (
 	lookupIndexSuffix = "__id_lookup"
 	idExpression      = `_ferretdb_sjson->'$._id'`
+	orderIndexSuffix  = "__id_order"
+	// The same text as idOrderExpression in patches/id_condition.go.in: SQLite uses an index on
+	// an expression only for that expression.
+	idOrderExpression = `_ferretdb_sjson->>'$._id'`
 	collectionsTable  = "_ferretdb_collections"
 )
 
@@ -136,9 +143,10 @@ func (m *maintainer) indexLookups(ctx context.Context, db *sql.DB) error {
 		return err
 	}
 	rows, err := db.QueryContext(ctx, fmt.Sprintf(
-		`SELECT c.table_name FROM %q c WHERE NOT EXISTS (SELECT 1 FROM sqlite_master i WHERE i.type = 'index' AND i.name = c.table_name || ?)
+		`SELECT c.table_name FROM %q c WHERE (NOT EXISTS (SELECT 1 FROM sqlite_master i WHERE i.type = 'index' AND i.name = c.table_name || ?)
+		   OR NOT EXISTS (SELECT 1 FROM sqlite_master i WHERE i.type = 'index' AND i.name = c.table_name || ?))
 		 AND EXISTS (SELECT 1 FROM sqlite_master t WHERE t.type = 'table' AND t.name = c.table_name)`, collectionsTable),
-		lookupIndexSuffix)
+		lookupIndexSuffix, orderIndexSuffix)
 	if err != nil {
 		return err
 	}
@@ -175,6 +183,9 @@ func replaceIDIndex(ctx context.Context, db *sql.DB, table string) error {
 		return err
 	}
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`CREATE UNIQUE INDEX IF NOT EXISTS %q ON %q (%s)`, table+lookupIndexSuffix, table, idExpression)); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %q ON %q (%s)`, table+orderIndexSuffix, table, idOrderExpression)); err != nil {
 		return err
 	}
 	// FerretDB names an index <table>_<index name>; its _id index is "_id_".

@@ -144,7 +144,8 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /** The product's users in external_user_id order, with the current period's spend, cursor-paginated */
+        get: operations["listUsers"];
         put?: never;
         /** Register an end user */
         post: operations["createUser"];
@@ -1654,6 +1655,132 @@ export interface operations {
             };
             /** @description Body validation failed; `issues` lists every problem */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Backend failure */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    listUsers: {
+        parameters: {
+            query: {
+                /** @description Only users whose external_user_id starts with it (exact characters, case-sensitive; no pattern syntax) */
+                prefix?: string;
+                /** @description Only users whose current subscription is on the plan of this name */
+                plan?: string;
+                /** @description next_cursor of the previous page (same prefix and plan) */
+                cursor?: string;
+                limit: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        users: {
+                            /** Format: uuid */
+                            id: string;
+                            external_user_id: string;
+                            name: string | null;
+                            plan_name: string | null;
+                            billing_subscription_id: string | null;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
+                             */
+                            created_at: string;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
+                             */
+                            updated_at: string;
+                            /** @description Dollars spent in the billing period in force now (what GET /users/{user_id}/usage reports as total_cost for current_period) */
+                            period_spend_usd: number;
+                            /** @description Tokens used in that period */
+                            period_tokens: number;
+                            /**
+                             * Format: date-time
+                             * @description Start of the billing period in force now
+                             */
+                            period_start: string;
+                            /**
+                             * Format: date-time
+                             * @description Exclusive end of that period
+                             */
+                            period_end: string;
+                        }[];
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            /** @description Invalid request (query, path or a rule of the request) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The key does not grant access */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

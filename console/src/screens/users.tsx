@@ -1,27 +1,13 @@
 import { useState, type FormEvent } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link, useLocation } from "wouter";
-import { ApiError, api, ok, type Issue, type User } from "../api/client.ts";
+import { ApiError, api, ok, type Issue } from "../api/client.ts";
 import { Card, Empty, Field, Pager, Query, QuickStart, Time } from "../components.tsx";
 import { fmtDate, fmtInt, fmtMoney, fmtTokens, utcTitle } from "../format.ts";
 import { usePaging, useUrlState } from "../url-state.ts";
 
-/** A row of GET /users (listUsers): the user and their billing period in force now, with its spend. */
-export type UserRow = User & { period_spend_usd: number; period_tokens: number; period_start: string; period_end: string };
-interface UserPage {
-  users: UserRow[];
-  next_cursor: string | null;
-}
-
-/**
- * GET /users (operation listUsers): prefix search, plan filter, cursor paging. Typed here by
- * its contract until the route is in the OpenAPI document the API types are generated from.
- */
-async function listUsers(query: { prefix?: string; plan?: string; cursor?: string; limit: number }): Promise<UserPage> {
-  const search = new URLSearchParams(Object.entries(query).filter(([, v]) => v !== undefined && v !== "") as [string, string][]);
-  const get = api.GET as unknown as (path: string, init: object) => Promise<{ data?: UserPage; error?: unknown; response: Response }>;
-  return ok(get(`/api/v1/users?${search}`, {}));
-}
+/** GET /users (listUsers): prefix search, plan filter, cursor paging. */
+const listUsers = (query: { prefix?: string; plan?: string; cursor?: string; limit: number }) => ok(api.GET("/api/v1/users", { params: { query } }));
 
 export function UsersScreen() {
   const [params, set] = useUrlState();

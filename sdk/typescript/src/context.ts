@@ -17,6 +17,12 @@ export function currentUser(): string | undefined {
   return storage.getStore()?.userId;
 }
 
+/** The call's session: the one it names, else the enclosing withUser()'s for this user, else the library's own (undefined). */
+export function sessionOf(userId: string, given: string | null | undefined): string | null | undefined {
+  if (given !== undefined) return given;
+  return currentUser() === userId ? currentSession() : undefined;
+}
+
 /** The session id set by the closest enclosing `meter.withUser(userId, fn, { session_id })`, or undefined. */
 export function currentSession(): string | undefined {
   return storage.getStore()?.sessionId;

@@ -1,14 +1,13 @@
+// The package's main entry point: exactly what README.md's "What the package exports" lists
+// (test/exports.test.ts holds the two together).
 export { Meter } from "./meter.ts";
 export { Reservation } from "./reservation.ts";
-export { LimitExceededError, MeterApiError, MeterNetworkError } from "./errors.ts";
+export { MeterError, LimitExceededError, MeterApiError, MeterNetworkError } from "./errors.ts";
 export { currentUser } from "./context.ts";
-export { normalizeModel, price, type Pricing, type Priced } from "./pricing.ts";
-export { evaluate, type GateInput } from "./gates.ts";
 export { VERSION } from "./transport.ts";
 export {
   verifyWebhook,
   WebhookVerificationError,
-  DEFAULT_TOLERANCE_SECONDS,
   type WebhookVerificationReason,
   type VerifyWebhookOptions,
   type WebhookHeaders,
@@ -22,4 +21,22 @@ export {
   type SummaryWebhookData,
   type TestWebhookData,
 } from "./webhooks.ts";
-export type * from "./types.ts";
+export type {
+  MeterOptions,
+  MeterLogger,
+  MeterStats,
+  StartResult,
+  GateStatus,
+  GuardResult,
+  GateContext,
+  GuardInput,
+  CallInput,
+  UsageInput,
+  RecordInput,
+  ManualInput,
+  ManualEvent,
+  UsageEvent,
+  UserState,
+  BillingPeriod,
+  SessionStartState,
+} from "./types.ts";

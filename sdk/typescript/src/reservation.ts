@@ -3,6 +3,7 @@
  * holds the call's estimated cost (and tokens) against the limits until it is committed with
  * the real usage or released.
  */
+import { MeterError } from "./errors.ts";
 import type { Session } from "./sessions.ts";
 import type { UserEntry } from "./state.ts";
 import type { GuardResult, UsageEvent, UsageInput } from "./types.ts";
@@ -23,6 +24,13 @@ export interface Hold {
   metadata: Record<string, unknown> | undefined;
   /** The budget lease the estimate was taken from (`leases: true`). */
   lease?: string | null;
+}
+
+let commitNowOf: (r: Reservation, usage: UsageInput) => UsageEvent;
+
+/** commit() in the caller's tick, throwing what it rejects with: the integrations commit every model call. Internal (src/internal.ts). */
+export function commitNow(r: Reservation, usage: UsageInput = {}): UsageEvent {
+  return commitNowOf(r, usage);
 }
 
 export class Reservation {
@@ -46,12 +54,15 @@ export class Reservation {
 
   /** Records the call's real usage and gives back the estimate. Once only; not after release(). */
   async commit(usage: UsageInput = {}): Promise<UsageEvent> {
-    return this.commitNow(usage);
+    return this.#commit(usage);
   }
 
-  /** @internal commit() in the same tick, throwing what it rejects with: the integrations commit every model call. */
-  commitNow(usage: UsageInput = {}): UsageEvent {
-    if (this.#state !== "open") throw new Error(`reservation already ${this.#state}`);
+  static {
+    commitNowOf = (r, usage) => r.#commit(usage);
+  }
+
+  #commit(usage: UsageInput): UsageEvent {
+    if (this.#state !== "open") throw new MeterError(`reservation already ${this.#state}`);
     const event = this.#ledger.settle(this.#hold, usage);
     this.#state = "committed";
     return event;

@@ -1,55 +1,74 @@
-/** What the library holds for one user: plan, period counters, sessions, reservations. */
-import { byName } from "./own.ts";
+/**
+ * What the library holds for one user: plan, period counters, sessions, reservations, and
+ * its standing with the service (loading, deliveries in flight, gate events written). The
+ * counters change only through the methods below, each named for what happened. The plan and
+ * period fields are read everywhere and written only by the session-view merge of periods.ts
+ * (applyView, rollLocally, pure rules over this record) through apply() and rollOver(), by
+ * count(), and by notRegistered().
+ */
+import { MeterTypeError } from "./errors.ts";
+import { byName, own } from "./own.ts";
+import { applyView, rollLocally, type Merge } from "./periods.ts";
+import { normalizeModel } from "./pricing.ts";
 import { Sessions, type Session } from "./sessions.ts";
-import type { PlanConfig, UsageEvent, UserState } from "./types.ts";
+import type { PlanConfig, SessionView, UsageEvent, UserState } from "./types.ts";
 
 /** SPEC.md's session window for a user whose plan is not known. */
 const DEFAULT_TIMEOUT_MINUTES = 30;
+/** Distinct model names remembered per user (normalization cache). */
+const MODEL_CACHE = 256;
+
+/** The amounts a reserved call holds until it is committed or released. */
+export interface Held {
+  session: Session;
+  model: string | null;
+  cost: number;
+  tokens: number;
+}
 
 export class UserEntry {
+  // ---- set by a session view (periods.ts), read everywhere ----
   serviceUserId: string | null = null;
   plan = "none";
   /** Id of the plan in force (null without one): a change of it is announced by GET /config/changes. */
   planId: string | null = null;
-  /** Reload once more at the next flush tick: the change marker named this user, and a read racing the change may have been stale. */
-  recheck = false;
   /** Null: no plan in force (or not loaded); nothing is gated or priced. */
   config: PlanConfig | null = null;
   /** True once a session view was applied; false for a user not (yet) known to the service. */
   loaded = false;
   /** The service answered 404: the user is not registered (permissive defaults). */
   unknown = false;
-  /** onSessionStart fired. */
-  started = false;
-
   periodStart: string;
   periodEnd: string;
   periodEndMs: number;
   periodCost = 0;
   tokensByModel: Record<string, number> = byName();
   costByModel: Record<string, number> = byName();
-
-  /** Pre-call estimates in flight. */
-  reservedCost = 0;
-  reservedTokens: Record<string, number> = byName();
-  inFlight = 0;
-  /** Events of the user still queued for delivery. */
-  pending = 0;
-  /** Usage recorded before the plan was known: priced when the session view arrives. */
-  unpriced: { event: UsageEvent; session: Session }[] = [];
-
   sessions: Sessions;
   timeoutMs = DEFAULT_TIMEOUT_MINUTES * 60_000;
-  lastActive: number;
-  /** When the view is due for a reload. */
-  refreshAt = 0;
-  refreshing: Promise<void> | null = null;
-  /** The last load failed (warned once). */
-  loadFailed = false;
-  /** Last gate event written per (gate_reason, status): when, and how many were not written since. */
-  lastGateEvent: Map<string, { at: number; suppressed: number }> | undefined;
   /** Raw model name → normalized, for the plan in force. */
   readonly models = new Map<string, string>();
+
+  // ---- changed only through the methods below ----
+  /** Pre-call estimates in flight. */
+  #reservedCost = 0;
+  #reservedTokens: Record<string, number> = byName();
+  #inFlight = 0;
+  /** Events of the user still queued for delivery. */
+  #pending = 0;
+  /** Usage recorded before the plan was known: priced when the session view arrives. */
+  #unpriced: { event: UsageEvent; session: Session }[] = [];
+  /** When the view is due for a reload. */
+  #refreshAt = 0;
+  #refreshing: Promise<void> | null = null;
+  /** The last load failed (warned once). */
+  #loadFailed = false;
+  /** onSessionStart fired. */
+  #started = false;
+  /** Reload once more at the next flush tick: the change marker named this user, and a read racing the change may have been stale. */
+  #recheck = false;
+  /** Last gate event written per (gate_reason, status): when, and how many were not written since. */
+  #lastGateEvent: Map<string, { at: number; suppressed: number }> | undefined;
 
   constructor(
     readonly userId: string,
@@ -63,7 +82,174 @@ export class UserEntry {
     this.periodEnd = new Date(end).toISOString();
     this.periodEndMs = end;
     this.sessions = new Sessions(now);
-    this.lastActive = now;
+  }
+
+  get reservedCost(): number {
+    return this.#reservedCost;
+  }
+  get reservedTokens(): Readonly<Record<string, number>> {
+    return this.#reservedTokens;
+  }
+  get refreshAt(): number {
+    return this.#refreshAt;
+  }
+  /** The reload under way, or null. */
+  get refreshing(): Promise<void> | null {
+    return this.#refreshing;
+  }
+  get loadFailed(): boolean {
+    return this.#loadFailed;
+  }
+
+  // ---- the session view ----
+
+  /** Merges a session view in (see periods.ts); the next reload is due `refreshMs` from now. True the first time a view is applied (onSessionStart). */
+  apply(view: SessionView, now: number, refreshMs: number): { merge: Merge; first: boolean } {
+    const merge = applyView(this, view, now);
+    this.#loadFailed = false;
+    this.#refreshAt = now + refreshMs;
+    const first = !this.#started;
+    this.#started = true;
+    return { merge, first };
+  }
+
+  /** The period ended and the service gave no new one: counters cleared locally (periods.ts). */
+  rollOver(now: number): void {
+    rollLocally(this, now);
+  }
+
+  /** The service answered 404: not registered (or deleted); back to permissive defaults with empty counters. */
+  notRegistered(now: number, refreshMs: number): void {
+    if (this.loaded) {
+      this.serviceUserId = null;
+      this.plan = "none";
+      this.config = null;
+      this.loaded = false;
+      this.periodCost = 0;
+      this.tokensByModel = byName();
+      this.costByModel = byName();
+      this.models.clear();
+      this.sessions.clear(now);
+    }
+    this.unknown = true;
+    this.#refreshAt = now + refreshMs;
+  }
+
+  /** A load failed; asked again `retryMs` from now. True when it is the first failure since the last success (warned once per outage). */
+  loadFailedAt(now: number, retryMs: number): boolean {
+    this.#refreshAt = now + retryMs;
+    const first = !this.#loadFailed;
+    this.#loadFailed = true;
+    return first;
+  }
+
+  /** A reload started; cleared when it settles. */
+  reloading(p: Promise<void>): Promise<void> {
+    const tracked = p.finally(() => {
+      this.#refreshing = null;
+    });
+    this.#refreshing = tracked;
+    return tracked;
+  }
+
+  /** The change marker named the user: read once more at the next tick. */
+  changed(): void {
+    this.#recheck = true;
+  }
+
+  /** True once after changed(): the read after the one that raced the change. */
+  takeRecheck(): boolean {
+    const due = this.#recheck;
+    this.#recheck = false;
+    return due;
+  }
+
+  // ---- calls ----
+
+  /** A reserved call holds its estimate against the limits until committed or released. */
+  hold(h: Held): void {
+    this.#reservedCost += h.cost;
+    h.session.reserved += h.cost;
+    if (h.model !== null && h.tokens > 0) this.#reservedTokens[h.model] = (own(this.#reservedTokens, h.model) ?? 0) + h.tokens;
+    this.#inFlight++;
+  }
+
+  /** The reserved call ended (committed or released): its estimate is given back. */
+  unhold(h: Held): void {
+    this.#reservedCost = nonNegative(this.#reservedCost - h.cost);
+    h.session.reserved = nonNegative(h.session.reserved - h.cost);
+    if (h.model !== null && h.tokens > 0) this.#reservedTokens[h.model] = nonNegative((own(this.#reservedTokens, h.model) ?? 0) - h.tokens);
+    this.#inFlight--;
+  }
+
+  /** Spend and tokens of a call counted in the period and its session. */
+  count(session: Session, model: string | null, tokens: number, cost: number): void {
+    this.periodCost += cost;
+    session.cost += cost;
+    if (model !== null) {
+      this.tokensByModel[model] = (own(this.tokensByModel, model) ?? 0) + tokens;
+      this.costByModel[model] = (own(this.costByModel, model) ?? 0) + cost;
+    }
+  }
+
+  /** Tokens counted under the raw model name before the plan was known, moved to the normalized one. */
+  renameTokens(raw: string, model: string, tokens: number): void {
+    this.tokensByModel[raw] = (own(this.tokensByModel, raw) ?? 0) - tokens;
+    if (this.tokensByModel[raw]! <= 0) delete this.tokensByModel[raw];
+    this.tokensByModel[model] = (own(this.tokensByModel, model) ?? 0) + tokens;
+  }
+
+  /** An event recorded before the plan was known: priced when it is. */
+  recordedUnpriced(event: UsageEvent, session: Session): void {
+    this.#unpriced.push({ event, session });
+  }
+
+  /** The events waiting for the plan, handed over once. */
+  takeUnpriced(): { event: UsageEvent; session: Session }[] {
+    const out = this.#unpriced;
+    this.#unpriced = [];
+    return out;
+  }
+
+  /** The normalized name of a call's model under the plan in force (remembered); null without one. */
+  model(raw: string | null | undefined): string | null {
+    if (raw === undefined || raw === null || raw === "") return null;
+    if (typeof raw !== "string") throw new MeterTypeError("model must be a string");
+    let m = this.models.get(raw);
+    if (m === undefined) {
+      m = normalizeModel(raw, this.config);
+      if (this.models.size >= MODEL_CACHE) this.models.clear();
+      this.models.set(raw, m);
+    }
+    return m;
+  }
+
+  // ---- deliveries and gate events ----
+
+  /** One of the user's events was queued for delivery. */
+  queued(): void {
+    this.#pending++;
+  }
+
+  /** One of the user's events was delivered or discarded. */
+  delivered(): void {
+    if (this.#pending > 0) this.#pending--;
+  }
+
+  /**
+   * A gate of kind `key` at `now`: true when its event is to be written (none of the kind
+   * within `intervalMs`), with how many of the kind were not written since the last; false
+   * (and counted as suppressed) otherwise.
+   */
+  gateEventDue(key: string, now: number, intervalMs: number): { suppressed: number } | null {
+    this.#lastGateEvent ??= new Map();
+    const last = this.#lastGateEvent.get(key);
+    if (last !== undefined && now - last.at < intervalMs) {
+      last.suppressed++;
+      return null;
+    }
+    this.#lastGateEvent.set(key, { at: now, suppressed: 0 });
+    return { suppressed: last?.suppressed ?? 0 };
   }
 
   snapshot(now: number): UserState {
@@ -83,6 +269,10 @@ export class UserEntry {
 
   /** Idle: nothing in flight or queued, and no session active within its window. */
   idle(now: number): boolean {
-    return this.inFlight === 0 && this.pending === 0 && this.sessions.idle(now, this.timeoutMs);
+    return this.#inFlight === 0 && this.#pending === 0 && this.sessions.idle(now, this.timeoutMs);
   }
+}
+
+function nonNegative(x: number): number {
+  return x < 1e-12 ? 0 : x;
 }

@@ -1,35 +1,36 @@
 /**
- * Input checks of the public API. They throw TypeError at the call site: a wrong argument is
+ * Input checks of the public API. They throw a TypeError (a MeterTypeError) at the call site: a wrong argument is
  * a bug to fix, and an event the service would refuse must not be queued.
  */
+import { MeterTypeError } from "./errors.ts";
 import type { ManualInput, UsageInput } from "./types.ts";
 
 export function checkUser(userId: unknown): void {
   if (typeof userId !== "string" || userId.length === 0 || userId.length > 255) {
-    throw new TypeError("userId must be a string of 1 to 255 characters (the product's external_user_id)");
+    throw new MeterTypeError("userId must be a string of 1 to 255 characters (the product's external_user_id)");
   }
 }
 
 function count(name: string, v: unknown): void {
-  if (v !== undefined && !(Number.isSafeInteger(v) && (v as number) >= 0)) throw new TypeError(`${name} must be a non-negative integer`);
+  if (v !== undefined && !(Number.isSafeInteger(v) && (v as number) >= 0)) throw new MeterTypeError(`${name} must be a non-negative integer`);
 }
 
 function strings(name: string, v: unknown): void {
   if (v !== undefined && !(Array.isArray(v) && v.every((s) => typeof s === "string" && s.length <= 255))) {
-    throw new TypeError(`${name} must be an array of strings`);
+    throw new MeterTypeError(`${name} must be an array of strings`);
   }
 }
 
 function object(name: string, v: unknown): void {
-  if (v !== undefined && (v === null || typeof v !== "object" || Array.isArray(v))) throw new TypeError(`${name} must be an object`);
+  if (v !== undefined && (v === null || typeof v !== "object" || Array.isArray(v))) throw new MeterTypeError(`${name} must be an object`);
 }
 
 function optionalString(name: string, v: unknown): void {
-  if (v !== undefined && v !== null && (typeof v !== "string" || v.length > 255)) throw new TypeError(`${name} must be a string of at most 255 characters`);
+  if (v !== undefined && v !== null && (typeof v !== "string" || v.length > 255)) throw new MeterTypeError(`${name} must be a string of at most 255 characters`);
 }
 
 export function checkUsage(u: UsageInput & { session_id?: unknown; model?: unknown }): void {
-  if (u === null || typeof u !== "object") throw new TypeError("usage must be an object");
+  if (u === null || typeof u !== "object") throw new MeterTypeError("usage must be an object");
   count("input_tokens", u.input_tokens);
   count("output_tokens", u.output_tokens);
   strings("tool_calls", u.tool_calls);
@@ -40,13 +41,13 @@ export function checkUsage(u: UsageInput & { session_id?: unknown; model?: unkno
 
 export function checkManual(m: ManualInput): void {
   checkUsage(m);
-  if (m.cost !== undefined && m.cost !== null && !(Number.isFinite(m.cost) && m.cost >= 0)) throw new TypeError("cost must be a non-negative number");
-  if (m.description !== undefined && m.description !== null && typeof m.description !== "string") throw new TypeError("description must be a string");
-  if (m.idempotency_key !== undefined && m.idempotency_key !== null && typeof m.idempotency_key !== "string") throw new TypeError("idempotency_key must be a string");
+  if (m.cost !== undefined && m.cost !== null && !(Number.isFinite(m.cost) && m.cost >= 0)) throw new MeterTypeError("cost must be a non-negative number");
+  if (m.description !== undefined && m.description !== null && typeof m.description !== "string") throw new MeterTypeError("description must be a string");
+  if (m.idempotency_key !== undefined && m.idempotency_key !== null && typeof m.idempotency_key !== "string") throw new MeterTypeError("idempotency_key must be a string");
 }
 
 export function positiveInt(name: string, v: number | undefined, fallback: number): number {
   if (v === undefined) return fallback;
-  if (!Number.isSafeInteger(v) || v <= 0) throw new TypeError(`Meter: ${name} must be a positive integer, got ${v}`);
+  if (!Number.isSafeInteger(v) || v <= 0) throw new MeterTypeError(`Meter: ${name} must be a positive integer, got ${v}`);
   return v;
 }

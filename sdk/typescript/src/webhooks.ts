@@ -2,11 +2,12 @@
  * Verifying the service's webhook deliveries in the receiver. Needs only `crypto.subtle` and
  * `TextEncoder` (Node 20+, Deno, Bun, Cloudflare Workers, browsers), no dependency.
  */
+import { MeterError, MeterTypeError } from "./errors.ts";
 
 /** Why a delivery was refused. */
 export type WebhookVerificationReason = "missing_header" | "bad_signature" | "too_old" | "malformed";
 
-export class WebhookVerificationError extends Error {
+export class WebhookVerificationError extends MeterError {
   readonly reason: WebhookVerificationReason;
   constructor(reason: WebhookVerificationReason, message: string) {
     super(message);
@@ -138,7 +139,7 @@ export async function verifyWebhook(
   if (!sig) throw new WebhookVerificationError("malformed", "X-Service-Signature is not sha256=<64 hex digits>");
   if (!/^\d{1,12}$/.test(timestamp.trim())) throw new WebhookVerificationError("malformed", "X-Service-Timestamp is not Unix seconds");
   const secrets = (typeof secret === "string" ? [secret] : [...secret]).filter((s) => s.length > 0);
-  if (secrets.length === 0) throw new TypeError("verifyWebhook needs the endpoint's signing secret");
+  if (secrets.length === 0) throw new MeterTypeError("verifyWebhook needs the endpoint's signing secret");
 
   const body = bytesOf(rawBody);
   const prefix = encoder.encode(`${timestamp.trim()}.`);

@@ -7,6 +7,7 @@ import { startTestStack, type TestStack } from "../../../test/support/stack.ts";
 import { eventually } from "../../../test/support/eventually.ts";
 import { memoryLogger, rejects, usage } from "./support/fixtures.ts";
 import { FaultProxy } from "./support/proxy.ts";
+import { commitNow, reserveNow } from "../src/internal.ts";
 
 interface Ctx {
   stack: TestStack;
@@ -83,14 +84,14 @@ t("reserveNow: a call the lease covers is held at once; one that needs a lease r
   const user = await cappedUser(ctx.api, 20 * CALL_ESTIMATE);
   const { proxy, m } = await setup(ctx);
   await m.guard(user, { model: "m" }); // loads the view; takes no lease
-  assert.is(m.reserveNow(user, CALL), undefined, "no lease yet: the request is reserve()'s to wait for");
+  assert.is(reserveNow(m, user, CALL), undefined, "no lease yet: the request is reserve()'s to wait for");
   assert.is(proxy.count(/POST \/users\/[^/]+\/leases$/), 0, "reserveNow() asks the service nothing");
-  (await m.reserve(user, CALL)).commitNow(USED);
+  commitNow(await m.reserve(user, CALL), USED);
   const asked = proxy.count(/POST \/users\/[^/]+\/leases$/);
   assert.ok(asked >= 1);
-  const r = m.reserveNow(user, CALL);
+  const r = reserveNow(m, user, CALL);
   assert.ok(r, "the lease covers the next call: held in the same tick");
-  r!.commitNow(USED);
+  commitNow(r!, USED);
   assert.is(proxy.count(/POST \/users\/[^/]+\/leases$/), asked);
   await m.shutdown();
   assert.ok(Math.abs((await usage(ctx.api, user)).total_cost - 2 * CALL_COST) < 1e-6);
@@ -140,13 +141,13 @@ async function spend(m: Meter, user: string, workers: number, callMs: number, do
   await Promise.all(
     Array.from({ length: workers }, async () => {
       while (!done()) {
-        let r = m.reserveNow(user, CALL);
+        let r = reserveNow(m, user, CALL);
         if (!r) {
           if (counting()) seen.waited++;
           r = await m.reserve(user, CALL);
         }
         await sleep(callMs);
-        r.commitNow(USED);
+        commitNow(r, USED);
         seen.calls++;
       }
     }),
@@ -250,7 +251,7 @@ t("near the cap a waiting call waits for at most the request in flight and one m
     const before = proxy.countAnswered(LEASE_REQUEST);
     try {
       const r = await m.reserve(user, CALL);
-      r.commitNow(USED);
+      commitNow(r, USED);
       outcomes.push("ran");
     } catch (err) {
       assert.instance(err, LimitExceededError);

@@ -6,6 +6,7 @@ import type { Api } from "../../../test/support/http.ts";
 import { LimitExceededError, Meter, currentUser, type GuardResult, type MeterOptions, type UsageEvent } from "../src/index.ts";
 import { DAY, createPlan, createUser, gateEvents, memoryLogger, near, rejects, subscribe, usage } from "./support/fixtures.ts";
 import { FaultProxy } from "./support/proxy.ts";
+import { commitNow, reserveNow } from "../src/internal.ts";
 
 const t = suite<{ stack: TestStack; api: Api; apiKey: string; proxy: FaultProxy; meters: Meter[] }>("sdk: gates, sessions, periods over HTTP");
 
@@ -300,17 +301,17 @@ t("reserve: commit settles with the real cost, release gives the estimate back; 
 t("reserveNow/commitNow: a warm user is held, gated and recorded in the caller's tick; a user not loaded yet waits for reserve()", async (ctx) => {
   const userId = await createUser(ctx.api, { max_spend_per_period: 1, cost_rates: { m: { input: 1, output: 1 } }, pre_call_estimate: true, pre_call_buffer_tokens: 500 });
   const m = meter(ctx);
-  assert.is(m.reserveNow(userId, { model: "m", input_tokens: 400 }), undefined, "the view is not loaded: nothing held");
+  assert.is(reserveNow(m, userId, { model: "m", input_tokens: 400 }), undefined, "the view is not loaded: nothing held");
   await m.guard(userId, { model: "m" });
-  const a = m.reserveNow(userId, { model: "m", input_tokens: 400 }); // holds $0.90, like reserve()
+  const a = reserveNow(m, userId, { model: "m", input_tokens: 400 }); // holds $0.90, like reserve()
   assert.ok(a, "a warm user is reserved at once");
   assert.is(a!.result.status, "soft_gate");
-  assert.throws(() => m.reserveNow(userId, { model: "m", input_tokens: 400 }), (err: unknown) => err instanceof LimitExceededError);
-  const event = a!.commitNow({ input_tokens: 400, output_tokens: 100 });
+  assert.throws(() => reserveNow(m, userId, { model: "m", input_tokens: 400 }), (err: unknown) => err instanceof LimitExceededError);
+  const event = commitNow(a!, { input_tokens: 400, output_tokens: 100 });
   assert.ok(near(event.cost_total, 0.5));
-  assert.throws(() => a!.commitNow({}), /committed/);
+  assert.throws(() => commitNow(a!, {}), /committed/);
   assert.ok(near(m.state(userId)!.period_cost, 0.5));
-  assert.throws(() => m.reserveNow("", {}), TypeError);
+  assert.throws(() => reserveNow(m, "", {}), TypeError);
   await m.flush();
   await eventually(async () => near((await usage(ctx.api, userId)).total_cost, 0.5), 10_000, "the event delivered");
 });

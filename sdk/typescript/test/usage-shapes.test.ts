@@ -1,11 +1,11 @@
 // The pure reading of usage and tool calls from each library's shapes.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { generateUsage, modelUsage, observeStreamPart } from "../src/integrations/ai.ts";
-import { messageUsage, observeMessageEvent } from "../src/integrations/anthropic.ts";
-import { llmResultUsage } from "../src/integrations/langchain.ts";
+import { generateUsage, modelUsage, observeStreamPart } from "../src/integrations/ai-usage.ts";
+import { messageUsage, observeMessageEvent } from "../src/integrations/anthropic-usage.ts";
+import { llmResultUsage } from "../src/integrations/langchain-usage.ts";
 import { estimateInput, newProgress, usageOfProgress } from "../src/integrations/metering.ts";
-import { chatCompletionUsage, observeChatChunk, observeResponseEvent, responseItemTool, responseUsage } from "../src/integrations/openai.ts";
+import { chatCompletionUsage, observeChatChunk, observeResponseEvent, responseItemTool, responseUsage } from "../src/integrations/openai-usage.ts";
 
 const t = suite("integration usage shapes");
 

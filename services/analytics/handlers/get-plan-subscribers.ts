@@ -1,12 +1,11 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { AnalyticsService } from "@meter/proto/meter/analytics/v1/analytics_pb";
-import { productIdOf } from "../params.ts";
 import type { AnalyticsDeps } from "../deps.ts";
 
 /** Subscribers per plan, as counted by the plans service; ordered by plan name. */
 export function getPlanSubscribers(deps: AnalyticsDeps): ServiceImpl<typeof AnalyticsService>["getPlanSubscribers"] {
   return async (req) => {
-    const plans = await deps.plans.countSubscribers(productIdOf(req));
+    const plans = await deps.plans.countSubscribers(req.productId);
     plans.sort((a, b) => (a.planName < b.planName ? -1 : a.planName > b.planName ? 1 : 0));
     return { plans: plans.map((p) => ({ planName: p.planName, subscriberCount: BigInt(p.subscriberCount) })) };
   };

@@ -1,15 +1,15 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { AnalyticsService } from "@meter/proto/meter/analytics/v1/analytics_pb";
 import { toTimestamp } from "@meter/lib/time";
-import { daysOf, productIdOf, sourceOf } from "../params.ts";
-import { readWindow, totalsOf } from "../queries.ts";
-import { lookback, previous } from "../windows.ts";
+import { daysOf, sourceOf } from "./params.ts";
+import { readWindow, totalsOf } from "../flows/queries.ts";
+import { lookback, previous } from "../domain/windows.ts";
 import type { AnalyticsDeps } from "../deps.ts";
 
 /** Totals of the last `days` UTC days (today included) beside those of the `days` before. */
 export function getSummary(deps: AnalyticsDeps): ServiceImpl<typeof AnalyticsService>["getSummary"] {
   return async (req) => {
-    const productId = productIdOf(req);
+    const productId = req.productId;
     const source = sourceOf(req.filter);
     const current = lookback(deps.now(), daysOf(req));
     const before = previous(current);

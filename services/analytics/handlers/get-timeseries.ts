@@ -1,15 +1,15 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { AnalyticsService } from "@meter/proto/meter/analytics/v1/analytics_pb";
-import { pick } from "../rollup.ts";
-import { daysOf, productIdOf, sourceOf } from "../params.ts";
-import { readWindow } from "../queries.ts";
-import { lookback } from "../windows.ts";
+import { pick } from "../domain/rollup.ts";
+import { daysOf, sourceOf } from "./params.ts";
+import { readWindow } from "../flows/queries.ts";
+import { lookback } from "../domain/windows.ts";
 import type { AnalyticsDeps } from "../deps.ts";
 
 /** One point per UTC day of the window, oldest first, days without events as zeros. */
 export function getTimeseries(deps: AnalyticsDeps): ServiceImpl<typeof AnalyticsService>["getTimeseries"] {
   return async (req) => {
-    const productId = productIdOf(req);
+    const productId = req.productId;
     const source = sourceOf(req.filter);
     const w = lookback(deps.now(), daysOf(req));
     const { docs } = await readWindow(deps, productId, w.days, false);

@@ -2,9 +2,9 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { AnalyticsService } from "@meter/proto/meter/analytics/v1/analytics_pb";
 import { rpcError } from "@meter/lib/errors";
 import { fromTimestamp } from "@meter/lib/time";
-import { limitOf, productIdOf } from "../params.ts";
-import { readWindow, topUsersOf, totalsOf } from "../queries.ts";
-import { coveringDays, REPORT_MAX_DAYS } from "../windows.ts";
+import { limitOf } from "./params.ts";
+import { readWindow, topUsersOf, totalsOf } from "../flows/queries.ts";
+import { coveringDays, REPORT_MAX_DAYS } from "../domain/windows.ts";
 import type { AnalyticsDeps } from "../deps.ts";
 
 /**
@@ -13,7 +13,7 @@ import type { AnalyticsDeps } from "../deps.ts";
  */
 export function getWindowReport(deps: AnalyticsDeps): ServiceImpl<typeof AnalyticsService>["getWindowReport"] {
   return async (req) => {
-    const productId = productIdOf(req);
+    const productId = req.productId;
     const start = fromTimestamp(req.start);
     const end = fromTimestamp(req.end);
     if (!start || !end) throw rpcError.invalid("start and end are required");

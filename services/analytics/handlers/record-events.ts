@@ -3,12 +3,12 @@ import type { AnalyticsService, GateFact, UsageFact } from "@meter/proto/meter/a
 import { rpcError } from "@meter/lib/errors";
 import { uncountedFacts } from "@meter/lib/metrics";
 import { fromTimestamp } from "@meter/lib/time";
-import { SOURCES, type Source } from "../rollup.ts";
+import { SOURCES, type Source } from "../domain/rollup.ts";
 import type { Bucket } from "../store/dirty.ts";
 import type { LedgerFact } from "../store/ledger.ts";
 import { enqueueRoll } from "../jobs/roll.ts";
-import { firstOpenDay, firstRollupDay } from "../retention.ts";
-import { dayOf } from "../windows.ts";
+import { firstOpenDay, firstRollupDay } from "../flows/retention.ts";
+import { dayOf } from "../domain/windows.ts";
 import type { AnalyticsDeps } from "../deps.ts";
 
 /** Largest batch accepted in one call; the sender splits bigger ones. */

@@ -1,5 +1,5 @@
 import type { KeyedPayload } from "@meter/lib/jobs";
-import { runRetention, type RetentionPolicy } from "../retention.ts";
+import { runRetention, type RetentionPolicy } from "../flows/retention.ts";
 import type { AnalyticsDeps } from "../deps.ts";
 
 export const RETENTION = "analytics.retention";
@@ -8,7 +8,7 @@ export const RETENTION = "analytics.retention";
 export const RETENTION_CRON = "30 3 * * *";
 
 /**
- * Deletes what the retention policy no longer keeps (retention.ts). Lock lifetime 10 minutes,
+ * Deletes what the retention policy no longer keeps (flows/retention.ts). Lock lifetime 10 minutes,
  * renewed never: a pass is a few deleteMany scans. A worker that dies mid-run leaves part of
  * the deletions done; every step is a delete by a cut-off, so the next run (the same job once
  * its lock has expired, or tomorrow's) simply finishes them.

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Collection, Db } from "mongodb";
 import { deleteInRounds, isDuplicateKeyError } from "@meter/lib/mongo";
-import type { BySource, DayAccumulator, DayFigures } from "../rollup.ts";
+import type { BySource, DayAccumulator, DayFigures } from "../domain/rollup.ts";
 import type { Bucket } from "./dirty.ts";
 import { USERS_PER_CHUNK, type UserRow } from "./rollups.ts";
 

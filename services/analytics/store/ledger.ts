@@ -3,7 +3,7 @@ import { LRUCache } from "lru-cache";
 import type { Collection, Db } from "mongodb";
 import pMap from "p-map";
 import { deleteInRounds, isDuplicateKeyError } from "@meter/lib/mongo";
-import type { DayAccumulator, GateEntry, UsageEntry } from "../rollup.ts";
+import type { DayAccumulator, GateEntry, UsageEntry } from "../domain/rollup.ts";
 import type { Bucket } from "./dirty.ts";
 
 /**

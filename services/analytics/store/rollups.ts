@@ -1,5 +1,5 @@
 import type { Collection, Db } from "mongodb";
-import type { BySource, DayFigures, UserFigures } from "../rollup.ts";
+import type { BySource, DayFigures, UserFigures } from "../domain/rollup.ts";
 import pMap from "p-map";
 import { deleteInRounds } from "@meter/lib/mongo";
 

@@ -1,4 +1,4 @@
-// A roll worker that dies mid-job, for roll-job.test.ts: it runs the analytics jobs on the
+// A roll worker that dies mid-job, for jobs/roll.test.ts: it runs the analytics jobs on the
 // database named by MONGODB_URL / MONGODB_DB, recomputes a day, writes its rollup, prints
 // "holding" and then hangs (the test kills it there) before clearing the day's dirty marks.
 import { createLogger } from "@meter/lib/logger";

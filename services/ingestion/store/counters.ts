@@ -1,7 +1,7 @@
 import type { Collection, Db, Filter, UpdateFilter } from "mongodb";
 import { LRUCache } from "lru-cache";
 import pMap from "p-map";
-import { isDuplicateKeyError } from "@meter/lib/mongo";
+import { findByIds, isDuplicateKeyError } from "@meter/lib/mongo";
 import { sumByName } from "@meter/lib/own";
 import { encodeKey } from "../domain/field-keys.ts";
 import type { UsageEventDoc } from "./usage-events.ts";
@@ -162,6 +162,11 @@ export class CounterStore {
 
   async get(id: string): Promise<CounterDoc | null> {
     return this.counters.findOne({ _id: id });
+  }
+
+  /** The counters that exist among `ids`, by id: one read by `_id` list. */
+  async getMany(ids: readonly string[]): Promise<Map<string, CounterDoc>> {
+    return new Map((await findByIds(this.counters, ids)).map((c) => [c._id, c]));
   }
 
   /**

@@ -1,15 +1,9 @@
 import { rpcError } from "@meter/lib/errors";
 import type { PlansDeps } from "../deps.ts";
-import { toUser } from "../mapping.ts";
+import { toUser } from "./mapping.ts";
 import type { UserDoc } from "../store/users.ts";
 
 export const EXTERNAL_USER_ID_MAX = 255;
-
-/** Every request names its product; an empty id is a caller bug, not a lookup miss. */
-export function requireProduct(productId: string): string {
-  if (!productId) throw rpcError.invalid("product_id is required");
-  return productId;
-}
 
 export function checkExternalUserId(id: string): void {
   if (id.length === 0 || id.length > EXTERNAL_USER_ID_MAX) {

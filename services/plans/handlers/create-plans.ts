@@ -1,10 +1,9 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { PlansService } from "@meter/proto/meter/plans/v1/plans_pb";
 import { rpcError } from "@meter/lib/errors";
-import { toPlan } from "../mapping.ts";
-import { LIMITS, assertValid, fromSettings, newPlanValues, planProblems } from "../settings.ts";
+import { toPlan } from "./mapping.ts";
+import { LIMITS, assertValid, fromSettings, newPlanValues, planProblems } from "../domain/settings.ts";
 import type { PlansDeps } from "../deps.ts";
-import { requireProduct } from "./common.ts";
 
 /**
  * Validates every plan first (nothing is created when one is invalid), then inserts them in
@@ -12,7 +11,7 @@ import { requireProduct } from "./common.ts";
  */
 export function createPlans(deps: PlansDeps): ServiceImpl<typeof PlansService>["createPlans"] {
   return async (req) => {
-    const productId = requireProduct(req.productId);
+    const productId = req.productId;
     if (req.plans.length === 0) throw rpcError.invalid("plans must contain at least one plan");
     if (req.plans.length > LIMITS.plansPerRequest) {
       throw rpcError.invalid(`at most ${LIMITS.plansPerRequest} plans per request`);

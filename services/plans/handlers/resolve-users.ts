@@ -1,9 +1,8 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { PlansService } from "@meter/proto/meter/plans/v1/plans_pb";
 import { rpcError } from "@meter/lib/errors";
-import { toPlan, toSubscription, toUser } from "../mapping.ts";
+import { toPlan, toSubscription, toUser } from "./mapping.ts";
 import type { PlansDeps } from "../deps.ts";
-import { requireProduct } from "./common.ts";
 
 export const RESOLVE_MAX_USERS = 1000;
 
@@ -15,7 +14,7 @@ export const RESOLVE_MAX_USERS = 1000;
  */
 export function resolveUsers(deps: PlansDeps): ServiceImpl<typeof PlansService>["resolveUsers"] {
   return async (req) => {
-    const productId = requireProduct(req.productId);
+    const productId = req.productId;
     if (req.externalUserIds.length > RESOLVE_MAX_USERS) {
       throw rpcError.invalid(`at most ${RESOLVE_MAX_USERS} users per request`);
     }

@@ -1,9 +1,10 @@
+import { randomUUID } from "node:crypto";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { PlansService } from "@meter/proto/meter/plans/v1/plans_pb";
 import { rpcError } from "@meter/lib/errors";
 import { fromTimestamp } from "@meter/lib/time";
 import type { PlansDeps } from "../deps.ts";
-import { announce, requireProduct, userMessage, userNotFound } from "./common.ts";
+import { announce, userMessage, userNotFound } from "./common.ts";
 
 const BILLING_ID_MAX = 255;
 
@@ -36,7 +37,7 @@ export function checkPeriod(
  */
 export function setSubscription(deps: PlansDeps): ServiceImpl<typeof PlansService>["setSubscription"] {
   return async (req) => {
-    const productId = requireProduct(req.productId);
+    const productId = req.productId;
     if (req.billingSubscriptionId !== undefined && req.billingSubscriptionId.length > BILLING_ID_MAX) {
       throw rpcError.invalid(`billing_subscription_id must be at most ${BILLING_ID_MAX} characters`);
     }
@@ -48,7 +49,12 @@ export function setSubscription(deps: PlansDeps): ServiceImpl<typeof PlansServic
     const end = fromTimestamp(req.periodEnd);
     checkPeriod(plan.name, plan.max_spend_per_period, start, end);
 
+    // Listed under the new plan before the change is stored; the subscription it replaces is
+    // taken off its plan after (PlanMemberStore): the user is under its current plan at every moment.
+    const sub = randomUUID();
+    await deps.members.add(productId, plan.id, req.externalUserId, sub);
     const appended = await deps.users.appendSubscription(productId, req.externalUserId, {
+      id: sub,
       plan_id: plan.id,
       plan_name: plan.name,
       billing_subscription_id: req.billingSubscriptionId ?? null,
@@ -58,8 +64,10 @@ export function setSubscription(deps: PlansDeps): ServiceImpl<typeof PlansServic
     });
     if (!appended) throw userNotFound(req.externalUserId);
     const { user: updated, entry } = appended;
-    const previous = updated.subscriptions[entry.seq - 2]?.plan_id ?? null;
+    const before = updated.subscriptions[entry.seq - 2];
+    const previous = before?.plan_id ?? null;
     await deps.subscribers.move(productId, previous, plan.id);
+    if (before) await deps.members.remove(productId, before.plan_id, req.externalUserId, before.id);
     await announce(deps, productId, { externalUserId: req.externalUserId });
     deps.logger.info({ productId, userId: updated.id, planId: plan.id, seq: entry.seq }, "subscription set");
     // The user as this change left it: a concurrent later change is not reported as this one's.

@@ -2,10 +2,10 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import { create } from "@bufbuild/protobuf";
 import { PlanSettingsSchema, type PlansService } from "@meter/proto/meter/plans/v1/plans_pb";
 import { rpcError } from "@meter/lib/errors";
-import { toPlan } from "../mapping.ts";
-import { applyMask, assertValid, fromSettings, planProblems } from "../settings.ts";
+import { toPlan } from "./mapping.ts";
+import { applyMask, assertValid, fromSettings, planProblems } from "../domain/settings.ts";
 import type { PlansDeps } from "../deps.ts";
-import { announce, requireProduct } from "./common.ts";
+import { announce } from "./common.ts";
 
 const MAX_ATTEMPTS = 10;
 
@@ -15,7 +15,7 @@ const MAX_ATTEMPTS = 10;
  */
 export function updatePlan(deps: PlansDeps): ServiceImpl<typeof PlansService>["updatePlan"] {
   return async (req) => {
-    const productId = requireProduct(req.productId);
+    const productId = req.productId;
     const sent = fromSettings(req.plan ?? create(PlanSettingsSchema));
     const paths = req.updateMask?.paths ?? [];
     for (let attempt = 1; ; attempt++) {

@@ -2,7 +2,7 @@ import { v7 as uuidv7 } from "uuid";
 import { LRUCache } from "lru-cache";
 import { MongoServerError, type Collection, type Db } from "mongodb";
 import { findByIds, isDuplicateKeyError } from "@meter/lib/mongo";
-import { LIMITS, PLAN_FIELDS, type PlanValues, type Rate } from "../settings.ts";
+import { LIMITS, PLAN_FIELDS, type PlanValues, type Rate } from "../domain/settings.ts";
 
 /**
  * A plan as stored. Maps keyed by model or tool name are kept as arrays of entries: names

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { Collection, Db } from "mongodb";
 import type { Logger } from "@meter/lib/logger";
 import { findByIds, isDuplicateKeyError } from "@meter/lib/mongo";
+import { pageRange } from "./key-range.ts";
 import { UserCache } from "./user-cache.ts";
 
 /** One subscription of a user: which plan, for which billing window, set when. */
@@ -81,6 +82,20 @@ function fromStored(d: StoredUser): UserDoc {
   };
 }
 
+function newUser(productId: string, externalUserId: string, name: string | null): StoredUser {
+  const now = new Date();
+  return {
+    _id: userKey(productId, externalUserId),
+    id: randomUUID(),
+    product_id: productId,
+    external_user_id: externalUserId,
+    name,
+    subscriptions: [],
+    created_at: now,
+    updated_at: now,
+  };
+}
+
 export class UserStore {
   private readonly users: Collection<StoredUser>;
   /** Changes are announced to the other replicas' caches whether or not this one caches. */
@@ -93,22 +108,26 @@ export class UserStore {
 
   /** Inserts a user; null when the product already has that external_user_id. */
   async insert(productId: string, externalUserId: string, name: string | null): Promise<UserDoc | null> {
-    const now = new Date();
-    const doc: StoredUser = {
-      _id: userKey(productId, externalUserId),
-      id: randomUUID(),
-      product_id: productId,
-      external_user_id: externalUserId,
-      name,
-      subscriptions: [],
-      created_at: now,
-      updated_at: now,
-    };
+    const doc = newUser(productId, externalUserId, name);
     try {
       await this.users.insertOne(doc);
       return fromStored(doc);
     } catch (err) {
       if (isDuplicateKeyError(err)) return null;
+      throw err;
+    }
+  }
+
+  /**
+   * Inserts many new users of a product in one command (imports, benchmarks); ids the product
+   * already has are skipped. Resolves the number inserted.
+   */
+  async insertMany(productId: string, users: readonly { externalUserId: string; name: string | null }[]): Promise<number> {
+    if (users.length === 0) return 0;
+    try {
+      return (await this.users.insertMany(users.map((u) => newUser(productId, u.externalUserId, u.name)), { ordered: false })).insertedCount;
+    } catch (err) {
+      if (isDuplicateKeyError(err) && typeof (err as { insertedCount?: unknown }).insertedCount === "number") return (err as { insertedCount: number }).insertedCount;
       throw err;
     }
   }
@@ -131,6 +150,28 @@ export class UserStore {
   }
 
   /**
+   * Up to `limit` users of the product whose external id starts with `prefix`, after the
+   * external id `after`, in external id order: one range read of `_id`s (product first), so a
+   * page costs its own users whatever the product or the collection holds.
+   */
+  async page(productId: string, prefix: string, after: string | undefined, limit: number): Promise<UserDoc[]> {
+    const docs = await this.users
+      .find({ _id: pageRange(`${productId}:`, prefix, after) })
+      .sort({ _id: 1 })
+      .limit(limit)
+      .toArray();
+    return docs.map(fromStored);
+  }
+
+  /** Every subscribed user of every product with its current subscription (one whole read, for PlanMemberStore.backfill). */
+  async *currentSubscriptions(): AsyncGenerator<{ productId: string; externalUserId: string; planId: string; sub: string }> {
+    for await (const u of this.users.find({}, { projection: { product_id: 1, external_user_id: 1, subscriptions: 1 } })) {
+      const current = u.subscriptions?.at(-1);
+      if (current) yield { productId: u.product_id, externalUserId: u.external_user_id, planId: current.plan_id, sub: current.id };
+    }
+  }
+
+  /**
    * Appends a subscription to the user's history with one atomic `$push`: concurrent changes
    * are all kept, in the one order the database applied them. Returns the user after the
    * change and the position of the new entry; null when the user does not exist.
@@ -138,14 +179,14 @@ export class UserStore {
   async appendSubscription(
     productId: string,
     externalUserId: string,
-    entry: Omit<StoredEntry, "id">,
+    entry: Omit<StoredEntry, "id"> & { id?: string },
   ): Promise<{ user: UserDoc; entry: SubscriptionEntry } | null> {
-    const id = randomUUID();
+    const id = entry.id ?? randomUUID();
     const key = userKey(productId, externalUserId);
     const doc = await this.cache.change(key, () =>
       this.users.findOneAndUpdate(
         { _id: key },
-        { $push: { subscriptions: { id, ...entry } }, $max: { updated_at: entry.effective_at } },
+        { $push: { subscriptions: { ...entry, id } }, $max: { updated_at: entry.effective_at } },
         { returnDocument: "after" },
       ),
     );

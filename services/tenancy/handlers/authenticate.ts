@@ -2,7 +2,7 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { TenancyService } from "@meter/proto/meter/tenancy/v1/tenancy_pb";
 import { rpcError } from "@meter/lib/errors";
 import { optionalTimestamp } from "@meter/lib/time";
-import { hashApiKey, looksLikeApiKey } from "../keys.ts";
+import { hashApiKey, looksLikeApiKey } from "../domain/keys.ts";
 import type { TenancyDeps } from "../deps.ts";
 import { LAST_USED_STEP_MS } from "../store/api-keys.ts";
 

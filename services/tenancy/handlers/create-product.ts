@@ -1,8 +1,8 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { CreateProductRequest, TenancyService } from "@meter/proto/meter/tenancy/v1/tenancy_pb";
 import { rpcError } from "@meter/lib/errors";
-import { newKeyDoc } from "./api-keys.ts";
-import { toProduct } from "../mapping.ts";
+import { newKeyDoc } from "./common.ts";
+import { toProduct } from "./mapping.ts";
 import type { TenancyDeps } from "../deps.ts";
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;

@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import type { Collection, Db } from "mongodb";
 import { isDuplicateKeyError } from "@meter/lib/mongo";
-import { slugify } from "../keys.ts";
+import { slugify } from "../domain/keys.ts";
 
 export interface ProductDoc {
   _id: string;

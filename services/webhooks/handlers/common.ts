@@ -1,16 +1,11 @@
 import { rpcError } from "@meter/lib/errors";
 import type { WebhooksDeps } from "../deps.ts";
-import { validateSubscribedEvents, type EventType } from "../events.ts";
+import { validateSubscribedEvents, type EventType } from "../domain/events.ts";
 import type { EndpointDoc } from "../store/endpoints.ts";
-import { endpointUrlProblem } from "../url-guard.ts";
-
-export function requireProduct(productId: string): void {
-  if (!productId) throw rpcError.invalid("product_id is required");
-}
+import { endpointUrlProblem } from "../adapters/url-guard.ts";
 
 /** The product's endpoint, or NOT_FOUND (also for another product's endpoint). */
 export async function endpointOf(deps: WebhooksDeps, productId: string, endpointId: string): Promise<EndpointDoc> {
-  requireProduct(productId);
   const doc = endpointId ? await deps.endpoints.get(productId, endpointId) : null;
   if (!doc) throw rpcError.notFound(`webhook endpoint ${endpointId} not found`);
   return doc;

@@ -3,9 +3,9 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { WebhooksService } from "@meter/proto/meter/webhooks/v1/webhooks_pb";
 import { Code, ConnectError } from "@meter/lib/errors";
 import type { WebhooksDeps } from "../deps.ts";
-import { toEndpoint } from "../mapping.ts";
-import { generateSecret } from "../secrets.ts";
-import { checkDescription, checkEvents, checkUrl, requireProduct } from "./common.ts";
+import { toEndpoint } from "./mapping.ts";
+import { generateSecret } from "../domain/secrets.ts";
+import { checkDescription, checkEvents, checkUrl } from "./common.ts";
 
 /** Endpoints one product may have (README, "Limits"); each event fans out to at most this many. */
 export const MAX_ENDPOINTS_PER_PRODUCT = 20;
@@ -19,7 +19,6 @@ export const MAX_ENDPOINTS_PER_PRODUCT = 20;
  */
 export function createEndpoint(deps: WebhooksDeps): ServiceImpl<typeof WebhooksService>["createEndpoint"] {
   return async (req) => {
-    requireProduct(req.productId);
     const subscribed = checkEvents(req.subscribedEvents);
     const description = checkDescription(req.description);
     const url = await checkUrl(deps, req.url);

@@ -2,7 +2,7 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { WebhooksService } from "@meter/proto/meter/webhooks/v1/webhooks_pb";
 import { rpcError } from "@meter/lib/errors";
 import type { WebhooksDeps } from "../deps.ts";
-import { toDelivery } from "../mapping.ts";
+import { toDelivery } from "./mapping.ts";
 import { DELIVERY_STATUSES, type DeliveryPageKey, type DeliveryStatus } from "../store/deliveries.ts";
 import { endpointOf } from "./common.ts";
 

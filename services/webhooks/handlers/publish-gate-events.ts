@@ -3,7 +3,7 @@ import type { GateNotice, WebhooksService } from "@meter/proto/meter/webhooks/v1
 import { rpcError } from "@meter/lib/errors";
 import { fromTimestamp } from "@meter/lib/time";
 import type { WebhooksDeps } from "../deps.ts";
-import { recordEvents } from "../emit.ts";
+import { recordEvents } from "../flows/emit.ts";
 
 /**
  * Which webhooks a gate event produces: status soft_gate -> gate_event.soft_gate, status

@@ -3,8 +3,8 @@ import type { ThresholdCrossing, WebhooksService } from "@meter/proto/meter/webh
 import { rpcError } from "@meter/lib/errors";
 import { fromTimestamp } from "@meter/lib/time";
 import type { WebhooksDeps } from "../deps.ts";
-import { recordEvents } from "../emit.ts";
-import { THRESHOLDS } from "../events.ts";
+import { recordEvents } from "../flows/emit.ts";
+import { THRESHOLDS } from "../domain/events.ts";
 
 /**
  * One usage.threshold.<pct> event per (product, user, billing period, threshold): the event

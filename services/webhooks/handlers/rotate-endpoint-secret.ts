@@ -2,7 +2,7 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { WebhooksService } from "@meter/proto/meter/webhooks/v1/webhooks_pb";
 import { rpcError } from "@meter/lib/errors";
 import type { WebhooksDeps } from "../deps.ts";
-import { generateSecret } from "../secrets.ts";
+import { generateSecret } from "../domain/secrets.ts";
 import { endpointOf } from "./common.ts";
 
 /** The new secret replaces the old one in place: every later attempt, retries included, signs with it. */

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { WebhooksService } from "@meter/proto/meter/webhooks/v1/webhooks_pb";
 import type { WebhooksDeps } from "../deps.ts";
-import { API_VERSION, TEST_EVENT_TYPE } from "../events.ts";
+import { API_VERSION, TEST_EVENT_TYPE } from "../domain/events.ts";
 import { endpointOf } from "./common.ts";
 
 /**

@@ -2,7 +2,7 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { WebhooksService } from "@meter/proto/meter/webhooks/v1/webhooks_pb";
 import { rpcError } from "@meter/lib/errors";
 import type { WebhooksDeps } from "../deps.ts";
-import { toEndpoint } from "../mapping.ts";
+import { toEndpoint } from "./mapping.ts";
 import type { EndpointChanges } from "../store/endpoints.ts";
 import { checkDescription, checkEvents, checkUrl, endpointOf } from "./common.ts";
 

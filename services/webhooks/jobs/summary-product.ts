@@ -1,8 +1,8 @@
 import type { Job } from "agenda";
 import { constant } from "agenda";
 import type { WebhooksDeps } from "../deps.ts";
-import { recordEvents } from "../emit.ts";
-import type { SummaryType } from "../periods.ts";
+import { recordEvents } from "../flows/emit.ts";
+import type { SummaryType } from "../domain/periods.ts";
 
 export const SUMMARY_PRODUCT = "webhooks.summary-product";
 export const SUMMARY_TOP_USERS = 10;

@@ -2,7 +2,7 @@ import type { Collection, Db, Filter } from "mongodb";
 import { insertIgnoringDuplicates } from "@meter/lib/mongo";
 
 /**
- * Work waiting for the dispatcher (dispatcher.ts): an event to fan out into deliveries, or the
+ * Work waiting for the dispatcher (flows/dispatcher.ts): an event to fan out into deliveries, or the
  * next attempt of a pending delivery. The entry is a pointer; the event and the delivery stay
  * the truth (an entry that disagrees with its delivery is corrected when picked). Entries are
  * deleted as soon as their work is done, so this collection holds only what is pending, and

@@ -9,51 +9,13 @@ import {
   resolveUser,
   settleWhenCollected,
   type IntegrationOptions,
-  type StreamProgress,
-  type Usage,
 } from "./metering.ts";
+import { generateUsage, observeStreamPart } from "./ai-usage.ts";
 
 export { MissingUserError, type IntegrationOptions } from "./metering.ts";
 
 type WrapOptions = Parameters<typeof wrapLanguageModel>[0];
 type Middleware = Exclude<WrapOptions["middleware"], unknown[]>;
-
-/**
- * Usage of the model spec's usage object: nested (`inputTokens.total`) since spec v3,
- * flat numbers in v2; read by shape, not by version.
- */
-export function modelUsage(usage: any): { input_tokens: number; output_tokens: number } {
-  const count = (v: any): number => (typeof v === "number" ? v : typeof v?.total === "number" ? v.total : 0);
-  return { input_tokens: count(usage?.inputTokens), output_tokens: count(usage?.outputTokens) };
-}
-
-/** Tool calls of a generate result: one per `tool-call` content part, provider-executed ones included. */
-export function generateUsage(result: any): Usage {
-  const tool_calls: string[] = [];
-  for (const part of result?.content ?? []) if (part?.type === "tool-call" && part.toolName) tool_calls.push(part.toolName);
-  return { ...modelUsage(result?.usage), tool_calls };
-}
-
-/** One stream part: text and tool input count toward an estimate; usage comes on `finish`. */
-export function observeStreamPart(part: any, progress: StreamProgress): void {
-  switch (part?.type) {
-    case "text-delta":
-    case "reasoning-delta":
-    case "tool-input-delta":
-      progress.chars += (part.delta ?? part.textDelta ?? "").length;
-      break;
-    case "tool-call":
-      if (part.toolName) progress.tool_calls.push(part.toolName);
-      break;
-    case "finish": {
-      const usage = modelUsage(part.usage);
-      progress.input_tokens = usage.input_tokens;
-      progress.output_tokens = usage.output_tokens;
-      progress.complete = true;
-      break;
-    }
-  }
-}
 
 /**
  * The same model, metered. The guard runs before the provider is called: `generateText`

@@ -5,6 +5,7 @@
 // SDK's own (`.withResponse()`, `.asResponse()`, `_thenUnwrap` for `.parse()` and the stream
 // helpers), and a helper that re-enters `create()` still makes one post, so one event.
 import type { Meter } from "../meter.ts";
+import { MeterError, MeterTypeError } from "../errors.ts";
 import {
   MeteredCall,
   checkArguments,
@@ -55,9 +56,9 @@ export function meterPosts<C extends object>(
 ): C {
   checkArguments(integration.name, meter, options);
   const target = client as C & StainlessClient & { [METERED]?: true };
-  if (typeof target.post !== "function") throw new TypeError(`${integration.name}: expected a client instance`);
+  if (typeof target.post !== "function") throw new MeterTypeError(`${integration.name}: expected a client instance`);
   if (target[METERED]) {
-    throw new Error(`${integration.name}: this client is metered already; wrap a client once and pass the user (and the conversation) with meter.withUser(userId, fn, { session_id })`);
+    throw new MeterError(`${integration.name}: this client is metered already; wrap a client once and pass the user (and the conversation) with meter.withUser(userId, fn, { session_id })`);
   }
   const post = target.post;
   Object.defineProperty(target, METERED, { value: true });

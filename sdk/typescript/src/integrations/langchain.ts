@@ -2,6 +2,7 @@
 // is awaited before the provider is called, and with `raiseError` a `LimitExceededError`
 // thrown there blocks the call and surfaces from `.invoke()` / `.stream()`.
 import { BaseCallbackHandler } from "@langchain/core/callbacks/base";
+import { MeterTypeError } from "../errors.ts";
 import type { Meter } from "../meter.ts";
 import {
   MeteredCall,
@@ -10,49 +11,10 @@ import {
   resolveUser,
   type IntegrationOptions,
   type StreamProgress,
-  type Usage,
 } from "./metering.ts";
+import { llmResultUsage } from "./langchain-usage.ts";
 
 export { MissingUserError, type IntegrationOptions } from "./metering.ts";
-
-/** Tools the model called in one message: `tool_calls`, plus server-tool blocks of the content. */
-function messageTools(message: any): string[] {
-  const names: string[] = [];
-  for (const call of message?.tool_calls ?? []) if (call?.name) names.push(call.name);
-  if (Array.isArray(message?.content)) {
-    for (const block of message.content) if (block?.type === "server_tool_use" && block.name) names.push(block.name);
-  }
-  return names;
-}
-
-/**
- * Usage of an LLM result by shape (a second copy of @langchain/core fails `instanceof`):
- * each generation's `message.usage_metadata`; without it, `llmOutput.tokenUsage`.
- * Undefined when the result reports no usage at all.
- */
-export function llmResultUsage(output: any): Usage | undefined {
-  let input = 0;
-  let out = 0;
-  let found = false;
-  const tool_calls: string[] = [];
-  for (const generation of (output?.generations ?? []).flat()) {
-    const message = generation?.message;
-    const meta = message?.usage_metadata;
-    if (meta) {
-      found = true;
-      input += meta.input_tokens ?? 0;
-      out += meta.output_tokens ?? 0;
-    }
-    tool_calls.push(...messageTools(message));
-  }
-  const tokenUsage = output?.llmOutput?.tokenUsage;
-  if (!found && tokenUsage) {
-    found = true;
-    input = tokenUsage.promptTokens ?? 0;
-    out = tokenUsage.completionTokens ?? 0;
-  }
-  return found ? { input_tokens: input, output_tokens: out, tool_calls } : undefined;
-}
 
 /** Options of the handler: those of every integration, and when a silent stream counts as left. */
 export interface MeterCallbackHandlerOptions extends IntegrationOptions {
@@ -91,7 +53,7 @@ export class MeterCallbackHandler extends BaseCallbackHandler {
     const idle = options.idleMs ?? DEFAULT_IDLE_MS;
     // Timers overflow past 2^31 - 1 ms and would then fire at once.
     if (!Number.isInteger(idle) || idle < 2 || idle > 2_147_483_647) {
-      throw new TypeError("MeterCallbackHandler: idleMs must be an integer from 2 to 2147483647 (milliseconds)");
+      throw new MeterTypeError("MeterCallbackHandler: idleMs must be an integer from 2 to 2147483647 (milliseconds)");
     }
     this.#idleMs = idle;
   }

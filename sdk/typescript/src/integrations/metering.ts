@@ -1,9 +1,11 @@
 // What the four integrations share: who the call is for, the reservation taken before the
 // request, and settling it exactly once with the provider's numbers or, failing those, an
 // estimate.
+import { commitNow, reporterOf, reserveNow } from "../internal.ts";
 import type { Meter } from "../meter.ts";
 import type { Reservation } from "../reservation.ts";
 import { estimateTokens } from "../pricing.ts";
+import { MeterError, MeterTypeError } from "../errors.ts";
 
 /** Options of every integration. */
 export interface IntegrationOptions {
@@ -31,7 +33,7 @@ export interface StreamProgress {
   chars: number;
 }
 
-export class MissingUserError extends Error {
+export class MissingUserError extends MeterError {
   constructor(integration: string) {
     super(`${integration}: no user to meter this call for; pass { user_id } to the wrapper or run the call inside meter.withUser(userId, ...)`);
     this.name = "MissingUserError";
@@ -57,10 +59,10 @@ export function estimateInput(...parts: unknown[]): number {
 
 /** A wrong argument fails where the wrapper is made, not at the first model call. */
 export function checkArguments(integration: string, meter: Meter, options: IntegrationOptions): void {
-  if (typeof (meter as Partial<Meter> | undefined)?.reserve !== "function") throw new TypeError(`${integration}: the second argument must be a Meter`);
-  if (options === null || typeof options !== "object") throw new TypeError(`${integration}: options must be an object`);
+  if (typeof (meter as Partial<Meter> | undefined)?.reserve !== "function") throw new MeterTypeError(`${integration}: the second argument must be a Meter`);
+  if (options === null || typeof options !== "object") throw new MeterTypeError(`${integration}: options must be an object`);
   if (options.user_id !== undefined && (typeof options.user_id !== "string" || options.user_id.length === 0 || options.user_id.length > 255)) {
-    throw new TypeError(`${integration}: user_id must be a string of 1 to 255 characters (the product's external_user_id)`);
+    throw new MeterTypeError(`${integration}: user_id must be a string of 1 to 255 characters (the product's external_user_id)`);
   }
 }
 
@@ -145,7 +147,7 @@ export class MeteredCall {
     const metadata = { ...options.metadata, provider: start.provider };
     // The prompt rather than a count: a plan without pre-call estimates never serializes it.
     const input = { model: start.model ?? "unknown", session_id: options.session_id, prompt: start.prompt, metadata };
-    const now = meter.reserveNow(start.user_id, input);
+    const now = reserveNow(meter, start.user_id, input);
     if (now) return new MeteredCall(meter, now, start.prompt, metadata, openCalls(meter));
     return meter.reserve(start.user_id, input).then((reservation) => new MeteredCall(meter, reservation, start.prompt, metadata, openCalls(meter)));
   }
@@ -169,9 +171,9 @@ export class MeteredCall {
     // The caller has its answer already: a metering failure is reported, not thrown into
     // the model call.
     try {
-      this.reservation.commitNow({ input_tokens: usage.input_tokens, output_tokens: usage.output_tokens, tool_calls: usage.tool_calls, metadata: this.metadata });
+      commitNow(this.reservation, { input_tokens: usage.input_tokens, output_tokens: usage.output_tokens, tool_calls: usage.tool_calls, metadata: this.metadata });
     } catch (err) {
-      this.meter.warn("a metered call could not be recorded", err as Error);
+      reporterOf(this.meter).warn("a metered call could not be recorded", err as Error);
     }
   }
 

@@ -8,10 +8,10 @@ import { createLogger } from "@meter/lib/logger";
 import { connectMongo } from "@meter/lib/mongo";
 import { rpcClient, serveRpc } from "@meter/lib/rpc";
 import { DAY_MS, toTimestamp } from "@meter/lib/time";
-import { testMongoUrl } from "../../test/support/database.ts";
-import { createAnalyticsService } from "./index.ts";
+import { testMongoUrl } from "../../../test/support/database.ts";
+import { createAnalyticsService } from "../index.ts";
 import { firstOpenDay, RETENTION_DEFAULTS } from "./retention.ts";
-import { dayOf } from "./windows.ts";
+import { dayOf } from "../domain/windows.ts";
 
 /**
  * A retention pass keeps every figure a query can return and removes what the policy says

@@ -1,9 +1,9 @@
-import type { WebhooksDeps } from "./deps.ts";
-import { stableUuid } from "./events.ts";
-import type { DeliveryDoc } from "./store/deliveries.ts";
-import type { EndpointDoc } from "./store/endpoints.ts";
-import type { EventDoc } from "./store/events.ts";
-import { attemptEntry, fanoutEntry, type QueueEntry } from "./store/queue.ts";
+import type { WebhooksDeps } from "../deps.ts";
+import { stableUuid } from "../domain/events.ts";
+import type { DeliveryDoc } from "../store/deliveries.ts";
+import type { EndpointDoc } from "../store/endpoints.ts";
+import type { EventDoc } from "../store/events.ts";
+import { attemptEntry, fanoutEntry, type QueueEntry } from "../store/queue.ts";
 
 export interface NewEvent {
   productId: string;

@@ -1,8 +1,8 @@
 import { create } from "@bufbuild/protobuf";
 import { ApiKeySchema, ProductSchema, type ApiKey, type Product } from "@meter/proto/meter/tenancy/v1/tenancy_pb";
 import { toTimestamp } from "@meter/lib/time";
-import type { ApiKeyDoc } from "./store/api-keys.ts";
-import type { ProductDoc } from "./store/products.ts";
+import type { ApiKeyDoc } from "../store/api-keys.ts";
+import type { ProductDoc } from "../store/products.ts";
 
 export function toProduct(doc: ProductDoc): Product {
   return create(ProductSchema, {

@@ -1,10 +1,10 @@
 import { webhookDeliveries } from "@meter/lib/metrics";
-import type { WebhooksDeps } from "./deps.ts";
-import { API_VERSION, MAX_ATTEMPTS, RETRY_DELAYS_MS, type Envelope } from "./events.ts";
-import type { SendResult } from "./sender.ts";
-import type { EndpointDoc } from "./store/endpoints.ts";
-import type { EventDoc } from "./store/events.ts";
-import type { QueueEntry } from "./store/queue.ts";
+import type { WebhooksDeps } from "../deps.ts";
+import { API_VERSION, MAX_ATTEMPTS, RETRY_DELAYS_MS, type Envelope } from "../domain/events.ts";
+import type { SendResult } from "../adapters/sender.ts";
+import type { EndpointDoc } from "../store/endpoints.ts";
+import type { EventDoc } from "../store/events.ts";
+import type { QueueEntry } from "../store/queue.ts";
 
 /** The claim that makes attempt `n` of a delivery go out once: "deliver:<delivery id>:<n>". */
 export function attemptKey(deliveryId: string, attempt: number): string {

@@ -1,7 +1,7 @@
 import { retryDelay, runAttempt } from "./attempt.ts";
-import type { WebhooksDeps } from "./deps.ts";
+import type { WebhooksDeps } from "../deps.ts";
 import { fanOut } from "./emit.ts";
-import type { QueueEntry } from "./store/queue.ts";
+import type { QueueEntry } from "../store/queue.ts";
 
 /** How much of a replica's delivery work one product (and one endpoint) can hold at once. */
 export interface DispatchLimits {

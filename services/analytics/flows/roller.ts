@@ -1,9 +1,9 @@
 import type { Logger } from "@meter/lib/logger";
-import { DayAccumulator } from "./rollup.ts";
-import type { Bucket, DirtyStore } from "./store/dirty.ts";
-import type { BaseDoc, BaseStore } from "./store/bases.ts";
-import { foldDay, type LedgerStore } from "./store/ledger.ts";
-import type { RollupStore } from "./store/rollups.ts";
+import { DayAccumulator } from "../domain/rollup.ts";
+import type { Bucket, DirtyStore } from "../store/dirty.ts";
+import type { BaseDoc, BaseStore } from "../store/bases.ts";
+import { foldDay, type LedgerStore } from "../store/ledger.ts";
+import type { RollupStore } from "../store/rollups.ts";
 
 /** Points where tests stop the service as if it crashed there. Never set in production. */
 export interface FaultHooks {
@@ -27,7 +27,7 @@ export interface RollerOptions {
   /** Facts for days past the ledger window, kept as long as their day's rollup. */
   late: LedgerStore;
   bases: BaseStore;
-  /** Days before this one may have lost their ledger to the retention job (retention.ts). */
+  /** Days before this one may have lost their ledger to the retention job (jobs/retention.ts). */
   frozenBefore: () => string;
   dirty: DirtyStore;
   rollups: RollupStore;

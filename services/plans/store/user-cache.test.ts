@@ -6,9 +6,9 @@ import { randomUUID } from "node:crypto";
 import { BSON, type Db, type MongoClient } from "mongodb";
 import { createLogger } from "@meter/lib/logger";
 import { connectMongo } from "@meter/lib/mongo";
-import { testMongoUrl } from "../../test/support/database.ts";
-import { eventually } from "../../test/support/eventually.ts";
-import { UserStore, userKey } from "./store/users.ts";
+import { testMongoUrl } from "../../../test/support/database.ts";
+import { eventually } from "../../../test/support/eventually.ts";
+import { UserStore, userKey } from "./users.ts";
 
 const t = suite<{ mongo: MongoClient; db: Db }>("plans user cache");
 

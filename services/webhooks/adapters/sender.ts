@@ -1,6 +1,6 @@
 import { Agent, request } from "undici";
-import { envelopeBody, USER_AGENT, type Envelope } from "./events.ts";
-import { sign } from "./secrets.ts";
+import { envelopeBody, USER_AGENT, type Envelope } from "../domain/events.ts";
+import { sign } from "../domain/secrets.ts";
 import { guardedLookup, literalHostProblem, type UrlPolicy } from "./url-guard.ts";
 
 export interface SendResult {

@@ -1,14 +1,9 @@
 import { rpcError } from "@meter/lib/errors";
 import type { SourceFilter } from "@meter/proto/meter/analytics/v1/analytics_pb";
-import { SOURCES, type Source } from "./rollup.ts";
-import { DAYS_DEFAULT, DAYS_MAX, DAYS_MIN, TOP_USERS_DEFAULT, TOP_USERS_MAX } from "./windows.ts";
+import { SOURCES, type Source } from "../domain/rollup.ts";
+import { DAYS_DEFAULT, DAYS_MAX, DAYS_MIN, TOP_USERS_DEFAULT, TOP_USERS_MAX } from "../domain/windows.ts";
 
 /** Request checks shared by the query handlers; proto3's 0 means "not sent", so the default. */
-
-export function productIdOf(req: { productId: string }): string {
-  if (!req.productId) throw rpcError.invalid("product_id is required");
-  return req.productId;
-}
 
 export function daysOf(req: { days: number }): number {
   if (req.days === 0) return DAYS_DEFAULT;

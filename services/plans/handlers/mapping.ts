@@ -8,8 +8,8 @@ import {
   type User,
 } from "@meter/proto/meter/plans/v1/plans_pb";
 import { optionalTimestamp, toTimestamp } from "@meter/lib/time";
-import type { StoredPlan } from "./store/plans.ts";
-import type { SubscriptionEntry, UserDoc } from "./store/users.ts";
+import type { StoredPlan } from "../store/plans.ts";
+import type { SubscriptionEntry, UserDoc } from "../store/users.ts";
 
 const optional = <T>(v: T | null): T | undefined => (v === null ? undefined : v);
 

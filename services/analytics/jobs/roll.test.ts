@@ -8,11 +8,11 @@ import { connectMongo } from "@meter/lib/mongo";
 import { rpcClient, serveRpc } from "@meter/lib/rpc";
 import { JOBS_COLLECTION } from "@meter/lib/jobs";
 import { toTimestamp } from "@meter/lib/time";
-import { testMongoUrl } from "../../test/support/database.ts";
-import { eventually } from "../../test/support/eventually.ts";
-import { spawnEntry } from "../../test/support/processes.ts";
-import { createAnalyticsService } from "./index.ts";
-import { ROLL } from "./jobs/roll.ts";
+import { testMongoUrl } from "../../../test/support/database.ts";
+import { eventually } from "../../../test/support/eventually.ts";
+import { spawnEntry } from "../../../test/support/processes.ts";
+import { createAnalyticsService } from "../index.ts";
+import { ROLL } from "./roll.ts";
 
 /**
  * The roll job runs on Agenda. A worker process killed in the middle of it leaves the job

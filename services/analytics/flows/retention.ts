@@ -1,8 +1,8 @@
-import { DayAccumulator } from "./rollup.ts";
-import { bucketId } from "./store/dirty.ts";
-import { foldDay } from "./store/ledger.ts";
-import { DAY_MS, dayOf } from "./windows.ts";
-import type { AnalyticsDeps } from "./deps.ts";
+import { DayAccumulator } from "../domain/rollup.ts";
+import { bucketId } from "../store/dirty.ts";
+import { foldDay } from "../store/ledger.ts";
+import { DAY_MS, dayOf } from "../domain/windows.ts";
+import type { AnalyticsDeps } from "../deps.ts";
 
 /** How long each collection keeps what (see README, "Retention"). */
 export interface RetentionPolicy {

@@ -1,8 +1,8 @@
 import { create } from "@bufbuild/protobuf";
 import { DeliverySchema, EndpointSchema, type Delivery, type Endpoint } from "@meter/proto/meter/webhooks/v1/webhooks_pb";
 import { optionalTimestamp, toTimestamp } from "@meter/lib/time";
-import type { DeliveryDoc } from "./store/deliveries.ts";
-import type { EndpointDoc } from "./store/endpoints.ts";
+import type { DeliveryDoc } from "../store/deliveries.ts";
+import type { EndpointDoc } from "../store/endpoints.ts";
 
 export function toEndpoint(doc: EndpointDoc): Endpoint {
   return create(EndpointSchema, {

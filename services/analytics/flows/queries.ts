@@ -1,8 +1,8 @@
 import { create } from "@bufbuild/protobuf";
 import { TotalsSchema, type Totals } from "@meter/proto/meter/analytics/v1/analytics_pb";
-import { add, pick, topUsers, zero, type Figures, type Source } from "./rollup.ts";
-import type { DayDoc } from "./store/rollups.ts";
-import type { AnalyticsDeps } from "./deps.ts";
+import { add, pick, topUsers, zero, type Figures, type Source } from "../domain/rollup.ts";
+import type { DayDoc } from "../store/rollups.ts";
+import type { AnalyticsDeps } from "../deps.ts";
 
 /**
  * The rollups of a window's days and, when asked for, each user's figures (of `source`, or

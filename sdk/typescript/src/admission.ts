@@ -1,0 +1,156 @@
+/**
+ * The check of guard() and reserve(): the plan's gates over the user's counters and the call's
+ * estimate, the lease's share with `leases: true`, and what a gate sets off (a gate event at
+ * most once per kind per 5 s, the callbacks, LimitExceededError when blocking). From the entry
+ * on it is synchronous, so that a check and its hold are one step.
+ */
+import { randomUUID } from "node:crypto";
+import type { Callbacks } from "./callbacks.ts";
+import { sessionOf } from "./context.ts";
+import { LimitExceededError, MeterTypeError } from "./errors.ts";
+import { evaluate } from "./gates.ts";
+import type { LeaseNeed, Leases } from "./leases.ts";
+import { own } from "./own.ts";
+import { estimateTokens, rateOf, tokenCost } from "./pricing.ts";
+import type { EventQueue } from "./queue.ts";
+import { Reservation, type Ledger } from "./reservation.ts";
+import type { Session } from "./sessions.ts";
+import type { UserEntry } from "./state.ts";
+import type { GateContext, GateEvent, GuardInput, GuardResult } from "./types.ts";
+
+/**
+ * One gate event per (user, gate_reason, status) per this many ms at most, status being soft,
+ * hard, or hard and blocked: a hard gate is never hidden behind the soft gate before it.
+ */
+const GATE_EVENT_INTERVAL_MS = 5_000;
+/** The gate reason of a user held back by `failClosed`; no gate event is written for it (the service could not take one). */
+const SESSION_UNAVAILABLE = "session_unavailable";
+
+export interface AdmissionSettings {
+  blocking: boolean;
+  failClosed: boolean;
+}
+
+export class Admission {
+  constructor(
+    private readonly settings: AdmissionSettings,
+    private readonly leases: Leases | null,
+    private readonly queue: EventQueue,
+    private readonly callbacks: Callbacks,
+    private readonly ledger: Ledger,
+  ) {}
+
+  /** The check; with `hold`, the estimate held against the limits as a Reservation. */
+  admit(e: UserEntry, input: GuardInput, hold: boolean): GuardResult | Reservation {
+    checkEstimateInput(input);
+    const now = Date.now();
+    const plan = e.config;
+    const model = e.model(input.model);
+    const session = e.sessions.at(sessionOf(e.userId, input.session_id), now, e.timeoutMs);
+    const { cost, tokens } = this.estimate(e, model, input);
+    let result = evaluate(plan, {
+      periodCost: e.periodCost + e.reservedCost,
+      sessionCost: session.cost + session.reserved,
+      model,
+      modelTokens: model === null ? 0 : (own(e.tokensByModel, model) ?? 0) + (own(e.reservedTokens, model) ?? 0),
+      estimateCost: cost,
+      estimateTokens: tokens,
+    });
+    if (this.settings.failClosed && !e.loaded && !e.unknown) result = unavailable(e.userId);
+    let lease: string | null = null;
+    const need = hold && result.status !== "hard_gate" && this.leases ? this.leases.need(e, model, cost, tokens) : null;
+    if (need) {
+      const taken = this.leases!.take(e, need);
+      if ("refused" in taken) result = taken.refused;
+      else lease = taken.leaseId;
+    }
+    if (result.status !== "ok") this.gated(e, session, model, result, input.metadata, now);
+    if (!hold) return result;
+    e.hold({ session, model, cost, tokens });
+    return new Reservation(this.ledger, { entry: e, session, model, cost, tokens, metadata: input.metadata, lease }, result);
+  }
+
+  /** With leases, the input with its estimate: the lease's need and the check both read it, so the prompt is sized once. */
+  sized(e: UserEntry, input: GuardInput): GuardInput {
+    if (!this.leases || input.input_tokens !== undefined || !e.config?.pre_call_estimate) return input;
+    return { ...input, input_tokens: estimateTokens(input.prompt) };
+  }
+
+  /** What a reserved call needs from the user's lease, or null when leases do not apply to it. */
+  leaseNeed(e: UserEntry, input: GuardInput): LeaseNeed | null {
+    checkEstimateInput(input);
+    const model = e.model(input.model);
+    const { cost, tokens } = this.estimate(e, model, input);
+    return this.leases!.need(e, model, cost, tokens);
+  }
+
+  /** With pre_call_estimate: the call's estimated cost and tokens (input plus the output buffer). */
+  private estimate(e: UserEntry, model: string | null, input: GuardInput): { cost: number; tokens: number } {
+    const plan = e.config;
+    if (plan === null || !plan.pre_call_estimate) return { cost: 0, tokens: 0 };
+    const inTokens = input.input_tokens ?? estimateTokens(input.prompt);
+    return { cost: tokenCost(inTokens, plan.pre_call_buffer_tokens, rateOf(model, plan)), tokens: inTokens + plan.pre_call_buffer_tokens };
+  }
+
+  /** A soft or hard gate: gate event (rate-limited), callbacks, then the error when blocking. */
+  private gated(e: UserEntry, session: Session, model: string | null, result: GuardResult, metadata: Record<string, unknown> | undefined, now: number): void {
+    const hard = result.status === "hard_gate";
+    const blocked = hard && this.settings.blocking;
+    const reason = result.gate_reason!;
+    // A session cap is a cap per session: two conversations at their caps are two gates.
+    const key = `${hard ? (blocked ? "blocked" : "hard_gate") : "soft_gate"} ${reason}${reason === "session_spend" ? ` ${session.id}` : ""}`;
+    // Not the service's to record when the session is unavailable: it could not be reached, or refused the key.
+    const due = reason === SESSION_UNAVAILABLE ? null : e.gateEventDue(key, now, GATE_EVENT_INTERVAL_MS);
+    if (due) {
+      // How many gates of this kind were not written since the last event of it.
+      const suppressed = due.suppressed;
+      const event: GateEvent = {
+        id: randomUUID(),
+        user_id: e.userId,
+        service_user_id: e.serviceUserId,
+        session_id: session.id,
+        timestamp: new Date(now).toISOString(),
+        status: hard ? "hard_gate" : "soft_gate",
+        gate_reason: reason,
+        usage_pct: result.usage_pct,
+        current_value: result.current_value,
+        limit_value: result.limit_value,
+        model,
+        blocked,
+        message: result.message,
+        metadata: suppressed > 0 ? { ...metadata, suppressed_events: suppressed } : (metadata ?? {}),
+      };
+      if (this.queue.push("gate", event)) e.queued();
+    }
+    const ctx: GateContext = { user_id: e.userId, session_id: session.id, model };
+    this.callbacks.gate(hard, result, ctx);
+    if (blocked) throw new LimitExceededError(result, resetsAt(e, session, reason));
+  }
+}
+
+/** When the limit behind `reason` lifts by itself, where known. */
+function resetsAt(e: UserEntry, session: Session, reason: string): Date | null {
+  if (reason === SESSION_UNAVAILABLE) return null;
+  if (reason === "session_spend") return session === e.sessions.own ? new Date(session.startedAt + e.timeoutMs) : null;
+  return new Date(e.periodEndMs);
+}
+
+/** The hard gate of a user whose session could not be loaded, under failClosed. */
+function unavailable(userId: string): GuardResult {
+  return {
+    status: "hard_gate",
+    gate_reason: SESSION_UNAVAILABLE,
+    usage_pct: 0,
+    current_value: 0,
+    limit_value: 0,
+    message: `The session of ${userId} could not be loaded (service unreachable or API key refused); failClosed blocks the call`,
+  };
+}
+
+function checkEstimateInput(input: GuardInput): void {
+  if (input.input_tokens !== undefined && !isCount(input.input_tokens)) throw new MeterTypeError("input_tokens must be a non-negative integer");
+}
+
+function isCount(x: unknown): boolean {
+  return Number.isSafeInteger(x) && (x as number) >= 0;
+}

@@ -1,0 +1,145 @@
+/**
+ * What calls used: priced under the user's plan, counted in the period and the session, spent
+ * from the lease, queued for delivery and announced to onUsage. Usage recorded before the plan
+ * is known is priced (and held back from delivery) until it is. Manual events are posted at
+ * once (POST /events) and counted here once the service has them.
+ */
+import { randomUUID } from "node:crypto";
+import type { Callbacks } from "./callbacks.ts";
+import type { Leases } from "./leases.ts";
+import { rateOf, tokenCost, toolsCost } from "./pricing.ts";
+import type { EventQueue } from "./queue.ts";
+import type { Session } from "./sessions.ts";
+import type { UserEntry } from "./state.ts";
+import { backoffMs, retryable, type Transport } from "./transport.ts";
+import type { ManualEvent, ManualInput, UsageEvent, UsageInput } from "./types.ts";
+
+/** Attempts of a manual event before its error reaches the caller. */
+const MANUAL_ATTEMPTS = 3;
+/** Manual event ids remembered, so that a repeated idempotency key is not counted twice locally. */
+const MANUAL_IDS = 10_000;
+
+export class Recorder {
+  /** Queued usage events waiting for their user's prices. */
+  readonly #unpriced = new WeakSet<UsageEvent>();
+  readonly #manualIds = new Set<string>();
+
+  constructor(
+    private readonly leases: Leases | null,
+    private readonly queue: EventQueue,
+    private readonly callbacks: Callbacks,
+  ) {}
+
+  /** The event waits for its user's prices: not delivered yet. */
+  unpriced(event: UsageEvent): boolean {
+    return this.#unpriced.has(event);
+  }
+
+  /** Prices, counts and queues one call's usage. */
+  record(e: UserEntry, session: Session, model: string | null, used: UsageInput, metadata: Record<string, unknown> | undefined, now: number): UsageEvent {
+    const inTokens = used.input_tokens ?? 0;
+    const outTokens = used.output_tokens ?? 0;
+    const tools = used.tool_calls ?? [];
+    const plan = e.config;
+    const cost_tokens = tokenCost(inTokens, outTokens, rateOf(model, plan));
+    const cost_tools = toolsCost(tools, plan);
+    const event: UsageEvent = {
+      id: randomUUID(),
+      user_id: e.userId,
+      session_id: session.id,
+      timestamp: new Date(now).toISOString(),
+      model,
+      input_tokens: inTokens,
+      output_tokens: outTokens,
+      total_tokens: inTokens + outTokens,
+      tool_calls: [...tools],
+      cost_tokens,
+      cost_tools,
+      cost_total: cost_tokens + cost_tools,
+      metadata: metadata ?? {},
+      synced: false,
+    };
+    const lease = this.leases?.spend(e.userId, event.cost_total, model, event.total_tokens);
+    if (lease) event.lease_id = lease;
+    e.count(session, model, event.total_tokens, event.cost_total);
+    if (this.queue.push("usage", event)) {
+      e.queued();
+      if (!e.loaded && !e.unknown) {
+        // The service has not answered yet: priced (and held back) until it does.
+        e.recordedUnpriced(event, session);
+        this.#unpriced.add(event);
+      }
+    }
+    this.callbacks.fire(this.callbacks.usage, event);
+    return event;
+  }
+
+  /** Prices the usage recorded before the plan was known, now that it is (or the user has none). */
+  price(e: UserEntry): void {
+    const plan = e.config;
+    for (const { event, session } of e.takeUnpriced()) {
+      this.#unpriced.delete(event);
+      if (plan === null) continue;
+      const model = e.model(event.model);
+      if (event.model !== null && model !== event.model) {
+        // Counted under the raw name while the plan was unknown.
+        e.renameTokens(event.model, model!, event.total_tokens);
+      }
+      event.model = model;
+      event.cost_tokens = tokenCost(event.input_tokens, event.output_tokens, rateOf(model, plan));
+      event.cost_tools = toolsCost(event.tool_calls, plan);
+      event.cost_total = event.cost_tokens + event.cost_tools;
+      e.count(session, model, 0, event.cost_total);
+    }
+  }
+
+
+  /**
+   * A manual event the service stored: counted locally and announced once per event id (a
+   * repeated idempotency key answers the same event). `e` and `session`: the user's cached
+   * entry and the event's session in it, when the user is cached.
+   */
+  manual(userId: string, created: ManualEvent, input: ManualInput, e: UserEntry | undefined, session: Session | undefined, sessionId: string | null | undefined): void {
+    const fresh = !this.#manualIds.has(created.id);
+    if (fresh) {
+      if (this.#manualIds.size >= MANUAL_IDS) this.#manualIds.clear();
+      this.#manualIds.add(created.id);
+    }
+    const inTokens = input.input_tokens ?? 0;
+    const outTokens = input.output_tokens ?? 0;
+    if (e && session && fresh) e.count(session, created.model, inTokens + outTokens, created.cost);
+    const event: UsageEvent = {
+      id: created.id,
+      user_id: userId,
+      session_id: session?.id ?? sessionId ?? null,
+      timestamp: created.created_at,
+      model: created.model,
+      input_tokens: inTokens,
+      output_tokens: outTokens,
+      total_tokens: inTokens + outTokens,
+      tool_calls: input.tool_calls ?? [],
+      cost_tokens: created.cost,
+      cost_tools: 0,
+      cost_total: created.cost,
+      metadata: input.metadata ?? {},
+      synced: true,
+    };
+    if (fresh) this.callbacks.fire(this.callbacks.usage, event);
+  }
+}
+
+/** POST /events, retried on transient failures with the same idempotency key. */
+export async function postManual(transport: Transport, body: Record<string, unknown>): Promise<ManualEvent> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await transport.request<ManualEvent>("POST", "/events", body);
+    } catch (err) {
+      if (!retryable(err) || attempt >= MANUAL_ATTEMPTS) throw err;
+      await sleep(backoffMs(attempt, err));
+    }
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}

@@ -1,0 +1,71 @@
+import type { ServiceImpl } from "@connectrpc/connect";
+import type { PlansService } from "@meter/proto/meter/plans/v1/plans_pb";
+import { rpcError } from "@meter/lib/errors";
+import type { PlansDeps } from "../deps.ts";
+import { toUser } from "./mapping.ts";
+import type { UserDoc } from "../store/users.ts";
+import { EXTERNAL_USER_ID_MAX } from "./common.ts";
+
+export const DEFAULT_PAGE = 50;
+export const MAX_PAGE = 200;
+
+/** Cursor: base64url of ["u", external id of the page's last row]. Opaque to callers. */
+export function encodeCursor(externalUserId: string): string {
+  return Buffer.from(JSON.stringify(["u", externalUserId])).toString("base64url");
+}
+
+export function decodeCursor(cursor: string): string {
+  try {
+    const [kind, id] = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")) as unknown[];
+    if (kind === "u" && typeof id === "string" && id.length > 0 && id.length <= EXTERNAL_USER_ID_MAX) return id;
+  } catch {
+    // fall through
+  }
+  throw rpcError.invalid("cursor is not valid; pass next_cursor of the previous page unchanged");
+}
+
+/**
+ * A page of the product's users in external id order. Without a plan: one `_id` range read of
+ * the users. With a plan: one range read of the plan's member list (PlanMemberStore) and one
+ * read of those users by `_id`, keeping those whose current subscription is on the plan (an
+ * entry left behind by a change may name a user who left it: such a page can hold fewer than
+ * `limit` users and still carry a cursor). One more row than the page is read to tell whether
+ * another page follows.
+ */
+export function listUsers(deps: PlansDeps): ServiceImpl<typeof PlansService>["listUsers"] {
+  return async (req) => {
+    const productId = req.productId;
+    const limit = req.limit === 0 ? DEFAULT_PAGE : req.limit;
+    if (limit < 1 || limit > MAX_PAGE) throw rpcError.invalid(`limit must be between 1 and ${MAX_PAGE}`);
+    if (req.prefix.length > EXTERNAL_USER_ID_MAX) throw rpcError.invalid(`prefix must be at most ${EXTERNAL_USER_ID_MAX} characters`);
+    const after = req.cursor ? decodeCursor(req.cursor) : undefined;
+
+    // The product's plans come from the listing PlanStore keeps (one small read while
+    // unchanged), read beside the page when no plan is asked for.
+    const listing = deps.plans.list(productId);
+    listing.catch(() => {}); // awaited below; a failing page read must not leave it unhandled
+    let users: UserDoc[];
+    let last: string | undefined;
+    let more: boolean;
+    if (req.planName === undefined) {
+      const rows = await deps.users.page(productId, req.prefix, after, limit + 1);
+      more = rows.length > limit;
+      users = rows.slice(0, limit);
+      last = users.at(-1)?.external_user_id;
+    } else {
+      const plan = (await listing).find((p) => p.name === req.planName);
+      if (!plan) return { users: [] };
+      const ids = await deps.members.page(productId, plan.id, req.prefix, after, limit + 1);
+      more = ids.length > limit;
+      const listed = ids.slice(0, limit);
+      last = listed.at(-1);
+      users = (await deps.users.getMany(productId, listed)).filter((u) => u.current?.plan_id === plan.id);
+    }
+    const plans = await listing;
+    const names = new Map(plans.map((p) => [p.id, p.name]));
+    return {
+      users: users.map((u) => toUser(u, u.current ? names.get(u.current.plan_id) : undefined)),
+      nextCursor: more && last !== undefined ? encodeCursor(last) : undefined,
+    };
+  };
+}
