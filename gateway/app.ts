@@ -8,6 +8,7 @@ import { LOCAL_PROTECTION, type Protection } from "./config.ts";
 import { errorHandler, notFoundHandler } from "./errors.ts";
 import { admissionPlugin } from "./plugins/admission.ts";
 import { authPlugin } from "./plugins/auth.ts";
+import { consolePlugin } from "./plugins/console.ts";
 import { docsPlugin } from "./plugins/docs.ts";
 import { metricsPlugin } from "./plugins/metrics.ts";
 import { securityHeadersPlugin } from "./plugins/security-headers.ts";
@@ -62,6 +63,7 @@ export async function buildGateway(opts: GatewayOptions) {
   await app.register(metricsPlugin, { serveMetrics: opts.serveMetrics });
   await app.register(rateLimitPlugin, protection.rateLimit);
   await app.register(docsPlugin);
+  await app.register(consolePlugin);
   await app.register(
     async (api) => {
       await api.register(authPlugin, {

@@ -30,14 +30,32 @@ const PAGE_CSP = [
 ].join("; ");
 
 /**
+ * The console (/console/) runs only its own bundled scripts and style sheets (no inline code,
+ * no other origin) and talks to the API on this origin alone.
+ */
+export const CONSOLE_CSP = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "font-src 'self'",
+  "connect-src 'self'",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join("; ");
+
+/**
  * Security headers on every answer of the gateway, set in one onSend hook of the root so that
  * routes registered by plugins (the reference page's) get them too.
  */
 export const securityHeadersPlugin = fp(async (app) => {
-  app.addHook("onSend", async (_request, reply, payload) => {
+  app.addHook("onSend", async (request, reply, payload) => {
     reply.headers(COMMON);
     const type = String(reply.getHeader("content-type") ?? "");
-    reply.header("content-security-policy", type.startsWith("text/html") ? PAGE_CSP : API_CSP);
+    const console = request.url === "/console" || request.url.startsWith("/console/");
+    reply.header("content-security-policy", console ? CONSOLE_CSP : type.startsWith("text/html") ? PAGE_CSP : API_CSP);
     return payload;
   });
 });

@@ -1,0 +1,255 @@
+// `npm run bench:console`: the console at scale. One product with BENCH_USERS users (100,000)
+// and BENCH_EVENTS usage events (1,000,000) spread over BENCH_DAYS days (90), plus gate events,
+// on the embedded database (MONGODB_URL to use another), served by an all-in-one process as
+// `npm start` runs it. Prints:
+//   - p50/p95 of every REST call each screen makes (BENCH_SAMPLES sequential calls each);
+//   - each screen's time to show its data in Chromium (navigation to the data on screen,
+//     BENCH_SCREEN_SAMPLES loads each; CHROMIUM_PATH, default /usr/bin/chromium);
+//   - the console's JavaScript, gzipped.
+// Targets: every screen's data p95 <= 300 ms; GET /users with a prefix p95 <= 50 ms at 100k
+// users; JavaScript <= 300 kB gzipped.
+// Seeding: users with the plans service's own store functions (as bench:scale does: what the
+// CreateUser and SetSubscription handlers write, without the RPC), events through the public
+// batch route at its limit (10,000 a batch), BENCH_INGEST_CONCURRENCY batches in flight, a 503
+// retried as the client library does. Nothing is cached between runs.
+//   BENCH_USERS=100000 BENCH_EVENTS=1000000 BENCH_DAYS=90 BENCH_SAMPLES=50 BENCH_BATCH_USERS=100 npm run bench:console
+import { randomUUID } from "node:crypto";
+import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { gzipSync } from "node:zlib";
+import pMap from "p-map";
+import { chromium } from "playwright-core";
+import { startEmbeddedDb } from "@meter/lib/embedded-db";
+import { createLogger } from "@meter/lib/logger";
+import { connectMongo } from "@meter/lib/mongo";
+import { buildConsoleIfStale } from "../console/scripts/build.ts";
+import { SubscriberStore } from "../services/plans/store/subscribers.ts";
+import { UserStore } from "../services/plans/store/users.ts";
+import { Api } from "../test/support/http.ts";
+import { repoRoot, startAllInOne } from "../test/support/processes.ts";
+
+const USERS = Number(process.env.BENCH_USERS ?? 100_000);
+const EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000_000);
+const DAYS = Number(process.env.BENCH_DAYS ?? 90);
+const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 50);
+const SCREEN_SAMPLES = Number(process.env.BENCH_SCREEN_SAMPLES ?? 10);
+const BATCH = 10_000;
+const INGEST_CONCURRENCY = Number(process.env.BENCH_INGEST_CONCURRENCY ?? 3);
+const SEED_CONCURRENCY = Number(process.env.BENCH_SEED_CONCURRENCY ?? 16);
+const GATE_EVENTS = Number(process.env.BENCH_GATE_EVENTS ?? 20_000);
+// Users a batch's events are spread over: a product's batch carries the usage of the users
+// active in its last seconds, not of a thousand at once (and each user costs counter writes).
+const BATCH_USERS = Number(process.env.BENCH_BATCH_USERS ?? 100);
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+const MODELS = ["gpt-4.1", "gpt-4.1-mini", "gpt-4o", "claude-sonnet-4", "o3"];
+
+const log = (m: string) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${m}`);
+const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? 0;
+const userId = (i: number) => `user-${String(i).padStart(6, "0")}`;
+const random = (n: number) => Math.floor(Math.random() * n);
+
+await buildConsoleIfStale(log);
+const dir = process.env.MONGODB_URL ? undefined : await mkdtemp(path.join(os.tmpdir(), "meter-bench-console-"));
+const embedded = dir ? await startEmbeddedDb(dir) : undefined;
+const mongoUrl = process.env.MONGODB_URL ?? embedded!.url;
+const dbPrefix = `bench_console_${Date.now()}`;
+const { proc, api: anon, base } = await startAllInOne({ MONGODB_URL: mongoUrl, MONGODB_DB_PREFIX: dbPrefix, WEBHOOKS_ALLOW_INSECURE_URLS: "true" });
+const mongo = await connectMongo(mongoUrl);
+
+try {
+  const product = await anon.post("/products", { name: "bench console" });
+  if (product.status !== 201) throw new Error(`product: ${product.status}`);
+  const productId: string = product.body.id;
+  const key: string = product.body.api_key;
+  const api = anon.withKey(key);
+  const created = await api.post("/config/plans", {
+    plans: [
+      { name: "free", max_spend_per_period: 5, model_limits: { "gpt-4.1": { max_tokens_per_period: 200_000 } } },
+      { name: "pro", max_spend_per_period: 50, max_spend_per_session: 5 },
+      { name: "team", max_spend_per_period: 500 },
+    ],
+  });
+  if (created.status !== 201) throw new Error(`plans: ${created.status} ${JSON.stringify(created.body)}`);
+  const plans = created.body.plans as { id: string; name: string }[];
+  const now = new Date();
+  const periodStart = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
+  const periodEnd = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1));
+
+  // Users: 60% free, 30% pro, 10% team.
+  let t0 = performance.now();
+  const users = new UserStore(mongo.db(`${dbPrefix}_plans`), { logger: createLogger("bench-console", "warn") });
+  const subscribers = new SubscriberStore(mongo.db(`${dbPrefix}_plans`));
+  let done = 0;
+  await pMap(
+    Array.from({ length: USERS }, (_, i) => i),
+    async (i) => {
+      const plan = plans[i % 10 < 6 ? 0 : i % 10 < 9 ? 1 : 2]!;
+      await users.insert(productId, userId(i), `User ${i}`);
+      await users.appendSubscription(productId, userId(i), { plan_id: plan.id, plan_name: plan.name, billing_subscription_id: null, period_start: periodStart, period_end: periodEnd, effective_at: new Date() });
+      await subscribers.move(productId, null, plan.id);
+      if (++done % 20_000 === 0) log(`${done} users`);
+    },
+    { concurrency: SEED_CONCURRENCY },
+  );
+  const usersSeconds = (performance.now() - t0) / 1000;
+  log(`${USERS} users seeded in ${usersSeconds.toFixed(0)} s`);
+
+  // Events: BATCH a request; each batch covers BATCH_USERS users drawn at random, timestamps over DAYS.
+  t0 = performance.now();
+  let retries = 0;
+  const span = DAYS * 86_400_000 - 600_000;
+  const batches = Math.ceil(EVENTS / BATCH);
+  await pMap(
+    Array.from({ length: batches }, (_, b) => b),
+    async (b) => {
+      const who = Array.from({ length: Math.min(BATCH_USERS, USERS) }, () => userId(random(USERS)));
+      // One event in 50 is the measured user's (user-000007), so that its screen has usage to show.
+      const body = Array.from({ length: Math.min(BATCH, EVENTS - b * BATCH) }, (_, k) => {
+        const input = 200 + random(4_000);
+        const output = 50 + random(1_000);
+        const cost = Math.round((input * 0.002 + output * 0.008)) / 1000;
+        return {
+          id: randomUUID(),
+          user_id: k % 50 === 0 ? userId(7) : who[random(who.length)]!,
+          timestamp: new Date(Date.now() - 300_000 - random(span)).toISOString(),
+          model: MODELS[random(MODELS.length)],
+          input_tokens: input,
+          output_tokens: output,
+          total_tokens: input + output,
+          cost_tokens: cost,
+          cost_total: cost,
+        };
+      });
+      for (;;) {
+        const res = await api.post("/events/batch", body);
+        if (res.status === 200) break;
+        if (res.status !== 503 && res.status !== 429) throw new Error(`batch ${b}: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
+        retries++;
+        await new Promise((r) => setTimeout(r, 1_000));
+      }
+      if ((b + 1) % 10 === 0) log(`${(b + 1) * BATCH} events (${((b + 1) * BATCH / ((performance.now() - t0) / 1000)).toFixed(0)}/s)`);
+    },
+    { concurrency: INGEST_CONCURRENCY },
+  );
+  const eventsSeconds = (performance.now() - t0) / 1000;
+  log(`${EVENTS} events in ${eventsSeconds.toFixed(0)} s (${(EVENTS / eventsSeconds).toFixed(0)}/s, ${retries} retries)`);
+
+  // Gate events for the users the user screen is measured on, and across the product.
+  const gateSpan = 80 * 86_400_000;
+  for (let g = 0; g < GATE_EVENTS; g += BATCH) {
+    const body = Array.from({ length: Math.min(BATCH, GATE_EVENTS - g) }, (_, k) => ({
+      id: randomUUID(),
+      user_id: k % 4 === 0 ? userId((k / 4) % 100) : userId(random(USERS)),
+      timestamp: new Date(Date.now() - 60_000 - random(gateSpan)).toISOString(),
+      status: k % 3 === 0 ? "hard_gate" : "soft_gate",
+      gate_reason: "total_spend",
+      usage_pct: k % 3 === 0 ? 1.02 : 0.85,
+      current_value: 4.5,
+      limit_value: 5,
+      blocked: k % 3 === 0,
+    }));
+    const res = await api.post("/gate-events/batch", body);
+    if (res.status !== 200) throw new Error(`gate events: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
+  }
+  const endpoint = await api.post("/webhooks/endpoints", { url: "http://127.0.0.1:9/hooks", subscribed_events: ["usage.threshold.100"] });
+  if (endpoint.status !== 201) throw new Error(`endpoint: ${endpoint.status} ${JSON.stringify(endpoint.body)}`);
+
+  // Analytics rolls up in the background: measure once the 90-day totals hold every event.
+  t0 = performance.now();
+  for (;;) {
+    const s = await api.get(`/analytics/summary?days=${DAYS + 1}`);
+    if (s.status === 200 && s.body.total_events >= EVENTS) break;
+    if (performance.now() - t0 > 30 * 60_000) throw new Error(`rollups incomplete: ${JSON.stringify(s.body)}`);
+    await new Promise((r) => setTimeout(r, 2_000));
+  }
+  log(`rollups complete after ${((performance.now() - t0) / 1000).toFixed(0)} s more`);
+
+  const doc = (await anon.get("/openapi.json")).body;
+  const hasUserList = Boolean(doc.paths["/api/v1/users"]?.get);
+  const sample = userId(7);
+  const u = encodeURIComponent(sample);
+  const SCREENS: Record<string, string[]> = {
+    overview: [
+      "/analytics/summary?days=30",
+      "/analytics/timeseries?days=30",
+      "/analytics/gate-timeseries?days=30",
+      "/analytics/breakdown?days=30",
+      "/analytics/top-users?days=30&limit=10",
+      "/analytics/plan-subscribers",
+      "/analytics/summary?days=90",
+      "/analytics/timeseries?days=90",
+      "/analytics/breakdown?days=90",
+      "/analytics/top-users?days=90&limit=10",
+    ],
+    users: [...(hasUserList ? ["/users?limit=50", "/users?prefix=user-0421&limit=50", "/users?plan=pro&limit=50"] : []), "/config/plans"],
+    user: [`/users/${u}`, `/users/${u}/session`, `/users/${u}/usage?period=current_period&breakdown=model`, `/users/${u}/gate-events?blocked_only=false&limit=25`, `/users/${u}/gate-events?gate_reason=session_spend&limit=1&blocked_only=false`, "/config/plans"],
+    plans: ["/config/plans", "/analytics/plan-subscribers"],
+    webhooks: ["/webhooks/endpoints", `/webhooks/endpoints/${endpoint.body.id}/deliveries?limit=25`],
+    keys: ["/keys"],
+  };
+  console.log(`\nREST calls of each screen (${SAMPLES} sequential calls each; ${USERS} users, ${EVENTS} events over ${DAYS} days)`);
+  console.log("screen     route                                                                  p50 ms   p95 ms");
+  for (const [screen, routes] of Object.entries(SCREENS)) {
+    for (const route of routes) {
+      const times: number[] = [];
+      for (let i = 0; i < SAMPLES; i++) {
+        // A prefix search types different prefixes: each sample its own.
+        const r = route.includes("prefix=") ? route.replace("user-0421", userId(random(USERS)).slice(0, 9)) : route;
+        const t = performance.now();
+        const res = await api.get(r);
+        times.push(performance.now() - t);
+        if (res.status !== 200) throw new Error(`${r}: ${res.status} ${JSON.stringify(res.body).slice(0, 200)}`);
+      }
+      times.sort((a, b) => a - b);
+      console.log(`${screen.padEnd(10)} GET ${route.padEnd(70)}${pct(times, 50).toFixed(1).padStart(7)}${pct(times, 95).toFixed(1).padStart(9)}`);
+    }
+  }
+  if (!hasUserList) console.log("(GET /users is not in this build's API: the users screen's list was not measured)");
+
+  // Each screen in Chromium: navigation start to its data on screen.
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-dev-shm-usage"] });
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  await context.addInitScript((k) => sessionStorage.setItem("meter.console.key", k), key);
+  const page = await context.newPage();
+  const READY: Record<string, [string, () => Promise<unknown>]> = {
+    overview: ["/console/", () => page.getByRole("table", { name: "Users with the highest cost" }).getByRole("link").first().waitFor()],
+    users: ["/console/users", () => (hasUserList ? page.getByRole("table", { name: "Users" }).getByRole("link").first().waitFor() : page.getByRole("alert").first().waitFor())],
+    user: [`/console/users/${u}`, () => Promise.all([page.getByRole("meter", { name: "Period spend" }).waitFor(), page.getByRole("table", { name: "Gate events, newest first" }).waitFor(), page.getByRole("region", { name: "Usage by model" }).getByText("Tool calls").waitFor()])],
+    plans: ["/console/plans", () => page.getByRole("table", { name: "Plans" }).getByRole("cell", { name: "pro", exact: true }).waitFor()],
+    webhooks: ["/console/webhooks", () => page.getByRole("link", { name: "http://127.0.0.1:9/hooks" }).waitFor()],
+    keys: ["/console/keys", () => page.getByRole("table", { name: "API keys" }).getByRole("cell").first().waitFor()],
+  };
+  console.log(`\nTime to show each screen's data in Chromium (${SCREEN_SAMPLES} loads each, cache warm after the first)`);
+  console.log("screen       p50 ms   p95 ms");
+  for (const [screen, [url, ready]] of Object.entries(READY)) {
+    const times: number[] = [];
+    for (let i = 0; i < SCREEN_SAMPLES + 1; i++) {
+      await page.goto("about:blank");
+      const t = performance.now();
+      await page.goto(base + url);
+      await ready();
+      if (i > 0) times.push(performance.now() - t); // the first load fills the browser's cache
+    }
+    times.sort((a, b) => a - b);
+    console.log(`${screen.padEnd(12)}${pct(times, 50).toFixed(0).padStart(7)}${pct(times, 95).toFixed(0).padStart(9)}`);
+  }
+  await browser.close();
+
+  const assets = path.join(repoRoot, "console", "dist", "assets");
+  let js = 0;
+  let raw = 0;
+  for (const f of await readdir(assets)) {
+    if (!f.endsWith(".js")) continue;
+    const b = await readFile(path.join(assets, f));
+    raw += b.length;
+    js += gzipSync(b).length;
+  }
+  console.log(`\nconsole JavaScript: ${(raw / 1024).toFixed(0)} kB, ${(js / 1024).toFixed(1)} kB gzipped`);
+  console.log(`seeding: users ${usersSeconds.toFixed(0)} s, events ${eventsSeconds.toFixed(0)} s; load average ${os.loadavg()[0]!.toFixed(1)}`);
+} finally {
+  await mongo.close();
+  await proc.stop();
+  await embedded?.stop();
+  if (dir) await rm(dir, { recursive: true, force: true });
+}

@@ -1,0 +1,74 @@
+import createClient, { type Middleware } from "openapi-fetch";
+import type { components, paths } from "./schema.ts";
+
+/** The product's key lives in this tab only (sessionStorage): never localStorage, never a URL. */
+const KEY_SLOT = "meter.console.key";
+
+export const keyStore = {
+  get: (): string | null => sessionStorage.getItem(KEY_SLOT),
+  set: (key: string) => sessionStorage.setItem(KEY_SLOT, key),
+  clear: () => sessionStorage.removeItem(KEY_SLOT),
+};
+
+export interface Issue {
+  location: string;
+  path: string;
+  message: string;
+}
+
+/** A refused request: its status, the API's `detail` and, for 400/422, its `issues`. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    detail: string,
+    readonly issues: Issue[] = [],
+  ) {
+    super(detail);
+  }
+  get unavailable() {
+    return this.status === 503 || this.status === 0;
+  }
+}
+
+/** Called when the API refuses the key (401): the app forgets it and returns to sign-in. */
+let onUnauthorized: (message: string) => void = () => {};
+export const setUnauthorizedHandler = (fn: (message: string) => void) => {
+  onUnauthorized = fn;
+};
+
+const auth: Middleware = {
+  onRequest({ request }) {
+    const key = keyStore.get();
+    if (key && !request.headers.has("authorization")) request.headers.set("authorization", `Bearer ${key}`);
+    return request;
+  },
+};
+
+export const api = createClient<paths>({ baseUrl: `${location.origin}` });
+api.use(auth);
+
+/** Unwraps an openapi-fetch answer: the data, or an ApiError (a 401 also signs out). */
+export async function ok<T>(call: Promise<{ data?: T; error?: unknown; response: Response }>): Promise<T> {
+  let result: { data?: T; error?: unknown; response: Response };
+  try {
+    result = await call;
+  } catch {
+    throw new ApiError(0, "the service cannot be reached; retrying");
+  }
+  const { data, error, response } = result;
+  if (response.ok) return data as T;
+  const body = (error ?? {}) as { detail?: string; issues?: Issue[] };
+  const err = new ApiError(response.status, body.detail ?? response.statusText, body.issues ?? []);
+  if (response.status === 401) onUnauthorized(`Your key was refused (${body.detail ?? "401"}). Sign in again.`);
+  return Promise.reject(err);
+}
+
+export type Plan = PlanResponse;
+type PlanResponse = paths["/api/v1/config/plans"]["get"]["responses"][200]["content"]["application/json"]["plans"][number];
+export type PlanInput = paths["/api/v1/config/plans"]["post"]["requestBody"]["content"]["application/json"]["plans"][number];
+export type User = paths["/api/v1/users/{user_id}"]["get"]["responses"][200]["content"]["application/json"];
+export type Session = paths["/api/v1/users/{user_id}/session"]["get"]["responses"][200]["content"]["application/json"];
+export type GateEvent = paths["/api/v1/users/{user_id}/gate-events"]["get"]["responses"][200]["content"]["application/json"]["events"][number];
+export type Endpoint = paths["/api/v1/webhooks/endpoints"]["get"]["responses"][200]["content"]["application/json"][number];
+export type Delivery = paths["/api/v1/webhooks/endpoints/{id}/deliveries"]["get"]["responses"][200]["content"]["application/json"]["deliveries"][number];
+export type ApiKey = paths["/api/v1/keys"]["get"]["responses"][200]["content"]["application/json"]["keys"][number];

@@ -1,0 +1,266 @@
+import { useEffect, useId, useRef, useState, type ReactNode } from "react";
+import uPlot from "uplot";
+import { Link } from "wouter";
+import "uplot/dist/uPlot.min.css";
+import { ApiError } from "./api/client.ts";
+import { fmtTime, utcTitle } from "./format.ts";
+
+/** The quick start, a screen of the console (with this service's address in its commands). */
+export const QuickStart = () => <Link href="/quickstart">quick start</Link>;
+
+export function Time({ iso }: { iso: string | null | undefined }) {
+  return iso ? (
+    <time dateTime={iso} title={utcTitle(iso)}>
+      {fmtTime(iso)}
+    </time>
+  ) : (
+    <span>—</span>
+  );
+}
+
+export function Loading({ label = "Loading" }: { label?: string }) {
+  return (
+    <div className="state loading" role="status" aria-live="polite">
+      <span className="spinner" aria-hidden="true" /> {label}…
+    </div>
+  );
+}
+
+export function ErrorState({ error, retry }: { error: unknown; retry?: () => void }) {
+  const e = error instanceof ApiError ? error : new ApiError(0, String((error as Error)?.message ?? error));
+  const unavailable = e.unavailable;
+  return (
+    <div className="state error" role="alert">
+      <strong>{unavailable ? "The service is unavailable" : e.status === 404 ? "Not found" : `Request failed (${e.status || "network"})`}</strong>
+      <span>{unavailable ? "Retrying automatically…" : e.message}</span>
+      {retry && (
+        <button type="button" className="secondary" onClick={retry}>
+          Try again
+        </button>
+      )}
+    </div>
+  );
+}
+
+export function Empty({ children }: { children: ReactNode }) {
+  return <div className="state empty">{children}</div>;
+}
+
+/** The loading, error and data states of one query, so that no screen ever goes blank. */
+export function Query<T>({ q, children, label }: { q: { data?: T; error: unknown; failureReason?: unknown; isPending: boolean; refetch: () => unknown }; children: (data: T) => ReactNode; label?: string }) {
+  // While a 503 is being retried the query has no error yet: say so rather than spin.
+  const unavailable = q.failureReason instanceof ApiError && q.failureReason.unavailable ? q.failureReason : null;
+  if (q.data !== undefined)
+    return (
+      <>
+        {unavailable && <ErrorState error={unavailable} />}
+        {children(q.data)}
+      </>
+    );
+  if (q.error) return <ErrorState error={q.error} retry={() => q.refetch()} />;
+  if (unavailable) return <ErrorState error={unavailable} />;
+  return <Loading label={label} />;
+}
+
+export function Card({ title, children, actions, className }: { title?: string; children: ReactNode; actions?: ReactNode; className?: string }) {
+  return (
+    <section className={`card ${className ?? ""}`} aria-label={title}>
+      {(title || actions) && (
+        <header className="card-head">
+          {title && <h2>{title}</h2>}
+          {actions && <div className="actions">{actions}</div>}
+        </header>
+      )}
+      {children}
+    </section>
+  );
+}
+
+/** Text field with its label and the API's complaint about it (a 422 issue) beside it. */
+export function Field({ label, error, hint, children }: { label: string; error?: string; hint?: string; children: (id: string, describedBy?: string) => ReactNode }) {
+  // React's ids carry characters CSS selectors would need escaped.
+  const id = `f${useId().replace(/[^A-Za-z0-9_-]/g, "")}`;
+  const described = [error ? `${id}-err` : "", hint ? `${id}-hint` : ""].filter(Boolean).join(" ") || undefined;
+  return (
+    <div className={`field ${error ? "invalid" : ""}`}>
+      <label htmlFor={id}>{label}</label>
+      {children(id, described)}
+      {hint && (
+        <small id={`${id}-hint`} className="hint">
+          {hint}
+        </small>
+      )}
+      {error && (
+        <small id={`${id}-err`} className="field-error" role="alert">
+          {error}
+        </small>
+      )}
+    </div>
+  );
+}
+
+/** A copy button that says when it copied. */
+export function CopyButton({ text, label = "Copy" }: { text: string; label?: string }) {
+  const [done, setDone] = useState(false);
+  return (
+    <button
+      type="button"
+      className="secondary"
+      onClick={async () => {
+        await navigator.clipboard?.writeText(text).catch(() => {});
+        setDone(true);
+      }}
+    >
+      {done ? "Copied" : label}
+    </button>
+  );
+}
+
+/** A secret shown once, with a copy button and a warning. */
+export function SecretOnce({ title, secret, warning }: { title: string; secret: string; warning: string }) {
+  return (
+    <div className="secret" role="region" aria-label={title}>
+      <strong>{title}</strong>
+      <p className="warning">{warning}</p>
+      <div className="secret-row">
+        <code aria-label={`${title} value`}>{secret}</code>
+        <CopyButton text={secret} />
+      </div>
+    </div>
+  );
+}
+
+const COLORS = ["#2563eb", "#d97706", "#059669", "#7c3aed", "#dc2626", "#0891b2", "#4b5563"];
+export const color = (i: number) => COLORS[i % COLORS.length]!;
+
+export interface Series {
+  label: string;
+  values: number[];
+  color?: string;
+  format?: (n: number) => string;
+}
+
+/** Bars per day (uPlot): one or more series over `dates` (YYYY-MM-DD, UTC days). */
+export function DayChart({ title, dates, series, height = 180, stacked = false }: { title: string; dates: string[]; series: Series[]; height?: number; stacked?: boolean }) {
+  const box = useRef<HTMLDivElement>(null);
+  useEffect(() => {
+    const el = box.current;
+    if (!el) return;
+    const xs = dates.map((d) => Date.parse(`${d}T00:00:00Z`) / 1000);
+    // Stacked: each series is drawn as the sum of itself and those after it, first series
+    // behind, so the later ones sit at the bottom of each bar.
+    const drawn = stacked ? series.map((_, i) => dates.map((__, d) => series.slice(i).reduce((sum, s) => sum + (s.values[d] ?? 0), 0))) : series.map((s) => s.values);
+    const bars = uPlot.paths.bars!({ size: [0.8, 60], align: 0 });
+    const opts: uPlot.Options = {
+      width: el.clientWidth || 300,
+      height,
+      legend: { show: false },
+      cursor: { points: { show: false } },
+      scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.1 : 1] } },
+      axes: [
+        { stroke: "#4b5563", grid: { show: false }, ticks: { show: false } },
+        { stroke: "#4b5563", grid: { stroke: "#eef0f3" }, ticks: { show: false }, size: 56, values: (_u, vals) => vals.map((v) => (series[0]?.format ? series[0].format(v) : String(v))) },
+      ],
+      series: [
+        { value: (_u, v) => (v == null ? "" : new Date(v * 1000).toISOString().slice(0, 10)) },
+        ...series.map((s, i) => ({
+          label: s.label,
+          fill: s.color ?? color(i),
+          stroke: s.color ?? color(i),
+          paths: bars,
+          points: { show: false },
+          value: (_u: uPlot, v: number | null, _si: number, d: number | null) => (v == null || d == null ? "" : s.format ? s.format(s.values[d] ?? 0) : String(s.values[d] ?? 0)),
+        })),
+      ],
+    };
+    const plot = new uPlot(opts, [xs, ...drawn] as uPlot.AlignedData, el);
+    const resize = new ResizeObserver(() => plot.setSize({ width: el.clientWidth, height }));
+    resize.observe(el);
+    return () => {
+      resize.disconnect();
+      plot.destroy();
+    };
+  }, [dates, series, height, stacked]);
+  const summary = series.map((s) => `${s.label}: ${s.values.reduce((a, b) => a + b, 0)}`).join(", ");
+  return (
+    <div className="chart-box">
+      <div className="chart" ref={box} role="img" aria-label={`${title} per day over ${dates.length} days (${summary})`} />
+      {series.length > 1 && (
+        <ul className="legend" aria-hidden="true">
+          {series.map((s, i) => (
+            <li key={s.label}>
+              <span className="swatch" style={{ background: s.color ?? color(i) }} /> {s.label}
+            </li>
+          ))}
+        </ul>
+      )}
+    </div>
+  );
+}
+
+/** Horizontal bars for shares (models, plans): label, bar and figure per row. */
+export function BarList({ title, rows }: { title: string; rows: { label: string; value: number; text: string }[] }) {
+  const max = Math.max(...rows.map((r) => r.value), 0) || 1;
+  return (
+    <ul className="barlist" aria-label={title}>
+      {rows.map((r, i) => (
+        <li key={r.label}>
+          <span className="barlist-label">{r.label}</span>
+          <span className="barlist-track" aria-hidden="true">
+            <span className="barlist-bar" style={{ width: `${(r.value / max) * 100}%`, background: color(i) }} />
+          </span>
+          <span className="barlist-value">{r.text}</span>
+        </li>
+      ))}
+    </ul>
+  );
+}
+
+/** Usage against a cap, with the soft and hard gate marks. */
+export function Gauge({ label, value, limit, soft, hard, format }: { label: string; value: number; limit: number | null | undefined; soft: number; hard: number; format: (n: number) => string }) {
+  const unlimited = limit == null;
+  // A cap of 0 blocks every call: the user is at the hard gate whatever they spent.
+  const ratio = unlimited ? 0 : limit === 0 ? 1 : value / limit;
+  const state = unlimited ? "ok" : ratio >= hard ? "hard" : ratio >= soft ? "soft" : "ok";
+  const scale = Math.max(1, hard * 1.1, ratio);
+  const pos = (r: number) => `${Math.min(100, (r / scale) * 100)}%`;
+  return (
+    <div className={`gauge gauge-${state}`}>
+      <div className="gauge-head">
+        <span className="gauge-label">{label}</span>
+        <span className="gauge-state">{unlimited ? "unlimited" : state === "hard" ? "Hard gate" : state === "soft" ? "Soft gate" : "OK"}</span>
+      </div>
+      <div
+        className="gauge-track"
+        role="meter"
+        aria-label={label}
+        aria-valuemin={0}
+        aria-valuemax={unlimited ? 0 : limit ?? 0}
+        aria-valuenow={value}
+        aria-valuetext={unlimited ? `${format(value)}, no limit` : `${format(value)} of ${format(limit!)} (${Math.round(ratio * 100)}%)`}
+      >
+        {!unlimited && <span className="gauge-fill" style={{ width: pos(ratio) }} />}
+        {!unlimited && <span className="gauge-mark soft" style={{ left: pos(soft) }} title={`soft gate at ${Math.round(soft * 100)}%`} />}
+        {!unlimited && <span className="gauge-mark hard" style={{ left: pos(hard) }} title={`hard gate at ${Math.round(hard * 100)}%`} />}
+      </div>
+      <div className="gauge-foot">
+        <span>{format(value)}</span>
+        <span>{unlimited ? "no cap" : `of ${format(limit!)} · soft ${Math.round(soft * 100)}% · hard ${Math.round(hard * 100)}%`}</span>
+      </div>
+    </div>
+  );
+}
+
+/** Previous / next page over cursors kept in the URL's query. */
+export function Pager({ hasPrev, next, onPrev, onNext }: { hasPrev: boolean; next: string | null | undefined; onPrev: () => void; onNext: () => void }) {
+  return (
+    <nav className="pager" aria-label="Pages">
+      <button type="button" className="secondary" disabled={!hasPrev} onClick={onPrev}>
+        ← Previous
+      </button>
+      <button type="button" className="secondary" disabled={!next} onClick={onNext}>
+        Next →
+      </button>
+    </nav>
+  );
+}

@@ -1,0 +1,27 @@
+const money = new Intl.NumberFormat(undefined, { style: "currency", currency: "USD", minimumFractionDigits: 2, maximumFractionDigits: 2 });
+const smallMoney = new Intl.NumberFormat(undefined, { style: "currency", currency: "USD", minimumFractionDigits: 2, maximumFractionDigits: 4 });
+const integer = new Intl.NumberFormat(undefined, { maximumFractionDigits: 0 });
+const compact = new Intl.NumberFormat(undefined, { notation: "compact", maximumFractionDigits: 1 });
+const percent = new Intl.NumberFormat(undefined, { style: "percent", maximumFractionDigits: 1 });
+
+/** Dollars: cents, or up to four decimals below a dollar (model calls cost fractions of a cent). */
+export const fmtMoney = (n: number | null | undefined) => (n == null ? "—" : Math.abs(n) < 1 && n !== 0 ? smallMoney.format(n) : money.format(n));
+export const fmtInt = (n: number | null | undefined) => (n == null ? "—" : integer.format(n));
+/** Tokens: exact below 10,000, compact above (12.3K, 4.5M), the exact figure on hover. */
+export const fmtTokens = (n: number | null | undefined) => (n == null ? "—" : n < 10_000 ? integer.format(n) : compact.format(n));
+export const fmtPct = (ratio: number | null | undefined) => (ratio == null || !Number.isFinite(ratio) ? "—" : percent.format(ratio));
+
+const local = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
+const localDate = new Intl.DateTimeFormat(undefined, { dateStyle: "medium" });
+/** A time in the viewer's zone; the UTC form is its title (hover). */
+export const fmtTime = (iso: string | null | undefined) => (iso ? local.format(new Date(iso)) : "—");
+export const fmtDate = (iso: string | null | undefined) => (iso ? localDate.format(new Date(iso)) : "—");
+export const utcTitle = (iso: string | null | undefined) => (iso ? new Date(iso).toISOString().replace(".000Z", "Z") + " (UTC)" : undefined);
+
+/** Change against the previous period, as a signed percentage ("new" when there was nothing). */
+export function change(current: number, previous: number): { text: string; direction: "up" | "down" | "flat" } {
+  if (previous === 0) return current === 0 ? { text: "no change", direction: "flat" } : { text: "new this period", direction: "up" };
+  const ratio = (current - previous) / previous;
+  if (Math.abs(ratio) < 0.0005) return { text: "no change", direction: "flat" };
+  return { text: `${ratio > 0 ? "+" : "−"}${percent.format(Math.abs(ratio))} vs previous`, direction: ratio > 0 ? "up" : "down" };
+}

@@ -1,0 +1,137 @@
+import { useState, type FormEvent } from "react";
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { ApiError, api, ok, type ApiKey } from "../api/client.ts";
+import { Card, ErrorState, Field, Query, SecretOnce, Time } from "../components.tsx";
+
+export function KeysScreen() {
+  const keys = useQuery({ queryKey: ["keys"], queryFn: () => ok(api.GET("/api/v1/keys")) });
+  return (
+    <div className="screen">
+      <div className="screen-head">
+        <h1>API keys</h1>
+      </div>
+      <div className="grid-side">
+        <Card title="Keys">
+          <Query q={keys} label="Loading keys">
+            {(d) => (
+              <div className="table-wrap" tabIndex={0}>
+                <table>
+                  <caption className="sr-only">API keys</caption>
+                  <thead>
+                    <tr>
+                      <th scope="col">Name</th>
+                      <th scope="col">Scope</th>
+                      <th scope="col">Prefix</th>
+                      <th scope="col">Created</th>
+                      <th scope="col">Last used</th>
+                      <th scope="col">Expires</th>
+                      <th scope="col">
+                        <span className="sr-only">Actions</span>
+                      </th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    {d.keys.map((k) => (
+                      <KeyRow key={k.id} k={k} />
+                    ))}
+                  </tbody>
+                </table>
+              </div>
+            )}
+          </Query>
+          <p className="hint">To rotate a key: create a new one, deploy it, then revoke the old one. A revoked key stops working within seconds. The last admin key cannot be revoked.</p>
+        </Card>
+        <CreateKey />
+      </div>
+    </div>
+  );
+}
+
+function KeyRow({ k }: { k: ApiKey }) {
+  const [confirm, setConfirm] = useState(false);
+  const queryClient = useQueryClient();
+  const revoke = useMutation({ mutationFn: () => ok(api.DELETE("/api/v1/keys/{id}", { params: { path: { id: k.id } } })), onSuccess: () => queryClient.invalidateQueries({ queryKey: ["keys"] }) });
+  return (
+    <tr>
+      <td>{k.name}</td>
+      <td>
+        <span className={`badge ${k.scope === "admin" ? "warn" : "muted-badge"}`}>{k.scope}</span>
+      </td>
+      <td>
+        <code>{k.prefix}…</code>
+      </td>
+      <td>
+        <Time iso={k.created_at} />
+      </td>
+      <td>{k.last_used_at ? <Time iso={k.last_used_at} /> : "never"}</td>
+      <td>{k.expires_at ? <Time iso={k.expires_at} /> : "never"}</td>
+      <td>
+        {!confirm ? (
+          <button type="button" className="danger small" onClick={() => setConfirm(true)} aria-label={`Revoke key ${k.name}`}>
+            Revoke…
+          </button>
+        ) : (
+          <span className="confirm" role="group" aria-label={`Confirm revoking ${k.name}`}>
+            <button type="button" className="danger small" onClick={() => revoke.mutate()}>
+              Yes, revoke
+            </button>{" "}
+            <button type="button" className="secondary small" onClick={() => setConfirm(false)}>
+              Keep
+            </button>
+          </span>
+        )}
+        {revoke.error && <ErrorState error={revoke.error} />}
+      </td>
+    </tr>
+  );
+}
+
+function CreateKey() {
+  const [form, setForm] = useState({ name: "", scope: "ingest" as "admin" | "ingest", expires: "" });
+  const [created, setCreated] = useState<{ name: string; key: string } | null>(null);
+  const queryClient = useQueryClient();
+  const create = useMutation({
+    mutationFn: () => ok(api.POST("/api/v1/keys", { body: { name: form.name, scope: form.scope, expires_at: form.expires ? new Date(form.expires).toISOString() : null } })),
+    onSuccess: (k) => {
+      setCreated({ name: k.name, key: k.key });
+      setForm({ name: "", scope: "ingest", expires: "" });
+      queryClient.invalidateQueries({ queryKey: ["keys"] });
+    },
+  });
+  const err = create.error instanceof ApiError ? create.error : null;
+  const issue = (f: string) => err?.issues.find((i) => i.path === `/${f}`)?.message;
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    setCreated(null);
+    create.mutate();
+  };
+  return (
+    <Card title="Create a key">
+      {created && <SecretOnce title={`Key ${created.name}`} secret={created.key} warning="This key is shown once. Copy it now: it cannot be shown again." />}
+      <form onSubmit={submit} noValidate className="stack" aria-label="Create a key">
+        <Field label="Key name" error={issue("name")}>
+          {(id, d) => <input id={id} aria-describedby={d} value={form.name} onChange={(e) => setForm({ ...form, name: e.target.value })} />}
+        </Field>
+        <Field label="Scope" error={issue("scope")} hint="ingest: for client processes (sessions, usage, events, leases). admin: every route.">
+          {(id, d) => (
+            <select id={id} aria-describedby={d} value={form.scope} onChange={(e) => setForm({ ...form, scope: e.target.value as "admin" | "ingest" })}>
+              <option value="ingest">ingest</option>
+              <option value="admin">admin</option>
+            </select>
+          )}
+        </Field>
+        <Field label="Expires (optional)" error={issue("expires_at")}>
+          {(id, d) => <input id={id} aria-describedby={d} type="datetime-local" value={form.expires} onChange={(e) => setForm({ ...form, expires: e.target.value })} />}
+        </Field>
+        {err && !err.issues.length && (
+          <p className="field-error" role="alert">
+            {err.message}
+          </p>
+        )}
+        <button type="submit" disabled={create.isPending}>
+          {create.isPending ? "Creating…" : "Create key"}
+        </button>
+      </form>
+    </Card>
+  );
+}

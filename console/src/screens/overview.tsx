@@ -1,0 +1,238 @@
+import { useMemo, useState } from "react";
+import { useQuery } from "@tanstack/react-query";
+import { Link } from "wouter";
+import { api, ok } from "../api/client.ts";
+import { BarList, Card, DayChart, Empty, Field, Query, QuickStart } from "../components.tsx";
+import { change, fmtInt, fmtMoney, fmtPct, fmtTokens } from "../format.ts";
+import { useUrlState } from "../url-state.ts";
+
+type Source = "auto" | "manual" | undefined;
+
+export function Overview() {
+  const [params, set] = useUrlState();
+  const days = Math.min(365, Math.max(1, Number(params.get("days")) || 30));
+  const source = (params.get("source") as Source) || undefined;
+  const query = { days, ...(source ? { source } : {}) };
+
+  const summary = useQuery({ queryKey: ["summary", days, source], queryFn: () => ok(api.GET("/api/v1/analytics/summary", { params: { query } })) });
+  const series = useQuery({ queryKey: ["timeseries", days, source], queryFn: () => ok(api.GET("/api/v1/analytics/timeseries", { params: { query } })) });
+  const gates = useQuery({ queryKey: ["gate-timeseries", days], queryFn: () => ok(api.GET("/api/v1/analytics/gate-timeseries", { params: { query: { days } } })) });
+  const breakdown = useQuery({ queryKey: ["breakdown", days, source], queryFn: () => ok(api.GET("/api/v1/analytics/breakdown", { params: { query } })) });
+  const top = useQuery({ queryKey: ["top-users", days, source], queryFn: () => ok(api.GET("/api/v1/analytics/top-users", { params: { query: { ...query, limit: 10 } } })) });
+  const plans = useQuery({ queryKey: ["plan-subscribers"], queryFn: () => ok(api.GET("/api/v1/analytics/plan-subscribers")) });
+
+  return (
+    <div className="screen">
+      <div className="screen-head">
+        <h1>Overview</h1>
+        <WindowPicker days={days} source={source} onChange={(p) => set(p)} />
+      </div>
+
+      <Query q={summary} label="Loading totals">
+        {(s) => (
+          <div className="cards" aria-label="Summary">
+            <Stat label="Cost" value={fmtMoney(s.total_cost)} delta={change(s.total_cost, s.previous_period.total_cost)} />
+            <Stat label="Tokens" value={fmtTokens(s.total_tokens)} title={fmtInt(s.total_tokens)} delta={change(s.total_tokens, s.previous_period.total_tokens)} />
+            <Stat label="Events" value={fmtInt(s.total_events)} delta={change(s.total_events, s.previous_period.total_events)} />
+            <Stat label="Active users" value={fmtInt(s.active_users)} delta={change(s.active_users, s.previous_period.active_users)} />
+          </div>
+        )}
+      </Query>
+
+      <div className="grid-3">
+        <Query q={series} label="Loading daily usage">
+          {(t) => <DailyUsage data={t.data} />}
+        </Query>
+      </div>
+
+      <div className="grid-2">
+        <Card title="Gates per day">
+          <Query q={gates} label="Loading gates">
+            {(g) =>
+              g.data.every((d) => d.soft_gates + d.hard_gates === 0) ? (
+                <Empty>No soft or hard gates in this window. Users reach gates at their plan's soft_gate_at and hard_gate_at.</Empty>
+              ) : (
+                <GatesChart data={g.data} />
+              )
+            }
+          </Query>
+        </Card>
+        <Card title="Plan distribution">
+          <Query q={plans} label="Loading plans">
+            {(p) =>
+              p.plans.length === 0 ? (
+                <Empty>
+                  No plans yet. <Link href="/plans">Create a plan</Link>, then subscribe users to it.
+                </Empty>
+              ) : (
+                <BarList title="Subscribers per plan" rows={p.plans.map((r) => ({ label: r.plan_name, value: r.subscriber_count, text: `${fmtInt(r.subscriber_count)} users` }))} />
+              )
+            }
+          </Query>
+        </Card>
+      </div>
+
+      <div className="grid-2">
+        <Card title="Models">
+          <Query q={breakdown} label="Loading models">
+            {(b) =>
+              b.models.length === 0 ? (
+                <Empty>
+                  No model usage in this window. Send usage events with the client library or the API; see the <QuickStart />.
+                </Empty>
+              ) : (
+                <>
+                  <BarList title="Cost per model" rows={b.models.map((m) => ({ label: m.model || "(none)", value: m.cost, text: fmtMoney(m.cost) }))} />
+                  <div className="table-wrap" tabIndex={0}>
+                    <table>
+                      <caption className="sr-only">Cost and tokens per model</caption>
+                      <thead>
+                        <tr>
+                          <th scope="col">Model</th>
+                          <th scope="col" className="num">Cost</th>
+                          <th scope="col" className="num">Tokens</th>
+                          <th scope="col" className="num">Share</th>
+                        </tr>
+                      </thead>
+                      <tbody>
+                        {b.models.map((m) => (
+                          <tr key={m.model}>
+                            <td>{m.model || "(none)"}</td>
+                            <td className="num">{fmtMoney(m.cost)}</td>
+                            <td className="num" title={fmtInt(m.tokens)}>{fmtTokens(m.tokens)}</td>
+                            <td className="num">{fmtPct(m.pct / 100)}</td>
+                          </tr>
+                        ))}
+                      </tbody>
+                    </table>
+                  </div>
+                </>
+              )
+            }
+          </Query>
+        </Card>
+        <Card title="Top users">
+          <Query q={top} label="Loading top users">
+            {(t) =>
+              t.users.length === 0 ? (
+                <Empty>
+                  No user spent anything in this window. <Link href="/users">Add users</Link> and send usage; see the <QuickStart />.
+                </Empty>
+              ) : (
+                <div className="table-wrap" tabIndex={0}>
+                  <table>
+                    <caption className="sr-only">Users with the highest cost</caption>
+                    <thead>
+                      <tr>
+                        <th scope="col">User</th>
+                        <th scope="col" className="num">Cost</th>
+                        <th scope="col" className="num">Tokens</th>
+                        <th scope="col" className="num">Events</th>
+                      </tr>
+                    </thead>
+                    <tbody>
+                      {t.users.map((u) => (
+                        <tr key={u.user_id}>
+                          <td>
+                            <Link href={`/users/${encodeURIComponent(u.user_id)}`}>{u.user_id}</Link>
+                          </td>
+                          <td className="num">{fmtMoney(u.cost)}</td>
+                          <td className="num" title={fmtInt(u.tokens)}>{fmtTokens(u.tokens)}</td>
+                          <td className="num">{fmtInt(u.events)}</td>
+                        </tr>
+                      ))}
+                    </tbody>
+                  </table>
+                </div>
+              )
+            }
+          </Query>
+        </Card>
+      </div>
+    </div>
+  );
+}
+
+function Stat({ label, value, delta, title }: { label: string; value: string; title?: string; delta: { text: string; direction: string } }) {
+  return (
+    <section className="card stat" aria-label={label}>
+      <h2>{label}</h2>
+      <p className="stat-value" title={title}>
+        {value}
+      </p>
+      <p className={`delta delta-${delta.direction}`}>{delta.text}</p>
+    </section>
+  );
+}
+
+function DailyUsage({ data }: { data: { date: string; cost: number; tokens: number; events: number }[] }) {
+  const dates = useMemo(() => data.map((d) => d.date), [data]);
+  const cost = useMemo(() => [{ label: "Cost", values: data.map((d) => d.cost), format: (n: number) => fmtMoney(n) }], [data]);
+  const tokens = useMemo(() => [{ label: "Tokens", values: data.map((d) => d.tokens), color: "#7c3aed", format: (n: number) => fmtTokens(n) }], [data]);
+  const events = useMemo(() => [{ label: "Events", values: data.map((d) => d.events), color: "#059669", format: (n: number) => fmtTokens(n) }], [data]);
+  return (
+    <>
+      <Card title="Cost per day">
+        <DayChart title="Cost" dates={dates} series={cost} />
+      </Card>
+      <Card title="Tokens per day">
+        <DayChart title="Tokens" dates={dates} series={tokens} />
+      </Card>
+      <Card title="Events per day">
+        <DayChart title="Events" dates={dates} series={events} />
+      </Card>
+    </>
+  );
+}
+
+function GatesChart({ data }: { data: { date: string; soft_gates: number; hard_gates: number }[] }) {
+  const dates = useMemo(() => data.map((d) => d.date), [data]);
+  const series = useMemo(
+    () => [
+      { label: "Soft gates", values: data.map((d) => d.soft_gates), color: "#d97706" },
+      { label: "Hard gates", values: data.map((d) => d.hard_gates), color: "#dc2626" },
+    ],
+    [data],
+  );
+  return <DayChart stacked title="Soft and hard gates" dates={dates} series={series} />;
+}
+
+function WindowPicker({ days, source, onChange }: { days: number; source: Source; onChange: (p: Record<string, string | number | null>) => void }) {
+  const preset = [7, 30, 90].includes(days);
+  const [custom, setCustom] = useState(preset ? "" : String(days));
+  return (
+    <div className="filters" role="group" aria-label="Window and source">
+      <div className="segmented" role="group" aria-label="Window">
+        {[7, 30, 90].map((d) => (
+          <button key={d} type="button" className={days === d ? "on" : ""} aria-pressed={days === d} onClick={() => onChange({ days: d })}>
+            {d} days
+          </button>
+        ))}
+      </div>
+      <form
+        className="inline"
+        onSubmit={(e) => {
+          e.preventDefault();
+          const n = Math.round(Number(custom));
+          if (n >= 1 && n <= 365) onChange({ days: n });
+        }}
+      >
+        <Field label="Days">
+          {(id) => <input id={id} className="narrow" type="number" min={1} max={365} value={custom} placeholder={String(days)} onChange={(e) => setCustom(e.target.value)} />}
+        </Field>
+        <button type="submit" className="secondary">
+          Apply
+        </button>
+      </form>
+      <Field label="Source">
+        {(id) => (
+          <select id={id} value={source ?? ""} onChange={(e) => onChange({ source: e.target.value || null })}>
+            <option value="">All</option>
+            <option value="auto">Auto (instrumented)</option>
+            <option value="manual">Manual</option>
+          </select>
+        )}
+      </Field>
+    </div>
+  );
+}

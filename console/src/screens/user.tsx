@@ -1,0 +1,469 @@
+import { useMemo, useState, type FormEvent } from "react";
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { Link } from "wouter";
+import { ApiError, api, ok, type GateEvent, type Plan, type Session } from "../api/client.ts";
+import { BarList, Card, Empty, Field, Gauge, Pager, Query, QuickStart, Time } from "../components.tsx";
+import { fmtInt, fmtMoney, fmtPct, fmtTokens } from "../format.ts";
+import { usePaging, useUrlState } from "../url-state.ts";
+
+const p = (id: string) => ({ path: { user_id: id } });
+
+export function UserScreen({ id }: { id: string }) {
+  const user = useQuery({ queryKey: ["user", id], queryFn: () => ok(api.GET("/api/v1/users/{user_id}", { params: p(id) })) });
+  const session = useQuery({ queryKey: ["session", id], queryFn: () => ok(api.GET("/api/v1/users/{user_id}/session", { params: p(id) })) });
+  return (
+    <div className="screen">
+      <div className="screen-head">
+        <div>
+          <p className="crumbs">
+            <Link href="/users">Users</Link> /
+          </p>
+          <h1>{id}</h1>
+        </div>
+      </div>
+      <Query q={user} label="Loading user">
+        {(u) => (
+          <div className="grid-2">
+            <Card title="Plan and billing period">
+              <dl className="facts">
+                <dt>Name</dt>
+                <dd>{u.name ?? "—"}</dd>
+                <dt>Plan</dt>
+                <dd>{u.plan_name ?? "no plan (every call passes)"}</dd>
+                <dt>Billing period</dt>
+                <dd>
+                  {session.data ? (
+                    <>
+                      <Time iso={session.data.billing_period.start} /> → <Time iso={session.data.billing_period.end} />
+                    </>
+                  ) : (
+                    "…"
+                  )}
+                </dd>
+                <dt>Billing subscription</dt>
+                <dd>{u.billing_subscription_id ?? "—"}</dd>
+                <dt>Created</dt>
+                <dd>
+                  <Time iso={u.created_at} />
+                </dd>
+              </dl>
+            </Card>
+            <Card title="Spend against caps">
+              <Query q={session} label="Loading caps">
+                {(s) => <Caps id={id} session={s} />}
+              </Query>
+            </Card>
+          </div>
+        )}
+      </Query>
+      <UsageByModel id={id} />
+      <GateEvents id={id} />
+      <div className="grid-2">
+        <Subscription id={id} session={session.data} />
+        <ManualEvent id={id} />
+      </div>
+    </div>
+  );
+}
+
+function Caps({ id, session }: { id: string; session: Session }) {
+  const c = session.plan_config;
+  const u = session.current_usage;
+  // The service counts spend per period; a session's spend is counted by the client library,
+  // so the last session_spend gate event is the closest figure the API has.
+  const lastSession = useQuery({
+    queryKey: ["gate-events", id, "session_spend"],
+    queryFn: () => ok(api.GET("/api/v1/users/{user_id}/gate-events", { params: { ...p(id), query: { gate_reason: "session_spend", limit: 1, blocked_only: false } } })),
+    enabled: c.max_spend_per_session != null,
+  });
+  const models = Object.entries(c.model_limits);
+  return (
+    <div className="gauges">
+      <Gauge label="Period spend" value={u.period_cost} limit={c.max_spend_per_period} soft={c.soft_gate_at} hard={c.hard_gate_at} format={fmtMoney} />
+      <Gauge label="Session spend (latest session gate)" value={lastSession.data?.events[0]?.current_value ?? 0} limit={c.max_spend_per_session} soft={c.soft_gate_at} hard={c.hard_gate_at} format={fmtMoney} />
+      {models.map(([model, l]) => (
+        <Gauge key={model} label={`${model} tokens`} value={u.period_tokens_by_model[model] ?? 0} limit={l.max_tokens_per_period} soft={c.soft_gate_at} hard={c.hard_gate_at} format={fmtTokens} />
+      ))}
+      {models.length === 0 && <p className="muted">No per-model token caps on this plan.</p>}
+    </div>
+  );
+}
+
+function pastMonths(n: number): string[] {
+  const now = new Date();
+  return Array.from({ length: n }, (_, i) => {
+    const d = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - i - 1, 1));
+    return d.toISOString().slice(0, 7);
+  });
+}
+
+function UsageByModel({ id }: { id: string }) {
+  const [params, set] = useUrlState();
+  const period = params.get("period") ?? "current_period";
+  const usage = useQuery({ queryKey: ["usage", id, period], queryFn: () => ok(api.GET("/api/v1/users/{user_id}/usage", { params: { ...p(id), query: { period, breakdown: "model" } } })) });
+  const months = useMemo(() => pastMonths(12), []);
+  return (
+    <Card
+      title="Usage by model"
+      actions={
+        <Field label="Period">
+          {(fid) => (
+            <select id={fid} value={period} onChange={(e) => set({ period: e.target.value === "current_period" ? null : e.target.value })}>
+              <option value="current_period">Current billing period</option>
+              <option value="current_month">This month</option>
+              {months.map((m) => (
+                <option key={m} value={m}>
+                  {m}
+                </option>
+              ))}
+            </select>
+          )}
+        </Field>
+      }
+    >
+      <Query q={usage} label="Loading usage">
+        {(u) => {
+          const models = Object.keys({ ...u.cost_by_model, ...u.tokens_by_model });
+          return (
+            <>
+              <div className="cards compact">
+                <div className="kv">
+                  <span>Cost</span>
+                  <strong>{fmtMoney(u.total_cost)}</strong>
+                </div>
+                <div className="kv">
+                  <span>Tokens</span>
+                  <strong title={fmtInt(u.total_tokens)}>{fmtTokens(u.total_tokens)}</strong>
+                </div>
+                <div className="kv">
+                  <span>Tool calls</span>
+                  <strong>{fmtInt(u.tool_calls_count)}</strong>
+                </div>
+              </div>
+              {models.length === 0 ? (
+                <Empty>
+                  No usage in this period. Record a manual event below, or send usage from your product; see the <QuickStart />.
+                </Empty>
+              ) : (
+                <>
+                  <BarList title="Cost per model" rows={models.map((m) => ({ label: m, value: u.cost_by_model[m] ?? 0, text: fmtMoney(u.cost_by_model[m] ?? 0) }))} />
+                  <div className="table-wrap" tabIndex={0}>
+                    <table>
+                      <caption className="sr-only">Usage per model</caption>
+                      <thead>
+                        <tr>
+                          <th scope="col">Model</th>
+                          <th scope="col" className="num">Cost</th>
+                          <th scope="col" className="num">Tokens</th>
+                        </tr>
+                      </thead>
+                      <tbody>
+                        {models.map((m) => (
+                          <tr key={m}>
+                            <td>{m}</td>
+                            <td className="num">{fmtMoney(u.cost_by_model[m] ?? 0)}</td>
+                            <td className="num">{fmtInt(u.tokens_by_model[m] ?? 0)}</td>
+                          </tr>
+                        ))}
+                      </tbody>
+                    </table>
+                  </div>
+                </>
+              )}
+            </>
+          );
+        }}
+      </Query>
+    </Card>
+  );
+}
+
+/** A local date-time input's value (minutes) as an RFC 3339 instant, or undefined. */
+const localToIso = (v: string | null) => (v ? new Date(v).toISOString() : undefined);
+
+function GateEvents({ id }: { id: string }) {
+  const [params, set] = useUrlState();
+  const paging = usePaging(params, set, "gcursor");
+  const f = {
+    status: (params.get("status") as "soft_gate" | "hard_gate" | null) ?? undefined,
+    gate_reason: params.get("reason") ?? undefined,
+    blocked_only: params.get("blocked") === "1",
+    since: params.get("since") ?? "",
+    until: params.get("until") ?? "",
+    limit: Number(params.get("limit")) || 25,
+  };
+  const events = useQuery({
+    queryKey: ["gate-events", id, f, paging.cursor],
+    queryFn: () =>
+      ok(
+        api.GET("/api/v1/users/{user_id}/gate-events", {
+          params: { ...p(id), query: { status: f.status, gate_reason: f.gate_reason, blocked_only: f.blocked_only, since: localToIso(f.since), until: localToIso(f.until), cursor: paging.cursor, limit: f.limit } },
+        }),
+      ),
+  });
+  const [reason, setReason] = useState(f.gate_reason ?? "");
+  const change = (patch: Record<string, string | null>) => set({ ...patch, ...paging.reset });
+  return (
+    <Card title="Gate events">
+      <div className="filters" role="group" aria-label="Filter gate events">
+        <Field label="Status">
+          {(fid) => (
+            <select id={fid} value={f.status ?? ""} onChange={(e) => change({ status: e.target.value || null })}>
+              <option value="">Soft and hard</option>
+              <option value="soft_gate">Soft gate</option>
+              <option value="hard_gate">Hard gate</option>
+            </select>
+          )}
+        </Field>
+        <form
+          className="inline"
+          onSubmit={(e) => {
+            e.preventDefault();
+            change({ reason: reason.trim() || null });
+          }}
+        >
+          <Field label="Gate reason">
+            {(fid) => <input id={fid} list="gate-reasons" value={reason} onChange={(e) => setReason(e.target.value)} placeholder="total_spend" />}
+          </Field>
+          <datalist id="gate-reasons">
+            <option value="total_spend" />
+            <option value="session_spend" />
+            <option value="model_limit:" />
+          </datalist>
+          <button type="submit" className="secondary">
+            Filter
+          </button>
+        </form>
+        <label className="check">
+          <input type="checkbox" checked={f.blocked_only} onChange={(e) => change({ blocked: e.target.checked ? "1" : null })} /> Blocked only
+        </label>
+        <Field label="Since">
+          {(fid) => <input id={fid} type="datetime-local" value={f.since} onChange={(e) => change({ since: e.target.value || null })} />}
+        </Field>
+        <Field label="Until">
+          {(fid) => <input id={fid} type="datetime-local" value={f.until} onChange={(e) => change({ until: e.target.value || null })} />}
+        </Field>
+        <Field label="Per page">
+          {(fid) => (
+            <select id={fid} value={f.limit} onChange={(e) => change({ limit: e.target.value })}>
+              {[25, 100, 500].map((n) => (
+                <option key={n} value={n}>
+                  {n}
+                </option>
+              ))}
+            </select>
+          )}
+        </Field>
+      </div>
+      <Query q={events} label="Loading gate events">
+        {(page) =>
+          page.events.length === 0 ? (
+            <Empty>No gate events match. Gate events arrive from the client library when a user reaches a soft or hard gate.</Empty>
+          ) : (
+            <>
+              <div className="table-wrap" tabIndex={0}>
+                <table>
+                  <caption className="sr-only">Gate events, newest first</caption>
+                  <thead>
+                    <tr>
+                      <th scope="col">Time</th>
+                      <th scope="col">Status</th>
+                      <th scope="col">Reason</th>
+                      <th scope="col" className="num">Usage</th>
+                      <th scope="col" className="num">Value / limit</th>
+                      <th scope="col">Blocked</th>
+                      <th scope="col">Message</th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    {page.events.map((e: GateEvent) => (
+                      <tr key={e.id}>
+                        <td>
+                          <Time iso={e.timestamp} />
+                        </td>
+                        <td>
+                          <span className={`badge ${e.status === "hard_gate" ? "bad" : "warn"}`}>{e.status === "hard_gate" ? "Hard gate" : "Soft gate"}</span>
+                        </td>
+                        <td>{e.gate_reason}</td>
+                        <td className="num">{fmtPct(e.usage_pct)}</td>
+                        <td className="num">
+                          {e.gate_reason.startsWith("model_limit:") ? `${fmtInt(e.current_value)} / ${fmtInt(e.limit_value)}` : `${fmtMoney(e.current_value)} / ${fmtMoney(e.limit_value)}`}
+                        </td>
+                        <td>{e.blocked ? "yes" : "no"}</td>
+                        <td>{e.message ?? ""}</td>
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+              </div>
+              <Pager hasPrev={paging.hasPrev} next={page.next_cursor} onPrev={paging.prev} onNext={() => page.next_cursor && paging.next(page.next_cursor)} />
+            </>
+          )
+        }
+      </Query>
+    </Card>
+  );
+}
+
+const dateOnly = (iso: string) => iso.slice(0, 10);
+function thisMonthUtc(): [string, string] {
+  const now = new Date();
+  const start = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
+  const end = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1));
+  return [dateOnly(start.toISOString()), dateOnly(end.toISOString())];
+}
+
+function Subscription({ id, session }: { id: string; session: Session | undefined }) {
+  const plans = useQuery({ queryKey: ["plans"], queryFn: () => ok(api.GET("/api/v1/config/plans")) });
+  const queryClient = useQueryClient();
+  // Prefilled: the current period's dates when the user has one, else this calendar month (UTC).
+  const [defStart, defEnd] = session?.plan_id ? [dateOnly(session.billing_period.start), dateOnly(session.billing_period.end)] : thisMonthUtc();
+  const [form, setForm] = useState<{ plan_id: string; start: string | null; end: string | null; billing: string }>({ plan_id: "", start: null, end: null, billing: "" });
+  const planId = form.plan_id || session?.plan_id || "";
+  const start = form.start ?? defStart;
+  const end = form.end ?? defEnd;
+  const plan: Plan | undefined = plans.data?.plans.find((x) => x.id === planId);
+  const capped = plan?.max_spend_per_period != null;
+  const rule = !plan ? "Pick a plan." : capped && (!start || !end) ? "This plan caps spend per period: both period dates are required." : start && end && end <= start ? "The period must end after it starts." : null;
+  const save = useMutation({
+    mutationFn: () =>
+      ok(
+        api.POST("/api/v1/users/{user_id}/subscription", {
+          params: p(id),
+          body: {
+            plan_id: planId,
+            period_start: start ? `${start}T00:00:00Z` : null,
+            period_end: end ? `${end}T00:00:00Z` : null,
+            billing_subscription_id: form.billing || null,
+          },
+        }),
+      ),
+    onSuccess: () => {
+      for (const k of ["user", "session", "usage", "users"]) queryClient.invalidateQueries({ queryKey: [k] });
+      queryClient.invalidateQueries({ queryKey: ["plan-subscribers"] });
+    },
+  });
+  const err = save.error instanceof ApiError ? save.error : null;
+  const issue = (f: string) => err?.issues.find((i) => i.path === `/${f}`)?.message;
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    if (!rule) save.mutate();
+  };
+  return (
+    <Card title="Change the subscription">
+      <form onSubmit={submit} className="stack" aria-label="Change the subscription">
+        <Field label="Plan" error={issue("plan_id")}>
+          {(fid, d) => (
+            <select id={fid} aria-describedby={d} value={planId} onChange={(e) => setForm({ ...form, plan_id: e.target.value })} required>
+              <option value="">Choose a plan…</option>
+              {plans.data?.plans.map((x) => (
+                <option key={x.id} value={x.id}>
+                  {x.name} {x.max_spend_per_period == null ? "(no period cap)" : `(${fmtMoney(x.max_spend_per_period)} per period)`}
+                </option>
+              ))}
+            </select>
+          )}
+        </Field>
+        {plans.data?.plans.length === 0 && (
+          <p className="muted">
+            No plans yet: <Link href="/plans">create one</Link> first.
+          </p>
+        )}
+        <div className="row">
+          <Field label={`Period start (UTC)${capped ? "" : ", optional"}`} error={issue("period_start")}>
+            {(fid, d) => <input id={fid} aria-describedby={d} type="date" value={start} onChange={(e) => setForm({ ...form, start: e.target.value })} />}
+          </Field>
+          <Field label={`Period end, exclusive (UTC)${capped ? "" : ", optional"}`} error={issue("period_end")}>
+            {(fid, d) => <input id={fid} aria-describedby={d} type="date" value={end} onChange={(e) => setForm({ ...form, end: e.target.value })} />}
+          </Field>
+        </div>
+        <p className="hint">Same dates as the current period keep its spend; new dates start a new period at $0.</p>
+        <Field label="Billing subscription id (optional)" error={issue("billing_subscription_id")}>
+          {(fid, d) => <input id={fid} aria-describedby={d} value={form.billing} onChange={(e) => setForm({ ...form, billing: e.target.value })} />}
+        </Field>
+        {(rule || (err && !err.issues.length)) && plan !== undefined && (
+          <p className="field-error" role="alert">
+            {rule ?? err?.message}
+          </p>
+        )}
+        {save.isSuccess && <p role="status" className="ok-text">Subscription saved: {save.data.plan_name}.</p>}
+        <button type="submit" disabled={save.isPending || !!rule}>
+          {save.isPending ? "Saving…" : "Save subscription"}
+        </button>
+      </form>
+    </Card>
+  );
+}
+
+function ManualEvent({ id }: { id: string }) {
+  const [form, setForm] = useState({ cost: "", model: "", input_tokens: "", output_tokens: "", description: "" });
+  const queryClient = useQueryClient();
+  const record = useMutation({
+    mutationFn: () =>
+      ok(
+        api.POST("/api/v1/events", {
+          body: {
+            user_id: id,
+            cost: form.cost === "" ? null : Number(form.cost),
+            model: form.model || null,
+            input_tokens: Number(form.input_tokens) || 0,
+            output_tokens: Number(form.output_tokens) || 0,
+            description: form.description || null,
+            idempotency_key: crypto.randomUUID(),
+          },
+        }),
+      ),
+    onSuccess: () => {
+      for (const k of ["session", "usage", "users", "summary", "timeseries", "breakdown", "top-users"]) queryClient.invalidateQueries({ queryKey: [k] });
+      setForm({ cost: "", model: "", input_tokens: "", output_tokens: "", description: "" });
+    },
+  });
+  const err = record.error instanceof ApiError ? record.error : null;
+  const issue = (f: string) => err?.issues.find((i) => i.path === `/${f}`)?.message;
+  return (
+    <Card title="Record a manual event">
+      <form
+        className="stack"
+        aria-label="Record a manual event"
+        onSubmit={(e) => {
+          e.preventDefault();
+          record.mutate();
+        }}
+      >
+        <div className="row">
+          <Field label="Cost in dollars (optional)" error={issue("cost")}>
+            {(fid, d) => <input id={fid} aria-describedby={d} type="number" step="any" min={0} value={form.cost} onChange={(e) => setForm({ ...form, cost: e.target.value })} />}
+          </Field>
+          <Field label="Model (optional)" error={issue("model")}>
+            {(fid, d) => <input id={fid} aria-describedby={d} value={form.model} onChange={(e) => setForm({ ...form, model: e.target.value })} />}
+          </Field>
+        </div>
+        <p className="hint">A cost is used as given; without one, the cost comes from the plan's rates for the model and tokens.</p>
+        <div className="row">
+          <Field label="Input tokens" error={issue("input_tokens")}>
+            {(fid, d) => <input id={fid} aria-describedby={d} type="number" min={0} step={1} value={form.input_tokens} onChange={(e) => setForm({ ...form, input_tokens: e.target.value })} />}
+          </Field>
+          <Field label="Output tokens" error={issue("output_tokens")}>
+            {(fid, d) => <input id={fid} aria-describedby={d} type="number" min={0} step={1} value={form.output_tokens} onChange={(e) => setForm({ ...form, output_tokens: e.target.value })} />}
+          </Field>
+        </div>
+        <Field label="Description (optional)" error={issue("description")}>
+          {(fid, d) => <input id={fid} aria-describedby={d} value={form.description} onChange={(e) => setForm({ ...form, description: e.target.value })} />}
+        </Field>
+        {err && !err.issues.length && (
+          <p className="field-error" role="alert">
+            {err.message}
+          </p>
+        )}
+        {record.isSuccess && (
+          <p role="status" className="ok-text">
+            Recorded {record.data.id}: {fmtMoney(record.data.cost)}.
+          </p>
+        )}
+        <button type="submit" disabled={record.isPending}>
+          {record.isPending ? "Recording…" : "Record event"}
+        </button>
+      </form>
+    </Card>
+  );
+}

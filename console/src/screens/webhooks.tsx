@@ -1,0 +1,284 @@
+import { useState, type FormEvent } from "react";
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { Link, useLocation } from "wouter";
+import { ApiError, api, ok, type Endpoint } from "../api/client.ts";
+import { Card, CopyButton, Empty, ErrorState, Field, Pager, Query, QuickStart, SecretOnce, Time } from "../components.tsx";
+import { usePaging, useUrlState } from "../url-state.ts";
+
+const EVENT_TYPES = [
+  "gate_event.soft_gate",
+  "gate_event.hard_gate",
+  "gate_event.blocked",
+  "usage.threshold.50",
+  "usage.threshold.80",
+  "usage.threshold.100",
+  "usage.summary.daily",
+  "usage.summary.weekly",
+  "usage.summary.monthly",
+];
+const ep = (id: string) => ({ params: { path: { id } } });
+
+export function WebhooksScreen({ selected }: { selected?: string }) {
+  const endpoints = useQuery({ queryKey: ["endpoints"], queryFn: () => ok(api.GET("/api/v1/webhooks/endpoints")) });
+  const current = endpoints.data?.find((e) => e.id === selected);
+  return (
+    <div className="screen">
+      <div className="screen-head">
+        <h1>Webhooks</h1>
+      </div>
+      <div className="grid-side">
+        <Card title="Endpoints">
+          <Query q={endpoints} label="Loading endpoints">
+            {(list) =>
+              list.length === 0 ? (
+                <Empty>
+                  No endpoints. Add one to receive gate, threshold and summary events, signed with its secret; see the <QuickStart />.
+                </Empty>
+              ) : (
+                <ul className="list">
+                  {list.map((e) => (
+                    <li key={e.id} className={e.id === selected ? "selected" : ""}>
+                      <Link href={`/webhooks/${e.id}`} aria-current={e.id === selected ? "true" : undefined}>
+                        <span className="url">{e.url}</span>
+                      </Link>
+                      <span className={`badge ${e.enabled ? "good" : "muted-badge"}`}>{e.enabled ? "enabled" : "disabled"}</span>
+                      <small className="muted">{e.description ?? `${e.subscribed_events.length} event types`}</small>
+                    </li>
+                  ))}
+                </ul>
+              )
+            }
+          </Query>
+        </Card>
+        <CreateEndpoint />
+      </div>
+      {selected && (current ? <EndpointDetail key={current.id} endpoint={current} /> : endpoints.data && <ErrorState error={new ApiError(404, "no such endpoint")} />)}
+    </div>
+  );
+}
+
+function EventPicker({ value, onChange, legend }: { value: string[]; onChange: (v: string[]) => void; legend: string }) {
+  return (
+    <fieldset className="events">
+      <legend>{legend}</legend>
+      {EVENT_TYPES.map((t) => (
+        <label key={t} className="check">
+          <input type="checkbox" checked={value.includes(t)} onChange={(e) => onChange(e.target.checked ? [...value, t] : value.filter((x) => x !== t))} /> {t}
+        </label>
+      ))}
+    </fieldset>
+  );
+}
+
+function CreateEndpoint() {
+  const [form, setForm] = useState({ url: "", description: "", events: ["gate_event.hard_gate", "usage.threshold.80", "usage.threshold.100"] });
+  const [secret, setSecret] = useState<{ url: string; secret: string } | null>(null);
+  const queryClient = useQueryClient();
+  const create = useMutation({
+    mutationFn: () => ok(api.POST("/api/v1/webhooks/endpoints", { body: { url: form.url, subscribed_events: form.events, description: form.description || null } })),
+    onSuccess: (e) => {
+      setSecret({ url: e.url, secret: e.secret });
+      setForm({ ...form, url: "", description: "" });
+      queryClient.invalidateQueries({ queryKey: ["endpoints"] });
+    },
+  });
+  const err = create.error instanceof ApiError ? create.error : null;
+  const issue = (f: string) => err?.issues.filter((i) => i.path.startsWith(`/${f}`)).map((i) => i.message).join("; ") || undefined;
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    setSecret(null);
+    create.mutate();
+  };
+  return (
+    <Card title="Add an endpoint">
+      {secret && <SecretOnce title={`Signing secret of ${secret.url}`} secret={secret.secret} warning="Shown once here; you can reveal it again later from the endpoint. Verify every delivery's X-Service-Signature with it." />}
+      <form onSubmit={submit} noValidate className="stack" aria-label="Add an endpoint">
+        <Field label="URL" error={issue("url") ?? (err && !err.issues.length ? err.message : undefined)}>
+          {(id, d) => <input id={id} aria-describedby={d} type="url" placeholder="https://example.com/hooks/meter" value={form.url} onChange={(e) => setForm({ ...form, url: e.target.value })} />}
+        </Field>
+        <Field label="Description (optional)" error={issue("description")}>
+          {(id, d) => <input id={id} aria-describedby={d} value={form.description} onChange={(e) => setForm({ ...form, description: e.target.value })} />}
+        </Field>
+        <EventPicker legend="Events" value={form.events} onChange={(events) => setForm({ ...form, events })} />
+        {issue("subscribed_events") && <small className="field-error">{issue("subscribed_events")}</small>}
+        <button type="submit" disabled={create.isPending}>
+          {create.isPending ? "Adding…" : "Add endpoint"}
+        </button>
+      </form>
+    </Card>
+  );
+}
+
+function EndpointDetail({ endpoint }: { endpoint: Endpoint }) {
+  const queryClient = useQueryClient();
+  const [, navigate] = useLocation();
+  const [form, setForm] = useState({ url: endpoint.url, description: endpoint.description ?? "", events: endpoint.subscribed_events });
+  const [secret, setSecret] = useState<string | null>(null);
+  const [confirmDelete, setConfirmDelete] = useState(false);
+  const refresh = () => queryClient.invalidateQueries({ queryKey: ["endpoints"] });
+  const update = useMutation({
+    mutationFn: (body: { url?: string; description?: string | null; subscribed_events?: string[]; enabled?: boolean }) => ok(api.PATCH("/api/v1/webhooks/endpoints/{id}", { ...ep(endpoint.id), body })),
+    onSuccess: refresh,
+  });
+  const reveal = useMutation({ mutationFn: () => ok(api.GET("/api/v1/webhooks/endpoints/{id}/secret", ep(endpoint.id))), onSuccess: (s) => setSecret(s.secret) });
+  const rotate = useMutation({ mutationFn: () => ok(api.POST("/api/v1/webhooks/endpoints/{id}/rotate-secret", ep(endpoint.id))), onSuccess: (s) => setSecret(s.secret) });
+  const test = useMutation({
+    mutationFn: () => ok(api.POST("/api/v1/webhooks/endpoints/{id}/test", ep(endpoint.id))),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: ["deliveries", endpoint.id] }),
+  });
+  const remove = useMutation({
+    mutationFn: () => ok(api.DELETE("/api/v1/webhooks/endpoints/{id}", ep(endpoint.id))),
+    onSuccess: () => {
+      refresh();
+      navigate("/webhooks");
+    },
+  });
+  const err = update.error instanceof ApiError ? update.error : null;
+  const issue = (f: string) => err?.issues.filter((i) => i.path.startsWith(`/${f}`)).map((i) => i.message).join("; ") || undefined;
+  return (
+    <div className="grid-2">
+      <Card title={`Endpoint ${endpoint.url}`}>
+        <p className="muted">
+          Created <Time iso={endpoint.created_at} />
+        </p>
+        <div className="row wrap">
+          <button type="button" className="secondary" onClick={() => update.mutate({ enabled: !endpoint.enabled })} disabled={update.isPending}>
+            {endpoint.enabled ? "Disable" : "Enable"}
+          </button>
+          <button type="button" className="secondary" onClick={() => test.mutate()} disabled={test.isPending}>
+            {test.isPending ? "Sending…" : "Send a test event"}
+          </button>
+          <button type="button" className="secondary" onClick={() => reveal.mutate()}>
+            Reveal secret
+          </button>
+          <button type="button" className="secondary" onClick={() => rotate.mutate()} disabled={rotate.isPending}>
+            Rotate secret
+          </button>
+          {!confirmDelete ? (
+            <button type="button" className="danger" onClick={() => setConfirmDelete(true)}>
+              Delete…
+            </button>
+          ) : (
+            <span className="confirm" role="group" aria-label="Confirm deletion">
+              Delete this endpoint and its delivery log?{" "}
+              <button type="button" className="danger" onClick={() => remove.mutate()}>
+                Yes, delete
+              </button>{" "}
+              <button type="button" className="secondary" onClick={() => setConfirmDelete(false)}>
+                Keep it
+              </button>
+            </span>
+          )}
+        </div>
+        {test.data && (
+          <p role="status" className={test.data.success ? "ok-text" : "field-error"}>
+            Test {test.data.success ? "succeeded" : "failed"}: status {test.data.status_code || "no answer"} in {test.data.response_time_ms} ms.
+          </p>
+        )}
+        {test.error && <ErrorState error={test.error} />}
+        {(rotate.error || reveal.error || remove.error) && <ErrorState error={rotate.error ?? reveal.error ?? remove.error} />}
+        {secret && (
+          <div className="secret-row" role="region" aria-label="Signing secret">
+            <code>{secret}</code>
+            <CopyButton text={secret} />
+            {rotate.isSuccess && <span className="warning">New secret: the previous one no longer verifies.</span>}
+          </div>
+        )}
+        <form
+          className="stack"
+          noValidate
+          aria-label="Edit the endpoint"
+          onSubmit={(e) => {
+            e.preventDefault();
+            update.mutate({ url: form.url, description: form.description || null, subscribed_events: form.events });
+          }}
+        >
+          <Field label="Endpoint URL" error={issue("url") ?? (err && !err.issues.length ? err.message : undefined)}>
+            {(id, d) => <input id={id} aria-describedby={d} type="url" value={form.url} onChange={(e) => setForm({ ...form, url: e.target.value })} />}
+          </Field>
+          <Field label="Endpoint description" error={issue("description")}>
+            {(id, d) => <input id={id} aria-describedby={d} value={form.description} onChange={(e) => setForm({ ...form, description: e.target.value })} />}
+          </Field>
+          <EventPicker legend="Subscribed events" value={form.events} onChange={(events) => setForm({ ...form, events })} />
+          {update.isSuccess && <p role="status" className="ok-text">Saved.</p>}
+          <button type="submit" disabled={update.isPending}>
+            Save endpoint
+          </button>
+        </form>
+      </Card>
+      <Deliveries id={endpoint.id} />
+    </div>
+  );
+}
+
+function Deliveries({ id }: { id: string }) {
+  const [params, set] = useUrlState();
+  const paging = usePaging(params, set);
+  const status = (params.get("status") as "success" | "failed" | "pending" | null) ?? undefined;
+  const deliveries = useQuery({
+    queryKey: ["deliveries", id, status, paging.cursor],
+    queryFn: () => ok(api.GET("/api/v1/webhooks/endpoints/{id}/deliveries", { params: { path: { id }, query: { status, cursor: paging.cursor, limit: 25 } } })),
+  });
+  return (
+    <Card
+      title="Delivery log"
+      actions={
+        <Field label="Delivery status">
+          {(fid) => (
+            <select id={fid} value={status ?? ""} onChange={(e) => set({ status: e.target.value || null, ...paging.reset })}>
+              <option value="">All</option>
+              <option value="success">Success</option>
+              <option value="failed">Failed</option>
+              <option value="pending">Pending</option>
+            </select>
+          )}
+        </Field>
+      }
+    >
+      <Query q={deliveries} label="Loading deliveries">
+        {(page) =>
+          page.deliveries.length === 0 ? (
+            <Empty>No deliveries{status ? ` with status ${status}` : ""}. Send a test event to see one here.</Empty>
+          ) : (
+            <>
+              <div className="table-wrap" tabIndex={0}>
+                <table>
+                  <caption className="sr-only">Deliveries, newest first</caption>
+                  <thead>
+                    <tr>
+                      <th scope="col">Created</th>
+                      <th scope="col">Event</th>
+                      <th scope="col">Status</th>
+                      <th scope="col" className="num">Code</th>
+                      <th scope="col" className="num">Attempt</th>
+                      <th scope="col">Completed</th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    {page.deliveries.map((d) => (
+                      <tr key={d.id}>
+                        <td>
+                          <Time iso={d.created_at} />
+                        </td>
+                        <td>{d.event_type}</td>
+                        <td>
+                          <span className={`badge ${d.status === "success" ? "good" : d.status === "failed" ? "bad" : "warn"}`}>{d.status}</span>
+                        </td>
+                        <td className="num">{d.status_code || "—"}</td>
+                        <td className="num">{d.attempt}</td>
+                        <td>
+                          <Time iso={d.completed_at} />
+                        </td>
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+              </div>
+              <Pager hasPrev={paging.hasPrev} next={page.next_cursor} onPrev={paging.prev} onNext={() => page.next_cursor && paging.next(page.next_cursor)} />
+            </>
+          )
+        }
+      </Query>
+    </Card>
+  );
+}

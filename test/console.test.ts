@@ -1,0 +1,394 @@
+// The web console in a real browser (Debian's chromium driven by playwright-core) against a
+// real all-in-one process with real data: every screen shows what the REST API answers, the
+// flows a team runs work end to end, and each screen passes axe-core with no serious or
+// critical violation, logs no error and asks nothing of another origin.
+// Chromium: CHROMIUM_PATH, default /usr/bin/chromium. Screenshots: console/screenshots/ (not committed).
+import { randomBytes, randomUUID } from "node:crypto";
+import { mkdir, readFile } from "node:fs/promises";
+import { createServer, type Server } from "node:http";
+import { createRequire } from "node:module";
+import path from "node:path";
+import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { buildConsoleIfStale } from "../console/scripts/build.ts";
+import { testMongoUrl } from "./support/database.ts";
+import { eventually } from "./support/eventually.ts";
+import type { Api } from "./support/http.ts";
+import { repoRoot, startAllInOne, type AllInOne } from "./support/processes.ts";
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+const SHOTS = path.join(repoRoot, "console", "screenshots");
+const AXE = await readFile(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+
+// The browser formats as the viewer's locale and zone; the test fixes both to compare figures.
+const usd = (n: number) => new Intl.NumberFormat("en-US", { style: "currency", currency: "USD", minimumFractionDigits: 2, maximumFractionDigits: Math.abs(n) < 1 && n !== 0 ? 4 : 2 }).format(n);
+
+interface Ctx {
+  aio: AllInOne;
+  base: string;
+  api: Api;
+  key: string;
+  receiver: Server;
+  received: string[];
+  receiverUrl: string;
+  browser: Browser;
+  context: BrowserContext;
+  page: Page;
+  problems: string[];
+  allowedStatuses: Set<number>;
+  hasUserList: boolean;
+}
+const t = suite<Ctx>("console");
+
+const monthBounds = () => {
+  const now = new Date();
+  return [new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)).toISOString(), new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1)).toISOString()];
+};
+const usage = (user: string, model: string, cost: number, tokens: number) => ({
+  id: randomUUID(),
+  user_id: user,
+  timestamp: new Date().toISOString(),
+  model,
+  input_tokens: Math.round(tokens * 0.8),
+  output_tokens: tokens - Math.round(tokens * 0.8),
+  total_tokens: tokens,
+  cost_tokens: cost,
+  cost_total: cost,
+});
+
+async function must(api: Api, method: "post" | "get", route: string, body?: unknown, status = method === "post" ? 201 : 200) {
+  const res = method === "post" ? await api.post(route, body) : await api.get(route);
+  if (res.status !== status) throw new Error(`${method.toUpperCase()} ${route}: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body;
+}
+
+t.before(async (ctx) => {
+  await buildConsoleIfStale(() => {});
+  ctx.received = [];
+  ctx.receiver = createServer((req, res) => {
+    ctx.received.push(String(req.headers["x-service-event"]));
+    req.resume();
+    req.on("end", () => res.writeHead(200).end("ok"));
+  });
+  await new Promise<void>((r) => ctx.receiver.listen(0, "127.0.0.1", r));
+  ctx.receiverUrl = `http://127.0.0.1:${(ctx.receiver.address() as { port: number }).port}/hooks`;
+
+  ctx.aio = await startAllInOne({
+    MONGODB_URL: await testMongoUrl(),
+    MONGODB_DB_PREFIX: `c${randomBytes(4).toString("hex")}`,
+    WEBHOOKS_ALLOW_INSECURE_URLS: "true",
+    ROLL_INTERVAL_MS: "100",
+    AUTH_CACHE_TTL_MS: "0",
+    AUTH_NEGATIVE_CACHE_TTL_MS: "0",
+  });
+  ctx.base = ctx.aio.base;
+
+  // Seed: two plans, three users, usage on two models, a hard-gated user, a webhook endpoint.
+  const product = await must(ctx.aio.api, "post", "/products", { name: "Console test" });
+  ctx.key = product.api_key;
+  ctx.api = ctx.aio.api.withKey(ctx.key);
+  const { plans } = await must(ctx.api, "post", "/config/plans", {
+    plans: [
+      { name: "starter", max_spend_per_period: 10, cost_rates: { "gpt-4.1": { input: 0.002, output: 0.008 } }, model_limits: { "gpt-4.1": { max_tokens_per_period: 100_000 } } },
+      { name: "unlimited" },
+    ],
+  });
+  const [start, end] = monthBounds();
+  for (const [user, plan] of [["alice", plans[0].id], ["bob", plans[0].id], ["carol", undefined]] as const) {
+    await must(ctx.api, "post", "/users", { external_user_id: user, name: user[0]!.toUpperCase() + user.slice(1) });
+    if (plan) await must(ctx.api, "post", `/users/${user}/subscription`, { plan_id: plan, period_start: start, period_end: end }, 200);
+  }
+  await must(ctx.api, "post", "/events/batch", [usage("alice", "gpt-4.1", 1.5, 20_000), usage("alice", "gpt-4o-mini", 1, 5_000), usage("bob", "gpt-4.1", 10.5, 60_000)], 200);
+  await must(
+    ctx.api,
+    "post",
+    "/gate-events/batch",
+    [{ id: randomUUID(), user_id: "bob", timestamp: new Date().toISOString(), status: "hard_gate", gate_reason: "total_spend", usage_pct: 1.05, current_value: 10.5, limit_value: 10, blocked: true, message: "period budget spent" }],
+    200,
+  );
+  await must(ctx.api, "post", "/webhooks/endpoints", { url: ctx.receiverUrl, subscribed_events: ["gate_event.hard_gate"], description: "local receiver" });
+  // The overview reads rollups: wait until the seeded spend is in them.
+  await eventually(async () => (await ctx.api.get("/analytics/summary?days=30")).body.total_cost === 13, 30_000, "rollups of the seeded events");
+  const doc = (await ctx.aio.api.get("/openapi.json")).body;
+  ctx.hasUserList = Boolean(doc.paths["/api/v1/users"]?.get);
+
+  await mkdir(SHOTS, { recursive: true });
+  ctx.browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-dev-shm-usage"] });
+  ctx.context = await ctx.browser.newContext({ viewport: { width: 1280, height: 800 }, locale: "en-US", timezoneId: "Europe/Paris" });
+  ctx.page = await ctx.context.newPage();
+  ctx.problems = [];
+  ctx.allowedStatuses = new Set();
+  const origin = new URL(ctx.base).origin;
+  ctx.page.on("console", (m) => {
+    if (m.type() !== "error") return;
+    const status = /status of (\d{3})/.exec(m.text())?.[1];
+    if (status && ctx.allowedStatuses.has(Number(status))) return;
+    ctx.problems.push(`console error: ${m.text()}`);
+  });
+  ctx.page.on("pageerror", (e) => ctx.problems.push(`page error: ${e.message}`));
+  ctx.page.on("request", (r) => {
+    const url = new URL(r.url());
+    if (url.protocol !== "data:" && url.origin !== origin) ctx.problems.push(`request to another origin: ${r.url()}`);
+  });
+});
+
+t.after(async (ctx) => {
+  await ctx.browser?.close();
+  await ctx.aio?.proc.stop();
+  ctx.receiver?.close();
+});
+
+/** Axe on the page as it stands, a screenshot at 1280x800 and at 390 px, and no problem so far. */
+async function check(ctx: Ctx, name: string) {
+  const { page } = ctx;
+  await page.evaluate(AXE);
+  const violations: { id: string; impact: string; nodes: { target: string[] }[] }[] = await page.evaluate(async () => {
+    const r = await (window as unknown as { axe: { run: (o: object) => Promise<{ violations: [] }> } }).axe.run({ resultTypes: ["violations"] });
+    return r.violations;
+  });
+  const serious = violations.filter((v) => v.impact === "serious" || v.impact === "critical").map((v) => `${v.id} (${v.impact}) at ${v.nodes.map((n) => n.target.join(" ")).slice(0, 3).join(", ")}`);
+  assert.equal(serious, [], `accessibility of ${name}`);
+  await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.screenshot({ path: path.join(SHOTS, `${name}-phone.png`), fullPage: true });
+  await page.setViewportSize({ width: 1280, height: 800 });
+  const problems = ctx.problems.splice(0);
+  assert.equal(problems, [], `console errors or foreign requests on ${name}`);
+}
+
+async function signIn(page: Page, base: string, key: string) {
+  await page.goto(`${base}/console/`);
+  await page.getByLabel("Product API key").fill(key);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByRole("heading", { name: "Overview", level: 1 }).waitFor();
+}
+
+t("a first-time operator creates a product and sees its key once", async (ctx) => {
+  const { page } = ctx;
+  await page.goto(`${ctx.base}/console/`);
+  await check(ctx, "sign-in");
+  await page.getByRole("button", { name: "Create a product" }).click();
+  await page.getByLabel("Product name").fill("Fresh product");
+  await page.getByRole("button", { name: "Create product" }).click();
+  const key = (await page.getByLabel("API key of Fresh product value").textContent())!;
+  assert.match(key, /^mk_[A-Za-z0-9_-]{43}$/);
+  await page.getByText("This key is shown once").waitFor();
+  await page.getByRole("button", { name: "Copy" }).waitFor();
+  await check(ctx, "product-created");
+  assert.is((await ctx.aio.api.withKey(key).get("/products")).body[0].name, "Fresh product");
+  await page.getByRole("button", { name: "Continue to the console" }).click();
+  await page.getByRole("heading", { name: "Overview", level: 1 }).waitFor();
+  // A new product's screens are empty, and say what to do next.
+  await page.getByText("No model usage in this window").waitFor();
+  await check(ctx, "overview-empty");
+  await page.getByRole("link", { name: "quick start" }).first().click();
+  await page.getByRole("heading", { name: "Quick start", level: 1 }).waitFor();
+  await page.getByText(`API=${ctx.base}/api/v1`).waitFor();
+  await check(ctx, "quickstart");
+  // The key is held for the tab only, never in a URL or localStorage.
+  assert.not.ok(page.url().includes(key));
+  assert.is(await page.evaluate(() => JSON.stringify(localStorage).includes("mk_")), false);
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await page.getByText("Signed out").waitFor();
+  assert.is(await page.evaluate(() => sessionStorage.length), 0);
+});
+
+t("a bad key stays on sign-in with the API's reason", async (ctx) => {
+  const { page } = ctx;
+  ctx.allowedStatuses = new Set([401]);
+  await page.goto(`${ctx.base}/console/`);
+  await page.getByLabel("Product API key").fill(`mk_${"A".repeat(43)}`);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByText("This key was refused").waitFor();
+  ctx.allowedStatuses = new Set();
+});
+
+t("the overview shows what the analytics routes answer", async (ctx) => {
+  const { page } = ctx;
+  await signIn(page, ctx.base, ctx.key);
+  const summary = (await ctx.api.get("/analytics/summary?days=30")).body;
+  const cost = page.getByRole("region", { name: "Cost", exact: true });
+  await cost.getByText(usd(summary.total_cost), { exact: true }).waitFor();
+  await page.getByRole("region", { name: "Active users" }).getByText(String(summary.active_users), { exact: true }).waitFor();
+  const models = page.getByRole("table", { name: "Cost and tokens per model" });
+  for (const m of (await ctx.api.get("/analytics/breakdown?days=30")).body.models) await models.getByRole("cell", { name: m.model, exact: true }).waitFor();
+  const top = page.getByRole("table", { name: "Users with the highest cost" });
+  await top.getByRole("link", { name: "bob" }).waitFor();
+  await page.getByRole("list", { name: "Subscribers per plan" }).getByText("2 users").waitFor();
+  await page.getByRole("img", { name: /^Cost per day/ }).waitFor();
+  await check(ctx, "overview");
+  // The window and the source live in the URL.
+  await page.getByRole("button", { name: "7 days" }).click();
+  await page.waitForURL(/days=7/);
+  await page.getByLabel("Source", { exact: true }).selectOption("manual");
+  await page.waitForURL(/source=manual/);
+  await cost.getByText(usd(0), { exact: true }).waitFor();
+  await page.getByLabel("Source", { exact: true }).selectOption("");
+  // A top user links to its page.
+  await top.getByRole("link", { name: "bob" }).click();
+  await page.getByRole("heading", { name: "bob", level: 1 }).waitFor();
+});
+
+t("a hard-gated user shows the hard gate on the gauge and in the gate events", async (ctx) => {
+  const { page } = ctx;
+  await page.goto(`${ctx.base}/console/users/bob`);
+  const gauge = page.getByRole("meter", { name: "Period spend" });
+  await gauge.waitFor();
+  assert.match((await gauge.getAttribute("aria-valuetext"))!, /\$10\.50 of \$10\.00/);
+  await page.locator(".gauge-hard").getByText("Hard gate").first().waitFor();
+  // Each model's token cap has its own gauge: bob used 60,000 of gpt-4.1's 100,000.
+  const tokens = page.getByRole("meter", { name: "gpt-4.1 tokens" });
+  assert.match((await tokens.getAttribute("aria-valuetext"))!, /60K of 100K/);
+  const events = page.getByRole("table", { name: "Gate events, newest first" });
+  await events.getByText("Hard gate").waitFor();
+  await events.getByText("period budget spent").waitFor();
+  await page.getByLabel("Status").selectOption("soft_gate");
+  await page.getByText("No gate events match").waitFor();
+  await page.getByLabel("Status").selectOption("");
+  await events.waitFor();
+  await check(ctx, "user-hard-gated");
+});
+
+t("the users list shows GET /users, or its error state until the route exists", async (ctx) => {
+  const { page } = ctx;
+  ctx.allowedStatuses = ctx.hasUserList ? new Set() : new Set([404]);
+  await page.getByRole("navigation", { name: "Screens" }).getByRole("link", { name: "Users" }).click();
+  await page.getByRole("heading", { name: "Users", level: 1 }).waitFor();
+  if (ctx.hasUserList) {
+    const table = page.getByRole("table", { name: "Users" });
+    for (const u of ["alice", "bob", "carol"]) await table.getByRole("link", { name: u, exact: true }).waitFor();
+    await page.getByLabel("User id starts with").fill("al");
+    await page.getByRole("button", { name: "Search" }).click();
+    await page.waitForURL(/prefix=al/);
+    await table.getByRole("link", { name: "bob" }).waitFor({ state: "detached" });
+    await table.getByRole("link", { name: "alice" }).waitFor();
+    // Each row carries the period's spend from the API: alice's $2.50.
+    await table.getByRole("row", { name: /alice/ }).getByRole("cell", { name: usd(2.5), exact: true }).waitFor();
+    await page.getByLabel("User id starts with").fill("");
+    await page.getByRole("button", { name: "Search" }).click();
+    await page.getByLabel("Plan", { exact: true }).selectOption("starter");
+    await page.waitForURL(/plan=starter/);
+    await table.getByRole("link", { name: "carol" }).waitFor({ state: "detached" });
+    await table.getByRole("link", { name: "bob" }).waitFor();
+  } else {
+    await page.getByRole("alert").getByText("no route for GET /api/v1/users").waitFor();
+  }
+  await check(ctx, "users");
+  ctx.allowedStatuses = new Set();
+});
+
+t("a plan's 422 shows beside its field, then the plan is created and edited", async (ctx) => {
+  const { page } = ctx;
+  ctx.allowedStatuses = new Set([422]);
+  await page.getByRole("navigation", { name: "Screens" }).getByRole("link", { name: "Plans" }).click();
+  const form = page.getByRole("form", { name: "Create a plan" });
+  await form.getByLabel("Name").fill("team");
+  await form.getByLabel("Max spend per period ($)").fill("5");
+  await form.getByLabel("Soft gate at (fraction)").fill("1.5");
+  await form.getByLabel("Cost rates per 1K tokens (JSON)").fill('{"gpt-4.1": {"input": 0.002, "output": 0.008}}');
+  await form.getByRole("button", { name: "Create plan" }).click();
+  // The message sits in the soft gate field itself (its description), not in a banner alone.
+  const soft = form.getByLabel("Soft gate at (fraction)");
+  await eventually(async () => (await soft.getAttribute("aria-invalid")) === "true", 10_000, "the soft gate field marked invalid");
+  const described = (await soft.getAttribute("aria-describedby"))!.split(" ").find((id) => id.endsWith("-err"))!;
+  assert.match((await page.locator(`#${described}`).textContent())!, /1/);
+  await check(ctx, "plans-422");
+  ctx.allowedStatuses = new Set();
+  await soft.fill("0.8");
+  await form.getByRole("button", { name: "Create plan" }).click();
+  await page.getByText("Plan team created.").waitFor();
+  await page.getByRole("table", { name: "Plans" }).getByRole("cell", { name: "team", exact: true }).waitFor();
+  const created = (await ctx.api.get("/config/plans")).body.plans.find((p: { name: string }) => p.name === "team");
+  assert.is(created.max_spend_per_period, 5);
+  assert.is(created.default_tool_cost, 0.02);
+  // Edit: only the changed field is sent; the API keeps the others.
+  await page.getByRole("button", { name: "Edit plan team" }).click();
+  const edit = page.getByRole("form", { name: "Edit plan team" });
+  await edit.getByLabel("Session timeout (minutes)").fill("45");
+  await edit.getByRole("button", { name: "Save changes" }).click();
+  await page.getByText("Plan team saved (1 field).").waitFor();
+  const edited = (await ctx.api.get("/config/plans")).body.plans.find((p: { name: string }) => p.name === "team");
+  assert.is(edited.session_timeout_minutes, 45);
+  assert.is(edited.max_spend_per_period, 5);
+  await check(ctx, "plans");
+});
+
+t("create a user, subscribe them, ingest events: the gauges and the overview move", async (ctx) => {
+  const { page } = ctx;
+  const before = (await ctx.api.get("/analytics/summary?days=30")).body.total_cost;
+  ctx.allowedStatuses = ctx.hasUserList ? new Set() : new Set([404]);
+  await page.getByRole("navigation", { name: "Screens" }).getByRole("link", { name: "Users" }).click();
+  const create = page.getByRole("form", { name: "Create a user" });
+  await create.getByLabel("External user id").fill("dave");
+  await create.getByLabel("Display name (optional)").fill("Dave");
+  await create.getByRole("button", { name: "Create user" }).click();
+  await page.getByRole("heading", { name: "dave", level: 1 }).waitFor();
+  const sub = page.getByRole("form", { name: "Change the subscription" });
+  await sub.getByLabel("Plan").selectOption({ label: "team ($5.00 per period)" });
+  // The period is prefilled with this calendar month (UTC).
+  const [start] = monthBounds();
+  assert.is(await sub.getByLabel(/Period start/).inputValue(), start!.slice(0, 10));
+  await sub.getByRole("button", { name: "Save subscription" }).click();
+  await page.getByText("Subscription saved: team.").waitFor();
+  assert.is((await ctx.api.get("/users/dave")).body.plan_name, "team");
+  const gauge = page.getByRole("meter", { name: "Period spend" });
+  await eventually(async () => /\$0\.00 of \$5\.00/.test((await gauge.getAttribute("aria-valuetext")) ?? ""), 10_000, "an empty gauge");
+
+  await must(ctx.api, "post", "/events/batch", [usage("dave", "gpt-4.1", 3, 30_000)], 200);
+  await page.reload();
+  await eventually(async () => /\$3\.00 of \$5\.00/.test((await gauge.getAttribute("aria-valuetext")) ?? ""), 15_000, "the gauge at $3 of $5");
+  await page.getByRole("table", { name: "Usage per model" }).getByRole("cell", { name: "30,000" }).waitFor();
+  await check(ctx, "user");
+  ctx.allowedStatuses = new Set();
+
+  await page.getByRole("navigation", { name: "Screens" }).getByRole("link", { name: "Overview" }).click();
+  const cost = page.getByRole("region", { name: "Cost", exact: true });
+  await eventually(
+    async () => {
+      await page.reload();
+      await cost.getByText(/\$/).waitFor();
+      return (await cost.textContent())!.includes(usd(before + 3));
+    },
+    30_000,
+    "the overview's cost to include the new events",
+  );
+});
+
+t("a webhook test against a local receiver reports success", async (ctx) => {
+  const { page } = ctx;
+  await page.getByRole("navigation", { name: "Screens" }).getByRole("link", { name: "Webhooks" }).click();
+  await page.getByRole("link", { name: ctx.receiverUrl }).click();
+  await page.getByRole("button", { name: "Send a test event" }).click();
+  await page.getByText(/Test succeeded: status 200 in \d+ ms/).waitFor();
+  assert.ok(ctx.received.length >= 1, "the receiver got the test delivery");
+  await page.getByRole("button", { name: "Reveal secret" }).click();
+  await page.getByRole("region", { name: "Signing secret" }).waitFor();
+  await check(ctx, "webhooks");
+});
+
+t("API keys: list, create one shown once, and a revoked key returns to sign-in", async (ctx) => {
+  const { page } = ctx;
+  await page.getByRole("navigation", { name: "Screens" }).getByRole("link", { name: "API keys" }).click();
+  const form = page.getByRole("form", { name: "Create a key" });
+  await form.getByLabel("Key name").fill("console admin");
+  await form.getByLabel("Scope").selectOption("admin");
+  await form.getByRole("button", { name: "Create key" }).click();
+  const secret = (await page.getByLabel("Key console admin value").textContent())!;
+  assert.match(secret, /^mk_/);
+  await page.getByRole("table", { name: "API keys" }).getByRole("cell", { name: "console admin", exact: true }).waitFor();
+  await check(ctx, "keys");
+
+  // Sign in with the new key, revoke it through the API: the next request returns to sign-in.
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await signIn(page, ctx.base, secret);
+  const id = (await ctx.api.get("/keys")).body.keys.find((k: { name: string }) => k.name === "console admin").id;
+  assert.is((await ctx.api.delete(`/keys/${id}`)).status, 204);
+  ctx.allowedStatuses = new Set([401]);
+  await page.getByRole("navigation", { name: "Screens" }).getByRole("link", { name: "Plans" }).click();
+  await page.getByText("Your key was refused").waitFor();
+  await page.getByLabel("Product API key").waitFor();
+  ctx.allowedStatuses = new Set();
+});
+
+t.run();
