@@ -111,6 +111,8 @@ export interface RunOptions {
   stopAfterMs?: number;
   /** Let every replica set up (load the user's view), then start them at once. */
   together?: boolean;
+  /** Longest wait for the run's events to be counted after the replicas exit (ms, default 10 min). */
+  settleMs?: number;
 }
 
 export interface RunResult {
@@ -122,6 +124,8 @@ export interface RunResult {
   /** Settled spend and tokens of the user's period once every replica flushed and exited. */
   spend: number;
   tokens: number;
+  /** How long the service took to count the run's events after the last replica exited (ms). */
+  settleMs: number;
   /** Each replica's own figures. */
   replicas: ReplicaResult[];
 }
@@ -144,20 +148,28 @@ export async function runReplicas(api: Api, o: RunOptions): Promise<RunResult> {
     for (const r of replicas) r.go();
   }
   const results = await Promise.all(replicas.map((r) => r.done));
-  // Every replica delivered its events before exiting; counting them may take the service a moment longer.
-  const ran = sum(results.map((r) => r.calls)) * CALL_COST;
+  // Every replica delivered its events before exiting; the service may take a while longer to
+  // count them (seconds per 100,000 calls on a loaded machine): poll until the settled usage
+  // covers what the calls that ran spent and has stopped growing, within `settleMs`.
+  const calls = sum(results.map((r) => r.calls));
+  const settledAt = Date.now();
   let usage = await api.get(`/users/${o.userId}/usage`);
-  for (const until = Date.now() + 30_000; usage.body.total_cost < ran - 1e-6 && Date.now() < until; ) {
-    await new Promise((r) => setTimeout(r, 250));
+  for (let last = -1, until = Date.now() + (o.settleMs ?? 600_000); Date.now() < until; ) {
+    const b = usage.body;
+    const counted = b.total_cost >= calls * CALL_COST - 1e-6 || b.total_tokens >= calls * CALL_TOKENS;
+    if (counted && b.total_cost === last) break;
+    last = b.total_cost;
+    await new Promise((r) => setTimeout(r, counted ? 1_000 : 500));
     usage = await api.get(`/users/${o.userId}/usage`);
   }
   return {
-    calls: sum(results.map((r) => r.calls)),
+    calls,
     refused: sum(results.map((r) => r.refused)),
     leaseRequests: sum(results.map((r) => r.lease_requests)),
     latencies: results.flatMap((r) => r.latencies),
     warm: results.flatMap((r) => r.warm),
     spend: usage.body.total_cost,
+    settleMs: Date.now() - settledAt,
     tokens: usage.body.total_tokens,
     replicas: results,
   };
