@@ -20,6 +20,11 @@ export const CALL_TOKENS = 1_500;
  * covering each call; `modelTokens` caps the tokens of model "m" per period too.
  */
 export async function cappedUser(api: Api, cap: number | null, modelTokens?: number): Promise<string> {
+  return (await cappedUserPlan(api, cap, modelTokens)).userId;
+}
+
+/** cappedUser(), and the id of its plan (to change the caps). */
+export async function cappedUserPlan(api: Api, cap: number | null, modelTokens?: number): Promise<{ userId: string; planId: string }> {
   const plan = await api.post("/config/plans", {
     plans: [
       {
@@ -40,7 +45,7 @@ export async function cappedUser(api: Api, cap: number | null, modelTokens?: num
     period_end: new Date(Date.now() + 20 * DAY).toISOString(),
   });
   if (sub.status !== 200) throw new Error(`subscription failed: ${JSON.stringify(sub.body)}`);
-  return id;
+  return { userId: id, planId: plan.body.plans[0].id };
 }
 
 export interface ReplicaResult {
