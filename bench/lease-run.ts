@@ -50,6 +50,8 @@ export async function cappedUserPlan(api: Api, cap: number | null, modelTokens?:
 
 export interface ReplicaResult {
   calls: number;
+  /** Every event of the replica was delivered before it exited. */
+  delivered?: boolean;
   refused: number;
   lease_requests: number;
   latencies: number[];
@@ -155,17 +157,24 @@ export async function runReplicas(api: Api, o: RunOptions): Promise<RunResult> {
   const results = await Promise.all(replicas.map((r) => r.done));
   // Every replica delivered its events before exiting; the service may take a while longer to
   // count them (seconds per 100,000 calls on a loaded machine): poll until the settled usage
-  // covers what the calls that ran spent and has stopped growing, within `settleMs`.
+  // covers what the calls that ran spent and has stopped growing. Bounds: `settleMs` in all,
+  // and 30 s without growth (events that will never be counted: reported).
   const calls = sum(results.map((r) => r.calls));
   const settledAt = Date.now();
   let usage = await api.get(`/users/${o.userId}/usage`);
-  for (let last = -1, until = Date.now() + (o.settleMs ?? 600_000); Date.now() < until; ) {
+  let grewAt = Date.now();
+  for (let last = -1, until = Date.now() + (o.settleMs ?? 600_000); Date.now() < until && Date.now() - grewAt < 30_000; ) {
     const b = usage.body;
-    const counted = b.total_cost >= calls * CALL_COST - 1e-6 || b.total_tokens >= calls * CALL_TOKENS;
+    const counted = b.total_cost >= calls * CALL_COST - 1e-6;
     if (counted && b.total_cost === last) break;
+    if (b.total_cost !== last) grewAt = Date.now();
     last = b.total_cost;
     await new Promise((r) => setTimeout(r, counted ? 1_000 : 500));
     usage = await api.get(`/users/${o.userId}/usage`);
+  }
+  if (usage.body.total_cost < calls * CALL_COST - 1e-6) {
+    const lost = results.filter((r) => r.delivered === false).length;
+    console.log(`    ${lost} of ${results.length} replicas did not deliver every event; settled $${usage.body.total_cost} of the $${calls * CALL_COST} the ${calls} calls spent, ${((Date.now() - settledAt) / 1000).toFixed(0)} s after the replicas exited (no growth for 30 s)`);
   }
   return {
     calls,

@@ -2,7 +2,7 @@
 // in-process (embedded database unless MONGODB_URL is set). 8 client processes x 100
 // concurrent calls (BENCH_REPLICAS, BENCH_CONCURRENCY), started together, for one user.
 //
-// 1. The product case: a cap of BENCH_CAP_CALLS call estimates (default 150,000: a $300,000
+// 1. The product case: a cap of BENCH_CAP_CALLS call estimates (default 100,000: a $200,000
 //    cap), which the 800 calls take tens of seconds to spend, many lease round trips; with
 //    leases and without (stopped at 1.1x the cap).
 // 2. The sprint case: a cap of BENCH_SPRINT_CALLS estimates (default 40,000), which the 800
@@ -20,7 +20,7 @@ import { CALL_COST, CALL_ESTIMATE, CALL_TOKENS, CALL_TOKENS_ESTIMATE, byPhase, c
 
 const REPLICAS = Number(process.env.BENCH_REPLICAS ?? 8);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 100);
-const CAP_CALLS = Number(process.env.BENCH_CAP_CALLS ?? 150_000);
+const CAP_CALLS = Number(process.env.BENCH_CAP_CALLS ?? 100_000);
 const SPRINT_CALLS = Number(process.env.BENCH_SPRINT_CALLS ?? 40_000);
 const FAR_CALLS = Number(process.env.BENCH_FAR_CALLS ?? 5);
 
