@@ -523,9 +523,15 @@ export class Leases {
     return cap === null || cap >= s.cap;
   }
 
-  /** Records a grant: the caps it was asked under (unknown when a plan change came while it was on its way). */
+  /**
+   * Records a grant: the caps it was asked under (unknown when a plan change came while it was
+   * on its way). A grant asked under the new plan proves the dollars and the model's tokens it
+   * names within the new caps (the service counted what this holder holds); other models' token
+   * slices are not, so they are kept only as far as used, and asked for again.
+   */
   private granted(b: Book, epoch: number, spendCap: number | null, model: string | null, tokenCap: number | null): void {
     const current = epoch === b.epoch;
+    if (current && this.renewing(b)) for (const [m, t] of b.tokens) if (m !== model) t.granted = Math.min(t.granted, t.used);
     b.spend.cap = current ? (spendCap ?? Infinity) : Infinity;
     if (model !== null) b.slice(model).cap = current ? (tokenCap ?? Infinity) : Infinity;
     if (current) b.grantEpoch = epoch;
