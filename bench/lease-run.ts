@@ -20,6 +20,11 @@ export const CALL_TOKENS = 1_500;
  * covering each call; `modelTokens` caps the tokens of model "m" per period too.
  */
 export async function cappedUser(api: Api, cap: number | null, modelTokens?: number): Promise<string> {
+  return (await cappedUserPlan(api, cap, modelTokens)).userId;
+}
+
+/** cappedUser(), and the id of its plan (to change the caps). */
+export async function cappedUserPlan(api: Api, cap: number | null, modelTokens?: number): Promise<{ userId: string; planId: string }> {
   const plan = await api.post("/config/plans", {
     plans: [
       {
@@ -40,11 +45,13 @@ export async function cappedUser(api: Api, cap: number | null, modelTokens?: num
     period_end: new Date(Date.now() + 20 * DAY).toISOString(),
   });
   if (sub.status !== 200) throw new Error(`subscription failed: ${JSON.stringify(sub.body)}`);
-  return id;
+  return { userId: id, planId: plan.body.plans[0].id };
 }
 
 export interface ReplicaResult {
   calls: number;
+  /** Every event of the replica was delivered before it exited. */
+  delivered?: boolean;
   refused: number;
   lease_requests: number;
   latencies: number[];
@@ -111,6 +118,8 @@ export interface RunOptions {
   stopAfterMs?: number;
   /** Let every replica set up (load the user's view), then start them at once. */
   together?: boolean;
+  /** Longest wait for the run's events to be counted after the replicas exit (ms, default 10 min). */
+  settleMs?: number;
 }
 
 export interface RunResult {
@@ -122,6 +131,8 @@ export interface RunResult {
   /** Settled spend and tokens of the user's period once every replica flushed and exited. */
   spend: number;
   tokens: number;
+  /** How long the service took to count the run's events after the last replica exited (ms). */
+  settleMs: number;
   /** Each replica's own figures. */
   replicas: ReplicaResult[];
 }
@@ -144,20 +155,35 @@ export async function runReplicas(api: Api, o: RunOptions): Promise<RunResult> {
     for (const r of replicas) r.go();
   }
   const results = await Promise.all(replicas.map((r) => r.done));
-  // Every replica delivered its events before exiting; counting them may take the service a moment longer.
-  const ran = sum(results.map((r) => r.calls)) * CALL_COST;
+  // Every replica delivered its events before exiting; the service may take a while longer to
+  // count them (seconds per 100,000 calls on a loaded machine): poll until the settled usage
+  // covers what the calls that ran spent and has stopped growing. Bounds: `settleMs` in all,
+  // and 30 s without growth (events that will never be counted: reported).
+  const calls = sum(results.map((r) => r.calls));
+  const settledAt = Date.now();
   let usage = await api.get(`/users/${o.userId}/usage`);
-  for (const until = Date.now() + 30_000; usage.body.total_cost < ran - 1e-6 && Date.now() < until; ) {
-    await new Promise((r) => setTimeout(r, 250));
+  let grewAt = Date.now();
+  for (let last = -1, until = Date.now() + (o.settleMs ?? 600_000); Date.now() < until && Date.now() - grewAt < 30_000; ) {
+    const b = usage.body;
+    const counted = b.total_cost >= calls * CALL_COST - 1e-6;
+    if (counted && b.total_cost === last) break;
+    if (b.total_cost !== last) grewAt = Date.now();
+    last = b.total_cost;
+    await new Promise((r) => setTimeout(r, counted ? 1_000 : 500));
     usage = await api.get(`/users/${o.userId}/usage`);
   }
+  if (usage.body.total_cost < calls * CALL_COST - 1e-6) {
+    const lost = results.filter((r) => r.delivered === false).length;
+    console.log(`    ${lost} of ${results.length} replicas did not deliver every event; settled $${usage.body.total_cost} of the $${calls * CALL_COST} the ${calls} calls spent, ${((Date.now() - settledAt) / 1000).toFixed(0)} s after the replicas exited (no growth for 30 s)`);
+  }
   return {
-    calls: sum(results.map((r) => r.calls)),
+    calls,
     refused: sum(results.map((r) => r.refused)),
     leaseRequests: sum(results.map((r) => r.lease_requests)),
     latencies: results.flatMap((r) => r.latencies),
     warm: results.flatMap((r) => r.warm),
     spend: usage.body.total_cost,
+    settleMs: Date.now() - settledAt,
     tokens: usage.body.total_tokens,
     replicas: results,
   };

@@ -142,6 +142,7 @@ class FaultProxy:
         self.prefix = httpx.URL(self.target).path
         self.faults: list[Fault] = []
         self.seen: list[str] = []
+        self.answered: list[str] = []
         self.bodies: list[tuple[str, bytes]] = []
         self.conns: set[Any] = set()
         # Requests matching this pattern wait until release() (a slow service).
@@ -166,6 +167,12 @@ class FaultProxy:
         rx = re.compile(pattern)
         with self.lock:
             return sum(1 for s in self.seen if rx.search(s))
+
+    def count_answered(self, pattern: str) -> int:
+        """Requests whose answer was sent back to the client."""
+        rx = re.compile(pattern)
+        with self.lock:
+            return sum(1 for s in self.answered if rx.search(s))
 
     def hold(self, pattern: str) -> None:
         self.held.clear()
@@ -249,6 +256,8 @@ class FaultProxy:
                 self.send_header("content-length", str(len(up.content)))
                 self.end_headers()
                 self.wfile.write(up.content)
+                with proxy.lock:
+                    proxy.answered.append(key)
 
             do_GET = do_POST = do_PATCH = do_DELETE = _handle
 

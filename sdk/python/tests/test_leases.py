@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 from meter_sdk import LimitExceededError, Meter
@@ -52,18 +53,21 @@ def test_replicas_with_leases_never_pass_the_cap(product: Product) -> None:
 def test_a_slow_lease_request_delays_no_call_while_the_slice_lasts(product: Product, proxy: FaultProxy) -> None:
     user = product.create_user({**PLAN, "max_spend_per_period": 100_000})
     m = Meter(api_key=product.key, base_url=proxy.api_url, leases=True, lease_calls=10)
-    m.reserve(user, model="m", input_tokens=0).commit(output_tokens=100)  # the first slice: about 10 calls
-    asked = proxy.count(r"POST /users/.*/leases$")
-    assert asked == 1
-    proxy.hold(r"POST /users/.*/leases$")
+    # The first slice, and at once the next (one call in 100 ms is already a rate) asked for ahead.
+    m.reserve(user, model="m", input_tokens=0).commit(output_tokens=100)
+    leases = r"POST /users/.*/leases$"
+    eventually(lambda: proxy.count_answered(leases) == m.stats.lease_requests == 2, what="the second slice granted")
+    asked = 2
+    proxy.hold(leases)
     ran = 0
     # Spend until the replica asks ahead; that request hangs in the proxy, and calls keep running.
-    while m.stats.lease_requests == 1 and ran < 20:
+    while m.stats.lease_requests == asked and ran < 1000:
         r = m.reserve_now(user, model="m", input_tokens=0)
         assert r is not None, "a call waited for the lease request"
         r.commit(output_tokens=100)
         ran += 1
-    assert m.stats.lease_requests == 2, "no top-up was asked for ahead"
+        time.sleep(0.01)  # the model call
+    assert m.stats.lease_requests == asked + 1, "no top-up was asked for ahead"
     eventually(lambda: proxy.holding == 1, what="the top-up asked for ahead")
     for _ in range(2):
         r = m.reserve_now(user, model="m", input_tokens=0)
@@ -73,3 +77,36 @@ def test_a_slow_lease_request_delays_no_call_while_the_slice_lasts(product: Prod
     eventually(lambda: proxy.count(r"POST /users/.*/leases$") == asked + 1)
     assert m.shutdown(timeout=30)
     assert near(product.usage(user)["total_cost"], (ran + 3) * 1.0)
+
+
+def test_a_replica_whose_slice_runs_low_asks_ahead_and_its_next_calls_do_not_wait(
+    product: Product, proxy: FaultProxy
+) -> None:
+    user = product.create_user({**PLAN, "max_spend_per_period": 100_000})
+    m = Meter(api_key=product.key, base_url=proxy.api_url, leases=True, lease_calls=10)
+    leases = r"POST /users/.*/leases$"
+    # The replica learns its spend rate (up to 50 calls a second) while lease requests answer at once.
+    ran = 0
+    for _ in range(50):
+        m.reserve(user, model="m", input_tokens=0).commit(output_tokens=100)
+        ran += 1
+        time.sleep(0.02)
+    asked = m.stats.lease_requests or 0
+    # From now on lease requests hang in the proxy: the slice asked for ahead (a few round trips of
+    # the rate, not lease_calls calls) covers the next calls meanwhile.
+    proxy.hold(leases)
+    # Spend until the slice runs low and the next one is asked for (and hangs), then 20 calls more.
+    after = 0
+    while after < 20:
+        r = m.reserve_now(user, model="m", input_tokens=0)
+        assert r is not None, f"a call waited for a lease request after {ran} calls"
+        r.commit(output_tokens=100)
+        ran += 1
+        after += 1 if proxy.holding else 0
+        assert ran < 3_000, "the slice never ran low"
+        time.sleep(0.02)
+    eventually(lambda: proxy.holding == 1, what="the next slice asked for ahead")
+    assert (m.stats.lease_requests or 0) == asked + 1, "one request at a time"
+    proxy.release()
+    assert m.shutdown(timeout=30)
+    assert near(product.usage(user)["total_cost"], ran * 1.0)

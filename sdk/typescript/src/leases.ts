@@ -72,6 +72,8 @@ interface LeaseWire {
 
 /** One budget of a lease: dollars, or one model's tokens. */
 class Slice {
+  /** The cap (times hard_gate_at) of the plan the client knew when the request that granted it was sent. */
+  cap = Infinity;
   /** Granted by the service to this holder in the period (all grants). */
   granted = 0;
   /** Taken from it: holds of calls in flight and the usage of finished calls. */
@@ -82,6 +84,9 @@ class Slice {
   private decayed = 0;
   private firstAt = 0;
   private lastAt = 0;
+
+  /** The model whose tokens this is, or null for dollars. */
+  constructor(readonly model: string | null) {}
 
   took(amount: number, now: number): void {
     if (this.firstAt === 0) this.firstAt = now;
@@ -108,7 +113,7 @@ export interface LeaseNeed {
 /** One user's lease held by this process. */
 class Book {
   leaseId: string | null = null;
-  readonly spend = new Slice();
+  readonly spend = new Slice(null);
   /** Token slices by normalized model. */
   readonly tokens = new Map<string, Slice>();
   /** Spend from the lease stops here: the time the request was sent plus the lifetime. */
@@ -143,12 +148,24 @@ class Book {
   waiting = 0;
   needCost = 0;
   needTokens = 0;
-  constructor(readonly userId: string) {}
+  /**
+   * Plan or subscription changes seen (renew()), and how many had been seen when the request
+   * behind the last grant was sent, and the last request: while they differ the slice may have
+   * been granted under caps no longer in force.
+   */
+  epoch = 0;
+  grantEpoch = 0;
+  askedEpoch = 0;
+  constructor(
+    readonly userId: string,
+    /** The user's view (replaced when an idle user is loaded again). */
+    public entry: UserEntry,
+  ) {}
 
   slice(model: string): Slice {
     let s = this.tokens.get(model);
     if (!s) {
-      s = new Slice();
+      s = new Slice(model);
       this.tokens.set(model, s);
     }
     return s;
@@ -235,9 +252,12 @@ export class Leases {
     b.sent = true;
     b.askedAt = sentAt;
     const { model, waiting, needCost, needTokens } = b;
+    const epoch = (b.askedEpoch = b.epoch);
+    const spendCap = capOf(b.entry, null);
+    const tokenCap = model === null ? null : capOf(b.entry, model);
     b.waiting = b.needCost = b.needTokens = 0;
     // Failing open, a request is the way to learn that the service answers again.
-    const renew = sentAt >= this.renewAt(b) || b.open;
+    const renew = sentAt >= this.renewAt(b) || b.open || this.renewing(b);
     const spend = this.asked(b, b.spend, needCost, waiting, renew, sentAt);
     const body: Record<string, unknown> = { holder: this.holder, need: spend.need, want: spend.want, ttl_ms: this.settings.ttlMs };
     let wanted = spend.want > 0;
@@ -289,6 +309,7 @@ export class Leases {
       if (sentAt >= b.deadline) for (const t of b.tokens.values()) t.granted = Math.min(t.granted, t.used);
       b.spend.granted = l.granted;
       if (model !== null && l.tokens !== null) b.slice(model).granted = l.tokens.granted;
+      this.granted(b, epoch, spendCap, model, tokenCap);
       b.deadline = sentAt + l.ttl_ms;
       b.lostAt = 0;
     } else if (b.lostAt > 0 && Date.now() < b.lostAt + l.ttl_ms && (l.granted > b.spend.granted || (model !== null && l.tokens !== null && l.tokens.granted > b.slice(model).granted))) {
@@ -298,6 +319,7 @@ export class Leases {
       if (b.lostAt >= b.deadline) for (const t of b.tokens.values()) t.granted = Math.min(t.granted, t.used);
       b.spend.granted = Math.max(b.spend.granted, l.granted);
       if (model !== null && l.tokens !== null) b.slice(model).granted = Math.max(b.slice(model).granted, l.tokens.granted);
+      this.granted(b, epoch, spendCap, model, tokenCap);
       b.deadline = Math.max(b.deadline, b.lostAt + l.ttl_ms);
       b.lostAt = 0;
     }
@@ -330,7 +352,8 @@ export class Leases {
     b.holds++;
     if (b.asking === null) {
       const low = this.balance(b, b.spend, now) < this.lowWater(b, b.spend, now) || (t !== null && this.balance(b, t, now) < this.lowWater(b, t, now));
-      if (low || now >= this.renewAt(b)) void this.request(b, n.model);
+      // After a plan change the lease is renewed under the new caps once, in the background.
+      if (low || now >= this.renewAt(b) || (this.renewing(b) && b.askedEpoch !== b.epoch)) void this.request(b, n.model);
     }
     return { leaseId: b.leaseId };
   }
@@ -358,11 +381,17 @@ export class Leases {
     return b.leaseId;
   }
 
-  /** The user's plan or subscription changed: its next call asks for the lease again, under the new caps. */
+  /**
+   * The user's plan or subscription changed: the lease is asked for again, under the new caps,
+   * in the background by the next call. Meanwhile calls keep spending from the slice held while
+   * it is still valid under the caps in force (the user's view, reloaded after the change): in
+   * the same period, and no budget's cap lower than when the slice was asked for. Otherwise
+   * they wait for the new grant, as a first call does.
+   */
   renew(userId: string): void {
     const b = this.books.get(userId);
     if (!b) return;
-    b.deadline = 0;
+    b.epoch++;
     b.unlimitedUntil = 0;
   }
 
@@ -478,17 +507,53 @@ export class Leases {
 
   private balance(b: Book, s: Slice, now: number): number {
     if (now >= b.deadline || now >= b.periodEndMs) return 0;
+    if (this.renewing(b) && !this.valid(b, s)) return 0;
     return s.granted - s.used;
+  }
+
+  /** A plan or subscription change came after the request behind the last grant was sent. */
+  private renewing(b: Book): boolean {
+    return b.grantEpoch !== b.epoch;
+  }
+
+  /** The slice, granted under the caps of `s.cap`, is within the caps in force now, in the lease's period. */
+  private valid(b: Book, s: Slice): boolean {
+    if (b.entry.periodEndMs !== b.periodEndMs) return false;
+    const cap = capOf(b.entry, s.model);
+    return cap === null || cap >= s.cap;
+  }
+
+  /**
+   * Records a grant: the caps it was asked under (unknown when a plan change came while it was
+   * on its way). A grant asked under the new plan proves the dollars and the model's tokens it
+   * names within the new caps (the service counted what this holder holds); other models' token
+   * slices are not, so they are kept only as far as used, and asked for again.
+   */
+  private granted(b: Book, epoch: number, spendCap: number | null, model: string | null, tokenCap: number | null): void {
+    const current = epoch === b.epoch;
+    if (current && this.renewing(b)) for (const [m, t] of b.tokens) if (m !== model) t.granted = Math.min(t.granted, t.used);
+    b.spend.cap = current ? (spendCap ?? Infinity) : Infinity;
+    if (model !== null) b.slice(model).cap = current ? (tokenCap ?? Infinity) : Infinity;
+    if (current) b.grantEpoch = epoch;
   }
 
   private book(e: UserEntry): Book {
     let b = this.books.get(e.userId);
     if (!b) {
-      b = new Book(e.userId);
+      b = new Book(e.userId, e);
       this.books.set(e.userId, b);
     }
+    b.entry = e;
     return b;
   }
+}
+
+/** The cap (times hard_gate_at) of the user's plan in force on dollars (model null) or on a model's tokens; null when uncapped. */
+function capOf(e: UserEntry, model: string | null): number | null {
+  const plan = e.config;
+  if (plan === null) return null;
+  const max = model === null ? plan.max_spend_per_period : (own(plan.model_limits, model)?.max_tokens_per_period ?? null);
+  return max === null ? null : max * plan.hard_gate_at;
 }
 
 function refusal(reason: string, current: number, cap: number, message: string): GuardResult {

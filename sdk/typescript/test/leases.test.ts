@@ -1,7 +1,7 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { LimitExceededError, Meter, type MeterOptions, type UsageEvent } from "../src/index.ts";
-import { CALL_COST, CALL_ESTIMATE, CALL_TOKENS, CALL_TOKENS_ESTIMATE, cappedUser } from "../../../bench/lease-run.ts";
+import { CALL_COST, CALL_ESTIMATE, CALL_TOKENS, CALL_TOKENS_ESTIMATE, cappedUser, cappedUserPlan } from "../../../bench/lease-run.ts";
 import type { Api } from "../../../test/support/http.ts";
 import { startTestStack, type TestStack } from "../../../test/support/stack.ts";
 import { eventually } from "../../../test/support/eventually.ts";
@@ -202,6 +202,36 @@ t("a lease request held for a second delays no call while the slice lasts", asyn
   const seen = await run;
   assert.is(seen.waited, 0, `calls that waited for a lease request, of ${seen.calls}`);
   await m.shutdown();
+});
+
+t("after a plan change calls keep spending from the slice still valid under the new caps while the lease is renewed", async (ctx) => {
+  const { userId: user, planId } = await cappedUserPlan(ctx.api, 1_000_000);
+  const { proxy, m } = await setup(ctx);
+  await m.start();
+  for (let i = 0; i < 5; i++) commitNow(await m.reserve(user, CALL), USED);
+  await eventually(() => proxy.countAnswered(LEASE_REQUEST) === proxy.count(LEASE_REQUEST), 10_000, "no lease request on its way");
+  const asked = proxy.count(LEASE_REQUEST);
+  // A raised cap: the slice held is still within it. The renewal is held a second on its way.
+  proxy.inject(LEASE_REQUEST, { kind: "delay", ms: 1_000 });
+  assert.is((await ctx.api.patch(`/config/plans/${planId}`, { max_spend_per_period: 2_000_000 })).status, 200);
+  await m.refresh(user);
+  const held = 8;
+  for (let i = 0; i < held; i++) {
+    const r = reserveNow(m, user, CALL);
+    assert.ok(r, `call ${i} after the change waited for the lease request`);
+    commitNow(r, USED);
+  }
+  await eventually(() => proxy.count(LEASE_REQUEST) === asked + 1, 10_000, "the lease renewed in the background");
+  assert.is(proxy.countAnswered(LEASE_REQUEST), asked, "the calls ran before the renewal answered");
+  await eventually(() => proxy.countAnswered(LEASE_REQUEST) === asked + 1, 10_000, "the renewal answered");
+  // A lowered cap, below what the slice was granted under: calls wait for the lease under it, and the cap holds.
+  const cap = (5 + held) * CALL_COST + 10 * CALL_ESTIMATE;
+  assert.is((await ctx.api.patch(`/config/plans/${planId}`, { max_spend_per_period: cap })).status, 200);
+  await m.refresh(user);
+  assert.is(reserveNow(m, user, CALL), undefined, "no call spends a slice granted under a higher cap");
+  await callUntilRefused(m, user, "total_spend");
+  await m.shutdown();
+  assert.ok((await usage(ctx.api, user)).total_cost <= cap + 1e-6, "the lowered cap holds");
 });
 
 t("a slice granted while its answer was lost is spent once the service answers again, even when nothing more is left", async (ctx) => {

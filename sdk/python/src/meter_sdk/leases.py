@@ -27,8 +27,22 @@ if TYPE_CHECKING:
 
 # While failing open, how often a call asks again whether the service answers (s).
 _OPEN_RETRY = 1.0
-# Ask ahead while the slice covers fewer than this many round trips of the measured spend rate.
-_AHEAD_ROUND_TRIPS = 4
+# Round trips' worth of the measured spend rate a slice keeps in hand: below it the next slice is
+# asked for in the background, so that it arrives even when a round trip takes a few times its usual.
+_LOOKAHEAD = 3
+# The shortest round trip planned for (s): a request that takes this long, when requests usually
+# answer in milliseconds, still finds the slice covering the calls meanwhile.
+_MIN_HORIZON = 1.0
+# While the service grants in full what is asked (far from the cap), a request asks for at least
+# this many calls' worth per call in flight or waiting: before a spend rate is measured (a
+# replica's first requests) the calls in flight are the only measure of how fast the slice goes.
+_FLOOR_ROUNDS = 10
+# While grants are full, each grant that finds calls waiting doubles what the next requests ask
+# for, up to this factor: the measured rate lags a replica's start.
+_MAX_BOOST = 8.0
+# Time constant of the spend-rate average (s), and the shortest window a young rate is taken over.
+_RATE_TAU = 2.0
+_RATE_MIN_WINDOW = 0.1
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,14 +61,30 @@ class LeaseNeed:
 
 
 class _Slice:
-    __slots__ = ("granted", "rate", "unit", "used", "used_at_ask")
+    __slots__ = ("decayed", "first_at", "granted", "last_at", "unit", "used")
 
     def __init__(self) -> None:
         self.granted = 0.0
         self.used = 0.0
         self.unit = 0.0
-        self.used_at_ask = 0.0
-        self.rate = 0.0
+        # Estimates taken, decayed with _RATE_TAU; when the first and the last were taken.
+        self.decayed = 0.0
+        self.first_at = 0.0
+        self.last_at = 0.0
+
+    def took(self, amount: float, now: float) -> None:
+        if self.first_at == 0:
+            self.first_at = now
+        self.decayed = self.decayed * math.exp(-max(0.0, now - self.last_at) / _RATE_TAU) + amount
+        self.last_at = now
+
+    def rate(self, now: float) -> float:
+        """Estimates taken per second lately (the decayed sum, corrected for how long it has been summed)."""
+        if self.first_at == 0:
+            return 0.0
+        window = max(_RATE_MIN_WINDOW, now - self.first_at)
+        decayed = self.decayed * math.exp(-max(0.0, now - self.last_at) / _RATE_TAU)
+        return decayed / (_RATE_TAU * (1 - math.exp(-window / _RATE_TAU)))
 
 
 class _Book:
@@ -69,7 +99,16 @@ class _Book:
         self.open = False
         self.last_use = 0.0
         self.asked_at = 0.0
-        self.round_trip = 0.0
+        # Round trips of lease requests (s): smoothed, their mean deviation, a peak that fades.
+        self.srtt = 0.0
+        self.rttvar = 0.0
+        self.peak_rtt = 0.0
+        self.rtts = 0
+        # False once the service granted less than asked (its share near the cap).
+        self.full = True
+        self.boost = 1.0
+        # Calls waited for a request since the last grant, while a lease was held.
+        self.starved = False
         self.holds = 0
         self.joined = 0
         self.asking: Future[bool] | None = None
@@ -122,24 +161,26 @@ class Leases:
             b = self._book(e.user_id)
             return b.open or self._short(e, b, n, time.time()) is None
 
-    def ask(self, e: UserEntry, n: LeaseNeed) -> Future[bool]:
-        """Asks for more (one request per user at a time); True when every short budget got something."""
+    def ask(self, e: UserEntry, n: LeaseNeed, waiting: bool = True) -> Future[bool]:
+        """Asks for more (one request per user at a time); True when every short budget got something.
+        ``waiting``: a call waits for the answer (else it is asked ahead, from take())."""
         with self.lock:
             b = self._book(e.user_id)
             b.spend.unit = max(b.spend.unit, n.cost)
             if n.model is not None:
                 t = b.slice(n.model)
                 t.unit = max(t.unit, n.tokens)
+            if waiting and b.lease_id is not None:
+                b.starved = True
             if b.asking is not None:
                 b.joined += 1
                 return b.asking
             sent_at = time.time()
-            elapsed = max(0.001, sent_at - b.asked_at)
-            for s in (b.spend, *b.tokens.values()):
-                s.rate = max(0.0, s.used - s.used_at_ask) / elapsed
-                s.used_at_ask = s.used
             b.asked_at = sent_at
-            spend = self._asked(b, b.spend, n.cost, sent_at)
+            if waiting:
+                b.joined += 1
+            renew = sent_at >= self._renew_at(b) or b.open
+            spend = self._asked(b, b.spend, n.cost, sent_at, renew)
             body: dict[str, Any] = {
                 "holder": self.holder,
                 "need": spend[0],
@@ -148,7 +189,7 @@ class Leases:
             }
             tok: tuple[float, float, bool] | None = None
             if n.model is not None:
-                tok = self._asked(b, b.slice(n.model), n.tokens, sent_at)
+                tok = self._asked(b, b.slice(n.model), n.tokens, sent_at, renew)
                 body.update(model=n.model, need_tokens=math.ceil(tok[0]), want_tokens=math.ceil(tok[1]))
             b.joined = 0
             self.requests += 1
@@ -177,8 +218,7 @@ class Leases:
         try:
             res = self.transport.request("POST", f"/users/{quote(b.user_id, safe='')}/leases", body)
             with self.lock:
-                rtt = time.time() - sent_at
-                b.round_trip = rtt if b.round_trip == 0 else 0.7 * b.round_trip + 0.3 * rtt
+                self._round_trip(b, time.time() - sent_at)
                 b.open = False
                 lease = res.get("lease") if isinstance(res, dict) else None
                 if not isinstance(res, dict) or not res.get("limited") or not lease:
@@ -196,6 +236,11 @@ class Leases:
                 ok = (not spend[2] or not lease.get("spend_limited") or lease["added"] > 0) and (
                     tok is None or not tok[2] or lt is None or added_tokens > 0
                 )
+                b.full = float(lease["added"]) >= spend[1] - 1e-9 and (
+                    tok is None or lt is None or added_tokens >= math.ceil(tok[1])
+                )
+                b.boost = 1.0 if not b.full else min(_MAX_BOOST, 2 * b.boost) if b.starved else b.boost
+                b.starved = False
                 if lease["added"] > 0 or added_tokens > 0:
                     if sent_at >= b.deadline:
                         for t in b.tokens.values():
@@ -235,24 +280,51 @@ class Leases:
             b.last_use = now
             if b.open:
                 if b.asking is None and now - b.asked_at >= _OPEN_RETRY:
-                    self.ask(e, n)
+                    self.ask(e, n, waiting=False)
                 return None
             short = self._short(e, b, n, now)
             if short is not None:
                 return short
             b.spend.used += n.cost
+            b.spend.took(n.cost, now)
             t = None if n.model is None else b.slice(n.model)
             if t is not None:
                 t.used += n.tokens
+                t.took(n.tokens, now)
             b.holds += 1
-            low = self._low(b, b.spend, now) or (t is not None and self._low(b, t, now))
-            if low and b.asking is None:
-                self.ask(e, n)
+            if b.asking is None:
+                low = self._low(b, b.spend, now) or (t is not None and self._low(b, t, now))
+                if low or now >= self._renew_at(b):
+                    self.ask(e, n, waiting=False)
             return b.lease_id
 
     def _low(self, b: _Book, s: _Slice, now: float) -> bool:
-        left = self._balance(b, s, now)
-        return left < self._full(b, s) / 2 or left < _AHEAD_ROUND_TRIPS * s.rate * b.round_trip
+        return self._balance(b, s, now) < self._low_water(b, s, now)
+
+    def _low_water(self, b: _Book, s: _Slice, now: float, waiting: int = 0) -> float:
+        """Below this much left the next slice is asked for: _LOOKAHEAD round trips of the spend
+        rate, and never less than one call per call in flight (a replica's concurrency)."""
+        return max(s.unit * (b.holds + waiting + 1), _LOOKAHEAD * s.rate(now) * self._horizon(b))
+
+    @staticmethod
+    def _horizon(b: _Book) -> float:
+        """A round trip to plan for: the smoothed one plus two deviations, a recent peak when
+        longer, at least _MIN_HORIZON."""
+        return max(b.srtt + 2 * b.rttvar, b.peak_rtt, _MIN_HORIZON)
+
+    @staticmethod
+    def _round_trip(b: _Book, rtt: float) -> None:
+        if b.rtts == 0:
+            b.srtt, b.rttvar = rtt, rtt / 2
+        else:
+            b.rttvar = 0.75 * b.rttvar + 0.25 * abs(b.srtt - rtt)
+            b.srtt = 0.875 * b.srtt + 0.125 * rtt
+        b.rtts += 1
+        b.peak_rtt = max(rtt, 0.8 * b.peak_rtt)
+
+    def _renew_at(self, b: _Book) -> float:
+        """From here on the lease is renewed (asked for more, which restarts its lifetime) before it lapses."""
+        return b.deadline - max(_LOOKAHEAD * self._horizon(b), self.settings.ttl / 4)
 
     def unhold(self, user_id: str, lease_id: str | None, cost: float, model: str | None, tokens: float) -> None:
         with self.lock:
@@ -349,16 +421,20 @@ class Leases:
                 )
         return None
 
-    def _asked(self, b: _Book, s: _Slice, need: float, now: float) -> tuple[float, float, bool]:
+    def _asked(self, b: _Book, s: _Slice, need: float, now: float, renew: bool) -> tuple[float, float, bool]:
+        """What a request asks of one budget: nothing while it covers the waiting call and holds its
+        low-water mark (unless the lease is renewed); else the low-water mark plus ``lease_calls``
+        calls and one per waiting call, and while grants are full at least _FLOOR_ROUNDS calls per
+        call in flight or waiting, times the boost."""
         left = self._balance(b, s, now)
         short = left <= 0 or left < need
-        full = self._full(b, s)
-        if not short and left >= full / 2:
+        low = self._low_water(b, s, now, b.joined)
+        if not short and left >= low and not renew:
             return 0.0, 0.0, short
-        return (need if short else 0.0), max(need, full), short
-
-    def _full(self, b: _Book, s: _Slice) -> float:
-        return max(s.unit * (self.settings.calls + b.holds + b.joined), _AHEAD_ROUND_TRIPS * s.rate * b.round_trip)
+        floor = s.unit * _FLOOR_ROUNDS * (b.holds + b.joined) if b.full else 0.0
+        boost = b.boost if b.full else 1.0
+        want = max(need, boost * (low + s.unit * (self.settings.calls + b.joined)), floor)
+        return (need if short else 0.0), want, short
 
     @staticmethod
     def _balance(b: _Book, s: _Slice, now: float) -> float:
