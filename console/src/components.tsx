@@ -251,16 +251,44 @@ export function Gauge({ label, value, limit, soft, hard, format }: { label: stri
   );
 }
 
-/** Previous / next page over cursors kept in the URL's query. */
-export function Pager({ hasPrev, next, onPrev, onNext }: { hasPrev: boolean; next: string | null | undefined; onPrev: () => void; onNext: () => void }) {
+/** Previous / next page over cursors kept in the URL's query (`usePaging`); `next` is the page's next_cursor. */
+export function Pager({ paging, next }: { paging: { hasPrev: boolean; prev: () => void; next: (cursor: string) => void }; next: string | null | undefined }) {
   return (
     <nav className="pager" aria-label="Pages">
-      <button type="button" className="secondary" disabled={!hasPrev} onClick={onPrev}>
+      <button type="button" className="secondary" disabled={!paging.hasPrev} onClick={paging.prev}>
         ← Previous
       </button>
-      <button type="button" className="secondary" disabled={!next} onClick={onNext}>
+      <button type="button" className="secondary" disabled={!next} onClick={() => next && paging.next(next)}>
         Next →
       </button>
     </nav>
+  );
+}
+
+/** A column of a DataTable: its header, right-aligned for numbers, or read only by screen readers. */
+export type Column = string | { label: string; num?: boolean; hidden?: boolean };
+export const num = (label: string): Column => ({ label, num: true });
+
+/** A scrollable table with a caption for screen readers; `children` are its body rows. */
+export function DataTable({ caption, columns, children }: { caption: string; columns: Column[]; children: ReactNode }) {
+  return (
+    <div className="table-wrap" tabIndex={0}>
+      <table>
+        <caption className="sr-only">{caption}</caption>
+        <thead>
+          <tr>
+            {columns.map((c) => {
+              const col = typeof c === "string" ? { label: c } : c;
+              return (
+                <th key={col.label} scope="col" className={col.num ? "num" : undefined}>
+                  {col.hidden ? <span className="sr-only">{col.label}</span> : col.label}
+                </th>
+              );
+            })}
+          </tr>
+        </thead>
+        <tbody>{children}</tbody>
+      </table>
+    </div>
   );
 }

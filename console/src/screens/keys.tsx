@@ -1,7 +1,7 @@
 import { useState, type FormEvent } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { ApiError, api, ok, type ApiKey } from "../api/client.ts";
-import { Card, ErrorState, Field, Query, SecretOnce, Time } from "../components.tsx";
+import { Card, DataTable, ErrorState, Field, Query, SecretOnce, Time } from "../components.tsx";
 
 export function KeysScreen() {
   const keys = useQuery({ queryKey: ["keys"], queryFn: () => ok(api.GET("/api/v1/keys")) });
@@ -14,29 +14,11 @@ export function KeysScreen() {
         <Card title="Keys">
           <Query q={keys} label="Loading keys">
             {(d) => (
-              <div className="table-wrap" tabIndex={0}>
-                <table>
-                  <caption className="sr-only">API keys</caption>
-                  <thead>
-                    <tr>
-                      <th scope="col">Name</th>
-                      <th scope="col">Scope</th>
-                      <th scope="col">Prefix</th>
-                      <th scope="col">Created</th>
-                      <th scope="col">Last used</th>
-                      <th scope="col">Expires</th>
-                      <th scope="col">
-                        <span className="sr-only">Actions</span>
-                      </th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {d.keys.map((k) => (
-                      <KeyRow key={k.id} k={k} />
-                    ))}
-                  </tbody>
-                </table>
-              </div>
+              <DataTable caption="API keys" columns={["Name", "Scope", "Prefix", "Created", "Last used", "Expires", { label: "Actions", hidden: true }]}>
+                {d.keys.map((k) => (
+                  <KeyRow key={k.id} k={k} />
+                ))}
+              </DataTable>
             )}
           </Query>
           <p className="hint">To rotate a key: create a new one, deploy it, then revoke the old one. A revoked key stops working within seconds. The last admin key cannot be revoked.</p>

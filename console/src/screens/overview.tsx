@@ -2,7 +2,7 @@ import { useMemo, useState } from "react";
 import { useQuery } from "@tanstack/react-query";
 import { Link } from "wouter";
 import { api, ok } from "../api/client.ts";
-import { BarList, Card, DayChart, Empty, Field, Query, QuickStart } from "../components.tsx";
+import { BarList, Card, DataTable, DayChart, Empty, Field, num, Query, QuickStart } from "../components.tsx";
 import { change, fmtInt, fmtMoney, fmtPct, fmtTokens } from "../format.ts";
 import { useUrlState } from "../url-state.ts";
 
@@ -83,29 +83,16 @@ export function Overview() {
               ) : (
                 <>
                   <BarList title="Cost per model" rows={b.models.map((m) => ({ label: m.model || "(none)", value: m.cost, text: fmtMoney(m.cost) }))} />
-                  <div className="table-wrap" tabIndex={0}>
-                    <table>
-                      <caption className="sr-only">Cost and tokens per model</caption>
-                      <thead>
-                        <tr>
-                          <th scope="col">Model</th>
-                          <th scope="col" className="num">Cost</th>
-                          <th scope="col" className="num">Tokens</th>
-                          <th scope="col" className="num">Share</th>
-                        </tr>
-                      </thead>
-                      <tbody>
-                        {b.models.map((m) => (
-                          <tr key={m.model}>
-                            <td>{m.model || "(none)"}</td>
-                            <td className="num">{fmtMoney(m.cost)}</td>
-                            <td className="num" title={fmtInt(m.tokens)}>{fmtTokens(m.tokens)}</td>
-                            <td className="num">{fmtPct(m.pct / 100)}</td>
-                          </tr>
-                        ))}
-                      </tbody>
-                    </table>
-                  </div>
+                  <DataTable caption="Cost and tokens per model" columns={["Model", num("Cost"), num("Tokens"), num("Share")]}>
+                    {b.models.map((m) => (
+                      <tr key={m.model}>
+                        <td>{m.model || "(none)"}</td>
+                        <td className="num">{fmtMoney(m.cost)}</td>
+                        <td className="num" title={fmtInt(m.tokens)}>{fmtTokens(m.tokens)}</td>
+                        <td className="num">{fmtPct(m.pct / 100)}</td>
+                      </tr>
+                    ))}
+                  </DataTable>
                 </>
               )
             }
@@ -119,31 +106,18 @@ export function Overview() {
                   No user spent anything in this window. <Link href="/users">Add users</Link> and send usage; see the <QuickStart />.
                 </Empty>
               ) : (
-                <div className="table-wrap" tabIndex={0}>
-                  <table>
-                    <caption className="sr-only">Users with the highest cost</caption>
-                    <thead>
-                      <tr>
-                        <th scope="col">User</th>
-                        <th scope="col" className="num">Cost</th>
-                        <th scope="col" className="num">Tokens</th>
-                        <th scope="col" className="num">Events</th>
-                      </tr>
-                    </thead>
-                    <tbody>
-                      {t.users.map((u) => (
-                        <tr key={u.user_id}>
-                          <td>
-                            <Link href={`/users/${encodeURIComponent(u.user_id)}`}>{u.user_id}</Link>
-                          </td>
-                          <td className="num">{fmtMoney(u.cost)}</td>
-                          <td className="num" title={fmtInt(u.tokens)}>{fmtTokens(u.tokens)}</td>
-                          <td className="num">{fmtInt(u.events)}</td>
-                        </tr>
-                      ))}
-                    </tbody>
-                  </table>
-                </div>
+                <DataTable caption="Users with the highest cost" columns={["User", num("Cost"), num("Tokens"), num("Events")]}>
+                  {t.users.map((u) => (
+                    <tr key={u.user_id}>
+                      <td>
+                        <Link href={`/users/${encodeURIComponent(u.user_id)}`}>{u.user_id}</Link>
+                      </td>
+                      <td className="num">{fmtMoney(u.cost)}</td>
+                      <td className="num" title={fmtInt(u.tokens)}>{fmtTokens(u.tokens)}</td>
+                      <td className="num">{fmtInt(u.events)}</td>
+                    </tr>
+                  ))}
+                </DataTable>
               )
             }
           </Query>

@@ -1,7 +1,7 @@
 import { useState, type FormEvent } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { ApiError, api, ok, type Issue, type Plan, type PlanInput } from "../api/client.ts";
-import { Card, Empty, Field, Query, QuickStart, Time } from "../components.tsx";
+import { Card, DataTable, Empty, Field, num, Query, QuickStart, Time } from "../components.tsx";
 import { fmtInt, fmtMoney } from "../format.ts";
 import { useUrlState } from "../url-state.ts";
 
@@ -81,47 +81,28 @@ export function PlansScreen() {
                 No plans yet. Create one below: a plan sets each user's caps, rates and gates. See the <QuickStart />.
               </Empty>
             ) : (
-              <div className="table-wrap" tabIndex={0}>
-                <table>
-                  <caption className="sr-only">Plans</caption>
-                  <thead>
-                    <tr>
-                      <th scope="col">Name</th>
-                      <th scope="col" className="num">Subscribers</th>
-                      <th scope="col" className="num">Per period</th>
-                      <th scope="col" className="num">Per session</th>
-                      <th scope="col" className="num">Gates</th>
-                      <th scope="col">Models priced</th>
-                      <th scope="col">Updated</th>
-                      <th scope="col">
-                        <span className="sr-only">Actions</span>
-                      </th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {d.plans.map((p) => (
-                      <tr key={p.id}>
-                        <td>{p.name}</td>
-                        <td className="num">{subs.error ? "?" : fmtInt(count(p.name) ?? 0)}</td>
-                        <td className="num">{p.max_spend_per_period == null ? "unlimited" : fmtMoney(p.max_spend_per_period)}</td>
-                        <td className="num">{p.max_spend_per_session == null ? "unlimited" : fmtMoney(p.max_spend_per_session)}</td>
-                        <td className="num">
-                          {Math.round(p.soft_gate_at * 100)}% / {Math.round(p.hard_gate_at * 100)}%
-                        </td>
-                        <td>{Object.keys(p.cost_rates).join(", ") || "—"}</td>
-                        <td>
-                          <Time iso={p.updated_at} />
-                        </td>
-                        <td>
-                          <button type="button" className="secondary small" onClick={() => set({ edit: p.id })} aria-label={`Edit plan ${p.name}`}>
-                            Edit
-                          </button>
-                        </td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </div>
+              <DataTable caption="Plans" columns={["Name", num("Subscribers"), num("Per period"), num("Per session"), num("Gates"), "Models priced", "Updated", { label: "Actions", hidden: true }]}>
+                {d.plans.map((p) => (
+                  <tr key={p.id}>
+                    <td>{p.name}</td>
+                    <td className="num">{subs.error ? "?" : fmtInt(count(p.name) ?? 0)}</td>
+                    <td className="num">{p.max_spend_per_period == null ? "unlimited" : fmtMoney(p.max_spend_per_period)}</td>
+                    <td className="num">{p.max_spend_per_session == null ? "unlimited" : fmtMoney(p.max_spend_per_session)}</td>
+                    <td className="num">
+                      {Math.round(p.soft_gate_at * 100)}% / {Math.round(p.hard_gate_at * 100)}%
+                    </td>
+                    <td>{Object.keys(p.cost_rates).join(", ") || "—"}</td>
+                    <td>
+                      <Time iso={p.updated_at} />
+                    </td>
+                    <td>
+                      <button type="button" className="secondary small" onClick={() => set({ edit: p.id })} aria-label={`Edit plan ${p.name}`}>
+                        Edit
+                      </button>
+                    </td>
+                  </tr>
+                ))}
+              </DataTable>
             )
           }
         </Query>

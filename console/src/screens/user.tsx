@@ -2,7 +2,7 @@ import { useMemo, useState, type FormEvent } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link } from "wouter";
 import { ApiError, api, ok, type GateEvent, type Plan, type Session } from "../api/client.ts";
-import { BarList, Card, Empty, Field, Gauge, Pager, Query, QuickStart, Time } from "../components.tsx";
+import { BarList, Card, DataTable, Empty, Field, Gauge, num, Pager, Query, QuickStart, Time } from "../components.tsx";
 import { fmtInt, fmtMoney, fmtPct, fmtTokens } from "../format.ts";
 import { usePaging, useUrlState } from "../url-state.ts";
 
@@ -147,27 +147,15 @@ function UsageByModel({ id }: { id: string }) {
               ) : (
                 <>
                   <BarList title="Cost per model" rows={models.map((m) => ({ label: m, value: u.cost_by_model[m] ?? 0, text: fmtMoney(u.cost_by_model[m] ?? 0) }))} />
-                  <div className="table-wrap" tabIndex={0}>
-                    <table>
-                      <caption className="sr-only">Usage per model</caption>
-                      <thead>
-                        <tr>
-                          <th scope="col">Model</th>
-                          <th scope="col" className="num">Cost</th>
-                          <th scope="col" className="num">Tokens</th>
-                        </tr>
-                      </thead>
-                      <tbody>
-                        {models.map((m) => (
-                          <tr key={m}>
-                            <td>{m}</td>
-                            <td className="num">{fmtMoney(u.cost_by_model[m] ?? 0)}</td>
-                            <td className="num">{fmtInt(u.tokens_by_model[m] ?? 0)}</td>
-                          </tr>
-                        ))}
-                      </tbody>
-                    </table>
-                  </div>
+                  <DataTable caption="Usage per model" columns={["Model", num("Cost"), num("Tokens")]}>
+                    {models.map((m) => (
+                      <tr key={m}>
+                        <td>{m}</td>
+                        <td className="num">{fmtMoney(u.cost_by_model[m] ?? 0)}</td>
+                        <td className="num">{fmtInt(u.tokens_by_model[m] ?? 0)}</td>
+                      </tr>
+                    ))}
+                  </DataTable>
                 </>
               )}
             </>
@@ -261,42 +249,26 @@ function GateEvents({ id }: { id: string }) {
             <Empty>No gate events match. Gate events arrive from the client library when a user reaches a soft or hard gate.</Empty>
           ) : (
             <>
-              <div className="table-wrap" tabIndex={0}>
-                <table>
-                  <caption className="sr-only">Gate events, newest first</caption>
-                  <thead>
-                    <tr>
-                      <th scope="col">Time</th>
-                      <th scope="col">Status</th>
-                      <th scope="col">Reason</th>
-                      <th scope="col" className="num">Usage</th>
-                      <th scope="col" className="num">Value / limit</th>
-                      <th scope="col">Blocked</th>
-                      <th scope="col">Message</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {page.events.map((e: GateEvent) => (
-                      <tr key={e.id}>
-                        <td>
-                          <Time iso={e.timestamp} />
-                        </td>
-                        <td>
-                          <span className={`badge ${e.status === "hard_gate" ? "bad" : "warn"}`}>{e.status === "hard_gate" ? "Hard gate" : "Soft gate"}</span>
-                        </td>
-                        <td>{e.gate_reason}</td>
-                        <td className="num">{fmtPct(e.usage_pct)}</td>
-                        <td className="num">
-                          {e.gate_reason.startsWith("model_limit:") ? `${fmtInt(e.current_value)} / ${fmtInt(e.limit_value)}` : `${fmtMoney(e.current_value)} / ${fmtMoney(e.limit_value)}`}
-                        </td>
-                        <td>{e.blocked ? "yes" : "no"}</td>
-                        <td>{e.message ?? ""}</td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </div>
-              <Pager hasPrev={paging.hasPrev} next={page.next_cursor} onPrev={paging.prev} onNext={() => page.next_cursor && paging.next(page.next_cursor)} />
+              <DataTable caption="Gate events, newest first" columns={["Time", "Status", "Reason", num("Usage"), num("Value / limit"), "Blocked", "Message"]}>
+                {page.events.map((e: GateEvent) => (
+                  <tr key={e.id}>
+                    <td>
+                      <Time iso={e.timestamp} />
+                    </td>
+                    <td>
+                      <span className={`badge ${e.status === "hard_gate" ? "bad" : "warn"}`}>{e.status === "hard_gate" ? "Hard gate" : "Soft gate"}</span>
+                    </td>
+                    <td>{e.gate_reason}</td>
+                    <td className="num">{fmtPct(e.usage_pct)}</td>
+                    <td className="num">
+                      {e.gate_reason.startsWith("model_limit:") ? `${fmtInt(e.current_value)} / ${fmtInt(e.limit_value)}` : `${fmtMoney(e.current_value)} / ${fmtMoney(e.limit_value)}`}
+                    </td>
+                    <td>{e.blocked ? "yes" : "no"}</td>
+                    <td>{e.message ?? ""}</td>
+                  </tr>
+                ))}
+              </DataTable>
+              <Pager paging={paging} next={page.next_cursor} />
             </>
           )
         }

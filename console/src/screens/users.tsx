@@ -2,7 +2,7 @@ import { useState, type FormEvent } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link, useLocation } from "wouter";
 import { ApiError, api, ok, type Issue } from "../api/client.ts";
-import { Card, Empty, Field, Pager, Query, QuickStart, Time } from "../components.tsx";
+import { Card, DataTable, Empty, Field, num, Pager, Query, QuickStart, Time } from "../components.tsx";
 import { fmtDate, fmtInt, fmtMoney, fmtTokens, utcTitle } from "../format.ts";
 import { usePaging, useUrlState } from "../url-state.ts";
 
@@ -65,43 +65,27 @@ export function UsersScreen() {
                 </Empty>
               ) : (
                 <>
-                  <div className="table-wrap" tabIndex={0}>
-                    <table>
-                      <caption className="sr-only">Users</caption>
-                      <thead>
-                        <tr>
-                          <th scope="col">User</th>
-                          <th scope="col">Name</th>
-                          <th scope="col">Plan</th>
-                          <th scope="col" className="num">Period spend</th>
-                          <th scope="col" className="num">Period tokens</th>
-                          <th scope="col">Period</th>
-                          <th scope="col">Created</th>
-                        </tr>
-                      </thead>
-                      <tbody>
-                        {page.users.map((u) => (
-                          <tr key={u.id}>
-                            <td>
-                              <Link href={`/users/${encodeURIComponent(u.external_user_id)}`}>{u.external_user_id}</Link>
-                            </td>
-                            <td>{u.name ?? "—"}</td>
-                            <td>{u.plan_name ?? <span className="muted">no plan</span>}</td>
-                            <td className="num">{fmtMoney(u.period_spend_usd)}</td>
-                            <td className="num" title={fmtInt(u.period_tokens)}>{fmtTokens(u.period_tokens)}</td>
-                            <td>
-                              <time dateTime={u.period_start} title={utcTitle(u.period_start)}>{fmtDate(u.period_start)}</time> –{" "}
-                              <time dateTime={u.period_end} title={utcTitle(u.period_end)}>{fmtDate(u.period_end)}</time>
-                            </td>
-                            <td>
-                              <Time iso={u.created_at} />
-                            </td>
-                          </tr>
-                        ))}
-                      </tbody>
-                    </table>
-                  </div>
-                  <Pager hasPrev={paging.hasPrev} next={page.next_cursor} onPrev={paging.prev} onNext={() => page.next_cursor && paging.next(page.next_cursor)} />
+                  <DataTable caption="Users" columns={["User", "Name", "Plan", num("Period spend"), num("Period tokens"), "Period", "Created"]}>
+                    {page.users.map((u) => (
+                      <tr key={u.id}>
+                        <td>
+                          <Link href={`/users/${encodeURIComponent(u.external_user_id)}`}>{u.external_user_id}</Link>
+                        </td>
+                        <td>{u.name ?? "—"}</td>
+                        <td>{u.plan_name ?? <span className="muted">no plan</span>}</td>
+                        <td className="num">{fmtMoney(u.period_spend_usd)}</td>
+                        <td className="num" title={fmtInt(u.period_tokens)}>{fmtTokens(u.period_tokens)}</td>
+                        <td>
+                          <time dateTime={u.period_start} title={utcTitle(u.period_start)}>{fmtDate(u.period_start)}</time> –{" "}
+                          <time dateTime={u.period_end} title={utcTitle(u.period_end)}>{fmtDate(u.period_end)}</time>
+                        </td>
+                        <td>
+                          <Time iso={u.created_at} />
+                        </td>
+                      </tr>
+                    ))}
+                  </DataTable>
+                  <Pager paging={paging} next={page.next_cursor} />
                 </>
               )
             }

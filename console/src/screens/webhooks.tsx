@@ -2,7 +2,7 @@ import { useState, type FormEvent } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link, useLocation } from "wouter";
 import { ApiError, api, ok, type Endpoint } from "../api/client.ts";
-import { Card, CopyButton, Empty, ErrorState, Field, Pager, Query, QuickStart, SecretOnce, Time } from "../components.tsx";
+import { Card, CopyButton, DataTable, Empty, ErrorState, Field, num, Pager, Query, QuickStart, SecretOnce, Time } from "../components.tsx";
 import { usePaging, useUrlState } from "../url-state.ts";
 
 const EVENT_TYPES = [
@@ -241,40 +241,25 @@ function Deliveries({ id }: { id: string }) {
             <Empty>No deliveries{status ? ` with status ${status}` : ""}. Send a test event to see one here.</Empty>
           ) : (
             <>
-              <div className="table-wrap" tabIndex={0}>
-                <table>
-                  <caption className="sr-only">Deliveries, newest first</caption>
-                  <thead>
-                    <tr>
-                      <th scope="col">Created</th>
-                      <th scope="col">Event</th>
-                      <th scope="col">Status</th>
-                      <th scope="col" className="num">Code</th>
-                      <th scope="col" className="num">Attempt</th>
-                      <th scope="col">Completed</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {page.deliveries.map((d) => (
-                      <tr key={d.id}>
-                        <td>
-                          <Time iso={d.created_at} />
-                        </td>
-                        <td>{d.event_type}</td>
-                        <td>
-                          <span className={`badge ${d.status === "success" ? "good" : d.status === "failed" ? "bad" : "warn"}`}>{d.status}</span>
-                        </td>
-                        <td className="num">{d.status_code || "—"}</td>
-                        <td className="num">{d.attempt}</td>
-                        <td>
-                          <Time iso={d.completed_at} />
-                        </td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </div>
-              <Pager hasPrev={paging.hasPrev} next={page.next_cursor} onPrev={paging.prev} onNext={() => page.next_cursor && paging.next(page.next_cursor)} />
+              <DataTable caption="Deliveries, newest first" columns={["Created", "Event", "Status", num("Code"), num("Attempt"), "Completed"]}>
+                {page.deliveries.map((d) => (
+                  <tr key={d.id}>
+                    <td>
+                      <Time iso={d.created_at} />
+                    </td>
+                    <td>{d.event_type}</td>
+                    <td>
+                      <span className={`badge ${d.status === "success" ? "good" : d.status === "failed" ? "bad" : "warn"}`}>{d.status}</span>
+                    </td>
+                    <td className="num">{d.status_code || "—"}</td>
+                    <td className="num">{d.attempt}</td>
+                    <td>
+                      <Time iso={d.completed_at} />
+                    </td>
+                  </tr>
+                ))}
+              </DataTable>
+              <Pager paging={paging} next={page.next_cursor} />
             </>
           )
         }
