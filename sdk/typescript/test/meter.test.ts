@@ -1,28 +1,23 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { eventually } from "../../../test/support/eventually.ts";
-import { startTestStack, type TestStack } from "../../../test/support/stack.ts";
+import type { TestStack } from "../../../test/support/stack.ts";
 import type { Api } from "../../../test/support/http.ts";
 import { LimitExceededError, Meter, currentUser, type GuardResult, type MeterOptions, type UsageEvent } from "../src/index.ts";
-import { DAY, createPlan, createUser, gateEvents, memoryLogger, near, rejects, subscribe, usage } from "./support/fixtures.ts";
+import { createPlan, createUser, DAY, gateEvents, memoryLogger, near, rejects, startWithProduct, stopAll, subscribe, usage } from "./support/fixtures.ts";
 import { FaultProxy } from "./support/proxy.ts";
 import { commitNow, reserveNow } from "../src/internal.ts";
 
 const t = suite<{ stack: TestStack; api: Api; apiKey: string; proxy: FaultProxy; meters: Meter[] }>("sdk: gates, sessions, periods over HTTP");
 
 t.before(async (ctx) => {
-  ctx.stack = await startTestStack({ services: { ingestion: { relayIntervalMs: 50 } } });
-  const product = await ctx.stack.newProduct("sdk");
-  ctx.api = product.api;
-  ctx.apiKey = product.apiKey;
+  await startWithProduct(ctx, "sdk", { services: { ingestion: { relayIntervalMs: 50 } } });
   // Only to count requests here; no faults.
   ctx.proxy = await FaultProxy.start(ctx.stack.apiUrl);
   ctx.meters = [];
 });
 t.after(async (ctx) => {
-  for (const m of ctx.meters) await m.shutdown({ timeoutMs: 2_000 });
-  await ctx.proxy.close();
-  await ctx.stack.close();
+  await stopAll(ctx.stack, ctx.meters, [ctx.proxy]);
 });
 
 function meter(ctx: { proxy: FaultProxy; apiKey: string; meters: Meter[] }, opts: MeterOptions = {}): Meter {
