@@ -269,9 +269,9 @@ export function Pager({ paging, next }: { paging: { hasPrev: boolean; prev: () =
 export type Column = string | { label: string; num?: boolean; hidden?: boolean };
 export const num = (label: string): Column => ({ label, num: true });
 
-/** A scrollable table with a caption for screen readers; `children` are its body rows. */
-export function DataTable({ caption, columns, children }: { caption: string; columns: Column[]; children: ReactNode }) {
-  return (
+/** A scrollable table with a caption for screen readers; `children` are its body rows. With `paging`, a Pager follows it. */
+export function DataTable({ caption, columns, children, paging, next }: { caption: string; columns: Column[]; children: ReactNode } & Partial<Parameters<typeof Pager>[0]>) {
+  const table = (
     <div className="table-wrap" tabIndex={0}>
       <table>
         <caption className="sr-only">{caption}</caption>
@@ -290,5 +290,13 @@ export function DataTable({ caption, columns, children }: { caption: string; col
         <tbody>{children}</tbody>
       </table>
     </div>
+  );
+  return paging ? (
+    <>
+      {table}
+      <Pager paging={paging} next={next} />
+    </>
+  ) : (
+    table
   );
 }

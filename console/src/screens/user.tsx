@@ -2,7 +2,7 @@ import { useMemo, useState, type FormEvent } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link } from "wouter";
 import { ApiError, api, ok, type GateEvent, type Plan, type Session } from "../api/client.ts";
-import { BarList, Card, DataTable, Empty, Field, Gauge, num, Pager, Query, QuickStart, Time } from "../components.tsx";
+import { BarList, Card, DataTable, Empty, Field, Gauge, num, Query, QuickStart, Time } from "../components.tsx";
 import { fmtInt, fmtMoney, fmtPct, fmtTokens } from "../format.ts";
 import { usePaging, useUrlState } from "../url-state.ts";
 
@@ -248,28 +248,25 @@ function GateEvents({ id }: { id: string }) {
           page.events.length === 0 ? (
             <Empty>No gate events match. Gate events arrive from the client library when a user reaches a soft or hard gate.</Empty>
           ) : (
-            <>
-              <DataTable caption="Gate events, newest first" columns={["Time", "Status", "Reason", num("Usage"), num("Value / limit"), "Blocked", "Message"]}>
-                {page.events.map((e: GateEvent) => (
-                  <tr key={e.id}>
-                    <td>
-                      <Time iso={e.timestamp} />
-                    </td>
-                    <td>
-                      <span className={`badge ${e.status === "hard_gate" ? "bad" : "warn"}`}>{e.status === "hard_gate" ? "Hard gate" : "Soft gate"}</span>
-                    </td>
-                    <td>{e.gate_reason}</td>
-                    <td className="num">{fmtPct(e.usage_pct)}</td>
-                    <td className="num">
-                      {e.gate_reason.startsWith("model_limit:") ? `${fmtInt(e.current_value)} / ${fmtInt(e.limit_value)}` : `${fmtMoney(e.current_value)} / ${fmtMoney(e.limit_value)}`}
-                    </td>
-                    <td>{e.blocked ? "yes" : "no"}</td>
-                    <td>{e.message ?? ""}</td>
-                  </tr>
-                ))}
-              </DataTable>
-              <Pager paging={paging} next={page.next_cursor} />
-            </>
+            <DataTable caption="Gate events, newest first" columns={["Time", "Status", "Reason", num("Usage"), num("Value / limit"), "Blocked", "Message"]} paging={paging} next={page.next_cursor}>
+              {page.events.map((e: GateEvent) => (
+                <tr key={e.id}>
+                  <td>
+                    <Time iso={e.timestamp} />
+                  </td>
+                  <td>
+                    <span className={`badge ${e.status === "hard_gate" ? "bad" : "warn"}`}>{e.status === "hard_gate" ? "Hard gate" : "Soft gate"}</span>
+                  </td>
+                  <td>{e.gate_reason}</td>
+                  <td className="num">{fmtPct(e.usage_pct)}</td>
+                  <td className="num">
+                    {e.gate_reason.startsWith("model_limit:") ? `${fmtInt(e.current_value)} / ${fmtInt(e.limit_value)}` : `${fmtMoney(e.current_value)} / ${fmtMoney(e.limit_value)}`}
+                  </td>
+                  <td>{e.blocked ? "yes" : "no"}</td>
+                  <td>{e.message ?? ""}</td>
+                </tr>
+              ))}
+            </DataTable>
           )
         }
       </Query>

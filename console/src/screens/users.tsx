@@ -2,7 +2,7 @@ import { useState, type FormEvent } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link, useLocation } from "wouter";
 import { ApiError, api, ok, type Issue } from "../api/client.ts";
-import { Card, DataTable, Empty, Field, num, Pager, Query, QuickStart, Time } from "../components.tsx";
+import { Card, DataTable, Empty, Field, num, Query, QuickStart, Time } from "../components.tsx";
 import { fmtDate, fmtInt, fmtMoney, fmtTokens, utcTitle } from "../format.ts";
 import { usePaging, useUrlState } from "../url-state.ts";
 
@@ -64,29 +64,26 @@ export function UsersScreen() {
                   {!(prefix || plan) && <QuickStart />}
                 </Empty>
               ) : (
-                <>
-                  <DataTable caption="Users" columns={["User", "Name", "Plan", num("Period spend"), num("Period tokens"), "Period", "Created"]}>
-                    {page.users.map((u) => (
-                      <tr key={u.id}>
-                        <td>
-                          <Link href={`/users/${encodeURIComponent(u.external_user_id)}`}>{u.external_user_id}</Link>
-                        </td>
-                        <td>{u.name ?? "—"}</td>
-                        <td>{u.plan_name ?? <span className="muted">no plan</span>}</td>
-                        <td className="num">{fmtMoney(u.period_spend_usd)}</td>
-                        <td className="num" title={fmtInt(u.period_tokens)}>{fmtTokens(u.period_tokens)}</td>
-                        <td>
-                          <time dateTime={u.period_start} title={utcTitle(u.period_start)}>{fmtDate(u.period_start)}</time> –{" "}
-                          <time dateTime={u.period_end} title={utcTitle(u.period_end)}>{fmtDate(u.period_end)}</time>
-                        </td>
-                        <td>
-                          <Time iso={u.created_at} />
-                        </td>
-                      </tr>
-                    ))}
-                  </DataTable>
-                  <Pager paging={paging} next={page.next_cursor} />
-                </>
+                <DataTable caption="Users" columns={["User", "Name", "Plan", num("Period spend"), num("Period tokens"), "Period", "Created"]} paging={paging} next={page.next_cursor}>
+                  {page.users.map((u) => (
+                    <tr key={u.id}>
+                      <td>
+                        <Link href={`/users/${encodeURIComponent(u.external_user_id)}`}>{u.external_user_id}</Link>
+                      </td>
+                      <td>{u.name ?? "—"}</td>
+                      <td>{u.plan_name ?? <span className="muted">no plan</span>}</td>
+                      <td className="num">{fmtMoney(u.period_spend_usd)}</td>
+                      <td className="num" title={fmtInt(u.period_tokens)}>{fmtTokens(u.period_tokens)}</td>
+                      <td>
+                        <time dateTime={u.period_start} title={utcTitle(u.period_start)}>{fmtDate(u.period_start)}</time> –{" "}
+                        <time dateTime={u.period_end} title={utcTitle(u.period_end)}>{fmtDate(u.period_end)}</time>
+                      </td>
+                      <td>
+                        <Time iso={u.created_at} />
+                      </td>
+                    </tr>
+                  ))}
+                </DataTable>
               )
             }
           </Query>

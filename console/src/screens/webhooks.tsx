@@ -2,7 +2,7 @@ import { useState, type FormEvent } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link, useLocation } from "wouter";
 import { ApiError, api, ok, type Endpoint } from "../api/client.ts";
-import { Card, CopyButton, DataTable, Empty, ErrorState, Field, num, Pager, Query, QuickStart, SecretOnce, Time } from "../components.tsx";
+import { Card, CopyButton, DataTable, Empty, ErrorState, Field, num, Query, QuickStart, SecretOnce, Time } from "../components.tsx";
 import { usePaging, useUrlState } from "../url-state.ts";
 
 const EVENT_TYPES = [
@@ -240,27 +240,24 @@ function Deliveries({ id }: { id: string }) {
           page.deliveries.length === 0 ? (
             <Empty>No deliveries{status ? ` with status ${status}` : ""}. Send a test event to see one here.</Empty>
           ) : (
-            <>
-              <DataTable caption="Deliveries, newest first" columns={["Created", "Event", "Status", num("Code"), num("Attempt"), "Completed"]}>
-                {page.deliveries.map((d) => (
-                  <tr key={d.id}>
-                    <td>
-                      <Time iso={d.created_at} />
-                    </td>
-                    <td>{d.event_type}</td>
-                    <td>
-                      <span className={`badge ${d.status === "success" ? "good" : d.status === "failed" ? "bad" : "warn"}`}>{d.status}</span>
-                    </td>
-                    <td className="num">{d.status_code || "—"}</td>
-                    <td className="num">{d.attempt}</td>
-                    <td>
-                      <Time iso={d.completed_at} />
-                    </td>
-                  </tr>
-                ))}
-              </DataTable>
-              <Pager paging={paging} next={page.next_cursor} />
-            </>
+            <DataTable caption="Deliveries, newest first" columns={["Created", "Event", "Status", num("Code"), num("Attempt"), "Completed"]} paging={paging} next={page.next_cursor}>
+              {page.deliveries.map((d) => (
+                <tr key={d.id}>
+                  <td>
+                    <Time iso={d.created_at} />
+                  </td>
+                  <td>{d.event_type}</td>
+                  <td>
+                    <span className={`badge ${d.status === "success" ? "good" : d.status === "failed" ? "bad" : "warn"}`}>{d.status}</span>
+                  </td>
+                  <td className="num">{d.status_code || "—"}</td>
+                  <td className="num">{d.attempt}</td>
+                  <td>
+                    <Time iso={d.completed_at} />
+                  </td>
+                </tr>
+              ))}
+            </DataTable>
           )
         }
       </Query>
