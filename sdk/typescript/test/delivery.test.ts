@@ -1,16 +1,11 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { eventually } from "../../../test/support/eventually.ts";
-import type { TestStack } from "../../../test/support/stack.ts";
-import type { Api } from "../../../test/support/http.ts";
 import { LimitExceededError, Meter, type MeterOptions } from "../src/index.ts";
-import { createUser, DAY, memoryLogger, near, rejects, startWithProduct, stopAll, usage } from "./support/fixtures.ts";
+import { createUser, DAY, memoryLogger, near, type ProductCtx, rejects, startWithProduct, stopAll, usage } from "./support/fixtures.ts";
 import { FaultProxy } from "./support/proxy.ts";
 
-interface Ctx {
-  stack: TestStack;
-  api: Api;
-  apiKey: string;
+interface Ctx extends ProductCtx {
   meters: Meter[];
   proxies: FaultProxy[];
 }

@@ -11,20 +11,15 @@ import * as assert from "uvu/assert";
 import { FAST } from "../../../services/webhooks/testing/instance.ts";
 import { Receiver } from "../../../services/webhooks/testing/receiver.ts";
 import { eventually } from "../../../test/support/eventually.ts";
-import type { Api } from "../../../test/support/http.ts";
-import type { TestStack } from "../../../test/support/stack.ts";
 import { LimitExceededError, Meter, type MeterOptions } from "../src/index.ts";
 import { meterErrorHandler } from "../src/http/express.ts";
 import { meterFastify } from "../src/http/fastify.ts";
 import { meterOpenAI } from "../src/integrations/openai.ts";
 import { startMockOpenAI } from "./mock-openai.ts";
 import type { MockServer } from "./mock-server.ts";
-import { createUser, DAY, gateEvents, rejects, startWithProduct } from "./support/fixtures.ts";
+import { createUser, DAY, gateEvents, type ProductCtx, rejects, startWithProduct } from "./support/fixtures.ts";
 
-interface Ctx {
-  stack: TestStack;
-  api: Api;
-  apiKey: string;
+interface Ctx extends ProductCtx {
   rx: Receiver;
   mock: MockServer;
   meters: Meter[];

@@ -2,17 +2,12 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { LimitExceededError, Meter, type MeterOptions, type UsageEvent } from "../src/index.ts";
 import { CALL_COST, CALL_ESTIMATE, CALL_TOKENS, CALL_TOKENS_ESTIMATE, cappedUser } from "../../../bench/lease-run.ts";
-import type { Api } from "../../../test/support/http.ts";
-import type { TestStack } from "../../../test/support/stack.ts";
 import { eventually } from "../../../test/support/eventually.ts";
-import { memoryLogger, rejects, startWithProduct, stopAll, usage } from "./support/fixtures.ts";
+import { memoryLogger, type ProductCtx, rejects, startWithProduct, stopAll, usage } from "./support/fixtures.ts";
 import { FaultProxy } from "./support/proxy.ts";
 import { commitNow, reserveNow } from "../src/internal.ts";
 
-interface Ctx {
-  stack: TestStack;
-  api: Api;
-  apiKey: string;
+interface Ctx extends ProductCtx {
   proxies: FaultProxy[];
 }
 const t = suite<Ctx>("sdk: leases: true in one process, and with the lease route failing");

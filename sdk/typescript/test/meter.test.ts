@@ -1,14 +1,12 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { eventually } from "../../../test/support/eventually.ts";
-import type { TestStack } from "../../../test/support/stack.ts";
-import type { Api } from "../../../test/support/http.ts";
 import { LimitExceededError, Meter, currentUser, type GuardResult, type MeterOptions, type UsageEvent } from "../src/index.ts";
-import { createPlan, createUser, DAY, gateEvents, memoryLogger, near, rejects, startWithProduct, stopAll, subscribe, usage } from "./support/fixtures.ts";
+import { createPlan, createUser, DAY, gateEvents, memoryLogger, near, type ProductCtx, rejects, startWithProduct, stopAll, subscribe, usage } from "./support/fixtures.ts";
 import { FaultProxy } from "./support/proxy.ts";
 import { commitNow, reserveNow } from "../src/internal.ts";
 
-const t = suite<{ stack: TestStack; api: Api; apiKey: string; proxy: FaultProxy; meters: Meter[] }>("sdk: gates, sessions, periods over HTTP");
+const t = suite<ProductCtx & { proxy: FaultProxy; meters: Meter[] }>("sdk: gates, sessions, periods over HTTP");
 
 t.before(async (ctx) => {
   await startWithProduct(ctx, "sdk", { services: { ingestion: { relayIntervalMs: 50 } } });

@@ -5,13 +5,11 @@ import { randomBytes } from "node:crypto";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { eventually } from "../../../test/support/eventually.ts";
-import type { Api } from "../../../test/support/http.ts";
-import type { TestStack } from "../../../test/support/stack.ts";
 import { LimitExceededError, Meter, MeterApiError, type MeterOptions } from "../src/index.ts";
-import { createPlan, createUser, DAY, rejects, startWithProduct, stopAll, subscribe } from "./support/fixtures.ts";
+import { createPlan, createUser, DAY, type ProductCtx, rejects, startWithProduct, stopAll, subscribe } from "./support/fixtures.ts";
 import { FaultProxy } from "./support/proxy.ts";
 
-const t = suite<{ stack: TestStack; api: Api; apiKey: string; proxy: FaultProxy; meters: Meter[] }>("sdk: start, failClosed, plan changes over HTTP");
+const t = suite<ProductCtx & { proxy: FaultProxy; meters: Meter[] }>("sdk: start, failClosed, plan changes over HTTP");
 
 t.before(async (ctx) => {
   await startWithProduct(ctx, "sdk link");

@@ -6,9 +6,16 @@ import type { Meter } from "../../src/index.ts";
 
 export const DAY = 86_400_000;
 
+/** A suite's context of a test stack with one product: its API (holding the key) and the key. */
+export interface ProductCtx {
+  stack: TestStack;
+  api: Api;
+  apiKey: string;
+}
+
 /** A suite's `before`: a test stack with one product, whose admin API and key the tests use. */
 export async function startWithProduct(
-  ctx: { stack: TestStack; api: Api; apiKey: string },
+  ctx: ProductCtx,
   name: string,
   options?: Parameters<typeof startTestStack>[0],
 ): Promise<void> {
