@@ -229,14 +229,13 @@ t("period rollover: after period_end the session is fetched again and the servic
   assert.ok(Date.parse(s.billing_period.end) > Date.now());
 });
 
+/** A user on a $1 plan at $1 per 1K tokens of model m, whose calls are estimated before they run. */
+const estimatingUser = (api: ProductCtx["api"], bufferTokens: number) =>
+  createUser(api, { max_spend_per_period: 1, cost_rates: { m: { input: 1, output: 1 } }, pre_call_estimate: true, pre_call_buffer_tokens: bufferTokens });
+
 t("pre-call estimate: concurrent calls never take spend past the cap", async (ctx) => {
   // Each call: 100 input + up to 100 output tokens at $1/1K = at most $0.20; the cap holds 5.
-  const userId = await createUser(ctx.api, {
-    max_spend_per_period: 1,
-    cost_rates: { m: { input: 1, output: 1 } },
-    pre_call_estimate: true,
-    pre_call_buffer_tokens: 100,
-  });
+  const userId = await estimatingUser(ctx.api, 100);
   const m = meter(ctx);
   await m.guard(userId, { model: "m" });
   let ran = 0;
@@ -258,12 +257,7 @@ t("pre-call estimate: concurrent calls never take spend past the cap", async (ct
 });
 
 t("reserve: commit settles with the real cost, release gives the estimate back; call() records nothing when the function throws", async (ctx) => {
-  const userId = await createUser(ctx.api, {
-    max_spend_per_period: 1,
-    cost_rates: { m: { input: 1, output: 1 } },
-    pre_call_estimate: true,
-    pre_call_buffer_tokens: 500,
-  });
+  const userId = await estimatingUser(ctx.api, 500);
   const m = meter(ctx);
   const a = await m.reserve(userId, { model: "m", input_tokens: 400 }); // holds $0.90
   assert.is(a.model, "m");
