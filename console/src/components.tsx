@@ -300,3 +300,25 @@ export function DataTable({ caption, columns, children, paging, next }: { captio
     table
   );
 }
+
+/** A screen of the console: its heading, with `actions` beside it, over its content. */
+export function Screen({ title, actions, children }: { title: string; actions?: ReactNode; children: ReactNode }) {
+  return (
+    <div className="screen">
+      <div className="screen-head">
+        <h1>{title}</h1>
+        {actions}
+      </div>
+      {children}
+    </div>
+  );
+}
+
+/** A form's submit button, disabled and saying `busyLabel` while the submission runs. */
+export function Submit({ busy, busyLabel, disabled, children }: { busy: boolean; busyLabel: string; disabled?: boolean; children: ReactNode }) {
+  return (
+    <button type="submit" disabled={busy || !!disabled}>
+      {busy ? busyLabel : children}
+    </button>
+  );
+}

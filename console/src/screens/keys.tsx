@@ -1,31 +1,28 @@
 import { useState, type FormEvent } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { ApiError, api, ok, type ApiKey } from "../api/client.ts";
-import { Card, DataTable, ErrorState, Field, Query, SecretOnce, Time } from "../components.tsx";
+import { Card, DataTable, ErrorState, Field, Query, Screen, SecretOnce, Submit, Time } from "../components.tsx";
 
 export function KeysScreen() {
   const keys = useQuery({ queryKey: ["keys"], queryFn: () => ok(api.GET("/api/v1/keys")) });
   return (
-    <div className="screen">
-      <div className="screen-head">
-        <h1>API keys</h1>
-      </div>
-      <div className="grid-side">
-        <Card title="Keys">
-          <Query q={keys} label="Loading keys">
-            {(d) => (
-              <DataTable caption="API keys" columns={["Name", "Scope", "Prefix", "Created", "Last used", "Expires", { label: "Actions", hidden: true }]}>
-                {d.keys.map((k) => (
-                  <KeyRow key={k.id} k={k} />
-                ))}
-              </DataTable>
-            )}
-          </Query>
-          <p className="hint">To rotate a key: create a new one, deploy it, then revoke the old one. A revoked key stops working within seconds. The last admin key cannot be revoked.</p>
-        </Card>
-        <CreateKey />
-      </div>
+    <Screen title="API keys">
+    <div className="grid-side">
+      <Card title="Keys">
+        <Query q={keys} label="Loading keys">
+          {(d) => (
+            <DataTable caption="API keys" columns={["Name", "Scope", "Prefix", "Created", "Last used", "Expires", { label: "Actions", hidden: true }]}>
+              {d.keys.map((k) => (
+                <KeyRow key={k.id} k={k} />
+              ))}
+            </DataTable>
+          )}
+        </Query>
+        <p className="hint">To rotate a key: create a new one, deploy it, then revoke the old one. A revoked key stops working within seconds. The last admin key cannot be revoked.</p>
+      </Card>
+      <CreateKey />
     </div>
+    </Screen>
   );
 }
 
@@ -110,9 +107,9 @@ function CreateKey() {
             {err.message}
           </p>
         )}
-        <button type="submit" disabled={create.isPending}>
-          {create.isPending ? "Creating…" : "Create key"}
-        </button>
+        <Submit busy={create.isPending} busyLabel="Creating…">
+          Create key
+        </Submit>
       </form>
     </Card>
   );

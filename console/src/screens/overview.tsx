@@ -2,7 +2,7 @@ import { useMemo, useState } from "react";
 import { useQuery } from "@tanstack/react-query";
 import { Link } from "wouter";
 import { api, ok } from "../api/client.ts";
-import { BarList, Card, DataTable, DayChart, Empty, Field, num, Query, QuickStart } from "../components.tsx";
+import { BarList, Card, DataTable, DayChart, Empty, Field, num, Query, QuickStart, Screen } from "../components.tsx";
 import { change, fmtInt, fmtMoney, fmtPct, fmtTokens } from "../format.ts";
 import { useUrlState } from "../url-state.ts";
 
@@ -22,108 +22,103 @@ export function Overview() {
   const plans = useQuery({ queryKey: ["plan-subscribers"], queryFn: () => ok(api.GET("/api/v1/analytics/plan-subscribers")) });
 
   return (
-    <div className="screen">
-      <div className="screen-head">
-        <h1>Overview</h1>
-        <WindowPicker days={days} source={source} onChange={(p) => set(p)} />
-      </div>
+    <Screen title="Overview" actions={<WindowPicker days={days} source={source} onChange={(p) => set(p)} />}>
+    <Query q={summary} label="Loading totals">
+      {(s) => (
+        <div className="cards" aria-label="Summary">
+          <Stat label="Cost" value={fmtMoney(s.total_cost)} delta={change(s.total_cost, s.previous_period.total_cost)} />
+          <Stat label="Tokens" value={fmtTokens(s.total_tokens)} title={fmtInt(s.total_tokens)} delta={change(s.total_tokens, s.previous_period.total_tokens)} />
+          <Stat label="Events" value={fmtInt(s.total_events)} delta={change(s.total_events, s.previous_period.total_events)} />
+          <Stat label="Active users" value={fmtInt(s.active_users)} delta={change(s.active_users, s.previous_period.active_users)} />
+        </div>
+      )}
+    </Query>
 
-      <Query q={summary} label="Loading totals">
-        {(s) => (
-          <div className="cards" aria-label="Summary">
-            <Stat label="Cost" value={fmtMoney(s.total_cost)} delta={change(s.total_cost, s.previous_period.total_cost)} />
-            <Stat label="Tokens" value={fmtTokens(s.total_tokens)} title={fmtInt(s.total_tokens)} delta={change(s.total_tokens, s.previous_period.total_tokens)} />
-            <Stat label="Events" value={fmtInt(s.total_events)} delta={change(s.total_events, s.previous_period.total_events)} />
-            <Stat label="Active users" value={fmtInt(s.active_users)} delta={change(s.active_users, s.previous_period.active_users)} />
-          </div>
-        )}
+    <div className="grid-3">
+      <Query q={series} label="Loading daily usage">
+        {(t) => <DailyUsage data={t.data} />}
       </Query>
+    </div>
 
-      <div className="grid-3">
-        <Query q={series} label="Loading daily usage">
-          {(t) => <DailyUsage data={t.data} />}
+    <div className="grid-2">
+      <Card title="Gates per day">
+        <Query q={gates} label="Loading gates">
+          {(g) =>
+            g.data.every((d) => d.soft_gates + d.hard_gates === 0) ? (
+              <Empty>No soft or hard gates in this window. Users reach gates at their plan's soft_gate_at and hard_gate_at.</Empty>
+            ) : (
+              <GatesChart data={g.data} />
+            )
+          }
         </Query>
-      </div>
+      </Card>
+      <Card title="Plan distribution">
+        <Query q={plans} label="Loading plans">
+          {(p) =>
+            p.plans.length === 0 ? (
+              <Empty>
+                No plans yet. <Link href="/plans">Create a plan</Link>, then subscribe users to it.
+              </Empty>
+            ) : (
+              <BarList title="Subscribers per plan" rows={p.plans.map((r) => ({ label: r.plan_name, value: r.subscriber_count, text: `${fmtInt(r.subscriber_count)} users` }))} />
+            )
+          }
+        </Query>
+      </Card>
+    </div>
 
-      <div className="grid-2">
-        <Card title="Gates per day">
-          <Query q={gates} label="Loading gates">
-            {(g) =>
-              g.data.every((d) => d.soft_gates + d.hard_gates === 0) ? (
-                <Empty>No soft or hard gates in this window. Users reach gates at their plan's soft_gate_at and hard_gate_at.</Empty>
-              ) : (
-                <GatesChart data={g.data} />
-              )
-            }
-          </Query>
-        </Card>
-        <Card title="Plan distribution">
-          <Query q={plans} label="Loading plans">
-            {(p) =>
-              p.plans.length === 0 ? (
-                <Empty>
-                  No plans yet. <Link href="/plans">Create a plan</Link>, then subscribe users to it.
-                </Empty>
-              ) : (
-                <BarList title="Subscribers per plan" rows={p.plans.map((r) => ({ label: r.plan_name, value: r.subscriber_count, text: `${fmtInt(r.subscriber_count)} users` }))} />
-              )
-            }
-          </Query>
-        </Card>
-      </div>
-
-      <div className="grid-2">
-        <Card title="Models">
-          <Query q={breakdown} label="Loading models">
-            {(b) =>
-              b.models.length === 0 ? (
-                <Empty>
-                  No model usage in this window. Send usage events with the client library or the API; see the <QuickStart />.
-                </Empty>
-              ) : (
-                <>
-                  <BarList title="Cost per model" rows={b.models.map((m) => ({ label: m.model || "(none)", value: m.cost, text: fmtMoney(m.cost) }))} />
-                  <DataTable caption="Cost and tokens per model" columns={["Model", num("Cost"), num("Tokens"), num("Share")]}>
-                    {b.models.map((m) => (
-                      <tr key={m.model}>
-                        <td>{m.model || "(none)"}</td>
-                        <td className="num">{fmtMoney(m.cost)}</td>
-                        <td className="num" title={fmtInt(m.tokens)}>{fmtTokens(m.tokens)}</td>
-                        <td className="num">{fmtPct(m.pct / 100)}</td>
-                      </tr>
-                    ))}
-                  </DataTable>
-                </>
-              )
-            }
-          </Query>
-        </Card>
-        <Card title="Top users">
-          <Query q={top} label="Loading top users">
-            {(t) =>
-              t.users.length === 0 ? (
-                <Empty>
-                  No user spent anything in this window. <Link href="/users">Add users</Link> and send usage; see the <QuickStart />.
-                </Empty>
-              ) : (
-                <DataTable caption="Users with the highest cost" columns={["User", num("Cost"), num("Tokens"), num("Events")]}>
-                  {t.users.map((u) => (
-                    <tr key={u.user_id}>
-                      <td>
-                        <Link href={`/users/${encodeURIComponent(u.user_id)}`}>{u.user_id}</Link>
-                      </td>
-                      <td className="num">{fmtMoney(u.cost)}</td>
-                      <td className="num" title={fmtInt(u.tokens)}>{fmtTokens(u.tokens)}</td>
-                      <td className="num">{fmtInt(u.events)}</td>
+    <div className="grid-2">
+      <Card title="Models">
+        <Query q={breakdown} label="Loading models">
+          {(b) =>
+            b.models.length === 0 ? (
+              <Empty>
+                No model usage in this window. Send usage events with the client library or the API; see the <QuickStart />.
+              </Empty>
+            ) : (
+              <>
+                <BarList title="Cost per model" rows={b.models.map((m) => ({ label: m.model || "(none)", value: m.cost, text: fmtMoney(m.cost) }))} />
+                <DataTable caption="Cost and tokens per model" columns={["Model", num("Cost"), num("Tokens"), num("Share")]}>
+                  {b.models.map((m) => (
+                    <tr key={m.model}>
+                      <td>{m.model || "(none)"}</td>
+                      <td className="num">{fmtMoney(m.cost)}</td>
+                      <td className="num" title={fmtInt(m.tokens)}>{fmtTokens(m.tokens)}</td>
+                      <td className="num">{fmtPct(m.pct / 100)}</td>
                     </tr>
                   ))}
                 </DataTable>
-              )
-            }
-          </Query>
-        </Card>
-      </div>
+              </>
+            )
+          }
+        </Query>
+      </Card>
+      <Card title="Top users">
+        <Query q={top} label="Loading top users">
+          {(t) =>
+            t.users.length === 0 ? (
+              <Empty>
+                No user spent anything in this window. <Link href="/users">Add users</Link> and send usage; see the <QuickStart />.
+              </Empty>
+            ) : (
+              <DataTable caption="Users with the highest cost" columns={["User", num("Cost"), num("Tokens"), num("Events")]}>
+                {t.users.map((u) => (
+                  <tr key={u.user_id}>
+                    <td>
+                      <Link href={`/users/${encodeURIComponent(u.user_id)}`}>{u.user_id}</Link>
+                    </td>
+                    <td className="num">{fmtMoney(u.cost)}</td>
+                    <td className="num" title={fmtInt(u.tokens)}>{fmtTokens(u.tokens)}</td>
+                    <td className="num">{fmtInt(u.events)}</td>
+                  </tr>
+                ))}
+              </DataTable>
+            )
+          }
+        </Query>
+      </Card>
     </div>
+    </Screen>
   );
 }
 

@@ -1,7 +1,7 @@
 import { useState, type FormEvent } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { ApiError, api, ok, type Issue, type Plan, type PlanInput } from "../api/client.ts";
-import { Card, DataTable, Empty, Field, num, Query, QuickStart, Time } from "../components.tsx";
+import { Card, DataTable, Empty, Field, num, Query, QuickStart, Screen, Submit, Time } from "../components.tsx";
 import { fmtInt, fmtMoney } from "../format.ts";
 import { useUrlState } from "../url-state.ts";
 
@@ -69,46 +69,43 @@ export function PlansScreen() {
   const count = (name: string) => subs.data?.plans.find((s) => s.plan_name === name)?.subscriber_count;
   const plan = plans.data?.plans.find((p) => p.id === editing);
   return (
-    <div className="screen">
-      <div className="screen-head">
-        <h1>Plans</h1>
-      </div>
-      <Card title="Plans">
-        <Query q={plans} label="Loading plans">
-          {(d) =>
-            d.plans.length === 0 ? (
-              <Empty>
-                No plans yet. Create one below: a plan sets each user's caps, rates and gates. See the <QuickStart />.
-              </Empty>
-            ) : (
-              <DataTable caption="Plans" columns={["Name", num("Subscribers"), num("Per period"), num("Per session"), num("Gates"), "Models priced", "Updated", { label: "Actions", hidden: true }]}>
-                {d.plans.map((p) => (
-                  <tr key={p.id}>
-                    <td>{p.name}</td>
-                    <td className="num">{subs.error ? "?" : fmtInt(count(p.name) ?? 0)}</td>
-                    <td className="num">{p.max_spend_per_period == null ? "unlimited" : fmtMoney(p.max_spend_per_period)}</td>
-                    <td className="num">{p.max_spend_per_session == null ? "unlimited" : fmtMoney(p.max_spend_per_session)}</td>
-                    <td className="num">
-                      {Math.round(p.soft_gate_at * 100)}% / {Math.round(p.hard_gate_at * 100)}%
-                    </td>
-                    <td>{Object.keys(p.cost_rates).join(", ") || "—"}</td>
-                    <td>
-                      <Time iso={p.updated_at} />
-                    </td>
-                    <td>
-                      <button type="button" className="secondary small" onClick={() => set({ edit: p.id })} aria-label={`Edit plan ${p.name}`}>
-                        Edit
-                      </button>
-                    </td>
-                  </tr>
-                ))}
-              </DataTable>
-            )
-          }
-        </Query>
-      </Card>
-      {plan ? <PlanEditor key={plan.id} plan={plan} onDone={() => set({ edit: null })} /> : <PlanEditor key="new" onDone={() => {}} />}
-    </div>
+    <Screen title="Plans">
+    <Card title="Plans">
+      <Query q={plans} label="Loading plans">
+        {(d) =>
+          d.plans.length === 0 ? (
+            <Empty>
+              No plans yet. Create one below: a plan sets each user's caps, rates and gates. See the <QuickStart />.
+            </Empty>
+          ) : (
+            <DataTable caption="Plans" columns={["Name", num("Subscribers"), num("Per period"), num("Per session"), num("Gates"), "Models priced", "Updated", { label: "Actions", hidden: true }]}>
+              {d.plans.map((p) => (
+                <tr key={p.id}>
+                  <td>{p.name}</td>
+                  <td className="num">{subs.error ? "?" : fmtInt(count(p.name) ?? 0)}</td>
+                  <td className="num">{p.max_spend_per_period == null ? "unlimited" : fmtMoney(p.max_spend_per_period)}</td>
+                  <td className="num">{p.max_spend_per_session == null ? "unlimited" : fmtMoney(p.max_spend_per_session)}</td>
+                  <td className="num">
+                    {Math.round(p.soft_gate_at * 100)}% / {Math.round(p.hard_gate_at * 100)}%
+                  </td>
+                  <td>{Object.keys(p.cost_rates).join(", ") || "—"}</td>
+                  <td>
+                    <Time iso={p.updated_at} />
+                  </td>
+                  <td>
+                    <button type="button" className="secondary small" onClick={() => set({ edit: p.id })} aria-label={`Edit plan ${p.name}`}>
+                      Edit
+                    </button>
+                  </td>
+                </tr>
+              ))}
+            </DataTable>
+          )
+        }
+      </Query>
+    </Card>
+    {plan ? <PlanEditor key={plan.id} plan={plan} onDone={() => set({ edit: null })} /> : <PlanEditor key="new" onDone={() => {}} />}
+    </Screen>
   );
 }
 
@@ -195,9 +192,9 @@ function PlanEditor({ plan, onDone }: { plan?: Plan; onDone: () => void }) {
           </p>
         )}
         <div className="row">
-          <button type="submit" disabled={save.isPending}>
-            {save.isPending ? "Saving…" : plan ? "Save changes" : "Create plan"}
-          </button>
+          <Submit busy={save.isPending} busyLabel="Saving…">
+            {plan ? "Save changes" : "Create plan"}
+          </Submit>
           {plan && (
             <button type="button" className="secondary" onClick={onDone}>
               Close

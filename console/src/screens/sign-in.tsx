@@ -1,6 +1,6 @@
 import { useState, type FormEvent } from "react";
 import { ApiError, api, ok, type Issue } from "../api/client.ts";
-import { Field, SecretOnce } from "../components.tsx";
+import { Field, SecretOnce, Submit } from "../components.tsx";
 
 const issueFor = (issues: Issue[], field: string) => issues.find((i) => i.path === `/${field}`)?.message;
 
@@ -42,9 +42,9 @@ export function SignIn({ notice, onSignedIn }: { notice: string | null; onSigned
                   <input id={id} aria-describedby={describedBy} type="password" autoComplete="off" spellCheck={false} placeholder="mk_…" value={key} onChange={(e) => setKey(e.target.value)} required />
                 )}
               </Field>
-              <button type="submit" disabled={busy || !key.trim()}>
-                {busy ? "Checking…" : "Sign in"}
-              </button>
+              <Submit busy={busy} busyLabel="Checking…" disabled={!key.trim()}>
+                Sign in
+              </Submit>
             </form>
             <p className="muted">
               No product yet?{" "}
@@ -119,9 +119,9 @@ function CreateProduct({ onUse, onBack }: { onUse: (key: string) => void; onBack
         </p>
       )}
       <div className="row">
-        <button type="submit" disabled={busy}>
-          {busy ? "Creating…" : "Create product"}
-        </button>
+        <Submit busy={busy} busyLabel="Creating…">
+          Create product
+        </Submit>
         <button type="button" className="secondary" onClick={onBack}>
           Back to sign in
         </button>

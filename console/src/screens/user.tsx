@@ -2,7 +2,7 @@ import { useMemo, useState, type FormEvent } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link } from "wouter";
 import { ApiError, api, ok, type GateEvent, type Plan, type Session } from "../api/client.ts";
-import { BarList, Card, DataTable, Empty, Field, Gauge, num, Query, QuickStart, Time } from "../components.tsx";
+import { BarList, Card, DataTable, Empty, Field, Gauge, num, Query, QuickStart, Submit, Time } from "../components.tsx";
 import { fmtInt, fmtMoney, fmtPct, fmtTokens } from "../format.ts";
 import { usePaging, useUrlState } from "../url-state.ts";
 
@@ -356,9 +356,9 @@ function Subscription({ id, session }: { id: string; session: Session | undefine
           </p>
         )}
         {save.isSuccess && <p role="status" className="ok-text">Subscription saved: {save.data.plan_name}.</p>}
-        <button type="submit" disabled={save.isPending || !!rule}>
-          {save.isPending ? "Saving…" : "Save subscription"}
-        </button>
+        <Submit busy={save.isPending} busyLabel="Saving…" disabled={!!rule}>
+          Save subscription
+        </Submit>
       </form>
     </Card>
   );
@@ -429,9 +429,9 @@ function ManualEvent({ id }: { id: string }) {
             Recorded {record.data.id}: {fmtMoney(record.data.cost)}.
           </p>
         )}
-        <button type="submit" disabled={record.isPending}>
-          {record.isPending ? "Recording…" : "Record event"}
-        </button>
+        <Submit busy={record.isPending} busyLabel="Recording…">
+          Record event
+        </Submit>
       </form>
     </Card>
   );

@@ -2,7 +2,7 @@ import { useState, type FormEvent } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link, useLocation } from "wouter";
 import { ApiError, api, ok, type Issue } from "../api/client.ts";
-import { Card, DataTable, Empty, Field, num, Query, QuickStart, Time } from "../components.tsx";
+import { Card, DataTable, Empty, Field, num, Query, QuickStart, Screen, Submit, Time } from "../components.tsx";
 import { fmtDate, fmtInt, fmtMoney, fmtTokens, utcTitle } from "../format.ts";
 import { usePaging, useUrlState } from "../url-state.ts";
 
@@ -22,75 +22,72 @@ export function UsersScreen() {
   });
 
   return (
-    <div className="screen">
-      <div className="screen-head">
-        <h1>Users</h1>
-      </div>
-      <div className="grid-side">
-        <Card title="All users">
-          <div className="filters" role="search" aria-label="Filter users">
-            <form
-              className="inline"
-              onSubmit={(e) => {
-                e.preventDefault();
-                set({ prefix: search.trim() || null, ...paging.reset });
-              }}
-            >
-              <Field label="User id starts with">
-                {(id) => <input id={id} type="search" value={search} onChange={(e) => setSearch(e.target.value)} placeholder="e.g. alice" />}
-              </Field>
-              <button type="submit" className="secondary">
-                Search
-              </button>
-            </form>
-            <Field label="Plan">
-              {(id) => (
-                <select id={id} value={plan} onChange={(e) => set({ plan: e.target.value || null, ...paging.reset })}>
-                  <option value="">Any plan</option>
-                  {plans.data?.plans.map((p) => (
-                    <option key={p.id} value={p.name}>
-                      {p.name}
-                    </option>
-                  ))}
-                </select>
-              )}
+    <Screen title="Users">
+    <div className="grid-side">
+      <Card title="All users">
+        <div className="filters" role="search" aria-label="Filter users">
+          <form
+            className="inline"
+            onSubmit={(e) => {
+              e.preventDefault();
+              set({ prefix: search.trim() || null, ...paging.reset });
+            }}
+          >
+            <Field label="User id starts with">
+              {(id) => <input id={id} type="search" value={search} onChange={(e) => setSearch(e.target.value)} placeholder="e.g. alice" />}
             </Field>
-          </div>
-          <Query q={users} label="Loading users">
-            {(page) =>
-              page.users.length === 0 ? (
-                <Empty>
-                  {prefix || plan ? "No user matches these filters." : "No users yet. Create one here, or let your product register users with POST /users; see the "}
-                  {!(prefix || plan) && <QuickStart />}
-                </Empty>
-              ) : (
-                <DataTable caption="Users" columns={["User", "Name", "Plan", num("Period spend"), num("Period tokens"), "Period", "Created"]} paging={paging} next={page.next_cursor}>
-                  {page.users.map((u) => (
-                    <tr key={u.id}>
-                      <td>
-                        <Link href={`/users/${encodeURIComponent(u.external_user_id)}`}>{u.external_user_id}</Link>
-                      </td>
-                      <td>{u.name ?? "—"}</td>
-                      <td>{u.plan_name ?? <span className="muted">no plan</span>}</td>
-                      <td className="num">{fmtMoney(u.period_spend_usd)}</td>
-                      <td className="num" title={fmtInt(u.period_tokens)}>{fmtTokens(u.period_tokens)}</td>
-                      <td>
-                        <time dateTime={u.period_start} title={utcTitle(u.period_start)}>{fmtDate(u.period_start)}</time> –{" "}
-                        <time dateTime={u.period_end} title={utcTitle(u.period_end)}>{fmtDate(u.period_end)}</time>
-                      </td>
-                      <td>
-                        <Time iso={u.created_at} />
-                      </td>
-                    </tr>
-                  ))}
-                </DataTable>
-              )
-            }
-          </Query>
-        </Card>
-        <CreateUser />
-      </div>
+            <button type="submit" className="secondary">
+              Search
+            </button>
+          </form>
+          <Field label="Plan">
+            {(id) => (
+              <select id={id} value={plan} onChange={(e) => set({ plan: e.target.value || null, ...paging.reset })}>
+                <option value="">Any plan</option>
+                {plans.data?.plans.map((p) => (
+                  <option key={p.id} value={p.name}>
+                    {p.name}
+                  </option>
+                ))}
+              </select>
+            )}
+          </Field>
+        </div>
+        <Query q={users} label="Loading users">
+          {(page) =>
+            page.users.length === 0 ? (
+              <Empty>
+                {prefix || plan ? "No user matches these filters." : "No users yet. Create one here, or let your product register users with POST /users; see the "}
+                {!(prefix || plan) && <QuickStart />}
+              </Empty>
+            ) : (
+              <DataTable caption="Users" columns={["User", "Name", "Plan", num("Period spend"), num("Period tokens"), "Period", "Created"]} paging={paging} next={page.next_cursor}>
+                {page.users.map((u) => (
+                  <tr key={u.id}>
+                    <td>
+                      <Link href={`/users/${encodeURIComponent(u.external_user_id)}`}>{u.external_user_id}</Link>
+                    </td>
+                    <td>{u.name ?? "—"}</td>
+                    <td>{u.plan_name ?? <span className="muted">no plan</span>}</td>
+                    <td className="num">{fmtMoney(u.period_spend_usd)}</td>
+                    <td className="num" title={fmtInt(u.period_tokens)}>{fmtTokens(u.period_tokens)}</td>
+                    <td>
+                      <time dateTime={u.period_start} title={utcTitle(u.period_start)}>{fmtDate(u.period_start)}</time> –{" "}
+                      <time dateTime={u.period_end} title={utcTitle(u.period_end)}>{fmtDate(u.period_end)}</time>
+                    </td>
+                    <td>
+                      <Time iso={u.created_at} />
+                    </td>
+                  </tr>
+                ))}
+              </DataTable>
+            )
+          }
+        </Query>
+      </Card>
+      <CreateUser />
     </div>
+    </Screen>
   );
 }
 
@@ -127,9 +124,9 @@ function CreateUser() {
             {create.error instanceof ApiError && create.error.status === 409 ? "A user with this id exists already." : create.error.message}
           </p>
         )}
-        <button type="submit" disabled={create.isPending}>
-          {create.isPending ? "Creating…" : "Create user"}
-        </button>
+        <Submit busy={create.isPending} busyLabel="Creating…">
+          Create user
+        </Submit>
       </form>
     </Card>
   );

@@ -2,7 +2,7 @@ import { useState, type FormEvent } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link, useLocation } from "wouter";
 import { ApiError, api, ok, type Endpoint } from "../api/client.ts";
-import { Card, CopyButton, DataTable, Empty, ErrorState, Field, num, Query, QuickStart, SecretOnce, Time } from "../components.tsx";
+import { Card, CopyButton, DataTable, Empty, ErrorState, Field, num, Query, QuickStart, Screen, SecretOnce, Submit, Time } from "../components.tsx";
 import { usePaging, useUrlState } from "../url-state.ts";
 
 const EVENT_TYPES = [
@@ -22,38 +22,35 @@ export function WebhooksScreen({ selected }: { selected?: string }) {
   const endpoints = useQuery({ queryKey: ["endpoints"], queryFn: () => ok(api.GET("/api/v1/webhooks/endpoints")) });
   const current = endpoints.data?.find((e) => e.id === selected);
   return (
-    <div className="screen">
-      <div className="screen-head">
-        <h1>Webhooks</h1>
-      </div>
-      <div className="grid-side">
-        <Card title="Endpoints">
-          <Query q={endpoints} label="Loading endpoints">
-            {(list) =>
-              list.length === 0 ? (
-                <Empty>
-                  No endpoints. Add one to receive gate, threshold and summary events, signed with its secret; see the <QuickStart />.
-                </Empty>
-              ) : (
-                <ul className="list">
-                  {list.map((e) => (
-                    <li key={e.id} className={e.id === selected ? "selected" : ""}>
-                      <Link href={`/webhooks/${e.id}`} aria-current={e.id === selected ? "true" : undefined}>
-                        <span className="url">{e.url}</span>
-                      </Link>
-                      <span className={`badge ${e.enabled ? "good" : "muted-badge"}`}>{e.enabled ? "enabled" : "disabled"}</span>
-                      <small className="muted">{e.description ?? `${e.subscribed_events.length} event types`}</small>
-                    </li>
-                  ))}
-                </ul>
-              )
-            }
-          </Query>
-        </Card>
-        <CreateEndpoint />
-      </div>
-      {selected && (current ? <EndpointDetail key={current.id} endpoint={current} /> : endpoints.data && <ErrorState error={new ApiError(404, "no such endpoint")} />)}
+    <Screen title="Webhooks">
+    <div className="grid-side">
+      <Card title="Endpoints">
+        <Query q={endpoints} label="Loading endpoints">
+          {(list) =>
+            list.length === 0 ? (
+              <Empty>
+                No endpoints. Add one to receive gate, threshold and summary events, signed with its secret; see the <QuickStart />.
+              </Empty>
+            ) : (
+              <ul className="list">
+                {list.map((e) => (
+                  <li key={e.id} className={e.id === selected ? "selected" : ""}>
+                    <Link href={`/webhooks/${e.id}`} aria-current={e.id === selected ? "true" : undefined}>
+                      <span className="url">{e.url}</span>
+                    </Link>
+                    <span className={`badge ${e.enabled ? "good" : "muted-badge"}`}>{e.enabled ? "enabled" : "disabled"}</span>
+                    <small className="muted">{e.description ?? `${e.subscribed_events.length} event types`}</small>
+                  </li>
+                ))}
+              </ul>
+            )
+          }
+        </Query>
+      </Card>
+      <CreateEndpoint />
     </div>
+    {selected && (current ? <EndpointDetail key={current.id} endpoint={current} /> : endpoints.data && <ErrorState error={new ApiError(404, "no such endpoint")} />)}
+    </Screen>
   );
 }
 
@@ -101,9 +98,9 @@ function CreateEndpoint() {
         </Field>
         <EventPicker legend="Events" value={form.events} onChange={(events) => setForm({ ...form, events })} />
         {issue("subscribed_events") && <small className="field-error">{issue("subscribed_events")}</small>}
-        <button type="submit" disabled={create.isPending}>
-          {create.isPending ? "Adding…" : "Add endpoint"}
-        </button>
+        <Submit busy={create.isPending} busyLabel="Adding…">
+          Add endpoint
+        </Submit>
       </form>
     </Card>
   );
