@@ -1,4 +1,4 @@
-import { useEffect, useId, useRef, useState, type ReactNode } from "react";
+import { useEffect, useId, useRef, useState, type FormEvent, type ReactNode } from "react";
 import uPlot from "uplot";
 import { Link } from "wouter";
 import "uplot/dist/uPlot.min.css";
@@ -322,3 +322,35 @@ export function Submit({ busy, busyLabel, disabled, children }: { busy: boolean;
     </button>
   );
 }
+
+/** A form's submit handler: the page stays put (no browser submission) and `fn` runs instead. */
+export const submitted = (fn: () => unknown) => (e: FormEvent) => {
+  e.preventDefault();
+  void fn();
+};
+
+/** A one-line form (a filter, a setting) with a secondary submit button saying `button`. */
+export function InlineForm({ button, onSubmit, children }: { button: string; onSubmit: () => unknown; children: ReactNode }) {
+  return (
+    <form className="inline" onSubmit={submitted(onSubmit)}>
+      {children}
+      <button type="submit" className="secondary">
+        {button}
+      </button>
+    </form>
+  );
+}
+
+/** A form's error about its submission as a whole, read out at once. */
+export const FormAlert = ({ children }: { children: ReactNode }) => (
+  <p className="field-error" role="alert">
+    {children}
+  </p>
+);
+
+/** A form's word that its submission went through. */
+export const FormStatus = ({ children }: { children: ReactNode }) => (
+  <p role="status" className="ok-text">
+    {children}
+  </p>
+);

@@ -1,7 +1,7 @@
-import { useState, type FormEvent } from "react";
+import { useState } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { ApiError, api, ok, type ApiKey } from "../api/client.ts";
-import { Card, DataTable, ErrorState, Field, Query, Screen, SecretOnce, Submit, Time } from "../components.tsx";
+import { Card, DataTable, ErrorState, Field, FormAlert, Query, Screen, SecretOnce, Submit, submitted, Time } from "../components.tsx";
 
 export function KeysScreen() {
   const keys = useQuery({ queryKey: ["keys"], queryFn: () => ok(api.GET("/api/v1/keys")) });
@@ -79,11 +79,10 @@ function CreateKey() {
   });
   const err = create.error instanceof ApiError ? create.error : null;
   const issue = (f: string) => err?.issues.find((i) => i.path === `/${f}`)?.message;
-  const submit = (e: FormEvent) => {
-    e.preventDefault();
+  const submit = submitted(() => {
     setCreated(null);
     create.mutate();
-  };
+  });
   return (
     <Card title="Create a key">
       {created && <SecretOnce title={`Key ${created.name}`} secret={created.key} warning="This key is shown once. Copy it now: it cannot be shown again." />}
@@ -102,11 +101,7 @@ function CreateKey() {
         <Field label="Expires (optional)" error={issue("expires_at")}>
           {(id, d) => <input id={id} aria-describedby={d} type="datetime-local" value={form.expires} onChange={(e) => setForm({ ...form, expires: e.target.value })} />}
         </Field>
-        {err && !err.issues.length && (
-          <p className="field-error" role="alert">
-            {err.message}
-          </p>
-        )}
+        {err && !err.issues.length && <FormAlert>{err.message}</FormAlert>}
         <Submit busy={create.isPending} busyLabel="Creating…">
           Create key
         </Submit>

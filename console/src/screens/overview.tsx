@@ -2,7 +2,7 @@ import { useMemo, useState } from "react";
 import { useQuery } from "@tanstack/react-query";
 import { Link } from "wouter";
 import { api, ok } from "../api/client.ts";
-import { BarList, Card, DataTable, DayChart, Empty, Field, num, Query, QuickStart, Screen } from "../components.tsx";
+import { BarList, Card, DataTable, DayChart, Empty, Field, InlineForm, num, Query, QuickStart, Screen } from "../components.tsx";
 import { change, fmtInt, fmtMoney, fmtPct, fmtTokens } from "../format.ts";
 import { useUrlState } from "../url-state.ts";
 
@@ -178,10 +178,9 @@ function WindowPicker({ days, source, onChange }: { days: number; source: Source
           </button>
         ))}
       </div>
-      <form
-        className="inline"
-        onSubmit={(e) => {
-          e.preventDefault();
+      <InlineForm
+        button="Apply"
+        onSubmit={() => {
           const n = Math.round(Number(custom));
           if (n >= 1 && n <= 365) onChange({ days: n });
         }}
@@ -189,10 +188,7 @@ function WindowPicker({ days, source, onChange }: { days: number; source: Source
         <Field label="Days">
           {(id) => <input id={id} className="narrow" type="number" min={1} max={365} value={custom} placeholder={String(days)} onChange={(e) => setCustom(e.target.value)} />}
         </Field>
-        <button type="submit" className="secondary">
-          Apply
-        </button>
-      </form>
+      </InlineForm>
       <Field label="Source">
         {(id) => (
           <select id={id} value={source ?? ""} onChange={(e) => onChange({ source: e.target.value || null })}>

@@ -1,7 +1,7 @@
-import { useState, type FormEvent } from "react";
+import { useState } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { ApiError, api, ok, type Issue, type Plan, type PlanInput } from "../api/client.ts";
-import { Card, DataTable, Empty, Field, num, Query, QuickStart, Screen, Submit, Time } from "../components.tsx";
+import { Card, DataTable, Empty, Field, FormAlert, FormStatus, num, Query, QuickStart, Screen, Submit, submitted, Time } from "../components.tsx";
 import { fmtInt, fmtMoney } from "../format.ts";
 import { useUrlState } from "../url-state.ts";
 
@@ -149,10 +149,9 @@ function PlanEditor({ plan, onDone }: { plan?: Plan; onDone: () => void }) {
       }
     </Field>
   );
-  const submit = (e: FormEvent) => {
-    e.preventDefault();
+  const submit = submitted(() => {
     save.mutate();
-  };
+  });
   return (
     <Card title={plan ? `Edit plan ${plan.name}` : "Create a plan"}>
       <form onSubmit={submit} noValidate aria-label={plan ? `Edit plan ${plan.name}` : "Create a plan"} className="plan-form">
@@ -176,21 +175,9 @@ function PlanEditor({ plan, onDone }: { plan?: Plan; onDone: () => void }) {
             {issues.pre_call_estimate && <small className="field-error">{issues.pre_call_estimate}</small>}
           </div>
         </div>
-        {err && !err.issues.length && (
-          <p className="field-error" role="alert">
-            {err.status === 409 ? `A plan named ${form.name} exists already.` : err.message}
-          </p>
-        )}
-        {err && err.issues.length > 0 && (
-          <p className="field-error" role="alert">
-            The API refused the plan ({err.status}): fix the fields marked above.
-          </p>
-        )}
-        {saved && (
-          <p role="status" className="ok-text">
-            {saved}
-          </p>
-        )}
+        {err && !err.issues.length && <FormAlert>{err.status === 409 ? `A plan named ${form.name} exists already.` : err.message}</FormAlert>}
+        {err && err.issues.length > 0 && <FormAlert>The API refused the plan ({err.status}): fix the fields marked above.</FormAlert>}
+        {saved && <FormStatus>{saved}</FormStatus>}
         <div className="row">
           <Submit busy={save.isPending} busyLabel="Saving…">
             {plan ? "Save changes" : "Create plan"}

@@ -1,8 +1,8 @@
-import { useMemo, useState, type FormEvent } from "react";
+import { useMemo, useState } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link } from "wouter";
 import { ApiError, api, ok, type GateEvent, type Plan, type Session } from "../api/client.ts";
-import { BarList, Card, DataTable, Empty, Field, Gauge, num, Query, QuickStart, Submit, Time } from "../components.tsx";
+import { BarList, Card, DataTable, Empty, Field, FormAlert, FormStatus, Gauge, InlineForm, num, Query, QuickStart, Submit, submitted, Time } from "../components.tsx";
 import { fmtInt, fmtMoney, fmtPct, fmtTokens } from "../format.ts";
 import { usePaging, useUrlState } from "../url-state.ts";
 
@@ -203,13 +203,7 @@ function GateEvents({ id }: { id: string }) {
             </select>
           )}
         </Field>
-        <form
-          className="inline"
-          onSubmit={(e) => {
-            e.preventDefault();
-            change({ reason: reason.trim() || null });
-          }}
-        >
+        <InlineForm button="Filter" onSubmit={() => change({ reason: reason.trim() || null })}>
           <Field label="Gate reason">
             {(fid) => <input id={fid} list="gate-reasons" value={reason} onChange={(e) => setReason(e.target.value)} placeholder="total_spend" />}
           </Field>
@@ -218,10 +212,7 @@ function GateEvents({ id }: { id: string }) {
             <option value="session_spend" />
             <option value="model_limit:" />
           </datalist>
-          <button type="submit" className="secondary">
-            Filter
-          </button>
-        </form>
+        </InlineForm>
         <label className="check">
           <input type="checkbox" checked={f.blocked_only} onChange={(e) => change({ blocked: e.target.checked ? "1" : null })} /> Blocked only
         </label>
@@ -314,10 +305,9 @@ function Subscription({ id, session }: { id: string; session: Session | undefine
   });
   const err = save.error instanceof ApiError ? save.error : null;
   const issue = (f: string) => err?.issues.find((i) => i.path === `/${f}`)?.message;
-  const submit = (e: FormEvent) => {
-    e.preventDefault();
+  const submit = submitted(() => {
     if (!rule) save.mutate();
-  };
+  });
   return (
     <Card title="Change the subscription">
       <form onSubmit={submit} className="stack" aria-label="Change the subscription">
@@ -350,12 +340,8 @@ function Subscription({ id, session }: { id: string; session: Session | undefine
         <Field label="Billing subscription id (optional)" error={issue("billing_subscription_id")}>
           {(fid, d) => <input id={fid} aria-describedby={d} value={form.billing} onChange={(e) => setForm({ ...form, billing: e.target.value })} />}
         </Field>
-        {(rule || (err && !err.issues.length)) && plan !== undefined && (
-          <p className="field-error" role="alert">
-            {rule ?? err?.message}
-          </p>
-        )}
-        {save.isSuccess && <p role="status" className="ok-text">Subscription saved: {save.data.plan_name}.</p>}
+        {(rule || (err && !err.issues.length)) && plan !== undefined && <FormAlert>{rule ?? err?.message}</FormAlert>}
+        {save.isSuccess && <FormStatus>Subscription saved: {save.data.plan_name}.</FormStatus>}
         <Submit busy={save.isPending} busyLabel="Saving…" disabled={!!rule}>
           Save subscription
         </Submit>
@@ -394,10 +380,9 @@ function ManualEvent({ id }: { id: string }) {
       <form
         className="stack"
         aria-label="Record a manual event"
-        onSubmit={(e) => {
-          e.preventDefault();
+        onSubmit={submitted(() => {
           record.mutate();
-        }}
+        })}
       >
         <div className="row">
           <Field label="Cost in dollars (optional)" error={issue("cost")}>
@@ -419,16 +404,8 @@ function ManualEvent({ id }: { id: string }) {
         <Field label="Description (optional)" error={issue("description")}>
           {(fid, d) => <input id={fid} aria-describedby={d} value={form.description} onChange={(e) => setForm({ ...form, description: e.target.value })} />}
         </Field>
-        {err && !err.issues.length && (
-          <p className="field-error" role="alert">
-            {err.message}
-          </p>
-        )}
-        {record.isSuccess && (
-          <p role="status" className="ok-text">
-            Recorded {record.data.id}: {fmtMoney(record.data.cost)}.
-          </p>
-        )}
+        {err && !err.issues.length && <FormAlert>{err.message}</FormAlert>}
+        {record.isSuccess && <FormStatus>Recorded {record.data.id}: {fmtMoney(record.data.cost)}.</FormStatus>}
         <Submit busy={record.isPending} busyLabel="Recording…">
           Record event
         </Submit>

@@ -1,8 +1,8 @@
-import { useState, type FormEvent } from "react";
+import { useState } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link, useLocation } from "wouter";
 import { ApiError, api, ok, type Issue } from "../api/client.ts";
-import { Card, DataTable, Empty, Field, num, Query, QuickStart, Screen, Submit, Time } from "../components.tsx";
+import { Card, DataTable, Empty, Field, FormAlert, InlineForm, num, Query, QuickStart, Screen, Submit, submitted, Time } from "../components.tsx";
 import { fmtDate, fmtInt, fmtMoney, fmtTokens, utcTitle } from "../format.ts";
 import { usePaging, useUrlState } from "../url-state.ts";
 
@@ -26,20 +26,11 @@ export function UsersScreen() {
     <div className="grid-side">
       <Card title="All users">
         <div className="filters" role="search" aria-label="Filter users">
-          <form
-            className="inline"
-            onSubmit={(e) => {
-              e.preventDefault();
-              set({ prefix: search.trim() || null, ...paging.reset });
-            }}
-          >
+          <InlineForm button="Search" onSubmit={() => set({ prefix: search.trim() || null, ...paging.reset })}>
             <Field label="User id starts with">
               {(id) => <input id={id} type="search" value={search} onChange={(e) => setSearch(e.target.value)} placeholder="e.g. alice" />}
             </Field>
-            <button type="submit" className="secondary">
-              Search
-            </button>
-          </form>
+          </InlineForm>
           <Field label="Plan">
             {(id) => (
               <select id={id} value={plan} onChange={(e) => set({ plan: e.target.value || null, ...paging.reset })}>
@@ -105,10 +96,9 @@ function CreateUser() {
       navigate(`/users/${encodeURIComponent(u.external_user_id)}`);
     },
   });
-  const submit = (e: FormEvent) => {
-    e.preventDefault();
+  const submit = submitted(() => {
     create.mutate();
-  };
+  });
   const issue = (f: string) => issues.find((i) => i.path === `/${f}`)?.message;
   return (
     <Card title="Create a user">
@@ -119,11 +109,7 @@ function CreateUser() {
         <Field label="Display name (optional)" error={issue("name")}>
           {(id, d) => <input id={id} aria-describedby={d} value={form.name} onChange={(e) => setForm({ ...form, name: e.target.value })} />}
         </Field>
-        {create.error && !issues.length && (
-          <p className="field-error" role="alert">
-            {create.error instanceof ApiError && create.error.status === 409 ? "A user with this id exists already." : create.error.message}
-          </p>
-        )}
+        {create.error && !issues.length && <FormAlert>{create.error instanceof ApiError && create.error.status === 409 ? "A user with this id exists already." : create.error.message}</FormAlert>}
         <Submit busy={create.isPending} busyLabel="Creating…">
           Create user
         </Submit>

@@ -1,8 +1,8 @@
-import { useState, type FormEvent } from "react";
+import { useState } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link, useLocation } from "wouter";
 import { ApiError, api, ok, type Endpoint } from "../api/client.ts";
-import { Card, CopyButton, DataTable, Empty, ErrorState, Field, num, Query, QuickStart, Screen, SecretOnce, Submit, Time } from "../components.tsx";
+import { Card, CopyButton, DataTable, Empty, ErrorState, Field, FormStatus, num, Query, QuickStart, Screen, SecretOnce, Submit, submitted, Time } from "../components.tsx";
 import { usePaging, useUrlState } from "../url-state.ts";
 
 const EVENT_TYPES = [
@@ -81,11 +81,10 @@ function CreateEndpoint() {
   });
   const err = create.error instanceof ApiError ? create.error : null;
   const issue = (f: string) => err?.issues.filter((i) => i.path.startsWith(`/${f}`)).map((i) => i.message).join("; ") || undefined;
-  const submit = (e: FormEvent) => {
-    e.preventDefault();
+  const submit = submitted(() => {
     setSecret(null);
     create.mutate();
-  };
+  });
   return (
     <Card title="Add an endpoint">
       {secret && <SecretOnce title={`Signing secret of ${secret.url}`} secret={secret.secret} warning="Shown once here; you can reveal it again later from the endpoint. Verify every delivery's X-Service-Signature with it." />}
@@ -185,10 +184,9 @@ function EndpointDetail({ endpoint }: { endpoint: Endpoint }) {
           className="stack"
           noValidate
           aria-label="Edit the endpoint"
-          onSubmit={(e) => {
-            e.preventDefault();
+          onSubmit={submitted(() => {
             update.mutate({ url: form.url, description: form.description || null, subscribed_events: form.events });
-          }}
+          })}
         >
           <Field label="Endpoint URL" error={issue("url") ?? (err && !err.issues.length ? err.message : undefined)}>
             {(id, d) => <input id={id} aria-describedby={d} type="url" value={form.url} onChange={(e) => setForm({ ...form, url: e.target.value })} />}
@@ -197,7 +195,7 @@ function EndpointDetail({ endpoint }: { endpoint: Endpoint }) {
             {(id, d) => <input id={id} aria-describedby={d} value={form.description} onChange={(e) => setForm({ ...form, description: e.target.value })} />}
           </Field>
           <EventPicker legend="Subscribed events" value={form.events} onChange={(events) => setForm({ ...form, events })} />
-          {update.isSuccess && <p role="status" className="ok-text">Saved.</p>}
+          {update.isSuccess && <FormStatus>Saved.</FormStatus>}
           <button type="submit" disabled={update.isPending}>
             Save endpoint
           </button>
