@@ -6,13 +6,11 @@
 // the user every 50 ms; the figures also count the requests the client sent per change.
 //   BENCH_ROUNDS=5 BENCH_BYSTANDERS=200 npm run bench:plan-change
 // Uses MONGODB_URL when set, else the embedded database in a temporary directory.
-import { randomUUID } from "node:crypto";
 import { LimitExceededError, Meter } from "../sdk/typescript/src/index.ts";
-import { benchProduct } from "./support/bench-product.ts";
+import { benchPlan, benchProduct, benchUser } from "./support/bench-product.ts";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const BYSTANDERS = Number(process.env.BENCH_BYSTANDERS ?? 200);
-const DAY = 86_400_000;
 const RATES = { "gpt-4o": { input: 1, output: 2 } };
 
 const bench = await benchProduct("plan-change");
@@ -30,20 +28,8 @@ globalThis.fetch = (input: RequestInfo | URL, init?: RequestInit) => {
 };
 const count = (key: string) => sent.get(key) ?? 0;
 
-async function plan(fields: Record<string, unknown>): Promise<string> {
-  const res = await api.post("/config/plans", { plans: [{ name: `p-${randomUUID()}`, ...fields }] });
-  return res.body.plans[0].id;
-}
-async function user(planId: string): Promise<string> {
-  const id = `u-${randomUUID()}`;
-  await api.post("/users", { external_user_id: id });
-  await api.post(`/users/${id}/subscription`, {
-    plan_id: planId,
-    period_start: new Date(Date.now() - DAY).toISOString(),
-    period_end: new Date(Date.now() + 20 * DAY).toISOString(),
-  });
-  return id;
-}
+const plan = (fields: Record<string, unknown>) => benchPlan(api, fields);
+const user = (planId: string) => benchUser(api, planId);
 
 const stats = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);

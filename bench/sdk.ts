@@ -5,19 +5,17 @@
 //   BENCH_GUARDS=200000 BENCH_RECORDS=50000 BENCH_USERS=300 BENCH_CALLS=1000 npm run bench:sdk
 // Uses MONGODB_URL when set, else the embedded database in a temporary directory.
 import { execFile } from "node:child_process";
-import { randomUUID } from "node:crypto";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import pMap from "p-map";
 import { Meter } from "../sdk/typescript/src/index.ts";
-import { benchProduct } from "./support/bench-product.ts";
+import { benchPlan, benchProduct, benchUser } from "./support/bench-product.ts";
 
 const GUARDS = Number(process.env.BENCH_GUARDS ?? 200_000);
 const RECORDS = Number(process.env.BENCH_RECORDS ?? 50_000);
 const USERS = Number(process.env.BENCH_USERS ?? 300);
 const CALLS = Number(process.env.BENCH_CALLS ?? 1_000);
-const DAY = 86_400_000;
 const here = path.dirname(fileURLToPath(import.meta.url));
 const run = promisify(execFile);
 
@@ -28,19 +26,8 @@ const bench = await benchProduct("sdk");
 const { stack, apiKey, api } = bench;
 const quiet = { warn: () => {} };
 
-async function plan(fields: Record<string, unknown>): Promise<string> {
-  const res = await api.post("/config/plans", { plans: [{ name: `p-${randomUUID()}`, ...fields }] });
-  return res.body.plans[0].id;
-}
-async function user(planId: string, id = `u-${randomUUID()}`): Promise<string> {
-  await api.post("/users", { external_user_id: id });
-  await api.post(`/users/${id}/subscription`, {
-    plan_id: planId,
-    period_start: new Date(Date.now() - DAY).toISOString(),
-    period_end: new Date(Date.now() + 20 * DAY).toISOString(),
-  });
-  return id;
-}
+const plan = (fields: Record<string, unknown>) => benchPlan(api, fields);
+const user = (planId: string) => benchUser(api, planId);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const p99 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length * 0.99)]!;
 

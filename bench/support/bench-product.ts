@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -28,4 +29,23 @@ export async function benchProduct(name: string, opts: Partial<StackOptions> = {
       if (dir) await rm(dir, { recursive: true, force: true });
     },
   };
+}
+
+const DAY = 86_400_000;
+
+/** A plan of random name with `fields`; its id. */
+export async function benchPlan(api: Api, fields: Record<string, unknown>): Promise<string> {
+  const res = await api.post("/config/plans", { plans: [{ name: `p-${randomUUID()}`, ...fields }] });
+  return res.body.plans[0].id;
+}
+
+/** A user on `planId` in a period that began a day ago and ends in 20 days; its id. */
+export async function benchUser(api: Api, planId: string, id = `u-${randomUUID()}`): Promise<string> {
+  await api.post("/users", { external_user_id: id });
+  await api.post(`/users/${id}/subscription`, {
+    plan_id: planId,
+    period_start: new Date(Date.now() - DAY).toISOString(),
+    period_end: new Date(Date.now() + 20 * DAY).toISOString(),
+  });
+  return id;
 }

@@ -1,4 +1,4 @@
-import { useEffect, useId, useRef, useState, type ReactNode } from "react";
+import { useEffect, useId, useRef, useState, type FormEvent, type ReactNode } from "react";
 import uPlot from "uplot";
 import { Link } from "wouter";
 import "uplot/dist/uPlot.min.css";
@@ -251,16 +251,106 @@ export function Gauge({ label, value, limit, soft, hard, format }: { label: stri
   );
 }
 
-/** Previous / next page over cursors kept in the URL's query. */
-export function Pager({ hasPrev, next, onPrev, onNext }: { hasPrev: boolean; next: string | null | undefined; onPrev: () => void; onNext: () => void }) {
+/** Previous / next page over cursors kept in the URL's query (`usePaging`); `next` is the page's next_cursor. */
+export function Pager({ paging, next }: { paging: { hasPrev: boolean; prev: () => void; next: (cursor: string) => void }; next: string | null | undefined }) {
   return (
     <nav className="pager" aria-label="Pages">
-      <button type="button" className="secondary" disabled={!hasPrev} onClick={onPrev}>
+      <button type="button" className="secondary" disabled={!paging.hasPrev} onClick={paging.prev}>
         ← Previous
       </button>
-      <button type="button" className="secondary" disabled={!next} onClick={onNext}>
+      <button type="button" className="secondary" disabled={!next} onClick={() => next && paging.next(next)}>
         Next →
       </button>
     </nav>
   );
 }
+
+/** A column of a DataTable: its header, right-aligned for numbers, or read only by screen readers. */
+export type Column = string | { label: string; num?: boolean; hidden?: boolean };
+export const num = (label: string): Column => ({ label, num: true });
+
+/** A scrollable table with a caption for screen readers; `children` are its body rows. With `paging`, a Pager follows it. */
+export function DataTable({ caption, columns, children, paging, next }: { caption: string; columns: Column[]; children: ReactNode } & Partial<Parameters<typeof Pager>[0]>) {
+  const table = (
+    <div className="table-wrap" tabIndex={0}>
+      <table>
+        <caption className="sr-only">{caption}</caption>
+        <thead>
+          <tr>
+            {columns.map((c) => {
+              const col = typeof c === "string" ? { label: c } : c;
+              return (
+                <th key={col.label} scope="col" className={col.num ? "num" : undefined}>
+                  {col.hidden ? <span className="sr-only">{col.label}</span> : col.label}
+                </th>
+              );
+            })}
+          </tr>
+        </thead>
+        <tbody>{children}</tbody>
+      </table>
+    </div>
+  );
+  return paging ? (
+    <>
+      {table}
+      <Pager paging={paging} next={next} />
+    </>
+  ) : (
+    table
+  );
+}
+
+/** A screen of the console: its heading, with `actions` beside it, over its content. */
+export function Screen({ title, actions, children }: { title: string; actions?: ReactNode; children: ReactNode }) {
+  return (
+    <div className="screen">
+      <div className="screen-head">
+        <h1>{title}</h1>
+        {actions}
+      </div>
+      {children}
+    </div>
+  );
+}
+
+/** A form's submit button, disabled and saying `busyLabel` while the submission runs. */
+export function Submit({ busy, busyLabel, disabled, children }: { busy: boolean; busyLabel: string; disabled?: boolean; children: ReactNode }) {
+  return (
+    <button type="submit" disabled={busy || !!disabled}>
+      {busy ? busyLabel : children}
+    </button>
+  );
+}
+
+/** A form's submit handler: the page stays put (no browser submission) and `fn` runs instead. */
+export const submitted = (fn: () => unknown) => (e: FormEvent) => {
+  e.preventDefault();
+  void fn();
+};
+
+/** A one-line form (a filter, a setting) with a secondary submit button saying `button`. */
+export function InlineForm({ button, onSubmit, children }: { button: string; onSubmit: () => unknown; children: ReactNode }) {
+  return (
+    <form className="inline" onSubmit={submitted(onSubmit)}>
+      {children}
+      <button type="submit" className="secondary">
+        {button}
+      </button>
+    </form>
+  );
+}
+
+/** A form's error about its submission as a whole, read out at once. */
+export const FormAlert = ({ children }: { children: ReactNode }) => (
+  <p className="field-error" role="alert">
+    {children}
+  </p>
+);
+
+/** A form's word that its submission went through. */
+export const FormStatus = ({ children }: { children: ReactNode }) => (
+  <p role="status" className="ok-text">
+    {children}
+  </p>
+);

@@ -12,6 +12,9 @@ const COMMON = {
 /** Nothing is ever loaded from a JSON answer. */
 const API_CSP = "default-src 'none'; frame-ancestors 'none'";
 
+/** Both pages: calls to this origin alone, no plugins, no base or form targets, never framed. */
+const SAME_ORIGIN_ONLY = ["connect-src 'self'", "object-src 'none'", "base-uri 'none'", "form-action 'none'", "frame-ancestors 'none'"];
+
 /**
  * The reference page (/api/v1/docs) runs its bundled script, one inline script that starts
  * it and inline styles; it reads the OpenAPI document and calls the API on this origin only.
@@ -22,11 +25,7 @@ const PAGE_CSP = [
   "style-src 'self' 'unsafe-inline'",
   "img-src 'self' data: https:",
   "font-src 'self' data: https:",
-  "connect-src 'self'",
-  "object-src 'none'",
-  "base-uri 'none'",
-  "form-action 'none'",
-  "frame-ancestors 'none'",
+  ...SAME_ORIGIN_ONLY,
 ].join("; ");
 
 /**
@@ -39,11 +38,7 @@ export const CONSOLE_CSP = [
   "style-src 'self'",
   "img-src 'self' data:",
   "font-src 'self'",
-  "connect-src 'self'",
-  "object-src 'none'",
-  "base-uri 'none'",
-  "form-action 'none'",
-  "frame-ancestors 'none'",
+  ...SAME_ORIGIN_ONLY,
 ].join("; ");
 
 /**

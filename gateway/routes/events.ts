@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import { Type } from "typebox";
+import { Type, type TSchema } from "typebox";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { DateTime, EventBody, LeaseId, Nullable, countIgnoredFields, errors, parseDateTime } from "../schemas/common.ts";
@@ -89,6 +89,24 @@ const ManualEventOut = Type.Object({
   created_at: DateTime,
 });
 
+/** Options of a batch ingestion route: per-product batch limits, the body cap and the shared wording of its limits. */
+const batchRoute = <T extends TSchema>(event: T, operationId: string, summary: string, refused: string) => ({
+  config: { ingest: true, perProductBatch: true },
+  bodyLimit: BATCH_BODY_LIMIT,
+  schema: {
+    operationId,
+    summary,
+    description:
+      `At most 10,000 events and 10 MiB per batch (413 beyond). ${refused} ` +
+      "(the issues name each such event); fields an event does not define are ignored.",
+    tags: ["ingestion"],
+    body: Type.Array(event),
+    response: { 200: BatchResult, ...errors(400, 401, 413, 422) },
+  },
+});
+
+const batchResult = (res: { accepted: number; duplicates: number }) => ({ accepted: res.accepted, duplicates: res.duplicates });
+
 const ts = (s: string) => timestampFromDate(parseDateTime(s));
 
 const big = (n: number | undefined) => BigInt(n ?? 0);
@@ -96,21 +114,13 @@ const big = (n: number | undefined) => BigInt(n ?? 0);
 export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     "/events/batch",
-    {
-      config: { ingest: true, perProductBatch: true },
-      bodyLimit: BATCH_BODY_LIMIT,
-      schema: {
-        operationId: "ingestUsageEvents",
-        summary: "Ingest a batch of usage events (idempotent on id)",
-        description:
-          "At most 10,000 events and 10 MiB per batch (413 beyond). A malformed batch is refused whole (422), as is " +
-          "one with an event stamped more than 730 days before today (UTC) or more than 5 minutes in the future " +
-          "(the issues name each such event); fields an event does not define are ignored.",
-        tags: ["ingestion"],
-        body: Type.Array(UsageEventIn),
-        response: { 200: BatchResult, ...errors(400, 401, 413, 422) },
-      },
-    },
+    batchRoute(
+      UsageEventIn,
+      "ingestUsageEvents",
+      "Ingest a batch of usage events (idempotent on id)",
+      "A malformed batch is refused whole (422), as is one with an event stamped more than 730 days before today " +
+        "(UTC) or more than 5 minutes in the future",
+    ),
     async (request) => {
       countIgnoredFields(request.routeOptions.url!, UsageEventIn, request.body);
       const res = await app.services.ingestion.ingestUsageEvents(
@@ -137,27 +147,19 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
         },
         rpcOptions(request),
       );
-      return { accepted: res.accepted, duplicates: res.duplicates };
+      return batchResult(res);
     },
   );
 
   app.post(
     "/gate-events/batch",
-    {
-      config: { ingest: true, perProductBatch: true },
-      bodyLimit: BATCH_BODY_LIMIT,
-      schema: {
-        operationId: "ingestGateEvents",
-        summary: "Ingest a batch of gate events (idempotent on id)",
-        description:
-          "At most 10,000 events and 10 MiB per batch (413 beyond). A malformed batch is refused whole (422), " +
-          "as is one with a timestamp more than 90 days (INGESTION_GATE_EVENT_DAYS) ago or more than 15 minutes " +
-          "ahead of the service's clock (the issues name each such event); fields an event does not define are ignored.",
-        tags: ["ingestion"],
-        body: Type.Array(GateEventIn),
-        response: { 200: BatchResult, ...errors(400, 401, 413, 422) },
-      },
-    },
+    batchRoute(
+      GateEventIn,
+      "ingestGateEvents",
+      "Ingest a batch of gate events (idempotent on id)",
+      "A malformed batch is refused whole (422), as is one with a timestamp more than 90 days " +
+        "(INGESTION_GATE_EVENT_DAYS) ago or more than 15 minutes ahead of the service's clock",
+    ),
     async (request) => {
       countIgnoredFields(request.routeOptions.url!, GateEventIn, request.body);
       const res = await app.services.ingestion.ingestGateEvents(
@@ -182,7 +184,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
         },
         rpcOptions(request),
       );
-      return { accepted: res.accepted, duplicates: res.duplicates };
+      return batchResult(res);
     },
   );
 

@@ -1,25 +1,17 @@
 import { randomUUID } from "node:crypto";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { startTestStack, type TestStack } from "../../test/support/stack.ts";
+import { type TestStack, withWebhookStack } from "../../test/support/stack.ts";
 import { eventually } from "../../test/support/eventually.ts";
 import { Api } from "../../test/support/http.ts";
 import { createLogger } from "@meter/lib/logger";
 import { buildGateway } from "../app.ts";
 import { connectClients } from "../clients.ts";
-import { FAST } from "../../services/webhooks/testing/instance.ts";
 import { Receiver } from "../../services/webhooks/testing/receiver.ts";
 
 const t = suite<{ stack: TestStack; rx: Receiver }>("gateway: API keys");
 
-t.before(async (ctx) => {
-  ctx.stack = await startTestStack({ services: { webhooks: FAST } });
-  ctx.rx = await new Receiver().start();
-});
-t.after(async (ctx) => {
-  await ctx.rx.stop();
-  await ctx.stack.close();
-});
+withWebhookStack(t);
 
 const iso = (ms: number) => new Date(ms).toISOString();
 

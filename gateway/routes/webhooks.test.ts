@@ -1,19 +1,11 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { startTestStack, type TestStack } from "../../test/support/stack.ts";
-import { FAST } from "../../services/webhooks/testing/instance.ts";
+import { type TestStack, withWebhookStack } from "../../test/support/stack.ts";
 import { Receiver, signatureValid } from "../../services/webhooks/testing/receiver.ts";
 
 const t = suite<{ stack: TestStack; rx: Receiver }>("gateway: webhook endpoints");
 
-t.before(async (ctx) => {
-  ctx.stack = await startTestStack({ services: { webhooks: FAST } });
-  ctx.rx = await new Receiver().start();
-});
-t.after(async (ctx) => {
-  await ctx.rx.stop();
-  await ctx.stack.close();
-});
+withWebhookStack(t);
 
 const EVENTS = ["usage.threshold.50", "gate_event.blocked"];
 

@@ -264,14 +264,20 @@ t("an event stamped inside new dates that share the start counts in the new peri
   assert.equal([session.plan, session.billing_period, session.current_usage.period_cost], ["big", { start, end }, 4]);
 });
 
-t("an event stamped inside new dates with another start, sent before the change, moves to the new period", async ({ stack, mongo }) => {
+/** A product with a free plan and one capped at `cap`, and a user of it on the free plan in calendar-month periods. */
+async function freeUser(stack: TestStack, cap: number, prefix: string) {
   const { api, productId } = await stack.newProduct();
-  const plans = await api.post("/config/plans", { plans: [{ name: "free" }, { name: "capped", max_spend_per_period: 12 }] });
+  const plans = await api.post("/config/plans", { plans: [{ name: "free" }, { name: "capped", max_spend_per_period: cap }] });
   const [free, capped] = plans.body.plans.map((p: { id: string }) => p.id);
-  const userId = `moved-${randomUUID()}`;
+  const userId = `${prefix}-${randomUUID()}`;
   await api.post("/users", { external_user_id: userId });
-  // No dates: calendar-month periods, whose counter carries the month's share.
   assert.is((await api.post(`/users/${userId}/subscription`, { plan_id: free })).status, 200);
+  return { api, productId, capped, userId };
+}
+
+t("an event stamped inside new dates with another start, sent before the change, moves to the new period", async ({ stack, mongo }) => {
+  // No dates: calendar-month periods, whose counter carries the month's share.
+  const { api, productId, capped, userId } = await freeUser(stack, 12, "moved");
   const now = Date.now();
   const at = (ms: number, cost: number, model = "gpt-4o") => ({ id: randomUUID(), user_id: userId, timestamp: new Date(ms).toISOString(), model, cost_total: cost, total_tokens: 10 * cost });
   const early = at(now - 4 * HOUR, 1, "o1"); // before the new dates begin: stays
@@ -338,12 +344,7 @@ t("new dates recorded late take their events out of the dated window they were c
 });
 
 t("an event counted under the old history after the change was applied moves with no call about the user", async ({ stack, mongo }) => {
-  const { api, productId } = await stack.newProduct();
-  const plans = await api.post("/config/plans", { plans: [{ name: "free" }, { name: "capped", max_spend_per_period: 100 }] });
-  const [free, capped] = plans.body.plans.map((p: { id: string }) => p.id);
-  const userId = `straggler-${randomUUID()}`;
-  await api.post("/users", { external_user_id: userId });
-  assert.is((await api.post(`/users/${userId}/subscription`, { plan_id: free })).status, 200);
+  const { api, productId, capped, userId } = await freeUser(stack, 100, "straggler");
   const now = Date.now();
   const start = new Date(now - 3 * HOUR);
   const end = new Date(now + 30 * DAY);

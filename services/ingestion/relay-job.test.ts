@@ -4,8 +4,7 @@ import * as assert from "uvu/assert";
 import type { MongoClient } from "mongodb";
 import { createLogger } from "@meter/lib/logger";
 import { JOBS_COLLECTION } from "@meter/lib/jobs";
-import { connectMongo } from "@meter/lib/mongo";
-import { testMongoUrl } from "../../test/support/database.ts";
+import { freshDbName, withTestMongo } from "../../test/support/database.ts";
 import { eventually } from "../../test/support/eventually.ts";
 import { spawnEntry } from "../../test/support/processes.ts";
 import type { UsageFactInit } from "./adapters/peers.ts";
@@ -24,17 +23,10 @@ const logger = createLogger("ingestion-relay-job-test", "silent");
 const NO_PEERS = { tenancy: "", plans: "http://127.0.0.1:1", ingestion: "", analytics: "", webhooks: "" };
 const LOCK_MS = 1_500;
 
-t.before(async (ctx) => {
-  ctx.url = await testMongoUrl();
-  ctx.mongo = await connectMongo(ctx.url);
-});
-
-t.after(async (ctx) => {
-  await ctx.mongo.close();
-});
+withTestMongo(t);
 
 t("another scheduler hands over the entry a killed worker was sending", async ({ mongo, url }) => {
-  const dbName = `ingestion_relayjob_${Date.now()}_${Math.floor(Math.random() * 1e6)}`;
+  const dbName = freshDbName("ingestion_relayjob");
   const db = mongo.db(dbName);
   const p = randomUUID();
   const facts = Array.from({ length: 5 }, (_, i) => ({

@@ -5,11 +5,10 @@ import { Code, ConnectError, type Client } from "@connectrpc/connect";
 import type { MongoClient } from "mongodb";
 import { PlansService } from "@meter/proto/meter/plans/v1/plans_pb";
 import { createLogger } from "@meter/lib/logger";
-import { connectMongo } from "@meter/lib/mongo";
 import { rpcClient, serveRpc, type RpcServer } from "@meter/lib/rpc";
 import { fromTimestamp, toTimestamp } from "@meter/lib/time";
-import { testMongoUrl } from "../../test/support/database.ts";
 import { eventually } from "../../test/support/eventually.ts";
+import { withServedModule } from "../../test/support/rpc.ts";
 import { createPlansService } from "./index.ts";
 import { PlanStore } from "./store/plans.ts";
 
@@ -17,20 +16,9 @@ const t = suite<{ mongo: MongoClient; server: RpcServer; client: Client<typeof P
   "plans service over gRPC",
 );
 
-t.before(async (ctx) => {
-  ctx.mongo = await connectMongo(await testMongoUrl());
-  ctx.dbName = `plans_${Date.now()}`;
-  const logger = createLogger("plans-test", "silent");
-  const peers = { tenancy: "", plans: "", ingestion: "", analytics: "", webhooks: "" };
-  const module = await createPlansService({ db: ctx.mongo.db(ctx.dbName), logger, peers });
-  ctx.server = await serveRpc({ modules: [module], port: 0, logger });
-  ctx.client = rpcClient(PlansService, ctx.server.url);
-});
-
-t.after(async (ctx) => {
-  await ctx.server.close();
-  await ctx.mongo.close();
-});
+withServedModule(t, PlansService, "plans", (db, logger) =>
+  createPlansService({ db, logger, peers: { tenancy: "", plans: "", ingestion: "", analytics: "", webhooks: "" } }),
+);
 
 async function failure(p: Promise<unknown>): Promise<ConnectError> {
   try {

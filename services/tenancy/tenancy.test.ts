@@ -10,11 +10,9 @@ import {
   TenancyService,
 } from "@meter/proto/meter/tenancy/v1/tenancy_pb";
 import { createLogger } from "@meter/lib/logger";
-import { connectMongo } from "@meter/lib/mongo";
 import { rpcClient, serveRpc, type RpcServer } from "@meter/lib/rpc";
-import { testMongoUrl } from "../../test/support/database.ts";
 import { createTenancyService } from "./index.ts";
-import { rpcCode, rpcFailure } from "../../test/support/rpc.ts";
+import { rpcCode, rpcFailure, withServedModule } from "../../test/support/rpc.ts";
 import { eventually } from "../../test/support/eventually.ts";
 import { generateApiKey, hashApiKey } from "./domain/keys.ts";
 
@@ -22,19 +20,7 @@ const t = suite<{ mongo: MongoClient; server: RpcServer; client: Client<typeof T
   "tenancy service over gRPC",
 );
 
-t.before(async (ctx) => {
-  ctx.mongo = await connectMongo(await testMongoUrl());
-  ctx.dbName = `tenancy_${Date.now()}`;
-  const logger = createLogger("tenancy-test", "silent");
-  const module = await createTenancyService({ db: ctx.mongo.db(ctx.dbName), logger });
-  ctx.server = await serveRpc({ modules: [module], port: 0, logger });
-  ctx.client = rpcClient(TenancyService, ctx.server.url);
-});
-
-t.after(async (ctx) => {
-  await ctx.server.close();
-  await ctx.mongo.close();
-});
+withServedModule(t, TenancyService, "tenancy", (db, logger) => createTenancyService({ db, logger }));
 
 t("creates a product, authenticates its key and lists it", async ({ client }) => {
   const res = await client.createProduct({ name: "Acme", contactEmail: "ops@acme.test" });

@@ -51,6 +51,21 @@ async function endpointFor(svc: Instance, productId: string, url: string, events
   return { id: res.endpoint!.id, secret: res.secret };
 }
 
+/** Runs `body` with a receiver answering by `behaviour` and an endpoint of a new product sending to it. */
+async function withEndpoint(
+  svc: Instance,
+  behaviour: ConstructorParameters<typeof Receiver>[0],
+  body: (s: { rx: Receiver; productId: string; ep: { id: string; secret: string } }) => Promise<void>,
+): Promise<void> {
+  const rx = await new Receiver(behaviour).start();
+  try {
+    const productId = randomUUID();
+    await body({ rx, productId, ep: await endpointFor(svc, productId, rx.url) });
+  } finally {
+    await rx.stop();
+  }
+}
+
 async function deliveries(svc: Instance, productId: string, endpointId: string) {
   return (await svc.client.listDeliveries({ productId, endpointId, limit: 200 })).deliveries;
 }
@@ -64,10 +79,7 @@ function settled(svc: Instance, productId: string, endpointId: string, status: "
 }
 
 t("delivers a threshold event once, signed, with every header of the contract", async ({ svc }) => {
-  const rx = await new Receiver().start();
-  try {
-    const productId = randomUUID();
-    const ep = await endpointFor(svc, productId, rx.url);
+  await withEndpoint(svc, undefined, async ({ rx, productId, ep }) => {
     const c = crossing(productId, 50);
     await svc.client.publishThresholdCrossings({ crossings: [c] });
     // handed over again, and again under another crossing id for the same user/period/threshold
@@ -111,16 +123,11 @@ t("delivers a threshold event once, signed, with every header of the contract", 
     assert.is(d!.statusCode, 200);
     assert.is(d!.attempt, 1);
     assert.ok(d!.completedAt);
-  } finally {
-    await rx.stop();
-  }
+  });
 });
 
 t("retries on non-2xx and succeeds on the third attempt; the log says so", async ({ svc }) => {
-  const rx = await new Receiver((n) => (n <= 2 ? 503 : 204)).start();
-  try {
-    const productId = randomUUID();
-    const ep = await endpointFor(svc, productId, rx.url);
+  await withEndpoint(svc, (n) => (n <= 2 ? 503 : 204), async ({ rx, productId, ep }) => {
     await svc.client.publishThresholdCrossings({ crossings: [crossing(productId, 80)] });
     const d = await settled(svc, productId, ep.id, "success");
     assert.is(d!.attempt, 3);
@@ -129,16 +136,11 @@ t("retries on non-2xx and succeeds on the third attempt; the log says so", async
     assert.is(new Set(rx.received.map((r) => r.headers["x-service-delivery"])).size, 1, "same envelope id on every attempt");
     assert.is(new Set(rx.received.map((r) => r.body)).size, 1, "same body on every attempt");
     for (const r of rx.received) assert.ok(signatureValid(ep.secret, r));
-  } finally {
-    await rx.stop();
-  }
+  });
 });
 
 t("six failed attempts end in failed, spaced by the (scaled) retry table", async ({ svc }) => {
-  const rx = await new Receiver(() => 500).start();
-  try {
-    const productId = randomUUID();
-    const ep = await endpointFor(svc, productId, rx.url);
+  await withEndpoint(svc, () => 500, async ({ rx, productId, ep }) => {
     await svc.client.publishThresholdCrossings({ crossings: [crossing(productId, 100)] });
     const first = await eventually(async () => (await deliveries(svc, productId, ep.id))[0]);
     assert.ok(first.status === "pending" || first.status === "failed");
@@ -152,24 +154,17 @@ t("six failed attempts end in failed, spaced by the (scaled) retry table", async
     const gap = (i: number) => rx.received[i]!.at - rx.received[i - 1]!.at;
     assert.ok(gap(5) >= 4_000, `gap before attempt 6 was ${gap(5)} ms`);
     assert.ok(gap(4) >= 1_000, `gap before attempt 5 was ${gap(4)} ms`);
-  } finally {
-    await rx.stop();
-  }
+  });
 });
 
 t("an attempt without an answer in time fails and the next one succeeds", async ({ svc }) => {
-  const rx = await new Receiver((n) => (n === 1 ? "hang" : 200)).start();
-  try {
-    const productId = randomUUID();
-    const ep = await endpointFor(svc, productId, rx.url);
+  await withEndpoint(svc, (n) => (n === 1 ? "hang" : 200), async ({ rx, productId, ep }) => {
     await svc.client.publishThresholdCrossings({ crossings: [crossing(productId, 50)] });
     const d = await settled(svc, productId, ep.id, "success");
     assert.is(d!.attempt, 2);
     assert.is(d!.statusCode, 200);
     assert.is(rx.received.length, 2);
-  } finally {
-    await rx.stop();
-  }
+  });
 });
 
 t("a signing secret that cannot be opened fails the attempt, which is retried by the table", async ({ mongo }) => {
@@ -395,10 +390,7 @@ t("only subscribed types go out, and only while the endpoint is enabled", async 
 });
 
 t("disabling an endpoint ends its pending deliveries as failed without sending again", async ({ svc }) => {
-  const rx = await new Receiver(() => 500).start();
-  try {
-    const productId = randomUUID();
-    const ep = await endpointFor(svc, productId, rx.url);
+  await withEndpoint(svc, () => 500, async ({ rx, productId, ep }) => {
     await svc.client.publishThresholdCrossings({ crossings: [crossing(productId, 50)] });
     await eventually(() => rx.received.length >= 1, 20_000);
     await svc.client.updateEndpoint({ productId, endpointId: ep.id, endpoint: { enabled: false }, updateMask: { paths: ["enabled"] } });
@@ -408,9 +400,7 @@ t("disabling an endpoint ends its pending deliveries as failed without sending a
     assert.ok(d.completedAt);
     await laterEventDelivered(svc.client, productId, "gate");
     assert.is(rx.received.length, sent);
-  } finally {
-    await rx.stop();
-  }
+  });
 });
 
 t("rotation: the next attempt is signed with the new secret only", async ({ svc }) => {
@@ -418,10 +408,7 @@ t("rotation: the next attempt is signed with the new secret only", async ({ svc 
   // follows is the first attempt after the rotation, whatever the machine's speed.
   let release!: (status: number) => void;
   const held = new Promise<number>((resolve) => (release = resolve));
-  const rx = await new Receiver((n) => (n === 1 ? held : 200)).start();
-  try {
-    const productId = randomUUID();
-    const ep = await endpointFor(svc, productId, rx.url);
+  await withEndpoint(svc, (n) => (n === 1 ? held : 200), async ({ rx, productId, ep }) => {
     await svc.client.publishThresholdCrossings({ crossings: [crossing(productId, 50)] });
     await eventually(() => rx.received.length === 1, 20_000, "attempt 1");
     const rotated = (await svc.client.rotateEndpointSecret({ productId, endpointId: ep.id })).secret;
@@ -432,16 +419,11 @@ t("rotation: the next attempt is signed with the new secret only", async ({ svc 
     assert.ok(signatureValid(ep.secret, rx.received[0]!), "attempt 1 was signed with the secret of its time");
     assert.ok(signatureValid(rotated, rx.received[1]!), "attempt 2 is signed with the new secret");
     assert.not.ok(signatureValid(ep.secret, rx.received[1]!), "old secret no longer signs");
-  } finally {
-    await rx.stop();
-  }
+  });
 });
 
 t("deleting an endpoint removes its delivery log and cancels its pending attempts", async ({ svc, db }) => {
-  const rx = await new Receiver(() => 500).start();
-  try {
-    const productId = randomUUID();
-    const ep = await endpointFor(svc, productId, rx.url);
+  await withEndpoint(svc, () => 500, async ({ rx, productId, ep }) => {
     await svc.client.publishThresholdCrossings({ crossings: [crossing(productId, 50)] });
     await eventually(() => rx.received.length >= 2, 20_000);
     await svc.client.deleteEndpoint({ productId, endpointId: ep.id });
@@ -454,9 +436,7 @@ t("deleting an endpoint removes its delivery log and cancels its pending attempt
     assert.is(await queued(), 0);
     assert.is(await db.collection("deliveries").countDocuments({ endpoint_id: ep.id }), 0, "no delivery re-created");
     assert.ok(rx.received.length <= seen + 1, "at most an attempt already in flight");
-  } finally {
-    await rx.stop();
-  }
+  });
 });
 
 t.run();

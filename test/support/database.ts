@@ -1,7 +1,10 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import type { MongoClient } from "mongodb";
+import type { Test } from "uvu";
 import { startEmbeddedDb, type EmbeddedDb } from "@meter/lib/embedded-db";
+import { connectMongo } from "@meter/lib/mongo";
 
 /**
  * The database for tests, chosen once per run: MONGODB_URL when set; else a throwaway
@@ -51,3 +54,17 @@ export function testMongoUrl(): Promise<string> {
 export async function stopTestDatabase(): Promise<void> {
   await cleanup?.();
 }
+
+/** A suite's client of the test database (`ctx.mongo`, at `ctx.url`), opened before its tests and closed after. */
+export function withTestMongo<C extends { mongo: MongoClient; url: string }>(t: Test<C>): void {
+  t.before(async (ctx) => {
+    ctx.url = await testMongoUrl();
+    ctx.mongo = await connectMongo(ctx.url);
+  });
+  t.after(async (ctx) => {
+    await ctx.mongo.close();
+  });
+}
+
+/** A database name no other test or run uses. */
+export const freshDbName = (prefix: string): string => `${prefix}_${Date.now()}_${Math.floor(Math.random() * 1e6)}`;

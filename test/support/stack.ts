@@ -1,6 +1,9 @@
 import { randomBytes } from "node:crypto";
 import { createLogger } from "@meter/lib/logger";
 import { startStack, type Stack, type StackOptions } from "../../cmd/stack.ts";
+import type { Test } from "uvu";
+import { FAST } from "../../services/webhooks/testing/instance.ts";
+import { Receiver } from "../../services/webhooks/testing/receiver.ts";
 import { testMongoUrl } from "./database.ts";
 import { Api } from "./http.ts";
 
@@ -32,4 +35,16 @@ export async function startTestStack(opts: Partial<StackOptions> = {}): Promise<
       return { api: api.withKey(res.body.api_key), productId: res.body.id, apiKey: res.body.api_key };
     },
   };
+}
+
+/** A suite's stack with webhooks sent at test pace, and a receiver for them (`ctx.rx`). */
+export function withWebhookStack<C extends { stack: TestStack; rx: Receiver }>(t: Test<C>): void {
+  t.before(async (ctx) => {
+    ctx.stack = await startTestStack({ services: { webhooks: FAST } });
+    ctx.rx = await new Receiver().start();
+  });
+  t.after(async (ctx) => {
+    await ctx.rx.stop();
+    await ctx.stack.close();
+  });
 }

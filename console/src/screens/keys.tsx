@@ -1,49 +1,28 @@
-import { useState, type FormEvent } from "react";
+import { useState } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { ApiError, api, ok, type ApiKey } from "../api/client.ts";
-import { Card, ErrorState, Field, Query, SecretOnce, Time } from "../components.tsx";
+import { Card, DataTable, ErrorState, Field, FormAlert, Query, Screen, SecretOnce, Submit, submitted, Time } from "../components.tsx";
 
 export function KeysScreen() {
   const keys = useQuery({ queryKey: ["keys"], queryFn: () => ok(api.GET("/api/v1/keys")) });
   return (
-    <div className="screen">
-      <div className="screen-head">
-        <h1>API keys</h1>
-      </div>
-      <div className="grid-side">
-        <Card title="Keys">
-          <Query q={keys} label="Loading keys">
-            {(d) => (
-              <div className="table-wrap" tabIndex={0}>
-                <table>
-                  <caption className="sr-only">API keys</caption>
-                  <thead>
-                    <tr>
-                      <th scope="col">Name</th>
-                      <th scope="col">Scope</th>
-                      <th scope="col">Prefix</th>
-                      <th scope="col">Created</th>
-                      <th scope="col">Last used</th>
-                      <th scope="col">Expires</th>
-                      <th scope="col">
-                        <span className="sr-only">Actions</span>
-                      </th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {d.keys.map((k) => (
-                      <KeyRow key={k.id} k={k} />
-                    ))}
-                  </tbody>
-                </table>
-              </div>
-            )}
-          </Query>
-          <p className="hint">To rotate a key: create a new one, deploy it, then revoke the old one. A revoked key stops working within seconds. The last admin key cannot be revoked.</p>
-        </Card>
-        <CreateKey />
-      </div>
+    <Screen title="API keys">
+    <div className="grid-side">
+      <Card title="Keys">
+        <Query q={keys} label="Loading keys">
+          {(d) => (
+            <DataTable caption="API keys" columns={["Name", "Scope", "Prefix", "Created", "Last used", "Expires", { label: "Actions", hidden: true }]}>
+              {d.keys.map((k) => (
+                <KeyRow key={k.id} k={k} />
+              ))}
+            </DataTable>
+          )}
+        </Query>
+        <p className="hint">To rotate a key: create a new one, deploy it, then revoke the old one. A revoked key stops working within seconds. The last admin key cannot be revoked.</p>
+      </Card>
+      <CreateKey />
     </div>
+    </Screen>
   );
 }
 
@@ -100,11 +79,10 @@ function CreateKey() {
   });
   const err = create.error instanceof ApiError ? create.error : null;
   const issue = (f: string) => err?.issues.find((i) => i.path === `/${f}`)?.message;
-  const submit = (e: FormEvent) => {
-    e.preventDefault();
+  const submit = submitted(() => {
     setCreated(null);
     create.mutate();
-  };
+  });
   return (
     <Card title="Create a key">
       {created && <SecretOnce title={`Key ${created.name}`} secret={created.key} warning="This key is shown once. Copy it now: it cannot be shown again." />}
@@ -123,14 +101,10 @@ function CreateKey() {
         <Field label="Expires (optional)" error={issue("expires_at")}>
           {(id, d) => <input id={id} aria-describedby={d} type="datetime-local" value={form.expires} onChange={(e) => setForm({ ...form, expires: e.target.value })} />}
         </Field>
-        {err && !err.issues.length && (
-          <p className="field-error" role="alert">
-            {err.message}
-          </p>
-        )}
-        <button type="submit" disabled={create.isPending}>
-          {create.isPending ? "Creating…" : "Create key"}
-        </button>
+        {err && !err.issues.length && <FormAlert>{err.message}</FormAlert>}
+        <Submit busy={create.isPending} busyLabel="Creating…">
+          Create key
+        </Submit>
       </form>
     </Card>
   );

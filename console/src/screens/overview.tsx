@@ -2,7 +2,7 @@ import { useMemo, useState } from "react";
 import { useQuery } from "@tanstack/react-query";
 import { Link } from "wouter";
 import { api, ok } from "../api/client.ts";
-import { BarList, Card, DayChart, Empty, Field, Query, QuickStart } from "../components.tsx";
+import { BarList, Card, DataTable, DayChart, Empty, Field, InlineForm, num, Query, QuickStart, Screen } from "../components.tsx";
 import { change, fmtInt, fmtMoney, fmtPct, fmtTokens } from "../format.ts";
 import { useUrlState } from "../url-state.ts";
 
@@ -22,134 +22,103 @@ export function Overview() {
   const plans = useQuery({ queryKey: ["plan-subscribers"], queryFn: () => ok(api.GET("/api/v1/analytics/plan-subscribers")) });
 
   return (
-    <div className="screen">
-      <div className="screen-head">
-        <h1>Overview</h1>
-        <WindowPicker days={days} source={source} onChange={(p) => set(p)} />
-      </div>
+    <Screen title="Overview" actions={<WindowPicker days={days} source={source} onChange={(p) => set(p)} />}>
+    <Query q={summary} label="Loading totals">
+      {(s) => (
+        <div className="cards" aria-label="Summary">
+          <Stat label="Cost" value={fmtMoney(s.total_cost)} delta={change(s.total_cost, s.previous_period.total_cost)} />
+          <Stat label="Tokens" value={fmtTokens(s.total_tokens)} title={fmtInt(s.total_tokens)} delta={change(s.total_tokens, s.previous_period.total_tokens)} />
+          <Stat label="Events" value={fmtInt(s.total_events)} delta={change(s.total_events, s.previous_period.total_events)} />
+          <Stat label="Active users" value={fmtInt(s.active_users)} delta={change(s.active_users, s.previous_period.active_users)} />
+        </div>
+      )}
+    </Query>
 
-      <Query q={summary} label="Loading totals">
-        {(s) => (
-          <div className="cards" aria-label="Summary">
-            <Stat label="Cost" value={fmtMoney(s.total_cost)} delta={change(s.total_cost, s.previous_period.total_cost)} />
-            <Stat label="Tokens" value={fmtTokens(s.total_tokens)} title={fmtInt(s.total_tokens)} delta={change(s.total_tokens, s.previous_period.total_tokens)} />
-            <Stat label="Events" value={fmtInt(s.total_events)} delta={change(s.total_events, s.previous_period.total_events)} />
-            <Stat label="Active users" value={fmtInt(s.active_users)} delta={change(s.active_users, s.previous_period.active_users)} />
-          </div>
-        )}
+    <div className="grid-3">
+      <Query q={series} label="Loading daily usage">
+        {(t) => <DailyUsage data={t.data} />}
       </Query>
-
-      <div className="grid-3">
-        <Query q={series} label="Loading daily usage">
-          {(t) => <DailyUsage data={t.data} />}
-        </Query>
-      </div>
-
-      <div className="grid-2">
-        <Card title="Gates per day">
-          <Query q={gates} label="Loading gates">
-            {(g) =>
-              g.data.every((d) => d.soft_gates + d.hard_gates === 0) ? (
-                <Empty>No soft or hard gates in this window. Users reach gates at their plan's soft_gate_at and hard_gate_at.</Empty>
-              ) : (
-                <GatesChart data={g.data} />
-              )
-            }
-          </Query>
-        </Card>
-        <Card title="Plan distribution">
-          <Query q={plans} label="Loading plans">
-            {(p) =>
-              p.plans.length === 0 ? (
-                <Empty>
-                  No plans yet. <Link href="/plans">Create a plan</Link>, then subscribe users to it.
-                </Empty>
-              ) : (
-                <BarList title="Subscribers per plan" rows={p.plans.map((r) => ({ label: r.plan_name, value: r.subscriber_count, text: `${fmtInt(r.subscriber_count)} users` }))} />
-              )
-            }
-          </Query>
-        </Card>
-      </div>
-
-      <div className="grid-2">
-        <Card title="Models">
-          <Query q={breakdown} label="Loading models">
-            {(b) =>
-              b.models.length === 0 ? (
-                <Empty>
-                  No model usage in this window. Send usage events with the client library or the API; see the <QuickStart />.
-                </Empty>
-              ) : (
-                <>
-                  <BarList title="Cost per model" rows={b.models.map((m) => ({ label: m.model || "(none)", value: m.cost, text: fmtMoney(m.cost) }))} />
-                  <div className="table-wrap" tabIndex={0}>
-                    <table>
-                      <caption className="sr-only">Cost and tokens per model</caption>
-                      <thead>
-                        <tr>
-                          <th scope="col">Model</th>
-                          <th scope="col" className="num">Cost</th>
-                          <th scope="col" className="num">Tokens</th>
-                          <th scope="col" className="num">Share</th>
-                        </tr>
-                      </thead>
-                      <tbody>
-                        {b.models.map((m) => (
-                          <tr key={m.model}>
-                            <td>{m.model || "(none)"}</td>
-                            <td className="num">{fmtMoney(m.cost)}</td>
-                            <td className="num" title={fmtInt(m.tokens)}>{fmtTokens(m.tokens)}</td>
-                            <td className="num">{fmtPct(m.pct / 100)}</td>
-                          </tr>
-                        ))}
-                      </tbody>
-                    </table>
-                  </div>
-                </>
-              )
-            }
-          </Query>
-        </Card>
-        <Card title="Top users">
-          <Query q={top} label="Loading top users">
-            {(t) =>
-              t.users.length === 0 ? (
-                <Empty>
-                  No user spent anything in this window. <Link href="/users">Add users</Link> and send usage; see the <QuickStart />.
-                </Empty>
-              ) : (
-                <div className="table-wrap" tabIndex={0}>
-                  <table>
-                    <caption className="sr-only">Users with the highest cost</caption>
-                    <thead>
-                      <tr>
-                        <th scope="col">User</th>
-                        <th scope="col" className="num">Cost</th>
-                        <th scope="col" className="num">Tokens</th>
-                        <th scope="col" className="num">Events</th>
-                      </tr>
-                    </thead>
-                    <tbody>
-                      {t.users.map((u) => (
-                        <tr key={u.user_id}>
-                          <td>
-                            <Link href={`/users/${encodeURIComponent(u.user_id)}`}>{u.user_id}</Link>
-                          </td>
-                          <td className="num">{fmtMoney(u.cost)}</td>
-                          <td className="num" title={fmtInt(u.tokens)}>{fmtTokens(u.tokens)}</td>
-                          <td className="num">{fmtInt(u.events)}</td>
-                        </tr>
-                      ))}
-                    </tbody>
-                  </table>
-                </div>
-              )
-            }
-          </Query>
-        </Card>
-      </div>
     </div>
+
+    <div className="grid-2">
+      <Card title="Gates per day">
+        <Query q={gates} label="Loading gates">
+          {(g) =>
+            g.data.every((d) => d.soft_gates + d.hard_gates === 0) ? (
+              <Empty>No soft or hard gates in this window. Users reach gates at their plan's soft_gate_at and hard_gate_at.</Empty>
+            ) : (
+              <GatesChart data={g.data} />
+            )
+          }
+        </Query>
+      </Card>
+      <Card title="Plan distribution">
+        <Query q={plans} label="Loading plans">
+          {(p) =>
+            p.plans.length === 0 ? (
+              <Empty>
+                No plans yet. <Link href="/plans">Create a plan</Link>, then subscribe users to it.
+              </Empty>
+            ) : (
+              <BarList title="Subscribers per plan" rows={p.plans.map((r) => ({ label: r.plan_name, value: r.subscriber_count, text: `${fmtInt(r.subscriber_count)} users` }))} />
+            )
+          }
+        </Query>
+      </Card>
+    </div>
+
+    <div className="grid-2">
+      <Card title="Models">
+        <Query q={breakdown} label="Loading models">
+          {(b) =>
+            b.models.length === 0 ? (
+              <Empty>
+                No model usage in this window. Send usage events with the client library or the API; see the <QuickStart />.
+              </Empty>
+            ) : (
+              <>
+                <BarList title="Cost per model" rows={b.models.map((m) => ({ label: m.model || "(none)", value: m.cost, text: fmtMoney(m.cost) }))} />
+                <DataTable caption="Cost and tokens per model" columns={["Model", num("Cost"), num("Tokens"), num("Share")]}>
+                  {b.models.map((m) => (
+                    <tr key={m.model}>
+                      <td>{m.model || "(none)"}</td>
+                      <td className="num">{fmtMoney(m.cost)}</td>
+                      <td className="num" title={fmtInt(m.tokens)}>{fmtTokens(m.tokens)}</td>
+                      <td className="num">{fmtPct(m.pct / 100)}</td>
+                    </tr>
+                  ))}
+                </DataTable>
+              </>
+            )
+          }
+        </Query>
+      </Card>
+      <Card title="Top users">
+        <Query q={top} label="Loading top users">
+          {(t) =>
+            t.users.length === 0 ? (
+              <Empty>
+                No user spent anything in this window. <Link href="/users">Add users</Link> and send usage; see the <QuickStart />.
+              </Empty>
+            ) : (
+              <DataTable caption="Users with the highest cost" columns={["User", num("Cost"), num("Tokens"), num("Events")]}>
+                {t.users.map((u) => (
+                  <tr key={u.user_id}>
+                    <td>
+                      <Link href={`/users/${encodeURIComponent(u.user_id)}`}>{u.user_id}</Link>
+                    </td>
+                    <td className="num">{fmtMoney(u.cost)}</td>
+                    <td className="num" title={fmtInt(u.tokens)}>{fmtTokens(u.tokens)}</td>
+                    <td className="num">{fmtInt(u.events)}</td>
+                  </tr>
+                ))}
+              </DataTable>
+            )
+          }
+        </Query>
+      </Card>
+    </div>
+    </Screen>
   );
 }
 
@@ -209,10 +178,9 @@ function WindowPicker({ days, source, onChange }: { days: number; source: Source
           </button>
         ))}
       </div>
-      <form
-        className="inline"
-        onSubmit={(e) => {
-          e.preventDefault();
+      <InlineForm
+        button="Apply"
+        onSubmit={() => {
           const n = Math.round(Number(custom));
           if (n >= 1 && n <= 365) onChange({ days: n });
         }}
@@ -220,10 +188,7 @@ function WindowPicker({ days, source, onChange }: { days: number; source: Source
         <Field label="Days">
           {(id) => <input id={id} className="narrow" type="number" min={1} max={365} value={custom} placeholder={String(days)} onChange={(e) => setCustom(e.target.value)} />}
         </Field>
-        <button type="submit" className="secondary">
-          Apply
-        </button>
-      </form>
+      </InlineForm>
       <Field label="Source">
         {(id) => (
           <select id={id} value={source ?? ""} onChange={(e) => onChange({ source: e.target.value || null })}>

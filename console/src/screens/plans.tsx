@@ -1,7 +1,7 @@
-import { useState, type FormEvent } from "react";
+import { useState } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { ApiError, api, ok, type Issue, type Plan, type PlanInput } from "../api/client.ts";
-import { Card, Empty, Field, Query, QuickStart, Time } from "../components.tsx";
+import { Card, DataTable, Empty, Field, FormAlert, FormStatus, num, Query, QuickStart, Screen, Submit, submitted, Time } from "../components.tsx";
 import { fmtInt, fmtMoney } from "../format.ts";
 import { useUrlState } from "../url-state.ts";
 
@@ -69,65 +69,43 @@ export function PlansScreen() {
   const count = (name: string) => subs.data?.plans.find((s) => s.plan_name === name)?.subscriber_count;
   const plan = plans.data?.plans.find((p) => p.id === editing);
   return (
-    <div className="screen">
-      <div className="screen-head">
-        <h1>Plans</h1>
-      </div>
-      <Card title="Plans">
-        <Query q={plans} label="Loading plans">
-          {(d) =>
-            d.plans.length === 0 ? (
-              <Empty>
-                No plans yet. Create one below: a plan sets each user's caps, rates and gates. See the <QuickStart />.
-              </Empty>
-            ) : (
-              <div className="table-wrap" tabIndex={0}>
-                <table>
-                  <caption className="sr-only">Plans</caption>
-                  <thead>
-                    <tr>
-                      <th scope="col">Name</th>
-                      <th scope="col" className="num">Subscribers</th>
-                      <th scope="col" className="num">Per period</th>
-                      <th scope="col" className="num">Per session</th>
-                      <th scope="col" className="num">Gates</th>
-                      <th scope="col">Models priced</th>
-                      <th scope="col">Updated</th>
-                      <th scope="col">
-                        <span className="sr-only">Actions</span>
-                      </th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {d.plans.map((p) => (
-                      <tr key={p.id}>
-                        <td>{p.name}</td>
-                        <td className="num">{subs.error ? "?" : fmtInt(count(p.name) ?? 0)}</td>
-                        <td className="num">{p.max_spend_per_period == null ? "unlimited" : fmtMoney(p.max_spend_per_period)}</td>
-                        <td className="num">{p.max_spend_per_session == null ? "unlimited" : fmtMoney(p.max_spend_per_session)}</td>
-                        <td className="num">
-                          {Math.round(p.soft_gate_at * 100)}% / {Math.round(p.hard_gate_at * 100)}%
-                        </td>
-                        <td>{Object.keys(p.cost_rates).join(", ") || "—"}</td>
-                        <td>
-                          <Time iso={p.updated_at} />
-                        </td>
-                        <td>
-                          <button type="button" className="secondary small" onClick={() => set({ edit: p.id })} aria-label={`Edit plan ${p.name}`}>
-                            Edit
-                          </button>
-                        </td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </div>
-            )
-          }
-        </Query>
-      </Card>
-      {plan ? <PlanEditor key={plan.id} plan={plan} onDone={() => set({ edit: null })} /> : <PlanEditor key="new" onDone={() => {}} />}
-    </div>
+    <Screen title="Plans">
+    <Card title="Plans">
+      <Query q={plans} label="Loading plans">
+        {(d) =>
+          d.plans.length === 0 ? (
+            <Empty>
+              No plans yet. Create one below: a plan sets each user's caps, rates and gates. See the <QuickStart />.
+            </Empty>
+          ) : (
+            <DataTable caption="Plans" columns={["Name", num("Subscribers"), num("Per period"), num("Per session"), num("Gates"), "Models priced", "Updated", { label: "Actions", hidden: true }]}>
+              {d.plans.map((p) => (
+                <tr key={p.id}>
+                  <td>{p.name}</td>
+                  <td className="num">{subs.error ? "?" : fmtInt(count(p.name) ?? 0)}</td>
+                  <td className="num">{p.max_spend_per_period == null ? "unlimited" : fmtMoney(p.max_spend_per_period)}</td>
+                  <td className="num">{p.max_spend_per_session == null ? "unlimited" : fmtMoney(p.max_spend_per_session)}</td>
+                  <td className="num">
+                    {Math.round(p.soft_gate_at * 100)}% / {Math.round(p.hard_gate_at * 100)}%
+                  </td>
+                  <td>{Object.keys(p.cost_rates).join(", ") || "—"}</td>
+                  <td>
+                    <Time iso={p.updated_at} />
+                  </td>
+                  <td>
+                    <button type="button" className="secondary small" onClick={() => set({ edit: p.id })} aria-label={`Edit plan ${p.name}`}>
+                      Edit
+                    </button>
+                  </td>
+                </tr>
+              ))}
+            </DataTable>
+          )
+        }
+      </Query>
+    </Card>
+    {plan ? <PlanEditor key={plan.id} plan={plan} onDone={() => set({ edit: null })} /> : <PlanEditor key="new" onDone={() => {}} />}
+    </Screen>
   );
 }
 
@@ -171,10 +149,9 @@ function PlanEditor({ plan, onDone }: { plan?: Plan; onDone: () => void }) {
       }
     </Field>
   );
-  const submit = (e: FormEvent) => {
-    e.preventDefault();
+  const submit = submitted(() => {
     save.mutate();
-  };
+  });
   return (
     <Card title={plan ? `Edit plan ${plan.name}` : "Create a plan"}>
       <form onSubmit={submit} noValidate aria-label={plan ? `Edit plan ${plan.name}` : "Create a plan"} className="plan-form">
@@ -198,25 +175,13 @@ function PlanEditor({ plan, onDone }: { plan?: Plan; onDone: () => void }) {
             {issues.pre_call_estimate && <small className="field-error">{issues.pre_call_estimate}</small>}
           </div>
         </div>
-        {err && !err.issues.length && (
-          <p className="field-error" role="alert">
-            {err.status === 409 ? `A plan named ${form.name} exists already.` : err.message}
-          </p>
-        )}
-        {err && err.issues.length > 0 && (
-          <p className="field-error" role="alert">
-            The API refused the plan ({err.status}): fix the fields marked above.
-          </p>
-        )}
-        {saved && (
-          <p role="status" className="ok-text">
-            {saved}
-          </p>
-        )}
+        {err && !err.issues.length && <FormAlert>{err.status === 409 ? `A plan named ${form.name} exists already.` : err.message}</FormAlert>}
+        {err && err.issues.length > 0 && <FormAlert>The API refused the plan ({err.status}): fix the fields marked above.</FormAlert>}
+        {saved && <FormStatus>{saved}</FormStatus>}
         <div className="row">
-          <button type="submit" disabled={save.isPending}>
-            {save.isPending ? "Saving…" : plan ? "Save changes" : "Create plan"}
-          </button>
+          <Submit busy={save.isPending} busyLabel="Saving…">
+            {plan ? "Save changes" : "Create plan"}
+          </Submit>
           {plan && (
             <button type="button" className="secondary" onClick={onDone}>
               Close

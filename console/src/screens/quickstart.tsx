@@ -1,5 +1,5 @@
 import { Link } from "wouter";
-import { Card, CopyButton } from "../components.tsx";
+import { Card, CopyButton, Screen } from "../components.tsx";
 
 /** The README's quick start, with this service's address: from nothing to usage in a few calls. */
 export function QuickStartScreen() {
@@ -21,27 +21,24 @@ export function QuickStartScreen() {
     ],
   ];
   return (
-    <div className="screen">
-      <div className="screen-head">
-        <h1>Quick start</h1>
-      </div>
-      <Card title="From nothing to usage">
-        <ol className="steps">
-          {steps.map(([text, code]) => (
-            <li key={text}>
-              <p>{text}</p>
-              <div className="code-row">
-                <pre tabIndex={0}>{code}</pre>
-                <CopyButton text={code} />
-              </div>
-            </li>
-          ))}
-        </ol>
-        <p>
-          Then watch the <Link href="/">Overview</Link> and the user's page move. Every route is described in the{" "}
-          <a href="/api/v1/docs">API reference</a>.
-        </p>
-      </Card>
-    </div>
+    <Screen title="Quick start">
+    <Card title="From nothing to usage">
+      <ol className="steps">
+        {steps.map(([text, code]) => (
+          <li key={text}>
+            <p>{text}</p>
+            <div className="code-row">
+              <pre tabIndex={0}>{code}</pre>
+              <CopyButton text={code} />
+            </div>
+          </li>
+        ))}
+      </ol>
+      <p>
+        Then watch the <Link href="/">Overview</Link> and the user's page move. Every route is described in the{" "}
+        <a href="/api/v1/docs">API reference</a>.
+      </p>
+    </Card>
+    </Screen>
   );
 }

@@ -1,6 +1,6 @@
-import { useState, type FormEvent } from "react";
+import { useState } from "react";
 import { ApiError, api, ok, type Issue } from "../api/client.ts";
-import { Field, SecretOnce } from "../components.tsx";
+import { Field, FormAlert, SecretOnce, Submit, submitted } from "../components.tsx";
 
 const issueFor = (issues: Issue[], field: string) => issues.find((i) => i.path === `/${field}`)?.message;
 
@@ -10,8 +10,7 @@ export function SignIn({ notice, onSignedIn }: { notice: string | null; onSigned
   const [busy, setBusy] = useState(false);
   const [mode, setMode] = useState<"sign-in" | "create">("sign-in");
 
-  const submit = async (e: FormEvent) => {
-    e.preventDefault();
+  const submit = submitted(async () => {
     setBusy(true);
     setError(null);
     // The key is checked with a request of its own before it is kept for the tab.
@@ -21,7 +20,7 @@ export function SignIn({ notice, onSignedIn }: { notice: string | null; onSigned
     if (!res) return setError("The service cannot be reached. Is it running?");
     const detail = (res.error as { detail?: string } | undefined)?.detail;
     setError(res.response.status === 401 ? `This key was refused: ${detail ?? "unknown key"}.` : res.response.status === 503 ? "The service is unavailable; try again in a moment." : detail ?? `Error ${res.response.status}`);
-  };
+  });
 
   return (
     <main className="signin" id="main">
@@ -42,9 +41,9 @@ export function SignIn({ notice, onSignedIn }: { notice: string | null; onSigned
                   <input id={id} aria-describedby={describedBy} type="password" autoComplete="off" spellCheck={false} placeholder="mk_…" value={key} onChange={(e) => setKey(e.target.value)} required />
                 )}
               </Field>
-              <button type="submit" disabled={busy || !key.trim()}>
-                {busy ? "Checking…" : "Sign in"}
-              </button>
+              <Submit busy={busy} busyLabel="Checking…" disabled={!key.trim()}>
+                Sign in
+              </Submit>
             </form>
             <p className="muted">
               No product yet?{" "}
@@ -68,8 +67,7 @@ function CreateProduct({ onUse, onBack }: { onUse: (key: string) => void; onBack
   const [created, setCreated] = useState<{ name: string; api_key: string } | null>(null);
   const [busy, setBusy] = useState(false);
 
-  const submit = async (e: FormEvent) => {
-    e.preventDefault();
+  const submit = submitted(async () => {
     setBusy(true);
     setError(null);
     setIssues([]);
@@ -86,7 +84,7 @@ function CreateProduct({ onUse, onBack }: { onUse: (key: string) => void; onBack
     } finally {
       setBusy(false);
     }
-  };
+  });
 
   if (created)
     return (
@@ -113,15 +111,11 @@ function CreateProduct({ onUse, onBack }: { onUse: (key: string) => void; onBack
       <Field label="Contact email (optional)" error={issueFor(issues, "contact_email")}>
         {(id, d) => <input id={id} aria-describedby={d} type="email" value={form.contact_email} onChange={(e) => setForm({ ...form, contact_email: e.target.value })} />}
       </Field>
-      {error && (
-        <p className="field-error" role="alert">
-          {error}
-        </p>
-      )}
+      {error && <FormAlert>{error}</FormAlert>}
       <div className="row">
-        <button type="submit" disabled={busy}>
-          {busy ? "Creating…" : "Create product"}
-        </button>
+        <Submit busy={busy} busyLabel="Creating…">
+          Create product
+        </Submit>
         <button type="button" className="secondary" onClick={onBack}>
           Back to sign in
         </button>

@@ -1,8 +1,8 @@
-import { useMemo, useState, type FormEvent } from "react";
+import { useMemo, useState } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link } from "wouter";
 import { ApiError, api, ok, type GateEvent, type Plan, type Session } from "../api/client.ts";
-import { BarList, Card, Empty, Field, Gauge, Pager, Query, QuickStart, Time } from "../components.tsx";
+import { BarList, Card, DataTable, Empty, Field, FormAlert, FormStatus, Gauge, InlineForm, num, Query, QuickStart, Submit, submitted, Time } from "../components.tsx";
 import { fmtInt, fmtMoney, fmtPct, fmtTokens } from "../format.ts";
 import { usePaging, useUrlState } from "../url-state.ts";
 
@@ -147,27 +147,15 @@ function UsageByModel({ id }: { id: string }) {
               ) : (
                 <>
                   <BarList title="Cost per model" rows={models.map((m) => ({ label: m, value: u.cost_by_model[m] ?? 0, text: fmtMoney(u.cost_by_model[m] ?? 0) }))} />
-                  <div className="table-wrap" tabIndex={0}>
-                    <table>
-                      <caption className="sr-only">Usage per model</caption>
-                      <thead>
-                        <tr>
-                          <th scope="col">Model</th>
-                          <th scope="col" className="num">Cost</th>
-                          <th scope="col" className="num">Tokens</th>
-                        </tr>
-                      </thead>
-                      <tbody>
-                        {models.map((m) => (
-                          <tr key={m}>
-                            <td>{m}</td>
-                            <td className="num">{fmtMoney(u.cost_by_model[m] ?? 0)}</td>
-                            <td className="num">{fmtInt(u.tokens_by_model[m] ?? 0)}</td>
-                          </tr>
-                        ))}
-                      </tbody>
-                    </table>
-                  </div>
+                  <DataTable caption="Usage per model" columns={["Model", num("Cost"), num("Tokens")]}>
+                    {models.map((m) => (
+                      <tr key={m}>
+                        <td>{m}</td>
+                        <td className="num">{fmtMoney(u.cost_by_model[m] ?? 0)}</td>
+                        <td className="num">{fmtInt(u.tokens_by_model[m] ?? 0)}</td>
+                      </tr>
+                    ))}
+                  </DataTable>
                 </>
               )}
             </>
@@ -215,13 +203,7 @@ function GateEvents({ id }: { id: string }) {
             </select>
           )}
         </Field>
-        <form
-          className="inline"
-          onSubmit={(e) => {
-            e.preventDefault();
-            change({ reason: reason.trim() || null });
-          }}
-        >
+        <InlineForm button="Filter" onSubmit={() => change({ reason: reason.trim() || null })}>
           <Field label="Gate reason">
             {(fid) => <input id={fid} list="gate-reasons" value={reason} onChange={(e) => setReason(e.target.value)} placeholder="total_spend" />}
           </Field>
@@ -230,10 +212,7 @@ function GateEvents({ id }: { id: string }) {
             <option value="session_spend" />
             <option value="model_limit:" />
           </datalist>
-          <button type="submit" className="secondary">
-            Filter
-          </button>
-        </form>
+        </InlineForm>
         <label className="check">
           <input type="checkbox" checked={f.blocked_only} onChange={(e) => change({ blocked: e.target.checked ? "1" : null })} /> Blocked only
         </label>
@@ -260,44 +239,25 @@ function GateEvents({ id }: { id: string }) {
           page.events.length === 0 ? (
             <Empty>No gate events match. Gate events arrive from the client library when a user reaches a soft or hard gate.</Empty>
           ) : (
-            <>
-              <div className="table-wrap" tabIndex={0}>
-                <table>
-                  <caption className="sr-only">Gate events, newest first</caption>
-                  <thead>
-                    <tr>
-                      <th scope="col">Time</th>
-                      <th scope="col">Status</th>
-                      <th scope="col">Reason</th>
-                      <th scope="col" className="num">Usage</th>
-                      <th scope="col" className="num">Value / limit</th>
-                      <th scope="col">Blocked</th>
-                      <th scope="col">Message</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {page.events.map((e: GateEvent) => (
-                      <tr key={e.id}>
-                        <td>
-                          <Time iso={e.timestamp} />
-                        </td>
-                        <td>
-                          <span className={`badge ${e.status === "hard_gate" ? "bad" : "warn"}`}>{e.status === "hard_gate" ? "Hard gate" : "Soft gate"}</span>
-                        </td>
-                        <td>{e.gate_reason}</td>
-                        <td className="num">{fmtPct(e.usage_pct)}</td>
-                        <td className="num">
-                          {e.gate_reason.startsWith("model_limit:") ? `${fmtInt(e.current_value)} / ${fmtInt(e.limit_value)}` : `${fmtMoney(e.current_value)} / ${fmtMoney(e.limit_value)}`}
-                        </td>
-                        <td>{e.blocked ? "yes" : "no"}</td>
-                        <td>{e.message ?? ""}</td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </div>
-              <Pager hasPrev={paging.hasPrev} next={page.next_cursor} onPrev={paging.prev} onNext={() => page.next_cursor && paging.next(page.next_cursor)} />
-            </>
+            <DataTable caption="Gate events, newest first" columns={["Time", "Status", "Reason", num("Usage"), num("Value / limit"), "Blocked", "Message"]} paging={paging} next={page.next_cursor}>
+              {page.events.map((e: GateEvent) => (
+                <tr key={e.id}>
+                  <td>
+                    <Time iso={e.timestamp} />
+                  </td>
+                  <td>
+                    <span className={`badge ${e.status === "hard_gate" ? "bad" : "warn"}`}>{e.status === "hard_gate" ? "Hard gate" : "Soft gate"}</span>
+                  </td>
+                  <td>{e.gate_reason}</td>
+                  <td className="num">{fmtPct(e.usage_pct)}</td>
+                  <td className="num">
+                    {e.gate_reason.startsWith("model_limit:") ? `${fmtInt(e.current_value)} / ${fmtInt(e.limit_value)}` : `${fmtMoney(e.current_value)} / ${fmtMoney(e.limit_value)}`}
+                  </td>
+                  <td>{e.blocked ? "yes" : "no"}</td>
+                  <td>{e.message ?? ""}</td>
+                </tr>
+              ))}
+            </DataTable>
           )
         }
       </Query>
@@ -345,10 +305,9 @@ function Subscription({ id, session }: { id: string; session: Session | undefine
   });
   const err = save.error instanceof ApiError ? save.error : null;
   const issue = (f: string) => err?.issues.find((i) => i.path === `/${f}`)?.message;
-  const submit = (e: FormEvent) => {
-    e.preventDefault();
+  const submit = submitted(() => {
     if (!rule) save.mutate();
-  };
+  });
   return (
     <Card title="Change the subscription">
       <form onSubmit={submit} className="stack" aria-label="Change the subscription">
@@ -381,15 +340,11 @@ function Subscription({ id, session }: { id: string; session: Session | undefine
         <Field label="Billing subscription id (optional)" error={issue("billing_subscription_id")}>
           {(fid, d) => <input id={fid} aria-describedby={d} value={form.billing} onChange={(e) => setForm({ ...form, billing: e.target.value })} />}
         </Field>
-        {(rule || (err && !err.issues.length)) && plan !== undefined && (
-          <p className="field-error" role="alert">
-            {rule ?? err?.message}
-          </p>
-        )}
-        {save.isSuccess && <p role="status" className="ok-text">Subscription saved: {save.data.plan_name}.</p>}
-        <button type="submit" disabled={save.isPending || !!rule}>
-          {save.isPending ? "Saving…" : "Save subscription"}
-        </button>
+        {(rule || (err && !err.issues.length)) && plan !== undefined && <FormAlert>{rule ?? err?.message}</FormAlert>}
+        {save.isSuccess && <FormStatus>Subscription saved: {save.data.plan_name}.</FormStatus>}
+        <Submit busy={save.isPending} busyLabel="Saving…" disabled={!!rule}>
+          Save subscription
+        </Submit>
       </form>
     </Card>
   );
@@ -425,10 +380,9 @@ function ManualEvent({ id }: { id: string }) {
       <form
         className="stack"
         aria-label="Record a manual event"
-        onSubmit={(e) => {
-          e.preventDefault();
+        onSubmit={submitted(() => {
           record.mutate();
-        }}
+        })}
       >
         <div className="row">
           <Field label="Cost in dollars (optional)" error={issue("cost")}>
@@ -450,19 +404,11 @@ function ManualEvent({ id }: { id: string }) {
         <Field label="Description (optional)" error={issue("description")}>
           {(fid, d) => <input id={fid} aria-describedby={d} value={form.description} onChange={(e) => setForm({ ...form, description: e.target.value })} />}
         </Field>
-        {err && !err.issues.length && (
-          <p className="field-error" role="alert">
-            {err.message}
-          </p>
-        )}
-        {record.isSuccess && (
-          <p role="status" className="ok-text">
-            Recorded {record.data.id}: {fmtMoney(record.data.cost)}.
-          </p>
-        )}
-        <button type="submit" disabled={record.isPending}>
-          {record.isPending ? "Recording…" : "Record event"}
-        </button>
+        {err && !err.issues.length && <FormAlert>{err.message}</FormAlert>}
+        {record.isSuccess && <FormStatus>Recorded {record.data.id}: {fmtMoney(record.data.cost)}.</FormStatus>}
+        <Submit busy={record.isPending} busyLabel="Recording…">
+          Record event
+        </Submit>
       </form>
     </Card>
   );

@@ -1,8 +1,8 @@
-import { useState, type FormEvent } from "react";
+import { useState } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link, useLocation } from "wouter";
 import { ApiError, api, ok, type Issue } from "../api/client.ts";
-import { Card, Empty, Field, Pager, Query, QuickStart, Time } from "../components.tsx";
+import { Card, DataTable, Empty, Field, FormAlert, InlineForm, num, Query, QuickStart, Screen, Submit, submitted, Time } from "../components.tsx";
 import { fmtDate, fmtInt, fmtMoney, fmtTokens, utcTitle } from "../format.ts";
 import { usePaging, useUrlState } from "../url-state.ts";
 
@@ -22,94 +22,63 @@ export function UsersScreen() {
   });
 
   return (
-    <div className="screen">
-      <div className="screen-head">
-        <h1>Users</h1>
-      </div>
-      <div className="grid-side">
-        <Card title="All users">
-          <div className="filters" role="search" aria-label="Filter users">
-            <form
-              className="inline"
-              onSubmit={(e) => {
-                e.preventDefault();
-                set({ prefix: search.trim() || null, ...paging.reset });
-              }}
-            >
-              <Field label="User id starts with">
-                {(id) => <input id={id} type="search" value={search} onChange={(e) => setSearch(e.target.value)} placeholder="e.g. alice" />}
-              </Field>
-              <button type="submit" className="secondary">
-                Search
-              </button>
-            </form>
-            <Field label="Plan">
-              {(id) => (
-                <select id={id} value={plan} onChange={(e) => set({ plan: e.target.value || null, ...paging.reset })}>
-                  <option value="">Any plan</option>
-                  {plans.data?.plans.map((p) => (
-                    <option key={p.id} value={p.name}>
-                      {p.name}
-                    </option>
-                  ))}
-                </select>
-              )}
+    <Screen title="Users">
+    <div className="grid-side">
+      <Card title="All users">
+        <div className="filters" role="search" aria-label="Filter users">
+          <InlineForm button="Search" onSubmit={() => set({ prefix: search.trim() || null, ...paging.reset })}>
+            <Field label="User id starts with">
+              {(id) => <input id={id} type="search" value={search} onChange={(e) => setSearch(e.target.value)} placeholder="e.g. alice" />}
             </Field>
-          </div>
-          <Query q={users} label="Loading users">
-            {(page) =>
-              page.users.length === 0 ? (
-                <Empty>
-                  {prefix || plan ? "No user matches these filters." : "No users yet. Create one here, or let your product register users with POST /users; see the "}
-                  {!(prefix || plan) && <QuickStart />}
-                </Empty>
-              ) : (
-                <>
-                  <div className="table-wrap" tabIndex={0}>
-                    <table>
-                      <caption className="sr-only">Users</caption>
-                      <thead>
-                        <tr>
-                          <th scope="col">User</th>
-                          <th scope="col">Name</th>
-                          <th scope="col">Plan</th>
-                          <th scope="col" className="num">Period spend</th>
-                          <th scope="col" className="num">Period tokens</th>
-                          <th scope="col">Period</th>
-                          <th scope="col">Created</th>
-                        </tr>
-                      </thead>
-                      <tbody>
-                        {page.users.map((u) => (
-                          <tr key={u.id}>
-                            <td>
-                              <Link href={`/users/${encodeURIComponent(u.external_user_id)}`}>{u.external_user_id}</Link>
-                            </td>
-                            <td>{u.name ?? "—"}</td>
-                            <td>{u.plan_name ?? <span className="muted">no plan</span>}</td>
-                            <td className="num">{fmtMoney(u.period_spend_usd)}</td>
-                            <td className="num" title={fmtInt(u.period_tokens)}>{fmtTokens(u.period_tokens)}</td>
-                            <td>
-                              <time dateTime={u.period_start} title={utcTitle(u.period_start)}>{fmtDate(u.period_start)}</time> –{" "}
-                              <time dateTime={u.period_end} title={utcTitle(u.period_end)}>{fmtDate(u.period_end)}</time>
-                            </td>
-                            <td>
-                              <Time iso={u.created_at} />
-                            </td>
-                          </tr>
-                        ))}
-                      </tbody>
-                    </table>
-                  </div>
-                  <Pager hasPrev={paging.hasPrev} next={page.next_cursor} onPrev={paging.prev} onNext={() => page.next_cursor && paging.next(page.next_cursor)} />
-                </>
-              )
-            }
-          </Query>
-        </Card>
-        <CreateUser />
-      </div>
+          </InlineForm>
+          <Field label="Plan">
+            {(id) => (
+              <select id={id} value={plan} onChange={(e) => set({ plan: e.target.value || null, ...paging.reset })}>
+                <option value="">Any plan</option>
+                {plans.data?.plans.map((p) => (
+                  <option key={p.id} value={p.name}>
+                    {p.name}
+                  </option>
+                ))}
+              </select>
+            )}
+          </Field>
+        </div>
+        <Query q={users} label="Loading users">
+          {(page) =>
+            page.users.length === 0 ? (
+              <Empty>
+                {prefix || plan ? "No user matches these filters." : "No users yet. Create one here, or let your product register users with POST /users; see the "}
+                {!(prefix || plan) && <QuickStart />}
+              </Empty>
+            ) : (
+              <DataTable caption="Users" columns={["User", "Name", "Plan", num("Period spend"), num("Period tokens"), "Period", "Created"]} paging={paging} next={page.next_cursor}>
+                {page.users.map((u) => (
+                  <tr key={u.id}>
+                    <td>
+                      <Link href={`/users/${encodeURIComponent(u.external_user_id)}`}>{u.external_user_id}</Link>
+                    </td>
+                    <td>{u.name ?? "—"}</td>
+                    <td>{u.plan_name ?? <span className="muted">no plan</span>}</td>
+                    <td className="num">{fmtMoney(u.period_spend_usd)}</td>
+                    <td className="num" title={fmtInt(u.period_tokens)}>{fmtTokens(u.period_tokens)}</td>
+                    <td>
+                      <time dateTime={u.period_start} title={utcTitle(u.period_start)}>{fmtDate(u.period_start)}</time> –{" "}
+                      <time dateTime={u.period_end} title={utcTitle(u.period_end)}>{fmtDate(u.period_end)}</time>
+                    </td>
+                    <td>
+                      <Time iso={u.created_at} />
+                    </td>
+                  </tr>
+                ))}
+              </DataTable>
+            )
+          }
+        </Query>
+      </Card>
+      <CreateUser />
     </div>
+    </Screen>
   );
 }
 
@@ -127,10 +96,9 @@ function CreateUser() {
       navigate(`/users/${encodeURIComponent(u.external_user_id)}`);
     },
   });
-  const submit = (e: FormEvent) => {
-    e.preventDefault();
+  const submit = submitted(() => {
     create.mutate();
-  };
+  });
   const issue = (f: string) => issues.find((i) => i.path === `/${f}`)?.message;
   return (
     <Card title="Create a user">
@@ -141,14 +109,10 @@ function CreateUser() {
         <Field label="Display name (optional)" error={issue("name")}>
           {(id, d) => <input id={id} aria-describedby={d} value={form.name} onChange={(e) => setForm({ ...form, name: e.target.value })} />}
         </Field>
-        {create.error && !issues.length && (
-          <p className="field-error" role="alert">
-            {create.error instanceof ApiError && create.error.status === 409 ? "A user with this id exists already." : create.error.message}
-          </p>
-        )}
-        <button type="submit" disabled={create.isPending}>
-          {create.isPending ? "Creating…" : "Create user"}
-        </button>
+        {create.error && !issues.length && <FormAlert>{create.error instanceof ApiError && create.error.status === 409 ? "A user with this id exists already." : create.error.message}</FormAlert>}
+        <Submit busy={create.isPending} busyLabel="Creating…">
+          Create user
+        </Submit>
       </form>
     </Card>
   );

@@ -1,8 +1,8 @@
-import { useState, type FormEvent } from "react";
+import { useState } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link, useLocation } from "wouter";
 import { ApiError, api, ok, type Endpoint } from "../api/client.ts";
-import { Card, CopyButton, Empty, ErrorState, Field, Pager, Query, QuickStart, SecretOnce, Time } from "../components.tsx";
+import { Card, CopyButton, DataTable, Empty, ErrorState, Field, FormStatus, num, Query, QuickStart, Screen, SecretOnce, Submit, submitted, Time } from "../components.tsx";
 import { usePaging, useUrlState } from "../url-state.ts";
 
 const EVENT_TYPES = [
@@ -22,38 +22,35 @@ export function WebhooksScreen({ selected }: { selected?: string }) {
   const endpoints = useQuery({ queryKey: ["endpoints"], queryFn: () => ok(api.GET("/api/v1/webhooks/endpoints")) });
   const current = endpoints.data?.find((e) => e.id === selected);
   return (
-    <div className="screen">
-      <div className="screen-head">
-        <h1>Webhooks</h1>
-      </div>
-      <div className="grid-side">
-        <Card title="Endpoints">
-          <Query q={endpoints} label="Loading endpoints">
-            {(list) =>
-              list.length === 0 ? (
-                <Empty>
-                  No endpoints. Add one to receive gate, threshold and summary events, signed with its secret; see the <QuickStart />.
-                </Empty>
-              ) : (
-                <ul className="list">
-                  {list.map((e) => (
-                    <li key={e.id} className={e.id === selected ? "selected" : ""}>
-                      <Link href={`/webhooks/${e.id}`} aria-current={e.id === selected ? "true" : undefined}>
-                        <span className="url">{e.url}</span>
-                      </Link>
-                      <span className={`badge ${e.enabled ? "good" : "muted-badge"}`}>{e.enabled ? "enabled" : "disabled"}</span>
-                      <small className="muted">{e.description ?? `${e.subscribed_events.length} event types`}</small>
-                    </li>
-                  ))}
-                </ul>
-              )
-            }
-          </Query>
-        </Card>
-        <CreateEndpoint />
-      </div>
-      {selected && (current ? <EndpointDetail key={current.id} endpoint={current} /> : endpoints.data && <ErrorState error={new ApiError(404, "no such endpoint")} />)}
+    <Screen title="Webhooks">
+    <div className="grid-side">
+      <Card title="Endpoints">
+        <Query q={endpoints} label="Loading endpoints">
+          {(list) =>
+            list.length === 0 ? (
+              <Empty>
+                No endpoints. Add one to receive gate, threshold and summary events, signed with its secret; see the <QuickStart />.
+              </Empty>
+            ) : (
+              <ul className="list">
+                {list.map((e) => (
+                  <li key={e.id} className={e.id === selected ? "selected" : ""}>
+                    <Link href={`/webhooks/${e.id}`} aria-current={e.id === selected ? "true" : undefined}>
+                      <span className="url">{e.url}</span>
+                    </Link>
+                    <span className={`badge ${e.enabled ? "good" : "muted-badge"}`}>{e.enabled ? "enabled" : "disabled"}</span>
+                    <small className="muted">{e.description ?? `${e.subscribed_events.length} event types`}</small>
+                  </li>
+                ))}
+              </ul>
+            )
+          }
+        </Query>
+      </Card>
+      <CreateEndpoint />
     </div>
+    {selected && (current ? <EndpointDetail key={current.id} endpoint={current} /> : endpoints.data && <ErrorState error={new ApiError(404, "no such endpoint")} />)}
+    </Screen>
   );
 }
 
@@ -84,11 +81,10 @@ function CreateEndpoint() {
   });
   const err = create.error instanceof ApiError ? create.error : null;
   const issue = (f: string) => err?.issues.filter((i) => i.path.startsWith(`/${f}`)).map((i) => i.message).join("; ") || undefined;
-  const submit = (e: FormEvent) => {
-    e.preventDefault();
+  const submit = submitted(() => {
     setSecret(null);
     create.mutate();
-  };
+  });
   return (
     <Card title="Add an endpoint">
       {secret && <SecretOnce title={`Signing secret of ${secret.url}`} secret={secret.secret} warning="Shown once here; you can reveal it again later from the endpoint. Verify every delivery's X-Service-Signature with it." />}
@@ -101,9 +97,9 @@ function CreateEndpoint() {
         </Field>
         <EventPicker legend="Events" value={form.events} onChange={(events) => setForm({ ...form, events })} />
         {issue("subscribed_events") && <small className="field-error">{issue("subscribed_events")}</small>}
-        <button type="submit" disabled={create.isPending}>
-          {create.isPending ? "Adding…" : "Add endpoint"}
-        </button>
+        <Submit busy={create.isPending} busyLabel="Adding…">
+          Add endpoint
+        </Submit>
       </form>
     </Card>
   );
@@ -188,10 +184,9 @@ function EndpointDetail({ endpoint }: { endpoint: Endpoint }) {
           className="stack"
           noValidate
           aria-label="Edit the endpoint"
-          onSubmit={(e) => {
-            e.preventDefault();
+          onSubmit={submitted(() => {
             update.mutate({ url: form.url, description: form.description || null, subscribed_events: form.events });
-          }}
+          })}
         >
           <Field label="Endpoint URL" error={issue("url") ?? (err && !err.issues.length ? err.message : undefined)}>
             {(id, d) => <input id={id} aria-describedby={d} type="url" value={form.url} onChange={(e) => setForm({ ...form, url: e.target.value })} />}
@@ -200,7 +195,7 @@ function EndpointDetail({ endpoint }: { endpoint: Endpoint }) {
             {(id, d) => <input id={id} aria-describedby={d} value={form.description} onChange={(e) => setForm({ ...form, description: e.target.value })} />}
           </Field>
           <EventPicker legend="Subscribed events" value={form.events} onChange={(events) => setForm({ ...form, events })} />
-          {update.isSuccess && <p role="status" className="ok-text">Saved.</p>}
+          {update.isSuccess && <FormStatus>Saved.</FormStatus>}
           <button type="submit" disabled={update.isPending}>
             Save endpoint
           </button>
@@ -240,42 +235,24 @@ function Deliveries({ id }: { id: string }) {
           page.deliveries.length === 0 ? (
             <Empty>No deliveries{status ? ` with status ${status}` : ""}. Send a test event to see one here.</Empty>
           ) : (
-            <>
-              <div className="table-wrap" tabIndex={0}>
-                <table>
-                  <caption className="sr-only">Deliveries, newest first</caption>
-                  <thead>
-                    <tr>
-                      <th scope="col">Created</th>
-                      <th scope="col">Event</th>
-                      <th scope="col">Status</th>
-                      <th scope="col" className="num">Code</th>
-                      <th scope="col" className="num">Attempt</th>
-                      <th scope="col">Completed</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {page.deliveries.map((d) => (
-                      <tr key={d.id}>
-                        <td>
-                          <Time iso={d.created_at} />
-                        </td>
-                        <td>{d.event_type}</td>
-                        <td>
-                          <span className={`badge ${d.status === "success" ? "good" : d.status === "failed" ? "bad" : "warn"}`}>{d.status}</span>
-                        </td>
-                        <td className="num">{d.status_code || "—"}</td>
-                        <td className="num">{d.attempt}</td>
-                        <td>
-                          <Time iso={d.completed_at} />
-                        </td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </div>
-              <Pager hasPrev={paging.hasPrev} next={page.next_cursor} onPrev={paging.prev} onNext={() => page.next_cursor && paging.next(page.next_cursor)} />
-            </>
+            <DataTable caption="Deliveries, newest first" columns={["Created", "Event", "Status", num("Code"), num("Attempt"), "Completed"]} paging={paging} next={page.next_cursor}>
+              {page.deliveries.map((d) => (
+                <tr key={d.id}>
+                  <td>
+                    <Time iso={d.created_at} />
+                  </td>
+                  <td>{d.event_type}</td>
+                  <td>
+                    <span className={`badge ${d.status === "success" ? "good" : d.status === "failed" ? "bad" : "warn"}`}>{d.status}</span>
+                  </td>
+                  <td className="num">{d.status_code || "—"}</td>
+                  <td className="num">{d.attempt}</td>
+                  <td>
+                    <Time iso={d.completed_at} />
+                  </td>
+                </tr>
+              ))}
+            </DataTable>
           )
         }
       </Query>

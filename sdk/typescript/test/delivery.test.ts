@@ -1,33 +1,23 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { eventually } from "../../../test/support/eventually.ts";
-import { startTestStack, type TestStack } from "../../../test/support/stack.ts";
-import type { Api } from "../../../test/support/http.ts";
 import { LimitExceededError, Meter, type MeterOptions } from "../src/index.ts";
-import { DAY, createUser, memoryLogger, near, rejects, usage } from "./support/fixtures.ts";
+import { createUser, DAY, memoryLogger, near, type ProductCtx, rejects, startWithProduct, stopAll, usage } from "./support/fixtures.ts";
 import { FaultProxy } from "./support/proxy.ts";
 
-interface Ctx {
-  stack: TestStack;
-  api: Api;
-  apiKey: string;
+interface Ctx extends ProductCtx {
   meters: Meter[];
   proxies: FaultProxy[];
 }
 const t = suite<Ctx>("sdk: delivery and failing open over a faulty network");
 
 t.before(async (ctx) => {
-  ctx.stack = await startTestStack({ services: { ingestion: { relayIntervalMs: 50 } } });
-  const product = await ctx.stack.newProduct("sdk delivery");
-  ctx.api = product.api;
-  ctx.apiKey = product.apiKey;
+  await startWithProduct(ctx, "sdk delivery", { services: { ingestion: { relayIntervalMs: 50 } } });
   ctx.meters = [];
   ctx.proxies = [];
 });
 t.after(async (ctx) => {
-  for (const m of ctx.meters) await m.shutdown({ timeoutMs: 1_000 });
-  for (const p of ctx.proxies) await p.close();
-  await ctx.stack.close();
+  await stopAll(ctx.stack, ctx.meters, ctx.proxies, 1_000);
 });
 
 async function setup(ctx: Ctx, opts: MeterOptions = {}) {

@@ -11,20 +11,15 @@ import * as assert from "uvu/assert";
 import { FAST } from "../../../services/webhooks/testing/instance.ts";
 import { Receiver } from "../../../services/webhooks/testing/receiver.ts";
 import { eventually } from "../../../test/support/eventually.ts";
-import type { Api } from "../../../test/support/http.ts";
-import { startTestStack, type TestStack } from "../../../test/support/stack.ts";
 import { LimitExceededError, Meter, type MeterOptions } from "../src/index.ts";
 import { meterErrorHandler } from "../src/http/express.ts";
 import { meterFastify } from "../src/http/fastify.ts";
 import { meterOpenAI } from "../src/integrations/openai.ts";
 import { startMockOpenAI } from "./mock-openai.ts";
 import type { MockServer } from "./mock-server.ts";
-import { DAY, createUser, gateEvents, rejects } from "./support/fixtures.ts";
+import { createUser, DAY, gateEvents, type ProductCtx, rejects, startWithProduct } from "./support/fixtures.ts";
 
-interface Ctx {
-  stack: TestStack;
-  api: Api;
-  apiKey: string;
+interface Ctx extends ProductCtx {
   rx: Receiver;
   mock: MockServer;
   meters: Meter[];
@@ -32,10 +27,7 @@ interface Ctx {
 const t = suite<Ctx>("sdk: gate events, webhooks, messages, HTTP helpers, conversations");
 
 t.before(async (ctx) => {
-  ctx.stack = await startTestStack({ services: { webhooks: FAST, ingestion: { relayIntervalMs: 50 } } });
-  const product = await ctx.stack.newProduct("sdk gates");
-  ctx.api = product.api;
-  ctx.apiKey = product.apiKey;
+  await startWithProduct(ctx, "sdk gates", { services: { webhooks: FAST, ingestion: { relayIntervalMs: 50 } } });
   ctx.rx = await new Receiver().start();
   const types = ["gate_event.soft_gate", "gate_event.hard_gate", "gate_event.blocked"];
   assert.is((await ctx.api.post("/webhooks/endpoints", { url: ctx.rx.url, subscribed_events: types })).status, 201);

@@ -2,31 +2,22 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { LimitExceededError, Meter, type MeterOptions, type UsageEvent } from "../src/index.ts";
 import { CALL_COST, CALL_ESTIMATE, CALL_TOKENS, CALL_TOKENS_ESTIMATE, cappedUser, cappedUserPlan } from "../../../bench/lease-run.ts";
-import type { Api } from "../../../test/support/http.ts";
-import { startTestStack, type TestStack } from "../../../test/support/stack.ts";
 import { eventually } from "../../../test/support/eventually.ts";
-import { memoryLogger, rejects, usage } from "./support/fixtures.ts";
+import { memoryLogger, type ProductCtx, rejects, startWithProduct, stopAll, usage } from "./support/fixtures.ts";
 import { FaultProxy } from "./support/proxy.ts";
 import { commitNow, reserveNow } from "../src/internal.ts";
 
-interface Ctx {
-  stack: TestStack;
-  api: Api;
-  apiKey: string;
+interface Ctx extends ProductCtx {
   proxies: FaultProxy[];
 }
 const t = suite<Ctx>("sdk: leases: true in one process, and with the lease route failing");
 
 t.before(async (ctx) => {
-  ctx.stack = await startTestStack();
-  const product = await ctx.stack.newProduct("sdk leases");
-  ctx.api = product.api;
-  ctx.apiKey = product.apiKey;
+  await startWithProduct(ctx, "sdk leases");
   ctx.proxies = [];
 });
 t.after(async (ctx) => {
-  for (const p of ctx.proxies) await p.close();
-  await ctx.stack.close();
+  await stopAll(ctx.stack, [], ctx.proxies);
 });
 
 async function setup(ctx: Ctx, opts: MeterOptions = {}) {
@@ -234,13 +225,19 @@ t("after a plan change calls keep spending from the slice still valid under the 
   assert.ok((await usage(ctx.api, user)).total_cost <= cap + 1e-6, "the lowered cap holds");
 });
 
-t("a slice granted while its answer was lost is spent once the service answers again, even when nothing more is left", async (ctx) => {
+/** A client whose lease request was granted but whose answer was lost, so that a reserve was refused. */
+async function lostGrant(ctx: Ctx) {
   const cap = 20 * CALL_ESTIMATE;
   const user = await cappedUser(ctx.api, cap);
   const { proxy, m } = await setup(ctx);
   await m.guard(user, { model: "m" }); // loads the view
   proxy.inject(LEASE_REQUEST, { kind: "lose" });
   await rejects(() => m.reserve(user, CALL), LimitExceededError);
+  return { cap, user, m };
+}
+
+t("a slice granted while its answer was lost is spent once the service answers again, even when nothing more is left", async (ctx) => {
+  const { cap, user, m } = await lostGrant(ctx);
   const lost = await ctx.api.get(`/users/${user}/usage`);
   assert.is(lost.body.total_cost, 0);
   // Another holder takes everything the lost slice left.
@@ -254,12 +251,7 @@ t("a slice granted while its answer was lost is spent once the service answers a
 });
 
 t("a slice granted while its answer was lost is given back at shutdown", async (ctx) => {
-  const cap = 20 * CALL_ESTIMATE;
-  const user = await cappedUser(ctx.api, cap);
-  const { proxy, m } = await setup(ctx);
-  await m.guard(user, { model: "m" }); // loads the view
-  proxy.inject(LEASE_REQUEST, { kind: "lose" });
-  await rejects(() => m.reserve(user, CALL), LimitExceededError);
+  const { cap, user, m } = await lostGrant(ctx);
   await m.shutdown();
   // Nothing is held any more: another holder may take the whole cap.
   const all = await ctx.api.post(`/users/${user}/leases`, { holder: "other", need: cap, want: cap });

@@ -1,28 +1,21 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { eventually } from "../../../test/support/eventually.ts";
-import { startTestStack, type TestStack } from "../../../test/support/stack.ts";
-import type { Api } from "../../../test/support/http.ts";
 import { LimitExceededError, Meter, currentUser, type GuardResult, type MeterOptions, type UsageEvent } from "../src/index.ts";
-import { DAY, createPlan, createUser, gateEvents, memoryLogger, near, rejects, subscribe, usage } from "./support/fixtures.ts";
+import { createPlan, createUser, DAY, gateEvents, memoryLogger, near, type ProductCtx, rejects, startWithProduct, stopAll, subscribe, usage } from "./support/fixtures.ts";
 import { FaultProxy } from "./support/proxy.ts";
 import { commitNow, reserveNow } from "../src/internal.ts";
 
-const t = suite<{ stack: TestStack; api: Api; apiKey: string; proxy: FaultProxy; meters: Meter[] }>("sdk: gates, sessions, periods over HTTP");
+const t = suite<ProductCtx & { proxy: FaultProxy; meters: Meter[] }>("sdk: gates, sessions, periods over HTTP");
 
 t.before(async (ctx) => {
-  ctx.stack = await startTestStack({ services: { ingestion: { relayIntervalMs: 50 } } });
-  const product = await ctx.stack.newProduct("sdk");
-  ctx.api = product.api;
-  ctx.apiKey = product.apiKey;
+  await startWithProduct(ctx, "sdk", { services: { ingestion: { relayIntervalMs: 50 } } });
   // Only to count requests here; no faults.
   ctx.proxy = await FaultProxy.start(ctx.stack.apiUrl);
   ctx.meters = [];
 });
 t.after(async (ctx) => {
-  for (const m of ctx.meters) await m.shutdown({ timeoutMs: 2_000 });
-  await ctx.proxy.close();
-  await ctx.stack.close();
+  await stopAll(ctx.stack, ctx.meters, [ctx.proxy]);
 });
 
 function meter(ctx: { proxy: FaultProxy; apiKey: string; meters: Meter[] }, opts: MeterOptions = {}): Meter {
@@ -236,14 +229,13 @@ t("period rollover: after period_end the session is fetched again and the servic
   assert.ok(Date.parse(s.billing_period.end) > Date.now());
 });
 
+/** A user on a $1 plan at $1 per 1K tokens of model m, whose calls are estimated before they run. */
+const estimatingUser = (api: ProductCtx["api"], bufferTokens: number) =>
+  createUser(api, { max_spend_per_period: 1, cost_rates: { m: { input: 1, output: 1 } }, pre_call_estimate: true, pre_call_buffer_tokens: bufferTokens });
+
 t("pre-call estimate: concurrent calls never take spend past the cap", async (ctx) => {
   // Each call: 100 input + up to 100 output tokens at $1/1K = at most $0.20; the cap holds 5.
-  const userId = await createUser(ctx.api, {
-    max_spend_per_period: 1,
-    cost_rates: { m: { input: 1, output: 1 } },
-    pre_call_estimate: true,
-    pre_call_buffer_tokens: 100,
-  });
+  const userId = await estimatingUser(ctx.api, 100);
   const m = meter(ctx);
   await m.guard(userId, { model: "m" });
   let ran = 0;
@@ -265,12 +257,7 @@ t("pre-call estimate: concurrent calls never take spend past the cap", async (ct
 });
 
 t("reserve: commit settles with the real cost, release gives the estimate back; call() records nothing when the function throws", async (ctx) => {
-  const userId = await createUser(ctx.api, {
-    max_spend_per_period: 1,
-    cost_rates: { m: { input: 1, output: 1 } },
-    pre_call_estimate: true,
-    pre_call_buffer_tokens: 500,
-  });
+  const userId = await estimatingUser(ctx.api, 500);
   const m = meter(ctx);
   const a = await m.reserve(userId, { model: "m", input_tokens: 400 }); // holds $0.90
   assert.is(a.model, "m");

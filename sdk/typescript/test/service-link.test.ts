@@ -5,27 +5,20 @@ import { randomBytes } from "node:crypto";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { eventually } from "../../../test/support/eventually.ts";
-import type { Api } from "../../../test/support/http.ts";
-import { startTestStack, type TestStack } from "../../../test/support/stack.ts";
 import { LimitExceededError, Meter, MeterApiError, type MeterOptions } from "../src/index.ts";
-import { DAY, createPlan, createUser, rejects, subscribe } from "./support/fixtures.ts";
+import { createPlan, createUser, DAY, type ProductCtx, rejects, startWithProduct, stopAll, subscribe } from "./support/fixtures.ts";
 import { FaultProxy } from "./support/proxy.ts";
 
-const t = suite<{ stack: TestStack; api: Api; apiKey: string; proxy: FaultProxy; meters: Meter[] }>("sdk: start, failClosed, plan changes over HTTP");
+const t = suite<ProductCtx & { proxy: FaultProxy; meters: Meter[] }>("sdk: start, failClosed, plan changes over HTTP");
 
 t.before(async (ctx) => {
-  ctx.stack = await startTestStack();
-  const product = await ctx.stack.newProduct("sdk link");
-  ctx.api = product.api;
-  ctx.apiKey = product.apiKey;
+  await startWithProduct(ctx, "sdk link");
   // Counts requests by path; no faults.
   ctx.proxy = await FaultProxy.start(ctx.stack.apiUrl);
   ctx.meters = [];
 });
 t.after(async (ctx) => {
-  for (const m of ctx.meters) await m.shutdown({ timeoutMs: 2_000 });
-  await ctx.proxy.close();
-  await ctx.stack.close();
+  await stopAll(ctx.stack, ctx.meters, [ctx.proxy]);
 });
 
 /** A logger that keeps warnings and errors apart, and the errors onError saw. */

@@ -4,11 +4,10 @@ import * as assert from "uvu/assert";
 import type { MongoClient } from "mongodb";
 import { AnalyticsService } from "@meter/proto/meter/analytics/v1/analytics_pb";
 import { createLogger } from "@meter/lib/logger";
-import { connectMongo } from "@meter/lib/mongo";
 import { rpcClient, serveRpc } from "@meter/lib/rpc";
 import { JOBS_COLLECTION } from "@meter/lib/jobs";
 import { toTimestamp } from "@meter/lib/time";
-import { testMongoUrl } from "../../../test/support/database.ts";
+import { freshDbName, withTestMongo } from "../../../test/support/database.ts";
 import { eventually } from "../../../test/support/eventually.ts";
 import { spawnEntry } from "../../../test/support/processes.ts";
 import { createAnalyticsService } from "../index.ts";
@@ -24,17 +23,10 @@ const logger = createLogger("analytics-roll-job-test", "silent");
 const NO_PEERS = { tenancy: "", plans: "", ingestion: "", analytics: "", webhooks: "" };
 const LEASE_MS = 1_500;
 
-t.before(async (ctx) => {
-  ctx.url = await testMongoUrl();
-  ctx.mongo = await connectMongo(ctx.url);
-});
-
-t.after(async (ctx) => {
-  await ctx.mongo.close();
-});
+withTestMongo(t);
 
 t("another scheduler finishes the roll a killed worker held", async ({ mongo, url }) => {
-  const dbName = `analytics_rolljob_${Date.now()}_${Math.floor(Math.random() * 1e6)}`;
+  const dbName = freshDbName("analytics_rolljob");
   const db = mongo.db(dbName);
   // Records only: this instance runs no job.
   const writer = await createAnalyticsService({ db, logger, peers: NO_PEERS, rollIntervalMs: 0 });

@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
 import type { Collection, Db } from "mongodb";
 import { deleteInRounds, isDuplicateKeyError } from "@meter/lib/mongo";
-import type { BySource, DayAccumulator, DayFigures } from "../domain/rollup.ts";
+import type { DayAccumulator, DayFigures } from "../domain/rollup.ts";
 import type { Bucket } from "./dirty.ts";
-import { USERS_PER_CHUNK, type UserRow } from "./rollups.ts";
+import { USERS_PER_CHUNK, type StoredDay, type UserChunkDoc, type UserRow } from "./rollups.ts";
 
 /**
  * The base of a frozen day: its figures computed from the ledger (and the late facts stored
@@ -11,15 +11,7 @@ import { USERS_PER_CHUNK, type UserRow } from "./rollups.ts";
  * changed: a frozen day's rollup is recomputed as its base plus the late facts stored after
  * it, so that recomputation stays idempotent without the ledger (see README, "Late facts").
  */
-export interface BaseDoc {
-  /** `<product_id>|<YYYY-MM-DD>` */
-  _id: string;
-  product_id: string;
-  day: string;
-  usage: BySource;
-  soft_gates: number;
-  hard_gates: number;
-  models: { name: string; auto: BySource["auto"]; manual: BySource["manual"] }[];
+export interface BaseDoc extends StoredDay {
   /** The user chunks are `<_id>|<chunk_key>|0` .. `|n-1`: this writer's own, see `freeze`. */
   chunk_key: string;
   user_chunks: number;
@@ -28,13 +20,8 @@ export interface BaseDoc {
   frozen_at: Date;
 }
 
-interface BaseUserChunkDoc {
-  _id: string;
-  product_id: string;
-  day: string;
-  /** JSON of `[id, auto figures, manual figures][]`, as in `day_user_rollups`. */
-  users: string;
-}
+/** Stored as in `day_user_rollups`. */
+type BaseUserChunkDoc = UserChunkDoc;
 
 const baseId = (b: Bucket) => `${b.productId}|${b.day}`;
 

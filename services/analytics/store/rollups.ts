@@ -8,7 +8,16 @@ import { deleteInRounds } from "@meter/lib/mongo";
  * day's users in chunks. Queries read them only by _id, so their cost depends on the number
  * of days asked for and of users active in them, never on the number of events.
  */
-export interface DayDoc {
+export interface DayDoc extends StoredDay {
+  /** How many user chunks the day has: `<_id>|0` .. `<_id>|n-1`. */
+  user_chunks: number;
+  computed_at: Date;
+  /** Written by a roller that counts late facts (absent on rollups written before them). */
+  with_late?: true;
+}
+
+/** A product's figures of one day, as a day rollup and a frozen day's base both store them. */
+export interface StoredDay {
   /** `<product_id>|<YYYY-MM-DD>` */
   _id: string;
   product_id: string;
@@ -17,11 +26,6 @@ export interface DayDoc {
   soft_gates: number;
   hard_gates: number;
   models: { name: string; auto: BySource["auto"]; manual: BySource["manual"] }[];
-  /** How many user chunks the day has: `<_id>|0` .. `<_id>|n-1`. */
-  user_chunks: number;
-  computed_at: Date;
-  /** Written by a roller that counts late facts (absent on rollups written before them). */
-  with_late?: true;
 }
 
 export interface UserChunkDoc {

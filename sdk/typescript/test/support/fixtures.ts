@@ -1,8 +1,36 @@
 /** Products, plans, users and subscriptions set up through the REST API, as a product would. */
 import { randomUUID } from "node:crypto";
 import type { Api } from "../../../../test/support/http.ts";
+import { startTestStack, type TestStack } from "../../../../test/support/stack.ts";
+import type { Meter } from "../../src/index.ts";
 
 export const DAY = 86_400_000;
+
+/** A suite's context of a test stack with one product: its API (holding the key) and the key. */
+export interface ProductCtx {
+  stack: TestStack;
+  api: Api;
+  apiKey: string;
+}
+
+/** A suite's `before`: a test stack with one product, whose admin API and key the tests use. */
+export async function startWithProduct(
+  ctx: ProductCtx,
+  name: string,
+  options?: Parameters<typeof startTestStack>[0],
+): Promise<void> {
+  ctx.stack = await startTestStack(options);
+  const product = await ctx.stack.newProduct(name);
+  ctx.api = product.api;
+  ctx.apiKey = product.apiKey;
+}
+
+/** A suite's `after`: shuts the suite's clients down, then the proxies in front of the stack, then the stack. */
+export async function stopAll(stack: TestStack, meters: Meter[], proxies: { close(): Promise<unknown> }[], timeoutMs = 2_000): Promise<void> {
+  for (const m of meters) await m.shutdown({ timeoutMs });
+  for (const p of proxies) await p.close();
+  await stack.close();
+}
 
 export async function createPlan(api: Api, plan: Record<string, unknown>): Promise<string> {
   const res = await api.post("/config/plans", { plans: [{ name: `p-${randomUUID()}`, ...plan }] });
