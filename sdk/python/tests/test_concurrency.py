@@ -31,26 +31,27 @@ def test_a_thousand_concurrent_calls_across_threads_and_tasks_never_overshoot(pr
     blocked = [0]
     start = threading.Barrier(2)
 
+    def outcome(cost: float | None) -> None:
+        with lock:
+            if cost is None:
+                blocked[0] += 1
+            else:
+                ran.append(cost)
+
     def one_sync(i: int) -> None:
         try:
             with m.reserve(user, model="m", input_tokens=0) as r:
-                ev = r.commit(output_tokens=random.randint(10, 60))
-            with lock:
-                ran.append(ev.cost_total)
+                outcome(r.commit(output_tokens=random.randint(10, 60)).cost_total)
         except LimitExceededError:
-            with lock:
-                blocked[0] += 1
+            outcome(None)
 
     async def one_async() -> None:
         try:
             async with m.areserve(user, model="m", input_tokens=0) as r:
                 await asyncio.sleep(0)
-                ev = r.commit(output_tokens=random.randint(10, 60))
-            with lock:
-                ran.append(ev.cost_total)
+                outcome(r.commit(output_tokens=random.randint(10, 60)).cost_total)
         except LimitExceededError:
-            with lock:
-                blocked[0] += 1
+            outcome(None)
 
     async def tasks() -> None:
         start.wait()

@@ -169,11 +169,8 @@ def metered_iter(
         for item in inner:
             if observe(call, item):
                 yield item
-    except GeneratorExit:
-        call.settle_seen()
-        raise
     except BaseException:
-        # Cut by an error after the provider started answering: what it showed.
+        # Closed early or cut by an error once the provider started answering: what it showed.
         call.settle_seen()
         raise
     finish(call)
@@ -186,9 +183,6 @@ async def ametered_iter(
         async for item in inner:
             if observe(call, item):
                 yield item
-    except GeneratorExit:
-        call.settle_seen()
-        raise
     except BaseException:
         call.settle_seen()
         raise
