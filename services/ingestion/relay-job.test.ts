@@ -65,4 +65,33 @@ t("another scheduler hands over the entry a killed worker was sending", async ({
   }
 });
 
+t("an outbox of whole batches, together larger than one database answer, drains", async ({ mongo }) => {
+  // 21 entries of 10,000 facts (a batch at its limit, about 3 MB each): read twenty at once,
+  // the answer passed the embedded database's 48 MB message bound and the relay stalled.
+  const db = mongo.db(freshDbName("ingestion_relaybig"));
+  const p = randomUUID();
+  const ENTRIES = 21;
+  const PER_ENTRY = 10_000;
+  for (let n = 0; n < ENTRIES; n++) {
+    const facts = Array.from({ length: PER_ENTRY }, (_, i) => ({
+      product_id: p, event_id: `e${n}-${i}-${randomUUID()}`, user_id: `user-${i % 100}`, timestamp: new Date(),
+      model: "gpt-4o", total_tokens: 100 + i, cost_total: 0.001, source: "auto", tool_call_count: 0,
+    }));
+    await db.collection("outbox_analytics").insertOne(entry("usage", `job_${randomUUID()}`, facts) as never);
+  }
+  const received = new Set<string>();
+  const service = await createIngestionService({
+    db, logger, peers: NO_PEERS, relayIntervalMs: 100,
+    analytics: { recordEvents: async (u) => void u.forEach((f) => received.add(f.eventId)) },
+    webhooks: { publishGateEvents: async () => {}, publishThresholdCrossings: async () => {} },
+  });
+  try {
+    await service.start?.();
+    await eventually(async () => (await db.collection("outbox_analytics").countDocuments({})) === 0, 120_000, "every entry handed over");
+    assert.is(received.size, ENTRIES * PER_ENTRY);
+  } finally {
+    await service.stop?.();
+  }
+});
+
 t.run();

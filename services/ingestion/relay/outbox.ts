@@ -104,9 +104,13 @@ export class Relay {
     const passed: string[] = [];
     for (let rounds = 0; rounds < 100 && !this.stopped; rounds++) {
       const filter = { kind: box.kind, ...WAITING, ...(passed.length > 0 ? { _id: { $nin: passed } } : {}) };
-      const entries = await box.collection.find(filter).limit(20).toArray();
-      if (entries.length === 0) return;
-      for (const e of entries) {
+      // Ids first, then one entry at a time: an entry holds up to a whole batch (megabytes), and
+      // twenty of them in one answer pass the embedded database's 48 MB message bound.
+      const heads = await box.collection.find(filter, { projection: { _id: 1 } }).limit(20).toArray();
+      if (heads.length === 0) return;
+      for (const head of heads) {
+        const e = await box.collection.findOne({ _id: head._id, ...WAITING });
+        if (!e) continue;
         try {
           const payloads = payloadsOf(e);
           for (let i = 0; i < payloads.length; i += this.opts.batchSize) {
@@ -121,7 +125,7 @@ export class Relay {
         await box.collection.deleteOne({ _id: e._id });
         await progress();
       }
-      if (entries.length < 20) return;
+      if (heads.length < 20) return;
     }
   }
 
