@@ -82,7 +82,7 @@ t("an outbox of whole batches, together larger than one database answer, drains"
   const received = new Set<string>();
   const service = await createIngestionService({
     db, logger, peers: NO_PEERS, relayIntervalMs: 100,
-    analytics: { recordEvents: async (u) => void u.forEach((f) => received.add(f.eventId)) },
+    analytics: { recordEvents: async (u) => void u.forEach((f) => received.add(String(f.eventId))) },
     webhooks: { publishGateEvents: async () => {}, publishThresholdCrossings: async () => {} },
   });
   try {
