@@ -4,6 +4,7 @@
 // critical violation, logs no error and asks nothing of another origin.
 // Chromium: CHROMIUM_PATH, default /usr/bin/chromium. Screenshots: console/screenshots/ (not committed).
 import { randomBytes, randomUUID } from "node:crypto";
+import { existsSync } from "node:fs";
 import { mkdir, readFile } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import { createRequire } from "node:module";
@@ -64,6 +65,12 @@ async function must(api: Api, method: "post" | "get", route: string, body?: unkn
 }
 
 t.before(async (ctx) => {
+  if (!existsSync(CHROMIUM)) {
+    // uvu drops an error thrown by a before hook without a word: say it here.
+    const message = `no Chromium at ${CHROMIUM}: apt-get install -y chromium, or set CHROMIUM_PATH`;
+    console.error(`\n${message}`);
+    throw new Error(message);
+  }
   await buildConsoleIfStale(() => {});
   ctx.received = [];
   ctx.receiver = createServer((req, res) => {
