@@ -8,6 +8,8 @@ import { fileURLToPath } from "node:url";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const HASH_FILE = path.join(root, "dist", ".source-hash");
+/** The shared rules module (@meter/rules) is bundled into the console too. */
+const RULES = path.join(root, "../sdk/typescript/src/rules");
 
 async function files(dir: string): Promise<string[]> {
   const out: string[] = [];
@@ -21,7 +23,7 @@ async function files(dir: string): Promise<string[]> {
 
 /** A digest of everything the build reads: sources, config and the locked dependency versions. */
 export async function sourceHash(): Promise<string> {
-  const inputs = [...(await files(path.join(root, "src"))), path.join(root, "index.html"), path.join(root, "vite.config.ts"), path.join(root, "package.json"), path.join(root, "../package-lock.json")].sort();
+  const inputs = [...(await files(path.join(root, "src"))), ...(await files(RULES)), path.join(root, "index.html"), path.join(root, "vite.config.ts"), path.join(root, "package.json"), path.join(root, "../package-lock.json")].sort();
   const hash = createHash("sha256");
   for (const f of inputs) hash.update(path.relative(root, f)).update("\0").update(await readFile(f)).update("\0");
   return hash.digest("hex");

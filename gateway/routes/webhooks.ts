@@ -2,13 +2,17 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { Delivery, Endpoint } from "@meter/proto/meter/webhooks/v1/webhooks_pb";
+import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from "@meter/rules";
 import { Body, DateTime, Nullable, errors, iso } from "../schemas/common.ts";
 import { rpcOptions } from "../rpc-options.ts";
+
+/** An event type as the API answers it: generated clients get the closed set. */
+const EventType = Type.Unsafe<WebhookEventType>({ type: "string", enum: [...WEBHOOK_EVENT_TYPES] });
 
 const EndpointBody = Type.Object({
   id: Type.String({ format: "uuid" }),
   url: Type.String(),
-  subscribed_events: Type.Array(Type.String()),
+  subscribed_events: Type.Array(EventType),
   description: Nullable(Type.String()),
   enabled: Type.Boolean(),
   created_at: DateTime,
@@ -20,7 +24,8 @@ const CreatedEndpointBody = Type.Object({ ...EndpointBody.properties, ...SecretB
 
 const Url = Type.String({ minLength: 1, maxLength: 2048, description: "https URL of a publicly reachable receiver" });
 const SubscribedEvents = Type.Array(Type.String({ minLength: 1 }), {
-  description: "Event types to receive (see the Events section of the API contract)",
+  // Not an enum here: an unknown type is the service's 400 naming the allowed ones, not a schema 422.
+  description: `Event types to receive, at least one of: ${WEBHOOK_EVENT_TYPES.join(", ")}`,
 });
 const Description = Nullable(Type.String({ maxLength: 1000 }));
 
@@ -58,7 +63,8 @@ function endpointJson(e: Endpoint) {
   return {
     id: e.id,
     url: e.url,
-    subscribed_events: e.subscribedEvents,
+    // The webhooks service stores only validated types.
+    subscribed_events: e.subscribedEvents as WebhookEventType[],
     description: e.description ?? null,
     enabled: e.enabled,
     created_at: timestampDate(e.createdAt!).toISOString(),

@@ -3338,7 +3338,7 @@ export interface operations {
                         /** Format: uuid */
                         id: string;
                         url: string;
-                        subscribed_events: string[];
+                        subscribed_events: ("gate_event.soft_gate" | "gate_event.hard_gate" | "gate_event.blocked" | "usage.threshold.50" | "usage.threshold.80" | "usage.threshold.100" | "usage.summary.daily" | "usage.summary.weekly" | "usage.summary.monthly")[];
                         description: string | null;
                         enabled: boolean;
                         /**
@@ -3395,7 +3395,7 @@ export interface operations {
                 "application/json": {
                     /** @description https URL of a publicly reachable receiver */
                     url: string;
-                    /** @description Event types to receive (see the Events section of the API contract) */
+                    /** @description Event types to receive, at least one of: gate_event.soft_gate, gate_event.hard_gate, gate_event.blocked, usage.threshold.50, usage.threshold.80, usage.threshold.100, usage.summary.daily, usage.summary.weekly, usage.summary.monthly */
                     subscribed_events: string[];
                     description?: string | null;
                 };
@@ -3412,7 +3412,7 @@ export interface operations {
                         /** Format: uuid */
                         id: string;
                         url: string;
-                        subscribed_events: string[];
+                        subscribed_events: ("gate_event.soft_gate" | "gate_event.hard_gate" | "gate_event.blocked" | "usage.threshold.50" | "usage.threshold.80" | "usage.threshold.100" | "usage.summary.daily" | "usage.summary.weekly" | "usage.summary.monthly")[];
                         description: string | null;
                         enabled: boolean;
                         /**
@@ -3666,7 +3666,7 @@ export interface operations {
                 "application/json": {
                     /** @description https URL of a publicly reachable receiver */
                     url?: string;
-                    /** @description Event types to receive (see the Events section of the API contract) */
+                    /** @description Event types to receive, at least one of: gate_event.soft_gate, gate_event.hard_gate, gate_event.blocked, usage.threshold.50, usage.threshold.80, usage.threshold.100, usage.summary.daily, usage.summary.weekly, usage.summary.monthly */
                     subscribed_events?: string[];
                     description?: string | null;
                     enabled?: boolean;
@@ -3684,7 +3684,7 @@ export interface operations {
                         /** Format: uuid */
                         id: string;
                         url: string;
-                        subscribed_events: string[];
+                        subscribed_events: ("gate_event.soft_gate" | "gate_event.hard_gate" | "gate_event.blocked" | "usage.threshold.50" | "usage.threshold.80" | "usage.threshold.100" | "usage.summary.daily" | "usage.summary.weekly" | "usage.summary.monthly")[];
                         description: string | null;
                         enabled: boolean;
                         /**

@@ -1,21 +1,11 @@
 import { useState } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link, useLocation } from "wouter";
+import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from "@meter/rules";
 import { ApiError, api, ok, type Endpoint } from "../api/client.ts";
 import { Card, CopyButton, DataTable, Empty, ErrorState, Field, FormStatus, num, Query, QuickStart, Screen, SecretOnce, Submit, submitted, Time } from "../components.tsx";
 import { usePaging, useUrlState } from "../url-state.ts";
 
-const EVENT_TYPES = [
-  "gate_event.soft_gate",
-  "gate_event.hard_gate",
-  "gate_event.blocked",
-  "usage.threshold.50",
-  "usage.threshold.80",
-  "usage.threshold.100",
-  "usage.summary.daily",
-  "usage.summary.weekly",
-  "usage.summary.monthly",
-];
 const ep = (id: string) => ({ params: { path: { id } } });
 
 export function WebhooksScreen({ selected }: { selected?: string }) {
@@ -54,11 +44,11 @@ export function WebhooksScreen({ selected }: { selected?: string }) {
   );
 }
 
-function EventPicker({ value, onChange, legend }: { value: string[]; onChange: (v: string[]) => void; legend: string }) {
+function EventPicker({ value, onChange, legend }: { value: WebhookEventType[]; onChange: (v: WebhookEventType[]) => void; legend: string }) {
   return (
     <fieldset className="events">
       <legend>{legend}</legend>
-      {EVENT_TYPES.map((t) => (
+      {WEBHOOK_EVENT_TYPES.map((t) => (
         <label key={t} className="check">
           <input type="checkbox" checked={value.includes(t)} onChange={(e) => onChange(e.target.checked ? [...value, t] : value.filter((x) => x !== t))} /> {t}
         </label>
@@ -68,7 +58,7 @@ function EventPicker({ value, onChange, legend }: { value: string[]; onChange: (
 }
 
 function CreateEndpoint() {
-  const [form, setForm] = useState({ url: "", description: "", events: ["gate_event.hard_gate", "usage.threshold.80", "usage.threshold.100"] });
+  const [form, setForm] = useState({ url: "", description: "", events: ["gate_event.hard_gate", "usage.threshold.80", "usage.threshold.100"] as WebhookEventType[] });
   const [secret, setSecret] = useState<{ url: string; secret: string } | null>(null);
   const queryClient = useQueryClient();
   const create = useMutation({
@@ -113,7 +103,7 @@ function EndpointDetail({ endpoint }: { endpoint: Endpoint }) {
   const [confirmDelete, setConfirmDelete] = useState(false);
   const refresh = () => queryClient.invalidateQueries({ queryKey: ["endpoints"] });
   const update = useMutation({
-    mutationFn: (body: { url?: string; description?: string | null; subscribed_events?: string[]; enabled?: boolean }) => ok(api.PATCH("/api/v1/webhooks/endpoints/{id}", { ...ep(endpoint.id), body })),
+    mutationFn: (body: { url?: string; description?: string | null; subscribed_events?: WebhookEventType[]; enabled?: boolean }) => ok(api.PATCH("/api/v1/webhooks/endpoints/{id}", { ...ep(endpoint.id), body })),
     onSuccess: refresh,
   });
   const reveal = useMutation({ mutationFn: () => ok(api.GET("/api/v1/webhooks/endpoints/{id}/secret", ep(endpoint.id))), onSuccess: (s) => setSecret(s.secret) });

@@ -1,19 +1,9 @@
 import { createHash } from "node:crypto";
-import { THRESHOLDS } from "@meter/rules";
+import { THRESHOLDS, WEBHOOK_EVENT_TYPES, type WebhookEventType } from "@meter/rules";
 
 /** Every webhook event type of the API contract; endpoints subscribe to a non-empty subset. */
-export const EVENT_TYPES = [
-  "gate_event.soft_gate",
-  "gate_event.hard_gate",
-  "gate_event.blocked",
-  "usage.threshold.50",
-  "usage.threshold.80",
-  "usage.threshold.100",
-  "usage.summary.daily",
-  "usage.summary.weekly",
-  "usage.summary.monthly",
-] as const;
-export type EventType = (typeof EVENT_TYPES)[number];
+export const EVENT_TYPES = WEBHOOK_EVENT_TYPES;
+export type EventType = WebhookEventType;
 
 /** Type of the synthetic event sent by the test endpoint; not subscribable, never retried. */
 export const TEST_EVENT_TYPE = "webhook.test";

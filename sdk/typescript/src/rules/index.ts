@@ -8,6 +8,7 @@ export { NO_PLAN_CONFIG, PLAN_DEFAULTS, type PlanRules, type Rate } from "./plan
 export { estimateTokens, normalizeModel, price, rateOf, tokenCost, toolsCost, type Priced, type Pricing } from "./pricing.ts";
 export { evaluate, type GateInput, type GatePlan, type GateResult } from "./gates.ts";
 export { THRESHOLDS, hasThresholds, reachedThresholds } from "./thresholds.ts";
+export { WEBHOOK_EVENT_TYPES, type WebhookEventType } from "./events.ts";
 export {
   calendarMonth,
   parseUsagePeriod,

@@ -1,0 +1,18 @@
+import { THRESHOLDS } from "./thresholds.ts";
+
+/**
+ * Every webhook event type an endpoint can subscribe to (SPEC.md, "Webhooks"), in the order the
+ * contract lists them: the webhooks service validates subscriptions against it and the console
+ * offers it, so a new type is added here once.
+ */
+export const WEBHOOK_EVENT_TYPES = [
+  "gate_event.soft_gate",
+  "gate_event.hard_gate",
+  "gate_event.blocked",
+  ...THRESHOLDS.map((pct) => `usage.threshold.${pct}` as const),
+  "usage.summary.daily",
+  "usage.summary.weekly",
+  "usage.summary.monthly",
+] as const;
+
+export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
