@@ -24,6 +24,7 @@ import { startEmbeddedDb } from "@meter/lib/embedded-db";
 import { createLogger } from "@meter/lib/logger";
 import { connectMongo } from "@meter/lib/mongo";
 import { buildConsoleIfStale } from "../console/scripts/build.ts";
+import { PlanMemberStore } from "../services/plans/store/plan-members.ts";
 import { SubscriberStore } from "../services/plans/store/subscribers.ts";
 import { UserStore } from "../services/plans/store/users.ts";
 import { Api } from "../test/support/http.ts";
@@ -80,13 +81,17 @@ try {
   let t0 = performance.now();
   const users = new UserStore(mongo.db(`${dbPrefix}_plans`), { logger: createLogger("bench-console", "warn") });
   const subscribers = new SubscriberStore(mongo.db(`${dbPrefix}_plans`));
+  const members = new PlanMemberStore(mongo.db(`${dbPrefix}_plans`));
   let done = 0;
   await pMap(
     Array.from({ length: USERS }, (_, i) => i),
     async (i) => {
       const plan = plans[i % 10 < 6 ? 0 : i % 10 < 9 ? 1 : 2]!;
       await users.insert(productId, userId(i), `User ${i}`);
-      await users.appendSubscription(productId, userId(i), { plan_id: plan.id, plan_name: plan.name, billing_subscription_id: null, period_start: periodStart, period_end: periodEnd, effective_at: new Date() });
+      // The writes of SetSubscription, so that GET /users?plan= lists them as it would.
+      const sub = randomUUID();
+      await members.add(productId, plan.id, userId(i), sub);
+      await users.appendSubscription(productId, userId(i), { id: sub, plan_id: plan.id, plan_name: plan.name, billing_subscription_id: null, period_start: periodStart, period_end: periodEnd, effective_at: new Date() });
       await subscribers.move(productId, null, plan.id);
       if (++done % 20_000 === 0) log(`${done} users`);
     },
