@@ -30,6 +30,8 @@ export interface GatewayOptions {
   serveMetrics?: boolean;
   /** Ingestion batches of one product admitted at once (plugins/admission.ts); 0: no limit. Default 4. */
   batchConcurrency?: number;
+  /** A product's share of recent time while another is served (lib/src/fair-share.ts); off when absent. */
+  batchShare?: { share: number; windowMs: number };
 }
 
 /** The REST gateway: JSON over HTTP mapped to the services' RPCs. Listens only when told to. */
@@ -72,7 +74,7 @@ export async function buildGateway(opts: GatewayOptions) {
         failureMax: protection.rateLimit.authFailureMax ?? protection.rateLimit.publicMax,
         windowMs: protection.rateLimit.windowMs,
       });
-      await api.register(admissionPlugin, { limit: opts.batchConcurrency ?? 4 });
+      await api.register(admissionPlugin, { limit: opts.batchConcurrency ?? 4, share: opts.batchShare });
       for (const routes of apiRoutes) await api.register(routes);
     },
     { prefix: "/api/v1" },

@@ -17,6 +17,7 @@ const app = await buildGateway({
   protection: protectionSettings(config),
   serveMetrics: !apart,
   batchConcurrency: config.INGESTION_PRODUCT_CONCURRENCY,
+  batchShare: { share: config.INGESTION_PRODUCT_SHARE, windowMs: config.INGESTION_SHARE_WINDOW_MS },
 });
 await app.listen({ port: config.PORT, host: config.HOST });
 const metrics = apart ? await serveMetrics({ port: config.METRICS_PORT, host: config.HOST, logger }) : undefined;

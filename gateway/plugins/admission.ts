@@ -1,5 +1,6 @@
 import fp from "fastify-plugin";
 import type { FastifyRequest } from "fastify";
+import { FairShare } from "@meter/lib/fair-share";
 import { KeyedGate } from "@meter/lib/keyed-gate";
 
 declare module "fastify" {
@@ -16,13 +17,27 @@ declare module "fastify" {
  * at once, before their bodies are read (a waiting one costs a socket and nothing else; its
  * body waits in the kernel); the product's others wait in turn, and past 256 waiting are
  * refused with 503 and Retry-After. Other products' requests never wait for them.
+ * Bounding concurrency does not bound the time a product takes: while another product is
+ * being served, a product that has used more than its share of recent service time waits
+ * before its next batch (lib/src/fair-share.ts; `share` 0: off).
  */
-export const admissionPlugin = fp<{ limit: number }>(async (app, opts) => {
+export const admissionPlugin = fp<{ limit: number; share?: { share: number; windowMs: number } }>(async (app, opts) => {
   const gate = new KeyedGate(opts.limit);
+  const fair = new FairShare(opts.share?.share ?? 0, opts.share?.windowMs ?? 1_000);
   const held = new WeakMap<FastifyRequest, () => void>();
   app.addHook("preParsing", async (request) => {
-    if (!request.routeOptions.config.perProductBatch || !request.productId) return;
-    held.set(request, await gate.acquire(request.productId));
+    if (!request.productId) return;
+    fair.seen(request.productId);
+    if (!request.routeOptions.config.perProductBatch) return;
+    const release = await gate.acquire(request.productId);
+    let answered: () => void;
+    try {
+      answered = await fair.admit(request.productId);
+    } catch (err) {
+      release();
+      throw err;
+    }
+    held.set(request, () => (answered(), release()));
   });
   const release = async (request: FastifyRequest) => {
     held.get(request)?.();

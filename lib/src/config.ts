@@ -53,6 +53,13 @@ export const serviceConfigFields = {
  */
 export const productConcurrencyFields = {
   INGESTION_PRODUCT_CONCURRENCY: Type.Integer({ default: 4, minimum: 0, maximum: 1_000 }),
+  /**
+   * While another product is being served, the share of recent time one product's batches may
+   * take before its next waits (lib/src/fair-share.ts); 0: no such wait. Gateway only.
+   */
+  INGESTION_PRODUCT_SHARE: Type.Number({ default: 0.5, minimum: 0, maximum: 64 }),
+  /** How far back "recent" and "being served" reach for INGESTION_PRODUCT_SHARE. */
+  INGESTION_SHARE_WINDOW_MS: Type.Integer({ default: 1_000, minimum: 10, maximum: 3_600_000 }),
 };
 
 /** Where each service listens in split mode; every service reaches its peers through these. */
