@@ -5,7 +5,8 @@
 // Run with the fair share of time (INGESTION_PRODUCT_SHARE, default 0.5) and without it (0),
 // each at the per-product concurrency limits of BENCH_NEIGHBOUR_LIMITS (default 4), several
 // rounds alternating (BENCH_NEIGHBOUR_ROUNDS, default 2) since the machine's load drifts.
-// Target: B's session p99 with the burst within 2x of without; A alone keeps its throughput.
+// A's burst also runs alone first (8 s). Target: B's session p99 with the burst within 2x of
+// without; A alone keeps its throughput.
 import { readFileSync } from "node:fs";
 import os from "node:os";
 import { Receiver } from "../../services/webhooks/testing/receiver.ts";
@@ -84,6 +85,8 @@ async function run(limit: string, share: string, dir: string, rx: Receiver) {
       const secs = READ_MS / 1000;
       return `service loop lag p99 ${lag.p99.toFixed(0)} ms max ${lag.max.toFixed(0)} ms; CPU service ${((after.service - before.service) / secs).toFixed(2)} db ${((after.db - before.db) / secs).toFixed(2)} cores`;
     };
+    // A alone first: with no neighbour being served, the fair share must not slow it.
+    const aAlone = await burst(aio.api.baseUrl, aKey, READ_MS);
     const alone: number[] = [];
     const aloneLoad = await phase((until) => [sessions(until, alone), sessions(until, alone)]);
 
@@ -98,7 +101,8 @@ async function run(limit: string, share: string, dir: string, rx: Receiver) {
     console.log(`    ${aloneLoad}`);
     console.log(`  B's sessions beside A burst: ${f(busy)}  -> p99 x${(pct(busy, 99) / pct(alone, 99)).toFixed(2)}`);
     console.log(`    ${busyLoad}`);
-    console.log(`  A's burst: ${Math.round(a.accepted / (READ_MS / 1000))} events/s accepted, ${a.refused} batches refused ${JSON.stringify(a.statuses)}`);
+    console.log(`  A's burst alone: ${Math.round(aAlone.accepted / (READ_MS / 1000))} events/s accepted`);
+    console.log(`  A's burst beside B: ${Math.round(a.accepted / (READ_MS / 1000))} events/s accepted, ${a.refused} batches refused ${JSON.stringify(a.statuses)}`);
   } finally {
     await aio.proc.stop();
   }
