@@ -37,7 +37,10 @@ export const admissionPlugin = fp<{ limit: number; share?: { share: number; wind
       release();
       throw err;
     }
-    held.set(request, () => (answered(), release()));
+    const done = () => (answered(), release());
+    // Its client gave up while it waited: onRequestAbort has come and gone, so give back now.
+    if (request.raw.socket?.destroyed) return done();
+    held.set(request, done);
   });
   const release = async (request: FastifyRequest) => {
     held.get(request)?.();
