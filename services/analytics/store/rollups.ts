@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { Collection, Db } from "mongodb";
 import type { BySource, DayFigures, UserFigures } from "../domain/rollup.ts";
 import pMap from "p-map";
@@ -14,6 +15,16 @@ export interface DayDoc extends StoredDay {
   computed_at: Date;
   /** Written by a roller that counts late facts (absent on rollups written before them). */
   with_late?: true;
+  /**
+   * New on every write: what cached user columns are checked against (`versionOf`). Absent on
+   * rollups written before it; their `computed_at` and chunk count stand in.
+   */
+  version?: string;
+}
+
+/** Changes whenever the day's rollup is written again. */
+export function versionOf(doc: DayDoc): string {
+  return doc.version ?? `${doc.computed_at.toISOString()}|${doc.user_chunks}`;
 }
 
 /** A product's figures of one day, as a day rollup and a frozen day's base both store them. */
@@ -85,6 +96,7 @@ export class RollupStore {
       user_chunks: chunks.length,
       computed_at: now,
       with_late: true,
+      version: randomUUID(),
     };
     await this.days.replaceOne({ _id: id }, doc, { upsert: true });
   }
@@ -124,6 +136,15 @@ export class RollupStore {
         if (!c) continue;
         for (const [uid, auto, manual] of JSON.parse(c.users) as UserRow[]) each({ id: uid, figures: { auto, manual } });
       }
+    }
+  }
+
+  /** Hands over one day's user rows, its chunks read at once, in their stored order. */
+  async readUserRows(doc: DayDoc, each: (id: string, auto: UserRow[1], manual: UserRow[2]) => void): Promise<void> {
+    const chunks = await Promise.all(Array.from({ length: doc.user_chunks }, (_, i) => this.userChunks.findOne({ _id: `${doc._id}|${i}` })));
+    for (const c of chunks) {
+      if (!c) continue;
+      for (const [uid, auto, manual] of JSON.parse(c.users) as UserRow[]) each(uid, auto, manual);
     }
   }
 
