@@ -1,20 +1,18 @@
-// `npm run bench:analytics-users`: the per-user queries (summary, top users) at console scale
-// in a minute instead of bench:console's quarter hour. Day roll-ups are written with the
-// roller's own store function (RollupStore.write) in the shape bench:console's ingestion gives
-// them: BENCH_USERS users (100,000), BENCH_DAYS days (90), BENCH_DAY_USERS distinct users a day
-// (6,500: 1,000,000 events in batches over 100 random users), then p50/p95 of each call over
-// gRPC, first call (cold) apart. BENCH_TODAY_EVERY=n rewrites today's roll-up before every
-// n-th call, as the roller does on a product taking events.
+// `npm run bench:analytics-users`: the overview's per-user REST calls (summary, top users) at
+// console scale in a minute instead of bench:console's quarter hour (or more on a busy
+// machine). Day roll-ups are written with the roller's own store function (RollupStore.write)
+// in the shape bench:console's ingestion gives them: BENCH_USERS users (100,000), BENCH_DAYS
+// days (90), BENCH_DAY_USERS distinct users a day (6,500: 1,000,000 events in batches over 100
+// random users), into an all-in-one process as `npm start` runs it; then p50/p95 of each call
+// through the REST gateway, the first (cold) call apart. BENCH_TODAY_EVERY=n rewrites today's
+// roll-up before every n-th call, as the roller does on a product taking events.
 //   BENCH_USERS=100000 BENCH_DAYS=90 BENCH_DAY_USERS=6500 BENCH_SAMPLES=50 npm run bench:analytics-users
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { AnalyticsService } from "@meter/proto/meter/analytics/v1/analytics_pb";
 import { startEmbeddedDb } from "@meter/lib/embedded-db";
-import { createLogger } from "@meter/lib/logger";
 import { connectMongo } from "@meter/lib/mongo";
-import { rpcClient, serveRpc } from "@meter/lib/rpc";
-import { createAnalyticsService } from "../services/analytics/index.ts";
+import { startAllInOne } from "../test/support/processes.ts";
 import { DayAccumulator } from "../services/analytics/domain/rollup.ts";
 import { RollupStore } from "../services/analytics/store/rollups.ts";
 
@@ -28,22 +26,17 @@ const MODELS = ["gpt-4.1", "gpt-4.1-mini", "gpt-4o", "claude-sonnet-4", "o3"];
 
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? 0;
 const random = (n: number) => Math.floor(Math.random() * n);
-const logger = createLogger("bench", "warn");
 const dir = process.env.MONGODB_URL ? undefined : await mkdtemp(path.join(os.tmpdir(), "meter-bench-users-"));
 const embedded = dir ? await startEmbeddedDb(dir) : undefined;
-const mongo = await connectMongo(process.env.MONGODB_URL ?? embedded!.url);
-const db = mongo.db(`bench_analytics_users_${Date.now()}`);
-const module = await createAnalyticsService({
-  db,
-  logger,
-  peers: { tenancy: "", plans: "", ingestion: "", analytics: "", webhooks: "" },
-  rollIntervalMs: 0,
-  plans: { countSubscribers: async () => [] },
-});
-const server = await serveRpc({ modules: [module], port: 0, logger });
-const client = rpcClient(AnalyticsService, server.url);
-const productId = "00000000-0000-4000-8000-0000000000aa";
-const rollups = new RollupStore(db);
+const mongoUrl = process.env.MONGODB_URL ?? embedded!.url;
+const dbPrefix = `bench_analytics_users_${Date.now()}`;
+const { proc, api: anon } = await startAllInOne({ MONGODB_URL: mongoUrl, MONGODB_DB_PREFIX: dbPrefix, WEBHOOKS_ALLOW_INSECURE_URLS: "true" });
+const mongo = await connectMongo(mongoUrl);
+const product = await anon.post("/products", { name: "bench analytics users" });
+if (product.status !== 201) throw new Error(`product: ${product.status}`);
+const productId: string = product.body.id;
+const api = anon.withKey(product.body.api_key);
+const rollups = new RollupStore(mongo.db(`${dbPrefix}_analytics`));
 const today = Math.floor(Date.now() / DAY) * DAY;
 
 /** One day's figures: DAY_USERS distinct users, each with one to three events. */
@@ -71,14 +64,15 @@ for (let d = 0; d < DAYS; d++) {
 }
 console.log(`${DAYS} days, ${rows} user-days (${Math.round(rows / DAYS)} a day) written in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
 
-const CALLS: [string, () => Promise<unknown>][] = [
-  ["summary?days=30", () => client.getSummary({ productId, days: 30 })],
-  ["top-users?days=30&limit=10", () => client.getTopUsers({ productId, days: 30, limit: 10 })],
-  ["summary?days=90", () => client.getSummary({ productId, days: 90 })],
-  ["top-users?days=90&limit=10", () => client.getTopUsers({ productId, days: 90, limit: 10 })],
-  ["summary?days=365", () => client.getSummary({ productId, days: 365 })],
-];
-console.log(`call                          cold ms   p50 ms   p95 ms   (${SAMPLES} sequential calls${TODAY_EVERY ? `, today rewritten every ${TODAY_EVERY}` : ""}; load ${os.loadavg().map((l) => l.toFixed(1)).join(" ")})`);
+const ROUTES = ["summary?days=30", "top-users?days=30&limit=10", "summary?days=90", "top-users?days=90&limit=10", "summary?days=365"];
+const CALLS: [string, () => Promise<unknown>][] = ROUTES.map((r) => [
+  r,
+  async () => {
+    const res = await api.get(`/analytics/${r}`);
+    if (res.status !== 200) throw new Error(`${r}: ${res.status} ${JSON.stringify(res.body).slice(0, 200)}`);
+  },
+]);
+console.log(`GET /analytics/...            cold ms   p50 ms   p95 ms   (${SAMPLES} sequential calls${TODAY_EVERY ? `, today rewritten every ${TODAY_EVERY}` : ""}; load ${os.loadavg().map((l) => l.toFixed(1)).join(" ")})`);
 for (const [name, call] of CALLS) {
   const c = performance.now();
   await call();
@@ -93,8 +87,7 @@ for (const [name, call] of CALLS) {
   ms.sort((a, b) => a - b);
   console.log(`${name.padEnd(28)}${cold.toFixed(1).padStart(9)}${pct(ms, 50).toFixed(1).padStart(9)}${pct(ms, 95).toFixed(1).padStart(9)}`);
 }
-await server.close();
-await db.dropDatabase().catch(() => undefined);
+await proc.stop("SIGTERM");
 await mongo.close();
 await embedded?.stop();
 if (dir) await rm(dir, { recursive: true, force: true });
