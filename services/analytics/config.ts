@@ -8,6 +8,8 @@ export const analyticsSettingsFields = {
   ANALYTICS_LEDGER_DAYS: Type.Integer({ default: 35, minimum: 2, maximum: 366 }),
   /** Days of rollups kept; 731 covers the previous period of a 365-day window. */
   ANALYTICS_ROLLUP_DAYS: Type.Integer({ default: 731, minimum: 731, maximum: 36_600 }),
+  /** Memory (MB) for the per-user columns of days already read by summary and top-users queries; 0 keeps none. */
+  ANALYTICS_USER_CACHE_MB: Type.Integer({ default: 128, minimum: 0, maximum: 65_536 }),
 };
 
 export const analyticsConfigSchema = Type.Object({
@@ -18,9 +20,10 @@ export const analyticsConfigSchema = Type.Object({
   ...analyticsSettingsFields,
 });
 
-export function analyticsSettings(config: { ROLL_INTERVAL_MS: number; ANALYTICS_LEDGER_DAYS: number; ANALYTICS_ROLLUP_DAYS: number }) {
+export function analyticsSettings(config: { ROLL_INTERVAL_MS: number; ANALYTICS_LEDGER_DAYS: number; ANALYTICS_ROLLUP_DAYS: number; ANALYTICS_USER_CACHE_MB: number }) {
   return {
     rollIntervalMs: config.ROLL_INTERVAL_MS,
+    userCacheMb: config.ANALYTICS_USER_CACHE_MB,
     retention: { ledgerDays: config.ANALYTICS_LEDGER_DAYS, rollupDays: config.ANALYTICS_ROLLUP_DAYS },
   };
 }

@@ -7,6 +7,7 @@ import type { BaseStore } from "./store/bases.ts";
 import type { DirtyStore } from "./store/dirty.ts";
 import type { LedgerStore } from "./store/ledger.ts";
 import type { RollupStore } from "./store/rollups.ts";
+import type { UserDayCache } from "./store/user-day-cache.ts";
 
 export interface AnalyticsDeps {
   ledger: LedgerStore;
@@ -15,6 +16,8 @@ export interface AnalyticsDeps {
   bases: BaseStore;
   dirty: DirtyStore;
   rollups: RollupStore;
+  /** Days' per-user columns already read, by rollup version (store/user-day-cache.ts). */
+  userDays: UserDayCache;
   roller: Roller;
   scheduler: JobScheduler;
   /** This process runs the roll and retention jobs (false: tests roll by hand). */

@@ -14,6 +14,7 @@ import { BaseStore } from "./store/bases.ts";
 import { DirtyStore } from "./store/dirty.ts";
 import { LedgerStore } from "./store/ledger.ts";
 import { RollupStore } from "./store/rollups.ts";
+import { UserDayCache } from "./store/user-day-cache.ts";
 import type { AnalyticsDeps } from "./deps.ts";
 import { getBreakdown } from "./handlers/get-breakdown.ts";
 import { getGateTimeseries } from "./handlers/get-gate-timeseries.ts";
@@ -41,6 +42,8 @@ export interface AnalyticsServiceOptions {
   retention?: Partial<RetentionPolicy>;
   /** The plans service; by default a gRPC client to peers.plans. */
   plans?: PlansPort;
+  /** Memory for the per-user columns of days already read, in MB (0: none kept). Default 128. */
+  userCacheMb?: number;
   /** Crash points for tests. */
   faults?: FaultHooks;
 }
@@ -83,6 +86,7 @@ export async function createAnalyticsService(opts: AnalyticsServiceOptions): Pro
     bases,
     dirty,
     rollups,
+    userDays: new UserDayCache((opts.userCacheMb ?? 128) * 1024 * 1024),
     roller,
     scheduler,
     rollJobs: intervalMs > 0,

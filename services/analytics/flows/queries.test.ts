@@ -1,0 +1,204 @@
+import { randomUUID } from "node:crypto";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { Client } from "@connectrpc/connect";
+import type { Db, MongoClient } from "mongodb";
+import { AnalyticsService, type UsageFactSchema } from "@meter/proto/meter/analytics/v1/analytics_pb";
+import { createLogger } from "@meter/lib/logger";
+import { connectMongo } from "@meter/lib/mongo";
+import { rpcClient, serveRpc, type RpcServer } from "@meter/lib/rpc";
+import { toTimestamp } from "@meter/lib/time";
+import { testMongoUrl } from "../../../test/support/database.ts";
+import { createAnalyticsService, type AnalyticsModule, type AnalyticsServiceOptions } from "../index.ts";
+import { add, pick, topUsers, zero, type Figures, type Source } from "../domain/rollup.ts";
+import { DAY_MS, lookback, previous } from "../domain/windows.ts";
+import { RollupStore, USERS_PER_CHUNK } from "../store/rollups.ts";
+
+/**
+ * The per-user queries (summary's active users, top users) read days' user columns from a
+ * cache keyed by each day's rollup version: they must give exactly what a fold of the stored
+ * user chunks gives, cold or cached, and see every later write of a day (new facts, late
+ * facts, another replica's roll, a rollup written without a version).
+ */
+type UsageInit = MessageInitShape<typeof UsageFactSchema>;
+interface Instance {
+  module: AnalyticsModule;
+  client: Client<typeof AnalyticsService>;
+}
+
+const t = suite<{ mongo: MongoClient; db: Db; servers: RpcServer[] }>("per-user queries over cached day columns");
+const logger = createLogger("queries-test", "silent");
+const NO_PEERS = { tenancy: "", plans: "", ingestion: "", analytics: "", webhooks: "" };
+const NOW = new Date("2026-03-10T12:00:00.000Z");
+const SOURCES: (Source | undefined)[] = [undefined, "auto", "manual"];
+
+t.before(async (ctx) => {
+  ctx.mongo = await connectMongo(await testMongoUrl());
+  ctx.db = ctx.mongo.db(`analytics_queries_${Date.now()}_${Math.floor(Math.random() * 1e6)}`);
+  ctx.servers = [];
+});
+
+t.after(async (ctx) => {
+  for (const s of ctx.servers) await s.close();
+  await ctx.db.dropDatabase().catch(() => undefined);
+  await ctx.mongo.close();
+});
+
+async function instance(ctx: { db: Db; servers: RpcServer[] }, opts: Partial<AnalyticsServiceOptions> = {}): Promise<Instance> {
+  const module = await createAnalyticsService({ db: ctx.db, logger, peers: NO_PEERS, now: () => NOW, rollIntervalMs: 0, ...opts });
+  const server = await serveRpc({ modules: [module], port: 0, logger });
+  ctx.servers.push(server);
+  return { module, client: rpcClient(AnalyticsService, server.url) };
+}
+
+/** A seeded pseudo-random generator, so that failures can be replayed. */
+function rng(seed: number) {
+  return () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+}
+
+function fact(productId: string, daysAgo: number, userId: string, rand: () => number): UsageInit {
+  return {
+    productId,
+    eventId: randomUUID(),
+    userId,
+    timestamp: toTimestamp(new Date(NOW.getTime() - daysAgo * DAY_MS - Math.floor(rand() * 3_600_000))),
+    model: "gpt-4o",
+    tokens: BigInt(1 + Math.floor(rand() * 5_000)),
+    cost: Math.round(rand() * 100_000) / 10_000,
+    source: rand() < 0.2 ? "manual" : "auto",
+    toolCalls: 0n,
+  };
+}
+
+async function record(i: Instance, facts: UsageInit[]) {
+  for (let k = 0; k < facts.length; k += 10_000) await i.client.recordEvents({ usage: facts.slice(k, k + 10_000) });
+}
+
+/** Numbers as numbers (bigints too), message type names left out. */
+const plain = (x: unknown): unknown => JSON.parse(JSON.stringify(x ?? null, (k, v) => (k === "$typeName" ? undefined : typeof v === "bigint" ? Number(v) : v)));
+
+/** What the queries gave before the cache: each day's user chunks folded into a Map, in window order. */
+async function reference(db: Db, productId: string, days: readonly string[], source: Source | undefined) {
+  const store = new RollupStore(db);
+  const users = new Map<string, Figures>();
+  await store.foldUsers(await store.readDays(productId, days), (u) => {
+    const f = pick(u.figures, source);
+    if (f[0] === 0 && f[1] === 0 && f[2] === 0) return;
+    users.set(u.id, add(users.get(u.id) ?? zero(), f));
+  });
+  return { active: [...users.values()].filter((f) => f[2] > 0).length, top: topUsers(users, 100) };
+}
+
+/** Asserts summary and top users (every source filter) equal the reference, to the last bit. */
+async function assertExact(db: Db, i: Instance, productId: string, days: number, what: string) {
+  const w = lookback(NOW, days);
+  for (const source of SOURCES) {
+    const filter = source ? { source } : undefined;
+    const [s, top, cur, prev] = await Promise.all([
+      i.client.getSummary({ productId, days, filter }),
+      i.client.getTopUsers({ productId, days, limit: 100, filter }),
+      reference(db, productId, w.days, source),
+      reference(db, productId, previous(w).days, source),
+    ]);
+    assert.is(Number(s.current!.activeUsers), cur.active, `${what}: active users (${source ?? "both"})`);
+    assert.is(Number(s.previousPeriod!.activeUsers), prev.active, `${what}: previous active users (${source ?? "both"})`);
+    assert.equal(plain(top.users), plain(cur.top), `${what}: top users (${source ?? "both"})`);
+  }
+}
+
+t("summary and top users equal a fold of the user chunks, cold and cached, and of the facts", async (ctx) => {
+  const a = await instance(ctx);
+  const p = randomUUID();
+  const rand = rng(11);
+  // Today holds more users than one chunk; the other days a few hundred of 3,000 users.
+  const facts: UsageInit[] = [];
+  for (let u = 0; u < USERS_PER_CHUNK + 700; u++) facts.push(fact(p, 0, `user-${u}`, rand));
+  for (let d = 1; d < 40; d += 3) for (let k = 0; k < 300; k++) facts.push(fact(p, d, `user-${Math.floor(rand() * 3_000)}`, rand));
+  await record(a, facts);
+  await a.module.rollPending();
+
+  await assertExact(ctx.db, a, p, 30, "cold");
+  await assertExact(ctx.db, a, p, 30, "cached");
+  await assertExact(ctx.db, a, p, 7, "shorter window, cached");
+
+  // Against the facts themselves: events and tokens exact, cost to rounding (another order of additions).
+  const bySum = new Map<string, Figures>();
+  for (const f of facts) bySum.set(f.userId!, add(bySum.get(f.userId!) ?? zero(), [f.cost!, Number(f.tokens), 1]));
+  const top = await a.client.getTopUsers({ productId: p, days: 90, limit: 100 });
+  const s = await a.client.getSummary({ productId: p, days: 90 });
+  assert.is(Number(s.current!.activeUsers), bySum.size);
+  for (const u of top.users) {
+    const f = bySum.get(u.userId)!;
+    assert.ok(Math.abs(u.cost - f[0]) < 1e-9, `${u.userId}: cost ${u.cost} != ${f[0]}`);
+    assert.equal([Number(u.tokens), Number(u.events)], [f[1], f[2]]);
+  }
+  const expected = [...bySum].sort(([x, a], [y, b]) => b[0] - a[0] || (x < y ? -1 : 1)).slice(0, 5).map(([id]) => id);
+  assert.equal(top.users.slice(0, 5).map((u) => u.userId), expected);
+});
+
+t("a day rolled again is read again: new facts, late facts, another replica's roll", async (ctx) => {
+  const a = await instance(ctx);
+  const b = await instance(ctx);
+  const p = randomUUID();
+  const rand = rng(5);
+  const facts: UsageInit[] = [];
+  for (let d = 0; d < 20; d++) for (let k = 0; k < 200; k++) facts.push(fact(p, d, `user-${Math.floor(rand() * 1_000)}`, rand));
+  await record(a, facts);
+  await a.module.rollPending();
+  await assertExact(ctx.db, a, p, 90, "first read");
+
+  // Today and a closed day take facts, rolled by the other replica: a's cache must not answer for them.
+  const big = (daysAgo: number, user: string): UsageInit => ({ ...fact(p, daysAgo, user, rand), cost: 1_000, source: "auto" });
+  await record(b, [big(0, "fresh-today"), big(12, "user-3"), big(12, "new-on-day-12")]);
+  await b.module.rollPending();
+  let top = await a.client.getTopUsers({ productId: p, days: 90, limit: 3 });
+  assert.equal(top.users.map((u) => u.userId).sort(), ["fresh-today", "new-on-day-12", "user-3"]);
+  await assertExact(ctx.db, a, p, 90, "after another replica rolled");
+
+  // A late fact: a day before the ledger's window (35 days), stored apart and rolled with its day.
+  await record(a, [{ ...big(60, "late-user"), cost: 5_000 }]);
+  await a.module.rollPending();
+  top = await a.client.getTopUsers({ productId: p, days: 90, limit: 1 });
+  assert.equal(top.users.map((u) => [u.userId, u.cost]), [["late-user", 5_000]]);
+  await assertExact(ctx.db, a, p, 90, "after a late fact");
+});
+
+t("rollups written without a version (before it existed, or by a replica not yet upgraded) are read and invalidated", async (ctx) => {
+  const a = await instance(ctx);
+  const p = randomUUID();
+  const rand = rng(9);
+  const facts: UsageInit[] = [];
+  for (let d = 0; d < 10; d++) for (let k = 0; k < 150; k++) facts.push(fact(p, d, `user-${Math.floor(rand() * 500)}`, rand));
+  await record(a, facts);
+  await a.module.rollPending();
+  const days = ctx.db.collection<{ _id: string; product_id: string; day: string; computed_at: Date; user_chunks: number }>("day_rollups");
+  await days.updateMany({ product_id: p }, { $unset: { version: "" } });
+  await assertExact(ctx.db, a, p, 30, "without versions");
+
+  // An old roller rewrites today's users and then its day document with a new computed_at only.
+  const today = lookback(NOW, 1).days[0]!;
+  const chunks = ctx.db.collection<{ _id: string; users: string }>("day_user_rollups");
+  const chunk = (await chunks.findOne({ _id: `${p}|${today}|0` }))!;
+  const rows = JSON.parse(chunk.users) as [string, Figures, Figures][];
+  rows.push(["zz-old-writer", [7_777, 1, 1], [0, 0, 0]]);
+  await chunks.replaceOne({ _id: chunk._id }, { ...chunk, users: JSON.stringify(rows) });
+  await days.updateOne({ _id: `${p}|${today}` }, { $set: { computed_at: new Date(NOW.getTime() + 1) } });
+  const top = await a.client.getTopUsers({ productId: p, days: 30, limit: 1 });
+  assert.equal(top.users.map((u) => [u.userId, u.cost]), [["zz-old-writer", 7_777]]);
+  await assertExact(ctx.db, a, p, 30, "after an unversioned rewrite");
+});
+
+t("with no cache memory every query reads the chunks and gives the same figures", async (ctx) => {
+  const a = await instance(ctx, { userCacheMb: 0 });
+  const p = randomUUID();
+  const rand = rng(3);
+  const facts: UsageInit[] = [];
+  for (let d = 0; d < 5; d++) for (let k = 0; k < 100; k++) facts.push(fact(p, d, `user-${Math.floor(rand() * 200)}`, rand));
+  await record(a, facts);
+  await a.module.rollPending();
+  await assertExact(ctx.db, a, p, 30, "uncached");
+  await assertExact(ctx.db, a, p, 30, "uncached again");
+});
+
+t.run();
