@@ -26,19 +26,19 @@ const acquire = (api: Api, user: string, body: Record<string, unknown>) => api.p
 const spendFrom = (api: Api, user: string, lease: string, cost: number) =>
   api.post("/events/batch", [{ id: randomUUID(), user_id: user, timestamp: new Date().toISOString(), model: "m", cost_total: cost, lease_id: lease }]);
 
-t("grants slices of what remains, halving with each holder, and refuses past the cap", async ({ api }) => {
+t("grants slices of what remains, an equal share among the holders and one more, and refuses past the cap", async ({ api }) => {
   const user = await cappedUser(api, 100);
   const a = await acquire(api, user, { holder: "a", need: 1, want: 1000 });
   assert.is(a.status, 200, JSON.stringify(a.body));
   assert.is(a.body.limited, true);
   close(a.body.lease.added, 50, "first holder: remaining / 2");
   const b = await acquire(api, user, { holder: "b", need: 1, want: 1000 });
-  close(b.body.lease.added, 50 / 4, "second holder: remaining / (2 * 2)");
+  close(b.body.lease.added, 50 / 3, "second holder: remaining / (1 + 2)");
   const small = await acquire(api, user, { holder: "c", need: 1, want: 2 });
   close(small.body.lease.added, 2, "never more than wanted");
   const big = await acquire(api, user, { holder: "d", need: 40, want: 40 });
   close(big.body.lease.added, 0, "need beyond what remains: refused");
-  close(big.body.lease.remaining, 100 - 50 - 12.5 - 2);
+  close(big.body.lease.remaining, 100 - 50 - 50 / 3 - 2);
   const again = await acquire(api, user, { holder: "a", need: 1, want: 1000 });
   assert.ok(again.body.lease.granted > 50, "asking again extends the holder's lease");
 });
@@ -75,17 +75,17 @@ t("token caps: whole slices of a model's tokens, settled by the events' tokens, 
   assert.is(a.lease.spend_limited, false, "no spend cap: only the model's tokens are leased");
   assert.equal(a.lease.tokens, { model: "m", granted: 5000, added: 5000, spent: 0, remaining: 5000, holders: 1 }, "half of the cap, by the normalized name");
   const b = await tokensOf("b", 1, 100_000);
-  assert.is(b.lease.tokens.added, 1250, "second holder: remaining / (2 * 2)");
+  assert.is(b.lease.tokens.added, 1666, "second holder: remaining / (1 + 2), rounded down");
   assert.is((await tokensOf("c", 3, 3)).lease.tokens.added, 3);
   // 3,000 tokens spent from a's slice: settled against it, so what remains does not move.
   const spent = await api.post("/events/batch", [
     { id: randomUUID(), user_id: user, timestamp: new Date().toISOString(), model: "m", input_tokens: 2000, output_tokens: 1000, lease_id: "a" },
   ]);
   assert.is(spent.status, 200);
-  assert.is((await tokensOf("p", 0, 0)).lease.tokens.remaining, 10_000 - 5000 - 1250 - 3);
+  assert.is((await tokensOf("p", 0, 0)).lease.tokens.remaining, 10_000 - 5000 - 1666 - 3);
   const back = await api.post(`/users/${user}/leases/a/release`, { used: 0, used_tokens: { m: 3000 } });
   assert.is(back.status, 200, JSON.stringify(back.body));
-  assert.is((await tokensOf("p", 0, 0)).lease.tokens.remaining, 10_000 - 3000 - 1250 - 3, "a's unused 2,000 tokens back in the pool");
+  assert.is((await tokensOf("p", 0, 0)).lease.tokens.remaining, 10_000 - 3000 - 1666 - 3, "a's unused 2,000 tokens back in the pool");
   assert.is((await tokensOf("d", 5800, 5800)).lease.tokens.added, 0, "more than remains: refused");
   assert.equal((await tokensOf("a", 1, 1, "other")), { limited: false, lease: null }, "an uncapped model of a user without a spend cap");
   assert.is((await acquire(api, user, { holder: "a", need: 0, want: 0, need_tokens: 1, want_tokens: 1 })).status, 400, "tokens need a model");

@@ -24,12 +24,14 @@ const LOOKAHEAD = 3;
  */
 const MIN_HORIZON_MS = 1_000;
 /**
- * While the service grants in full what is asked (far from the cap), a request asks for at
- * least this many calls' worth per call in flight or waiting. Before a spend rate is measured
- * (a replica's first requests) the calls in flight are the only measure of how fast the slice
- * will go; the service's share (remaining / 2 x holders) still bounds what is granted.
+ * Until a spend rate is measured (RATE_TAU_MS of spending) and while the service grants in
+ * full what is asked (far from the cap), a request asks for at least what the calls in flight
+ * or waiting would spend in a planned round trip (horizon()) if each took this long (ms). The
+ * calls in flight are then the only measure of how fast the slice will go, and a first slice
+ * that runs dry before the next request answers makes every call in flight wait for it; the
+ * service's share still bounds what is granted (ingestion README, "Budget leases").
  */
-const FLOOR_ROUNDS = 10;
+const MIN_CALL_MS = 20;
 /**
  * While the service grants in full, each grant that finds calls waiting (the slice ran dry
  * before it came) doubles what the next requests ask for, up to this factor: the measured
@@ -92,6 +94,11 @@ class Slice {
     if (this.firstAt === 0) this.firstAt = now;
     this.decayed = this.decayed * Math.exp(-Math.max(0, now - this.lastAt) / RATE_TAU_MS) + amount;
     this.lastAt = now;
+  }
+
+  /** How long estimates have been taken (ms; 0 before the first). */
+  age(now: number): number {
+    return this.firstAt === 0 ? 0 : now - this.firstAt;
   }
 
   /** Estimates taken per ms lately (the decayed sum, corrected for how long it has been summed). */
@@ -462,7 +469,7 @@ export class Leases {
     const short = need > 0 && left < need;
     const low = this.lowWater(b, s, now, waiting);
     if (!short && left >= low && !renew) return { need: 0, want: 0 };
-    const floor = b.full ? s.unit * FLOOR_ROUNDS * (b.holds + waiting) : 0;
+    const floor = b.full && s.age(now) < RATE_TAU_MS ? (s.unit * (b.holds + waiting) * this.horizon(b)) / MIN_CALL_MS : 0;
     const boost = b.full ? b.boost : 1;
     return { need: short ? need : 0, want: Math.max(need, boost * (low + s.unit * (this.settings.callsPerLease + waiting)), floor) };
   }

@@ -13,11 +13,11 @@ test("outstanding: granted - spent while live or within grace, nothing after, ne
   assert.is(outstanding({ granted: 10, spent: 0 }, now, 1_000), 0);
 });
 
-test("grant: half of what remains alone, 1/(2(n+1)) beside n holders, at least need, at most want", () => {
+test("grant: half of what remains alone, 1/(n+2) beside n holders, at least need, at most want", () => {
   const base = { cap: 100, settled: 20, holder: "me", need: 1, want: 1_000, now, graceMs: 0 };
   assert.equal(grant({ ...base, leases: {} }), { added: 40, remaining: 40, holders: 1 });
   const three = { a: live(10), b: live(10), c: live(10) };
-  assert.is(grant({ ...base, leases: three }).added, 50 / 8);
+  assert.is(grant({ ...base, leases: three }).added, 50 / 5);
   assert.is(grant({ ...base, leases: three, want: 2 }).added, 2);
   assert.is(grant({ ...base, leases: three, need: 30 }).added, 30);
   assert.is(grant({ ...base, leases: three, need: 51 }).added, 0, "more than remains: refused");
@@ -30,7 +30,7 @@ test("token slices: whole tokens, counted per model apart from dollars and from 
   assert.equal(grant({ ...base, leases: {} }), { added: 500, remaining: 501, holders: 1 }, "1001 / 2, rounded down");
   assert.is(outstanding(withTokens(300, 100), now, 0, "m"), 200);
   assert.is(outstanding(withTokens(300, 100), now, 0), 0, "no dollars held");
-  assert.is(grant({ ...base, leases: { a: withTokens(300, 100) } }).added, Math.floor(801 / 4));
+  assert.is(grant({ ...base, leases: { a: withTokens(300, 100) } }).added, Math.floor(801 / 3));
   assert.is(grant({ ...base, leases: { a: withTokens(1000) }, need: 2 }).added, 0, "1 token left, 2 needed");
 });
 

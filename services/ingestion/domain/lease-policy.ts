@@ -62,9 +62,11 @@ export interface Grant {
 }
 
 /**
- * slice = clamp(remaining / (2 * (others + 1)), min = need, max = want), never more than
- * remaining; refused when remaining < need. Far from the cap a holder gets `want` and asks
- * rarely; near it the slices halve with every holder until they cover single calls.
+ * slice = clamp(remaining / (others + 2), min = need, max = want), never more than remaining;
+ * refused when remaining < need. A grant takes at most an equal share of what remains among
+ * the holders and one more, so what it leaves covers as much for every other holder and for
+ * a newcomer (a holder alone takes at most half). Far from the cap a holder gets `want` and
+ * asks rarely; near it the slices shrink with every grant until they cover single calls.
  */
 export function grant(g: GrantInput): Grant {
   const dim = g.dim ?? null;
@@ -77,7 +79,7 @@ export function grant(g: GrantInput): Grant {
   }
   const remaining = Math.max(0, g.cap - g.settled - held);
   if (remaining < g.need || remaining <= 0) return { added: 0, remaining, holders: others };
-  const share = remaining / (2 * (others + 1));
+  const share = remaining / (others + 2);
   const slice = Math.min(remaining, Math.min(g.want, Math.max(g.need, share)));
   // need is whole for tokens and at most remaining, so the floor still covers it.
   const added = g.whole ? Math.floor(slice) : slice;

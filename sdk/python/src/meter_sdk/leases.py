@@ -33,10 +33,12 @@ _LOOKAHEAD = 3
 # The shortest round trip planned for (s): a request that takes this long, when requests usually
 # answer in milliseconds, still finds the slice covering the calls meanwhile.
 _MIN_HORIZON = 1.0
-# While the service grants in full what is asked (far from the cap), a request asks for at least
-# this many calls' worth per call in flight or waiting: before a spend rate is measured (a
-# replica's first requests) the calls in flight are the only measure of how fast the slice goes.
-_FLOOR_ROUNDS = 10
+# Until a spend rate is measured (_RATE_TAU of spending) and while the service grants in full what
+# is asked (far from the cap), a request asks for at least what the calls in flight or waiting would
+# spend in a planned round trip (_horizon()) if each took this long (s): the calls in flight are then
+# the only measure of how fast the slice goes, and a first slice that runs dry before the next
+# request answers makes every call in flight wait for it.
+_MIN_CALL = 0.02
 # While grants are full, each grant that finds calls waiting doubles what the next requests ask
 # for, up to this factor: the measured rate lags a replica's start.
 _MAX_BOOST = 8.0
@@ -61,9 +63,13 @@ class LeaseNeed:
 
 
 class _Slice:
-    __slots__ = ("decayed", "first_at", "granted", "last_at", "unit", "used")
+    __slots__ = ("cap", "decayed", "first_at", "granted", "last_at", "model", "unit", "used")
 
-    def __init__(self) -> None:
+    def __init__(self, model: str | None = None) -> None:
+        # The model whose tokens this is, or None for dollars.
+        self.model = model
+        # The cap (times hard_gate_at) of the plan the client knew when the request that granted it was sent.
+        self.cap = math.inf
         self.granted = 0.0
         self.used = 0.0
         self.unit = 0.0
@@ -78,6 +84,10 @@ class _Slice:
         self.decayed = self.decayed * math.exp(-max(0.0, now - self.last_at) / _RATE_TAU) + amount
         self.last_at = now
 
+    def age(self, now: float) -> float:
+        """How long estimates have been taken (s; 0 before the first)."""
+        return 0.0 if self.first_at == 0 else now - self.first_at
+
     def rate(self, now: float) -> float:
         """Estimates taken per second lately (the decayed sum, corrected for how long it has been summed)."""
         if self.first_at == 0:
@@ -88,8 +98,10 @@ class _Slice:
 
 
 class _Book:
-    def __init__(self, user_id: str) -> None:
+    def __init__(self, user_id: str, entry: UserEntry) -> None:
         self.user_id = user_id
+        # The user's view (replaced when an idle user is loaded again).
+        self.entry = entry
         self.lease_id: str | None = None
         self.spend = _Slice()
         self.tokens: dict[str, _Slice] = {}
@@ -112,11 +124,17 @@ class _Book:
         self.holds = 0
         self.joined = 0
         self.asking: Future[bool] | None = None
+        # Plan or subscription changes seen (renew()), and how many had been seen when the request
+        # behind the last grant was sent, and the last request: while they differ the slice may have
+        # been granted under caps no longer in force.
+        self.epoch = 0
+        self.grant_epoch = 0
+        self.asked_epoch = 0
 
     def slice(self, model: str) -> _Slice:
         s = self.tokens.get(model)
         if s is None:
-            s = self.tokens[model] = _Slice()
+            s = self.tokens[model] = _Slice(model)
         return s
 
 
@@ -152,20 +170,20 @@ class Leases:
         capped = model if model is not None and model in plan.model_limits else None
         if plan.max_spend_per_period is None and capped is None:
             return None
-        if time.time() < self._book(e.user_id).unlimited_until:
+        if time.time() < self._book(e).unlimited_until:
             return None
         return LeaseNeed(0.0 if plan.max_spend_per_period is None else cost, capped, 0.0 if capped is None else tokens)
 
     def covers(self, e: UserEntry, n: LeaseNeed) -> bool:
         with self.lock:
-            b = self._book(e.user_id)
+            b = self._book(e)
             return b.open or self._short(e, b, n, time.time()) is None
 
     def ask(self, e: UserEntry, n: LeaseNeed, waiting: bool = True) -> Future[bool]:
         """Asks for more (one request per user at a time); True when every short budget got something.
         ``waiting``: a call waits for the answer (else it is asked ahead, from take())."""
         with self.lock:
-            b = self._book(e.user_id)
+            b = self._book(e)
             b.spend.unit = max(b.spend.unit, n.cost)
             if n.model is not None:
                 t = b.slice(n.model)
@@ -179,7 +197,9 @@ class Leases:
             b.asked_at = sent_at
             if waiting:
                 b.joined += 1
-            renew = sent_at >= self._renew_at(b) or b.open
+            epoch = b.asked_epoch = b.epoch
+            caps = (_cap_of(e, None), None if n.model is None else _cap_of(e, n.model))
+            renew = sent_at >= self._renew_at(b) or b.open or self._renewing(b)
             spend = self._asked(b, b.spend, n.cost, sent_at, renew)
             body: dict[str, Any] = {
                 "holder": self.holder,
@@ -196,7 +216,7 @@ class Leases:
             fut: Future[bool] = Future()
             b.asking = fut
         try:
-            self.executor.submit(self._request, e, b, n, body, spend, tok, sent_at, fut)
+            self.executor.submit(self._request, e, b, n, body, spend, tok, sent_at, fut, epoch, caps)
         except RuntimeError:
             with self.lock:
                 b.asking = None
@@ -213,6 +233,8 @@ class Leases:
         tok: tuple[float, float, bool] | None,
         sent_at: float,
         fut: Future[bool],
+        epoch: int,
+        caps: tuple[float | None, float | None],
     ) -> None:
         ok = False
         try:
@@ -248,6 +270,7 @@ class Leases:
                     b.spend.granted = float(lease["granted"])
                     if n.model is not None and lt is not None:
                         b.slice(n.model).granted = float(lt["granted"])
+                    self._granted(b, epoch, caps, n.model)
                     b.deadline = sent_at + float(lease["ttl_ms"]) / 1000
         except MeterError as err:
             if isinstance(err, MeterAPIError) and not err.retryable:
@@ -275,7 +298,7 @@ class Leases:
         """Takes a call's estimate from the lease: the lease id its event carries, or the hard gate of
         the budget it cannot cover. Asks ahead in the background when the slice runs low."""
         with self.lock:
-            b = self._book(e.user_id)
+            b = self._book(e)
             now = time.time()
             b.last_use = now
             if b.open:
@@ -294,7 +317,8 @@ class Leases:
             b.holds += 1
             if b.asking is None:
                 low = self._low(b, b.spend, now) or (t is not None and self._low(b, t, now))
-                if low or now >= self._renew_at(b):
+                # After a plan change the lease is renewed under the new caps once, in the background.
+                if low or now >= self._renew_at(b) or (self._renewing(b) and b.asked_epoch != b.epoch):
                     self.ask(e, n, waiting=False)
             return b.lease_id
 
@@ -349,11 +373,15 @@ class Leases:
             return b.lease_id
 
     def renew(self, user_id: str) -> None:
-        """The user's plan or subscription changed: its next call asks for the lease again, under the new caps."""
+        """The user's plan or subscription changed: the lease is asked for again, under the new caps, in
+        the background by the next call. Meanwhile calls keep spending from the slice held while it is
+        still valid under the caps in force (the user's view, reloaded after the change): in the same
+        period, and no budget's cap lower than when the slice was asked for. Otherwise they wait for
+        the new grant, as a first call does."""
         with self.lock:
             b = self.books.get(user_id)
             if b is not None:
-                b.deadline = 0.0
+                b.epoch += 1
                 b.unlimited_until = 0.0
 
     def release_all(self, timeout: float) -> None:
@@ -424,29 +452,73 @@ class Leases:
     def _asked(self, b: _Book, s: _Slice, need: float, now: float, renew: bool) -> tuple[float, float, bool]:
         """What a request asks of one budget: nothing while it covers the waiting call and holds its
         low-water mark (unless the lease is renewed); else the low-water mark plus ``lease_calls``
-        calls and one per waiting call, and while grants are full at least _FLOOR_ROUNDS calls per
-        call in flight or waiting, times the boost."""
+        calls and one per waiting call, times the boost; until a rate is measured, while grants are
+        full, at least what the calls in flight or waiting spend in a planned round trip if each
+        took _MIN_CALL."""
         left = self._balance(b, s, now)
         short = left <= 0 or left < need
         low = self._low_water(b, s, now, b.joined)
         if not short and left >= low and not renew:
             return 0.0, 0.0, short
-        floor = s.unit * _FLOOR_ROUNDS * (b.holds + b.joined) if b.full else 0.0
+        young = s.age(now) < _RATE_TAU
+        floor = s.unit * (b.holds + b.joined) * self._horizon(b) / _MIN_CALL if b.full and young else 0.0
         boost = b.boost if b.full else 1.0
         want = max(need, boost * (low + s.unit * (self.settings.calls + b.joined)), floor)
         return (need if short else 0.0), want, short
 
-    @staticmethod
-    def _balance(b: _Book, s: _Slice, now: float) -> float:
+    def _balance(self, b: _Book, s: _Slice, now: float) -> float:
         if now >= b.deadline or now >= b.period_end:
+            return 0.0
+        if self._renewing(b) and not self._valid(b, s):
             return 0.0
         return s.granted - s.used
 
-    def _book(self, user_id: str) -> _Book:
-        b = self.books.get(user_id)
+    @staticmethod
+    def _renewing(b: _Book) -> bool:
+        """A plan or subscription change came after the request behind the last grant was sent."""
+        return b.grant_epoch != b.epoch
+
+    @staticmethod
+    def _valid(b: _Book, s: _Slice) -> bool:
+        """The slice, granted under the caps of ``s.cap``, is within the caps in force now, in the lease's period."""
+        if abs(b.entry.period_end_t - b.period_end) > 1e-3:
+            return False
+        cap = _cap_of(b.entry, s.model)
+        return cap is None or cap >= s.cap
+
+    def _granted(self, b: _Book, epoch: int, caps: tuple[float | None, float | None], model: str | None) -> None:
+        """Records a grant: the caps it was asked under (unknown when a plan change came while it was on
+        its way). A grant asked under the new plan proves the dollars and the model's tokens it names
+        within the new caps (the service counted what this holder holds); other models' token slices
+        are not, so they are kept only as far as used, and asked for again."""
+        current = epoch == b.epoch
+        if current and self._renewing(b):
+            for m, t in b.tokens.items():
+                if m != model:
+                    t.granted = min(t.granted, t.used)
+        spend_cap, token_cap = caps
+        b.spend.cap = (math.inf if spend_cap is None else spend_cap) if current else math.inf
+        if model is not None:
+            b.slice(model).cap = (math.inf if token_cap is None else token_cap) if current else math.inf
+        if current:
+            b.grant_epoch = epoch
+
+    def _book(self, e: UserEntry) -> _Book:
+        b = self.books.get(e.user_id)
         if b is None:
-            b = self.books[user_id] = _Book(user_id)
+            b = self.books[e.user_id] = _Book(e.user_id, e)
+        b.entry = e
         return b
+
+
+def _cap_of(e: UserEntry, model: str | None) -> float | None:
+    """The cap (times hard_gate_at) of the user's plan in force on dollars (model None) or on a model's
+    tokens; None when uncapped."""
+    plan = e.config
+    if plan is None:
+        return None
+    top = plan.max_spend_per_period if model is None else plan.model_limits.get(model)
+    return None if top is None else float(top) * plan.hard_gate_at
 
 
 def _refusal(reason: str, current: float, cap: float, message: str) -> GuardResult:
