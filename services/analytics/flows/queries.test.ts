@@ -82,11 +82,13 @@ const plain = (x: unknown): unknown => JSON.parse(JSON.stringify(x ?? null, (k, 
 async function reference(db: Db, productId: string, days: readonly string[], source: Source | undefined) {
   const store = new RollupStore(db);
   const users = new Map<string, Figures>();
-  await store.foldUsers(await store.readDays(productId, days), (u) => {
-    const f = pick(u.figures, source);
-    if (f[0] === 0 && f[1] === 0 && f[2] === 0) return;
-    users.set(u.id, add(users.get(u.id) ?? zero(), f));
-  });
+  for (const doc of await store.readDays(productId, days)) {
+    await store.readUserRows(doc, (id, auto, manual) => {
+      const f = pick({ auto, manual }, source);
+      if (f[0] === 0 && f[1] === 0 && f[2] === 0) return;
+      users.set(id, add(users.get(id) ?? zero(), f));
+    });
+  }
   return { active: [...users.values()].filter((f) => f[2] > 0).length, top: topUsers(users, 100) };
 }
 

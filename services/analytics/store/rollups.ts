@@ -53,9 +53,6 @@ export interface UserChunkDoc {
 
 export type UserRow = [string, BySource["auto"], BySource["manual"]];
 
-/** User chunks read at once by `foldUsers`. */
-const FOLD_AHEAD = 8;
-
 /** Day documents asked for in one `$in` (a 365-day summary reads 730). */
 const READ_AT_ONCE = 400;
 
@@ -124,7 +121,7 @@ export class RollupStore {
     const [doc] = await this.readDays(b.productId, [b.day]);
     if (!doc) return null;
     const users: UserFigures[] = [];
-    await this.foldUsers([doc], (u) => users.push(u));
+    await this.readUserRows(doc, (id, auto, manual) => users.push({ id, figures: { auto, manual } }));
     const figures: DayFigures = {
       usage: doc.usage,
       soft_gates: doc.soft_gates,
@@ -133,22 +130,6 @@ export class RollupStore {
       users,
     };
     return { figures, withLate: doc.with_late === true };
-  }
-
-  /**
-   * Hands over the per-user figures of these day rollups (one per user and day), in the order
-   * of `days`, reading a few chunks at a time: memory holds those few, never the whole window,
-   * and float sums come out the same on every call.
-   */
-  async foldUsers(days: readonly DayDoc[], each: (u: UserFigures) => void): Promise<void> {
-    const ids = days.flatMap((d) => Array.from({ length: d.user_chunks }, (_, i) => `${d._id}|${i}`));
-    for (let i = 0; i < ids.length; i += FOLD_AHEAD) {
-      const chunks = await Promise.all(ids.slice(i, i + FOLD_AHEAD).map((id) => this.userChunks.findOne({ _id: id })));
-      for (const c of chunks) {
-        if (!c) continue;
-        for (const [uid, auto, manual] of JSON.parse(c.users) as UserRow[]) each({ id: uid, figures: { auto, manual } });
-      }
-    }
   }
 
   /** Hands over one day's user rows, its chunks read at once, in their stored order. */
