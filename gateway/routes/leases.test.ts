@@ -43,6 +43,21 @@ t("grants slices of what remains, an equal share among the holders and one more,
   assert.ok(again.body.lease.granted > 50, "asking again extends the holder's lease");
 });
 
+t("holders that ask at once are all granted, as if one after another, none refused for contention", async ({ api }) => {
+  // Each conditional write that loses to another holder's is retried a bounded number of
+  // times: asked one write per holder, 120 holders at once would exhaust it (503).
+  const user = await cappedUser(api, 2_000);
+  const holders = Array.from({ length: 120 }, (_, i) => `h${i}`);
+  const answers = await Promise.all(holders.map((holder) => acquire(api, user, { holder, need: 1, want: 5 })));
+  for (const a of answers) assert.is(a.status, 200, JSON.stringify(a.body));
+  const grants = answers.map((a) => a.body.lease).sort((x, y) => x.holders - y.holders);
+  assert.equal(grants.map((g) => g.holders), holders.map((_, i) => i + 1), "each grant counts every holder granted before it");
+  grants.forEach((g, i) => {
+    close(g.added, 5, `holder ${i + 1}: what it wanted`);
+    close(g.remaining, 2_000 - 5 * (i + 1), `holder ${i + 1}: what remains after it`);
+  });
+});
+
 t("usage events settle against their lease: spend and return never count twice, in either order", async ({ api }) => {
   const user = await cappedUser(api, 100);
   await acquire(api, user, { holder: "x", need: 1, want: 40 }); // 40 of 100 (half is 50)

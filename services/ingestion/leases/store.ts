@@ -46,63 +46,71 @@ export interface LeaseView {
   lease: LeaseEntry;
 }
 
+/** One acquire waiting in its counter's queue. */
+interface Pending {
+  ref: CounterRef;
+  a: AcquireInput;
+  resolve(view: LeaseView): void;
+  reject(err: unknown): void;
+}
+
+/** What a group's write does for one of its requests: its answer, or why it is refused. */
+type Outcome = { view: LeaseView } | { error: unknown };
+
 /**
  * Leases live in the period counter they draw on (`leases.<holder>`), so one single-document
  * write grants against cap - settled - outstanding in every dimension asked: read, compute,
  * write conditionally on `version`, retry on a miss. Every counter change that lowers what
  * remains without settling a lease bumps `version` (usage not spent from a lease, see
  * store/counters.ts), so a grant computed from a stale read never lands.
+ *
+ * Requests for one counter are granted in groups, one write at a time per counter in this
+ * process: the requests that arrive while a write is on its way are granted together by the
+ * next, in arrival order, each seeing the slices granted before it. Replicas that ask at once
+ * (they run low together) would otherwise each read, lose the conditional write to another and
+ * retry, one round trip of the database per holder ahead of them, on the busiest counter.
  */
 export class LeaseStore {
+  /** Requests waiting for their counter's next write, by counter id (present while one is on its way). */
+  private readonly queues = new Map<string, Pending[]>();
+
   constructor(private readonly counters: Collection<LeasedCounter>) {}
 
-  async acquire(ref: CounterRef, a: AcquireInput): Promise<LeaseView> {
+  acquire(ref: CounterRef, a: AcquireInput): Promise<LeaseView> {
+    return new Promise((resolve, reject) => {
+      const queue = this.queues.get(ref.id);
+      if (queue) return void queue.push({ ref, a, resolve, reject });
+      this.queues.set(ref.id, [{ ref, a, resolve, reject }]);
+      void this.drain(ref.id);
+    });
+  }
+
+  /** Grants the counter's queued requests, a group per write, until none is left. */
+  private async drain(counterId: string): Promise<void> {
+    const queue = this.queues.get(counterId)!;
+    while (queue.length > 0) {
+      const group = queue.splice(0, queue.length);
+      try {
+        const outcomes = await this.grantGroup(group);
+        group.forEach((p, k) => {
+          const o = outcomes[k]!;
+          if ("view" in o) p.resolve(o.view);
+          else p.reject(o.error);
+        });
+      } catch (err) {
+        for (const p of group) p.reject(err);
+      }
+    }
+    this.queues.delete(counterId);
+  }
+
+  private async grantGroup(group: readonly Pending[]): Promise<Outcome[]> {
     for (let i = 0; i < ATTEMPTS; i++) {
-      const doc = (await this.counters.findOne({ _id: ref.id })) ?? (await this.create(ref));
-      const now = a.now.getTime();
-      const leases = doc.leases ?? {};
-      const mine = own(leases, a.holder);
-      const grants = a.asks.map((ask) =>
-        grant({ ...ask, settled: settledOf(doc, ask.dim), leases, holder: a.holder, now, graceMs: a.graceMs, whole: ask.dim !== null }),
-      );
-      if (grants.every((g) => g.added === 0)) return { grants, lease: mine ?? { granted: 0, spent: 0 } };
-      // A live lease grows; a lapsed one restarts, in every dimension, from what was settled against it.
-      const live = mine !== undefined && isLive(mine, now, a.graceMs);
-      const next = new Map<Dimension, Budget>();
-      for (const dim of [null, ...Object.keys(mine?.tokens ?? {})]) {
-        const b = mine ? budgetOf(mine, dim) : undefined;
-        if (b) next.set(dim, { granted: live ? b.granted : (b.spent ?? 0), spent: b.spent ?? 0 });
-      }
-      a.asks.forEach((ask, k) => {
-        const b = mine ? budgetOf(mine, ask.dim) : undefined;
-        const spent = b?.spent ?? 0;
-        const base = live && b ? Math.max(b.granted, spent) : spent;
-        next.set(ask.dim, { granted: base + grants[k]!.added, spent });
-      });
-      const unset: Record<string, ""> = {};
-      for (const [id, l] of Object.entries(leases)) {
-        if (id !== a.holder && !isLive(l, now, a.graceMs)) unset[`leases.${id}`] = "";
-      }
-      if (!mine && Object.keys(leases).length - Object.keys(unset).length >= MAX_LEASES) {
-        throw rpcError.tooLarge(`user has ${MAX_LEASES} leases outstanding; release some or wait for them to expire`);
-      }
-      const expires = new Date(now + a.ttlMs);
-      const set: Record<string, unknown> = { [`leases.${a.holder}.expires_at`]: expires };
-      // spent is only ever $inc'ed (settlements run beside this write); +0 creates it.
-      const inc: Record<string, number> = { version: 1 };
-      for (const [dim, b] of next) {
-        set[`${path(a.holder, dim)}.granted`] = b.granted;
-        inc[`${path(a.holder, dim)}.spent`] = 0;
-      }
-      const update: Record<string, unknown> = { $set: set, $inc: inc };
-      if (Object.keys(unset).length > 0) update.$unset = unset;
+      const doc = (await this.counters.findOne({ _id: group[0]!.ref.id })) ?? (await this.create(group[0]!.ref));
+      const { outcomes, update } = planGroup(doc, group);
+      if (update === null) return outcomes;
       const res = await this.counters.updateOne(versioned(doc), update);
-      if (res.modifiedCount === 1) {
-        const lease: LeaseEntry = { ...(next.get(null) ?? { granted: 0, spent: 0 }), expires_at: expires };
-        const tokens = [...next].filter(([dim]) => dim !== null);
-        if (tokens.length > 0) lease.tokens = Object.fromEntries(tokens);
-        return { grants, lease };
-      }
+      if (res.modifiedCount === 1) return outcomes;
     }
     throw rpcError.unavailable("the user's budget is changing too fast to lease from; retry");
   }
@@ -158,6 +166,67 @@ export class LeaseStore {
     }
     return (await this.counters.findOne({ _id: ref.id }))!;
   }
+}
+
+/**
+ * The grants of a group of requests against one read of the counter, in order, each counting
+ * the slices granted before it, and the one update that writes them (null: nothing granted).
+ */
+function planGroup(doc: LeasedCounter, group: readonly Pending[]): { outcomes: Outcome[]; update: Record<string, unknown> | null } {
+  const leases: Record<string, LeaseEntry> = { ...(doc.leases ?? {}) };
+  const set: Record<string, unknown> = {};
+  // spent is only ever $inc'ed (settlements run beside this write); +0 creates it.
+  const inc: Record<string, number> = { version: 1 };
+  const written = new Set<string>();
+  const lapsed = new Set<string>();
+  const outcomes = group.map(({ a }): Outcome => {
+    const now = a.now.getTime();
+    const mine = own(leases, a.holder);
+    const grants = a.asks.map((ask) =>
+      grant({ ...ask, settled: settledOf(doc, ask.dim), leases, holder: a.holder, now, graceMs: a.graceMs, whole: ask.dim !== null }),
+    );
+    if (grants.every((g) => g.added === 0)) return { view: { grants, lease: mine ?? { granted: 0, spent: 0 } } };
+    let live = 0;
+    for (const [id, l] of Object.entries(leases)) {
+      if (id === a.holder) continue;
+      if (isLive(l, now, a.graceMs)) live++;
+      else lapsed.add(id);
+    }
+    if (!mine && live >= MAX_LEASES) {
+      return { error: rpcError.tooLarge(`user has ${MAX_LEASES} leases outstanding; release some or wait for them to expire`) };
+    }
+    // A live lease grows; a lapsed one restarts, in every dimension, from what was settled against it.
+    const isMineLive = mine !== undefined && isLive(mine, now, a.graceMs);
+    const next = new Map<Dimension, Budget>();
+    for (const dim of [null, ...Object.keys(mine?.tokens ?? {})]) {
+      const b = mine ? budgetOf(mine, dim) : undefined;
+      if (b) next.set(dim, { granted: isMineLive ? b.granted : (b.spent ?? 0), spent: b.spent ?? 0 });
+    }
+    a.asks.forEach((ask, k) => {
+      const b = mine ? budgetOf(mine, ask.dim) : undefined;
+      const spent = b?.spent ?? 0;
+      const base = isMineLive && b ? Math.max(b.granted, spent) : spent;
+      next.set(ask.dim, { granted: base + grants[k]!.added, spent });
+    });
+    const expires = new Date(now + a.ttlMs);
+    set[`leases.${a.holder}.expires_at`] = expires;
+    for (const [dim, b] of next) {
+      set[`${path(a.holder, dim)}.granted`] = b.granted;
+      inc[`${path(a.holder, dim)}.spent`] = 0;
+    }
+    written.add(a.holder);
+    const lease: LeaseEntry = { ...(next.get(null) ?? { granted: 0, spent: 0 }), expires_at: expires };
+    const tokens = [...next].filter(([dim]) => dim !== null);
+    if (tokens.length > 0) lease.tokens = Object.fromEntries(tokens);
+    // The requests after this one in the group count it.
+    leases[a.holder] = lease;
+    return { view: { grants, lease } };
+  });
+  if (written.size === 0) return { outcomes, update: null };
+  const unset = Object.fromEntries([...lapsed].filter((id) => !written.has(id)).map((id) => [`leases.${id}`, ""]));
+  const update: Record<string, unknown> = { $set: set, $inc: inc };
+  if (Object.keys(unset).length > 0) update.$unset = unset;
+  return { outcomes, update };
 }
 
 /** Settled usage of the period in a dimension: the counter's cost, or its tokens of the model. */
