@@ -29,9 +29,12 @@ const MIN_HORIZON_MS = 1_000;
  * or waiting would spend in a planned round trip (horizon()) if each took this long (ms). The
  * calls in flight are then the only measure of how fast the slice will go, and a first slice
  * that runs dry before the next request answers makes every call in flight wait for it; the
- * service's share still bounds what is granted (ingestion README, "Budget leases").
+ * service's share still bounds what is granted (ingestion README, "Budget leases"). 8 ms: a
+ * tool call or a cached answer is that short, and a replica whose calls are longer asks for
+ * more than it spends only until its rate is measured (20 ms let 100 calls of 2-10 ms run dry
+ * before the second grant came: `npm run bench:leases`, docs/benchmarks.md).
  */
-const MIN_CALL_MS = 20;
+const MIN_CALL_MS = 8;
 /**
  * While the service grants in full, each grant that finds calls waiting (the slice ran dry
  * before it came) doubles what the next requests ask for, up to this factor: the measured

@@ -37,8 +37,9 @@ _MIN_HORIZON = 1.0
 # is asked (far from the cap), a request asks for at least what the calls in flight or waiting would
 # spend in a planned round trip (_horizon()) if each took this long (s): the calls in flight are then
 # the only measure of how fast the slice goes, and a first slice that runs dry before the next
-# request answers makes every call in flight wait for it.
-_MIN_CALL = 0.02
+# request answers makes every call in flight wait for it. 8 ms: a tool call or a cached answer is
+# that short (the TypeScript client's MIN_CALL_MS).
+_MIN_CALL = 0.008
 # While grants are full, each grant that finds calls waiting doubles what the next requests ask
 # for, up to this factor: the measured rate lags a replica's start.
 _MAX_BOOST = 8.0
