@@ -179,15 +179,15 @@ t("a replica's first slice covers its calls in flight until the next slow lease 
   assert.ok(Math.abs((await usage(ctx.api, user)).total_cost - seen.calls * CALL_COST) < 1e-6);
 });
 
-t("calls as short as 20 ms: the first slice covers what the calls in flight spend until the next slow lease request answers", async (ctx) => {
+t("calls as short as 8 ms: the first slice covers what the calls in flight spend until the next slow lease request answers", async (ctx) => {
   const user = await cappedUser(ctx.api, 10_000_000);
   const { proxy, m } = await setup(ctx);
   await m.start();
-  // 50 calls at a time of 20 ms each, every lease request held 400 ms: the first slice must
-  // cover more than 20 rounds of the calls in flight before any spend rate is measured.
-  proxy.inject(LEASE_REQUEST, { kind: "delay", ms: 400 }, 1_000);
+  // 50 calls at a time of 8 ms each, every lease request held 700 ms: the first slice must
+  // cover more than 90 rounds of the calls in flight before any spend rate is measured.
+  proxy.inject(LEASE_REQUEST, { kind: "delay", ms: 700 }, 1_000);
   const granted = () => proxy.countAnswered(LEASE_REQUEST) >= 1;
-  const seen = await spend(m, user, 50, 20, () => proxy.countAnswered(LEASE_REQUEST) >= 3, granted);
+  const seen = await spend(m, user, 50, 8, () => proxy.countAnswered(LEASE_REQUEST) >= 3, granted);
   assert.is(seen.waited, 0, `calls after the first grant that waited for a lease request, of ${seen.calls}`);
   await m.shutdown();
   assert.ok(Math.abs((await usage(ctx.api, user)).total_cost - seen.calls * CALL_COST) < 1e-6);
