@@ -5,6 +5,16 @@ import { defineConfig } from "vite";
 export default defineConfig({
   base: "/console/",
   root: import.meta.dirname,
+  // The app is written against React's API and runs on Preact's compatibility layer: the same
+  // screens in half the JavaScript, which is most of a fresh load's time (root README, "Console").
+  resolve: {
+    alias: [
+      { find: /^react-dom\/client$/, replacement: "preact/compat/client" },
+      { find: /^react-dom$/, replacement: "preact/compat" },
+      { find: /^react\/jsx-runtime$/, replacement: "preact/jsx-runtime" },
+      { find: /^react$/, replacement: "preact/compat" },
+    ],
+  },
   build: {
     outDir: "dist",
     emptyOutDir: true,
