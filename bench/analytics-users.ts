@@ -15,6 +15,7 @@ import { connectMongo } from "@meter/lib/mongo";
 import { startAllInOne } from "../test/support/processes.ts";
 import { DayAccumulator } from "../services/analytics/domain/rollup.ts";
 import { RollupStore } from "../services/analytics/store/rollups.ts";
+import { pct } from "./support/stats.ts";
 
 const USERS = Number(process.env.BENCH_USERS ?? 100_000);
 const DAYS = Number(process.env.BENCH_DAYS ?? 90);
@@ -24,7 +25,6 @@ const TODAY_EVERY = Number(process.env.BENCH_TODAY_EVERY ?? 0);
 const DAY = 86_400_000;
 const MODELS = ["gpt-4.1", "gpt-4.1-mini", "gpt-4o", "claude-sonnet-4", "o3"];
 
-const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? 0;
 const random = (n: number) => Math.floor(Math.random() * n);
 const dir = process.env.MONGODB_URL ? undefined : await mkdtemp(path.join(os.tmpdir(), "meter-bench-users-"));
 const embedded = dir ? await startEmbeddedDb(dir) : undefined;

@@ -31,6 +31,7 @@ import { SubscriberStore } from "../services/plans/store/subscribers.ts";
 import { UserStore } from "../services/plans/store/users.ts";
 import { Api } from "../test/support/http.ts";
 import { repoRoot, startAllInOne } from "../test/support/processes.ts";
+import { pct } from "./support/stats.ts";
 
 const USERS = Number(process.env.BENCH_USERS ?? 100_000);
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000_000);
@@ -48,7 +49,6 @@ const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const MODELS = ["gpt-4.1", "gpt-4.1-mini", "gpt-4o", "claude-sonnet-4", "o3"];
 
 const log = (m: string) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${m}`);
-const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? 0;
 const userId = (i: number) => `user-${String(i).padStart(6, "0")}`;
 const random = (n: number) => Math.floor(Math.random() * n);
 

@@ -51,6 +51,7 @@ import { SubscriberStore } from "../services/plans/store/subscribers.ts";
 import { UserStore } from "../services/plans/store/users.ts";
 import { Api } from "../test/support/http.ts";
 import { startAllInOne } from "../test/support/processes.ts";
+import { pct } from "./support/stats.ts";
 
 const SIZES = (process.env.BENCH_SIZES ?? "1000,10000,100000").split(",").map(Number);
 const WINDOW = Number(process.env.BENCH_WINDOW ?? 300);
@@ -86,7 +87,6 @@ const mongo = await connectMongo(mongoUrl);
 const users = new UserStore(mongo.db(`${dbPrefix}_plans`), { logger: createLogger("bench-scale", "warn") });
 const subscribers = new SubscriberStore(mongo.db(`${dbPrefix}_plans`));
 
-const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? 0;
 const userId = (i: number) => `user-${i}`;
 const random = (n: number) => Math.floor(Math.random() * n);
 

@@ -25,6 +25,7 @@ import { PlanMemberStore } from "../services/plans/store/plan-members.ts";
 import { UserStore } from "../services/plans/store/users.ts";
 import { Api } from "../test/support/http.ts";
 import { startAllInOne } from "../test/support/processes.ts";
+import { pct } from "./support/stats.ts";
 
 const USERS = Number(process.env.BENCH_USERS ?? 100_000);
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 300);
@@ -92,7 +93,6 @@ const ingested = await api.post("/events/batch", events);
 if (ingested.status !== 200) throw new Error(`events: ${ingested.status} ${JSON.stringify(ingested.body)}`);
 console.log(`seeded ${USERS} users in ${insertSeconds.toFixed(1)} s, ${Math.ceil(USERS / GOLD_EVERY)} subscribed to gold in ${subscribeSeconds.toFixed(1)} s`);
 
-const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? 0;
 
 async function time(name: string, query: () => Record<string, string>, expectRows: (n: number) => boolean): Promise<void> {
   const ms: number[] = [];
