@@ -5,6 +5,7 @@ import * as assert from "uvu/assert";
 import { parseAllDocuments } from "yaml";
 import type { TObject } from "typebox";
 import { repoRoot } from "./support/processes.ts";
+import { kustomize, validateAgainstSchema } from "./support/kustomize.ts";
 import { loadConfig, peerUrlFields } from "@meter/lib/config";
 import { registry } from "@meter/lib/metrics";
 import { gatewayConfigSchema, protectionSettings } from "@meter/gateway/config";
@@ -105,54 +106,15 @@ test("the Grafana dashboard reads only series the processes export", async () =>
   }
 });
 
-// ---- Overlays, rendered the way kustomize does for the features these files use ----------
+// ---- Overlays, rendered by kustomize itself and checked against the Kubernetes API schemas --
 
 type Doc = Record<string, any>;
 
-/** JSON6902 operations of inline patches (add, replace, remove), as kustomize applies them. */
-function applyJsonPatch(doc: Doc, ops: { op: string; path: string; value?: unknown }[]): void {
-  for (const { op, path: p, value } of ops) {
-    const keys = p.split("/").slice(1).map((k) => k.replace(/~1/g, "/").replace(/~0/g, "~"));
-    const last = keys.pop()!;
-    let target: any = doc;
-    for (const k of keys) target = target[k];
-    if (op === "remove") delete target[last];
-    else if (op === "add" || op === "replace") {
-      if (op === "replace" && !(last in target)) throw new Error(`replace of missing ${p}`);
-      target[last] = structuredClone(value);
-    } else throw new Error(`unsupported patch op ${op}`);
-  }
-}
-
-/** Renders a kustomization directory: resources (recursively), labels, namespace, patches, generators, images. */
-async function render(dir: string): Promise<Doc[]> {
-  const k = await kustomization(dir);
-  let docs: Doc[] = [];
-  for (const r of k.resources as string[]) {
-    const rel = path.join(dir, r);
-    docs.push(...(r.endsWith(".yaml") ? await load(rel) : await render(rel)));
-  }
-  for (const { pairs } of k.labels ?? []) for (const d of docs) d.metadata.labels = { ...d.metadata.labels, ...pairs };
-  for (const g of k.secretGenerator ?? []) {
-    const data = Object.fromEntries(
-      (g.literals as string[]).map((l) => [l.slice(0, l.indexOf("=")), Buffer.from(l.slice(l.indexOf("=") + 1)).toString("base64")]),
-    );
-    docs.push({ apiVersion: "v1", kind: "Secret", metadata: { name: g.name }, data });
-  }
-  for (const patch of k.patches ?? []) {
-    for (const d of docs.filter((d) => d.kind === patch.target.kind && (!patch.target.name || d.metadata.name === patch.target.name))) {
-      applyJsonPatch(d, parseAllDocuments(patch.patch)[0]!.toJS());
-    }
-  }
-  if (k.namespace) for (const d of docs) if (d.kind !== "Namespace") d.metadata.namespace = k.namespace;
-  for (const img of k.images ?? []) {
-    for (const d of docs.filter((d) => d.kind === "Deployment")) {
-      for (const c of d.spec.template.spec.containers) {
-        if (c.image === img.name || c.image.startsWith(`${img.name}:`)) c.image = `${img.newName ?? img.name}:${img.newTag ?? "latest"}`;
-      }
-    }
-  }
-  return docs;
+const rendered = new Map<string, Promise<Doc[]>>();
+/** An overlay as `kubectl apply -k` sends it (rendered once per run). */
+function render(dir: string): Promise<Doc[]> {
+  if (!rendered.has(dir)) rendered.set(dir, kustomize(path.join(deploy, dir)));
+  return rendered.get(dir)!.then((docs) => structuredClone(docs));
 }
 
 /** The config schema of the process a container runs, by its entry point. */
@@ -264,12 +226,14 @@ for (const overlay of ["local", "production"]) {
     const docs = await render(`overlays/${overlay}`);
     const policies = docs.filter((d) => d.kind === "NetworkPolicy");
     const deployments = docs.filter((d) => d.kind === "Deployment");
+    const workloads = docs.filter((d) => d.kind === "Deployment" || d.kind === "StatefulSet");
     const metricsPorts = new Set(deployments.map((d) => d.spec.template.spec.containers[0].ports.find((p: Doc) => p.name === "metrics").containerPort));
     const portNamed = (d: Doc, name: string) => d.spec.template.spec.containers[0].ports.find((p: Doc) => p.name === name);
 
     // No Service exposes a metrics port; the gateway's Service only its HTTP port.
     for (const svc of docs.filter((d) => d.kind === "Service")) {
-      const target = deployments.find((d) => labelsMatch(svc.spec.selector, d.spec.template.metadata.labels))!;
+      const target = workloads.find((d) => labelsMatch(svc.spec.selector, d.spec.template.metadata.labels));
+      assert.ok(target, `${svc.metadata.name} selects a workload`);
       for (const p of svc.spec.ports) {
         const container = typeof p.targetPort === "string" ? portNamed(target, p.targetPort) : { containerPort: p.targetPort ?? p.port };
         assert.ok(container, `${svc.metadata.name}: target port ${p.targetPort} exists`);
@@ -323,5 +287,67 @@ for (const overlay of ["local", "production"]) {
     }
   });
 }
+
+for (const overlay of ["local", "production"]) {
+  test(`overlay ${overlay}: every object is valid against the Kubernetes API schema of its kind`, async () => {
+    const docs = await render(`overlays/${overlay}`);
+    assert.ok(docs.length > 20);
+    for (const d of docs) await validateAgainstSchema(d);
+  });
+}
+
+test("the schema check refuses an invalid object", async () => {
+  const [deployment] = await load("base/ingestion.yaml");
+  deployment.spec.replicas = "two";
+  try {
+    await validateAgainstSchema(deployment);
+    assert.unreachable("a string replica count passed");
+  } catch (err) {
+    assert.match((err as Error).message, /Deployment ingestion/);
+  }
+});
+
+test("overlay local: brings the one-member MongoDB replica set its connection string names", async () => {
+  const docs = await render("overlays/local");
+  const secret = docs.find((d) => d.kind === "Secret" && d.metadata.name.startsWith("meter-mongodb"))!;
+  const url = new URL(Buffer.from(secret.data.url, "base64").toString());
+  const [pod, service, namespace] = url.hostname.split(".");
+  assert.is(namespace, "meter");
+  const statefulSet = docs.find((d) => d.kind === "StatefulSet" && `${d.metadata.name}-0` === pod);
+  assert.ok(statefulSet, `a StatefulSet runs ${pod}`);
+  assert.is(statefulSet.metadata.namespace, "meter");
+  assert.is(statefulSet.spec.serviceName, service);
+  const headless = docs.find((d) => d.kind === "Service" && d.metadata.name === service);
+  assert.is(headless?.spec.clusterIP, "None", "the member's name resolves through a headless Service");
+  assert.ok(labelsMatch(headless.spec.selector, statefulSet.spec.template.metadata.labels));
+  const mongod = statefulSet.spec.template.spec.containers[0];
+  const replSet = mongod.args[mongod.args.indexOf("--replSet") + 1];
+  assert.is(replSet, url.searchParams.get("replicaSet"), "mongod serves the replica set the services ask for");
+  assert.ok(mongod.ports.some((p: Doc) => p.containerPort === Number(url.port)));
+  assert.ok(statefulSet.spec.volumeClaimTemplates.some((v: Doc) => mongod.volumeMounts.some((m: Doc) => m.name === v.metadata.name && m.mountPath === "/data/db")), "data on a volume");
+  assert.is(statefulSet.spec.template.spec.securityContext.runAsNonRoot, true);
+  assert.is(mongod.securityContext.readOnlyRootFilesystem, true);
+
+  // The set is initiated with the same member host the services connect to.
+  const job = docs.find((d) => d.kind === "Job");
+  const script = job.spec.template.spec.containers[0].command.join(" ");
+  assert.ok(script.includes(`_id: "${replSet}"`) && script.includes(`host: "${url.host}"`), "the Job initiates the set as the services address it");
+
+  // Default deny holds, and the policies open exactly the paths MongoDB needs.
+  const policies = docs.filter((d) => d.kind === "NetworkPolicy");
+  const mongoLabels = statefulSet.spec.template.metadata.labels;
+  const service0 = docs.find((d) => d.kind === "Deployment" && d.metadata.name === "ingestion").spec.template.metadata.labels;
+  const admits = (from: Record<string, string>) =>
+    policies.some(
+      (p) =>
+        labelsMatch(p.spec.podSelector.matchLabels, mongoLabels) &&
+        (p.spec.ingress ?? []).some(
+          (r: Doc) => r.ports.some((x: Doc) => x.port === 27017) && r.from.some((f: Doc) => f.podSelector && labelsMatch(f.podSelector.matchLabels, from)),
+        ),
+    );
+  assert.ok(admits(service0), "MongoDB admits the services");
+  assert.ok(admits(job.spec.template.metadata.labels), "MongoDB admits the initiating Job");
+  assert.not.ok(admits(docs.find((d) => d.kind === "Deployment" && d.metadata.name === "gateway").spec.template.metadata.labels), "the gateway has no way in");
+});
 
 test.run();
