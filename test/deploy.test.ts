@@ -313,7 +313,7 @@ test("overlay local: brings the one-member MongoDB replica set its connection st
   const url = new URL(Buffer.from(secret.data.url, "base64").toString());
   const [pod, service, namespace] = url.hostname.split(".");
   assert.is(namespace, "meter");
-  const statefulSet = docs.find((d) => d.kind === "StatefulSet" && `${d.metadata.name}-0` === pod);
+  const statefulSet = docs.find((d) => d.kind === "StatefulSet" && `${d.metadata.name}-0` === pod)!;
   assert.ok(statefulSet, `a StatefulSet runs ${pod}`);
   assert.is(statefulSet.metadata.namespace, "meter");
   assert.is(statefulSet.spec.serviceName, service);
@@ -329,14 +329,14 @@ test("overlay local: brings the one-member MongoDB replica set its connection st
   assert.is(mongod.securityContext.readOnlyRootFilesystem, true);
 
   // The set is initiated with the same member host the services connect to.
-  const job = docs.find((d) => d.kind === "Job");
+  const job = docs.find((d) => d.kind === "Job")!;
   const script = job.spec.template.spec.containers[0].command.join(" ");
   assert.ok(script.includes(`_id: "${replSet}"`) && script.includes(`host: "${url.host}"`), "the Job initiates the set as the services address it");
 
   // Default deny holds, and the policies open exactly the paths MongoDB needs.
   const policies = docs.filter((d) => d.kind === "NetworkPolicy");
   const mongoLabels = statefulSet.spec.template.metadata.labels;
-  const service0 = docs.find((d) => d.kind === "Deployment" && d.metadata.name === "ingestion").spec.template.metadata.labels;
+  const service0 = docs.find((d) => d.kind === "Deployment" && d.metadata.name === "ingestion")!.spec.template.metadata.labels;
   const admits = (from: Record<string, string>) =>
     policies.some(
       (p) =>
@@ -347,7 +347,7 @@ test("overlay local: brings the one-member MongoDB replica set its connection st
     );
   assert.ok(admits(service0), "MongoDB admits the services");
   assert.ok(admits(job.spec.template.metadata.labels), "MongoDB admits the initiating Job");
-  assert.not.ok(admits(docs.find((d) => d.kind === "Deployment" && d.metadata.name === "gateway").spec.template.metadata.labels), "the gateway has no way in");
+  assert.not.ok(admits(docs.find((d) => d.kind === "Deployment" && d.metadata.name === "gateway")!.spec.template.metadata.labels), "the gateway has no way in");
 });
 
 test.run();
