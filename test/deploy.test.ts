@@ -319,7 +319,7 @@ test("overlay local: brings the one-member MongoDB replica set its connection st
   assert.is(statefulSet.spec.serviceName, service);
   const headless = docs.find((d) => d.kind === "Service" && d.metadata.name === service);
   assert.is(headless?.spec.clusterIP, "None", "the member's name resolves through a headless Service");
-  assert.ok(labelsMatch(headless.spec.selector, statefulSet.spec.template.metadata.labels));
+  assert.ok(labelsMatch(headless!.spec.selector, statefulSet.spec.template.metadata.labels));
   const mongod = statefulSet.spec.template.spec.containers[0];
   const replSet = mongod.args[mongod.args.indexOf("--replSet") + 1];
   assert.is(replSet, url.searchParams.get("replicaSet"), "mongod serves the replica set the services ask for");
