@@ -129,6 +129,47 @@ async def test_fifty_asyncio_tasks_on_a_default_plan_overshoot_a_small_cap_by_at
     await meter.ashutdown()
 
 
+def test_with_leases_two_replicas_of_25_threads_overshoot_by_at_most_the_bound_each(
+    product: Product, provider: MockProvider
+) -> None:
+    # Each replica takes its calls' typical cost from its lease, and the service grants no more than the
+    # cap across them: each replica can pass it by the bound, one call here.
+    user = default_user(product)
+    replicas = [Meter(api_key=product.key, base_url=product.url, leases=True) for _ in range(2)]
+    clients = [
+        wrap(OpenAI(api_key="sk-test", base_url=provider.base, max_retries=0), m, user_id=user) for m in replicas
+    ]
+    for c in clients:
+        c.chat.completions.create(model="gpt-4o", messages=MESSAGES)
+    lock = threading.Lock()
+    blocked = [0]
+    sent_before = len(provider.requests)
+
+    def one(c: OpenAI) -> None:
+        try:
+            c.chat.completions.create(model="gpt-4o", messages=MESSAGES)
+        except LimitExceededError:
+            with lock:
+                blocked[0] += 1
+
+    provider.answering.clear()
+    threads = [threading.Thread(target=one, args=(clients[i % 2],)) for i in range(50)]
+    for t in threads:
+        t.start()
+    try:
+        eventually(lambda: len(provider.requests) - sent_before + blocked[0] == 50, what="every call sent or refused")
+    finally:
+        provider.answering.set()
+    for t in threads:
+        t.join()
+    for m in replicas:
+        assert m.flush(timeout=30)
+    total: float = product.usage(user)["total_cost"]
+    assert total <= CAP + 2 * CALL + 1e-9, f"spent ${total} of a ${CAP} cap with two replicas: past the bound"
+    for m in replicas:
+        m.shutdown()
+
+
 def test_the_estimate_takes_the_requests_output_limit_before_the_buffer(
     product: Product, provider: MockProvider
 ) -> None:

@@ -243,8 +243,10 @@ export class Leases {
       if (!b.sent && (b.model === null || n.model === null || b.model === n.model)) {
         b.model ??= n.model;
         b.waiting++;
-        b.needCost = Math.max(b.needCost, n.cost);
-        if (n.model !== null && n.model === b.model) b.needTokens = Math.max(b.needTokens, n.tokens);
+        // Only a whole need is the least worth granting: a typical call is covered by any slice,
+        // and its first call's estimate may be more than the cap has left.
+        if (n.whole) b.needCost = Math.max(b.needCost, n.cost);
+        if (n.whole && n.model !== null && n.model === b.model) b.needTokens = Math.max(b.needTokens, n.tokens);
         return b.asking!;
       }
       await b.asking;

@@ -4,7 +4,7 @@
 import { randomUUID } from "node:crypto";
 import OpenAI from "openai";
 import * as assert from "uvu/assert";
-import { LimitExceededError } from "../src/index.ts";
+import { LimitExceededError, Meter } from "../src/index.ts";
 import { meterOpenAI } from "../src/integrations/openai.ts";
 import { costOf, meteredSuite, type SuiteContext } from "./metered-stack.ts";
 import { startMockOpenAI } from "./mock-openai.ts";
@@ -71,6 +71,23 @@ t("with a typical call known, 50 concurrent calls run up to the cap and overshoo
   assert.ok(ran >= 8, `only ${ran} calls ran: the calls in flight held more than their typical cost`);
   const usage = await ctx.env.usage(user, (u) => u.total_tokens === (ran + 1) * 4);
   assert.ok(usage.total_cost <= BOUND, `spent $${usage.total_cost} of a $${CAP} cap: past the bound $${BOUND}`);
+});
+
+t("with leases: true the calls take their typical cost from the lease: 50 concurrent calls overshoot by at most the bound", async (ctx) => {
+  const user = await userOn(ctx, {});
+  ctx.mock.reply = { text: "Sunny.", usage: USAGE };
+  const meter = new Meter({ apiKey: ctx.env.apiKey, baseURL: ctx.env.stack.apiUrl, leases: true, flushIntervalMs: 600_000, logger: { warn: () => undefined } });
+  try {
+    const openai = meterOpenAI(client(ctx.mock), meter, { user_id: user });
+    await openai.chat.completions.create({ model: "gpt-4o", messages: ask });
+    const { ran } = await fifty(openai);
+    assert.ok(ran >= 1, "calls run while the lease holds something");
+    assert.ok(await meter.flush(), "the meter delivered its queue");
+    const usage = await ctx.env.usage(user, (u) => u.total_tokens === (ran + 1) * 4);
+    assert.ok(usage.total_cost <= BOUND, `spent $${usage.total_cost} of a $${CAP} cap with leases: past the bound $${BOUND}`);
+  } finally {
+    await meter.shutdown();
+  }
 });
 
 t("the estimate takes the request's output limit (max_tokens, max_completion_tokens, max_output_tokens) before the buffer", async (ctx) => {

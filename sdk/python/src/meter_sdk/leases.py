@@ -210,7 +210,9 @@ class Leases:
             epoch = b.asked_epoch = b.epoch
             caps = (_cap_of(e, None), None if n.model is None else _cap_of(e, n.model))
             renew = sent_at >= self._renew_at(b) or b.open or self._renewing(b)
-            spend = self._asked(b, b.spend, n.cost, sent_at, renew)
+            # Only a whole need is the least worth granting: a typical call is covered by any slice, and its
+            # first call's estimate may be more than the cap has left.
+            spend = self._asked(b, b.spend, n.cost if n.whole else 0.0, sent_at, renew)
             body: dict[str, Any] = {
                 "holder": self.holder,
                 "need": spend[0],
@@ -219,7 +221,7 @@ class Leases:
             }
             tok: tuple[float, float, bool] | None = None
             if n.model is not None:
-                tok = self._asked(b, b.slice(n.model), n.tokens, sent_at, renew)
+                tok = self._asked(b, b.slice(n.model), n.tokens if n.whole else 0.0, sent_at, renew)
                 body.update(model=n.model, need_tokens=math.ceil(tok[0]), want_tokens=math.ceil(tok[1]))
             b.joined = 0
             self.requests += 1
