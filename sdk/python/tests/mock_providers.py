@@ -72,6 +72,9 @@ class MockProvider:
 
 
 class _Server(http.server.ThreadingHTTPServer):
+    # Tests open tens of connections at once: the default backlog of 5 would refuse some of them.
+    request_queue_size = 128
+
     def handle_error(self, request: Any, client_address: Any) -> None:
         pass  # a client that leaves a stream resets its connection: not a failure of the mock
 
