@@ -16,6 +16,9 @@ CACHE_READ, CACHE_WRITE = 100, 8
 class MockProvider:
     def __init__(self) -> None:
         self.requests: list[tuple[str, dict[str, Any]]] = []
+        # Cleared: requests are counted and then wait for it to be set before they are answered.
+        self.answering = threading.Event()
+        self.answering.set()
         mock = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -30,6 +33,7 @@ class MockProvider:
                 body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)) or b"{}")
                 path = self.path.split("?")[0]
                 mock.requests.append((path, body))
+                mock.answering.wait(60)
                 if path.endswith("/chat/completions"):
                     self._answer(body, chat_json, chat_sse)
                 elif path.endswith("/responses"):
@@ -68,6 +72,9 @@ class MockProvider:
 
 
 class _Server(http.server.ThreadingHTTPServer):
+    # Tests open tens of connections at once: the default backlog of 5 would refuse some of them.
+    request_queue_size = 128
+
     def handle_error(self, request: Any, client_address: Any) -> None:
         pass  # a client that leaves a stream resets its connection: not a failure of the mock
 

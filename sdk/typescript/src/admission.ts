@@ -13,7 +13,7 @@ import type { LeaseNeed, Leases } from "./leases.ts";
 import { own } from "./own.ts";
 import { estimateTokens, rateOf, tokenCost } from "./pricing.ts";
 import type { EventQueue } from "./queue.ts";
-import { Reservation, type Ledger } from "./reservation.ts";
+import { Reservation, reservationOf, type Ledger, type ReservationAmount } from "./reservation.ts";
 import type { Session } from "./sessions.ts";
 import type { UserEntry } from "./state.ts";
 import type { GateContext, GateEvent, GuardInput, GuardResult } from "./types.ts";
@@ -23,6 +23,8 @@ import type { GateContext, GateEvent, GuardInput, GuardResult } from "./types.ts
  * hard, or hard and blocked: a hard gate is never hidden behind the soft gate before it.
  */
 const GATE_EVENT_INTERVAL_MS = 5_000;
+/** What a call of a user without a plan reserves, and what guard() checks without pre_call_estimate. */
+const NOTHING: ReservationAmount = { cost: 0, tokens: 0, exact: false };
 /** The gate reason of a user held back by `failClosed`; no gate event is written for it (the service could not take one). */
 const SESSION_UNAVAILABLE = "session_unavailable";
 
@@ -40,25 +42,27 @@ export class Admission {
     private readonly ledger: Ledger,
   ) {}
 
-  /** The check; with `hold`, the estimate held against the limits as a Reservation. */
+  /** The check; with `hold`, the call's reservation held against the limits as a Reservation. */
   admit(e: UserEntry, input: GuardInput, hold: boolean): GuardResult | Reservation {
     checkEstimateInput(input);
     const now = Date.now();
     const plan = e.config;
     const model = e.model(input.model);
     const session = e.sessions.at(sessionOf(e.userId, input.session_id), now, e.timeoutMs);
-    const { cost, tokens } = this.estimate(e, model, input);
+    // Without pre_call_estimate the check does not read the call's own reservation: guard() skips it.
+    const reserved = hold || plan?.pre_call_estimate ? this.reservation(e, model, input) : NOTHING;
+    const { cost, tokens } = reserved;
     let result = evaluate(plan, {
       periodCost: e.periodCost + e.reservedCost,
       sessionCost: session.cost + session.reserved,
       model,
       modelTokens: model === null ? 0 : (own(e.tokensByModel, model) ?? 0) + (own(e.reservedTokens, model) ?? 0),
-      estimateCost: cost,
-      estimateTokens: tokens,
+      estimateCost: reserved.exact ? cost : 0,
+      estimateTokens: reserved.exact ? tokens : 0,
     });
     if (this.settings.failClosed && !e.loaded && !e.unknown) result = unavailable(e.userId);
     let lease: string | null = null;
-    const need = hold && result.status !== "hard_gate" && this.leases ? this.leases.need(e, model, cost, tokens) : null;
+    const need = hold && result.status !== "hard_gate" && this.leases ? this.leases.need(e, model, reserved) : null;
     if (need) {
       const taken = this.leases!.take(e, need);
       if ("refused" in taken) result = taken.refused;
@@ -70,9 +74,11 @@ export class Admission {
     return new Reservation(this.ledger, { entry: e, session, model, cost, tokens, metadata: input.metadata, lease }, result);
   }
 
-  /** With leases, the input with its estimate: the lease's need and the check both read it, so the prompt is sized once. */
+  /** With leases, the input with its input tokens when its reservation reads them: the lease's need and the check both do, so the prompt is sized once. */
   sized(e: UserEntry, input: GuardInput): GuardInput {
-    if (!this.leases || input.input_tokens !== undefined || !e.config?.pre_call_estimate) return input;
+    const plan = e.config;
+    if (!this.leases || input.input_tokens !== undefined || plan === null) return input;
+    if (!plan.pre_call_estimate && e.recentCalls(e.model(input.model)) !== undefined) return input;
     return { ...input, input_tokens: estimateTokens(input.prompt) };
   }
 
@@ -80,16 +86,21 @@ export class Admission {
   leaseNeed(e: UserEntry, input: GuardInput): LeaseNeed | null {
     checkEstimateInput(input);
     const model = e.model(input.model);
-    const { cost, tokens } = this.estimate(e, model, input);
-    return this.leases!.need(e, model, cost, tokens);
+    return this.leases!.need(e, model, this.reservation(e, model, input));
   }
 
-  /** With pre_call_estimate: the call's estimated cost and tokens (input plus the output buffer). */
-  private estimate(e: UserEntry, model: string | null, input: GuardInput): { cost: number; tokens: number } {
+  /** What the call reserves (reservationOf): its estimate with pre_call_estimate, else the user's typical call. */
+  private reservation(e: UserEntry, model: string | null, input: GuardInput): ReservationAmount {
     const plan = e.config;
-    if (plan === null || !plan.pre_call_estimate) return { cost: 0, tokens: 0 };
-    const inTokens = input.input_tokens ?? estimateTokens(input.prompt);
-    return { cost: tokenCost(inTokens, plan.pre_call_buffer_tokens, rateOf(model, plan)), tokens: inTokens + plan.pre_call_buffer_tokens };
+    if (plan === null) return NOTHING;
+    return reservationOf(
+      plan.pre_call_estimate,
+      e.recentCalls(model),
+      () => input.input_tokens ?? estimateTokens(input.prompt),
+      input.max_output_tokens,
+      plan.pre_call_buffer_tokens,
+      (inTokens, outTokens) => tokenCost(inTokens, outTokens, rateOf(model, plan)),
+    );
   }
 
   /** A soft or hard gate: gate event (rate-limited), callbacks, then the error when blocking. */
@@ -149,6 +160,7 @@ function unavailable(userId: string): GuardResult {
 
 function checkEstimateInput(input: GuardInput): void {
   if (input.input_tokens !== undefined && !isCount(input.input_tokens)) throw new MeterTypeError("input_tokens must be a non-negative integer");
+  if (input.max_output_tokens !== undefined && !isCount(input.max_output_tokens)) throw new MeterTypeError("max_output_tokens must be a non-negative integer");
 }
 
 function isCount(x: unknown): boolean {

@@ -8,6 +8,7 @@ import { MeterApiError } from "./errors.ts";
 import { own } from "./own.ts";
 import type { Transport } from "./transport.ts";
 import type { UserEntry } from "./state.ts";
+import type { ReservationAmount } from "./reservation.ts";
 import type { GuardResult } from "./types.ts";
 
 /** While failing open, how often a call asks again whether the service answers (ms). */
@@ -118,6 +119,11 @@ export interface LeaseNeed {
   /** Normalized model whose tokens the plan caps, else null. */
   model: string | null;
   tokens: number;
+  /**
+   * The lease must hold all of it (a pre-call estimate); else (a typical call, the default) the
+   * call is covered while the lease holds anything, and takes its amount from it all the same.
+   */
+  whole: boolean;
 }
 
 /** One user's lease held by this process. */
@@ -201,13 +207,18 @@ export class Leases {
   }
 
   /** What a call of `model` needs from the lease, or null when nothing it spends is capped (or the user is not loaded). */
-  need(e: UserEntry, model: string | null, cost: number, tokens: number): LeaseNeed | null {
+  need(e: UserEntry, model: string | null, reserved: ReservationAmount): LeaseNeed | null {
     const plan = e.config;
     if (plan === null || !e.loaded) return null;
     const capped = model !== null && own(plan.model_limits, model) !== undefined ? model : null;
     if (plan.max_spend_per_period === null && capped === null) return null;
     if (Date.now() < this.book(e).unlimitedUntil) return null;
-    return { cost: plan.max_spend_per_period === null ? 0 : cost, model: capped, tokens: capped === null ? 0 : tokens };
+    return {
+      cost: plan.max_spend_per_period === null ? 0 : reserved.cost,
+      model: capped,
+      tokens: capped === null ? 0 : reserved.tokens,
+      whole: reserved.exact,
+    };
   }
 
   /** True when the lease covers the call now (or the fallback is open while the service is unreachable). */
@@ -232,8 +243,10 @@ export class Leases {
       if (!b.sent && (b.model === null || n.model === null || b.model === n.model)) {
         b.model ??= n.model;
         b.waiting++;
-        b.needCost = Math.max(b.needCost, n.cost);
-        if (n.model !== null && n.model === b.model) b.needTokens = Math.max(b.needTokens, n.tokens);
+        // Only a whole need is the least worth granting: a typical call is covered by any slice,
+        // and its first call's estimate may be more than the cap has left.
+        if (n.whole) b.needCost = Math.max(b.needCost, n.cost);
+        if (n.whole && n.model !== null && n.model === b.model) b.needTokens = Math.max(b.needTokens, n.tokens);
         return b.asking!;
       }
       await b.asking;
@@ -416,7 +429,7 @@ export class Leases {
     const plan = e.config!;
     if (plan.max_spend_per_period !== null) {
       const left = this.balance(b, b.spend, now);
-      if (left <= 0 || left < n.cost) {
+      if (left <= 0 || (n.whole && left < n.cost)) {
         const cap = plan.max_spend_per_period * plan.hard_gate_at;
         return refusal("total_spend", e.periodCost + e.reservedCost, cap, `period spend cap of ${cap} reached: no budget lease covers this call (${n.cost.toFixed(6)}) across replicas`);
       }
@@ -424,7 +437,7 @@ export class Leases {
     if (n.model !== null) {
       const t = b.tokens.get(n.model);
       const left = t ? this.balance(b, t, now) : 0;
-      if (left <= 0 || left < n.tokens) {
+      if (left <= 0 || (n.whole && left < n.tokens)) {
         const cap = own(plan.model_limits, n.model)!.max_tokens_per_period * plan.hard_gate_at;
         const current = (own(e.tokensByModel, n.model) ?? 0) + (own(e.reservedTokens, n.model) ?? 0);
         return refusal(`model_limit:${n.model}`, current, cap, `token cap of ${cap} for ${n.model} reached: no budget lease covers this call (${n.tokens} tokens) across replicas`);

@@ -62,6 +62,7 @@ export class Recorder {
     const lease = this.leases?.spend(e.userId, event.cost_total, model, event.total_tokens);
     if (lease) event.lease_id = lease;
     e.count(session, model, event.total_tokens, event.cost_total);
+    if (plan !== null && e.loaded) e.called(model, event.cost_total, event.total_tokens);
     if (this.queue.push("usage", event)) {
       e.queued();
       if (!e.loaded && !e.unknown) {

@@ -1,7 +1,7 @@
 /**
- * A checked call in flight: what `reserve()` returns. When the plan has pre_call_estimate, it
- * holds the call's estimated cost (and tokens) against the limits until it is committed with
- * the real usage or released.
+ * A checked call in flight: what `reserve()` returns. It holds the call's reservation (cost and
+ * tokens) against the limits until it is committed with the real usage or released: with the
+ * plan's pre_call_estimate its estimate, otherwise the user's typical call (see reservationOf).
  */
 import { MeterError } from "./errors.ts";
 import type { Session } from "./sessions.ts";
@@ -24,6 +24,66 @@ export interface Hold {
   metadata: Record<string, unknown> | undefined;
   /** The budget lease the estimate was taken from (`leases: true`). */
   lease?: string | null;
+}
+
+/** Real calls remembered per user and model for the default reservation. */
+export const TYPICAL_CALLS = 8;
+
+/** The real cost and tokens of the last TYPICAL_CALLS calls of one user and model (a ring). */
+export class RecentCalls {
+  readonly #costs: number[] = [];
+  readonly #tokens: number[] = [];
+  #next = 0;
+
+  add(cost: number, tokens: number): void {
+    this.#costs[this.#next] = cost;
+    this.#tokens[this.#next] = tokens;
+    this.#next = (this.#next + 1) % TYPICAL_CALLS;
+  }
+
+  /** The typical call: the largest cost and the largest token count among the calls remembered. */
+  typical(): { cost: number; tokens: number } {
+    let cost = 0;
+    let tokens = 0;
+    for (let i = 0; i < this.#costs.length; i++) {
+      if (this.#costs[i]! > cost) cost = this.#costs[i]!;
+      if (this.#tokens[i]! > tokens) tokens = this.#tokens[i]!;
+    }
+    return { cost, tokens };
+  }
+}
+
+/** What a reserved call holds, and whether the check counts it as this call's estimate. */
+export interface ReservationAmount {
+  cost: number;
+  tokens: number;
+  /**
+   * True with pre_call_estimate: the call is blocked when its estimate would take usage past
+   * the hard gate, and a lease must cover all of it. False (the default): the call runs while
+   * usage plus what the calls in flight hold is below the hard gate, and holds its amount.
+   */
+  exact: boolean;
+}
+
+/**
+ * The rule of what a call reserves. With pre_call_estimate: its estimate, input tokens plus the
+ * request's output limit, else pre_call_buffer_tokens. Without: the user's typical call of the
+ * model (the largest of the last TYPICAL_CALLS real ones), so that calls in flight hold back the
+ * ones after them near a cap; a user's first call of a model (no history yet) reserves the
+ * estimate instead. `inputTokens` is asked for only when the estimate is needed.
+ */
+export function reservationOf(
+  preCallEstimate: boolean,
+  recent: RecentCalls | undefined,
+  inputTokens: () => number,
+  maxOutputTokens: number | undefined,
+  bufferTokens: number,
+  cost: (inputTokens: number, outputTokens: number) => number,
+): ReservationAmount {
+  if (!preCallEstimate && recent !== undefined) return { ...recent.typical(), exact: false };
+  const inTokens = inputTokens();
+  const outTokens = maxOutputTokens ?? bufferTokens;
+  return { cost: cost(inTokens, outTokens), tokens: inTokens + outTokens, exact: preCallEstimate };
 }
 
 let commitNowOf: (r: Reservation, usage: UsageInput) => UsageEvent;

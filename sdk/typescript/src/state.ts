@@ -10,6 +10,7 @@ import { MeterTypeError } from "./errors.ts";
 import { byName, own } from "./own.ts";
 import { applyView, rollLocally, type Merge } from "./periods.ts";
 import { normalizeModel } from "./pricing.ts";
+import { RecentCalls } from "./reservation.ts";
 import { NO_PLAN_CONFIG, calendarMonth, sessionWindowMs } from "./rules/index.ts";
 import { Sessions, type Session } from "./sessions.ts";
 import type { PlanConfig, SessionView, UsageEvent, UserState } from "./types.ts";
@@ -50,7 +51,7 @@ export class UserEntry {
   readonly models = new Map<string, string>();
 
   // ---- changed only through the methods below ----
-  /** Pre-call estimates in flight. */
+  /** Reservations of the calls in flight. */
   #reservedCost = 0;
   #reservedTokens: Record<string, number> = byName();
   #inFlight = 0;
@@ -67,6 +68,8 @@ export class UserEntry {
   #started = false;
   /** Reload once more at the next flush tick: the change marker named this user, and a read racing the change may have been stale. */
   #recheck = false;
+  /** The last real calls per normalized model ("" for none): what a call reserves by default. */
+  #recent: Map<string, RecentCalls> | undefined;
   /** Last gate event written per (gate_reason, status): when, and how many were not written since. */
   #lastGateEvent: Map<string, { at: number; suppressed: number }> | undefined;
 
@@ -104,6 +107,7 @@ export class UserEntry {
   /** Merges a session view in (see periods.ts); the next reload is due `refreshMs` from now. True the first time a view is applied (onSessionStart). */
   apply(view: SessionView, now: number, refreshMs: number): { merge: Merge; first: boolean } {
     const merge = applyView(this, view, now);
+    if (merge === "reset") this.#recent = undefined;
     this.#loadFailed = false;
     this.#refreshAt = now + refreshMs;
     const first = !this.#started;
@@ -127,6 +131,7 @@ export class UserEntry {
       this.tokensByModel = byName();
       this.costByModel = byName();
       this.models.clear();
+      this.#recent = undefined;
       this.sessions.clear(now);
     }
     this.unknown = true;
@@ -178,6 +183,23 @@ export class UserEntry {
     h.session.reserved = nonNegative(h.session.reserved - h.cost);
     if (h.model !== null && h.tokens > 0) this.#reservedTokens[h.model] = nonNegative((own(this.#reservedTokens, h.model) ?? 0) - h.tokens);
     this.#inFlight--;
+  }
+
+  /** The user's recent calls of `model`, undefined before the first one (priced under a plan) ended. */
+  recentCalls(model: string | null): RecentCalls | undefined {
+    return this.#recent?.get(model ?? "");
+  }
+
+  /** A call priced under the user's plan ended: what it cost is what the next calls of the model reserve. */
+  called(model: string | null, cost: number, tokens: number): void {
+    this.#recent ??= new Map();
+    let recent = this.#recent.get(model ?? "");
+    if (recent === undefined) {
+      if (this.#recent.size >= MODEL_CACHE) this.#recent.clear();
+      recent = new RecentCalls();
+      this.#recent.set(model ?? "", recent);
+    }
+    recent.add(cost, tokens);
   }
 
   /** Spend and tokens of a call counted in the period and its session. */

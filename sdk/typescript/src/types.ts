@@ -150,6 +150,8 @@ export interface GuardInput {
   input_tokens?: number;
   /** The prompt, to estimate input tokens when `input_tokens` is not given (about 4 characters a token). */
   prompt?: unknown;
+  /** The request's own output limit (max_tokens): the estimate's output, in place of the plan's pre_call_buffer_tokens. */
+  max_output_tokens?: number;
   metadata?: Record<string, unknown>;
 }
 

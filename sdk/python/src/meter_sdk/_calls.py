@@ -141,23 +141,72 @@ def open_calls(meter: Meter) -> OpenCalls:
         return oc
 
 
+def output_limit(*limits: Any) -> int | None:
+    """The request's own output limit: the first of ``limits`` (its max_tokens and alike, by precedence)
+    that is a token count. The estimate takes it in place of pre_call_buffer_tokens."""
+    for limit in limits:
+        if type(limit) is int and limit >= 0:
+            return limit
+    return None
+
+
 def start(
-    meter: Meter, w: Who, model: str | None, prompt: Any, meta: dict[str, Any], calls: OpenCalls | None = None
+    meter: Meter,
+    w: Who,
+    model: str | None,
+    prompt: Any,
+    meta: dict[str, Any],
+    calls: OpenCalls | None = None,
+    max_output_tokens: int | None = None,
 ) -> Call:
     """Reserves before the request leaves the process; a hard gate raises here and nothing is sent.
     ``meta`` is the event's metadata, shared by the calls of one wrapper (never changed)."""
-    r = meter.reserve_now(w.user_id, model=model, session_id=w.session_id, prompt=prompt, metadata=meta)
+    r = meter.reserve_now(
+        w.user_id,
+        model=model,
+        session_id=w.session_id,
+        prompt=prompt,
+        metadata=meta,
+        max_output_tokens=max_output_tokens,
+    )
     if r is None:
-        r = meter.reserve(w.user_id, model=model, session_id=w.session_id, prompt=prompt, metadata=meta)
+        r = meter.reserve(
+            w.user_id,
+            model=model,
+            session_id=w.session_id,
+            prompt=prompt,
+            metadata=meta,
+            max_output_tokens=max_output_tokens,
+        )
     return Call(r, prompt, meta, calls or open_calls(meter))
 
 
 async def astart(
-    meter: Meter, w: Who, model: str | None, prompt: Any, meta: dict[str, Any], calls: OpenCalls | None = None
+    meter: Meter,
+    w: Who,
+    model: str | None,
+    prompt: Any,
+    meta: dict[str, Any],
+    calls: OpenCalls | None = None,
+    max_output_tokens: int | None = None,
 ) -> Call:
-    r = meter.reserve_now(w.user_id, model=model, session_id=w.session_id, prompt=prompt, metadata=meta)
+    r = meter.reserve_now(
+        w.user_id,
+        model=model,
+        session_id=w.session_id,
+        prompt=prompt,
+        metadata=meta,
+        max_output_tokens=max_output_tokens,
+    )
     if r is None:
-        r = await meter.areserve(w.user_id, model=model, session_id=w.session_id, prompt=prompt, metadata=meta)
+        r = await meter.areserve(
+            w.user_id,
+            model=model,
+            session_id=w.session_id,
+            prompt=prompt,
+            metadata=meta,
+            max_output_tokens=max_output_tokens,
+        )
     return Call(r, prompt, meta, calls or open_calls(meter))
 
 

@@ -27,6 +27,8 @@ class Plan:
     observe: Callable[[Call, Any], bool]
     read: Callable[[Any], tuple[int, int, list[str]]]
     extra: dict[str, Any] = field(default_factory=dict)
+    # The request's output limit (see output_limit), for the estimate.
+    max_output_tokens: int | None = None
 
 
 class Spec(Protocol):
@@ -100,7 +102,7 @@ def wrap_client(client: C, meter: Meter, user_id: str | None, spec: Spec, metada
             plan = spec.plan(options)
             if plan is None:
                 return await original(cast_to, options, *args, **kwargs)
-            call = await astart(meter, who(user_id), plan.model, plan.prompt, meta, calls)
+            call = await astart(meter, who(user_id), plan.model, plan.prompt, meta, calls, plan.max_output_tokens)
             try:
                 result = await original(cast_to, plan.options, *args, **kwargs)
             except Exception:
@@ -119,7 +121,7 @@ def wrap_client(client: C, meter: Meter, user_id: str | None, spec: Spec, metada
             plan = spec.plan(options)
             if plan is None:
                 return original(cast_to, options, *args, **kwargs)
-            call = start(meter, who(user_id), plan.model, plan.prompt, meta, calls)
+            call = start(meter, who(user_id), plan.model, plan.prompt, meta, calls, plan.max_output_tokens)
             try:
                 result = original(cast_to, plan.options, *args, **kwargs)
             except Exception:

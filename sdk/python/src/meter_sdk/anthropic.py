@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from ._calls import Call, count, get
+from ._calls import Call, count, get, output_limit
 from ._stainless import Plan, wrap_client
 from .meter import Meter
 
@@ -49,7 +49,8 @@ class _Anthropic:
             return None
         model = body.get("model") if isinstance(body.get("model"), str) else None
         prompt = {"system": body.get("system"), "messages": body.get("messages"), "tools": body.get("tools")}
-        return Plan(model, prompt, options, _observer(), read_message)
+        limit = output_limit(body.get("max_tokens"))
+        return Plan(model, prompt, options, _observer(), read_message, max_output_tokens=limit)
 
 
 def _observer() -> Any:

@@ -13,7 +13,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import LLMResult
 
-from ._calls import Call, count, get, start, who
+from ._calls import Call, count, get, output_limit, start, who
 from .meter import Meter
 
 
@@ -109,6 +109,13 @@ class MeterCallbackHandler(BaseCallbackHandler):
             model if isinstance(model, str) else None,
             {"messages": prompt, "tools": tools},
             {"provider": provider, **self.metadata},
+            # As the chat model sends it: OpenAI's and Anthropic's names, and the other providers'.
+            max_output_tokens=output_limit(
+                params.get("max_completion_tokens"),
+                params.get("max_tokens"),
+                params.get("max_output_tokens"),
+                params.get("max_new_tokens"),
+            ),
         )
         with self._lock:
             self._runs[run_id] = call

@@ -23,6 +23,7 @@ from .types import GuardResult
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from .reservation import ReservationAmount
     from .state import UserEntry
 
 # While failing open, how often a call asks again whether the service answers (s).
@@ -61,6 +62,9 @@ class LeaseNeed:
     cost: float
     model: str | None
     tokens: float
+    # The lease must hold all of it (a pre-call estimate); else (a typical call, the default) the call is
+    # covered while the lease holds anything, and takes its amount from it all the same.
+    whole: bool
 
 
 class _Slice:
@@ -164,7 +168,7 @@ class Leases:
         self.books = {}
         self.lock = threading.RLock()
 
-    def need(self, e: UserEntry, model: str | None, cost: float, tokens: float) -> LeaseNeed | None:
+    def need(self, e: UserEntry, model: str | None, reserved: ReservationAmount) -> LeaseNeed | None:
         plan = e.config
         if plan is None or not e.loaded:
             return None
@@ -173,7 +177,12 @@ class Leases:
             return None
         if time.time() < self._book(e).unlimited_until:
             return None
-        return LeaseNeed(0.0 if plan.max_spend_per_period is None else cost, capped, 0.0 if capped is None else tokens)
+        return LeaseNeed(
+            0.0 if plan.max_spend_per_period is None else reserved.cost,
+            capped,
+            0.0 if capped is None else reserved.tokens,
+            reserved.exact,
+        )
 
     def covers(self, e: UserEntry, n: LeaseNeed) -> bool:
         with self.lock:
@@ -201,7 +210,9 @@ class Leases:
             epoch = b.asked_epoch = b.epoch
             caps = (_cap_of(e, None), None if n.model is None else _cap_of(e, n.model))
             renew = sent_at >= self._renew_at(b) or b.open or self._renewing(b)
-            spend = self._asked(b, b.spend, n.cost, sent_at, renew)
+            # Only a whole need is the least worth granting: a typical call is covered by any slice, and its
+            # first call's estimate may be more than the cap has left.
+            spend = self._asked(b, b.spend, n.cost if n.whole else 0.0, sent_at, renew)
             body: dict[str, Any] = {
                 "holder": self.holder,
                 "need": spend[0],
@@ -210,7 +221,7 @@ class Leases:
             }
             tok: tuple[float, float, bool] | None = None
             if n.model is not None:
-                tok = self._asked(b, b.slice(n.model), n.tokens, sent_at, renew)
+                tok = self._asked(b, b.slice(n.model), n.tokens if n.whole else 0.0, sent_at, renew)
                 body.update(model=n.model, need_tokens=math.ceil(tok[0]), want_tokens=math.ceil(tok[1]))
             b.joined = 0
             self.requests += 1
@@ -426,7 +437,7 @@ class Leases:
         assert plan is not None
         if plan.max_spend_per_period is not None:
             left = self._balance(b, b.spend, now)
-            if left <= 0 or left < n.cost:
+            if left <= 0 or (n.whole and left < n.cost):
                 cap = plan.max_spend_per_period * plan.hard_gate_at
                 return _refusal(
                     "total_spend",
@@ -438,7 +449,7 @@ class Leases:
         if n.model is not None:
             t = b.tokens.get(n.model)
             left = self._balance(b, t, now) if t is not None else 0.0
-            if left <= 0 or left < n.tokens:
+            if left <= 0 or (n.whole and left < n.tokens):
                 cap = plan.model_limits[n.model] * plan.hard_gate_at
                 current = e.tokens_by_model.get(n.model, 0) + e.reserved_tokens.get(n.model, 0)
                 return _refusal(

@@ -25,7 +25,7 @@ from .gates import evaluate
 from .periods import apply_view, roll_locally
 from .pricing import estimate_tokens, normalize_model, rate_of, token_cost, tools_cost
 from .queue import DeliveryThread, Event, EventQueue
-from .reservation import Hold, Reservation
+from .reservation import NOTHING, Hold, Reservation, ReservationAmount, reservation_of
 from .sessions import Session
 from .state import UserEntry, iso
 from .transport import Transport, backoff, retryable
@@ -267,11 +267,12 @@ class Meter:
         input_tokens: int | None = None,
         prompt: Any = None,
         metadata: dict[str, Any] | None = None,
+        max_output_tokens: int | None = None,
     ) -> GuardResult:
         """Checks a coming call. Raises LimitExceededError on a hard gate when blocking."""
         check_user(user_id)
         e = self._ready(user_id) or self._load(user_id)
-        res = self._admit(e, model, session_id, input_tokens, prompt, metadata, False)
+        res = self._admit(e, model, session_id, input_tokens, prompt, metadata, False, max_output_tokens)
         assert isinstance(res, tuple)
         return self._after_gate(*res)
 
@@ -283,10 +284,11 @@ class Meter:
         input_tokens: int | None = None,
         prompt: Any = None,
         metadata: dict[str, Any] | None = None,
+        max_output_tokens: int | None = None,
     ) -> GuardResult:
         check_user(user_id)
         e = self._ready(user_id) or await self._aload(user_id)
-        res = self._admit(e, model, session_id, input_tokens, prompt, metadata, False)
+        res = self._admit(e, model, session_id, input_tokens, prompt, metadata, False, max_output_tokens)
         assert isinstance(res, tuple)
         return self._after_gate(*res)
 
@@ -298,20 +300,21 @@ class Meter:
         input_tokens: int | None = None,
         prompt: Any = None,
         metadata: dict[str, Any] | None = None,
+        max_output_tokens: int | None = None,
     ) -> Reservation:
         """guard() and, with pre_call_estimate, the estimate held against the limits in the same step."""
         check_user(user_id)
         e = self._ready(user_id) or self._load(user_id)
         if self._leases is not None:
-            input_tokens = self._sized(e, input_tokens, prompt)
-            need = self._lease_need(e, model, input_tokens, prompt)
+            input_tokens = self._sized(e, model, input_tokens, prompt)
+            need = self._lease_need(e, model, input_tokens, prompt, max_output_tokens)
             if need is not None:
                 for _ in range(LEASE_ROUNDS):
                     if self._leases.covers(e, need):
                         break
                     if not self._leases.ask(e, need).result():
                         break
-        return self._reserve_now(e, model, session_id, input_tokens, prompt, metadata)
+        return self._reserve_now(e, model, session_id, input_tokens, prompt, metadata, max_output_tokens)
 
     def areserve(
         self,
@@ -321,9 +324,12 @@ class Meter:
         input_tokens: int | None = None,
         prompt: Any = None,
         metadata: dict[str, Any] | None = None,
+        max_output_tokens: int | None = None,
     ) -> _AsyncReserve:
         """``await meter.areserve(...)`` or ``async with meter.areserve(...) as r``."""
-        return _AsyncReserve(self._areserve(user_id, model, session_id, input_tokens, prompt, metadata))
+        return _AsyncReserve(
+            self._areserve(user_id, model, session_id, input_tokens, prompt, metadata, max_output_tokens)
+        )
 
     async def _areserve(
         self,
@@ -333,19 +339,20 @@ class Meter:
         input_tokens: int | None,
         prompt: Any,
         metadata: dict[str, Any] | None,
+        max_output_tokens: int | None,
     ) -> Reservation:
         check_user(user_id)
         e = self._ready(user_id) or await self._aload(user_id)
         if self._leases is not None:
-            input_tokens = self._sized(e, input_tokens, prompt)
-            need = self._lease_need(e, model, input_tokens, prompt)
+            input_tokens = self._sized(e, model, input_tokens, prompt)
+            need = self._lease_need(e, model, input_tokens, prompt, max_output_tokens)
             if need is not None:
                 for _ in range(LEASE_ROUNDS):
                     if self._leases.covers(e, need):
                         break
                     if not await asyncio.wrap_future(self._leases.ask(e, need)):
                         break
-        return self._reserve_now(e, model, session_id, input_tokens, prompt, metadata)
+        return self._reserve_now(e, model, session_id, input_tokens, prompt, metadata, max_output_tokens)
 
     def reserve_now(
         self,
@@ -355,6 +362,7 @@ class Meter:
         input_tokens: int | None = None,
         prompt: Any = None,
         metadata: dict[str, Any] | None = None,
+        max_output_tokens: int | None = None,
     ) -> Reservation | None:
         """reserve() without any wait, or None when it would wait (view not loaded, a lease to ask for).
         For integrations: a warm user costs them no thread hop or await."""
@@ -363,11 +371,11 @@ class Meter:
         if e is None:
             return None
         if self._leases is not None:
-            input_tokens = self._sized(e, input_tokens, prompt)
-            need = self._lease_need(e, model, input_tokens, prompt)
+            input_tokens = self._sized(e, model, input_tokens, prompt)
+            need = self._lease_need(e, model, input_tokens, prompt, max_output_tokens)
             if need is not None and not self._leases.covers(e, need):
                 return None
-        return self._reserve_now(e, model, session_id, input_tokens, prompt, metadata)
+        return self._reserve_now(e, model, session_id, input_tokens, prompt, metadata, max_output_tokens)
 
     def _reserve_now(
         self,
@@ -377,8 +385,9 @@ class Meter:
         input_tokens: int | None,
         prompt: Any,
         metadata: dict[str, Any] | None,
+        max_output_tokens: int | None,
     ) -> Reservation:
-        res = self._admit(e, model, session_id, input_tokens, prompt, metadata, True)
+        res = self._admit(e, model, session_id, input_tokens, prompt, metadata, True, max_output_tokens)
         assert isinstance(res, tuple)
         result, ctx, event_info, reservation = res
         self._after_gate(result, ctx, event_info, reservation)
@@ -714,7 +723,8 @@ class Meter:
                 return
             now = time.time()
             with self._lock:
-                apply_view(e, view, now)
+                if apply_view(e, view, now) == "reset":
+                    e.recent = None
                 e.load_failed = False
                 e.refresh_at = now + self.refresh_interval
                 self._price(e)
@@ -746,10 +756,13 @@ class Meter:
         prompt: Any,
         metadata: dict[str, Any] | None,
         hold: bool,
+        max_output_tokens: int | None = None,
     ) -> tuple[GuardResult, GateContext | None, tuple[str, bool, float | None] | None, Reservation | None]:
         """Check and hold in one step under the lock. Callbacks and the raise come after, outside it."""
         if input_tokens is not None and (type(input_tokens) is not int or input_tokens < 0):
             raise TypeError("input_tokens must be a non-negative integer")
+        if max_output_tokens is not None and (type(max_output_tokens) is not int or max_output_tokens < 0):
+            raise TypeError("max_output_tokens must be a non-negative integer")
         if session_id is not None and not isinstance(session_id, str):
             raise TypeError("session_id must be a string")
         now = time.time()
@@ -757,12 +770,12 @@ class Meter:
             plan = e.config
             m = self._model(e, model)
             session = e.sessions.at(_session_of(e.user_id, session_id), now, e.timeout)
-            if plan is not None and plan.pre_call_estimate:
-                in_tok = input_tokens if input_tokens is not None else estimate_tokens(prompt)
-                est_tokens = float(in_tok + plan.pre_call_buffer_tokens)
-                est_cost = token_cost(in_tok, plan.pre_call_buffer_tokens, rate_of(m, plan))
+            # Without pre_call_estimate the check does not read the call's own reservation: guard() skips it.
+            if plan is not None and (hold or plan.pre_call_estimate):
+                reserved = self._reservation(e, m, input_tokens, prompt, max_output_tokens)
             else:
-                est_tokens = est_cost = 0.0
+                reserved = NOTHING
+            est_cost, est_tokens = reserved.cost, reserved.tokens
             if self.fail_closed and not e.loaded and not e.unknown:
                 result = GuardResult(
                     "hard_gate",
@@ -780,12 +793,12 @@ class Meter:
                     session.cost + session.reserved,
                     m,
                     (e.tokens_by_model.get(m, 0) + e.reserved_tokens.get(m, 0)) if m is not None else 0,
-                    est_cost,
-                    est_tokens,
+                    est_cost if reserved.exact else 0.0,
+                    est_tokens if reserved.exact else 0.0,
                 )
             lease: str | None = None
             if hold and result.status != "hard_gate" and self._leases is not None:
-                need = self._leases.need(e, m, est_cost, est_tokens)
+                need = self._leases.need(e, m, reserved)
                 if need is not None:
                     taken = self._leases.take(e, need)
                     if isinstance(taken, GuardResult):
@@ -955,6 +968,8 @@ class Meter:
         if self._leases is not None:
             event.lease_id = self._leases.spend(e.user_id, event.cost_total, model, event.total_tokens)
         self._count(e, session, model, event.total_tokens, event.cost_total)
+        if plan is not None and e.loaded:
+            e.called(model, event.cost_total, event.total_tokens)
         if self._queue.push("usage", event):
             e.pending += 1
             if not e.loaded and not e.unknown:
@@ -1008,23 +1023,43 @@ class Meter:
             e.models[raw] = m
         return m
 
-    def _sized(self, e: UserEntry, input_tokens: int | None, prompt: Any) -> int | None:
-        if input_tokens is not None or e.config is None or not e.config.pre_call_estimate:
+    def _sized(self, e: UserEntry, model: str | None, input_tokens: int | None, prompt: Any) -> int | None:
+        """With leases, the input tokens when the call's reservation reads them: the lease's need and the
+        check both do, so the prompt is sized once."""
+        plan = e.config
+        if input_tokens is not None or plan is None:
             return input_tokens
+        if not plan.pre_call_estimate:
+            with self._lock:
+                if e.recent_calls(self._model(e, model)) is not None:
+                    return input_tokens
         return estimate_tokens(prompt)
 
-    def _lease_need(self, e: UserEntry, model: str | None, input_tokens: int | None, prompt: Any) -> Any:
+    def _lease_need(
+        self, e: UserEntry, model: str | None, input_tokens: int | None, prompt: Any, max_output_tokens: int | None
+    ) -> Any:
         assert self._leases is not None
         with self._lock:
-            plan = e.config
             m = self._model(e, model)
-            if plan is None or not plan.pre_call_estimate:
-                cost = tokens = 0.0
-            else:
-                in_tok = input_tokens if input_tokens is not None else estimate_tokens(prompt)
-                cost = token_cost(in_tok, plan.pre_call_buffer_tokens, rate_of(m, plan))
-                tokens = float(in_tok + plan.pre_call_buffer_tokens)
-            return self._leases.need(e, m, cost, tokens)
+            reserved = NOTHING if e.config is None else self._reservation(e, m, input_tokens, prompt, max_output_tokens)
+            return self._leases.need(e, m, reserved)
+
+    @staticmethod
+    def _reservation(
+        e: UserEntry, m: str | None, input_tokens: int | None, prompt: Any, max_output_tokens: int | None
+    ) -> ReservationAmount:
+        """What the call reserves (reservation_of): its estimate with pre_call_estimate, else the user's
+        typical call. Caller holds the lock, and the user has a plan."""
+        plan = e.config
+        assert plan is not None
+        return reservation_of(
+            plan.pre_call_estimate,
+            e.recent_calls(m),
+            lambda: input_tokens if input_tokens is not None else estimate_tokens(prompt),
+            max_output_tokens,
+            plan.pre_call_buffer_tokens,
+            lambda i, o: token_cost(i, o, rate_of(m, plan)),
+        )
 
     # ---- QueueHooks ----
 
@@ -1242,6 +1277,7 @@ def _forget(e: UserEntry, now: float) -> None:
     e.tokens_by_model = {}
     e.cost_by_model = {}
     e.models.clear()
+    e.recent = None
     e.sessions.clear(now)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from ._calls import Call, count, get
+from ._calls import Call, count, get, output_limit
 from ._stainless import Plan, with_body, wrap_client
 from .meter import Meter
 
@@ -69,10 +69,13 @@ class _OpenAI:
                 options = with_body(
                     options, {**body, "stream_options": {**(body.get("stream_options") or {}), "include_usage": True}}
                 )
-            return Plan(model, prompt, options, _chat_observer(hide), read_chat)
+            # max_tokens is the older name of max_completion_tokens (deprecated, still accepted).
+            limit = output_limit(body.get("max_completion_tokens"), body.get("max_tokens"))
+            return Plan(model, prompt, options, _chat_observer(hide), read_chat, max_output_tokens=limit)
         if url.endswith("/responses"):
             prompt = {"instructions": body.get("instructions"), "input": body.get("input"), "tools": body.get("tools")}
-            return Plan(model, prompt, options, _response_observer(), read_response)
+            limit = output_limit(body.get("max_output_tokens"))
+            return Plan(model, prompt, options, _response_observer(), read_response, max_output_tokens=limit)
         return None
 
 

@@ -1,18 +1,82 @@
-"""A checked call in flight: what ``reserve()`` returns. With the plan's pre_call_estimate it holds
-the call's estimated cost (and tokens) against the limits until committed or released."""
+"""A checked call in flight: what ``reserve()`` returns. It holds the call's reservation (cost and
+tokens) against the limits until committed or released: with the plan's pre_call_estimate its
+estimate, otherwise the user's typical call (see ``reservation_of``)."""
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from .types import GuardResult, UsageEvent
 
 if TYPE_CHECKING:
     from .sessions import Session
     from .state import UserEntry
+
+
+# Real calls remembered per user and model for the default reservation.
+TYPICAL_CALLS = 8
+
+
+class RecentCalls:
+    """The real cost and tokens of the last TYPICAL_CALLS calls of one user and model (a ring)."""
+
+    __slots__ = ("_costs", "_next", "_tokens")
+
+    def __init__(self) -> None:
+        self._costs: list[float] = []
+        self._tokens: list[float] = []
+        self._next = 0
+
+    def add(self, cost: float, tokens: float) -> None:
+        if len(self._costs) < TYPICAL_CALLS:
+            self._costs.append(cost)
+            self._tokens.append(tokens)
+        else:
+            self._costs[self._next] = cost
+            self._tokens[self._next] = tokens
+        self._next = (self._next + 1) % TYPICAL_CALLS
+
+    def typical(self) -> tuple[float, float]:
+        """The typical call: the largest cost and the largest token count among the calls remembered."""
+        return max(self._costs), max(self._tokens)
+
+
+class ReservationAmount(NamedTuple):
+    """What a reserved call holds. ``exact`` (pre_call_estimate): the call is blocked when its estimate
+    would take usage past the hard gate, and a lease must cover all of it. Otherwise (the default) the
+    call runs while usage plus what the calls in flight hold is below the hard gate, and holds its amount."""
+
+    cost: float
+    tokens: float
+    exact: bool
+
+
+NOTHING = ReservationAmount(0.0, 0.0, False)
+
+
+def reservation_of(
+    pre_call_estimate: bool,
+    recent: RecentCalls | None,
+    input_tokens: Callable[[], int],
+    max_output_tokens: int | None,
+    buffer_tokens: int,
+    cost: Callable[[int, int], float],
+) -> ReservationAmount:
+    """The rule of what a call reserves. With pre_call_estimate: its estimate, input tokens plus the
+    request's output limit, else pre_call_buffer_tokens. Without: the user's typical call of the model
+    (the largest of the last TYPICAL_CALLS real ones), so that calls in flight hold back the ones after
+    them near a cap; a user's first call of a model (no history yet) reserves the estimate instead.
+    ``input_tokens`` is asked for only when the estimate is needed."""
+    if not pre_call_estimate and recent is not None:
+        typical_cost, typical_tokens = recent.typical()
+        return ReservationAmount(typical_cost, typical_tokens, False)
+    in_tokens = input_tokens()
+    out_tokens = buffer_tokens if max_output_tokens is None else max_output_tokens
+    return ReservationAmount(cost(in_tokens, out_tokens), float(in_tokens + out_tokens), pre_call_estimate)
 
 
 @dataclass(slots=True)

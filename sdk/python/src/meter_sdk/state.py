@@ -6,12 +6,15 @@ import datetime as dt
 import time
 from typing import TYPE_CHECKING
 
+from .reservation import RecentCalls
 from .sessions import Session, Sessions
 from .types import BillingPeriod, PlanConfig, UsageEvent, UserState
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
+# Distinct models whose recent calls are remembered per user.
+RECENT_MODELS = 256
 # SPEC.md's session window for a user whose plan is not known.
 DEFAULT_TIMEOUT = 30 * 60.0
 
@@ -50,6 +53,7 @@ class UserEntry:
         "period_start",
         "plan",
         "plan_id",
+        "recent",
         "recheck",
         "refresh_at",
         "refreshing",
@@ -104,6 +108,23 @@ class UserEntry:
         # how many suppressed since).
         self.gate_marks: dict[tuple[str, str, str | None], list[float]] | None = None
         self.models: dict[str, str] = {}
+        # The last real calls per normalized model ("" for none): what a call reserves by default.
+        self.recent: dict[str, RecentCalls] | None = None
+
+    def recent_calls(self, model: str | None) -> RecentCalls | None:
+        """The user's recent calls of ``model``; None before the first one (priced under a plan) ended."""
+        return None if self.recent is None else self.recent.get(model or "")
+
+    def called(self, model: str | None, cost: float, tokens: float) -> None:
+        """A call priced under the user's plan ended: what it cost is what the next calls of the model reserve."""
+        if self.recent is None:
+            self.recent = {}
+        recent = self.recent.get(model or "")
+        if recent is None:
+            if len(self.recent) >= RECENT_MODELS:
+                self.recent.clear()
+            recent = self.recent[model or ""] = RecentCalls()
+        recent.add(cost, tokens)
 
     def snapshot(self, now: float) -> UserState:
         own = self.sessions.current(now, self.timeout)

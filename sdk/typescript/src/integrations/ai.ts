@@ -5,6 +5,7 @@ import type { Meter } from "../meter.ts";
 import {
   MeteredCall,
   checkArguments,
+  outputLimit,
   promptOf,
   resolveUser,
   settleWhenCollected,
@@ -35,6 +36,7 @@ export function meterModel<M extends WrapOptions["model"]>(model: M, meter: Mete
       provider: String(m.provider ?? "unknown").split(".")[0]!,
       model: m.modelId,
       prompt: promptOf(params.prompt, params.tools),
+      max_output_tokens: outputLimit(params.maxOutputTokens),
     });
     const call = started instanceof MeteredCall ? started : await started;
     let result: R;

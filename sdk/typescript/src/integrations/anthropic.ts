@@ -2,7 +2,7 @@
 // streams and the `messages.stream()` helper (built on the same post, so counted once).
 import type { Meter } from "../meter.ts";
 import { meterPosts, type Route } from "./api-client.ts";
-import { promptOf, type IntegrationOptions } from "./metering.ts";
+import { outputLimit, promptOf, type IntegrationOptions } from "./metering.ts";
 import { messageUsage, observeMessageEvent } from "./anthropic-usage.ts";
 
 export { MissingUserError, type IntegrationOptions } from "./metering.ts";
@@ -18,7 +18,7 @@ export function meterAnthropic<C extends object>(client: C, meter: Meter, option
 
 const messages: Route = {
   prepare(body) {
-    return { model: body.model, prompt: promptOf(body.system, body.messages, body.tools), body };
+    return { model: body.model, prompt: promptOf(body.system, body.messages, body.tools), maxOutputTokens: outputLimit(body.max_tokens), body };
   },
   usage: messageUsage,
   observer(progress) {

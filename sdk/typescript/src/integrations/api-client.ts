@@ -32,6 +32,8 @@ export interface Prepared {
   model: string | undefined;
   /** What the model reads (see promptOf), for the input estimate. */
   prompt: unknown;
+  /** The request's output limit (see outputLimit), for the estimate. */
+  maxOutputTokens?: number | undefined;
   body: any;
   /** The wrapper asked for stream usage the caller did not request. */
   addedUsage?: boolean;
@@ -73,7 +75,13 @@ export function meterPosts<C extends object>(
       const p = route.prepare(o?.body ?? {});
       prepared = p;
       const sent = p.body === o?.body ? o : { ...o, body: p.body };
-      const started = MeteredCall.start(meter, options, { user_id: user, provider: integration.provider, model: p.model, prompt: p.prompt });
+      const started = MeteredCall.start(meter, options, {
+        user_id: user,
+        provider: integration.provider,
+        model: p.model,
+        prompt: p.prompt,
+        max_output_tokens: p.maxOutputTokens,
+      });
       if (started instanceof MeteredCall) {
         call = started;
         return sent;

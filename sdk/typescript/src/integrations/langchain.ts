@@ -7,6 +7,7 @@ import type { Meter } from "../meter.ts";
 import {
   MeteredCall,
   checkArguments,
+  outputLimit,
   promptOf,
   resolveUser,
   type IntegrationOptions,
@@ -84,6 +85,8 @@ export class MeterCallbackHandler extends BaseCallbackHandler {
       provider: String(metadata?.ls_provider ?? "unknown").toLowerCase(),
       model,
       prompt: promptOf(messages.flat().map((m) => m?.content), invocation?.tools),
+      // As the chat model sends it: OpenAI's and Anthropic's names, and the camel-case ones of other providers.
+      max_output_tokens: outputLimit(invocation?.max_completion_tokens, invocation?.max_tokens, invocation?.maxTokens, invocation?.max_output_tokens, invocation?.maxOutputTokens),
     });
     if (started instanceof MeteredCall) return this.#started(runId, started);
     return started.then((call) => this.#started(runId, call));

@@ -52,6 +52,15 @@ export function promptOf(...parts: unknown[]): unknown {
   return present.length === 1 ? present[0] : present;
 }
 
+/**
+ * The request's own output limit: the first of `limits` (its max_tokens and alike, by
+ * precedence) that is a token count. The estimate takes it in place of pre_call_buffer_tokens.
+ */
+export function outputLimit(...limits: unknown[]): number | undefined {
+  for (const limit of limits) if (Number.isSafeInteger(limit) && (limit as number) >= 0) return limit as number;
+  return undefined;
+}
+
 /** Input tokens of a request from the parts the model reads, by the core's rule. */
 export function estimateInput(...parts: unknown[]): number {
   return estimateTokens(promptOf(...parts));
@@ -94,6 +103,8 @@ export interface CallStart {
   model: string | undefined;
   /** What the model reads (see promptOf); estimated only when a plan or a cut stream needs it. */
   prompt: unknown;
+  /** The request's output limit (see outputLimit), if it has one. */
+  max_output_tokens?: number | undefined;
 }
 
 const open = new WeakMap<Meter, Set<MeteredCall>>();
@@ -146,7 +157,7 @@ export class MeteredCall {
   static start(meter: Meter, options: IntegrationOptions, start: CallStart): MeteredCall | Promise<MeteredCall> {
     const metadata = { ...options.metadata, provider: start.provider };
     // The prompt rather than a count: a plan without pre-call estimates never serializes it.
-    const input = { model: start.model ?? "unknown", session_id: options.session_id, prompt: start.prompt, metadata };
+    const input = { model: start.model ?? "unknown", session_id: options.session_id, prompt: start.prompt, max_output_tokens: start.max_output_tokens, metadata };
     const now = reserveNow(meter, start.user_id, input);
     if (now) return new MeteredCall(meter, now, start.prompt, metadata, openCalls(meter));
     return meter.reserve(start.user_id, input).then((reservation) => new MeteredCall(meter, reservation, start.prompt, metadata, openCalls(meter)));

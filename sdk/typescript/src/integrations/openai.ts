@@ -2,7 +2,7 @@
 // `openai` package, plain and streamed, metered with the provider's own usage numbers.
 import type { Meter } from "../meter.ts";
 import { meterPosts, type Prepared, type Route } from "./api-client.ts";
-import { promptOf, type IntegrationOptions } from "./metering.ts";
+import { outputLimit, promptOf, type IntegrationOptions } from "./metering.ts";
 import { chatCompletionUsage, observeChatChunk, observeResponseEvent, responseUsage } from "./openai-usage.ts";
 
 export { MissingUserError, type IntegrationOptions } from "./metering.ts";
@@ -26,6 +26,8 @@ const chatCompletions: Route = {
     return {
       model: body.model,
       prompt: promptOf(body.messages, body.tools),
+      // max_tokens is the older name of max_completion_tokens (deprecated, still accepted).
+      maxOutputTokens: outputLimit(body.max_completion_tokens, body.max_tokens),
       body: addedUsage ? { ...body, stream_options: { ...body.stream_options, include_usage: true } } : body,
       addedUsage,
     };
@@ -48,7 +50,7 @@ const chatCompletions: Route = {
 
 const responses: Route = {
   prepare(body) {
-    return { model: body.model, prompt: promptOf(body.instructions, body.input, body.tools), body };
+    return { model: body.model, prompt: promptOf(body.instructions, body.input, body.tools), maxOutputTokens: outputLimit(body.max_output_tokens), body };
   },
   usage: responseUsage,
   observer: (progress) => (event) => {
