@@ -6,11 +6,12 @@
  */
 import type { FastifyInstance } from "fastify";
 
-export function parseJsonBodies(app: FastifyInstance): void {
+// Any logger and type provider: only the content-type parser API is used.
+export function parseJsonBodies(app: FastifyInstance<any, any, any, any, any>): void {
   const parse = app.getDefaultJsonParser("error", "error");
   app.removeContentTypeParser("application/json");
   app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) => {
     if (body.length === 0 && request.routeOptions.schema?.body === undefined) return done(null, undefined);
-    parse(request, body, done);
+    parse(request, body as string, done);
   });
 }
