@@ -7,7 +7,7 @@
 import { randomUUID } from "node:crypto";
 import type { Callbacks } from "./callbacks.ts";
 import { sessionOf } from "./context.ts";
-import { LimitExceededError, MeterTypeError } from "./errors.ts";
+import { LimitExceededError, MeterTypeError, MeterUnavailableError } from "./errors.ts";
 import { evaluate } from "./gates.ts";
 import type { LeaseNeed, Leases } from "./leases.ts";
 import { own } from "./own.ts";
@@ -25,6 +25,8 @@ import type { GateContext, GateEvent, GuardInput, GuardResult } from "./types.ts
 const GATE_EVENT_INTERVAL_MS = 5_000;
 /** The gate reason of a user held back by `failClosed`; no gate event is written for it (the service could not take one). */
 const SESSION_UNAVAILABLE = "session_unavailable";
+/** Retry-After of a call failClosed blocked: a failed session load is tried again within 5 s (users.ts). */
+const UNAVAILABLE_RETRY_MS = 5_000;
 
 export interface AdmissionSettings {
   blocking: boolean;
@@ -124,6 +126,7 @@ export class Admission {
     }
     const ctx: GateContext = { user_id: e.userId, session_id: session.id, model };
     this.callbacks.gate(hard, result, ctx);
+    if (blocked && reason === SESSION_UNAVAILABLE) throw new MeterUnavailableError(result, new Date(now + UNAVAILABLE_RETRY_MS));
     if (blocked) throw new LimitExceededError(result, resetsAt(e, session, reason));
   }
 }
@@ -143,7 +146,7 @@ function unavailable(userId: string): GuardResult {
     usage_pct: 0,
     current_value: 0,
     limit_value: 0,
-    message: `The session of ${userId} could not be loaded (service unreachable or API key refused); failClosed blocks the call`,
+    message: `The metering service is unavailable: the session of ${userId} could not be loaded (service unreachable or API key refused), and failClosed blocks calls until it loads`,
   };
 }
 
