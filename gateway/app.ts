@@ -6,6 +6,7 @@ import type { Logger } from "@meter/lib/logger";
 import type { ServiceClients } from "./clients.ts";
 import { LOCAL_PROTECTION, type Protection } from "./config.ts";
 import { errorHandler, notFoundHandler } from "./errors.ts";
+import { parseJsonBodies } from "./json-body.ts";
 import { admissionPlugin } from "./plugins/admission.ts";
 import { authPlugin } from "./plugins/auth.ts";
 import { consolePlugin } from "./plugins/console.ts";
@@ -54,6 +55,7 @@ export async function buildGateway(opts: GatewayOptions) {
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);
+  parseJsonBodies(app);
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler(notFoundHandler);
   app.addHook("onSend", async (request, reply) => {

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import logging
 import math
+import socket
 import threading
+import time
 import uuid
 from typing import Any
 
@@ -16,6 +18,9 @@ from meter_sdk import (
     LimitExceededError,
     Meter,
     MeterAPIError,
+    MeterAuthenticationError,
+    MeterUnavailableError,
+    StartResult,
     UsageEvent,
     limit_body,
     limit_of,
@@ -51,12 +56,71 @@ def test_fail_closed_blocks_a_user_whose_plan_cannot_load(product: Product) -> N
     open_ = Meter(api_key="mk_wrong", base_url=product.url)
     assert open_.guard(user).status == "ok"
     closed = Meter(api_key="mk_wrong", base_url=product.url, fail_closed=True)
-    with pytest.raises(LimitExceededError) as err:
+    with pytest.raises(LimitExceededError) as err:  # code that catches blocked calls still catches it
         closed.guard(user)
-    assert err.value.status_code == 429 and err.value.result.gate_reason == "session_unavailable"
+    # An outage, not a limit: 503 with a Retry-After, saying so.
+    assert isinstance(err.value, MeterUnavailableError)
+    assert err.value.status_code == 503 and err.value.result.gate_reason == "session_unavailable"
     assert "fail_closed" in str(err.value)
+    assert "metering service is unavailable" in limit_body(err.value)["detail"]
+    after = retry_after_seconds(err.value)
+    assert after is not None and 1 <= after <= 5
     for m in (open_, closed):
         m.shutdown(timeout=1)
+
+
+def test_a_dead_port_is_said_to_refuse_the_connection_not_to_time_out(caplog: pytest.LogCaptureFixture) -> None:
+    with socket.socket() as s:  # a port that was just free: nothing listens there
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    m = Meter(api_key="k", base_url=f"http://127.0.0.1:{port}/api/v1")
+    with caplog.at_level(logging.WARNING, logger="meter_sdk"):
+        assert m.start() == StartResult(healthy=False, authenticated=False)
+    said = [rec.getMessage() for rec in caplog.records]
+    assert any(
+        f"connection refused at http://127.0.0.1:{port}/api/v1/health: is the service running" in x for x in said
+    ), said
+    assert not any("within" in x for x in said), said
+    m.shutdown(timeout=0.5)
+
+
+def test_a_base_url_ending_in_v1_asks_did_you_mean_api_v1(product: Product, caplog: pytest.LogCaptureFixture) -> None:
+    root = product.url[: -len("/api/v1")]
+    m = Meter(api_key=product.key, base_url=f"{root}/v1")  # the OpenAI habit
+    with caplog.at_level(logging.ERROR, logger="meter_sdk"):
+        assert m.start() == StartResult(healthy=False, authenticated=False)
+    said = [rec.getMessage() for rec in caplog.records]
+    assert any(f"did you mean {root}/api/v1? The API answers there" in x for x in said), said
+    # Deliveries, for a client that never called start(), say the same.
+    caplog.clear()
+    n = Meter(api_key=product.key, base_url=f"{root}/v1")
+    with caplog.at_level(logging.ERROR, logger="meter_sdk"):
+        n.record("u-anyone", input_tokens=1)
+        assert n.flush(timeout=0.5) is False
+    assert any(f"did you mean {root}/api/v1?" in rec.getMessage() for rec in caplog.records), caplog.records
+    for x in (m, n):
+        x.shutdown(timeout=0.5)
+
+
+def test_a_refused_key_is_not_held_silently(product: Product, caplog: pytest.LogCaptureFixture) -> None:
+    user = product.create_user({"max_spend_per_period": 100, **PRICED})
+    errors: list[BaseException] = []
+    m = Meter(api_key="mk_wrong", base_url=product.url, on_error=errors.append)
+    with caplog.at_level(logging.WARNING, logger="meter_sdk"):
+        m.record(user, model="gpt-4o", input_tokens=10)
+        assert any("refused the API key" in r.getMessage() for r in caplog.records if r.levelno == logging.ERROR)
+        assert isinstance(errors[0], MeterAuthenticationError) and errors[0].status == 401
+        started = time.monotonic()
+        with pytest.raises(MeterAuthenticationError) as err:
+            m.flush(timeout=60)
+        assert time.monotonic() - started < 30, "it does not wait out the timeout"
+        assert err.value.status == 401 and "1 events not delivered" in str(err.value)
+        assert isinstance(err.value, MeterAPIError)
+        s = m.stats
+        assert (s.queued, s.held, s.key_refused) == (1, 1, True)
+        caplog.clear()
+        assert m.shutdown(timeout=1) is False  # never raises
+    assert any("could not be delivered (the API key is refused)" in r.getMessage() for r in caplog.records)
 
 
 def test_a_base_url_without_the_api_path_is_explained() -> None:
@@ -159,8 +223,6 @@ def test_suppressed_gate_events_are_counted_in_the_next_ones_metadata(product: P
             with pytest.raises(LimitExceededError):
                 m.guard(user)
         eventually(lambda: m.state(user) is not None)
-        import time
-
         time.sleep(0.25)
         with pytest.raises(LimitExceededError):
             m.guard(user)

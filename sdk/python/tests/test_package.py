@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def quick_start() -> str:
     readme = (ROOT / "README.md").read_text()
-    section = readme.split("## Quick start", 1)[1]
+    section = readme.split("## A single call, without a model client", 1)[1]
     m = re.search(r"```python\n(.*?)```", section, re.S)
     assert m, "the README has no quick start"
     return m.group(1)

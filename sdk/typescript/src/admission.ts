@@ -7,7 +7,7 @@
 import { randomUUID } from "node:crypto";
 import type { Callbacks } from "./callbacks.ts";
 import { sessionOf } from "./context.ts";
-import { LimitExceededError, MeterTypeError } from "./errors.ts";
+import { LimitExceededError, MeterTypeError, MeterUnavailableError } from "./errors.ts";
 import { evaluate } from "./gates.ts";
 import type { LeaseNeed, Leases } from "./leases.ts";
 import { own } from "./own.ts";
@@ -27,6 +27,8 @@ const GATE_EVENT_INTERVAL_MS = 5_000;
 const NOTHING: ReservationAmount = { cost: 0, tokens: 0, exact: false };
 /** The gate reason of a user held back by `failClosed`; no gate event is written for it (the service could not take one). */
 const SESSION_UNAVAILABLE = "session_unavailable";
+/** Retry-After of a call failClosed blocked: a failed session load is tried again within 5 s (users.ts). */
+const UNAVAILABLE_RETRY_MS = 5_000;
 
 export interface AdmissionSettings {
   blocking: boolean;
@@ -135,6 +137,7 @@ export class Admission {
     }
     const ctx: GateContext = { user_id: e.userId, session_id: session.id, model };
     this.callbacks.gate(hard, result, ctx);
+    if (blocked && reason === SESSION_UNAVAILABLE) throw new MeterUnavailableError(result, new Date(now + UNAVAILABLE_RETRY_MS));
     if (blocked) throw new LimitExceededError(result, resetsAt(e, session, reason));
   }
 }
@@ -154,7 +157,7 @@ function unavailable(userId: string): GuardResult {
     usage_pct: 0,
     current_value: 0,
     limit_value: 0,
-    message: `The session of ${userId} could not be loaded (service unreachable or API key refused); failClosed blocks the call`,
+    message: `The metering service is unavailable: the session of ${userId} could not be loaded (service unreachable or API key refused), and failClosed blocks calls until it loads`,
   };
 }
 

@@ -36,8 +36,8 @@ Object.defineProperty(MeterTypeError.prototype, THROWN_BY_METER, { value: true }
  * when a handler lets it through.
  */
 export class LimitExceededError extends MeterError {
-  readonly statusCode = 429;
-  readonly status = 429;
+  readonly statusCode: number = 429;
+  readonly status: number = 429;
   readonly result: GuardResult;
   /**
    * When the limit lifts by itself, where known: the billing period's end (total_spend,
@@ -50,6 +50,22 @@ export class LimitExceededError extends MeterError {
     this.name = "LimitExceededError";
     this.result = result;
     this.resetsAt = resetsAt;
+  }
+}
+
+/**
+ * `failClosed` blocked a call because the user's session view could not be loaded (the
+ * metering service is unreachable, or refused the API key): an outage, not a limit. A
+ * LimitExceededError, so code that catches blocked calls still catches it, but with
+ * `statusCode` 503 and `resetsAt` the library's next attempt to load the view: the HTTP helpers
+ * answer it 503 with Retry-After.
+ */
+export class MeterUnavailableError extends LimitExceededError {
+  override readonly statusCode = 503;
+  override readonly status = 503;
+  constructor(result: GuardResult, retryAt: Date) {
+    super(result, retryAt);
+    this.name = "MeterUnavailableError";
   }
 }
 
@@ -69,6 +85,17 @@ export class MeterApiError extends MeterError {
   /** 429 and 5xx can succeed later; any other 4xx never will. */
   get retryable(): boolean {
     return this.status === 429 || this.status >= 500;
+  }
+}
+
+/**
+ * The service refused the API key (401) or its scope (403). Until the key is fixed nothing is
+ * delivered: `flush()` rejects with it rather than resolving false.
+ */
+export class MeterAuthenticationError extends MeterApiError {
+  constructor(status: number, detail: string) {
+    super(status, detail);
+    this.name = "MeterAuthenticationError";
   }
 }
 

@@ -8,13 +8,13 @@ import { randomUUID } from "node:crypto";
 import { Admission } from "./admission.ts";
 import { Callbacks } from "./callbacks.ts";
 import { currentUser, runWithUser, sessionOf } from "./context.ts";
-import { MeterApiError, MeterError, MeterTypeError } from "./errors.ts";
+import { MeterApiError, MeterAuthenticationError, MeterError, MeterTypeError } from "./errors.ts";
 import { Leases } from "./leases.ts";
 import { EventQueue } from "./queue.ts";
 import { Recorder, postManual } from "./recording.ts";
 import { Reporter } from "./reporting.ts";
 import type { Hold, Ledger, Reservation } from "./reservation.ts";
-import { Transport } from "./transport.ts";
+import { likelyBases, Transport } from "./transport.ts";
 import type {
   CallInput,
   GateContext,
@@ -91,6 +91,7 @@ export class Meter {
     this.#transport = new Transport(baseURL, apiKey, requestTimeoutMs);
     this.#queue = new EventQueue(this.#transport, maxQueueSize, maxBatchSize, {
       delivered: (events, kind) => {
+        report.keyAccepted();
         for (const e of events) {
           if (kind === "usage") (e as UsageEvent).synced = true;
           this.#users.get(e.user_id)?.delivered();
@@ -103,6 +104,7 @@ export class Meter {
       stalled: (userIds) => this.#users.stalled(userIds),
       warn: (message, err) => report.warn(message, err),
       misaddressed: (err) => report.misaddressed(err),
+      keyRefused: (err) => report.keyRefused(err),
     });
     this.#leases = leaseOptions ? new Leases(this.#transport, leaseOptions, (m, err) => report.warn(m, err)) : null;
     this.#recorder = new Recorder(this.#leases, this.#queue, this.#callbacks);
@@ -140,8 +142,13 @@ export class Meter {
       this.#report.misaddressed(await this.#wrongAddress());
       return { healthy: false, authenticated: false };
     }
-    if (health === "unreachable") {
-      this.#report.warn(`the service did not answer a health check at ${this.#transport.base}/health within ${this.#startupTimeoutMs} ms; ${this.#report.fallback()} until it does`);
+    if (health === "refused" || health === "timeout" || health === "unreachable") {
+      const at = `${this.#transport.base}/health`;
+      const what =
+        health === "refused" ? `connection refused at ${at}: is the service running at that address?`
+        : health === "timeout" ? `the service did not answer a health check at ${at} within ${this.#startupTimeoutMs} ms`
+        : `the health check at ${at} failed (an error answer or no connection)`;
+      this.#report.warn(`${what} ${this.#report.fallback()} until it answers`);
       return { healthy: false, authenticated: false };
     }
     if (health === "degraded") this.#report.warn("the service answers but reports its database unreachable; sessions may not load");
@@ -150,6 +157,7 @@ export class Meter {
       else this.#report.warn("the API key could not be checked", key);
       return { healthy: health === "ok", authenticated: false };
     }
+    this.#report.keyAccepted();
     this.#users.markerSeen(key.marker);
     return { healthy: health === "ok", authenticated: true };
   }
@@ -285,14 +293,22 @@ export class Meter {
 
   get stats(): MeterStats {
     const q = this.#queue;
-    const stats: MeterStats = { queued: q.size, sent: q.sent, dropped: q.dropped, rejected: q.rejected, users: this.#users.size };
+    const stats: MeterStats = { queued: q.size, held: q.held, sent: q.sent, dropped: q.dropped, rejected: q.rejected, key_refused: this.#report.refusedKey !== undefined, users: this.#users.size };
     if (this.#leases) stats.lease_requests = this.#leases.requests;
     return stats;
   }
 
-  /** Delivers what is queued, retrying transient failures for up to `timeoutMs` (default shutdownTimeoutMs). True when the queue emptied. */
-  flush(options: { timeoutMs?: number } = {}): Promise<boolean> {
-    return this.#queue.drain(Date.now() + (options.timeoutMs ?? this.#shutdownTimeoutMs));
+  /**
+   * Delivers what is queued, retrying transient failures for up to `timeoutMs` (default
+   * shutdownTimeoutMs). True when the queue emptied, false when time ran out; rejects with
+   * MeterAuthenticationError, at once, when the service refuses the API key (no retry can
+   * deliver until it is fixed).
+   */
+  async flush(options: { timeoutMs?: number } = {}): Promise<boolean> {
+    const drained = await this.#queue.drain(Date.now() + (options.timeoutMs ?? this.#shutdownTimeoutMs), () => this.#report.refusedKey !== undefined);
+    const refused = this.#report.refusedKey;
+    if (!drained && refused) throw new MeterAuthenticationError(refused.status, `${this.#queue.size} events not delivered: ${refused.detail}`);
+    return drained;
   }
 
   /** Stops the timers and delivers what is queued (up to shutdownTimeoutMs). Call it last. */
@@ -301,8 +317,9 @@ export class Meter {
     // Calls still open are recorded first, so that what they spent leaves the lease before it is given back.
     this.#callbacks.fire(this.#callbacks.closing, undefined);
     await this.#leases?.releaseAll();
-    const drained = await this.flush(options);
-    if (!drained) this.#report.warn(`shutdown: ${this.#queue.size} events could not be delivered`);
+    // Shutdown never throws: a refused key was logged as an error when it was met.
+    const drained = await this.flush(options).catch(() => false);
+    if (!drained) this.#report.warn(`shutdown: ${this.#queue.size} events could not be delivered${this.#report.refusedKey ? " (the API key is refused)" : ""}`);
     return drained;
   }
 
@@ -333,10 +350,18 @@ export class Meter {
   /** Why nothing of the API answers at baseURL, with the address to use when it can be found. */
   async #wrongAddress(): Promise<MeterError> {
     const base = this.#transport.base;
-    const there = /\/api\/v1$/.test(base) ? "not_found" : await this.#transport.health(this.#startupTimeoutMs, `${base}/api/v1`);
-    const hint = there === "ok" || there === "degraded"
-      ? `the API answers at ${base}/api/v1: set baseURL (or METER_BASE_URL) to that`
-      : "baseURL (or METER_BASE_URL) must be the service's address including /api/v1, e.g. https://meter.example.com/api/v1";
+    const candidates = likelyBases(base);
+    let found: string | undefined;
+    for (const b of candidates) {
+      const there = await this.#transport.health(this.#startupTimeoutMs, b);
+      if (there === "ok" || there === "degraded") {
+        found = b;
+        break;
+      }
+    }
+    const hint = found
+      ? `did you mean ${found}? The API answers there: set baseURL (or METER_BASE_URL) to that, the address up to and including /api/v1`
+      : `did you mean ${candidates[0]}? baseURL (or METER_BASE_URL) must be the service's address up to and including /api/v1, e.g. https://meter.example.com/api/v1`;
     return new MeterError(`nothing of the Meter API answers at ${base} (GET ${base}/health: 404); ${hint}. Until it is fixed, no event is delivered and ${this.#report.fallback()}`);
   }
 }

@@ -3,8 +3,8 @@
  * full. Batches are retried with backoff on network errors, 429 and 5xx and never on other
  * 4xx; the event ids make a retried batch count once on the service.
  */
-import { MeterApiError } from "./errors.ts";
-import { backoffMs, retryable, type Transport } from "./transport.ts";
+import { MeterApiError, MeterAuthenticationError } from "./errors.ts";
+import { backoffMs, likelyBases, retryable, type Transport } from "./transport.ts";
 import type { GateEvent, UsageEvent } from "./types.ts";
 
 /** How soon a pass that found only held events looks again. */
@@ -22,6 +22,8 @@ export interface QueueHooks {
   warn(message: string, err?: Error): void;
   /** A batch route answered 404: baseURL does not point at the API (say what to fix). */
   misaddressed(err: Error): void;
+  /** A batch route answered 401/403: the key is refused (say so at error level). */
+  keyRefused(err: MeterAuthenticationError): void;
 }
 
 export class EventQueue {
@@ -44,6 +46,13 @@ export class EventQueue {
 
   get size(): number {
     return this.usage.length + this.gates.length;
+  }
+
+  /** Events waiting for their user's plan before they can be priced and sent. */
+  get held(): number {
+    let n = 0;
+    for (const e of this.usage) if (this.hooks.held(e)) n++;
+    return n;
   }
 
   /** False when the queue is full and the event was dropped (counted; logged once per full spell). */
@@ -70,13 +79,14 @@ export class EventQueue {
 
   /**
    * Passes until the queue is empty or `deadline` (ms) is reached, waiting out backoffs in
-   * between. Events that could not be delivered stay queued.
+   * between; stops early when `hopeless()` says no retry can succeed (a refused key). Events
+   * that could not be delivered stay queued.
    */
-  async drain(deadline: number): Promise<boolean> {
+  async drain(deadline: number, hopeless: () => boolean = () => false): Promise<boolean> {
     for (;;) {
       if (await this.pass()) return true;
       const wait = Math.min(this.nextAttemptAt, deadline) - Date.now();
-      if (Date.now() >= deadline) return false;
+      if (Date.now() >= deadline || hopeless()) return false;
       if (wait > 0) await new Promise((r) => setTimeout(r, wait));
     }
   }
@@ -128,14 +138,17 @@ export class EventQueue {
       if (misaddressed && this.failures === 0) {
         const path = kind === "usage" ? "/events/batch" : "/gate-events/batch";
         this.hooks.misaddressed(
-          new MeterApiError(404, `POST ${this.transport.base}${path} answered 404 (${err.detail}): baseURL (or METER_BASE_URL) must be the service's address including /api/v1, e.g. https://meter.example.com/api/v1; events stay queued until it answers`),
+          new MeterApiError(404, `POST ${this.transport.base}${path} answered 404 (${err.detail}): did you mean ${likelyBases(this.transport.base)[0]}? baseURL (or METER_BASE_URL) must be the service's address including /api/v1, e.g. https://meter.example.com/api/v1; events stay queued until it answers`),
         );
       }
-      if (misaddressed || retryable(err)) {
+      // A refused key is fixed by its owner, not by time: the events wait for it, loudly.
+      const refused = err instanceof MeterAuthenticationError;
+      if (refused) this.hooks.keyRefused(err);
+      if (misaddressed || refused || retryable(err)) {
         this.failures++;
         this.nextAttemptAt = Date.now() + backoffMs(this.failures, err);
         // Once per outage, not once per attempt.
-        if (this.failures === 1 && !misaddressed) this.hooks.warn(`delivering ${kind} events failed; retrying with backoff`, err as Error);
+        if (this.failures === 1 && !misaddressed && !refused) this.hooks.warn(`delivering ${kind} events failed; retrying with backoff`, err as Error);
         return false;
       }
       remove(list, head);

@@ -3,12 +3,14 @@
  * someone fixes it (a refused key, a wrong address) to its error level, and both to onError.
  * Reporting never throws: a broken logger must not break a call.
  */
-import { MeterApiError } from "./errors.ts";
+import { MeterAuthenticationError, type MeterApiError } from "./errors.ts";
 import type { MeterLogger } from "./types.ts";
 
 export class Reporter {
   /** The key refusal was logged (once per client, not once per user). */
   #keyRefusedLogged = false;
+  /** The service refused the key, and has accepted nothing since: what flush() rejects with. */
+  refusedKey: MeterAuthenticationError | undefined;
 
   constructor(
     private readonly logger: MeterLogger,
@@ -44,14 +46,19 @@ export class Reporter {
   /** The service refused the API key: every user runs unmetered by its plan (or is blocked); say so loudly, once. */
   keyRefused(err: MeterApiError): void {
     const what = err.status === 401 ? "refused the API key" : "does not let this API key read what the library needs";
-    const error = new MeterApiError(
+    const error = new MeterAuthenticationError(
       err.status,
-      `the service ${what} (${err.status}: ${err.detail}); check apiKey (or METER_API_KEY): it must be the product's key from POST /api/v1/products. Until it is fixed, ${this.fallback()}`,
-      err.retryAfterMs,
+      `the service ${what} (${err.status}: ${err.detail}); check apiKey (or METER_API_KEY): it must be the product's key from POST /api/v1/products. Until it is fixed, no event is delivered (they are held, see stats) and ${this.fallback()}`,
     );
+    this.refusedKey = error;
     if (this.#keyRefusedLogged) return;
     this.#keyRefusedLogged = true;
     this.error(error.message, error);
+  }
+
+  /** An authenticated request succeeded: the key is (again) accepted. */
+  keyAccepted(): void {
+    this.refusedKey = undefined;
   }
 
   /** Something answers at baseURL, but not the API: a 404 of a delivery or of start()'s health check. */

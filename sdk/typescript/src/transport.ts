@@ -1,5 +1,5 @@
 /** The REST API under /api/v1, over the platform's fetch. */
-import { MeterApiError, MeterNetworkError } from "./errors.ts";
+import { MeterApiError, MeterAuthenticationError, MeterNetworkError } from "./errors.ts";
 import type { SessionView } from "./types.ts";
 
 export const VERSION = "0.1.0";
@@ -12,8 +12,12 @@ export interface Changes {
   user_ids: string[];
 }
 
-/** What a health check found: ok, degraded (answers, database unreachable), not_found (nothing at that address), unreachable. */
-export type Health = "ok" | "degraded" | "not_found" | "unreachable";
+/**
+ * What a health check found: ok, degraded (answers, database unreachable), not_found (nothing
+ * of the API at that address), refused (nothing listens there), timeout (no answer in time),
+ * unreachable (any other failure: a 5xx, a reset, an unknown host).
+ */
+export type Health = "ok" | "degraded" | "not_found" | "refused" | "timeout" | "unreachable";
 
 export class Transport {
   readonly base: string;
@@ -47,13 +51,15 @@ export class Transport {
       text = await res.text();
     } catch (err) {
       this.reachable = false;
-      throw new MeterNetworkError(`meter service unreachable: ${(err as Error).message}`, { cause: err });
+      throw new MeterNetworkError(`meter service unreachable: ${failure(err, this.base + path)}`, { cause: err });
     }
     this.reachable = res.status < 500;
     const parsed = text ? safeJson(text) : undefined;
     if (!res.ok) {
-      const detail = (parsed as { detail?: unknown } | undefined)?.detail;
-      throw new MeterApiError(res.status, typeof detail === "string" ? detail : res.statusText, retryAfter(res.headers.get("retry-after")));
+      const raw = (parsed as { detail?: unknown } | undefined)?.detail;
+      const detail = typeof raw === "string" ? raw : res.statusText;
+      if (res.status === 401 || res.status === 403) throw new MeterAuthenticationError(res.status, detail);
+      throw new MeterApiError(res.status, detail, retryAfter(res.headers.get("retry-after")));
     }
     return parsed as T;
   }
@@ -77,10 +83,42 @@ export class Transport {
       if (res.status === 404 || (res.ok && typeof status !== "string")) return "not_found";
       if (!res.ok) return "unreachable";
       return status === "ok" ? "ok" : "degraded";
-    } catch {
-      return "unreachable";
+    } catch (err) {
+      return connectionRefused(err) ? "refused" : timedOut(err) ? "timeout" : "unreachable";
     }
   }
+}
+
+/** Nothing listens at the address (ECONNREFUSED), as opposed to a service too slow to answer. */
+function connectionRefused(err: unknown): boolean {
+  return (err as { cause?: { code?: unknown } }).cause?.code === "ECONNREFUSED";
+}
+
+function timedOut(err: unknown): boolean {
+  return (err as Error).name === "TimeoutError";
+}
+
+/** What a failed request met, in words that say what to check. */
+function failure(err: unknown, url: string): string {
+  if (connectionRefused(err)) return `connection refused at ${url}: is the service running at that address?`;
+  if (timedOut(err)) return `no answer from ${url} in time`;
+  const cause = (err as { cause?: { message?: unknown } }).cause?.message;
+  return `${(err as Error).message}${typeof cause === "string" ? ` (${cause})` : ""}`;
+}
+
+/**
+ * The addresses the API may be at when nothing of it answers at `base`, most likely first: the
+ * OpenAI habit `…/v1` for `…/api/v1`, the address with `/api/v1` added, the origin's `/api/v1`.
+ */
+export function likelyBases(base: string): string[] {
+  const url = new URL(base);
+  const out: string[] = [];
+  const path = url.pathname.replace(/\/+$/, "");
+  if (path.endsWith("/v1") && !path.endsWith("/api/v1")) out.push(base.replace(/\/v1$/, "/api/v1"));
+  else if (path.endsWith("/api")) out.push(`${base}/v1`);
+  else if (!path.endsWith("/api/v1")) out.push(`${base}/api/v1`);
+  out.push(`${url.origin}/api/v1`);
+  return [...new Set(out)].filter((b) => b !== base);
 }
 
 function safeJson(text: string): unknown {

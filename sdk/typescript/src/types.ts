@@ -207,6 +207,13 @@ export interface ManualEvent {
 export interface MeterStats {
   /** Events waiting for delivery. */
   queued: number;
+  /**
+   * Of `queued`, usage events held until their user's plan is known (to price them): they wait
+   * while the service is unreachable or refuses the key.
+   */
+  held: number;
+  /** The service refused the API key (401/403) and has accepted no request of this client since: nothing is delivered. */
+  key_refused: boolean;
   /** Events acknowledged by the service. */
   sent: number;
   /** Events dropped because the queue was full. */

@@ -11,7 +11,7 @@ import * as assert from "uvu/assert";
 import { FAST } from "../../../services/webhooks/testing/instance.ts";
 import { Receiver } from "../../../services/webhooks/testing/receiver.ts";
 import { eventually } from "../../../test/support/eventually.ts";
-import { LimitExceededError, Meter, type MeterOptions } from "../src/index.ts";
+import { LimitExceededError, Meter, MeterUnavailableError, type MeterOptions } from "../src/index.ts";
 import { meterErrorHandler } from "../src/http/express.ts";
 import { meterFastify } from "../src/http/fastify.ts";
 import { meterOpenAI } from "../src/integrations/openai.ts";
@@ -168,6 +168,52 @@ t("Fastify: the meterFastify plugin answers a blocked call with JSON 429 and Ret
     assert.is(((await other.json()) as { message: string }).message, "not a limit");
   } finally {
     await app.close();
+  }
+});
+
+t("failClosed during an outage: Express and Fastify answer 503 with Retry-After, saying metering is unavailable, not a limit", async (ctx) => {
+  const userId = await createUser(ctx.api, { max_spend_per_period: 100 });
+  // Nothing listens on port 9: every load is refused.
+  const m = new Meter({ apiKey: ctx.apiKey, baseURL: "http://127.0.0.1:9/api/v1", failClosed: true, startupTimeoutMs: 500, logger: { warn: () => undefined } });
+  ctx.meters.push(m);
+  const err = (await rejects(() => m.guard(userId, { model: "gpt-4o" }), MeterUnavailableError)) as MeterUnavailableError;
+  assert.ok(err instanceof LimitExceededError, "code that catches blocked calls still catches it");
+  assert.is(err.statusCode, 503);
+  assert.match(err.message, /metering service is unavailable/);
+
+  const check503 = async (res: Response) => {
+    assert.is(res.status, 503);
+    const body = (await res.json()) as { detail: string; gate_reason: string };
+    assert.is(body.gate_reason, "session_unavailable");
+    assert.match(body.detail, /metering service is unavailable/);
+    assert.not.match(body.detail, /limit reached/);
+    const after = Number(res.headers.get("retry-after"));
+    assert.ok(after >= 1 && after <= 5, `Retry-After ${after}`);
+  };
+  const app = express();
+  app.get("/chat", async (_req, res) => {
+    await m.guard(userId, { model: "gpt-4o" });
+    res.json({ ok: true });
+  });
+  app.use(meterErrorHandler());
+  const server = app.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  try {
+    await check503(await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/chat`));
+  } finally {
+    server.close();
+  }
+  const f = Fastify();
+  await f.register(meterFastify);
+  f.get("/chat", async () => {
+    await m.guard(userId, { model: "gpt-4o" });
+    return { ok: true };
+  });
+  await f.listen({ port: 0, host: "127.0.0.1" });
+  try {
+    await check503(await fetch(`http://127.0.0.1:${(f.server.address() as AddressInfo).port}/chat`));
+  } finally {
+    await f.close();
   }
 });
 

@@ -51,7 +51,7 @@ t("npm pack, install offline, README quick start as .mjs, .ts consumer type-chec
 
   // The README's quick start, as written, against a real product with user-42 on a plan.
   const readme = await readFile(path.join(pkgDir, "README.md"), "utf8");
-  const quickStart = /## Quick start\s+```js\n([\s\S]*?)```/.exec(readme)![1]!;
+  const quickStart = /## A single call, without a model client[\s\S]*?```js\n([\s\S]*?)```/.exec(readme)![1]!;
   await writeFile(path.join(app, "quickstart.mjs"), quickStart);
   const { api, apiKey } = await stack.newProduct("packed");
   await api.post("/users", { external_user_id: "user-42" });

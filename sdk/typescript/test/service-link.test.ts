@@ -2,10 +2,12 @@
 // right (start()), what happens when a session cannot be loaded (failClosed), and plan and
 // subscription changes, which reach a running client by the product's change marker.
 import { randomBytes } from "node:crypto";
+import { once } from "node:events";
+import net, { type AddressInfo } from "node:net";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { eventually } from "../../../test/support/eventually.ts";
-import { LimitExceededError, Meter, MeterApiError, type MeterOptions } from "../src/index.ts";
+import { LimitExceededError, Meter, MeterApiError, MeterAuthenticationError, type MeterOptions } from "../src/index.ts";
 import { createPlan, createUser, DAY, type ProductCtx, rejects, startWithProduct, stopAll, subscribe } from "./support/fixtures.ts";
 import { FaultProxy } from "./support/proxy.ts";
 
@@ -106,6 +108,57 @@ t("a baseURL without /api/v1: refused when it has no path, explained when nothin
   assert.is(m.stats.rejected, 0, "a 404 of the batch route drops nothing");
   assert.is(m.stats.queued, 1);
   assert.ok(log.errors.some((l) => /POST .*\/meter\/events\/batch answered 404.*including \/api\/v1/.test(l)), JSON.stringify(log.errors));
+});
+
+t("a dead port: start() says the connection was refused at the address, not that a health check timed out", async (ctx) => {
+  // A port that was just free: nothing listens there.
+  const server = net.createServer().listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const port = (server.address() as AddressInfo).port;
+  await new Promise((r) => server.close(r));
+  const { log, options } = recorder();
+  const m = meter(ctx, { baseURL: `http://127.0.0.1:${port}/api/v1`, ...options });
+  assert.equal(await m.start(), { healthy: false, authenticated: false });
+  assert.is(log.warnings.length, 1, JSON.stringify(log));
+  assert.ok(log.warnings[0]!.includes(`connection refused at http://127.0.0.1:${port}/api/v1/health: is the service running`), log.warnings[0]);
+  assert.not.match(log.warnings[0]!, /within/);
+});
+
+t("a baseURL ending in /v1 (the OpenAI habit) or in /api: the error asks 'did you mean …/api/v1?'", async (ctx) => {
+  const origin = new URL(ctx.stack.apiUrl).origin;
+  for (const wrong of [`${origin}/v1`, `${origin}/api`]) {
+    const { log, options } = recorder();
+    const m = meter(ctx, { baseURL: wrong, ...options });
+    assert.equal(await m.start(), { healthy: false, authenticated: false });
+    assert.ok(log.errors[0]?.includes(`did you mean ${origin}/api/v1? The API answers there`), JSON.stringify(log.errors));
+    // Deliveries (for a client that never called start()) say the same.
+    const { log: log2, options: options2 } = recorder();
+    const n = meter(ctx, { baseURL: wrong, ...options2 });
+    await n.record("someone", { model: "gpt-4o", input_tokens: 1 });
+    assert.is(await n.flush({ timeoutMs: 300 }), false);
+    assert.ok(log2.errors.some((l) => l.includes(`did you mean ${origin}/api/v1?`)), JSON.stringify(log2.errors));
+  }
+});
+
+t("a refused key: events are not held silently; flush() rejects at once with MeterAuthenticationError, stats say why", async (ctx) => {
+  const userId = await createUser(ctx.api, { max_spend_per_period: 100, cost_rates: RATES });
+  const { log, options } = recorder();
+  const m = meter(ctx, { apiKey: wrongKey(), ...options });
+  await m.record(userId, { model: "gpt-4o", input_tokens: 10 });
+  assert.is(log.errors.length, 1, JSON.stringify(log));
+  assert.match(log.errors[0]!, /refused the API key \(401/);
+  assert.instance(log.reported[0], MeterAuthenticationError);
+  const started = Date.now();
+  const err = (await rejects(() => m.flush({ timeoutMs: 60_000 }), MeterAuthenticationError)) as MeterAuthenticationError;
+  assert.ok(Date.now() - started < 30_000, "it does not wait out the timeout");
+  assert.is(err.status, 401);
+  assert.match(err.message, /1 events not delivered/);
+  assert.ok(err instanceof MeterApiError);
+  assert.equal({ queued: m.stats.queued, held: m.stats.held, key_refused: m.stats.key_refused }, { queued: 1, held: 1, key_refused: true });
+  // shutdown() does not throw: it says why the events stay.
+  const warned = log.warnings.length;
+  assert.is(await m.shutdown({ timeoutMs: 1_000 }), false);
+  assert.match(log.warnings.slice(warned).join("\n"), /1 events could not be delivered \(the API key is refused\)/);
 });
 
 /** Spend $3 for the user through `m` and deliver it. */

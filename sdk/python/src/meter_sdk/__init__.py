@@ -4,8 +4,10 @@ from .context import current_session, current_user
 from .errors import (
     LimitExceededError,
     MeterAPIError,
+    MeterAuthenticationError,
     MeterError,
     MeterNetworkError,
+    MeterUnavailableError,
     MissingUserError,
     WebhookVerificationError,
 )
@@ -41,9 +43,11 @@ __all__ = [
     "ManualEvent",
     "Meter",
     "MeterAPIError",
+    "MeterAuthenticationError",
     "MeterError",
     "MeterNetworkError",
     "MeterStats",
+    "MeterUnavailableError",
     "MissingUserError",
     "PlanConfig",
     "Priced",

@@ -27,6 +27,15 @@ class LimitExceededError(MeterError):
         self.resets_at = resets_at
 
 
+class MeterUnavailableError(LimitExceededError):
+    """``fail_closed`` blocked a call because the user's session view could not be loaded (the metering
+    service is unreachable, or refused the API key): an outage, not a limit. A LimitExceededError, so
+    code that catches blocked calls still catches it, but ``status_code`` 503 and ``resets_at`` the
+    library's next attempt to load the view: answer it 503 with ``Retry-After``."""
+
+    status_code = 503
+
+
 class MeterAPIError(MeterError):
     """The service answered other than 2xx; ``detail`` is its message."""
 
@@ -40,6 +49,11 @@ class MeterAPIError(MeterError):
     def retryable(self) -> bool:
         """429 and 5xx can succeed later; any other 4xx never will."""
         return self.status == 429 or self.status >= 500
+
+
+class MeterAuthenticationError(MeterAPIError):
+    """The service refused the API key (401) or its scope (403). Until the key is fixed nothing is
+    delivered: ``flush()`` raises it rather than returning False."""
 
 
 class MeterNetworkError(MeterError):

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from .context import _current
-from .errors import LimitExceededError, MeterAPIError, MeterError
+from .errors import LimitExceededError, MeterAPIError, MeterAuthenticationError, MeterError, MeterUnavailableError
 from .gates import evaluate
 from .periods import apply_view, roll_locally
 from .pricing import estimate_tokens, normalize_model, rate_of, token_cost, tools_cost
@@ -28,7 +28,7 @@ from .queue import DeliveryThread, Event, EventQueue
 from .reservation import NOTHING, Hold, Reservation, ReservationAmount, reservation_of
 from .sessions import Session
 from .state import UserEntry, iso
-from .transport import Transport, backoff, retryable
+from .transport import Transport, backoff, likely_bases, retryable
 from .types import (
     BillingPeriod,
     GateContext,
@@ -133,6 +133,8 @@ class Meter:
         # The change route answered 404 (a service from before it, or a wrong address): asked again only after this.
         self._changes_retry_at = 0.0
         self._key_refused_logged = False
+        # The service refused the key, and has accepted nothing since: what flush() raises.
+        self._refused_key: MeterAuthenticationError | None = None
         self._last_poll = 0.0
         self._closed = False
         self._last_sweep = time.monotonic()
@@ -179,12 +181,18 @@ class Meter:
             return StartResult(healthy=False, authenticated=False)
         if health == "degraded":
             self._warn("the service answers but reports its database unreachable; sessions may not load")
-        if health == "unreachable":
+        if health in ("refused", "timeout", "unreachable"):
             self._transport.reachable = False
+            at = f"{self._transport.base}/health"
+            what = (
+                f"connection refused at {at}: is the service running at that address?"
+                if health == "refused"
+                else f"the service did not answer a health check at {at} within {self.startup_timeout:g} s"
+                if health == "timeout"
+                else f"the health check at {at} failed (an error answer or no connection)"
+            )
             self._warn(
-                f"the service did not answer a health check within {self.startup_timeout:g} s; "
-                + ("calls are hard-gated" if self.fail_closed else "calls fail open")
-                + " until it does"
+                f"{what} " + ("calls are hard-gated" if self.fail_closed else "calls fail open") + " until it answers"
             )
             return StartResult(healthy=False, authenticated=False)
         self._transport.reachable = True
@@ -194,22 +202,25 @@ class Meter:
             else:
                 self._warn("the API key could not be checked", key_err)
             return StartResult(healthy=healthy, authenticated=False)
-        if isinstance(changes, dict) and isinstance(changes.get("marker"), int):
-            with self._lock:
+        with self._lock:
+            self._refused_key = None
+            if isinstance(changes, dict) and isinstance(changes.get("marker"), int):
                 self._marker = changes["marker"]
         return StartResult(healthy=healthy, authenticated=True)
 
     def _wrong_address(self) -> MeterError:
         """Why nothing of the API answers at base_url, with the address to use when it can be found."""
         base = self._transport.base
-        there = (
-            "not_found" if base.endswith("/api/v1") else self._transport.health(self.startup_timeout, f"{base}/api/v1")
+        candidates = likely_bases(base)
+        found = next(
+            (b for b in candidates if self._transport.health(self.startup_timeout, b) in ("ok", "degraded")), None
         )
         hint = (
-            f"the API answers at {base}/api/v1: set base_url (or METER_BASE_URL) to that"
-            if there in ("ok", "degraded")
-            else "base_url (or METER_BASE_URL) must be the service's address including /api/v1, "
-            "e.g. https://meter.example.com/api/v1"
+            f"did you mean {found}? The API answers there: set base_url (or METER_BASE_URL) to that, the address "
+            "up to and including /api/v1"
+            if found is not None
+            else f"did you mean {candidates[0]}? base_url (or METER_BASE_URL) must be the service's address up to "
+            "and including /api/v1, e.g. https://meter.example.com/api/v1"
         )
         return MeterError(
             f"nothing of the Meter API answers at {base} (GET {base}/health: 404); {hint}. Until it is fixed, no event "
@@ -224,6 +235,7 @@ class Meter:
     def _key_refused(self, err: MeterAPIError) -> None:
         """The service refused the API key: logged as an error once per client, not once per user."""
         with self._lock:
+            self._refused_key = MeterAuthenticationError(err.status, err.detail)
             if self._key_refused_logged:
                 return
             self._key_refused_logged = True
@@ -234,7 +246,7 @@ class Meter:
                 if self.fail_closed
                 else "every user runs on permissive defaults"
             )
-            + ": check api_key / METER_API_KEY",
+            + ", and no event is delivered (they are held, see stats): check api_key / METER_API_KEY",
             err,
         )
 
@@ -581,11 +593,21 @@ class Meter:
                 rejected=q.rejected,
                 users=len(self._users),
                 lease_requests=None if self._leases is None else self._leases.requests,
+                held=q.held,
+                key_refused=self._refused_key is not None,
             )
 
     def flush(self, timeout: float | None = None) -> bool:
-        """Delivers what is queued, retrying transient failures up to ``timeout`` (default shutdown_timeout)."""
-        return self._queue.drain(time.monotonic() + (self.shutdown_timeout if timeout is None else timeout))
+        """Delivers what is queued, retrying transient failures up to ``timeout`` (default shutdown_timeout).
+        True when the queue emptied, False when time ran out; raises MeterAuthenticationError, at once,
+        when the service refuses the API key (no retry can deliver until it is fixed)."""
+        deadline = time.monotonic() + (self.shutdown_timeout if timeout is None else timeout)
+        if self._queue.drain(deadline, lambda: self._refused_key is not None):
+            return True
+        refused = self._refused_key
+        if refused is not None:
+            raise MeterAuthenticationError(refused.status, f"{self._queue.size} events not delivered: {refused.detail}")
+        return False
 
     async def aflush(self, timeout: float | None = None) -> bool:
         return await asyncio.to_thread(self.flush, timeout)
@@ -605,9 +627,11 @@ class Meter:
         deadline = time.monotonic() + (self.shutdown_timeout if timeout is None else timeout)
         if self._leases is not None:
             self._leases.release_all(max(0.1, deadline - time.monotonic()))
-        drained = self._queue.drain(deadline)
+        drained = self._queue.drain(deadline, lambda: self._refused_key is not None)
         if not drained:
-            self._warn(f"shutdown: {self._queue.size} events could not be delivered")
+            # Never raises: a refused key was logged as an error when it was met.
+            why = " (the API key is refused)" if self._refused_key is not None else ""
+            self._warn(f"shutdown: {self._queue.size} events could not be delivered{why}")
         return drained
 
     async def ashutdown(self, timeout: float | None = None) -> bool:
@@ -783,8 +807,8 @@ class Meter:
                     0.0,
                     0.0,
                     0.0,
-                    f"The session of {e.user_id} could not be loaded (service unreachable or API key refused); "
-                    "fail_closed blocks the call",
+                    f"The metering service is unavailable: the session of {e.user_id} could not be loaded (service "
+                    "unreachable or API key refused), and fail_closed blocks calls until it loads",
                 )
             else:
                 result = evaluate(
@@ -888,6 +912,10 @@ class Meter:
             self._safely(cb, result, ctx)
         if gate_info[1]:
             at = gate_info[2]
+            if result.gate_reason == SESSION_UNAVAILABLE:
+                # An outage, not a limit: retry when the library next tries to load the view.
+                retry = datetime.fromtimestamp(time.time() + LOAD_RETRY, timezone.utc)
+                raise MeterUnavailableError(result, retry)
             raise LimitExceededError(result, None if at is None else datetime.fromtimestamp(at, timezone.utc))
         return result
 
@@ -1065,6 +1093,7 @@ class Meter:
 
     def delivered(self, events: list[Event], kind: str, answer: Any) -> None:
         with self._lock:
+            self._refused_key = None
             for ev in events:
                 if isinstance(ev, UsageEvent):
                     ev.synced = True
@@ -1086,6 +1115,9 @@ class Meter:
 
     def warn(self, message: str, err: BaseException | None = None) -> None:
         self._warn(message, err)
+
+    def key_refused(self, err: MeterAuthenticationError) -> None:
+        self._key_refused(err)
 
     def misaddressed(self, err: MeterError) -> None:
         """Something answers at base_url, but not the API: a 404 of a delivery or of start()'s health check."""

@@ -9,8 +9,8 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from .errors import MeterAPIError, MeterError
-from .transport import Transport, backoff, retryable
+from .errors import MeterAPIError, MeterAuthenticationError, MeterError
+from .transport import Transport, backoff, likely_bases, retryable
 from .types import UsageEvent
 
 # How soon a pass that found only held events looks again (s).
@@ -26,6 +26,7 @@ class QueueHooks(Protocol):
     def stalled(self, user_ids: set[str]) -> None: ...
     def warn(self, message: str, err: BaseException | None = None) -> None: ...
     def misaddressed(self, err: MeterError) -> None: ...
+    def key_refused(self, err: MeterAuthenticationError) -> None: ...
 
 
 def _user_of(e: Event) -> str:
@@ -53,6 +54,12 @@ class EventQueue:
         self.send_lock = threading.Lock()
 
     @property
+    def held(self) -> int:
+        """Usage events waiting for their user's plan before they can be priced and sent."""
+        with self.lock:
+            return sum(1 for e in self.usage if self.hooks.held(e))
+
+    @property
     def size(self) -> int:
         return len(self.usage) + len(self.gates)
 
@@ -76,13 +83,14 @@ class EventQueue:
         self.failures = 0
         self.next_attempt = 0.0
 
-    def drain(self, deadline: float) -> bool:
-        """Passes until empty or ``deadline`` (time.monotonic), waiting out backoffs in between."""
+    def drain(self, deadline: float, hopeless: Callable[[], bool] = lambda: False) -> bool:
+        """Passes until empty or ``deadline`` (time.monotonic), waiting out backoffs in between; stops
+        early when ``hopeless()`` says no retry can succeed (a refused key)."""
         while True:
             if self.pass_once():
                 return True
             now = time.monotonic()
-            if now >= deadline:
+            if now >= deadline or hopeless():
                 return False
             wait = min(self.next_attempt, deadline) - now
             time.sleep(max(wait, 0.01))
@@ -127,16 +135,22 @@ class EventQueue:
                 self.hooks.misaddressed(
                     MeterAPIError(
                         404,
-                        f"POST {self.transport.base}{path} answered 404 ({err.detail}): base_url (or METER_BASE_URL) "
+                        f"POST {self.transport.base}{path} answered 404 ({err.detail}): did you mean "
+                        f"{likely_bases(self.transport.base)[0]}? base_url (or METER_BASE_URL) "
                         "must be the service's address including /api/v1, e.g. https://meter.example.com/api/v1; "
                         "events stay queued until it answers",
                     )
                 )
-            if misaddressed or retryable(err):
+            # A refused key is fixed by its owner, not by time: the events wait for it, loudly.
+            refused = isinstance(err, MeterAuthenticationError)
+            if refused:
+                assert isinstance(err, MeterAuthenticationError)
+                self.hooks.key_refused(err)
+            if misaddressed or refused or retryable(err):
                 self.failures += 1
                 self.next_attempt = time.monotonic() + backoff(self.failures, err)
                 # Once per outage, not once per attempt.
-                if self.failures == 1 and not misaddressed:
+                if self.failures == 1 and not misaddressed and not refused:
                     self.hooks.warn(f"delivering {kind} events failed; retrying with backoff", err)
                 return False
             with self.lock:

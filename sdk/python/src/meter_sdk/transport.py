@@ -7,11 +7,11 @@ import json
 import random
 import time
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import httpx
 
-from .errors import MeterAPIError, MeterError, MeterNetworkError
+from .errors import MeterAPIError, MeterAuthenticationError, MeterError, MeterNetworkError
 
 VERSION = "0.1.0"
 
@@ -56,7 +56,7 @@ class Transport:
             )
         except (httpx.HTTPError, OSError) as err:
             self.reachable = False
-            raise MeterNetworkError(f"meter service unreachable: {err!s} ({type(err).__name__})") from err
+            raise MeterNetworkError(f"meter service unreachable: {_failure(err, self.base + path)}") from err
         self.reachable = res.status_code < 500
         parsed: Any = None
         if res.content:
@@ -65,21 +65,23 @@ class Transport:
             except ValueError:
                 parsed = None
         if not res.is_success:
-            detail = parsed.get("detail") if isinstance(parsed, dict) else None
-            raise MeterAPIError(
-                res.status_code,
-                detail if isinstance(detail, str) else res.reason_phrase,
-                _retry_after(res.headers.get("retry-after")),
-            )
+            raw = parsed.get("detail") if isinstance(parsed, dict) else None
+            detail = raw if isinstance(raw, str) else res.reason_phrase
+            if res.status_code in (401, 403):
+                raise MeterAuthenticationError(res.status_code, detail)
+            raise MeterAPIError(res.status_code, detail, _retry_after(res.headers.get("retry-after")))
         return parsed
 
     def health(self, timeout: float, base: str | None = None) -> str:
         """GET /health (no key needed): "ok", "degraded" (answers, database unreachable), "not_found"
-        (something answers there, but not the API's health route: a wrong address) or "unreachable"."""
+        (something answers there, but not the API's health route: a wrong address), "refused" (nothing
+        listens there), "timeout" (no answer in time) or "unreachable" (a 5xx, a reset, an unknown host)."""
         try:
             res = self._client.get(f"{base or self.base}/health", timeout=timeout)
-        except (httpx.HTTPError, OSError):
-            return "unreachable"
+        except (httpx.HTTPError, OSError) as err:
+            if _refused(err):
+                return "refused"
+            return "timeout" if isinstance(err, httpx.TimeoutException) else "unreachable"
         try:
             body = res.json() if res.content else None
         except ValueError:
@@ -94,6 +96,41 @@ class Transport:
     def get_session(self, user_id: str, timeout: float | None = None) -> dict[str, Any]:
         view: dict[str, Any] = self.request("GET", f"/users/{quote(user_id, safe='')}/session", timeout=timeout)
         return view
+
+
+def _refused(err: BaseException) -> bool:
+    """Nothing listens at the address (ECONNREFUSED), as opposed to a service too slow to answer."""
+    e: BaseException | None = err
+    while e is not None:
+        if isinstance(e, ConnectionRefusedError):
+            return True
+        e = e.__cause__ or e.__context__
+    return isinstance(err, httpx.ConnectError) and "refused" in str(err).lower()
+
+
+def _failure(err: BaseException, url: str) -> str:
+    """What a failed request met, in words that say what to check."""
+    if _refused(err):
+        return f"connection refused at {url}: is the service running at that address?"
+    if isinstance(err, httpx.TimeoutException):
+        return f"no answer from {url} in time"
+    return f"{err!s} ({type(err).__name__})"
+
+
+def likely_bases(base: str) -> list[str]:
+    """The addresses the API may be at when nothing of it answers at ``base``, most likely first: the
+    OpenAI habit ``…/v1`` for ``…/api/v1``, ``/v1`` or ``/api/v1`` added, the origin's ``/api/v1``."""
+    parts = urlsplit(base)
+    path = parts.path.rstrip("/")
+    out: list[str] = []
+    if path.endswith("/v1") and not path.endswith("/api/v1"):
+        out.append(base[: -len("/v1")] + "/api/v1")
+    elif path.endswith("/api"):
+        out.append(f"{base}/v1")
+    elif not path.endswith("/api/v1"):
+        out.append(f"{base}/api/v1")
+    out.append(f"{parts.scheme}://{parts.netloc}/api/v1")
+    return [b for i, b in enumerate(out) if b != base and b not in out[:i]]
 
 
 def _retry_after(value: str | None) -> float | None:

@@ -113,6 +113,11 @@ class MeterStats:
     rejected: int
     users: int
     lease_requests: int | None = None
+    # Of ``queued``, usage events held until their user's plan is known (to price them): they wait
+    # while the service is unreachable or refuses the key.
+    held: int = 0
+    # The service refused the API key (401/403) and has accepted no request of this client since.
+    key_refused: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,7 @@
 // `meterErrorHandler()`: an Express error handler (Express 4 and 5) that answers a call
 // blocked by a hard gate with JSON 429 instead of Express's HTML page and logged stack.
 // No dependency on Express: it uses only what Node's own response object offers.
-import { limitBody, limitOf, retryAfterSeconds } from "./limit-response.ts";
+import { limitBody, limitOf, limitStatus, retryAfterSeconds } from "./limit-response.ts";
 
 export { limitBody, limitOf, retryAfterSeconds, type LimitBody } from "./limit-response.ts";
 
@@ -16,7 +16,8 @@ interface Response {
 /**
  * Add it after your routes: `app.use(meterErrorHandler())`. A LimitExceededError (also as the
  * `cause` of another error) becomes 429 `{detail, gate_reason, usage_pct, current_value,
- * limit_value}` with Retry-After when known; any other error goes on to the next handler.
+ * limit_value}` with Retry-After when known (a MeterUnavailableError, failClosed's outage: 503
+ * with Retry-After); any other error goes on to the next handler.
  */
 export function meterErrorHandler() {
   // Four parameters: that is how Express tells an error handler from a middleware.
@@ -24,7 +25,7 @@ export function meterErrorHandler() {
     const limit = limitOf(err);
     if (!limit || res.headersSent) return next(err);
     const retryAfter = retryAfterSeconds(limit);
-    res.statusCode = 429;
+    res.statusCode = limitStatus(limit);
     res.setHeader("content-type", "application/json; charset=utf-8");
     if (retryAfter !== undefined) res.setHeader("retry-after", String(retryAfter));
     res.end(JSON.stringify(limitBody(limit)));

@@ -1,7 +1,7 @@
 // `meterFastify`: a Fastify plugin (Fastify 4 and 5) that answers a call blocked by a hard
 // gate with JSON 429, leaving every other error to the error handler in place before it.
 // No dependency on Fastify: it is registered like any plugin and uses only the instance's API.
-import { limitBody, limitOf, retryAfterSeconds } from "./limit-response.ts";
+import { limitBody, limitOf, limitStatus, retryAfterSeconds } from "./limit-response.ts";
 
 export { limitBody, limitOf, retryAfterSeconds, type LimitBody } from "./limit-response.ts";
 
@@ -21,7 +21,7 @@ interface Instance {
 /**
  * `await app.register(meterFastify)`: a LimitExceededError (also as the `cause` of another
  * error) becomes 429 `{detail, gate_reason, usage_pct, current_value, limit_value}` with
- * Retry-After when known. Registered at the top level it applies to every route; the error
+ * Retry-After when known (a MeterUnavailableError, failClosed's outage: 503 with Retry-After). Registered at the top level it applies to every route; the error
  * handler set before it still answers everything else (set yours first).
  */
 export async function meterFastify(app: Instance): Promise<void> {
@@ -30,7 +30,7 @@ export async function meterFastify(app: Instance): Promise<void> {
     const limit = limitOf(error);
     if (!limit) return previous.call(this, error, request, reply);
     const retryAfter = retryAfterSeconds(limit);
-    reply.code(429);
+    reply.code(limitStatus(limit));
     if (retryAfter !== undefined) reply.header("retry-after", String(retryAfter));
     return reply.send(limitBody(limit));
   });

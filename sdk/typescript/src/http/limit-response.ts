@@ -1,5 +1,6 @@
 // The answer both HTTP helpers give to a call blocked by a hard gate: JSON 429 with the
-// gate's figures, and Retry-After when the limit lifts by itself at a known time.
+// gate's figures, and Retry-After when the limit lifts by itself at a known time; to a call
+// failClosed blocked because metering is unavailable (MeterUnavailableError): 503, Retry-After.
 import { LimitExceededError } from "../errors.ts";
 
 export interface LimitBody {
@@ -17,7 +18,7 @@ export interface LimitBody {
  */
 export function limitOf(err: unknown): LimitExceededError | undefined {
   for (let e = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
-    if (e instanceof LimitExceededError || (e as Error).name === "LimitExceededError") {
+    if (e instanceof LimitExceededError || (e as Error).name === "LimitExceededError" || (e as Error).name === "MeterUnavailableError") {
       if ((e as LimitExceededError).result) return e as LimitExceededError;
     }
   }
@@ -27,6 +28,11 @@ export function limitOf(err: unknown): LimitExceededError | undefined {
 export function limitBody(err: LimitExceededError): LimitBody {
   const r = err.result;
   return { detail: err.message, gate_reason: r.gate_reason, usage_pct: r.usage_pct, current_value: r.current_value, limit_value: r.limit_value };
+}
+
+/** The HTTP status of the answer: 429 for a limit, 503 when metering is unavailable (failClosed). */
+export function limitStatus(err: LimitExceededError): number {
+  return err.statusCode === 503 ? 503 : 429;
 }
 
 /** Whole seconds until the limit lifts (at least 1), or undefined when unknown. */
