@@ -11,6 +11,7 @@ import { LimitExceededError, MeterTypeError } from "./errors.ts";
 import { evaluate } from "./gates.ts";
 import type { LeaseNeed, Leases } from "./leases.ts";
 import { own } from "./own.ts";
+import { addDollars } from "./rules/index.ts";
 import { estimateTokens, rateOf, tokenCost } from "./pricing.ts";
 import type { EventQueue } from "./queue.ts";
 import { Reservation, type Ledger } from "./reservation.ts";
@@ -49,8 +50,8 @@ export class Admission {
     const session = e.sessions.at(sessionOf(e.userId, input.session_id), now, e.timeoutMs);
     const { cost, tokens } = this.estimate(e, model, input);
     let result = evaluate(plan, {
-      periodCost: e.periodCost + e.reservedCost,
-      sessionCost: session.cost + session.reserved,
+      periodCost: addDollars(e.periodCost, e.reservedCost),
+      sessionCost: addDollars(session.cost, session.reserved),
       model,
       modelTokens: model === null ? 0 : (own(e.tokensByModel, model) ?? 0) + (own(e.reservedTokens, model) ?? 0),
       estimateCost: cost,

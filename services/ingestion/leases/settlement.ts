@@ -1,9 +1,10 @@
+import { toNano } from "@meter/rules";
 import type { IngestionDeps } from "../deps.ts";
 import { encodeKey } from "../domain/field-keys.ts";
 import type { CounterDelta } from "../store/counters.ts";
 import type { UsageEventDoc } from "../store/usage-events.ts";
 
-/** Usage spent from one lease: dollars, and tokens by field-key encoded model. */
+/** Usage spent from one lease: nano-dollars, and tokens by field-key encoded model. */
 export interface LeaseSpend {
   cost: number;
   tokens: Record<string, number>;
@@ -27,7 +28,7 @@ export async function leaseSpend(deps: IngestionDeps, counterId: string, events:
     }
     let l = leases.get(e.lease_id);
     if (!l) leases.set(e.lease_id, (l = { cost: 0, tokens: new Map() }));
-    l.cost += e.cost_total;
+    l.cost += toNano(e.cost_total);
     if (e.model !== null) {
       const key = encodeKey(e.model);
       l.tokens.set(key, (l.tokens.get(key) ?? 0) + e.total_tokens);
