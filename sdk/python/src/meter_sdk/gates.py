@@ -59,10 +59,8 @@ def evaluate(
         elif projected >= soft_mark - tol:
             rank = _SOFT
         if rank > w_rank or (rank == w_rank and (pct > w_pct or w_kind == 0)):
-            if money:
-                w_rank, w_pct, w_used, w_est, w_limit, w_kind = rank, pct, to_dollars(u), to_dollars(e), to_dollars(lim), kind
-            else:
-                w_rank, w_pct, w_used, w_est, w_limit, w_kind = rank, pct, used, est, limit, kind
+            w_rank, w_pct, w_kind = rank, pct, kind
+            w_used, w_est, w_limit = (_dollars(u), _dollars(e), _dollars(lim)) if money else (used, est, limit)
     if w_rank == _OK:
         if w_kind == 0:
             return OK_RESULT
@@ -81,6 +79,10 @@ def evaluate(
 def _plus(kind: int, used: float, est: float) -> float:
     """Usage plus the estimate: money exactly (whole nano-dollars), tokens as they are."""
     return used + est if kind == _MODEL else to_dollars(to_nano(used) + to_nano(est))
+
+
+def _dollars(nano: float) -> float:
+    return to_dollars(int(nano))
 
 
 def _js_round(x: float) -> int:

@@ -473,7 +473,7 @@ class Leases:
             return 0.0
         if self._renewing(b) and not self._valid(b, s):
             return 0.0
-        return s.granted - s.used
+        return add_dollars(s.granted, -s.used) if s is b.spend else s.granted - s.used
 
     @staticmethod
     def _renewing(b: _Book) -> bool:

@@ -22,8 +22,8 @@ from urllib.parse import urlsplit
 from .context import _current
 from .errors import LimitExceededError, MeterAPIError, MeterError
 from .gates import evaluate
-from .periods import apply_view, roll_locally
 from .money import add_dollars
+from .periods import apply_view, roll_locally
 from .pricing import estimate_tokens, normalize_model, rate_of, token_cost, tools_cost
 from .queue import DeliveryThread, Event, EventQueue
 from .reservation import Hold, Reservation
