@@ -60,9 +60,10 @@ t("money is added as whole nano-dollars, exactly, also past 2^31 of them", async
   const d = costDelta("money", Array.from({ length: 1000 }, () => 0.00125));
   assert.is(d.add.cost, 1_250_000_000);
   await store.add("job-m1", [d], new Set());
-  // $2 each: 2e9 n$ fits an int32, the sum does not; the counter must not wrap or round.
-  const big = costDelta("money", [2, 2]);
-  await store.add("job-m2", [big], new Set());
+  // $2 a job: 2e9 n$ fits an int32, the sums do not; the counter must not wrap (the embedded
+  // database adds int32s in 32 bits) or round.
+  await store.add("job-m2", [costDelta("money", [2])], new Set());
+  await store.add("job-m3", [costDelta("money", [2])], new Set());
   const doc = (await store.get(d.id))!;
   assert.is(doc.cost, 5_250_000_000);
   assert.equal({ ...doc.cost_by_model }, { m: 5_250_000_000 });

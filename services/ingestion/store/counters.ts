@@ -1,4 +1,4 @@
-import type { Collection, Db, Filter, UpdateFilter } from "mongodb";
+import { Double, type Collection, type Db, type Filter, type UpdateFilter } from "mongodb";
 import { LRUCache } from "lru-cache";
 import pMap from "p-map";
 import { findByIds, isDuplicateKeyError } from "@meter/lib/mongo";
@@ -317,14 +317,24 @@ function chunks<T>(items: readonly T[], size: number): T[][] {
   return out;
 }
 
+/**
+ * A sum's increment as a BSON double. The driver sends a whole number that fits 32 bits as an
+ * int32, and the embedded database (FerretDB v1) adds two int32s in 32 bits, wrapping past
+ * 2^31 (2e9 + 2e9 reads -294967296) where MongoDB widens to int64; nano-dollars pass 2^31 at
+ * $2.15. A double holds every whole number up to 2^53 exactly, on either database.
+ */
+export function wide(n: number): Double {
+  return new Double(n);
+}
+
 function addOp(jobId: string, d: CounterDelta, releasing: readonly string[]) {
-  const inc: Record<string, number> = {};
+  const inc: Record<string, number | Double> = {};
   const put = (prefix: string, t: Totals) => {
     const { tokens_by_model, cost_by_model, cost, ...flat } = t;
-    inc[`${prefix}cost_nano`] = cost;
-    for (const [k, v] of Object.entries(flat)) inc[`${prefix}${k}`] = v;
-    for (const [k, v] of Object.entries(tokens_by_model)) inc[`${prefix}tokens_by_model.${k}`] = v;
-    for (const [k, v] of Object.entries(cost_by_model)) inc[`${prefix}cost_nano_by_model.${k}`] = v;
+    inc[`${prefix}cost_nano`] = wide(cost);
+    for (const [k, v] of Object.entries(flat)) inc[`${prefix}${k}`] = wide(v);
+    for (const [k, v] of Object.entries(tokens_by_model)) inc[`${prefix}tokens_by_model.${k}`] = wide(v);
+    for (const [k, v] of Object.entries(cost_by_model)) inc[`${prefix}cost_nano_by_model.${k}`] = wide(v);
   };
   put("", d.add);
   if (d.month) put("month.", d.month);
