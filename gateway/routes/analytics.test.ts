@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
+import { toDollars, toNano } from "@meter/rules";
 import type { Api } from "../../test/support/http.ts";
 import { startTestStack, type TestStack } from "../../test/support/stack.ts";
 
@@ -164,18 +165,18 @@ t("figures equal what was ingested: summary, previous period, timeseries, breakd
   assert.equal(mtop.map((u: any) => [u.user_id, u.cost, u.events]), [["user-1", 2 + 6, 2]]);
 });
 
-t("money is not rounded: analytics shows the very sums of GET /users/{id}/usage", async ({ stack }) => {
+t("money is exact at the nano-dollar: analytics shows the very sums of GET /users/{id}/usage", async ({ stack }) => {
   const { api } = await stack.newProduct();
   const user = "exact";
   assert.is((await api.post("/users", { external_user_id: user })).status, 201);
-  // Costs far below a micro-dollar and costs using every bit of a double; all dyadic, so
-  // their sums are exact in whatever order each side adds them.
+  // Costs far below a micro-dollar and costs using every bit of a double: each is taken to
+  // the nano-dollar once, and every answer is the exact sum of those.
   const costs = [2 ** -30, 3 * 2 ** -27, 0.5 + 2 ** -40, 1.25, 7 * 2 ** -33, 2 ** -20 + 2 ** -45];
   const at = new Date(Math.min(Date.now(), NOW.getTime())).toISOString();
   const batch = costs.map((cost, i) => ({ id: randomUUID(), user_id: user, timestamp: at, model: i % 2 ? "gpt-4o" : "o1", cost_total: cost }));
   assert.is((await api.post("/events/batch", batch)).status, 200);
   assert.is((await api.post("/events", { user_id: user, cost: 2 ** -31, model: "o1" })).status, 201);
-  const expected = [...costs, 2 ** -31].reduce((a, c) => a + c, 0);
+  const expected = toDollars([...costs, 2 ** -31].reduce((a, c) => a + toNano(c), 0));
   assert.is.not(expected, Math.round(expected * 1e6) / 1e6, "the sum is not a whole number of micro-dollars");
 
   const usage = (await api.get(`/users/${user}/usage?period=current_month`)).body;

@@ -368,13 +368,14 @@ t("an event counted under the old history after the change was applied moves wit
   await db.collection("usage_events").insertOne(doc as never);
 
   // No call about the user: the late-change job moves it into the new period's counter.
-  const counters = db.collection<{ _id: string; cost: number }>("counters");
+  // Counters hold money in whole nano-dollars (cost_nano).
+  const counters = db.collection<{ _id: string; cost_nano: number }>("counters");
   const moved = await eventually(async () => {
     const c = await counters.findOne({ _id: `${productId}|${start.toISOString()}|${userId}` });
-    return c && c.cost > 0 ? c : undefined;
+    return c && c.cost_nano > 0 ? c : undefined;
   }, 30_000, "the straggler to move");
-  close(moved.cost, 2);
-  close((await counters.findOne({ _id: doc.counter_id }))!.cost, 0, "taken out of the calendar month");
+  assert.is(moved.cost_nano, 2e9);
+  assert.is((await counters.findOne({ _id: doc.counter_id }))!.cost_nano, 0, "taken out of the calendar month");
   const session = (await api.get(`/users/${userId}/session`)).body;
   assert.equal([session.plan, session.billing_period.start], ["capped", start.toISOString()]);
   close(session.current_usage.period_cost, 2);
@@ -398,9 +399,10 @@ t("a period starting with a calendar month carries that month's share; month usa
   const counters = await mongo.db(`${stack.dbPrefix}_ingestion`).collection("counters").find({ product_id: productId }).toArray();
   const byId = new Map(counters.map((c) => [c._id as unknown as string, c]));
   const first = byId.get(`${productId}|2025-01-01T00:00:00.000Z|${userId}`)!;
-  assert.equal([first.cost, first.month.cost], [11, 9], "January's events are in the period counter only");
+  // Money in whole nano-dollars (cost_nano).
+  assert.equal([first.cost_nano, first.month.cost_nano], [11e9, 9e9], "January's events are in the period counter only");
   assert.ok(!byId.has(`${productId}|month|2025-01|${userId}`));
-  assert.is(byId.get(`${productId}|month|2025-02|${userId}`)!.cost, 6);
+  assert.is(byId.get(`${productId}|month|2025-02|${userId}`)!.cost_nano, 6e9);
   assert.is(counters.length, 3);
 });
 

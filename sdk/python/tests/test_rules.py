@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from meter_sdk import PlanConfig, Rate, evaluate, price
+from meter_sdk.money import add_dollars, ratio, to_dollars, to_nano
 from meter_sdk.periods import apply_view, roll_locally, roll_on
 from meter_sdk.sessions import window_over
 from meter_sdk.state import DEFAULT_TIMEOUT, UserEntry, calendar_month, iso, parse_time
@@ -23,12 +24,20 @@ def _plan(raw: dict[str, Any] | None) -> PlanConfig | None:
 
 
 def _matches(got: dict[str, Any], want: dict[str, Any], what: str) -> None:
-    """Only the keys a case expects are checked; numbers within 1e-9."""
+    """Only the keys a case expects are checked; numbers exactly (money is exact at the nano-dollar)."""
     for k, v in want.items():
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and isinstance(got[k], (int, float)):
-            assert abs(got[k] - v) < 1e-9, f"{what}: {k} {got[k]} != {v}"
-        else:
-            assert got[k] == v, f"{what}: {k} {got[k]!r} != {v!r}"
+        assert got[k] == v, f"{what}: {k} {got[k]!r} != {v!r}"
+
+
+def test_money_table() -> None:
+    """Sums as whole nano-dollars converted once; ratios rounded to 1e-6."""
+    for c in TABLE["money"]["sums"]:
+        nano = 0
+        for _ in range(c["times"]):
+            nano += to_nano(c["amount"])
+        assert to_dollars(nano) == c["expect"], f"{c['times']} x {c['amount']}"
+    for c in TABLE["money"]["ratios"]:
+        assert ratio(to_nano(c["part"]), to_nano(c["whole"])) == c["expect"], f"{c['part']} / {c['whole']}"
 
 
 # An explicit cost is the service's rule for manual events: the client never prices one.
@@ -160,3 +169,24 @@ def test_sessions_rotate_from_their_start_caller_sessions_apart() -> None:
     e.sessions.prune(1900 + 1800, 1800)
     assert e.sessions.given is None
     assert e.sessions.idle(1900 + 1800 + 1800, 1800)
+
+
+def test_local_counters_are_exact() -> None:
+    """200 calls of $0.00125 make $0.25 in the period and the session, not 0.2500000000000001;
+    holds given back leave exactly nothing reserved."""
+    from meter_sdk.meter import Meter
+
+    plan = PlanConfig.parse({"cost_rates": {"m": {"input": 1.25, "output": 0}}})
+    e = UserEntry("u", 0)
+    session = e.sessions.at(None, 0, DEFAULT_TIMEOUT)
+    for _ in range(200):
+        cost = price("m", 1, 0, [], plan).cost_total
+        assert cost == 0.00125
+        Meter._count(e, session, "m", 1, cost)
+    state = e.snapshot(0)
+    assert (state.period_cost, state.session_cost, state.period_cost_by_model["m"]) == (0.25, 0.25, 0.25)
+    for _ in range(3):
+        e.reserved_cost = add_dollars(e.reserved_cost, 0.1)
+    for _ in range(3):
+        e.reserved_cost = add_dollars(e.reserved_cost, -0.1)
+    assert e.reserved_cost == 0

@@ -11,6 +11,7 @@ import { LimitExceededError, MeterTypeError, MeterUnavailableError } from "./err
 import { evaluate } from "./gates.ts";
 import type { LeaseNeed, Leases } from "./leases.ts";
 import { own } from "./own.ts";
+import { addDollars } from "./rules/index.ts";
 import { estimateTokens, rateOf, tokenCost } from "./pricing.ts";
 import type { EventQueue } from "./queue.ts";
 import { Reservation, reservationOf, type Ledger, type ReservationAmount } from "./reservation.ts";
@@ -55,8 +56,8 @@ export class Admission {
     const reserved = hold || plan?.pre_call_estimate ? this.reservation(e, model, input) : NOTHING;
     const { cost, tokens } = reserved;
     let result = evaluate(plan, {
-      periodCost: e.periodCost + e.reservedCost,
-      sessionCost: session.cost + session.reserved,
+      periodCost: addDollars(e.periodCost, e.reservedCost),
+      sessionCost: addDollars(session.cost, session.reserved),
       model,
       modelTokens: model === null ? 0 : (own(e.tokensByModel, model) ?? 0) + (own(e.reservedTokens, model) ?? 0),
       estimateCost: reserved.exact ? cost : 0,

@@ -6,6 +6,7 @@
 import { randomUUID } from "node:crypto";
 import { MeterApiError } from "./errors.ts";
 import { own } from "./own.ts";
+import { addDollars, ratio, toDollars, toNano } from "./rules/index.ts";
 import type { Transport } from "./transport.ts";
 import type { UserEntry } from "./state.ts";
 import type { ReservationAmount } from "./reservation.ts";
@@ -365,7 +366,7 @@ export class Leases {
     }
     const short = this.short(e, b, n, now);
     if (short !== null) return { refused: short };
-    b.spend.used += n.cost;
+    b.spend.used = addDollars(b.spend.used, n.cost);
     b.spend.took(n.cost, now);
     const t = n.model === null ? null : b.slice(n.model);
     if (t) {
@@ -385,7 +386,7 @@ export class Leases {
   unhold(userId: string, leaseId: string | null, cost: number, model: string | null, tokens: number): void {
     const b = this.books.get(userId);
     if (!b || leaseId === null || b.leaseId !== leaseId) return;
-    b.spend.used = Math.max(0, b.spend.used - cost);
+    b.spend.used = Math.max(0, addDollars(b.spend.used, -cost));
     const t = model === null ? undefined : b.tokens.get(model);
     if (t) t.used = Math.max(0, t.used - tokens);
     b.holds = Math.max(0, b.holds - 1);
@@ -398,7 +399,7 @@ export class Leases {
   spend(userId: string, cost: number, model: string | null, tokens: number): string | null {
     const b = this.books.get(userId);
     if (!b || b.leaseId === null) return null;
-    b.spend.used += cost;
+    b.spend.used = addDollars(b.spend.used, cost);
     const t = model === null ? undefined : b.tokens.get(model);
     if (t) t.used += tokens;
     return b.leaseId;
@@ -430,8 +431,8 @@ export class Leases {
     if (plan.max_spend_per_period !== null) {
       const left = this.balance(b, b.spend, now);
       if (left <= 0 || (n.whole && left < n.cost)) {
-        const cap = plan.max_spend_per_period * plan.hard_gate_at;
-        return refusal("total_spend", e.periodCost + e.reservedCost, cap, `period spend cap of ${cap} reached: no budget lease covers this call (${n.cost.toFixed(6)}) across replicas`);
+        const cap = toDollars(Math.round(toNano(plan.max_spend_per_period) * plan.hard_gate_at));
+        return refusal("total_spend", addDollars(e.periodCost, e.reservedCost), cap, `period spend cap of ${cap} reached: no budget lease covers this call (${n.cost.toFixed(6)}) across replicas`);
       }
     }
     if (n.model !== null) {
@@ -531,7 +532,7 @@ export class Leases {
   private balance(b: Book, s: Slice, now: number): number {
     if (now >= b.deadline || now >= b.periodEndMs) return 0;
     if (this.renewing(b) && !this.valid(b, s)) return 0;
-    return s.granted - s.used;
+    return s === b.spend ? addDollars(s.granted, -s.used) : s.granted - s.used;
   }
 
   /** A plan or subscription change came after the request behind the last grant was sent. */
@@ -583,7 +584,7 @@ function refusal(reason: string, current: number, cap: number, message: string):
   return {
     status: "hard_gate",
     gate_reason: reason,
-    usage_pct: cap > 0 ? Math.max(1, current / cap) : 1,
+    usage_pct: cap > 0 ? Math.max(1, ratio(current, cap)) : 1,
     current_value: current,
     limit_value: cap,
     message,

@@ -8,6 +8,7 @@ import { randomUUID } from "node:crypto";
 import type { Callbacks } from "./callbacks.ts";
 import type { Leases } from "./leases.ts";
 import { rateOf, tokenCost, toolsCost } from "./pricing.ts";
+import { addDollars } from "./rules/index.ts";
 import type { EventQueue } from "./queue.ts";
 import type { Session } from "./sessions.ts";
 import type { UserEntry } from "./state.ts";
@@ -55,7 +56,7 @@ export class Recorder {
       tool_calls: [...tools],
       cost_tokens,
       cost_tools,
-      cost_total: cost_tokens + cost_tools,
+      cost_total: addDollars(cost_tokens, cost_tools),
       metadata: metadata ?? {},
       synced: false,
     };
@@ -89,7 +90,7 @@ export class Recorder {
       event.model = model;
       event.cost_tokens = tokenCost(event.input_tokens, event.output_tokens, rateOf(model, plan));
       event.cost_tools = toolsCost(event.tool_calls, plan);
-      event.cost_total = event.cost_tokens + event.cost_tools;
+      event.cost_total = addDollars(event.cost_tokens, event.cost_tools);
       e.count(session, model, 0, event.cost_total);
     }
   }

@@ -11,7 +11,7 @@ import { byName, own } from "./own.ts";
 import { applyView, rollLocally, type Merge } from "./periods.ts";
 import { normalizeModel } from "./pricing.ts";
 import { RecentCalls } from "./reservation.ts";
-import { NO_PLAN_CONFIG, calendarMonth, sessionWindowMs } from "./rules/index.ts";
+import { NO_PLAN_CONFIG, addDollars, calendarMonth, sessionWindowMs } from "./rules/index.ts";
 import { Sessions, type Session } from "./sessions.ts";
 import type { PlanConfig, SessionView, UsageEvent, UserState } from "./types.ts";
 
@@ -171,16 +171,16 @@ export class UserEntry {
 
   /** A reserved call holds its estimate against the limits until committed or released. */
   hold(h: Held): void {
-    this.#reservedCost += h.cost;
-    h.session.reserved += h.cost;
+    this.#reservedCost = addDollars(this.#reservedCost, h.cost);
+    h.session.reserved = addDollars(h.session.reserved, h.cost);
     if (h.model !== null && h.tokens > 0) this.#reservedTokens[h.model] = (own(this.#reservedTokens, h.model) ?? 0) + h.tokens;
     this.#inFlight++;
   }
 
   /** The reserved call ended (committed or released): its estimate is given back. */
   unhold(h: Held): void {
-    this.#reservedCost = nonNegative(this.#reservedCost - h.cost);
-    h.session.reserved = nonNegative(h.session.reserved - h.cost);
+    this.#reservedCost = nonNegative(addDollars(this.#reservedCost, -h.cost));
+    h.session.reserved = nonNegative(addDollars(h.session.reserved, -h.cost));
     if (h.model !== null && h.tokens > 0) this.#reservedTokens[h.model] = nonNegative((own(this.#reservedTokens, h.model) ?? 0) - h.tokens);
     this.#inFlight--;
   }
@@ -202,13 +202,13 @@ export class UserEntry {
     recent.add(cost, tokens);
   }
 
-  /** Spend and tokens of a call counted in the period and its session. */
+  /** Spend and tokens of a call counted in the period and its session; money added as whole nano-dollars (rules/money.ts). */
   count(session: Session, model: string | null, tokens: number, cost: number): void {
-    this.periodCost += cost;
-    session.cost += cost;
+    this.periodCost = addDollars(this.periodCost, cost);
+    session.cost = addDollars(session.cost, cost);
     if (model !== null) {
       this.tokensByModel[model] = (own(this.tokensByModel, model) ?? 0) + tokens;
-      this.costByModel[model] = (own(this.costByModel, model) ?? 0) + cost;
+      this.costByModel[model] = addDollars(own(this.costByModel, model) ?? 0, cost);
     }
   }
 
@@ -294,5 +294,5 @@ export class UserEntry {
 }
 
 function nonNegative(x: number): number {
-  return x < 1e-12 ? 0 : x;
+  return x < 0 ? 0 : x;
 }

@@ -28,6 +28,7 @@ const table = JSON.parse(readFileSync(new URL("./rules.json", import.meta.url), 
   pricing: { plan: rules.Pricing | null; cases: PricingCase[] }[];
   gates: { plan: rules.GatePlan; cases: { name: string; plan?: rules.GatePlan | null; usage: Record<string, number | string | null>; expect: Expect }[] };
   thresholds: { levels: number[]; cases: { spend: number; limit: number | null; expect: number[] }[] };
+  money: { sums: { amount: number; times: number; expect: number }[]; ratios: { part: number; whole: number; expect: number }[] };
   plan_defaults: { plan: rules.PlanRules; no_plan: rules.PlanRules };
   roll_on: { name: string; start: string; end: string; at: string; expect: { start: string; end: string } }[];
   calendar_month: { at: string; expect: { start: string; end: string } }[];
@@ -36,13 +37,9 @@ const table = JSON.parse(readFileSync(new URL("./rules.json", import.meta.url), 
   session_window: { cases: { name: string; since: string; at: string; session_timeout_minutes: number; expect: boolean }[] };
 };
 
-/** Only the keys a case expects are checked; numbers within 1e-9. */
+/** Only the keys a case expects are checked; numbers exactly (money is exact at the nano-dollar). */
 function matches(actual: Record<string, unknown>, expect: Expect, what: string): void {
-  for (const [k, want] of Object.entries(expect)) {
-    const got = actual[k];
-    if (typeof want === "number" && typeof got === "number") assert.ok(Math.abs(got - want) < 1e-9, `${what}: ${k} ${got} != ${want}`);
-    else assert.equal(got, want, `${what}: ${k}`);
-  }
+  for (const [k, want] of Object.entries(expect)) assert.equal(actual[k], want, `${what}: ${k}`);
 }
 const iso = (d: Date | number) => new Date(d).toISOString();
 
@@ -78,6 +75,15 @@ t("thresholds: the levels, and which a spend has reached", () => {
   assert.equal([...rules.THRESHOLDS], table.thresholds.levels);
   for (const c of table.thresholds.cases) assert.equal(rules.reachedThresholds(c.spend, c.limit), c.expect, `${c.spend} of ${c.limit}`);
   for (const c of table.thresholds.cases) assert.is(rules.hasThresholds(c.limit), c.limit !== null && c.limit > 0);
+});
+
+t("money: sums as whole nano-dollars converted once, ratios rounded to 1e-6", () => {
+  for (const c of table.money.sums) {
+    let nano = 0;
+    for (let i = 0; i < c.times; i++) nano += rules.toNano(c.amount);
+    assert.is(rules.toDollars(nano), c.expect, `${c.times} x ${c.amount}`);
+  }
+  for (const c of table.money.ratios) assert.is(rules.ratio(rules.toNano(c.part), rules.toNano(c.whole)), c.expect, `${c.part} / ${c.whole}`);
 });
 
 t("plan defaults: a plan's unset fields, and a user without a plan", () => {
@@ -200,6 +206,25 @@ sdk("sessions: the library's own rotates after the window from its start; caller
   assert.is(e.sessions.at("chat", 1500, 1000), c);
   assert.is(e.idle(2000), false);
   assert.is(e.idle(2500), true);
+});
+
+sdk("money: 200 calls of $0.00125 count $0.25 exactly; holds given back leave nothing reserved", () => {
+  const plan = { ...PLAN, cost_rates: { m: { input: 1.25, output: 0 } } };
+  const e = new UserEntry("u", 0);
+  const session = e.sessions.at(undefined, 0, e.timeoutMs);
+  for (let i = 0; i < 200; i++) {
+    const cost = rules.price("m", 1, 0, [], plan).cost_total;
+    assert.is(cost, 0.00125);
+    e.count(session, "m", 1, cost);
+  }
+  const s = e.snapshot(0);
+  assert.equal([s.period_cost, s.session_cost, s.period_cost_by_model.m], [0.25, 0.25, 0.25]);
+  const holds = Array.from({ length: 3 }, () => ({ session, model: "m", cost: 0.1, tokens: 1 }));
+  for (const h of holds) e.hold(h);
+  assert.is(e.reservedCost, 0.3);
+  for (const h of holds) e.unhold(h);
+  assert.is(e.reservedCost, 0);
+  assert.is(session.reserved, 0);
 });
 
 sdk.run();

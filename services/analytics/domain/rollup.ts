@@ -3,13 +3,15 @@
  * back with or without the event-source filter. No I/O here.
  */
 
+import { addDollars } from "@meter/rules";
+
 export const SOURCES = ["auto", "manual"] as const;
 export type Source = (typeof SOURCES)[number];
 
 /** Breakdown bucket of usage events sent without a model name. */
 export const UNKNOWN_MODEL = "unknown";
 
-/** [cost, tokens, events] */
+/** [cost, tokens, events]; cost in dollars, always a whole number of nano-dollars (money in @meter/rules). */
 export type Figures = [number, number, number];
 export type BySource = Record<Source, Figures>;
 
@@ -55,8 +57,9 @@ export interface DayFigures {
 export const zero = (): Figures => [0, 0, 0];
 const zeroBySource = (): BySource => ({ auto: zero(), manual: zero() });
 
+/** a + b; costs (dollars, exact at the unit) added as whole nano-dollars, so sums carry no float noise. */
 export function add(a: Figures, b: Figures): Figures {
-  return [a[0] + b[0], a[1] + b[1], a[2] + b[2]];
+  return [addDollars(a[0], b[0]), a[1] + b[1], a[2] + b[2]];
 }
 
 /** The figures of one source, or of both when no source filter is set. */
@@ -66,7 +69,7 @@ export function pick(f: BySource, source: Source | undefined): Figures {
 
 function bump(f: BySource, e: UsageEntry): void {
   const x = f[e.s];
-  x[0] += e.c;
+  x[0] = addDollars(x[0], e.c);
   x[1] += e.t;
   x[2] += 1;
 }

@@ -4,6 +4,7 @@
  * user-days: as objects in a Map keyed by user id that took hundreds of ms, as typed arrays
  * indexed by user number it takes a few. Pure: no I/O.
  */
+import { toDollars, toNano } from "@meter/rules";
 import type { BySource, Source } from "./rollup.ts";
 
 /** Figures per user-day in `UserDay.values`: auto cost, tokens, events, then manual's. */
@@ -61,12 +62,12 @@ export class UserDayBuilder {
 
 /**
  * Each user's figures (of one source, or both) summed over the days folded, in the order
- * folded: per user the same additions, in the same order, as summing `pick()` of each day
- * into a Map, so the doubles come out identical. A user whose picked figures are all zero on
- * every day is absent, as before.
+ * folded: per user the same sums as adding `pick()` of each day into a Map (costs as whole
+ * nano-dollars, exact in any order). A user whose picked figures are all zero on every day
+ * is absent, as before.
  */
 export class WindowUsers {
-  /** [cost, tokens, events] per user number. */
+  /** [cost, tokens, events] per user number; cost in whole nano-dollars, summed exactly. */
   private sums = new Float64Array(0);
   private present = new Uint8Array(0);
 
@@ -84,11 +85,11 @@ export class WindowUsers {
     const both = this.source === undefined;
     for (let i = 0; i < users.length; i++) {
       const v = i * STRIDE + off;
-      let c = values[v]!;
+      let c = toNano(values[v]!);
       let t = values[v + 1]!;
       let e = values[v + 2]!;
       if (both) {
-        c += values[v + 3]!;
+        c += toNano(values[v + 3]!);
         t += values[v + 4]!;
         e += values[v + 5]!;
       }
@@ -130,7 +131,7 @@ export class WindowUsers {
       }
       best[i] = u;
     }
-    return best.map((u) => ({ userId: ids[u]!, cost: sums[u * 3]!, tokens: sums[u * 3 + 1]!, events: sums[u * 3 + 2]! }));
+    return best.map((u) => ({ userId: ids[u]!, cost: toDollars(sums[u * 3]!), tokens: sums[u * 3 + 1]!, events: sums[u * 3 + 2]! }));
   }
 
   private grow(size: number): void {

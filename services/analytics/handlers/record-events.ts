@@ -1,3 +1,4 @@
+import { roundDollars } from "@meter/rules";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { AnalyticsService, GateFact, UsageFact } from "@meter/proto/meter/analytics/v1/analytics_pb";
 import { rpcError } from "@meter/lib/errors";
@@ -34,7 +35,7 @@ function usageFact(f: UsageFact, i: number): LedgerFact {
     eventId: f.eventId,
     timestamp,
     kind: "u",
-    entry: { u: f.userId, m: f.model || null, s: f.source as Source, t: Number(f.tokens), c: f.cost },
+    entry: { u: f.userId, m: f.model || null, s: f.source as Source, t: Number(f.tokens), c: roundDollars(f.cost) },
   };
 }
 

@@ -1,7 +1,8 @@
 /**
  * The slice policy of budget leases (pure; see the README, "Budget leases"). A lease is one
  * holder's (client replica's) slice of a user's period caps, kept in the period counter: a
- * slice of the spend cap in dollars, and per model a slice of that model's token cap.
+ * slice of the spend cap in whole nano-dollars, and per model a slice of that model's token cap.
+ * Both are whole numbers: a lease's money is added and compared exactly.
  */
 export interface Budget {
   granted: number;
@@ -15,7 +16,7 @@ export interface LeaseEntry extends Budget {
   tokens?: Record<string, Budget>;
 }
 
-/** Which budget of a lease: the dollars of the spend cap (null) or a model's tokens (its field key). */
+/** Which budget of a lease: the nano-dollars of the spend cap (null) or a model's tokens (its field key). */
 export type Dimension = string | null;
 
 export function budgetOf(l: LeaseEntry, dim: Dimension): Budget | undefined {
@@ -31,13 +32,12 @@ export function isLive(l: LeaseEntry, now: number, graceMs: number): boolean {
 export function outstanding(l: LeaseEntry, now: number, graceMs: number, dim: Dimension = null): number {
   const b = budgetOf(l, dim);
   if (!b || !isLive(l, now, graceMs)) return 0;
-  // Sums of the same costs added in another order differ in the last bits: below a micro-cent is nothing.
   const o = (b.granted ?? 0) - (b.spent ?? 0);
-  return o > 1e-9 ? o : 0;
+  return o > 0 ? o : 0;
 }
 
 export interface GrantInput {
-  /** The cap of the dimension (dollars or tokens). */
+  /** The cap of the dimension (nano-dollars or tokens). */
   cap: number;
   /** Settled usage of the period in that dimension (the counter's cost, or its tokens of the model). */
   settled: number;
@@ -48,7 +48,7 @@ export interface GrantInput {
   now: number;
   graceMs: number;
   dim?: Dimension;
-  /** Tokens: grants are whole numbers. */
+  /** Grants are whole numbers (nano-dollars, tokens). */
   whole?: boolean;
 }
 

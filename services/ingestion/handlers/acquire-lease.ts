@@ -3,7 +3,7 @@ import type { IngestionService } from "@meter/proto/meter/ingestion/v1/ingestion
 import { rpcError } from "@meter/lib/errors";
 import { own } from "@meter/lib/own";
 import type { IngestionDeps } from "../deps.ts";
-import { NO_PLAN_CONFIG, normalizeModel } from "@meter/rules";
+import { NO_PLAN_CONFIG, normalizeModel, toNano } from "@meter/rules";
 import { encodeKey } from "../domain/field-keys.ts";
 import type { Ask } from "../leases/store.ts";
 import { catchUp } from "../late-changes/follow.ts";
@@ -41,7 +41,8 @@ export function acquireLease(deps: IngestionDeps): ServiceImpl<typeof IngestionS
     const asks: Ask[] = [];
     const maxSpend = plan?.maxSpendPerPeriod;
     const spendLimited = maxSpend !== undefined && maxSpend !== null;
-    if (spendLimited) asks.push({ dim: null, cap: maxSpend * hard, need, want });
+    // Money in whole nano-dollars, as the counter holds it.
+    if (spendLimited) asks.push({ dim: null, cap: Math.round(toNano(maxSpend) * hard), need: toNano(need), want: toNano(want) });
     const model = req.model === undefined ? undefined : normalizeModel(req.model, plan?.pricing ?? null);
     const tokenLimit = model === undefined ? undefined : own(plan?.modelLimits, model);
     if (tokenLimit) asks.push({ dim: encodeKey(model!), cap: tokenLimit.maxTokensPerPeriod * hard, need: needTokens, want: wantTokens });

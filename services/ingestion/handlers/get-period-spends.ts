@@ -2,6 +2,7 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { IngestionService } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import { rpcError } from "@meter/lib/errors";
 import { toTimestamp } from "@meter/lib/time";
+import { toDollars } from "@meter/rules";
 import type { IngestionDeps } from "../deps.ts";
 import pMap from "p-map";
 import { catchUp } from "../late-changes/follow.ts";
@@ -36,7 +37,7 @@ export function getPeriodSpends(deps: IngestionDeps): ServiceImpl<typeof Ingesti
         const c = counters.get(a.counterId);
         return {
           userId: id,
-          cost: c?.cost ?? 0,
+          cost: toDollars(c?.cost ?? 0),
           totalTokens: BigInt(c?.tokens ?? 0),
           periodStart: toTimestamp(a.period.start),
           periodEnd: toTimestamp(a.period.end),

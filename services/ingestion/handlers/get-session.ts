@@ -2,10 +2,10 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import { LRUCache } from "lru-cache";
 import type { IngestionService } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import { toTimestamp } from "@meter/lib/time";
-import { NO_PLAN_CONFIG } from "@meter/rules";
+import { NO_PLAN_CONFIG, toDollars } from "@meter/rules";
 import { decodeKeys } from "../domain/field-keys.ts";
 import type { IngestionDeps } from "../deps.ts";
-import { attribute, counterId } from "../store/counters.ts";
+import { attribute, counterId, dollarsByModel } from "../store/counters.ts";
 import { catchUp } from "../late-changes/follow.ts";
 import { requireUser } from "./common.ts";
 
@@ -80,10 +80,10 @@ export function getSession(deps: IngestionDeps): ServiceImpl<typeof IngestionSer
         preCallBufferTokens: BigInt(plan?.preCallBufferTokens ?? NO_PLAN_CONFIG.pre_call_buffer_tokens),
       },
       currentUsage: {
-        periodCost: counter?.cost ?? 0,
+        periodCost: toDollars(counter?.cost ?? 0),
         periodTokensTotal: BigInt(counter?.tokens ?? 0),
         periodTokensByModel: decodeKeys(counter?.tokens_by_model),
-        periodCostByModel: decodeKeys(counter?.cost_by_model),
+        periodCostByModel: decodeKeys(dollarsByModel(counter?.cost_by_model)),
       },
       billingPeriod: { start: toTimestamp(a.period.start), end: toTimestamp(a.period.end) },
     };

@@ -2,9 +2,9 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { IngestionService } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import { rpcError } from "@meter/lib/errors";
 import { decodeKeys } from "../domain/field-keys.ts";
-import { parseUsagePeriod } from "@meter/rules";
+import { parseUsagePeriod, toDollars } from "@meter/rules";
 import type { IngestionDeps } from "../deps.ts";
-import { attribute, counterId, monthCounterId, plus, type Totals } from "../store/counters.ts";
+import { attribute, counterId, dollarsByModel, monthCounterId, plus, type Totals } from "../store/counters.ts";
 import { catchUp } from "../late-changes/follow.ts";
 import { requireUser } from "./common.ts";
 
@@ -40,10 +40,10 @@ export function getUsage(deps: IngestionDeps): ServiceImpl<typeof IngestionServi
     return {
       userId: req.userId,
       period: label,
-      totalCost: counter?.cost ?? 0,
+      totalCost: toDollars(counter?.cost ?? 0),
       totalTokens: BigInt(counter?.tokens ?? 0),
       tokensByModel: decodeKeys(counter?.tokens_by_model),
-      costByModel: decodeKeys(counter?.cost_by_model),
+      costByModel: decodeKeys(dollarsByModel(counter?.cost_by_model)),
       toolCallsCount: BigInt(counter?.tool_calls ?? 0),
     };
   };

@@ -3,6 +3,7 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { GateEvent, IngestionService } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import { rpcError, type FieldIssue } from "@meter/lib/errors";
 import { timestampDate } from "@meter/lib/time";
+import { roundDollars, roundRatio } from "@meter/rules";
 import { encodeMetadata } from "../domain/field-keys.ts";
 import type { IngestionDeps } from "../deps.ts";
 import type { GateEventDoc } from "../store/gate-events.ts";
@@ -45,7 +46,13 @@ function checkWindow(events: readonly GateEvent[], now: Date, days: number): voi
   if (issues.length > 0) throw rpcError.invalidFields(issues);
 }
 
+/**
+ * A gate event as stored. A client's figures are rounded once here, usage_pct to 1e-6 and
+ * amounts of a spend cap to the nano-dollar (money in @meter/rules), so that no stored or
+ * forwarded value carries float noise (1.0499999999999998 is stored as 1.05).
+ */
 function gateDoc(productId: string, job: string, e: GateEvent, receivedAt: Date): GateEventDoc {
+  const money = e.gateReason === "total_spend" || e.gateReason === "session_spend";
   return {
     _id: `${productId}/${e.id}`,
     product_id: productId,
@@ -56,9 +63,9 @@ function gateDoc(productId: string, job: string, e: GateEvent, receivedAt: Date)
     timestamp: timestampDate(e.timestamp!),
     status: e.status as GateEventDoc["status"],
     gate_reason: e.gateReason,
-    usage_pct: e.usagePct,
-    current_value: e.currentValue,
-    limit_value: e.limitValue,
+    usage_pct: roundRatio(e.usagePct),
+    current_value: money ? roundDollars(e.currentValue) : e.currentValue,
+    limit_value: money ? roundDollars(e.limitValue) : e.limitValue,
     model: e.model ?? null,
     blocked: e.blocked,
     message: e.message ?? null,

@@ -5,7 +5,7 @@ import { rpcError, type FieldIssue } from "@meter/lib/errors";
 import { refusedTimestamps } from "@meter/lib/metrics";
 import { timestampDate, usageTimestampProblem } from "@meter/lib/time";
 import type { KnownUser } from "../adapters/plans.ts";
-import { normalizeModel } from "@meter/rules";
+import { addDollars, normalizeModel, roundDollars } from "@meter/rules";
 import { encodeMetadata } from "../domain/field-keys.ts";
 import type { IngestionDeps } from "../deps.ts";
 import type { UsageEventDoc } from "../store/usage-events.ts";
@@ -80,9 +80,10 @@ export function usageDoc(productId: string, job: string, e: UsageEvent, user: Kn
     total_tokens: Number(e.totalTokens) || input + output,
     tool_calls: e.toolCalls,
     tool_call_count: e.toolCalls.length,
-    cost_tokens: e.costTokens,
-    cost_tools: e.costTools,
-    cost_total: e.costTotal || e.costTokens + e.costTools,
+    // The client's costs, rounded to the nano-dollar once here (money.ts).
+    cost_tokens: roundDollars(e.costTokens),
+    cost_tools: roundDollars(e.costTools),
+    cost_total: roundDollars(e.costTotal) || addDollars(e.costTokens, e.costTools),
     metadata: encodeMetadata(e.metadata),
     // A client's own record of a manual entry counts as a manual event, as POST /events does.
     source: e.source === "manual" ? "manual" : "auto",

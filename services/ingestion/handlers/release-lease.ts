@@ -4,7 +4,7 @@ import { rpcError } from "@meter/lib/errors";
 import type { IngestionDeps } from "../deps.ts";
 import { attribute } from "../store/counters.ts";
 import { requireUser } from "./common.ts";
-import { normalizeModel } from "@meter/rules";
+import { normalizeModel, toNano } from "@meter/rules";
 import { encodeKey } from "../domain/field-keys.ts";
 import { leaseMessage, requireDollars, requireLeaseId, requireTokens } from "../leases/request.ts";
 
@@ -30,7 +30,7 @@ export function releaseLease(deps: IngestionDeps): ServiceImpl<typeof IngestionS
       if (model.length < 1 || model.length > 255) throw rpcError.invalid("used_tokens keys must be model names of 1-255 characters");
       usedTokens[encodeKey(normalizeModel(model, a.plan?.pricing ?? null))] = requireTokens(`used_tokens.${model}`, n);
     }
-    const lease = await deps.leases.store.release(a.counterId, holder, used, usedTokens);
+    const lease = await deps.leases.store.release(a.counterId, holder, toNano(used), usedTokens);
     if (!lease) throw rpcError.notFound(`lease "${holder}" not found in the current period of user "${req.userId}"`);
     const spendLimited = a.plan?.maxSpendPerPeriod !== undefined && a.plan.maxSpendPerPeriod !== null;
     return { lease: leaseMessage(holder, lease, { ttlMs: 0, periodEnd: a.period.end, spendLimited }) };

@@ -1,3 +1,4 @@
+import { toDollars } from "@meter/rules";
 import { rpcError } from "@meter/lib/errors";
 import { own } from "@meter/lib/own";
 import { toTimestamp } from "@meter/lib/time";
@@ -39,12 +40,12 @@ export function leaseMessage(holder: string, lease: LeaseEntry, f: LeaseFacts) {
   const tokens = f.model ? own(lease.tokens, encodeKey(f.model.name)) : undefined;
   return {
     leaseId: holder,
-    granted: lease.granted,
-    added: f.spend?.added ?? 0,
-    spent: lease.spent ?? 0,
+    granted: toDollars(lease.granted),
+    added: toDollars(f.spend?.added ?? 0),
+    spent: toDollars(lease.spent ?? 0),
     expiresAt: lease.expires_at ? toTimestamp(lease.expires_at) : undefined,
     ttlMs: BigInt(f.ttlMs),
-    remaining: f.spend?.remaining ?? 0,
+    remaining: toDollars(f.spend?.remaining ?? 0),
     holders: f.spend?.holders ?? 0,
     periodEnd: toTimestamp(f.periodEnd),
     spendLimited: f.spendLimited,

@@ -1,9 +1,11 @@
+import { toNano } from "@meter/rules";
 import type { IngestionDeps } from "../deps.ts";
 import { encodeKey } from "../domain/field-keys.ts";
-import type { CounterDelta } from "../store/counters.ts";
+import type { Double } from "mongodb";
+import { wide, type CounterDelta } from "../store/counters.ts";
 import type { UsageEventDoc } from "../store/usage-events.ts";
 
-/** Usage spent from one lease: dollars, and tokens by field-key encoded model. */
+/** Usage spent from one lease: nano-dollars, and tokens by field-key encoded model. */
 export interface LeaseSpend {
   cost: number;
   tokens: Record<string, number>;
@@ -27,7 +29,7 @@ export async function leaseSpend(deps: IngestionDeps, counterId: string, events:
     }
     let l = leases.get(e.lease_id);
     if (!l) leases.set(e.lease_id, (l = { cost: 0, tokens: new Map() }));
-    l.cost += e.cost_total;
+    l.cost += toNano(e.cost_total);
     if (e.model !== null) {
       const key = encodeKey(e.model);
       l.tokens.set(key, (l.tokens.get(key) ?? 0) + e.total_tokens);
@@ -44,11 +46,11 @@ export async function leaseSpend(deps: IngestionDeps, counterId: string, events:
  * lowers it, so it bumps the version a grant is conditional on (a grant computed before it
  * must not land).
  */
-export function settlementInc(d: Pick<CounterDelta, "leases" | "unleased">): Record<string, number> {
-  const inc: Record<string, number> = {};
+export function settlementInc(d: Pick<CounterDelta, "leases" | "unleased">): Record<string, number | Double> {
+  const inc: Record<string, number | Double> = {};
   for (const [id, l] of Object.entries(d.leases ?? {})) {
-    inc[`leases.${id}.spent`] = l.cost;
-    for (const [k, v] of Object.entries(l.tokens)) inc[`leases.${id}.tokens.${k}.spent`] = v;
+    inc[`leases.${id}.spent`] = wide(l.cost);
+    for (const [k, v] of Object.entries(l.tokens)) inc[`leases.${id}.tokens.${k}.spent`] = wide(v);
   }
   if (d.leases === undefined || d.unleased) inc.version = 1;
   return inc;

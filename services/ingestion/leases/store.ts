@@ -3,7 +3,7 @@ import { isDuplicateKeyError } from "@meter/lib/mongo";
 import { own } from "@meter/lib/own";
 import { rpcError } from "@meter/lib/errors";
 import { budgetOf, grant, isLive, type Budget, type Dimension, type Grant, type LeaseEntry } from "../domain/lease-policy.ts";
-import type { CounterDoc } from "../store/counters.ts";
+import { readTotals, type StoredCounterDoc } from "../store/counters.ts";
 
 /** Most leases (holders) one user's period may have at once. */
 export const MAX_LEASES = 1_000;
@@ -11,10 +11,10 @@ export const MAX_LEASES = 1_000;
 const ATTEMPTS = 50;
 
 /** A counter as the lease store sees it: the counter plus its leases and a version. */
-export interface LeasedCounter extends CounterDoc {
+export type LeasedCounter = StoredCounterDoc & {
   leases?: Record<string, LeaseEntry>;
   version?: number;
-}
+};
 
 export interface CounterRef {
   id: string;
@@ -24,7 +24,7 @@ export interface CounterRef {
   end: Date;
 }
 
-/** One dimension asked for: the spend cap in dollars (dim null) or a model's token cap. */
+/** One dimension asked for: the spend cap in nano-dollars (dim null) or a model's token cap. */
 export interface Ask {
   dim: Dimension;
   cap: number;
@@ -116,7 +116,7 @@ export class LeaseStore {
   }
 
   /**
-   * Sets the lease to what its holder spent in all, in dollars and in tokens of each model
+   * Sets the lease to what its holder spent in all, in nano-dollars and in tokens of each model
    * named: its outstanding part becomes spent-but-unsettled. A model not named keeps its slice
    * until the lease lapses.
    */
@@ -149,12 +149,12 @@ export class LeaseStore {
             user_id: ref.userId,
             period_start: ref.start,
             period_end: ref.end,
-            cost: 0,
+            cost_nano: 0,
             tokens: 0,
             tool_calls: 0,
             events: 0,
             tokens_by_model: {},
-            cost_by_model: {},
+            cost_nano_by_model: {},
             jobs: {},
             version: 0,
           },
@@ -183,7 +183,7 @@ function planGroup(doc: LeasedCounter, group: readonly Pending[]): { outcomes: O
     const now = a.now.getTime();
     const mine = own(leases, a.holder);
     const grants = a.asks.map((ask) =>
-      grant({ ...ask, settled: settledOf(doc, ask.dim), leases, holder: a.holder, now, graceMs: a.graceMs, whole: ask.dim !== null }),
+      grant({ ...ask, settled: settledOf(doc, ask.dim), leases, holder: a.holder, now, graceMs: a.graceMs, whole: true }),
     );
     if (grants.every((g) => g.added === 0)) return { view: { grants, lease: mine ?? { granted: 0, spent: 0 } } };
     let live = 0;
@@ -229,9 +229,9 @@ function planGroup(doc: LeasedCounter, group: readonly Pending[]): { outcomes: O
   return { outcomes, update };
 }
 
-/** Settled usage of the period in a dimension: the counter's cost, or its tokens of the model. */
+/** Settled usage of the period in a dimension: the counter's cost (nano-dollars), or its tokens of the model. */
 function settledOf(doc: LeasedCounter, dim: Dimension): number {
-  return dim === null ? (doc.cost ?? 0) : (own(doc.tokens_by_model, dim) ?? 0);
+  return dim === null ? readTotals(doc).cost : (own(doc.tokens_by_model, dim) ?? 0);
 }
 
 /** Field path of a lease's budget in a dimension. */

@@ -47,4 +47,44 @@ t("a job adds each of its deltas once, even when repeated after a partial first 
   assert.is((await store.get(deltas[4]!.id))?.tokens, 2 * 14);
 });
 
+const costDelta = (user: string, costs: number[], model = "m"): CounterDelta => ({
+  id: counterId("p", user, start),
+  productId: "p",
+  userId: user,
+  start,
+  end,
+  add: sum(costs.map((cost_total) => ({ product_id: "p", user_id: user, model, total_tokens: 1, cost_total, tool_call_count: 0 }))),
+});
+
+t("money is added as whole nano-dollars, exactly, also past 2^31 of them", async ({ store }) => {
+  const d = costDelta("money", Array.from({ length: 1000 }, () => 0.00125));
+  assert.is(d.add.cost, 1_250_000_000);
+  await store.add("job-m1", [d], new Set());
+  // $2 a job: 2e9 n$ fits an int32, the sums do not; the counter must not wrap (the embedded
+  // database adds int32s in 32 bits) or round.
+  await store.add("job-m2", [costDelta("money", [2])], new Set());
+  await store.add("job-m3", [costDelta("money", [2])], new Set());
+  const doc = (await store.get(d.id))!;
+  assert.is(doc.cost, 5_250_000_000);
+  assert.equal({ ...doc.cost_by_model }, { m: 5_250_000_000 });
+  const raw = (await store.counters.findOne({ _id: d.id }))!;
+  assert.is(raw.cost_nano, 5_250_000_000);
+  assert.is(raw.cost, undefined, "nothing is written to the float field of old counters");
+});
+
+t("a counter written with float dollars reads them once converted, and goes on exactly", async ({ store }) => {
+  const id = counterId("p", "legacy", start);
+  await store.counters.insertOne({
+    _id: id, product_id: "p", user_id: "legacy", period_start: start, period_end: end, jobs: {},
+    cost: 0.1 + 0.2, tokens: 2, tool_calls: 0, events: 2, tokens_by_model: { m: 2 }, cost_by_model: { m: 0.1 + 0.2 },
+    month: { cost: 0.30000000000000004, tokens: 2, tool_calls: 0, events: 2, tokens_by_model: { m: 2 }, cost_by_model: { m: 0.30000000000000004 } },
+  });
+  await store.add("job-l1", [costDelta("legacy", [0.00125])], new Set());
+  const doc = (await store.get(id))!;
+  assert.is(doc.cost, 301_250_000, "the float's nano-dollars plus the integer's");
+  assert.equal({ ...doc.cost_by_model }, { m: 301_250_000 });
+  assert.is(doc.month?.cost, 300_000_000);
+  assert.is(doc.events, 3);
+});
+
 t.run();

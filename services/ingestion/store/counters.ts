@@ -1,11 +1,11 @@
-import type { Collection, Db, Filter, UpdateFilter } from "mongodb";
+import { Double, type Collection, type Db, type Filter, type UpdateFilter } from "mongodb";
 import { LRUCache } from "lru-cache";
 import pMap from "p-map";
 import { findByIds, isDuplicateKeyError } from "@meter/lib/mongo";
 import { sumByName } from "@meter/lib/own";
 import type { KnownUser, PlanInfo } from "../adapters/plans.ts";
 import { encodeKey } from "../domain/field-keys.ts";
-import { periodAt, type BillingPeriod } from "@meter/rules";
+import { periodAt, toDollars, toNano, type BillingPeriod } from "@meter/rules";
 import { settlementInc, type LeaseSpend } from "../leases/settlement.ts";
 import type { UsageEventDoc } from "./usage-events.ts";
 
@@ -36,6 +36,7 @@ export interface CounterDoc extends Totals {
   jobs: Record<string, 1>;
 }
 
+/** A counter's sums. Money in whole nano-dollars (see money in @meter/rules). */
 export interface Totals {
   cost: number;
   tokens: number;
@@ -43,6 +44,42 @@ export interface Totals {
   events: number;
   tokens_by_model: Record<string, number>;
   cost_by_model: Record<string, number>;
+}
+
+/**
+ * Totals as stored: money in `cost_nano` and `cost_nano_by_model`, integers `$inc`ed exactly.
+ * Counters written before money was exact hold float dollars in `cost` and `cost_by_model`;
+ * nothing adds to those any more, and they are read converted to the unit once and added
+ * to the integer fields (readTotals), so such a counter goes on exactly from where it was.
+ */
+interface StoredTotals extends Omit<Totals, "cost" | "cost_by_model"> {
+  cost_nano?: number;
+  cost_nano_by_model?: Record<string, number>;
+  cost?: number;
+  cost_by_model?: Record<string, number>;
+}
+
+/** A stored counter's totals with money in nano-dollars (see StoredTotals). */
+export function readTotals<T extends StoredTotals>(raw: T): Omit<T, keyof StoredTotals> & Totals {
+  const { cost_nano, cost_nano_by_model, cost, cost_by_model, ...rest } = raw;
+  const byModel: Record<string, number> = { ...(cost_nano_by_model ?? {}) };
+  for (const [k, v] of Object.entries(cost_by_model ?? {})) byModel[k] = (byModel[k] ?? 0) + toNano(v);
+  return { ...rest, cost: (cost_nano ?? 0) + toNano(cost ?? 0), cost_by_model: byModel } as unknown as Omit<T, keyof StoredTotals> & Totals;
+}
+
+/** Nano-dollars by model as dollars, for answers and events. */
+export function dollarsByModel(m: Record<string, number> | undefined): Record<string, number> {
+  return Object.fromEntries(Object.entries(m ?? {}).map(([k, v]) => [k, toDollars(v)]));
+}
+
+/** A counter document as read from the collection, before readTotals. */
+export type StoredCounterDoc = Omit<CounterDoc, keyof Totals | "month"> & StoredTotals & { month?: StoredTotals };
+
+/** A stored counter with its money (and its month share's) in nano-dollars. */
+export function readCounter<T extends StoredCounterDoc>(raw: T): Omit<T, keyof StoredTotals | "month"> & CounterDoc {
+  const doc = readTotals(raw) as Omit<T, keyof StoredTotals | "month"> & CounterDoc;
+  if (raw.month) doc.month = readTotals(raw.month);
+  return doc;
 }
 
 /**
@@ -107,14 +144,15 @@ export function sum(events: readonly Countable[]): Totals {
   const tokens = new Map<string, number>();
   const cost = new Map<string, number>();
   for (const e of events) {
-    add.cost += e.cost_total;
+    const nano = toNano(e.cost_total);
+    add.cost += nano;
     add.tokens += e.total_tokens;
     add.tool_calls += e.tool_call_count;
     add.events += 1;
     if (e.model !== null) {
       const key = encodeKey(e.model);
       tokens.set(key, (tokens.get(key) ?? 0) + e.total_tokens);
-      cost.set(key, (cost.get(key) ?? 0) + e.cost_total);
+      cost.set(key, (cost.get(key) ?? 0) + nano);
     }
   }
   add.tokens_by_model = Object.fromEntries(tokens);
@@ -166,11 +204,11 @@ const PENDING_COUNTERS = 100_000;
  * match a job again.
  */
 export class CounterStore {
-  readonly counters: Collection<CounterDoc>;
+  readonly counters: Collection<StoredCounterDoc>;
   private readonly closed = new LRUCache<string, Set<string>>({ max: PENDING_COUNTERS });
 
   constructor(db: Db) {
-    this.counters = db.collection<CounterDoc>("counters");
+    this.counters = db.collection<StoredCounterDoc>("counters");
   }
 
   /**
@@ -182,12 +220,13 @@ export class CounterStore {
   }
 
   async get(id: string): Promise<CounterDoc | null> {
-    return this.counters.findOne({ _id: id });
+    const raw = await this.counters.findOne({ _id: id });
+    return raw && readCounter(raw);
   }
 
   /** The counters that exist among `ids`, by id: one read by `_id` list. */
   async getMany(ids: readonly string[]): Promise<Map<string, CounterDoc>> {
-    return new Map((await findByIds(this.counters, ids)).map((c) => [c._id, c]));
+    return new Map((await findByIds(this.counters, ids)).map((c) => [c._id, readCounter(c)]));
   }
 
   /**
@@ -242,7 +281,10 @@ export class CounterStore {
     for (;;) {
       try {
         let after: CounterDoc | null = null;
-        if (read) after = await this.counters.findOneAndUpdate(filter, update, { upsert: true, returnDocument: "after" });
+        if (read) {
+          const raw = await this.counters.findOneAndUpdate(filter, update, { upsert: true, returnDocument: "after" });
+          after = raw && readCounter(raw);
+        }
         else await this.counters.updateOne(filter, update, { upsert: true });
         this.forget(d.id, releasing);
         return after;
@@ -251,7 +293,7 @@ export class CounterStore {
         // Either the job is there already, or (MongoDB) a concurrent upsert created the
         // document first: then the guarded update now matches it.
         const doc = await this.counters.findOne({ _id: d.id });
-        if (doc?.jobs?.[jobId]) return doc;
+        if (doc?.jobs?.[jobId]) return readCounter(doc);
       }
     }
   }
@@ -275,25 +317,36 @@ function chunks<T>(items: readonly T[], size: number): T[][] {
   return out;
 }
 
+/**
+ * A sum's increment as a BSON double. The driver sends a whole number that fits 32 bits as an
+ * int32, and the embedded database (FerretDB v1) adds two int32s in 32 bits, wrapping past
+ * 2^31 (2e9 + 2e9 reads -294967296) where MongoDB widens to int64; nano-dollars pass 2^31 at
+ * $2.15. A double holds every whole number up to 2^53 exactly, on either database.
+ */
+export function wide(n: number): Double {
+  return new Double(n);
+}
+
 function addOp(jobId: string, d: CounterDelta, releasing: readonly string[]) {
-  const inc: Record<string, number> = {};
+  const inc: Record<string, number | Double> = {};
   const put = (prefix: string, t: Totals) => {
-    const { tokens_by_model, cost_by_model, ...flat } = t;
-    for (const [k, v] of Object.entries(flat)) inc[`${prefix}${k}`] = v;
-    for (const [k, v] of Object.entries(tokens_by_model)) inc[`${prefix}tokens_by_model.${k}`] = v;
-    for (const [k, v] of Object.entries(cost_by_model)) inc[`${prefix}cost_by_model.${k}`] = v;
+    const { tokens_by_model, cost_by_model, cost, ...flat } = t;
+    inc[`${prefix}cost_nano`] = wide(cost);
+    for (const [k, v] of Object.entries(flat)) inc[`${prefix}${k}`] = wide(v);
+    for (const [k, v] of Object.entries(tokens_by_model)) inc[`${prefix}tokens_by_model.${k}`] = wide(v);
+    for (const [k, v] of Object.entries(cost_by_model)) inc[`${prefix}cost_nano_by_model.${k}`] = wide(v);
   };
   put("", d.add);
   if (d.month) put("month.", d.month);
   // Leases settle in the same update (leases/settlement.ts).
   Object.assign(inc, settlementInc(d));
-  const update: UpdateFilter<CounterDoc> = {
+  const update: UpdateFilter<StoredCounterDoc> = {
     $inc: inc,
     $set: { [`jobs.${jobId}`]: 1, period_end: d.end },
     $setOnInsert: { product_id: d.productId, user_id: d.userId, period_start: d.start },
-  } as UpdateFilter<CounterDoc>;
+  } as UpdateFilter<StoredCounterDoc>;
   if (releasing.length > 0) update.$unset = Object.fromEntries(releasing.map((j) => [`jobs.${j}`, ""]));
-  return { filter: { _id: d.id, [`jobs.${jobId}`]: { $exists: false } } as Filter<CounterDoc>, update };
+  return { filter: { _id: d.id, [`jobs.${jobId}`]: { $exists: false } } as Filter<StoredCounterDoc>, update };
 }
 
 /**

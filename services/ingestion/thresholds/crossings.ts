@@ -1,7 +1,7 @@
 import type { IngestionDeps } from "../deps.ts";
-import { reachedThresholds } from "@meter/rules";
+import { reachedThresholds, toDollars } from "@meter/rules";
 import { crossingsClosedBefore } from "../retention.ts";
-import type { CounterDelta, CounterDoc } from "../store/counters.ts";
+import { dollarsByModel, type CounterDelta, type CounterDoc } from "../store/counters.ts";
 import { entry } from "../store/outbox.ts";
 import type { UsageEventDoc } from "../store/usage-events.ts";
 import { crossingKey, type CrossingDoc } from "./store.ts";
@@ -19,7 +19,8 @@ export async function recordCrossings(deps: IngestionDeps, counter: CounterDoc, 
   // Crossings of a period ended this long ago may have been deleted by retention: announcing
   // them again would fire a threshold twice, so a late event there announces nothing.
   if (d.end < crossingsClosedBefore(deps.now(), deps.retention)) return;
-  for (const pct of reachedThresholds(counter.cost, limit.spend_limit ?? undefined)) {
+  const spend = toDollars(counter.cost);
+  for (const pct of reachedThresholds(spend, limit.spend_limit ?? undefined)) {
     const key = crossingKey(periodKey(d), pct);
     if (await deps.crossings.exists(key._id)) continue;
     const doc: CrossingDoc = {
@@ -27,11 +28,11 @@ export async function recordCrossings(deps: IngestionDeps, counter: CounterDoc, 
       product_id: d.productId,
       user_id: d.userId,
       threshold_pct: pct,
-      current_spend: counter.cost,
+      current_spend: spend,
       spend_limit: limit.spend_limit!,
       plan_name: limit.plan_name ?? "",
       tokens_total: counter.tokens,
-      cost_by_model: counter.cost_by_model ?? {},
+      cost_by_model: dollarsByModel(counter.cost_by_model),
       period_start: d.start,
       period_end: d.end,
       crossed_at: deps.now(),

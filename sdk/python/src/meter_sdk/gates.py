@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import math
 
+from .money import ratio, to_dollars, to_nano
 from .types import GuardResult, PlanConfig
 
 _OK, _SOFT, _HARD = 0, 1, 2
 _STATUS = ("ok", "soft_gate", "hard_gate")
-# Relative tolerance: sums of float prices (0.1 + 0.1 + ...) land a hair off a threshold.
+# Tokens: a relative tolerance for marks that are not whole (0.8 x 1001). Money is compared in
+# whole nano-dollars (money.py), exactly.
 _EPSILON = 1e-9
 _TOTAL, _SESSION, _MODEL = 1, 2, 3
 
@@ -42,29 +44,50 @@ def evaluate(
         if cap is not None:
             dims.append((_MODEL, model_tokens, estimate_tokens, float(cap)))
     for kind, used, est, limit in dims:
-        projected = used + est
-        pct = projected / limit if limit > 0 else 1.0
-        tol = limit * _EPSILON
+        money = kind != _MODEL
+        u = to_nano(used) if money else used
+        e = to_nano(est) if money else est
+        lim = to_nano(limit) if money else limit
+        projected = u + e
+        pct = ratio(projected, lim) if lim > 0 else 1.0
+        tol = 0 if money else lim * _EPSILON
+        hard_mark = _js_round(hard * lim) if money else hard * lim
+        soft_mark = _js_round(soft * lim) if money else soft * lim
         rank = _OK
-        if limit <= 0 or used >= hard * limit - tol or (est > 0 and projected > hard * limit + tol):
+        if lim <= 0 or u >= hard_mark - tol or (e > 0 and projected > hard_mark + tol):
             rank = _HARD
-        elif projected >= soft * limit - tol:
+        elif projected >= soft_mark - tol:
             rank = _SOFT
         if rank > w_rank or (rank == w_rank and (pct > w_pct or w_kind == 0)):
-            w_rank, w_pct, w_used, w_est, w_limit, w_kind = rank, pct, used, est, limit, kind
+            w_rank, w_pct, w_kind = rank, pct, kind
+            w_used, w_est, w_limit = (_dollars(u), _dollars(e), _dollars(lim)) if money else (used, est, limit)
     if w_rank == _OK:
         if w_kind == 0:
             return OK_RESULT
-        return GuardResult("ok", None, w_pct, w_used + w_est, w_limit, None)
+        return GuardResult("ok", None, w_pct, _plus(w_kind, w_used, w_est), w_limit, None)
     reason = "total_spend" if w_kind == _TOTAL else "session_spend" if w_kind == _SESSION else f"model_limit:{model}"
     return GuardResult(
         _STATUS[w_rank],  # type: ignore[arg-type]
         reason,
         w_pct,
-        w_used + w_est,
+        _plus(w_kind, w_used, w_est),
         w_limit,
         describe(w_rank == _HARD, w_kind, model, w_used, w_est, w_limit, w_pct),
     )
+
+
+def _plus(kind: int, used: float, est: float) -> float:
+    """Usage plus the estimate: money exactly (whole nano-dollars), tokens as they are."""
+    return used + est if kind == _MODEL else to_dollars(to_nano(used) + to_nano(est))
+
+
+def _dollars(nano: float) -> float:
+    return to_dollars(int(nano))
+
+
+def _js_round(x: float) -> int:
+    f = math.floor(x)
+    return int(f) + (1 if x - f >= 0.5 else 0)
 
 
 def describe(hard: bool, kind: int, model: str | None, used: float, est: float, limit: float, pct: float) -> str:

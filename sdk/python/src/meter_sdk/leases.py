@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from .errors import MeterAPIError, MeterError
+from .money import add_dollars, ratio
 from .state import parse_time
 from .transport import Transport
 from .types import GuardResult
@@ -320,7 +321,7 @@ class Leases:
             short = self._short(e, b, n, now)
             if short is not None:
                 return short
-            b.spend.used += n.cost
+            b.spend.used = add_dollars(b.spend.used, n.cost)
             b.spend.took(n.cost, now)
             t = None if n.model is None else b.slice(n.model)
             if t is not None:
@@ -367,7 +368,7 @@ class Leases:
             b = self.books.get(user_id)
             if b is None or lease_id is None or b.lease_id != lease_id:
                 return
-            b.spend.used = max(0.0, b.spend.used - cost)
+            b.spend.used = max(0.0, add_dollars(b.spend.used, -cost))
             t = None if model is None else b.tokens.get(model)
             if t is not None:
                 t.used = max(0.0, t.used - tokens)
@@ -378,7 +379,7 @@ class Leases:
             b = self.books.get(user_id)
             if b is None or b.lease_id is None:
                 return None
-            b.spend.used += cost
+            b.spend.used = add_dollars(b.spend.used, cost)
             t = None if model is None else b.tokens.get(model)
             if t is not None:
                 t.used += tokens
@@ -441,7 +442,7 @@ class Leases:
                 cap = plan.max_spend_per_period * plan.hard_gate_at
                 return _refusal(
                     "total_spend",
-                    e.period_cost + e.reserved_cost,
+                    add_dollars(e.period_cost, e.reserved_cost),
                     cap,
                     f"period spend cap of ${cap:.2f} reached: no budget lease covers this call "
                     f"(estimate ${n.cost:.4f}) across replicas",
@@ -483,7 +484,7 @@ class Leases:
             return 0.0
         if self._renewing(b) and not self._valid(b, s):
             return 0.0
-        return s.granted - s.used
+        return add_dollars(s.granted, -s.used) if s is b.spend else s.granted - s.used
 
     @staticmethod
     def _renewing(b: _Book) -> bool:
@@ -534,4 +535,4 @@ def _cap_of(e: UserEntry, model: str | None) -> float | None:
 
 
 def _refusal(reason: str, current: float, cap: float, message: str) -> GuardResult:
-    return GuardResult("hard_gate", reason, max(1.0, current / cap) if cap > 0 else 1.0, current, cap, message)
+    return GuardResult("hard_gate", reason, max(1.0, ratio(current, cap)) if cap > 0 else 1.0, current, cap, message)

@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 from .context import _current
 from .errors import LimitExceededError, MeterAPIError, MeterAuthenticationError, MeterError, MeterUnavailableError
 from .gates import evaluate
+from .money import add_dollars
 from .periods import apply_view, roll_locally
 from .pricing import estimate_tokens, normalize_model, rate_of, token_cost, tools_cost
 from .queue import DeliveryThread, Event, EventQueue
@@ -813,8 +814,8 @@ class Meter:
             else:
                 result = evaluate(
                     plan,
-                    e.period_cost + e.reserved_cost,
-                    session.cost + session.reserved,
+                    add_dollars(e.period_cost, e.reserved_cost),
+                    add_dollars(session.cost, session.reserved),
                     m,
                     (e.tokens_by_model.get(m, 0) + e.reserved_tokens.get(m, 0)) if m is not None else 0,
                     est_cost if reserved.exact else 0.0,
@@ -837,8 +838,8 @@ class Meter:
             reservation = None
             blocked = result.status == "hard_gate" and self.blocking
             if hold and not blocked:
-                e.reserved_cost += est_cost
-                session.reserved += est_cost
+                e.reserved_cost = add_dollars(e.reserved_cost, est_cost)
+                session.reserved = add_dollars(session.reserved, est_cost)
                 if m is not None and est_tokens > 0:
                     e.reserved_tokens[m] = e.reserved_tokens.get(m, 0) + est_tokens
                 e.in_flight += 1
@@ -952,8 +953,8 @@ class Meter:
 
     def _unhold_locked(self, hold: Hold) -> None:
         e = hold.entry
-        e.reserved_cost = _non_negative(e.reserved_cost - hold.cost)
-        hold.session.reserved = _non_negative(hold.session.reserved - hold.cost)
+        e.reserved_cost = _non_negative(add_dollars(e.reserved_cost, -hold.cost))
+        hold.session.reserved = _non_negative(add_dollars(hold.session.reserved, -hold.cost))
         if hold.model is not None and hold.tokens > 0:
             e.reserved_tokens[hold.model] = _non_negative(e.reserved_tokens.get(hold.model, 0) - hold.tokens)
         e.in_flight -= 1
@@ -990,7 +991,7 @@ class Meter:
             tool_calls=tools,
             cost_tokens=ct,
             cost_tools=tc,
-            cost_total=ct + tc,
+            cost_total=add_dollars(ct, tc),
             metadata=dict(metadata or {}),
         )
         if self._leases is not None:
@@ -1025,17 +1026,18 @@ class Meter:
             event.model = model
             event.cost_tokens = token_cost(event.input_tokens, event.output_tokens, rate_of(model, plan))
             event.cost_tools = tools_cost(event.tool_calls, plan)
-            event.cost_total = event.cost_tokens + event.cost_tools
+            event.cost_total = add_dollars(event.cost_tokens, event.cost_tools)
             self._count(e, session, model, 0, event.cost_total)
         e.unpriced = []
 
     @staticmethod
     def _count(e: UserEntry, session: Session, model: str | None, tokens: int, cost: float) -> None:
-        e.period_cost += cost
-        session.cost += cost
+        # Money added as whole nano-dollars (money.py): 200 calls of $0.00125 are $0.25 exactly.
+        e.period_cost = add_dollars(e.period_cost, cost)
+        session.cost = add_dollars(session.cost, cost)
         if model is not None:
             e.tokens_by_model[model] = e.tokens_by_model.get(model, 0) + tokens
-            e.cost_by_model[model] = e.cost_by_model.get(model, 0.0) + cost
+            e.cost_by_model[model] = add_dollars(e.cost_by_model.get(model, 0.0), cost)
 
     @staticmethod
     def _model(e: UserEntry, raw: str | None) -> str | None:
@@ -1314,7 +1316,7 @@ def _forget(e: UserEntry, now: float) -> None:
 
 
 def _non_negative(x: float) -> float:
-    return 0.0 if x < 1e-12 else x
+    return 0.0 if x < 0 else x
 
 
 # ---- process hooks: atexit and fork, over weak references (a dropped Meter is not kept alive) ----

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from .money import to_dollars, to_nano, token_cost_nano
 from .types import PlanConfig, Rate
 
 
@@ -33,20 +34,30 @@ def rate_of(model: str | None, plan: PlanConfig | None) -> Rate | None:
     return plan.cost_rates.get(model) or plan.default_cost_rate
 
 
-def token_cost(input_tokens: int, output_tokens: int, rate: Rate | None) -> float:
+def _token_cost_nano(input_tokens: int, output_tokens: int, rate: Rate | None) -> int:
     if rate is None:
-        return 0.0
-    return (input_tokens / 1000) * rate.input + (output_tokens / 1000) * rate.output
+        return 0
+    return token_cost_nano(input_tokens, output_tokens, to_nano(rate.input), to_nano(rate.output))
+
+
+def token_cost(input_tokens: int, output_tokens: int, rate: Rate | None) -> float:
+    """Dollars of a call's tokens, exact at the nano-dollar (money.py): one rounding per call."""
+    return to_dollars(_token_cost_nano(input_tokens, output_tokens, rate))
+
+
+def _tools_cost_nano(tools: Iterable[str], plan: PlanConfig | None) -> int:
+    if plan is None:
+        return 0
+    total = 0
+    for tool in tools:
+        c = plan.tool_costs.get(tool)
+        total += to_nano(plan.default_tool_cost if c is None else c)
+    return total
 
 
 def tools_cost(tools: Iterable[str], plan: PlanConfig | None) -> float:
-    if plan is None:
-        return 0.0
-    total = 0.0
-    for tool in tools:
-        c = plan.tool_costs.get(tool)
-        total += plan.default_tool_cost if c is None else c
-    return total
+    """Dollars of a call's tool calls, summed as whole nano-dollars."""
+    return to_dollars(_tools_cost_nano(tools, plan))
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,11 +71,11 @@ class Priced:
 def price(
     model: str | None, input_tokens: int, output_tokens: int, tools: Iterable[str], plan: PlanConfig | None
 ) -> Priced:
-    """Prices one call; without a plan everything costs 0."""
+    """Prices one call, each amount exact at the nano-dollar; without a plan everything costs 0."""
     m = normalize_model(model, plan) if model else None
-    ct = token_cost(input_tokens, output_tokens, rate_of(m, plan))
-    tc = tools_cost(tools, plan)
-    return Priced(m, ct, tc, ct + tc)
+    ct = _token_cost_nano(input_tokens, output_tokens, rate_of(m, plan))
+    tc = _tools_cost_nano(tools, plan)
+    return Priced(m, to_dollars(ct), to_dollars(tc), to_dollars(ct + tc))
 
 
 def estimate_tokens(prompt: Any) -> int:

@@ -1,3 +1,5 @@
+import { ratio, toDollars, toNano } from "./money.ts";
+
 /**
  * Gate evaluation (pure): every dimension of a plan against its soft and hard thresholds;
  * the worst dimension decides.
@@ -27,6 +29,9 @@ const SOFT = 1;
 const HARD = 2;
 const STATUS = ["ok", "soft_gate", "hard_gate"] as const;
 const EPSILON = 1e-9;
+const KIND_TOTAL = 1;
+const KIND_SESSION = 2;
+const KIND_MODEL = 3;
 
 /** What a guard checks: usage so far (committed plus reserved) and the estimate of the coming call. */
 export interface GateInput {
@@ -54,31 +59,35 @@ let worstEstimate = 0;
 /**
  * One dimension. Reaching `hard_gate_at` of the limit blocks; with an estimate, so does a call
  * whose estimate would take usage past it (a call that would land exactly on the cap runs).
- * A limit of 0 blocks everything.
+ * A limit of 0 blocks everything. Money is compared in whole nano-dollars (money.ts), so a
+ * sum lands exactly on a mark; usage_pct is the ratio rounded to 1e-6.
  */
 function dimension(kind: number, reason: string | null, used: number, estimate: number, limit: number, soft: number, hard: number): void {
-  const projected = used + estimate;
-  const pct = limit > 0 ? projected / limit : 1;
-  // Relative tolerance: sums of float prices (0.1 + 0.1 + ...) land a hair off the threshold.
-  const tol = limit * EPSILON;
+  const money = kind !== KIND_MODEL;
+  const u = money ? toNano(used) : used;
+  const e = money ? toNano(estimate) : estimate;
+  const l = money ? toNano(limit) : limit;
+  const projected = u + e;
+  const pct = l > 0 ? ratio(projected, l) : 1;
+  // Tokens: a relative tolerance for marks that are not whole (0.8 x 1001); money marks are
+  // rounded to the unit and compared exactly.
+  const tol = money ? 0 : l * EPSILON;
+  const hardMark = money ? Math.round(hard * l) : hard * l;
+  const softMark = money ? Math.round(soft * l) : soft * l;
   let rank = OK;
-  if (limit <= 0 || used >= hard * limit - tol || (estimate > 0 && projected > hard * limit + tol)) rank = HARD;
-  else if (projected >= soft * limit - tol) rank = SOFT;
+  if (l <= 0 || u >= hardMark - tol || (e > 0 && projected > hardMark + tol)) rank = HARD;
+  else if (projected >= softMark - tol) rank = SOFT;
   if (rank > worstRank || (rank === worstRank && (pct > worstPct || worstKind === 0))) {
     worstRank = rank;
     worstPct = pct;
-    worstValue = projected;
-    worstLimit = limit;
+    worstValue = money ? toDollars(projected) : projected;
+    worstLimit = money ? toDollars(l) : l;
     worstReason = reason;
     worstKind = kind;
-    worstUsed = used;
-    worstEstimate = estimate;
+    worstUsed = money ? toDollars(u) : u;
+    worstEstimate = money ? toDollars(e) : e;
   }
 }
-
-const KIND_TOTAL = 1;
-const KIND_SESSION = 2;
-const KIND_MODEL = 3;
 
 export function evaluate(plan: GatePlan | null, u: GateInput): GateResult {
   worstRank = OK;

@@ -1,4 +1,5 @@
 /** Cost rules of SPEC.md (pure): model-name normalization, token and tool prices of a plan. */
+import { toDollars, toNano, tokenCostNano } from "./money.ts";
 import type { Rate } from "./plans.ts";
 
 /** A plan's prices, as the API names them. */
@@ -39,15 +40,28 @@ export function rateOf(model: string | null, pricing: Pricing | null): Rate | nu
   return own(pricing.cost_rates, model) ?? pricing.default_cost_rate ?? null;
 }
 
+/**
+ * Dollars of a call's tokens, exact at the unit (money.ts): rates taken to nano-dollars per 1K
+ * tokens, then input x rate + output x rate rounded once to the nano-dollar.
+ */
 export function tokenCost(inputTokens: number, outputTokens: number, rate: Rate | null): number {
-  if (!rate) return 0;
-  return (inputTokens / 1000) * rate.input + (outputTokens / 1000) * rate.output;
+  return toDollars(tokenCostNanoOf(inputTokens, outputTokens, rate));
 }
 
+function tokenCostNanoOf(inputTokens: number, outputTokens: number, rate: Rate | null): number {
+  if (!rate) return 0;
+  return tokenCostNano(inputTokens, outputTokens, toNano(rate.input), toNano(rate.output));
+}
+
+/** Dollars of a call's tool calls, summed as whole nano-dollars. */
 export function toolsCost(tools: readonly string[], pricing: Pricing | null): number {
+  return toDollars(toolsCostNano(tools, pricing));
+}
+
+function toolsCostNano(tools: readonly string[], pricing: Pricing | null): number {
   if (!pricing) return 0;
   let sum = 0;
-  for (const tool of tools) sum += own(pricing.tool_costs, tool) ?? pricing.default_tool_cost;
+  for (const tool of tools) sum += toNano(own(pricing.tool_costs, tool) ?? pricing.default_tool_cost);
   return sum;
 }
 
@@ -59,8 +73,9 @@ export interface Priced {
 }
 
 /**
- * Prices one call. An explicit `cost` (a manual event's) is used as given; without prices
- * (a user without a plan) everything costs 0.
+ * Prices one call, each amount exact at the nano-dollar (money.ts). An explicit `cost` (a
+ * manual event's) is used as given, rounded to the unit; without prices (a user without a
+ * plan) everything costs 0.
  */
 export function price(
   model: string | null | undefined,
@@ -71,10 +86,13 @@ export function price(
   cost?: number,
 ): Priced {
   const m = model ? normalizeModel(model, pricing) : null;
-  if (cost !== undefined) return { model: m, cost_tokens: cost, cost_tools: 0, cost_total: cost };
-  const cost_tokens = tokenCost(inputTokens, outputTokens, rateOf(m, pricing));
-  const cost_tools = toolsCost(tools, pricing);
-  return { model: m, cost_tokens, cost_tools, cost_total: cost_tokens + cost_tools };
+  if (cost !== undefined) {
+    const given = toDollars(toNano(cost));
+    return { model: m, cost_tokens: given, cost_tools: 0, cost_total: given };
+  }
+  const tokens = tokenCostNanoOf(inputTokens, outputTokens, rateOf(m, pricing));
+  const toolsNano = toolsCostNano(tools, pricing);
+  return { model: m, cost_tokens: toDollars(tokens), cost_tools: toDollars(toolsNano), cost_total: toDollars(tokens + toolsNano) };
 }
 
 /** Input tokens of a prompt when the caller gives none: about four characters a token. */

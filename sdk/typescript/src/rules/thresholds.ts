@@ -1,3 +1,5 @@
+import { toNano } from "./money.ts";
+
 /** Spend thresholds (percent of max_spend_per_period) that fire usage.threshold.* events. */
 export const THRESHOLDS = [50, 80, 100] as const;
 
@@ -9,9 +11,10 @@ export function hasThresholds(limit: number | null | undefined): limit is number
   return typeof limit === "number" && Number.isFinite(limit) && limit > 0;
 }
 
-/** The thresholds that period spend has reached. */
+/** The thresholds that period spend (dollars) has reached, compared in whole nano-dollars (money.ts). */
 export function reachedThresholds(spend: number, limit: number | null | undefined): number[] {
   if (!hasThresholds(limit)) return [];
-  // A relative tolerance absorbs floating-point sums (0.1 + 0.2 + ... landing just short).
-  return THRESHOLDS.filter((pct) => spend >= (limit * pct) / 100 - limit * 1e-9);
+  const spent = toNano(spend);
+  const cap = toNano(limit);
+  return THRESHOLDS.filter((pct) => spent >= Math.round((cap * pct) / 100));
 }

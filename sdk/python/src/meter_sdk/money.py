@@ -1,0 +1,49 @@
+"""Exact money, as the TypeScript client and the service keep it: amounts are summed as whole
+nano-dollars (1 n$ = 1e-9 $), never as float dollars (0.00125 added 200 times as floats is
+0.2500000000000001), and converted to dollars once (the float nearest to the exact amount).
+Ratios (usage_pct) are rounded to 1e-6. Same rules, same cases: sdk/typescript/test/rules.json."""
+
+from __future__ import annotations
+
+import math
+
+NANOS_PER_DOLLAR = 1_000_000_000
+RATIO_SCALE = 1_000_000
+
+
+def _round_half_up(x: float) -> int:
+    """JavaScript's Math.round: the nearest integer, halves toward +infinity (not Python's round())."""
+    f = math.floor(x)
+    return int(f) + (1 if x - f >= 0.5 else 0)
+
+
+def to_nano(dollars: float) -> int:
+    """Dollars to whole nano-dollars, the nearest (halves away from zero)."""
+    n = dollars * NANOS_PER_DOLLAR
+    return -_round_half_up(-n) if n < 0 else _round_half_up(n)
+
+
+def to_dollars(nano: int) -> float:
+    """Whole nano-dollars to dollars: the float nearest to the exact amount."""
+    return nano / NANOS_PER_DOLLAR
+
+
+def add_dollars(a: float, b: float) -> float:
+    """a + b of two dollar amounts, added as whole nano-dollars."""
+    return to_dollars(to_nano(a) + to_nano(b))
+
+
+def ratio(part: float, whole: float) -> float:
+    """part / whole rounded to 1e-6 (usage_pct)."""
+    return _round_half_up(part / whole * RATIO_SCALE) / RATIO_SCALE
+
+
+def token_cost_nano(input_tokens: int, output_tokens: int, rate_in_nano: int, rate_out_nano: int) -> int:
+    """round((input x rate_in + output x rate_out) / 1000), rates in nano-dollars per 1K tokens:
+    one rounding, half up, on exact integers (as the TypeScript rules do)."""
+    if not all(isinstance(v, int) or float(v).is_integer() for v in (input_tokens, output_tokens)):
+        return _round_half_up((input_tokens * rate_in_nano + output_tokens * rate_out_nano) / 1000)
+    total = int(input_tokens) * rate_in_nano + int(output_tokens) * rate_out_nano
+    if total < 0:
+        return -((-total + 500) // 1000)
+    return (total + 500) // 1000
