@@ -50,8 +50,8 @@ function importsOf(file: string): string[] {
   const text = readFileSync(file, "utf8");
   const out: string[] = [];
   for (const m of text.matchAll(IMPORT)) {
-    if (m[2]) continue;
-    out.push(m[3] ?? m[4]);
+    const spec = m[3] ?? m[4];
+    if (!m[2] && spec) out.push(spec);
   }
   return out;
 }
