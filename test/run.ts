@@ -6,7 +6,7 @@
 // TEST_WORKERS sets the number of workers (1 runs the files one after another);
 // TEST_FILE_TIMEOUT_MS is how long one file may run before it is reported as hung.
 import { fork, type ChildProcess } from "node:child_process";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -19,6 +19,10 @@ const filters = args.filter((a) => a !== "--quick");
 const FILE_TIMEOUT_MS = Number(process.env.TEST_FILE_TIMEOUT_MS ?? 20 * 60_000);
 const RUN_TIMEOUT_MS = Number(process.env.TEST_WATCHDOG_MS ?? 45 * 60_000);
 const WORKERS = Number(process.env.TEST_WORKERS ?? Math.min(4, os.availableParallelism() + 1));
+if (!Number.isInteger(WORKERS) || WORKERS < 1) {
+  console.error(`TEST_WORKERS must be a whole number of at least 1, not ${process.env.TEST_WORKERS}`);
+  process.exit(1);
+}
 const WORKER = path.join(path.dirname(fileURLToPath(import.meta.url)), "runner", "worker.ts");
 
 // Each file's last duration, kept between runs to start the longest files first.
@@ -60,6 +64,7 @@ interface Worker {
   file?: string;
   since: number;
   hung?: boolean;
+  ready?: boolean;
   /** What the worker and the processes it started wrote outside uvu's report, for the file running. */
   stray: string;
 }
@@ -75,9 +80,9 @@ const killGroup = (w: Worker) => {
 };
 
 function next(w: Worker): void {
-  const file = queue.shift();
-  w.file = undefined;
-  w.child.send((file ? { file } : { stop: true }) satisfies ToWorker);
+  w.file = queue.shift();
+  w.since = Date.now();
+  w.child.send((w.file ? { file: w.file } : { stop: true }) satisfies ToWorker);
 }
 
 function startWorker(): Promise<void> {
@@ -93,10 +98,9 @@ function startWorker(): Promise<void> {
     child.stdout!.on("data", (d) => (w.stray += d));
     child.stderr!.on("data", (d) => (w.stray += d));
     child.on("message", (m: FromWorker) => {
-      if ("ready" in m) next(w);
-      else if ("start" in m) {
-        w.file = m.start;
-        w.since = Date.now();
+      if ("ready" in m) {
+        w.ready = true;
+        next(w);
       } else {
         const { result: _, ...r } = m;
         report(r, Date.now() - w.since, w.stray);
@@ -113,8 +117,9 @@ function startWorker(): Promise<void> {
           : `its worker exited (${signal ?? `code ${code}`}) before the file finished`;
         report({ file: w.file, output: "", total: 0, passed: 0, skipped: 0, error }, ms, w.stray);
       } else if (w.stray.trim()) process.stdout.write(`${w.stray.trimEnd()}\n`);
-      // A file that killed its worker must not take the rest of the queue with it.
-      if (queue.length > 0) startWorker().then(resolve);
+      // A file that killed its worker must not take the rest of the queue with it; a worker
+      // that cannot start at all is not started again.
+      if (queue.length > 0 && w.ready) startWorker().then(resolve);
       else resolve();
     });
   });
@@ -144,8 +149,10 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
 
 await Promise.all(Array.from({ length: Math.min(WORKERS, queue.length) }, startWorker));
 clearInterval(watchdog);
+for (const file of queue) report({ file, output: "", total: 0, passed: 0, skipped: 0, error: "not run: no test worker could start" }, 0, "");
 
 try {
+  for (const file of Object.keys(times)) if (!existsSync(path.join(root, file))) delete times[file];
   mkdirSync(path.dirname(TIMES), { recursive: true });
   writeFileSync(TIMES, JSON.stringify(times, null, 1));
 } catch {
@@ -158,6 +165,7 @@ const total = results.reduce((n, r) => n + (r.error ? Math.max(r.total, r.passed
 const passed = sum("passed");
 if (failures.length) console.log(`Failed files:\n${failures.map((f) => `  ${f}`).join("\n")}\n`);
 console.log(`  Total:     ${sum("total")}\n  Passed:    ${passed}\n  Skipped:   ${sum("skipped")}`);
-console.log(`  Files:     ${results.length} in ${Math.round((Date.now() - started) / 1000)} s (${Math.min(WORKERS, files.length)} workers)\n`);
+const used = Math.min(WORKERS, files.length);
+console.log(`  Files:     ${results.length} in ${Math.round((Date.now() - started) / 1000)} s (${used} worker${used === 1 ? "" : "s"})\n`);
 console.log(`${passed} passed, ${total - passed} failed`);
 process.exit(total - passed > 0 || total === 0 ? 1 : 0);

@@ -17,7 +17,7 @@ export interface FileResult {
   /** Set when the file could not be loaded or uvu stopped in it. */
   error?: string;
 }
-export type FromWorker = { ready: true } | { start: string } | ({ result: true } & FileResult);
+export type FromWorker = { ready: true } | ({ result: true } & FileResult);
 
 const send = (m: FromWorker) => process.send!(m);
 
@@ -56,7 +56,6 @@ process.on("message", async (m: ToWorker) => {
     await stopTestDatabase();
     process.exit(0);
   }
-  send({ start: m.file });
   send({ result: true, ...(await runFile(m.file)) });
 });
 // The parent is gone (interrupted, or it gave up on this worker): nothing is left to report to.
