@@ -25,8 +25,9 @@ if (!Number.isInteger(WORKERS) || WORKERS < 1) {
 }
 const WORKER = path.join(path.dirname(fileURLToPath(import.meta.url)), "runner", "worker.ts");
 
-// Each file's last duration, kept between runs to start the longest files first.
-const TIMES = path.join(root, "node_modules", ".cache", "meter-test-times.json");
+// Each file's last duration, kept between runs (git-ignored, outside node_modules so that npm ci
+// keeps it) to start the longest files first.
+const TIMES = path.join(root, ".cache", "test-times.json");
 let times: Record<string, number> = {};
 try {
   times = JSON.parse(readFileSync(TIMES, "utf8"));
