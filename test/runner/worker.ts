@@ -47,7 +47,8 @@ async function runFile(file: string): Promise<FileResult> {
     error = err instanceof Error ? (err.stack ?? err.message) : String(err);
   }
   const plain = captured.replace(/\x1b\[[0-9;]*m/g, "");
-  const count = (label: string) => Number(new RegExp(`${label}:\\s+(\\d+)`).exec(plain)?.[1] ?? 0);
+  // uvu's totals close its report: the last match, whatever the tests printed before.
+  const count = (label: string) => Number([...plain.matchAll(new RegExp(`^  ${label}:\\s+(\\d+)$`, "gm"))].at(-1)?.[1] ?? 0);
   return { file, output: captured, total: count("Total"), passed: count("Passed"), skipped: count("Skipped"), error };
 }
 
