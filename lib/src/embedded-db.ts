@@ -151,8 +151,14 @@ async function patchedModFile(): Promise<string> {
   }
   const modFile = path.join(bin, "patched.mod");
   const goMod = await readFile(path.join(toolDir, "go.mod"), "utf8");
-  await writeFile(modFile, `${goMod}\nreplace github.com/FerretDB/FerretDB => ${copy}\n`);
-  await cp(path.join(toolDir, "go.sum"), path.join(bin, "patched.sum"));
+  // Written aside and renamed into place: a concurrent build (parallel tests, launchers
+  // starting together) reads either the old file or the new one, never a half-written one.
+  const tmpMod = `${modFile}.${process.pid}.tmp`;
+  const tmpSum = `${path.join(bin, "patched.sum")}.${process.pid}.tmp`;
+  await writeFile(tmpMod, `${goMod}\nreplace github.com/FerretDB/FerretDB => ${copy}\n`);
+  await cp(path.join(toolDir, "go.sum"), tmpSum);
+  await rename(tmpSum, path.join(bin, "patched.sum"));
+  await rename(tmpMod, modFile);
   return modFile;
 }
 

@@ -1,0 +1,64 @@
+// One worker of test/run.ts: runs the test files the parent sends, one at a time, with uvu in
+// this process, and answers each with its output and totals. Files of one worker share this
+// process (and its test database, started on first use) as every file did in the serial runner.
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+import { stopTestDatabase } from "../support/database.ts";
+import { root } from "./files.ts";
+
+export type ToWorker = { file: string } | { stop: true };
+export interface FileResult {
+  file: string;
+  /** uvu's report of the file and whatever the tests wrote to stdout. */
+  output: string;
+  total: number;
+  passed: number;
+  skipped: number;
+  /** Set when the file could not be loaded or uvu stopped in it. */
+  error?: string;
+}
+export type FromWorker = { ready: true } | ({ result: true } & FileResult);
+
+const send = (m: FromWorker) => process.send!(m);
+
+// uvu writes through process.stdout.write; it is caught per file so that files of parallel
+// workers are printed whole, not interleaved.
+let captured = "";
+process.stdout.write = ((chunk: string | Uint8Array, ...rest: unknown[]) => {
+  captured += typeof chunk === "string" ? chunk : Buffer.from(chunk).toString();
+  const done = rest.find((r) => typeof r === "function") as (() => void) | undefined;
+  done?.();
+  return true;
+}) as typeof process.stdout.write;
+
+const g = globalThis as Record<string, unknown>;
+g.UVU_DEFER = 1;
+const uvu = await import("uvu");
+
+async function runFile(file: string): Promise<FileResult> {
+  captured = "";
+  g.UVU_QUEUE = [[file]];
+  g.UVU_INDEX = 0;
+  let error: string | undefined;
+  try {
+    await import(pathToFileURL(path.join(root, file)).href);
+    await uvu.exec(false);
+  } catch (err) {
+    error = err instanceof Error ? (err.stack ?? err.message) : String(err);
+  }
+  const plain = captured.replace(/\x1b\[[0-9;]*m/g, "");
+  // uvu's totals close its report: the last match, whatever the tests printed before.
+  const count = (label: string) => Number([...plain.matchAll(new RegExp(`^  ${label}:\\s+(\\d+)$`, "gm"))].at(-1)?.[1] ?? 0);
+  return { file, output: captured, total: count("Total"), passed: count("Passed"), skipped: count("Skipped"), error };
+}
+
+process.on("message", async (m: ToWorker) => {
+  if ("stop" in m) {
+    await stopTestDatabase();
+    process.exit(0);
+  }
+  send({ result: true, ...(await runFile(m.file)) });
+});
+// The parent is gone (interrupted, or it gave up on this worker): nothing is left to report to.
+process.on("disconnect", () => process.exit(1));
+send({ ready: true });
