@@ -16,6 +16,7 @@ import type { MockServer } from "../sdk/typescript/test/mock-server.ts";
 import { testMongoUrl } from "./support/database.ts";
 import { eventually } from "./support/eventually.ts";
 import type { Api } from "./support/http.ts";
+import { lockSdkPacking } from "./support/pack-lock.ts";
 import { freePort, repoRoot, startAllInOne, type AllInOne } from "./support/processes.ts";
 
 const t = suite<AllInOne & { mock: MockServer }>("install each client from the checkout and run its README's first example");
@@ -70,6 +71,8 @@ async function installAndRun(ctx: AllInOne & { mock: MockServer }, readmePath: s
   const port = await freePort();
   await writeFile(path.join(dir, file!), example);
   const script = `${install.replace(/^CHECKOUT=.*$/m, `CHECKOUT='${repoRoot}'`)}\nexec ${command}\n`;
+  // A block that packs the client holds the packing lock until the app answers (it has packed).
+  const unlock = /\bpack\b/.test(install) ? await lockSdkPacking() : async () => undefined;
   const app = spawn("bash", ["-e", "-o", "pipefail", "-c", script], {
     cwd: dir,
     env: {
@@ -105,6 +108,7 @@ async function installAndRun(ctx: AllInOne & { mock: MockServer }, readmePath: s
       15 * 60_000,
       "the app to answer",
     );
+    await unlock();
     assert.is(first.status, 200, output);
     assert.equal(await first.json(), { reply: ctx.mock.reply.text });
     const calls = ctx.mock.requests.length;
@@ -131,6 +135,7 @@ async function installAndRun(ctx: AllInOne & { mock: MockServer }, readmePath: s
     assert.is(usage.total_tokens, input + out);
     assert.ok(Math.abs(usage.total_cost - (input * 2.5 + out * 10) / 1000) < 1e-9, JSON.stringify(usage));
   } finally {
+    await unlock().catch(() => undefined);
     if (!done) app.kill("SIGKILL");
     await rm(dir, { recursive: true, force: true });
   }

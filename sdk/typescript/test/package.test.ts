@@ -11,6 +11,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { eventually } from "../../../test/support/eventually.ts";
 import { startTestStack, type TestStack } from "../../../test/support/stack.ts";
+import { lockSdkPacking } from "../../../test/support/pack-lock.ts";
 import { createPlan, subscribe, DAY, near, usage } from "./support/fixtures.ts";
 
 const run = promisify(execFile);
@@ -32,7 +33,8 @@ t.after(async (ctx) => {
 });
 
 t("npm pack, install offline, README quick start as .mjs, .ts consumer type-checks", async ({ stack, dir }) => {
-  const packed = await run("npm", ["pack", "--pack-destination", dir, "--silent"], { cwd: pkgDir, env });
+  const unlock = await lockSdkPacking();
+  const packed = await run("npm", ["pack", "--pack-destination", dir, "--silent"], { cwd: pkgDir, env }).finally(unlock);
   const tarball = path.join(dir, packed.stdout.trim().split("\n").pop()!);
   const app = path.join(dir, "app");
   await run("mkdir", ["-p", app]);
