@@ -1,4 +1,4 @@
-// `npm run bench:instrumentation`: the time the model-client wrappers of @meter/sdk add to a
+// `npm run bench:instrumentation`: the time the model-client wrappers of meterline add to a
 // call. Each scenario runs the same client unwrapped and wrapped against the same local mock
 // provider (same reply, same chunks), with a started Meter on the in-process service (plan with
 // pre-call estimates, so every call reserves and commits). Calls alternate unwrapped/wrapped
@@ -257,7 +257,7 @@ for (let i = 0; i < CALLS; i++) {
   );
 }
 core.sort((a, b) => a - b);
-console.log(`\n@meter/sdk from ${FROM_SOURCE ? "its source through tsx" : "dist (tsc)"}; load average at the end ${os.loadavg().map((x) => x.toFixed(2)).join(", ")}`);
+console.log(`\nmeterline from ${FROM_SOURCE ? "its source through tsx" : "dist (tsc)"}; load average at the end ${os.loadavg().map((x) => x.toFixed(2)).join(", ")}`);
 console.log(`\n${ROUNDS} rounds of ${CALLS} calls each way, µs per call; median over the rounds (p50 added: of each round's difference)\n`);
 console.log("| scenario | p50 plain | p50 wrapped | p50 added | p99 plain | p99 wrapped | p99 added | p50 added, rounds |\n|---|---|---|---|---|---|---|---|");
 console.log(rows.join("\n"));

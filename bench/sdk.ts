@@ -39,7 +39,7 @@ const bigPlan = await plan({
   model_limits: { "gpt-4o": { max_tokens_per_period: 1e12 } },
 });
 
-console.log(`@meter/sdk benchmark (real stack in-process, ${bench.database}; shared 2-core machine, figures are noisy)\n`);
+console.log(`meterline benchmark (real stack in-process, ${bench.database}; shared 2-core machine, figures are noisy)\n`);
 
 // 1. guard on a loaded user: every dimension checked, model name normalized, nothing sent.
 {

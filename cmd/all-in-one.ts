@@ -70,7 +70,7 @@ const stack = await startStack({
     webhooks: webhooksSettings(config),
   },
 });
-logger.info({ api: stack.apiUrl, rpc: stack.rpcUrl, rpcInProcess: config.RPC_IN_PROCESS }, "meter is serving");
+logger.info({ api: stack.apiUrl, rpc: stack.rpcUrl, rpcInProcess: config.RPC_IN_PROCESS }, "meterline is serving");
 
 onShutdown(logger, async () => {
   await stack.close();

@@ -11,7 +11,7 @@ export const docsPlugin = fp(async (app) => {
     openapi: {
       openapi: "3.1.0",
       info: {
-        title: "Meter API",
+        title: "Meterline API",
         version: "1.0.0",
         license: { name: "Proprietary", identifier: "LicenseRef-Proprietary" },
         description:
@@ -30,6 +30,6 @@ export const docsPlugin = fp(async (app) => {
   app.get("/api/v1/openapi.json", { schema: { hide: true }, config: { public: true } }, async () => app.swagger());
   await app.register(scalar, {
     routePrefix: "/api/v1/docs",
-    configuration: { url: "/api/v1/openapi.json", title: "Meter API" },
+    configuration: { url: "/api/v1/openapi.json", title: "Meterline API" },
   });
 });

@@ -16,7 +16,7 @@ export function QuickStartScreen() {
       `curl -sf -X POST "$API/users/alice/subscription" -H "$AUTH" -H 'content-type: application/json' \\\n  -d '{"plan_id": "<plan id>", "period_start": "2026-11-01T00:00:00Z", "period_end": "2026-12-01T00:00:00Z"}'`,
     ],
     [
-      "Send usage: the client library @meter/sdk (or meter-sdk for Python) does this from your product; by hand:",
+      "Send usage: the client library meterline (or meterline for Python) does this from your product; by hand:",
       `curl -sf -X POST "$API/events/batch" -H "$AUTH" -H 'content-type: application/json' \\\n  -d "[{\\"id\\": \\"$(uuidgen)\\", \\"user_id\\": \\"alice\\", \\"timestamp\\": \\"$(date -u +%Y-%m-%dT%H:%M:%SZ)\\",\n        \\"model\\": \\"gpt-4.1\\", \\"input_tokens\\": 1200, \\"output_tokens\\": 300, \\"total_tokens\\": 1500,\n        \\"cost_tokens\\": 0.0048, \\"cost_total\\": 0.0048}]"`,
     ],
   ];

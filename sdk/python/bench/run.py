@@ -20,10 +20,10 @@ from langchain_openai import ChatOpenAI
 from openai import OpenAI
 from pydantic import SecretStr
 
-from meter_sdk import Meter
-from meter_sdk import anthropic as meter_anthropic
-from meter_sdk import openai as meter_openai
-from meter_sdk.langchain import MeterCallbackHandler
+from meterline import Meter
+from meterline import anthropic as meter_anthropic
+from meterline import openai as meter_openai
+from meterline.langchain import MeterCallbackHandler
 from tests.mock_providers import MockProvider
 
 GUARDS = int(os.environ.get("BENCH_GUARDS", 100_000))

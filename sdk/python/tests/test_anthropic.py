@@ -1,4 +1,4 @@
-"""meter_sdk.anthropic with the real ``anthropic`` package against a local server speaking its wire format."""
+"""meterline.anthropic with the real ``anthropic`` package against a local server speaking its wire format."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from anthropic import Anthropic, AsyncAnthropic
 
-from meter_sdk import LimitExceededError, Meter
-from meter_sdk.anthropic import wrap
+from meterline import LimitExceededError, Meter
+from meterline.anthropic import wrap
 
 from .mock_providers import CACHE_READ, CACHE_WRITE, USAGE_IN, USAGE_OUT, MockProvider
 from .support import Product, near

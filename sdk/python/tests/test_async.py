@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from meter_sdk import LimitExceededError, Meter
+from meterline import LimitExceededError, Meter
 
 from .support import FaultProxy, Product, near
 

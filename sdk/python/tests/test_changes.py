@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from meter_sdk import LimitExceededError, Meter
+from meterline import LimitExceededError, Meter
 
 from .support import DAY, FaultProxy, Product, eventually
 

@@ -8,7 +8,7 @@ import random
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from meter_sdk import LimitExceededError, Meter
+from meterline import LimitExceededError, Meter
 
 from .support import Product, near
 

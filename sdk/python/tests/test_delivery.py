@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from meter_sdk import Meter
+from meterline import Meter
 
 from .support import FaultProxy, Product, near
 
@@ -66,7 +66,7 @@ def test_a_refused_batch_is_dropped_and_counted(
     m = Meter(api_key=product.key, base_url=proxy.api_url)
     m.record(user, model="m", input_tokens=1)
     proxy.inject(r"POST /events/batch", "status", 400)
-    with caplog.at_level(logging.WARNING, logger="meter_sdk"):
+    with caplog.at_level(logging.WARNING, logger="meterline"):
         assert m.flush(timeout=10)
     assert m.stats.rejected == 1 and m.stats.sent == 0
     assert any("refused 1 usage events" in r.getMessage() for r in caplog.records)

@@ -12,7 +12,7 @@ from .support import FaultProxy, Product, near
 
 SCRIPT = textwrap.dedent("""
     import os, sys
-    from meter_sdk import Meter
+    from meterline import Meter
     m = Meter(api_key=os.environ["KEY"], base_url=os.environ["URL"], flush_interval=3600, shutdown_timeout=1)
     m.record(sys.argv[1], model="m", input_tokens=1000)
     print("recorded")

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from meter_sdk import Meter
+from meterline import Meter
 
 from .support import FaultProxy, Product, near
 

@@ -1,4 +1,4 @@
-"""meter_sdk.langchain with the real ``langchain-core`` and ``langchain-openai`` against a local
+"""meterline.langchain with the real ``langchain-core`` and ``langchain-openai`` against a local
 server speaking OpenAI's wire format."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import pytest
 from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
 
-from meter_sdk import LimitExceededError, Meter
-from meter_sdk.langchain import MeterCallbackHandler
+from meterline import LimitExceededError, Meter
+from meterline.langchain import MeterCallbackHandler
 
 from .mock_providers import USAGE_IN, USAGE_OUT, MockProvider
 from .support import Product, eventually, near

@@ -9,7 +9,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
 
-from meter_sdk import LimitExceededError, Meter
+from meterline import LimitExceededError, Meter
 
 from .support import FaultProxy, Product, eventually, near
 

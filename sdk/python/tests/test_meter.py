@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from meter_sdk import (
+from meterline import (
     GateContext,
     GuardResult,
     LimitExceededError,
@@ -43,7 +43,7 @@ def test_start_checks_health_and_the_key(product: Product, caplog: pytest.LogCap
     m.shutdown()
     errors: list[BaseException] = []
     bad = Meter(api_key="mk_wrong", base_url=product.url, on_error=errors.append)
-    with caplog.at_level(logging.ERROR, logger="meter_sdk"):
+    with caplog.at_level(logging.ERROR, logger="meterline"):
         r = bad.start()
     assert r.healthy and r.authenticated is False
     assert any("refused the API key" in rec.getMessage() for rec in caplog.records)
@@ -74,7 +74,7 @@ def test_a_dead_port_is_said_to_refuse_the_connection_not_to_time_out(caplog: py
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     m = Meter(api_key="k", base_url=f"http://127.0.0.1:{port}/api/v1")
-    with caplog.at_level(logging.WARNING, logger="meter_sdk"):
+    with caplog.at_level(logging.WARNING, logger="meterline"):
         assert m.start() == StartResult(healthy=False, authenticated=False)
     said = [rec.getMessage() for rec in caplog.records]
     assert any(
@@ -87,14 +87,14 @@ def test_a_dead_port_is_said_to_refuse_the_connection_not_to_time_out(caplog: py
 def test_a_base_url_ending_in_v1_asks_did_you_mean_api_v1(product: Product, caplog: pytest.LogCaptureFixture) -> None:
     root = product.url[: -len("/api/v1")]
     m = Meter(api_key=product.key, base_url=f"{root}/v1")  # the OpenAI habit
-    with caplog.at_level(logging.ERROR, logger="meter_sdk"):
+    with caplog.at_level(logging.ERROR, logger="meterline"):
         assert m.start() == StartResult(healthy=False, authenticated=False)
     said = [rec.getMessage() for rec in caplog.records]
     assert any(f"did you mean {root}/api/v1? The API answers there" in x for x in said), said
     # Deliveries, for a client that never called start(), say the same.
     caplog.clear()
     n = Meter(api_key=product.key, base_url=f"{root}/v1")
-    with caplog.at_level(logging.ERROR, logger="meter_sdk"):
+    with caplog.at_level(logging.ERROR, logger="meterline"):
         n.record("u-anyone", input_tokens=1)
         assert n.flush(timeout=0.5) is False
     assert any(f"did you mean {root}/api/v1?" in rec.getMessage() for rec in caplog.records), caplog.records
@@ -106,7 +106,7 @@ def test_a_refused_key_is_not_held_silently(product: Product, caplog: pytest.Log
     user = product.create_user({"max_spend_per_period": 100, **PRICED})
     errors: list[BaseException] = []
     m = Meter(api_key="mk_wrong", base_url=product.url, on_error=errors.append)
-    with caplog.at_level(logging.WARNING, logger="meter_sdk"):
+    with caplog.at_level(logging.WARNING, logger="meterline"):
         m.record(user, model="gpt-4o", input_tokens=10)
         assert any("refused the API key" in r.getMessage() for r in caplog.records if r.levelno == logging.ERROR)
         assert isinstance(errors[0], MeterAuthenticationError) and errors[0].status == 401
@@ -212,7 +212,7 @@ def test_two_conversations_at_their_session_caps_are_two_gate_events(product: Pr
 
 
 def test_suppressed_gate_events_are_counted_in_the_next_ones_metadata(product: Product, proxy: Any) -> None:
-    import meter_sdk.meter as mm
+    import meterline.meter as mm
 
     user = product.create_user({"max_spend_per_period": 0, **PRICED})
     m = Meter(api_key=product.key, base_url=proxy.api_url)
@@ -381,14 +381,14 @@ def test_a_plan_change_applies_once_refresh_interval_elapses(product: Product) -
 def test_start_explains_a_base_url_that_is_not_the_api(product: Product, caplog: pytest.LogCaptureFixture) -> None:
     root = product.url[: -len("/api/v1")]
     m = Meter(api_key=product.key, base_url=f"{root}/api")
-    with caplog.at_level(logging.ERROR, logger="meter_sdk"):
+    with caplog.at_level(logging.ERROR, logger="meterline"):
         r = m.start()
     assert not r.healthy and not r.authenticated
     said = [rec.getMessage() for rec in caplog.records]
     assert any(f"nothing of the Meter API answers at {root}/api" in x and "including /api/v1" in x for x in said), said
     # A delivery answered 404 is the same mistake, not a bad event: said as an error, and kept.
     caplog.clear()
-    with caplog.at_level(logging.ERROR, logger="meter_sdk"):
+    with caplog.at_level(logging.ERROR, logger="meterline"):
         m.record("u-anyone", input_tokens=1)
         assert m.flush(timeout=0.5) is False
     assert m.stats.queued == 1 and m.stats.rejected == 0

@@ -1,4 +1,4 @@
-"""meter_sdk.openai with the real ``openai`` package against a local server speaking its wire format."""
+"""meterline.openai with the real ``openai`` package against a local server speaking its wire format."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from openai import AsyncOpenAI, OpenAI
 
-from meter_sdk import LimitExceededError, Meter, MissingUserError
-from meter_sdk.openai import wrap
+from meterline import LimitExceededError, Meter, MissingUserError
+from meterline.openai import wrap
 
 from .mock_providers import USAGE_IN, USAGE_OUT, MockProvider
 from .support import Product, near

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from openai import AsyncOpenAI, OpenAI
 
-from meter_sdk import LimitExceededError, Meter
-from meter_sdk.openai import wrap
-from meter_sdk.reservation import RecentCalls, reservation_of
+from meterline import LimitExceededError, Meter
+from meterline.openai import wrap
+from meterline.reservation import RecentCalls, reservation_of
 
 from .mock_providers import USAGE_OUT, MockProvider
 from .support import Product, eventually

@@ -32,7 +32,7 @@ def test_the_wheel_installs_alone_and_runs_the_readmes_quick_start(product: Prod
             check=True,
             capture_output=True,
         )
-        wheel = next((t / "dist").glob("meter_sdk-*.whl"))
+        wheel = next((t / "dist").glob("meterline-*.whl"))
         subprocess.run([sys.executable, "-m", "venv", str(t / "venv")], check=True)
         py = str(t / "venv" / "bin" / "python")
         subprocess.run([py, "-m", "pip", "install", "--quiet", str(wheel)], check=True, capture_output=True)
@@ -52,7 +52,7 @@ def test_the_wheel_installs_alone_and_runs_the_readmes_quick_start(product: Prod
             [
                 py,
                 "-c",
-                "import meter_sdk, pathlib; print((pathlib.Path(meter_sdk.__file__).parent / 'py.typed').exists())",
+                "import meterline, pathlib; print((pathlib.Path(meterline.__file__).parent / 'py.typed').exists())",
             ],
             capture_output=True,
             text=True,

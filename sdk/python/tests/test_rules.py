@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from meter_sdk import PlanConfig, Rate, evaluate, price
-from meter_sdk.money import add_dollars, ratio, to_dollars, to_nano
-from meter_sdk.periods import apply_view, roll_locally, roll_on
-from meter_sdk.sessions import window_over
-from meter_sdk.state import DEFAULT_TIMEOUT, UserEntry, calendar_month, iso, parse_time
+from meterline import PlanConfig, Rate, evaluate, price
+from meterline.money import add_dollars, ratio, to_dollars, to_nano
+from meterline.periods import apply_view, roll_locally, roll_on
+from meterline.sessions import window_over
+from meterline.state import DEFAULT_TIMEOUT, UserEntry, calendar_month, iso, parse_time
 
 from .support import rules
 
@@ -174,7 +174,7 @@ def test_sessions_rotate_from_their_start_caller_sessions_apart() -> None:
 def test_local_counters_are_exact() -> None:
     """200 calls of $0.00125 make $0.25 in the period and the session, not 0.2500000000000001;
     holds given back leave exactly nothing reserved."""
-    from meter_sdk.meter import Meter
+    from meterline.meter import Meter
 
     plan = PlanConfig.parse({"cost_rates": {"m": {"input": 1.25, "output": 0}}})
     e = UserEntry("u", 0)

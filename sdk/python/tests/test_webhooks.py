@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from meter_sdk import LimitExceededError, Meter, WebhookVerificationError, verify_webhook
+from meterline import LimitExceededError, Meter, WebhookVerificationError, verify_webhook
 
 from .support import Product, eventually
 

@@ -1,7 +1,7 @@
 import type { GuardResult } from "./types.ts";
 
 /** Carried by every error the library throws, whichever built-in class it also extends. */
-const THROWN_BY_METER = Symbol.for("@meter/sdk.error");
+const THROWN_BY_METER = Symbol.for("meterline.error");
 
 /**
  * The base of every error the library throws: `err instanceof MeterError` tells them from the

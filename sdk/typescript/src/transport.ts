@@ -42,7 +42,7 @@ export class Transport {
         headers: {
           authorization: `Bearer ${this.apiKey}`,
           accept: "application/json",
-          "user-agent": `meter-sdk-typescript/${VERSION}`,
+          "user-agent": `meterline-typescript/${VERSION}`,
           ...(body === undefined ? {} : { "content-type": "application/json" }),
         },
         body: body === undefined ? undefined : JSON.stringify(body),

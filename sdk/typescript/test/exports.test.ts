@@ -36,7 +36,7 @@ function entryPoints(): Map<string, string> {
   for (const [sub, target] of Object.entries<any>(pkg.exports)) {
     if (typeof target === "string") continue; // ./package.json
     const file = target.import.replace(/^\.\/dist\//, "src/").replace(/\.js$/, ".ts");
-    out.set(sub === "." ? "@meter/sdk" : `@meter/sdk/${sub.slice(2)}`, join(root, file));
+    out.set(sub === "." ? "meterline" : `meterline/${sub.slice(2)}`, join(root, file));
   }
   return out;
 }

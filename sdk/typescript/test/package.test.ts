@@ -25,7 +25,7 @@ const t = suite<{ stack: TestStack; dir: string }>("sdk: the packed tarball inst
 
 t.before(async (ctx) => {
   ctx.stack = await startTestStack();
-  ctx.dir = await mkdtemp(path.join(os.tmpdir(), "meter-sdk-consumer-"));
+  ctx.dir = await mkdtemp(path.join(os.tmpdir(), "meterline-consumer-"));
 });
 t.after(async (ctx) => {
   await ctx.stack.close();
@@ -40,11 +40,11 @@ t("npm pack, install offline, README quick start as .mjs, .ts consumer type-chec
   await run("mkdir", ["-p", app]);
   await writeFile(path.join(app, "package.json"), JSON.stringify({ name: "consumer", private: true, type: "module" }));
   await run("npm", ["install", tarball, "--offline", "--no-audit", "--no-fund", "--silent"], { cwd: app, env });
-  const installed = await readdir(path.join(app, "node_modules/@meter/sdk/dist"));
+  const installed = await readdir(path.join(app, "node_modules/meterline/dist"));
   assert.ok(installed.includes("index.js") && installed.includes("index.d.ts"));
   assert.not.ok(installed.some((f) => f.endsWith(".ts") && !f.endsWith(".d.ts")), "only JavaScript and declarations ship");
   // The rules module is compiled in (dist/rules); nothing shipped names the private workspace package.
-  const dist = path.join(app, "node_modules/@meter/sdk/dist");
+  const dist = path.join(app, "node_modules/meterline/dist");
   const shipped = await readdir(dist, { recursive: true });
   assert.ok(shipped.includes(path.join("rules", "index.js")), "the rules module ships in dist/rules");
   for (const f of shipped.filter((f) => f.endsWith(".js") || f.endsWith(".d.ts"))) {
@@ -68,7 +68,7 @@ t("npm pack, install offline, README quick start as .mjs, .ts consumer type-chec
   // Timers never keep the process alive: a script that never calls shutdown() still exits.
   await writeFile(
     path.join(app, "no-shutdown.mjs"),
-    `import { Meter } from "@meter/sdk";
+    `import { Meter } from "meterline";
 const meter = new Meter();
 await meter.start();
 await meter.record("user-42", { model: "gpt-4o", input_tokens: 1 });
@@ -81,10 +81,10 @@ console.log("done", meter.stats.queued);
   // A TypeScript consumer, strict, against the shipped declarations only (no @types/node).
   await writeFile(
     path.join(app, "consumer.ts"),
-    `import { Meter, LimitExceededError, currentUser, type GuardResult, type UsageEvent, type Reservation, type StartResult } from "@meter/sdk";
-import { verifyWebhook, WebhookVerificationError, type WebhookEvent } from "@meter/sdk";
-import { meterErrorHandler } from "@meter/sdk/express";
-import { meterFastify } from "@meter/sdk/fastify";
+    `import { Meter, LimitExceededError, currentUser, type GuardResult, type UsageEvent, type Reservation, type StartResult } from "meterline";
+import { verifyWebhook, WebhookVerificationError, type WebhookEvent } from "meterline";
+import { meterErrorHandler } from "meterline/express";
+import { meterFastify } from "meterline/fastify";
 export async function receive(body: string, headers: Record<string, string>): Promise<string> {
   try {
     const e: WebhookEvent = await verifyWebhook(body, headers, ["whsec_old", "whsec_new"], { toleranceSeconds: 300 });

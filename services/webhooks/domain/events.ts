@@ -11,7 +11,7 @@ export const TEST_EVENT_TYPE = "webhook.test";
 /** Date carried as `api_version` in every envelope. */
 export const API_VERSION = "2026-01-01";
 
-export const USER_AGENT = "Meter-Webhooks/1.0";
+export const USER_AGENT = "Meterline-Webhooks/1.0";
 
 export { THRESHOLDS };
 

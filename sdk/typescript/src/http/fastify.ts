@@ -37,4 +37,4 @@ export async function meterFastify(app: Instance): Promise<void> {
 }
 // What fastify-plugin sets: the handler applies to the instance it is registered on, not to a child scope.
 Object.defineProperty(meterFastify, Symbol.for("skip-override"), { value: true });
-Object.defineProperty(meterFastify, Symbol.for("fastify.display-name"), { value: "@meter/sdk/fastify" });
+Object.defineProperty(meterFastify, Symbol.for("fastify.display-name"), { value: "meterline/fastify" });

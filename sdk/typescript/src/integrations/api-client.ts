@@ -43,7 +43,7 @@ interface StainlessClient {
   post(path: string, opts?: unknown): any;
 }
 
-const METERED = Symbol.for("@meter/sdk.metered");
+const METERED = Symbol.for("meterline.metered");
 
 function isThenable(x: unknown): x is PromiseLike<unknown> {
   return typeof (x as PromiseLike<unknown> | undefined)?.then === "function";

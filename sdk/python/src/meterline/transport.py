@@ -30,7 +30,7 @@ class Transport:
             headers={
                 "authorization": f"Bearer {self.api_key}",
                 "accept": "application/json",
-                "user-agent": f"meter-sdk-python/{VERSION}",
+                "user-agent": f"meterline-python/{VERSION}",
             },
             timeout=self.timeout,
         )

@@ -1,4 +1,4 @@
-"""``meter_sdk.anthropic.wrap(client, meter, user_id=None)``: meters ``Anthropic`` and
+"""``meterline.anthropic.wrap(client, meter, user_id=None)``: meters ``Anthropic`` and
 ``AsyncAnthropic`` messages, plain and streamed, and ``messages.stream()``. Input counts cache
 reads and writes, which Anthropic reports apart from ``input_tokens``."""
 

@@ -46,7 +46,7 @@ from .validate import check_manual, check_usage, check_user, positive
 if TYPE_CHECKING:
     from .leases import Leases
 
-log = logging.getLogger("meter_sdk")
+log = logging.getLogger("meterline")
 
 # One gate event per (user, gate_reason, kind) per this many seconds at most.
 GATE_EVENT_INTERVAL = 5.0

@@ -1,4 +1,4 @@
-"""``meter_sdk.openai.wrap(client, meter, user_id=None)``: meters ``OpenAI`` and ``AsyncOpenAI``
+"""``meterline.openai.wrap(client, meter, user_id=None)``: meters ``OpenAI`` and ``AsyncOpenAI``
 chat completions and the Responses API (plain, streamed, raw, and the SDK's helpers on them)."""
 
 from __future__ import annotations

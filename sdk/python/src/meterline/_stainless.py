@@ -89,7 +89,7 @@ def _streaming(plan: Plan) -> bool:
 
 def wrap_client(client: C, meter: Meter, user_id: str | None, spec: Spec, metadata: dict[str, Any] | None) -> C:
     if not isinstance(meter, Meter):
-        raise TypeError("wrap(client, meter): meter must be a meter_sdk.Meter")
+        raise TypeError("wrap(client, meter): meter must be a meterline.Meter")
     if getattr(client, "_meter_wrapped", False):
         raise ValueError("this client is metered already: wrap each client once")
     original = client.request  # type: ignore[attr-defined]

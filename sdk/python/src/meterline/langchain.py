@@ -1,4 +1,4 @@
-"""``meter_sdk.langchain.MeterCallbackHandler(meter, user_id=None)``: meters LangChain chat models
+"""``meterline.langchain.MeterCallbackHandler(meter, user_id=None)``: meters LangChain chat models
 (and LLMs). ``raise_error`` makes LangChain wait for the handler before the provider is called and
 lets a hard gate stop the run: ``LimitExceededError`` surfaces from ``invoke()``/``stream()``."""
 
@@ -65,7 +65,7 @@ class MeterCallbackHandler(BaseCallbackHandler):
         self, meter: Meter, user_id: str | None = None, metadata: dict[str, Any] | None = None, idle: float = 60.0
     ) -> None:
         if not isinstance(meter, Meter):
-            raise TypeError("MeterCallbackHandler(meter): meter must be a meter_sdk.Meter")
+            raise TypeError("MeterCallbackHandler(meter): meter must be a meterline.Meter")
         if not idle > 0:
             raise ValueError("MeterCallbackHandler: idle must be a positive number of seconds")
         self.meter = meter
