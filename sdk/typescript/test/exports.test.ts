@@ -21,7 +21,7 @@ function documented(): Map<string, Documented> {
   const readme = readFileSync(join(root, "README.md"), "utf8");
   const start = readme.indexOf("### What the package exports");
   assert.ok(start >= 0, "README.md has a section 'What the package exports'");
-  const rows = readme.slice(start).split("\n").filter((l) => /^\| `@meter\/sdk/.test(l));
+  const rows = readme.slice(start).split("\n").filter((l) => /^\| `meterline/.test(l));
   const names = (cell: string) => [...cell.matchAll(/`([^`]+)`/g)].map((m) => m[1]!).sort();
   return new Map(rows.map((row) => {
     const [, entry, values, types] = row.split("|").map((c) => c.trim());
