@@ -36,8 +36,8 @@ const connectionFields = {
    * included (Node's requestTimeout): the backstop for bodies the gateway never reads.
    */
   HTTP_REQUEST_TIMEOUT_MS: Type.Integer({ default: 300_000, minimum: 100, maximum: 3_600_000 }),
-  /** An idle keep-alive connection is closed after this long. */
-  HTTP_KEEP_ALIVE_TIMEOUT_MS: Type.Integer({ default: 5_000, minimum: 100, maximum: 600_000 }),
+  /** An idle keep-alive connection is closed after this long: longer than the 60 s after which proxies and clients drop theirs, so they close first. */
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: Type.Integer({ default: 72_000, minimum: 100, maximum: 600_000 }),
   /** Open connections per client socket address (the proxy's, behind one); 0: no cap. */
   HTTP_MAX_CONNECTIONS_PER_ADDRESS: Type.Integer({ default: 256, minimum: 0 }),
   /** Open connections in all; 0: half the process's open-file limit (10,000 where unknown). */
@@ -59,7 +59,7 @@ export const CONNECTION_DEFAULTS: ConnectionLimits = {
   headersTimeoutMs: 10_000,
   bodyTimeoutMs: 30_000,
   requestTimeoutMs: 300_000,
-  keepAliveTimeoutMs: 5_000,
+  keepAliveTimeoutMs: 72_000,
   maxPerAddress: 256,
   max: 0,
 };

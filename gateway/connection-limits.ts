@@ -72,10 +72,12 @@ export function limitConnections(server: Server, limits: ConnectionLimits): void
  * request timeout (through the server's `clientError` handler).
  */
 export function bodyDeadline(app: FastifyInstance, limits: ConnectionLimits): void {
-  app.addHook("preParsing", async (request, _reply, payload) => {
+  app.addHook("preParsing", async (request, reply, payload) => {
     const req = request.raw;
     if (req.complete) return payload;
     const timer = setTimeout(() => {
+      // A body in whole, or an answer on its way, is not late: the connection may serve more.
+      if (req.complete || reply.raw.headersSent) return;
       httpConnectionsRefused.inc({ reason: "slow_body" });
       request.log.info({ bodyTimeoutMs: limits.bodyTimeoutMs }, "request body not received in time; connection closed");
       const err = Object.assign(new Error(`request body not received within ${limits.bodyTimeoutMs} ms`), { code: "ERR_HTTP_REQUEST_TIMEOUT" });
@@ -84,6 +86,7 @@ export function bodyDeadline(app: FastifyInstance, limits: ConnectionLimits): vo
     const stop = () => clearTimeout(timer);
     req.once("end", stop);
     req.once("close", stop);
+    reply.raw.once("close", stop);
     return payload;
   });
 }
