@@ -76,17 +76,17 @@ export function bodyDeadline(app: FastifyInstance, limits: ConnectionLimits): vo
     const req = request.raw;
     if (req.complete) return payload;
     const timer = setTimeout(() => {
-      // A body in whole, or an answer on its way, is not late: the connection may serve more.
-      if (req.complete || reply.raw.headersSent) return;
+      if (req.complete) return;
       httpConnectionsRefused.inc({ reason: "slow_body" });
       request.log.info({ bodyTimeoutMs: limits.bodyTimeoutMs }, "request body not received in time; connection closed");
+      // Answered already (e.g. 413 on its length): nothing more to say to it.
+      if (reply.raw.headersSent) return req.socket.destroy();
       const err = Object.assign(new Error(`request body not received within ${limits.bodyTimeoutMs} ms`), { code: "ERR_HTTP_REQUEST_TIMEOUT" });
       app.server.emit("clientError", err, req.socket);
     }, limits.bodyTimeoutMs);
     const stop = () => clearTimeout(timer);
     req.once("end", stop);
     req.once("close", stop);
-    reply.raw.once("close", stop);
     return payload;
   });
 }
