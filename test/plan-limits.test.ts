@@ -134,6 +134,9 @@ t("concurrent creations of large plans never take a product past its bytes", asy
 
 t("concurrent creations never take a product past its limit", async ({ stack }) => {
   const { api } = await stack.newProduct();
+  const tooMany = await api.post("/config/plans", { plans: Array.from({ length: PLANS_PER_PRODUCT + 1 }, (_, i) => ({ name: `many-${i}` })) });
+  assert.is(tooMany.status, 422, "more than a product's plans in one request");
+  assert.equal(await plansOf(api), []);
   const requests = Array.from({ length: 8 }, (_, r) =>
     api.post("/config/plans", { plans: Array.from({ length: 10 }, (_, i) => ({ name: `r${r}-p${i}` })) }),
   );

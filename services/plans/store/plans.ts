@@ -196,8 +196,10 @@ export class PlanStore {
    * created after all are given back with `release`.
    */
   async reserve(productId: string, sizes: readonly number[]): Promise<string[] | PlanLimit> {
-    await this.directoryOf(productId);
+    const before = await this.directoryOf(productId);
     const count = sizes.length;
+    // `ids.<negative>` never exists: more than the limit in one request is refused here.
+    if (count > LIMITS.plansPerProduct) return { limit: "plans", has: before.ids.length };
     const bytes = sizes.reduce((n, b) => n + b, 0);
     // Time-ordered and monotonic within the process: plans created in the same millisecond
     // (one request creating several) still list in creation order.
