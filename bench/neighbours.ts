@@ -1,17 +1,17 @@
 // What one product at its limits costs another (README, "Limits"): a product's GET
 // /config/plans before and after a neighbour fills its 50 plans (BENCH_FULL_PLANS of them
-// with three maps of 1,000 names of 255 characters), and gate-event batches spread over hours:
+// with three maps of 1,000 names of 255 characters; one fits in a product's 1 MiB of plans), and gate-event batches spread over hours:
 // 10,000 events in 10,000 future hours (refused) and one event in each hour of the last 89
 // days (accepted), with the page reads of a filter that matches only the oldest event.
 //
-//   npm run bench:neighbours            BENCH_FULL_PLANS (default 10), BENCH_READS (default 100)
+//   npm run bench:neighbours            BENCH_FULL_PLANS (default 1), BENCH_READS (default 100)
 import { randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import { startTestStack } from "../test/support/stack.ts";
 import type { Api } from "../test/support/http.ts";
 import { stopTestDatabase } from "../test/support/database.ts";
 
-const FULL_PLANS = Number(process.env.BENCH_FULL_PLANS ?? 10);
+const FULL_PLANS = Number(process.env.BENCH_FULL_PLANS ?? 1);
 const READS = Number(process.env.BENCH_READS ?? 100);
 const HOUR = 3_600_000;
 

@@ -5,6 +5,7 @@ import { REQUEST_ID_HEADER, isAcceptableRequestId } from "@meter/lib/context";
 import type { Logger } from "@meter/lib/logger";
 import type { ServiceClients } from "./clients.ts";
 import { LOCAL_PROTECTION, type Protection } from "./config.ts";
+import { bodyDeadline, limitConnections, resolveConnectionLimits, serverTimeouts } from "./connection-limits.ts";
 import { errorHandler, notFoundHandler } from "./errors.ts";
 import { parseJsonBodies } from "./json-body.ts";
 import { admissionPlugin } from "./plugins/admission.ts";
@@ -38,7 +39,9 @@ export interface GatewayOptions {
 /** The REST gateway: JSON over HTTP mapped to the services' RPCs. Listens only when told to. */
 export async function buildGateway(opts: GatewayOptions) {
   const protection = opts.protection ?? LOCAL_PROTECTION;
+  const connections = resolveConnectionLimits(protection.connections);
   const app = Fastify({
+    ...serverTimeouts(connections),
     loggerInstance: opts.logger,
     // The caller's X-Request-Id is kept only when acceptable (bounded, log-safe); see genReqId.
     requestIdHeader: false,
@@ -54,6 +57,7 @@ export async function buildGateway(opts: GatewayOptions) {
     routerOptions: { maxParamLength: 4096 },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
+  limitConnections(app.server, connections);
   app.setValidatorCompiler(validatorCompiler);
   parseJsonBodies(app);
   app.setErrorHandler(errorHandler);
@@ -77,6 +81,8 @@ export async function buildGateway(opts: GatewayOptions) {
         windowMs: protection.rateLimit.windowMs,
       });
       await api.register(admissionPlugin, { limit: opts.batchConcurrency ?? 4, share: opts.batchShare });
+      // After admission: a batch's wait for its turn does not count against its body's time.
+      bodyDeadline(api, connections);
       for (const routes of apiRoutes) await api.register(routes);
     },
     { prefix: "/api/v1" },

@@ -18,8 +18,51 @@ export function protectionFields(defaults: { publicMax: number; keyMax: number; 
      * "" none, "true" all, a hop count, or comma-separated addresses/CIDRs.
      */
     TRUST_PROXY: Type.String({ default: "", pattern: "^[0-9A-Za-z.:/, ]*$" }),
+    ...connectionFields,
   };
 }
+
+/**
+ * Slow or piled-up connections must not take the process's file handles from everyone else
+ * (gateway/connection-limits.ts). Defaults in CONNECTION_DEFAULTS.
+ */
+const connectionFields = {
+  /** A request's headers must all arrive within this long of its first byte (Node's headersTimeout). */
+  HTTP_HEADERS_TIMEOUT_MS: Type.Integer({ default: 10_000, minimum: 100, maximum: 600_000 }),
+  /** Once the gateway reads a body (after admission for batches), all of it must arrive within this long. */
+  HTTP_BODY_TIMEOUT_MS: Type.Integer({ default: 30_000, minimum: 100, maximum: 3_600_000 }),
+  /**
+   * A request must be received whole within this long of its first byte, admission waits
+   * included (Node's requestTimeout): the backstop for bodies the gateway never reads.
+   */
+  HTTP_REQUEST_TIMEOUT_MS: Type.Integer({ default: 300_000, minimum: 100, maximum: 3_600_000 }),
+  /** An idle keep-alive connection is closed after this long: longer than the 60 s after which proxies and clients drop theirs, so they close first. */
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: Type.Integer({ default: 72_000, minimum: 100, maximum: 600_000 }),
+  /** Open connections per client socket address (the proxy's, behind one); 0: no cap. */
+  HTTP_MAX_CONNECTIONS_PER_ADDRESS: Type.Integer({ default: 256, minimum: 0 }),
+  /** Open connections in all; 0: half the process's open-file limit (10,000 where unknown). */
+  HTTP_MAX_CONNECTIONS: Type.Integer({ default: 0, minimum: 0 }),
+};
+
+export interface ConnectionLimits {
+  headersTimeoutMs: number;
+  bodyTimeoutMs: number;
+  requestTimeoutMs: number;
+  keepAliveTimeoutMs: number;
+  /** 0: no cap. */
+  maxPerAddress: number;
+  /** 0: half the process's open-file limit. */
+  max: number;
+}
+
+export const CONNECTION_DEFAULTS: ConnectionLimits = {
+  headersTimeoutMs: 10_000,
+  bodyTimeoutMs: 30_000,
+  requestTimeoutMs: 300_000,
+  keepAliveTimeoutMs: 72_000,
+  maxPerAddress: 256,
+  max: 0,
+};
 
 /**
  * How long a verified API key is trusted without asking the tenancy service. At most 4 s: a
@@ -43,6 +86,8 @@ export interface Protection {
   rateLimit: { windowMs: number; publicMax: number; keyMax: number; authFailureMax?: number };
   negativeCacheTtlMs: number;
   trustProxy: boolean | number | string[];
+  /** Server timeouts and connection caps; CONNECTION_DEFAULTS for what is absent. */
+  connections?: Partial<ConnectionLimits>;
 }
 
 /** Defaults of processes meant for one machine (all-in-one, tests): limits nobody hits by hand. */
@@ -59,9 +104,29 @@ export function protectionSettings(config: {
   RATE_LIMIT_AUTH_FAILURE_MAX: number;
   AUTH_NEGATIVE_CACHE_TTL_MS: number;
   TRUST_PROXY: string;
+  HTTP_HEADERS_TIMEOUT_MS: number;
+  HTTP_BODY_TIMEOUT_MS: number;
+  HTTP_REQUEST_TIMEOUT_MS: number;
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: number;
+  HTTP_MAX_CONNECTIONS_PER_ADDRESS: number;
+  HTTP_MAX_CONNECTIONS: number;
 }): Protection {
   const t = config.TRUST_PROXY.trim();
+  // Node refuses a headers timeout past the request timeout; say which variables, at start-up.
+  if (config.HTTP_HEADERS_TIMEOUT_MS > config.HTTP_REQUEST_TIMEOUT_MS) {
+    throw new Error(
+      `invalid configuration: HTTP_HEADERS_TIMEOUT_MS (${config.HTTP_HEADERS_TIMEOUT_MS}) must not exceed HTTP_REQUEST_TIMEOUT_MS (${config.HTTP_REQUEST_TIMEOUT_MS})`,
+    );
+  }
   return {
+    connections: {
+      headersTimeoutMs: config.HTTP_HEADERS_TIMEOUT_MS,
+      bodyTimeoutMs: config.HTTP_BODY_TIMEOUT_MS,
+      requestTimeoutMs: config.HTTP_REQUEST_TIMEOUT_MS,
+      keepAliveTimeoutMs: config.HTTP_KEEP_ALIVE_TIMEOUT_MS,
+      maxPerAddress: config.HTTP_MAX_CONNECTIONS_PER_ADDRESS,
+      max: config.HTTP_MAX_CONNECTIONS,
+    },
     rateLimit: { windowMs: config.RATE_LIMIT_WINDOW_MS, publicMax: config.RATE_LIMIT_PUBLIC_MAX, keyMax: config.RATE_LIMIT_KEY_MAX, authFailureMax: config.RATE_LIMIT_AUTH_FAILURE_MAX },
     negativeCacheTtlMs: config.AUTH_NEGATIVE_CACHE_TTL_MS,
     trustProxy: t === "" || t === "false" ? false : t === "true" ? true : /^\d+$/.test(t) ? Number(t) : t.split(",").map((s) => s.trim()).filter(Boolean),

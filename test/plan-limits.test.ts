@@ -1,5 +1,5 @@
-// Plan limits (plans per product, entries and name lengths of the maps, body size) and one
-// product's plan listing while a neighbour sits at every limit.
+// Plan limits (plans per product, bytes of a product's plans, entries and name lengths of the
+// maps, body size) and one product's plan listing while a neighbour sits at every limit.
 import { randomUUID } from "node:crypto";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
@@ -11,6 +11,8 @@ import { startTestStack, type TestStack } from "./support/stack.ts";
 
 const t = suite<{ stack: TestStack }>("plan limits");
 const PLANS_PER_PRODUCT = 50;
+/** LIMITS.planBytesPerProduct: a product's plans together, as JSON. */
+const PLAN_BYTES = 1024 * 1024;
 
 t.before(async (ctx) => {
   ctx.stack = await startTestStack();
@@ -30,6 +32,11 @@ function fullPlan(name: string) {
   };
 }
 
+/** About 280 KB as JSON (cost_rates full): three fit in a product's 1 MiB, a fourth does not. */
+function largePlan(name: string) {
+  return { name, cost_rates: fullPlan(name).cost_rates };
+}
+
 const names = (res: { body: { plans: { name: string }[] } }) => res.body.plans.map((p) => p.name);
 
 async function plansOf(api: Api): Promise<string[]> {
@@ -44,11 +51,14 @@ t("a neighbour at every limit: another product's plans read as they are, and the
   assert.is((await other.post("/config/plans", { plans: mine })).status, 201);
 
   const neighbour = (await stack.newProduct("neighbour")).api;
-  for (let i = 0; i < 3; i++) {
-    const res = await neighbour.post("/config/plans", { plans: [fullPlan(`full-${i}`)] });
-    assert.is(res.status, 201, JSON.stringify(res.body).slice(0, 300));
-  }
-  const small = Array.from({ length: PLANS_PER_PRODUCT - 3 }, (_, i) => ({ name: `small-${i}` }));
+  const full = await neighbour.post("/config/plans", { plans: [fullPlan("full-0")] });
+  assert.is(full.status, 201, JSON.stringify(full.body).slice(0, 300));
+  // One full plan takes about 800 KB of the product's 1 MiB: a second does not fit.
+  const second = await neighbour.post("/config/plans", { plans: [fullPlan("full-1")] });
+  assert.is(second.status, 422, JSON.stringify(second.body).slice(0, 300));
+  assert.is(second.body.issues[0].path, "/plans");
+  assert.match(second.body.detail, new RegExp(`at most ${PLAN_BYTES} per product`));
+  const small = Array.from({ length: PLANS_PER_PRODUCT - 1 }, (_, i) => ({ name: `small-${i}` }));
   assert.is((await neighbour.post("/config/plans", { plans: small })).status, 201);
 
   const beyond = await neighbour.post("/config/plans", { plans: [{ name: "one-more" }] });
@@ -95,8 +105,38 @@ t("map entries, name lengths and body size", async ({ stack }) => {
   assert.equal(await plansOf(api), ["ok"]);
 });
 
+t("a product's plans together stay within 1 MiB: creations and changes past it are refused, shrinking frees room", async ({ stack }) => {
+  const { api } = await stack.newProduct();
+  const [a] = (await api.post("/config/plans", { plans: [largePlan("a")] })).body.plans;
+  assert.is((await api.post("/config/plans", { plans: [largePlan("b"), largePlan("c")] })).status, 201);
+  const fourth = await api.post("/config/plans", { plans: [largePlan("d")] });
+  assert.is(fourth.status, 422, JSON.stringify(fourth.body).slice(0, 300));
+  assert.match(fourth.body.detail, /^body\/plans would take the product's plans to \d+ bytes of JSON; at most 1048576 per product/);
+
+  // A change that grows past it is refused and changes nothing; one that shrinks always passes.
+  const grow = await api.patch(`/config/plans/${a.id}`, { model_limits: fullPlan("a").model_limits });
+  assert.is(grow.status, 422, JSON.stringify(grow.body).slice(0, 300));
+  assert.match(grow.body.detail, /at most 1048576 per product/);
+  const stored = (await api.get("/config/plans")).body.plans.find((p: { id: string }) => p.id === a.id);
+  assert.equal(stored.model_limits, {});
+  assert.is((await api.patch(`/config/plans/${a.id}`, { cost_rates: {}, tool_costs: {} })).status, 200);
+  // The room it freed is counted back: the fourth fits now.
+  assert.is((await api.post("/config/plans", { plans: [largePlan("d")] })).status, 201);
+  assert.equal(await plansOf(api), ["a", "b", "c", "d"]);
+});
+
+t("concurrent creations of large plans never take a product past its bytes", async ({ stack }) => {
+  const { api } = await stack.newProduct();
+  const statuses = (await Promise.all(Array.from({ length: 6 }, (_, i) => api.post("/config/plans", { plans: [largePlan(`p${i}`)] })))).map((r) => r.status).sort();
+  assert.equal(statuses, [201, 201, 201, 422, 422, 422]);
+  assert.is((await plansOf(api)).length, 3);
+});
+
 t("concurrent creations never take a product past its limit", async ({ stack }) => {
   const { api } = await stack.newProduct();
+  const tooMany = await api.post("/config/plans", { plans: Array.from({ length: PLANS_PER_PRODUCT + 1 }, (_, i) => ({ name: `many-${i}` })) });
+  assert.is(tooMany.status, 422, "more than a product's plans in one request");
+  assert.equal(await plansOf(api), []);
   const requests = Array.from({ length: 8 }, (_, r) =>
     api.post("/config/plans", { plans: Array.from({ length: 10 }, (_, i) => ({ name: `r${r}-p${i}` })) }),
   );
@@ -117,7 +157,12 @@ t("plans stored before the per-product directory existed are listed and counted"
     await db.collection("plans").insertOne({ ...doc!, _id: oldId, name: "legacy", created_at: new Date(0) } as never);
     await db.collection("plan_directory").deleteOne({ _id: productId } as never);
     assert.equal(await plansOf(api), ["legacy", "template"]);
-    const fill = Array.from({ length: PLANS_PER_PRODUCT - 2 }, (_, i) => ({ name: `f${i}` }));
+    // A directory of the version before bytes were counted: its plans are counted once.
+    await db.collection("plan_directory").updateOne({ _id: productId } as never, { $unset: { bytes: "" } });
+    assert.is((await api.post("/config/plans", { plans: [largePlan("big-1"), largePlan("big-2"), largePlan("big-3")] })).status, 201);
+    assert.is((await api.post("/config/plans", { plans: [largePlan("big-4")] })).status, 422, "counted with the plans before");
+    await db.collection("plan_directory").updateOne({ _id: productId } as never, { $unset: { bytes: "" } });
+    const fill = Array.from({ length: PLANS_PER_PRODUCT - 5 }, (_, i) => ({ name: `f${i}` }));
     assert.is((await api.post("/config/plans", { plans: fill })).status, 201);
     assert.is((await api.post("/config/plans", { plans: [{ name: "over" }] })).status, 422);
   } finally {

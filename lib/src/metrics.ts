@@ -18,6 +18,13 @@ export const httpRequests = new Counter({
   registers: [registry],
 });
 
+export const httpConnectionsRefused = new Counter({
+  name: "meter_http_connections_closed_total",
+  help: "Connections the gateway refused or closed to protect its file handles: per_address and total caps, slow_body deadline.",
+  labelNames: ["reason"] as const,
+  registers: [registry],
+});
+
 export const httpDuration = new Histogram({
   name: "meter_http_request_duration_seconds",
   help: "Time to answer an HTTP request at the gateway, by method, route template and status.",

@@ -28,7 +28,18 @@ export const LIMITS = {
    * most 1 MiB (the gateway's body limit), a product's listing stays under the 64 MiB of an RPC.
    */
   plansPerProduct: 50,
+  /**
+   * Most bytes of a product's plans together, as JSON (planSize): what one request body may
+   * carry, so that one plan with its three maps full fits, and a product's listing, its users'
+   * plans and its database stay small however its plans are split.
+   */
+  planBytesPerProduct: 1024 * 1024,
 } as const;
+
+/** A plan's size as counted against LIMITS.planBytesPerProduct: UTF-8 bytes of its settings as JSON. */
+export function planSize(v: PlanValues): number {
+  return Buffer.byteLength(JSON.stringify(Object.fromEntries(PLAN_FIELDS.map((f) => [f, v[f]]))), "utf8");
+}
 
 /** The fields set in a PlanSettings message, as plan values (maps only when non-empty). */
 export function fromSettings(s: PlanSettings): Partial<PlanValues> {

@@ -2,6 +2,7 @@ import { rpcError } from "@meter/lib/errors";
 import type { PlansDeps } from "../deps.ts";
 import { toUser } from "./mapping.ts";
 import type { UserDoc } from "../store/users.ts";
+import { LIMITS } from "../domain/settings.ts";
 
 export const EXTERNAL_USER_ID_MAX = 255;
 
@@ -32,4 +33,12 @@ export async function announce(deps: PlansDeps, productId: string, change: { pla
   } catch (err) {
     deps.logger.error({ err, productId, ...change }, "change marker not advanced; running clients see this change at their next periodic reload");
   }
+}
+
+/** The refusal of a change that would take the product's plans past LIMITS.planBytesPerProduct. */
+export function tooLarge(has: number, adding: number): string {
+  return (
+    `would take the product's plans to ${has + adding} bytes of JSON; at most ${LIMITS.planBytesPerProduct} per product ` +
+    `(its plans take ${has} now): use fewer or shorter map entries, in this plan or another`
+  );
 }

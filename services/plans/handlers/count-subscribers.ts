@@ -6,13 +6,11 @@ import type { PlansDeps } from "../deps.ts";
 export function countSubscribers(deps: PlansDeps): ServiceImpl<typeof PlansService>["countSubscribers"] {
   return async (req) => {
     const productId = req.productId;
-    const plans = await deps.plans.list(productId);
-    const counts = await deps.subscribers.countsOf(
-      productId,
-      plans.map((p) => p.id),
-    );
+    // Names only: the plans' maps are not needed here.
+    const names = await deps.plans.names(productId);
+    const counts = await deps.subscribers.countsOf(productId, [...names.keys()]);
     return {
-      plans: plans.map((p) => ({ planName: p.name, subscriberCount: BigInt(counts.get(p.id) ?? 0) })),
+      plans: [...names].map(([id, name]) => ({ planName: name, subscriberCount: BigInt(counts.get(id) ?? 0) })),
     };
   };
 }

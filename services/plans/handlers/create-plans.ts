@@ -2,8 +2,9 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { PlansService } from "@meter/proto/meter/plans/v1/plans_pb";
 import { rpcError } from "@meter/lib/errors";
 import { toPlan } from "./mapping.ts";
-import { LIMITS, assertValid, fromSettings, newPlanValues, planProblems } from "../domain/settings.ts";
+import { LIMITS, assertValid, fromSettings, newPlanValues, planProblems, planSize } from "../domain/settings.ts";
 import type { PlansDeps } from "../deps.ts";
+import { tooLarge } from "./common.ts";
 
 /**
  * Validates every plan first (nothing is created when one is invalid), then inserts them in
@@ -20,32 +21,36 @@ export function createPlans(deps: PlansDeps): ServiceImpl<typeof PlansService>["
     const values = req.plans.map((s) => newPlanValues(fromSettings(s), gates));
     assertValid(values.flatMap((v, i) => planProblems(v, `plans[${i}].`)));
 
-    const ids = await deps.plans.reserve(productId, values.length);
-    if (!ids) {
-      const has = await deps.plans.count(productId);
+    const sizes = values.map(planSize);
+    const ids = await deps.plans.reserve(productId, sizes);
+    if (!Array.isArray(ids)) {
+      const adding = sizes.reduce((n, b) => n + b, 0);
       throw rpcError.invalidFields([
-        {
-          path: "/plans",
-          message: `would take the product to ${has + values.length} plans; at most ${LIMITS.plansPerProduct} per product (it has ${has}): change an existing plan instead`,
-        },
+        ids.limit === "plans"
+          ? {
+              path: "/plans",
+              message: `would take the product to ${ids.has + values.length} plans; at most ${LIMITS.plansPerProduct} per product (it has ${ids.has}): change an existing plan instead`,
+            }
+          : { path: "/plans", message: tooLarge(ids.has, adding) },
       ]);
     }
     const created = [];
     const duplicates: string[] = [];
-    const unused: string[] = [];
+    const unused: { id: string; size: number }[] = [];
     try {
       for (const [i, v] of values.entries()) {
         const plan = await deps.plans.insert(productId, ids[i]!, v);
         if (plan) created.push(toPlan(plan));
         else {
           duplicates.push(v.name);
-          unused.push(ids[i]!);
+          unused.push({ id: ids[i]!, size: sizes[i]! });
         }
       }
     } catch (err) {
       // The places of plans not tried go back; the failed insert may have been stored after
       // all, so its place stays (taken, or read as missing).
-      unused.push(...ids.slice(created.length + duplicates.length + 1));
+      const tried = created.length + duplicates.length + 1;
+      unused.push(...ids.slice(tried).map((id, i) => ({ id, size: sizes[tried + i]! })));
       throw err;
     } finally {
       await deps.plans.release(productId, unused);

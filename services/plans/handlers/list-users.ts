@@ -25,9 +25,10 @@ export function decodeCursor(cursor: string): string {
 }
 
 /**
- * A page of the product's users in external id order. Without a plan: one `_id` range read of
- * the users. With a plan: one range read of the plan's member list (PlanMemberStore) and one
- * read of those users by `_id`, keeping those whose current subscription is on the plan (an
+ * A page of the product's users in external id order, with the names of their plans (read
+ * without the plans' maps, for the page's plans only). Without a plan: one `_id` range read of
+ * the users. With a plan: its id from the product's plan names, one range read of the plan's
+ * member list (PlanMemberStore) and one read of those users by `_id`, keeping those whose current subscription is on the plan (an
  * entry left behind by a change may name a user who left it: such a page can hold fewer than
  * `limit` users and still carry a cursor). One more row than the page is read to tell whether
  * another page follows.
@@ -40,10 +41,6 @@ export function listUsers(deps: PlansDeps): ServiceImpl<typeof PlansService>["li
     if (req.prefix.length > EXTERNAL_USER_ID_MAX) throw rpcError.invalid(`prefix must be at most ${EXTERNAL_USER_ID_MAX} characters`);
     const after = req.cursor ? decodeCursor(req.cursor) : undefined;
 
-    // The product's plans come from the listing PlanStore keeps (one small read while
-    // unchanged), read beside the page when no plan is asked for.
-    const listing = deps.plans.list(productId);
-    listing.catch(() => {}); // awaited below; a failing page read must not leave it unhandled
     let users: UserDoc[];
     let last: string | undefined;
     let more: boolean;
@@ -53,16 +50,16 @@ export function listUsers(deps: PlansDeps): ServiceImpl<typeof PlansService>["li
       users = rows.slice(0, limit);
       last = users.at(-1)?.external_user_id;
     } else {
-      const plan = (await listing).find((p) => p.name === req.planName);
-      if (!plan) return { users: [] };
-      const ids = await deps.members.page(productId, plan.id, req.prefix, after, limit + 1);
+      const planId = [...(await deps.plans.names(productId))].find(([, name]) => name === req.planName)?.[0];
+      if (planId === undefined) return { users: [] };
+      const ids = await deps.members.page(productId, planId, req.prefix, after, limit + 1);
       more = ids.length > limit;
       const listed = ids.slice(0, limit);
       last = listed.at(-1);
-      users = (await deps.users.getMany(productId, listed)).filter((u) => u.current?.plan_id === plan.id);
+      users = (await deps.users.getMany(productId, listed)).filter((u) => u.current?.plan_id === planId);
     }
-    const plans = await listing;
-    const names = new Map(plans.map((p) => [p.id, p.name]));
+    // Only the names of the page's plans, read without their maps.
+    const names = await deps.plans.names(productId, users.flatMap((u) => (u.current ? [u.current.plan_id] : [])));
     return {
       users: users.map((u) => toUser(u, u.current ? names.get(u.current.plan_id) : undefined)),
       nextCursor: more && last !== undefined ? encodeCursor(last) : undefined,

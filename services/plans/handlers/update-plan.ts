@@ -3,9 +3,9 @@ import { create } from "@bufbuild/protobuf";
 import { PlanSettingsSchema, type PlansService } from "@meter/proto/meter/plans/v1/plans_pb";
 import { rpcError } from "@meter/lib/errors";
 import { toPlan } from "./mapping.ts";
-import { applyMask, assertValid, fromSettings, planProblems } from "../domain/settings.ts";
+import { applyMask, assertValid, fromSettings, planProblems, planSize } from "../domain/settings.ts";
 import type { PlansDeps } from "../deps.ts";
-import { announce } from "./common.ts";
+import { announce, tooLarge } from "./common.ts";
 
 const MAX_ATTEMPTS = 10;
 
@@ -27,6 +27,9 @@ export function updatePlan(deps: PlansDeps): ServiceImpl<typeof PlansService>["u
       if (paths.length === 0) return { plan: toPlan(current) };
       const result = await deps.plans.replace(productId, current, next);
       if (result === "duplicate") throw rpcError.alreadyExists(`a plan named "${next.name}" already exists`);
+      if (typeof result === "object" && "limit" in result) {
+        throw rpcError.invalidFields([{ path: "", message: tooLarge(result.has, planSize(next) - planSize(current)) }]);
+      }
       if (result !== "conflict") {
         await announce(deps, productId, { planId: result.id });
         return { plan: toPlan(result) };

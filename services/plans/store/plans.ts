@@ -2,7 +2,7 @@ import { v7 as uuidv7 } from "uuid";
 import { LRUCache } from "lru-cache";
 import { MongoServerError, type Collection, type Db } from "mongodb";
 import { findByIds, isDuplicateKeyError } from "@meter/lib/mongo";
-import { LIMITS, PLAN_FIELDS, type PlanValues, type Rate } from "../domain/settings.ts";
+import { LIMITS, PLAN_FIELDS, planSize, type PlanValues, type Rate } from "../domain/settings.ts";
 
 /**
  * A plan as stored. Maps keyed by model or tool name are kept as arrays of entries: names
@@ -68,9 +68,19 @@ interface PlanDirectoryDoc {
   complete?: boolean;
   /** Incremented by every change to the product's plans, after it (a cached listing of another version is stale). */
   version?: number;
+  /**
+   * planSize of the product's plans together, bounded by LIMITS.planBytesPerProduct. Growth
+   * is taken here before the plan is written and shrinkage given back after, so that a
+   * failure in between leaves it over, never under. Absent on directories of earlier
+   * versions until counted once (countBytes).
+   */
+  bytes?: number;
 }
 
-/** Memory for cached listings; a listing of 50 plans at their limits takes about 45 MB. */
+/** Why `reserve` or `replace` refused: the product's plans would be too many or too large. */
+export type PlanLimit = { limit: "plans"; has: number } | { limit: "bytes"; has: number };
+
+/** Memory for cached listings; a product's listing at LIMITS.planBytesPerProduct takes a few MB. */
 const LISTING_CACHE_BYTES = 64 * 1024 * 1024;
 /** Backstop for a change whose version increment was lost (a crash between the two writes). */
 const LISTING_TTL_MS = 60_000;
@@ -80,6 +90,11 @@ function planBytes(p: StoredPlan): number {
   let n = 512 + p.name.length * 2;
   for (const m of [p.model_limits, p.cost_rates, p.tool_costs]) for (const k of Object.keys(m)) n += k.length * 2 + 64;
   return n;
+}
+
+/** Creation order (ties by id). */
+function byCreation(a: Pick<PlanDoc, "_id" | "created_at">, b: Pick<PlanDoc, "_id" | "created_at">): number {
+  return a.created_at.getTime() - b.created_at.getTime() || (a._id < b._id ? -1 : a._id > b._id ? 1 : 0);
 }
 
 /** FerretDB reports a unique index violation by an update as a generic error naming it. */
@@ -118,52 +133,101 @@ export class PlanStore {
   }
 
   /** The product's directory, completed first when needed. */
-  private async directoryOf(productId: string): Promise<{ ids: string[]; version: number }> {
+  private async directoryOf(productId: string): Promise<{ ids: string[]; version: number; bytes: number }> {
     const doc = await this.directory.findOne({ _id: productId });
-    if (doc?.complete) return { ids: doc.ids, version: doc.version ?? 0 };
-    const stored = await this.plans.find({ product_id: productId }, { projection: { _id: 1 } }).toArray();
+    if (doc?.complete && doc.bytes !== undefined) return { ids: doc.ids, version: doc.version ?? 0, bytes: doc.bytes };
+    let ids = doc?.ids ?? [];
+    let version = doc?.version ?? 0;
+    if (!doc?.complete) {
+      const stored = await this.plans.find({ product_id: productId }, { projection: { _id: 1 } }).toArray();
+      const after = await this.directory.findOneAndUpdate(
+        { _id: productId },
+        { $addToSet: { ids: { $each: stored.map((d) => d._id) } }, $set: { complete: true }, $inc: { version: 1 } },
+        { upsert: true, returnDocument: "after" },
+      );
+      ids = after?.ids ?? [];
+      version = after?.version ?? 0;
+      if (after?.bytes !== undefined) return { ids, version, bytes: after.bytes };
+    }
+    return { ids, version, bytes: await this.countBytes(productId, ids) };
+  }
+
+  /**
+   * Counts the bytes of a directory that has none (once per product, ever): every write
+   * reads the directory first, so none has taken or given back bytes before this.
+   */
+  private async countBytes(productId: string, ids: string[]): Promise<number> {
+    const counted = (await this.byIds(ids)).filter((d) => d.product_id === productId).reduce((n, d) => n + planSize(fromDoc(d)), 0);
     const after = await this.directory.findOneAndUpdate(
-      { _id: productId },
-      { $addToSet: { ids: { $each: stored.map((d) => d._id) } }, $set: { complete: true }, $inc: { version: 1 } },
-      { upsert: true, returnDocument: "after" },
+      { _id: productId, bytes: { $exists: false } },
+      { $set: { bytes: counted } },
+      { returnDocument: "after" },
     );
-    return { ids: after?.ids ?? [], version: after?.version ?? 0 };
+    if (after) return counted;
+    return (await this.directory.findOne({ _id: productId }))?.bytes ?? counted;
   }
 
   private async idsOf(productId: string): Promise<string[]> {
     return (await this.directoryOf(productId)).ids;
   }
 
-  /** Marks the product's plans changed: listings cached by any replica are stale from now. */
-  private async changed(productId: string): Promise<void> {
+  /**
+   * Marks the product's plans changed: listings cached by any replica are stale from now;
+   * `bytes` (negative or 0) gives back what a plan's change freed.
+   */
+  private async changed(productId: string, bytes = 0): Promise<void> {
     this.listings.delete(productId);
-    await this.directory.updateOne({ _id: productId }, { $inc: { version: 1 } });
+    await this.directory.updateOne({ _id: productId }, { $inc: { version: 1, bytes } });
+  }
+
+  /** Takes `bytes` more for the product's plans, unless that passes the limit: the total before, when refused. */
+  private async grow(productId: string, bytes: number): Promise<number | null> {
+    const res = await this.directory.updateOne(
+      { _id: productId, bytes: { $lte: LIMITS.planBytesPerProduct - bytes } },
+      { $inc: { bytes } },
+    );
+    return res.modifiedCount === 1 ? null : (await this.directoryOf(productId)).bytes;
   }
 
   /**
-   * Takes `count` places in the product's directory for new plans, in one conditional write:
-   * the ids, or null when they would take the product past LIMITS.plansPerProduct. Places of plans not
+   * Takes places in the product's directory for new plans of `sizes` (planSize), in one
+   * conditional write: the ids, or which limit they would take the product past
+   * (LIMITS.plansPerProduct, LIMITS.planBytesPerProduct). Places and bytes of plans not
    * created after all are given back with `release`.
    */
-  async reserve(productId: string, count: number): Promise<string[] | null> {
-    await this.idsOf(productId);
+  async reserve(productId: string, sizes: readonly number[]): Promise<string[] | PlanLimit> {
+    const before = await this.directoryOf(productId);
+    const count = sizes.length;
+    // `ids.<negative>` never exists: more than the limit in one request is refused here.
+    if (count > LIMITS.plansPerProduct) return { limit: "plans", has: before.ids.length };
+    const bytes = sizes.reduce((n, b) => n + b, 0);
     // Time-ordered and monotonic within the process: plans created in the same millisecond
     // (one request creating several) still list in creation order.
     const ids = Array.from({ length: count }, () => uuidv7());
     const res = await this.directory.updateOne(
-      { _id: productId, [`ids.${LIMITS.plansPerProduct - count}`]: { $exists: false } },
-      { $push: { ids: { $each: ids } }, $inc: { version: 1 } },
+      {
+        _id: productId,
+        [`ids.${LIMITS.plansPerProduct - count}`]: { $exists: false },
+        bytes: { $lte: LIMITS.planBytesPerProduct - bytes },
+      },
+      { $push: { ids: { $each: ids } }, $inc: { version: 1, bytes } },
     );
-    return res.modifiedCount === 1 ? ids : null;
+    if (res.modifiedCount === 1) return ids;
+    const now = await this.directoryOf(productId);
+    return now.ids.length + count > LIMITS.plansPerProduct ? { limit: "plans", has: now.ids.length } : { limit: "bytes", has: now.bytes };
   }
 
   /**
-   * Ends a creation: gives back the places of `unused` ids and marks the product's plans
-   * changed (again: a listing read between `reserve` and the inserts missed them).
+   * Ends a creation: gives back the places and bytes (`sizes`) of `unused` ids and marks the
+   * product's plans changed (again: a listing read between `reserve` and the inserts missed them).
    */
-  async release(productId: string, unused: readonly string[]): Promise<void> {
+  async release(productId: string, unused: readonly { id: string; size: number }[]): Promise<void> {
     this.listings.delete(productId);
-    await this.directory.updateOne({ _id: productId }, { $pullAll: { ids: [...unused] }, $inc: { version: 1 } });
+    const bytes = unused.reduce((n, u) => n + u.size, 0);
+    await this.directory.updateOne(
+      { _id: productId },
+      { $pullAll: { ids: unused.map((u) => u.id) }, $inc: { version: 1, bytes: -bytes } },
+    );
   }
 
   /** How many plans the product has (its directory's length). */
@@ -200,7 +264,7 @@ export class PlanStore {
     const hit = this.listings.get(productId);
     if (hit && hit.version === version) return hit.plans;
     const docs = (await this.byIds(ids)).filter((d) => d.product_id === productId);
-    docs.sort((a, b) => a.created_at.getTime() - b.created_at.getTime() || (a._id < b._id ? -1 : a._id > b._id ? 1 : 0));
+    docs.sort(byCreation);
     const plans = docs.map(fromDoc);
     const bytes = plans.reduce((n, p) => n + planBytes(p), 64);
     if (bytes <= LISTING_CACHE_BYTES) this.listings.set(productId, { version, plans, bytes });
@@ -249,27 +313,60 @@ export class PlanStore {
 
   /**
    * Replaces a plan's settings if it is still at `version`. Returns the new plan, "conflict"
-   * when another update came first, or "duplicate" when the new name is taken.
+   * when another update came first, "duplicate" when the new name is taken, or the limit of
+   * LIMITS.planBytesPerProduct when the product's plans would grow past it.
    */
   async replace(
     productId: string,
     current: StoredPlan,
     values: PlanValues,
-  ): Promise<StoredPlan | "conflict" | "duplicate"> {
+  ): Promise<StoredPlan | "conflict" | "duplicate" | PlanLimit> {
+    await this.directoryOf(productId);
+    const delta = planSize(values) - planSize(current);
+    if (delta > 0) {
+      const has = await this.grow(productId, delta);
+      if (has !== null) return { limit: "bytes", has };
+    }
+    // Growth taken for a write that did not happen goes back; after any other failure the
+    // write may have happened, so it stays (the count may be over, never under).
+    const giveBack = async <T>(outcome: T): Promise<T> => {
+      if (delta > 0) await this.directory.updateOne({ _id: productId }, { $inc: { bytes: -delta } });
+      return outcome;
+    };
+    let doc: PlanDoc | null;
     try {
-      const doc = await this.plans.findOneAndUpdate(
+      doc = await this.plans.findOneAndUpdate(
         { _id: current.id, product_id: productId, version: current.version },
         { $set: { ...toDocFields(values), updated_at: new Date() }, $inc: { version: 1 } },
         { returnDocument: "after" },
       );
-      if (!doc) return "conflict";
-      const plan = fromDoc(doc);
-      this.cache?.set(doc._id, { product_id: doc.product_id, plan });
-      await this.changed(productId);
-      return plan;
     } catch (err) {
-      if (isUniqueViolation(err)) return "duplicate";
+      if (isUniqueViolation(err)) return giveBack("duplicate" as const);
       throw err;
     }
+    if (!doc) return giveBack("conflict" as const);
+    const plan = fromDoc(doc);
+    this.cache?.set(doc._id, { product_id: doc.product_id, plan });
+    await this.changed(productId, Math.min(delta, 0));
+    return plan;
+  }
+
+  /**
+   * The names of the product's plans of these ids (all of them when absent), read without
+   * their maps: what a listing of users shows of their plans.
+   */
+  async names(productId: string, ids?: readonly string[]): Promise<Map<string, string>> {
+    let wanted = ids;
+    if (!wanted) {
+      const directory = await this.directoryOf(productId);
+      const hit = this.listings.get(productId);
+      if (hit && hit.version === directory.version) return new Map(hit.plans.map((p) => [p.id, p.name]));
+      wanted = directory.ids;
+    }
+    const docs = (await findByIds(this.plans, [...new Set(wanted)], { projection: { _id: 1, product_id: 1, name: 1, created_at: 1 } })).filter(
+      (d) => d.product_id === productId,
+    );
+    docs.sort(byCreation);
+    return new Map(docs.map((d) => [d._id, d.name]));
   }
 }
