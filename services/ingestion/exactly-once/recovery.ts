@@ -95,8 +95,9 @@ function isTakeable(deps: IngestionDeps, job: JobDoc, now: number): boolean {
 
 /**
  * The recovery sweep of the background loop: oldest job first; a job that fails is passed
- * by (counted against it, quarantined at MAX_RECOVERY_FAILURES), so one job that cannot be
- * completed never holds up the interrupted batches of other products behind it.
+ * by (counted against it, tried again after the recovery age, quarantined at
+ * MAX_RECOVERY_FAILURES), so one job that cannot be completed never holds up the interrupted
+ * batches of other products behind it.
  */
 export async function recoverStale(deps: IngestionDeps): Promise<number> {
   const now = deps.now().getTime();
@@ -117,6 +118,9 @@ export async function recoverStale(deps: IngestionDeps): Promise<number> {
 }
 
 async function recordFailure(deps: IngestionDeps, job: JobDoc, err: unknown): Promise<void> {
+  // Claimed again (its claim was given back): the sweep tries it next after the recovery age,
+  // so a passing fault (a database restarting) never quarantines a job within seconds.
+  await deps.jobs.claim(job, deps.now(), new Date(1));
   const quarantined = await deps.jobs.failed(job._id, MAX_RECOVERY_FAILURES, deps.now());
   if (quarantined) {
     quarantinedJobs.inc({ kind: job.kind });
