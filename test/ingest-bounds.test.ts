@@ -71,6 +71,26 @@ t("a lease release naming a model with U+0000 is kept", async ({ stack }) => {
   near(released.body.lease.granted, 1, "the lease keeps what was used");
 });
 
+t("lease releases naming models the plan does not cap add nothing to the counter", async ({ stack, mongo }) => {
+  const { api, productId } = await stack.newProduct();
+  const plan = await api.post("/config/plans", { plans: [{ name: "capped", max_spend_per_period: 100, model_limits: { m: { max_tokens_per_period: 1000 } } }] });
+  const user = await newUser(api);
+  await api.post(`/users/${user}/subscription`, {
+    plan_id: plan.body.plans[0].id,
+    period_start: new Date(Date.now() - DAY).toISOString(),
+    period_end: new Date(Date.now() + 20 * DAY).toISOString(),
+  });
+  assert.is((await api.post(`/users/${user}/leases`, { holder: "h", need: 1, want: 10, model: "m" })).status, 200);
+  for (let round = 0; round < 3; round++) {
+    const used = Object.fromEntries(Array.from({ length: 200 }, (_, i) => [`junk-${round}-${i}`, 1]));
+    const res = await api.post(`/users/${user}/leases/h/release`, { used: 1, used_tokens: { ...used, m: 5 } });
+    assert.is(res.status, 200, JSON.stringify(res.body));
+  }
+  const doc = await counters(stack, mongo).findOne({ product_id: productId, user_id: user });
+  assert.equal(Object.keys(doc!.leases.h.tokens), ["m"]);
+  assert.is(doc!.leases.h.tokens.m.granted, 5);
+});
+
 t("a batch whose counting fails is counted by its retry, never answered as uncounted duplicates", async ({ stack, mongo }) => {
   const { api, productId } = await stack.newProduct();
   const user = await newUser(api);
