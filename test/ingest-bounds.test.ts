@@ -55,20 +55,25 @@ t("a model name holding U+0000 is counted with the rest of its batch, once", asy
   near((await api.get(`/users/${user}/usage`)).body.total_cost, 5, "the manual event counted");
 });
 
-t("a lease release naming a model with U+0000 is kept", async ({ stack }) => {
-  const { api } = await stack.newProduct();
-  const plan = await api.post("/config/plans", { plans: [{ name: "capped", max_spend_per_period: 100 }] });
+t("a lease of a model named with U+0000 is granted and released", async ({ stack, mongo }) => {
+  const { api, productId } = await stack.newProduct();
+  const model = "x\u0000y";
+  const plan = await api.post("/config/plans", { plans: [{ name: "capped", max_spend_per_period: 100, model_limits: { [model]: { max_tokens_per_period: 1000 } } }] });
+  assert.is(plan.status, 201, JSON.stringify(plan.body));
   const user = await newUser(api);
   await api.post(`/users/${user}/subscription`, {
     plan_id: plan.body.plans[0].id,
     period_start: new Date(Date.now() - DAY).toISOString(),
     period_end: new Date(Date.now() + 20 * DAY).toISOString(),
   });
-  const lease = await api.post(`/users/${user}/leases`, { holder: "h", need: 1, want: 10 });
+  const lease = await api.post(`/users/${user}/leases`, { holder: "h", need: 1, want: 10, model });
   assert.is(lease.status, 200, JSON.stringify(lease.body));
-  const released = await api.post(`/users/${user}/leases/h/release`, { used: 1, used_tokens: { "x\u0000y": 7 } });
+  assert.is(lease.body.lease.tokens.model, model);
+  const released = await api.post(`/users/${user}/leases/h/release`, { used: 1, used_tokens: { [model]: 7 } });
   assert.is(released.status, 200, JSON.stringify(released.body));
   near(released.body.lease.granted, 1, "the lease keeps what was used");
+  const doc = await counters(stack, mongo).findOne({ product_id: productId, user_id: user });
+  assert.is(doc!.leases.h.tokens["x%00y"].granted, 7, "the model's tokens, under its encoded name");
 });
 
 t("lease releases naming models the plan does not cap add nothing to the counter", async ({ stack, mongo }) => {
