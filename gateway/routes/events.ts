@@ -3,6 +3,7 @@ import { Type, type TSchema } from "typebox";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { DateTime, EventBody, LeaseId, Nullable, countIgnoredFields, errors, parseDateTime } from "../schemas/common.ts";
+import { MAX_EVENT_TOKENS, MAX_EVENT_TOTAL_TOKENS } from "@meter/lib/event-bounds";
 import { rpcOptions } from "../rpc-options.ts";
 
 /** Largest batch body accepted (bytes); the ingestion service also caps the event count. */
@@ -17,7 +18,7 @@ const Metadata = Type.Object(
   {},
   { additionalProperties: true, "x-maxDepth": METADATA_MAX_DEPTH, description: `Free-form object, at most ${METADATA_MAX_DEPTH} levels deep; default {}` },
 );
-const Count = Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0 });
+const Count = Type.Integer({ minimum: 0, maximum: MAX_EVENT_TOKENS, default: 0 });
 const Money = Type.Number({ minimum: 0, maximum: MAX_EVENT_COST, default: 0 });
 
 const UsageEventIn = EventBody(
@@ -29,7 +30,7 @@ const UsageEventIn = EventBody(
     model: Type.Optional(Nullable(Type.String({ maxLength: 255 }))),
     input_tokens: Type.Optional(Count),
     output_tokens: Type.Optional(Count),
-    total_tokens: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: "Default input_tokens + output_tokens" })),
+    total_tokens: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_EVENT_TOTAL_TOKENS, description: "Default input_tokens + output_tokens" })),
     tool_calls: Type.Optional(Type.Array(Type.String({ maxLength: 255 }))),
     cost_tokens: Type.Optional(Money),
     cost_tools: Type.Optional(Money),

@@ -76,6 +76,14 @@ export const uncountedFacts = new Counter({
   registers: [registry],
 });
 
+/** Ingestion jobs the recovery sweep failed to complete too often and now passes by. */
+export const quarantinedJobs = new Counter({
+  name: "meter_ingestion_jobs_quarantined_total",
+  help: "Unfinished ingestion jobs the recovery sweep set aside after failing to complete them repeatedly, by kind (usage, gate).",
+  labelNames: ["kind"] as const,
+  registers: [registry],
+});
+
 export const webhookDeliveries = new Counter({
   name: "meter_webhook_deliveries_total",
   help: "Webhook delivery attempts, by outcome (success, retry, failed) and attempt number.",

@@ -72,15 +72,30 @@ export async function deleteInRounds<T extends Document>(
   }
 }
 
+/**
+ * Documents per insert command. The embedded database holds its single writer for a whole
+ * command (about 0.7 ms a document on a loaded machine): a batch of 10,000 events as one
+ * command kept every other product's writes waiting 7 s; in commands of this size they wait
+ * for one command at most.
+ */
+const INSERTS_PER_COMMAND = 100;
+
 /** insertMany that treats duplicate keys as "already there", returning the ids it inserted. */
 export async function insertIgnoringDuplicates<D extends { _id: string }>(
   collection: Collection<D>,
   docs: D[],
 ): Promise<Set<string>> {
-  if (docs.length === 0) return new Set();
+  const inserted = new Set<string>();
+  for (let i = 0; i < docs.length; i += INSERTS_PER_COMMAND) {
+    for (const id of await insertChunk(collection, docs.slice(i, i + INSERTS_PER_COMMAND))) inserted.add(id);
+  }
+  return inserted;
+}
+
+async function insertChunk<D extends { _id: string }>(collection: Collection<D>, docs: D[]): Promise<string[]> {
   try {
     await collection.insertMany(docs as never[], { ordered: false });
-    return new Set(docs.map((d) => d._id));
+    return docs.map((d) => d._id);
   } catch (err) {
     if (!(err instanceof MongoBulkWriteError)) throw err;
     const errors = Array.isArray(err.writeErrors) ? err.writeErrors : [err.writeErrors];
@@ -89,6 +104,6 @@ export async function insertIgnoringDuplicates<D extends { _id: string }>(
       if (e.code !== 11000) throw err;
       failed.add(e.index);
     }
-    return new Set(docs.filter((_, i) => !failed.has(i)).map((d) => d._id));
+    return docs.filter((_, i) => !failed.has(i)).map((d) => d._id);
   }
 }

@@ -189,6 +189,44 @@ t("a job left unfinished by a crash is completed by the recovery sweep", async (
   assert.is((await api.get("/users/r1/usage?period=current_month")).body.total_cost, 15);
 });
 
+t("the recovery sweep takes jobs oldest first and quarantines one it cannot complete, after the others", async ({ stack, mongo }) => {
+  const db = mongo.db(`${stack.dbPrefix}_ingestion`);
+  const { usageDoc } = await import("./handlers/ingest-usage-events.ts");
+  const { create } = await import("@bufbuild/protobuf");
+  const { UsageEventSchema } = await import("@meter/proto/meter/ingestion/v1/ingestion_pb");
+  const { toTimestamp } = await import("@meter/lib/time");
+  const { registry } = await import("@meter/lib/metrics");
+  const { MAX_RECOVERY_FAILURES } = await import("./exactly-once/recovery.ts");
+  const quarantined = async () => {
+    const metric = await registry.getSingleMetric("meter_ingestion_jobs_quarantined_total")?.get();
+    return metric?.values.find((v) => v.labels.kind === "usage")?.value ?? 0;
+  };
+  const before = await quarantined();
+  /** What a request killed after inserting its events leaves behind, `ageMs` ago. */
+  const leftBehind = async (productId: string, user: string, ageMs: number, cost: unknown, job = `job_${randomUUID()}`) => {
+    const at = new Date(Date.now() - ageMs);
+    const doc = usageDoc(productId, job, create(UsageEventSchema, { id: randomUUID(), userId: user, timestamp: toTimestamp(at) }), undefined, at);
+    await db.collection<StoredJob>("jobs").insertOne(storedJob({ _id: job, kind: "usage", product_id: productId, ids: [doc._id], created_at: at, claimed_at: at }));
+    await db.collection("usage_events").insertOne({ ...doc, cost_total: cost } as never);
+    return job;
+  };
+  // The oldest job of one product cannot be counted (a figure no counter can add), and ahead
+  // of the interrupted batches of another.
+  // (An id that sorts first, too: a sweep in no fixed order may well meet it first.)
+  const poisoned = await leftBehind((await stack.newProduct()).productId, "p", 9_000, "not a number", `job_!${randomUUID()}`);
+  const { api, productId } = await stack.newProduct();
+  await api.post("/users", { external_user_id: "other" });
+  for (const [i, age] of [8_000, 7_000, 6_000].entries()) await leftBehind(productId, "other", age, i + 1);
+  await eventually(async () => (await api.get("/users/other/usage?period=current_month")).body.total_cost === 6, 30_000, "the other product's jobs to be completed");
+  const job = await eventually(async () => db.collection("jobs").findOne({ _id: poisoned as never, quarantined_at: { $exists: true } }), 30_000, "the poisoned job to be quarantined");
+  assert.is(job.recovery_failures, MAX_RECOVERY_FAILURES);
+  assert.is(await quarantined(), before + 1);
+  // Quarantined, the sweep passes it by: its count of failures stays.
+  await leftBehind(productId, "other", 5_000, 4);
+  await eventually(async () => (await api.get("/users/other/usage?period=current_month")).body.total_cost === 10, 30_000, "a later job to be completed");
+  assert.is((await db.collection("jobs").findOne({ _id: poisoned as never }))!.recovery_failures, MAX_RECOVERY_FAILURES);
+});
+
 const close = (a: number, b: number, msg?: string) => assert.ok(Math.abs(a - b) < 1e-9, `${msg ?? ""} ${a} != ${b}`);
 
 t("a lapsed window rolls on by its length; a renewal recorded late keeps what was counted meanwhile", async ({ stack, mongo }) => {

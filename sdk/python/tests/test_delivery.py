@@ -73,6 +73,24 @@ def test_a_refused_batch_is_dropped_and_counted(
     m.shutdown()
 
 
+def test_a_422_naming_events_drops_only_those(
+    product: Product, proxy: FaultProxy, caplog: pytest.LogCaptureFixture
+) -> None:
+    user = product.create_user(PRICED)
+    m = Meter(api_key=product.key, base_url=proxy.api_url)
+    m.record(user, model="m", input_tokens=10)
+    m.record(user, model="m", input_tokens=2_000_000_000)  # past the service's bound of one event
+    m.record(user, model="m", input_tokens=11)
+    with caplog.at_level(logging.WARNING, logger="meter_sdk"):
+        assert m.flush(timeout=10)
+    assert proxy.count(r"POST /events/batch") == 2
+    assert m.stats.rejected == 1 and m.stats.sent == 2
+    assert any("refused 1 usage events" in r.getMessage() for r in caplog.records)
+    u = product.usage(user)
+    assert near(u["total_cost"], 0.021) and u["total_tokens"] == 21
+    m.shutdown()
+
+
 def test_a_full_queue_drops_new_events_and_counts_them(product: Product, proxy: FaultProxy) -> None:
     user = product.create_user()
     m = Meter(api_key=product.key, base_url=proxy.api_url, max_queue_size=3)

@@ -151,13 +151,23 @@ export class EventQueue {
         if (this.failures === 1 && !misaddressed && !refused) this.hooks.warn(`delivering ${kind} events failed; retrying with backoff`, err as Error);
         return false;
       }
-      remove(list, head);
-      this.rejected += head.length;
-      this.hooks.discarded(head);
-      this.hooks.warn(`the service refused ${head.length} ${kind} events; they are dropped`, err as Error);
+      // A 422 that names events refuses only those: the rest of the batch goes again.
+      const refused = namedEvents(err, head) ?? head;
+      remove(list, refused);
+      this.rejected += refused.length;
+      this.hooks.discarded(refused);
+      this.hooks.warn(`the service refused ${refused.length} ${kind} events; they are dropped`, err as Error);
       return true;
     }
   }
+}
+
+/** The events of `head` a 422 names ("body/<index>/<field> ..." in its detail), or null. */
+function namedEvents<T>(err: unknown, head: readonly T[]): T[] | null {
+  if (!(err instanceof MeterApiError) || err.status !== 422) return null;
+  const named = new Set([...err.detail.matchAll(/(?:^|; )body\/(\d+)\//g)].map((m) => Number(m[1])));
+  const events = head.filter((_, i) => named.has(i));
+  return events.length > 0 ? events : null;
 }
 
 /** Removes `sent` from `list` in place, keeping the order of the rest. */

@@ -74,6 +74,24 @@ t("other 4xx are not retried: the batch is dropped and counted", async (ctx) => 
   assert.ok(logger.lines.some((l) => l.includes("refused")));
 });
 
+t("a 422 that names events drops only those: the rest of their batch is delivered", async (ctx) => {
+  const { proxy, m, logger } = await setup(ctx);
+  const userId = await createUser(ctx.api, { cost_rates: PLAN.cost_rates });
+  await m.record(userId, { model: "m", input_tokens: 10 });
+  await m.record(userId, { model: "m", input_tokens: 2_000_000_000 }); // past the service's bound of one event
+  await m.record(userId, { model: "m", input_tokens: 11 });
+  assert.ok(await m.flush({ timeoutMs: 10_000 }));
+  assert.is(proxy.count(/POST \/events\/batch/), 2);
+  assert.is(m.stats.rejected, 1);
+  assert.is(m.stats.sent, 2);
+  assert.ok(logger.lines.some((l) => l.includes("refused 1 usage events")));
+  const u = await eventually(async () => {
+    const x = await usage(ctx.api, userId);
+    return near(x.total_cost, 0.021) ? x : null;
+  });
+  assert.is(u.total_tokens, 21);
+});
+
 t("service down: start() settles, calls fail open, events wait in the queue; refused connections retried until totals are exact", async (ctx) => {
   const { proxy, m, logger } = await setup(ctx, { startupTimeoutMs: 1_000 });
   const userId = await createUser(ctx.api, { ...PLAN, max_spend_per_period: 0 });

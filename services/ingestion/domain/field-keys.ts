@@ -1,14 +1,18 @@
 /**
  * Model names become field names of counter documents ("cost_by_model.<model>"). MongoDB
- * reads "." as a path separator and refuses a leading "$", so those (and "%", the escape
- * itself) are percent-encoded; decoding restores the name exactly.
+ * reads "." as a path separator and refuses a leading "$", and the driver refuses a field
+ * name holding U+0000 (BSON writes names NUL-terminated), so those (and "%", the escape
+ * itself) are percent-encoded; decoding restores the name exactly. Names stored before NUL
+ * was encoded never hold "%00": their "%" was already "%25".
  */
+const ESCAPES: Record<string, string> = { "%": "%25", ".": "%2E", $: "%24", "\0": "%00" };
+
 export function encodeKey(name: string): string {
-  return name.replace(/[%.$]/g, (c) => (c === "%" ? "%25" : c === "." ? "%2E" : "%24"));
+  return name.replace(/[%.$\0]/g, (c) => ESCAPES[c]!);
 }
 
 export function decodeKey(key: string): string {
-  return key.replace(/%(25|2E|24)/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+  return key.replace(/%(25|2E|24|00)/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
 }
 
 export function decodeKeys<V>(obj: Record<string, V> | undefined): Record<string, V> {

@@ -19,6 +19,14 @@ export interface JobDoc {
    * the job, until the claim is older than the recovery age.
    */
   claimed_at?: Date;
+  /** Completions of this job taken over by the sweep that failed. */
+  recovery_failures?: number;
+  /**
+   * Set once the sweep failed to complete the job `MAX_RECOVERY_FAILURES` times: the sweep
+   * passes it by from then on (a retry covering it still tries), so one job that cannot be
+   * completed never holds up the others. Counted and logged for an operator.
+   */
+  quarantined_at?: Date;
 }
 
 /**
@@ -67,6 +75,25 @@ export class JobStore {
     return res.modifiedCount === 1 ? { ...job, claimed_at: now } : null;
   }
 
+  /**
+   * Gives up a claim after a completion failed: the claim goes back to the epoch, so a retry
+   * covering the job (or the sweep) takes it at once rather than after the recovery age,
+   * and nobody answers its events as duplicates while they are still uncounted.
+   */
+  async unclaim(job: JobDoc): Promise<void> {
+    if (!job.claimed_at) return;
+    await this.jobs.updateOne({ _id: job._id, claimed_at: job.claimed_at }, { $set: { claimed_at: new Date(0) } });
+  }
+
+  /** Counts a failed completion by the sweep; true when it quarantined the job (at `max`). */
+  async failed(id: string, max: number, now: Date): Promise<boolean> {
+    // No projection: the embedded database does not take one in findAndModify.
+    const doc = await this.jobs.findOneAndUpdate({ _id: id }, { $inc: { recovery_failures: 1 } }, { returnDocument: "after" });
+    if ((doc?.recovery_failures ?? 0) < max) return false;
+    const res = await this.jobs.updateOne({ _id: id, quarantined_at: { $exists: false } }, { $set: { quarantined_at: now } });
+    return res.modifiedCount === 1;
+  }
+
   async close(id: string): Promise<void> {
     await this.jobs.deleteOne({ _id: id });
   }
@@ -81,7 +108,9 @@ export class JobStore {
     return (await this.jobs.find({ product_id: productId, kind }).toArray()).map(fromStored);
   }
 
+  /** Jobs created before `t` and not quarantined, oldest first: the sweep's work list. */
   async olderThan(t: Date, limit: number): Promise<JobDoc[]> {
-    return (await this.jobs.find({ created_at: { $lt: t } }).limit(limit).toArray()).map(fromStored);
+    const found = await this.jobs.find({ created_at: { $lt: t }, quarantined_at: { $exists: false } }).sort({ created_at: 1, _id: 1 }).limit(limit).toArray();
+    return found.map(fromStored);
   }
 }

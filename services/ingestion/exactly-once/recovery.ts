@@ -1,12 +1,33 @@
+import { rpcError } from "@meter/lib/errors";
+import { quarantinedJobs } from "@meter/lib/metrics";
 import type { IngestionDeps } from "../deps.ts";
 import { completeJob } from "./complete.ts";
 import type { JobDoc } from "./job-store.ts";
+
+/** Failed completions by the sweep after which a job is quarantined (job-store.ts). */
+export const MAX_RECOVERY_FAILURES = 5;
+
+/** Jobs one sweep round looks at, oldest first. */
+const SWEEP_JOBS = 100;
+
+/**
+ * Completes a claimed job; on failure gives the claim up (job-store.ts `unclaim`) so the
+ * next retry covering it completes it at once, then rethrows.
+ */
+export async function completeClaimed(deps: IngestionDeps, job: JobDoc, inserted?: Parameters<typeof completeJob>[2]): Promise<void> {
+  try {
+    await completeJob(deps, job, inserted);
+  } catch (err) {
+    await deps.jobs.unclaim(job).catch(() => {});
+    throw err;
+  }
+}
 
 /** Completes a job claimed from another request (crashed or slow); shared within the process. */
 function completeTaken(deps: IngestionDeps, job: JobDoc): Promise<void> {
   let running = deps.recovering.get(job._id);
   if (!running) {
-    running = completeJob(deps, job).finally(() => deps.recovering.delete(job._id));
+    running = completeClaimed(deps, job).finally(() => deps.recovering.delete(job._id));
     deps.recovering.set(job._id, running);
   }
   return running;
@@ -18,12 +39,19 @@ function claimTaken(deps: IngestionDeps, job: JobDoc): Promise<JobDoc | null> {
   return deps.jobs.claim(job, now, new Date(now.getTime() - deps.recoveryAfterMs));
 }
 
-/** Waits (by primary-key reads) until another claimant closes the job, at most the recovery age. */
+/**
+ * Waits (by primary-key reads) until another claimant closes the job, at most the recovery
+ * age; still open then, UNAVAILABLE: the job's events are stored but maybe not counted yet,
+ * and answering them as accepted or duplicates would hide that from a client that can retry.
+ */
 export async function awaitClosed(deps: IngestionDeps, id: string): Promise<void> {
   const until = Date.now() + deps.recoveryAfterMs;
   for (let pause = 5; Date.now() < until; pause = Math.min(200, pause * 2)) {
     if (!(await deps.jobs.isOpen(id))) return;
     await new Promise((r) => setTimeout(r, pause));
+  }
+  if (await deps.jobs.isOpen(id)) {
+    throw rpcError.unavailable("events of this batch are stored but their counting has not finished; send the batch again");
   }
 }
 
@@ -65,17 +93,42 @@ function isTakeable(deps: IngestionDeps, job: JobDoc, now: number): boolean {
     : job.created_at.getTime() < now - 10 * deps.recoveryAfterMs;
 }
 
-/** The recovery sweep of the background loop. */
+/**
+ * The recovery sweep of the background loop: oldest job first; a job that fails is passed
+ * by (counted against it, tried again after the recovery age, quarantined at
+ * MAX_RECOVERY_FAILURES), so one job that cannot be completed never holds up the interrupted
+ * batches of other products behind it.
+ */
 export async function recoverStale(deps: IngestionDeps): Promise<number> {
   const now = deps.now().getTime();
-  const old = await deps.jobs.olderThan(new Date(now - deps.recoveryAfterMs), 100);
+  const old = await deps.jobs.olderThan(new Date(now - deps.recoveryAfterMs), SWEEP_JOBS);
   let done = 0;
   for (const job of old.filter((j) => isTakeable(deps, j, now))) {
     const claimed = await claimTaken(deps, job);
     if (!claimed) continue;
-    await completeTaken(deps, claimed);
-    done++;
+    try {
+      await completeTaken(deps, claimed);
+      done++;
+    } catch (err) {
+      await recordFailure(deps, job, err).catch((e: unknown) => deps.logger.warn({ err: e, job: job._id }, "recording a failed completion failed"));
+    }
   }
   if (done > 0) deps.logger.warn({ jobs: done }, "completed jobs left unfinished by interrupted requests");
   return done;
+}
+
+async function recordFailure(deps: IngestionDeps, job: JobDoc, err: unknown): Promise<void> {
+  // Claimed again (its claim was given back): the sweep tries it next after the recovery age,
+  // so a passing fault (a database restarting) never quarantines a job within seconds.
+  await deps.jobs.claim(job, deps.now(), new Date(1));
+  const quarantined = await deps.jobs.failed(job._id, MAX_RECOVERY_FAILURES, deps.now());
+  if (quarantined) {
+    quarantinedJobs.inc({ kind: job.kind });
+    deps.logger.error(
+      { err, job: job._id, productId: job.product_id, kind: job.kind, events: job.ids.length },
+      `quarantined an unfinished job after ${MAX_RECOVERY_FAILURES} failed completions; the recovery sweep passes it by (a retry of its batch still tries it)`,
+    );
+  } else {
+    deps.logger.warn({ err, job: job._id, productId: job.product_id }, "completing an unfinished job failed; the sweep tries it again");
+  }
 }

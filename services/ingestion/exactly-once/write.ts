@@ -3,9 +3,8 @@ import type { IngestionDeps } from "../deps.ts";
 import { kickRelay } from "../jobs/relay.ts";
 import type { GateEventDoc } from "../store/gate-events.ts";
 import type { UsageEventDoc } from "../store/usage-events.ts";
-import { completeJob } from "./complete.ts";
 import type { JobDoc } from "./job-store.ts";
-import { adoptOverlapping, awaitClosed } from "./recovery.ts";
+import { adoptOverlapping, awaitClosed, completeClaimed } from "./recovery.ts";
 
 /**
  * The write path of a request. The job is written first and closed last; the documents
@@ -22,7 +21,7 @@ async function storeJob<D extends { _id: string }>(
   await deps.jobs.open(job);
   const inserted = await insert(docs);
   const claimed = await deps.jobs.claim(job, deps.now(), new Date(0));
-  if (claimed) await completeJob(deps, claimed, docs.filter((d) => inserted.has(d._id)) as never);
+  if (claimed) await completeClaimed(deps, claimed, docs.filter((d) => inserted.has(d._id)) as never);
   else await awaitClosed(deps, job._id);
   const offered = new Set(docs.map((d) => d._id));
   await adoptOverlapping(deps, job, offered, docs.filter((d) => !inserted.has(d._id)).map((d) => d._id));

@@ -10,13 +10,18 @@ import type { UsageEventDoc } from "../store/usage-events.ts";
 import { notice } from "../late-changes/follow.ts";
 import { attribute, attributionFields } from "../store/counters.ts";
 import { storeUsage } from "../exactly-once/write.ts";
-import { requireUser } from "./common.ts";
+import { MAX_EVENT_TOKENS } from "@meter/lib/event-bounds";
+import { boundCounters, requireUser } from "./common.ts";
 
 const MAX_KEY = 255;
 
 function validate(req: CreateManualEventRequest): void {
   if (req.cost !== undefined && (!Number.isFinite(req.cost) || req.cost < 0)) throw rpcError.invalid("cost must be >= 0");
-  if (req.inputTokens < 0n || req.outputTokens < 0n) throw rpcError.invalid("input_tokens and output_tokens must be >= 0");
+  const tokens = { input_tokens: req.inputTokens, output_tokens: req.outputTokens };
+  const outside = Object.entries(tokens).filter(([, n]) => n < 0n || n > BigInt(MAX_EVENT_TOKENS));
+  if (outside.length > 0) {
+    throw rpcError.invalidFields(outside.map(([field]) => ({ path: `/${field}`, message: `must be a whole number of tokens from 0 to ${MAX_EVENT_TOKENS}` })));
+  }
   if (req.idempotencyKey !== undefined && (req.idempotencyKey.length === 0 || req.idempotencyKey.length > MAX_KEY)) {
     throw rpcError.invalid(`idempotency_key must be 1-${MAX_KEY} characters`);
   }
@@ -83,6 +88,7 @@ export function createManualEvent(deps: IngestionDeps): ServiceImpl<typeof Inges
       ...attributionFields(a),
       received_at: now,
     };
+    await boundCounters(deps, [doc], new Map([[req.userId, user]]), () => "/input_tokens");
     // A replay of a key whose first attempt was interrupted completes that attempt's job.
     const inserted = await storeUsage(deps, { _id: job, kind: "usage", product_id: productId, ids: [_id], created_at: now }, [doc]);
     await notice(deps, productId, new Map([[req.userId, user]]));

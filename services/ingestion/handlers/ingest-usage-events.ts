@@ -13,7 +13,8 @@ import { notice } from "../late-changes/follow.ts";
 import { attribute, attributionFields } from "../store/counters.ts";
 import { storeUsage } from "../exactly-once/write.ts";
 import { LEASE_ID } from "../leases/request.ts";
-import { BatchProblems, checkBatchSize, checkIds, firstOccurrences, nonNegative } from "./common.ts";
+import { MAX_EVENT_TOKENS, MAX_EVENT_TOTAL_TOKENS } from "@meter/lib/event-bounds";
+import { BatchProblems, boundCounters, checkBatchSize, checkIds, firstOccurrences, nonNegative, tokensWithin } from "./common.ts";
 
 /** Longest description of an event (as of a manual one). */
 const DESCRIPTION_MAX = 2000;
@@ -42,10 +43,12 @@ function validate(events: readonly UsageEvent[]): void {
     if (e.description !== undefined && e.description.length > DESCRIPTION_MAX) {
       problems.add(i, "description", `must be at most ${DESCRIPTION_MAX} characters`);
     }
+    tokensWithin(problems, i, {
+      input_tokens: [e.inputTokens, MAX_EVENT_TOKENS],
+      output_tokens: [e.outputTokens, MAX_EVENT_TOKENS],
+      total_tokens: [e.totalTokens, MAX_EVENT_TOTAL_TOKENS],
+    });
     nonNegative(problems, i, {
-      input_tokens: Number(e.inputTokens),
-      output_tokens: Number(e.outputTokens),
-      total_tokens: Number(e.totalTokens),
       cost_tokens: e.costTokens,
       cost_tools: e.costTools,
       cost_total: e.costTotal,
@@ -63,7 +66,7 @@ export function usageDoc(productId: string, job: string, e: UsageEvent, user: Kn
   const timestamp = timestampDate(e.timestamp!);
   const a = attribute(productId, e.userId, user, timestamp);
   const model = e.model ? normalizeModel(e.model, a.plan?.pricing ?? null) : null;
-  // int64 fields arrive as bigint; token counts stay far below 2^53.
+  // int64 fields arrive as bigint; validate() kept token counts to MAX_EVENT_TOKENS.
   const input = Number(e.inputTokens);
   const output = Number(e.outputTokens);
   return {
@@ -108,6 +111,9 @@ export function ingestUsageEvents(deps: IngestionDeps): ServiceImpl<typeof Inges
     const now = deps.now();
     const job = `job_${randomUUID()}`;
     const docs = unique.map((e) => usageDoc(productId, job, e, users.get(e.userId), now));
+    const index = new Map(req.events.map((e, i) => [e, i]));
+    const at = new Map(docs.map((d, k) => [d, index.get(unique[k]!)!]));
+    await boundCounters(deps, docs, users, (d) => `/${at.get(d)}/total_tokens`);
     const ids = docs.map((d) => d._id);
     const inserted = await storeUsage(deps, { _id: job, kind: "usage", product_id: productId, ids, created_at: now }, docs);
     await notice(deps, productId, users);

@@ -28,7 +28,11 @@ export function releaseLease(deps: IngestionDeps): ServiceImpl<typeof IngestionS
     const usedTokens: Record<string, number> = {};
     for (const [model, n] of models) {
       if (model.length < 1 || model.length > 255) throw rpcError.invalid("used_tokens keys must be model names of 1-255 characters");
-      usedTokens[encodeKey(normalizeModel(model, a.plan?.pricing ?? null))] = requireTokens(`used_tokens.${model}`, n);
+      const name = normalizeModel(model, a.plan?.pricing ?? null);
+      const tokens = requireTokens(`used_tokens.${model}`, n);
+      // Only a model the plan caps has a token slice to give back; any other name would only
+      // add a field to the counter, which every later update rewrites (domain/counter-bounds.ts).
+      if (a.plan && Object.hasOwn(a.plan.modelLimits, name)) usedTokens[encodeKey(name)] = tokens;
     }
     const lease = await deps.leases.store.release(a.counterId, holder, toNano(used), usedTokens);
     if (!lease) throw rpcError.notFound(`lease "${holder}" not found in the current period of user "${req.userId}"`);

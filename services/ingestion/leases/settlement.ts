@@ -30,8 +30,9 @@ export async function leaseSpend(deps: IngestionDeps, counterId: string, events:
     let l = leases.get(e.lease_id);
     if (!l) leases.set(e.lease_id, (l = { cost: 0, tokens: new Map() }));
     l.cost += toNano(e.cost_total);
-    if (e.model !== null) {
-      const key = encodeKey(e.model);
+    const model = e.counted_model ?? e.model;
+    if (model !== null) {
+      const key = encodeKey(model);
       l.tokens.set(key, (l.tokens.get(key) ?? 0) + e.total_tokens);
     }
   }

@@ -120,7 +120,7 @@ export function attributionFields(a: Attribution) {
   };
 }
 
-export type Countable = Pick<UsageEventDoc, "product_id" | "user_id" | "model" | "total_tokens" | "cost_total" | "tool_call_count">;
+export type Countable = Pick<UsageEventDoc, "product_id" | "user_id" | "model" | "counted_model" | "total_tokens" | "cost_total" | "tool_call_count">;
 
 /** One counter's share of a job: the sums of the job's events for that counter. */
 export interface CounterDelta {
@@ -149,8 +149,9 @@ export function sum(events: readonly Countable[]): Totals {
     add.tokens += e.total_tokens;
     add.tool_calls += e.tool_call_count;
     add.events += 1;
-    if (e.model !== null) {
-      const key = encodeKey(e.model);
+    const model = e.counted_model ?? e.model;
+    if (model !== null) {
+      const key = encodeKey(model);
       tokens.set(key, (tokens.get(key) ?? 0) + e.total_tokens);
       cost.set(key, (cost.get(key) ?? 0) + nano);
     }

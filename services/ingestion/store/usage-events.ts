@@ -20,6 +20,11 @@ export interface UsageEventDoc {
   session_id: string | null;
   timestamp: Date;
   model: string | null;
+  /**
+   * The model the counters file this event under when it is not `model`: OTHER_MODELS once
+   * its counter held MAX_COUNTER_MODELS others (domain/counter-bounds.ts). Absent otherwise.
+   */
+  counted_model?: string;
   input_tokens: number;
   output_tokens: number;
   total_tokens: number;

@@ -4,6 +4,7 @@ on other 4xx; event ids make a retried batch count once on the service."""
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -27,6 +28,14 @@ class QueueHooks(Protocol):
     def warn(self, message: str, err: BaseException | None = None) -> None: ...
     def misaddressed(self, err: MeterError) -> None: ...
     def key_refused(self, err: MeterAuthenticationError) -> None: ...
+
+
+def _named_events(err: MeterError, head: list[Event]) -> list[Event]:
+    """The events of ``head`` a 422 names ("body/<index>/<field> ..." in its detail)."""
+    if not isinstance(err, MeterAPIError) or err.status != 422:
+        return []
+    named = {int(m) for m in re.findall(r"(?:^|; )body/(\d+)/", err.detail)}
+    return [e for i, e in enumerate(head) if i in named]
 
 
 def _user_of(e: Event) -> str:
@@ -153,11 +162,13 @@ class EventQueue:
                 if self.failures == 1 and not misaddressed and not refused:
                     self.hooks.warn(f"delivering {kind} events failed; retrying with backoff", err)
                 return False
+            # A 422 that names events refuses only those: the rest of the batch goes again.
+            refused = _named_events(err, head) or head
             with self.lock:
-                self._remove(lst, head)
-                self.rejected += len(head)
-            self.hooks.discarded(head)
-            self.hooks.warn(f"the service refused {len(head)} {kind} events; they are dropped", err)
+                self._remove(lst, refused)
+                self.rejected += len(refused)
+            self.hooks.discarded(refused)
+            self.hooks.warn(f"the service refused {len(refused)} {kind} events; they are dropped", err)
             return True
         with self.lock:
             self._remove(lst, head)
