@@ -152,11 +152,11 @@ export class EventQueue {
         return false;
       }
       // A 422 that names events refuses only those: the rest of the batch goes again.
-      const refused = namedEvents(err, head) ?? head;
-      remove(list, refused);
-      this.rejected += refused.length;
-      this.hooks.discarded(refused);
-      this.hooks.warn(`the service refused ${refused.length} ${kind} events; they are dropped`, err as Error);
+      const dropped = namedEvents(err, head) ?? head;
+      remove(list, dropped);
+      this.rejected += dropped.length;
+      this.hooks.discarded(dropped);
+      this.hooks.warn(`the service refused ${dropped.length} ${kind} events; they are dropped`, err as Error);
       return true;
     }
   }
