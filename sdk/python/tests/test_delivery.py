@@ -81,7 +81,7 @@ def test_a_422_naming_events_drops_only_those(
     m.record(user, model="m", input_tokens=10)
     m.record(user, model="m", input_tokens=2_000_000_000)  # past the service's bound of one event
     m.record(user, model="m", input_tokens=11)
-    with caplog.at_level(logging.WARNING, logger="meter_sdk"):
+    with caplog.at_level(logging.WARNING, logger="meterline"):
         assert m.flush(timeout=10)
     assert proxy.count(r"POST /events/batch") == 2
     assert m.stats.rejected == 1 and m.stats.sent == 2
