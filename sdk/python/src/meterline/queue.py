@@ -163,12 +163,12 @@ class EventQueue:
                     self.hooks.warn(f"delivering {kind} events failed; retrying with backoff", err)
                 return False
             # A 422 that names events refuses only those: the rest of the batch goes again.
-            refused = _named_events(err, head) or head
+            dropped = _named_events(err, head) or head
             with self.lock:
-                self._remove(lst, refused)
-                self.rejected += len(refused)
-            self.hooks.discarded(refused)
-            self.hooks.warn(f"the service refused {len(refused)} {kind} events; they are dropped", err)
+                self._remove(lst, dropped)
+                self.rejected += len(dropped)
+            self.hooks.discarded(dropped)
+            self.hooks.warn(f"the service refused {len(dropped)} {kind} events; they are dropped", err)
             return True
         with self.lock:
             self._remove(lst, head)
