@@ -103,11 +103,11 @@ t("a batch whose counting fails is counted by its retry, never answered as uncou
   const col = counters(stack, mongo);
   const counter = { product_id: productId, user_id: user };
   // A counter the database cannot add to (what any failing update of the counting step is).
-  assert.is((await col.updateOne(counter, { $set: { cost: "not a number" } })).modifiedCount, 1);
+  assert.is((await col.updateOne(counter, { $set: { cost_nano: "not a number" } })).modifiedCount, 1);
   const batch = [usage(user, { cost_total: 2 }), usage(user, { cost_total: 3 })];
   const failed = await api.post("/events/batch", batch);
   assert.ok(failed.status >= 500, `the failed count answers a retryable error, got ${failed.status}`);
-  await col.updateOne(counter, { $set: { cost: 1 } });
+  await col.updateOne(counter, { $set: { cost_nano: 1_000_000_000 } }); // $1, in the unit counters add
   const retry = await api.post("/events/batch", batch);
   assert.equal([retry.status, retry.body], [200, { accepted: 0, duplicates: 2 }]);
   near((await api.get(`/users/${user}/usage`)).body.total_cost, 6, "the retry counted what the failed request stored");
