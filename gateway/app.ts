@@ -6,6 +6,8 @@ import type { Logger } from "@meter/lib/logger";
 import type { ServiceClients } from "./clients.ts";
 import { LOCAL_PROTECTION, type Protection } from "./config.ts";
 import { errorHandler, notFoundHandler } from "./errors.ts";
+import { clientErrorHandler, frameworkErrors } from "./framework-errors.ts";
+import { methodNotAllowed } from "./method-not-allowed.ts";
 import { admissionPlugin } from "./plugins/admission.ts";
 import { authPlugin } from "./plugins/auth.ts";
 import { consolePlugin } from "./plugins/console.ts";
@@ -26,8 +28,6 @@ export interface GatewayOptions {
   bodyLimit?: number;
   /** Rate limits, refused-key cache and trusted proxies; generous local defaults when absent. */
   protection?: Protection;
-  /** Serve /metrics on the public port (default); false when it is served apart (METRICS_PORT). */
-  serveMetrics?: boolean;
   /** Ingestion batches of one product admitted at once (plugins/admission.ts); 0: no limit. Default 4. */
   batchConcurrency?: number;
   /** A product's share of recent time while another is served (lib/src/fair-share.ts); off when absent. */
@@ -51,18 +51,23 @@ export async function buildGateway(opts: GatewayOptions) {
     bodyLimit: opts.bodyLimit ?? 1024 * 1024,
     // external_user_id may be 255 characters, which URL-encode to far more than the default 100.
     routerOptions: { maxParamLength: 4096 },
+    frameworkErrors,
+    clientErrorHandler,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler(notFoundHandler);
+  // JSON is the only body the API reads: any other type is 415, not a string failing validation.
+  app.removeContentTypeParser("text/plain");
+  const otherMethods = methodNotAllowed(app);
   app.addHook("onSend", async (request, reply) => {
     reply.header(REQUEST_ID_HEADER, request.id);
   });
 
   await app.register(securityHeadersPlugin);
   await app.register(servicesPlugin, { clients: opts.clients });
-  await app.register(metricsPlugin, { serveMetrics: opts.serveMetrics });
+  await app.register(metricsPlugin);
   await app.register(rateLimitPlugin, protection.rateLimit);
   await app.register(docsPlugin);
   await app.register(consolePlugin);
@@ -79,6 +84,7 @@ export async function buildGateway(opts: GatewayOptions) {
     },
     { prefix: "/api/v1" },
   );
+  otherMethods.answer();
   return app;
 }
 

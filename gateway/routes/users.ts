@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { User } from "@meter/proto/meter/plans/v1/plans_pb";
-import { Body, DateTime, Nullable, errors, parseDateTime } from "../schemas/common.ts";
+import { Body, DateTime, ExternalUserId, Nullable, errors, parseDateTime } from "../schemas/common.ts";
 import { rpcOptions } from "../rpc-options.ts";
 
 export const UserBody = Type.Object({
@@ -38,7 +38,7 @@ const UserPage = Type.Object({
 });
 
 const CreateUserBody = Body({
-  external_user_id: Type.String({ minLength: 1, maxLength: 255, description: "The product's own id; opaque" }),
+  external_user_id: ExternalUserId("The product's own id; opaque"),
   name: Type.Optional(Nullable(Type.String({ maxLength: 255 }))),
 });
 
@@ -50,7 +50,7 @@ const SubscriptionBody = Body({
 });
 
 const UserIdParams = Type.Object({
-  user_id: Type.String({ minLength: 1, description: "external_user_id (1-255 characters), URL-encoded" }),
+  user_id: ExternalUserId("external_user_id (1-255 characters), URL-encoded", undefined),
 });
 
 export function userJson(u: User) {
