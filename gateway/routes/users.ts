@@ -49,8 +49,9 @@ const SubscriptionBody = Body({
   period_end: Type.Optional(Nullable({ ...DateTime, description: "Exclusive end of the billing period" })),
 });
 
+// No length bound here: a longer id names no user (404), as any unknown one.
 const UserIdParams = Type.Object({
-  user_id: ExternalUserId("external_user_id (1-255 characters), URL-encoded", undefined),
+  user_id: ExternalUserId("external_user_id (1-255 characters), URL-encoded", null),
 });
 
 export function userJson(u: User) {

@@ -63,7 +63,7 @@ export const PATTERN_MESSAGES: Record<string, string> = {
 };
 
 /** The product's id of a user, wherever one is taken (path, body, events); 1-255 characters. */
-export const ExternalUserId = (description = "external_user_id", maxLength: number | undefined = 255) =>
+export const ExternalUserId = (description = "external_user_id", maxLength: number | null = 255) =>
   Type.String({ minLength: 1, ...(maxLength ? { maxLength } : {}), pattern: EXTERNAL_ID_PATTERN, description: `${description}; not "." or ".."` });
 
 /** `{user_id}` of the routes under `/users/{user_id}/`: the product's external user id. */
