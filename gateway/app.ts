@@ -17,7 +17,7 @@ import { securityHeadersPlugin } from "./plugins/security-headers.ts";
 import { rateLimitPlugin } from "./plugins/rate-limit.ts";
 import { servicesPlugin } from "./plugins/services.ts";
 import { apiRoutes } from "./routes/index.ts";
-import { validatorCompiler } from "./validation.ts";
+import { closedQueries, validatorCompiler } from "./validation.ts";
 
 export interface GatewayOptions {
   clients: ServiceClients;
@@ -56,6 +56,7 @@ export async function buildGateway(opts: GatewayOptions) {
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);
+  app.addHook("onRoute", closedQueries);
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler(notFoundHandler);
   // JSON is the only body the API reads: any other type is 415, not a string failing validation.

@@ -7,8 +7,8 @@ const METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TR
  * 405 with `Allow` for a method a known path does not serve (rather than 404): records the
  * methods of every route as it is added; `answer()`, called once every route is registered,
  * adds one route per path for the other methods. Wildcard paths (static files) are left out.
+ * Any instance will do (logger, type provider): the routes added here read nothing typed.
  */
-// Any instance (logger, type provider): the routes added here read nothing typed.
 export function methodNotAllowed(app: FastifyInstance<any, any, any, any, any>): { answer(): void } {
   const byUrl = new Map<string, Set<string>>();
   let answered = false;

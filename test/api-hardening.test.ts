@@ -120,6 +120,10 @@ t("unknown query parameters are refused like unknown body fields", async ({ api 
   assert.is(res.status, 400);
   assert.match(res.body.detail, /dayz is not a known field/);
   assert.is((await api.get("/analytics/summary")).status, 200, "days has a default");
+  // A route that reads no parameter refuses any.
+  const none = await api.get("/products?verbose=1");
+  assert.is(none.status, 400);
+  assert.match(none.body.detail, /verbose is not a known field/);
 });
 
 /** One raw HTTP/1.1 exchange: Node's parser refuses some requests before Fastify sees them. */

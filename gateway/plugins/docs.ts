@@ -21,8 +21,9 @@ const GATEWAY_ANSWERS: [status: number, description: string, withBody: boolean][
  * (TypeBox lists every property without `Optional` as required, defaults included), and the
  * statuses of GATEWAY_ANSWERS are listed on every operation they can reach.
  */
-function asServed<T extends { paths?: Record<string, Record<string, unknown>> }>(doc: T): T {
-  for (const item of Object.values(doc.paths ?? {})) {
+function asServed<T extends object>(doc: T): T {
+  const paths = (doc as { paths?: Record<string, Record<string, unknown>> }).paths ?? {};
+  for (const item of Object.values(paths)) {
     for (const op of Object.values(item) as Operation[]) {
       if (!op?.responses) continue;
       for (const p of op.parameters ?? []) if (p.in === "query" && p.schema?.default !== undefined) p.required = false;
@@ -59,7 +60,7 @@ export const docsPlugin = fp(async (app) => {
       },
       security: [{ bearer: [] }],
     },
-    transformObject: (doc) => ("openapiObject" in doc ? asServed(doc.openapiObject as never) : doc.swaggerObject),
+    transformObject: (doc) => ("openapiObject" in doc ? asServed(doc.openapiObject) : doc.swaggerObject),
   });
   app.get("/api/v1/openapi.json", { schema: { hide: true }, config: { public: true } }, async () => app.swagger());
   await app.register(scalar, {
