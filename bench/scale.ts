@@ -204,7 +204,7 @@ async function sessionParts(size: number, stacks: Record<Way, Stack>, apis: Reco
 
 /** Sessions the in-process gateway has answered in all, and within 5 ms, from its histogram. */
 async function gatewaySessions(): Promise<{ all: number; fast: number }> {
-  const text = await (await fetch(stack.apiUrl.replace(/\/api\/v1$/, "/metrics"))).text();
+  const text = await (await fetch(`${stack.rpcUrl}/metrics`)).text();
   const count = (le: string) =>
     [...text.matchAll(/^meter_http_request_duration_seconds_bucket\{([^}]*)\} (\S+)$/gm)]
       .filter((m) => m[1]!.includes('route="/api/v1/users/:user_id/session"') && m[1]!.includes(`le="${le}"`))
@@ -214,7 +214,7 @@ async function gatewaySessions(): Promise<{ all: number; fast: number }> {
 
 /** Waits until the stack has handed over everything it ingested: both outboxes empty twice in a row. */
 async function idle(): Promise<number> {
-  const metrics = stack.apiUrl.replace(/\/api\/v1$/, "/metrics");
+  const metrics = `${stack.rpcUrl}/metrics`;
   const t = performance.now();
   for (let emptyInARow = 0; emptyInARow < 2 && performance.now() - t < 120_000; ) {
     const text = await (await fetch(metrics)).text();

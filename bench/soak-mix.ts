@@ -68,13 +68,13 @@ export default async function soakMix(): Promise<void> {
       // Live heap (after a full collection) by minute, 0 being the start.
       const heapAfterGc = inspector.heapAfterGc.bind(inspector);
       const live: number[] = [await heapAfterGc()];
-      console.log(`start: live heap ${MB(live[0]!)} after GC (${await metricsHeap(aio.base)}); database ${diskOf(dir)}`);
+      console.log(`start: live heap ${MB(live[0]!)} after GC (${await metricsHeap(aio.rpcBase)}); database ${diskOf(dir)}`);
       // The collection pauses the process for a moment once a minute; the samples keep it.
       let sampling = Promise.resolve();
       const minute = setInterval(() => {
         sampling = sampling.then(async () => {
           const m = Math.round((Date.now() - started) / 60_000);
-          const raw = await metricsHeap(aio.base);
+          const raw = await metricsHeap(aio.rpcBase);
           live[m] = await heapAfterGc();
           const last = samples.filter((s) => s.at > Date.now() - started - 60_000);
           const byRoute = [...new Set(last.map((s) => s.route))].map((r) => `${r} ${fmt(last.filter((s) => s.route === r).map((s) => s.ms))}`);
@@ -99,7 +99,7 @@ export default async function soakMix(): Promise<void> {
       ]);
       clearInterval(minute);
       await sampling;
-      const raw = await metricsHeap(aio.base);
+      const raw = await metricsHeap(aio.rpcBase);
       const end = await heapAfterGc();
       console.log(`end:   live heap ${MB(end)} after GC (${raw}); database ${diskOf(dir)}`);
       const mid = live[Math.floor(MINUTES / 2)];

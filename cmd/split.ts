@@ -1,5 +1,6 @@
 // `npm run start:split`: each service and the gateway as its own process, talking gRPC on
-// ports RPC_BASE_PORT..RPC_BASE_PORT+4 (tenancy, plans, ingestion, analytics, webhooks).
+// ports RPC_BASE_PORT..RPC_BASE_PORT+4 (tenancy, plans, ingestion, analytics, webhooks), and the
+// gateway's metrics on RPC_BASE_PORT+5.
 // Without MONGODB_URL it starts the embedded database once and points every service at it.
 import { spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
@@ -80,10 +81,13 @@ await Promise.all(
 await launch("gateway", "gateway/main.ts", {
   PORT: String(config.PORT),
   HOST: config.HOST,
+  // Its metrics on the port after the services' (never on its public port).
+  METRICS_PORT: String(config.RPC_BASE_PORT + SERVICES.length),
   // One machine, one user: the local limits unless the caller chose others.
   RATE_LIMIT_PUBLIC_MAX: process.env.RATE_LIMIT_PUBLIC_MAX ?? String(LOCAL_PROTECTION.rateLimit.publicMax),
   RATE_LIMIT_KEY_MAX: process.env.RATE_LIMIT_KEY_MAX ?? String(LOCAL_PROTECTION.rateLimit.keyMax),
   RATE_LIMIT_AUTH_FAILURE_MAX: process.env.RATE_LIMIT_AUTH_FAILURE_MAX ?? String(LOCAL_PROTECTION.rateLimit.publicMax),
+  RATE_LIMIT_PRODUCT_CREATE_MAX: process.env.RATE_LIMIT_PRODUCT_CREATE_MAX ?? String(LOCAL_PROTECTION.rateLimit.productCreateMax),
 });
 logger.info({ api: `http://${config.HOST}:${config.PORT}/api/v1` }, "split mode starting");
 

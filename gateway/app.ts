@@ -8,6 +8,8 @@ import { LOCAL_PROTECTION, type Protection } from "./config.ts";
 import { bodyDeadline, limitConnections, resolveConnectionLimits, serverTimeouts } from "./connection-limits.ts";
 import { errorHandler, notFoundHandler } from "./errors.ts";
 import { parseJsonBodies } from "./json-body.ts";
+import { clientErrorHandler, frameworkErrors } from "./framework-errors.ts";
+import { methodNotAllowed } from "./method-not-allowed.ts";
 import { admissionPlugin } from "./plugins/admission.ts";
 import { authPlugin } from "./plugins/auth.ts";
 import { consolePlugin } from "./plugins/console.ts";
@@ -17,7 +19,7 @@ import { securityHeadersPlugin } from "./plugins/security-headers.ts";
 import { rateLimitPlugin } from "./plugins/rate-limit.ts";
 import { servicesPlugin } from "./plugins/services.ts";
 import { apiRoutes } from "./routes/index.ts";
-import { validatorCompiler } from "./validation.ts";
+import { closedQueries, validatorCompiler } from "./validation.ts";
 
 export interface GatewayOptions {
   clients: ServiceClients;
@@ -28,8 +30,6 @@ export interface GatewayOptions {
   bodyLimit?: number;
   /** Rate limits, refused-key cache and trusted proxies; generous local defaults when absent. */
   protection?: Protection;
-  /** Serve /metrics on the public port (default); false when it is served apart (METRICS_PORT). */
-  serveMetrics?: boolean;
   /** Ingestion batches of one product admitted at once (plugins/admission.ts); 0: no limit. Default 4. */
   batchConcurrency?: number;
   /** A product's share of recent time while another is served (lib/src/fair-share.ts); off when absent. */
@@ -55,20 +55,26 @@ export async function buildGateway(opts: GatewayOptions) {
     bodyLimit: opts.bodyLimit ?? 1024 * 1024,
     // external_user_id may be 255 characters, which URL-encode to far more than the default 100.
     routerOptions: { maxParamLength: 4096 },
+    frameworkErrors,
+    clientErrorHandler,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   limitConnections(app.server, connections);
   app.setValidatorCompiler(validatorCompiler);
   parseJsonBodies(app);
+  app.addHook("onRoute", closedQueries);
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler(notFoundHandler);
+  // JSON is the only body the API reads: any other type is 415, not a string failing validation.
+  app.removeContentTypeParser("text/plain");
+  const otherMethods = methodNotAllowed(app);
   app.addHook("onSend", async (request, reply) => {
     reply.header(REQUEST_ID_HEADER, request.id);
   });
 
   await app.register(securityHeadersPlugin);
   await app.register(servicesPlugin, { clients: opts.clients });
-  await app.register(metricsPlugin, { serveMetrics: opts.serveMetrics });
+  await app.register(metricsPlugin);
   await app.register(rateLimitPlugin, protection.rateLimit);
   await app.register(docsPlugin);
   await app.register(consolePlugin);
@@ -87,6 +93,7 @@ export async function buildGateway(opts: GatewayOptions) {
     },
     { prefix: "/api/v1" },
   );
+  otherMethods.answer();
   return app;
 }
 

@@ -1,14 +1,16 @@
-import { Type, metricsPortField, peerUrlFields, productConcurrencyFields } from "@meter/lib/config";
+import { Type, peerUrlFields, productConcurrencyFields } from "@meter/lib/config";
 
 /** Protection settings every process hosting the gateway reads (gateway process, all-in-one). */
-export function protectionFields(defaults: { publicMax: number; keyMax: number; authFailureMax?: number }) {
+export function protectionFields(defaults: { publicMax: number; keyMax: number; authFailureMax?: number; productCreateMax?: number }) {
   return {
     /** Length of the rate-limit window. */
     RATE_LIMIT_WINDOW_MS: Type.Integer({ default: 60_000, minimum: 1_000 }),
-    /** Requests per window and client address on routes without a key (POST /products, /health, docs). */
+    /** Requests per window and client address on routes without a key (/health, docs). */
     RATE_LIMIT_PUBLIC_MAX: Type.Integer({ default: defaults.publicMax, minimum: 1 }),
     /** Requests per window and API key on authenticated routes. */
     RATE_LIMIT_KEY_MAX: Type.Integer({ default: defaults.keyMax, minimum: 1 }),
+    /** Products created (POST /products, no key needed) per window and client address. */
+    RATE_LIMIT_PRODUCT_CREATE_MAX: Type.Integer({ default: defaults.productCreateMax ?? defaults.publicMax, minimum: 1 }),
     /** Refused authentications (401) per window and client address; past it, 429 before any check. */
     RATE_LIMIT_AUTH_FAILURE_MAX: Type.Integer({ default: defaults.authFailureMax ?? defaults.publicMax, minimum: 1 }),
     /** How long an API key the tenancy service refused is refused without asking again. */
@@ -74,16 +76,20 @@ export const gatewayConfigSchema = Type.Object({
   PORT: Type.Integer({ default: 8080, minimum: 0, maximum: 65535 }),
   HOST: Type.String({ default: "0.0.0.0" }),
   LOG_LEVEL: Type.String({ default: "info" }),
-  ...metricsPortField,
+  /** The gateway's /metrics, alone on this port; 0: not served (never on the public PORT). */
+  METRICS_PORT: Type.Integer({ default: 0, minimum: 0, maximum: 65535 }),
   ...peerUrlFields,
   AUTH_CACHE_TTL_MS,
-  ...protectionFields({ publicMax: 120, keyMax: 6_000, authFailureMax: 60 }),
+  ...protectionFields({ publicMax: 120, keyMax: 6_000, authFailureMax: 60, productCreateMax: 10 }),
   ...productConcurrencyFields,
 });
 
 export interface Protection {
-  /** authFailureMax: refused authentications per window and client address (default publicMax). */
-  rateLimit: { windowMs: number; publicMax: number; keyMax: number; authFailureMax?: number };
+  /**
+   * authFailureMax: refused authentications per window and client address (default publicMax);
+   * productCreateMax: products created per window and client address (default publicMax).
+   */
+  rateLimit: { windowMs: number; publicMax: number; keyMax: number; authFailureMax?: number; productCreateMax?: number };
   negativeCacheTtlMs: number;
   trustProxy: boolean | number | string[];
   /** Server timeouts and connection caps; CONNECTION_DEFAULTS for what is absent. */
@@ -92,7 +98,8 @@ export interface Protection {
 
 /** Defaults of processes meant for one machine (all-in-one, tests): limits nobody hits by hand. */
 export const LOCAL_PROTECTION: Protection = {
-  rateLimit: { windowMs: 60_000, publicMax: 100_000, keyMax: 1_000_000 },
+  // Product creation stays bounded even here (a test suite creates a few hundred a minute).
+  rateLimit: { windowMs: 60_000, publicMax: 100_000, keyMax: 1_000_000, productCreateMax: 1_000 },
   negativeCacheTtlMs: 5_000,
   trustProxy: false,
 };
@@ -102,6 +109,7 @@ export function protectionSettings(config: {
   RATE_LIMIT_PUBLIC_MAX: number;
   RATE_LIMIT_KEY_MAX: number;
   RATE_LIMIT_AUTH_FAILURE_MAX: number;
+  RATE_LIMIT_PRODUCT_CREATE_MAX: number;
   AUTH_NEGATIVE_CACHE_TTL_MS: number;
   TRUST_PROXY: string;
   HTTP_HEADERS_TIMEOUT_MS: number;
@@ -127,7 +135,7 @@ export function protectionSettings(config: {
       maxPerAddress: config.HTTP_MAX_CONNECTIONS_PER_ADDRESS,
       max: config.HTTP_MAX_CONNECTIONS,
     },
-    rateLimit: { windowMs: config.RATE_LIMIT_WINDOW_MS, publicMax: config.RATE_LIMIT_PUBLIC_MAX, keyMax: config.RATE_LIMIT_KEY_MAX, authFailureMax: config.RATE_LIMIT_AUTH_FAILURE_MAX },
+    rateLimit: { windowMs: config.RATE_LIMIT_WINDOW_MS, publicMax: config.RATE_LIMIT_PUBLIC_MAX, keyMax: config.RATE_LIMIT_KEY_MAX, authFailureMax: config.RATE_LIMIT_AUTH_FAILURE_MAX, productCreateMax: config.RATE_LIMIT_PRODUCT_CREATE_MAX },
     negativeCacheTtlMs: config.AUTH_NEGATIVE_CACHE_TTL_MS,
     trustProxy: t === "" || t === "false" ? false : t === "true" ? true : /^\d+$/.test(t) ? Number(t) : t.split(",").map((s) => s.trim()).filter(Boolean),
   };

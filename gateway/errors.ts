@@ -1,6 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import { fieldIssues } from "@meter/lib/errors";
+import { PATTERN_MESSAGES } from "./schemas/common.ts";
 
 /**
  * The one table from service error codes to the HTTP statuses of the API contract.
@@ -56,6 +57,8 @@ function validationIssues(err: FastifyError): ValidationIssue[] {
     } else if (v.keyword === "required" && typeof params.missingProperty === "string") {
       path = `${v.instancePath}/${params.missingProperty}`;
       message = "is required";
+    } else if (v.keyword === "pattern" && typeof params.pattern === "string" && Object.hasOwn(PATTERN_MESSAGES, params.pattern)) {
+      message = PATTERN_MESSAGES[params.pattern]!;
     }
     if (!byPath.has(path)) byPath.set(path, { location, path, message });
   }
@@ -105,6 +108,10 @@ export function errorHandler(err: FastifyError | ConnectError | Error, request: 
   }
   if (fe.code === "FST_ERR_CTP_INVALID_JSON_BODY" || err instanceof SyntaxError) {
     return reply.status(400).send({ detail: "request body is not valid JSON" });
+  }
+  if (fe.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE") {
+    const type = String(request.headers["content-type"] ?? "").split(";")[0]!.trim().slice(0, 100) || "none";
+    return reply.status(415).send({ detail: `unsupported content type ${type}; send application/json` });
   }
   if (fe.code === "FST_ERR_CTP_EMPTY_JSON_BODY") {
     return reply.status(400).send({ detail: "request body is empty; send a JSON document" });

@@ -9,18 +9,17 @@ import { gatewayConfigSchema, protectionSettings } from "./config.ts";
 
 const config = loadConfig(gatewayConfigSchema);
 const logger = createLogger("gateway", config.LOG_LEVEL);
-const apart = config.METRICS_PORT !== 0;
 const app = await buildGateway({
   clients: connectClients(peerUrls(config)),
   logger,
   authCacheTtlMs: config.AUTH_CACHE_TTL_MS,
   protection: protectionSettings(config),
-  serveMetrics: !apart,
   batchConcurrency: config.INGESTION_PRODUCT_CONCURRENCY,
   batchShare: { share: config.INGESTION_PRODUCT_SHARE, windowMs: config.INGESTION_SHARE_WINDOW_MS },
 });
 await app.listen({ port: config.PORT, host: config.HOST });
-const metrics = apart ? await serveMetrics({ port: config.METRICS_PORT, host: config.HOST, logger }) : undefined;
+// Never on the public port: there only when METRICS_PORT names one (the manifests: 9100).
+const metrics = config.METRICS_PORT !== 0 ? await serveMetrics({ port: config.METRICS_PORT, host: config.HOST, logger }) : undefined;
 onShutdown(logger, async () => {
   await app.close();
   await metrics?.close();

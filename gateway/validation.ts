@@ -52,5 +52,19 @@ bodyAjv.addKeyword({
 });
 const textAjv = makeAjv(true);
 
-export const validatorCompiler: FastifySchemaCompiler<any> = ({ schema, httpPart }) =>
-  (httpPart === "body" ? bodyAjv : textAjv).compile(schema as object) as any;
+/**
+ * A query parameter the route does not declare is refused (400), as an unknown body field is:
+ * a misspelt `?limt=5` must not pass silently, and the OpenAPI document's parameters are then
+ * the whole of what a route reads. Documented routes without parameters get an empty
+ * querystring schema (`closedQueries`), so that they refuse any.
+ */
+export const validatorCompiler: FastifySchemaCompiler<any> = ({ schema, httpPart }) => {
+  if (httpPart === "body") return bodyAjv.compile(schema as object) as any;
+  const closed = httpPart === "querystring" ? { additionalProperties: false, ...(schema as object) } : schema;
+  return textAjv.compile(closed as object) as any;
+};
+
+/** Gives every documented route (one with an operationId) a querystring schema, empty when it reads none. */
+export function closedQueries(route: { schema?: { operationId?: string; querystring?: unknown } }): void {
+  if (route.schema?.operationId && !route.schema.querystring) route.schema.querystring = { type: "object", properties: {} };
+}

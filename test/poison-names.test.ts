@@ -129,7 +129,7 @@ t("an outbox entry its peer refuses is set aside without holding back the entrie
   const aside = await eventually(() => outbox.analytics.findOne({ _id: poison._id, set_aside_at: { $exists: true } }), 30_000, "the entry set aside");
   assert.is(aside.attempts, MAX_ATTEMPTS);
   assert.match(aside.last_error ?? "", /cost/);
-  const metrics = { body: await (await fetch(new URL("/metrics", stack.apiUrl))).text() };
+  const metrics = { body: await (await fetch(`${stack.rpcUrl}/metrics`)).text() };
   assert.match(metrics.body, /meter_outbox_set_aside\{name="ingestion_to_analytics"\} 1/);
   assert.match(metrics.body, /meter_outbox_set_aside_total\{name="usage->analytics"\} 1/);
   assert.match(metrics.body, /meter_outbox_depth\{name="ingestion_to_analytics"\} 0/, "a set-aside entry is not waiting");

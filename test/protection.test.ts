@@ -7,7 +7,7 @@ let stack: TestStack;
 
 test.before(async () => {
   stack = await startTestStack({
-    protection: { rateLimit: { windowMs: 60_000, publicMax: 3, keyMax: 5, authFailureMax: 10 }, negativeCacheTtlMs: 60_000, trustProxy: false },
+    protection: { rateLimit: { windowMs: 60_000, publicMax: 3, keyMax: 5, authFailureMax: 10, productCreateMax: 2 }, negativeCacheTtlMs: 60_000, trustProxy: false },
   });
 });
 test.after(async () => {
@@ -16,7 +16,7 @@ test.after(async () => {
 
 /** The value of one series of the gateway process's /metrics (0 when absent). */
 async function series(line: string): Promise<number> {
-  const text = await (await fetch(new URL("/metrics", stack.apiUrl))).text();
+  const text = await (await fetch(`${stack.rpcUrl}/metrics`)).text();
   const found = text.split("\n").find((l) => l.startsWith(line + " "));
   return found ? Number(found.slice(line.length + 1)) : 0;
 }
@@ -30,11 +30,12 @@ function assertRateLimited(res: { status: number; body: any; headers: Headers })
 }
 
 test("unauthenticated routes are limited per client address, authenticated ones per key", async () => {
-  // Three public requests per window from this address: two products and one health check.
+  // Two products per window from this address (a budget of their own), and three other
+  // public requests.
   const a = await stack.newProduct("Limited A");
   const b = await stack.newProduct("Limited B");
-  assert.is((await stack.api.get("/health")).status, 200);
   assertRateLimited(await stack.api.post("/products", { name: "One too many" }));
+  for (let i = 0; i < 3; i++) assert.is((await stack.api.get("/health")).status, 200);
   assertRateLimited(await stack.api.get("/health"));
 
   // Keys have their own budget (5), independent of the address's and of each other's.
@@ -42,11 +43,11 @@ test("unauthenticated routes are limited per client address, authenticated ones 
   assertRateLimited(await a.api.get("/config/plans"));
   assert.is((await b.api.get("/config/plans")).status, 200);
 
-  // Probes and scrapes are never limited.
+  // Probes and scrapes are never limited (the scrape is on the internal port).
   const base = new Api(new URL("/", stack.apiUrl).href.replace(/\/$/, ""));
   for (let i = 0; i < 5; i++) {
     assert.is((await base.get("/readyz")).status, 200);
-    assert.is((await base.get("/metrics")).status, 200);
+    assert.is((await fetch(`${stack.rpcUrl}/metrics`)).status, 200);
   }
   assert.ok((await series('meter_http_requests_total{method="GET",route="/api/v1/config/plans",status="429"}')) >= 1);
 });

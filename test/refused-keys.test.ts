@@ -37,7 +37,7 @@ async function heapAfterGc(): Promise<number> {
 
 /** The value of one series of the gateway's /metrics (0 when absent). */
 async function series(line: string): Promise<number> {
-  const text = await (await fetch(new URL("/metrics", stack.apiUrl))).text();
+  const text = await (await fetch(`${stack.rpcUrl}/metrics`)).text();
   const found = text.split("\n").find((l) => l.startsWith(line + " "));
   return found ? Number(found.slice(line.length + 1)) : 0;
 }

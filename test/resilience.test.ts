@@ -48,7 +48,7 @@ test("npm start: the embedded database killed under ingestion load is restarted;
       await ingest(p, ack, tally, { batches: 48, perBatch: 25, concurrency: 4, onBatch: (n) => n === 12 && process.kill(dbPid!, "SIGKILL") });
       const restarted = await eventually(() => childPids(aio.proc.child.pid!, "embedded-db").find((pid) => pid !== dbPid), 30_000, "a new database process");
       assert.ok(restarted);
-      const result = await audit(p, ack, rx, () => outboxesEmpty(`${aio.base}/metrics`)).catch(withOutput(aio.proc));
+      const result = await audit(p, ack, rx, () => outboxesEmpty(`${aio.rpcBase}/metrics`)).catch(withOutput(aio.proc));
       assert.equal(result.problems, []);
       assert.is(tally.count(500), 0, `no 500 during the outage (${tally.refusals()})`);
       assert.equal((await aio.api.get("/health")).body, { status: "ok", database: "connected" });
@@ -84,7 +84,7 @@ test("npm start killed under ingestion load and started again on its data direct
       });
       await restarted;
       assert.ok(second, "started again");
-      const result = await audit(p, ack, rx, () => outboxesEmpty(`${aio.base}/metrics`)).catch(withOutput(aio.proc));
+      const result = await audit(p, ack, rx, () => outboxesEmpty(`${aio.rpcBase}/metrics`)).catch(withOutput(aio.proc));
       assert.equal(result.problems, []);
       assert.is(tally.count(500), 0, `no 500 (${tally.refusals()})`);
       assert.ok(tally.refusedConnections > 0, "the clients met the process down");

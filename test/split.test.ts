@@ -10,7 +10,7 @@ const t = suite<{ proc: Spawned; api: Api; rpcBase: number }>("split mode: one p
 
 t.before(async (ctx) => {
   const port = await freePort();
-  const base = await freePortRange(5);
+  const base = await freePortRange(6); // five services, then the gateway's metrics
   ctx.rpcBase = base;
   ctx.proc = spawnEntry("cmd/split.ts", {
     PORT: String(port),
@@ -45,7 +45,9 @@ t("serves the same answers as all-in-one through separate processes", async ({ a
 
 t("each process serves its own /metrics and /healthz over HTTP/1.1 beside gRPC", async ({ api, rpcBase }) => {
   assert.is((await api.post("/products", { name: "Metered" })).status, 201);
-  const gateway = await (await fetch(new URL("/metrics", api.baseUrl))).text();
+  // The gateway's on the port after the services', never on its public port.
+  assert.is((await fetch(new URL("/metrics", api.baseUrl))).status, 404);
+  const gateway = await (await fetch(`http://127.0.0.1:${rpcBase + 5}/metrics`)).text();
   assert.match(gateway, /meter_http_requests_total\{method="POST",route="\/api\/v1\/products",status="201"\} [1-9]/);
   // Tenancy is the first service port: it answered CreateProduct; the plans process did not.
   const tenancy = await (await fetch(`http://127.0.0.1:${rpcBase}/metrics`)).text();

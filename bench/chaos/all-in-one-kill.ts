@@ -6,7 +6,8 @@ import { CHAOS_ENV, faultRun, printFaults, withScene } from "../support/chaos.ts
 
 export default async function (): Promise<void> {
   await withScene(async (dir, rx) => {
-    const env = { MONGODB_URL: undefined, DATA_DIR: dir, ...CHAOS_ENV, PORT: String(await freePort()), RPC_PORT: String(await freePort()) };
+    // The load below creates products: more than an address may create a minute by default.
+    const env = { MONGODB_URL: undefined, DATA_DIR: dir, ...CHAOS_ENV, RATE_LIMIT_PRODUCT_CREATE_MAX: "1000000", PORT: String(await freePort()), RPC_PORT: String(await freePort()) };
     let aio: AllInOne = await startAllInOne(env);
     let restarted: Promise<void> = Promise.resolve();
     try {
@@ -22,7 +23,7 @@ export default async function (): Promise<void> {
           });
         },
         restarted: () => restarted,
-        settled: () => outboxesEmpty(`${aio.base}/metrics`),
+        settled: () => outboxesEmpty(`${aio.rpcBase}/metrics`),
       });
       printFaults("npm start killed (kill -9) after 12 of 48 batches, started again on its data directory", [row]);
 

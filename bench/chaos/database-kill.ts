@@ -19,7 +19,7 @@ export default async function (): Promise<void> {
               const [pid] = childPids(aio.proc.child.pid!, "embedded-db");
               process.kill(pid!, "SIGKILL");
             },
-            settled: () => outboxesEmpty(`${aio.base}/metrics`),
+            settled: () => outboxesEmpty(`${aio.rpcBase}/metrics`),
           }),
         );
       }

@@ -76,12 +76,12 @@ async function run(limit: string, share: string, dir: string, rx: Receiver) {
       }
     };
     const phase = async (work: (until: number) => Promise<unknown>[]) => {
-      await loopLag(aio.base);
+      await loopLag(aio.rpcBase);
       const before = cpu();
       const until = Date.now() + READ_MS;
       await Promise.all(work(until));
       const after = cpu();
-      const lag = await loopLag(aio.base);
+      const lag = await loopLag(aio.rpcBase);
       const secs = READ_MS / 1000;
       return `service loop lag p99 ${lag.p99.toFixed(0)} ms max ${lag.max.toFixed(0)} ms; CPU service ${((after.service - before.service) / secs).toFixed(2)} db ${((after.db - before.db) / secs).toFixed(2)} cores`;
     };

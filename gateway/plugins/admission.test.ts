@@ -32,7 +32,7 @@ test("a product over its share of recent time waits while another product is ser
 
     // Alone: A is far over its share after one batch, and its next ones pass all the same.
     for (let i = 0; i < 3; i++) assert.is((await a.post("/events/batch", batch(20))).status, 200);
-    assert.is(await metric(aio.base, "meter_ingestion_share_waits_total"), 0);
+    assert.is(await metric(aio.rpcBase, "meter_ingestion_share_waits_total"), 0);
 
     // B is served without pause from now on: A's next batch waits.
     let reading = true;
@@ -44,7 +44,7 @@ test("a product over its share of recent time waits while another product is ser
     await eventually(() => reads.length > 0, 30_000, "B's first read");
     let answered = false;
     const held = a.post("/events/batch", batch(20)).then((r) => ((answered = true), r));
-    await eventually(async () => (await metric(aio.base, "meter_ingestion_share_waiting")) === 1, 30_000, "A's batch held back");
+    await eventually(async () => (await metric(aio.rpcBase, "meter_ingestion_share_waiting")) === 1, 30_000, "A's batch held back");
     // While it waits, B is served.
     const before = reads.length;
     await eventually(() => reads.length > before + 3, 30_000, "B's reads while A waits");
@@ -57,8 +57,8 @@ test("a product over its share of recent time waits while another product is ser
     await readLoop;
     assert.is((await held).status, 200);
     assert.is((await held).body.accepted, 20);
-    assert.is(await metric(aio.base, "meter_ingestion_share_waiting"), 0);
-    assert.is(await metric(aio.base, "meter_ingestion_share_waits_total"), 1);
+    assert.is(await metric(aio.rpcBase, "meter_ingestion_share_waiting"), 0);
+    assert.is(await metric(aio.rpcBase, "meter_ingestion_share_waits_total"), 1);
   } finally {
     assert.is(await aio.proc.stop(), 0, aio.proc.output());
   }

@@ -1,6 +1,40 @@
 import fp from "fastify-plugin";
 import swagger from "@fastify/swagger";
 import scalar from "@scalar/fastify-api-reference";
+import { ErrorBody } from "../schemas/common.ts";
+
+type Operation = {
+  parameters?: { in: string; required?: boolean; schema?: { default?: unknown } }[];
+  requestBody?: unknown;
+  responses?: Record<string, unknown>;
+};
+
+/** Answers the gateway itself can give on any route, before or beside the route's own. */
+const GATEWAY_ANSWERS: [status: number, description: string, withBody: boolean][] = [
+  [415, "The body is not JSON (Content-Type)", true],
+  [429, "Too many requests; retry after `Retry-After` seconds", false],
+  [431, "Request headers or URL too large", false],
+];
+
+/**
+ * The document as the service answers: a query parameter with a default may be left out
+ * (TypeBox lists every property without `Optional` as required, defaults included), and the
+ * statuses of GATEWAY_ANSWERS are listed on every operation they can reach.
+ */
+function asServed<T extends object>(doc: T): T {
+  const paths = (doc as { paths?: Record<string, Record<string, unknown>> }).paths ?? {};
+  for (const item of Object.values(paths)) {
+    for (const op of Object.values(item) as Operation[]) {
+      if (!op?.responses) continue;
+      for (const p of op.parameters ?? []) if (p.in === "query" && p.schema?.default !== undefined) p.required = false;
+      for (const [status, description, withBody] of GATEWAY_ANSWERS) {
+        if (withBody && !op.requestBody) continue;
+        op.responses[status] ??= { description, content: { "application/json": { schema: ErrorBody } } };
+      }
+    }
+  }
+  return doc;
+}
 
 /**
  * Every route's schema feeds an OpenAPI 3.1 document at /api/v1/openapi.json and a
@@ -26,10 +60,12 @@ export const docsPlugin = fp(async (app) => {
       },
       security: [{ bearer: [] }],
     },
+    transformObject: (doc) => ("openapiObject" in doc ? asServed(doc.openapiObject) : doc.swaggerObject),
   });
   app.get("/api/v1/openapi.json", { schema: { hide: true }, config: { public: true } }, async () => app.swagger());
   await app.register(scalar, {
     routePrefix: "/api/v1/docs",
-    configuration: { url: "/api/v1/openapi.json", title: "Meterline API" },
+    // No fonts from Scalar's servers: the page loads nothing from another origin (its CSP).
+    configuration: { url: "/api/v1/openapi.json", title: "Meterline API", withDefaultFonts: false },
   });
 });

@@ -159,7 +159,7 @@ t("events 45, 200 and 700 days old count once everywhere, after retention and re
 
 t("events stamped past the rollups' reach or in the future are refused, each named", async ({ stack }) => {
   const { api } = await stack.newProduct("Bounds");
-  const metricsUrl = stack.apiUrl.replace(/\/api\/v1$/, "") + "/metrics";
+  const metricsUrl = `${stack.rpcUrl}/metrics`;
   const refused = async (bound: string) => {
     const text = await (await fetch(metricsUrl)).text();
     const line = text.split("\n").find((l) => l.startsWith(`meter_usage_events_refused_timestamp_total{bound="${bound}"}`));

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type, type TSchema } from "typebox";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { JsonObject } from "@bufbuild/protobuf";
-import { DateTime, EventBody, LeaseId, Nullable, countIgnoredFields, errors, parseDateTime } from "../schemas/common.ts";
+import { DateTime, EventBody, ExternalUserId, LeaseId, Nullable, WELL_FORMED_PATTERN, countIgnoredFields, errors, parseDateTime } from "../schemas/common.ts";
 import { MAX_EVENT_TOKENS, MAX_EVENT_TOTAL_TOKENS } from "@meter/lib/event-bounds";
 import { rpcOptions } from "../rpc-options.ts";
 
@@ -24,7 +24,7 @@ const Money = Type.Number({ minimum: 0, maximum: MAX_EVENT_COST, default: 0 });
 const UsageEventIn = EventBody(
   {
     id: Type.String({ format: "uuid", description: "Idempotency key" }),
-    user_id: Type.String({ minLength: 1, maxLength: 255 }),
+    user_id: ExternalUserId(),
     session_id: Type.Optional(Nullable(Type.String({ maxLength: 255 }))),
     timestamp: DateTime,
     model: Type.Optional(Nullable(Type.String({ maxLength: 255 }))),
@@ -49,8 +49,8 @@ const UsageEventIn = EventBody(
 const GateEventIn = EventBody(
   {
     id: Type.String({ format: "uuid", description: "Idempotency key" }),
-    user_id: Type.String({ minLength: 1, maxLength: 255 }),
-    service_user_id: Type.Optional(Nullable(Type.String({ maxLength: 255 }))),
+    user_id: ExternalUserId(),
+    service_user_id: Type.Optional(Nullable(Type.String({ maxLength: 255, pattern: WELL_FORMED_PATTERN }))),
     session_id: Type.Optional(Nullable(Type.String({ maxLength: 255 }))),
     timestamp: DateTime,
     status: Type.Union([Type.Literal("soft_gate"), Type.Literal("hard_gate")]),
@@ -69,7 +69,7 @@ const GateEventIn = EventBody(
 const BatchResult = Type.Object({ accepted: Type.Integer(), duplicates: Type.Integer() });
 
 const ManualEventIn = EventBody({
-  user_id: Type.String({ minLength: 1, maxLength: 255, description: "external_user_id" }),
+  user_id: ExternalUserId(),
   cost: Type.Optional(Nullable(Type.Number({ minimum: 0, maximum: MAX_EVENT_COST, description: "Explicit dollars, used as given" }))),
   model: Type.Optional(Nullable(Type.String({ maxLength: 255 }))),
   input_tokens: Type.Optional(Count),

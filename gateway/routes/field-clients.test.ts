@@ -18,7 +18,7 @@ t.after(async (ctx) => {
 const close = (a: number, b: number, msg = "") => assert.ok(Math.abs(a - b) < 1e-9, `${msg} ${a} != ${b}`);
 
 async function ignored(stack: TestStack, route: string): Promise<number> {
-  const text = await (await fetch(new URL("/metrics", stack.apiUrl))).text();
+  const text = await (await fetch(`${stack.rpcUrl}/metrics`)).text();
   const line = text.split("\n").find((l) => l.startsWith(`meter_http_ignored_fields_total{route="${route}"} `));
   return line ? Number(line.split(" ")[1]) : 0;
 }

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { User } from "@meter/proto/meter/plans/v1/plans_pb";
-import { Body, DateTime, Nullable, errors, parseDateTime } from "../schemas/common.ts";
+import { Body, DateTime, ExternalUserId, Nullable, errors, parseDateTime } from "../schemas/common.ts";
 import { rpcOptions } from "../rpc-options.ts";
 
 export const UserBody = Type.Object({
@@ -38,7 +38,7 @@ const UserPage = Type.Object({
 });
 
 const CreateUserBody = Body({
-  external_user_id: Type.String({ minLength: 1, maxLength: 255, description: "The product's own id; opaque" }),
+  external_user_id: ExternalUserId("The product's own id; opaque"),
   name: Type.Optional(Nullable(Type.String({ maxLength: 255 }))),
 });
 
@@ -49,8 +49,9 @@ const SubscriptionBody = Body({
   period_end: Type.Optional(Nullable({ ...DateTime, description: "Exclusive end of the billing period" })),
 });
 
+// No length bound here: a longer id names no user (404), as any unknown one.
 const UserIdParams = Type.Object({
-  user_id: Type.String({ minLength: 1, description: "external_user_id (1-255 characters), URL-encoded" }),
+  user_id: ExternalUserId("external_user_id (1-255 characters), URL-encoded", null),
 });
 
 export function userJson(u: User) {

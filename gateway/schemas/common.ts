@@ -42,9 +42,34 @@ export function parseDateTime(s: string): Date {
   return new Date(`${date}T${hm}:${sec === "60" ? "59" : sec}${frac}${offset}`);
 }
 
-/** A body object: unknown fields are refused with 422 so that a typo never passes silently. */
+/**
+ * Text without an unpaired UTF-16 surrogate (U+D800-U+DFFF alone; JSON's "\ud800" escapes one).
+ * Ids travel and are stored as UTF-8, where every unpaired surrogate becomes U+FFFD, so that
+ * distinct ids would name one user. (JSON Schema patterns are Unicode: a pair is one character.)
+ */
+export const WELL_FORMED_PATTERN = "^[^\\uD800-\\uDFFF]*$";
+
+/**
+ * An external user id (or a team's): also neither "." nor "..", which URLs cannot carry as a
+ * path segment (clients and proxies resolve them as dot segments), so such a user could never
+ * be addressed under /users/{user_id}.
+ */
+export const EXTERNAL_ID_PATTERN = "^(?!\\.\\.?$)[^\\uD800-\\uDFFF]*$";
+
+/** What a refused pattern above means, for the 422/400 issue. */
+export const PATTERN_MESSAGES: Record<string, string> = {
+  [WELL_FORMED_PATTERN]: "must not contain unpaired surrogates (U+D800-U+DFFF)",
+  [EXTERNAL_ID_PATTERN]: 'must not contain unpaired surrogates (U+D800-U+DFFF) nor be "." or ".."',
+};
+
+/** The product's id of a user, wherever one is taken (path, body, events); 1-255 characters. */
+export const ExternalUserId = (description = "external_user_id", maxLength: number | null = 255) =>
+  Type.String({ minLength: 1, ...(maxLength ? { maxLength } : {}), pattern: EXTERNAL_ID_PATTERN, description: `${description}; not "." or ".."` });
+
 /** `{user_id}` of the routes under `/users/{user_id}/`: the product's external user id. */
-export const UserParams = Type.Object({ user_id: Type.String({ minLength: 1, maxLength: 255, description: "external_user_id" }) });
+export const UserParams = Type.Object({ user_id: ExternalUserId() });
+
+/** A body object: unknown fields are refused with 422 so that a typo never passes silently. */
 
 /** A budget lease id (the holder id of `POST /users/{user_id}/leases`). */
 export const LeaseId = Type.String({ pattern: "^[A-Za-z0-9_-]{1,64}$", description: "1-64 letters, digits, _ or -" });

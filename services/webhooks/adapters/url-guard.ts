@@ -10,10 +10,29 @@ export interface UrlPolicy {
 
 export const MAX_URL_LENGTH = 2048;
 
+const GLOBAL_UNICAST_V6 = ipaddr.parseCIDR("2000::/3");
+const IPV4_COMPATIBLE = ipaddr.parseCIDR("::/96");
+
+/**
+ * The range of an address as the guard sees it. IPv6 addresses that embed an IPv4 one
+ * (IPv4-mapped ::ffff:0:0/96, IPv4-compatible ::/96, NAT64, 6to4, Teredo) are never read as
+ * that IPv4 address: whatever they lead to, they are refused, as is all IPv6 outside the
+ * global unicast 2000::/3.
+ */
+function rangeOf(ip: string): string {
+  const addr = ipaddr.parse(ip);
+  if (addr.kind() === "ipv4") return addr.range();
+  const v6 = addr as ipaddr.IPv6;
+  const range = v6.range();
+  if (range !== "unicast") return range;
+  if (v6.match(IPV4_COMPATIBLE)) return "IPv4-compatible";
+  return v6.match(GLOBAL_UNICAST_V6) ? "unicast" : "reserved";
+}
+
 /** Why an address may not be a delivery target, or null when it may. */
 export function addressProblem(ip: string, policy: UrlPolicy): string | null {
   if (!ipaddr.isValid(ip)) return `${ip} is not an IP address`;
-  const range = ipaddr.process(ip).range();
+  const range = rangeOf(ip);
   if (range === "unicast") return null;
   if (range === "loopback" && policy.allowInsecure) return null;
   return `${ip} is a ${range} address; webhook endpoints must be publicly reachable`;
