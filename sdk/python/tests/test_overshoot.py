@@ -14,7 +14,8 @@ from openai import AsyncOpenAI, OpenAI
 
 from meterline import LimitExceededError, Meter
 from meterline.openai import wrap
-from meterline.reservation import RecentCalls, reservation_of
+from meterline.recent_calls import RecentCalls
+from meterline.reservation import reservation_of
 
 from .mock_providers import USAGE_OUT, MockProvider
 from .support import Product, eventually

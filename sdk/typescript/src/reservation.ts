@@ -5,6 +5,7 @@
  */
 import { MeterError } from "./errors.ts";
 import type { Session } from "./sessions.ts";
+import type { RecentCalls } from "./recent-calls.ts";
 import type { UserEntry } from "./state.ts";
 import type { GuardResult, UsageEvent, UsageInput } from "./types.ts";
 
@@ -24,33 +25,6 @@ export interface Hold {
   metadata: Record<string, unknown> | undefined;
   /** The budget lease the estimate was taken from (`leases: true`). */
   lease?: string | null;
-}
-
-/** Real calls remembered per user and model for the default reservation. */
-export const TYPICAL_CALLS = 8;
-
-/** The real cost and tokens of the last TYPICAL_CALLS calls of one user and model (a ring). */
-export class RecentCalls {
-  readonly #costs: number[] = [];
-  readonly #tokens: number[] = [];
-  #next = 0;
-
-  add(cost: number, tokens: number): void {
-    this.#costs[this.#next] = cost;
-    this.#tokens[this.#next] = tokens;
-    this.#next = (this.#next + 1) % TYPICAL_CALLS;
-  }
-
-  /** The typical call: the largest cost and the largest token count among the calls remembered. */
-  typical(): { cost: number; tokens: number } {
-    let cost = 0;
-    let tokens = 0;
-    for (let i = 0; i < this.#costs.length; i++) {
-      if (this.#costs[i]! > cost) cost = this.#costs[i]!;
-      if (this.#tokens[i]! > tokens) tokens = this.#tokens[i]!;
-    }
-    return { cost, tokens };
-  }
 }
 
 /** What a reserved call holds, and whether the check counts it as this call's estimate. */

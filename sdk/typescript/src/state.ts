@@ -10,7 +10,7 @@ import { MeterTypeError } from "./errors.ts";
 import { byName, own } from "./own.ts";
 import { applyView, rollLocally, type Merge } from "./periods.ts";
 import { normalizeModel } from "./pricing.ts";
-import { RecentCalls } from "./reservation.ts";
+import { RecentCalls } from "./recent-calls.ts";
 import { NO_PLAN_CONFIG, addDollars, calendarMonth, sessionWindowMs } from "./rules/index.ts";
 import { Sessions, type Session } from "./sessions.ts";
 import type { PlanConfig, SessionView, UsageEvent, UserState } from "./types.ts";

@@ -2,7 +2,8 @@
 // the request's output limit before the plan's buffer.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { RecentCalls, reservationOf } from "../src/reservation.ts";
+import { RecentCalls } from "../src/recent-calls.ts";
+import { reservationOf } from "../src/reservation.ts";
 
 const t = suite("reservation");
 const cost = (i: number, o: number) => i * 0.001 + o * 0.002;

@@ -6,7 +6,7 @@ import datetime as dt
 import time
 from typing import TYPE_CHECKING
 
-from .reservation import RecentCalls
+from .recent_calls import RecentCalls
 from .sessions import Session, Sessions
 from .types import BillingPeriod, PlanConfig, UsageEvent, UserState
 
