@@ -56,7 +56,7 @@ t("1,000 events of $0.00125 are $1.25 exactly in usage, session, analytics and t
   const summary = await eventually(async () => {
     const b = (await api.get("/analytics/summary?days=1")).body;
     return b.total_events === 1000 && b;
-  }, 60_000, "analytics of the 1,000 events");
+  }, 240_000, "analytics of the 1,000 events");
   assert.is(summary.total_cost, 1.25, "analytics summary");
   const [today] = (await api.get("/analytics/timeseries?days=1")).body.data;
   assert.is(today.cost, 1.25, "analytics timeseries");
@@ -66,7 +66,8 @@ t("1,000 events of $0.00125 are $1.25 exactly in usage, session, analytics and t
   assert.equal([model.model, model.cost], ["m", 1.25], "analytics breakdown");
 
   const mine = (type: string) => rx.of(type).filter((r) => r.json?.product_id === productId);
-  await eventually(() => THRESHOLDS.every((type) => mine(type).length > 0), 60_000, "the three thresholds");
+  // The relay and the webhooks queue behind every other test on a busy machine: minutes, not seconds.
+  await eventually(() => THRESHOLDS.every((type) => mine(type).length > 0), 240_000, "the three thresholds");
   const spend = Object.fromEntries(THRESHOLDS.map((type) => [type, mine(type)[0]!.json.data.current_spend]));
   assert.equal(spend, { "usage.threshold.50": 0.625, "usage.threshold.80": 1.25, "usage.threshold.100": 1.25 }, "current_spend");
   assert.equal(mine("usage.threshold.100")[0]!.json.data.cost_by_model, { m: 1.25 });
