@@ -89,7 +89,7 @@ t("1,000 events of $0.00125 are $1.25 exactly in usage, session, analytics and t
   assert.is((await api.post("/gate-events/batch", [gate])).status, 200);
   const [stored] = (await api.get(`/users/${user}/gate-events`)).body.events;
   assert.equal([stored.usage_pct, stored.current_value, stored.limit_value], [1.05, 0.0525, 0.05], "gate event as listed");
-  const hook = await eventually(() => mine("gate_event.hard_gate")[0], 60_000, "the gate webhook");
+  const hook = await eventually(() => mine("gate_event.hard_gate")[0], 240_000, "the gate webhook");
   assert.equal([hook.json.data.usage_pct, hook.json.data.current_value], [1.05, 0.0525], "gate webhook");
 });
 
