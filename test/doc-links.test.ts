@@ -8,12 +8,19 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-const SKIP = new Set(["node_modules", ".git", ".venv", "dist", ".cache", "screenshots", "data", "gen"]);
+const SKIP = new Set(["node_modules", ".git", ".venv", "dist", ".cache", "screenshots", "data", "gen", "build"]);
+// Folders the root .gitignore names (e.g. tools/embedded-db/bin/, the FerretDB sources a build
+// unpacks there): their Markdown is not the repository's.
+const IGNORED = readFileSync(path.join(root, ".gitignore"), "utf8")
+  .split("\n")
+  .filter((l) => l.endsWith("/") && l.slice(0, -1).includes("/"))
+  .map((l) => path.join(root, l.slice(0, -1)));
 
 function markdownFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
     if (e.name.startsWith(".") || SKIP.has(e.name)) return [];
     const p = path.join(dir, e.name);
+    if (IGNORED.includes(p)) return [];
     if (e.isDirectory()) return markdownFiles(p);
     return e.name.endsWith(".md") ? [p] : [];
   });
