@@ -1,4 +1,4 @@
-// What one product at its limits costs another (README, "Limits"): a product's GET
+// What one product at its limits costs another (docs/operations.md, "Limits"): a product's GET
 // /config/plans before and after a neighbour fills its 50 plans (BENCH_FULL_PLANS of them
 // with three maps of 1,000 names of 255 characters; one fits in a product's 1 MiB of plans), and gate-event batches spread over hours:
 // 10,000 events in 10,000 future hours (refused) and one event in each hour of the last 89

@@ -17,7 +17,7 @@ const config = loadConfig(
     PORT: Type.Integer({ default: 8080, minimum: 0, maximum: 65535 }),
     HOST: Type.String({ default: "127.0.0.1" }),
     RPC_PORT: Type.Integer({ default: 9090, minimum: 0, maximum: 65535 }),
-    // Calls between the modules of this process skip the loopback gRPC hop (see README).
+    // Calls between the modules of this process skip the loopback gRPC hop (docs/operations.md, "The two ways to run").
     RPC_IN_PROCESS: Type.Boolean({ default: true }),
     MONGODB_URL: Type.Optional(Type.String({ minLength: 1 })),
     MONGODB_DB_PREFIX: Type.String({ default: "meter", pattern: "^[A-Za-z0-9_-]+$" }),

@@ -112,7 +112,7 @@ t("session: permissive defaults without a plan, the plan's config with one, 404 
     plan: "none",
     plan_id: null,
     sdk_enabled: false,
-    // Unlimited caps and the absent default rate are omitted (SPEC.md: omitted = unlimited).
+    // Unlimited caps and the absent default rate are omitted (an omitted cap means unlimited).
     plan_config: {
       soft_gate_at: 0.8, hard_gate_at: 1,
       model_limits: {}, cost_rates: {},

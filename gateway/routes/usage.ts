@@ -142,7 +142,7 @@ export const usageRoutes: FastifyPluginAsyncTypebox = async (app) => {
         plan_id: s.planId ?? null,
         sdk_enabled: s.sdkEnabled,
         plan_config: {
-          // SPEC.md: omitted = unlimited (clients that read a number for every cap break on null).
+          // An omitted cap means unlimited (clients that read a number for every cap break on null).
           ...(c.maxSpendPerPeriod !== undefined && { max_spend_per_period: c.maxSpendPerPeriod }),
           ...(c.maxSpendPerSession !== undefined && { max_spend_per_session: c.maxSpendPerSession }),
           soft_gate_at: c.softGateAt,

@@ -22,7 +22,7 @@ const NameMap = <T extends TSchema>(value: T, what: string) =>
     description: `${what}; at most 1,000 entries, names 1-255 characters`,
   });
 
-/** Every plan setting of SPEC.md; absent fields take their defaults, null means unlimited/none. */
+/** Every plan setting (docs/api.md, "Plans"); absent fields take their defaults, null means unlimited/none. */
 const planSettings = {
   name: Type.String({ minLength: 1, maxLength: 255 }),
   max_spend_per_period: Type.Optional(Nullable(Money)),

@@ -233,8 +233,8 @@ function stopDb(child: ChildProcess): Promise<void> {
  *
  * With `supervise`, a database process that dies (killed, out of memory) is started again on
  * the same address and files, with backoff (lib/src/supervise.ts): clients' drivers reconnect
- * by themselves, and a crash loses nothing acknowledged (SQLite's write-ahead log; see the
- * root README). Five failures within a minute call `supervise.onGiveUp`.
+ * by themselves, and a crash loses nothing acknowledged (SQLite's write-ahead log; see
+ * tools/embedded-db/README.md). Five failures within a minute call `supervise.onGiveUp`.
  */
 export async function startEmbeddedDb(
   dir: string,

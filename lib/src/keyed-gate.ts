@@ -6,7 +6,7 @@ import { rpcError } from "./errors.ts";
  * (503 with Retry-After: the client retries later). The gateway admits ingestion batches with
  * it before reading their bodies, and the ingestion service runs their writes with it, so one
  * product's burst occupies a bounded share of a process and of the database's write queue
- * however many requests it opens (root README, "Limits"; ingestion README, "No noisy
+ * however many requests it opens (docs/operations.md, "Limits"; ingestion README, "No noisy
  * neighbours"). `limit` 0 turns it off.
  */
 export class KeyedGate {

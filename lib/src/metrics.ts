@@ -159,7 +159,7 @@ backlogGauge(
 );
 backlogGauge(
   "meter_outbox_set_aside",
-  "Entries of an outbox set aside after failing every attempt, kept for replay (README, Metrics), by outbox.",
+  "Entries of an outbox set aside after failing every attempt, kept for replay (docs/operations.md, Metrics), by outbox.",
   readSetAside,
   "depth",
 );

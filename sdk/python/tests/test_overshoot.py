@@ -1,6 +1,6 @@
 """Concurrent calls near a cap on a default plan (no pre_call_estimate), across threads and asyncio
 tasks: each call in flight holds the user's typical call (the first one its estimate), so the cap is
-passed by at most the bound the README states. And the estimate reads the request's output limit."""
+passed by at most the bound docs/concurrency-and-leases.md gives. And the estimate reads the request's output limit."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ RATES = {"gpt-4o": {"input": 0, "output": 0.125}}
 # What the mock answers costs $0.00375 a call.
 CALL = USAGE_OUT / 1000 * 0.125
 MESSAGES: Any = [{"role": "user", "content": "What is the weather in Paris?"}]
-# Every call costs the same here and reserves at least its cost, so the README's bound is one call's
+# Every call costs the same here and reserves at least its cost, so the documented bound is one call's
 # cost past the cap: the real cost of the last call admitted, nothing from the others.
 BOUND = CAP + CALL + 1e-9
 

@@ -1,7 +1,7 @@
 /**
  * Budget leases (`leases: true`): the user's period spend cap and per-model token caps are
  * spent from slices the service grants to this process, so that many replicas together never
- * pass them, with no request per call. See the README, "Budget leases".
+ * pass them, with no request per call. See docs/concurrency-and-leases.md, "Budget leases".
  */
 import { randomUUID } from "node:crypto";
 import { MeterApiError } from "./errors.ts";

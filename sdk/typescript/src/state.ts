@@ -45,7 +45,7 @@ export class UserEntry {
   tokensByModel: Record<string, number> = byName();
   costByModel: Record<string, number> = byName();
   sessions: Sessions;
-  /** SPEC.md's session window until the user's plan is known. */
+  /** The default session window until the user's plan is known. */
   timeoutMs = sessionWindowMs(NO_PLAN_CONFIG.session_timeout_minutes);
   /** Raw model name → normalized, for the plan in force. */
   readonly models = new Map<string, string>();

@@ -42,7 +42,7 @@ export interface Usage {
   tool_calls_count: number;
 }
 
-/** Cost of one call under RATES / TOOL_COSTS, as SPEC.md prices it. */
+/** Cost of one call under RATES / TOOL_COSTS, as docs/api.md prices it. */
 export function costOf(model: keyof typeof RATES, input: number, output: number, tools: string[] = []): number {
   const rate = RATES[model];
   const toolCost = tools.reduce((sum, t) => sum + ((TOOL_COSTS as Record<string, number>)[t] ?? DEFAULT_TOOL_COST), 0);

@@ -1,6 +1,6 @@
 // Concurrent calls near a cap on a default plan (no pre_call_estimate): each call in flight holds
 // the user's typical call (the first one its estimate), so the cap is passed by at most the bound
-// the README states. And the estimate reads the request's own output limit.
+// docs/concurrency-and-leases.md states. And the estimate reads the request's own output limit.
 import { randomUUID } from "node:crypto";
 import OpenAI from "openai";
 import * as assert from "uvu/assert";
@@ -46,7 +46,7 @@ async function fifty(openai: OpenAI): Promise<{ ran: number; blocked: number }> 
   return { ran: outcomes.length - refused.length, blocked: refused.length };
 }
 
-// Every call costs the same here and reserves at least its cost, so the README's bound is one
+// Every call costs the same here and reserves at least its cost, so the documented bound is one
 // call's cost past the cap: the real cost of the last call admitted, nothing from the others.
 const BOUND = CAP + CALL + 1e-9;
 

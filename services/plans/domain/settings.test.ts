@@ -12,7 +12,7 @@ test("a new plan takes its own gates, then the request's, then the defaults", ()
   assert.is(newPlanValues({ name: "a", soft_gate_at: 0.6 }, req).soft_gate_at, 0.6);
 });
 
-test("the defaults (the rules module's, held to SPEC.md by its table of cases) make a valid plan", () => {
+test("the defaults (the rules module's, held to the API's rules by its table of cases) make a valid plan", () => {
   assert.equal(planProblems(newPlanValues({ name: "ok" })), []);
 });
 

@@ -291,8 +291,8 @@ export class PlanStore {
    * The plans of a ResolveUsers answer (every session bootstrap and every ingested batch):
    * from a cache kept `cacheMs` (PLAN_CACHE_MS, 1 s by default), saving one database read in
    * the session's chain. A change made through this process replaces its entry at once; one
-   * made through another replica shows here within `cacheMs`, as SPEC.md allows ("plan changes
-   * take effect on the next session bootstrap ... typically within seconds").
+   * made through another replica shows here within `cacheMs`, as the API allows (a plan change
+   * takes effect on the next session load, typically within seconds).
    */
   async resolved(productId: string, ids: readonly string[]): Promise<StoredPlan[]> {
     if (!this.cache) return this.getMany(productId, ids);

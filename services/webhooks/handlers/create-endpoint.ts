@@ -7,7 +7,7 @@ import { toEndpoint } from "./mapping.ts";
 import { generateSecret } from "../domain/secrets.ts";
 import { checkDescription, checkEvents, checkUrl } from "./common.ts";
 
-/** Endpoints one product may have (README, "Limits"); each event fans out to at most this many. */
+/** Endpoints one product may have (docs/operations.md, "Limits"); each event fans out to at most this many. */
 export const MAX_ENDPOINTS_PER_PRODUCT = 20;
 
 /**

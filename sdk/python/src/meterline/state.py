@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 # Distinct models whose recent calls are remembered per user.
 RECENT_MODELS = 256
-# SPEC.md's session window for a user whose plan is not known.
+# The default session window (session_timeout_minutes) for a user whose plan is not known.
 DEFAULT_TIMEOUT = 30 * 60.0
 
 

@@ -21,7 +21,7 @@ export { MissingUserError, type IntegrationOptions } from "./metering.ts";
 export interface MeterCallbackHandlerOptions extends IntegrationOptions {
   /**
    * A streaming run that has produced tokens and then none for this long is taken as left by
-   * its reader (see the README): metered with what it streamed, its reservation given back.
+   * its reader (see docs/integrations.md): metered with what it streamed, its reservation given back.
    * Default 60,000 ms.
    */
   idleMs?: number;

@@ -1,7 +1,7 @@
 import { THRESHOLDS } from "./thresholds.ts";
 
 /**
- * Every webhook event type an endpoint can subscribe to (SPEC.md, "Webhooks"), in the order the
+ * Every webhook event type an endpoint can subscribe to (docs/api.md, "Webhooks"), in the order the
  * contract lists them: the webhooks service validates subscriptions against it and the console
  * offers it, so a new type is added here once.
  */

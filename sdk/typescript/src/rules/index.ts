@@ -1,5 +1,5 @@
 /**
- * The rules of SPEC.md as pure functions, defined once: every service imports them as
+ * The rules of the API (docs/api.md) as pure functions, defined once: every service imports them as
  * @meter/rules, and meterline compiles them into its own build (it has no runtime dependency).
  * One table of cases, sdk/typescript/test/rules.json, holds them to account; the Python client
  * runs the same table against its own implementation.

@@ -1,5 +1,5 @@
 /**
- * Money of SPEC.md, exact: amounts are summed as whole nano-dollars (1 n$ = 1e-9 $), never as
+ * Money of the API (docs/api.md), exact: amounts are summed as whole nano-dollars (1 n$ = 1e-9 $), never as
  * float dollars (0.00125 added 200 times as doubles is 0.2500000000000001). The wire keeps
  * dollars as JSON numbers: each amount that goes out is an exact sum converted once by
  * `toDollars`, which gives the double nearest to it (1250000000 n$ -> 1.25), so it prints as

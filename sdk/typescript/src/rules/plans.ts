@@ -1,5 +1,5 @@
 /**
- * Plan defaults of SPEC.md, defined once: the plans service fills a new plan's unset fields
+ * Plan defaults of the API (docs/api.md), defined once: the plans service fills a new plan's unset fields
  * from PLAN_DEFAULTS, and ingestion's session view and the client library use NO_PLAN_CONFIG for a
  * user without a plan.
  */

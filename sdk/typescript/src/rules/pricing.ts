@@ -1,4 +1,4 @@
-/** Cost rules of SPEC.md (pure): model-name normalization, token and tool prices of a plan. */
+/** Cost rules of the API (pure; docs/api.md): model-name normalization, token and tool prices of a plan. */
 import { toDollars, toNano, tokenCostNano } from "./money.ts";
 import type { Rate } from "./plans.ts";
 

@@ -1,5 +1,5 @@
 /**
- * Session windows of SPEC.md. Without a caller-given session id, a user has one session kept
+ * Session windows (docs/api.md). Without a caller-given session id, a user has one session kept
  * by the client library whose window counts from its start: session_timeout_minutes after it,
  * the id rotates and the session's spend starts again at 0. A caller-given session is
  * forgotten after a whole window without activity. The end of a window is exclusive.

@@ -646,7 +646,7 @@ export type PlanConfig = Message<"meter.ingestion.v1.PlanConfig"> & {
   costRates: { [key: string]: CostRate };
 
   /**
-   * The rest of the plan fields the client library applies (SPEC.md's plan defaults when no plan).
+   * The rest of the plan fields the client library applies (the API's plan defaults when no plan).
    *
    * @generated from field: double session_timeout_minutes = 7;
    */
