@@ -2,7 +2,9 @@ import type { IngestionDeps } from "../deps.ts";
 import { calendarMonth, hasThresholds } from "@meter/rules";
 import { arrivalList, MAX_LISTED } from "../late-changes/arrivals.ts";
 import { leaseSpend } from "../leases/settlement.ts";
-import { monthCounterId, sum, type CounterDelta } from "../store/counters.ts";
+import { monthCounterId } from "../domain/counter-ids.ts";
+import { sum } from "../domain/totals.ts";
+import type { CounterDelta } from "../domain/counter-delta.ts";
 import type { GateEventDoc } from "../store/gate-events.ts";
 import { entry } from "../store/outbox.ts";
 import type { UsageEventDoc } from "../store/usage-events.ts";
@@ -65,7 +67,7 @@ async function completeUsage(deps: IngestionDeps, job: JobDoc, inserted: UsageEv
   // Before the counters: an event counted in a period is always findable by a late change.
   await deps.arrivals.record(job.product_id, job._id, periods.filter((p) => p.events.length <= MAX_LISTED).map((p) => arrivalList(p.delta.id, p.events)), deps.now());
   await Promise.all(
-    periods.map(async (p) => Object.assign(p.delta, await leaseSpend(deps, p.delta.id, p.events))),
+    periods.map(async (p) => Object.assign(p.delta, await leaseSpend(deps.leases.store, p.delta.id, p.events))),
   );
   const limited = periods.filter((p) => hasThresholds(p.limit.spend_limit));
   const after = await deps.counters.add(job._id, [...periods.map((p) => p.delta), ...months], new Set(limited.map((p) => p.delta.id)));

@@ -1,7 +1,8 @@
 import type { IngestionDeps } from "../deps.ts";
 import { reachedThresholds, toDollars } from "@meter/rules";
 import { crossingsClosedBefore } from "../retention.ts";
-import { dollarsByModel, type CounterDelta, type CounterDoc } from "../store/counters.ts";
+import { dollarsByModel, type CounterDoc } from "../store/counters.ts";
+import type { CounterDelta } from "../domain/counter-delta.ts";
 import { entry } from "../store/outbox.ts";
 import type { UsageEventDoc } from "../store/usage-events.ts";
 import { crossingKey, type CrossingDoc } from "./store.ts";
