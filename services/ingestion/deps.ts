@@ -1,7 +1,7 @@
 import type { JobScheduler } from "@meter/lib/jobs";
 import type { Logger } from "@meter/lib/logger";
 import type { UserDirectory } from "./adapters/plans.ts";
-import type { RetentionPolicy } from "./retention.ts";
+import type { RetentionPolicy } from "./domain/retention-policy.ts";
 import type { ArrivalStore } from "./late-changes/arrivals.ts";
 import type { LateChanges } from "./late-changes/follow.ts";
 import type { CrossingStore } from "./thresholds/store.ts";

@@ -35,7 +35,8 @@ import { OutboxStore, WAITING } from "./store/outbox.ts";
 import { ArrivalStore } from "./late-changes/arrivals.ts";
 import { LateChanges, followLateChanges } from "./late-changes/follow.ts";
 import { recoverStale } from "./exactly-once/recovery.ts";
-import { RETENTION_DEFAULTS, runIngestionRetention, type IngestionRetentionReport, type RetentionPolicy } from "./retention.ts";
+import { RETENTION_DEFAULTS, type RetentionPolicy } from "./domain/retention-policy.ts";
+import { runIngestionRetention, type IngestionRetentionReport } from "./retention.ts";
 
 /** Largest batch (events) accepted by IngestUsageEvents / IngestGateEvents. */
 export const MAX_BATCH_EVENTS = 10_000;
