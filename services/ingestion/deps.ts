@@ -3,7 +3,7 @@ import type { Logger } from "@meter/lib/logger";
 import type { UserDirectory } from "./adapters/plans.ts";
 import type { RetentionPolicy } from "./domain/retention-policy.ts";
 import type { ArrivalStore } from "./late-changes/arrivals.ts";
-import type { LateChanges } from "./late-changes/follow.ts";
+import type { LateChanges } from "./late-changes/pending.ts";
 import type { CrossingStore } from "./thresholds/store.ts";
 import type { CounterStore } from "./store/counters.ts";
 import type { GateEventStore } from "./store/gate-events.ts";
@@ -23,6 +23,8 @@ export interface IngestionDeps {
   arrivals: ArrivalStore;
   /** Late changes seen and followed (late-changes/follow.ts). */
   lateChanges: LateChanges;
+  /** Runs a round of the late-change follower now, unless one is pending (jobs/late-changes.ts). */
+  kickLateChanges(): Promise<void>;
   gates: GateEventStore;
   crossings: CrossingStore;
   jobs: JobStore;

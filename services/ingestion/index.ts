@@ -23,7 +23,7 @@ import { ingestUsageEvents } from "./handlers/ingest-usage-events.ts";
 import { listGateEvents } from "./handlers/list-gate-events.ts";
 import { defineRelay, scheduleRelay } from "./jobs/relay.ts";
 import { defineRetention, scheduleRetention } from "./jobs/retention.ts";
-import { defineLateChanges, scheduleLateChanges } from "./jobs/late-changes.ts";
+import { defineLateChanges, kickLateChanges, scheduleLateChanges } from "./jobs/late-changes.ts";
 import { outboxes } from "./relay/handover.ts";
 import { Relay } from "./relay/outbox.ts";
 import { CounterStore } from "./store/counters.ts";
@@ -33,7 +33,8 @@ import { UsageEventStore } from "./store/usage-events.ts";
 import { JobStore } from "./exactly-once/job-store.ts";
 import { OutboxStore, WAITING } from "./store/outbox.ts";
 import { ArrivalStore } from "./late-changes/arrivals.ts";
-import { LateChanges, followLateChanges } from "./late-changes/follow.ts";
+import { followLateChanges } from "./late-changes/follow.ts";
+import { LateChanges } from "./late-changes/pending.ts";
 import { recoverStale } from "./exactly-once/recovery.ts";
 import { RETENTION_DEFAULTS, type RetentionPolicy } from "./domain/retention-policy.ts";
 import { runIngestionRetention, type IngestionRetentionReport } from "./retention.ts";
@@ -97,6 +98,7 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
     counters,
     arrivals,
     lateChanges: new LateChanges(opts.db),
+    kickLateChanges: () => kickLateChanges(deps),
     gates,
     crossings,
     jobs,
