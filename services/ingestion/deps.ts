@@ -32,6 +32,8 @@ export interface IngestionDeps {
   users: UserDirectory;
   logger: Logger;
   limits: IngestionLimits;
+  /** Runs a relay round now, unless one is pending (jobs/relay.ts). */
+  kickRelay(): Promise<void>;
   /** Runs the retention pass (Agenda, stored in this service's database). */
   scheduler: JobScheduler;
   retention: RetentionPolicy;

@@ -21,7 +21,7 @@ import { getUsage } from "./handlers/get-usage.ts";
 import { ingestGateEvents } from "./handlers/ingest-gate-events.ts";
 import { ingestUsageEvents } from "./handlers/ingest-usage-events.ts";
 import { listGateEvents } from "./handlers/list-gate-events.ts";
-import { defineRelay, scheduleRelay } from "./jobs/relay.ts";
+import { defineRelay, kickRelay, scheduleRelay } from "./jobs/relay.ts";
 import { defineRetention, scheduleRetention } from "./jobs/retention.ts";
 import { defineLateChanges, kickLateChanges, scheduleLateChanges } from "./jobs/late-changes.ts";
 import { outboxes } from "./relay/handover.ts";
@@ -111,6 +111,7 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
     now: opts.now ?? (() => new Date()),
     recovering: new Map(),
     scheduler,
+    kickRelay: () => kickRelay(deps),
     retention: { ...RETENTION_DEFAULTS, ...opts.retention },
     leases: { ttlMs: opts.leaseTtlMs ?? 60_000, graceMs: opts.leaseGraceMs ?? 30_000, store: new LeaseStore(counters.counters) },
   };

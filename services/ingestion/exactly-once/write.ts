@@ -1,6 +1,5 @@
 import { rpcError } from "@meter/lib/errors";
 import type { IngestionDeps } from "../deps.ts";
-import { kickRelay } from "../jobs/relay.ts";
 import type { GateEventDoc } from "../store/gate-events.ts";
 import type { UsageEventDoc } from "../store/usage-events.ts";
 import type { JobDoc } from "./job-store.ts";
@@ -26,7 +25,7 @@ async function storeJob<D extends { _id: string }>(
   const offered = new Set(docs.map((d) => d._id));
   await adoptOverlapping(deps, job, offered, docs.filter((d) => !inserted.has(d._id)).map((d) => d._id));
   // New outbox entries: hand them over now rather than at the next repeating round.
-  if (inserted.size > 0) await kickRelay(deps);
+  if (inserted.size > 0) await deps.kickRelay();
   return inserted;
 }
 
