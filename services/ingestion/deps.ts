@@ -8,7 +8,7 @@ import type { CrossingStore } from "./thresholds/store.ts";
 import type { CounterStore } from "./store/counters.ts";
 import type { GateEventStore } from "./store/gate-events.ts";
 import type { LeaseStore } from "./leases/store.ts";
-import type { JobStore } from "./exactly-once/job-store.ts";
+import type { JobStore } from "./store/jobs.ts";
 import type { OutboxStore } from "./store/outbox.ts";
 import type { UsageEventStore } from "./store/usage-events.ts";
 

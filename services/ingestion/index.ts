@@ -30,7 +30,7 @@ import { CounterStore } from "./store/counters.ts";
 import { CrossingStore } from "./thresholds/store.ts";
 import { GateEventStore } from "./store/gate-events.ts";
 import { UsageEventStore } from "./store/usage-events.ts";
-import { JobStore } from "./exactly-once/job-store.ts";
+import { JobStore } from "./store/jobs.ts";
 import { OutboxStore, WAITING } from "./store/outbox.ts";
 import { ArrivalStore } from "./late-changes/arrivals.ts";
 import { followLateChanges } from "./late-changes/follow.ts";

@@ -1,7 +1,7 @@
 import { DAY_MS } from "@meter/lib/time";
 import type { JobScheduler } from "@meter/lib/jobs";
 import { crossingsClosedBefore, type RetentionPolicy } from "./domain/retention-policy.ts";
-import type { JobStore } from "./exactly-once/job-store.ts";
+import type { JobStore } from "./store/jobs.ts";
 import type { ArrivalStore } from "./late-changes/arrivals.ts";
 import type { GateEventStore } from "./store/gate-events.ts";
 import type { UsageEventStore } from "./store/usage-events.ts";

@@ -9,7 +9,7 @@ import type { GateEventDoc } from "../store/gate-events.ts";
 import { entry } from "../store/outbox.ts";
 import type { UsageEventDoc } from "../store/usage-events.ts";
 import { recordCrossings, type Limited } from "../thresholds/crossings.ts";
-import type { JobDoc } from "./job-store.ts";
+import type { JobDoc } from "../store/jobs.ts";
 
 function groupBy<T>(items: readonly T[], key: (t: T) => string): Map<string, T[]> {
   const out = new Map<string, T[]>();

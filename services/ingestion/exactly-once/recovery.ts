@@ -2,16 +2,16 @@ import { rpcError } from "@meter/lib/errors";
 import { quarantinedJobs } from "@meter/lib/metrics";
 import type { IngestionDeps } from "../deps.ts";
 import { completeJob } from "./complete.ts";
-import type { JobDoc } from "./job-store.ts";
+import type { JobDoc } from "../store/jobs.ts";
 
-/** Failed completions by the sweep after which a job is quarantined (job-store.ts). */
+/** Failed completions by the sweep after which a job is quarantined (store/jobs.ts). */
 export const MAX_RECOVERY_FAILURES = 5;
 
 /** Jobs one sweep round looks at, oldest first. */
 const SWEEP_JOBS = 100;
 
 /**
- * Completes a claimed job; on failure gives the claim up (job-store.ts `unclaim`) so the
+ * Completes a claimed job; on failure gives the claim up (store/jobs.ts `unclaim`) so the
  * next retry covering it completes it at once, then rethrows.
  */
 export async function completeClaimed(deps: IngestionDeps, job: JobDoc, inserted?: Parameters<typeof completeJob>[2]): Promise<void> {

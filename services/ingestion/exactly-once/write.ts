@@ -2,7 +2,7 @@ import { rpcError } from "@meter/lib/errors";
 import type { IngestionDeps } from "../deps.ts";
 import type { GateEventDoc } from "../store/gate-events.ts";
 import type { UsageEventDoc } from "../store/usage-events.ts";
-import type { JobDoc } from "./job-store.ts";
+import type { JobDoc } from "../store/jobs.ts";
 import { adoptOverlapping, awaitClosed, completeClaimed } from "./recovery.ts";
 
 /**
