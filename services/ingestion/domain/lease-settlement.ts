@@ -16,6 +16,11 @@ export interface LeaseShare {
   unleased?: boolean;
 }
 
+/** The leases the events name, each once. */
+export function namedLeases(events: readonly { lease_id?: string | null }[]): string[] {
+  return [...new Set(events.flatMap((e) => (e.lease_id ? [e.lease_id] : [])))];
+}
+
 /**
  * What the events spent from each lease in `held` (the leases the counter holds), and whether
  * some were spent from none. An event naming a lease the counter does not hold (granted for

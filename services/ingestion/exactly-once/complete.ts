@@ -1,8 +1,8 @@
 import type { IngestionDeps } from "../deps.ts";
 import { calendarMonth, hasThresholds } from "@meter/rules";
 import { arrivalList, MAX_LISTED } from "../late-changes/arrivals.ts";
-import { leaseSpend } from "../leases/settlement.ts";
 import { monthCounterId } from "../domain/counter-ids.ts";
+import { namedLeases, spendsByLease } from "../domain/lease-settlement.ts";
 import { sum } from "../domain/totals.ts";
 import type { CounterDelta } from "../domain/counter-delta.ts";
 import type { GateEventDoc } from "../store/gate-events.ts";
@@ -66,8 +66,13 @@ async function completeUsage(deps: IngestionDeps, job: JobDoc, inserted: UsageEv
   const { periods, months } = deltas(inserted);
   // Before the counters: an event counted in a period is always findable by a late change.
   await deps.arrivals.record(job.product_id, job._id, periods.filter((p) => p.events.length <= MAX_LISTED).map((p) => arrivalList(p.delta.id, p.events)), deps.now());
+  // What each period's events spent from the leases its counter holds: settled in the counter's own update.
   await Promise.all(
-    periods.map(async (p) => Object.assign(p.delta, await leaseSpend(deps.leases.store, p.delta.id, p.events))),
+    periods.map(async (p) => {
+      const named = namedLeases(p.events);
+      const held = named.length === 0 ? new Set<string>() : await deps.leases.store.held(p.delta.id, named);
+      Object.assign(p.delta, spendsByLease(p.events, held));
+    }),
   );
   const limited = periods.filter((p) => hasThresholds(p.limit.spend_limit));
   const after = await deps.counters.add(job._id, [...periods.map((p) => p.delta), ...months], new Set(limited.map((p) => p.delta.id)));
