@@ -24,7 +24,7 @@ export interface IngestionDeps {
   /** Late changes seen and followed (late-changes/follow.ts). */
   lateChanges: LateChanges;
   /** Runs a round of the late-change follower now, unless one is pending (jobs/late-changes.ts). */
-  kickLateChanges(): Promise<void>;
+  kickLateChanges: () => Promise<void>;
   gates: GateEventStore;
   crossings: CrossingStore;
   jobs: JobStore;
@@ -33,7 +33,7 @@ export interface IngestionDeps {
   logger: Logger;
   limits: IngestionLimits;
   /** Runs a relay round now, unless one is pending (jobs/relay.ts). */
-  kickRelay(): Promise<void>;
+  kickRelay: () => Promise<void>;
   /** Runs the retention pass (Agenda, stored in this service's database). */
   scheduler: JobScheduler;
   retention: RetentionPolicy;

@@ -23,7 +23,7 @@ export interface FollowDeps extends MoveDeps {
   lateChanges: LateChanges;
   users: Pick<UserDirectory, "resolve">;
   /** Runs a round of the follower now (the job jobs/late-changes.ts), unless one is pending. */
-  kickLateChanges(): Promise<void>;
+  kickLateChanges: () => Promise<void>;
 }
 
 /** Changes followed per round at most (the rest wait for the next round). */
