@@ -1,8 +1,8 @@
 import type { Collection, Db } from "mongodb";
-import { deleteInRounds } from "@meter/lib/mongo";
+import { deleteInRounds, insertIgnoringDuplicates } from "@meter/lib/mongo";
 import pMap from "p-map";
 import { UPDATES_IN_FLIGHT } from "./counters.ts";
-import { insertedBy, insertIgnoringDuplicates, type JobEvents } from "./usage-events.ts";
+import { insertedBy, type JobEvents } from "./usage-events.ts";
 
 /** One gate event; `_id` is "<product>/<event id>" (idempotent ingestion by primary key). */
 export interface GateEventDoc {

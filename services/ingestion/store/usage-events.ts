@@ -1,5 +1,5 @@
 import type { Collection, Db, Filter } from "mongodb";
-import { deleteInRounds, findByIds, insertIgnoringDuplicates, isDuplicateKeyError } from "@meter/lib/mongo";
+import { deleteInRounds, findByIds, insertIgnoringDuplicates } from "@meter/lib/mongo";
 
 export type EventSource = "auto" | "manual";
 
@@ -103,6 +103,3 @@ export async function insertedBy<D extends { _id: string; job: string }>(
 ): Promise<D[]> {
   return (await findByIds(collection, job.ids as never)).filter((d) => d.job === job._id);
 }
-
-export { insertIgnoringDuplicates };
-export { isDuplicateKeyError };
