@@ -1,15 +1,27 @@
-import type { IngestionDeps } from "../deps.ts";
 import { calendarMonth, hasThresholds } from "@meter/rules";
-import { arrivalList, MAX_LISTED } from "../late-changes/arrivals.ts";
+import { arrivalList, MAX_LISTED, type ArrivalStore } from "../late-changes/arrivals.ts";
+import type { LeaseStore } from "../leases/store.ts";
+import type { CounterStore } from "../store/counters.ts";
 import { monthCounterId } from "../domain/counter-ids.ts";
 import { namedLeases, spendsByLease } from "../domain/lease-settlement.ts";
 import { sum } from "../domain/totals.ts";
 import type { CounterDelta } from "../domain/counter-delta.ts";
-import type { GateEventDoc } from "../store/gate-events.ts";
-import { entry } from "../store/outbox.ts";
-import type { UsageEventDoc } from "../store/usage-events.ts";
-import { recordCrossings, type Limited } from "../thresholds/crossings.ts";
-import type { JobDoc } from "../store/jobs.ts";
+import type { GateEventDoc, GateEventStore } from "../store/gate-events.ts";
+import { entry, type OutboxStore } from "../store/outbox.ts";
+import type { UsageEventDoc, UsageEventStore } from "../store/usage-events.ts";
+import { recordCrossings, type CrossingDeps, type Limited } from "../thresholds/crossings.ts";
+import type { JobDoc, JobStore } from "../store/jobs.ts";
+
+/** What completing a job needs: the stores it reads and writes, and what recording crossings needs. */
+export interface CompletionDeps extends CrossingDeps {
+  events: Pick<UsageEventStore, "ofJob">;
+  gates: Pick<GateEventStore, "ofJob" | "file">;
+  jobs: Pick<JobStore, "close">;
+  counters: Pick<CounterStore, "add" | "released">;
+  arrivals: Pick<ArrivalStore, "record">;
+  outbox: Pick<OutboxStore, "put" | "analytics" | "webhooks">;
+  leases: { store: Pick<LeaseStore, "held"> };
+}
 
 function groupBy<T>(items: readonly T[], key: (t: T) => string): Map<string, T[]> {
   const out = new Map<string, T[]>();
@@ -61,7 +73,7 @@ function deltas(inserted: readonly UsageEventDoc[]): {
  * as that same update left them. Each step is idempotent, so a completion cut off anywhere can
  * be repeated by whoever claims the job next; the guard entries go once the job is closed.
  */
-async function completeUsage(deps: IngestionDeps, job: JobDoc, inserted: UsageEventDoc[]): Promise<string[]> {
+async function completeUsage(deps: CompletionDeps, job: JobDoc, inserted: UsageEventDoc[]): Promise<string[]> {
   await deps.outbox.put(deps.outbox.analytics, [entry("usage", job._id, inserted.map(usageFact))]);
   const { periods, months } = deltas(inserted);
   // Before the counters: an event counted in a period is always findable by a late change.
@@ -85,7 +97,7 @@ async function completeUsage(deps: IngestionDeps, job: JobDoc, inserted: UsageEv
   return [...periods.map((p) => p.delta.id), ...months.map((m) => m.id)];
 }
 
-async function completeGates(deps: IngestionDeps, jobId: string, inserted: GateEventDoc[]): Promise<void> {
+async function completeGates(deps: CompletionDeps, jobId: string, inserted: GateEventDoc[]): Promise<void> {
   await deps.outbox.put(deps.outbox.analytics, [entry("gate", jobId, inserted.map(gateFact))]);
   await deps.outbox.put(deps.outbox.webhooks, [entry("gate", jobId, inserted.map(({ job: _, ...d }) => d))]);
   await deps.gates.file(inserted);
@@ -103,7 +115,7 @@ function gateFact(d: GateEventDoc) {
 }
 
 /** Completes a claimed job; `inserted` when the caller knows them (its own insert), else read by id. */
-export async function completeJob(deps: IngestionDeps, job: JobDoc, inserted?: UsageEventDoc[] | GateEventDoc[]): Promise<void> {
+export async function completeJob(deps: CompletionDeps, job: JobDoc, inserted?: UsageEventDoc[] | GateEventDoc[]): Promise<void> {
   let counters: string[] = [];
   if (job.kind === "usage") {
     counters = await completeUsage(deps, job, (inserted as UsageEventDoc[] | undefined) ?? (await deps.events.ofJob(job)));
