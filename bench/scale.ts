@@ -46,7 +46,7 @@ import { LIVENESS, rpcClient } from "@meter/lib/rpc";
 import { Health } from "@meter/proto/grpc/health/v1/health_pb";
 import { IngestionService } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import { PlansService } from "@meter/proto/meter/plans/v1/plans_pb";
-import { counterId } from "../services/ingestion/store/counters.ts";
+import { counterId } from "../services/ingestion/domain/counter-ids.ts";
 import { SubscriberStore } from "../services/plans/store/subscribers.ts";
 import { UserStore } from "../services/plans/store/users.ts";
 import { Api } from "../test/support/http.ts";

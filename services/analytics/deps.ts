@@ -1,7 +1,7 @@
 import type { JobScheduler } from "@meter/lib/jobs";
 import type { Logger } from "@meter/lib/logger";
 import type { PlansPort } from "./adapters/plans.ts";
-import type { RetentionPolicy } from "./flows/retention.ts";
+import type { RetentionPolicy } from "./domain/retention-policy.ts";
 import type { FaultHooks, Roller } from "./flows/roller.ts";
 import type { BaseStore } from "./store/bases.ts";
 import type { DirtyStore } from "./store/dirty.ts";

@@ -8,7 +8,8 @@ import { plansClient, type PlansPort } from "./adapters/plans.ts";
 import { JobScheduler } from "@meter/lib/jobs";
 import { defineRetention, scheduleRetention } from "./jobs/retention.ts";
 import { defineRoll, scheduleRoll } from "./jobs/roll.ts";
-import { frozenBefore, RETENTION_DEFAULTS, runRetention, type RetentionPolicy, type RetentionReport } from "./flows/retention.ts";
+import { frozenBefore, RETENTION_DEFAULTS, type RetentionPolicy } from "./domain/retention-policy.ts";
+import { runRetention, type RetentionReport } from "./flows/retention.ts";
 import { Roller, type FaultHooks } from "./flows/roller.ts";
 import { BaseStore } from "./store/bases.ts";
 import { DirtyStore } from "./store/dirty.ts";
@@ -38,7 +39,7 @@ export interface AnalyticsServiceOptions {
   rollIntervalMs?: number;
   /** How long a roller holds a day, and the roll job's lock lifetime. Default 60 000. */
   rollLeaseMs?: number;
-  /** Retention of the ledger and rollups; defaults in flows/retention.ts. */
+  /** Retention of the ledger and rollups; defaults in domain/retention-policy.ts. */
   retention?: Partial<RetentionPolicy>;
   /** The plans service; by default a gRPC client to peers.plans. */
   plans?: PlansPort;

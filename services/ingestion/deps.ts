@@ -1,14 +1,14 @@
 import type { JobScheduler } from "@meter/lib/jobs";
 import type { Logger } from "@meter/lib/logger";
 import type { UserDirectory } from "./adapters/plans.ts";
-import type { RetentionPolicy } from "./retention.ts";
+import type { RetentionPolicy } from "./domain/retention-policy.ts";
 import type { ArrivalStore } from "./late-changes/arrivals.ts";
-import type { LateChanges } from "./late-changes/follow.ts";
+import type { LateChanges } from "./late-changes/pending.ts";
 import type { CrossingStore } from "./thresholds/store.ts";
 import type { CounterStore } from "./store/counters.ts";
 import type { GateEventStore } from "./store/gate-events.ts";
 import type { LeaseStore } from "./leases/store.ts";
-import type { JobStore } from "./exactly-once/job-store.ts";
+import type { JobStore } from "./store/jobs.ts";
 import type { OutboxStore } from "./store/outbox.ts";
 import type { UsageEventStore } from "./store/usage-events.ts";
 
@@ -23,6 +23,8 @@ export interface IngestionDeps {
   arrivals: ArrivalStore;
   /** Late changes seen and followed (late-changes/follow.ts). */
   lateChanges: LateChanges;
+  /** Runs a round of the late-change follower now, unless one is pending (jobs/late-changes.ts). */
+  kickLateChanges: () => Promise<void>;
   gates: GateEventStore;
   crossings: CrossingStore;
   jobs: JobStore;
@@ -30,6 +32,8 @@ export interface IngestionDeps {
   users: UserDirectory;
   logger: Logger;
   limits: IngestionLimits;
+  /** Runs a relay round now, unless one is pending (jobs/relay.ts). */
+  kickRelay: () => Promise<void>;
   /** Runs the retention pass (Agenda, stored in this service's database). */
   scheduler: JobScheduler;
   retention: RetentionPolicy;

@@ -21,21 +21,23 @@ import { getUsage } from "./handlers/get-usage.ts";
 import { ingestGateEvents } from "./handlers/ingest-gate-events.ts";
 import { ingestUsageEvents } from "./handlers/ingest-usage-events.ts";
 import { listGateEvents } from "./handlers/list-gate-events.ts";
-import { defineRelay, scheduleRelay } from "./jobs/relay.ts";
+import { defineRelay, kickRelay, scheduleRelay } from "./jobs/relay.ts";
 import { defineRetention, scheduleRetention } from "./jobs/retention.ts";
-import { defineLateChanges, scheduleLateChanges } from "./jobs/late-changes.ts";
+import { defineLateChanges, kickLateChanges, scheduleLateChanges } from "./jobs/late-changes.ts";
 import { outboxes } from "./relay/handover.ts";
 import { Relay } from "./relay/outbox.ts";
 import { CounterStore } from "./store/counters.ts";
 import { CrossingStore } from "./thresholds/store.ts";
 import { GateEventStore } from "./store/gate-events.ts";
 import { UsageEventStore } from "./store/usage-events.ts";
-import { JobStore } from "./exactly-once/job-store.ts";
+import { JobStore } from "./store/jobs.ts";
 import { OutboxStore, WAITING } from "./store/outbox.ts";
 import { ArrivalStore } from "./late-changes/arrivals.ts";
-import { LateChanges, followLateChanges } from "./late-changes/follow.ts";
+import { followLateChanges } from "./late-changes/follow.ts";
+import { LateChanges } from "./late-changes/pending.ts";
 import { recoverStale } from "./exactly-once/recovery.ts";
-import { RETENTION_DEFAULTS, runIngestionRetention, type IngestionRetentionReport, type RetentionPolicy } from "./retention.ts";
+import { RETENTION_DEFAULTS, type RetentionPolicy } from "./domain/retention-policy.ts";
+import { runIngestionRetention, type IngestionRetentionReport } from "./retention.ts";
 
 /** Largest batch (events) accepted by IngestUsageEvents / IngestGateEvents. */
 export const MAX_BATCH_EVENTS = 10_000;
@@ -96,6 +98,7 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
     counters,
     arrivals,
     lateChanges: new LateChanges(opts.db),
+    kickLateChanges: () => kickLateChanges(deps),
     gates,
     crossings,
     jobs,
@@ -108,6 +111,7 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
     now: opts.now ?? (() => new Date()),
     recovering: new Map(),
     scheduler,
+    kickRelay: () => kickRelay(deps),
     retention: { ...RETENTION_DEFAULTS, ...opts.retention },
     leases: { ttlMs: opts.leaseTtlMs ?? 60_000, graceMs: opts.leaseGraceMs ?? 30_000, store: new LeaseStore(counters.counters) },
   };

@@ -8,7 +8,7 @@ import { testMongoUrl } from "../../test/support/database.ts";
 import { startTestStack, type TestStack } from "../../test/support/stack.ts";
 import type { AnalyticsRecorder, CrossingInit, GateFactInit, GateNoticeInit, UsageFactInit, WebhookPublisher } from "./adapters/peers.ts";
 import { eventually } from "../../test/support/eventually.ts";
-import { storedJob, type StoredJob } from "./exactly-once/job-store.ts";
+import { storedJob, type StoredJob } from "./store/jobs.ts";
 
 /** A peer that refuses its first `failures` calls (down, then not yet implementing the call), then records. */
 class FlakyPeers implements WebhookPublisher, AnalyticsRecorder {

@@ -10,7 +10,7 @@ import { eventually } from "../../test/support/eventually.ts";
 import { startTestStack, type TestStack } from "../../test/support/stack.ts";
 import type { AnalyticsRecorder, CrossingInit, WebhookPublisher } from "./adapters/peers.ts";
 import { createIngestionService, type IngestionModule } from "./index.ts";
-import { storedJob, type StoredJob } from "./exactly-once/job-store.ts";
+import { storedJob, type StoredJob } from "./store/jobs.ts";
 
 /** Records what ingestion hands over (the peers are not under test here). */
 class Recorder implements WebhookPublisher, AnalyticsRecorder {

@@ -1,23 +1,11 @@
 import { DAY_MS } from "@meter/lib/time";
-import type { IngestionDeps } from "./deps.ts";
-
-/** How long each collection keeps what (README, "Retention"). */
-export interface RetentionPolicy {
-  /** Days usage events are kept after arrival; also how long a resent event id is a duplicate. Default 35. */
-  usageEventDays: number;
-  /**
-   * Days gate events are kept after arrival, and the listing's hour buckets after their hour:
-   * what the gate-event listing can show. Default 90.
-   */
-  gateEventDays: number;
-  /**
-   * Days threshold crossings are kept after their period ended. A period that ended longer
-   * ago than this announces no more crossings, so a deleted one never fires again. Default 35.
-   */
-  crossingDays: number;
-}
-
-export const RETENTION_DEFAULTS: RetentionPolicy = { usageEventDays: 35, gateEventDays: 90, crossingDays: 35 };
+import type { JobScheduler } from "@meter/lib/jobs";
+import { crossingsClosedBefore, type RetentionPolicy } from "./domain/retention-policy.ts";
+import type { JobStore } from "./store/jobs.ts";
+import type { ArrivalStore } from "./late-changes/arrivals.ts";
+import type { GateEventStore } from "./store/gate-events.ts";
+import type { UsageEventStore } from "./store/usage-events.ts";
+import type { CrossingStore } from "./thresholds/store.ts";
 
 export interface IngestionRetentionReport {
   usageEvents: number;
@@ -31,9 +19,15 @@ export interface IngestionRetentionReport {
 /** Failed one-off Agenda jobs are kept this long for inspection, then purged. */
 const ENDED_JOB_DAYS = 7;
 
-/** Periods that ended before this announce no more crossings (their crossings may be gone). */
-export function crossingsClosedBefore(now: Date, p: RetentionPolicy): Date {
-  return new Date(now.getTime() - p.crossingDays * DAY_MS);
+/** What a retention pass deletes from, and when recent arrivals stop mattering. */
+export interface RetentionDeps {
+  jobs: Pick<JobStore, "openIds">;
+  events: Pick<UsageEventStore, "deleteReceivedBefore">;
+  gates: Pick<GateEventStore, "deleteReceivedBefore" | "deleteHoursBefore">;
+  crossings: Pick<CrossingStore, "deleteEndedBefore">;
+  scheduler: Pick<JobScheduler, "purgeEnded">;
+  arrivals: Pick<ArrivalStore, "deleteBefore">;
+  lateChangeWindowMs: number;
 }
 
 /**
@@ -43,7 +37,7 @@ export function crossingsClosedBefore(now: Date, p: RetentionPolicy): Date {
  * (its events) is kept. Every step deletes by a cut-off, so a pass cut short is
  * finished by the next one, and a second pass deletes nothing. Any replica may run it.
  */
-export async function runIngestionRetention(deps: IngestionDeps, p: RetentionPolicy, now: Date): Promise<IngestionRetentionReport> {
+export async function runIngestionRetention(deps: RetentionDeps, p: RetentionPolicy, now: Date): Promise<IngestionRetentionReport> {
   const open = await deps.jobs.openIds();
   const ago = (days: number) => new Date(now.getTime() - days * DAY_MS);
   const usageEvents = await deps.events.deleteReceivedBefore(ago(p.usageEventDays), open);

@@ -10,7 +10,7 @@ import { rpcClient, serveRpc } from "@meter/lib/rpc";
 import { DAY_MS, toTimestamp } from "@meter/lib/time";
 import { testMongoUrl } from "../../../test/support/database.ts";
 import { createAnalyticsService } from "../index.ts";
-import { firstOpenDay, RETENTION_DEFAULTS } from "./retention.ts";
+import { firstOpenDay, RETENTION_DEFAULTS } from "../domain/retention-policy.ts";
 import { dayOf } from "../domain/windows.ts";
 
 /**

@@ -8,7 +8,7 @@ import { SOURCES, type Source } from "../domain/rollup.ts";
 import type { Bucket } from "../store/dirty.ts";
 import type { LedgerFact } from "../store/ledger.ts";
 import { enqueueRoll } from "../jobs/roll.ts";
-import { firstOpenDay, firstRollupDay } from "../flows/retention.ts";
+import { firstOpenDay, firstRollupDay } from "../domain/retention-policy.ts";
 import { dayOf } from "../domain/windows.ts";
 import type { AnalyticsDeps } from "../deps.ts";
 

@@ -1,5 +1,6 @@
 import type { KeyedPayload } from "@meter/lib/jobs";
-import { runRetention, type RetentionPolicy } from "../flows/retention.ts";
+import type { RetentionPolicy } from "../domain/retention-policy.ts";
+import { runRetention } from "../flows/retention.ts";
 import type { AnalyticsDeps } from "../deps.ts";
 
 export const RETENTION = "analytics.retention";

@@ -1,13 +1,27 @@
-import type { IngestionDeps } from "../deps.ts";
 import { calendarMonth, hasThresholds } from "@meter/rules";
-import { arrivalList, MAX_LISTED } from "../late-changes/arrivals.ts";
-import { leaseSpend } from "../leases/settlement.ts";
-import { monthCounterId, sum, type CounterDelta } from "../store/counters.ts";
-import type { GateEventDoc } from "../store/gate-events.ts";
-import { entry } from "../store/outbox.ts";
-import type { UsageEventDoc } from "../store/usage-events.ts";
-import { recordCrossings, type Limited } from "../thresholds/crossings.ts";
-import type { JobDoc } from "./job-store.ts";
+import { arrivalList, MAX_LISTED, type ArrivalStore } from "../late-changes/arrivals.ts";
+import type { LeaseStore } from "../leases/store.ts";
+import type { CounterStore } from "../store/counters.ts";
+import { monthCounterId } from "../domain/counter-ids.ts";
+import { namedLeases, spendsByLease } from "../domain/lease-settlement.ts";
+import { sum } from "../domain/totals.ts";
+import type { CounterDelta } from "../domain/counter-delta.ts";
+import type { GateEventDoc, GateEventStore } from "../store/gate-events.ts";
+import { entry, type OutboxStore } from "../store/outbox.ts";
+import type { UsageEventDoc, UsageEventStore } from "../store/usage-events.ts";
+import { recordCrossings, type CrossingDeps, type Limited } from "../thresholds/crossings.ts";
+import type { JobDoc, JobStore } from "../store/jobs.ts";
+
+/** What completing a job needs: the stores it reads and writes, and what recording crossings needs. */
+export interface CompletionDeps extends CrossingDeps {
+  events: Pick<UsageEventStore, "ofJob">;
+  gates: Pick<GateEventStore, "ofJob" | "file">;
+  jobs: Pick<JobStore, "close">;
+  counters: Pick<CounterStore, "add" | "released">;
+  arrivals: Pick<ArrivalStore, "record">;
+  outbox: Pick<OutboxStore, "put" | "analytics" | "webhooks">;
+  leases: { store: Pick<LeaseStore, "held"> };
+}
 
 function groupBy<T>(items: readonly T[], key: (t: T) => string): Map<string, T[]> {
   const out = new Map<string, T[]>();
@@ -59,13 +73,18 @@ function deltas(inserted: readonly UsageEventDoc[]): {
  * as that same update left them. Each step is idempotent, so a completion cut off anywhere can
  * be repeated by whoever claims the job next; the guard entries go once the job is closed.
  */
-async function completeUsage(deps: IngestionDeps, job: JobDoc, inserted: UsageEventDoc[]): Promise<string[]> {
+async function completeUsage(deps: CompletionDeps, job: JobDoc, inserted: UsageEventDoc[]): Promise<string[]> {
   await deps.outbox.put(deps.outbox.analytics, [entry("usage", job._id, inserted.map(usageFact))]);
   const { periods, months } = deltas(inserted);
   // Before the counters: an event counted in a period is always findable by a late change.
   await deps.arrivals.record(job.product_id, job._id, periods.filter((p) => p.events.length <= MAX_LISTED).map((p) => arrivalList(p.delta.id, p.events)), deps.now());
+  // What each period's events spent from the leases its counter holds: settled in the counter's own update.
   await Promise.all(
-    periods.map(async (p) => Object.assign(p.delta, await leaseSpend(deps, p.delta.id, p.events))),
+    periods.map(async (p) => {
+      const named = namedLeases(p.events);
+      const held = named.length === 0 ? new Set<string>() : await deps.leases.store.held(p.delta.id, named);
+      Object.assign(p.delta, spendsByLease(p.events, held));
+    }),
   );
   const limited = periods.filter((p) => hasThresholds(p.limit.spend_limit));
   const after = await deps.counters.add(job._id, [...periods.map((p) => p.delta), ...months], new Set(limited.map((p) => p.delta.id)));
@@ -78,7 +97,7 @@ async function completeUsage(deps: IngestionDeps, job: JobDoc, inserted: UsageEv
   return [...periods.map((p) => p.delta.id), ...months.map((m) => m.id)];
 }
 
-async function completeGates(deps: IngestionDeps, jobId: string, inserted: GateEventDoc[]): Promise<void> {
+async function completeGates(deps: CompletionDeps, jobId: string, inserted: GateEventDoc[]): Promise<void> {
   await deps.outbox.put(deps.outbox.analytics, [entry("gate", jobId, inserted.map(gateFact))]);
   await deps.outbox.put(deps.outbox.webhooks, [entry("gate", jobId, inserted.map(({ job: _, ...d }) => d))]);
   await deps.gates.file(inserted);
@@ -96,7 +115,7 @@ function gateFact(d: GateEventDoc) {
 }
 
 /** Completes a claimed job; `inserted` when the caller knows them (its own insert), else read by id. */
-export async function completeJob(deps: IngestionDeps, job: JobDoc, inserted?: UsageEventDoc[] | GateEventDoc[]): Promise<void> {
+export async function completeJob(deps: CompletionDeps, job: JobDoc, inserted?: UsageEventDoc[] | GateEventDoc[]): Promise<void> {
   let counters: string[] = [];
   if (job.kind === "usage") {
     counters = await completeUsage(deps, job, (inserted as UsageEventDoc[] | undefined) ?? (await deps.events.ofJob(job)));

@@ -1,20 +1,28 @@
 import { rpcError } from "@meter/lib/errors";
 import { quarantinedJobs } from "@meter/lib/metrics";
-import type { IngestionDeps } from "../deps.ts";
-import { completeJob } from "./complete.ts";
-import type { JobDoc } from "./job-store.ts";
+import { completeJob, type CompletionDeps } from "./complete.ts";
+import type { JobDoc, JobStore } from "../store/jobs.ts";
 
-/** Failed completions by the sweep after which a job is quarantined (job-store.ts). */
+/** What recovery needs: what completion needs, the job store, and the jobs being completed here. */
+export interface RecoveryDeps extends CompletionDeps {
+  jobs: Pick<JobStore, "close" | "claim" | "unclaim" | "failed" | "isOpen" | "ofProduct" | "olderThan">;
+  /** Jobs this process is completing right now (so the sweep and a retry share the work). */
+  recovering: Map<string, Promise<void>>;
+  /** Age after which an unfinished job is taken over. */
+  recoveryAfterMs: number;
+}
+
+/** Failed completions by the sweep after which a job is quarantined (store/jobs.ts). */
 export const MAX_RECOVERY_FAILURES = 5;
 
 /** Jobs one sweep round looks at, oldest first. */
 const SWEEP_JOBS = 100;
 
 /**
- * Completes a claimed job; on failure gives the claim up (job-store.ts `unclaim`) so the
+ * Completes a claimed job; on failure gives the claim up (store/jobs.ts `unclaim`) so the
  * next retry covering it completes it at once, then rethrows.
  */
-export async function completeClaimed(deps: IngestionDeps, job: JobDoc, inserted?: Parameters<typeof completeJob>[2]): Promise<void> {
+export async function completeClaimed(deps: RecoveryDeps, job: JobDoc, inserted?: Parameters<typeof completeJob>[2]): Promise<void> {
   try {
     await completeJob(deps, job, inserted);
   } catch (err) {
@@ -24,7 +32,7 @@ export async function completeClaimed(deps: IngestionDeps, job: JobDoc, inserted
 }
 
 /** Completes a job claimed from another request (crashed or slow); shared within the process. */
-function completeTaken(deps: IngestionDeps, job: JobDoc): Promise<void> {
+function completeTaken(deps: RecoveryDeps, job: JobDoc): Promise<void> {
   let running = deps.recovering.get(job._id);
   if (!running) {
     running = completeClaimed(deps, job).finally(() => deps.recovering.delete(job._id));
@@ -34,7 +42,7 @@ function completeTaken(deps: IngestionDeps, job: JobDoc): Promise<void> {
 }
 
 /** Claims a job held by nobody, or by a claimant silent for the recovery age. */
-function claimTaken(deps: IngestionDeps, job: JobDoc): Promise<JobDoc | null> {
+function claimTaken(deps: RecoveryDeps, job: JobDoc): Promise<JobDoc | null> {
   const now = deps.now();
   return deps.jobs.claim(job, now, new Date(now.getTime() - deps.recoveryAfterMs));
 }
@@ -44,7 +52,7 @@ function claimTaken(deps: IngestionDeps, job: JobDoc): Promise<JobDoc | null> {
  * age; still open then, UNAVAILABLE: the job's events are stored but maybe not counted yet,
  * and answering them as accepted or duplicates would hide that from a client that can retry.
  */
-export async function awaitClosed(deps: IngestionDeps, id: string): Promise<void> {
+export async function awaitClosed(deps: RecoveryDeps, id: string): Promise<void> {
   const until = Date.now() + deps.recoveryAfterMs;
   for (let pause = 5; Date.now() < until; pause = Math.min(200, pause * 2)) {
     if (!(await deps.jobs.isOpen(id))) return;
@@ -65,7 +73,7 @@ export async function awaitClosed(deps: IngestionDeps, id: string): Promise<void
  *   then this request waits until it closes it);
  * - any other overlapping job once it is takeable by age (see takeable).
  */
-export async function adoptOverlapping(deps: IngestionDeps, own: JobDoc, offered: Set<string>, duplicateIds: string[]): Promise<void> {
+export async function adoptOverlapping(deps: RecoveryDeps, own: JobDoc, offered: Set<string>, duplicateIds: string[]): Promise<void> {
   if (duplicateIds.length === 0) return;
   const wanted = new Set(duplicateIds);
   const now = deps.now().getTime();
@@ -87,7 +95,7 @@ export async function adoptOverlapping(deps: IngestionDeps, own: JobDoc, offered
  * server finishing it), and completing it early would fix its set of events too soon; it is
  * taken only after ten times the recovery age.
  */
-function isTakeable(deps: IngestionDeps, job: JobDoc, now: number): boolean {
+function isTakeable(deps: RecoveryDeps, job: JobDoc, now: number): boolean {
   return job.claimed_at
     ? job.claimed_at.getTime() < now - deps.recoveryAfterMs
     : job.created_at.getTime() < now - 10 * deps.recoveryAfterMs;
@@ -99,7 +107,7 @@ function isTakeable(deps: IngestionDeps, job: JobDoc, now: number): boolean {
  * MAX_RECOVERY_FAILURES), so one job that cannot be completed never holds up the interrupted
  * batches of other products behind it.
  */
-export async function recoverStale(deps: IngestionDeps): Promise<number> {
+export async function recoverStale(deps: RecoveryDeps): Promise<number> {
   const now = deps.now().getTime();
   const old = await deps.jobs.olderThan(new Date(now - deps.recoveryAfterMs), SWEEP_JOBS);
   let done = 0;
@@ -117,7 +125,7 @@ export async function recoverStale(deps: IngestionDeps): Promise<number> {
   return done;
 }
 
-async function recordFailure(deps: IngestionDeps, job: JobDoc, err: unknown): Promise<void> {
+async function recordFailure(deps: RecoveryDeps, job: JobDoc, err: unknown): Promise<void> {
   // Claimed again (its claim was given back): the sweep tries it next after the recovery age,
   // so a passing fault (a database restarting) never quarantines a job within seconds.
   await deps.jobs.claim(job, deps.now(), new Date(1));

@@ -1,10 +1,17 @@
 import { rpcError } from "@meter/lib/errors";
-import type { IngestionDeps } from "../deps.ts";
-import { kickRelay } from "../jobs/relay.ts";
-import type { GateEventDoc } from "../store/gate-events.ts";
-import type { UsageEventDoc } from "../store/usage-events.ts";
-import type { JobDoc } from "./job-store.ts";
-import { adoptOverlapping, awaitClosed, completeClaimed } from "./recovery.ts";
+import type { GateEventDoc, GateEventStore } from "../store/gate-events.ts";
+import type { UsageEventDoc, UsageEventStore } from "../store/usage-events.ts";
+import type { JobDoc, JobStore } from "../store/jobs.ts";
+import { adoptOverlapping, awaitClosed, completeClaimed, type RecoveryDeps } from "./recovery.ts";
+
+/** What the write path needs: what recovery needs, the inserts, and a kick for the relay. */
+export interface WriteDeps extends RecoveryDeps {
+  events: RecoveryDeps["events"] & Pick<UsageEventStore, "insertNew">;
+  gates: RecoveryDeps["gates"] & Pick<GateEventStore, "insertNew">;
+  jobs: RecoveryDeps["jobs"] & Pick<JobStore, "open">;
+  /** Runs a relay round now, unless one is pending (the job jobs/relay.ts). */
+  kickRelay: () => Promise<void>;
+}
 
 /**
  * The write path of a request. The job is written first and closed last; the documents
@@ -13,7 +20,7 @@ import { adoptOverlapping, awaitClosed, completeClaimed } from "./recovery.ts";
  * claims its job; if a retry claimed it first, the request waits for that retry to close it.
  */
 async function storeJob<D extends { _id: string }>(
-  deps: IngestionDeps,
+  deps: WriteDeps,
   job: JobDoc,
   docs: D[],
   insert: (docs: D[]) => Promise<Set<string>>,
@@ -26,12 +33,12 @@ async function storeJob<D extends { _id: string }>(
   const offered = new Set(docs.map((d) => d._id));
   await adoptOverlapping(deps, job, offered, docs.filter((d) => !inserted.has(d._id)).map((d) => d._id));
   // New outbox entries: hand them over now rather than at the next repeating round.
-  if (inserted.size > 0) await kickRelay(deps);
+  if (inserted.size > 0) await deps.kickRelay();
   return inserted;
 }
 
 /** Stores usage events exactly once and counts them exactly once (the counters' job guard). */
-export function storeUsage(deps: IngestionDeps, job: JobDoc, docs: UsageEventDoc[]): Promise<Set<string>> {
+export function storeUsage(deps: WriteDeps, job: JobDoc, docs: UsageEventDoc[]): Promise<Set<string>> {
   requireFiniteFigures(docs);
   return storeJob(deps, job, docs, (d) => deps.events.insertNew(d));
 }
@@ -54,6 +61,6 @@ export function requireFiniteFigures(docs: readonly UsageEventDoc[]): void {
 }
 
 /** Stores gate events exactly once and queues each new one for webhooks and analytics. */
-export function storeGates(deps: IngestionDeps, job: JobDoc, docs: GateEventDoc[]): Promise<Set<string>> {
+export function storeGates(deps: WriteDeps, job: JobDoc, docs: GateEventDoc[]): Promise<Set<string>> {
   return storeJob(deps, job, docs, (d) => deps.gates.insertNew(d));
 }

@@ -7,7 +7,7 @@ import { NO_PLAN_CONFIG, normalizeModel, toNano } from "@meter/rules";
 import { encodeKey } from "../domain/field-keys.ts";
 import type { Ask } from "../leases/store.ts";
 import { catchUp } from "../late-changes/follow.ts";
-import { attribute } from "../store/counters.ts";
+import { attribute } from "../domain/attribution.ts";
 import { requireUser } from "./common.ts";
 import { MAX_LEASE_TTL_MS, leaseMessage, requireDollars, requireLeaseId, requireTokens } from "../leases/request.ts";
 

@@ -4,7 +4,7 @@ import type { KnownUser } from "../adapters/plans.ts";
 import type { IngestionDeps } from "../deps.ts";
 import { applyCounterBounds, MAX_COUNTER_TOKENS, OTHER_MODELS } from "../domain/counter-bounds.ts";
 import { counterStates } from "../store/counter-state.ts";
-import { monthCounterId } from "../store/counters.ts";
+import { monthCounterId } from "../domain/counter-ids.ts";
 import type { UsageEventDoc } from "../store/usage-events.ts";
 
 /** The registered user, or NOT_FOUND (users of other products are not visible). */

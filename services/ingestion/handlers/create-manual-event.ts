@@ -8,7 +8,7 @@ import { encodeMetadata } from "../domain/field-keys.ts";
 import type { IngestionDeps } from "../deps.ts";
 import type { UsageEventDoc } from "../store/usage-events.ts";
 import { notice } from "../late-changes/follow.ts";
-import { attribute, attributionFields } from "../store/counters.ts";
+import { attribute, attributionFields } from "../domain/attribution.ts";
 import { storeUsage } from "../exactly-once/write.ts";
 import { MAX_EVENT_TOKENS } from "@meter/lib/event-bounds";
 import { boundCounters, requireUser } from "./common.ts";

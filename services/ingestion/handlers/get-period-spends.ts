@@ -6,7 +6,7 @@ import { toDollars } from "@meter/rules";
 import type { IngestionDeps } from "../deps.ts";
 import pMap from "p-map";
 import { catchUp } from "../late-changes/follow.ts";
-import { attribute } from "../store/counters.ts";
+import { attribute } from "../domain/attribution.ts";
 
 /** Users per call: a listing page is at most 200; the plans service resolves 1,000 at once. */
 export const MAX_SPEND_USERS = 1_000;

@@ -5,7 +5,9 @@ import { toTimestamp } from "@meter/lib/time";
 import { NO_PLAN_CONFIG, toDollars } from "@meter/rules";
 import { decodeKeys } from "../domain/field-keys.ts";
 import type { IngestionDeps } from "../deps.ts";
-import { attribute, counterId, dollarsByModel } from "../store/counters.ts";
+import { dollarsByModel } from "../store/counters.ts";
+import { attribute } from "../domain/attribution.ts";
+import { counterId } from "../domain/counter-ids.ts";
 import { catchUp } from "../late-changes/follow.ts";
 import { requireUser } from "./common.ts";
 

@@ -4,7 +4,10 @@ import { rpcError } from "@meter/lib/errors";
 import { decodeKeys } from "../domain/field-keys.ts";
 import { parseUsagePeriod, toDollars } from "@meter/rules";
 import type { IngestionDeps } from "../deps.ts";
-import { attribute, counterId, dollarsByModel, monthCounterId, plus, type Totals } from "../store/counters.ts";
+import { dollarsByModel } from "../store/counters.ts";
+import { attribute } from "../domain/attribution.ts";
+import { counterId, monthCounterId } from "../domain/counter-ids.ts";
+import { plus, type Totals } from "../domain/totals.ts";
 import { catchUp } from "../late-changes/follow.ts";
 import { requireUser } from "./common.ts";
 

@@ -10,7 +10,7 @@ import { encodeMetadata } from "../domain/field-keys.ts";
 import type { IngestionDeps } from "../deps.ts";
 import type { UsageEventDoc } from "../store/usage-events.ts";
 import { notice } from "../late-changes/follow.ts";
-import { attribute, attributionFields } from "../store/counters.ts";
+import { attribute, attributionFields } from "../domain/attribution.ts";
 import { storeUsage } from "../exactly-once/write.ts";
 import { LEASE_ID } from "../leases/request.ts";
 import { MAX_EVENT_TOKENS, MAX_EVENT_TOTAL_TOKENS } from "@meter/lib/event-bounds";

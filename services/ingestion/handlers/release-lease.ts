@@ -2,7 +2,7 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { IngestionService } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import { rpcError } from "@meter/lib/errors";
 import type { IngestionDeps } from "../deps.ts";
-import { attribute } from "../store/counters.ts";
+import { attribute } from "../domain/attribution.ts";
 import { requireUser } from "./common.ts";
 import { normalizeModel, toNano } from "@meter/rules";
 import { encodeKey } from "../domain/field-keys.ts";

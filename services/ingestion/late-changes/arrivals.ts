@@ -1,6 +1,6 @@
 import type { Collection, Db } from "mongodb";
-import { deleteInRounds, findByIds, isDuplicateKeyError } from "@meter/lib/mongo";
-import { insertIgnoringDuplicates, type UsageEventDoc } from "../store/usage-events.ts";
+import { deleteInRounds, findByIds, insertIgnoringDuplicates, isDuplicateKeyError } from "@meter/lib/mongo";
+import type { UsageEventDoc } from "../store/usage-events.ts";
 
 /**
  * The events of one job in one period counter (or of one move into a counter), kept for the

@@ -1,10 +1,6 @@
-import type { AnyBulkWriteOperation, Collection, Db } from "mongodb";
-import { LRUCache } from "lru-cache";
-import { isDuplicateKeyError } from "@meter/lib/mongo";
-import type { KnownUser } from "../adapters/plans.ts";
-import type { IngestionDeps } from "../deps.ts";
-import { kickLateChanges } from "../jobs/late-changes.ts";
-import { settleLateChanges } from "./move.ts";
+import type { KnownUser, UserDirectory } from "../adapters/plans.ts";
+import { settleLateChanges, type MoveDeps } from "./move.ts";
+import type { LateChanges, PendingChange } from "./pending.ts";
 
 /**
  * When late changes are applied (move.ts does the moving). A subscription recorded within the
@@ -22,58 +18,19 @@ import { settleLateChanges } from "./move.ts";
  * arrival lists again for a change already applied.
  */
 
+/** What following late changes needs: what moving them needs, the followed users, and a kick. */
+export interface FollowDeps extends MoveDeps {
+  lateChanges: LateChanges;
+  users: Pick<UserDirectory, "resolve">;
+  /** Runs a round of the follower now (the job jobs/late-changes.ts), unless one is pending. */
+  kickLateChanges: () => Promise<void>;
+}
+
 /** Changes followed per round at most (the rest wait for the next round). */
 const PER_ROUND = 1_000;
 /** How far before the last round's start a round looks for lists recorded since. */
 const RECHECK_MARGIN_MS = 10_000;
-/** Users whose applied change this process remembers. */
-const REMEMBERED = 100_000;
 
-/** A user with a change recorded within the window: `_id` "<product>|<user>". */
-interface PendingChange {
-  _id: string;
-  product_id: string;
-  user_id: string;
-  /** When the last change seen leaves the window: followed until then. */
-  until: Date;
-  /** Start of the last round that applied it: the next needs only lists recorded since. */
-  checked_at?: Date;
-}
-
-/** What this process knows of each user's changes: the change seen last, and whether it applied it. */
-interface Seen {
-  changes: string;
-  applied: boolean;
-}
-
-export class LateChanges {
-  readonly pending: Collection<PendingChange>;
-  readonly seen = new LRUCache<string, Seen>({ max: REMEMBERED });
-  /** Applications under way in this process, so concurrent reads share one. */
-  readonly running = new Map<string, Promise<boolean>>();
-
-  constructor(db: Db) {
-    this.pending = db.collection<PendingChange>("late_changes");
-  }
-
-  /** Records users to follow (idempotent; a later change extends the follow). */
-  async follow(productId: string, users: readonly { userId: string; until: Date }[]): Promise<void> {
-    if (users.length === 0) return;
-    const ops: AnyBulkWriteOperation<PendingChange>[] = users.map((u) => ({
-      updateOne: {
-        filter: { _id: pendingId(productId, u.userId) },
-        // A new change: the next round looks at every list within the window again.
-        update: { $set: { product_id: productId, user_id: u.userId, until: u.until }, $unset: { checked_at: "" } },
-        upsert: true,
-      },
-    }));
-    const write = () => this.pending.bulkWrite(ops, { ordered: false });
-    // Two first writers may both insert (MongoDB); the second then updates.
-    await write().catch((err) => (isDuplicateKeyError(err) ? write() : Promise.reject(err)));
-  }
-}
-
-const pendingId = (productId: string, userId: string) => `${productId}|${userId}`;
 const userKey = (productId: string, userId: string) => `${productId}\n${userId}`;
 
 /**
@@ -96,7 +53,7 @@ function changesOf(user: KnownUser, now: Date, windowMs: number): { changes: str
  * Before a read about one user answers: applies a change this process has not applied yet.
  * Returns whether some of the user's counters changed. Costs nothing once it is applied.
  */
-export async function catchUp(deps: IngestionDeps, productId: string, userId: string, user: KnownUser): Promise<boolean> {
+export async function catchUp(deps: FollowDeps, productId: string, userId: string, user: KnownUser): Promise<boolean> {
   if (deps.lateChangeWindowMs <= 0) return false;
   const now = deps.now();
   const c = changesOf(user, now, deps.lateChangeWindowMs);
@@ -121,7 +78,7 @@ export async function catchUp(deps: IngestionDeps, productId: string, userId: st
 }
 
 /** After a write: users with a change this process has not seen yet are followed; the follower applies it now. */
-export async function notice(deps: IngestionDeps, productId: string, users: ReadonlyMap<string, KnownUser>): Promise<void> {
+export async function notice(deps: FollowDeps, productId: string, users: ReadonlyMap<string, KnownUser>): Promise<void> {
   if (deps.lateChangeWindowMs <= 0) return;
   const now = deps.now();
   const lc = deps.lateChanges;
@@ -136,7 +93,7 @@ export async function notice(deps: IngestionDeps, productId: string, users: Read
     const key = userKey(productId, f.userId);
     if (lc.seen.get(key)?.changes !== f.changes) lc.seen.set(key, { changes: f.changes, applied: false });
   }
-  await kickLateChanges(deps);
+  await deps.kickLateChanges();
 }
 
 /**
@@ -145,7 +102,7 @@ export async function notice(deps: IngestionDeps, productId: string, users: Read
  * read fresh from the plans service; users whose window has passed are dropped. Returns the
  * users whose counters changed.
  */
-export async function followLateChanges(deps: IngestionDeps): Promise<number> {
+export async function followLateChanges(deps: FollowDeps): Promise<number> {
   if (deps.lateChangeWindowMs <= 0) return 0;
   const lc = deps.lateChanges;
   const now = deps.now();

@@ -1,12 +1,15 @@
 import { createHash } from "node:crypto";
 import pMap from "p-map";
 import type { KnownUser } from "../adapters/plans.ts";
-import type { IngestionDeps } from "../deps.ts";
 import { calendarMonth, hasThresholds, periodAt, type SubscriptionWindow } from "@meter/rules";
-import { attribute, counterId, monthCounterId, negate, plus, sum, type Attribution, type CounterDelta } from "../store/counters.ts";
-import type { UsageEventDoc } from "../store/usage-events.ts";
-import { recordCrossings } from "../thresholds/crossings.ts";
-import { arrivalList, listId } from "./arrivals.ts";
+import { attribute, type Attribution } from "../domain/attribution.ts";
+import { counterId, monthCounterId } from "../domain/counter-ids.ts";
+import { negate, plus, sum } from "../domain/totals.ts";
+import type { CounterDelta } from "../domain/counter-delta.ts";
+import type { CounterStore } from "../store/counters.ts";
+import type { UsageEventDoc, UsageEventStore } from "../store/usage-events.ts";
+import { recordCrossings, type CrossingDeps } from "../thresholds/crossings.ts";
+import { arrivalList, listId, type ArrivalStore } from "./arrivals.ts";
 
 /**
  * A subscription recorded after events stamped inside its dates arrived: those events were
@@ -26,6 +29,15 @@ import { arrivalList, listId } from "./arrivals.ts";
  * replaced by what stayed if it still holds what was read, and the moved events are listed
  * under the new counter (so that a further change can move them again).
  */
+
+/** What moving events needs: the stores it reads and writes, and the crossings it records. */
+export interface MoveDeps extends CrossingDeps {
+  arrivals: Pick<ArrivalStore, "jobsSince" | "get" | "record" | "replace">;
+  events: Pick<UsageEventStore, "getMany">;
+  counters: Pick<CounterStore, "add" | "released">;
+  /** How long after arriving an event may still move; 0: never. */
+  lateChangeWindowMs: number;
+}
 
 /** Most billing windows followed from a change's start to now. */
 const MAX_WINDOWS = 64;
@@ -81,7 +93,7 @@ interface Entry {
  * their lists for the suspect counters.
  */
 export async function settleLateChanges(
-  deps: IngestionDeps,
+  deps: MoveDeps,
   productId: string,
   users: ReadonlyMap<string, KnownUser>,
   /** Only jobs that recorded their lists from then on (a change applied before: what came since). */
@@ -125,7 +137,7 @@ export async function settleLateChanges(
 const sameStart = (a: Date, b: Date) => a.getTime() === b.getTime();
 
 /** Moves one list's events that now belong to other periods; false when none does. */
-async function move(deps: IngestionDeps, productId: string, entry: Entry, byId: ReadonlyMap<string, UsageEventDoc>): Promise<boolean> {
+async function move(deps: MoveDeps, productId: string, entry: Entry, byId: ReadonlyMap<string, UsageEventDoc>): Promise<boolean> {
   const { list, counterId: from, window, userId, user, since } = entry;
   const going = new Map<string, { a: Attribution; events: UsageEventDoc[] }>();
   const staying: string[] = [];

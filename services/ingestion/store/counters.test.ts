@@ -3,7 +3,10 @@ import * as assert from "uvu/assert";
 import type { MongoClient } from "mongodb";
 import { connectMongo } from "@meter/lib/mongo";
 import { testMongoUrl } from "../../../test/support/database.ts";
-import { CounterStore, counterId, sum, type CounterDelta } from "./counters.ts";
+import { CounterStore } from "./counters.ts";
+import { counterId } from "../domain/counter-ids.ts";
+import { sum } from "../domain/totals.ts";
+import type { CounterDelta } from "../domain/counter-delta.ts";
 
 // A job's counter updates go as one update command of many statements; a repeat of the job
 // (a retry, a takeover after a crash) must change nothing, also when the first attempt applied

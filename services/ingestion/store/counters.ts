@@ -2,12 +2,10 @@ import { Double, type Collection, type Db, type Filter, type UpdateFilter } from
 import { LRUCache } from "lru-cache";
 import pMap from "p-map";
 import { findByIds, isDuplicateKeyError } from "@meter/lib/mongo";
-import { sumByName } from "@meter/lib/own";
-import type { KnownUser, PlanInfo } from "../adapters/plans.ts";
-import { encodeKey } from "../domain/field-keys.ts";
-import { periodAt, toDollars, toNano, type BillingPeriod } from "@meter/rules";
-import { settlementInc, type LeaseSpend } from "../leases/settlement.ts";
-import type { UsageEventDoc } from "./usage-events.ts";
+import { toDollars, toNano } from "@meter/rules";
+import type { CounterDelta } from "../domain/counter-delta.ts";
+import { bumpsVersion } from "../domain/lease-settlement.ts";
+import type { Totals } from "../domain/totals.ts";
 
 /**
  * Running totals of one user in one billing period, or in one calendar month (what usage of
@@ -34,16 +32,6 @@ export interface CounterDoc extends Totals {
    * update of the counter from the process that closed the job (see CounterStore.add).
    */
   jobs: Record<string, 1>;
-}
-
-/** A counter's sums. Money in whole nano-dollars (see money in @meter/rules). */
-export interface Totals {
-  cost: number;
-  tokens: number;
-  tool_calls: number;
-  events: number;
-  tokens_by_model: Record<string, number>;
-  cost_by_model: Record<string, number>;
 }
 
 /**
@@ -80,111 +68,6 @@ export function readCounter<T extends StoredCounterDoc>(raw: T): Omit<T, keyof S
   const doc = readTotals(raw) as Omit<T, keyof StoredTotals | "month"> & CounterDoc;
   if (raw.month) doc.month = readTotals(raw.month);
   return doc;
-}
-
-/**
- * "<product>|<period start>|<user>": a period is found by its start, so a window rolled on
- * from a lapsed subscription and the renewal recorded late for the same start share one
- * counter (their ends may differ by the length of a month).
- */
-export function counterId(productId: string, userId: string, start: Date): string {
-  return `${productId}|${start.toISOString()}|${userId}`;
-}
-
-/** "<product>|month|<YYYY-MM>|<user>": apart from period counters even when a period is a calendar month. */
-export function monthCounterId(productId: string, userId: string, monthStart: Date): string {
-  return `${productId}|month|${monthStart.toISOString().slice(0, 7)}|${userId}`;
-}
-
-/** Where usage at time `t` of a user goes: its billing period, plan and counter. */
-export interface Attribution {
-  period: BillingPeriod;
-  plan: PlanInfo | null;
-  counterId: string;
-}
-
-export function attribute(productId: string, userId: string, user: KnownUser | undefined, t: Date): Attribution {
-  const period = periodAt(user?.subscriptions ?? [], t);
-  const plan = (period.subscription && user?.plans.get(period.subscription.planId)) || null;
-  return { period, plan, counterId: counterId(productId, userId, period.start) };
-}
-
-/** The attribution fields every stored usage event carries. */
-export function attributionFields(a: Attribution) {
-  return {
-    counter_id: a.counterId,
-    period_start: a.period.start,
-    period_end: a.period.end,
-    plan_name: a.plan?.name ?? null,
-    spend_limit: a.plan?.maxSpendPerPeriod ?? null,
-  };
-}
-
-export type Countable = Pick<UsageEventDoc, "product_id" | "user_id" | "model" | "counted_model" | "total_tokens" | "cost_total" | "tool_call_count">;
-
-/** One counter's share of a job: the sums of the job's events for that counter. */
-export interface CounterDelta {
-  id: string;
-  productId: string;
-  userId: string;
-  start: Date;
-  end: Date;
-  add: Totals;
-  /** The part of `add` that is the month share (see CounterDoc.month). */
-  month?: Totals;
-  /** What of the delta was spent from each budget lease (period counters only). */
-  leases?: Record<string, LeaseSpend>;
-  /** Some of the delta's events were not spent from a lease (period counters only). */
-  unleased?: boolean;
-}
-
-export function sum(events: readonly Countable[]): Totals {
-  const add: Totals = { cost: 0, tokens: 0, tool_calls: 0, events: 0, tokens_by_model: {}, cost_by_model: {} };
-  // By model in Maps: model names are the caller's ("constructor", "__proto__").
-  const tokens = new Map<string, number>();
-  const cost = new Map<string, number>();
-  for (const e of events) {
-    const nano = toNano(e.cost_total);
-    add.cost += nano;
-    add.tokens += e.total_tokens;
-    add.tool_calls += e.tool_call_count;
-    add.events += 1;
-    const model = e.counted_model ?? e.model;
-    if (model !== null) {
-      const key = encodeKey(model);
-      tokens.set(key, (tokens.get(key) ?? 0) + e.total_tokens);
-      cost.set(key, (cost.get(key) ?? 0) + nano);
-    }
-  }
-  add.tokens_by_model = Object.fromEntries(tokens);
-  add.cost_by_model = Object.fromEntries(cost);
-  return add;
-}
-
-/** -t: what taking events out of a counter adds to it. */
-export function negate(t: Totals): Totals {
-  const flip = (m: Record<string, number>) => Object.fromEntries(Object.entries(m).map(([k, v]) => [k, -v]));
-  return {
-    cost: -t.cost,
-    tokens: -t.tokens,
-    tool_calls: -t.tool_calls,
-    events: -t.events,
-    tokens_by_model: flip(t.tokens_by_model),
-    cost_by_model: flip(t.cost_by_model),
-  };
-}
-
-/** a + b, either possibly absent (usage of a month: its own counter and a period's share). */
-export function plus(a: Totals | null | undefined, b: Totals | null | undefined): Totals | null {
-  if (!a || !b) return a ?? b ?? null;
-  return {
-    cost: a.cost + b.cost,
-    tokens: a.tokens + b.tokens,
-    tool_calls: a.tool_calls + b.tool_calls,
-    events: a.events + b.events,
-    tokens_by_model: sumByName(a.tokens_by_model, b.tokens_by_model),
-    cost_by_model: sumByName(a.cost_by_model, b.cost_by_model),
-  };
 }
 
 /** Counters whose closed jobs' entries this process still has to remove. */
@@ -339,8 +222,12 @@ function addOp(jobId: string, d: CounterDelta, releasing: readonly string[]) {
   };
   put("", d.add);
   if (d.month) put("month.", d.month);
-  // Leases settle in the same update (leases/settlement.ts).
-  Object.assign(inc, settlementInc(d));
+  // Leases settle in the same update (domain/lease-settlement.ts).
+  for (const [id, l] of Object.entries(d.leases ?? {})) {
+    inc[`leases.${id}.spent`] = wide(l.cost);
+    for (const [k, v] of Object.entries(l.tokens)) inc[`leases.${id}.tokens.${k}.spent`] = wide(v);
+  }
+  if (bumpsVersion(d)) inc.version = 1;
   const update: UpdateFilter<StoredCounterDoc> = {
     $inc: inc,
     $set: { [`jobs.${jobId}`]: 1, period_end: d.end },

@@ -1,9 +1,8 @@
 import type { Collection, Db } from "mongodb";
-import { deleteInRounds } from "@meter/lib/mongo";
+import { deleteInRounds, insertIgnoringDuplicates } from "@meter/lib/mongo";
 import pMap from "p-map";
 import { UPDATES_IN_FLIGHT } from "./counters.ts";
-import type { JobDoc } from "../exactly-once/job-store.ts";
-import { insertedBy, insertIgnoringDuplicates } from "./usage-events.ts";
+import { insertedBy, type JobEvents } from "./usage-events.ts";
 
 /** One gate event; `_id` is "<product>/<event id>" (idempotent ingestion by primary key). */
 export interface GateEventDoc {
@@ -116,7 +115,7 @@ export class GateEventStore {
   }
 
   /** The gate events a job inserted (read when another request completes it). */
-  async ofJob(job: Pick<JobDoc, "_id" | "ids">): Promise<GateEventDoc[]> {
+  async ofJob(job: JobEvents): Promise<GateEventDoc[]> {
     return insertedBy(this.gates, job);
   }
 

@@ -1,5 +1,5 @@
 import { BSON, type Collection, type Db } from "mongodb";
-import { insertIgnoringDuplicates } from "./usage-events.ts";
+import { insertIgnoringDuplicates } from "@meter/lib/mongo";
 
 /**
  * Transactional outbox: what must be handed to a peer, written in the request's own write

@@ -1,6 +1,5 @@
 import type { Collection, Db, Filter } from "mongodb";
-import { deleteInRounds, findByIds, insertIgnoringDuplicates, isDuplicateKeyError } from "@meter/lib/mongo";
-import type { JobDoc } from "../exactly-once/job-store.ts";
+import { deleteInRounds, findByIds, insertIgnoringDuplicates } from "@meter/lib/mongo";
 
 export type EventSource = "auto" | "manual";
 
@@ -83,9 +82,15 @@ export class UsageEventStore {
   }
 
   /** The events a job inserted (read when another request completes it). */
-  async ofJob(job: Pick<JobDoc, "_id" | "ids">): Promise<UsageEventDoc[]> {
+  async ofJob(job: JobEvents): Promise<UsageEventDoc[]> {
     return insertedBy(this.events, job);
   }
+}
+
+/** A job as the event stores read it: its id and the stored `_id`s of the events it offered. */
+export interface JobEvents {
+  _id: string;
+  ids: string[];
 }
 
 /**
@@ -94,10 +99,7 @@ export class UsageEventStore {
  */
 export async function insertedBy<D extends { _id: string; job: string }>(
   collection: Collection<D>,
-  job: Pick<JobDoc, "_id" | "ids">,
+  job: JobEvents,
 ): Promise<D[]> {
   return (await findByIds(collection, job.ids as never)).filter((d) => d.job === job._id);
 }
-
-export { insertIgnoringDuplicates };
-export { isDuplicateKeyError };

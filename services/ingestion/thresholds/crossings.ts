@@ -1,10 +1,20 @@
-import type { IngestionDeps } from "../deps.ts";
+import type { Logger } from "@meter/lib/logger";
 import { reachedThresholds, toDollars } from "@meter/rules";
-import { crossingsClosedBefore } from "../retention.ts";
-import { dollarsByModel, type CounterDelta, type CounterDoc } from "../store/counters.ts";
-import { entry } from "../store/outbox.ts";
+import { crossingsClosedBefore, type RetentionPolicy } from "../domain/retention-policy.ts";
+import { dollarsByModel, type CounterDoc } from "../store/counters.ts";
+import type { CounterDelta } from "../domain/counter-delta.ts";
+import { entry, type OutboxStore } from "../store/outbox.ts";
 import type { UsageEventDoc } from "../store/usage-events.ts";
-import { crossingKey, type CrossingDoc } from "./store.ts";
+import { crossingKey, type CrossingDoc, type CrossingStore } from "./store.ts";
+
+/** What recording crossings needs. */
+export interface CrossingDeps {
+  crossings: Pick<CrossingStore, "exists" | "record">;
+  outbox: Pick<OutboxStore, "put" | "webhooks">;
+  retention: RetentionPolicy;
+  logger: Logger;
+  now(): Date;
+}
 
 /** Where a counter's plan limit comes from: the attribution its events carry. */
 export type Limited = Pick<UsageEventDoc, "plan_name" | "spend_limit">;
@@ -15,7 +25,7 @@ export type Limited = Pick<UsageEventDoc, "plan_name" | "spend_limit">;
  * been queued for the webhooks service. A crossing is keyed by the whole period (start and
  * end): a renewal with other dates is another period.
  */
-export async function recordCrossings(deps: IngestionDeps, counter: CounterDoc, d: CounterDelta, limit: Limited): Promise<void> {
+export async function recordCrossings(deps: CrossingDeps, counter: CounterDoc, d: CounterDelta, limit: Limited): Promise<void> {
   // Crossings of a period ended this long ago may have been deleted by retention: announcing
   // them again would fire a threshold twice, so a late event there announces nothing.
   if (d.end < crossingsClosedBefore(deps.now(), deps.retention)) return;

@@ -1,7 +1,6 @@
 import { createHash } from "node:crypto";
 import type { Collection, Db } from "mongodb";
-import { insertIgnoringDuplicates } from "../store/usage-events.ts";
-import { deleteInRounds } from "@meter/lib/mongo";
+import { deleteInRounds, insertIgnoringDuplicates } from "@meter/lib/mongo";
 
 /**
  * A spend threshold reached by a user in a billing period. `_id` is

@@ -1,0 +1,14 @@
+import type { LeaseShare } from "./lease-settlement.ts";
+import type { Totals } from "./totals.ts";
+
+/** One counter's share of a job: the sums of the job's events for that counter. */
+export interface CounterDelta extends LeaseShare {
+  id: string;
+  productId: string;
+  userId: string;
+  start: Date;
+  end: Date;
+  add: Totals;
+  /** The part of `add` that is the month share (see CounterDoc.month in store/counters.ts). */
+  month?: Totals;
+}

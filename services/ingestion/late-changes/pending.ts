@@ -1,0 +1,57 @@
+import type { AnyBulkWriteOperation, Collection, Db } from "mongodb";
+import { LRUCache } from "lru-cache";
+import { isDuplicateKeyError } from "@meter/lib/mongo";
+
+/**
+ * The users whose late changes are followed (`late_changes`), and what this process knows of
+ * them; follow.ts says when a change is applied.
+ */
+
+/** Users whose applied change this process remembers. */
+const REMEMBERED = 100_000;
+
+/** A user with a change recorded within the window: `_id` "<product>|<user>". */
+export interface PendingChange {
+  _id: string;
+  product_id: string;
+  user_id: string;
+  /** When the last change seen leaves the window: followed until then. */
+  until: Date;
+  /** Start of the last round that applied it: the next needs only lists recorded since. */
+  checked_at?: Date;
+}
+
+/** What this process knows of each user's changes: the change seen last, and whether it applied it. */
+interface Seen {
+  changes: string;
+  applied: boolean;
+}
+
+export class LateChanges {
+  readonly pending: Collection<PendingChange>;
+  readonly seen = new LRUCache<string, Seen>({ max: REMEMBERED });
+  /** Applications under way in this process, so concurrent reads share one. */
+  readonly running = new Map<string, Promise<boolean>>();
+
+  constructor(db: Db) {
+    this.pending = db.collection<PendingChange>("late_changes");
+  }
+
+  /** Records users to follow (idempotent; a later change extends the follow). */
+  async follow(productId: string, users: readonly { userId: string; until: Date }[]): Promise<void> {
+    if (users.length === 0) return;
+    const ops: AnyBulkWriteOperation<PendingChange>[] = users.map((u) => ({
+      updateOne: {
+        filter: { _id: pendingId(productId, u.userId) },
+        // A new change: the next round looks at every list within the window again.
+        update: { $set: { product_id: productId, user_id: u.userId, until: u.until }, $unset: { checked_at: "" } },
+        upsert: true,
+      },
+    }));
+    const write = () => this.pending.bulkWrite(ops, { ordered: false });
+    // Two first writers may both insert (MongoDB); the second then updates.
+    await write().catch((err) => (isDuplicateKeyError(err) ? write() : Promise.reject(err)));
+  }
+}
+
+const pendingId = (productId: string, userId: string) => `${productId}|${userId}`;
