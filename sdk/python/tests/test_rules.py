@@ -1,5 +1,5 @@
 """Pure rules: the table of cases shared with the TypeScript client and the service
-(sdk/typescript/test/rules.json, read in place), and the library's use of them."""
+(rules/cases.json, read in place), and the library's use of them."""
 
 from __future__ import annotations
 
