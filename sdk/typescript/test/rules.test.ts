@@ -4,7 +4,7 @@ import { readFileSync } from "node:fs";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import * as rules from "../src/rules/index.ts";
-import { applyView, rollLocally } from "../src/periods.ts";
+import { applyView, rollLocally } from "../src/session-view.ts";
 import { UserEntry } from "../src/state.ts";
 import type { PlanConfig, SessionView } from "../src/types.ts";
 

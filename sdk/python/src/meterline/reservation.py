@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 from .types import GuardResult, UsageEvent
 
 if TYPE_CHECKING:
-    from .sessions import Session
     from .state import UserEntry
+    from .user_sessions import Session
 
 
 # Real calls remembered per user and model for the default reservation.
