@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url";
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const HASH_FILE = path.join(root, "dist", ".source-hash");
 /** The shared rules module (@meter/rules) is bundled into the console too. */
-const RULES = path.join(root, "../sdk/typescript/src/rules");
+const RULES = path.join(root, "../rules");
 
 async function files(dir: string): Promise<string[]> {
   const out: string[] = [];

@@ -22,7 +22,7 @@ import { DEFAULT_DISPATCH_LIMITS, Dispatcher, type DispatchLimits } from "./flow
 import { defineRetention, runWebhooksRetention, scheduleRetention, type WebhooksRetentionReport } from "./jobs/retention.ts";
 import { defineSummaryProduct } from "./jobs/summary-product.ts";
 import { defineSummarySchedules, fanOutSummaries, scheduleSummaries } from "./jobs/summary-schedule.ts";
-import type { SummaryType } from "./domain/periods.ts";
+import type { SummaryType } from "./domain/summary-windows.ts";
 import { DEVELOPMENT_SECRET_KEY, SecretBox } from "./domain/secrets.ts";
 import { WebhookSender } from "./adapters/sender.ts";
 import { ClaimStore } from "./store/claims.ts";

@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 
 REPO = Path(__file__).resolve().parents[3]
-RULES = REPO / "sdk" / "typescript" / "test" / "rules.json"
+RULES = REPO / "rules" / "cases.json"
 DAY = timedelta(days=1)
 
 

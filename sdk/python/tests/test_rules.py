@@ -1,5 +1,5 @@
 """Pure rules: the table of cases shared with the TypeScript client and the service
-(sdk/typescript/test/rules.json, read in place), and the library's use of them."""
+(rules/cases.json, read in place), and the library's use of them."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ import pytest
 
 from meterline import PlanConfig, Rate, evaluate, price
 from meterline.money import add_dollars, ratio, to_dollars, to_nano
-from meterline.periods import apply_view, roll_locally, roll_on
+from meterline.periods import calendar_month, roll_on
+from meterline.session_view import apply_view, roll_locally
 from meterline.sessions import window_over
-from meterline.state import DEFAULT_TIMEOUT, UserEntry, calendar_month, iso, parse_time
+from meterline.state import DEFAULT_TIMEOUT, UserEntry, iso, parse_time
 
 from .support import rules
 

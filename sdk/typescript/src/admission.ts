@@ -15,7 +15,7 @@ import { addDollars } from "./rules/index.ts";
 import { estimateTokens, rateOf, tokenCost } from "./pricing.ts";
 import type { EventQueue } from "./queue.ts";
 import { Reservation, reservationOf, type Ledger, type ReservationAmount } from "./reservation.ts";
-import type { Session } from "./sessions.ts";
+import type { Session } from "./user-sessions.ts";
 import type { UserEntry } from "./state.ts";
 import type { GateContext, GateEvent, GuardInput, GuardResult } from "./types.ts";
 

@@ -10,7 +10,7 @@ import type { Leases } from "./leases.ts";
 import { rateOf, tokenCost, toolsCost } from "./pricing.ts";
 import { addDollars } from "./rules/index.ts";
 import type { EventQueue } from "./queue.ts";
-import type { Session } from "./sessions.ts";
+import type { Session } from "./user-sessions.ts";
 import type { UserEntry } from "./state.ts";
 import { backoffMs, retryable, type Transport } from "./transport.ts";
 import type { ManualEvent, ManualInput, UsageEvent, UsageInput } from "./types.ts";

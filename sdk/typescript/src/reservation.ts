@@ -4,8 +4,8 @@
  * plan's pre_call_estimate its estimate, otherwise the user's typical call (see reservationOf).
  */
 import { MeterError } from "./errors.ts";
-import type { Session } from "./sessions.ts";
 import type { RecentCalls } from "./recent-calls.ts";
+import type { Session } from "./user-sessions.ts";
 import type { UserEntry } from "./state.ts";
 import type { GuardResult, UsageEvent, UsageInput } from "./types.ts";
 

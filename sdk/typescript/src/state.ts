@@ -2,17 +2,17 @@
  * What the library holds for one user: plan, period counters, sessions, reservations, and
  * its standing with the service (loading, deliveries in flight, gate events written). The
  * counters change only through the methods below, each named for what happened. The plan and
- * period fields are read everywhere and written only by the session-view merge of periods.ts
+ * period fields are read everywhere and written only by the session-view merge of session-view.ts
  * (applyView, rollLocally, pure rules over this record) through apply() and rollOver(), by
  * count(), and by notRegistered().
  */
 import { MeterTypeError } from "./errors.ts";
 import { byName, own } from "./own.ts";
-import { applyView, rollLocally, type Merge } from "./periods.ts";
+import { applyView, rollLocally, type Merge } from "./session-view.ts";
 import { normalizeModel } from "./pricing.ts";
 import { RecentCalls } from "./recent-calls.ts";
 import { NO_PLAN_CONFIG, addDollars, calendarMonth, sessionWindowMs } from "./rules/index.ts";
-import { Sessions, type Session } from "./sessions.ts";
+import { Sessions, type Session } from "./user-sessions.ts";
 import type { PlanConfig, SessionView, UsageEvent, UserState } from "./types.ts";
 
 /** Distinct model names remembered per user (normalization cache). */
@@ -27,7 +27,7 @@ export interface Held {
 }
 
 export class UserEntry {
-  // ---- set by a session view (periods.ts), read everywhere ----
+  // ---- set by a session view (session-view.ts), read everywhere ----
   serviceUserId: string | null = null;
   plan = "none";
   /** Id of the plan in force (null without one): a change of it is announced by GET /config/changes. */
@@ -104,7 +104,7 @@ export class UserEntry {
 
   // ---- the session view ----
 
-  /** Merges a session view in (see periods.ts); the next reload is due `refreshMs` from now. True the first time a view is applied (onSessionStart). */
+  /** Merges a session view in (see session-view.ts); the next reload is due `refreshMs` from now. True the first time a view is applied (onSessionStart). */
   apply(view: SessionView, now: number, refreshMs: number): { merge: Merge; first: boolean } {
     const merge = applyView(this, view, now);
     if (merge === "reset") this.#recent = undefined;
@@ -115,7 +115,7 @@ export class UserEntry {
     return { merge, first };
   }
 
-  /** The period ended and the service gave no new one: counters cleared locally (periods.ts). */
+  /** The period ended and the service gave no new one: counters cleared locally (session-view.ts). */
   rollOver(now: number): void {
     rollLocally(this, now);
   }

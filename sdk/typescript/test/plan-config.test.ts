@@ -3,7 +3,7 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { evaluate } from "../src/gates.ts";
-import { applyView, readPlanConfig } from "../src/periods.ts";
+import { applyView, readPlanConfig } from "../src/session-view.ts";
 import { price } from "../src/pricing.ts";
 import { UserEntry } from "../src/state.ts";
 import type { PlanConfigView, SessionView } from "../src/types.ts";

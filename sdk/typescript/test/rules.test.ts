@@ -1,10 +1,10 @@
-// The rules module against the one table of cases (rules.json, also run by the Python client),
+// The rules module against the one table of cases (rules/cases.json, also run by the Python client),
 // then the library's own use of it: merging session views, rolling a period on, session windows.
 import { readFileSync } from "node:fs";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import * as rules from "../src/rules/index.ts";
-import { applyView, rollLocally } from "../src/periods.ts";
+import { applyView, rollLocally } from "../src/session-view.ts";
 import { UserEntry } from "../src/state.ts";
 import type { PlanConfig, SessionView } from "../src/types.ts";
 
@@ -24,7 +24,7 @@ interface Sub {
   period_start?: string;
   period_end?: string;
 }
-const table = JSON.parse(readFileSync(new URL("./rules.json", import.meta.url), "utf8")) as {
+const table = JSON.parse(readFileSync(new URL("../../../rules/cases.json", import.meta.url), "utf8")) as {
   pricing: { plan: rules.Pricing | null; cases: PricingCase[] }[];
   gates: { plan: rules.GatePlan; cases: { name: string; plan?: rules.GatePlan | null; usage: Record<string, number | string | null>; expect: Expect }[] };
   thresholds: { levels: number[]; cases: { spend: number; limit: number | null; expect: number[] }[] };

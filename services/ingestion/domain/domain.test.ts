@@ -1,5 +1,5 @@
 // The cost, period and threshold rules are tested by the table of cases of the rules module
-// (sdk/typescript/test/rules.json); what is ingestion's own stays here.
+// (rules/cases.json); what is ingestion's own stays here.
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { applyCounterBounds, MAX_COUNTER_MODELS, MAX_COUNTER_TOKENS, OTHER_MODELS, type CounterState } from "./counter-bounds.ts";

@@ -2,7 +2,7 @@ import type { Job } from "agenda";
 import { constant } from "agenda";
 import type { WebhooksDeps } from "../deps.ts";
 import { recordEvents } from "../flows/emit.ts";
-import type { SummaryType } from "../domain/periods.ts";
+import type { SummaryType } from "../domain/summary-windows.ts";
 
 export const SUMMARY_PRODUCT = "webhooks.summary-product";
 export const SUMMARY_TOP_USERS = 10;

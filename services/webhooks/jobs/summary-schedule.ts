@@ -1,5 +1,5 @@
 import type { WebhooksDeps } from "../deps.ts";
-import { previousPeriod, SUMMARY_CRON, SUMMARY_TYPES, type SummaryType } from "../domain/periods.ts";
+import { previousPeriod, SUMMARY_CRON, SUMMARY_TYPES, type SummaryType } from "../domain/summary-windows.ts";
 import { SUMMARY_PRODUCT, summaryKey, type SummaryProductPayload } from "./summary-product.ts";
 
 /**

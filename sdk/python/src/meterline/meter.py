@@ -23,11 +23,10 @@ from .context import _current
 from .errors import LimitExceededError, MeterAPIError, MeterAuthenticationError, MeterError, MeterUnavailableError
 from .gates import evaluate
 from .money import add_dollars
-from .periods import apply_view, roll_locally
 from .pricing import estimate_tokens, normalize_model, rate_of, token_cost, tools_cost
 from .queue import DeliveryThread, Event, EventQueue
 from .reservation import NOTHING, Hold, Reservation, ReservationAmount, reservation_of
-from .sessions import Session
+from .session_view import apply_view, roll_locally
 from .state import UserEntry, iso
 from .transport import Transport, backoff, likely_bases, retryable
 from .types import (
@@ -41,6 +40,7 @@ from .types import (
     UsageEvent,
     UserState,
 )
+from .user_sessions import Session
 from .validate import check_manual, check_usage, check_user, positive
 
 if TYPE_CHECKING:

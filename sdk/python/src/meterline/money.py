@@ -1,7 +1,7 @@
 """Exact money, as the TypeScript client and the service keep it: amounts are summed as whole
 nano-dollars (1 n$ = 1e-9 $), never as float dollars (0.00125 added 200 times as floats is
 0.2500000000000001), and converted to dollars once (the float nearest to the exact amount).
-Ratios (usage_pct) are rounded to 1e-6. Same rules, same cases: sdk/typescript/test/rules.json."""
+Ratios (usage_pct) are rounded to 1e-6. Same rules, same cases: rules/cases.json."""
 
 from __future__ import annotations
 

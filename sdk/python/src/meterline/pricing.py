@@ -1,5 +1,5 @@
 """Cost rules of the API contract (pure). The service prices manual events by the same rules;
-sdk/typescript/test/rules.json holds the cases both client libraries are tested against."""
+rules/cases.json holds the cases both client libraries are tested against."""
 
 from __future__ import annotations
 

@@ -14,8 +14,8 @@ from .types import GuardResult, UsageEvent
 
 if TYPE_CHECKING:
     from .recent_calls import RecentCalls
-    from .sessions import Session
     from .state import UserEntry
+    from .user_sessions import Session
 
 
 class ReservationAmount(NamedTuple):

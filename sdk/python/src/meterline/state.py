@@ -6,9 +6,10 @@ import datetime as dt
 import time
 from typing import TYPE_CHECKING
 
+from .periods import calendar_month
 from .recent_calls import RecentCalls
-from .sessions import Session, Sessions
 from .types import BillingPeriod, PlanConfig, UsageEvent, UserState
+from .user_sessions import Session, Sessions
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -26,14 +27,6 @@ def iso(t: float) -> str:
 
 def parse_time(s: str) -> float:
     return dt.datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
-
-
-def calendar_month(t: float) -> tuple[float, float]:
-    """The calendar month (UTC) holding ``t``: its start and its exclusive end, in epoch seconds."""
-    d = dt.datetime.fromtimestamp(t, dt.timezone.utc)
-    start = dt.datetime(d.year, d.month, 1, tzinfo=dt.timezone.utc)
-    end = dt.datetime(d.year + (d.month == 12), d.month % 12 + 1, 1, tzinfo=dt.timezone.utc)
-    return start.timestamp(), end.timestamp()
 
 
 class UserEntry:

@@ -1,8 +1,9 @@
 /**
- * Session windows. Without a caller-given session id, a user has one library-kept session
- * whose window counts from its start: after session_timeout_minutes its id rotates and its
- * cost starts again at 0. A caller-given session id accrues its own cost for as long as the
- * caller uses it; it is forgotten after a window without activity.
+ * A user's sessions, over the session-window rule (rules/sessions.ts). Without a caller-given
+ * session id, a user has one library-kept session whose window counts from its start: after
+ * session_timeout_minutes its id rotates and its cost starts again at 0. A caller-given session
+ * id accrues its own cost for as long as the caller uses it; it is forgotten after a window
+ * without activity.
  */
 import { randomUUID } from "node:crypto";
 import { windowOver } from "./rules/index.ts";

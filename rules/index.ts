@@ -1,7 +1,7 @@
 /**
  * The rules of the API (docs/api.md) as pure functions, defined once: every service imports them as
  * @meter/rules, and meterline compiles them into its own build (it has no runtime dependency).
- * One table of cases, sdk/typescript/test/rules.json, holds them to account; the Python client
+ * One table of cases, rules/cases.json, holds them to account; the Python client
  * runs the same table against its own implementation.
  */
 export { NO_PLAN_CONFIG, PLAN_DEFAULTS, type PlanRules, type Rate } from "./plans.ts";

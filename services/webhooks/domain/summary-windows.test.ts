@@ -1,6 +1,6 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { previousPeriod } from "./periods.ts";
+import { previousPeriod } from "./summary-windows.ts";
 
 test("summary periods: previous UTC day, Monday week, calendar month", () => {
   const iso = (p: { start: Date; end: Date }) => [p.start.toISOString(), p.end.toISOString()];
