@@ -1,5 +1,6 @@
 /**
- * Merging a session view into local state, and billing-period rollover (pure, over a UserEntry).
+ * Merging a session view into local state, and billing-period rollover (pure, over the fields of
+ * a user's state it names: UserEntry in state.ts has them).
  *
  * - Another service_user_id than before (user deleted and re-created): everything local is reset.
  * - Other period dates than local (a new period, or a plan change with fresh dates): local
@@ -11,11 +12,29 @@
 import type { PlanConfig, PlanConfigView, SessionView } from "./types.ts";
 import { byName } from "./own.ts";
 import { rollOn, sessionWindowMs } from "./rules/index.ts";
-import type { UserEntry } from "./state.ts";
 
 export type Merge = "first" | "reset" | "fresh_period" | "same_period";
 
-export function applyView(e: UserEntry, view: SessionView, now: number): Merge {
+/** The part of a user's local state a session view and a rollover write. */
+export interface ViewedState {
+  loaded: boolean;
+  unknown: boolean;
+  serviceUserId: string | null;
+  plan: string;
+  planId: string | null;
+  config: PlanConfig | null;
+  timeoutMs: number;
+  periodStart: string;
+  periodEnd: string;
+  periodEndMs: number;
+  periodCost: number;
+  tokensByModel: Record<string, number>;
+  costByModel: Record<string, number>;
+  readonly models: { clear(): void };
+  readonly sessions: { clear(now: number): void };
+}
+
+export function applyView(e: ViewedState, view: SessionView, now: number): Merge {
   const u = view.current_usage;
   let merge: Merge;
   if (!e.loaded) merge = "first";
@@ -52,7 +71,7 @@ export function applyView(e: UserEntry, view: SessionView, now: number): Merge {
  * The period ended and the service gave no new one (unreachable): counters are cleared
  * locally and the next period is taken to be as long as the last, until the service answers.
  */
-export function rollLocally(e: UserEntry, now: number): void {
+export function rollLocally(e: ViewedState, now: number): void {
   const { start, end } = rollOn(Date.parse(e.periodStart), e.periodEndMs, now);
   e.periodStart = new Date(start).toISOString();
   e.periodEnd = new Date(end).toISOString();
