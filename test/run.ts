@@ -18,7 +18,9 @@ const quick = args.includes("--quick");
 const filters = args.filter((a) => a !== "--quick");
 const FILE_TIMEOUT_MS = Number(process.env.TEST_FILE_TIMEOUT_MS ?? 20 * 60_000);
 const RUN_TIMEOUT_MS = Number(process.env.TEST_WATCHDOG_MS ?? 45 * 60_000);
-const WORKERS = Number(process.env.TEST_WORKERS ?? Math.min(4, os.availableParallelism() + 1));
+// One worker per core: most files start processes of their own (a stack, a database), and more
+// workers than cores made timing-bound waits (deliveries, relays) miss on a 2-core machine.
+const WORKERS = Number(process.env.TEST_WORKERS ?? Math.min(4, os.availableParallelism()));
 if (!Number.isInteger(WORKERS) || WORKERS < 1) {
   console.error(`TEST_WORKERS must be a whole number of at least 1, not ${process.env.TEST_WORKERS}`);
   process.exit(1);

@@ -3,7 +3,7 @@
  * `what` (and the last error `check` threw, if any). For anything asynchronous a test waits
  * on: a delivery, a handover, a process starting.
  */
-export async function eventually<T>(check: () => Promise<T> | T, timeoutMs = 30_000, what = "condition"): Promise<NonNullable<T>> {
+export async function eventually<T>(check: () => Promise<T> | T, timeoutMs = 60_000, what = "condition"): Promise<NonNullable<T>> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
