@@ -55,24 +55,23 @@ def running(h: Handle | None) -> bool:
 
 
 class Stepper(Generic[T]):
-    """Drives a flow: the step it asks for next (None once it returned ``result``), fed the last answer or error."""
+    """Drives a flow: the step it asks for next (None once it returned ``result``), given the last step's
+    outcome: its answer, or the MeterError it met, thrown into the flow."""
 
-    __slots__ = ("answer", "error", "flow", "result")
+    __slots__ = ("flow", "outcome", "result")
 
     def __init__(self, flow: Flow[T]) -> None:
         self.flow = flow
-        self.answer: Any = None
-        self.error: MeterError | None = None
+        self.outcome: Any = None
         self.result: T
 
     def next(self) -> Step | None:
+        out = self.outcome
         try:
-            step = self.flow.send(self.answer) if self.error is None else self.flow.throw(self.error)
+            return self.flow.throw(out) if isinstance(out, MeterError) else self.flow.send(out)
         except StopIteration as stop:
             self.result = stop.value
             return None
-        self.answer = self.error = None
-        return step
 
 
 def done(value: T) -> Flow[T]:

@@ -24,22 +24,29 @@ VERSION = "0.1.0"
 class _Http:
     """What both transports share: the client's headers, a request's form, an answer's reading."""
 
+    _client: httpx.Client | httpx.AsyncClient
+
     def __init__(self, base_url: str, api_key: str, timeout: float) -> None:
         self.base = base_url.rstrip("/")
         self.api_key = api_key
         self.timeout = timeout
         # False after a request found the service unreachable, until one succeeds.
         self.reachable = True
+        self.after_fork()
 
-    def _options(self) -> dict[str, Any]:
+    def after_fork(self) -> None:
+        """A new pool (also in a forked child: the parent's connections are not this process's to use)."""
         headers = {
             "authorization": f"Bearer {self.api_key}",
             "accept": "application/json",
             "user-agent": f"meterline-python/{VERSION}",
         }
-        return {"headers": headers, "timeout": self.timeout}
+        kind = httpx.AsyncClient if isinstance(self, AsyncTransport) else httpx.Client
+        self._client = kind(headers=headers, timeout=self.timeout)
 
-    def _request(self, client: httpx.Client | httpx.AsyncClient, step: Request) -> httpx.Request:
+    def _build(self, client: httpx.Client | httpx.AsyncClient, step: Request | Health) -> httpx.Request:
+        if isinstance(step, Health):
+            return client.build_request("GET", f"{step.base or self.base}/health", timeout=step.timeout)
         content = None if step.body is None else json.dumps(step.body, separators=(",", ":")).encode()
         headers = {"content-type": "application/json"} if content is not None else None
         timeout = self.timeout if step.timeout is None else step.timeout
@@ -47,12 +54,14 @@ class _Http:
             step.method, self.base + step.path, content=content, headers=headers, timeout=timeout
         )
 
-    def _failed(self, err: BaseException, step: Request) -> MeterNetworkError:
-        self.reachable = False
-        return MeterNetworkError(f"meter service unreachable: {_failure(err, self.base + step.path)}")
-
-    def _answer(self, res: httpx.Response) -> Any:
-        """The parsed body of a 2xx; raises MeterAPIError (MeterAuthenticationError for 401/403)."""
+    def _outcome(self, step: Request | Health, res: httpx.Response | BaseException) -> Any:
+        """What a step met, for the flow: a health check's word; a request's parsed body (a 2xx), or its error
+        (MeterAPIError, MeterAuthenticationError for 401/403, MeterNetworkError), returned to be thrown into it."""
+        if isinstance(step, Health):
+            return health_failure(res) if isinstance(res, BaseException) else health_of(res)
+        if isinstance(res, BaseException):
+            self.reachable = False
+            return MeterNetworkError(f"meter service unreachable: {_failure(res, self.base + step.path)}")
         self.reachable = res.status_code < 500
         parsed: Any = None
         if res.content:
@@ -64,88 +73,54 @@ class _Http:
             raw = parsed.get("detail") if isinstance(parsed, dict) else None
             detail = raw if isinstance(raw, str) else res.reason_phrase
             if res.status_code in (401, 403):
-                raise MeterAuthenticationError(res.status_code, detail)
-            raise MeterAPIError(res.status_code, detail, _retry_after(res.headers.get("retry-after")))
+                return MeterAuthenticationError(res.status_code, detail)
+            return MeterAPIError(res.status_code, detail, _retry_after(res.headers.get("retry-after")))
         return parsed
-
-    def _health_url(self, step: Health) -> str:
-        return f"{step.base or self.base}/health"
 
 
 class Transport(_Http):
     """Over httpx.Client: each step blocks the calling thread."""
 
-    def __init__(self, base_url: str, api_key: str, timeout: float) -> None:
-        super().__init__(base_url, api_key, timeout)
-        self._client = httpx.Client(**self._options())
-
-    def after_fork(self) -> None:
-        """The parent's connections are not this process's to use: a fresh pool."""
-        self._client = httpx.Client(**self._options())
+    _client: httpx.Client
 
     def close(self) -> None:
         self._client.close()
 
-    def run(self, flow: Flow[T]) -> T:
-        s = Stepper(flow)
-        while (step := s.next()) is not None:
-            try:
-                s.answer = self.perform(step)
-            except MeterError as err:
-                s.error = err
-        return s.result
-
     def perform(self, step: Step) -> Any:
+        """The step's outcome (an error is returned, not raised)."""
         if isinstance(step, Sleep):
             return time.sleep(step.seconds)
         try:
-            if isinstance(step, Health):
-                return health_of(self._client.get(self._health_url(step), timeout=step.timeout))
-            res = self._client.send(self._request(self._client, step))
+            return self._outcome(step, self._client.send(self._build(self._client, step)))
         except (httpx.HTTPError, OSError) as err:
-            if isinstance(step, Health):
-                return health_failure(err)
-            raise self._failed(err, step) from err
-        return self._answer(res)
+            return self._outcome(step, err)
 
-    def request(self, method: str, path: str, body: Any = None, timeout: float | None = None) -> Any:
-        return self.perform(Request(method, path, body, timeout))
+    def run(self, flow: Flow[T]) -> T:
+        s = Stepper(flow)
+        while (step := s.next()) is not None:
+            s.outcome = self.perform(step)
+        return s.result
 
 
 class AsyncTransport(_Http):
     """Over httpx.AsyncClient: each step awaits on the running event loop (no thread)."""
 
-    def __init__(self, base_url: str, api_key: str, timeout: float) -> None:
-        super().__init__(base_url, api_key, timeout)
-        self._client = httpx.AsyncClient(**self._options())
-
-    def after_fork(self) -> None:
-        self._client = httpx.AsyncClient(**self._options())
-
-    async def close(self) -> None:
-        await self._client.aclose()
+    _client: httpx.AsyncClient
 
     async def run(self, flow: Flow[T]) -> T:
         s = Stepper(flow)
         while (step := s.next()) is not None:
-            try:
-                s.answer = await self.perform(step)
-            except MeterError as err:
-                s.error = err
+            s.outcome = await self.perform(step)
         return s.result
 
     async def perform(self, step: Step) -> Any:
         if isinstance(step, Sleep):
             return await asyncio.sleep(step.seconds)
+        request = self._build(self._client, step)
         try:
-            if isinstance(step, Health):
-                return health_of(await self._client.get(self._health_url(step), timeout=step.timeout))
-            res = await self._client.send(self._request(self._client, step))
+            return self._outcome(step, await self._client.send(request))
         except (httpx.HTTPError, OSError) as err:
-            if isinstance(step, Health):
-                return health_failure(err)
-            raise self._failed(err, step) from err
-        return self._answer(res)
+            return self._outcome(step, err)
 
 
 def health_of(res: httpx.Response) -> str:

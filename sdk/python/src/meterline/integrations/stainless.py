@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from ..core import MeterCore
+from ..meter import Meter
 from ..pricing import estimate_tokens
 from .calls import Call, Starting, ametered_iter, astart, metered_iter, open_calls, start, who
 
@@ -132,6 +133,8 @@ def wrap_client(client: C, meter: MeterCore, user_id: str | None, spec: Spec, me
             result = original(cast_to, plan.options, *args, **kwargs)
         return _settle(result, call, plan, False)
 
+    if not inspect.iscoroutinefunction(original) and not isinstance(meter, Meter):
+        raise TypeError("wrap(client, meter): a blocking client needs a meterline.Meter (AsyncMeter meters async ones)")
     client.request = arequest if inspect.iscoroutinefunction(original) else request  # type: ignore[attr-defined]
     client._meter_wrapped = True  # type: ignore[attr-defined]
     return client
