@@ -260,6 +260,7 @@ class MeterCore(Admission):
         self, user_id: str, model: str | None = None, input_tokens: int = 0, output_tokens: int = 0,
         tool_calls: list[str] | None = None, session_id: str | None = None, metadata: Metadata = None,
     ) -> UsageEvent:
+        check_user(user_id)
         check_usage(input_tokens, output_tokens, tool_calls, metadata, session_id, model)
         e = await self._entry_async(user_id)
         return self._record(e, model, input_tokens, output_tokens, tool_calls, session_id, metadata)
