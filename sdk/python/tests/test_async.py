@@ -1,46 +1,68 @@
-"""The awaitable twins: a guard on a loaded user does no I/O; a first load does not block the loop."""
+"""The awaitable calls (AsyncMeter's, Meter's a-prefixed ones): they meter as the blocking ones; a first load
+does not block the loop."""
 
 from __future__ import annotations
 
 import asyncio
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
-from meterline import LimitExceededError, Meter
+from meterline import AsyncMeter, LimitExceededError, Meter
 
 from .support import FaultProxy, Product, near
 
 PRICED = {"cost_rates": {"m": {"input": 1, "output": 1}}}
 
 
-async def test_async_twins_meter_like_the_blocking_ones(product: Product) -> None:
+def awaitable(m: Meter | AsyncMeter) -> Any:
+    """The client's awaitable calls under AsyncMeter's names: Meter's a-prefixed ones, or AsyncMeter itself."""
+    if isinstance(m, AsyncMeter):
+        return m
+    names = ("start", "guard", "reserve", "record", "record_manual", "refresh", "flush", "shutdown")
+    return SimpleNamespace(**{n: getattr(m, f"a{n}") for n in names})
+
+
+@pytest.mark.parametrize("kind", [Meter, AsyncMeter])
+async def test_the_awaitable_calls_meter_like_the_blocking_ones(
+    product: Product, kind: type[Meter | AsyncMeter]
+) -> None:
     user = product.create_user(
         {"max_spend_per_period": 2, "pre_call_estimate": True, "pre_call_buffer_tokens": 0, **PRICED}
     )
-    m = Meter(api_key=product.key, base_url=product.url)
-    assert (await m.astart()).authenticated
-    assert (await m.aguard(user, model="m")).status == "ok"
-    async with m.areserve(user, model="m", input_tokens=500) as r:
+    m = kind(api_key=product.key, base_url=product.url)
+    a = awaitable(m)
+    assert (await a.start()).authenticated
+    assert (await a.guard(user, model="m")).status == "ok"
+    async with a.reserve(user, model="m", input_tokens=500) as r:
         r.commit(input_tokens=500)
-    res = await m.areserve(user, model="m", input_tokens=100)
+    res = await a.reserve(user, model="m", input_tokens=100)
     res.release()
     with pytest.raises(RuntimeError):
-        async with m.areserve(user, model="m", input_tokens=100):
+        async with a.reserve(user, model="m", input_tokens=100):
             raise RuntimeError("the model call failed")
-    ev = await m.arecord(user, model="m", input_tokens=1000)
+    ev = await a.record(user, model="m", input_tokens=1000)
     assert near(ev.cost_total, 1.0)
     with pytest.raises(LimitExceededError):
-        await m.aguard(user, model="m", input_tokens=600)
-    assert await m.aflush()
-    assert near(product.usage(user)["total_cost"], 1.5)
-    manual = await m.arecord_manual(user, cost=0.25)
+        await a.guard(user, model="m", input_tokens=600)
+    assert await a.flush()
+    assert near((await asyncio.to_thread(product.usage, user))["total_cost"], 1.5)
+    manual = await a.record_manual(user, cost=0.25)
     assert near(manual.cost, 0.25)
-    assert await m.ashutdown()
+    assert await a.refresh(user)
+    state = m.state(user)
+    assert state is not None and near(state.period_cost, 1.75)
+    assert await a.shutdown()
 
 
-async def test_a_first_load_leaves_the_event_loop_free(product: Product, proxy: FaultProxy) -> None:
+@pytest.mark.parametrize("kind", [Meter, AsyncMeter])
+async def test_a_first_load_leaves_the_event_loop_free(
+    product: Product, proxy: FaultProxy, kind: type[Meter | AsyncMeter]
+) -> None:
     user = product.create_user({"max_spend_per_period": 1})
-    m = Meter(api_key=product.key, base_url=proxy.api_url)
+    m = kind(api_key=product.key, base_url=proxy.api_url)
+    a = awaitable(m)
     ticks = 0
     stop = asyncio.Event()
 
@@ -52,18 +74,20 @@ async def test_a_first_load_leaves_the_event_loop_free(product: Product, proxy: 
 
     t = asyncio.create_task(ticker())
     # Twenty first calls at once: one session request, and the loop keeps running meanwhile.
-    results = await asyncio.gather(*(m.aguard(user) for _ in range(20)))
+    results = await asyncio.gather(*(a.guard(user) for _ in range(20)))
     stop.set()
     await t
     assert all(r.status == "ok" for r in results)
     assert proxy.count(r"GET /users/.*/session") == 1
     assert ticks > 1
-    await m.ashutdown()
+    await a.shutdown()
 
 
-async def test_async_callbacks_run_on_the_loop(product: Product) -> None:
+@pytest.mark.parametrize("kind", [Meter, AsyncMeter])
+async def test_async_callbacks_run_on_the_loop(product: Product, kind: type[Meter | AsyncMeter]) -> None:
     user = product.create_user({"max_spend_per_period": 0})
-    m = Meter(api_key=product.key, base_url=product.url)
+    m = kind(api_key=product.key, base_url=product.url)
+    a = awaitable(m)
     seen = asyncio.Event()
 
     async def on_hard(result: object, ctx: object) -> None:
@@ -71,6 +95,6 @@ async def test_async_callbacks_run_on_the_loop(product: Product) -> None:
 
     m.on_hard_gate(on_hard)
     with pytest.raises(LimitExceededError):
-        await m.aguard(user)
+        await a.guard(user)
     await asyncio.wait_for(seen.wait(), 10)
-    await m.ashutdown()
+    await a.shutdown()

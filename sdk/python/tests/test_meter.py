@@ -212,7 +212,7 @@ def test_two_conversations_at_their_session_caps_are_two_gate_events(product: Pr
 
 
 def test_suppressed_gate_events_are_counted_in_the_next_ones_metadata(product: Product, proxy: Any) -> None:
-    import meterline.meter as mm
+    import meterline.admission as mm
 
     user = product.create_user({"max_spend_per_period": 0, **PRICED})
     m = Meter(api_key=product.key, base_url=proxy.api_url)

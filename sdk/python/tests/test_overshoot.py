@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from openai import AsyncOpenAI, OpenAI
 
-from meterline import LimitExceededError, Meter
+from meterline import AsyncMeter, LimitExceededError, Meter
 from meterline.openai import wrap
 from meterline.recent_calls import RecentCalls
 from meterline.reservation import reservation_of
@@ -34,13 +34,14 @@ def default_user(product: Product, **plan: Any) -> str:
     return product.create_user({"max_spend_per_period": CAP, "cost_rates": RATES, **plan})
 
 
-def fifty_in_threads(provider: MockProvider, client: OpenAI) -> int:
-    """50 calls at once from 50 threads, none answered before every one was sent or refused; how many ran."""
+def fifty_in_threads(provider: MockProvider, *clients: OpenAI) -> int:
+    """50 calls at once from 50 threads (taking the clients in turn), none answered before every one was sent or
+    refused; how many ran."""
     lock = threading.Lock()
     ran, blocked = [0], [0]
     sent_before = len(provider.requests)
 
-    def one() -> None:
+    def one(client: OpenAI) -> None:
         try:
             client.chat.completions.create(model="gpt-4o", messages=MESSAGES)
         except LimitExceededError:
@@ -51,7 +52,7 @@ def fifty_in_threads(provider: MockProvider, client: OpenAI) -> int:
             ran[0] += 1
 
     provider.answering.clear()
-    threads = [threading.Thread(target=one) for _ in range(50)]
+    threads = [threading.Thread(target=one, args=(clients[i % len(clients)],)) for i in range(50)]
     for t in threads:
         t.start()
     try:
@@ -115,19 +116,21 @@ def test_fifty_threads_on_a_default_plan_overshoot_a_small_cap_by_at_most_the_bo
 
 
 @pytest.mark.parametrize("warm", [False, True])
+@pytest.mark.parametrize("kind", [Meter, AsyncMeter])
 async def test_fifty_asyncio_tasks_on_a_default_plan_overshoot_a_small_cap_by_at_most_the_bound(
-    product: Product, provider: MockProvider, warm: bool
+    product: Product, provider: MockProvider, warm: bool, kind: type[Meter | AsyncMeter]
 ) -> None:
     user = default_user(product)
-    meter = Meter(api_key=product.key, base_url=product.url)
+    meter = kind(api_key=product.key, base_url=product.url)
     client = wrap(AsyncOpenAI(api_key="sk-test", base_url=provider.base, max_retries=0), meter, user_id=user)
     if warm:
         await client.chat.completions.create(model="gpt-4o", messages=MESSAGES)
     ran = await fifty_in_tasks(provider, client)
     assert ran >= (12 if warm else 1), f"only {ran} calls ran"
-    total = await asyncio.to_thread(spent, product, meter, user)
+    assert await (meter.aflush(timeout=30) if isinstance(meter, Meter) else meter.flush(timeout=30))
+    total: float = (await asyncio.to_thread(product.usage, user))["total_cost"]
     assert total <= BOUND, f"spent ${total} of a ${CAP} cap with calls of ${CALL}: past the bound ${BOUND}"
-    await meter.ashutdown()
+    await (meter.ashutdown() if isinstance(meter, Meter) else meter.shutdown())
 
 
 def test_with_leases_two_replicas_of_25_threads_overshoot_by_at_most_the_bound_each(
@@ -142,27 +145,7 @@ def test_with_leases_two_replicas_of_25_threads_overshoot_by_at_most_the_bound_e
     ]
     for c in clients:
         c.chat.completions.create(model="gpt-4o", messages=MESSAGES)
-    lock = threading.Lock()
-    blocked = [0]
-    sent_before = len(provider.requests)
-
-    def one(c: OpenAI) -> None:
-        try:
-            c.chat.completions.create(model="gpt-4o", messages=MESSAGES)
-        except LimitExceededError:
-            with lock:
-                blocked[0] += 1
-
-    provider.answering.clear()
-    threads = [threading.Thread(target=one, args=(clients[i % 2],)) for i in range(50)]
-    for t in threads:
-        t.start()
-    try:
-        eventually(lambda: len(provider.requests) - sent_before + blocked[0] == 50, what="every call sent or refused")
-    finally:
-        provider.answering.set()
-    for t in threads:
-        t.join()
+    fifty_in_threads(provider, *clients)
     for m in replicas:
         assert m.flush(timeout=30)
     total: float = product.usage(user)["total_cost"]

@@ -1,5 +1,6 @@
 """Client library of the Meter usage-limit service."""
 
+from .async_meter import AsyncMeter
 from .context import current_session, current_user
 from .errors import (
     LimitExceededError,
@@ -36,6 +37,7 @@ __version__ = VERSION
 
 __all__ = [
     "VERSION",
+    "AsyncMeter",
     "BillingPeriod",
     "GateContext",
     "GuardResult",

@@ -10,15 +10,26 @@ import math
 import threading
 import time
 import uuid
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from .errors import MeterAPIError, MeterError
-from .money import add_dollars, ratio
+from .flow import Flow, Handle, Request, running
+from .lease_books import (
+    RATE_TAU,
+    Book,
+    LeaseNeed,
+    LeaseSettings,
+    Slice,
+    cap_of,
+    horizon,
+    refusal,
+    renewing,
+    round_trip,
+    valid,
+)
+from .money import add_dollars
 from .state import parse_time
-from .transport import Transport
 from .types import GuardResult
 
 if TYPE_CHECKING:
@@ -32,12 +43,9 @@ _OPEN_RETRY = 1.0
 # Round trips' worth of the measured spend rate a slice keeps in hand: below it the next slice is
 # asked for in the background, so that it arrives even when a round trip takes a few times its usual.
 _LOOKAHEAD = 3
-# The shortest round trip planned for (s): a request that takes this long, when requests usually
-# answer in milliseconds, still finds the slice covering the calls meanwhile.
-_MIN_HORIZON = 1.0
-# Until a spend rate is measured (_RATE_TAU of spending) and while the service grants in full what
+# Until a spend rate is measured (RATE_TAU of spending) and while the service grants in full what
 # is asked (far from the cap), a request asks for at least what the calls in flight or waiting would
-# spend in a planned round trip (_horizon()) if each took this long (s): the calls in flight are then
+# spend in a planned round trip (horizon()) if each took this long (s): the calls in flight are then
 # the only measure of how fast the slice goes, and a first slice that runs dry before the next
 # request answers makes every call in flight wait for it. 8 ms: a tool call or a cached answer is
 # that short (the TypeScript client's MIN_CALL_MS).
@@ -45,126 +53,27 @@ _MIN_CALL = 0.008
 # While grants are full, each grant that finds calls waiting doubles what the next requests ask
 # for, up to this factor: the measured rate lags a replica's start.
 _MAX_BOOST = 8.0
-# Time constant of the spend-rate average (s), and the shortest window a young rate is taken over.
-_RATE_TAU = 2.0
-_RATE_MIN_WINDOW = 0.1
-
-
-@dataclass(frozen=True, slots=True)
-class LeaseSettings:
-    ttl: float
-    calls: int
-    idle: float
-    fallback: str
-
-
-@dataclass(frozen=True, slots=True)
-class LeaseNeed:
-    cost: float
-    model: str | None
-    tokens: float
-    # The lease must hold all of it (a pre-call estimate); else (a typical call, the default) the call is
-    # covered while the lease holds anything, and takes its amount from it all the same.
-    whole: bool
-
-
-class _Slice:
-    __slots__ = ("cap", "decayed", "first_at", "granted", "last_at", "model", "unit", "used")
-
-    def __init__(self, model: str | None = None) -> None:
-        # The model whose tokens this is, or None for dollars.
-        self.model = model
-        # The cap (times hard_gate_at) of the plan the client knew when the request that granted it was sent.
-        self.cap = math.inf
-        self.granted = 0.0
-        self.used = 0.0
-        self.unit = 0.0
-        # Estimates taken, decayed with _RATE_TAU; when the first and the last were taken.
-        self.decayed = 0.0
-        self.first_at = 0.0
-        self.last_at = 0.0
-
-    def took(self, amount: float, now: float) -> None:
-        if self.first_at == 0:
-            self.first_at = now
-        self.decayed = self.decayed * math.exp(-max(0.0, now - self.last_at) / _RATE_TAU) + amount
-        self.last_at = now
-
-    def age(self, now: float) -> float:
-        """How long estimates have been taken (s; 0 before the first)."""
-        return 0.0 if self.first_at == 0 else now - self.first_at
-
-    def rate(self, now: float) -> float:
-        """Estimates taken per second lately (the decayed sum, corrected for how long it has been summed)."""
-        if self.first_at == 0:
-            return 0.0
-        window = max(_RATE_MIN_WINDOW, now - self.first_at)
-        decayed = self.decayed * math.exp(-max(0.0, now - self.last_at) / _RATE_TAU)
-        return decayed / (_RATE_TAU * (1 - math.exp(-window / _RATE_TAU)))
-
-
-class _Book:
-    def __init__(self, user_id: str, entry: UserEntry) -> None:
-        self.user_id = user_id
-        # The user's view (replaced when an idle user is loaded again).
-        self.entry = entry
-        self.lease_id: str | None = None
-        self.spend = _Slice()
-        self.tokens: dict[str, _Slice] = {}
-        self.deadline = 0.0
-        self.period_end = 0.0
-        self.unlimited_until = 0.0
-        self.open = False
-        self.last_use = 0.0
-        self.asked_at = 0.0
-        # Round trips of lease requests (s): smoothed, their mean deviation, a peak that fades.
-        self.srtt = 0.0
-        self.rttvar = 0.0
-        self.peak_rtt = 0.0
-        self.rtts = 0
-        # False once the service granted less than asked (its share near the cap).
-        self.full = True
-        self.boost = 1.0
-        # Calls waited for a request since the last grant, while a lease was held.
-        self.starved = False
-        self.holds = 0
-        self.joined = 0
-        self.asking: Future[bool] | None = None
-        # Plan or subscription changes seen (renew()), and how many had been seen when the request
-        # behind the last grant was sent, and the last request: while they differ the slice may have
-        # been granted under caps no longer in force.
-        self.epoch = 0
-        self.grant_epoch = 0
-        self.asked_epoch = 0
-
-    def slice(self, model: str) -> _Slice:
-        s = self.tokens.get(model)
-        if s is None:
-            s = self.tokens[model] = _Slice(model)
-        return s
 
 
 class Leases:
     def __init__(
         self,
-        transport: Transport,
         settings: LeaseSettings,
         warn: Callable[[str, BaseException | None], None],
-        executor: ThreadPoolExecutor,
+        spawn: Callable[[Flow[bool]], Handle],
     ) -> None:
-        self.transport = transport
         self.settings = settings
         self.warn = warn
-        self.executor = executor
+        # Starts a lease request in the background (the client's thread pool, or a task on its event loop).
+        self.spawn = spawn
         self.holder = f"h_{uuid.uuid4().hex}"
-        self.books: dict[str, _Book] = {}
+        self.books: dict[str, Book] = {}
         self.requests = 0
         self.warned = False
         self.lock = threading.RLock()
 
-    def after_fork(self, executor: ThreadPoolExecutor) -> None:
+    def after_fork(self) -> None:
         """A forked child is another holder: the parent's slices stay the parent's to spend."""
-        self.executor = executor
         self.holder = f"h_{uuid.uuid4().hex}"
         self.books = {}
         self.lock = threading.RLock()
@@ -190,8 +99,8 @@ class Leases:
             b = self._book(e)
             return b.open or self._short(e, b, n, time.time()) is None
 
-    def ask(self, e: UserEntry, n: LeaseNeed, waiting: bool = True) -> Future[bool]:
-        """Asks for more (one request per user at a time); True when every short budget got something.
+    def ask(self, e: UserEntry, n: LeaseNeed, waiting: bool = True) -> Handle:
+        """Asks for more (one request per user at a time); its result is True when every short budget got something.
         ``waiting``: a call waits for the answer (else it is asked ahead, from take())."""
         with self.lock:
             b = self._book(e)
@@ -201,7 +110,8 @@ class Leases:
                 t.unit = max(t.unit, n.tokens)
             if waiting and b.lease_id is not None:
                 b.starved = True
-            if b.asking is not None:
+            if running(b.asking):
+                assert b.asking is not None
                 b.joined += 1
                 return b.asking
             sent_at = time.time()
@@ -209,8 +119,8 @@ class Leases:
             if waiting:
                 b.joined += 1
             epoch = b.asked_epoch = b.epoch
-            caps = (_cap_of(e, None), None if n.model is None else _cap_of(e, n.model))
-            renew = sent_at >= self._renew_at(b) or b.open or self._renewing(b)
+            caps = (cap_of(e, None), None if n.model is None else cap_of(e, n.model))
+            renew = sent_at >= self._renew_at(b) or b.open or renewing(b)
             # Only a whole need is the least worth granting: a typical call is covered by any slice, and its
             # first call's estimate may be more than the cap has left.
             spend = self._asked(b, b.spend, n.cost if n.whole else 0.0, sent_at, renew)
@@ -226,40 +136,32 @@ class Leases:
                 body.update(model=n.model, need_tokens=math.ceil(tok[0]), want_tokens=math.ceil(tok[1]))
             b.joined = 0
             self.requests += 1
-            fut: Future[bool] = Future()
-            b.asking = fut
-        try:
-            self.executor.submit(self._request, e, b, n, body, spend, tok, sent_at, fut, epoch, caps)
-        except RuntimeError:
-            with self.lock:
-                b.asking = None
-            fut.set_result(False)
-        return fut
+            # Its end is read from the handle (done()), so a request that ends before this line is no harm.
+            b.asking = self.spawn(self._request(e, b, n, body, spend, tok, sent_at, epoch, caps))
+            return b.asking
 
     def _request(
         self,
         e: UserEntry,
-        b: _Book,
+        b: Book,
         n: LeaseNeed,
         body: dict[str, Any],
         spend: tuple[float, float, bool],
         tok: tuple[float, float, bool] | None,
         sent_at: float,
-        fut: Future[bool],
         epoch: int,
         caps: tuple[float | None, float | None],
-    ) -> None:
+    ) -> Flow[bool]:
         ok = False
         try:
-            res = self.transport.request("POST", f"/users/{quote(b.user_id, safe='')}/leases", body)
+            res = yield Request("POST", f"/users/{quote(b.user_id, safe='')}/leases", body)
             with self.lock:
-                self._round_trip(b, time.time() - sent_at)
+                round_trip(b, time.time() - sent_at)
                 b.open = False
                 lease = res.get("lease") if isinstance(res, dict) else None
                 if not isinstance(res, dict) or not res.get("limited") or not lease:
                     b.unlimited_until = time.time() + 60
-                    ok = True
-                    return
+                    return True
                 period_end = parse_time(lease["period_end"])
                 if b.lease_id is None or period_end != b.period_end:
                     b.spend.granted = b.spend.used = 0.0
@@ -302,10 +204,7 @@ class Leases:
                     )
         except Exception as err:
             self.warn("lease request failed", err)
-        finally:
-            with self.lock:
-                b.asking = None
-            fut.set_result(ok)
+        return ok
 
     def take(self, e: UserEntry, n: LeaseNeed) -> str | GuardResult | None:
         """Takes a call's estimate from the lease: the lease id its event carries, or the hard gate of
@@ -315,7 +214,7 @@ class Leases:
             now = time.time()
             b.last_use = now
             if b.open:
-                if b.asking is None and now - b.asked_at >= _OPEN_RETRY:
+                if not running(b.asking) and now - b.asked_at >= _OPEN_RETRY:
                     self.ask(e, n, waiting=False)
                 return None
             short = self._short(e, b, n, now)
@@ -328,40 +227,24 @@ class Leases:
                 t.used += n.tokens
                 t.took(n.tokens, now)
             b.holds += 1
-            if b.asking is None:
+            if not running(b.asking):
                 low = self._low(b, b.spend, now) or (t is not None and self._low(b, t, now))
                 # After a plan change the lease is renewed under the new caps once, in the background.
-                if low or now >= self._renew_at(b) or (self._renewing(b) and b.asked_epoch != b.epoch):
+                if low or now >= self._renew_at(b) or (renewing(b) and b.asked_epoch != b.epoch):
                     self.ask(e, n, waiting=False)
             return b.lease_id
 
-    def _low(self, b: _Book, s: _Slice, now: float) -> bool:
+    def _low(self, b: Book, s: Slice, now: float) -> bool:
         return self._balance(b, s, now) < self._low_water(b, s, now)
 
-    def _low_water(self, b: _Book, s: _Slice, now: float, waiting: int = 0) -> float:
+    def _low_water(self, b: Book, s: Slice, now: float, waiting: int = 0) -> float:
         """Below this much left the next slice is asked for: _LOOKAHEAD round trips of the spend
         rate, and never less than one call per call in flight (a replica's concurrency)."""
-        return max(s.unit * (b.holds + waiting + 1), _LOOKAHEAD * s.rate(now) * self._horizon(b))
+        return max(s.unit * (b.holds + waiting + 1), _LOOKAHEAD * s.rate(now) * horizon(b))
 
-    @staticmethod
-    def _horizon(b: _Book) -> float:
-        """A round trip to plan for: the smoothed one plus two deviations, a recent peak when
-        longer, at least _MIN_HORIZON."""
-        return max(b.srtt + 2 * b.rttvar, b.peak_rtt, _MIN_HORIZON)
-
-    @staticmethod
-    def _round_trip(b: _Book, rtt: float) -> None:
-        if b.rtts == 0:
-            b.srtt, b.rttvar = rtt, rtt / 2
-        else:
-            b.rttvar = 0.75 * b.rttvar + 0.25 * abs(b.srtt - rtt)
-            b.srtt = 0.875 * b.srtt + 0.125 * rtt
-        b.rtts += 1
-        b.peak_rtt = max(rtt, 0.8 * b.peak_rtt)
-
-    def _renew_at(self, b: _Book) -> float:
+    def _renew_at(self, b: Book) -> float:
         """From here on the lease is renewed (asked for more, which restarts its lifetime) before it lapses."""
-        return b.deadline - max(_LOOKAHEAD * self._horizon(b), self.settings.ttl / 4)
+        return b.deadline - max(_LOOKAHEAD * horizon(b), self.settings.ttl / 4)
 
     def unhold(self, user_id: str, lease_id: str | None, cost: float, model: str | None, tokens: float) -> None:
         with self.lock:
@@ -397,26 +280,26 @@ class Leases:
                 b.epoch += 1
                 b.unlimited_until = 0.0
 
-    def release_all(self, timeout: float) -> None:
+    def release_all(self, timeout: float) -> Flow[None]:
         deadline = time.monotonic() + timeout
         for b in list(self.books.values()):
             if time.monotonic() >= deadline:
                 return
-            self._release(b, max(0.1, deadline - time.monotonic()))
+            yield from self._release(b, max(0.1, deadline - time.monotonic()))
 
-    def release_idle(self) -> None:
+    def release_idle(self) -> Flow[None]:
         now = time.time()
         for b in list(self.books.values()):
             if (
                 b.lease_id is not None
                 and b.holds == 0
-                and b.asking is None
+                and not running(b.asking)
                 and now - b.last_use >= self.settings.idle
                 and now < b.deadline
             ):
-                self._release(b, None)
+                yield from self._release(b, None)
 
-    def _release(self, b: _Book, timeout: float | None) -> None:
+    def _release(self, b: Book, timeout: float | None) -> Flow[None]:
         with self.lock:
             slices = [b.spend, *b.tokens.values()]
             if b.lease_id is None or all(s.granted <= s.used for s in slices):
@@ -428,19 +311,19 @@ class Leases:
                 body["used_tokens"] = {m: math.ceil(s.used) for m, s in b.tokens.items()}
             path = f"/users/{quote(b.user_id, safe='')}/leases/{b.lease_id}/release"
         try:
-            self.transport.request("POST", path, body, timeout=timeout)
+            yield Request("POST", path, body, timeout)
         except MeterError as err:
             if not (isinstance(err, MeterAPIError) and err.status == 404):
                 self.warn(f"giving back the lease of {b.user_id} failed", err)
 
-    def _short(self, e: UserEntry, b: _Book, n: LeaseNeed, now: float) -> GuardResult | None:
+    def _short(self, e: UserEntry, b: Book, n: LeaseNeed, now: float) -> GuardResult | None:
         plan = e.config
         assert plan is not None
         if plan.max_spend_per_period is not None:
             left = self._balance(b, b.spend, now)
             if left <= 0 or (n.whole and left < n.cost):
                 cap = plan.max_spend_per_period * plan.hard_gate_at
-                return _refusal(
+                return refusal(
                     "total_spend",
                     add_dollars(e.period_cost, e.reserved_cost),
                     cap,
@@ -453,7 +336,7 @@ class Leases:
             if left <= 0 or (n.whole and left < n.tokens):
                 cap = plan.model_limits[n.model] * plan.hard_gate_at
                 current = e.tokens_by_model.get(n.model, 0) + e.reserved_tokens.get(n.model, 0)
-                return _refusal(
+                return refusal(
                     f"model_limit:{n.model}",
                     current,
                     cap,
@@ -462,7 +345,7 @@ class Leases:
                 )
         return None
 
-    def _asked(self, b: _Book, s: _Slice, need: float, now: float, renew: bool) -> tuple[float, float, bool]:
+    def _asked(self, b: Book, s: Slice, need: float, now: float, renew: bool) -> tuple[float, float, bool]:
         """What a request asks of one budget: nothing while it covers the waiting call and holds its
         low-water mark (unless the lease is renewed); else the low-water mark plus ``lease_calls``
         calls and one per waiting call, times the boost; until a rate is measured, while grants are
@@ -473,39 +356,26 @@ class Leases:
         low = self._low_water(b, s, now, b.joined)
         if not short and left >= low and not renew:
             return 0.0, 0.0, short
-        young = s.age(now) < _RATE_TAU
-        floor = s.unit * (b.holds + b.joined) * self._horizon(b) / _MIN_CALL if b.full and young else 0.0
+        young = s.age(now) < RATE_TAU
+        floor = s.unit * (b.holds + b.joined) * horizon(b) / _MIN_CALL if b.full and young else 0.0
         boost = b.boost if b.full else 1.0
         want = max(need, boost * (low + s.unit * (self.settings.calls + b.joined)), floor)
         return (need if short else 0.0), want, short
 
-    def _balance(self, b: _Book, s: _Slice, now: float) -> float:
+    def _balance(self, b: Book, s: Slice, now: float) -> float:
         if now >= b.deadline or now >= b.period_end:
             return 0.0
-        if self._renewing(b) and not self._valid(b, s):
+        if renewing(b) and not valid(b, s):
             return 0.0
         return add_dollars(s.granted, -s.used) if s is b.spend else s.granted - s.used
 
-    @staticmethod
-    def _renewing(b: _Book) -> bool:
-        """A plan or subscription change came after the request behind the last grant was sent."""
-        return b.grant_epoch != b.epoch
-
-    @staticmethod
-    def _valid(b: _Book, s: _Slice) -> bool:
-        """The slice, granted under the caps of ``s.cap``, is within the caps in force now, in the lease's period."""
-        if abs(b.entry.period_end_t - b.period_end) > 1e-3:
-            return False
-        cap = _cap_of(b.entry, s.model)
-        return cap is None or cap >= s.cap
-
-    def _granted(self, b: _Book, epoch: int, caps: tuple[float | None, float | None], model: str | None) -> None:
+    def _granted(self, b: Book, epoch: int, caps: tuple[float | None, float | None], model: str | None) -> None:
         """Records a grant: the caps it was asked under (unknown when a plan change came while it was on
         its way). A grant asked under the new plan proves the dollars and the model's tokens it names
         within the new caps (the service counted what this holder holds); other models' token slices
         are not, so they are kept only as far as used, and asked for again."""
         current = epoch == b.epoch
-        if current and self._renewing(b):
+        if current and renewing(b):
             for m, t in b.tokens.items():
                 if m != model:
                     t.granted = min(t.granted, t.used)
@@ -516,23 +386,9 @@ class Leases:
         if current:
             b.grant_epoch = epoch
 
-    def _book(self, e: UserEntry) -> _Book:
+    def _book(self, e: UserEntry) -> Book:
         b = self.books.get(e.user_id)
         if b is None:
-            b = self.books[e.user_id] = _Book(e.user_id, e)
+            b = self.books[e.user_id] = Book(e.user_id, e)
         b.entry = e
         return b
-
-
-def _cap_of(e: UserEntry, model: str | None) -> float | None:
-    """The cap (times hard_gate_at) of the user's plan in force on dollars (model None) or on a model's
-    tokens; None when uncapped."""
-    plan = e.config
-    if plan is None:
-        return None
-    top = plan.max_spend_per_period if model is None else plan.model_limits.get(model)
-    return None if top is None else float(top) * plan.hard_gate_at
-
-
-def _refusal(reason: str, current: float, cap: float, message: str) -> GuardResult:
-    return GuardResult("hard_gate", reason, max(1.0, ratio(current, cap)) if cap > 0 else 1.0, current, cap, message)

@@ -1,6 +1,7 @@
 """The bounded delivery queue of usage and gate events, and its one daemon thread. New events are
 dropped when it is full. Batches are retried with backoff on network errors, 429 and 5xx and never
-on other 4xx; event ids make a retried batch count once on the service."""
+on other 4xx; event ids make a retried batch count once on the service. Passes are flows (flow.py):
+the delivery thread, the delivery task and flush() run the same ones."""
 
 from __future__ import annotations
 
@@ -11,11 +12,14 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from .errors import MeterAPIError, MeterAuthenticationError, MeterError
-from .transport import Transport, backoff, likely_bases, retryable
+from .flow import Flow, Request, Sleep
+from .transport import backoff, likely_bases, retryable
 from .types import UsageEvent
 
 # How soon a pass that found only held events looks again (s).
 _HELD_RETRY = 0.25
+# How soon a pass that found another one running looks again (s).
+_BUSY_RETRY = 0.01
 
 Event = UsageEvent | dict[str, Any]
 
@@ -43,10 +47,8 @@ def _user_of(e: Event) -> str:
 
 
 class EventQueue:
-    def __init__(
-        self, transport: Transport, lock: threading.RLock, max_size: int, max_batch: int, hooks: QueueHooks
-    ) -> None:
-        self.transport = transport
+    def __init__(self, base: str, lock: threading.RLock, max_size: int, max_batch: int, hooks: QueueHooks) -> None:
+        self.base = base
         self.lock = lock
         self.max_size = max_size
         self.max_batch = max_batch
@@ -59,8 +61,9 @@ class EventQueue:
         self.failures = 0
         self.next_attempt = 0.0
         self.warned_full = False
-        # One pass at a time, whoever runs it (the thread, flush(), shutdown()).
-        self.send_lock = threading.Lock()
+        # One pass at a time, whoever runs it (the thread or task, flush(), shutdown()): a flag, not a lock,
+        # since a pass on the event loop must never block it.
+        self.passing = False
 
     @property
     def held(self) -> int:
@@ -86,35 +89,52 @@ class EventQueue:
     def clear_after_fork(self) -> None:
         """A forked child: what is queued is the parent's to send."""
         self.lock = threading.RLock()
-        self.send_lock = threading.Lock()
+        self.passing = False
         self.usage = []
         self.gates = []
         self.failures = 0
         self.next_attempt = 0.0
 
-    def drain(self, deadline: float, hopeless: Callable[[], bool] = lambda: False) -> bool:
+    def due(self) -> bool:
+        return self.size > 0 and time.monotonic() >= self.next_attempt
+
+    def drain(self, deadline: float, hopeless: Callable[[], bool] = lambda: False) -> Flow[bool]:
         """Passes until empty or ``deadline`` (time.monotonic), waiting out backoffs in between; stops
         early when ``hopeless()`` says no retry can succeed (a refused key)."""
         while True:
-            if self.pass_once():
+            if (yield from self.pass_once()):
                 return True
             now = time.monotonic()
             if now >= deadline or hopeless():
                 return False
             wait = min(self.next_attempt, deadline) - now
-            time.sleep(max(wait, 0.01))
+            yield Sleep(max(wait, 0.01))
 
-    def pass_once(self) -> bool:
+    def pass_once(self) -> Flow[bool]:
         """One pass over the queue; True when it emptied it."""
-        with self.send_lock:
+        while not self._claim():
+            yield Sleep(_BUSY_RETRY)
+        try:
             while self.size > 0:
-                if not self._batch("usage", self.usage) or not self._batch("gate", self.gates):
+                if not (yield from self._batch("usage", self.usage)):
+                    return False
+                if not (yield from self._batch("gate", self.gates)):
                     return False
             with self.lock:
                 self.warned_full = False
             return True
+        finally:
+            with self.lock:
+                self.passing = False
 
-    def _batch(self, kind: str, lst: list[Event]) -> bool:
+    def _claim(self) -> bool:
+        with self.lock:
+            if self.passing:
+                return False
+            self.passing = True
+            return True
+
+    def _batch(self, kind: str, lst: list[Event]) -> Flow[bool]:
         head: list[Event] = []
         stalled: set[str] = set()
         with self.lock:
@@ -133,7 +153,7 @@ class EventQueue:
             self.next_attempt = time.monotonic() + _HELD_RETRY
             return False
         try:
-            answer = self.transport.request("POST", "/events/batch" if kind == "usage" else "/gate-events/batch", wire)
+            answer = yield Request("POST", "/events/batch" if kind == "usage" else "/gate-events/batch", wire)
         except MeterError as err:
             # 404 on a batch route is a wrong base_url, not a bad event: keep the events and retry, so
             # they are delivered once the address is fixed (and the process restarted, or a proxy repaired).
@@ -144,8 +164,8 @@ class EventQueue:
                 self.hooks.misaddressed(
                     MeterAPIError(
                         404,
-                        f"POST {self.transport.base}{path} answered 404 ({err.detail}): did you mean "
-                        f"{likely_bases(self.transport.base)[0]}? base_url (or METER_BASE_URL) "
+                        f"POST {self.base}{path} answered 404 ({err.detail}): did you mean "
+                        f"{likely_bases(self.base)[0]}? base_url (or METER_BASE_URL) "
                         "must be the service's address including /api/v1, e.g. https://meter.example.com/api/v1; "
                         "events stay queued until it answers",
                     )
@@ -182,33 +202,3 @@ class EventQueue:
     def _remove(lst: list[Event], sent: list[Event]) -> None:
         gone = {id(e) for e in sent}
         lst[:] = [e for e in lst if id(e) not in gone]
-
-
-class DeliveryThread:
-    """One daemon thread: a pass every flush interval (or when woken), backoffs respected."""
-
-    def __init__(self, queue: EventQueue, interval: float, on_tick: Callable[[], None]) -> None:
-        self.queue = queue
-        self.interval = interval
-        self.on_tick = on_tick
-        self.wake = threading.Event()
-        self.stopped = False
-        self.thread = threading.Thread(target=self._run, name="meter-delivery", daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        while not self.stopped:
-            self.wake.wait(self.interval)
-            self.wake.clear()
-            if self.stopped:
-                return
-            try:
-                self.on_tick()
-                if self.queue.size > 0 and time.monotonic() >= self.queue.next_attempt:
-                    self.queue.pass_once()
-            except Exception as err:  # the thread must outlive any bug in one pass
-                self.queue.hooks.warn("delivery pass failed", err)
-
-    def stop(self) -> None:
-        self.stopped = True
-        self.wake.set()

@@ -5,7 +5,7 @@ estimate, otherwise the user's typical call (see ``reservation_of``)."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
@@ -132,3 +132,25 @@ class Reservation:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.release()
+
+
+class AsyncReserve:
+    """What areserve() (AsyncMeter: reserve()) returns: awaitable, and an async context manager that releases
+    on error."""
+
+    __slots__ = ("_coro", "_res")
+
+    def __init__(self, coro: Awaitable[Reservation]) -> None:
+        self._coro = coro
+        self._res: Reservation | None = None
+
+    def __await__(self) -> Generator[Any, None, Reservation]:
+        return self._coro.__await__()
+
+    async def __aenter__(self) -> Reservation:
+        self._res = await self._coro
+        return self._res
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._res is not None:
+            self._res.release()

@@ -12,7 +12,7 @@ from .types import BillingPeriod, PlanConfig, UsageEvent, UserState
 from .user_sessions import Session, Sessions
 
 if TYPE_CHECKING:
-    from concurrent.futures import Future
+    from .flow import Handle
 
 # Distinct models whose recent calls are remembered per user.
 RECENT_MODELS = 256
@@ -93,7 +93,7 @@ class UserEntry:
         self.sessions = Sessions(now)
         self.timeout = DEFAULT_TIMEOUT
         self.refresh_at = 0.0
-        self.refreshing: Future[None] | None = None
+        self.refreshing: Handle | None = None
         self.load_failed = False
         # The view could not be loaded and the client fails closed: calls are hard-gated.
         self.fail_closed = False

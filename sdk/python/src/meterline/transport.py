@@ -1,62 +1,67 @@
-"""The REST API under /api/v1, over httpx."""
+"""The REST API under /api/v1, over httpx: the steps of flow.py performed blocking (Transport) or awaited
+(AsyncTransport)."""
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import json
 import random
 import time
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote, urlsplit
 
 import httpx
 
 from .errors import MeterAPIError, MeterAuthenticationError, MeterError, MeterNetworkError
+from .flow import Flow, Health, Request, Sleep, Step, Stepper
+
+T = TypeVar("T")
 
 VERSION = "0.1.0"
 
 
-class Transport:
+class _Http:
+    """What both transports share: the client's headers, a request's form, an answer's reading."""
+
+    _client: httpx.Client | httpx.AsyncClient
+
     def __init__(self, base_url: str, api_key: str, timeout: float) -> None:
         self.base = base_url.rstrip("/")
         self.api_key = api_key
         self.timeout = timeout
         # False after a request found the service unreachable, until one succeeds.
         self.reachable = True
-        self._client = self._new_client()
-
-    def _new_client(self) -> httpx.Client:
-        return httpx.Client(
-            headers={
-                "authorization": f"Bearer {self.api_key}",
-                "accept": "application/json",
-                "user-agent": f"meterline-python/{VERSION}",
-            },
-            timeout=self.timeout,
-        )
+        self.after_fork()
 
     def after_fork(self) -> None:
-        """The parent's connections are not this process's to use: a fresh pool."""
-        self._client = self._new_client()
+        """A new pool (also in a forked child: the parent's connections are not this process's to use)."""
+        headers = {
+            "authorization": f"Bearer {self.api_key}",
+            "accept": "application/json",
+            "user-agent": f"meterline-python/{VERSION}",
+        }
+        kind = httpx.AsyncClient if isinstance(self, AsyncTransport) else httpx.Client
+        self._client = kind(headers=headers, timeout=self.timeout)
 
-    def close(self) -> None:
-        self._client.close()
-
-    def request(self, method: str, path: str, body: Any = None, timeout: float | None = None) -> Any:
-        """The parsed body of a 2xx; raises MeterAPIError or MeterNetworkError."""
-        content = None if body is None else json.dumps(body, separators=(",", ":")).encode()
+    def _build(self, client: httpx.Client | httpx.AsyncClient, step: Request | Health) -> httpx.Request:
+        if isinstance(step, Health):
+            return client.build_request("GET", f"{step.base or self.base}/health", timeout=step.timeout)
+        content = None if step.body is None else json.dumps(step.body, separators=(",", ":")).encode()
         headers = {"content-type": "application/json"} if content is not None else None
-        try:
-            res = self._client.request(
-                method,
-                self.base + path,
-                content=content,
-                headers=headers,
-                timeout=self.timeout if timeout is None else timeout,
-            )
-        except (httpx.HTTPError, OSError) as err:
+        timeout = self.timeout if step.timeout is None else step.timeout
+        return client.build_request(
+            step.method, self.base + step.path, content=content, headers=headers, timeout=timeout
+        )
+
+    def _outcome(self, step: Request | Health, res: httpx.Response | BaseException) -> Any:
+        """What a step met, for the flow: a health check's word; a request's parsed body (a 2xx), or its error
+        (MeterAPIError, MeterAuthenticationError for 401/403, MeterNetworkError), returned to be thrown into it."""
+        if isinstance(step, Health):
+            return health_failure(res) if isinstance(res, BaseException) else health_of(res)
+        if isinstance(res, BaseException):
             self.reachable = False
-            raise MeterNetworkError(f"meter service unreachable: {_failure(err, self.base + path)}") from err
+            return MeterNetworkError(f"meter service unreachable: {_failure(res, self.base + step.path)}")
         self.reachable = res.status_code < 500
         parsed: Any = None
         if res.content:
@@ -68,34 +73,81 @@ class Transport:
             raw = parsed.get("detail") if isinstance(parsed, dict) else None
             detail = raw if isinstance(raw, str) else res.reason_phrase
             if res.status_code in (401, 403):
-                raise MeterAuthenticationError(res.status_code, detail)
-            raise MeterAPIError(res.status_code, detail, _retry_after(res.headers.get("retry-after")))
+                return MeterAuthenticationError(res.status_code, detail)
+            return MeterAPIError(res.status_code, detail, _retry_after(res.headers.get("retry-after")))
         return parsed
 
-    def health(self, timeout: float, base: str | None = None) -> str:
-        """GET /health (no key needed): "ok", "degraded" (answers, database unreachable), "not_found"
-        (something answers there, but not the API's health route: a wrong address), "refused" (nothing
-        listens there), "timeout" (no answer in time) or "unreachable" (a 5xx, a reset, an unknown host)."""
-        try:
-            res = self._client.get(f"{base or self.base}/health", timeout=timeout)
-        except (httpx.HTTPError, OSError) as err:
-            if _refused(err):
-                return "refused"
-            return "timeout" if isinstance(err, httpx.TimeoutException) else "unreachable"
-        try:
-            body = res.json() if res.content else None
-        except ValueError:
-            body = None
-        status = body.get("status") if isinstance(body, dict) else None
-        if res.status_code == 404 or (res.is_success and not isinstance(status, str)):
-            return "not_found"
-        if not res.is_success:
-            return "unreachable"
-        return "ok" if status == "ok" else "degraded"
 
-    def get_session(self, user_id: str, timeout: float | None = None) -> dict[str, Any]:
-        view: dict[str, Any] = self.request("GET", f"/users/{quote(user_id, safe='')}/session", timeout=timeout)
-        return view
+class Transport(_Http):
+    """Over httpx.Client: each step blocks the calling thread."""
+
+    _client: httpx.Client
+
+    def close(self) -> None:
+        self._client.close()
+
+    def perform(self, step: Step) -> Any:
+        """The step's outcome (an error is returned, not raised)."""
+        if isinstance(step, Sleep):
+            return time.sleep(step.seconds)
+        try:
+            return self._outcome(step, self._client.send(self._build(self._client, step)))
+        except (httpx.HTTPError, OSError) as err:
+            return self._outcome(step, err)
+
+    def run(self, flow: Flow[T]) -> T:
+        s = Stepper(flow)
+        while (step := s.next()) is not None:
+            s.outcome = self.perform(step)
+        return s.result
+
+
+class AsyncTransport(_Http):
+    """Over httpx.AsyncClient: each step awaits on the running event loop (no thread)."""
+
+    _client: httpx.AsyncClient
+
+    async def run(self, flow: Flow[T]) -> T:
+        s = Stepper(flow)
+        while (step := s.next()) is not None:
+            s.outcome = await self.perform(step)
+        return s.result
+
+    async def perform(self, step: Step) -> Any:
+        if isinstance(step, Sleep):
+            return await asyncio.sleep(step.seconds)
+        request = self._build(self._client, step)
+        try:
+            return self._outcome(step, await self._client.send(request))
+        except (httpx.HTTPError, OSError) as err:
+            return self._outcome(step, err)
+
+
+def health_of(res: httpx.Response) -> str:
+    """What a /health answer says: "ok", "degraded" (answers, database unreachable), "not_found"
+    (something answers there, but not the API's health route: a wrong address) or "unreachable" (a 5xx)."""
+    try:
+        body = res.json() if res.content else None
+    except ValueError:
+        body = None
+    status = body.get("status") if isinstance(body, dict) else None
+    if res.status_code == 404 or (res.is_success and not isinstance(status, str)):
+        return "not_found"
+    if not res.is_success:
+        return "unreachable"
+    return "ok" if status == "ok" else "degraded"
+
+
+def health_failure(err: BaseException) -> str:
+    """A /health request that got no answer: "refused" (nothing listens there), "timeout" (no answer in
+    time) or "unreachable" (a reset, an unknown host)."""
+    if _refused(err):
+        return "refused"
+    return "timeout" if isinstance(err, httpx.TimeoutException) else "unreachable"
+
+
+def session_path(user_id: str) -> str:
+    return f"/users/{quote(user_id, safe='')}/session"
 
 
 def _refused(err: BaseException) -> bool:

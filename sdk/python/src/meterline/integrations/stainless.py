@@ -5,14 +5,16 @@ in the process untouched."""
 
 from __future__ import annotations
 
+import contextlib
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-from ._calls import Call, ametered_iter, astart, metered_iter, open_calls, start, who
-from .meter import Meter
-from .pricing import estimate_tokens
+from ..core import MeterCore
+from ..meter import Meter
+from ..pricing import estimate_tokens
+from .calls import Call, Starting, ametered_iter, astart, metered_iter, open_calls, start, who
 
 C = TypeVar("C")
 
@@ -87,52 +89,53 @@ def _streaming(plan: Plan) -> bool:
     return isinstance(body, dict) and bool(body.get("stream"))
 
 
-def wrap_client(client: C, meter: Meter, user_id: str | None, spec: Spec, metadata: dict[str, Any] | None) -> C:
-    if not isinstance(meter, Meter):
-        raise TypeError("wrap(client, meter): meter must be a meterline.Meter")
+@contextlib.contextmanager
+def answered(call: Call) -> Iterator[None]:
+    """The provider's answer: an error gives the estimate back (nothing recorded); a cancel before the answer
+    settles with the estimate, as the provider may be working on it already."""
+    try:
+        yield
+    except Exception:
+        call.fail()
+        raise
+    except BaseException:
+        call.settle_seen()
+        raise
+
+
+def wrap_client(client: C, meter: MeterCore, user_id: str | None, spec: Spec, metadata: dict[str, Any] | None) -> C:
+    if not isinstance(meter, MeterCore):
+        raise TypeError("wrap(client, meter): meter must be a meterline.Meter or AsyncMeter")
     if getattr(client, "_meter_wrapped", False):
         raise ValueError("this client is metered already: wrap each client once")
     original = client.request  # type: ignore[attr-defined]
     meta = {"provider": spec.provider, **(metadata or {})}
     calls = open_calls(meter)
 
-    if inspect.iscoroutinefunction(original):
+    def starting(plan: Plan) -> Starting:
+        return Starting(meter, who(user_id), plan.model, plan.prompt, meta, calls, plan.max_output_tokens)
 
-        async def arequest(cast_to: Any, options: Any, *args: Any, **kwargs: Any) -> Any:
-            plan = spec.plan(options)
-            if plan is None:
-                return await original(cast_to, options, *args, **kwargs)
-            call = await astart(meter, who(user_id), plan.model, plan.prompt, meta, calls, plan.max_output_tokens)
-            try:
-                result = await original(cast_to, plan.options, *args, **kwargs)
-            except Exception:
-                call.fail()
-                raise
-            except BaseException:
-                # Cancelled before the answer: the provider may be working on it already.
-                call.settle_seen()
-                raise
-            return _settle(result, call, plan, True)
+    async def arequest(cast_to: Any, options: Any, *args: Any, **kwargs: Any) -> Any:
+        plan = spec.plan(options)
+        if plan is None:
+            return await original(cast_to, options, *args, **kwargs)
+        call = await astart(starting(plan))
+        with answered(call):
+            result = await original(cast_to, plan.options, *args, **kwargs)
+        return _settle(result, call, plan, True)
 
-        client.request = arequest  # type: ignore[attr-defined]
-    else:
+    def request(cast_to: Any, options: Any, *args: Any, **kwargs: Any) -> Any:
+        plan = spec.plan(options)
+        if plan is None:
+            return original(cast_to, options, *args, **kwargs)
+        call = start(starting(plan))
+        with answered(call):
+            result = original(cast_to, plan.options, *args, **kwargs)
+        return _settle(result, call, plan, False)
 
-        def request(cast_to: Any, options: Any, *args: Any, **kwargs: Any) -> Any:
-            plan = spec.plan(options)
-            if plan is None:
-                return original(cast_to, options, *args, **kwargs)
-            call = start(meter, who(user_id), plan.model, plan.prompt, meta, calls, plan.max_output_tokens)
-            try:
-                result = original(cast_to, plan.options, *args, **kwargs)
-            except Exception:
-                call.fail()
-                raise
-            except BaseException:
-                call.settle_seen()
-                raise
-            return _settle(result, call, plan, False)
-
-        client.request = request  # type: ignore[attr-defined]
+    if not inspect.iscoroutinefunction(original) and not isinstance(meter, Meter):
+        raise TypeError("wrap(client, meter): a blocking client needs a meterline.Meter (AsyncMeter meters async ones)")
+    client.request = arequest if inspect.iscoroutinefunction(original) else request  # type: ignore[attr-defined]
     client._meter_wrapped = True  # type: ignore[attr-defined]
     return client
 

@@ -3,17 +3,18 @@ once, stream pass-through, and the calls still open at shutdown."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
-from .context import _current
-from .errors import MissingUserError
-from .meter import Meter
-from .pricing import estimate_tokens
-from .reservation import Reservation
+from ..context import _current
+from ..core import MeterCore
+from ..errors import MissingUserError
+from ..pricing import estimate_tokens
+from ..reservation import Reservation
 
 
 def get(obj: Any, key: str) -> Any:
@@ -128,11 +129,11 @@ class OpenCalls:
             c.settle_seen()
 
 
-_registry: weakref.WeakKeyDictionary[Meter, OpenCalls] = weakref.WeakKeyDictionary()
+_registry: weakref.WeakKeyDictionary[MeterCore, OpenCalls] = weakref.WeakKeyDictionary()
 _registry_lock = threading.Lock()
 
 
-def open_calls(meter: Meter) -> OpenCalls:
+def open_calls(meter: MeterCore) -> OpenCalls:
     with _registry_lock:
         oc = _registry.get(meter)
         if oc is None:
@@ -150,89 +151,72 @@ def output_limit(*limits: Any) -> int | None:
     return None
 
 
-def start(
-    meter: Meter,
-    w: Who,
-    model: str | None,
-    prompt: Any,
-    meta: dict[str, Any],
-    calls: OpenCalls | None = None,
-    max_output_tokens: int | None = None,
-) -> Call:
+class Starting:
+    """A call about to be reserved: reserve_now() when that needs no wait (a warm user costs no thread hop or
+    await), else the wrapper's own reserve (blocking, or awaited)."""
+
+    __slots__ = ("calls", "kw", "meta", "meter", "prompt", "user_id")
+
+    def __init__(
+        self, meter: MeterCore, w: Who, model: str | None, prompt: Any, meta: dict[str, Any],
+        calls: OpenCalls | None = None, max_output_tokens: int | None = None,
+    ) -> None:
+        self.meter = meter
+        self.user_id = w.user_id
+        self.prompt = prompt
+        self.meta = meta
+        self.calls = calls or open_calls(meter)
+        self.kw: dict[str, Any] = {
+            "model": model, "session_id": w.session_id, "prompt": prompt, "metadata": meta,
+            "max_output_tokens": max_output_tokens,
+        }
+
+    def now(self) -> Call | None:
+        r = self.meter.reserve_now(self.user_id, **self.kw)
+        return None if r is None else self.call(r)
+
+    def call(self, r: Reservation) -> Call:
+        return Call(r, self.prompt, self.meta, self.calls)
+
+
+def start(s: Starting) -> Call:
     """Reserves before the request leaves the process; a hard gate raises here and nothing is sent.
     ``meta`` is the event's metadata, shared by the calls of one wrapper (never changed)."""
-    r = meter.reserve_now(
-        w.user_id,
-        model=model,
-        session_id=w.session_id,
-        prompt=prompt,
-        metadata=meta,
-        max_output_tokens=max_output_tokens,
-    )
-    if r is None:
-        r = meter.reserve(
-            w.user_id,
-            model=model,
-            session_id=w.session_id,
-            prompt=prompt,
-            metadata=meta,
-            max_output_tokens=max_output_tokens,
-        )
-    return Call(r, prompt, meta, calls or open_calls(meter))
+    from ..meter import Meter
+
+    if not isinstance(s.meter, Meter):
+        raise TypeError("a blocking model client needs a meterline.Meter (an AsyncMeter meters async clients)")
+    return s.now() or s.call(s.meter.reserve(s.user_id, **s.kw))
 
 
-async def astart(
-    meter: Meter,
-    w: Who,
-    model: str | None,
-    prompt: Any,
-    meta: dict[str, Any],
-    calls: OpenCalls | None = None,
-    max_output_tokens: int | None = None,
-) -> Call:
-    r = meter.reserve_now(
-        w.user_id,
-        model=model,
-        session_id=w.session_id,
-        prompt=prompt,
-        metadata=meta,
-        max_output_tokens=max_output_tokens,
-    )
-    if r is None:
-        r = await meter.areserve(
-            w.user_id,
-            model=model,
-            session_id=w.session_id,
-            prompt=prompt,
-            metadata=meta,
-            max_output_tokens=max_output_tokens,
-        )
-    return Call(r, prompt, meta, calls or open_calls(meter))
+async def astart(s: Starting) -> Call:
+    return s.now() or s.call(await s.meter._reserve_async(s.user_id, **s.kw))
+
+
+@contextlib.contextmanager
+def seen_on_error(call: Call) -> Iterator[None]:
+    """A stream closed early or cut by an error once the provider started answering: what it showed."""
+    try:
+        yield
+    except BaseException:
+        call.settle_seen()
+        raise
 
 
 def metered_iter(
     inner: Iterator[Any], call: Call, observe: Callable[[Call, Any], bool], finish: Callable[[Call], None]
 ) -> Iterator[Any]:
     """Passes a stream's items through; ``observe`` reads each and returns False for an item to hide."""
-    try:
-        for item in inner:
-            if observe(call, item):
-                yield item
-    except BaseException:
-        # Closed early or cut by an error once the provider started answering: what it showed.
-        call.settle_seen()
-        raise
+    with seen_on_error(call):
+        yield from (item for item in inner if observe(call, item))
     finish(call)
 
 
 async def ametered_iter(
     inner: AsyncIterator[Any], call: Call, observe: Callable[[Call, Any], bool], finish: Callable[[Call], None]
 ) -> AsyncIterator[Any]:
-    try:
+    with seen_on_error(call):
         async for item in inner:
             if observe(call, item):
                 yield item
-    except BaseException:
-        call.settle_seen()
-        raise
     finish(call)

@@ -1,0 +1,260 @@
+"""The check of guard() and reserve(): the plan's gates over the user's counters and the call's reservation,
+the lease's share with ``leases=True``, and what a gate sets off (a gate event at most once per reason and
+kind per GATE_EVENT_INTERVAL, the callbacks, LimitExceededError or, under fail_closed, MeterUnavailableError)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from datetime import datetime, timezone
+from typing import Any
+
+from .errors import LimitExceededError, MeterUnavailableError
+from .gates import evaluate
+from .lease_books import LeaseNeed
+from .money import add_dollars
+from .pricing import estimate_tokens, rate_of, token_cost
+from .recording import Metadata, session_of
+from .reservation import NOTHING, Hold, Reservation, ReservationAmount, reservation_of
+from .state import UserEntry, iso
+from .types import GateContext, GuardResult
+from .user_sessions import Session
+from .users import LOAD_RETRY, Users
+
+# One gate event per (user, gate_reason, kind) per this many seconds at most.
+GATE_EVENT_INTERVAL = 5.0
+# fail_closed's gate reason: the session view could not be loaded (no gate event: not the service's to record).
+SESSION_UNAVAILABLE = "session_unavailable"
+# Lease requests one reserve() waits for at most (the one in flight, then its own): near the cap a call
+# waits about one round trip, never an open-ended queue of them.
+LEASE_ROUNDS = 2
+
+Admitted = tuple[GuardResult, GateContext | None, tuple[str, bool, float | None] | None, Reservation | None]
+
+
+class Admission(Users):
+    def _check(
+        self, e: UserEntry, model: str | None, session_id: str | None, input_tokens: int | None, prompt: Any,
+        metadata: Metadata, max_output_tokens: int | None,
+    ) -> GuardResult:
+        """guard() on a user's entry."""
+        res = self._admit(e, model, session_id, input_tokens, prompt, metadata, False, max_output_tokens)
+        return self._after_gate(*res)
+
+    def _reserve_now(
+        self, e: UserEntry, model: str | None, session_id: str | None, input_tokens: int | None, prompt: Any,
+        metadata: Metadata, max_output_tokens: int | None,
+    ) -> Reservation:
+        res = self._admit(e, model, session_id, input_tokens, prompt, metadata, True, max_output_tokens)
+        assert isinstance(res, tuple)
+        result, ctx, event_info, reservation = res
+        self._after_gate(result, ctx, event_info, reservation)
+        assert reservation is not None
+        return reservation
+
+    def _lease_plan(
+        self, e: UserEntry, model: str | None, input_tokens: int | None, prompt: Any, max_output_tokens: int | None
+    ) -> tuple[int | None, LeaseNeed | None]:
+        """With leases, what reserve() waits for before it checks: the input tokens sized once (the need and the
+        check both read them), and the need no lease covers yet (None when covered or nothing to cover)."""
+        if self._leases is None:
+            return input_tokens, None
+        input_tokens = self._sized(e, model, input_tokens, prompt)
+        need = self._lease_need(e, model, input_tokens, prompt, max_output_tokens)
+        return input_tokens, None if need is None or self._leases.covers(e, need) else need
+
+    def _admit(
+        self,
+        e: UserEntry,
+        model: str | None,
+        session_id: str | None,
+        input_tokens: int | None,
+        prompt: Any,
+        metadata: dict[str, Any] | None,
+        hold: bool,
+        max_output_tokens: int | None = None,
+    ) -> Admitted:
+        """Check and hold in one step under the lock. Callbacks and the raise come after, outside it."""
+        if input_tokens is not None and (type(input_tokens) is not int or input_tokens < 0):
+            raise TypeError("input_tokens must be a non-negative integer")
+        if max_output_tokens is not None and (type(max_output_tokens) is not int or max_output_tokens < 0):
+            raise TypeError("max_output_tokens must be a non-negative integer")
+        if session_id is not None and not isinstance(session_id, str):
+            raise TypeError("session_id must be a string")
+        now = time.time()
+        with self._lock:
+            plan = e.config
+            m = self._model(e, model)
+            session = e.sessions.at(session_of(e.user_id, session_id), now, e.timeout)
+            # Without pre_call_estimate the check does not read the call's own reservation: guard() skips it.
+            if plan is not None and (hold or plan.pre_call_estimate):
+                reserved = self._reservation(e, m, input_tokens, prompt, max_output_tokens)
+            else:
+                reserved = NOTHING
+            est_cost, est_tokens = reserved.cost, reserved.tokens
+            if self.fail_closed and not e.loaded and not e.unknown:
+                result = GuardResult(
+                    "hard_gate",
+                    SESSION_UNAVAILABLE,
+                    0.0,
+                    0.0,
+                    0.0,
+                    f"The metering service is unavailable: the session of {e.user_id} could not be loaded (service "
+                    "unreachable or API key refused), and fail_closed blocks calls until it loads",
+                )
+            else:
+                result = evaluate(
+                    plan,
+                    add_dollars(e.period_cost, e.reserved_cost),
+                    add_dollars(session.cost, session.reserved),
+                    m,
+                    (e.tokens_by_model.get(m, 0) + e.reserved_tokens.get(m, 0)) if m is not None else 0,
+                    est_cost if reserved.exact else 0.0,
+                    est_tokens if reserved.exact else 0.0,
+                )
+            lease: str | None = None
+            if hold and result.status != "hard_gate" and self._leases is not None:
+                need = self._leases.need(e, m, reserved)
+                if need is not None:
+                    taken = self._leases.take(e, need)
+                    if isinstance(taken, GuardResult):
+                        result = taken
+                    else:
+                        lease = taken
+            ctx = None
+            gate_info = None
+            if result.status != "ok":
+                ctx = GateContext(e.user_id, session.id, m)
+                gate_info = (*self._gate_event(e, session, m, result, metadata, now), resets_at(e, session, result))
+            reservation = None
+            blocked = result.status == "hard_gate" and self.blocking
+            if hold and not blocked:
+                e.reserved_cost = add_dollars(e.reserved_cost, est_cost)
+                session.reserved = add_dollars(session.reserved, est_cost)
+                if m is not None and est_tokens > 0:
+                    e.reserved_tokens[m] = e.reserved_tokens.get(m, 0) + est_tokens
+                e.in_flight += 1
+                reservation = Reservation(self, Hold(e, session, m, est_cost, est_tokens, metadata, lease), result)
+            elif hold and lease is not None and self._leases is not None:
+                self._leases.unhold(e.user_id, lease, est_cost, m, est_tokens)
+            return result, ctx, gate_info, reservation
+
+    def _gate_event(
+        self,
+        e: UserEntry,
+        session: Session,
+        model: str | None,
+        result: GuardResult,
+        metadata: dict[str, Any] | None,
+        now: float,
+    ) -> tuple[str, bool]:
+        """Writes a gate event at most once per (gate_reason, kind, and for session_spend the session) per
+        5 s: soft, hard and blocked apart,
+        so the first hard gate and the first blocked call always become events; later ones are counted."""
+        hard = result.status == "hard_gate"
+        blocked = hard and self.blocking
+        reason = result.gate_reason or ""
+        if not (reason in ("total_spend", "session_spend") or reason.startswith("model_limit:")):
+            return reason, blocked  # not a plan's gate (fail_closed): callbacks only
+        kind = "blocked" if blocked else result.status
+        if e.gate_marks is None:
+            e.gate_marks = {}
+        # A session cap is a cap per session: two conversations at their caps are two gates.
+        key = (reason, kind, session.id if reason == "session_spend" else None)
+        mark = e.gate_marks.get(key)
+        if mark is not None and now - mark[0] < GATE_EVENT_INTERVAL:
+            mark[1] += 1
+            return reason, blocked
+        suppressed = 0 if mark is None else int(mark[1])
+        e.gate_marks[key] = [now, 0]
+        meta = dict(metadata or {})
+        if suppressed:
+            meta["suppressed_events"] = suppressed
+        event = {
+            "id": str(uuid.uuid4()),
+            "user_id": e.user_id,
+            "service_user_id": e.service_user_id,
+            "session_id": session.id,
+            "timestamp": iso(now),
+            "status": "hard_gate" if hard else "soft_gate",
+            "gate_reason": reason,
+            "usage_pct": result.usage_pct,
+            "current_value": result.current_value,
+            "limit_value": result.limit_value,
+            "model": model,
+            "blocked": blocked,
+            "message": result.message,
+            "metadata": meta,
+        }
+        if self._queue.push("gate", event):
+            e.pending += 1
+        return reason, blocked
+
+    def _after_gate(
+        self,
+        result: GuardResult,
+        ctx: GateContext | None,
+        gate_info: tuple[str, bool, float | None] | None,
+        reservation: Reservation | None = None,
+    ) -> GuardResult:
+        if ctx is None or gate_info is None:
+            return result
+        hard = result.status == "hard_gate"
+        for cb in self._hard if hard else self._soft:
+            self._safely(cb, result, ctx)
+        if gate_info[1]:
+            at = gate_info[2]
+            if result.gate_reason == SESSION_UNAVAILABLE:
+                # An outage, not a limit: retry when the library next tries to load the view.
+                retry = datetime.fromtimestamp(time.time() + LOAD_RETRY, timezone.utc)
+                raise MeterUnavailableError(result, retry)
+            raise LimitExceededError(result, None if at is None else datetime.fromtimestamp(at, timezone.utc))
+        return result
+
+    def _sized(self, e: UserEntry, model: str | None, input_tokens: int | None, prompt: Any) -> int | None:
+        """With leases, the input tokens when the call's reservation reads them: the lease's need and the
+        check both do, so the prompt is sized once."""
+        plan = e.config
+        if input_tokens is not None or plan is None:
+            return input_tokens
+        if not plan.pre_call_estimate:
+            with self._lock:
+                if e.recent_calls(self._model(e, model)) is not None:
+                    return input_tokens
+        return estimate_tokens(prompt)
+
+    def _lease_need(
+        self, e: UserEntry, model: str | None, input_tokens: int | None, prompt: Any, max_output_tokens: int | None
+    ) -> LeaseNeed | None:
+        assert self._leases is not None
+        with self._lock:
+            m = self._model(e, model)
+            reserved = NOTHING if e.config is None else self._reservation(e, m, input_tokens, prompt, max_output_tokens)
+            return self._leases.need(e, m, reserved)
+
+    @staticmethod
+    def _reservation(
+        e: UserEntry, m: str | None, input_tokens: int | None, prompt: Any, max_output_tokens: int | None
+    ) -> ReservationAmount:
+        """What the call reserves (reservation_of): its estimate with pre_call_estimate, else the user's
+        typical call. Caller holds the lock, and the user has a plan."""
+        plan = e.config
+        assert plan is not None
+        return reservation_of(
+            plan.pre_call_estimate,
+            e.recent_calls(m),
+            lambda: input_tokens if input_tokens is not None else estimate_tokens(prompt),
+            max_output_tokens,
+            plan.pre_call_buffer_tokens,
+            lambda i, o: token_cost(i, o, rate_of(m, plan)),
+        )
+
+
+def resets_at(e: UserEntry, session: Session, result: GuardResult) -> float | None:
+    """When a hard gate lifts by itself, where known (LimitExceededError.resets_at)."""
+    reason = result.gate_reason
+    if reason is None or reason == SESSION_UNAVAILABLE:
+        return None
+    if reason == "session_spend":
+        return session.started_at + e.timeout if session is e.sessions.own else None
+    return e.period_end_t

@@ -1,0 +1,70 @@
+"""The fields of a client, Meter's and AsyncMeter's alike, set by ``MeterCore.__init__`` (core.py). The core
+is one class built in layers, each in its module and each using the ones below it: reporting.py (logging and
+the product's callbacks), recording.py (what calls used), users.py (loading users' views, the change poll),
+admission.py (the check of a call); core.py puts them together, and meter.py / async_meter.py add the I/O."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from .flow import Flow, Handle
+from .queue import EventQueue
+from .state import UserEntry
+from .types import GateContext, GuardResult, SessionStartState, UsageEvent
+
+if TYPE_CHECKING:
+    from .delivery import Delivery
+    from .errors import MeterAuthenticationError
+    from .leases import Leases
+    from .transport import _Http
+
+GateCallback = Callable[[GuardResult, GateContext], Any]
+
+
+class CoreState:
+    blocking: bool
+    fail_closed: bool
+    flush_interval: float
+    refresh_interval: float
+    startup_timeout: float
+    shutdown_timeout: float
+    request_timeout: float
+    _logger: logging.Logger
+    _on_error: Callable[[BaseException], Any] | None
+    _lock: threading.RLock
+    _users: dict[str, UserEntry]
+    # First loads in flight: the entry, and the load every first caller waits for.
+    _loading: dict[str, tuple[UserEntry, Handle]]
+    _manual_ids: set[str]
+    _unpriced_ids: set[str]
+    _soft: list[GateCallback]
+    _hard: list[GateCallback]
+    _usage: list[Callable[[UsageEvent], Any]]
+    _session_start: list[Callable[[SessionStartState], Any]]
+    _closing: list[Callable[[], Any]]
+    # The product's change marker last seen (GET /config/changes); None until the first answer.
+    _marker: int | None
+    _polling_changes: bool
+    # The change route answered 404 (a service from before it, or a wrong address): asked again only after this.
+    _changes_retry_at: float
+    _key_refused_logged: bool
+    # The service refused the key, and has accepted nothing since: what flush() raises.
+    _refused_key: MeterAuthenticationError | None
+    _last_poll: float
+    _closed: bool
+    _last_sweep: float
+    _queue: EventQueue
+    _leases: Leases | None
+    _delivery: Delivery
+
+    @property
+    def _http(self) -> _Http:
+        """The transport (its base address and reachability; the I/O is the shell's)."""
+        raise NotImplementedError
+
+    def _spawn(self, flow: Flow[Any]) -> Handle:
+        """Runs a flow in the background: on the load workers (Meter) or as a task on the event loop (AsyncMeter)."""
+        raise NotImplementedError

@@ -1,0 +1,88 @@
+"""The I/O the client's logic asks for, as steps a generator yields (the pattern of ``httpx.Auth.auth_flow``):
+the logic is written once, with no socket, thread or event loop in it, and each transport performs its steps,
+``Transport`` blocking, ``AsyncTransport`` awaiting. A step's answer is sent back into the flow; a MeterError is
+thrown into it where it yielded."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Generator
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
+
+from .errors import MeterError
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """A request of the API: answers its parsed body, raises MeterAPIError / MeterNetworkError."""
+
+    method: str
+    path: str
+    body: Any = None
+    timeout: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Health:
+    """``GET /health`` at ``base`` (default the client's): answers Transport.health()'s word, never raises."""
+
+    timeout: float
+    base: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Sleep:
+    seconds: float
+
+
+Step = Request | Health | Sleep
+Flow = Generator[Step, Any, T]
+
+
+class Handle(Protocol):
+    """A flow started in the background: a concurrent.futures.Future (Meter) or an asyncio.Task (AsyncMeter)."""
+
+    def done(self) -> bool: ...
+
+
+def running(h: Handle | None) -> bool:
+    return h is not None and not h.done()
+
+
+class Stepper(Generic[T]):
+    """Drives a flow: the step it asks for next (None once it returned ``result``), given the last step's
+    outcome: its answer, or the MeterError it met, thrown into the flow."""
+
+    __slots__ = ("flow", "outcome", "result")
+
+    def __init__(self, flow: Flow[T]) -> None:
+        self.flow = flow
+        self.outcome: Any = None
+        self.result: T
+
+    def next(self) -> Step | None:
+        out = self.outcome
+        try:
+            return self.flow.throw(out) if isinstance(out, MeterError) else self.flow.send(out)
+        except StopIteration as stop:
+            self.result = stop.value
+            return None
+
+
+def done(value: T) -> Flow[T]:
+    """A flow that asks for nothing."""
+    return value
+    yield  # a generator
+
+
+async def wait_async(h: Handle, timeout: float | None) -> Any:
+    """Awaits a background flow (either kind of handle) up to ``timeout``, without cancelling it; None on timeout."""
+    fut: asyncio.Future[Any] = asyncio.wrap_future(h) if isinstance(h, Future) else h  # type: ignore[assignment]
+    with contextlib.suppress(asyncio.TimeoutError):
+        return await asyncio.wait_for(asyncio.shield(fut), timeout)
+    return None

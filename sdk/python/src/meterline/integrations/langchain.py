@@ -1,0 +1,186 @@
+"""``meterline.langchain.MeterCallbackHandler(meter, user_id=None)``: meters LangChain chat models
+(and LLMs). ``raise_error`` makes LangChain wait for the handler before the provider is called and
+lets a hard gate stop the run: ``LimitExceededError`` surfaces from ``invoke()``/``stream()``."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+from uuid import UUID
+
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import BaseMessage
+from langchain_core.outputs import LLMResult
+
+from ..meter import Meter
+from .calls import Call, Starting, count, get, output_limit, start, who
+
+
+def read_result(response: LLMResult) -> tuple[int, int, list[str]] | None:
+    """``usage_metadata`` of each generation's message, else ``llm_output["token_usage"]``; None when neither."""
+    inp = out = 0
+    tools: list[str] = []
+    found = False
+    for gens in response.generations:
+        for g in gens:
+            msg = getattr(g, "message", None)
+            um = get(msg, "usage_metadata")
+            if um is not None:
+                found = True
+                inp += count(get(um, "input_tokens"))
+                out += count(get(um, "output_tokens"))
+            for tc in get(msg, "tool_calls") or []:
+                if get(tc, "name"):
+                    tools.append(str(get(tc, "name")))
+            content = get(msg, "content")
+            if isinstance(content, list):
+                tools.extend(
+                    str(b["name"])
+                    for b in content
+                    if isinstance(b, dict) and b.get("type") == "server_tool_use" and b.get("name")
+                )
+    if not found:
+        tu = (response.llm_output or {}).get("token_usage") or (response.llm_output or {}).get("usage")
+        if tu is None:
+            return None
+        inp, out = (
+            count(get(tu, "prompt_tokens") or get(tu, "input_tokens")),
+            count(get(tu, "completion_tokens") or get(tu, "output_tokens")),
+        )
+    return inp, out, tools
+
+
+class MeterCallbackHandler(BaseCallbackHandler):
+    """Pass it per call (``config={"callbacks": [handler]}``) or in the model's ``callbacks``.
+
+    LangChain calls no callback when a reader leaves ``.stream()`` with ``break``: a run that streamed
+    tokens and then none for ``idle`` seconds is taken as left and settled with what it streamed (one
+    sweeper thread per handler, running only while runs are open). Runs still open when
+    ``meter.shutdown()`` runs are settled then."""
+
+    raise_error = True
+
+    def __init__(
+        self, meter: Meter, user_id: str | None = None, metadata: dict[str, Any] | None = None, idle: float = 60.0
+    ) -> None:
+        if not isinstance(meter, Meter):
+            raise TypeError("MeterCallbackHandler(meter): meter must be a meterline.Meter")
+        if not idle > 0:
+            raise ValueError("MeterCallbackHandler: idle must be a positive number of seconds")
+        self.meter = meter
+        self.user_id = user_id
+        self.metadata = dict(metadata or {})
+        self.idle = float(idle)
+        self._runs: dict[UUID, Call] = {}
+        # Last token time of runs that streamed (monotonic seconds).
+        self._streamed: dict[UUID, float] = {}
+        self._sweeper: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def _sweep(self) -> None:
+        while True:
+            time.sleep(self.idle / 2)
+            now = time.monotonic()
+            with self._lock:
+                left = [r for r, t in self._streamed.items() if now - t >= self.idle]
+                calls = [c for c in (self._runs.pop(r, None) for r in left) if c is not None]
+                for r in left:
+                    del self._streamed[r]
+                if not self._runs:
+                    self._sweeper = None
+                    done = True
+                else:
+                    done = False
+            for c in calls:
+                c.settle_seen()
+            if done:
+                return
+
+    def _start(self, run_id: UUID, prompt: Any, metadata: dict[str, Any] | None, kwargs: dict[str, Any]) -> None:
+        params = kwargs.get("invocation_params") or {}
+        meta = metadata or {}
+        model = params.get("model") or params.get("model_name") or meta.get("ls_model_name")
+        provider = meta.get("ls_provider") or "langchain"
+        tools = params.get("tools")
+        call = start(
+            Starting(
+                self.meter,
+                who(self.user_id),
+                model if isinstance(model, str) else None,
+                {"messages": prompt, "tools": tools},
+                {"provider": provider, **self.metadata},
+                # As the chat model sends it: OpenAI's and Anthropic's names, and the other providers'.
+                max_output_tokens=output_limit(
+                    params.get("max_completion_tokens"),
+                    params.get("max_tokens"),
+                    params.get("max_output_tokens"),
+                    params.get("max_new_tokens"),
+                ),
+            )
+        )
+        with self._lock:
+            self._runs[run_id] = call
+
+    def on_chat_model_start(
+        self,
+        serialized: dict[str, Any],
+        messages: list[list[BaseMessage]],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self._start(run_id, [[m.content for m in batch] for batch in messages], metadata, kwargs)
+
+    def on_llm_start(
+        self,
+        serialized: dict[str, Any],
+        prompts: list[str],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self._start(run_id, prompts, metadata, kwargs)
+
+    def on_llm_new_token(self, token: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        call = self._runs.get(run_id)
+        if call is None:
+            return
+        if isinstance(token, str):
+            call.chars += len(token)
+        with self._lock:
+            self._streamed[run_id] = time.monotonic()
+            if self._sweeper is None:
+                self._sweeper = threading.Thread(target=self._sweep, name="meter-langchain-idle", daemon=True)
+                self._sweeper.start()
+
+    def _ended(self, run_id: UUID) -> Call | None:
+        with self._lock:
+            self._streamed.pop(run_id, None)
+            return self._runs.pop(run_id, None)
+
+    def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
+        call = self._ended(run_id)
+        if call is None:
+            return
+        read = read_result(response)
+        if read is None:
+            call.settle_seen()
+        else:
+            call.settle(*read)
+
+    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        call = self._ended(run_id)
+        if call is None:
+            return
+        # Nothing streamed: the provider refused; else it was cut after it started answering.
+        if call.chars == 0:
+            call.fail()
+        else:
+            call.settle_seen()

@@ -1,0 +1,125 @@
+"""``meterline.openai.wrap(client, meter, user_id=None)``: meters ``OpenAI`` and ``AsyncOpenAI``
+chat completions and the Responses API (plain, streamed, raw, and the SDK's helpers on them)."""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from ..core import MeterCore
+from .calls import Call, count, get, output_limit
+from .stainless import Plan, with_body, wrap_client
+
+C = TypeVar("C")
+
+
+def wrap(client: C, meter: MeterCore, user_id: str | None = None, metadata: dict[str, Any] | None = None) -> C:
+    """Meters this client instance (returned as is) with a Meter, or for the async client a Meter or an
+    AsyncMeter. The user: ``user_id``, else ``with meter.user(...)``."""
+    return wrap_client(client, meter, user_id, _OpenAI(), metadata)
+
+
+def chat_tools(choices: Any) -> list[str]:
+    names: list[str] = []
+    for ch in choices or []:
+        for tc in get(get(ch, "message"), "tool_calls") or []:
+            name = get(get(tc, "function"), "name") or get(get(tc, "custom"), "name")
+            if name:
+                names.append(str(name))
+    return names
+
+
+def response_tools(output: Any) -> list[str]:
+    names: list[str] = []
+    for item in output or []:
+        t = get(item, "type")
+        if t in ("function_call", "custom_tool_call", "mcp_call"):
+            if get(item, "name"):
+                names.append(str(get(item, "name")))
+        elif isinstance(t, str) and t.endswith("_call"):
+            names.append(t[: -len("_call")])
+    return names
+
+
+def read_chat(out: Any) -> tuple[int, int, list[str]]:
+    u = get(out, "usage")
+    return count(get(u, "prompt_tokens")), count(get(u, "completion_tokens")), chat_tools(get(out, "choices"))
+
+
+def read_response(out: Any) -> tuple[int, int, list[str]]:
+    u = get(out, "usage")
+    return count(get(u, "input_tokens")), count(get(u, "output_tokens")), response_tools(get(out, "output"))
+
+
+class _OpenAI:
+    provider = "openai"
+
+    def plan(self, options: Any) -> Plan | None:
+        if str(getattr(options, "method", "")).lower() != "post":
+            return None
+        url = str(getattr(options, "url", ""))
+        body = getattr(options, "json_data", None)
+        if not isinstance(body, dict):
+            return None
+        model = body.get("model") if isinstance(body.get("model"), str) else None
+        if url.endswith("/chat/completions"):
+            prompt = {"messages": body.get("messages"), "tools": body.get("tools")}
+            hide = False
+            if body.get("stream") and not (body.get("stream_options") or {}).get("include_usage"):
+                # Without it a stream carries no usage: ask for it, and hide its chunk from this caller.
+                hide = True
+                options = with_body(
+                    options, {**body, "stream_options": {**(body.get("stream_options") or {}), "include_usage": True}}
+                )
+            # max_tokens is the older name of max_completion_tokens (deprecated, still accepted).
+            limit = output_limit(body.get("max_completion_tokens"), body.get("max_tokens"))
+            return Plan(model, prompt, options, _chat_observer(hide), read_chat, max_output_tokens=limit)
+        if url.endswith("/responses"):
+            prompt = {"instructions": body.get("instructions"), "input": body.get("input"), "tools": body.get("tools")}
+            limit = output_limit(body.get("max_output_tokens"))
+            return Plan(model, prompt, options, _response_observer(), read_response, max_output_tokens=limit)
+        return None
+
+
+def _chat_observer(hide: bool) -> Any:
+    def observe(call: Call, chunk: Any) -> bool:
+        usage = get(chunk, "usage")
+        choices = get(chunk, "choices") or []
+        if usage is not None:
+            call.input_tokens = count(get(usage, "prompt_tokens"))
+            call.output_tokens = count(get(usage, "completion_tokens"))
+        for ch in choices:
+            delta = get(ch, "delta")
+            content = get(delta, "content")
+            if isinstance(content, str):
+                call.chars += len(content)
+            for tc in get(delta, "tool_calls") or []:
+                # A call streamed in pieces counts at its first piece, the one with its name.
+                name = get(get(tc, "function"), "name") or get(get(tc, "custom"), "name")
+                if name:
+                    call.tools.append(str(name))
+        return not (hide and usage is not None and not choices)
+
+    return observe
+
+
+def _response_observer() -> Any:
+    def observe(call: Call, event: Any) -> bool:
+        t = get(event, "type")
+        if t == "response.output_text.delta":
+            d = get(event, "delta")
+            if isinstance(d, str):
+                call.chars += len(d)
+        elif t == "response.output_item.added":
+            call.tools.extend(response_tools([get(event, "item")]))
+        elif t in ("response.completed", "response.incomplete", "response.failed"):
+            resp = get(event, "response")
+            u = get(resp, "usage")
+            if u is not None:
+                call.input_tokens = count(get(u, "input_tokens"))
+                call.output_tokens = count(get(u, "output_tokens"))
+            final = response_tools(get(resp, "output"))
+            if final:
+                call.tools = final
+        return True
+
+    return observe

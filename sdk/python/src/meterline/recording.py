@@ -1,0 +1,298 @@
+"""What calls used: priced under the user's plan, counted in the period and the session, spent from the lease,
+queued for delivery and announced to on_usage; a reservation settled or given back; an event of
+record_manual(); and what deliveries settle. Usage recorded before the plan is known is held back and priced
+when it loads."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from .context import _current
+from .errors import MeterError
+from .flow import Flow, Request, Sleep
+from .money import add_dollars
+from .pricing import normalize_model, rate_of, token_cost, tools_cost
+from .queue import Event
+from .reporting import Reporting
+from .reservation import Hold
+from .state import UserEntry, iso
+from .transport import backoff, retryable
+from .types import ManualEvent, UsageEvent
+from .user_sessions import Session
+from .validate import check_manual, check_usage, check_user
+
+MANUAL_ATTEMPTS = 3
+MODEL_CACHE = 256
+MANUAL_IDS = 10_000
+
+Metadata = dict[str, Any] | None
+
+
+class Recording(Reporting):
+    def _record(
+        self,
+        e: UserEntry,
+        model: str | None,
+        input_tokens: int,
+        output_tokens: int,
+        tool_calls: list[str] | None,
+        session_id: str | None,
+        metadata: dict[str, Any] | None,
+    ) -> UsageEvent:
+        now = time.time()
+        with self._lock:
+            session = e.sessions.at(session_of(e.user_id, session_id), now, e.timeout)
+            event = self._meter(
+                e, session, self._model(e, model), input_tokens, output_tokens, tool_calls, metadata, now
+            )
+        self._fire(self._usage, event)
+        return event
+
+    def _manual(
+        self,
+        user_id: str,
+        cost: float | None = None,
+        model: str | None = None,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        description: str | None = None,
+        tool_calls: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        session_id: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> Flow[ManualEvent]:
+        """POST /events, priced by the service unless ``cost`` is given. Retried up to 3 times on network errors,
+        429 and 5xx with one idempotency key, then raised (MeterAPIError / MeterNetworkError)."""
+        check_user(user_id)
+        check_manual(
+            cost, input_tokens, output_tokens, description, tool_calls, metadata, session_id, model, idempotency_key
+        )
+        session_id = session_of(user_id, session_id)
+        body: dict[str, Any] = {
+            "user_id": user_id,
+            "idempotency_key": idempotency_key or str(uuid.uuid4()),
+            "input_tokens": input_tokens,
+            "output_tokens": output_tokens,
+        }
+        for k, v in (
+            ("cost", cost),
+            ("model", model),
+            ("description", description),
+            ("tool_calls", tool_calls),
+            ("metadata", metadata),
+            ("session_id", session_id),
+        ):
+            if v is not None:
+                body[k] = v
+        attempt = 1
+        while True:
+            try:
+                raw = yield Request("POST", "/events", body)
+                break
+            except MeterError as err:
+                if not retryable(err) or attempt >= MANUAL_ATTEMPTS:
+                    raise
+                yield Sleep(backoff(attempt, err))
+                attempt += 1
+        created = ManualEvent(
+            id=raw["id"],
+            user_id=raw["user_id"],
+            cost=float(raw["cost"]),
+            model=raw.get("model"),
+            source=raw.get("source", "manual"),
+            created_at=raw["created_at"],
+        )
+        now = time.time()
+        with self._lock:
+            fresh = created.id not in self._manual_ids
+            if fresh:
+                if len(self._manual_ids) >= MANUAL_IDS:
+                    self._manual_ids.clear()
+                self._manual_ids.add(created.id)
+            e = self._users.get(user_id)
+            session = e.sessions.at(session_of(e.user_id, session_id), now, e.timeout) if e is not None else None
+            if e is not None and session is not None and fresh:
+                self._count(e, session, created.model, input_tokens + output_tokens, created.cost)
+        if fresh:
+            self._fire(
+                self._usage,
+                UsageEvent(
+                    id=created.id,
+                    user_id=user_id,
+                    session_id=session_id or (session.id if session else None),
+                    timestamp=created.created_at,
+                    model=created.model,
+                    input_tokens=input_tokens,
+                    output_tokens=output_tokens,
+                    total_tokens=input_tokens + output_tokens,
+                    tool_calls=list(tool_calls or []),
+                    cost_tokens=created.cost,
+                    cost_tools=0.0,
+                    cost_total=created.cost,
+                    metadata=dict(metadata or {}),
+                    synced=True,
+                ),
+            )
+        return created
+
+    def _settle(
+        self, hold: Hold, input_tokens: int, output_tokens: int, tool_calls: list[str] | None, metadata: Metadata
+    ) -> UsageEvent:
+        check_usage(input_tokens, output_tokens, tool_calls, metadata, None, None)
+        now = time.time()
+        with self._lock:
+            self._unhold_locked(hold)
+            event = self._meter(
+                hold.entry,
+                hold.session,
+                hold.model,
+                input_tokens,
+                output_tokens,
+                tool_calls,
+                metadata if metadata is not None else hold.metadata,
+                now,
+            )
+        self._fire(self._usage, event)
+        return event
+
+    def _unhold(self, hold: Hold) -> None:
+        with self._lock:
+            self._unhold_locked(hold)
+
+    def _unhold_locked(self, hold: Hold) -> None:
+        e = hold.entry
+        e.reserved_cost = _non_negative(add_dollars(e.reserved_cost, -hold.cost))
+        hold.session.reserved = _non_negative(add_dollars(hold.session.reserved, -hold.cost))
+        if hold.model is not None and hold.tokens > 0:
+            e.reserved_tokens[hold.model] = _non_negative(e.reserved_tokens.get(hold.model, 0) - hold.tokens)
+        e.in_flight -= 1
+        if self._leases is not None:
+            self._leases.unhold(e.user_id, hold.lease, hold.cost, hold.model, hold.tokens)
+
+    def _meter(
+        self,
+        e: UserEntry,
+        session: Session,
+        model: str | None,
+        input_tokens: int,
+        output_tokens: int,
+        tool_calls: list[str] | None,
+        metadata: dict[str, Any] | None,
+        now: float,
+    ) -> UsageEvent:
+        """Prices, counts and queues one call's usage. Caller holds the lock."""
+        tools = list(tool_calls or [])
+        plan = e.config
+        ct = token_cost(input_tokens, output_tokens, rate_of(model, plan))
+        tc = tools_cost(tools, plan)
+        event = UsageEvent(
+            id=str(uuid.uuid4()),
+            user_id=e.user_id,
+            session_id=session.id,
+            timestamp=iso(now),
+            model=model,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            total_tokens=input_tokens + output_tokens,
+            tool_calls=tools,
+            cost_tokens=ct,
+            cost_tools=tc,
+            cost_total=add_dollars(ct, tc),
+            metadata=dict(metadata or {}),
+        )
+        if self._leases is not None:
+            event.lease_id = self._leases.spend(e.user_id, event.cost_total, model, event.total_tokens)
+        self._count(e, session, model, event.total_tokens, event.cost_total)
+        if plan is not None and e.loaded:
+            e.called(model, event.cost_total, event.total_tokens)
+        if self._queue.push("usage", event):
+            e.pending += 1
+            if not e.loaded and not e.unknown:
+                # The service has not answered yet: priced (and held back) when it does.
+                e.unpriced.append((event, session))
+                self._unpriced_ids.add(event.id)
+        return event
+
+    def _price(self, e: UserEntry) -> None:
+        """Prices the usage recorded before the plan was known, now that it is. Caller holds the lock."""
+        plan = e.config
+        for event, session in e.unpriced:
+            self._unpriced_ids.discard(event.id)
+            if plan is None:
+                continue
+            model = self._model(e, event.model)
+            if event.model is not None and model is not None and model != event.model:
+                raw = event.model
+                left = e.tokens_by_model.get(raw, 0) - event.total_tokens
+                if left <= 0:
+                    e.tokens_by_model.pop(raw, None)
+                else:
+                    e.tokens_by_model[raw] = left
+                e.tokens_by_model[model] = e.tokens_by_model.get(model, 0) + event.total_tokens
+            event.model = model
+            event.cost_tokens = token_cost(event.input_tokens, event.output_tokens, rate_of(model, plan))
+            event.cost_tools = tools_cost(event.tool_calls, plan)
+            event.cost_total = add_dollars(event.cost_tokens, event.cost_tools)
+            self._count(e, session, model, 0, event.cost_total)
+        e.unpriced = []
+
+    @staticmethod
+    def _count(e: UserEntry, session: Session, model: str | None, tokens: int, cost: float) -> None:
+        # Money added as whole nano-dollars (money.py): 200 calls of $0.00125 are $0.25 exactly.
+        e.period_cost = add_dollars(e.period_cost, cost)
+        session.cost = add_dollars(session.cost, cost)
+        if model is not None:
+            e.tokens_by_model[model] = e.tokens_by_model.get(model, 0) + tokens
+            e.cost_by_model[model] = add_dollars(e.cost_by_model.get(model, 0.0), cost)
+
+    @staticmethod
+    def _model(e: UserEntry, raw: str | None) -> str | None:
+        if raw is None or raw == "":
+            return None
+        m = e.models.get(raw)
+        if m is None:
+            if not isinstance(raw, str):
+                raise TypeError("model must be a string")
+            m = normalize_model(raw, e.config)
+            if len(e.models) >= MODEL_CACHE:
+                e.models.clear()
+            e.models[raw] = m
+        return m
+
+    # ---- QueueHooks ----
+
+    def delivered(self, events: list[Event], kind: str, answer: Any) -> None:
+        with self._lock:
+            self._refused_key = None
+            for ev in events:
+                if isinstance(ev, UsageEvent):
+                    ev.synced = True
+                self._settled(ev.user_id if isinstance(ev, UsageEvent) else str(ev["user_id"]))
+
+    def discarded(self, events: list[Event]) -> None:
+        with self._lock:
+            for ev in events:
+                self._settled(ev.user_id if isinstance(ev, UsageEvent) else str(ev["user_id"]))
+
+    def held(self, event: Event) -> bool:
+        return isinstance(event, UsageEvent) and event.id in self._unpriced_ids
+
+    def _settled(self, user_id: str) -> None:
+        e = self._users.get(user_id)
+        if e is not None and e.pending > 0:
+            e.pending -= 1
+
+
+def session_of(user_id: str, given: str | None) -> str | None:
+    """The call's session: the one it names, else the enclosing ``meter.user()``'s for this user, else
+    the library's own (None)."""
+    if given is not None:
+        return given
+    ctx = _current.get()
+    return ctx[1] if ctx is not None and ctx[0] == user_id else None
+
+
+def _non_negative(x: float) -> float:
+    return 0.0 if x < 0 else x

@@ -1,0 +1,116 @@
+"""Where the client's problems go (warnings to the logger; what keeps metering off until someone fixes it, a
+refused key or a wrong address, to its error level; both to on_error), and how the product's callbacks run:
+one that raises stops neither the others nor the call, and a coroutine runs on the running loop."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from .core_state import CoreState
+from .errors import MeterAPIError, MeterAuthenticationError, MeterError
+from .flow import Flow, Health
+from .transport import likely_bases
+
+
+class Reporting(CoreState):
+    def _warn(self, message: str, err: BaseException | None = None) -> None:
+        try:
+            self._logger.warning("[meter] %s%s", message, f": {err}" if err else "")
+            if err is not None and self._on_error is not None:
+                self._on_error(err)
+        except Exception:
+            pass  # a broken logger must not break a call
+
+    def _error(self, message: str, err: BaseException) -> None:
+        try:
+            self._logger.error("[meter] %s", message)
+            if self._on_error is not None:
+                self._on_error(err)
+        except Exception:
+            pass
+
+    def _key_refused(self, err: MeterAPIError) -> None:
+        """The service refused the API key: logged as an error once per client, not once per user."""
+        with self._lock:
+            self._refused_key = MeterAuthenticationError(err.status, err.detail)
+            if self._key_refused_logged:
+                return
+            self._key_refused_logged = True
+        self._error(
+            f"the service refused the API key ({err.status}: {err.detail}); no plan can be loaded, so "
+            + (
+                "every call is hard-gated (fail_closed)"
+                if self.fail_closed
+                else "every user runs on permissive defaults"
+            )
+            + ", and no event is delivered (they are held, see stats): check api_key / METER_API_KEY",
+            err,
+        )
+
+    # ---- QueueHooks ----
+
+    def warn(self, message: str, err: BaseException | None = None) -> None:
+        self._warn(message, err)
+
+    def key_refused(self, err: MeterAuthenticationError) -> None:
+        self._key_refused(err)
+
+    def misaddressed(self, err: MeterError) -> None:
+        """Something answers at base_url, but not the API: a 404 of a delivery or of start()'s health check."""
+        self._error(str(err), err)
+
+    def _wrong_address(self) -> Flow[MeterError]:
+        """Why nothing of the API answers at base_url, with the address to use when it can be found."""
+        base = self._http.base
+        candidates = likely_bases(base)
+        found = None
+        for b in candidates:
+            if (yield Health(self.startup_timeout, b)) in ("ok", "degraded"):
+                found = b
+                break
+        hint = (
+            f"did you mean {found}? The API answers there: set base_url (or METER_BASE_URL) to that, the address "
+            "up to and including /api/v1"
+            if found is not None
+            else f"did you mean {candidates[0]}? base_url (or METER_BASE_URL) must be the service's address up to "
+            "and including /api/v1, e.g. https://meter.example.com/api/v1"
+        )
+        return MeterError(
+            f"nothing of the Meter API answers at {base} (GET {base}/health: 404); {hint}. Until it is fixed, no event "
+            "is delivered and "
+            + (
+                "users whose session is not loaded are hard-gated (fail_closed)"
+                if self.fail_closed
+                else "users whose session is not loaded run on permissive defaults"
+            ),
+        )
+
+    # ---- the product's callbacks ----
+
+    def _fire(self, cbs: list[Callable[..., Any]], *args: Any) -> None:
+        for cb in cbs:
+            self._safely(cb, *args)
+
+    def _safely(self, cb: Callable[..., Any], *args: Any) -> None:
+        try:
+            r = cb(*args)
+        except Exception as err:
+            self._warn("a callback raised", err)
+            return
+        if inspect.isawaitable(r):
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                if inspect.iscoroutine(r):
+                    r.close()
+                self._warn("an async callback was called outside an event loop; it did not run")
+                return
+            task = asyncio.ensure_future(r, loop=loop)
+            task.add_done_callback(self._callback_done)
+
+    def _callback_done(self, task: asyncio.Future[Any]) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            self._warn("a callback raised", task.exception())

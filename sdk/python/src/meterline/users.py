@@ -1,0 +1,211 @@
+"""The users this process meters: one UserEntry each, loaded from the service's session view
+(GET /users/{id}/session), reloaded when due, when the product's change marker names them (the change poll,
+GET /config/changes, once per flush interval for the whole client), and forgotten when idle. Loads run in the
+background (``_spawn``); a first call waits for its user's view up to startup_timeout."""
+
+from __future__ import annotations
+
+import time
+
+from .errors import MeterAPIError, MeterError
+from .flow import Flow, Handle, Request, running
+from .recording import Recording
+from .session_view import apply_view, roll_locally
+from .state import UserEntry
+from .transport import session_path
+from .types import BillingPeriod, SessionStartState
+
+# Retry delay of a session load that failed (capped by refresh_interval).
+LOAD_RETRY = 5.0
+
+
+class Users(Recording):
+    def _ready(self, user_id: str) -> UserEntry | None:
+        """The user's entry when usable as is (loaded, period not over); schedules a due reload."""
+        e = self._users.get(user_id)
+        if e is None:
+            return None
+        now = time.time()
+        if now >= e.period_end_t:
+            return None
+        if now >= e.refresh_at and not running(e.refreshing):
+            self._refresh(e, None)
+        return e
+
+    def _begin_load(self, user_id: str) -> tuple[UserEntry, Handle, bool]:
+        """(entry, its load, rollover?) shared by concurrent first callers."""
+        with self._lock:
+            cached = self._users.get(user_id)
+            if cached is not None:
+                return cached, self._refresh(cached, self.startup_timeout), True
+            pending = self._loading.get(user_id)
+            if pending is None:
+                e = UserEntry(user_id, time.time())
+                pending = (e, self._refresh(e, self.startup_timeout))
+                self._loading[user_id] = pending
+            return pending[0], pending[1], False
+
+    def _end_load(self, e: UserEntry, rollover: bool) -> UserEntry:
+        with self._lock:
+            if rollover:
+                now = time.time()
+                if now >= e.period_end_t:
+                    roll_locally(e, now)
+                return e
+            self._users.setdefault(e.user_id, e)
+            self._loading.pop(e.user_id, None)
+            return self._users[e.user_id]
+
+    def _refresh(self, e: UserEntry, timeout: float | None, force: bool = False) -> Handle:
+        """Reloads the user's view in the background (one request at a time per user); never raises."""
+        with self._lock:
+            if e.refreshing is not None and running(e.refreshing) and not force:
+                return e.refreshing
+            e.refreshing = self._spawn(self._load_view(e, timeout, self._http.reachable))
+            return e.refreshing
+
+    def _load_view(self, e: UserEntry, timeout: float | None, was_reachable: bool) -> Flow[None]:
+        started = False
+        try:
+            try:
+                view = yield Request("GET", session_path(e.user_id), None, timeout)
+            except MeterError as err:
+                now = time.time()
+                with self._lock:
+                    if isinstance(err, MeterAPIError) and err.status == 404:
+                        # Not registered (or deleted): permissive defaults; its events are still sent.
+                        if e.loaded:
+                            forget(e, now)
+                        e.unknown = True
+                        e.load_failed = False
+                        self._price(e)
+                        e.refresh_at = now + self.refresh_interval
+                        return
+                    e.refresh_at = now + min(LOAD_RETRY, self.refresh_interval)
+                    refused = isinstance(err, MeterAPIError) and err.status in (401, 403)
+                    warn = was_reachable and not e.load_failed and not refused
+                    e.load_failed = True
+                if refused:
+                    assert isinstance(err, MeterAPIError)
+                    self._key_refused(err)
+                if warn:
+                    self._warn(
+                        f"loading the session of {e.user_id} failed; "
+                        + (
+                            "its cached view is used"
+                            if e.loaded
+                            else "calls are hard-gated (fail_closed)"
+                            if self.fail_closed
+                            else "permissive defaults"
+                        )
+                        + " until it loads",
+                        err,
+                    )
+                return
+            now = time.time()
+            with self._lock:
+                if apply_view(e, view, now) == "reset":
+                    e.recent = None
+                e.load_failed = False
+                e.refresh_at = now + self.refresh_interval
+                self._price(e)
+                if not e.started:
+                    e.started = started = True
+            if started:
+                self._fire(
+                    self._session_start,
+                    SessionStartState(
+                        user_id=e.user_id, plan=e.plan, billing_period=BillingPeriod(e.period_start, e.period_end)
+                    ),
+                )
+        except Exception as err:  # a bug must not leave the user loading forever
+            self._warn(f"loading the session of {e.user_id} failed", err)
+
+    def stalled(self, user_ids: set[str]) -> None:
+        for uid in user_ids:
+            e = self._users.get(uid) or (self._loading.get(uid) or (None, None))[0]
+            if e is not None and not running(e.refreshing):
+                self._refresh(e, None)
+
+    def _changes(self) -> Flow[None]:
+        """One flush tick: asks the service what changed since the marker last seen (one request per
+        client, whatever the number of users) and reloads only the users a plan update or a
+        subscription change concerns, so a change reaches every running client within
+        flush_interval. Users named by the previous answer are read once more here: a read that
+        raced the change (another replica's short caches) may have been stale."""
+        with self._lock:
+            if self._polling_changes or time.monotonic() < self._changes_retry_at:
+                return
+            if not self._users and self._marker is not None:
+                return
+            again = [e for e in self._users.values() if e.recheck]
+            for e in again:
+                e.recheck = False
+            self._polling_changes = True
+            since = self._marker
+        for e in again:
+            self._refresh(e, None)
+        try:
+            c = yield Request("GET", "/config/changes" if since is None else f"/config/changes?since={since}")
+            with self._lock:
+                if self._marker != since or not isinstance(c, dict):
+                    return
+                # No marker before this answer (start() not called, or it failed): every cached view may
+                # predate a change.
+                every = since is None or bool(c.get("all"))
+                plans = set(c.get("plan_ids") or ())
+                users = set(c.get("user_ids") or ())
+                changed = [
+                    e
+                    for e in self._users.values()
+                    if every or e.user_id in users or (e.plan_id is not None and e.plan_id in plans)
+                ]
+                for e in changed:
+                    e.recheck = True
+                marker = c.get("marker")
+                self._marker = marker if isinstance(marker, int) else since
+            for e in changed:
+                if self._leases is not None:
+                    self._leases.renew(e.user_id)
+                self._refresh(e, None, force=True)
+        except MeterAPIError as err:
+            if err.status in (401, 403):
+                self._key_refused(err)
+            elif err.status == 404:
+                # A service from before the change marker (or a wrong base_url, which deliveries report).
+                if self._changes_retry_at == 0:
+                    self._warn(
+                        "GET /config/changes answered 404; until it answers, plan changes reach this process only "
+                        f"by its periodic reloads (refresh_interval {self.refresh_interval:g} s)",
+                        err,
+                    )
+                self._changes_retry_at = time.monotonic() + self.refresh_interval
+        except MeterError:
+            pass  # network errors and 5xx: the next tick asks again; deliveries report the outage
+        finally:
+            with self._lock:
+                self._polling_changes = False
+
+    def _sweep(self) -> None:
+        """Forgets idle users (nothing in flight or queued, sessions over) and their ended sessions."""
+        wall = time.time()
+        with self._lock:
+            for uid in list(self._users):
+                e = self._users[uid]
+                e.sessions.prune(wall, e.timeout)
+                if not running(e.refreshing) and e.idle(wall):
+                    del self._users[uid]
+
+
+def forget(e: UserEntry, now: float) -> None:
+    """The user is gone on the service: back to permissive defaults with empty counters."""
+    e.service_user_id = None
+    e.plan = "none"
+    e.config = None
+    e.loaded = False
+    e.period_cost = 0.0
+    e.tokens_by_model = {}
+    e.cost_by_model = {}
+    e.models.clear()
+    e.recent = None
+    e.sessions.clear(now)
