@@ -166,7 +166,7 @@ t("a job left unfinished by a crash is completed by the recovery sweep", async (
   await api.post("/users", { external_user_id: "r1" });
   const db = mongo.db(`${stack.dbPrefix}_ingestion`);
   // What a request killed right after inserting its events leaves behind: the job and the events.
-  const { usageDoc } = await import("./handlers/ingest-usage-events.ts");
+  const { usageDoc } = await import("./usage/record.ts");
   const { create } = await import("@bufbuild/protobuf");
   const { UsageEventSchema } = await import("@meter/proto/meter/ingestion/v1/ingestion_pb");
   const { toTimestamp } = await import("@meter/lib/time");
@@ -191,7 +191,7 @@ t("a job left unfinished by a crash is completed by the recovery sweep", async (
 
 t("the recovery sweep takes jobs oldest first and quarantines one it cannot complete, after the others", async ({ stack, mongo }) => {
   const db = mongo.db(`${stack.dbPrefix}_ingestion`);
-  const { usageDoc } = await import("./handlers/ingest-usage-events.ts");
+  const { usageDoc } = await import("./usage/record.ts");
   const { create } = await import("@bufbuild/protobuf");
   const { UsageEventSchema } = await import("@meter/proto/meter/ingestion/v1/ingestion_pb");
   const { toTimestamp } = await import("@meter/lib/time");
@@ -394,7 +394,7 @@ t("an event counted under the old history after the change was applied moves wit
   // A request that resolved the user before the change and died after inserting its event,
   // stamped inside the new dates: the recovery sweep counts it in the calendar month.
   const db = mongo.db(`${stack.dbPrefix}_ingestion`);
-  const { usageDoc } = await import("./handlers/ingest-usage-events.ts");
+  const { usageDoc } = await import("./usage/record.ts");
   const { create } = await import("@bufbuild/protobuf");
   const { UsageEventSchema } = await import("@meter/proto/meter/ingestion/v1/ingestion_pb");
   const { toTimestamp } = await import("@meter/lib/time");
