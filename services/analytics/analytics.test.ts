@@ -1,66 +1,25 @@
 import { randomUUID } from "node:crypto";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { Code, type Client } from "@connectrpc/connect";
+import { Code } from "@connectrpc/connect";
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import type { Db, MongoClient } from "mongodb";
-import {
-  AnalyticsService,
-  type GateFactSchema,
-  type UsageFactSchema,
-} from "@meter/proto/meter/analytics/v1/analytics_pb";
-import { createLogger } from "@meter/lib/logger";
-import { connectMongo } from "@meter/lib/mongo";
-import { rpcClient, serveRpc, type RpcServer } from "@meter/lib/rpc";
+import type { GateFactSchema, UsageFactSchema } from "@meter/proto/meter/analytics/v1/analytics_pb";
 import { timestampDate, toTimestamp } from "@meter/lib/time";
-import { testMongoUrl } from "../../test/support/database.ts";
-import { createAnalyticsService, type AnalyticsModule, type AnalyticsServiceOptions } from "./index.ts";
+import type { AnalyticsServiceOptions } from "./index.ts";
+import { replica, withReplicas, type Replicas } from "./testing/instance.ts";
 import { rpcCode } from "../../test/support/rpc.ts";
 
 type UsageInit = MessageInitShape<typeof UsageFactSchema>;
 type GateInit = MessageInitShape<typeof GateFactSchema>;
 
-interface Instance {
-  module: AnalyticsModule;
-  server: RpcServer;
-  client: Client<typeof AnalyticsService>;
-  close(): Promise<void>;
-}
-
-const t = suite<{ mongo: MongoClient; db: Db; instances: Instance[] }>("analytics service over gRPC");
-const logger = createLogger("analytics-test", "silent");
-const NO_PEERS = { tenancy: "", plans: "", ingestion: "", analytics: "", webhooks: "" };
+const t = suite<Replicas>("analytics service over gRPC");
 /** A pinned "now": one second before midnight UTC. */
 const NOW = new Date("2026-03-10T23:59:59.000Z");
 
-t.before(async (ctx) => {
-  ctx.mongo = await connectMongo(await testMongoUrl());
-  ctx.db = ctx.mongo.db(`analytics_${Date.now()}_${Math.floor(Math.random() * 1e6)}`);
-  ctx.instances = [];
-});
-
-t.after(async (ctx) => {
-  for (const i of ctx.instances) await i.close();
-  await ctx.mongo.close();
-});
+withReplicas(t, "analytics");
 
 /** One analytics process: its own module and gRPC server over the shared test database. */
-async function instance(ctx: { db: Db; instances: Instance[] }, opts: Partial<AnalyticsServiceOptions> = {}): Promise<Instance> {
-  const module = await createAnalyticsService({ db: ctx.db, logger, peers: NO_PEERS, now: () => NOW, rollIntervalMs: 0, ...opts });
-  const server = await serveRpc({ modules: [module], port: 0, logger });
-  await module.start?.();
-  const inst: Instance = {
-    module,
-    server,
-    client: rpcClient(AnalyticsService, server.url),
-    async close() {
-      await module.stop?.();
-      await server.close();
-    },
-  };
-  ctx.instances.push(inst);
-  return inst;
-}
+const instance = (ctx: Replicas, opts: Partial<AnalyticsServiceOptions> = {}) => replica(ctx, { now: () => NOW, ...opts });
 
 function usage(productId: string, ts: string, f: Partial<UsageInit> = {}): UsageInit {
   return {
