@@ -1,6 +1,9 @@
-import type { Db } from "mongodb";
+import type { Db, MongoClient } from "mongodb";
+import type { Test } from "uvu";
 import { WebhooksService } from "@meter/proto/meter/webhooks/v1/webhooks_pb";
 import { createLogger } from "@meter/lib/logger";
+import { connectMongo } from "@meter/lib/mongo";
+import { freshDbName, testMongoUrl } from "../../../test/support/database.ts";
 import { serveInstance, type Instance as ServedInstance } from "../../../test/support/instance.ts";
 import { createWebhooksService, type WebhooksModule, type WebhooksServiceOptions } from "../index.ts";
 
@@ -26,4 +29,24 @@ export async function startInstance(db: Db, opts: Partial<WebhooksServiceOptions
     ...opts,
   });
   return serveInstance(WebhooksService, module, logger);
+}
+
+/** What a suite of one webhooks replica has: the replica (`svc`) and its database. */
+export interface InstanceSuite {
+  mongo: MongoClient;
+  db: Db;
+  svc: Instance;
+}
+
+/** A suite's webhooks replica (`ctx.svc`, started with `opts`) on a database of its own. */
+export function withInstance<C extends InstanceSuite>(t: Test<C>, prefix: string, opts: Partial<WebhooksServiceOptions> = {}): void {
+  t.before(async (ctx) => {
+    ctx.mongo = await connectMongo(await testMongoUrl());
+    ctx.db = ctx.mongo.db(freshDbName(prefix));
+    ctx.svc = await startInstance(ctx.db, opts);
+  });
+  t.after(async (ctx) => {
+    await ctx.svc.close();
+    await ctx.mongo.close();
+  });
 }
