@@ -1,16 +1,14 @@
 import { randomUUID } from "node:crypto";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { close, eq, instance, usage } from "../testing/facts.ts";
+import { close, eq, rolledUp, usage } from "../testing/facts.ts";
 import { withReplicas, type Replicas } from "../testing/instance.ts";
 
 const t = suite<Replicas>("GetBreakdown over gRPC");
 withReplicas(t, "analytics_get_breakdown");
 
 t("breakdown: per model, highest cost first, shares of cost summing to 100", async (ctx) => {
-  const a = await instance(ctx);
-  const p = randomUUID();
-  await a.client.recordEvents({
+  const { a, p } = await rolledUp(ctx, (p) => ({
     usage: [
       usage(p, "2026-03-10T01:00:00Z", { model: "a", cost: 1, tokens: 10n }),
       usage(p, "2026-03-09T01:00:00Z", { model: "a", cost: 1, tokens: 10n }),
@@ -18,8 +16,7 @@ t("breakdown: per model, highest cost first, shares of cost summing to 100", asy
       usage(p, "2026-03-10T01:00:00Z", { model: undefined, cost: 0, tokens: 0n, source: "manual" }),
       usage(p, "2026-03-10T02:00:00Z", { model: "c", cost: 0, tokens: 7n }),
     ],
-  });
-  await a.module.rollPending();
+  }));
   const b = await a.client.getBreakdown({ productId: p, days: 7 });
   eq(
     b.models.map((m) => [m.model, m.cost, m.tokens, m.pct]),

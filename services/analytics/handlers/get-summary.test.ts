@@ -1,17 +1,14 @@
-import { randomUUID } from "node:crypto";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { timestampDate } from "@meter/lib/time";
-import { eq, instance, usage } from "../testing/facts.ts";
+import { eq, instance, rolledUp, usage } from "../testing/facts.ts";
 import { withReplicas, type Replicas } from "../testing/instance.ts";
 
 const t = suite<Replicas>("GetSummary over gRPC");
 withReplicas(t, "analytics_get_summary");
 
 t("windows: whole UTC days ending tomorrow at 00:00, previous period just before", async (ctx) => {
-  const a = await instance(ctx);
-  const p = randomUUID();
-  await a.client.recordEvents({
+  const { a, p } = await rolledUp(ctx, (p) => ({
     usage: [
       usage(p, "2026-03-10T23:59:58.999Z", { cost: 1, tokens: 1n, userId: "today" }),
       usage(p, "2026-03-09T00:00:00.000Z", { cost: 2, tokens: 2n, userId: "yesterday" }),
@@ -19,8 +16,7 @@ t("windows: whole UTC days ending tomorrow at 00:00, previous period just before
       usage(p, "2026-03-07T00:00:00.000Z", { cost: 8, tokens: 8n, userId: "prev-early" }),
       usage(p, "2026-03-06T23:59:59.999Z", { cost: 16, tokens: 16n, userId: "too-old" }),
     ],
-  });
-  await a.module.rollPending();
+  }));
   const s = await a.client.getSummary({ productId: p, days: 2 });
   eq(timestampDate(s.periodStart!).toISOString(), "2026-03-09T00:00:00.000Z");
   eq(timestampDate(s.periodEnd!).toISOString(), "2026-03-11T00:00:00.000Z");
@@ -45,16 +41,13 @@ t("windows: whole UTC days ending tomorrow at 00:00, previous period just before
 });
 
 t("the source filter restricts usage figures to manual or auto events", async (ctx) => {
-  const a = await instance(ctx);
-  const p = randomUUID();
-  await a.client.recordEvents({
+  const { a, p } = await rolledUp(ctx, (p) => ({
     usage: [
       usage(p, "2026-03-10T01:00:00Z", { userId: "m1", source: "manual", cost: 5, tokens: 0n, model: undefined }),
       usage(p, "2026-03-10T01:00:00Z", { userId: "a1", source: "auto", cost: 1, tokens: 10n, model: "m" }),
       usage(p, "2026-03-03T01:00:00Z", { userId: "a1", source: "manual", cost: 2, tokens: 0n, model: "m" }),
     ],
-  });
-  await a.module.rollPending();
+  }));
   const manual = { source: "manual" };
   const s = await a.client.getSummary({ productId: p, days: 30, filter: manual });
   eq([s.current!.totalCost, s.current!.totalEvents, s.current!.activeUsers], [7, 2n, 2n]);

@@ -1,16 +1,13 @@
-import { randomUUID } from "node:crypto";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { eq, gate, instance, usage } from "../testing/facts.ts";
+import { eq, gate, rolledUp, usage } from "../testing/facts.ts";
 import { withReplicas, type Replicas } from "../testing/instance.ts";
 
 const t = suite<Replicas>("GetTimeseries and GetGateTimeseries over gRPC");
 withReplicas(t, "analytics_get_timeseries");
 
 t("timeseries are dense, oldest first; gate timeseries count soft and hard gates", async (ctx) => {
-  const a = await instance(ctx);
-  const p = randomUUID();
-  await a.client.recordEvents({
+  const { a, p } = await rolledUp(ctx, (p) => ({
     usage: [usage(p, "2026-03-08T12:00:00Z", { cost: 0.5, tokens: 50n }), usage(p, "2026-03-08T13:00:00Z", { cost: 0.25, tokens: 25n })],
     gates: [
       gate(p, "2026-03-10T01:00:00Z", "soft_gate"),
@@ -18,8 +15,7 @@ t("timeseries are dense, oldest first; gate timeseries count soft and hard gates
       gate(p, "2026-03-10T03:00:00Z", "hard_gate"),
       gate(p, "2026-03-07T03:00:00Z", "hard_gate"),
     ],
-  });
-  await a.module.rollPending();
+  }));
   const ts = await a.client.getTimeseries({ productId: p, days: 4 });
   eq(
     ts.data.map((d) => [d.date, d.cost, d.tokens, d.events]),

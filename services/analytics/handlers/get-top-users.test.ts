@@ -1,16 +1,13 @@
-import { randomUUID } from "node:crypto";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { eq, instance, usage } from "../testing/facts.ts";
+import { eq, rolledUp, usage } from "../testing/facts.ts";
 import { withReplicas, type Replicas } from "../testing/instance.ts";
 
 const t = suite<Replicas>("GetTopUsers over gRPC");
 withReplicas(t, "analytics_get_top_users");
 
 t("top users: by cost, then user id; limited", async (ctx) => {
-  const a = await instance(ctx);
-  const p = randomUUID();
-  await a.client.recordEvents({
+  const { a, p } = await rolledUp(ctx, (p) => ({
     usage: [
       usage(p, "2026-03-10T01:00:00Z", { userId: "carol", cost: 3 }),
       usage(p, "2026-03-01T01:00:00Z", { userId: "bob", cost: 2, tokens: 5n }),
@@ -18,8 +15,7 @@ t("top users: by cost, then user id; limited", async (ctx) => {
       usage(p, "2026-03-10T01:00:00Z", { userId: "alice", cost: 1 }),
       usage(p, "2026-03-10T01:00:00Z", { userId: "dave", cost: 0.5 }),
     ],
-  });
-  await a.module.rollPending();
+  }));
   const all = await a.client.getTopUsers({ productId: p, days: 30 });
   eq(
     all.users.map((u) => [u.userId, u.cost, u.tokens, u.events]),

@@ -45,3 +45,15 @@ export const close = (a: number, b: number, what: string) => assert.ok(Math.abs(
 export function rng(seed: number) {
   return () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
 }
+
+/**
+ * A replica at NOW with the facts `of` a new product recorded and rolled up: what a query
+ * handler's test reads. `p` is the product.
+ */
+export async function rolledUp(ctx: Replicas, of: (p: string) => { usage?: UsageInit[]; gates?: GateInit[] }) {
+  const a = await instance(ctx);
+  const p = randomUUID();
+  await a.client.recordEvents(of(p));
+  await a.module.rollPending();
+  return { a, p };
+}
