@@ -5,22 +5,13 @@ import { randomUUID } from "node:crypto";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import type { MongoClient } from "mongodb";
-import { connectMongo } from "@meter/lib/mongo";
 import { MAX_COUNTER_MODELS, MAX_COUNTER_TOKENS, OTHER_MODELS } from "../services/ingestion/domain/counter-bounds.ts";
-import { testMongoUrl } from "./support/database.ts";
 import type { Api } from "./support/http.ts";
-import { startTestStack, type TestStack } from "./support/stack.ts";
+import { withTestStack, type TestStack } from "./support/stack.ts";
 
 const t = suite<{ stack: TestStack; mongo: MongoClient }>("ingestion bounds: NUL names, failed counts, token and model bounds");
 
-t.before(async (ctx) => {
-  ctx.stack = await startTestStack();
-  ctx.mongo = await connectMongo(await testMongoUrl());
-});
-t.after(async (ctx) => {
-  await ctx.mongo.close();
-  await ctx.stack.close();
-});
+withTestStack(t);
 
 const DAY = 86_400_000;
 const near = (a: number, b: number, msg: string) => assert.ok(Math.abs(a - b) < 1e-9, `${msg}: ${a} != ${b}`);

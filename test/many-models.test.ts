@@ -6,22 +6,13 @@ import os from "node:os";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import type { MongoClient } from "mongodb";
-import { connectMongo } from "@meter/lib/mongo";
 import { pct } from "../bench/support/stats.ts";
 import { MAX_COUNTER_MODELS, OTHER_MODELS } from "../services/ingestion/domain/counter-bounds.ts";
-import { testMongoUrl } from "./support/database.ts";
-import { startTestStack, type TestStack } from "./support/stack.ts";
+import { withTestStack, type TestStack } from "./support/stack.ts";
 
 const t = suite<{ stack: TestStack; mongo: MongoClient }>("a batch of 10,000 models beside another product");
 
-t.before(async (ctx) => {
-  ctx.stack = await startTestStack();
-  ctx.mongo = await connectMongo(await testMongoUrl());
-});
-t.after(async (ctx) => {
-  await ctx.mongo.close();
-  await ctx.stack.close();
-});
+withTestStack(t);
 
 const MODELS = 10_000;
 /** The bound the issue sets for another product's requests while the batch is handled (an idle machine). */

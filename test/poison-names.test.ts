@@ -5,24 +5,15 @@ import { randomUUID } from "node:crypto";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import type { MongoClient } from "mongodb";
-import { connectMongo } from "@meter/lib/mongo";
 import { OutboxStore, entry } from "../services/ingestion/store/outbox.ts";
-import { testMongoUrl } from "./support/database.ts";
 import { eventually } from "./support/eventually.ts";
 import type { Api } from "./support/http.ts";
-import { startTestStack, type TestStack } from "./support/stack.ts";
+import { withTestStack, type TestStack } from "./support/stack.ts";
 
 const MAX_ATTEMPTS = 3;
 const t = suite<{ stack: TestStack; mongo: MongoClient }>("poison names and poison outbox entries");
 
-t.before(async (ctx) => {
-  ctx.stack = await startTestStack({ services: { ingestion: { relayIntervalMs: 100, relayMaxAttempts: MAX_ATTEMPTS } } });
-  ctx.mongo = await connectMongo(await testMongoUrl());
-});
-t.after(async (ctx) => {
-  await ctx.mongo.close();
-  await ctx.stack.close();
-});
+withTestStack(t, { services: { ingestion: { relayIntervalMs: 100, relayMaxAttempts: MAX_ATTEMPTS } } });
 
 const DAY = 86_400_000;
 const near = (a: number, b: number, msg: string) => assert.ok(Math.abs(a - b) < 1e-9, `${msg}: ${a} != ${b}`);

@@ -4,21 +4,13 @@
 import { randomUUID } from "node:crypto";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { FAST } from "../services/webhooks/testing/instance.ts";
 import { Receiver, signatureValid } from "../services/webhooks/testing/receiver.ts";
 import { eventually } from "./support/eventually.ts";
-import { startTestStack, type TestStack } from "./support/stack.ts";
+import { withWebhookStack, type TestStack } from "./support/stack.ts";
 
 const t = suite<{ stack: TestStack; rx: Receiver }>("webhooks end to end");
 
-t.before(async (ctx) => {
-  ctx.stack = await startTestStack({ services: { webhooks: FAST, ingestion: { relayIntervalMs: 50 } } });
-  ctx.rx = await new Receiver().start();
-});
-t.after(async (ctx) => {
-  await ctx.rx.stop();
-  await ctx.stack.close();
-});
+withWebhookStack(t, { ingestion: { relayIntervalMs: 50 } });
 
 const THRESHOLDS = ["usage.threshold.50", "usage.threshold.80", "usage.threshold.100"];
 

@@ -27,7 +27,6 @@ export function loadConfig<P extends TProperties>(
   }
 }
 
-/** Fields shared by every service process. */
 /**
  * Where a process serves /metrics: 0 (the default) on its main port; any other port there
  * alone, and not on the main port, so that what reaches the main port (the public gateway,
@@ -37,6 +36,7 @@ export const metricsPortField = {
   METRICS_PORT: Type.Integer({ default: 0, minimum: 0, maximum: 65535 }),
 };
 
+/** Fields shared by every service process. */
 export const serviceConfigFields = {
   MONGODB_URL: Type.String({ default: "mongodb://127.0.0.1:27017/" }),
   LOG_LEVEL: Type.Union(
@@ -46,6 +46,23 @@ export const serviceConfigFields = {
   HOST: Type.String({ default: "0.0.0.0" }),
   ...metricsPortField,
 };
+
+/**
+ * What every service process reads: the shared fields, and the port it listens on and the
+ * database it keeps (with the defaults of this service).
+ */
+export function serviceProcessFields(defaults: { port: number; db: string }) {
+  return {
+    ...serviceConfigFields,
+    PORT: Type.Integer({ default: defaults.port, minimum: 0, maximum: 65535 }),
+    MONGODB_DB: Type.String({ default: defaults.db, minLength: 1 }),
+  };
+}
+
+/** A service process's schema: what every one reads, its peers' URLs, and `settings` of its own. */
+export function serviceConfigSchema<P extends TProperties>(defaults: { port: number; db: string }, settings: P) {
+  return Type.Object({ ...serviceProcessFields(defaults), ...peerUrlFields, ...settings });
+}
 
 /**
  * Ingestion batches of one product handled at once by one process: admitted by the gateway

@@ -2,7 +2,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import type { MongoClient } from "mongodb";
 import { testMongoUrl } from "../../test/support/database.ts";
-import { connectMongo, deleteInRounds, isDuplicateKeyError } from "./mongo.ts";
+import { connectMongo, deleteInRounds, isDuplicateKeyError, takeLease } from "./mongo.ts";
 
 // Every exactly-once rule of the services rests on these guarantees of MongoDB; the test
 // database (the embedded FerretDB behind its serializing proxy, or MongoDB) must give them too.
@@ -53,6 +53,21 @@ t("deleteInRounds removes more documents than one SQLite statement can name, and
   assert.is(await c.countDocuments({}), 100);
   assert.is(await c.countDocuments({ old: true }), 0);
   assert.is(await deleteInRounds(c, { old: true }), 0);
+});
+
+t("takeLease: one of parallel takers holds a key; a hold that ended is taken over, a live one is not", async ({ mongo }) => {
+  const c = mongo.db(`guarantees_${Date.now()}`).collection<{ _id: string; who: string; till: Date }>("leases");
+  const fields = { holder: "who", until: "till" };
+  const at = new Date("2026-01-01T00:00:00Z");
+  const tokens = await Promise.all(Array.from({ length: 10 }, () => takeLease(c, "k", 1_000, fields, () => at)));
+  const held = tokens.filter((x) => x !== null);
+  assert.is(held.length, 1);
+  assert.equal(await c.findOne({ _id: "k" }), { _id: "k", who: held[0]!, till: new Date(at.getTime() + 1_000) });
+  // Still held 999 ms later; taken over once its hold has ended.
+  assert.is(await takeLease(c, "k", 1_000, fields, () => new Date(at.getTime() + 999)), null);
+  const later = await takeLease(c, "k", 1_000, fields, () => new Date(at.getTime() + 1_001));
+  assert.ok(later && later !== held[0]);
+  assert.is((await c.findOne({ _id: "k" }))!.who, later);
 });
 
 t.run();

@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { MongoBulkWriteError, MongoClient, MongoServerError, type Collection, type Db, type Document, type Filter, type FindOptions, type InferIdType } from "mongodb";
 
 /** The one way to open MongoDB: a client with sane timeouts, verified with a ping. */
@@ -106,4 +107,42 @@ async function insertChunk<D extends { _id: string }>(collection: Collection<D>,
     }
     return docs.filter((_, i) => !failed.has(i)).map((d) => d._id);
   }
+}
+
+/** Where a lease document keeps its holder's token and the end of its hold. */
+export interface LeaseFields {
+  holder: string;
+  until: string;
+}
+
+/**
+ * Takes `id` for `ms` by an insert under that unique `_id`, taking over a hold that has ended;
+ * returns the new holder's token, or null while someone else holds it. The insert is atomic on
+ * MongoDB and on the embedded database alike, where conditional updates and findOneAndUpdate
+ * are not. A hold that ended is removed only if it is still that hold, then the insert races again.
+ */
+export async function takeLease<D extends { _id: string }>(
+  leases: Collection<D>,
+  id: string,
+  ms: number,
+  fields: LeaseFields,
+  now: () => Date = () => new Date(),
+): Promise<string | null> {
+  // The two field names are the caller's: the documents are handled untyped here.
+  const col = leases as unknown as Collection<{ _id: string; [field: string]: unknown }>;
+  const key = { _id: id };
+  for (let round = 0; round < 2; round++) {
+    const token = randomUUID();
+    try {
+      await col.insertOne({ _id: id, [fields.holder]: token, [fields.until]: new Date(now().getTime() + ms) });
+      return token;
+    } catch (err) {
+      if (!isDuplicateKeyError(err)) throw err;
+    }
+    const held = await col.findOne(key);
+    if (!held) continue;
+    if ((held[fields.until] as Date).getTime() > now().getTime()) return null;
+    await col.deleteOne({ ...key, [fields.holder]: held[fields.holder] });
+  }
+  return null;
 }

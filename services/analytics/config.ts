@@ -1,4 +1,4 @@
-import { Type, peerUrlFields, serviceConfigFields } from "@meter/lib/config";
+import { Type, serviceConfigSchema } from "@meter/lib/config";
 
 /** The analytics settings every process hosting the service reads (service process, all-in-one). */
 export const analyticsSettingsFields = {
@@ -12,13 +12,7 @@ export const analyticsSettingsFields = {
   ANALYTICS_USER_CACHE_MB: Type.Integer({ default: 128, minimum: 0, maximum: 65_536 }),
 };
 
-export const analyticsConfigSchema = Type.Object({
-  ...serviceConfigFields,
-  ...peerUrlFields,
-  PORT: Type.Integer({ default: 9094, minimum: 0, maximum: 65535 }),
-  MONGODB_DB: Type.String({ default: "meter_analytics", minLength: 1 }),
-  ...analyticsSettingsFields,
-});
+export const analyticsConfigSchema = serviceConfigSchema({ port: 9094, db: "meter_analytics" }, analyticsSettingsFields);
 
 export function analyticsSettings(config: { ROLL_INTERVAL_MS: number; ANALYTICS_LEDGER_DAYS: number; ANALYTICS_ROLLUP_DAYS: number; ANALYTICS_USER_CACHE_MB: number }) {
   return {

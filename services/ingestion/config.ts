@@ -1,4 +1,4 @@
-import { Type, peerUrlFields, productConcurrencyFields, serviceConfigFields } from "@meter/lib/config";
+import { Type, productConcurrencyFields, serviceConfigSchema } from "@meter/lib/config";
 
 /** The ingestion settings every process hosting the service reads (service process, all-in-one). */
 export const ingestionSettingsFields = {
@@ -26,13 +26,7 @@ export const ingestionSettingsFields = {
   LEASE_GRACE_MS: Type.Integer({ default: 30_000, minimum: 0, maximum: 3_600_000 }),
 };
 
-export const ingestionConfigSchema = Type.Object({
-  ...serviceConfigFields,
-  ...peerUrlFields,
-  PORT: Type.Integer({ default: 9093, minimum: 0, maximum: 65535 }),
-  MONGODB_DB: Type.String({ default: "meter_ingestion", minLength: 1 }),
-  ...ingestionSettingsFields,
-});
+export const ingestionConfigSchema = serviceConfigSchema({ port: 9093, db: "meter_ingestion" }, ingestionSettingsFields);
 
 export function ingestionSettings(config: {
   RELAY_INTERVAL_MS: number;

@@ -1,6 +1,6 @@
 import type { JobScheduler } from "@meter/lib/jobs";
 import type { Logger } from "@meter/lib/logger";
-import type { UserDirectory } from "./adapters/plans.ts";
+import type { KnownUser, UserDirectory } from "./adapters/plans.ts";
 import type { RetentionPolicy } from "./domain/retention-policy.ts";
 import type { ArrivalStore } from "./late-changes/arrivals.ts";
 import type { LateChanges } from "./late-changes/pending.ts";
@@ -25,6 +25,8 @@ export interface IngestionDeps {
   lateChanges: LateChanges;
   /** Runs a round of the late-change follower now, unless one is pending (jobs/late-changes.ts). */
   kickLateChanges: () => Promise<void>;
+  /** After a write: hands users with a late change to the follower (late-changes/follow.ts `notice`). */
+  noticeLateChanges: (productId: string, users: ReadonlyMap<string, KnownUser>) => Promise<void>;
   gates: GateEventStore;
   crossings: CrossingStore;
   jobs: JobStore;

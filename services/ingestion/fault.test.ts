@@ -8,11 +8,10 @@ import * as assert from "uvu/assert";
 import { create } from "@bufbuild/protobuf";
 import type { MongoClient } from "mongodb";
 import { IngestionService, UsageEventSchema, type UsageEvent } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
-import { connectMongo } from "@meter/lib/mongo";
 import { rpcClient } from "@meter/lib/rpc";
 import { toTimestamp } from "@meter/lib/time";
 import { testMongoUrl } from "../../test/support/database.ts";
-import { startTestStack, type TestStack } from "../../test/support/stack.ts";
+import { withTestStack, type TestStack } from "../../test/support/stack.ts";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
@@ -40,14 +39,7 @@ async function launch(env: Record<string, string>): Promise<{ child: ChildProces
 
 const t = suite<{ stack: TestStack; mongo: MongoClient }>("ingestion killed mid-batch");
 
-t.before(async (ctx) => {
-  ctx.stack = await startTestStack();
-  ctx.mongo = await connectMongo(await testMongoUrl());
-});
-t.after(async (ctx) => {
-  await ctx.stack.close();
-  await ctx.mongo.close();
-});
+withTestStack(t);
 
 t("SIGKILL while a large batch is written, restart, retry: totals exact, nothing lost or doubled", async ({ stack, mongo }) => {
   const { api, productId } = await stack.newProduct();

@@ -33,7 +33,7 @@ import { UsageEventStore } from "./store/usage-events.ts";
 import { JobStore } from "./store/jobs.ts";
 import { OutboxStore, WAITING } from "./store/outbox.ts";
 import { ArrivalStore } from "./late-changes/arrivals.ts";
-import { followLateChanges } from "./late-changes/follow.ts";
+import { followLateChanges, notice } from "./late-changes/follow.ts";
 import { LateChanges } from "./late-changes/pending.ts";
 import { recoverStale } from "./exactly-once/recovery.ts";
 import { RETENTION_DEFAULTS, type RetentionPolicy } from "./domain/retention-policy.ts";
@@ -99,6 +99,7 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
     arrivals,
     lateChanges: new LateChanges(opts.db),
     kickLateChanges: () => kickLateChanges(deps),
+    noticeLateChanges: (productId, users) => notice(deps, productId, users),
     gates,
     crossings,
     jobs,

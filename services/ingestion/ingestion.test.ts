@@ -9,6 +9,15 @@ import { startTestStack, type TestStack } from "../../test/support/stack.ts";
 import type { AnalyticsRecorder, CrossingInit, GateFactInit, GateNoticeInit, UsageFactInit, WebhookPublisher } from "./adapters/peers.ts";
 import { eventually } from "../../test/support/eventually.ts";
 import { storedJob, type StoredJob } from "./store/jobs.ts";
+import { create } from "@bufbuild/protobuf";
+import { UsageEventSchema } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
+import { toTimestamp } from "@meter/lib/time";
+import { usageDoc } from "./usage/record.ts";
+
+/** A usage event of an unregistered user as a batch stores it, stamped `at`, in `job`. */
+function storedUsage(productId: string, job: string, userId: string, at: Date, costTotal = 0, receivedAt = at) {
+  return usageDoc(productId, job, create(UsageEventSchema, { id: randomUUID(), userId, timestamp: toTimestamp(at), costTotal }), undefined, receivedAt);
+}
 
 /** A peer that refuses its first `failures` calls (down, then not yet implementing the call), then records. */
 class FlakyPeers implements WebhookPublisher, AnalyticsRecorder {
@@ -166,14 +175,10 @@ t("a job left unfinished by a crash is completed by the recovery sweep", async (
   await api.post("/users", { external_user_id: "r1" });
   const db = mongo.db(`${stack.dbPrefix}_ingestion`);
   // What a request killed right after inserting its events leaves behind: the job and the events.
-  const { usageDoc } = await import("./handlers/ingest-usage-events.ts");
-  const { create } = await import("@bufbuild/protobuf");
-  const { UsageEventSchema } = await import("@meter/proto/meter/ingestion/v1/ingestion_pb");
-  const { toTimestamp } = await import("@meter/lib/time");
   const job = `job_${randomUUID()}`;
   const old = new Date(Date.now() - 5_000);
   const docs = Array.from({ length: 5 }, (_, i) =>
-    usageDoc(productId, job, create(UsageEventSchema, { id: randomUUID(), userId: "r1", timestamp: toTimestamp(old), costTotal: i + 1 }), undefined, old),
+    storedUsage(productId, job, "r1", old, i + 1),
   );
   await db.collection<StoredJob>("jobs").insertOne(storedJob({ _id: job, kind: "usage", product_id: productId, ids: docs.map((d) => d._id), created_at: old }));
   await db.collection("usage_events").insertMany(docs as never[]);
@@ -191,10 +196,6 @@ t("a job left unfinished by a crash is completed by the recovery sweep", async (
 
 t("the recovery sweep takes jobs oldest first and quarantines one it cannot complete, after the others", async ({ stack, mongo }) => {
   const db = mongo.db(`${stack.dbPrefix}_ingestion`);
-  const { usageDoc } = await import("./handlers/ingest-usage-events.ts");
-  const { create } = await import("@bufbuild/protobuf");
-  const { UsageEventSchema } = await import("@meter/proto/meter/ingestion/v1/ingestion_pb");
-  const { toTimestamp } = await import("@meter/lib/time");
   const { registry } = await import("@meter/lib/metrics");
   const { MAX_RECOVERY_FAILURES } = await import("./exactly-once/recovery.ts");
   const quarantined = async () => {
@@ -205,7 +206,7 @@ t("the recovery sweep takes jobs oldest first and quarantines one it cannot comp
   /** What a request killed after inserting its events leaves behind, `ageMs` ago. */
   const leftBehind = async (productId: string, user: string, ageMs: number, cost: unknown, job = `job_${randomUUID()}`) => {
     const at = new Date(Date.now() - ageMs);
-    const doc = usageDoc(productId, job, create(UsageEventSchema, { id: randomUUID(), userId: user, timestamp: toTimestamp(at) }), undefined, at);
+    const doc = storedUsage(productId, job, user, at);
     await db.collection<StoredJob>("jobs").insertOne(storedJob({ _id: job, kind: "usage", product_id: productId, ids: [doc._id], created_at: at, claimed_at: at }));
     await db.collection("usage_events").insertOne({ ...doc, cost_total: cost } as never);
     return job;
@@ -394,13 +395,9 @@ t("an event counted under the old history after the change was applied moves wit
   // A request that resolved the user before the change and died after inserting its event,
   // stamped inside the new dates: the recovery sweep counts it in the calendar month.
   const db = mongo.db(`${stack.dbPrefix}_ingestion`);
-  const { usageDoc } = await import("./handlers/ingest-usage-events.ts");
-  const { create } = await import("@bufbuild/protobuf");
-  const { UsageEventSchema } = await import("@meter/proto/meter/ingestion/v1/ingestion_pb");
-  const { toTimestamp } = await import("@meter/lib/time");
   const job = `job_${randomUUID()}`;
   const stamped = new Date(now - HOUR);
-  const doc = usageDoc(productId, job, create(UsageEventSchema, { id: randomUUID(), userId, timestamp: toTimestamp(stamped), costTotal: 2 }), undefined, new Date(now - 10_000));
+  const doc = storedUsage(productId, job, userId, stamped, 2, new Date(now - 10_000));
   assert.is.not(doc.counter_id, `${productId}|${start.toISOString()}|${userId}`, "counted under the old history");
   await db.collection<StoredJob>("jobs").insertOne(storedJob({ _id: job, kind: "usage", product_id: productId, ids: [doc._id], created_at: new Date(now - 10_000) }));
   await db.collection("usage_events").insertOne(doc as never);

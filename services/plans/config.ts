@@ -1,4 +1,4 @@
-import { Type, peerUrlFields, serviceConfigFields } from "@meter/lib/config";
+import { Type, serviceConfigSchema } from "@meter/lib/config";
 
 /** The plans settings every process hosting the service reads (service process, all-in-one). */
 export const plansSettingsFields = {
@@ -15,10 +15,4 @@ export function plansSettings(config: { PLAN_CACHE_MS: number; USER_CACHE_MB: nu
   return { planCacheMs: config.PLAN_CACHE_MS, userCacheBytes: config.USER_CACHE_MB * 1024 * 1024 };
 }
 
-export const plansConfigSchema = Type.Object({
-  ...serviceConfigFields,
-  ...plansSettingsFields,
-  ...peerUrlFields,
-  PORT: Type.Integer({ default: 9092, minimum: 0, maximum: 65535 }),
-  MONGODB_DB: Type.String({ default: "meter_plans", minLength: 1 }),
-});
+export const plansConfigSchema = serviceConfigSchema({ port: 9092, db: "meter_plans" }, plansSettingsFields);

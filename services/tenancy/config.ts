@@ -1,7 +1,3 @@
-import { Type, serviceConfigFields } from "@meter/lib/config";
+import { Type, serviceProcessFields } from "@meter/lib/config";
 
-export const tenancyConfigSchema = Type.Object({
-  ...serviceConfigFields,
-  PORT: Type.Integer({ default: 9091, minimum: 0, maximum: 65535 }),
-  MONGODB_DB: Type.String({ default: "meter_tenancy", minLength: 1 }),
-});
+export const tenancyConfigSchema = Type.Object(serviceProcessFields({ port: 9091, db: "meter_tenancy" }));

@@ -1,4 +1,4 @@
-import { Type, peerUrlFields, serviceConfigFields } from "@meter/lib/config";
+import { Type, serviceConfigSchema } from "@meter/lib/config";
 import { parseSecretKey } from "./domain/secrets.ts";
 
 /** The webhooks settings every process hosting the service reads (service process, all-in-one). */
@@ -11,11 +11,7 @@ export const webhooksSettingsFields = {
   WEBHOOKS_LOG_DAYS: Type.Integer({ default: 30, minimum: 1, maximum: 3650 }),
 };
 
-export const webhooksConfigSchema = Type.Object({
-  ...serviceConfigFields,
-  ...peerUrlFields,
-  PORT: Type.Integer({ default: 9095, minimum: 0, maximum: 65535 }),
-  MONGODB_DB: Type.String({ default: "meter_webhooks", minLength: 1 }),
+export const webhooksConfigSchema = serviceConfigSchema({ port: 9095, db: "meter_webhooks" }, {
   ...webhooksSettingsFields,
   /**
    * "true" lets the process run without WEBHOOKS_SECRET_KEY, on the public development key

@@ -1,5 +1,7 @@
 import { randomBytes } from "node:crypto";
+import type { MongoClient } from "mongodb";
 import { createLogger } from "@meter/lib/logger";
+import { connectMongo } from "@meter/lib/mongo";
 import { startStack, type Stack, type StackOptions } from "../../cmd/stack.ts";
 import type { Test } from "uvu";
 import { FAST } from "../../services/webhooks/testing/instance.ts";
@@ -37,10 +39,25 @@ export async function startTestStack(opts: Partial<StackOptions> = {}): Promise<
   };
 }
 
-/** A suite's stack with webhooks sent at test pace, and a receiver for them (`ctx.rx`). */
-export function withWebhookStack<C extends { stack: TestStack; rx: Receiver }>(t: Test<C>): void {
+/**
+ * A suite's stack (`ctx.stack`, started with `opts`) and a client of its test database
+ * (`ctx.mongo`; the stack's databases are named `<ctx.stack.dbPrefix>_<service>`).
+ */
+export function withTestStack<C extends { stack: TestStack; mongo: MongoClient }>(t: Test<C>, opts: Partial<StackOptions> = {}): void {
   t.before(async (ctx) => {
-    ctx.stack = await startTestStack({ services: { webhooks: FAST } });
+    ctx.stack = await startTestStack(opts);
+    ctx.mongo = await connectMongo(await testMongoUrl());
+  });
+  t.after(async (ctx) => {
+    await ctx.mongo.close();
+    await ctx.stack.close();
+  });
+}
+
+/** A suite's stack with webhooks sent at test pace (other services as `services` sets them), and a receiver for them (`ctx.rx`). */
+export function withWebhookStack<C extends { stack: TestStack; rx: Receiver }>(t: Test<C>, services: StackOptions["services"] = {}): void {
+  t.before(async (ctx) => {
+    ctx.stack = await startTestStack({ services: { ...services, webhooks: FAST } });
     ctx.rx = await new Receiver().start();
   });
   t.after(async (ctx) => {

@@ -2,15 +2,11 @@ import { randomUUID } from "node:crypto";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import type { Client } from "@connectrpc/connect";
-import type { Db, MongoClient } from "mongodb";
-import { AnalyticsService, type UsageFactSchema } from "@meter/proto/meter/analytics/v1/analytics_pb";
-import { createLogger } from "@meter/lib/logger";
-import { connectMongo } from "@meter/lib/mongo";
-import { rpcClient, serveRpc, type RpcServer } from "@meter/lib/rpc";
+import type { Db } from "mongodb";
+import type { UsageFactSchema } from "@meter/proto/meter/analytics/v1/analytics_pb";
 import { toTimestamp } from "@meter/lib/time";
-import { testMongoUrl } from "../../../test/support/database.ts";
-import { createAnalyticsService, type AnalyticsModule, type AnalyticsServiceOptions } from "../index.ts";
+import type { AnalyticsServiceOptions } from "../index.ts";
+import { replica, withReplicas, type Instance, type Replicas } from "../testing/instance.ts";
 import { add, pick, topUsers, zero, type Figures, type Source } from "../domain/rollup.ts";
 import { DAY_MS, lookback, previous } from "../domain/windows.ts";
 import { RollupStore, USERS_PER_CHUNK } from "../store/rollups.ts";
@@ -22,35 +18,14 @@ import { RollupStore, USERS_PER_CHUNK } from "../store/rollups.ts";
  * facts, another replica's roll, a rollup written without a version).
  */
 type UsageInit = MessageInitShape<typeof UsageFactSchema>;
-interface Instance {
-  module: AnalyticsModule;
-  client: Client<typeof AnalyticsService>;
-}
-
-const t = suite<{ mongo: MongoClient; db: Db; servers: RpcServer[] }>("per-user queries over cached day columns");
-const logger = createLogger("queries-test", "silent");
-const NO_PEERS = { tenancy: "", plans: "", ingestion: "", analytics: "", webhooks: "" };
+const t = suite<Replicas>("per-user queries over cached day columns");
 const NOW = new Date("2026-03-10T12:00:00.000Z");
 const SOURCES: (Source | undefined)[] = [undefined, "auto", "manual"];
 
-t.before(async (ctx) => {
-  ctx.mongo = await connectMongo(await testMongoUrl());
-  ctx.db = ctx.mongo.db(`analytics_queries_${Date.now()}_${Math.floor(Math.random() * 1e6)}`);
-  ctx.servers = [];
-});
+withReplicas(t, "analytics_queries");
 
-t.after(async (ctx) => {
-  for (const s of ctx.servers) await s.close();
-  await ctx.db.dropDatabase().catch(() => undefined);
-  await ctx.mongo.close();
-});
-
-async function instance(ctx: { db: Db; servers: RpcServer[] }, opts: Partial<AnalyticsServiceOptions> = {}): Promise<Instance> {
-  const module = await createAnalyticsService({ db: ctx.db, logger, peers: NO_PEERS, now: () => NOW, rollIntervalMs: 0, ...opts });
-  const server = await serveRpc({ modules: [module], port: 0, logger });
-  ctx.servers.push(server);
-  return { module, client: rpcClient(AnalyticsService, server.url) };
-}
+/** One analytics process: its own module and gRPC server over the shared test database. */
+const instance = (ctx: Replicas, opts: Partial<AnalyticsServiceOptions> = {}) => replica(ctx, { now: () => NOW, ...opts });
 
 /** A seeded pseudo-random generator, so that failures can be replayed. */
 function rng(seed: number) {

@@ -1,16 +1,12 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { AnalyticsService } from "@meter/proto/meter/analytics/v1/analytics_pb";
-import { daysOf } from "./params.ts";
-import { readWindow } from "../flows/queries.ts";
-import { lookback } from "../domain/windows.ts";
+import { requestedDays } from "./params.ts";
 import type { AnalyticsDeps } from "../deps.ts";
 
 /** Soft and hard gate events per UTC day of the window, oldest first, zeros included. */
 export function getGateTimeseries(deps: AnalyticsDeps): ServiceImpl<typeof AnalyticsService>["getGateTimeseries"] {
   return async (req) => {
-    const productId = req.productId;
-    const w = lookback(deps.now(), daysOf(req));
-    const { docs } = await readWindow(deps, productId, w.days, false);
+    const { w, docs } = await requestedDays(deps, req);
     const byDay = new Map(docs.map((d) => [d.day, d]));
     return {
       data: w.days.map((date) => ({

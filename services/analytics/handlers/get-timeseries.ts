@@ -1,18 +1,14 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { AnalyticsService } from "@meter/proto/meter/analytics/v1/analytics_pb";
 import { pick } from "../domain/rollup.ts";
-import { daysOf, sourceOf } from "./params.ts";
-import { readWindow } from "../flows/queries.ts";
-import { lookback } from "../domain/windows.ts";
+import { requestedDays, sourceOf } from "./params.ts";
 import type { AnalyticsDeps } from "../deps.ts";
 
 /** One point per UTC day of the window, oldest first, days without events as zeros. */
 export function getTimeseries(deps: AnalyticsDeps): ServiceImpl<typeof AnalyticsService>["getTimeseries"] {
   return async (req) => {
-    const productId = req.productId;
     const source = sourceOf(req.filter);
-    const w = lookback(deps.now(), daysOf(req));
-    const { docs } = await readWindow(deps, productId, w.days, false);
+    const { w, docs } = await requestedDays(deps, req);
     const byDay = new Map(docs.map((d) => [d.day, pick(d.usage, source)]));
     return {
       data: w.days.map((date) => {

@@ -1,7 +1,10 @@
 import { rpcError } from "@meter/lib/errors";
 import type { SourceFilter } from "@meter/proto/meter/analytics/v1/analytics_pb";
 import { SOURCES, type Source } from "../domain/rollup.ts";
-import { DAYS_DEFAULT, DAYS_MAX, DAYS_MIN, TOP_USERS_DEFAULT, TOP_USERS_MAX } from "../domain/windows.ts";
+import { DAYS_DEFAULT, DAYS_MAX, DAYS_MIN, lookback, TOP_USERS_DEFAULT, TOP_USERS_MAX, type DayWindow } from "../domain/windows.ts";
+import type { AnalyticsDeps } from "../deps.ts";
+import { readWindow } from "../flows/queries.ts";
+import type { DayDoc } from "../store/rollups.ts";
 
 /** Request checks shared by the query handlers; proto3's 0 means "not sent", so the default. */
 
@@ -26,4 +29,11 @@ export function sourceOf(filter: SourceFilter | undefined): Source | undefined {
   if (s === undefined || s === "") return undefined;
   if (!(SOURCES as readonly string[]).includes(s)) throw rpcError.invalid(`source must be one of ${SOURCES.join(", ")}`);
   return s as Source;
+}
+
+/** The window a request asks for (its `days`, today included) and the rollups of its days; no user columns. */
+export async function requestedDays(deps: AnalyticsDeps, req: { productId: string; days: number }): Promise<{ w: DayWindow; docs: DayDoc[] }> {
+  const w = lookback(deps.now(), daysOf(req));
+  const { docs } = await readWindow(deps, req.productId, w.days, false);
+  return { w, docs };
 }

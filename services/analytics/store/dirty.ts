@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Collection, Db } from "mongodb";
 import pMap from "p-map";
-import { deleteInRounds, isDuplicateKeyError } from "@meter/lib/mongo";
+import { deleteInRounds, isDuplicateKeyError, takeLease } from "@meter/lib/mongo";
 
 /**
  * Marks of product-days whose rollup may be older than their ledger. Marks are only ever
@@ -43,21 +43,8 @@ export class DirtyStore {
    * Takes the day for `ms` (a unique insert), taking over a lease that has expired; null when
    * another roller holds it. Leases only save duplicate work: correctness never rests on them.
    */
-  async lease(b: Bucket, ms: number): Promise<string | null> {
-    const id = bucketId(b);
-    const owner = randomUUID();
-    for (let attempt = 0; attempt < 2; attempt++) {
-      try {
-        await this.leases.insertOne({ _id: id, owner, until: new Date(Date.now() + ms) });
-        return owner;
-      } catch (err) {
-        if (!isDuplicateKeyError(err)) throw err;
-      }
-      const held = await this.leases.findOne({ _id: id });
-      if (held && held.until.getTime() > Date.now()) return null;
-      if (held) await this.leases.deleteOne({ _id: id, owner: held.owner });
-    }
-    return null;
+  lease(b: Bucket, ms: number): Promise<string | null> {
+    return takeLease(this.leases, bucketId(b), ms, { holder: "owner", until: "until" });
   }
 
   async release(b: Bucket, owner: string): Promise<void> {

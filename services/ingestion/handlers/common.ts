@@ -1,11 +1,6 @@
 import { rpcError } from "@meter/lib/errors";
-import { calendarMonth } from "@meter/rules";
 import type { KnownUser } from "../adapters/plans.ts";
 import type { IngestionDeps } from "../deps.ts";
-import { applyCounterBounds, MAX_COUNTER_TOKENS, OTHER_MODELS } from "../domain/counter-bounds.ts";
-import { counterStates } from "../store/counter-state.ts";
-import { monthCounterId } from "../domain/counter-ids.ts";
-import type { UsageEventDoc } from "../store/usage-events.ts";
 
 /** The registered user, or NOT_FOUND (users of other products are not visible). */
 export async function requireUser(deps: IngestionDeps, productId: string, userId: string): Promise<KnownUser> {
@@ -15,11 +10,9 @@ export async function requireUser(deps: IngestionDeps, productId: string, userId
   return user;
 }
 
-export function checkBatchSize(deps: IngestionDeps, count: number): void {
-  if (count > deps.limits.maxBatchEvents) {
-    throw rpcError.tooLarge(
-      `batch of ${count} events is larger than the ${deps.limits.maxBatchEvents} accepted; split it into smaller batches`,
-    );
+export function checkBatchSize(count: number, max: number): void {
+  if (count > max) {
+    throw rpcError.tooLarge(`batch of ${count} events is larger than the ${max} accepted; split it into smaller batches`);
   }
 }
 
@@ -54,50 +47,6 @@ export function tokensWithin(problems: BatchProblems, i: number, fields: Record<
   for (const [name, [value, max]] of Object.entries(fields)) {
     if (value < 0n || value > BigInt(max)) problems.add(i, name, `must be a whole number of tokens from 0 to ${max}`);
   }
-}
-
-/** The counters an event is added to: its period's, and its calendar month's when that is another. */
-function countersOf(d: UsageEventDoc): string[] {
-  const month = calendarMonth(d.timestamp).start;
-  return month.getTime() === d.period_start.getTime() ? [d.counter_id] : [d.counter_id, monthCounterId(d.product_id, d.user_id, month)];
-}
-
-/**
- * The counter bounds (domain/counter-bounds.ts), before anything is stored: an event that
- * would take a counter's tokens past MAX_COUNTER_TOKENS refuses the batch (422, each such
- * event named by `path`); a model past the counter's MAX_COUNTER_MODELS is counted as
- * OTHER_MODELS (`counted_model`). One read of the counters the events go to.
- */
-export async function boundCounters(
-  deps: IngestionDeps,
-  docs: UsageEventDoc[],
-  users: ReadonlyMap<string, KnownUser>,
-  path: (doc: UsageEventDoc) => string,
-): Promise<void> {
-  const items = docs.map((doc) => ({
-    doc,
-    model: doc.model,
-    total_tokens: doc.total_tokens,
-    counters: countersOf(doc),
-    capped: doc.model !== null && capsModel(users.get(doc.user_id), doc.model),
-  }));
-  const state = await counterStates(deps.counters.counters, [...new Set(items.flatMap((i) => i.counters))]);
-  const { folded, refused } = applyCounterBounds(items, state);
-  if (refused.length > 0) {
-    throw rpcError.invalidFields(
-      refused.map(({ event, tokens }) => ({
-        path: path(event.doc),
-        message: `would take user "${event.doc.user_id}"'s token count (${tokens}) past ${MAX_COUNTER_TOKENS}, the most one billing period or month counts`,
-      })),
-    );
-  }
-  for (const f of folded) f.doc.counted_model = OTHER_MODELS;
-  if (folded.length > 0) deps.logger.warn({ productId: docs[0]!.product_id, events: folded.length }, `events counted under "${OTHER_MODELS}": their users' counters name the most models kept apart`);
-}
-
-function capsModel(user: KnownUser | undefined, model: string): boolean {
-  for (const plan of user?.plans.values() ?? []) if (Object.hasOwn(plan.modelLimits, model)) return true;
-  return false;
 }
 
 /** Splits a batch into first occurrences and the count of repeated ids within it. */

@@ -7,11 +7,10 @@ import { price } from "@meter/rules";
 import { encodeMetadata } from "../domain/field-keys.ts";
 import type { IngestionDeps } from "../deps.ts";
 import type { UsageEventDoc } from "../store/usage-events.ts";
-import { notice } from "../late-changes/follow.ts";
 import { attribute, attributionFields } from "../domain/attribution.ts";
-import { storeUsage } from "../exactly-once/write.ts";
 import { MAX_EVENT_TOKENS } from "@meter/lib/event-bounds";
-import { boundCounters, requireUser } from "./common.ts";
+import { recordUsage } from "../usage/record.ts";
+import { requireUser } from "./common.ts";
 
 const MAX_KEY = 255;
 
@@ -88,10 +87,9 @@ export function createManualEvent(deps: IngestionDeps): ServiceImpl<typeof Inges
       ...attributionFields(a),
       received_at: now,
     };
-    await boundCounters(deps, [doc], new Map([[req.userId, user]]), () => "/input_tokens");
     // A replay of a key whose first attempt was interrupted completes that attempt's job.
-    const inserted = await storeUsage(deps, { _id: job, kind: "usage", product_id: productId, ids: [_id], created_at: now }, [doc]);
-    await notice(deps, productId, new Map([[req.userId, user]]));
+    const usageJob = { _id: job, kind: "usage" as const, product_id: productId, ids: [_id], created_at: now };
+    const inserted = await recordUsage(deps, usageJob, [doc], new Map([[req.userId, user]]), () => "/input_tokens");
     const stored = inserted.has(_id) ? doc : await deps.events.get(_id);
     if (!stored) throw rpcError.unavailable("the event was not stored; retry the request");
     return { event: toManualEvent(stored), created: inserted.has(_id) };

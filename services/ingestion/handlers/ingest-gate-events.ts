@@ -79,7 +79,7 @@ function gateDoc(productId: string, job: string, e: GateEvent, receivedAt: Date)
 export function ingestGateEvents(deps: IngestionDeps): ServiceImpl<typeof IngestionService>["ingestGateEvents"] {
   return async (req) => {
     const productId = req.productId;
-    checkBatchSize(deps, req.events.length);
+    checkBatchSize(req.events.length, deps.limits.maxBatchEvents);
     validate(req.events);
     const now = deps.now();
     checkWindow(req.events, now, deps.retention.gateEventDays);

@@ -1,40 +1,25 @@
-import { randomUUID } from "node:crypto";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { IngestionService, UsageEvent } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import { rpcError, type FieldIssue } from "@meter/lib/errors";
 import { refusedTimestamps } from "@meter/lib/metrics";
 import { timestampDate, usageTimestampProblem } from "@meter/lib/time";
-import type { KnownUser } from "../adapters/plans.ts";
-import { addDollars, normalizeModel, roundDollars } from "@meter/rules";
-import { encodeMetadata } from "../domain/field-keys.ts";
 import type { IngestionDeps } from "../deps.ts";
-import type { UsageEventDoc } from "../store/usage-events.ts";
-import { notice } from "../late-changes/follow.ts";
-import { attribute, attributionFields } from "../domain/attribution.ts";
-import { storeUsage } from "../exactly-once/write.ts";
+import { ingestUsageBatch } from "../usage/record.ts";
 import { LEASE_ID } from "../leases/request.ts";
 import { MAX_EVENT_TOKENS, MAX_EVENT_TOTAL_TOKENS } from "@meter/lib/event-bounds";
-import { BatchProblems, boundCounters, checkBatchSize, checkIds, firstOccurrences, nonNegative, tokensWithin } from "./common.ts";
+import { BatchProblems, checkBatchSize, checkIds, firstOccurrences, nonNegative, tokensWithin } from "./common.ts";
 
 /** Longest description of an event (as of a manual one). */
 const DESCRIPTION_MAX = 2000;
 
 /**
- * Accepted timestamps: what analytics' rollups reach (so every event accepted counts there) to
- * a small skew into the future; the batch is refused whole, each event named (422).
+ * Refuses a batch whole: larger than `maxEvents` (413); any field out of its bounds, each
+ * event and field named (400); a timestamp outside what is accepted (422), i.e. before what
+ * analytics' rollups reach (so every event accepted counts there) or past a small skew into
+ * the future.
  */
-function checkTimestamps(events: readonly UsageEvent[], now: Date): void {
-  const issues: FieldIssue[] = [];
-  events.forEach((e, i) => {
-    const bound = e.timestamp ? usageTimestampProblem(timestampDate(e.timestamp), now) : null;
-    if (!bound) return;
-    refusedTimestamps.inc({ bound: bound.bound });
-    issues.push({ path: `/${i}/timestamp`, message: bound.message });
-  });
-  if (issues.length > 0) throw rpcError.invalidFields(issues);
-}
-
-function validate(events: readonly UsageEvent[]): void {
+function validate(events: readonly UsageEvent[], maxEvents: number, now: Date): void {
+  checkBatchSize(events.length, maxEvents);
   const problems = new BatchProblems();
   events.forEach((e, i) => {
     checkIds(problems, i, e);
@@ -55,70 +40,24 @@ function validate(events: readonly UsageEvent[]): void {
     });
   });
   problems.throwIfAny();
+  const issues: FieldIssue[] = [];
+  events.forEach((e, i) => {
+    const bound = usageTimestampProblem(timestampDate(e.timestamp!), now);
+    if (!bound) return;
+    refusedTimestamps.inc({ bound: bound.bound });
+    issues.push({ path: `/${i}/timestamp`, message: bound.message });
+  });
+  if (issues.length > 0) throw rpcError.invalidFields(issues);
 }
 
-/**
- * A usage event as stored. Defaults of the contract: total_tokens is input + output when
- * not sent, cost_total is cost_tokens + cost_tools when not sent. The model name is
- * normalized against the plan in force, as the client library does.
- */
-export function usageDoc(productId: string, job: string, e: UsageEvent, user: KnownUser | undefined, receivedAt: Date): UsageEventDoc {
-  const timestamp = timestampDate(e.timestamp!);
-  const a = attribute(productId, e.userId, user, timestamp);
-  const model = e.model ? normalizeModel(e.model, a.plan?.pricing ?? null) : null;
-  // int64 fields arrive as bigint; validate() kept token counts to MAX_EVENT_TOKENS.
-  const input = Number(e.inputTokens);
-  const output = Number(e.outputTokens);
-  return {
-    _id: `${productId}/${e.id}`,
-    product_id: productId,
-    event_id: e.id,
-    user_id: e.userId,
-    user_known: !!user,
-    session_id: e.sessionId ?? null,
-    timestamp,
-    model,
-    input_tokens: input,
-    output_tokens: output,
-    total_tokens: Number(e.totalTokens) || input + output,
-    tool_calls: e.toolCalls,
-    tool_call_count: e.toolCalls.length,
-    // The client's costs, rounded to the nano-dollar once here (money.ts).
-    cost_tokens: roundDollars(e.costTokens),
-    cost_tools: roundDollars(e.costTools),
-    cost_total: roundDollars(e.costTotal) || addDollars(e.costTokens, e.costTools),
-    metadata: encodeMetadata(e.metadata),
-    // A client's own record of a manual entry counts as a manual event, as POST /events does.
-    source: e.source === "manual" ? "manual" : "auto",
-    description: e.description ?? null,
-    job,
-    ...attributionFields(a),
-    received_at: receivedAt,
-    lease_id: e.leaseId ?? null,
-  };
-}
-
+/** Validates a batch and hands its first occurrences to the usage write path (usage/record.ts). */
 export function ingestUsageEvents(deps: IngestionDeps): ServiceImpl<typeof IngestionService>["ingestUsageEvents"] {
   return async (req) => {
-    const productId = req.productId;
-    checkBatchSize(deps, req.events.length);
-    validate(req.events);
-    checkTimestamps(req.events, deps.now());
+    validate(req.events, deps.limits.maxBatchEvents, deps.now());
     const { unique, repeated } = firstOccurrences(req.events);
     if (unique.length === 0) return { accepted: 0, duplicates: repeated };
-    // Events of unregistered users are stored and counted too (calendar month, no plan).
-    const users = await deps.users.resolve(productId, unique.map((e) => e.userId));
-    const now = deps.now();
-    const job = `job_${randomUUID()}`;
-    const docs = unique.map((e) => usageDoc(productId, job, e, users.get(e.userId), now));
     const index = new Map(req.events.map((e, i) => [e, i]));
-    const at = new Map(docs.map((d, k) => [d, index.get(unique[k]!)!]));
-    await boundCounters(deps, docs, users, (d) => `/${at.get(d)}/total_tokens`);
-    const ids = docs.map((d) => d._id);
-    const inserted = await storeUsage(deps, { _id: job, kind: "usage", product_id: productId, ids, created_at: now }, docs);
-    await notice(deps, productId, users);
-    const unknown = docs.filter((d) => inserted.has(d._id) && !d.user_known).length;
-    if (unknown > 0) deps.logger.info({ productId, events: unknown }, "stored events of unregistered users");
-    return { accepted: inserted.size, duplicates: repeated + docs.length - inserted.size };
+    const accepted = await ingestUsageBatch(deps, req.productId, unique, (e) => index.get(e)!);
+    return { accepted, duplicates: repeated + unique.length - accepted };
   };
 }

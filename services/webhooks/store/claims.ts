@@ -1,6 +1,5 @@
-import { randomUUID } from "node:crypto";
 import type { Collection, Db } from "mongodb";
-import { deleteInRounds, isDuplicateKeyError } from "@meter/lib/mongo";
+import { deleteInRounds, takeLease } from "@meter/lib/mongo";
 
 interface ClaimDoc {
   /** The idempotency key of the work, e.g. "deliver:<delivery id>:<attempt>". */
@@ -34,22 +33,8 @@ export class ClaimStore {
   }
 
   /** Returns a token when this caller now holds the key, or null when someone else does. */
-  async claim(key: string, leaseMs: number, now = new Date()): Promise<string | null> {
-    for (let round = 0; round < 2; round++) {
-      const token = randomUUID();
-      try {
-        await this.col.insertOne({ _id: key, token, expires_at: new Date(now.getTime() + leaseMs) });
-        return token;
-      } catch (err) {
-        if (!isDuplicateKeyError(err)) throw err;
-      }
-      const held = await this.col.findOne({ _id: key });
-      if (!held) continue;
-      if (held.expires_at > now) return null;
-      // Expired: remove exactly that stale claim, then race for a fresh insert.
-      await this.col.deleteOne({ _id: key, token: held.token });
-    }
-    return null;
+  claim(key: string, leaseMs: number, now = new Date()): Promise<string | null> {
+    return takeLease(this.col, key, leaseMs, { holder: "token", until: "expires_at" }, () => now);
   }
 
   /**

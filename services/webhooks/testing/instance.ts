@@ -1,16 +1,13 @@
-import type { Db } from "mongodb";
-import type { Client } from "@connectrpc/connect";
+import type { Db, MongoClient } from "mongodb";
+import type { Test } from "uvu";
 import { WebhooksService } from "@meter/proto/meter/webhooks/v1/webhooks_pb";
 import { createLogger } from "@meter/lib/logger";
-import { rpcClient, serveRpc, type RpcServer } from "@meter/lib/rpc";
+import { connectMongo } from "@meter/lib/mongo";
+import { freshDbName, testMongoUrl } from "../../../test/support/database.ts";
+import { serveInstance, type Instance as ServedInstance } from "../../../test/support/instance.ts";
 import { createWebhooksService, type WebhooksModule, type WebhooksServiceOptions } from "../index.ts";
 
-export interface Instance {
-  module: WebhooksModule;
-  server: RpcServer;
-  client: Client<typeof WebhooksService>;
-  close(): Promise<void>;
-}
+export type Instance = ServedInstance<typeof WebhooksService, WebhooksModule>;
 
 /** Options that make the retry table take seconds: 1 min -> 10 ms ... 8 h -> 4.8 s. */
 export const FAST: Partial<WebhooksServiceOptions> = {
@@ -31,15 +28,25 @@ export async function startInstance(db: Db, opts: Partial<WebhooksServiceOptions
     ...FAST,
     ...opts,
   });
-  const server = await serveRpc({ modules: [module], port: 0, logger });
-  await module.start?.();
-  return {
-    module,
-    server,
-    client: rpcClient(WebhooksService, server.url),
-    async close() {
-      await module.stop?.();
-      await server.close();
-    },
-  };
+  return serveInstance(WebhooksService, module, logger);
+}
+
+/** What a suite of one webhooks replica has: the replica (`svc`) and its database. */
+export interface InstanceSuite {
+  mongo: MongoClient;
+  db: Db;
+  svc: Instance;
+}
+
+/** A suite's webhooks replica (`ctx.svc`, started with `opts`) on a database of its own. */
+export function withInstance<C extends InstanceSuite>(t: Test<C>, prefix: string, opts: Partial<WebhooksServiceOptions> = {}): void {
+  t.before(async (ctx) => {
+    ctx.mongo = await connectMongo(await testMongoUrl());
+    ctx.db = ctx.mongo.db(freshDbName(prefix));
+    ctx.svc = await startInstance(ctx.db, opts);
+  });
+  t.after(async (ctx) => {
+    await ctx.svc.close();
+    await ctx.mongo.close();
+  });
 }

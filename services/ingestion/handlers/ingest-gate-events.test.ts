@@ -1,0 +1,54 @@
+// IngestGateEvents over gRPC: its refusals (size, fields, the listing's window) and how it
+// stores first occurrences once, with a client's figures rounded.
+import { randomUUID } from "node:crypto";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { Code } from "@connectrpc/connect";
+import { toTimestamp } from "@meter/lib/time";
+import { rpcFailure } from "../../../test/support/rpc.ts";
+import { productWithUser, withIngestion, type IngestionSuite } from "../testing/suite.ts";
+
+const t = suite<IngestionSuite>("IngestGateEvents");
+const MAX = 4;
+withIngestion(t, { services: { ingestion: { maxBatchEvents: MAX } } });
+
+const DAY = 86_400_000;
+const gate = (userId: string, fields: Record<string, unknown> = {}) => ({
+  id: randomUUID(),
+  userId,
+  timestamp: toTimestamp(new Date()),
+  status: "hard_gate",
+  gateReason: "total_spend",
+  usagePct: 1.0499999999999998,
+  currentValue: 10.5,
+  limitValue: 10,
+  blocked: true,
+  ...fields,
+});
+
+t("refuses a batch whole: too many events, a status or reason it does not know, a timestamp outside the listing's window", async ({ stack, ingestion }) => {
+  const { productId, userId } = await productWithUser(stack);
+  assert.is((await rpcFailure(ingestion.ingestGateEvents({ productId, events: Array.from({ length: MAX + 1 }, () => gate(userId)) })))?.code, Code.ResourceExhausted);
+  const fields = await rpcFailure(ingestion.ingestGateEvents({ productId, events: [gate(userId), gate(userId, { status: "open", gateReason: "mood" })] }));
+  assert.is(fields?.code, Code.InvalidArgument);
+  assert.ok(fields!.rawMessage.includes("events[1].status") && fields!.rawMessage.includes("events[1].gate_reason"), fields!.rawMessage);
+  const old = await rpcFailure(ingestion.ingestGateEvents({ productId, events: [gate(userId, { timestamp: toTimestamp(new Date(Date.now() - 91 * DAY)) })] }));
+  assert.is(old?.code, Code.InvalidArgument);
+  assert.ok(old!.rawMessage.includes("/0/timestamp"), old!.rawMessage);
+  assert.equal((await ingestion.listGateEvents({ productId, userId })).events, []);
+});
+
+t("stores first occurrences once, repeats and resends as duplicates, figures rounded", async ({ stack, ingestion }) => {
+  const { productId, userId } = await productWithUser(stack);
+  const first = gate(userId);
+  const batch = [first, first, gate(userId, { status: "soft_gate", blocked: false, usagePct: 0.8 })];
+  const once = await ingestion.ingestGateEvents({ productId, events: batch });
+  assert.equal([once.accepted, once.duplicates], [2, 1]);
+  const again = await ingestion.ingestGateEvents({ productId, events: batch });
+  assert.equal([again.accepted, again.duplicates], [0, 3]);
+  const listed = (await ingestion.listGateEvents({ productId, userId })).events;
+  assert.is(listed.length, 2);
+  assert.is(listed.find((e) => e.id === first.id)?.usagePct, 1.05);
+});
+
+t.run();

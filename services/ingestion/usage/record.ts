@@ -1,0 +1,155 @@
+import { randomUUID } from "node:crypto";
+import type { UsageEvent } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
+import { rpcError } from "@meter/lib/errors";
+import type { Logger } from "@meter/lib/logger";
+import { timestampDate } from "@meter/lib/time";
+import { addDollars, calendarMonth, normalizeModel, roundDollars } from "@meter/rules";
+import type { KnownUser, UserDirectory } from "../adapters/plans.ts";
+import { attribute, attributionFields } from "../domain/attribution.ts";
+import { applyCounterBounds, MAX_COUNTER_TOKENS, OTHER_MODELS } from "../domain/counter-bounds.ts";
+import { monthCounterId } from "../domain/counter-ids.ts";
+import { encodeMetadata } from "../domain/field-keys.ts";
+import { storeUsage, type WriteDeps } from "../exactly-once/write.ts";
+import { counterStates } from "../store/counter-state.ts";
+import type { CounterStore } from "../store/counters.ts";
+import type { JobDoc } from "../store/jobs.ts";
+import type { UsageEventDoc } from "../store/usage-events.ts";
+
+/**
+ * The write path of usage, after a handler validated its request: the counter bounds are
+ * checked, the events stored and counted exactly once (exactly-once/), and users with a late
+ * change are handed to the follower (late-changes/). A batch and a manual event both go here.
+ */
+
+/** What recording usage needs: the write path, the counters' figures, and the late-change follower's door. */
+export interface RecordDeps extends WriteDeps {
+  counters: WriteDeps["counters"] & Pick<CounterStore, "counters">;
+  users: Pick<UserDirectory, "resolve">;
+  logger: Logger;
+  noticeLateChanges: (productId: string, users: ReadonlyMap<string, KnownUser>) => Promise<void>;
+}
+
+/**
+ * Records usage events of one product and returns the ids stored now (the others were stored
+ * before). `path` names an event in a refusal by the counter bounds.
+ */
+export async function recordUsage(
+  deps: RecordDeps,
+  job: JobDoc,
+  docs: UsageEventDoc[],
+  users: ReadonlyMap<string, KnownUser>,
+  path: (doc: UsageEventDoc) => string,
+): Promise<Set<string>> {
+  await boundCounters(deps, docs, users, path);
+  const inserted = await storeUsage(deps, job, docs);
+  await deps.noticeLateChanges(job.product_id, users);
+  return inserted;
+}
+
+/**
+ * A validated batch; returns how many of its events were stored now. Events of unregistered
+ * users are stored and counted too (calendar month, no plan). `events` are first
+ * occurrences; `indexOf` gives each one's place in the request, for refusals.
+ */
+export async function ingestUsageBatch(
+  deps: RecordDeps,
+  productId: string,
+  events: readonly UsageEvent[],
+  indexOf: (e: UsageEvent) => number,
+): Promise<number> {
+  const users = await deps.users.resolve(productId, events.map((e) => e.userId));
+  const now = deps.now();
+  const job = `job_${randomUUID()}`;
+  const docs = events.map((e) => usageDoc(productId, job, e, users.get(e.userId), now));
+  const at = new Map(docs.map((d, k) => [d, indexOf(events[k]!)]));
+  const ids = docs.map((d) => d._id);
+  const inserted = await recordUsage(deps, { _id: job, kind: "usage", product_id: productId, ids, created_at: now }, docs, users, (d) => `/${at.get(d)}/total_tokens`);
+  const unknown = docs.filter((d) => inserted.has(d._id) && !d.user_known).length;
+  if (unknown > 0) deps.logger.info({ productId, events: unknown }, "stored events of unregistered users");
+  return inserted.size;
+}
+
+/**
+ * A usage event as stored. Defaults of the contract: total_tokens is input + output when
+ * not sent, cost_total is cost_tokens + cost_tools when not sent. The model name is
+ * normalized against the plan in force, as the client library does.
+ */
+export function usageDoc(productId: string, job: string, e: UsageEvent, user: KnownUser | undefined, receivedAt: Date): UsageEventDoc {
+  const timestamp = timestampDate(e.timestamp!);
+  const a = attribute(productId, e.userId, user, timestamp);
+  const model = e.model ? normalizeModel(e.model, a.plan?.pricing ?? null) : null;
+  // int64 fields arrive as bigint; the handler kept token counts to MAX_EVENT_TOKENS.
+  const input = Number(e.inputTokens);
+  const output = Number(e.outputTokens);
+  return {
+    _id: `${productId}/${e.id}`,
+    product_id: productId,
+    event_id: e.id,
+    user_id: e.userId,
+    user_known: !!user,
+    session_id: e.sessionId ?? null,
+    timestamp,
+    model,
+    input_tokens: input,
+    output_tokens: output,
+    total_tokens: Number(e.totalTokens) || input + output,
+    tool_calls: e.toolCalls,
+    tool_call_count: e.toolCalls.length,
+    // The client's costs, rounded to the nano-dollar once here (money.ts).
+    cost_tokens: roundDollars(e.costTokens),
+    cost_tools: roundDollars(e.costTools),
+    cost_total: roundDollars(e.costTotal) || addDollars(e.costTokens, e.costTools),
+    metadata: encodeMetadata(e.metadata),
+    // A client's own record of a manual entry counts as a manual event, as POST /events does.
+    source: e.source === "manual" ? "manual" : "auto",
+    description: e.description ?? null,
+    job,
+    ...attributionFields(a),
+    received_at: receivedAt,
+    lease_id: e.leaseId ?? null,
+  };
+}
+
+/** The counters an event is added to: its period's, and its calendar month's when that is another. */
+function countersOf(d: UsageEventDoc): string[] {
+  const month = calendarMonth(d.timestamp).start;
+  return month.getTime() === d.period_start.getTime() ? [d.counter_id] : [d.counter_id, monthCounterId(d.product_id, d.user_id, month)];
+}
+
+/**
+ * The counter bounds (domain/counter-bounds.ts), before anything is stored: an event that
+ * would take a counter's tokens past MAX_COUNTER_TOKENS refuses the batch (422, each such
+ * event named by `path`); a model past the counter's MAX_COUNTER_MODELS is counted as
+ * OTHER_MODELS (`counted_model`). One read of the counters the events go to.
+ */
+async function boundCounters(
+  deps: RecordDeps,
+  docs: UsageEventDoc[],
+  users: ReadonlyMap<string, KnownUser>,
+  path: (doc: UsageEventDoc) => string,
+): Promise<void> {
+  const items = docs.map((doc) => ({
+    doc,
+    model: doc.model,
+    total_tokens: doc.total_tokens,
+    counters: countersOf(doc),
+    capped: doc.model !== null && capsModel(users.get(doc.user_id), doc.model),
+  }));
+  const state = await counterStates(deps.counters.counters, [...new Set(items.flatMap((i) => i.counters))]);
+  const { folded, refused } = applyCounterBounds(items, state);
+  if (refused.length > 0) {
+    throw rpcError.invalidFields(
+      refused.map(({ event, tokens }) => ({
+        path: path(event.doc),
+        message: `would take user "${event.doc.user_id}"'s token count (${tokens}) past ${MAX_COUNTER_TOKENS}, the most one billing period or month counts`,
+      })),
+    );
+  }
+  for (const f of folded) f.doc.counted_model = OTHER_MODELS;
+  if (folded.length > 0) deps.logger.warn({ productId: docs[0]!.product_id, events: folded.length }, `events counted under "${OTHER_MODELS}": their users' counters name the most models kept apart`);
+}
+
+function capsModel(user: KnownUser | undefined, model: string): boolean {
+  for (const plan of user?.plans.values() ?? []) if (Object.hasOwn(plan.modelLimits, model)) return true;
+  return false;
+}
