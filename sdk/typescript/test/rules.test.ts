@@ -258,6 +258,8 @@ const PLAN: PlanConfig = {
   default_tool_cost: 0.02,
   pre_call_estimate: false,
   pre_call_buffer_tokens: 4096,
+  limits: [],
+  time_zone: "UTC",
 };
 
 function view(over: Partial<SessionView> = {}, usage: Partial<SessionView["current_usage"]> = {}): SessionView {
@@ -324,7 +326,7 @@ sdk("money: 200 calls of $0.00125 count $0.25 exactly; holds given back leave no
   for (let i = 0; i < 200; i++) {
     const cost = rules.price("m", 1, 0, [], plan).cost_total;
     assert.is(cost, 0.00125);
-    e.count(session, "m", 1, cost);
+    e.count(session, "m", 1, cost, 0);
   }
   const s = e.snapshot(0);
   assert.equal([s.period_cost, s.session_cost, s.period_cost_by_model.m], [0.25, 0.25, 0.25]);
