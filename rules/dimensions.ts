@@ -101,6 +101,11 @@ function rank(d: Dimension, i: number): void {
 
 /** Every dimension of `dims` (in order); the deciding one named in the result. */
 export function evaluateDimensions(dims: readonly Dimension[]): DimensionResult {
+  return evaluateFirst(dims, dims.length);
+}
+
+/** The first `n` of `dims`: evaluatePlan reuses one array without resizing it. */
+function evaluateFirst(dims: readonly Dimension[], n: number): DimensionResult {
   worstRank = OK;
   worstPct = 0;
   worstIndex = -1;
@@ -109,7 +114,7 @@ export function evaluateDimensions(dims: readonly Dimension[]): DimensionResult 
   worstEstimate = 0;
   worstValue = 0;
   worstLimit = 0;
-  for (let i = 0; i < dims.length; i++) rank(dims[i]!, i);
+  for (let i = 0; i < n; i++) rank(dims[i]!, i);
   if (worstRank === OK) {
     return { status: "ok", gate_reason: null, usage_pct: worstPct, current_value: worstValue, limit_value: worstLimit, message: null, resets_at: null };
   }
@@ -185,11 +190,15 @@ export interface WindowInput extends GateInput {
 }
 
 // Reused between evaluations (see gates.ts): the SPEC three, then one per plan limit.
-const specTotal: Dimension = { reason: "total_spend", metric: "spend", window: "period", max: 0, used: 0, estimate: 0, soft_gate_at: 0, hard_gate_at: 0, resets_at: null };
-const specSession: Dimension = { reason: "session_spend", metric: "spend", window: "session", max: 0, used: 0, estimate: 0, soft_gate_at: 0, hard_gate_at: 0, resets_at: null };
-const specModel: Dimension = { reason: "", metric: "tokens", window: "period", max: 0, used: 0, estimate: 0, soft_gate_at: 0, hard_gate_at: 0, resets_at: null };
+const specTotal: Dimension = { reason: "total_spend", metric: "spend", window: "period", duration_minutes: null, max: 0, used: 0, estimate: 0, soft_gate_at: 0, hard_gate_at: 0, resets_at: null };
+const specSession: Dimension = { reason: "session_spend", metric: "spend", window: "session", duration_minutes: null, max: 0, used: 0, estimate: 0, soft_gate_at: 0, hard_gate_at: 0, resets_at: null };
+const specModel: Dimension = { reason: "", metric: "tokens", window: "period", duration_minutes: null, max: 0, used: 0, estimate: 0, soft_gate_at: 0, hard_gate_at: 0, resets_at: null };
 const limitDims: Dimension[] = [];
+/** The dimensions of the evaluation under way: the first `listed` of them. */
 const dimList: Dimension[] = [];
+let listed = 0;
+/** The model specModel's reason names (a string built once per model in a row). */
+let specModelOf: string | null = null;
 /** `limit:<name>` per name, built once. */
 const reasons = new Map<string, string>();
 
@@ -200,7 +209,7 @@ function put(d: Dimension, max: number, used: number, estimate: number, soft: nu
   d.soft_gate_at = soft;
   d.hard_gate_at = hard;
   d.resets_at = resets;
-  dimList.push(d);
+  dimList[listed++] = d;
 }
 
 /** The gate reason of a plan limit: `limit:<name>`. */
@@ -221,7 +230,7 @@ export function limitReason(name: string): string {
  * and 1 for `requests`: the call itself. Per-limit gates override the plan's.
  */
 export function evaluatePlan(plan: WindowPlan | null, u: WindowInput): DimensionResult {
-  dimList.length = 0;
+  listed = 0;
   if (plan) {
     const soft = plan.soft_gate_at;
     const hard = plan.hard_gate_at;
@@ -230,7 +239,10 @@ export function evaluatePlan(plan: WindowPlan | null, u: WindowInput): Dimension
     // Own keys only: a model named "constructor" must not find Object.prototype's member.
     const ml = u.model === null || !Object.hasOwn(plan.model_limits, u.model) ? undefined : plan.model_limits[u.model];
     if (ml) {
-      specModel.reason = `model_limit:${u.model}`;
+      if (specModelOf !== u.model) {
+        specModel.reason = `model_limit:${u.model}`;
+        specModelOf = u.model;
+      }
       put(specModel, ml.max_tokens_per_period, u.modelTokens, u.estimateTokens, soft, hard, u.periodEnd);
     }
     const limits = plan.limits;
@@ -242,7 +254,7 @@ export function evaluatePlan(plan: WindowPlan | null, u: WindowInput): Dimension
         if (c === undefined) continue;
         let d = limitDims[i];
         if (d === undefined) {
-          d = { reason: "", metric: "spend", window: "day", max: 0, used: 0, estimate: 0, soft_gate_at: 0, hard_gate_at: 0, resets_at: null };
+          d = { reason: "", metric: "spend", window: "day", duration_minutes: null, max: 0, used: 0, estimate: 0, soft_gate_at: 0, hard_gate_at: 0, resets_at: null };
           limitDims[i] = d;
         }
         d.reason = limitReason(l.name);
@@ -255,5 +267,5 @@ export function evaluatePlan(plan: WindowPlan | null, u: WindowInput): Dimension
       }
     }
   }
-  return evaluateDimensions(dimList);
+  return evaluateFirst(dimList, listed);
 }
