@@ -27,6 +27,7 @@ import { defineLateChanges, kickLateChanges, scheduleLateChanges } from "./jobs/
 import { outboxes } from "./relay/handover.ts";
 import { Relay } from "./relay/outbox.ts";
 import { CounterStore } from "./store/counters.ts";
+import { WindowStore } from "./windows/store.ts";
 import { CrossingStore } from "./thresholds/store.ts";
 import { GateEventStore } from "./store/gate-events.ts";
 import { UsageEventStore } from "./store/usage-events.ts";
@@ -96,6 +97,7 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
   const deps: IngestionDeps = {
     events,
     counters,
+    windows: new WindowStore(opts.db),
     arrivals,
     lateChanges: new LateChanges(opts.db),
     kickLateChanges: () => kickLateChanges(deps),
