@@ -14,6 +14,7 @@ import { KeyedGate } from "@meter/lib/keyed-gate";
 import { createManualEvent } from "./handlers/create-manual-event.ts";
 import { getPeriodSpends } from "./handlers/get-period-spends.ts";
 import { getSession } from "./handlers/get-session.ts";
+import { getLimits } from "./handlers/get-limits.ts";
 import { acquireLease } from "./handlers/acquire-lease.ts";
 import { releaseLease } from "./handlers/release-lease.ts";
 import { LeaseStore } from "./leases/store.ts";
@@ -158,6 +159,7 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
         acquireLease: acquireLease(deps),
         releaseLease: releaseLease(deps),
         getPeriodSpends: getPeriodSpends(deps),
+        getLimits: getLimits(deps),
       });
     },
     healthy: () => pingDb(opts.db),
