@@ -15,7 +15,7 @@ import { own } from "./own.ts";
 import { addDollars } from "./rules/index.ts";
 import { estimateTokens, rateOf, tokenCost } from "./pricing.ts";
 import type { EventQueue } from "./queue.ts";
-import { Reservation, reservationOf, type Ledger, type ReservationAmount } from "./reservation.ts";
+import { Reservation, reservationOf, type Hold, type Ledger, type ReservationAmount } from "./reservation.ts";
 import type { Session } from "./user-sessions.ts";
 import type { UserEntry } from "./state.ts";
 import type { GateContext, GateEvent, GuardInput, GuardResult } from "./types.ts";
@@ -79,8 +79,10 @@ export class Admission {
     }
     if (result.status !== "ok") this.gated(e, session, model, result, input.metadata, now);
     if (!hold) return result;
-    e.hold({ session, model, cost, tokens });
-    return new Reservation(this.ledger, { entry: e, session, model, cost, tokens, metadata: input.metadata, lease }, result);
+    // One object for the hold and its release: it carries the windows it held on (state.ts).
+    const held: Hold = { entry: e, session, model, cost, tokens, metadata: input.metadata, lease };
+    e.hold(held);
+    return new Reservation(this.ledger, held, result);
   }
 
   /** With leases, the input with its input tokens when its reservation reads them: the lease's need and the check both do, so the prompt is sized once. */

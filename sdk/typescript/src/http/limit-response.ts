@@ -1,6 +1,7 @@
 // The answer both HTTP helpers give to a call blocked by a hard gate: JSON 429 with the
 // gate's figures, and Retry-After when the blocking dimension lifts by itself at a known time (its `resets_at`); to a call
 // failClosed blocked because metering is unavailable (MeterUnavailableError): 503, Retry-After.
+import { now as clockNow } from "../clock.ts";
 import { LimitExceededError } from "../errors.ts";
 
 export interface LimitBody {
@@ -40,7 +41,7 @@ export function limitStatus(err: LimitExceededError): number {
 }
 
 /** Whole seconds until the limit lifts (at least 1), or undefined when unknown. */
-export function retryAfterSeconds(err: LimitExceededError, now = Date.now()): number | undefined {
+export function retryAfterSeconds(err: LimitExceededError, now = clockNow()): number | undefined {
   const at = err.resetsAt instanceof Date ? err.resetsAt.getTime() : NaN;
   if (!Number.isFinite(at)) return undefined;
   return Math.max(1, Math.ceil((at - now) / 1000));
