@@ -11,7 +11,8 @@ import * as assert from "uvu/assert";
 import { LimitExceededError, Meter } from "../src/index.ts";
 import { meterErrorHandler } from "../src/http/express.ts";
 import { setClock } from "../src/internal.ts";
-import { createUser, DAY, type ProductCtx, rejects, startWithProduct } from "./support/fixtures.ts";
+import { eventually } from "../../../test/support/eventually.ts";
+import { createUser, DAY, gateEvents, type ProductCtx, rejects, startWithProduct } from "./support/fixtures.ts";
 
 interface Ctx extends ProductCtx {
   meters: Meter[];
@@ -60,6 +61,13 @@ t("a 5-request/minute limit blocks the sixth call of a minute (here and in a fre
 
   // Another process: what it knows of the minute comes from the service's session view.
   assert.ok(await m.flush({ timeoutMs: 20_000 }));
+  // The gate event names the blocking window with its figures.
+  const events = await eventually(async () => {
+    const r = await gateEvents(ctx.api, userId);
+    return r.some((g) => g.blocked) ? r : null;
+  }, 20_000, "the blocked call's gate event");
+  const hard = events.find((g) => g.blocked)!;
+  assert.equal([hard.gate_reason, hard.current_value, hard.limit_value, hard.usage_pct], ["limit:rpm", 6, 5, 1.2]);
   const other = meter(ctx);
   const blocked = (await rejects(() => other.guard(userId), LimitExceededError)) as LimitExceededError;
   assert.is(blocked.reason, "limit:rpm");
