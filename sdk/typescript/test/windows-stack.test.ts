@@ -138,4 +138,37 @@ t("a $0.10/day + $1/month plan blocks on the day cap with limit:daily and Retry-
   }
 });
 
+t("a rolling 5-hour window releases spend as it ages out, without a reload; a fresh client gets its buckets from the session view", async (ctx) => {
+  const FIVE = 5 * MINUTE;
+  clock = Math.floor(Date.now() / FIVE) * FIVE + 5_000;
+  const firstBucket = clock - 5_000;
+  const userId = await createUser(ctx.api, {
+    cost_rates: { m: { input: 1, output: 0 } },
+    limits: [{ name: "five-hours", metric: "spend", max: 0.1, window: "rolling", duration_minutes: 300 }],
+  });
+  const m = meter(ctx);
+  const chat = () => m.call(userId, { model: "m", input_tokens: 40, usage: () => ({ input_tokens: 40 }) }, () => "ok");
+  // $0.04 now, in an hour and in two hours (three buckets of 5 minutes).
+  for (let i = 0; i < 3; i++) {
+    await chat();
+    clock += HOUR;
+  }
+  clock -= HOUR - MINUTE;
+  const err = (await rejects(chat, LimitExceededError)) as LimitExceededError;
+  assert.is(err.reason, "limit:five-hours");
+  // Below the cap once the first call's bucket leaves the window: its start + 5 minutes + 5 hours.
+  const release = firstBucket + FIVE + 5 * HOUR;
+  assert.is(err.resetsAt?.getTime(), release);
+  clock = release - 1;
+  await rejects(chat, LimitExceededError);
+  clock = release;
+  assert.is(await chat(), "ok");
+
+  // A fresh client sums the buckets the service still counts: $0.12 again, blocked.
+  assert.ok(await m.flush({ timeoutMs: 20_000 }));
+  const blocked = (await rejects(() => meter(ctx).guard(userId, { model: "m" }), LimitExceededError)) as LimitExceededError;
+  assert.is(blocked.reason, "limit:five-hours");
+  assert.is(blocked.result.current_value, 0.12);
+});
+
 t.run();
