@@ -10,6 +10,7 @@ import type { UsageEventDoc } from "../store/usage-events.ts";
 import { attribute, attributionFields } from "../domain/attribution.ts";
 import { MAX_EVENT_TOKENS } from "@meter/lib/event-bounds";
 import { recordUsage } from "../usage/record.ts";
+import { windowShares } from "../windows/shares.ts";
 import { requireUser } from "./common.ts";
 
 const MAX_KEY = 255;
@@ -87,6 +88,8 @@ export function createManualEvent(deps: IngestionDeps): ServiceImpl<typeof Inges
       ...attributionFields(a),
       received_at: now,
     };
+    const windows = windowShares(a.plan, a.period, doc, now);
+    if (windows) doc.windows = windows;
     // A replay of a key whose first attempt was interrupted completes that attempt's job.
     const usageJob = { _id: job, kind: "usage" as const, product_id: productId, ids: [_id], created_at: now };
     const inserted = await recordUsage(deps, usageJob, [doc], new Map([[req.userId, user]]), () => "/input_tokens");

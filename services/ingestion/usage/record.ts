@@ -13,6 +13,7 @@ import { storeUsage, type WriteDeps } from "../exactly-once/write.ts";
 import { counterStates } from "../store/counter-state.ts";
 import type { CounterStore } from "../store/counters.ts";
 import type { JobDoc } from "../store/jobs.ts";
+import { windowShares } from "../windows/shares.ts";
 import type { UsageEventDoc } from "../store/usage-events.ts";
 
 /**
@@ -81,7 +82,7 @@ export function usageDoc(productId: string, job: string, e: UsageEvent, user: Kn
   // int64 fields arrive as bigint; the handler kept token counts to MAX_EVENT_TOKENS.
   const input = Number(e.inputTokens);
   const output = Number(e.outputTokens);
-  return {
+  const doc: UsageEventDoc = {
     _id: `${productId}/${e.id}`,
     product_id: productId,
     event_id: e.id,
@@ -108,6 +109,9 @@ export function usageDoc(productId: string, job: string, e: UsageEvent, user: Kn
     received_at: receivedAt,
     lease_id: e.leaseId ?? null,
   };
+  const windows = windowShares(a.plan, a.period, doc, receivedAt);
+  if (windows) doc.windows = windows;
+  return doc;
 }
 
 /** The counters an event is added to: its period's, and its calendar month's when that is another. */
