@@ -1347,6 +1347,21 @@ export interface operations {
                             default_tool_cost: number;
                             pre_call_estimate: boolean;
                             pre_call_buffer_tokens: number;
+                            /** @description Empty for a plan without windows */
+                            limits: {
+                                name: string;
+                                /** @enum {string} */
+                                metric: "spend" | "tokens" | "requests";
+                                max: number;
+                                /** @enum {string} */
+                                window: "minute" | "hour" | "day" | "week" | "month" | "period" | "rolling";
+                                duration_minutes: number | null;
+                                model: string | null;
+                                soft_gate_at: number | null;
+                                hard_gate_at: number | null;
+                            }[];
+                            /** @description IANA time zone of the calendar windows */
+                            time_zone: string;
                             /**
                              * Format: date-time
                              * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
@@ -1477,6 +1492,21 @@ export interface operations {
                         default_tool_cost?: number;
                         pre_call_estimate?: boolean;
                         pre_call_buffer_tokens?: number;
+                        limits?: {
+                            /** @description 1-64 of a-z, 0-9, _ and -, unique in the plan; the gate reason is limit:<name> */
+                            name: string;
+                            /** @description spend (dollars at the plan's prices), tokens (input + output) or requests (metered calls) */
+                            metric: string;
+                            /** @description Dollars for spend, a whole number for tokens and requests; 0 blocks every call */
+                            max: number;
+                            /** @description minute, hour, day, week (from Monday), month (calendar windows in the plan's time_zone), period (the billing period) or rolling */
+                            window: string;
+                            duration_minutes?: number | null;
+                            model?: string | null;
+                            soft_gate_at?: number | null;
+                            hard_gate_at?: number | null;
+                        }[] | null;
+                        time_zone?: string | null;
                     }[];
                 };
             };
@@ -1519,6 +1549,21 @@ export interface operations {
                             default_tool_cost: number;
                             pre_call_estimate: boolean;
                             pre_call_buffer_tokens: number;
+                            /** @description Empty for a plan without windows */
+                            limits: {
+                                name: string;
+                                /** @enum {string} */
+                                metric: "spend" | "tokens" | "requests";
+                                max: number;
+                                /** @enum {string} */
+                                window: "minute" | "hour" | "day" | "week" | "month" | "period" | "rolling";
+                                duration_minutes: number | null;
+                                model: string | null;
+                                soft_gate_at: number | null;
+                                hard_gate_at: number | null;
+                            }[];
+                            /** @description IANA time zone of the calendar windows */
+                            time_zone: string;
                             /**
                              * Format: date-time
                              * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
@@ -1840,6 +1885,21 @@ export interface operations {
                     default_tool_cost?: number;
                     pre_call_estimate?: boolean;
                     pre_call_buffer_tokens?: number;
+                    limits?: {
+                        /** @description 1-64 of a-z, 0-9, _ and -, unique in the plan; the gate reason is limit:<name> */
+                        name: string;
+                        /** @description spend (dollars at the plan's prices), tokens (input + output) or requests (metered calls) */
+                        metric: string;
+                        /** @description Dollars for spend, a whole number for tokens and requests; 0 blocks every call */
+                        max: number;
+                        /** @description minute, hour, day, week (from Monday), month (calendar windows in the plan's time_zone), period (the billing period) or rolling */
+                        window: string;
+                        duration_minutes?: number | null;
+                        model?: string | null;
+                        soft_gate_at?: number | null;
+                        hard_gate_at?: number | null;
+                    }[] | null;
+                    time_zone?: string | null;
                 };
             };
         };
@@ -1880,6 +1940,21 @@ export interface operations {
                         default_tool_cost: number;
                         pre_call_estimate: boolean;
                         pre_call_buffer_tokens: number;
+                        /** @description Empty for a plan without windows */
+                        limits: {
+                            name: string;
+                            /** @enum {string} */
+                            metric: "spend" | "tokens" | "requests";
+                            max: number;
+                            /** @enum {string} */
+                            window: "minute" | "hour" | "day" | "week" | "month" | "period" | "rolling";
+                            duration_minutes: number | null;
+                            model: string | null;
+                            soft_gate_at: number | null;
+                            hard_gate_at: number | null;
+                        }[];
+                        /** @description IANA time zone of the calendar windows */
+                        time_zone: string;
                         /**
                          * Format: date-time
                          * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
