@@ -7,8 +7,6 @@ import { fmtInt, fmtMoney } from "../format.ts";
 import { describeLimit, fmtMinutes, limitProblems, type LimitField, type PlanLimit } from "../limits.ts";
 import { useUrlState } from "../url-state.ts";
 
-/** A plan with its windows (BUDGETS.md §2); a plan from before them has neither field. */
-type WindowedPlan = Plan & { limits?: PlanLimit[]; time_zone?: string };
 
 /** The plan fields the form edits as one text each; `limits` and `time_zone` have editors of their own. */
 type PlanForm = Record<Exclude<keyof PlanInput, "limits" | "time_zone">, string>;
@@ -26,11 +24,9 @@ const DEFAULTS: PlanForm = {
   default_tool_cost: "0.02",
   pre_call_estimate: "false",
   pre_call_buffer_tokens: "4096",
-  limits: "[]",
-  time_zone: "UTC",
 };
-const JSON_FIELDS = new Set(["model_limits", "cost_rates", "tool_costs", "default_cost_rate", "limits"]);
-const NULLABLE = new Set(["max_spend_per_period", "max_spend_per_session", "default_cost_rate", "limits", "time_zone"]);
+const JSON_FIELDS = new Set(["model_limits", "cost_rates", "tool_costs", "default_cost_rate"]);
+const NULLABLE = new Set(["max_spend_per_period", "max_spend_per_session", "default_cost_rate"]);
 
 const toForm = (p: Plan): PlanForm =>
   Object.fromEntries(
@@ -46,7 +42,6 @@ function parse(key: string, text: string): unknown {
   if (key === "name") return text;
   if (key === "pre_call_estimate") return t === "true";
   if (t === "") return NULLABLE.has(key) ? null : undefined;
-  if (key === "time_zone") return t;
   if (JSON_FIELDS.has(key)) {
     try {
       return JSON.parse(t);
@@ -145,7 +140,7 @@ export function PlansScreen() {
             </Empty>
           ) : (
             <DataTable caption="Plans" columns={["Name", num("Subscribers"), num("Per period"), num("Per session"), num("Gates"), "Windows", "Models priced", "Updated", { label: "Actions", hidden: true }]}>
-              {d.plans.map((p: WindowedPlan) => (
+              {d.plans.map((p: Plan) => (
                 <tr key={p.id}>
                   <td>{p.name}</td>
                   <td className="num">{subs.error ? "?" : fmtInt(count(p.name) ?? 0)}</td>
@@ -179,7 +174,7 @@ export function PlansScreen() {
 }
 
 /** A plan's limits as sentences ("daily: $0.10 a day"), with the zone its calendar windows reset in when it is not UTC. */
-function Windows({ plan }: { plan: WindowedPlan }) {
+function Windows({ plan }: { plan: Plan }) {
   const limits = plan.limits ?? [];
   if (limits.length === 0) return <span>—</span>;
   const calendar = limits.some((l) => (CALENDAR_WINDOWS as readonly string[]).includes(l.window));
@@ -195,7 +190,7 @@ function Windows({ plan }: { plan: WindowedPlan }) {
   );
 }
 
-function PlanEditor({ plan, onDone }: { plan?: WindowedPlan; onDone: () => void }) {
+function PlanEditor({ plan, onDone }: { plan?: Plan; onDone: () => void }) {
   const original = plan ? toForm(plan) : DEFAULTS;
   const originalZone = plan?.time_zone ?? "UTC";
   const [form, setForm] = useState<PlanForm>(original);
@@ -277,8 +272,6 @@ function PlanEditor({ plan, onDone }: { plan?: WindowedPlan; onDone: () => void 
           {text("default_cost_rate", "Default cost rate (JSON)", 'Default: empty = none. e.g. {"input": 0.001, "output": 0.002}', "json")}
           {text("model_limits", "Model token limits (JSON)", 'Default {}. e.g. {"gpt-4.1": {"max_tokens_per_period": 100000}}', "json")}
           {text("tool_costs", "Tool costs (JSON)", 'Default {}. e.g. {"web_search": 0.01}', "json")}
-          {text("limits", "Windows and rate limits (JSON)", 'Default []. e.g. [{"name": "daily", "metric": "spend", "max": 5, "window": "day"}]', "json")}
-          {text("time_zone", "Time zone of calendar windows", 'Default UTC. An IANA name, e.g. "America/New_York".', "text")}
           <div className="field">
             <label className="check">
               <input type="checkbox" checked={form.pre_call_estimate === "true"} onChange={(e) => setForm({ ...form, pre_call_estimate: String(e.target.checked) })} /> Estimate before each call (pre_call_estimate, default off)
