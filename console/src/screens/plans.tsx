@@ -98,15 +98,7 @@ const limitsBody = (rows: LimitRow[]) =>
     hard_gate_at: numberOrText(r.hard_gate_at),
   }));
 const MAX_LIMITS = 16;
-const WINDOW_LABELS: Record<WindowKind, string> = {
-  minute: "minute",
-  hour: "hour",
-  day: "day",
-  week: "week (from Monday)",
-  month: "month",
-  period: "billing period",
-  rolling: "rolling (last N minutes)",
-};
+const WINDOW_LABELS: Record<WindowKind, string> = { minute: "minute", hour: "hour", day: "day", week: "week", month: "month", period: "billing period", rolling: "rolling" };
 const MAX_LABELS: Record<Metric, string> = { spend: "Max ($)", tokens: "Max (tokens)", requests: "Max (calls)" };
 // Every zone this browser knows, for the time zone field's suggestions; UTC first (the default).
 const TIME_ZONES = ["UTC", ...(Intl.supportedValuesOf?.("timeZone") ?? []).filter((z) => z !== "UTC")];
@@ -320,7 +312,7 @@ function LimitsEditor({
     <fieldset className="limits">
       <legend>Windows and rate limits</legend>
       <p className="hint">
-        Each limit caps spend, tokens or calls over a window; a call must pass every one. Its gate reason is <code>limit:&lt;name&gt;</code>. Default: none.
+        Each limit caps spend, tokens (input + output) or requests (calls) over a window; a call must pass every one. Its gate reason is <code>limit:&lt;name&gt;</code>. Weeks start on Monday; a rolling window counts its last N minutes. Model: count only that model's calls (empty: every call). Gates: fractions of max (empty: the plan's). Default: no limits.
       </p>
       {rows.map((r, i) => {
         const problems = refused[i] ?? {};
@@ -348,7 +340,7 @@ function LimitsEditor({
                   <select id={id} aria-describedby={d} value={r.metric} aria-invalid={!!problems.metric} onChange={(e) => set(i, { metric: e.target.value as Metric })}>
                     {METRICS.map((m) => (
                       <option key={m} value={m}>
-                        {m === "spend" ? "spend ($)" : m === "tokens" ? "tokens (input + output)" : "requests (calls)"}
+                        {m === "spend" ? "spend ($)" : m}
                       </option>
                     ))}
                   </select>
@@ -370,11 +362,12 @@ function LimitsEditor({
                 input("duration_minutes", "Duration (minutes)", {
                   inputMode: "numeric",
                   placeholder: "300",
-                  hint: Number.isInteger(minutes) && minutes >= 1 ? `= ${fmtMinutes(minutes)}; at most ${fmtInt(MAX_ROLLING_MINUTES)}` : `1-${fmtInt(MAX_ROLLING_MINUTES)}`,
+                  hint: Number.isInteger(minutes) && minutes >= 1 ? `= ${fmtMinutes(minutes)}` : `1-${fmtInt(MAX_ROLLING_MINUTES)}`,
                 })}
-              {input("model", "Model (optional)", { placeholder: "every model" })}
-              {input("soft_gate_at", "Soft gate (optional)", { inputMode: "decimal", placeholder: "plan's" })}
-              {input("hard_gate_at", "Hard gate (optional)", { inputMode: "decimal", placeholder: "plan's" })}
+              {r.window !== "rolling" && <div className="limit-empty" aria-hidden="true" />}
+              {input("model", "Model", { placeholder: "every model" })}
+              {input("soft_gate_at", "Soft gate", { inputMode: "decimal", placeholder: "plan's" })}
+              {input("hard_gate_at", "Hard gate", { inputMode: "decimal", placeholder: "plan's" })}
               <button type="button" className="danger small" onClick={() => onChange(rows.filter((_, j) => j !== i))} aria-label={`Remove limit ${i + 1}${r.name ? ` (${r.name})` : ""}`}>
                 Remove
               </button>
@@ -382,7 +375,7 @@ function LimitsEditor({
           </fieldset>
         );
       })}
-      <div className="row wrap limits-foot">
+      <div className="limits-foot">
         <button type="button" className="secondary" disabled={rows.length >= MAX_LIMITS} onClick={() => onChange([...rows, newRow()])}>
           Add a limit
         </button>
