@@ -46,6 +46,9 @@ test("a reset reads in the two largest units, and says why when there is none", 
   assert.is(resetText(dim({ resets_at: "2026-11-28T20:00:00.000Z" }), now), "resetting now");
   assert.is(resetText(dim({ max: 0, resets_at: null }), now), "blocks every call; never resets");
   assert.is(resetText(dim({ window: "rolling", duration_minutes: 300, resets_at: null }), now), "nothing counted in the window");
+  // A rolling window: at its hard gate it resets when enough usage ages out; below, its oldest usage ages out.
+  assert.is(resetText(dim({ window: "rolling", duration_minutes: 300, used: 0.1, pct: 1, resets_at: "2026-11-29T00:00:00.000Z" }), now), "resets in 3 h 20 min");
+  assert.is(resetText(dim({ window: "rolling", duration_minutes: 300, used: 0.05, pct: 0.5, resets_at: "2026-11-29T00:00:00.000Z" }), now), "oldest usage ages out in 3 h 20 min");
   assert.is(untilNextReset([dim({}), dim({ resets_at: "2026-11-28T21:00:00.000Z" }), dim({ resets_at: null })], now), 20 * 60_000);
   assert.is(untilNextReset([dim({ resets_at: null })], now), null);
 });

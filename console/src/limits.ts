@@ -107,9 +107,13 @@ export function fmtUntil(iso: string, now: number): string {
   return `${m} min`;
 }
 
-/** A dimension's reset as the bar says it, or why it has none. */
+/**
+ * A dimension's reset as the bar says it, or why it has none. A rolling window below its hard
+ * gate has no reset to wait for: its resets_at is when its oldest usage stops counting.
+ */
 export function resetText(d: Dimension, now: number): string {
-  if (d.resets_at) return Date.parse(d.resets_at) <= now ? "resetting now" : `resets in ${fmtUntil(d.resets_at, now)}`;
+  if (d.resets_at && Date.parse(d.resets_at) <= now) return "resetting now";
+  if (d.resets_at) return `${d.window === "rolling" && !atHardGate(d) ? "oldest usage ages out in" : "resets in"} ${fmtUntil(d.resets_at, now)}`;
   if (d.window === "session") return "counted per session by the client library";
   if (d.max === 0) return "blocks every call; never resets";
   if (d.window === "rolling") return "nothing counted in the window";

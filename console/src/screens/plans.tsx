@@ -359,7 +359,7 @@ function LimitsEditor({
                 )}
               </Field>
               {r.window === "rolling" &&
-                input("duration_minutes", "Duration (minutes)", {
+                input("duration_minutes", "Minutes", {
                   inputMode: "numeric",
                   placeholder: "300",
                   hint: Number.isInteger(minutes) && minutes >= 1 ? `= ${fmtMinutes(minutes)}` : `1-${fmtInt(MAX_ROLLING_MINUTES)}`,
