@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import type { Plan, PlanSettingsSchema } from "@meter/proto/meter/plans/v1/plans_pb";
+import type { Plan, PlanLimit, PlanSettingsSchema } from "@meter/proto/meter/plans/v1/plans_pb";
 import type { Metric, WindowKind } from "@meter/rules";
 import { errors } from "../schemas/common.ts";
 import { CreatePlansBody, PlanBody, PlanPatchBody, type PlanInput } from "../schemas/plans.ts";
@@ -41,6 +41,20 @@ export function planSettings(p: PlanInput): MessageInitShape<typeof PlanSettings
   };
 }
 
+/** A plan's limit as answered (plans and the session's plan_config). */
+export function limitJson(l: PlanLimit) {
+  return {
+    name: l.name,
+    metric: l.metric as Metric,
+    max: l.max,
+    window: l.window as WindowKind,
+    duration_minutes: l.durationMinutes ?? null,
+    model: l.model ?? null,
+    soft_gate_at: l.softGateAt ?? null,
+    hard_gate_at: l.hardGateAt ?? null,
+  };
+}
+
 export function planJson(p: Plan) {
   return {
     id: p.id,
@@ -57,16 +71,7 @@ export function planJson(p: Plan) {
     default_tool_cost: p.defaultToolCost,
     pre_call_estimate: p.preCallEstimate,
     pre_call_buffer_tokens: Number(p.preCallBufferTokens),
-    limits: p.limits.map((l) => ({
-      name: l.name,
-      metric: l.metric as Metric,
-      max: l.max,
-      window: l.window as WindowKind,
-      duration_minutes: l.durationMinutes ?? null,
-      model: l.model ?? null,
-      soft_gate_at: l.softGateAt ?? null,
-      hard_gate_at: l.hardGateAt ?? null,
-    })),
+    limits: p.limits.map(limitJson),
     time_zone: p.timeZone,
     created_at: timestampDate(p.createdAt!).toISOString(),
     updated_at: timestampDate(p.updatedAt!).toISOString(),

@@ -86,6 +86,18 @@ export const CreatePlansBody = Body({
 
 const CostRate = Type.Object({ input: Type.Number(), output: Type.Number() });
 
+/** A plan's limit as answered: every field, null when not given. */
+export const LimitOut = Type.Object({
+  name: Type.String(),
+  metric: Type.Unsafe<Metric>({ type: "string", enum: [...METRICS] }),
+  max: Type.Number(),
+  window: Type.Unsafe<WindowKind>({ type: "string", enum: [...WINDOWS] }),
+  duration_minutes: Nullable(Type.Integer()),
+  model: Nullable(Type.String()),
+  soft_gate_at: Nullable(Type.Number({ description: "null: the plan's" })),
+  hard_gate_at: Nullable(Type.Number({ description: "null: the plan's" })),
+});
+
 export const PlanBody = Type.Object({
   id: Type.String({ format: "uuid" }),
   name: Type.String(),
@@ -101,19 +113,7 @@ export const PlanBody = Type.Object({
   default_tool_cost: Type.Number(),
   pre_call_estimate: Type.Boolean(),
   pre_call_buffer_tokens: Type.Integer(),
-  limits: Type.Array(
-    Type.Object({
-      name: Type.String(),
-      metric: Type.Unsafe<Metric>({ type: "string", enum: [...METRICS] }),
-      max: Type.Number(),
-      window: Type.Unsafe<WindowKind>({ type: "string", enum: [...WINDOWS] }),
-      duration_minutes: Nullable(Type.Integer()),
-      model: Nullable(Type.String()),
-      soft_gate_at: Nullable(Type.Number({ description: "null: the plan's" })),
-      hard_gate_at: Nullable(Type.Number({ description: "null: the plan's" })),
-    }),
-    { description: "Empty for a plan without windows" },
-  ),
+  limits: Type.Array(LimitOut, { description: "Empty for a plan without windows" }),
   time_zone: Type.String({ description: "IANA time zone of the calendar windows" }),
   created_at: DateTime,
   updated_at: DateTime,
