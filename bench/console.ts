@@ -205,7 +205,7 @@ try {
       "/analytics/top-users?days=90&limit=10",
     ],
     users: [...(hasUserList ? ["/users?limit=50", "/users?prefix=user-0421&limit=50", "/users?plan=pro&limit=50"] : []), "/config/plans"],
-    user: [`/users/${u}`, `/users/${u}/session`, `/users/${u}/usage?period=current_period&breakdown=model`, `/users/${u}/gate-events?blocked_only=false&limit=25`, `/users/${u}/gate-events?gate_reason=session_spend&limit=1&blocked_only=false`, "/config/plans"],
+    user: [`/users/${u}`, `/users/${u}/session`, `/users/${u}/limits`, `/users/${u}/usage?period=current_period&breakdown=model`, `/users/${u}/gate-events?blocked_only=false&limit=25`, `/users/${u}/gate-events?gate_reason=session_spend&limit=1&blocked_only=false`, "/config/plans"],
     plans: ["/config/plans", "/analytics/plan-subscribers"],
     webhooks: ["/webhooks/endpoints", `/webhooks/endpoints/${endpoint.body.id}/deliveries?limit=25`],
     keys: ["/keys"],

@@ -244,6 +244,7 @@ t("a hard-gated user shows the hard gate on the gauge and in the gate events", a
   await gauge.waitFor();
   assert.match((await gauge.getAttribute("aria-valuetext"))!, /\$10\.50 of \$10\.00/);
   await page.locator(".gauge-hard").getByText("Hard gate").first().waitFor();
+  await page.getByText(/^Calls are blocked by Period spend \(total_spend\): resets in /).waitFor();
   // Each model's token cap has its own gauge: bob used 60,000 of gpt-4.1's 100,000.
   const tokens = page.getByRole("meter", { name: "gpt-4.1 tokens" });
   assert.match((await tokens.getAttribute("aria-valuetext"))!, /60K of 100K/);
@@ -319,6 +320,138 @@ t("a plan's 422 shows beside its field, then the plan is created and edited", as
   assert.is(edited.session_timeout_minutes, 45);
   assert.is(edited.max_spend_per_period, 5);
   await check(ctx, "plans");
+});
+
+t("a plan's windows through the form: refused with the service's word beside the limit, then created and read as sentences", async (ctx) => {
+  const { page } = ctx;
+  await page.getByRole("navigation", { name: "Screens" }).getByRole("link", { name: "Plans" }).click();
+  const form = page.getByRole("form", { name: "Create a plan" });
+  await form.getByLabel("Name", { exact: true }).fill("windows");
+  await form.getByLabel("Max spend per period ($)").fill("10");
+  await form.getByLabel("Cost rates per 1K tokens (JSON)").fill('{"gpt-4.1": {"input": 0.002, "output": 0.008}}');
+  const rows: [name: string, metric: string, max: string, window: string, duration?: string][] = [
+    ["daily", "spend", "1", "day"],
+    ["daily", "spend", "2", "rolling", "300"],
+    ["burst", "requests", "60", "minute"],
+  ];
+  for (const [i, [name, metric, max, window, duration]] of rows.entries()) {
+    await form.getByRole("button", { name: "Add a limit" }).click();
+    const row = form.getByRole("group", { name: `Limit ${i + 1}` });
+    await row.getByLabel("Name").fill(name);
+    await row.getByLabel("Metric").selectOption(metric);
+    await row.getByLabel("Window").selectOption(window);
+    // The duration is asked for a rolling window only.
+    assert.is(await row.getByLabel("Minutes").count(), duration ? 1 : 0, `duration field of limit ${i + 1}`);
+    if (duration) await row.getByLabel("Minutes").fill(duration);
+    await row.getByLabel(/^Max/).fill(max);
+  }
+  await form.getByRole("group", { name: "Limit 2" }).getByText("$2 in any 5 hours").waitFor();
+  // A time zone the browser does not know is refused before anything is sent.
+  const zone = form.getByLabel("Time zone");
+  await zone.fill("Mars/Olympus_Mons");
+  let sent = 0;
+  const count = (r: { url(): string; method(): string }) => void (r.method() === "POST" && r.url().endsWith("/config/plans") && sent++);
+  page.on("request", count);
+  await form.getByRole("button", { name: "Create plan" }).click();
+  await form.getByText('"Mars/Olympus_Mons" is not a time zone').waitFor();
+  assert.is(await zone.getAttribute("aria-invalid"), "true");
+  assert.is(sent, 0, "no request with an unknown time zone");
+  // Two limits named "daily": the service's 400 names the second and its name, and the form puts it there.
+  ctx.allowedStatuses = new Set([400]);
+  await zone.fill("Europe/Paris");
+  await form.getByRole("button", { name: "Create plan" }).click();
+  const secondName = form.getByRole("group", { name: "Limit 2" }).getByLabel("Name");
+  await eventually(async () => (await secondName.getAttribute("aria-invalid")) === "true", 10_000, "the second limit's name marked invalid");
+  page.off("request", count);
+  assert.is(sent, 1);
+  const described = (await secondName.getAttribute("aria-describedby"))!.split(" ").find((id) => id.endsWith("-err"))!;
+  assert.match((await page.locator(`#${described}`).textContent())!, /duplicate of limits\[0\]/);
+  assert.is(await form.getByRole("group", { name: "Limit 1" }).getByLabel("Name").getAttribute("aria-invalid"), "false");
+  await form.getByRole("alert").filter({ hasText: 'limits[1] ("daily").name' }).waitFor();
+  await check(ctx, "plan-windows-refused");
+  ctx.allowedStatuses = new Set();
+  await secondName.fill("five-hour");
+  await form.getByRole("button", { name: "Create plan" }).click();
+  await page.getByText("Plan windows created.").waitFor();
+  const created = (await ctx.api.get("/config/plans")).body.plans.find((p: { name: string }) => p.name === "windows");
+  assert.is(created.time_zone, "Europe/Paris");
+  assert.equal(created.limits, [
+    { name: "daily", metric: "spend", max: 1, window: "day", duration_minutes: null, model: null, soft_gate_at: null, hard_gate_at: null },
+    { name: "five-hour", metric: "spend", max: 2, window: "rolling", duration_minutes: 300, model: null, soft_gate_at: null, hard_gate_at: null },
+    { name: "burst", metric: "requests", max: 60, window: "minute", duration_minutes: null, model: null, soft_gate_at: null, hard_gate_at: null },
+  ]);
+  const windows = page.getByRole("list", { name: "Windows of windows" });
+  for (const line of ["daily: $1 a day", "five-hour: $2 in any 5 hours", "burst: 60 requests a minute", "days in Europe/Paris"]) await windows.getByText(line).waitFor();
+  // Editing: a limit removed and one added are one PATCH of `limits` whole; the rows come back as saved.
+  await page.getByRole("button", { name: "Edit plan windows" }).click();
+  const edit = page.getByRole("form", { name: "Edit plan windows" });
+  assert.is(await edit.getByRole("group", { name: "Limit 2" }).getByLabel("Minutes").inputValue(), "300");
+  await edit.getByRole("button", { name: "Remove limit 3 (burst)" }).click();
+  await edit.getByRole("button", { name: "Add a limit" }).click();
+  const added = edit.getByRole("group", { name: "Limit 3" });
+  await added.getByLabel("Name").fill("calls");
+  await added.getByLabel("Metric").selectOption("requests");
+  await added.getByLabel("Window").selectOption("hour");
+  await added.getByLabel(/^Max/).fill("100");
+  await edit.getByRole("button", { name: "Save changes" }).click();
+  await page.getByText("Plan windows saved (1 field).").waitFor();
+  const edited = (await ctx.api.get("/config/plans")).body.plans.find((p: { name: string }) => p.name === "windows");
+  assert.equal(edited.limits.map((l: { name: string }) => l.name), ["daily", "five-hour", "calls"]);
+  assert.is(edited.time_zone, "Europe/Paris");
+  await windows.getByText("burst: 60 requests a minute").waitFor({ state: "detached" });
+  await windows.getByText("calls: 100 requests an hour").waitFor();
+  await check(ctx, "plans-windows");
+  await edit.getByRole("button", { name: "Close" }).click();
+});
+
+t("a user on a plan with windows: every dimension a bar with its reset, the blocking one marked", async (ctx) => {
+  const { page } = ctx;
+  const plan = (await ctx.api.get("/config/plans")).body.plans.find((p: { name: string }) => p.name === "windows");
+  const [start, end] = monthBounds();
+  await must(ctx.api, "post", "/users", { external_user_id: "erin", name: "Erin" });
+  await must(ctx.api, "post", "/users/erin/subscription", { plan_id: plan.id, period_start: start, period_end: end }, 200);
+  // $1.80 over three calls: past the $1 day (hard), 90% of the $2 in 5 hours (soft), 3 of 100 calls an hour.
+  await must(ctx.api, "post", "/events/batch", [usage("erin", "gpt-4.1", 0.6, 1_000), usage("erin", "gpt-4.1", 0.6, 1_000), usage("erin", "gpt-4.1", 0.6, 1_000)], 200);
+  type Dim = { reason: string; used: number; resets_at: string | null };
+  let dims: Dim[] = [];
+  await eventually(
+    async () => {
+      dims = (await ctx.api.get("/users/erin/limits")).body.limits;
+      return dims.find((d) => d.reason === "limit:daily")?.used === 1.8;
+    },
+    30_000,
+    "the events counted in the day window",
+  );
+  await page.goto(`${ctx.base}/console/users/erin`);
+  const meter = (name: string) => page.getByRole("meter", { name, exact: true });
+  const expected: [string, RegExp][] = [
+    ["Period spend", /^\$1\.80 of \$10\.00 \(18%\)$/],
+    ["daily: $1 a day", /^\$1\.80 of \$1\.00 \(180%\)$/],
+    ["five-hour: $2 in any 5 hours", /^\$1\.80 of \$2\.00 \(90%\)$/],
+    ["calls: 100 requests an hour", /^3 of 100 \(3%\)$/],
+  ];
+  for (const [name, text] of expected) {
+    await meter(name).waitFor();
+    assert.match((await meter(name).getAttribute("aria-valuetext"))!, text, name);
+  }
+  // The day cap blocks: its bar is marked and the card says so; the 5-hour window only warns.
+  const gauge = (name: string) => page.locator(".gauge", { has: meter(name) });
+  await gauge("daily: $1 a day").getByText("Hard gate · blocks calls").waitFor();
+  assert.is(await page.locator(".gauge-blocking").count(), 1);
+  await gauge("five-hour: $2 in any 5 hours").getByText("Soft gate", { exact: true }).waitFor();
+  await page.getByText(/^Calls are blocked by daily \(limit:daily\): resets in /).waitFor();
+  // Each reset: "resets in …" from the API's resets_at, the exact time in the viewer's locale and zone on hover.
+  for (const [name, reason] of [["daily: $1 a day", "limit:daily"], ["five-hour: $2 in any 5 hours", "limit:five-hour"], ["Period spend", "total_spend"]] as const) {
+    const at = dims.find((d) => d.reason === reason)!.resets_at!;
+    const time = gauge(name).locator(`time[datetime="${at}"]`);
+    assert.match((await time.textContent())!, /^(resets|oldest usage ages out) in (\d+ d( \d+ h)?|\d+ h( \d+ min)?|\d+ min|under a minute)$/, name);
+    const local = new Intl.DateTimeFormat("en-US", { dateStyle: "medium", timeStyle: "short", timeZone: "Europe/Paris" }).format(new Date(at));
+    assert.ok((await time.getAttribute("title"))!.startsWith(local), `${name}: title in the viewer's zone`);
+  }
+  // The day resets at midnight in the plan's zone (Europe/Paris), not UTC's.
+  const dayEnds = new Intl.DateTimeFormat("en-GB", { timeZone: "Europe/Paris", hour: "2-digit", minute: "2-digit", hourCycle: "h23" }).format(new Date(dims.find((d) => d.reason === "limit:daily")!.resets_at!));
+  assert.is(dayEnds, "00:00");
+  await check(ctx, "user-windows");
 });
 
 t("create a user, subscribe them, ingest events: the gauges and the overview move", async (ctx) => {

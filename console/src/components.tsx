@@ -216,8 +216,8 @@ export function BarList({ title, rows }: { title: string; rows: { label: string;
   );
 }
 
-/** Usage against a cap, with the soft and hard gate marks. */
-export function Gauge({ label, value, limit, soft, hard, format }: { label: string; value: number; limit: number | null | undefined; soft: number; hard: number; format: (n: number) => string }) {
+/** Usage against a cap, with the soft and hard gate marks; `reset` under it, `blocking` when it is the dimension that blocks the user's calls. */
+export function Gauge({ label, value, limit, soft, hard, format, reset, blocking }: { label: string; value: number; limit: number | null | undefined; soft: number; hard: number; format: (n: number) => string; reset?: ReactNode; blocking?: boolean }) {
   const unlimited = limit == null;
   // A cap of 0 blocks every call: the user is at the hard gate whatever they spent.
   const ratio = unlimited ? 0 : limit === 0 ? 1 : value / limit;
@@ -225,10 +225,10 @@ export function Gauge({ label, value, limit, soft, hard, format }: { label: stri
   const scale = Math.max(1, hard * 1.1, ratio);
   const pos = (r: number) => `${Math.min(100, (r / scale) * 100)}%`;
   return (
-    <div className={`gauge gauge-${state}`}>
+    <div className={`gauge gauge-${state}${blocking ? " gauge-blocking" : ""}`}>
       <div className="gauge-head">
         <span className="gauge-label">{label}</span>
-        <span className="gauge-state">{unlimited ? "unlimited" : state === "hard" ? "Hard gate" : state === "soft" ? "Soft gate" : "OK"}</span>
+        <span className="gauge-state">{unlimited ? "unlimited" : state === "hard" ? (blocking ? "Hard gate · blocks calls" : "Hard gate") : state === "soft" ? "Soft gate" : "OK"}</span>
       </div>
       <div
         className="gauge-track"
@@ -247,6 +247,7 @@ export function Gauge({ label, value, limit, soft, hard, format }: { label: stri
         <span>{format(value)}</span>
         <span>{unlimited ? "no cap" : `of ${format(limit!)} · soft ${Math.round(soft * 100)}% · hard ${Math.round(hard * 100)}%`}</span>
       </div>
+      {reset && <div className="gauge-reset">{reset}</div>}
     </div>
   );
 }

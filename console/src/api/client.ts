@@ -1,5 +1,6 @@
 import createClient, { type Middleware } from "openapi-fetch";
 import type { components, paths } from "./schema.ts";
+import type { Dimension } from "../limits.ts";
 
 /** The product's key lives in this tab only (sessionStorage): never localStorage, never a URL. */
 const KEY_SLOT = "meter.console.key";
@@ -72,3 +73,9 @@ export type GateEvent = paths["/api/v1/users/{user_id}/gate-events"]["get"]["res
 export type Endpoint = paths["/api/v1/webhooks/endpoints"]["get"]["responses"][200]["content"]["application/json"][number];
 export type Delivery = paths["/api/v1/webhooks/endpoints/{id}/deliveries"]["get"]["responses"][200]["content"]["application/json"]["deliveries"][number];
 export type ApiKey = paths["/api/v1/keys"]["get"]["responses"][200]["content"]["application/json"]["keys"][number];
+
+/**
+ * Every dimension of a user (`GET /users/{user_id}/limits`, BUDGETS.md §2). The document types
+ * metric and window as strings; their values are the contract's (Dimension).
+ */
+export const getLimits = (userId: string) => ok(api.GET("/api/v1/users/{user_id}/limits", { params: { path: { user_id: userId } } })) as Promise<{ user_id: string; limits: Dimension[] }>;

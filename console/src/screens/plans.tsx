@@ -1,12 +1,15 @@
 import { useState } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { CALENDAR_WINDOWS, MAX_ROLLING_MINUTES, METRICS, WINDOWS, isTimeZone, type Metric, type WindowKind } from "@meter/rules";
 import { ApiError, api, ok, type Issue, type Plan, type PlanInput } from "../api/client.ts";
 import { Card, DataTable, Empty, Field, FormAlert, FormStatus, num, Query, QuickStart, Screen, Submit, submitted, Time } from "../components.tsx";
 import { fmtInt, fmtMoney } from "../format.ts";
+import { describeLimit, fmtMinutes, limitProblems, type LimitField, type PlanLimit } from "../limits.ts";
 import { useUrlState } from "../url-state.ts";
 
-/** The form's text for every plan field; defaults are those the API fills in (README "Plan fields"). */
-type PlanForm = Record<keyof PlanInput, string>;
+
+/** The plan fields the form edits as one text each; `limits` and `time_zone` have editors of their own. */
+type PlanForm = Record<Exclude<keyof PlanInput, "limits" | "time_zone">, string>;
 const DEFAULTS: PlanForm = {
   name: "",
   max_spend_per_period: "",
@@ -21,15 +24,13 @@ const DEFAULTS: PlanForm = {
   default_tool_cost: "0.02",
   pre_call_estimate: "false",
   pre_call_buffer_tokens: "4096",
-  limits: "[]",
-  time_zone: "UTC",
 };
-const JSON_FIELDS = new Set(["model_limits", "cost_rates", "tool_costs", "default_cost_rate", "limits"]);
-const NULLABLE = new Set(["max_spend_per_period", "max_spend_per_session", "default_cost_rate", "limits", "time_zone"]);
+const JSON_FIELDS = new Set(["model_limits", "cost_rates", "tool_costs", "default_cost_rate"]);
+const NULLABLE = new Set(["max_spend_per_period", "max_spend_per_session", "default_cost_rate"]);
 
 const toForm = (p: Plan): PlanForm =>
   Object.fromEntries(
-    (Object.keys(DEFAULTS) as (keyof PlanInput)[]).map((k) => {
+    (Object.keys(DEFAULTS) as (keyof PlanForm)[]).map((k) => {
       const v = p[k];
       return [k, v == null ? "" : typeof v === "object" ? JSON.stringify(v) : String(v)];
     }),
@@ -41,7 +42,6 @@ function parse(key: string, text: string): unknown {
   if (key === "name") return text;
   if (key === "pre_call_estimate") return t === "true";
   if (t === "") return NULLABLE.has(key) ? null : undefined;
-  if (key === "time_zone") return t;
   if (JSON_FIELDS.has(key)) {
     try {
       return JSON.parse(t);
@@ -52,6 +52,56 @@ function parse(key: string, text: string): unknown {
   const n = Number(t);
   return Number.isFinite(n) ? n : t;
 }
+
+/** A limit as the form holds it: text for the numbers, so that what was typed is what is sent. */
+interface LimitRow {
+  key: number;
+  name: string;
+  metric: Metric;
+  max: string;
+  window: WindowKind;
+  duration_minutes: string;
+  model: string;
+  soft_gate_at: string;
+  hard_gate_at: string;
+}
+let rowKeys = 0;
+const newRow = (): LimitRow => ({ key: ++rowKeys, name: "", metric: "spend", max: "", window: "day", duration_minutes: "", model: "", soft_gate_at: "", hard_gate_at: "" });
+const toRow = (l: PlanLimit): LimitRow => ({
+  key: ++rowKeys,
+  name: l.name,
+  metric: l.metric,
+  max: String(l.max),
+  window: l.window,
+  duration_minutes: l.duration_minutes == null ? "" : String(l.duration_minutes),
+  model: l.model ?? "",
+  soft_gate_at: l.soft_gate_at == null ? "" : String(l.soft_gate_at),
+  hard_gate_at: l.hard_gate_at == null ? "" : String(l.hard_gate_at),
+});
+/** A number typed, or the text as is (for the API to refuse beside its field); empty is null. */
+const numberOrText = (text: string) => {
+  const t = text.trim();
+  if (t === "") return null;
+  const n = Number(t);
+  return Number.isFinite(n) ? n : t;
+};
+/** The rows as the API's `limits`; a duration goes with a rolling window only (the field is hidden otherwise). */
+const limitsBody = (rows: LimitRow[]) =>
+  rows.map((r) => ({
+    name: r.name.trim(),
+    metric: r.metric,
+    max: numberOrText(r.max) ?? r.max,
+    window: r.window,
+    duration_minutes: r.window === "rolling" ? numberOrText(r.duration_minutes) : null,
+    model: r.model.trim() || null,
+    soft_gate_at: numberOrText(r.soft_gate_at),
+    hard_gate_at: numberOrText(r.hard_gate_at),
+  }));
+const MAX_LIMITS = 16;
+const WINDOW_LABELS: Record<WindowKind, string> = { minute: "minute", hour: "hour", day: "day", week: "week", month: "month", period: "billing period", rolling: "rolling" };
+const MAX_LABELS: Record<Metric, string> = { spend: "Max ($)", tokens: "Max (tokens)", requests: "Max (calls)" };
+// Every zone this browser knows, for the time zone field's suggestions; UTC first (the default).
+const TIME_ZONES = ["UTC", ...(Intl.supportedValuesOf?.("timeZone") ?? []).filter((z) => z !== "UTC")];
 
 /** An issue's field: `/plans/0/cost_rates/gpt-4o/input` and `/cost_rates/gpt-4o` both name `cost_rates`. */
 function issuesByField(issues: Issue[]): Record<string, string> {
@@ -81,8 +131,8 @@ export function PlansScreen() {
               No plans yet. Create one below: a plan sets each user's caps, rates and gates. See the <QuickStart />.
             </Empty>
           ) : (
-            <DataTable caption="Plans" columns={["Name", num("Subscribers"), num("Per period"), num("Per session"), num("Gates"), "Models priced", "Updated", { label: "Actions", hidden: true }]}>
-              {d.plans.map((p) => (
+            <DataTable caption="Plans" columns={["Name", num("Subscribers"), num("Per period"), num("Per session"), num("Gates"), "Windows", "Models priced", "Updated", { label: "Actions", hidden: true }]}>
+              {d.plans.map((p: Plan) => (
                 <tr key={p.id}>
                   <td>{p.name}</td>
                   <td className="num">{subs.error ? "?" : fmtInt(count(p.name) ?? 0)}</td>
@@ -90,6 +140,9 @@ export function PlansScreen() {
                   <td className="num">{p.max_spend_per_session == null ? "unlimited" : fmtMoney(p.max_spend_per_session)}</td>
                   <td className="num">
                     {Math.round(p.soft_gate_at * 100)}% / {Math.round(p.hard_gate_at * 100)}%
+                  </td>
+                  <td>
+                    <Windows plan={p} />
                   </td>
                   <td>{Object.keys(p.cost_rates).join(", ") || "—"}</td>
                   <td>
@@ -112,22 +165,48 @@ export function PlansScreen() {
   );
 }
 
+/** A plan's limits as sentences ("daily: $0.10 a day"), with the zone its calendar windows reset in when it is not UTC. */
+function Windows({ plan }: { plan: Plan }) {
+  const limits = plan.limits ?? [];
+  if (limits.length === 0) return <span>—</span>;
+  const calendar = limits.some((l) => (CALENDAR_WINDOWS as readonly string[]).includes(l.window));
+  return (
+    <ul className="windows" aria-label={`Windows of ${plan.name}`}>
+      {limits.map((l) => (
+        <li key={l.name}>
+          <strong>{l.name}</strong>: {describeLimit(l)}
+        </li>
+      ))}
+      {calendar && plan.time_zone && plan.time_zone !== "UTC" && <li className="muted">days in {plan.time_zone}</li>}
+    </ul>
+  );
+}
+
 function PlanEditor({ plan, onDone }: { plan?: Plan; onDone: () => void }) {
   const original = plan ? toForm(plan) : DEFAULTS;
+  const originalZone = plan?.time_zone ?? "UTC";
   const [form, setForm] = useState<PlanForm>(original);
+  const [rows, setRows] = useState<LimitRow[]>(() => (plan?.limits ?? []).map(toRow));
+  const [zone, setZone] = useState(originalZone);
+  const [zoneChecked, setZoneChecked] = useState(false);
   const [saved, setSaved] = useState<string | null>(null);
   const queryClient = useQueryClient();
+  const originalLimits = JSON.stringify(limitsBody((plan?.limits ?? []).map(toRow)));
   const save = useMutation({
     mutationFn: async () => {
       if (plan) {
-        // Only the fields that changed are sent: a PATCH changes exactly those.
+        // Only the fields that changed are sent: a PATCH changes exactly those (and replaces `limits` whole).
         const body: Record<string, unknown> = {};
         for (const k of Object.keys(form) as (keyof PlanForm)[]) if (form[k] !== original[k]) body[k] = parse(k, form[k]);
+        if (JSON.stringify(limitsBody(rows)) !== originalLimits) body.limits = limitsBody(rows);
+        if (zone.trim() !== originalZone) body.time_zone = zone.trim();
         if (Object.keys(body).length === 0) return { name: plan.name, changed: 0 };
         const updated = await ok(api.PATCH("/api/v1/config/plans/{plan_id}", { params: { path: { plan_id: plan.id } }, body: body as never }));
         return { name: updated.name, changed: Object.keys(body).length };
       }
-      const body = Object.fromEntries(Object.entries(form).map(([k, v]) => [k, parse(k, v)]).filter(([, v]) => v !== undefined));
+      const body: Record<string, unknown> = Object.fromEntries(Object.entries(form).map(([k, v]) => [k, parse(k, v)]).filter(([, v]) => v !== undefined));
+      if (rows.length > 0) body.limits = limitsBody(rows);
+      if (zone.trim() !== "UTC") body.time_zone = zone.trim();
       const created = await ok(api.POST("/api/v1/config/plans", { body: { plans: [body as PlanInput] } }));
       return { name: created.plans[0]?.name ?? form.name, changed: -1 };
     },
@@ -136,11 +215,19 @@ function PlanEditor({ plan, onDone }: { plan?: Plan; onDone: () => void }) {
       queryClient.invalidateQueries({ queryKey: ["plans"] });
       queryClient.invalidateQueries({ queryKey: ["plan-subscribers"] });
       setSaved(r.changed === -1 ? `Plan ${r.name} created.` : r.changed === 0 ? "Nothing changed." : `Plan ${r.name} saved (${r.changed} field${r.changed === 1 ? "" : "s"}).`);
-      if (!plan) setForm(DEFAULTS);
+      if (!plan) {
+        setForm(DEFAULTS);
+        setRows([]);
+        setZone("UTC");
+        setZoneChecked(false);
+      }
     },
   });
   const err = save.error instanceof ApiError ? save.error : null;
   const issues = err ? issuesByField(err.issues) : {};
+  // The service names the limit and field it refuses (`limits[1] ("daily").duration_minutes: …`): each lands beside its field.
+  const refused = err ? limitProblems(err.message, err.issues) : { rows: {}, other: [] };
+  const zoneProblem = zoneChecked && !isTimeZone(zone.trim()) ? `"${zone.trim()}" is not a time zone: pick an IANA name such as Europe/Paris or America/New_York.` : refused.time_zone;
   const text = (k: keyof PlanForm, label: string, hint: string, type: "text" | "number" | "json" = "number") => (
     <Field label={label} error={issues[k]} hint={hint}>
       {(id, d) =>
@@ -152,8 +239,14 @@ function PlanEditor({ plan, onDone }: { plan?: Plan; onDone: () => void }) {
       }
     </Field>
   );
+  // Adding or removing a row moves the others: the service's word about "limits[2]" no longer names the row shown third.
+  const editRows = (next: LimitRow[]) => {
+    if (next.length !== rows.length) save.reset();
+    setRows(next);
+  };
   const submit = submitted(() => {
-    save.mutate();
+    setZoneChecked(true);
+    if (isTimeZone(zone.trim())) save.mutate();
   });
   return (
     <Card title={plan ? `Edit plan ${plan.name}` : "Create a plan"}>
@@ -171,8 +264,6 @@ function PlanEditor({ plan, onDone }: { plan?: Plan; onDone: () => void }) {
           {text("default_cost_rate", "Default cost rate (JSON)", 'Default: empty = none. e.g. {"input": 0.001, "output": 0.002}', "json")}
           {text("model_limits", "Model token limits (JSON)", 'Default {}. e.g. {"gpt-4.1": {"max_tokens_per_period": 100000}}', "json")}
           {text("tool_costs", "Tool costs (JSON)", 'Default {}. e.g. {"web_search": 0.01}', "json")}
-          {text("limits", "Windows and rate limits (JSON)", 'Default []. e.g. [{"name": "daily", "metric": "spend", "max": 5, "window": "day"}]', "json")}
-          {text("time_zone", "Time zone of calendar windows", 'Default UTC. An IANA name, e.g. "America/New_York".', "text")}
           <div className="field">
             <label className="check">
               <input type="checkbox" checked={form.pre_call_estimate === "true"} onChange={(e) => setForm({ ...form, pre_call_estimate: String(e.target.checked) })} /> Estimate before each call (pre_call_estimate, default off)
@@ -180,7 +271,8 @@ function PlanEditor({ plan, onDone }: { plan?: Plan; onDone: () => void }) {
             {issues.pre_call_estimate && <small className="field-error">{issues.pre_call_estimate}</small>}
           </div>
         </div>
-        {err && !err.issues.length && <FormAlert>{err.status === 409 ? `A plan named ${form.name} exists already.` : err.message}</FormAlert>}
+        <LimitsEditor rows={rows} onChange={editRows} refused={refused.rows} zone={zone} onZone={setZone} zoneProblem={zoneProblem} />
+        {err && !err.issues.length && <FormAlert>{err.status === 409 ? `A plan named ${form.name} exists already.` : `The API refused the plan (${err.status}): ${err.message}`}</FormAlert>}
         {err && err.issues.length > 0 && <FormAlert>The API refused the plan ({err.status}): fix the fields marked above.</FormAlert>}
         {saved && <FormStatus>{saved}</FormStatus>}
         <div className="row">
@@ -195,5 +287,112 @@ function PlanEditor({ plan, onDone }: { plan?: Plan; onDone: () => void }) {
         </div>
       </form>
     </Card>
+  );
+}
+
+/** The plan's windows and rate limits, one row each, and the time zone its calendar windows reset in. */
+function LimitsEditor({
+  rows,
+  onChange,
+  refused,
+  zone,
+  onZone,
+  zoneProblem,
+}: {
+  rows: LimitRow[];
+  onChange: (rows: LimitRow[]) => void;
+  refused: Record<number, Partial<Record<LimitField, string>>>;
+  zone: string;
+  onZone: (zone: string) => void;
+  zoneProblem: string | undefined;
+}) {
+  const set = (i: number, patch: Partial<LimitRow>) => onChange(rows.map((r, j) => (j === i ? { ...r, ...patch } : r)));
+  const calendar = rows.some((r) => (CALENDAR_WINDOWS as readonly string[]).includes(r.window));
+  return (
+    <fieldset className="limits">
+      <legend>Windows and rate limits</legend>
+      <p className="hint">
+        Each limit caps spend, tokens (input + output) or requests (calls) over a window; a call must pass every one. Its gate reason is <code>limit:&lt;name&gt;</code>. Weeks start on Monday; a rolling window counts its last N minutes. Model: count only that model's calls (empty: every call). Gates: fractions of max (empty: the plan's). Default: no limits.
+      </p>
+      {rows.map((r, i) => {
+        const problems = refused[i] ?? {};
+        const max = Number(r.max);
+        const minutes = Number(r.duration_minutes);
+        const readable =
+          r.max.trim() !== "" && Number.isFinite(max) && (r.window !== "rolling" || (Number.isInteger(minutes) && minutes >= 1))
+            ? describeLimit({ metric: r.metric, max, window: r.window, duration_minutes: r.window === "rolling" ? minutes : null, model: r.model.trim() || null })
+            : null;
+        const input = (f: "name" | "max" | "duration_minutes" | "model" | "soft_gate_at" | "hard_gate_at", label: string, extra: { placeholder?: string; inputMode?: "decimal" | "numeric"; hint?: string } = {}) => (
+          <Field label={label} error={problems[f]} hint={extra.hint}>
+            {(id, d) => <input id={id} aria-describedby={d} value={r[f]} inputMode={extra.inputMode} placeholder={extra.placeholder} aria-invalid={!!problems[f]} onChange={(e) => set(i, { [f]: e.target.value })} />}
+          </Field>
+        );
+        return (
+          <fieldset key={r.key} className="limit-row" aria-label={`Limit ${i + 1}`}>
+            <legend>
+              Limit {i + 1}
+              {readable && <span className="limit-readable"> · {readable}</span>}
+            </legend>
+            <div className="limit-grid">
+              {input("name", "Name", { placeholder: "daily" })}
+              <Field label="Metric" error={problems.metric}>
+                {(id, d) => (
+                  <select id={id} aria-describedby={d} value={r.metric} aria-invalid={!!problems.metric} onChange={(e) => set(i, { metric: e.target.value as Metric })}>
+                    {METRICS.map((m) => (
+                      <option key={m} value={m}>
+                        {m === "spend" ? "spend ($)" : m}
+                      </option>
+                    ))}
+                  </select>
+                )}
+              </Field>
+              {input("max", MAX_LABELS[r.metric], { inputMode: r.metric === "spend" ? "decimal" : "numeric", placeholder: r.metric === "spend" ? "0.10" : "60" })}
+              <Field label="Window" error={problems.window}>
+                {(id, d) => (
+                  <select id={id} aria-describedby={d} value={r.window} aria-invalid={!!problems.window} onChange={(e) => set(i, { window: e.target.value as WindowKind })}>
+                    {WINDOWS.map((w) => (
+                      <option key={w} value={w}>
+                        {WINDOW_LABELS[w]}
+                      </option>
+                    ))}
+                  </select>
+                )}
+              </Field>
+              {r.window === "rolling" &&
+                input("duration_minutes", "Minutes", {
+                  inputMode: "numeric",
+                  placeholder: "300",
+                  hint: Number.isInteger(minutes) && minutes >= 1 ? `= ${fmtMinutes(minutes)}` : `1-${fmtInt(MAX_ROLLING_MINUTES)}`,
+                })}
+              {r.window !== "rolling" && <div className="limit-empty" aria-hidden="true" />}
+              {input("model", "Model", { placeholder: "every model" })}
+              {input("soft_gate_at", "Soft gate", { inputMode: "decimal", placeholder: "plan's" })}
+              {input("hard_gate_at", "Hard gate", { inputMode: "decimal", placeholder: "plan's" })}
+              <button type="button" className="danger small" onClick={() => onChange(rows.filter((_, j) => j !== i))} aria-label={`Remove limit ${i + 1}${r.name ? ` (${r.name})` : ""}`}>
+                Remove
+              </button>
+            </div>
+          </fieldset>
+        );
+      })}
+      <div className="limits-foot">
+        <button type="button" className="secondary" disabled={rows.length >= MAX_LIMITS} onClick={() => onChange([...rows, newRow()])}>
+          Add a limit
+        </button>
+        {rows.length >= MAX_LIMITS && <span className="hint">At most {MAX_LIMITS} limits per plan.</span>}
+        <Field label="Time zone" error={zoneProblem} hint={`Default UTC. ${calendar ? "Minute to month windows" : "Calendar windows"} reset at midnight there (weeks on Monday).`}>
+          {(id, d) => (
+            <>
+              <input id={id} aria-describedby={d} list="time-zones" value={zone} spellCheck={false} aria-invalid={!!zoneProblem} onChange={(e) => onZone(e.target.value)} />
+              <datalist id="time-zones">
+                {TIME_ZONES.map((z) => (
+                  <option key={z} value={z} />
+                ))}
+              </datalist>
+            </>
+          )}
+        </Field>
+      </div>
+    </fieldset>
   );
 }

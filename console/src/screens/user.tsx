@@ -1,9 +1,10 @@
-import { useMemo, useState } from "react";
+import { useEffect, useMemo, useState } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link } from "wouter";
-import { ApiError, api, ok, type GateEvent, type Plan, type Session } from "../api/client.ts";
+import { ApiError, api, getLimits, ok, type GateEvent, type Plan, type Session } from "../api/client.ts";
 import { BarList, Card, DataTable, Empty, Field, FormAlert, FormStatus, Gauge, InlineForm, num, Query, QuickStart, Submit, submitted, Time } from "../components.tsx";
-import { fmtInt, fmtMoney, fmtPct, fmtTokens } from "../format.ts";
+import { fmtInt, fmtMoney, fmtPct, fmtTime, fmtTokens, utcTitle } from "../format.ts";
+import { blockingIndex, dimensionLabel, fmtMetric, resetText, untilNextReset, type Dimension } from "../limits.ts";
 import { usePaging, useUrlState } from "../url-state.ts";
 
 const p = (id: string) => ({ path: { user_id: id } });
@@ -48,9 +49,9 @@ export function UserScreen({ id }: { id: string }) {
                 </dd>
               </dl>
             </Card>
-            <Card title="Spend against caps">
-              <Query q={session} label="Loading caps">
-                {(s) => <Caps id={id} session={s} />}
+            <Card title="Usage against limits">
+              <Query q={session} label="Loading limits">
+                {(s) => <Limits id={id} session={s} />}
               </Query>
             </Card>
           </div>
@@ -66,9 +67,40 @@ export function UserScreen({ id }: { id: string }) {
   );
 }
 
-function Caps({ id, session }: { id: string; session: Session }) {
+/** The viewer's clock, ticking every `ms`, so that "resets in …" stays true on an open page. */
+function useNow(ms: number): number {
+  const [now, setNow] = useState(() => Date.now());
+  useEffect(() => {
+    const timer = setInterval(() => setNow(Date.now()), ms);
+    return () => clearInterval(timer);
+  }, [ms]);
+  return now;
+}
+
+function Reset({ d, now }: { d: Dimension; now: number }) {
+  const text = resetText(d, now);
+  return d.resets_at ? (
+    <time dateTime={d.resets_at} title={`${fmtTime(d.resets_at)} · ${utcTitle(d.resets_at)}`}>
+      {text}
+    </time>
+  ) : (
+    <span>{text}</span>
+  );
+}
+
+/** Every dimension of the user (GET /users/{user_id}/limits) as a bar with its reset; the one that blocks calls stands out. */
+function Limits({ id, session }: { id: string; session: Session }) {
+  const limits = useQuery({
+    queryKey: ["limits", id],
+    queryFn: () => getLimits(id),
+    // A window that resets empties its bar: read again then (a reset already past: once a minute).
+    refetchInterval: (q) => {
+      const ms = q.state.data ? untilNextReset(q.state.data.limits, Date.now()) : null;
+      return ms == null ? false : ms === 0 ? 60_000 : Math.min(ms + 1_000, 2 ** 31 - 1);
+    },
+  });
+  const now = useNow(30_000);
   const c = session.plan_config;
-  const u = session.current_usage;
   // The service counts spend per period; a session's spend is counted by the client library,
   // so the last session_spend gate event is the closest figure the API has.
   const lastSession = useQuery({
@@ -76,16 +108,39 @@ function Caps({ id, session }: { id: string; session: Session }) {
     queryFn: () => ok(api.GET("/api/v1/users/{user_id}/gate-events", { params: { ...p(id), query: { gate_reason: "session_spend", limit: 1, blocked_only: false } } })),
     enabled: c.max_spend_per_session != null,
   });
-  const models = Object.entries(c.model_limits);
   return (
-    <div className="gauges">
-      <Gauge label="Period spend" value={u.period_cost} limit={c.max_spend_per_period} soft={c.soft_gate_at} hard={c.hard_gate_at} format={fmtMoney} />
-      <Gauge label="Session spend (latest session gate)" value={lastSession.data?.events[0]?.current_value ?? 0} limit={c.max_spend_per_session} soft={c.soft_gate_at} hard={c.hard_gate_at} format={fmtMoney} />
-      {models.map(([model, l]) => (
-        <Gauge key={model} label={`${model} tokens`} value={u.period_tokens_by_model[model] ?? 0} limit={l.max_tokens_per_period} soft={c.soft_gate_at} hard={c.hard_gate_at} format={fmtTokens} />
-      ))}
-      {models.length === 0 && <p className="muted">No per-model token caps on this plan.</p>}
-    </div>
+    <Query q={limits} label="Loading limits">
+      {({ limits: dims }) => {
+        const blocking = blockingIndex(dims);
+        const block = dims[blocking];
+        return (
+          <div className="gauges">
+            {block ? (
+              <p className="blocking-summary bad">
+                Calls are blocked by {block.name ?? dimensionLabel(block)} ({block.reason}): <Reset d={block} now={now} />.
+              </p>
+            ) : (
+              dims.length > 0 && <p className="muted blocking-summary">No limit blocks calls.</p>
+            )}
+            {!dims.some((d) => d.reason === "total_spend") && <Gauge label="Period spend" value={session.current_usage.period_cost} limit={null} soft={c.soft_gate_at} hard={c.hard_gate_at} format={fmtMoney} />}
+            {dims.map((d, i) => (
+              <Gauge
+                key={d.reason}
+                label={dimensionLabel(d)}
+                value={d.reason === "session_spend" ? (lastSession.data?.events[0]?.current_value ?? 0) : d.used}
+                limit={d.max}
+                soft={d.soft_gate_at}
+                hard={d.hard_gate_at}
+                format={fmtMetric(d.metric)}
+                reset={<Reset d={d} now={now} />}
+                blocking={i === blocking}
+              />
+            ))}
+            {!dims.some((d) => d.reason.startsWith("model_limit:")) && <p className="muted">No per-model token caps on this plan.</p>}
+          </div>
+        );
+      }}
+    </Query>
   );
 }
 
@@ -190,6 +245,13 @@ function GateEvents({ id }: { id: string }) {
       ),
   });
   const [reason, setReason] = useState(f.gate_reason ?? "");
+  // A window's gate event is in its metric (dollars, tokens or calls): the user's dimensions say which (the same query as the bars).
+  const dims = useQuery({ queryKey: ["limits", id], queryFn: () => getLimits(id) });
+  const valueOverLimit = (e: GateEvent) => {
+    const metric = dims.data?.limits.find((d) => d.reason === e.gate_reason)?.metric ?? (e.gate_reason.startsWith("model_limit:") ? "tokens" : "spend");
+    const fmt = metric === "spend" ? fmtMoney : fmtInt;
+    return `${fmt(e.current_value)} / ${fmt(e.limit_value)}`;
+  };
   const change = (patch: Record<string, string | null>) => set({ ...patch, ...paging.reset });
   return (
     <Card title="Gate events">
@@ -211,6 +273,7 @@ function GateEvents({ id }: { id: string }) {
             <option value="total_spend" />
             <option value="session_spend" />
             <option value="model_limit:" />
+            <option value="limit:" />
           </datalist>
         </InlineForm>
         <label className="check">
@@ -251,7 +314,7 @@ function GateEvents({ id }: { id: string }) {
                   <td>{e.gate_reason}</td>
                   <td className="num">{fmtPct(e.usage_pct)}</td>
                   <td className="num">
-                    {e.gate_reason.startsWith("model_limit:") ? `${fmtInt(e.current_value)} / ${fmtInt(e.limit_value)}` : `${fmtMoney(e.current_value)} / ${fmtMoney(e.limit_value)}`}
+                    {valueOverLimit(e)}
                   </td>
                   <td>{e.blocked ? "yes" : "no"}</td>
                   <td>{e.message ?? ""}</td>
@@ -299,7 +362,7 @@ function Subscription({ id, session }: { id: string; session: Session | undefine
         }),
       ),
     onSuccess: () => {
-      for (const k of ["user", "session", "usage", "users"]) queryClient.invalidateQueries({ queryKey: [k] });
+      for (const k of ["user", "session", "limits", "usage", "users"]) queryClient.invalidateQueries({ queryKey: [k] });
       queryClient.invalidateQueries({ queryKey: ["plan-subscribers"] });
     },
   });
@@ -369,7 +432,7 @@ function ManualEvent({ id }: { id: string }) {
         }),
       ),
     onSuccess: () => {
-      for (const k of ["session", "usage", "users", "summary", "timeseries", "breakdown", "top-users"]) queryClient.invalidateQueries({ queryKey: [k] });
+      for (const k of ["session", "limits", "usage", "users", "summary", "timeseries", "breakdown", "top-users"]) queryClient.invalidateQueries({ queryKey: [k] });
       setForm({ cost: "", model: "", input_tokens: "", output_tokens: "", description: "" });
     },
   });
