@@ -7,7 +7,8 @@
 // last request, beside the target (0.02 core together). With BENCH_SETTLE_MAX_S (default 0) it
 // keeps sampling after that, up to that long, until a whole window is within the target, and
 // says when. BENCH_COUNT_COMMANDS=1 also prints the MongoDB commands the all-in-one sent per
-// minute (by collection), from a driver preload (bench/support/count-commands.ts).
+// minute (by collection), from a driver preload (bench/support/count-commands.ts). Last, one
+// event is sent and the time until the analytics summary counts it is printed.
 //   npm run bench:idle
 //   BENCH_EVENTS=100000 BENCH_SETTLE_MAX_S=900 npm run bench:idle
 import { randomUUID } from "node:crypto";
@@ -56,6 +57,8 @@ try {
   const product = await anon.post("/products", { name: "bench idle" });
   if (product.status !== 201) throw new Error(`product: ${product.status}`);
   const api = anon.withKey(product.body.api_key);
+  // The user of the probe event at the end.
+  if (EVENTS === 0) await api.post("/users", { external_user_id: "user-0" });
   if (EVENTS > 0) {
     const t0 = performance.now();
     await pMap(Array.from({ length: USERS }, (_, u) => u), (u) => api.post("/users", { external_user_id: `user-${u}` }), { concurrency: 8 });
@@ -151,6 +154,20 @@ try {
     const s = await api.get(`/analytics/summary?days=${DAYS + 1}`);
     log(`afterwards: the ${DAYS + 1}-day summary shows ${s.body.total_events} of ${EVENTS} events`);
   }
+  // Resting must not make work late: one event after the idle minutes, and how long until
+  // the analytics summary counts it (ingestion's relay, then the roll-up).
+  const before = (await api.get(`/analytics/summary?days=${DAYS + 1}`)).body.total_events as number;
+  const sent = performance.now();
+  const res = await api.post("/events/batch", [
+    { id: randomUUID(), user_id: "user-0", timestamp: new Date().toISOString(), model: MODELS[0], input_tokens: 10, output_tokens: 5, total_tokens: 15, cost_tokens: 0.001, cost_total: 0.001 },
+  ]);
+  if (res.status !== 200) throw new Error(`probe event: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
+  for (;;) {
+    if (((await api.get(`/analytics/summary?days=${DAYS + 1}`)).body.total_events as number) > before) break;
+    if (performance.now() - sent > 120_000) throw new Error("the probe event did not reach the analytics summary within 2 minutes");
+    await sleep(10);
+  }
+  console.log(`one event sent after the idle minutes: in the analytics summary ${(performance.now() - sent).toFixed(0)} ms after it was sent`);
 } finally {
   await proc.stop();
   await db.stop();
