@@ -79,6 +79,15 @@ export const productConcurrencyFields = {
   INGESTION_SHARE_WINDOW_MS: Type.Integer({ default: 1_000, minimum: 10, maximum: 3_600_000 }),
 };
 
+/**
+ * How long a service's background work rests at most while it finds nothing to do: the pause
+ * between two polls of its roll-up or relay job grows up to this, and its job scheduler scans
+ * for jobs that other replicas scheduled this often (lib/src/jobs.ts; docs/operations.md).
+ */
+export const idlePollFields = {
+  IDLE_POLL_MAX_MS: Type.Integer({ default: 30_000, minimum: 100, maximum: 600_000 }),
+};
+
 /** Where each service listens in split mode; every service reaches its peers through these. */
 export const peerUrlFields = {
   TENANCY_URL: Type.String({ default: "http://127.0.0.1:9091" }),

@@ -1,7 +1,7 @@
 import os from "node:os";
 import { randomBytes } from "node:crypto";
 import type { Db } from "mongodb";
-import { Agenda, type Job } from "agenda";
+import { Agenda, InMemoryNotificationChannel, type Job, type JobId, type JobNotification } from "agenda";
 import { MongoBackend } from "@agendajs/mongo-backend";
 import type { Logger } from "./logger.ts";
 import { collectionBacklog, trackJobQueue } from "./metrics.ts";
@@ -16,34 +16,114 @@ export interface KeyedPayload {
 }
 
 /**
+ * Hands the jobs this process saves to its own job processor at once (Agenda's notification
+ * channel), without holding up the save: the request that enqueued one does not wait for it
+ * to be locked.
+ */
+class LocalNotifications extends InMemoryNotificationChannel {
+  override async publish(notification: JobNotification): Promise<void> {
+    void super.publish(notification).catch(() => {});
+  }
+}
+
+/**
+ * When a repeating job polls for work: every `intervalMs` while its runs find work or work is
+ * enqueued under its name in this process; otherwise after a pause that doubles from
+ * `intervalMs` up to `maxMs`, so that an idle service rests. Runs find work elsewhere too: each
+ * timer only has this process look for the job (`fill`), and the job runs wherever it is due.
+ */
+export class IdlePoll {
+  private delay: number;
+  private timer: NodeJS.Timeout | undefined;
+  private dueAt = Infinity;
+  private running = false;
+
+  constructor(
+    private readonly fill: () => void,
+    readonly intervalMs: number,
+    readonly maxMs: number,
+  ) {
+    this.delay = intervalMs;
+  }
+
+  /** The pause before the next look (tests). */
+  get pauseMs(): number {
+    return this.delay;
+  }
+
+  start(): void {
+    this.running = true;
+    this.delay = this.intervalMs;
+    this.arm(this.intervalMs);
+  }
+
+  stop(): void {
+    this.running = false;
+    clearTimeout(this.timer);
+    this.dueAt = Infinity;
+  }
+
+  /** Work was found or announced: look again within the interval (never later than planned). */
+  busy(): void {
+    this.delay = this.intervalMs;
+    if (this.running && this.dueAt > Date.now() + this.intervalMs) this.arm(this.intervalMs);
+  }
+
+  private arm(ms: number): void {
+    clearTimeout(this.timer);
+    this.dueAt = Date.now() + ms;
+    this.timer = setTimeout(() => {
+      // Until a run says it found work, the next look is later.
+      this.delay = Math.min(this.delay * 2, this.maxMs);
+      this.arm(this.delay);
+      this.fill();
+    }, ms);
+    this.timer.unref();
+  }
+}
+
+/**
  * A service's Agenda instance, stored in its own database. One addition makes it safe with
  * several replicas on MongoDB and on the embedded FerretDB: a unique index on (name, data.key),
  * so enqueueing the same work twice keeps one job. Handlers still make their effect idempotent
  * (webhooks claims each attempt, analytics recomputes from its ledger), because a worker that
  * dies mid-run leaves its job locked until the lock lifetime passes, and then another runs it
  * again from the start.
+ *
+ * What it costs while idle: Agenda looks for due jobs of every name once per `scanEveryMs`
+ * (one query a name), and locks those due before the next scan. Jobs this process saves start
+ * at once (LocalNotifications) and a run that Agenda puts off to a time before the next scan (a
+ * retry) is looked for at that time, so the scan only serves what other replicas scheduled and
+ * locks that lapsed: it can be slow. Repeating jobs of short intervals poll on their own
+ * (every(), IdlePoll), backing off while they find nothing.
  */
 export class JobScheduler {
   readonly agenda: Agenda;
   private started = false;
   /** Handlers running in this process, awaited on stop. */
   private readonly running = new Set<Promise<void>>();
+  private readonly channel = new LocalNotifications();
+  private readonly polls = new Map<string, IdlePoll>();
+  /** Looks for jobs put off to a time before the next scan (retries), by name: the earliest. */
+  private readonly later = new Map<string, { timer: NodeJS.Timeout; at: number }>();
 
   constructor(
     private readonly db: Db,
     private readonly logger: Logger,
-    processEveryMs: number,
+    private readonly scanEveryMs: number,
     service: string,
   ) {
     this.agenda = new Agenda({
       backend: new MongoBackend({ mongo: db, collection: JOBS_COLLECTION }),
       name: `${service}-${os.hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`,
-      processEvery: processEveryMs,
+      processEvery: scanEveryMs,
+      notificationChannel: this.channel,
       removeOnComplete: true,
       defaultConcurrency: 10,
       maxConcurrency: 50,
     });
     this.agenda.on("error", (err) => this.logger.warn({ err }, "job scheduler error"));
+    this.agenda.on("complete", (job: Job) => this.afterRun(job));
     trackJobQueue(service, collectionBacklog(db.collection(JOBS_COLLECTION), "nextRunAt", () => ({ nextRunAt: { $lte: new Date() }, lockedAt: null })));
   }
 
@@ -51,15 +131,21 @@ export class JobScheduler {
     await this.db.collection(JOBS_COLLECTION).createIndex({ name: 1, "data.key": 1 }, { unique: true, name: "unique_job_key" });
   }
 
+  /**
+   * A handler of a job polled by every() resolves true when its run found work: the next run
+   * then comes within the interval instead of after a longer pause.
+   */
   define<T extends KeyedPayload>(
     name: string,
-    handler: (job: Job<T>) => Promise<void>,
+    handler: (job: Job<T>) => Promise<void | boolean>,
     opts: Parameters<Agenda["define"]>[2] = {},
   ): void {
     this.agenda.define<T>(
       name,
       async (job) => {
-        const run = handler(job);
+        const run = handler(job).then((found) => {
+          if (found === true) this.polls.get(name)?.busy();
+        });
         this.running.add(run);
         try {
           await run;
@@ -74,8 +160,13 @@ export class JobScheduler {
     );
   }
 
-  /** Schedules the job at `at` unless a job with the same name and key exists. */
+  /**
+   * Schedules the job at `at` unless a job with the same name and key exists. Work announced
+   * under a polled name (every()) also brings its next poll within the interval: the work
+   * may be left to it (a job pending or running absorbs this one).
+   */
   async enqueue<T extends KeyedPayload>(name: string, data: T, at: Date): Promise<void> {
+    this.polls.get(name)?.busy();
     try {
       await this.agenda.create(name, data).schedule(at).unique({ "data.key": data.key }, { insertOnly: true }).save();
     } catch (err) {
@@ -83,13 +174,49 @@ export class JobScheduler {
     }
   }
 
-  /** A repeating job (one per name across replicas), on a UTC cron or every `interval` ms. */
-  async every<T extends KeyedPayload>(name: string, interval: string | number, data: T): Promise<void> {
+  /**
+   * A repeating job (one per name across replicas), on a UTC cron or every `interval` ms.
+   * An interval shorter than the scan is kept by this process polling for the job (IdlePoll):
+   * every `interval` while runs here find work (the handler resolves true) or work is enqueued
+   * under the name here, else after a pause doubling up to `idleMaxMs` (default: `interval`,
+   * a fixed pace). Call it once the scheduler has started.
+   */
+  async every<T extends KeyedPayload>(name: string, interval: string | number, data: T, idleMaxMs?: number): Promise<void> {
     try {
       await this.agenda.every(interval, name, data, { timezone: "UTC", skipImmediate: true });
     } catch (err) {
       if (!isDuplicateKeyError(err)) throw err;
     }
+    if (typeof interval === "number" && interval < this.scanEveryMs && this.started && !this.polls.has(name)) {
+      const poll = new IdlePoll(() => this.fill(name), interval, Math.max(interval, idleMaxMs ?? interval));
+      this.polls.set(name, poll);
+      poll.start();
+    }
+  }
+
+  /** Has this process look for due jobs of `name` now, rather than at its next scan. */
+  private fill(name: string): void {
+    if (!this.started) return;
+    const notification: JobNotification = { jobId: name as unknown as JobId, jobName: name, nextRunAt: null, priority: 0, timestamp: new Date() };
+    void this.channel.publish(notification);
+  }
+
+  /**
+   * A run that Agenda put off to a time before the next scan (a retry, or the next run of a
+   * repeating job that does not poll) is looked for at that time.
+   */
+  private afterRun(job: Job): void {
+    const name = job.attrs.name;
+    const next = job.attrs.nextRunAt?.getTime();
+    if (!this.started || next === undefined || this.polls.has(name)) return;
+    if (next - Date.now() >= this.scanEveryMs || (this.later.get(name)?.at ?? Infinity) <= next) return;
+    clearTimeout(this.later.get(name)?.timer);
+    const timer = setTimeout(() => {
+      this.later.delete(name);
+      this.fill(name);
+    }, Math.max(0, next - Date.now()));
+    timer.unref();
+    this.later.set(name, { timer, at: next });
   }
 
   /**
@@ -118,6 +245,10 @@ export class JobScheduler {
   async stop(graceMs: number): Promise<void> {
     if (!this.started) return;
     this.started = false;
+    for (const poll of this.polls.values()) poll.stop();
+    this.polls.clear();
+    for (const { timer } of this.later.values()) clearTimeout(timer);
+    this.later.clear();
     try {
       await this.agenda.stop(false);
     } catch (err) {

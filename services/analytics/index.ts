@@ -33,10 +33,12 @@ export interface AnalyticsServiceOptions {
   /** Clock for the query windows (tests pin it near midnight UTC). */
   now?: () => Date;
   /**
-   * Interval of the repeating roll job (jobs/roll.ts), also Agenda's polling interval;
-   * 0 runs no job in this process (tests then call rollPending and runRetention). Default 500.
+   * Interval of the repeating roll job (jobs/roll.ts) while it finds dirty days; 0 runs no job
+   * in this process (tests then call rollPending and runRetention). Default 500.
    */
   rollIntervalMs?: number;
+  /** Longest pause of the roll job while it finds nothing, and the job scheduler's scan interval. Default 30 000. */
+  idlePollMaxMs?: number;
   /** How long a roller holds a day, and the roll job's lock lifetime. Default 60 000. */
   rollLeaseMs?: number;
   /** Retention of the ledger and rollups; defaults in domain/retention-policy.ts. */
@@ -68,6 +70,7 @@ export async function createAnalyticsService(opts: AnalyticsServiceOptions): Pro
   const now = opts.now ?? (() => new Date());
   const leaseMs = opts.rollLeaseMs ?? 60_000;
   const intervalMs = opts.rollIntervalMs ?? 500;
+  const idlePollMaxMs = opts.idlePollMaxMs ?? 30_000;
   const roller = new Roller({
     ledger,
     late,
@@ -79,7 +82,7 @@ export async function createAnalyticsService(opts: AnalyticsServiceOptions): Pro
     leaseMs,
     faults: opts.faults,
   });
-  const scheduler = new JobScheduler(opts.db, opts.logger, Math.max(intervalMs, 50), "analytics");
+  const scheduler = new JobScheduler(opts.db, opts.logger, idlePollMaxMs, "analytics");
   await scheduler.init();
   const deps: AnalyticsDeps = {
     ledger,
@@ -118,7 +121,7 @@ export async function createAnalyticsService(opts: AnalyticsServiceOptions): Pro
     async start() {
       if (!deps.rollJobs) return;
       await scheduler.start();
-      await scheduleRoll(deps, intervalMs);
+      await scheduleRoll(deps, Math.max(intervalMs, 50), idlePollMaxMs);
       await scheduleRetention(deps);
     },
     async stop() {

@@ -1,10 +1,12 @@
-import { Type, productConcurrencyFields, serviceConfigSchema } from "@meter/lib/config";
+import { Type, idlePollFields, productConcurrencyFields, serviceConfigSchema } from "@meter/lib/config";
 
 /** The ingestion settings every process hosting the service reads (service process, all-in-one). */
 export const ingestionSettingsFields = {
   /** Interval of the repeating relay job (outboxes and the recovery sweep) and its first backoff. */
   RELAY_INTERVAL_MS: Type.Integer({ default: 1_000, minimum: 10 }),
   RELAY_MAX_BACKOFF_MS: Type.Integer({ default: 60_000, minimum: 10 }),
+  /** The relay's pause grows from RELAY_INTERVAL_MS up to this while it finds nothing to hand over. */
+  ...idlePollFields,
   /** Failed handovers of one outbox entry, its peer reachable, before it is set aside (README, "Set-aside outbox entries"). */
   RELAY_MAX_ATTEMPTS: Type.Integer({ default: 10, minimum: 1, maximum: 1_000 }),
   /** Age after which uncounted events of an interrupted request are completed by the sweep. */
@@ -31,6 +33,7 @@ export const ingestionConfigSchema = serviceConfigSchema({ port: 9093, db: "mete
 export function ingestionSettings(config: {
   RELAY_INTERVAL_MS: number;
   RELAY_MAX_BACKOFF_MS: number;
+  IDLE_POLL_MAX_MS: number;
   RELAY_MAX_ATTEMPTS: number;
   RECOVERY_AFTER_MS: number;
   LATE_CHANGE_WINDOW_MS: number;
@@ -47,6 +50,7 @@ export function ingestionSettings(config: {
     leaseGraceMs: config.LEASE_GRACE_MS,
     relayIntervalMs: config.RELAY_INTERVAL_MS,
     relayMaxBackoffMs: config.RELAY_MAX_BACKOFF_MS,
+    idlePollMaxMs: config.IDLE_POLL_MAX_MS,
     relayMaxAttempts: config.RELAY_MAX_ATTEMPTS,
     recoveryAfterMs: config.RECOVERY_AFTER_MS,
     lateChangeWindowMs: config.LATE_CHANGE_WINDOW_MS,

@@ -50,6 +50,8 @@ export interface IngestionServiceOptions {
   peers: PeerUrls;
   /** Interval of the repeating relay round (outboxes and recovery sweep; jobs/relay.ts), in ms. */
   relayIntervalMs?: number;
+  /** Longest pause of the relay job while it finds nothing, and the job scheduler's scan interval. Default 30 000. */
+  idlePollMaxMs?: number;
   /** Longest backoff of a relay whose peer keeps failing (ms). */
   relayMaxBackoffMs?: number;
   relayBatchSize?: number;
@@ -92,8 +94,8 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
   const jobs = new JobStore(opts.db);
   const outbox = new OutboxStore(opts.db);
   const relayIntervalMs = opts.relayIntervalMs ?? 1_000;
-  // Agenda polls its collection this often; below 50 ms the polling scans would starve writers.
-  const scheduler = new JobScheduler(opts.db, opts.logger, Math.max(relayIntervalMs, 50), "ingestion");
+  const idlePollMaxMs = opts.idlePollMaxMs ?? 30_000;
+  const scheduler = new JobScheduler(opts.db, opts.logger, idlePollMaxMs, "ingestion");
   await Promise.all([counters.init(), crossings.init(), scheduler.init()]);
   const deps: IngestionDeps = {
     events,
@@ -166,7 +168,8 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
     healthy: () => pingDb(opts.db),
     async start() {
       await scheduler.start();
-      await scheduleRelay(deps, relayIntervalMs);
+      // Below 50 ms the relay's polls would starve writers.
+      await scheduleRelay(deps, Math.max(relayIntervalMs, 50), idlePollMaxMs);
       await scheduleRetention(deps);
       if (lateChangeWindowMs > 0) await scheduleLateChanges(deps);
     },

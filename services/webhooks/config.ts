@@ -1,4 +1,4 @@
-import { Type, serviceConfigSchema } from "@meter/lib/config";
+import { Type, idlePollFields, serviceConfigSchema } from "@meter/lib/config";
 import { parseSecretKey } from "./domain/secrets.ts";
 
 /** The webhooks settings every process hosting the service reads (service process, all-in-one). */
@@ -9,6 +9,8 @@ export const webhooksSettingsFields = {
   WEBHOOKS_ALLOW_INSECURE_URLS: Type.Boolean({ default: false }),
   /** Days the delivery log and its events are kept (README, "Retention"). */
   WEBHOOKS_LOG_DAYS: Type.Integer({ default: 30, minimum: 1, maximum: 3650 }),
+  /** How often the job scheduler scans for jobs other replicas scheduled. */
+  ...idlePollFields,
 };
 
 export const webhooksConfigSchema = serviceConfigSchema({ port: 9095, db: "meter_webhooks" }, {
@@ -35,9 +37,10 @@ export function secretKeyProblem(config: { WEBHOOKS_SECRET_KEY?: string; WEBHOOK
   );
 }
 
-export function webhooksSettings(config: { WEBHOOKS_SECRET_KEY?: string; WEBHOOKS_ALLOW_INSECURE_URLS: boolean; WEBHOOKS_LOG_DAYS: number }) {
+export function webhooksSettings(config: { WEBHOOKS_SECRET_KEY?: string; WEBHOOKS_ALLOW_INSECURE_URLS: boolean; WEBHOOKS_LOG_DAYS: number; IDLE_POLL_MAX_MS: number }) {
   return {
     logDays: config.WEBHOOKS_LOG_DAYS,
+    idlePollMaxMs: config.IDLE_POLL_MAX_MS,
     secretKey: config.WEBHOOKS_SECRET_KEY ? parseSecretKey(config.WEBHOOKS_SECRET_KEY) : undefined,
     allowInsecureUrls: config.WEBHOOKS_ALLOW_INSECURE_URLS,
   };

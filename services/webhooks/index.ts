@@ -43,8 +43,10 @@ export interface WebhooksServiceOptions {
   attemptTimeoutMs?: number;
   /** Multiplies the retry table's delays (and summary retries). 1 in production; tests shrink it. */
   timeScale?: number;
-  /** How often Agenda looks for due jobs, and the dispatcher for due deliveries. Default 2 s. */
+  /** How often the dispatcher reads the delivery queue for work of other replicas. Default 2 s. */
   processEveryMs?: number;
+  /** How often the job scheduler scans for jobs other replicas scheduled (lib/src/jobs.ts). Default 30 000. */
+  idlePollMaxMs?: number;
   /** Caps of the delivery dispatcher (README, "No noisy neighbours"); defaults in flows/dispatcher.ts. */
   dispatch?: Partial<DispatchLimits>;
   /** Coalescing window of identical gate events. Default 10 minutes. */
@@ -78,7 +80,7 @@ export async function createWebhooksService(opts: WebhooksServiceOptions): Promi
     claims: new ClaimStore(opts.db),
     queue: new QueueStore(opts.db),
     dispatch: (entries) => dispatcher.add(entries),
-    scheduler: new JobScheduler(opts.db, opts.logger, opts.processEveryMs ?? 2_000, "webhooks"),
+    scheduler: new JobScheduler(opts.db, opts.logger, opts.idlePollMaxMs ?? 30_000, "webhooks"),
     sender: new WebhookSender(urlPolicy, attemptTimeoutMs, now),
     secrets: new SecretBox(opts.secretKey ?? DEVELOPMENT_SECRET_KEY),
     analytics: opts.analytics ?? analyticsAdapter(opts.peers.analytics),

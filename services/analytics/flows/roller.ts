@@ -46,6 +46,8 @@ export interface RollerOptions {
  */
 export class Roller {
   private halted = false;
+  /** Whether the last pass left dirty days it saw (paced, leased elsewhere, or past `max`). */
+  daysLeft = false;
   /** When each day may be recomputed next by a paced pass (epoch ms), by bucket id. */
   private readonly due = new Map<string, number>();
 
@@ -63,8 +65,10 @@ export class Roller {
   async rollPending(max = 1_000, paced = false, progress?: () => Promise<void>): Promise<number> {
     let n = 0;
     for (const [id, at] of this.due) if (at <= Date.now()) this.due.delete(id);
+    this.daysLeft = false;
     while (!this.halted && n < max) {
       const pending = await this.opts.dirty.pending();
+      this.daysLeft = pending.size > 0;
       let done = 0;
       for (const [id, { bucket, markIds }] of pending) {
         if (this.halted) break;

@@ -10,8 +10,10 @@ const PASS_MAX = 200;
 /**
  * Brings dirty days' rollups up to date (Roller.rollPending, paced). Two jobs of this name
  * exist at most, told apart by their key: "every", repeating every ROLL_INTERVAL_MS (one across
- * replicas), and "kick", enqueued by RecordEvents to run now (unique: a kick pending or running
- * absorbs the next ones; facts stored meanwhile are left to the next run of either).
+ * replicas) while runs find dirty days, else after a pause growing up to IDLE_POLL_MAX_MS
+ * (JobScheduler.every), and "kick", enqueued by RecordEvents to run now (unique: a kick pending
+ * or running absorbs the next ones; facts stored meanwhile are left to the next run of either,
+ * which the kick brings within the interval).
  *
  * Lock lifetime: `rollLeaseMs` (60 s), renewed after every day recomputed (`touch`), so only a
  * silent worker loses it. A worker that dies mid-run leaves the job locked and the day it was
@@ -26,7 +28,12 @@ export function defineRoll(deps: AnalyticsDeps, lockMs: number): void {
       // Days held back by pacing or beyond PASS_MAX stay marked: the next run takes them.
       // A failure is logged, not thrown: the day stays marked and the next run retries it,
       // whereas a failed kick would be kept by Agenda and absorb every later kick.
-      await deps.roller.rollPending(PASS_MAX, true, () => job.touch()).catch((err) => deps.logger.error({ err }, "rolling up failed; will retry"));
+      const rolled = await deps.roller.rollPending(PASS_MAX, true, () => job.touch()).catch((err) => {
+        deps.logger.error({ err }, "rolling up failed; will retry");
+        return 1;
+      });
+      // Days left dirty (paced, held by another roller, past PASS_MAX) keep the pace too.
+      return rolled > 0 || deps.roller.daysLeft;
     },
     { lockLifetime: lockMs, concurrency: 1 },
   );
@@ -37,7 +44,7 @@ export function enqueueRoll(deps: AnalyticsDeps, at = new Date()): Promise<void>
   return deps.scheduler.enqueue<KeyedPayload>(ROLL, { key: "kick" }, at);
 }
 
-/** The repeating run, every `intervalMs` (one job across replicas). */
-export function scheduleRoll(deps: AnalyticsDeps, intervalMs: number): Promise<void> {
-  return deps.scheduler.every<KeyedPayload>(ROLL, intervalMs, { key: "every" });
+/** The repeating run, every `intervalMs` while it finds work, else at most `idleMaxMs` apart (one job across replicas). */
+export function scheduleRoll(deps: AnalyticsDeps, intervalMs: number, idleMaxMs: number): Promise<void> {
+  return deps.scheduler.every<KeyedPayload>(ROLL, intervalMs, { key: "every" }, idleMaxMs);
 }

@@ -8,9 +8,11 @@ export const RELAY = "ingestion.relay";
 /**
  * One relay round (relay/outbox.ts): the recovery sweep, then every outbox drained to its
  * peer. Two jobs of this name exist at most, told apart by their key: "every", repeating every
- * RELAY_INTERVAL_MS (one across replicas), and "kick", enqueued when a request wrote outbox
+ * RELAY_INTERVAL_MS (one across replicas) while rounds find work, else after a pause growing up
+ * to IDLE_POLL_MAX_MS (JobScheduler.every), and "kick", enqueued when a request wrote outbox
  * entries so that handovers stay prompt (unique: a kick pending or running absorbs the next
- * ones; entries written meanwhile are left to the next run of either).
+ * ones; entries written meanwhile are left to the next run of either, which the kick brings
+ * within the interval).
  *
  * Lock lifetime `lockMs` (60 s), renewed after every entry handed over (`touch`), so only a
  * silent worker loses it. A worker that dies mid-run leaves the job locked until then; the
@@ -34,7 +36,7 @@ export function kickRelay(deps: IngestionDeps): Promise<void> {
   return deps.scheduler.enqueue<KeyedPayload>(RELAY, { key: "kick" }, new Date());
 }
 
-/** The repeating round, every `intervalMs` (one job across replicas). */
-export function scheduleRelay(deps: IngestionDeps, intervalMs: number): Promise<void> {
-  return deps.scheduler.every<KeyedPayload>(RELAY, intervalMs, { key: "every" });
+/** The repeating round, every `intervalMs` while it finds work, else at most `idleMaxMs` apart (one job across replicas). */
+export function scheduleRelay(deps: IngestionDeps, intervalMs: number, idleMaxMs: number): Promise<void> {
+  return deps.scheduler.every<KeyedPayload>(RELAY, intervalMs, { key: "every" }, idleMaxMs);
 }

@@ -67,11 +67,17 @@ export class Relay {
     this.stopped = true;
   }
 
-  /** One pass over every chore and outbox; failures are logged and retried later. */
-  async round(progress: () => Promise<unknown> = async () => {}): Promise<void> {
+  /**
+   * One pass over every chore and outbox; failures are logged and retried later. True when it
+   * found work: a chore did some (returned a count above 0), an entry was handed over or
+   * passed by, or an outbox waits to retry its peer.
+   */
+  async round(progress: () => Promise<unknown> = async () => {}): Promise<boolean> {
+    let found = false;
     for (const chore of this.chores) {
       try {
-        await chore.run();
+        const done = await chore.run();
+        if (typeof done === "number" && done > 0) found = true;
       } catch (err) {
         this.opts.logger.warn({ err, chore: chore.name }, "background chore failed; will retry");
       }
@@ -79,11 +85,15 @@ export class Relay {
     for (const box of this.outboxes) {
       const st = this.state.get(box.name) ?? { failures: 0, retryAt: 0 };
       this.state.set(box.name, st);
-      if (Date.now() < st.retryAt) continue;
+      if (Date.now() < st.retryAt) {
+        found = true;
+        continue;
+      }
       try {
-        await this.drain(box, progress);
+        if ((await this.drain(box, progress)) > 0) found = true;
         st.failures = 0;
       } catch (err) {
+        found = true;
         st.failures++;
         const wait = backoffMs(st.failures, this.opts.intervalMs, this.opts.maxBackoffMs);
         st.retryAt = Date.now() + wait;
@@ -93,24 +103,27 @@ export class Relay {
         );
       }
     }
+    return found;
   }
 
   /**
    * Sends entries one at a time, in chunks; an entry is deleted once all of it was
    * acknowledged. A peer failure ends the drain (the outbox backs off, order kept); an entry
-   * that failed otherwise is passed by for the rest of the drain.
+   * that failed otherwise is passed by for the rest of the drain. Returns the entries it took.
    */
-  private async drain(box: Outbox, progress: () => Promise<unknown>): Promise<void> {
+  private async drain(box: Outbox, progress: () => Promise<unknown>): Promise<number> {
     const passed: string[] = [];
+    let taken = 0;
     for (let rounds = 0; rounds < 100 && !this.stopped; rounds++) {
       const filter = { kind: box.kind, ...WAITING, ...(passed.length > 0 ? { _id: { $nin: passed } } : {}) };
       // Ids first, then one entry at a time: an entry holds up to a whole batch (megabytes), and
       // twenty of them in one answer pass the embedded database's 48 MB message bound.
       const heads = await box.collection.find(filter, { projection: { _id: 1 } }).limit(20).toArray();
-      if (heads.length === 0) return;
+      if (heads.length === 0) return taken;
       for (const head of heads) {
         const e = await box.collection.findOne({ _id: head._id, ...WAITING });
         if (!e) continue;
+        taken++;
         try {
           const payloads = payloadsOf(e);
           for (let i = 0; i < payloads.length; i += this.opts.batchSize) {
@@ -125,8 +138,9 @@ export class Relay {
         await box.collection.deleteOne({ _id: e._id });
         await progress();
       }
-      if (heads.length < 20) return;
+      if (heads.length < 20) return taken;
     }
+    return taken;
   }
 
   /** Counts a failed attempt in the entry; the last allowed one sets it aside. */

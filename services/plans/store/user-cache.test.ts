@@ -174,6 +174,31 @@ t("many users changed in one second (a bulk change) make every replica read ever
   for (const u of many) assert.is(await planOf(elsewhere, productId, u), "pro");
 });
 
+t("a replica nobody reads from stops polling; its next read comes from the database, and polling resumes", async ({ db }) => {
+  const productId = randomUUID();
+  let skewMs = 0;
+  const here = new UserStore(db, { logger, cacheBytes: 8 << 20, now: () => Date.now() + skewMs });
+  here.cache.start();
+  try {
+    await seedQuietly(db, productId, "fay", "free");
+    assert.is((await here.get(productId, "fay"))!.name, "fay");
+    // Ten seconds and more without a read (the clock moved on).
+    skewMs = 11_000;
+    await eventually(() => here.cache.resting, 10_000, "the cache to rest");
+    // Changed while it rested, and named to nobody: memory must not answer.
+    await rename(db, productId, "fay", "changed while resting");
+    assert.is((await here.get(productId, "fay"))!.name, "changed while resting", "the first read after the rest is from the database");
+    assert.is(here.cache.resting, false, "a read wakes it");
+    await eventually(async () => {
+      const before = (await here.get(productId, "fay"))!.name;
+      await rename(db, productId, "fay", `behind the cache ${randomUUID()}`);
+      return (await here.get(productId, "fay"))!.name === before;
+    }, 10_000, "memory to answer again once a poll read the ring");
+  } finally {
+    await here.cache.stop();
+  }
+});
+
 t("a stopped cache answers every user from the database", async ({ db }) => {
   const productId = randomUUID();
   const here = replica(db);

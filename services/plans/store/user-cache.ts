@@ -36,6 +36,11 @@ interface ChangeSlot {
 const slotOf = (second: number) => String(second % SLOTS);
 /** Reads from memory stop when the last poll that read the ring is older than this. */
 const STALE_POLL_MS = 5_000;
+/**
+ * A replica that nobody read a user from for this long stops polling (an idle service rests);
+ * memory answers nothing then (its last poll is stale), and the next read polls again.
+ */
+const REST_AFTER_MS = 10_000;
 /** Forgettings remembered at most; past it, every read under way is refused instead. */
 const MAX_FORGOTTEN = 10_000;
 
@@ -72,6 +77,9 @@ export class UserCache {
   private fullSecond = -1;
   private timer?: NodeJS.Timeout;
   private polling?: Promise<void>;
+  private lastReadAt = 0;
+  /** Polling paused: nobody read a user for REST_AFTER_MS (until the next read). */
+  resting = false;
 
   constructor(
     db: Db,
@@ -91,6 +99,8 @@ export class UserCache {
    * (raw BSON documents by `_id`) for the rest.
    */
   async read(keys: readonly string[], load: (missing: string[]) => Promise<Buffer[]>): Promise<Map<string, BSON.Document>> {
+    this.lastReadAt = this.now();
+    if (this.resting) this.keepPolling(true);
     const out = new Map<string, BSON.Document>();
     const missing: string[] = [];
     const memory = this.answersFromMemory();
@@ -180,16 +190,34 @@ export class UserCache {
     this.state = "on";
     this.lastPolled = this.second();
     this.lastGoodPollAt = this.now();
-    this.timer = setInterval(() => {
+    this.lastReadAt = this.now();
+    this.keepPolling(false);
+  }
+
+  /** Polls every POLL_MS (and at once with `now`) until nobody read a user for REST_AFTER_MS. */
+  private keepPolling(now: boolean): void {
+    this.resting = false;
+    clearInterval(this.timer);
+    const tick = () => {
+      if (this.now() - this.lastReadAt > REST_AFTER_MS) {
+        // Resting: memory answers nothing until a poll reads the ring again.
+        this.resting = true;
+        this.lastGoodPollAt = 0;
+        clearInterval(this.timer);
+        return;
+      }
       this.polling ??= this.poll().finally(() => (this.polling = undefined));
-    }, POLL_MS);
+    };
+    this.timer = setInterval(tick, POLL_MS);
     this.timer.unref();
+    if (now) tick();
   }
 
   /** Stops polling; from then on every user is read from the database. */
   async stop(): Promise<void> {
     if (this.state !== "on") return;
     this.state = "off";
+    this.resting = false;
     clearInterval(this.timer);
     await this.polling;
     this.clear();

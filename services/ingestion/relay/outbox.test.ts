@@ -1,0 +1,47 @@
+// The relay's answer to its job (jobs/relay.ts): whether a round found work decides whether the
+// next round comes within RELAY_INTERVAL_MS or after a longer pause (lib/src/jobs.ts, IdlePoll).
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import type { MongoClient } from "mongodb";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { createLogger } from "@meter/lib/logger";
+import { freshDbName, withTestMongo } from "../../../test/support/database.ts";
+import { OutboxStore, type OutboxEntry } from "../store/outbox.ts";
+import { Relay } from "./outbox.ts";
+
+const t = suite<{ mongo: MongoClient; url: string }>("ingestion relay rounds");
+withTestMongo(t);
+
+const entry = (id: string): OutboxEntry => ({ _id: `usage|${id}`, kind: "usage", payloads: JSON.stringify([{ id }]), count: 1, created_at: new Date() });
+
+t("a round finds work when it hands entries over or waits on a failing peer, and none when the outboxes are empty", async ({ mongo }) => {
+  const outbox = new OutboxStore(mongo.db(freshDbName("relay_rounds")));
+  let peerDown = false;
+  const sent: unknown[] = [];
+  const relay = new Relay(
+    [
+      {
+        name: "analytics",
+        collection: outbox.analytics,
+        kind: "usage",
+        async send(payloads) {
+          if (peerDown) throw new ConnectError("down", Code.Unavailable);
+          sent.push(...payloads);
+        },
+      },
+    ],
+    { intervalMs: 60_000, maxBackoffMs: 60_000, batchSize: 10, maxAttempts: 3, logger: createLogger("relay-rounds-test", "silent") },
+  );
+  assert.is(await relay.round(), false, "empty outboxes: nothing found");
+  await outbox.analytics.insertOne(entry("a"));
+  assert.is(await relay.round(), true, "an entry handed over");
+  assert.is(sent.length, 1);
+  assert.is(await relay.round(), false, "empty again");
+  peerDown = true;
+  await outbox.analytics.insertOne(entry("b"));
+  assert.is(await relay.round(), true, "the peer failed: the entry waits");
+  assert.is(await relay.round(), true, "the outbox waits for its retry: still work");
+  assert.is(await outbox.analytics.countDocuments(), 1, "nothing lost");
+});
+
+t.run();
