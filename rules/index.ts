@@ -20,3 +20,24 @@ export {
   type UsagePeriod,
 } from "./periods.ts";
 export { sessionWindowMs, windowOver } from "./sessions.ts";
+export {
+  CALENDAR_WINDOWS,
+  MAX_ROLLING_MINUTES,
+  METRICS,
+  WINDOWS,
+  bucketCounts,
+  bucketExpiresAt,
+  bucketMs,
+  calendarWindow,
+  dimensionKey,
+  fromWall,
+  isTimeZone,
+  rollingBucket,
+  rollingResetsAt,
+  rollingUsed,
+  type Bucket,
+  type CalendarWindow,
+  type Metric,
+  type Span,
+  type WindowKind,
+} from "./windows.ts";

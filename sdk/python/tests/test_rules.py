@@ -14,6 +14,15 @@ from meterline.periods import calendar_month, roll_on
 from meterline.session_view import apply_view, roll_locally
 from meterline.sessions import window_over
 from meterline.state import DEFAULT_TIMEOUT, UserEntry, iso, parse_time
+from meterline.windows import (
+    CALENDAR_WINDOWS,
+    Bucket,
+    calendar_window,
+    dimension_key,
+    is_time_zone,
+    rolling_resets_at,
+    rolling_used,
+)
 
 from .support import rules
 
@@ -191,3 +200,49 @@ def test_local_counters_are_exact() -> None:
     for _ in range(3):
         e.reserved_cost = add_dollars(e.reserved_cost, -0.1)
     assert e.reserved_cost == 0
+
+
+WINDOWS = TABLE["windows"]
+
+
+@pytest.mark.parametrize("case", WINDOWS["calendar"], ids=[c["name"] for c in WINDOWS["calendar"]])
+def test_calendar_windows_table(case: dict[str, Any]) -> None:
+    start, end = calendar_window(case["window"], parse_time(case["at"]), case["time_zone"])
+    assert {"start": iso(start), "end": iso(end)} == case["expect"], case["name"]
+
+
+@pytest.mark.parametrize("case", WINDOWS["rolling"], ids=[c["name"] for c in WINDOWS["rolling"]])
+def test_rolling_windows_table(case: dict[str, Any]) -> None:
+    buckets = [Bucket(parse_time(b["start"]), b["used"]) for b in case["buckets"]]
+    now = parse_time(case["now"])
+    resets = rolling_resets_at(buckets, case["duration_minutes"], case["hard_mark"], now)
+    used = rolling_used(buckets, case["duration_minutes"], now)
+    got = {"used": used, "resets_at": None if resets is None else iso(resets)}
+    assert got == case["expect"], case["name"]
+
+
+def test_dimension_keys_table() -> None:
+    for c in WINDOWS["dimension_key"]:
+        lim = c["limit"]
+        assert dimension_key(lim["metric"], lim["window"], lim.get("duration_minutes"), lim.get("model")) == c["expect"]
+
+
+ZONES = ["UTC", "America/New_York", "Europe/Berlin", "America/Santiago", "Asia/Kolkata", "Australia/Lord_Howe"]
+
+
+@pytest.mark.parametrize("tz", ZONES)
+def test_calendar_windows_tile_time(tz: str) -> None:
+    """Consecutive windows: each starts where the one before ends, across daylight-saving changes."""
+    for kind in CALENDAR_WINDOWS:
+        t = parse_time("2026-01-01T00:00:00Z")
+        stop = parse_time("2026-01-03T00:00:00Z" if kind in ("minute", "hour") else "2027-01-01T00:00:00Z")
+        start, end = calendar_window(kind, t, tz)
+        while end < stop:
+            assert start <= t < end, f"{tz} {kind} {iso(t)}"
+            nxt = calendar_window(kind, end, tz)
+            assert nxt[0] == end, f"{tz} {kind}: the window after {iso(start)}"
+            assert calendar_window(kind, end - 0.001, tz)[0] == start
+            t = end
+            start, end = nxt
+    assert is_time_zone("Europe/Paris") and is_time_zone("UTC")
+    assert not is_time_zone("Mars/Olympus") and not is_time_zone("")

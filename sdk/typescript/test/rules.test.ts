@@ -35,6 +35,11 @@ const table = JSON.parse(readFileSync(new URL("../../../rules/cases.json", impor
   period_at: { cases: { name: string; history: Sub[]; at: string; expect: Expect }[] };
   usage_period: { cases: { label: string; now: string; expect: Expect | null }[] };
   session_window: { cases: { name: string; since: string; at: string; session_timeout_minutes: number; expect: boolean }[] };
+  windows: {
+    calendar: { name: string; window: rules.CalendarWindow; time_zone: string; at: string; expect: { start: string; end: string } }[];
+    rolling: { name: string; duration_minutes: number; hard_mark: number; now: string; buckets: { start: string; used: number }[]; expect: { used: number; resets_at: string | null } }[];
+    dimension_key: { limit: Parameters<typeof rules.dimensionKey>[0]; expect: string }[];
+  };
 };
 
 /** Only the keys a case expects are checked; numbers exactly (money is exact at the nano-dollar). */
@@ -130,6 +135,43 @@ t("sessions: when a window is over", () => {
     const over = rules.windowOver(Date.parse(c.since), Date.parse(c.at), rules.sessionWindowMs(c.session_timeout_minutes));
     assert.is(over, c.expect, c.name);
   }
+});
+
+t("windows: calendar windows in a time zone", () => {
+  for (const c of table.windows.calendar) {
+    const w = rules.calendarWindow(c.window, Date.parse(c.at), c.time_zone);
+    assert.equal({ start: iso(w.start), end: iso(w.end) }, c.expect, c.name);
+  }
+});
+
+t("windows: rolling windows by buckets", () => {
+  for (const c of table.windows.rolling) {
+    const buckets = c.buckets.map((b) => ({ start: Date.parse(b.start), used: b.used }));
+    const now = Date.parse(c.now);
+    const resets = rules.rollingResetsAt(buckets, c.duration_minutes, c.hard_mark, now);
+    assert.equal({ used: rules.rollingUsed(buckets, c.duration_minutes, now), resets_at: resets === null ? null : iso(resets) }, c.expect, c.name);
+  }
+  for (const c of table.windows.dimension_key) assert.is(rules.dimensionKey(c.limit), c.expect);
+});
+
+t("windows: consecutive calendar windows tile time across daylight-saving changes", () => {
+  for (const tz of ["UTC", "America/New_York", "Europe/Berlin", "America/Santiago", "Asia/Kolkata", "Australia/Lord_Howe"]) {
+    for (const kind of rules.CALENDAR_WINDOWS) {
+      let t0 = Date.parse("2026-01-01T00:00:00Z");
+      const stop = Date.parse(kind === "minute" || kind === "hour" ? "2026-01-03T00:00:00Z" : "2027-01-01T00:00:00Z");
+      let w = rules.calendarWindow(kind, t0, tz);
+      while (w.end < stop) {
+        assert.ok(w.start <= t0 && t0 < w.end, `${tz} ${kind} ${iso(t0)}`);
+        const next = rules.calendarWindow(kind, w.end, tz);
+        assert.is(next.start, w.end, `${tz} ${kind}: the window after ${iso(w.start)} starts where it ends`);
+        assert.ok(rules.calendarWindow(kind, w.end - 1, tz).start === w.start, `${tz} ${kind}: the last ms of ${iso(w.start)}`);
+        t0 = w.end;
+        w = next;
+      }
+    }
+  }
+  assert.ok(rules.isTimeZone("Europe/Paris") && rules.isTimeZone("UTC"));
+  assert.not.ok(rules.isTimeZone("Mars/Olympus") || rules.isTimeZone(""));
 });
 
 t.run();
