@@ -3,6 +3,7 @@
 // of record(), the heap per cached user, and the overshoot of a hard cap under concurrent
 // call()s with pre-call estimate (target 0), next to the same without the estimate.
 //   BENCH_GUARDS=200000 BENCH_RECORDS=50000 BENCH_USERS=300 BENCH_CALLS=1000 npm run bench:sdk
+//   BENCH_PARTS=guard npm run bench:sdk     (only the guards: with and without 4 windows on the plan)
 // Uses MONGODB_URL when set, else the embedded database in a temporary directory.
 import { execFile } from "node:child_process";
 import path from "node:path";
@@ -16,6 +17,8 @@ const GUARDS = Number(process.env.BENCH_GUARDS ?? 200_000);
 const RECORDS = Number(process.env.BENCH_RECORDS ?? 50_000);
 const USERS = Number(process.env.BENCH_USERS ?? 300);
 const CALLS = Number(process.env.BENCH_CALLS ?? 1_000);
+/** Which parts run (comma-separated): guard, record, memory, overshoot. Default: all. */
+const PARTS = new Set((process.env.BENCH_PARTS ?? "guard,record,memory,overshoot").split(","));
 const here = path.dirname(fileURLToPath(import.meta.url));
 const run = promisify(execFile);
 
@@ -41,11 +44,13 @@ const bigPlan = await plan({
 
 console.log(`meterline benchmark (real stack in-process, ${bench.database}; shared 2-core machine, figures are noisy)\n`);
 
-// 1. guard on a loaded user: every dimension checked, model name normalized, nothing sent.
-{
+// 1. guard on a loaded user: every dimension checked, model name normalized, nothing sent;
+// then the same on a plan with 4 windows (a day, a month, requests a minute, a rolling 5 hours).
+async function guardBench(label: string, planId: string) {
   const m = new Meter({ apiKey, baseURL: stack.apiUrl, logger: quiet, flushIntervalMs: 3_600_000 });
-  const id = await user(bigPlan);
+  const id = await user(planId);
   await m.guard(id, { model: "gpt-4o-2024-08-06" });
+  const windows = ((await api.get(`/users/${id}/session`)).body.plan_config?.limits ?? []).length;
   const input = { model: "gpt-4o-2024-08-06", input_tokens: 100 };
   for (let i = 0; i < 20_000; i++) await m.guard(id, input); // warm-up
   const each: number[] = [];
@@ -62,14 +67,31 @@ console.log(`meterline benchmark (real stack in-process, ${bench.database}; shar
     chunks.push(Number(process.hrtime.bigint() - t0) / 10_000);
   }
   console.log(
-    `guard (awaited, loaded user):   median ${median(each)} ns/call, p99 ${p99(each)} ns (each timed, incl. ~50 ns of timer); ` +
-      `tight loops of 10k: ${Math.min(...chunks).toFixed(0)} ns best, ${median(chunks).toFixed(0)} ns median; ${GUARDS} calls`,
+    `${label.padEnd(32)}median ${median(each)} ns/call, p99 ${p99(each)} ns (each timed, incl. ~50 ns of timer); ` +
+      `tight loops of 10k: ${Math.min(...chunks).toFixed(0)} ns best, ${median(chunks).toFixed(0)} ns median; ${GUARDS} calls; ${windows} windows in the session view`,
   );
   await m.shutdown({ timeoutMs: 1 });
 }
+if (PARTS.has("guard")) {
+  await guardBench("guard (awaited, loaded user):", bigPlan);
+  const windowsPlan = await plan({
+    max_spend_per_period: 1e9,
+    max_spend_per_session: 1e9,
+    cost_rates: RATES,
+    model_limits: { "gpt-4o": { max_tokens_per_period: 1e12 } },
+    time_zone: "America/New_York",
+    limits: [
+      { name: "daily", metric: "spend", max: 1e6, window: "day" },
+      { name: "monthly", metric: "spend", max: 1e7, window: "month" },
+      { name: "per_minute", metric: "requests", max: 1e9, window: "minute" },
+      { name: "five_hours", metric: "tokens", max: 1e12, window: "rolling", duration_minutes: 300 },
+    ],
+  });
+  await guardBench("guard, 4 windows on the plan:", windowsPlan);
+}
 
 // 2. record: price, count, build the event, queue it (delivery is not timed).
-{
+if (PARTS.has("record")) {
   const m = new Meter({ apiKey, baseURL: stack.apiUrl, logger: quiet, flushIntervalMs: 3_600_000, maxQueueSize: RECORDS + 10 });
   const id = await user(bigPlan);
   await m.guard(id);
@@ -85,7 +107,7 @@ console.log(`meterline benchmark (real stack in-process, ${bench.database}; shar
 
 // 3. Heap per cached user, measured in a child process that holds only the client (this
 // process also runs the service, whose own caches would blur the figure).
-{
+if (PARTS.has("memory")) {
   const t0 = performance.now();
   const ids = await pMap(Array.from({ length: USERS + 4 }), () => user(bigPlan), { concurrency: 2 });
   const setupS = (performance.now() - t0) / 1000;
@@ -130,7 +152,9 @@ async function overshoot(preCallEstimate: boolean) {
   );
   await m.shutdown({ timeoutMs: 1 });
 }
-await overshoot(true);
-await overshoot(false);
+if (PARTS.has("overshoot")) {
+  await overshoot(true);
+  await overshoot(false);
+}
 
 await bench.close();

@@ -41,3 +41,17 @@ export {
   type Span,
   type WindowKind,
 } from "./windows.ts";
+export { evaluateDimensions, evaluatePlan, limitReason, type Dimension, type DimensionResult, type WindowInput, type WindowPlan } from "./dimensions.ts";
+export {
+  advance,
+  countIn,
+  hardMarkOf,
+  mergeView,
+  newCounter,
+  resetsOf,
+  unitOf,
+  usedOf,
+  type LimitCounter,
+  type PlanLimit,
+  type ViewedLimit,
+} from "./counters.ts";

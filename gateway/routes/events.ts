@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import { GATE_REASON_PATTERN } from "@meter/lib/gate-reasons";
 import { Type, type TSchema } from "typebox";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { JsonObject } from "@bufbuild/protobuf";
@@ -54,7 +55,7 @@ const GateEventIn = EventBody(
     session_id: Type.Optional(Nullable(Type.String({ maxLength: 255 }))),
     timestamp: DateTime,
     status: Type.Union([Type.Literal("soft_gate"), Type.Literal("hard_gate")]),
-    gate_reason: Type.String({ pattern: "^(total_spend|session_spend|model_limit:.+)$", maxLength: 300 }),
+    gate_reason: Type.String({ pattern: GATE_REASON_PATTERN, maxLength: 300, description: "total_spend, session_spend, model_limit:<model> or limit:<name>" }),
     usage_pct: Type.Number({ minimum: 0 }),
     current_value: Type.Number({ minimum: 0 }),
     limit_value: Type.Number({ minimum: 0 }),

@@ -4,6 +4,7 @@ import { eventRoutes } from "./events.ts";
 import { healthRoutes } from "./health.ts";
 import { keyRoutes } from "./keys.ts";
 import { leaseRoutes } from "./leases.ts";
+import { limitRoutes } from "./limits.ts";
 import { planRoutes } from "./plans.ts";
 import { productRoutes } from "./products.ts";
 import { usageRoutes } from "./usage.ts";
@@ -11,4 +12,4 @@ import { userRoutes } from "./users.ts";
 import { webhookRoutes } from "./webhooks.ts";
 
 /** Every resource's routes, mounted under /api/v1. */
-export const apiRoutes: FastifyPluginAsyncTypebox[] = [healthRoutes, productRoutes, keyRoutes, planRoutes, userRoutes, eventRoutes, usageRoutes, leaseRoutes, webhookRoutes, analyticsRoutes];
+export const apiRoutes: FastifyPluginAsyncTypebox[] = [healthRoutes, productRoutes, keyRoutes, planRoutes, userRoutes, eventRoutes, usageRoutes, limitRoutes, leaseRoutes, webhookRoutes, analyticsRoutes];

@@ -23,6 +23,7 @@ const FULL_PLAN_KEYS = [
   "default_tool_cost",
   "hard_gate_at",
   "id",
+  "limits",
   "max_spend_per_period",
   "max_spend_per_session",
   "model_limits",
@@ -31,6 +32,7 @@ const FULL_PLAN_KEYS = [
   "pre_call_estimate",
   "session_timeout_minutes",
   "soft_gate_at",
+  "time_zone",
   "tool_costs",
   "updated_at",
 ];
@@ -58,6 +60,8 @@ t("POST /config/plans creates plans with every default filled in (201)", async (
   assert.is(plan.default_tool_cost, 0.02);
   assert.is(plan.pre_call_estimate, false);
   assert.is(plan.pre_call_buffer_tokens, 4096);
+  assert.equal(plan.limits, []);
+  assert.is(plan.time_zone, "UTC");
   assert.ok(!Number.isNaN(Date.parse(plan.created_at)));
   assert.ok(!Number.isNaN(Date.parse(plan.updated_at)));
 });
@@ -78,6 +82,8 @@ t("top-level gate thresholds apply to every plan unless overridden; every field 
     default_tool_cost: 0.01,
     pre_call_estimate: true,
     pre_call_buffer_tokens: 2048,
+    limits: [{ name: "daily", metric: "spend", max: 1, window: "day", duration_minutes: null, model: null, soft_gate_at: null, hard_gate_at: null }],
+    time_zone: "Asia/Tokyo",
   };
   const res = await a.post("/config/plans", { soft_gate_at: 0.7, hard_gate_at: 0.95, plans: [{ name: x }, full] });
   assert.is(res.status, 201, JSON.stringify(res.body));

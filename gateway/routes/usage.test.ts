@@ -118,12 +118,15 @@ t("session: permissive defaults without a plan, the plan's config with one, 404 
       model_limits: {}, cost_rates: {},
       session_timeout_minutes: 30, tool_costs: {}, default_tool_cost: 0,
       pre_call_estimate: false, pre_call_buffer_tokens: 4096,
+      limits: [], time_zone: "UTC",
     },
     current_usage: { period_cost: 0, period_tokens_total: 0, period_tokens_by_model: {}, period_cost_by_model: {} },
     billing_period: {
       start: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)).toISOString(),
       end: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1)).toISOString(),
     },
+    // A user without a plan is counted against nothing.
+    limits: [],
   });
   const planId = await createPlan(api, {
     max_spend_per_period: 20,

@@ -4,6 +4,9 @@ import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { GateEvent } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import { DateTime, Nullable, UserParams, errors, parseDateTime } from "../schemas/common.ts";
 import { rpcOptions } from "../rpc-options.ts";
+import { DimensionOut, dimensionJson } from "../schemas/limits.ts";
+import { LimitOut } from "../schemas/plans.ts";
+import { limitJson } from "./plans.ts";
 
 
 const NumberMap = Type.Record(Type.String(), Type.Number());
@@ -31,6 +34,8 @@ const SessionBody = Type.Object({
     default_tool_cost: Type.Number(),
     pre_call_estimate: Type.Boolean(),
     pre_call_buffer_tokens: Type.Integer(),
+    limits: Type.Array(LimitOut, { description: "The plan's windows and rate limits; empty without" }),
+    time_zone: Type.String({ description: "IANA time zone of the calendar windows" }),
   }),
   current_usage: Type.Object({
     period_cost: Type.Number(),
@@ -39,6 +44,7 @@ const SessionBody = Type.Object({
     period_cost_by_model: NumberMap,
   }),
   billing_period: Type.Object({ start: DateTime, end: DateTime }),
+  limits: Type.Array(DimensionOut, { description: "Every dimension of the user with its usage now (as GET /users/{user_id}/limits)" }),
 });
 
 const UsageQuery = Type.Object({
@@ -157,6 +163,8 @@ export const usageRoutes: FastifyPluginAsyncTypebox = async (app) => {
           default_tool_cost: c.defaultToolCost,
           pre_call_estimate: c.preCallEstimate,
           pre_call_buffer_tokens: Number(c.preCallBufferTokens),
+          limits: c.limits.map(limitJson),
+          time_zone: c.timeZone,
         },
         current_usage: {
           period_cost: u.periodCost,
@@ -168,6 +176,7 @@ export const usageRoutes: FastifyPluginAsyncTypebox = async (app) => {
           start: timestampDate(s.billingPeriod!.start!).toISOString(),
           end: timestampDate(s.billingPeriod!.end!).toISOString(),
         },
+        limits: s.limits.map(dimensionJson),
       };
     },
   );

@@ -1,4 +1,5 @@
 import { Type, type Static, type TSchema } from "typebox";
+import { METRICS, WINDOWS, type Metric, type WindowKind } from "@meter/rules";
 import { Body, DateTime, Nullable } from "./common.ts";
 
 const Money = Type.Number({ minimum: 0, description: "Dollars, non-negative" });
@@ -22,6 +23,29 @@ const NameMap = <T extends TSchema>(value: T, what: string) =>
     description: `${what}; at most 1,000 entries, names 1-255 characters`,
   });
 
+/**
+ * One entry of a plan's `limits` (docs/api.md, "Windows and rate limits"). Values are checked by
+ * the plans service, which answers 400 naming the limit and the field (an unknown metric or
+ * window, a duplicate name, duration_minutes where it does not belong); here only their types.
+ */
+export const LimitBody = Body(
+  {
+    name: Type.String({ description: "1-64 of a-z, 0-9, _ and -, unique in the plan; the gate reason is limit:<name>" }),
+    metric: Type.String({ description: "spend (dollars at the plan's prices), tokens (input + output) or requests (metered calls)" }),
+    max: Type.Number({ description: "Dollars for spend, a whole number for tokens and requests; 0 blocks every call" }),
+    window: Type.String({
+      description: "minute, hour, day, week (from Monday), month (calendar windows in the plan's time_zone), period (the billing period) or rolling",
+    }),
+    duration_minutes: Type.Optional(Nullable(Type.Number({ description: "Rolling windows only (required there): the last N minutes, 1-44,640" }))),
+    model: Type.Optional(Nullable(Type.String({ description: "Count only calls of this model; null counts every call" }))),
+    soft_gate_at: Type.Optional(Nullable(Type.Number({ description: "0-1; null: the plan's" }))),
+    hard_gate_at: Type.Optional(Nullable(Type.Number({ description: "0-1; null: the plan's" }))),
+  },
+  "A cap on a metric over a window",
+);
+
+export type LimitInput = Static<typeof LimitBody>;
+
 /** Every plan setting (docs/api.md, "Plans"); absent fields take their defaults, null means unlimited/none. */
 const planSettings = {
   name: Type.String({ minLength: 1, maxLength: 255 }),
@@ -37,6 +61,12 @@ const planSettings = {
   default_tool_cost: Type.Optional(Money),
   pre_call_estimate: Type.Optional(Type.Boolean()),
   pre_call_buffer_tokens: Type.Optional(TokenCount),
+  limits: Type.Optional(
+    Nullable(Type.Array(LimitBody, { description: "Windows and rate limits, at most 16 (400 beyond); a PATCH replaces them whole, null or [] clears them" })),
+  ),
+  time_zone: Type.Optional(
+    Nullable(Type.String({ description: 'IANA time zone the calendar windows reset in (e.g. "America/New_York"); default and null: "UTC"' })),
+  ),
 };
 
 export const NewPlanBody = Body(planSettings, "A plan; every field but name is optional");
@@ -56,6 +86,18 @@ export const CreatePlansBody = Body({
 
 const CostRate = Type.Object({ input: Type.Number(), output: Type.Number() });
 
+/** A plan's limit as answered: every field, null when not given. */
+export const LimitOut = Type.Object({
+  name: Type.String(),
+  metric: Type.Unsafe<Metric>({ type: "string", enum: [...METRICS] }),
+  max: Type.Number(),
+  window: Type.Unsafe<WindowKind>({ type: "string", enum: [...WINDOWS] }),
+  duration_minutes: Nullable(Type.Integer()),
+  model: Nullable(Type.String()),
+  soft_gate_at: Nullable(Type.Number({ description: "null: the plan's" })),
+  hard_gate_at: Nullable(Type.Number({ description: "null: the plan's" })),
+});
+
 export const PlanBody = Type.Object({
   id: Type.String({ format: "uuid" }),
   name: Type.String(),
@@ -71,6 +113,8 @@ export const PlanBody = Type.Object({
   default_tool_cost: Type.Number(),
   pre_call_estimate: Type.Boolean(),
   pre_call_buffer_tokens: Type.Integer(),
+  limits: Type.Array(LimitOut, { description: "Empty for a plan without windows" }),
+  time_zone: Type.String({ description: "IANA time zone of the calendar windows" }),
   created_at: DateTime,
   updated_at: DateTime,
 });

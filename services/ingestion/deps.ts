@@ -6,6 +6,7 @@ import type { ArrivalStore } from "./late-changes/arrivals.ts";
 import type { LateChanges } from "./late-changes/pending.ts";
 import type { CrossingStore } from "./thresholds/store.ts";
 import type { CounterStore } from "./store/counters.ts";
+import type { WindowStore } from "./windows/store.ts";
 import type { GateEventStore } from "./store/gate-events.ts";
 import type { LeaseStore } from "./leases/store.ts";
 import type { JobStore } from "./store/jobs.ts";
@@ -20,6 +21,8 @@ export interface IngestionLimits {
 export interface IngestionDeps {
   events: UsageEventStore;
   counters: CounterStore;
+  /** Counters of the windows of plans' limits, one document per user (windows/store.ts). */
+  windows: WindowStore;
   arrivals: ArrivalStore;
   /** Late changes seen and followed (late-changes/follow.ts). */
   lateChanges: LateChanges;

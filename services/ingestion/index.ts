@@ -14,6 +14,7 @@ import { KeyedGate } from "@meter/lib/keyed-gate";
 import { createManualEvent } from "./handlers/create-manual-event.ts";
 import { getPeriodSpends } from "./handlers/get-period-spends.ts";
 import { getSession } from "./handlers/get-session.ts";
+import { getLimits } from "./handlers/get-limits.ts";
 import { acquireLease } from "./handlers/acquire-lease.ts";
 import { releaseLease } from "./handlers/release-lease.ts";
 import { LeaseStore } from "./leases/store.ts";
@@ -27,6 +28,7 @@ import { defineLateChanges, kickLateChanges, scheduleLateChanges } from "./jobs/
 import { outboxes } from "./relay/handover.ts";
 import { Relay } from "./relay/outbox.ts";
 import { CounterStore } from "./store/counters.ts";
+import { WindowStore } from "./windows/store.ts";
 import { CrossingStore } from "./thresholds/store.ts";
 import { GateEventStore } from "./store/gate-events.ts";
 import { UsageEventStore } from "./store/usage-events.ts";
@@ -96,6 +98,7 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
   const deps: IngestionDeps = {
     events,
     counters,
+    windows: new WindowStore(opts.db),
     arrivals,
     lateChanges: new LateChanges(opts.db),
     kickLateChanges: () => kickLateChanges(deps),
@@ -156,6 +159,7 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
         acquireLease: acquireLease(deps),
         releaseLease: releaseLease(deps),
         getPeriodSpends: getPeriodSpends(deps),
+        getLimits: getLimits(deps),
       });
     },
     healthy: () => pingDb(opts.db),

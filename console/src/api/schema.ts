@@ -300,6 +300,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/users/{user_id}/limits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every dimension of a user with its usage and reset, for a server that checks a user without the client library
+         * @description The list the session view carries in `limits`: total_spend, session_spend and model_limit:<model> when the plan has them, then one entry per entry of the plan's `limits`, in plan order. Empty for a user without a plan.
+         */
+        get: operations["getUserLimits"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/users/{user_id}/leases": {
         parameters: {
             query?: never;
@@ -1347,6 +1367,21 @@ export interface operations {
                             default_tool_cost: number;
                             pre_call_estimate: boolean;
                             pre_call_buffer_tokens: number;
+                            /** @description Empty for a plan without windows */
+                            limits: {
+                                name: string;
+                                /** @enum {string} */
+                                metric: "spend" | "tokens" | "requests";
+                                max: number;
+                                /** @enum {string} */
+                                window: "minute" | "hour" | "day" | "week" | "month" | "period" | "rolling";
+                                duration_minutes: number | null;
+                                model: string | null;
+                                soft_gate_at: number | null;
+                                hard_gate_at: number | null;
+                            }[];
+                            /** @description IANA time zone of the calendar windows */
+                            time_zone: string;
                             /**
                              * Format: date-time
                              * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
@@ -1477,6 +1512,21 @@ export interface operations {
                         default_tool_cost?: number;
                         pre_call_estimate?: boolean;
                         pre_call_buffer_tokens?: number;
+                        limits?: {
+                            /** @description 1-64 of a-z, 0-9, _ and -, unique in the plan; the gate reason is limit:<name> */
+                            name: string;
+                            /** @description spend (dollars at the plan's prices), tokens (input + output) or requests (metered calls) */
+                            metric: string;
+                            /** @description Dollars for spend, a whole number for tokens and requests; 0 blocks every call */
+                            max: number;
+                            /** @description minute, hour, day, week (from Monday), month (calendar windows in the plan's time_zone), period (the billing period) or rolling */
+                            window: string;
+                            duration_minutes?: number | null;
+                            model?: string | null;
+                            soft_gate_at?: number | null;
+                            hard_gate_at?: number | null;
+                        }[] | null;
+                        time_zone?: string | null;
                     }[];
                 };
             };
@@ -1519,6 +1569,21 @@ export interface operations {
                             default_tool_cost: number;
                             pre_call_estimate: boolean;
                             pre_call_buffer_tokens: number;
+                            /** @description Empty for a plan without windows */
+                            limits: {
+                                name: string;
+                                /** @enum {string} */
+                                metric: "spend" | "tokens" | "requests";
+                                max: number;
+                                /** @enum {string} */
+                                window: "minute" | "hour" | "day" | "week" | "month" | "period" | "rolling";
+                                duration_minutes: number | null;
+                                model: string | null;
+                                soft_gate_at: number | null;
+                                hard_gate_at: number | null;
+                            }[];
+                            /** @description IANA time zone of the calendar windows */
+                            time_zone: string;
                             /**
                              * Format: date-time
                              * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
@@ -1840,6 +1905,21 @@ export interface operations {
                     default_tool_cost?: number;
                     pre_call_estimate?: boolean;
                     pre_call_buffer_tokens?: number;
+                    limits?: {
+                        /** @description 1-64 of a-z, 0-9, _ and -, unique in the plan; the gate reason is limit:<name> */
+                        name: string;
+                        /** @description spend (dollars at the plan's prices), tokens (input + output) or requests (metered calls) */
+                        metric: string;
+                        /** @description Dollars for spend, a whole number for tokens and requests; 0 blocks every call */
+                        max: number;
+                        /** @description minute, hour, day, week (from Monday), month (calendar windows in the plan's time_zone), period (the billing period) or rolling */
+                        window: string;
+                        duration_minutes?: number | null;
+                        model?: string | null;
+                        soft_gate_at?: number | null;
+                        hard_gate_at?: number | null;
+                    }[] | null;
+                    time_zone?: string | null;
                 };
             };
         };
@@ -1880,6 +1960,21 @@ export interface operations {
                         default_tool_cost: number;
                         pre_call_estimate: boolean;
                         pre_call_buffer_tokens: number;
+                        /** @description Empty for a plan without windows */
+                        limits: {
+                            name: string;
+                            /** @enum {string} */
+                            metric: "spend" | "tokens" | "requests";
+                            max: number;
+                            /** @enum {string} */
+                            window: "minute" | "hour" | "day" | "week" | "month" | "period" | "rolling";
+                            duration_minutes: number | null;
+                            model: string | null;
+                            soft_gate_at: number | null;
+                            hard_gate_at: number | null;
+                        }[];
+                        /** @description IANA time zone of the calendar windows */
+                        time_zone: string;
                         /**
                          * Format: date-time
                          * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
@@ -2926,6 +3021,7 @@ export interface operations {
                      */
                     timestamp: string;
                     status: "soft_gate" | "hard_gate";
+                    /** @description total_spend, session_spend, model_limit:<model> or limit:<name> */
                     gate_reason: string;
                     usage_pct: number;
                     current_value: number;
@@ -3327,6 +3423,21 @@ export interface operations {
                             default_tool_cost: number;
                             pre_call_estimate: boolean;
                             pre_call_buffer_tokens: number;
+                            /** @description The plan's windows and rate limits; empty without */
+                            limits: {
+                                name: string;
+                                /** @enum {string} */
+                                metric: "spend" | "tokens" | "requests";
+                                max: number;
+                                /** @enum {string} */
+                                window: "minute" | "hour" | "day" | "week" | "month" | "period" | "rolling";
+                                duration_minutes: number | null;
+                                model: string | null;
+                                soft_gate_at: number | null;
+                                hard_gate_at: number | null;
+                            }[];
+                            /** @description IANA time zone of the calendar windows */
+                            time_zone: string;
                         };
                         current_usage: {
                             period_cost: number;
@@ -3350,6 +3461,41 @@ export interface operations {
                              */
                             end: string;
                         };
+                        /** @description Every dimension of the user with its usage now (as GET /users/{user_id}/limits) */
+                        limits: {
+                            /** @description total_spend, session_spend, model_limit:<model> or limit:<name>: the gate_reason when it blocks */
+                            reason: string;
+                            name: string | null;
+                            /** @description spend, tokens or requests */
+                            metric: string;
+                            /** @description minute, hour, day, week, month, period, rolling or session */
+                            window: string;
+                            duration_minutes: number | null;
+                            model: string | null;
+                            /** @description "user" */
+                            scope: string;
+                            /** @description Dollars for spend */
+                            max: number;
+                            /** @description Dollars for spend; 0 for session_spend (the client counts its own sessions) */
+                            used: number;
+                            /** @description used / max rounded to 1e-6; 1 when max is 0 */
+                            pct: number;
+                            /** @description The limit's own, else the plan's */
+                            soft_gate_at: number;
+                            /** @description The limit's own, else the plan's */
+                            hard_gate_at: number;
+                            window_start: string | null;
+                            resets_at: string | null;
+                            buckets: {
+                                /**
+                                 * Format: date-time
+                                 * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
+                                 */
+                                start: string;
+                                /** @description Dollars for spend */
+                                used: number;
+                            }[] | null;
+                        }[];
                     };
                 };
             };
@@ -3640,6 +3786,161 @@ export interface operations {
                             };
                         }[];
                         next_cursor: string | null;
+                    };
+                };
+            };
+            /** @description Invalid request (query, path or a rule of the request) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Not found (resources of other products read as not found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Too many requests; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Request headers or URL too large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Backend failure */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    getUserLimits: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description external_user_id; not "." or ".." */
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        user_id: string;
+                        limits: {
+                            /** @description total_spend, session_spend, model_limit:<model> or limit:<name>: the gate_reason when it blocks */
+                            reason: string;
+                            name: string | null;
+                            /** @description spend, tokens or requests */
+                            metric: string;
+                            /** @description minute, hour, day, week, month, period, rolling or session */
+                            window: string;
+                            duration_minutes: number | null;
+                            model: string | null;
+                            /** @description "user" */
+                            scope: string;
+                            /** @description Dollars for spend */
+                            max: number;
+                            /** @description Dollars for spend; 0 for session_spend (the client counts its own sessions) */
+                            used: number;
+                            /** @description used / max rounded to 1e-6; 1 when max is 0 */
+                            pct: number;
+                            /** @description The limit's own, else the plan's */
+                            soft_gate_at: number;
+                            /** @description The limit's own, else the plan's */
+                            hard_gate_at: number;
+                            window_start: string | null;
+                            resets_at: string | null;
+                            buckets: {
+                                /**
+                                 * Format: date-time
+                                 * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
+                                 */
+                                start: string;
+                                /** @description Dollars for spend */
+                                used: number;
+                            }[] | null;
+                        }[];
                     };
                 };
             };

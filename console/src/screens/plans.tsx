@@ -21,9 +21,11 @@ const DEFAULTS: PlanForm = {
   default_tool_cost: "0.02",
   pre_call_estimate: "false",
   pre_call_buffer_tokens: "4096",
+  limits: "[]",
+  time_zone: "UTC",
 };
-const JSON_FIELDS = new Set(["model_limits", "cost_rates", "tool_costs", "default_cost_rate"]);
-const NULLABLE = new Set(["max_spend_per_period", "max_spend_per_session", "default_cost_rate"]);
+const JSON_FIELDS = new Set(["model_limits", "cost_rates", "tool_costs", "default_cost_rate", "limits"]);
+const NULLABLE = new Set(["max_spend_per_period", "max_spend_per_session", "default_cost_rate", "limits", "time_zone"]);
 
 const toForm = (p: Plan): PlanForm =>
   Object.fromEntries(
@@ -39,6 +41,7 @@ function parse(key: string, text: string): unknown {
   if (key === "name") return text;
   if (key === "pre_call_estimate") return t === "true";
   if (t === "") return NULLABLE.has(key) ? null : undefined;
+  if (key === "time_zone") return t;
   if (JSON_FIELDS.has(key)) {
     try {
       return JSON.parse(t);
@@ -168,6 +171,8 @@ function PlanEditor({ plan, onDone }: { plan?: Plan; onDone: () => void }) {
           {text("default_cost_rate", "Default cost rate (JSON)", 'Default: empty = none. e.g. {"input": 0.001, "output": 0.002}', "json")}
           {text("model_limits", "Model token limits (JSON)", 'Default {}. e.g. {"gpt-4.1": {"max_tokens_per_period": 100000}}', "json")}
           {text("tool_costs", "Tool costs (JSON)", 'Default {}. e.g. {"web_search": 0.01}', "json")}
+          {text("limits", "Windows and rate limits (JSON)", 'Default []. e.g. [{"name": "daily", "metric": "spend", "max": 5, "window": "day"}]', "json")}
+          {text("time_zone", "Time zone of calendar windows", 'Default UTC. An IANA name, e.g. "America/New_York".', "text")}
           <div className="field">
             <label className="check">
               <input type="checkbox" checked={form.pre_call_estimate === "true"} onChange={(e) => setForm({ ...form, pre_call_estimate: String(e.target.checked) })} /> Estimate before each call (pre_call_estimate, default off)

@@ -6,6 +6,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Callbacks } from "./callbacks.ts";
+import { now as clockNow } from "./clock.ts";
 import { sessionOf } from "./context.ts";
 import { LimitExceededError, MeterTypeError, MeterUnavailableError } from "./errors.ts";
 import { evaluate } from "./gates.ts";
@@ -14,7 +15,7 @@ import { own } from "./own.ts";
 import { addDollars } from "./rules/index.ts";
 import { estimateTokens, rateOf, tokenCost } from "./pricing.ts";
 import type { EventQueue } from "./queue.ts";
-import { Reservation, reservationOf, type Ledger, type ReservationAmount } from "./reservation.ts";
+import { Reservation, reservationOf, type Hold, type Ledger, type ReservationAmount } from "./reservation.ts";
 import type { Session } from "./user-sessions.ts";
 import type { UserEntry } from "./state.ts";
 import type { GateContext, GateEvent, GuardInput, GuardResult } from "./types.ts";
@@ -48,13 +49,14 @@ export class Admission {
   /** The check; with `hold`, the call's reservation held against the limits as a Reservation. */
   admit(e: UserEntry, input: GuardInput, hold: boolean): GuardResult | Reservation {
     checkEstimateInput(input);
-    const now = Date.now();
+    const now = clockNow();
     const plan = e.config;
     const model = e.model(input.model);
     const session = e.sessions.at(sessionOf(e.userId, input.session_id), now, e.timeoutMs);
     // Without pre_call_estimate the check does not read the call's own reservation: guard() skips it.
     const reserved = hold || plan?.pre_call_estimate ? this.reservation(e, model, input) : NOTHING;
     const { cost, tokens } = reserved;
+    e.advanceWindows(now);
     let result = evaluate(plan, {
       periodCost: addDollars(e.periodCost, e.reservedCost),
       sessionCost: addDollars(session.cost, session.reserved),
@@ -62,6 +64,10 @@ export class Admission {
       modelTokens: model === null ? 0 : (own(e.tokensByModel, model) ?? 0) + (own(e.reservedTokens, model) ?? 0),
       estimateCost: reserved.exact ? cost : 0,
       estimateTokens: reserved.exact ? tokens : 0,
+      periodEnd: e.periodEndMs,
+      // A caller's session lasts as long as it is used: no known end.
+      sessionEnd: session === e.sessions.own ? session.startedAt + e.timeoutMs : null,
+      counters: e.counters,
     });
     if (this.settings.failClosed && !e.loaded && !e.unknown) result = unavailable(e.userId);
     let lease: string | null = null;
@@ -73,8 +79,10 @@ export class Admission {
     }
     if (result.status !== "ok") this.gated(e, session, model, result, input.metadata, now);
     if (!hold) return result;
-    e.hold({ session, model, cost, tokens });
-    return new Reservation(this.ledger, { entry: e, session, model, cost, tokens, metadata: input.metadata, lease }, result);
+    // One object for the hold and its release: it carries the windows it held on (state.ts).
+    const held: Hold = { entry: e, session, model, cost, tokens, metadata: input.metadata, lease };
+    e.hold(held);
+    return new Reservation(this.ledger, held, result);
   }
 
   /** With leases, the input with its input tokens when its reservation reads them: the lease's need and the check both do, so the prompt is sized once. */
@@ -139,15 +147,8 @@ export class Admission {
     const ctx: GateContext = { user_id: e.userId, session_id: session.id, model };
     this.callbacks.gate(hard, result, ctx);
     if (blocked && reason === SESSION_UNAVAILABLE) throw new MeterUnavailableError(result, new Date(now + UNAVAILABLE_RETRY_MS));
-    if (blocked) throw new LimitExceededError(result, resetsAt(e, session, reason));
+    if (blocked) throw new LimitExceededError(result);
   }
-}
-
-/** When the limit behind `reason` lifts by itself, where known. */
-function resetsAt(e: UserEntry, session: Session, reason: string): Date | null {
-  if (reason === SESSION_UNAVAILABLE) return null;
-  if (reason === "session_spend") return session === e.sessions.own ? new Date(session.startedAt + e.timeoutMs) : null;
-  return new Date(e.periodEndMs);
 }
 
 /** The hard gate of a user whose session could not be loaded, under failClosed. */
@@ -158,6 +159,7 @@ function unavailable(userId: string): GuardResult {
     usage_pct: 0,
     current_value: 0,
     limit_value: 0,
+    resets_at: null,
     message: `The metering service is unavailable: the session of ${userId} could not be loaded (service unreachable or API key refused), and failClosed blocks calls until it loads`,
   };
 }

@@ -40,15 +40,24 @@ export class LimitExceededError extends MeterError {
   readonly status: number = 429;
   readonly result: GuardResult;
   /**
-   * When the limit lifts by itself, where known: the billing period's end (total_spend,
-   * model limits) or the library's own session's end (session_spend); null otherwise (a
-   * caller-given session lasts as long as it is used). The HTTP helpers send it as Retry-After.
+   * The blocking dimension (`result.gate_reason`): `total_spend`, `session_spend`,
+   * `model_limit:<model>` or `limit:<name>`. When several block at once, the one that lets a
+   * call through again last.
+   */
+  readonly reason: string | null;
+  /**
+   * When the blocking dimension lets a call through again by itself (`result.resets_at`): the end of
+   * its window (a calendar window in the plan's time zone, the billing period, the library's own
+   * session) or when enough of a rolling window's usage ages out; null when it never does (a max
+   * of 0) or is not known (a caller's session lasts as long as it is used). The HTTP helpers send
+   * it as Retry-After.
    */
   readonly resetsAt: Date | null;
-  constructor(result: GuardResult, resetsAt: Date | null = null) {
+  constructor(result: GuardResult, resetsAt: Date | null = result.resets_at == null ? null : new Date(result.resets_at)) {
     super(result.message ?? "usage limit reached");
     this.name = "LimitExceededError";
     this.result = result;
+    this.reason = result.gate_reason;
     this.resetsAt = resetsAt;
   }
 }

@@ -1,7 +1,8 @@
 /** Gate evaluation, from the one rules module, typed with the library's plan config and result. */
-import { evaluate as evaluateRules, type GateInput } from "./rules/index.ts";
+import { evaluatePlan, type GateInput, type WindowInput } from "./rules/index.ts";
 import type { GuardResult, PlanConfig } from "./types.ts";
 
-export type { GateInput };
+export type { GateInput, WindowInput };
 
-export const evaluate: (plan: PlanConfig | null, u: GateInput) => GuardResult = evaluateRules;
+/** Every dimension of the plan (SPEC's caps and its `limits`) for one call; the deciding one named. */
+export const evaluate: (plan: PlanConfig | null, u: WindowInput) => GuardResult = evaluatePlan;

@@ -39,4 +39,9 @@ export type {
   UserState,
   BillingPeriod,
   SessionStartState,
+  PlanLimit,
+  LimitMetric,
+  LimitWindow,
+  LimitStatus,
+  LimitBucket,
 } from "./types.ts";

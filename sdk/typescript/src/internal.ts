@@ -4,3 +4,4 @@
  */
 export { reserveNow, reporterOf } from "./meter.ts";
 export { commitNow } from "./reservation.ts";
+export { setClock } from "./clock.ts";

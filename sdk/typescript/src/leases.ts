@@ -432,7 +432,7 @@ export class Leases {
       const left = this.balance(b, b.spend, now);
       if (left <= 0 || (n.whole && left < n.cost)) {
         const cap = toDollars(Math.round(toNano(plan.max_spend_per_period) * plan.hard_gate_at));
-        return refusal("total_spend", addDollars(e.periodCost, e.reservedCost), cap, `period spend cap of ${cap} reached: no budget lease covers this call (${n.cost.toFixed(6)}) across replicas`);
+        return refusal(e, "total_spend", addDollars(e.periodCost, e.reservedCost), cap, `period spend cap of ${cap} reached: no budget lease covers this call (${n.cost.toFixed(6)}) across replicas`);
       }
     }
     if (n.model !== null) {
@@ -441,7 +441,7 @@ export class Leases {
       if (left <= 0 || (n.whole && left < n.tokens)) {
         const cap = own(plan.model_limits, n.model)!.max_tokens_per_period * plan.hard_gate_at;
         const current = (own(e.tokensByModel, n.model) ?? 0) + (own(e.reservedTokens, n.model) ?? 0);
-        return refusal(`model_limit:${n.model}`, current, cap, `token cap of ${cap} for ${n.model} reached: no budget lease covers this call (${n.tokens} tokens) across replicas`);
+        return refusal(e, `model_limit:${n.model}`, current, cap, `token cap of ${cap} for ${n.model} reached: no budget lease covers this call (${n.tokens} tokens) across replicas`);
       }
     }
     return null;
@@ -580,8 +580,10 @@ function capOf(e: UserEntry, model: string | null): number | null {
   return max === null ? null : max * plan.hard_gate_at;
 }
 
-function refusal(reason: string, current: number, cap: number, message: string): GuardResult {
+/** A call no lease covers: blocked until the period ends (the caps leases cover are the period's). */
+function refusal(e: UserEntry, reason: string, current: number, cap: number, message: string): GuardResult {
   return {
+    resets_at: new Date(e.periodEndMs).toISOString(),
     status: "hard_gate",
     gate_reason: reason,
     usage_pct: cap > 0 ? Math.max(1, ratio(current, cap)) : 1,

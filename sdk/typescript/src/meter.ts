@@ -7,6 +7,7 @@
 import { randomUUID } from "node:crypto";
 import { Admission } from "./admission.ts";
 import { Callbacks } from "./callbacks.ts";
+import { now as clockNow } from "./clock.ts";
 import { currentUser, runWithUser, sessionOf } from "./context.ts";
 import { MeterApiError, MeterAuthenticationError, MeterError, MeterTypeError } from "./errors.ts";
 import { Leases } from "./leases.ts";
@@ -119,7 +120,7 @@ export class Meter {
         this.#queue.tick(Date.now());
         void this.#users.pollChanges();
       }, flushIntervalMs),
-      setInterval(() => this.#users.sweep(Date.now()), Math.min(60_000, refreshIntervalMs)),
+      setInterval(() => this.#users.sweep(clockNow()), Math.min(60_000, refreshIntervalMs)),
     ];
     for (const t of this.#timers) t.unref();
   }
@@ -165,7 +166,7 @@ export class Meter {
   /** Reloads the user's session view now (plan, caps, usage), as a plan change does; the user's state after it. */
   async refresh(userId: string): Promise<UserState> {
     checkUser(userId);
-    return (await this.#users.refresh(userId)).snapshot(Date.now());
+    return (await this.#users.refresh(userId)).snapshot(clockNow());
   }
 
   onSoftGate(cb: (result: GuardResult, ctx: GateContext) => unknown): void {
@@ -226,7 +227,7 @@ export class Meter {
     checkUser(userId);
     checkUsage(input);
     const e = this.#users.ready(userId) ?? (await this.#users.load(userId));
-    const now = Date.now();
+    const now = clockNow();
     const session = e.sessions.at(sessionOf(userId, input.session_id), now, e.timeoutMs);
     return this.#recorder.record(e, session, e.model(input.model), input, input.metadata, now);
   }
@@ -262,14 +263,14 @@ export class Meter {
     if (sessionId) body.session_id = sessionId;
     const created = await postManual(this.#transport, body);
     const e = this.#users.get(userId);
-    const session = e?.sessions.at(sessionOf(userId, input.session_id), Date.now(), e.timeoutMs);
+    const session = e?.sessions.at(sessionOf(userId, input.session_id), clockNow(), e.timeoutMs);
     this.#recorder.manual(userId, created, input, e, session, sessionOf(userId, input.session_id));
     return created;
   }
 
   /** The user's cached state; undefined before the first guard/record for the user. */
   state(userId: string): UserState | undefined {
-    return this.#users.get(userId)?.snapshot(Date.now());
+    return this.#users.get(userId)?.snapshot(clockNow());
   }
 
   /**
@@ -338,7 +339,7 @@ export class Meter {
   #settle(hold: Hold, used: UsageInput): UsageEvent {
     checkUsage(used);
     this.#unhold(hold);
-    return this.#recorder.record(hold.entry, hold.session, hold.model, used, used.metadata ?? hold.metadata, Date.now());
+    return this.#recorder.record(hold.entry, hold.session, hold.model, used, used.metadata ?? hold.metadata, clockNow());
   }
 
   /** Reservation.release(). */

@@ -6,6 +6,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Callbacks } from "./callbacks.ts";
+import { now as clockNow } from "./clock.ts";
 import type { Leases } from "./leases.ts";
 import { rateOf, tokenCost, toolsCost } from "./pricing.ts";
 import { addDollars } from "./rules/index.ts";
@@ -62,7 +63,7 @@ export class Recorder {
     };
     const lease = this.leases?.spend(e.userId, event.cost_total, model, event.total_tokens);
     if (lease) event.lease_id = lease;
-    e.count(session, model, event.total_tokens, event.cost_total);
+    e.count(session, model, event.total_tokens, event.cost_total, now);
     if (plan !== null && e.loaded) e.called(model, event.cost_total, event.total_tokens);
     if (this.queue.push("usage", event)) {
       e.queued();
@@ -91,7 +92,9 @@ export class Recorder {
       event.cost_tokens = tokenCost(event.input_tokens, event.output_tokens, rateOf(model, plan));
       event.cost_tools = toolsCost(event.tool_calls, plan);
       event.cost_total = addDollars(event.cost_tokens, event.cost_tools);
-      e.count(session, model, 0, event.cost_total);
+      e.countPeriod(session, model, 0, event.cost_total);
+      // No window counted the call while the plan was unknown: it has none then.
+      e.countWindows(model, event.total_tokens, event.cost_total, Date.parse(event.timestamp), clockNow());
     }
   }
 
@@ -109,7 +112,7 @@ export class Recorder {
     }
     const inTokens = input.input_tokens ?? 0;
     const outTokens = input.output_tokens ?? 0;
-    if (e && session && fresh) e.count(session, created.model, inTokens + outTokens, created.cost);
+    if (e && session && fresh) e.count(session, created.model, inTokens + outTokens, created.cost, clockNow());
     const event: UsageEvent = {
       id: created.id,
       user_id: userId,

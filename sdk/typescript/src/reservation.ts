@@ -5,8 +5,7 @@
  */
 import { MeterError } from "./errors.ts";
 import type { RecentCalls } from "./recent-calls.ts";
-import type { Session } from "./user-sessions.ts";
-import type { UserEntry } from "./state.ts";
+import type { Held, UserEntry } from "./state.ts";
 import type { GuardResult, UsageEvent, UsageInput } from "./types.ts";
 
 /** What a reservation needs of the Meter that made it. */
@@ -15,13 +14,9 @@ export interface Ledger {
   unhold(hold: Hold): void;
 }
 
-/** The amounts held for one call. */
-export interface Hold {
+/** The amounts held for one call (with the windows they are held on, state.ts Held). */
+export interface Hold extends Held {
   entry: UserEntry;
-  session: Session;
-  model: string | null;
-  cost: number;
-  tokens: number;
   metadata: Record<string, unknown> | undefined;
   /** The budget lease the estimate was taken from (`leases: true`). */
   lease?: string | null;

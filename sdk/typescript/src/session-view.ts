@@ -8,10 +8,13 @@
  * - Same dates (a refresh, or a plan change that keeps the period): each counter keeps the
  *   larger of local and service values: local holds events not delivered yet, the service
  *   holds spend of other processes.
+ * - Windows (the plan's `limits`): one counter per limit, kept across views by what it counts
+ *   (a renamed limit keeps its usage); each takes, per window (same start) or per rolling
+ *   bucket (same start), the larger of local and service values.
  */
 import type { PlanConfig, PlanConfigView, SessionView } from "./types.ts";
 import { byName } from "./own.ts";
-import { rollOn, sessionWindowMs } from "./rules/index.ts";
+import { dimensionKey, mergeView, newCounter, rollOn, sessionWindowMs, type LimitCounter } from "./rules/index.ts";
 
 export type Merge = "first" | "reset" | "fresh_period" | "same_period";
 
@@ -30,6 +33,7 @@ export interface ViewedState {
   periodCost: number;
   tokensByModel: Record<string, number>;
   costByModel: Record<string, number>;
+  counters: LimitCounter[];
   readonly models: { clear(): void };
   readonly sessions: { clear(now: number): void };
 }
@@ -56,6 +60,7 @@ export function applyView(e: ViewedState, view: SessionView, now: number): Merge
   e.serviceUserId = view.service_user_id;
   e.plan = view.plan;
   e.planId = view.plan_id ?? null;
+  const before = e.config;
   e.config = view.sdk_enabled ? intern(readPlanConfig(view.plan_config)) : null;
   e.timeoutMs = sessionWindowMs(view.plan_config.session_timeout_minutes);
   e.periodStart = view.billing_period.start;
@@ -64,7 +69,44 @@ export function applyView(e: ViewedState, view: SessionView, now: number): Merge
   e.models.clear();
   e.loaded = true;
   e.unknown = false;
+  applyWindows(e, before, view, now, merge === "reset");
   return merge;
+}
+
+/**
+ * The plan's windows after a view: counters of limits that count the same thing as before
+ * (same metric, window, duration and model, same time zone) are kept, others start empty;
+ * then the service's figure of each limit is merged in (rules/counters.ts mergeView).
+ */
+function applyWindows(e: ViewedState, before: PlanConfig | null, view: SessionView, now: number, reset: boolean): void {
+  const plan = e.config;
+  if (plan === null || plan.limits.length === 0) {
+    e.counters = [];
+    return;
+  }
+  const period = { start: Date.parse(e.periodStart), end: e.periodEndMs };
+  if (reset || before !== plan) {
+    const kept = new Map<string, LimitCounter>();
+    if (!reset && before !== null && before.time_zone === plan.time_zone) {
+      before.limits.forEach((l, i) => {
+        const c = e.counters[i];
+        if (c !== undefined) kept.set(dimensionKey(l), c);
+      });
+    }
+    e.counters = plan.limits.map((l) => {
+      const key = dimensionKey(l);
+      const c = kept.get(key);
+      kept.delete(key); // two equal limits: the second starts from the service's figure
+      return c ?? newCounter(l, now, plan.time_zone, period);
+    });
+  }
+  const seen = view.limits;
+  if (seen === undefined) return;
+  for (const v of seen) {
+    if (!v.reason.startsWith("limit:")) continue;
+    const i = plan.limits.findIndex((l) => l.name === v.name);
+    if (i >= 0) mergeView(plan.limits[i]!, e.counters[i]!, v, now, plan.time_zone, period);
+  }
 }
 
 /**
@@ -94,6 +136,8 @@ export function readPlanConfig(view: PlanConfigView): PlanConfig {
     max_spend_per_period: view.max_spend_per_period ?? null,
     max_spend_per_session: view.max_spend_per_session ?? null,
     default_cost_rate: view.default_cost_rate ?? null,
+    limits: view.limits ?? [],
+    time_zone: view.time_zone ?? "UTC",
   };
 }
 

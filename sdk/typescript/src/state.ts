@@ -11,9 +11,22 @@ import { byName, own } from "./own.ts";
 import { applyView, rollLocally, type Merge } from "./session-view.ts";
 import { normalizeModel } from "./pricing.ts";
 import { RecentCalls } from "./recent-calls.ts";
-import { NO_PLAN_CONFIG, addDollars, calendarMonth, sessionWindowMs } from "./rules/index.ts";
+import {
+  NO_PLAN_CONFIG,
+  addDollars,
+  advance,
+  calendarMonth,
+  countIn,
+  hardMarkOf,
+  sessionWindowMs,
+  unitOf,
+  type LimitCounter,
+  type PlanLimit,
+} from "./rules/index.ts";
 import { Sessions, type Session } from "./user-sessions.ts";
 import type { PlanConfig, SessionView, UsageEvent, UserState } from "./types.ts";
+
+const NO_COUNTERS: LimitCounter[] = [];
 
 /** Distinct model names remembered per user (normalization cache). */
 const MODEL_CACHE = 256;
@@ -24,6 +37,9 @@ export interface Held {
   model: string | null;
   cost: number;
   tokens: number;
+  /** The plan's limits and their counters the call held against (set by hold()): given back to those, even after a reload changed them. */
+  limits?: readonly PlanLimit[];
+  counters?: readonly LimitCounter[];
 }
 
 export class UserEntry {
@@ -44,6 +60,8 @@ export class UserEntry {
   periodCost = 0;
   tokensByModel: Record<string, number> = byName();
   costByModel: Record<string, number> = byName();
+  /** One per entry of `config.limits`, in plan order: what each window counted (rules/counters.ts). */
+  counters: LimitCounter[] = NO_COUNTERS;
   sessions: Sessions;
   /** The default session window until the user's plan is known. */
   timeoutMs = sessionWindowMs(NO_PLAN_CONFIG.session_timeout_minutes);
@@ -130,6 +148,7 @@ export class UserEntry {
       this.periodCost = 0;
       this.tokensByModel = byName();
       this.costByModel = byName();
+      this.counters = NO_COUNTERS;
       this.models.clear();
       this.#recent = undefined;
       this.sessions.clear(now);
@@ -174,6 +193,12 @@ export class UserEntry {
     this.#reservedCost = addDollars(this.#reservedCost, h.cost);
     h.session.reserved = addDollars(h.session.reserved, h.cost);
     if (h.model !== null && h.tokens > 0) this.#reservedTokens[h.model] = (own(this.#reservedTokens, h.model) ?? 0) + h.tokens;
+    const limits = this.config?.limits;
+    if (limits !== undefined && limits.length > 0) {
+      h.limits = limits;
+      h.counters = this.counters;
+      holdWindows(h, 1);
+    }
     this.#inFlight++;
   }
 
@@ -182,6 +207,7 @@ export class UserEntry {
     this.#reservedCost = nonNegative(addDollars(this.#reservedCost, -h.cost));
     h.session.reserved = nonNegative(addDollars(h.session.reserved, -h.cost));
     if (h.model !== null && h.tokens > 0) this.#reservedTokens[h.model] = nonNegative((own(this.#reservedTokens, h.model) ?? 0) - h.tokens);
+    holdWindows(h, -1);
     this.#inFlight--;
   }
 
@@ -202,8 +228,53 @@ export class UserEntry {
     recent.add(cost, tokens);
   }
 
-  /** Spend and tokens of a call counted in the period and its session; money added as whole nano-dollars (rules/money.ts). */
-  count(session: Session, model: string | null, tokens: number, cost: number): void {
+  /**
+   * A call at `at` counted in the period, its session and every window of the plan (one
+   * request, its tokens and cost); money added as whole nano-dollars (rules/money.ts).
+   */
+  count(session: Session, model: string | null, tokens: number, cost: number, at: number): void {
+    this.countPeriod(session, model, tokens, cost);
+    this.countWindows(model, tokens, cost, at, at);
+  }
+
+  /**
+   * The windows brought to `now`: a calendar window past its end gives way to the next (in the
+   * plan's time zone), a rolling one drops what aged out. Each counter is touched only past its
+   * next expiry, so a guard between them only compares two numbers per window.
+   */
+  advanceWindows(now: number): void {
+    const plan = this.config;
+    if (plan === null || plan.limits.length === 0) return;
+    const limits = plan.limits;
+    const counters = this.counters;
+    for (let i = 0; i < limits.length; i++) {
+      const l = limits[i]!;
+      const c = counters[i]!;
+      if (l.window === "rolling" ? now < c.validUntil : now < c.end) continue;
+      advance(l, c, now, plan.time_zone, this.period(), hardMarkOf(l, plan.hard_gate_at));
+    }
+  }
+
+  /** The billing period as epoch ms. */
+  period(): { start: number; end: number } {
+    return { start: Date.parse(this.periodStart), end: this.periodEndMs };
+  }
+
+  /** A call at `at` counted in every window of the plan whose model matches: one request, its tokens, its cost. */
+  countWindows(model: string | null, tokens: number, cost: number, at: number, now: number): void {
+    const plan = this.config;
+    if (plan === null || plan.limits.length === 0) return;
+    this.advanceWindows(now);
+    const limits = plan.limits;
+    for (let i = 0; i < limits.length; i++) {
+      const l = limits[i]!;
+      if (l.model != null && l.model !== model) continue;
+      countIn(l, this.counters[i]!, at, l.metric === "spend" ? unitOf("spend", cost) : l.metric === "tokens" ? tokens : 1, now);
+    }
+  }
+
+  /** Spend and tokens of a call counted in the period and its session (not its windows). */
+  countPeriod(session: Session, model: string | null, tokens: number, cost: number): void {
     this.periodCost = addDollars(this.periodCost, cost);
     session.cost = addDollars(session.cost, cost);
     if (model !== null) {
@@ -290,6 +361,20 @@ export class UserEntry {
   /** Idle: nothing in flight or queued, and no session active within its window. */
   idle(now: number): boolean {
     return this.#inFlight === 0 && this.#pending === 0 && this.sessions.idle(now, this.timeoutMs);
+  }
+}
+
+/** A reserved call's amounts added to (sign 1) or taken from (-1) what its windows' counters hold. */
+function holdWindows(h: Held, sign: 1 | -1): void {
+  const limits = h.limits;
+  const counters = h.counters;
+  if (limits === undefined || counters === undefined) return;
+  for (let i = 0; i < limits.length; i++) {
+    const l = limits[i]!;
+    if (l.model != null && l.model !== h.model) continue;
+    const c = counters[i]!;
+    const amount = l.metric === "spend" ? unitOf("spend", h.cost) : l.metric === "tokens" ? h.tokens : 1;
+    c.held = Math.max(0, c.held + sign * amount);
   }
 }
 

@@ -60,14 +60,25 @@ export type GateStatus = "ok" | "soft_gate" | "hard_gate";
 export interface GuardResult {
   status: GateStatus;
   /**
-   * `total_spend`, `session_spend` or `model_limit:<model>`; `session_unavailable` for a user
-   * gated by `failClosed`; null when ok.
+   * The deciding dimension: `total_spend`, `session_spend`, `model_limit:<model>` or
+   * `limit:<name>` (an entry of the plan's `limits`); `session_unavailable` for a user gated by
+   * `failClosed`; null when ok.
    */
   gate_reason: string | null;
+  /** The deciding dimension's usage (with this call's estimate) over its max. */
   usage_pct: number;
+  /** The deciding dimension's usage (with this call's estimate): dollars for spend, else tokens or requests. */
   current_value: number;
   limit_value: number;
   message: string | null;
+  /**
+   * When the deciding dimension lets a call through again by itself (ISO 8601): the end of its
+   * window (a calendar window in the plan's time zone, the billing period, the library's own
+   * session) or, for a rolling window, when enough usage ages out. Null when ok, when it never
+   * does (a max of 0) or is not known (a caller's session). Always set on the results the library
+   * gives; optional so that a result built by hand (a test's LimitExceededError) needs none.
+   */
+  resets_at?: string | null;
 }
 
 export interface GateContext {
@@ -226,6 +237,63 @@ export interface MeterStats {
   users: number;
 }
 
+/** A window's metric: dollars at the plan's prices, input plus output tokens, or metered calls. */
+export type LimitMetric = "spend" | "tokens" | "requests";
+
+/** Calendar windows reset in the plan's `time_zone` (weeks start on Monday); `period` is the billing period; `rolling` the last `duration_minutes`. */
+export type LimitWindow = "minute" | "hour" | "day" | "week" | "month" | "period" | "rolling";
+
+/** One entry of a plan's `limits`: a cap on one metric over one window, named in gates as `limit:<name>`. */
+export interface PlanLimit {
+  /** 1-64 of `[a-z0-9_-]`, unique in the plan. */
+  name: string;
+  metric: LimitMetric;
+  /** Dollars for spend; a whole number of tokens or requests. 0 blocks every call. */
+  max: number;
+  window: LimitWindow;
+  /** Rolling windows only: their length in minutes (1-44,640). */
+  duration_minutes?: number | null;
+  /** Count only calls of this normalized model; null: every call. */
+  model?: string | null;
+  /** This limit's own marks; null: the plan's. */
+  soft_gate_at?: number | null;
+  hard_gate_at?: number | null;
+}
+
+/** One bucket of a rolling window in a session view: its start and what it counted. */
+export interface LimitBucket {
+  start: string;
+  /** Dollars for spend, else tokens or requests. */
+  used: number;
+}
+
+/**
+ * One dimension of a user as the service reports it (session view `limits`, and
+ * GET /users/{user_id}/limits): SPEC's caps and each entry of the plan's `limits`.
+ */
+export interface LimitStatus {
+  /** `total_spend`, `session_spend`, `model_limit:<model>` or `limit:<name>`. */
+  reason: string;
+  /** The plan limit's name; null for SPEC's caps. */
+  name: string | null;
+  metric: LimitMetric;
+  window: LimitWindow | "session";
+  duration_minutes: number | null;
+  model: string | null;
+  scope: string;
+  max: number;
+  used: number;
+  pct: number;
+  soft_gate_at: number;
+  hard_gate_at: number;
+  /** Start of the window counted; null for rolling windows and the session. */
+  window_start: string | null;
+  /** When it lifts by itself; null: never (max 0), nothing counted in a rolling window, or the session. */
+  resets_at: string | null;
+  /** Rolling windows: the buckets that still count. */
+  buckets?: LimitBucket[] | null;
+}
+
 /** The session view (GET /users/{user_id}/session) as the service sends it. */
 export interface SessionView {
   user_id: string;
@@ -242,6 +310,8 @@ export interface SessionView {
     period_cost_by_model: Record<string, number>;
   };
   billing_period: BillingPeriod;
+  /** Every dimension of the user with its usage and reset; absent from services before windows. */
+  limits?: LimitStatus[];
 }
 
 export interface Rate {
@@ -253,10 +323,14 @@ export interface Rate {
  * plan_config as the service sends it: an unlimited cap is omitted (older services sent null);
  * the library reads both as unlimited (null in PlanConfig).
  */
-export type PlanConfigView = Omit<PlanConfig, "max_spend_per_period" | "max_spend_per_session" | "default_cost_rate"> & {
+export type PlanConfigView = Omit<PlanConfig, "max_spend_per_period" | "max_spend_per_session" | "default_cost_rate" | "limits" | "time_zone"> & {
   max_spend_per_period?: number | null;
   max_spend_per_session?: number | null;
   default_cost_rate?: Rate | null;
+  /** Absent from services before windows: none. */
+  limits?: PlanLimit[];
+  /** Absent from services before windows: UTC. */
+  time_zone?: string;
 };
 
 /** A plan's settings as the library applies them: null is unlimited (or, for a rate, none). */
@@ -273,4 +347,8 @@ export interface PlanConfig {
   default_tool_cost: number;
   pre_call_estimate: boolean;
   pre_call_buffer_tokens: number;
+  /** Caps over windows (a day, a month, a rolling 5 hours, a minute's requests ...); [] for none. */
+  limits: PlanLimit[];
+  /** IANA time zone the calendar windows reset in. */
+  time_zone: string;
 }

@@ -3,6 +3,7 @@
  * (GET /users/{id}/session), reloaded when due, when the product's change marker names them,
  * or at a period's end, and dropped when idle.
  */
+import { now as clockNow } from "./clock.ts";
 import { MeterApiError } from "./errors.ts";
 import type { Leases } from "./leases.ts";
 import type { Reporter } from "./reporting.ts";
@@ -52,7 +53,7 @@ export class Users {
   ready(userId: string): UserEntry | undefined {
     const e = this.#entries.get(userId);
     if (e === undefined) return undefined;
-    const now = Date.now();
+    const now = clockNow();
     if (now >= e.periodEndMs) return undefined;
     if (now >= e.refreshAt && e.refreshing === null) void this.reload(e, undefined);
     return e;
@@ -95,7 +96,7 @@ export class Users {
    * applied when it arrives.
    */
   private async firstLoad(userId: string): Promise<UserEntry> {
-    const e = new UserEntry(userId, Date.now());
+    const e = new UserEntry(userId, clockNow());
     const loaded = this.reload(e, this.settings.startupTimeoutMs);
     if (this.transport.reachable) await loaded;
     this.#entries.set(userId, e);
@@ -106,7 +107,7 @@ export class Users {
   private async rollover(e: UserEntry): Promise<UserEntry> {
     const loaded = this.reload(e, this.settings.startupTimeoutMs);
     if (this.transport.reachable) await loaded;
-    const now = Date.now();
+    const now = clockNow();
     if (now >= e.periodEndMs) e.rollOver(now);
     return e;
   }
@@ -120,11 +121,11 @@ export class Users {
       .getSession(e.userId, timeoutMs)
       .then(
         (view) => {
-          const { first } = e.apply(view, Date.now(), refreshIntervalMs);
+          const { first } = e.apply(view, clockNow(), refreshIntervalMs);
           this.viewed(e, first);
         },
         (err: Error) => {
-          const now = Date.now();
+          const now = clockNow();
           if (err instanceof MeterApiError && err.status === 404) {
             // Not registered (or deleted): permissive defaults; its events are still sent.
             e.notRegistered(now, refreshIntervalMs);

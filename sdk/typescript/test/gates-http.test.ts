@@ -111,8 +111,10 @@ async function blockedCall(ctx: Ctx): Promise<{ m: Meter; userId: string; period
 function check429(status: number, headers: Headers, body: any, periodEnd: number): void {
   assert.is(status, 429);
   assert.match(headers.get("content-type") ?? "", /application\/json/);
-  assert.equal(Object.keys(body).sort(), ["current_value", "detail", "gate_reason", "limit_value", "usage_pct"]);
+  assert.equal(Object.keys(body).sort(), ["current_value", "detail", "gate_reason", "limit_value", "resets_at", "usage_pct"]);
   assert.is(body.gate_reason, "total_spend");
+  // The period cap lifts when the period ends.
+  assert.is(body.resets_at, new Date(periodEnd).toISOString());
   assert.is(body.limit_value, 0);
   assert.match(body.detail, /Spend limit reached/);
   // Seconds to the period's end.

@@ -28,7 +28,7 @@ function view(plan_config: PlanConfigView): SessionView {
   };
 }
 
-const use = { periodCost: 1e9, sessionCost: 1e9, model: "m", modelTokens: 0, estimateCost: 0, estimateTokens: 0 };
+const use = { periodCost: 1e9, sessionCost: 1e9, model: "m", modelTokens: 0, estimateCost: 0, estimateTokens: 0, periodEnd: null, sessionEnd: null, counters: [] };
 
 test("omitted and null caps are unlimited; a number is a cap; an omitted default rate prices nothing", () => {
   const now = Date.parse("2026-11-15T00:00:00Z");

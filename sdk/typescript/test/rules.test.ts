@@ -40,7 +40,24 @@ const table = JSON.parse(readFileSync(new URL("../../../rules/cases.json", impor
     rolling: { name: string; duration_minutes: number; hard_mark: number; now: string; buckets: { start: string; used: number }[]; expect: { used: number; resets_at: string | null } }[];
     dimension_key: { limit: Parameters<typeof rules.dimensionKey>[0]; expect: string }[];
   };
+  dimensions: { cases: DimensionsCase[] };
 };
+interface DimensionsCase {
+  name: string;
+  plan: rules.WindowPlan & { time_zone: string; limits: rules.PlanLimit[] };
+  now: string;
+  billing_period: { start: string; end: string };
+  session_end: string | null;
+  usage: {
+    period_cost: number;
+    session_cost: number;
+    model_tokens: number;
+    limits: ({ window_start: string; used: number } | { buckets: { start: string; used: number }[] })[];
+    held?: number[];
+  };
+  call: { model: string | null; estimate_cost: number; estimate_tokens: number };
+  expect: Expect;
+}
 
 /** Only the keys a case expects are checked; numbers exactly (money is exact at the nano-dollar). */
 function matches(actual: Record<string, unknown>, expect: Expect, what: string): void {
@@ -154,6 +171,56 @@ t("windows: rolling windows by buckets", () => {
   for (const c of table.windows.dimension_key) assert.is(rules.dimensionKey(c.limit), c.expect);
 });
 
+t("dimensions: every window of a plan, requests, rolling expiry, model limits, limits of 0, gates per limit, which one blocks", () => {
+  for (const c of table.dimensions.cases) {
+    const now = Date.parse(c.now);
+    const period = { start: Date.parse(c.billing_period.start), end: Date.parse(c.billing_period.end) };
+    const counters = c.plan.limits.map((l, i) => {
+      const u = c.usage.limits[i]!;
+      // The counter as a client last saw it: the window of window_start (or the buckets), then brought to now.
+      const counter = rules.newCounter(l, "window_start" in u ? Date.parse(u.window_start) : now, c.plan.time_zone, period);
+      if ("window_start" in u) counter.used = rules.unitOf(l.metric, u.used);
+      else counter.buckets = u.buckets.map((b) => ({ start: Date.parse(b.start), used: rules.unitOf(l.metric, b.used) }));
+      counter.held = rules.unitOf(l.metric, c.usage.held?.[i] ?? 0);
+      rules.advance(l, counter, now, c.plan.time_zone, period, rules.hardMarkOf(l, c.plan.hard_gate_at));
+      return counter;
+    });
+    const result = rules.evaluatePlan(c.plan, {
+      periodCost: c.usage.period_cost,
+      sessionCost: c.usage.session_cost,
+      model: c.call.model,
+      modelTokens: c.usage.model_tokens,
+      estimateCost: c.call.estimate_cost,
+      estimateTokens: c.call.estimate_tokens,
+      periodEnd: period.end,
+      sessionEnd: c.session_end === null ? null : Date.parse(c.session_end),
+      counters,
+    });
+    matches({ ...result }, c.expect, c.name);
+  }
+  assert.ok(table.dimensions.cases.length >= 25);
+});
+
+t("dimensions: SPEC's caps alone give what gates gives, case for case", () => {
+  for (const c of table.gates.cases) {
+    const u = c.usage;
+    const input: rules.GateInput = {
+      periodCost: u.period_cost as number,
+      sessionCost: u.session_cost as number,
+      model: u.model as string | null,
+      modelTokens: u.model_tokens as number,
+      estimateCost: u.estimate_cost as number,
+      estimateTokens: u.estimate_tokens as number,
+    };
+    const plan = c.plan === undefined ? table.gates.plan : c.plan;
+    const end = Date.parse("2026-12-01T00:00:00.000Z");
+    const { resets_at, ...withWindows } = rules.evaluatePlan(plan === null ? null : { ...plan, time_zone: "UTC", limits: [] }, { ...input, periodEnd: end, sessionEnd: end, counters: [] });
+    assert.equal(withWindows, rules.evaluate(plan, input), c.name);
+    matches(withWindows, c.expect, c.name);
+    assert.is(resets_at, withWindows.status === "ok" ? null : "2026-12-01T00:00:00.000Z", c.name);
+  }
+});
+
 t("windows: consecutive calendar windows tile time across daylight-saving changes", () => {
   for (const tz of ["UTC", "America/New_York", "Europe/Berlin", "America/Santiago", "Asia/Kolkata", "Australia/Lord_Howe"]) {
     for (const kind of rules.CALENDAR_WINDOWS) {
@@ -191,6 +258,8 @@ const PLAN: PlanConfig = {
   default_tool_cost: 0.02,
   pre_call_estimate: false,
   pre_call_buffer_tokens: 4096,
+  limits: [],
+  time_zone: "UTC",
 };
 
 function view(over: Partial<SessionView> = {}, usage: Partial<SessionView["current_usage"]> = {}): SessionView {
@@ -257,7 +326,7 @@ sdk("money: 200 calls of $0.00125 count $0.25 exactly; holds given back leave no
   for (let i = 0; i < 200; i++) {
     const cost = rules.price("m", 1, 0, [], plan).cost_total;
     assert.is(cost, 0.00125);
-    e.count(session, "m", 1, cost);
+    e.count(session, "m", 1, cost, 0);
   }
   const s = e.snapshot(0);
   assert.equal([s.period_cost, s.session_cost, s.period_cost_by_model.m], [0.25, 0.25, 0.25]);

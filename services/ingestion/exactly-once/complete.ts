@@ -2,6 +2,8 @@ import { calendarMonth, hasThresholds } from "@meter/rules";
 import { arrivalList, MAX_LISTED, type ArrivalStore } from "../late-changes/arrivals.ts";
 import type { LeaseStore } from "../leases/store.ts";
 import type { CounterStore } from "../store/counters.ts";
+import type { WindowStore } from "../windows/store.ts";
+import { windowDeltas } from "../windows/shares.ts";
 import { monthCounterId } from "../domain/counter-ids.ts";
 import { namedLeases, spendsByLease } from "../domain/lease-settlement.ts";
 import { sum } from "../domain/totals.ts";
@@ -18,6 +20,7 @@ export interface CompletionDeps extends CrossingDeps {
   gates: Pick<GateEventStore, "ofJob" | "file">;
   jobs: Pick<JobStore, "close">;
   counters: Pick<CounterStore, "add" | "released">;
+  windows: Pick<WindowStore, "add" | "released">;
   arrivals: Pick<ArrivalStore, "record">;
   outbox: Pick<OutboxStore, "put" | "analytics" | "webhooks">;
   leases: { store: Pick<LeaseStore, "held"> };
@@ -73,7 +76,7 @@ function deltas(inserted: readonly UsageEventDoc[]): {
  * as that same update left them. Each step is idempotent, so a completion cut off anywhere can
  * be repeated by whoever claims the job next; the guard entries go once the job is closed.
  */
-async function completeUsage(deps: CompletionDeps, job: JobDoc, inserted: UsageEventDoc[]): Promise<string[]> {
+async function completeUsage(deps: CompletionDeps, job: JobDoc, inserted: UsageEventDoc[]): Promise<{ counters: string[]; windows: string[] }> {
   await deps.outbox.put(deps.outbox.analytics, [entry("usage", job._id, inserted.map(usageFact))]);
   const { periods, months } = deltas(inserted);
   // Before the counters: an event counted in a period is always findable by a late change.
@@ -88,13 +91,16 @@ async function completeUsage(deps: CompletionDeps, job: JobDoc, inserted: UsageE
   );
   const limited = periods.filter((p) => hasThresholds(p.limit.spend_limit));
   const after = await deps.counters.add(job._id, [...periods.map((p) => p.delta), ...months], new Set(limited.map((p) => p.delta.id)));
+  // The windows of the plans' limits, under the same job guard (windows/store.ts).
+  const windows = windowDeltas(inserted, deps.now());
+  await deps.windows.add(job._id, windows, deps.now());
   await Promise.all(
     limited.map(async (p) => {
       const counter = after.get(p.delta.id);
       if (counter) await recordCrossings(deps, counter, p.delta, p.limit);
     }),
   );
-  return [...periods.map((p) => p.delta.id), ...months.map((m) => m.id)];
+  return { counters: [...periods.map((p) => p.delta.id), ...months.map((m) => m.id)], windows: windows.map((w) => w.id) };
 }
 
 async function completeGates(deps: CompletionDeps, jobId: string, inserted: GateEventDoc[]): Promise<void> {
@@ -117,11 +123,13 @@ function gateFact(d: GateEventDoc) {
 /** Completes a claimed job; `inserted` when the caller knows them (its own insert), else read by id. */
 export async function completeJob(deps: CompletionDeps, job: JobDoc, inserted?: UsageEventDoc[] | GateEventDoc[]): Promise<void> {
   let counters: string[] = [];
+  let windows: string[] = [];
   if (job.kind === "usage") {
-    counters = await completeUsage(deps, job, (inserted as UsageEventDoc[] | undefined) ?? (await deps.events.ofJob(job)));
+    ({ counters, windows } = await completeUsage(deps, job, (inserted as UsageEventDoc[] | undefined) ?? (await deps.events.ofJob(job))));
   } else {
     await completeGates(deps, job._id, (inserted as GateEventDoc[] | undefined) ?? (await deps.gates.ofJob(job)));
   }
   await deps.jobs.close(job._id);
   deps.counters.released(job._id, counters);
+  deps.windows.released(job._id, windows);
 }

@@ -10,6 +10,7 @@ import type { UsageEventDoc } from "../store/usage-events.ts";
 import { notice } from "../late-changes/follow.ts";
 import { attribute, attributionFields } from "../domain/attribution.ts";
 import { storeUsage } from "../exactly-once/write.ts";
+import { windowShares } from "../windows/shares.ts";
 import { MAX_EVENT_TOKENS } from "@meter/lib/event-bounds";
 import { boundCounters, requireUser } from "./common.ts";
 
@@ -88,6 +89,8 @@ export function createManualEvent(deps: IngestionDeps): ServiceImpl<typeof Inges
       ...attributionFields(a),
       received_at: now,
     };
+    const windows = windowShares(a.plan, a.period, doc, now);
+    if (windows) doc.windows = windows;
     await boundCounters(deps, [doc], new Map([[req.userId, user]]), () => "/input_tokens");
     // A replay of a key whose first attempt was interrupted completes that attempt's job.
     const inserted = await storeUsage(deps, { _id: job, kind: "usage", product_id: productId, ids: [_id], created_at: now }, [doc]);

@@ -10,6 +10,22 @@ import { attribute } from "../domain/attribution.ts";
 import { counterId } from "../domain/counter-ids.ts";
 import { catchUp } from "../late-changes/follow.ts";
 import { requireUser } from "./common.ts";
+import { dimensions } from "../windows/dimensions.ts";
+import { windowDocId, type WindowLimit } from "../windows/shares.ts";
+
+/** A plan's limit as the session's plan_config carries it. */
+export function limitMessage(l: WindowLimit) {
+  return {
+    name: l.name,
+    metric: l.metric,
+    max: l.max,
+    window: l.window,
+    durationMinutes: l.durationMinutes ?? undefined,
+    model: l.model ?? undefined,
+    softGateAt: l.softGateAt ?? undefined,
+    hardGateAt: l.hardGateAt ?? undefined,
+  };
+}
 
 /** Plan name reported for a user without a plan (with sdk_enabled false). */
 export const NO_PLAN = "none";
@@ -47,18 +63,28 @@ class CounterGuess {
  */
 export function getSession(deps: IngestionDeps): ServiceImpl<typeof IngestionService>["getSession"] {
   const guesses = new CounterGuess();
+  // Whether the product's last session was on a plan with limits: then the next one reads the
+  // user's window document beside the lookup (a wrong guess costs one read, as above).
+  const windowed = new LRUCache<string, boolean>({ max: 10_000 });
   return async (req) => {
     const productId = req.productId;
     const guess = guesses.guess(productId, req.userId);
     const early = guess ? deps.counters.get(guess) : undefined;
+    // The window document is read beside the lookup too, when the product's plans have limits.
+    const windowsId = windowDocId(productId, req.userId);
+    const earlyWindows = windowed.get(productId) ? deps.windows.get(windowsId) : undefined;
     // Settled here so that an unknown user (requireUser throws) leaves no rejection unhandled.
     early?.catch(() => {});
+    earlyWindows?.catch(() => {});
     const user = await requireUser(deps, productId, req.userId);
     const moved = await catchUp(deps, productId, req.userId, user);
     const a = attribute(productId, req.userId, user, deps.now());
     const counter = a.counterId === guess && !moved ? await early! : await deps.counters.get(a.counterId);
     guesses.remember(productId, req.userId, a.counterId, a.period.start);
     const plan = a.plan;
+    const hasLimits = (plan?.limits.length ?? 0) > 0;
+    windowed.set(productId, hasLimits);
+    const windows = !hasLimits ? null : ((await earlyWindows) ?? (earlyWindows ? null : await deps.windows.get(windowsId)));
     return {
       userId: req.userId,
       serviceUserId: user.id,
@@ -80,6 +106,8 @@ export function getSession(deps: IngestionDeps): ServiceImpl<typeof IngestionSer
         defaultToolCost: plan?.defaultToolCost ?? NO_PLAN_CONFIG.default_tool_cost,
         preCallEstimate: plan?.preCallEstimate ?? NO_PLAN_CONFIG.pre_call_estimate,
         preCallBufferTokens: BigInt(plan?.preCallBufferTokens ?? NO_PLAN_CONFIG.pre_call_buffer_tokens),
+        limits: (plan?.limits ?? []).map(limitMessage),
+        timeZone: plan?.timeZone ?? "UTC",
       },
       currentUsage: {
         periodCost: toDollars(counter?.cost ?? 0),
@@ -88,6 +116,7 @@ export function getSession(deps: IngestionDeps): ServiceImpl<typeof IngestionSer
         periodCostByModel: decodeKeys(dollarsByModel(counter?.cost_by_model)),
       },
       billingPeriod: { start: toTimestamp(a.period.start), end: toTimestamp(a.period.end) },
+      limits: dimensions(plan, a.period, counter ?? null, windows, deps.now()),
     };
   };
 }

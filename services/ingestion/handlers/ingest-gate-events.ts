@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { GATE_REASON_HINT, GATE_REASON_PATTERN } from "@meter/lib/gate-reasons";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { GateEvent, IngestionService } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import { rpcError, type FieldIssue } from "@meter/lib/errors";
@@ -11,14 +12,14 @@ import { storeGates } from "../exactly-once/write.ts";
 import { BatchProblems, checkBatchSize, checkIds, firstOccurrences, nonNegative } from "./common.ts";
 
 const STATUSES = new Set(["soft_gate", "hard_gate"]);
-const REASON = /^(total_spend|session_spend|model_limit:.+)$/;
+const REASON = new RegExp(GATE_REASON_PATTERN);
 
 function validate(events: readonly GateEvent[]): void {
   const problems = new BatchProblems();
   events.forEach((e, i) => {
     checkIds(problems, i, e);
     if (!STATUSES.has(e.status)) problems.add(i, "status", "must be soft_gate or hard_gate");
-    if (!REASON.test(e.gateReason)) problems.add(i, "gate_reason", "must be total_spend, session_spend or model_limit:<model>");
+    if (!REASON.test(e.gateReason)) problems.add(i, "gate_reason", GATE_REASON_HINT);
     nonNegative(problems, i, { usage_pct: e.usagePct, current_value: e.currentValue, limit_value: e.limitValue });
   });
   problems.throwIfAny();

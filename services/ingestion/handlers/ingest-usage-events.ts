@@ -12,6 +12,7 @@ import type { UsageEventDoc } from "../store/usage-events.ts";
 import { notice } from "../late-changes/follow.ts";
 import { attribute, attributionFields } from "../domain/attribution.ts";
 import { storeUsage } from "../exactly-once/write.ts";
+import { windowShares } from "../windows/shares.ts";
 import { LEASE_ID } from "../leases/request.ts";
 import { MAX_EVENT_TOKENS, MAX_EVENT_TOTAL_TOKENS } from "@meter/lib/event-bounds";
 import { BatchProblems, boundCounters, checkBatchSize, checkIds, firstOccurrences, nonNegative, tokensWithin } from "./common.ts";
@@ -69,7 +70,7 @@ export function usageDoc(productId: string, job: string, e: UsageEvent, user: Kn
   // int64 fields arrive as bigint; validate() kept token counts to MAX_EVENT_TOKENS.
   const input = Number(e.inputTokens);
   const output = Number(e.outputTokens);
-  return {
+  const doc: UsageEventDoc = {
     _id: `${productId}/${e.id}`,
     product_id: productId,
     event_id: e.id,
@@ -96,6 +97,9 @@ export function usageDoc(productId: string, job: string, e: UsageEvent, user: Kn
     received_at: receivedAt,
     lease_id: e.leaseId ?? null,
   };
+  const windows = windowShares(a.plan, a.period, doc, receivedAt);
+  if (windows) doc.windows = windows;
+  return doc;
 }
 
 export function ingestUsageEvents(deps: IngestionDeps): ServiceImpl<typeof IngestionService>["ingestUsageEvents"] {

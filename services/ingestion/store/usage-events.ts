@@ -1,4 +1,5 @@
 import type { Collection, Db, Filter } from "mongodb";
+import type { WindowShare } from "../windows/shares.ts";
 import { deleteInRounds, findByIds, insertIgnoringDuplicates } from "@meter/lib/mongo";
 
 export type EventSource = "auto" | "manual";
@@ -47,6 +48,8 @@ export interface UsageEventDoc {
   received_at: Date;
   /** The budget lease the cost was spent from, if any (settled against it in the period counter). */
   lease_id?: string | null;
+  /** What the event adds to the windows of its plan's limits (windows/shares.ts); absent when it has none. */
+  windows?: WindowShare[];
 }
 
 export class UsageEventStore {

@@ -1,14 +1,20 @@
 // Plan settings: defaults, validation and partial updates. Pure functions, no I/O.
 import type { PlanSettings } from "@meter/proto/meter/plans/v1/plans_pb";
 import { rpcError } from "@meter/lib/errors";
-import { PLAN_DEFAULTS, type PlanRules, type Rate } from "@meter/rules";
+import { PLAN_DEFAULTS as RULE_DEFAULTS, type PlanRules, type Rate } from "@meter/rules";
+import { WINDOW_DEFAULTS, fromLimitMessage, limitProblems, type PlanLimit } from "./limits.ts";
 
-export { PLAN_DEFAULTS, type Rate };
+export { type Rate };
 
 /** Every setting of a stored plan, defaults filled in. Maps are plain records here. */
 export interface PlanValues extends PlanRules {
   name: string;
+  limits: PlanLimit[];
+  time_zone: string;
 }
+
+/** Defaults of every plan setting but the name. */
+export const PLAN_DEFAULTS: Readonly<Omit<PlanValues, "name">> = Object.freeze({ ...RULE_DEFAULTS, ...WINDOW_DEFAULTS });
 
 export type PlanField = keyof PlanValues;
 
@@ -38,7 +44,9 @@ export const LIMITS = {
 
 /** A plan's size as counted against LIMITS.planBytesPerProduct: UTF-8 bytes of its settings as JSON. */
 export function planSize(v: PlanValues): number {
-  return Buffer.byteLength(JSON.stringify(Object.fromEntries(PLAN_FIELDS.map((f) => [f, v[f]]))), "utf8");
+  // A plan without windows counts as it did before they existed (stored totals stay exact).
+  const fields = PLAN_FIELDS.filter((f) => !(f === "limits" && v.limits.length === 0) && !(f === "time_zone" && v.time_zone === WINDOW_DEFAULTS.time_zone));
+  return Buffer.byteLength(JSON.stringify(Object.fromEntries(fields.map((f) => [f, v[f]]))), "utf8");
 }
 
 /** The fields set in a PlanSettings message, as plan values (maps only when non-empty). */
@@ -63,6 +71,9 @@ export function fromSettings(s: PlanSettings): Partial<PlanValues> {
   if (s.defaultToolCost !== undefined) out.default_tool_cost = s.defaultToolCost;
   if (s.preCallEstimate !== undefined) out.pre_call_estimate = s.preCallEstimate;
   if (s.preCallBufferTokens !== undefined) out.pre_call_buffer_tokens = Number(s.preCallBufferTokens);
+  // An empty list is "not sent" (proto3 repeated): PATCH naming limits with none clears them.
+  if (s.limits.length > 0) out.limits = s.limits.map(fromLimitMessage);
+  if (s.timeZone !== undefined) out.time_zone = s.timeZone;
   return out;
 }
 
@@ -152,6 +163,7 @@ export function planProblems(v: PlanValues, prefix = ""): string[] {
   for (const [tool, c] of Object.entries(v.tool_costs)) money(`tool_costs.${tool}`, c);
   money("default_tool_cost", v.default_tool_cost);
   count("pre_call_buffer_tokens", v.pre_call_buffer_tokens);
+  problems.push(...limitProblems(v, prefix));
   return problems;
 }
 

@@ -33,6 +33,17 @@ export function toPlan(p: StoredPlan): Plan {
     preCallBufferTokens: BigInt(p.pre_call_buffer_tokens),
     createdAt: toTimestamp(p.created_at),
     updatedAt: toTimestamp(p.updated_at),
+    limits: p.limits.map((l) => ({
+      name: l.name,
+      metric: l.metric,
+      max: l.max,
+      window: l.window,
+      durationMinutes: optional(l.duration_minutes),
+      model: optional(l.model),
+      softGateAt: optional(l.soft_gate_at),
+      hardGateAt: optional(l.hard_gate_at),
+    })),
+    timeZone: p.time_zone,
   });
 }
 

@@ -2,6 +2,7 @@ import { v7 as uuidv7 } from "uuid";
 import { LRUCache } from "lru-cache";
 import { MongoServerError, type Collection, type Db } from "mongodb";
 import { findByIds, isDuplicateKeyError } from "@meter/lib/mongo";
+import { WINDOW_DEFAULTS } from "../domain/limits.ts";
 import { LIMITS, PLAN_FIELDS, planSize, type PlanValues, type Rate } from "../domain/settings.ts";
 
 /**
@@ -43,6 +44,8 @@ function toDocFields(v: PlanValues): Omit<PlanDoc, "_id" | "product_id" | "versi
 function fromDoc(d: PlanDoc): StoredPlan {
   const { _id, product_id: _p, model_limits, cost_rates, tool_costs, ...rest } = d;
   return {
+    // Plans stored before windows existed have neither field.
+    ...WINDOW_DEFAULTS,
     ...rest,
     id: _id,
     model_limits: Object.fromEntries(model_limits.map((l) => [l.model, l.max_tokens_per_period])),
@@ -89,6 +92,7 @@ const LISTING_TTL_MS = 60_000;
 function planBytes(p: StoredPlan): number {
   let n = 512 + p.name.length * 2;
   for (const m of [p.model_limits, p.cost_rates, p.tool_costs]) for (const k of Object.keys(m)) n += k.length * 2 + 64;
+  n += p.limits.length * 256;
   return n;
 }
 

@@ -1,14 +1,18 @@
 // The answer both HTTP helpers give to a call blocked by a hard gate: JSON 429 with the
-// gate's figures, and Retry-After when the limit lifts by itself at a known time; to a call
+// gate's figures, and Retry-After when the blocking dimension lifts by itself at a known time (its `resets_at`); to a call
 // failClosed blocked because metering is unavailable (MeterUnavailableError): 503, Retry-After.
+import { now as clockNow } from "../clock.ts";
 import { LimitExceededError } from "../errors.ts";
 
 export interface LimitBody {
   detail: string;
+  /** The blocking dimension: `total_spend`, `session_spend`, `model_limit:<model>` or `limit:<name>`. */
   gate_reason: string | null;
   usage_pct: number;
   current_value: number;
   limit_value: number;
+  /** When the blocking dimension lets a call through again (ISO 8601; Retry-After counts down to it); null: not by itself. */
+  resets_at: string | null;
 }
 
 /**
@@ -27,7 +31,8 @@ export function limitOf(err: unknown): LimitExceededError | undefined {
 
 export function limitBody(err: LimitExceededError): LimitBody {
   const r = err.result;
-  return { detail: err.message, gate_reason: r.gate_reason, usage_pct: r.usage_pct, current_value: r.current_value, limit_value: r.limit_value };
+  const at = err.resetsAt instanceof Date && Number.isFinite(err.resetsAt.getTime()) ? err.resetsAt.toISOString() : null;
+  return { detail: err.message, gate_reason: r.gate_reason, usage_pct: r.usage_pct, current_value: r.current_value, limit_value: r.limit_value, resets_at: at };
 }
 
 /** The HTTP status of the answer: 429 for a limit, 503 when metering is unavailable (failClosed). */
@@ -36,7 +41,7 @@ export function limitStatus(err: LimitExceededError): number {
 }
 
 /** Whole seconds until the limit lifts (at least 1), or undefined when unknown. */
-export function retryAfterSeconds(err: LimitExceededError, now = Date.now()): number | undefined {
+export function retryAfterSeconds(err: LimitExceededError, now = clockNow()): number | undefined {
   const at = err.resetsAt instanceof Date ? err.resetsAt.getTime() : NaN;
   if (!Number.isFinite(at)) return undefined;
   return Math.max(1, Math.ceil((at - now) / 1000));

@@ -6,13 +6,15 @@ import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegen
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import type { PlanLimit } from "../../plans/v1/plans_pb.ts";
+import { file_meter_plans_v1_plans } from "../../plans/v1/plans_pb.ts";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file meter/ingestion/v1/ingestion.proto.
  */
 export const file_meter_ingestion_v1_ingestion: GenFile = /*@__PURE__*/
-  fileDesc("CiJtZXRlci9pbmdlc3Rpb24vdjEvaW5nZXN0aW9uLnByb3RvEhJtZXRlci5pbmdlc3Rpb24udjEiywMKClVzYWdlRXZlbnQSCgoCaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRIXCgpzZXNzaW9uX2lkGAMgASgJSACIAQESLQoJdGltZXN0YW1wGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgVtb2RlbBgFIAEoCUgBiAEBEhQKDGlucHV0X3Rva2VucxgGIAEoAxIVCg1vdXRwdXRfdG9rZW5zGAcgASgDEhQKDHRvdGFsX3Rva2VucxgIIAEoAxISCgp0b29sX2NhbGxzGAkgAygJEhMKC2Nvc3RfdG9rZW5zGAogASgBEhIKCmNvc3RfdG9vbHMYCyABKAESEgoKY29zdF90b3RhbBgMIAEoARIpCghtZXRhZGF0YRgNIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFQoIbGVhc2VfaWQYDiABKAlIAogBARITCgZzb3VyY2UYDyABKAlIA4gBARIYCgtkZXNjcmlwdGlvbhgQIAEoCUgEiAEBQg0KC19zZXNzaW9uX2lkQggKBl9tb2RlbEILCglfbGVhc2VfaWRCCQoHX3NvdXJjZUIOCgxfZGVzY3JpcHRpb24ikQMKCUdhdGVFdmVudBIKCgJpZBgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEhwKD3NlcnZpY2VfdXNlcl9pZBgDIAEoCUgAiAEBEhcKCnNlc3Npb25faWQYBCABKAlIAYgBARItCgl0aW1lc3RhbXAYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg4KBnN0YXR1cxgGIAEoCRITCgtnYXRlX3JlYXNvbhgHIAEoCRIRCgl1c2FnZV9wY3QYCCABKAESFQoNY3VycmVudF92YWx1ZRgJIAEoARITCgtsaW1pdF92YWx1ZRgKIAEoARISCgVtb2RlbBgLIAEoCUgCiAEBEg8KB2Jsb2NrZWQYDCABKAgSFAoHbWVzc2FnZRgNIAEoCUgDiAEBEikKCG1ldGFkYXRhGA4gASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEISChBfc2VydmljZV91c2VyX2lkQg0KC19zZXNzaW9uX2lkQggKBl9tb2RlbEIKCghfbWVzc2FnZSJeChhJbmdlc3RVc2FnZUV2ZW50c1JlcXVlc3QSEgoKcHJvZHVjdF9pZBgBIAEoCRIuCgZldmVudHMYAiADKAsyHi5tZXRlci5pbmdlc3Rpb24udjEuVXNhZ2VFdmVudCJBChlJbmdlc3RVc2FnZUV2ZW50c1Jlc3BvbnNlEhAKCGFjY2VwdGVkGAEgASgFEhIKCmR1cGxpY2F0ZXMYAiABKAUiXAoXSW5nZXN0R2F0ZUV2ZW50c1JlcXVlc3QSEgoKcHJvZHVjdF9pZBgBIAEoCRItCgZldmVudHMYAiADKAsyHS5tZXRlci5pbmdlc3Rpb24udjEuR2F0ZUV2ZW50IkAKGEluZ2VzdEdhdGVFdmVudHNSZXNwb25zZRIQCghhY2NlcHRlZBgBIAEoBRISCgpkdXBsaWNhdGVzGAIgASgFIukCChhDcmVhdGVNYW51YWxFdmVudFJlcXVlc3QSEgoKcHJvZHVjdF9pZBgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEhEKBGNvc3QYAyABKAFIAIgBARISCgVtb2RlbBgEIAEoCUgBiAEBEhQKDGlucHV0X3Rva2VucxgFIAEoAxIVCg1vdXRwdXRfdG9rZW5zGAYgASgDEhgKC2Rlc2NyaXB0aW9uGAcgASgJSAKIAQESEgoKdG9vbF9jYWxscxgIIAMoCRIpCghtZXRhZGF0YRgJIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFwoKc2Vzc2lvbl9pZBgKIAEoCUgDiAEBEhwKD2lkZW1wb3RlbmN5X2tleRgLIAEoCUgEiAEBQgcKBV9jb3N0QggKBl9tb2RlbEIOCgxfZGVzY3JpcHRpb25CDQoLX3Nlc3Npb25faWRCEgoQX2lkZW1wb3RlbmN5X2tleSKWAQoLTWFudWFsRXZlbnQSCgoCaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRIMCgRjb3N0GAMgASgBEhIKBW1vZGVsGAQgASgJSACIAQESDgoGc291cmNlGAUgASgJEi4KCmNyZWF0ZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQggKBl9tb2RlbCJcChlDcmVhdGVNYW51YWxFdmVudFJlc3BvbnNlEi4KBWV2ZW50GAEgASgLMh8ubWV0ZXIuaW5nZXN0aW9uLnYxLk1hbnVhbEV2ZW50Eg8KB2NyZWF0ZWQYAiABKAgiRgoPR2V0VXNhZ2VSZXF1ZXN0EhIKCnByb2R1Y3RfaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRIOCgZwZXJpb2QYAyABKAkigQMKEEdldFVzYWdlUmVzcG9uc2USDwoHdXNlcl9pZBgBIAEoCRIOCgZwZXJpb2QYAiABKAkSEgoKdG90YWxfY29zdBgDIAEoARIUCgx0b3RhbF90b2tlbnMYBCABKAMSUAoPdG9rZW5zX2J5X21vZGVsGAUgAygLMjcubWV0ZXIuaW5nZXN0aW9uLnYxLkdldFVzYWdlUmVzcG9uc2UuVG9rZW5zQnlNb2RlbEVudHJ5EkwKDWNvc3RfYnlfbW9kZWwYBiADKAsyNS5tZXRlci5pbmdlc3Rpb24udjEuR2V0VXNhZ2VSZXNwb25zZS5Db3N0QnlNb2RlbEVudHJ5EhgKEHRvb2xfY2FsbHNfY291bnQYByABKAMaNAoSVG9rZW5zQnlNb2RlbEVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoAToCOAEaMgoQQ29zdEJ5TW9kZWxFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAE6AjgBIr8CChVMaXN0R2F0ZUV2ZW50c1JlcXVlc3QSEgoKcHJvZHVjdF9pZBgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEhMKBnN0YXR1cxgDIAEoCUgAiAEBEhgKC2dhdGVfcmVhc29uGAQgASgJSAGIAQESFAoMYmxvY2tlZF9vbmx5GAUgASgIEi4KBXNpbmNlGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgCiAEBEi4KBXVudGlsGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgDiAEBEhMKBmN1cnNvchgIIAEoCUgEiAEBEg0KBWxpbWl0GAkgASgFQgkKB19zdGF0dXNCDgoMX2dhdGVfcmVhc29uQggKBl9zaW5jZUIICgZfdW50aWxCCQoHX2N1cnNvciKCAQoWTGlzdEdhdGVFdmVudHNSZXNwb25zZRIPCgd1c2VyX2lkGAEgASgJEi0KBmV2ZW50cxgCIAMoCzIdLm1ldGVyLmluZ2VzdGlvbi52MS5HYXRlRXZlbnQSGAoLbmV4dF9jdXJzb3IYAyABKAlIAIgBAUIOCgxfbmV4dF9jdXJzb3IiOAoRR2V0U2Vzc2lvblJlcXVlc3QSEgoKcHJvZHVjdF9pZBgBIAEoCRIPCgd1c2VyX2lkGAIgASgJIqAGCgpQbGFuQ29uZmlnEiEKFG1heF9zcGVuZF9wZXJfcGVyaW9kGAEgASgBSACIAQESIgoVbWF4X3NwZW5kX3Blcl9zZXNzaW9uGAIgASgBSAGIAQESFAoMc29mdF9nYXRlX2F0GAMgASgBEhQKDGhhcmRfZ2F0ZV9hdBgEIAEoARJFCgxtb2RlbF9saW1pdHMYBSADKAsyLy5tZXRlci5pbmdlc3Rpb24udjEuUGxhbkNvbmZpZy5Nb2RlbExpbWl0c0VudHJ5EkEKCmNvc3RfcmF0ZXMYBiADKAsyLS5tZXRlci5pbmdlc3Rpb24udjEuUGxhbkNvbmZpZy5Db3N0UmF0ZXNFbnRyeRIfChdzZXNzaW9uX3RpbWVvdXRfbWludXRlcxgHIAEoARI8ChFkZWZhdWx0X2Nvc3RfcmF0ZRgIIAEoCzIcLm1ldGVyLmluZ2VzdGlvbi52MS5Db3N0UmF0ZUgCiAEBEkEKCnRvb2xfY29zdHMYCSADKAsyLS5tZXRlci5pbmdlc3Rpb24udjEuUGxhbkNvbmZpZy5Ub29sQ29zdHNFbnRyeRIZChFkZWZhdWx0X3Rvb2xfY29zdBgKIAEoARIZChFwcmVfY2FsbF9lc3RpbWF0ZRgLIAEoCBIeChZwcmVfY2FsbF9idWZmZXJfdG9rZW5zGAwgASgDGlIKEE1vZGVsTGltaXRzRW50cnkSCwoDa2V5GAEgASgJEi0KBXZhbHVlGAIgASgLMh4ubWV0ZXIuaW5nZXN0aW9uLnYxLk1vZGVsTGltaXQ6AjgBGk4KDkNvc3RSYXRlc0VudHJ5EgsKA2tleRgBIAEoCRIrCgV2YWx1ZRgCIAEoCzIcLm1ldGVyLmluZ2VzdGlvbi52MS5Db3N0UmF0ZToCOAEaMAoOVG9vbENvc3RzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgBOgI4AUIXChVfbWF4X3NwZW5kX3Blcl9wZXJpb2RCGAoWX21heF9zcGVuZF9wZXJfc2Vzc2lvbkIUChJfZGVmYXVsdF9jb3N0X3JhdGUiKwoKTW9kZWxMaW1pdBIdChVtYXhfdG9rZW5zX3Blcl9wZXJpb2QYASABKAMiKQoIQ29zdFJhdGUSDQoFaW5wdXQYASABKAESDgoGb3V0cHV0GAIgASgBIugCCgxDdXJyZW50VXNhZ2USEwoLcGVyaW9kX2Nvc3QYASABKAESGwoTcGVyaW9kX3Rva2Vuc190b3RhbBgCIAEoAxJZChZwZXJpb2RfdG9rZW5zX2J5X21vZGVsGAMgAygLMjkubWV0ZXIuaW5nZXN0aW9uLnYxLkN1cnJlbnRVc2FnZS5QZXJpb2RUb2tlbnNCeU1vZGVsRW50cnkSVQoUcGVyaW9kX2Nvc3RfYnlfbW9kZWwYBCADKAsyNy5tZXRlci5pbmdlc3Rpb24udjEuQ3VycmVudFVzYWdlLlBlcmlvZENvc3RCeU1vZGVsRW50cnkaOgoYUGVyaW9kVG9rZW5zQnlNb2RlbEVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoAToCOAEaOAoWUGVyaW9kQ29zdEJ5TW9kZWxFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAE6AjgBImMKDUJpbGxpbmdQZXJpb2QSKQoFc3RhcnQYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKA2VuZBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAirAIKEkdldFNlc3Npb25SZXNwb25zZRIPCgd1c2VyX2lkGAEgASgJEhcKD3NlcnZpY2VfdXNlcl9pZBgCIAEoCRIMCgRwbGFuGAMgASgJEhMKC3Nka19lbmFibGVkGAQgASgIEjMKC3BsYW5fY29uZmlnGAUgASgLMh4ubWV0ZXIuaW5nZXN0aW9uLnYxLlBsYW5Db25maWcSNwoNY3VycmVudF91c2FnZRgGIAEoCzIgLm1ldGVyLmluZ2VzdGlvbi52MS5DdXJyZW50VXNhZ2USOQoOYmlsbGluZ19wZXJpb2QYByABKAsyIS5tZXRlci5pbmdlc3Rpb24udjEuQmlsbGluZ1BlcmlvZBIUCgdwbGFuX2lkGAggASgJSACIAQFCCgoIX3BsYW5faWQivgEKE0FjcXVpcmVMZWFzZVJlcXVlc3QSEgoKcHJvZHVjdF9pZBgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEg4KBmhvbGRlchgDIAEoCRIMCgRuZWVkGAQgASgBEgwKBHdhbnQYBSABKAESDgoGdHRsX21zGAYgASgDEhIKBW1vZGVsGAcgASgJSACIAQESEwoLbmVlZF90b2tlbnMYCCABKAMSEwoLd2FudF90b2tlbnMYCSABKANCCAoGX21vZGVsIm4KClRva2VuTGVhc2USDQoFbW9kZWwYASABKAkSDwoHZ3JhbnRlZBgCIAEoAxINCgVhZGRlZBgDIAEoAxINCgVzcGVudBgEIAEoAxIRCglyZW1haW5pbmcYBSABKAESDwoHaG9sZGVycxgGIAEoBSKjAgoFTGVhc2USEAoIbGVhc2VfaWQYASABKAkSDwoHZ3JhbnRlZBgCIAEoARINCgVhZGRlZBgDIAEoARINCgVzcGVudBgEIAEoARIuCgpleHBpcmVzX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZ0dGxfbXMYBiABKAMSEQoJcmVtYWluaW5nGAcgASgBEg8KB2hvbGRlcnMYCCABKAUSLgoKcGVyaW9kX2VuZBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFQoNc3BlbmRfbGltaXRlZBgKIAEoCBIuCgZ0b2tlbnMYCyABKAsyHi5tZXRlci5pbmdlc3Rpb24udjEuVG9rZW5MZWFzZSJRChRBY3F1aXJlTGVhc2VSZXNwb25zZRIoCgVsZWFzZRgBIAEoCzIZLm1ldGVyLmluZ2VzdGlvbi52MS5MZWFzZRIPCgdsaW1pdGVkGAIgASgIItsBChNSZWxlYXNlTGVhc2VSZXF1ZXN0EhIKCnByb2R1Y3RfaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRIQCghsZWFzZV9pZBgDIAEoCRIMCgR1c2VkGAQgASgBEkwKC3VzZWRfdG9rZW5zGAUgAygLMjcubWV0ZXIuaW5nZXN0aW9uLnYxLlJlbGVhc2VMZWFzZVJlcXVlc3QuVXNlZFRva2Vuc0VudHJ5GjEKD1VzZWRUb2tlbnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAM6AjgBIkAKFFJlbGVhc2VMZWFzZVJlc3BvbnNlEigKBWxlYXNlGAEgASgLMhkubWV0ZXIuaW5nZXN0aW9uLnYxLkxlYXNlIj4KFkdldFBlcmlvZFNwZW5kc1JlcXVlc3QSEgoKcHJvZHVjdF9pZBgBIAEoCRIQCgh1c2VyX2lkcxgCIAMoCSKkAQoLUGVyaW9kU3BlbmQSDwoHdXNlcl9pZBgBIAEoCRIMCgRjb3N0GAIgASgBEhQKDHRvdGFsX3Rva2VucxgDIAEoAxIwCgxwZXJpb2Rfc3RhcnQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnBlcmlvZF9lbmQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIkoKF0dldFBlcmlvZFNwZW5kc1Jlc3BvbnNlEi8KBnNwZW5kcxgBIAMoCzIfLm1ldGVyLmluZ2VzdGlvbi52MS5QZXJpb2RTcGVuZDK0BwoQSW5nZXN0aW9uU2VydmljZRJwChFJbmdlc3RVc2FnZUV2ZW50cxIsLm1ldGVyLmluZ2VzdGlvbi52MS5Jbmdlc3RVc2FnZUV2ZW50c1JlcXVlc3QaLS5tZXRlci5pbmdlc3Rpb24udjEuSW5nZXN0VXNhZ2VFdmVudHNSZXNwb25zZRJtChBJbmdlc3RHYXRlRXZlbnRzEisubWV0ZXIuaW5nZXN0aW9uLnYxLkluZ2VzdEdhdGVFdmVudHNSZXF1ZXN0GiwubWV0ZXIuaW5nZXN0aW9uLnYxLkluZ2VzdEdhdGVFdmVudHNSZXNwb25zZRJwChFDcmVhdGVNYW51YWxFdmVudBIsLm1ldGVyLmluZ2VzdGlvbi52MS5DcmVhdGVNYW51YWxFdmVudFJlcXVlc3QaLS5tZXRlci5pbmdlc3Rpb24udjEuQ3JlYXRlTWFudWFsRXZlbnRSZXNwb25zZRJVCghHZXRVc2FnZRIjLm1ldGVyLmluZ2VzdGlvbi52MS5HZXRVc2FnZVJlcXVlc3QaJC5tZXRlci5pbmdlc3Rpb24udjEuR2V0VXNhZ2VSZXNwb25zZRJnCg5MaXN0R2F0ZUV2ZW50cxIpLm1ldGVyLmluZ2VzdGlvbi52MS5MaXN0R2F0ZUV2ZW50c1JlcXVlc3QaKi5tZXRlci5pbmdlc3Rpb24udjEuTGlzdEdhdGVFdmVudHNSZXNwb25zZRJbCgpHZXRTZXNzaW9uEiUubWV0ZXIuaW5nZXN0aW9uLnYxLkdldFNlc3Npb25SZXF1ZXN0GiYubWV0ZXIuaW5nZXN0aW9uLnYxLkdldFNlc3Npb25SZXNwb25zZRJhCgxBY3F1aXJlTGVhc2USJy5tZXRlci5pbmdlc3Rpb24udjEuQWNxdWlyZUxlYXNlUmVxdWVzdBooLm1ldGVyLmluZ2VzdGlvbi52MS5BY3F1aXJlTGVhc2VSZXNwb25zZRJhCgxSZWxlYXNlTGVhc2USJy5tZXRlci5pbmdlc3Rpb24udjEuUmVsZWFzZUxlYXNlUmVxdWVzdBooLm1ldGVyLmluZ2VzdGlvbi52MS5SZWxlYXNlTGVhc2VSZXNwb25zZRJqCg9HZXRQZXJpb2RTcGVuZHMSKi5tZXRlci5pbmdlc3Rpb24udjEuR2V0UGVyaW9kU3BlbmRzUmVxdWVzdBorLm1ldGVyLmluZ2VzdGlvbi52MS5HZXRQZXJpb2RTcGVuZHNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("CiJtZXRlci9pbmdlc3Rpb24vdjEvaW5nZXN0aW9uLnByb3RvEhJtZXRlci5pbmdlc3Rpb24udjEiywMKClVzYWdlRXZlbnQSCgoCaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRIXCgpzZXNzaW9uX2lkGAMgASgJSACIAQESLQoJdGltZXN0YW1wGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgVtb2RlbBgFIAEoCUgBiAEBEhQKDGlucHV0X3Rva2VucxgGIAEoAxIVCg1vdXRwdXRfdG9rZW5zGAcgASgDEhQKDHRvdGFsX3Rva2VucxgIIAEoAxISCgp0b29sX2NhbGxzGAkgAygJEhMKC2Nvc3RfdG9rZW5zGAogASgBEhIKCmNvc3RfdG9vbHMYCyABKAESEgoKY29zdF90b3RhbBgMIAEoARIpCghtZXRhZGF0YRgNIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFQoIbGVhc2VfaWQYDiABKAlIAogBARITCgZzb3VyY2UYDyABKAlIA4gBARIYCgtkZXNjcmlwdGlvbhgQIAEoCUgEiAEBQg0KC19zZXNzaW9uX2lkQggKBl9tb2RlbEILCglfbGVhc2VfaWRCCQoHX3NvdXJjZUIOCgxfZGVzY3JpcHRpb24ikQMKCUdhdGVFdmVudBIKCgJpZBgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEhwKD3NlcnZpY2VfdXNlcl9pZBgDIAEoCUgAiAEBEhcKCnNlc3Npb25faWQYBCABKAlIAYgBARItCgl0aW1lc3RhbXAYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg4KBnN0YXR1cxgGIAEoCRITCgtnYXRlX3JlYXNvbhgHIAEoCRIRCgl1c2FnZV9wY3QYCCABKAESFQoNY3VycmVudF92YWx1ZRgJIAEoARITCgtsaW1pdF92YWx1ZRgKIAEoARISCgVtb2RlbBgLIAEoCUgCiAEBEg8KB2Jsb2NrZWQYDCABKAgSFAoHbWVzc2FnZRgNIAEoCUgDiAEBEikKCG1ldGFkYXRhGA4gASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEISChBfc2VydmljZV91c2VyX2lkQg0KC19zZXNzaW9uX2lkQggKBl9tb2RlbEIKCghfbWVzc2FnZSJeChhJbmdlc3RVc2FnZUV2ZW50c1JlcXVlc3QSEgoKcHJvZHVjdF9pZBgBIAEoCRIuCgZldmVudHMYAiADKAsyHi5tZXRlci5pbmdlc3Rpb24udjEuVXNhZ2VFdmVudCJBChlJbmdlc3RVc2FnZUV2ZW50c1Jlc3BvbnNlEhAKCGFjY2VwdGVkGAEgASgFEhIKCmR1cGxpY2F0ZXMYAiABKAUiXAoXSW5nZXN0R2F0ZUV2ZW50c1JlcXVlc3QSEgoKcHJvZHVjdF9pZBgBIAEoCRItCgZldmVudHMYAiADKAsyHS5tZXRlci5pbmdlc3Rpb24udjEuR2F0ZUV2ZW50IkAKGEluZ2VzdEdhdGVFdmVudHNSZXNwb25zZRIQCghhY2NlcHRlZBgBIAEoBRISCgpkdXBsaWNhdGVzGAIgASgFIukCChhDcmVhdGVNYW51YWxFdmVudFJlcXVlc3QSEgoKcHJvZHVjdF9pZBgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEhEKBGNvc3QYAyABKAFIAIgBARISCgVtb2RlbBgEIAEoCUgBiAEBEhQKDGlucHV0X3Rva2VucxgFIAEoAxIVCg1vdXRwdXRfdG9rZW5zGAYgASgDEhgKC2Rlc2NyaXB0aW9uGAcgASgJSAKIAQESEgoKdG9vbF9jYWxscxgIIAMoCRIpCghtZXRhZGF0YRgJIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFwoKc2Vzc2lvbl9pZBgKIAEoCUgDiAEBEhwKD2lkZW1wb3RlbmN5X2tleRgLIAEoCUgEiAEBQgcKBV9jb3N0QggKBl9tb2RlbEIOCgxfZGVzY3JpcHRpb25CDQoLX3Nlc3Npb25faWRCEgoQX2lkZW1wb3RlbmN5X2tleSKWAQoLTWFudWFsRXZlbnQSCgoCaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRIMCgRjb3N0GAMgASgBEhIKBW1vZGVsGAQgASgJSACIAQESDgoGc291cmNlGAUgASgJEi4KCmNyZWF0ZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQggKBl9tb2RlbCJcChlDcmVhdGVNYW51YWxFdmVudFJlc3BvbnNlEi4KBWV2ZW50GAEgASgLMh8ubWV0ZXIuaW5nZXN0aW9uLnYxLk1hbnVhbEV2ZW50Eg8KB2NyZWF0ZWQYAiABKAgiRgoPR2V0VXNhZ2VSZXF1ZXN0EhIKCnByb2R1Y3RfaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRIOCgZwZXJpb2QYAyABKAkigQMKEEdldFVzYWdlUmVzcG9uc2USDwoHdXNlcl9pZBgBIAEoCRIOCgZwZXJpb2QYAiABKAkSEgoKdG90YWxfY29zdBgDIAEoARIUCgx0b3RhbF90b2tlbnMYBCABKAMSUAoPdG9rZW5zX2J5X21vZGVsGAUgAygLMjcubWV0ZXIuaW5nZXN0aW9uLnYxLkdldFVzYWdlUmVzcG9uc2UuVG9rZW5zQnlNb2RlbEVudHJ5EkwKDWNvc3RfYnlfbW9kZWwYBiADKAsyNS5tZXRlci5pbmdlc3Rpb24udjEuR2V0VXNhZ2VSZXNwb25zZS5Db3N0QnlNb2RlbEVudHJ5EhgKEHRvb2xfY2FsbHNfY291bnQYByABKAMaNAoSVG9rZW5zQnlNb2RlbEVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoAToCOAEaMgoQQ29zdEJ5TW9kZWxFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAE6AjgBIr8CChVMaXN0R2F0ZUV2ZW50c1JlcXVlc3QSEgoKcHJvZHVjdF9pZBgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEhMKBnN0YXR1cxgDIAEoCUgAiAEBEhgKC2dhdGVfcmVhc29uGAQgASgJSAGIAQESFAoMYmxvY2tlZF9vbmx5GAUgASgIEi4KBXNpbmNlGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgCiAEBEi4KBXVudGlsGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgDiAEBEhMKBmN1cnNvchgIIAEoCUgEiAEBEg0KBWxpbWl0GAkgASgFQgkKB19zdGF0dXNCDgoMX2dhdGVfcmVhc29uQggKBl9zaW5jZUIICgZfdW50aWxCCQoHX2N1cnNvciKCAQoWTGlzdEdhdGVFdmVudHNSZXNwb25zZRIPCgd1c2VyX2lkGAEgASgJEi0KBmV2ZW50cxgCIAMoCzIdLm1ldGVyLmluZ2VzdGlvbi52MS5HYXRlRXZlbnQSGAoLbmV4dF9jdXJzb3IYAyABKAlIAIgBAUIOCgxfbmV4dF9jdXJzb3IiOAoRR2V0U2Vzc2lvblJlcXVlc3QSEgoKcHJvZHVjdF9pZBgBIAEoCRIPCgd1c2VyX2lkGAIgASgJIt4GCgpQbGFuQ29uZmlnEiEKFG1heF9zcGVuZF9wZXJfcGVyaW9kGAEgASgBSACIAQESIgoVbWF4X3NwZW5kX3Blcl9zZXNzaW9uGAIgASgBSAGIAQESFAoMc29mdF9nYXRlX2F0GAMgASgBEhQKDGhhcmRfZ2F0ZV9hdBgEIAEoARJFCgxtb2RlbF9saW1pdHMYBSADKAsyLy5tZXRlci5pbmdlc3Rpb24udjEuUGxhbkNvbmZpZy5Nb2RlbExpbWl0c0VudHJ5EkEKCmNvc3RfcmF0ZXMYBiADKAsyLS5tZXRlci5pbmdlc3Rpb24udjEuUGxhbkNvbmZpZy5Db3N0UmF0ZXNFbnRyeRIfChdzZXNzaW9uX3RpbWVvdXRfbWludXRlcxgHIAEoARI8ChFkZWZhdWx0X2Nvc3RfcmF0ZRgIIAEoCzIcLm1ldGVyLmluZ2VzdGlvbi52MS5Db3N0UmF0ZUgCiAEBEkEKCnRvb2xfY29zdHMYCSADKAsyLS5tZXRlci5pbmdlc3Rpb24udjEuUGxhbkNvbmZpZy5Ub29sQ29zdHNFbnRyeRIZChFkZWZhdWx0X3Rvb2xfY29zdBgKIAEoARIZChFwcmVfY2FsbF9lc3RpbWF0ZRgLIAEoCBIeChZwcmVfY2FsbF9idWZmZXJfdG9rZW5zGAwgASgDEikKBmxpbWl0cxgNIAMoCzIZLm1ldGVyLnBsYW5zLnYxLlBsYW5MaW1pdBIRCgl0aW1lX3pvbmUYDiABKAkaUgoQTW9kZWxMaW1pdHNFbnRyeRILCgNrZXkYASABKAkSLQoFdmFsdWUYAiABKAsyHi5tZXRlci5pbmdlc3Rpb24udjEuTW9kZWxMaW1pdDoCOAEaTgoOQ29zdFJhdGVzRW50cnkSCwoDa2V5GAEgASgJEisKBXZhbHVlGAIgASgLMhwubWV0ZXIuaW5nZXN0aW9uLnYxLkNvc3RSYXRlOgI4ARowCg5Ub29sQ29zdHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAE6AjgBQhcKFV9tYXhfc3BlbmRfcGVyX3BlcmlvZEIYChZfbWF4X3NwZW5kX3Blcl9zZXNzaW9uQhQKEl9kZWZhdWx0X2Nvc3RfcmF0ZSIrCgpNb2RlbExpbWl0Eh0KFW1heF90b2tlbnNfcGVyX3BlcmlvZBgBIAEoAyIpCghDb3N0UmF0ZRINCgVpbnB1dBgBIAEoARIOCgZvdXRwdXQYAiABKAEi6AIKDEN1cnJlbnRVc2FnZRITCgtwZXJpb2RfY29zdBgBIAEoARIbChNwZXJpb2RfdG9rZW5zX3RvdGFsGAIgASgDElkKFnBlcmlvZF90b2tlbnNfYnlfbW9kZWwYAyADKAsyOS5tZXRlci5pbmdlc3Rpb24udjEuQ3VycmVudFVzYWdlLlBlcmlvZFRva2Vuc0J5TW9kZWxFbnRyeRJVChRwZXJpb2RfY29zdF9ieV9tb2RlbBgEIAMoCzI3Lm1ldGVyLmluZ2VzdGlvbi52MS5DdXJyZW50VXNhZ2UuUGVyaW9kQ29zdEJ5TW9kZWxFbnRyeRo6ChhQZXJpb2RUb2tlbnNCeU1vZGVsRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgBOgI4ARo4ChZQZXJpb2RDb3N0QnlNb2RlbEVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoAToCOAEiYwoNQmlsbGluZ1BlcmlvZBIpCgVzdGFydBgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJwoDZW5kGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCLbAgoSR2V0U2Vzc2lvblJlc3BvbnNlEg8KB3VzZXJfaWQYASABKAkSFwoPc2VydmljZV91c2VyX2lkGAIgASgJEgwKBHBsYW4YAyABKAkSEwoLc2RrX2VuYWJsZWQYBCABKAgSMwoLcGxhbl9jb25maWcYBSABKAsyHi5tZXRlci5pbmdlc3Rpb24udjEuUGxhbkNvbmZpZxI3Cg1jdXJyZW50X3VzYWdlGAYgASgLMiAubWV0ZXIuaW5nZXN0aW9uLnYxLkN1cnJlbnRVc2FnZRI5Cg5iaWxsaW5nX3BlcmlvZBgHIAEoCzIhLm1ldGVyLmluZ2VzdGlvbi52MS5CaWxsaW5nUGVyaW9kEhQKB3BsYW5faWQYCCABKAlIAIgBARItCgZsaW1pdHMYCSADKAsyHS5tZXRlci5pbmdlc3Rpb24udjEuRGltZW5zaW9uQgoKCF9wbGFuX2lkIskDCglEaW1lbnNpb24SDgoGcmVhc29uGAEgASgJEhEKBG5hbWUYAiABKAlIAIgBARIOCgZtZXRyaWMYAyABKAkSDgoGd2luZG93GAQgASgJEh0KEGR1cmF0aW9uX21pbnV0ZXMYBSABKAFIAYgBARISCgVtb2RlbBgGIAEoCUgCiAEBEg0KBXNjb3BlGAcgASgJEgsKA21heBgIIAEoARIMCgR1c2VkGAkgASgBEgsKA3BjdBgKIAEoARIUCgxzb2Z0X2dhdGVfYXQYCyABKAESFAoMaGFyZF9nYXRlX2F0GAwgASgBEjUKDHdpbmRvd19zdGFydBgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIA4gBARIyCglyZXNldHNfYXQYDiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSASIAQESMQoHYnVja2V0cxgPIAMoCzIgLm1ldGVyLmluZ2VzdGlvbi52MS5XaW5kb3dCdWNrZXRCBwoFX25hbWVCEwoRX2R1cmF0aW9uX21pbnV0ZXNCCAoGX21vZGVsQg8KDV93aW5kb3dfc3RhcnRCDAoKX3Jlc2V0c19hdCJHCgxXaW5kb3dCdWNrZXQSKQoFc3RhcnQYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgwKBHVzZWQYAiABKAEiNwoQR2V0TGltaXRzUmVxdWVzdBISCgpwcm9kdWN0X2lkGAEgASgJEg8KB3VzZXJfaWQYAiABKAkiUwoRR2V0TGltaXRzUmVzcG9uc2USDwoHdXNlcl9pZBgBIAEoCRItCgZsaW1pdHMYAiADKAsyHS5tZXRlci5pbmdlc3Rpb24udjEuRGltZW5zaW9uIr4BChNBY3F1aXJlTGVhc2VSZXF1ZXN0EhIKCnByb2R1Y3RfaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRIOCgZob2xkZXIYAyABKAkSDAoEbmVlZBgEIAEoARIMCgR3YW50GAUgASgBEg4KBnR0bF9tcxgGIAEoAxISCgVtb2RlbBgHIAEoCUgAiAEBEhMKC25lZWRfdG9rZW5zGAggASgDEhMKC3dhbnRfdG9rZW5zGAkgASgDQggKBl9tb2RlbCJuCgpUb2tlbkxlYXNlEg0KBW1vZGVsGAEgASgJEg8KB2dyYW50ZWQYAiABKAMSDQoFYWRkZWQYAyABKAMSDQoFc3BlbnQYBCABKAMSEQoJcmVtYWluaW5nGAUgASgBEg8KB2hvbGRlcnMYBiABKAUiowIKBUxlYXNlEhAKCGxlYXNlX2lkGAEgASgJEg8KB2dyYW50ZWQYAiABKAESDQoFYWRkZWQYAyABKAESDQoFc3BlbnQYBCABKAESLgoKZXhwaXJlc19hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDgoGdHRsX21zGAYgASgDEhEKCXJlbWFpbmluZxgHIAEoARIPCgdob2xkZXJzGAggASgFEi4KCnBlcmlvZF9lbmQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhUKDXNwZW5kX2xpbWl0ZWQYCiABKAgSLgoGdG9rZW5zGAsgASgLMh4ubWV0ZXIuaW5nZXN0aW9uLnYxLlRva2VuTGVhc2UiUQoUQWNxdWlyZUxlYXNlUmVzcG9uc2USKAoFbGVhc2UYASABKAsyGS5tZXRlci5pbmdlc3Rpb24udjEuTGVhc2USDwoHbGltaXRlZBgCIAEoCCLbAQoTUmVsZWFzZUxlYXNlUmVxdWVzdBISCgpwcm9kdWN0X2lkGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSEAoIbGVhc2VfaWQYAyABKAkSDAoEdXNlZBgEIAEoARJMCgt1c2VkX3Rva2VucxgFIAMoCzI3Lm1ldGVyLmluZ2VzdGlvbi52MS5SZWxlYXNlTGVhc2VSZXF1ZXN0LlVzZWRUb2tlbnNFbnRyeRoxCg9Vc2VkVG9rZW5zRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgDOgI4ASJAChRSZWxlYXNlTGVhc2VSZXNwb25zZRIoCgVsZWFzZRgBIAEoCzIZLm1ldGVyLmluZ2VzdGlvbi52MS5MZWFzZSI+ChZHZXRQZXJpb2RTcGVuZHNSZXF1ZXN0EhIKCnByb2R1Y3RfaWQYASABKAkSEAoIdXNlcl9pZHMYAiADKAkipAEKC1BlcmlvZFNwZW5kEg8KB3VzZXJfaWQYASABKAkSDAoEY29zdBgCIAEoARIUCgx0b3RhbF90b2tlbnMYAyABKAMSMAoMcGVyaW9kX3N0YXJ0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpwZXJpb2RfZW5kGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJKChdHZXRQZXJpb2RTcGVuZHNSZXNwb25zZRIvCgZzcGVuZHMYASADKAsyHy5tZXRlci5pbmdlc3Rpb24udjEuUGVyaW9kU3BlbmQyjggKEEluZ2VzdGlvblNlcnZpY2UScAoRSW5nZXN0VXNhZ2VFdmVudHMSLC5tZXRlci5pbmdlc3Rpb24udjEuSW5nZXN0VXNhZ2VFdmVudHNSZXF1ZXN0Gi0ubWV0ZXIuaW5nZXN0aW9uLnYxLkluZ2VzdFVzYWdlRXZlbnRzUmVzcG9uc2USbQoQSW5nZXN0R2F0ZUV2ZW50cxIrLm1ldGVyLmluZ2VzdGlvbi52MS5Jbmdlc3RHYXRlRXZlbnRzUmVxdWVzdBosLm1ldGVyLmluZ2VzdGlvbi52MS5Jbmdlc3RHYXRlRXZlbnRzUmVzcG9uc2UScAoRQ3JlYXRlTWFudWFsRXZlbnQSLC5tZXRlci5pbmdlc3Rpb24udjEuQ3JlYXRlTWFudWFsRXZlbnRSZXF1ZXN0Gi0ubWV0ZXIuaW5nZXN0aW9uLnYxLkNyZWF0ZU1hbnVhbEV2ZW50UmVzcG9uc2USVQoIR2V0VXNhZ2USIy5tZXRlci5pbmdlc3Rpb24udjEuR2V0VXNhZ2VSZXF1ZXN0GiQubWV0ZXIuaW5nZXN0aW9uLnYxLkdldFVzYWdlUmVzcG9uc2USZwoOTGlzdEdhdGVFdmVudHMSKS5tZXRlci5pbmdlc3Rpb24udjEuTGlzdEdhdGVFdmVudHNSZXF1ZXN0GioubWV0ZXIuaW5nZXN0aW9uLnYxLkxpc3RHYXRlRXZlbnRzUmVzcG9uc2USWwoKR2V0U2Vzc2lvbhIlLm1ldGVyLmluZ2VzdGlvbi52MS5HZXRTZXNzaW9uUmVxdWVzdBomLm1ldGVyLmluZ2VzdGlvbi52MS5HZXRTZXNzaW9uUmVzcG9uc2USYQoMQWNxdWlyZUxlYXNlEicubWV0ZXIuaW5nZXN0aW9uLnYxLkFjcXVpcmVMZWFzZVJlcXVlc3QaKC5tZXRlci5pbmdlc3Rpb24udjEuQWNxdWlyZUxlYXNlUmVzcG9uc2USYQoMUmVsZWFzZUxlYXNlEicubWV0ZXIuaW5nZXN0aW9uLnYxLlJlbGVhc2VMZWFzZVJlcXVlc3QaKC5tZXRlci5pbmdlc3Rpb24udjEuUmVsZWFzZUxlYXNlUmVzcG9uc2USagoPR2V0UGVyaW9kU3BlbmRzEioubWV0ZXIuaW5nZXN0aW9uLnYxLkdldFBlcmlvZFNwZW5kc1JlcXVlc3QaKy5tZXRlci5pbmdlc3Rpb24udjEuR2V0UGVyaW9kU3BlbmRzUmVzcG9uc2USWAoJR2V0TGltaXRzEiQubWV0ZXIuaW5nZXN0aW9uLnYxLkdldExpbWl0c1JlcXVlc3QaJS5tZXRlci5pbmdlc3Rpb24udjEuR2V0TGltaXRzUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_meter_plans_v1_plans]);
 
 /**
  * @generated from message meter.ingestion.v1.UsageEvent
@@ -676,6 +678,18 @@ export type PlanConfig = Message<"meter.ingestion.v1.PlanConfig"> & {
    * @generated from field: int64 pre_call_buffer_tokens = 12;
    */
   preCallBufferTokens: bigint;
+
+  /**
+   * The plan's windows and rate limits (empty without) and the time zone of its calendar windows.
+   *
+   * @generated from field: repeated meter.plans.v1.PlanLimit limits = 13;
+   */
+  limits: PlanLimit[];
+
+  /**
+   * @generated from field: string time_zone = 14;
+   */
+  timeZone: string;
 };
 
 /**
@@ -827,6 +841,13 @@ export type GetSessionResponse = Message<"meter.ingestion.v1.GetSessionResponse"
    * @generated from field: optional string plan_id = 8;
    */
   planId?: string | undefined;
+
+  /**
+   * Every dimension the user's calls are counted against, with its usage now (see Dimension).
+   *
+   * @generated from field: repeated meter.ingestion.v1.Dimension limits = 9;
+   */
+  limits: Dimension[];
 };
 
 /**
@@ -835,6 +856,188 @@ export type GetSessionResponse = Message<"meter.ingestion.v1.GetSessionResponse"
  */
 export const GetSessionResponseSchema: GenMessage<GetSessionResponse> = /*@__PURE__*/
   messageDesc(file_meter_ingestion_v1_ingestion, 19);
+
+/**
+ * One thing a call is counted against (BUDGETS.md §1): SPEC's total_spend, session_spend and
+ * model_limit:<model> first when the plan has them, then one per entry of the plan's limits.
+ *
+ * @generated from message meter.ingestion.v1.Dimension
+ */
+export type Dimension = Message<"meter.ingestion.v1.Dimension"> & {
+  /**
+   * total_spend | session_spend | model_limit:<model> | limit:<name>
+   *
+   * @generated from field: string reason = 1;
+   */
+  reason: string;
+
+  /**
+   * The limit's name; unset for SPEC's three.
+   *
+   * @generated from field: optional string name = 2;
+   */
+  name?: string | undefined;
+
+  /**
+   * spend | tokens | requests
+   *
+   * @generated from field: string metric = 3;
+   */
+  metric: string;
+
+  /**
+   * minute | hour | day | week | month | period | rolling | session
+   *
+   * @generated from field: string window = 4;
+   */
+  window: string;
+
+  /**
+   * @generated from field: optional double duration_minutes = 5;
+   */
+  durationMinutes?: number | undefined;
+
+  /**
+   * @generated from field: optional string model = 6;
+   */
+  model?: string | undefined;
+
+  /**
+   * "user" (teams come later).
+   *
+   * @generated from field: string scope = 7;
+   */
+  scope: string;
+
+  /**
+   * Dollars for spend.
+   *
+   * @generated from field: double max = 8;
+   */
+  max: number;
+
+  /**
+   * Dollars for spend; 0 for session_spend (the client counts its sessions).
+   *
+   * @generated from field: double used = 9;
+   */
+  used: number;
+
+  /**
+   * used / max rounded to 1e-6; 1 when max is 0.
+   *
+   * @generated from field: double pct = 10;
+   */
+  pct: number;
+
+  /**
+   * Resolved: the limit's own or the plan's.
+   *
+   * @generated from field: double soft_gate_at = 11;
+   */
+  softGateAt: number;
+
+  /**
+   * @generated from field: double hard_gate_at = 12;
+   */
+  hardGateAt: number;
+
+  /**
+   * Unset for rolling and session windows.
+   *
+   * @generated from field: optional google.protobuf.Timestamp window_start = 13;
+   */
+  windowStart?: Timestamp | undefined;
+
+  /**
+   * Unset: never (max 0), nothing counted in a rolling window, or a session.
+   *
+   * @generated from field: optional google.protobuf.Timestamp resets_at = 14;
+   */
+  resetsAt?: Timestamp | undefined;
+
+  /**
+   * Rolling windows only: the buckets that still count, oldest first.
+   *
+   * @generated from field: repeated meter.ingestion.v1.WindowBucket buckets = 15;
+   */
+  buckets: WindowBucket[];
+};
+
+/**
+ * Describes the message meter.ingestion.v1.Dimension.
+ * Use `create(DimensionSchema)` to create a new message.
+ */
+export const DimensionSchema: GenMessage<Dimension> = /*@__PURE__*/
+  messageDesc(file_meter_ingestion_v1_ingestion, 20);
+
+/**
+ * @generated from message meter.ingestion.v1.WindowBucket
+ */
+export type WindowBucket = Message<"meter.ingestion.v1.WindowBucket"> & {
+  /**
+   * @generated from field: google.protobuf.Timestamp start = 1;
+   */
+  start?: Timestamp | undefined;
+
+  /**
+   * Dollars for spend.
+   *
+   * @generated from field: double used = 2;
+   */
+  used: number;
+};
+
+/**
+ * Describes the message meter.ingestion.v1.WindowBucket.
+ * Use `create(WindowBucketSchema)` to create a new message.
+ */
+export const WindowBucketSchema: GenMessage<WindowBucket> = /*@__PURE__*/
+  messageDesc(file_meter_ingestion_v1_ingestion, 21);
+
+/**
+ * @generated from message meter.ingestion.v1.GetLimitsRequest
+ */
+export type GetLimitsRequest = Message<"meter.ingestion.v1.GetLimitsRequest"> & {
+  /**
+   * @generated from field: string product_id = 1;
+   */
+  productId: string;
+
+  /**
+   * @generated from field: string user_id = 2;
+   */
+  userId: string;
+};
+
+/**
+ * Describes the message meter.ingestion.v1.GetLimitsRequest.
+ * Use `create(GetLimitsRequestSchema)` to create a new message.
+ */
+export const GetLimitsRequestSchema: GenMessage<GetLimitsRequest> = /*@__PURE__*/
+  messageDesc(file_meter_ingestion_v1_ingestion, 22);
+
+/**
+ * @generated from message meter.ingestion.v1.GetLimitsResponse
+ */
+export type GetLimitsResponse = Message<"meter.ingestion.v1.GetLimitsResponse"> & {
+  /**
+   * @generated from field: string user_id = 1;
+   */
+  userId: string;
+
+  /**
+   * @generated from field: repeated meter.ingestion.v1.Dimension limits = 2;
+   */
+  limits: Dimension[];
+};
+
+/**
+ * Describes the message meter.ingestion.v1.GetLimitsResponse.
+ * Use `create(GetLimitsResponseSchema)` to create a new message.
+ */
+export const GetLimitsResponseSchema: GenMessage<GetLimitsResponse> = /*@__PURE__*/
+  messageDesc(file_meter_ingestion_v1_ingestion, 23);
 
 /**
  * @generated from message meter.ingestion.v1.AcquireLeaseRequest
@@ -902,7 +1105,7 @@ export type AcquireLeaseRequest = Message<"meter.ingestion.v1.AcquireLeaseReques
  * Use `create(AcquireLeaseRequestSchema)` to create a new message.
  */
 export const AcquireLeaseRequestSchema: GenMessage<AcquireLeaseRequest> = /*@__PURE__*/
-  messageDesc(file_meter_ingestion_v1_ingestion, 20);
+  messageDesc(file_meter_ingestion_v1_ingestion, 24);
 
 /**
  * A slice of one model's per-period token cap.
@@ -948,7 +1151,7 @@ export type TokenLease = Message<"meter.ingestion.v1.TokenLease"> & {
  * Use `create(TokenLeaseSchema)` to create a new message.
  */
 export const TokenLeaseSchema: GenMessage<TokenLease> = /*@__PURE__*/
-  messageDesc(file_meter_ingestion_v1_ingestion, 21);
+  messageDesc(file_meter_ingestion_v1_ingestion, 25);
 
 /**
  * @generated from message meter.ingestion.v1.Lease
@@ -1031,7 +1234,7 @@ export type Lease = Message<"meter.ingestion.v1.Lease"> & {
  * Use `create(LeaseSchema)` to create a new message.
  */
 export const LeaseSchema: GenMessage<Lease> = /*@__PURE__*/
-  messageDesc(file_meter_ingestion_v1_ingestion, 22);
+  messageDesc(file_meter_ingestion_v1_ingestion, 26);
 
 /**
  * @generated from message meter.ingestion.v1.AcquireLeaseResponse
@@ -1055,7 +1258,7 @@ export type AcquireLeaseResponse = Message<"meter.ingestion.v1.AcquireLeaseRespo
  * Use `create(AcquireLeaseResponseSchema)` to create a new message.
  */
 export const AcquireLeaseResponseSchema: GenMessage<AcquireLeaseResponse> = /*@__PURE__*/
-  messageDesc(file_meter_ingestion_v1_ingestion, 23);
+  messageDesc(file_meter_ingestion_v1_ingestion, 27);
 
 /**
  * @generated from message meter.ingestion.v1.ReleaseLeaseRequest
@@ -1098,7 +1301,7 @@ export type ReleaseLeaseRequest = Message<"meter.ingestion.v1.ReleaseLeaseReques
  * Use `create(ReleaseLeaseRequestSchema)` to create a new message.
  */
 export const ReleaseLeaseRequestSchema: GenMessage<ReleaseLeaseRequest> = /*@__PURE__*/
-  messageDesc(file_meter_ingestion_v1_ingestion, 24);
+  messageDesc(file_meter_ingestion_v1_ingestion, 28);
 
 /**
  * @generated from message meter.ingestion.v1.ReleaseLeaseResponse
@@ -1115,7 +1318,7 @@ export type ReleaseLeaseResponse = Message<"meter.ingestion.v1.ReleaseLeaseRespo
  * Use `create(ReleaseLeaseResponseSchema)` to create a new message.
  */
 export const ReleaseLeaseResponseSchema: GenMessage<ReleaseLeaseResponse> = /*@__PURE__*/
-  messageDesc(file_meter_ingestion_v1_ingestion, 25);
+  messageDesc(file_meter_ingestion_v1_ingestion, 29);
 
 /**
  * @generated from message meter.ingestion.v1.GetPeriodSpendsRequest
@@ -1139,7 +1342,7 @@ export type GetPeriodSpendsRequest = Message<"meter.ingestion.v1.GetPeriodSpends
  * Use `create(GetPeriodSpendsRequestSchema)` to create a new message.
  */
 export const GetPeriodSpendsRequestSchema: GenMessage<GetPeriodSpendsRequest> = /*@__PURE__*/
-  messageDesc(file_meter_ingestion_v1_ingestion, 26);
+  messageDesc(file_meter_ingestion_v1_ingestion, 30);
 
 /**
  * @generated from message meter.ingestion.v1.PeriodSpend
@@ -1180,7 +1383,7 @@ export type PeriodSpend = Message<"meter.ingestion.v1.PeriodSpend"> & {
  * Use `create(PeriodSpendSchema)` to create a new message.
  */
 export const PeriodSpendSchema: GenMessage<PeriodSpend> = /*@__PURE__*/
-  messageDesc(file_meter_ingestion_v1_ingestion, 27);
+  messageDesc(file_meter_ingestion_v1_ingestion, 31);
 
 /**
  * @generated from message meter.ingestion.v1.GetPeriodSpendsResponse
@@ -1199,7 +1402,7 @@ export type GetPeriodSpendsResponse = Message<"meter.ingestion.v1.GetPeriodSpend
  * Use `create(GetPeriodSpendsResponseSchema)` to create a new message.
  */
 export const GetPeriodSpendsResponseSchema: GenMessage<GetPeriodSpendsResponse> = /*@__PURE__*/
-  messageDesc(file_meter_ingestion_v1_ingestion, 28);
+  messageDesc(file_meter_ingestion_v1_ingestion, 32);
 
 /**
  * IngestionService owns usage events, gate events, manual events and per-user period
@@ -1298,6 +1501,16 @@ export const IngestionService: GenService<{
     methodKind: "unary";
     input: typeof GetPeriodSpendsRequestSchema;
     output: typeof GetPeriodSpendsResponseSchema;
+  },
+  /**
+   * Every dimension of the user (the session view's `limits`). NOT_FOUND for an unknown user.
+   *
+   * @generated from rpc meter.ingestion.v1.IngestionService.GetLimits
+   */
+  getLimits: {
+    methodKind: "unary";
+    input: typeof GetLimitsRequestSchema;
+    output: typeof GetLimitsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_meter_ingestion_v1_ingestion, 0);

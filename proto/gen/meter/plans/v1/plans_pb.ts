@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file meter/plans/v1/plans.proto.
  */
 export const file_meter_plans_v1_plans: GenFile = /*@__PURE__*/
-  fileDesc("ChptZXRlci9wbGFucy92MS9wbGFucy5wcm90bxIObWV0ZXIucGxhbnMudjEiKQoIQ29zdFJhdGUSDQoFaW5wdXQYASABKAESDgoGb3V0cHV0GAIgASgBIisKCk1vZGVsTGltaXQSHQoVbWF4X3Rva2Vuc19wZXJfcGVyaW9kGAEgASgDIs8HCgxQbGFuU2V0dGluZ3MSEQoEbmFtZRgBIAEoCUgAiAEBEiEKFG1heF9zcGVuZF9wZXJfcGVyaW9kGAIgASgBSAGIAQESIgoVbWF4X3NwZW5kX3Blcl9zZXNzaW9uGAMgASgBSAKIAQESJAoXc2Vzc2lvbl90aW1lb3V0X21pbnV0ZXMYBCABKAFIA4gBARIZCgxzb2Z0X2dhdGVfYXQYBSABKAFIBIgBARIZCgxoYXJkX2dhdGVfYXQYBiABKAFIBYgBARJDCgxtb2RlbF9saW1pdHMYByADKAsyLS5tZXRlci5wbGFucy52MS5QbGFuU2V0dGluZ3MuTW9kZWxMaW1pdHNFbnRyeRI/Cgpjb3N0X3JhdGVzGAggAygLMisubWV0ZXIucGxhbnMudjEuUGxhblNldHRpbmdzLkNvc3RSYXRlc0VudHJ5EjgKEWRlZmF1bHRfY29zdF9yYXRlGAkgASgLMhgubWV0ZXIucGxhbnMudjEuQ29zdFJhdGVIBogBARI/Cgp0b29sX2Nvc3RzGAogAygLMisubWV0ZXIucGxhbnMudjEuUGxhblNldHRpbmdzLlRvb2xDb3N0c0VudHJ5Eh4KEWRlZmF1bHRfdG9vbF9jb3N0GAsgASgBSAeIAQESHgoRcHJlX2NhbGxfZXN0aW1hdGUYDCABKAhICIgBARIjChZwcmVfY2FsbF9idWZmZXJfdG9rZW5zGA0gASgDSAmIAQEaTgoQTW9kZWxMaW1pdHNFbnRyeRILCgNrZXkYASABKAkSKQoFdmFsdWUYAiABKAsyGi5tZXRlci5wbGFucy52MS5Nb2RlbExpbWl0OgI4ARpKCg5Db3N0UmF0ZXNFbnRyeRILCgNrZXkYASABKAkSJwoFdmFsdWUYAiABKAsyGC5tZXRlci5wbGFucy52MS5Db3N0UmF0ZToCOAEaMAoOVG9vbENvc3RzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgBOgI4AUIHCgVfbmFtZUIXChVfbWF4X3NwZW5kX3Blcl9wZXJpb2RCGAoWX21heF9zcGVuZF9wZXJfc2Vzc2lvbkIaChhfc2Vzc2lvbl90aW1lb3V0X21pbnV0ZXNCDwoNX3NvZnRfZ2F0ZV9hdEIPCg1faGFyZF9nYXRlX2F0QhQKEl9kZWZhdWx0X2Nvc3RfcmF0ZUIUChJfZGVmYXVsdF90b29sX2Nvc3RCFAoSX3ByZV9jYWxsX2VzdGltYXRlQhkKF19wcmVfY2FsbF9idWZmZXJfdG9rZW5zIuoGCgRQbGFuEgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSIQoUbWF4X3NwZW5kX3Blcl9wZXJpb2QYAyABKAFIAIgBARIiChVtYXhfc3BlbmRfcGVyX3Nlc3Npb24YBCABKAFIAYgBARIfChdzZXNzaW9uX3RpbWVvdXRfbWludXRlcxgFIAEoARIUCgxzb2Z0X2dhdGVfYXQYBiABKAESFAoMaGFyZF9nYXRlX2F0GAcgASgBEjsKDG1vZGVsX2xpbWl0cxgIIAMoCzIlLm1ldGVyLnBsYW5zLnYxLlBsYW4uTW9kZWxMaW1pdHNFbnRyeRI3Cgpjb3N0X3JhdGVzGAkgAygLMiMubWV0ZXIucGxhbnMudjEuUGxhbi5Db3N0UmF0ZXNFbnRyeRI4ChFkZWZhdWx0X2Nvc3RfcmF0ZRgKIAEoCzIYLm1ldGVyLnBsYW5zLnYxLkNvc3RSYXRlSAKIAQESNwoKdG9vbF9jb3N0cxgLIAMoCzIjLm1ldGVyLnBsYW5zLnYxLlBsYW4uVG9vbENvc3RzRW50cnkSGQoRZGVmYXVsdF90b29sX2Nvc3QYDCABKAESGQoRcHJlX2NhbGxfZXN0aW1hdGUYDSABKAgSHgoWcHJlX2NhbGxfYnVmZmVyX3Rva2VucxgOIAEoAxIuCgpjcmVhdGVkX2F0GA8gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GBAgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBpOChBNb2RlbExpbWl0c0VudHJ5EgsKA2tleRgBIAEoCRIpCgV2YWx1ZRgCIAEoCzIaLm1ldGVyLnBsYW5zLnYxLk1vZGVsTGltaXQ6AjgBGkoKDkNvc3RSYXRlc0VudHJ5EgsKA2tleRgBIAEoCRInCgV2YWx1ZRgCIAEoCzIYLm1ldGVyLnBsYW5zLnYxLkNvc3RSYXRlOgI4ARowCg5Ub29sQ29zdHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAE6AjgBQhcKFV9tYXhfc3BlbmRfcGVyX3BlcmlvZEIYChZfbWF4X3NwZW5kX3Blcl9zZXNzaW9uQhQKEl9kZWZhdWx0X2Nvc3RfcmF0ZSKQAgoEVXNlchIKCgJpZBgBIAEoCRIYChBleHRlcm5hbF91c2VyX2lkGAIgASgJEhEKBG5hbWUYAyABKAlIAIgBARIWCglwbGFuX25hbWUYBCABKAlIAYgBARIkChdiaWxsaW5nX3N1YnNjcmlwdGlvbl9pZBgFIAEoCUgCiAEBEi4KCmNyZWF0ZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgcKBV9uYW1lQgwKCl9wbGFuX25hbWVCGgoYX2JpbGxpbmdfc3Vic2NyaXB0aW9uX2lkIr4CCgxTdWJzY3JpcHRpb24SCgoCaWQYASABKAkSDwoHcGxhbl9pZBgCIAEoCRIRCglwbGFuX25hbWUYAyABKAkSJAoXYmlsbGluZ19zdWJzY3JpcHRpb25faWQYBCABKAlIAIgBARI1CgxwZXJpb2Rfc3RhcnQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSAGIAQESMwoKcGVyaW9kX2VuZBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAogBARIwCgxlZmZlY3RpdmVfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQhoKGF9iaWxsaW5nX3N1YnNjcmlwdGlvbl9pZEIPCg1fcGVyaW9kX3N0YXJ0Qg0KC19wZXJpb2RfZW5kIq0BChJDcmVhdGVQbGFuc1JlcXVlc3QSEgoKcHJvZHVjdF9pZBgBIAEoCRIZCgxzb2Z0X2dhdGVfYXQYAiABKAFIAIgBARIZCgxoYXJkX2dhdGVfYXQYAyABKAFIAYgBARIrCgVwbGFucxgEIAMoCzIcLm1ldGVyLnBsYW5zLnYxLlBsYW5TZXR0aW5nc0IPCg1fc29mdF9nYXRlX2F0Qg8KDV9oYXJkX2dhdGVfYXQiTgoTQ3JlYXRlUGxhbnNSZXNwb25zZRIjCgVwbGFucxgBIAMoCzIULm1ldGVyLnBsYW5zLnYxLlBsYW4SEgoKZHVwbGljYXRlcxgCIAMoCSImChBMaXN0UGxhbnNSZXF1ZXN0EhIKCnByb2R1Y3RfaWQYASABKAkiOAoRTGlzdFBsYW5zUmVzcG9uc2USIwoFcGxhbnMYASADKAsyFC5tZXRlci5wbGFucy52MS5QbGFuIpUBChFVcGRhdGVQbGFuUmVxdWVzdBISCgpwcm9kdWN0X2lkGAEgASgJEg8KB3BsYW5faWQYAiABKAkSKgoEcGxhbhgDIAEoCzIcLm1ldGVyLnBsYW5zLnYxLlBsYW5TZXR0aW5ncxIvCgt1cGRhdGVfbWFzaxgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2siOAoSVXBkYXRlUGxhblJlc3BvbnNlEiIKBHBsYW4YASABKAsyFC5tZXRlci5wbGFucy52MS5QbGFuIl0KEUNyZWF0ZVVzZXJSZXF1ZXN0EhIKCnByb2R1Y3RfaWQYASABKAkSGAoQZXh0ZXJuYWxfdXNlcl9pZBgCIAEoCRIRCgRuYW1lGAMgASgJSACIAQFCBwoFX25hbWUiOAoSQ3JlYXRlVXNlclJlc3BvbnNlEiIKBHVzZXIYASABKAsyFC5tZXRlci5wbGFucy52MS5Vc2VyIj4KDkdldFVzZXJSZXF1ZXN0EhIKCnByb2R1Y3RfaWQYASABKAkSGAoQZXh0ZXJuYWxfdXNlcl9pZBgCIAEoCSI1Cg9HZXRVc2VyUmVzcG9uc2USIgoEdXNlchgBIAEoCzIULm1ldGVyLnBsYW5zLnYxLlVzZXIipQIKFlNldFN1YnNjcmlwdGlvblJlcXVlc3QSEgoKcHJvZHVjdF9pZBgBIAEoCRIYChBleHRlcm5hbF91c2VyX2lkGAIgASgJEg8KB3BsYW5faWQYAyABKAkSJAoXYmlsbGluZ19zdWJzY3JpcHRpb25faWQYBCABKAlIAIgBARI1CgxwZXJpb2Rfc3RhcnQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSAGIAQESMwoKcGVyaW9kX2VuZBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAogBAUIaChhfYmlsbGluZ19zdWJzY3JpcHRpb25faWRCDwoNX3BlcmlvZF9zdGFydEINCgtfcGVyaW9kX2VuZCI9ChdTZXRTdWJzY3JpcHRpb25SZXNwb25zZRIiCgR1c2VyGAEgASgLMhQubWV0ZXIucGxhbnMudjEuVXNlciJEChNSZXNvbHZlVXNlcnNSZXF1ZXN0EhIKCnByb2R1Y3RfaWQYASABKAkSGQoRZXh0ZXJuYWxfdXNlcl9pZHMYAiADKAki4wEKDFJlc29sdmVkVXNlchIiCgR1c2VyGAEgASgLMhQubWV0ZXIucGxhbnMudjEuVXNlchIzCg1zdWJzY3JpcHRpb25zGAIgAygLMhwubWV0ZXIucGxhbnMudjEuU3Vic2NyaXB0aW9uEjYKBXBsYW5zGAMgAygLMicubWV0ZXIucGxhbnMudjEuUmVzb2x2ZWRVc2VyLlBsYW5zRW50cnkaQgoKUGxhbnNFbnRyeRILCgNrZXkYASABKAkSIwoFdmFsdWUYAiABKAsyFC5tZXRlci5wbGFucy52MS5QbGFuOgI4ASJDChRSZXNvbHZlVXNlcnNSZXNwb25zZRIrCgV1c2VycxgBIAMoCzIcLm1ldGVyLnBsYW5zLnYxLlJlc29sdmVkVXNlciItChdDb3VudFN1YnNjcmliZXJzUmVxdWVzdBISCgpwcm9kdWN0X2lkGAEgASgJIj4KD1BsYW5TdWJzY3JpYmVycxIRCglwbGFuX25hbWUYASABKAkSGAoQc3Vic2NyaWJlcl9jb3VudBgCIAEoAyJKChhDb3VudFN1YnNjcmliZXJzUmVzcG9uc2USLgoFcGxhbnMYASADKAsyHy5tZXRlci5wbGFucy52MS5QbGFuU3Vic2NyaWJlcnMiRgoSTGlzdENoYW5nZXNSZXF1ZXN0EhIKCnByb2R1Y3RfaWQYASABKAkSEgoFc2luY2UYAiABKANIAIgBAUIICgZfc2luY2UiXwoTTGlzdENoYW5nZXNSZXNwb25zZRIOCgZtYXJrZXIYASABKAMSCwoDYWxsGAIgASgIEhAKCHBsYW5faWRzGAMgAygJEhkKEWV4dGVybmFsX3VzZXJfaWRzGAQgAygJIosBChBMaXN0VXNlcnNSZXF1ZXN0EhIKCnByb2R1Y3RfaWQYASABKAkSDgoGcHJlZml4GAIgASgJEhYKCXBsYW5fbmFtZRgDIAEoCUgAiAEBEhMKBmN1cnNvchgEIAEoCUgBiAEBEg0KBWxpbWl0GAUgASgFQgwKCl9wbGFuX25hbWVCCQoHX2N1cnNvciJiChFMaXN0VXNlcnNSZXNwb25zZRIjCgV1c2VycxgBIAMoCzIULm1ldGVyLnBsYW5zLnYxLlVzZXISGAoLbmV4dF9jdXJzb3IYAiABKAlIAIgBAUIOCgxfbmV4dF9jdXJzb3Iy/gYKDFBsYW5zU2VydmljZRJWCgtDcmVhdGVQbGFucxIiLm1ldGVyLnBsYW5zLnYxLkNyZWF0ZVBsYW5zUmVxdWVzdBojLm1ldGVyLnBsYW5zLnYxLkNyZWF0ZVBsYW5zUmVzcG9uc2USUAoJTGlzdFBsYW5zEiAubWV0ZXIucGxhbnMudjEuTGlzdFBsYW5zUmVxdWVzdBohLm1ldGVyLnBsYW5zLnYxLkxpc3RQbGFuc1Jlc3BvbnNlElMKClVwZGF0ZVBsYW4SIS5tZXRlci5wbGFucy52MS5VcGRhdGVQbGFuUmVxdWVzdBoiLm1ldGVyLnBsYW5zLnYxLlVwZGF0ZVBsYW5SZXNwb25zZRJTCgpDcmVhdGVVc2VyEiEubWV0ZXIucGxhbnMudjEuQ3JlYXRlVXNlclJlcXVlc3QaIi5tZXRlci5wbGFucy52MS5DcmVhdGVVc2VyUmVzcG9uc2USSgoHR2V0VXNlchIeLm1ldGVyLnBsYW5zLnYxLkdldFVzZXJSZXF1ZXN0Gh8ubWV0ZXIucGxhbnMudjEuR2V0VXNlclJlc3BvbnNlEmIKD1NldFN1YnNjcmlwdGlvbhImLm1ldGVyLnBsYW5zLnYxLlNldFN1YnNjcmlwdGlvblJlcXVlc3QaJy5tZXRlci5wbGFucy52MS5TZXRTdWJzY3JpcHRpb25SZXNwb25zZRJZCgxSZXNvbHZlVXNlcnMSIy5tZXRlci5wbGFucy52MS5SZXNvbHZlVXNlcnNSZXF1ZXN0GiQubWV0ZXIucGxhbnMudjEuUmVzb2x2ZVVzZXJzUmVzcG9uc2USZQoQQ291bnRTdWJzY3JpYmVycxInLm1ldGVyLnBsYW5zLnYxLkNvdW50U3Vic2NyaWJlcnNSZXF1ZXN0GigubWV0ZXIucGxhbnMudjEuQ291bnRTdWJzY3JpYmVyc1Jlc3BvbnNlElYKC0xpc3RDaGFuZ2VzEiIubWV0ZXIucGxhbnMudjEuTGlzdENoYW5nZXNSZXF1ZXN0GiMubWV0ZXIucGxhbnMudjEuTGlzdENoYW5nZXNSZXNwb25zZRJQCglMaXN0VXNlcnMSIC5tZXRlci5wbGFucy52MS5MaXN0VXNlcnNSZXF1ZXN0GiEubWV0ZXIucGxhbnMudjEuTGlzdFVzZXJzUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_field_mask, file_google_protobuf_timestamp]);
+  fileDesc("ChptZXRlci9wbGFucy92MS9wbGFucy5wcm90bxIObWV0ZXIucGxhbnMudjEiKQoIQ29zdFJhdGUSDQoFaW5wdXQYASABKAESDgoGb3V0cHV0GAIgASgBIisKCk1vZGVsTGltaXQSHQoVbWF4X3Rva2Vuc19wZXJfcGVyaW9kGAEgASgDIvABCglQbGFuTGltaXQSDAoEbmFtZRgBIAEoCRIOCgZtZXRyaWMYAiABKAkSCwoDbWF4GAMgASgBEg4KBndpbmRvdxgEIAEoCRIdChBkdXJhdGlvbl9taW51dGVzGAUgASgBSACIAQESEgoFbW9kZWwYBiABKAlIAYgBARIZCgxzb2Z0X2dhdGVfYXQYByABKAFIAogBARIZCgxoYXJkX2dhdGVfYXQYCCABKAFIA4gBAUITChFfZHVyYXRpb25fbWludXRlc0IICgZfbW9kZWxCDwoNX3NvZnRfZ2F0ZV9hdEIPCg1faGFyZF9nYXRlX2F0IqAICgxQbGFuU2V0dGluZ3MSEQoEbmFtZRgBIAEoCUgAiAEBEiEKFG1heF9zcGVuZF9wZXJfcGVyaW9kGAIgASgBSAGIAQESIgoVbWF4X3NwZW5kX3Blcl9zZXNzaW9uGAMgASgBSAKIAQESJAoXc2Vzc2lvbl90aW1lb3V0X21pbnV0ZXMYBCABKAFIA4gBARIZCgxzb2Z0X2dhdGVfYXQYBSABKAFIBIgBARIZCgxoYXJkX2dhdGVfYXQYBiABKAFIBYgBARJDCgxtb2RlbF9saW1pdHMYByADKAsyLS5tZXRlci5wbGFucy52MS5QbGFuU2V0dGluZ3MuTW9kZWxMaW1pdHNFbnRyeRI/Cgpjb3N0X3JhdGVzGAggAygLMisubWV0ZXIucGxhbnMudjEuUGxhblNldHRpbmdzLkNvc3RSYXRlc0VudHJ5EjgKEWRlZmF1bHRfY29zdF9yYXRlGAkgASgLMhgubWV0ZXIucGxhbnMudjEuQ29zdFJhdGVIBogBARI/Cgp0b29sX2Nvc3RzGAogAygLMisubWV0ZXIucGxhbnMudjEuUGxhblNldHRpbmdzLlRvb2xDb3N0c0VudHJ5Eh4KEWRlZmF1bHRfdG9vbF9jb3N0GAsgASgBSAeIAQESHgoRcHJlX2NhbGxfZXN0aW1hdGUYDCABKAhICIgBARIjChZwcmVfY2FsbF9idWZmZXJfdG9rZW5zGA0gASgDSAmIAQESKQoGbGltaXRzGA4gAygLMhkubWV0ZXIucGxhbnMudjEuUGxhbkxpbWl0EhYKCXRpbWVfem9uZRgPIAEoCUgKiAEBGk4KEE1vZGVsTGltaXRzRW50cnkSCwoDa2V5GAEgASgJEikKBXZhbHVlGAIgASgLMhoubWV0ZXIucGxhbnMudjEuTW9kZWxMaW1pdDoCOAEaSgoOQ29zdFJhdGVzRW50cnkSCwoDa2V5GAEgASgJEicKBXZhbHVlGAIgASgLMhgubWV0ZXIucGxhbnMudjEuQ29zdFJhdGU6AjgBGjAKDlRvb2xDb3N0c0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoAToCOAFCBwoFX25hbWVCFwoVX21heF9zcGVuZF9wZXJfcGVyaW9kQhgKFl9tYXhfc3BlbmRfcGVyX3Nlc3Npb25CGgoYX3Nlc3Npb25fdGltZW91dF9taW51dGVzQg8KDV9zb2Z0X2dhdGVfYXRCDwoNX2hhcmRfZ2F0ZV9hdEIUChJfZGVmYXVsdF9jb3N0X3JhdGVCFAoSX2RlZmF1bHRfdG9vbF9jb3N0QhQKEl9wcmVfY2FsbF9lc3RpbWF0ZUIZChdfcHJlX2NhbGxfYnVmZmVyX3Rva2Vuc0IMCgpfdGltZV96b25lIqgHCgRQbGFuEgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSIQoUbWF4X3NwZW5kX3Blcl9wZXJpb2QYAyABKAFIAIgBARIiChVtYXhfc3BlbmRfcGVyX3Nlc3Npb24YBCABKAFIAYgBARIfChdzZXNzaW9uX3RpbWVvdXRfbWludXRlcxgFIAEoARIUCgxzb2Z0X2dhdGVfYXQYBiABKAESFAoMaGFyZF9nYXRlX2F0GAcgASgBEjsKDG1vZGVsX2xpbWl0cxgIIAMoCzIlLm1ldGVyLnBsYW5zLnYxLlBsYW4uTW9kZWxMaW1pdHNFbnRyeRI3Cgpjb3N0X3JhdGVzGAkgAygLMiMubWV0ZXIucGxhbnMudjEuUGxhbi5Db3N0UmF0ZXNFbnRyeRI4ChFkZWZhdWx0X2Nvc3RfcmF0ZRgKIAEoCzIYLm1ldGVyLnBsYW5zLnYxLkNvc3RSYXRlSAKIAQESNwoKdG9vbF9jb3N0cxgLIAMoCzIjLm1ldGVyLnBsYW5zLnYxLlBsYW4uVG9vbENvc3RzRW50cnkSGQoRZGVmYXVsdF90b29sX2Nvc3QYDCABKAESGQoRcHJlX2NhbGxfZXN0aW1hdGUYDSABKAgSHgoWcHJlX2NhbGxfYnVmZmVyX3Rva2VucxgOIAEoAxIuCgpjcmVhdGVkX2F0GA8gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GBAgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIpCgZsaW1pdHMYESADKAsyGS5tZXRlci5wbGFucy52MS5QbGFuTGltaXQSEQoJdGltZV96b25lGBIgASgJGk4KEE1vZGVsTGltaXRzRW50cnkSCwoDa2V5GAEgASgJEikKBXZhbHVlGAIgASgLMhoubWV0ZXIucGxhbnMudjEuTW9kZWxMaW1pdDoCOAEaSgoOQ29zdFJhdGVzRW50cnkSCwoDa2V5GAEgASgJEicKBXZhbHVlGAIgASgLMhgubWV0ZXIucGxhbnMudjEuQ29zdFJhdGU6AjgBGjAKDlRvb2xDb3N0c0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoAToCOAFCFwoVX21heF9zcGVuZF9wZXJfcGVyaW9kQhgKFl9tYXhfc3BlbmRfcGVyX3Nlc3Npb25CFAoSX2RlZmF1bHRfY29zdF9yYXRlIpACCgRVc2VyEgoKAmlkGAEgASgJEhgKEGV4dGVybmFsX3VzZXJfaWQYAiABKAkSEQoEbmFtZRgDIAEoCUgAiAEBEhYKCXBsYW5fbmFtZRgEIAEoCUgBiAEBEiQKF2JpbGxpbmdfc3Vic2NyaXB0aW9uX2lkGAUgASgJSAKIAQESLgoKY3JlYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCBwoFX25hbWVCDAoKX3BsYW5fbmFtZUIaChhfYmlsbGluZ19zdWJzY3JpcHRpb25faWQivgIKDFN1YnNjcmlwdGlvbhIKCgJpZBgBIAEoCRIPCgdwbGFuX2lkGAIgASgJEhEKCXBsYW5fbmFtZRgDIAEoCRIkChdiaWxsaW5nX3N1YnNjcmlwdGlvbl9pZBgEIAEoCUgAiAEBEjUKDHBlcmlvZF9zdGFydBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAYgBARIzCgpwZXJpb2RfZW5kGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgCiAEBEjAKDGVmZmVjdGl2ZV9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCGgoYX2JpbGxpbmdfc3Vic2NyaXB0aW9uX2lkQg8KDV9wZXJpb2Rfc3RhcnRCDQoLX3BlcmlvZF9lbmQirQEKEkNyZWF0ZVBsYW5zUmVxdWVzdBISCgpwcm9kdWN0X2lkGAEgASgJEhkKDHNvZnRfZ2F0ZV9hdBgCIAEoAUgAiAEBEhkKDGhhcmRfZ2F0ZV9hdBgDIAEoAUgBiAEBEisKBXBsYW5zGAQgAygLMhwubWV0ZXIucGxhbnMudjEuUGxhblNldHRpbmdzQg8KDV9zb2Z0X2dhdGVfYXRCDwoNX2hhcmRfZ2F0ZV9hdCJOChNDcmVhdGVQbGFuc1Jlc3BvbnNlEiMKBXBsYW5zGAEgAygLMhQubWV0ZXIucGxhbnMudjEuUGxhbhISCgpkdXBsaWNhdGVzGAIgAygJIiYKEExpc3RQbGFuc1JlcXVlc3QSEgoKcHJvZHVjdF9pZBgBIAEoCSI4ChFMaXN0UGxhbnNSZXNwb25zZRIjCgVwbGFucxgBIAMoCzIULm1ldGVyLnBsYW5zLnYxLlBsYW4ilQEKEVVwZGF0ZVBsYW5SZXF1ZXN0EhIKCnByb2R1Y3RfaWQYASABKAkSDwoHcGxhbl9pZBgCIAEoCRIqCgRwbGFuGAMgASgLMhwubWV0ZXIucGxhbnMudjEuUGxhblNldHRpbmdzEi8KC3VwZGF0ZV9tYXNrGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLkZpZWxkTWFzayI4ChJVcGRhdGVQbGFuUmVzcG9uc2USIgoEcGxhbhgBIAEoCzIULm1ldGVyLnBsYW5zLnYxLlBsYW4iXQoRQ3JlYXRlVXNlclJlcXVlc3QSEgoKcHJvZHVjdF9pZBgBIAEoCRIYChBleHRlcm5hbF91c2VyX2lkGAIgASgJEhEKBG5hbWUYAyABKAlIAIgBAUIHCgVfbmFtZSI4ChJDcmVhdGVVc2VyUmVzcG9uc2USIgoEdXNlchgBIAEoCzIULm1ldGVyLnBsYW5zLnYxLlVzZXIiPgoOR2V0VXNlclJlcXVlc3QSEgoKcHJvZHVjdF9pZBgBIAEoCRIYChBleHRlcm5hbF91c2VyX2lkGAIgASgJIjUKD0dldFVzZXJSZXNwb25zZRIiCgR1c2VyGAEgASgLMhQubWV0ZXIucGxhbnMudjEuVXNlciKlAgoWU2V0U3Vic2NyaXB0aW9uUmVxdWVzdBISCgpwcm9kdWN0X2lkGAEgASgJEhgKEGV4dGVybmFsX3VzZXJfaWQYAiABKAkSDwoHcGxhbl9pZBgDIAEoCRIkChdiaWxsaW5nX3N1YnNjcmlwdGlvbl9pZBgEIAEoCUgAiAEBEjUKDHBlcmlvZF9zdGFydBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAYgBARIzCgpwZXJpb2RfZW5kGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgCiAEBQhoKGF9iaWxsaW5nX3N1YnNjcmlwdGlvbl9pZEIPCg1fcGVyaW9kX3N0YXJ0Qg0KC19wZXJpb2RfZW5kIj0KF1NldFN1YnNjcmlwdGlvblJlc3BvbnNlEiIKBHVzZXIYASABKAsyFC5tZXRlci5wbGFucy52MS5Vc2VyIkQKE1Jlc29sdmVVc2Vyc1JlcXVlc3QSEgoKcHJvZHVjdF9pZBgBIAEoCRIZChFleHRlcm5hbF91c2VyX2lkcxgCIAMoCSLjAQoMUmVzb2x2ZWRVc2VyEiIKBHVzZXIYASABKAsyFC5tZXRlci5wbGFucy52MS5Vc2VyEjMKDXN1YnNjcmlwdGlvbnMYAiADKAsyHC5tZXRlci5wbGFucy52MS5TdWJzY3JpcHRpb24SNgoFcGxhbnMYAyADKAsyJy5tZXRlci5wbGFucy52MS5SZXNvbHZlZFVzZXIuUGxhbnNFbnRyeRpCCgpQbGFuc0VudHJ5EgsKA2tleRgBIAEoCRIjCgV2YWx1ZRgCIAEoCzIULm1ldGVyLnBsYW5zLnYxLlBsYW46AjgBIkMKFFJlc29sdmVVc2Vyc1Jlc3BvbnNlEisKBXVzZXJzGAEgAygLMhwubWV0ZXIucGxhbnMudjEuUmVzb2x2ZWRVc2VyIi0KF0NvdW50U3Vic2NyaWJlcnNSZXF1ZXN0EhIKCnByb2R1Y3RfaWQYASABKAkiPgoPUGxhblN1YnNjcmliZXJzEhEKCXBsYW5fbmFtZRgBIAEoCRIYChBzdWJzY3JpYmVyX2NvdW50GAIgASgDIkoKGENvdW50U3Vic2NyaWJlcnNSZXNwb25zZRIuCgVwbGFucxgBIAMoCzIfLm1ldGVyLnBsYW5zLnYxLlBsYW5TdWJzY3JpYmVycyJGChJMaXN0Q2hhbmdlc1JlcXVlc3QSEgoKcHJvZHVjdF9pZBgBIAEoCRISCgVzaW5jZRgCIAEoA0gAiAEBQggKBl9zaW5jZSJfChNMaXN0Q2hhbmdlc1Jlc3BvbnNlEg4KBm1hcmtlchgBIAEoAxILCgNhbGwYAiABKAgSEAoIcGxhbl9pZHMYAyADKAkSGQoRZXh0ZXJuYWxfdXNlcl9pZHMYBCADKAkiiwEKEExpc3RVc2Vyc1JlcXVlc3QSEgoKcHJvZHVjdF9pZBgBIAEoCRIOCgZwcmVmaXgYAiABKAkSFgoJcGxhbl9uYW1lGAMgASgJSACIAQESEwoGY3Vyc29yGAQgASgJSAGIAQESDQoFbGltaXQYBSABKAVCDAoKX3BsYW5fbmFtZUIJCgdfY3Vyc29yImIKEUxpc3RVc2Vyc1Jlc3BvbnNlEiMKBXVzZXJzGAEgAygLMhQubWV0ZXIucGxhbnMudjEuVXNlchIYCgtuZXh0X2N1cnNvchgCIAEoCUgAiAEBQg4KDF9uZXh0X2N1cnNvcjL+BgoMUGxhbnNTZXJ2aWNlElYKC0NyZWF0ZVBsYW5zEiIubWV0ZXIucGxhbnMudjEuQ3JlYXRlUGxhbnNSZXF1ZXN0GiMubWV0ZXIucGxhbnMudjEuQ3JlYXRlUGxhbnNSZXNwb25zZRJQCglMaXN0UGxhbnMSIC5tZXRlci5wbGFucy52MS5MaXN0UGxhbnNSZXF1ZXN0GiEubWV0ZXIucGxhbnMudjEuTGlzdFBsYW5zUmVzcG9uc2USUwoKVXBkYXRlUGxhbhIhLm1ldGVyLnBsYW5zLnYxLlVwZGF0ZVBsYW5SZXF1ZXN0GiIubWV0ZXIucGxhbnMudjEuVXBkYXRlUGxhblJlc3BvbnNlElMKCkNyZWF0ZVVzZXISIS5tZXRlci5wbGFucy52MS5DcmVhdGVVc2VyUmVxdWVzdBoiLm1ldGVyLnBsYW5zLnYxLkNyZWF0ZVVzZXJSZXNwb25zZRJKCgdHZXRVc2VyEh4ubWV0ZXIucGxhbnMudjEuR2V0VXNlclJlcXVlc3QaHy5tZXRlci5wbGFucy52MS5HZXRVc2VyUmVzcG9uc2USYgoPU2V0U3Vic2NyaXB0aW9uEiYubWV0ZXIucGxhbnMudjEuU2V0U3Vic2NyaXB0aW9uUmVxdWVzdBonLm1ldGVyLnBsYW5zLnYxLlNldFN1YnNjcmlwdGlvblJlc3BvbnNlElkKDFJlc29sdmVVc2VycxIjLm1ldGVyLnBsYW5zLnYxLlJlc29sdmVVc2Vyc1JlcXVlc3QaJC5tZXRlci5wbGFucy52MS5SZXNvbHZlVXNlcnNSZXNwb25zZRJlChBDb3VudFN1YnNjcmliZXJzEicubWV0ZXIucGxhbnMudjEuQ291bnRTdWJzY3JpYmVyc1JlcXVlc3QaKC5tZXRlci5wbGFucy52MS5Db3VudFN1YnNjcmliZXJzUmVzcG9uc2USVgoLTGlzdENoYW5nZXMSIi5tZXRlci5wbGFucy52MS5MaXN0Q2hhbmdlc1JlcXVlc3QaIy5tZXRlci5wbGFucy52MS5MaXN0Q2hhbmdlc1Jlc3BvbnNlElAKCUxpc3RVc2VycxIgLm1ldGVyLnBsYW5zLnYxLkxpc3RVc2Vyc1JlcXVlc3QaIS5tZXRlci5wbGFucy52MS5MaXN0VXNlcnNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_field_mask, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message meter.plans.v1.CostRate
@@ -56,6 +56,77 @@ export type ModelLimit = Message<"meter.plans.v1.ModelLimit"> & {
  */
 export const ModelLimitSchema: GenMessage<ModelLimit> = /*@__PURE__*/
   messageDesc(file_meter_plans_v1_plans, 1);
+
+/**
+ * One entry of a plan's `limits` (BUDGETS.md §2): a cap on a metric over a window. Metric and
+ * window travel as strings so that the plans service, not the transport, refuses an unknown
+ * one with a message naming the limit and the field.
+ *
+ * @generated from message meter.plans.v1.PlanLimit
+ */
+export type PlanLimit = Message<"meter.plans.v1.PlanLimit"> & {
+  /**
+   * 1-64 of [a-z0-9_-], unique in the plan; gate reason `limit:<name>`.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * spend | tokens | requests
+   *
+   * @generated from field: string metric = 2;
+   */
+  metric: string;
+
+  /**
+   * Dollars for spend; a whole number for tokens and requests.
+   *
+   * @generated from field: double max = 3;
+   */
+  max: number;
+
+  /**
+   * minute | hour | day | week | month | period | rolling
+   *
+   * @generated from field: string window = 4;
+   */
+  window: string;
+
+  /**
+   * Rolling windows only: the window counts the last N minutes (1-44,640; a double so that the
+   * plans service, not the transport, refuses a fraction).
+   *
+   * @generated from field: optional double duration_minutes = 5;
+   */
+  durationMinutes?: number | undefined;
+
+  /**
+   * Count only calls whose normalized model is this one; unset counts every call.
+   *
+   * @generated from field: optional string model = 6;
+   */
+  model?: string | undefined;
+
+  /**
+   * Unset: the plan's.
+   *
+   * @generated from field: optional double soft_gate_at = 7;
+   */
+  softGateAt?: number | undefined;
+
+  /**
+   * @generated from field: optional double hard_gate_at = 8;
+   */
+  hardGateAt?: number | undefined;
+};
+
+/**
+ * Describes the message meter.plans.v1.PlanLimit.
+ * Use `create(PlanLimitSchema)` to create a new message.
+ */
+export const PlanLimitSchema: GenMessage<PlanLimit> = /*@__PURE__*/
+  messageDesc(file_meter_plans_v1_plans, 2);
 
 /**
  * Plan settings as sent by a client: every field optional, defaults applied by the service.
@@ -131,6 +202,20 @@ export type PlanSettings = Message<"meter.plans.v1.PlanSettings"> & {
    * @generated from field: optional int64 pre_call_buffer_tokens = 13;
    */
   preCallBufferTokens?: bigint | undefined;
+
+  /**
+   * Replaced whole when named in an update mask; at most 16.
+   *
+   * @generated from field: repeated meter.plans.v1.PlanLimit limits = 14;
+   */
+  limits: PlanLimit[];
+
+  /**
+   * IANA time zone the calendar windows of `limits` reset in; unset: UTC.
+   *
+   * @generated from field: optional string time_zone = 15;
+   */
+  timeZone?: string | undefined;
 };
 
 /**
@@ -138,7 +223,7 @@ export type PlanSettings = Message<"meter.plans.v1.PlanSettings"> & {
  * Use `create(PlanSettingsSchema)` to create a new message.
  */
 export const PlanSettingsSchema: GenMessage<PlanSettings> = /*@__PURE__*/
-  messageDesc(file_meter_plans_v1_plans, 2);
+  messageDesc(file_meter_plans_v1_plans, 3);
 
 /**
  * A stored plan with every default filled in.
@@ -225,6 +310,20 @@ export type Plan = Message<"meter.plans.v1.Plan"> & {
    * @generated from field: google.protobuf.Timestamp updated_at = 16;
    */
   updatedAt?: Timestamp | undefined;
+
+  /**
+   * Empty for a plan without windows.
+   *
+   * @generated from field: repeated meter.plans.v1.PlanLimit limits = 17;
+   */
+  limits: PlanLimit[];
+
+  /**
+   * "UTC" unless the plan names another.
+   *
+   * @generated from field: string time_zone = 18;
+   */
+  timeZone: string;
 };
 
 /**
@@ -232,7 +331,7 @@ export type Plan = Message<"meter.plans.v1.Plan"> & {
  * Use `create(PlanSchema)` to create a new message.
  */
 export const PlanSchema: GenMessage<Plan> = /*@__PURE__*/
-  messageDesc(file_meter_plans_v1_plans, 3);
+  messageDesc(file_meter_plans_v1_plans, 4);
 
 /**
  * @generated from message meter.plans.v1.User
@@ -281,7 +380,7 @@ export type User = Message<"meter.plans.v1.User"> & {
  * Use `create(UserSchema)` to create a new message.
  */
 export const UserSchema: GenMessage<User> = /*@__PURE__*/
-  messageDesc(file_meter_plans_v1_plans, 4);
+  messageDesc(file_meter_plans_v1_plans, 5);
 
 /**
  * One entry of a user's subscription history.
@@ -334,7 +433,7 @@ export type Subscription = Message<"meter.plans.v1.Subscription"> & {
  * Use `create(SubscriptionSchema)` to create a new message.
  */
 export const SubscriptionSchema: GenMessage<Subscription> = /*@__PURE__*/
-  messageDesc(file_meter_plans_v1_plans, 5);
+  messageDesc(file_meter_plans_v1_plans, 6);
 
 /**
  * @generated from message meter.plans.v1.CreatePlansRequest
@@ -368,7 +467,7 @@ export type CreatePlansRequest = Message<"meter.plans.v1.CreatePlansRequest"> & 
  * Use `create(CreatePlansRequestSchema)` to create a new message.
  */
 export const CreatePlansRequestSchema: GenMessage<CreatePlansRequest> = /*@__PURE__*/
-  messageDesc(file_meter_plans_v1_plans, 6);
+  messageDesc(file_meter_plans_v1_plans, 7);
 
 /**
  * @generated from message meter.plans.v1.CreatePlansResponse
@@ -390,7 +489,7 @@ export type CreatePlansResponse = Message<"meter.plans.v1.CreatePlansResponse"> 
  * Use `create(CreatePlansResponseSchema)` to create a new message.
  */
 export const CreatePlansResponseSchema: GenMessage<CreatePlansResponse> = /*@__PURE__*/
-  messageDesc(file_meter_plans_v1_plans, 7);
+  messageDesc(file_meter_plans_v1_plans, 8);
 
 /**
  * @generated from message meter.plans.v1.ListPlansRequest
@@ -407,7 +506,7 @@ export type ListPlansRequest = Message<"meter.plans.v1.ListPlansRequest"> & {
  * Use `create(ListPlansRequestSchema)` to create a new message.
  */
 export const ListPlansRequestSchema: GenMessage<ListPlansRequest> = /*@__PURE__*/
-  messageDesc(file_meter_plans_v1_plans, 8);
+  messageDesc(file_meter_plans_v1_plans, 9);
 
 /**
  * @generated from message meter.plans.v1.ListPlansResponse
@@ -424,7 +523,7 @@ export type ListPlansResponse = Message<"meter.plans.v1.ListPlansResponse"> & {
  * Use `create(ListPlansResponseSchema)` to create a new message.
  */
 export const ListPlansResponseSchema: GenMessage<ListPlansResponse> = /*@__PURE__*/
-  messageDesc(file_meter_plans_v1_plans, 9);
+  messageDesc(file_meter_plans_v1_plans, 10);
 
 /**
  * @generated from message meter.plans.v1.UpdatePlanRequest
@@ -458,7 +557,7 @@ export type UpdatePlanRequest = Message<"meter.plans.v1.UpdatePlanRequest"> & {
  * Use `create(UpdatePlanRequestSchema)` to create a new message.
  */
 export const UpdatePlanRequestSchema: GenMessage<UpdatePlanRequest> = /*@__PURE__*/
-  messageDesc(file_meter_plans_v1_plans, 10);
+  messageDesc(file_meter_plans_v1_plans, 11);
 
 /**
  * @generated from message meter.plans.v1.UpdatePlanResponse
@@ -475,7 +574,7 @@ export type UpdatePlanResponse = Message<"meter.plans.v1.UpdatePlanResponse"> & 
  * Use `create(UpdatePlanResponseSchema)` to create a new message.
  */
 export const UpdatePlanResponseSchema: GenMessage<UpdatePlanResponse> = /*@__PURE__*/
-  messageDesc(file_meter_plans_v1_plans, 11);
+  messageDesc(file_meter_plans_v1_plans, 12);
 
 /**
  * @generated from message meter.plans.v1.CreateUserRequest
@@ -502,7 +601,7 @@ export type CreateUserRequest = Message<"meter.plans.v1.CreateUserRequest"> & {
  * Use `create(CreateUserRequestSchema)` to create a new message.
  */
 export const CreateUserRequestSchema: GenMessage<CreateUserRequest> = /*@__PURE__*/
-  messageDesc(file_meter_plans_v1_plans, 12);
+  messageDesc(file_meter_plans_v1_plans, 13);
 
 /**
  * @generated from message meter.plans.v1.CreateUserResponse
@@ -519,7 +618,7 @@ export type CreateUserResponse = Message<"meter.plans.v1.CreateUserResponse"> & 
  * Use `create(CreateUserResponseSchema)` to create a new message.
  */
 export const CreateUserResponseSchema: GenMessage<CreateUserResponse> = /*@__PURE__*/
-  messageDesc(file_meter_plans_v1_plans, 13);
+  messageDesc(file_meter_plans_v1_plans, 14);
 
 /**
  * @generated from message meter.plans.v1.GetUserRequest
@@ -541,7 +640,7 @@ export type GetUserRequest = Message<"meter.plans.v1.GetUserRequest"> & {
  * Use `create(GetUserRequestSchema)` to create a new message.
  */
 export const GetUserRequestSchema: GenMessage<GetUserRequest> = /*@__PURE__*/
-  messageDesc(file_meter_plans_v1_plans, 14);
+  messageDesc(file_meter_plans_v1_plans, 15);
 
 /**
  * @generated from message meter.plans.v1.GetUserResponse
@@ -558,7 +657,7 @@ export type GetUserResponse = Message<"meter.plans.v1.GetUserResponse"> & {
  * Use `create(GetUserResponseSchema)` to create a new message.
  */
 export const GetUserResponseSchema: GenMessage<GetUserResponse> = /*@__PURE__*/
-  messageDesc(file_meter_plans_v1_plans, 15);
+  messageDesc(file_meter_plans_v1_plans, 16);
 
 /**
  * @generated from message meter.plans.v1.SetSubscriptionRequest
@@ -600,7 +699,7 @@ export type SetSubscriptionRequest = Message<"meter.plans.v1.SetSubscriptionRequ
  * Use `create(SetSubscriptionRequestSchema)` to create a new message.
  */
 export const SetSubscriptionRequestSchema: GenMessage<SetSubscriptionRequest> = /*@__PURE__*/
-  messageDesc(file_meter_plans_v1_plans, 16);
+  messageDesc(file_meter_plans_v1_plans, 17);
 
 /**
  * @generated from message meter.plans.v1.SetSubscriptionResponse
@@ -617,7 +716,7 @@ export type SetSubscriptionResponse = Message<"meter.plans.v1.SetSubscriptionRes
  * Use `create(SetSubscriptionResponseSchema)` to create a new message.
  */
 export const SetSubscriptionResponseSchema: GenMessage<SetSubscriptionResponse> = /*@__PURE__*/
-  messageDesc(file_meter_plans_v1_plans, 17);
+  messageDesc(file_meter_plans_v1_plans, 18);
 
 /**
  * @generated from message meter.plans.v1.ResolveUsersRequest
@@ -639,7 +738,7 @@ export type ResolveUsersRequest = Message<"meter.plans.v1.ResolveUsersRequest"> 
  * Use `create(ResolveUsersRequestSchema)` to create a new message.
  */
 export const ResolveUsersRequestSchema: GenMessage<ResolveUsersRequest> = /*@__PURE__*/
-  messageDesc(file_meter_plans_v1_plans, 18);
+  messageDesc(file_meter_plans_v1_plans, 19);
 
 /**
  * @generated from message meter.plans.v1.ResolvedUser
@@ -670,7 +769,7 @@ export type ResolvedUser = Message<"meter.plans.v1.ResolvedUser"> & {
  * Use `create(ResolvedUserSchema)` to create a new message.
  */
 export const ResolvedUserSchema: GenMessage<ResolvedUser> = /*@__PURE__*/
-  messageDesc(file_meter_plans_v1_plans, 19);
+  messageDesc(file_meter_plans_v1_plans, 20);
 
 /**
  * @generated from message meter.plans.v1.ResolveUsersResponse
@@ -689,7 +788,7 @@ export type ResolveUsersResponse = Message<"meter.plans.v1.ResolveUsersResponse"
  * Use `create(ResolveUsersResponseSchema)` to create a new message.
  */
 export const ResolveUsersResponseSchema: GenMessage<ResolveUsersResponse> = /*@__PURE__*/
-  messageDesc(file_meter_plans_v1_plans, 20);
+  messageDesc(file_meter_plans_v1_plans, 21);
 
 /**
  * @generated from message meter.plans.v1.CountSubscribersRequest
@@ -706,7 +805,7 @@ export type CountSubscribersRequest = Message<"meter.plans.v1.CountSubscribersRe
  * Use `create(CountSubscribersRequestSchema)` to create a new message.
  */
 export const CountSubscribersRequestSchema: GenMessage<CountSubscribersRequest> = /*@__PURE__*/
-  messageDesc(file_meter_plans_v1_plans, 21);
+  messageDesc(file_meter_plans_v1_plans, 22);
 
 /**
  * @generated from message meter.plans.v1.PlanSubscribers
@@ -728,7 +827,7 @@ export type PlanSubscribers = Message<"meter.plans.v1.PlanSubscribers"> & {
  * Use `create(PlanSubscribersSchema)` to create a new message.
  */
 export const PlanSubscribersSchema: GenMessage<PlanSubscribers> = /*@__PURE__*/
-  messageDesc(file_meter_plans_v1_plans, 22);
+  messageDesc(file_meter_plans_v1_plans, 23);
 
 /**
  * @generated from message meter.plans.v1.CountSubscribersResponse
@@ -745,7 +844,7 @@ export type CountSubscribersResponse = Message<"meter.plans.v1.CountSubscribersR
  * Use `create(CountSubscribersResponseSchema)` to create a new message.
  */
 export const CountSubscribersResponseSchema: GenMessage<CountSubscribersResponse> = /*@__PURE__*/
-  messageDesc(file_meter_plans_v1_plans, 23);
+  messageDesc(file_meter_plans_v1_plans, 24);
 
 /**
  * @generated from message meter.plans.v1.ListChangesRequest
@@ -769,7 +868,7 @@ export type ListChangesRequest = Message<"meter.plans.v1.ListChangesRequest"> & 
  * Use `create(ListChangesRequestSchema)` to create a new message.
  */
 export const ListChangesRequestSchema: GenMessage<ListChangesRequest> = /*@__PURE__*/
-  messageDesc(file_meter_plans_v1_plans, 24);
+  messageDesc(file_meter_plans_v1_plans, 25);
 
 /**
  * @generated from message meter.plans.v1.ListChangesResponse
@@ -810,7 +909,7 @@ export type ListChangesResponse = Message<"meter.plans.v1.ListChangesResponse"> 
  * Use `create(ListChangesResponseSchema)` to create a new message.
  */
 export const ListChangesResponseSchema: GenMessage<ListChangesResponse> = /*@__PURE__*/
-  messageDesc(file_meter_plans_v1_plans, 25);
+  messageDesc(file_meter_plans_v1_plans, 26);
 
 /**
  * @generated from message meter.plans.v1.ListUsersRequest
@@ -855,7 +954,7 @@ export type ListUsersRequest = Message<"meter.plans.v1.ListUsersRequest"> & {
  * Use `create(ListUsersRequestSchema)` to create a new message.
  */
 export const ListUsersRequestSchema: GenMessage<ListUsersRequest> = /*@__PURE__*/
-  messageDesc(file_meter_plans_v1_plans, 26);
+  messageDesc(file_meter_plans_v1_plans, 27);
 
 /**
  * @generated from message meter.plans.v1.ListUsersResponse
@@ -879,7 +978,7 @@ export type ListUsersResponse = Message<"meter.plans.v1.ListUsersResponse"> & {
  * Use `create(ListUsersResponseSchema)` to create a new message.
  */
 export const ListUsersResponseSchema: GenMessage<ListUsersResponse> = /*@__PURE__*/
-  messageDesc(file_meter_plans_v1_plans, 27);
+  messageDesc(file_meter_plans_v1_plans, 28);
 
 /**
  * PlansService owns plans, end users and their subscription history.

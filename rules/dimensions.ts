@@ -1,0 +1,271 @@
+import { resetsOf, usedOf, type LimitCounter, type PlanLimit } from "./counters.ts";
+import type { GateInput, GatePlan } from "./gates.ts";
+import { ratio, toDollars, toNano } from "./money.ts";
+import type { Metric, WindowKind } from "./windows.ts";
+
+/**
+ * Evaluation of a list of dimensions (BUDGETS.md §1): every dimension a call is counted
+ * against (SPEC's three and a plan's `limits`) against its soft and hard marks. The call is
+ * blocked when any dimension is at its hard gate; several at once: the one that allows a call
+ * again last names the block (latest `resets_at`, null = never = latest; ties: the higher
+ * usage, then list order). No hard gate: the soft one with the highest usage (as gates.ts
+ * always did). A list of SPEC's three alone gives what gates.ts gave.
+ */
+
+/** One dimension before a call. Amounts in dollars for spend, else tokens or requests. */
+export interface Dimension {
+  /** `total_spend`, `session_spend`, `model_limit:<model>` or `limit:<name>`. */
+  reason: string;
+  metric: Metric;
+  /** The window counted (`session` for the session cap): read by the message only. */
+  window: WindowKind | "session";
+  /** Rolling windows: their length (the message says "in the last N minutes"). */
+  duration_minutes?: number | null;
+  max: number;
+  /** Counted so far in the window plus what calls in flight hold. */
+  used: number;
+  /**
+   * What this call adds as a projection: its estimate with pre_call_estimate (0 without),
+   * and for `requests` always 1 (the call itself).
+   */
+  estimate: number;
+  soft_gate_at: number;
+  hard_gate_at: number;
+  /** When the dimension lets a call through again by itself (epoch ms), null: never or unknown. */
+  resets_at: number | null;
+}
+
+export interface DimensionResult {
+  status: "ok" | "soft_gate" | "hard_gate";
+  /** The deciding dimension's reason; null when ok. */
+  gate_reason: string | null;
+  usage_pct: number;
+  current_value: number;
+  limit_value: number;
+  message: string | null;
+  /** The deciding dimension's `resets_at` (ISO 8601), null when ok or never. */
+  resets_at: string | null;
+}
+
+const OK = 0;
+const SOFT = 1;
+const HARD = 2;
+const STATUS = ["ok", "soft_gate", "hard_gate"] as const;
+const EPSILON = 1e-9;
+
+// The deciding dimension so far, in module variables so that an evaluation allocates only its result.
+let worstRank = OK;
+let worstPct = 0;
+let worstIndex = -1;
+let worstReset = 0;
+let worstUsed = 0;
+let worstEstimate = 0;
+let worstValue = 0;
+let worstLimit = 0;
+
+/**
+ * One dimension's rank. Reaching the hard mark blocks; with an estimate, so does a call whose
+ * estimate would take usage past it (a call that would land exactly on the cap runs). A max of
+ * 0 blocks everything. Money is compared in whole nano-dollars (money.ts), so a sum lands
+ * exactly on a mark; usage_pct is the ratio rounded to 1e-6.
+ */
+function rank(d: Dimension, i: number): void {
+  const money = d.metric === "spend";
+  const u = money ? toNano(d.used) : d.used;
+  const e = money ? toNano(d.estimate) : d.estimate;
+  const l = money ? toNano(d.max) : d.max;
+  const projected = u + e;
+  const pct = l > 0 ? ratio(projected, l) : 1;
+  // Counts: a relative tolerance for marks that are not whole (0.8 x 1001); money marks are
+  // rounded to the unit and compared exactly.
+  const tol = money ? 0 : l * EPSILON;
+  const hardMark = money ? Math.round(d.hard_gate_at * l) : d.hard_gate_at * l;
+  const softMark = money ? Math.round(d.soft_gate_at * l) : d.soft_gate_at * l;
+  let r = OK;
+  if (l <= 0 || u >= hardMark - tol || (e > 0 && projected > hardMark + tol)) r = HARD;
+  else if (projected >= softMark - tol) r = SOFT;
+  const reset = d.resets_at ?? Infinity;
+  let take = r > worstRank || worstIndex < 0;
+  if (!take && r === worstRank) take = r === HARD && reset !== worstReset ? reset > worstReset : pct > worstPct;
+  if (take) {
+    worstRank = r;
+    worstPct = pct;
+    worstIndex = i;
+    worstReset = reset;
+    worstUsed = money ? toDollars(u) : u;
+    worstEstimate = money ? toDollars(e) : e;
+    worstValue = money ? toDollars(projected) : projected;
+    worstLimit = money ? toDollars(l) : l;
+  }
+}
+
+/** Every dimension of `dims` (in order); the deciding one named in the result. */
+export function evaluateDimensions(dims: readonly Dimension[]): DimensionResult {
+  return evaluateFirst(dims, dims.length);
+}
+
+/** The first `n` of `dims`: evaluatePlan reuses one array without resizing it. */
+function evaluateFirst(dims: readonly Dimension[], n: number): DimensionResult {
+  worstRank = OK;
+  worstPct = 0;
+  worstIndex = -1;
+  worstReset = 0;
+  worstUsed = 0;
+  worstEstimate = 0;
+  worstValue = 0;
+  worstLimit = 0;
+  for (let i = 0; i < n; i++) rank(dims[i]!, i);
+  if (worstRank === OK) {
+    return { status: "ok", gate_reason: null, usage_pct: worstPct, current_value: worstValue, limit_value: worstLimit, message: null, resets_at: null };
+  }
+  const d = dims[worstIndex]!;
+  return {
+    status: STATUS[worstRank]!,
+    gate_reason: d.reason,
+    usage_pct: worstPct,
+    current_value: worstValue,
+    limit_value: worstLimit,
+    message: describe(worstRank, d, worstUsed, worstEstimate, worstLimit),
+    resets_at: worstReset === Infinity ? null : new Date(worstReset).toISOString(),
+  };
+}
+
+const WINDOW_WORDS: Record<string, string> = {
+  minute: "this minute",
+  hour: "this hour",
+  day: "today",
+  week: "this week",
+  month: "this month",
+  period: "this period",
+  session: "this session",
+};
+
+/**
+ * What was used (settled calls plus what calls in flight hold) and, apart, what this call would
+ * add: the projection is not usage, and must not read as such. SPEC's three keep their
+ * messages word for word.
+ */
+function describe(r: number, d: Dimension, used: number, estimate: number, limit: number): string {
+  const what = r === HARD ? "limit reached" : "approaching the limit";
+  const pct = (x: number) => `${limit > 0 ? Math.round((x / limit) * 100) : 100}%`;
+  const money = (x: number) => `$${x.toFixed(4)}`;
+  const moneyAfter = (x: number) => `; this call's estimate of ${money(x)} would bring it to ${money(toDollars(toNano(used) + toNano(x)))} (${pct(used + x)})`;
+  if (d.reason === "total_spend" || d.reason === "session_spend") {
+    const head = `${d.reason === "total_spend" ? "Spend" : "Session spend"} ${what}: ${money(used)} of $${limit.toFixed(2)} spent (${pct(used)})`;
+    return estimate > 0 ? head + moneyAfter(estimate) : head;
+  }
+  if (d.reason.startsWith("model_limit:")) {
+    const head = `Token ${what} for ${d.reason.slice("model_limit:".length)} this period: ${used} of ${limit} tokens used (${pct(used)})`;
+    return estimate > 0 ? `${head}; this call's estimate of ${estimate} tokens would bring it to ${used + estimate} (${pct(used + estimate)})` : head;
+  }
+  const name = d.reason.startsWith("limit:") ? `"${d.reason.slice("limit:".length)}"` : d.reason;
+  const when = d.window === "rolling" ? `in the last ${d.duration_minutes ?? 0} minutes` : (WINDOW_WORDS[d.window] ?? `this ${d.window}`);
+  const head = r === HARD ? `Limit ${name} reached` : `Approaching limit ${name}`;
+  if (d.metric === "spend") {
+    const line = `${head}: ${money(used)} of $${limit.toFixed(2)} spent ${when} (${pct(used)})`;
+    return estimate > 0 ? line + moneyAfter(estimate) : line;
+  }
+  if (d.metric === "tokens") {
+    const line = `${head}: ${used} of ${limit} tokens used ${when} (${pct(used)})`;
+    return estimate > 0 ? `${line}; this call's estimate of ${estimate} tokens would bring it to ${used + estimate} (${pct(used + estimate)})` : line;
+  }
+  return `${head}: ${used} of ${limit} requests made ${when} (${pct(used)}); this call would make it ${used + estimate}`;
+}
+
+/** A plan's settings that gates read, with its windows (BUDGETS.md §2). */
+export interface WindowPlan extends GatePlan {
+  /** IANA name; calendar windows reset at midnight there. Default `UTC`. */
+  time_zone?: string;
+  limits?: readonly PlanLimit[];
+}
+
+/** What a guard checks with windows: GateInput, when SPEC's caps reset, and one counter per plan limit. */
+export interface WindowInput extends GateInput {
+  /** End of the billing period (epoch ms): when `total_spend` and model limits reset; null unknown. */
+  periodEnd: number | null;
+  /** When the session cap resets (the library's own session's end); null unknown (a caller's session). */
+  sessionEnd: number | null;
+  /** One per entry of the plan's `limits`, in plan order, advanced to now (counters.ts `advance`). */
+  counters: readonly LimitCounter[];
+}
+
+// Reused between evaluations (see gates.ts): the SPEC three, then one per plan limit.
+const specTotal: Dimension = { reason: "total_spend", metric: "spend", window: "period", duration_minutes: null, max: 0, used: 0, estimate: 0, soft_gate_at: 0, hard_gate_at: 0, resets_at: null };
+const specSession: Dimension = { reason: "session_spend", metric: "spend", window: "session", duration_minutes: null, max: 0, used: 0, estimate: 0, soft_gate_at: 0, hard_gate_at: 0, resets_at: null };
+const specModel: Dimension = { reason: "", metric: "tokens", window: "period", duration_minutes: null, max: 0, used: 0, estimate: 0, soft_gate_at: 0, hard_gate_at: 0, resets_at: null };
+const limitDims: Dimension[] = [];
+/** The dimensions of the evaluation under way: the first `listed` of them. */
+const dimList: Dimension[] = [];
+let listed = 0;
+/** The model specModel's reason names (a string built once per model in a row). */
+let specModelOf: string | null = null;
+/** `limit:<name>` per name, built once. */
+const reasons = new Map<string, string>();
+
+function put(d: Dimension, max: number, used: number, estimate: number, soft: number, hard: number, resets: number | null): void {
+  d.max = max;
+  d.used = used;
+  d.estimate = estimate;
+  d.soft_gate_at = soft;
+  d.hard_gate_at = hard;
+  d.resets_at = resets;
+  dimList[listed++] = d;
+}
+
+/** The gate reason of a plan limit: `limit:<name>`. */
+export function limitReason(name: string): string {
+  let r = reasons.get(name);
+  if (r === undefined) {
+    if (reasons.size >= 10_000) reasons.clear();
+    r = `limit:${name}`;
+    reasons.set(name, r);
+  }
+  return r;
+}
+
+/**
+ * Every dimension of a plan for one call: SPEC's caps (as gates.ts) then each entry of
+ * `limits` whose model is unset or the call's. A limit's usage is its counter (counted plus
+ * held by calls in flight); its estimate is the call's cost (spend) or tokens (tokens) as given,
+ * and 1 for `requests`: the call itself. Per-limit gates override the plan's.
+ */
+export function evaluatePlan(plan: WindowPlan | null, u: WindowInput): DimensionResult {
+  listed = 0;
+  if (plan) {
+    const soft = plan.soft_gate_at;
+    const hard = plan.hard_gate_at;
+    if (plan.max_spend_per_period !== null) put(specTotal, plan.max_spend_per_period, u.periodCost, u.estimateCost, soft, hard, u.periodEnd);
+    if (plan.max_spend_per_session !== null) put(specSession, plan.max_spend_per_session, u.sessionCost, u.estimateCost, soft, hard, u.sessionEnd);
+    // Own keys only: a model named "constructor" must not find Object.prototype's member.
+    const ml = u.model === null || !Object.hasOwn(plan.model_limits, u.model) ? undefined : plan.model_limits[u.model];
+    if (ml) {
+      if (specModelOf !== u.model) {
+        specModel.reason = `model_limit:${u.model}`;
+        specModelOf = u.model;
+      }
+      put(specModel, ml.max_tokens_per_period, u.modelTokens, u.estimateTokens, soft, hard, u.periodEnd);
+    }
+    const limits = plan.limits;
+    if (limits !== undefined) {
+      for (let i = 0; i < limits.length; i++) {
+        const l = limits[i]!;
+        if (l.model != null && l.model !== u.model) continue;
+        const c = u.counters[i];
+        if (c === undefined) continue;
+        let d = limitDims[i];
+        if (d === undefined) {
+          d = { reason: "", metric: "spend", window: "day", duration_minutes: null, max: 0, used: 0, estimate: 0, soft_gate_at: 0, hard_gate_at: 0, resets_at: null };
+          limitDims[i] = d;
+        }
+        d.reason = limitReason(l.name);
+        d.metric = l.metric;
+        d.window = l.window;
+        d.duration_minutes = l.duration_minutes ?? null;
+        const used = usedOf(l, c) + c.held;
+        const estimate = l.metric === "spend" ? u.estimateCost : l.metric === "tokens" ? u.estimateTokens : 1;
+        put(d, l.max, l.metric === "spend" ? toDollars(used) : used, estimate, l.soft_gate_at ?? soft, l.hard_gate_at ?? hard, resetsOf(l, c));
+      }
+    }
+  }
+  return evaluateFirst(dimList, listed);
+}

@@ -1,0 +1,28 @@
+import type { ServiceImpl } from "@connectrpc/connect";
+import type { IngestionService } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
+import type { IngestionDeps } from "../deps.ts";
+import { attribute } from "../domain/attribution.ts";
+import { catchUp } from "../late-changes/follow.ts";
+import { dimensions } from "../windows/dimensions.ts";
+import { windowDocId } from "../windows/shares.ts";
+import { requireUser } from "./common.ts";
+
+/**
+ * Every dimension of a user with its usage now, as the session view's `limits` carries it, for
+ * a product's server that checks a user without the client library: the plans lookup, then the
+ * period counter and the window document read together.
+ */
+export function getLimits(deps: IngestionDeps): ServiceImpl<typeof IngestionService>["getLimits"] {
+  return async (req) => {
+    const productId = req.productId;
+    const user = await requireUser(deps, productId, req.userId);
+    await catchUp(deps, productId, req.userId, user);
+    const now = deps.now();
+    const a = attribute(productId, req.userId, user, now);
+    const [counter, windows] = await Promise.all([
+      deps.counters.get(a.counterId),
+      a.plan && a.plan.limits.length > 0 ? deps.windows.get(windowDocId(productId, req.userId)) : null,
+    ]);
+    return { userId: req.userId, limits: dimensions(a.plan, a.period, counter, windows, now) };
+  };
+}

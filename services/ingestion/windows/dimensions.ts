@@ -1,0 +1,99 @@
+/**
+ * The dimension list of a user (BUDGETS.md §1-2, the session view's `limits` and
+ * GET /users/{user_id}/limits): SPEC's three when the plan has them, then one per entry of the
+ * plan's `limits`, each with its usage now. Pure: built from the period counter and the window
+ * document already read.
+ */
+import { create } from "@bufbuild/protobuf";
+import { DimensionSchema, type Dimension } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
+import { toTimestamp } from "@meter/lib/time";
+import { bucketCounts, dimensionKey, ratio, rollingResetsAt, toDollars, toNano, type Bucket } from "@meter/rules";
+import type { PlanInfo } from "../adapters/plans.ts";
+import { encodeKey } from "../domain/field-keys.ts";
+import type { Totals } from "../domain/totals.ts";
+import { windowAt, windowField, type WindowLimit } from "./shares.ts";
+import type { WindowDoc } from "./store.ts";
+
+const pct = (used: number, max: number) => (max > 0 ? ratio(used, max) : 1);
+
+/** Bounds of the current billing period. */
+interface Period {
+  start: Date;
+  end: Date;
+}
+
+export function dimensions(plan: PlanInfo | null, period: Period, counter: Totals | null, windows: WindowDoc | null, now: Date): Dimension[] {
+  if (!plan) return [];
+  const out: Dimension[] = [];
+  const gates = { softGateAt: plan.softGateAt, hardGateAt: plan.hardGateAt };
+  const periodBounds = (max: number) => ({ windowStart: toTimestamp(period.start), resetsAt: max > 0 ? toTimestamp(period.end) : undefined });
+  if (plan.maxSpendPerPeriod !== undefined) {
+    const max = plan.maxSpendPerPeriod;
+    const used = toDollars(counter?.cost ?? 0);
+    out.push(create(DimensionSchema, { reason: "total_spend", metric: "spend", window: "period", scope: "user", max, used, pct: pct(used, max), ...gates, ...periodBounds(max) }));
+  }
+  if (plan.maxSpendPerSession !== undefined) {
+    const max = plan.maxSpendPerSession;
+    out.push(create(DimensionSchema, { reason: "session_spend", metric: "spend", window: "session", scope: "user", max, used: 0, pct: max > 0 ? 0 : 1, ...gates }));
+  }
+  for (const [model, l] of Object.entries(plan.modelLimits)) {
+    const max = l.maxTokensPerPeriod;
+    const used = counter?.tokens_by_model[encodeKey(model)] ?? 0;
+    out.push(create(DimensionSchema, { reason: `model_limit:${model}`, metric: "tokens", window: "period", model, scope: "user", max, used, pct: pct(used, max), ...gates, ...periodBounds(max) }));
+  }
+  for (const l of plan.limits) out.push(limitDimension(l, plan, period, windows, now));
+  return out;
+}
+
+/** Amounts are kept in nano-dollars for spend; answers are in dollars. */
+const unit = (l: WindowLimit, n: number) => (l.metric === "spend" ? toDollars(n) : n);
+
+function limitDimension(l: WindowLimit, plan: PlanInfo, period: Period, windows: WindowDoc | null, now: Date): Dimension {
+  const soft = l.softGateAt ?? plan.softGateAt;
+  const hard = l.hardGateAt ?? plan.hardGateAt;
+  const dimension = dimensionKey({ metric: l.metric, window: l.window, duration_minutes: l.durationMinutes, model: l.model });
+  const base = {
+    reason: `limit:${l.name}`,
+    name: l.name,
+    metric: l.metric,
+    window: l.window,
+    durationMinutes: l.durationMinutes ?? undefined,
+    model: l.model ?? undefined,
+    scope: "user",
+    max: l.max,
+    softGateAt: soft,
+    hardGateAt: hard,
+  };
+  const t = now.getTime();
+  if (l.window === "rolling") {
+    const duration = l.durationMinutes ?? 1;
+    const prefix = `${encodeKey(dimension)}|`;
+    const buckets: Bucket[] = [];
+    for (const [k, v] of Object.entries(windows?.w ?? {})) {
+      if (!k.startsWith(prefix)) continue;
+      const b = { start: Number(k.slice(prefix.length)), used: Number(v.n) };
+      if (bucketCounts(b, duration, t)) buckets.push(b);
+    }
+    buckets.sort((a, b) => a.start - b.start);
+    const usedN = buckets.reduce((s, b) => s + b.used, 0);
+    const maxN = l.metric === "spend" ? toNano(l.max) : l.max;
+    const resets = rollingResetsAt(buckets, duration, maxN * hard, t);
+    const used = unit(l, usedN);
+    return create(DimensionSchema, {
+      ...base,
+      used,
+      pct: pct(used, l.max),
+      resetsAt: resets === null ? undefined : toTimestamp(new Date(resets)),
+      buckets: buckets.map((b) => ({ start: toTimestamp(new Date(b.start)), used: unit(l, b.used) })),
+    });
+  }
+  const w = windowAt(l, t, plan.timeZone, period);
+  const used = unit(l, Number(windows?.w[windowField(dimension, w.start)]?.n ?? 0));
+  return create(DimensionSchema, {
+    ...base,
+    used,
+    pct: pct(used, l.max),
+    windowStart: toTimestamp(new Date(w.start)),
+    resetsAt: l.max > 0 ? toTimestamp(new Date(w.end)) : undefined,
+  });
+}
