@@ -289,3 +289,34 @@ def test_dimensions_table(case: dict[str, Any]) -> None:
 
 def test_dimensions_table_is_whole() -> None:
     assert len(DIMENSIONS) >= 25
+
+
+def test_session_view_windows_merge_per_window_and_bucket_and_keep_counters_by_what_they_count() -> None:
+    now = parse_time("2026-11-28T20:00:30Z")
+    rpm = {"name": "rpm", "metric": "requests", "max": 5, "window": "minute"}
+    roll = {"name": "roll", "metric": "spend", "max": 1, "window": "rolling", "duration_minutes": 60}
+    cfg = {"max_spend_per_period": 10, "limits": [rpm, roll]}
+    minute = "2026-11-28T20:00:00.000Z"
+    limits: list[dict[str, Any]] = [
+        {"reason": "limit:rpm", "name": "rpm", "window_start": minute, "used": 2},
+        {"reason": "limit:roll", "name": "roll", "buckets": [{"start": "2026-11-28T19:30:00.000Z", "used": 0.25}]},
+    ]
+    e = UserEntry("u", now)
+    apply_view(e, view({"plan_config": cfg, "limits": limits}), now)
+    e.count_windows(None, 10, 0.5, now, now)
+    e.advance_windows(now)
+    assert (e.counters[0].used, e.counters[1].sum) == (3, to_nano(0.75))
+    # Another process counted more in the minute, less in the bucket: each keeps the larger figure.
+    limits[0]["used"] = 4
+    limits[1]["buckets"] = [{"start": "2026-11-28T19:30:00.000Z", "used": 0.1}]
+    apply_view(e, view({"plan_config": cfg, "limits": limits}), now)
+    e.advance_windows(now)
+    assert (e.counters[0].used, e.counters[1].sum) == (4, to_nano(0.75))
+    # A renamed limit keeps its counter; another window starts empty.
+    renamed = {**cfg, "limits": [{**rpm, "name": "per_minute"}, {**roll, "duration_minutes": 30}]}
+    apply_view(e, view({"plan_config": renamed}), now)
+    e.advance_windows(now)
+    assert (e.counters[0].used, e.counters[1].sum) == (4, 0)
+    # The window rolls at its end without a view.
+    e.advance_windows(parse_time("2026-11-28T20:01:00Z"))
+    assert e.counters[0].used == 0

@@ -12,8 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from .money import _round_half_up, to_nano
-from .periods import roll_on
-from .state import parse_time
+from .periods import parse_time, roll_on
 from .types import PlanLimit
 from .windows import Bucket, bucket_counts, bucket_expires_at, calendar_window, rolling_bucket, rolling_resets_at
 

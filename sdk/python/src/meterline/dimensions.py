@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from .counters import LimitCounter, resets_of, used_of
 from .money import _round_half_up, ratio, to_dollars, to_nano
-from .state import iso
+from .periods import iso
 from .types import GuardResult, PlanConfig, PlanLimit
 
 _OK, _SOFT, _HARD = 0, 1, 2
@@ -241,7 +241,9 @@ def describe(
         head = f"Token {what} for {reason[12:]} this period: {_num(used)} of {_num(limit)} tokens used ({share(used)})"
         return head + tokens_after(est) if est > 0 else head
     name = f'"{reason[6:]}"' if reason.startswith("limit:") else reason
-    when = f"in the last {duration or 0} minutes" if window == "rolling" else _WINDOW_WORDS.get(window, f"this {window}")
+    when = _WINDOW_WORDS.get(window, f"this {window}")
+    if window == "rolling":
+        when = f"in the last {duration or 0} minutes"
     head = f"Limit {name} reached" if hard else f"Approaching limit {name}"
     if metric == "spend":
         line = f"{head}: ${used:.4f} of ${limit:.2f} spent {when} ({share(used)})"
