@@ -11,8 +11,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .counters import LimitCounter, resets_of, used_of
-from .money import _round_half_up, ratio, to_dollars, to_nano
+from .counters import LimitCounter
+from .money import RATIO_SCALE, _round_half_up, to_dollars, to_nano
 from .periods import iso
 from .types import GuardResult, PlanConfig, PlanLimit
 
@@ -22,6 +22,8 @@ _STATUS = ("ok", "soft_gate", "hard_gate")
 # nano-dollars (money.py), exactly.
 _EPSILON = 1e-9
 _INF = math.inf
+_SCALE = RATIO_SCALE
+_floor = math.floor
 
 OK_RESULT = GuardResult("ok", None, 0.0, 0.0, 0.0, None)
 
@@ -73,13 +75,22 @@ def evaluate_dimensions(dims: Sequence[Dimension]) -> GuardResult:
 
 
 class _Rules:
-    """A plan's limits with what evaluation reads of each, resolved once per plan: its reason, its max in its
-    unit and its marks."""
+    """What evaluation reads of a plan, resolved once per plan: the period and session caps in nano-dollars with
+    their marks, and each limit's reason, max in its unit and marks."""
 
-    __slots__ = ("plan", "rows")
+    __slots__ = ("period", "plan", "rows", "session")
 
     def __init__(self, plan: PlanConfig) -> None:
         self.plan = plan
+        soft, hard = plan.soft_gate_at, plan.hard_gate_at
+        self.period: tuple[float, float, float] | None = None
+        self.session: tuple[float, float, float] | None = None
+        if plan.max_spend_per_period is not None:
+            cap = to_nano(plan.max_spend_per_period)
+            self.period = (cap, *_marks("spend", cap, soft, hard))
+        if plan.max_spend_per_session is not None:
+            cap = to_nano(plan.max_spend_per_session)
+            self.session = (cap, *_marks("spend", cap, soft, hard))
         self.rows: list[tuple[PlanLimit, str, float, float, float]] = []
         for lim in plan.limits:
             top = to_nano(lim.max) if lim.metric == "spend" else lim.max
@@ -119,28 +130,23 @@ def evaluate_plan(
     estimate, so does a call whose estimate would take usage past it (one landing exactly on it runs)."""
     if plan is None:
         return OK_RESULT
-    soft = plan.soft_gate_at
-    hard = plan.hard_gate_at
+    rules = _rules_of(plan)
     rows: list[_Row] = []
-    est_nano = to_nano(estimate_cost)
-    top_period = plan.max_spend_per_period
-    if top_period is not None:
-        top = to_nano(top_period)
-        rows.append(("total_spend", "spend", "period", None, to_nano(period_cost), est_nano, top,
-                     _round_half_up(soft * top), _round_half_up(hard * top), period_end))  # fmt: skip
-    top_session = plan.max_spend_per_session
-    if top_session is not None:
-        top = to_nano(top_session)
-        rows.append(("session_spend", "spend", "session", None, to_nano(session_cost), est_nano, top,
-                     _round_half_up(soft * top), _round_half_up(hard * top), session_end))  # fmt: skip
+    est_nano = to_nano(estimate_cost) if estimate_cost else 0
+    spec = rules.period
+    if spec is not None:
+        rows.append(("total_spend", "spend", "period", None, to_nano(period_cost), est_nano, *spec, period_end))
+    spec = rules.session
+    if spec is not None:
+        rows.append(("session_spend", "spend", "session", None, to_nano(session_cost), est_nano, *spec, session_end))
     if model is not None:
         cap = plan.model_limits.get(model)
         if cap is not None:
             rows.append((f"model_limit:{model}", "tokens", "period", None, model_tokens, estimate_tokens, cap,
-                         soft * cap, hard * cap, period_end))  # fmt: skip
-    if plan.limits:
+                         plan.soft_gate_at * cap, plan.hard_gate_at * cap, period_end))  # fmt: skip
+    if rules.rows:
         n = len(counters)
-        for i, (lim, reason, top_l, soft_mark, hard_mark) in enumerate(_rules_of(plan).rows):
+        for i, (lim, reason, top_l, soft_mark, hard_mark) in enumerate(rules.rows):
             if i >= n:
                 break
             if lim.model is not None and lim.model != model:
@@ -148,8 +154,13 @@ def evaluate_plan(
             c = counters[i]
             metric = lim.metric
             est = est_nano if metric == "spend" else estimate_tokens if metric == "tokens" else 1
-            rows.append((reason, metric, lim.window, lim.duration_minutes, used_of(lim, c) + c.held, est, top_l,
-                         soft_mark, hard_mark, resets_of(lim, c)))  # fmt: skip
+            # counters.used_of and resets_of, inlined (the guard's hot loop).
+            if lim.window == "rolling":
+                used, reset = c.sum, c.resets
+            else:
+                used, reset = c.used, c.end
+            rows.append((reason, metric, lim.window, lim.duration_minutes, used + c.held, est, top_l, soft_mark,
+                         hard_mark, reset if top_l > 0 else None))  # fmt: skip
     if not rows:
         return OK_RESULT
     return _decide(rows)
@@ -165,7 +176,13 @@ def _decide(rows: list[_Row]) -> GuardResult:
         e = row[5]
         top = row[6]
         projected = u + e
-        pct = ratio(projected, top) if top > 0 else 1.0
+        if top > 0:
+            # ratio() inlined (the guard's hot loop): projected / top rounded half up to 1e-6.
+            x = projected / top * _SCALE
+            f = _floor(x)
+            pct = (f + 1 if x - f >= 0.5 else f) / _SCALE
+        else:
+            pct = 1.0
         tol = 0 if row[1] == "spend" else top * _EPSILON
         hard_mark = row[8]
         if top <= 0 or u >= hard_mark - tol or (e > 0 and projected > hard_mark + tol):
