@@ -203,12 +203,12 @@ def _decide(rows: list[_Row]) -> GuardResult:
             w_rank, w_pct, w_reset, w_row = r, pct, rs, row
     assert w_row is not None
     reason, metric, window, duration, u, e, top = w_row[:7]
-    if metric == "spend":
-        used, est, limit, value = to_dollars(int(u)), to_dollars(int(e)), to_dollars(int(top)), to_dollars(int(u + e))
-    else:
-        used, est, limit, value = u, e, top, u + e
+    money = metric == "spend"
+    value = to_dollars(int(u + e)) if money else u + e
+    limit = to_dollars(int(top)) if money else top
     if w_rank == _OK:
         return GuardResult("ok", None, w_pct, value, limit, None)
+    used, est = (to_dollars(int(u)), to_dollars(int(e))) if money else (u, e)
     return GuardResult(
         _STATUS[w_rank],  # type: ignore[arg-type]
         reason,
