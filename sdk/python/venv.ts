@@ -1,6 +1,6 @@
 // The Python client's own virtual environment, made from pyproject.toml (extras dev, openai,
 // anthropic, langchain) in sdk/python/.venv (git-ignored) and kept while pyproject.toml is unchanged.
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -16,6 +16,18 @@ export const venvBin = (name: string) => path.join(venv, "bin", name);
 export function run(cmd: string, args: string[], env: Record<string, string> = {}, timeoutMs = 20 * 60_000) {
   const r = spawnSync(cmd, args, { cwd: pythonRoot, env: { ...process.env, ...env }, encoding: "utf8", maxBuffer: 64 << 20, timeout: timeoutMs });
   return { ok: r.status === 0, output: `${r.stdout ?? ""}${r.stderr ?? ""}${r.error ? `\n${r.error.message}` : ""}` };
+}
+
+/** As run(), without blocking the event loop: for tests whose stack runs in this process. */
+export function runAsync(cmd: string, args: string[], env: Record<string, string> = {}): Promise<{ ok: boolean; output: string }> {
+  return new Promise((resolve) => {
+    let out = "";
+    const child = spawn(cmd, args, { cwd: pythonRoot, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    child.stdout.on("data", (d) => (out += d));
+    child.stderr.on("data", (d) => (out += d));
+    child.on("error", (err) => resolve({ ok: false, output: `${out}\n${err.message}` }));
+    child.on("close", (code) => resolve({ ok: code === 0, output: out }));
+  });
 }
 
 export function ensureVenv(): void {

@@ -20,7 +20,7 @@ from langchain_openai import ChatOpenAI
 from openai import OpenAI
 from pydantic import SecretStr
 
-from meterline import Meter
+from meterline import Meter, PlanConfig
 from meterline import anthropic as meter_anthropic
 from meterline import openai as meter_openai
 from meterline.langchain import MeterCallbackHandler
@@ -31,7 +31,8 @@ RECORDS = int(os.environ.get("BENCH_RECORDS", 50_000))
 USERS = int(os.environ.get("BENCH_USERS", 300))
 PAIRS = int(os.environ.get("BENCH_PAIRS", 1_000))
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", 3))
-# Which parts run: core (guard, record, reserve + commit), memory, own (wrappers without the network), wrappers.
+# Which parts run (BENCH_PARTS): guard (with and without 4 windows), core (the guards, record, reserve + commit),
+# memory, own (wrappers without the network), wrappers.
 WARMUP = 300
 
 URL = os.environ["METER_BENCH_API_URL"]
@@ -50,8 +51,21 @@ PLAN = {
 }
 
 
-def plan() -> str:
-    res = api.post("/config/plans", json={"plans": [{"name": f"p-{uuid.uuid4()}", **PLAN}]})
+# The same with 4 windows (a day, a month, requests a minute, a rolling 5 hours), as bench/sdk.ts.
+WINDOWS_PLAN = {
+    **PLAN,
+    "time_zone": "America/New_York",
+    "limits": [
+        {"name": "daily", "metric": "spend", "max": 1e6, "window": "day"},
+        {"name": "monthly", "metric": "spend", "max": 1e7, "window": "month"},
+        {"name": "per_minute", "metric": "requests", "max": 1e9, "window": "minute"},
+        {"name": "five_hours", "metric": "tokens", "max": 1e12, "window": "rolling", "duration_minutes": 300},
+    ],
+}
+
+
+def plan(body: dict[str, Any] = PLAN) -> str:
+    res = api.post("/config/plans", json={"plans": [{"name": f"p-{uuid.uuid4()}", **body}]})
     res.raise_for_status()
     plan_id: str = res.json()["plans"][0]["id"]
     return plan_id
@@ -86,10 +100,11 @@ def us(ns: float) -> str:
     return f"{ns / 1000:.2f} µs"
 
 
-def core(plan_id: str) -> None:
+def guard_bench(label: str, plan_id: str) -> None:
     m = Meter(api_key=KEY, base_url=URL, flush_interval=3600, max_queue_size=10**7)
     uid = user(plan_id)
     m.guard(uid)
+    windows = len(getattr(m._users[uid].config or PlanConfig(), "limits", ()))
     guard = lambda: m.guard(uid, model="gpt-4o-2024-08-06")  # noqa: E731
     timed(guard, 10_000)
     samples = timed(guard, GUARDS)
@@ -101,10 +116,24 @@ def core(plan_id: str) -> None:
         loops.append((time.perf_counter_ns() - t) / 10_000)
     loop = min(loops)
     print(
-        f"guard() on a loaded user (every dimension, model normalization, no network): median "
-        f"{us(statistics.median(samples))} a call (each timed, {GUARDS} calls); p99 "
-        f"{us(statistics.quantiles(samples, n=100)[98])}; {us(loop)} a call in the best of 5 loops of 10,000"
+        f"{label}: median {us(statistics.median(samples))} a call (each timed, {GUARDS} calls); p99 "
+        f"{us(statistics.quantiles(samples, n=100)[98])}; {us(loop)} a call in the best of 5 loops of 10,000; "
+        f"{windows} windows on the plan"
     )
+    m.shutdown(timeout=60)
+
+
+def guards(plan_id: str) -> None:
+    """The guard without windows and with 4 (target: median <= 5 µs both)."""
+    guard_bench("guard() on a loaded user (every dimension, model normalization, no network)", plan_id)
+    guard_bench("guard() with 4 windows on the plan", plan(WINDOWS_PLAN))
+
+
+def core(plan_id: str) -> None:
+    guards(plan_id)
+    m = Meter(api_key=KEY, base_url=URL, flush_interval=3600, max_queue_size=10**7)
+    uid = user(plan_id)
+    m.guard(uid)
     record = lambda: m.record(uid, model="gpt-4o", input_tokens=100, output_tokens=50)  # noqa: E731
     samples = timed(record, RECORDS)
     print(
@@ -307,8 +336,15 @@ def own_cost(plan_id: str) -> None:
 
 def main() -> None:
     plan_id = plan()
+    # guard: only the guards, without windows and with 4 (core runs them too).
     parts = os.environ.get("BENCH_PARTS", "core,memory,own,wrappers").split(",")
-    for name, part in (("core", core), ("memory", memory), ("own", own_cost), ("wrappers", wrappers)):
+    for name, part in (
+        ("guard", guards),
+        ("core", core),
+        ("memory", memory),
+        ("own", own_cost),
+        ("wrappers", wrappers),
+    ):
         if name in parts:
             part(plan_id)
 

@@ -462,6 +462,7 @@ def test_a_blocked_call_says_when_its_limit_lifts(product: Product) -> None:
         "usage_pct": 1.0,
         "current_value": 1.0,
         "limit_value": 1.0,
+        "resets_at": st.billing_period.end,
     }
     try:
         raise RuntimeError("a model client's own error") from period.value

@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 
 from meterline import PlanConfig, Rate, evaluate, price
+from meterline.counters import advance, hard_mark_of, new_counter, unit_of
+from meterline.dimensions import evaluate_plan
 from meterline.money import add_dollars, ratio, to_dollars, to_nano
 from meterline.periods import calendar_month, roll_on
 from meterline.session_view import apply_view, roll_locally
@@ -246,3 +248,75 @@ def test_calendar_windows_tile_time(tz: str) -> None:
             start, end = nxt
     assert is_time_zone("Europe/Paris") and is_time_zone("UTC")
     assert not is_time_zone("Mars/Olympus") and not is_time_zone("")
+
+
+DIMENSIONS = TABLE["dimensions"]["cases"]
+
+
+@pytest.mark.parametrize("case", DIMENSIONS, ids=[c["name"] for c in DIMENSIONS])
+def test_dimensions_table(case: dict[str, Any]) -> None:
+    plan = PlanConfig.parse(case["plan"])
+    now = parse_time(case["now"])
+    period = (parse_time(case["billing_period"]["start"]), parse_time(case["billing_period"]["end"]))
+    counters = []
+    for i, lim in enumerate(plan.limits):
+        u = case["usage"]["limits"][i]
+        # The counter as a client last saw it: the window of window_start (or the buckets), then brought to now.
+        c = new_counter(lim, parse_time(u["window_start"]) if "window_start" in u else now, plan.time_zone, period)
+        if "window_start" in u:
+            c.used = unit_of(lim.metric, u["used"])
+        else:
+            c.buckets = [Bucket(parse_time(b["start"]), int(unit_of(lim.metric, b["used"]))) for b in u["buckets"]]
+        c.held = unit_of(lim.metric, (case["usage"].get("held") or [0] * len(plan.limits))[i])
+        advance(lim, c, now, plan.time_zone, period, hard_mark_of(lim, plan.hard_gate_at))
+        counters.append(c)
+    u = case["usage"]
+    call = case["call"]
+    got = evaluate_plan(
+        plan,
+        u["period_cost"],
+        u["session_cost"],
+        call["model"],
+        u["model_tokens"],
+        call["estimate_cost"],
+        call["estimate_tokens"],
+        period[1],
+        None if case["session_end"] is None else parse_time(case["session_end"]),
+        counters,
+    )
+    _matches(dataclasses.asdict(got), case["expect"], case["name"])
+
+
+def test_dimensions_table_is_whole() -> None:
+    assert len(DIMENSIONS) >= 25
+
+
+def test_session_view_windows_merge_per_window_and_bucket_and_keep_counters_by_what_they_count() -> None:
+    now = parse_time("2026-11-28T20:00:30Z")
+    rpm = {"name": "rpm", "metric": "requests", "max": 5, "window": "minute"}
+    roll = {"name": "roll", "metric": "spend", "max": 1, "window": "rolling", "duration_minutes": 60}
+    cfg = {"max_spend_per_period": 10, "limits": [rpm, roll]}
+    minute = "2026-11-28T20:00:00.000Z"
+    limits: list[dict[str, Any]] = [
+        {"reason": "limit:rpm", "name": "rpm", "window_start": minute, "used": 2},
+        {"reason": "limit:roll", "name": "roll", "buckets": [{"start": "2026-11-28T19:30:00.000Z", "used": 0.25}]},
+    ]
+    e = UserEntry("u", now)
+    apply_view(e, view({"plan_config": cfg, "limits": limits}), now)
+    e.count_windows(None, 10, 0.5, now, now)
+    e.advance_windows(now)
+    assert (e.counters[0].used, e.counters[1].sum) == (3, to_nano(0.75))
+    # Another process counted more in the minute, less in the bucket: each keeps the larger figure.
+    limits[0]["used"] = 4
+    limits[1]["buckets"] = [{"start": "2026-11-28T19:30:00.000Z", "used": 0.1}]
+    apply_view(e, view({"plan_config": cfg, "limits": limits}), now)
+    e.advance_windows(now)
+    assert (e.counters[0].used, e.counters[1].sum) == (4, to_nano(0.75))
+    # A renamed limit keeps its counter; another window starts empty.
+    renamed = {**cfg, "limits": [{**rpm, "name": "per_minute"}, {**roll, "duration_minutes": 30}]}
+    apply_view(e, view({"plan_config": renamed}), now)
+    e.advance_windows(now)
+    assert (e.counters[0].used, e.counters[1].sum) == (4, 0)
+    # The window rolls at its end without a view.
+    e.advance_windows(parse_time("2026-11-28T20:01:00Z"))
+    assert e.counters[0].used == 0

@@ -4,19 +4,19 @@ kind per GATE_EVENT_INTERVAL, the callbacks, LimitExceededError or, under fail_c
 
 from __future__ import annotations
 
-import time
 import uuid
 from datetime import datetime, timezone
 from typing import Any
 
+from .clock import now as clock_now
+from .dimensions import evaluate_plan
 from .errors import LimitExceededError, MeterUnavailableError
-from .gates import evaluate
 from .lease_books import LeaseNeed
 from .money import add_dollars
 from .pricing import estimate_tokens, rate_of, token_cost
 from .recording import Metadata, session_of
 from .reservation import NOTHING, Hold, Reservation, ReservationAmount, reservation_of
-from .state import UserEntry, iso
+from .state import UserEntry, hold_windows, iso
 from .types import GateContext, GuardResult
 from .user_sessions import Session
 from .users import LOAD_RETRY, Users
@@ -29,7 +29,7 @@ SESSION_UNAVAILABLE = "session_unavailable"
 # waits about one round trip, never an open-ended queue of them.
 LEASE_ROUNDS = 2
 
-Admitted = tuple[GuardResult, GateContext | None, tuple[str, bool, float | None] | None, Reservation | None]
+Admitted = tuple[GuardResult, GateContext | None, tuple[str, bool] | None, Reservation | None]
 
 
 class Admission(Users):
@@ -81,7 +81,7 @@ class Admission(Users):
             raise TypeError("max_output_tokens must be a non-negative integer")
         if session_id is not None and not isinstance(session_id, str):
             raise TypeError("session_id must be a string")
-        now = time.time()
+        now = clock_now()
         with self._lock:
             plan = e.config
             m = self._model(e, model)
@@ -103,7 +103,8 @@ class Admission(Users):
                     "unreachable or API key refused), and fail_closed blocks calls until it loads",
                 )
             else:
-                result = evaluate(
+                e.advance_windows(now)
+                result = evaluate_plan(
                     plan,
                     add_dollars(e.period_cost, e.reserved_cost),
                     add_dollars(session.cost, session.reserved),
@@ -111,6 +112,10 @@ class Admission(Users):
                     (e.tokens_by_model.get(m, 0) + e.reserved_tokens.get(m, 0)) if m is not None else 0,
                     est_cost if reserved.exact else 0.0,
                     est_tokens if reserved.exact else 0.0,
+                    e.period_end_t,
+                    # A caller's session lasts as long as it is used: no known end.
+                    session.started_at + e.timeout if session is e.sessions.own else None,
+                    e.counters,
                 )
             lease: str | None = None
             if hold and result.status != "hard_gate" and self._leases is not None:
@@ -125,7 +130,7 @@ class Admission(Users):
             gate_info = None
             if result.status != "ok":
                 ctx = GateContext(e.user_id, session.id, m)
-                gate_info = (*self._gate_event(e, session, m, result, metadata, now), resets_at(e, session, result))
+                gate_info = self._gate_event(e, session, m, result, metadata, now)
             reservation = None
             blocked = result.status == "hard_gate" and self.blocking
             if hold and not blocked:
@@ -134,7 +139,12 @@ class Admission(Users):
                 if m is not None and est_tokens > 0:
                     e.reserved_tokens[m] = e.reserved_tokens.get(m, 0) + est_tokens
                 e.in_flight += 1
-                reservation = Reservation(self, Hold(e, session, m, est_cost, est_tokens, metadata, lease), result)
+                held = Hold(e, session, m, est_cost, est_tokens, metadata, lease)
+                if plan is not None and plan.limits:
+                    held.limits = plan.limits
+                    held.counters = e.counters
+                    hold_windows(plan.limits, e.counters, m, est_cost, est_tokens, 1)
+                reservation = Reservation(self, held, result)
             elif hold and lease is not None and self._leases is not None:
                 self._leases.unhold(e.user_id, lease, est_cost, m, est_tokens)
             return result, ctx, gate_info, reservation
@@ -154,7 +164,7 @@ class Admission(Users):
         hard = result.status == "hard_gate"
         blocked = hard and self.blocking
         reason = result.gate_reason or ""
-        if not (reason in ("total_spend", "session_spend") or reason.startswith("model_limit:")):
+        if not (reason in ("total_spend", "session_spend") or reason.startswith(("model_limit:", "limit:"))):
             return reason, blocked  # not a plan's gate (fail_closed): callbacks only
         kind = "blocked" if blocked else result.status
         if e.gate_marks is None:
@@ -194,7 +204,7 @@ class Admission(Users):
         self,
         result: GuardResult,
         ctx: GateContext | None,
-        gate_info: tuple[str, bool, float | None] | None,
+        gate_info: tuple[str, bool] | None,
         reservation: Reservation | None = None,
     ) -> GuardResult:
         if ctx is None or gate_info is None:
@@ -203,12 +213,11 @@ class Admission(Users):
         for cb in self._hard if hard else self._soft:
             self._safely(cb, result, ctx)
         if gate_info[1]:
-            at = gate_info[2]
             if result.gate_reason == SESSION_UNAVAILABLE:
                 # An outage, not a limit: retry when the library next tries to load the view.
-                retry = datetime.fromtimestamp(time.time() + LOAD_RETRY, timezone.utc)
+                retry = datetime.fromtimestamp(clock_now() + LOAD_RETRY, timezone.utc)
                 raise MeterUnavailableError(result, retry)
-            raise LimitExceededError(result, None if at is None else datetime.fromtimestamp(at, timezone.utc))
+            raise LimitExceededError(result)
         return result
 
     def _sized(self, e: UserEntry, model: str | None, input_tokens: int | None, prompt: Any) -> int | None:
@@ -249,12 +258,3 @@ class Admission(Users):
             lambda i, o: token_cost(i, o, rate_of(m, plan)),
         )
 
-
-def resets_at(e: UserEntry, session: Session, result: GuardResult) -> float | None:
-    """When a hard gate lifts by itself, where known (LimitExceededError.resets_at)."""
-    reason = result.gate_reason
-    if reason is None or reason == SESSION_UNAVAILABLE:
-        return None
-    if reason == "session_spend":
-        return session.started_at + e.timeout if session is e.sessions.own else None
-    return e.period_end_t

@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .admission import LEASE_ROUNDS, Admission
+from .clock import now as clock_now
 from .context import _current
 from .core_state import GateCallback
 from .errors import MeterAPIError, MeterAuthenticationError
@@ -165,7 +166,7 @@ class MeterCore(Admission):
         """The user's cached state; None before the user's first guard/record."""
         with self._lock:
             e = self._users.get(user_id)
-            return None if e is None else e.snapshot(time.time())
+            return None if e is None else e.snapshot(clock_now())
 
     @contextlib.contextmanager
     def user(self, user_id: str, session_id: str | None = None) -> Iterator[None]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -21,9 +21,15 @@ class LimitExceededError(MeterError):
     def __init__(self, result: GuardResult, resets_at: datetime | None = None) -> None:
         super().__init__(result.message or "usage limit reached")
         self.result = result
-        # When the limit lifts by itself where known (UTC): the period's end for total_spend and model
-        # limits, the end of the library's own session window for session_spend; else None (a
-        # caller-named session lasts as long as it is used).
+        # The blocking dimension (result.gate_reason): total_spend, session_spend, model_limit:<model> or
+        # limit:<name>; when several block at once, the one that lets a call through again last.
+        self.reason: str | None = result.gate_reason
+        # When the blocking dimension lets a call through again by itself (UTC; result.resets_at unless
+        # given): the end of its window (a calendar window in the plan's time zone, the billing period, the
+        # library's own session) or when enough of a rolling window's usage ages out; None when it never
+        # does (a max of 0) or is not known (a caller-named session lasts as long as it is used).
+        if resets_at is None and result.resets_at is not None:
+            resets_at = datetime.fromisoformat(result.resets_at.replace("Z", "+00:00")).astimezone(timezone.utc)
         self.resets_at = resets_at
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .money import ratio
+from .periods import iso
 from .types import GuardResult
 
 if TYPE_CHECKING:
@@ -150,5 +151,7 @@ def cap_of(e: UserEntry, model: str | None) -> float | None:
     return None if top is None else float(top) * plan.hard_gate_at
 
 
-def refusal(reason: str, current: float, cap: float, message: str) -> GuardResult:
-    return GuardResult("hard_gate", reason, max(1.0, ratio(current, cap)) if cap > 0 else 1.0, current, cap, message)
+def refusal(e: UserEntry, reason: str, current: float, cap: float, message: str) -> GuardResult:
+    """A lease that does not cover a call: a hard gate of the period's caps, lifted at the period's end."""
+    pct = max(1.0, ratio(current, cap)) if cap > 0 else 1.0
+    return GuardResult("hard_gate", reason, pct, current, cap, message, iso(e.period_end_t))

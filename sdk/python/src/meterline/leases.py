@@ -324,6 +324,7 @@ class Leases:
             if left <= 0 or (n.whole and left < n.cost):
                 cap = plan.max_spend_per_period * plan.hard_gate_at
                 return refusal(
+                    e,
                     "total_spend",
                     add_dollars(e.period_cost, e.reserved_cost),
                     cap,
@@ -337,6 +338,7 @@ class Leases:
                 cap = plan.model_limits[n.model] * plan.hard_gate_at
                 current = e.tokens_by_model.get(n.model, 0) + e.reserved_tokens.get(n.model, 0)
                 return refusal(
+                    e,
                     f"model_limit:{n.model}",
                     current,
                     cap,

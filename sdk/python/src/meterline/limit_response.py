@@ -1,14 +1,15 @@
-"""The answer to a call blocked by a hard gate, for any web framework: JSON 429 with the gate's
-figures, and ``Retry-After`` when the limit lifts by itself at a known time (the TypeScript
-client's Express and Fastify helpers give the same)."""
+"""The answer to a call blocked by a hard gate, for any web framework: JSON 429 with the blocking
+dimension's figures, and ``Retry-After`` when it lifts by itself at a known time (its ``resets_at``); the
+TypeScript client's Express and Fastify helpers give the same."""
 
 from __future__ import annotations
 
 import math
-import time
 from typing import Any
 
+from .clock import now as clock_now
 from .errors import LimitExceededError
+from .periods import iso
 
 
 def limit_of(err: BaseException | None) -> LimitExceededError | None:
@@ -25,7 +26,9 @@ def limit_of(err: BaseException | None) -> LimitExceededError | None:
 
 
 def limit_body(err: LimitExceededError) -> dict[str, Any]:
-    """``{detail, gate_reason, usage_pct, current_value, limit_value}``, the 429's JSON body."""
+    """``{detail, gate_reason, usage_pct, current_value, limit_value, resets_at}``, the 429's JSON body:
+    ``gate_reason`` the blocking dimension, ``resets_at`` (ISO 8601) when it lets a call through again, None
+    when not by itself."""
     r = err.result
     return {
         "detail": str(err),
@@ -33,12 +36,13 @@ def limit_body(err: LimitExceededError) -> dict[str, Any]:
         "usage_pct": r.usage_pct,
         "current_value": r.current_value,
         "limit_value": r.limit_value,
+        "resets_at": None if err.resets_at is None else iso(err.resets_at.timestamp()),
     }
 
 
 def retry_after_seconds(err: LimitExceededError, now: float | None = None) -> int | None:
-    """Whole seconds until the limit lifts (at least 1), or None when unknown."""
+    """Whole seconds until the blocking dimension lifts (at least 1), or None when unknown."""
     if err.resets_at is None:
         return None
-    left = err.resets_at.timestamp() - (time.time() if now is None else now)
+    left = err.resets_at.timestamp() - (clock_now() if now is None else now)
     return max(1, math.ceil(left))

@@ -5,10 +5,10 @@ when it loads."""
 
 from __future__ import annotations
 
-import time
 import uuid
 from typing import Any
 
+from .clock import now as clock_now
 from .context import _current
 from .errors import MeterError
 from .flow import Flow, Request, Sleep
@@ -17,7 +17,7 @@ from .pricing import normalize_model, rate_of, token_cost, tools_cost
 from .queue import Event
 from .reporting import Reporting
 from .reservation import Hold
-from .state import UserEntry, iso
+from .state import UserEntry, hold_windows, iso, parse_time
 from .transport import backoff, retryable
 from .types import ManualEvent, UsageEvent
 from .user_sessions import Session
@@ -41,7 +41,7 @@ class Recording(Reporting):
         session_id: str | None,
         metadata: dict[str, Any] | None,
     ) -> UsageEvent:
-        now = time.time()
+        now = clock_now()
         with self._lock:
             session = e.sessions.at(session_of(e.user_id, session_id), now, e.timeout)
             event = self._meter(
@@ -104,7 +104,7 @@ class Recording(Reporting):
             source=raw.get("source", "manual"),
             created_at=raw["created_at"],
         )
-        now = time.time()
+        now = clock_now()
         with self._lock:
             fresh = created.id not in self._manual_ids
             if fresh:
@@ -115,6 +115,7 @@ class Recording(Reporting):
             session = e.sessions.at(session_of(e.user_id, session_id), now, e.timeout) if e is not None else None
             if e is not None and session is not None and fresh:
                 self._count(e, session, created.model, input_tokens + output_tokens, created.cost)
+                e.count_windows(created.model, input_tokens + output_tokens, created.cost, now, now)
         if fresh:
             self._fire(
                 self._usage,
@@ -141,7 +142,7 @@ class Recording(Reporting):
         self, hold: Hold, input_tokens: int, output_tokens: int, tool_calls: list[str] | None, metadata: Metadata
     ) -> UsageEvent:
         check_usage(input_tokens, output_tokens, tool_calls, metadata, None, None)
-        now = time.time()
+        now = clock_now()
         with self._lock:
             self._unhold_locked(hold)
             event = self._meter(
@@ -167,6 +168,8 @@ class Recording(Reporting):
         hold.session.reserved = _non_negative(add_dollars(hold.session.reserved, -hold.cost))
         if hold.model is not None and hold.tokens > 0:
             e.reserved_tokens[hold.model] = _non_negative(e.reserved_tokens.get(hold.model, 0) - hold.tokens)
+        if hold.counters is not None:
+            hold_windows(hold.limits, hold.counters, hold.model, hold.cost, hold.tokens, -1)
         e.in_flight -= 1
         if self._leases is not None:
             self._leases.unhold(e.user_id, hold.lease, hold.cost, hold.model, hold.tokens)
@@ -205,6 +208,7 @@ class Recording(Reporting):
         if self._leases is not None:
             event.lease_id = self._leases.spend(e.user_id, event.cost_total, model, event.total_tokens)
         self._count(e, session, model, event.total_tokens, event.cost_total)
+        e.count_windows(model, event.total_tokens, event.cost_total, now, now)
         if plan is not None and e.loaded:
             e.called(model, event.cost_total, event.total_tokens)
         if self._queue.push("usage", event):
@@ -218,6 +222,7 @@ class Recording(Reporting):
     def _price(self, e: UserEntry) -> None:
         """Prices the usage recorded before the plan was known, now that it is. Caller holds the lock."""
         plan = e.config
+        now = clock_now()
         for event, session in e.unpriced:
             self._unpriced_ids.discard(event.id)
             if plan is None:
@@ -236,6 +241,8 @@ class Recording(Reporting):
             event.cost_tools = tools_cost(event.tool_calls, plan)
             event.cost_total = add_dollars(event.cost_tokens, event.cost_tools)
             self._count(e, session, model, 0, event.cost_total)
+            # No window counted the call while the plan was unknown: it had none then.
+            e.count_windows(model, event.total_tokens, event.cost_total, parse_time(event.timestamp), now)
         e.unpriced = []
 
     @staticmethod

@@ -10,9 +10,10 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-from .types import GuardResult, UsageEvent
+from .types import GuardResult, PlanLimit, UsageEvent
 
 if TYPE_CHECKING:
+    from .counters import LimitCounter
     from .recent_calls import RecentCalls
     from .state import UserEntry
     from .user_sessions import Session
@@ -61,6 +62,10 @@ class Hold:
     tokens: float
     metadata: dict[str, Any] | None
     lease: str | None = None
+    # The plan's limits and their counters the call held against: given back to those, even after a reload
+    # changed them.
+    limits: tuple[PlanLimit, ...] = ()
+    counters: list[LimitCounter] | None = None
 
 
 class Ledger(Protocol):

@@ -4,6 +4,9 @@
 - Other period dates than local: local counters are zeroed and the service's values taken.
 - Same dates (a refresh, or a plan change that keeps the period): each counter keeps the larger
   of local and service values: local holds undelivered events, the service other processes' spend.
+- Windows (the plan's ``limits``): one counter per limit, kept across views by what it counts (a renamed
+  limit keeps its usage); each takes, per window (same start) or per rolling bucket (same start), the larger
+  of local and service values.
 """
 
 from __future__ import annotations
@@ -11,9 +14,11 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
+from .counters import LimitCounter, merge_view, new_counter
 from .periods import roll_on
 from .state import UserEntry, iso, parse_time
-from .types import PlanConfig
+from .types import PlanConfig, PlanLimit
+from .windows import dimension_key
 
 Merge = Literal["first", "reset", "fresh_period", "same_period"]
 
@@ -71,6 +76,7 @@ def apply_view(e: UserEntry, view: dict[str, Any], now: float) -> Merge:
     e.plan = view.get("plan", "none")
     plan_id = view.get("plan_id")
     e.plan_id = plan_id if isinstance(plan_id, str) else None
+    before = e.config
     e.config = _intern(raw) if view.get("sdk_enabled") else None
     e.timeout = float(raw.get("session_timeout_minutes") or 30.0) * 60.0
     e.period_start = period["start"]
@@ -80,7 +86,44 @@ def apply_view(e: UserEntry, view: dict[str, Any], now: float) -> Merge:
     e.loaded = True
     e.unknown = False
     e.fail_closed = False
+    _apply_windows(e, before, view, now, merge == "reset")
     return merge
+
+
+def _apply_windows(e: UserEntry, before: PlanConfig | None, view: dict[str, Any], now: float, reset: bool) -> None:
+    """The plan's windows after a view: counters of limits that count the same thing as before (same metric,
+    window, duration and model, same time zone) are kept, others start empty; then the service's figure of
+    each limit is merged in (counters.merge_view)."""
+    plan = e.config
+    if plan is None or not plan.limits:
+        e.counters = []
+        return
+    period = e.period()
+    if reset or before is not plan:
+        kept: dict[str, LimitCounter] = {}
+        if not reset and before is not None and before.time_zone == plan.time_zone:
+            for old, counter in zip(before.limits, e.counters, strict=False):
+                kept[_key(old)] = counter
+        counters = []
+        for lim in plan.limits:
+            # Two equal limits: the second starts from the service's figure.
+            c = kept.pop(_key(lim), None)
+            counters.append(c if c is not None else new_counter(lim, now, plan.time_zone, period))
+        e.counters = counters
+    seen = view.get("limits")
+    if not isinstance(seen, list):
+        return
+    names = {lim.name: i for i, lim in enumerate(plan.limits)}
+    for v in seen:
+        if not isinstance(v, dict) or not str(v.get("reason", "")).startswith("limit:"):
+            continue
+        i = names.get(str(v.get("name")))
+        if i is not None:
+            merge_view(plan.limits[i], e.counters[i], v, now, plan.time_zone, period)
+
+
+def _key(lim: PlanLimit) -> str:
+    return dimension_key(lim.metric, lim.window, lim.duration_minutes, lim.model)
 
 
 def roll_locally(e: UserEntry, now: float) -> None:

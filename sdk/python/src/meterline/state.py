@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import datetime as dt
-import time
 from typing import TYPE_CHECKING
 
-from .periods import calendar_month
+from .counters import LimitCounter, advance, count_in, hard_mark_of, unit_of
+from .periods import calendar_month, iso, parse_time
+
+__all__ = ["DEFAULT_TIMEOUT", "RECENT_MODELS", "UserEntry", "hold_windows", "iso", "parse_time"]
 from .recent_calls import RecentCalls
-from .types import BillingPeriod, PlanConfig, UsageEvent, UserState
+from .types import BillingPeriod, PlanConfig, PlanLimit, UsageEvent, UserState
 from .user_sessions import Session, Sessions
 
 if TYPE_CHECKING:
@@ -20,19 +21,11 @@ RECENT_MODELS = 256
 DEFAULT_TIMEOUT = 30 * 60.0
 
 
-def iso(t: float) -> str:
-    """UTC, milliseconds, ``Z``: the service's own form (strftime: several times cheaper than datetime)."""
-    return f"{time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime(t))}.{int(t * 1000) % 1000:03d}Z"
-
-
-def parse_time(s: str) -> float:
-    return dt.datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
-
-
 class UserEntry:
     __slots__ = (
         "config",
         "cost_by_model",
+        "counters",
         "fail_closed",
         "gate_marks",
         "in_flight",
@@ -85,6 +78,8 @@ class UserEntry:
         self.period_cost = 0.0
         self.tokens_by_model: dict[str, int] = {}
         self.cost_by_model: dict[str, float] = {}
+        # One per entry of ``config.limits``, in plan order: what each window counted (counters.py).
+        self.counters: list[LimitCounter] = []
         self.reserved_cost = 0.0
         self.reserved_tokens: dict[str, float] = {}
         self.in_flight = 0
@@ -119,6 +114,35 @@ class UserEntry:
             recent = self.recent[model or ""] = RecentCalls()
         recent.add(cost, tokens)
 
+    def period(self) -> tuple[float, float]:
+        """The billing period, epoch seconds."""
+        return parse_time(self.period_start), self.period_end_t
+
+    def advance_windows(self, now: float) -> None:
+        """The windows brought to ``now``: a calendar window past its end gives way to the next (in the plan's
+        time zone), a rolling one drops what aged out. Each counter is touched only past its next expiry, so a
+        guard between them only compares two numbers per window."""
+        plan = self.config
+        if plan is None or not plan.limits:
+            return
+        for lim, c in zip(plan.limits, self.counters, strict=False):
+            if now < (c.valid_until if lim.window == "rolling" else c.end):
+                continue
+            advance(lim, c, now, plan.time_zone, self.period(), hard_mark_of(lim, plan.hard_gate_at))
+
+    def count_windows(self, model: str | None, tokens: float, cost: float, at: float, now: float) -> None:
+        """A call at ``at`` counted in every window of the plan whose model matches: one request, its tokens,
+        its cost."""
+        plan = self.config
+        if plan is None or not plan.limits:
+            return
+        self.advance_windows(now)
+        for lim, c in zip(plan.limits, self.counters, strict=False):
+            if lim.model is not None and lim.model != model:
+                continue
+            amount = unit_of("spend", cost) if lim.metric == "spend" else tokens if lim.metric == "tokens" else 1
+            count_in(lim, c, at, amount, now)
+
     def snapshot(self, now: float) -> UserState:
         own = self.sessions.current(now, self.timeout)
         return UserState(
@@ -135,3 +159,20 @@ class UserEntry:
 
     def idle(self, now: float) -> bool:
         return self.in_flight == 0 and self.pending == 0 and self.sessions.idle(now, self.timeout)
+
+
+def hold_windows(
+    limits: tuple[PlanLimit, ...],
+    counters: list[LimitCounter],
+    model: str | None,
+    cost: float,
+    tokens: float,
+    sign: int,
+) -> None:
+    """A reserved call's amounts added to (sign 1) or taken from (-1) what its windows' counters hold: on
+    every dimension it touches, one request for the call itself."""
+    for lim, c in zip(limits, counters, strict=False):
+        if lim.model is not None and lim.model != model:
+            continue
+        amount = unit_of("spend", cost) if lim.metric == "spend" else tokens if lim.metric == "tokens" else 1
+        c.held = max(0, c.held + sign * amount)

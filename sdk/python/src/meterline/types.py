@@ -11,12 +11,20 @@ GateStatus = Literal["ok", "soft_gate", "hard_gate"]
 @dataclass(frozen=True, slots=True)
 class GuardResult:
     status: GateStatus
-    """``total_spend``, ``session_spend`` or ``model_limit:<model>``; None when ok."""
+    """The deciding dimension: ``total_spend``, ``session_spend``, ``model_limit:<model>`` or ``limit:<name>`` (an
+    entry of the plan's ``limits``); ``session_unavailable`` under fail_closed; None when ok. ``usage_pct``,
+    ``current_value`` (with this call's estimate; dollars for spend, else tokens or requests) and
+    ``limit_value`` are the deciding dimension's."""
     gate_reason: str | None
     usage_pct: float
     current_value: float
     limit_value: float
     message: str | None
+    """When the deciding dimension lets a call through again by itself (ISO 8601): the end of its window (a
+    calendar window in the plan's time zone, the billing period, the library's own session) or, for a rolling
+    window, when enough usage ages out. None when ok, when it never does (a max of 0) or is not known (a
+    caller's session)."""
+    resets_at: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +142,109 @@ class Rate:
     output: float
 
 
+LimitMetric = Literal["spend", "tokens", "requests"]
+"""A window's metric: dollars at the plan's prices, input plus output tokens, or metered calls."""
+LimitWindow = Literal["minute", "hour", "day", "week", "month", "period", "rolling"]
+"""Calendar windows reset in the plan's ``time_zone`` (weeks start on Monday); ``period`` is the billing
+period; ``rolling`` the last ``duration_minutes``."""
+
+
+@dataclass(frozen=True, slots=True)
+class PlanLimit:
+    """One entry of a plan's ``limits``: a cap on one metric over one window, named in gates ``limit:<name>``."""
+
+    name: str
+    metric: LimitMetric
+    max: float
+    """Dollars for spend; a whole number of tokens or requests. 0 blocks every call."""
+    window: LimitWindow
+    duration_minutes: int | None = None
+    """Rolling windows only: their length in minutes (1-44,640)."""
+    model: str | None = None
+    """Count only calls of this normalized model; None: every call."""
+    soft_gate_at: float | None = None
+    """This limit's own marks; None: the plan's."""
+    hard_gate_at: float | None = None
+
+    @staticmethod
+    def parse(raw: dict[str, Any]) -> PlanLimit:
+        def opt(k: str) -> float | None:
+            v = raw.get(k)
+            return None if v is None else float(v)
+
+        d = raw.get("duration_minutes")
+        return PlanLimit(
+            name=str(raw["name"]),
+            metric=raw["metric"],
+            max=float(raw["max"]),
+            window=raw["window"],
+            duration_minutes=None if d is None else int(d),
+            model=raw.get("model"),
+            soft_gate_at=opt("soft_gate_at"),
+            hard_gate_at=opt("hard_gate_at"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class LimitBucket:
+    """One bucket of a rolling window in a session view: its start (ISO 8601) and what it counted."""
+
+    start: str
+    used: float
+    """Dollars for spend, else tokens or requests."""
+
+
+@dataclass(frozen=True, slots=True)
+class LimitStatus:
+    """One dimension of a user as the service reports it (the session view's ``limits``, and
+    GET /users/{user_id}/limits): SPEC's caps and each entry of the plan's ``limits``."""
+
+    reason: str
+    """``total_spend``, ``session_spend``, ``model_limit:<model>`` or ``limit:<name>``."""
+    name: str | None
+    metric: LimitMetric
+    window: str
+    """A LimitWindow, or ``session``."""
+    duration_minutes: int | None
+    model: str | None
+    scope: str
+    max: float
+    used: float
+    pct: float
+    soft_gate_at: float
+    hard_gate_at: float
+    window_start: str | None
+    """Start of the window counted; None for rolling windows and the session."""
+    resets_at: str | None
+    """When it lifts by itself; None: never (max 0), nothing counted in a rolling window, or the session."""
+    buckets: tuple[LimitBucket, ...] | None = None
+    """Rolling windows: their buckets."""
+
+    @staticmethod
+    def parse(raw: dict[str, Any]) -> LimitStatus:
+        buckets = raw.get("buckets")
+        d = raw.get("duration_minutes")
+        return LimitStatus(
+            reason=str(raw["reason"]),
+            name=raw.get("name"),
+            metric=raw["metric"],
+            window=str(raw["window"]),
+            duration_minutes=None if d is None else int(d),
+            model=raw.get("model"),
+            scope=str(raw.get("scope", "user")),
+            max=float(raw["max"]),
+            used=float(raw.get("used") or 0),
+            pct=float(raw.get("pct") or 0),
+            soft_gate_at=float(raw.get("soft_gate_at") or 0),
+            hard_gate_at=float(raw.get("hard_gate_at") or 0),
+            window_start=raw.get("window_start"),
+            resets_at=raw.get("resets_at"),
+            buckets=None
+            if buckets is None
+            else tuple(LimitBucket(str(b["start"]), float(b["used"])) for b in buckets),
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class PlanConfig:
     max_spend_per_period: float | None = None
@@ -149,6 +260,10 @@ class PlanConfig:
     default_tool_cost: float = 0.02
     pre_call_estimate: bool = False
     pre_call_buffer_tokens: int = 4096
+    limits: tuple[PlanLimit, ...] = ()
+    """The plan's windows (BUDGETS.md section 2), in plan order."""
+    time_zone: str = "UTC"
+    """IANA name: calendar windows reset at midnight there."""
 
     @staticmethod
     def parse(raw: dict[str, Any]) -> PlanConfig:
@@ -187,4 +302,6 @@ class PlanConfig:
             pre_call_buffer_tokens=int(
                 raw["pre_call_buffer_tokens"] if raw.get("pre_call_buffer_tokens") is not None else 4096
             ),
+            limits=tuple(PlanLimit.parse(v) for v in (raw.get("limits") or [])),
+            time_zone=str(raw.get("time_zone") or "UTC"),
         )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 
+from .clock import now as clock_now
 from .errors import MeterAPIError, MeterError
 from .flow import Flow, Handle, Request, running
 from .recording import Recording
@@ -25,7 +26,7 @@ class Users(Recording):
         e = self._users.get(user_id)
         if e is None:
             return None
-        now = time.time()
+        now = clock_now()
         if now >= e.period_end_t:
             return None
         if now >= e.refresh_at and not running(e.refreshing):
@@ -40,7 +41,7 @@ class Users(Recording):
                 return cached, self._refresh(cached, self.startup_timeout), True
             pending = self._loading.get(user_id)
             if pending is None:
-                e = UserEntry(user_id, time.time())
+                e = UserEntry(user_id, clock_now())
                 pending = (e, self._refresh(e, self.startup_timeout))
                 self._loading[user_id] = pending
             return pending[0], pending[1], False
@@ -48,7 +49,7 @@ class Users(Recording):
     def _end_load(self, e: UserEntry, rollover: bool) -> UserEntry:
         with self._lock:
             if rollover:
-                now = time.time()
+                now = clock_now()
                 if now >= e.period_end_t:
                     roll_locally(e, now)
                 return e
@@ -70,7 +71,7 @@ class Users(Recording):
             try:
                 view = yield Request("GET", session_path(e.user_id), None, timeout)
             except MeterError as err:
-                now = time.time()
+                now = clock_now()
                 with self._lock:
                     if isinstance(err, MeterAPIError) and err.status == 404:
                         # Not registered (or deleted): permissive defaults; its events are still sent.
@@ -102,7 +103,7 @@ class Users(Recording):
                         err,
                     )
                 return
-            now = time.time()
+            now = clock_now()
             with self._lock:
                 if apply_view(e, view, now) == "reset":
                     e.recent = None
@@ -188,7 +189,7 @@ class Users(Recording):
 
     def _sweep(self) -> None:
         """Forgets idle users (nothing in flight or queued, sessions over) and their ended sessions."""
-        wall = time.time()
+        wall = clock_now()
         with self._lock:
             for uid in list(self._users):
                 e = self._users[uid]
@@ -206,6 +207,7 @@ def forget(e: UserEntry, now: float) -> None:
     e.period_cost = 0.0
     e.tokens_by_model = {}
     e.cost_by_model = {}
+    e.counters = []
     e.models.clear()
     e.recent = None
     e.sessions.clear(now)

@@ -1,0 +1,279 @@
+"""Evaluation of a list of dimensions (BUDGETS.md section 1), as rules/dimensions.ts defines it: every
+dimension a call is counted against (SPEC's three and a plan's ``limits``) against its soft and hard marks.
+The call is blocked when any dimension is at its hard gate; several at once: the one that allows a call again
+last names the block (latest ``resets_at``, None = never = latest; ties: the higher usage, then list order).
+No hard gate: the soft one with the highest usage. A plan without ``limits`` gives what gates always gave.
+Cases: rules/cases.json, sections ``gates`` and ``dimensions``."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .counters import LimitCounter
+from .money import RATIO_SCALE, _round_half_up, to_dollars, to_nano
+from .periods import iso
+from .types import GuardResult, PlanConfig, PlanLimit
+
+_OK, _SOFT, _HARD = 0, 1, 2
+_STATUS = ("ok", "soft_gate", "hard_gate")
+# Counts: a relative tolerance for marks that are not whole (0.8 x 1001). Money is compared in whole
+# nano-dollars (money.py), exactly.
+_EPSILON = 1e-9
+_INF = math.inf
+_SCALE = RATIO_SCALE
+_floor = math.floor
+
+OK_RESULT = GuardResult("ok", None, 0.0, 0.0, 0.0, None)
+
+
+@dataclass(slots=True)
+class Dimension:
+    """One dimension before a call. Amounts in dollars for spend, else tokens or requests."""
+
+    reason: str
+    """``total_spend``, ``session_spend``, ``model_limit:<model>`` or ``limit:<name>``."""
+    metric: str
+    window: str
+    """The window counted (``session`` for the session cap): read by the message only."""
+    max: float
+    used: float
+    """Counted so far in the window plus what calls in flight hold."""
+    estimate: float
+    """What this call adds as a projection: its estimate with pre_call_estimate (0 without), for ``requests``
+    always 1 (the call itself)."""
+    soft_gate_at: float
+    hard_gate_at: float
+    resets_at: float | None
+    """When the dimension lets a call through again by itself (epoch seconds); None: never or unknown."""
+    duration_minutes: int | None = None
+
+
+# One row per dimension: (reason, metric, window, duration, used, estimate, max, soft mark, hard mark,
+# resets_at), amounts in the metric's unit (nano-dollars for spend). Marks are resolved once per plan.
+_Row = tuple[str, str, str, "int | None", float, float, float, float, float, "float | None"]
+
+
+def _marks(metric: str, top: float, soft: float, hard: float) -> tuple[float, float]:
+    if metric == "spend":
+        return _round_half_up(soft * top), _round_half_up(hard * top)
+    return soft * top, hard * top
+
+
+def evaluate_dimensions(dims: Sequence[Dimension]) -> GuardResult:
+    """Every dimension of ``dims`` (in order); the deciding one named in the result."""
+    rows: list[_Row] = []
+    for d in dims:
+        money = d.metric == "spend"
+        top = to_nano(d.max) if money else d.max
+        soft, hard = _marks(d.metric, top, d.soft_gate_at, d.hard_gate_at)
+        used = to_nano(d.used) if money else d.used
+        est = to_nano(d.estimate) if money else d.estimate
+        rows.append((d.reason, d.metric, d.window, d.duration_minutes, used, est, top, soft, hard, d.resets_at))
+    return _decide(rows)
+
+
+class _Rules:
+    """What evaluation reads of a plan, resolved once per plan: the period and session caps in nano-dollars with
+    their marks, and each limit's reason, max in its unit and marks."""
+
+    __slots__ = ("period", "plan", "rows", "session")
+
+    def __init__(self, plan: PlanConfig) -> None:
+        self.plan = plan
+        soft, hard = plan.soft_gate_at, plan.hard_gate_at
+        self.period: tuple[float, float, float] | None = None
+        self.session: tuple[float, float, float] | None = None
+        if plan.max_spend_per_period is not None:
+            cap = to_nano(plan.max_spend_per_period)
+            self.period = (cap, *_marks("spend", cap, soft, hard))
+        if plan.max_spend_per_session is not None:
+            cap = to_nano(plan.max_spend_per_session)
+            self.session = (cap, *_marks("spend", cap, soft, hard))
+        self.rows: list[tuple[PlanLimit, str, float, float, float]] = []
+        for lim in plan.limits:
+            top = to_nano(lim.max) if lim.metric == "spend" else lim.max
+            soft = plan.soft_gate_at if lim.soft_gate_at is None else lim.soft_gate_at
+            hard = plan.hard_gate_at if lim.hard_gate_at is None else lim.hard_gate_at
+            self.rows.append((lim, f"limit:{lim.name}", top, *_marks(lim.metric, top, soft, hard)))
+
+
+_rules: dict[int, _Rules] = {}
+
+
+def _rules_of(plan: PlanConfig) -> _Rules:
+    r = _rules.get(id(plan))
+    if r is None or r.plan is not plan:
+        if len(_rules) >= 1000:
+            _rules.clear()
+        r = _rules[id(plan)] = _Rules(plan)
+    return r
+
+
+def evaluate_plan(
+    plan: PlanConfig | None,
+    period_cost: float,
+    session_cost: float,
+    model: str | None,
+    model_tokens: float,
+    estimate_cost: float = 0.0,
+    estimate_tokens: float = 0.0,
+    period_end: float | None = None,
+    session_end: float | None = None,
+    counters: Sequence[LimitCounter] = (),
+) -> GuardResult:
+    """Every dimension of a plan for one call: SPEC's caps then each entry of ``limits`` whose model is unset
+    or the call's. A limit's usage is its counter (counted plus held by calls in flight, brought to now by
+    counters.advance); its estimate is the call's cost (spend) or tokens (tokens) as given, and 1 for
+    ``requests``: the call itself. Per-limit gates override the plan's. Reaching the hard mark blocks; with an
+    estimate, so does a call whose estimate would take usage past it (one landing exactly on it runs)."""
+    if plan is None:
+        return OK_RESULT
+    rules = _rules_of(plan)
+    rows: list[_Row] = []
+    est_nano = to_nano(estimate_cost) if estimate_cost else 0
+    spec = rules.period
+    if spec is not None:
+        rows.append(("total_spend", "spend", "period", None, to_nano(period_cost), est_nano, *spec, period_end))
+    spec = rules.session
+    if spec is not None:
+        rows.append(("session_spend", "spend", "session", None, to_nano(session_cost), est_nano, *spec, session_end))
+    if model is not None:
+        cap = plan.model_limits.get(model)
+        if cap is not None:
+            rows.append((f"model_limit:{model}", "tokens", "period", None, model_tokens, estimate_tokens, cap,
+                         plan.soft_gate_at * cap, plan.hard_gate_at * cap, period_end))  # fmt: skip
+    if rules.rows:
+        n = len(counters)
+        for i, (lim, reason, top_l, soft_mark, hard_mark) in enumerate(rules.rows):
+            if i >= n:
+                break
+            if lim.model is not None and lim.model != model:
+                continue
+            c = counters[i]
+            metric = lim.metric
+            est = est_nano if metric == "spend" else estimate_tokens if metric == "tokens" else 1
+            # counters.used_of and resets_of, inlined (the guard's hot loop).
+            if lim.window == "rolling":
+                used, reset = c.sum, c.resets
+            else:
+                used, reset = c.used, c.end
+            rows.append((reason, metric, lim.window, lim.duration_minutes, used + c.held, est, top_l, soft_mark,
+                         hard_mark, reset if top_l > 0 else None))  # fmt: skip
+    if not rows:
+        return OK_RESULT
+    return _decide(rows)
+
+
+def _decide(rows: list[_Row]) -> GuardResult:
+    w_rank = _OK
+    w_pct = 0.0
+    w_reset = 0.0
+    w_row: _Row | None = None
+    for row in rows:
+        u = row[4]
+        e = row[5]
+        top = row[6]
+        projected = u + e
+        if top > 0:
+            # ratio() inlined (the guard's hot loop): projected / top rounded half up to 1e-6.
+            x = projected / top * _SCALE
+            f = _floor(x)
+            pct = (f + 1 if x - f >= 0.5 else f) / _SCALE
+        else:
+            pct = 1.0
+        tol = 0 if row[1] == "spend" else top * _EPSILON
+        hard_mark = row[8]
+        if top <= 0 or u >= hard_mark - tol or (e > 0 and projected > hard_mark + tol):
+            r = _HARD
+        elif projected >= row[7] - tol:
+            r = _SOFT
+        else:
+            r = _OK
+        reset = row[9]
+        rs = _INF if reset is None else reset
+        if w_row is None or r > w_rank:
+            take = True
+        elif r == w_rank:
+            take = rs > w_reset if r == _HARD and rs != w_reset else pct > w_pct
+        else:
+            take = False
+        if take:
+            w_rank, w_pct, w_reset, w_row = r, pct, rs, row
+    assert w_row is not None
+    reason, metric, window, duration, u, e, top = w_row[:7]
+    money = metric == "spend"
+    value = to_dollars(int(u + e)) if money else u + e
+    limit = to_dollars(int(top)) if money else top
+    if w_rank == _OK:
+        return GuardResult("ok", None, w_pct, value, limit, None)
+    used, est = (to_dollars(int(u)), to_dollars(int(e))) if money else (u, e)
+    return GuardResult(
+        _STATUS[w_rank],  # type: ignore[arg-type]
+        reason,
+        w_pct,
+        value,
+        limit,
+        describe(w_rank == _HARD, reason, metric, window, duration, used, est, limit),
+        None if w_reset == _INF else iso(w_reset),
+    )
+
+
+_WINDOW_WORDS = {
+    "minute": "this minute",
+    "hour": "this hour",
+    "day": "today",
+    "week": "this week",
+    "month": "this month",
+    "period": "this period",
+    "session": "this session",
+}
+
+
+def describe(
+    hard: bool, reason: str, metric: str, window: str, duration: int | None, used: float, est: float, limit: float
+) -> str:
+    """What was used (settled calls plus what calls in flight hold) and, apart, what this call would add: the
+    projection is not usage, and must not read as such. The TypeScript client's words, number for number;
+    SPEC's three keep their messages word for word."""
+    what = "limit reached" if hard else "approaching the limit"
+
+    def share(x: float) -> str:
+        return f"{math.floor(x / limit * 100 + 0.5) if limit > 0 else 100}%"
+
+    def money_after(x: float) -> str:
+        total = to_dollars(to_nano(used) + to_nano(x))
+        return f"; this call's estimate of ${x:.4f} would bring it to ${total:.4f} ({share(used + x)})"
+
+    def tokens_after(x: float) -> str:
+        total = used + x
+        return f"; this call's estimate of {_num(x)} tokens would bring it to {_num(total)} ({share(total)})"
+
+    if reason in ("total_spend", "session_spend"):
+        scope = "Spend" if reason == "total_spend" else "Session spend"
+        head = f"{scope} {what}: ${used:.4f} of ${limit:.2f} spent ({share(used)})"
+        return head + money_after(est) if est > 0 else head
+    if reason.startswith("model_limit:"):
+        head = f"Token {what} for {reason[12:]} this period: {_num(used)} of {_num(limit)} tokens used ({share(used)})"
+        return head + tokens_after(est) if est > 0 else head
+    name = f'"{reason[6:]}"' if reason.startswith("limit:") else reason
+    when = _WINDOW_WORDS.get(window, f"this {window}")
+    if window == "rolling":
+        when = f"in the last {duration or 0} minutes"
+    head = f"Limit {name} reached" if hard else f"Approaching limit {name}"
+    if metric == "spend":
+        line = f"{head}: ${used:.4f} of ${limit:.2f} spent {when} ({share(used)})"
+        return line + money_after(est) if est > 0 else line
+    if metric == "tokens":
+        line = f"{head}: {_num(used)} of {_num(limit)} tokens used {when} ({share(used)})"
+        return line + tokens_after(est) if est > 0 else line
+    return (
+        f"{head}: {_num(used)} of {_num(limit)} requests made {when} ({share(used)}); "
+        f"this call would make it {_num(used + est)}"
+    )
+
+
+def _num(x: float) -> str:
+    """A count as JavaScript prints a number: integers without a fraction."""
+    return str(int(x)) if float(x).is_integer() and abs(x) < 1e21 else repr(float(x))
