@@ -30,7 +30,8 @@
 // handlers write, without the RPC and validation), BENCH_SEED_CONCURRENCY at a time, straight
 // into the stack's plans database; only the measured window goes through the API.
 //   BENCH_SIZES=1000,10000,100000 BENCH_WINDOW=300 BENCH_SESSIONS=2000 BENCH_BATCHES=10 \
-//   BENCH_BATCH=1000 BENCH_BATCH_USERS=100 BENCH_CONCURRENCY=4 npm run bench:scale
+//   BENCH_BATCH=1000 BENCH_BATCH_USERS=100 BENCH_CONCURRENCY=4 BENCH_WINDOWS=4 npm run bench:scale
+// BENCH_WINDOWS limits (day, month, rolling 5 hours, requests per minute) are on the plan; 0: none.
 // The stacks run as their own processes (`cmd/all-in-one.ts`, as `npm start` runs), so that the
 // bench's client and seeding work, and its garbage collection, stay out of the measured server.
 // Uses MONGODB_URL when set, else the embedded database in a temporary directory.
@@ -63,6 +64,8 @@ const BATCH = Number(process.env.BENCH_BATCH ?? 1_000);
 const BATCH_USERS = Number(process.env.BENCH_BATCH_USERS ?? 100);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 4);
 const SEED_CONCURRENCY = Number(process.env.BENCH_SEED_CONCURRENCY ?? 16);
+/** Limits on the plan, 0-4 (docs/api.md "Windows and rate limits"). */
+const WINDOWS = Number(process.env.BENCH_WINDOWS ?? 4);
 const MODELS = ["gpt-4o", "gpt-4o-mini", "claude-3-5-sonnet", "o1"];
 const IDLE_SETTLE_MS = 2_000;
 
@@ -95,7 +98,14 @@ const product = await anon.post("/products", { name: "bench scale" });
 if (product.status !== 201) throw new Error(`product: ${product.status} ${JSON.stringify(product.body)}`);
 const productId: string = product.body.id;
 const api = anon.withKey(product.body.api_key);
-const plans = await api.post("/config/plans", { plans: [{ name: "pro", max_spend_per_period: 1_000_000 }] });
+// The plan's windows (BENCH_WINDOWS of these, default 4): each session also reads the user's window document.
+const WINDOW_LIMITS = [
+  { name: "daily", metric: "spend", max: 100_000, window: "day" },
+  { name: "monthly", metric: "spend", max: 1_000_000, window: "month" },
+  { name: "five-hours", metric: "spend", max: 50_000, window: "rolling", duration_minutes: 300 },
+  { name: "rpm", metric: "requests", max: 1_000_000, window: "minute" },
+].slice(0, WINDOWS);
+const plans = await api.post("/config/plans", { plans: [{ name: "pro", max_spend_per_period: 1_000_000, limits: WINDOW_LIMITS, time_zone: "America/New_York" }] });
 if (plans.status !== 201) throw new Error(`plan: ${plans.status} ${JSON.stringify(plans.body)}`);
 const plan = plans.body.plans[0];
 const now = new Date();

@@ -83,4 +83,20 @@ test("every problem is named with its field", () => {
   assert.equal(planProblems(newPlanValues({ name: "x", soft_gate_at: 1, hard_gate_at: 1, max_spend_per_period: 0 })), []);
 });
 
+
+test("limits: a plan's own gates resolve a limit's; problems name the limit and the field", () => {
+  const plan = newPlanValues({
+    name: "w",
+    soft_gate_at: 0.9,
+    limits: [
+      { name: "a", metric: "spend", max: 1, window: "day", duration_minutes: null, model: null, soft_gate_at: null, hard_gate_at: 0.5 },
+      { name: "b", metric: "spend", max: 1, window: "rolling", duration_minutes: 60, model: null, soft_gate_at: null, hard_gate_at: null },
+    ],
+  });
+  // "a": the plan's soft gate 0.9 above its own hard gate 0.5; "b" uses the plan's, which are fine.
+  assert.equal(planProblems(plan), ['limits[0] ("a").soft_gate_at: 0.9 must not exceed hard_gate_at (0.5)']);
+  assert.equal(applyMask(plan, {}, ["limits", "time_zone"]).limits, []);
+  assert.is(applyMask(plan, {}, ["time_zone"]).time_zone, "UTC");
+});
+
 test.run();
