@@ -48,6 +48,22 @@ export async function cappedUserPlan(api: Api, cap: number | null, modelTokens?:
   return { userId: id, planId: plan.body.plans[0].id };
 }
 
+/**
+ * A user subscribed to a plan with `limits` (BUDGETS.md §2) and no period caps, pre-call
+ * estimates covering each call, model "m" at `rate` dollars per 1K tokens (in and out).
+ */
+export async function windowedUser(api: Api, limits: Record<string, unknown>[], rate = 1): Promise<string> {
+  const plan = await api.post("/config/plans", {
+    plans: [{ name: `lease-${randomUUID()}`, limits, cost_rates: { m: { input: rate, output: rate } }, pre_call_estimate: true, pre_call_buffer_tokens: 1000 }],
+  });
+  if (plan.status >= 300) throw new Error(`plan failed: ${JSON.stringify(plan.body)}`);
+  const id = `u-${randomUUID()}`;
+  await api.post("/users", { external_user_id: id });
+  const sub = await api.post(`/users/${id}/subscription`, { plan_id: plan.body.plans[0].id });
+  if (sub.status !== 200) throw new Error(`subscription failed: ${JSON.stringify(sub.body)}`);
+  return id;
+}
+
 export interface ReplicaResult {
   calls: number;
   /** Every event of the replica was delivered before it exited. */
