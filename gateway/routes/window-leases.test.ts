@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { windowedUser } from "../../bench/lease-run.ts";
+import { runReplicas, windowedUser } from "../../bench/lease-run.ts";
 import { startTestStack, type TestStack } from "../../test/support/stack.ts";
 import type { Api } from "../../test/support/http.ts";
 
@@ -9,11 +9,13 @@ import type { Api } from "../../test/support/http.ts";
 // every dimension a call touches): slices of a window's hard mark less what it counted and what
 // other holders hold, settled once by the events spent from them, given back, and worth
 // nothing once their window has ended.
-const t = suite<{ stack: TestStack; api: Api }>("budget leases of windows over HTTP");
+const t = suite<{ stack: TestStack; api: Api; apiKey: string }>("budget leases of windows over HTTP and across replica processes");
 
 t.before(async (ctx) => {
   ctx.stack = await startTestStack();
-  ctx.api = (await ctx.stack.newProduct()).api;
+  const p = await ctx.stack.newProduct();
+  ctx.api = p.api;
+  ctx.apiKey = p.apiKey;
 });
 t.after(async (ctx) => {
   await ctx.stack.close();
@@ -78,6 +80,38 @@ t("usage not spent from a slice lowers what remains; a slice is of its window on
   assert.is((await acquire(api, user, { holder: "c", windows: [{ dimension: DAILY, need: 0, want: 1, window_start: new Date(Date.now() + 3_600_000).toISOString() }] })).status, 400, "a window an hour ahead");
   const none = await windowedUser(api, []);
   assert.equal((await acquire(api, none, { holder: "a", windows: [{ dimension: DAILY, need: 0, want: 1 }] })).body, { limited: false, lease: null }, "nothing limited, nothing to lease");
+});
+
+t("4 replica processes with leases: a 60-requests/minute limit admits at most 60 calls in any minute (0 over)", async ({ stack, api, apiKey }) => {
+  const user = await windowedUser(api, [{ name: "rpm", metric: "requests", max: 60, window: "minute" }]);
+  // From the replicas' start through 6 s into the next minute: two windows, the second granted anew.
+  const run = await runReplicas(api, { baseUrl: stack.apiUrl, apiKey, userId: user, replicas: 4, concurrency: 5, leases: true, together: true, untilMinutePlusMs: 6_000 });
+  const perMinute = new Map<number, number>();
+  for (const r of run.replicas) for (const at of r.admitted!) perMinute.set(at - (at % 60_000), (perMinute.get(at - (at % 60_000)) ?? 0) + 1);
+  const counts = [...perMinute].sort(([a], [b]) => a - b).map(([m, n]) => `${new Date(m).toISOString().slice(11, 16)}: ${n}`);
+  for (const n of perMinute.values()) assert.ok(n <= 60, `calls admitted per minute: ${counts.join(", ")}`);
+  assert.is(perMinute.size, 2, `the run spans two minutes: ${counts.join(", ")}`);
+  assert.ok(run.refused > 0, "calls past the limit were refused");
+  const reasons = new Set(run.replicas.flatMap((r) => r.reasons!));
+  for (const r of reasons) {
+    const [reason, resets] = r.split(" ");
+    assert.is(reason, "limit:rpm", r);
+    assert.is(Date.parse(resets!) % 60_000, 0, `resets at a minute's start: ${r}`);
+  }
+  assert.is(run.calls, run.replicas.reduce((a, r) => a + r.admitted!.length, 0));
+});
+
+t("4 replica processes with leases: $1 a day is never overspent", async ({ stack, api, apiKey }) => {
+  // A call is estimated at $0.002 and costs $0.0015: about 666 calls fit.
+  const user = await windowedUser(api, [{ name: "daily", metric: "spend", max: 1, window: "day" }], 0.001);
+  const run = await runReplicas(api, { baseUrl: stack.apiUrl, apiKey, userId: user, replicas: 4, concurrency: 10, leases: true, together: true, callCost: 0.0015 });
+  const spent = Math.max(run.spend, run.calls * 0.0015);
+  assert.ok(spent <= 1 + 1e-9, `spent $${spent} of a $1 day (${run.calls} calls)`);
+  assert.ok(spent >= 0.5, `the replicas spent most of it: $${spent}`);
+  const daily = (await api.get(`/users/${user}/limits`)).body.limits.find((l: { reason: string }) => l.reason === "limit:daily");
+  assert.ok(daily.used <= 1 + 1e-9, `the service counted $${daily.used}`);
+  const reasons = new Set(run.replicas.flatMap((r) => r.reasons!.map((x) => x.split(" ")[0])));
+  assert.equal([...reasons], ["limit:daily"]);
 });
 
 t.run();
