@@ -82,6 +82,20 @@ t("usage not spent from a slice lowers what remains; a slice is of its window on
   assert.equal((await acquire(api, none, { holder: "a", windows: [{ dimension: DAILY, need: 0, want: 1 }] })).body, { limited: false, lease: null }, "nothing limited, nothing to lease");
 });
 
+t("a rolling window: what remains is the limit less its live buckets and the slices held", async ({ api }) => {
+  const ROLLING = "spend:rolling:300:";
+  const user = await windowedUser(api, [{ name: "five-hours", metric: "spend", max: 1, window: "rolling", duration_minutes: 300 }]);
+  assert.is((await api.post("/events/batch", [call(user, null, new Date(), 0.4)])).status, 200);
+  const a = await acquire(api, user, { holder: "a", windows: [{ dimension: ROLLING, need: 0.01, want: 10 }] });
+  assert.is(a.status, 200, JSON.stringify(a.body));
+  assert.equal([a.body.lease.windows[0].window_start, a.body.lease.windows[0].window_end], [null, null]);
+  close(a.body.lease.windows[0].added, 0.3, "(1 - 0.4 counted) / 2");
+  // 0.1 spent from a's slice: settled, so what remains does not move.
+  assert.is((await api.post("/events/batch", [call(user, "a", new Date(), 0.1)])).status, 200);
+  const b = await acquire(api, user, { holder: "b", windows: [{ dimension: ROLLING, need: 0.01, want: 10 }] });
+  close(b.body.lease.windows[0].added + b.body.lease.windows[0].remaining, 1 - 0.5 - 0.2, "live buckets 0.5, a still holds 0.2");
+});
+
 t("4 replica processes with leases: a 60-requests/minute limit admits at most 60 calls in any minute (0 over)", async ({ stack, api, apiKey }) => {
   const user = await windowedUser(api, [{ name: "rpm", metric: "requests", max: 60, window: "minute" }]);
   // From the replicas' start through 6 s into the next minute: two windows, the second granted anew.
