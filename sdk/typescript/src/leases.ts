@@ -401,6 +401,9 @@ export class Leases {
       res = await this.transport.request("POST", `/users/${encodeURIComponent(b.userId)}/leases`, body);
     } catch (err) {
       if (err instanceof MeterApiError && !err.retryable) {
+        // A service that does not lease windows yet refuses the field: windows are then kept
+        // per process, as without leases, and asked for again in a minute.
+        if (err.status === 422 && windows.length > 0) for (const { s } of windows) s.unlimitedUntil = Date.now() + 60_000;
         this.warn(`lease request for ${b.userId} refused`, err);
         return;
       }
