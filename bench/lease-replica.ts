@@ -1,7 +1,7 @@
 // One client replica for the budget-lease test and benchmark: a Meter (the SDK) making
 // LEASE_CONCURRENCY concurrent model calls for one user, each with a pre-call estimate,
 // until refused for LEASE_STOP_AFTER_MS in a row (or LEASE_CALLS calls per worker). Prints
-// one JSON line of figures. LEASE_TOGETHER=true prints "ready" once set up and begins on SIGUSR2. LEASE_MODE=hold takes one reservation, prints "held" and waits
+// one JSON line of figures. LEASE_UNTIL_MINUTE_PLUS=<ms> runs until that long into the next minute instead. LEASE_TOGETHER=true prints "ready" once set up and begins on SIGUSR2. LEASE_MODE=hold takes one reservation, prints "held" and waits
 // (to be killed while holding a lease).
 import { LimitExceededError, Meter } from "../sdk/typescript/src/index.ts";
 
@@ -11,6 +11,8 @@ const concurrency = Number(env("LEASE_CONCURRENCY", "100"));
 const callsPerWorker = Number(env("LEASE_CALLS", "0")) || Infinity;
 const stopAfterMs = Number(env("LEASE_STOP_AFTER_MS", "1500"));
 const leases = env("LEASE_ON", "true") === "true";
+/** When set, the workers run until this many ms past the start of the minute after they began (not until refused). */
+const untilMinutePlus = process.env.LEASE_UNTIL_MINUTE_PLUS === undefined ? null : Number(process.env.LEASE_UNTIL_MINUTE_PLUS);
 const call = { model: "m", input_tokens: 1000 };
 const used = { input_tokens: 1000, output_tokens: 500 };
 
@@ -61,15 +63,21 @@ const warmAt: boolean[] = [];
 const requestsAt: number[] = [];
 /** When each call was committed (epoch ms): with the other replicas', the user's spend at any time. */
 const committed: number[] = [];
+/** When each call was admitted (its reserve() returned; epoch ms), and the gate reasons of refused calls. */
+const admitted: number[] = [];
+const reasons = new Set<string>();
 const epoch = () => performance.timeOrigin + performance.now();
+const began = Date.now();
+const until = untilMinutePlus === null ? Infinity : began - (began % 60_000) + 60_000 + untilMinutePlus;
 
 async function worker(): Promise<void> {
   let refusedSince: number | null = null;
-  for (let n = 0; n < callsPerWorker; ) {
+  for (let n = 0; n < callsPerWorker && Date.now() < until; ) {
     const t0 = performance.now();
     const asked = meter.stats.lease_requests ?? 0;
     try {
       const r = await meter.reserve(userId, call);
+      admitted.push(epoch());
       latencies.push(performance.now() - t0);
       started.push(performance.timeOrigin + t0);
       warmAt.push(n > 0);
@@ -84,8 +92,9 @@ async function worker(): Promise<void> {
     } catch (err) {
       if (!(err instanceof LimitExceededError)) throw err;
       refused++;
+      reasons.add(`${err.result.gate_reason} ${err.result.resets_at}`);
       refusedSince ??= Date.now();
-      if (Date.now() - refusedSince >= stopAfterMs) return;
+      if (untilMinutePlus === null && Date.now() - refusedSince >= stopAfterMs) return;
       await sleep(100);
     }
   }
@@ -96,4 +105,4 @@ const stats = meter.stats;
 // Whether every event was delivered (false: some were still queued at the timeout, or dropped).
 const delivered = (await meter.shutdown()) && meter.stats.dropped === 0 && meter.stats.rejected === 0;
 // Exit only once the (large) line is written to the pipe.
-process.stdout.write(JSON.stringify({ calls, refused, delivered, lease_requests: stats.lease_requests ?? 0, latencies, warm, started, warmAt, requestsAt, committed }) + "\n", () => process.exit(0));
+process.stdout.write(JSON.stringify({ calls, refused, delivered, lease_requests: stats.lease_requests ?? 0, latencies, warm, started, warmAt, requestsAt, committed, admitted, reasons: [...reasons] }) + "\n", () => process.exit(0));

@@ -48,6 +48,22 @@ export async function cappedUserPlan(api: Api, cap: number | null, modelTokens?:
   return { userId: id, planId: plan.body.plans[0].id };
 }
 
+/**
+ * A user subscribed to a plan with `limits` (BUDGETS.md §2) and no period caps, pre-call
+ * estimates covering each call, model "m" at `rate` dollars per 1K tokens (in and out).
+ */
+export async function windowedUser(api: Api, limits: Record<string, unknown>[], rate = 1): Promise<string> {
+  const plan = await api.post("/config/plans", {
+    plans: [{ name: `lease-${randomUUID()}`, limits, cost_rates: { m: { input: rate, output: rate } }, pre_call_estimate: true, pre_call_buffer_tokens: 1000 }],
+  });
+  if (plan.status >= 300) throw new Error(`plan failed: ${JSON.stringify(plan.body)}`);
+  const id = `u-${randomUUID()}`;
+  await api.post("/users", { external_user_id: id });
+  const sub = await api.post(`/users/${id}/subscription`, { plan_id: plan.body.plans[0].id });
+  if (sub.status !== 200) throw new Error(`subscription failed: ${JSON.stringify(sub.body)}`);
+  return id;
+}
+
 export interface ReplicaResult {
   calls: number;
   /** Every event of the replica was delivered before it exited. */
@@ -63,6 +79,9 @@ export interface ReplicaResult {
   requestsAt: number[];
   /** When each call was committed (epoch ms). */
   committed: number[];
+  /** When each call was admitted (epoch ms), and the refusals' "<gate_reason> <resets_at>" seen. */
+  admitted?: number[];
+  reasons?: string[];
 }
 
 export interface Replica {
@@ -120,6 +139,10 @@ export interface RunOptions {
   together?: boolean;
   /** Longest wait for the run's events to be counted after the replicas exit (ms, default 10 min). */
   settleMs?: number;
+  /** Run until this long past the start of the minute after the replicas began, refused or not. */
+  untilMinutePlusMs?: number;
+  /** Dollars a call costs under the user's plan (default CALL_COST). */
+  callCost?: number;
 }
 
 export interface RunResult {
@@ -147,7 +170,9 @@ export async function runReplicas(api: Api, o: RunOptions): Promise<RunResult> {
     LEASE_CALLS: String(o.callsPerWorker ?? 0),
     LEASE_TTL_MS: String(o.ttlMs ?? 60_000),
     LEASE_STOP_AFTER_MS: String(o.stopAfterMs ?? 1_500),
+    ...(o.untilMinutePlusMs === undefined ? {} : { LEASE_UNTIL_MINUTE_PLUS: String(o.untilMinutePlusMs) }),
   };
+  const callCost = o.callCost ?? CALL_COST;
   const replicas = Array.from({ length: o.replicas }, () => spawnReplica({ ...env, LEASE_TOGETHER: String(o.together ?? false) }));
   if (o.together) {
     // A replica that fails while setting up rejects `done` instead of printing "ready".
@@ -165,16 +190,16 @@ export async function runReplicas(api: Api, o: RunOptions): Promise<RunResult> {
   let grewAt = Date.now();
   for (let last = -1, until = Date.now() + (o.settleMs ?? 600_000); Date.now() < until && Date.now() - grewAt < 30_000; ) {
     const b = usage.body;
-    const counted = b.total_cost >= calls * CALL_COST - 1e-6;
+    const counted = b.total_cost >= calls * callCost - 1e-6;
     if (counted && b.total_cost === last) break;
     if (b.total_cost !== last) grewAt = Date.now();
     last = b.total_cost;
     await new Promise((r) => setTimeout(r, counted ? 1_000 : 500));
     usage = await api.get(`/users/${o.userId}/usage`);
   }
-  if (usage.body.total_cost < calls * CALL_COST - 1e-6) {
+  if (usage.body.total_cost < calls * callCost - 1e-6) {
     const lost = results.filter((r) => r.delivered === false).length;
-    console.log(`    ${lost} of ${results.length} replicas did not deliver every event; settled $${usage.body.total_cost} of the $${calls * CALL_COST} the ${calls} calls spent, ${((Date.now() - settledAt) / 1000).toFixed(0)} s after the replicas exited (no growth for 30 s)`);
+    console.log(`    ${lost} of ${results.length} replicas did not deliver every event; settled $${usage.body.total_cost} of the $${calls * callCost} the ${calls} calls spent, ${((Date.now() - settledAt) / 1000).toFixed(0)} s after the replicas exited (no growth for 30 s)`);
   }
   return {
     calls,

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
-import { timestampDate } from "@bufbuild/protobuf/wkt";
+import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { Lease } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import { Body, DateTime, LeaseId, Nullable, UserParams, errors } from "../schemas/common.ts";
 import { rpcOptions } from "../rpc-options.ts";
@@ -9,6 +9,24 @@ const Dollars = Type.Number({ minimum: 0, maximum: 1e12 });
 const Tokens = (o: { description?: string } = {}) => Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, ...o });
 
 const LeaseParams = Type.Object({ user_id: UserParams.properties.user_id, lease_id: LeaseId });
+
+const Dimension = Type.String({ minLength: 1, maxLength: 512, description: "The limit's dimension key: `<metric>:<window>:<duration_minutes or ''>:<model or ''>`" });
+const WindowAmount = (description: string) => Type.Number({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description });
+
+const WindowAskIn = Type.Object(
+  {
+    dimension: Dimension,
+    window_start: Type.Optional(Nullable(DateTime)),
+    need: WindowAmount("What the holder's next call needs of the window, in the limit's unit (dollars for spend, else tokens or requests); a smaller grant is no grant"),
+    want: WindowAmount("Most the holder wants to hold of the window (at least need)"),
+  },
+  { additionalProperties: false },
+);
+
+const WindowUseIn = Type.Object(
+  { dimension: Dimension, window_start: Type.Optional(Nullable(DateTime)), used: WindowAmount("What the holder used of the window's slice in all, settled or not yet") },
+  { additionalProperties: false },
+);
 
 const AcquireIn = Body({
   holder: Type.Unsafe<string>({ ...LeaseId, description: "Id of the asking client replica; also the lease id (one lease per holder and period)" }),
@@ -20,6 +38,13 @@ const AcquireIn = Body({
   ),
   need_tokens: Type.Optional(Tokens({ description: "Tokens of `model` the next call needs (its pre-call estimate); default 0" })),
   want_tokens: Type.Optional(Tokens({ description: "Most tokens of `model` the holder wants to hold (at least need_tokens); default need_tokens" })),
+  windows: Type.Optional(
+    Type.Array(WindowAskIn, {
+      maxItems: 64,
+      description:
+        "Slices of the windows of the plan's `limits` the holder's calls count in: a calendar or period window by a time in it (`window_start`, absent: now), a rolling window by its dimension alone",
+    }),
+  ),
 });
 
 const ReleaseIn = Body({
@@ -30,6 +55,21 @@ const ReleaseIn = Body({
       description: "The same in tokens per model; a model left out keeps its token slice until the lease lapses",
     }),
   ),
+  used_windows: Type.Optional(
+    Type.Array(WindowUseIn, { maxItems: 64, description: "The same per window slice; a window left out keeps its slice until the lease lapses or the window ends" }),
+  ),
+});
+
+const WindowLeaseOut = Type.Object({
+  dimension: Type.String({ description: "The dimension key asked for" }),
+  limited: Type.Boolean({ description: "False when the plan in force has no limit of this dimension: nothing leased, no slice needed" }),
+  window_start: Nullable(DateTime),
+  window_end: Nullable(DateTime),
+  granted: Type.Number({ description: "Granted to this holder in the window in all, in the limit's unit (dollars for spend)" }),
+  added: Type.Number({ description: "Granted by this request; 0 when refused" }),
+  spent: Type.Number({ description: "Usage settled against the slice" }),
+  remaining: Type.Number({ description: "Of the window's hard mark, neither counted nor held by a lease after this request" }),
+  holders: Type.Integer({ description: "Holders with an outstanding slice of the window" }),
 });
 
 const TokenLeaseOut = Type.Object({
@@ -53,6 +93,7 @@ const LeaseOut = Type.Object({
   period_end: DateTime,
   spend_limited: Type.Boolean({ description: "False when the user has no finite period spend cap: the dollar fields mean nothing" }),
   tokens: Nullable(TokenLeaseOut),
+  windows: Type.Array(WindowLeaseOut, { description: "One per window asked for, in the order asked (empty when none was)" }),
 });
 
 const AcquireOut = Type.Object({
@@ -82,8 +123,21 @@ function leaseJson(l: Lease) {
           holders: l.tokens.holders,
         }
       : null,
+    windows: l.windows.map((w) => ({
+      dimension: w.dimension,
+      limited: w.limited,
+      window_start: w.windowStart ? timestampDate(w.windowStart).toISOString() : null,
+      window_end: w.windowEnd ? timestampDate(w.windowEnd).toISOString() : null,
+      granted: w.granted,
+      added: w.added,
+      spent: w.spent,
+      remaining: w.remaining,
+      holders: w.holders,
+    })),
   };
 }
+
+const at = (iso: string | null | undefined) => (iso ? timestampFromDate(new Date(iso)) : undefined);
 
 export const leaseRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
@@ -92,10 +146,12 @@ export const leaseRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { ingest: true },
       schema: {
         operationId: "acquireLease",
-        summary: "Lease a slice of the user's period spend cap (budget lease)",
+        summary: "Lease a slice of the user's period caps and windows (budget lease)",
         description:
           "Grants the holder a slice of cap - settled spend - slices outstanding, atomically, until expires_at; with `model`, " +
-          "also a slice of that model's token cap the same way. Asking again extends the holder's lease. " +
+          "also a slice of that model's token cap the same way; with `windows`, a slice of each window of the plan's `limits` named " +
+          "(cap x hard_gate_at - counted in the window - slices outstanding; a slice of a calendar window is worth nothing once it ends). " +
+          "Asking again extends the holder's lease. " +
           "Usage events spent from it carry its lease_id. 413 when the user's period has 1,000 live leases; " +
           "503 (retryable) when the budget changed under 50 grant attempts in a row.",
         tags: ["leases"],
@@ -117,6 +173,7 @@ export const leaseRoutes: FastifyPluginAsyncTypebox = async (app) => {
           model: b.model,
           needTokens: BigInt(b.need_tokens ?? 0),
           wantTokens: BigInt(b.want_tokens ?? b.need_tokens ?? 0),
+          windows: (b.windows ?? []).map((w) => ({ dimension: w.dimension, windowStart: at(w.window_start), need: w.need, want: w.want })),
         },
         rpcOptions(request),
       );
@@ -146,6 +203,7 @@ export const leaseRoutes: FastifyPluginAsyncTypebox = async (app) => {
           leaseId: request.params.lease_id,
           used: request.body.used,
           usedTokens: Object.fromEntries(Object.entries(request.body.used_tokens ?? {}).map(([m, n]) => [m, BigInt(n)])),
+          usedWindows: (request.body.used_windows ?? []).map((w) => ({ dimension: w.dimension, windowStart: at(w.window_start), used: w.used })),
         },
         rpcOptions(request),
       );

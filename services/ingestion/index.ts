@@ -29,6 +29,7 @@ import { outboxes } from "./relay/handover.ts";
 import { Relay } from "./relay/outbox.ts";
 import { CounterStore } from "./store/counters.ts";
 import { WindowStore } from "./windows/store.ts";
+import { WindowLeaseStore } from "./windows/lease-store.ts";
 import { CrossingStore } from "./thresholds/store.ts";
 import { GateEventStore } from "./store/gate-events.ts";
 import { UsageEventStore } from "./store/usage-events.ts";
@@ -97,10 +98,11 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
   const idlePollMaxMs = opts.idlePollMaxMs ?? 30_000;
   const scheduler = new JobScheduler(opts.db, opts.logger, idlePollMaxMs, "ingestion");
   await Promise.all([counters.init(), crossings.init(), scheduler.init()]);
+  const windows = new WindowStore(opts.db);
   const deps: IngestionDeps = {
     events,
     counters,
-    windows: new WindowStore(opts.db),
+    windows,
     arrivals,
     lateChanges: new LateChanges(opts.db),
     kickLateChanges: () => kickLateChanges(deps),
@@ -119,7 +121,7 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
     scheduler,
     kickRelay: () => kickRelay(deps),
     retention: { ...RETENTION_DEFAULTS, ...opts.retention },
-    leases: { ttlMs: opts.leaseTtlMs ?? 60_000, graceMs: opts.leaseGraceMs ?? 30_000, store: new LeaseStore(counters.counters) },
+    leases: { ttlMs: opts.leaseTtlMs ?? 60_000, graceMs: opts.leaseGraceMs ?? 30_000, store: new LeaseStore(counters.counters), windows: new WindowLeaseStore(windows.windows) },
   };
   defineRetention(deps);
   defineLateChanges(deps, () => followLateChanges(deps));

@@ -330,8 +330,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Lease a slice of the user's period spend cap (budget lease)
-         * @description Grants the holder a slice of cap - settled spend - slices outstanding, atomically, until expires_at; with `model`, also a slice of that model's token cap the same way. Asking again extends the holder's lease. Usage events spent from it carry its lease_id. 413 when the user's period has 1,000 live leases; 503 (retryable) when the budget changed under 50 grant attempts in a row.
+         * Lease a slice of the user's period caps and windows (budget lease)
+         * @description Grants the holder a slice of cap - settled spend - slices outstanding, atomically, until expires_at; with `model`, also a slice of that model's token cap the same way; with `windows`, a slice of each window of the plan's `limits` named (cap x hard_gate_at - counted in the window - slices outstanding; a slice of a calendar window is worth nothing once it ends). Asking again extends the holder's lease. Usage events spent from it carry its lease_id. 413 when the user's period has 1,000 live leases; 503 (retryable) when the budget changed under 50 grant attempts in a row.
          */
         post: operations["acquireLease"];
         delete?: never;
@@ -4069,6 +4069,16 @@ export interface operations {
                     need_tokens?: number;
                     /** @description Most tokens of `model` the holder wants to hold (at least need_tokens); default need_tokens */
                     want_tokens?: number;
+                    /** @description Slices of the windows of the plan's `limits` the holder's calls count in: a calendar or period window by a time in it (`window_start`, absent: now), a rolling window by its dimension alone */
+                    windows?: {
+                        /** @description The limit's dimension key: `<metric>:<window>:<duration_minutes or ''>:<model or ''>` */
+                        dimension: string;
+                        window_start?: string | null;
+                        /** @description What the holder's next call needs of the window, in the limit's unit (dollars for spend, else tokens or requests); a smaller grant is no grant */
+                        need: number;
+                        /** @description Most the holder wants to hold of the window (at least need) */
+                        want: number;
+                    }[];
                 };
             };
         };
@@ -4118,6 +4128,25 @@ export interface operations {
                                 /** @description Holders with an outstanding token slice of the model */
                                 holders: number;
                             } | null;
+                            /** @description One per window asked for, in the order asked (empty when none was) */
+                            windows: {
+                                /** @description The dimension key asked for */
+                                dimension: string;
+                                /** @description False when the plan in force has no limit of this dimension: nothing leased, no slice needed */
+                                limited: boolean;
+                                window_start: string | null;
+                                window_end: string | null;
+                                /** @description Granted to this holder in the window in all, in the limit's unit (dollars for spend) */
+                                granted: number;
+                                /** @description Granted by this request; 0 when refused */
+                                added: number;
+                                /** @description Usage settled against the slice */
+                                spent: number;
+                                /** @description Of the window's hard mark, neither counted nor held by a lease after this request */
+                                remaining: number;
+                                /** @description Holders with an outstanding slice of the window */
+                                holders: number;
+                            }[];
                         } | null;
                     };
                 };
@@ -4305,6 +4334,14 @@ export interface operations {
                     used_tokens?: {
                         [key: string]: number;
                     };
+                    /** @description The same per window slice; a window left out keeps its slice until the lease lapses or the window ends */
+                    used_windows?: {
+                        /** @description The limit's dimension key: `<metric>:<window>:<duration_minutes or ''>:<model or ''>` */
+                        dimension: string;
+                        window_start?: string | null;
+                        /** @description What the holder used of the window's slice in all, settled or not yet */
+                        used: number;
+                    }[];
                 };
             };
         };
@@ -4352,6 +4389,25 @@ export interface operations {
                                 /** @description Holders with an outstanding token slice of the model */
                                 holders: number;
                             } | null;
+                            /** @description One per window asked for, in the order asked (empty when none was) */
+                            windows: {
+                                /** @description The dimension key asked for */
+                                dimension: string;
+                                /** @description False when the plan in force has no limit of this dimension: nothing leased, no slice needed */
+                                limited: boolean;
+                                window_start: string | null;
+                                window_end: string | null;
+                                /** @description Granted to this holder in the window in all, in the limit's unit (dollars for spend) */
+                                granted: number;
+                                /** @description Granted by this request; 0 when refused */
+                                added: number;
+                                /** @description Usage settled against the slice */
+                                spent: number;
+                                /** @description Of the window's hard mark, neither counted nor held by a lease after this request */
+                                remaining: number;
+                                /** @description Holders with an outstanding slice of the window */
+                                holders: number;
+                            }[];
                         };
                     };
                 };

@@ -1,12 +1,13 @@
 /**
- * Budget leases (`leases: true`): the user's period spend cap and per-model token caps are
- * spent from slices the service grants to this process, so that many replicas together never
- * pass them, with no request per call. See docs/concurrency-and-leases.md, "Budget leases".
+ * Budget leases (`leases: true`): the user's period spend cap, per-model token caps and the
+ * windows of the plan's `limits` are spent from slices the service grants to this process, so
+ * that many replicas together never pass them, with no request per call: a call runs only when
+ * every slice it touches covers it. See docs/concurrency-and-leases.md, "Budget leases".
  */
 import { randomUUID } from "node:crypto";
 import { MeterApiError } from "./errors.ts";
 import { own } from "./own.ts";
-import { addDollars, ratio, toDollars, toNano } from "./rules/index.ts";
+import { addDollars, dimensionKey, hardMarkOf, limitReason, ratio, resetsOf, toDollars, toNano, usedOf, type PlanLimit } from "./rules/index.ts";
 import type { Transport } from "./transport.ts";
 import type { UserEntry } from "./state.ts";
 import type { ReservationAmount } from "./reservation.ts";
@@ -67,6 +68,16 @@ interface TokenLeaseWire {
   added: number;
 }
 
+interface WindowLeaseWire {
+  dimension: string;
+  limited: boolean;
+  window_start: string | null;
+  granted: number;
+  added: number;
+  remaining: number;
+  holders: number;
+}
+
 interface LeaseWire {
   lease_id: string;
   granted: number;
@@ -75,6 +86,8 @@ interface LeaseWire {
   period_end: string;
   spend_limited: boolean;
   tokens: TokenLeaseWire | null;
+  /** Absent from a service without window leases. */
+  windows?: WindowLeaseWire[];
 }
 
 /** One budget of a lease: dollars, or one model's tokens. */
@@ -114,6 +127,50 @@ class Slice {
   }
 }
 
+/** A slice of one window of a plan limit (amounts in the limit's unit: nano-dollars, tokens, requests). */
+class WindowSlice extends Slice {
+  /** The lease's slice is spent only until then: the time the request that last added to it was sent plus the lifetime. */
+  deadline = 0;
+  /** No request asks for this window before then (the service had nothing left of it). */
+  retryAt = 0;
+  /** Until then the service said the plan has no limit of this dimension. */
+  unlimitedUntil = 0;
+
+  constructor(
+    readonly key: string,
+    readonly dimension: string,
+    /** Calendar and period windows: the window's bounds (epoch ms); rolling: null and Infinity. */
+    readonly start: number | null,
+    readonly end: number,
+  ) {
+    super(null);
+  }
+}
+
+/** One window of the plan's limits a call counts in. */
+export interface WindowNeed {
+  /** `<dimension>|<window start>`, or `<dimension>|r` for a rolling window: one slice each. */
+  key: string;
+  dimension: string;
+  start: number | null;
+  end: number;
+  /** The call's amount in the limit's unit: its estimate in nano-dollars or tokens, 1 request. */
+  amount: number;
+  /** Index of the (first) limit of this dimension in the plan. */
+  limit: number;
+  /** The lease must hold all of it: a request (the call itself) or a pre-call estimate. */
+  whole: boolean;
+}
+
+const NO_WINDOWS: WindowNeed[] = [];
+/** Dimension keys of limits, computed once per limit object (plans are replaced whole on a change). */
+const dimensions = new WeakMap<PlanLimit, string>();
+function dimensionOf(l: PlanLimit): string {
+  let d = dimensions.get(l);
+  if (d === undefined) dimensions.set(l, (d = dimensionKey(l)));
+  return d;
+}
+
 /** What a call needs from the lease: dollars, and tokens of its model when the plan caps them. */
 export interface LeaseNeed {
   cost: number;
@@ -125,6 +182,8 @@ export interface LeaseNeed {
    * call is covered while the lease holds anything, and takes its amount from it all the same.
    */
   whole: boolean;
+  /** The windows of the plan's limits the call counts in (each must cover it). */
+  windows: WindowNeed[];
 }
 
 /** One user's lease held by this process. */
@@ -133,6 +192,10 @@ class Book {
   readonly spend = new Slice(null);
   /** Token slices by normalized model. */
   readonly tokens = new Map<string, Slice>();
+  /** Window slices by key (WindowNeed.key); a calendar window's goes once it ended. */
+  readonly windows = new Map<string, WindowSlice>();
+  /** For the request being prepared: the most a waiting call needs of each window. */
+  windowNeeds = new Map<string, number>();
   /** Spend from the lease stops here: the time the request was sent plus the lifetime. */
   deadline = 0;
   periodEndMs = 0;
@@ -179,6 +242,15 @@ class Book {
     public entry: UserEntry,
   ) {}
 
+  window(w: WindowNeed): WindowSlice {
+    let s = this.windows.get(w.key);
+    if (!s) {
+      s = new WindowSlice(w.key, w.dimension, w.start, w.end);
+      this.windows.set(w.key, s);
+    }
+    return s;
+  }
+
   slice(model: string): Slice {
     let s = this.tokens.get(model);
     if (!s) {
@@ -212,13 +284,15 @@ export class Leases {
     const plan = e.config;
     if (plan === null || !e.loaded) return null;
     const capped = model !== null && own(plan.model_limits, model) !== undefined ? model : null;
-    if (plan.max_spend_per_period === null && capped === null) return null;
+    const windows = windowNeeds(e, model, reserved);
+    if (plan.max_spend_per_period === null && capped === null && windows.length === 0) return null;
     if (Date.now() < this.book(e).unlimitedUntil) return null;
     return {
       cost: plan.max_spend_per_period === null ? 0 : reserved.cost,
       model: capped,
       tokens: capped === null ? 0 : reserved.tokens,
       whole: reserved.exact,
+      windows,
     };
   }
 
@@ -239,8 +313,11 @@ export class Leases {
     // A third round only when a request for another model's tokens was being prepared.
     for (let round = 0; round < 3; round++) {
       if (b.open || this.short(e, b, n, Date.now()) === null) return;
+      // A window the service has nothing left of (until it ends, or a moment): refused without asking.
+      if (this.exhausted(b, n, Date.now())) return;
       if (b.leaseId !== null) b.starved = true;
-      if (b.asking === null) this.request(b, n.model);
+      for (const w of n.windows) b.window(w);
+    if (b.asking === null) this.request(b, n.model);
       if (!b.sent && (b.model === null || n.model === null || b.model === n.model)) {
         b.model ??= n.model;
         b.waiting++;
@@ -248,6 +325,7 @@ export class Leases {
         // and its first call's estimate may be more than the cap has left.
         if (n.whole) b.needCost = Math.max(b.needCost, n.cost);
         if (n.whole && n.model !== null && n.model === b.model) b.needTokens = Math.max(b.needTokens, n.tokens);
+        for (const w of n.windows) b.windowNeeds.set(w.key, Math.max(b.windowNeeds.get(w.key) ?? 0, w.whole ? w.amount : 0));
         return b.asking!;
       }
       await b.asking;
@@ -275,16 +353,39 @@ export class Leases {
     const sentAt = Date.now();
     b.sent = true;
     b.askedAt = sentAt;
-    const { model, waiting, needCost, needTokens } = b;
+    const { model, waiting, needCost, needTokens, windowNeeds } = b;
     const epoch = (b.askedEpoch = b.epoch);
     const spendCap = capOf(b.entry, null);
     const tokenCap = model === null ? null : capOf(b.entry, model);
     b.waiting = b.needCost = b.needTokens = 0;
+    b.windowNeeds = new Map();
     // Failing open, a request is the way to learn that the service answers again.
     const renew = sentAt >= this.renewAt(b) || b.open || this.renewing(b);
-    const spend = this.asked(b, b.spend, needCost, waiting, renew, sentAt);
+    const spend = spendCap === null ? { need: 0, want: 0 } : this.asked(b, b.spend, needCost, waiting, renew, sentAt);
     const body: Record<string, unknown> = { holder: this.holder, need: spend.need, want: spend.want, ttl_ms: this.settings.ttlMs };
     let wanted = spend.want > 0;
+    // Every window of the user's calls that runs low, is needed by a waiting call, or nears its lifetime's end.
+    const windows: { s: WindowSlice; want: number; cap: number | null }[] = [];
+    const asks: Record<string, unknown>[] = [];
+    for (const s of b.windows.values()) {
+      if (s.end <= sentAt) {
+        b.windows.delete(s.key);
+        continue;
+      }
+      if (sentAt < s.retryAt || sentAt < s.unlimitedUntil) continue;
+      const cap = windowCapOf(b.entry, s.dimension);
+      if (cap === null) continue;
+      const w = this.asked(b, s, windowNeeds.get(s.key) ?? 0, waiting, renew || sentAt >= s.deadline - this.renewMargin(b), sentAt);
+      if (w.want <= 0) continue;
+      const money = s.dimension.startsWith("spend:");
+      const wire = (x: number) => (money ? toDollars(Math.ceil(x)) : Math.ceil(x));
+      windows.push({ s, want: Math.ceil(w.want), cap });
+      asks.push({ dimension: s.dimension, window_start: s.start === null ? null : new Date(s.start).toISOString(), need: wire(w.need), want: wire(w.want) });
+    }
+    if (asks.length > 0) {
+      body.windows = asks;
+      wanted = true;
+    }
     let wantTokens = 0;
     if (model !== null) {
       const t = this.asked(b, b.slice(model), needTokens, waiting, renew, sentAt);
@@ -300,6 +401,9 @@ export class Leases {
       res = await this.transport.request("POST", `/users/${encodeURIComponent(b.userId)}/leases`, body);
     } catch (err) {
       if (err instanceof MeterApiError && !err.retryable) {
+        // A service that does not lease windows yet refuses the field: windows are then kept
+        // per process, as without leases, and asked for again in a minute.
+        if (err.status === 422 && windows.length > 0) for (const { s } of windows) s.unlimitedUntil = Date.now() + 60_000;
         this.warn(`lease request for ${b.userId} refused`, err);
         return;
       }
@@ -324,7 +428,8 @@ export class Leases {
     }
     b.leaseId = l.lease_id;
     b.periodEndMs = Date.parse(l.period_end);
-    b.full = l.added >= spend.want - 1e-9 && (model === null || l.tokens === null || l.tokens.added >= wantTokens);
+    const windowsFull = this.windowsGranted(b, windows, l.windows ?? [], sentAt, l.ttl_ms, epoch);
+    b.full = l.added >= spend.want - 1e-9 && (model === null || l.tokens === null || l.tokens.added >= wantTokens) && windowsFull;
     b.boost = !b.full ? 1 : b.starved ? Math.min(MAX_BOOST, 2 * b.boost) : b.boost;
     b.starved = false;
     if (l.added > 0 || (l.tokens?.added ?? 0) > 0) {
@@ -373,22 +478,37 @@ export class Leases {
       t.used += n.tokens;
       t.took(n.tokens, now);
     }
+    let lowWindow = false;
+    for (const w of n.windows) {
+      const s = b.window(w);
+      s.used += w.amount;
+      s.took(w.amount, now);
+      lowWindow ||= now >= s.retryAt && (this.balance(b, s, now) < this.lowWater(b, s, now) || now >= s.deadline - this.renewMargin(b));
+    }
     b.holds++;
     if (b.asking === null) {
-      const low = this.balance(b, b.spend, now) < this.lowWater(b, b.spend, now) || (t !== null && this.balance(b, t, now) < this.lowWater(b, t, now));
+      const period = e.config!.max_spend_per_period !== null || t !== null;
+      const low =
+        lowWindow ||
+        (e.config!.max_spend_per_period !== null && this.balance(b, b.spend, now) < this.lowWater(b, b.spend, now)) ||
+        (t !== null && this.balance(b, t, now) < this.lowWater(b, t, now));
       // After a plan change the lease is renewed under the new caps once, in the background.
-      if (low || now >= this.renewAt(b) || (this.renewing(b) && b.askedEpoch !== b.epoch)) void this.request(b, n.model);
+      if (low || (period && now >= this.renewAt(b)) || (this.renewing(b) && b.askedEpoch !== b.epoch)) void this.request(b, n.model);
     }
     return { leaseId: b.leaseId };
   }
 
   /** Gives a hold back (what take() took); the call's real usage, if it ran, comes through spend(). */
-  unhold(userId: string, leaseId: string | null, cost: number, model: string | null, tokens: number): void {
+  unhold(userId: string, leaseId: string | null, cost: number, model: string | null, tokens: number, windows: readonly WindowNeed[] = NO_WINDOWS): void {
     const b = this.books.get(userId);
     if (!b || leaseId === null || b.leaseId !== leaseId) return;
     b.spend.used = Math.max(0, addDollars(b.spend.used, -cost));
     const t = model === null ? undefined : b.tokens.get(model);
     if (t) t.used = Math.max(0, t.used - tokens);
+    for (const w of windows) {
+      const s = b.windows.get(w.key);
+      if (s) s.used = Math.max(0, s.used - w.amount);
+    }
     b.holds = Math.max(0, b.holds - 1);
   }
 
@@ -396,12 +516,16 @@ export class Leases {
    * The usage of a metered call (reserved or recorded after the fact) is spent from the
    * user's lease; returns the lease id its usage event carries, or null.
    */
-  spend(userId: string, cost: number, model: string | null, tokens: number): string | null {
-    const b = this.books.get(userId);
+  spend(e: UserEntry, cost: number, model: string | null, tokens: number, at: number): string | null {
+    const b = this.books.get(e.userId);
     if (!b || b.leaseId === null) return null;
     b.spend.used = addDollars(b.spend.used, cost);
     const t = model === null ? undefined : b.tokens.get(model);
     if (t) t.used += tokens;
+    // The windows its event counts in (its time's): a call held on one window and recorded in
+    // the next is taken from the next one's slice, so what the service counts there stays
+    // within what this holder was granted of it.
+    if (b.windows.size > 0) for (const w of windowNeeds(e, model, { cost, tokens, exact: true }, at)) b.window(w).used += w.amount;
     return b.leaseId;
   }
 
@@ -444,12 +568,60 @@ export class Leases {
         return refusal(e, `model_limit:${n.model}`, current, cap, `token cap of ${cap} for ${n.model} reached: no budget lease covers this call (${n.tokens} tokens) across replicas`);
       }
     }
+    for (const w of n.windows) {
+      const s = b.windows.get(w.key);
+      if (s !== undefined && now < s.unlimitedUntil) continue;
+      const left = s === undefined ? 0 : this.balance(b, s, now);
+      if (left <= 0 || (w.whole && left < w.amount)) return windowRefusal(e, w);
+    }
     return null;
+  }
+
+  /** A window the call needs is short and the service had nothing left of it when last asked. */
+  private exhausted(b: Book, n: LeaseNeed, now: number): boolean {
+    for (const w of n.windows) {
+      const s = b.windows.get(w.key);
+      if (s === undefined || now >= s.retryAt) continue;
+      const left = this.balance(b, s, now);
+      if (left <= 0 || (w.whole && left < w.amount)) return true;
+    }
+    return false;
+  }
+
+  /**
+   * Records the service's answer for each window asked: a grant extends the slice's lifetime; a
+   * refusal holds further requests for that window back until it ends when no other holder holds
+   * any of it (nothing can come back before), else for a moment. True when every one was granted
+   * what was asked.
+   */
+  private windowsGranted(b: Book, asked: readonly { s: WindowSlice; want: number; cap: number | null }[], answers: readonly WindowLeaseWire[], sentAt: number, ttlMs: number, epoch: number): boolean {
+    let full = true;
+    const now = Date.now();
+    asked.forEach(({ s, want, cap }, k) => {
+      const a = answers[k];
+      if (a === undefined || a.dimension !== s.dimension) return;
+      if (!a.limited) {
+        s.unlimitedUntil = now + 60_000;
+        return;
+      }
+      if (s.start !== null && (a.window_start === null || Date.parse(a.window_start) !== s.start)) return;
+      const unit = (x: number) => (s.dimension.startsWith("spend:") ? toNano(x) : x);
+      if (a.added > 0) {
+        s.granted = unit(a.granted);
+        s.deadline = sentAt + ttlMs;
+        s.retryAt = 0;
+        if (epoch === b.epoch) s.cap = cap ?? Infinity;
+      } else if (unit(a.remaining) <= 0 || this.balance(b, s, now) <= 0) {
+        s.retryAt = a.holders === 0 && s.end !== Infinity ? s.end : now + OPEN_RETRY_MS;
+      }
+      if (unit(a.added) < want) full = false;
+    });
+    return full;
   }
 
   private async releaseIdle(now: number): Promise<void> {
     for (const b of this.books.values()) {
-      const held = (b.leaseId !== null && now < b.deadline) || b.lostAt > 0;
+      const held = (b.leaseId !== null && (now < b.deadline || [...b.windows.values()].some((s) => now < s.deadline && s.granted > s.used))) || b.lostAt > 0;
       if (held && b.holds === 0 && b.asking === null && now - b.lastUse >= this.settings.idleMs) {
         await this.release(b);
       }
@@ -461,12 +633,21 @@ export class Leases {
    * request whose answer was lost may have been granted (the lease id is the holder id).
    */
   private async release(b: Book): Promise<void> {
-    const slices = [b.spend, ...b.tokens.values()];
+    const now = Date.now();
+    const windows = [...b.windows.values()].filter((s) => s.end > now);
+    const slices = [b.spend, ...b.tokens.values(), ...windows];
     if (b.lostAt === 0 && (b.leaseId === null || slices.every((s) => s.granted <= s.used))) return;
     for (const s of slices) s.granted = s.used;
     b.lostAt = 0;
     const body: Record<string, unknown> = { used: b.spend.used };
     if (b.tokens.size > 0) body.used_tokens = Object.fromEntries([...b.tokens].map(([m, s]) => [m, Math.ceil(s.used)]));
+    if (windows.length > 0) {
+      body.used_windows = windows.map((s) => ({
+        dimension: s.dimension,
+        window_start: s.start === null ? null : new Date(s.start).toISOString(),
+        used: s.dimension.startsWith("spend:") ? toDollars(Math.ceil(s.used)) : Math.ceil(s.used),
+      }));
+    }
     try {
       await this.transport.request("POST", `/users/${encodeURIComponent(b.userId)}/leases/${b.leaseId ?? this.holder}/release`, body);
     } catch (err) {
@@ -518,11 +699,19 @@ export class Leases {
 
   /** The lease is renewed (asked for more, which restarts its lifetime) from here on, before it lapses. */
   private renewAt(b: Book): number {
-    return b.deadline - Math.max(LOOKAHEAD * this.horizon(b), this.settings.ttlMs / 4);
+    return b.deadline - this.renewMargin(b);
+  }
+
+  private renewMargin(b: Book): number {
+    return Math.max(LOOKAHEAD * this.horizon(b), this.settings.ttlMs / 4);
   }
 
   private unit(b: Book, n: LeaseNeed): void {
     if (n.cost > b.spend.unit) b.spend.unit = n.cost;
+    for (const w of n.windows) {
+      const s = b.window(w);
+      if (w.amount > s.unit) s.unit = w.amount;
+    }
     if (n.model !== null) {
       const t = b.slice(n.model);
       if (n.tokens > t.unit) t.unit = n.tokens;
@@ -530,6 +719,12 @@ export class Leases {
   }
 
   private balance(b: Book, s: Slice, now: number): number {
+    if (s instanceof WindowSlice) {
+      // A window's slice is worth nothing once the window ended or its lifetime passed.
+      if (now >= s.deadline || now >= s.end) return 0;
+      if (this.renewing(b) && !this.valid(b, s)) return 0;
+      return s.granted - s.used;
+    }
     if (now >= b.deadline || now >= b.periodEndMs) return 0;
     if (this.renewing(b) && !this.valid(b, s)) return 0;
     return s === b.spend ? addDollars(s.granted, -s.used) : s.granted - s.used;
@@ -542,6 +737,10 @@ export class Leases {
 
   /** The slice, granted under the caps of `s.cap`, is within the caps in force now, in the lease's period. */
   private valid(b: Book, s: Slice): boolean {
+    if (s instanceof WindowSlice) {
+      const cap = windowCapOf(b.entry, s.dimension);
+      return cap !== null && cap >= s.cap;
+    }
     if (b.entry.periodEndMs !== b.periodEndMs) return false;
     const cap = capOf(b.entry, s.model);
     return cap === null || cap >= s.cap;
@@ -590,5 +789,62 @@ function refusal(e: UserEntry, reason: string, current: number, cap: number, mes
     current_value: current,
     limit_value: cap,
     message,
+  };
+}
+
+/** The windows of the plan's limits a call of `model` counts in now, one per dimension (two limits of one dimension share a slice). */
+function windowNeeds(e: UserEntry, model: string | null, reserved: ReservationAmount, now = Date.now()): WindowNeed[] {
+  const plan = e.config;
+  const limits = plan?.limits;
+  if (plan === null || limits === undefined || limits.length === 0) return NO_WINDOWS;
+  e.advanceWindows(now);
+  const out: WindowNeed[] = [];
+  for (let i = 0; i < limits.length; i++) {
+    const l = limits[i]!;
+    if (l.model != null && l.model !== model) continue;
+    const c = e.counters[i]!;
+    const dimension = dimensionOf(l);
+    const rolling = l.window === "rolling";
+    const key = rolling ? `${dimension}|r` : `${dimension}|${c.start}`;
+    if (out.some((w) => w.key === key)) continue;
+    const requests = l.metric === "requests";
+    const amount = l.metric === "spend" ? toNano(reserved.cost) : l.metric === "tokens" ? reserved.tokens : 1;
+    out.push({ key, dimension, start: rolling ? null : c.start, end: rolling ? Infinity : c.end, amount, limit: i, whole: requests || reserved.exact });
+  }
+  return out;
+}
+
+/** The strictest hard mark (in the limit's unit) of the plan in force's limits of a dimension; null when it has none. */
+function windowCapOf(e: UserEntry, dimension: string): number | null {
+  const plan = e.config;
+  let cap: number | null = null;
+  for (const l of plan?.limits ?? []) {
+    if (dimensionOf(l) !== dimension) continue;
+    const mark = hardMarkOf(l, plan!.hard_gate_at);
+    cap = cap === null ? mark : Math.min(cap, mark);
+  }
+  return cap;
+}
+
+/** A call a window's slice does not cover: blocked by that limit until its window lets calls through again. */
+function windowRefusal(e: UserEntry, w: WindowNeed): GuardResult {
+  const plan = e.config!;
+  const l = plan.limits[w.limit]!;
+  const c = e.counters[w.limit]!;
+  const money = l.metric === "spend";
+  const mark = hardMarkOf(l, plan.hard_gate_at);
+  const used = usedOf(l, c) + c.held;
+  const current = money ? toDollars(used) : used;
+  const cap = money ? toDollars(mark) : mark;
+  const resets = resetsOf(l, c);
+  const unit = money ? "dollars" : l.metric;
+  return {
+    resets_at: resets === null ? null : new Date(resets).toISOString(),
+    status: "hard_gate",
+    gate_reason: limitReason(l.name),
+    usage_pct: mark > 0 ? Math.max(1, ratio(used, mark)) : 1,
+    current_value: current,
+    limit_value: cap,
+    message: `limit "${l.name}" (${cap} ${unit} per ${l.window === "rolling" ? `${l.duration_minutes ?? 0} minutes` : l.window}) reached: no budget lease covers this call across replicas`,
   };
 }

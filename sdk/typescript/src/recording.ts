@@ -61,7 +61,7 @@ export class Recorder {
       metadata: metadata ?? {},
       synced: false,
     };
-    const lease = this.leases?.spend(e.userId, event.cost_total, model, event.total_tokens);
+    const lease = this.leases?.spend(e, event.cost_total, model, event.total_tokens, now);
     if (lease) event.lease_id = lease;
     e.count(session, model, event.total_tokens, event.cost_total, now);
     if (plan !== null && e.loaded) e.called(model, event.cost_total, event.total_tokens);

@@ -4,6 +4,7 @@
  * plan's pre_call_estimate its estimate, otherwise the user's typical call (see reservationOf).
  */
 import { MeterError } from "./errors.ts";
+import type { WindowNeed } from "./leases.ts";
 import type { RecentCalls } from "./recent-calls.ts";
 import type { Held, UserEntry } from "./state.ts";
 import type { GuardResult, UsageEvent, UsageInput } from "./types.ts";
@@ -18,8 +19,9 @@ export interface Ledger {
 export interface Hold extends Held {
   entry: UserEntry;
   metadata: Record<string, unknown> | undefined;
-  /** The budget lease the estimate was taken from (`leases: true`). */
+  /** The budget lease the estimate was taken from (`leases: true`), and the window slices it was taken from. */
   lease?: string | null;
+  leaseWindows?: readonly WindowNeed[];
 }
 
 /** What a reserved call holds, and whether the check counts it as this call's estimate. */

@@ -1,7 +1,7 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { LimitExceededError, Meter, type MeterOptions, type UsageEvent } from "../src/index.ts";
-import { CALL_COST, CALL_ESTIMATE, CALL_TOKENS, CALL_TOKENS_ESTIMATE, cappedUser, cappedUserPlan } from "../../../bench/lease-run.ts";
+import { CALL_COST, CALL_ESTIMATE, CALL_TOKENS, CALL_TOKENS_ESTIMATE, cappedUser, cappedUserPlan, windowedUser } from "../../../bench/lease-run.ts";
 import { eventually } from "../../../test/support/eventually.ts";
 import { memoryLogger, type ProductCtx, rejects, startWithProduct, stopAll, usage } from "./support/fixtures.ts";
 import { FaultProxy } from "./support/proxy.ts";
@@ -302,6 +302,16 @@ t("near the cap a waiting call waits for at most the request in flight and one m
   assert.ok(Math.max(...answeredDuring) <= 2, `lease answers a call waited for: ${answeredDuring.join(", ")}`);
   await m.shutdown();
   assert.ok((await usage(ctx.api, user)).total_cost <= 3 * CALL_ESTIMATE);
+});
+
+t("a service that does not lease windows yet (422 on the field): windows are kept per process and calls run", async (ctx) => {
+  const user = await windowedUser(ctx.api, [{ name: "rpm", metric: "requests", max: 5, window: "minute" }]);
+  const { proxy, m } = await setup(ctx);
+  proxy.inject(LEASE_REQUEST, { kind: "status", status: 422, body: { detail: "body/windows is not a known field" } }, 1_000);
+  // Six calls in one minute.
+  if (Date.now() % 60_000 > 45_000) await sleep(60_000 - (Date.now() % 60_000) + 50);
+  assert.is(await callUntilRefused(m, user, "limit:rpm"), 5, "the sixth call of the minute is blocked locally");
+  await m.shutdown();
 });
 
 t.run();

@@ -77,7 +77,23 @@ export function grant(g: GrantInput): Grant {
     held += o;
     if (id !== g.holder && o > 0) others++;
   }
-  const remaining = Math.max(0, g.cap - g.settled - held);
+  return sliceOf({ free: g.cap - g.settled - held, others, need: g.need, want: g.want, whole: g.whole });
+}
+
+export interface SliceInput {
+  /** cap - settled - what every live lease holds. */
+  free: number;
+  /** Holders other than the asking one with something outstanding. */
+  others: number;
+  need: number;
+  want: number;
+  whole?: boolean;
+}
+
+/** The slice rule of grant(), from what is free and how many others hold some (window slices count these themselves). */
+export function sliceOf(g: SliceInput): Grant {
+  const others = g.others;
+  const remaining = Math.max(0, g.free);
   if (remaining < g.need || remaining <= 0) return { added: 0, remaining, holders: others };
   const share = remaining / (others + 2);
   const slice = Math.min(remaining, Math.min(g.want, Math.max(g.need, share)));

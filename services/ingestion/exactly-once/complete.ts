@@ -4,6 +4,7 @@ import type { LeaseStore } from "../leases/store.ts";
 import type { CounterStore } from "../store/counters.ts";
 import type { WindowStore } from "../windows/store.ts";
 import { windowDeltas } from "../windows/shares.ts";
+import { windowSettlement } from "../windows/slices.ts";
 import { monthCounterId } from "../domain/counter-ids.ts";
 import { namedLeases, spendsByLease } from "../domain/lease-settlement.ts";
 import { sum } from "../domain/totals.ts";
@@ -20,10 +21,10 @@ export interface CompletionDeps extends CrossingDeps {
   gates: Pick<GateEventStore, "ofJob" | "file">;
   jobs: Pick<JobStore, "close">;
   counters: Pick<CounterStore, "add" | "released">;
-  windows: Pick<WindowStore, "add" | "released">;
+  windows: Pick<WindowStore, "add" | "released" | "leasesOf">;
   arrivals: Pick<ArrivalStore, "record">;
   outbox: Pick<OutboxStore, "put" | "analytics" | "webhooks">;
-  leases: { store: Pick<LeaseStore, "held"> };
+  leases: { store: Pick<LeaseStore, "held">; graceMs: number };
 }
 
 function groupBy<T>(items: readonly T[], key: (t: T) => string): Map<string, T[]> {
@@ -93,6 +94,14 @@ async function completeUsage(deps: CompletionDeps, job: JobDoc, inserted: UsageE
   const after = await deps.counters.add(job._id, [...periods.map((p) => p.delta), ...months], new Set(limited.map((p) => p.delta.id)));
   // The windows of the plans' limits, under the same job guard (windows/store.ts).
   const windows = windowDeltas(inserted, deps.now());
+  // What the events spent from budget leases' window slices: settled in the window's own update.
+  await Promise.all(
+    windows.map(async (w) => {
+      const named = w.byLease === undefined ? [] : [...w.byLease.keys()];
+      const leases = named.length === 0 ? {} : await deps.windows.leasesOf(w.id, named);
+      w.settle = windowSettlement(w, leases, deps.now().getTime(), deps.leases.graceMs);
+    }),
+  );
   await deps.windows.add(job._id, windows, deps.now());
   await Promise.all(
     limited.map(async (p) => {

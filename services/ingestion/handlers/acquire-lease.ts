@@ -9,13 +9,15 @@ import type { Ask } from "../leases/store.ts";
 import { catchUp } from "../late-changes/follow.ts";
 import { attribute } from "../domain/attribution.ts";
 import { requireUser } from "./common.ts";
+import { acquireWindows } from "../windows/lease-request.ts";
 import { MAX_LEASE_TTL_MS, leaseMessage, requireDollars, requireLeaseId, requireTokens } from "../leases/request.ts";
 
 /**
  * Grants the holder a slice of the user's current period spend cap (max_spend_per_period x
  * hard_gate_at) and, when a model is named whose tokens the plan caps, of that model's token
- * cap (max_tokens_per_period x hard_gate_at), in one write. A user with neither cap has
- * nothing to lease: `limited` is false.
+ * cap (max_tokens_per_period x hard_gate_at), in one write; and of each window of the plan's
+ * `limits` asked for, in one write of the user's window document. A user with none of these
+ * capped has nothing to lease: `limited` is false.
  */
 export function acquireLease(deps: IngestionDeps): ServiceImpl<typeof IngestionService>["acquireLease"] {
   return async (req) => {
@@ -46,9 +48,27 @@ export function acquireLease(deps: IngestionDeps): ServiceImpl<typeof IngestionS
     const model = req.model === undefined ? undefined : normalizeModel(req.model, plan?.pricing ?? null);
     const tokenLimit = model === undefined ? undefined : own(plan?.modelLimits, model);
     if (tokenLimit) asks.push({ dim: encodeKey(model!), cap: tokenLimit.maxTokensPerPeriod * hard, need: needTokens, want: wantTokens });
-    if (asks.length === 0) return { limited: false };
+    // The windows' slices live in the user's window document: granted beside the period's, each write conditional on its own document.
+    const windowsAsked = acquireWindows({
+      store: deps.leases.windows,
+      productId,
+      userId: req.userId,
+      plan,
+      period: a.period,
+      holder,
+      asks: req.windows,
+      ttlMs,
+      graceMs: deps.leases.graceMs,
+      now,
+    });
+    if (asks.length === 0) {
+      const windows = await windowsAsked;
+      if (!windows.some((w) => w.limited)) return { limited: false };
+      const lease = leaseMessage(holder, { granted: 0, spent: 0, expires_at: new Date(now.getTime() + ttlMs) }, { ttlMs, periodEnd: a.period.end, spendLimited });
+      return { limited: true, lease: { ...lease, windows } };
+    }
     const ref = { id: a.counterId, productId, userId: req.userId, start: a.period.start, end: a.period.end };
-    const view = await deps.leases.store.acquire(ref, { holder, asks, ttlMs, graceMs: deps.leases.graceMs, now });
+    const [view, windows] = await Promise.all([deps.leases.store.acquire(ref, { holder, asks, ttlMs, graceMs: deps.leases.graceMs, now }), windowsAsked]);
     const lease = leaseMessage(holder, view.lease, {
       ttlMs,
       periodEnd: a.period.end,
@@ -56,6 +76,6 @@ export function acquireLease(deps: IngestionDeps): ServiceImpl<typeof IngestionS
       spend: spendLimited ? view.grants[0] : undefined,
       model: tokenLimit ? { name: model!, grant: view.grants[asks.length - 1] } : undefined,
     });
-    return { limited: true, lease };
+    return { limited: true, lease: { ...lease, windows } };
   };
 }

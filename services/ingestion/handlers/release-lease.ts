@@ -6,6 +6,8 @@ import { attribute } from "../domain/attribution.ts";
 import { requireUser } from "./common.ts";
 import { normalizeModel, toNano } from "@meter/rules";
 import { encodeKey } from "../domain/field-keys.ts";
+import { releasedWindows } from "../windows/lease-request.ts";
+import { windowDocId } from "../windows/shares.ts";
 import { leaseMessage, requireDollars, requireLeaseId, requireTokens } from "../leases/request.ts";
 
 /** Models one release may name (a lease holds tokens of the capped models a replica called). */
@@ -34,8 +36,13 @@ export function releaseLease(deps: IngestionDeps): ServiceImpl<typeof IngestionS
       // add a field to the counter, which every later update rewrites (domain/counter-bounds.ts).
       if (a.plan && Object.hasOwn(a.plan.modelLimits, name)) usedTokens[encodeKey(name)] = tokens;
     }
-    const lease = await deps.leases.store.release(a.counterId, holder, toNano(used), usedTokens);
-    if (!lease) throw rpcError.notFound(`lease "${holder}" not found in the current period of user "${req.userId}"`);
+    const usedWindows = releasedWindows(req.usedWindows, a.plan, a.period, deps.now());
+    const [lease, windows] = await Promise.all([
+      deps.leases.store.release(a.counterId, holder, toNano(used), usedTokens),
+      deps.leases.windows.release(windowDocId(productId, req.userId), holder, usedWindows),
+    ]);
+    if (!lease && !windows) throw rpcError.notFound(`lease "${holder}" not found in the current period of user "${req.userId}"`);
+    if (!lease) return { lease: leaseMessage(holder, { granted: 0, spent: 0, expires_at: windows!.expires_at }, { ttlMs: 0, periodEnd: a.period.end, spendLimited: false }) };
     const spendLimited = a.plan?.maxSpendPerPeriod !== undefined && a.plan.maxSpendPerPeriod !== null;
     return { lease: leaseMessage(holder, lease, { ttlMs: 0, periodEnd: a.period.end, spendLimited }) };
   };

@@ -96,6 +96,12 @@ export interface WindowDelta {
   productId: string;
   userId: string;
   add: Map<string, WindowShare>;
+  /** What events naming a budget lease added, by lease id and field (settled against its slices: windows/slices.ts). */
+  byLease?: Map<string, Map<string, number>>;
+  /** Some of the shares came from events that name no lease. */
+  unleased?: boolean;
+  /** Set before the update: the slices' `spent` increments and whether the version is bumped (windowSettlement). */
+  settle?: { spent: Record<string, number>; bump: boolean };
 }
 
 export function windowDocId(productId: string, userId: string): string {
@@ -103,7 +109,7 @@ export function windowDocId(productId: string, userId: string): string {
 }
 
 export function windowDeltas(
-  events: readonly { product_id: string; user_id: string; windows?: WindowShare[] }[],
+  events: readonly { product_id: string; user_id: string; windows?: WindowShare[]; lease_id?: string | null }[],
   now: Date,
 ): WindowDelta[] {
   const out = new Map<string, WindowDelta>();
@@ -115,6 +121,14 @@ export function windowDeltas(
       if (!d) out.set(id, (d = { id, productId: e.product_id, userId: e.user_id, add: new Map() }));
       const prev = d.add.get(s.key);
       d.add.set(s.key, { key: s.key, end: s.end, n: (prev?.n ?? 0) + s.n });
+      if (!e.lease_id) {
+        d.unleased = true;
+        continue;
+      }
+      d.byLease ??= new Map();
+      let l = d.byLease.get(e.lease_id);
+      if (!l) d.byLease.set(e.lease_id, (l = new Map()));
+      l.set(s.key, (l.get(s.key) ?? 0) + s.n);
     }
   }
   return [...out.values()];

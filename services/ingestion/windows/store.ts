@@ -4,6 +4,7 @@ import pMap from "p-map";
 import { isDuplicateKeyError } from "@meter/lib/mongo";
 import { UPDATES_IN_FLIGHT, wide } from "../store/counters.ts";
 import type { WindowDelta } from "./shares.ts";
+import type { WindowLeaseEntry } from "./slices.ts";
 
 /**
  * One user's window counters (the plan's `limits`): entries keyed by windowField, each the
@@ -19,6 +20,9 @@ export interface WindowDoc {
   w: Record<string, { n: number; e: number }>;
   /** The job guard, as on counters (store/counters.ts): `jobs.<job id>` once a job's shares were added. */
   jobs: Record<string, 1>;
+  /** Budget leases' window slices by holder (windows/slices.ts), and the version grants are conditional on. */
+  leases?: Record<string, WindowLeaseEntry>;
+  version?: number;
 }
 
 /** Documents whose closed jobs' guard entries this process still has to remove. */
@@ -36,6 +40,13 @@ export class WindowStore {
 
   constructor(db: Db) {
     this.windows = db.collection<WindowDoc>("windows");
+  }
+
+  /** The window slices of the named leases in a user's document (what a job's usage may settle against). */
+  async leasesOf(id: string, leaseIds: readonly string[]): Promise<Record<string, WindowLeaseEntry>> {
+    const projection = Object.fromEntries(leaseIds.map((l) => [`leases.${l}`, 1]));
+    const doc = await this.windows.findOne({ _id: id }, { projection });
+    return doc?.leases ?? {};
   }
 
   /** A user's window document, or null when nothing was ever counted in a window. */
@@ -65,6 +76,9 @@ export class WindowStore {
       inc[`w.${key}.n`] = wide(s.n);
       set[`w.${key}.e`] = wide(s.end);
     }
+    // Lease slices settle in the same update that counts (windows/slices.ts); other usage bumps the version.
+    for (const [path, n] of Object.entries(d.settle?.spent ?? {})) inc[path] = wide(n);
+    if (d.settle ? d.settle.bump : d.unleased || d.byLease !== undefined) inc.version = 1;
     const update = {
       $inc: inc,
       $set: set,
