@@ -2,8 +2,8 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import type { Plan, PlanLimit, PlanSettingsSchema } from "@meter/proto/meter/plans/v1/plans_pb";
-import type { Metric, WindowKind } from "@meter/rules";
+import type { Plan, PlanSettingsSchema } from "@meter/proto/meter/plans/v1/plans_pb";
+import { limitFromMessage, limitToMessage } from "@meter/lib/plan-limits";
 import { errors } from "../schemas/common.ts";
 import { CreatePlansBody, PlanBody, PlanPatchBody, type PlanInput } from "../schemas/plans.ts";
 import { rpcOptions } from "../rpc-options.ts";
@@ -27,31 +27,8 @@ export function planSettings(p: PlanInput): MessageInitShape<typeof PlanSettings
     defaultToolCost: p.default_tool_cost,
     preCallEstimate: p.pre_call_estimate,
     preCallBufferTokens: p.pre_call_buffer_tokens === undefined ? undefined : BigInt(p.pre_call_buffer_tokens),
-    limits: (p.limits ?? []).map((l) => ({
-      name: l.name,
-      metric: l.metric,
-      max: l.max,
-      window: l.window,
-      durationMinutes: l.duration_minutes ?? undefined,
-      model: l.model ?? undefined,
-      softGateAt: l.soft_gate_at ?? undefined,
-      hardGateAt: l.hard_gate_at ?? undefined,
-    })),
+    limits: (p.limits ?? []).map(limitToMessage),
     timeZone: p.time_zone ?? undefined,
-  };
-}
-
-/** A plan's limit as answered (plans and the session's plan_config). */
-export function limitJson(l: PlanLimit) {
-  return {
-    name: l.name,
-    metric: l.metric as Metric,
-    max: l.max,
-    window: l.window as WindowKind,
-    duration_minutes: l.durationMinutes ?? null,
-    model: l.model ?? null,
-    soft_gate_at: l.softGateAt ?? null,
-    hard_gate_at: l.hardGateAt ?? null,
   };
 }
 
@@ -71,7 +48,7 @@ export function planJson(p: Plan) {
     default_tool_cost: p.defaultToolCost,
     pre_call_estimate: p.preCallEstimate,
     pre_call_buffer_tokens: Number(p.preCallBufferTokens),
-    limits: p.limits.map(limitJson),
+    limits: p.limits.map(limitFromMessage),
     time_zone: p.timeZone,
     created_at: timestampDate(p.createdAt!).toISOString(),
     updated_at: timestampDate(p.updatedAt!).toISOString(),

@@ -6,7 +6,7 @@ import { DateTime, Nullable, UserParams, errors, parseDateTime } from "../schema
 import { rpcOptions } from "../rpc-options.ts";
 import { DimensionOut, dimensionJson } from "../schemas/limits.ts";
 import { LimitOut } from "../schemas/plans.ts";
-import { limitJson } from "./plans.ts";
+import { limitFromMessage } from "@meter/lib/plan-limits";
 
 
 const NumberMap = Type.Record(Type.String(), Type.Number());
@@ -163,7 +163,7 @@ export const usageRoutes: FastifyPluginAsyncTypebox = async (app) => {
           default_tool_cost: c.defaultToolCost,
           pre_call_estimate: c.preCallEstimate,
           pre_call_buffer_tokens: Number(c.preCallBufferTokens),
-          limits: c.limits.map(limitJson),
+          limits: c.limits.map(limitFromMessage),
           time_zone: c.timeZone,
         },
         current_usage: {

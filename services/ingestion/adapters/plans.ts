@@ -2,7 +2,8 @@ import type { Plan, ResolvedUser } from "@meter/proto/meter/plans/v1/plans_pb";
 import { PlansService } from "@meter/proto/meter/plans/v1/plans_pb";
 import { rpcClient } from "@meter/lib/rpc";
 import { fromTimestamp } from "@meter/lib/time";
-import type { Metric, Pricing, Rate, SubscriptionWindow, WindowKind } from "@meter/rules";
+import { limitFromMessage } from "@meter/lib/plan-limits";
+import type { Pricing, Rate, SubscriptionWindow } from "@meter/rules";
 import type { WindowLimit } from "../windows/shares.ts";
 
 /** A plan as ingestion needs it: prices for cost rules, limits for thresholds and sessions. */
@@ -78,16 +79,7 @@ export function toPlanInfo(p: Plan): PlanInfo {
       tool_costs: toolCosts,
       default_tool_cost: p.defaultToolCost,
     },
-    limits: p.limits.map((l) => ({
-      name: l.name,
-      metric: l.metric as Metric,
-      max: l.max,
-      window: l.window as WindowKind,
-      durationMinutes: l.durationMinutes ?? null,
-      model: l.model ?? null,
-      softGateAt: l.softGateAt ?? null,
-      hardGateAt: l.hardGateAt ?? null,
-    })),
+    limits: p.limits.map(limitFromMessage),
     // A plans service older than windows answers none: UTC, as a plan without one.
     timeZone: p.timeZone || "UTC",
   };

@@ -2,6 +2,7 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import { LRUCache } from "lru-cache";
 import type { IngestionService } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import { toTimestamp } from "@meter/lib/time";
+import { limitToMessage } from "@meter/lib/plan-limits";
 import { NO_PLAN_CONFIG, toDollars } from "@meter/rules";
 import { decodeKeys } from "../domain/field-keys.ts";
 import type { IngestionDeps } from "../deps.ts";
@@ -11,21 +12,7 @@ import { counterId } from "../domain/counter-ids.ts";
 import { catchUp } from "../late-changes/follow.ts";
 import { requireUser } from "./common.ts";
 import { dimensions } from "../windows/dimensions.ts";
-import { windowDocId, type WindowLimit } from "../windows/shares.ts";
-
-/** A plan's limit as the session's plan_config carries it. */
-export function limitMessage(l: WindowLimit) {
-  return {
-    name: l.name,
-    metric: l.metric,
-    max: l.max,
-    window: l.window,
-    durationMinutes: l.durationMinutes ?? undefined,
-    model: l.model ?? undefined,
-    softGateAt: l.softGateAt ?? undefined,
-    hardGateAt: l.hardGateAt ?? undefined,
-  };
-}
+import { windowDocId } from "../windows/shares.ts";
 
 /** Plan name reported for a user without a plan (with sdk_enabled false). */
 export const NO_PLAN = "none";
@@ -106,7 +93,7 @@ export function getSession(deps: IngestionDeps): ServiceImpl<typeof IngestionSer
         defaultToolCost: plan?.defaultToolCost ?? NO_PLAN_CONFIG.default_tool_cost,
         preCallEstimate: plan?.preCallEstimate ?? NO_PLAN_CONFIG.pre_call_estimate,
         preCallBufferTokens: BigInt(plan?.preCallBufferTokens ?? NO_PLAN_CONFIG.pre_call_buffer_tokens),
-        limits: (plan?.limits ?? []).map(limitMessage),
+        limits: (plan?.limits ?? []).map(limitToMessage),
         timeZone: plan?.timeZone ?? "UTC",
       },
       currentUsage: {

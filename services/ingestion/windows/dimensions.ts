@@ -49,15 +49,15 @@ export function dimensions(plan: PlanInfo | null, period: Period, counter: Total
 const unit = (l: WindowLimit, n: number) => (l.metric === "spend" ? toDollars(n) : n);
 
 function limitDimension(l: WindowLimit, plan: PlanInfo, period: Period, windows: WindowDoc | null, now: Date): Dimension {
-  const soft = l.softGateAt ?? plan.softGateAt;
-  const hard = l.hardGateAt ?? plan.hardGateAt;
-  const dimension = dimensionKey({ metric: l.metric, window: l.window, duration_minutes: l.durationMinutes, model: l.model });
+  const soft = l.soft_gate_at ?? plan.softGateAt;
+  const hard = l.hard_gate_at ?? plan.hardGateAt;
+  const dimension = dimensionKey({ metric: l.metric, window: l.window, duration_minutes: l.duration_minutes, model: l.model });
   const base = {
     reason: `limit:${l.name}`,
     name: l.name,
     metric: l.metric,
     window: l.window,
-    durationMinutes: l.durationMinutes ?? undefined,
+    durationMinutes: l.duration_minutes ?? undefined,
     model: l.model ?? undefined,
     scope: "user",
     max: l.max,
@@ -66,7 +66,7 @@ function limitDimension(l: WindowLimit, plan: PlanInfo, period: Period, windows:
   };
   const t = now.getTime();
   if (l.window === "rolling") {
-    const duration = l.durationMinutes ?? 1;
+    const duration = l.duration_minutes ?? 1;
     const prefix = `${encodeKey(dimension)}|`;
     const buckets: Bucket[] = [];
     for (const [k, v] of Object.entries(windows?.w ?? {})) {

@@ -23,7 +23,7 @@ const AHEAD_MS = 5 * 60_000;
 function byDimension(plan: PlanInfo | null): Map<string, WindowLimit[]> {
   const out = new Map<string, WindowLimit[]>();
   for (const l of plan?.limits ?? []) {
-    const k = dimensionKey({ metric: l.metric, window: l.window, duration_minutes: l.durationMinutes, model: l.model });
+    const k = dimensionKey({ metric: l.metric, window: l.window, duration_minutes: l.duration_minutes, model: l.model });
     out.set(k, [...(out.get(k) ?? []), l]);
   }
   return out;
@@ -35,7 +35,7 @@ const fromUnit = (l: WindowLimit, n: number) => (l.metric === "spend" ? toDollar
 function hardMark(limits: readonly WindowLimit[], plan: PlanInfo): number {
   let cap = Infinity;
   for (const l of limits) {
-    const hard = l.hardGateAt ?? plan.hardGateAt;
+    const hard = l.hard_gate_at ?? plan.hardGateAt;
     cap = Math.min(cap, l.metric === "spend" ? Math.round(hard * toNano(l.max)) : Math.floor(hard * l.max + 1e-9));
   }
   return cap;
@@ -60,7 +60,7 @@ function resolve(field: string, dims: Map<string, WindowLimit[]>, plan: PlanInfo
   const limits = dims.get(dimension);
   if (!plan || !limits) return null;
   const l = limits[0]!;
-  if (l.window === "rolling") return { limits, key: rollingSliceKey(dimension), rolling: { duration: l.durationMinutes ?? 1 }, start: null, end: null };
+  if (l.window === "rolling") return { limits, key: rollingSliceKey(dimension), rolling: { duration: l.duration_minutes ?? 1 }, start: null, end: null };
   const t = at ? timestampDate(at).getTime() : now;
   if (t > now + AHEAD_MS) throw rpcError.invalid(`${field}.window_start is more than 5 minutes ahead of the service's clock`);
   const w = windowAt(l, t, plan.timeZone, period);

@@ -4,21 +4,13 @@
  * plan's time zone, `period` the attributed billing period, rolling windows by bucket) and the
  * amount (spend in nano-dollars, input + output tokens, 1 request). Pure functions, no I/O.
  */
-import { bucketExpiresAt, calendarWindow, dimensionKey, rollingBucket, toNano, type Metric, type Span, type WindowKind } from "@meter/rules";
+import { bucketExpiresAt, calendarWindow, dimensionKey, rollingBucket, toNano, type Metric, type Span } from "@meter/rules";
 import type { BillingPeriod } from "@meter/rules";
+import type { PlanLimit } from "@meter/lib/plan-limits";
 import { encodeKey } from "../domain/field-keys.ts";
 
 /** A limit of a plan as ingestion reads it. */
-export interface WindowLimit {
-  name: string;
-  metric: Metric;
-  max: number;
-  window: WindowKind;
-  durationMinutes: number | null;
-  model: string | null;
-  softGateAt: number | null;
-  hardGateAt: number | null;
-}
+export type WindowLimit = PlanLimit;
 
 /** What of a plan the windows need. */
 export interface WindowPlan {
@@ -46,8 +38,8 @@ export function windowField(dimension: string, start: number): string {
 /** The window of `limit` holding `t`, and when its entry may go. */
 export function windowAt(limit: WindowLimit, t: number, timeZone: string, period: { start: Date; end: Date }): Span & { expires: number } {
   if (limit.window === "rolling") {
-    const b = rollingBucket(limit.durationMinutes ?? 1, t);
-    return { ...b, expires: bucketExpiresAt({ start: b.start, used: 0 }, limit.durationMinutes ?? 1) };
+    const b = rollingBucket(limit.duration_minutes ?? 1, t);
+    return { ...b, expires: bucketExpiresAt({ start: b.start, used: 0 }, limit.duration_minutes ?? 1) };
   }
   if (limit.window === "period") return { start: period.start.getTime(), end: period.end.getTime(), expires: period.end.getTime() };
   const w = calendarWindow(limit.window, t, timeZone);
@@ -80,7 +72,7 @@ export function windowShares(plan: WindowPlan | null, period: BillingPeriod, e: 
   const out = new Map<string, WindowShare>();
   for (const l of plan.limits) {
     if (l.model !== null && l.model !== e.model) continue;
-    const dimension = dimensionKey({ metric: l.metric, window: l.window, duration_minutes: l.durationMinutes, model: l.model });
+    const dimension = dimensionKey({ metric: l.metric, window: l.window, duration_minutes: l.duration_minutes, model: l.model });
     const w = windowAt(l, t, plan.timeZone, period);
     if (w.expires <= now.getTime()) continue;
     const key = windowField(dimension, w.start);

@@ -23,12 +23,12 @@ t.after(async (ctx) => {
 const PLAN: WindowPlan = {
   timeZone: "America/New_York",
   limits: [
-    { name: "daily", metric: "spend", max: 5, window: "day", durationMinutes: null, model: null, softGateAt: null, hardGateAt: null },
-    { name: "five-hours", metric: "spend", max: 5, window: "rolling", durationMinutes: 300, model: null, softGateAt: null, hardGateAt: null },
-    { name: "rpm", metric: "requests", max: 60, window: "minute", durationMinutes: null, model: null, softGateAt: null, hardGateAt: null },
+    { name: "daily", metric: "spend", max: 5, window: "day", duration_minutes: null, model: null, soft_gate_at: null, hard_gate_at: null },
+    { name: "five-hours", metric: "spend", max: 5, window: "rolling", duration_minutes: 300, model: null, soft_gate_at: null, hard_gate_at: null },
+    { name: "rpm", metric: "requests", max: 60, window: "minute", duration_minutes: null, model: null, soft_gate_at: null, hard_gate_at: null },
     // Same dimension as "daily": counted once, shared.
-    { name: "daily-too", metric: "spend", max: 9, window: "day", durationMinutes: null, model: null, softGateAt: null, hardGateAt: null },
-    { name: "gpt", metric: "tokens", max: 100, window: "day", durationMinutes: null, model: "gpt-4o", softGateAt: null, hardGateAt: null },
+    { name: "daily-too", metric: "spend", max: 9, window: "day", duration_minutes: null, model: null, soft_gate_at: null, hard_gate_at: null },
+    { name: "gpt", metric: "tokens", max: 100, window: "day", duration_minutes: null, model: "gpt-4o", soft_gate_at: null, hard_gate_at: null },
   ],
 };
 const PERIOD: BillingPeriod = { start: new Date("2026-03-01T00:00:00Z"), end: new Date("2026-04-01T00:00:00Z"), subscription: null, calendar: true };

@@ -1,18 +1,8 @@
 // A plan's `limits` and `time_zone` (BUDGETS.md §2): defaults and validation. Pure functions, no I/O.
-import type { PlanLimit as PlanLimitMessage } from "@meter/proto/meter/plans/v1/plans_pb";
-import { MAX_ROLLING_MINUTES, METRICS, WINDOWS, isTimeZone, type Metric, type WindowKind } from "@meter/rules";
+import type { PlanLimit } from "@meter/lib/plan-limits";
+import { MAX_ROLLING_MINUTES, METRICS, WINDOWS, isTimeZone } from "@meter/rules";
 
-/** One entry of a plan's `limits`, as stored and answered (null: not given). */
-export interface PlanLimit {
-  name: string;
-  metric: Metric;
-  max: number;
-  window: WindowKind;
-  duration_minutes: number | null;
-  model: string | null;
-  soft_gate_at: number | null;
-  hard_gate_at: number | null;
-}
+export type { PlanLimit };
 
 /** What a plan without windows has: it reads and behaves as a plan did before windows. */
 export const WINDOW_DEFAULTS: Readonly<{ limits: PlanLimit[]; time_zone: string }> = Object.freeze({ limits: [], time_zone: "UTC" });
@@ -20,20 +10,6 @@ export const WINDOW_DEFAULTS: Readonly<{ limits: PlanLimit[]; time_zone: string 
 export const WINDOW_LIMITS = { limitsPerPlan: 16, nameLength: 64, modelLength: 256 } as const;
 
 const NAME = /^[a-z0-9_-]+$/;
-
-/** A limit as sent; metric and window are checked by limitProblems, not trusted here. */
-export function fromLimitMessage(l: PlanLimitMessage): PlanLimit {
-  return {
-    name: l.name,
-    metric: l.metric as Metric,
-    max: l.max,
-    window: l.window as WindowKind,
-    duration_minutes: l.durationMinutes ?? null,
-    model: l.model ?? null,
-    soft_gate_at: l.softGateAt ?? null,
-    hard_gate_at: l.hardGateAt ?? null,
-  };
-}
 
 /**
  * Every problem with a plan's limits and time zone, each naming the limit and the field, e.g.

@@ -2,7 +2,8 @@
 import type { PlanSettings } from "@meter/proto/meter/plans/v1/plans_pb";
 import { rpcError } from "@meter/lib/errors";
 import { PLAN_DEFAULTS as RULE_DEFAULTS, type PlanRules, type Rate } from "@meter/rules";
-import { WINDOW_DEFAULTS, fromLimitMessage, limitProblems, type PlanLimit } from "./limits.ts";
+import { limitFromMessage } from "@meter/lib/plan-limits";
+import { WINDOW_DEFAULTS, limitProblems, type PlanLimit } from "./limits.ts";
 
 export { type Rate };
 
@@ -72,7 +73,7 @@ export function fromSettings(s: PlanSettings): Partial<PlanValues> {
   if (s.preCallEstimate !== undefined) out.pre_call_estimate = s.preCallEstimate;
   if (s.preCallBufferTokens !== undefined) out.pre_call_buffer_tokens = Number(s.preCallBufferTokens);
   // An empty list is "not sent" (proto3 repeated): PATCH naming limits with none clears them.
-  if (s.limits.length > 0) out.limits = s.limits.map(fromLimitMessage);
+  if (s.limits.length > 0) out.limits = s.limits.map(limitFromMessage);
   if (s.timeZone !== undefined) out.time_zone = s.timeZone;
   return out;
 }

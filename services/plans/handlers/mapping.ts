@@ -8,6 +8,7 @@ import {
   type User,
 } from "@meter/proto/meter/plans/v1/plans_pb";
 import { optionalTimestamp, toTimestamp } from "@meter/lib/time";
+import { limitToMessage } from "@meter/lib/plan-limits";
 import type { StoredPlan } from "../store/plans.ts";
 import type { SubscriptionEntry, UserDoc } from "../store/users.ts";
 
@@ -33,16 +34,7 @@ export function toPlan(p: StoredPlan): Plan {
     preCallBufferTokens: BigInt(p.pre_call_buffer_tokens),
     createdAt: toTimestamp(p.created_at),
     updatedAt: toTimestamp(p.updated_at),
-    limits: p.limits.map((l) => ({
-      name: l.name,
-      metric: l.metric,
-      max: l.max,
-      window: l.window,
-      durationMinutes: optional(l.duration_minutes),
-      model: optional(l.model),
-      softGateAt: optional(l.soft_gate_at),
-      hardGateAt: optional(l.hard_gate_at),
-    })),
+    limits: p.limits.map(limitToMessage),
     timeZone: p.time_zone,
   });
 }
