@@ -1,4 +1,4 @@
-import { evaluatePlan } from "./dimensions.ts";
+import { evaluatePlan, type DimensionResult } from "./dimensions.ts";
 
 /**
  * Gate evaluation (pure) of a plan's SPEC caps: period spend, session spend, the call's model's
@@ -14,15 +14,8 @@ export interface GatePlan {
   model_limits: Readonly<Record<string, { max_tokens_per_period: number }>>;
 }
 
-export interface GateResult {
-  status: "ok" | "soft_gate" | "hard_gate";
-  /** `total_spend`, `session_spend` or `model_limit:<model>`; null when ok. */
-  gate_reason: string | null;
-  usage_pct: number;
-  current_value: number;
-  limit_value: number;
-  message: string | null;
-}
+/** What evaluatePlan answers, without `resets_at` (the three caps alone: period, session, model). */
+export type GateResult = Omit<DimensionResult, "resets_at">;
 
 /** What a guard checks: usage so far (committed plus reserved) and the estimate of the coming call. */
 export interface GateInput {

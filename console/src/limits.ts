@@ -2,20 +2,11 @@
 // ("$0.10 a day", "$2 in any 5 hours"), resets ("in 3 h 20 min"), which dimension blocks, and
 // the service's refusal split per limit and field. Pure functions (no DOM), tested in
 // test/console-limits.test.ts.
-import type { Metric, WindowKind } from "@meter/rules";
+import type { Metric, PlanLimit as AnsweredLimit, WindowKind } from "@meter/rules";
 import { fmtInt, fmtMoney, fmtTokens } from "./format.ts";
 
 /** One entry of a plan's `limits`, as the API answers it (null: not given; a null gate is the plan's). */
-export interface PlanLimit {
-  name: string;
-  metric: Metric;
-  max: number;
-  window: WindowKind;
-  duration_minutes: number | null;
-  model: string | null;
-  soft_gate_at: number | null;
-  hard_gate_at: number | null;
-}
+export type PlanLimit = Required<AnsweredLimit>;
 
 /** One dimension of a user (`GET /users/{user_id}/limits`, the session view's `limits`). */
 export interface Dimension {

@@ -3,19 +3,10 @@
 // mapped in one place.
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { PlanLimit as PlanLimitMessage, PlanLimitSchema } from "@meter/proto/meter/plans/v1/plans_pb";
-import type { Metric, WindowKind } from "@meter/rules";
+import type { Metric, PlanLimit as AnsweredLimit, WindowKind } from "@meter/rules";
 
-/** One entry of a plan's `limits` (null: not given). */
-export interface PlanLimit {
-  name: string;
-  metric: Metric;
-  max: number;
-  window: WindowKind;
-  duration_minutes: number | null;
-  model: string | null;
-  soft_gate_at: number | null;
-  hard_gate_at: number | null;
-}
+/** One entry of a plan's `limits` with every field present (null: not given). */
+export type PlanLimit = Required<AnsweredLimit>;
 
 /** A limit as sent; metric and window are not checked here (the plans service validates them). */
 export function limitFromMessage(l: PlanLimitMessage): PlanLimit {
