@@ -16,6 +16,7 @@ import { startAllInOne } from "../test/support/processes.ts";
 import { DayAccumulator } from "../services/analytics/domain/rollup.ts";
 import { RollupStore } from "../services/analytics/store/rollups.ts";
 import { pct } from "./support/stats.ts";
+import { SEED_MODELS, random } from "./support/seed-events.ts";
 
 const USERS = Number(process.env.BENCH_USERS ?? 100_000);
 const DAYS = Number(process.env.BENCH_DAYS ?? 90);
@@ -23,9 +24,7 @@ const DAY_USERS = Number(process.env.BENCH_DAY_USERS ?? 6_500);
 const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 50);
 const TODAY_EVERY = Number(process.env.BENCH_TODAY_EVERY ?? 0);
 const DAY = 86_400_000;
-const MODELS = ["gpt-4.1", "gpt-4.1-mini", "gpt-4o", "claude-sonnet-4", "o3"];
 
-const random = (n: number) => Math.floor(Math.random() * n);
 const dir = process.env.MONGODB_URL ? undefined : await mkdtemp(path.join(os.tmpdir(), "meter-bench-users-"));
 const embedded = dir ? await startEmbeddedDb(dir) : undefined;
 const mongoUrl = process.env.MONGODB_URL ?? embedded!.url;
@@ -49,7 +48,7 @@ function dayFigures() {
     for (let k = random(3); k >= 0; k--) {
       const input = 200 + random(4_000);
       const output = 50 + random(1_000);
-      acc.usage({ u: `user-${String(u).padStart(6, "0")}`, m: MODELS[random(MODELS.length)]!, s: i++ % 10 === 0 ? "manual" : "auto", t: input + output, c: Math.round(input * 0.002 + output * 0.008) / 1000 });
+      acc.usage({ u: `user-${String(u).padStart(6, "0")}`, m: SEED_MODELS[random(SEED_MODELS.length)]!, s: i++ % 10 === 0 ? "manual" : "auto", t: input + output, c: Math.round(input * 0.002 + output * 0.008) / 1000 });
     }
   }
   return acc.result();

@@ -32,6 +32,7 @@ import { UserStore } from "../services/plans/store/users.ts";
 import { Api } from "../test/support/http.ts";
 import { repoRoot, startAllInOne } from "../test/support/processes.ts";
 import { pct } from "./support/stats.ts";
+import { postSeedBatch, random, seedEvent } from "./support/seed-events.ts";
 
 const USERS = Number(process.env.BENCH_USERS ?? 100_000);
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000_000);
@@ -46,11 +47,9 @@ const GATE_EVENTS = Number(process.env.BENCH_GATE_EVENTS ?? 20_000);
 // active in its last seconds, not of a thousand at once (and each user costs counter writes).
 const BATCH_USERS = Number(process.env.BENCH_BATCH_USERS ?? 100);
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-const MODELS = ["gpt-4.1", "gpt-4.1-mini", "gpt-4o", "claude-sonnet-4", "o3"];
 
 const log = (m: string) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${m}`);
 const userId = (i: number) => `user-${String(i).padStart(6, "0")}`;
-const random = (n: number) => Math.floor(Math.random() * n);
 
 await buildConsoleIfStale(log);
 const dir = process.env.MONGODB_URL ? undefined : await mkdtemp(path.join(os.tmpdir(), "meter-bench-console-"));
@@ -112,29 +111,10 @@ try {
     async (b) => {
       const who = Array.from({ length: Math.min(BATCH_USERS, USERS) }, () => userId(random(USERS)));
       // One event in 50 is the measured user's (user-000007), so that its screen has usage to show.
-      const body = Array.from({ length: Math.min(BATCH, EVENTS - b * BATCH) }, (_, k) => {
-        const input = 200 + random(4_000);
-        const output = 50 + random(1_000);
-        const cost = Math.round((input * 0.002 + output * 0.008)) / 1000;
-        return {
-          id: randomUUID(),
-          user_id: k % 50 === 0 ? userId(7) : who[random(who.length)]!,
-          timestamp: new Date(Date.now() - 300_000 - random(span)).toISOString(),
-          model: MODELS[random(MODELS.length)],
-          input_tokens: input,
-          output_tokens: output,
-          total_tokens: input + output,
-          cost_tokens: cost,
-          cost_total: cost,
-        };
-      });
-      for (;;) {
-        const res = await api.post("/events/batch", body);
-        if (res.status === 200) break;
-        if (res.status !== 503 && res.status !== 429) throw new Error(`batch ${b}: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
-        retries++;
-        await new Promise((r) => setTimeout(r, 1_000));
-      }
+      const body = Array.from({ length: Math.min(BATCH, EVENTS - b * BATCH) }, (_, k) =>
+        seedEvent(k % 50 === 0 ? userId(7) : who[random(who.length)]!, span),
+      );
+      retries += await postSeedBatch(api, body, `batch ${b}`);
       if ((b + 1) % 10 === 0) log(`${(b + 1) * BATCH} events (${((b + 1) * BATCH / ((performance.now() - t0) / 1000)).toFixed(0)}/s)`);
     },
     { concurrency: INGEST_CONCURRENCY },

@@ -19,6 +19,7 @@ import { pathToFileURL } from "node:url";
 import pMap from "p-map";
 import { startEmbeddedDb } from "@meter/lib/embedded-db";
 import { startAllInOne } from "../test/support/processes.ts";
+import { SEED_MODELS, postSeedBatch, random, seedEvent } from "./support/seed-events.ts";
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 0);
 const USERS = Number(process.env.BENCH_USERS ?? 100);
@@ -30,10 +31,8 @@ const SETTLE_MAX_S = Number(process.env.BENCH_SETTLE_MAX_S ?? 0);
 const COUNT_COMMANDS = process.env.BENCH_COUNT_COMMANDS === "1";
 const TARGET_CORE = 0.02;
 const BATCH = 10_000;
-const MODELS = ["gpt-4.1", "gpt-4.1-mini", "gpt-4o", "claude-sonnet-4", "o3"];
 
 const log = (m: string) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${m}`);
-const random = (n: number) => Math.floor(Math.random() * n);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** CPU time (user + system) a process has used so far, in seconds. */
@@ -66,28 +65,8 @@ try {
     await pMap(
       Array.from({ length: Math.ceil(EVENTS / BATCH) }, (_, b) => b),
       async (b) => {
-        const body = Array.from({ length: Math.min(BATCH, EVENTS - b * BATCH) }, () => {
-          const input = 200 + random(4_000);
-          const output = 50 + random(1_000);
-          const cost = Math.round(input * 0.002 + output * 0.008) / 1000;
-          return {
-            id: randomUUID(),
-            user_id: `user-${random(USERS)}`,
-            timestamp: new Date(Date.now() - 300_000 - random(span)).toISOString(),
-            model: MODELS[random(MODELS.length)],
-            input_tokens: input,
-            output_tokens: output,
-            total_tokens: input + output,
-            cost_tokens: cost,
-            cost_total: cost,
-          };
-        });
-        for (;;) {
-          const res = await api.post("/events/batch", body);
-          if (res.status === 200) break;
-          if (res.status !== 503 && res.status !== 429) throw new Error(`batch ${b}: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
-          await sleep(1_000);
-        }
+        const body = Array.from({ length: Math.min(BATCH, EVENTS - b * BATCH) }, () => seedEvent(`user-${random(USERS)}`, span));
+        await postSeedBatch(api, body, `batch ${b}`);
         if ((b + 1) % 10 === 0) log(`${(b + 1) * BATCH} events`);
       },
       { concurrency: 3 },
@@ -159,7 +138,7 @@ try {
   const before = (await api.get(`/analytics/summary?days=${DAYS + 1}`)).body.total_events as number;
   const sent = performance.now();
   const res = await api.post("/events/batch", [
-    { id: randomUUID(), user_id: "user-0", timestamp: new Date().toISOString(), model: MODELS[0], input_tokens: 10, output_tokens: 5, total_tokens: 15, cost_tokens: 0.001, cost_total: 0.001 },
+    { id: randomUUID(), user_id: "user-0", timestamp: new Date().toISOString(), model: SEED_MODELS[0], input_tokens: 10, output_tokens: 5, total_tokens: 15, cost_tokens: 0.001, cost_total: 0.001 },
   ]);
   if (res.status !== 200) throw new Error(`probe event: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
   for (;;) {
