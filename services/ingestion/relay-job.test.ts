@@ -6,7 +6,7 @@ import { createLogger } from "@meter/lib/logger";
 import { JOBS_COLLECTION } from "@meter/lib/jobs";
 import { freshDbName, withTestMongo } from "../../test/support/database.ts";
 import { eventually } from "../../test/support/eventually.ts";
-import { spawnEntry } from "../../test/support/processes.ts";
+import { killWhileHolding } from "../../test/support/killed-worker.ts";
 import type { UsageFactInit } from "./adapters/peers.ts";
 import { createIngestionService } from "./index.ts";
 import { RELAY } from "./jobs/relay.ts";
@@ -35,16 +35,12 @@ t("another scheduler hands over the entry a killed worker was sending", async ({
   }));
   await db.collection("outbox_analytics").insertOne(entry("usage", `job_${randomUUID()}`, facts) as never);
 
-  const worker = spawnEntry("services/ingestion/testing/relay-worker.ts", { MONGODB_URL: url, MONGODB_DB: dbName, RELAY_LOCK_MS: String(LOCK_MS) });
   let survivor: Awaited<ReturnType<typeof createIngestionService>> | undefined;
   try {
-    await eventually(() => worker.output().includes("holding"), 20_000, "the worker to hold the relay job").catch((err) => {
-      throw new Error(`${err.message}; worker output: ${worker.output()}`);
+    const held = await killWhileHolding(db, {
+      entry: "services/ingestion/testing/relay-worker.ts", url, dbName, env: { RELAY_LOCK_MS: String(LOCK_MS) }, job: RELAY, timeoutMs: 20_000,
     });
     const jobs = db.collection(JOBS_COLLECTION);
-    const held = await jobs.findOne({ name: RELAY, lockedAt: { $ne: null } });
-    assert.ok(held, "the worker holds the relay job");
-    await worker.stop("SIGKILL");
     assert.is(await db.collection("outbox_analytics").countDocuments({}), 1, "the entry is still there");
 
     const received: UsageFactInit[] = [];
@@ -60,7 +56,6 @@ t("another scheduler hands over the entry a killed worker was sending", async ({
     assert.ok(job && job.lastRunAt > held.lockedAt, "the job the dead worker held ran again");
     assert.is(await jobs.countDocuments({ name: RELAY, "data.key": "every" }), 1, "still one repeating relay job");
   } finally {
-    await worker.stop("SIGKILL");
     await survivor?.stop?.();
   }
 });

@@ -9,7 +9,7 @@ import { JOBS_COLLECTION } from "@meter/lib/jobs";
 import { toTimestamp } from "@meter/lib/time";
 import { freshDbName, withTestMongo } from "../../../test/support/database.ts";
 import { eventually } from "../../../test/support/eventually.ts";
-import { spawnEntry } from "../../../test/support/processes.ts";
+import { killWhileHolding } from "../../../test/support/killed-worker.ts";
 import { createAnalyticsService } from "../index.ts";
 import { ROLL } from "./roll.ts";
 
@@ -47,14 +47,12 @@ t("another scheduler finishes the roll a killed worker held", async ({ mongo, ur
   }));
   await client.recordEvents({ usage });
 
-  const worker = spawnEntry("services/analytics/testing/roll-worker.ts", { MONGODB_URL: url, MONGODB_DB: dbName, ROLL_LEASE_MS: String(LEASE_MS) });
   let survivor: Awaited<ReturnType<typeof createAnalyticsService>> | undefined;
   try {
-    await eventually(() => worker.output().includes("holding"), 60_000, "the worker to hold the roll job");
+    const held = await killWhileHolding(db, {
+      entry: "services/analytics/testing/roll-worker.ts", url, dbName, env: { ROLL_LEASE_MS: String(LEASE_MS) }, job: ROLL, timeoutMs: 60_000,
+    });
     const jobs = db.collection(JOBS_COLLECTION);
-    const held = await jobs.findOne({ name: ROLL, lockedAt: { $ne: null } });
-    assert.ok(held, "the worker holds the roll job");
-    await worker.stop("SIGKILL");
     assert.ok((await db.collection("dirty_days").countDocuments({})) > 0, "the killed worker left the day dirty");
 
     survivor = await createAnalyticsService({ db, logger, peers: NO_PEERS, rollIntervalMs: 100, rollLeaseMs: LEASE_MS });
@@ -68,7 +66,6 @@ t("another scheduler finishes the roll a killed worker held", async ({ mongo, ur
     assert.is(s.current!.totalCost, 20);
     assert.is(Number(s.current!.activeUsers), 4);
   } finally {
-    await worker.stop("SIGKILL");
     await survivor?.stop?.();
     await server.close();
   }

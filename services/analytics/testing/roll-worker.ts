@@ -2,21 +2,15 @@
 // database named by MONGODB_URL / MONGODB_DB, recomputes a day, writes its rollup, prints
 // "holding" and then hangs (the test kills it there) before clearing the day's dirty marks.
 import { createLogger } from "@meter/lib/logger";
-import { connectMongo } from "@meter/lib/mongo";
+import { holdForever, workerDb } from "../../../test/support/killed-worker.ts";
 import { createAnalyticsService } from "../index.ts";
 
-const mongo = await connectMongo(process.env.MONGODB_URL!);
 const module = await createAnalyticsService({
-  db: mongo.db(process.env.MONGODB_DB!),
+  db: await workerDb(),
   logger: createLogger("roll-worker", "silent"),
   peers: { tenancy: "", plans: "", ingestion: "", analytics: "", webhooks: "" },
   rollIntervalMs: 100,
   rollLeaseMs: Number(process.env.ROLL_LEASE_MS),
-  faults: {
-    afterRollupWrite: () => {
-      process.stdout.write("holding\n");
-      return new Promise<void>(() => {});
-    },
-  },
+  faults: { afterRollupWrite: holdForever },
 });
 await module.start?.();
