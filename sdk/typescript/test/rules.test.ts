@@ -78,17 +78,19 @@ t("pricing: normalization, rates, tools, explicit costs, names of Object.prototy
   assert.ok(n >= 20, `${n} pricing cases`);
 });
 
+/** A gates case's usage as the guard reads it. */
+const gateInput = (u: Record<string, number | string | null>): rules.GateInput => ({
+  periodCost: u.period_cost as number,
+  sessionCost: u.session_cost as number,
+  model: u.model as string | null,
+  modelTokens: u.model_tokens as number,
+  estimateCost: u.estimate_cost as number,
+  estimateTokens: u.estimate_tokens as number,
+});
+
 t("gates: every cap, soft and hard marks, estimates, messages", () => {
   for (const c of table.gates.cases) {
-    const u = c.usage;
-    const input: rules.GateInput = {
-      periodCost: u.period_cost as number,
-      sessionCost: u.session_cost as number,
-      model: u.model as string | null,
-      modelTokens: u.model_tokens as number,
-      estimateCost: u.estimate_cost as number,
-      estimateTokens: u.estimate_tokens as number,
-    };
+    const input = gateInput(c.usage);
     matches({ ...rules.evaluate(c.plan === undefined ? table.gates.plan : c.plan, input) }, c.expect, c.name);
   }
 });
@@ -203,15 +205,7 @@ t("dimensions: every window of a plan, requests, rolling expiry, model limits, l
 
 t("dimensions: SPEC's caps alone give what gates gives, case for case", () => {
   for (const c of table.gates.cases) {
-    const u = c.usage;
-    const input: rules.GateInput = {
-      periodCost: u.period_cost as number,
-      sessionCost: u.session_cost as number,
-      model: u.model as string | null,
-      modelTokens: u.model_tokens as number,
-      estimateCost: u.estimate_cost as number,
-      estimateTokens: u.estimate_tokens as number,
-    };
+    const input = gateInput(c.usage);
     const plan = c.plan === undefined ? table.gates.plan : c.plan;
     const end = Date.parse("2026-12-01T00:00:00.000Z");
     const { resets_at, ...withWindows } = rules.evaluatePlan(plan === null ? null : { ...plan, time_zone: "UTC", limits: [] }, { ...input, periodEnd: end, sessionEnd: end, counters: [] });
