@@ -1,6 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { GATE_REASON_PATTERN } from "@meter/lib/gate-reasons";
-import { Type, type TSchema } from "typebox";
+import { Type, type Static, type TSchema } from "typebox";
+import type { FastifyRequest } from "fastify";
+import type { CallOptions } from "@connectrpc/connect";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { DateTime, EventBody, ExternalUserId, LeaseId, Nullable, WELL_FORMED_PATTERN, countIgnoredFields, errors, parseDateTime } from "../schemas/common.ts";
@@ -107,11 +109,58 @@ const batchRoute = <T extends TSchema>(event: T, operationId: string, summary: s
   },
 });
 
-const batchResult = (res: { accepted: number; duplicates: number }) => ({ accepted: res.accepted, duplicates: res.duplicates });
-
 const ts = (s: string) => timestampFromDate(parseDateTime(s));
 
 const big = (n: number | undefined) => BigInt(n ?? 0);
+
+const usageEventMessage = (e: Static<typeof UsageEventIn>) => ({
+  id: e.id,
+  userId: e.user_id,
+  sessionId: e.session_id ?? undefined,
+  timestamp: ts(e.timestamp),
+  model: e.model ?? undefined,
+  inputTokens: big(e.input_tokens),
+  outputTokens: big(e.output_tokens),
+  totalTokens: big(e.total_tokens),
+  toolCalls: e.tool_calls ?? [],
+  costTokens: e.cost_tokens ?? 0,
+  costTools: e.cost_tools ?? 0,
+  costTotal: e.cost_total ?? 0,
+  metadata: (e.metadata ?? {}) as JsonObject,
+  leaseId: e.lease_id ?? undefined,
+  source: e.source,
+  description: e.description ?? undefined,
+});
+
+const gateEventMessage = (e: Static<typeof GateEventIn>) => ({
+  id: e.id,
+  userId: e.user_id,
+  serviceUserId: e.service_user_id ?? undefined,
+  sessionId: e.session_id ?? undefined,
+  timestamp: ts(e.timestamp),
+  status: e.status,
+  gateReason: e.gate_reason,
+  usagePct: e.usage_pct,
+  currentValue: e.current_value,
+  limitValue: e.limit_value,
+  model: e.model ?? undefined,
+  blocked: e.blocked ?? false,
+  message: e.message ?? undefined,
+  metadata: (e.metadata ?? {}) as JsonObject,
+});
+
+/** A batch route's work: count the fields its event schema does not define, send the batch on, answer the counts. */
+async function forwardBatch<E extends object, M>(
+  request: FastifyRequest,
+  body: E[],
+  event: { properties: Record<string, unknown> },
+  toMessage: (e: E) => M,
+  send: (req: { productId: string; events: M[] }, options: CallOptions) => Promise<{ accepted: number; duplicates: number }>,
+) {
+  countIgnoredFields(request.routeOptions.url!, event, body);
+  const res = await send({ productId: request.productId, events: body.map(toMessage) }, rpcOptions(request));
+  return { accepted: res.accepted, duplicates: res.duplicates };
+}
 
 export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
@@ -123,34 +172,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
       "A malformed batch is refused whole (422), as is one with an event stamped more than 730 days before today " +
         "(UTC) or more than 5 minutes in the future",
     ),
-    async (request) => {
-      countIgnoredFields(request.routeOptions.url!, UsageEventIn, request.body);
-      const res = await app.services.ingestion.ingestUsageEvents(
-        {
-          productId: request.productId,
-          events: request.body.map((e) => ({
-            id: e.id,
-            userId: e.user_id,
-            sessionId: e.session_id ?? undefined,
-            timestamp: ts(e.timestamp),
-            model: e.model ?? undefined,
-            inputTokens: big(e.input_tokens),
-            outputTokens: big(e.output_tokens),
-            totalTokens: big(e.total_tokens),
-            toolCalls: e.tool_calls ?? [],
-            costTokens: e.cost_tokens ?? 0,
-            costTools: e.cost_tools ?? 0,
-            costTotal: e.cost_total ?? 0,
-            metadata: (e.metadata ?? {}) as JsonObject,
-            leaseId: e.lease_id ?? undefined,
-            source: e.source,
-            description: e.description ?? undefined,
-          })),
-        },
-        rpcOptions(request),
-      );
-      return batchResult(res);
-    },
+    (request) => forwardBatch(request, request.body, UsageEventIn, usageEventMessage, (r, o) => app.services.ingestion.ingestUsageEvents(r, o)),
   );
 
   app.post(
@@ -162,32 +184,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
       "A malformed batch is refused whole (422), as is one with a timestamp more than 90 days " +
         "(INGESTION_GATE_EVENT_DAYS) ago or more than 15 minutes ahead of the service's clock",
     ),
-    async (request) => {
-      countIgnoredFields(request.routeOptions.url!, GateEventIn, request.body);
-      const res = await app.services.ingestion.ingestGateEvents(
-        {
-          productId: request.productId,
-          events: request.body.map((e) => ({
-            id: e.id,
-            userId: e.user_id,
-            serviceUserId: e.service_user_id ?? undefined,
-            sessionId: e.session_id ?? undefined,
-            timestamp: ts(e.timestamp),
-            status: e.status,
-            gateReason: e.gate_reason,
-            usagePct: e.usage_pct,
-            currentValue: e.current_value,
-            limitValue: e.limit_value,
-            model: e.model ?? undefined,
-            blocked: e.blocked ?? false,
-            message: e.message ?? undefined,
-            metadata: (e.metadata ?? {}) as JsonObject,
-          })),
-        },
-        rpcOptions(request),
-      );
-      return batchResult(res);
-    },
+    (request) => forwardBatch(request, request.body, GateEventIn, gateEventMessage, (r, o) => app.services.ingestion.ingestGateEvents(r, o)),
   );
 
   app.post(
