@@ -16,3 +16,21 @@ export const WEBHOOK_EVENT_TYPES = [
 ] as const;
 
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+
+/**
+ * What a gate event says (docs/api.md, POST /gate-events/batch), as the clients send it and
+ * ingestion stores it; each adds the event's id, timestamp and metadata in its own form.
+ */
+export interface GateEventFacts {
+  user_id: string;
+  service_user_id: string | null;
+  session_id: string | null;
+  status: "soft_gate" | "hard_gate";
+  gate_reason: string;
+  usage_pct: number;
+  current_value: number;
+  limit_value: number;
+  model: string | null;
+  blocked: boolean;
+  message: string | null;
+}

@@ -2,6 +2,7 @@
  * Public types. Objects that mirror the service's records keep its snake_case field names;
  * options are camelCase.
  */
+import type { GateEventFacts } from "./rules/index.ts";
 
 export interface MeterOptions {
   /** Product API key. Default: `METER_API_KEY`. */
@@ -107,20 +108,9 @@ export interface UsageEvent {
   lease_id?: string;
 }
 
-export interface GateEvent {
+export interface GateEvent extends GateEventFacts {
   id: string;
-  user_id: string;
-  service_user_id: string | null;
-  session_id: string | null;
   timestamp: string;
-  status: "soft_gate" | "hard_gate";
-  gate_reason: string;
-  usage_pct: number;
-  current_value: number;
-  limit_value: number;
-  model: string | null;
-  blocked: boolean;
-  message: string | null;
   metadata: Record<string, unknown>;
 }
 

@@ -1,26 +1,16 @@
 import type { Collection, Db } from "mongodb";
+import type { GateEventFacts } from "@meter/rules";
 import { deleteInRounds, insertIgnoringDuplicates } from "@meter/lib/mongo";
 import pMap from "p-map";
 import { UPDATES_IN_FLIGHT } from "./counters.ts";
 import { insertedBy, type JobEvents } from "./usage-events.ts";
 
 /** One gate event; `_id` is "<product>/<event id>" (idempotent ingestion by primary key). */
-export interface GateEventDoc {
+export interface GateEventDoc extends GateEventFacts {
   _id: string;
   product_id: string;
   event_id: string;
-  user_id: string;
-  service_user_id: string | null;
-  session_id: string | null;
   timestamp: Date;
-  status: "soft_gate" | "hard_gate";
-  gate_reason: string;
-  usage_pct: number;
-  current_value: number;
-  limit_value: number;
-  model: string | null;
-  blocked: boolean;
-  message: string | null;
   /** JSON text of the caller's metadata (see encodeMetadata). */
   metadata: string;
   received_at: Date;
