@@ -70,7 +70,7 @@ function Shell({ onSignOut }: { onSignOut: () => void }) {
       </a>
       <header className="topbar">
         <Link href="/" className="brand">
-          <span className="logo" aria-hidden="true">◔</span> Meter
+          <span className="logo" aria-hidden="true">◔</span> Meterline
         </Link>
         <button type="button" className="menu-toggle secondary" aria-expanded={menu} aria-controls="nav" onClick={() => setMenu(!menu)}>
           Menu

@@ -26,7 +26,7 @@ export function SignIn({ notice, onSignedIn }: { notice: string | null; onSigned
     <main className="signin" id="main">
       <div className="signin-box">
         <h1>
-          <span className="logo" aria-hidden="true">◔</span> Meter console
+          <span className="logo" aria-hidden="true">◔</span> Meterline console
         </h1>
         {notice && (
           <p className="notice" role="status">
