@@ -1,16 +1,26 @@
 import { rpcError } from "@meter/lib/errors";
+import type { Logger } from "@meter/lib/logger";
 import { quarantinedJobs } from "@meter/lib/metrics";
-import { completeJob, type CompletionDeps } from "./complete.ts";
+import { completeGates, completeUsage, type CompletionDeps } from "./complete.ts";
 import type { JobDoc, JobStore } from "../store/jobs.ts";
 
-/** What recovery needs: what completion needs, the job store, and the jobs being completed here. */
-export interface RecoveryDeps extends CompletionDeps {
-  jobs: Pick<JobStore, "close" | "claim" | "unclaim" | "failed" | "isOpen" | "ofProduct" | "olderThan">;
+/** What recovery needs: the job store, the jobs being completed here, and the recovery age. */
+export interface RecoveryDeps {
+  jobs: Pick<JobStore, "claim" | "unclaim" | "failed" | "isOpen" | "ofProduct" | "olderThan">;
   /** Jobs this process is completing right now (so the sweep and a retry share the work). */
   recovering: Map<string, Promise<void>>;
   /** Age after which an unfinished job is taken over. */
   recoveryAfterMs: number;
+  logger: Logger;
+  now(): Date;
 }
+
+/**
+ * The completion of one kind of job (complete.ts), chosen where the job is written: it derives
+ * what the job's inserted documents imply and closes the job. `inserted` when the caller knows
+ * them (its own insert); else they are read by the job's id.
+ */
+export type Completer<D> = (job: JobDoc, inserted?: D[]) => Promise<void>;
 
 /** Failed completions by the sweep after which a job is quarantined (store/jobs.ts). */
 export const MAX_RECOVERY_FAILURES = 5;
@@ -22,9 +32,9 @@ const SWEEP_JOBS = 100;
  * Completes a claimed job; on failure gives the claim up (store/jobs.ts `unclaim`) so the
  * next retry covering it completes it at once, then rethrows.
  */
-export async function completeClaimed(deps: RecoveryDeps, job: JobDoc, inserted?: Parameters<typeof completeJob>[2]): Promise<void> {
+export async function completeClaimed<D>(deps: RecoveryDeps, job: JobDoc, complete: Completer<D>, inserted?: D[]): Promise<void> {
   try {
-    await completeJob(deps, job, inserted);
+    await complete(job, inserted);
   } catch (err) {
     await deps.jobs.unclaim(job).catch(() => {});
     throw err;
@@ -32,10 +42,10 @@ export async function completeClaimed(deps: RecoveryDeps, job: JobDoc, inserted?
 }
 
 /** Completes a job claimed from another request (crashed or slow); shared within the process. */
-function completeTaken(deps: RecoveryDeps, job: JobDoc): Promise<void> {
+function completeTaken(deps: RecoveryDeps, job: JobDoc, complete: Completer<unknown>): Promise<void> {
   let running = deps.recovering.get(job._id);
   if (!running) {
-    running = completeClaimed(deps, job).finally(() => deps.recovering.delete(job._id));
+    running = completeClaimed(deps, job, complete).finally(() => deps.recovering.delete(job._id));
     deps.recovering.set(job._id, running);
   }
   return running;
@@ -72,8 +82,9 @@ export async function awaitClosed(deps: RecoveryDeps, id: string): Promise<void>
  *   is final and it may be completed at once (unless its own request holds the claim:
  *   then this request waits until it closes it);
  * - any other overlapping job once it is takeable by age (see takeable).
+ * They are of the request's own kind, so `complete` (the request's own completion) completes them.
  */
-export async function adoptOverlapping(deps: RecoveryDeps, own: JobDoc, offered: Set<string>, duplicateIds: string[]): Promise<void> {
+export async function adoptOverlapping(deps: RecoveryDeps, own: JobDoc, complete: Completer<unknown>, offered: Set<string>, duplicateIds: string[]): Promise<void> {
   if (duplicateIds.length === 0) return;
   const wanted = new Set(duplicateIds);
   const now = deps.now().getTime();
@@ -83,7 +94,7 @@ export async function adoptOverlapping(deps: RecoveryDeps, own: JobDoc, offered:
     const covered = job.ids.every((id) => offered.has(id));
     if (!covered && !isTakeable(deps, job, now)) continue;
     const claimed = await claimTaken(deps, job);
-    if (claimed) await completeTaken(deps, claimed);
+    if (claimed) await completeTaken(deps, claimed, complete);
     else if (covered) await awaitClosed(deps, job._id);
   }
 }
@@ -105,9 +116,11 @@ function isTakeable(deps: RecoveryDeps, job: JobDoc, now: number): boolean {
  * The recovery sweep of the background loop: oldest job first; a job that fails is passed
  * by (counted against it, tried again after the recovery age, quarantined at
  * MAX_RECOVERY_FAILURES), so one job that cannot be completed never holds up the interrupted
- * batches of other products behind it.
+ * batches of other products behind it. It finds jobs of every kind: the one place a job's
+ * completion is chosen by its kind.
  */
-export async function recoverStale(deps: RecoveryDeps): Promise<number> {
+export async function recoverStale(deps: RecoveryDeps & CompletionDeps): Promise<number> {
+  const complete = (job: JobDoc) => (job.kind === "usage" ? completeUsage(deps, job) : completeGates(deps, job));
   const now = deps.now().getTime();
   const old = await deps.jobs.olderThan(new Date(now - deps.recoveryAfterMs), SWEEP_JOBS);
   let done = 0;
@@ -115,7 +128,7 @@ export async function recoverStale(deps: RecoveryDeps): Promise<number> {
     const claimed = await claimTaken(deps, job);
     if (!claimed) continue;
     try {
-      await completeTaken(deps, claimed);
+      await completeTaken(deps, claimed, complete);
       done++;
     } catch (err) {
       await recordFailure(deps, job, err).catch((e: unknown) => deps.logger.warn({ err: e, job: job._id }, "recording a failed completion failed"));
