@@ -59,7 +59,7 @@ async function storeJob<D extends { _id: string }>(
   if (claimed) await completeClaimed(deps, claimed, complete, docs.filter((d) => inserted.has(d._id)));
   else await awaitClosed(deps, job._id);
   const offered = new Set(docs.map((d) => d._id));
-  await adoptOverlapping(deps, job, complete as Completer<unknown>, offered, docs.filter((d) => !inserted.has(d._id)).map((d) => d._id));
+  await adoptOverlapping(deps, job, complete, offered, docs.filter((d) => !inserted.has(d._id)).map((d) => d._id));
   // New outbox entries: hand them over now rather than at the next repeating round.
   if (inserted.size > 0) await deps.kickRelay();
   return inserted;
@@ -107,7 +107,7 @@ async function completeClaimed<D>(deps: RecoveryDeps, job: JobDoc, complete: Com
 }
 
 /** Completes a job claimed from another request (crashed or slow); shared within the process. */
-export function completeTaken(deps: RecoveryDeps, job: JobDoc, complete: Completer<unknown>): Promise<void> {
+export function completeTaken(deps: RecoveryDeps, job: JobDoc, complete: Completer<never>): Promise<void> {
   let running = deps.recovering.get(job._id);
   if (!running) {
     running = completeClaimed(deps, job, complete).finally(() => deps.recovering.delete(job._id));
@@ -149,7 +149,7 @@ async function awaitClosed(deps: RecoveryDeps, id: string): Promise<void> {
  * - any other overlapping job once it is takeable by age (see isTakeable).
  * They are of the request's own kind, so `complete` (the request's own completion) completes them.
  */
-async function adoptOverlapping(deps: RecoveryDeps, own: JobDoc, complete: Completer<unknown>, offered: Set<string>, duplicateIds: string[]): Promise<void> {
+async function adoptOverlapping(deps: RecoveryDeps, own: JobDoc, complete: Completer<never>, offered: Set<string>, duplicateIds: string[]): Promise<void> {
   if (duplicateIds.length === 0) return;
   const wanted = new Set(duplicateIds);
   const now = deps.now().getTime();
