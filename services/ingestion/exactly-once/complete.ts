@@ -15,10 +15,9 @@ import type { UsageEventDoc, UsageEventStore } from "../store/usage-events.ts";
 import { recordCrossings, type CrossingDeps, type Limited } from "../thresholds/crossings.ts";
 import type { JobDoc, JobStore } from "../store/jobs.ts";
 
-/** What completing a job needs: the stores it reads and writes, and what recording crossings needs. */
-export interface CompletionDeps extends CrossingDeps {
+/** What completing a usage job needs: the stores it reads and writes, and what recording crossings needs. */
+export interface UsageCompletionDeps extends CrossingDeps {
   events: Pick<UsageEventStore, "ofJob">;
-  gates: Pick<GateEventStore, "ofJob" | "file">;
   jobs: Pick<JobStore, "close">;
   counters: Pick<CounterStore, "add" | "released">;
   windows: Pick<WindowStore, "add" | "released" | "leasesOf">;
@@ -26,6 +25,16 @@ export interface CompletionDeps extends CrossingDeps {
   outbox: Pick<OutboxStore, "put" | "analytics" | "webhooks">;
   leases: { store: Pick<LeaseStore, "held">; graceMs: number };
 }
+
+/** What completing a gate-event job needs. */
+export interface GateCompletionDeps {
+  gates: Pick<GateEventStore, "ofJob" | "file">;
+  jobs: Pick<JobStore, "close">;
+  outbox: Pick<OutboxStore, "put" | "analytics" | "webhooks">;
+}
+
+/** What completing a job of either kind needs (the recovery sweep finds both). */
+export type CompletionDeps = UsageCompletionDeps & GateCompletionDeps;
 
 function groupBy<T>(items: readonly T[], key: (t: T) => string): Map<string, T[]> {
   const out = new Map<string, T[]>();
@@ -72,12 +81,24 @@ function deltas(inserted: readonly UsageEventDoc[]): {
 }
 
 /**
+ * Completes a claimed usage job; `inserted` when the caller knows them (its own insert), else
+ * read by the job's id. Everything derived from the events is written first (derive), then the
+ * job is closed, and only then may the counters' and windows' guard entries of the job go.
+ */
+export async function completeUsage(deps: UsageCompletionDeps, job: JobDoc, inserted?: UsageEventDoc[]): Promise<void> {
+  const { counters, windows } = await derive(deps, job, inserted ?? (await deps.events.ofJob(job)));
+  await deps.jobs.close(job._id);
+  deps.counters.released(job._id, counters);
+  deps.windows.released(job._id, windows);
+}
+
+/**
  * Everything derived from the usage events a job inserted: the analytics outbox entry, the
  * counters (once, guarded by the job id), then thresholds from the limited period counters
  * as that same update left them. Each step is idempotent, so a completion cut off anywhere can
- * be repeated by whoever claims the job next; the guard entries go once the job is closed.
+ * be repeated by whoever claims the job next.
  */
-async function completeUsage(deps: CompletionDeps, job: JobDoc, inserted: UsageEventDoc[]): Promise<{ counters: string[]; windows: string[] }> {
+async function derive(deps: UsageCompletionDeps, job: JobDoc, inserted: UsageEventDoc[]): Promise<{ counters: string[]; windows: string[] }> {
   await deps.outbox.put(deps.outbox.analytics, [entry("usage", job._id, inserted.map(usageFact))]);
   const { periods, months } = deltas(inserted);
   // Before the counters: an event counted in a period is always findable by a late change.
@@ -112,10 +133,16 @@ async function completeUsage(deps: CompletionDeps, job: JobDoc, inserted: UsageE
   return { counters: [...periods.map((p) => p.delta.id), ...months.map((m) => m.id)], windows: windows.map((w) => w.id) };
 }
 
-async function completeGates(deps: CompletionDeps, jobId: string, inserted: GateEventDoc[]): Promise<void> {
-  await deps.outbox.put(deps.outbox.analytics, [entry("gate", jobId, inserted.map(gateFact))]);
-  await deps.outbox.put(deps.outbox.webhooks, [entry("gate", jobId, inserted.map(({ job: _, ...d }) => d))]);
-  await deps.gates.file(inserted);
+/**
+ * Completes a claimed gate-event job (`inserted` as for completeUsage): its analytics and
+ * webhook outbox entries and the listing's hour buckets, each idempotent, then the close.
+ */
+export async function completeGates(deps: GateCompletionDeps, job: JobDoc, inserted?: GateEventDoc[]): Promise<void> {
+  const docs = inserted ?? (await deps.gates.ofJob(job));
+  await deps.outbox.put(deps.outbox.analytics, [entry("gate", job._id, docs.map(gateFact))]);
+  await deps.outbox.put(deps.outbox.webhooks, [entry("gate", job._id, docs.map(({ job: _, ...d }) => d))]);
+  await deps.gates.file(docs);
+  await deps.jobs.close(job._id);
 }
 
 /** What analytics needs of a usage event (the outbox keeps only this). */
@@ -127,18 +154,4 @@ function usageFact(d: UsageEventDoc) {
 function gateFact(d: GateEventDoc) {
   const { product_id, event_id, user_id, timestamp, status, blocked } = d;
   return { product_id, event_id, user_id, timestamp, status, blocked };
-}
-
-/** Completes a claimed job; `inserted` when the caller knows them (its own insert), else read by id. */
-export async function completeJob(deps: CompletionDeps, job: JobDoc, inserted?: UsageEventDoc[] | GateEventDoc[]): Promise<void> {
-  let counters: string[] = [];
-  let windows: string[] = [];
-  if (job.kind === "usage") {
-    ({ counters, windows } = await completeUsage(deps, job, (inserted as UsageEventDoc[] | undefined) ?? (await deps.events.ofJob(job))));
-  } else {
-    await completeGates(deps, job._id, (inserted as GateEventDoc[] | undefined) ?? (await deps.gates.ofJob(job)));
-  }
-  await deps.jobs.close(job._id);
-  deps.counters.released(job._id, counters);
-  deps.windows.released(job._id, windows);
 }

@@ -1,16 +1,7 @@
-import { rpcError } from "@meter/lib/errors";
 import { quarantinedJobs } from "@meter/lib/metrics";
-import { completeJob, type CompletionDeps } from "./complete.ts";
-import type { JobDoc, JobStore } from "../store/jobs.ts";
-
-/** What recovery needs: what completion needs, the job store, and the jobs being completed here. */
-export interface RecoveryDeps extends CompletionDeps {
-  jobs: Pick<JobStore, "close" | "claim" | "unclaim" | "failed" | "isOpen" | "ofProduct" | "olderThan">;
-  /** Jobs this process is completing right now (so the sweep and a retry share the work). */
-  recovering: Map<string, Promise<void>>;
-  /** Age after which an unfinished job is taken over. */
-  recoveryAfterMs: number;
-}
+import { completeGates, completeUsage, type CompletionDeps } from "./complete.ts";
+import { claimTaken, completeTaken, isTakeable, type RecoveryDeps } from "./write.ts";
+import type { JobDoc } from "../store/jobs.ts";
 
 /** Failed completions by the sweep after which a job is quarantined (store/jobs.ts). */
 export const MAX_RECOVERY_FAILURES = 5;
@@ -19,95 +10,15 @@ export const MAX_RECOVERY_FAILURES = 5;
 const SWEEP_JOBS = 100;
 
 /**
- * Completes a claimed job; on failure gives the claim up (store/jobs.ts `unclaim`) so the
- * next retry covering it completes it at once, then rethrows.
- */
-export async function completeClaimed(deps: RecoveryDeps, job: JobDoc, inserted?: Parameters<typeof completeJob>[2]): Promise<void> {
-  try {
-    await completeJob(deps, job, inserted);
-  } catch (err) {
-    await deps.jobs.unclaim(job).catch(() => {});
-    throw err;
-  }
-}
-
-/** Completes a job claimed from another request (crashed or slow); shared within the process. */
-function completeTaken(deps: RecoveryDeps, job: JobDoc): Promise<void> {
-  let running = deps.recovering.get(job._id);
-  if (!running) {
-    running = completeClaimed(deps, job).finally(() => deps.recovering.delete(job._id));
-    deps.recovering.set(job._id, running);
-  }
-  return running;
-}
-
-/** Claims a job held by nobody, or by a claimant silent for the recovery age. */
-function claimTaken(deps: RecoveryDeps, job: JobDoc): Promise<JobDoc | null> {
-  const now = deps.now();
-  return deps.jobs.claim(job, now, new Date(now.getTime() - deps.recoveryAfterMs));
-}
-
-/**
- * Waits (by primary-key reads) until another claimant closes the job, at most the recovery
- * age; still open then, UNAVAILABLE: the job's events are stored but maybe not counted yet,
- * and answering them as accepted or duplicates would hide that from a client that can retry.
- */
-export async function awaitClosed(deps: RecoveryDeps, id: string): Promise<void> {
-  const until = Date.now() + deps.recoveryAfterMs;
-  for (let pause = 5; Date.now() < until; pause = Math.min(200, pause * 2)) {
-    if (!(await deps.jobs.isOpen(id))) return;
-    await new Promise((r) => setTimeout(r, pause));
-  }
-  if (await deps.jobs.isOpen(id)) {
-    throw rpcError.unavailable("events of this batch are stored but their counting has not finished; send the batch again");
-  }
-}
-
-/**
- * Offered events that were already stored belong to earlier jobs, which this request
- * completes now if their request may be gone, so that a client retrying after a crash sees
- * exact totals when the retry returns:
- * - a job whose offered ids are all in this request: this request's insert has returned,
- *   so every one of them is stored and the job can insert nothing more; its set of events
- *   is final and it may be completed at once (unless its own request holds the claim:
- *   then this request waits until it closes it);
- * - any other overlapping job once it is takeable by age (see takeable).
- */
-export async function adoptOverlapping(deps: RecoveryDeps, own: JobDoc, offered: Set<string>, duplicateIds: string[]): Promise<void> {
-  if (duplicateIds.length === 0) return;
-  const wanted = new Set(duplicateIds);
-  const now = deps.now().getTime();
-  const jobs = await deps.jobs.ofProduct(own.product_id, own.kind);
-  for (const job of jobs) {
-    if (job._id === own._id || !job.ids.some((id) => wanted.has(id))) continue;
-    const covered = job.ids.every((id) => offered.has(id));
-    if (!covered && !isTakeable(deps, job, now)) continue;
-    const claimed = await claimTaken(deps, job);
-    if (claimed) await completeTaken(deps, claimed);
-    else if (covered) await awaitClosed(deps, job._id);
-  }
-}
-
-/**
- * Jobs another request may complete without covering them. A claimed job (its insert had
- * returned) is taken once its claim is older than the recovery age. An unclaimed one may
- * still have its insert running in the database (a request cut off mid-insert leaves the
- * server finishing it), and completing it early would fix its set of events too soon; it is
- * taken only after ten times the recovery age.
- */
-function isTakeable(deps: RecoveryDeps, job: JobDoc, now: number): boolean {
-  return job.claimed_at
-    ? job.claimed_at.getTime() < now - deps.recoveryAfterMs
-    : job.created_at.getTime() < now - 10 * deps.recoveryAfterMs;
-}
-
-/**
- * The recovery sweep of the background loop: oldest job first; a job that fails is passed
+ * The recovery sweep of the background loop: jobs no request adopted, taken over by age as a
+ * request adopts one (write.ts); oldest job first; a job that fails is passed
  * by (counted against it, tried again after the recovery age, quarantined at
  * MAX_RECOVERY_FAILURES), so one job that cannot be completed never holds up the interrupted
- * batches of other products behind it.
+ * batches of other products behind it. It finds jobs of every kind: the one place a job's
+ * completion is chosen by its kind.
  */
-export async function recoverStale(deps: RecoveryDeps): Promise<number> {
+export async function recoverStale(deps: RecoveryDeps & CompletionDeps): Promise<number> {
+  const complete = (job: JobDoc) => (job.kind === "usage" ? completeUsage(deps, job) : completeGates(deps, job));
   const now = deps.now().getTime();
   const old = await deps.jobs.olderThan(new Date(now - deps.recoveryAfterMs), SWEEP_JOBS);
   let done = 0;
@@ -115,7 +26,7 @@ export async function recoverStale(deps: RecoveryDeps): Promise<number> {
     const claimed = await claimTaken(deps, job);
     if (!claimed) continue;
     try {
-      await completeTaken(deps, claimed);
+      await completeTaken(deps, claimed, complete);
       done++;
     } catch (err) {
       await recordFailure(deps, job, err).catch((e: unknown) => deps.logger.warn({ err: e, job: job._id }, "recording a failed completion failed"));

@@ -10,12 +10,6 @@ export async function requireUser(deps: IngestionDeps, productId: string, userId
   return user;
 }
 
-export function checkBatchSize(count: number, max: number): void {
-  if (count > max) {
-    throw rpcError.tooLarge(`batch of ${count} events is larger than the ${max} accepted; split it into smaller batches`);
-  }
-}
-
 /** Collects every problem of a batch as "events[i].field: message" before refusing it whole. */
 export class BatchProblems {
   private readonly list: string[] = [];

@@ -9,12 +9,16 @@ import { encodeMetadata } from "../domain/field-keys.ts";
 import type { IngestionDeps } from "../deps.ts";
 import type { GateEventDoc } from "../store/gate-events.ts";
 import { storeGates } from "../exactly-once/write.ts";
-import { BatchProblems, checkBatchSize, checkIds, firstOccurrences, nonNegative } from "./common.ts";
+import { BatchProblems, checkIds, firstOccurrences, nonNegative } from "./common.ts";
 
 const STATUSES = new Set(["soft_gate", "hard_gate"]);
 const REASON = new RegExp(GATE_REASON_PATTERN);
 
-function validate(events: readonly GateEvent[]): void {
+/** Refuses a batch whole: larger than `maxEvents` (413); any field out of its bounds, each event and field named (400). */
+function validate(events: readonly GateEvent[], maxEvents: number): void {
+  if (events.length > maxEvents) {
+    throw rpcError.tooLarge(`batch of ${events.length} events is larger than the ${maxEvents} accepted; split it into smaller batches`);
+  }
   const problems = new BatchProblems();
   events.forEach((e, i) => {
     checkIds(problems, i, e);
@@ -80,8 +84,7 @@ function gateDoc(productId: string, job: string, e: GateEvent, receivedAt: Date)
 export function ingestGateEvents(deps: IngestionDeps): ServiceImpl<typeof IngestionService>["ingestGateEvents"] {
   return async (req) => {
     const productId = req.productId;
-    checkBatchSize(req.events.length, deps.limits.maxBatchEvents);
-    validate(req.events);
+    validate(req.events, deps.limits.maxBatchEvents);
     const now = deps.now();
     checkWindow(req.events, now, deps.retention.gateEventDays);
     const { unique, repeated } = firstOccurrences(req.events);

@@ -7,7 +7,7 @@ import type { IngestionDeps } from "../deps.ts";
 import { ingestUsageBatch } from "../usage/record.ts";
 import { LEASE_ID } from "../leases/request.ts";
 import { MAX_EVENT_TOKENS, MAX_EVENT_TOTAL_TOKENS } from "@meter/lib/event-bounds";
-import { BatchProblems, checkBatchSize, checkIds, firstOccurrences, nonNegative, tokensWithin } from "./common.ts";
+import { BatchProblems, checkIds, firstOccurrences, nonNegative, tokensWithin } from "./common.ts";
 
 /** Longest description of an event (as of a manual one). */
 const DESCRIPTION_MAX = 2000;
@@ -19,7 +19,9 @@ const DESCRIPTION_MAX = 2000;
  * the future.
  */
 function validate(events: readonly UsageEvent[], maxEvents: number, now: Date): void {
-  checkBatchSize(events.length, maxEvents);
+  if (events.length > maxEvents) {
+    throw rpcError.tooLarge(`batch of ${events.length} events is larger than the ${maxEvents} accepted; split it into smaller batches`);
+  }
   const problems = new BatchProblems();
   events.forEach((e, i) => {
     checkIds(problems, i, e);

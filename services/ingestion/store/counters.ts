@@ -3,6 +3,7 @@ import { LRUCache } from "lru-cache";
 import pMap from "p-map";
 import { findByIds, isDuplicateKeyError } from "@meter/lib/mongo";
 import { toDollars, toNano } from "@meter/rules";
+import type { CounterState } from "../domain/counter-bounds.ts";
 import type { CounterDelta } from "../domain/counter-delta.ts";
 import { bumpsVersion } from "../domain/lease-settlement.ts";
 import type { Totals } from "../domain/totals.ts";
@@ -111,6 +112,16 @@ export class CounterStore {
   /** The counters that exist among `ids`, by id: one read by `_id` list. */
   async getMany(ids: readonly string[]): Promise<Map<string, CounterDoc>> {
     return new Map((await findByIds(this.counters, ids)).map((c) => [c._id, readCounter(c)]));
+  }
+
+  /**
+   * What the counter bounds (domain/counter-bounds.ts) check events against: the tokens and
+   * the models of the counters among `ids`, by id; one read by `_id` list of those two fields.
+   * A counter not yet written is absent.
+   */
+  async boundStates(ids: readonly string[]): Promise<Map<string, CounterState>> {
+    const docs = await findByIds(this.counters, ids, { projection: { tokens: 1, tokens_by_model: 1 } });
+    return new Map(docs.map((d) => [d._id, { tokens: d.tokens ?? 0, models: new Set(Object.keys(d.tokens_by_model ?? {})) }]));
   }
 
   /**

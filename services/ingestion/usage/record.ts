@@ -10,7 +10,6 @@ import { applyCounterBounds, MAX_COUNTER_TOKENS, OTHER_MODELS } from "../domain/
 import { monthCounterId } from "../domain/counter-ids.ts";
 import { encodeMetadata } from "../domain/field-keys.ts";
 import { storeUsage, type WriteDeps } from "../exactly-once/write.ts";
-import { counterStates } from "../store/counter-state.ts";
 import type { CounterStore } from "../store/counters.ts";
 import type { JobDoc } from "../store/jobs.ts";
 import { windowShares } from "../windows/shares.ts";
@@ -24,7 +23,7 @@ import type { UsageEventDoc } from "../store/usage-events.ts";
 
 /** What recording usage needs: the write path, the counters' figures, and the late-change follower's door. */
 export interface RecordDeps extends WriteDeps {
-  counters: WriteDeps["counters"] & Pick<CounterStore, "counters">;
+  counters: WriteDeps["counters"] & Pick<CounterStore, "boundStates">;
   users: Pick<UserDirectory, "resolve">;
   logger: Logger;
   noticeLateChanges: (productId: string, users: ReadonlyMap<string, KnownUser>) => Promise<void>;
@@ -139,7 +138,7 @@ async function boundCounters(
     counters: countersOf(doc),
     capped: doc.model !== null && capsModel(users.get(doc.user_id), doc.model),
   }));
-  const state = await counterStates(deps.counters.counters, [...new Set(items.flatMap((i) => i.counters))]);
+  const state = await deps.counters.boundStates([...new Set(items.flatMap((i) => i.counters))]);
   const { folded, refused } = applyCounterBounds(items, state);
   if (refused.length > 0) {
     throw rpcError.invalidFields(
