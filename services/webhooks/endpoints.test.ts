@@ -194,6 +194,8 @@ t("deliveries: newest first, status filter, limit bounds, cursor pages", async (
     }
     const ids = { productId, endpointId: ep.id };
     await eventually(async () => (await svc.client.listDeliveries({ ...ids, limit: 200, status: "success" })).deliveries.length === 4);
+    // The failing endpoint's deliveries are recorded at their first attempt, which may come after the last success.
+    await eventually(async () => (await svc.client.listDeliveries({ ...ids, limit: 200, status: "pending" })).deliveries.length === 3);
     const all = (await svc.client.listDeliveries({ ...ids, limit: 0 })).deliveries;
     assert.is(all.length, 7, "limit 0 means the default (50)");
     const created = all.map((d) => Number(d.createdAt!.seconds) * 1000 + d.createdAt!.nanos / 1e6);
