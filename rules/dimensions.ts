@@ -1,5 +1,4 @@
 import { resetsOf, usedOf, type LimitCounter, type PlanLimit } from "./counters.ts";
-import type { GateInput, GatePlan } from "./gates.ts";
 import { ratio, toDollars, toNano } from "./money.ts";
 import type { Metric, WindowKind } from "./windows.ts";
 
@@ -11,6 +10,28 @@ import type { Metric, WindowKind } from "./windows.ts";
  * usage, then list order). No hard gate: the soft one with the highest usage (as gates.ts
  * always did). A list of SPEC's three alone gives what gates.ts gave.
  */
+
+/** The settings a gate reads, as the API names them (null caps: unlimited). */
+export interface GatePlan {
+  max_spend_per_period: number | null;
+  max_spend_per_session: number | null;
+  soft_gate_at: number;
+  hard_gate_at: number;
+  model_limits: Readonly<Record<string, { max_tokens_per_period: number }>>;
+}
+
+/** What a guard checks: usage so far (committed plus reserved) and the estimate of the coming call. */
+export interface GateInput {
+  periodCost: number;
+  sessionCost: number;
+  /** Normalized model of the call, or null. */
+  model: string | null;
+  /** Tokens of that model this period. */
+  modelTokens: number;
+  /** Estimated cost and tokens of the coming call (0 without pre_call_estimate). */
+  estimateCost: number;
+  estimateTokens: number;
+}
 
 /** One dimension before a call. Amounts in dollars for spend, else tokens or requests. */
 export interface Dimension {

@@ -1,34 +1,14 @@
-import { evaluatePlan, type DimensionResult } from "./dimensions.ts";
+import { evaluatePlan, type DimensionResult, type GateInput, type GatePlan } from "./dimensions.ts";
+
+export type { GateInput, GatePlan };
 
 /**
  * Gate evaluation (pure) of a plan's SPEC caps: period spend, session spend, the call's model's
  * tokens, as a list of dimensions (dimensions.ts holds the rule).
  */
 
-/** The settings a gate reads, as the API names them (null caps: unlimited). */
-export interface GatePlan {
-  max_spend_per_period: number | null;
-  max_spend_per_session: number | null;
-  soft_gate_at: number;
-  hard_gate_at: number;
-  model_limits: Readonly<Record<string, { max_tokens_per_period: number }>>;
-}
-
 /** What evaluatePlan answers, without `resets_at` (the three caps alone: period, session, model). */
 export type GateResult = Omit<DimensionResult, "resets_at">;
-
-/** What a guard checks: usage so far (committed plus reserved) and the estimate of the coming call. */
-export interface GateInput {
-  periodCost: number;
-  sessionCost: number;
-  /** Normalized model of the call, or null. */
-  model: string | null;
-  /** Tokens of that model this period. */
-  modelTokens: number;
-  /** Estimated cost and tokens of the coming call (0 without pre_call_estimate). */
-  estimateCost: number;
-  estimateTokens: number;
-}
 
 const NO_COUNTERS: never[] = [];
 

@@ -10,7 +10,7 @@ import { own } from "./own.ts";
 import { addDollars, dimensionKey, hardMarkOf, limitReason, ratio, resetsOf, toDollars, toNano, usedOf, type PlanLimit } from "./rules/index.ts";
 import type { Transport } from "./transport.ts";
 import type { UserEntry } from "./state.ts";
-import type { ReservationAmount } from "./reservation.ts";
+import type { ReservationAmount, WindowNeed } from "./reservation.ts";
 import type { GuardResult } from "./types.ts";
 
 /** While failing open, how often a call asks again whether the service answers (ms). */
@@ -147,20 +147,6 @@ class WindowSlice extends Slice {
   }
 }
 
-/** One window of the plan's limits a call counts in. */
-export interface WindowNeed {
-  /** `<dimension>|<window start>`, or `<dimension>|r` for a rolling window: one slice each. */
-  key: string;
-  dimension: string;
-  start: number | null;
-  end: number;
-  /** The call's amount in the limit's unit: its estimate in nano-dollars or tokens, 1 request. */
-  amount: number;
-  /** Index of the (first) limit of this dimension in the plan. */
-  limit: number;
-  /** The lease must hold all of it: a request (the call itself) or a pre-call estimate. */
-  whole: boolean;
-}
 
 const NO_WINDOWS: WindowNeed[] = [];
 /** Dimension keys of limits, computed once per limit object (plans are replaced whole on a change). */

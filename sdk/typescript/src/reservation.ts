@@ -4,7 +4,6 @@
  * plan's pre_call_estimate its estimate, otherwise the user's typical call (see reservationOf).
  */
 import { MeterError } from "./errors.ts";
-import type { WindowNeed } from "./leases.ts";
 import type { RecentCalls } from "./recent-calls.ts";
 import type { Held, UserEntry } from "./state.ts";
 import type { GuardResult, UsageEvent, UsageInput } from "./types.ts";
@@ -25,6 +24,21 @@ export interface Hold extends Held {
 }
 
 /** What a reserved call holds, and whether the check counts it as this call's estimate. */
+/** One window of the plan's limits a call counts in. */
+export interface WindowNeed {
+  /** `<dimension>|<window start>`, or `<dimension>|r` for a rolling window: one slice each. */
+  key: string;
+  dimension: string;
+  start: number | null;
+  end: number;
+  /** The call's amount in the limit's unit: its estimate in nano-dollars or tokens, 1 request. */
+  amount: number;
+  /** Index of the (first) limit of this dimension in the plan. */
+  limit: number;
+  /** The lease must hold all of it: a request (the call itself) or a pre-call estimate. */
+  whole: boolean;
+}
+
 export interface ReservationAmount {
   cost: number;
   tokens: number;
