@@ -8,7 +8,7 @@ import { spawn } from "node:child_process";
 import { ensureVenv, pythonRoot, venvBin } from "../sdk/python/venv.ts";
 import { benchProduct } from "./support/bench-product.ts";
 
-ensureVenv();
+await ensureVenv();
 const bench = await benchProduct("sdkpy");
 console.log(`database: ${bench.database}`);
 const code = await new Promise<number | null>((resolve) => {

@@ -10,7 +10,7 @@ import { ensureVenv, run, venvBin } from "./venv.ts";
 const py = suite<{ stack?: AllInOne }>("sdk/python");
 
 py.before(async (ctx) => {
-  ensureVenv();
+  await ensureVenv();
   ctx.stack = await startAllInOne({
     MONGODB_URL: await testMongoUrl(),
     MONGODB_DB_PREFIX: `py${randomBytes(4).toString("hex")}`,

@@ -5,6 +5,7 @@ import { createHash } from "node:crypto";
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import lockfile from "proper-lockfile";
 
 export const pythonRoot = path.dirname(fileURLToPath(import.meta.url));
 const venv = path.join(pythonRoot, ".venv");
@@ -30,7 +31,25 @@ export function runAsync(cmd: string, args: string[], env: Record<string, string
   });
 }
 
-export function ensureVenv(): void {
+/**
+ * Makes the virtual environment unless it is current. Held by a lock across processes: test
+ * files run in parallel workers, and two of them making it at once each removed the other's.
+ */
+export async function ensureVenv(): Promise<void> {
+  const release = await lockfile.lock(path.join(pythonRoot, "pyproject.toml"), {
+    retries: { retries: 2_000, minTimeout: 200, maxTimeout: 1_000 },
+    // pip runs synchronously for minutes, so the lock's mtime is not refreshed meanwhile: it
+    // counts as abandoned (a crashed holder) only after 20 minutes.
+    stale: 20 * 60_000,
+  });
+  try {
+    makeVenv();
+  } finally {
+    await release();
+  }
+}
+
+function makeVenv(): void {
   const want = createHash("sha256").update(readFileSync(path.join(pythonRoot, "pyproject.toml"))).digest("hex");
   if (existsSync(stamp) && readFileSync(stamp, "utf8") === want && existsSync(venvBin("pytest"))) return;
   rmSync(venv, { recursive: true, force: true });

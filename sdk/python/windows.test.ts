@@ -12,7 +12,7 @@ import { ensureVenv, runAsync, venvBin } from "./venv.ts";
 const t = suite<{ stack?: TestStack; dir: string; clockFile: string }>("sdk/python: windows against the real stack, on the test's clock");
 
 t.before(async (ctx) => {
-  ensureVenv();
+  await ensureVenv();
   ctx.dir = mkdtempSync(path.join(tmpdir(), "py-windows-"));
   ctx.clockFile = path.join(ctx.dir, "clock");
   writeFileSync(ctx.clockFile, String(Date.now()));
