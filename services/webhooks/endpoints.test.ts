@@ -5,7 +5,7 @@ import type { Db, MongoClient } from "mongodb";
 import { Code } from "@connectrpc/connect";
 import { connectMongo } from "@meter/lib/mongo";
 import { toTimestamp } from "@meter/lib/time";
-import { testMongoUrl } from "../../test/support/database.ts";
+import { freshDbName, testMongoUrl } from "../../test/support/database.ts";
 import { EVENT_TYPES, TEST_EVENT_TYPE } from "./domain/events.ts";
 import { startInstance, type Instance } from "./testing/instance.ts";
 import { laterEventDelivered } from "./testing/later-event.ts";
@@ -180,8 +180,11 @@ t("test endpoint sends a signed webhook.test synchronously and does not log or r
   }
 });
 
-t("deliveries: newest first, status filter, limit bounds, cursor pages", async ({ svc }) => {
+t("deliveries: newest first, status filter, limit bounds, cursor pages", async ({ mongo }) => {
   const rx = await new Receiver((_n, r) => (r.json?.data?.user_id?.endsWith("odd") ? 500 : 200)).start();
+  // The retry table at its real pace: a failed delivery stays pending for a minute after its
+  // first attempt, however slow the machine (at the suite's fast pace it fails for good in ~6 s).
+  const svc = await startInstance(mongo.db(freshDbName("webhooks_deliveries_list")), { timeScale: 1 });
   try {
     const productId = randomUUID();
     const ep = (await svc.client.createEndpoint({ productId, url: rx.url, subscribedEvents: ["usage.threshold.50"] })).endpoint!;
@@ -216,6 +219,7 @@ t("deliveries: newest first, status filter, limit bounds, cursor pages", async (
     assert.is(await rpcCode(svc.client.listDeliveries({ ...ids, limit: 10, status: "done" })), Code.InvalidArgument);
     assert.is(await rpcCode(svc.client.listDeliveries({ ...ids, limit: 10, cursor: "garbage" })), Code.InvalidArgument);
   } finally {
+    await svc.close();
     await rx.stop();
   }
 });
