@@ -196,14 +196,21 @@ t("deliveries: newest first, status filter, limit bounds, cursor pages", async (
       await new Promise((r) => setTimeout(r, 5));
     }
     const ids = { productId, endpointId: ep.id };
-    await eventually(async () => (await svc.client.listDeliveries({ ...ids, limit: 200, status: "success" })).deliveries.length === 4);
-    // The failing endpoint's deliveries are recorded at their first attempt, which may come after the last success.
-    await eventually(async () => (await svc.client.listDeliveries({ ...ids, limit: 200, status: "pending" })).deliveries.length === 3);
+    // Every delivery has had its first attempt: the even users' succeeded, the odd users' failed
+    // and wait for their retry (a minute away at this pace).
+    const attempted = await eventually(async () => {
+      const l = (await svc.client.listDeliveries({ ...ids, limit: 200 })).deliveries;
+      return l.length === 7 && l.every((d) => d.attempt >= 1) ? l : undefined;
+    }, 60_000, "all 7 deliveries attempted once");
+    const outcome = (d: (typeof attempted)[number]) => `${d.status}/${d.statusCode}`;
+    assert.equal(attempted.map(outcome).sort(), [...Array(3).fill("pending/500"), ...Array(4).fill("success/200")], JSON.stringify(attempted.map(outcome)));
+    assert.is((await svc.client.listDeliveries({ ...ids, limit: 200, status: "success" })).deliveries.length, 4);
     const all = (await svc.client.listDeliveries({ ...ids, limit: 0 })).deliveries;
     assert.is(all.length, 7, "limit 0 means the default (50)");
     const created = all.map((d) => Number(d.createdAt!.seconds) * 1000 + d.createdAt!.nanos / 1e6);
     assert.equal(created, [...created].sort((a, b) => b - a), "newest first");
     const pending = (await svc.client.listDeliveries({ ...ids, limit: 200, status: "pending" })).deliveries;
+    assert.is(pending.length, 3);
     assert.ok(pending.every((d) => d.status === "pending" && d.statusCode === 500 && d.attempt >= 1 && !d.completedAt));
     const seen: string[] = [];
     let cursor: string | undefined;
