@@ -24,3 +24,14 @@ export { sessionWindowMs, windowOver } from "./sessions.ts";
 export * from "./windows.ts";
 export { evaluateDimensions, evaluatePlan, limitReason, type Dimension, type DimensionResult, type WindowInput, type WindowPlan } from "./dimensions.ts";
 export * from "./counters.ts";
+export {
+  blockedByCredits,
+  creditBalance,
+  creditCap,
+  creditCrossing,
+  creditsDrawn,
+  type BlockCredits,
+  type CreditCrossing,
+  type CreditExpiry,
+  type CreditsView,
+} from "./credits.ts";

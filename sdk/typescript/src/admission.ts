@@ -18,7 +18,7 @@ import type { EventQueue } from "./queue.ts";
 import { Reservation, reservationOf, type Hold, type Ledger, type ReservationAmount } from "./reservation.ts";
 import type { Session } from "./user-sessions.ts";
 import type { UserEntry } from "./state.ts";
-import type { GateContext, GateEvent, GuardInput, GuardResult } from "./types.ts";
+import type { GateContext, GateEvent, GuardInput, GuardResult, LimitCredits } from "./types.ts";
 
 /**
  * One gate event per (user, gate_reason, status) per this many ms at most, status being soft,
@@ -57,7 +57,8 @@ export class Admission {
     const reserved = hold || plan?.pre_call_estimate ? this.reservation(e, model, input) : NOTHING;
     const { cost, tokens } = reserved;
     e.advanceWindows(now);
-    let result = evaluate(plan, {
+    if (e.credits !== null && now >= e.credits.nextExpiry) this.callbacks.credits(e.creditNews(now));
+    let result = evaluate(e.config, {
       periodCost: addDollars(e.periodCost, e.reservedCost),
       sessionCost: addDollars(session.cost, session.reserved),
       model,
@@ -147,8 +148,14 @@ export class Admission {
     const ctx: GateContext = { user_id: e.userId, session_id: session.id, model };
     this.callbacks.gate(hard, result, ctx);
     if (blocked && reason === SESSION_UNAVAILABLE) throw new MeterUnavailableError(result, new Date(now + UNAVAILABLE_RETRY_MS));
-    if (blocked) throw new LimitExceededError(result);
+    if (blocked) throw new LimitExceededError(result, undefined, creditsOf(e, result));
   }
+}
+
+/** What a block names of the user's credits when they are what ran out (credits.ts), else null. */
+function creditsOf(e: UserEntry, result: GuardResult): LimitCredits | null {
+  const c = e.credits?.block(result.gate_reason, result.status, result.current_value, e.periodCost) ?? null;
+  return c === null ? null : { balance: c.balance, lowAt: c.low_at };
 }
 
 /** The hard gate of a user whose session could not be loaded, under failClosed. */

@@ -44,4 +44,6 @@ export type {
   LimitWindow,
   LimitStatus,
   LimitBucket,
+  CreditsEvent,
+  LimitCredits,
 } from "./types.ts";
