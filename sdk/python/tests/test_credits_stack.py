@@ -1,0 +1,102 @@
+"""Prepaid credits against the real stack: a pure-prepaid user blocked once its grant is spent (the error and the
+429 body name the credits), running again after a top-up, and the callbacks (low once per crossing, depleted), on
+Meter and AsyncMeter. The TypeScript client's sdk/typescript/test/credits-stack.test.ts."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+
+from meterline import AsyncMeter, CreditBalance, CreditsEvent, LimitCredits, LimitExceededError, Meter, limit_body
+
+from .support import Product, eventually, near
+
+# $1 per 1K tokens: a call of 200 tokens costs $0.20.
+PREPAID: dict[str, Any] = {
+    "max_spend_per_period": 0,
+    "credits_enabled": True,
+    "credits_low_at": 0.5,
+    "cost_rates": {"m": {"input": 1, "output": 1}},
+}
+
+
+def grant(product: Product, user: str, amount: float) -> None:
+    res = product.api.post(f"/users/{user}/credits", {"id": f"g-{uuid.uuid4()}", "amount": amount})
+    assert res.status_code == 201, res.text
+
+
+def balance(product: Product, user: str) -> dict[str, Any]:
+    res = product.api.get(f"/users/{user}/credits")
+    assert res.status_code == 200, res.text
+    body: dict[str, Any] = res.json()
+    return body
+
+
+def watch(m: Meter | AsyncMeter) -> list[tuple[str, CreditsEvent]]:
+    seen: list[tuple[str, CreditsEvent]] = []
+    m.on_credits_low(lambda e: seen.append(("low", e)))
+    m.on_credits_depleted(lambda e: seen.append(("depleted", e)))
+    m.on_credits_expired(lambda e: seen.append(("expired", e)))
+    return seen
+
+
+def test_prepaid_grant_spent_blocks_naming_credits_then_a_top_up_runs_again(product: Product) -> None:
+    user = product.create_user(PREPAID)
+    grant(product, user, 1)
+    # Frequent change polls: a grant reaches the process at the next one (or at the next reload).
+    m = Meter(api_key=product.key, base_url=product.url, flush_interval=0.1, refresh_interval=1)
+    try:
+        seen = watch(m)
+        for i in range(5):
+            m.guard(user, model="m")
+            m.record(user, model="m", input_tokens=100, output_tokens=100)
+            if i == 1:
+                assert seen == [], "no crossing at $0.60 left"
+        assert seen == [("low", CreditsEvent(user, 0.4, 0.5)), ("depleted", CreditsEvent(user, 0.0, 0.5))]
+        state = m.state(user)
+        assert state is not None and state.credits == CreditBalance(0.0, 0.0, 0.5)
+        with pytest.raises(LimitExceededError) as blocked:
+            m.guard(user, model="m")
+        assert blocked.value.reason == "total_spend"
+        assert blocked.value.credits == LimitCredits(0.0, 0.5)
+        assert limit_body(blocked.value)["credits"] == {"balance": 0.0, "low_at": 0.5}
+        assert m.flush()
+        eventually(lambda: near(balance(product, user)["balance"], 0), what="the service's balance spent")
+        assert near(balance(product, user)["overdraft"], 0)
+
+        # A top-up: the running client sees it by itself and lets calls through again.
+        grant(product, user, 1)
+
+        def topped_up() -> bool:
+            s = m.state(user)
+            return s is not None and s.credits is not None and near(s.credits.balance, 1)
+
+        eventually(topped_up, what="the client to see the top-up")
+        m.guard(user, model="m")
+        for _ in range(3):
+            m.record(user, model="m", input_tokens=100, output_tokens=100)
+        assert seen[2:] == [("low", CreditsEvent(user, 0.4, 0.5))], "the grant armed the low mark again"
+        assert m.flush()
+        eventually(lambda: near(balance(product, user)["balance"], 0.4), what="the service's balance")
+        assert near(product.usage(user)["total_cost"], 1.6)
+    finally:
+        m.shutdown(timeout=5)
+
+
+async def test_async_meter_callbacks_and_the_block(product: Product) -> None:
+    user = product.create_user(PREPAID)
+    grant(product, user, 1)
+    m = AsyncMeter(api_key=product.key, base_url=product.url)
+    try:
+        seen = watch(m)
+        for _ in range(5):
+            await m.guard(user, model="m")
+            await m.record(user, model="m", input_tokens=100, output_tokens=100)
+        assert [k for k, _ in seen] == ["low", "depleted"]
+        with pytest.raises(LimitExceededError) as blocked:
+            await m.guard(user, model="m")
+        assert blocked.value.credits == LimitCredits(0.0, 0.5)
+    finally:
+        await m.shutdown(timeout=5)
