@@ -33,7 +33,7 @@ export class UserCredits {
   constructor(allowance: number, cap: number, view: CreditsView, spend: number, now: number) {
     this.allowance = allowance;
     this.cap = cap;
-    this.lowAt = view.low_at;
+    this.lowAt = view.low_at ?? null;
     this.pending = view.pending;
     this.expiries = expiriesOf(view, now);
     this.seen = this.balance(spend);
