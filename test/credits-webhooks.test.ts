@@ -1,6 +1,7 @@
 // Credit webhooks end to end through the gateway: credits.low fires once per crossing (not
 // again while the balance stays low, again after a grant lifted it above credits_low_at),
-// credits.depleted when the balance reaches 0, credits.expired with the amount that expired;
+// credits.depleted whenever the balance goes from above 0 to 0 (usage or an expiry),
+// credits.expired with the amount that expired;
 // each signed, each once.
 import { randomUUID } from "node:crypto";
 import { suite } from "uvu";
@@ -65,7 +66,9 @@ t("credits.low once per crossing, re-armed by a grant; depleted at 0; expired wi
   // The expiry was the last change: a webhook decided before it that came twice would be here by now.
   const low = mine("credits.low");
   assert.equal(low.map((r) => r.json.data.balance), [0.5, 0.7]);
-  assert.is(mine("credits.depleted").length, 1);
+  // Depleted again by the expiry: the promotional grant had lifted the balance above 0 (not to low_at: no re-arm).
+  await eventually(() => mine("credits.depleted").length === 2, 30_000, "credits.depleted of the expiry");
+  assert.equal(mine("credits.depleted").map((r) => r.json.data.balance), [0, 0]);
   assert.is(mine("credits.expired").length, 1);
   for (const r of [...low, ...mine("credits.depleted"), expired]) {
     assert.ok(signatureValid(secret, r), `${r.json.type} signature`);
