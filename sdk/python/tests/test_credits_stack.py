@@ -1,6 +1,7 @@
 """Prepaid credits against the real stack: a pure-prepaid user blocked once its grant is spent (the error and the
-429 body name the credits), running again after a top-up, and the callbacks (low once per crossing, depleted), on
-Meter and AsyncMeter. The TypeScript client's sdk/typescript/test/credits-stack.test.ts."""
+429 body name the credits), running again after a top-up (its blocked calls read the view again), and the
+callbacks (low once per crossing, depleted), on Meter and AsyncMeter. The TypeScript client's
+sdk/typescript/test/credits-stack.test.ts."""
 
 from __future__ import annotations
 
@@ -45,8 +46,7 @@ def watch(m: Meter | AsyncMeter) -> list[tuple[str, CreditsEvent]]:
 def test_prepaid_grant_spent_blocks_naming_credits_then_a_top_up_runs_again(product: Product) -> None:
     user = product.create_user(PREPAID)
     grant(product, user, 1)
-    # Frequent change polls: a grant reaches the process at the next one (or at the next reload).
-    m = Meter(api_key=product.key, base_url=product.url, flush_interval=0.1, refresh_interval=1)
+    m = Meter(api_key=product.key, base_url=product.url)
     try:
         seen = watch(m)
         for i in range(5):
@@ -66,14 +66,19 @@ def test_prepaid_grant_spent_blocks_naming_credits_then_a_top_up_runs_again(prod
         eventually(lambda: near(balance(product, user)["balance"], 0), what="the service's balance spent")
         assert near(balance(product, user)["overdraft"], 0)
 
-        # A top-up: the running client sees it by itself and lets calls through again.
+        # A top-up: the blocked user's calls read the view again (every 5 s at most) and run once it shows the grant.
         grant(product, user, 1)
 
-        def topped_up() -> bool:
-            s = m.state(user)
-            return s is not None and s.credits is not None and near(s.credits.balance, 1)
+        def runs() -> bool:
+            try:
+                m.guard(user, model="m")
+            except LimitExceededError:
+                return False
+            return True
 
-        eventually(topped_up, what="the client to see the top-up")
+        eventually(runs, timeout=30, what="the client to see the top-up")
+        state = m.state(user)
+        assert state is not None and state.credits == CreditBalance(1.0, 0.0, 0.5)
         m.guard(user, model="m")
         for _ in range(3):
             m.record(user, model="m", input_tokens=100, output_tokens=100)

@@ -31,6 +31,11 @@ const NOTHING: ReservationAmount = { cost: 0, tokens: 0, exact: false };
 const SESSION_UNAVAILABLE = "session_unavailable";
 /** Retry-After of a call failClosed blocked: a failed session load is tried again within 5 s (users.ts). */
 const UNAVAILABLE_RETRY_MS = 5_000;
+/**
+ * A user blocked because the credits ran out has the view read again at most this often (at
+ * its calls), so that a top-up, which no change poll announces, lifts the block within seconds.
+ */
+const CREDITS_RELOAD_MS = 5_000;
 
 export interface AdmissionSettings {
   blocking: boolean;
@@ -148,7 +153,11 @@ export class Admission {
     const ctx: GateContext = { user_id: e.userId, session_id: session.id, model };
     this.callbacks.gate(hard, result, ctx);
     if (blocked && reason === SESSION_UNAVAILABLE) throw new MeterUnavailableError(result, new Date(now + UNAVAILABLE_RETRY_MS));
-    if (blocked) throw new LimitExceededError(result, undefined, creditsOf(e, result));
+    if (blocked) {
+      const credits = creditsOf(e, result);
+      if (credits !== null) e.reloadWithin(now, CREDITS_RELOAD_MS);
+      throw new LimitExceededError(result, undefined, credits);
+    }
   }
 }
 

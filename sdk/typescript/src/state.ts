@@ -179,6 +179,11 @@ export class UserEntry {
     return tracked;
   }
 
+  /** The view is to be read again within `ms` of `now` (at the user's next call from then), unless sooner already. */
+  reloadWithin(now: number, ms: number): void {
+    this.#refreshAt = Math.min(this.#refreshAt, now + ms);
+  }
+
   /** The change marker named the user: read once more at the next tick. */
   changed(): void {
     this.#recheck = true;

@@ -25,6 +25,9 @@ from .users import LOAD_RETRY, Users
 GATE_EVENT_INTERVAL = 5.0
 # fail_closed's gate reason: the session view could not be loaded (no gate event: not the service's to record).
 SESSION_UNAVAILABLE = "session_unavailable"
+# A user blocked because the credits ran out has the view read again at most this often (at its calls), so that a
+# top-up, which no change poll announces, lifts the block within seconds.
+CREDITS_RELOAD = 5.0
 # Lease requests one reserve() waits for at most (the one in flight, then its own): near the cap a call
 # waits about one round trip, never an open-ended queue of them.
 LEASE_ROUNDS = 2
@@ -132,7 +135,10 @@ class Admission(Users):
             gate_info = None
             if result.status != "ok":
                 ctx = GateContext(e.user_id, session.id, m)
-                gate_info = (*self._gate_event(e, session, m, result, metadata, now), _credits_of(e, result))
+                credits = _credits_of(e, result)
+                if credits is not None:
+                    e.refresh_at = min(e.refresh_at, now + CREDITS_RELOAD)
+                gate_info = (*self._gate_event(e, session, m, result, metadata, now), credits)
             reservation = None
             blocked = result.status == "hard_gate" and self.blocking
             if hold and not blocked:
