@@ -116,6 +116,7 @@ t("1,000 concurrent calls across 4 replica processes with leases on a $5 balance
   const drawn = entries.filter((e) => e.type === "usage").reduce((s, e) => s - Math.round(e.amount * 1e9), 0) / 1e9;
   assert.ok(near(drawn, spent), `the ledger's usage $${drawn}, the usage $${spent}`);
   assert.ok(!entries.some((e) => e.type === "overdraft"), "no overdraft entry");
+  console.log(`    4 replicas, 1,000 calls on $5 with leases: ${r.calls} ran ($${spent.toFixed(3)}), ${r.refused} refusals, ${r.leaseRequests} lease requests; balance $${c.balance}, overdraft $${c.overdraft}, ${entries.length} ledger entries`);
 });
 
 t.run();
