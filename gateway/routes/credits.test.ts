@@ -156,6 +156,27 @@ t("grants are drawn by priority, then expiry: promo at 10 before paid at 50; ove
   near(now.overdraft, 0, "overdraft paid");
 });
 
+t("a lease sees the period cap with credits: allowance + drawn + balance, nothing past it", async ({ api }) => {
+  const user = await userOnPlan(api, PREPAID);
+  const lease = (holder: string, need: number, want: number) => api.post(`/users/${user}/leases`, { holder, need, want });
+  const none = await lease("h0", 0.01, 1);
+  assert.is(none.status, 200, JSON.stringify(none.body));
+  near(none.body.lease.added, 0, "no balance: nothing to lease under a $0 allowance");
+  assert.is((await api.post(`/users/${user}/credits`, { id: "five", amount: 5 })).status, 201);
+  await send(api, [usage(user, 1)]);
+  await eventually(async () => Math.abs((await credits(api, user)).balance - 4) < 1e-9, 30_000, "1.00 drawn");
+  // Cap 0 + 1 drawn + 4 balance = 5, of which 1 is spent: 4 remain for leases, whoever asks.
+  const granted: number[] = [];
+  for (let i = 0; i < 12; i++) {
+    const res = await lease(`h${i + 1}`, 0.01, 10);
+    assert.is(res.status, 200, JSON.stringify(res.body));
+    granted.push(res.body.lease.added);
+  }
+  const total = granted.reduce((s, g) => s + g, 0);
+  assert.ok(total <= 4 + 1e-9, `leases hold ${total}, more than the 4.00 left`);
+  assert.ok(total > 3, `leases hold ${total}: the balance counts into the cap`);
+});
+
 t("a re-sent grant id changes nothing (200), other fields are 409; validation; unknown user 404; void", async ({ api, stack }) => {
   const user = await userOnPlan(api, PREPAID);
   const body = { id: "pay_x", amount: 5, description: "Top-up", metadata: { invoice: "in_1" } };
