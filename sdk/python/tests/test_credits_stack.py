@@ -6,6 +6,7 @@ sdk/typescript/test/credits-stack.test.ts."""
 from __future__ import annotations
 
 import uuid
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -86,6 +87,33 @@ def test_prepaid_grant_spent_blocks_naming_credits_then_a_top_up_runs_again(prod
         assert m.flush()
         eventually(lambda: near(balance(product, user)["balance"], 0.4), what="the service's balance")
         assert near(product.usage(user)["total_cost"], 1.6)
+    finally:
+        m.shutdown(timeout=5)
+
+
+def test_a_grant_expiring_fires_on_credits_expired_with_what_it_had_left(product: Product) -> None:
+    user = product.create_user(PREPAID)
+    expires_at = datetime.now(timezone.utc) + timedelta(seconds=3)
+    res = product.api.post(
+        f"/users/{user}/credits",
+        {"id": "promo", "amount": 0.5, "kind": "promotional", "expires_at": expires_at.isoformat()},
+    )
+    assert res.status_code == 201, res.text
+    grant(product, user, 1)
+    # The client's sweep (every refresh_interval, on the delivery thread) sees the expiry without a call.
+    m = Meter(api_key=product.key, base_url=product.url, flush_interval=0.2, refresh_interval=1)
+    try:
+        seen = watch(m)
+        m.guard(user, model="m")
+        state = m.state(user)
+        assert state is not None and state.credits == CreditBalance(1.5, 0.0, 0.5)
+        eventually(lambda: seen, timeout=30, what="on_credits_expired")
+        assert seen == [("expired", CreditsEvent(user, 1.0, 0.5, "promo", 0.5))]
+        assert datetime.now(timezone.utc) >= expires_at
+        assert m.refresh(user)
+        state = m.state(user)
+        assert state is not None and state.credits == CreditBalance(1.0, 0.0, 0.5), "the view read again agrees"
+        assert len(seen) == 1
     finally:
         m.shutdown(timeout=5)
 

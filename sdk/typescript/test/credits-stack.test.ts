@@ -96,6 +96,32 @@ t("pure prepaid: a $1.00 grant runs calls until spent, then the block names tota
   assert.ok(near((await usage(ctx.api, user)).total_cost, 1.6));
 });
 
+t("a grant the view lists as expiring: onCreditsExpired at its expires_at with what it had left, the cap lowered by it", async (ctx) => {
+  const user = await createUser(ctx.api, PREPAID);
+  const expiresAt = new Date(Date.now() + 3_000).toISOString();
+  const res = await ctx.api.post(`/users/${user}/credits`, { id: "promo", amount: 0.5, kind: "promotional", expires_at: expiresAt });
+  assert.is(res.status, 201, JSON.stringify(res.body));
+  await grant(ctx.api, user, "paid", 1);
+  const m = new Meter({ apiKey: ctx.apiKey, baseURL: ctx.stack.apiUrl, logger: memoryLogger() });
+  ctx.meters.push(m);
+  const expired: CreditsEvent[] = [];
+  m.onCreditsExpired((e) => void expired.push(e));
+  await m.guard(user, { model: "m" });
+  assert.equal(m.state(user)!.credits, { balance: 1.5, pending: 0, low_at: 0.5 });
+  // The user's calls see the expiry once its time has come.
+  await eventually(async () => {
+    await m.guard(user, { model: "m" });
+    return expired.length > 0;
+  }, 30_000);
+  assert.equal(expired, [{ userId: user, balance: 1, lowAt: 0.5, grantId: "promo", amount: 0.5 }]);
+  assert.ok(Date.now() >= Date.parse(expiresAt));
+  assert.is(m.state(user)!.credits!.balance, 1);
+  // The view read again agrees.
+  await m.refresh(user);
+  assert.equal(m.state(user)!.credits, { balance: 1, pending: 0, low_at: 0.5 });
+  assert.equal(expired.length, 1, "once");
+});
+
 t("1,000 concurrent calls across 4 replica processes with leases on a $5 balance: overdraft $0.00, the ledger's usage equal to the usage", async (ctx) => {
   // Each call reserves $0.008 (1000 tokens in + 1000 buffer) and costs $0.006 (1000 in + 500 out): $6 of calls on $5.
   const user = await createUser(ctx.api, { max_spend_per_period: 0, credits_enabled: true, cost_rates: { m: { input: 0.004, output: 0.004 } }, pre_call_estimate: true, pre_call_buffer_tokens: 1000 });
