@@ -5,7 +5,10 @@ sdk/typescript/test/credits-stack.test.ts."""
 
 from __future__ import annotations
 
+import random
+import threading
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -116,6 +119,50 @@ def test_a_grant_expiring_fires_on_credits_expired_with_what_it_had_left(product
         assert len(seen) == 1
     finally:
         m.shutdown(timeout=5)
+
+
+def test_replicas_with_leases_on_a_balance_never_overdraw(product: Product) -> None:
+    # Each call reserves $1.00 (100 buffer tokens at $10/1K) and spends $0.50-$1.00: more calls than a $5 balance.
+    user = product.create_user(
+        {
+            "max_spend_per_period": 0,
+            "credits_enabled": True,
+            "pre_call_estimate": True,
+            "pre_call_buffer_tokens": 100,
+            "cost_rates": {"m": {"input": 0, "output": 10}},
+        }
+    )
+    grant(product, user, 5)
+    replicas = [Meter(api_key=product.key, base_url=product.url, leases=True) for _ in range(3)]
+    lock = threading.Lock()
+    spent: list[float] = []
+    blocked: list[LimitExceededError] = []
+
+    def call(i: int) -> None:
+        m = replicas[i % len(replicas)]
+        try:
+            with m.reserve(user, model="m", input_tokens=0) as r:
+                ev = r.commit(output_tokens=random.randint(50, 100))
+            with lock:
+                spent.append(ev.cost_total)
+        except LimitExceededError as err:
+            with lock:
+                blocked.append(err)
+
+    with ThreadPoolExecutor(max_workers=12) as pool:
+        list(pool.map(call, range(60)))
+    for m in replicas:
+        assert m.shutdown(timeout=30)
+    assert blocked and all(e.reason == "total_spend" and e.credits is not None for e in blocked)
+    total = sum(spent)
+    assert total <= 5 + 1e-9
+    eventually(lambda: near(product.usage(user)["total_cost"], total), what="the usage counted")
+
+    def settled() -> dict[str, Any] | None:
+        b = balance(product, user)
+        return b if near(b["balance"], 5 - total) else None
+
+    assert eventually(settled, what="the balance")["overdraft"] == 0
 
 
 async def test_async_meter_callbacks_and_the_block(product: Product) -> None:
