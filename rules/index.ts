@@ -9,7 +9,7 @@ export { estimateTokens, normalizeModel, price, rateOf, tokenCost, toolsCost, ty
 export { NANOS_PER_DOLLAR, RATIO_SCALE, addDollars, ratio, roundDollars, roundRatio, toDollars, toNano, tokenCostNano } from "./money.ts";
 export { evaluate, type GateInput, type GatePlan, type GateResult } from "./gates.ts";
 export { THRESHOLDS, hasThresholds, reachedThresholds } from "./thresholds.ts";
-export { WEBHOOK_EVENT_TYPES, type GateEventFacts, type WebhookEventType } from "./events.ts";
+export { CREDIT_EVENT_TYPES, WEBHOOK_EVENT_TYPES, type GateEventFacts, type WebhookEventType } from "./events.ts";
 export {
   calendarMonth,
   parseUsagePeriod,
@@ -24,3 +24,14 @@ export { sessionWindowMs, windowOver } from "./sessions.ts";
 export * from "./windows.ts";
 export { evaluateDimensions, evaluatePlan, limitReason, type Dimension, type DimensionResult, type WindowInput, type WindowPlan } from "./dimensions.ts";
 export * from "./counters.ts";
+export {
+  blockedByCredits,
+  creditBalance,
+  creditCap,
+  creditCrossing,
+  creditsDrawn,
+  type BlockCredits,
+  type CreditCrossing,
+  type CreditExpiry,
+  type CreditsView,
+} from "./credits.ts";

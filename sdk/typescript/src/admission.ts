@@ -18,7 +18,7 @@ import type { EventQueue } from "./queue.ts";
 import { Reservation, reservationOf, type Hold, type Ledger, type ReservationAmount } from "./reservation.ts";
 import type { Session } from "./user-sessions.ts";
 import type { UserEntry } from "./state.ts";
-import type { GateContext, GateEvent, GuardInput, GuardResult } from "./types.ts";
+import type { GateContext, GateEvent, GuardInput, GuardResult, LimitCredits } from "./types.ts";
 
 /**
  * One gate event per (user, gate_reason, status) per this many ms at most, status being soft,
@@ -31,6 +31,11 @@ const NOTHING: ReservationAmount = { cost: 0, tokens: 0, exact: false };
 const SESSION_UNAVAILABLE = "session_unavailable";
 /** Retry-After of a call failClosed blocked: a failed session load is tried again within 5 s (users.ts). */
 const UNAVAILABLE_RETRY_MS = 5_000;
+/**
+ * A user blocked because the credits ran out has the view read again at most this often (at
+ * its calls), so that a top-up, which no change poll announces, lifts the block within seconds.
+ */
+const CREDITS_RELOAD_MS = 5_000;
 
 export interface AdmissionSettings {
   blocking: boolean;
@@ -57,7 +62,8 @@ export class Admission {
     const reserved = hold || plan?.pre_call_estimate ? this.reservation(e, model, input) : NOTHING;
     const { cost, tokens } = reserved;
     e.advanceWindows(now);
-    let result = evaluate(plan, {
+    if (e.credits !== null && now >= e.credits.nextExpiry) this.callbacks.credits(e.creditNews(now));
+    let result = evaluate(e.config, {
       periodCost: addDollars(e.periodCost, e.reservedCost),
       sessionCost: addDollars(session.cost, session.reserved),
       model,
@@ -147,8 +153,18 @@ export class Admission {
     const ctx: GateContext = { user_id: e.userId, session_id: session.id, model };
     this.callbacks.gate(hard, result, ctx);
     if (blocked && reason === SESSION_UNAVAILABLE) throw new MeterUnavailableError(result, new Date(now + UNAVAILABLE_RETRY_MS));
-    if (blocked) throw new LimitExceededError(result);
+    if (blocked) {
+      const credits = creditsOf(e, result);
+      if (credits !== null) e.reloadWithin(now, CREDITS_RELOAD_MS);
+      throw new LimitExceededError(result, undefined, credits);
+    }
   }
+}
+
+/** What a block names of the user's credits when they are what ran out (credits.ts), else null. */
+function creditsOf(e: UserEntry, result: GuardResult): LimitCredits | null {
+  const c = e.credits?.block(result.gate_reason, result.status, result.current_value, e.periodCost) ?? null;
+  return c === null ? null : { balance: c.balance, lowAt: c.low_at };
 }
 
 /** The hard gate of a user whose session could not be loaded, under failClosed. */

@@ -1,6 +1,7 @@
 /** The callbacks a product registers on the Meter, and how they are run: one that throws or rejects stops neither the others nor the call. */
+import type { CreditsNews } from "./credits.ts";
 import type { Reporter } from "./reporting.ts";
-import type { GateContext, GuardResult, SessionStartState, UsageEvent } from "./types.ts";
+import type { CreditsEvent, GateContext, GuardResult, SessionStartState, UsageEvent } from "./types.ts";
 
 export type GateCallback = (result: GuardResult, ctx: GateContext) => unknown;
 
@@ -10,6 +11,9 @@ export class Callbacks {
   readonly usage: ((event: UsageEvent) => unknown)[] = [];
   readonly sessionStart: ((state: SessionStartState) => unknown)[] = [];
   readonly closing: (() => unknown)[] = [];
+  readonly creditsLow: ((event: CreditsEvent) => unknown)[] = [];
+  readonly creditsDepleted: ((event: CreditsEvent) => unknown)[] = [];
+  readonly creditsExpired: ((event: CreditsEvent) => unknown)[] = [];
 
   constructor(private readonly report: Reporter) {}
 
@@ -20,6 +24,11 @@ export class Callbacks {
   /** The gate callbacks of a soft or hard gate. */
   gate(hard: boolean, result: GuardResult, ctx: GateContext): void {
     for (const cb of hard ? this.hardGate : this.softGate) this.safely(() => cb(result, ctx));
+  }
+
+  /** The credits callbacks of what a user's credits went through (UserEntry.creditNews). */
+  credits(news: readonly CreditsNews[]): void {
+    for (const n of news) this.fire(n.kind === "low" ? this.creditsLow : n.kind === "depleted" ? this.creditsDepleted : this.creditsExpired, n.event);
   }
 
   private safely(fn: () => unknown): void {

@@ -1,4 +1,4 @@
-import type { GuardResult } from "./types.ts";
+import type { GuardResult, LimitCredits } from "./types.ts";
 
 /** Carried by every error the library throws, whichever built-in class it also extends. */
 const THROWN_BY_METER = Symbol.for("meterline.error");
@@ -53,12 +53,20 @@ export class LimitExceededError extends MeterError {
    * it as Retry-After.
    */
   readonly resetsAt: Date | null;
-  constructor(result: GuardResult, resetsAt: Date | null = result.resets_at == null ? null : new Date(result.resets_at)) {
+  /**
+   * Set when the prepaid credits are what ran out: the period cap (`total_spend`) blocked with
+   * credits enabled and spend past the plan's allowance. The balance (0, or below 0 for an
+   * overdraft) and the plan's credits_low_at, in dollars; null for any other block. It lifts
+   * when a grant tops the balance up, not at `resetsAt`.
+   */
+  readonly credits: LimitCredits | null;
+  constructor(result: GuardResult, resetsAt: Date | null = result.resets_at == null ? null : new Date(result.resets_at), credits: LimitCredits | null = null) {
     super(result.message ?? "usage limit reached");
     this.name = "LimitExceededError";
     this.result = result;
     this.reason = result.gate_reason;
     this.resetsAt = resetsAt;
+    this.credits = credits;
   }
 }
 

@@ -15,10 +15,12 @@ export {
   type GateWebhookEvent,
   type ThresholdWebhookEvent,
   type SummaryWebhookEvent,
+  type CreditsWebhookEvent,
   type TestWebhookEvent,
   type GateWebhookData,
   type ThresholdWebhookData,
   type SummaryWebhookData,
+  type CreditsWebhookData,
   type TestWebhookData,
 } from "./webhooks.ts";
 export type {
@@ -44,4 +46,6 @@ export type {
   LimitWindow,
   LimitStatus,
   LimitBucket,
+  CreditsEvent,
+  LimitCredits,
 } from "./types.ts";

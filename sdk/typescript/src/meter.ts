@@ -18,6 +18,7 @@ import type { Hold, Ledger, Reservation } from "./reservation.ts";
 import { likelyBases, Transport } from "./transport.ts";
 import type {
   CallInput,
+  CreditsEvent,
   GateContext,
   GuardInput,
   GuardResult,
@@ -112,6 +113,7 @@ export class Meter {
     this.#users = new Users(this.#transport, { refreshIntervalMs, startupTimeoutMs: this.#startupTimeoutMs }, report, this.#leases, (e, first) => {
       this.#recorder.price(e);
       if (first) this.#callbacks.fire(this.#callbacks.sessionStart, { user_id: e.userId, plan: e.plan, billing_period: { start: e.periodStart, end: e.periodEnd } });
+      this.#callbacks.credits(e.creditNews(clockNow()));
     });
     this.#admission = new Admission({ blocking, failClosed }, this.#leases, this.#queue, this.#callbacks, this.#ledger);
     // Timers never keep the process alive.
@@ -120,7 +122,12 @@ export class Meter {
         this.#queue.tick(Date.now());
         void this.#users.pollChanges();
       }, flushIntervalMs),
-      setInterval(() => this.#users.sweep(clockNow()), Math.min(60_000, refreshIntervalMs)),
+      setInterval(() => {
+        const now = clockNow();
+        this.#users.sweep(now);
+        // Grants that expired while their users made no call.
+        for (const e of this.#users.each()) if (e.credits !== null && now >= e.credits.nextExpiry) this.#callbacks.credits(e.creditNews(now));
+      }, Math.min(60_000, refreshIntervalMs)),
     ];
     for (const t of this.#timers) t.unref();
   }
@@ -180,6 +187,22 @@ export class Meter {
   }
   onSessionStart(cb: (state: SessionStartState) => unknown): void {
     this.#callbacks.sessionStart.push(cb);
+  }
+  /**
+   * Prepaid credits: `cb` runs once each time a user's balance, as this process counts it,
+   * falls below the plan's credits_low_at (armed again when a grant lifts it back): the moment
+   * to charge the customer and post a grant (auto top-up).
+   */
+  onCreditsLow(cb: (event: CreditsEvent) => unknown): void {
+    this.#callbacks.creditsLow.push(cb);
+  }
+  /** Prepaid credits: `cb` runs when a user's balance goes from above 0 to 0 or below. */
+  onCreditsDepleted(cb: (event: CreditsEvent) => unknown): void {
+    this.#callbacks.creditsDepleted.push(cb);
+  }
+  /** Prepaid credits: `cb` runs when a grant of a user expires with money left (at its `expires_at`, or the user's next call after it). */
+  onCreditsExpired(cb: (event: CreditsEvent) => unknown): void {
+    this.#callbacks.creditsExpired.push(cb);
   }
   /**
    * Runs `cb` when shutdown() starts, before its final delivery: what is still open then (a

@@ -74,6 +74,7 @@ export class Recorder {
       }
     }
     this.callbacks.fire(this.callbacks.usage, event);
+    this.callbacks.credits(e.creditNews(now));
     return event;
   }
 
@@ -130,6 +131,7 @@ export class Recorder {
       synced: true,
     };
     if (fresh) this.callbacks.fire(this.callbacks.usage, event);
+    if (e && fresh) this.callbacks.credits(e.creditNews(clockNow()));
   }
 }
 

@@ -11,8 +11,12 @@
  * - Windows (the plan's `limits`): one counter per limit, kept across views by what it counts
  *   (a renamed limit keeps its usage); each takes, per window (same start) or per rolling
  *   bucket (same start), the larger of local and service values.
+ * - Credits (credits.ts): the view's period cap with the balance becomes the user's
+ *   `max_spend_per_period`, which every gate and lease reads; the local balance is what it
+ *   leaves after the merged spend, so the lower of local and service balances wins.
  */
 import type { PlanConfig, PlanConfigView, SessionView } from "./types.ts";
+import { readCredits, type UserCredits } from "./credits.ts";
 import { byName } from "./own.ts";
 import { dimensionKey, mergeView, newCounter, rollOn, sessionWindowMs, type LimitCounter } from "./rules/index.ts";
 
@@ -25,7 +29,9 @@ export interface ViewedState {
   serviceUserId: string | null;
   plan: string;
   planId: string | null;
+  /** With credits, the plan with the period cap including the balance (credits.cap). */
   config: PlanConfig | null;
+  credits: UserCredits | null;
   timeoutMs: number;
   periodStart: string;
   periodEnd: string;
@@ -61,7 +67,9 @@ export function applyView(e: ViewedState, view: SessionView, now: number): Merge
   e.plan = view.plan;
   e.planId = view.plan_id ?? null;
   const before = e.config;
-  e.config = view.sdk_enabled ? intern(readPlanConfig(view.plan_config)) : null;
+  const plan = view.sdk_enabled ? intern(readPlanConfig(view.plan_config)) : null;
+  e.credits = readCredits(plan, view, e.periodCost, merge === "reset" ? null : e.credits, now);
+  e.config = e.credits === null ? plan : withCap(plan!, e.credits.cap);
   e.timeoutMs = sessionWindowMs(view.plan_config.session_timeout_minutes);
   e.periodStart = view.billing_period.start;
   e.periodEnd = view.billing_period.end;
@@ -115,6 +123,10 @@ function applyWindows(e: ViewedState, before: PlanConfig | null, view: SessionVi
  */
 export function rollLocally(e: ViewedState, now: number): void {
   const { start, end } = rollOn(Date.parse(e.periodStart), e.periodEndMs, now);
+  if (e.credits !== null) {
+    e.credits.rolled(e.periodCost);
+    e.config = withCap(e.config!, e.credits.cap);
+  }
   e.periodStart = new Date(start).toISOString();
   e.periodEnd = new Date(end).toISOString();
   e.periodEndMs = end;
@@ -129,10 +141,17 @@ function maxOf(a: Record<string, number>, b: Record<string, number>): Record<str
   return out;
 }
 
+/** The plan with another period spend cap: the one with the credits (shared by users with the same one). */
+export function withCap(plan: PlanConfig, cap: number): PlanConfig {
+  return plan.max_spend_per_period === cap ? plan : intern({ ...plan, max_spend_per_period: cap });
+}
+
 /** An omitted cap and a null one both mean unlimited. */
 export function readPlanConfig(view: PlanConfigView): PlanConfig {
   return {
     ...view,
+    credits_enabled: view.credits_enabled ?? false,
+    credits_low_at: view.credits_low_at ?? null,
     max_spend_per_period: view.max_spend_per_period ?? null,
     max_spend_per_session: view.max_spend_per_session ?? null,
     default_cost_rate: view.default_cost_rate ?? null,

@@ -6,9 +6,10 @@
  * (applyView, rollLocally, pure rules over this record) through apply() and rollOver(), by
  * count(), and by notRegistered().
  */
+import type { CreditsNews, UserCredits } from "./credits.ts";
 import { MeterTypeError } from "./errors.ts";
 import { byName, own } from "./own.ts";
-import { applyView, rollLocally, type Merge } from "./session-view.ts";
+import { applyView, rollLocally, withCap, type Merge } from "./session-view.ts";
 import { normalizeModel } from "./pricing.ts";
 import { RecentCalls } from "./recent-calls.ts";
 import {
@@ -27,6 +28,7 @@ import { Sessions, type Session } from "./user-sessions.ts";
 import type { PlanConfig, SessionView, UsageEvent, UserState } from "./types.ts";
 
 const NO_COUNTERS: LimitCounter[] = [];
+const NO_NEWS: CreditsNews[] = [];
 
 /** Distinct model names remembered per user (normalization cache). */
 const MODEL_CACHE = 256;
@@ -48,8 +50,10 @@ export class UserEntry {
   plan = "none";
   /** Id of the plan in force (null without one): a change of it is announced by GET /config/changes. */
   planId: string | null = null;
-  /** Null: no plan in force (or not loaded); nothing is gated or priced. */
+  /** Null: no plan in force (or not loaded); nothing is gated or priced. With credits, its period cap includes the balance. */
   config: PlanConfig | null = null;
+  /** Prepaid credits when the plan has them enabled with an allowance, else null (credits.ts). */
+  credits: UserCredits | null = null;
   /** True once a session view was applied; false for a user not (yet) known to the service. */
   loaded = false;
   /** The service answered 404: the user is not registered (permissive defaults). */
@@ -144,6 +148,7 @@ export class UserEntry {
       this.serviceUserId = null;
       this.plan = "none";
       this.config = null;
+      this.credits = null;
       this.loaded = false;
       this.periodCost = 0;
       this.tokensByModel = byName();
@@ -174,6 +179,11 @@ export class UserEntry {
     return tracked;
   }
 
+  /** The view is to be read again within `ms` of `now` (at the user's next call from then), unless sooner already. */
+  reloadWithin(now: number, ms: number): void {
+    this.#refreshAt = Math.min(this.#refreshAt, now + ms);
+  }
+
   /** The change marker named the user: read once more at the next tick. */
   changed(): void {
     this.#recheck = true;
@@ -184,6 +194,22 @@ export class UserEntry {
     const due = this.#recheck;
     this.#recheck = false;
     return due;
+  }
+
+  /**
+   * What the credits callbacks have not heard yet (credits.ts): expiries due by `now`, the low
+   * mark and 0 crossed. An expiry lowers the cap at once and the view is read again at the next
+   * tick for the service's figure.
+   */
+  creditNews(now: number): CreditsNews[] {
+    const c = this.credits;
+    if (c === null) return NO_NEWS;
+    const { news, expired } = c.news(this.userId, this.periodCost, now);
+    if (expired) {
+      this.config = withCap(this.config!, c.cap);
+      this.#recheck = true;
+    }
+    return news;
   }
 
   // ---- calls ----
@@ -355,6 +381,7 @@ export class UserEntry {
       session_cost: own.cost,
       period_tokens_by_model: { ...this.tokensByModel },
       period_cost_by_model: { ...this.costByModel },
+      credits: this.credits === null ? null : { balance: this.credits.balance(this.periodCost), pending: this.credits.pending, low_at: this.credits.lowAt },
     };
   }
 

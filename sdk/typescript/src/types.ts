@@ -2,7 +2,7 @@
  * Public types. Objects that mirror the service's records keep its snake_case field names;
  * options are camelCase.
  */
-import type { GateEventFacts } from "./rules/index.ts";
+import type { CreditsView, GateEventFacts } from "./rules/index.ts";
 
 export interface MeterOptions {
   /** Product API key. Default: `METER_API_KEY`. */
@@ -137,6 +137,31 @@ export interface UserState {
   session_cost: number;
   period_tokens_by_model: Record<string, number>;
   period_cost_by_model: Record<string, number>;
+  /**
+   * The user's prepaid credits as the library counts them (balance lowered by its own spend
+   * past the allowance since the last view); null when the plan has credits disabled or no
+   * allowance. Absent from states built by hand.
+   */
+  credits?: { balance: number; pending: number; low_at: number | null } | null;
+}
+
+/**
+ * What the credits callbacks get (onCreditsLow, onCreditsDepleted, onCreditsExpired), in
+ * dollars: the balance as this process counts it after the event, the plan's credits_low_at,
+ * and for an expiry the grant and what of it expired.
+ */
+export interface CreditsEvent {
+  userId: string;
+  balance: number;
+  lowAt: number | null;
+  grantId?: string;
+  amount?: number;
+}
+
+/** What a block names when the prepaid credits ran out (LimitExceededError.credits), in dollars. */
+export interface LimitCredits {
+  balance: number;
+  lowAt: number | null;
 }
 
 export interface GuardInput {
@@ -282,6 +307,8 @@ export interface LimitStatus {
   resets_at: string | null;
   /** Rolling windows: the buckets that still count. */
   buckets?: LimitBucket[] | null;
+  /** `total_spend` with credits enabled (its max then includes the balance): the balance and the plan's low mark. */
+  credits?: { balance: number; low_at: number | null } | null;
 }
 
 /** The session view (GET /users/{user_id}/session) as the service sends it. */
@@ -302,6 +329,8 @@ export interface SessionView {
   billing_period: BillingPeriod;
   /** Every dimension of the user with its usage and reset; absent from services before windows. */
   limits?: LimitStatus[];
+  /** The user's prepaid credits; null (or absent, from services before credits) when the plan has them disabled. */
+  credits?: CreditsView | null;
 }
 
 export interface Rate {
@@ -341,4 +370,8 @@ export interface PlanConfig {
   limits: PlanLimit[];
   /** IANA time zone the calendar windows reset in. */
   time_zone: string;
+  /** Prepaid credits extend the period cap (absent from services before credits: off). */
+  credits_enabled?: boolean;
+  /** The balance below which onCreditsLow fires; null or absent: never. */
+  credits_low_at?: number | null;
 }

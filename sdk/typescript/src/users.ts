@@ -44,6 +44,11 @@ export class Users {
     return this.#entries.get(userId);
   }
 
+  /** The cached users. */
+  each(): IterableIterator<UserEntry> {
+    return this.#entries.values();
+  }
+
   /** start() read the change marker. */
   markerSeen(marker: number): void {
     this.#marker = marker;

@@ -50,6 +50,19 @@ export interface SummaryWebhookData {
   top_users: { user_id: string; cost: number; tokens: number }[];
 }
 
+/**
+ * `credits.low` (the balance fell below the plan's credits_low_at: charge and post a grant),
+ * `credits.depleted` (it reached 0) and `credits.expired` (a grant expired with money left:
+ * `grant_id`, `amount`), in dollars.
+ */
+export interface CreditsWebhookData {
+  user_id: string;
+  balance: number;
+  low_at: number | null;
+  grant_id?: string;
+  amount?: number;
+}
+
 /** The synthetic event of `POST /webhooks/endpoints/{id}/test`. */
 export interface TestWebhookData {
   endpoint_id: string;
@@ -69,9 +82,10 @@ interface Envelope<T extends string, D> {
 export type GateWebhookEvent = Envelope<"gate_event.soft_gate" | "gate_event.hard_gate" | "gate_event.blocked", GateWebhookData>;
 export type ThresholdWebhookEvent = Envelope<"usage.threshold.50" | "usage.threshold.80" | "usage.threshold.100", ThresholdWebhookData>;
 export type SummaryWebhookEvent = Envelope<"usage.summary.daily" | "usage.summary.weekly" | "usage.summary.monthly", SummaryWebhookData>;
+export type CreditsWebhookEvent = Envelope<"credits.low" | "credits.depleted" | "credits.expired", CreditsWebhookData>;
 export type TestWebhookEvent = Envelope<"webhook.test", TestWebhookData>;
 /** Every delivery's envelope, told apart by `type`. */
-export type WebhookEvent = GateWebhookEvent | ThresholdWebhookEvent | SummaryWebhookEvent | TestWebhookEvent;
+export type WebhookEvent = GateWebhookEvent | ThresholdWebhookEvent | SummaryWebhookEvent | CreditsWebhookEvent | TestWebhookEvent;
 
 /** Headers as Fetch (`Headers`), Node (`req.headers`), Fastify or Express give them. */
 export type WebhookHeaders = { get(name: string): string | null } | Record<string, string | string[] | undefined>;

@@ -41,7 +41,20 @@ const table = JSON.parse(readFileSync(new URL("../../../rules/cases.json", impor
     dimension_key: { limit: Parameters<typeof rules.dimensionKey>[0]; expect: string }[];
   };
   dimensions: { cases: DimensionsCase[] };
+  credits: {
+    plan: Omit<rules.GatePlan, "max_spend_per_period">;
+    cases: CreditsCase[];
+    crossings: { name: string; before: number; after: number; low_at: number | null; armed: boolean; expect: Expect }[];
+  };
 };
+interface CreditsCase {
+  name: string;
+  allowance: number | null;
+  plan?: Omit<rules.GatePlan, "max_spend_per_period">;
+  credits: { drawn: number; balance: number; low_at: number | null } | null;
+  usage: { period_cost: number; estimate_cost: number };
+  expect: Expect;
+}
 interface DimensionsCase {
   name: string;
   plan: rules.WindowPlan & { time_zone: string; limits: rules.PlanLimit[] };
@@ -213,6 +226,28 @@ t("dimensions: SPEC's caps alone give what gates gives, case for case", () => {
     matches(withWindows, c.expect, c.name);
     assert.is(resets_at, withWindows.status === "ok" ? null : "2026-12-01T00:00:00.000Z", c.name);
   }
+});
+
+t("credits: the period cap with a balance, the balance after spend, a block naming the credits, low and depleted crossings", () => {
+  for (const c of table.credits.cases) {
+    const cr = c.credits;
+    const cap = cr === null ? c.allowance : rules.creditCap(c.allowance, cr.drawn, cr.balance);
+    const result = rules.evaluate({ ...(c.plan ?? table.credits.plan), max_spend_per_period: cap }, {
+      periodCost: c.usage.period_cost,
+      sessionCost: 0,
+      model: null,
+      modelTokens: 0,
+      estimateCost: c.usage.estimate_cost,
+      estimateTokens: 0,
+    });
+    const balance = cr === null || cap === null || c.allowance === null ? null : rules.creditBalance(cap, c.allowance, c.usage.period_cost);
+    const named = cr !== null && balance !== null && rules.blockedByCredits(result.gate_reason, result.status, result.current_value, c.allowance);
+    matches({ ...result, cap, ...(balance === null ? {} : { balance }) }, { ...c.expect, credits: undefined }, c.name);
+    assert.equal(named ? { balance, low_at: cr!.low_at } : null, c.expect.credits, `${c.name}: credits`);
+    if (cr !== null && cap !== null && c.allowance !== null) assert.is(rules.creditsDrawn(cap, c.allowance, cr.balance), cr.drawn, `${c.name}: drawn read back`);
+  }
+  for (const c of table.credits.crossings) matches({ ...rules.creditCrossing(c.before, c.after, c.low_at, c.armed) }, c.expect, c.name);
+  assert.ok(table.credits.cases.length >= 10 && table.credits.crossings.length >= 10);
 });
 
 t("windows: consecutive calendar windows tile time across daylight-saving changes", () => {

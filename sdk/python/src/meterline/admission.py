@@ -17,7 +17,7 @@ from .pricing import estimate_tokens, rate_of, token_cost
 from .recording import Metadata, session_of
 from .reservation import NOTHING, Hold, Reservation, ReservationAmount, reservation_of
 from .state import UserEntry, hold_windows, iso
-from .types import GateContext, GuardResult
+from .types import GateContext, GuardResult, LimitCredits
 from .user_sessions import Session
 from .users import LOAD_RETRY, Users
 
@@ -25,11 +25,16 @@ from .users import LOAD_RETRY, Users
 GATE_EVENT_INTERVAL = 5.0
 # fail_closed's gate reason: the session view could not be loaded (no gate event: not the service's to record).
 SESSION_UNAVAILABLE = "session_unavailable"
+# A user blocked because the credits ran out has the view read again at most this often (at its calls), so that a
+# top-up, which no change poll announces, lifts the block within seconds.
+CREDITS_RELOAD = 5.0
 # Lease requests one reserve() waits for at most (the one in flight, then its own): near the cap a call
 # waits about one round trip, never an open-ended queue of them.
 LEASE_ROUNDS = 2
 
-Admitted = tuple[GuardResult, GateContext | None, tuple[str, bool] | None, Reservation | None]
+# What a gate sets off after the lock: its reason, whether it blocks, and the credits a block names.
+GateInfo = tuple[str, bool, LimitCredits | None]
+Admitted = tuple[GuardResult, GateContext | None, GateInfo | None, Reservation | None]
 
 
 class Admission(Users):
@@ -130,7 +135,10 @@ class Admission(Users):
             gate_info = None
             if result.status != "ok":
                 ctx = GateContext(e.user_id, session.id, m)
-                gate_info = self._gate_event(e, session, m, result, metadata, now)
+                credits = _credits_of(e, result)
+                if credits is not None:
+                    e.refresh_at = min(e.refresh_at, now + CREDITS_RELOAD)
+                gate_info = (*self._gate_event(e, session, m, result, metadata, now), credits)
             reservation = None
             blocked = result.status == "hard_gate" and self.blocking
             if hold and not blocked:
@@ -204,7 +212,7 @@ class Admission(Users):
         self,
         result: GuardResult,
         ctx: GateContext | None,
-        gate_info: tuple[str, bool] | None,
+        gate_info: GateInfo | None,
         reservation: Reservation | None = None,
     ) -> GuardResult:
         if ctx is None or gate_info is None:
@@ -217,7 +225,7 @@ class Admission(Users):
                 # An outage, not a limit: retry when the library next tries to load the view.
                 retry = datetime.fromtimestamp(clock_now() + LOAD_RETRY, timezone.utc)
                 raise MeterUnavailableError(result, retry)
-            raise LimitExceededError(result)
+            raise LimitExceededError(result, credits=gate_info[2])
         return result
 
     def _sized(self, e: UserEntry, model: str | None, input_tokens: int | None, prompt: Any) -> int | None:
@@ -258,3 +266,10 @@ class Admission(Users):
             lambda i, o: token_cost(i, o, rate_of(m, plan)),
         )
 
+
+def _credits_of(e: UserEntry, result: GuardResult) -> LimitCredits | None:
+    """What a block names of the user's credits when they are what ran out (credits.py), else None."""
+    c = e.credits
+    if c is None or result.status != "hard_gate":
+        return None
+    return c.block(result.gate_reason, result.status, result.current_value, e.period_cost)

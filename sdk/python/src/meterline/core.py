@@ -26,7 +26,7 @@ from .queue import EventQueue
 from .recording import Metadata
 from .reservation import AsyncReserve, Reservation
 from .state import UserEntry
-from .types import GuardResult, MeterStats, SessionStartState, StartResult, UsageEvent, UserState
+from .types import CreditsEvent, GuardResult, MeterStats, SessionStartState, StartResult, UsageEvent, UserState
 from .validate import check_usage, check_user, positive
 
 log = logging.getLogger("meterline")
@@ -96,6 +96,9 @@ class MeterCore(Admission):
         self._usage = []
         self._session_start = []
         self._closing = []
+        self._credits_low = []
+        self._credits_depleted = []
+        self._credits_expired = []
         self._marker = None
         self._polling_changes = False
         self._changes_retry_at = 0.0
@@ -157,6 +160,21 @@ class MeterCore(Admission):
 
     def on_session_start(self, cb: Callable[[SessionStartState], Any]) -> None:
         self._session_start.append(cb)
+
+    def on_credits_low(self, cb: Callable[[CreditsEvent], Any]) -> None:
+        """Prepaid credits: ``cb`` runs once each time a user's balance, as this process counts it, falls below the
+        plan's credits_low_at (armed again when a grant lifts it back): the moment to charge the customer and post a
+        grant (auto top-up)."""
+        self._credits_low.append(cb)
+
+    def on_credits_depleted(self, cb: Callable[[CreditsEvent], Any]) -> None:
+        """Prepaid credits: ``cb`` runs when a user's balance goes from above 0 to 0 or below."""
+        self._credits_depleted.append(cb)
+
+    def on_credits_expired(self, cb: Callable[[CreditsEvent], Any]) -> None:
+        """Prepaid credits: ``cb`` runs when a grant of a user expires with money left (at its expires_at, seen
+        within the client's sweep or at the user's next call after it)."""
+        self._credits_expired.append(cb)
 
     def on_shutdown(self, cb: Callable[[], Any]) -> None:
         """Runs when shutdown() starts, before its final delivery (integrations settle calls still open)."""
@@ -366,6 +384,7 @@ class MeterCore(Admission):
             if now - self._last_sweep >= min(60.0, self.refresh_interval):
                 self._last_sweep = now
                 self._sweep()
+                self._expire_credits()
                 if self._leases is not None:
                     yield from self._leases.release_idle()
             if self._queue.due():

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from .flow import Flow, Handle
 from .queue import EventQueue
 from .state import UserEntry
-from .types import GateContext, GuardResult, SessionStartState, UsageEvent
+from .types import CreditsEvent, GateContext, GuardResult, SessionStartState, UsageEvent
 
 if TYPE_CHECKING:
     from .delivery import Delivery
@@ -45,6 +45,9 @@ class CoreState:
     _usage: list[Callable[[UsageEvent], Any]]
     _session_start: list[Callable[[SessionStartState], Any]]
     _closing: list[Callable[[], Any]]
+    _credits_low: list[Callable[[CreditsEvent], Any]]
+    _credits_depleted: list[Callable[[CreditsEvent], Any]]
+    _credits_expired: list[Callable[[CreditsEvent], Any]]
     # The product's change marker last seen (GET /config/changes); None until the first answer.
     _marker: int | None
     _polling_changes: bool

@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .types import GuardResult
+    from .types import GuardResult, LimitCredits
 
 
 class MeterError(Exception):
@@ -18,8 +18,14 @@ class LimitExceededError(MeterError):
 
     status_code = 429
 
-    def __init__(self, result: GuardResult, resets_at: datetime | None = None) -> None:
+    def __init__(
+        self, result: GuardResult, resets_at: datetime | None = None, credits: LimitCredits | None = None
+    ) -> None:
         super().__init__(result.message or "usage limit reached")
+        # Set when the prepaid credits are what ran out: the period cap (total_spend) blocked with credits enabled and
+        # spend past the plan's allowance. The balance (0, or below 0 for an overdraft) and the plan's
+        # credits_low_at, in dollars; None for any other block. It lifts when a grant tops the balance up.
+        self.credits = credits
         self.result = result
         # The blocking dimension (result.gate_reason): total_spend, session_spend, model_limit:<model> or
         # limit:<name>; when several block at once, the one that lets a call through again last.

@@ -28,9 +28,9 @@ def limit_of(err: BaseException | None) -> LimitExceededError | None:
 def limit_body(err: LimitExceededError) -> dict[str, Any]:
     """``{detail, gate_reason, usage_pct, current_value, limit_value, resets_at}``, the 429's JSON body:
     ``gate_reason`` the blocking dimension, ``resets_at`` (ISO 8601) when it lets a call through again, None
-    when not by itself."""
+    when not by itself; and ``credits: {balance, low_at}`` only when the prepaid credits ran out."""
     r = err.result
-    return {
+    body: dict[str, Any] = {
         "detail": str(err),
         "gate_reason": r.gate_reason,
         "usage_pct": r.usage_pct,
@@ -38,6 +38,10 @@ def limit_body(err: LimitExceededError) -> dict[str, Any]:
         "limit_value": r.limit_value,
         "resets_at": None if err.resets_at is None else iso(err.resets_at.timestamp()),
     }
+    credits = err.credits
+    if credits is not None:
+        body["credits"] = {"balance": credits.balance, "low_at": credits.low_at}
+    return body
 
 
 def retry_after_seconds(err: LimitExceededError, now: float | None = None) -> int | None:

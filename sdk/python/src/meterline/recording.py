@@ -47,7 +47,9 @@ class Recording(Reporting):
             event = self._meter(
                 e, session, self._model(e, model), input_tokens, output_tokens, tool_calls, metadata, now
             )
+            news = e.credit_news(now)
         self._fire(self._usage, event)
+        self._fire_credits(news)
         return event
 
     def _manual(
@@ -113,9 +115,11 @@ class Recording(Reporting):
                 self._manual_ids.add(created.id)
             e = self._users.get(user_id)
             session = e.sessions.at(session_of(e.user_id, session_id), now, e.timeout) if e is not None else None
+            news = []
             if e is not None and session is not None and fresh:
                 self._count(e, session, created.model, input_tokens + output_tokens, created.cost)
                 e.count_windows(created.model, input_tokens + output_tokens, created.cost, now, now)
+                news = e.credit_news(now)
         if fresh:
             self._fire(
                 self._usage,
@@ -136,6 +140,7 @@ class Recording(Reporting):
                     synced=True,
                 ),
             )
+        self._fire_credits(news)
         return created
 
     def _settle(
@@ -155,7 +160,9 @@ class Recording(Reporting):
                 metadata if metadata is not None else hold.metadata,
                 now,
             )
+            news = hold.entry.credit_news(now)
         self._fire(self._usage, event)
+        self._fire_credits(news)
         return event
 
     def _unhold(self, hold: Hold) -> None:

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .core_state import CoreState
+from .credits import CreditsNews
 from .errors import MeterAPIError, MeterAuthenticationError, MeterError
 from .flow import Flow, Health
 from .transport import likely_bases
@@ -93,6 +94,16 @@ class Reporting(CoreState):
     def _fire(self, cbs: list[Callable[..., Any]], *args: Any) -> None:
         for cb in cbs:
             self._safely(cb, *args)
+
+    def _fire_credits(self, news: CreditsNews) -> None:
+        """The credits callbacks of what a user's credits went through (UserEntry.credit_news); outside the lock."""
+        for kind, event in news:
+            if kind == "low":
+                self._fire(self._credits_low, event)
+            elif kind == "depleted":
+                self._fire(self._credits_depleted, event)
+            else:
+                self._fire(self._credits_expired, event)
 
     def _safely(self, cb: Callable[..., Any], *args: Any) -> None:
         try:

@@ -7,14 +7,19 @@
 - Windows (the plan's ``limits``): one counter per limit, kept across views by what it counts (a renamed
   limit keeps its usage); each takes, per window (same start) or per rolling bucket (same start), the larger
   of local and service values.
+- Credits (credits.py): the view's period cap with the balance becomes the user's ``max_spend_per_period``, which
+  every gate and lease reads; the local balance is what it leaves after the merged spend, so the lower of local and
+  service balances wins.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any, Literal
 
 from .counters import LimitCounter, merge_view, new_counter
+from .credits import read_credits
 from .periods import roll_on
 from .state import UserEntry, iso, parse_time
 from .types import PlanConfig, PlanLimit
@@ -36,6 +41,24 @@ def _intern(raw: dict[str, Any]) -> PlanConfig:
         c = PlanConfig.parse(raw)
         _configs[key] = c
     return c
+
+
+_capped: dict[tuple[int, float], tuple[PlanConfig, PlanConfig]] = {}
+
+
+def with_cap(plan: PlanConfig, cap: float) -> PlanConfig:
+    """The plan with another period spend cap: the one with the credits (shared by users with the same one)."""
+    if plan.max_spend_per_period == cap:
+        return plan
+    key = (id(plan), cap)
+    hit = _capped.get(key)
+    if hit is not None and hit[0] is plan:
+        return hit[1]
+    if len(_capped) >= _MAX_CONFIGS:
+        _capped.clear()
+    capped = dataclasses.replace(plan, max_spend_per_period=cap)
+    _capped[key] = (plan, capped)
+    return capped
 
 
 def _max_of(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
@@ -77,7 +100,9 @@ def apply_view(e: UserEntry, view: dict[str, Any], now: float) -> Merge:
     plan_id = view.get("plan_id")
     e.plan_id = plan_id if isinstance(plan_id, str) else None
     before = e.config
-    e.config = _intern(raw) if view.get("sdk_enabled") else None
+    plan = _intern(raw) if view.get("sdk_enabled") else None
+    e.credits = read_credits(plan, view, e.period_cost, None if merge == "reset" else e.credits, now)
+    e.config = plan if e.credits is None or plan is None else with_cap(plan, e.credits.cap)
     e.timeout = float(raw.get("session_timeout_minutes") or 30.0) * 60.0
     e.period_start = period["start"]
     e.period_end = period["end"]
@@ -129,6 +154,9 @@ def _key(lim: PlanLimit) -> str:
 def roll_locally(e: UserEntry, now: float) -> None:
     """The period ended and the service gave no new one: clear counters, assume the next period is as long."""
     new_start, end = roll_on(parse_time(e.period_start), e.period_end_t, now)
+    if e.credits is not None and e.config is not None:
+        e.credits.rolled(e.period_cost)
+        e.config = with_cap(e.config, e.credits.cap)
     e.period_start = iso(new_start)
     e.period_end = iso(end)
     e.period_end_t = end

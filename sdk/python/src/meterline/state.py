@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .counters import LimitCounter, advance, count_in, hard_mark_of, unit_of
+from .credits import CreditsNews, UserCredits
 from .periods import calendar_month, iso, parse_time
 
 __all__ = ["DEFAULT_TIMEOUT", "RECENT_MODELS", "UserEntry", "hold_windows", "iso", "parse_time"]
 from .recent_calls import RecentCalls
-from .types import BillingPeriod, PlanConfig, PlanLimit, UsageEvent, UserState
+from .types import BillingPeriod, CreditBalance, PlanConfig, PlanLimit, UsageEvent, UserState
 from .user_sessions import Session, Sessions
 
 if TYPE_CHECKING:
@@ -26,6 +27,7 @@ class UserEntry:
         "config",
         "cost_by_model",
         "counters",
+        "credits",
         "fail_closed",
         "gate_marks",
         "in_flight",
@@ -65,7 +67,10 @@ class UserEntry:
         # the change may have been stale.
         self.recheck = False
         # None: no plan in force (or not loaded); nothing is gated or priced.
+        # With credits, its period cap includes the balance (credits.cap).
         self.config: PlanConfig | None = None
+        # Prepaid credits when the plan has them enabled with an allowance (credits.py).
+        self.credits: UserCredits | None = None
         self.loaded = False
         # The service answered 404: the user is not registered (permissive defaults).
         self.unknown = False
@@ -114,6 +119,21 @@ class UserEntry:
             recent = self.recent[model or ""] = RecentCalls()
         recent.add(cost, tokens)
 
+    def credit_news(self, now: float) -> CreditsNews:
+        """What the credits callbacks have not heard yet (credits.py): expiries due by ``now``, the low mark and 0
+        crossed. An expiry lowers the cap at once and the view is read again at the next tick. Caller holds the
+        lock."""
+        c = self.credits
+        if c is None:
+            return []
+        news, expired = c.news(self.user_id, self.period_cost, now)
+        if expired and self.config is not None:
+            from .session_view import with_cap
+
+            self.config = with_cap(self.config, c.cap)
+            self.recheck = True
+        return news
+
     def period(self) -> tuple[float, float]:
         """The billing period, epoch seconds."""
         return parse_time(self.period_start), self.period_end_t
@@ -155,6 +175,9 @@ class UserEntry:
             session_cost=own.cost,
             period_tokens_by_model=dict(self.tokens_by_model),
             period_cost_by_model=dict(self.cost_by_model),
+            credits=None
+            if self.credits is None
+            else CreditBalance(self.credits.balance(self.period_cost), self.credits.pending, self.credits.low_at),
         )
 
     def idle(self, now: float) -> bool:

@@ -101,6 +101,40 @@ class UserState:
     session_cost: float
     period_tokens_by_model: dict[str, int]
     period_cost_by_model: dict[str, float]
+    credits: CreditBalance | None = None
+    """The user's prepaid credits as the library counts them (the balance lowered by its own spend past the
+    allowance since the last view); None when the plan has credits disabled or no allowance."""
+
+
+@dataclass(frozen=True, slots=True)
+class CreditBalance:
+    """A user's prepaid credits in dollars: the balance (below 0: an overdraft), grants not effective yet, and
+    the plan's ``credits_low_at``."""
+
+    balance: float
+    pending: float
+    low_at: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class CreditsEvent:
+    """What the credits callbacks get (on_credits_low, on_credits_depleted, on_credits_expired), in dollars: the
+    balance as this process counts it after the event, the plan's ``credits_low_at``, and for an expiry the grant
+    and what of it expired."""
+
+    user_id: str
+    balance: float
+    low_at: float | None
+    grant_id: str | None = None
+    amount: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LimitCredits:
+    """What a block names when the prepaid credits ran out (``LimitExceededError.credits``), in dollars."""
+
+    balance: float
+    low_at: float | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,10 +253,18 @@ class LimitStatus:
     """When it lifts by itself; None: never (max 0), nothing counted in a rolling window, or the session."""
     buckets: tuple[LimitBucket, ...] | None = None
     """Rolling windows: their buckets."""
+    credits: LimitCredits | None = None
+    """``total_spend`` with credits enabled (its max then includes the balance): the balance and the plan's low
+    mark."""
 
     @staticmethod
     def parse(raw: dict[str, Any]) -> LimitStatus:
         buckets = raw.get("buckets")
+        credits = raw.get("credits")
+
+        def num(v: Any) -> float | None:
+            return None if v is None else float(v)
+
         d = raw.get("duration_minutes")
         return LimitStatus(
             reason=str(raw["reason"]),
@@ -242,6 +284,9 @@ class LimitStatus:
             buckets=None
             if buckets is None
             else tuple(LimitBucket(str(b["start"]), float(b["used"])) for b in buckets),
+            credits=None
+            if not isinstance(credits, dict)
+            else LimitCredits(float(credits.get("balance") or 0), num(credits.get("low_at"))),
         )
 
 
@@ -264,6 +309,10 @@ class PlanConfig:
     """The plan's windows (BUDGETS.md section 2), in plan order."""
     time_zone: str = "UTC"
     """IANA name: calendar windows reset at midnight there."""
+    credits_enabled: bool = False
+    """Prepaid credits extend the period cap (absent from services before credits: off)."""
+    credits_low_at: float | None = None
+    """The balance below which on_credits_low fires; None: never."""
 
     @staticmethod
     def parse(raw: dict[str, Any]) -> PlanConfig:
@@ -304,4 +353,6 @@ class PlanConfig:
             ),
             limits=tuple(PlanLimit.parse(v) for v in (raw.get("limits") or [])),
             time_zone=str(raw.get("time_zone") or "UTC"),
+            credits_enabled=bool(raw.get("credits_enabled", False)),
+            credits_low_at=num(raw.get("credits_low_at")),
         )

@@ -110,6 +110,7 @@ class Users(Recording):
                 e.load_failed = False
                 e.refresh_at = now + self.refresh_interval
                 self._price(e)
+                news = e.credit_news(now)
                 if not e.started:
                     e.started = started = True
             if started:
@@ -119,6 +120,7 @@ class Users(Recording):
                         user_id=e.user_id, plan=e.plan, billing_period=BillingPeriod(e.period_start, e.period_end)
                     ),
                 )
+            self._fire_credits(news)
         except Exception as err:  # a bug must not leave the user loading forever
             self._warn(f"loading the session of {e.user_id} failed", err)
 
@@ -187,6 +189,18 @@ class Users(Recording):
             with self._lock:
                 self._polling_changes = False
 
+    def _expire_credits(self) -> None:
+        """Grants that expired while their users made no call."""
+        wall = clock_now()
+        with self._lock:
+            news = [
+                n
+                for e in self._users.values()
+                if e.credits is not None and wall >= e.credits.next_expiry
+                for n in e.credit_news(wall)
+            ]
+        self._fire_credits(news)
+
     def _sweep(self) -> None:
         """Forgets idle users (nothing in flight or queued, sessions over) and their ended sessions."""
         wall = clock_now()
@@ -203,6 +217,7 @@ def forget(e: UserEntry, now: float) -> None:
     e.service_user_id = None
     e.plan = "none"
     e.config = None
+    e.credits = None
     e.loaded = False
     e.period_cost = 0.0
     e.tokens_by_model = {}

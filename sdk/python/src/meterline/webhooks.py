@@ -48,6 +48,16 @@ class SummaryPayload(TypedDict):
     top_users: list[dict[str, Any]]
 
 
+class CreditsPayload(TypedDict, total=False):
+    """credits.low, credits.depleted and credits.expired (grant_id and amount: the grant that expired), dollars."""
+
+    user_id: str
+    balance: float
+    low_at: float | None
+    grant_id: str
+    amount: float
+
+
 class WebhookEnvelope(TypedDict):
     id: str
     type: str

@@ -16,7 +16,7 @@ interface Response {
 /**
  * Add it after your routes: `app.use(meterErrorHandler())`. A LimitExceededError (also as the
  * `cause` of another error) becomes 429 `{detail, gate_reason, usage_pct, current_value,
- * limit_value, resets_at}` with Retry-After at the blocking dimension's reset when known (a MeterUnavailableError, failClosed's outage: 503
+ * limit_value, resets_at}` (and `credits: {balance, low_at}` when the prepaid credits ran out) with Retry-After at the blocking dimension's reset when known (a MeterUnavailableError, failClosed's outage: 503
  * with Retry-After); any other error goes on to the next handler.
  */
 export function meterErrorHandler() {

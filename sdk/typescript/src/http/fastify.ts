@@ -21,7 +21,7 @@ interface Instance {
 /**
  * `await app.register(meterFastify)`: a LimitExceededError (also as the `cause` of another
  * error) becomes 429 `{detail, gate_reason, usage_pct, current_value, limit_value, resets_at}`
- * with Retry-After at the blocking dimension's reset when known (a MeterUnavailableError, failClosed's outage: 503 with Retry-After). Registered at the top level it applies to every route; the error
+ * (and `credits: {balance, low_at}` when the prepaid credits ran out) with Retry-After at the blocking dimension's reset when known (a MeterUnavailableError, failClosed's outage: 503 with Retry-After). Registered at the top level it applies to every route; the error
  * handler set before it still answers everything else (set yours first).
  */
 export async function meterFastify(app: Instance): Promise<void> {

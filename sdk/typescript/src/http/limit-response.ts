@@ -13,6 +13,8 @@ export interface LimitBody {
   limit_value: number;
   /** When the blocking dimension lets a call through again (ISO 8601; Retry-After counts down to it); null: not by itself. */
   resets_at: string | null;
+  /** Only when the prepaid credits ran out (LimitExceededError.credits): the balance and the plan's credits_low_at, in dollars. */
+  credits?: { balance: number; low_at: number | null };
 }
 
 /**
@@ -32,7 +34,10 @@ export function limitOf(err: unknown): LimitExceededError | undefined {
 export function limitBody(err: LimitExceededError): LimitBody {
   const r = err.result;
   const at = err.resetsAt instanceof Date && Number.isFinite(err.resetsAt.getTime()) ? err.resetsAt.toISOString() : null;
-  return { detail: err.message, gate_reason: r.gate_reason, usage_pct: r.usage_pct, current_value: r.current_value, limit_value: r.limit_value, resets_at: at };
+  const body: LimitBody = { detail: err.message, gate_reason: r.gate_reason, usage_pct: r.usage_pct, current_value: r.current_value, limit_value: r.limit_value, resets_at: at };
+  const credits = err.credits;
+  if (credits != null) body.credits = { balance: credits.balance, low_at: credits.lowAt };
+  return body;
 }
 
 /** The HTTP status of the answer: 429 for a limit, 503 when metering is unavailable (failClosed). */

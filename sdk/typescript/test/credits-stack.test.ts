@@ -1,0 +1,148 @@
+// Prepaid credits against the real stack: a pure-prepaid user blocked once its grant is spent
+// (the error and the 429 name the credits), running again after a top-up (its blocked calls
+// read the view again); the callbacks; and
+// 1,000 concurrent calls in 4 replica processes with leases on a $5 balance: no overdraft, and
+// the ledger's usage equal to the usage counted.
+import { randomUUID } from "node:crypto";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { runReplicas } from "../../../bench/lease-run.ts";
+import { eventually } from "../../../test/support/eventually.ts";
+import type { Api } from "../../../test/support/http.ts";
+import { limitBody } from "../src/http/limit-response.ts";
+import { LimitExceededError, Meter, type CreditsEvent } from "../src/index.ts";
+import { createUser, memoryLogger, near, type ProductCtx, rejects, startWithProduct, stopAll, usage } from "./support/fixtures.ts";
+
+interface Ctx extends ProductCtx {
+  meters: Meter[];
+}
+const t = suite<Ctx>("sdk: prepaid credits against the stack");
+
+t.before(async (ctx) => {
+  await startWithProduct(ctx, "sdk credits");
+  ctx.meters = [];
+});
+t.after(async (ctx) => {
+  await stopAll(ctx.stack, ctx.meters, []);
+});
+
+async function grant(api: Api, userId: string, id: string, amount: number): Promise<void> {
+  const res = await api.post(`/users/${userId}/credits`, { id, amount });
+  assert.is(res.status, 201, JSON.stringify(res.body));
+}
+
+async function credits(api: Api, userId: string): Promise<{ balance: number; overdraft: number; pending: number }> {
+  const res = await api.get(`/users/${userId}/credits`);
+  assert.is(res.status, 200, JSON.stringify(res.body));
+  return res.body;
+}
+
+/** Every ledger entry of the user, following the cursor. */
+async function ledger(api: Api, userId: string): Promise<{ type: string; amount: number; grant_id: string | null }[]> {
+  const out = [];
+  for (let cursor: string | null = null; ; ) {
+    const res: { status: number; body: any } = await api.get(`/users/${userId}/credits/ledger?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`);
+    assert.is(res.status, 200, JSON.stringify(res.body));
+    out.push(...res.body.entries);
+    cursor = res.body.next_cursor;
+    if (!cursor) return out;
+  }
+}
+
+/** $1 per 1K tokens: a call of 200 tokens costs $0.20. */
+const PREPAID = { max_spend_per_period: 0, credits_enabled: true, credits_low_at: 0.5, cost_rates: { m: { input: 1, output: 1 } } };
+const CALL = { model: "m", input_tokens: 100, output_tokens: 100 };
+
+t("pure prepaid: a $1.00 grant runs calls until spent, then the block names total_spend and the credits; a top-up lets calls run again; low fires once per crossing, depleted once", async (ctx) => {
+  const user = await createUser(ctx.api, PREPAID);
+  await grant(ctx.api, user, `g-${randomUUID()}`, 1);
+  const m = new Meter({ apiKey: ctx.apiKey, baseURL: ctx.stack.apiUrl, logger: memoryLogger() });
+  ctx.meters.push(m);
+  const seen: [string, CreditsEvent][] = [];
+  m.onCreditsLow((e) => void seen.push(["low", e]));
+  m.onCreditsDepleted((e) => void seen.push(["depleted", e]));
+  m.onCreditsExpired((e) => void seen.push(["expired", e]));
+  for (let i = 0; i < 5; i++) {
+    await m.guard(user, { model: "m" });
+    await m.record(user, CALL);
+    if (i === 1) assert.equal(seen, [], "no crossing at $0.60 left");
+  }
+  assert.equal(seen, [
+    ["low", { userId: user, balance: 0.4, lowAt: 0.5 }],
+    ["depleted", { userId: user, balance: 0, lowAt: 0.5 }],
+  ]);
+  assert.equal(m.state(user)!.credits, { balance: 0, pending: 0, low_at: 0.5 });
+  const err = (await rejects(() => m.guard(user, { model: "m" }), LimitExceededError)) as LimitExceededError;
+  assert.is(err.reason, "total_spend");
+  assert.equal(err.credits, { balance: 0, lowAt: 0.5 });
+  assert.equal(limitBody(err).credits, { balance: 0, low_at: 0.5 });
+  assert.ok(await m.flush());
+  // The service counted the same: its balance is spent, nothing overdrawn.
+  let last: unknown;
+  await eventually(async () => {
+    const c = (last = await credits(ctx.api, user));
+    return near(c.balance, 0) && near(c.overdraft, 0);
+  }, 20_000).catch((err) => { throw new Error(`the service's credits: ${JSON.stringify(last)}`, { cause: err }); });
+
+  // A top-up: the blocked user's calls read the view again (every 5 s at most) and run once it shows the grant.
+  await grant(ctx.api, user, `g-${randomUUID()}`, 1);
+  await eventually(() => m.guard(user, { model: "m" }).then(() => true, (e) => (e instanceof LimitExceededError ? undefined : Promise.reject(e))), 30_000);
+  assert.equal(m.state(user)!.credits, { balance: 1, pending: 0, low_at: 0.5 });
+  await m.guard(user, { model: "m" });
+  for (let i = 0; i < 3; i++) await m.record(user, CALL);
+  assert.equal(seen.slice(2), [["low", { userId: user, balance: 0.4, lowAt: 0.5 }]], "the grant armed the low mark again");
+  assert.ok(await m.flush());
+  await eventually(async () => near((await credits(ctx.api, user)).balance, 0.4), 20_000);
+  assert.ok(near((await usage(ctx.api, user)).total_cost, 1.6));
+});
+
+t("a grant the view lists as expiring: onCreditsExpired at its expires_at with what it had left, the cap lowered by it", async (ctx) => {
+  const user = await createUser(ctx.api, PREPAID);
+  const expiresAt = new Date(Date.now() + 3_000).toISOString();
+  const res = await ctx.api.post(`/users/${user}/credits`, { id: "promo", amount: 0.5, kind: "promotional", expires_at: expiresAt });
+  assert.is(res.status, 201, JSON.stringify(res.body));
+  await grant(ctx.api, user, "paid", 1);
+  const m = new Meter({ apiKey: ctx.apiKey, baseURL: ctx.stack.apiUrl, logger: memoryLogger() });
+  ctx.meters.push(m);
+  const expired: CreditsEvent[] = [];
+  m.onCreditsExpired((e) => void expired.push(e));
+  await m.guard(user, { model: "m" });
+  assert.equal(m.state(user)!.credits, { balance: 1.5, pending: 0, low_at: 0.5 });
+  // The user's calls see the expiry once its time has come.
+  await eventually(async () => {
+    await m.guard(user, { model: "m" });
+    return expired.length > 0;
+  }, 30_000);
+  assert.equal(expired, [{ userId: user, balance: 1, lowAt: 0.5, grantId: "promo", amount: 0.5 }]);
+  assert.ok(Date.now() >= Date.parse(expiresAt));
+  assert.is(m.state(user)!.credits!.balance, 1);
+  // The view read again agrees.
+  await m.refresh(user);
+  assert.equal(m.state(user)!.credits, { balance: 1, pending: 0, low_at: 0.5 });
+  assert.equal(expired.length, 1, "once");
+});
+
+t("1,000 concurrent calls across 4 replica processes with leases on a $5 balance: overdraft $0.00, the ledger's usage equal to the usage", async (ctx) => {
+  // Each call reserves $0.008 (1000 tokens in + 1000 buffer) and costs $0.006 (1000 in + 500 out): $6 of calls on $5.
+  const user = await createUser(ctx.api, { max_spend_per_period: 0, credits_enabled: true, cost_rates: { m: { input: 0.004, output: 0.004 } }, pre_call_estimate: true, pre_call_buffer_tokens: 1000 });
+  await grant(ctx.api, user, `g-${randomUUID()}`, 5);
+  const r = await runReplicas(ctx.api, { baseUrl: ctx.stack.apiUrl, apiKey: ctx.apiKey, userId: user, replicas: 4, concurrency: 250, callsPerWorker: 1, leases: true, together: true, callCost: 0.006 });
+  assert.ok(r.calls > 0, `calls ran on the balance (${r.calls})`);
+  assert.ok(r.refused > 0, "the balance ran out before every call ran");
+  assert.ok(r.calls <= 1000);
+  const spent = r.calls * 0.006;
+  assert.ok(near(r.spend, spent), `settled $${r.spend} for ${r.calls} calls`);
+  assert.ok(spent <= 5 + 1e-9, `$${spent} spent of a $5 balance`);
+  const c = await eventually(async () => {
+    const got = await credits(ctx.api, user);
+    return near(got.balance, 5 - spent) ? got : undefined;
+  }, 30_000);
+  assert.is(c.overdraft, 0);
+  const entries = await ledger(ctx.api, user);
+  const drawn = entries.filter((e) => e.type === "usage").reduce((s, e) => s - Math.round(e.amount * 1e9), 0) / 1e9;
+  assert.ok(near(drawn, spent), `the ledger's usage $${drawn}, the usage $${spent}`);
+  assert.ok(!entries.some((e) => e.type === "overdraft"), "no overdraft entry");
+  console.log(`    4 replicas, 1,000 calls on $5 with leases: ${r.calls} ran ($${spent.toFixed(3)}), ${r.refused} refusals, ${r.leaseRequests} lease requests; balance $${c.balance}, overdraft $${c.overdraft}, ${entries.length} ledger entries`);
+});
+
+t.run();
