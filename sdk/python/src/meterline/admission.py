@@ -118,6 +118,7 @@ class Admission(Users):
                     e.counters,
                 )
             lease: str | None = None
+            need = None
             if hold and result.status != "hard_gate" and self._leases is not None:
                 need = self._leases.need(e, m, reserved)
                 if need is not None:
@@ -140,13 +141,15 @@ class Admission(Users):
                     e.reserved_tokens[m] = e.reserved_tokens.get(m, 0) + est_tokens
                 e.in_flight += 1
                 held = Hold(e, session, m, est_cost, est_tokens, metadata, lease)
+                if lease is not None and need is not None:
+                    held.lease_windows = need.windows
                 if plan is not None and plan.limits:
                     held.limits = plan.limits
                     held.counters = e.counters
                     hold_windows(plan.limits, e.counters, m, est_cost, est_tokens, 1)
                 reservation = Reservation(self, held, result)
             elif hold and lease is not None and self._leases is not None:
-                self._leases.unhold(e.user_id, lease, est_cost, m, est_tokens)
+                self._leases.unhold(e.user_id, lease, est_cost, m, est_tokens, need.windows if need else ())
             return result, ctx, gate_info, reservation
 
     def _gate_event(
