@@ -9,10 +9,10 @@ from datetime import datetime, timezone
 from typing import Any
 
 from .clock import now as clock_now
-from .dimensions import evaluate_plan
+from .dimensions import OK_RESULT, Rules, evaluate_nano, rules_of
 from .errors import LimitExceededError, MeterUnavailableError
 from .lease_books import LeaseNeed
-from .money import add_dollars
+from .money import add_dollars, to_dollars, to_nano
 from .pricing import estimate_tokens, rate_of, token_cost
 from .recording import Metadata, session_of
 from .reservation import NOTHING, Hold, Reservation, ReservationAmount, reservation_of
@@ -28,6 +28,12 @@ SESSION_UNAVAILABLE = "session_unavailable"
 # Lease requests one reserve() waits for at most (the one in flight, then its own): near the cap a call
 # waits about one round trip, never an open-ended queue of them.
 LEASE_ROUNDS = 2
+
+# Estimates kept per plan (by model, input tokens and output limit).
+ESTIMATES_KEPT = 256
+# Nano-dollar sums from here on are taken through dollars, as add_dollars() does (a float holds them to the
+# nano-dollar below it).
+_EXACT_NANO = 1 << 50
 
 Admitted = tuple[GuardResult, GateContext | None, tuple[str, bool] | None, Reservation | None]
 
@@ -86,9 +92,10 @@ class Admission(Users):
             plan = e.config
             m = self._model(e, model)
             session = e.sessions.at(session_of(e.user_id, session_id), now, e.timeout)
+            rules = None if plan is None else rules_of(plan)
             # Without pre_call_estimate the check does not read the call's own reservation: guard() skips it.
             if plan is not None and (hold or plan.pre_call_estimate):
-                reserved = self._reservation(e, m, input_tokens, prompt, max_output_tokens)
+                reserved = self._reservation(e, m, input_tokens, prompt, max_output_tokens, rules)
             else:
                 reserved = NOTHING
             est_cost, est_tokens = reserved.cost, reserved.tokens
@@ -102,15 +109,17 @@ class Admission(Users):
                     f"The metering service is unavailable: the session of {e.user_id} could not be loaded (service "
                     "unreachable or API key refused), and fail_closed blocks calls until it loads",
                 )
+            elif rules is None:
+                result = OK_RESULT
             else:
                 e.advance_windows(now)
-                result = evaluate_plan(
-                    plan,
-                    add_dollars(e.period_cost, e.reserved_cost),
-                    add_dollars(session.cost, session.reserved),
+                result = evaluate_nano(
+                    rules,
+                    _nano_sum(e.period_cost, e.reserved_cost),
+                    _nano_sum(session.cost, session.reserved),
                     m,
                     (e.tokens_by_model.get(m, 0) + e.reserved_tokens.get(m, 0)) if m is not None else 0,
-                    est_cost if reserved.exact else 0.0,
+                    to_nano(est_cost) if reserved.exact and est_cost else 0,
                     est_tokens if reserved.exact else 0.0,
                     e.period_end_t,
                     # A caller's session lasts as long as it is used: no known end.
@@ -246,18 +255,46 @@ class Admission(Users):
 
     @staticmethod
     def _reservation(
-        e: UserEntry, m: str | None, input_tokens: int | None, prompt: Any, max_output_tokens: int | None
+        e: UserEntry,
+        m: str | None,
+        input_tokens: int | None,
+        prompt: Any,
+        max_output_tokens: int | None,
+        rules: Rules | None = None,
     ) -> ReservationAmount:
         """What the call reserves (reservation_of): its estimate with pre_call_estimate, else the user's
-        typical call. Caller holds the lock, and the user has a plan."""
+        typical call. Caller holds the lock, and the user has a plan (``rules``: its rules, when at hand)."""
         plan = e.config
         assert plan is not None
-        return reservation_of(
+        recent = e.recent_calls(m)
+        # An estimate (not the typical call) of a call whose size is known depends on the plan, the model and
+        # the sizes alone: kept per plan.
+        estimates = (
+            (rules or rules_of(plan)).estimates
+            if (plan.pre_call_estimate or recent is None) and (input_tokens is not None or prompt is None)
+            else None
+        )
+        key = (m, input_tokens, max_output_tokens)
+        if estimates is not None:
+            hit: ReservationAmount | None = estimates.get(key)
+            if hit is not None:
+                return hit
+            if len(estimates) >= ESTIMATES_KEPT:
+                estimates.clear()
+        amount = reservation_of(
             plan.pre_call_estimate,
-            e.recent_calls(m),
+            recent,
             lambda: input_tokens if input_tokens is not None else estimate_tokens(prompt),
             max_output_tokens,
             plan.pre_call_buffer_tokens,
             lambda i, o: token_cost(i, o, rate_of(m, plan)),
         )
+        if estimates is not None:
+            estimates[key] = amount
+        return amount
 
+
+def _nano_sum(a: float, b: float) -> int:
+    """to_nano(add_dollars(a, b)), without the round trip through dollars where it changes nothing."""
+    n = to_nano(a) + to_nano(b)
+    return n if -_EXACT_NANO < n < _EXACT_NANO else to_nano(to_dollars(n))
