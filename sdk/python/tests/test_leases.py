@@ -156,3 +156,41 @@ def test_after_a_plan_change_calls_keep_spending_the_slice_still_valid_under_the
         assert ran < 100
     assert m.shutdown(timeout=30)
     assert product.usage(user)["total_cost"] <= cap + 1e-9, "the lowered cap holds"
+
+
+def test_two_replicas_share_a_requests_window_through_leases(product: Product) -> None:
+    # 10 calls a minute and no period cap: only the window's slices keep the replicas together within it.
+    user = product.create_user(
+        {
+            "limits": [{"name": "rpm", "metric": "requests", "max": 10, "window": "minute"}],
+            "cost_rates": PLAN["cost_rates"],
+        }
+    )
+    replicas = [Meter(api_key=product.key, base_url=product.url, leases=True) for _ in range(2)]
+    # Early in a minute, so that every call below falls in one window.
+    left = 60 - time.time() % 60
+    if left < 20:
+        time.sleep(left + 0.05)
+    ran = [0, 0]
+    for _ in range(15):
+        for i, m in enumerate(replicas):
+            try:
+                with m.reserve(user, model="m", input_tokens=0) as r:
+                    r.commit(output_tokens=10)
+                ran[i] += 1
+            except LimitExceededError as err:
+                assert err.reason == "limit:rpm", err
+    assert sum(ran) <= 10, f"calls admitted in one minute by the two replicas: {ran}"
+    assert ran[0] > 0 and ran[1] > 0, ran
+    assert all((m.stats.lease_requests or 0) > 0 for m in replicas)
+    for m in replicas:
+        assert m.shutdown(timeout=30)
+    counted = eventually(
+        lambda: (
+            next(x for x in product.api.get(f"/users/{user}/limits").json()["limits"] if x["reason"] == "limit:rpm")
+            if product.usage(user)["total_tokens"] >= sum(ran) * 10
+            else None
+        ),
+        what="every call counted",
+    )
+    assert counted["used"] == sum(ran)

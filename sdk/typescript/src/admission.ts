@@ -51,10 +51,9 @@ export class Admission {
     private readonly ledger: Ledger,
   ) {}
 
-  /** The check; with `hold`, the call's reservation held against the limits as a Reservation. */
-  admit(e: UserEntry, input: GuardInput, hold: boolean): GuardResult | Reservation {
+  /** The check at `now`; with `hold`, the call's reservation held against the limits as a Reservation. */
+  admit(e: UserEntry, input: GuardInput, hold: boolean, now = clockNow()): GuardResult | Reservation {
     checkEstimateInput(input);
-    const now = clockNow();
     const plan = e.config;
     const model = e.model(input.model);
     const session = e.sessions.at(sessionOf(e.userId, input.session_id), now, e.timeoutMs);

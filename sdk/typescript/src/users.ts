@@ -54,11 +54,10 @@ export class Users {
     this.#marker = marker;
   }
 
-  /** The user's entry when it can be used as is (loaded, period not over); schedules a due reload. */
-  ready(userId: string): UserEntry | undefined {
+  /** The user's entry when it can be used as is (loaded, period not over) at `now`; schedules a due reload. */
+  ready(userId: string, now = clockNow()): UserEntry | undefined {
     const e = this.#entries.get(userId);
     if (e === undefined) return undefined;
-    const now = clockNow();
     if (now >= e.periodEndMs) return undefined;
     if (now >= e.refreshAt && e.refreshing === null) void this.reload(e, undefined);
     return e;

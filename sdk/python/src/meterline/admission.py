@@ -9,10 +9,10 @@ from datetime import datetime, timezone
 from typing import Any
 
 from .clock import now as clock_now
-from .dimensions import evaluate_plan
+from .dimensions import OK_RESULT, Rules, evaluate_nano, rules_of
 from .errors import LimitExceededError, MeterUnavailableError
 from .lease_books import LeaseNeed
-from .money import add_dollars
+from .money import add_dollars, to_dollars, to_nano
 from .pricing import estimate_tokens, rate_of, token_cost
 from .recording import Metadata, session_of
 from .reservation import NOTHING, Hold, Reservation, ReservationAmount, reservation_of
@@ -31,6 +31,12 @@ CREDITS_RELOAD = 5.0
 # Lease requests one reserve() waits for at most (the one in flight, then its own): near the cap a call
 # waits about one round trip, never an open-ended queue of them.
 LEASE_ROUNDS = 2
+
+# Estimates kept per plan (by model, input tokens and output limit).
+ESTIMATES_KEPT = 256
+# Nano-dollar sums from here on are taken through dollars, as add_dollars() does (a float holds them to the
+# nano-dollar below it).
+_EXACT_NANO = 1 << 50
 
 # What a gate sets off after the lock: its reason, whether it blocks, and the credits a block names.
 GateInfo = tuple[str, bool, LimitCredits | None]
@@ -91,9 +97,10 @@ class Admission(Users):
             plan = e.config
             m = self._model(e, model)
             session = e.sessions.at(session_of(e.user_id, session_id), now, e.timeout)
+            rules = None if plan is None else rules_of(plan)
             # Without pre_call_estimate the check does not read the call's own reservation: guard() skips it.
             if plan is not None and (hold or plan.pre_call_estimate):
-                reserved = self._reservation(e, m, input_tokens, prompt, max_output_tokens)
+                reserved = self._reservation(e, m, input_tokens, prompt, max_output_tokens, rules)
             else:
                 reserved = NOTHING
             est_cost, est_tokens = reserved.cost, reserved.tokens
@@ -107,15 +114,17 @@ class Admission(Users):
                     f"The metering service is unavailable: the session of {e.user_id} could not be loaded (service "
                     "unreachable or API key refused), and fail_closed blocks calls until it loads",
                 )
+            elif rules is None:
+                result = OK_RESULT
             else:
                 e.advance_windows(now)
-                result = evaluate_plan(
-                    plan,
-                    add_dollars(e.period_cost, e.reserved_cost),
-                    add_dollars(session.cost, session.reserved),
+                result = evaluate_nano(
+                    rules,
+                    _nano_sum(e.period_cost, e.reserved_cost),
+                    _nano_sum(session.cost, session.reserved),
                     m,
                     (e.tokens_by_model.get(m, 0) + e.reserved_tokens.get(m, 0)) if m is not None else 0,
-                    est_cost if reserved.exact else 0.0,
+                    to_nano(est_cost) if reserved.exact and est_cost else 0,
                     est_tokens if reserved.exact else 0.0,
                     e.period_end_t,
                     # A caller's session lasts as long as it is used: no known end.
@@ -123,6 +132,7 @@ class Admission(Users):
                     e.counters,
                 )
             lease: str | None = None
+            need = None
             if hold and result.status != "hard_gate" and self._leases is not None:
                 need = self._leases.need(e, m, reserved)
                 if need is not None:
@@ -148,13 +158,15 @@ class Admission(Users):
                     e.reserved_tokens[m] = e.reserved_tokens.get(m, 0) + est_tokens
                 e.in_flight += 1
                 held = Hold(e, session, m, est_cost, est_tokens, metadata, lease)
+                if lease is not None and need is not None:
+                    held.lease_windows = need.windows
                 if plan is not None and plan.limits:
                     held.limits = plan.limits
                     held.counters = e.counters
                     hold_windows(plan.limits, e.counters, m, est_cost, est_tokens, 1)
                 reservation = Reservation(self, held, result)
             elif hold and lease is not None and self._leases is not None:
-                self._leases.unhold(e.user_id, lease, est_cost, m, est_tokens)
+                self._leases.unhold(e.user_id, lease, est_cost, m, est_tokens, need.windows if need else ())
             return result, ctx, gate_info, reservation
 
     def _gate_event(
@@ -251,20 +263,43 @@ class Admission(Users):
 
     @staticmethod
     def _reservation(
-        e: UserEntry, m: str | None, input_tokens: int | None, prompt: Any, max_output_tokens: int | None
+        e: UserEntry,
+        m: str | None,
+        input_tokens: int | None,
+        prompt: Any,
+        max_output_tokens: int | None,
+        rules: Rules | None = None,
     ) -> ReservationAmount:
         """What the call reserves (reservation_of): its estimate with pre_call_estimate, else the user's
-        typical call. Caller holds the lock, and the user has a plan."""
+        typical call. Caller holds the lock, and the user has a plan (``rules``: its rules, when at hand)."""
         plan = e.config
         assert plan is not None
-        return reservation_of(
+        recent = e.recent_calls(m)
+        # An estimate (not the typical call) of a call whose size is known depends on the plan, the model and
+        # the sizes alone: kept per plan.
+        estimates = (
+            (rules or rules_of(plan)).estimates
+            if (plan.pre_call_estimate or recent is None) and (input_tokens is not None or prompt is None)
+            else None
+        )
+        key = (m, input_tokens, max_output_tokens)
+        if estimates is not None:
+            hit: ReservationAmount | None = estimates.get(key)
+            if hit is not None:
+                return hit
+            if len(estimates) >= ESTIMATES_KEPT:
+                estimates.clear()
+        amount = reservation_of(
             plan.pre_call_estimate,
-            e.recent_calls(m),
+            recent,
             lambda: input_tokens if input_tokens is not None else estimate_tokens(prompt),
             max_output_tokens,
             plan.pre_call_buffer_tokens,
             lambda i, o: token_cost(i, o, rate_of(m, plan)),
         )
+        if estimates is not None:
+            estimates[key] = amount
+        return amount
 
 
 def _credits_of(e: UserEntry, result: GuardResult) -> LimitCredits | None:
@@ -273,3 +308,9 @@ def _credits_of(e: UserEntry, result: GuardResult) -> LimitCredits | None:
     if c is None or result.status != "hard_gate":
         return None
     return c.block(result.gate_reason, result.status, result.current_value, e.period_cost)
+
+
+def _nano_sum(a: float, b: float) -> int:
+    """to_nano(add_dollars(a, b)), without the round trip through dollars where it changes nothing."""
+    n = to_nano(a) + to_nano(b)
+    return n if -_EXACT_NANO < n < _EXACT_NANO else to_nano(to_dollars(n))

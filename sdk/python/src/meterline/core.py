@@ -262,7 +262,8 @@ class MeterCore(Admission):
         input_tokens, need = self._lease_plan(e, model, input_tokens, prompt, max_output_tokens)
         for _ in range(LEASE_ROUNDS if need is not None else 0):
             assert self._leases is not None and need is not None
-            if self._leases.covers(e, need) or not await wait_async(self._leases.ask(e, need), None):
+            asking = self._leases.asking(e, need)
+            if asking is None or not await wait_async(asking, None):
                 break
         return self._reserve_now(e, model, session_id, input_tokens, prompt, metadata, max_output_tokens)
 

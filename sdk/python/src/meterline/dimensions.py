@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from .counters import LimitCounter
 from .money import RATIO_SCALE, _round_half_up, to_dollars, to_nano
@@ -23,6 +24,10 @@ _STATUS = ("ok", "soft_gate", "hard_gate")
 _EPSILON = 1e-9
 _INF = math.inf
 _SCALE = RATIO_SCALE
+# Usage from here on (2**53) is divided as an integer, by _decide: a float would not hold it exactly.
+_EXACT = 1 << 53
+# Models whose dimensions are kept per plan.
+MODELS_KEPT = 256
 _floor = math.floor
 
 OK_RESULT = GuardResult("ok", None, 0.0, 0.0, 0.0, None)
@@ -74,11 +79,37 @@ def evaluate_dimensions(dims: Sequence[Dimension]) -> GuardResult:
     return _decide(rows)
 
 
-class _Rules:
-    """What evaluation reads of a plan, resolved once per plan: the period and session caps in nano-dollars with
-    their marks, and each limit's reason, max in its unit and marks."""
+# What the quick pass compares one dimension with: its max, the least of its soft and hard marks less the
+# tolerance (from there on _decide may gate, and a usage from _EXACT on is divided exactly there), and whether it
+# is money.
+_Quick = tuple[float, float, bool]
+# Where the quick pass reads a dimension's usage and estimate: the period's spend, the session's, the model's
+# tokens; a plan limit's counter (its index, 0 and up) with the estimate of its metric (_SPEND...).
+_PERIOD, _SESSION, _MODEL = -1, -2, -3
+_SPEND, _TOKENS, _REQUESTS = 0, 1, 2
+# Dimensions of one model in the quick pass: (source, metric, rolling, _Quick), in evaluation order.
+_QuickDims = tuple[tuple[int, int, bool, "_Quick"], ...]
 
-    __slots__ = ("period", "plan", "rows", "session")
+
+def _quick(metric: str, top: float, soft: float, hard: float) -> _Quick:
+    money = metric == "spend"
+    if top <= 0:
+        # Nothing allowed: always at the hard gate, never decided by the quick pass.
+        return top, -_INF, money
+    tol = 0 if money else top * _EPSILON
+    # A float divides faster than a large integer (above 2**53: a cap of $9M in nano-dollars), and gives the
+    # same quotient when it holds the integer exactly.
+    if float(top) == top:
+        top = float(top)
+    return top, min(soft - tol, hard - tol, _EXACT), money
+
+
+class Rules:
+    """What evaluation reads of a plan, resolved once per plan: the period and session caps in nano-dollars with
+    their marks, each limit's reason, max in its unit and marks, the same as the quick pass reads them, and the
+    estimates of calls by model and size (reservation_of depends on nothing else with pre_call_estimate)."""
+
+    __slots__ = ("dims", "estimates", "last_ok", "period", "plan", "rows", "session")
 
     def __init__(self, plan: PlanConfig) -> None:
         self.plan = plan
@@ -97,17 +128,48 @@ class _Rules:
             soft = plan.soft_gate_at if lim.soft_gate_at is None else lim.soft_gate_at
             hard = plan.hard_gate_at if lim.hard_gate_at is None else lim.hard_gate_at
             self.rows.append((lim, f"limit:{lim.name}", top, *_marks(lim.metric, top, soft, hard)))
+        # The quick pass's dimensions by normalized model (filled as models are met).
+        self.dims: dict[str | None, _QuickDims] = {}
+        self.estimates: dict[Any, Any] = {}
+        # The last result of the quick pass: given again while equal (results are immutable), not rebuilt.
+        self.last_ok = OK_RESULT
+
+    def dims_of(self, model: str | None) -> _QuickDims:
+        """The dimensions a call of ``model`` is evaluated on, in _decide's order, as the quick pass reads them."""
+        dims = self.dims.get(model)
+        if dims is not None:
+            return dims
+        plan = self.plan
+        out: list[tuple[int, int, bool, _Quick]] = []
+        if self.period is not None:
+            out.append((_PERIOD, _SPEND, False, _quick("spend", *self.period)))
+        if self.session is not None:
+            out.append((_SESSION, _SPEND, False, _quick("spend", *self.session)))
+        cap = None if model is None else plan.model_limits.get(model)
+        if cap is not None:
+            marks = plan.soft_gate_at * cap, plan.hard_gate_at * cap
+            out.append((_MODEL, _TOKENS, False, _quick("tokens", cap, *marks)))
+        for i, (lim, _, top, soft, hard) in enumerate(self.rows):
+            if lim.model is not None and lim.model != model:
+                continue
+            metric = _SPEND if lim.metric == "spend" else _TOKENS if lim.metric == "tokens" else _REQUESTS
+            out.append((i, metric, lim.window == "rolling", _quick(lim.metric, top, soft, hard)))
+        if len(self.dims) >= MODELS_KEPT:
+            self.dims.clear()
+        dims = self.dims[model] = tuple(out)
+        return dims
 
 
-_rules: dict[int, _Rules] = {}
+_rules: dict[int, Rules] = {}
 
 
-def _rules_of(plan: PlanConfig) -> _Rules:
+def rules_of(plan: PlanConfig) -> Rules:
+    """The plan's rules, resolved once per plan object (plans are replaced whole on a change)."""
     r = _rules.get(id(plan))
     if r is None or r.plan is not plan:
         if len(_rules) >= 1000:
             _rules.clear()
-        r = _rules[id(plan)] = _Rules(plan)
+        r = _rules[id(plan)] = Rules(plan)
     return r
 
 
@@ -130,22 +192,88 @@ def evaluate_plan(
     estimate, so does a call whose estimate would take usage past it (one landing exactly on it runs)."""
     if plan is None:
         return OK_RESULT
-    rules = _rules_of(plan)
-    rows: list[_Row] = []
     est_nano = to_nano(estimate_cost) if estimate_cost else 0
+    return evaluate_nano(
+        rules_of(plan), to_nano(period_cost), to_nano(session_cost), model, model_tokens, est_nano, estimate_tokens,
+        period_end, session_end, counters,
+    )  # fmt: skip
+
+
+def evaluate_nano(
+    rules: Rules,
+    period_nano: int,
+    session_nano: int,
+    model: str | None,
+    model_tokens: float,
+    est_nano: int,
+    estimate_tokens: float,
+    period_end: float | None,
+    session_end: float | None,
+    counters: Sequence[LimitCounter],
+) -> GuardResult:
+    """evaluate_plan of ``rules.plan`` with the money in whole nano-dollars (the guard's hot path)."""
+    plan = rules.plan
+    # The quick pass decides the usual call, every dimension below its soft mark, without building rows: the
+    # one with the highest usage (the first of equals, as _decide picks) names the result. Anything else:
+    # _decide.
+    n = len(counters)
+    w_pct = -1.0
+    w_p = 0.0
+    w_q: _Quick | None = None
+    top_r = -1.0
+    quick = True
+    for src, kind, rolling, q in rules.dims_of(model):
+        if src >= 0:
+            if src >= n:
+                break
+            c = counters[src]
+            u = (c.sum if rolling else c.used) + c.held
+            e = est_nano if kind == _SPEND else estimate_tokens if kind == _TOKENS else 1
+        elif src == _PERIOD:
+            u, e = period_nano, est_nano
+        elif src == _SESSION:
+            u, e = session_nano, est_nano
+        else:
+            u, e = model_tokens, estimate_tokens
+        top, below, _ = q
+        p = u + e
+        if p >= below or u >= below:
+            quick = False
+            break
+        r = p / top
+        # The rounded usage grows with r: one no larger than the largest so far cannot be taken.
+        if r > top_r:
+            top_r = r
+            # ratio() inlined, as in _decide.
+            x = r * _SCALE
+            f = _floor(x)
+            pct = (f + 1 if x - f >= 0.5 else f) / _SCALE
+            if pct > w_pct:
+                w_pct, w_p, w_q = pct, p, q
+    if quick:
+        if w_q is None:
+            return OK_RESULT
+        if w_q[2]:
+            value, limit = to_dollars(int(w_p)), to_dollars(int(w_q[0]))
+        else:
+            value, limit = w_p, w_q[0]
+        last = rules.last_ok
+        if last.usage_pct == w_pct and last.current_value == value and last.limit_value == limit:
+            return last
+        rules.last_ok = result = GuardResult("ok", None, w_pct, value, limit, None)
+        return result
+    rows: list[_Row] = []
     spec = rules.period
     if spec is not None:
-        rows.append(("total_spend", "spend", "period", None, to_nano(period_cost), est_nano, *spec, period_end))
+        rows.append(("total_spend", "spend", "period", None, period_nano, est_nano, *spec, period_end))
     spec = rules.session
     if spec is not None:
-        rows.append(("session_spend", "spend", "session", None, to_nano(session_cost), est_nano, *spec, session_end))
-    if model is not None:
-        cap = plan.model_limits.get(model)
-        if cap is not None:
-            rows.append((f"model_limit:{model}", "tokens", "period", None, model_tokens, estimate_tokens, cap,
-                         plan.soft_gate_at * cap, plan.hard_gate_at * cap, period_end))  # fmt: skip
+        rows.append(("session_spend", "spend", "session", None, session_nano, est_nano, *spec, session_end))
+    cap = None if model is None else plan.model_limits.get(model)
+    if model is not None and cap is not None:
+        rows.append((f"model_limit:{model}", "tokens", "period", None, model_tokens, estimate_tokens, cap,
+                     plan.soft_gate_at * cap, plan.hard_gate_at * cap, period_end))  # fmt: skip
     if rules.rows:
-        n = len(counters)
         for i, (lim, reason, top_l, soft_mark, hard_mark) in enumerate(rules.rows):
             if i >= n:
                 break

@@ -7,17 +7,21 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .money import ratio
+from .counters import hard_mark_of, resets_of, used_of
+from .money import ratio, to_dollars, to_nano
 from .periods import iso
-from .types import GuardResult
+from .types import GuardResult, PlanConfig
+from .windows import dimension_key
 
 if TYPE_CHECKING:
     from .flow import Handle
+    from .reservation import ReservationAmount
     from .state import UserEntry
 
 # The shortest round trip planned for (s): a request that takes this long, when requests usually
 # answer in milliseconds, still finds the slice covering the calls meanwhile.
-_MIN_HORIZON = 1.0# Time constant of the spend-rate average (s), and the shortest window a young rate is taken over.
+_MIN_HORIZON = 1.0
+# Time constant of the spend-rate average (s), and the shortest window a young rate is taken over.
 RATE_TAU = 2.0
 _RATE_MIN_WINDOW = 0.1
 
@@ -30,6 +34,27 @@ class LeaseSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class WindowNeed:
+    """One window of the plan's limits a call counts in (one slice each)."""
+
+    # ``<dimension>|<window start>``, or ``<dimension>|r`` for a rolling window.
+    key: str
+    dimension: str
+    # Calendar and period windows: the window's bounds (epoch s); rolling: None and infinity.
+    start: float | None
+    end: float
+    # The call's amount in the limit's unit: its estimate in nano-dollars or tokens, 1 request.
+    amount: float
+    # Index of the (first) limit of this dimension in the plan.
+    limit: int
+    # The lease must hold all of it: a request (the call itself) or a pre-call estimate.
+    whole: bool
+
+
+NO_WINDOWS: tuple[WindowNeed, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class LeaseNeed:
     cost: float
     model: str | None
@@ -37,6 +62,8 @@ class LeaseNeed:
     # The lease must hold all of it (a pre-call estimate); else (a typical call, the default) the call is
     # covered while the lease holds anything, and takes its amount from it all the same.
     whole: bool
+    # The windows of the plan's limits the call counts in (each must cover it).
+    windows: tuple[WindowNeed, ...] = NO_WINDOWS
 
 
 class Slice:
@@ -74,6 +101,38 @@ class Slice:
         return decayed / (RATE_TAU * (1 - math.exp(-window / RATE_TAU)))
 
 
+class WindowSlice(Slice):
+    """A slice of one window of a plan limit (amounts in the limit's unit: nano-dollars, tokens, requests)."""
+
+    __slots__ = ("deadline", "dimension", "end", "key", "retry_at", "start", "unlimited_until")
+
+    def __init__(self, w: WindowNeed) -> None:
+        super().__init__(None)
+        self.key = w.key
+        self.dimension = w.dimension
+        self.start = w.start
+        self.end = w.end
+        # Spent only until then: the time the request that last added to it was sent plus the lifetime.
+        self.deadline = 0.0
+        # No request asks for this window before then (the service had nothing left of it).
+        self.retry_at = 0.0
+        # Until then the service said the plan has no limit of this dimension.
+        self.unlimited_until = 0.0
+
+    @property
+    def money(self) -> bool:
+        return self.dimension.startswith("spend:")
+
+    def wire(self, x: float) -> float:
+        """An amount of the slice as the service takes it: whole units, dollars for spend."""
+        n = math.ceil(x)
+        return to_dollars(n) if self.money else n
+
+    def unit_of(self, x: float) -> float:
+        """An amount the service answered in the slice's unit."""
+        return to_nano(x) if self.money else float(x)
+
+
 class Book:
     def __init__(self, user_id: str, entry: UserEntry) -> None:
         self.user_id = user_id
@@ -82,6 +141,8 @@ class Book:
         self.lease_id: str | None = None
         self.spend = Slice()
         self.tokens: dict[str, Slice] = {}
+        # Window slices by key (WindowNeed.key); a calendar window's goes once it ended.
+        self.windows: dict[str, WindowSlice] = {}
         self.deadline = 0.0
         self.period_end = 0.0
         self.unlimited_until = 0.0
@@ -114,11 +175,21 @@ class Book:
             s = self.tokens[model] = Slice(model)
         return s
 
+    def window(self, w: WindowNeed) -> WindowSlice:
+        s = self.windows.get(w.key)
+        if s is None:
+            s = self.windows[w.key] = WindowSlice(w)
+        return s
+
+
+
 
 def horizon(b: Book) -> float:
     """A round trip to plan for: the smoothed one plus two deviations, a recent peak when
     longer, at least _MIN_HORIZON."""
     return max(b.srtt + 2 * b.rttvar, b.peak_rtt, _MIN_HORIZON)
+
+
 
 def round_trip(b: Book, rtt: float) -> None:
     if b.rtts == 0:
@@ -129,12 +200,19 @@ def round_trip(b: Book, rtt: float) -> None:
     b.rtts += 1
     b.peak_rtt = max(rtt, 0.8 * b.peak_rtt)
 
+
+
 def renewing(b: Book) -> bool:
     """A plan or subscription change came after the request behind the last grant was sent."""
     return b.grant_epoch != b.epoch
 
+
+
 def valid(b: Book, s: Slice) -> bool:
     """The slice, granted under the caps of ``s.cap``, is within the caps in force now, in the lease's period."""
+    if isinstance(s, WindowSlice):
+        top = window_cap_of(b.entry, s.dimension)
+        return top is not None and top >= s.cap
     if abs(b.entry.period_end_t - b.period_end) > 1e-3:
         return False
     cap = cap_of(b.entry, s.model)
@@ -155,3 +233,95 @@ def refusal(e: UserEntry, reason: str, current: float, cap: float, message: str)
     """A lease that does not cover a call: a hard gate of the period's caps, lifted at the period's end."""
     pct = max(1.0, ratio(current, cap)) if cap > 0 else 1.0
     return GuardResult("hard_gate", reason, pct, current, cap, message, iso(e.period_end_t))
+
+
+_dimensions: dict[int, tuple[PlanConfig, tuple[str, ...]]] = {}
+
+
+def dimensions_of(plan: PlanConfig) -> tuple[str, ...]:
+    """The dimension key of each of the plan's limits, computed once per plan (plans are replaced whole)."""
+    hit = _dimensions.get(id(plan))
+    if hit is not None and hit[0] is plan:
+        return hit[1]
+    if len(_dimensions) >= 1000:
+        _dimensions.clear()
+    keys = tuple(dimension_key(lim.metric, lim.window, lim.duration_minutes, lim.model) for lim in plan.limits)
+    _dimensions[id(plan)] = (plan, keys)
+    return keys
+
+
+def window_needs(e: UserEntry, model: str | None, reserved: ReservationAmount, now: float) -> tuple[WindowNeed, ...]:
+    """The windows of the plan's limits a call of ``model`` counts in at ``now``, one per dimension (two
+    limits of one dimension share a slice)."""
+    plan = e.config
+    if plan is None or not plan.limits:
+        return NO_WINDOWS
+    e.advance_windows(now)
+    dims = dimensions_of(plan)
+    counters = e.counters
+    out: list[WindowNeed] = []
+    for i, lim in enumerate(plan.limits):
+        if i >= len(counters):
+            break
+        if lim.model is not None and lim.model != model:
+            continue
+        c = counters[i]
+        dim = dims[i]
+        rolling = lim.window == "rolling"
+        key = f"{dim}|r" if rolling else f"{dim}|{c.start!r}"
+        if any(w.key == key for w in out):
+            continue
+        metric = lim.metric
+        amount = float(to_nano(reserved.cost)) if metric == "spend" else reserved.tokens if metric == "tokens" else 1.0
+        out.append(
+            WindowNeed(
+                key,
+                dim,
+                None if rolling else c.start,
+                math.inf if rolling else c.end,
+                amount,
+                i,
+                metric == "requests" or reserved.exact,
+            )
+        )
+    return tuple(out)
+
+
+def window_cap_of(e: UserEntry, dimension: str) -> float | None:
+    """The strictest hard mark (in the limit's unit) of the plan in force's limits of a dimension; None when
+    it has none."""
+    plan = e.config
+    if plan is None:
+        return None
+    top: float | None = None
+    for lim, dim in zip(plan.limits, dimensions_of(plan), strict=True):
+        if dim != dimension:
+            continue
+        mark = hard_mark_of(lim, plan.hard_gate_at)
+        top = mark if top is None else min(top, mark)
+    return top
+
+
+def window_refusal(e: UserEntry, w: WindowNeed) -> GuardResult:
+    """A call a window's slice does not cover: blocked by that limit until its window lets calls through again."""
+    plan = e.config
+    assert plan is not None
+    lim = plan.limits[w.limit]
+    c = e.counters[w.limit]
+    money = lim.metric == "spend"
+    mark = hard_mark_of(lim, plan.hard_gate_at)
+    used = used_of(lim, c) + c.held
+    current = to_dollars(int(used)) if money else used
+    top = to_dollars(int(mark)) if money else mark
+    resets = resets_of(lim, c)
+    unit = "dollars" if money else lim.metric
+    per = f"{lim.duration_minutes or 0} minutes" if lim.window == "rolling" else lim.window
+    return GuardResult(
+        "hard_gate",
+        f"limit:{lim.name}",
+        max(1.0, ratio(used, mark)) if mark > 0 else 1.0,
+        current,
+        top,
+        f'limit "{lim.name}" ({top:g} {unit} per {per}) reached: no budget lease covers this call across replicas',
+        None if resets is None else iso(resets),
+    )

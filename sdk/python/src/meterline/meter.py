@@ -116,7 +116,8 @@ class Meter(MeterCore):
         input_tokens, need = self._lease_plan(e, model, input_tokens, prompt, max_output_tokens)
         for _ in range(LEASE_ROUNDS if need is not None else 0):
             assert self._leases is not None and need is not None
-            if self._leases.covers(e, need) or not _result(self._leases.ask(e, need)):
+            asking = self._leases.asking(e, need)
+            if asking is None or not _result(asking):
                 break
         return self._reserve_now(e, model, session_id, input_tokens, prompt, metadata, max_output_tokens)
 

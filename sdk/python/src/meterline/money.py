@@ -9,6 +9,7 @@ import math
 
 NANOS_PER_DOLLAR = 1_000_000_000
 RATIO_SCALE = 1_000_000
+_floor = math.floor
 
 
 def _round_half_up(x: float) -> int:
@@ -19,8 +20,15 @@ def _round_half_up(x: float) -> int:
 
 def to_nano(dollars: float) -> int:
     """Dollars to whole nano-dollars, the nearest (halves away from zero)."""
+    # _round_half_up inlined: every guard converts a few amounts, often nothing reserved.
+    if dollars == 0:
+        return 0
     n = dollars * NANOS_PER_DOLLAR
-    return -_round_half_up(-n) if n < 0 else _round_half_up(n)
+    if n < 0:
+        f = _floor(-n)
+        return -(f + 1 if -n - f >= 0.5 else f)
+    f = _floor(n)
+    return f + 1 if n - f >= 0.5 else f
 
 
 def to_dollars(nano: int) -> float:

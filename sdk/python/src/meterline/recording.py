@@ -179,7 +179,7 @@ class Recording(Reporting):
             hold_windows(hold.limits, hold.counters, hold.model, hold.cost, hold.tokens, -1)
         e.in_flight -= 1
         if self._leases is not None:
-            self._leases.unhold(e.user_id, hold.lease, hold.cost, hold.model, hold.tokens)
+            self._leases.unhold(e.user_id, hold.lease, hold.cost, hold.model, hold.tokens, hold.lease_windows)
 
     def _meter(
         self,
@@ -213,7 +213,7 @@ class Recording(Reporting):
             metadata=dict(metadata or {}),
         )
         if self._leases is not None:
-            event.lease_id = self._leases.spend(e.user_id, event.cost_total, model, event.total_tokens)
+            event.lease_id = self._leases.spend(e, event.cost_total, model, event.total_tokens, now)
         self._count(e, session, model, event.total_tokens, event.cost_total)
         e.count_windows(model, event.total_tokens, event.cost_total, now, now)
         if plan is not None and e.loaded:

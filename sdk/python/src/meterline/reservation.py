@@ -14,6 +14,7 @@ from .types import GuardResult, PlanLimit, UsageEvent
 
 if TYPE_CHECKING:
     from .counters import LimitCounter
+    from .lease_books import WindowNeed
     from .recent_calls import RecentCalls
     from .state import UserEntry
     from .user_sessions import Session
@@ -62,6 +63,8 @@ class Hold:
     tokens: float
     metadata: dict[str, Any] | None
     lease: str | None = None
+    # The windows the call took from the lease's slices: given back to those.
+    lease_windows: tuple[WindowNeed, ...] = ()
     # The plan's limits and their counters the call held against: given back to those, even after a reload
     # changed them.
     limits: tuple[PlanLimit, ...] = ()

@@ -120,6 +120,7 @@ def _apply_windows(e: UserEntry, before: PlanConfig | None, view: dict[str, Any]
     window, duration and model, same time zone) are kept, others start empty; then the service's figure of
     each limit is merged in (counters.merge_view)."""
     plan = e.config
+    e.expired()
     if plan is None or not plan.limits:
         e.counters = []
         return

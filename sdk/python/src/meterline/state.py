@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from .counters import LimitCounter, advance, count_in, hard_mark_of, unit_of
@@ -55,6 +56,7 @@ class UserEntry:
         "unknown",
         "unpriced",
         "user_id",
+        "windows_due",
     )
 
     def __init__(self, user_id: str, now: float) -> None:
@@ -85,6 +87,9 @@ class UserEntry:
         self.cost_by_model: dict[str, float] = {}
         # One per entry of ``config.limits``, in plan order: what each window counted (counters.py).
         self.counters: list[LimitCounter] = []
+        # The earliest time a counter must be brought forward (advance_windows); -inf: now. Whatever replaces or
+        # counts into the counters sets it back to -inf (expired()).
+        self.windows_due = -math.inf
         self.reserved_cost = 0.0
         self.reserved_tokens: dict[str, float] = {}
         self.in_flight = 0
@@ -140,15 +145,27 @@ class UserEntry:
 
     def advance_windows(self, now: float) -> None:
         """The windows brought to ``now``: a calendar window past its end gives way to the next (in the plan's
-        time zone), a rolling one drops what aged out. Each counter is touched only past its next expiry, so a
-        guard between them only compares two numbers per window."""
+        time zone), a rolling one drops what aged out. Each counter is touched only past its next expiry, and the
+        earliest of those is kept, so a guard between them compares one number."""
+        if now < self.windows_due:
+            return
         plan = self.config
         if plan is None or not plan.limits:
+            self.windows_due = math.inf
             return
+        due = math.inf
         for lim, c in zip(plan.limits, self.counters, strict=False):
-            if now < (c.valid_until if lim.window == "rolling" else c.end):
-                continue
-            advance(lim, c, now, plan.time_zone, self.period(), hard_mark_of(lim, plan.hard_gate_at))
+            rolling = lim.window == "rolling"
+            if now >= (c.valid_until if rolling else c.end):
+                advance(lim, c, now, plan.time_zone, self.period(), hard_mark_of(lim, plan.hard_gate_at))
+            until = c.valid_until if rolling else c.end
+            if until < due:
+                due = until
+        self.windows_due = due
+
+    def expired(self) -> None:
+        """The counters were replaced or counted into: advance_windows looks at each again."""
+        self.windows_due = -math.inf
 
     def count_windows(self, model: str | None, tokens: float, cost: float, at: float, now: float) -> None:
         """A call at ``at`` counted in every window of the plan whose model matches: one request, its tokens,
@@ -162,6 +179,8 @@ class UserEntry:
                 continue
             amount = unit_of("spend", cost) if lim.metric == "spend" else tokens if lim.metric == "tokens" else 1
             count_in(lim, c, at, amount, now)
+        # A rolling window's sum and reset are recomputed from its buckets.
+        self.expired()
 
     def snapshot(self, now: float) -> UserState:
         own = self.sessions.current(now, self.timeout)

@@ -223,6 +223,7 @@ def forget(e: UserEntry, now: float) -> None:
     e.tokens_by_model = {}
     e.cost_by_model = {}
     e.counters = []
+    e.expired()
     e.models.clear()
     e.recent = None
     e.sessions.clear(now)
