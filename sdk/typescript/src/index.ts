@@ -35,6 +35,8 @@ export type {
   RecordInput,
   ManualInput,
   ManualEvent,
+  PortalToken,
+  PortalTokenOptions,
   UsageEvent,
   UserState,
   BillingPeriod,
