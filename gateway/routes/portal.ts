@@ -96,7 +96,7 @@ export const portalRoutes: FastifyPluginAsyncTypebox = async (app) => {
           "it is shown once. An admin or ingest key may mint.",
         tags: ["portal"],
         params: UserParams,
-        body: Type.Optional(MintBody),
+        body: MintBody,
         response: { 201: MintOut, ...errors(400, 401, 404, 422) },
       },
     },
@@ -105,7 +105,7 @@ export const portalRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const userId = request.params.user_id;
       await app.services.plans.getUser({ productId, externalUserId: userId }, rpcOptions(request));
       const res = await app.services.tenancy.createPortalToken(
-        { productId, userId, ttlSeconds: request.body?.ttl_seconds ?? PORTAL_TTL.default },
+        { productId, userId, ttlSeconds: request.body.ttl_seconds ?? PORTAL_TTL.default },
         rpcOptions(request),
       );
       return reply.code(201).send({ token: res.token, user_id: userId, expires_at: timestampDate(res.expiresAt!).toISOString() });
@@ -185,7 +185,10 @@ export const portalRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: "The <meter-usage> custom element (JavaScript) that renders GET /portal/me",
         tags: ["portal"],
         security: [],
-        response: { 200: Type.String({ description: "JavaScript" }), ...errors(429) },
+        response: {
+          200: { description: "The widget's script", content: { "text/javascript": { schema: Type.String() } } },
+          ...errors(429),
+        },
       },
     },
     async (_request, reply) => {
@@ -200,7 +203,20 @@ export const portalRoutes: FastifyPluginAsyncTypebox = async (app) => {
   );
 
   // CORS preflights of the portal routes (their headers: plugins/portal-cors.ts).
-  for (const url of ["/portal/me", "/portal/widget.js"]) {
-    app.options(url, { schema: { hide: true }, config: { public: true } }, async (_request, reply) => reply.code(204).send());
+  for (const [url, operationId] of [["/portal/me", "preflightPortalMe"], ["/portal/widget.js", "preflightPortalWidget"]] as const) {
+    app.options(
+      url,
+      {
+        config: { public: true },
+        schema: {
+          operationId,
+          summary: "CORS preflight: any origin may send GET with an Authorization header",
+          tags: ["portal"],
+          security: [],
+          response: { 204: Type.Null({ description: "Access-Control-Allow-* headers, no body" }), ...errors(429) },
+        },
+      },
+      async (_request, reply) => reply.code(204).send(null),
+    );
   }
 };
