@@ -11,8 +11,8 @@ import { crossingsClosedBefore, type RetentionPolicy } from "../domain/retention
 import type { CounterStore } from "../store/counters.ts";
 import type { UsageEventDoc } from "../store/usage-events.ts";
 import { needed } from "./allocate.ts";
-import { AccountChange, accountId, userOwner, type CreditAccountDoc, type PeriodNeed } from "./account.ts";
-import { flush, type FlushDeps } from "./ledger.ts";
+import { AccountChange, accountId, settledOp, userOwner, type CreditAccountDoc, type PeriodNeed } from "./account.ts";
+import { writeSettled, type FlushDeps } from "./ledger.ts";
 
 export interface CreditDeps extends FlushDeps {
   counters: Pick<CounterStore, "getMany">;
@@ -37,15 +37,31 @@ export interface AccountTarget {
 
 /**
  * Changes accounts: reads them (one read by `_id` list), computes each one's change from what
- * it read (`make`), writes all conditionally on their versions (one command per 200), and for
- * those that met another writer reads and computes again; then copies out what they hold
- * (flush). Returns every account as it is after.
+ * it read (`make`), first writes elsewhere what the accounts held that no longer changes
+ * (writeSettled), then writes the accounts conditionally on their versions (one command per
+ * 200); those that met another writer are read and computed again. What a change decided that
+ * goes elsewhere (webhooks, final grants, grant/void/expiry entries) goes by one more such round
+ * for those accounts. Returns every account as it is after.
  */
 export async function changeAccounts(
   deps: CreditDeps,
   targets: ReadonlyMap<string, AccountTarget>,
   make: (id: string, change: AccountChange) => void,
-  opts: { flushAll?: boolean } = {},
+): Promise<Map<string, CreditAccountDoc | null>> {
+  const out = await round(deps, targets, make);
+  const now = deps.now().getTime();
+  const more = new Map([...targets].filter(([id]) => {
+    const a = out.get(id);
+    return a && (Object.keys(a.notices).length > 0 || Object.values(a.grants).some((g) => g.final) || Object.values(a.ops).some((op) => settledOp(op, now)));
+  }));
+  if (more.size > 0) for (const [id, a] of await round(deps, more, () => {})) out.set(id, a);
+  return out;
+}
+
+async function round(
+  deps: CreditDeps,
+  targets: ReadonlyMap<string, AccountTarget>,
+  make: (id: string, change: AccountChange) => void,
 ): Promise<Map<string, CreditAccountDoc | null>> {
   const out = new Map<string, CreditAccountDoc | null>();
   let ids = [...targets.keys()];
@@ -54,16 +70,21 @@ export async function changeAccounts(
     const now = deps.now();
     const accounts = await deps.credits.accountsOf(ids);
     const writes = [];
+    const settled = [];
     for (const id of ids) {
       const t = targets.get(id)!;
       const base = accounts.get(id) ?? null;
       const change = new AccountChange(base, t.productId, t.owner, now, t.lowAt);
       make(id, change);
+      const s = change.takeSettled();
       const w = change.write();
-      if (w) writes.push(w);
-      else out.set(id, base);
+      if (w) {
+        writes.push(w);
+        settled.push({ account: w.after, settled: s });
+      } else out.set(id, base);
     }
     if (writes.length === 0) break;
+    await writeSettled(deps, settled);
     if (await deps.credits.apply(writes)) {
       for (const w of writes) out.set(w.id, w.after);
       break;
@@ -71,7 +92,6 @@ export async function changeAccounts(
     // Those that applied find nothing left to do when computed again.
     ids = writes.map((w) => w.id);
   }
-  await flush(deps, [...out.values()].filter((a): a is CreditAccountDoc => a !== null), opts.flushAll);
   return out;
 }
 

@@ -1,4 +1,4 @@
-import { MongoBulkWriteError, type AnyBulkWriteOperation, type Collection, type Db } from "mongodb";
+import { BSON, MongoBulkWriteError, type AnyBulkWriteOperation, type Collection, type Db } from "mongodb";
 import { findByIds, isDuplicateKeyError } from "@meter/lib/mongo";
 import type { FinalStatus, GrantKind } from "./allocate.ts";
 import type { AccountWrite, CreditAccountDoc, LedgerOp } from "./account.ts";
@@ -27,21 +27,51 @@ export interface GrantRecordDoc {
   lost_nano?: number;
 }
 
-/** The ledger of one owner in one UTC hour (`credit_ledger`): its entries by `<type>|<grant>`. */
-export interface LedgerHourDoc {
-  /** "<product>|<owner>|<hour ms>" */
+/**
+ * The ledger of one owner in one UTC day (`credit_ledger`): its entries by `<hour ms>|<type>|<grant>`
+ * (usage summed per grant and hour).
+ */
+export interface LedgerDayDoc {
+  /** "<product>|<owner>|<day ms>" */
   _id: string;
   product_id: string;
   owner: string;
-  hour: Date;
+  day: Date;
   e: Record<string, LedgerOp>;
 }
 
-/** What a listing finds without a scan (`credit_index`, "<product>|<owner>"): grant ids and ledger hours. */
+/** What a listing finds without a scan (`credit_index`, "<product>|<owner>"): grant ids and ledger days. */
 export interface CreditIndexDoc {
   _id: string;
   grants?: string[];
-  hours?: number[];
+  days?: number[];
+}
+
+/**
+ * An account as stored: the whole state as one Extended JSON string beside its version. The
+ * embedded database decodes nested documents far slower than one string (as for outbox
+ * entries), and every settle reads and writes a user's account whole anyway.
+ */
+interface StoredAccount {
+  _id: string;
+  product_id: string;
+  owner: string;
+  version: number;
+  state: string;
+}
+
+function fromStored(s: StoredAccount): CreditAccountDoc {
+  return { ...(BSON.EJSON.parse(s.state) as CreditAccountDoc), _id: s._id, product_id: s.product_id, owner: s.owner, version: s.version };
+}
+
+function toState(a: CreditAccountDoc): string {
+  const { _id, product_id, owner, version, ...state } = a;
+  return BSON.EJSON.stringify(state);
+}
+
+/** An account as stored (bench seeding writes accounts this way). */
+export function storedAccount(a: CreditAccountDoc): StoredAccount {
+  return { _id: a._id, product_id: a.product_id, owner: a.owner, version: a.version, state: toState(a) };
 }
 
 /** Accounts with a grant expiring in one UTC hour (`credit_expiries`, "<hour ms>"), and the sweep's cursor ("cursor"). */
@@ -58,33 +88,34 @@ export function grantRecordId(productId: string, owner: string, grantId: string)
   return `${productId}|${owner}|${grantId}`;
 }
 
-export function ledgerHourId(productId: string, owner: string, hour: number): string {
-  return `${productId}|${owner}|${hour}`;
+export function ledgerDayId(productId: string, owner: string, day: number): string {
+  return `${productId}|${owner}|${day}`;
 }
 
 export class CreditStore {
-  readonly accounts: Collection<CreditAccountDoc>;
+  readonly accounts: Collection<StoredAccount>;
   readonly grants: Collection<GrantRecordDoc>;
-  readonly ledger: Collection<LedgerHourDoc>;
+  readonly ledger: Collection<LedgerDayDoc>;
   readonly index: Collection<CreditIndexDoc>;
   readonly expiries: Collection<ExpiryDoc>;
 
   constructor(db: Db) {
-    this.accounts = db.collection<CreditAccountDoc>("credit_accounts");
+    this.accounts = db.collection<StoredAccount>("credit_accounts");
     this.grants = db.collection<GrantRecordDoc>("credit_grants");
-    this.ledger = db.collection<LedgerHourDoc>("credit_ledger");
+    this.ledger = db.collection<LedgerDayDoc>("credit_ledger");
     this.index = db.collection<CreditIndexDoc>("credit_index");
     this.expiries = db.collection<ExpiryDoc>("credit_expiries");
   }
 
   async account(id: string): Promise<CreditAccountDoc | null> {
-    return this.accounts.findOne({ _id: id });
+    const s = await this.accounts.findOne({ _id: id });
+    return s && fromStored(s);
   }
 
   /** The accounts that exist among `ids`: one read by `_id` list. */
   async accountsOf(ids: readonly string[]): Promise<Map<string, CreditAccountDoc>> {
     if (ids.length === 0) return new Map();
-    return new Map((await findByIds(this.accounts, ids)).map((a) => [a._id, a]));
+    return new Map((await findByIds(this.accounts, ids)).map((a) => [a._id, fromStored(a)]));
   }
 
   /**
@@ -97,11 +128,12 @@ export class CreditStore {
     let all = true;
     for (let i = 0; i < writes.length; i += STATEMENTS_PER_COMMAND) {
       const part = writes.slice(i, i + STATEMENTS_PER_COMMAND);
-      const ops: AnyBulkWriteOperation<CreditAccountDoc>[] = part.map((w) =>
-        w.insert
-          ? { insertOne: { document: w.insert } }
-          : { updateOne: { filter: { _id: w.id, version: w.version }, update: w.update! as never } },
-      );
+      const ops: AnyBulkWriteOperation<StoredAccount>[] = part.map((w) => {
+        const stored = storedAccount(w.after);
+        return w.version === 0
+          ? { insertOne: { document: stored } }
+          : { updateOne: { filter: { _id: w.id, version: w.version }, update: { $set: { state: stored.state, version: stored.version } } } };
+      });
       try {
         const res = await this.accounts.bulkWrite(ops, { ordered: false });
         if (res.insertedCount + res.matchedCount < part.length) all = false;
