@@ -178,15 +178,6 @@ try {
   console.log(`credits on: median ${Math.round(median(rates.on))} events/s; off: ${Math.round(median(rates.off))} events/s; ratio ${(median(rates.on) / median(rates.off)).toFixed(3)} (target >= 0.9)`);
 
   t = performance.now();
-  while (onEvents < LEDGER_EVENTS) {
-    await round(bench.api, "on");
-    onEvents += ROUND_EVENTS;
-    if ((onEvents / ROUND_EVENTS) % 10 === 0) console.error(`  ${onEvents} events of credit users, ${((performance.now() - t) / 1000).toFixed(0)} s`);
-  }
-  // Every user's draws are exact: the balance plus the ledger's usage is what was granted.
-  const sample = (await bench.api.get("/users/on-7/credits")).body;
-  const usage = (await bench.api.get("/users/on-7/usage")).body.total_cost as number;
-  if (Math.abs(sample.balance + usage - 125) > 1e-6) throw new Error(`on-7: balance ${sample.balance} + usage ${usage} != 125`);
   const size = async (name: string) => {
     let docs = 0;
     let bytes = 0;
@@ -196,6 +187,18 @@ try {
     }
     return { docs, bytes };
   };
+  while (onEvents < LEDGER_EVENTS) {
+    const rate = await round(bench.api, "on");
+    onEvents += ROUND_EVENTS;
+    if ((onEvents / ROUND_EVENTS) % 10 === 0) {
+      const l = await size("credit_ledger");
+      console.log(`  ${onEvents} events of credit users, ${((performance.now() - t) / 1000).toFixed(0)} s (last round ${Math.round(rate)} events/s); credit_ledger ${l.docs} documents, ${(l.bytes / 1e6).toFixed(1)} MB`);
+    }
+  }
+  // Every user's draws are exact: the balance plus the ledger's usage is what was granted.
+  const sample = (await bench.api.get("/users/on-7/credits")).body;
+  const usage = (await bench.api.get("/users/on-7/usage")).body.total_cost as number;
+  if (Math.abs(sample.balance + usage - 125) > 1e-6) throw new Error(`on-7: balance ${sample.balance} + usage ${usage} != 125`);
   const ledger = await size("credit_ledger");
   const accounts = await size("credit_accounts");
   let pending = 0;

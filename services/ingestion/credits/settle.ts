@@ -15,7 +15,7 @@ import { AccountChange, accountId, settledOp, userOwner, type CreditAccountDoc, 
 import { writeSettled, type FlushDeps } from "./ledger.ts";
 
 export interface CreditDeps extends FlushDeps {
-  counters: Pick<CounterStore, "getMany">;
+  counters: Pick<CounterStore, "spends">;
   retention: RetentionPolicy;
   logger: Logger;
 }
@@ -124,12 +124,12 @@ export function creditPeriods(periods: readonly { delta: { id: string; productId
  */
 export async function settlePeriods(deps: CreditDeps, periods: readonly CreditPeriod[]): Promise<void> {
   if (periods.length === 0) return;
-  const counters = await deps.counters.getMany(periods.map((p) => p.counterId));
+  const spends = await deps.counters.spends(periods.map((p) => p.counterId));
   const targets = new Map<string, AccountTarget & { needs: PeriodNeed[] }>();
   for (const p of periods) {
     const owner = userOwner(p.userId);
     const id = accountId(p.productId, owner);
-    const spend = counters.get(p.counterId)?.cost ?? 0;
+    const spend = spends.get(p.counterId) ?? 0;
     const need: PeriodNeed = { key: String(p.start.getTime()), end: p.end, needed: needed(spend, toNano(p.allowance)) };
     const t = targets.get(id);
     if (t) t.needs.push(need);

@@ -21,7 +21,7 @@ import { creditPeriods, settlePeriods } from "../credits/settle.ts";
 export interface UsageCompletionDeps extends CrossingDeps {
   events: Pick<UsageEventStore, "ofJob">;
   jobs: Pick<JobStore, "close">;
-  counters: Pick<CounterStore, "add" | "released" | "getMany">;
+  counters: Pick<CounterStore, "add" | "released" | "spends">;
   credits: CreditStore;
   windows: Pick<WindowStore, "add" | "released" | "leasesOf">;
   arrivals: Pick<ArrivalStore, "record">;
