@@ -68,7 +68,8 @@ async function round(
   for (let attempt = 0; ids.length > 0; attempt++) {
     if (attempt === MAX_ATTEMPTS) throw rpcError.unavailable("credit accounts are being changed by many writers at once; retry");
     const now = deps.now();
-    const accounts = await deps.credits.accountsOf(ids);
+    // The first try computes from the accounts as this process last saw them; a miss reads them.
+    const accounts = await deps.credits.accountsOf(ids, attempt === 0);
     const writes = [];
     const settled = [];
     for (const id of ids) {
