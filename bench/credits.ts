@@ -6,7 +6,8 @@
 // holding 3 grants (a promotional one drawn first, two paid ones, one of them expiring); "off"
 // on the same plan with credits disabled. Rounds of BENCH_ROUND_EVENTS events (batches of
 // BENCH_BATCH over BENCH_CONCURRENCY connections, each batch over BENCH_BATCH distinct users)
-// alternate between the two populations, BENCH_ROUNDS in all; prints events/s of each round
+// alternate between the two populations, BENCH_ROUNDS in all (BENCH_USERS_PER_BATCH distinct
+// users a batch, default every event another user); prints events/s of each round
 // and the ratio of the medians (target >= 0.9). Then "on" rounds go on until BENCH_LEDGER_EVENTS
 // (1,000,000) events of credit users were ingested, and it prints the ledger's size: documents
 // and bytes of credit_ledger, and what the accounts still hold.
@@ -32,6 +33,8 @@ const BATCH = Number(process.env.BENCH_BATCH ?? 1_000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 4);
 const LEDGER_EVENTS = Number(process.env.BENCH_LEDGER_EVENTS ?? 1_000_000);
 const ROUND_HOURS = Number(process.env.BENCH_ROUND_HOURS ?? 1);
+/** Distinct users in one batch: BENCH_BATCH (each event another user, the most work per event) or fewer (a server's batch of the users it serves). */
+const USERS_PER_BATCH = Number(process.env.BENCH_USERS_PER_BATCH ?? BATCH);
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 const MODELS = ["gpt-4o", "gpt-4o-mini", "claude-3-5-sonnet", "o1"];
@@ -55,7 +58,7 @@ async function registerUsers(api: Api, planId: string, prefix: string): Promise<
   const end = new Date(Date.now() + 120 * DAY).toISOString();
   let next = 0;
   await Promise.all(
-    Array.from({ length: 16 }, async () => {
+    Array.from({ length: 32 }, async () => {
       for (let u = next++; u < USERS; u = next++) {
         const id = `${prefix}-${u}`;
         const created = await api.post("/users", { external_user_id: id });
@@ -114,12 +117,13 @@ async function seedGrants(db: Db, productId: string, prefix: string): Promise<vo
 }
 
 let sent = 0;
-function event(prefix: string, i: number) {
+let batchesSent = 0;
+function event(prefix: string, i: number, batch: number) {
   const input = 100 + (i % 900);
   const output = 20 + (i % 300);
   return {
     id: randomUUID(),
-    user_id: `${prefix}-${i % USERS}`,
+    user_id: `${prefix}-${(batch * USERS_PER_BATCH + (i % USERS_PER_BATCH)) % USERS}`,
     timestamp: clock().toISOString(),
     model: MODELS[i % MODELS.length],
     input_tokens: input,
@@ -139,7 +143,8 @@ async function round(api: Api, prefix: string): Promise<number> {
   await Promise.all(
     Array.from({ length: CONCURRENCY }, async () => {
       for (let b = next++; b < batches; b = next++) {
-        const events = Array.from({ length: Math.min(BATCH, ROUND_EVENTS - b * BATCH) }, (_, j) => event(prefix, base + b * BATCH + j));
+        const n = batchesSent++;
+        const events = Array.from({ length: Math.min(BATCH, ROUND_EVENTS - b * BATCH) }, (_, j) => event(prefix, base + b * BATCH + j, n));
         for (let attempt = 1; ; attempt++) {
           const res = await api.post("/events/batch", events);
           if (res.status === 200) break;
