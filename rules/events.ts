@@ -13,7 +13,13 @@ export const WEBHOOK_EVENT_TYPES = [
   "usage.summary.daily",
   "usage.summary.weekly",
   "usage.summary.monthly",
+  "credits.low",
+  "credits.depleted",
+  "credits.expired",
 ] as const;
+
+/** The webhook types of prepaid credits (BUDGETS.md §3), announced by ingestion. */
+export const CREDIT_EVENT_TYPES = ["credits.low", "credits.depleted", "credits.expired"] as const;
 
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 

@@ -9,7 +9,7 @@ export { estimateTokens, normalizeModel, price, rateOf, tokenCost, toolsCost, ty
 export { NANOS_PER_DOLLAR, RATIO_SCALE, addDollars, ratio, roundDollars, roundRatio, toDollars, toNano, tokenCostNano } from "./money.ts";
 export { evaluate, type GateInput, type GatePlan, type GateResult } from "./gates.ts";
 export { THRESHOLDS, hasThresholds, reachedThresholds } from "./thresholds.ts";
-export { WEBHOOK_EVENT_TYPES, type GateEventFacts, type WebhookEventType } from "./events.ts";
+export { CREDIT_EVENT_TYPES, WEBHOOK_EVENT_TYPES, type GateEventFacts, type WebhookEventType } from "./events.ts";
 export {
   calendarMonth,
   parseUsagePeriod,

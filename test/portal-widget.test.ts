@@ -1,6 +1,6 @@
 // The <meter-usage> widget in a real browser (Debian's chromium driven by playwright-core) on a
 // page of another origin, served by this test on a port of its own, against the whole stack:
-// it shows the user's bars, resets in the viewer's locale and time zone, follows the host's CSS
+// it shows the user's bars and credit balance, resets in the viewer's locale and time zone, follows the host's CSS
 // custom properties, refreshes on refresh() and every minute, says when its token is revoked,
 // and axe-core finds nothing. The screenshot is docs/portal-widget.png.
 import { randomUUID } from "node:crypto";
@@ -74,7 +74,7 @@ t.before(async (ctx) => {
   ctx.api = api;
   const { plans } = await must(
     api.post("/config/plans", {
-      plans: [{ name: "pro", max_spend_per_period: 10, model_limits: { "gpt-4.1": { max_tokens_per_period: 100_000 } }, limits: [{ name: "daily", metric: "spend", max: 2, window: "day" }] }],
+      plans: [{ name: "pro", max_spend_per_period: 10, credits_enabled: true, model_limits: { "gpt-4.1": { max_tokens_per_period: 100_000 } }, limits: [{ name: "daily", metric: "spend", max: 2, window: "day" }] }],
     }),
     201,
   );
@@ -83,6 +83,7 @@ t.before(async (ctx) => {
     api.post("/users/alice/subscription", { plan_id: plans[0].id, period_start: new Date(Date.now() - DAY).toISOString(), period_end: new Date(Date.now() + 20 * DAY).toISOString() }),
     200,
   );
+  await must(api.post("/users/alice/credits", { id: "top-up-1", amount: 3.2 }), 201);
   await must(api.post("/events/batch", [usage("alice", "gpt-4.1", 1.5, 20_000), usage("alice", "gpt-4o-mini", 0.25, 5_000)]), 200);
   await eventually(async () => (await api.get("/users/alice/usage")).body.total_cost === 1.75, 20_000, "alice's usage counted");
   ctx.token = (await must(api.post("/users/alice/portal-tokens", { ttl_seconds: 3_600 }), 201)).token;
@@ -130,6 +131,9 @@ t("a page of another origin loads the widget, which shows the user's bars and re
     if (d.resets_at) assert.ok(text.includes(`Resets ${when.format(new Date(d.resets_at))}`), `${d.reason}'s reset in ${LOCALE}, ${TIME_ZONE}: ${text}`);
   }
   assert.ok(text.includes(money.format(1.75)), text);
+  // The balance: $3.20 of credits, none drawn (the spend is within the plan's allowance).
+  const balance = page.locator("meter-usage").locator("[data-part=balance]");
+  assert.is(await balance.textContent(), `Credit balance${money.format(3.2)}`);
   // The host's custom property colours the bars.
   const colour = await page.locator("meter-usage").evaluate((el) => getComputedStyle(el.shadowRoot!.querySelector(".fill")!).backgroundColor);
   assert.is(colour, "rgb(21, 128, 61)");
@@ -143,7 +147,7 @@ t("refresh() and the minute's timer read /portal/me again and show new usage", a
   await eventually(async () => (await api.get("/users/alice/usage")).body.total_cost === 3.75, 20_000, "the new usage counted");
   const money = new Intl.NumberFormat(LOCALE, { style: "currency", currency: "USD" });
   await page.locator("meter-usage").evaluate((el) => (el as HTMLElement & { refresh(): Promise<void> }).refresh());
-  assert.ok((await shadowText(page)).includes(`${money.format(3.75)} of ${money.format(10)}`));
+  assert.ok((await shadowText(page)).includes(`${money.format(3.75)} of ${money.format(13.2)}`));
 
   await must(api.post("/events/batch", [usage("alice", "gpt-4.1", 1, 1_000)]), 200);
   await eventually(async () => (await api.get("/users/alice/usage")).body.total_cost === 4.75, 20_000, "more usage counted");
@@ -151,7 +155,7 @@ t("refresh() and the minute's timer read /portal/me again and show new usage", a
   const asked = page.waitForResponse((r) => r.url().endsWith("/portal/me") && r.status() === 200);
   await page.clock.runFor(60_000);
   await asked;
-  await eventually(async () => (await shadowText(page)).includes(`${money.format(4.75)} of ${money.format(10)}`), 10_000, "the refreshed figures shown");
+  await eventually(async () => (await shadowText(page)).includes(`${money.format(4.75)} of ${money.format(13.2)}`), 10_000, "the refreshed figures shown");
   assert.equal(problems.splice(0), []);
 });
 

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { analyticsRoutes } from "./analytics.ts";
+import { creditRoutes } from "./credits.ts";
 import { eventRoutes } from "./events.ts";
 import { healthRoutes } from "./health.ts";
 import { keyRoutes } from "./keys.ts";
@@ -13,4 +14,4 @@ import { userRoutes } from "./users.ts";
 import { webhookRoutes } from "./webhooks.ts";
 
 /** Every resource's routes, mounted under /api/v1. */
-export const apiRoutes: FastifyPluginAsyncTypebox[] = [healthRoutes, productRoutes, keyRoutes, planRoutes, userRoutes, eventRoutes, usageRoutes, limitRoutes, leaseRoutes, webhookRoutes, analyticsRoutes, portalRoutes];
+export const apiRoutes: FastifyPluginAsyncTypebox[] = [healthRoutes, productRoutes, keyRoutes, planRoutes, userRoutes, eventRoutes, usageRoutes, limitRoutes, leaseRoutes, creditRoutes, webhookRoutes, analyticsRoutes, portalRoutes];

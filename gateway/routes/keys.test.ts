@@ -227,6 +227,10 @@ function resourceRequests(f: Fixture): Record<string, { path: string; body?: unk
     "DELETE /api/v1/keys/{id}": { path: `/keys/${f.keyId}` },
     "POST /api/v1/users/{user_id}/portal-tokens": { path: `/users/${u}/portal-tokens`, body: { ttl_seconds: 60 } },
     "DELETE /api/v1/users/{user_id}/portal-tokens": { path: `/users/${u}/portal-tokens` },
+    "POST /api/v1/users/{user_id}/credits": { path: `/users/${u}/credits`, body: { id: "g1", amount: 1 } },
+    "GET /api/v1/users/{user_id}/credits": { path: `/users/${u}/credits` },
+    "POST /api/v1/users/{user_id}/credits/{grant_id}/void": { path: `/users/${u}/credits/g1/void` },
+    "GET /api/v1/users/{user_id}/credits/ledger": { path: `/users/${u}/credits/ledger` },
   };
 }
 

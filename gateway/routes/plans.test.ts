@@ -19,6 +19,8 @@ t.after(async (ctx) => {
 const FULL_PLAN_KEYS = [
   "cost_rates",
   "created_at",
+  "credits_enabled",
+  "credits_low_at",
   "default_cost_rate",
   "default_tool_cost",
   "hard_gate_at",
@@ -84,6 +86,8 @@ t("top-level gate thresholds apply to every plan unless overridden; every field 
     pre_call_buffer_tokens: 2048,
     limits: [{ name: "daily", metric: "spend", max: 1, window: "day", duration_minutes: null, model: null, soft_gate_at: null, hard_gate_at: null }],
     time_zone: "Asia/Tokyo",
+    credits_enabled: true,
+    credits_low_at: 5,
   };
   const res = await a.post("/config/plans", { soft_gate_at: 0.7, hard_gate_at: 0.95, plans: [{ name: x }, full] });
   assert.is(res.status, 201, JSON.stringify(res.body));

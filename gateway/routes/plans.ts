@@ -29,6 +29,8 @@ export function planSettings(p: PlanInput): MessageInitShape<typeof PlanSettings
     preCallBufferTokens: p.pre_call_buffer_tokens === undefined ? undefined : BigInt(p.pre_call_buffer_tokens),
     limits: (p.limits ?? []).map(limitToMessage),
     timeZone: p.time_zone ?? undefined,
+    creditsEnabled: p.credits_enabled,
+    creditsLowAt: p.credits_low_at ?? undefined,
   };
 }
 
@@ -50,6 +52,8 @@ export function planJson(p: Plan) {
     pre_call_buffer_tokens: Number(p.preCallBufferTokens),
     limits: p.limits.map(limitFromMessage),
     time_zone: p.timeZone,
+    credits_enabled: p.creditsEnabled,
+    credits_low_at: p.creditsLowAt ?? null,
     created_at: timestampDate(p.createdAt!).toISOString(),
     updated_at: timestampDate(p.updatedAt!).toISOString(),
   };

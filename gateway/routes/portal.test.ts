@@ -131,6 +131,22 @@ t("GET /portal/me: the token's user's plan, every dimension, usage by model and 
   assert.ok(Date.parse(me.billing_period.end) > Date.now());
 });
 
+t("credits: the balance and grants without their metadata when the plan has credits", async ({ api }) => {
+  const { plans } = await must(api.post("/config/plans", { plans: [{ name: "prepaid", max_spend_per_period: 0, credits_enabled: true }] }), 201);
+  await must(api.post("/users", { external_user_id: "carol" }), 201);
+  await must(
+    api.post("/users/carol/subscription", { plan_id: plans[0].id, period_start: new Date(Date.now() - DAY).toISOString(), period_end: new Date(Date.now() + 20 * DAY).toISOString() }),
+    200,
+  );
+  await must(api.post("/users/carol/credits", { id: "pay-1", amount: 3.2, description: "top-up", metadata: { card: "visa-4242" } }), 201);
+  const me = await must(asToken(api, await mint(api, "carol")).get("/portal/me"), 200);
+  assert.is(me.credits.balance, 3.2);
+  assert.is(me.credits.grants.length, 1);
+  assert.equal([me.credits.grants[0].id, me.credits.grants[0].remaining, me.credits.grants[0].description], ["pay-1", 3.2, "top-up"]);
+  assert.not.ok("metadata" in me.credits.grants[0], "grant metadata is the product's");
+  assert.not.ok(JSON.stringify(me).includes("visa-4242"));
+});
+
 t("a portal token gets 401 on every route but /portal/me, its own user's included", async ({ api, stack }) => {
   const token = await mint(api, "alice");
   const asAlice = asToken(api, token);

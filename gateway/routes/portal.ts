@@ -6,6 +6,7 @@ import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { GateEvent } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import { PORTAL_TTL } from "@meter/lib/portal-tokens";
 import { DateTime, Nullable, UserParams, errors } from "../schemas/common.ts";
+import { GrantOut, grantJson } from "../schemas/credits.ts";
 import { DimensionOut, dimensionJson } from "../schemas/limits.ts";
 import { HttpError } from "../errors.ts";
 import { rpcOptions } from "../rpc-options.ts";
@@ -51,7 +52,16 @@ const PortalMe = Type.Object({
   billing_period: Type.Object({ start: DateTime, end: DateTime }),
   limits: Type.Array(DimensionOut, { description: "Every dimension of the user (as GET /users/{user_id}/limits)" }),
   credits: Nullable(
-    Type.Object({ balance: Type.Number() }, { additionalProperties: true, description: "The user's credit balance and grants (grants without metadata); null: none" }),
+    Type.Object(
+      {
+        balance: Type.Number({ description: "Dollars: active grants' remaining less the overdraft" }),
+        pending: Type.Number({ description: "Dollars of grants not yet effective" }),
+        overdraft: Type.Number(),
+        low_at: Nullable(Type.Number()),
+        grants: Type.Array(Type.Omit(GrantOut, ["metadata"]), { description: "Newest first, without metadata (the product's, not the user's)" }),
+      },
+      { description: "The user's prepaid credits; null when the plan has credits disabled and the user holds no grant" },
+    ),
   ),
   usage: Type.Object({
     period_cost: Type.Number({ description: "Dollars this billing period" }),
@@ -152,9 +162,10 @@ export const portalRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request) => {
       const productId = request.productId;
       const userId = request.portal!.userId;
-      const [s, gates] = await Promise.all([
+      const [s, gates, credits] = await Promise.all([
         app.services.ingestion.getSession({ productId, userId }, rpcOptions(request)),
         app.services.ingestion.listGateEvents({ productId, userId, limit: PORTAL_GATE_EVENTS }, rpcOptions(request)),
+        app.services.ingestion.getCredits({ productId, userId }, rpcOptions(request)),
       ]);
       const u = s.currentUsage!;
       const models = new Set([...Object.keys(u.periodCostByModel), ...Object.keys(u.periodTokensByModel)]);
@@ -169,7 +180,19 @@ export const portalRoutes: FastifyPluginAsyncTypebox = async (app) => {
           end: timestampDate(s.billingPeriod!.end!).toISOString(),
         },
         limits: s.limits.map(dimensionJson),
-        credits: null,
+        credits:
+          s.planConfig?.creditsEnabled || credits.grants.length > 0
+            ? {
+                balance: credits.balance,
+                pending: credits.pending,
+                overdraft: credits.overdraft,
+                low_at: credits.lowAt ?? null,
+                grants: credits.grants.map((g) => {
+                  const { metadata: _, ...grant } = grantJson(g);
+                  return grant;
+                }),
+              }
+            : null,
         usage: { period_cost: u.periodCost, period_tokens_total: Number(u.periodTokensTotal), by_model: byModel },
         gate_events: gates.events.map(portalGateJson),
       };

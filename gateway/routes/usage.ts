@@ -5,6 +5,7 @@ import type { GateEvent } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import { DateTime, Nullable, UserParams, errors, parseDateTime } from "../schemas/common.ts";
 import { rpcOptions } from "../rpc-options.ts";
 import { DimensionOut, dimensionJson } from "../schemas/limits.ts";
+import { SessionCreditsOut, sessionCreditsJson } from "../schemas/credits.ts";
 import { LimitOut } from "../schemas/plans.ts";
 import { limitFromMessage } from "@meter/lib/plan-limits";
 
@@ -36,6 +37,8 @@ const SessionBody = Type.Object({
     pre_call_buffer_tokens: Type.Integer(),
     limits: Type.Array(LimitOut, { description: "The plan's windows and rate limits; empty without" }),
     time_zone: Type.String({ description: "IANA time zone of the calendar windows" }),
+    credits_enabled: Type.Boolean({ description: "Prepaid credits extend the period spend cap" }),
+    credits_low_at: Nullable(Type.Number({ description: "Dollars; null: credits.low never fires" })),
   }),
   current_usage: Type.Object({
     period_cost: Type.Number(),
@@ -45,6 +48,7 @@ const SessionBody = Type.Object({
   }),
   billing_period: Type.Object({ start: DateTime, end: DateTime }),
   limits: Type.Array(DimensionOut, { description: "Every dimension of the user with its usage now (as GET /users/{user_id}/limits)" }),
+  credits: Nullable(SessionCreditsOut),
 });
 
 const UsageQuery = Type.Object({
@@ -165,6 +169,8 @@ export const usageRoutes: FastifyPluginAsyncTypebox = async (app) => {
           pre_call_buffer_tokens: Number(c.preCallBufferTokens),
           limits: c.limits.map(limitFromMessage),
           time_zone: c.timeZone,
+          credits_enabled: c.creditsEnabled,
+          credits_low_at: c.creditsLowAt ?? null,
         },
         current_usage: {
           period_cost: u.periodCost,
@@ -177,6 +183,7 @@ export const usageRoutes: FastifyPluginAsyncTypebox = async (app) => {
           end: timestampDate(s.billingPeriod!.end!).toISOString(),
         },
         limits: s.limits.map(dimensionJson),
+        credits: s.credits ? sessionCreditsJson(s.credits) : null,
       };
     },
   );

@@ -25,6 +25,15 @@ export const DimensionOut = Type.Object(
         description: "Rolling windows only: the buckets (1/60 of the window) that still count, oldest first",
       }),
     ),
+    credits: Type.Optional(
+      Type.Object(
+        {
+          balance: Type.Number({ description: "Dollars; negative with an overdraft" }),
+          low_at: Nullable(Type.Number({ description: "The plan's credits_low_at; null: unset" })),
+        },
+        { description: "total_spend with credits enabled and an allowance: the balance counted into max" },
+      ),
+    ),
   },
   { description: "One thing a call is counted against, with its usage now" },
 );
@@ -48,5 +57,6 @@ export function dimensionJson(d: Dimension) {
     window_start: iso(d.windowStart),
     resets_at: iso(d.resetsAt),
     buckets: d.window === "rolling" ? d.buckets.map((b) => ({ start: timestampDate(b.start!).toISOString(), used: b.used })) : null,
+    ...(d.credits && { credits: { balance: d.credits.balance, low_at: d.credits.lowAt ?? null } }),
   };
 }

@@ -67,6 +67,12 @@ const planSettings = {
   time_zone: Type.Optional(
     Nullable(Type.String({ description: 'IANA time zone the calendar windows reset in (e.g. "America/New_York"); default and null: "UTC"' })),
   ),
+  credits_enabled: Type.Optional(
+    Type.Boolean({ description: "Prepaid credits: the user's balance extends the period spend cap, usage beyond max_spend_per_period draws it (default false)" }),
+  ),
+  credits_low_at: Type.Optional(
+    Nullable(Type.Number({ minimum: 0, maximum: 1e9, description: "Dollars: credits.low fires when the balance falls below it; default and null: never" })),
+  ),
 };
 
 export const NewPlanBody = Body(planSettings, "A plan; every field but name is optional");
@@ -115,6 +121,8 @@ export const PlanBody = Type.Object({
   pre_call_buffer_tokens: Type.Integer(),
   limits: Type.Array(LimitOut, { description: "Empty for a plan without windows" }),
   time_zone: Type.String({ description: "IANA time zone of the calendar windows" }),
+  credits_enabled: Type.Boolean({ description: "Prepaid credits extend the period spend cap" }),
+  credits_low_at: Nullable(Type.Number({ description: "Dollars; null: credits.low never fires" })),
   created_at: DateTime,
   updated_at: DateTime,
 });

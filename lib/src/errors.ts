@@ -53,6 +53,8 @@ export const rpcError = {
   precondition: (message: string) => new ConnectError(message, Code.FailedPrecondition),
   notFound: (message: string) => new ConnectError(message, Code.NotFound),
   alreadyExists: (message: string) => new ConnectError(message, Code.AlreadyExists),
+  /** The request conflicts with stored state in a way retrying as is will not fix (409). */
+  conflict: (message: string) => new ConnectError(message, Code.Aborted),
   unauthenticated: (message: string) => new ConnectError(message, Code.Unauthenticated),
   permissionDenied: (message: string) => new ConnectError(message, Code.PermissionDenied),
   tooLarge: (message: string) => new ConnectError(message, Code.ResourceExhausted),

@@ -17,6 +17,7 @@ export const UNSCOPED_RPCS: Readonly<Record<string, readonly string[] | null>> =
   "meter.analytics.v1.AnalyticsService/RecordEvents": ["usage", "gates"],
   "meter.webhooks.v1.WebhooksService/PublishThresholdCrossings": ["crossings"],
   "meter.webhooks.v1.WebhooksService/PublishGateEvents": ["events"],
+  "meter.webhooks.v1.WebhooksService/PublishCreditEvents": ["events"],
 };
 
 /** Services that belong to no product (probes). */

@@ -13,6 +13,7 @@ import type { WindowLeaseStore } from "./windows/lease-store.ts";
 import type { JobStore } from "./store/jobs.ts";
 import type { OutboxStore } from "./store/outbox.ts";
 import type { UsageEventStore } from "./store/usage-events.ts";
+import type { CreditStore } from "./credits/store.ts";
 
 export interface IngestionLimits {
   /** Most events accepted in one batch (usage or gate events). */
@@ -33,6 +34,8 @@ export interface IngestionDeps {
   noticeLateChanges: (productId: string, users: ReadonlyMap<string, KnownUser>) => Promise<void>;
   gates: GateEventStore;
   crossings: CrossingStore;
+  /** Prepaid credits: accounts, grant records, the ledger, the expiry buckets (credits/). */
+  credits: CreditStore;
   jobs: JobStore;
   outbox: OutboxStore;
   users: UserDirectory;

@@ -41,6 +41,12 @@ import { LateChanges } from "./late-changes/pending.ts";
 import { recoverStale } from "./exactly-once/recovery.ts";
 import { RETENTION_DEFAULTS, type RetentionPolicy } from "./domain/retention-policy.ts";
 import { runIngestionRetention, type IngestionRetentionReport } from "./retention.ts";
+import { CreditStore } from "./credits/store.ts";
+import { createCreditGrant } from "./handlers/create-credit-grant.ts";
+import { getCredits } from "./handlers/get-credits.ts";
+import { voidCreditGrant } from "./handlers/void-credit-grant.ts";
+import { listCreditLedger } from "./handlers/list-credit-ledger.ts";
+import { defineCreditExpiry, scheduleCreditExpiry } from "./jobs/credit-expiry.ts";
 
 /** Largest batch (events) accepted by IngestUsageEvents / IngestGateEvents. */
 export const MAX_BATCH_EVENTS = 10_000;
@@ -109,6 +115,7 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
     noticeLateChanges: (productId, users) => notice(deps, productId, users),
     gates,
     crossings,
+    credits: new CreditStore(opts.db),
     jobs,
     outbox,
     users: opts.users ?? plansDirectory(opts.peers.plans),
@@ -125,6 +132,7 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
   };
   defineRetention(deps);
   defineLateChanges(deps, () => followLateChanges(deps));
+  defineCreditExpiry(deps);
   const relay = new Relay(
     outboxes({
       outbox,
@@ -165,6 +173,10 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
         releaseLease: releaseLease(deps),
         getPeriodSpends: getPeriodSpends(deps),
         getLimits: getLimits(deps),
+        createCreditGrant: createCreditGrant(deps),
+        getCredits: getCredits(deps),
+        voidCreditGrant: voidCreditGrant(deps),
+        listCreditLedger: listCreditLedger(deps),
       });
     },
     healthy: () => pingDb(opts.db),
@@ -173,6 +185,7 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
       // Below 50 ms the relay's polls would starve writers.
       await scheduleRelay(deps, Math.max(relayIntervalMs, 50), idlePollMaxMs);
       await scheduleRetention(deps);
+      await scheduleCreditExpiry(deps, Math.max(relayIntervalMs, 50), idlePollMaxMs);
       if (lateChangeWindowMs > 0) await scheduleLateChanges(deps);
     },
     async stop() {

@@ -42,6 +42,9 @@ class FlakyPeers implements WebhookPublisher, AnalyticsRecorder {
     this.gate();
     this.notices.push(...e);
   }
+  async publishCreditEvents() {
+    this.gate();
+  }
   async recordEvents(u: UsageFactInit[], g: GateFactInit[]) {
     this.gate();
     this.usage.push(...u);

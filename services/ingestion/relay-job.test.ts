@@ -47,7 +47,7 @@ t("another scheduler hands over the entry a killed worker was sending", async ({
     survivor = await createIngestionService({
       db, logger, peers: NO_PEERS, relayIntervalMs: 100, relayLockMs: LOCK_MS,
       analytics: { recordEvents: async (u) => void received.push(...u) },
-      webhooks: { publishGateEvents: async () => {}, publishThresholdCrossings: async () => {} },
+      webhooks: { publishGateEvents: async () => {}, publishThresholdCrossings: async () => {}, publishCreditEvents: async () => {} },
     });
     await survivor.start?.();
     await eventually(async () => (await db.collection("outbox_analytics").countDocuments({})) === 0, 30_000, "the entry handed over");
@@ -78,7 +78,7 @@ t("an outbox of whole batches, together larger than one database answer, drains"
   const service = await createIngestionService({
     db, logger, peers: NO_PEERS, relayIntervalMs: 100,
     analytics: { recordEvents: async (u) => void u.forEach((f) => received.add(String(f.eventId))) },
-    webhooks: { publishGateEvents: async () => {}, publishThresholdCrossings: async () => {} },
+    webhooks: { publishGateEvents: async () => {}, publishThresholdCrossings: async () => {}, publishCreditEvents: async () => {} },
   });
   try {
     await service.start?.();

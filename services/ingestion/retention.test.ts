@@ -19,6 +19,7 @@ class Recorder implements WebhookPublisher, AnalyticsRecorder {
     this.crossings.push(...c);
   }
   async publishGateEvents() {}
+  async publishCreditEvents() {}
   async recordEvents() {}
 }
 

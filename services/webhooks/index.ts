@@ -12,6 +12,7 @@ import { getEndpointSecret } from "./handlers/get-endpoint-secret.ts";
 import { listDeliveries } from "./handlers/list-deliveries.ts";
 import { listEndpoints } from "./handlers/list-endpoints.ts";
 import { publishGateEvents } from "./handlers/publish-gate-events.ts";
+import { publishCreditEvents } from "./handlers/publish-credit-events.ts";
 import { publishThresholdCrossings } from "./handlers/publish-threshold-crossings.ts";
 import { rotateEndpointSecret } from "./handlers/rotate-endpoint-secret.ts";
 import { testEndpoint } from "./handlers/test-endpoint.ts";
@@ -115,6 +116,7 @@ export async function createWebhooksService(opts: WebhooksServiceOptions): Promi
         listDeliveries: listDeliveries(deps),
         publishThresholdCrossings: publishThresholdCrossings(deps),
         publishGateEvents: publishGateEvents(deps),
+        publishCreditEvents: publishCreditEvents(deps),
       });
     },
     healthy: () => pingDb(opts.db),

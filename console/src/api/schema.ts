@@ -360,6 +360,67 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/users/{user_id}/credits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A user's credit balance, pending credits, overdraft and grants */
+        get: operations["getCredits"];
+        put?: never;
+        /**
+         * Grant a user prepaid credits
+         * @description 201 with the grant (and its remaining) when new; the same id with the same fields again is a no-op answered 200; the same id with other fields is 409. A new grant first pays any overdraft. At most 1,000 live grants per user (409 beyond).
+         */
+        post: operations["createCreditGrant"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/users/{user_id}/credits/{grant_id}/void": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Void a grant: what is left of it goes to 0
+         * @description Voiding a grant that is already voided, expired or depleted answers it unchanged.
+         */
+        post: operations["voidCreditGrant"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/users/{user_id}/credits/ledger": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A user's credit ledger, newest first, cursor-paginated
+         * @description Usage is summed per grant and UTC hour, so the ledger grows with time, not with events.
+         */
+        get: operations["listCreditLedger"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/webhooks/endpoints": {
         parameters: {
             query?: never;
@@ -1445,6 +1506,9 @@ export interface operations {
                             }[];
                             /** @description IANA time zone of the calendar windows */
                             time_zone: string;
+                            /** @description Prepaid credits extend the period spend cap */
+                            credits_enabled: boolean;
+                            credits_low_at: number | null;
                             /**
                              * Format: date-time
                              * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
@@ -1590,6 +1654,9 @@ export interface operations {
                             hard_gate_at?: number | null;
                         }[] | null;
                         time_zone?: string | null;
+                        /** @description Prepaid credits: the user's balance extends the period spend cap, usage beyond max_spend_per_period draws it (default false) */
+                        credits_enabled?: boolean;
+                        credits_low_at?: number | null;
                     }[];
                 };
             };
@@ -1647,6 +1714,9 @@ export interface operations {
                             }[];
                             /** @description IANA time zone of the calendar windows */
                             time_zone: string;
+                            /** @description Prepaid credits extend the period spend cap */
+                            credits_enabled: boolean;
+                            credits_low_at: number | null;
                             /**
                              * Format: date-time
                              * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
@@ -1983,6 +2053,9 @@ export interface operations {
                         hard_gate_at?: number | null;
                     }[] | null;
                     time_zone?: string | null;
+                    /** @description Prepaid credits: the user's balance extends the period spend cap, usage beyond max_spend_per_period draws it (default false) */
+                    credits_enabled?: boolean;
+                    credits_low_at?: number | null;
                 };
             };
         };
@@ -2038,6 +2111,9 @@ export interface operations {
                         }[];
                         /** @description IANA time zone of the calendar windows */
                         time_zone: string;
+                        /** @description Prepaid credits extend the period spend cap */
+                        credits_enabled: boolean;
+                        credits_low_at: number | null;
                         /**
                          * Format: date-time
                          * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
@@ -3501,6 +3577,9 @@ export interface operations {
                             }[];
                             /** @description IANA time zone of the calendar windows */
                             time_zone: string;
+                            /** @description Prepaid credits extend the period spend cap */
+                            credits_enabled: boolean;
+                            credits_low_at: number | null;
                         };
                         current_usage: {
                             period_cost: number;
@@ -3558,7 +3637,31 @@ export interface operations {
                                 /** @description Dollars for spend */
                                 used: number;
                             }[] | null;
+                            /** @description total_spend with credits enabled and an allowance: the balance counted into max */
+                            credits?: {
+                                /** @description Dollars; negative with an overdraft */
+                                balance: number;
+                                low_at: number | null;
+                            };
                         }[];
+                        credits: {
+                            /** @description Dollars; negative with an overdraft */
+                            balance: number;
+                            /** @description Dollars of grants not yet effective */
+                            pending: number;
+                            low_at: number | null;
+                            /** @description Active grants that expire, soonest first */
+                            expiries: {
+                                grant_id: string;
+                                /**
+                                 * Format: date-time
+                                 * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
+                                 */
+                                at: string;
+                                /** @description Dollars that expire then */
+                                remaining: number;
+                            }[];
+                        } | null;
                     };
                 };
             };
@@ -4003,6 +4106,12 @@ export interface operations {
                                 /** @description Dollars for spend */
                                 used: number;
                             }[] | null;
+                            /** @description total_spend with credits enabled and an allowance: the balance counted into max */
+                            credits?: {
+                                /** @description Dollars; negative with an overdraft */
+                                balance: number;
+                                low_at: number | null;
+                            };
                         }[];
                     };
                 };
@@ -4605,6 +4714,757 @@ export interface operations {
             };
         };
     };
+    getCredits: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description external_user_id; not "." or ".." */
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        user_id: string;
+                        /** @description Dollars: active grants' remaining less the overdraft (negative with an overdraft) */
+                        balance: number;
+                        /** @description Dollars of grants not yet effective */
+                        pending: number;
+                        /** @description Dollars spent beyond the balance, paid first by the next grant */
+                        overdraft: number;
+                        low_at: number | null;
+                        /** @description Newest first (the newest 1,000) */
+                        grants: {
+                            id: string;
+                            /** @description Dollars granted */
+                            amount: number;
+                            /** @description Dollars left (0 once depleted, expired or voided) */
+                            remaining: number;
+                            kind: "paid" | "promotional";
+                            priority: number;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
+                             */
+                            effective_at: string;
+                            expires_at: string | null;
+                            /** @enum {string} */
+                            status: "pending" | "active" | "depleted" | "expired" | "voided";
+                            description: string | null;
+                            metadata: {
+                                [key: string]: unknown;
+                            } | null;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
+                             */
+                            created_at: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Invalid request (query, path or a rule of the request) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The key does not grant access */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Not found (resources of other products read as not found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Too many requests; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Request headers or URL too large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Backend failure */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    createCreditGrant: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description external_user_id; not "." or ".." */
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        /** @description A grant of prepaid credits */
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The caller's id of the grant (e.g. the payment's id), 1-128 printable characters; sending it again is a no-op */
+                    id: string;
+                    /** @description Dollars, above 0 and at most 10^9 */
+                    amount: number;
+                    /** @description For reporting; draw order is by priority. Default paid */
+                    kind?: "paid" | "promotional";
+                    /** @description Lower is drawn first. Default 50 */
+                    priority?: number;
+                    effective_at?: string | null;
+                    expires_at?: string | null;
+                    description?: string | null;
+                    metadata?: {
+                        [key: string]: unknown;
+                    } | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        /** @description Dollars granted */
+                        amount: number;
+                        /** @description Dollars left (0 once depleted, expired or voided) */
+                        remaining: number;
+                        kind: "paid" | "promotional";
+                        priority: number;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
+                         */
+                        effective_at: string;
+                        expires_at: string | null;
+                        /** @enum {string} */
+                        status: "pending" | "active" | "depleted" | "expired" | "voided";
+                        description: string | null;
+                        metadata: {
+                            [key: string]: unknown;
+                        } | null;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
+                         */
+                        created_at: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        /** @description Dollars granted */
+                        amount: number;
+                        /** @description Dollars left (0 once depleted, expired or voided) */
+                        remaining: number;
+                        kind: "paid" | "promotional";
+                        priority: number;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
+                         */
+                        effective_at: string;
+                        expires_at: string | null;
+                        /** @enum {string} */
+                        status: "pending" | "active" | "depleted" | "expired" | "voided";
+                        description: string | null;
+                        metadata: {
+                            [key: string]: unknown;
+                        } | null;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
+                         */
+                        created_at: string;
+                    };
+                };
+            };
+            /** @description Invalid request (query, path or a rule of the request) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The key does not grant access */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Not found (resources of other products read as not found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Conflicts with the current state (already exists, a limit reached, the last admin key) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The body is not JSON (Content-Type) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Body validation failed; `issues` lists every problem */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Too many requests; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Request headers or URL too large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Backend failure */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    voidCreditGrant: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description external_user_id; not "." or ".." */
+                user_id: string;
+                /** @description The caller's id of the grant (e.g. the payment's id), 1-128 printable characters; sending it again is a no-op */
+                grant_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        /** @description Dollars granted */
+                        amount: number;
+                        /** @description Dollars left (0 once depleted, expired or voided) */
+                        remaining: number;
+                        kind: "paid" | "promotional";
+                        priority: number;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
+                         */
+                        effective_at: string;
+                        expires_at: string | null;
+                        /** @enum {string} */
+                        status: "pending" | "active" | "depleted" | "expired" | "voided";
+                        description: string | null;
+                        metadata: {
+                            [key: string]: unknown;
+                        } | null;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
+                         */
+                        created_at: string;
+                    };
+                };
+            };
+            /** @description Invalid request (query, path or a rule of the request) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The key does not grant access */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Not found (resources of other products read as not found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Too many requests; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Request headers or URL too large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Backend failure */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    listCreditLedger: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description next_cursor of the previous page */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /** @description external_user_id; not "." or ".." */
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        user_id: string;
+                        entries: {
+                            /**
+                             * Format: date-time
+                             * @description The hour for usage and overdraft entries (summed per grant and hour), the moment otherwise
+                             */
+                            at: string;
+                            /** @enum {string} */
+                            type: "grant" | "usage" | "expiry" | "void" | "overdraft";
+                            /** @description Dollars, signed: usage, overdraft, expiry and void are negative */
+                            amount: number;
+                            grant_id: string | null;
+                            /** @description The balance after the entry (the last change of the hour for summed entries) */
+                            balance_after: number;
+                        }[];
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            /** @description Invalid request (query, path or a rule of the request) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The key does not grant access */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Not found (resources of other products read as not found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Too many requests; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Request headers or URL too large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Backend failure */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
     listWebhookEndpoints: {
         parameters: {
             query?: never;
@@ -4624,7 +5484,7 @@ export interface operations {
                         /** Format: uuid */
                         id: string;
                         url: string;
-                        subscribed_events: ("gate_event.soft_gate" | "gate_event.hard_gate" | "gate_event.blocked" | "usage.threshold.50" | "usage.threshold.80" | "usage.threshold.100" | "usage.summary.daily" | "usage.summary.weekly" | "usage.summary.monthly")[];
+                        subscribed_events: ("gate_event.soft_gate" | "gate_event.hard_gate" | "gate_event.blocked" | "usage.threshold.50" | "usage.threshold.80" | "usage.threshold.100" | "usage.summary.daily" | "usage.summary.weekly" | "usage.summary.monthly" | "credits.low" | "credits.depleted" | "credits.expired")[];
                         description: string | null;
                         enabled: boolean;
                         /**
@@ -4713,7 +5573,7 @@ export interface operations {
                 "application/json": {
                     /** @description https URL of a publicly reachable receiver */
                     url: string;
-                    /** @description Event types to receive, at least one of: gate_event.soft_gate, gate_event.hard_gate, gate_event.blocked, usage.threshold.50, usage.threshold.80, usage.threshold.100, usage.summary.daily, usage.summary.weekly, usage.summary.monthly */
+                    /** @description Event types to receive, at least one of: gate_event.soft_gate, gate_event.hard_gate, gate_event.blocked, usage.threshold.50, usage.threshold.80, usage.threshold.100, usage.summary.daily, usage.summary.weekly, usage.summary.monthly, credits.low, credits.depleted, credits.expired */
                     subscribed_events: string[];
                     description?: string | null;
                 };
@@ -4730,7 +5590,7 @@ export interface operations {
                         /** Format: uuid */
                         id: string;
                         url: string;
-                        subscribed_events: ("gate_event.soft_gate" | "gate_event.hard_gate" | "gate_event.blocked" | "usage.threshold.50" | "usage.threshold.80" | "usage.threshold.100" | "usage.summary.daily" | "usage.summary.weekly" | "usage.summary.monthly")[];
+                        subscribed_events: ("gate_event.soft_gate" | "gate_event.hard_gate" | "gate_event.blocked" | "usage.threshold.50" | "usage.threshold.80" | "usage.threshold.100" | "usage.summary.daily" | "usage.summary.weekly" | "usage.summary.monthly" | "credits.low" | "credits.depleted" | "credits.expired")[];
                         description: string | null;
                         enabled: boolean;
                         /**
@@ -5096,7 +5956,7 @@ export interface operations {
                 "application/json": {
                     /** @description https URL of a publicly reachable receiver */
                     url?: string;
-                    /** @description Event types to receive, at least one of: gate_event.soft_gate, gate_event.hard_gate, gate_event.blocked, usage.threshold.50, usage.threshold.80, usage.threshold.100, usage.summary.daily, usage.summary.weekly, usage.summary.monthly */
+                    /** @description Event types to receive, at least one of: gate_event.soft_gate, gate_event.hard_gate, gate_event.blocked, usage.threshold.50, usage.threshold.80, usage.threshold.100, usage.summary.daily, usage.summary.weekly, usage.summary.monthly, credits.low, credits.depleted, credits.expired */
                     subscribed_events?: string[];
                     description?: string | null;
                     enabled?: boolean;
@@ -5114,7 +5974,7 @@ export interface operations {
                         /** Format: uuid */
                         id: string;
                         url: string;
-                        subscribed_events: ("gate_event.soft_gate" | "gate_event.hard_gate" | "gate_event.blocked" | "usage.threshold.50" | "usage.threshold.80" | "usage.threshold.100" | "usage.summary.daily" | "usage.summary.weekly" | "usage.summary.monthly")[];
+                        subscribed_events: ("gate_event.soft_gate" | "gate_event.hard_gate" | "gate_event.blocked" | "usage.threshold.50" | "usage.threshold.80" | "usage.threshold.100" | "usage.summary.daily" | "usage.summary.weekly" | "usage.summary.monthly" | "credits.low" | "credits.depleted" | "credits.expired")[];
                         description: string | null;
                         enabled: boolean;
                         /**
@@ -6653,12 +7513,45 @@ export interface operations {
                                 /** @description Dollars for spend */
                                 used: number;
                             }[] | null;
+                            /** @description total_spend with credits enabled and an allowance: the balance counted into max */
+                            credits?: {
+                                /** @description Dollars; negative with an overdraft */
+                                balance: number;
+                                low_at: number | null;
+                            };
                         }[];
-                        credits: ({
+                        credits: {
+                            /** @description Dollars: active grants' remaining less the overdraft */
                             balance: number;
-                        } & {
-                            [key: string]: unknown;
-                        }) | null;
+                            /** @description Dollars of grants not yet effective */
+                            pending: number;
+                            overdraft: number;
+                            low_at: number | null;
+                            /** @description Newest first, without metadata (the product's, not the user's) */
+                            grants: {
+                                id: string;
+                                /** @description Dollars granted */
+                                amount: number;
+                                /** @description Dollars left (0 once depleted, expired or voided) */
+                                remaining: number;
+                                kind: "paid" | "promotional";
+                                priority: number;
+                                /**
+                                 * Format: date-time
+                                 * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
+                                 */
+                                effective_at: string;
+                                expires_at: string | null;
+                                /** @enum {string} */
+                                status: "pending" | "active" | "depleted" | "expired" | "voided";
+                                description: string | null;
+                                /**
+                                 * Format: date-time
+                                 * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
+                                 */
+                                created_at: string;
+                            }[];
+                        } | null;
                         usage: {
                             /** @description Dollars this billing period */
                             period_cost: number;

@@ -8,8 +8,8 @@ import { describeLimit, fmtMinutes, limitProblems, type LimitField, type PlanLim
 import { useUrlState } from "../url-state.ts";
 
 
-/** The plan fields the form edits as one text each; `limits` and `time_zone` have editors of their own. */
-type PlanForm = Record<Exclude<keyof PlanInput, "limits" | "time_zone">, string>;
+/** The plan fields the form edits as one text each; `limits` and `time_zone` have editors of their own (credits: not in this form yet). */
+type PlanForm = Record<Exclude<keyof PlanInput, "limits" | "time_zone" | "credits_enabled" | "credits_low_at">, string>;
 const DEFAULTS: PlanForm = {
   name: "",
   max_spend_per_period: "",

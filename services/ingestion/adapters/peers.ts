@@ -3,12 +3,13 @@ import { AnalyticsService } from "@meter/proto/meter/analytics/v1/analytics_pb";
 import type { GateNotice, ThresholdCrossing } from "@meter/proto/meter/webhooks/v1/webhooks_pb";
 import { WebhooksService } from "@meter/proto/meter/webhooks/v1/webhooks_pb";
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import type { GateNoticeSchema, ThresholdCrossingSchema } from "@meter/proto/meter/webhooks/v1/webhooks_pb";
+import type { CreditNoticeSchema, GateNoticeSchema, ThresholdCrossingSchema } from "@meter/proto/meter/webhooks/v1/webhooks_pb";
 import type { GateFactSchema, UsageFactSchema } from "@meter/proto/meter/analytics/v1/analytics_pb";
 import { rpcClient } from "@meter/lib/rpc";
 
 export type CrossingInit = MessageInitShape<typeof ThresholdCrossingSchema>;
 export type GateNoticeInit = MessageInitShape<typeof GateNoticeSchema>;
+export type CreditNoticeInit = MessageInitShape<typeof CreditNoticeSchema>;
 export type UsageFactInit = MessageInitShape<typeof UsageFactSchema>;
 export type GateFactInit = MessageInitShape<typeof GateFactSchema>;
 export type { GateFact, GateNotice, ThresholdCrossing, UsageFact };
@@ -17,6 +18,7 @@ export type { GateFact, GateNotice, ThresholdCrossing, UsageFact };
 export interface WebhookPublisher {
   publishThresholdCrossings(crossings: CrossingInit[]): Promise<void>;
   publishGateEvents(events: GateNoticeInit[]): Promise<void>;
+  publishCreditEvents(events: CreditNoticeInit[]): Promise<void>;
 }
 
 /** What ingestion hands to the analytics service; idempotent on event id. */
@@ -32,6 +34,9 @@ export function webhooksPublisher(baseUrl: string): WebhookPublisher {
     },
     async publishGateEvents(events) {
       await client.publishGateEvents({ events });
+    },
+    async publishCreditEvents(events) {
+      await client.publishCreditEvents({ events });
     },
   };
 }

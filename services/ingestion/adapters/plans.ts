@@ -27,6 +27,10 @@ export interface PlanInfo {
   /** The plan's windows and rate limits (empty for a plan without) and their time zone. */
   limits: WindowLimit[];
   timeZone: string;
+  /** Prepaid credits extend the period spend cap (credits/). */
+  creditsEnabled: boolean;
+  /** Dollars; undefined: credits.low never fires. */
+  creditsLowAt?: number;
 }
 
 export interface KnownUser {
@@ -82,6 +86,8 @@ export function toPlanInfo(p: Plan): PlanInfo {
     limits: p.limits.map(limitFromMessage),
     // A plans service older than windows answers none: UTC, as a plan without one.
     timeZone: p.timeZone || "UTC",
+    creditsEnabled: p.creditsEnabled,
+    creditsLowAt: p.creditsLowAt,
   };
 }
 

@@ -23,5 +23,7 @@ export function attributionFields(a: Attribution) {
     period_end: a.period.end,
     plan_name: a.plan?.name ?? null,
     spend_limit: a.plan?.maxSpendPerPeriod ?? null,
+    // Only where usage beyond the allowance draws credits (credits/settle.ts); absent otherwise.
+    ...(a.plan?.creditsEnabled && a.plan.maxSpendPerPeriod !== undefined && { credits: { low_at: a.plan.creditsLowAt ?? null } }),
   };
 }

@@ -11,6 +11,7 @@ import { attribute } from "../domain/attribution.ts";
 import { requireUser } from "./common.ts";
 import { acquireWindows } from "../windows/lease-request.ts";
 import { MAX_LEASE_TTL_MS, leaseMessage, requireDollars, requireLeaseId, requireTokens } from "../leases/request.ts";
+import { creditsInForce } from "../credits/view.ts";
 
 /**
  * Grants the holder a slice of the user's current period spend cap (max_spend_per_period x
@@ -43,8 +44,12 @@ export function acquireLease(deps: IngestionDeps): ServiceImpl<typeof IngestionS
     const asks: Ask[] = [];
     const maxSpend = plan?.maxSpendPerPeriod;
     const spendLimited = maxSpend !== undefined && maxSpend !== null;
+    // With credits the cap is allowance + drawn + balance (credits/view.ts): a settle turns
+    // balance into drawn, so the cap does not move when usage is drawn.
+    const credits = spendLimited ? await creditsInForce(deps.credits, productId, req.userId, plan, a.period.start, now) : null;
+    const capNano = credits?.cap ? credits.cap.capNano : toNano(maxSpend!);
     // Money in whole nano-dollars, as the counter holds it.
-    if (spendLimited) asks.push({ dim: null, cap: Math.round(toNano(maxSpend) * hard), need: toNano(need), want: toNano(want) });
+    if (spendLimited) asks.push({ dim: null, cap: Math.round(capNano * hard), need: toNano(need), want: toNano(want) });
     const model = req.model === undefined ? undefined : normalizeModel(req.model, plan?.pricing ?? null);
     const tokenLimit = model === undefined ? undefined : own(plan?.modelLimits, model);
     if (tokenLimit) asks.push({ dim: encodeKey(model!), cap: tokenLimit.maxTokensPerPeriod * hard, need: needTokens, want: wantTokens });

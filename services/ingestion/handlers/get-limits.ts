@@ -6,6 +6,7 @@ import { catchUp } from "../late-changes/follow.ts";
 import { dimensions } from "../windows/dimensions.ts";
 import { windowDocId } from "../windows/shares.ts";
 import { requireUser } from "./common.ts";
+import { creditsInForce } from "../credits/view.ts";
 
 /**
  * Every dimension of a user with its usage now, as the session view's `limits` carries it, for
@@ -19,10 +20,11 @@ export function getLimits(deps: IngestionDeps): ServiceImpl<typeof IngestionServ
     await catchUp(deps, productId, req.userId, user);
     const now = deps.now();
     const a = attribute(productId, req.userId, user, now);
-    const [counter, windows] = await Promise.all([
+    const [counter, windows, credits] = await Promise.all([
       deps.counters.get(a.counterId),
       a.plan && a.plan.limits.length > 0 ? deps.windows.get(windowDocId(productId, req.userId)) : null,
+      creditsInForce(deps.credits, productId, req.userId, a.plan, a.period.start, now),
     ]);
-    return { userId: req.userId, limits: dimensions(a.plan, a.period, counter, windows, now) };
+    return { userId: req.userId, limits: dimensions(a.plan, a.period, counter, windows, now, credits?.cap) };
   };
 }

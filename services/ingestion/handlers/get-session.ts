@@ -13,6 +13,7 @@ import { catchUp } from "../late-changes/follow.ts";
 import { requireUser } from "./common.ts";
 import { dimensions } from "../windows/dimensions.ts";
 import { windowDocId } from "../windows/shares.ts";
+import { creditsInForce, sessionCredits } from "../credits/view.ts";
 
 /** Plan name reported for a user without a plan (with sdk_enabled false). */
 export const NO_PLAN = "none";
@@ -66,7 +67,12 @@ export function getSession(deps: IngestionDeps): ServiceImpl<typeof IngestionSer
     const user = await requireUser(deps, productId, req.userId);
     const moved = await catchUp(deps, productId, req.userId, user);
     const a = attribute(productId, req.userId, user, deps.now());
+    const now = deps.now();
+    // Read beside the counter: only for a plan with credits enabled.
+    const creditsRead = creditsInForce(deps.credits, productId, req.userId, a.plan, a.period.start, now);
+    creditsRead.catch(() => {});
     const counter = a.counterId === guess && !moved ? await early! : await deps.counters.get(a.counterId);
+    const credits = await creditsRead;
     guesses.remember(productId, req.userId, a.counterId, a.period.start);
     const plan = a.plan;
     const hasLimits = (plan?.limits.length ?? 0) > 0;
@@ -95,6 +101,8 @@ export function getSession(deps: IngestionDeps): ServiceImpl<typeof IngestionSer
         preCallBufferTokens: BigInt(plan?.preCallBufferTokens ?? NO_PLAN_CONFIG.pre_call_buffer_tokens),
         limits: (plan?.limits ?? []).map(limitToMessage),
         timeZone: plan?.timeZone ?? "UTC",
+        creditsEnabled: plan?.creditsEnabled ?? false,
+        creditsLowAt: plan?.creditsLowAt,
       },
       currentUsage: {
         periodCost: toDollars(counter?.cost ?? 0),
@@ -103,7 +111,8 @@ export function getSession(deps: IngestionDeps): ServiceImpl<typeof IngestionSer
         periodCostByModel: decodeKeys(dollarsByModel(counter?.cost_by_model)),
       },
       billingPeriod: { start: toTimestamp(a.period.start), end: toTimestamp(a.period.end) },
-      limits: dimensions(plan, a.period, counter ?? null, windows, deps.now()),
+      limits: dimensions(plan, a.period, counter ?? null, windows, now, credits?.cap),
+      credits: credits ? sessionCredits(credits.view, plan?.creditsLowAt) : undefined,
     };
   };
 }

@@ -7,8 +7,9 @@ import type { GateEventDoc } from "../store/gate-events.ts";
 import type { OutboxStore } from "../store/outbox.ts";
 import type { UsageEventDoc } from "../store/usage-events.ts";
 import type { Outbox } from "./outbox.ts";
+import type { NoticePayload } from "../credits/ledger.ts";
 
-/** The four handovers of ingestion; each outbox entry's payload is the stored document. */
+/** The handovers of ingestion; each outbox entry's payload is the stored document. */
 export function outboxes(stores: { outbox: OutboxStore; webhooks: WebhookPublisher; analytics: AnalyticsRecorder }): Outbox[] {
   const usage: Outbox = {
     name: "usage->analytics",
@@ -91,5 +92,24 @@ export function outboxes(stores: { outbox: OutboxStore; webhooks: WebhookPublish
         })),
       ),
   };
-  return [usage, gateFacts, gateNotices, crossings];
+  const credits: Outbox = {
+    name: "credits->webhooks",
+    collection: stores.outbox.webhooks,
+    kind: "credits",
+    send: (docs: NoticePayload[]) =>
+      stores.webhooks.publishCreditEvents(
+        docs.map((d) => ({
+          id: d.id,
+          productId: d.product_id,
+          userId: d.user_id,
+          type: d.type,
+          balance: d.balance,
+          lowAt: d.low_at ?? undefined,
+          grantId: d.grant_id ?? undefined,
+          amount: d.amount ?? undefined,
+          at: toTimestamp(d.at),
+        })),
+      ),
+  };
+  return [usage, gateFacts, gateNotices, crossings, credits];
 }

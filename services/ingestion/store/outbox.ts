@@ -11,7 +11,7 @@ import { insertIgnoringDuplicates } from "@meter/lib/mongo";
 export interface OutboxEntry {
   /** "<kind>|<job id or crossing id>". */
   _id: string;
-  kind: "usage" | "gate" | "threshold";
+  kind: "usage" | "gate" | "threshold" | "credits";
   /**
    * Extended JSON of the payloads (dates survive). One string rather than an array of
    * documents: the relay scans these collections, and the embedded database decodes a

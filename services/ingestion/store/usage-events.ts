@@ -45,6 +45,11 @@ export interface UsageEventDoc {
   period_end: Date;
   plan_name: string | null;
   spend_limit: number | null;
+  /**
+   * Set when the plan has credits enabled and an allowance (spend_limit): usage beyond it draws
+   * the owner's credits (credits/settle.ts); low_at is the plan's credits_low_at.
+   */
+  credits?: { low_at: number | null };
   received_at: Date;
   /** The budget lease the cost was spent from, if any (settled against it in the period counter). */
   lease_id?: string | null;

@@ -13,6 +13,6 @@ const module = await createIngestionService({
   relayIntervalMs: 100,
   relayLockMs: Number(process.env.RELAY_LOCK_MS),
   analytics: { recordEvents: holdForever },
-  webhooks: { publishGateEvents: holdForever, publishThresholdCrossings: holdForever },
+  webhooks: { publishGateEvents: holdForever, publishThresholdCrossings: holdForever, publishCreditEvents: holdForever },
 });
 await module.start?.();

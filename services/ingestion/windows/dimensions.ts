@@ -22,15 +22,25 @@ interface Period {
   end: Date;
 }
 
-export function dimensions(plan: PlanInfo | null, period: Period, counter: Totals | null, windows: WindowDoc | null, now: Date): Dimension[] {
+/** What credits add to the period spend cap (credits/view.ts), when the plan has them enabled. */
+export interface CreditCap {
+  /** allowance + drawn in the period + balance, nano-dollars. */
+  capNano: number;
+  balanceNano: number;
+  lowAt: number | undefined;
+}
+
+export function dimensions(plan: PlanInfo | null, period: Period, counter: Totals | null, windows: WindowDoc | null, now: Date, credits?: CreditCap | null): Dimension[] {
   if (!plan) return [];
   const out: Dimension[] = [];
   const gates = { softGateAt: plan.softGateAt, hardGateAt: plan.hardGateAt };
   const periodBounds = (max: number) => ({ windowStart: toTimestamp(period.start), resetsAt: max > 0 ? toTimestamp(period.end) : undefined });
   if (plan.maxSpendPerPeriod !== undefined) {
-    const max = plan.maxSpendPerPeriod;
+    // With credits the balance extends the cap (BUDGETS.md §3) and the dimension says so.
+    const max = credits ? toDollars(credits.capNano) : plan.maxSpendPerPeriod;
     const used = toDollars(counter?.cost ?? 0);
-    out.push(create(DimensionSchema, { reason: "total_spend", metric: "spend", window: "period", scope: "user", max, used, pct: pct(used, max), ...gates, ...periodBounds(max) }));
+    const extra = credits ? { credits: { balance: toDollars(credits.balanceNano), lowAt: credits.lowAt } } : {};
+    out.push(create(DimensionSchema, { reason: "total_spend", metric: "spend", window: "period", scope: "user", max, used, pct: pct(used, max), ...gates, ...periodBounds(max), ...extra }));
   }
   if (plan.maxSpendPerSession !== undefined) {
     const max = plan.maxSpendPerSession;

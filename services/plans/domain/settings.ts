@@ -4,6 +4,7 @@ import { rpcError } from "@meter/lib/errors";
 import { PLAN_DEFAULTS as RULE_DEFAULTS, type PlanRules, type Rate } from "@meter/rules";
 import { limitFromMessage } from "@meter/lib/plan-limits";
 import { WINDOW_DEFAULTS, limitProblems, type PlanLimit } from "./limits.ts";
+import { CREDIT_DEFAULTS, creditProblems } from "./credits.ts";
 
 export { type Rate };
 
@@ -12,10 +13,12 @@ export interface PlanValues extends PlanRules {
   name: string;
   limits: PlanLimit[];
   time_zone: string;
+  credits_enabled: boolean;
+  credits_low_at: number | null;
 }
 
 /** Defaults of every plan setting but the name. */
-export const PLAN_DEFAULTS: Readonly<Omit<PlanValues, "name">> = Object.freeze({ ...RULE_DEFAULTS, ...WINDOW_DEFAULTS });
+export const PLAN_DEFAULTS: Readonly<Omit<PlanValues, "name">> = Object.freeze({ ...RULE_DEFAULTS, ...WINDOW_DEFAULTS, ...CREDIT_DEFAULTS });
 
 export type PlanField = keyof PlanValues;
 
@@ -45,8 +48,13 @@ export const LIMITS = {
 
 /** A plan's size as counted against LIMITS.planBytesPerProduct: UTF-8 bytes of its settings as JSON. */
 export function planSize(v: PlanValues): number {
-  // A plan without windows counts as it did before they existed (stored totals stay exact).
-  const fields = PLAN_FIELDS.filter((f) => !(f === "limits" && v.limits.length === 0) && !(f === "time_zone" && v.time_zone === WINDOW_DEFAULTS.time_zone));
+  // A plan without windows or credits counts as it did before they existed (stored totals stay exact).
+  const fields = PLAN_FIELDS.filter(
+    (f) =>
+      !(f === "limits" && v.limits.length === 0) &&
+      !(f === "time_zone" && v.time_zone === WINDOW_DEFAULTS.time_zone) &&
+      !((f === "credits_enabled" || f === "credits_low_at") && v[f] === CREDIT_DEFAULTS[f]),
+  );
   return Buffer.byteLength(JSON.stringify(Object.fromEntries(fields.map((f) => [f, v[f]]))), "utf8");
 }
 
@@ -75,6 +83,8 @@ export function fromSettings(s: PlanSettings): Partial<PlanValues> {
   // An empty list is "not sent" (proto3 repeated): PATCH naming limits with none clears them.
   if (s.limits.length > 0) out.limits = s.limits.map(limitFromMessage);
   if (s.timeZone !== undefined) out.time_zone = s.timeZone;
+  if (s.creditsEnabled !== undefined) out.credits_enabled = s.creditsEnabled;
+  if (s.creditsLowAt !== undefined) out.credits_low_at = s.creditsLowAt;
   return out;
 }
 
@@ -165,6 +175,7 @@ export function planProblems(v: PlanValues, prefix = ""): string[] {
   money("default_tool_cost", v.default_tool_cost);
   count("pre_call_buffer_tokens", v.pre_call_buffer_tokens);
   problems.push(...limitProblems(v, prefix));
+  problems.push(...creditProblems(v, prefix));
   return problems;
 }
 

@@ -36,6 +36,8 @@ export function toPlan(p: StoredPlan): Plan {
     updatedAt: toTimestamp(p.updated_at),
     limits: p.limits.map(limitToMessage),
     timeZone: p.time_zone,
+    creditsEnabled: p.credits_enabled,
+    creditsLowAt: optional(p.credits_low_at),
   });
 }
 

@@ -3,6 +3,7 @@ import { LRUCache } from "lru-cache";
 import { MongoServerError, type Collection, type Db } from "mongodb";
 import { findByIds, isDuplicateKeyError } from "@meter/lib/mongo";
 import { WINDOW_DEFAULTS } from "../domain/limits.ts";
+import { CREDIT_DEFAULTS } from "../domain/credits.ts";
 import { LIMITS, PLAN_FIELDS, planSize, type PlanValues, type Rate } from "../domain/settings.ts";
 
 /**
@@ -44,8 +45,9 @@ function toDocFields(v: PlanValues): Omit<PlanDoc, "_id" | "product_id" | "versi
 function fromDoc(d: PlanDoc): StoredPlan {
   const { _id, product_id: _p, model_limits, cost_rates, tool_costs, ...rest } = d;
   return {
-    // Plans stored before windows existed have neither field.
+    // Plans stored before windows or credits existed lack their fields.
     ...WINDOW_DEFAULTS,
+    ...CREDIT_DEFAULTS,
     ...rest,
     id: _id,
     model_limits: Object.fromEntries(model_limits.map((l) => [l.model, l.max_tokens_per_period])),

@@ -14,7 +14,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file meter/ingestion/v1/ingestion.proto.
  */
 export const file_meter_ingestion_v1_ingestion: GenFile = /*@__PURE__*/
-  fileDesc("CiJtZXRlci9pbmdlc3Rpb24vdjEvaW5nZXN0aW9uLnByb3RvEhJtZXRlci5pbmdlc3Rpb24udjEiywMKClVzYWdlRXZlbnQSCgoCaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRIXCgpzZXNzaW9uX2lkGAMgASgJSACIAQESLQoJdGltZXN0YW1wGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgVtb2RlbBgFIAEoCUgBiAEBEhQKDGlucHV0X3Rva2VucxgGIAEoAxIVCg1vdXRwdXRfdG9rZW5zGAcgASgDEhQKDHRvdGFsX3Rva2VucxgIIAEoAxISCgp0b29sX2NhbGxzGAkgAygJEhMKC2Nvc3RfdG9rZW5zGAogASgBEhIKCmNvc3RfdG9vbHMYCyABKAESEgoKY29zdF90b3RhbBgMIAEoARIpCghtZXRhZGF0YRgNIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFQoIbGVhc2VfaWQYDiABKAlIAogBARITCgZzb3VyY2UYDyABKAlIA4gBARIYCgtkZXNjcmlwdGlvbhgQIAEoCUgEiAEBQg0KC19zZXNzaW9uX2lkQggKBl9tb2RlbEILCglfbGVhc2VfaWRCCQoHX3NvdXJjZUIOCgxfZGVzY3JpcHRpb24ikQMKCUdhdGVFdmVudBIKCgJpZBgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEhwKD3NlcnZpY2VfdXNlcl9pZBgDIAEoCUgAiAEBEhcKCnNlc3Npb25faWQYBCABKAlIAYgBARItCgl0aW1lc3RhbXAYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg4KBnN0YXR1cxgGIAEoCRITCgtnYXRlX3JlYXNvbhgHIAEoCRIRCgl1c2FnZV9wY3QYCCABKAESFQoNY3VycmVudF92YWx1ZRgJIAEoARITCgtsaW1pdF92YWx1ZRgKIAEoARISCgVtb2RlbBgLIAEoCUgCiAEBEg8KB2Jsb2NrZWQYDCABKAgSFAoHbWVzc2FnZRgNIAEoCUgDiAEBEikKCG1ldGFkYXRhGA4gASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEISChBfc2VydmljZV91c2VyX2lkQg0KC19zZXNzaW9uX2lkQggKBl9tb2RlbEIKCghfbWVzc2FnZSJeChhJbmdlc3RVc2FnZUV2ZW50c1JlcXVlc3QSEgoKcHJvZHVjdF9pZBgBIAEoCRIuCgZldmVudHMYAiADKAsyHi5tZXRlci5pbmdlc3Rpb24udjEuVXNhZ2VFdmVudCJBChlJbmdlc3RVc2FnZUV2ZW50c1Jlc3BvbnNlEhAKCGFjY2VwdGVkGAEgASgFEhIKCmR1cGxpY2F0ZXMYAiABKAUiXAoXSW5nZXN0R2F0ZUV2ZW50c1JlcXVlc3QSEgoKcHJvZHVjdF9pZBgBIAEoCRItCgZldmVudHMYAiADKAsyHS5tZXRlci5pbmdlc3Rpb24udjEuR2F0ZUV2ZW50IkAKGEluZ2VzdEdhdGVFdmVudHNSZXNwb25zZRIQCghhY2NlcHRlZBgBIAEoBRISCgpkdXBsaWNhdGVzGAIgASgFIukCChhDcmVhdGVNYW51YWxFdmVudFJlcXVlc3QSEgoKcHJvZHVjdF9pZBgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEhEKBGNvc3QYAyABKAFIAIgBARISCgVtb2RlbBgEIAEoCUgBiAEBEhQKDGlucHV0X3Rva2VucxgFIAEoAxIVCg1vdXRwdXRfdG9rZW5zGAYgASgDEhgKC2Rlc2NyaXB0aW9uGAcgASgJSAKIAQESEgoKdG9vbF9jYWxscxgIIAMoCRIpCghtZXRhZGF0YRgJIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFwoKc2Vzc2lvbl9pZBgKIAEoCUgDiAEBEhwKD2lkZW1wb3RlbmN5X2tleRgLIAEoCUgEiAEBQgcKBV9jb3N0QggKBl9tb2RlbEIOCgxfZGVzY3JpcHRpb25CDQoLX3Nlc3Npb25faWRCEgoQX2lkZW1wb3RlbmN5X2tleSKWAQoLTWFudWFsRXZlbnQSCgoCaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRIMCgRjb3N0GAMgASgBEhIKBW1vZGVsGAQgASgJSACIAQESDgoGc291cmNlGAUgASgJEi4KCmNyZWF0ZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQggKBl9tb2RlbCJcChlDcmVhdGVNYW51YWxFdmVudFJlc3BvbnNlEi4KBWV2ZW50GAEgASgLMh8ubWV0ZXIuaW5nZXN0aW9uLnYxLk1hbnVhbEV2ZW50Eg8KB2NyZWF0ZWQYAiABKAgiRgoPR2V0VXNhZ2VSZXF1ZXN0EhIKCnByb2R1Y3RfaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRIOCgZwZXJpb2QYAyABKAkigQMKEEdldFVzYWdlUmVzcG9uc2USDwoHdXNlcl9pZBgBIAEoCRIOCgZwZXJpb2QYAiABKAkSEgoKdG90YWxfY29zdBgDIAEoARIUCgx0b3RhbF90b2tlbnMYBCABKAMSUAoPdG9rZW5zX2J5X21vZGVsGAUgAygLMjcubWV0ZXIuaW5nZXN0aW9uLnYxLkdldFVzYWdlUmVzcG9uc2UuVG9rZW5zQnlNb2RlbEVudHJ5EkwKDWNvc3RfYnlfbW9kZWwYBiADKAsyNS5tZXRlci5pbmdlc3Rpb24udjEuR2V0VXNhZ2VSZXNwb25zZS5Db3N0QnlNb2RlbEVudHJ5EhgKEHRvb2xfY2FsbHNfY291bnQYByABKAMaNAoSVG9rZW5zQnlNb2RlbEVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoAToCOAEaMgoQQ29zdEJ5TW9kZWxFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAE6AjgBIr8CChVMaXN0R2F0ZUV2ZW50c1JlcXVlc3QSEgoKcHJvZHVjdF9pZBgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEhMKBnN0YXR1cxgDIAEoCUgAiAEBEhgKC2dhdGVfcmVhc29uGAQgASgJSAGIAQESFAoMYmxvY2tlZF9vbmx5GAUgASgIEi4KBXNpbmNlGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgCiAEBEi4KBXVudGlsGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgDiAEBEhMKBmN1cnNvchgIIAEoCUgEiAEBEg0KBWxpbWl0GAkgASgFQgkKB19zdGF0dXNCDgoMX2dhdGVfcmVhc29uQggKBl9zaW5jZUIICgZfdW50aWxCCQoHX2N1cnNvciKCAQoWTGlzdEdhdGVFdmVudHNSZXNwb25zZRIPCgd1c2VyX2lkGAEgASgJEi0KBmV2ZW50cxgCIAMoCzIdLm1ldGVyLmluZ2VzdGlvbi52MS5HYXRlRXZlbnQSGAoLbmV4dF9jdXJzb3IYAyABKAlIAIgBAUIOCgxfbmV4dF9jdXJzb3IiOAoRR2V0U2Vzc2lvblJlcXVlc3QSEgoKcHJvZHVjdF9pZBgBIAEoCRIPCgd1c2VyX2lkGAIgASgJIt4GCgpQbGFuQ29uZmlnEiEKFG1heF9zcGVuZF9wZXJfcGVyaW9kGAEgASgBSACIAQESIgoVbWF4X3NwZW5kX3Blcl9zZXNzaW9uGAIgASgBSAGIAQESFAoMc29mdF9nYXRlX2F0GAMgASgBEhQKDGhhcmRfZ2F0ZV9hdBgEIAEoARJFCgxtb2RlbF9saW1pdHMYBSADKAsyLy5tZXRlci5pbmdlc3Rpb24udjEuUGxhbkNvbmZpZy5Nb2RlbExpbWl0c0VudHJ5EkEKCmNvc3RfcmF0ZXMYBiADKAsyLS5tZXRlci5pbmdlc3Rpb24udjEuUGxhbkNvbmZpZy5Db3N0UmF0ZXNFbnRyeRIfChdzZXNzaW9uX3RpbWVvdXRfbWludXRlcxgHIAEoARI8ChFkZWZhdWx0X2Nvc3RfcmF0ZRgIIAEoCzIcLm1ldGVyLmluZ2VzdGlvbi52MS5Db3N0UmF0ZUgCiAEBEkEKCnRvb2xfY29zdHMYCSADKAsyLS5tZXRlci5pbmdlc3Rpb24udjEuUGxhbkNvbmZpZy5Ub29sQ29zdHNFbnRyeRIZChFkZWZhdWx0X3Rvb2xfY29zdBgKIAEoARIZChFwcmVfY2FsbF9lc3RpbWF0ZRgLIAEoCBIeChZwcmVfY2FsbF9idWZmZXJfdG9rZW5zGAwgASgDEikKBmxpbWl0cxgNIAMoCzIZLm1ldGVyLnBsYW5zLnYxLlBsYW5MaW1pdBIRCgl0aW1lX3pvbmUYDiABKAkaUgoQTW9kZWxMaW1pdHNFbnRyeRILCgNrZXkYASABKAkSLQoFdmFsdWUYAiABKAsyHi5tZXRlci5pbmdlc3Rpb24udjEuTW9kZWxMaW1pdDoCOAEaTgoOQ29zdFJhdGVzRW50cnkSCwoDa2V5GAEgASgJEisKBXZhbHVlGAIgASgLMhwubWV0ZXIuaW5nZXN0aW9uLnYxLkNvc3RSYXRlOgI4ARowCg5Ub29sQ29zdHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAE6AjgBQhcKFV9tYXhfc3BlbmRfcGVyX3BlcmlvZEIYChZfbWF4X3NwZW5kX3Blcl9zZXNzaW9uQhQKEl9kZWZhdWx0X2Nvc3RfcmF0ZSIrCgpNb2RlbExpbWl0Eh0KFW1heF90b2tlbnNfcGVyX3BlcmlvZBgBIAEoAyIpCghDb3N0UmF0ZRINCgVpbnB1dBgBIAEoARIOCgZvdXRwdXQYAiABKAEi6AIKDEN1cnJlbnRVc2FnZRITCgtwZXJpb2RfY29zdBgBIAEoARIbChNwZXJpb2RfdG9rZW5zX3RvdGFsGAIgASgDElkKFnBlcmlvZF90b2tlbnNfYnlfbW9kZWwYAyADKAsyOS5tZXRlci5pbmdlc3Rpb24udjEuQ3VycmVudFVzYWdlLlBlcmlvZFRva2Vuc0J5TW9kZWxFbnRyeRJVChRwZXJpb2RfY29zdF9ieV9tb2RlbBgEIAMoCzI3Lm1ldGVyLmluZ2VzdGlvbi52MS5DdXJyZW50VXNhZ2UuUGVyaW9kQ29zdEJ5TW9kZWxFbnRyeRo6ChhQZXJpb2RUb2tlbnNCeU1vZGVsRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgBOgI4ARo4ChZQZXJpb2RDb3N0QnlNb2RlbEVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoAToCOAEiYwoNQmlsbGluZ1BlcmlvZBIpCgVzdGFydBgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJwoDZW5kGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCLbAgoSR2V0U2Vzc2lvblJlc3BvbnNlEg8KB3VzZXJfaWQYASABKAkSFwoPc2VydmljZV91c2VyX2lkGAIgASgJEgwKBHBsYW4YAyABKAkSEwoLc2RrX2VuYWJsZWQYBCABKAgSMwoLcGxhbl9jb25maWcYBSABKAsyHi5tZXRlci5pbmdlc3Rpb24udjEuUGxhbkNvbmZpZxI3Cg1jdXJyZW50X3VzYWdlGAYgASgLMiAubWV0ZXIuaW5nZXN0aW9uLnYxLkN1cnJlbnRVc2FnZRI5Cg5iaWxsaW5nX3BlcmlvZBgHIAEoCzIhLm1ldGVyLmluZ2VzdGlvbi52MS5CaWxsaW5nUGVyaW9kEhQKB3BsYW5faWQYCCABKAlIAIgBARItCgZsaW1pdHMYCSADKAsyHS5tZXRlci5pbmdlc3Rpb24udjEuRGltZW5zaW9uQgoKCF9wbGFuX2lkIskDCglEaW1lbnNpb24SDgoGcmVhc29uGAEgASgJEhEKBG5hbWUYAiABKAlIAIgBARIOCgZtZXRyaWMYAyABKAkSDgoGd2luZG93GAQgASgJEh0KEGR1cmF0aW9uX21pbnV0ZXMYBSABKAFIAYgBARISCgVtb2RlbBgGIAEoCUgCiAEBEg0KBXNjb3BlGAcgASgJEgsKA21heBgIIAEoARIMCgR1c2VkGAkgASgBEgsKA3BjdBgKIAEoARIUCgxzb2Z0X2dhdGVfYXQYCyABKAESFAoMaGFyZF9nYXRlX2F0GAwgASgBEjUKDHdpbmRvd19zdGFydBgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIA4gBARIyCglyZXNldHNfYXQYDiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSASIAQESMQoHYnVja2V0cxgPIAMoCzIgLm1ldGVyLmluZ2VzdGlvbi52MS5XaW5kb3dCdWNrZXRCBwoFX25hbWVCEwoRX2R1cmF0aW9uX21pbnV0ZXNCCAoGX21vZGVsQg8KDV93aW5kb3dfc3RhcnRCDAoKX3Jlc2V0c19hdCJHCgxXaW5kb3dCdWNrZXQSKQoFc3RhcnQYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgwKBHVzZWQYAiABKAEiNwoQR2V0TGltaXRzUmVxdWVzdBISCgpwcm9kdWN0X2lkGAEgASgJEg8KB3VzZXJfaWQYAiABKAkiUwoRR2V0TGltaXRzUmVzcG9uc2USDwoHdXNlcl9pZBgBIAEoCRItCgZsaW1pdHMYAiADKAsyHS5tZXRlci5pbmdlc3Rpb24udjEuRGltZW5zaW9uIu4BChNBY3F1aXJlTGVhc2VSZXF1ZXN0EhIKCnByb2R1Y3RfaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRIOCgZob2xkZXIYAyABKAkSDAoEbmVlZBgEIAEoARIMCgR3YW50GAUgASgBEg4KBnR0bF9tcxgGIAEoAxISCgVtb2RlbBgHIAEoCUgAiAEBEhMKC25lZWRfdG9rZW5zGAggASgDEhMKC3dhbnRfdG9rZW5zGAkgASgDEi4KB3dpbmRvd3MYCiADKAsyHS5tZXRlci5pbmdlc3Rpb24udjEuV2luZG93QXNrQggKBl9tb2RlbCJsCglXaW5kb3dBc2sSEQoJZGltZW5zaW9uGAEgASgJEjAKDHdpbmRvd19zdGFydBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDAoEbmVlZBgDIAEoARIMCgR3YW50GAQgASgBIuYBCgtXaW5kb3dMZWFzZRIRCglkaW1lbnNpb24YASABKAkSDwoHbGltaXRlZBgCIAEoCBIwCgx3aW5kb3dfc3RhcnQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCndpbmRvd19lbmQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB2dyYW50ZWQYBSABKAESDQoFYWRkZWQYBiABKAESDQoFc3BlbnQYByABKAESEQoJcmVtYWluaW5nGAggASgBEg8KB2hvbGRlcnMYCSABKAUiXgoJV2luZG93VXNlEhEKCWRpbWVuc2lvbhgBIAEoCRIwCgx3aW5kb3dfc3RhcnQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgwKBHVzZWQYAyABKAEibgoKVG9rZW5MZWFzZRINCgVtb2RlbBgBIAEoCRIPCgdncmFudGVkGAIgASgDEg0KBWFkZGVkGAMgASgDEg0KBXNwZW50GAQgASgDEhEKCXJlbWFpbmluZxgFIAEoARIPCgdob2xkZXJzGAYgASgFItUCCgVMZWFzZRIQCghsZWFzZV9pZBgBIAEoCRIPCgdncmFudGVkGAIgASgBEg0KBWFkZGVkGAMgASgBEg0KBXNwZW50GAQgASgBEi4KCmV4cGlyZXNfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg4KBnR0bF9tcxgGIAEoAxIRCglyZW1haW5pbmcYByABKAESDwoHaG9sZGVycxgIIAEoBRIuCgpwZXJpb2RfZW5kGAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIVCg1zcGVuZF9saW1pdGVkGAogASgIEi4KBnRva2VucxgLIAEoCzIeLm1ldGVyLmluZ2VzdGlvbi52MS5Ub2tlbkxlYXNlEjAKB3dpbmRvd3MYDCADKAsyHy5tZXRlci5pbmdlc3Rpb24udjEuV2luZG93TGVhc2UiUQoUQWNxdWlyZUxlYXNlUmVzcG9uc2USKAoFbGVhc2UYASABKAsyGS5tZXRlci5pbmdlc3Rpb24udjEuTGVhc2USDwoHbGltaXRlZBgCIAEoCCKQAgoTUmVsZWFzZUxlYXNlUmVxdWVzdBISCgpwcm9kdWN0X2lkGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSEAoIbGVhc2VfaWQYAyABKAkSDAoEdXNlZBgEIAEoARJMCgt1c2VkX3Rva2VucxgFIAMoCzI3Lm1ldGVyLmluZ2VzdGlvbi52MS5SZWxlYXNlTGVhc2VSZXF1ZXN0LlVzZWRUb2tlbnNFbnRyeRIzCgx1c2VkX3dpbmRvd3MYBiADKAsyHS5tZXRlci5pbmdlc3Rpb24udjEuV2luZG93VXNlGjEKD1VzZWRUb2tlbnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAM6AjgBIkAKFFJlbGVhc2VMZWFzZVJlc3BvbnNlEigKBWxlYXNlGAEgASgLMhkubWV0ZXIuaW5nZXN0aW9uLnYxLkxlYXNlIj4KFkdldFBlcmlvZFNwZW5kc1JlcXVlc3QSEgoKcHJvZHVjdF9pZBgBIAEoCRIQCgh1c2VyX2lkcxgCIAMoCSKkAQoLUGVyaW9kU3BlbmQSDwoHdXNlcl9pZBgBIAEoCRIMCgRjb3N0GAIgASgBEhQKDHRvdGFsX3Rva2VucxgDIAEoAxIwCgxwZXJpb2Rfc3RhcnQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnBlcmlvZF9lbmQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIkoKF0dldFBlcmlvZFNwZW5kc1Jlc3BvbnNlEi8KBnNwZW5kcxgBIAMoCzIfLm1ldGVyLmluZ2VzdGlvbi52MS5QZXJpb2RTcGVuZDKOCAoQSW5nZXN0aW9uU2VydmljZRJwChFJbmdlc3RVc2FnZUV2ZW50cxIsLm1ldGVyLmluZ2VzdGlvbi52MS5Jbmdlc3RVc2FnZUV2ZW50c1JlcXVlc3QaLS5tZXRlci5pbmdlc3Rpb24udjEuSW5nZXN0VXNhZ2VFdmVudHNSZXNwb25zZRJtChBJbmdlc3RHYXRlRXZlbnRzEisubWV0ZXIuaW5nZXN0aW9uLnYxLkluZ2VzdEdhdGVFdmVudHNSZXF1ZXN0GiwubWV0ZXIuaW5nZXN0aW9uLnYxLkluZ2VzdEdhdGVFdmVudHNSZXNwb25zZRJwChFDcmVhdGVNYW51YWxFdmVudBIsLm1ldGVyLmluZ2VzdGlvbi52MS5DcmVhdGVNYW51YWxFdmVudFJlcXVlc3QaLS5tZXRlci5pbmdlc3Rpb24udjEuQ3JlYXRlTWFudWFsRXZlbnRSZXNwb25zZRJVCghHZXRVc2FnZRIjLm1ldGVyLmluZ2VzdGlvbi52MS5HZXRVc2FnZVJlcXVlc3QaJC5tZXRlci5pbmdlc3Rpb24udjEuR2V0VXNhZ2VSZXNwb25zZRJnCg5MaXN0R2F0ZUV2ZW50cxIpLm1ldGVyLmluZ2VzdGlvbi52MS5MaXN0R2F0ZUV2ZW50c1JlcXVlc3QaKi5tZXRlci5pbmdlc3Rpb24udjEuTGlzdEdhdGVFdmVudHNSZXNwb25zZRJbCgpHZXRTZXNzaW9uEiUubWV0ZXIuaW5nZXN0aW9uLnYxLkdldFNlc3Npb25SZXF1ZXN0GiYubWV0ZXIuaW5nZXN0aW9uLnYxLkdldFNlc3Npb25SZXNwb25zZRJhCgxBY3F1aXJlTGVhc2USJy5tZXRlci5pbmdlc3Rpb24udjEuQWNxdWlyZUxlYXNlUmVxdWVzdBooLm1ldGVyLmluZ2VzdGlvbi52MS5BY3F1aXJlTGVhc2VSZXNwb25zZRJhCgxSZWxlYXNlTGVhc2USJy5tZXRlci5pbmdlc3Rpb24udjEuUmVsZWFzZUxlYXNlUmVxdWVzdBooLm1ldGVyLmluZ2VzdGlvbi52MS5SZWxlYXNlTGVhc2VSZXNwb25zZRJqCg9HZXRQZXJpb2RTcGVuZHMSKi5tZXRlci5pbmdlc3Rpb24udjEuR2V0UGVyaW9kU3BlbmRzUmVxdWVzdBorLm1ldGVyLmluZ2VzdGlvbi52MS5HZXRQZXJpb2RTcGVuZHNSZXNwb25zZRJYCglHZXRMaW1pdHMSJC5tZXRlci5pbmdlc3Rpb24udjEuR2V0TGltaXRzUmVxdWVzdBolLm1ldGVyLmluZ2VzdGlvbi52MS5HZXRMaW1pdHNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_meter_plans_v1_plans]);
+  fileDesc("CiJtZXRlci9pbmdlc3Rpb24vdjEvaW5nZXN0aW9uLnByb3RvEhJtZXRlci5pbmdlc3Rpb24udjEiywMKClVzYWdlRXZlbnQSCgoCaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRIXCgpzZXNzaW9uX2lkGAMgASgJSACIAQESLQoJdGltZXN0YW1wGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgVtb2RlbBgFIAEoCUgBiAEBEhQKDGlucHV0X3Rva2VucxgGIAEoAxIVCg1vdXRwdXRfdG9rZW5zGAcgASgDEhQKDHRvdGFsX3Rva2VucxgIIAEoAxISCgp0b29sX2NhbGxzGAkgAygJEhMKC2Nvc3RfdG9rZW5zGAogASgBEhIKCmNvc3RfdG9vbHMYCyABKAESEgoKY29zdF90b3RhbBgMIAEoARIpCghtZXRhZGF0YRgNIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFQoIbGVhc2VfaWQYDiABKAlIAogBARITCgZzb3VyY2UYDyABKAlIA4gBARIYCgtkZXNjcmlwdGlvbhgQIAEoCUgEiAEBQg0KC19zZXNzaW9uX2lkQggKBl9tb2RlbEILCglfbGVhc2VfaWRCCQoHX3NvdXJjZUIOCgxfZGVzY3JpcHRpb24ikQMKCUdhdGVFdmVudBIKCgJpZBgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEhwKD3NlcnZpY2VfdXNlcl9pZBgDIAEoCUgAiAEBEhcKCnNlc3Npb25faWQYBCABKAlIAYgBARItCgl0aW1lc3RhbXAYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg4KBnN0YXR1cxgGIAEoCRITCgtnYXRlX3JlYXNvbhgHIAEoCRIRCgl1c2FnZV9wY3QYCCABKAESFQoNY3VycmVudF92YWx1ZRgJIAEoARITCgtsaW1pdF92YWx1ZRgKIAEoARISCgVtb2RlbBgLIAEoCUgCiAEBEg8KB2Jsb2NrZWQYDCABKAgSFAoHbWVzc2FnZRgNIAEoCUgDiAEBEikKCG1ldGFkYXRhGA4gASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEISChBfc2VydmljZV91c2VyX2lkQg0KC19zZXNzaW9uX2lkQggKBl9tb2RlbEIKCghfbWVzc2FnZSJeChhJbmdlc3RVc2FnZUV2ZW50c1JlcXVlc3QSEgoKcHJvZHVjdF9pZBgBIAEoCRIuCgZldmVudHMYAiADKAsyHi5tZXRlci5pbmdlc3Rpb24udjEuVXNhZ2VFdmVudCJBChlJbmdlc3RVc2FnZUV2ZW50c1Jlc3BvbnNlEhAKCGFjY2VwdGVkGAEgASgFEhIKCmR1cGxpY2F0ZXMYAiABKAUiXAoXSW5nZXN0R2F0ZUV2ZW50c1JlcXVlc3QSEgoKcHJvZHVjdF9pZBgBIAEoCRItCgZldmVudHMYAiADKAsyHS5tZXRlci5pbmdlc3Rpb24udjEuR2F0ZUV2ZW50IkAKGEluZ2VzdEdhdGVFdmVudHNSZXNwb25zZRIQCghhY2NlcHRlZBgBIAEoBRISCgpkdXBsaWNhdGVzGAIgASgFIukCChhDcmVhdGVNYW51YWxFdmVudFJlcXVlc3QSEgoKcHJvZHVjdF9pZBgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEhEKBGNvc3QYAyABKAFIAIgBARISCgVtb2RlbBgEIAEoCUgBiAEBEhQKDGlucHV0X3Rva2VucxgFIAEoAxIVCg1vdXRwdXRfdG9rZW5zGAYgASgDEhgKC2Rlc2NyaXB0aW9uGAcgASgJSAKIAQESEgoKdG9vbF9jYWxscxgIIAMoCRIpCghtZXRhZGF0YRgJIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFwoKc2Vzc2lvbl9pZBgKIAEoCUgDiAEBEhwKD2lkZW1wb3RlbmN5X2tleRgLIAEoCUgEiAEBQgcKBV9jb3N0QggKBl9tb2RlbEIOCgxfZGVzY3JpcHRpb25CDQoLX3Nlc3Npb25faWRCEgoQX2lkZW1wb3RlbmN5X2tleSKWAQoLTWFudWFsRXZlbnQSCgoCaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRIMCgRjb3N0GAMgASgBEhIKBW1vZGVsGAQgASgJSACIAQESDgoGc291cmNlGAUgASgJEi4KCmNyZWF0ZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQggKBl9tb2RlbCJcChlDcmVhdGVNYW51YWxFdmVudFJlc3BvbnNlEi4KBWV2ZW50GAEgASgLMh8ubWV0ZXIuaW5nZXN0aW9uLnYxLk1hbnVhbEV2ZW50Eg8KB2NyZWF0ZWQYAiABKAgiRgoPR2V0VXNhZ2VSZXF1ZXN0EhIKCnByb2R1Y3RfaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRIOCgZwZXJpb2QYAyABKAkigQMKEEdldFVzYWdlUmVzcG9uc2USDwoHdXNlcl9pZBgBIAEoCRIOCgZwZXJpb2QYAiABKAkSEgoKdG90YWxfY29zdBgDIAEoARIUCgx0b3RhbF90b2tlbnMYBCABKAMSUAoPdG9rZW5zX2J5X21vZGVsGAUgAygLMjcubWV0ZXIuaW5nZXN0aW9uLnYxLkdldFVzYWdlUmVzcG9uc2UuVG9rZW5zQnlNb2RlbEVudHJ5EkwKDWNvc3RfYnlfbW9kZWwYBiADKAsyNS5tZXRlci5pbmdlc3Rpb24udjEuR2V0VXNhZ2VSZXNwb25zZS5Db3N0QnlNb2RlbEVudHJ5EhgKEHRvb2xfY2FsbHNfY291bnQYByABKAMaNAoSVG9rZW5zQnlNb2RlbEVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoAToCOAEaMgoQQ29zdEJ5TW9kZWxFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAE6AjgBIr8CChVMaXN0R2F0ZUV2ZW50c1JlcXVlc3QSEgoKcHJvZHVjdF9pZBgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEhMKBnN0YXR1cxgDIAEoCUgAiAEBEhgKC2dhdGVfcmVhc29uGAQgASgJSAGIAQESFAoMYmxvY2tlZF9vbmx5GAUgASgIEi4KBXNpbmNlGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgCiAEBEi4KBXVudGlsGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgDiAEBEhMKBmN1cnNvchgIIAEoCUgEiAEBEg0KBWxpbWl0GAkgASgFQgkKB19zdGF0dXNCDgoMX2dhdGVfcmVhc29uQggKBl9zaW5jZUIICgZfdW50aWxCCQoHX2N1cnNvciKCAQoWTGlzdEdhdGVFdmVudHNSZXNwb25zZRIPCgd1c2VyX2lkGAEgASgJEi0KBmV2ZW50cxgCIAMoCzIdLm1ldGVyLmluZ2VzdGlvbi52MS5HYXRlRXZlbnQSGAoLbmV4dF9jdXJzb3IYAyABKAlIAIgBAUIOCgxfbmV4dF9jdXJzb3IiOAoRR2V0U2Vzc2lvblJlcXVlc3QSEgoKcHJvZHVjdF9pZBgBIAEoCRIPCgd1c2VyX2lkGAIgASgJIqcHCgpQbGFuQ29uZmlnEiEKFG1heF9zcGVuZF9wZXJfcGVyaW9kGAEgASgBSACIAQESIgoVbWF4X3NwZW5kX3Blcl9zZXNzaW9uGAIgASgBSAGIAQESFAoMc29mdF9nYXRlX2F0GAMgASgBEhQKDGhhcmRfZ2F0ZV9hdBgEIAEoARJFCgxtb2RlbF9saW1pdHMYBSADKAsyLy5tZXRlci5pbmdlc3Rpb24udjEuUGxhbkNvbmZpZy5Nb2RlbExpbWl0c0VudHJ5EkEKCmNvc3RfcmF0ZXMYBiADKAsyLS5tZXRlci5pbmdlc3Rpb24udjEuUGxhbkNvbmZpZy5Db3N0UmF0ZXNFbnRyeRIfChdzZXNzaW9uX3RpbWVvdXRfbWludXRlcxgHIAEoARI8ChFkZWZhdWx0X2Nvc3RfcmF0ZRgIIAEoCzIcLm1ldGVyLmluZ2VzdGlvbi52MS5Db3N0UmF0ZUgCiAEBEkEKCnRvb2xfY29zdHMYCSADKAsyLS5tZXRlci5pbmdlc3Rpb24udjEuUGxhbkNvbmZpZy5Ub29sQ29zdHNFbnRyeRIZChFkZWZhdWx0X3Rvb2xfY29zdBgKIAEoARIZChFwcmVfY2FsbF9lc3RpbWF0ZRgLIAEoCBIeChZwcmVfY2FsbF9idWZmZXJfdG9rZW5zGAwgASgDEikKBmxpbWl0cxgNIAMoCzIZLm1ldGVyLnBsYW5zLnYxLlBsYW5MaW1pdBIRCgl0aW1lX3pvbmUYDiABKAkSFwoPY3JlZGl0c19lbmFibGVkGA8gASgIEhsKDmNyZWRpdHNfbG93X2F0GBAgASgBSAOIAQEaUgoQTW9kZWxMaW1pdHNFbnRyeRILCgNrZXkYASABKAkSLQoFdmFsdWUYAiABKAsyHi5tZXRlci5pbmdlc3Rpb24udjEuTW9kZWxMaW1pdDoCOAEaTgoOQ29zdFJhdGVzRW50cnkSCwoDa2V5GAEgASgJEisKBXZhbHVlGAIgASgLMhwubWV0ZXIuaW5nZXN0aW9uLnYxLkNvc3RSYXRlOgI4ARowCg5Ub29sQ29zdHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAE6AjgBQhcKFV9tYXhfc3BlbmRfcGVyX3BlcmlvZEIYChZfbWF4X3NwZW5kX3Blcl9zZXNzaW9uQhQKEl9kZWZhdWx0X2Nvc3RfcmF0ZUIRCg9fY3JlZGl0c19sb3dfYXQiKwoKTW9kZWxMaW1pdBIdChVtYXhfdG9rZW5zX3Blcl9wZXJpb2QYASABKAMiKQoIQ29zdFJhdGUSDQoFaW5wdXQYASABKAESDgoGb3V0cHV0GAIgASgBIugCCgxDdXJyZW50VXNhZ2USEwoLcGVyaW9kX2Nvc3QYASABKAESGwoTcGVyaW9kX3Rva2Vuc190b3RhbBgCIAEoAxJZChZwZXJpb2RfdG9rZW5zX2J5X21vZGVsGAMgAygLMjkubWV0ZXIuaW5nZXN0aW9uLnYxLkN1cnJlbnRVc2FnZS5QZXJpb2RUb2tlbnNCeU1vZGVsRW50cnkSVQoUcGVyaW9kX2Nvc3RfYnlfbW9kZWwYBCADKAsyNy5tZXRlci5pbmdlc3Rpb24udjEuQ3VycmVudFVzYWdlLlBlcmlvZENvc3RCeU1vZGVsRW50cnkaOgoYUGVyaW9kVG9rZW5zQnlNb2RlbEVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoAToCOAEaOAoWUGVyaW9kQ29zdEJ5TW9kZWxFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAE6AjgBImMKDUJpbGxpbmdQZXJpb2QSKQoFc3RhcnQYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKA2VuZBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAioQMKEkdldFNlc3Npb25SZXNwb25zZRIPCgd1c2VyX2lkGAEgASgJEhcKD3NlcnZpY2VfdXNlcl9pZBgCIAEoCRIMCgRwbGFuGAMgASgJEhMKC3Nka19lbmFibGVkGAQgASgIEjMKC3BsYW5fY29uZmlnGAUgASgLMh4ubWV0ZXIuaW5nZXN0aW9uLnYxLlBsYW5Db25maWcSNwoNY3VycmVudF91c2FnZRgGIAEoCzIgLm1ldGVyLmluZ2VzdGlvbi52MS5DdXJyZW50VXNhZ2USOQoOYmlsbGluZ19wZXJpb2QYByABKAsyIS5tZXRlci5pbmdlc3Rpb24udjEuQmlsbGluZ1BlcmlvZBIUCgdwbGFuX2lkGAggASgJSACIAQESLQoGbGltaXRzGAkgAygLMh0ubWV0ZXIuaW5nZXN0aW9uLnYxLkRpbWVuc2lvbhI4CgdjcmVkaXRzGAogASgLMiIubWV0ZXIuaW5nZXN0aW9uLnYxLlNlc3Npb25DcmVkaXRzSAGIAQFCCgoIX3BsYW5faWRCCgoIX2NyZWRpdHMihgEKDlNlc3Npb25DcmVkaXRzEg8KB2JhbGFuY2UYASABKAESDwoHcGVuZGluZxgCIAEoARITCgZsb3dfYXQYAyABKAFIAIgBARIyCghleHBpcmllcxgEIAMoCzIgLm1ldGVyLmluZ2VzdGlvbi52MS5DcmVkaXRFeHBpcnlCCQoHX2xvd19hdCJbCgxDcmVkaXRFeHBpcnkSEAoIZ3JhbnRfaWQYASABKAkSJgoCYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCXJlbWFpbmluZxgDIAEoASKRBAoJRGltZW5zaW9uEg4KBnJlYXNvbhgBIAEoCRIRCgRuYW1lGAIgASgJSACIAQESDgoGbWV0cmljGAMgASgJEg4KBndpbmRvdxgEIAEoCRIdChBkdXJhdGlvbl9taW51dGVzGAUgASgBSAGIAQESEgoFbW9kZWwYBiABKAlIAogBARINCgVzY29wZRgHIAEoCRILCgNtYXgYCCABKAESDAoEdXNlZBgJIAEoARILCgNwY3QYCiABKAESFAoMc29mdF9nYXRlX2F0GAsgASgBEhQKDGhhcmRfZ2F0ZV9hdBgMIAEoARI1Cgx3aW5kb3dfc3RhcnQYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSAOIAQESMgoJcmVzZXRzX2F0GA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgEiAEBEjEKB2J1Y2tldHMYDyADKAsyIC5tZXRlci5pbmdlc3Rpb24udjEuV2luZG93QnVja2V0EjoKB2NyZWRpdHMYECABKAsyJC5tZXRlci5pbmdlc3Rpb24udjEuRGltZW5zaW9uQ3JlZGl0c0gFiAEBQgcKBV9uYW1lQhMKEV9kdXJhdGlvbl9taW51dGVzQggKBl9tb2RlbEIPCg1fd2luZG93X3N0YXJ0QgwKCl9yZXNldHNfYXRCCgoIX2NyZWRpdHMiQwoQRGltZW5zaW9uQ3JlZGl0cxIPCgdiYWxhbmNlGAEgASgBEhMKBmxvd19hdBgCIAEoAUgAiAEBQgkKB19sb3dfYXQiRwoMV2luZG93QnVja2V0EikKBXN0YXJ0GAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIMCgR1c2VkGAIgASgBIjcKEEdldExpbWl0c1JlcXVlc3QSEgoKcHJvZHVjdF9pZBgBIAEoCRIPCgd1c2VyX2lkGAIgASgJIlMKEUdldExpbWl0c1Jlc3BvbnNlEg8KB3VzZXJfaWQYASABKAkSLQoGbGltaXRzGAIgAygLMh0ubWV0ZXIuaW5nZXN0aW9uLnYxLkRpbWVuc2lvbiLuAQoTQWNxdWlyZUxlYXNlUmVxdWVzdBISCgpwcm9kdWN0X2lkGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSDgoGaG9sZGVyGAMgASgJEgwKBG5lZWQYBCABKAESDAoEd2FudBgFIAEoARIOCgZ0dGxfbXMYBiABKAMSEgoFbW9kZWwYByABKAlIAIgBARITCgtuZWVkX3Rva2VucxgIIAEoAxITCgt3YW50X3Rva2VucxgJIAEoAxIuCgd3aW5kb3dzGAogAygLMh0ubWV0ZXIuaW5nZXN0aW9uLnYxLldpbmRvd0Fza0IICgZfbW9kZWwibAoJV2luZG93QXNrEhEKCWRpbWVuc2lvbhgBIAEoCRIwCgx3aW5kb3dfc3RhcnQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgwKBG5lZWQYAyABKAESDAoEd2FudBgEIAEoASLmAQoLV2luZG93TGVhc2USEQoJZGltZW5zaW9uGAEgASgJEg8KB2xpbWl0ZWQYAiABKAgSMAoMd2luZG93X3N0YXJ0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp3aW5kb3dfZW5kGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdncmFudGVkGAUgASgBEg0KBWFkZGVkGAYgASgBEg0KBXNwZW50GAcgASgBEhEKCXJlbWFpbmluZxgIIAEoARIPCgdob2xkZXJzGAkgASgFIl4KCVdpbmRvd1VzZRIRCglkaW1lbnNpb24YASABKAkSMAoMd2luZG93X3N0YXJ0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIMCgR1c2VkGAMgASgBIm4KClRva2VuTGVhc2USDQoFbW9kZWwYASABKAkSDwoHZ3JhbnRlZBgCIAEoAxINCgVhZGRlZBgDIAEoAxINCgVzcGVudBgEIAEoAxIRCglyZW1haW5pbmcYBSABKAESDwoHaG9sZGVycxgGIAEoBSLVAgoFTGVhc2USEAoIbGVhc2VfaWQYASABKAkSDwoHZ3JhbnRlZBgCIAEoARINCgVhZGRlZBgDIAEoARINCgVzcGVudBgEIAEoARIuCgpleHBpcmVzX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZ0dGxfbXMYBiABKAMSEQoJcmVtYWluaW5nGAcgASgBEg8KB2hvbGRlcnMYCCABKAUSLgoKcGVyaW9kX2VuZBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFQoNc3BlbmRfbGltaXRlZBgKIAEoCBIuCgZ0b2tlbnMYCyABKAsyHi5tZXRlci5pbmdlc3Rpb24udjEuVG9rZW5MZWFzZRIwCgd3aW5kb3dzGAwgAygLMh8ubWV0ZXIuaW5nZXN0aW9uLnYxLldpbmRvd0xlYXNlIlEKFEFjcXVpcmVMZWFzZVJlc3BvbnNlEigKBWxlYXNlGAEgASgLMhkubWV0ZXIuaW5nZXN0aW9uLnYxLkxlYXNlEg8KB2xpbWl0ZWQYAiABKAgikAIKE1JlbGVhc2VMZWFzZVJlcXVlc3QSEgoKcHJvZHVjdF9pZBgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEhAKCGxlYXNlX2lkGAMgASgJEgwKBHVzZWQYBCABKAESTAoLdXNlZF90b2tlbnMYBSADKAsyNy5tZXRlci5pbmdlc3Rpb24udjEuUmVsZWFzZUxlYXNlUmVxdWVzdC5Vc2VkVG9rZW5zRW50cnkSMwoMdXNlZF93aW5kb3dzGAYgAygLMh0ubWV0ZXIuaW5nZXN0aW9uLnYxLldpbmRvd1VzZRoxCg9Vc2VkVG9rZW5zRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgDOgI4ASJAChRSZWxlYXNlTGVhc2VSZXNwb25zZRIoCgVsZWFzZRgBIAEoCzIZLm1ldGVyLmluZ2VzdGlvbi52MS5MZWFzZSI+ChZHZXRQZXJpb2RTcGVuZHNSZXF1ZXN0EhIKCnByb2R1Y3RfaWQYASABKAkSEAoIdXNlcl9pZHMYAiADKAkipAEKC1BlcmlvZFNwZW5kEg8KB3VzZXJfaWQYASABKAkSDAoEY29zdBgCIAEoARIUCgx0b3RhbF90b2tlbnMYAyABKAMSMAoMcGVyaW9kX3N0YXJ0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpwZXJpb2RfZW5kGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJKChdHZXRQZXJpb2RTcGVuZHNSZXNwb25zZRIvCgZzcGVuZHMYASADKAsyHy5tZXRlci5pbmdlc3Rpb24udjEuUGVyaW9kU3BlbmQi+QIKC0NyZWRpdEdyYW50EgoKAmlkGAEgASgJEg4KBmFtb3VudBgCIAEoARIRCglyZW1haW5pbmcYAyABKAESDAoEa2luZBgEIAEoCRIQCghwcmlvcml0eRgFIAEoBRIwCgxlZmZlY3RpdmVfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjMKCmV4cGlyZXNfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSACIAQESDgoGc3RhdHVzGAggASgJEhgKC2Rlc2NyaXB0aW9uGAkgASgJSAGIAQESLgoIbWV0YWRhdGEYCiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0SAKIAQESLgoKY3JlYXRlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCDQoLX2V4cGlyZXNfYXRCDgoMX2Rlc2NyaXB0aW9uQgsKCV9tZXRhZGF0YSKUAwoYQ3JlYXRlQ3JlZGl0R3JhbnRSZXF1ZXN0EhIKCnByb2R1Y3RfaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRIQCghncmFudF9pZBgDIAEoCRIOCgZhbW91bnQYBCABKAESEQoEa2luZBgFIAEoCUgAiAEBEhUKCHByaW9yaXR5GAYgASgBSAGIAQESNQoMZWZmZWN0aXZlX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgCiAEBEjMKCmV4cGlyZXNfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSAOIAQESGAoLZGVzY3JpcHRpb24YCSABKAlIBIgBARIuCghtZXRhZGF0YRgKIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RIBYgBAUIHCgVfa2luZEILCglfcHJpb3JpdHlCDwoNX2VmZmVjdGl2ZV9hdEINCgtfZXhwaXJlc19hdEIOCgxfZGVzY3JpcHRpb25CCwoJX21ldGFkYXRhIlwKGUNyZWF0ZUNyZWRpdEdyYW50UmVzcG9uc2USLgoFZ3JhbnQYASABKAsyHy5tZXRlci5pbmdlc3Rpb24udjEuQ3JlZGl0R3JhbnQSDwoHY3JlYXRlZBgCIAEoCCI4ChFHZXRDcmVkaXRzUmVxdWVzdBISCgpwcm9kdWN0X2lkGAEgASgJEg8KB3VzZXJfaWQYAiABKAkiqwEKEkdldENyZWRpdHNSZXNwb25zZRIPCgd1c2VyX2lkGAEgASgJEg8KB2JhbGFuY2UYAiABKAESDwoHcGVuZGluZxgDIAEoARIRCglvdmVyZHJhZnQYBCABKAESEwoGbG93X2F0GAUgASgBSACIAQESLwoGZ3JhbnRzGAYgAygLMh8ubWV0ZXIuaW5nZXN0aW9uLnYxLkNyZWRpdEdyYW50QgkKB19sb3dfYXQiTwoWVm9pZENyZWRpdEdyYW50UmVxdWVzdBISCgpwcm9kdWN0X2lkGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSEAoIZ3JhbnRfaWQYAyABKAkiSQoXVm9pZENyZWRpdEdyYW50UmVzcG9uc2USLgoFZ3JhbnQYASABKAsyHy5tZXRlci5pbmdlc3Rpb24udjEuQ3JlZGl0R3JhbnQibQoXTGlzdENyZWRpdExlZGdlclJlcXVlc3QSEgoKcHJvZHVjdF9pZBgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEg0KBWxpbWl0GAMgASgFEhMKBmN1cnNvchgEIAEoCUgAiAEBQgkKB19jdXJzb3IilAEKEUNyZWRpdExlZGdlckVudHJ5EiYKAmF0GAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIMCgR0eXBlGAIgASgJEg4KBmFtb3VudBgDIAEoARIVCghncmFudF9pZBgEIAEoCUgAiAEBEhUKDWJhbGFuY2VfYWZ0ZXIYBSABKAFCCwoJX2dyYW50X2lkIo0BChhMaXN0Q3JlZGl0TGVkZ2VyUmVzcG9uc2USDwoHdXNlcl9pZBgBIAEoCRI2CgdlbnRyaWVzGAIgAygLMiUubWV0ZXIuaW5nZXN0aW9uLnYxLkNyZWRpdExlZGdlckVudHJ5EhgKC25leHRfY3Vyc29yGAMgASgJSACIAQFCDgoMX25leHRfY3Vyc29yMrgLChBJbmdlc3Rpb25TZXJ2aWNlEnAKEUluZ2VzdFVzYWdlRXZlbnRzEiwubWV0ZXIuaW5nZXN0aW9uLnYxLkluZ2VzdFVzYWdlRXZlbnRzUmVxdWVzdBotLm1ldGVyLmluZ2VzdGlvbi52MS5Jbmdlc3RVc2FnZUV2ZW50c1Jlc3BvbnNlEm0KEEluZ2VzdEdhdGVFdmVudHMSKy5tZXRlci5pbmdlc3Rpb24udjEuSW5nZXN0R2F0ZUV2ZW50c1JlcXVlc3QaLC5tZXRlci5pbmdlc3Rpb24udjEuSW5nZXN0R2F0ZUV2ZW50c1Jlc3BvbnNlEnAKEUNyZWF0ZU1hbnVhbEV2ZW50EiwubWV0ZXIuaW5nZXN0aW9uLnYxLkNyZWF0ZU1hbnVhbEV2ZW50UmVxdWVzdBotLm1ldGVyLmluZ2VzdGlvbi52MS5DcmVhdGVNYW51YWxFdmVudFJlc3BvbnNlElUKCEdldFVzYWdlEiMubWV0ZXIuaW5nZXN0aW9uLnYxLkdldFVzYWdlUmVxdWVzdBokLm1ldGVyLmluZ2VzdGlvbi52MS5HZXRVc2FnZVJlc3BvbnNlEmcKDkxpc3RHYXRlRXZlbnRzEikubWV0ZXIuaW5nZXN0aW9uLnYxLkxpc3RHYXRlRXZlbnRzUmVxdWVzdBoqLm1ldGVyLmluZ2VzdGlvbi52MS5MaXN0R2F0ZUV2ZW50c1Jlc3BvbnNlElsKCkdldFNlc3Npb24SJS5tZXRlci5pbmdlc3Rpb24udjEuR2V0U2Vzc2lvblJlcXVlc3QaJi5tZXRlci5pbmdlc3Rpb24udjEuR2V0U2Vzc2lvblJlc3BvbnNlEmEKDEFjcXVpcmVMZWFzZRInLm1ldGVyLmluZ2VzdGlvbi52MS5BY3F1aXJlTGVhc2VSZXF1ZXN0GigubWV0ZXIuaW5nZXN0aW9uLnYxLkFjcXVpcmVMZWFzZVJlc3BvbnNlEmEKDFJlbGVhc2VMZWFzZRInLm1ldGVyLmluZ2VzdGlvbi52MS5SZWxlYXNlTGVhc2VSZXF1ZXN0GigubWV0ZXIuaW5nZXN0aW9uLnYxLlJlbGVhc2VMZWFzZVJlc3BvbnNlEmoKD0dldFBlcmlvZFNwZW5kcxIqLm1ldGVyLmluZ2VzdGlvbi52MS5HZXRQZXJpb2RTcGVuZHNSZXF1ZXN0GisubWV0ZXIuaW5nZXN0aW9uLnYxLkdldFBlcmlvZFNwZW5kc1Jlc3BvbnNlElgKCUdldExpbWl0cxIkLm1ldGVyLmluZ2VzdGlvbi52MS5HZXRMaW1pdHNSZXF1ZXN0GiUubWV0ZXIuaW5nZXN0aW9uLnYxLkdldExpbWl0c1Jlc3BvbnNlEnAKEUNyZWF0ZUNyZWRpdEdyYW50EiwubWV0ZXIuaW5nZXN0aW9uLnYxLkNyZWF0ZUNyZWRpdEdyYW50UmVxdWVzdBotLm1ldGVyLmluZ2VzdGlvbi52MS5DcmVhdGVDcmVkaXRHcmFudFJlc3BvbnNlElsKCkdldENyZWRpdHMSJS5tZXRlci5pbmdlc3Rpb24udjEuR2V0Q3JlZGl0c1JlcXVlc3QaJi5tZXRlci5pbmdlc3Rpb24udjEuR2V0Q3JlZGl0c1Jlc3BvbnNlEmoKD1ZvaWRDcmVkaXRHcmFudBIqLm1ldGVyLmluZ2VzdGlvbi52MS5Wb2lkQ3JlZGl0R3JhbnRSZXF1ZXN0GisubWV0ZXIuaW5nZXN0aW9uLnYxLlZvaWRDcmVkaXRHcmFudFJlc3BvbnNlEm0KEExpc3RDcmVkaXRMZWRnZXISKy5tZXRlci5pbmdlc3Rpb24udjEuTGlzdENyZWRpdExlZGdlclJlcXVlc3QaLC5tZXRlci5pbmdlc3Rpb24udjEuTGlzdENyZWRpdExlZGdlclJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_meter_plans_v1_plans]);
 
 /**
  * @generated from message meter.ingestion.v1.UsageEvent
@@ -690,6 +690,20 @@ export type PlanConfig = Message<"meter.ingestion.v1.PlanConfig"> & {
    * @generated from field: string time_zone = 14;
    */
   timeZone: string;
+
+  /**
+   * Prepaid credits: the balance extends the period spend cap (the total_spend dimension's max).
+   *
+   * @generated from field: bool credits_enabled = 15;
+   */
+  creditsEnabled: boolean;
+
+  /**
+   * Dollars; unset: credits.low never fires.
+   *
+   * @generated from field: optional double credits_low_at = 16;
+   */
+  creditsLowAt?: number | undefined;
 };
 
 /**
@@ -848,6 +862,13 @@ export type GetSessionResponse = Message<"meter.ingestion.v1.GetSessionResponse"
    * @generated from field: repeated meter.ingestion.v1.Dimension limits = 9;
    */
   limits: Dimension[];
+
+  /**
+   * Unset when the plan in force has credits disabled.
+   *
+   * @generated from field: optional meter.ingestion.v1.SessionCredits credits = 10;
+   */
+  credits?: SessionCredits | undefined;
 };
 
 /**
@@ -856,6 +877,71 @@ export type GetSessionResponse = Message<"meter.ingestion.v1.GetSessionResponse"
  */
 export const GetSessionResponseSchema: GenMessage<GetSessionResponse> = /*@__PURE__*/
   messageDesc(file_meter_ingestion_v1_ingestion, 19);
+
+/**
+ * @generated from message meter.ingestion.v1.SessionCredits
+ */
+export type SessionCredits = Message<"meter.ingestion.v1.SessionCredits"> & {
+  /**
+   * Dollars: active grants' remaining less the overdraft.
+   *
+   * @generated from field: double balance = 1;
+   */
+  balance: number;
+
+  /**
+   * Dollars of grants not yet effective.
+   *
+   * @generated from field: double pending = 2;
+   */
+  pending: number;
+
+  /**
+   * @generated from field: optional double low_at = 3;
+   */
+  lowAt?: number | undefined;
+
+  /**
+   * Active grants that expire, soonest first: what is left of each then expires.
+   *
+   * @generated from field: repeated meter.ingestion.v1.CreditExpiry expiries = 4;
+   */
+  expiries: CreditExpiry[];
+};
+
+/**
+ * Describes the message meter.ingestion.v1.SessionCredits.
+ * Use `create(SessionCreditsSchema)` to create a new message.
+ */
+export const SessionCreditsSchema: GenMessage<SessionCredits> = /*@__PURE__*/
+  messageDesc(file_meter_ingestion_v1_ingestion, 20);
+
+/**
+ * @generated from message meter.ingestion.v1.CreditExpiry
+ */
+export type CreditExpiry = Message<"meter.ingestion.v1.CreditExpiry"> & {
+  /**
+   * @generated from field: string grant_id = 1;
+   */
+  grantId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp at = 2;
+   */
+  at?: Timestamp | undefined;
+
+  /**
+   * @generated from field: double remaining = 3;
+   */
+  remaining: number;
+};
+
+/**
+ * Describes the message meter.ingestion.v1.CreditExpiry.
+ * Use `create(CreditExpirySchema)` to create a new message.
+ */
+export const CreditExpirySchema: GenMessage<CreditExpiry> = /*@__PURE__*/
+  messageDesc(file_meter_ingestion_v1_ingestion, 21);
 
 /**
  * One thing a call is counted against (BUDGETS.md §1): SPEC's total_spend, session_spend and
@@ -962,6 +1048,13 @@ export type Dimension = Message<"meter.ingestion.v1.Dimension"> & {
    * @generated from field: repeated meter.ingestion.v1.WindowBucket buckets = 15;
    */
   buckets: WindowBucket[];
+
+  /**
+   * total_spend with credits enabled and an allowance: the balance counted into max.
+   *
+   * @generated from field: optional meter.ingestion.v1.DimensionCredits credits = 16;
+   */
+  credits?: DimensionCredits | undefined;
 };
 
 /**
@@ -969,7 +1062,31 @@ export type Dimension = Message<"meter.ingestion.v1.Dimension"> & {
  * Use `create(DimensionSchema)` to create a new message.
  */
 export const DimensionSchema: GenMessage<Dimension> = /*@__PURE__*/
-  messageDesc(file_meter_ingestion_v1_ingestion, 20);
+  messageDesc(file_meter_ingestion_v1_ingestion, 22);
+
+/**
+ * @generated from message meter.ingestion.v1.DimensionCredits
+ */
+export type DimensionCredits = Message<"meter.ingestion.v1.DimensionCredits"> & {
+  /**
+   * Dollars (negative with an overdraft).
+   *
+   * @generated from field: double balance = 1;
+   */
+  balance: number;
+
+  /**
+   * @generated from field: optional double low_at = 2;
+   */
+  lowAt?: number | undefined;
+};
+
+/**
+ * Describes the message meter.ingestion.v1.DimensionCredits.
+ * Use `create(DimensionCreditsSchema)` to create a new message.
+ */
+export const DimensionCreditsSchema: GenMessage<DimensionCredits> = /*@__PURE__*/
+  messageDesc(file_meter_ingestion_v1_ingestion, 23);
 
 /**
  * @generated from message meter.ingestion.v1.WindowBucket
@@ -993,7 +1110,7 @@ export type WindowBucket = Message<"meter.ingestion.v1.WindowBucket"> & {
  * Use `create(WindowBucketSchema)` to create a new message.
  */
 export const WindowBucketSchema: GenMessage<WindowBucket> = /*@__PURE__*/
-  messageDesc(file_meter_ingestion_v1_ingestion, 21);
+  messageDesc(file_meter_ingestion_v1_ingestion, 24);
 
 /**
  * @generated from message meter.ingestion.v1.GetLimitsRequest
@@ -1015,7 +1132,7 @@ export type GetLimitsRequest = Message<"meter.ingestion.v1.GetLimitsRequest"> & 
  * Use `create(GetLimitsRequestSchema)` to create a new message.
  */
 export const GetLimitsRequestSchema: GenMessage<GetLimitsRequest> = /*@__PURE__*/
-  messageDesc(file_meter_ingestion_v1_ingestion, 22);
+  messageDesc(file_meter_ingestion_v1_ingestion, 25);
 
 /**
  * @generated from message meter.ingestion.v1.GetLimitsResponse
@@ -1037,7 +1154,7 @@ export type GetLimitsResponse = Message<"meter.ingestion.v1.GetLimitsResponse"> 
  * Use `create(GetLimitsResponseSchema)` to create a new message.
  */
 export const GetLimitsResponseSchema: GenMessage<GetLimitsResponse> = /*@__PURE__*/
-  messageDesc(file_meter_ingestion_v1_ingestion, 23);
+  messageDesc(file_meter_ingestion_v1_ingestion, 26);
 
 /**
  * @generated from message meter.ingestion.v1.AcquireLeaseRequest
@@ -1113,7 +1230,7 @@ export type AcquireLeaseRequest = Message<"meter.ingestion.v1.AcquireLeaseReques
  * Use `create(AcquireLeaseRequestSchema)` to create a new message.
  */
 export const AcquireLeaseRequestSchema: GenMessage<AcquireLeaseRequest> = /*@__PURE__*/
-  messageDesc(file_meter_ingestion_v1_ingestion, 24);
+  messageDesc(file_meter_ingestion_v1_ingestion, 27);
 
 /**
  * A slice asked of one window of a plan limit.
@@ -1154,7 +1271,7 @@ export type WindowAsk = Message<"meter.ingestion.v1.WindowAsk"> & {
  * Use `create(WindowAskSchema)` to create a new message.
  */
 export const WindowAskSchema: GenMessage<WindowAsk> = /*@__PURE__*/
-  messageDesc(file_meter_ingestion_v1_ingestion, 25);
+  messageDesc(file_meter_ingestion_v1_ingestion, 28);
 
 /**
  * A slice of one window of a plan limit, held by the lease.
@@ -1221,7 +1338,7 @@ export type WindowLease = Message<"meter.ingestion.v1.WindowLease"> & {
  * Use `create(WindowLeaseSchema)` to create a new message.
  */
 export const WindowLeaseSchema: GenMessage<WindowLease> = /*@__PURE__*/
-  messageDesc(file_meter_ingestion_v1_ingestion, 26);
+  messageDesc(file_meter_ingestion_v1_ingestion, 29);
 
 /**
  * What the holder used of one window slice in all (ReleaseLease).
@@ -1250,7 +1367,7 @@ export type WindowUse = Message<"meter.ingestion.v1.WindowUse"> & {
  * Use `create(WindowUseSchema)` to create a new message.
  */
 export const WindowUseSchema: GenMessage<WindowUse> = /*@__PURE__*/
-  messageDesc(file_meter_ingestion_v1_ingestion, 27);
+  messageDesc(file_meter_ingestion_v1_ingestion, 30);
 
 /**
  * A slice of one model's per-period token cap.
@@ -1296,7 +1413,7 @@ export type TokenLease = Message<"meter.ingestion.v1.TokenLease"> & {
  * Use `create(TokenLeaseSchema)` to create a new message.
  */
 export const TokenLeaseSchema: GenMessage<TokenLease> = /*@__PURE__*/
-  messageDesc(file_meter_ingestion_v1_ingestion, 28);
+  messageDesc(file_meter_ingestion_v1_ingestion, 31);
 
 /**
  * @generated from message meter.ingestion.v1.Lease
@@ -1386,7 +1503,7 @@ export type Lease = Message<"meter.ingestion.v1.Lease"> & {
  * Use `create(LeaseSchema)` to create a new message.
  */
 export const LeaseSchema: GenMessage<Lease> = /*@__PURE__*/
-  messageDesc(file_meter_ingestion_v1_ingestion, 29);
+  messageDesc(file_meter_ingestion_v1_ingestion, 32);
 
 /**
  * @generated from message meter.ingestion.v1.AcquireLeaseResponse
@@ -1411,7 +1528,7 @@ export type AcquireLeaseResponse = Message<"meter.ingestion.v1.AcquireLeaseRespo
  * Use `create(AcquireLeaseResponseSchema)` to create a new message.
  */
 export const AcquireLeaseResponseSchema: GenMessage<AcquireLeaseResponse> = /*@__PURE__*/
-  messageDesc(file_meter_ingestion_v1_ingestion, 30);
+  messageDesc(file_meter_ingestion_v1_ingestion, 33);
 
 /**
  * @generated from message meter.ingestion.v1.ReleaseLeaseRequest
@@ -1462,7 +1579,7 @@ export type ReleaseLeaseRequest = Message<"meter.ingestion.v1.ReleaseLeaseReques
  * Use `create(ReleaseLeaseRequestSchema)` to create a new message.
  */
 export const ReleaseLeaseRequestSchema: GenMessage<ReleaseLeaseRequest> = /*@__PURE__*/
-  messageDesc(file_meter_ingestion_v1_ingestion, 31);
+  messageDesc(file_meter_ingestion_v1_ingestion, 34);
 
 /**
  * @generated from message meter.ingestion.v1.ReleaseLeaseResponse
@@ -1479,7 +1596,7 @@ export type ReleaseLeaseResponse = Message<"meter.ingestion.v1.ReleaseLeaseRespo
  * Use `create(ReleaseLeaseResponseSchema)` to create a new message.
  */
 export const ReleaseLeaseResponseSchema: GenMessage<ReleaseLeaseResponse> = /*@__PURE__*/
-  messageDesc(file_meter_ingestion_v1_ingestion, 32);
+  messageDesc(file_meter_ingestion_v1_ingestion, 35);
 
 /**
  * @generated from message meter.ingestion.v1.GetPeriodSpendsRequest
@@ -1503,7 +1620,7 @@ export type GetPeriodSpendsRequest = Message<"meter.ingestion.v1.GetPeriodSpends
  * Use `create(GetPeriodSpendsRequestSchema)` to create a new message.
  */
 export const GetPeriodSpendsRequestSchema: GenMessage<GetPeriodSpendsRequest> = /*@__PURE__*/
-  messageDesc(file_meter_ingestion_v1_ingestion, 33);
+  messageDesc(file_meter_ingestion_v1_ingestion, 36);
 
 /**
  * @generated from message meter.ingestion.v1.PeriodSpend
@@ -1544,7 +1661,7 @@ export type PeriodSpend = Message<"meter.ingestion.v1.PeriodSpend"> & {
  * Use `create(PeriodSpendSchema)` to create a new message.
  */
 export const PeriodSpendSchema: GenMessage<PeriodSpend> = /*@__PURE__*/
-  messageDesc(file_meter_ingestion_v1_ingestion, 34);
+  messageDesc(file_meter_ingestion_v1_ingestion, 37);
 
 /**
  * @generated from message meter.ingestion.v1.GetPeriodSpendsResponse
@@ -1563,7 +1680,398 @@ export type GetPeriodSpendsResponse = Message<"meter.ingestion.v1.GetPeriodSpend
  * Use `create(GetPeriodSpendsResponseSchema)` to create a new message.
  */
 export const GetPeriodSpendsResponseSchema: GenMessage<GetPeriodSpendsResponse> = /*@__PURE__*/
-  messageDesc(file_meter_ingestion_v1_ingestion, 35);
+  messageDesc(file_meter_ingestion_v1_ingestion, 38);
+
+/**
+ * One grant of prepaid credits (BUDGETS.md §3). Money in dollars.
+ *
+ * @generated from message meter.ingestion.v1.CreditGrant
+ */
+export type CreditGrant = Message<"meter.ingestion.v1.CreditGrant"> & {
+  /**
+   * The caller's id.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: double amount = 2;
+   */
+  amount: number;
+
+  /**
+   * @generated from field: double remaining = 3;
+   */
+  remaining: number;
+
+  /**
+   * paid | promotional
+   *
+   * @generated from field: string kind = 4;
+   */
+  kind: string;
+
+  /**
+   * 0-100, lower is drawn first.
+   *
+   * @generated from field: int32 priority = 5;
+   */
+  priority: number;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp effective_at = 6;
+   */
+  effectiveAt?: Timestamp | undefined;
+
+  /**
+   * Unset: never expires.
+   *
+   * @generated from field: optional google.protobuf.Timestamp expires_at = 7;
+   */
+  expiresAt?: Timestamp | undefined;
+
+  /**
+   * pending | active | depleted | expired | voided
+   *
+   * @generated from field: string status = 8;
+   */
+  status: string;
+
+  /**
+   * @generated from field: optional string description = 9;
+   */
+  description?: string | undefined;
+
+  /**
+   * @generated from field: optional google.protobuf.Struct metadata = 10;
+   */
+  metadata?: JsonObject | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp created_at = 11;
+   */
+  createdAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message meter.ingestion.v1.CreditGrant.
+ * Use `create(CreditGrantSchema)` to create a new message.
+ */
+export const CreditGrantSchema: GenMessage<CreditGrant> = /*@__PURE__*/
+  messageDesc(file_meter_ingestion_v1_ingestion, 39);
+
+/**
+ * @generated from message meter.ingestion.v1.CreateCreditGrantRequest
+ */
+export type CreateCreditGrantRequest = Message<"meter.ingestion.v1.CreateCreditGrantRequest"> & {
+  /**
+   * @generated from field: string product_id = 1;
+   */
+  productId: string;
+
+  /**
+   * The external user id.
+   *
+   * @generated from field: string user_id = 2;
+   */
+  userId: string;
+
+  /**
+   * 1-128 printable characters.
+   *
+   * @generated from field: string grant_id = 3;
+   */
+  grantId: string;
+
+  /**
+   * Dollars, > 0 and <= 1e9.
+   *
+   * @generated from field: double amount = 4;
+   */
+  amount: number;
+
+  /**
+   * Unset: paid.
+   *
+   * @generated from field: optional string kind = 5;
+   */
+  kind?: string | undefined;
+
+  /**
+   * Unset: 50 (a double so that the service, not the transport, refuses a fraction).
+   *
+   * @generated from field: optional double priority = 6;
+   */
+  priority?: number | undefined;
+
+  /**
+   * Unset: now.
+   *
+   * @generated from field: optional google.protobuf.Timestamp effective_at = 7;
+   */
+  effectiveAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: optional google.protobuf.Timestamp expires_at = 8;
+   */
+  expiresAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: optional string description = 9;
+   */
+  description?: string | undefined;
+
+  /**
+   * @generated from field: optional google.protobuf.Struct metadata = 10;
+   */
+  metadata?: JsonObject | undefined;
+};
+
+/**
+ * Describes the message meter.ingestion.v1.CreateCreditGrantRequest.
+ * Use `create(CreateCreditGrantRequestSchema)` to create a new message.
+ */
+export const CreateCreditGrantRequestSchema: GenMessage<CreateCreditGrantRequest> = /*@__PURE__*/
+  messageDesc(file_meter_ingestion_v1_ingestion, 40);
+
+/**
+ * @generated from message meter.ingestion.v1.CreateCreditGrantResponse
+ */
+export type CreateCreditGrantResponse = Message<"meter.ingestion.v1.CreateCreditGrantResponse"> & {
+  /**
+   * @generated from field: meter.ingestion.v1.CreditGrant grant = 1;
+   */
+  grant?: CreditGrant | undefined;
+
+  /**
+   * False when the same grant was sent before.
+   *
+   * @generated from field: bool created = 2;
+   */
+  created: boolean;
+};
+
+/**
+ * Describes the message meter.ingestion.v1.CreateCreditGrantResponse.
+ * Use `create(CreateCreditGrantResponseSchema)` to create a new message.
+ */
+export const CreateCreditGrantResponseSchema: GenMessage<CreateCreditGrantResponse> = /*@__PURE__*/
+  messageDesc(file_meter_ingestion_v1_ingestion, 41);
+
+/**
+ * @generated from message meter.ingestion.v1.GetCreditsRequest
+ */
+export type GetCreditsRequest = Message<"meter.ingestion.v1.GetCreditsRequest"> & {
+  /**
+   * @generated from field: string product_id = 1;
+   */
+  productId: string;
+
+  /**
+   * @generated from field: string user_id = 2;
+   */
+  userId: string;
+};
+
+/**
+ * Describes the message meter.ingestion.v1.GetCreditsRequest.
+ * Use `create(GetCreditsRequestSchema)` to create a new message.
+ */
+export const GetCreditsRequestSchema: GenMessage<GetCreditsRequest> = /*@__PURE__*/
+  messageDesc(file_meter_ingestion_v1_ingestion, 42);
+
+/**
+ * @generated from message meter.ingestion.v1.GetCreditsResponse
+ */
+export type GetCreditsResponse = Message<"meter.ingestion.v1.GetCreditsResponse"> & {
+  /**
+   * @generated from field: string user_id = 1;
+   */
+  userId: string;
+
+  /**
+   * @generated from field: double balance = 2;
+   */
+  balance: number;
+
+  /**
+   * @generated from field: double pending = 3;
+   */
+  pending: number;
+
+  /**
+   * @generated from field: double overdraft = 4;
+   */
+  overdraft: number;
+
+  /**
+   * @generated from field: optional double low_at = 5;
+   */
+  lowAt?: number | undefined;
+
+  /**
+   * Newest first.
+   *
+   * @generated from field: repeated meter.ingestion.v1.CreditGrant grants = 6;
+   */
+  grants: CreditGrant[];
+};
+
+/**
+ * Describes the message meter.ingestion.v1.GetCreditsResponse.
+ * Use `create(GetCreditsResponseSchema)` to create a new message.
+ */
+export const GetCreditsResponseSchema: GenMessage<GetCreditsResponse> = /*@__PURE__*/
+  messageDesc(file_meter_ingestion_v1_ingestion, 43);
+
+/**
+ * @generated from message meter.ingestion.v1.VoidCreditGrantRequest
+ */
+export type VoidCreditGrantRequest = Message<"meter.ingestion.v1.VoidCreditGrantRequest"> & {
+  /**
+   * @generated from field: string product_id = 1;
+   */
+  productId: string;
+
+  /**
+   * @generated from field: string user_id = 2;
+   */
+  userId: string;
+
+  /**
+   * @generated from field: string grant_id = 3;
+   */
+  grantId: string;
+};
+
+/**
+ * Describes the message meter.ingestion.v1.VoidCreditGrantRequest.
+ * Use `create(VoidCreditGrantRequestSchema)` to create a new message.
+ */
+export const VoidCreditGrantRequestSchema: GenMessage<VoidCreditGrantRequest> = /*@__PURE__*/
+  messageDesc(file_meter_ingestion_v1_ingestion, 44);
+
+/**
+ * @generated from message meter.ingestion.v1.VoidCreditGrantResponse
+ */
+export type VoidCreditGrantResponse = Message<"meter.ingestion.v1.VoidCreditGrantResponse"> & {
+  /**
+   * @generated from field: meter.ingestion.v1.CreditGrant grant = 1;
+   */
+  grant?: CreditGrant | undefined;
+};
+
+/**
+ * Describes the message meter.ingestion.v1.VoidCreditGrantResponse.
+ * Use `create(VoidCreditGrantResponseSchema)` to create a new message.
+ */
+export const VoidCreditGrantResponseSchema: GenMessage<VoidCreditGrantResponse> = /*@__PURE__*/
+  messageDesc(file_meter_ingestion_v1_ingestion, 45);
+
+/**
+ * @generated from message meter.ingestion.v1.ListCreditLedgerRequest
+ */
+export type ListCreditLedgerRequest = Message<"meter.ingestion.v1.ListCreditLedgerRequest"> & {
+  /**
+   * @generated from field: string product_id = 1;
+   */
+  productId: string;
+
+  /**
+   * @generated from field: string user_id = 2;
+   */
+  userId: string;
+
+  /**
+   * 1-200; 0 means 50.
+   *
+   * @generated from field: int32 limit = 3;
+   */
+  limit: number;
+
+  /**
+   * @generated from field: optional string cursor = 4;
+   */
+  cursor?: string | undefined;
+};
+
+/**
+ * Describes the message meter.ingestion.v1.ListCreditLedgerRequest.
+ * Use `create(ListCreditLedgerRequestSchema)` to create a new message.
+ */
+export const ListCreditLedgerRequestSchema: GenMessage<ListCreditLedgerRequest> = /*@__PURE__*/
+  messageDesc(file_meter_ingestion_v1_ingestion, 46);
+
+/**
+ * @generated from message meter.ingestion.v1.CreditLedgerEntry
+ */
+export type CreditLedgerEntry = Message<"meter.ingestion.v1.CreditLedgerEntry"> & {
+  /**
+   * The hour for usage and overdraft entries.
+   *
+   * @generated from field: google.protobuf.Timestamp at = 1;
+   */
+  at?: Timestamp | undefined;
+
+  /**
+   * grant | usage | expiry | void | overdraft
+   *
+   * @generated from field: string type = 2;
+   */
+  type: string;
+
+  /**
+   * Dollars, signed (usage, expiry and void negative).
+   *
+   * @generated from field: double amount = 3;
+   */
+  amount: number;
+
+  /**
+   * @generated from field: optional string grant_id = 4;
+   */
+  grantId?: string | undefined;
+
+  /**
+   * @generated from field: double balance_after = 5;
+   */
+  balanceAfter: number;
+};
+
+/**
+ * Describes the message meter.ingestion.v1.CreditLedgerEntry.
+ * Use `create(CreditLedgerEntrySchema)` to create a new message.
+ */
+export const CreditLedgerEntrySchema: GenMessage<CreditLedgerEntry> = /*@__PURE__*/
+  messageDesc(file_meter_ingestion_v1_ingestion, 47);
+
+/**
+ * @generated from message meter.ingestion.v1.ListCreditLedgerResponse
+ */
+export type ListCreditLedgerResponse = Message<"meter.ingestion.v1.ListCreditLedgerResponse"> & {
+  /**
+   * @generated from field: string user_id = 1;
+   */
+  userId: string;
+
+  /**
+   * @generated from field: repeated meter.ingestion.v1.CreditLedgerEntry entries = 2;
+   */
+  entries: CreditLedgerEntry[];
+
+  /**
+   * @generated from field: optional string next_cursor = 3;
+   */
+  nextCursor?: string | undefined;
+};
+
+/**
+ * Describes the message meter.ingestion.v1.ListCreditLedgerResponse.
+ * Use `create(ListCreditLedgerResponseSchema)` to create a new message.
+ */
+export const ListCreditLedgerResponseSchema: GenMessage<ListCreditLedgerResponse> = /*@__PURE__*/
+  messageDesc(file_meter_ingestion_v1_ingestion, 48);
 
 /**
  * IngestionService owns usage events, gate events, manual events and per-user period
@@ -1672,6 +2180,49 @@ export const IngestionService: GenService<{
     methodKind: "unary";
     input: typeof GetLimitsRequestSchema;
     output: typeof GetLimitsResponseSchema;
+  },
+  /**
+   * Prepaid credits (BUDGETS.md §3), an owner's grants, balance and ledger.
+   * Adds a grant; the same grant id with the same fields again changes nothing (created false),
+   * with other fields ALREADY_EXISTS. NOT_FOUND for an unknown user; FAILED_PRECONDITION past
+   * 1,000 live grants.
+   *
+   * @generated from rpc meter.ingestion.v1.IngestionService.CreateCreditGrant
+   */
+  createCreditGrant: {
+    methodKind: "unary";
+    input: typeof CreateCreditGrantRequestSchema;
+    output: typeof CreateCreditGrantResponseSchema;
+  },
+  /**
+   * Balance, pending credits, overdraft and every grant, newest first.
+   *
+   * @generated from rpc meter.ingestion.v1.IngestionService.GetCredits
+   */
+  getCredits: {
+    methodKind: "unary";
+    input: typeof GetCreditsRequestSchema;
+    output: typeof GetCreditsResponseSchema;
+  },
+  /**
+   * What is left of a grant goes to 0; voiding again changes nothing. NOT_FOUND for an unknown grant.
+   *
+   * @generated from rpc meter.ingestion.v1.IngestionService.VoidCreditGrant
+   */
+  voidCreditGrant: {
+    methodKind: "unary";
+    input: typeof VoidCreditGrantRequestSchema;
+    output: typeof VoidCreditGrantResponseSchema;
+  },
+  /**
+   * The ledger newest first, cursor-paginated (usage summed per grant per hour).
+   *
+   * @generated from rpc meter.ingestion.v1.IngestionService.ListCreditLedger
+   */
+  listCreditLedger: {
+    methodKind: "unary";
+    input: typeof ListCreditLedgerRequestSchema;
+    output: typeof ListCreditLedgerResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_meter_ingestion_v1_ingestion, 0);

@@ -1,0 +1,259 @@
+import { randomUUID } from "node:crypto";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import type { MongoClient } from "mongodb";
+import type { Api } from "../../test/support/http.ts";
+import { eventually } from "../../test/support/eventually.ts";
+import { withTestStack, type TestStack } from "../../test/support/stack.ts";
+
+/**
+ * Prepaid credits over HTTP (BUDGETS.md §3): grants, balance, draws in order, the cap the
+ * session view and GET limits show, expiry on time, idempotent grants, void, the ledger, and
+ * draws exactly once under a replayed batch.
+ */
+const t = suite<{ stack: TestStack; mongo: MongoClient; api: Api }>("credits over HTTP");
+withTestStack(t, { services: { ingestion: { relayIntervalMs: 100, idlePollMaxMs: 1_000 } } });
+t.before(async (ctx) => {
+  ({ api: ctx.api } = await ctx.stack.newProduct("Credits"));
+});
+
+const near = (a: number, b: number, what: string) => assert.ok(Math.abs(a - b) < 1e-9, `${what}: ${a} != ${b}`);
+
+async function userOnPlan(api: Api, plan: object): Promise<string> {
+  const user = `u-${randomUUID().slice(0, 8)}`;
+  const created = await api.post("/config/plans", { plans: [{ name: `p-${randomUUID().slice(0, 8)}`, ...plan }] });
+  assert.is(created.status, 201, JSON.stringify(created.body));
+  assert.is((await api.post("/users", { external_user_id: user })).status, 201);
+  const now = new Date();
+  const period = {
+    period_start: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)).toISOString(),
+    period_end: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1)).toISOString(),
+  };
+  const sub = await api.post(`/users/${user}/subscription`, { plan_id: created.body.plans[0].id, ...period });
+  assert.is(sub.status, 200, JSON.stringify(sub.body));
+  return user;
+}
+
+const PREPAID = { max_spend_per_period: 0, credits_enabled: true };
+
+const usage = (user: string, cost: number, id = randomUUID()) => ({
+  id,
+  user_id: user,
+  timestamp: new Date().toISOString(),
+  model: "gpt-4o",
+  input_tokens: 10,
+  output_tokens: 5,
+  cost_total: cost,
+});
+
+async function send(api: Api, events: object[]) {
+  const res = await api.post("/events/batch", events);
+  assert.ok(res.status === 200 || res.status === 202, `${res.status} ${JSON.stringify(res.body)}`);
+  return res.body;
+}
+
+async function credits(api: Api, user: string) {
+  const res = await api.get(`/users/${user}/credits`);
+  assert.is(res.status, 200, JSON.stringify(res.body));
+  return res.body;
+}
+
+async function ledger(api: Api, user: string) {
+  const entries: any[] = [];
+  let cursor: string | null = null;
+  do {
+    const res: any = await api.get(`/users/${user}/credits/ledger?limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`);
+    assert.is(res.status, 200, JSON.stringify(res.body));
+    entries.push(...res.body.entries);
+    cursor = res.body.next_cursor;
+  } while (cursor);
+  return entries;
+}
+
+const totalSpend = (view: { limits: { reason: string }[] }) => view.limits.find((d) => d.reason === "total_spend") as any;
+
+t("plans take credits_enabled and credits_low_at; a plan without them reads as before", async ({ api }) => {
+  const res = await api.post("/config/plans", { plans: [{ name: `c-${randomUUID()}`, credits_enabled: true, credits_low_at: 2.5 }, { name: `n-${randomUUID()}` }] });
+  assert.is(res.status, 201, JSON.stringify(res.body));
+  assert.is(res.body.plans[0].credits_enabled, true);
+  assert.is(res.body.plans[0].credits_low_at, 2.5);
+  assert.is(res.body.plans[1].credits_enabled, false);
+  assert.is(res.body.plans[1].credits_low_at, null);
+  const patched = await api.patch(`/config/plans/${res.body.plans[0].id}`, { credits_low_at: null });
+  assert.is(patched.status, 200, JSON.stringify(patched.body));
+  assert.is(patched.body.credits_low_at, null);
+  assert.is(patched.body.credits_enabled, true);
+  assert.is((await api.post("/config/plans", { plans: [{ name: `x-${randomUUID()}`, credits_low_at: -1 }] })).status, 422);
+});
+
+t("a pure-prepaid user with a $1.00 grant: usage draws it, the cap is reached, a top-up raises it", async ({ api }) => {
+  const user = await userOnPlan(api, { ...PREPAID, credits_low_at: 0.25 });
+  const grant = await api.post(`/users/${user}/credits`, { id: "pay_1", amount: 1 });
+  assert.is(grant.status, 201, JSON.stringify(grant.body));
+  assert.equal(
+    { id: grant.body.id, amount: grant.body.amount, remaining: grant.body.remaining, kind: grant.body.kind, priority: grant.body.priority, status: grant.body.status },
+    { id: "pay_1", amount: 1, remaining: 1, kind: "paid", priority: 50, status: "active" },
+  );
+  let session = (await api.get(`/users/${user}/session`)).body;
+  assert.is(session.plan_config.credits_enabled, true);
+  assert.is(session.plan_config.credits_low_at, 0.25);
+  near(session.credits.balance, 1, "balance in the session view");
+  near(totalSpend(session).max, 1, "cap = allowance 0 + balance 1");
+  assert.equal(totalSpend(session).credits, { balance: 1, low_at: 0.25 });
+
+  await send(api, [usage(user, 0.4), usage(user, 0.6)]);
+  const after = await eventually(async () => {
+    const c = await credits(api, user);
+    return Math.abs(c.balance) < 1e-9 && c;
+  }, 30_000, "the grant drawn");
+  assert.is(after.grants[0].status, "depleted");
+  near(after.overdraft, 0, "no overdraft");
+  session = (await api.get(`/users/${user}/session`)).body;
+  near(totalSpend(session).used, 1, "used");
+  near(totalSpend(session).max, 1, "cap: drawn 1 + balance 0");
+  assert.ok(totalSpend(session).used >= totalSpend(session).max, "the cap is reached");
+  const limits = (await api.get(`/users/${user}/limits`)).body;
+  near(totalSpend(limits).max, 1, "GET limits shows the same cap");
+  assert.equal(totalSpend(limits).credits, { balance: 0, low_at: 0.25 });
+
+  const topUp = await api.post(`/users/${user}/credits`, { id: "pay_2", amount: 2 });
+  assert.is(topUp.status, 201);
+  session = (await api.get(`/users/${user}/session`)).body;
+  near(totalSpend(session).max, 3, "a top-up raises the cap");
+  near(session.credits.balance, 2, "balance after the top-up");
+
+  const entries = await ledger(api, user);
+  const sum = (type: string) => entries.filter((e) => e.type === type).reduce((s, e) => s + e.amount, 0);
+  near(sum("usage") + sum("overdraft"), -1, "the ledger's usage equals the usage beyond the allowance");
+  near(sum("grant"), 3, "grants in the ledger");
+});
+
+t("grants are drawn by priority, then expiry: promo at 10 before paid at 50; overdraft paid by the next grant", async ({ api }) => {
+  const user = await userOnPlan(api, PREPAID);
+  assert.is((await api.post(`/users/${user}/credits`, { id: "paid", amount: 1, priority: 50 })).status, 201);
+  assert.is((await api.post(`/users/${user}/credits`, { id: "promo", amount: 0.5, kind: "promotional", priority: 10 })).status, 201);
+  await send(api, [usage(user, 0.7)]);
+  const c = await eventually(async () => {
+    const c = await credits(api, user);
+    return Math.abs(c.balance - 0.8) < 1e-9 && c;
+  }, 30_000, "0.70 drawn");
+  const byId = Object.fromEntries(c.grants.map((g: any) => [g.id, g]));
+  near(byId.promo.remaining, 0, "promo drawn first");
+  assert.is(byId.promo.status, "depleted");
+  near(byId.paid.remaining, 0.8, "paid drawn for the rest");
+  // Past the balance: an overdraft, shown as a negative balance and paid first by the next grant.
+  await send(api, [usage(user, 1)]);
+  const over = await eventually(async () => {
+    const c = await credits(api, user);
+    return Math.abs(c.overdraft - 0.2) < 1e-9 && c;
+  }, 30_000, "an overdraft of 0.20");
+  near(over.balance, -0.2, "negative balance");
+  const next = await api.post(`/users/${user}/credits`, { id: "next", amount: 1 });
+  assert.is(next.status, 201);
+  near(next.body.remaining, 0.8, "the new grant paid the overdraft first");
+  const now = await credits(api, user);
+  near(now.balance, 0.8, "balance");
+  near(now.overdraft, 0, "overdraft paid");
+});
+
+t("a lease sees the period cap with credits: allowance + drawn + balance, nothing past it", async ({ api }) => {
+  const user = await userOnPlan(api, PREPAID);
+  const lease = (holder: string, need: number, want: number) => api.post(`/users/${user}/leases`, { holder, need, want });
+  const none = await lease("h0", 0.01, 1);
+  assert.is(none.status, 200, JSON.stringify(none.body));
+  near(none.body.lease.added, 0, "no balance: nothing to lease under a $0 allowance");
+  assert.is((await api.post(`/users/${user}/credits`, { id: "five", amount: 5 })).status, 201);
+  await send(api, [usage(user, 1)]);
+  await eventually(async () => Math.abs((await credits(api, user)).balance - 4) < 1e-9, 30_000, "1.00 drawn");
+  // Cap 0 + 1 drawn + 4 balance = 5, of which 1 is spent: 4 remain for leases, whoever asks.
+  const granted: number[] = [];
+  for (let i = 0; i < 12; i++) {
+    const res = await lease(`h${i + 1}`, 0.01, 10);
+    assert.is(res.status, 200, JSON.stringify(res.body));
+    granted.push(res.body.lease.added);
+  }
+  const total = granted.reduce((s, g) => s + g, 0);
+  assert.ok(total <= 4 + 1e-9, `leases hold ${total}, more than the 4.00 left`);
+  assert.ok(total > 3, `leases hold ${total}: the balance counts into the cap`);
+});
+
+t("a re-sent grant id changes nothing (200), other fields are 409; validation; unknown user 404; void", async ({ api, stack }) => {
+  const user = await userOnPlan(api, PREPAID);
+  const body = { id: "pay_x", amount: 5, description: "Top-up", metadata: { invoice: "in_1" } };
+  assert.is((await api.post(`/users/${user}/credits`, body)).status, 201);
+  const again = await api.post(`/users/${user}/credits`, body);
+  assert.is(again.status, 200, JSON.stringify(again.body));
+  assert.equal(again.body.metadata, { invoice: "in_1" });
+  near((await credits(api, user)).balance, 5, "granted once");
+  const other = await api.post(`/users/${user}/credits`, { ...body, amount: 6 });
+  assert.is(other.status, 409, JSON.stringify(other.body));
+  for (const bad of [{ id: "a", amount: 0 }, { id: "a", amount: 1, priority: 101 }, { id: "a", amount: 1, kind: "gift" }, { id: "", amount: 1 }, { id: "a", amount: 1e10 }]) {
+    assert.is((await api.post(`/users/${user}/credits`, bad)).status, 422, JSON.stringify(bad));
+  }
+  const backwards = await api.post(`/users/${user}/credits`, { id: "b", amount: 1, effective_at: "2030-01-02T00:00:00Z", expires_at: "2030-01-01T00:00:00Z" });
+  assert.is(backwards.status, 400, JSON.stringify(backwards.body));
+  assert.is((await api.post(`/users/nobody-${randomUUID()}/credits`, { id: "a", amount: 1 })).status, 404);
+  assert.is((await api.post(`/users/${user}/credits/nope/void`)).status, 404);
+  // Admin keys only.
+  const key = await api.post("/keys", { name: "ingest", scope: "ingest" });
+  const ingest = stack.api.withKey(key.body.key);
+  assert.is((await ingest.get(`/users/${user}/credits`)).status, 403);
+
+  const voided = await api.post(`/users/${user}/credits/pay_x/void`);
+  assert.is(voided.status, 200, JSON.stringify(voided.body));
+  assert.is(voided.body.status, "voided");
+  near(voided.body.remaining, 0, "nothing left");
+  const twice = await api.post(`/users/${user}/credits/pay_x/void`);
+  assert.is(twice.status, 200);
+  assert.is(twice.body.status, "voided");
+  near((await credits(api, user)).balance, 0, "balance after the void");
+  const entries = await ledger(api, user);
+  assert.equal(entries.map((e) => [e.type, e.amount, e.grant_id]), [["void", -5, "pay_x"], ["grant", 5, "pay_x"]]);
+});
+
+t("a grant not yet effective is pending; the session view lists what expires", async ({ api }) => {
+  const user = await userOnPlan(api, PREPAID);
+  const later = new Date(Date.now() + 3_600_000).toISOString();
+  const soon = new Date(Date.now() + 3 * 3_600_000).toISOString();
+  const g = await api.post(`/users/${user}/credits`, { id: "later", amount: 2, effective_at: later });
+  assert.is(g.body.status, "pending");
+  assert.is((await api.post(`/users/${user}/credits`, { id: "soon", amount: 1, expires_at: soon })).status, 201);
+  const c = await credits(api, user);
+  near(c.balance, 1, "balance");
+  near(c.pending, 2, "pending");
+  const session = (await api.get(`/users/${user}/session`)).body;
+  assert.equal(session.credits.expiries, [{ grant_id: "soon", at: new Date(soon).toISOString(), remaining: 1 }]);
+  near(session.credits.pending, 2, "pending in the session view");
+});
+
+t("an expired grant's remainder leaves the balance at its expires_at and appears in the ledger", async ({ api }) => {
+  const user = await userOnPlan(api, PREPAID);
+  const expiresAt = Date.now() + 3_000;
+  assert.is((await api.post(`/users/${user}/credits`, { id: "short", amount: 0.5, priority: 10, expires_at: new Date(expiresAt).toISOString() })).status, 201);
+  assert.is((await api.post(`/users/${user}/credits`, { id: "long", amount: 1 })).status, 201);
+  await send(api, [usage(user, 0.2)]);
+  await eventually(async () => Math.abs((await credits(api, user)).balance - 1.3) < 1e-9, 30_000, "0.20 drawn from the short grant");
+  const entry = await eventually(async () => (await ledger(api, user)).find((e) => e.type === "expiry"), 60_000, "the expiry in the ledger");
+  assert.ok(Date.now() >= expiresAt, "not before expires_at");
+  assert.equal([entry.amount, entry.grant_id], [-0.3, "short"]);
+  const c = await credits(api, user);
+  near(c.balance, 1, "what was left of the short grant is gone");
+  const short = c.grants.find((g: any) => g.id === "short");
+  assert.equal([short.status, short.remaining], ["expired", 0]);
+});
+
+t("the same batch sent twice draws once", async ({ api }) => {
+  const user = await userOnPlan(api, PREPAID);
+  assert.is((await api.post(`/users/${user}/credits`, { id: "g", amount: 10 })).status, 201);
+  const batch = Array.from({ length: 20 }, () => usage(user, 0.05));
+  await send(api, batch);
+  const replay = await send(api, batch);
+  assert.is(replay.duplicates, 20);
+  // A further event after the replay: once it is drawn, the replay would have been too.
+  await send(api, [usage(user, 0.5)]);
+  await eventually(async () => Math.abs((await credits(api, user)).balance - 8.5) < 1e-9, 30_000, "1.50 drawn, once");
+  const entries = await ledger(api, user);
+  near(entries.filter((e) => e.type === "usage").reduce((s, e) => s + e.amount, 0), -1.5, "ledger usage");
+});
+
+t.run();

@@ -1,0 +1,128 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import path from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { create } from "@bufbuild/protobuf";
+import type { MongoClient } from "mongodb";
+import { IngestionService, UsageEventSchema, type UsageEvent } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
+import { rpcClient } from "@meter/lib/rpc";
+import { toTimestamp } from "@meter/lib/time";
+import { testMongoUrl } from "../../test/support/database.ts";
+import { withTestStack, type TestStack } from "../../test/support/stack.ts";
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+
+/** The ingestion service as its own process (split mode); resolves with its gRPC URL once listening. */
+async function launch(env: Record<string, string>): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(process.execPath, ["--import", "tsx", "services/ingestion/main.ts"], {
+    cwd: root,
+    env: { ...process.env, ...env, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "info" },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const url = await new Promise<string>((resolve, reject) => {
+    const lines = createInterface({ input: child.stdout! });
+    lines.on("line", (line) => {
+      try {
+        const rec = JSON.parse(line);
+        if (rec.msg === "ingestion service listening") resolve(`http://127.0.0.1:${rec.port}`);
+      } catch {
+        // not a log line
+      }
+    });
+    child.once("exit", (code) => reject(new Error(`ingestion exited early (${code})`)));
+  });
+  return { child, url };
+}
+
+const t = suite<{ stack: TestStack; mongo: MongoClient }>("credits: ingestion killed mid-batch");
+
+withTestStack(t);
+
+const cents = (i: number) => ((i % 10) + 1) / 100;
+
+t("SIGKILL while a batch of a prepaid user is written, restart, retry: the draw is neither lost nor doubled", async ({ stack, mongo }) => {
+  const { api, productId } = await stack.newProduct();
+  const plans = await api.post("/config/plans", { plans: [{ name: "prepaid", max_spend_per_period: 0, credits_enabled: true }] });
+  assert.is(plans.status, 201, JSON.stringify(plans.body));
+  await api.post("/users", { external_user_id: "victim" });
+  const now = new Date();
+  const sub = await api.post("/users/victim/subscription", {
+    plan_id: plans.body.plans[0].id,
+    period_start: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)).toISOString(),
+    period_end: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1)).toISOString(),
+  });
+  assert.is(sub.status, 200, JSON.stringify(sub.body));
+  const dbName = `${stack.dbPrefix}_ingestion_proc`;
+  const env = {
+    MONGODB_URL: await testMongoUrl(),
+    MONGODB_DB: dbName,
+    TENANCY_URL: stack.rpcUrl,
+    PLANS_URL: stack.rpcUrl,
+    INGESTION_URL: stack.rpcUrl,
+    ANALYTICS_URL: "http://127.0.0.1:9",
+    WEBHOOKS_URL: "http://127.0.0.1:9",
+    RELAY_INTERVAL_MS: "200",
+    // Long enough that neither the sweep nor the age rule can be what completes the killed job.
+    RECOVERY_AFTER_MS: "600000",
+  };
+  const event = (i: number): UsageEvent =>
+    create(UsageEventSchema, { id: randomUUID(), userId: "victim", timestamp: toTimestamp(now), model: "m", inputTokens: 1n, outputTokens: 1n, costTotal: cents(i) });
+  const before = Array.from({ length: 100 }, (_, i) => event(i));
+  const N = 5_000;
+  const events = Array.from({ length: N }, (_, i) => event(i));
+  // Whole cents, summed exactly: 100 x 0.055 before, 5,000 x 0.055 in the batch.
+  const spentBefore = 5.5;
+  const spent = spentBefore + 275;
+
+  const first = await launch(env);
+  const client = rpcClient(IngestionService, first.url);
+  await client.createCreditGrant({ productId, userId: "victim", grantId: "pay_1", amount: 1000 });
+  // Drawn before the crash: a draw repeated from scratch would show here.
+  await client.ingestUsageEvents({ productId, events: before });
+  const drawn = await client.getCredits({ productId, userId: "victim" });
+  assert.ok(Math.abs(drawn.balance - (1000 - spentBefore)) < 1e-9, `balance before the crash ${drawn.balance}`);
+
+  const stored = mongo.db(dbName).collection("usage_events");
+  const inflight = client.ingestUsageEvents({ productId, events }).then(
+    () => "completed",
+    () => "failed",
+  );
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline && !(await stored.findOne({ _id: `${productId}/${events[0]!.id}` as never }))) {
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  first.child.kill("SIGKILL");
+  await new Promise((r) => first.child.once("exit", r));
+  assert.is(await inflight, "failed", "the request was cut off");
+
+  const second = await launch(env);
+  try {
+    const retry = rpcClient(IngestionService, second.url);
+    const res = await retry.ingestUsageEvents({ productId, events }, { timeoutMs: 180_000 });
+    assert.is(res.accepted + res.duplicates, N);
+    assert.ok(res.duplicates > 0, "the first attempt stored part of the batch");
+    // The retry completes the killed request's job before it answers: exact at once.
+    const credits = await retry.getCredits({ productId, userId: "victim" });
+    assert.ok(Math.abs(credits.balance - (1000 - spent)) < 1e-9, `balance ${credits.balance} != ${1000 - spent}`);
+    assert.is(credits.overdraft, 0);
+    assert.ok(Math.abs(credits.grants[0]!.remaining - (1000 - spent)) < 1e-9);
+    // Sent again: nothing more drawn.
+    const again = await retry.ingestUsageEvents({ productId, events });
+    assert.is(again.duplicates, N);
+    const ledger = await retry.listCreditLedger({ productId, userId: "victim", limit: 200 });
+    const usage = ledger.entries.filter((e) => e.type === "usage").reduce((s, e) => s + e.amount, 0);
+    assert.ok(Math.abs(usage + spent) < 1e-9, `ledger usage ${usage} != -${spent}`);
+    const session = await retry.getSession({ productId, userId: "victim" });
+    assert.ok(Math.abs(session.currentUsage!.periodCost - spent) < 1e-9);
+    const cap = session.limits.find((d) => d.reason === "total_spend")!;
+    assert.ok(Math.abs(cap.max - 1000) < 1e-9, `the cap is allowance 0 + drawn + balance = 1000, not ${cap.max}`);
+  } finally {
+    second.child.kill("SIGTERM");
+    await new Promise((r) => second.child.once("exit", r));
+  }
+});
+
+t.run();

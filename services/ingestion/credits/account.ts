@@ -1,0 +1,354 @@
+/**
+ * One owner's credit account (`credit_accounts`) and the changes a write makes to it: drawing a
+ * billing period's needs, adding, voiding and expiring grants. Each change is computed from the
+ * document read and written as one update conditional on its `version`, so what it decides (the
+ * draws, the ledger entries, the webhooks) is decided once. Pure: no I/O.
+ */
+import { encodeKey } from "../domain/field-keys.ts";
+import {
+  balanceNotices,
+  balanceOf,
+  draw,
+  hourOf,
+  statusAt,
+  type GrantState,
+  type LedgerType,
+  type NoticeType,
+} from "./allocate.ts";
+
+/**
+ * A ledger entry not yet copied to `credit_ledger`. Keyed by hour, type and grant: usage of one
+ * grant in one hour is summed in one entry (`amount_nano` is the entry's whole amount, so copying
+ * it again writes the same value).
+ */
+export interface LedgerOp {
+  hour: number;
+  type: LedgerType;
+  grant_id: string | null;
+  amount_nano: number;
+  balance_after_nano: number;
+  /** The hour for usage and overdraft entries, the moment otherwise. */
+  at: Date;
+}
+
+/** A webhook decided by a write, not yet in the outbox towards the webhooks service. */
+export interface Notice {
+  id: string;
+  type: NoticeType;
+  product_id: string;
+  owner: string;
+  balance_nano: number;
+  low_at: number | null;
+  grant_id: string | null;
+  amount_nano: number | null;
+  at: Date;
+}
+
+export interface CreditAccountDoc {
+  /** "<product>|<owner>" */
+  _id: string;
+  product_id: string;
+  /** "user:<external user id>" (teams later: "team:<id>"). */
+  owner: string;
+  /** Grants not final, and final ones not yet copied to `credit_grants`, by encoded grant id. */
+  grants: Record<string, GrantState>;
+  overdraft_nano: number;
+  /** Nano-dollars drawn per billing period (key: the period start in ms), with the period's end. */
+  drawn: Record<string, { n: number; end: Date }>;
+  low_armed: boolean;
+  /** The plan's credits_low_at (dollars) as last known; what the expiry job announces with. */
+  low_at: number | null;
+  version: number;
+  ops: Record<string, LedgerOp>;
+  notices: Record<string, Notice>;
+}
+
+export function accountId(productId: string, owner: string): string {
+  return `${productId}|${owner}`;
+}
+
+export function userOwner(userId: string): string {
+  return `user:${userId}`;
+}
+
+/** The external id of a user owner (what webhooks carry as user_id). */
+export function ownerUserId(owner: string): string {
+  return owner.startsWith("user:") ? owner.slice(5) : owner;
+}
+
+export function emptyAccount(productId: string, owner: string): CreditAccountDoc {
+  return {
+    _id: accountId(productId, owner),
+    product_id: productId,
+    owner,
+    grants: {},
+    overdraft_nano: 0,
+    drawn: {},
+    low_armed: true,
+    low_at: null,
+    version: 0,
+    ops: {},
+    notices: {},
+  };
+}
+
+/** What one billing period needs from credits now. */
+export interface PeriodNeed {
+  /** The period start in ms. */
+  key: string;
+  end: Date;
+  needed: number;
+}
+
+const clone = <T>(v: T): T => structuredClone(v);
+
+/** The write that takes an account from the state read to the next one (the whole account: credits/store.ts). */
+export interface AccountWrite {
+  id: string;
+  /** The version read; 0 for an account not yet stored (then inserted). */
+  version: number;
+  /** The account after the write. */
+  after: CreditAccountDoc;
+}
+
+/** What an account held that is written elsewhere before the write that drops it from the account. */
+export interface Settled {
+  ops: LedgerOp[];
+  notices: Notice[];
+  finals: GrantState[];
+}
+
+const DAY_MS = 86_400_000;
+
+/**
+ * How long after its UTC day usage entries leave the account for the ledger. Until then usage
+ * of that hour is still added to its entry (a replica's clock may lag); an entry is written as
+ * its whole amount, never as an increment, so writing it again writes the right sum.
+ */
+export const SETTLED_AFTER_MS = 5 * 60_000;
+
+export const isHourly = (op: LedgerOp) => op.type === "usage" || op.type === "overdraft";
+
+/** An entry that no longer changes: not a usage sum, or one whose day is over. */
+export function settledOp(op: LedgerOp, now: number): boolean {
+  return !isHourly(op) || op.hour - (op.hour % DAY_MS) + DAY_MS + SETTLED_AFTER_MS <= now;
+}
+
+/**
+ * Accumulates changes to an account; `write()` gives the conditional write (or null when
+ * nothing changed). The balance before is taken when it starts, so the webhooks compare the
+ * balance before and after the whole write.
+ */
+export class AccountChange {
+  readonly doc: CreditAccountDoc;
+  private changed = false;
+  private before: number;
+
+  constructor(
+    private readonly base: CreditAccountDoc | null,
+    productId: string,
+    owner: string,
+    private readonly now: Date,
+    /** The plan's credits_low_at in dollars (null: never), when the caller knows the plan. */
+    lowAt?: number | null,
+  ) {
+    this.doc = base ? clone(base) : emptyAccount(productId, owner);
+    this.before = balanceOf(Object.values(this.doc.grants), this.doc.overdraft_nano, now.getTime()).balance;
+    // Written with the next change, not on its own.
+    if (lowAt !== undefined) this.doc.low_at = lowAt;
+  }
+
+  private get t(): number {
+    return this.now.getTime();
+  }
+
+  private put(): void {
+    this.changed = true;
+  }
+
+  private putGrant(_key: string): void {
+    this.changed = true;
+  }
+
+  /**
+   * Takes out what the account read holds that no longer changes (entries settled, webhooks,
+   * final grants), for the caller to write elsewhere before this write drops them.
+   */
+  takeSettled(): Settled {
+    const out: Settled = { ops: [], notices: [], finals: [] };
+    for (const [key, op] of Object.entries(this.doc.ops)) {
+      if (this.pendingOps.has(key) || !settledOp(op, this.t)) continue;
+      out.ops.push(op);
+      delete this.doc.ops[key];
+    }
+    for (const [key, n] of Object.entries(this.doc.notices)) {
+      if (this.pendingNotices.has(key)) continue;
+      out.notices.push(n);
+      delete this.doc.notices[key];
+    }
+    for (const [key, g] of Object.entries(this.doc.grants)) {
+      if (!g.final || this.finalsNow.has(key)) continue;
+      out.finals.push(g);
+      delete this.doc.grants[key];
+    }
+    if (out.ops.length + out.notices.length + out.finals.length > 0) this.changed = true;
+    return out;
+  }
+  private readonly finalsNow = new Set<string>();
+
+  /** Adds `amount` (signed) to the ledger entry of this hour, type and grant. */
+  private ledger(type: LedgerType, grantId: string | null, amount: number): void {
+    const hourly = type === "usage" || type === "overdraft";
+    const hour = hourOf(this.t);
+    const key = `${hour}|${type}|${encodeKey(grantId ?? "-")}`;
+    const prev = this.doc.ops[key];
+    this.doc.ops[key] = {
+      hour,
+      type,
+      grant_id: grantId,
+      amount_nano: (prev?.amount_nano ?? 0) + amount,
+      balance_after_nano: 0,
+      at: hourly ? new Date(hour) : this.now,
+    };
+    this.pendingOps.add(key);
+    this.changed = true;
+  }
+  private readonly pendingOps = new Set<string>();
+
+  /**
+   * Draws what each period needs beyond what it drew already, then pays any overdraft, from the
+   * active grants in draw order; what no grant covers is overdraft. Periods ended before
+   * `closedBefore` draw nothing (their entry may have been dropped).
+   */
+  settle(needs: readonly PeriodNeed[], closedBefore: Date): void {
+    let amount = 0;
+    for (const n of needs) {
+      if (n.end < closedBefore) continue;
+      const prev = this.doc.drawn[n.key]?.n ?? 0;
+      if (n.needed <= prev) continue;
+      amount += n.needed - prev;
+      this.doc.drawn[n.key] = { n: n.needed, end: n.end };
+      this.put();
+    }
+    for (const [k, d] of Object.entries(this.doc.drawn)) {
+      if (d.end < closedBefore) {
+        delete this.doc.drawn[k];
+        this.put();
+      }
+    }
+    const owed = this.doc.overdraft_nano;
+    if (amount === 0 && owed === 0) return;
+    const { taken, uncovered } = draw(Object.values(this.doc.grants), owed + amount, this.t);
+    if (taken.size === 0 && amount === 0) return;
+    // The first `owed` units taken pay the overdraft (no ledger entry: the balance does not move);
+    // the rest is usage of each grant.
+    let paying = owed;
+    for (const [id, t] of taken) {
+      const key = encodeKey(id);
+      const g = this.doc.grants[key]!;
+      g.remaining_nano -= t;
+      if (g.remaining_nano <= 0) {
+        g.final = "depleted";
+        g.final_at = this.now;
+        this.finalsNow.add(key);
+      }
+      this.putGrant(key);
+      const pays = Math.min(paying, t);
+      paying -= pays;
+      if (t - pays > 0) this.ledger("usage", id, -(t - pays));
+    }
+    // Of the new usage, what no grant covered.
+    const fresh = Math.min(amount, uncovered);
+    if (fresh > 0) this.ledger("overdraft", null, -fresh);
+    if (uncovered !== owed) {
+      this.doc.overdraft_nano = uncovered;
+      this.put();
+    }
+  }
+
+  /** Adds a grant (it first pays any overdraft: `settle` with nothing needed). */
+  addGrant(g: GrantState, closedBefore: Date): void {
+    const key = encodeKey(g.id);
+    this.doc.grants[key] = g;
+    this.putGrant(key);
+    this.ledger("grant", g.id, g.amount_nano);
+    this.settle([], closedBefore);
+  }
+
+  /** What is left of a grant goes to 0 (false when it was final already). */
+  voidGrant(id: string): boolean {
+    const key = encodeKey(id);
+    const g = this.doc.grants[key];
+    if (!g || g.final) return false;
+    const status = statusAt(g, this.t);
+    const lost = status === "expired" ? 0 : g.remaining_nano;
+    if (status === "expired") return this.expireOne(key);
+    g.remaining_nano = 0;
+    g.final = "voided";
+    g.final_at = this.now;
+    this.finalsNow.add(key);
+    g.lost_nano = lost;
+    this.putGrant(key);
+    if (lost > 0) this.ledger("void", id, -lost);
+    return true;
+  }
+
+  /** Every grant past its expiry that is not final: its remainder expires. Returns how many. */
+  expireDue(): number {
+    let n = 0;
+    for (const [key, g] of Object.entries(this.doc.grants)) {
+      if (!g.final && g.expires_at !== null && g.expires_at.getTime() <= this.t && this.expireOne(key)) n++;
+    }
+    return n;
+  }
+
+  private expireOne(key: string): boolean {
+    const g = this.doc.grants[key]!;
+    const lost = g.remaining_nano;
+    // Counted in the balance before: the grant stopped counting at its expiry, but this write is
+    // where the balance change is announced.
+    if (g.effective_at.getTime() <= this.t) this.before += lost;
+    g.remaining_nano = 0;
+    g.final = "expired";
+    g.final_at = g.expires_at ?? this.now;
+    this.finalsNow.add(key);
+    g.lost_nano = lost;
+    this.putGrant(key);
+    if (lost > 0) {
+      this.ledger("expiry", g.id, -lost);
+      this.notice("credits.expired", `credits.expired:${this.doc.owner}:${g.id}`, { grant_id: g.id, amount_nano: lost });
+    }
+    return true;
+  }
+
+  private notice(type: NoticeType, id: string, extra: { grant_id: string | null; amount_nano: number | null }): void {
+    this.doc.notices[encodeKey(id)] = {
+      id,
+      type,
+      product_id: this.doc.product_id,
+      owner: this.doc.owner,
+      balance_nano: 0,
+      low_at: this.doc.low_at,
+      ...extra,
+      at: this.now,
+    };
+    this.pendingNotices.add(encodeKey(id));
+    this.changed = true;
+  }
+  private readonly pendingNotices = new Set<string>();
+
+  /** The conditional write, or null when the account is as read. */
+  write(): AccountWrite | null {
+    if (!this.changed) return null;
+    const version = this.base?.version ?? 0;
+    this.doc.version = version + 1;
+    const after = balanceOf(Object.values(this.doc.grants), this.doc.overdraft_nano, this.t).balance;
+    const lowAtNano = this.doc.low_at === null ? null : Math.round(this.doc.low_at * 1e9);
+    const decided = balanceNotices(this.before, after, lowAtNano, this.doc.low_armed);
+    for (const type of decided.notices) this.notice(type, `${type}:${this.doc.owner}:${this.doc.version}`, { grant_id: null, amount_nano: null });
+    this.doc.low_armed = decided.armed;
+    for (const key of this.pendingOps) this.doc.ops[key]!.balance_after_nano = after;
+    for (const key of this.pendingNotices) this.doc.notices[key]!.balance_nano = after;
+    return { id: this.doc._id, version, after: this.doc };
+  }
+}

@@ -1,0 +1,127 @@
+import { test } from "uvu";
+import * as assert from "uvu/assert";
+import { balanceNotices, balanceOf, draw, drawOrder, needed, statusAt, type GrantState } from "./allocate.ts";
+import { AccountChange, type CreditAccountDoc } from "./account.ts";
+
+const NOW = Date.UTC(2026, 10, 15, 12);
+const D = (ms: number) => new Date(NOW + ms);
+const N = 1_000_000_000;
+
+function grant(id: string, amount: number, o: Partial<GrantState> = {}): GrantState {
+  return { id, amount_nano: amount * N, remaining_nano: amount * N, kind: "paid", priority: 50, effective_at: D(-1000), expires_at: null, created_at: D(-1000), ...o };
+}
+
+test("draw order: priority, then expiry (never last), then effective date, then id", () => {
+  const gs = [
+    grant("never", 1),
+    grant("late", 1, { expires_at: D(10_000) }),
+    grant("soon", 1, { expires_at: D(5_000) }),
+    grant("promo", 1, { priority: 10 }),
+    grant("b", 1, { expires_at: D(5_000) }),
+    grant("older", 1, { expires_at: D(5_000), effective_at: D(-5000) }),
+  ];
+  assert.equal([...gs].sort(drawOrder).map((g) => g.id), ["promo", "older", "b", "soon", "late", "never"]);
+});
+
+test("draw takes active grants in order and reports what none covers", () => {
+  const gs = [grant("paid", 1), grant("promo", 0.5, { priority: 10 }), grant("future", 5, { effective_at: D(60_000) }), grant("gone", 5, { expires_at: D(-1) })];
+  const { taken, uncovered } = draw(gs, 0.7 * N, NOW);
+  assert.equal([...taken], [["promo", 0.5 * N], ["paid", 0.2 * N]]);
+  assert.is(uncovered, 0);
+  const over = draw(gs, 2 * N, NOW);
+  assert.is(over.uncovered, 0.5 * N, "pending and expired grants are not drawn");
+});
+
+test("status and balance: a grant past expires_at is expired before any job ran; pending is apart", () => {
+  const gs = [grant("a", 1), grant("p", 2, { effective_at: D(1000) }), grant("x", 4, { expires_at: D(0) }), grant("d", 1, { remaining_nano: 0 })];
+  assert.equal(gs.map((g) => statusAt(g, NOW)), ["active", "pending", "expired", "depleted"]);
+  assert.equal(balanceOf(gs, 0.25 * N, NOW), { balance: 0.75 * N, pending: 2 * N });
+});
+
+test("needed is the spend beyond the allowance", () => {
+  assert.is(needed(5, 3), 2);
+  assert.is(needed(2, 3), 0);
+});
+
+test("credits.low fires once per crossing and re-arms at or above low_at; depleted from > 0 to <= 0", () => {
+  assert.equal(balanceNotices(3, 1, 2, true), { notices: ["credits.low"], armed: false });
+  assert.equal(balanceNotices(1, 0.5, 2, false), { notices: [], armed: false }, "not again while disarmed");
+  assert.equal(balanceNotices(1, 3, 2, false), { notices: [], armed: true }, "a grant above low_at re-arms");
+  assert.equal(balanceNotices(1, 0, null, true), { notices: ["credits.depleted"], armed: true });
+  assert.equal(balanceNotices(0, -1, null, true), { notices: [], armed: true }, "already depleted");
+});
+
+function account(grants: GrantState[], o: Partial<CreditAccountDoc> = {}): CreditAccountDoc {
+  return {
+    _id: "p|user:u",
+    product_id: "p",
+    owner: "user:u",
+    grants: Object.fromEntries(grants.map((g) => [g.id, g])),
+    overdraft_nano: 0,
+    drawn: {},
+    low_armed: true,
+    low_at: null,
+    version: 3,
+    ops: {},
+    notices: {},
+    ...o,
+  };
+}
+
+const CUT = new Date(0);
+const need = (n: number) => [{ key: "1", end: D(86_400_000), needed: n * N }];
+
+test("settle draws only what the period needs beyond what it drew: repeating it draws nothing", () => {
+  const c = new AccountChange(account([grant("g", 1)]), "p", "user:u", D(0));
+  c.settle(need(0.4), CUT);
+  const w = c.write()!;
+  assert.is(w.version, 3);
+  assert.is(w.after.grants.g!.remaining_nano, 0.6 * N);
+  assert.equal(w.after.drawn["1"]!.n, 0.4 * N);
+  const again = new AccountChange(w.after, "p", "user:u", D(1));
+  again.settle(need(0.4), CUT);
+  assert.is(again.write(), null, "the same need again changes nothing");
+  const lower = new AccountChange(w.after, "p", "user:u", D(1));
+  lower.settle(need(0.1), CUT);
+  assert.is(lower.write(), null, "draws never go back");
+});
+
+test("settle past the balance makes an overdraft; the next grant pays it first; ledger sums equal usage", () => {
+  const c = new AccountChange(account([grant("g", 1)]), "p", "user:u", D(0));
+  c.settle(need(1.5), CUT);
+  const a = c.write()!.after;
+  assert.is(a.overdraft_nano, 0.5 * N);
+  assert.is(a.grants.g!.final, "depleted");
+  const ops = Object.values(a.ops);
+  assert.is(ops.reduce((s, o) => s + o.amount_nano, 0), -1.5 * N, "usage + overdraft entries = usage");
+  const add = new AccountChange(a, "p", "user:u", D(1));
+  add.addGrant(grant("h", 2), CUT);
+  const b = add.write()!.after;
+  assert.is(b.overdraft_nano, 0);
+  assert.is(b.grants.h!.remaining_nano, 1.5 * N);
+  assert.is(balanceOf(Object.values(b.grants), b.overdraft_nano, NOW + 1).balance, 1.5 * N);
+});
+
+test("a write decides credits.low and credits.depleted once, named after the account version", () => {
+  const c = new AccountChange(account([grant("g", 1)]), "p", "user:u", D(0), 0.5);
+  c.settle(need(0.6), CUT);
+  const a = c.write()!.after;
+  assert.equal(Object.values(a.notices).map((n) => n.id), ["credits.low:user:u:4"]);
+  assert.is(a.low_armed, false);
+  const d = new AccountChange({ ...a, notices: {} }, "p", "user:u", D(1), 0.5);
+  d.settle(need(1), CUT);
+  assert.equal(Object.values(d.write()!.after.notices).map((n) => n.type), ["credits.depleted"], "low not again while disarmed");
+});
+
+test("expiry takes the remainder, writes an expiry entry and announces it; a void takes what is left", () => {
+  const c = new AccountChange(account([grant("x", 1, { expires_at: D(-1) }), grant("v", 2)]), "p", "user:u", D(0));
+  assert.is(c.expireDue(), 1);
+  assert.ok(c.voidGrant("v"));
+  assert.not.ok(c.voidGrant("v"), "a second void changes nothing");
+  const a = c.write()!.after;
+  assert.equal([a.grants.x!.final, a.grants.x!.lost_nano, a.grants.v!.final, a.grants.v!.lost_nano], ["expired", N, "voided", 2 * N]);
+  assert.equal(Object.values(a.ops).map((o) => [o.type, o.amount_nano]).sort(), [["expiry", -N], ["void", -2 * N]]);
+  assert.equal(Object.values(a.notices).map((n) => n.type).sort(), ["credits.depleted", "credits.expired"]);
+});
+
+test.run();

@@ -1,0 +1,117 @@
+/**
+ * Prepaid credits (BUDGETS.md §3), the pure part: a grant's status, the balance, the draw order,
+ * what a settle draws and what it announces. Money in whole nano-dollars; no I/O.
+ */
+
+export type GrantKind = "paid" | "promotional";
+export type GrantStatus = "pending" | "active" | "depleted" | "expired" | "voided";
+/** A grant that can no longer change (kept in the account until copied to `credit_grants`). */
+export type FinalStatus = "depleted" | "expired" | "voided";
+export type LedgerType = "grant" | "usage" | "expiry" | "void" | "overdraft";
+export type NoticeType = "credits.low" | "credits.depleted" | "credits.expired";
+
+/** The live state of one grant, as the account keeps it. */
+export interface GrantState {
+  id: string;
+  amount_nano: number;
+  remaining_nano: number;
+  kind: GrantKind;
+  priority: number;
+  effective_at: Date;
+  /** null: never expires. */
+  expires_at: Date | null;
+  created_at: Date;
+  /** Set once the grant is final; the account drops it once `credit_grants` holds it. */
+  final?: FinalStatus;
+  final_at?: Date;
+  /** What was left when it expired or was voided. */
+  lost_nano?: number;
+}
+
+/** Most grants an owner holds that are not final (the 1,001st is refused). */
+export const MAX_LIVE_GRANTS = 1000;
+
+/** A grant's status at `now`: a grant past its expiry is expired even before the expiry job ran. */
+export function statusAt(g: GrantState, now: number): GrantStatus {
+  if (g.final) return g.final;
+  if (g.expires_at !== null && g.expires_at.getTime() <= now) return "expired";
+  if (g.remaining_nano <= 0) return "depleted";
+  if (g.effective_at.getTime() > now) return "pending";
+  return "active";
+}
+
+/** Draw order: priority, then expiry (never last), then effective date, then id. */
+export function drawOrder(a: GrantState, b: GrantState): number {
+  if (a.priority !== b.priority) return a.priority - b.priority;
+  const ea = a.expires_at?.getTime() ?? Infinity;
+  const eb = b.expires_at?.getTime() ?? Infinity;
+  if (ea !== eb) return ea < eb ? -1 : 1;
+  const fa = a.effective_at.getTime();
+  const fb = b.effective_at.getTime();
+  if (fa !== fb) return fa - fb;
+  return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+}
+
+/** Balance and pending credits of an owner at `now` (the one computation every answer uses). */
+export function balanceOf(grants: Iterable<GrantState>, overdraftNano: number, now: number): { balance: number; pending: number } {
+  let active = 0;
+  let pending = 0;
+  for (const g of grants) {
+    const s = statusAt(g, now);
+    if (s === "active") active += g.remaining_nano;
+    else if (s === "pending") pending += g.remaining_nano;
+  }
+  return { balance: active - overdraftNano, pending };
+}
+
+/**
+ * Takes `amount` from the active grants in draw order. Returns what each grant gives (by id)
+ * and what no grant covers (which becomes overdraft).
+ */
+export function draw(grants: Iterable<GrantState>, amount: number, now: number): { taken: Map<string, number>; uncovered: number } {
+  const taken = new Map<string, number>();
+  let left = amount;
+  const usable = [...grants].filter((g) => statusAt(g, now) === "active").sort(drawOrder);
+  for (const g of usable) {
+    if (left <= 0) break;
+    const t = Math.min(left, g.remaining_nano);
+    if (t > 0) {
+      taken.set(g.id, t);
+      left -= t;
+    }
+  }
+  return { taken, uncovered: Math.max(0, left) };
+}
+
+/** What the spend of one billing period needs from credits: what goes beyond the allowance. */
+export function needed(spendNano: number, allowanceNano: number): number {
+  return Math.max(0, spendNano - allowanceNano);
+}
+
+/**
+ * The webhooks a balance change announces: `credits.low` when it goes from >= low_at to below
+ * it while armed (then disarmed), re-armed once it is >= low_at again; `credits.depleted` when it
+ * goes from > 0 to <= 0.
+ */
+export function balanceNotices(
+  before: number,
+  after: number,
+  lowAtNano: number | null,
+  armed: boolean,
+): { notices: NoticeType[]; armed: boolean } {
+  const notices: NoticeType[] = [];
+  let nextArmed = armed;
+  if (lowAtNano !== null) {
+    if (armed && before >= lowAtNano && after < lowAtNano) {
+      notices.push("credits.low");
+      nextArmed = false;
+    } else if (after >= lowAtNano) nextArmed = true;
+  }
+  if (before > 0 && after <= 0) notices.push("credits.depleted");
+  return { notices, armed: nextArmed };
+}
+
+/** Start of the UTC hour of `t` (ms): usage is summed per grant and hour in the ledger. */
+export function hourOf(t: number): number {
+  return t - (t % 3_600_000);
+}

@@ -1,0 +1,169 @@
+/**
+ * Grants: checking one as sent, adding it once (idempotent on the caller's id), voiding it.
+ * The record is written first (`credit_grants`), so a repeated id is found there; then the
+ * account takes the grant in one conditional write, which also pays any overdraft.
+ */
+import { rpcError } from "@meter/lib/errors";
+import { toNano } from "@meter/rules";
+import { encodeKey } from "../domain/field-keys.ts";
+import { MAX_LIVE_GRANTS, hourOf, type GrantKind } from "./allocate.ts";
+import { accountId, type CreditAccountDoc } from "./account.ts";
+import { changeAccounts, closedBefore, type CreditDeps } from "./settle.ts";
+import { grantRecordId, type GrantRecordDoc } from "./store.ts";
+import { stateOf } from "./view.ts";
+
+export const GRANT_BOUNDS = {
+  idLength: 128,
+  maxAmount: 1e9,
+  descriptionLength: 1024,
+  metadataBytes: 16 * 1024,
+  maxPriority: 100,
+} as const;
+
+/** A grant as the caller sent it, before defaults. */
+export interface GrantInput {
+  id: string;
+  amount: number;
+  kind?: string;
+  priority?: number;
+  effectiveAt?: Date;
+  expiresAt?: Date;
+  description?: string;
+  metadata?: Record<string, unknown>;
+}
+
+// Control characters and unpaired surrogates: an id must print and travel as UTF-8 unchanged.
+const UNPRINTABLE = /[\u0000-\u001f\u007f]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+export function requireGrantId(id: string): string {
+  if (id.length < 1 || id.length > GRANT_BOUNDS.idLength || UNPRINTABLE.test(id)) {
+    throw rpcError.invalid(`grant id must be 1-${GRANT_BOUNDS.idLength} printable characters`);
+  }
+  return id;
+}
+
+/** Every problem of a grant as sent, or its record. */
+export function grantRecord(productId: string, owner: string, g: GrantInput, now: Date): GrantRecordDoc {
+  requireGrantId(g.id);
+  const problems: string[] = [];
+  if (!(Number.isFinite(g.amount) && g.amount > 0 && g.amount <= GRANT_BOUNDS.maxAmount)) {
+    problems.push(`amount must be a number of dollars above 0 and at most ${GRANT_BOUNDS.maxAmount}`);
+  }
+  const kind = g.kind ?? "paid";
+  if (kind !== "paid" && kind !== "promotional") problems.push(`kind must be "paid" or "promotional"`);
+  const priority = g.priority ?? 50;
+  if (!(Number.isInteger(priority) && priority >= 0 && priority <= GRANT_BOUNDS.maxPriority)) {
+    problems.push(`priority must be a whole number from 0 to ${GRANT_BOUNDS.maxPriority}`);
+  }
+  const effectiveAt = g.effectiveAt ?? now;
+  if (Number.isNaN(effectiveAt.getTime())) problems.push("effective_at is not a date");
+  if (g.expiresAt && !(g.expiresAt.getTime() > effectiveAt.getTime())) problems.push("expires_at must be after effective_at");
+  if (g.description !== undefined && g.description.length > GRANT_BOUNDS.descriptionLength) {
+    problems.push(`description must be at most ${GRANT_BOUNDS.descriptionLength} characters`);
+  }
+  const metadata = g.metadata === undefined ? null : JSON.stringify(g.metadata);
+  if (metadata !== null && Buffer.byteLength(metadata, "utf8") > GRANT_BOUNDS.metadataBytes) {
+    problems.push(`metadata must be at most ${GRANT_BOUNDS.metadataBytes} bytes as JSON`);
+  }
+  if (problems.length > 0) throw rpcError.invalid(problems.join("; "));
+  const amountNano = toNano(g.amount);
+  return {
+    _id: grantRecordId(productId, owner, g.id),
+    product_id: productId,
+    owner,
+    grant_id: g.id,
+    amount_nano: amountNano,
+    kind: kind as GrantKind,
+    priority,
+    effective_at: effectiveAt,
+    expires_at: g.expiresAt ?? null,
+    description: g.description ?? null,
+    metadata,
+    created_at: now,
+    // What the caller sent, so a repeat is told apart from another grant under the same id
+    // (fields left to their defaults compare as left out, not as the time they were filled).
+    sent: JSON.stringify([amountNano, g.kind ?? null, g.priority ?? null, g.effectiveAt?.getTime() ?? null, g.expiresAt?.getTime() ?? null, g.description ?? null, metadata]),
+  };
+}
+
+/**
+ * Adds a grant once: a new id is recorded and taken by the account; the same id with the same
+ * fields again ensures only that the account took it (a request cut off before); other fields
+ * are ALREADY_EXISTS. Past MAX_LIVE_GRANTS live grants the record is removed again and the
+ * request refused. Returns the record and the account after.
+ */
+export async function addGrant(
+  deps: CreditDeps,
+  productId: string,
+  owner: string,
+  input: GrantInput,
+  lowAt: number | null,
+): Promise<{ record: GrantRecordDoc; account: CreditAccountDoc | null; created: boolean }> {
+  const now = deps.now();
+  let record = grantRecord(productId, owner, input, now);
+  const created = await deps.credits.insertGrant(record);
+  if (!created) {
+    const existing = await deps.credits.grant(record._id);
+    if (!existing) throw rpcError.unavailable("the grant is being removed by another request; retry");
+    if (existing.sent !== record.sent) {
+      throw rpcError.alreadyExists(`grant "${input.id}" exists with other fields; a repeated grant id must carry the same amount, kind, priority, dates, description and metadata`);
+    }
+    record = existing;
+  }
+  const id = accountId(productId, owner);
+  if (record.status) return { record, account: await deps.credits.account(id), created };
+  // Listed and registered for expiry before the account holds it: whatever holds it is found.
+  await deps.credits.indexGrant(productId, owner, record.grant_id);
+  if (record.expires_at) await deps.credits.registerExpiry(id, hourOf(Math.max(record.expires_at.getTime(), now.getTime())));
+  let refused = false;
+  const cut = closedBefore(deps, now);
+  const after = await changeAccounts(
+    deps,
+    new Map([[id, { productId, owner, lowAt }]]),
+    (_, c) => {
+      refused = false;
+      if (c.doc.grants[encodeKey(record.grant_id)]) return;
+      const live = Object.values(c.doc.grants).filter((g) => !g.final).length;
+      if (live >= MAX_LIVE_GRANTS) {
+        refused = true;
+        return;
+      }
+      c.addGrant(stateOf(record), cut);
+    },
+  );
+  if (refused) {
+    if (created) await deps.credits.deleteGrant(record._id);
+    throw rpcError.conflict(`at most ${MAX_LIVE_GRANTS} live grants per owner (pending or active); void or wait for some to be spent or expire`);
+  }
+  return { record, account: after.get(id) ?? null, created };
+}
+
+/**
+ * What is left of a grant goes to 0; a grant already final (voided, expired, depleted) is
+ * answered as it is. NOT_FOUND for an id the owner never had.
+ */
+export async function voidGrant(
+  deps: CreditDeps,
+  productId: string,
+  owner: string,
+  grantId: string,
+  lowAt: number | null,
+): Promise<{ record: GrantRecordDoc; account: CreditAccountDoc | null }> {
+  requireGrantId(grantId);
+  const record = await deps.credits.grant(grantRecordId(productId, owner, grantId));
+  if (!record) throw rpcError.notFound(`grant "${grantId}" not found`);
+  const id = accountId(productId, owner);
+  if (record.status) return { record, account: await deps.credits.account(id) };
+  const cut = closedBefore(deps, deps.now());
+  const after = await changeAccounts(
+    deps,
+    new Map([[id, { productId, owner, lowAt }]]),
+    (_, c) => {
+      const key = encodeKey(grantId);
+      // A grant recorded by a request cut off before its account took it: taken, then voided.
+      if (!c.doc.grants[key]) c.addGrant(stateOf(record), cut);
+      c.voidGrant(grantId);
+    },
+  );
+  return { record: (await deps.credits.grant(record._id)) ?? record, account: after.get(id) ?? null };
+}

@@ -1,0 +1,143 @@
+/**
+ * Drawing credits, exactly once because it is derived from the counters: what a billing period
+ * needs is `max(0, period spend - allowance)`, and a settle draws what it needs beyond what that
+ * period drew already (`drawn`). A counter counts every event once, so repeating a settle (a
+ * retried, replayed or recovered job, a late event) draws nothing twice and misses nothing.
+ */
+import { rpcError } from "@meter/lib/errors";
+import { toNano } from "@meter/rules";
+import type { Logger } from "@meter/lib/logger";
+import { crossingsClosedBefore, type RetentionPolicy } from "../domain/retention-policy.ts";
+import type { CounterStore } from "../store/counters.ts";
+import type { UsageEventDoc } from "../store/usage-events.ts";
+import { needed } from "./allocate.ts";
+import { AccountChange, accountId, settledOp, userOwner, type CreditAccountDoc, type PeriodNeed } from "./account.ts";
+import { writeSettled, type FlushDeps } from "./ledger.ts";
+
+export interface CreditDeps extends FlushDeps {
+  counters: Pick<CounterStore, "spends">;
+  retention: RetentionPolicy;
+  logger: Logger;
+}
+
+/** Rounds of read, compute, conditional write before giving up (503, retryable). */
+const MAX_ATTEMPTS = 50;
+
+/** Periods ended this long ago draw nothing: their `drawn` entry goes, as their crossings do. */
+export function closedBefore(deps: Pick<CreditDeps, "retention">, now: Date): Date {
+  return crossingsClosedBefore(now, deps.retention);
+}
+
+export interface AccountTarget {
+  productId: string;
+  owner: string;
+  /** The plan's credits_low_at in dollars, when the caller knows the plan. */
+  lowAt?: number | null;
+}
+
+/**
+ * Changes accounts: reads them (one read by `_id` list), computes each one's change from what
+ * it read (`make`), first writes elsewhere what the accounts held that no longer changes
+ * (writeSettled), then writes the accounts conditionally on their versions (one command per
+ * 200); those that met another writer are read and computed again. What a change decided that
+ * goes elsewhere (webhooks, final grants, grant/void/expiry entries) goes by one more such round
+ * for those accounts. Returns every account as it is after.
+ */
+export async function changeAccounts(
+  deps: CreditDeps,
+  targets: ReadonlyMap<string, AccountTarget>,
+  make: (id: string, change: AccountChange) => void,
+): Promise<Map<string, CreditAccountDoc | null>> {
+  const out = await round(deps, targets, make);
+  const now = deps.now().getTime();
+  const more = new Map([...targets].filter(([id]) => {
+    const a = out.get(id);
+    return a && (Object.keys(a.notices).length > 0 || Object.values(a.grants).some((g) => g.final) || Object.values(a.ops).some((op) => settledOp(op, now)));
+  }));
+  if (more.size > 0) for (const [id, a] of await round(deps, more, () => {})) out.set(id, a);
+  return out;
+}
+
+async function round(
+  deps: CreditDeps,
+  targets: ReadonlyMap<string, AccountTarget>,
+  make: (id: string, change: AccountChange) => void,
+): Promise<Map<string, CreditAccountDoc | null>> {
+  const out = new Map<string, CreditAccountDoc | null>();
+  let ids = [...targets.keys()];
+  for (let attempt = 0; ids.length > 0; attempt++) {
+    if (attempt === MAX_ATTEMPTS) throw rpcError.unavailable("credit accounts are being changed by many writers at once; retry");
+    const now = deps.now();
+    // The first try computes from the accounts as this process last saw them; a miss reads them.
+    const accounts = await deps.credits.accountsOf(ids, attempt === 0);
+    const writes = [];
+    const settled = [];
+    for (const id of ids) {
+      const t = targets.get(id)!;
+      const base = accounts.get(id) ?? null;
+      const change = new AccountChange(base, t.productId, t.owner, now, t.lowAt);
+      make(id, change);
+      const s = change.takeSettled();
+      const w = change.write();
+      if (w) {
+        writes.push(w);
+        settled.push({ account: w.after, settled: s });
+      } else out.set(id, base);
+    }
+    if (writes.length === 0) break;
+    await writeSettled(deps, settled);
+    if (await deps.credits.apply(writes)) {
+      for (const w of writes) out.set(w.id, w.after);
+      break;
+    }
+    // Those that applied find nothing left to do when computed again.
+    ids = writes.map((w) => w.id);
+  }
+  return out;
+}
+
+/** One billing period of one user a usage job added to, whose plan draws credits. */
+export interface CreditPeriod {
+  productId: string;
+  userId: string;
+  counterId: string;
+  start: Date;
+  end: Date;
+  /** The plan's max_spend_per_period (dollars). */
+  allowance: number;
+  lowAt: number | null;
+}
+
+/** The credit periods among a job's period counters: those whose events say their plan draws credits. */
+export function creditPeriods(periods: readonly { delta: { id: string; productId: string; userId: string; start: Date; end: Date }; events: readonly UsageEventDoc[] }[]): CreditPeriod[] {
+  const out: CreditPeriod[] = [];
+  for (const p of periods) {
+    const e = p.events.find((x) => x.credits !== undefined && x.spend_limit !== null);
+    if (!e) continue;
+    out.push({ productId: p.delta.productId, userId: p.delta.userId, counterId: p.delta.id, start: p.delta.start, end: p.delta.end, allowance: e.spend_limit!, lowAt: e.credits!.low_at });
+  }
+  return out;
+}
+
+/**
+ * Settles the periods a usage job added to (after its counters): one read of their counters,
+ * then changeAccounts. A constant number of commands per job, whatever its users.
+ */
+export async function settlePeriods(deps: CreditDeps, periods: readonly CreditPeriod[]): Promise<void> {
+  if (periods.length === 0) return;
+  const spends = await deps.counters.spends(periods.map((p) => p.counterId));
+  const targets = new Map<string, AccountTarget & { needs: PeriodNeed[] }>();
+  for (const p of periods) {
+    const owner = userOwner(p.userId);
+    const id = accountId(p.productId, owner);
+    const spend = spends.get(p.counterId) ?? 0;
+    const need: PeriodNeed = { key: String(p.start.getTime()), end: p.end, needed: needed(spend, toNano(p.allowance)) };
+    const t = targets.get(id);
+    if (t) t.needs.push(need);
+    else targets.set(id, { productId: p.productId, owner, lowAt: p.lowAt, needs: [need] });
+  }
+  const cut = closedBefore(deps, deps.now());
+  // An account that draws nothing and holds nothing to copy out is not even read.
+  for (const [id, t] of targets) if (t.needs.every((n) => n.needed === 0)) targets.delete(id);
+  await changeAccounts(deps, targets, (id, c) => c.settle(targets.get(id)!.needs, cut));
+}

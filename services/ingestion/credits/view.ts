@@ -1,0 +1,106 @@
+/**
+ * What the answers show of credits: a grant as answered, the balance, and what the period cap
+ * gains from credits. Every route, the session view and leases compute the balance here.
+ */
+import type { JsonObject } from "@bufbuild/protobuf";
+import { toDollars, toNano } from "@meter/rules";
+import { optionalTimestamp, toTimestamp } from "@meter/lib/time";
+import { encodeKey } from "../domain/field-keys.ts";
+import { balanceOf, statusAt, type GrantState } from "./allocate.ts";
+import { accountId, userOwner, type CreditAccountDoc } from "./account.ts";
+import type { GrantRecordDoc } from "./store.ts";
+
+/** A grant's live state from its record (what the account takes when it is created). */
+export function stateOf(r: GrantRecordDoc): GrantState {
+  return {
+    id: r.grant_id,
+    amount_nano: r.amount_nano,
+    remaining_nano: r.amount_nano,
+    kind: r.kind,
+    priority: r.priority,
+    effective_at: r.effective_at,
+    expires_at: r.expires_at,
+    created_at: r.created_at,
+  };
+}
+
+/** A grant as answered: its record, with the account's live state while it has one. */
+export function grantMessage(r: GrantRecordDoc, account: CreditAccountDoc | null, now: Date) {
+  const live = account?.grants[encodeKey(r.grant_id)];
+  const status = live ? statusAt(live, now.getTime()) : (r.status ?? statusAt(stateOf(r), now.getTime()));
+  const remaining = live ? (status === "expired" || status === "voided" ? 0 : live.remaining_nano) : r.status ? 0 : r.amount_nano;
+  return {
+    id: r.grant_id,
+    amount: toDollars(r.amount_nano),
+    remaining: toDollars(remaining),
+    kind: r.kind,
+    priority: r.priority,
+    effectiveAt: toTimestamp(r.effective_at),
+    expiresAt: optionalTimestamp(r.expires_at),
+    status,
+    description: r.description ?? undefined,
+    metadata: r.metadata === null ? undefined : (JSON.parse(r.metadata) as JsonObject),
+    createdAt: toTimestamp(r.created_at),
+  };
+}
+
+/** An owner's credits now, in nano-dollars. */
+export interface CreditView {
+  balance: number;
+  pending: number;
+  overdraft: number;
+  /** Drawn in the billing period asked for. */
+  drawn: number;
+  /** Active grants that expire, soonest first. */
+  expiries: { grantId: string; at: Date; remaining: number }[];
+}
+
+export function creditView(account: CreditAccountDoc | null, periodStart: Date | null, now: Date): CreditView {
+  const t = now.getTime();
+  const grants = Object.values(account?.grants ?? {});
+  const { balance, pending } = balanceOf(grants, account?.overdraft_nano ?? 0, t);
+  const expiries = grants
+    .filter((g) => g.expires_at !== null && statusAt(g, t) === "active")
+    .sort((a, b) => a.expires_at!.getTime() - b.expires_at!.getTime())
+    .map((g) => ({ grantId: g.id, at: g.expires_at!, remaining: g.remaining_nano }));
+  const drawn = periodStart ? (account?.drawn[String(periodStart.getTime())]?.n ?? 0) : 0;
+  return { balance, pending, overdraft: account?.overdraft_nano ?? 0, drawn, expiries };
+}
+
+/** The session view's and GetCredits' money fields in dollars. */
+export function sessionCredits(v: CreditView, lowAt: number | undefined) {
+  return {
+    balance: toDollars(v.balance),
+    pending: toDollars(v.pending),
+    lowAt,
+    expiries: v.expiries.map((e) => ({ grantId: e.grantId, at: toTimestamp(e.at), remaining: toDollars(e.remaining) })),
+  };
+}
+
+/**
+ * The period spend cap with credits (BUDGETS.md §3): allowance + drawn in the period + balance,
+ * in nano-dollars, never below 0. A settle turns balance into drawn, so it does not move it.
+ */
+export function creditCapNano(allowanceNano: number, v: CreditView): number {
+  return Math.max(0, allowanceNano + v.drawn + v.balance);
+}
+
+/**
+ * An owner's credits as the session view, GetLimits and leases see them: read when the plan in
+ * force has credits enabled (one read by `_id`), else null.
+ */
+export async function creditsInForce(
+  store: { account(id: string): Promise<CreditAccountDoc | null> },
+  productId: string,
+  userId: string,
+  plan: { creditsEnabled: boolean; maxSpendPerPeriod?: number; creditsLowAt?: number } | null,
+  periodStart: Date,
+  now: Date,
+): Promise<{ view: CreditView; cap: { capNano: number; balanceNano: number; lowAt: number | undefined } | null } | null> {
+  if (!plan?.creditsEnabled) return null;
+  const view = creditView(await store.account(accountId(productId, userOwner(userId))), periodStart, now);
+  // Without an allowance (unlimited) nothing is drawn and the cap is not extended.
+  const cap =
+    plan.maxSpendPerPeriod === undefined ? null : { capNano: creditCapNano(toNano(plan.maxSpendPerPeriod), view), balanceNano: view.balance, lowAt: plan.creditsLowAt };
+  return { view, cap };
+}

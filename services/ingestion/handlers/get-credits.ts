@@ -1,0 +1,39 @@
+import type { ServiceImpl } from "@connectrpc/connect";
+import type { IngestionService } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
+import { toDollars } from "@meter/rules";
+import type { IngestionDeps } from "../deps.ts";
+import { attribute } from "../domain/attribution.ts";
+import { accountId, userOwner } from "../credits/account.ts";
+import { grantRecordId } from "../credits/store.ts";
+import { creditView, grantMessage } from "../credits/view.ts";
+import { requireUser } from "./common.ts";
+
+/** Grants listed at most (the newest); older ones stay in the ledger. */
+export const MAX_LISTED_GRANTS = 1000;
+
+/**
+ * A user's balance, pending credits, overdraft and grants (newest first): the account and the
+ * owner's index read together, then the grants' records by `_id`.
+ */
+export function getCredits(deps: IngestionDeps): ServiceImpl<typeof IngestionService>["getCredits"] {
+  return async (req) => {
+    const user = await requireUser(deps, req.productId, req.userId);
+    const now = deps.now();
+    const plan = attribute(req.productId, req.userId, user, now).plan;
+    const owner = userOwner(req.userId);
+    const [account, index] = await Promise.all([deps.credits.account(accountId(req.productId, owner)), deps.credits.indexOf(req.productId, owner)]);
+    const ids = (index?.grants ?? []).slice(-MAX_LISTED_GRANTS).map((g) => grantRecordId(req.productId, owner, g));
+    const records = (await deps.credits.grantsOf(ids)).sort(
+      (a, b) => b.created_at.getTime() - a.created_at.getTime() || (a.grant_id < b.grant_id ? 1 : -1),
+    );
+    const v = creditView(account, null, now);
+    return {
+      userId: req.userId,
+      balance: toDollars(v.balance),
+      pending: toDollars(v.pending),
+      overdraft: toDollars(v.overdraft),
+      lowAt: plan?.creditsLowAt,
+      grants: records.map((r) => grantMessage(r, account, now)),
+    };
+  };
+}

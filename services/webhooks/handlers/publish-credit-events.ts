@@ -1,0 +1,40 @@
+import type { ServiceImpl } from "@connectrpc/connect";
+import type { CreditNotice, WebhooksService } from "@meter/proto/meter/webhooks/v1/webhooks_pb";
+import { CREDIT_EVENT_TYPES } from "@meter/rules";
+import { rpcError } from "@meter/lib/errors";
+import type { WebhooksDeps } from "../deps.ts";
+import { recordEvents } from "../flows/emit.ts";
+
+function validate(n: CreditNotice): void {
+  if (!n.productId) throw rpcError.invalid("credit event product_id is required");
+  if (!n.userId) throw rpcError.invalid("credit event user_id is required");
+  if (!n.id) throw rpcError.invalid("credit event id is required");
+  if (!(CREDIT_EVENT_TYPES as readonly string[]).includes(n.type)) throw rpcError.invalid(`type must be one of ${CREDIT_EVENT_TYPES.join(", ")}`);
+}
+
+/**
+ * credits.low, credits.depleted and credits.expired: one event per notice id (ingestion decides
+ * each in the write that changed the balance and names it after it), so a notice handed over
+ * twice emits once. Data in dollars: {user_id, balance, low_at, grant_id?, amount?}.
+ */
+export function publishCreditEvents(deps: WebhooksDeps): ServiceImpl<typeof WebhooksService>["publishCreditEvents"] {
+  return async (req) => {
+    req.events.forEach(validate);
+    await recordEvents(
+      deps,
+      req.events.map((n) => ({
+        productId: n.productId,
+        type: n.type,
+        key: `credits:${n.id}`,
+        data: {
+          user_id: n.userId,
+          balance: n.balance,
+          low_at: n.lowAt ?? null,
+          ...(n.grantId !== undefined && { grant_id: n.grantId }),
+          ...(n.amount !== undefined && { amount: n.amount }),
+        },
+      })),
+    );
+    return {};
+  };
+}

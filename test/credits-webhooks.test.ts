@@ -1,0 +1,79 @@
+// Credit webhooks end to end through the gateway: credits.low fires once per crossing (not
+// again while the balance stays low, again after a grant lifted it above credits_low_at),
+// credits.depleted whenever the balance goes from above 0 to 0 (usage or an expiry),
+// credits.expired with the amount that expired;
+// each signed, each once.
+import { randomUUID } from "node:crypto";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { signatureValid, type Receiver } from "../services/webhooks/testing/receiver.ts";
+import { eventually } from "./support/eventually.ts";
+import { withWebhookStack, type TestStack } from "./support/stack.ts";
+
+const t = suite<{ stack: TestStack; rx: Receiver }>("credit webhooks end to end");
+
+withWebhookStack(t, { ingestion: { relayIntervalMs: 50, idlePollMaxMs: 1_000 } });
+
+const TYPES = ["credits.low", "credits.depleted", "credits.expired"];
+
+t("credits.low once per crossing, re-armed by a grant; depleted at 0; expired with its amount", async ({ stack, rx }) => {
+  const { api, productId } = await stack.newProduct("Credit hooks");
+  const plans = await api.post("/config/plans", { plans: [{ name: `prepaid-${randomUUID().slice(0, 8)}`, max_spend_per_period: 0, credits_enabled: true, credits_low_at: 1 }] });
+  assert.is(plans.status, 201, JSON.stringify(plans.body));
+  const user = `user-${randomUUID()}`;
+  assert.is((await api.post("/users", { external_user_id: user })).status, 201);
+  const now = Date.now();
+  const sub = await api.post(`/users/${user}/subscription`, {
+    plan_id: plans.body.plans[0].id,
+    period_start: new Date(now - 86_400_000).toISOString(),
+    period_end: new Date(now + 29 * 86_400_000).toISOString(),
+  });
+  assert.is(sub.status, 200, JSON.stringify(sub.body));
+  const ep = await api.post("/webhooks/endpoints", { url: rx.url, subscribed_events: TYPES });
+  assert.is(ep.status, 201, JSON.stringify(ep.body));
+  const secret: string = ep.body.secret;
+  const mine = (type: string) => rx.of(type).filter((r) => r.json?.product_id === productId);
+
+  const spend = async (cost: number) => {
+    const res = await api.post("/events/batch", [{ id: randomUUID(), user_id: user, timestamp: new Date().toISOString(), model: "m", input_tokens: 1, output_tokens: 1, cost_total: cost }]);
+    assert.is(res.status, 200, JSON.stringify(res.body));
+  };
+  const balance = async () => (await api.get(`/users/${user}/credits`)).body.balance as number;
+  const settled = (b: number) => eventually(async () => Math.abs((await balance()) - b) < 1e-9, 30_000, `balance ${b}`);
+
+  assert.is((await api.post(`/users/${user}/credits`, { id: "pay_1", amount: 3 })).status, 201);
+  await spend(1.5); // 3 -> 1.5: above low_at
+  await settled(1.5);
+  await spend(1); // 1.5 -> 0.5: crosses
+  await settled(0.5);
+  await eventually(() => mine("credits.low").length === 1, 30_000, "credits.low");
+  await spend(0.2); // still low: nothing
+  await settled(0.3);
+  assert.is((await api.post(`/users/${user}/credits`, { id: "pay_2", amount: 2 })).status, 201); // 2.3: re-armed
+  await spend(1.6); // 2.3 -> 0.7: crosses again
+  await settled(0.7);
+  await eventually(() => mine("credits.low").length === 2, 30_000, "the second credits.low");
+  await spend(0.7); // 0.7 -> 0: depleted
+  await settled(0);
+  await eventually(() => mine("credits.depleted").length === 1, 30_000, "credits.depleted");
+
+  const expiresAt = Date.now() + 2_000;
+  assert.is((await api.post(`/users/${user}/credits`, { id: "promo", amount: 0.4, kind: "promotional", expires_at: new Date(expiresAt).toISOString() })).status, 201);
+  const expired = await eventually(() => mine("credits.expired")[0], 60_000, "credits.expired");
+  assert.ok(Date.now() >= expiresAt);
+  assert.equal(expired.json.data, { user_id: user, balance: 0, low_at: 1, grant_id: "promo", amount: 0.4 });
+
+  // The expiry was the last change: a webhook decided before it that came twice would be here by now.
+  const low = mine("credits.low");
+  assert.equal(low.map((r) => r.json.data.balance), [0.5, 0.7]);
+  // Depleted again by the expiry: the promotional grant had lifted the balance above 0 (not to low_at: no re-arm).
+  await eventually(() => mine("credits.depleted").length === 2, 30_000, "credits.depleted of the expiry");
+  assert.equal(mine("credits.depleted").map((r) => r.json.data.balance), [0, 0]);
+  assert.is(mine("credits.expired").length, 1);
+  for (const r of [...low, ...mine("credits.depleted"), expired]) {
+    assert.ok(signatureValid(secret, r), `${r.json.type} signature`);
+    assert.is(r.json.data.user_id, user);
+  }
+});
+
+t.run();
