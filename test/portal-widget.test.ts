@@ -2,8 +2,10 @@
 // page of another origin, served by this test on a port of its own, against the whole stack:
 // it shows the user's bars and credit balance, resets in the viewer's locale and time zone, follows the host's CSS
 // custom properties, refreshes on refresh() and every minute, says when its token is revoked,
-// and axe-core finds nothing. The screenshot is docs/portal-widget.png.
+// and axe-core finds nothing. The screenshot: console/screenshots/portal-widget.png (not committed;
+// docs/portal-widget.png is a copy of one).
 import { randomUUID } from "node:crypto";
+import { mkdir } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import path from "node:path";
 import type { MongoClient } from "mongodb";
@@ -17,7 +19,7 @@ import type { Api } from "./support/http.ts";
 import { repoRoot } from "./support/processes.ts";
 import { withTestStack, type TestStack } from "./support/stack.ts";
 
-const SCREENSHOT = path.join(repoRoot, "docs", "portal-widget.png");
+const SCREENSHOT = path.join(repoRoot, "console", "screenshots", "portal-widget.png");
 const LOCALE = "de-DE";
 const TIME_ZONE = "Asia/Tokyo";
 const DAY = 86_400_000;
@@ -93,6 +95,7 @@ t.before(async (ctx) => {
   // localhost rather than 127.0.0.1: another origin than the API's even on the same machine.
   ctx.hostUrl = `http://localhost:${(ctx.host.address() as { port: number }).port}/`;
 
+  await mkdir(path.dirname(SCREENSHOT), { recursive: true });
   ctx.browser = await launchChromium();
   ctx.context = await ctx.browser.newContext({ viewport: { width: 900, height: 700 }, locale: LOCALE, timezoneId: TIME_ZONE });
   ctx.page = await ctx.context.newPage();
