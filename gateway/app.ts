@@ -15,6 +15,7 @@ import { authPlugin } from "./plugins/auth.ts";
 import { consolePlugin } from "./plugins/console.ts";
 import { docsPlugin } from "./plugins/docs.ts";
 import { metricsPlugin } from "./plugins/metrics.ts";
+import { portalCorsPlugin } from "./plugins/portal-cors.ts";
 import { securityHeadersPlugin } from "./plugins/security-headers.ts";
 import { rateLimitPlugin } from "./plugins/rate-limit.ts";
 import { servicesPlugin } from "./plugins/services.ts";
@@ -73,6 +74,7 @@ export async function buildGateway(opts: GatewayOptions) {
   });
 
   await app.register(securityHeadersPlugin);
+  await app.register(portalCorsPlugin);
   await app.register(servicesPlugin, { clients: opts.clients });
   await app.register(metricsPlugin);
   await app.register(rateLimitPlugin, protection.rateLimit);

@@ -1,5 +1,8 @@
 import { Type, peerUrlFields, productConcurrencyFields } from "@meter/lib/config";
 
+/** Requests per window and portal token, unless RATE_LIMIT_PORTAL_MAX says otherwise. */
+export const PORTAL_MAX_DEFAULT = 120;
+
 /** Protection settings every process hosting the gateway reads (gateway process, all-in-one). */
 export function protectionFields(defaults: { publicMax: number; keyMax: number; authFailureMax?: number; productCreateMax?: number }) {
   return {
@@ -11,6 +14,8 @@ export function protectionFields(defaults: { publicMax: number; keyMax: number; 
     RATE_LIMIT_KEY_MAX: Type.Integer({ default: defaults.keyMax, minimum: 1 }),
     /** Products created (POST /products, no key needed) per window and client address. */
     RATE_LIMIT_PRODUCT_CREATE_MAX: Type.Integer({ default: defaults.productCreateMax ?? defaults.publicMax, minimum: 1 }),
+    /** Requests per window and portal token on /portal/me (an end user's browser; the widget asks once a minute). */
+    RATE_LIMIT_PORTAL_MAX: Type.Integer({ default: PORTAL_MAX_DEFAULT, minimum: 1 }),
     /** Refused authentications (401) per window and client address; past it, 429 before any check. */
     RATE_LIMIT_AUTH_FAILURE_MAX: Type.Integer({ default: defaults.authFailureMax ?? defaults.publicMax, minimum: 1 }),
     /** How long an API key the tenancy service refused is refused without asking again. */
@@ -87,9 +92,10 @@ export const gatewayConfigSchema = Type.Object({
 export interface Protection {
   /**
    * authFailureMax: refused authentications per window and client address (default publicMax);
-   * productCreateMax: products created per window and client address (default publicMax).
+   * productCreateMax: products created per window and client address (default publicMax);
+   * portalMax: requests per window and portal token (default PORTAL_MAX_DEFAULT).
    */
-  rateLimit: { windowMs: number; publicMax: number; keyMax: number; authFailureMax?: number; productCreateMax?: number };
+  rateLimit: { windowMs: number; publicMax: number; keyMax: number; authFailureMax?: number; productCreateMax?: number; portalMax?: number };
   negativeCacheTtlMs: number;
   trustProxy: boolean | number | string[];
   /** Server timeouts and connection caps; CONNECTION_DEFAULTS for what is absent. */
@@ -110,6 +116,7 @@ export function protectionSettings(config: {
   RATE_LIMIT_KEY_MAX: number;
   RATE_LIMIT_AUTH_FAILURE_MAX: number;
   RATE_LIMIT_PRODUCT_CREATE_MAX: number;
+  RATE_LIMIT_PORTAL_MAX: number;
   AUTH_NEGATIVE_CACHE_TTL_MS: number;
   TRUST_PROXY: string;
   HTTP_HEADERS_TIMEOUT_MS: number;
@@ -135,7 +142,7 @@ export function protectionSettings(config: {
       maxPerAddress: config.HTTP_MAX_CONNECTIONS_PER_ADDRESS,
       max: config.HTTP_MAX_CONNECTIONS,
     },
-    rateLimit: { windowMs: config.RATE_LIMIT_WINDOW_MS, publicMax: config.RATE_LIMIT_PUBLIC_MAX, keyMax: config.RATE_LIMIT_KEY_MAX, authFailureMax: config.RATE_LIMIT_AUTH_FAILURE_MAX, productCreateMax: config.RATE_LIMIT_PRODUCT_CREATE_MAX },
+    rateLimit: { windowMs: config.RATE_LIMIT_WINDOW_MS, publicMax: config.RATE_LIMIT_PUBLIC_MAX, keyMax: config.RATE_LIMIT_KEY_MAX, authFailureMax: config.RATE_LIMIT_AUTH_FAILURE_MAX, productCreateMax: config.RATE_LIMIT_PRODUCT_CREATE_MAX, portalMax: config.RATE_LIMIT_PORTAL_MAX },
     negativeCacheTtlMs: config.AUTH_NEGATIVE_CACHE_TTL_MS,
     trustProxy: t === "" || t === "false" ? false : t === "true" ? true : /^\d+$/.test(t) ? Number(t) : t.split(",").map((s) => s.trim()).filter(Boolean),
   };

@@ -4,6 +4,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { hashApiKey, looksLikeApiKey } from "@meter/lib/api-keys";
+import { hashPortalToken, looksLikePortalToken } from "@meter/lib/portal-tokens";
 import { HttpError } from "../errors.ts";
 import { rpcOptions } from "../rpc-options.ts";
 
@@ -13,10 +14,14 @@ declare module "fastify" {
     public?: boolean;
     /** An `ingest` key may call the route (every other route needs an `admin` key). */
     ingest?: boolean;
+    /** The route takes a portal token, and nothing else (no API key). */
+    portal?: boolean;
   }
   interface FastifyRequest {
     /** The product the bearer key belongs to; set on every authenticated route. */
     productId: string;
+    /** On portal routes: the one user the portal token reads, and the token's digest. */
+    portal: { userId: string; digest: string } | null;
   }
 }
 
@@ -33,16 +38,36 @@ export interface AuthOptions {
 interface Verified {
   productId: string;
   scope: string;
+  /** Portal tokens only: the user they read. */
+  userId?: string;
 }
 
 const INVALID = "invalid API key";
+const INVALID_PORTAL = "invalid portal token";
+const PORTAL_ELSEWHERE = "a portal token reads GET /portal/me only; every other route needs an API key";
 
-function bearerKey(request: FastifyRequest): string {
+function bearerKey(request: FastifyRequest, what: string): string {
   const header = request.headers.authorization;
-  if (!header) throw new HttpError(401, "missing Authorization header; send 'Authorization: Bearer <API key>'");
+  if (!header) throw new HttpError(401, `missing Authorization header; send 'Authorization: Bearer <${what}>'`);
   const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  if (!match) throw new HttpError(401, "malformed Authorization header; expected 'Bearer <API key>'");
+  if (!match) throw new HttpError(401, `malformed Authorization header; expected 'Bearer <${what}>'`);
   return match[1]!;
+}
+
+/**
+ * What the bearer token must be on this route: an API key, or on portal routes a portal
+ * token (each refused on the other's routes). Cache entries of the two never collide:
+ * a portal token's digest is prefixed.
+ */
+function credential(request: FastifyRequest) {
+  const portal = request.routeOptions.config.portal === true;
+  const token = bearerKey(request, portal ? "portal token" : "API key");
+  if (portal) {
+    if (!looksLikePortalToken(token)) throw new HttpError(401, INVALID_PORTAL);
+    return { token, portal, digest: `portal:${hashPortalToken(token)}` };
+  }
+  if (!looksLikeApiKey(token)) throw new HttpError(401, looksLikePortalToken(token) ? PORTAL_ELSEWHERE : INVALID);
+  return { token, portal, digest: hashApiKey(token) };
 }
 
 /**
@@ -76,7 +101,8 @@ class FailureWindows {
  * Authenticates the bearer key through the tenancy service. A token that cannot be a key
  * (wrong shape or length) is refused before any lookup or cache; the caches hold digests
  * of keys, never keys. A verified key is trusted for a few seconds only (the configuration
- * allows at most 4 s), so a revoked key is refused by every replica within 5 s.
+ * allows at most 4 s), so a revoked key is refused by every replica within 5 s. Portal tokens
+ * (routes with `config.portal`) are checked the same way, through their own tenancy RPC.
  */
 export const authPlugin = fp<AuthOptions>(async (app: FastifyInstance, opts) => {
   const verified = opts.cacheTtlMs > 0 ? new LRUCache<string, Verified>({ max: 10_000, ttl: opts.cacheTtlMs }) : undefined;
@@ -87,17 +113,26 @@ export const authPlugin = fp<AuthOptions>(async (app: FastifyInstance, opts) => 
     opts.negativeCacheTtlMs > 0 ? new LRUCache<string, string>({ max: 10_000, ttl: opts.negativeCacheTtlMs }) : undefined;
   const failures = new FailureWindows(opts.failureMax, opts.windowMs);
 
-  async function verify(request: FastifyRequest, key: string, digest: string): Promise<Verified> {
+  async function ask(request: FastifyRequest, c: ReturnType<typeof credential>) {
+    if (c.portal) {
+      const res = await app.services.tenancy.authenticatePortalToken({ token: c.token }, rpcOptions(request));
+      return { v: { productId: res.productId, scope: "portal", userId: res.userId }, expiresAt: res.expiresAt };
+    }
+    const res = await app.services.tenancy.authenticate({ apiKey: c.token }, rpcOptions(request));
+    return { v: { productId: res.productId, scope: res.scope || "admin" }, expiresAt: res.expiresAt };
+  }
+
+  async function verify(request: FastifyRequest, c: ReturnType<typeof credential>): Promise<Verified> {
+    const digest = c.digest;
     try {
-      const res = await app.services.tenancy.authenticate({ apiKey: key }, rpcOptions(request));
-      const v = { productId: res.productId, scope: res.scope || "admin" };
+      const { v, expiresAt } = await ask(request, c);
       // Never trusted past its expiry.
-      const left = res.expiresAt ? timestampDate(res.expiresAt).getTime() - Date.now() : Number.POSITIVE_INFINITY;
+      const left = expiresAt ? timestampDate(expiresAt).getTime() - Date.now() : Number.POSITIVE_INFINITY;
       if (left > 0) verified?.set(digest, v, { ttl: Math.min(opts.cacheTtlMs, left) });
       return v;
     } catch (err) {
       if (err instanceof ConnectError && err.code === Code.Unauthenticated) {
-        const detail = err.rawMessage || INVALID;
+        const detail = err.rawMessage || (c.portal ? INVALID_PORTAL : INVALID);
         refused?.set(digest, detail);
         throw new HttpError(401, detail);
       }
@@ -106,21 +141,20 @@ export const authPlugin = fp<AuthOptions>(async (app: FastifyInstance, opts) => 
   }
 
   /** `blocked`: the address is past its refusals; only a key verified moments ago still passes. */
-  async function resolve(request: FastifyRequest, reply: FastifyReply, blocked: number | undefined): Promise<Verified> {
-    const key = bearerKey(request);
-    if (!looksLikeApiKey(key)) throw new HttpError(401, INVALID);
-    const digest = hashApiKey(key);
+  async function resolve(request: FastifyRequest, reply: FastifyReply, blocked: number | undefined): Promise<Verified & { digest: string }> {
+    const c = credential(request);
+    const digest = c.digest;
     const cached = verified?.get(digest);
-    if (cached) return cached;
+    if (cached) return { ...cached, digest };
     if (blocked !== undefined) refuse(reply, blocked);
     const detail = refused?.get(digest);
     if (detail) throw new HttpError(401, detail);
     let pending = inFlight.get(digest);
     if (!pending) {
-      pending = verify(request, key, digest).finally(() => inFlight.delete(digest));
+      pending = verify(request, c).finally(() => inFlight.delete(digest));
       inFlight.set(digest, pending);
     }
-    return pending;
+    return { ...(await pending), digest };
   }
 
   function refuse(reply: FastifyReply, retryAfter: number): never {
@@ -129,12 +163,13 @@ export const authPlugin = fp<AuthOptions>(async (app: FastifyInstance, opts) => 
   }
 
   app.decorateRequest("productId", "");
+  app.decorateRequest("portal", null);
   app.addHook("onRequest", async (request, reply) => {
     // Unmatched routes answer 404 whatever the key; public routes need none.
     if (!request.routeOptions.url || request.routeOptions.config.public) return;
     const now = Date.now();
     const blocked = failures.blockedFor(request.ip, now);
-    let v: Verified;
+    let v: Verified & { digest: string };
     try {
       v = await resolve(request, reply, blocked);
     } catch (err) {
@@ -144,7 +179,9 @@ export const authPlugin = fp<AuthOptions>(async (app: FastifyInstance, opts) => 
       }
       throw err;
     }
-    if (v.scope !== "admin" && !request.routeOptions.config.ingest) {
+    if (v.scope === "portal") {
+      request.portal = { userId: v.userId!, digest: v.digest };
+    } else if (v.scope !== "admin" && !request.routeOptions.config.ingest) {
       throw new HttpError(403, `this route needs an admin key; the key's scope is "${v.scope}"`);
     }
     request.productId = v.productId;

@@ -56,7 +56,10 @@ export const docsPlugin = fp(async (app) => {
       },
       servers: [{ url: "/" }],
       components: {
-        securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "API key from POST /api/v1/products" } },
+        securitySchemes: {
+          bearer: { type: "http", scheme: "bearer", description: "API key from POST /api/v1/products" },
+          portalToken: { type: "http", scheme: "bearer", description: "Portal token from POST /api/v1/users/{user_id}/portal-tokens; reads GET /api/v1/portal/me only" },
+        },
       },
       security: [{ bearer: [] }],
     },

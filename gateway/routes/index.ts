@@ -7,10 +7,11 @@ import { keyRoutes } from "./keys.ts";
 import { leaseRoutes } from "./leases.ts";
 import { limitRoutes } from "./limits.ts";
 import { planRoutes } from "./plans.ts";
+import { portalRoutes } from "./portal.ts";
 import { productRoutes } from "./products.ts";
 import { usageRoutes } from "./usage.ts";
 import { userRoutes } from "./users.ts";
 import { webhookRoutes } from "./webhooks.ts";
 
 /** Every resource's routes, mounted under /api/v1. */
-export const apiRoutes: FastifyPluginAsyncTypebox[] = [healthRoutes, productRoutes, keyRoutes, planRoutes, userRoutes, eventRoutes, usageRoutes, limitRoutes, leaseRoutes, creditRoutes, webhookRoutes, analyticsRoutes];
+export const apiRoutes: FastifyPluginAsyncTypebox[] = [healthRoutes, productRoutes, keyRoutes, planRoutes, userRoutes, eventRoutes, usageRoutes, limitRoutes, leaseRoutes, creditRoutes, webhookRoutes, analyticsRoutes, portalRoutes];

@@ -186,10 +186,21 @@ const INGEST_ROUTES = new Set([
   "POST /api/v1/events",
   "POST /api/v1/users/{user_id}/leases",
   "POST /api/v1/users/{user_id}/leases/{lease_id}/release",
+  "POST /api/v1/users/{user_id}/portal-tokens",
+  "DELETE /api/v1/users/{user_id}/portal-tokens",
 ]);
 
 /** Routes that need no key at all. */
-const PUBLIC_ROUTES = new Set(["GET /api/v1/health", "POST /api/v1/products"]);
+const PUBLIC_ROUTES = new Set([
+  "GET /api/v1/health",
+  "POST /api/v1/products",
+  "GET /api/v1/portal/widget.js",
+  "OPTIONS /api/v1/portal/widget.js",
+  "OPTIONS /api/v1/portal/me",
+]);
+
+/** Routes that take a portal token and no API key (401 to any key). */
+const PORTAL_TOKEN_ROUTES = new Set(["GET /api/v1/portal/me"]);
 
 /** A valid request of each route naming a resource, for the other product's 404. */
 function resourceRequests(f: Fixture): Record<string, { path: string; body?: unknown }> {
@@ -214,6 +225,12 @@ function resourceRequests(f: Fixture): Record<string, { path: string; body?: unk
     "POST /api/v1/webhooks/endpoints/{id}/rotate-secret": { path: `/webhooks/endpoints/${f.endpointId}/rotate-secret` },
     "GET /api/v1/webhooks/endpoints/{id}/deliveries": { path: `/webhooks/endpoints/${f.endpointId}/deliveries` },
     "DELETE /api/v1/keys/{id}": { path: `/keys/${f.keyId}` },
+    "POST /api/v1/users/{user_id}/portal-tokens": { path: `/users/${u}/portal-tokens`, body: { ttl_seconds: 60 } },
+    "DELETE /api/v1/users/{user_id}/portal-tokens": { path: `/users/${u}/portal-tokens` },
+    "POST /api/v1/users/{user_id}/credits": { path: `/users/${u}/credits`, body: { id: "g1", amount: 1 } },
+    "GET /api/v1/users/{user_id}/credits": { path: `/users/${u}/credits` },
+    "POST /api/v1/users/{user_id}/credits/{grant_id}/void": { path: `/users/${u}/credits/g1/void` },
+    "GET /api/v1/users/{user_id}/credits/ledger": { path: `/users/${u}/credits/ledger` },
   };
 }
 
@@ -253,7 +270,9 @@ t("every route: an ingest key gets 403 where it must; another product's key gets
   for (const route of routes) {
     const [method, path] = route.split(" ") as [string, string];
     const res = await f.ingest.request(method, concrete(path), method === "GET" || method === "DELETE" ? {} : { body: {} });
-    if (INGEST_ROUTES.has(route) || PUBLIC_ROUTES.has(route)) {
+    if (PORTAL_TOKEN_ROUTES.has(route)) {
+      assert.is(res.status, 401, `${route} with an ingest key: ${res.status}`);
+    } else if (INGEST_ROUTES.has(route) || PUBLIC_ROUTES.has(route)) {
       assert.ok(res.status !== 403 && res.status !== 401, `${route} with an ingest key: ${res.status} ${JSON.stringify(res.body)}`);
     } else {
       assert.is(res.status, 403, `${route} with an ingest key: ${res.status}`);

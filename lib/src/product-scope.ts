@@ -10,8 +10,9 @@ import { rpcError } from "./errors.ts";
 export const UNSCOPED_RPCS: Readonly<Record<string, readonly string[] | null>> = {
   // The product does not exist yet.
   "meter.tenancy.v1.TenancyService/CreateProduct": null,
-  // The key is what finds the product.
+  // The key (the portal token) is what finds the product.
   "meter.tenancy.v1.TenancyService/Authenticate": null,
+  "meter.tenancy.v1.TenancyService/AuthenticatePortalToken": null,
   // Batches handed over by other services mix products; every item names its own.
   "meter.analytics.v1.AnalyticsService/RecordEvents": ["usage", "gates"],
   "meter.webhooks.v1.WebhooksService/PublishThresholdCrossings": ["crossings"],

@@ -37,6 +37,8 @@ export type {
   RecordInput,
   ManualInput,
   ManualEvent,
+  PortalToken,
+  PortalTokenOptions,
   UsageEvent,
   UserState,
   BillingPeriod,

@@ -26,6 +26,8 @@ import type {
   ManualInput,
   MeterOptions,
   MeterStats,
+  PortalToken,
+  PortalTokenOptions,
   RecordInput,
   SessionStartState,
   StartResult,
@@ -34,7 +36,7 @@ import type {
   UserState,
 } from "./types.ts";
 import { Users } from "./users.ts";
-import { checkManual, checkUsage, checkUser, positiveInt } from "./validate.ts";
+import { checkManual, checkPortalTtl, checkUsage, checkUser, positiveInt } from "./validate.ts";
 
 let reserveNowOf: (meter: Meter, userId: string, input?: GuardInput) => Reservation | undefined;
 let reporterOfMeter: (meter: Meter) => Reporter;
@@ -293,6 +295,18 @@ export class Meter {
     const session = e?.sessions.at(sessionOf(userId, input.session_id), clockNow(), e.timeoutMs);
     this.#recorder.manual(userId, created, input, e, session, sessionOf(userId, input.session_id));
     return created;
+  }
+
+  /**
+   * POST /users/{userId}/portal-tokens: a token that reads this one user's state (GET /portal/me,
+   * the `<meter-usage>` widget) and nothing else, for the user's browser. Mint one per page view;
+   * the API key never leaves the server. An admin or ingest key may mint.
+   */
+  async portalToken(userId: string, options: PortalTokenOptions = {}): Promise<PortalToken> {
+    checkUser(userId);
+    checkPortalTtl(options.ttlSeconds);
+    const body = options.ttlSeconds === undefined ? {} : { ttl_seconds: options.ttlSeconds };
+    return this.#transport.request<PortalToken>("POST", `/users/${encodeURIComponent(userId)}/portal-tokens`, body);
   }
 
   /** The user's cached state; undefined before the first guard/record for the user. */

@@ -230,6 +230,20 @@ export interface ManualEvent {
   created_at: string;
 }
 
+/** A portal token minted by `Meter.portalToken()`: hand `token` to the user's browser (GET /portal/me, `<meter-usage>`). */
+export interface PortalToken {
+  /** Shown once; reads this one user's state and nothing else. */
+  token: string;
+  user_id: string;
+  /** ISO 8601; the token is refused from then on. */
+  expires_at: string;
+}
+
+export interface PortalTokenOptions {
+  /** Lifetime in seconds, 60 to 86,400; default 3,600. */
+  ttlSeconds?: number;
+}
+
 export interface MeterStats {
   /** Events waiting for delivery. */
   queued: number;

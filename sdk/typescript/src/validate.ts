@@ -11,6 +11,13 @@ export function checkUser(userId: unknown): void {
   }
 }
 
+/** A portal token's lifetime: whole seconds, 60 to 86,400 (the service's bounds). */
+export function checkPortalTtl(ttlSeconds: unknown): void {
+  if (ttlSeconds !== undefined && !(Number.isSafeInteger(ttlSeconds) && (ttlSeconds as number) >= 60 && (ttlSeconds as number) <= 86_400)) {
+    throw new MeterTypeError("ttlSeconds must be an integer of 60 to 86,400");
+  }
+}
+
 function count(name: string, v: unknown): void {
   if (v !== undefined && !(Number.isSafeInteger(v) && (v as number) >= 0)) throw new MeterTypeError(`${name} must be a non-negative integer`);
 }

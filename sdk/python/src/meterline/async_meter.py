@@ -36,8 +36,8 @@ def _awaiting(flow: Callable[Concatenate[MeterCore, P], Flow[T]]) -> Callable[Co
 
 class AsyncMeter(MeterCore):
     """``Meter``'s options and semantics; ``start``, ``guard``, ``reserve``, ``record``, ``record_manual``,
-    ``refresh``, ``flush`` and ``shutdown`` are awaitable (``reserve`` also ``async with``); ``reserve_now``,
-    ``state``, ``user``, ``stats`` and the callbacks are as on ``Meter``."""
+    ``portal_token``, ``refresh``, ``flush`` and ``shutdown`` are awaitable (``reserve`` also ``async with``);
+    ``reserve_now``, ``state``, ``user``, ``stats`` and the callbacks are as on ``Meter``."""
 
     _transport: AsyncTransport
     _delivery: DeliveryTask
@@ -90,6 +90,7 @@ class AsyncMeter(MeterCore):
     reserve = MeterCore._reserve_cm
     record = MeterCore._record_async
     record_manual = _awaiting(MeterCore._manual)
+    portal_token = _awaiting(MeterCore._portal_token)
     flush = _awaiting(MeterCore._flush)
 
     async def refresh(self, user_id: str) -> bool:

@@ -21,12 +21,13 @@ from .context import _current
 from .core_state import GateCallback
 from .errors import MeterAPIError, MeterAuthenticationError
 from .flow import Flow, Handle, wait_async
+from .portal import portal_token_flow
 from .process import register
 from .queue import EventQueue
 from .recording import Metadata
 from .reservation import AsyncReserve, Reservation
 from .state import UserEntry
-from .types import CreditsEvent, GuardResult, MeterStats, SessionStartState, StartResult, UsageEvent, UserState
+from .types import CreditsEvent, GuardResult, MeterStats, PortalToken, SessionStartState, StartResult, UsageEvent, UserState
 from .validate import check_usage, check_user, positive
 
 log = logging.getLogger("meterline")
@@ -337,6 +338,12 @@ class MeterCore(Admission):
     def _hopeless(self) -> bool:
         """No delivery can succeed until someone acts: the key is refused."""
         return self._refused_key is not None
+
+    def _portal_token(self, user_id: str, ttl_seconds: int | None = None) -> Flow[PortalToken]:
+        """``POST /users/{user_id}/portal-tokens``: a token that reads this one user's state (``GET /portal/me``,
+        the ``<meter-usage>`` widget) and nothing else, for the user's browser; mint one per page view.
+        ``ttl_seconds`` 60-86,400 (default 3,600 on the service). Raises MeterAPIError (404: no such user)."""
+        return portal_token_flow(user_id, ttl_seconds)
 
     def _flush(self, timeout: float | None = None) -> Flow[bool]:
         """flush(): delivers what is queued, retrying transient failures up to ``timeout`` (default shutdown_timeout).

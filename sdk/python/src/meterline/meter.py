@@ -21,7 +21,7 @@ from .recording import Metadata
 from .reservation import Reservation
 from .state import UserEntry
 from .transport import Transport
-from .types import GuardResult, ManualEvent, StartResult, UsageEvent
+from .types import GuardResult, ManualEvent, PortalToken, StartResult, UsageEvent
 from .validate import check_usage, check_user
 
 P = ParamSpec("P")
@@ -138,6 +138,7 @@ class Meter(MeterCore):
         return _wait(h, self.request_timeout + 1) and e.loaded and not e.load_failed
 
     record_manual = _blocking(MeterCore._manual)
+    portal_token = _blocking(MeterCore._portal_token)
     flush = _blocking(MeterCore._flush)
     shutdown = _blocking(MeterCore._shutdown)
 
@@ -152,6 +153,9 @@ class Meter(MeterCore):
 
     async def arecord_manual(self, user_id: str, **kwargs: Any) -> ManualEvent:
         return await asyncio.to_thread(lambda: self.record_manual(user_id, **kwargs))
+
+    async def aportal_token(self, user_id: str, ttl_seconds: int | None = None) -> PortalToken:
+        return await asyncio.to_thread(self.portal_token, user_id, ttl_seconds)
 
     async def arefresh(self, user_id: str) -> bool:
         return await asyncio.to_thread(self.refresh, user_id)

@@ -148,6 +148,16 @@ class ManualEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class PortalToken:
+    """A portal token from ``portal_token()``: hand ``token`` to the user's browser. Shown once."""
+
+    token: str
+    user_id: str
+    #: ISO 8601; the token is refused from then on.
+    expires_at: str
+
+
+@dataclass(frozen=True, slots=True)
 class MeterStats:
     queued: int
     sent: int

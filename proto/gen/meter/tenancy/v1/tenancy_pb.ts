@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file meter/tenancy/v1/tenancy.proto.
  */
 export const file_meter_tenancy_v1_tenancy: GenFile = /*@__PURE__*/
-  fileDesc("Ch5tZXRlci90ZW5hbmN5L3YxL3RlbmFuY3kucHJvdG8SEG1ldGVyLnRlbmFuY3kudjEiuwEKB1Byb2R1Y3QSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIMCgRzbHVnGAMgASgJEhkKDGNvbnRhY3RfbmFtZRgEIAEoCUgAiAEBEhoKDWNvbnRhY3RfZW1haWwYBSABKAlIAYgBARIuCgpjcmVhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIPCg1fY29udGFjdF9uYW1lQhAKDl9jb250YWN0X2VtYWlsIn4KFENyZWF0ZVByb2R1Y3RSZXF1ZXN0EgwKBG5hbWUYASABKAkSGQoMY29udGFjdF9uYW1lGAIgASgJSACIAQESGgoNY29udGFjdF9lbWFpbBgDIAEoCUgBiAEBQg8KDV9jb250YWN0X25hbWVCEAoOX2NvbnRhY3RfZW1haWwiVAoVQ3JlYXRlUHJvZHVjdFJlc3BvbnNlEioKB3Byb2R1Y3QYASABKAsyGS5tZXRlci50ZW5hbmN5LnYxLlByb2R1Y3QSDwoHYXBpX2tleRgCIAEoCSIpChNMaXN0UHJvZHVjdHNSZXF1ZXN0EhIKCnByb2R1Y3RfaWQYASABKAkiQwoUTGlzdFByb2R1Y3RzUmVzcG9uc2USKwoIcHJvZHVjdHMYASADKAsyGS5tZXRlci50ZW5hbmN5LnYxLlByb2R1Y3QiJgoTQXV0aGVudGljYXRlUmVxdWVzdBIPCgdhcGlfa2V5GAEgASgJIo0BChRBdXRoZW50aWNhdGVSZXNwb25zZRISCgpwcm9kdWN0X2lkGAEgASgJEg4KBmtleV9pZBgCIAEoCRINCgVzY29wZRgDIAEoCRIzCgpleHBpcmVzX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgAiAEBQg0KC19leHBpcmVzX2F0Iv0BCgZBcGlLZXkSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRINCgVzY29wZRgDIAEoCRIOCgZwcmVmaXgYBCABKAkSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNQoMbGFzdF91c2VkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgAiAEBEjMKCmV4cGlyZXNfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSAGIAQFCDwoNX2xhc3RfdXNlZF9hdEINCgtfZXhwaXJlc19hdCKKAQoTQ3JlYXRlQXBpS2V5UmVxdWVzdBISCgpwcm9kdWN0X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSDQoFc2NvcGUYAyABKAkSMwoKZXhwaXJlc19hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAIgBAUINCgtfZXhwaXJlc19hdCJOChRDcmVhdGVBcGlLZXlSZXNwb25zZRIlCgNrZXkYASABKAsyGC5tZXRlci50ZW5hbmN5LnYxLkFwaUtleRIPCgdhcGlfa2V5GAIgASgJIigKEkxpc3RBcGlLZXlzUmVxdWVzdBISCgpwcm9kdWN0X2lkGAEgASgJIj0KE0xpc3RBcGlLZXlzUmVzcG9uc2USJgoEa2V5cxgBIAMoCzIYLm1ldGVyLnRlbmFuY3kudjEuQXBpS2V5IjkKE1Jldm9rZUFwaUtleVJlcXVlc3QSEgoKcHJvZHVjdF9pZBgBIAEoCRIOCgZrZXlfaWQYAiABKAkiFgoUUmV2b2tlQXBpS2V5UmVzcG9uc2UyygQKDlRlbmFuY3lTZXJ2aWNlEmAKDUNyZWF0ZVByb2R1Y3QSJi5tZXRlci50ZW5hbmN5LnYxLkNyZWF0ZVByb2R1Y3RSZXF1ZXN0GicubWV0ZXIudGVuYW5jeS52MS5DcmVhdGVQcm9kdWN0UmVzcG9uc2USXQoMTGlzdFByb2R1Y3RzEiUubWV0ZXIudGVuYW5jeS52MS5MaXN0UHJvZHVjdHNSZXF1ZXN0GiYubWV0ZXIudGVuYW5jeS52MS5MaXN0UHJvZHVjdHNSZXNwb25zZRJdCgxBdXRoZW50aWNhdGUSJS5tZXRlci50ZW5hbmN5LnYxLkF1dGhlbnRpY2F0ZVJlcXVlc3QaJi5tZXRlci50ZW5hbmN5LnYxLkF1dGhlbnRpY2F0ZVJlc3BvbnNlEl0KDENyZWF0ZUFwaUtleRIlLm1ldGVyLnRlbmFuY3kudjEuQ3JlYXRlQXBpS2V5UmVxdWVzdBomLm1ldGVyLnRlbmFuY3kudjEuQ3JlYXRlQXBpS2V5UmVzcG9uc2USWgoLTGlzdEFwaUtleXMSJC5tZXRlci50ZW5hbmN5LnYxLkxpc3RBcGlLZXlzUmVxdWVzdBolLm1ldGVyLnRlbmFuY3kudjEuTGlzdEFwaUtleXNSZXNwb25zZRJdCgxSZXZva2VBcGlLZXkSJS5tZXRlci50ZW5hbmN5LnYxLlJldm9rZUFwaUtleVJlcXVlc3QaJi5tZXRlci50ZW5hbmN5LnYxLlJldm9rZUFwaUtleVJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp]);
+  fileDesc("Ch5tZXRlci90ZW5hbmN5L3YxL3RlbmFuY3kucHJvdG8SEG1ldGVyLnRlbmFuY3kudjEiuwEKB1Byb2R1Y3QSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIMCgRzbHVnGAMgASgJEhkKDGNvbnRhY3RfbmFtZRgEIAEoCUgAiAEBEhoKDWNvbnRhY3RfZW1haWwYBSABKAlIAYgBARIuCgpjcmVhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIPCg1fY29udGFjdF9uYW1lQhAKDl9jb250YWN0X2VtYWlsIn4KFENyZWF0ZVByb2R1Y3RSZXF1ZXN0EgwKBG5hbWUYASABKAkSGQoMY29udGFjdF9uYW1lGAIgASgJSACIAQESGgoNY29udGFjdF9lbWFpbBgDIAEoCUgBiAEBQg8KDV9jb250YWN0X25hbWVCEAoOX2NvbnRhY3RfZW1haWwiVAoVQ3JlYXRlUHJvZHVjdFJlc3BvbnNlEioKB3Byb2R1Y3QYASABKAsyGS5tZXRlci50ZW5hbmN5LnYxLlByb2R1Y3QSDwoHYXBpX2tleRgCIAEoCSIpChNMaXN0UHJvZHVjdHNSZXF1ZXN0EhIKCnByb2R1Y3RfaWQYASABKAkiQwoUTGlzdFByb2R1Y3RzUmVzcG9uc2USKwoIcHJvZHVjdHMYASADKAsyGS5tZXRlci50ZW5hbmN5LnYxLlByb2R1Y3QiJgoTQXV0aGVudGljYXRlUmVxdWVzdBIPCgdhcGlfa2V5GAEgASgJIo0BChRBdXRoZW50aWNhdGVSZXNwb25zZRISCgpwcm9kdWN0X2lkGAEgASgJEg4KBmtleV9pZBgCIAEoCRINCgVzY29wZRgDIAEoCRIzCgpleHBpcmVzX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgAiAEBQg0KC19leHBpcmVzX2F0Iv0BCgZBcGlLZXkSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRINCgVzY29wZRgDIAEoCRIOCgZwcmVmaXgYBCABKAkSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNQoMbGFzdF91c2VkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgAiAEBEjMKCmV4cGlyZXNfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSAGIAQFCDwoNX2xhc3RfdXNlZF9hdEINCgtfZXhwaXJlc19hdCKKAQoTQ3JlYXRlQXBpS2V5UmVxdWVzdBISCgpwcm9kdWN0X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSDQoFc2NvcGUYAyABKAkSMwoKZXhwaXJlc19hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAIgBAUINCgtfZXhwaXJlc19hdCJOChRDcmVhdGVBcGlLZXlSZXNwb25zZRIlCgNrZXkYASABKAsyGC5tZXRlci50ZW5hbmN5LnYxLkFwaUtleRIPCgdhcGlfa2V5GAIgASgJIigKEkxpc3RBcGlLZXlzUmVxdWVzdBISCgpwcm9kdWN0X2lkGAEgASgJIj0KE0xpc3RBcGlLZXlzUmVzcG9uc2USJgoEa2V5cxgBIAMoCzIYLm1ldGVyLnRlbmFuY3kudjEuQXBpS2V5IjkKE1Jldm9rZUFwaUtleVJlcXVlc3QSEgoKcHJvZHVjdF9pZBgBIAEoCRIOCgZrZXlfaWQYAiABKAkiFgoUUmV2b2tlQXBpS2V5UmVzcG9uc2UiVAoYQ3JlYXRlUG9ydGFsVG9rZW5SZXF1ZXN0EhIKCnByb2R1Y3RfaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRITCgt0dGxfc2Vjb25kcxgDIAEoBSJaChlDcmVhdGVQb3J0YWxUb2tlblJlc3BvbnNlEg0KBXRva2VuGAEgASgJEi4KCmV4cGlyZXNfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIi8KHkF1dGhlbnRpY2F0ZVBvcnRhbFRva2VuUmVxdWVzdBINCgV0b2tlbhgBIAEoCSJ2Ch9BdXRoZW50aWNhdGVQb3J0YWxUb2tlblJlc3BvbnNlEhIKCnByb2R1Y3RfaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRIuCgpleHBpcmVzX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJAChlSZXZva2VQb3J0YWxUb2tlbnNSZXF1ZXN0EhIKCnByb2R1Y3RfaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCSItChpSZXZva2VQb3J0YWxUb2tlbnNSZXNwb25zZRIPCgdyZXZva2VkGAEgASgFMqkHCg5UZW5hbmN5U2VydmljZRJgCg1DcmVhdGVQcm9kdWN0EiYubWV0ZXIudGVuYW5jeS52MS5DcmVhdGVQcm9kdWN0UmVxdWVzdBonLm1ldGVyLnRlbmFuY3kudjEuQ3JlYXRlUHJvZHVjdFJlc3BvbnNlEl0KDExpc3RQcm9kdWN0cxIlLm1ldGVyLnRlbmFuY3kudjEuTGlzdFByb2R1Y3RzUmVxdWVzdBomLm1ldGVyLnRlbmFuY3kudjEuTGlzdFByb2R1Y3RzUmVzcG9uc2USXQoMQXV0aGVudGljYXRlEiUubWV0ZXIudGVuYW5jeS52MS5BdXRoZW50aWNhdGVSZXF1ZXN0GiYubWV0ZXIudGVuYW5jeS52MS5BdXRoZW50aWNhdGVSZXNwb25zZRJdCgxDcmVhdGVBcGlLZXkSJS5tZXRlci50ZW5hbmN5LnYxLkNyZWF0ZUFwaUtleVJlcXVlc3QaJi5tZXRlci50ZW5hbmN5LnYxLkNyZWF0ZUFwaUtleVJlc3BvbnNlEloKC0xpc3RBcGlLZXlzEiQubWV0ZXIudGVuYW5jeS52MS5MaXN0QXBpS2V5c1JlcXVlc3QaJS5tZXRlci50ZW5hbmN5LnYxLkxpc3RBcGlLZXlzUmVzcG9uc2USXQoMUmV2b2tlQXBpS2V5EiUubWV0ZXIudGVuYW5jeS52MS5SZXZva2VBcGlLZXlSZXF1ZXN0GiYubWV0ZXIudGVuYW5jeS52MS5SZXZva2VBcGlLZXlSZXNwb25zZRJsChFDcmVhdGVQb3J0YWxUb2tlbhIqLm1ldGVyLnRlbmFuY3kudjEuQ3JlYXRlUG9ydGFsVG9rZW5SZXF1ZXN0GisubWV0ZXIudGVuYW5jeS52MS5DcmVhdGVQb3J0YWxUb2tlblJlc3BvbnNlEn4KF0F1dGhlbnRpY2F0ZVBvcnRhbFRva2VuEjAubWV0ZXIudGVuYW5jeS52MS5BdXRoZW50aWNhdGVQb3J0YWxUb2tlblJlcXVlc3QaMS5tZXRlci50ZW5hbmN5LnYxLkF1dGhlbnRpY2F0ZVBvcnRhbFRva2VuUmVzcG9uc2USbwoSUmV2b2tlUG9ydGFsVG9rZW5zEisubWV0ZXIudGVuYW5jeS52MS5SZXZva2VQb3J0YWxUb2tlbnNSZXF1ZXN0GiwubWV0ZXIudGVuYW5jeS52MS5SZXZva2VQb3J0YWxUb2tlbnNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp]);
 
 /**
  * @generated from message meter.tenancy.v1.Product
@@ -373,6 +373,146 @@ export const RevokeApiKeyResponseSchema: GenMessage<RevokeApiKeyResponse> = /*@_
   messageDesc(file_meter_tenancy_v1_tenancy, 13);
 
 /**
+ * @generated from message meter.tenancy.v1.CreatePortalTokenRequest
+ */
+export type CreatePortalTokenRequest = Message<"meter.tenancy.v1.CreatePortalTokenRequest"> & {
+  /**
+   * @generated from field: string product_id = 1;
+   */
+  productId: string;
+
+  /**
+   * The product's external user id.
+   *
+   * @generated from field: string user_id = 2;
+   */
+  userId: string;
+
+  /**
+   * 60-86,400; 0 means the default, 3,600.
+   *
+   * @generated from field: int32 ttl_seconds = 3;
+   */
+  ttlSeconds: number;
+};
+
+/**
+ * Describes the message meter.tenancy.v1.CreatePortalTokenRequest.
+ * Use `create(CreatePortalTokenRequestSchema)` to create a new message.
+ */
+export const CreatePortalTokenRequestSchema: GenMessage<CreatePortalTokenRequest> = /*@__PURE__*/
+  messageDesc(file_meter_tenancy_v1_tenancy, 14);
+
+/**
+ * @generated from message meter.tenancy.v1.CreatePortalTokenResponse
+ */
+export type CreatePortalTokenResponse = Message<"meter.tenancy.v1.CreatePortalTokenResponse"> & {
+  /**
+   * The token, returned only here.
+   *
+   * @generated from field: string token = 1;
+   */
+  token: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp expires_at = 2;
+   */
+  expiresAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message meter.tenancy.v1.CreatePortalTokenResponse.
+ * Use `create(CreatePortalTokenResponseSchema)` to create a new message.
+ */
+export const CreatePortalTokenResponseSchema: GenMessage<CreatePortalTokenResponse> = /*@__PURE__*/
+  messageDesc(file_meter_tenancy_v1_tenancy, 15);
+
+/**
+ * @generated from message meter.tenancy.v1.AuthenticatePortalTokenRequest
+ */
+export type AuthenticatePortalTokenRequest = Message<"meter.tenancy.v1.AuthenticatePortalTokenRequest"> & {
+  /**
+   * @generated from field: string token = 1;
+   */
+  token: string;
+};
+
+/**
+ * Describes the message meter.tenancy.v1.AuthenticatePortalTokenRequest.
+ * Use `create(AuthenticatePortalTokenRequestSchema)` to create a new message.
+ */
+export const AuthenticatePortalTokenRequestSchema: GenMessage<AuthenticatePortalTokenRequest> = /*@__PURE__*/
+  messageDesc(file_meter_tenancy_v1_tenancy, 16);
+
+/**
+ * @generated from message meter.tenancy.v1.AuthenticatePortalTokenResponse
+ */
+export type AuthenticatePortalTokenResponse = Message<"meter.tenancy.v1.AuthenticatePortalTokenResponse"> & {
+  /**
+   * @generated from field: string product_id = 1;
+   */
+  productId: string;
+
+  /**
+   * @generated from field: string user_id = 2;
+   */
+  userId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp expires_at = 3;
+   */
+  expiresAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message meter.tenancy.v1.AuthenticatePortalTokenResponse.
+ * Use `create(AuthenticatePortalTokenResponseSchema)` to create a new message.
+ */
+export const AuthenticatePortalTokenResponseSchema: GenMessage<AuthenticatePortalTokenResponse> = /*@__PURE__*/
+  messageDesc(file_meter_tenancy_v1_tenancy, 17);
+
+/**
+ * @generated from message meter.tenancy.v1.RevokePortalTokensRequest
+ */
+export type RevokePortalTokensRequest = Message<"meter.tenancy.v1.RevokePortalTokensRequest"> & {
+  /**
+   * @generated from field: string product_id = 1;
+   */
+  productId: string;
+
+  /**
+   * @generated from field: string user_id = 2;
+   */
+  userId: string;
+};
+
+/**
+ * Describes the message meter.tenancy.v1.RevokePortalTokensRequest.
+ * Use `create(RevokePortalTokensRequestSchema)` to create a new message.
+ */
+export const RevokePortalTokensRequestSchema: GenMessage<RevokePortalTokensRequest> = /*@__PURE__*/
+  messageDesc(file_meter_tenancy_v1_tenancy, 18);
+
+/**
+ * @generated from message meter.tenancy.v1.RevokePortalTokensResponse
+ */
+export type RevokePortalTokensResponse = Message<"meter.tenancy.v1.RevokePortalTokensResponse"> & {
+  /**
+   * Tokens revoked (expired ones not yet swept included).
+   *
+   * @generated from field: int32 revoked = 1;
+   */
+  revoked: number;
+};
+
+/**
+ * Describes the message meter.tenancy.v1.RevokePortalTokensResponse.
+ * Use `create(RevokePortalTokensResponseSchema)` to create a new message.
+ */
+export const RevokePortalTokensResponseSchema: GenMessage<RevokePortalTokensResponse> = /*@__PURE__*/
+  messageDesc(file_meter_tenancy_v1_tenancy, 19);
+
+/**
  * TenancyService owns products (tenants) and their API keys. Keys are stored only as hashes.
  *
  * @generated from service meter.tenancy.v1.TenancyService
@@ -439,6 +579,38 @@ export const TenancyService: GenService<{
     methodKind: "unary";
     input: typeof RevokeApiKeyRequestSchema;
     output: typeof RevokeApiKeyResponseSchema;
+  },
+  /**
+   * Mints a portal token: it reads one end user's state (GET /portal/me) and nothing else.
+   * Returned once; only its hash is stored. The caller checks that the user exists.
+   *
+   * @generated from rpc meter.tenancy.v1.TenancyService.CreatePortalToken
+   */
+  createPortalToken: {
+    methodKind: "unary";
+    input: typeof CreatePortalTokenRequestSchema;
+    output: typeof CreatePortalTokenResponseSchema;
+  },
+  /**
+   * Resolves a portal token to its product and user. UNAUTHENTICATED when the token is
+   * unknown, revoked or expired (the message says which of expired and invalid).
+   *
+   * @generated from rpc meter.tenancy.v1.TenancyService.AuthenticatePortalToken
+   */
+  authenticatePortalToken: {
+    methodKind: "unary";
+    input: typeof AuthenticatePortalTokenRequestSchema;
+    output: typeof AuthenticatePortalTokenResponseSchema;
+  },
+  /**
+   * Revokes every portal token of one user of the product.
+   *
+   * @generated from rpc meter.tenancy.v1.TenancyService.RevokePortalTokens
+   */
+  revokePortalTokens: {
+    methodKind: "unary";
+    input: typeof RevokePortalTokensRequestSchema;
+    output: typeof RevokePortalTokensResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_meter_tenancy_v1_tenancy, 0);
