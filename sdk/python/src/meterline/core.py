@@ -27,7 +27,16 @@ from .queue import EventQueue
 from .recording import Metadata
 from .reservation import AsyncReserve, Reservation
 from .state import UserEntry
-from .types import CreditsEvent, GuardResult, MeterStats, PortalToken, SessionStartState, StartResult, UsageEvent, UserState
+from .types import (
+    CreditsEvent,
+    GuardResult,
+    MeterStats,
+    PortalToken,
+    SessionStartState,
+    StartResult,
+    UsageEvent,
+    UserState,
+)
 from .validate import check_usage, check_user, positive
 
 log = logging.getLogger("meterline")
