@@ -14,12 +14,18 @@ import { Api } from "../../test/support/http.ts";
 export async function benchProduct(name: string, opts: Partial<StackOptions> = {}) {
   const dir = process.env.MONGODB_URL ? undefined : await mkdtemp(path.join(os.tmpdir(), `meter-bench-${name}-`));
   const embedded = dir ? await startEmbeddedDb(dir) : undefined;
-  const stack = await startStack({ mongoUrl: process.env.MONGODB_URL ?? embedded!.url, dbPrefix: `b${name}${Date.now()}`, logger: createLogger("bench", "fatal"), ...opts });
+  const mongoUrl = process.env.MONGODB_URL ?? embedded!.url;
+  const dbPrefix = `b${name}${Date.now()}`;
+  const stack = await startStack({ mongoUrl, dbPrefix, logger: createLogger("bench", "fatal"), ...opts });
   const created = await new Api(stack.apiUrl).post("/products", { name: `bench ${name}` });
   const apiKey: string = created.body.api_key;
   return {
     stack,
     apiKey,
+    productId: created.body.id as string,
+    /** Where the stack's databases are: `<dbPrefix>_<service>` at mongoUrl. */
+    mongoUrl,
+    dbPrefix,
     api: new Api(stack.apiUrl, apiKey),
     /** Which database the figures are from. */
     database: embedded ? "embedded FerretDB" : "MONGODB_URL",

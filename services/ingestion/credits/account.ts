@@ -102,15 +102,36 @@ export interface PeriodNeed {
 
 const clone = <T>(v: T): T => structuredClone(v);
 
-/** The write that takes an account from the state read to the next one. */
+/** The write that takes an account from the state read to the next one (the whole account: credits/store.ts). */
 export interface AccountWrite {
   id: string;
-  /** The version read; 0 with `insert` for an account not yet stored. */
+  /** The version read; 0 for an account not yet stored (then inserted). */
   version: number;
-  insert?: CreditAccountDoc;
-  update?: { $set: Record<string, unknown>; $unset?: Record<string, ""> };
   /** The account after the write. */
   after: CreditAccountDoc;
+}
+
+/** What an account held that is written elsewhere before the write that drops it from the account. */
+export interface Settled {
+  ops: LedgerOp[];
+  notices: Notice[];
+  finals: GrantState[];
+}
+
+const DAY_MS = 86_400_000;
+
+/**
+ * How long after its UTC day usage entries leave the account for the ledger. Until then usage
+ * of that hour is still added to its entry (a replica's clock may lag); an entry is written as
+ * its whole amount, never as an increment, so writing it again writes the right sum.
+ */
+export const SETTLED_AFTER_MS = 5 * 60_000;
+
+export const isHourly = (op: LedgerOp) => op.type === "usage" || op.type === "overdraft";
+
+/** An entry that no longer changes: not a usage sum, or one whose day is over. */
+export function settledOp(op: LedgerOp, now: number): boolean {
+  return !isHourly(op) || op.hour - (op.hour % DAY_MS) + DAY_MS + SETTLED_AFTER_MS <= now;
 }
 
 /**
@@ -120,8 +141,6 @@ export interface AccountWrite {
  */
 export class AccountChange {
   readonly doc: CreditAccountDoc;
-  private readonly set: Record<string, unknown> = {};
-  private readonly unset: Record<string, ""> = {};
   private changed = false;
   private before: number;
 
@@ -135,25 +154,47 @@ export class AccountChange {
   ) {
     this.doc = base ? clone(base) : emptyAccount(productId, owner);
     this.before = balanceOf(Object.values(this.doc.grants), this.doc.overdraft_nano, now.getTime()).balance;
-    if (lowAt !== undefined && lowAt !== this.doc.low_at) {
-      // Written with the next change, not on its own.
-      this.doc.low_at = lowAt;
-      this.set.low_at = lowAt;
-    }
+    // Written with the next change, not on its own.
+    if (lowAt !== undefined) this.doc.low_at = lowAt;
   }
 
   private get t(): number {
     return this.now.getTime();
   }
 
-  private put(path: string, value: unknown): void {
-    this.set[path] = value;
+  private put(): void {
     this.changed = true;
   }
 
-  private putGrant(key: string): void {
-    this.put(`grants.${key}`, this.doc.grants[key]);
+  private putGrant(_key: string): void {
+    this.changed = true;
   }
+
+  /**
+   * Takes out what the account read holds that no longer changes (entries settled, webhooks,
+   * final grants), for the caller to write elsewhere before this write drops them.
+   */
+  takeSettled(): Settled {
+    const out: Settled = { ops: [], notices: [], finals: [] };
+    for (const [key, op] of Object.entries(this.doc.ops)) {
+      if (this.pendingOps.has(key) || !settledOp(op, this.t)) continue;
+      out.ops.push(op);
+      delete this.doc.ops[key];
+    }
+    for (const [key, n] of Object.entries(this.doc.notices)) {
+      if (this.pendingNotices.has(key)) continue;
+      out.notices.push(n);
+      delete this.doc.notices[key];
+    }
+    for (const [key, g] of Object.entries(this.doc.grants)) {
+      if (!g.final || this.finalsNow.has(key)) continue;
+      out.finals.push(g);
+      delete this.doc.grants[key];
+    }
+    if (out.ops.length + out.notices.length + out.finals.length > 0) this.changed = true;
+    return out;
+  }
+  private readonly finalsNow = new Set<string>();
 
   /** Adds `amount` (signed) to the ledger entry of this hour, type and grant. */
   private ledger(type: LedgerType, grantId: string | null, amount: number): void {
@@ -170,6 +211,7 @@ export class AccountChange {
       at: hourly ? new Date(hour) : this.now,
     };
     this.pendingOps.add(key);
+    this.changed = true;
   }
   private readonly pendingOps = new Set<string>();
 
@@ -186,13 +228,12 @@ export class AccountChange {
       if (n.needed <= prev) continue;
       amount += n.needed - prev;
       this.doc.drawn[n.key] = { n: n.needed, end: n.end };
-      this.put(`drawn.${n.key}`, this.doc.drawn[n.key]);
+      this.put();
     }
     for (const [k, d] of Object.entries(this.doc.drawn)) {
       if (d.end < closedBefore) {
         delete this.doc.drawn[k];
-        this.unset[`drawn.${k}`] = "";
-        this.changed = true;
+        this.put();
       }
     }
     const owed = this.doc.overdraft_nano;
@@ -209,6 +250,7 @@ export class AccountChange {
       if (g.remaining_nano <= 0) {
         g.final = "depleted";
         g.final_at = this.now;
+        this.finalsNow.add(key);
       }
       this.putGrant(key);
       const pays = Math.min(paying, t);
@@ -220,7 +262,7 @@ export class AccountChange {
     if (fresh > 0) this.ledger("overdraft", null, -fresh);
     if (uncovered !== owed) {
       this.doc.overdraft_nano = uncovered;
-      this.put("overdraft_nano", uncovered);
+      this.put();
     }
   }
 
@@ -244,6 +286,7 @@ export class AccountChange {
     g.remaining_nano = 0;
     g.final = "voided";
     g.final_at = this.now;
+    this.finalsNow.add(key);
     g.lost_nano = lost;
     this.putGrant(key);
     if (lost > 0) this.ledger("void", id, -lost);
@@ -268,6 +311,7 @@ export class AccountChange {
     g.remaining_nano = 0;
     g.final = "expired";
     g.final_at = g.expires_at ?? this.now;
+    this.finalsNow.add(key);
     g.lost_nano = lost;
     this.putGrant(key);
     if (lost > 0) {
@@ -289,6 +333,7 @@ export class AccountChange {
       at: this.now,
     };
     this.pendingNotices.add(encodeKey(id));
+    this.changed = true;
   }
   private readonly pendingNotices = new Set<string>();
 
@@ -301,22 +346,9 @@ export class AccountChange {
     const lowAtNano = this.doc.low_at === null ? null : Math.round(this.doc.low_at * 1e9);
     const decided = balanceNotices(this.before, after, lowAtNano, this.doc.low_armed);
     for (const type of decided.notices) this.notice(type, `${type}:${this.doc.owner}:${this.doc.version}`, { grant_id: null, amount_nano: null });
-    if (decided.armed !== this.doc.low_armed) {
-      this.doc.low_armed = decided.armed;
-      this.put("low_armed", decided.armed);
-    }
-    for (const key of this.pendingOps) {
-      this.doc.ops[key]!.balance_after_nano = after;
-      this.put(`ops.${key}`, this.doc.ops[key]);
-    }
-    for (const key of this.pendingNotices) {
-      this.doc.notices[key]!.balance_nano = after;
-      this.put(`notices.${key}`, this.doc.notices[key]);
-    }
-    if (!this.base) return { id: this.doc._id, version: 0, insert: this.doc, after: this.doc };
-    this.put("version", this.doc.version);
-    const update: AccountWrite["update"] = { $set: this.set };
-    if (Object.keys(this.unset).length > 0) update.$unset = this.unset;
-    return { id: this.doc._id, version, update, after: this.doc };
+    this.doc.low_armed = decided.armed;
+    for (const key of this.pendingOps) this.doc.ops[key]!.balance_after_nano = after;
+    for (const key of this.pendingNotices) this.doc.notices[key]!.balance_nano = after;
+    return { id: this.doc._id, version, after: this.doc };
   }
 }

@@ -130,7 +130,6 @@ export async function addGrant(
       }
       c.addGrant(stateOf(record), cut);
     },
-    { flushAll: true },
   );
   if (refused) {
     if (created) await deps.credits.deleteGrant(record._id);
@@ -165,7 +164,6 @@ export async function voidGrant(
       if (!c.doc.grants[key]) c.addGrant(stateOf(record), cut);
       c.voidGrant(grantId);
     },
-    { flushAll: true },
   );
   return { record: (await deps.credits.grant(record._id)) ?? record, account: after.get(id) ?? null };
 }

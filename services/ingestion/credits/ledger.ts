@@ -3,14 +3,13 @@
  * holds that is not yet written elsewhere (ledger entries, webhooks, final grants), and reading
  * the ledger a page at a time.
  */
-import type { AnyBulkWriteOperation } from "mongodb";
+import type { AnyBulkWriteOperation, Collection, Document } from "mongodb";
 import { isDuplicateKeyError } from "@meter/lib/mongo";
 import { rpcError } from "@meter/lib/errors";
 import { toDollars } from "@meter/rules";
 import { entry, type OutboxStore } from "../store/outbox.ts";
-import type { CreditAccountDoc, LedgerOp, Notice } from "./account.ts";
-import { ownerUserId } from "./account.ts";
-import { grantRecordId, ledgerHourId, type CreditStore, type LedgerHourDoc } from "./store.ts";
+import { ownerUserId, type CreditAccountDoc, type LedgerOp, type Notice, type Settled } from "./account.ts";
+import { grantRecordId, ledgerDayId, type CreditStore, type GrantRecordDoc, type LedgerDayDoc } from "./store.ts";
 import { encodeKey } from "../domain/field-keys.ts";
 
 export interface FlushDeps {
@@ -19,26 +18,12 @@ export interface FlushDeps {
   now(): Date;
 }
 
-const HOUR_MS = 3_600_000;
+const DAY_MS = 86_400_000;
+const dayOf = (hour: number) => hour - (hour % DAY_MS);
 
-/**
- * How long after its hour a usage entry is copied out and dropped from the account. Until then
- * usage of that hour is still added to it (a replica's clock may lag), and the entry is copied
- * as a whole amount, never as an increment, so copying it again (after a crash, or while it
- * grows) writes the right sum.
- */
-export const HOURLY_SETTLED_AFTER_MS = 5 * 60_000;
-
-const hourly = (op: LedgerOp) => op.type === "usage" || op.type === "overdraft";
-
-/** A usage entry whose hour is over (it no longer grows): written and dropped from the account. */
-function settledHour(op: LedgerOp, now: number): boolean {
-  return op.hour + HOUR_MS + HOURLY_SETTLED_AFTER_MS <= now;
-}
-
-/** The field of an entry in its hour's document. */
+/** The field of an entry in its day's document. */
 function entryKey(op: LedgerOp): string {
-  return `${op.type}|${encodeKey(op.grant_id ?? "-")}`;
+  return `${op.hour}|${op.type}|${encodeKey(op.grant_id ?? "-")}`;
 }
 
 /** A credit webhook as the outbox keeps it (relay/handover.ts sends it). */
@@ -68,89 +53,65 @@ function noticePayload(n: Notice): NoticePayload {
   };
 }
 
-/** Whether an account holds something to copy out (`all`: current usage entries too). */
-export function hasPending(a: CreditAccountDoc, now: number, all = false): boolean {
-  return (
-    Object.keys(a.notices ?? {}).length > 0 ||
-    Object.values(a.grants).some((g) => g.final) ||
-    Object.values(a.ops ?? {}).some((op) => all || !hourly(op) || settledHour(op, now))
-  );
-}
-
 /**
- * Copies out what the accounts hold: ledger entries (every one with `all`, else those of other
- * types and usage of hours that are over), webhooks to the outbox, final grants to their
- * records; then drops from each account what no longer changes, conditionally on the version
- * read (a miss leaves them for the next flush, which writes the same again). A constant number
- * of commands however many accounts.
+ * Writes what accounts are about to drop (AccountChange.takeSettled): ledger entries into their
+ * day's document (and the day into the owner's index), webhooks into the outbox, final grants
+ * into their records. Every write states a whole value, so writing it again (a write of the
+ * account that missed, a crash) changes nothing. A constant number of commands however many
+ * accounts.
  */
-export async function flush(deps: FlushDeps, accounts: readonly CreditAccountDoc[], all = false): Promise<void> {
-  const now = deps.now().getTime();
-  const ledgerWrites: AnyBulkWriteOperation<LedgerHourDoc>[] = [];
-  const hoursByIndex = new Map<string, Set<number>>();
+export async function writeSettled(deps: FlushDeps, items: readonly { account: CreditAccountDoc; settled: Settled }[]): Promise<void> {
+  const ledgerWrites: AnyBulkWriteOperation<LedgerDayDoc>[] = [];
+  const daysByIndex = new Map<string, Set<number>>();
   const notices: Notice[] = [];
-  const finals: AnyBulkWriteOperation<import("./store.ts").GrantRecordDoc>[] = [];
-  const cleanups: AnyBulkWriteOperation<CreditAccountDoc>[] = [];
-  for (const a of accounts) {
-    if (!hasPending(a, now, all)) continue;
-    const unset: Record<string, ""> = {};
-    for (const [key, op] of Object.entries(a.ops ?? {})) {
-      const done = !hourly(op) || settledHour(op, now);
-      if (!done && !all) continue;
-      const id = ledgerHourId(a.product_id, a.owner, op.hour);
+  const finals: AnyBulkWriteOperation<GrantRecordDoc>[] = [];
+  for (const { account: a, settled } of items) {
+    const byDay = new Map<number, Record<string, LedgerOp>>();
+    for (const op of settled.ops) {
+      const day = dayOf(op.hour);
+      if (!byDay.has(day)) byDay.set(day, {});
+      byDay.get(day)![`e.${entryKey(op)}`] = op;
+    }
+    for (const [day, set] of byDay) {
       ledgerWrites.push({
         updateOne: {
-          filter: { _id: id },
-          update: { $set: { [`e.${entryKey(op)}`]: op, product_id: a.product_id, owner: a.owner, hour: new Date(op.hour) } } as never,
+          filter: { _id: ledgerDayId(a.product_id, a.owner, day) },
+          update: { $set: { ...set, product_id: a.product_id, owner: a.owner, day: new Date(day) } } as never,
           upsert: true,
         },
       });
       const idx = `${a.product_id}|${a.owner}`;
-      if (!hoursByIndex.has(idx)) hoursByIndex.set(idx, new Set());
-      hoursByIndex.get(idx)!.add(op.hour);
-      if (done) unset[`ops.${key}`] = "";
+      if (!daysByIndex.has(idx)) daysByIndex.set(idx, new Set());
+      daysByIndex.get(idx)!.add(day);
     }
-    for (const [key, n] of Object.entries(a.notices ?? {})) {
-      notices.push(n);
-      unset[`notices.${key}`] = "";
-    }
-    for (const [key, g] of Object.entries(a.grants)) {
-      if (!g.final) continue;
+    notices.push(...settled.notices);
+    for (const g of settled.finals) {
       finals.push({
         updateOne: {
           filter: { _id: grantRecordId(a.product_id, a.owner, g.id) },
-          update: { $set: { status: g.final, final_at: g.final_at ?? new Date(now), lost_nano: g.lost_nano ?? 0 } },
+          update: { $set: { status: g.final!, final_at: g.final_at ?? deps.now(), lost_nano: g.lost_nano ?? 0 } },
         },
       });
-      unset[`grants.${key}`] = "";
     }
-    if (Object.keys(unset).length > 0) cleanups.push({ updateOne: { filter: { _id: a._id, version: a.version }, update: { $unset: unset } as never } });
   }
-  await bulkRetrying(() => deps.credits.ledger, ledgerWrites);
+  await bulkRetrying(deps.credits.ledger, ledgerWrites);
   await bulkRetrying(
-    () => deps.credits.index,
-    [...hoursByIndex].map(([id, hours]) => ({
-      updateOne: { filter: { _id: id }, update: { $addToSet: { hours: { $each: [...hours] } } }, upsert: true },
-    })),
+    deps.credits.index,
+    [...daysByIndex].map(([id, days]) => ({ updateOne: { filter: { _id: id }, update: { $addToSet: { days: { $each: [...days] } } }, upsert: true } })),
   );
   if (notices.length > 0) await deps.outbox.put(deps.outbox.webhooks, notices.map((n) => entry("credits", n.id, [{ ...noticePayload(n) }])));
-  // Records first: a grant leaves the account only once its record says it is final.
-  await bulkRetrying(() => deps.credits.grants, finals);
-  await bulkRetrying(() => deps.credits.accounts, cleanups);
+  await bulkRetrying(deps.credits.grants, finals);
 }
 
 /** Unordered bulk writes in commands of 200; an upsert that raced another collides once, then the retry updates. */
-async function bulkRetrying<T extends import("mongodb").Document>(
-  col: () => import("mongodb").Collection<T>,
-  ops: AnyBulkWriteOperation<T>[],
-): Promise<void> {
+async function bulkRetrying<T extends Document>(col: Collection<T>, ops: AnyBulkWriteOperation<T>[]): Promise<void> {
   for (let i = 0; i < ops.length; i += 200) {
     const part = ops.slice(i, i + 200);
     try {
-      await col().bulkWrite(part, { ordered: false });
+      await col.bulkWrite(part, { ordered: false });
     } catch (err) {
       if (!isDuplicateKeyError(err)) throw err;
-      await col().bulkWrite(part, { ordered: false });
+      await col.bulkWrite(part, { ordered: false });
     }
   }
 }
@@ -174,14 +135,14 @@ function newestFirst(a: LedgerOp, b: LedgerOp): number {
   return (a.grant_id ?? "") < (b.grant_id ?? "") ? -1 : (a.grant_id ?? "") > (b.grant_id ?? "") ? 1 : 0;
 }
 
-/** Hour documents read per round of a page. */
-const HOURS_PER_READ = 48;
+/** Day documents read per round of a page. */
+const DAYS_PER_READ = 16;
 
 /**
- * A page of an owner's ledger, newest first: the owner's hours from its index (no scan), their
- * documents read by `_id`, and the entries the account holds that are not written yet laid over
- * them (an account's entry is the whole amount, so it replaces the written one). The cursor is
- * `<hour ms>:<entries of that hour already given>`.
+ * A page of an owner's ledger, newest first: the owner's days from its index (no scan), their
+ * documents read by `_id`, and the entries the account still holds laid over them (an entry is a
+ * whole amount, so the account's replaces the written one). The cursor is `<day ms>:<entries of
+ * that day already given>`.
  */
 export async function listLedger(
   deps: Pick<FlushDeps, "credits">,
@@ -190,35 +151,36 @@ export async function listLedger(
   limit: number,
   cursor: string | undefined,
 ): Promise<{ entries: LedgerEntry[]; next: string | undefined }> {
-  let fromHour = Infinity;
+  let fromDay = Infinity;
   let skip = 0;
   if (cursor !== undefined) {
     const m = /^(\d{1,16}):(\d{1,9})$/.exec(cursor);
     if (!m) throw rpcError.invalid("cursor is not one this service gave");
-    fromHour = Number(m[1]);
+    fromDay = Number(m[1]);
     skip = Number(m[2]);
   }
   const [index, account] = await Promise.all([deps.credits.indexOf(productId, owner), deps.credits.account(`${productId}|${owner}`)]);
-  const pendingByHour = new Map<number, LedgerOp[]>();
+  const pendingByDay = new Map<number, LedgerOp[]>();
   for (const op of Object.values(account?.ops ?? {})) {
-    if (!pendingByHour.has(op.hour)) pendingByHour.set(op.hour, []);
-    pendingByHour.get(op.hour)!.push(op);
+    const day = dayOf(op.hour);
+    if (!pendingByDay.has(day)) pendingByDay.set(day, []);
+    pendingByDay.get(day)!.push(op);
   }
-  const hours = [...new Set([...(index?.hours ?? []), ...pendingByHour.keys()])].filter((h) => h <= fromHour).sort((a, b) => b - a);
+  const days = [...new Set([...(index?.days ?? []), ...pendingByDay.keys()])].filter((d) => d <= fromDay).sort((a, b) => b - a);
   const entries: LedgerEntry[] = [];
   let next: string | undefined;
-  for (let i = 0; i < hours.length && next === undefined; i += HOURS_PER_READ) {
-    const part = hours.slice(i, i + HOURS_PER_READ);
-    const docs = new Map((await deps.credits.ledger.find({ _id: { $in: part.map((h) => ledgerHourId(productId, owner, h)) } }).toArray()).map((d) => [d.hour.getTime(), d]));
-    for (const h of part) {
+  for (let i = 0; i < days.length && next === undefined; i += DAYS_PER_READ) {
+    const part = days.slice(i, i + DAYS_PER_READ);
+    const docs = new Map((await deps.credits.ledger.find({ _id: { $in: part.map((d) => ledgerDayId(productId, owner, d)) } }).toArray()).map((d) => [d.day.getTime(), d]));
+    for (const d of part) {
       const byKey = new Map<string, LedgerOp>();
-      for (const op of Object.values(docs.get(h)?.e ?? {})) byKey.set(entryKey(op), op);
-      for (const op of pendingByHour.get(h) ?? []) byKey.set(entryKey(op), op);
+      for (const op of Object.values(docs.get(d)?.e ?? {})) byKey.set(entryKey(op), op);
+      for (const op of pendingByDay.get(d) ?? []) byKey.set(entryKey(op), op);
       const list = [...byKey.values()].filter((op) => op.amount_nano !== 0 || op.type === "grant").sort(newestFirst);
-      const from = h === fromHour ? skip : 0;
+      const from = d === fromDay ? skip : 0;
       for (let j = from; j < list.length; j++) {
         if (entries.length === limit) {
-          next = `${h}:${j}`;
+          next = `${d}:${j}`;
           break;
         }
         const op = list[j]!;

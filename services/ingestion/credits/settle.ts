@@ -11,11 +11,11 @@ import { crossingsClosedBefore, type RetentionPolicy } from "../domain/retention
 import type { CounterStore } from "../store/counters.ts";
 import type { UsageEventDoc } from "../store/usage-events.ts";
 import { needed } from "./allocate.ts";
-import { AccountChange, accountId, userOwner, type CreditAccountDoc, type PeriodNeed } from "./account.ts";
-import { flush, type FlushDeps } from "./ledger.ts";
+import { AccountChange, accountId, settledOp, userOwner, type CreditAccountDoc, type PeriodNeed } from "./account.ts";
+import { writeSettled, type FlushDeps } from "./ledger.ts";
 
 export interface CreditDeps extends FlushDeps {
-  counters: Pick<CounterStore, "getMany">;
+  counters: Pick<CounterStore, "spends">;
   retention: RetentionPolicy;
   logger: Logger;
 }
@@ -37,33 +37,55 @@ export interface AccountTarget {
 
 /**
  * Changes accounts: reads them (one read by `_id` list), computes each one's change from what
- * it read (`make`), writes all conditionally on their versions (one command per 200), and for
- * those that met another writer reads and computes again; then copies out what they hold
- * (flush). Returns every account as it is after.
+ * it read (`make`), first writes elsewhere what the accounts held that no longer changes
+ * (writeSettled), then writes the accounts conditionally on their versions (one command per
+ * 200); those that met another writer are read and computed again. What a change decided that
+ * goes elsewhere (webhooks, final grants, grant/void/expiry entries) goes by one more such round
+ * for those accounts. Returns every account as it is after.
  */
 export async function changeAccounts(
   deps: CreditDeps,
   targets: ReadonlyMap<string, AccountTarget>,
   make: (id: string, change: AccountChange) => void,
-  opts: { flushAll?: boolean } = {},
+): Promise<Map<string, CreditAccountDoc | null>> {
+  const out = await round(deps, targets, make);
+  const now = deps.now().getTime();
+  const more = new Map([...targets].filter(([id]) => {
+    const a = out.get(id);
+    return a && (Object.keys(a.notices).length > 0 || Object.values(a.grants).some((g) => g.final) || Object.values(a.ops).some((op) => settledOp(op, now)));
+  }));
+  if (more.size > 0) for (const [id, a] of await round(deps, more, () => {})) out.set(id, a);
+  return out;
+}
+
+async function round(
+  deps: CreditDeps,
+  targets: ReadonlyMap<string, AccountTarget>,
+  make: (id: string, change: AccountChange) => void,
 ): Promise<Map<string, CreditAccountDoc | null>> {
   const out = new Map<string, CreditAccountDoc | null>();
   let ids = [...targets.keys()];
   for (let attempt = 0; ids.length > 0; attempt++) {
     if (attempt === MAX_ATTEMPTS) throw rpcError.unavailable("credit accounts are being changed by many writers at once; retry");
     const now = deps.now();
-    const accounts = await deps.credits.accountsOf(ids);
+    // The first try computes from the accounts as this process last saw them; a miss reads them.
+    const accounts = await deps.credits.accountsOf(ids, attempt === 0);
     const writes = [];
+    const settled = [];
     for (const id of ids) {
       const t = targets.get(id)!;
       const base = accounts.get(id) ?? null;
       const change = new AccountChange(base, t.productId, t.owner, now, t.lowAt);
       make(id, change);
+      const s = change.takeSettled();
       const w = change.write();
-      if (w) writes.push(w);
-      else out.set(id, base);
+      if (w) {
+        writes.push(w);
+        settled.push({ account: w.after, settled: s });
+      } else out.set(id, base);
     }
     if (writes.length === 0) break;
+    await writeSettled(deps, settled);
     if (await deps.credits.apply(writes)) {
       for (const w of writes) out.set(w.id, w.after);
       break;
@@ -71,7 +93,6 @@ export async function changeAccounts(
     // Those that applied find nothing left to do when computed again.
     ids = writes.map((w) => w.id);
   }
-  await flush(deps, [...out.values()].filter((a): a is CreditAccountDoc => a !== null), opts.flushAll);
   return out;
 }
 
@@ -104,12 +125,12 @@ export function creditPeriods(periods: readonly { delta: { id: string; productId
  */
 export async function settlePeriods(deps: CreditDeps, periods: readonly CreditPeriod[]): Promise<void> {
   if (periods.length === 0) return;
-  const counters = await deps.counters.getMany(periods.map((p) => p.counterId));
+  const spends = await deps.counters.spends(periods.map((p) => p.counterId));
   const targets = new Map<string, AccountTarget & { needs: PeriodNeed[] }>();
   for (const p of periods) {
     const owner = userOwner(p.userId);
     const id = accountId(p.productId, owner);
-    const spend = counters.get(p.counterId)?.cost ?? 0;
+    const spend = spends.get(p.counterId) ?? 0;
     const need: PeriodNeed = { key: String(p.start.getTime()), end: p.end, needed: needed(spend, toNano(p.allowance)) };
     const t = targets.get(id);
     if (t) t.needs.push(need);

@@ -21,7 +21,7 @@ import { creditPeriods, settlePeriods } from "../credits/settle.ts";
 export interface UsageCompletionDeps extends CrossingDeps {
   events: Pick<UsageEventStore, "ofJob">;
   jobs: Pick<JobStore, "close">;
-  counters: Pick<CounterStore, "add" | "released" | "getMany">;
+  counters: Pick<CounterStore, "add" | "released" | "spends">;
   credits: CreditStore;
   windows: Pick<WindowStore, "add" | "released" | "leasesOf">;
   arrivals: Pick<ArrivalStore, "record">;
@@ -116,19 +116,23 @@ async function derive(deps: UsageCompletionDeps, job: JobDoc, inserted: UsageEve
   );
   const limited = periods.filter((p) => hasThresholds(p.limit.spend_limit));
   const after = await deps.counters.add(job._id, [...periods.map((p) => p.delta), ...months], new Set(limited.map((p) => p.delta.id)));
-  // Credits drawn from the counters as this job left them (credits/settle.ts): once, however often this runs.
-  await settlePeriods(deps, creditPeriods(periods));
   // The windows of the plans' limits, under the same job guard (windows/store.ts).
   const windows = windowDeltas(inserted, deps.now());
-  // What the events spent from budget leases' window slices: settled in the window's own update.
-  await Promise.all(
-    windows.map(async (w) => {
-      const named = w.byLease === undefined ? [] : [...w.byLease.keys()];
-      const leases = named.length === 0 ? {} : await deps.windows.leasesOf(w.id, named);
-      w.settle = windowSettlement(w, leases, deps.now().getTime(), deps.leases.graceMs);
-    }),
-  );
-  await deps.windows.add(job._id, windows, deps.now());
+  await Promise.all([
+    // Credits drawn from the counters as this job left them (credits/settle.ts): once, however often this runs.
+    settlePeriods(deps, creditPeriods(periods)),
+    (async () => {
+      // What the events spent from budget leases' window slices: settled in the window's own update.
+      await Promise.all(
+        windows.map(async (w) => {
+          const named = w.byLease === undefined ? [] : [...w.byLease.keys()];
+          const leases = named.length === 0 ? {} : await deps.windows.leasesOf(w.id, named);
+          w.settle = windowSettlement(w, leases, deps.now().getTime(), deps.leases.graceMs);
+        }),
+      );
+      await deps.windows.add(job._id, windows, deps.now());
+    })(),
+  ]);
   await Promise.all(
     limited.map(async (p) => {
       const counter = after.get(p.delta.id);

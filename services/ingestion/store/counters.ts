@@ -114,6 +114,12 @@ export class CounterStore {
     return new Map((await findByIds(this.counters, ids)).map((c) => [c._id, readCounter(c)]));
   }
 
+  /** The spend (nano-dollars) of the counters among `ids`: one read by `_id` list of the money fields only. */
+  async spends(ids: readonly string[]): Promise<Map<string, number>> {
+    const docs = await findByIds(this.counters, ids, { projection: { cost_nano: 1, cost: 1 } });
+    return new Map(docs.map((d) => [d._id, readTotals({ cost_nano: d.cost_nano, cost: d.cost } as StoredTotals).cost]));
+  }
+
   /**
    * What the counter bounds (domain/counter-bounds.ts) check events against: the tokens and
    * the models of the counters among `ids`, by id; one read by `_id` list of those two fields.
