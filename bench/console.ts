@@ -8,6 +8,8 @@
 //     screen's link in the navigation bar, on its first visit of the tab, to the data in the
 //     DOM); BENCH_SCREEN_SAMPLES loads each; CHROMIUM_PATH, default /usr/bin/chromium;
 //   - the console's JavaScript, gzipped.
+// The measured user (user-000007) holds three credit grants, so that its screen also reads the
+// credits and the ledger, and shows them before it counts as shown.
 // Targets: every screen's data p95 <= 300 ms; GET /users with a prefix p95 <= 50 ms at 100k
 // users; JavaScript <= 300 kB gzipped.
 // Seeding: users with the plans service's own store functions (as bench:scale does: what the

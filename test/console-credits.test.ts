@@ -99,10 +99,16 @@ t("credits granted after a confirmation: the balance, the grants and the period 
   const now = new Date();
   const [start, end] = [new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)), new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1))];
   await must(ctx.api, "post", "/users", { external_user_id: USER, name: "Pat" });
-  await must(ctx.api, "post", `/users/${USER}/subscription`, { plan_id: plan.id, period_start: start.toISOString(), period_end: end.toISOString() }, 200);
+  // Without a plan, nothing draws credits: the page says so.
   await page.goto(`${ctx.base}/console/users/${USER}`);
   const credits = page.getByRole("region", { name: "Credits", exact: true });
+  const noPlan = credits.getByText("This user has no plan: grants are kept, and drawn once the user is on a plan that draws credits.");
+  await noPlan.waitFor();
+  await must(ctx.api, "post", `/users/${USER}/subscription`, { plan_id: plan.id, period_start: start.toISOString(), period_end: end.toISOString() }, 200);
+  await page.reload();
   await credits.getByText("No grants yet.").waitFor();
+  await page.getByRole("meter", { name: "Period spend", exact: true }).waitFor();
+  assert.is(await noPlan.count(), 0, "a plan that draws credits: no notice");
   const ledger = page.getByRole("region", { name: "Credit ledger" });
   await ledger.getByText("No credit movements yet.").waitFor();
 

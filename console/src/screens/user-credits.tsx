@@ -14,14 +14,14 @@ const GRANTS_SHOWN = 25;
 /** What a change of the balance makes stale: the credits, the ledger, and the bars whose cap includes the balance. */
 const STALE = ["credits", "credit-ledger", "limits", "session"];
 
-export function UserCredits({ id, enabled }: { id: string; enabled: boolean | undefined }) {
+/** `draws`: whether the user's plan draws credits (its credits_enabled), "no plan", or undefined while unknown. */
+export function UserCredits({ id, draws }: { id: string; draws: boolean | "no plan" | undefined }) {
   const credits = useQuery({ queryKey: ["credits", id], queryFn: () => ok(api.GET("/api/v1/users/{user_id}/credits", { params: p(id) })) });
   return (
     <>
       <Card title="Credits">
-        {enabled === false && (
-          <p className="notice">This user's plan does not draw credits (its credits_enabled is off): grants are kept, and drawn once the plan turns credits on.</p>
-        )}
+        {draws === false && <p className="notice">This user's plan does not draw credits (its credits_enabled is off): grants are kept, and drawn once the plan turns credits on.</p>}
+        {draws === "no plan" && <p className="notice">This user has no plan: grants are kept, and drawn once the user is on a plan that draws credits.</p>}
         <Query q={credits} label="Loading credits">
           {(c) => (
             <>

@@ -60,7 +60,7 @@ export function UserScreen({ id }: { id: string }) {
           </div>
         )}
       </Query>
-      <UserCredits id={id} enabled={session.data?.plan_config.credits_enabled} />
+      <UserCredits id={id} draws={session.data ? (session.data.plan_id ? session.data.plan_config.credits_enabled : "no plan") : undefined} />
       <UsageByModel id={id} />
       <GateEvents id={id} />
       <div className="grid-2">
