@@ -8,6 +8,8 @@
 //     screen's link in the navigation bar, on its first visit of the tab, to the data in the
 //     DOM); BENCH_SCREEN_SAMPLES loads each; CHROMIUM_PATH, default /usr/bin/chromium;
 //   - the console's JavaScript, gzipped.
+// The measured user (user-000007) holds three credit grants, so that its screen also reads the
+// credits and the ledger, and shows them before it counts as shown.
 // Targets: every screen's data p95 <= 300 ms; GET /users with a prefix p95 <= 50 ms at 100k
 // users; JavaScript <= 300 kB gzipped.
 // Seeding: users with the plans service's own store functions (as bench:scale does: what the
@@ -169,8 +171,14 @@ try {
 
   const doc = (await anon.get("/openapi.json")).body;
   const hasUserList = Boolean(doc.paths["/api/v1/users"]?.get);
+  const hasCredits = Boolean(doc.paths["/api/v1/users/{user_id}/credits"]?.get);
   const sample = userId(7);
   const u = encodeURIComponent(sample);
+  // The measured user holds three grants, so that its screen reads the credits and the ledger too.
+  for (const [i, amount] of (hasCredits ? [5, 10, 20] : []).entries()) {
+    const res = await api.post(`/users/${u}/credits`, { id: `bench-grant-${i}`, amount, priority: 10 * i });
+    if (res.status !== 201 && res.status !== 200) throw new Error(`grant: ${res.status} ${JSON.stringify(res.body)}`);
+  }
   const SCREENS: Record<string, string[]> = {
     overview: [
       "/analytics/summary?days=30",
@@ -185,7 +193,7 @@ try {
       "/analytics/top-users?days=90&limit=10",
     ],
     users: [...(hasUserList ? ["/users?limit=50", "/users?prefix=user-0421&limit=50", "/users?plan=pro&limit=50"] : []), "/config/plans"],
-    user: [`/users/${u}`, `/users/${u}/session`, `/users/${u}/limits`, `/users/${u}/usage?period=current_period&breakdown=model`, `/users/${u}/gate-events?blocked_only=false&limit=25`, `/users/${u}/gate-events?gate_reason=session_spend&limit=1&blocked_only=false`, "/config/plans"],
+    user: [`/users/${u}`, `/users/${u}/session`, `/users/${u}/limits`, `/users/${u}/usage?period=current_period&breakdown=model`, `/users/${u}/gate-events?blocked_only=false&limit=25`, `/users/${u}/gate-events?gate_reason=session_spend&limit=1&blocked_only=false`, "/config/plans", ...(hasCredits ? [`/users/${u}/credits`, `/users/${u}/credits/ledger?limit=25`] : [])],
     plans: ["/config/plans", "/analytics/plan-subscribers"],
     webhooks: ["/webhooks/endpoints", `/webhooks/endpoints/${endpoint.body.id}/deliveries?limit=25`],
     keys: ["/keys"],
@@ -231,7 +239,16 @@ try {
   const READY: Record<string, { url: string; nav: string; shown: Shown }> = {
     overview: { url: "/console/", nav: "Overview", shown: [{ css: "table", text: "Users with the highest cost" }, { css: ".cards .stat" }] },
     users: { url: "/console/users", nav: "Users", shown: [{ css: hasUserList ? "table tbody a" : '[role="alert"]' }] },
-    user: { url: `/console/users/${u}`, nav: "", shown: [{ css: '[role="meter"]' }, { css: "table", text: "Gate events, newest first" }, { css: 'section[aria-label="Usage by model"]', text: "Tool calls" }] },
+    user: {
+      url: `/console/users/${u}`,
+      nav: "",
+      shown: [
+        { css: '[role="meter"]' },
+        { css: "table", text: "Gate events, newest first" },
+        { css: 'section[aria-label="Usage by model"]', text: "Tool calls" },
+        ...(hasCredits ? [{ css: "table", text: "Credit grants, newest first" }, { css: "table", text: "Credit ledger, newest first" }] : []),
+      ],
+    },
     plans: { url: "/console/plans", nav: "Plans", shown: [{ css: "table tbody td", text: "pro" }] },
     webhooks: { url: "/console/webhooks", nav: "Webhooks", shown: [{ css: "a", text: "http://127.0.0.1:9/hooks" }] },
     keys: { url: "/console/keys", nav: "API keys", shown: [{ css: "table tbody td" }] },

@@ -4,28 +4,20 @@
 // critical violation, logs no error and asks nothing of another origin.
 // Chromium: CHROMIUM_PATH, default /usr/bin/chromium. Screenshots: console/screenshots/ (not committed).
 import { randomBytes, randomUUID } from "node:crypto";
-import { existsSync } from "node:fs";
-import { mkdir, readFile } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
-import { createRequire } from "node:module";
-import path from "node:path";
-import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { buildConsoleIfStale } from "../console/scripts/build.ts";
+import { check, openConsoleBrowser, requireChromium, signIn, type ConsoleBrowser } from "./support/console-browser.ts";
 import { testMongoUrl } from "./support/database.ts";
 import { eventually } from "./support/eventually.ts";
 import type { Api } from "./support/http.ts";
-import { repoRoot, startAllInOne, type AllInOne } from "./support/processes.ts";
-
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-const SHOTS = path.join(repoRoot, "console", "screenshots");
-const AXE = await readFile(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+import { startAllInOne, type AllInOne } from "./support/processes.ts";
 
 // The browser formats as the viewer's locale and zone; the test fixes both to compare figures.
 const usd = (n: number) => new Intl.NumberFormat("en-US", { style: "currency", currency: "USD", minimumFractionDigits: 2, maximumFractionDigits: Math.abs(n) < 1 && n !== 0 ? 4 : 2 }).format(n);
 
-interface Ctx {
+interface Ctx extends ConsoleBrowser {
   aio: AllInOne;
   base: string;
   api: Api;
@@ -33,11 +25,6 @@ interface Ctx {
   receiver: Server;
   received: string[];
   receiverUrl: string;
-  browser: Browser;
-  context: BrowserContext;
-  page: Page;
-  problems: string[];
-  allowedStatuses: Set<number>;
   hasUserList: boolean;
 }
 const t = suite<Ctx>("console");
@@ -65,12 +52,7 @@ async function must(api: Api, method: "post" | "get", route: string, body?: unkn
 }
 
 t.before(async (ctx) => {
-  if (!existsSync(CHROMIUM)) {
-    // uvu drops an error thrown by a before hook without a word: say it here.
-    const message = `no Chromium at ${CHROMIUM}: apt-get install -y chromium, or set CHROMIUM_PATH`;
-    console.error(`\n${message}`);
-    throw new Error(message);
-  }
+  requireChromium();
   await buildConsoleIfStale(() => {});
   ctx.received = [];
   ctx.receiver = createServer((req, res) => {
@@ -119,25 +101,7 @@ t.before(async (ctx) => {
   await eventually(async () => (await ctx.api.get("/analytics/summary?days=30")).body.total_cost === 13, 30_000, "rollups of the seeded events");
   const doc = (await ctx.aio.api.get("/openapi.json")).body;
   ctx.hasUserList = Boolean(doc.paths["/api/v1/users"]?.get);
-
-  await mkdir(SHOTS, { recursive: true });
-  ctx.browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-dev-shm-usage"] });
-  ctx.context = await ctx.browser.newContext({ viewport: { width: 1280, height: 800 }, locale: "en-US", timezoneId: "Europe/Paris" });
-  ctx.page = await ctx.context.newPage();
-  ctx.problems = [];
-  ctx.allowedStatuses = new Set();
-  const origin = new URL(ctx.base).origin;
-  ctx.page.on("console", (m) => {
-    if (m.type() !== "error") return;
-    const status = /status of (\d{3})/.exec(m.text())?.[1];
-    if (status && ctx.allowedStatuses.has(Number(status))) return;
-    ctx.problems.push(`console error: ${m.text()}`);
-  });
-  ctx.page.on("pageerror", (e) => ctx.problems.push(`page error: ${e.message}`));
-  ctx.page.on("request", (r) => {
-    const url = new URL(r.url());
-    if (url.protocol !== "data:" && url.origin !== origin) ctx.problems.push(`request to another origin: ${r.url()}`);
-  });
+  await openConsoleBrowser(ctx.base, ctx);
 });
 
 t.after(async (ctx) => {
@@ -145,31 +109,6 @@ t.after(async (ctx) => {
   await ctx.aio?.proc.stop();
   ctx.receiver?.close();
 });
-
-/** Axe on the page as it stands, a screenshot at 1280x800 and at 390 px, and no problem so far. */
-async function check(ctx: Ctx, name: string) {
-  const { page } = ctx;
-  await page.evaluate(AXE);
-  const violations: { id: string; impact: string; nodes: { target: string[] }[] }[] = await page.evaluate(async () => {
-    const r = await (window as unknown as { axe: { run: (o: object) => Promise<{ violations: [] }> } }).axe.run({ resultTypes: ["violations"] });
-    return r.violations;
-  });
-  const serious = violations.filter((v) => v.impact === "serious" || v.impact === "critical").map((v) => `${v.id} (${v.impact}) at ${v.nodes.map((n) => n.target.join(" ")).slice(0, 3).join(", ")}`);
-  assert.equal(serious, [], `accessibility of ${name}`);
-  await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
-  await page.setViewportSize({ width: 390, height: 844 });
-  await page.screenshot({ path: path.join(SHOTS, `${name}-phone.png`), fullPage: true });
-  await page.setViewportSize({ width: 1280, height: 800 });
-  const problems = ctx.problems.splice(0);
-  assert.equal(problems, [], `console errors or foreign requests on ${name}`);
-}
-
-async function signIn(page: Page, base: string, key: string) {
-  await page.goto(`${base}/console/`);
-  await page.getByLabel("Product API key").fill(key);
-  await page.getByRole("button", { name: "Sign in" }).click();
-  await page.getByRole("heading", { name: "Overview", level: 1 }).waitFor();
-}
 
 t("a first-time operator creates a product and sees its key once", async (ctx) => {
   const { page } = ctx;

@@ -216,8 +216,9 @@ export function BarList({ title, rows }: { title: string; rows: { label: string;
   );
 }
 
-/** Usage against a cap, with the soft and hard gate marks; `reset` under it, `blocking` when it is the dimension that blocks the user's calls. */
-export function Gauge({ label, value, limit, soft, hard, format, reset, blocking }: { label: string; value: number; limit: number | null | undefined; soft: number; hard: number; format: (n: number) => string; reset?: ReactNode; blocking?: boolean }) {
+/** Usage against a cap, with the soft and hard gate marks; `reset` and `note` (what the cap is made of) under it, `blocking` when it is the dimension that blocks the user's calls. */
+export function Gauge({ label, value, limit, soft, hard, format, reset, note, blocking }: { label: string; value: number; limit: number | null | undefined; soft: number; hard: number; format: (n: number) => string; reset?: ReactNode; note?: ReactNode; blocking?: boolean }) {
+  const noteId = `n${useId().replace(/[^A-Za-z0-9_-]/g, "")}`;
   const unlimited = limit == null;
   // A cap of 0 blocks every call: the user is at the hard gate whatever they spent.
   const ratio = unlimited ? 0 : limit === 0 ? 1 : value / limit;
@@ -238,6 +239,7 @@ export function Gauge({ label, value, limit, soft, hard, format, reset, blocking
         aria-valuemax={unlimited ? 0 : limit ?? 0}
         aria-valuenow={value}
         aria-valuetext={unlimited ? `${format(value)}, no limit` : `${format(value)} of ${format(limit!)} (${Math.round(ratio * 100)}%)`}
+        aria-describedby={note ? noteId : undefined}
       >
         {!unlimited && <span className="gauge-fill" style={{ width: pos(ratio) }} />}
         {!unlimited && <span className="gauge-mark soft" style={{ left: pos(soft) }} title={`soft gate at ${Math.round(soft * 100)}%`} />}
@@ -248,6 +250,11 @@ export function Gauge({ label, value, limit, soft, hard, format, reset, blocking
         <span>{unlimited ? "no cap" : `of ${format(limit!)} · soft ${Math.round(soft * 100)}% · hard ${Math.round(hard * 100)}%`}</span>
       </div>
       {reset && <div className="gauge-reset">{reset}</div>}
+      {note && (
+        <div id={noteId} className="gauge-note">
+          {note}
+        </div>
+      )}
     </div>
   );
 }

@@ -6,6 +6,13 @@ const percent = new Intl.NumberFormat(undefined, { style: "percent", maximumFrac
 
 /** Dollars: cents, or up to four decimals below a dollar (model calls cost fractions of a cent). */
 export const fmtMoney = (n: number | null | undefined) => (n == null ? "—" : Math.abs(n) < 1 && n !== 0 ? smallMoney.format(n) : money.format(n));
+// Credits are kept to the nano-dollar: shown whole, never rounded to a cent.
+const exactMoney = new Intl.NumberFormat(undefined, { style: "currency", currency: "USD", minimumFractionDigits: 2, maximumFractionDigits: 9 });
+const signedExactMoney = new Intl.NumberFormat(undefined, { style: "currency", currency: "USD", minimumFractionDigits: 2, maximumFractionDigits: 9, signDisplay: "exceptZero" });
+/** Dollars to the nano-dollar the service keeps ($4.499876543, $5.00): a balance, a grant, a ledger entry. */
+export const fmtExactMoney = (n: number | null | undefined) => (n == null ? "—" : exactMoney.format(n));
+/** The same, signed (+$5.00, −$0.25): a ledger entry's amount. */
+export const fmtSignedMoney = (n: number | null | undefined) => (n == null ? "—" : signedExactMoney.format(n));
 export const fmtInt = (n: number | null | undefined) => (n == null ? "—" : integer.format(n));
 /** Tokens: exact below 10,000, compact above (12.3K, 4.5M), the exact figure on hover. */
 export const fmtTokens = (n: number | null | undefined) => (n == null ? "—" : n < 10_000 ? integer.format(n) : compact.format(n));

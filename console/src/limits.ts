@@ -23,6 +23,8 @@ export interface Dimension {
   hard_gate_at: number;
   window_start: string | null;
   resets_at: string | null;
+  /** total_spend of a plan that draws credits: its max includes the balance (BUDGETS.md §3). */
+  credits?: { balance: number; low_at: number | null } | null;
 }
 
 const wholeDollars = new Intl.NumberFormat(undefined, { style: "currency", currency: "USD", minimumFractionDigits: 0, maximumFractionDigits: 0 });

@@ -48,8 +48,8 @@ const auth: Middleware = {
 export const api = createClient<paths>({ baseUrl: `${location.origin}` });
 api.use(auth);
 
-/** Unwraps an openapi-fetch answer: the data, or an ApiError (a 401 also signs out). */
-export async function ok<T>(call: Promise<{ data?: T; error?: unknown; response: Response }>): Promise<T> {
+/** Unwraps an openapi-fetch answer: the data and its status (201 new, 200 a repeat), or an ApiError (a 401 also signs out). */
+export async function answer<T>(call: Promise<{ data?: T; error?: unknown; response: Response }>): Promise<{ data: T; status: number }> {
   let result: { data?: T; error?: unknown; response: Response };
   try {
     result = await call;
@@ -57,12 +57,15 @@ export async function ok<T>(call: Promise<{ data?: T; error?: unknown; response:
     throw new ApiError(0, "the service cannot be reached; retrying");
   }
   const { data, error, response } = result;
-  if (response.ok) return data as T;
+  if (response.ok) return { data: data as T, status: response.status };
   const body = (error ?? {}) as { detail?: string; issues?: Issue[] };
   const err = new ApiError(response.status, body.detail ?? response.statusText, body.issues ?? []);
   if (response.status === 401) onUnauthorized(`Your key was refused (${body.detail ?? "401"}). Sign in again.`);
   return Promise.reject(err);
 }
+
+/** The data of an answer (see `answer`). */
+export const ok = async <T>(call: Promise<{ data?: T; error?: unknown; response: Response }>): Promise<T> => (await answer(call)).data;
 
 export type Plan = PlanResponse;
 type PlanResponse = paths["/api/v1/config/plans"]["get"]["responses"][200]["content"]["application/json"]["plans"][number];
@@ -72,6 +75,9 @@ export type Session = paths["/api/v1/users/{user_id}/session"]["get"]["responses
 export type GateEvent = paths["/api/v1/users/{user_id}/gate-events"]["get"]["responses"][200]["content"]["application/json"]["events"][number];
 export type Endpoint = paths["/api/v1/webhooks/endpoints"]["get"]["responses"][200]["content"]["application/json"][number];
 export type Delivery = paths["/api/v1/webhooks/endpoints/{id}/deliveries"]["get"]["responses"][200]["content"]["application/json"]["deliveries"][number];
+export type Credits = paths["/api/v1/users/{user_id}/credits"]["get"]["responses"][200]["content"]["application/json"];
+export type CreditGrant = Credits["grants"][number];
+export type LedgerEntry = paths["/api/v1/users/{user_id}/credits/ledger"]["get"]["responses"][200]["content"]["application/json"]["entries"][number];
 export type ApiKey = paths["/api/v1/keys"]["get"]["responses"][200]["content"]["application/json"]["keys"][number];
 
 /**

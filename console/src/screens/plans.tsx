@@ -3,13 +3,14 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { CALENDAR_WINDOWS, MAX_ROLLING_MINUTES, METRICS, WINDOWS, isTimeZone, type Metric, type WindowKind } from "@meter/rules";
 import { ApiError, api, ok, type Issue, type Plan, type PlanInput } from "../api/client.ts";
 import { Card, DataTable, Empty, Field, FormAlert, FormStatus, num, Query, QuickStart, Screen, Submit, submitted, Time } from "../components.tsx";
-import { fmtInt, fmtMoney } from "../format.ts";
+import { fmtExactMoney, fmtInt, fmtMoney } from "../format.ts";
+import { numberOrText } from "../inputs.ts";
 import { describeLimit, fmtMinutes, limitProblems, type LimitField, type PlanLimit } from "../limits.ts";
 import { useUrlState } from "../url-state.ts";
 
 
-/** The plan fields the form edits as one text each; `limits` and `time_zone` have editors of their own (credits: not in this form yet). */
-type PlanForm = Record<Exclude<keyof PlanInput, "limits" | "time_zone" | "credits_enabled" | "credits_low_at">, string>;
+/** The plan fields the form edits as one text each; `limits` and `time_zone` have editors of their own. */
+type PlanForm = Record<Exclude<keyof PlanInput, "limits" | "time_zone">, string>;
 const DEFAULTS: PlanForm = {
   name: "",
   max_spend_per_period: "",
@@ -24,9 +25,12 @@ const DEFAULTS: PlanForm = {
   default_tool_cost: "0.02",
   pre_call_estimate: "false",
   pre_call_buffer_tokens: "4096",
+  credits_enabled: "false",
+  credits_low_at: "",
 };
 const JSON_FIELDS = new Set(["model_limits", "cost_rates", "tool_costs", "default_cost_rate"]);
-const NULLABLE = new Set(["max_spend_per_period", "max_spend_per_session", "default_cost_rate"]);
+const NULLABLE = new Set(["max_spend_per_period", "max_spend_per_session", "default_cost_rate", "credits_low_at"]);
+const BOOLEANS = new Set(["pre_call_estimate", "credits_enabled"]);
 
 const toForm = (p: Plan): PlanForm =>
   Object.fromEntries(
@@ -40,7 +44,7 @@ const toForm = (p: Plan): PlanForm =>
 function parse(key: string, text: string): unknown {
   const t = text.trim();
   if (key === "name") return text;
-  if (key === "pre_call_estimate") return t === "true";
+  if (BOOLEANS.has(key)) return t === "true";
   if (t === "") return NULLABLE.has(key) ? null : undefined;
   if (JSON_FIELDS.has(key)) {
     try {
@@ -78,13 +82,6 @@ const toRow = (l: PlanLimit): LimitRow => ({
   soft_gate_at: l.soft_gate_at == null ? "" : String(l.soft_gate_at),
   hard_gate_at: l.hard_gate_at == null ? "" : String(l.hard_gate_at),
 });
-/** A number typed, or the text as is (for the API to refuse beside its field); empty is null. */
-const numberOrText = (text: string) => {
-  const t = text.trim();
-  if (t === "") return null;
-  const n = Number(t);
-  return Number.isFinite(n) ? n : t;
-};
 /** The rows as the API's `limits`; a duration goes with a rolling window only (the field is hidden otherwise). */
 const limitsBody = (rows: LimitRow[]) =>
   rows.map((r) => ({
@@ -131,7 +128,7 @@ export function PlansScreen() {
               No plans yet. Create one below: a plan sets each user's caps, rates and gates. See the <QuickStart />.
             </Empty>
           ) : (
-            <DataTable caption="Plans" columns={["Name", num("Subscribers"), num("Per period"), num("Per session"), num("Gates"), "Windows", "Models priced", "Updated", { label: "Actions", hidden: true }]}>
+            <DataTable caption="Plans" columns={["Name", num("Subscribers"), num("Per period"), num("Per session"), num("Gates"), "Windows", "Credits", "Models priced", "Updated", { label: "Actions", hidden: true }]}>
               {d.plans.map((p: Plan) => (
                 <tr key={p.id}>
                   <td>{p.name}</td>
@@ -144,6 +141,7 @@ export function PlansScreen() {
                   <td>
                     <Windows plan={p} />
                   </td>
+                  <td>{p.credits_enabled ? (p.credits_low_at == null ? "on" : `on · low below ${fmtExactMoney(p.credits_low_at)}`) : "off"}</td>
                   <td>{Object.keys(p.cost_rates).join(", ") || "—"}</td>
                   <td>
                     <Time iso={p.updated_at} />
@@ -270,6 +268,16 @@ function PlanEditor({ plan, onDone }: { plan?: Plan; onDone: () => void }) {
             </label>
             {issues.pre_call_estimate && <small className="field-error">{issues.pre_call_estimate}</small>}
           </div>
+          <div className="field">
+            <label className="check">
+              <input type="checkbox" checked={form.credits_enabled === "true"} aria-describedby="credits-enabled-hint" onChange={(e) => setForm({ ...form, credits_enabled: String(e.target.checked) })} /> Draw prepaid credits (credits_enabled, default off)
+            </label>
+            <small id="credits-enabled-hint" className="hint">
+              Spend beyond the period cap draws the user's credit balance; a cap of $0 is pure prepaid.
+            </small>
+            {issues.credits_enabled && <small className="field-error">{issues.credits_enabled}</small>}
+          </div>
+          {text("credits_low_at", "Credits low below ($)", "Default: empty = never. credits.low fires once when the balance falls below it.")}
         </div>
         <LimitsEditor rows={rows} onChange={editRows} refused={refused.rows} zone={zone} onZone={setZone} zoneProblem={zoneProblem} />
         {err && !err.issues.length && <FormAlert>{err.status === 409 ? `A plan named ${form.name} exists already.` : `The API refused the plan (${err.status}): ${err.message}`}</FormAlert>}

@@ -4,8 +4,11 @@ import { Link } from "wouter";
 import { ApiError, api, getLimits, ok, type GateEvent, type Plan, type Session } from "../api/client.ts";
 import { BarList, Card, DataTable, Empty, Field, FormAlert, FormStatus, Gauge, InlineForm, num, Query, QuickStart, Submit, submitted, Time } from "../components.tsx";
 import { fmtInt, fmtMoney, fmtPct, fmtTime, fmtTokens, utcTitle } from "../format.ts";
+import { capSentence } from "../credits.ts";
+import { localToIso } from "../inputs.ts";
 import { blockingIndex, dimensionLabel, fmtMetric, resetText, untilNextReset, type Dimension } from "../limits.ts";
 import { usePaging, useUrlState } from "../url-state.ts";
+import { UserCredits } from "./user-credits.tsx";
 
 const p = (id: string) => ({ path: { user_id: id } });
 
@@ -57,6 +60,7 @@ export function UserScreen({ id }: { id: string }) {
           </div>
         )}
       </Query>
+      <UserCredits id={id} draws={session.data ? (session.data.plan_id ? session.data.plan_config.credits_enabled : "no plan") : undefined} />
       <UsageByModel id={id} />
       <GateEvents id={id} />
       <div className="grid-2">
@@ -133,6 +137,7 @@ function Limits({ id, session }: { id: string; session: Session }) {
                 hard={d.hard_gate_at}
                 format={fmtMetric(d.metric)}
                 reset={<Reset d={d} now={now} />}
+                note={d.credits && d.max != null ? capSentence(d.max, c.max_spend_per_period ?? 0, d.credits.balance) : undefined}
                 blocking={i === blocking}
               />
             ))}
@@ -220,9 +225,6 @@ function UsageByModel({ id }: { id: string }) {
     </Card>
   );
 }
-
-/** A local date-time input's value (minutes) as an RFC 3339 instant, or undefined. */
-const localToIso = (v: string | null) => (v ? new Date(v).toISOString() : undefined);
 
 function GateEvents({ id }: { id: string }) {
   const [params, set] = useUrlState();

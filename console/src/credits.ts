@@ -1,0 +1,88 @@
+// A user's prepaid credits (BUDGETS.md §3) as the console shows and grants them: a grant's
+// status, the form's body, and what the period spend bar's max is made of. Pure functions (no
+// DOM), tested in test/console-credit-words.test.ts.
+import { fmtExactMoney } from "./format.ts";
+import { localToIso, numberOrText } from "./inputs.ts";
+
+export type GrantStatus = "pending" | "active" | "depleted" | "expired" | "voided";
+export type GrantKind = "paid" | "promotional";
+export type LedgerType = "grant" | "usage" | "expiry" | "void" | "overdraft";
+
+/** A grant's status as a badge: what can still be drawn stands out, what is final is grey. */
+export const STATUS_BADGE: Record<GrantStatus, string> = {
+  pending: "warn",
+  active: "good",
+  depleted: "muted-badge",
+  expired: "muted-badge",
+  voided: "bad",
+};
+
+/** Only a grant with money that can still be drawn (now or later) has anything to void. */
+export const voidable = (status: string) => status === "pending" || status === "active";
+
+/** The words of a ledger entry's type; usage and overdraft entries sum an hour. */
+export const LEDGER_TYPE: Record<LedgerType, string> = {
+  grant: "Grant",
+  usage: "Usage (hour)",
+  expiry: "Expiry",
+  void: "Void",
+  overdraft: "Overdraft (hour)",
+};
+
+/** The grant form as typed: text everywhere, so that what was typed is what is sent. */
+export interface GrantForm {
+  id: string;
+  amount: string;
+  kind: GrantKind;
+  priority: string;
+  effective_at: string;
+  expires_at: string;
+  description: string;
+}
+
+export const newGrantForm = (id: string): GrantForm => ({ id, amount: "", kind: "paid", priority: "50", effective_at: "", expires_at: "", description: "" });
+
+/**
+ * The body of `POST /users/{user_id}/credits`: numbers where numbers were typed (anything else
+ * as typed, for the API to refuse beside its field), dates from the viewer's zone as instants;
+ * an empty effective date is the API's default (now), an empty expiry is never.
+ */
+export function grantBody(f: GrantForm) {
+  return {
+    id: f.id.trim(),
+    amount: numberOrText(f.amount) ?? f.amount,
+    kind: f.kind,
+    priority: numberOrText(f.priority) ?? 50,
+    ...(f.effective_at ? { effective_at: localToIso(f.effective_at) ?? f.effective_at } : {}),
+    expires_at: f.expires_at ? (localToIso(f.expires_at) ?? f.expires_at) : null,
+    description: f.description.trim() || null,
+  };
+}
+
+/** The grant as a sentence for the confirmation step: what the operator is about to add. */
+export function describeGrant(f: GrantForm, userId: string): string {
+  const b = grantBody(f);
+  const amount = typeof b.amount === "number" ? fmtExactMoney(b.amount) : `"${b.amount}"`;
+  const when = f.effective_at ? `from ${new Date(f.effective_at).toLocaleString()}` : "from now";
+  const until = f.expires_at ? `until ${new Date(f.expires_at).toLocaleString()}` : "never expiring";
+  return `Grant ${amount} of ${b.kind} credits to ${userId}, priority ${b.priority}, ${when}, ${until}, as grant ${b.id}.`;
+}
+
+const nano = (n: number) => Math.round(n * 1e9) / 1e9;
+
+/**
+ * What the period spend bar's max is made of when the plan draws credits: the cap is
+ * `allowance + drawn this period + balance` (CREDITS-DESIGN.md), so the part that is credits is
+ * `max - allowance`, of which `balance` is still to spend and the rest was drawn this period.
+ */
+export function capParts(max: number, allowance: number, balance: number): { allowance: number; credits: number; drawn: number; balance: number } {
+  const credits = nano(max - allowance);
+  return { allowance, credits, balance, drawn: Math.max(0, nano(credits - balance)) };
+}
+
+/** The sentence under the period spend bar: its max includes credits. */
+export function capSentence(max: number, allowance: number, balance: number): string {
+  const p = capParts(max, allowance, balance);
+  const drawn = p.drawn > 0 ? `, ${fmtExactMoney(p.drawn)} drawn this period` : "";
+  return `Max includes credits: ${fmtExactMoney(p.allowance)} allowance + ${fmtExactMoney(p.credits)} credits (balance ${fmtExactMoney(p.balance)}${drawn}).`;
+}

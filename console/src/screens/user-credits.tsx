@@ -1,0 +1,309 @@
+// A user's prepaid credits on the user's page: the balance, the grants with their status (each
+// voidable after a confirmation), a form to grant credits (confirmed before it is sent) and the
+// ledger, newest first. Money is shown to the nano-dollar the service keeps.
+import { useEffect, useRef, useState } from "react";
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { ApiError, answer, api, ok, type CreditGrant, type LedgerEntry } from "../api/client.ts";
+import { Card, DataTable, Empty, ErrorState, Field, FormAlert, FormStatus, num, Query, Submit, submitted, Time } from "../components.tsx";
+import { describeGrant, grantBody, LEDGER_TYPE, newGrantForm, STATUS_BADGE, voidable, type GrantForm, type GrantKind, type GrantStatus, type LedgerType } from "../credits.ts";
+import { fmtExactMoney, fmtSignedMoney } from "../format.ts";
+import { usePaging, useUrlState } from "../url-state.ts";
+
+const p = (id: string) => ({ path: { user_id: id } });
+const GRANTS_SHOWN = 25;
+/** What a change of the balance makes stale: the credits, the ledger, and the bars whose cap includes the balance. */
+const STALE = ["credits", "credit-ledger", "limits", "session"];
+
+/** `draws`: whether the user's plan draws credits (its credits_enabled), "no plan", or undefined while unknown. */
+export function UserCredits({ id, draws }: { id: string; draws: boolean | "no plan" | undefined }) {
+  const credits = useQuery({ queryKey: ["credits", id], queryFn: () => ok(api.GET("/api/v1/users/{user_id}/credits", { params: p(id) })) });
+  return (
+    <>
+      <Card title="Credits">
+        {draws === false && <p className="notice">This user's plan does not draw credits (its credits_enabled is off): grants are kept, and drawn once the plan turns credits on.</p>}
+        {draws === "no plan" && <p className="notice">This user has no plan: grants are kept, and drawn once the user is on a plan that draws credits.</p>}
+        <Query q={credits} label="Loading credits">
+          {(c) => (
+            <>
+              <div className="cards compact credit-figures">
+                <div className="kv">
+                  <span>Balance</span>
+                  <strong className={c.balance < 0 ? "bad-text" : undefined}>{fmtExactMoney(c.balance)}</strong>
+                </div>
+                <div className="kv">
+                  <span>Pending (not yet effective)</span>
+                  <strong>{fmtExactMoney(c.pending)}</strong>
+                </div>
+                {c.overdraft > 0 && (
+                  <div className="kv">
+                    <span>Overdraft (paid first by the next grant)</span>
+                    <strong className="bad-text">{fmtExactMoney(c.overdraft)}</strong>
+                  </div>
+                )}
+                {c.low_at != null && (
+                  <div className="kv">
+                    <span>Low below (credits.low)</span>
+                    <strong>{fmtExactMoney(c.low_at)}</strong>
+                  </div>
+                )}
+              </div>
+              <Grants id={id} grants={c.grants} />
+            </>
+          )}
+        </Query>
+      </Card>
+      <div className="grid-2">
+        <GrantCredits id={id} />
+        <CreditLedger id={id} hasAny={credits.data ? credits.data.grants.length > 0 || credits.data.overdraft > 0 : credits.isError ? true : undefined} />
+      </div>
+    </>
+  );
+}
+
+function Grants({ id, grants }: { id: string; grants: CreditGrant[] }) {
+  const [all, setAll] = useState(false);
+  const [voiding, setVoiding] = useState<CreditGrant | null>(null);
+  const queryClient = useQueryClient();
+  const confirmBox = useRef<HTMLDivElement>(null);
+  const voidGrant = useMutation({
+    mutationFn: (g: CreditGrant) => ok(api.POST("/api/v1/users/{user_id}/credits/{grant_id}/void", { params: { path: { user_id: id, grant_id: g.id } } })),
+    onSuccess: () => {
+      setVoiding(null);
+      for (const k of STALE) queryClient.invalidateQueries({ queryKey: [k, id] });
+    },
+  });
+  // The confirmation takes the focus, so that a keyboard user lands on the question asked.
+  useEffect(() => {
+    if (voiding) confirmBox.current?.focus();
+  }, [voiding]);
+  if (grants.length === 0) return <Empty>No grants yet. Grant credits below: a payment's id as the grant's id makes a retried top-up safe.</Empty>;
+  const shown = all ? grants : grants.slice(0, GRANTS_SHOWN);
+  return (
+    <>
+      {voiding && (
+        <div className="confirm-box danger" role="group" aria-label="Confirm the void" tabIndex={-1} ref={confirmBox}>
+          <p>
+            Void grant <code>{voiding.id}</code>? Its remaining {fmtExactMoney(voiding.remaining)} leaves the balance for good
+            {voiding.status === "pending" ? " (it is not effective yet)" : ""}.
+          </p>
+          <div className="confirm">
+            <button type="button" className="danger" disabled={voidGrant.isPending} onClick={() => voidGrant.mutate(voiding)}>
+              {voidGrant.isPending ? "Voiding…" : "Yes, void it"}
+            </button>
+            <button type="button" className="secondary" onClick={() => setVoiding(null)}>
+              Keep it
+            </button>
+          </div>
+        </div>
+      )}
+      {voidGrant.error && <ErrorState error={voidGrant.error} />}
+      {voidGrant.isSuccess && !voiding && (
+        <FormStatus>
+          Grant {voidGrant.data.id} voided{voidGrant.variables.remaining > 0 ? `: ${fmtExactMoney(voidGrant.variables.remaining)} left the balance` : ""}.
+        </FormStatus>
+      )}
+      <DataTable
+        caption="Credit grants, newest first"
+        columns={["Grant", "Status", "Kind", num("Priority"), num("Amount"), num("Remaining"), "Effective", "Expires", "Description", { label: "Actions", hidden: true }]}
+      >
+        {shown.map((g) => (
+          <tr key={g.id}>
+            <td>
+              <code className="grant-id" title={g.id}>
+                {g.id}
+              </code>
+            </td>
+            <td>
+              <span className={`badge ${STATUS_BADGE[g.status as GrantStatus] ?? "muted-badge"}`}>{g.status}</span>
+            </td>
+            <td>{g.kind}</td>
+            <td className="num">{g.priority}</td>
+            <td className="num">{fmtExactMoney(g.amount)}</td>
+            <td className="num">{fmtExactMoney(g.remaining)}</td>
+            <td>
+              <Time iso={g.effective_at} />
+            </td>
+            <td>{g.expires_at ? <Time iso={g.expires_at} /> : "never"}</td>
+            <td className="wrap">{g.description ?? ""}</td>
+            <td>
+              {voidable(g.status) && (
+                <button
+                  type="button"
+                  className="danger small"
+                  aria-label={`Void grant ${g.id}`}
+                  onClick={() => {
+                    voidGrant.reset();
+                    setVoiding(g);
+                  }}
+                >
+                  Void…
+                </button>
+              )}
+            </td>
+          </tr>
+        ))}
+      </DataTable>
+      {grants.length > GRANTS_SHOWN && (
+        <button type="button" className="secondary" onClick={() => setAll(!all)}>
+          {all ? `Show the newest ${GRANTS_SHOWN}` : `Show all ${grants.length} grants`}
+        </button>
+      )}
+    </>
+  );
+}
+
+const zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+
+function GrantCredits({ id }: { id: string }) {
+  const [form, setForm] = useState<GrantForm>(() => newGrantForm(crypto.randomUUID()));
+  const [confirming, setConfirming] = useState(false);
+  const queryClient = useQueryClient();
+  const grant = useMutation({
+    mutationFn: (f: GrantForm) => answer(api.POST("/api/v1/users/{user_id}/credits", { params: p(id), body: grantBody(f) as never })),
+    onSuccess: () => {
+      for (const k of STALE) queryClient.invalidateQueries({ queryKey: [k, id] });
+      setForm(newGrantForm(crypto.randomUUID()));
+    },
+    onSettled: () => setConfirming(false),
+  });
+  const err = grant.error instanceof ApiError ? grant.error : null;
+  const issue = (f: string) =>
+    err?.issues
+      .filter((i) => i.path === `/${f}` || i.path.startsWith(`/${f}/`))
+      .map((i) => i.message)
+      .join("; ") || undefined;
+  // Editing after the question was asked takes the question back: what is confirmed is what is sent.
+  const edit = (patch: Partial<GrantForm>) => {
+    setConfirming(false);
+    setForm({ ...form, ...patch });
+  };
+  const input = (k: "id" | "amount" | "priority" | "description", label: string, hint?: string, inputMode?: "decimal" | "numeric") => (
+    <Field label={label} error={issue(k)} hint={hint}>
+      {(fid, d) => <input id={fid} aria-describedby={d} inputMode={inputMode} value={form[k]} aria-invalid={!!issue(k)} onChange={(e) => edit({ [k]: e.target.value })} />}
+    </Field>
+  );
+  const date = (k: "effective_at" | "expires_at", label: string, hint: string) => (
+    <Field label={label} error={issue(k)} hint={hint}>
+      {(fid, d) => <input id={fid} aria-describedby={d} type="datetime-local" value={form[k]} aria-invalid={!!issue(k)} onChange={(e) => edit({ [k]: e.target.value })} />}
+    </Field>
+  );
+  return (
+    <Card title="Grant credits">
+      <form className="stack" noValidate aria-label="Grant credits" onSubmit={submitted(() => (confirming ? grant.mutate(form) : setConfirming(true)))}>
+        {input("id", "Grant id", "A fresh id; use the payment's id instead, so that a retried top-up is granted once.")}
+        <div className="row top">
+          {input("amount", "Amount ($)", undefined, "decimal")}
+          <Field label="Kind" error={issue("kind")}>
+            {(fid, d) => (
+              <select id={fid} aria-describedby={d} value={form.kind} onChange={(e) => edit({ kind: e.target.value as GrantKind })}>
+                <option value="paid">paid</option>
+                <option value="promotional">promotional</option>
+              </select>
+            )}
+          </Field>
+          {input("priority", "Priority", "0-100, lower is drawn first; default 50.", "numeric")}
+        </div>
+        <div className="row top">
+          {date("effective_at", "Effective from (optional)", `Empty: now. In your time zone (${zone}).`)}
+          {date("expires_at", "Expires at (optional)", "Empty: never. What is left then expires.")}
+        </div>
+        {input("description", "Description (optional)")}
+        {err && !err.issues.length && <FormAlert>The API refused the grant ({err.status}): {err.message}</FormAlert>}
+        {err && err.issues.length > 0 && <FormAlert>The API refused the grant ({err.status}): fix the fields marked above.</FormAlert>}
+        {grant.isSuccess && (
+          <FormStatus>
+            {grant.data.status === 201
+              ? `Granted ${fmtExactMoney(grant.data.data.amount)} as grant ${grant.data.data.id}.`
+              : `Grant ${grant.data.data.id} was given before with these fields: nothing changed.`}
+          </FormStatus>
+        )}
+        {confirming ? (
+          <div className="confirm-box" role="group" aria-label="Confirm the grant">
+            <p>{describeGrant(form, id)}</p>
+            <div className="confirm">
+              <Submit busy={grant.isPending} busyLabel="Granting…">
+                Yes, grant
+              </Submit>
+              <button type="button" className="secondary" onClick={() => setConfirming(false)}>
+                Back to the form
+              </button>
+            </div>
+          </div>
+        ) : (
+          <Submit busy={grant.isPending} busyLabel="Granting…">
+            Grant credits…
+          </Submit>
+        )}
+      </form>
+    </Card>
+  );
+}
+
+const LEDGER_PAGE_SIZES = [10, 25, 100];
+
+function CreditLedger({ id, hasAny }: { id: string; hasAny: boolean | undefined }) {
+  const [params, set] = useUrlState();
+  const paging = usePaging(params, set, "lcursor");
+  const limit = Number(params.get("llimit")) || 25;
+  // A user without grants (nor overdraft) has no ledger: not asked.
+  const ledger = useQuery({
+    queryKey: ["credit-ledger", id, limit, paging.cursor],
+    queryFn: () => ok(api.GET("/api/v1/users/{user_id}/credits/ledger", { params: { ...p(id), query: { limit, cursor: paging.cursor } } })),
+    enabled: hasAny === true || paging.cursor !== undefined,
+  });
+  return (
+    <Card
+      title="Credit ledger"
+      actions={
+        <Field label="Per page">
+          {(fid) => (
+            <select id={fid} value={limit} onChange={(e) => set({ llimit: e.target.value === "25" ? null : e.target.value, ...paging.reset })}>
+              {LEDGER_PAGE_SIZES.map((n) => (
+                <option key={n} value={n}>
+                  {n}
+                </option>
+              ))}
+            </select>
+          )}
+        </Field>
+      }
+    >
+      {hasAny === false && paging.cursor === undefined ? (
+        <Empty>No credit movements yet.</Empty>
+      ) : (
+        <Query q={ledger} label="Loading the ledger">
+          {(page) =>
+            page.entries.length === 0 ? (
+              <Empty>No credit movements yet.</Empty>
+            ) : (
+              <>
+                <p className="hint">Newest first. Usage is summed per grant per hour: an entry's time is its hour.</p>
+                <DataTable caption="Credit ledger, newest first" columns={["Time", "Type", num("Amount"), "Grant", num("Balance after")]} paging={paging} next={page.next_cursor}>
+                  {page.entries.map((e: LedgerEntry, i: number) => (
+                    <tr key={`${e.at}|${e.type}|${e.grant_id ?? "-"}|${i}`}>
+                      <td>
+                        <Time iso={e.at} />
+                      </td>
+                      <td>{LEDGER_TYPE[e.type as LedgerType] ?? e.type}</td>
+                      <td className={`num ${e.amount < 0 ? "bad-text" : "good-text"}`}>{fmtSignedMoney(e.amount)}</td>
+                      <td>
+                        {e.grant_id ? (
+                          <code className="grant-id" title={e.grant_id}>
+                            {e.grant_id}
+                          </code>
+                        ) : (
+                          "—"
+                        )}
+                      </td>
+                      <td className="num">{fmtExactMoney(e.balance_after)}</td>
+                    </tr>
+                  ))}
+                </DataTable>
+              </>
+            )
+          }
+        </Query>
+      )}
+    </Card>
+  );
+}

@@ -1,0 +1,49 @@
+// The console's words and sums for prepaid credits (console/src/credits.ts, format.ts): money to
+// the nano-dollar, the grant form's body, what the period spend bar's max is made of.
+import { test } from "uvu";
+import * as assert from "uvu/assert";
+import { capParts, capSentence, grantBody, newGrantForm, voidable } from "../console/src/credits.ts";
+import { fmtExactMoney, fmtMoney, fmtSignedMoney } from "../console/src/format.ts";
+
+test("credits are shown to the nano-dollar, never rounded to a cent", () => {
+  assert.is(fmtExactMoney(5), "$5.00");
+  assert.is(fmtExactMoney(4.499876543), "$4.499876543");
+  assert.is(fmtMoney(4.499876543), "$4.50", "the usual money format rounds: credits must not use it");
+  assert.is(fmtExactMoney(0.1 + 0.2), "$0.30", "a float's noise below the nano-dollar is not shown");
+  assert.is(fmtExactMoney(1_000_000_000), "$1,000,000,000.00");
+  assert.is(fmtExactMoney(-0.000000001), "-$0.000000001");
+  assert.is(fmtExactMoney(null), "—");
+  assert.is(fmtSignedMoney(5), "+$5.00");
+  assert.is(fmtSignedMoney(-0.25), "-$0.25");
+  assert.is(fmtSignedMoney(0), "$0.00");
+});
+
+test("the grant form's body: numbers as typed, text the API is to refuse as is, defaults left to the API", () => {
+  const f = { ...newGrantForm("pay_1"), amount: "5", description: "  " };
+  assert.equal(grantBody(f), { id: "pay_1", amount: 5, kind: "paid", priority: 50, expires_at: null, description: null });
+  assert.equal(grantBody({ ...f, amount: "five", priority: "high" }).amount, "five");
+  assert.equal(grantBody({ ...f, amount: "five", priority: "high" }).priority, "high");
+  assert.is(grantBody({ ...f, priority: "" }).priority, 50);
+  const local = "2030-01-02T03:04";
+  const body = grantBody({ ...f, kind: "promotional", priority: "10", effective_at: local, expires_at: "2030-02-01T00:00", description: "welcome" });
+  assert.equal(body, { id: "pay_1", amount: 5, kind: "promotional", priority: 10, effective_at: new Date(local).toISOString(), expires_at: new Date("2030-02-01T00:00").toISOString(), description: "welcome" });
+  assert.is(grantBody({ ...f, id: " pay_2 " }).id, "pay_2");
+});
+
+test("the period spend cap with credits: allowance, then credits drawn this period and the balance", () => {
+  assert.equal(capParts(16, 10, 3), { allowance: 10, credits: 6, balance: 3, drawn: 3 });
+  // Sums of floats land on the nano-dollar, not beside it.
+  assert.equal(capParts(10.3, 10, 0.1), { allowance: 10, credits: 0.3, balance: 0.1, drawn: 0.2 });
+  // Pure prepaid (allowance 0) before any draw.
+  assert.equal(capParts(5, 0, 5), { allowance: 0, credits: 5, balance: 5, drawn: 0 });
+  // An overdraft: the balance is negative, the draw covered it.
+  assert.equal(capParts(1, 0, -0.25), { allowance: 0, credits: 1, balance: -0.25, drawn: 1.25 });
+  assert.is(capSentence(6, 1, 4.5), "Max includes credits: $1.00 allowance + $5.00 credits (balance $4.50, $0.50 drawn this period).");
+  assert.is(capSentence(5, 0, 5), "Max includes credits: $0.00 allowance + $5.00 credits (balance $5.00).");
+});
+
+test("only grants with money still to draw can be voided", () => {
+  assert.equal(["pending", "active", "depleted", "expired", "voided"].filter(voidable), ["pending", "active"]);
+});
+
+test.run();

@@ -1,0 +1,84 @@
+// The console's browser tests' harness: Debian's chromium (CHROMIUM_PATH, default
+// /usr/bin/chromium) driven by playwright-core, a page that records console errors and requests
+// to another origin, and `check`: axe-core (no serious or critical violation), a screenshot at
+// 1280x800 and at 390 px into console/screenshots/ (not committed), and no problem so far.
+import { existsSync } from "node:fs";
+import { mkdir, readFile } from "node:fs/promises";
+import { createRequire } from "node:module";
+import path from "node:path";
+import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import * as assert from "uvu/assert";
+import { repoRoot } from "./processes.ts";
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+const SHOTS = path.join(repoRoot, "console", "screenshots");
+const AXE = await readFile(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+
+export interface ConsoleBrowser {
+  browser: Browser;
+  context: BrowserContext;
+  page: Page;
+  /** Console errors, page errors and requests to another origin since the last `check`. */
+  problems: string[];
+  /** Statuses whose console error ("… status of 404") a test expects for now. */
+  allowedStatuses: Set<number>;
+}
+
+/** Throws (and says so: uvu drops an error thrown by a before hook without a word) when there is no Chromium. */
+export function requireChromium() {
+  if (existsSync(CHROMIUM)) return;
+  const message = `no Chromium at ${CHROMIUM}: apt-get install -y chromium, or set CHROMIUM_PATH`;
+  console.error(`\n${message}`);
+  throw new Error(message);
+}
+
+/**
+ * A browser on a 1280x800 page in en-US and Europe/Paris (figures and times are compared),
+ * watching for problems against `base`'s origin; its fields are set on `into` (a test's context,
+ * whose `allowedStatuses` the test replaces as it goes).
+ */
+export async function openConsoleBrowser<T extends object>(base: string, into: T): Promise<T & ConsoleBrowser> {
+  await mkdir(SHOTS, { recursive: true });
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-dev-shm-usage"] });
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, locale: "en-US", timezoneId: "Europe/Paris" });
+  const page = await context.newPage();
+  const b = Object.assign(into, { browser, context, page, problems: [] as string[], allowedStatuses: new Set<number>() });
+  const origin = new URL(base).origin;
+  page.on("console", (m) => {
+    if (m.type() !== "error") return;
+    const status = /status of (\d{3})/.exec(m.text())?.[1];
+    if (status && b.allowedStatuses.has(Number(status))) return;
+    b.problems.push(`console error: ${m.text()}`);
+  });
+  page.on("pageerror", (e) => b.problems.push(`page error: ${e.message}`));
+  page.on("request", (r) => {
+    const url = new URL(r.url());
+    if (url.protocol !== "data:" && url.origin !== origin) b.problems.push(`request to another origin: ${r.url()}`);
+  });
+  return b;
+}
+
+/** Axe on the page as it stands, a screenshot at 1280x800 and at 390 px, and no problem so far. */
+export async function check(b: ConsoleBrowser, name: string) {
+  const { page } = b;
+  await page.evaluate(AXE);
+  const violations: { id: string; impact: string; nodes: { target: string[] }[] }[] = await page.evaluate(async () => {
+    const r = await (window as unknown as { axe: { run: (o: object) => Promise<{ violations: [] }> } }).axe.run({ resultTypes: ["violations"] });
+    return r.violations;
+  });
+  const serious = violations.filter((v) => v.impact === "serious" || v.impact === "critical").map((v) => `${v.id} (${v.impact}) at ${v.nodes.map((n) => n.target.join(" ")).slice(0, 3).join(", ")}`);
+  assert.equal(serious, [], `accessibility of ${name}`);
+  await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.screenshot({ path: path.join(SHOTS, `${name}-phone.png`), fullPage: true });
+  await page.setViewportSize({ width: 1280, height: 800 });
+  const problems = b.problems.splice(0);
+  assert.equal(problems, [], `console errors or foreign requests on ${name}`);
+}
+
+export async function signIn(page: Page, base: string, key: string) {
+  await page.goto(`${base}/console/`);
+  await page.getByLabel("Product API key").fill(key);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByRole("heading", { name: "Overview", level: 1 }).waitFor();
+}
