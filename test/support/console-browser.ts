@@ -2,17 +2,16 @@
 // /usr/bin/chromium) driven by playwright-core, a page that records console errors and requests
 // to another origin, and `check`: axe-core (no serious or critical violation), a screenshot at
 // 1280x800 and at 390 px into console/screenshots/ (not committed), and no problem so far.
-import { existsSync } from "node:fs";
-import { mkdir, readFile } from "node:fs/promises";
-import { createRequire } from "node:module";
+import { mkdir } from "node:fs/promises";
 import path from "node:path";
-import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import type { Browser, BrowserContext, Page } from "playwright-core";
 import * as assert from "uvu/assert";
+import { axeViolations, launchChromium } from "./browser.ts";
+
+export { requireChromium } from "./browser.ts";
 import { repoRoot } from "./processes.ts";
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const SHOTS = path.join(repoRoot, "console", "screenshots");
-const AXE = await readFile(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
 
 export interface ConsoleBrowser {
   browser: Browser;
@@ -24,14 +23,6 @@ export interface ConsoleBrowser {
   allowedStatuses: Set<number>;
 }
 
-/** Throws (and says so: uvu drops an error thrown by a before hook without a word) when there is no Chromium. */
-export function requireChromium() {
-  if (existsSync(CHROMIUM)) return;
-  const message = `no Chromium at ${CHROMIUM}: apt-get install -y chromium, or set CHROMIUM_PATH`;
-  console.error(`\n${message}`);
-  throw new Error(message);
-}
-
 /**
  * A browser on a 1280x800 page in en-US and Europe/Paris (figures and times are compared),
  * watching for problems against `base`'s origin; its fields are set on `into` (a test's context,
@@ -39,7 +30,7 @@ export function requireChromium() {
  */
 export async function openConsoleBrowser<T extends object>(base: string, into: T): Promise<T & ConsoleBrowser> {
   await mkdir(SHOTS, { recursive: true });
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-dev-shm-usage"] });
+  const browser = await launchChromium();
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, locale: "en-US", timezoneId: "Europe/Paris" });
   const page = await context.newPage();
   const b = Object.assign(into, { browser, context, page, problems: [] as string[], allowedStatuses: new Set<number>() });
@@ -61,13 +52,7 @@ export async function openConsoleBrowser<T extends object>(base: string, into: T
 /** Axe on the page as it stands, a screenshot at 1280x800 and at 390 px, and no problem so far. */
 export async function check(b: ConsoleBrowser, name: string) {
   const { page } = b;
-  await page.evaluate(AXE);
-  const violations: { id: string; impact: string; nodes: { target: string[] }[] }[] = await page.evaluate(async () => {
-    const r = await (window as unknown as { axe: { run: (o: object) => Promise<{ violations: [] }> } }).axe.run({ resultTypes: ["violations"] });
-    return r.violations;
-  });
-  const serious = violations.filter((v) => v.impact === "serious" || v.impact === "critical").map((v) => `${v.id} (${v.impact}) at ${v.nodes.map((n) => n.target.join(" ")).slice(0, 3).join(", ")}`);
-  assert.equal(serious, [], `accessibility of ${name}`);
+  assert.equal(await axeViolations(page, ["serious", "critical"]), [], `accessibility of ${name}`);
   await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
   await page.setViewportSize({ width: 390, height: 844 });
   await page.screenshot({ path: path.join(SHOTS, `${name}-phone.png`), fullPage: true });
