@@ -208,9 +208,9 @@ try {
   const accounts = await size("credit_accounts");
   let pending = 0;
   for await (const a of db.collection("credit_accounts").find({})) pending += Object.keys((BSON.EJSON.parse(a.state as string) as { ops?: object }).ops ?? {}).length;
-  const hours = onEvents / ROUND_EVENTS;
+  const hours = (offset / HOUR).toFixed(0);
   console.log(
-    `after ${onEvents} events of ${USERS} credit users over ${hours} simulated hours: credit_ledger ${ledger.docs} documents, ${(ledger.bytes / 1e6).toFixed(1)} MB ` +
+    `after ${onEvents} events of ${USERS} credit users over ${hours} simulated hours (both populations' rounds): credit_ledger ${ledger.docs} documents, ${(ledger.bytes / 1e6).toFixed(1)} MB ` +
       `(${(ledger.bytes / onEvents).toFixed(1)} bytes an event); credit_accounts ${accounts.docs} documents, ${(accounts.bytes / 1e6).toFixed(1)} MB, holding ${pending} entries of the last hours not yet written`,
   );
 } finally {
