@@ -1,7 +1,7 @@
 import fp from "fastify-plugin";
-import type { FastifyRequest } from "fastify";
 import { FairShare } from "@meter/lib/fair-share";
 import { KeyedGate } from "@meter/lib/keyed-gate";
+import { HttpError } from "../errors.ts";
 
 declare module "fastify" {
   interface FastifyContextConfig {
@@ -24,8 +24,7 @@ declare module "fastify" {
 export const admissionPlugin = fp<{ limit: number; share?: { share: number; windowMs: number } }>(async (app, opts) => {
   const gate = new KeyedGate(opts.limit);
   const fair = new FairShare(opts.share?.share ?? 0, opts.share?.windowMs ?? 1_000);
-  const held = new WeakMap<FastifyRequest, () => void>();
-  app.addHook("preParsing", async (request) => {
+  app.addHook("preParsing", async (request, reply) => {
     if (!request.productId) return;
     fair.seen(request.productId);
     if (!request.routeOptions.config.perProductBatch) return;
@@ -38,14 +37,16 @@ export const admissionPlugin = fp<{ limit: number; share?: { share: number; wind
       throw err;
     }
     const done = () => (answered(), release());
-    // Its client gave up while it waited: onRequestAbort has come and gone, so give back now.
-    if (request.raw.socket?.destroyed) return done();
-    held.set(request, done);
+    // Its client gave up while it waited: give the place back and end the request here (its
+    // body will never come, so reading it would hold the request open for good).
+    if (request.raw.socket?.destroyed) {
+      done();
+      throw new HttpError(408, "the client closed the connection while its batch waited for admission");
+    }
+    // The response closes once answered, or when the client goes away at any point after this
+    // (a client timing out while its batch is being stored: neither onResponse nor
+    // onRequestAbort comes then, and each such batch kept its place for good, until the
+    // product's batches all waited forever).
+    reply.raw.once("close", done);
   });
-  const release = async (request: FastifyRequest) => {
-    held.get(request)?.();
-    held.delete(request);
-  };
-  app.addHook("onResponse", release);
-  app.addHook("onRequestAbort", release);
 });

@@ -142,10 +142,14 @@ export function retryable(err: unknown): boolean {
   return err instanceof MeterNetworkError || (err instanceof MeterApiError && err.retryable);
 }
 
-/** Exponential backoff with jitter (0.5 s doubling up to 30 s), never shorter than Retry-After. */
+/**
+ * Exponential backoff with jitter (0.5 s doubling up to 30 s), never shorter than Retry-After
+ * (taken up to 60 s), which gets up to half of itself again: clients told the same moment by a
+ * busy service (429) come back spread out rather than all at once.
+ */
 export function backoffMs(failures: number, err?: unknown): number {
   const base = Math.min(30_000, 500 * 2 ** Math.max(0, failures - 1));
   const delay = base * (0.5 + Math.random() / 2);
   const after = err instanceof MeterApiError ? err.retryAfterMs : undefined;
-  return after === undefined ? delay : Math.max(delay, Math.min(after, 60_000));
+  return after === undefined ? delay : Math.max(delay, Math.min(after, 60_000) * (1 + Math.random() / 2));
 }

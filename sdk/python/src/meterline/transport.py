@@ -205,8 +205,10 @@ def retryable(err: BaseException) -> bool:
 
 
 def backoff(failures: int, err: MeterError | None = None) -> float:
-    """Exponential backoff with jitter (0.5 s doubling up to 30 s), never shorter than Retry-After."""
+    """Exponential backoff with jitter (0.5 s doubling up to 30 s), never shorter than Retry-After (taken up
+    to 60 s), which gets up to half of itself again: clients told the same moment by a busy service (429)
+    come back spread out rather than all at once."""
     base: float = min(30.0, 0.5 * 2.0 ** max(0, failures - 1))
     delay = base * (0.5 + random.random() / 2)
     after: float | None = err.retry_after if isinstance(err, MeterAPIError) else None
-    return delay if after is None else max(delay, min(after, 60.0))
+    return delay if after is None else max(delay, min(after, 60.0) * (1 + random.random() / 2))
