@@ -31,6 +31,8 @@ import { listenRpc, rpcClient } from "@meter/lib/rpc";
 import { createLogger } from "@meter/lib/logger";
 import { connectMongo } from "@meter/lib/mongo";
 import { ingestedEvents, ingestionInFlight } from "@meter/lib/metrics";
+import { MeterApiError } from "../sdk/typescript/src/errors.ts";
+import { backoffMs } from "../sdk/typescript/src/transport.ts";
 import { startStack } from "../cmd/stack.ts";
 import { Api } from "../test/support/http.ts";
 import { freePort, freePortRange } from "../test/support/processes.ts";
@@ -132,18 +134,19 @@ async function drive(mode: string, apiUrl: string): Promise<Result> {
   let accepted = 0;
   let retries = 0;
   const timing = await timedBatches(async (b, events) => {
-    // As the client library does: a 503 (backend busy) is retried; ids make it idempotent.
+    // As the client library does: a 503 (backend down) or 429 (busy) is retried; ids make it idempotent.
     for (let attempt = 1; ; attempt++) {
       const res = await api.post("/events/batch", events);
       if (res.status === 200) {
         accepted += res.body.accepted + res.body.duplicates;
         return;
       }
-      if (res.status !== 503 || attempt >= 5) throw new Error(`batch ${b}: ${res.status} ${JSON.stringify(res.body)}`);
+      if ((res.status !== 503 && res.status !== 429) || attempt >= 5) throw new Error(`batch ${b}: ${res.status} ${JSON.stringify(res.body)}`);
       retries++;
+      if (res.status === 429) await new Promise((r) => setTimeout(r, Number(res.headers.get("retry-after") ?? 1) * 1000));
     }
   });
-  if (retries > 0) console.log(`  (${mode}: ${retries} batches retried after 503)`);
+  if (retries > 0) console.log(`  (${mode}: ${retries} batches retried after 503 or 429)`);
   if (accepted !== EVENTS) throw new Error(`${mode}: accepted ${accepted} of ${EVENTS}`);
   let tokens = 0;
   for (let u = 0; u < USERS; u++) tokens += (await api.get(`/users/user-${u}/usage`)).body.total_tokens;
@@ -287,7 +290,15 @@ interface OverloadResult {
 
 /** Senders faster than the store for SECONDS, then stopped at once: how long storing goes on. */
 async function overload(bound: number): Promise<OverloadResult> {
-  const stack = await startStack({ mongoUrl, dbPrefix: `bench_over_${Date.now()}`, logger, services: { ingestion: { maxEventsInFlight: bound } } });
+  // Bound 0: as before the bound, with no bound in the service and 256 batches of a product
+  // waiting in the gateway.
+  const stack = await startStack({
+    mongoUrl,
+    dbPrefix: `bench_over_${Date.now()}`,
+    logger,
+    batchWaiting: bound === 0 ? 256 : undefined,
+    services: { ingestion: { maxEventsInFlight: bound } },
+  });
   try {
     const anon = new Api(stack.apiUrl);
     const product = await anon.post("/products", { name: "bench overload" });
@@ -324,14 +335,16 @@ async function overload(bound: number): Promise<OverloadResult> {
             if (res.status === 429) counts.busy++;
             else if (res.status === 503) counts.unavailable++;
             else throw new Error(`overload: ${res.status}`);
-            const after = Number(res.headers.get("retry-after") ?? 0) * 1000;
-            wait = Math.max(after, 500 * 2 ** (failures - 1)) * (1 + Math.random() / 2);
+            // The client library's own backoff.
+            const after = res.headers.get("retry-after");
+            wait = backoffMs(failures, new MeterApiError(res.status, "", after === null ? undefined : Number(after) * 1000));
           } catch (err) {
             if ((err as Error).name !== "TimeoutError") throw err;
             counts.timeouts++;
-            wait = 500 * 2 ** (failures - 1) * (0.5 + Math.random() / 2);
+            wait = backoffMs(failures, err);
           }
-          if (!stopped) await new Promise((r) => setTimeout(r, Math.min(wait, 30_000)));
+          // Stopping ends a backoff too: the sender sends nothing more.
+          for (const until = performance.now() + wait; !stopped && performance.now() < until; ) await new Promise((r) => setTimeout(r, 50));
         }
       }
     });
@@ -343,10 +356,13 @@ async function overload(bound: number): Promise<OverloadResult> {
     const stoppedAt = performance.now();
     const storedAtStop = await metricTotal(ingestedEvents);
     console.error(`  stopped; ${storedAtStop - storedAtStart} events handled, ${await metricTotal(ingestionInFlight)} in flight`);
-    await Promise.all(senders);
-    console.error(`  senders have their answers, ${((performance.now() - stoppedAt) / 1000).toFixed(1)} s after stopping`);
-    // Storing has ended once nothing has been held for 2 s (what senders abandoned at their
-    // timeout included); the tail ends at the last batch stored.
+    let answered = false;
+    void Promise.all(senders).then(() => {
+      answered = true;
+      console.error(`  senders have their answers, ${((performance.now() - stoppedAt) / 1000).toFixed(1)} s after stopping`);
+    });
+    // Storing has ended once the senders have their answers and nothing has been held for 2 s
+    // (what senders abandoned at their timeout included); the tail ends at the last batch stored.
     let last = storedAtStop;
     let lastAt = stoppedAt;
     let quietSince = performance.now();
@@ -359,7 +375,7 @@ async function overload(bound: number): Promise<OverloadResult> {
         last = stored;
         lastAt = now;
       }
-      if ((await metricTotal(ingestionInFlight)) > 0) quietSince = now;
+      if (!answered || (await metricTotal(ingestionInFlight)) > 0) quietSince = now;
       if (now - quietSince > 2_000) break;
       if (now - printedAt > 5_000) {
         printedAt = now;
@@ -385,12 +401,12 @@ async function overloadRounds(): Promise<void> {
   const bounds = (process.env.BENCH_BOUNDS ?? "0,10000").split(",").map(Number);
   const rounds = Number(process.env.BENCH_ROUNDS ?? 1);
   console.log(`overload: ${SENDERS} senders, batches of ${BATCH}, ${SECONDS} s, ${USERS} users; load ${os.loadavg().map((l) => l.toFixed(1)).join(" ")}`);
-  console.log("round  bound   stored/s   acked    429s   503s   timeouts   batch p50 ms   stored after the senders stopped (target: a few seconds)");
+  console.log("round  bound  handled/s  acked/s    429s   503s   timeouts   batch p50 ms   stored after the senders stopped (target: a few seconds)");
   for (let r = 1; r <= rounds; r++) {
     for (const bound of bounds) {
       const o = await overload(bound);
       console.log(
-        `${String(r).padStart(5)}${String(o.bound || "none").padStart(7)}${o.storedPerS.toFixed(0).padStart(11)}${String(o.acknowledged).padStart(8)}` +
+        `${String(r).padStart(5)}${String(o.bound || "none").padStart(7)}${o.storedPerS.toFixed(0).padStart(11)}${(o.acknowledged / SECONDS).toFixed(0).padStart(9)}` +
           `${String(o.busy).padStart(8)}${String(o.unavailable).padStart(7)}${String(o.timeouts).padStart(11)}${o.p50.toFixed(0).padStart(15)}` +
           `   ${o.tailS.toFixed(1)} s (load ${os.loadavg()[0]!.toFixed(1)})`,
       );

@@ -1,6 +1,6 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { Code, ConnectError } from "./errors.ts";
+import { Code, ConnectError, retryAfterHint } from "./errors.ts";
 import { KeyedGate } from "./keyed-gate.ts";
 
 /** A write that finishes when the test says so. */
@@ -20,10 +20,11 @@ test("one product's writes beyond the limit wait in order; another product's pas
   await new Promise((r) => setImmediate(r));
   assert.equal(order, ["A0", "A1", "B0"]);
   assert.equal(gate.load("A"), { running: 2, waiting: 1 });
-  // A fourth of A finds the waiting line full: refused as unavailable, to be retried.
+  // A fourth of A finds the waiting line full: refused as busy, to be sent again after the hint.
   const refused = await gate.run("A", async () => undefined).catch((e: unknown) => e);
   assert.instance(refused, ConnectError);
-  assert.is((refused as ConnectError).code, Code.Unavailable);
+  assert.is((refused as ConnectError).code, Code.ResourceExhausted);
+  assert.is(retryAfterHint(refused as ConnectError), 1);
   a[0]!.release();
   await runs[0];
   await new Promise((r) => setImmediate(r));

@@ -2,8 +2,8 @@ import { rpcError } from "./errors.ts";
 
 /**
  * At most `limit` tasks of one key (a product) at once; the key's others wait their turn, first
- * come first served, and past `maxWaiting` waiting ones a new one is refused as unavailable
- * (503 with Retry-After: the client retries later). The gateway admits ingestion batches with
+ * come first served, and past `maxWaiting` waiting ones a new one is refused as busy (429 with
+ * Retry-After: the client sends it again later). The gateway admits ingestion batches with
  * it before reading their bodies, and the ingestion service runs their writes with it, so one
  * product's burst occupies a bounded share of a process and of the database's write queue
  * however many requests it opens (docs/operations.md, "Limits"; ingestion README, "No noisy
@@ -29,7 +29,7 @@ export class KeyedGate {
       k.running++;
     } else {
       if (k.waiting.length >= this.maxWaiting) {
-        throw rpcError.unavailable(`more than ${this.maxWaiting} batches of this product are waiting; retry shortly`);
+        throw rpcError.busy(`${this.maxWaiting} batches of this product are waiting already; retry in 1 s`, 1);
       }
       // A finishing task hands its place over: `running` stays as it is.
       await new Promise<void>((resolve) => k!.waiting.push(resolve));
