@@ -290,13 +290,13 @@ interface OverloadResult {
 
 /** Senders faster than the store for SECONDS, then stopped at once: how long storing goes on. */
 async function overload(bound: number): Promise<OverloadResult> {
-  // Bound 0: as before the bound, with no bound in the service and 256 batches of a product
-  // waiting in the gateway.
+  // Bound 0: as before the bound, with no bound in the service and no bound on the wait for
+  // admission in the gateway.
   const stack = await startStack({
     mongoUrl,
     dbPrefix: `bench_over_${Date.now()}`,
     logger,
-    batchWaiting: bound === 0 ? 256 : undefined,
+    batchMaxWaitMs: bound === 0 ? 0 : undefined,
     services: { ingestion: { maxEventsInFlight: bound } },
   });
   try {

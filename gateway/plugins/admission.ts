@@ -11,21 +11,28 @@ declare module "fastify" {
 }
 
 /**
+ * Longest a batch waits for admission, at the pace of its product's recent batches: half the
+ * clients' 10 s request timeout, so a batch never waits so long that its client gives up and
+ * sends it again while it is still to be stored.
+ */
+const MAX_WAIT_MS = 5_000;
+
+/**
  * One product's ingestion burst must not take the process from the others: a batch costs the
  * gateway its JSON parse and validation, and the services its conversion and writes, all CPU
  * of the same process in all-in-one. So at most `limit` batches of one product are admitted
  * at once, before their bodies are read (a waiting one costs a socket and nothing else; its
- * body waits in the kernel); the product's others wait in turn, `waiting` of them at most
- * (default `limit`): past them a batch is refused at once, 429 with Retry-After, so that what a
- * product has waiting is stored within seconds, never long after its clients gave up (the
- * ingestion service bounds the events it holds the same way). Other products' requests never
- * wait for them.
+ * body waits in the kernel); the product's others wait in turn, as long as the line ahead
+ * takes at most `maxWaitMs` (5 s) at the pace of its recent batches: past it a batch is refused
+ * at once, 429 with Retry-After, so that what a product has waiting is stored within seconds,
+ * never long after its clients gave up (the ingestion service bounds the events it holds the
+ * same way). Other products' requests never wait for them.
  * Bounding concurrency does not bound the time a product takes: while another product is
  * being served, a product that has used more than its share of recent service time waits
  * before its next batch (lib/src/fair-share.ts; `share` 0: off).
  */
-export const admissionPlugin = fp<{ limit: number; waiting?: number; share?: { share: number; windowMs: number } }>(async (app, opts) => {
-  const gate = new KeyedGate(opts.limit, opts.waiting ?? opts.limit);
+export const admissionPlugin = fp<{ limit: number; maxWaitMs?: number; share?: { share: number; windowMs: number } }>(async (app, opts) => {
+  const gate = new KeyedGate(opts.limit, undefined, opts.maxWaitMs ?? MAX_WAIT_MS);
   const fair = new FairShare(opts.share?.share ?? 0, opts.share?.windowMs ?? 1_000);
   app.addHook("preParsing", async (request, reply) => {
     if (!request.productId) return;

@@ -53,6 +53,34 @@ test("a place given back twice is given back once", async () => {
   assert.equal(gate.load("A"), { running: 0, waiting: 0 });
 });
 
+test("with maxWaitMs, a task is refused when the line ahead takes longer at the key's recent pace", async () => {
+  let now = 0;
+  const gate = new KeyedGate(2, 256, 5_000, () => now);
+  // Tasks of A have taken 2 s each.
+  const first = await gate.acquire("A");
+  now += 2_000;
+  first();
+  const running = [await gate.acquire("A"), await gate.acquire("A")];
+  // Each waiting one adds 1 s (2 s over 2 places): 5 wait, the sixth would wait 6 s.
+  const waiting = Array.from({ length: 5 }, () => gate.acquire("A"));
+  const refused = await gate.acquire("A").catch((e: unknown) => e);
+  assert.instance(refused, ConnectError);
+  assert.is((refused as ConnectError).code, Code.ResourceExhausted);
+  assert.is(retryAfterHint(refused as ConnectError), 1);
+  assert.match((refused as ConnectError).rawMessage, /waiting already take about 6 s; retry in 1 s/);
+  // Another key has no such line.
+  (await gate.acquire("B"))();
+  // Quick tasks: the line empties fast, so it is let wait again.
+  for (const r of running) r();
+  for (const w of waiting) (await w)();
+  assert.equal(gate.load("A"), { running: 0, waiting: 0 });
+  for (let i = 0; i < 10; i++) (await gate.acquire("A"))();
+  const many = [await gate.acquire("A"), await gate.acquire("A")];
+  const queued = Array.from({ length: 20 }, () => gate.acquire("A"));
+  for (const r of many) r();
+  for (const q of queued) (await q)();
+});
+
 test("limit 0 runs everything at once", async () => {
   const gate = new KeyedGate(0);
   const hs = [held(), held(), held()];
