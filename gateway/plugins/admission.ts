@@ -11,9 +11,9 @@ declare module "fastify" {
 }
 
 /**
- * Longest a batch waits for admission, at the pace of its product's recent batches: half the
- * clients' 10 s request timeout, so a batch never waits so long that its client gives up and
- * sends it again while it is still to be stored.
+ * Longest a batch waits for admission and its own turn, at the pace of its product's recent
+ * batches: half the clients' 10 s request timeout, so a batch is not kept so long that its
+ * client gives up and sends it again while it is still to be stored.
  */
 const MAX_WAIT_MS = 5_000;
 
@@ -23,7 +23,7 @@ const MAX_WAIT_MS = 5_000;
  * of the same process in all-in-one. So at most `limit` batches of one product are admitted
  * at once, before their bodies are read (a waiting one costs a socket and nothing else; its
  * body waits in the kernel); the product's others wait in turn, as long as the line ahead
- * takes at most `maxWaitMs` (5 s) at the pace of its recent batches: past it a batch is refused
+ * and its own turn take at most `maxWaitMs` (5 s) at the pace of its recent batches: past it a batch is refused
  * at once, 429 with Retry-After, so that what a product has waiting is stored within seconds,
  * never long after its clients gave up (the ingestion service bounds the events it holds the
  * same way). Other products' requests never wait for them.

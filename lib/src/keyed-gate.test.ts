@@ -61,13 +61,13 @@ test("with maxWaitMs, a task is refused when the line ahead takes longer at the 
   now += 2_000;
   first();
   const running = [await gate.acquire("A"), await gate.acquire("A")];
-  // Each waiting one adds 1 s (2 s over 2 places): 5 wait, the sixth would wait 6 s.
-  const waiting = Array.from({ length: 5 }, () => gate.acquire("A"));
+  // Each waiting one adds 1 s (2 s over 2 places) to its own 2 s: 3 wait, the fourth would be done in 6 s.
+  const waiting = Array.from({ length: 3 }, () => gate.acquire("A"));
   const refused = await gate.acquire("A").catch((e: unknown) => e);
   assert.instance(refused, ConnectError);
   assert.is((refused as ConnectError).code, Code.ResourceExhausted);
   assert.is(retryAfterHint(refused as ConnectError), 1);
-  assert.match((refused as ConnectError).rawMessage, /waiting already take about 6 s; retry in 1 s/);
+  assert.match((refused as ConnectError).rawMessage, /ahead of this one take about 6 s with it; retry in 1 s/);
   // Another key has no such line.
   (await gate.acquire("B"))();
   // Quick tasks: the line empties fast, so it is let wait again.

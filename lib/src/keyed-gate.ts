@@ -9,8 +9,8 @@ import { rpcError } from "./errors.ts";
  * however many requests it opens (docs/operations.md, "Limits"; ingestion README, "No noisy
  * neighbours"). `limit` 0 turns it off.
  *
- * With `maxWaitMs`, a task is also refused (busy, with the time the line takes beyond it as the
- * hint) when the line ahead of it would take longer than that at the pace of the key's recent
+ * With `maxWaitMs`, a task is also refused (busy, with the time beyond it as the hint) when the
+ * line ahead of it and its own turn would take longer than that at the pace of the key's recent
  * tasks: a count alone held minutes of work when the database slowed down, or refused many
  * small tasks that would have passed in no time.
  */
@@ -40,10 +40,11 @@ export class KeyedGate {
       if (k.waiting.length >= this.maxWaiting) {
         throw rpcError.busy(`${this.maxWaiting} batches of this product are waiting already; retry in 1 s`, 1);
       }
-      const wait = ((k.waiting.length + 1) / this.limit) * (this.taskMs.get(key) ?? 0);
-      if (this.maxWaitMs > 0 && wait > this.maxWaitMs) {
-        const s = Math.ceil((wait - this.maxWaitMs) / 1000);
-        throw rpcError.busy(`the batches of this product waiting already take about ${Math.round(wait / 1000)} s; retry in ${s} s`, s);
+      const taskMs = this.taskMs.get(key) ?? 0;
+      const done = ((k.waiting.length + 1) / this.limit) * taskMs + taskMs;
+      if (this.maxWaitMs > 0 && done > this.maxWaitMs) {
+        const s = Math.ceil((done - this.maxWaitMs) / 1000);
+        throw rpcError.busy(`the batches of this product ahead of this one take about ${Math.round(done / 1000)} s with it; retry in ${s} s`, s);
       }
       // A finishing task hands its place over: `running` stays as it is.
       await new Promise<void>((resolve) => k!.waiting.push(resolve));
