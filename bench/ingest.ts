@@ -7,6 +7,13 @@
 // of the two by its first event id; prints per-batch latency per replica. With
 // BENCH_USERS=1000 and BENCH_BATCH=1000 every batch touches 1,000 users:
 //   BENCH_MODES=replicas BENCH_USERS=1000 BENCH_EVENTS=50000 npm run bench:ingest
+// Mode `overload`: BENCH_SENDERS senders (24) post batches of BENCH_BATCH without pause for
+// BENCH_SECONDS (20), as the client libraries do (the same batch again after a 429 or 503,
+// waiting Retry-After plus jitter, or after their 10 s request timeout), then stop sending:
+// each takes the answer to the request it has out, and sends nothing more. Prints how long
+// the service goes on storing after they stopped, for each bound on the events a replica holds (BENCH_BOUNDS, INGESTION_MAX_EVENTS_IN_FLIGHT
+// values, 0: none), alternated over BENCH_ROUNDS rounds:
+//   BENCH_MODES=overload BENCH_BOUNDS=0,10000 BENCH_ROUNDS=3 npm run bench:ingest
 // Uses MONGODB_URL when set, else the embedded database in a temporary directory.
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
@@ -23,6 +30,9 @@ import { startEmbeddedDb } from "@meter/lib/embedded-db";
 import { listenRpc, rpcClient } from "@meter/lib/rpc";
 import { createLogger } from "@meter/lib/logger";
 import { connectMongo } from "@meter/lib/mongo";
+import { ingestedEvents, ingestionInFlight } from "@meter/lib/metrics";
+import { MeterApiError } from "../sdk/typescript/src/errors.ts";
+import { backoffMs } from "../sdk/typescript/src/transport.ts";
 import { startStack } from "../cmd/stack.ts";
 import { Api } from "../test/support/http.ts";
 import { freePort, freePortRange } from "../test/support/processes.ts";
@@ -124,18 +134,19 @@ async function drive(mode: string, apiUrl: string): Promise<Result> {
   let accepted = 0;
   let retries = 0;
   const timing = await timedBatches(async (b, events) => {
-    // As the client library does: a 503 (backend busy) is retried; ids make it idempotent.
+    // As the client library does: a 503 (backend down) or 429 (busy) is retried; ids make it idempotent.
     for (let attempt = 1; ; attempt++) {
       const res = await api.post("/events/batch", events);
       if (res.status === 200) {
         accepted += res.body.accepted + res.body.duplicates;
         return;
       }
-      if (res.status !== 503 || attempt >= 5) throw new Error(`batch ${b}: ${res.status} ${JSON.stringify(res.body)}`);
+      if ((res.status !== 503 && res.status !== 429) || attempt >= 5) throw new Error(`batch ${b}: ${res.status} ${JSON.stringify(res.body)}`);
       retries++;
+      if (res.status === 429) await new Promise((r) => setTimeout(r, Number(res.headers.get("retry-after") ?? 1) * 1000));
     }
   });
-  if (retries > 0) console.log(`  (${mode}: ${retries} batches retried after 503)`);
+  if (retries > 0) console.log(`  (${mode}: ${retries} batches retried after 503 or 429)`);
   if (accepted !== EVENTS) throw new Error(`${mode}: accepted ${accepted} of ${EVENTS}`);
   let tokens = 0;
   for (let u = 0; u < USERS; u++) tokens += (await api.get(`/users/user-${u}/usage`)).body.total_tokens;
@@ -256,12 +267,160 @@ async function rawInsertMany(): Promise<Result> {
   return { mode: "insertMany (database only)", events: EVENTS, ...timing };
 }
 
+const SENDERS = Number(process.env.BENCH_SENDERS ?? 24);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
+/** The client libraries' default request timeout. */
+const CLIENT_TIMEOUT_MS = 10_000;
+
+async function metricTotal(metric: { get(): Promise<{ values: { value: number }[] }> }): Promise<number> {
+  return (await metric.get()).values.reduce((a, v) => a + v.value, 0);
+}
+
+interface OverloadResult {
+  bound: number;
+  stored: number;
+  storedPerS: number;
+  acknowledged: number;
+  busy: number;
+  unavailable: number;
+  timeouts: number;
+  tailS: number;
+  p50: number;
+}
+
+/** Senders faster than the store for SECONDS, then stopped at once: how long storing goes on. */
+async function overload(bound: number): Promise<OverloadResult> {
+  // Bound 0: as before the bound, with no bound in the service and no bound on the wait for
+  // admission in the gateway.
+  const stack = await startStack({
+    mongoUrl,
+    dbPrefix: `bench_over_${Date.now()}`,
+    logger,
+    batchMaxWaitMs: bound === 0 ? 0 : undefined,
+    services: { ingestion: { maxEventsInFlight: bound } },
+  });
+  try {
+    const anon = new Api(stack.apiUrl);
+    const product = await anon.post("/products", { name: "bench overload" });
+    const key = product.body.api_key as string;
+    const api = anon.withKey(key);
+    for (let u = 0; u < USERS; u++) await api.post("/users", { external_user_id: `user-${u}` });
+    console.error(`  bound ${bound || "none"}: ${USERS} users registered; sending for ${SECONDS} s`);
+    const counts = { acknowledged: 0, busy: 0, unavailable: 0, timeouts: 0 };
+    const latencies: number[] = [];
+    let stopped = false;
+    const storedAtStart = await metricTotal(ingestedEvents);
+    let seq = 0;
+    const t0 = performance.now();
+    const senders = Array.from({ length: SENDERS }, async () => {
+      while (!stopped) {
+        const events = Array.from({ length: BATCH }, () => event(seq++));
+        const body = JSON.stringify(events);
+        for (let failures = 1; !stopped; failures++) {
+          const t = performance.now();
+          let wait: number;
+          try {
+            const res = await fetch(`${stack.apiUrl}/events/batch`, {
+              method: "POST",
+              headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+              body,
+              signal: AbortSignal.timeout(CLIENT_TIMEOUT_MS),
+            });
+            await res.text();
+            if (res.status === 200) {
+              counts.acknowledged += events.length;
+              latencies.push(performance.now() - t);
+              break;
+            }
+            if (res.status === 429) counts.busy++;
+            else if (res.status === 503) counts.unavailable++;
+            else throw new Error(`overload: ${res.status}`);
+            // The client library's own backoff.
+            const after = res.headers.get("retry-after");
+            wait = backoffMs(failures, new MeterApiError(res.status, "", after === null ? undefined : Number(after) * 1000));
+          } catch (err) {
+            if ((err as Error).name !== "TimeoutError") throw err;
+            counts.timeouts++;
+            wait = backoffMs(failures, err);
+          }
+          // Stopping ends a backoff too: the sender sends nothing more.
+          for (const until = performance.now() + wait; !stopped && performance.now() < until; ) await new Promise((r) => setTimeout(r, 50));
+        }
+      }
+    });
+    for (let s = 0; s < SECONDS; s += 5) {
+      await new Promise((r) => setTimeout(r, Math.min(5, SECONDS - s) * 1000));
+      console.error(`  ${s + 5} s: ${(await metricTotal(ingestedEvents)) - storedAtStart} handled, ${await metricTotal(ingestionInFlight)} in flight, ${JSON.stringify(counts)}`);
+    }
+    stopped = true;
+    const stoppedAt = performance.now();
+    const storedAtStop = await metricTotal(ingestedEvents);
+    console.error(`  stopped; ${storedAtStop - storedAtStart} events handled, ${await metricTotal(ingestionInFlight)} in flight`);
+    let answered = false;
+    void Promise.all(senders).then(() => {
+      answered = true;
+      console.error(`  senders have their answers, ${((performance.now() - stoppedAt) / 1000).toFixed(1)} s after stopping`);
+    });
+    // Storing has ended once the senders have their answers and nothing has been held for 2 s
+    // (what senders abandoned at their timeout included); the tail ends at the last batch stored.
+    let last = storedAtStop;
+    let lastAt = stoppedAt;
+    let quietSince = performance.now();
+    let printedAt = quietSince;
+    for (;;) {
+      await new Promise((r) => setTimeout(r, 50));
+      const now = performance.now();
+      const stored = await metricTotal(ingestedEvents);
+      if (stored !== last) {
+        last = stored;
+        lastAt = now;
+      }
+      if (!answered || (await metricTotal(ingestionInFlight)) > 0) quietSince = now;
+      if (now - quietSince > 2_000) break;
+      if (now - printedAt > 5_000) {
+        printedAt = now;
+        console.error(`  ${((now - stoppedAt) / 1000).toFixed(0)} s after: ${stored - storedAtStart} handled, ${await metricTotal(ingestionInFlight)} in flight`);
+      }
+      if (now - stoppedAt > 600_000) throw new Error("overload: still storing 10 min after the senders stopped");
+    }
+    latencies.sort((a, b) => a - b);
+    return {
+      bound,
+      stored: last - storedAtStart,
+      storedPerS: (storedAtStop - storedAtStart) / ((stoppedAt - t0) / 1000),
+      ...counts,
+      tailS: (lastAt - stoppedAt) / 1000,
+      p50: pct(latencies, 50),
+    };
+  } finally {
+    await stack.close();
+  }
+}
+
+async function overloadRounds(): Promise<void> {
+  const bounds = (process.env.BENCH_BOUNDS ?? "0,10000").split(",").map(Number);
+  const rounds = Number(process.env.BENCH_ROUNDS ?? 1);
+  console.log(`overload: ${SENDERS} senders, batches of ${BATCH}, ${SECONDS} s, ${USERS} users; load ${os.loadavg().map((l) => l.toFixed(1)).join(" ")}`);
+  console.log("round  bound  handled/s  acked/s    429s   503s   timeouts   batch p50 ms   stored after the senders stopped (target: a few seconds)");
+  for (let r = 1; r <= rounds; r++) {
+    for (const bound of bounds) {
+      const o = await overload(bound);
+      console.log(
+        `${String(r).padStart(5)}${String(o.bound || "none").padStart(7)}${o.storedPerS.toFixed(0).padStart(11)}${(o.acknowledged / SECONDS).toFixed(0).padStart(9)}` +
+          `${String(o.busy).padStart(8)}${String(o.unavailable).padStart(7)}${String(o.timeouts).padStart(11)}${o.p50.toFixed(0).padStart(15)}` +
+          `   ${o.tailS.toFixed(1)} s (load ${os.loadavg()[0]!.toFixed(1)})`,
+      );
+    }
+  }
+}
+
 const only = (process.env.BENCH_MODES ?? "raw,all-in-one,split").split(",");
-console.log(`ingesting ${EVENTS} events in batches of ${BATCH} over ${CONCURRENCY} connections, ${USERS} users (${embedded ? "embedded FerretDB" : mongoUrl})`);
-console.log("\nmode                        events/s   p50 batch ms   p99 batch ms   vs insertMany");
+if (only.some((m) => m !== "overload")) console.log(`ingesting ${EVENTS} events in batches of ${BATCH} over ${CONCURRENCY} connections, ${USERS} users (${embedded ? "embedded FerretDB" : mongoUrl})`);
+if (only.some((m) => m !== "overload")) console.log("\nmode                        events/s   p50 batch ms   p99 batch ms   vs insertMany");
 let raw: Result | undefined;
 const runs: Record<string, () => Promise<Result>> = { raw: rawInsertMany, "all-in-one": allInOne, split, replicas };
-for (const mode of only) {
+if (only.includes("overload")) await overloadRounds();
+for (const mode of only.filter((m) => m !== "overload")) {
   const r = await runs[mode]!();
   if (mode === "raw") raw = r;
   const eps = r.events / r.seconds;

@@ -283,8 +283,10 @@ async function ingestion(size: number): Promise<{ eps: number; p50: number; p99:
       for (let attempt = 1; ; attempt++) {
         const res = await api.post("/events/batch", events);
         if (res.status === 200 && res.body.accepted + res.body.duplicates === BATCH) break;
-        if (res.status !== 503 || attempt >= 5) throw new Error(`batch ${b}: ${res.status} ${JSON.stringify(res.body)}`);
+        if ((res.status !== 503 && res.status !== 429) || attempt >= 5) throw new Error(`batch ${b}: ${res.status} ${JSON.stringify(res.body)}`);
         retries++;
+        // A busy service (429) says when to come back.
+        if (res.status === 429) await new Promise((r) => setTimeout(r, Number(res.headers.get("retry-after") ?? 1) * 1000));
       }
       latencies.push(performance.now() - s);
     },

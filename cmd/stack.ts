@@ -34,6 +34,8 @@ export interface StackOptions {
   protection?: Protection;
   /** Ingestion batches of one product the gateway admits at once (default 4; 0: no limit). */
   batchConcurrency?: number;
+  /** Longest wait of a batch for admission in the gateway (default 5 s; 0: none). */
+  batchMaxWaitMs?: number;
   /** A product's share of recent time while another is served (INGESTION_PRODUCT_SHARE); off when absent. */
   batchShare?: { share: number; windowMs: number };
   /** Per-service options beyond db, logger and peers (tests use these for clocks, intervals...). */
@@ -88,6 +90,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     authCacheTtlMs: opts.authCacheTtlMs,
     protection: opts.protection,
     batchConcurrency: opts.batchConcurrency,
+    batchMaxWaitMs: opts.batchMaxWaitMs,
     batchShare: opts.batchShare,
   });
   const address = await gateway.listen({ port: opts.httpPort ?? 0, host: opts.httpHost ?? "127.0.0.1" });

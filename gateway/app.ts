@@ -33,6 +33,8 @@ export interface GatewayOptions {
   protection?: Protection;
   /** Ingestion batches of one product admitted at once (plugins/admission.ts); 0: no limit. Default 4. */
   batchConcurrency?: number;
+  /** Longest wait for admission, at the pace of the product's recent batches; past it 429 with Retry-After. Default 5 000; 0: none. */
+  batchMaxWaitMs?: number;
   /** A product's share of recent time while another is served (lib/src/fair-share.ts); off when absent. */
   batchShare?: { share: number; windowMs: number };
 }
@@ -88,7 +90,7 @@ export async function buildGateway(opts: GatewayOptions) {
         failureMax: protection.rateLimit.authFailureMax ?? protection.rateLimit.publicMax,
         windowMs: protection.rateLimit.windowMs,
       });
-      await api.register(admissionPlugin, { limit: opts.batchConcurrency ?? 4, share: opts.batchShare });
+      await api.register(admissionPlugin, { limit: opts.batchConcurrency ?? 4, maxWaitMs: opts.batchMaxWaitMs, share: opts.batchShare });
       // After admission: a batch's wait for its turn does not count against its body's time.
       bodyDeadline(api, connections);
       for (const routes of apiRoutes) await api.register(routes);

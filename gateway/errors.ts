@@ -1,6 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
-import { fieldIssues } from "@meter/lib/errors";
+import { fieldIssues, retryAfterHint } from "@meter/lib/errors";
 import { PATTERN_MESSAGES } from "./schemas/common.ts";
 
 /**
@@ -16,6 +16,7 @@ const STATUS_BY_CODE: Partial<Record<Code, number>> = {
   [Code.NotFound]: 404,
   [Code.AlreadyExists]: 409,
   [Code.Aborted]: 409,
+  // 429 instead when the error carries a retry hint (more work than the service holds: wait).
   [Code.ResourceExhausted]: 413,
   [Code.Unavailable]: 503,
   [Code.DeadlineExceeded]: 503,
@@ -80,6 +81,12 @@ const PUBLIC_5XX: Record<number, string> = {
 export function errorHandler(err: FastifyError | ConnectError | Error, request: FastifyRequest, reply: FastifyReply) {
   if (err instanceof ConnectError) {
     const status = httpStatusForCode(err.code);
+    const retryAfter = retryAfterHint(err);
+    if (retryAfter !== undefined) {
+      // The service holds as much work as it stores in a few seconds: the client backs off.
+      request.log.info({ message: err.rawMessage }, "backend busy");
+      return reply.status(429).header("retry-after", String(retryAfter)).send({ detail: err.rawMessage });
+    }
     if (status === 503) {
       // A service or its database is down for now (restarting): the client retries.
       request.log.warn({ code: Code[err.code], message: err.rawMessage }, "backend unavailable");

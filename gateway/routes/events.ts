@@ -102,10 +102,12 @@ const batchRoute = <T extends TSchema>(event: T, operationId: string, summary: s
     summary,
     description:
       `At most 10,000 events and 10 MiB per batch (413 beyond). ${refused} ` +
-      "(the issues name each such event); fields an event does not define are ignored.",
+      "(the issues name each such event); fields an event does not define are ignored. " +
+      "429 with Retry-After when the service holds more events than it stores in a few seconds " +
+      "(INGESTION_MAX_EVENTS_IN_FLIGHT): send the same batch again after it (event ids make a resend safe).",
     tags: ["ingestion"],
     body: Type.Array(event),
-    response: { 200: BatchResult, ...errors(400, 401, 413, 422) },
+    response: { 200: BatchResult, ...errors(400, 401, 413, 422, 429) },
   },
 });
 

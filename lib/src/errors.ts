@@ -27,6 +27,20 @@ export interface FieldIssue {
 export const FIELD_ISSUES_HEADER = "meter-field-issues";
 const MAX_ISSUES = 50;
 
+/**
+ * Metadata of a `resource_exhausted` error that passes when the caller waits: whole seconds
+ * to wait (the gateway answers 429 with Retry-After). Without it, the request itself is too
+ * large (413) and waiting changes nothing.
+ */
+export const RETRY_AFTER_HEADER = "meter-retry-after";
+
+/** The seconds a `resource_exhausted` error asks its caller to wait, if it carries a hint. */
+export function retryAfterHint(err: ConnectError): number | undefined {
+  if (err.code !== Code.ResourceExhausted) return undefined;
+  const s = Number(err.metadata.get(RETRY_AFTER_HEADER) ?? NaN);
+  return Number.isFinite(s) && s >= 0 ? Math.ceil(s) : undefined;
+}
+
 /** The field issues an INVALID_ARGUMENT error carries, if any. */
 export function fieldIssues(err: ConnectError): FieldIssue[] | undefined {
   const raw = err.metadata.get(FIELD_ISSUES_HEADER);
@@ -58,6 +72,9 @@ export const rpcError = {
   unauthenticated: (message: string) => new ConnectError(message, Code.Unauthenticated),
   permissionDenied: (message: string) => new ConnectError(message, Code.PermissionDenied),
   tooLarge: (message: string) => new ConnectError(message, Code.ResourceExhausted),
+  /** More work than the service holds: the same request passes after `retryAfterS` (429 with Retry-After). */
+  busy: (message: string, retryAfterS: number) =>
+    new ConnectError(message, Code.ResourceExhausted, { [RETRY_AFTER_HEADER]: String(Math.max(1, Math.ceil(retryAfterS))) }),
   unavailable: (message: string) => new ConnectError(message, Code.Unavailable),
 };
 

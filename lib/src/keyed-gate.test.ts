@@ -1,6 +1,6 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { Code, ConnectError } from "./errors.ts";
+import { Code, ConnectError, retryAfterHint } from "./errors.ts";
 import { KeyedGate } from "./keyed-gate.ts";
 
 /** A write that finishes when the test says so. */
@@ -20,10 +20,11 @@ test("one product's writes beyond the limit wait in order; another product's pas
   await new Promise((r) => setImmediate(r));
   assert.equal(order, ["A0", "A1", "B0"]);
   assert.equal(gate.load("A"), { running: 2, waiting: 1 });
-  // A fourth of A finds the waiting line full: refused as unavailable, to be retried.
+  // A fourth of A finds the waiting line full: refused as busy, to be sent again after the hint.
   const refused = await gate.run("A", async () => undefined).catch((e: unknown) => e);
   assert.instance(refused, ConnectError);
-  assert.is((refused as ConnectError).code, Code.Unavailable);
+  assert.is((refused as ConnectError).code, Code.ResourceExhausted);
+  assert.is(retryAfterHint(refused as ConnectError), 1);
   a[0]!.release();
   await runs[0];
   await new Promise((r) => setImmediate(r));
@@ -50,6 +51,34 @@ test("a place given back twice is given back once", async () => {
   assert.equal(gate.load("A"), { running: 1, waiting: 0 });
   releaseSecond();
   assert.equal(gate.load("A"), { running: 0, waiting: 0 });
+});
+
+test("with maxWaitMs, a task is refused when the line ahead takes longer at the key's recent pace", async () => {
+  let now = 0;
+  const gate = new KeyedGate(2, 256, 5_000, () => now);
+  // Tasks of A have taken 2 s each.
+  const first = await gate.acquire("A");
+  now += 2_000;
+  first();
+  const running = [await gate.acquire("A"), await gate.acquire("A")];
+  // Each waiting one adds 1 s (2 s over 2 places) to its own 2 s: 3 wait, the fourth would be done in 6 s.
+  const waiting = Array.from({ length: 3 }, () => gate.acquire("A"));
+  const refused = await gate.acquire("A").catch((e: unknown) => e);
+  assert.instance(refused, ConnectError);
+  assert.is((refused as ConnectError).code, Code.ResourceExhausted);
+  assert.is(retryAfterHint(refused as ConnectError), 1);
+  assert.match((refused as ConnectError).rawMessage, /ahead of this one take about 6 s with it; retry in 1 s/);
+  // Another key has no such line.
+  (await gate.acquire("B"))();
+  // Quick tasks: the line empties fast, so it is let wait again.
+  for (const r of running) r();
+  for (const w of waiting) (await w)();
+  assert.equal(gate.load("A"), { running: 0, waiting: 0 });
+  for (let i = 0; i < 10; i++) (await gate.acquire("A"))();
+  const many = [await gate.acquire("A"), await gate.acquire("A")];
+  const queued = Array.from({ length: 20 }, () => gate.acquire("A"));
+  for (const r of many) r();
+  for (const q of queued) (await q)();
 });
 
 test("limit 0 runs everything at once", async () => {

@@ -62,6 +62,19 @@ export const ingestedEvents = new Counter({
   registers: [registry],
 });
 
+export const ingestionInFlight = new Gauge({
+  name: "meter_ingestion_in_flight_events",
+  help: "Events of ingestion batches this process has taken on and not yet stored (INGESTION_MAX_EVENTS_IN_FLIGHT bounds it).",
+  registers: [registry],
+});
+
+export const ingestionBusyRefusals = new Counter({
+  name: "meter_ingestion_busy_refusals_total",
+  help: "Ingestion batches refused (429 with Retry-After) because the process held INGESTION_MAX_EVENTS_IN_FLIGHT events already.",
+  labelNames: ["kind"] as const,
+  registers: [registry],
+});
+
 export const refusedTimestamps = new Counter({
   name: "meter_usage_events_refused_timestamp_total",
   help: "Usage events refused for a timestamp out of bounds, by bound (too_old: before the analytics rollup retention; future: beyond the clock skew allowed).",

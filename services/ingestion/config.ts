@@ -23,6 +23,12 @@ export const ingestionSettingsFields = {
   /** Days threshold crossings are kept after their period ended; later, that period announces none. */
   INGESTION_CROSSING_DAYS: Type.Integer({ default: 35, minimum: 2, maximum: 36_600 }),
   ...productConcurrencyFields,
+  /**
+   * Events of usage and gate batches one process holds at once, running or waiting; a batch
+   * beyond it is refused with a retry hint (429 with Retry-After); 0: no bound. The default is
+   * a few seconds of what the embedded database stores (README, "Bounded work in flight").
+   */
+  INGESTION_MAX_EVENTS_IN_FLIGHT: Type.Integer({ default: 10_000, minimum: 0, maximum: 10_000_000 }),
   /** Budget leases: default lifetime, and how long after expiry the unsettled part stays held. */
   LEASE_TTL_MS: Type.Integer({ default: 60_000, minimum: 100, maximum: 3_600_000 }),
   LEASE_GRACE_MS: Type.Integer({ default: 30_000, minimum: 0, maximum: 3_600_000 }),
@@ -43,9 +49,11 @@ export function ingestionSettings(config: {
   LEASE_TTL_MS: number;
   LEASE_GRACE_MS: number;
   INGESTION_PRODUCT_CONCURRENCY: number;
+  INGESTION_MAX_EVENTS_IN_FLIGHT: number;
 }) {
   return {
     productWriteConcurrency: config.INGESTION_PRODUCT_CONCURRENCY,
+    maxEventsInFlight: config.INGESTION_MAX_EVENTS_IN_FLIGHT,
     leaseTtlMs: config.LEASE_TTL_MS,
     leaseGraceMs: config.LEASE_GRACE_MS,
     relayIntervalMs: config.RELAY_INTERVAL_MS,

@@ -4,7 +4,8 @@ import { IngestionService } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import type { PeerUrls } from "@meter/lib/config";
 import { JobScheduler } from "@meter/lib/jobs";
 import type { Logger } from "@meter/lib/logger";
-import { collectionBacklog, countIngested, trackOutbox, trackSetAside } from "@meter/lib/metrics";
+import { collectionBacklog, countIngested, ingestionBusyRefusals, ingestionInFlight, trackOutbox, trackSetAside } from "@meter/lib/metrics";
+import { InFlightBound } from "@meter/lib/in-flight-bound";
 import { pingDb } from "@meter/lib/mongo";
 import type { ServiceModule } from "@meter/lib/rpc";
 import { plansDirectory, type UserDirectory } from "./adapters/plans.ts";
@@ -75,6 +76,11 @@ export interface IngestionServiceOptions {
   retention?: Partial<RetentionPolicy>;
   /** Ingestion writes (usage and gate batches) one product may run at once in this process; 0: no limit (lib/src/keyed-gate.ts). */
   productWriteConcurrency?: number;
+  /**
+   * Events of usage and gate batches this process holds at once (running or waiting for their
+   * product's place); a batch beyond it is refused with a retry hint (429). Default 10 000; 0: no bound.
+   */
+  maxEventsInFlight?: number;
   /** Budget leases: default lifetime and grace after expiry (ms). */
   leaseTtlMs?: number;
   leaseGraceMs?: number;
@@ -154,17 +160,34 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
   trackSetAside("ingestion_to_webhooks", collectionBacklog(outbox.webhooks, "set_aside_at", () => ({ set_aside_at: { $exists: true } })));
   trackSetAside("ingestion_to_analytics", collectionBacklog(outbox.analytics, "set_aside_at", () => ({ set_aside_at: { $exists: true } })));
   const writeGate = new KeyedGate(opts.productWriteConcurrency ?? 4);
+  const inFlight = new InFlightBound(opts.maxEventsInFlight ?? 10_000, undefined, undefined, (d) => ingestionInFlight.inc(d));
+  // A batch is held from its arrival (waiting for its product's place counts) until it is stored.
   const fair =
-    <Req extends { productId: string }, Res>(handler: (req: Req, ctx: HandlerContext) => Res | Promise<Res>) =>
-    (req: Req, ctx: HandlerContext) =>
-      writeGate.run(req.productId, async () => handler(req, ctx));
+    <Req extends { productId: string; events: unknown[] }, Res>(kind: "usage" | "gate", handler: (req: Req, ctx: HandlerContext) => Res | Promise<Res>) =>
+    async (req: Req, ctx: HandlerContext) => {
+      let release: (finished?: boolean) => void;
+      try {
+        release = inFlight.take(req.events.length, "events");
+      } catch (err) {
+        ingestionBusyRefusals.inc({ kind });
+        throw err;
+      }
+      let stored = false;
+      try {
+        const res = await writeGate.run(req.productId, async () => handler(req, ctx));
+        stored = true;
+        return res;
+      } finally {
+        release(stored);
+      }
+    };
   return {
     name: "ingestion",
     serviceName: IngestionService.typeName,
     routes(router) {
       router.service(IngestionService, {
-        ingestUsageEvents: countIngested("usage", fair(ingestUsageEvents(deps))),
-        ingestGateEvents: countIngested("gate", fair(ingestGateEvents(deps))),
+        ingestUsageEvents: countIngested("usage", fair("usage", ingestUsageEvents(deps))),
+        ingestGateEvents: countIngested("gate", fair("gate", ingestGateEvents(deps))),
         createManualEvent: createManualEvent(deps),
         getUsage: getUsage(deps),
         listGateEvents: listGateEvents(deps),

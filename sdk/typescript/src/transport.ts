@@ -142,10 +142,18 @@ export function retryable(err: unknown): boolean {
   return err instanceof MeterNetworkError || (err instanceof MeterApiError && err.retryable);
 }
 
-/** Exponential backoff with jitter (0.5 s doubling up to 30 s), never shorter than Retry-After. */
+/**
+ * Exponential backoff with jitter (0.5 s doubling up to 30 s), never shorter than Retry-After
+ * (taken up to 60 s). A 429's Retry-After is the service's own estimate of when it has room, so
+ * it is waited as given rather than doubled: a busy service is not left idle while its clients
+ * sit out a grown backoff. Retry-After gets up to half of itself again, so that clients told
+ * the same moment come back spread out.
+ */
 export function backoffMs(failures: number, err?: unknown): number {
   const base = Math.min(30_000, 500 * 2 ** Math.max(0, failures - 1));
   const delay = base * (0.5 + Math.random() / 2);
   const after = err instanceof MeterApiError ? err.retryAfterMs : undefined;
-  return after === undefined ? delay : Math.max(delay, Math.min(after, 60_000));
+  if (after === undefined) return delay;
+  const hinted = Math.min(after, 60_000) * (1 + Math.random() / 2);
+  return (err as MeterApiError).status === 429 ? hinted : Math.max(delay, hinted);
 }

@@ -205,8 +205,14 @@ def retryable(err: BaseException) -> bool:
 
 
 def backoff(failures: int, err: MeterError | None = None) -> float:
-    """Exponential backoff with jitter (0.5 s doubling up to 30 s), never shorter than Retry-After."""
+    """Exponential backoff with jitter (0.5 s doubling up to 30 s), never shorter than Retry-After (taken up
+    to 60 s). A 429's Retry-After is the service's own estimate of when it has room, so it is waited as given
+    rather than doubled: a busy service is not left idle while its clients sit out a grown backoff.
+    Retry-After gets up to half of itself again, so that clients told the same moment come back spread out."""
     base: float = min(30.0, 0.5 * 2.0 ** max(0, failures - 1))
     delay = base * (0.5 + random.random() / 2)
     after: float | None = err.retry_after if isinstance(err, MeterAPIError) else None
-    return delay if after is None else max(delay, min(after, 60.0))
+    if after is None:
+        return delay
+    hinted = min(after, 60.0) * (1 + random.random() / 2)
+    return hinted if isinstance(err, MeterAPIError) and err.status == 429 else max(delay, hinted)

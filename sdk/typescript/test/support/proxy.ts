@@ -23,6 +23,8 @@ export class FaultProxy {
   readonly seen: string[] = [];
   /** Requests whose answer was passed on to the client in full, the same way. */
   readonly answered: string[] = [];
+  /** The gateway's answers passed on, with their status and Retry-After. */
+  readonly replies: { key: string; status: number; retryAfter: string | undefined }[] = [];
 
   private constructor(targetApiUrl: string) {
     this.target = new URL(targetApiUrl);
@@ -93,6 +95,7 @@ export class FaultProxy {
               up.on("end", () => req.socket.destroy());
               return;
             }
+            this.replies.push({ key, status: up.statusCode ?? 502, retryAfter: up.headers["retry-after"] });
             res.writeHead(up.statusCode ?? 502, up.headers);
             res.on("finish", () => this.answered.push(key));
             up.pipe(res);
