@@ -38,7 +38,7 @@ const SessionBody = Type.Object({
     limits: Type.Array(LimitOut, { description: "The plan's windows and rate limits; empty without" }),
     time_zone: Type.String({ description: "IANA time zone of the calendar windows" }),
     credits_enabled: Type.Boolean({ description: "Prepaid credits extend the period spend cap" }),
-    credits_low_at: Nullable(Type.Number({ description: "Dollars; null: credits.low never fires" })),
+    credits_low_at: Type.Optional(Type.Number({ description: "Dollars; omitted: credits.low never fires" })),
   }),
   current_usage: Type.Object({
     period_cost: Type.Number(),
@@ -170,7 +170,7 @@ export const usageRoutes: FastifyPluginAsyncTypebox = async (app) => {
           limits: c.limits.map(limitFromMessage),
           time_zone: c.timeZone,
           credits_enabled: c.creditsEnabled,
-          credits_low_at: c.creditsLowAt ?? null,
+          ...(c.creditsLowAt !== undefined && { credits_low_at: c.creditsLowAt }),
         },
         current_usage: {
           period_cost: u.periodCost,

@@ -28,7 +28,7 @@ export const ingestionSettingsFields = {
    * beyond it is refused with a retry hint (429 with Retry-After); 0: no bound. The default is
    * a few seconds of what the embedded database stores (README, "Bounded work in flight").
    */
-  INGESTION_MAX_EVENTS_IN_FLIGHT: Type.Integer({ default: 10_000, minimum: 0, maximum: 10_000_000 }),
+  INGESTION_MAX_EVENTS_IN_FLIGHT: Type.Integer({ default: 20_000, minimum: 0, maximum: 10_000_000 }),
   /** Budget leases: default lifetime, and how long after expiry the unsettled part stays held. */
   LEASE_TTL_MS: Type.Integer({ default: 60_000, minimum: 100, maximum: 3_600_000 }),
   LEASE_GRACE_MS: Type.Integer({ default: 30_000, minimum: 0, maximum: 3_600_000 }),

@@ -160,7 +160,7 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
   trackSetAside("ingestion_to_webhooks", collectionBacklog(outbox.webhooks, "set_aside_at", () => ({ set_aside_at: { $exists: true } })));
   trackSetAside("ingestion_to_analytics", collectionBacklog(outbox.analytics, "set_aside_at", () => ({ set_aside_at: { $exists: true } })));
   const writeGate = new KeyedGate(opts.productWriteConcurrency ?? 4);
-  const inFlight = new InFlightBound(opts.maxEventsInFlight ?? 10_000, undefined, undefined, (d) => ingestionInFlight.inc(d));
+  const inFlight = new InFlightBound(opts.maxEventsInFlight ?? 20_000, undefined, undefined, (d) => ingestionInFlight.inc(d));
   // A batch is held from its arrival (waiting for its product's place counts) until it is stored.
   const fair =
     <Req extends { productId: string; events: unknown[] }, Res>(kind: "usage" | "gate", handler: (req: Req, ctx: HandlerContext) => Res | Promise<Res>) =>

@@ -200,7 +200,7 @@ export interface paths {
         put?: never;
         /**
          * Ingest a batch of usage events (idempotent on id)
-         * @description At most 10,000 events and 10 MiB per batch (413 beyond). A malformed batch is refused whole (422), as is one with an event stamped more than 730 days before today (UTC) or more than 5 minutes in the future (the issues name each such event); fields an event does not define are ignored.
+         * @description At most 10,000 events and 10 MiB per batch (413 beyond). A malformed batch is refused whole (422), as is one with an event stamped more than 730 days before today (UTC) or more than 5 minutes in the future (the issues name each such event); fields an event does not define are ignored. 429 with Retry-After when the service holds more events than it stores in a few seconds (INGESTION_MAX_EVENTS_IN_FLIGHT): send the same batch again after it (event ids make a resend safe).
          */
         post: operations["ingestUsageEvents"];
         delete?: never;
@@ -220,7 +220,7 @@ export interface paths {
         put?: never;
         /**
          * Ingest a batch of gate events (idempotent on id)
-         * @description At most 10,000 events and 10 MiB per batch (413 beyond). A malformed batch is refused whole (422), as is one with a timestamp more than 90 days (INGESTION_GATE_EVENT_DAYS) ago or more than 15 minutes ahead of the service's clock (the issues name each such event); fields an event does not define are ignored.
+         * @description At most 10,000 events and 10 MiB per batch (413 beyond). A malformed batch is refused whole (422), as is one with a timestamp more than 90 days (INGESTION_GATE_EVENT_DAYS) ago or more than 15 minutes ahead of the service's clock (the issues name each such event); fields an event does not define are ignored. 429 with Retry-After when the service holds more events than it stores in a few seconds (INGESTION_MAX_EVENTS_IN_FLIGHT): send the same batch again after it (event ids make a resend safe).
          */
         post: operations["ingestGateEvents"];
         delete?: never;
@@ -3579,7 +3579,8 @@ export interface operations {
                             time_zone: string;
                             /** @description Prepaid credits extend the period spend cap */
                             credits_enabled: boolean;
-                            credits_low_at: number | null;
+                            /** @description Dollars; omitted: credits.low never fires */
+                            credits_low_at?: number;
                         };
                         current_usage: {
                             period_cost: number;
