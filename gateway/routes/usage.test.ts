@@ -119,7 +119,7 @@ t("session: permissive defaults without a plan, the plan's config with one, 404 
       session_timeout_minutes: 30, tool_costs: {}, default_tool_cost: 0,
       pre_call_estimate: false, pre_call_buffer_tokens: 4096,
       limits: [], time_zone: "UTC",
-      credits_enabled: false, credits_low_at: null,
+      credits_enabled: false,
     },
     current_usage: { period_cost: 0, period_tokens_total: 0, period_tokens_by_model: {}, period_cost_by_model: {} },
     billing_period: {
