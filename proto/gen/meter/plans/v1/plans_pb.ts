@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file meter/plans/v1/plans.proto.
  */
 export const file_meter_plans_v1_plans: GenFile = /*@__PURE__*/
-  fileDesc("ChptZXRlci9wbGFucy92MS9wbGFucy5wcm90bxIObWV0ZXIucGxhbnMudjEiKQoIQ29zdFJhdGUSDQoFaW5wdXQYASABKAESDgoGb3V0cHV0GAIgASgBIisKCk1vZGVsTGltaXQSHQoVbWF4X3Rva2Vuc19wZXJfcGVyaW9kGAEgASgDIvABCglQbGFuTGltaXQSDAoEbmFtZRgBIAEoCRIOCgZtZXRyaWMYAiABKAkSCwoDbWF4GAMgASgBEg4KBndpbmRvdxgEIAEoCRIdChBkdXJhdGlvbl9taW51dGVzGAUgASgBSACIAQESEgoFbW9kZWwYBiABKAlIAYgBARIZCgxzb2Z0X2dhdGVfYXQYByABKAFIAogBARIZCgxoYXJkX2dhdGVfYXQYCCABKAFIA4gBAUITChFfZHVyYXRpb25fbWludXRlc0IICgZfbW9kZWxCDwoNX3NvZnRfZ2F0ZV9hdEIPCg1faGFyZF9nYXRlX2F0IoIJCgxQbGFuU2V0dGluZ3MSEQoEbmFtZRgBIAEoCUgAiAEBEiEKFG1heF9zcGVuZF9wZXJfcGVyaW9kGAIgASgBSAGIAQESIgoVbWF4X3NwZW5kX3Blcl9zZXNzaW9uGAMgASgBSAKIAQESJAoXc2Vzc2lvbl90aW1lb3V0X21pbnV0ZXMYBCABKAFIA4gBARIZCgxzb2Z0X2dhdGVfYXQYBSABKAFIBIgBARIZCgxoYXJkX2dhdGVfYXQYBiABKAFIBYgBARJDCgxtb2RlbF9saW1pdHMYByADKAsyLS5tZXRlci5wbGFucy52MS5QbGFuU2V0dGluZ3MuTW9kZWxMaW1pdHNFbnRyeRI/Cgpjb3N0X3JhdGVzGAggAygLMisubWV0ZXIucGxhbnMudjEuUGxhblNldHRpbmdzLkNvc3RSYXRlc0VudHJ5EjgKEWRlZmF1bHRfY29zdF9yYXRlGAkgASgLMhgubWV0ZXIucGxhbnMudjEuQ29zdFJhdGVIBogBARI/Cgp0b29sX2Nvc3RzGAogAygLMisubWV0ZXIucGxhbnMudjEuUGxhblNldHRpbmdzLlRvb2xDb3N0c0VudHJ5Eh4KEWRlZmF1bHRfdG9vbF9jb3N0GAsgASgBSAeIAQESHgoRcHJlX2NhbGxfZXN0aW1hdGUYDCABKAhICIgBARIjChZwcmVfY2FsbF9idWZmZXJfdG9rZW5zGA0gASgDSAmIAQESKQoGbGltaXRzGA4gAygLMhkubWV0ZXIucGxhbnMudjEuUGxhbkxpbWl0EhYKCXRpbWVfem9uZRgPIAEoCUgKiAEBEhwKD2NyZWRpdHNfZW5hYmxlZBgQIAEoCEgLiAEBEhsKDmNyZWRpdHNfbG93X2F0GBEgASgBSAyIAQEaTgoQTW9kZWxMaW1pdHNFbnRyeRILCgNrZXkYASABKAkSKQoFdmFsdWUYAiABKAsyGi5tZXRlci5wbGFucy52MS5Nb2RlbExpbWl0OgI4ARpKCg5Db3N0UmF0ZXNFbnRyeRILCgNrZXkYASABKAkSJwoFdmFsdWUYAiABKAsyGC5tZXRlci5wbGFucy52MS5Db3N0UmF0ZToCOAEaMAoOVG9vbENvc3RzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgBOgI4AUIHCgVfbmFtZUIXChVfbWF4X3NwZW5kX3Blcl9wZXJpb2RCGAoWX21heF9zcGVuZF9wZXJfc2Vzc2lvbkIaChhfc2Vzc2lvbl90aW1lb3V0X21pbnV0ZXNCDwoNX3NvZnRfZ2F0ZV9hdEIPCg1faGFyZF9nYXRlX2F0QhQKEl9kZWZhdWx0X2Nvc3RfcmF0ZUIUChJfZGVmYXVsdF90b29sX2Nvc3RCFAoSX3ByZV9jYWxsX2VzdGltYXRlQhkKF19wcmVfY2FsbF9idWZmZXJfdG9rZW5zQgwKCl90aW1lX3pvbmVCEgoQX2NyZWRpdHNfZW5hYmxlZEIRCg9fY3JlZGl0c19sb3dfYXQi8QcKBFBsYW4SCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIhChRtYXhfc3BlbmRfcGVyX3BlcmlvZBgDIAEoAUgAiAEBEiIKFW1heF9zcGVuZF9wZXJfc2Vzc2lvbhgEIAEoAUgBiAEBEh8KF3Nlc3Npb25fdGltZW91dF9taW51dGVzGAUgASgBEhQKDHNvZnRfZ2F0ZV9hdBgGIAEoARIUCgxoYXJkX2dhdGVfYXQYByABKAESOwoMbW9kZWxfbGltaXRzGAggAygLMiUubWV0ZXIucGxhbnMudjEuUGxhbi5Nb2RlbExpbWl0c0VudHJ5EjcKCmNvc3RfcmF0ZXMYCSADKAsyIy5tZXRlci5wbGFucy52MS5QbGFuLkNvc3RSYXRlc0VudHJ5EjgKEWRlZmF1bHRfY29zdF9yYXRlGAogASgLMhgubWV0ZXIucGxhbnMudjEuQ29zdFJhdGVIAogBARI3Cgp0b29sX2Nvc3RzGAsgAygLMiMubWV0ZXIucGxhbnMudjEuUGxhbi5Ub29sQ29zdHNFbnRyeRIZChFkZWZhdWx0X3Rvb2xfY29zdBgMIAEoARIZChFwcmVfY2FsbF9lc3RpbWF0ZRgNIAEoCBIeChZwcmVfY2FsbF9idWZmZXJfdG9rZW5zGA4gASgDEi4KCmNyZWF0ZWRfYXQYDyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYECABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKBmxpbWl0cxgRIAMoCzIZLm1ldGVyLnBsYW5zLnYxLlBsYW5MaW1pdBIRCgl0aW1lX3pvbmUYEiABKAkSFwoPY3JlZGl0c19lbmFibGVkGBMgASgIEhsKDmNyZWRpdHNfbG93X2F0GBQgASgBSAOIAQEaTgoQTW9kZWxMaW1pdHNFbnRyeRILCgNrZXkYASABKAkSKQoFdmFsdWUYAiABKAsyGi5tZXRlci5wbGFucy52MS5Nb2RlbExpbWl0OgI4ARpKCg5Db3N0UmF0ZXNFbnRyeRILCgNrZXkYASABKAkSJwoFdmFsdWUYAiABKAsyGC5tZXRlci5wbGFucy52MS5Db3N0UmF0ZToCOAEaMAoOVG9vbENvc3RzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgBOgI4AUIXChVfbWF4X3NwZW5kX3Blcl9wZXJpb2RCGAoWX21heF9zcGVuZF9wZXJfc2Vzc2lvbkIUChJfZGVmYXVsdF9jb3N0X3JhdGVCEQoPX2NyZWRpdHNfbG93X2F0IpACCgRVc2VyEgoKAmlkGAEgASgJEhgKEGV4dGVybmFsX3VzZXJfaWQYAiABKAkSEQoEbmFtZRgDIAEoCUgAiAEBEhYKCXBsYW5fbmFtZRgEIAEoCUgBiAEBEiQKF2JpbGxpbmdfc3Vic2NyaXB0aW9uX2lkGAUgASgJSAKIAQESLgoKY3JlYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCBwoFX25hbWVCDAoKX3BsYW5fbmFtZUIaChhfYmlsbGluZ19zdWJzY3JpcHRpb25faWQivgIKDFN1YnNjcmlwdGlvbhIKCgJpZBgBIAEoCRIPCgdwbGFuX2lkGAIgASgJEhEKCXBsYW5fbmFtZRgDIAEoCRIkChdiaWxsaW5nX3N1YnNjcmlwdGlvbl9pZBgEIAEoCUgAiAEBEjUKDHBlcmlvZF9zdGFydBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAYgBARIzCgpwZXJpb2RfZW5kGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgCiAEBEjAKDGVmZmVjdGl2ZV9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCGgoYX2JpbGxpbmdfc3Vic2NyaXB0aW9uX2lkQg8KDV9wZXJpb2Rfc3RhcnRCDQoLX3BlcmlvZF9lbmQirQEKEkNyZWF0ZVBsYW5zUmVxdWVzdBISCgpwcm9kdWN0X2lkGAEgASgJEhkKDHNvZnRfZ2F0ZV9hdBgCIAEoAUgAiAEBEhkKDGhhcmRfZ2F0ZV9hdBgDIAEoAUgBiAEBEisKBXBsYW5zGAQgAygLMhwubWV0ZXIucGxhbnMudjEuUGxhblNldHRpbmdzQg8KDV9zb2Z0X2dhdGVfYXRCDwoNX2hhcmRfZ2F0ZV9hdCJOChNDcmVhdGVQbGFuc1Jlc3BvbnNlEiMKBXBsYW5zGAEgAygLMhQubWV0ZXIucGxhbnMudjEuUGxhbhISCgpkdXBsaWNhdGVzGAIgAygJIiYKEExpc3RQbGFuc1JlcXVlc3QSEgoKcHJvZHVjdF9pZBgBIAEoCSI4ChFMaXN0UGxhbnNSZXNwb25zZRIjCgVwbGFucxgBIAMoCzIULm1ldGVyLnBsYW5zLnYxLlBsYW4ilQEKEVVwZGF0ZVBsYW5SZXF1ZXN0EhIKCnByb2R1Y3RfaWQYASABKAkSDwoHcGxhbl9pZBgCIAEoCRIqCgRwbGFuGAMgASgLMhwubWV0ZXIucGxhbnMudjEuUGxhblNldHRpbmdzEi8KC3VwZGF0ZV9tYXNrGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLkZpZWxkTWFzayI4ChJVcGRhdGVQbGFuUmVzcG9uc2USIgoEcGxhbhgBIAEoCzIULm1ldGVyLnBsYW5zLnYxLlBsYW4iXQoRQ3JlYXRlVXNlclJlcXVlc3QSEgoKcHJvZHVjdF9pZBgBIAEoCRIYChBleHRlcm5hbF91c2VyX2lkGAIgASgJEhEKBG5hbWUYAyABKAlIAIgBAUIHCgVfbmFtZSI4ChJDcmVhdGVVc2VyUmVzcG9uc2USIgoEdXNlchgBIAEoCzIULm1ldGVyLnBsYW5zLnYxLlVzZXIiPgoOR2V0VXNlclJlcXVlc3QSEgoKcHJvZHVjdF9pZBgBIAEoCRIYChBleHRlcm5hbF91c2VyX2lkGAIgASgJIjUKD0dldFVzZXJSZXNwb25zZRIiCgR1c2VyGAEgASgLMhQubWV0ZXIucGxhbnMudjEuVXNlciKlAgoWU2V0U3Vic2NyaXB0aW9uUmVxdWVzdBISCgpwcm9kdWN0X2lkGAEgASgJEhgKEGV4dGVybmFsX3VzZXJfaWQYAiABKAkSDwoHcGxhbl9pZBgDIAEoCRIkChdiaWxsaW5nX3N1YnNjcmlwdGlvbl9pZBgEIAEoCUgAiAEBEjUKDHBlcmlvZF9zdGFydBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAYgBARIzCgpwZXJpb2RfZW5kGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgCiAEBQhoKGF9iaWxsaW5nX3N1YnNjcmlwdGlvbl9pZEIPCg1fcGVyaW9kX3N0YXJ0Qg0KC19wZXJpb2RfZW5kIj0KF1NldFN1YnNjcmlwdGlvblJlc3BvbnNlEiIKBHVzZXIYASABKAsyFC5tZXRlci5wbGFucy52MS5Vc2VyIkQKE1Jlc29sdmVVc2Vyc1JlcXVlc3QSEgoKcHJvZHVjdF9pZBgBIAEoCRIZChFleHRlcm5hbF91c2VyX2lkcxgCIAMoCSLjAQoMUmVzb2x2ZWRVc2VyEiIKBHVzZXIYASABKAsyFC5tZXRlci5wbGFucy52MS5Vc2VyEjMKDXN1YnNjcmlwdGlvbnMYAiADKAsyHC5tZXRlci5wbGFucy52MS5TdWJzY3JpcHRpb24SNgoFcGxhbnMYAyADKAsyJy5tZXRlci5wbGFucy52MS5SZXNvbHZlZFVzZXIuUGxhbnNFbnRyeRpCCgpQbGFuc0VudHJ5EgsKA2tleRgBIAEoCRIjCgV2YWx1ZRgCIAEoCzIULm1ldGVyLnBsYW5zLnYxLlBsYW46AjgBIkMKFFJlc29sdmVVc2Vyc1Jlc3BvbnNlEisKBXVzZXJzGAEgAygLMhwubWV0ZXIucGxhbnMudjEuUmVzb2x2ZWRVc2VyIi0KF0NvdW50U3Vic2NyaWJlcnNSZXF1ZXN0EhIKCnByb2R1Y3RfaWQYASABKAkiPgoPUGxhblN1YnNjcmliZXJzEhEKCXBsYW5fbmFtZRgBIAEoCRIYChBzdWJzY3JpYmVyX2NvdW50GAIgASgDIkoKGENvdW50U3Vic2NyaWJlcnNSZXNwb25zZRIuCgVwbGFucxgBIAMoCzIfLm1ldGVyLnBsYW5zLnYxLlBsYW5TdWJzY3JpYmVycyJGChJMaXN0Q2hhbmdlc1JlcXVlc3QSEgoKcHJvZHVjdF9pZBgBIAEoCRISCgVzaW5jZRgCIAEoA0gAiAEBQggKBl9zaW5jZSJfChNMaXN0Q2hhbmdlc1Jlc3BvbnNlEg4KBm1hcmtlchgBIAEoAxILCgNhbGwYAiABKAgSEAoIcGxhbl9pZHMYAyADKAkSGQoRZXh0ZXJuYWxfdXNlcl9pZHMYBCADKAkiiwEKEExpc3RVc2Vyc1JlcXVlc3QSEgoKcHJvZHVjdF9pZBgBIAEoCRIOCgZwcmVmaXgYAiABKAkSFgoJcGxhbl9uYW1lGAMgASgJSACIAQESEwoGY3Vyc29yGAQgASgJSAGIAQESDQoFbGltaXQYBSABKAVCDAoKX3BsYW5fbmFtZUIJCgdfY3Vyc29yImIKEUxpc3RVc2Vyc1Jlc3BvbnNlEiMKBXVzZXJzGAEgAygLMhQubWV0ZXIucGxhbnMudjEuVXNlchIYCgtuZXh0X2N1cnNvchgCIAEoCUgAiAEBQg4KDF9uZXh0X2N1cnNvcjL+BgoMUGxhbnNTZXJ2aWNlElYKC0NyZWF0ZVBsYW5zEiIubWV0ZXIucGxhbnMudjEuQ3JlYXRlUGxhbnNSZXF1ZXN0GiMubWV0ZXIucGxhbnMudjEuQ3JlYXRlUGxhbnNSZXNwb25zZRJQCglMaXN0UGxhbnMSIC5tZXRlci5wbGFucy52MS5MaXN0UGxhbnNSZXF1ZXN0GiEubWV0ZXIucGxhbnMudjEuTGlzdFBsYW5zUmVzcG9uc2USUwoKVXBkYXRlUGxhbhIhLm1ldGVyLnBsYW5zLnYxLlVwZGF0ZVBsYW5SZXF1ZXN0GiIubWV0ZXIucGxhbnMudjEuVXBkYXRlUGxhblJlc3BvbnNlElMKCkNyZWF0ZVVzZXISIS5tZXRlci5wbGFucy52MS5DcmVhdGVVc2VyUmVxdWVzdBoiLm1ldGVyLnBsYW5zLnYxLkNyZWF0ZVVzZXJSZXNwb25zZRJKCgdHZXRVc2VyEh4ubWV0ZXIucGxhbnMudjEuR2V0VXNlclJlcXVlc3QaHy5tZXRlci5wbGFucy52MS5HZXRVc2VyUmVzcG9uc2USYgoPU2V0U3Vic2NyaXB0aW9uEiYubWV0ZXIucGxhbnMudjEuU2V0U3Vic2NyaXB0aW9uUmVxdWVzdBonLm1ldGVyLnBsYW5zLnYxLlNldFN1YnNjcmlwdGlvblJlc3BvbnNlElkKDFJlc29sdmVVc2VycxIjLm1ldGVyLnBsYW5zLnYxLlJlc29sdmVVc2Vyc1JlcXVlc3QaJC5tZXRlci5wbGFucy52MS5SZXNvbHZlVXNlcnNSZXNwb25zZRJlChBDb3VudFN1YnNjcmliZXJzEicubWV0ZXIucGxhbnMudjEuQ291bnRTdWJzY3JpYmVyc1JlcXVlc3QaKC5tZXRlci5wbGFucy52MS5Db3VudFN1YnNjcmliZXJzUmVzcG9uc2USVgoLTGlzdENoYW5nZXMSIi5tZXRlci5wbGFucy52MS5MaXN0Q2hhbmdlc1JlcXVlc3QaIy5tZXRlci5wbGFucy52MS5MaXN0Q2hhbmdlc1Jlc3BvbnNlElAKCUxpc3RVc2VycxIgLm1ldGVyLnBsYW5zLnYxLkxpc3RVc2Vyc1JlcXVlc3QaIS5tZXRlci5wbGFucy52MS5MaXN0VXNlcnNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_field_mask, file_google_protobuf_timestamp]);
+  fileDesc("ChptZXRlci9wbGFucy92MS9wbGFucy5wcm90bxIObWV0ZXIucGxhbnMudjEiKQoIQ29zdFJhdGUSDQoFaW5wdXQYASABKAESDgoGb3V0cHV0GAIgASgBIisKCk1vZGVsTGltaXQSHQoVbWF4X3Rva2Vuc19wZXJfcGVyaW9kGAEgASgDIo4CCglQbGFuTGltaXQSDAoEbmFtZRgBIAEoCRIOCgZtZXRyaWMYAiABKAkSCwoDbWF4GAMgASgBEg4KBndpbmRvdxgEIAEoCRIdChBkdXJhdGlvbl9taW51dGVzGAUgASgBSACIAQESEgoFbW9kZWwYBiABKAlIAYgBARIZCgxzb2Z0X2dhdGVfYXQYByABKAFIAogBARIZCgxoYXJkX2dhdGVfYXQYCCABKAFIA4gBARISCgVzY29wZRgJIAEoCUgEiAEBQhMKEV9kdXJhdGlvbl9taW51dGVzQggKBl9tb2RlbEIPCg1fc29mdF9nYXRlX2F0Qg8KDV9oYXJkX2dhdGVfYXRCCAoGX3Njb3BlIoIJCgxQbGFuU2V0dGluZ3MSEQoEbmFtZRgBIAEoCUgAiAEBEiEKFG1heF9zcGVuZF9wZXJfcGVyaW9kGAIgASgBSAGIAQESIgoVbWF4X3NwZW5kX3Blcl9zZXNzaW9uGAMgASgBSAKIAQESJAoXc2Vzc2lvbl90aW1lb3V0X21pbnV0ZXMYBCABKAFIA4gBARIZCgxzb2Z0X2dhdGVfYXQYBSABKAFIBIgBARIZCgxoYXJkX2dhdGVfYXQYBiABKAFIBYgBARJDCgxtb2RlbF9saW1pdHMYByADKAsyLS5tZXRlci5wbGFucy52MS5QbGFuU2V0dGluZ3MuTW9kZWxMaW1pdHNFbnRyeRI/Cgpjb3N0X3JhdGVzGAggAygLMisubWV0ZXIucGxhbnMudjEuUGxhblNldHRpbmdzLkNvc3RSYXRlc0VudHJ5EjgKEWRlZmF1bHRfY29zdF9yYXRlGAkgASgLMhgubWV0ZXIucGxhbnMudjEuQ29zdFJhdGVIBogBARI/Cgp0b29sX2Nvc3RzGAogAygLMisubWV0ZXIucGxhbnMudjEuUGxhblNldHRpbmdzLlRvb2xDb3N0c0VudHJ5Eh4KEWRlZmF1bHRfdG9vbF9jb3N0GAsgASgBSAeIAQESHgoRcHJlX2NhbGxfZXN0aW1hdGUYDCABKAhICIgBARIjChZwcmVfY2FsbF9idWZmZXJfdG9rZW5zGA0gASgDSAmIAQESKQoGbGltaXRzGA4gAygLMhkubWV0ZXIucGxhbnMudjEuUGxhbkxpbWl0EhYKCXRpbWVfem9uZRgPIAEoCUgKiAEBEhwKD2NyZWRpdHNfZW5hYmxlZBgQIAEoCEgLiAEBEhsKDmNyZWRpdHNfbG93X2F0GBEgASgBSAyIAQEaTgoQTW9kZWxMaW1pdHNFbnRyeRILCgNrZXkYASABKAkSKQoFdmFsdWUYAiABKAsyGi5tZXRlci5wbGFucy52MS5Nb2RlbExpbWl0OgI4ARpKCg5Db3N0UmF0ZXNFbnRyeRILCgNrZXkYASABKAkSJwoFdmFsdWUYAiABKAsyGC5tZXRlci5wbGFucy52MS5Db3N0UmF0ZToCOAEaMAoOVG9vbENvc3RzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgBOgI4AUIHCgVfbmFtZUIXChVfbWF4X3NwZW5kX3Blcl9wZXJpb2RCGAoWX21heF9zcGVuZF9wZXJfc2Vzc2lvbkIaChhfc2Vzc2lvbl90aW1lb3V0X21pbnV0ZXNCDwoNX3NvZnRfZ2F0ZV9hdEIPCg1faGFyZF9nYXRlX2F0QhQKEl9kZWZhdWx0X2Nvc3RfcmF0ZUIUChJfZGVmYXVsdF90b29sX2Nvc3RCFAoSX3ByZV9jYWxsX2VzdGltYXRlQhkKF19wcmVfY2FsbF9idWZmZXJfdG9rZW5zQgwKCl90aW1lX3pvbmVCEgoQX2NyZWRpdHNfZW5hYmxlZEIRCg9fY3JlZGl0c19sb3dfYXQi8QcKBFBsYW4SCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIhChRtYXhfc3BlbmRfcGVyX3BlcmlvZBgDIAEoAUgAiAEBEiIKFW1heF9zcGVuZF9wZXJfc2Vzc2lvbhgEIAEoAUgBiAEBEh8KF3Nlc3Npb25fdGltZW91dF9taW51dGVzGAUgASgBEhQKDHNvZnRfZ2F0ZV9hdBgGIAEoARIUCgxoYXJkX2dhdGVfYXQYByABKAESOwoMbW9kZWxfbGltaXRzGAggAygLMiUubWV0ZXIucGxhbnMudjEuUGxhbi5Nb2RlbExpbWl0c0VudHJ5EjcKCmNvc3RfcmF0ZXMYCSADKAsyIy5tZXRlci5wbGFucy52MS5QbGFuLkNvc3RSYXRlc0VudHJ5EjgKEWRlZmF1bHRfY29zdF9yYXRlGAogASgLMhgubWV0ZXIucGxhbnMudjEuQ29zdFJhdGVIAogBARI3Cgp0b29sX2Nvc3RzGAsgAygLMiMubWV0ZXIucGxhbnMudjEuUGxhbi5Ub29sQ29zdHNFbnRyeRIZChFkZWZhdWx0X3Rvb2xfY29zdBgMIAEoARIZChFwcmVfY2FsbF9lc3RpbWF0ZRgNIAEoCBIeChZwcmVfY2FsbF9idWZmZXJfdG9rZW5zGA4gASgDEi4KCmNyZWF0ZWRfYXQYDyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYECABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKBmxpbWl0cxgRIAMoCzIZLm1ldGVyLnBsYW5zLnYxLlBsYW5MaW1pdBIRCgl0aW1lX3pvbmUYEiABKAkSFwoPY3JlZGl0c19lbmFibGVkGBMgASgIEhsKDmNyZWRpdHNfbG93X2F0GBQgASgBSAOIAQEaTgoQTW9kZWxMaW1pdHNFbnRyeRILCgNrZXkYASABKAkSKQoFdmFsdWUYAiABKAsyGi5tZXRlci5wbGFucy52MS5Nb2RlbExpbWl0OgI4ARpKCg5Db3N0UmF0ZXNFbnRyeRILCgNrZXkYASABKAkSJwoFdmFsdWUYAiABKAsyGC5tZXRlci5wbGFucy52MS5Db3N0UmF0ZToCOAEaMAoOVG9vbENvc3RzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgBOgI4AUIXChVfbWF4X3NwZW5kX3Blcl9wZXJpb2RCGAoWX21heF9zcGVuZF9wZXJfc2Vzc2lvbkIUChJfZGVmYXVsdF9jb3N0X3JhdGVCEQoPX2NyZWRpdHNfbG93X2F0IrICCgRVc2VyEgoKAmlkGAEgASgJEhgKEGV4dGVybmFsX3VzZXJfaWQYAiABKAkSEQoEbmFtZRgDIAEoCUgAiAEBEhYKCXBsYW5fbmFtZRgEIAEoCUgBiAEBEiQKF2JpbGxpbmdfc3Vic2NyaXB0aW9uX2lkGAUgASgJSAKIAQESLgoKY3JlYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFAoHdGVhbV9pZBgIIAEoCUgDiAEBQgcKBV9uYW1lQgwKCl9wbGFuX25hbWVCGgoYX2JpbGxpbmdfc3Vic2NyaXB0aW9uX2lkQgoKCF90ZWFtX2lkIr4CCgxTdWJzY3JpcHRpb24SCgoCaWQYASABKAkSDwoHcGxhbl9pZBgCIAEoCRIRCglwbGFuX25hbWUYAyABKAkSJAoXYmlsbGluZ19zdWJzY3JpcHRpb25faWQYBCABKAlIAIgBARI1CgxwZXJpb2Rfc3RhcnQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSAGIAQESMwoKcGVyaW9kX2VuZBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAogBARIwCgxlZmZlY3RpdmVfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQhoKGF9iaWxsaW5nX3N1YnNjcmlwdGlvbl9pZEIPCg1fcGVyaW9kX3N0YXJ0Qg0KC19wZXJpb2RfZW5kIq0BChJDcmVhdGVQbGFuc1JlcXVlc3QSEgoKcHJvZHVjdF9pZBgBIAEoCRIZCgxzb2Z0X2dhdGVfYXQYAiABKAFIAIgBARIZCgxoYXJkX2dhdGVfYXQYAyABKAFIAYgBARIrCgVwbGFucxgEIAMoCzIcLm1ldGVyLnBsYW5zLnYxLlBsYW5TZXR0aW5nc0IPCg1fc29mdF9nYXRlX2F0Qg8KDV9oYXJkX2dhdGVfYXQiTgoTQ3JlYXRlUGxhbnNSZXNwb25zZRIjCgVwbGFucxgBIAMoCzIULm1ldGVyLnBsYW5zLnYxLlBsYW4SEgoKZHVwbGljYXRlcxgCIAMoCSImChBMaXN0UGxhbnNSZXF1ZXN0EhIKCnByb2R1Y3RfaWQYASABKAkiOAoRTGlzdFBsYW5zUmVzcG9uc2USIwoFcGxhbnMYASADKAsyFC5tZXRlci5wbGFucy52MS5QbGFuIpUBChFVcGRhdGVQbGFuUmVxdWVzdBISCgpwcm9kdWN0X2lkGAEgASgJEg8KB3BsYW5faWQYAiABKAkSKgoEcGxhbhgDIAEoCzIcLm1ldGVyLnBsYW5zLnYxLlBsYW5TZXR0aW5ncxIvCgt1cGRhdGVfbWFzaxgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2siOAoSVXBkYXRlUGxhblJlc3BvbnNlEiIKBHBsYW4YASABKAsyFC5tZXRlci5wbGFucy52MS5QbGFuIl0KEUNyZWF0ZVVzZXJSZXF1ZXN0EhIKCnByb2R1Y3RfaWQYASABKAkSGAoQZXh0ZXJuYWxfdXNlcl9pZBgCIAEoCRIRCgRuYW1lGAMgASgJSACIAQFCBwoFX25hbWUiOAoSQ3JlYXRlVXNlclJlc3BvbnNlEiIKBHVzZXIYASABKAsyFC5tZXRlci5wbGFucy52MS5Vc2VyIj4KDkdldFVzZXJSZXF1ZXN0EhIKCnByb2R1Y3RfaWQYASABKAkSGAoQZXh0ZXJuYWxfdXNlcl9pZBgCIAEoCSI1Cg9HZXRVc2VyUmVzcG9uc2USIgoEdXNlchgBIAEoCzIULm1ldGVyLnBsYW5zLnYxLlVzZXIipQIKFlNldFN1YnNjcmlwdGlvblJlcXVlc3QSEgoKcHJvZHVjdF9pZBgBIAEoCRIYChBleHRlcm5hbF91c2VyX2lkGAIgASgJEg8KB3BsYW5faWQYAyABKAkSJAoXYmlsbGluZ19zdWJzY3JpcHRpb25faWQYBCABKAlIAIgBARI1CgxwZXJpb2Rfc3RhcnQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSAGIAQESMwoKcGVyaW9kX2VuZBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBIAogBAUIaChhfYmlsbGluZ19zdWJzY3JpcHRpb25faWRCDwoNX3BlcmlvZF9zdGFydEINCgtfcGVyaW9kX2VuZCI9ChdTZXRTdWJzY3JpcHRpb25SZXNwb25zZRIiCgR1c2VyGAEgASgLMhQubWV0ZXIucGxhbnMudjEuVXNlciJEChNSZXNvbHZlVXNlcnNSZXF1ZXN0EhIKCnByb2R1Y3RfaWQYASABKAkSGQoRZXh0ZXJuYWxfdXNlcl9pZHMYAiADKAkinAMKDFJlc29sdmVkVXNlchIiCgR1c2VyGAEgASgLMhQubWV0ZXIucGxhbnMudjEuVXNlchIzCg1zdWJzY3JpcHRpb25zGAIgAygLMhwubWV0ZXIucGxhbnMudjEuU3Vic2NyaXB0aW9uEjYKBXBsYW5zGAMgAygLMicubWV0ZXIucGxhbnMudjEuUmVzb2x2ZWRVc2VyLlBsYW5zRW50cnkSMwoLbWVtYmVyc2hpcHMYBCADKAsyHi5tZXRlci5wbGFucy52MS5UZWFtTWVtYmVyc2hpcBI2CgV0ZWFtcxgFIAMoCzInLm1ldGVyLnBsYW5zLnYxLlJlc29sdmVkVXNlci5UZWFtc0VudHJ5GkIKClBsYW5zRW50cnkSCwoDa2V5GAEgASgJEiMKBXZhbHVlGAIgASgLMhQubWV0ZXIucGxhbnMudjEuUGxhbjoCOAEaSgoKVGVhbXNFbnRyeRILCgNrZXkYASABKAkSKwoFdmFsdWUYAiABKAsyHC5tZXRlci5wbGFucy52MS5SZXNvbHZlZFRlYW06AjgBIkMKFFJlc29sdmVVc2Vyc1Jlc3BvbnNlEisKBXVzZXJzGAEgAygLMhwubWV0ZXIucGxhbnMudjEuUmVzb2x2ZWRVc2VyIi0KF0NvdW50U3Vic2NyaWJlcnNSZXF1ZXN0EhIKCnByb2R1Y3RfaWQYASABKAkiPgoPUGxhblN1YnNjcmliZXJzEhEKCXBsYW5fbmFtZRgBIAEoCRIYChBzdWJzY3JpYmVyX2NvdW50GAIgASgDIkoKGENvdW50U3Vic2NyaWJlcnNSZXNwb25zZRIuCgVwbGFucxgBIAMoCzIfLm1ldGVyLnBsYW5zLnYxLlBsYW5TdWJzY3JpYmVycyJGChJMaXN0Q2hhbmdlc1JlcXVlc3QSEgoKcHJvZHVjdF9pZBgBIAEoCRISCgVzaW5jZRgCIAEoA0gAiAEBQggKBl9zaW5jZSJ6ChNMaXN0Q2hhbmdlc1Jlc3BvbnNlEg4KBm1hcmtlchgBIAEoAxILCgNhbGwYAiABKAgSEAoIcGxhbl9pZHMYAyADKAkSGQoRZXh0ZXJuYWxfdXNlcl9pZHMYBCADKAkSGQoRZXh0ZXJuYWxfdGVhbV9pZHMYBSADKAkiiwEKEExpc3RVc2Vyc1JlcXVlc3QSEgoKcHJvZHVjdF9pZBgBIAEoCRIOCgZwcmVmaXgYAiABKAkSFgoJcGxhbl9uYW1lGAMgASgJSACIAQESEwoGY3Vyc29yGAQgASgJSAGIAQESDQoFbGltaXQYBSABKAVCDAoKX3BsYW5fbmFtZUIJCgdfY3Vyc29yImIKEUxpc3RVc2Vyc1Jlc3BvbnNlEiMKBXVzZXJzGAEgAygLMhQubWV0ZXIucGxhbnMudjEuVXNlchIYCgtuZXh0X2N1cnNvchgCIAEoCUgAiAEBQg4KDF9uZXh0X2N1cnNvciKYAgoEVGVhbRIKCgJpZBgBIAEoCRIYChBleHRlcm5hbF90ZWFtX2lkGAIgASgJEgwKBG5hbWUYAyABKAkSFgoJcGxhbl9uYW1lGAQgASgJSACIAQESJAoXYmlsbGluZ19zdWJzY3JpcHRpb25faWQYBSABKAlIAYgBARIuCgpjcmVhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIUCgxtZW1iZXJfY291bnQYCCABKANCDAoKX3BsYW5fbmFtZUIaChhfYmlsbGluZ19zdWJzY3JpcHRpb25faWQimAEKDlRlYW1NZW1iZXJzaGlwEhQKB3RlYW1faWQYASABKAlIAIgBARIdChBleHRlcm5hbF90ZWFtX2lkGAIgASgJSAGIAQESMAoMZWZmZWN0aXZlX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIKCghfdGVhbV9pZEITChFfZXh0ZXJuYWxfdGVhbV9pZCLjAQoMUmVzb2x2ZWRUZWFtEiIKBHRlYW0YASABKAsyFC5tZXRlci5wbGFucy52MS5UZWFtEjMKDXN1YnNjcmlwdGlvbnMYAiADKAsyHC5tZXRlci5wbGFucy52MS5TdWJzY3JpcHRpb24SNgoFcGxhbnMYAyADKAsyJy5tZXRlci5wbGFucy52MS5SZXNvbHZlZFRlYW0uUGxhbnNFbnRyeRpCCgpQbGFuc0VudHJ5EgsKA2tleRgBIAEoCRIjCgV2YWx1ZRgCIAEoCzIULm1ldGVyLnBsYW5zLnYxLlBsYW46AjgBIk8KEUNyZWF0ZVRlYW1SZXF1ZXN0EhIKCnByb2R1Y3RfaWQYASABKAkSGAoQZXh0ZXJuYWxfdGVhbV9pZBgCIAEoCRIMCgRuYW1lGAMgASgJIjgKEkNyZWF0ZVRlYW1SZXNwb25zZRIiCgR0ZWFtGAEgASgLMhQubWV0ZXIucGxhbnMudjEuVGVhbSI+Cg5HZXRUZWFtUmVxdWVzdBISCgpwcm9kdWN0X2lkGAEgASgJEhgKEGV4dGVybmFsX3RlYW1faWQYAiABKAkiNQoPR2V0VGVhbVJlc3BvbnNlEiIKBHRlYW0YASABKAsyFC5tZXRlci5wbGFucy52MS5UZWFtImUKEExpc3RUZWFtc1JlcXVlc3QSEgoKcHJvZHVjdF9pZBgBIAEoCRIOCgZwcmVmaXgYAiABKAkSEwoGY3Vyc29yGAMgASgJSACIAQESDQoFbGltaXQYBCABKAVCCQoHX2N1cnNvciJiChFMaXN0VGVhbXNSZXNwb25zZRIjCgV0ZWFtcxgBIAMoCzIULm1ldGVyLnBsYW5zLnYxLlRlYW0SGAoLbmV4dF9jdXJzb3IYAiABKAlIAIgBAUIOCgxfbmV4dF9jdXJzb3IiqQIKGlNldFRlYW1TdWJzY3JpcHRpb25SZXF1ZXN0EhIKCnByb2R1Y3RfaWQYASABKAkSGAoQZXh0ZXJuYWxfdGVhbV9pZBgCIAEoCRIPCgdwbGFuX2lkGAMgASgJEiQKF2JpbGxpbmdfc3Vic2NyaXB0aW9uX2lkGAQgASgJSACIAQESNQoMcGVyaW9kX3N0YXJ0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgBiAEBEjMKCnBlcmlvZF9lbmQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wSAKIAQFCGgoYX2JpbGxpbmdfc3Vic2NyaXB0aW9uX2lkQg8KDV9wZXJpb2Rfc3RhcnRCDQoLX3BlcmlvZF9lbmQiQQobU2V0VGVhbVN1YnNjcmlwdGlvblJlc3BvbnNlEiIKBHRlYW0YASABKAsyFC5tZXRlci5wbGFucy52MS5UZWFtInYKElNldFVzZXJUZWFtUmVxdWVzdBISCgpwcm9kdWN0X2lkGAEgASgJEhgKEGV4dGVybmFsX3VzZXJfaWQYAiABKAkSHQoQZXh0ZXJuYWxfdGVhbV9pZBgDIAEoCUgAiAEBQhMKEV9leHRlcm5hbF90ZWFtX2lkIjkKE1NldFVzZXJUZWFtUmVzcG9uc2USIgoEdXNlchgBIAEoCzIULm1ldGVyLnBsYW5zLnYxLlVzZXIidQoWTGlzdFRlYW1NZW1iZXJzUmVxdWVzdBISCgpwcm9kdWN0X2lkGAEgASgJEhgKEGV4dGVybmFsX3RlYW1faWQYAiABKAkSEwoGY3Vyc29yGAMgASgJSACIAQESDQoFbGltaXQYBCABKAVCCQoHX2N1cnNvciJoChdMaXN0VGVhbU1lbWJlcnNSZXNwb25zZRIjCgV1c2VycxgBIAMoCzIULm1ldGVyLnBsYW5zLnYxLlVzZXISGAoLbmV4dF9jdXJzb3IYAiABKAlIAIgBAUIOCgxfbmV4dF9jdXJzb3IiRAoTUmVzb2x2ZVRlYW1zUmVxdWVzdBISCgpwcm9kdWN0X2lkGAEgASgJEhkKEWV4dGVybmFsX3RlYW1faWRzGAIgAygJIkMKFFJlc29sdmVUZWFtc1Jlc3BvbnNlEisKBXRlYW1zGAEgAygLMhwubWV0ZXIucGxhbnMudjEuUmVzb2x2ZWRUZWFtMvgLCgxQbGFuc1NlcnZpY2USVgoLQ3JlYXRlUGxhbnMSIi5tZXRlci5wbGFucy52MS5DcmVhdGVQbGFuc1JlcXVlc3QaIy5tZXRlci5wbGFucy52MS5DcmVhdGVQbGFuc1Jlc3BvbnNlElAKCUxpc3RQbGFucxIgLm1ldGVyLnBsYW5zLnYxLkxpc3RQbGFuc1JlcXVlc3QaIS5tZXRlci5wbGFucy52MS5MaXN0UGxhbnNSZXNwb25zZRJTCgpVcGRhdGVQbGFuEiEubWV0ZXIucGxhbnMudjEuVXBkYXRlUGxhblJlcXVlc3QaIi5tZXRlci5wbGFucy52MS5VcGRhdGVQbGFuUmVzcG9uc2USUwoKQ3JlYXRlVXNlchIhLm1ldGVyLnBsYW5zLnYxLkNyZWF0ZVVzZXJSZXF1ZXN0GiIubWV0ZXIucGxhbnMudjEuQ3JlYXRlVXNlclJlc3BvbnNlEkoKB0dldFVzZXISHi5tZXRlci5wbGFucy52MS5HZXRVc2VyUmVxdWVzdBofLm1ldGVyLnBsYW5zLnYxLkdldFVzZXJSZXNwb25zZRJiCg9TZXRTdWJzY3JpcHRpb24SJi5tZXRlci5wbGFucy52MS5TZXRTdWJzY3JpcHRpb25SZXF1ZXN0GicubWV0ZXIucGxhbnMudjEuU2V0U3Vic2NyaXB0aW9uUmVzcG9uc2USWQoMUmVzb2x2ZVVzZXJzEiMubWV0ZXIucGxhbnMudjEuUmVzb2x2ZVVzZXJzUmVxdWVzdBokLm1ldGVyLnBsYW5zLnYxLlJlc29sdmVVc2Vyc1Jlc3BvbnNlEmUKEENvdW50U3Vic2NyaWJlcnMSJy5tZXRlci5wbGFucy52MS5Db3VudFN1YnNjcmliZXJzUmVxdWVzdBooLm1ldGVyLnBsYW5zLnYxLkNvdW50U3Vic2NyaWJlcnNSZXNwb25zZRJWCgtMaXN0Q2hhbmdlcxIiLm1ldGVyLnBsYW5zLnYxLkxpc3RDaGFuZ2VzUmVxdWVzdBojLm1ldGVyLnBsYW5zLnYxLkxpc3RDaGFuZ2VzUmVzcG9uc2USUAoJTGlzdFVzZXJzEiAubWV0ZXIucGxhbnMudjEuTGlzdFVzZXJzUmVxdWVzdBohLm1ldGVyLnBsYW5zLnYxLkxpc3RVc2Vyc1Jlc3BvbnNlElMKCkNyZWF0ZVRlYW0SIS5tZXRlci5wbGFucy52MS5DcmVhdGVUZWFtUmVxdWVzdBoiLm1ldGVyLnBsYW5zLnYxLkNyZWF0ZVRlYW1SZXNwb25zZRJKCgdHZXRUZWFtEh4ubWV0ZXIucGxhbnMudjEuR2V0VGVhbVJlcXVlc3QaHy5tZXRlci5wbGFucy52MS5HZXRUZWFtUmVzcG9uc2USUAoJTGlzdFRlYW1zEiAubWV0ZXIucGxhbnMudjEuTGlzdFRlYW1zUmVxdWVzdBohLm1ldGVyLnBsYW5zLnYxLkxpc3RUZWFtc1Jlc3BvbnNlEm4KE1NldFRlYW1TdWJzY3JpcHRpb24SKi5tZXRlci5wbGFucy52MS5TZXRUZWFtU3Vic2NyaXB0aW9uUmVxdWVzdBorLm1ldGVyLnBsYW5zLnYxLlNldFRlYW1TdWJzY3JpcHRpb25SZXNwb25zZRJWCgtTZXRVc2VyVGVhbRIiLm1ldGVyLnBsYW5zLnYxLlNldFVzZXJUZWFtUmVxdWVzdBojLm1ldGVyLnBsYW5zLnYxLlNldFVzZXJUZWFtUmVzcG9uc2USYgoPTGlzdFRlYW1NZW1iZXJzEiYubWV0ZXIucGxhbnMudjEuTGlzdFRlYW1NZW1iZXJzUmVxdWVzdBonLm1ldGVyLnBsYW5zLnYxLkxpc3RUZWFtTWVtYmVyc1Jlc3BvbnNlElkKDFJlc29sdmVUZWFtcxIjLm1ldGVyLnBsYW5zLnYxLlJlc29sdmVUZWFtc1JlcXVlc3QaJC5tZXRlci5wbGFucy52MS5SZXNvbHZlVGVhbXNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_field_mask, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message meter.plans.v1.CostRate
@@ -119,6 +119,14 @@ export type PlanLimit = Message<"meter.plans.v1.PlanLimit"> & {
    * @generated from field: optional double hard_gate_at = 8;
    */
   hardGateAt?: number | undefined;
+
+  /**
+   * On a team's plan (BUDGETS.md §4): team (the sum over all members) or member (each member
+   * separately); unset reads as team. Read only where the plan is a team's.
+   *
+   * @generated from field: optional string scope = 9;
+   */
+  scope?: string | undefined;
 };
 
 /**
@@ -401,6 +409,13 @@ export type User = Message<"meter.plans.v1.User"> & {
    * @generated from field: google.protobuf.Timestamp updated_at = 7;
    */
   updatedAt?: Timestamp | undefined;
+
+  /**
+   * The external_team_id of the team the user belongs to now; unset: none.
+   *
+   * @generated from field: optional string team_id = 8;
+   */
+  teamId?: string | undefined;
 };
 
 /**
@@ -790,6 +805,20 @@ export type ResolvedUser = Message<"meter.plans.v1.ResolvedUser"> & {
    * @generated from field: map<string, meter.plans.v1.Plan> plans = 3;
    */
   plans: { [key: string]: Plan };
+
+  /**
+   * The user's team membership history, oldest first (empty: never in a team).
+   *
+   * @generated from field: repeated meter.plans.v1.TeamMembership memberships = 4;
+   */
+  memberships: TeamMembership[];
+
+  /**
+   * Every team named in memberships, by service team id.
+   *
+   * @generated from field: map<string, meter.plans.v1.ResolvedTeam> teams = 5;
+   */
+  teams: { [key: string]: ResolvedTeam };
 };
 
 /**
@@ -925,11 +954,18 @@ export type ListChangesResponse = Message<"meter.plans.v1.ListChangesResponse"> 
   planIds: string[];
 
   /**
-   * Users whose subscription was set after `since` (external ids).
+   * Users whose subscription or team was set after `since` (external ids).
    *
    * @generated from field: repeated string external_user_ids = 4;
    */
   externalUserIds: string[];
+
+  /**
+   * Teams whose subscription was set after `since` (external ids): their members' sessions change.
+   *
+   * @generated from field: repeated string external_team_ids = 5;
+   */
+  externalTeamIds: string[];
 };
 
 /**
@@ -1007,6 +1043,470 @@ export type ListUsersResponse = Message<"meter.plans.v1.ListUsersResponse"> & {
  */
 export const ListUsersResponseSchema: GenMessage<ListUsersResponse> = /*@__PURE__*/
   messageDesc(file_meter_plans_v1_plans, 28);
+
+/**
+ * @generated from message meter.plans.v1.Team
+ */
+export type Team = Message<"meter.plans.v1.Team"> & {
+  /**
+   * Internal id (service_team_id).
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string external_team_id = 2;
+   */
+  externalTeamId: string;
+
+  /**
+   * @generated from field: string name = 3;
+   */
+  name: string;
+
+  /**
+   * @generated from field: optional string plan_name = 4;
+   */
+  planName?: string | undefined;
+
+  /**
+   * @generated from field: optional string billing_subscription_id = 5;
+   */
+  billingSubscriptionId?: string | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp created_at = 6;
+   */
+  createdAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp updated_at = 7;
+   */
+  updatedAt?: Timestamp | undefined;
+
+  /**
+   * Current members.
+   *
+   * @generated from field: int64 member_count = 8;
+   */
+  memberCount: bigint;
+};
+
+/**
+ * Describes the message meter.plans.v1.Team.
+ * Use `create(TeamSchema)` to create a new message.
+ */
+export const TeamSchema: GenMessage<Team> = /*@__PURE__*/
+  messageDesc(file_meter_plans_v1_plans, 29);
+
+/**
+ * One entry of a user's team membership history: from effective_at on, the user's usage
+ * counts for this team (unset team_id: for no team).
+ *
+ * @generated from message meter.plans.v1.TeamMembership
+ */
+export type TeamMembership = Message<"meter.plans.v1.TeamMembership"> & {
+  /**
+   * Service team id; unset: the user left its team.
+   *
+   * @generated from field: optional string team_id = 1;
+   */
+  teamId?: string | undefined;
+
+  /**
+   * @generated from field: optional string external_team_id = 2;
+   */
+  externalTeamId?: string | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp effective_at = 3;
+   */
+  effectiveAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message meter.plans.v1.TeamMembership.
+ * Use `create(TeamMembershipSchema)` to create a new message.
+ */
+export const TeamMembershipSchema: GenMessage<TeamMembership> = /*@__PURE__*/
+  messageDesc(file_meter_plans_v1_plans, 30);
+
+/**
+ * @generated from message meter.plans.v1.ResolvedTeam
+ */
+export type ResolvedTeam = Message<"meter.plans.v1.ResolvedTeam"> & {
+  /**
+   * @generated from field: meter.plans.v1.Team team = 1;
+   */
+  team?: Team | undefined;
+
+  /**
+   * Oldest first.
+   *
+   * @generated from field: repeated meter.plans.v1.Subscription subscriptions = 2;
+   */
+  subscriptions: Subscription[];
+
+  /**
+   * Current configuration of every plan named in subscriptions, by plan id.
+   *
+   * @generated from field: map<string, meter.plans.v1.Plan> plans = 3;
+   */
+  plans: { [key: string]: Plan };
+};
+
+/**
+ * Describes the message meter.plans.v1.ResolvedTeam.
+ * Use `create(ResolvedTeamSchema)` to create a new message.
+ */
+export const ResolvedTeamSchema: GenMessage<ResolvedTeam> = /*@__PURE__*/
+  messageDesc(file_meter_plans_v1_plans, 31);
+
+/**
+ * @generated from message meter.plans.v1.CreateTeamRequest
+ */
+export type CreateTeamRequest = Message<"meter.plans.v1.CreateTeamRequest"> & {
+  /**
+   * @generated from field: string product_id = 1;
+   */
+  productId: string;
+
+  /**
+   * @generated from field: string external_team_id = 2;
+   */
+  externalTeamId: string;
+
+  /**
+   * @generated from field: string name = 3;
+   */
+  name: string;
+};
+
+/**
+ * Describes the message meter.plans.v1.CreateTeamRequest.
+ * Use `create(CreateTeamRequestSchema)` to create a new message.
+ */
+export const CreateTeamRequestSchema: GenMessage<CreateTeamRequest> = /*@__PURE__*/
+  messageDesc(file_meter_plans_v1_plans, 32);
+
+/**
+ * @generated from message meter.plans.v1.CreateTeamResponse
+ */
+export type CreateTeamResponse = Message<"meter.plans.v1.CreateTeamResponse"> & {
+  /**
+   * @generated from field: meter.plans.v1.Team team = 1;
+   */
+  team?: Team | undefined;
+};
+
+/**
+ * Describes the message meter.plans.v1.CreateTeamResponse.
+ * Use `create(CreateTeamResponseSchema)` to create a new message.
+ */
+export const CreateTeamResponseSchema: GenMessage<CreateTeamResponse> = /*@__PURE__*/
+  messageDesc(file_meter_plans_v1_plans, 33);
+
+/**
+ * @generated from message meter.plans.v1.GetTeamRequest
+ */
+export type GetTeamRequest = Message<"meter.plans.v1.GetTeamRequest"> & {
+  /**
+   * @generated from field: string product_id = 1;
+   */
+  productId: string;
+
+  /**
+   * @generated from field: string external_team_id = 2;
+   */
+  externalTeamId: string;
+};
+
+/**
+ * Describes the message meter.plans.v1.GetTeamRequest.
+ * Use `create(GetTeamRequestSchema)` to create a new message.
+ */
+export const GetTeamRequestSchema: GenMessage<GetTeamRequest> = /*@__PURE__*/
+  messageDesc(file_meter_plans_v1_plans, 34);
+
+/**
+ * @generated from message meter.plans.v1.GetTeamResponse
+ */
+export type GetTeamResponse = Message<"meter.plans.v1.GetTeamResponse"> & {
+  /**
+   * @generated from field: meter.plans.v1.Team team = 1;
+   */
+  team?: Team | undefined;
+};
+
+/**
+ * Describes the message meter.plans.v1.GetTeamResponse.
+ * Use `create(GetTeamResponseSchema)` to create a new message.
+ */
+export const GetTeamResponseSchema: GenMessage<GetTeamResponse> = /*@__PURE__*/
+  messageDesc(file_meter_plans_v1_plans, 35);
+
+/**
+ * @generated from message meter.plans.v1.ListTeamsRequest
+ */
+export type ListTeamsRequest = Message<"meter.plans.v1.ListTeamsRequest"> & {
+  /**
+   * @generated from field: string product_id = 1;
+   */
+  productId: string;
+
+  /**
+   * Only teams whose external_team_id starts with it; empty lists every team.
+   *
+   * @generated from field: string prefix = 2;
+   */
+  prefix: string;
+
+  /**
+   * next_cursor of the previous page (same prefix).
+   *
+   * @generated from field: optional string cursor = 3;
+   */
+  cursor?: string | undefined;
+
+  /**
+   * Page size, 1-200; 0 means 50.
+   *
+   * @generated from field: int32 limit = 4;
+   */
+  limit: number;
+};
+
+/**
+ * Describes the message meter.plans.v1.ListTeamsRequest.
+ * Use `create(ListTeamsRequestSchema)` to create a new message.
+ */
+export const ListTeamsRequestSchema: GenMessage<ListTeamsRequest> = /*@__PURE__*/
+  messageDesc(file_meter_plans_v1_plans, 36);
+
+/**
+ * @generated from message meter.plans.v1.ListTeamsResponse
+ */
+export type ListTeamsResponse = Message<"meter.plans.v1.ListTeamsResponse"> & {
+  /**
+   * @generated from field: repeated meter.plans.v1.Team teams = 1;
+   */
+  teams: Team[];
+
+  /**
+   * @generated from field: optional string next_cursor = 2;
+   */
+  nextCursor?: string | undefined;
+};
+
+/**
+ * Describes the message meter.plans.v1.ListTeamsResponse.
+ * Use `create(ListTeamsResponseSchema)` to create a new message.
+ */
+export const ListTeamsResponseSchema: GenMessage<ListTeamsResponse> = /*@__PURE__*/
+  messageDesc(file_meter_plans_v1_plans, 37);
+
+/**
+ * @generated from message meter.plans.v1.SetTeamSubscriptionRequest
+ */
+export type SetTeamSubscriptionRequest = Message<"meter.plans.v1.SetTeamSubscriptionRequest"> & {
+  /**
+   * @generated from field: string product_id = 1;
+   */
+  productId: string;
+
+  /**
+   * @generated from field: string external_team_id = 2;
+   */
+  externalTeamId: string;
+
+  /**
+   * @generated from field: string plan_id = 3;
+   */
+  planId: string;
+
+  /**
+   * @generated from field: optional string billing_subscription_id = 4;
+   */
+  billingSubscriptionId?: string | undefined;
+
+  /**
+   * @generated from field: optional google.protobuf.Timestamp period_start = 5;
+   */
+  periodStart?: Timestamp | undefined;
+
+  /**
+   * @generated from field: optional google.protobuf.Timestamp period_end = 6;
+   */
+  periodEnd?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message meter.plans.v1.SetTeamSubscriptionRequest.
+ * Use `create(SetTeamSubscriptionRequestSchema)` to create a new message.
+ */
+export const SetTeamSubscriptionRequestSchema: GenMessage<SetTeamSubscriptionRequest> = /*@__PURE__*/
+  messageDesc(file_meter_plans_v1_plans, 38);
+
+/**
+ * @generated from message meter.plans.v1.SetTeamSubscriptionResponse
+ */
+export type SetTeamSubscriptionResponse = Message<"meter.plans.v1.SetTeamSubscriptionResponse"> & {
+  /**
+   * @generated from field: meter.plans.v1.Team team = 1;
+   */
+  team?: Team | undefined;
+};
+
+/**
+ * Describes the message meter.plans.v1.SetTeamSubscriptionResponse.
+ * Use `create(SetTeamSubscriptionResponseSchema)` to create a new message.
+ */
+export const SetTeamSubscriptionResponseSchema: GenMessage<SetTeamSubscriptionResponse> = /*@__PURE__*/
+  messageDesc(file_meter_plans_v1_plans, 39);
+
+/**
+ * @generated from message meter.plans.v1.SetUserTeamRequest
+ */
+export type SetUserTeamRequest = Message<"meter.plans.v1.SetUserTeamRequest"> & {
+  /**
+   * @generated from field: string product_id = 1;
+   */
+  productId: string;
+
+  /**
+   * @generated from field: string external_user_id = 2;
+   */
+  externalUserId: string;
+
+  /**
+   * Unset: the user leaves its team.
+   *
+   * @generated from field: optional string external_team_id = 3;
+   */
+  externalTeamId?: string | undefined;
+};
+
+/**
+ * Describes the message meter.plans.v1.SetUserTeamRequest.
+ * Use `create(SetUserTeamRequestSchema)` to create a new message.
+ */
+export const SetUserTeamRequestSchema: GenMessage<SetUserTeamRequest> = /*@__PURE__*/
+  messageDesc(file_meter_plans_v1_plans, 40);
+
+/**
+ * @generated from message meter.plans.v1.SetUserTeamResponse
+ */
+export type SetUserTeamResponse = Message<"meter.plans.v1.SetUserTeamResponse"> & {
+  /**
+   * @generated from field: meter.plans.v1.User user = 1;
+   */
+  user?: User | undefined;
+};
+
+/**
+ * Describes the message meter.plans.v1.SetUserTeamResponse.
+ * Use `create(SetUserTeamResponseSchema)` to create a new message.
+ */
+export const SetUserTeamResponseSchema: GenMessage<SetUserTeamResponse> = /*@__PURE__*/
+  messageDesc(file_meter_plans_v1_plans, 41);
+
+/**
+ * @generated from message meter.plans.v1.ListTeamMembersRequest
+ */
+export type ListTeamMembersRequest = Message<"meter.plans.v1.ListTeamMembersRequest"> & {
+  /**
+   * @generated from field: string product_id = 1;
+   */
+  productId: string;
+
+  /**
+   * @generated from field: string external_team_id = 2;
+   */
+  externalTeamId: string;
+
+  /**
+   * @generated from field: optional string cursor = 3;
+   */
+  cursor?: string | undefined;
+
+  /**
+   * Page size, 1-200; 0 means 50.
+   *
+   * @generated from field: int32 limit = 4;
+   */
+  limit: number;
+};
+
+/**
+ * Describes the message meter.plans.v1.ListTeamMembersRequest.
+ * Use `create(ListTeamMembersRequestSchema)` to create a new message.
+ */
+export const ListTeamMembersRequestSchema: GenMessage<ListTeamMembersRequest> = /*@__PURE__*/
+  messageDesc(file_meter_plans_v1_plans, 42);
+
+/**
+ * @generated from message meter.plans.v1.ListTeamMembersResponse
+ */
+export type ListTeamMembersResponse = Message<"meter.plans.v1.ListTeamMembersResponse"> & {
+  /**
+   * @generated from field: repeated meter.plans.v1.User users = 1;
+   */
+  users: User[];
+
+  /**
+   * @generated from field: optional string next_cursor = 2;
+   */
+  nextCursor?: string | undefined;
+};
+
+/**
+ * Describes the message meter.plans.v1.ListTeamMembersResponse.
+ * Use `create(ListTeamMembersResponseSchema)` to create a new message.
+ */
+export const ListTeamMembersResponseSchema: GenMessage<ListTeamMembersResponse> = /*@__PURE__*/
+  messageDesc(file_meter_plans_v1_plans, 43);
+
+/**
+ * @generated from message meter.plans.v1.ResolveTeamsRequest
+ */
+export type ResolveTeamsRequest = Message<"meter.plans.v1.ResolveTeamsRequest"> & {
+  /**
+   * @generated from field: string product_id = 1;
+   */
+  productId: string;
+
+  /**
+   * @generated from field: repeated string external_team_ids = 2;
+   */
+  externalTeamIds: string[];
+};
+
+/**
+ * Describes the message meter.plans.v1.ResolveTeamsRequest.
+ * Use `create(ResolveTeamsRequestSchema)` to create a new message.
+ */
+export const ResolveTeamsRequestSchema: GenMessage<ResolveTeamsRequest> = /*@__PURE__*/
+  messageDesc(file_meter_plans_v1_plans, 44);
+
+/**
+ * @generated from message meter.plans.v1.ResolveTeamsResponse
+ */
+export type ResolveTeamsResponse = Message<"meter.plans.v1.ResolveTeamsResponse"> & {
+  /**
+   * Only the teams that exist.
+   *
+   * @generated from field: repeated meter.plans.v1.ResolvedTeam teams = 1;
+   */
+  teams: ResolvedTeam[];
+};
+
+/**
+ * Describes the message meter.plans.v1.ResolveTeamsResponse.
+ * Use `create(ResolveTeamsResponseSchema)` to create a new message.
+ */
+export const ResolveTeamsResponseSchema: GenMessage<ResolveTeamsResponse> = /*@__PURE__*/
+  messageDesc(file_meter_plans_v1_plans, 45);
 
 /**
  * PlansService owns plans, end users and their subscription history.
@@ -1115,6 +1615,77 @@ export const PlansService: GenService<{
     methodKind: "unary";
     input: typeof ListUsersRequestSchema;
     output: typeof ListUsersResponseSchema;
+  },
+  /**
+   * Teams (BUDGETS.md §4): groups of the product's users that share a budget. ALREADY_EXISTS
+   * when external_team_id is taken within the product.
+   *
+   * @generated from rpc meter.plans.v1.PlansService.CreateTeam
+   */
+  createTeam: {
+    methodKind: "unary";
+    input: typeof CreateTeamRequestSchema;
+    output: typeof CreateTeamResponseSchema;
+  },
+  /**
+   * @generated from rpc meter.plans.v1.PlansService.GetTeam
+   */
+  getTeam: {
+    methodKind: "unary";
+    input: typeof GetTeamRequestSchema;
+    output: typeof GetTeamResponseSchema;
+  },
+  /**
+   * In external_team_id order (UTF-8 bytes), optionally only those starting with a prefix.
+   *
+   * @generated from rpc meter.plans.v1.PlansService.ListTeams
+   */
+  listTeams: {
+    methodKind: "unary";
+    input: typeof ListTeamsRequestSchema;
+    output: typeof ListTeamsResponseSchema;
+  },
+  /**
+   * Subscribes a team to a plan for a billing window, with the same rules as a user's.
+   *
+   * @generated from rpc meter.plans.v1.PlansService.SetTeamSubscription
+   */
+  setTeamSubscription: {
+    methodKind: "unary";
+    input: typeof SetTeamSubscriptionRequestSchema;
+    output: typeof SetTeamSubscriptionResponseSchema;
+  },
+  /**
+   * Puts a user in a team (or in none); a user belongs to at most one team. The change is
+   * appended to the user's membership history and takes effect from then on: past usage stays
+   * with the team it was counted for.
+   *
+   * @generated from rpc meter.plans.v1.PlansService.SetUserTeam
+   */
+  setUserTeam: {
+    methodKind: "unary";
+    input: typeof SetUserTeamRequestSchema;
+    output: typeof SetUserTeamResponseSchema;
+  },
+  /**
+   * The team's current members a page at a time, in external_user_id order.
+   *
+   * @generated from rpc meter.plans.v1.PlansService.ListTeamMembers
+   */
+  listTeamMembers: {
+    methodKind: "unary";
+    input: typeof ListTeamMembersRequestSchema;
+    output: typeof ListTeamMembersResponseSchema;
+  },
+  /**
+   * Teams with their subscription history and plans, for attributing a team's usage.
+   *
+   * @generated from rpc meter.plans.v1.PlansService.ResolveTeams
+   */
+  resolveTeams: {
+    methodKind: "unary";
+    input: typeof ResolveTeamsRequestSchema;
+    output: typeof ResolveTeamsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_meter_plans_v1_plans, 0);
