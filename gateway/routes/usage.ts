@@ -6,8 +6,7 @@ import { DateTime, Nullable, UserParams, errors, parseDateTime } from "../schema
 import { rpcOptions } from "../rpc-options.ts";
 import { DimensionOut, dimensionJson } from "../schemas/limits.ts";
 import { SessionCreditsOut, sessionCreditsJson } from "../schemas/credits.ts";
-import { LimitOut } from "../schemas/plans.ts";
-import { limitFromMessage } from "@meter/lib/plan-limits";
+import { LimitOut, limitJson } from "../schemas/plans.ts";
 
 
 const NumberMap = Type.Record(Type.String(), Type.Number());
@@ -167,7 +166,7 @@ export const usageRoutes: FastifyPluginAsyncTypebox = async (app) => {
           default_tool_cost: c.defaultToolCost,
           pre_call_estimate: c.preCallEstimate,
           pre_call_buffer_tokens: Number(c.preCallBufferTokens),
-          limits: c.limits.map(limitFromMessage),
+          limits: c.limits.map(limitJson),
           time_zone: c.timeZone,
           credits_enabled: c.creditsEnabled,
           ...(c.creditsLowAt !== undefined && { credits_low_at: c.creditsLowAt }),
