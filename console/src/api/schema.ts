@@ -189,6 +189,98 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/users/{user_id}/team": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Put a user in a team, or in none
+         * @description A user belongs to at most one team. From now on the user's usage counts for the team too; usage before stays with the team it was counted for.
+         */
+        put: operations["setUserTeam"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/teams": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The product's teams in external_team_id order, cursor-paginated */
+        get: operations["listTeams"];
+        put?: never;
+        /** Create a team: users that share a budget */
+        post: operations["createTeam"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/teams/{team_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One team, with the plan of its current subscription and its member count */
+        get: operations["getTeam"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/teams/{team_id}/subscription": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Subscribe a team to a plan for a billing period (the rules of a user's subscription)
+         * @description The plan's caps apply to the team's sum; each entry of its limits counts the team's sum (scope team) or each member's own (scope member).
+         */
+        post: operations["setTeamSubscription"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/teams/{team_id}/members": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The team's current members in external_user_id order, cursor-paginated */
+        get: operations["listTeamMembers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/events/batch": {
         parameters: {
             query?: never;
@@ -1503,6 +1595,11 @@ export interface operations {
                                 model: string | null;
                                 soft_gate_at: number | null;
                                 hard_gate_at: number | null;
+                                /**
+                                 * @description On a team's plan: team (the members' sum) or member (each member's own); team when not given
+                                 * @enum {string}
+                                 */
+                                scope: "team" | "member";
                             }[];
                             /** @description IANA time zone of the calendar windows */
                             time_zone: string;
@@ -1652,6 +1749,7 @@ export interface operations {
                             model?: string | null;
                             soft_gate_at?: number | null;
                             hard_gate_at?: number | null;
+                            scope?: string | null;
                         }[] | null;
                         time_zone?: string | null;
                         /** @description Prepaid credits: the user's balance extends the period spend cap, usage beyond max_spend_per_period draws it (default false) */
@@ -1711,6 +1809,11 @@ export interface operations {
                                 model: string | null;
                                 soft_gate_at: number | null;
                                 hard_gate_at: number | null;
+                                /**
+                                 * @description On a team's plan: team (the members' sum) or member (each member's own); team when not given
+                                 * @enum {string}
+                                 */
+                                scope: "team" | "member";
                             }[];
                             /** @description IANA time zone of the calendar windows */
                             time_zone: string;
@@ -1902,8 +2005,10 @@ export interface operations {
                         all: boolean;
                         /** @description Plans updated after since */
                         plan_ids: string[];
-                        /** @description external_user_ids whose subscription was set after since */
+                        /** @description external_user_ids whose subscription or team was set after since */
                         user_ids: string[];
+                        /** @description external_team_ids whose subscription was set after since: their members' sessions change */
+                        team_ids: string[];
                     };
                 };
             };
@@ -2051,6 +2156,7 @@ export interface operations {
                         model?: string | null;
                         soft_gate_at?: number | null;
                         hard_gate_at?: number | null;
+                        scope?: string | null;
                     }[] | null;
                     time_zone?: string | null;
                     /** @description Prepaid credits: the user's balance extends the period spend cap, usage beyond max_spend_per_period draws it (default false) */
@@ -2108,6 +2214,11 @@ export interface operations {
                             model: string | null;
                             soft_gate_at: number | null;
                             hard_gate_at: number | null;
+                            /**
+                             * @description On a team's plan: team (the members' sum) or member (each member's own); team when not given
+                             * @enum {string}
+                             */
+                            scope: "team" | "member";
                         }[];
                         /** @description IANA time zone of the calendar windows */
                         time_zone: string;
@@ -2330,6 +2441,7 @@ export interface operations {
                              * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
                              */
                             updated_at: string;
+                            team_id: string | null;
                             /** @description Dollars spent in the billing period in force now (what GET /users/{user_id}/usage reports as total_cost for current_period) */
                             period_spend_usd: number;
                             /** @description Tokens used in that period */
@@ -2487,6 +2599,7 @@ export interface operations {
                          * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
                          */
                         updated_at: string;
+                        team_id: string | null;
                     };
                 };
             };
@@ -2655,6 +2768,7 @@ export interface operations {
                          * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
                          */
                         updated_at: string;
+                        team_id: string | null;
                     };
                 };
             };
@@ -2804,6 +2918,7 @@ export interface operations {
                          * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
                          */
                         updated_at: string;
+                        team_id: string | null;
                     };
                 };
             };
@@ -2873,6 +2988,954 @@ export interface operations {
             };
             /** @description Body validation failed; `issues` lists every problem */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Too many requests; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Request headers or URL too large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Backend failure */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    setUserTeam: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description external_user_id (1-255 characters), URL-encoded; not "." or ".." */
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    team_id: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        id: string;
+                        external_user_id: string;
+                        name: string | null;
+                        plan_name: string | null;
+                        billing_subscription_id: string | null;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
+                         */
+                        created_at: string;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
+                         */
+                        updated_at: string;
+                        team_id: string | null;
+                    };
+                };
+            };
+            /** @description Invalid request (query, path or a rule of the request) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Not found (resources of other products read as not found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The body is not JSON (Content-Type) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Body validation failed; `issues` lists every problem */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Too many requests; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Request headers or URL too large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Backend failure */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    listTeams: {
+        parameters: {
+            query?: {
+                /** @description Only teams whose external_team_id starts with it (exact characters, case-sensitive; no pattern syntax) */
+                prefix?: string;
+                /** @description next_cursor of the previous page (same prefix) */
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        teams: {
+                            /** @description external_team_id: the product's own id */
+                            team_id: string;
+                            /** Format: uuid */
+                            service_team_id: string;
+                            name: string;
+                            plan_name: string | null;
+                            billing_subscription_id: string | null;
+                            /** @description Current members */
+                            member_count: number;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
+                             */
+                            created_at: string;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
+                             */
+                            updated_at: string;
+                        }[];
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            /** @description Invalid request (query, path or a rule of the request) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Too many requests; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Request headers or URL too large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Backend failure */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    createTeam: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The product's own id of the team (an organisation, a workspace); opaque, 1-255 characters; not "." or ".." */
+                    external_team_id: string;
+                    name: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description external_team_id: the product's own id */
+                        team_id: string;
+                        /** Format: uuid */
+                        service_team_id: string;
+                        name: string;
+                        plan_name: string | null;
+                        billing_subscription_id: string | null;
+                        /** @description Current members */
+                        member_count: number;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
+                         */
+                        created_at: string;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
+                         */
+                        updated_at: string;
+                    };
+                };
+            };
+            /** @description Invalid request (query, path or a rule of the request) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Conflicts with the current state (already exists, a limit reached, the last admin key) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The body is not JSON (Content-Type) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Body validation failed; `issues` lists every problem */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Too many requests; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Request headers or URL too large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Backend failure */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    getTeam: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description external_team_id (1-255 characters), URL-encoded; not "." or ".." */
+                team_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description external_team_id: the product's own id */
+                        team_id: string;
+                        /** Format: uuid */
+                        service_team_id: string;
+                        name: string;
+                        plan_name: string | null;
+                        billing_subscription_id: string | null;
+                        /** @description Current members */
+                        member_count: number;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
+                         */
+                        created_at: string;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
+                         */
+                        updated_at: string;
+                    };
+                };
+            };
+            /** @description Invalid request (query, path or a rule of the request) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Not found (resources of other products read as not found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Too many requests; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Request headers or URL too large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Backend failure */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    setTeamSubscription: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description external_team_id (1-255 characters), URL-encoded; not "." or ".." */
+                team_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Format: uuid
+                     * @description Plan id; plan names are not accepted
+                     */
+                    plan_id: string;
+                    billing_subscription_id?: string | null;
+                    period_start?: string | null;
+                    period_end?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description external_team_id: the product's own id */
+                        team_id: string;
+                        /** Format: uuid */
+                        service_team_id: string;
+                        name: string;
+                        plan_name: string | null;
+                        billing_subscription_id: string | null;
+                        /** @description Current members */
+                        member_count: number;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
+                         */
+                        created_at: string;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
+                         */
+                        updated_at: string;
+                    };
+                };
+            };
+            /** @description Invalid request (query, path or a rule of the request) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Not found (resources of other products read as not found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The body is not JSON (Content-Type) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Body validation failed; `issues` lists every problem */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Too many requests; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Request headers or URL too large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Backend failure */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    listTeamMembers: {
+        parameters: {
+            query?: {
+                /** @description next_cursor of the previous page */
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /** @description external_team_id (1-255 characters), URL-encoded; not "." or ".." */
+                team_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        team_id: string;
+                        members: {
+                            /** Format: uuid */
+                            id: string;
+                            external_user_id: string;
+                            name: string | null;
+                            plan_name: string | null;
+                            billing_subscription_id: string | null;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
+                             */
+                            created_at: string;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
+                             */
+                            updated_at: string;
+                            team_id: string | null;
+                        }[];
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            /** @description Invalid request (query, path or a rule of the request) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Not found (resources of other products read as not found) */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3574,6 +4637,11 @@ export interface operations {
                                 model: string | null;
                                 soft_gate_at: number | null;
                                 hard_gate_at: number | null;
+                                /**
+                                 * @description On a team's plan: team (the members' sum) or member (each member's own); team when not given
+                                 * @enum {string}
+                                 */
+                                scope: "team" | "member";
                             }[];
                             /** @description IANA time zone of the calendar windows */
                             time_zone: string;
