@@ -117,4 +117,21 @@ t("a team created through the form, subscribed, a member added, linked both ways
   assert.is((await ctx.api.get("/teams/acme")).body.member_count, 1);
 });
 
+t("a team plan's member limit reads as such on the plans screen and keeps its scope in the form", async (ctx) => {
+  const { page } = ctx;
+  await page.getByRole("navigation", { name: "Screens" }).getByRole("link", { name: "Plans" }).click();
+  await page.getByRole("list", { name: "Windows of team-500" }).getByText("seat: $50 a billing period per member").waitFor();
+  await page.getByRole("button", { name: "Edit plan team-500" }).click();
+  const edit = page.getByRole("form", { name: "Edit plan team-500" });
+  const counts = edit.getByRole("group", { name: "Limit 1" }).getByLabel("Counts");
+  assert.is(await counts.inputValue(), "member");
+  await edit.getByRole("group", { name: "Limit 1" }).getByLabel(/^Max/).fill("40");
+  await edit.getByRole("button", { name: "Save changes" }).click();
+  await page.getByText("Plan team-500 saved (1 field).").waitFor();
+  const seat = (await ctx.api.get("/config/plans")).body.plans.find((p: { name: string }) => p.name === "team-500").limits[0];
+  assert.equal([seat.max, seat.scope], [40, "member"], "editing a limit keeps its scope");
+  await check(ctx, "plans-team");
+  await edit.getByRole("button", { name: "Close" }).click();
+});
+
 t.run();

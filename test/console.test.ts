@@ -315,9 +315,9 @@ t("a plan's windows through the form: refused with the service's word beside the
   const created = (await ctx.api.get("/config/plans")).body.plans.find((p: { name: string }) => p.name === "windows");
   assert.is(created.time_zone, "Europe/Paris");
   assert.equal(created.limits, [
-    { name: "daily", metric: "spend", max: 1, window: "day", duration_minutes: null, model: null, soft_gate_at: null, hard_gate_at: null },
-    { name: "five-hour", metric: "spend", max: 2, window: "rolling", duration_minutes: 300, model: null, soft_gate_at: null, hard_gate_at: null },
-    { name: "burst", metric: "requests", max: 60, window: "minute", duration_minutes: null, model: null, soft_gate_at: null, hard_gate_at: null },
+    { name: "daily", metric: "spend", max: 1, window: "day", duration_minutes: null, model: null, soft_gate_at: null, hard_gate_at: null, scope: "team" },
+    { name: "five-hour", metric: "spend", max: 2, window: "rolling", duration_minutes: 300, model: null, soft_gate_at: null, hard_gate_at: null, scope: "team" },
+    { name: "burst", metric: "requests", max: 60, window: "minute", duration_minutes: null, model: null, soft_gate_at: null, hard_gate_at: null, scope: "team" },
   ]);
   const windows = page.getByRole("list", { name: "Windows of windows" });
   for (const line of ["daily: $1 a day", "five-hour: $2 in any 5 hours", "burst: 60 requests a minute", "days in Europe/Paris"]) await windows.getByText(line).waitFor();

@@ -144,7 +144,7 @@ export function untilNextReset(dims: readonly Dimension[], now: number): number 
 }
 
 /** The fields of a limit the form edits. */
-export const LIMIT_FIELDS = ["name", "metric", "max", "window", "duration_minutes", "model", "soft_gate_at", "hard_gate_at"] as const;
+export const LIMIT_FIELDS = ["name", "metric", "max", "window", "duration_minutes", "model", "soft_gate_at", "hard_gate_at", "scope"] as const;
 export type LimitField = (typeof LIMIT_FIELDS)[number];
 
 /** A refusal of a plan, split: per limit (index) and field, the time zone, and the rest. */

@@ -68,10 +68,12 @@ interface LimitRow {
   model: string;
   soft_gate_at: string;
   hard_gate_at: string;
+  /** On a team's plan: the members' sum or each member's own. */
+  scope: "team" | "member";
 }
 let rowKeys = 0;
-const newRow = (): LimitRow => ({ key: ++rowKeys, name: "", metric: "spend", max: "", window: "day", duration_minutes: "", model: "", soft_gate_at: "", hard_gate_at: "" });
-const toRow = (l: PlanLimit): LimitRow => ({
+const newRow = (): LimitRow => ({ key: ++rowKeys, name: "", metric: "spend", max: "", window: "day", duration_minutes: "", model: "", soft_gate_at: "", hard_gate_at: "", scope: "team" });
+const toRow = (l: PlanLimit & { scope?: string | null }): LimitRow => ({
   key: ++rowKeys,
   name: l.name,
   metric: l.metric,
@@ -81,6 +83,7 @@ const toRow = (l: PlanLimit): LimitRow => ({
   model: l.model ?? "",
   soft_gate_at: l.soft_gate_at == null ? "" : String(l.soft_gate_at),
   hard_gate_at: l.hard_gate_at == null ? "" : String(l.hard_gate_at),
+  scope: l.scope === "member" ? "member" : "team",
 });
 /** The rows as the API's `limits`; a duration goes with a rolling window only (the field is hidden otherwise). */
 const limitsBody = (rows: LimitRow[]) =>
@@ -93,6 +96,7 @@ const limitsBody = (rows: LimitRow[]) =>
     model: r.model.trim() || null,
     soft_gate_at: numberOrText(r.soft_gate_at),
     hard_gate_at: numberOrText(r.hard_gate_at),
+    scope: r.scope === "member" ? r.scope : null,
   }));
 const MAX_LIMITS = 16;
 const WINDOW_LABELS: Record<WindowKind, string> = { minute: "minute", hour: "hour", day: "day", week: "week", month: "month", period: "billing period", rolling: "rolling" };
@@ -173,6 +177,7 @@ function Windows({ plan }: { plan: Plan }) {
       {limits.map((l) => (
         <li key={l.name}>
           <strong>{l.name}</strong>: {describeLimit(l)}
+          {l.scope === "member" && " per member"}
         </li>
       ))}
       {calendar && plan.time_zone && plan.time_zone !== "UTC" && <li className="muted">days in {plan.time_zone}</li>}
@@ -320,7 +325,7 @@ function LimitsEditor({
     <fieldset className="limits">
       <legend>Windows and rate limits</legend>
       <p className="hint">
-        Each limit caps spend, tokens (input + output) or requests (calls) over a window; a call must pass every one. Its gate reason is <code>limit:&lt;name&gt;</code>. Weeks start on Monday; a rolling window counts its last N minutes. Model: count only that model's calls (empty: every call). Gates: fractions of max (empty: the plan's). Default: no limits.
+        Each limit caps spend, tokens (input + output) or requests (calls) over a window; a call must pass every one. Its gate reason is <code>limit:&lt;name&gt;</code>. Weeks start on Monday; a rolling window counts its last N minutes. Model: count only that model's calls (empty: every call). Gates: fractions of max (empty: the plan's). Counts: on a team's plan, the members' sum or each member separately (a user's plan counts the user). Default: no limits.
       </p>
       {rows.map((r, i) => {
         const problems = refused[i] ?? {};
@@ -376,6 +381,14 @@ function LimitsEditor({
               {input("model", "Model", { placeholder: "every model" })}
               {input("soft_gate_at", "Soft gate", { inputMode: "decimal", placeholder: "plan's" })}
               {input("hard_gate_at", "Hard gate", { inputMode: "decimal", placeholder: "plan's" })}
+              <Field label="Counts" error={problems.scope}>
+                {(id, d) => (
+                  <select id={id} aria-describedby={d} value={r.scope} aria-invalid={!!problems.scope} onChange={(e) => set(i, { scope: e.target.value as LimitRow["scope"] })}>
+                    <option value="team">team sum</option>
+                    <option value="member">each member</option>
+                  </select>
+                )}
+              </Field>
               <button type="button" className="danger small" onClick={() => onChange(rows.filter((_, j) => j !== i))} aria-label={`Remove limit ${i + 1}${r.name ? ` (${r.name})` : ""}`}>
                 Remove
               </button>
