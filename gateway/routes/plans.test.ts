@@ -84,7 +84,7 @@ t("top-level gate thresholds apply to every plan unless overridden; every field 
     default_tool_cost: 0.01,
     pre_call_estimate: true,
     pre_call_buffer_tokens: 2048,
-    limits: [{ name: "daily", metric: "spend", max: 1, window: "day", duration_minutes: null, model: null, soft_gate_at: null, hard_gate_at: null }],
+    limits: [{ name: "daily", metric: "spend", max: 1, window: "day", duration_minutes: null, model: null, soft_gate_at: null, hard_gate_at: null, scope: "member" }],
     time_zone: "Asia/Tokyo",
     credits_enabled: true,
     credits_low_at: 5,
@@ -254,7 +254,7 @@ t("products see only their own plans", async ({ stack }) => {
 t("GET /config/changes: the marker moves with plan updates and subscription changes, and lists what changed", async ({ stack }) => {
   const { api } = await stack.newProduct("Changes");
   const { api: other } = await stack.newProduct("Changes, other product");
-  assert.equal((await api.get("/config/changes")).body, { marker: 0, all: false, plan_ids: [], user_ids: [] });
+  assert.equal((await api.get("/config/changes")).body, { marker: 0, all: false, plan_ids: [], user_ids: [], team_ids: [] });
   const plan = (await api.post("/config/plans", { plans: [{ name: "p", max_spend_per_period: 5 }] })).body.plans[0];
   // Creating a plan or a user concerns no running client: the marker stays.
   await api.post("/users", { external_user_id: "u1" });
@@ -265,14 +265,14 @@ t("GET /config/changes: the marker moves with plan updates and subscription chan
   assert.is((await api.post("/users/u1/subscription", { plan_id: plan.id, ...period })).status, 200);
   assert.is((await api.patch(`/config/plans/${plan.id}`, { max_spend_per_period: 2 })).status, 200);
   const after = (await api.get(`/config/changes?since=${start}`)).body;
-  assert.equal(after, { marker: 2, all: false, plan_ids: [plan.id], user_ids: ["u1"] });
-  assert.equal((await api.get("/config/changes?since=1")).body, { marker: 2, all: false, plan_ids: [plan.id], user_ids: [] });
-  assert.equal((await api.get("/config/changes?since=2")).body, { marker: 2, all: false, plan_ids: [], user_ids: [] });
+  assert.equal(after, { marker: 2, all: false, plan_ids: [plan.id], user_ids: ["u1"], team_ids: [] });
+  assert.equal((await api.get("/config/changes?since=1")).body, { marker: 2, all: false, plan_ids: [plan.id], user_ids: [], team_ids: [] });
+  assert.equal((await api.get("/config/changes?since=2")).body, { marker: 2, all: false, plan_ids: [], user_ids: [], team_ids: [] });
   // A marker this service never gave (a replaced database): reload everything.
-  assert.equal((await api.get("/config/changes?since=9")).body, { marker: 2, all: true, plan_ids: [], user_ids: [] });
+  assert.equal((await api.get("/config/changes?since=9")).body, { marker: 2, all: true, plan_ids: [], user_ids: [], team_ids: [] });
   assert.is((await api.get("/config/changes?since=-1")).status, 400);
   // Another product's changes are its own.
-  assert.equal((await other.get("/config/changes?since=0")).body, { marker: 0, all: false, plan_ids: [], user_ids: [] });
+  assert.equal((await other.get("/config/changes?since=0")).body, { marker: 0, all: false, plan_ids: [], user_ids: [], team_ids: [] });
   assert.is((await stack.api.get("/config/changes")).status, 401);
 });
 
@@ -286,7 +286,7 @@ t("GET /config/changes: a client too far behind is told to reload everything", a
   const now = (await api.get("/config/changes")).body.marker;
   assert.is(now, 410);
   assert.is((await api.get("/config/changes?since=1")).body.all, true);
-  assert.equal((await api.get(`/config/changes?since=${now - 5}`)).body, { marker: now, all: false, plan_ids: [plan.id], user_ids: [] });
+  assert.equal((await api.get(`/config/changes?since=${now - 5}`)).body, { marker: now, all: false, plan_ids: [plan.id], user_ids: [], team_ids: [] });
 });
 
 t("plan routes need a valid key (401)", async ({ stack }) => {
