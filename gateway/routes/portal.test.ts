@@ -9,6 +9,7 @@ import { hashPortalToken } from "@meter/lib/portal-tokens";
 import { LOCAL_PROTECTION } from "../config.ts";
 import { eventually } from "../../test/support/eventually.ts";
 import type { Api } from "../../test/support/http.ts";
+import { must, tokenUsageJson } from "../../test/support/rest.ts";
 import { withTestStack, type TestStack } from "../../test/support/stack.ts";
 import { buildWidgetIfStale } from "../widget/build.ts";
 
@@ -22,24 +23,6 @@ withTestStack(t, {
 });
 
 const DAY = 86_400_000;
-const usage = (user: string, model: string, cost: number, tokens: number) => ({
-  id: randomUUID(),
-  user_id: user,
-  timestamp: new Date().toISOString(),
-  model,
-  input_tokens: tokens,
-  output_tokens: 0,
-  total_tokens: tokens,
-  cost_tokens: cost,
-  cost_total: cost,
-});
-
-async function must(res: Promise<{ status: number; body: any }>, status: number) {
-  const r = await res;
-  if (r.status !== status) throw new Error(`expected ${status}, got ${r.status} ${JSON.stringify(r.body)}`);
-  return r.body;
-}
-
 const mint = async (api: Api, user: string, body: unknown = { ttl_seconds: 600 }) => (await must(api.post(`/users/${user}/portal-tokens`, body), 201)).token as string;
 const asToken = (api: Api, token: string) => api.withKey(token);
 
@@ -63,7 +46,7 @@ t.before(async (ctx) => {
       200,
     );
   }
-  await must(api.post("/events/batch", [usage("alice", "gpt-4.1", 1.5, 20_000), usage("alice", "gpt-4o-mini", 0.25, 5_000), usage("bob", "gpt-4.1", 9, 1_000)]), 200);
+  await must(api.post("/events/batch", [tokenUsageJson("alice", "gpt-4.1", 1.5, 20_000), tokenUsageJson("alice", "gpt-4o-mini", 0.25, 5_000), tokenUsageJson("bob", "gpt-4.1", 9, 1_000)]), 200);
   const gates = Array.from({ length: 22 }, (_, i) => ({
     id: randomUUID(),
     user_id: "alice",
