@@ -18,13 +18,12 @@
 // retried as the client library does. Nothing is cached between runs.
 //   BENCH_USERS=100000 BENCH_EVENTS=1000000 BENCH_DAYS=90 BENCH_SAMPLES=50 BENCH_BATCH_USERS=100 npm run bench:console
 import { randomUUID } from "node:crypto";
-import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import { readdir, readFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { gzipSync } from "node:zlib";
 import pMap from "p-map";
 import { chromium } from "playwright-core";
-import { startEmbeddedDb } from "@meter/lib/embedded-db";
 import { createLogger } from "@meter/lib/logger";
 import { connectMongo } from "@meter/lib/mongo";
 import { buildConsoleIfStale } from "../console/scripts/build.ts";
@@ -35,6 +34,7 @@ import { Api } from "../test/support/http.ts";
 import { repoRoot, startAllInOne } from "../test/support/processes.ts";
 import { pct } from "./support/stats.ts";
 import { postSeedBatch, random, seedEvent } from "./support/seed-events.ts";
+import { benchDatabase } from "./support/database.ts";
 
 const USERS = Number(process.env.BENCH_USERS ?? 100_000);
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000_000);
@@ -54,9 +54,8 @@ const log = (m: string) => console.log(`[${new Date().toISOString().slice(11, 19
 const userId = (i: number) => `user-${String(i).padStart(6, "0")}`;
 
 await buildConsoleIfStale(log);
-const dir = process.env.MONGODB_URL ? undefined : await mkdtemp(path.join(os.tmpdir(), "meter-bench-console-"));
-const embedded = dir ? await startEmbeddedDb(dir) : undefined;
-const mongoUrl = process.env.MONGODB_URL ?? embedded!.url;
+const database = await benchDatabase("console");
+const mongoUrl = database.url;
 const dbPrefix = `bench_console_${Date.now()}`;
 const { proc, api: anon, base } = await startAllInOne({ MONGODB_URL: mongoUrl, MONGODB_DB_PREFIX: dbPrefix, WEBHOOKS_ALLOW_INSECURE_URLS: "true" });
 const mongo = await connectMongo(mongoUrl);
@@ -308,6 +307,5 @@ try {
 } finally {
   await mongo.close();
   await proc.stop();
-  await embedded?.stop();
-  if (dir) await rm(dir, { recursive: true, force: true });
+  await database.stop();
 }

@@ -12,12 +12,9 @@
 // same user's GET /users/{id}/session with the product's API key (authentication cached): what
 // this machine gives the cheapest per-user read at the same moment, as a reference.
 //   BENCH_USERS=100000 BENCH_REQUESTS=300 npm run bench:portal
-import { mkdtemp, rm } from "node:fs/promises";
 import { randomBytes, randomUUID } from "node:crypto";
 import os from "node:os";
-import path from "node:path";
 import pMap from "p-map";
-import { startEmbeddedDb } from "@meter/lib/embedded-db";
 import { createLogger } from "@meter/lib/logger";
 import { connectMongo } from "@meter/lib/mongo";
 import { hashPortalToken } from "@meter/lib/portal-tokens";
@@ -27,6 +24,7 @@ import type { PortalTokenDoc } from "../services/tenancy/store/portal-tokens.ts"
 import type { Api } from "../test/support/http.ts";
 import { startAllInOne } from "../test/support/processes.ts";
 import { pct } from "./support/stats.ts";
+import { benchDatabase } from "./support/database.ts";
 
 const USERS = Number(process.env.BENCH_USERS ?? 100_000);
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 300);
@@ -34,15 +32,14 @@ const SEED_CHUNK = 1_000;
 const PRO_EVERY = 10;
 const DAY = 86_400_000;
 
-const dir = process.env.MONGODB_URL ? undefined : await mkdtemp(path.join(os.tmpdir(), "meter-bench-portal-"));
-const embedded = dir ? await startEmbeddedDb(dir) : undefined;
-const mongoUrl = process.env.MONGODB_URL ?? embedded!.url;
+const database = await benchDatabase("portal");
+const mongoUrl = database.url;
 const dbPrefix = `bench_portal_${Date.now()}`;
 const { proc, api: anon } = await startAllInOne({ MONGODB_URL: mongoUrl, MONGODB_DB_PREFIX: dbPrefix });
 process.on("uncaughtException", async (err) => {
   console.error(err);
   await proc.stop("SIGKILL");
-  await embedded?.stop();
+  await database.stop();
   process.exit(1);
 });
 const mongo = await connectMongo(mongoUrl);
@@ -157,5 +154,4 @@ console.log("target: GET /portal/me p95 <= 20 ms");
 
 await mongo.close();
 await proc.stop();
-await embedded?.stop();
-if (dir) await rm(dir, { recursive: true, force: true });
+await database.stop();

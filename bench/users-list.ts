@@ -12,12 +12,9 @@
 // (PlanMemberStore.add, UserStore.appendSubscription), the others to nothing; a few hundred
 // get usage events through the API, so some counters exist.
 //   BENCH_USERS=100000 BENCH_REQUESTS=300 npm run bench:users
-import { mkdtemp, rm } from "node:fs/promises";
 import { randomUUID } from "node:crypto";
 import os from "node:os";
-import path from "node:path";
 import pMap from "p-map";
-import { startEmbeddedDb } from "@meter/lib/embedded-db";
 import { createLogger } from "@meter/lib/logger";
 import { connectMongo } from "@meter/lib/mongo";
 import { encodeCursor } from "../services/plans/handlers/list-users.ts";
@@ -26,21 +23,21 @@ import { UserStore } from "../services/plans/store/users.ts";
 import { Api } from "../test/support/http.ts";
 import { startAllInOne } from "../test/support/processes.ts";
 import { pct } from "./support/stats.ts";
+import { benchDatabase } from "./support/database.ts";
 
 const USERS = Number(process.env.BENCH_USERS ?? 100_000);
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 300);
 const SEED_CHUNK = 1_000;
 const GOLD_EVERY = 10;
 
-const dir = process.env.MONGODB_URL ? undefined : await mkdtemp(path.join(os.tmpdir(), "meter-bench-users-"));
-const embedded = dir ? await startEmbeddedDb(dir) : undefined;
-const mongoUrl = process.env.MONGODB_URL ?? embedded!.url;
+const database = await benchDatabase("users-list");
+const mongoUrl = database.url;
 const dbPrefix = `bench_users_${Date.now()}`;
 const { proc, api: anon } = await startAllInOne({ MONGODB_URL: mongoUrl, MONGODB_DB_PREFIX: dbPrefix });
 process.on("uncaughtException", async (err) => {
   console.error(err);
   await proc.stop("SIGKILL");
-  await embedded?.stop();
+  await database.stop();
   process.exit(1);
 });
 const mongo = await connectMongo(mongoUrl);
@@ -124,5 +121,4 @@ console.log(`load average after: ${os.loadavg().map((l) => l.toFixed(1)).join(" 
 
 await mongo.close();
 await proc.stop();
-await embedded?.stop();
-if (dir) await rm(dir, { recursive: true, force: true });
+await database.stop();
