@@ -31,10 +31,10 @@ import { PlanMemberStore } from "../services/plans/store/plan-members.ts";
 import { SubscriberStore } from "../services/plans/store/subscribers.ts";
 import { UserStore } from "../services/plans/store/users.ts";
 import { Api } from "../test/support/http.ts";
-import { repoRoot, startAllInOne } from "../test/support/processes.ts";
+import { repoRoot } from "../test/support/processes.ts";
 import { pct } from "./support/stats.ts";
 import { postSeedBatch, random, seedEvent } from "./support/seed-events.ts";
-import { benchDatabase } from "./support/database.ts";
+import { benchAllInOne } from "./support/database.ts";
 
 const USERS = Number(process.env.BENCH_USERS ?? 100_000);
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000_000);
@@ -54,10 +54,8 @@ const log = (m: string) => console.log(`[${new Date().toISOString().slice(11, 19
 const userId = (i: number) => `user-${String(i).padStart(6, "0")}`;
 
 await buildConsoleIfStale(log);
-const database = await benchDatabase("console");
+const { proc, api: anon, base, database, dbPrefix, stop } = await benchAllInOne("console", { WEBHOOKS_ALLOW_INSECURE_URLS: "true" });
 const mongoUrl = database.url;
-const dbPrefix = `bench_console_${Date.now()}`;
-const { proc, api: anon, base } = await startAllInOne({ MONGODB_URL: mongoUrl, MONGODB_DB_PREFIX: dbPrefix, WEBHOOKS_ALLOW_INSECURE_URLS: "true" });
 const mongo = await connectMongo(mongoUrl);
 
 try {
@@ -306,6 +304,5 @@ try {
   console.log(`seeding: users ${usersSeconds.toFixed(0)} s, events ${eventsSeconds.toFixed(0)} s; load average ${os.loadavg()[0]!.toFixed(1)}`);
 } finally {
   await mongo.close();
-  await proc.stop();
-  await database.stop();
+  await stop();
 }

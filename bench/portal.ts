@@ -22,9 +22,8 @@ import { PlanMemberStore } from "../services/plans/store/plan-members.ts";
 import { UserStore } from "../services/plans/store/users.ts";
 import type { PortalTokenDoc } from "../services/tenancy/store/portal-tokens.ts";
 import type { Api } from "../test/support/http.ts";
-import { startAllInOne } from "../test/support/processes.ts";
 import { pct } from "./support/stats.ts";
-import { benchDatabase } from "./support/database.ts";
+import { benchAllInOne } from "./support/database.ts";
 
 const USERS = Number(process.env.BENCH_USERS ?? 100_000);
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 300);
@@ -32,17 +31,8 @@ const SEED_CHUNK = 1_000;
 const PRO_EVERY = 10;
 const DAY = 86_400_000;
 
-const database = await benchDatabase("portal");
-const mongoUrl = database.url;
-const dbPrefix = `bench_portal_${Date.now()}`;
-const { proc, api: anon } = await startAllInOne({ MONGODB_URL: mongoUrl, MONGODB_DB_PREFIX: dbPrefix });
-process.on("uncaughtException", async (err) => {
-  console.error(err);
-  await proc.stop("SIGKILL");
-  await database.stop();
-  process.exit(1);
-});
-const mongo = await connectMongo(mongoUrl);
+const { api: anon, database, dbPrefix, stop } = await benchAllInOne("portal");
+const mongo = await connectMongo(database.url);
 const plansDb = mongo.db(`${dbPrefix}_plans`);
 const users = new UserStore(plansDb, { logger: createLogger("bench-portal", "warn") });
 const members = new PlanMemberStore(plansDb);
@@ -153,5 +143,4 @@ line("GET /users/{id}/session, API key (reference)", sessionMs);
 console.log("target: GET /portal/me p95 <= 20 ms");
 
 await mongo.close();
-await proc.stop();
-await database.stop();
+await stop();

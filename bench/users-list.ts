@@ -21,26 +21,16 @@ import { encodeCursor } from "../services/plans/handlers/list-users.ts";
 import { PlanMemberStore } from "../services/plans/store/plan-members.ts";
 import { UserStore } from "../services/plans/store/users.ts";
 import { Api } from "../test/support/http.ts";
-import { startAllInOne } from "../test/support/processes.ts";
 import { pct } from "./support/stats.ts";
-import { benchDatabase } from "./support/database.ts";
+import { benchAllInOne } from "./support/database.ts";
 
 const USERS = Number(process.env.BENCH_USERS ?? 100_000);
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 300);
 const SEED_CHUNK = 1_000;
 const GOLD_EVERY = 10;
 
-const database = await benchDatabase("users-list");
-const mongoUrl = database.url;
-const dbPrefix = `bench_users_${Date.now()}`;
-const { proc, api: anon } = await startAllInOne({ MONGODB_URL: mongoUrl, MONGODB_DB_PREFIX: dbPrefix });
-process.on("uncaughtException", async (err) => {
-  console.error(err);
-  await proc.stop("SIGKILL");
-  await database.stop();
-  process.exit(1);
-});
-const mongo = await connectMongo(mongoUrl);
+const { api: anon, database, dbPrefix, stop } = await benchAllInOne("users");
+const mongo = await connectMongo(database.url);
 const plansDb = mongo.db(`${dbPrefix}_plans`);
 const users = new UserStore(plansDb, { logger: createLogger("bench-users", "warn") });
 const members = new PlanMemberStore(plansDb);
@@ -120,5 +110,4 @@ await time("limit=200, no filter", () => ({ limit: "200", cursor: encodeCursor(u
 console.log(`load average after: ${os.loadavg().map((l) => l.toFixed(1)).join(" ")}`);
 
 await mongo.close();
-await proc.stop();
-await database.stop();
+await stop();

@@ -2,6 +2,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { startEmbeddedDb } from "@meter/lib/embedded-db";
+import { startAllInOne } from "../../test/support/processes.ts";
 
 export interface BenchDatabase {
   url: string;
@@ -22,6 +23,32 @@ export async function benchDatabase(name: string): Promise<BenchDatabase> {
     async stop() {
       await db.stop();
       await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * `npm start`'s all-in-one process on a bench database (`benchDatabase(name)`), its databases
+ * named `bench_<name>_<time>_<service>` (`dbPrefix`), with `env` on top. An uncaught error of
+ * the bench kills the process and stops the database; `stop()` ends both after a run.
+ */
+export async function benchAllInOne(name: string, env: Record<string, string> = {}) {
+  const database = await benchDatabase(name);
+  const dbPrefix = `bench_${name}_${Date.now()}`;
+  const aio = await startAllInOne({ MONGODB_URL: database.url, MONGODB_DB_PREFIX: dbPrefix, ...env });
+  process.on("uncaughtException", async (err) => {
+    console.error(err);
+    await aio.proc.stop("SIGKILL");
+    await database.stop();
+    process.exit(1);
+  });
+  return {
+    ...aio,
+    database,
+    dbPrefix,
+    async stop() {
+      await aio.proc.stop();
+      await database.stop();
     },
   };
 }
