@@ -7,7 +7,7 @@
 import { randomUUID } from "node:crypto";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { check, openConsoleBrowser, signIn, startConsoleAllInOne, type ConsoleBrowser } from "./support/console-browser.ts";
+import { check, fieldError, markedInvalid, openConsoleBrowser, signIn, startConsoleAllInOne, type ConsoleBrowser } from "./support/console-browser.ts";
 import { eventually } from "./support/eventually.ts";
 import type { Api } from "./support/http.ts";
 import type { AllInOne } from "./support/processes.ts";
@@ -51,9 +51,8 @@ t("a plan that draws credits through the form: a bad low mark refused beside its
   await low.fill("-1");
   ctx.allowedStatuses = new Set([400, 422]);
   await form.getByRole("button", { name: "Create plan" }).click();
-  await eventually(async () => (await low.getAttribute("aria-invalid")) === "true", 10_000, "the low mark marked invalid");
-  const described = (await low.getAttribute("aria-describedby"))!.split(" ").find((id) => id.endsWith("-err"))!;
-  assert.match((await page.locator(`#${described}`).textContent())!, /0/);
+  await markedInvalid(low, "the low mark marked invalid");
+  assert.match(await fieldError(page, low), /0/);
   await check(ctx, "plans-credits-refused");
   ctx.allowedStatuses = new Set();
   await low.fill("2");
@@ -153,7 +152,7 @@ t("credits granted after a confirmation: the balance, the grants and the period 
   await form.getByLabel("Amount ($)").fill("-1");
   await form.getByRole("button", { name: "Grant credits…" }).click();
   await confirm.getByRole("button", { name: "Yes, grant" }).click();
-  await eventually(async () => (await form.getByLabel("Amount ($)").getAttribute("aria-invalid")) === "true", 10_000, "the amount marked invalid");
+  await markedInvalid(form.getByLabel("Amount ($)"), "the amount marked invalid");
   page.off("request", count);
   ctx.allowedStatuses = new Set();
   await form.getByLabel("Amount ($)").fill("");

@@ -7,7 +7,7 @@ import { randomUUID } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { check, openConsoleBrowser, signIn, startConsoleAllInOne, type ConsoleBrowser } from "./support/console-browser.ts";
+import { check, fieldError, markedInvalid, openConsoleBrowser, signIn, startConsoleAllInOne, type ConsoleBrowser } from "./support/console-browser.ts";
 import { eventually } from "./support/eventually.ts";
 import type { Api } from "./support/http.ts";
 import type { AllInOne } from "./support/processes.ts";
@@ -215,9 +215,8 @@ t("a plan's 422 shows beside its field, then the plan is created and edited", as
   await form.getByRole("button", { name: "Create plan" }).click();
   // The message sits in the soft gate field itself (its description), not in a banner alone.
   const soft = form.getByLabel("Soft gate at (fraction)");
-  await eventually(async () => (await soft.getAttribute("aria-invalid")) === "true", 10_000, "the soft gate field marked invalid");
-  const described = (await soft.getAttribute("aria-describedby"))!.split(" ").find((id) => id.endsWith("-err"))!;
-  assert.match((await page.locator(`#${described}`).textContent())!, /1/);
+  await markedInvalid(soft, "the soft gate field marked invalid");
+  assert.match(await fieldError(page, soft), /1/);
   await check(ctx, "plans-422");
   ctx.allowedStatuses = new Set();
   await soft.fill("0.8");
@@ -278,11 +277,10 @@ t("a plan's windows through the form: refused with the service's word beside the
   await zone.fill("Europe/Paris");
   await form.getByRole("button", { name: "Create plan" }).click();
   const secondName = form.getByRole("group", { name: "Limit 2" }).getByLabel("Name");
-  await eventually(async () => (await secondName.getAttribute("aria-invalid")) === "true", 10_000, "the second limit's name marked invalid");
+  await markedInvalid(secondName, "the second limit's name marked invalid");
   page.off("request", count);
   assert.is(sent, 1);
-  const described = (await secondName.getAttribute("aria-describedby"))!.split(" ").find((id) => id.endsWith("-err"))!;
-  assert.match((await page.locator(`#${described}`).textContent())!, /duplicate of limits\[0\]/);
+  assert.match(await fieldError(page, secondName), /duplicate of limits\[0\]/);
   assert.is(await form.getByRole("group", { name: "Limit 1" }).getByLabel("Name").getAttribute("aria-invalid"), "false");
   await form.getByRole("alert").filter({ hasText: 'limits[1] ("daily").name' }).waitFor();
   await check(ctx, "plan-windows-refused");

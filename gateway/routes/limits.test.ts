@@ -3,7 +3,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import type { Db, MongoClient } from "mongodb";
 import type { Api } from "../../test/support/http.ts";
-import { sendEvents, usageJson, userOnPlan } from "../../test/support/rest.ts";
+import { gateEventJson, sendEvents, usageJson, userOnPlan } from "../../test/support/rest.ts";
 import { withTestStack, type TestStack } from "../../test/support/stack.ts";
 
 /**
@@ -199,17 +199,7 @@ t("SPEC's caps come first; unknown users are 404; ingest keys read it; limit:<na
   assert.is((await stack.api.withKey(ingestKey.body.key).get(`/users/${user}/limits`)).status, 200);
   assert.is((await stack.api.get(`/users/${user}/limits`)).status, 401);
 
-  const gate = {
-    id: randomUUID(),
-    user_id: user,
-    timestamp: iso(NOW - 5_000),
-    status: "hard_gate",
-    gate_reason: "limit:daily",
-    usage_pct: 1,
-    current_value: 0.1,
-    limit_value: 0.1,
-    blocked: true,
-  };
+  const gate = gateEventJson(user, { timestamp: iso(NOW - 5_000), status: "hard_gate", gate_reason: "limit:daily", usage_pct: 1, current_value: 0.1, limit_value: 0.1, blocked: true });
   const res = await api.post("/gate-events/batch", [gate]);
   assert.ok(res.status === 200 || res.status === 202, JSON.stringify(res.body));
   const listed = await api.get(`/users/${user}/gate-events?gate_reason=limit:daily`);

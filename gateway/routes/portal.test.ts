@@ -1,7 +1,6 @@
 // Portal tokens and GET /portal/me against the whole stack (real gRPC, real HTTP): a token reads
 // its own user and nothing else, expires and is revoked within 5 s (the gateway's authentication
 // cache included), is rate-limited on its own, and only /portal/* answers with CORS headers.
-import { randomUUID } from "node:crypto";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import type { MongoClient } from "mongodb";
@@ -9,7 +8,7 @@ import { hashPortalToken } from "@meter/lib/portal-tokens";
 import { LOCAL_PROTECTION } from "../config.ts";
 import { eventually } from "../../test/support/eventually.ts";
 import type { Api } from "../../test/support/http.ts";
-import { must, tokenUsageJson } from "../../test/support/rest.ts";
+import { gateEventJson, must, tokenUsageJson } from "../../test/support/rest.ts";
 import { withTestStack, type TestStack } from "../../test/support/stack.ts";
 import { buildWidgetIfStale } from "../widget/build.ts";
 
@@ -47,19 +46,9 @@ t.before(async (ctx) => {
     );
   }
   await must(api.post("/events/batch", [tokenUsageJson("alice", "gpt-4.1", 1.5, 20_000), tokenUsageJson("alice", "gpt-4o-mini", 0.25, 5_000), tokenUsageJson("bob", "gpt-4.1", 9, 1_000)]), 200);
-  const gates = Array.from({ length: 22 }, (_, i) => ({
-    id: randomUUID(),
-    user_id: "alice",
-    timestamp: new Date(Date.now() - (22 - i) * 1000).toISOString(),
-    status: "soft_gate",
-    gate_reason: "total_spend",
-    usage_pct: 0.8,
-    current_value: 8,
-    limit_value: 10,
-    blocked: false,
-    message: `gate ${i}`,
-    metadata: { internal: "not for end users" },
-  }));
+  const gates = Array.from({ length: 22 }, (_, i) =>
+    gateEventJson("alice", { timestamp: new Date(Date.now() - (22 - i) * 1000).toISOString(), blocked: false, message: `gate ${i}`, metadata: { internal: "not for end users" } }),
+  );
   await must(api.post("/gate-events/batch", gates), 200);
   await eventually(async () => (await api.get("/users/alice/gate-events?limit=100")).body.events?.length === 22, 20_000, "alice's gate events listed");
   await eventually(async () => (await api.get("/users/alice/usage")).body.total_cost === 1.75, 20_000, "alice's usage counted");

@@ -5,11 +5,12 @@
 import { randomBytes } from "node:crypto";
 import { mkdir } from "node:fs/promises";
 import path from "node:path";
-import type { Browser, BrowserContext, Page } from "playwright-core";
+import type { Browser, BrowserContext, Locator, Page } from "playwright-core";
 import * as assert from "uvu/assert";
 import { buildConsoleIfStale } from "../../console/scripts/build.ts";
 import { axeViolations, launchChromium, requireChromium } from "./browser.ts";
 import { testMongoUrl } from "./database.ts";
+import { eventually } from "./eventually.ts";
 import { repoRoot, startAllInOne, type AllInOne } from "./processes.ts";
 
 export { requireChromium };
@@ -86,4 +87,15 @@ export async function signIn(page: Page, base: string, key: string) {
   await page.getByLabel("Product API key").fill(key);
   await page.getByRole("button", { name: "Sign in" }).click();
   await page.getByRole("heading", { name: "Overview", level: 1 }).waitFor();
+}
+
+/** Waits until the console marks `field` invalid (aria-invalid), as it does a field the API refused. */
+export async function markedInvalid(field: Locator, what: string): Promise<void> {
+  await eventually(async () => (await field.getAttribute("aria-invalid")) === "true", 10_000, what);
+}
+
+/** The error the console shows beside `field`: the element its aria-describedby names with an "-err" id. */
+export async function fieldError(page: Page, field: Locator): Promise<string> {
+  const id = (await field.getAttribute("aria-describedby"))!.split(" ").find((d) => d.endsWith("-err"))!;
+  return (await page.locator(`#${id}`).textContent())!;
 }

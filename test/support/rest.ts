@@ -1,5 +1,5 @@
-// What tests of the REST API do again and again: check a status, make usage events, send a
-// batch, set up a user on a plan. Each throws with the status and body when the API refuses.
+// What tests of the REST API do again and again: check a status, make usage and gate events,
+// send a batch, set up a user on a plan. Each throws with the status and body when the API refuses.
 import { randomUUID } from "node:crypto";
 import type { Api, ApiResponse } from "./http.ts";
 
@@ -18,6 +18,11 @@ export function usageJson(user: string, cost: number, fields: Record<string, unk
 /** Usage of `tokens` input tokens on `model` costing `cost`, all of it for tokens. */
 export const tokenUsageJson = (user: string, model: string, cost: number, tokens: number) =>
   usageJson(user, cost, { model, input_tokens: tokens, output_tokens: 0, total_tokens: tokens, cost_tokens: cost });
+
+/** A gate event as POST /gate-events/batch takes it, now: a soft gate of total_spend at 80% ($8 of $10), unless `fields` say otherwise. */
+export function gateEventJson(user: string, fields: Record<string, unknown> = {}): Record<string, any> {
+  return { id: randomUUID(), user_id: user, timestamp: new Date().toISOString(), status: "soft_gate", gate_reason: "total_spend", usage_pct: 0.8, current_value: 8, limit_value: 10, ...fields };
+}
 
 /** Sends a batch of events; its answer, once accepted (200, or 202 while in flight). */
 export async function sendEvents(api: Api, events: object[]): Promise<any> {
