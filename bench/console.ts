@@ -24,17 +24,15 @@ import path from "node:path";
 import { gzipSync } from "node:zlib";
 import pMap from "p-map";
 import { chromium } from "playwright-core";
-import { createLogger } from "@meter/lib/logger";
 import { connectMongo } from "@meter/lib/mongo";
 import { buildConsoleIfStale } from "../console/scripts/build.ts";
-import { PlanMemberStore } from "../services/plans/store/plan-members.ts";
 import { SubscriberStore } from "../services/plans/store/subscribers.ts";
-import { UserStore } from "../services/plans/store/users.ts";
 import { Api } from "../test/support/http.ts";
 import { repoRoot } from "../test/support/processes.ts";
 import { pct } from "./support/stats.ts";
 import { postSeedBatch, random, seedEvent } from "./support/seed-events.ts";
 import { benchAllInOne } from "./support/database.ts";
+import { planStores, subscribeInStores } from "./support/plans-stores.ts";
 
 const USERS = Number(process.env.BENCH_USERS ?? 100_000);
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000_000);
@@ -79,19 +77,15 @@ try {
 
   // Users: 60% free, 30% pro, 10% team.
   let t0 = performance.now();
-  const users = new UserStore(mongo.db(`${dbPrefix}_plans`), { logger: createLogger("bench-console", "warn") });
+  const stores = planStores(mongo.db(`${dbPrefix}_plans`), "console");
   const subscribers = new SubscriberStore(mongo.db(`${dbPrefix}_plans`));
-  const members = new PlanMemberStore(mongo.db(`${dbPrefix}_plans`));
   let done = 0;
   await pMap(
     Array.from({ length: USERS }, (_, i) => i),
     async (i) => {
       const plan = plans[i % 10 < 6 ? 0 : i % 10 < 9 ? 1 : 2]!;
-      await users.insert(productId, userId(i), `User ${i}`);
-      // The writes of SetSubscription, so that GET /users?plan= lists them as it would.
-      const sub = randomUUID();
-      await members.add(productId, plan.id, userId(i), sub);
-      await users.appendSubscription(productId, userId(i), { id: sub, plan_id: plan.id, plan_name: plan.name, billing_subscription_id: null, period_start: periodStart, period_end: periodEnd, effective_at: new Date() });
+      await stores.users.insert(productId, userId(i), `User ${i}`);
+      await subscribeInStores(stores, productId, userId(i), plan, { start: periodStart, end: periodEnd });
       await subscribers.move(productId, null, plan.id);
       if (++done % 20_000 === 0) log(`${done} users`);
     },
