@@ -18,23 +18,21 @@
 // retried as the client library does. Nothing is cached between runs.
 //   BENCH_USERS=100000 BENCH_EVENTS=1000000 BENCH_DAYS=90 BENCH_SAMPLES=50 BENCH_BATCH_USERS=100 npm run bench:console
 import { randomUUID } from "node:crypto";
-import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import { readdir, readFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { gzipSync } from "node:zlib";
 import pMap from "p-map";
 import { chromium } from "playwright-core";
-import { startEmbeddedDb } from "@meter/lib/embedded-db";
-import { createLogger } from "@meter/lib/logger";
 import { connectMongo } from "@meter/lib/mongo";
 import { buildConsoleIfStale } from "../console/scripts/build.ts";
-import { PlanMemberStore } from "../services/plans/store/plan-members.ts";
 import { SubscriberStore } from "../services/plans/store/subscribers.ts";
-import { UserStore } from "../services/plans/store/users.ts";
 import { Api } from "../test/support/http.ts";
-import { repoRoot, startAllInOne } from "../test/support/processes.ts";
+import { repoRoot } from "../test/support/processes.ts";
 import { pct } from "./support/stats.ts";
 import { postSeedBatch, random, seedEvent } from "./support/seed-events.ts";
+import { benchAllInOne } from "./support/database.ts";
+import { planStores, subscribeInStores } from "./support/plans-stores.ts";
 
 const USERS = Number(process.env.BENCH_USERS ?? 100_000);
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000_000);
@@ -54,11 +52,8 @@ const log = (m: string) => console.log(`[${new Date().toISOString().slice(11, 19
 const userId = (i: number) => `user-${String(i).padStart(6, "0")}`;
 
 await buildConsoleIfStale(log);
-const dir = process.env.MONGODB_URL ? undefined : await mkdtemp(path.join(os.tmpdir(), "meter-bench-console-"));
-const embedded = dir ? await startEmbeddedDb(dir) : undefined;
-const mongoUrl = process.env.MONGODB_URL ?? embedded!.url;
-const dbPrefix = `bench_console_${Date.now()}`;
-const { proc, api: anon, base } = await startAllInOne({ MONGODB_URL: mongoUrl, MONGODB_DB_PREFIX: dbPrefix, WEBHOOKS_ALLOW_INSECURE_URLS: "true" });
+const { proc, api: anon, base, database, dbPrefix, stop } = await benchAllInOne("console", { WEBHOOKS_ALLOW_INSECURE_URLS: "true" });
+const mongoUrl = database.url;
 const mongo = await connectMongo(mongoUrl);
 
 try {
@@ -82,19 +77,15 @@ try {
 
   // Users: 60% free, 30% pro, 10% team.
   let t0 = performance.now();
-  const users = new UserStore(mongo.db(`${dbPrefix}_plans`), { logger: createLogger("bench-console", "warn") });
+  const stores = planStores(mongo.db(`${dbPrefix}_plans`), "console");
   const subscribers = new SubscriberStore(mongo.db(`${dbPrefix}_plans`));
-  const members = new PlanMemberStore(mongo.db(`${dbPrefix}_plans`));
   let done = 0;
   await pMap(
     Array.from({ length: USERS }, (_, i) => i),
     async (i) => {
       const plan = plans[i % 10 < 6 ? 0 : i % 10 < 9 ? 1 : 2]!;
-      await users.insert(productId, userId(i), `User ${i}`);
-      // The writes of SetSubscription, so that GET /users?plan= lists them as it would.
-      const sub = randomUUID();
-      await members.add(productId, plan.id, userId(i), sub);
-      await users.appendSubscription(productId, userId(i), { id: sub, plan_id: plan.id, plan_name: plan.name, billing_subscription_id: null, period_start: periodStart, period_end: periodEnd, effective_at: new Date() });
+      await stores.users.insert(productId, userId(i), `User ${i}`);
+      await subscribeInStores(stores, productId, userId(i), plan, { start: periodStart, end: periodEnd });
       await subscribers.move(productId, null, plan.id);
       if (++done % 20_000 === 0) log(`${done} users`);
     },
@@ -307,7 +298,5 @@ try {
   console.log(`seeding: users ${usersSeconds.toFixed(0)} s, events ${eventsSeconds.toFixed(0)} s; load average ${os.loadavg()[0]!.toFixed(1)}`);
 } finally {
   await mongo.close();
-  await proc.stop();
-  await embedded?.stop();
-  if (dir) await rm(dir, { recursive: true, force: true });
+  await stop();
 }

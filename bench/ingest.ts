@@ -17,7 +17,6 @@
 // Uses MONGODB_URL when set, else the embedded database in a temporary directory.
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -26,7 +25,6 @@ import { buildGateway } from "@meter/gateway";
 import { connectClients } from "@meter/gateway/clients";
 import { createIngestionService } from "@meter/ingestion";
 import { IngestionService } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
-import { startEmbeddedDb } from "@meter/lib/embedded-db";
 import { listenRpc, rpcClient } from "@meter/lib/rpc";
 import { createLogger } from "@meter/lib/logger";
 import { connectMongo } from "@meter/lib/mongo";
@@ -36,6 +34,7 @@ import { backoffMs } from "../sdk/typescript/src/transport.ts";
 import { startStack } from "../cmd/stack.ts";
 import { Api } from "../test/support/http.ts";
 import { freePort, freePortRange } from "../test/support/processes.ts";
+import { benchDatabase } from "./support/database.ts";
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 200_000);
 const BATCH = Number(process.env.BENCH_BATCH ?? 1_000);
@@ -44,9 +43,8 @@ const USERS = Number(process.env.BENCH_USERS ?? 100);
 const MODELS = ["gpt-4o", "gpt-4o-mini", "claude-3-5-sonnet", "o1"];
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
-const dir = process.env.MONGODB_URL ? undefined : await mkdtemp(path.join(os.tmpdir(), "meter-bench-"));
-const embedded = dir ? await startEmbeddedDb(dir) : undefined;
-const mongoUrl = process.env.MONGODB_URL ?? embedded!.url;
+const database = await benchDatabase("ingest");
+const mongoUrl = database.url;
 const logger = createLogger("bench", "warn");
 
 function pct(sorted: number[], p: number): number {
@@ -415,7 +413,7 @@ async function overloadRounds(): Promise<void> {
 }
 
 const only = (process.env.BENCH_MODES ?? "raw,all-in-one,split").split(",");
-if (only.some((m) => m !== "overload")) console.log(`ingesting ${EVENTS} events in batches of ${BATCH} over ${CONCURRENCY} connections, ${USERS} users (${embedded ? "embedded FerretDB" : mongoUrl})`);
+if (only.some((m) => m !== "overload")) console.log(`ingesting ${EVENTS} events in batches of ${BATCH} over ${CONCURRENCY} connections, ${USERS} users (${database.embedded ? "embedded FerretDB" : mongoUrl})`);
 if (only.some((m) => m !== "overload")) console.log("\nmode                        events/s   p50 batch ms   p99 batch ms   vs insertMany");
 let raw: Result | undefined;
 const runs: Record<string, () => Promise<Result>> = { raw: rawInsertMany, "all-in-one": allInOne, split, replicas };
@@ -435,6 +433,5 @@ for (const mode of only.filter((m) => m !== "overload")) {
     }
   }
 }
-await embedded?.stop();
-if (dir) await rm(dir, { recursive: true, force: true });
+await database.stop();
 process.exit(0);

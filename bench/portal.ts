@@ -12,21 +12,16 @@
 // same user's GET /users/{id}/session with the product's API key (authentication cached): what
 // this machine gives the cheapest per-user read at the same moment, as a reference.
 //   BENCH_USERS=100000 BENCH_REQUESTS=300 npm run bench:portal
-import { mkdtemp, rm } from "node:fs/promises";
 import { randomBytes, randomUUID } from "node:crypto";
 import os from "node:os";
-import path from "node:path";
 import pMap from "p-map";
-import { startEmbeddedDb } from "@meter/lib/embedded-db";
-import { createLogger } from "@meter/lib/logger";
 import { connectMongo } from "@meter/lib/mongo";
 import { hashPortalToken } from "@meter/lib/portal-tokens";
-import { PlanMemberStore } from "../services/plans/store/plan-members.ts";
-import { UserStore } from "../services/plans/store/users.ts";
 import type { PortalTokenDoc } from "../services/tenancy/store/portal-tokens.ts";
 import type { Api } from "../test/support/http.ts";
-import { startAllInOne } from "../test/support/processes.ts";
 import { pct } from "./support/stats.ts";
+import { benchAllInOne } from "./support/database.ts";
+import { planStores, subscribeInStores } from "./support/plans-stores.ts";
 
 const USERS = Number(process.env.BENCH_USERS ?? 100_000);
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 300);
@@ -34,21 +29,10 @@ const SEED_CHUNK = 1_000;
 const PRO_EVERY = 10;
 const DAY = 86_400_000;
 
-const dir = process.env.MONGODB_URL ? undefined : await mkdtemp(path.join(os.tmpdir(), "meter-bench-portal-"));
-const embedded = dir ? await startEmbeddedDb(dir) : undefined;
-const mongoUrl = process.env.MONGODB_URL ?? embedded!.url;
-const dbPrefix = `bench_portal_${Date.now()}`;
-const { proc, api: anon } = await startAllInOne({ MONGODB_URL: mongoUrl, MONGODB_DB_PREFIX: dbPrefix });
-process.on("uncaughtException", async (err) => {
-  console.error(err);
-  await proc.stop("SIGKILL");
-  await embedded?.stop();
-  process.exit(1);
-});
-const mongo = await connectMongo(mongoUrl);
+const { api: anon, database, dbPrefix, stop } = await benchAllInOne("portal");
+const mongo = await connectMongo(database.url);
 const plansDb = mongo.db(`${dbPrefix}_plans`);
-const users = new UserStore(plansDb, { logger: createLogger("bench-portal", "warn") });
-const members = new PlanMemberStore(plansDb);
+const stores = planStores(plansDb, "portal");
 const tokens = mongo.db(`${dbPrefix}_tenancy`).collection<PortalTokenDoc>("portal_tokens");
 
 const product = await anon.post("/products", { name: "bench portal" });
@@ -66,7 +50,7 @@ const userId = (i: number) => `user-${String(i).padStart(6, "0")}`;
 let t = performance.now();
 for (let from = 0; from < USERS; from += SEED_CHUNK) {
   const n = Math.min(SEED_CHUNK, USERS - from);
-  await users.insertMany(productId, Array.from({ length: n }, (_, k) => ({ externalUserId: userId(from + k), name: null })));
+  await stores.users.insertMany(productId, Array.from({ length: n }, (_, k) => ({ externalUserId: userId(from + k), name: null })));
   const now = new Date();
   await tokens.insertMany(
     Array.from({ length: n }, (_, k) => ({
@@ -84,19 +68,7 @@ const periodStart = new Date(Date.now() - DAY);
 const periodEnd = new Date(Date.now() + 20 * DAY);
 await pMap(
   Array.from({ length: Math.ceil(USERS / PRO_EVERY) }, (_, k) => k * PRO_EVERY),
-  async (i) => {
-    const sub = randomUUID();
-    await members.add(productId, pro.id, userId(i), sub);
-    await users.appendSubscription(productId, userId(i), {
-      id: sub,
-      plan_id: pro.id,
-      plan_name: pro.name,
-      billing_subscription_id: null,
-      period_start: periodStart,
-      period_end: periodEnd,
-      effective_at: periodStart,
-    });
-  },
+  (i) => subscribeInStores(stores, productId, userId(i), pro, { start: periodStart, end: periodEnd, effectiveAt: periodStart }),
   { concurrency: 16 },
 );
 const subscribeSeconds = (performance.now() - t) / 1000;
@@ -156,6 +128,4 @@ line("GET /users/{id}/session, API key (reference)", sessionMs);
 console.log("target: GET /portal/me p95 <= 20 ms");
 
 await mongo.close();
-await proc.stop();
-await embedded?.stop();
-if (dir) await rm(dir, { recursive: true, force: true });
+await stop();

@@ -35,12 +35,9 @@
 // The stacks run as their own processes (`cmd/all-in-one.ts`, as `npm start` runs), so that the
 // bench's client and seeding work, and its garbage collection, stay out of the measured server.
 // Uses MONGODB_URL when set, else the embedded database in a temporary directory.
-import { mkdtemp, rm } from "node:fs/promises";
 import { randomUUID } from "node:crypto";
 import os from "node:os";
-import path from "node:path";
 import pMap from "p-map";
-import { startEmbeddedDb } from "@meter/lib/embedded-db";
 import { createLogger } from "@meter/lib/logger";
 import { connectMongo } from "@meter/lib/mongo";
 import { LIVENESS, rpcClient } from "@meter/lib/rpc";
@@ -53,6 +50,7 @@ import { UserStore } from "../services/plans/store/users.ts";
 import { Api } from "../test/support/http.ts";
 import { startAllInOne } from "../test/support/processes.ts";
 import { pct } from "./support/stats.ts";
+import { benchDatabase } from "./support/database.ts";
 
 const SIZES = (process.env.BENCH_SIZES ?? "1000,10000,100000").split(",").map(Number);
 const WINDOW = Number(process.env.BENCH_WINDOW ?? 300);
@@ -69,9 +67,8 @@ const WINDOWS = Number(process.env.BENCH_WINDOWS ?? 4);
 const MODELS = ["gpt-4o", "gpt-4o-mini", "claude-3-5-sonnet", "o1"];
 const IDLE_SETTLE_MS = 2_000;
 
-const dir = process.env.MONGODB_URL ? undefined : await mkdtemp(path.join(os.tmpdir(), "meter-bench-scale-"));
-const embedded = dir ? await startEmbeddedDb(dir) : undefined;
-const mongoUrl = process.env.MONGODB_URL ?? embedded!.url;
+const database = await benchDatabase("scale");
+const mongoUrl = database.url;
 const dbPrefix = `bench_scale_${Date.now()}`;
 /** A stack as its own all-in-one process on the bench's databases. */
 interface Stack {
@@ -298,7 +295,7 @@ async function ingestion(size: number): Promise<{ eps: number; p50: number; p99:
 }
 
 console.log(
-  `bench:scale on ${embedded ? "the embedded database (FerretDB over SQLite)" : mongoUrl}; all-in-one, calls between modules in-process; ` +
+  `bench:scale on ${database.embedded ? "the embedded database (FerretDB over SQLite)" : mongoUrl}; all-in-one, calls between modules in-process; ` +
     `window ${WINDOW} users, ${SESSIONS} sessions, ${BATCHES} batches of ${BATCH} events for ${BATCH_USERS} users each, concurrency ${CONCURRENCY}; ` +
     `load average ${os.loadavg().map((l) => l.toFixed(1)).join(" ")} on ${os.cpus().length} cores`,
 );
@@ -351,6 +348,5 @@ console.log(
 );
 await mongo.close();
 await stack.close();
-await embedded?.stop();
-if (dir) await rm(dir, { recursive: true, force: true });
+await database.stop();
 process.exit(0);

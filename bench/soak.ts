@@ -21,12 +21,9 @@
 //   SOAK_EVENTS=1000000 SOAK_BIG_DAY=1000000 SOAK_LATE=100000 npm run bench:soak
 // Uses MONGODB_URL when set, else the embedded database in a temporary directory.
 // SOAK_MODE=mix npm run bench:soak runs the ten-minute mixed load instead (bench/soak-mix.ts).
-import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
-import path from "node:path";
 import { BSON, type Db } from "mongodb";
 import { AnalyticsService } from "@meter/proto/meter/analytics/v1/analytics_pb";
-import { startEmbeddedDb } from "@meter/lib/embedded-db";
 import { createLogger } from "@meter/lib/logger";
 import { connectMongo } from "@meter/lib/mongo";
 import { rpcClient, serveRpc } from "@meter/lib/rpc";
@@ -37,6 +34,7 @@ import { thresholdCrossing } from "../services/webhooks/testing/crossings.ts";
 import { startInstance } from "../services/webhooks/testing/instance.ts";
 import { Receiver } from "../services/webhooks/testing/receiver.ts";
 import { LedgerWriter } from "./support/ledger-writes.ts";
+import { benchDatabase } from "./support/database.ts";
 
 // SOAK_MODE=mix: ten minutes of mixed traffic against `npm start` instead (bench/soak-mix.ts).
 if (process.env.SOAK_MODE === "mix") {
@@ -53,9 +51,8 @@ const BATCH = 50_000;
 const MODELS = ["gpt-4o", "gpt-4o-mini", "claude-3-5-sonnet", "o1", null];
 
 const logger = createLogger("soak", "warn");
-const dir = process.env.MONGODB_URL ? undefined : await mkdtemp(path.join(os.tmpdir(), "meter-soak-"));
-const embedded = dir ? await startEmbeddedDb(dir) : undefined;
-const mongo = await connectMongo(process.env.MONGODB_URL ?? embedded!.url);
+const database = await benchDatabase("soak");
+const mongo = await connectMongo(database.url);
 const run = Date.now();
 const analyticsDb = mongo.db(`soak_analytics_${run}`);
 const webhooksDb = mongo.db(`soak_webhooks_${run}`);
@@ -235,8 +232,7 @@ await webhooks.close();
 await rx.stop();
 await server.close();
 await mongo.close();
-await embedded?.stop();
-if (dir) await rm(dir, { recursive: true, force: true });
+await database.stop();
 
 /**
  * 3. SOAK_LATE facts arriving today for the 730 days before it (a backfill): every one must

@@ -12,41 +12,25 @@
 // (PlanMemberStore.add, UserStore.appendSubscription), the others to nothing; a few hundred
 // get usage events through the API, so some counters exist.
 //   BENCH_USERS=100000 BENCH_REQUESTS=300 npm run bench:users
-import { mkdtemp, rm } from "node:fs/promises";
 import { randomUUID } from "node:crypto";
 import os from "node:os";
-import path from "node:path";
 import pMap from "p-map";
-import { startEmbeddedDb } from "@meter/lib/embedded-db";
-import { createLogger } from "@meter/lib/logger";
 import { connectMongo } from "@meter/lib/mongo";
 import { encodeCursor } from "../services/plans/handlers/list-users.ts";
-import { PlanMemberStore } from "../services/plans/store/plan-members.ts";
-import { UserStore } from "../services/plans/store/users.ts";
 import { Api } from "../test/support/http.ts";
-import { startAllInOne } from "../test/support/processes.ts";
 import { pct } from "./support/stats.ts";
+import { benchAllInOne } from "./support/database.ts";
+import { planStores, subscribeInStores } from "./support/plans-stores.ts";
 
 const USERS = Number(process.env.BENCH_USERS ?? 100_000);
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 300);
 const SEED_CHUNK = 1_000;
 const GOLD_EVERY = 10;
 
-const dir = process.env.MONGODB_URL ? undefined : await mkdtemp(path.join(os.tmpdir(), "meter-bench-users-"));
-const embedded = dir ? await startEmbeddedDb(dir) : undefined;
-const mongoUrl = process.env.MONGODB_URL ?? embedded!.url;
-const dbPrefix = `bench_users_${Date.now()}`;
-const { proc, api: anon } = await startAllInOne({ MONGODB_URL: mongoUrl, MONGODB_DB_PREFIX: dbPrefix });
-process.on("uncaughtException", async (err) => {
-  console.error(err);
-  await proc.stop("SIGKILL");
-  await embedded?.stop();
-  process.exit(1);
-});
-const mongo = await connectMongo(mongoUrl);
+const { api: anon, database, dbPrefix, stop } = await benchAllInOne("users");
+const mongo = await connectMongo(database.url);
 const plansDb = mongo.db(`${dbPrefix}_plans`);
-const users = new UserStore(plansDb, { logger: createLogger("bench-users", "warn") });
-const members = new PlanMemberStore(plansDb);
+const stores = planStores(plansDb, "users");
 
 const product = await anon.post("/products", { name: "bench users" });
 if (product.status !== 201) throw new Error(`product: ${product.status} ${JSON.stringify(product.body)}`);
@@ -62,25 +46,13 @@ const random = (n: number) => Math.floor(Math.random() * n);
 let t = performance.now();
 for (let from = 0; from < USERS; from += SEED_CHUNK) {
   const chunk = Array.from({ length: Math.min(SEED_CHUNK, USERS - from) }, (_, k) => ({ externalUserId: userId(from + k), name: null }));
-  await users.insertMany(productId, chunk);
+  await stores.users.insertMany(productId, chunk);
 }
 const insertSeconds = (performance.now() - t) / 1000;
 t = performance.now();
 await pMap(
   Array.from({ length: Math.ceil(USERS / GOLD_EVERY) }, (_, k) => k * GOLD_EVERY),
-  async (i) => {
-    const sub = randomUUID();
-    await members.add(productId, gold.id, userId(i), sub);
-    await users.appendSubscription(productId, userId(i), {
-      id: sub,
-      plan_id: gold.id,
-      plan_name: gold.name,
-      billing_subscription_id: null,
-      period_start: null,
-      period_end: null,
-      effective_at: new Date(),
-    });
-  },
+  (i) => subscribeInStores(stores, productId, userId(i), gold, { start: null, end: null }),
   { concurrency: 16 },
 );
 const subscribeSeconds = (performance.now() - t) / 1000;
@@ -123,6 +95,4 @@ await time("limit=200, no filter", () => ({ limit: "200", cursor: encodeCursor(u
 console.log(`load average after: ${os.loadavg().map((l) => l.toFixed(1)).join(" ")}`);
 
 await mongo.close();
-await proc.stop();
-await embedded?.stop();
-if (dir) await rm(dir, { recursive: true, force: true });
+await stop();

@@ -4,15 +4,14 @@
 // refused as the API says it); the balance and the period spend bar whose max includes it;
 // usage drawing the balance and the ledger newest first, paged; a void after a confirmation.
 // Each screen passes axe-core and is saved at 1280x800 and 390 px in console/screenshots/.
-import { randomBytes, randomUUID } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { buildConsoleIfStale } from "../console/scripts/build.ts";
-import { check, openConsoleBrowser, requireChromium, signIn, type ConsoleBrowser } from "./support/console-browser.ts";
-import { testMongoUrl } from "./support/database.ts";
+import { check, fieldError, markedInvalid, openConsoleBrowser, signIn, startConsoleAllInOne, type ConsoleBrowser } from "./support/console-browser.ts";
 import { eventually } from "./support/eventually.ts";
 import type { Api } from "./support/http.ts";
-import { startAllInOne, type AllInOne } from "./support/processes.ts";
+import type { AllInOne } from "./support/processes.ts";
+import { must } from "./support/rest.ts";
 
 interface Ctx extends ConsoleBrowser {
   aio: AllInOne;
@@ -25,23 +24,10 @@ const t = suite<Ctx>("console credits");
 const USER = "pat";
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-async function must(api: Api, method: "post" | "get", route: string, body?: unknown, status = method === "post" ? 201 : 200) {
-  const res = method === "post" ? await api.post(route, body) : await api.get(route);
-  if (res.status !== status) throw new Error(`${method.toUpperCase()} ${route}: ${res.status} ${JSON.stringify(res.body)}`);
-  return res.body;
-}
-
 t.before(async (ctx) => {
-  requireChromium();
-  await buildConsoleIfStale(() => {});
-  ctx.aio = await startAllInOne({
-    MONGODB_URL: await testMongoUrl(),
-    MONGODB_DB_PREFIX: `cc${randomBytes(4).toString("hex")}`,
-    AUTH_CACHE_TTL_MS: "0",
-    AUTH_NEGATIVE_CACHE_TTL_MS: "0",
-  });
+  ctx.aio = await startConsoleAllInOne();
   ctx.base = ctx.aio.base;
-  const product = await must(ctx.aio.api, "post", "/products", { name: "Credits console test" });
+  const product = await must(ctx.aio.api.post("/products", { name: "Credits console test" }), 201);
   ctx.api = ctx.aio.api.withKey(product.api_key);
   await openConsoleBrowser(ctx.base, ctx);
   await signIn(ctx.page, ctx.base, product.api_key);
@@ -65,9 +51,8 @@ t("a plan that draws credits through the form: a bad low mark refused beside its
   await low.fill("-1");
   ctx.allowedStatuses = new Set([400, 422]);
   await form.getByRole("button", { name: "Create plan" }).click();
-  await eventually(async () => (await low.getAttribute("aria-invalid")) === "true", 10_000, "the low mark marked invalid");
-  const described = (await low.getAttribute("aria-describedby"))!.split(" ").find((id) => id.endsWith("-err"))!;
-  assert.match((await page.locator(`#${described}`).textContent())!, /0/);
+  await markedInvalid(low, "the low mark marked invalid");
+  assert.match(await fieldError(page, low), /0/);
   await check(ctx, "plans-credits-refused");
   ctx.allowedStatuses = new Set();
   await low.fill("2");
@@ -98,13 +83,13 @@ t("credits granted after a confirmation: the balance, the grants and the period 
   const plan = (await ctx.api.get("/config/plans")).body.plans.find((p: { name: string }) => p.name === "prepaid");
   const now = new Date();
   const [start, end] = [new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)), new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1))];
-  await must(ctx.api, "post", "/users", { external_user_id: USER, name: "Pat" });
+  await must(ctx.api.post("/users", { external_user_id: USER, name: "Pat" }), 201);
   // Without a plan, nothing draws credits: the page says so.
   await page.goto(`${ctx.base}/console/users/${USER}`);
   const credits = page.getByRole("region", { name: "Credits", exact: true });
   const noPlan = credits.getByText("This user has no plan: grants are kept, and drawn once the user is on a plan that draws credits.");
   await noPlan.waitFor();
-  await must(ctx.api, "post", `/users/${USER}/subscription`, { plan_id: plan.id, period_start: start.toISOString(), period_end: end.toISOString() }, 200);
+  await must(ctx.api.post(`/users/${USER}/subscription`, { plan_id: plan.id, period_start: start.toISOString(), period_end: end.toISOString() }), 200);
   await page.reload();
   await credits.getByText("No grants yet.").waitFor();
   await page.getByRole("meter", { name: "Period spend", exact: true }).waitFor();
@@ -167,7 +152,7 @@ t("credits granted after a confirmation: the balance, the grants and the period 
   await form.getByLabel("Amount ($)").fill("-1");
   await form.getByRole("button", { name: "Grant credits…" }).click();
   await confirm.getByRole("button", { name: "Yes, grant" }).click();
-  await eventually(async () => (await form.getByLabel("Amount ($)").getAttribute("aria-invalid")) === "true", 10_000, "the amount marked invalid");
+  await markedInvalid(form.getByLabel("Amount ($)"), "the amount marked invalid");
   page.off("request", count);
   ctx.allowedStatuses = new Set();
   await form.getByLabel("Amount ($)").fill("");
@@ -193,10 +178,10 @@ t("usage beyond the allowance draws the balance: shown to the nano-dollar, and t
   const { page } = ctx;
   // $1.750000123 against a $1 allowance: $0.750000123 drawn from the promotional grant (priority 10).
   const event = (cost: number) => ({ id: randomUUID(), user_id: USER, timestamp: new Date().toISOString(), model: "gpt-4.1", input_tokens: 100, output_tokens: 50, total_tokens: 150, cost_tokens: cost, cost_total: cost });
-  await must(ctx.api, "post", "/events/batch", [event(1), event(0.750000123)], 200);
+  await must(ctx.api.post("/events/batch", [event(1), event(0.750000123)]), 200);
   await eventually(async () => (await ctx.api.get(`/users/${USER}/credits`)).body.balance === 6.749999877, 30_000, "the draw in the balance");
   // Nine small grants more: twelve ledger entries, two pages of ten.
-  for (let i = 1; i <= 9; i++) await must(ctx.api, "post", `/users/${USER}/credits`, { id: `small-${i}`, amount: 0.01 });
+  for (let i = 1; i <= 9; i++) await must(ctx.api.post(`/users/${USER}/credits`, { id: `small-${i}`, amount: 0.01 }), 201);
   await page.reload();
   const credits = page.getByRole("region", { name: "Credits", exact: true });
   await credits.getByText("$6.839999877", { exact: true }).waitFor();

@@ -3,16 +3,15 @@
 // flows a team runs work end to end, and each screen passes axe-core with no serious or
 // critical violation, logs no error and asks nothing of another origin.
 // Chromium: CHROMIUM_PATH, default /usr/bin/chromium. Screenshots: console/screenshots/ (not committed).
-import { randomBytes, randomUUID } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { buildConsoleIfStale } from "../console/scripts/build.ts";
-import { check, openConsoleBrowser, requireChromium, signIn, type ConsoleBrowser } from "./support/console-browser.ts";
-import { testMongoUrl } from "./support/database.ts";
+import { check, fieldError, markedInvalid, openConsoleBrowser, signIn, startConsoleAllInOne, type ConsoleBrowser } from "./support/console-browser.ts";
 import { eventually } from "./support/eventually.ts";
 import type { Api } from "./support/http.ts";
-import { startAllInOne, type AllInOne } from "./support/processes.ts";
+import type { AllInOne } from "./support/processes.ts";
+import { must } from "./support/rest.ts";
 
 // The browser formats as the viewer's locale and zone; the test fixes both to compare figures.
 const usd = (n: number) => new Intl.NumberFormat("en-US", { style: "currency", currency: "USD", minimumFractionDigits: 2, maximumFractionDigits: Math.abs(n) < 1 && n !== 0 ? 4 : 2 }).format(n);
@@ -45,15 +44,7 @@ const usage = (user: string, model: string, cost: number, tokens: number) => ({
   cost_total: cost,
 });
 
-async function must(api: Api, method: "post" | "get", route: string, body?: unknown, status = method === "post" ? 201 : 200) {
-  const res = method === "post" ? await api.post(route, body) : await api.get(route);
-  if (res.status !== status) throw new Error(`${method.toUpperCase()} ${route}: ${res.status} ${JSON.stringify(res.body)}`);
-  return res.body;
-}
-
 t.before(async (ctx) => {
-  requireChromium();
-  await buildConsoleIfStale(() => {});
   ctx.received = [];
   ctx.receiver = createServer((req, res) => {
     ctx.received.push(String(req.headers["x-service-event"]));
@@ -63,40 +54,27 @@ t.before(async (ctx) => {
   await new Promise<void>((r) => ctx.receiver.listen(0, "127.0.0.1", r));
   ctx.receiverUrl = `http://127.0.0.1:${(ctx.receiver.address() as { port: number }).port}/hooks`;
 
-  ctx.aio = await startAllInOne({
-    MONGODB_URL: await testMongoUrl(),
-    MONGODB_DB_PREFIX: `c${randomBytes(4).toString("hex")}`,
-    WEBHOOKS_ALLOW_INSECURE_URLS: "true",
-    ROLL_INTERVAL_MS: "100",
-    AUTH_CACHE_TTL_MS: "0",
-    AUTH_NEGATIVE_CACHE_TTL_MS: "0",
-  });
+  ctx.aio = await startConsoleAllInOne({ WEBHOOKS_ALLOW_INSECURE_URLS: "true", ROLL_INTERVAL_MS: "100" });
   ctx.base = ctx.aio.base;
 
   // Seed: two plans, three users, usage on two models, a hard-gated user, a webhook endpoint.
-  const product = await must(ctx.aio.api, "post", "/products", { name: "Console test" });
+  const product = await must(ctx.aio.api.post("/products", { name: "Console test" }), 201);
   ctx.key = product.api_key;
   ctx.api = ctx.aio.api.withKey(ctx.key);
-  const { plans } = await must(ctx.api, "post", "/config/plans", {
+  const { plans } = await must(ctx.api.post("/config/plans", {
     plans: [
       { name: "starter", max_spend_per_period: 10, cost_rates: { "gpt-4.1": { input: 0.002, output: 0.008 } }, model_limits: { "gpt-4.1": { max_tokens_per_period: 100_000 } } },
       { name: "unlimited" },
     ],
-  });
+  }), 201);
   const [start, end] = monthBounds();
   for (const [user, plan] of [["alice", plans[0].id], ["bob", plans[0].id], ["carol", undefined]] as const) {
-    await must(ctx.api, "post", "/users", { external_user_id: user, name: user[0]!.toUpperCase() + user.slice(1) });
-    if (plan) await must(ctx.api, "post", `/users/${user}/subscription`, { plan_id: plan, period_start: start, period_end: end }, 200);
+    await must(ctx.api.post("/users", { external_user_id: user, name: user[0]!.toUpperCase() + user.slice(1) }), 201);
+    if (plan) await must(ctx.api.post(`/users/${user}/subscription`, { plan_id: plan, period_start: start, period_end: end }), 200);
   }
-  await must(ctx.api, "post", "/events/batch", [usage("alice", "gpt-4.1", 1.5, 20_000), usage("alice", "gpt-4o-mini", 1, 5_000), usage("bob", "gpt-4.1", 10.5, 60_000)], 200);
-  await must(
-    ctx.api,
-    "post",
-    "/gate-events/batch",
-    [{ id: randomUUID(), user_id: "bob", timestamp: new Date().toISOString(), status: "hard_gate", gate_reason: "total_spend", usage_pct: 1.05, current_value: 10.5, limit_value: 10, blocked: true, message: "period budget spent" }],
-    200,
-  );
-  await must(ctx.api, "post", "/webhooks/endpoints", { url: ctx.receiverUrl, subscribed_events: ["gate_event.hard_gate"], description: "local receiver" });
+  await must(ctx.api.post("/events/batch", [usage("alice", "gpt-4.1", 1.5, 20_000), usage("alice", "gpt-4o-mini", 1, 5_000), usage("bob", "gpt-4.1", 10.5, 60_000)]), 200);
+  await must(ctx.api.post("/gate-events/batch", [{ id: randomUUID(), user_id: "bob", timestamp: new Date().toISOString(), status: "hard_gate", gate_reason: "total_spend", usage_pct: 1.05, current_value: 10.5, limit_value: 10, blocked: true, message: "period budget spent" }]), 200);
+  await must(ctx.api.post("/webhooks/endpoints", { url: ctx.receiverUrl, subscribed_events: ["gate_event.hard_gate"], description: "local receiver" }), 201);
   // The overview reads rollups: wait until the seeded spend is in them.
   await eventually(async () => (await ctx.api.get("/analytics/summary?days=30")).body.total_cost === 13, 30_000, "rollups of the seeded events");
   const doc = (await ctx.aio.api.get("/openapi.json")).body;
@@ -237,9 +215,8 @@ t("a plan's 422 shows beside its field, then the plan is created and edited", as
   await form.getByRole("button", { name: "Create plan" }).click();
   // The message sits in the soft gate field itself (its description), not in a banner alone.
   const soft = form.getByLabel("Soft gate at (fraction)");
-  await eventually(async () => (await soft.getAttribute("aria-invalid")) === "true", 10_000, "the soft gate field marked invalid");
-  const described = (await soft.getAttribute("aria-describedby"))!.split(" ").find((id) => id.endsWith("-err"))!;
-  assert.match((await page.locator(`#${described}`).textContent())!, /1/);
+  await markedInvalid(soft, "the soft gate field marked invalid");
+  assert.match(await fieldError(page, soft), /1/);
   await check(ctx, "plans-422");
   ctx.allowedStatuses = new Set();
   await soft.fill("0.8");
@@ -300,11 +277,10 @@ t("a plan's windows through the form: refused with the service's word beside the
   await zone.fill("Europe/Paris");
   await form.getByRole("button", { name: "Create plan" }).click();
   const secondName = form.getByRole("group", { name: "Limit 2" }).getByLabel("Name");
-  await eventually(async () => (await secondName.getAttribute("aria-invalid")) === "true", 10_000, "the second limit's name marked invalid");
+  await markedInvalid(secondName, "the second limit's name marked invalid");
   page.off("request", count);
   assert.is(sent, 1);
-  const described = (await secondName.getAttribute("aria-describedby"))!.split(" ").find((id) => id.endsWith("-err"))!;
-  assert.match((await page.locator(`#${described}`).textContent())!, /duplicate of limits\[0\]/);
+  assert.match(await fieldError(page, secondName), /duplicate of limits\[0\]/);
   assert.is(await form.getByRole("group", { name: "Limit 1" }).getByLabel("Name").getAttribute("aria-invalid"), "false");
   await form.getByRole("alert").filter({ hasText: 'limits[1] ("daily").name' }).waitFor();
   await check(ctx, "plan-windows-refused");
@@ -347,10 +323,10 @@ t("a user on a plan with windows: every dimension a bar with its reset, the bloc
   const { page } = ctx;
   const plan = (await ctx.api.get("/config/plans")).body.plans.find((p: { name: string }) => p.name === "windows");
   const [start, end] = monthBounds();
-  await must(ctx.api, "post", "/users", { external_user_id: "erin", name: "Erin" });
-  await must(ctx.api, "post", "/users/erin/subscription", { plan_id: plan.id, period_start: start, period_end: end }, 200);
+  await must(ctx.api.post("/users", { external_user_id: "erin", name: "Erin" }), 201);
+  await must(ctx.api.post("/users/erin/subscription", { plan_id: plan.id, period_start: start, period_end: end }), 200);
   // $1.80 over three calls: past the $1 day (hard), 90% of the $2 in 5 hours (soft), 3 of 100 calls an hour.
-  await must(ctx.api, "post", "/events/batch", [usage("erin", "gpt-4.1", 0.6, 1_000), usage("erin", "gpt-4.1", 0.6, 1_000), usage("erin", "gpt-4.1", 0.6, 1_000)], 200);
+  await must(ctx.api.post("/events/batch", [usage("erin", "gpt-4.1", 0.6, 1_000), usage("erin", "gpt-4.1", 0.6, 1_000), usage("erin", "gpt-4.1", 0.6, 1_000)]), 200);
   type Dim = { reason: string; used: number; resets_at: string | null };
   let dims: Dim[] = [];
   await eventually(
@@ -414,7 +390,7 @@ t("create a user, subscribe them, ingest events: the gauges and the overview mov
   const gauge = page.getByRole("meter", { name: "Period spend" });
   await eventually(async () => /\$0\.00 of \$5\.00/.test((await gauge.getAttribute("aria-valuetext")) ?? ""), 10_000, "an empty gauge");
 
-  await must(ctx.api, "post", "/events/batch", [usage("dave", "gpt-4.1", 3, 30_000)], 200);
+  await must(ctx.api.post("/events/batch", [usage("dave", "gpt-4.1", 3, 30_000)]), 200);
   await page.reload();
   await eventually(async () => /\$3\.00 of \$5\.00/.test((await gauge.getAttribute("aria-valuetext")) ?? ""), 15_000, "the gauge at $3 of $5");
   await page.getByRole("table", { name: "Usage per model" }).getByRole("cell", { name: "30,000" }).waitFor();

@@ -6,6 +6,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import type { Receiver } from "../services/webhooks/testing/receiver.ts";
 import { eventually } from "./support/eventually.ts";
+import { gateEventJson } from "./support/rest.ts";
 import { withWebhookStack, type TestStack } from "./support/stack.ts";
 
 const t = suite<{ stack: TestStack; rx: Receiver }>("exact money");
@@ -65,17 +66,7 @@ t("1,000 events of $0.00125 are $1.25 exactly in usage, session, analytics and t
   assert.equal(mine("usage.threshold.100")[0]!.json.data.cost_by_model, { m: 1.25 });
 
   // A client's float figures: $0.0525 of a $0.05 cap as doubles divide to 1.0499999999999998.
-  const gate = {
-    id: randomUUID(),
-    user_id: user,
-    timestamp: new Date().toISOString(),
-    status: "hard_gate",
-    gate_reason: "total_spend",
-    usage_pct: 0.0525 / 0.05,
-    current_value: 0.035 + 0.0175,
-    limit_value: 0.05,
-    blocked: true,
-  };
+  const gate = gateEventJson(user, { status: "hard_gate", usage_pct: 0.0525 / 0.05, current_value: 0.035 + 0.0175, limit_value: 0.05, blocked: true });
   assert.is.not(gate.usage_pct, 1.05);
   assert.is.not(gate.current_value, 0.0525);
   assert.is((await api.post("/gate-events/batch", [gate])).status, 200);

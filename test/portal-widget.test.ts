@@ -4,7 +4,6 @@
 // custom properties, refreshes on refresh() and every minute, says when its token is revoked,
 // and axe-core finds nothing. The screenshot: console/screenshots/portal-widget.png (not committed;
 // docs/portal-widget.png is a copy of one).
-import { randomUUID } from "node:crypto";
 import { mkdir } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import path from "node:path";
@@ -16,6 +15,7 @@ import { buildWidgetIfStale } from "../gateway/widget/build.ts";
 import { axeViolations, launchChromium } from "./support/browser.ts";
 import { eventually } from "./support/eventually.ts";
 import type { Api } from "./support/http.ts";
+import { must, tokenUsageJson } from "./support/rest.ts";
 import { repoRoot } from "./support/processes.ts";
 import { withTestStack, type TestStack } from "./support/stack.ts";
 
@@ -38,24 +38,6 @@ interface Ctx {
 }
 const t = suite<Ctx>("portal widget in Chromium");
 withTestStack(t);
-
-const usage = (user: string, model: string, cost: number, tokens: number) => ({
-  id: randomUUID(),
-  user_id: user,
-  timestamp: new Date().toISOString(),
-  model,
-  input_tokens: tokens,
-  output_tokens: 0,
-  total_tokens: tokens,
-  cost_tokens: cost,
-  cost_total: cost,
-});
-
-async function must(res: Promise<{ status: number; body: any }>, status: number) {
-  const r = await res;
-  if (r.status !== status) throw new Error(`expected ${status}, got ${r.status} ${JSON.stringify(r.body)}`);
-  return r.body;
-}
 
 /** The product's page: another origin than the API's, the widget's script from the API. */
 function hostPage(apiUrl: string, token: string): string {
@@ -86,7 +68,7 @@ t.before(async (ctx) => {
     200,
   );
   await must(api.post("/users/alice/credits", { id: "top-up-1", amount: 3.2 }), 201);
-  await must(api.post("/events/batch", [usage("alice", "gpt-4.1", 1.5, 20_000), usage("alice", "gpt-4o-mini", 0.25, 5_000)]), 200);
+  await must(api.post("/events/batch", [tokenUsageJson("alice", "gpt-4.1", 1.5, 20_000), tokenUsageJson("alice", "gpt-4o-mini", 0.25, 5_000)]), 200);
   await eventually(async () => (await api.get("/users/alice/usage")).body.total_cost === 1.75, 20_000, "alice's usage counted");
   ctx.token = (await must(api.post("/users/alice/portal-tokens", { ttl_seconds: 3_600 }), 201)).token;
 
@@ -146,13 +128,13 @@ t("a page of another origin loads the widget, which shows the user's bars and re
 });
 
 t("refresh() and the minute's timer read /portal/me again and show new usage", async ({ page, api, problems }) => {
-  await must(api.post("/events/batch", [usage("alice", "gpt-4.1", 2, 1_000)]), 200);
+  await must(api.post("/events/batch", [tokenUsageJson("alice", "gpt-4.1", 2, 1_000)]), 200);
   await eventually(async () => (await api.get("/users/alice/usage")).body.total_cost === 3.75, 20_000, "the new usage counted");
   const money = new Intl.NumberFormat(LOCALE, { style: "currency", currency: "USD" });
   await page.locator("meter-usage").evaluate((el) => (el as HTMLElement & { refresh(): Promise<void> }).refresh());
   assert.ok((await shadowText(page)).includes(`${money.format(3.75)} of ${money.format(13.2)}`));
 
-  await must(api.post("/events/batch", [usage("alice", "gpt-4.1", 1, 1_000)]), 200);
+  await must(api.post("/events/batch", [tokenUsageJson("alice", "gpt-4.1", 1, 1_000)]), 200);
   await eventually(async () => (await api.get("/users/alice/usage")).body.total_cost === 4.75, 20_000, "more usage counted");
   // A minute passes on the page's clock: the widget asks again by itself.
   const asked = page.waitForResponse((r) => r.url().endsWith("/portal/me") && r.status() === 200);

@@ -1,20 +1,16 @@
 import { randomUUID } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
-import os from "node:os";
-import path from "node:path";
-import { startEmbeddedDb } from "@meter/lib/embedded-db";
 import { createLogger } from "@meter/lib/logger";
 import { startStack, type StackOptions } from "../../cmd/stack.ts";
 import { Api } from "../../test/support/http.ts";
+import { benchDatabase } from "./database.ts";
 
 /**
  * The whole stack in-process, on MONGODB_URL or else the embedded database in a temporary
  * directory, and one product to measure as. `close()` stops both and removes the directory.
  */
 export async function benchProduct(name: string, opts: Partial<StackOptions> = {}) {
-  const dir = process.env.MONGODB_URL ? undefined : await mkdtemp(path.join(os.tmpdir(), `meter-bench-${name}-`));
-  const embedded = dir ? await startEmbeddedDb(dir) : undefined;
-  const mongoUrl = process.env.MONGODB_URL ?? embedded!.url;
+  const database = await benchDatabase(name);
+  const mongoUrl = database.url;
   const dbPrefix = `b${name}${Date.now()}`;
   const stack = await startStack({ mongoUrl, dbPrefix, logger: createLogger("bench", "fatal"), ...opts });
   const created = await new Api(stack.apiUrl).post("/products", { name: `bench ${name}` });
@@ -28,11 +24,10 @@ export async function benchProduct(name: string, opts: Partial<StackOptions> = {
     dbPrefix,
     api: new Api(stack.apiUrl, apiKey),
     /** Which database the figures are from. */
-    database: embedded ? "embedded FerretDB" : "MONGODB_URL",
+    database: database.embedded ? "embedded FerretDB" : "MONGODB_URL",
     async close() {
       await stack.close();
-      await embedded?.stop();
-      if (dir) await rm(dir, { recursive: true, force: true });
+      await database.stop();
     },
   };
 }

@@ -3,6 +3,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import type { MongoClient } from "mongodb";
 import type { Api } from "../../test/support/http.ts";
+import { sendEvents, usageJson, userOnPlan } from "../../test/support/rest.ts";
 import { eventually } from "../../test/support/eventually.ts";
 import { withTestStack, type TestStack } from "../../test/support/stack.ts";
 
@@ -19,38 +20,13 @@ t.before(async (ctx) => {
 
 const near = (a: number, b: number, what: string) => assert.ok(Math.abs(a - b) < 1e-9, `${what}: ${a} != ${b}`);
 
-async function userOnPlan(api: Api, plan: object): Promise<string> {
-  const user = `u-${randomUUID().slice(0, 8)}`;
-  const created = await api.post("/config/plans", { plans: [{ name: `p-${randomUUID().slice(0, 8)}`, ...plan }] });
-  assert.is(created.status, 201, JSON.stringify(created.body));
-  assert.is((await api.post("/users", { external_user_id: user })).status, 201);
-  const now = new Date();
-  const period = {
-    period_start: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)).toISOString(),
-    period_end: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1)).toISOString(),
-  };
-  const sub = await api.post(`/users/${user}/subscription`, { plan_id: created.body.plans[0].id, ...period });
-  assert.is(sub.status, 200, JSON.stringify(sub.body));
-  return user;
-}
-
 const PREPAID = { max_spend_per_period: 0, credits_enabled: true };
-
-const usage = (user: string, cost: number, id = randomUUID()) => ({
-  id,
-  user_id: user,
-  timestamp: new Date().toISOString(),
-  model: "gpt-4o",
-  input_tokens: 10,
-  output_tokens: 5,
-  cost_total: cost,
-});
-
-async function send(api: Api, events: object[]) {
-  const res = await api.post("/events/batch", events);
-  assert.ok(res.status === 200 || res.status === 202, `${res.status} ${JSON.stringify(res.body)}`);
-  return res.body;
-}
+/** The calendar month of the run, the period users are subscribed for. */
+const today = new Date();
+const THIS_MONTH = {
+  period_start: new Date(Date.UTC(today.getUTCFullYear(), today.getUTCMonth(), 1)).toISOString(),
+  period_end: new Date(Date.UTC(today.getUTCFullYear(), today.getUTCMonth() + 1, 1)).toISOString(),
+};
 
 async function credits(api: Api, user: string) {
   const res = await api.get(`/users/${user}/credits`);
@@ -87,7 +63,7 @@ t("plans take credits_enabled and credits_low_at; a plan without them reads as b
 });
 
 t("a pure-prepaid user with a $1.00 grant: usage draws it, the cap is reached, a top-up raises it", async ({ api }) => {
-  const user = await userOnPlan(api, { ...PREPAID, credits_low_at: 0.25 });
+  const user = await userOnPlan(api, { ...PREPAID, credits_low_at: 0.25 }, THIS_MONTH);
   const grant = await api.post(`/users/${user}/credits`, { id: "pay_1", amount: 1 });
   assert.is(grant.status, 201, JSON.stringify(grant.body));
   assert.equal(
@@ -101,7 +77,7 @@ t("a pure-prepaid user with a $1.00 grant: usage draws it, the cap is reached, a
   near(totalSpend(session).max, 1, "cap = allowance 0 + balance 1");
   assert.equal(totalSpend(session).credits, { balance: 1, low_at: 0.25 });
 
-  await send(api, [usage(user, 0.4), usage(user, 0.6)]);
+  await sendEvents(api, [usageJson(user, 0.4), usageJson(user, 0.6)]);
   const after = await eventually(async () => {
     const c = await credits(api, user);
     return Math.abs(c.balance) < 1e-9 && c;
@@ -129,10 +105,10 @@ t("a pure-prepaid user with a $1.00 grant: usage draws it, the cap is reached, a
 });
 
 t("grants are drawn by priority, then expiry: promo at 10 before paid at 50; overdraft paid by the next grant", async ({ api }) => {
-  const user = await userOnPlan(api, PREPAID);
+  const user = await userOnPlan(api, PREPAID, THIS_MONTH);
   assert.is((await api.post(`/users/${user}/credits`, { id: "paid", amount: 1, priority: 50 })).status, 201);
   assert.is((await api.post(`/users/${user}/credits`, { id: "promo", amount: 0.5, kind: "promotional", priority: 10 })).status, 201);
-  await send(api, [usage(user, 0.7)]);
+  await sendEvents(api, [usageJson(user, 0.7)]);
   const c = await eventually(async () => {
     const c = await credits(api, user);
     return Math.abs(c.balance - 0.8) < 1e-9 && c;
@@ -142,7 +118,7 @@ t("grants are drawn by priority, then expiry: promo at 10 before paid at 50; ove
   assert.is(byId.promo.status, "depleted");
   near(byId.paid.remaining, 0.8, "paid drawn for the rest");
   // Past the balance: an overdraft, shown as a negative balance and paid first by the next grant.
-  await send(api, [usage(user, 1)]);
+  await sendEvents(api, [usageJson(user, 1)]);
   const over = await eventually(async () => {
     const c = await credits(api, user);
     return Math.abs(c.overdraft - 0.2) < 1e-9 && c;
@@ -157,13 +133,13 @@ t("grants are drawn by priority, then expiry: promo at 10 before paid at 50; ove
 });
 
 t("a lease sees the period cap with credits: allowance + drawn + balance, nothing past it", async ({ api }) => {
-  const user = await userOnPlan(api, PREPAID);
+  const user = await userOnPlan(api, PREPAID, THIS_MONTH);
   const lease = (holder: string, need: number, want: number) => api.post(`/users/${user}/leases`, { holder, need, want });
   const none = await lease("h0", 0.01, 1);
   assert.is(none.status, 200, JSON.stringify(none.body));
   near(none.body.lease.added, 0, "no balance: nothing to lease under a $0 allowance");
   assert.is((await api.post(`/users/${user}/credits`, { id: "five", amount: 5 })).status, 201);
-  await send(api, [usage(user, 1)]);
+  await sendEvents(api, [usageJson(user, 1)]);
   await eventually(async () => Math.abs((await credits(api, user)).balance - 4) < 1e-9, 30_000, "1.00 drawn");
   // Cap 0 + 1 drawn + 4 balance = 5, of which 1 is spent: 4 remain for leases, whoever asks.
   const granted: number[] = [];
@@ -178,7 +154,7 @@ t("a lease sees the period cap with credits: allowance + drawn + balance, nothin
 });
 
 t("a re-sent grant id changes nothing (200), other fields are 409; validation; unknown user 404; void", async ({ api, stack }) => {
-  const user = await userOnPlan(api, PREPAID);
+  const user = await userOnPlan(api, PREPAID, THIS_MONTH);
   const body = { id: "pay_x", amount: 5, description: "Top-up", metadata: { invoice: "in_1" } };
   assert.is((await api.post(`/users/${user}/credits`, body)).status, 201);
   const again = await api.post(`/users/${user}/credits`, body);
@@ -212,7 +188,7 @@ t("a re-sent grant id changes nothing (200), other fields are 409; validation; u
 });
 
 t("a grant not yet effective is pending; the session view lists what expires", async ({ api }) => {
-  const user = await userOnPlan(api, PREPAID);
+  const user = await userOnPlan(api, PREPAID, THIS_MONTH);
   const later = new Date(Date.now() + 3_600_000).toISOString();
   const soon = new Date(Date.now() + 3 * 3_600_000).toISOString();
   const g = await api.post(`/users/${user}/credits`, { id: "later", amount: 2, effective_at: later });
@@ -227,11 +203,11 @@ t("a grant not yet effective is pending; the session view lists what expires", a
 });
 
 t("an expired grant's remainder leaves the balance at its expires_at and appears in the ledger", async ({ api }) => {
-  const user = await userOnPlan(api, PREPAID);
+  const user = await userOnPlan(api, PREPAID, THIS_MONTH);
   const expiresAt = Date.now() + 3_000;
   assert.is((await api.post(`/users/${user}/credits`, { id: "short", amount: 0.5, priority: 10, expires_at: new Date(expiresAt).toISOString() })).status, 201);
   assert.is((await api.post(`/users/${user}/credits`, { id: "long", amount: 1 })).status, 201);
-  await send(api, [usage(user, 0.2)]);
+  await sendEvents(api, [usageJson(user, 0.2)]);
   await eventually(async () => Math.abs((await credits(api, user)).balance - 1.3) < 1e-9, 30_000, "0.20 drawn from the short grant");
   const entry = await eventually(async () => (await ledger(api, user)).find((e) => e.type === "expiry"), 60_000, "the expiry in the ledger");
   assert.ok(Date.now() >= expiresAt, "not before expires_at");
@@ -243,14 +219,14 @@ t("an expired grant's remainder leaves the balance at its expires_at and appears
 });
 
 t("the same batch sent twice draws once", async ({ api }) => {
-  const user = await userOnPlan(api, PREPAID);
+  const user = await userOnPlan(api, PREPAID, THIS_MONTH);
   assert.is((await api.post(`/users/${user}/credits`, { id: "g", amount: 10 })).status, 201);
-  const batch = Array.from({ length: 20 }, () => usage(user, 0.05));
-  await send(api, batch);
-  const replay = await send(api, batch);
+  const batch = Array.from({ length: 20 }, () => usageJson(user, 0.05));
+  await sendEvents(api, batch);
+  const replay = await sendEvents(api, batch);
   assert.is(replay.duplicates, 20);
   // A further event after the replay: once it is drawn, the replay would have been too.
-  await send(api, [usage(user, 0.5)]);
+  await sendEvents(api, [usageJson(user, 0.5)]);
   await eventually(async () => Math.abs((await credits(api, user)).balance - 8.5) < 1e-9, 30_000, "1.50 drawn, once");
   const entries = await ledger(api, user);
   near(entries.filter((e) => e.type === "usage").reduce((s, e) => s + e.amount, 0), -1.5, "ledger usage");

@@ -6,6 +6,7 @@ import { decodeMetadata } from "../../services/ingestion/domain/field-keys.ts";
 import { testMongoUrl } from "../../test/support/database.ts";
 import { METADATA_MAX_DEPTH } from "./events.ts";
 import type { Api } from "../../test/support/http.ts";
+import { gateEventJson } from "../../test/support/rest.ts";
 import { startTestStack, type TestStack } from "../../test/support/stack.ts";
 
 const t = suite<{ stack: TestStack }>("usage ingestion over HTTP");
@@ -135,7 +136,7 @@ t("numbers beyond what is stored exactly, and metadata nested too deep, are refu
   assert.match(res.body.detail, new RegExp(`must not nest deeper than ${METADATA_MAX_DEPTH} levels`));
   const manual = await api.post("/events", { user_id: "someone", cost: 1, metadata: nest(METADATA_MAX_DEPTH + 1) });
   assert.is(manual.status, 422);
-  const gate = { id: randomUUID(), user_id: "someone", timestamp: new Date().toISOString(), status: "soft_gate", gate_reason: "total_spend", usage_pct: 0.8, current_value: 8, limit_value: 10 };
+  const gate = gateEventJson("someone");
   assert.is((await api.post("/gate-events/batch", [{ ...gate, metadata: nest(METADATA_MAX_DEPTH + 1) }])).status, 422);
   // The deepest accepted metadata goes through every service on the way.
   assert.equal((await api.post("/events/batch", [usageEvent("someone", { metadata: nest(METADATA_MAX_DEPTH) })])).body, { accepted: 1, duplicates: 0 });
@@ -147,7 +148,7 @@ t("date-times without a zone are read as UTC, in bodies and in queries", async (
   await api.post("/users", { external_user_id: "tz" });
   // Two days ago: gate events are accepted from the last 90 days.
   const day = new Date(Date.now() - 2 * 86_400_000).toISOString().slice(0, 10);
-  const gate = { id: randomUUID(), user_id: "tz", timestamp: `${day}T12:00:00`, status: "soft_gate", gate_reason: "total_spend", usage_pct: 0.8, current_value: 8, limit_value: 10 };
+  const gate = gateEventJson("tz", { timestamp: `${day}T12:00:00` });
   assert.equal((await api.post("/gate-events/batch", [gate])).body, { accepted: 1, duplicates: 0 });
   assert.equal((await api.post("/events/batch", [usageEvent("tz", { timestamp: `${day} 12:00:00.5` })])).body, { accepted: 1, duplicates: 0 });
   const q = (since: string, until: string) => `/users/tz/gate-events?since=${encodeURIComponent(since)}&until=${encodeURIComponent(until)}`;
@@ -250,17 +251,7 @@ t("metadata is free-form: keys with '.' or '$' are accepted, counted and stored 
   const metadata = { "a.b": 1, $date: "2020-01-01", nested: { $oid: "x", "k.v": [1, { $set: 2 }] }, $numberLong: "7" };
   const batch = usageEvent(userId, { cost_total: 0.25, model: "m", metadata });
   assert.equal((await api.post("/events/batch", [batch])).body, { accepted: 1, duplicates: 0 });
-  const gate = {
-    id: randomUUID(),
-    user_id: userId,
-    timestamp: new Date().toISOString(),
-    status: "soft_gate",
-    gate_reason: "total_spend",
-    usage_pct: 0.8,
-    current_value: 8,
-    limit_value: 10,
-    metadata,
-  };
+  const gate = gateEventJson(userId, { metadata });
   assert.equal((await api.post("/gate-events/batch", [gate])).body, { accepted: 1, duplicates: 0 });
   const manual = await api.post("/events", { user_id: userId, cost: 0.5, metadata });
   assert.is(manual.status, 201, JSON.stringify(manual.body));

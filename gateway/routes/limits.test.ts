@@ -2,10 +2,9 @@ import { randomUUID } from "node:crypto";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import type { Db, MongoClient } from "mongodb";
-import { connectMongo } from "@meter/lib/mongo";
-import { testMongoUrl } from "../../test/support/database.ts";
 import type { Api } from "../../test/support/http.ts";
-import { startTestStack, type TestStack } from "../../test/support/stack.ts";
+import { gateEventJson, sendEvents, usageJson, userOnPlan } from "../../test/support/rest.ts";
+import { withTestStack, type TestStack } from "../../test/support/stack.ts";
 
 /**
  * A plan of $0.10/day + $1/month + $0.50 over a rolling 5 hours + 5 requests/minute in New
@@ -52,42 +51,13 @@ const PLAN = {
   ],
 };
 
+withTestStack(t, { services: { ingestion: { now: () => new Date(clock) } } });
 t.before(async (ctx) => {
-  ctx.stack = await startTestStack({ services: { ingestion: { now: () => new Date(clock) } } });
   ({ api: ctx.api, productId: ctx.productId } = await ctx.stack.newProduct("Windows"));
-  ctx.mongo = await connectMongo(await testMongoUrl());
   ctx.db = ctx.mongo.db(`${ctx.stack.dbPrefix}_ingestion`);
 });
-t.after(async (ctx) => {
-  await ctx.stack.close();
-  await ctx.mongo.close();
-});
 
-async function userOnPlan(api: Api, plan: object, period: object = {}): Promise<string> {
-  const user = `u-${randomUUID().slice(0, 8)}`;
-  const created = await api.post("/config/plans", { plans: [{ name: `p-${randomUUID().slice(0, 8)}`, ...plan }] });
-  assert.is(created.status, 201, JSON.stringify(created.body));
-  assert.is((await api.post("/users", { external_user_id: user })).status, 201);
-  const sub = await api.post(`/users/${user}/subscription`, { plan_id: created.body.plans[0].id, ...period });
-  assert.is(sub.status, 200, JSON.stringify(sub.body));
-  return user;
-}
-
-const usage = (user: string, at: number, cost: number) => ({
-  id: randomUUID(),
-  user_id: user,
-  timestamp: new Date(at).toISOString(),
-  model: "gpt-4o",
-  input_tokens: 10,
-  output_tokens: 5,
-  cost_total: cost,
-});
-
-async function post(api: Api, events: object[]) {
-  const res = await api.post("/events/batch", events);
-  assert.ok(res.status === 200 || res.status === 202, `${res.status} ${JSON.stringify(res.body)}`);
-  return res.body;
-}
+const usage = (user: string, at: number, cost: number) => usageJson(user, cost, { timestamp: new Date(at).toISOString() });
 
 async function limits(api: Api, user: string): Promise<Record<string, any>> {
   const res = await api.get(`/users/${user}/limits`);
@@ -107,9 +77,9 @@ t("events land in the windows of their timestamps; a late one in its own; a repl
     usage(user, NOON + 10_000, 0.01), // this minute
     usage(user, NOON + 20_000, 0.01), // this minute
   ];
-  await post(api, batch);
+  await sendEvents(api, batch);
   // Late: 01:00 this morning, sent now: counts in today and this month, not in the last 5 hours nor this minute.
-  await post(api, [usage(user, DAY_START + HOUR, 0.02)]);
+  await sendEvents(api, [usage(user, DAY_START + HOUR, 0.02)]);
 
   const check = async () => {
     const l = await limits(api, user);
@@ -149,7 +119,7 @@ t("events land in the windows of their timestamps; a late one in its own; a repl
   const first = await check();
 
   // The same batch again (a client's retry): every event is a duplicate, nothing moves.
-  const replay = await post(api, batch);
+  const replay = await sendEvents(api, batch);
   assert.is(replay.accepted, 0, JSON.stringify(replay));
   assert.equal(await check(), first);
 
@@ -165,7 +135,7 @@ t("events land in the windows of their timestamps; a late one in its own; a repl
 t("a rolling window releases spend as it ages out; calendar windows hold theirs until they end", async ({ api, db, productId }) => {
   clock = NOW;
   const user = await userOnPlan(api, PLAN);
-  await post(api, [usage(user, NOON - 2 * HOUR, 0.3), usage(user, NOON, 0.25)]);
+  await sendEvents(api, [usage(user, NOON - 2 * HOUR, 0.3), usage(user, NOON, 0.25)]);
   let l = await limits(api, user);
   near(l["limit:five-hours"].used, 0.55, "both calls");
   assert.is(l["limit:five-hours"].pct, 1.1);
@@ -187,7 +157,7 @@ t("a rolling window releases spend as it ages out; calendar windows hold theirs 
 
   // Next day in New York: the day is new, the month is not; the next call drops what ended.
   clock = NEXT_MIDNIGHT + HOUR + 30_000;
-  await post(api, [usage(user, clock - 10_000, 0.01)]);
+  await sendEvents(api, [usage(user, clock - 10_000, 0.01)]);
   l = await limits(api, user);
   near(l["limit:daily"].used, 0.01, "a new day");
   assert.is(l["limit:daily"].window_start, iso(NEXT_MIDNIGHT));
@@ -206,7 +176,7 @@ t("SPEC's caps come first; unknown users are 404; ingest keys read it; limit:<na
     model_limits: { "gpt-4o": { max_tokens_per_period: 1000 } },
     limits: [{ name: "zero", metric: "requests", max: 0, window: "hour" }],
   }, { period_start: iso(MONTH_START), period_end: iso(NEXT_MONTH) });
-  await post(api, [usage(user, NOW - 10_000, 3)]);
+  await sendEvents(api, [usage(user, NOW - 10_000, 3)]);
   const list = (await api.get(`/users/${user}/limits`)).body.limits;
   assert.equal(list.map((d: { reason: string }) => d.reason), ["total_spend", "session_spend", "model_limit:gpt-4o", "limit:zero"]);
   const [total, session, model, zero] = list;
@@ -229,17 +199,7 @@ t("SPEC's caps come first; unknown users are 404; ingest keys read it; limit:<na
   assert.is((await stack.api.withKey(ingestKey.body.key).get(`/users/${user}/limits`)).status, 200);
   assert.is((await stack.api.get(`/users/${user}/limits`)).status, 401);
 
-  const gate = {
-    id: randomUUID(),
-    user_id: user,
-    timestamp: iso(NOW - 5_000),
-    status: "hard_gate",
-    gate_reason: "limit:daily",
-    usage_pct: 1,
-    current_value: 0.1,
-    limit_value: 0.1,
-    blocked: true,
-  };
+  const gate = gateEventJson(user, { timestamp: iso(NOW - 5_000), status: "hard_gate", gate_reason: "limit:daily", usage_pct: 1, current_value: 0.1, limit_value: 0.1, blocked: true });
   const res = await api.post("/gate-events/batch", [gate]);
   assert.ok(res.status === 200 || res.status === 202, JSON.stringify(res.body));
   const listed = await api.get(`/users/${user}/gate-events?gate_reason=limit:daily`);

@@ -1,7 +1,6 @@
 // Portal tokens and GET /portal/me against the whole stack (real gRPC, real HTTP): a token reads
 // its own user and nothing else, expires and is revoked within 5 s (the gateway's authentication
 // cache included), is rate-limited on its own, and only /portal/* answers with CORS headers.
-import { randomUUID } from "node:crypto";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import type { MongoClient } from "mongodb";
@@ -9,6 +8,7 @@ import { hashPortalToken } from "@meter/lib/portal-tokens";
 import { LOCAL_PROTECTION } from "../config.ts";
 import { eventually } from "../../test/support/eventually.ts";
 import type { Api } from "../../test/support/http.ts";
+import { gateEventJson, must, tokenUsageJson } from "../../test/support/rest.ts";
 import { withTestStack, type TestStack } from "../../test/support/stack.ts";
 import { buildWidgetIfStale } from "../widget/build.ts";
 
@@ -22,24 +22,6 @@ withTestStack(t, {
 });
 
 const DAY = 86_400_000;
-const usage = (user: string, model: string, cost: number, tokens: number) => ({
-  id: randomUUID(),
-  user_id: user,
-  timestamp: new Date().toISOString(),
-  model,
-  input_tokens: tokens,
-  output_tokens: 0,
-  total_tokens: tokens,
-  cost_tokens: cost,
-  cost_total: cost,
-});
-
-async function must(res: Promise<{ status: number; body: any }>, status: number) {
-  const r = await res;
-  if (r.status !== status) throw new Error(`expected ${status}, got ${r.status} ${JSON.stringify(r.body)}`);
-  return r.body;
-}
-
 const mint = async (api: Api, user: string, body: unknown = { ttl_seconds: 600 }) => (await must(api.post(`/users/${user}/portal-tokens`, body), 201)).token as string;
 const asToken = (api: Api, token: string) => api.withKey(token);
 
@@ -63,20 +45,10 @@ t.before(async (ctx) => {
       200,
     );
   }
-  await must(api.post("/events/batch", [usage("alice", "gpt-4.1", 1.5, 20_000), usage("alice", "gpt-4o-mini", 0.25, 5_000), usage("bob", "gpt-4.1", 9, 1_000)]), 200);
-  const gates = Array.from({ length: 22 }, (_, i) => ({
-    id: randomUUID(),
-    user_id: "alice",
-    timestamp: new Date(Date.now() - (22 - i) * 1000).toISOString(),
-    status: "soft_gate",
-    gate_reason: "total_spend",
-    usage_pct: 0.8,
-    current_value: 8,
-    limit_value: 10,
-    blocked: false,
-    message: `gate ${i}`,
-    metadata: { internal: "not for end users" },
-  }));
+  await must(api.post("/events/batch", [tokenUsageJson("alice", "gpt-4.1", 1.5, 20_000), tokenUsageJson("alice", "gpt-4o-mini", 0.25, 5_000), tokenUsageJson("bob", "gpt-4.1", 9, 1_000)]), 200);
+  const gates = Array.from({ length: 22 }, (_, i) =>
+    gateEventJson("alice", { timestamp: new Date(Date.now() - (22 - i) * 1000).toISOString(), blocked: false, message: `gate ${i}`, metadata: { internal: "not for end users" } }),
+  );
   await must(api.post("/gate-events/batch", gates), 200);
   await eventually(async () => (await api.get("/users/alice/gate-events?limit=100")).body.events?.length === 22, 20_000, "alice's gate events listed");
   await eventually(async () => (await api.get("/users/alice/usage")).body.total_cost === 1.75, 20_000, "alice's usage counted");

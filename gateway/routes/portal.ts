@@ -3,11 +3,11 @@ import { readFile } from "node:fs/promises";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import type { GateEvent } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import { PORTAL_TTL } from "@meter/lib/portal-tokens";
 import { DateTime, Nullable, UserParams, errors } from "../schemas/common.ts";
 import { GrantOut, grantJson } from "../schemas/credits.ts";
 import { DimensionOut, dimensionJson } from "../schemas/limits.ts";
+import { PortalGateEventOut, portalGateEventJson } from "../schemas/gate-events.ts";
 import { HttpError } from "../errors.ts";
 import { rpcOptions } from "../rpc-options.ts";
 import { WIDGET_FILE } from "../widget/build.ts";
@@ -33,19 +33,6 @@ const MintOut = Type.Object({
   expires_at: DateTime,
 });
 
-const PortalGateEvent = Type.Object({
-  id: Type.String(),
-  timestamp: DateTime,
-  status: Type.String({ description: "soft_gate or hard_gate" }),
-  gate_reason: Type.String(),
-  usage_pct: Type.Number(),
-  current_value: Type.Number(),
-  limit_value: Type.Number(),
-  model: Nullable(Type.String()),
-  blocked: Type.Boolean(),
-  message: Nullable(Type.String()),
-});
-
 const PortalMe = Type.Object({
   user_id: Type.String(),
   plan: Type.String({ description: 'Plan name; "none" for a user without a plan' }),
@@ -68,23 +55,8 @@ const PortalMe = Type.Object({
     period_tokens_total: Type.Integer(),
     by_model: Type.Array(Type.Object({ model: Type.String(), cost: Type.Number(), tokens: Type.Integer() }), { description: "Most costly first" }),
   }),
-  gate_events: Type.Array(PortalGateEvent, { description: `The latest ${PORTAL_GATE_EVENTS}, newest first` }),
+  gate_events: Type.Array(PortalGateEventOut, { description: `The latest ${PORTAL_GATE_EVENTS}, newest first` }),
 });
-
-function portalGateJson(e: GateEvent) {
-  return {
-    id: e.id,
-    timestamp: timestampDate(e.timestamp!).toISOString(),
-    status: e.status,
-    gate_reason: e.gateReason,
-    usage_pct: e.usagePct,
-    current_value: e.currentValue,
-    limit_value: e.limitValue,
-    model: e.model ?? null,
-    blocked: e.blocked,
-    message: e.message ?? null,
-  };
-}
 
 const portalSecurity = [{ portalToken: [] }];
 
@@ -194,7 +166,7 @@ export const portalRoutes: FastifyPluginAsyncTypebox = async (app) => {
               }
             : null,
         usage: { period_cost: u.periodCost, period_tokens_total: Number(u.periodTokensTotal), by_model: byModel },
-        gate_events: gates.events.map(portalGateJson),
+        gate_events: gates.events.map(portalGateEventJson),
       };
     },
   );

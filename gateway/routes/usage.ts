@@ -1,13 +1,12 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
-import type { GateEvent } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import { DateTime, Nullable, UserParams, errors, parseDateTime } from "../schemas/common.ts";
 import { rpcOptions } from "../rpc-options.ts";
 import { DimensionOut, dimensionJson } from "../schemas/limits.ts";
+import { GateEventOut, gateEventJson } from "../schemas/gate-events.ts";
 import { SessionCreditsOut, sessionCreditsJson } from "../schemas/credits.ts";
 import { LimitOut, limitJson } from "../schemas/plans.ts";
-
 
 const NumberMap = Type.Record(Type.String(), Type.Number());
 const IntegerMap = Type.Record(Type.String(), Type.Integer());
@@ -79,47 +78,11 @@ const GateQuery = Type.Object({
   limit: Type.Integer({ minimum: 1, maximum: 500, default: 100 }),
 });
 
-const GateEventOut = Type.Object({
-  id: Type.String(),
-  user_id: Type.String(),
-  session_id: Nullable(Type.String()),
-  timestamp: DateTime,
-  status: Type.String(),
-  gate_reason: Type.String(),
-  usage_pct: Type.Number(),
-  current_value: Type.Number(),
-  limit_value: Type.Number(),
-  model: Nullable(Type.String()),
-  blocked: Type.Boolean(),
-  message: Nullable(Type.String()),
-  metadata: Type.Record(Type.String(), Type.Unknown(), {
-    description: "As sent; the client library adds suppressed_events, the gates of this kind it did not write since its previous event",
-  }),
-});
-
 const GatePage = Type.Object({
   user_id: Type.String(),
   events: Type.Array(GateEventOut),
   next_cursor: Nullable(Type.String()),
 });
-
-function gateJson(e: GateEvent) {
-  return {
-    id: e.id,
-    user_id: e.userId,
-    session_id: e.sessionId ?? null,
-    timestamp: timestampDate(e.timestamp!).toISOString(),
-    status: e.status,
-    gate_reason: e.gateReason,
-    usage_pct: e.usagePct,
-    current_value: e.currentValue,
-    limit_value: e.limitValue,
-    model: e.model ?? null,
-    blocked: e.blocked,
-    message: e.message ?? null,
-    metadata: e.metadata ?? {},
-  };
-}
 
 const wholeNumbers = (m: Record<string, number>) =>
   Object.fromEntries(Object.entries(m).map(([k, v]) => [k, Math.round(v)]));
@@ -245,7 +208,7 @@ export const usageRoutes: FastifyPluginAsyncTypebox = async (app) => {
         },
         rpcOptions(request),
       );
-      return { user_id: res.userId, events: res.events.map(gateJson), next_cursor: res.nextCursor ?? null };
+      return { user_id: res.userId, events: res.events.map(gateEventJson), next_cursor: res.nextCursor ?? null };
     },
   );
 };

@@ -1,8 +1,4 @@
-import { spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import path from "node:path";
-import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { create } from "@bufbuild/protobuf";
@@ -10,32 +6,8 @@ import type { MongoClient } from "mongodb";
 import { IngestionService, UsageEventSchema, type UsageEvent } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import { rpcClient } from "@meter/lib/rpc";
 import { toTimestamp } from "@meter/lib/time";
-import { testMongoUrl } from "../../test/support/database.ts";
 import { withTestStack, type TestStack } from "../../test/support/stack.ts";
-
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-
-/** The ingestion service as its own process (split mode); resolves with its gRPC URL once listening. */
-async function launch(env: Record<string, string>): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, ["--import", "tsx", "services/ingestion/main.ts"], {
-    cwd: root,
-    env: { ...process.env, ...env, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "info" },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  const url = await new Promise<string>((resolve, reject) => {
-    const lines = createInterface({ input: child.stdout! });
-    lines.on("line", (line) => {
-      try {
-        const rec = JSON.parse(line);
-        if (rec.msg === "ingestion service listening") resolve(`http://127.0.0.1:${rec.port}`);
-      } catch {
-        // not a log line
-      }
-    });
-    child.once("exit", (code) => reject(new Error(`ingestion exited early (${code})`)));
-  });
-  return { child, url };
-}
+import { killOnceStored, launchIngestion } from "./testing/process.ts";
 
 const t = suite<{ stack: TestStack; mongo: MongoClient }>("credits: ingestion killed mid-batch");
 
@@ -56,18 +28,6 @@ t("SIGKILL while a batch of a prepaid user is written, restart, retry: the draw 
   });
   assert.is(sub.status, 200, JSON.stringify(sub.body));
   const dbName = `${stack.dbPrefix}_ingestion_proc`;
-  const env = {
-    MONGODB_URL: await testMongoUrl(),
-    MONGODB_DB: dbName,
-    TENANCY_URL: stack.rpcUrl,
-    PLANS_URL: stack.rpcUrl,
-    INGESTION_URL: stack.rpcUrl,
-    ANALYTICS_URL: "http://127.0.0.1:9",
-    WEBHOOKS_URL: "http://127.0.0.1:9",
-    RELAY_INTERVAL_MS: "200",
-    // Long enough that neither the sweep nor the age rule can be what completes the killed job.
-    RECOVERY_AFTER_MS: "600000",
-  };
   const event = (i: number): UsageEvent =>
     create(UsageEventSchema, { id: randomUUID(), userId: "victim", timestamp: toTimestamp(now), model: "m", inputTokens: 1n, outputTokens: 1n, costTotal: cents(i) });
   const before = Array.from({ length: 100 }, (_, i) => event(i));
@@ -77,7 +37,7 @@ t("SIGKILL while a batch of a prepaid user is written, restart, retry: the draw 
   const spentBefore = 5.5;
   const spent = spentBefore + 275;
 
-  const first = await launch(env);
+  const first = await launchIngestion(stack, dbName);
   const client = rpcClient(IngestionService, first.url);
   await client.createCreditGrant({ productId, userId: "victim", grantId: "pay_1", amount: 1000 });
   // Drawn before the crash: a draw repeated from scratch would show here.
@@ -90,15 +50,10 @@ t("SIGKILL while a batch of a prepaid user is written, restart, retry: the draw 
     () => "completed",
     () => "failed",
   );
-  const deadline = Date.now() + 60_000;
-  while (Date.now() < deadline && !(await stored.findOne({ _id: `${productId}/${events[0]!.id}` as never }))) {
-    await new Promise((r) => setTimeout(r, 5));
-  }
-  first.child.kill("SIGKILL");
-  await new Promise((r) => first.child.once("exit", r));
+  await killOnceStored(first, stored, `${productId}/${events[0]!.id}`);
   assert.is(await inflight, "failed", "the request was cut off");
 
-  const second = await launch(env);
+  const second = await launchIngestion(stack, dbName);
   try {
     const retry = rpcClient(IngestionService, second.url);
     const res = await retry.ingestUsageEvents({ productId, events }, { timeoutMs: 180_000 });
@@ -120,8 +75,7 @@ t("SIGKILL while a batch of a prepaid user is written, restart, retry: the draw 
     const cap = session.limits.find((d) => d.reason === "total_spend")!;
     assert.ok(Math.abs(cap.max - 1000) < 1e-9, `the cap is allowance 0 + drawn + balance = 1000, not ${cap.max}`);
   } finally {
-    second.child.kill("SIGTERM");
-    await new Promise((r) => second.child.once("exit", r));
+    await second.stop("SIGTERM");
   }
 });
 

@@ -1,8 +1,4 @@
-import { spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import path from "node:path";
-import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { create } from "@bufbuild/protobuf";
@@ -10,32 +6,8 @@ import type { MongoClient } from "mongodb";
 import { IngestionService, UsageEventSchema, type UsageEvent } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import { rpcClient } from "@meter/lib/rpc";
 import { toTimestamp } from "@meter/lib/time";
-import { testMongoUrl } from "../../test/support/database.ts";
 import { withTestStack, type TestStack } from "../../test/support/stack.ts";
-
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-
-/** The ingestion service as its own process (split mode); resolves with its gRPC URL once listening. */
-async function launch(env: Record<string, string>): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, ["--import", "tsx", "services/ingestion/main.ts"], {
-    cwd: root,
-    env: { ...process.env, ...env, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "info" },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  const url = await new Promise<string>((resolve, reject) => {
-    const lines = createInterface({ input: child.stdout! });
-    lines.on("line", (line) => {
-      try {
-        const rec = JSON.parse(line);
-        if (rec.msg === "ingestion service listening") resolve(`http://127.0.0.1:${rec.port}`);
-      } catch {
-        // not a log line
-      }
-    });
-    child.once("exit", (code) => reject(new Error(`ingestion exited early (${code})`)));
-  });
-  return { child, url };
-}
+import { killOnceStored, launchIngestion } from "./testing/process.ts";
 
 const t = suite<{ stack: TestStack; mongo: MongoClient }>("ingestion killed mid-batch");
 
@@ -45,19 +17,6 @@ t("SIGKILL while a large batch is written, restart, retry: totals exact, nothing
   const { api, productId } = await stack.newProduct();
   await api.post("/users", { external_user_id: "victim" });
   const dbName = `${stack.dbPrefix}_ingestion_proc`;
-  const env = {
-    MONGODB_URL: await testMongoUrl(),
-    MONGODB_DB: dbName,
-    TENANCY_URL: stack.rpcUrl,
-    PLANS_URL: stack.rpcUrl,
-    INGESTION_URL: stack.rpcUrl,
-    // Peers that are down: handovers wait in the outbox, which must not slow ingestion.
-    ANALYTICS_URL: "http://127.0.0.1:9",
-    WEBHOOKS_URL: "http://127.0.0.1:9",
-    RELAY_INTERVAL_MS: "200",
-    // Long enough that neither the sweep nor the age rule can be what completes the killed job.
-    RECOVERY_AFTER_MS: "600000",
-  };
   const now = new Date();
   const N = 10_000;
   const events: UsageEvent[] = Array.from({ length: N }, (_, i) =>
@@ -81,7 +40,7 @@ t("SIGKILL while a large batch is written, restart, retry: totals exact, nothing
 
   const log = (m: string) => process.env.FAULT_DEBUG && console.error(`[fault] ${m}`);
   log("launching");
-  const first = await launch(env);
+  const first = await launchIngestion(stack, dbName);
   log(`launched ${first.url}`);
   const stored = mongo.db(dbName).collection("usage_events");
   const client = rpcClient(IngestionService, first.url);
@@ -89,21 +48,14 @@ t("SIGKILL while a large batch is written, restart, retry: totals exact, nothing
     () => "completed",
     () => "failed",
   );
-  // Kill as soon as the first event is in the database, i.e. in the middle of the write.
-  // (A point read: polling with a scan would starve the writer on the embedded database.)
-  const deadline = Date.now() + 60_000;
-  while (Date.now() < deadline && !(await stored.findOne({ _id: `${productId}/${events[0]!.id}` as never }))) {
-    await new Promise((r) => setTimeout(r, 5));
-  }
-  log("killing");
-  first.child.kill("SIGKILL");
-  await new Promise((r) => first.child.once("exit", r));
+  log("killing once the first event is stored");
+  await killOnceStored(first, stored, `${productId}/${events[0]!.id}`);
   assert.is(await inflight, "failed", "the request was cut off");
   const seenAtKill = await stored.countDocuments({ product_id: productId });
   assert.ok(seenAtKill > 0, "the first attempt stored events before it died");
 
   log(`killed; ${seenAtKill} stored`);
-  const second = await launch(env);
+  const second = await launchIngestion(stack, dbName);
   log("relaunched");
   try {
     const retryClient = rpcClient(IngestionService, second.url);
@@ -140,8 +92,7 @@ t("SIGKILL while a large batch is written, restart, retry: totals exact, nothing
     assert.is(counters[0]!.month.tokens, expected.tokens);
     assert.ok(Object.keys(counters[0]!.jobs).length <= 2);
   } finally {
-    second.child.kill("SIGTERM");
-    await new Promise((r) => second.child.once("exit", r));
+    await second.stop("SIGTERM");
   }
 });
 

@@ -2,16 +2,37 @@
 // /usr/bin/chromium) driven by playwright-core, a page that records console errors and requests
 // to another origin, and `check`: axe-core (no serious or critical violation), a screenshot at
 // 1280x800 and at 390 px into console/screenshots/ (not committed), and no problem so far.
+import { randomBytes } from "node:crypto";
 import { mkdir } from "node:fs/promises";
 import path from "node:path";
-import type { Browser, BrowserContext, Page } from "playwright-core";
+import type { Browser, BrowserContext, Locator, Page } from "playwright-core";
 import * as assert from "uvu/assert";
-import { axeViolations, launchChromium } from "./browser.ts";
+import { buildConsoleIfStale } from "../../console/scripts/build.ts";
+import { axeViolations, launchChromium, requireChromium } from "./browser.ts";
+import { testMongoUrl } from "./database.ts";
+import { eventually } from "./eventually.ts";
+import { repoRoot, startAllInOne, type AllInOne } from "./processes.ts";
 
-export { requireChromium } from "./browser.ts";
-import { repoRoot } from "./processes.ts";
+export { requireChromium };
 
 const SHOTS = path.join(repoRoot, "console", "screenshots");
+
+/**
+ * The console built (when its sources changed) and served by `npm start`'s all-in-one process
+ * on the test database, under a fresh database prefix, checking every key at once (no
+ * authentication cache), with `env` on top. Fails first when there is no Chromium to test with.
+ */
+export async function startConsoleAllInOne(env: Record<string, string> = {}): Promise<AllInOne> {
+  requireChromium();
+  await buildConsoleIfStale(() => {});
+  return startAllInOne({
+    MONGODB_URL: await testMongoUrl(),
+    MONGODB_DB_PREFIX: `c${randomBytes(4).toString("hex")}`,
+    AUTH_CACHE_TTL_MS: "0",
+    AUTH_NEGATIVE_CACHE_TTL_MS: "0",
+    ...env,
+  });
+}
 
 export interface ConsoleBrowser {
   browser: Browser;
@@ -66,4 +87,15 @@ export async function signIn(page: Page, base: string, key: string) {
   await page.getByLabel("Product API key").fill(key);
   await page.getByRole("button", { name: "Sign in" }).click();
   await page.getByRole("heading", { name: "Overview", level: 1 }).waitFor();
+}
+
+/** Waits until the console marks `field` invalid (aria-invalid), as it does a field the API refused. */
+export async function markedInvalid(field: Locator, what: string): Promise<void> {
+  await eventually(async () => (await field.getAttribute("aria-invalid")) === "true", 10_000, what);
+}
+
+/** The error the console shows beside `field`: the element its aria-describedby names with an "-err" id. */
+export async function fieldError(page: Page, field: Locator): Promise<string> {
+  const id = (await field.getAttribute("aria-describedby"))!.split(" ").find((d) => d.endsWith("-err"))!;
+  return (await page.locator(`#${id}`).textContent())!;
 }

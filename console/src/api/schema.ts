@@ -5007,6 +5007,7 @@ export interface operations {
                              * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
                              */
                             timestamp: string;
+                            /** @description soft_gate or hard_gate */
                             status: string;
                             gate_reason: string;
                             usage_pct: number;

@@ -1,0 +1,54 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { startEmbeddedDb } from "@meter/lib/embedded-db";
+import { startAllInOne } from "../../test/support/processes.ts";
+
+export interface BenchDatabase {
+  url: string;
+  /** True on the embedded database (FerretDB over SQLite), false on MONGODB_URL. */
+  embedded: boolean;
+  /** Stops the embedded database and removes its directory; nothing on MONGODB_URL. */
+  stop(): Promise<void>;
+}
+
+/** The database a benchmark measures on: MONGODB_URL when set, else the embedded database in a temporary directory. */
+export async function benchDatabase(name: string): Promise<BenchDatabase> {
+  if (process.env.MONGODB_URL) return { url: process.env.MONGODB_URL, embedded: false, stop: async () => {} };
+  const dir = await mkdtemp(path.join(os.tmpdir(), `meter-bench-${name}-`));
+  const db = await startEmbeddedDb(dir);
+  return {
+    url: db.url,
+    embedded: true,
+    async stop() {
+      await db.stop();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * `npm start`'s all-in-one process on a bench database (`benchDatabase(name)`), its databases
+ * named `bench_<name>_<time>_<service>` (`dbPrefix`), with `env` on top. An uncaught error of
+ * the bench kills the process and stops the database; `stop()` ends both after a run.
+ */
+export async function benchAllInOne(name: string, env: Record<string, string> = {}) {
+  const database = await benchDatabase(name);
+  const dbPrefix = `bench_${name}_${Date.now()}`;
+  const aio = await startAllInOne({ MONGODB_URL: database.url, MONGODB_DB_PREFIX: dbPrefix, ...env });
+  process.on("uncaughtException", async (err) => {
+    console.error(err);
+    await aio.proc.stop("SIGKILL");
+    await database.stop();
+    process.exit(1);
+  });
+  return {
+    ...aio,
+    database,
+    dbPrefix,
+    async stop() {
+      await aio.proc.stop();
+      await database.stop();
+    },
+  };
+}
