@@ -101,15 +101,27 @@ class Meter(MeterCore):
         return self._transport.run(self._started(health, changes))
 
     def guard(
-        self, user_id: str, model: str | None = None, session_id: str | None = None, input_tokens: int | None = None,
-        prompt: Any = None, metadata: Metadata = None, max_output_tokens: int | None = None,
+        self,
+        user_id: str,
+        model: str | None = None,
+        session_id: str | None = None,
+        input_tokens: int | None = None,
+        prompt: Any = None,
+        metadata: Metadata = None,
+        max_output_tokens: int | None = None,
     ) -> GuardResult:
         """Checks a coming call. Raises LimitExceededError on a hard gate when blocking."""
         return self._check(self._entry(user_id), model, session_id, input_tokens, prompt, metadata, max_output_tokens)
 
     def reserve(
-        self, user_id: str, model: str | None = None, session_id: str | None = None, input_tokens: int | None = None,
-        prompt: Any = None, metadata: Metadata = None, max_output_tokens: int | None = None,
+        self,
+        user_id: str,
+        model: str | None = None,
+        session_id: str | None = None,
+        input_tokens: int | None = None,
+        prompt: Any = None,
+        metadata: Metadata = None,
+        max_output_tokens: int | None = None,
     ) -> Reservation:
         """guard() and, with pre_call_estimate, the estimate held against the limits in the same step."""
         e = self._entry(user_id)
@@ -122,8 +134,14 @@ class Meter(MeterCore):
         return self._reserve_now(e, model, session_id, input_tokens, prompt, metadata, max_output_tokens)
 
     def record(
-        self, user_id: str, model: str | None = None, input_tokens: int = 0, output_tokens: int = 0,
-        tool_calls: list[str] | None = None, session_id: str | None = None, metadata: Metadata = None,
+        self,
+        user_id: str,
+        model: str | None = None,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        tool_calls: list[str] | None = None,
+        session_id: str | None = None,
+        metadata: Metadata = None,
     ) -> UsageEvent:
         """Meters a call that already ran."""
         check_user(user_id)
