@@ -1,8 +1,8 @@
-"""What Meter and AsyncMeter share: the options, the client's state and every rule over it (admission.py and
-the layers below it), the public methods that do no I/O, and the steps of those that do, as flows (flow.py)
-each shell performs: Meter blocking over httpx.Client with a delivery thread, AsyncMeter awaiting over
-httpx.AsyncClient with a delivery task. The awaitable calls (guard, reserve, record) are written once here for
-both: AsyncMeter's, and Meter's a-prefixed ones."""
+"""What Meter and AsyncMeter share: the options, the client's state and every rule over it (lifecycle.py,
+admission.py and the layers below them), the public methods that do no I/O; the steps of those that do are
+flows (flow.py, lifecycle.py) each shell performs: Meter blocking over httpx.Client with a delivery thread,
+AsyncMeter awaiting over httpx.AsyncClient with a delivery task. The awaitable calls (guard, reserve, record)
+are written once here for both: AsyncMeter's, and Meter's a-prefixed ones."""
 
 from __future__ import annotations
 
@@ -15,13 +15,12 @@ from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
-from .admission import LEASE_ROUNDS, Admission
+from .admission import LEASE_ROUNDS
 from .clock import now as clock_now
 from .context import _current
 from .core_state import GateCallback
-from .errors import MeterAPIError, MeterAuthenticationError
-from .flow import Flow, Handle, wait_async
-from .portal import portal_token_flow
+from .flow import wait_async
+from .lifecycle import Lifecycle
 from .process import register
 from .queue import EventQueue
 from .recording import Metadata
@@ -31,9 +30,7 @@ from .types import (
     CreditsEvent,
     GuardResult,
     MeterStats,
-    PortalToken,
     SessionStartState,
-    StartResult,
     UsageEvent,
     UserState,
 )
@@ -42,7 +39,7 @@ from .validate import check_usage, check_user, positive
 log = logging.getLogger("meterline")
 
 
-class MeterCore(Admission):
+class MeterCore(Lifecycle):
     """Enforces each user's plan in this process and meters what the calls use."""
 
     def __init__(
@@ -137,25 +134,6 @@ class MeterCore(Admission):
             )
         self._start_delivery()
         register(self)
-
-    # ---- what each shell provides ----
-
-    def _open(self, base_url: str, api_key: str) -> None:
-        """Makes the transport (and what runs flows in the background)."""
-        raise NotImplementedError
-
-    def _start_delivery(self) -> None:
-        raise NotImplementedError
-
-    def _reopen(self) -> None:
-        """In a forked child: fresh connections and background workers."""
-        raise NotImplementedError
-
-    def _on_loop(self) -> None:
-        """An awaitable call runs on an event loop (AsyncMeter starts its delivery task there)."""
-
-    def _close_at_exit(self) -> None:
-        raise NotImplementedError
 
     # ---- callbacks, state, and calls that never wait ----
 
@@ -258,15 +236,27 @@ class MeterCore(Admission):
         return self._end_load(e, rollover)
 
     async def _guard_async(
-        self, user_id: str, model: str | None = None, session_id: str | None = None, input_tokens: int | None = None,
-        prompt: Any = None, metadata: Metadata = None, max_output_tokens: int | None = None,
+        self,
+        user_id: str,
+        model: str | None = None,
+        session_id: str | None = None,
+        input_tokens: int | None = None,
+        prompt: Any = None,
+        metadata: Metadata = None,
+        max_output_tokens: int | None = None,
     ) -> GuardResult:
         e = await self._entry_async(user_id)
         return self._check(e, model, session_id, input_tokens, prompt, metadata, max_output_tokens)
 
     async def _reserve_async(
-        self, user_id: str, model: str | None = None, session_id: str | None = None, input_tokens: int | None = None,
-        prompt: Any = None, metadata: Metadata = None, max_output_tokens: int | None = None,
+        self,
+        user_id: str,
+        model: str | None = None,
+        session_id: str | None = None,
+        input_tokens: int | None = None,
+        prompt: Any = None,
+        metadata: Metadata = None,
+        max_output_tokens: int | None = None,
     ) -> Reservation:
         e = await self._entry_async(user_id)
         input_tokens, need = self._lease_plan(e, model, input_tokens, prompt, max_output_tokens)
@@ -278,8 +268,14 @@ class MeterCore(Admission):
         return self._reserve_now(e, model, session_id, input_tokens, prompt, metadata, max_output_tokens)
 
     def _reserve_cm(
-        self, user_id: str, model: str | None = None, session_id: str | None = None, input_tokens: int | None = None,
-        prompt: Any = None, metadata: Metadata = None, max_output_tokens: int | None = None,
+        self,
+        user_id: str,
+        model: str | None = None,
+        session_id: str | None = None,
+        input_tokens: int | None = None,
+        prompt: Any = None,
+        metadata: Metadata = None,
+        max_output_tokens: int | None = None,
     ) -> AsyncReserve:
         """``await meter.reserve(...)`` or ``async with meter.reserve(...) as r`` (Meter: ``areserve``)."""
         return AsyncReserve(
@@ -287,145 +283,16 @@ class MeterCore(Admission):
         )
 
     async def _record_async(
-        self, user_id: str, model: str | None = None, input_tokens: int = 0, output_tokens: int = 0,
-        tool_calls: list[str] | None = None, session_id: str | None = None, metadata: Metadata = None,
+        self,
+        user_id: str,
+        model: str | None = None,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        tool_calls: list[str] | None = None,
+        session_id: str | None = None,
+        metadata: Metadata = None,
     ) -> UsageEvent:
         check_user(user_id)
         check_usage(input_tokens, output_tokens, tool_calls, metadata, session_id, model)
         e = await self._entry_async(user_id)
         return self._record(e, model, input_tokens, output_tokens, tool_calls, session_id, metadata)
-
-    # ---- the steps of start(), refresh(), flush(), shutdown() ----
-
-    def _started(self, health: str, changes: Any) -> Flow[StartResult]:
-        """What start() found, from the health check's word and the key check's answer (or its error)."""
-        key_err = changes if isinstance(changes, BaseException) else None
-        healthy = health == "ok"
-        if health == "not_found":
-            self.misaddressed((yield from self._wrong_address()))
-            return StartResult(healthy=False, authenticated=False)
-        if health == "degraded":
-            self._warn("the service answers but reports its database unreachable; sessions may not load")
-        if health in ("refused", "timeout", "unreachable"):
-            self._http.reachable = False
-            at = f"{self._http.base}/health"
-            what = (
-                f"connection refused at {at}: is the service running at that address?"
-                if health == "refused"
-                else f"the service did not answer a health check at {at} within {self.startup_timeout:g} s"
-                if health == "timeout"
-                else f"the health check at {at} failed (an error answer or no connection)"
-            )
-            self._warn(
-                f"{what} " + ("calls are hard-gated" if self.fail_closed else "calls fail open") + " until it answers"
-            )
-            return StartResult(healthy=False, authenticated=False)
-        self._http.reachable = True
-        if key_err is not None:
-            if isinstance(key_err, MeterAPIError) and key_err.status in (401, 403):
-                self._key_refused(key_err)
-            else:
-                self._warn("the API key could not be checked", key_err)
-            return StartResult(healthy=healthy, authenticated=False)
-        with self._lock:
-            self._refused_key = None
-            if isinstance(changes, dict) and isinstance(changes.get("marker"), int):
-                self._marker = changes["marker"]
-        return StartResult(healthy=healthy, authenticated=True)
-
-    def _refresh_now(self, user_id: str) -> tuple[UserEntry | None, Handle | None]:
-        """refresh(): the user's entry (None when not cached: the shell loads it) and its forced reload."""
-        check_user(user_id)
-        with self._lock:
-            e = self._users.get(user_id)
-        if e is None:
-            return None, None
-        if self._leases is not None:
-            self._leases.renew(user_id)
-        return e, self._refresh(e, self.request_timeout, force=True)
-
-    def _hopeless(self) -> bool:
-        """No delivery can succeed until someone acts: the key is refused."""
-        return self._refused_key is not None
-
-    def _portal_token(self, user_id: str, ttl_seconds: int | None = None) -> Flow[PortalToken]:
-        """``POST /users/{user_id}/portal-tokens``: a token that reads this one user's state (``GET /portal/me``,
-        the ``<meter-usage>`` widget) and nothing else, for the user's browser; mint one per page view.
-        ``ttl_seconds`` 60-86,400 (default 3,600 on the service). Raises MeterAPIError (404: no such user)."""
-        return portal_token_flow(user_id, ttl_seconds)
-
-    def _flush(self, timeout: float | None = None) -> Flow[bool]:
-        """flush(): delivers what is queued, retrying transient failures up to ``timeout`` (default shutdown_timeout).
-        True when the queue emptied, False when time ran out; raises MeterAuthenticationError, at once,
-        when the service refuses the API key (no retry can deliver until it is fixed)."""
-        deadline = time.monotonic() + (self.shutdown_timeout if timeout is None else timeout)
-        if (yield from self._queue.drain(deadline, self._hopeless)):
-            return True
-        refused = self._refused_key
-        if refused is not None:
-            raise MeterAuthenticationError(refused.status, f"{self._queue.size} events not delivered: {refused.detail}")
-        return False
-
-    def _shutdown(self, timeout: float | None = None) -> Flow[bool]:
-        """Stops the delivery thread (or task), settles open integration calls, gives back leases, delivers the
-        queue."""
-        with self._lock:
-            if self._closed:
-                closed_before = True
-            else:
-                closed_before = False
-                self._closed = True
-        if not closed_before:
-            self._delivery.stop()
-            for cb in self._closing:
-                self._safely(cb)
-        deadline = time.monotonic() + (self.shutdown_timeout if timeout is None else timeout)
-        if self._leases is not None:
-            yield from self._leases.release_all(max(0.1, deadline - time.monotonic()))
-        drained = yield from self._queue.drain(deadline, self._hopeless)
-        if not drained:
-            # Never raises: a refused key was logged as an error when it was met.
-            why = " (the API key is refused)" if self._refused_key is not None else ""
-            self._warn(f"shutdown: {self._queue.size} events could not be delivered{why}")
-        return drained
-
-    def _tick(self) -> Flow[None]:
-        """Every flush interval, on the delivery thread or task: the change poll (in the background, so a slow
-        answer never holds deliveries), the idle sweep every min(refresh_interval, 60 s), a delivery pass."""
-        try:
-            now = time.monotonic()
-            # flush() wakes the thread early too: still one poll per interval, not one per flush.
-            if now - self._last_poll >= self.flush_interval * 0.9:
-                self._last_poll = now
-                self._spawn(self._changes())
-            if now - self._last_sweep >= min(60.0, self.refresh_interval):
-                self._last_sweep = now
-                self._sweep()
-                self._expire_credits()
-                if self._leases is not None:
-                    yield from self._leases.release_idle()
-            if self._queue.due():
-                yield from self._queue.pass_once()
-        except Exception as err:  # the thread or task must outlive any bug in one pass
-            self._warn("delivery pass failed", err)
-
-    def _after_fork_in_child(self) -> None:
-        """The child of os.fork(): its own lock, connections, load workers and delivery thread; the
-        parent's queue stays the parent's to send (nothing twice); its leases stay the parent's."""
-        self._lock = threading.RLock()
-        self._queue.clear_after_fork()
-        self._queue.lock = self._lock
-        self._loading = {}
-        self._unpriced_ids = set()
-        # A poll the parent had in flight has no thread here to finish it.
-        self._polling_changes = False
-        for e in self._users.values():
-            e.pending = 0
-            e.unpriced = []
-            e.refreshing = None
-            e.refresh_at = 0.0
-        if self._leases is not None:
-            self._leases.after_fork()
-        self._reopen()
-        if not self._closed:
-            self._start_delivery()
