@@ -7,19 +7,21 @@ are written once here for both: AsyncMeter's, and Meter's a-prefixed ones."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterator
+from contextvars import ContextVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 from urllib.parse import urlsplit
 
 from .admission import LEASE_ROUNDS
 from .clock import now as clock_now
 from .context import _current
 from .core_state import GateCallback
-from .flow import wait_async
+from .flow import Flow, Wait
 from .lifecycle import Lifecycle
 from .process import register
 from .queue import EventQueue
@@ -222,20 +224,39 @@ class MeterCore(Lifecycle):
                 return None
         return self._reserve_now(e, model, session_id, input_tokens, prompt, metadata, max_output_tokens)
 
-    # ---- the awaitable calls (AsyncMeter's guard/reserve/record; Meter's aguard/areserve/arecord) ----
+    # ---- the calls that wait for the user's view, written once for both shells ----
+    # guard() and record() are synchronous bodies: Meter's own methods, run at once for a ready user. Their
+    # awaitable forms (AsyncMeter's, Meter's a-prefixed ones) are made by _after_load(). reserve() and refresh()
+    # wait more than once, so they are flows (flow.py) each shell performs.
 
-    async def _entry_async(self, user_id: str) -> UserEntry:
+    def _entry(self, user_id: str) -> UserEntry:
+        """The user's entry for a call: ready as is, or the one an awaitable call just waited for (_after_load);
+        else, in a blocking call, its view is waited for (_load)."""
         check_user(user_id)
-        self._on_loop()
         e = self._ready(user_id)
         if e is not None:
             return e
+        waited = _waited.get()
+        if waited is None or waited[0] != user_id:
+            return self._run(self._load(user_id))
+        if waited[1] is None:
+            raise _Unloaded
+        return waited[1]
+
+    def _entry_flow(self, user_id: str) -> Flow[UserEntry]:
+        check_user(user_id)
+        e = self._ready(user_id)
+        return e if e is not None else (yield from self._load(user_id))
+
+    def _load(self, user_id: str) -> Flow[UserEntry]:
+        """The user's entry, its view waited for up to startup_timeout, and not at all while the service is known
+        to be unreachable: then the user starts with permissive defaults (or fail_closed) until it arrives."""
         e, h, rollover = self._begin_load(user_id)
         if self._http.reachable:
-            await wait_async(h, self.startup_timeout)
+            yield Wait(h, self.startup_timeout)
         return self._end_load(e, rollover)
 
-    async def _guard_async(
+    def _guard(
         self,
         user_id: str,
         model: str | None = None,
@@ -245,44 +266,10 @@ class MeterCore(Lifecycle):
         metadata: Metadata = None,
         max_output_tokens: int | None = None,
     ) -> GuardResult:
-        e = await self._entry_async(user_id)
-        return self._check(e, model, session_id, input_tokens, prompt, metadata, max_output_tokens)
+        """Checks a coming call. Raises LimitExceededError on a hard gate when blocking."""
+        return self._check(self._entry(user_id), model, session_id, input_tokens, prompt, metadata, max_output_tokens)
 
-    async def _reserve_async(
-        self,
-        user_id: str,
-        model: str | None = None,
-        session_id: str | None = None,
-        input_tokens: int | None = None,
-        prompt: Any = None,
-        metadata: Metadata = None,
-        max_output_tokens: int | None = None,
-    ) -> Reservation:
-        e = await self._entry_async(user_id)
-        input_tokens, need = self._lease_plan(e, model, input_tokens, prompt, max_output_tokens)
-        for _ in range(LEASE_ROUNDS if need is not None else 0):
-            assert self._leases is not None and need is not None
-            asking = self._leases.asking(e, need)
-            if asking is None or not await wait_async(asking, None):
-                break
-        return self._reserve_now(e, model, session_id, input_tokens, prompt, metadata, max_output_tokens)
-
-    def _reserve_cm(
-        self,
-        user_id: str,
-        model: str | None = None,
-        session_id: str | None = None,
-        input_tokens: int | None = None,
-        prompt: Any = None,
-        metadata: Metadata = None,
-        max_output_tokens: int | None = None,
-    ) -> AsyncReserve:
-        """``await meter.reserve(...)`` or ``async with meter.reserve(...) as r`` (Meter: ``areserve``)."""
-        return AsyncReserve(
-            self._reserve_async(user_id, model, session_id, input_tokens, prompt, metadata, max_output_tokens)
-        )
-
-    async def _record_async(
+    def _record_call(
         self,
         user_id: str,
         model: str | None = None,
@@ -292,7 +279,99 @@ class MeterCore(Lifecycle):
         session_id: str | None = None,
         metadata: Metadata = None,
     ) -> UsageEvent:
+        """Meters a call that already ran."""
         check_user(user_id)
         check_usage(input_tokens, output_tokens, tool_calls, metadata, session_id, model)
-        e = await self._entry_async(user_id)
-        return self._record(e, model, input_tokens, output_tokens, tool_calls, session_id, metadata)
+        return self._record(self._entry(user_id), model, input_tokens, output_tokens, tool_calls, session_id, metadata)
+
+    def _reserve(
+        self,
+        user_id: str,
+        model: str | None = None,
+        session_id: str | None = None,
+        input_tokens: int | None = None,
+        prompt: Any = None,
+        metadata: Metadata = None,
+        max_output_tokens: int | None = None,
+    ) -> Flow[Reservation]:
+        """guard() and, with pre_call_estimate, the estimate held against the limits in the same step."""
+        e = yield from self._entry_flow(user_id)
+        input_tokens, need = self._lease_plan(e, model, input_tokens, prompt, max_output_tokens)
+        for _ in range(LEASE_ROUNDS if need is not None else 0):
+            assert self._leases is not None and need is not None
+            asking = self._leases.asking(e, need)
+            if asking is None or not (yield Wait(asking, None)):
+                break
+        return self._reserve_now(e, model, session_id, input_tokens, prompt, metadata, max_output_tokens)
+
+    def _refresh_user(self, user_id: str) -> Flow[bool]:
+        """Reloads the user's session view now (a plan or subscription just changed). True when it loaded."""
+        e, h = self._refresh_now(user_id)
+        if e is None or h is None:
+            return (yield from self._entry_flow(user_id)).loaded
+        yield Wait(h, self.request_timeout + 1)
+        return h.done() and e.loaded and not e.load_failed
+
+
+class _Unloaded(Exception):
+    """An awaitable call's body met a user whose view is not ready: _after_load awaits it and runs the body again."""
+
+
+# What an awaitable call hands the body it runs (_after_load): the user it is for, and None until the user's view
+# was waited for, then the entry. None outside one: a blocking call waits itself.
+_waited: ContextVar[tuple[str, UserEntry | None] | None] = ContextVar("meterline_waited", default=None)
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def _after_load(call: Callable[Concatenate[MeterCore, P], T]) -> Callable[Concatenate[MeterCore, P], Awaitable[T]]:
+    """The awaitable form of a call on a user (its first argument, ``user_id``): run at once when the user's view is
+    ready; else its load is awaited on the event loop (never blocking it) and the call run again with the entry it
+    gave. A user id that is not a string never gets that far: the call refuses it first."""
+
+    @functools.wraps(call)
+    async def run(self: MeterCore, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        self._on_loop()
+        who = args[0] if args else kwargs.get("user_id")
+        user_id = who if isinstance(who, str) else ""
+        token = _waited.set((user_id, None))
+        try:
+            try:
+                return call(self, *args, **kwargs)
+            except _Unloaded:
+                _waited.set((user_id, await self._run_async(self._load(user_id))))
+                return call(self, *args, **kwargs)
+        finally:
+            _waited.reset(token)
+
+    return run
+
+
+def awaiting(flow: Callable[Concatenate[MeterCore, P], Flow[T]]) -> Callable[Concatenate[MeterCore, P], Awaitable[T]]:
+    """A method that awaits the core's flow on the event loop."""
+
+    @functools.wraps(flow)
+    async def run(self: MeterCore, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return await self._run_async(flow(self, *args, **kwargs))
+
+    return run
+
+
+def _reserving(
+    flow: Callable[Concatenate[MeterCore, P], Flow[Reservation]],
+) -> Callable[Concatenate[MeterCore, P], AsyncReserve]:
+    """``await meter.reserve(...)`` or ``async with meter.reserve(...) as r`` (Meter: ``areserve``)."""
+
+    @functools.wraps(flow)
+    def run(self: MeterCore, /, *args: P.args, **kwargs: P.kwargs) -> AsyncReserve:
+        return AsyncReserve(self._run_async(flow(self, *args, **kwargs)))
+
+    return run
+
+
+# The awaitable calls: AsyncMeter's guard/reserve/record/refresh, Meter's aguard/areserve/arecord.
+guard_async = _after_load(MeterCore._guard)
+record_async = _after_load(MeterCore._record_call)
+reserve_async = _reserving(MeterCore._reserve)
+refresh_async = awaiting(MeterCore._refresh_user)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .flow import Flow, Handle
 from .queue import EventQueue
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from .transport import _Http
 
 GateCallback = Callable[[GuardResult, GateContext], Any]
+T = TypeVar("T")
 
 
 class CoreState:
@@ -73,6 +74,15 @@ class CoreState:
 
     def _spawn(self, flow: Flow[Any]) -> Handle:
         """Runs a flow in the background: on the load workers (Meter) or as a task on the event loop (AsyncMeter)."""
+        raise NotImplementedError
+
+    def _run(self, flow: Flow[T]) -> T:
+        """Performs a flow, blocking (Meter)."""
+        raise NotImplementedError
+
+    async def _run_async(self, flow: Flow[T]) -> T:
+        """Performs a flow on the event loop: AsyncMeter every step there; Meter's awaitable calls wait there for
+        its workers, and send a request from a thread."""
         raise NotImplementedError
 
     def _open(self, base_url: str, api_key: str) -> None:

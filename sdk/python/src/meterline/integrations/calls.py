@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 from ..context import _current
-from ..core import MeterCore
+from ..core import MeterCore, reserve_async
 from ..errors import MissingUserError
 from ..pricing import estimate_tokens
 from ..reservation import Reservation
@@ -199,7 +199,7 @@ def start(s: Starting) -> Call:
 
 
 async def astart(s: Starting) -> Call:
-    return s.now() or s.call(await s.meter._reserve_async(s.user_id, **s.kw))
+    return s.now() or s.call(await reserve_async(s.meter, s.user_id, **s.kw))
 
 
 @contextlib.contextmanager
