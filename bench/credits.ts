@@ -16,6 +16,9 @@
 // hour of a product's traffic, so usage entries are summed per grant and hour as in production.
 // The grants are written straight into the database (30,000 through the API took minutes).
 //   BENCH_USERS=10000 BENCH_ROUND_EVENTS=20000 BENCH_ROUNDS=8 BENCH_LEDGER_EVENTS=1000000 npm run bench:credits
+// BENCH_PROFILE=1 prints after each round the CPU time of this process (the whole stack) and of
+// the embedded database, and the database commands per batch by kind and collection with the
+// time they took (summed over commands in flight at once).
 // Uses MONGODB_URL when set, else the embedded database in a temporary directory.
 import { randomUUID } from "node:crypto";
 import { BSON, type Db } from "mongodb";
@@ -24,6 +27,7 @@ import { AccountChange, accountId, userOwner } from "../services/ingestion/credi
 import { hourOf, type GrantState } from "../services/ingestion/credits/allocate.ts";
 import { grantRecordId, storedAccount, type CreditIndexDoc, type ExpiryDoc, type GrantRecordDoc } from "../services/ingestion/credits/store.ts";
 import { benchPlan, benchProduct } from "./support/bench-product.ts";
+import { countCommands, processCpuMs } from "./support/command-counts.ts";
 import type { Api } from "../test/support/http.ts";
 
 const USERS = Number(process.env.BENCH_USERS ?? 10_000);
@@ -35,6 +39,8 @@ const LEDGER_EVENTS = Number(process.env.BENCH_LEDGER_EVENTS ?? 1_000_000);
 const ROUND_HOURS = Number(process.env.BENCH_ROUND_HOURS ?? 1);
 /** Distinct users in one batch: BENCH_BATCH (each event another user, the most work per event) or fewer (a server's batch of the users it serves). */
 const USERS_PER_BATCH = Number(process.env.BENCH_USERS_PER_BATCH ?? BATCH);
+const PROFILE = process.env.BENCH_PROFILE === "1";
+const commands = PROFILE ? countCommands() : null;
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 const MODELS = ["gpt-4o", "gpt-4o-mini", "claude-3-5-sonnet", "o1"];
@@ -148,7 +154,9 @@ async function round(api: Api, prefix: string): Promise<number> {
         for (let attempt = 1; ; attempt++) {
           const res = await api.post("/events/batch", events);
           if (res.status === 200) break;
-          if (res.status !== 503 || attempt >= 5) throw new Error(`batch: ${res.status} ${JSON.stringify(res.body)}`);
+          if (res.status !== 503 || attempt >= 30) throw new Error(`batch: ${res.status} ${JSON.stringify(res.body)}`);
+          // A loaded machine's timeouts: the same batch again, as the client libraries send it.
+          await new Promise((r) => setTimeout(r, 1000));
         }
       }
     }),
@@ -173,16 +181,29 @@ try {
 
   const rates: Record<"on" | "off", number[]> = { on: [], off: [] };
   let onEvents = 0;
+  commands?.take();
+  let cpu = process.cpuUsage();
+  let dbCpu = processCpuMs(bench.databasePid);
   for (let r = 0; r < ROUNDS; r++) {
     const which = r % 2 === 0 ? "on" : "off";
     const rate = await round(bench.api, which);
     rates[which].push(rate);
     if (which === "on") onEvents += ROUND_EVENTS;
     console.log(`round ${r + 1} credits ${which.padEnd(3)} ${Math.round(rate)} events/s`);
+    if (commands) {
+      const used = process.cpuUsage(cpu);
+      const db = processCpuMs(bench.databasePid);
+      const batches = Math.ceil(ROUND_EVENTS / BATCH);
+      const top = commands.take().slice(0, 14).map(([k, c]) => `${k} ${(c.n / batches).toFixed(1)} (${Math.round(c.ms / batches)} ms)`);
+      console.log(`  cpu: stack ${Math.round((used.user + used.system) / 1000)} ms, database ${db - dbCpu} ms; per batch: ${top.join(", ")}`);
+      cpu = process.cpuUsage();
+      dbCpu = db;
+    }
   }
   console.log(`credits on: median ${Math.round(median(rates.on))} events/s; off: ${Math.round(median(rates.off))} events/s; ratio ${(median(rates.on) / median(rates.off)).toFixed(3)} (target >= 0.9)`);
 
   t = performance.now();
+  /** Documents and bytes of a collection. */
   const size = async (name: string) => {
     let docs = 0;
     let bytes = 0;
@@ -192,26 +213,42 @@ try {
     }
     return { docs, bytes };
   };
+  /** The ledger: its day documents and their entries, and the entries the accounts still hold (usage of the current UTC day). */
+  const ledgerSize = async () => {
+    const written = { docs: 0, bytes: 0, entries: 0 };
+    for await (const d of db.collection("credit_ledger").find({})) {
+      written.docs++;
+      written.bytes += BSON.calculateObjectSize(d);
+      written.entries += Object.keys(d.e ?? {}).length;
+    }
+    let held = 0;
+    for await (const a of db.collection("credit_accounts").find({})) held += Object.keys((BSON.EJSON.parse(a.state as string) as { ops?: object }).ops ?? {}).length;
+    return { ...written, held };
+  };
+  const hours = () => offset / HOUR;
   while (onEvents < LEDGER_EVENTS) {
     const rate = await round(bench.api, "on");
     onEvents += ROUND_EVENTS;
     if ((onEvents / ROUND_EVENTS) % 10 === 0) {
-      const l = await size("credit_ledger");
-      console.log(`  ${onEvents} events of credit users, ${((performance.now() - t) / 1000).toFixed(0)} s (last round ${Math.round(rate)} events/s); credit_ledger ${l.docs} documents, ${(l.bytes / 1e6).toFixed(1)} MB`);
+      const l = await ledgerSize();
+      console.log(
+        `  ${onEvents} events of credit users, ${hours()} simulated hours, ${((performance.now() - t) / 1000).toFixed(0)} s (last round ${Math.round(rate)} events/s); ` +
+          `credit_ledger ${l.docs} documents, ${(l.bytes / 1e6).toFixed(1)} MB, ${l.entries} entries; ${l.held} entries held by the accounts`,
+      );
     }
   }
   // Every user's draws are exact: the balance plus the ledger's usage is what was granted.
   const sample = (await bench.api.get("/users/on-7/credits")).body;
   const usage = (await bench.api.get("/users/on-7/usage")).body.total_cost as number;
   if (Math.abs(sample.balance + usage - 125) > 1e-6) throw new Error(`on-7: balance ${sample.balance} + usage ${usage} != 125`);
-  const ledger = await size("credit_ledger");
+  const l = await ledgerSize();
   const accounts = await size("credit_accounts");
-  let pending = 0;
-  for await (const a of db.collection("credit_accounts").find({})) pending += Object.keys((BSON.EJSON.parse(a.state as string) as { ops?: object }).ops ?? {}).length;
-  const hours = (offset / HOUR).toFixed(0);
+  const entries = l.entries + l.held;
   console.log(
-    `after ${onEvents} events of ${USERS} credit users over ${hours} simulated hours (both populations' rounds): credit_ledger ${ledger.docs} documents, ${(ledger.bytes / 1e6).toFixed(1)} MB ` +
-      `(${(ledger.bytes / onEvents).toFixed(1)} bytes an event); credit_accounts ${accounts.docs} documents, ${(accounts.bytes / 1e6).toFixed(1)} MB, holding ${pending} entries of the last hours not yet written`,
+    `after ${onEvents} events of ${USERS} credit users over ${hours()} simulated hours (both populations' rounds): ` +
+      `credit_ledger ${l.docs} documents, ${(l.bytes / 1e6).toFixed(1)} MB, ${l.entries} entries; the accounts hold ${l.held} entries of the current UTC day ` +
+      `(credit_accounts ${accounts.docs} documents, ${(accounts.bytes / 1e6).toFixed(1)} MB); ${entries} entries in all, ` +
+      `${(entries / onEvents).toFixed(3)} an event, ${(l.bytes / onEvents).toFixed(1)} ledger bytes an event`,
   );
 } finally {
   await mongo.close();

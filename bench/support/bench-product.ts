@@ -25,6 +25,10 @@ export async function benchProduct(name: string, opts: Partial<StackOptions> = {
     api: new Api(stack.apiUrl, apiKey),
     /** Which database the figures are from. */
     database: database.embedded ? "embedded FerretDB" : "MONGODB_URL",
+    /** The embedded database's process (undefined on MONGODB_URL). */
+    get databasePid() {
+      return database.pid;
+    },
     async close() {
       await stack.close();
       await database.stop();

@@ -8,6 +8,8 @@ export interface BenchDatabase {
   url: string;
   /** True on the embedded database (FerretDB over SQLite), false on MONGODB_URL. */
   embedded: boolean;
+  /** The embedded database's process id; undefined on MONGODB_URL. */
+  pid?: number;
   /** Stops the embedded database and removes its directory; nothing on MONGODB_URL. */
   stop(): Promise<void>;
 }
@@ -20,6 +22,7 @@ export async function benchDatabase(name: string): Promise<BenchDatabase> {
   return {
     url: db.url,
     embedded: true,
+    pid: db.pid,
     async stop() {
       await db.stop();
       await rm(dir, { recursive: true, force: true });

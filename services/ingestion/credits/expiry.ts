@@ -6,7 +6,7 @@
  * the sweep reads the buckets from its cursor (the earliest hour not yet done) to now by `_id`.
  */
 import { hourOf } from "./allocate.ts";
-import { changeAccounts, type AccountTarget, type CreditDeps } from "./settle.ts";
+import { changeAccounts, type AccountDeps, type AccountTarget } from "./settle.ts";
 
 const HOUR_MS = 3_600_000;
 
@@ -17,7 +17,7 @@ const BUCKET_DONE_AFTER_MS = 5 * 60_000;
 const HOURS_PER_SWEEP = 168;
 
 /** One sweep; true when it found accounts to look at (the job then runs again soon). */
-export async function expireDue(deps: CreditDeps): Promise<boolean> {
+export async function expireDue(deps: AccountDeps): Promise<boolean> {
   const cursor = (await deps.credits.expiries.findOne({ _id: "cursor" }))?.hour;
   const now = deps.now().getTime();
   if (cursor === undefined || cursor > now) return false;

@@ -8,7 +8,8 @@ import { toNano } from "@meter/rules";
 import { encodeKey } from "../domain/field-keys.ts";
 import { MAX_LIVE_GRANTS, hourOf, type GrantKind } from "./allocate.ts";
 import { accountId, type CreditAccountDoc } from "./account.ts";
-import { changeAccounts, closedBefore, type CreditDeps } from "./settle.ts";
+import { crossingsClosedBefore } from "../domain/retention-policy.ts";
+import { changeAccounts, type CreditDeps } from "./settle.ts";
 import { grantRecordId, type GrantRecordDoc } from "./store.ts";
 import { stateOf } from "./view.ts";
 
@@ -116,7 +117,8 @@ export async function addGrant(
   await deps.credits.indexGrant(productId, owner, record.grant_id);
   if (record.expires_at) await deps.credits.registerExpiry(id, hourOf(Math.max(record.expires_at.getTime(), now.getTime())));
   let refused = false;
-  const cut = closedBefore(deps, now);
+  // Periods ended before this draw nothing (settle.ts).
+  const cut = crossingsClosedBefore(now, deps.retention);
   const after = await changeAccounts(
     deps,
     new Map([[id, { productId, owner, lowAt }]]),
@@ -154,7 +156,7 @@ export async function voidGrant(
   if (!record) throw rpcError.notFound(`grant "${grantId}" not found`);
   const id = accountId(productId, owner);
   if (record.status) return { record, account: await deps.credits.account(id) };
-  const cut = closedBefore(deps, deps.now());
+  const cut = crossingsClosedBefore(deps.now(), deps.retention);
   const after = await changeAccounts(
     deps,
     new Map([[id, { productId, owner, lowAt }]]),

@@ -6,27 +6,22 @@
  */
 import { rpcError } from "@meter/lib/errors";
 import { toNano } from "@meter/rules";
-import type { Logger } from "@meter/lib/logger";
-import { crossingsClosedBefore, type RetentionPolicy } from "../domain/retention-policy.ts";
-import type { CounterStore } from "../store/counters.ts";
+import type { RetentionPolicy } from "../domain/retention-policy.ts";
 import type { UsageEventDoc } from "../store/usage-events.ts";
 import { needed } from "./allocate.ts";
 import { AccountChange, accountId, settledOp, userOwner, type CreditAccountDoc, type PeriodNeed } from "./account.ts";
 import { writeSettled, type FlushDeps } from "./ledger.ts";
 
-export interface CreditDeps extends FlushDeps {
-  counters: Pick<CounterStore, "spends">;
+/** What changing accounts needs: their store, the outbox their webhooks go to, the clock. */
+export type AccountDeps = FlushDeps;
+
+/** What adding, voiding and expiring grants needs: the accounts, and how long periods' draws are kept. */
+export interface CreditDeps extends AccountDeps {
   retention: RetentionPolicy;
-  logger: Logger;
 }
 
 /** Rounds of read, compute, conditional write before giving up (503, retryable). */
 const MAX_ATTEMPTS = 50;
-
-/** Periods ended this long ago draw nothing: their `drawn` entry goes, as their crossings do. */
-export function closedBefore(deps: Pick<CreditDeps, "retention">, now: Date): Date {
-  return crossingsClosedBefore(now, deps.retention);
-}
 
 export interface AccountTarget {
   productId: string;
@@ -44,7 +39,7 @@ export interface AccountTarget {
  * for those accounts. Returns every account as it is after.
  */
 export async function changeAccounts(
-  deps: CreditDeps,
+  deps: AccountDeps,
   targets: ReadonlyMap<string, AccountTarget>,
   make: (id: string, change: AccountChange) => void,
 ): Promise<Map<string, CreditAccountDoc | null>> {
@@ -59,7 +54,7 @@ export async function changeAccounts(
 }
 
 async function round(
-  deps: CreditDeps,
+  deps: AccountDeps,
   targets: ReadonlyMap<string, AccountTarget>,
   make: (id: string, change: AccountChange) => void,
 ): Promise<Map<string, CreditAccountDoc | null>> {
@@ -119,13 +114,22 @@ export function creditPeriods(periods: readonly { delta: { id: string; productId
   return out;
 }
 
+/** What settling a usage job's periods needs. */
+export interface SettleDeps {
+  /** The period spend (nano-dollars) of counters by id, in one read. */
+  spends(counterIds: readonly string[]): Promise<Map<string, number>>;
+  /** Periods that ended before this draw nothing: their `drawn` entry goes, as their crossings do. */
+  closedBefore: Date;
+  accounts: AccountDeps;
+}
+
 /**
  * Settles the periods a usage job added to (after its counters): one read of their counters,
  * then changeAccounts. A constant number of commands per job, whatever its users.
  */
-export async function settlePeriods(deps: CreditDeps, periods: readonly CreditPeriod[]): Promise<void> {
+export async function settlePeriods(deps: SettleDeps, periods: readonly CreditPeriod[]): Promise<void> {
   if (periods.length === 0) return;
-  const spends = await deps.counters.spends(periods.map((p) => p.counterId));
+  const spends = await deps.spends(periods.map((p) => p.counterId));
   const targets = new Map<string, AccountTarget & { needs: PeriodNeed[] }>();
   for (const p of periods) {
     const owner = userOwner(p.userId);
@@ -136,8 +140,7 @@ export async function settlePeriods(deps: CreditDeps, periods: readonly CreditPe
     if (t) t.needs.push(need);
     else targets.set(id, { productId: p.productId, owner, lowAt: p.lowAt, needs: [need] });
   }
-  const cut = closedBefore(deps, deps.now());
   // An account that draws nothing and holds nothing to copy out is not even read.
   for (const [id, t] of targets) if (t.needs.every((n) => n.needed === 0)) targets.delete(id);
-  await changeAccounts(deps, targets, (id, c) => c.settle(targets.get(id)!.needs, cut));
+  await changeAccounts(deps.accounts, targets, (id, c) => c.settle(targets.get(id)!.needs, deps.closedBefore));
 }

@@ -8,6 +8,7 @@ import { windowSettlement } from "../windows/slices.ts";
 import { monthCounterId } from "../domain/counter-ids.ts";
 import { namedLeases, spendsByLease } from "../domain/lease-settlement.ts";
 import { sum } from "../domain/totals.ts";
+import { crossingsClosedBefore } from "../domain/retention-policy.ts";
 import type { CounterDelta } from "../domain/counter-delta.ts";
 import type { GateEventDoc, GateEventStore } from "../store/gate-events.ts";
 import { entry, type OutboxStore } from "../store/outbox.ts";
@@ -120,7 +121,7 @@ async function derive(deps: UsageCompletionDeps, job: JobDoc, inserted: UsageEve
   const windows = windowDeltas(inserted, deps.now());
   await Promise.all([
     // Credits drawn from the counters as this job left them (credits/settle.ts): once, however often this runs.
-    settlePeriods(deps, creditPeriods(periods)),
+    settlePeriods({ spends: (ids) => deps.counters.spends(ids), closedBefore: crossingsClosedBefore(deps.now(), deps.retention), accounts: deps }, creditPeriods(periods)),
     (async () => {
       // What the events spent from budget leases' window slices: settled in the window's own update.
       await Promise.all(
