@@ -9,8 +9,11 @@ import type { BillingPeriod } from "@meter/rules";
 import type { PlanLimit } from "@meter/lib/plan-limits";
 import { encodeKey } from "../domain/field-keys.ts";
 
-/** A limit of a plan as ingestion reads it. */
-export type WindowLimit = PlanLimit;
+/** A limit of a plan as ingestion reads it; `scope` only counts on a team's plan (BUDGETS.md §4). */
+export type WindowLimit = PlanLimit & { scope?: LimitScope };
+
+/** A team plan's limit counts the sum over the team's members, or each member separately. */
+export type LimitScope = "team" | "member";
 
 /** What of a plan the windows need. */
 export interface WindowPlan {
