@@ -6,16 +6,14 @@ import { DateTime, Nullable, TeamParams, UserParams, errors, parseDateTime } fro
 import { rpcOptions } from "../rpc-options.ts";
 import { DimensionOut, dimensionJson } from "../schemas/limits.ts";
 import { SessionCreditsOut, sessionCreditsJson } from "../schemas/credits.ts";
-import { LimitOut } from "../schemas/plans.ts";
-import { limitFromMessage } from "@meter/lib/plan-limits";
+import { LimitOut, limitJson } from "../schemas/plans.ts";
 
 
 const NumberMap = Type.Record(Type.String(), Type.Number());
 const IntegerMap = Type.Record(Type.String(), Type.Integer());
 const Rate = Type.Object({ input: Type.Number(), output: Type.Number() });
 
-const PlanConfigOut = (limits: typeof LimitOut | typeof TeamLimitOut) =>
-  Type.Object({
+const PlanConfigOut = Type.Object({
     max_spend_per_period: Type.Optional(Type.Number({ description: "Omitted: unlimited" })),
     max_spend_per_session: Type.Optional(Type.Number({ description: "Omitted: unlimited" })),
     soft_gate_at: Type.Number(),
@@ -28,17 +26,11 @@ const PlanConfigOut = (limits: typeof LimitOut | typeof TeamLimitOut) =>
     default_tool_cost: Type.Number(),
     pre_call_estimate: Type.Boolean(),
     pre_call_buffer_tokens: Type.Integer(),
-    limits: Type.Array(limits, { description: "The plan's windows and rate limits; empty without" }),
+    limits: Type.Array(LimitOut, { description: "The plan's windows and rate limits; empty without" }),
     time_zone: Type.String({ description: "IANA time zone of the calendar windows" }),
     credits_enabled: Type.Boolean({ description: "Prepaid credits extend the period spend cap" }),
     credits_low_at: Type.Optional(Type.Number({ description: "Dollars; omitted: credits.low never fires" })),
   });
-
-/** A team plan's limit: as a plan answers it, with its scope. */
-const TeamLimitOut = Type.Object({
-  ...LimitOut.properties,
-  scope: Type.Union([Type.Literal("team"), Type.Literal("member")], { description: "team: the sum over the team's members; member: each member separately" }),
-});
 
 const CurrentUsageOut = Type.Object({
   period_cost: Type.Number(),
@@ -55,7 +47,7 @@ const SessionTeamOut = Type.Object(
     service_team_id: Type.String({ format: "uuid" }),
     plan: Type.String(),
     plan_id: Type.String(),
-    plan_config: PlanConfigOut(TeamLimitOut),
+    plan_config: PlanConfigOut,
     current_usage: { ...CurrentUsageOut, description: "The team's sums over its members in its billing period" },
     billing_period: { ...BillingPeriodOut, description: "The team's" },
   },
@@ -74,7 +66,7 @@ const SessionBody = Type.Object({
   sdk_enabled: Type.Boolean({
     description: "True when a plan is in force (the user's own or its team's) and the client must enforce plan_config and limits; false: no plan, permissive defaults",
   }),
-  plan_config: PlanConfigOut(LimitOut),
+  plan_config: PlanConfigOut,
   current_usage: CurrentUsageOut,
   billing_period: BillingPeriodOut,
   limits: Type.Array(DimensionOut, { description: "Every dimension of the user with its usage now (as GET /users/{user_id}/limits), its team's last" }),
@@ -183,7 +175,7 @@ function planConfigJson(c: PlanConfig) {
     default_tool_cost: c.defaultToolCost,
     pre_call_estimate: c.preCallEstimate,
     pre_call_buffer_tokens: Number(c.preCallBufferTokens),
-    limits: c.limits.map(limitFromMessage),
+    limits: c.limits.map(limitJson),
     time_zone: c.timeZone,
     credits_enabled: c.creditsEnabled,
     ...(c.creditsLowAt !== undefined && { credits_low_at: c.creditsLowAt }),
@@ -202,13 +194,12 @@ function currentUsageJson(u: CurrentUsage) {
 const billingPeriodJson = (p: BillingPeriod) => ({ start: timestampDate(p.start!).toISOString(), end: timestampDate(p.end!).toISOString() });
 
 function sessionTeamJson(t: SessionTeam) {
-  const c = t.planConfig!;
   return {
     team_id: t.teamId,
     service_team_id: t.serviceTeamId,
     plan: t.plan,
     plan_id: t.planId,
-    plan_config: { ...planConfigJson(c), limits: c.limits.map((l) => ({ ...limitFromMessage(l), scope: l.scope === "member" ? ("member" as const) : ("team" as const) })) },
+    plan_config: planConfigJson(t.planConfig!),
     current_usage: currentUsageJson(t.currentUsage!),
     billing_period: billingPeriodJson(t.billingPeriod!),
   };

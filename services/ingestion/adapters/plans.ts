@@ -106,7 +106,7 @@ export function toPlanInfo(p: Plan): PlanInfo {
       tool_costs: toolCosts,
       default_tool_cost: p.defaultToolCost,
     },
-    limits: p.limits.map((l) => ({ ...limitFromMessage(l), scope: l.scope === "member" ? "member" : "team" })),
+    limits: p.limits.map(limitFromMessage),
     // A plans service older than windows answers none: UTC, as a plan without one.
     timeZone: p.timeZone || "UTC",
     creditsEnabled: p.creditsEnabled,

@@ -6,13 +6,9 @@ import type { PlanInfo } from "../adapters/plans.ts";
 import { decodeKeys } from "../domain/field-keys.ts";
 import type { Totals } from "../domain/totals.ts";
 import { dollarsByModel } from "../store/counters.ts";
-import { scopeOf } from "../teams/shares.ts";
 
-/**
- * The session view's plan_config of a plan (the API's plan defaults without one). `team`: a
- * team's plan, whose limits carry their scope.
- */
-export function planConfig(plan: PlanInfo | null, team = false): MessageInitShape<typeof PlanConfigSchema> {
+/** The session view's plan_config of a plan, a user's or a team's (the API's plan defaults without one). */
+export function planConfig(plan: PlanInfo | null): MessageInitShape<typeof PlanConfigSchema> {
   return {
     maxSpendPerPeriod: plan?.maxSpendPerPeriod,
     maxSpendPerSession: plan?.maxSpendPerSession,
@@ -28,7 +24,7 @@ export function planConfig(plan: PlanInfo | null, team = false): MessageInitShap
     defaultToolCost: plan?.defaultToolCost ?? NO_PLAN_CONFIG.default_tool_cost,
     preCallEstimate: plan?.preCallEstimate ?? NO_PLAN_CONFIG.pre_call_estimate,
     preCallBufferTokens: BigInt(plan?.preCallBufferTokens ?? NO_PLAN_CONFIG.pre_call_buffer_tokens),
-    limits: (plan?.limits ?? []).map((l) => (team ? { ...limitToMessage(l), scope: scopeOf(l) } : limitToMessage(l))),
+    limits: (plan?.limits ?? []).map(limitToMessage),
     timeZone: plan?.timeZone ?? "UTC",
     creditsEnabled: plan?.creditsEnabled ?? false,
     creditsLowAt: plan?.creditsLowAt,

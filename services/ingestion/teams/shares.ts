@@ -4,6 +4,7 @@
  * recovery sweep) counts the team exactly when it counts the member. Pure, no I/O.
  */
 import { normalizeModel } from "@meter/rules";
+import type { LimitScope } from "@meter/lib/plan-limits";
 import type { TeamAttribution } from "../domain/attribution.ts";
 import { windowShares, type CountedEvent, type WindowLimit, type WindowShare } from "../windows/shares.ts";
 
@@ -34,7 +35,8 @@ export function memberPrefix(teamId: string): string {
   return `team:${teamId}:`;
 }
 
-export const scopeOf = (l: WindowLimit) => l.scope ?? "team";
+/** A team plan's limit counts the team's sum unless it says member. */
+export const scopeOf = (l: WindowLimit): LimitScope => (l.scope === "member" ? "member" : "team");
 
 /**
  * The team share of an event of a member attributed to `a` at its timestamp, and the shares of
@@ -58,7 +60,7 @@ export function teamShare(
   const model = rawModel === null ? null : normalizeModel(rawModel, a.plan.pricing);
   if (model !== e.model) team.model = model!;
   const counted = { ...e, model };
-  const of = (scope: "team" | "member") => {
+  const of = (scope: LimitScope) => {
     const limits = a.plan.limits.filter((l) => scopeOf(l) === scope);
     return limits.length === 0 ? undefined : windowShares({ limits, timeZone: a.plan.timeZone }, a.period, counted, now);
   };

@@ -49,7 +49,7 @@ export function sessionTeam(t: TeamState): MessageInitShape<typeof SessionTeamSc
     serviceTeamId: a.team.id,
     plan: a.plan.name,
     planId: a.plan.id,
-    planConfig: planConfig(a.plan, true),
+    planConfig: planConfig(a.plan),
     currentUsage: currentUsage(t.counter),
     billingPeriod: { start: toTimestamp(a.period.start), end: toTimestamp(a.period.end) },
   };

@@ -10,10 +10,7 @@ import type { PlanLimit } from "@meter/lib/plan-limits";
 import { encodeKey } from "../domain/field-keys.ts";
 
 /** A limit of a plan as ingestion reads it; `scope` only counts on a team's plan (BUDGETS.md §4). */
-export type WindowLimit = PlanLimit & { scope?: LimitScope };
-
-/** A team plan's limit counts the sum over the team's members, or each member separately. */
-export type LimitScope = "team" | "member";
+export type WindowLimit = PlanLimit;
 
 /** What of a plan the windows need. */
 export interface WindowPlan {
