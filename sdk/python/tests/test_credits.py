@@ -8,8 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 from meterline import CreditBalance, CreditsEvent, LimitCredits, evaluate
+from meterline.periods import iso, parse_time
 from meterline.session_view import apply_view, roll_locally
-from meterline.state import UserEntry, iso, parse_time
+from meterline.state import UserEntry
 
 NOW = parse_time("2026-11-15T00:00:00Z")
 

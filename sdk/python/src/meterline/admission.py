@@ -13,10 +13,11 @@ from .dimensions import OK_RESULT, Rules, evaluate_nano, rules_of
 from .errors import LimitExceededError, MeterUnavailableError
 from .lease_books import LeaseNeed
 from .money import add_dollars, to_dollars, to_nano
+from .periods import iso
 from .pricing import estimate_tokens, rate_of, token_cost
 from .recording import Metadata, session_of
 from .reservation import NOTHING, Hold, Reservation, ReservationAmount, reservation_of
-from .state import UserEntry, hold_windows, iso
+from .state import UserEntry, hold_windows
 from .types import GateContext, GuardResult, LimitCredits
 from .user_sessions import Session
 from .users import LOAD_RETRY, Users
@@ -45,16 +46,28 @@ Admitted = tuple[GuardResult, GateContext | None, GateInfo | None, Reservation |
 
 class Admission(Users):
     def _check(
-        self, e: UserEntry, model: str | None, session_id: str | None, input_tokens: int | None, prompt: Any,
-        metadata: Metadata, max_output_tokens: int | None,
+        self,
+        e: UserEntry,
+        model: str | None,
+        session_id: str | None,
+        input_tokens: int | None,
+        prompt: Any,
+        metadata: Metadata,
+        max_output_tokens: int | None,
     ) -> GuardResult:
         """guard() on a user's entry."""
         res = self._admit(e, model, session_id, input_tokens, prompt, metadata, False, max_output_tokens)
         return self._after_gate(*res)
 
     def _reserve_now(
-        self, e: UserEntry, model: str | None, session_id: str | None, input_tokens: int | None, prompt: Any,
-        metadata: Metadata, max_output_tokens: int | None,
+        self,
+        e: UserEntry,
+        model: str | None,
+        session_id: str | None,
+        input_tokens: int | None,
+        prompt: Any,
+        metadata: Metadata,
+        max_output_tokens: int | None,
     ) -> Reservation:
         res = self._admit(e, model, session_id, input_tokens, prompt, metadata, True, max_output_tokens)
         assert isinstance(res, tuple)

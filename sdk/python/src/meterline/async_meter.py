@@ -8,30 +8,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
-from collections.abc import Awaitable, Callable
-from concurrent.futures import Future
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, TypeVar
 
-from .core import MeterCore
+from .core import MeterCore, awaiting, guard_async, record_async, refresh_async, reserve_async
 from .delivery import DeliveryTask
-from .flow import Flow, Handle, Health, Request, wait_async
+from .flow import Flow, Handle, Health, Request, ended
 from .transport import AsyncTransport, Transport
 from .types import StartResult
 
-P = ParamSpec("P")
 T = TypeVar("T")
-
-
-def _awaiting(flow: Callable[Concatenate[MeterCore, P], Flow[T]]) -> Callable[Concatenate[AsyncMeter, P], Awaitable[T]]:
-    """A method that awaits the core's flow on the event loop."""
-
-    @functools.wraps(flow)
-    async def run(self: AsyncMeter, /, *args: P.args, **kwargs: P.kwargs) -> T:
-        self._on_loop()
-        return await self._transport.run(flow(self, *args, **kwargs))
-
-    return run
 
 
 class AsyncMeter(MeterCore):
@@ -63,9 +48,11 @@ class AsyncMeter(MeterCore):
             return asyncio.get_running_loop().create_task(self._transport.run(flow))
         except RuntimeError:  # no running loop (a call from another thread): nothing to run it on
             flow.close()
-            done: Future[Any] = Future()
-            done.set_result(None)
-            return done
+            return ended()
+
+    async def _run_async(self, flow: Flow[T]) -> T:
+        self._on_loop()
+        return await self._transport.run(flow)
 
     def _close_at_exit(self) -> None:
         """At exit no loop runs: what is queued goes out over a blocking connection, the same steps."""
@@ -86,20 +73,13 @@ class AsyncMeter(MeterCore):
         )
         return await self._transport.run(self._started(str(health), changes))
 
-    guard = MeterCore._guard_async
-    reserve = MeterCore._reserve_cm
-    record = MeterCore._record_async
-    record_manual = _awaiting(MeterCore._manual)
-    portal_token = _awaiting(MeterCore._portal_token)
-    flush = _awaiting(MeterCore._flush)
-
-    async def refresh(self, user_id: str) -> bool:
-        """Reloads the user's session view now (a plan or subscription just changed). True when it loaded."""
-        e, h = self._refresh_now(user_id)
-        if e is None or h is None:
-            return (await self._entry_async(user_id)).loaded
-        await wait_async(h, self.request_timeout + 1)
-        return h.done() and e.loaded and not e.load_failed
+    guard = guard_async
+    reserve = reserve_async
+    record = record_async
+    refresh = refresh_async
+    record_manual = awaiting(MeterCore._manual)
+    portal_token = awaiting(MeterCore._portal_token)
+    flush = awaiting(MeterCore._flush)
 
     async def shutdown(self, timeout: float | None = None) -> bool:
         """Stops the delivery task, settles open integration calls, gives back leases, delivers the queue."""

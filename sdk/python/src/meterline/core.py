@@ -1,27 +1,28 @@
-"""What Meter and AsyncMeter share: the options, the client's state and every rule over it (admission.py and
-the layers below it), the public methods that do no I/O, and the steps of those that do, as flows (flow.py)
-each shell performs: Meter blocking over httpx.Client with a delivery thread, AsyncMeter awaiting over
-httpx.AsyncClient with a delivery task. The awaitable calls (guard, reserve, record) are written once here for
-both: AsyncMeter's, and Meter's a-prefixed ones."""
+"""What Meter and AsyncMeter share: the options, the client's state and every rule over it (lifecycle.py,
+admission.py and the layers below them), the public methods that do no I/O; the steps of those that do are
+flows (flow.py, lifecycle.py) each shell performs: Meter blocking over httpx.Client with a delivery thread,
+AsyncMeter awaiting over httpx.AsyncClient with a delivery task. The awaitable calls (guard, reserve, record)
+are written once here for both: AsyncMeter's, and Meter's a-prefixed ones."""
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterator
+from contextvars import ContextVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 from urllib.parse import urlsplit
 
-from .admission import LEASE_ROUNDS, Admission
+from .admission import LEASE_ROUNDS
 from .clock import now as clock_now
 from .context import _current
 from .core_state import GateCallback
-from .errors import MeterAPIError, MeterAuthenticationError
-from .flow import Flow, Handle, wait_async
-from .portal import portal_token_flow
+from .flow import Flow, Wait
+from .lifecycle import Lifecycle
 from .process import register
 from .queue import EventQueue
 from .recording import Metadata
@@ -31,9 +32,7 @@ from .types import (
     CreditsEvent,
     GuardResult,
     MeterStats,
-    PortalToken,
     SessionStartState,
-    StartResult,
     UsageEvent,
     UserState,
 )
@@ -42,7 +41,7 @@ from .validate import check_usage, check_user, positive
 log = logging.getLogger("meterline")
 
 
-class MeterCore(Admission):
+class MeterCore(Lifecycle):
     """Enforces each user's plan in this process and meters what the calls use."""
 
     def __init__(
@@ -138,25 +137,6 @@ class MeterCore(Admission):
         self._start_delivery()
         register(self)
 
-    # ---- what each shell provides ----
-
-    def _open(self, base_url: str, api_key: str) -> None:
-        """Makes the transport (and what runs flows in the background)."""
-        raise NotImplementedError
-
-    def _start_delivery(self) -> None:
-        raise NotImplementedError
-
-    def _reopen(self) -> None:
-        """In a forked child: fresh connections and background workers."""
-        raise NotImplementedError
-
-    def _on_loop(self) -> None:
-        """An awaitable call runs on an event loop (AsyncMeter starts its delivery task there)."""
-
-    def _close_at_exit(self) -> None:
-        raise NotImplementedError
-
     # ---- callbacks, state, and calls that never wait ----
 
     def on_soft_gate(self, cb: GateCallback) -> None:
@@ -244,188 +224,154 @@ class MeterCore(Admission):
                 return None
         return self._reserve_now(e, model, session_id, input_tokens, prompt, metadata, max_output_tokens)
 
-    # ---- the awaitable calls (AsyncMeter's guard/reserve/record; Meter's aguard/areserve/arecord) ----
+    # ---- the calls that wait for the user's view, written once for both shells ----
+    # guard() and record() are synchronous bodies: Meter's own methods, run at once for a ready user. Their
+    # awaitable forms (AsyncMeter's, Meter's a-prefixed ones) are made by _after_load(). reserve() and refresh()
+    # wait more than once, so they are flows (flow.py) each shell performs.
 
-    async def _entry_async(self, user_id: str) -> UserEntry:
+    def _entry(self, user_id: str) -> UserEntry:
+        """The user's entry for a call: ready as is, or the one an awaitable call just waited for (_after_load);
+        else, in a blocking call, its view is waited for (_load)."""
         check_user(user_id)
-        self._on_loop()
         e = self._ready(user_id)
         if e is not None:
             return e
+        waited = _waited.get()
+        if waited is None or waited[0] != user_id:
+            return self._run(self._load(user_id))
+        if waited[1] is None:
+            raise _Unloaded
+        return waited[1]
+
+    def _entry_flow(self, user_id: str) -> Flow[UserEntry]:
+        check_user(user_id)
+        e = self._ready(user_id)
+        return e if e is not None else (yield from self._load(user_id))
+
+    def _load(self, user_id: str) -> Flow[UserEntry]:
+        """The user's entry, its view waited for up to startup_timeout, and not at all while the service is known
+        to be unreachable: then the user starts with permissive defaults (or fail_closed) until it arrives."""
         e, h, rollover = self._begin_load(user_id)
         if self._http.reachable:
-            await wait_async(h, self.startup_timeout)
+            yield Wait(h, self.startup_timeout)
         return self._end_load(e, rollover)
 
-    async def _guard_async(
-        self, user_id: str, model: str | None = None, session_id: str | None = None, input_tokens: int | None = None,
-        prompt: Any = None, metadata: Metadata = None, max_output_tokens: int | None = None,
+    def _guard(
+        self,
+        user_id: str,
+        model: str | None = None,
+        session_id: str | None = None,
+        input_tokens: int | None = None,
+        prompt: Any = None,
+        metadata: Metadata = None,
+        max_output_tokens: int | None = None,
     ) -> GuardResult:
-        e = await self._entry_async(user_id)
-        return self._check(e, model, session_id, input_tokens, prompt, metadata, max_output_tokens)
+        """Checks a coming call. Raises LimitExceededError on a hard gate when blocking."""
+        return self._check(self._entry(user_id), model, session_id, input_tokens, prompt, metadata, max_output_tokens)
 
-    async def _reserve_async(
-        self, user_id: str, model: str | None = None, session_id: str | None = None, input_tokens: int | None = None,
-        prompt: Any = None, metadata: Metadata = None, max_output_tokens: int | None = None,
-    ) -> Reservation:
-        e = await self._entry_async(user_id)
+    def _record_call(
+        self,
+        user_id: str,
+        model: str | None = None,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        tool_calls: list[str] | None = None,
+        session_id: str | None = None,
+        metadata: Metadata = None,
+    ) -> UsageEvent:
+        """Meters a call that already ran."""
+        check_user(user_id)
+        check_usage(input_tokens, output_tokens, tool_calls, metadata, session_id, model)
+        return self._record(self._entry(user_id), model, input_tokens, output_tokens, tool_calls, session_id, metadata)
+
+    def _reserve(
+        self,
+        user_id: str,
+        model: str | None = None,
+        session_id: str | None = None,
+        input_tokens: int | None = None,
+        prompt: Any = None,
+        metadata: Metadata = None,
+        max_output_tokens: int | None = None,
+    ) -> Flow[Reservation]:
+        """guard() and, with pre_call_estimate, the estimate held against the limits in the same step."""
+        e = yield from self._entry_flow(user_id)
         input_tokens, need = self._lease_plan(e, model, input_tokens, prompt, max_output_tokens)
         for _ in range(LEASE_ROUNDS if need is not None else 0):
             assert self._leases is not None and need is not None
             asking = self._leases.asking(e, need)
-            if asking is None or not await wait_async(asking, None):
+            if asking is None or not (yield Wait(asking, None)):
                 break
         return self._reserve_now(e, model, session_id, input_tokens, prompt, metadata, max_output_tokens)
 
-    def _reserve_cm(
-        self, user_id: str, model: str | None = None, session_id: str | None = None, input_tokens: int | None = None,
-        prompt: Any = None, metadata: Metadata = None, max_output_tokens: int | None = None,
-    ) -> AsyncReserve:
-        """``await meter.reserve(...)`` or ``async with meter.reserve(...) as r`` (Meter: ``areserve``)."""
-        return AsyncReserve(
-            self._reserve_async(user_id, model, session_id, input_tokens, prompt, metadata, max_output_tokens)
-        )
+    def _refresh_user(self, user_id: str) -> Flow[bool]:
+        """Reloads the user's session view now (a plan or subscription just changed). True when it loaded."""
+        e, h = self._refresh_now(user_id)
+        if e is None or h is None:
+            return (yield from self._entry_flow(user_id)).loaded
+        yield Wait(h, self.request_timeout + 1)
+        return h.done() and e.loaded and not e.load_failed
 
-    async def _record_async(
-        self, user_id: str, model: str | None = None, input_tokens: int = 0, output_tokens: int = 0,
-        tool_calls: list[str] | None = None, session_id: str | None = None, metadata: Metadata = None,
-    ) -> UsageEvent:
-        check_user(user_id)
-        check_usage(input_tokens, output_tokens, tool_calls, metadata, session_id, model)
-        e = await self._entry_async(user_id)
-        return self._record(e, model, input_tokens, output_tokens, tool_calls, session_id, metadata)
 
-    # ---- the steps of start(), refresh(), flush(), shutdown() ----
+class _Unloaded(Exception):
+    """An awaitable call's body met a user whose view is not ready: _after_load awaits it and runs the body again."""
 
-    def _started(self, health: str, changes: Any) -> Flow[StartResult]:
-        """What start() found, from the health check's word and the key check's answer (or its error)."""
-        key_err = changes if isinstance(changes, BaseException) else None
-        healthy = health == "ok"
-        if health == "not_found":
-            self.misaddressed((yield from self._wrong_address()))
-            return StartResult(healthy=False, authenticated=False)
-        if health == "degraded":
-            self._warn("the service answers but reports its database unreachable; sessions may not load")
-        if health in ("refused", "timeout", "unreachable"):
-            self._http.reachable = False
-            at = f"{self._http.base}/health"
-            what = (
-                f"connection refused at {at}: is the service running at that address?"
-                if health == "refused"
-                else f"the service did not answer a health check at {at} within {self.startup_timeout:g} s"
-                if health == "timeout"
-                else f"the health check at {at} failed (an error answer or no connection)"
-            )
-            self._warn(
-                f"{what} " + ("calls are hard-gated" if self.fail_closed else "calls fail open") + " until it answers"
-            )
-            return StartResult(healthy=False, authenticated=False)
-        self._http.reachable = True
-        if key_err is not None:
-            if isinstance(key_err, MeterAPIError) and key_err.status in (401, 403):
-                self._key_refused(key_err)
-            else:
-                self._warn("the API key could not be checked", key_err)
-            return StartResult(healthy=healthy, authenticated=False)
-        with self._lock:
-            self._refused_key = None
-            if isinstance(changes, dict) and isinstance(changes.get("marker"), int):
-                self._marker = changes["marker"]
-        return StartResult(healthy=healthy, authenticated=True)
 
-    def _refresh_now(self, user_id: str) -> tuple[UserEntry | None, Handle | None]:
-        """refresh(): the user's entry (None when not cached: the shell loads it) and its forced reload."""
-        check_user(user_id)
-        with self._lock:
-            e = self._users.get(user_id)
-        if e is None:
-            return None, None
-        if self._leases is not None:
-            self._leases.renew(user_id)
-        return e, self._refresh(e, self.request_timeout, force=True)
+# What an awaitable call hands the body it runs (_after_load): the user it is for, and None until the user's view
+# was waited for, then the entry. None outside one: a blocking call waits itself.
+_waited: ContextVar[tuple[str, UserEntry | None] | None] = ContextVar("meterline_waited", default=None)
 
-    def _hopeless(self) -> bool:
-        """No delivery can succeed until someone acts: the key is refused."""
-        return self._refused_key is not None
+P = ParamSpec("P")
+T = TypeVar("T")
 
-    def _portal_token(self, user_id: str, ttl_seconds: int | None = None) -> Flow[PortalToken]:
-        """``POST /users/{user_id}/portal-tokens``: a token that reads this one user's state (``GET /portal/me``,
-        the ``<meter-usage>`` widget) and nothing else, for the user's browser; mint one per page view.
-        ``ttl_seconds`` 60-86,400 (default 3,600 on the service). Raises MeterAPIError (404: no such user)."""
-        return portal_token_flow(user_id, ttl_seconds)
 
-    def _flush(self, timeout: float | None = None) -> Flow[bool]:
-        """flush(): delivers what is queued, retrying transient failures up to ``timeout`` (default shutdown_timeout).
-        True when the queue emptied, False when time ran out; raises MeterAuthenticationError, at once,
-        when the service refuses the API key (no retry can deliver until it is fixed)."""
-        deadline = time.monotonic() + (self.shutdown_timeout if timeout is None else timeout)
-        if (yield from self._queue.drain(deadline, self._hopeless)):
-            return True
-        refused = self._refused_key
-        if refused is not None:
-            raise MeterAuthenticationError(refused.status, f"{self._queue.size} events not delivered: {refused.detail}")
-        return False
+def _after_load(call: Callable[Concatenate[MeterCore, P], T]) -> Callable[Concatenate[MeterCore, P], Awaitable[T]]:
+    """The awaitable form of a call on a user (its first argument, ``user_id``): run at once when the user's view is
+    ready; else its load is awaited on the event loop (never blocking it) and the call run again with the entry it
+    gave. A user id that is not a string never gets that far: the call refuses it first."""
 
-    def _shutdown(self, timeout: float | None = None) -> Flow[bool]:
-        """Stops the delivery thread (or task), settles open integration calls, gives back leases, delivers the
-        queue."""
-        with self._lock:
-            if self._closed:
-                closed_before = True
-            else:
-                closed_before = False
-                self._closed = True
-        if not closed_before:
-            self._delivery.stop()
-            for cb in self._closing:
-                self._safely(cb)
-        deadline = time.monotonic() + (self.shutdown_timeout if timeout is None else timeout)
-        if self._leases is not None:
-            yield from self._leases.release_all(max(0.1, deadline - time.monotonic()))
-        drained = yield from self._queue.drain(deadline, self._hopeless)
-        if not drained:
-            # Never raises: a refused key was logged as an error when it was met.
-            why = " (the API key is refused)" if self._refused_key is not None else ""
-            self._warn(f"shutdown: {self._queue.size} events could not be delivered{why}")
-        return drained
-
-    def _tick(self) -> Flow[None]:
-        """Every flush interval, on the delivery thread or task: the change poll (in the background, so a slow
-        answer never holds deliveries), the idle sweep every min(refresh_interval, 60 s), a delivery pass."""
+    @functools.wraps(call)
+    async def run(self: MeterCore, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        self._on_loop()
+        who = args[0] if args else kwargs.get("user_id")
+        user_id = who if isinstance(who, str) else ""
+        token = _waited.set((user_id, None))
         try:
-            now = time.monotonic()
-            # flush() wakes the thread early too: still one poll per interval, not one per flush.
-            if now - self._last_poll >= self.flush_interval * 0.9:
-                self._last_poll = now
-                self._spawn(self._changes())
-            if now - self._last_sweep >= min(60.0, self.refresh_interval):
-                self._last_sweep = now
-                self._sweep()
-                self._expire_credits()
-                if self._leases is not None:
-                    yield from self._leases.release_idle()
-            if self._queue.due():
-                yield from self._queue.pass_once()
-        except Exception as err:  # the thread or task must outlive any bug in one pass
-            self._warn("delivery pass failed", err)
+            try:
+                return call(self, *args, **kwargs)
+            except _Unloaded:
+                _waited.set((user_id, await self._run_async(self._load(user_id))))
+                return call(self, *args, **kwargs)
+        finally:
+            _waited.reset(token)
 
-    def _after_fork_in_child(self) -> None:
-        """The child of os.fork(): its own lock, connections, load workers and delivery thread; the
-        parent's queue stays the parent's to send (nothing twice); its leases stay the parent's."""
-        self._lock = threading.RLock()
-        self._queue.clear_after_fork()
-        self._queue.lock = self._lock
-        self._loading = {}
-        self._unpriced_ids = set()
-        # A poll the parent had in flight has no thread here to finish it.
-        self._polling_changes = False
-        for e in self._users.values():
-            e.pending = 0
-            e.unpriced = []
-            e.refreshing = None
-            e.refresh_at = 0.0
-        if self._leases is not None:
-            self._leases.after_fork()
-        self._reopen()
-        if not self._closed:
-            self._start_delivery()
+    return run
+
+
+def awaiting(flow: Callable[Concatenate[MeterCore, P], Flow[T]]) -> Callable[Concatenate[MeterCore, P], Awaitable[T]]:
+    """A method that awaits the core's flow on the event loop."""
+
+    @functools.wraps(flow)
+    async def run(self: MeterCore, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return await self._run_async(flow(self, *args, **kwargs))
+
+    return run
+
+
+def _reserving(
+    flow: Callable[Concatenate[MeterCore, P], Flow[Reservation]],
+) -> Callable[Concatenate[MeterCore, P], AsyncReserve]:
+    """``await meter.reserve(...)`` or ``async with meter.reserve(...) as r`` (Meter: ``areserve``)."""
+
+    @functools.wraps(flow)
+    def run(self: MeterCore, /, *args: P.args, **kwargs: P.kwargs) -> AsyncReserve:
+        return AsyncReserve(self._run_async(flow(self, *args, **kwargs)))
+
+    return run
+
+
+# The awaitable calls: AsyncMeter's guard/reserve/record/refresh, Meter's aguard/areserve/arecord.
+guard_async = _after_load(MeterCore._guard)
+record_async = _after_load(MeterCore._record_call)
+reserve_async = _reserving(MeterCore._reserve)
+refresh_async = awaiting(MeterCore._refresh_user)

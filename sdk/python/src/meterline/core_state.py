@@ -1,14 +1,15 @@
 """The fields of a client, Meter's and AsyncMeter's alike, set by ``MeterCore.__init__`` (core.py). The core
 is one class built in layers, each in its module and each using the ones below it: reporting.py (logging and
 the product's callbacks), recording.py (what calls used), users.py (loading users' views, the change poll),
-admission.py (the check of a call); core.py puts them together, and meter.py / async_meter.py add the I/O."""
+admission.py (the check of a call), lifecycle.py (the steps of start, flush and shutdown); core.py puts them
+together, and meter.py / async_meter.py add the I/O."""
 
 from __future__ import annotations
 
 import logging
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .flow import Flow, Handle
 from .queue import EventQueue
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from .transport import _Http
 
 GateCallback = Callable[[GuardResult, GateContext], Any]
+T = TypeVar("T")
 
 
 class CoreState:
@@ -63,6 +65,8 @@ class CoreState:
     _leases: Leases | None
     _delivery: Delivery
 
+    # ---- what each shell provides (meter.py, async_meter.py) ----
+
     @property
     def _http(self) -> _Http:
         """The transport (its base address and reachability; the I/O is the shell's)."""
@@ -70,4 +74,30 @@ class CoreState:
 
     def _spawn(self, flow: Flow[Any]) -> Handle:
         """Runs a flow in the background: on the load workers (Meter) or as a task on the event loop (AsyncMeter)."""
+        raise NotImplementedError
+
+    def _run(self, flow: Flow[T]) -> T:
+        """Performs a flow, blocking (Meter)."""
+        raise NotImplementedError
+
+    async def _run_async(self, flow: Flow[T]) -> T:
+        """Performs a flow on the event loop: AsyncMeter every step there; Meter's awaitable calls wait there for
+        its workers, and send a request from a thread."""
+        raise NotImplementedError
+
+    def _open(self, base_url: str, api_key: str) -> None:
+        """Makes the transport (and what runs flows in the background)."""
+        raise NotImplementedError
+
+    def _start_delivery(self) -> None:
+        raise NotImplementedError
+
+    def _reopen(self) -> None:
+        """In a forked child: fresh connections and background workers."""
+        raise NotImplementedError
+
+    def _on_loop(self) -> None:
+        """An awaitable call runs on an event loop (AsyncMeter starts its delivery task there)."""
+
+    def _close_at_exit(self) -> None:
         raise NotImplementedError

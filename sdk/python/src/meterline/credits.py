@@ -11,6 +11,7 @@ process. Money in dollars, computed in whole nano-dollars (money.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,6 +47,25 @@ def blocked_by_credits(gate_reason: str | None, status: str, current_value: floa
         and allowance is not None
         and to_nano(current_value) >= to_nano(allowance)
     )
+
+
+# Plans with the credits' cap, shared by users with the same plan and cap (bounded; cleared when full).
+_capped: dict[tuple[int, float], tuple[PlanConfig, PlanConfig]] = {}
+
+
+def with_cap(plan: PlanConfig, cap: float) -> PlanConfig:
+    """The plan with another period spend cap: the one with the credits (shared by users with the same one)."""
+    if plan.max_spend_per_period == cap:
+        return plan
+    key = (id(plan), cap)
+    hit = _capped.get(key)
+    if hit is not None and hit[0] is plan:
+        return hit[1]
+    if len(_capped) >= 1000:
+        _capped.clear()
+    capped = dataclasses.replace(plan, max_spend_per_period=cap)
+    _capped[key] = (plan, capped)
+    return capped
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .counters import LimitCounter
+from .gate_messages import describe
 from .money import RATIO_SCALE, _round_half_up, to_dollars, to_nano
 from .periods import iso
 from .types import GuardResult, PlanConfig, PlanLimit
@@ -346,62 +347,3 @@ def _decide(rows: list[_Row]) -> GuardResult:
         describe(w_rank == _HARD, reason, metric, window, duration, used, est, limit),
         None if w_reset == _INF else iso(w_reset),
     )
-
-
-_WINDOW_WORDS = {
-    "minute": "this minute",
-    "hour": "this hour",
-    "day": "today",
-    "week": "this week",
-    "month": "this month",
-    "period": "this period",
-    "session": "this session",
-}
-
-
-def describe(
-    hard: bool, reason: str, metric: str, window: str, duration: int | None, used: float, est: float, limit: float
-) -> str:
-    """What was used (settled calls plus what calls in flight hold) and, apart, what this call would add: the
-    projection is not usage, and must not read as such. The TypeScript client's words, number for number;
-    SPEC's three keep their messages word for word."""
-    what = "limit reached" if hard else "approaching the limit"
-
-    def share(x: float) -> str:
-        return f"{math.floor(x / limit * 100 + 0.5) if limit > 0 else 100}%"
-
-    def money_after(x: float) -> str:
-        total = to_dollars(to_nano(used) + to_nano(x))
-        return f"; this call's estimate of ${x:.4f} would bring it to ${total:.4f} ({share(used + x)})"
-
-    def tokens_after(x: float) -> str:
-        total = used + x
-        return f"; this call's estimate of {_num(x)} tokens would bring it to {_num(total)} ({share(total)})"
-
-    if reason in ("total_spend", "session_spend"):
-        scope = "Spend" if reason == "total_spend" else "Session spend"
-        head = f"{scope} {what}: ${used:.4f} of ${limit:.2f} spent ({share(used)})"
-        return head + money_after(est) if est > 0 else head
-    if reason.startswith("model_limit:"):
-        head = f"Token {what} for {reason[12:]} this period: {_num(used)} of {_num(limit)} tokens used ({share(used)})"
-        return head + tokens_after(est) if est > 0 else head
-    name = f'"{reason[6:]}"' if reason.startswith("limit:") else reason
-    when = _WINDOW_WORDS.get(window, f"this {window}")
-    if window == "rolling":
-        when = f"in the last {duration or 0} minutes"
-    head = f"Limit {name} reached" if hard else f"Approaching limit {name}"
-    if metric == "spend":
-        line = f"{head}: ${used:.4f} of ${limit:.2f} spent {when} ({share(used)})"
-        return line + money_after(est) if est > 0 else line
-    if metric == "tokens":
-        line = f"{head}: {_num(used)} of {_num(limit)} tokens used {when} ({share(used)})"
-        return line + tokens_after(est) if est > 0 else line
-    return (
-        f"{head}: {_num(used)} of {_num(limit)} requests made {when} ({share(used)}); "
-        f"this call would make it {_num(used + est)}"
-    )
-
-
-def _num(x: float) -> str:
-    """A count as JavaScript prints a number: integers without a fraction."""
-    return str(int(x)) if float(x).is_integer() and abs(x) < 1e21 else repr(float(x))

@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 from collections.abc import Generator
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -40,7 +41,16 @@ class Sleep:
     seconds: float
 
 
-Step = Request | Health | Sleep
+@dataclass(frozen=True, slots=True)
+class Wait:
+    """Waits for a flow started in the background up to ``timeout`` (None: until it ends), without cancelling it:
+    answers its result, or None when it has not ended by then."""
+
+    handle: Handle
+    timeout: float | None
+
+
+Step = Request | Health | Sleep | Wait
 Flow = Generator[Step, Any, T]
 
 
@@ -78,6 +88,22 @@ def done(value: T) -> Flow[T]:
     """A flow that asks for nothing."""
     return value
     yield  # a generator
+
+
+def ended() -> Handle:
+    """A handle of a flow that never ran (nothing is left to run it: the interpreter exits, or no loop runs)."""
+    done: Future[Any] = Future()
+    done.set_result(None)
+    return done
+
+
+def wait_blocking(h: Handle, timeout: float | None) -> Any:
+    """Waits for a background flow of Meter (a Future) up to ``timeout``; None on timeout."""
+    assert isinstance(h, Future)
+    try:
+        return h.result(timeout)
+    except FutureTimeout:
+        return None
 
 
 async def wait_async(h: Handle, timeout: float | None) -> Any:

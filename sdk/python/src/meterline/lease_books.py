@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING
 from .counters import hard_mark_of, resets_of, used_of
 from .money import ratio, to_dollars, to_nano
 from .periods import iso
+from .reservation import NO_WINDOWS, ReservationAmount, WindowNeed
 from .types import GuardResult, PlanConfig
 from .windows import dimension_key
 
 if TYPE_CHECKING:
     from .flow import Handle
-    from .reservation import ReservationAmount
     from .state import UserEntry
 
 # The shortest round trip planned for (s): a request that takes this long, when requests usually
@@ -25,33 +25,13 @@ _MIN_HORIZON = 1.0
 RATE_TAU = 2.0
 _RATE_MIN_WINDOW = 0.1
 
+
 @dataclass(frozen=True, slots=True)
 class LeaseSettings:
     ttl: float
     calls: int
     idle: float
     fallback: str
-
-
-@dataclass(frozen=True, slots=True)
-class WindowNeed:
-    """One window of the plan's limits a call counts in (one slice each)."""
-
-    # ``<dimension>|<window start>``, or ``<dimension>|r`` for a rolling window.
-    key: str
-    dimension: str
-    # Calendar and period windows: the window's bounds (epoch s); rolling: None and infinity.
-    start: float | None
-    end: float
-    # The call's amount in the limit's unit: its estimate in nano-dollars or tokens, 1 request.
-    amount: float
-    # Index of the (first) limit of this dimension in the plan.
-    limit: int
-    # The lease must hold all of it: a request (the call itself) or a pre-call estimate.
-    whole: bool
-
-
-NO_WINDOWS: tuple[WindowNeed, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,13 +162,10 @@ class Book:
         return s
 
 
-
-
 def horizon(b: Book) -> float:
     """A round trip to plan for: the smoothed one plus two deviations, a recent peak when
     longer, at least _MIN_HORIZON."""
     return max(b.srtt + 2 * b.rttvar, b.peak_rtt, _MIN_HORIZON)
-
 
 
 def round_trip(b: Book, rtt: float) -> None:
@@ -201,11 +178,9 @@ def round_trip(b: Book, rtt: float) -> None:
     b.peak_rtt = max(rtt, 0.8 * b.peak_rtt)
 
 
-
 def renewing(b: Book) -> bool:
     """A plan or subscription change came after the request behind the last grant was sent."""
     return b.grant_epoch != b.epoch
-
 
 
 def valid(b: Book, s: Slice) -> bool:

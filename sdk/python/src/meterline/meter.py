@@ -9,20 +9,14 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from .admission import LEASE_ROUNDS
-from .core import MeterCore
+from .core import MeterCore, guard_async, record_async, reserve_async
 from .delivery import DeliveryThread
-from .flow import Flow, Handle, Health, Request
-from .recording import Metadata
-from .reservation import Reservation
-from .state import UserEntry
+from .flow import Flow, Handle, Health, Request, Stepper, Wait, ended, wait_async
 from .transport import Transport
-from .types import GuardResult, ManualEvent, PortalToken, StartResult, UsageEvent
-from .validate import check_usage, check_user
+from .types import ManualEvent, PortalToken, StartResult
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -65,24 +59,22 @@ class Meter(MeterCore):
             return self._executor.submit(self._transport.run, flow)
         except RuntimeError:  # the executor is gone (interpreter exit)
             flow.close()
-            done: Future[Any] = Future()
-            done.set_result(None)
-            return done
+            return ended()
+
+    def _run(self, flow: Flow[T]) -> T:
+        return self._transport.run(flow)
+
+    async def _run_async(self, flow: Flow[T]) -> T:
+        s = Stepper(flow)
+        while (step := s.next()) is not None:
+            if isinstance(step, Wait):
+                s.outcome = await wait_async(step.handle, step.timeout)
+            else:
+                s.outcome = await asyncio.to_thread(self._transport.perform, step)
+        return s.result
 
     def _close_at_exit(self) -> None:
         self.shutdown()
-
-    def _entry(self, user_id: str) -> UserEntry:
-        """The user's entry, its view waited for up to startup_timeout, and not at all while the service is known
-        to be unreachable: then the user starts with permissive defaults (or fail_closed) until it arrives."""
-        check_user(user_id)
-        e = self._ready(user_id)
-        if e is not None:
-            return e
-        e, h, rollover = self._begin_load(user_id)
-        if self._transport.reachable:
-            _wait(h, self.startup_timeout)
-        return self._end_load(e, rollover)
 
     # ---- the API ----
 
@@ -100,43 +92,10 @@ class Meter(MeterCore):
             changes = err
         return self._transport.run(self._started(health, changes))
 
-    def guard(
-        self, user_id: str, model: str | None = None, session_id: str | None = None, input_tokens: int | None = None,
-        prompt: Any = None, metadata: Metadata = None, max_output_tokens: int | None = None,
-    ) -> GuardResult:
-        """Checks a coming call. Raises LimitExceededError on a hard gate when blocking."""
-        return self._check(self._entry(user_id), model, session_id, input_tokens, prompt, metadata, max_output_tokens)
-
-    def reserve(
-        self, user_id: str, model: str | None = None, session_id: str | None = None, input_tokens: int | None = None,
-        prompt: Any = None, metadata: Metadata = None, max_output_tokens: int | None = None,
-    ) -> Reservation:
-        """guard() and, with pre_call_estimate, the estimate held against the limits in the same step."""
-        e = self._entry(user_id)
-        input_tokens, need = self._lease_plan(e, model, input_tokens, prompt, max_output_tokens)
-        for _ in range(LEASE_ROUNDS if need is not None else 0):
-            assert self._leases is not None and need is not None
-            asking = self._leases.asking(e, need)
-            if asking is None or not _result(asking):
-                break
-        return self._reserve_now(e, model, session_id, input_tokens, prompt, metadata, max_output_tokens)
-
-    def record(
-        self, user_id: str, model: str | None = None, input_tokens: int = 0, output_tokens: int = 0,
-        tool_calls: list[str] | None = None, session_id: str | None = None, metadata: Metadata = None,
-    ) -> UsageEvent:
-        """Meters a call that already ran."""
-        check_user(user_id)
-        check_usage(input_tokens, output_tokens, tool_calls, metadata, session_id, model)
-        return self._record(self._entry(user_id), model, input_tokens, output_tokens, tool_calls, session_id, metadata)
-
-    def refresh(self, user_id: str) -> bool:
-        """Reloads the user's session view now (a plan or subscription just changed). True when it loaded."""
-        e, h = self._refresh_now(user_id)
-        if e is None or h is None:
-            return self._entry(user_id).loaded
-        return _wait(h, self.request_timeout + 1) and e.loaded and not e.load_failed
-
+    guard = MeterCore._guard
+    record = MeterCore._record_call
+    reserve = _blocking(MeterCore._reserve)
+    refresh = _blocking(MeterCore._refresh_user)
     record_manual = _blocking(MeterCore._manual)
     portal_token = _blocking(MeterCore._portal_token)
     flush = _blocking(MeterCore._flush)
@@ -144,9 +103,9 @@ class Meter(MeterCore):
 
     # ---- for async code ----
 
-    aguard = MeterCore._guard_async
-    areserve = MeterCore._reserve_cm
-    arecord = MeterCore._record_async
+    aguard = guard_async
+    areserve = reserve_async
+    arecord = record_async
 
     async def astart(self) -> StartResult:
         return await asyncio.to_thread(self.start)
@@ -165,18 +124,3 @@ class Meter(MeterCore):
 
     async def ashutdown(self, timeout: float | None = None) -> bool:
         return await asyncio.to_thread(self.shutdown, timeout)
-
-
-def _wait(h: Handle, timeout: float) -> bool:
-    """Waits for a background flow up to ``timeout``; False when it has not ended by then."""
-    assert isinstance(h, Future)
-    try:
-        h.result(timeout)
-    except FutureTimeout:
-        return False
-    return True
-
-
-def _result(h: Handle) -> Any:
-    assert isinstance(h, Future)
-    return h.result()

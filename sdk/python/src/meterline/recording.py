@@ -13,11 +13,12 @@ from .context import _current
 from .errors import MeterError
 from .flow import Flow, Request, Sleep
 from .money import add_dollars
+from .periods import iso, parse_time
 from .pricing import normalize_model, rate_of, token_cost, tools_cost
 from .queue import Event
 from .reporting import Reporting
 from .reservation import Hold
-from .state import UserEntry, hold_windows, iso, parse_time
+from .state import UserEntry, hold_windows
 from .transport import backoff, retryable
 from .types import ManualEvent, UsageEvent
 from .user_sessions import Session

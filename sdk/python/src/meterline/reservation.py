@@ -14,7 +14,6 @@ from .types import GuardResult, PlanLimit, UsageEvent
 
 if TYPE_CHECKING:
     from .counters import LimitCounter
-    from .lease_books import WindowNeed
     from .recent_calls import RecentCalls
     from .state import UserEntry
     from .user_sessions import Session
@@ -31,6 +30,27 @@ class ReservationAmount(NamedTuple):
 
 
 NOTHING = ReservationAmount(0.0, 0.0, False)
+
+
+@dataclass(frozen=True, slots=True)
+class WindowNeed:
+    """One window of the plan's limits a call counts in (one slice each)."""
+
+    # ``<dimension>|<window start>``, or ``<dimension>|r`` for a rolling window.
+    key: str
+    dimension: str
+    # Calendar and period windows: the window's bounds (epoch s); rolling: None and infinity.
+    start: float | None
+    end: float
+    # The call's amount in the limit's unit: its estimate in nano-dollars or tokens, 1 request.
+    amount: float
+    # Index of the (first) limit of this dimension in the plan.
+    limit: int
+    # The lease must hold all of it: a request (the call itself) or a pre-call estimate.
+    whole: bool
+
+
+NO_WINDOWS: tuple[WindowNeed, ...] = ()
 
 
 def reservation_of(

@@ -14,14 +14,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from typing import Any, Literal
 
 from .counters import LimitCounter, merge_view, new_counter
-from .credits import read_credits
-from .periods import roll_on
-from .state import UserEntry, iso, parse_time
+from .credits import read_credits, with_cap
+from .periods import iso, parse_time, roll_on
+from .state import UserEntry
 from .types import PlanConfig, PlanLimit
 from .windows import dimension_key
 
@@ -41,24 +40,6 @@ def _intern(raw: dict[str, Any]) -> PlanConfig:
         c = PlanConfig.parse(raw)
         _configs[key] = c
     return c
-
-
-_capped: dict[tuple[int, float], tuple[PlanConfig, PlanConfig]] = {}
-
-
-def with_cap(plan: PlanConfig, cap: float) -> PlanConfig:
-    """The plan with another period spend cap: the one with the credits (shared by users with the same one)."""
-    if plan.max_spend_per_period == cap:
-        return plan
-    key = (id(plan), cap)
-    hit = _capped.get(key)
-    if hit is not None and hit[0] is plan:
-        return hit[1]
-    if len(_capped) >= _MAX_CONFIGS:
-        _capped.clear()
-    capped = dataclasses.replace(plan, max_spend_per_period=cap)
-    _capped[key] = (plan, capped)
-    return capped
 
 
 def _max_of(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:

@@ -6,10 +6,8 @@ import math
 from typing import TYPE_CHECKING
 
 from .counters import LimitCounter, advance, count_in, hard_mark_of, unit_of
-from .credits import CreditsNews, UserCredits
+from .credits import CreditsNews, UserCredits, with_cap
 from .periods import calendar_month, iso, parse_time
-
-__all__ = ["DEFAULT_TIMEOUT", "RECENT_MODELS", "UserEntry", "hold_windows", "iso", "parse_time"]
 from .recent_calls import RecentCalls
 from .types import BillingPeriod, CreditBalance, PlanConfig, PlanLimit, UsageEvent, UserState
 from .user_sessions import Session, Sessions
@@ -133,8 +131,6 @@ class UserEntry:
             return []
         news, expired = c.news(self.user_id, self.period_cost, now)
         if expired and self.config is not None:
-            from .session_view import with_cap
-
             self.config = with_cap(self.config, c.cap)
             self.recheck = True
         return news

@@ -14,7 +14,7 @@ from urllib.parse import quote, urlsplit
 import httpx
 
 from .errors import MeterAPIError, MeterAuthenticationError, MeterError, MeterNetworkError
-from .flow import Flow, Health, Request, Sleep, Step, Stepper
+from .flow import Flow, Health, Request, Sleep, Step, Stepper, Wait, wait_async, wait_blocking
 
 T = TypeVar("T")
 
@@ -90,6 +90,8 @@ class Transport(_Http):
         """The step's outcome (an error is returned, not raised)."""
         if isinstance(step, Sleep):
             return time.sleep(step.seconds)
+        if isinstance(step, Wait):
+            return wait_blocking(step.handle, step.timeout)
         try:
             return self._outcome(step, self._client.send(self._build(self._client, step)))
         except (httpx.HTTPError, OSError) as err:
@@ -116,6 +118,8 @@ class AsyncTransport(_Http):
     async def perform(self, step: Step) -> Any:
         if isinstance(step, Sleep):
             return await asyncio.sleep(step.seconds)
+        if isinstance(step, Wait):
+            return await wait_async(step.handle, step.timeout)
         request = self._build(self._client, step)
         try:
             return self._outcome(step, await self._client.send(request))

@@ -291,9 +291,7 @@ class LimitStatus:
             hard_gate_at=float(raw.get("hard_gate_at") or 0),
             window_start=raw.get("window_start"),
             resets_at=raw.get("resets_at"),
-            buckets=None
-            if buckets is None
-            else tuple(LimitBucket(str(b["start"]), float(b["used"])) for b in buckets),
+            buckets=None if buckets is None else tuple(LimitBucket(str(b["start"]), float(b["used"])) for b in buckets),
             credits=None
             if not isinstance(credits, dict)
             else LimitCredits(float(credits.get("balance") or 0), num(credits.get("low_at"))),

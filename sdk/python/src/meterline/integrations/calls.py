@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 from ..context import _current
-from ..core import MeterCore
+from ..core import MeterCore, reserve_async
 from ..errors import MissingUserError
 from ..pricing import estimate_tokens
 from ..reservation import Reservation
@@ -158,8 +158,14 @@ class Starting:
     __slots__ = ("calls", "kw", "meta", "meter", "prompt", "user_id")
 
     def __init__(
-        self, meter: MeterCore, w: Who, model: str | None, prompt: Any, meta: dict[str, Any],
-        calls: OpenCalls | None = None, max_output_tokens: int | None = None,
+        self,
+        meter: MeterCore,
+        w: Who,
+        model: str | None,
+        prompt: Any,
+        meta: dict[str, Any],
+        calls: OpenCalls | None = None,
+        max_output_tokens: int | None = None,
     ) -> None:
         self.meter = meter
         self.user_id = w.user_id
@@ -167,7 +173,10 @@ class Starting:
         self.meta = meta
         self.calls = calls or open_calls(meter)
         self.kw: dict[str, Any] = {
-            "model": model, "session_id": w.session_id, "prompt": prompt, "metadata": meta,
+            "model": model,
+            "session_id": w.session_id,
+            "prompt": prompt,
+            "metadata": meta,
             "max_output_tokens": max_output_tokens,
         }
 
@@ -190,7 +199,7 @@ def start(s: Starting) -> Call:
 
 
 async def astart(s: Starting) -> Call:
-    return s.now() or s.call(await s.meter._reserve_async(s.user_id, **s.kw))
+    return s.now() or s.call(await reserve_async(s.meter, s.user_id, **s.kw))
 
 
 @contextlib.contextmanager

@@ -1,0 +1,74 @@
+"""How much a budget lease's slice has left, when the next slice is asked for, and how much is asked (pure, over a
+Book of lease_books.py): a few round trips' worth of the measured spend rate is kept in hand, so that far from
+the cap no call waits for the network."""
+
+from __future__ import annotations
+
+from .lease_books import RATE_TAU, Book, Slice, WindowSlice, horizon, renewing, valid
+from .money import add_dollars
+
+# Round trips' worth of the measured spend rate a slice keeps in hand: below it the next slice is
+# asked for in the background, so that it arrives even when a round trip takes a few times its usual.
+_LOOKAHEAD = 3
+# Until a spend rate is measured (RATE_TAU of spending) and while the service grants in full what
+# is asked (far from the cap), a request asks for at least what the calls in flight or waiting would
+# spend in a planned round trip (horizon()) if each took this long (s): the calls in flight are then
+# the only measure of how fast the slice goes, and a first slice that runs dry before the next
+# request answers makes every call in flight wait for it. 8 ms: a tool call or a cached answer is
+# that short (the TypeScript client's MIN_CALL_MS).
+_MIN_CALL = 0.008
+
+
+def balance(b: Book, s: Slice, now: float) -> float:
+    """What the slice has left to spend now: nothing once the lease's (or the window slice's) lifetime passed, its
+    period or window ended, or a plan change made it no longer valid."""
+    if isinstance(s, WindowSlice):
+        # A window's slice is worth nothing once the window ended or its lifetime passed.
+        if now >= s.deadline or now >= s.end:
+            return 0.0
+        if renewing(b) and not valid(b, s):
+            return 0.0
+        return s.granted - s.used
+    if now >= b.deadline or now >= b.period_end:
+        return 0.0
+    if renewing(b) and not valid(b, s):
+        return 0.0
+    return add_dollars(s.granted, -s.used) if s is b.spend else s.granted - s.used
+
+
+def low_water(b: Book, s: Slice, now: float, waiting: int = 0) -> float:
+    """Below this much left the next slice is asked for: _LOOKAHEAD round trips of the spend
+    rate, and never less than one call per call in flight (a replica's concurrency)."""
+    return max(s.unit * (b.holds + waiting + 1), _LOOKAHEAD * s.rate(now) * horizon(b))
+
+
+def low(b: Book, s: Slice, now: float) -> bool:
+    return balance(b, s, now) < low_water(b, s, now)
+
+
+def renew_margin(b: Book, ttl: float) -> float:
+    """How long before a lease's lifetime ends it is renewed."""
+    return max(_LOOKAHEAD * horizon(b), ttl / 4)
+
+
+def renew_at(b: Book, ttl: float) -> float:
+    """From here on the lease is renewed (asked for more, which restarts its lifetime) before it lapses."""
+    return b.deadline - renew_margin(b, ttl)
+
+
+def asked(b: Book, s: Slice, need: float, now: float, renew: bool, calls: int) -> tuple[float, float, bool]:
+    """What a request asks of one budget: nothing while it covers the waiting call and holds its
+    low-water mark (unless the lease is renewed); else the low-water mark plus ``calls``
+    (``lease_calls``) calls and one per waiting call, times the boost; until a rate is measured,
+    while grants are full, at least what the calls in flight or waiting spend in a planned round
+    trip if each took _MIN_CALL."""
+    left = balance(b, s, now)
+    short = left <= 0 or left < need
+    mark = low_water(b, s, now, b.joined)
+    if not short and left >= mark and not renew:
+        return 0.0, 0.0, short
+    young = s.age(now) < RATE_TAU
+    floor = s.unit * (b.holds + b.joined) * horizon(b) / _MIN_CALL if b.full and young else 0.0
+    boost = b.boost if b.full else 1.0
+    want = max(need, boost * (mark + s.unit * (calls + b.joined)), floor)
+    return (need if short else 0.0), want, short
