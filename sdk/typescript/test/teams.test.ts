@@ -5,7 +5,9 @@
 // reservations held on the team; a member with no plan of its own priced at the team's rates.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
+import { LimitExceededError } from "../src/errors.ts";
 import { evaluate } from "../src/gates.ts";
+import { limitBody, retryAfterSeconds } from "../src/http/limit-response.ts";
 import { UserEntry } from "../src/state.ts";
 import { Teams } from "../src/team-state.ts";
 import type { GuardResult, LimitStatus, PlanConfig, PlanLimit, SessionView, TeamView } from "../src/types.ts";
@@ -201,6 +203,19 @@ t("leaving the team: no team dimensions; the team entry is dropped once no cache
   assert.is(gate(a).status, "ok");
   teams.sweep([a]);
   assert.is(teams.size, 0);
+});
+
+t("a blocked member's error and 429 body name the team's dimension and its reset", () => {
+  const teams = new Teams();
+  const a = member(teams, "a");
+  call(a, 0.4);
+  const err = new LimitExceededError(gate(a));
+  assert.is(err.reason, "team:limit:seat");
+  assert.is(err.resetsAt?.toISOString(), TEAM_PERIOD.end);
+  const body = limitBody(err);
+  assert.equal([body.gate_reason, body.current_value, body.limit_value, body.resets_at], ["team:limit:seat", 0.4, 0.4, TEAM_PERIOD.end]);
+  assert.is(body.detail, 'Member limit "seat" of the team reached: $0.4000 of $0.40 spent this period (100%)');
+  assert.is(retryAfterSeconds(err, NOW), (Date.parse(TEAM_PERIOD.end) - NOW) / 1000);
 });
 
 t.run();
