@@ -3,7 +3,8 @@ dimension a call is counted against (SPEC's three and a plan's ``limits``) again
 The call is blocked when any dimension is at its hard gate; several at once: the one that allows a call again
 last names the block (latest ``resets_at``, None = never = latest; ties: the higher usage, then list order).
 No hard gate: the soft one with the highest usage. A plan without ``limits`` gives what gates always gave.
-Cases: rules/cases.json, sections ``gates`` and ``dimensions``."""
+A member of a team is checked against the team plan's dimensions too (``team:`` reasons; evaluate_team and
+combine). Cases: rules/cases.json, sections ``gates``, ``dimensions`` and ``teams``."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typing import Any
 from .counters import LimitCounter
 from .gate_messages import describe
 from .money import RATIO_SCALE, _round_half_up, to_dollars, to_nano
-from .periods import iso
+from .periods import iso, parse_time
 from .types import GuardResult, PlanConfig, PlanLimit
 
 _OK, _SOFT, _HARD = 0, 1, 2
@@ -57,8 +58,9 @@ class Dimension:
 
 
 # One row per dimension: (reason, metric, window, duration, used, estimate, max, soft mark, hard mark,
-# resets_at), amounts in the metric's unit (nano-dollars for spend). Marks are resolved once per plan.
-_Row = tuple[str, str, str, "int | None", float, float, float, float, float, "float | None"]
+# resets_at, scope), amounts in the metric's unit (nano-dollars for spend). Marks are resolved once per plan.
+# scope: a team plan's limit's (``team`` or ``member``, for the message), else None.
+_Row = tuple[str, str, str, "int | None", float, float, float, float, float, "float | None", "str | None"]
 
 
 def _marks(metric: str, top: float, soft: float, hard: float) -> tuple[float, float]:
@@ -76,7 +78,7 @@ def evaluate_dimensions(dims: Sequence[Dimension]) -> GuardResult:
         soft, hard = _marks(d.metric, top, d.soft_gate_at, d.hard_gate_at)
         used = to_nano(d.used) if money else d.used
         est = to_nano(d.estimate) if money else d.estimate
-        rows.append((d.reason, d.metric, d.window, d.duration_minutes, used, est, top, soft, hard, d.resets_at))
+        rows.append((d.reason, d.metric, d.window, d.duration_minutes, used, est, top, soft, hard, d.resets_at, None))
     return _decide(rows)
 
 
@@ -108,27 +110,30 @@ def _quick(metric: str, top: float, soft: float, hard: float) -> _Quick:
 class Rules:
     """What evaluation reads of a plan, resolved once per plan: the period and session caps in nano-dollars with
     their marks, each limit's reason, max in its unit and marks, the same as the quick pass reads them, and the
-    estimates of calls by model and size (reservation_of depends on nothing else with pre_call_estimate)."""
+    estimates of calls by model and size (reservation_of depends on nothing else with pre_call_estimate). A team
+    plan's (``team``): reasons prefixed ``team:``, no session cap (sessions are a user's), each limit's scope."""
 
-    __slots__ = ("dims", "estimates", "last_ok", "period", "plan", "rows", "session")
+    __slots__ = ("dims", "estimates", "last_ok", "period", "plan", "prefix", "rows", "session")
 
-    def __init__(self, plan: PlanConfig) -> None:
+    def __init__(self, plan: PlanConfig, team: bool = False) -> None:
         self.plan = plan
+        self.prefix = "team:" if team else ""
         soft, hard = plan.soft_gate_at, plan.hard_gate_at
         self.period: tuple[float, float, float] | None = None
         self.session: tuple[float, float, float] | None = None
         if plan.max_spend_per_period is not None:
             cap = to_nano(plan.max_spend_per_period)
             self.period = (cap, *_marks("spend", cap, soft, hard))
-        if plan.max_spend_per_session is not None:
+        if plan.max_spend_per_session is not None and not team:
             cap = to_nano(plan.max_spend_per_session)
             self.session = (cap, *_marks("spend", cap, soft, hard))
-        self.rows: list[tuple[PlanLimit, str, float, float, float]] = []
+        self.rows: list[tuple[PlanLimit, str, float, float, float, str | None]] = []
         for lim in plan.limits:
             top = to_nano(lim.max) if lim.metric == "spend" else lim.max
             soft = plan.soft_gate_at if lim.soft_gate_at is None else lim.soft_gate_at
             hard = plan.hard_gate_at if lim.hard_gate_at is None else lim.hard_gate_at
-            self.rows.append((lim, f"limit:{lim.name}", top, *_marks(lim.metric, top, soft, hard)))
+            scope = ("member" if lim.scope == "member" else "team") if team else None
+            self.rows.append((lim, f"{self.prefix}limit:{lim.name}", top, *_marks(lim.metric, top, soft, hard), scope))
         # The quick pass's dimensions by normalized model (filled as models are met).
         self.dims: dict[str | None, _QuickDims] = {}
         self.estimates: dict[Any, Any] = {}
@@ -150,7 +155,7 @@ class Rules:
         if cap is not None:
             marks = plan.soft_gate_at * cap, plan.hard_gate_at * cap
             out.append((_MODEL, _TOKENS, False, _quick("tokens", cap, *marks)))
-        for i, (lim, _, top, soft, hard) in enumerate(self.rows):
+        for i, (lim, _, top, soft, hard, _scope) in enumerate(self.rows):
             if lim.model is not None and lim.model != model:
                 continue
             metric = _SPEND if lim.metric == "spend" else _TOKENS if lim.metric == "tokens" else _REQUESTS
@@ -162,6 +167,7 @@ class Rules:
 
 
 _rules: dict[int, Rules] = {}
+_team_rules: dict[int, Rules] = {}
 
 
 def rules_of(plan: PlanConfig) -> Rules:
@@ -172,6 +178,34 @@ def rules_of(plan: PlanConfig) -> Rules:
             _rules.clear()
         r = _rules[id(plan)] = Rules(plan)
     return r
+
+
+def team_rules_of(plan: PlanConfig) -> Rules:
+    """A team plan's rules (``team:`` reasons, no session cap), resolved once per plan object."""
+    r = _team_rules.get(id(plan))
+    if r is None or r.plan is not plan:
+        if len(_team_rules) >= 1000:
+            _team_rules.clear()
+        r = _team_rules[id(plan)] = Rules(plan, team=True)
+    return r
+
+
+_RANK = {"ok": _OK, "soft_gate": _SOFT, "hard_gate": _HARD}
+
+
+def combine(own: GuardResult, team: GuardResult) -> GuardResult:
+    """The deciding one of a member's own result and its team's, as if both lists were one (the member's
+    first): the higher status; two hard gates, the later ``resets_at`` (None = never = latest), then the higher
+    usage; else the higher usage; equals keep the member's."""
+    a, b = _RANK[own.status], _RANK[team.status]
+    if a != b:
+        return team if b > a else own
+    if a == _HARD and own.resets_at != team.resets_at:
+        ra = _INF if own.resets_at is None else parse_time(own.resets_at)
+        rb = _INF if team.resets_at is None else parse_time(team.resets_at)
+        if ra != rb:
+            return team if rb > ra else own
+    return team if team.usage_pct > own.usage_pct else own
 
 
 def evaluate_plan(
@@ -197,6 +231,27 @@ def evaluate_plan(
     return evaluate_nano(
         rules_of(plan), to_nano(period_cost), to_nano(session_cost), model, model_tokens, est_nano, estimate_tokens,
         period_end, session_end, counters,
+    )  # fmt: skip
+
+
+def evaluate_team(
+    plan: PlanConfig,
+    period_cost: float,
+    model: str | None,
+    model_tokens: float,
+    estimate_cost: float = 0.0,
+    estimate_tokens: float = 0.0,
+    period_end: float | None = None,
+    counters: Sequence[LimitCounter] = (),
+) -> GuardResult:
+    """A member's call against its team plan (BUDGETS.md section 4): the plan's period and model caps over the
+    team's sums, each limit over ``counters[i]`` (the team's counter for scope ``team``, the member's for
+    ``member``), reasons prefixed ``team:``; the team plan's session cap is not applied. combine() with the
+    member's own result gives the deciding one of both."""
+    est_nano = to_nano(estimate_cost) if estimate_cost else 0
+    return evaluate_nano(
+        team_rules_of(plan), to_nano(period_cost), 0, model, model_tokens, est_nano, estimate_tokens, period_end,
+        None, counters,
     )  # fmt: skip
 
 
@@ -266,16 +321,18 @@ def evaluate_nano(
     rows: list[_Row] = []
     spec = rules.period
     if spec is not None:
-        rows.append(("total_spend", "spend", "period", None, period_nano, est_nano, *spec, period_end))
+        rows.append(
+            (rules.prefix + "total_spend", "spend", "period", None, period_nano, est_nano, *spec, period_end, None)
+        )
     spec = rules.session
     if spec is not None:
-        rows.append(("session_spend", "spend", "session", None, session_nano, est_nano, *spec, session_end))
+        rows.append(("session_spend", "spend", "session", None, session_nano, est_nano, *spec, session_end, None))
     cap = None if model is None else plan.model_limits.get(model)
     if model is not None and cap is not None:
-        rows.append((f"model_limit:{model}", "tokens", "period", None, model_tokens, estimate_tokens, cap,
-                     plan.soft_gate_at * cap, plan.hard_gate_at * cap, period_end))  # fmt: skip
+        rows.append((f"{rules.prefix}model_limit:{model}", "tokens", "period", None, model_tokens, estimate_tokens,
+                     cap, plan.soft_gate_at * cap, plan.hard_gate_at * cap, period_end, None))  # fmt: skip
     if rules.rows:
-        for i, (lim, reason, top_l, soft_mark, hard_mark) in enumerate(rules.rows):
+        for i, (lim, reason, top_l, soft_mark, hard_mark, scope) in enumerate(rules.rows):
             if i >= n:
                 break
             if lim.model is not None and lim.model != model:
@@ -289,7 +346,7 @@ def evaluate_nano(
             else:
                 used, reset = c.used, c.end
             rows.append((reason, metric, lim.window, lim.duration_minutes, used + c.held, est, top_l, soft_mark,
-                         hard_mark, reset if top_l > 0 else None))  # fmt: skip
+                         hard_mark, reset if top_l > 0 else None, scope))  # fmt: skip
     if not rows:
         return OK_RESULT
     return _decide(rows)
@@ -332,6 +389,7 @@ def _decide(rows: list[_Row]) -> GuardResult:
             w_rank, w_pct, w_reset, w_row = r, pct, rs, row
     assert w_row is not None
     reason, metric, window, duration, u, e, top = w_row[:7]
+    scope = w_row[10]
     money = metric == "spend"
     value = to_dollars(int(u + e)) if money else u + e
     limit = to_dollars(int(top)) if money else top
@@ -344,6 +402,6 @@ def _decide(rows: list[_Row]) -> GuardResult:
         w_pct,
         value,
         limit,
-        describe(w_rank == _HARD, reason, metric, window, duration, used, est, limit),
+        describe(w_rank == _HARD, reason, metric, window, duration, used, est, limit, scope),
         None if w_reset == _INF else iso(w_reset),
     )
