@@ -132,37 +132,37 @@ class Admission(Users):
                 result = OK_RESULT
             else:
                 e.advance_windows(now)
+                est_n = to_nano(est_cost) if reserved.exact and est_cost else 0
+                est_t = est_tokens if reserved.exact else 0.0
                 result = evaluate_nano(
                     rules,
                     _nano_sum(e.period_cost, e.reserved_cost),
                     _nano_sum(session.cost, session.reserved),
                     m,
                     (e.tokens_by_model.get(m, 0) + e.reserved_tokens.get(m, 0)) if m is not None else 0,
-                    to_nano(est_cost) if reserved.exact and est_cost else 0,
-                    est_tokens if reserved.exact else 0.0,
+                    est_n,
+                    est_t,
                     e.period_end_t,
                     # A caller's session lasts as long as it is used: no known end.
                     session.started_at + e.timeout if session is e.sessions.own else None,
                     e.counters,
                 )
                 t = e.team
-                if t is not None and t.config is not None:
-                    team_counters = e.advance_team(now)
-                    result = combine(
-                        result,
-                        evaluate_nano(
-                            team_rules_of(t.config),
-                            _nano_sum(t.period_cost, t.reserved_cost),
-                            0,
-                            m,
-                            (t.tokens_by_model.get(m, 0) + t.reserved_tokens.get(m, 0)) if m is not None else 0,
-                            to_nano(est_cost) if reserved.exact and est_cost else 0,
-                            est_tokens if reserved.exact else 0.0,
-                            t.period_end_t,
-                            None,
-                            team_counters,
-                        ),
+                if t is not None and (team_plan := t.config) is not None:
+                    # The member's team: the team plan's dimensions over the team's sums and the member's share.
+                    team_result = evaluate_nano(
+                        team_rules_of(team_plan),
+                        _nano_sum(t.period_cost, t.reserved_cost) if t.reserved_cost else to_nano(t.period_cost),
+                        0,
+                        m,
+                        (t.tokens_by_model.get(m, 0) + t.reserved_tokens.get(m, 0)) if m is not None else 0,
+                        est_n,
+                        est_t,
+                        t.period_end_t,
+                        None,
+                        e.advance_team(now),
                     )
+                    result = combine(result, team_result)
             lease: str | None = None
             need = None
             if hold and result.status != "hard_gate" and self._leases is not None:

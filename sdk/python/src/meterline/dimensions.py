@@ -197,6 +197,8 @@ def combine(own: GuardResult, team: GuardResult) -> GuardResult:
     """The deciding one of a member's own result and its team's, as if both lists were one (the member's
     first): the higher status; two hard gates, the later ``resets_at`` (None = never = latest), then the higher
     usage; else the higher usage; equals keep the member's."""
+    if team is OK_RESULT:
+        return own
     a, b = _RANK[own.status], _RANK[team.status]
     if a != b:
         return team if b > a else own

@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import json
+import math
 from typing import Any, Literal
 
 from .counters import merge_view
@@ -125,6 +126,7 @@ def _apply_team(
         lim = plan.limits[i]
         if member_scoped(lim):
             merge_view(lim, e.member_counters[i], v, now, plan.time_zone, period)
+    e.team_due = -math.inf
 
 
 def _apply_windows(e: UserEntry, before: PlanConfig | None, view: dict[str, Any], now: float, reset: bool) -> None:

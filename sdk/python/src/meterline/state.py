@@ -57,6 +57,7 @@ class UserEntry:
         "started",
         "team",
         "team_mix",
+        "team_due",
         "team_mix_of",
         "timeout",
         "tokens_by_model",
@@ -90,6 +91,8 @@ class UserEntry:
         # from the lists in ``team_mix_of``.
         self.team_mix: list[LimitCounter] = []
         self.team_mix_of: tuple[object, object] | None = None
+        # The earliest time one of ``member_counters`` must be brought forward; -inf: now (as windows_due).
+        self.team_due = -math.inf
         # Prepaid credits when the plan has them enabled with an allowance (credits.py).
         self.credits: UserCredits | None = None
         self.loaded = False
@@ -192,6 +195,7 @@ class UserEntry:
             else keep_counters(self.member_plan, self.member_counters, plan, now, t.period())
         )
         self.member_plan = plan
+        self.team_due = -math.inf
 
     def advance_team(self, now: float) -> list[LimitCounter]:
         """The team's windows and the member's team windows brought to ``now`` (after sync_team); the counters a
@@ -200,9 +204,12 @@ class UserEntry:
         plan = None if t is None else t.config
         if t is None or plan is None or not plan.limits:
             return self.team_mix
-        self.sync_team(now)
-        t.advance_windows(now)
-        advance_all(plan, self.member_counters, now, t.period(), True)
+        if plan is not self.member_plan:
+            self.sync_team(now)
+        if now >= t.windows_due:
+            t.advance_windows(now)
+        if now >= self.team_due:
+            self.team_due = advance_all(plan, self.member_counters, now, t.period(), True)
         of = self.team_mix_of
         if of is None or of[0] is not t.counters or of[1] is not self.member_counters:
             self.team_mix = [
@@ -223,6 +230,7 @@ class UserEntry:
         if t.config.limits:
             advance_all(t.config, self.member_counters, now, t.period(), True)
             count_all(t.config.limits, self.member_counters, True, model, tokens, cost, at, now)
+            self.team_due = -math.inf
 
     def expired(self) -> None:
         """The counters were replaced or counted into: advance_windows looks at each again."""

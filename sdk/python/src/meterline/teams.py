@@ -32,6 +32,7 @@ class TeamEntry:
         "period_end",
         "period_end_t",
         "period_start",
+        "period_start_t",
         "plan",
         "plan_id",
         "reserved_cost",
@@ -39,6 +40,7 @@ class TeamEntry:
         "service_team_id",
         "team_id",
         "tokens_by_model",
+        "windows_due",
     )
 
     def __init__(self, team_id: str) -> None:
@@ -49,6 +51,7 @@ class TeamEntry:
         # The team plan; None until a view named the team with a subscription in force.
         self.config: PlanConfig | None = None
         self.period_start = ""
+        self.period_start_t = -math.inf
         self.period_end = ""
         self.period_end_t = -math.inf
         self.period_cost = 0.0
@@ -59,6 +62,9 @@ class TeamEntry:
         self.counters: list[LimitCounter] = []
         self.reserved_cost = 0.0
         self.reserved_tokens: dict[str, float] = {}
+        # The earliest time a scope-team counter must be brought forward (advance_windows); -inf: now. Whatever
+        # replaces or counts into the counters sets it back to -inf.
+        self.windows_due = -math.inf
 
     def apply(self, tv: dict[str, Any], config: PlanConfig, limits: Any, now: float) -> bool:
         """A member's view named this team (``config``: its plan_config read). False when the view is of an older
@@ -75,6 +81,7 @@ class TeamEntry:
         u = tv.get("current_usage") or {}
         merge_usage(self, u, same)
         self.period_start = bp["start"]
+        self.period_start_t = start
         self.period_end = bp["end"]
         self.period_end_t = parse_time(bp["end"])
         self.service_team_id = tv.get("service_team_id")
@@ -85,6 +92,7 @@ class TeamEntry:
         self.config = config
         period = self.period()
         self.counters = keep_counters(None if reset else before, self.counters, config, now, period)
+        self.windows_due = -math.inf
         for i, v in team_limits(config, limits):
             lim = config.limits[i]
             if not member_scoped(lim):
@@ -92,24 +100,26 @@ class TeamEntry:
         return True
 
     def period(self) -> tuple[float, float]:
-        return parse_time(self.period_start), self.period_end_t
+        return self.period_start_t, self.period_end_t
 
     def roll_over(self, now: float) -> None:
         """The period ended and no view gave a new one: the sums are cleared, the next period as long as the last."""
         new_start, end = roll_on(parse_time(self.period_start), self.period_end_t, now)
         self.period_start = iso(new_start)
+        self.period_start_t = new_start
         self.period_end = iso(end)
         self.period_end_t = end
         self.period_cost = 0.0
         self.tokens_by_model = {}
         self.cost_by_model = {}
 
-    def advance_windows(self, now: float) -> float:
-        """The scope-team windows brought to ``now``; the earliest time one must be brought forward again."""
+    def advance_windows(self, now: float) -> None:
+        """The scope-team windows brought to ``now``, each touched only past its next expiry, and the earliest of
+        those kept, so a check between them compares one number."""
+        if now < self.windows_due:
+            return
         plan = self.config
-        if plan is None:
-            return math.inf
-        return advance_all(plan, self.counters, now, self.period(), False)
+        self.windows_due = math.inf if plan is None else advance_all(plan, self.counters, now, self.period(), False)
 
     def count(self, model: str | None, tokens: float, cost: float, at: float, now: float) -> None:
         """A member's call at ``at``: counted in the team's period sums and its scope-team windows."""
@@ -123,6 +133,8 @@ class TeamEntry:
         if plan.limits:
             self.advance_windows(now)
             count_all(plan.limits, self.counters, False, model, tokens, cost, at, now)
+            # A rolling window's sum and reset are recomputed from its buckets.
+            self.windows_due = -math.inf
 
     def hold(self, model: str | None, cost: float, tokens: float, sign: int) -> None:
         """A member's reserved call holds (sign 1) or gives back (-1) its estimate on the team's sums."""
