@@ -245,7 +245,7 @@ export const TEAM = "team:";
 class PlanDims {
   readonly total: Dimension;
   readonly session: Dimension;
-  readonly model: Dimension = { reason: "", metric: "tokens", window: "period", duration_minutes: null, max: 0, used: 0, estimate: 0, soft_gate_at: 0, hard_gate_at: 0, resets_at: null };
+  readonly model: Dimension = { reason: "", metric: "tokens", window: "period", duration_minutes: null, max: 0, used: 0, estimate: 0, soft_gate_at: 0, hard_gate_at: 0, resets_at: null, scope: null };
   /** The model `model`'s reason names (a string built once per model in a row). */
   modelOf: string | null = null;
   readonly limits: Dimension[] = [];
@@ -253,8 +253,8 @@ class PlanDims {
   readonly reasons = new Map<string, string>();
 
   constructor(readonly prefix: string) {
-    this.total = { reason: `${prefix}total_spend`, metric: "spend", window: "period", duration_minutes: null, max: 0, used: 0, estimate: 0, soft_gate_at: 0, hard_gate_at: 0, resets_at: null };
-    this.session = { reason: `${prefix}session_spend`, metric: "spend", window: "session", duration_minutes: null, max: 0, used: 0, estimate: 0, soft_gate_at: 0, hard_gate_at: 0, resets_at: null };
+    this.total = { reason: `${prefix}total_spend`, metric: "spend", window: "period", duration_minutes: null, max: 0, used: 0, estimate: 0, soft_gate_at: 0, hard_gate_at: 0, resets_at: null, scope: null };
+    this.session = { reason: `${prefix}session_spend`, metric: "spend", window: "session", duration_minutes: null, max: 0, used: 0, estimate: 0, soft_gate_at: 0, hard_gate_at: 0, resets_at: null, scope: null };
   }
 
   limitReason(name: string): string {

@@ -353,12 +353,12 @@ export class UserEntry {
    */
   advanceWindows(now: number): void {
     const plan = this.config;
-    if (plan !== null && plan.limits.length > 0) advanceAll(plan, this.counters, now, this.period(), null);
+    if (plan !== null && plan.limits.length > 0) advanceAll(plan, this.counters, now, this, null);
     const team = this.team;
     if (team === null || team.config === null || team.config.limits.length === 0) return;
     this.syncTeam(now);
     team.advanceWindows(now);
-    advanceAll(team.config, this.memberCounters, now, team.period(), true);
+    advanceAll(team.config, this.memberCounters, now, team, true);
   }
 
   /** The billing period as epoch ms. */
@@ -381,7 +381,7 @@ export class UserEntry {
     this.syncTeam(now);
     team.count(model, tokens, cost, at, now);
     if (team.config.limits.length === 0) return;
-    advanceAll(team.config, this.memberCounters, now, team.period(), true);
+    advanceAll(team.config, this.memberCounters, now, team, true);
     countAll(team.config.limits, this.memberCounters, true, model, tokens, cost, at, now);
   }
 

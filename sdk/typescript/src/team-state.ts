@@ -76,7 +76,7 @@ export class TeamEntry implements PeriodState {
   advanceWindows(now: number): void {
     const plan = this.config;
     if (plan === null || plan.limits.length === 0) return;
-    advanceAll(plan, this.counters, now, this.period(), false);
+    advanceAll(plan, this.counters, now, this, false);
   }
 
   /** A member's call at `at`: counted in the team's period sums and its scope-`team` windows. */
@@ -154,14 +154,15 @@ export function teamLimitOf(plan: PlanConfig, v: LimitStatus): number {
  * guard between them only compares two numbers per window). `member`: of a team plan, only the
  * scope-member limits (true) or the others (false); null: every limit (a user's own plan).
  */
-export function advanceAll(plan: PlanConfig, counters: readonly LimitCounter[], now: number, period: { start: number; end: number }, member: boolean | null): void {
+export function advanceAll(plan: PlanConfig, counters: readonly LimitCounter[], now: number, of: { period(): { start: number; end: number } }, member: boolean | null): void {
   const limits = plan.limits;
   for (let i = 0; i < limits.length; i++) {
     const l = limits[i]!;
     if (member !== null && memberScoped(l) !== member) continue;
     const c = counters[i]!;
     if (l.window === "rolling" ? now < c.validUntil : now < c.end) continue;
-    advance(l, c, now, plan.time_zone, period, hardMarkOf(l, plan.hard_gate_at));
+    // The period is read only for a counter that rolls (a date parsed: not on every check).
+    advance(l, c, now, plan.time_zone, of.period(), hardMarkOf(l, plan.hard_gate_at));
   }
 }
 
