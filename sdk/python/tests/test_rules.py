@@ -11,7 +11,7 @@ import pytest
 from meterline import PlanConfig, Rate, evaluate, price
 from meterline.counters import advance, hard_mark_of, new_counter, unit_of
 from meterline.credits import blocked_by_credits, credit_balance, credit_cap, credit_crossing, credits_drawn
-from meterline.dimensions import combine, evaluate_plan, evaluate_team
+from meterline.dimensions import combine, evaluate_nano, evaluate_plan, evaluate_team, rules_of, team_rules_of
 from meterline.money import add_dollars, ratio, to_dollars, to_nano
 from meterline.periods import calendar_month, iso, parse_time, roll_on
 from meterline.session_view import apply_view, roll_locally
@@ -351,6 +351,18 @@ def test_teams_table(case: dict[str, Any]) -> None:
             evaluate_team(plan, u["period_cost"], call["model"], u["model_tokens"], call["estimate_cost"],
                           call["estimate_tokens"], period[1], counters),
         )  # fmt: skip
+        # The guard's one evaluation of both (admission.py) decides as the two combined.
+        own_plan = _plan(case["plan"]) or PlanConfig()
+        own_period = _span(case["billing_period"])
+        mine = case["usage"]
+        joined = evaluate_nano(
+            rules_of(own_plan), to_nano(mine["period_cost"]), to_nano(mine["session_cost"]), call["model"],
+            mine["model_tokens"], to_nano(call["estimate_cost"]), call["estimate_tokens"], own_period[1],
+            None if case["session_end"] is None else parse_time(case["session_end"]),
+            _counters(own_plan, mine, now, own_period),
+            (team_rules_of(plan), to_nano(u["period_cost"]), u["model_tokens"], period[1], counters),
+        )  # fmt: skip
+        assert joined == got, case["name"]
     _matches(dataclasses.asdict(got), case["expect"], case["name"])
 
 

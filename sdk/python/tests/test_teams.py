@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from meterline.dimensions import combine, evaluate_plan, evaluate_team
+from meterline.dimensions import evaluate_nano, rules_of, team_rules_of
 from meterline.money import to_nano
 from meterline.periods import parse_time
 from meterline.reservation import Hold
 from meterline.session_view import apply_view
 from meterline.state import UserEntry, hold_team
 from meterline.teams import Teams
-from meterline.types import GuardResult
+from meterline.types import GuardResult, PlanConfig
 
 NOW = parse_time("2026-11-28T20:00:00Z")
 USER_PERIOD = {"start": "2026-11-01T00:00:00.000Z", "end": "2026-12-01T00:00:00.000Z"}
@@ -64,17 +64,22 @@ def member(
 
 
 def gate(e: UserEntry, now: float = NOW, estimate_cost: float = 0.0) -> GuardResult:
-    """The check before a call (what admission asks)."""
+    """The check before a call, as admission makes it: the member's own dimensions and its team's in one evaluation."""
     e.advance_windows(now)
     s = e.sessions.at(None, now, e.timeout)
-    got = evaluate_plan(e.config, e.period_cost + e.reserved_cost, s.cost, None, 0, estimate_cost, 0, e.period_end_t,
-                        None, e.counters)  # fmt: skip
     t = e.team
-    if t is None or t.config is None:
-        return got
-    counters = e.advance_team(now)
-    return combine(got, evaluate_team(t.config, t.period_cost + t.reserved_cost, None, 0, estimate_cost, 0,
-                                      t.period_end_t, counters))  # fmt: skip
+    team = None
+    if t is not None and t.config is not None:
+        team = (
+            team_rules_of(t.config),
+            to_nano(t.period_cost + t.reserved_cost),
+            0,
+            t.period_end_t,
+            e.advance_team(now),
+        )
+    own = e.config or PlanConfig()
+    return evaluate_nano(rules_of(own), to_nano(e.period_cost + e.reserved_cost), to_nano(s.cost), None, 0,
+                         to_nano(estimate_cost), 0, e.period_end_t, None, e.counters, team)  # fmt: skip
 
 
 def call(e: UserEntry, cost: float, at: float = NOW) -> None:

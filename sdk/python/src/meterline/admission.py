@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from .clock import now as clock_now
-from .dimensions import OK_RESULT, Rules, combine, evaluate_nano, rules_of, team_rules_of
+from .dimensions import OK_RESULT, Rules, evaluate_nano, rules_of, team_rules_of
 from .errors import LimitExceededError, MeterUnavailableError
 from .lease_books import LeaseNeed
 from .money import add_dollars, to_dollars, to_nano
@@ -134,6 +134,8 @@ class Admission(Users):
                 e.advance_windows(now)
                 est_n = to_nano(est_cost) if reserved.exact and est_cost else 0
                 est_t = est_tokens if reserved.exact else 0.0
+                t = e.team
+                team_plan = None if t is None else t.config
                 result = evaluate_nano(
                     rules,
                     _nano_sum(e.period_cost, e.reserved_cost),
@@ -146,23 +148,17 @@ class Admission(Users):
                     # A caller's session lasts as long as it is used: no known end.
                     session.started_at + e.timeout if session is e.sessions.own else None,
                     e.counters,
-                )
-                t = e.team
-                if t is not None and (team_plan := t.config) is not None:
-                    # The member's team: the team plan's dimensions over the team's sums and the member's share.
-                    team_result = evaluate_nano(
+                    None
+                    if t is None or team_plan is None
+                    else (
+                        # The member's team: the team plan's dimensions over the team's sums and the member's share.
                         team_rules_of(team_plan),
                         _nano_sum(t.period_cost, t.reserved_cost) if t.reserved_cost else to_nano(t.period_cost),
-                        0,
-                        m,
                         (t.tokens_by_model.get(m, 0) + t.reserved_tokens.get(m, 0)) if m is not None else 0,
-                        est_n,
-                        est_t,
                         t.period_end_t,
-                        None,
                         e.advance_team(now),
-                    )
-                    result = combine(result, team_result)
+                    ),
+                )
             lease: str | None = None
             need = None
             if hold and result.status != "hard_gate" and self._leases is not None:

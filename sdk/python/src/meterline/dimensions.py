@@ -113,7 +113,7 @@ class Rules:
     estimates of calls by model and size (reservation_of depends on nothing else with pre_call_estimate). A team
     plan's (``team``): reasons prefixed ``team:``, no session cap (sessions are a user's), each limit's scope."""
 
-    __slots__ = ("dims", "estimates", "last_ok", "period", "plan", "prefix", "rows", "session")
+    __slots__ = ("dims", "estimates", "joined", "last_ok", "period", "plan", "prefix", "rows", "session")
 
     def __init__(self, plan: PlanConfig, team: bool = False) -> None:
         self.plan = plan
@@ -136,6 +136,8 @@ class Rules:
             self.rows.append((lim, f"{self.prefix}limit:{lim.name}", top, *_marks(lim.metric, top, soft, hard), scope))
         # The quick pass's dimensions by normalized model (filled as models are met).
         self.dims: dict[str | None, _QuickDims] = {}
+        # The same followed by a team plan's (a member's check: joined_dims), by (id of the team's rules, model).
+        self.joined: dict[tuple[int, str | None], tuple[Rules, _QuickDims]] = {}
         self.estimates: dict[Any, Any] = {}
         # The last result of the quick pass: given again while equal (results are immutable), not rebuilt.
         self.last_ok = OK_RESULT
@@ -165,6 +167,30 @@ class Rules:
         dims = self.dims[model] = tuple(out)
         return dims
 
+    def joined_dims(self, team: Rules, model: str | None) -> _QuickDims:
+        """dims_of(model) followed by the team plan's (``team``), their sources moved to the team's figures:
+        _TEAM_PERIOD, _TEAM_MODEL, and team counter i as _TEAM_COUNTER - i."""
+        key = (id(team), model)
+        got = self.joined.get(key)
+        if got is not None and got[0] is team:
+            return got[1]
+        moved = tuple(
+            (_TEAM_COUNTER - src if src >= 0 else _TEAM_PERIOD if src == _PERIOD else _TEAM_MODEL, kind, rolling, q)
+            for src, kind, rolling, q in team.dims_of(model)
+        )
+        if len(self.joined) >= MODELS_KEPT:
+            self.joined.clear()
+        dims = self.dims_of(model) + moved
+        self.joined[key] = (team, dims)
+        return dims
+
+
+# Sources of a team's figures in a member's quick pass (Rules.joined_dims).
+_TEAM_PERIOD, _TEAM_MODEL, _TEAM_COUNTER = -4, -5, -10
+# A member's team in the member's evaluation (evaluate_nano's ``team``): the team plan's rules (team_rules_of), the
+# team's period spend in nano-dollars, its tokens of the call's model, its period's end, and one counter per team
+# plan limit (the team's for scope team, the member's for scope member).
+TeamFigures = tuple["Rules", int, float, "float | None", Sequence[LimitCounter]]
 
 _rules: dict[int, Rules] = {}
 _team_rules: dict[int, Rules] = {}
@@ -268,9 +294,11 @@ def evaluate_nano(
     period_end: float | None,
     session_end: float | None,
     counters: Sequence[LimitCounter],
+    team: TeamFigures | None = None,
 ) -> GuardResult:
-    """evaluate_plan of ``rules.plan`` with the money in whole nano-dollars (the guard's hot path)."""
-    plan = rules.plan
+    """evaluate_plan of ``rules.plan`` with the money in whole nano-dollars (the guard's hot path); with ``team``,
+    the member's team plan's dimensions in the same evaluation, after the member's own (as combine() of the two
+    results would decide)."""
     # The quick pass decides the usual call, every dimension below its soft mark, without building rows: the
     # one with the highest usage (the first of equals, as _decide picks) names the result. Anything else:
     # _decide.
@@ -280,19 +308,35 @@ def evaluate_nano(
     w_q: _Quick | None = None
     top_r = -1.0
     quick = True
-    for src, kind, rolling, q in rules.dims_of(model):
+    if team is None:
+        dims = rules.dims_of(model)
+        t_counters: Sequence[LimitCounter] = ()
+        t_period = t_tokens = 0.0
+    else:
+        dims = rules.joined_dims(team[0], model)
+        t_period, t_tokens, t_counters = team[1], team[2], team[4]
+    for src, kind, rolling, q in dims:
         if src >= 0:
             if src >= n:
-                break
+                # A limit not counted yet (its counter not made): nothing to compare.
+                continue
             c = counters[src]
+            u = (c.sum if rolling else c.used) + c.held
+            e = est_nano if kind == _SPEND else estimate_tokens if kind == _TOKENS else 1
+        elif src <= _TEAM_COUNTER:
+            c = t_counters[_TEAM_COUNTER - src]
             u = (c.sum if rolling else c.used) + c.held
             e = est_nano if kind == _SPEND else estimate_tokens if kind == _TOKENS else 1
         elif src == _PERIOD:
             u, e = period_nano, est_nano
         elif src == _SESSION:
             u, e = session_nano, est_nano
-        else:
+        elif src == _MODEL:
             u, e = model_tokens, estimate_tokens
+        elif src == _TEAM_PERIOD:
+            u, e = t_period, est_nano
+        else:
+            u, e = t_tokens, estimate_tokens
         top, below, _ = q
         p = u + e
         if p >= below or u >= below:
@@ -321,6 +365,31 @@ def evaluate_nano(
         rules.last_ok = result = GuardResult("ok", None, w_pct, value, limit, None)
         return result
     rows: list[_Row] = []
+    _rows(rules, rows, period_nano, session_nano, model, model_tokens, est_nano, estimate_tokens, period_end,
+          session_end, counters)  # fmt: skip
+    if team is not None:
+        _rows(team[0], rows, team[1], 0, model, team[2], est_nano, estimate_tokens, team[3], None, team[4])
+    if not rows:
+        return OK_RESULT
+    return _decide(rows)
+
+
+def _rows(
+    rules: Rules,
+    rows: list[_Row],
+    period_nano: float,
+    session_nano: float,
+    model: str | None,
+    model_tokens: float,
+    est_nano: float,
+    estimate_tokens: float,
+    period_end: float | None,
+    session_end: float | None,
+    counters: Sequence[LimitCounter],
+) -> None:
+    """The rows of one plan's dimensions for _decide (a team plan's: its rules' ``team:`` reasons, no session)."""
+    plan = rules.plan
+    n = len(counters)
     spec = rules.period
     if spec is not None:
         rows.append(
@@ -349,9 +418,6 @@ def evaluate_nano(
                 used, reset = c.used, c.end
             rows.append((reason, metric, lim.window, lim.duration_minutes, used + c.held, est, top_l, soft_mark,
                          hard_mark, reset if top_l > 0 else None, scope))  # fmt: skip
-    if not rows:
-        return OK_RESULT
-    return _decide(rows)
 
 
 def _decide(rows: list[_Row]) -> GuardResult:
