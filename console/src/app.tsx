@@ -7,6 +7,8 @@ import { Overview } from "./screens/overview.tsx";
 import { UsersScreen } from "./screens/users.tsx";
 import { UserScreen } from "./screens/user.tsx";
 import { PlansScreen } from "./screens/plans.tsx";
+import { TeamsScreen } from "./screens/teams.tsx";
+import { TeamScreen } from "./screens/team.tsx";
 import { WebhooksScreen } from "./screens/webhooks.tsx";
 import { KeysScreen } from "./screens/keys.tsx";
 import { QuickStartScreen } from "./screens/quickstart.tsx";
@@ -14,6 +16,7 @@ import { QuickStartScreen } from "./screens/quickstart.tsx";
 const NAV = [
   { href: "/", label: "Overview" },
   { href: "/users", label: "Users" },
+  { href: "/teams", label: "Teams" },
   { href: "/plans", label: "Plans" },
   { href: "/webhooks", label: "Webhooks" },
   { href: "/keys", label: "API keys" },
@@ -91,6 +94,8 @@ function Shell({ onSignOut }: { onSignOut: () => void }) {
           <Route path="/" component={Overview} />
           <Route path="/users" component={UsersScreen} />
           <Route path="/users/:id">{(p) => <UserScreen id={decodeURIComponent(p.id)} />}</Route>
+          <Route path="/teams" component={TeamsScreen} />
+          <Route path="/teams/:id">{(p) => <TeamScreen id={decodeURIComponent(p.id)} />}</Route>
           <Route path="/plans" component={PlansScreen} />
           <Route path="/webhooks">{() => <WebhooksScreen />}</Route>
           <Route path="/webhooks/:id">{(p) => <WebhooksScreen selected={p.id} />}</Route>

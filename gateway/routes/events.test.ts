@@ -142,6 +142,20 @@ t("numbers beyond what is stored exactly, and metadata nested too deep, are refu
   assert.equal((await api.post("/gate-events/batch", [{ ...gate, metadata: nest(METADATA_MAX_DEPTH) }])).body, { accepted: 1, duplicates: 0 });
 });
 
+t("gate events name a team plan's dimensions with team: reasons; a team session cap or an unknown team reason is refused", async ({ stack }) => {
+  const { api } = await stack.newProduct();
+  await api.post("/users", { external_user_id: "member" });
+  const gate = (gate_reason: string) => ({ id: randomUUID(), user_id: "member", timestamp: new Date().toISOString(), status: "hard_gate", gate_reason, usage_pct: 1, current_value: 1, limit_value: 1, blocked: true });
+  const reasons = ["team:total_spend", "team:model_limit:gpt-4o", "team:limit:seat-monthly"];
+  assert.equal((await api.post("/gate-events/batch", reasons.map(gate))).body, { accepted: 3, duplicates: 0 });
+  const listed = await api.get(`/users/member/gate-events?gate_reason=${encodeURIComponent("team:limit:seat-monthly")}`);
+  assert.equal(listed.body.events.map((e: { gate_reason: string }) => e.gate_reason), ["team:limit:seat-monthly"]);
+  for (const bad of ["team:session_spend", "team:limit:Bad Name", "team:", "teams:total_spend"]) {
+    const res = await api.post("/gate-events/batch", [gate(bad)]);
+    assert.is(res.status, 422, `${bad}: ${JSON.stringify(res.body)}`);
+  }
+});
+
 t("date-times without a zone are read as UTC, in bodies and in queries", async ({ stack }) => {
   const { api } = await stack.newProduct();
   await api.post("/users", { external_user_id: "tz" });

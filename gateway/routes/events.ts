@@ -57,7 +57,7 @@ const GateEventIn = EventBody(
     session_id: Type.Optional(Nullable(Type.String({ maxLength: 255 }))),
     timestamp: DateTime,
     status: Type.Union([Type.Literal("soft_gate"), Type.Literal("hard_gate")]),
-    gate_reason: Type.String({ pattern: GATE_REASON_PATTERN, maxLength: 300, description: "total_spend, session_spend, model_limit:<model> or limit:<name>" }),
+    gate_reason: Type.String({ pattern: GATE_REASON_PATTERN, maxLength: 300, description: "total_spend, session_spend, model_limit:<model>, limit:<name>, or a team plan's prefixed team: (team:total_spend, team:model_limit:<model>, team:limit:<name>)" }),
     usage_pct: Type.Number({ minimum: 0 }),
     current_value: Type.Number({ minimum: 0 }),
     limit_value: Type.Number({ minimum: 0 }),

@@ -24,14 +24,16 @@ const WINDOWED = [
   { name: "five-hours", metric: "spend", max: 0.5, window: "rolling", duration_minutes: 300 },
   { name: "rpm", metric: "requests", max: 5, window: "minute", hard_gate_at: 1 },
   { name: "gpt_tokens", metric: "tokens", max: 100000, window: "week", model: "gpt-4o" },
+  { name: "seat", metric: "spend", max: 50, window: "month", scope: "member" },
 ];
 
-/** A limit as answered: every field present, null when not given. */
+/** A limit as answered: every field present, null when not given; scope team when not given. */
 const full = (l: Record<string, unknown>) => ({
   duration_minutes: null,
   model: null,
   soft_gate_at: null,
   hard_gate_at: null,
+  scope: "team",
   ...l,
 });
 
@@ -107,6 +109,7 @@ const INVALID: { why: string; limits?: unknown[]; time_zone?: string; says: RegE
     limits: Array.from({ length: 17 }, (_, i) => ({ name: `l${i}`, metric: "requests", max: 1, window: "minute" })),
     says: /limits: at most 16 per plan \(17 sent\)/,
   },
+  { why: "unknown scope", limits: [{ name: "s", metric: "spend", max: 1, window: "day", scope: "org" }], says: /limits\[0\] \("s"\)\.scope: "org" is not one of team, member/ },
   { why: "unknown time zone", time_zone: "Mars/Olympus", says: /time_zone: "Mars\/Olympus" is not an IANA time zone name/ },
 ];
 
@@ -138,7 +141,7 @@ t("a limit missing a required field is 422 (a shape error, as for every body)", 
 t("the OpenAPI document describes limits and time_zone", async ({ stack }) => {
   const doc = (await stack.api.get("/openapi.json")).body;
   const text = JSON.stringify(doc.paths["/api/v1/config/plans"]);
-  for (const f of ["limits", "time_zone", "duration_minutes"]) assert.ok(text.includes(`"${f}"`), f);
+  for (const f of ["limits", "time_zone", "duration_minutes", "scope"]) assert.ok(text.includes(`"${f}"`), f);
 });
 
 t.run();

@@ -3,9 +3,9 @@ import { Type } from "typebox";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { Plan, PlanSettingsSchema } from "@meter/proto/meter/plans/v1/plans_pb";
-import { limitFromMessage, limitToMessage } from "@meter/lib/plan-limits";
+import { limitToMessage } from "@meter/lib/plan-limits";
 import { errors } from "../schemas/common.ts";
-import { CreatePlansBody, PlanBody, PlanPatchBody, type PlanInput } from "../schemas/plans.ts";
+import { CreatePlansBody, PlanBody, PlanPatchBody, limitJson, type PlanInput } from "../schemas/plans.ts";
 import { rpcOptions } from "../rpc-options.ts";
 
 const mapEntries = <A, B>(m: Record<string, A> | undefined, f: (a: A) => B): Record<string, B> =>
@@ -50,7 +50,7 @@ export function planJson(p: Plan) {
     default_tool_cost: p.defaultToolCost,
     pre_call_estimate: p.preCallEstimate,
     pre_call_buffer_tokens: Number(p.preCallBufferTokens),
-    limits: p.limits.map(limitFromMessage),
+    limits: p.limits.map(limitJson),
     time_zone: p.timeZone,
     credits_enabled: p.creditsEnabled,
     credits_low_at: p.creditsLowAt ?? null,
@@ -131,7 +131,8 @@ export const planRoutes: FastifyPluginAsyncTypebox = async (app) => {
             marker: Type.Integer({ description: "0 before the product's first change" }),
             all: Type.Boolean(),
             plan_ids: Type.Array(Type.String(), { description: "Plans updated after since" }),
-            user_ids: Type.Array(Type.String(), { description: "external_user_ids whose subscription was set after since" }),
+            user_ids: Type.Array(Type.String(), { description: "external_user_ids whose subscription or team was set after since" }),
+            team_ids: Type.Array(Type.String(), { description: "external_team_ids whose subscription was set after since: their members' sessions change" }),
           }),
           ...errors(400, 401),
         },
@@ -143,7 +144,7 @@ export const planRoutes: FastifyPluginAsyncTypebox = async (app) => {
         { productId: request.productId, since: since === undefined ? undefined : BigInt(since) },
         rpcOptions(request),
       );
-      return { marker: Number(res.marker), all: res.all, plan_ids: res.planIds, user_ids: res.externalUserIds };
+      return { marker: Number(res.marker), all: res.all, plan_ids: res.planIds, user_ids: res.externalUserIds, team_ids: res.externalTeamIds };
     },
   );
 

@@ -129,6 +129,7 @@ t("session: permissive defaults without a plan, the plan's config with one, 404 
     // A user without a plan is counted against nothing.
     limits: [],
     credits: null,
+    team: null,
   });
   const planId = await createPlan(api, {
     max_spend_per_period: 20,

@@ -1,28 +1,19 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
-import type { GateEvent } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
-import { DateTime, Nullable, UserParams, errors, parseDateTime } from "../schemas/common.ts";
+import type { BillingPeriod, CurrentUsage, GateEvent, PlanConfig, SessionTeam } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
+import { DateTime, Nullable, TeamParams, UserParams, errors, parseDateTime } from "../schemas/common.ts";
 import { rpcOptions } from "../rpc-options.ts";
 import { DimensionOut, dimensionJson } from "../schemas/limits.ts";
 import { SessionCreditsOut, sessionCreditsJson } from "../schemas/credits.ts";
-import { LimitOut } from "../schemas/plans.ts";
-import { limitFromMessage } from "@meter/lib/plan-limits";
+import { LimitOut, limitJson } from "../schemas/plans.ts";
 
 
 const NumberMap = Type.Record(Type.String(), Type.Number());
 const IntegerMap = Type.Record(Type.String(), Type.Integer());
 const Rate = Type.Object({ input: Type.Number(), output: Type.Number() });
 
-const SessionBody = Type.Object({
-  user_id: Type.String(),
-  service_user_id: Type.String({ format: "uuid" }),
-  plan: Type.String({ description: 'Plan name; "none" for a user without a plan' }),
-  plan_id: Nullable(Type.String({ description: "Id of the plan in force; null without one. GET /config/changes lists plans by this id" })),
-  sdk_enabled: Type.Boolean({
-    description: "True when a plan is in force and the client must enforce plan_config; false: no plan, permissive defaults",
-  }),
-  plan_config: Type.Object({
+const PlanConfigOut = Type.Object({
     max_spend_per_period: Type.Optional(Type.Number({ description: "Omitted: unlimited" })),
     max_spend_per_session: Type.Optional(Type.Number({ description: "Omitted: unlimited" })),
     soft_gate_at: Type.Number(),
@@ -39,16 +30,48 @@ const SessionBody = Type.Object({
     time_zone: Type.String({ description: "IANA time zone of the calendar windows" }),
     credits_enabled: Type.Boolean({ description: "Prepaid credits extend the period spend cap" }),
     credits_low_at: Type.Optional(Type.Number({ description: "Dollars; omitted: credits.low never fires" })),
+  });
+
+const CurrentUsageOut = Type.Object({
+  period_cost: Type.Number(),
+  period_tokens_total: Type.Integer(),
+  period_tokens_by_model: IntegerMap,
+  period_cost_by_model: NumberMap,
+});
+
+const BillingPeriodOut = Type.Object({ start: DateTime, end: DateTime });
+
+const SessionTeamOut = Type.Object(
+  {
+    team_id: Type.String({ description: "The external team id" }),
+    service_team_id: Type.String({ format: "uuid" }),
+    plan: Type.String(),
+    plan_id: Type.String(),
+    plan_config: PlanConfigOut,
+    current_usage: { ...CurrentUsageOut, description: "The team's sums over its members in its billing period" },
+    billing_period: { ...BillingPeriodOut, description: "The team's" },
+  },
+  {
+    description:
+      "The team the user is a member of, when it has a plan in force; its dimensions are in limits with reasons prefixed team:. " +
+      "The team plan's max_spend_per_session is not applied (sessions belong to users)",
+  },
+);
+
+const SessionBody = Type.Object({
+  user_id: Type.String(),
+  service_user_id: Type.String({ format: "uuid" }),
+  plan: Type.String({ description: 'Plan name; "none" for a user without a plan' }),
+  plan_id: Nullable(Type.String({ description: "Id of the plan in force; null without one. GET /config/changes lists plans by this id" })),
+  sdk_enabled: Type.Boolean({
+    description: "True when a plan is in force (the user's own or its team's) and the client must enforce plan_config and limits; false: no plan, permissive defaults",
   }),
-  current_usage: Type.Object({
-    period_cost: Type.Number(),
-    period_tokens_total: Type.Integer(),
-    period_tokens_by_model: IntegerMap,
-    period_cost_by_model: NumberMap,
-  }),
-  billing_period: Type.Object({ start: DateTime, end: DateTime }),
-  limits: Type.Array(DimensionOut, { description: "Every dimension of the user with its usage now (as GET /users/{user_id}/limits)" }),
+  plan_config: PlanConfigOut,
+  current_usage: CurrentUsageOut,
+  billing_period: BillingPeriodOut,
+  limits: Type.Array(DimensionOut, { description: "Every dimension of the user with its usage now (as GET /users/{user_id}/limits), its team's last" }),
   credits: Nullable(SessionCreditsOut),
+  team: Nullable(SessionTeamOut),
 });
 
 const UsageQuery = Type.Object({
@@ -64,6 +87,16 @@ const UsageBody = Type.Object({
   user_id: Type.String(),
   period: Type.String(),
   total_cost: Type.Number(),
+  total_tokens: Type.Integer(),
+  tokens_by_model: IntegerMap,
+  cost_by_model: NumberMap,
+  tool_calls_count: Type.Integer(),
+});
+
+const TeamUsageBody = Type.Object({
+  team_id: Type.String(),
+  period: Type.String(),
+  total_cost: Type.Number({ description: "Dollars: the sum over the team's members" }),
   total_tokens: Type.Integer(),
   tokens_by_model: IntegerMap,
   cost_by_model: NumberMap,
@@ -125,6 +158,53 @@ function gateJson(e: GateEvent) {
 const wholeNumbers = (m: Record<string, number>) =>
   Object.fromEntries(Object.entries(m).map(([k, v]) => [k, Math.round(v)]));
 
+function planConfigJson(c: PlanConfig) {
+  return {
+    // An omitted cap means unlimited (clients that read a number for every cap break on null).
+    ...(c.maxSpendPerPeriod !== undefined && { max_spend_per_period: c.maxSpendPerPeriod }),
+    ...(c.maxSpendPerSession !== undefined && { max_spend_per_session: c.maxSpendPerSession }),
+    soft_gate_at: c.softGateAt,
+    hard_gate_at: c.hardGateAt,
+    model_limits: Object.fromEntries(
+      Object.entries(c.modelLimits).map(([m, l]) => [m, { max_tokens_per_period: Number(l.maxTokensPerPeriod) }]),
+    ),
+    cost_rates: Object.fromEntries(Object.entries(c.costRates).map(([m, r]) => [m, { input: r.input, output: r.output }])),
+    session_timeout_minutes: c.sessionTimeoutMinutes,
+    ...(c.defaultCostRate && { default_cost_rate: { input: c.defaultCostRate.input, output: c.defaultCostRate.output } }),
+    tool_costs: c.toolCosts,
+    default_tool_cost: c.defaultToolCost,
+    pre_call_estimate: c.preCallEstimate,
+    pre_call_buffer_tokens: Number(c.preCallBufferTokens),
+    limits: c.limits.map(limitJson),
+    time_zone: c.timeZone,
+    credits_enabled: c.creditsEnabled,
+    ...(c.creditsLowAt !== undefined && { credits_low_at: c.creditsLowAt }),
+  };
+}
+
+function currentUsageJson(u: CurrentUsage) {
+  return {
+    period_cost: u.periodCost,
+    period_tokens_total: Number(u.periodTokensTotal),
+    period_tokens_by_model: wholeNumbers(u.periodTokensByModel),
+    period_cost_by_model: u.periodCostByModel,
+  };
+}
+
+const billingPeriodJson = (p: BillingPeriod) => ({ start: timestampDate(p.start!).toISOString(), end: timestampDate(p.end!).toISOString() });
+
+function sessionTeamJson(t: SessionTeam) {
+  return {
+    team_id: t.teamId,
+    service_team_id: t.serviceTeamId,
+    plan: t.plan,
+    plan_id: t.planId,
+    plan_config: planConfigJson(t.planConfig!),
+    current_usage: currentUsageJson(t.currentUsage!),
+    billing_period: billingPeriodJson(t.billingPeriod!),
+  };
+}
+
 export const usageRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     "/users/:user_id/session",
@@ -143,47 +223,18 @@ export const usageRoutes: FastifyPluginAsyncTypebox = async (app) => {
         { productId: request.productId, userId: request.params.user_id },
         rpcOptions(request),
       );
-      const c = s.planConfig!;
-      const u = s.currentUsage!;
       return {
         user_id: s.userId,
         service_user_id: s.serviceUserId,
         plan: s.plan,
         plan_id: s.planId ?? null,
         sdk_enabled: s.sdkEnabled,
-        plan_config: {
-          // An omitted cap means unlimited (clients that read a number for every cap break on null).
-          ...(c.maxSpendPerPeriod !== undefined && { max_spend_per_period: c.maxSpendPerPeriod }),
-          ...(c.maxSpendPerSession !== undefined && { max_spend_per_session: c.maxSpendPerSession }),
-          soft_gate_at: c.softGateAt,
-          hard_gate_at: c.hardGateAt,
-          model_limits: Object.fromEntries(
-            Object.entries(c.modelLimits).map(([m, l]) => [m, { max_tokens_per_period: Number(l.maxTokensPerPeriod) }]),
-          ),
-          cost_rates: Object.fromEntries(Object.entries(c.costRates).map(([m, r]) => [m, { input: r.input, output: r.output }])),
-          session_timeout_minutes: c.sessionTimeoutMinutes,
-          ...(c.defaultCostRate && { default_cost_rate: { input: c.defaultCostRate.input, output: c.defaultCostRate.output } }),
-          tool_costs: c.toolCosts,
-          default_tool_cost: c.defaultToolCost,
-          pre_call_estimate: c.preCallEstimate,
-          pre_call_buffer_tokens: Number(c.preCallBufferTokens),
-          limits: c.limits.map(limitFromMessage),
-          time_zone: c.timeZone,
-          credits_enabled: c.creditsEnabled,
-          ...(c.creditsLowAt !== undefined && { credits_low_at: c.creditsLowAt }),
-        },
-        current_usage: {
-          period_cost: u.periodCost,
-          period_tokens_total: Number(u.periodTokensTotal),
-          period_tokens_by_model: wholeNumbers(u.periodTokensByModel),
-          period_cost_by_model: u.periodCostByModel,
-        },
-        billing_period: {
-          start: timestampDate(s.billingPeriod!.start!).toISOString(),
-          end: timestampDate(s.billingPeriod!.end!).toISOString(),
-        },
+        plan_config: planConfigJson(s.planConfig!),
+        current_usage: currentUsageJson(s.currentUsage!),
+        billing_period: billingPeriodJson(s.billingPeriod!),
         limits: s.limits.map(dimensionJson),
         credits: s.credits ? sessionCreditsJson(s.credits) : null,
+        team: s.team ? sessionTeamJson(s.team) : null,
       };
     },
   );
@@ -208,6 +259,39 @@ export const usageRoutes: FastifyPluginAsyncTypebox = async (app) => {
       );
       return {
         user_id: u.userId,
+        period: u.period,
+        total_cost: u.totalCost,
+        total_tokens: Number(u.totalTokens),
+        tokens_by_model: wholeNumbers(u.tokensByModel),
+        cost_by_model: u.costByModel,
+        tool_calls_count: Number(u.toolCallsCount),
+      };
+    },
+  );
+
+  app.get(
+    "/teams/:team_id/usage",
+    {
+      config: { ingest: true },
+      schema: {
+        operationId: "getTeamUsage",
+        summary: "Usage of a team in a period (the sums over what its members spent while in it), broken down by model",
+        description:
+          "current_period is the team's billing period in force now. A member's usage counts for the team it was a member of at the " +
+          "usage's timestamp: a member moved to another team leaves its past usage here.",
+        tags: ["usage"],
+        params: TeamParams,
+        querystring: UsageQuery,
+        response: { 200: TeamUsageBody, ...errors(400, 401, 404) },
+      },
+    },
+    async (request) => {
+      const u = await app.services.ingestion.getTeamUsage(
+        { productId: request.productId, teamId: request.params.team_id, period: request.query.period },
+        rpcOptions(request),
+      );
+      return {
+        team_id: u.teamId,
         period: u.period,
         total_cost: u.totalCost,
         total_tokens: Number(u.totalTokens),

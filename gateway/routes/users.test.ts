@@ -30,7 +30,7 @@ t.after(async (ctx) => {
   await ctx.stack.close();
 });
 
-const USER_KEYS = ["billing_subscription_id", "created_at", "external_user_id", "id", "name", "plan_name", "updated_at"];
+const USER_KEYS = ["billing_subscription_id", "created_at", "external_user_id", "id", "name", "plan_name", "team_id", "updated_at"];
 const uid = (base = "user") => `${base}-${randomUUID().slice(0, 8)}`;
 const sub = (id: string) => `/users/${encodeURIComponent(id)}/subscription`;
 const JAN = { period_start: "2026-01-01T00:00:00.000Z", period_end: "2026-02-01T00:00:00.000Z" };

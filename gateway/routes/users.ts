@@ -13,6 +13,7 @@ export const UserBody = Type.Object({
   billing_subscription_id: Nullable(Type.String()),
   created_at: DateTime,
   updated_at: DateTime,
+  team_id: Nullable(Type.String({ description: "The external_team_id of the team the user belongs to now; null: none" })),
 });
 
 const ListUsersQuery = Type.Object({
@@ -42,7 +43,8 @@ const CreateUserBody = Body({
   name: Type.Optional(Nullable(Type.String({ maxLength: 255 }))),
 });
 
-const SubscriptionBody = Body({
+/** A plan and billing period, for a user's subscription and a team's alike. */
+export const SubscriptionBody = Body({
   plan_id: Type.String({ format: "uuid", description: "Plan id; plan names are not accepted" }),
   billing_subscription_id: Type.Optional(Nullable(Type.String({ maxLength: 255 }))),
   period_start: Type.Optional(Nullable(DateTime)),
@@ -63,10 +65,15 @@ export function userJson(u: User) {
     billing_subscription_id: u.billingSubscriptionId ?? null,
     created_at: timestampDate(u.createdAt!).toISOString(),
     updated_at: timestampDate(u.updatedAt!).toISOString(),
+    team_id: u.teamId ?? null,
   };
 }
 
-const date = (s: string | null | undefined) => (s ? timestampFromDate(parseDateTime(s)) : undefined);
+const TeamMembershipBody = Body({
+  team_id: Nullable(ExternalUserId("external_team_id of the team to join (one team at a time: joining leaves the team before); null leaves the team")),
+});
+
+export const date = (s: string | null | undefined) => (s ? timestampFromDate(parseDateTime(s)) : undefined);
 
 export const userRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
@@ -183,6 +190,29 @@ export const userRoutes: FastifyPluginAsyncTypebox = async (app) => {
           periodStart: date(body.period_start),
           periodEnd: date(body.period_end),
         },
+        rpcOptions(request),
+      );
+      return userJson(res.user!);
+    },
+  );
+
+  app.put(
+    "/users/:user_id/team",
+    {
+      schema: {
+        operationId: "setUserTeam",
+        summary: "Put a user in a team, or in none",
+        description:
+          "A user belongs to at most one team. From now on the user's usage counts for the team too; usage before stays with the team it was counted for.",
+        tags: ["users", "teams"],
+        params: UserIdParams,
+        body: TeamMembershipBody,
+        response: { 200: UserBody, ...errors(400, 401, 404, 422) },
+      },
+    },
+    async (request) => {
+      const res = await app.services.plans.setUserTeam(
+        { productId: request.productId, externalUserId: request.params.user_id, externalTeamId: request.body.team_id ?? undefined },
         rpcOptions(request),
       );
       return userJson(res.user!);

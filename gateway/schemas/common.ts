@@ -69,6 +69,9 @@ export const ExternalUserId = (description = "external_user_id", maxLength: numb
 /** `{user_id}` of the routes under `/users/{user_id}/`: the product's external user id. */
 export const UserParams = Type.Object({ user_id: ExternalUserId() });
 
+/** `{team_id}` of the routes under `/teams/{team_id}/`: the product's external team id (same rules as a user's). */
+export const TeamParams = Type.Object({ team_id: ExternalUserId("external_team_id") });
+
 /** A body object: unknown fields are refused with 422 so that a typo never passes silently. */
 
 /** A budget lease id (the holder id of `POST /users/{user_id}/leases`). */

@@ -6,13 +6,15 @@ import { DateTime, Nullable } from "./common.ts";
 /** One dimension of a user (docs/api.md, "Windows and rate limits"): the session view's `limits` and GET /users/{user_id}/limits. */
 export const DimensionOut = Type.Object(
   {
-    reason: Type.String({ description: "total_spend, session_spend, model_limit:<model> or limit:<name>: the gate_reason when it blocks" }),
+    reason: Type.String({
+      description: "total_spend, session_spend, model_limit:<model> or limit:<name>; a team plan's prefixed team: (team:total_spend, team:limit:<name>): the gate_reason when it blocks",
+    }),
     name: Nullable(Type.String({ description: "The limit's name; null for SPEC's three" })),
     metric: Type.String({ description: "spend, tokens or requests" }),
     window: Type.String({ description: "minute, hour, day, week, month, period, rolling or session" }),
     duration_minutes: Nullable(Type.Integer({ description: "Rolling windows only" })),
     model: Nullable(Type.String()),
-    scope: Type.String({ description: '"user"' }),
+    scope: Type.String({ description: 'user (the user\'s own plan), team (a team plan\'s, over the team\'s sums) or member (a team plan\'s limit counted for this member alone)' }),
     max: Type.Number({ description: "Dollars for spend" }),
     used: Type.Number({ description: "Dollars for spend; 0 for session_spend (the client counts its own sessions)" }),
     pct: Type.Number({ description: "used / max rounded to 1e-6; 1 when max is 0" }),

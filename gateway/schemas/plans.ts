@@ -1,5 +1,7 @@
 import { Type, type Static, type TSchema } from "typebox";
 import { METRICS, WINDOWS, type Metric, type WindowKind } from "@meter/rules";
+import type { PlanLimit } from "@meter/proto/meter/plans/v1/plans_pb";
+import { LIMIT_SCOPES, limitFromMessage, type LimitScope } from "@meter/lib/plan-limits";
 import { Body, DateTime, Nullable } from "./common.ts";
 
 const Money = Type.Number({ minimum: 0, description: "Dollars, non-negative" });
@@ -40,6 +42,14 @@ export const LimitBody = Body(
     model: Type.Optional(Nullable(Type.String({ description: "Count only calls of this model; null counts every call" }))),
     soft_gate_at: Type.Optional(Nullable(Type.Number({ description: "0-1; null: the plan's" }))),
     hard_gate_at: Type.Optional(Nullable(Type.Number({ description: "0-1; null: the plan's" }))),
+    scope: Type.Optional(
+      Nullable(
+        Type.String({
+          description:
+            "On a team's plan: team (the sum over all members; the default, also for null) or member (each member separately, e.g. $50 a month each); ignored on a user's plan",
+        }),
+      ),
+    ),
   },
   "A cap on a metric over a window",
 );
@@ -102,7 +112,13 @@ export const LimitOut = Type.Object({
   model: Nullable(Type.String()),
   soft_gate_at: Nullable(Type.Number({ description: "null: the plan's" })),
   hard_gate_at: Nullable(Type.Number({ description: "null: the plan's" })),
+  scope: Type.Unsafe<LimitScope>({ type: "string", enum: [...LIMIT_SCOPES], description: "On a team's plan: team (the members' sum) or member (each member's own); team when not given" }),
 });
+
+/** A plan's limit as answered, `scope` shown as team when not given. */
+export function limitJson(l: PlanLimit) {
+  return { ...limitFromMessage(l), scope: l.scope === "member" ? ("member" as const) : ("team" as const) };
+}
 
 export const PlanBody = Type.Object({
   id: Type.String({ format: "uuid" }),

@@ -5,8 +5,15 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { PlanLimit as PlanLimitMessage, PlanLimitSchema } from "@meter/proto/meter/plans/v1/plans_pb";
 import type { Metric, PlanLimit as AnsweredLimit, WindowKind } from "@meter/rules";
 
-/** One entry of a plan's `limits` with every field present (null: not given). */
-export type PlanLimit = Required<AnsweredLimit>;
+/** Where a team plan's limit counts (BUDGETS.md §4): the team's sum or each member's own; null reads as team. */
+export type LimitScope = "team" | "member";
+export const LIMIT_SCOPES: readonly LimitScope[] = ["team", "member"];
+
+/**
+ * One entry of a plan's `limits` with every field present (null: not given). `scope` is
+ * optional for limits built before teams; the plans service always stores it (null: unset).
+ */
+export type PlanLimit = Required<AnsweredLimit> & { scope?: LimitScope | null };
 
 /** A limit as sent; metric and window are not checked here (the plans service validates them). */
 export function limitFromMessage(l: PlanLimitMessage): PlanLimit {
@@ -19,6 +26,7 @@ export function limitFromMessage(l: PlanLimitMessage): PlanLimit {
     model: l.model ?? null,
     soft_gate_at: l.softGateAt ?? null,
     hard_gate_at: l.hardGateAt ?? null,
+    scope: (l.scope as LimitScope | undefined) ?? null,
   };
 }
 
@@ -32,6 +40,7 @@ export function limitToMessage(l: {
   model?: string | null;
   soft_gate_at?: number | null;
   hard_gate_at?: number | null;
+  scope?: string | null;
 }): MessageInitShape<typeof PlanLimitSchema> {
   return {
     name: l.name,
@@ -42,5 +51,6 @@ export function limitToMessage(l: {
     model: l.model ?? undefined,
     softGateAt: l.soft_gate_at ?? undefined,
     hardGateAt: l.hard_gate_at ?? undefined,
+    scope: l.scope ?? undefined,
   };
 }

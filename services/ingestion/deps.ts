@@ -25,6 +25,9 @@ export interface IngestionDeps {
   counters: CounterStore;
   /** Counters of the windows of plans' limits, one document per user (windows/store.ts). */
   windows: WindowStore;
+  /** Teams' period and month counters (collection team_counters) and window documents (team_windows): teams/. */
+  teamCounters: CounterStore;
+  teamWindows: WindowStore;
   arrivals: ArrivalStore;
   /** Late changes seen and followed (late-changes/follow.ts). */
   lateChanges: LateChanges;

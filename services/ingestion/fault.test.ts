@@ -41,9 +41,14 @@ const t = suite<{ stack: TestStack; mongo: MongoClient }>("ingestion killed mid-
 
 withTestStack(t);
 
-t("SIGKILL while a large batch is written, restart, retry: totals exact, nothing lost or doubled", async ({ stack, mongo }) => {
+t("SIGKILL while a large batch of a team member is written, restart, retry: the member's and the team's totals exact, nothing lost or doubled", async ({ stack, mongo }) => {
   const { api, productId } = await stack.newProduct();
   await api.post("/users", { external_user_id: "victim" });
+  // A member of a team: the team must count exactly what its member counts.
+  const plan = (await api.post("/config/plans", { plans: [{ name: "open" }] })).body.plans[0];
+  await api.post("/teams", { external_team_id: "crew", name: "Crew" });
+  await api.post("/teams/crew/subscription", { plan_id: plan.id });
+  assert.is((await api.request("PUT", "/users/victim/team", { body: { team_id: "crew" } })).status, 200);
   const dbName = `${stack.dbPrefix}_ingestion_proc`;
   const env = {
     MONGODB_URL: await testMongoUrl(),
@@ -129,6 +134,10 @@ t("SIGKILL while a large batch is written, restart, retry: totals exact, nothing
     }
     assert.is(Number(last.session.currentUsage!.periodTokensTotal), expected.tokens);
     assert.ok(Math.abs(last.session.currentUsage!.periodCost - expected.cost) < 1e-6);
+    assert.is(Number(last.session.team!.currentUsage!.periodTokensTotal), expected.tokens, "the team counted each event once");
+    const team = await retryClient.getTeamUsage({ productId, teamId: "crew", period: "current_month" });
+    assert.equal([Number(team.totalTokens), Number(team.toolCallsCount)], [expected.tokens, expected.tools]);
+    assert.ok(Math.abs(team.totalCost - expected.cost) < 1e-6, `${team.totalCost} != ${expected.cost}`);
     // And they stay exact: no write job is left open to add anything twice.
     assert.is(await mongo.db(dbName).collection("jobs").countDocuments({}), 0);
     const again = await read();

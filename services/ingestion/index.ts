@@ -16,6 +16,8 @@ import { createManualEvent } from "./handlers/create-manual-event.ts";
 import { getPeriodSpends } from "./handlers/get-period-spends.ts";
 import { getSession } from "./handlers/get-session.ts";
 import { getLimits } from "./handlers/get-limits.ts";
+import { getTeamLimits } from "./handlers/get-team-limits.ts";
+import { getTeamUsage } from "./handlers/get-team-usage.ts";
 import { acquireLease } from "./handlers/acquire-lease.ts";
 import { releaseLease } from "./handlers/release-lease.ts";
 import { LeaseStore } from "./leases/store.ts";
@@ -115,6 +117,8 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
     events,
     counters,
     windows,
+    teamCounters: new CounterStore(opts.db, "team_counters", "team_id"),
+    teamWindows: new WindowStore(opts.db, "team_windows", "team_id"),
     arrivals,
     lateChanges: new LateChanges(opts.db),
     kickLateChanges: () => kickLateChanges(deps),
@@ -196,6 +200,8 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
         releaseLease: releaseLease(deps),
         getPeriodSpends: getPeriodSpends(deps),
         getLimits: getLimits(deps),
+        getTeamUsage: getTeamUsage(deps),
+        getTeamLimits: getTeamLimits(deps),
         createCreditGrant: createCreditGrant(deps),
         getCredits: getCredits(deps),
         voidCreditGrant: voidCreditGrant(deps),

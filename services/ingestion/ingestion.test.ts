@@ -13,6 +13,10 @@ import { create } from "@bufbuild/protobuf";
 import { UsageEventSchema } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import { toTimestamp } from "@meter/lib/time";
 import { usageDoc } from "./usage/record.ts";
+import { plansDirectory } from "./adapters/plans.ts";
+import { CounterStore } from "./store/counters.ts";
+import { WindowStore } from "./windows/store.ts";
+import { countTeams } from "./teams/count.ts";
 
 /** A usage event of an unregistered user as a batch stores it, stamped `at`, in `job`. */
 function storedUsage(productId: string, job: string, userId: string, at: Date, costTotal = 0, receivedAt = at) {
@@ -195,6 +199,42 @@ t("a job left unfinished by a crash is completed by the recovery sweep", async (
   const retry = await api.post("/events/batch", docs.map((d) => ({ id: d.event_id, user_id: "r1", timestamp: old.toISOString(), cost_total: d.cost_total })));
   assert.equal(retry.body, { accepted: 0, duplicates: 5 });
   assert.is((await api.get("/users/r1/usage?period=current_month")).body.total_cost, 15);
+});
+
+t("a team member's job left unfinished counts the team exactly when the member: cut off after the team part, then swept, then retried", async ({ stack, mongo }) => {
+  const { api, productId } = await stack.newProduct();
+  const plan = (await api.post("/config/plans", { plans: [{ name: `open-${randomUUID()}`, limits: [{ name: "rpm", metric: "requests", max: 1000, window: "minute" }] }] })).body.plans[0];
+  await api.post("/teams", { external_team_id: "crew", name: "Crew" });
+  assert.is((await api.post("/teams/crew/subscription", { plan_id: plan.id })).status, 200);
+  await api.post("/users", { external_user_id: "r2" });
+  assert.is((await api.request("PUT", "/users/r2/team", { body: { team_id: "crew" } })).status, 200);
+  const db = mongo.db(`${stack.dbPrefix}_ingestion`);
+  const user = (await plansDirectory(stack.rpcUrl).resolve(productId, ["r2"])).get("r2");
+  const job = `job_${randomUUID()}`;
+  const now = new Date();
+  const docs = Array.from({ length: 4 }, (_, i) =>
+    usageDoc(productId, job, create(UsageEventSchema, { id: randomUUID(), userId: "r2", timestamp: toTimestamp(now), costTotal: i + 0.5 }), user, now),
+  );
+  assert.ok(docs.every((d) => d.team?.windows?.length === 1), "each event carries its team share");
+  // A request that died once the team part of its completion was written, the member's not yet.
+  await db.collection<StoredJob>("jobs").insertOne(storedJob({ _id: job, kind: "usage", product_id: productId, ids: docs.map((d) => d._id), created_at: new Date(now.getTime() - 6_000) }));
+  await db.collection("usage_events").insertMany(docs as never[]);
+  const teams = { teamCounters: new CounterStore(db, "team_counters", "team_id"), teamWindows: new WindowStore(db, "team_windows", "team_id"), now: () => new Date() };
+  await countTeams(teams, job, docs);
+  await eventually(async () => (await api.get("/users/r2/usage")).body.total_cost === 8, 30_000, "the sweep to count the events");
+  await eventually(async () => (await db.collection("jobs").countDocuments({ _id: job as never })) === 0, 30_000, "the job to be closed");
+  const team = async () => (await api.get("/teams/crew/usage")).body;
+  assert.equal([(await team()).total_cost, (await team()).total_tokens], [8, 0], "the team once, however often its part ran");
+  const rpm = async () => (await api.get("/teams/crew/limits")).body.limits.find((d: { reason: string }) => d.reason === "team:limit:rpm");
+  const counted = await rpm();
+  // Within the same minute, the team's window counted each request once (a minute's turn may have passed).
+  if (counted.window_start === new Date(Math.floor(now.getTime() / 60_000) * 60_000).toISOString()) assert.is(counted.used, 4);
+  const retry = await api.post("/events/batch", docs.map((d) => ({ id: d.event_id, user_id: "r2", timestamp: now.toISOString(), cost_total: d.cost_total })));
+  assert.equal(retry.body, { accepted: 0, duplicates: 4 });
+  assert.equal([(await team()).total_cost, (await api.get("/users/r2/usage")).body.total_cost], [8, 8]);
+  // Team documents live apart from users': nothing of the team in the users' collections.
+  assert.is(await db.collection("counters").countDocuments({ product_id: productId, user_id: { $ne: "r2" } }), 0);
+  assert.is(await db.collection("team_counters").countDocuments({ product_id: productId, team_id: user!.teams.values().next().value!.id }), 1);
 });
 
 t("the recovery sweep takes jobs oldest first and quarantines one it cannot complete, after the others", async ({ stack, mongo }) => {

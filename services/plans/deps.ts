@@ -3,6 +3,7 @@ import type { ChangeStore } from "./store/changes.ts";
 import type { PlanMemberStore } from "./store/plan-members.ts";
 import type { PlanStore } from "./store/plans.ts";
 import type { SubscriberStore } from "./store/subscribers.ts";
+import type { TeamStore } from "./store/teams.ts";
 import type { UserStore } from "./store/users.ts";
 
 export interface PlansDeps {
@@ -10,6 +11,11 @@ export interface PlansDeps {
   users: UserStore;
   members: PlanMemberStore;
   subscribers: SubscriberStore;
+  teams: TeamStore;
+  /** Current members of each team, by service team id (SetUserTeam keeps it as SetSubscription keeps `members`). */
+  teamMembers: PlanMemberStore;
+  /** Member count of each team, by service team id. */
+  teamCounts: SubscriberStore;
   changes: ChangeStore;
   logger: Logger;
 }

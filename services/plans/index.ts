@@ -8,8 +8,16 @@ import { ChangeStore } from "./store/changes.ts";
 import { PlanMemberStore } from "./store/plan-members.ts";
 import { PlanStore } from "./store/plans.ts";
 import { SubscriberStore } from "./store/subscribers.ts";
+import { TeamStore } from "./store/teams.ts";
 import { UserStore } from "./store/users.ts";
 import { countSubscribers } from "./handlers/count-subscribers.ts";
+import { createTeam } from "./handlers/create-team.ts";
+import { getTeam } from "./handlers/get-team.ts";
+import { listTeamMembers } from "./handlers/list-team-members.ts";
+import { listTeams } from "./handlers/list-teams.ts";
+import { resolveTeams } from "./handlers/resolve-teams.ts";
+import { setTeamSubscription } from "./handlers/set-team-subscription.ts";
+import { setUserTeam } from "./handlers/set-user-team.ts";
 import { createPlans } from "./handlers/create-plans.ts";
 import { createUser } from "./handlers/create-user.ts";
 import { getUser } from "./handlers/get-user.ts";
@@ -44,7 +52,10 @@ export async function createPlansService(opts: PlansServiceOptions): Promise<Ser
   const listed = await members.backfill(users.currentSubscriptions());
   if (listed > 0) opts.logger.info({ users: listed }, "plan member listing built for users subscribed before it existed");
   const changes = new ChangeStore(opts.db);
-  const deps = { plans, users, members, subscribers, changes, logger: opts.logger };
+  const teams = new TeamStore(opts.db, users.cache);
+  const teamMembers = new PlanMemberStore(opts.db, "team_members");
+  const teamCounts = new SubscriberStore(opts.db, "team_member_counts");
+  const deps = { plans, users, members, subscribers, teams, teamMembers, teamCounts, changes, logger: opts.logger };
   return {
     name: "plans",
     serviceName: PlansService.typeName,
@@ -60,6 +71,13 @@ export async function createPlansService(opts: PlansServiceOptions): Promise<Ser
         countSubscribers: countSubscribers(deps),
         listChanges: listChanges(deps),
         listUsers: listUsers(deps),
+        createTeam: createTeam(deps),
+        getTeam: getTeam(deps),
+        listTeams: listTeams(deps),
+        setTeamSubscription: setTeamSubscription(deps),
+        setUserTeam: setUserTeam(deps),
+        listTeamMembers: listTeamMembers(deps),
+        resolveTeams: resolveTeams(deps),
       });
     },
     healthy: () => pingDb(opts.db),

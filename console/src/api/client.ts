@@ -71,6 +71,7 @@ export type Plan = PlanResponse;
 type PlanResponse = paths["/api/v1/config/plans"]["get"]["responses"][200]["content"]["application/json"]["plans"][number];
 export type PlanInput = paths["/api/v1/config/plans"]["post"]["requestBody"]["content"]["application/json"]["plans"][number];
 export type User = paths["/api/v1/users/{user_id}"]["get"]["responses"][200]["content"]["application/json"];
+export type Team = paths["/api/v1/teams/{team_id}"]["get"]["responses"][200]["content"]["application/json"];
 export type Session = paths["/api/v1/users/{user_id}/session"]["get"]["responses"][200]["content"]["application/json"];
 export type GateEvent = paths["/api/v1/users/{user_id}/gate-events"]["get"]["responses"][200]["content"]["application/json"]["events"][number];
 export type Endpoint = paths["/api/v1/webhooks/endpoints"]["get"]["responses"][200]["content"]["application/json"][number];

@@ -189,6 +189,98 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/users/{user_id}/team": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Put a user in a team, or in none
+         * @description A user belongs to at most one team. From now on the user's usage counts for the team too; usage before stays with the team it was counted for.
+         */
+        put: operations["setUserTeam"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/teams": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The product's teams in external_team_id order, cursor-paginated */
+        get: operations["listTeams"];
+        put?: never;
+        /** Create a team: users that share a budget */
+        post: operations["createTeam"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/teams/{team_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One team, with the plan of its current subscription and its member count */
+        get: operations["getTeam"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/teams/{team_id}/subscription": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Subscribe a team to a plan for a billing period (the rules of a user's subscription)
+         * @description The plan's caps apply to the team's sum; each entry of its limits counts the team's sum (scope team) or each member's own (scope member).
+         */
+        post: operations["setTeamSubscription"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/teams/{team_id}/members": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The team's current members in external_user_id order, cursor-paginated */
+        get: operations["listTeamMembers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/events/batch": {
         parameters: {
             query?: never;
@@ -283,6 +375,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/teams/{team_id}/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Usage of a team in a period (the sums over what its members spent while in it), broken down by model
+         * @description current_period is the team's billing period in force now. A member's usage counts for the team it was a member of at the usage's timestamp: a member moved to another team leaves its past usage here.
+         */
+        get: operations["getTeamUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/users/{user_id}/gate-events": {
         parameters: {
             query?: never;
@@ -309,9 +421,29 @@ export interface paths {
         };
         /**
          * Every dimension of a user with its usage and reset, for a server that checks a user without the client library
-         * @description The list the session view carries in `limits`: total_spend, session_spend and model_limit:<model> when the plan has them, then one entry per entry of the plan's `limits`, in plan order. Empty for a user without a plan.
+         * @description The list the session view carries in `limits`: total_spend, session_spend and model_limit:<model> when the plan has them, then one entry per entry of the plan's `limits`, in plan order; then, for a member of a team with a plan in force, the team plan's (reasons prefixed team:, scope team or member). Empty for a user without a plan and without such a team.
          */
         get: operations["getUserLimits"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/teams/{team_id}/limits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The team-scope dimensions of a team's plan with the team's usage and resets
+         * @description team:total_spend and team:model_limit:<model> when the team plan has them, then one entry per team-scope entry of its `limits`, each over the sums of the team's members. Member-scope limits count each member apart: they are in each member's GET /users/{user_id}/limits. Empty for a team without a plan in force.
+         */
+        get: operations["getTeamLimits"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1503,6 +1635,11 @@ export interface operations {
                                 model: string | null;
                                 soft_gate_at: number | null;
                                 hard_gate_at: number | null;
+                                /**
+                                 * @description On a team's plan: team (the members' sum) or member (each member's own); team when not given
+                                 * @enum {string}
+                                 */
+                                scope: "team" | "member";
                             }[];
                             /** @description IANA time zone of the calendar windows */
                             time_zone: string;
@@ -1652,6 +1789,7 @@ export interface operations {
                             model?: string | null;
                             soft_gate_at?: number | null;
                             hard_gate_at?: number | null;
+                            scope?: string | null;
                         }[] | null;
                         time_zone?: string | null;
                         /** @description Prepaid credits: the user's balance extends the period spend cap, usage beyond max_spend_per_period draws it (default false) */
@@ -1711,6 +1849,11 @@ export interface operations {
                                 model: string | null;
                                 soft_gate_at: number | null;
                                 hard_gate_at: number | null;
+                                /**
+                                 * @description On a team's plan: team (the members' sum) or member (each member's own); team when not given
+                                 * @enum {string}
+                                 */
+                                scope: "team" | "member";
                             }[];
                             /** @description IANA time zone of the calendar windows */
                             time_zone: string;
@@ -1902,8 +2045,10 @@ export interface operations {
                         all: boolean;
                         /** @description Plans updated after since */
                         plan_ids: string[];
-                        /** @description external_user_ids whose subscription was set after since */
+                        /** @description external_user_ids whose subscription or team was set after since */
                         user_ids: string[];
+                        /** @description external_team_ids whose subscription was set after since: their members' sessions change */
+                        team_ids: string[];
                     };
                 };
             };
@@ -2051,6 +2196,7 @@ export interface operations {
                         model?: string | null;
                         soft_gate_at?: number | null;
                         hard_gate_at?: number | null;
+                        scope?: string | null;
                     }[] | null;
                     time_zone?: string | null;
                     /** @description Prepaid credits: the user's balance extends the period spend cap, usage beyond max_spend_per_period draws it (default false) */
@@ -2108,6 +2254,11 @@ export interface operations {
                             model: string | null;
                             soft_gate_at: number | null;
                             hard_gate_at: number | null;
+                            /**
+                             * @description On a team's plan: team (the members' sum) or member (each member's own); team when not given
+                             * @enum {string}
+                             */
+                            scope: "team" | "member";
                         }[];
                         /** @description IANA time zone of the calendar windows */
                         time_zone: string;
@@ -2330,6 +2481,7 @@ export interface operations {
                              * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
                              */
                             updated_at: string;
+                            team_id: string | null;
                             /** @description Dollars spent in the billing period in force now (what GET /users/{user_id}/usage reports as total_cost for current_period) */
                             period_spend_usd: number;
                             /** @description Tokens used in that period */
@@ -2487,6 +2639,7 @@ export interface operations {
                          * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
                          */
                         updated_at: string;
+                        team_id: string | null;
                     };
                 };
             };
@@ -2655,6 +2808,7 @@ export interface operations {
                          * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
                          */
                         updated_at: string;
+                        team_id: string | null;
                     };
                 };
             };
@@ -2804,6 +2958,7 @@ export interface operations {
                          * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
                          */
                         updated_at: string;
+                        team_id: string | null;
                     };
                 };
             };
@@ -2873,6 +3028,954 @@ export interface operations {
             };
             /** @description Body validation failed; `issues` lists every problem */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Too many requests; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Request headers or URL too large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Backend failure */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    setUserTeam: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description external_user_id (1-255 characters), URL-encoded; not "." or ".." */
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    team_id: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        id: string;
+                        external_user_id: string;
+                        name: string | null;
+                        plan_name: string | null;
+                        billing_subscription_id: string | null;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
+                         */
+                        created_at: string;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
+                         */
+                        updated_at: string;
+                        team_id: string | null;
+                    };
+                };
+            };
+            /** @description Invalid request (query, path or a rule of the request) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Not found (resources of other products read as not found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The body is not JSON (Content-Type) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Body validation failed; `issues` lists every problem */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Too many requests; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Request headers or URL too large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Backend failure */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    listTeams: {
+        parameters: {
+            query?: {
+                /** @description Only teams whose external_team_id starts with it (exact characters, case-sensitive; no pattern syntax) */
+                prefix?: string;
+                /** @description next_cursor of the previous page (same prefix) */
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        teams: {
+                            /** @description external_team_id: the product's own id */
+                            team_id: string;
+                            /** Format: uuid */
+                            service_team_id: string;
+                            name: string;
+                            plan_name: string | null;
+                            billing_subscription_id: string | null;
+                            /** @description Current members */
+                            member_count: number;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
+                             */
+                            created_at: string;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
+                             */
+                            updated_at: string;
+                        }[];
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            /** @description Invalid request (query, path or a rule of the request) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Too many requests; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Request headers or URL too large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Backend failure */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    createTeam: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The product's own id of the team (an organisation, a workspace); opaque, 1-255 characters; not "." or ".." */
+                    external_team_id: string;
+                    name: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description external_team_id: the product's own id */
+                        team_id: string;
+                        /** Format: uuid */
+                        service_team_id: string;
+                        name: string;
+                        plan_name: string | null;
+                        billing_subscription_id: string | null;
+                        /** @description Current members */
+                        member_count: number;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
+                         */
+                        created_at: string;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
+                         */
+                        updated_at: string;
+                    };
+                };
+            };
+            /** @description Invalid request (query, path or a rule of the request) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Conflicts with the current state (already exists, a limit reached, the last admin key) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The body is not JSON (Content-Type) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Body validation failed; `issues` lists every problem */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Too many requests; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Request headers or URL too large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Backend failure */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    getTeam: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description external_team_id (1-255 characters), URL-encoded; not "." or ".." */
+                team_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description external_team_id: the product's own id */
+                        team_id: string;
+                        /** Format: uuid */
+                        service_team_id: string;
+                        name: string;
+                        plan_name: string | null;
+                        billing_subscription_id: string | null;
+                        /** @description Current members */
+                        member_count: number;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
+                         */
+                        created_at: string;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
+                         */
+                        updated_at: string;
+                    };
+                };
+            };
+            /** @description Invalid request (query, path or a rule of the request) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Not found (resources of other products read as not found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Too many requests; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Request headers or URL too large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Backend failure */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    setTeamSubscription: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description external_team_id (1-255 characters), URL-encoded; not "." or ".." */
+                team_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Format: uuid
+                     * @description Plan id; plan names are not accepted
+                     */
+                    plan_id: string;
+                    billing_subscription_id?: string | null;
+                    period_start?: string | null;
+                    period_end?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description external_team_id: the product's own id */
+                        team_id: string;
+                        /** Format: uuid */
+                        service_team_id: string;
+                        name: string;
+                        plan_name: string | null;
+                        billing_subscription_id: string | null;
+                        /** @description Current members */
+                        member_count: number;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
+                         */
+                        created_at: string;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
+                         */
+                        updated_at: string;
+                    };
+                };
+            };
+            /** @description Invalid request (query, path or a rule of the request) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Not found (resources of other products read as not found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The body is not JSON (Content-Type) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Body validation failed; `issues` lists every problem */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Too many requests; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Request headers or URL too large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Backend failure */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    listTeamMembers: {
+        parameters: {
+            query?: {
+                /** @description next_cursor of the previous page */
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /** @description external_team_id (1-255 characters), URL-encoded; not "." or ".." */
+                team_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        team_id: string;
+                        members: {
+                            /** Format: uuid */
+                            id: string;
+                            external_user_id: string;
+                            name: string | null;
+                            plan_name: string | null;
+                            billing_subscription_id: string | null;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
+                             */
+                            created_at: string;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
+                             */
+                            updated_at: string;
+                            team_id: string | null;
+                        }[];
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            /** @description Invalid request (query, path or a rule of the request) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Not found (resources of other products read as not found) */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3160,7 +4263,7 @@ export interface operations {
                      */
                     timestamp: string;
                     status: "soft_gate" | "hard_gate";
-                    /** @description total_spend, session_spend, model_limit:<model> or limit:<name> */
+                    /** @description total_spend, session_spend, model_limit:<model>, limit:<name>, or a team plan's prefixed team: (team:total_spend, team:model_limit:<model>, team:limit:<name>) */
                     gate_reason: string;
                     usage_pct: number;
                     current_value: number;
@@ -3530,7 +4633,7 @@ export interface operations {
                         /** @description Plan name; "none" for a user without a plan */
                         plan: string;
                         plan_id: string | null;
-                        /** @description True when a plan is in force and the client must enforce plan_config; false: no plan, permissive defaults */
+                        /** @description True when a plan is in force (the user's own or its team's) and the client must enforce plan_config and limits; false: no plan, permissive defaults */
                         sdk_enabled: boolean;
                         plan_config: {
                             /** @description Omitted: unlimited */
@@ -3574,6 +4677,11 @@ export interface operations {
                                 model: string | null;
                                 soft_gate_at: number | null;
                                 hard_gate_at: number | null;
+                                /**
+                                 * @description On a team's plan: team (the members' sum) or member (each member's own); team when not given
+                                 * @enum {string}
+                                 */
+                                scope: "team" | "member";
                             }[];
                             /** @description IANA time zone of the calendar windows */
                             time_zone: string;
@@ -3604,9 +4712,9 @@ export interface operations {
                              */
                             end: string;
                         };
-                        /** @description Every dimension of the user with its usage now (as GET /users/{user_id}/limits) */
+                        /** @description Every dimension of the user with its usage now (as GET /users/{user_id}/limits), its team's last */
                         limits: {
-                            /** @description total_spend, session_spend, model_limit:<model> or limit:<name>: the gate_reason when it blocks */
+                            /** @description total_spend, session_spend, model_limit:<model> or limit:<name>; a team plan's prefixed team: (team:total_spend, team:limit:<name>): the gate_reason when it blocks */
                             reason: string;
                             name: string | null;
                             /** @description spend, tokens or requests */
@@ -3615,7 +4723,7 @@ export interface operations {
                             window: string;
                             duration_minutes: number | null;
                             model: string | null;
-                            /** @description "user" */
+                            /** @description user (the user's own plan), team (a team plan's, over the team's sums) or member (a team plan's limit counted for this member alone) */
                             scope: string;
                             /** @description Dollars for spend */
                             max: number;
@@ -3662,6 +4770,93 @@ export interface operations {
                                 /** @description Dollars that expire then */
                                 remaining: number;
                             }[];
+                        } | null;
+                        team: {
+                            /** @description The external team id */
+                            team_id: string;
+                            /** Format: uuid */
+                            service_team_id: string;
+                            plan: string;
+                            plan_id: string;
+                            plan_config: {
+                                /** @description Omitted: unlimited */
+                                max_spend_per_period?: number;
+                                /** @description Omitted: unlimited */
+                                max_spend_per_session?: number;
+                                soft_gate_at: number;
+                                hard_gate_at: number;
+                                model_limits: {
+                                    [key: string]: {
+                                        max_tokens_per_period: number;
+                                    };
+                                };
+                                cost_rates: {
+                                    [key: string]: {
+                                        input: number;
+                                        output: number;
+                                    };
+                                };
+                                session_timeout_minutes: number;
+                                /** @description Omitted: models without a cost rate cost nothing */
+                                default_cost_rate?: {
+                                    input: number;
+                                    output: number;
+                                };
+                                tool_costs: {
+                                    [key: string]: number;
+                                };
+                                default_tool_cost: number;
+                                pre_call_estimate: boolean;
+                                pre_call_buffer_tokens: number;
+                                /** @description The plan's windows and rate limits; empty without */
+                                limits: {
+                                    name: string;
+                                    /** @enum {string} */
+                                    metric: "spend" | "tokens" | "requests";
+                                    max: number;
+                                    /** @enum {string} */
+                                    window: "minute" | "hour" | "day" | "week" | "month" | "period" | "rolling";
+                                    duration_minutes: number | null;
+                                    model: string | null;
+                                    soft_gate_at: number | null;
+                                    hard_gate_at: number | null;
+                                    /**
+                                     * @description On a team's plan: team (the members' sum) or member (each member's own); team when not given
+                                     * @enum {string}
+                                     */
+                                    scope: "team" | "member";
+                                }[];
+                                /** @description IANA time zone of the calendar windows */
+                                time_zone: string;
+                                /** @description Prepaid credits extend the period spend cap */
+                                credits_enabled: boolean;
+                                /** @description Dollars; omitted: credits.low never fires */
+                                credits_low_at?: number;
+                            };
+                            /** @description The team's sums over its members in its billing period */
+                            current_usage: {
+                                period_cost: number;
+                                period_tokens_total: number;
+                                period_tokens_by_model: {
+                                    [key: string]: number;
+                                };
+                                period_cost_by_model: {
+                                    [key: string]: number;
+                                };
+                            };
+                            /** @description The team's */
+                            billing_period: {
+                                /**
+                                 * Format: date-time
+                                 * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
+                                 */
+                                start: string;
+                                /**
+                                 * Format: date-time
+                                 * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
+                                 */
+                                end: string;
+                            };
                         } | null;
                     };
                 };
@@ -3789,6 +4984,142 @@ export interface operations {
                     "application/json": {
                         user_id: string;
                         period: string;
+                        total_cost: number;
+                        total_tokens: number;
+                        tokens_by_model: {
+                            [key: string]: number;
+                        };
+                        cost_by_model: {
+                            [key: string]: number;
+                        };
+                        tool_calls_count: number;
+                    };
+                };
+            };
+            /** @description Invalid request (query, path or a rule of the request) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Not found (resources of other products read as not found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Too many requests; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Request headers or URL too large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Backend failure */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    getTeamUsage: {
+        parameters: {
+            query?: {
+                /** @description current_period, current_month or YYYY-MM */
+                period?: string;
+                breakdown?: "model";
+            };
+            header?: never;
+            path: {
+                /** @description external_team_id; not "." or ".." */
+                team_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        team_id: string;
+                        period: string;
+                        /** @description Dollars: the sum over the team's members */
                         total_cost: number;
                         total_tokens: number;
                         tokens_by_model: {
@@ -4075,7 +5406,7 @@ export interface operations {
                     "application/json": {
                         user_id: string;
                         limits: {
-                            /** @description total_spend, session_spend, model_limit:<model> or limit:<name>: the gate_reason when it blocks */
+                            /** @description total_spend, session_spend, model_limit:<model> or limit:<name>; a team plan's prefixed team: (team:total_spend, team:limit:<name>): the gate_reason when it blocks */
                             reason: string;
                             name: string | null;
                             /** @description spend, tokens or requests */
@@ -4084,7 +5415,168 @@ export interface operations {
                             window: string;
                             duration_minutes: number | null;
                             model: string | null;
-                            /** @description "user" */
+                            /** @description user (the user's own plan), team (a team plan's, over the team's sums) or member (a team plan's limit counted for this member alone) */
+                            scope: string;
+                            /** @description Dollars for spend */
+                            max: number;
+                            /** @description Dollars for spend; 0 for session_spend (the client counts its own sessions) */
+                            used: number;
+                            /** @description used / max rounded to 1e-6; 1 when max is 0 */
+                            pct: number;
+                            /** @description The limit's own, else the plan's */
+                            soft_gate_at: number;
+                            /** @description The limit's own, else the plan's */
+                            hard_gate_at: number;
+                            window_start: string | null;
+                            resets_at: string | null;
+                            buckets: {
+                                /**
+                                 * Format: date-time
+                                 * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
+                                 */
+                                start: string;
+                                /** @description Dollars for spend */
+                                used: number;
+                            }[] | null;
+                            /** @description total_spend with credits enabled and an allowance: the balance counted into max */
+                            credits?: {
+                                /** @description Dollars; negative with an overdraft */
+                                balance: number;
+                                low_at: number | null;
+                            };
+                        }[];
+                    };
+                };
+            };
+            /** @description Invalid request (query, path or a rule of the request) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Not found (resources of other products read as not found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Too many requests; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Request headers or URL too large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Backend failure */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    getTeamLimits: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description external_team_id; not "." or ".." */
+                team_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        team_id: string;
+                        limits: {
+                            /** @description total_spend, session_spend, model_limit:<model> or limit:<name>; a team plan's prefixed team: (team:total_spend, team:limit:<name>): the gate_reason when it blocks */
+                            reason: string;
+                            name: string | null;
+                            /** @description spend, tokens or requests */
+                            metric: string;
+                            /** @description minute, hour, day, week, month, period, rolling or session */
+                            window: string;
+                            duration_minutes: number | null;
+                            model: string | null;
+                            /** @description user (the user's own plan), team (a team plan's, over the team's sums) or member (a team plan's limit counted for this member alone) */
                             scope: string;
                             /** @description Dollars for spend */
                             max: number;
@@ -7482,7 +8974,7 @@ export interface operations {
                         };
                         /** @description Every dimension of the user (as GET /users/{user_id}/limits) */
                         limits: {
-                            /** @description total_spend, session_spend, model_limit:<model> or limit:<name>: the gate_reason when it blocks */
+                            /** @description total_spend, session_spend, model_limit:<model> or limit:<name>; a team plan's prefixed team: (team:total_spend, team:limit:<name>): the gate_reason when it blocks */
                             reason: string;
                             name: string | null;
                             /** @description spend, tokens or requests */
@@ -7491,7 +8983,7 @@ export interface operations {
                             window: string;
                             duration_minutes: number | null;
                             model: string | null;
-                            /** @description "user" */
+                            /** @description user (the user's own plan), team (a team plan's, over the team's sums) or member (a team plan's limit counted for this member alone) */
                             scope: string;
                             /** @description Dollars for spend */
                             max: number;

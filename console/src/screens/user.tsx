@@ -1,7 +1,7 @@
 import { useEffect, useMemo, useState } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link } from "wouter";
-import { ApiError, api, getLimits, ok, type GateEvent, type Plan, type Session } from "../api/client.ts";
+import { ApiError, api, getLimits, ok, type GateEvent, type Session } from "../api/client.ts";
 import { BarList, Card, DataTable, Empty, Field, FormAlert, FormStatus, Gauge, InlineForm, num, Query, QuickStart, Submit, submitted, Time } from "../components.tsx";
 import { fmtInt, fmtMoney, fmtPct, fmtTime, fmtTokens, utcTitle } from "../format.ts";
 import { capSentence } from "../credits.ts";
@@ -9,6 +9,7 @@ import { localToIso } from "../inputs.ts";
 import { blockingIndex, dimensionLabel, fmtMetric, resetText, untilNextReset, type Dimension } from "../limits.ts";
 import { usePaging, useUrlState } from "../url-state.ts";
 import { UserCredits } from "./user-credits.tsx";
+import { SubscriptionForm } from "./subscription-form.tsx";
 
 const p = (id: string) => ({ path: { user_id: id } });
 
@@ -33,7 +34,7 @@ export function UserScreen({ id }: { id: string }) {
                 <dt>Name</dt>
                 <dd>{u.name ?? "—"}</dd>
                 <dt>Plan</dt>
-                <dd>{u.plan_name ?? "no plan (every call passes)"}</dd>
+                <dd>{u.plan_name ?? (u.team_id === null ? "no plan (every call passes)" : "no plan of its own (its team's plan applies)")}</dd>
                 <dt>Billing period</dt>
                 <dd>
                   {session.data ? (
@@ -46,6 +47,8 @@ export function UserScreen({ id }: { id: string }) {
                 </dd>
                 <dt>Billing subscription</dt>
                 <dd>{u.billing_subscription_id ?? "—"}</dd>
+                <dt>Team</dt>
+                <dd>{u.team_id === null ? "—" : <Link href={`/teams/${encodeURIComponent(u.team_id)}`}>{u.team_id}</Link>}</dd>
                 <dt>Created</dt>
                 <dd>
                   <Time iso={u.created_at} />
@@ -330,88 +333,17 @@ function GateEvents({ id }: { id: string }) {
   );
 }
 
-const dateOnly = (iso: string) => iso.slice(0, 10);
-function thisMonthUtc(): [string, string] {
-  const now = new Date();
-  const start = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
-  const end = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1));
-  return [dateOnly(start.toISOString()), dateOnly(end.toISOString())];
-}
-
 function Subscription({ id, session }: { id: string; session: Session | undefined }) {
-  const plans = useQuery({ queryKey: ["plans"], queryFn: () => ok(api.GET("/api/v1/config/plans")) });
   const queryClient = useQueryClient();
-  // Prefilled: the current period's dates when the user has one, else this calendar month (UTC).
-  const [defStart, defEnd] = session?.plan_id ? [dateOnly(session.billing_period.start), dateOnly(session.billing_period.end)] : thisMonthUtc();
-  const [form, setForm] = useState<{ plan_id: string; start: string | null; end: string | null; billing: string }>({ plan_id: "", start: null, end: null, billing: "" });
-  const planId = form.plan_id || session?.plan_id || "";
-  const start = form.start ?? defStart;
-  const end = form.end ?? defEnd;
-  const plan: Plan | undefined = plans.data?.plans.find((x) => x.id === planId);
-  const capped = plan?.max_spend_per_period != null;
-  const rule = !plan ? "Pick a plan." : capped && (!start || !end) ? "This plan caps spend per period: both period dates are required." : start && end && end <= start ? "The period must end after it starts." : null;
-  const save = useMutation({
-    mutationFn: () =>
-      ok(
-        api.POST("/api/v1/users/{user_id}/subscription", {
-          params: p(id),
-          body: {
-            plan_id: planId,
-            period_start: start ? `${start}T00:00:00Z` : null,
-            period_end: end ? `${end}T00:00:00Z` : null,
-            billing_subscription_id: form.billing || null,
-          },
-        }),
-      ),
-    onSuccess: () => {
-      for (const k of ["user", "session", "limits", "usage", "users"]) queryClient.invalidateQueries({ queryKey: [k] });
-      queryClient.invalidateQueries({ queryKey: ["plan-subscribers"] });
-    },
-  });
-  const err = save.error instanceof ApiError ? save.error : null;
-  const issue = (f: string) => err?.issues.find((i) => i.path === `/${f}`)?.message;
-  const submit = submitted(() => {
-    if (!rule) save.mutate();
-  });
   return (
-    <Card title="Change the subscription">
-      <form onSubmit={submit} className="stack" aria-label="Change the subscription">
-        <Field label="Plan" error={issue("plan_id")}>
-          {(fid, d) => (
-            <select id={fid} aria-describedby={d} value={planId} onChange={(e) => setForm({ ...form, plan_id: e.target.value })} required>
-              <option value="">Choose a plan…</option>
-              {plans.data?.plans.map((x) => (
-                <option key={x.id} value={x.id}>
-                  {x.name} {x.max_spend_per_period == null ? "(no period cap)" : `(${fmtMoney(x.max_spend_per_period)} per period)`}
-                </option>
-              ))}
-            </select>
-          )}
-        </Field>
-        {plans.data?.plans.length === 0 && (
-          <p className="muted">
-            No plans yet: <Link href="/plans">create one</Link> first.
-          </p>
-        )}
-        <div className="row">
-          <Field label={`Period start (UTC)${capped ? "" : ", optional"}`} error={issue("period_start")}>
-            {(fid, d) => <input id={fid} aria-describedby={d} type="date" value={start} onChange={(e) => setForm({ ...form, start: e.target.value })} />}
-          </Field>
-          <Field label={`Period end, exclusive (UTC)${capped ? "" : ", optional"}`} error={issue("period_end")}>
-            {(fid, d) => <input id={fid} aria-describedby={d} type="date" value={end} onChange={(e) => setForm({ ...form, end: e.target.value })} />}
-          </Field>
-        </div>
-        <p className="hint">Same dates as the current period keep its spend; new dates start a new period at $0.</p>
-        <Field label="Billing subscription id (optional)" error={issue("billing_subscription_id")}>
-          {(fid, d) => <input id={fid} aria-describedby={d} value={form.billing} onChange={(e) => setForm({ ...form, billing: e.target.value })} />}
-        </Field>
-        {(rule || (err && !err.issues.length)) && plan !== undefined && <FormAlert>{rule ?? err?.message}</FormAlert>}
-        {save.isSuccess && <FormStatus>Subscription saved: {save.data.plan_name}.</FormStatus>}
-        <Submit busy={save.isPending} busyLabel="Saving…" disabled={!!rule}>
-          Save subscription
-        </Submit>
-      </form>
-    </Card>
+    <SubscriptionForm
+      current={session && { plan_id: session.plan_id ?? null, period: session.billing_period }}
+      save={(body) => ok(api.POST("/api/v1/users/{user_id}/subscription", { params: p(id), body }))}
+      onSaved={() => {
+        for (const k of ["user", "session", "limits", "usage", "users"]) queryClient.invalidateQueries({ queryKey: [k] });
+        queryClient.invalidateQueries({ queryKey: ["plan-subscribers"] });
+      }}
+    />
   );
 }
 

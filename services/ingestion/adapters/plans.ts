@@ -1,4 +1,4 @@
-import type { Plan, ResolvedUser } from "@meter/proto/meter/plans/v1/plans_pb";
+import type { Plan, ResolvedTeam, ResolvedUser, Subscription } from "@meter/proto/meter/plans/v1/plans_pb";
 import { PlansService } from "@meter/proto/meter/plans/v1/plans_pb";
 import { rpcClient } from "@meter/lib/rpc";
 import { fromTimestamp } from "@meter/lib/time";
@@ -41,12 +41,35 @@ export interface KnownUser {
   subscriptions: SubscriptionWindow[];
   /** Current configuration of every plan named in subscriptions, by plan id. */
   plans: Map<string, PlanInfo>;
+  /** Team membership history, oldest first (empty: never in a team). */
+  memberships: Membership[];
+  /** Every team named in memberships, by service team id. */
+  teams: Map<string, KnownTeam>;
+}
+
+/** One entry of a user's membership history: from `effectiveAt` on, its usage counts for `teamId` (null: for no team). */
+export interface Membership {
+  teamId: string | null;
+  effectiveAt: Date;
+}
+
+/** A team as ingestion needs it: its ids and, as a user's, its subscription history and plans. */
+export interface KnownTeam {
+  /** Internal id (service_team_id): what its counters are keyed by. */
+  id: string;
+  externalTeamId: string;
+  name: string;
+  /** Oldest first. */
+  subscriptions: SubscriptionWindow[];
+  plans: Map<string, PlanInfo>;
 }
 
 /** What ingestion asks of the plans service: users with their subscription history. */
 export interface UserDirectory {
   /** Only users that exist are in the map, keyed by external id. */
   resolve(productId: string, externalUserIds: readonly string[]): Promise<Map<string, KnownUser>>;
+  /** Only teams that exist are in the map, keyed by external team id. */
+  resolveTeams(productId: string, externalTeamIds: readonly string[]): Promise<Map<string, KnownTeam>>;
 }
 
 /** The plans service answers at most this many users per call. */
@@ -91,18 +114,30 @@ export function toPlanInfo(p: Plan): PlanInfo {
   };
 }
 
+function toWindows(subscriptions: readonly Subscription[]): SubscriptionWindow[] {
+  return subscriptions.map((s) => ({
+    planId: s.planId,
+    planName: s.planName,
+    periodStart: fromTimestamp(s.periodStart),
+    periodEnd: fromTimestamp(s.periodEnd),
+    effectiveAt: fromTimestamp(s.effectiveAt) ?? new Date(0),
+  }));
+}
+
+const toPlans = (plans: Record<string, Plan>) => new Map(Object.entries(plans).map(([id, p]) => [id, toPlanInfo(p)]));
+
+export function toKnownTeam(r: ResolvedTeam): KnownTeam {
+  return { id: r.team!.id, externalTeamId: r.team!.externalTeamId, name: r.team!.name, subscriptions: toWindows(r.subscriptions), plans: toPlans(r.plans) };
+}
+
 export function toKnownUser(r: ResolvedUser): KnownUser {
   return {
     id: r.user!.id,
     externalUserId: r.user!.externalUserId,
-    subscriptions: r.subscriptions.map((s) => ({
-      planId: s.planId,
-      planName: s.planName,
-      periodStart: fromTimestamp(s.periodStart),
-      periodEnd: fromTimestamp(s.periodEnd),
-      effectiveAt: fromTimestamp(s.effectiveAt) ?? new Date(0),
-    })),
-    plans: new Map(Object.entries(r.plans).map(([id, p]) => [id, toPlanInfo(p)])),
+    subscriptions: toWindows(r.subscriptions),
+    plans: toPlans(r.plans),
+    memberships: r.memberships.map((m) => ({ teamId: m.teamId || null, effectiveAt: fromTimestamp(m.effectiveAt) ?? new Date(0) })),
+    teams: new Map(Object.values(r.teams).flatMap((t) => (t.team ? [[t.team.id, toKnownTeam(t)] as const] : []))),
   };
 }
 
@@ -115,6 +150,15 @@ export function plansDirectory(baseUrl: string): UserDirectory {
       for (let i = 0; i < ids.length; i += RESOLVE_CHUNK) {
         const res = await client.resolveUsers({ productId, externalUserIds: ids.slice(i, i + RESOLVE_CHUNK) });
         for (const u of res.users) if (u.user) out.set(u.user.externalUserId, toKnownUser(u));
+      }
+      return out;
+    },
+    async resolveTeams(productId, externalTeamIds) {
+      const ids = [...new Set(externalTeamIds)];
+      const out = new Map<string, KnownTeam>();
+      for (let i = 0; i < ids.length; i += RESOLVE_CHUNK) {
+        const res = await client.resolveTeams({ productId, externalTeamIds: ids.slice(i, i + RESOLVE_CHUNK) });
+        for (const t of res.teams) if (t.team) out.set(t.team.externalTeamId, toKnownTeam(t));
       }
       return out;
     },

@@ -1,5 +1,5 @@
 import { periodAt, type BillingPeriod } from "@meter/rules";
-import type { KnownUser, PlanInfo } from "../adapters/plans.ts";
+import type { KnownTeam, KnownUser, Membership, PlanInfo } from "../adapters/plans.ts";
 import { counterId } from "./counter-ids.ts";
 
 /** Where usage at time `t` of a user goes: its billing period, plan and counter. */
@@ -13,6 +13,44 @@ export function attribute(productId: string, userId: string, user: KnownUser | u
   const period = periodAt(user?.subscriptions ?? [], t);
   const plan = (period.subscription && user?.plans.get(period.subscription.planId)) || null;
   return { period, plan, counterId: counterId(productId, userId, period.start) };
+}
+
+/**
+ * Where usage at time `t` of a member goes for its team (BUDGETS.md §4): the team its membership
+ * history names at `t`, that team's billing period and plan at `t` (the user's rules applied to
+ * the team's subscriptions), and the team's period counter (in the teams' own collection, keyed
+ * by the service team id). Null when the user was in no team at `t`, or its team had no plan.
+ */
+export interface TeamAttribution {
+  team: KnownTeam;
+  period: BillingPeriod;
+  plan: PlanInfo;
+  counterId: string;
+}
+
+export function attributeTeam(productId: string, user: KnownUser | undefined, t: Date): TeamAttribution | null {
+  const teamId = membershipAt(user?.memberships ?? [], t);
+  const team = teamId === null ? undefined : user!.teams.get(teamId);
+  return team ? teamAt(productId, team, t) : null;
+}
+
+/** A team's period, plan and counter at `t`; null when it has no plan then. */
+export function teamAt(productId: string, team: KnownTeam, t: Date): TeamAttribution | null {
+  const period = periodAt(team.subscriptions, t);
+  const plan = period.subscription && team.plans.get(period.subscription.planId);
+  if (!plan) return null;
+  return { team, period, plan, counterId: counterId(productId, team.id, period.start) };
+}
+
+/**
+ * The team a membership history names at `t`: the latest entry (in the history's order, never
+ * clocks compared) in effect at or before `t`; null before the first entry or after a leave.
+ */
+export function membershipAt(history: readonly Membership[], t: Date): string | null {
+  for (let i = history.length - 1; i >= 0; i--) {
+    if (history[i]!.effectiveAt <= t) return history[i]!.teamId;
+  }
+  return null;
 }
 
 /** The attribution fields every stored usage event carries. */

@@ -1,14 +1,12 @@
-import { calendarMonth, hasThresholds } from "@meter/rules";
+import { hasThresholds } from "@meter/rules";
 import { arrivalList, MAX_LISTED, type ArrivalStore } from "../late-changes/arrivals.ts";
 import type { LeaseStore } from "../leases/store.ts";
 import type { CounterStore } from "../store/counters.ts";
 import type { WindowStore } from "../windows/store.ts";
 import { windowDeltas } from "../windows/shares.ts";
 import { windowSettlement } from "../windows/slices.ts";
-import { monthCounterId } from "../domain/counter-ids.ts";
+import { deltas } from "../domain/period-deltas.ts";
 import { namedLeases, spendsByLease } from "../domain/lease-settlement.ts";
-import { sum } from "../domain/totals.ts";
-import type { CounterDelta } from "../domain/counter-delta.ts";
 import type { GateEventDoc, GateEventStore } from "../store/gate-events.ts";
 import { entry, type OutboxStore } from "../store/outbox.ts";
 import type { UsageEventDoc, UsageEventStore } from "../store/usage-events.ts";
@@ -16,9 +14,10 @@ import { recordCrossings, type CrossingDeps, type Limited } from "../thresholds/
 import type { JobDoc, JobStore } from "../store/jobs.ts";
 import type { CreditStore } from "../credits/store.ts";
 import { creditPeriods, settlePeriods } from "../credits/settle.ts";
+import { countTeams, releaseTeams, type TeamCountDeps, type TeamCounted } from "../teams/count.ts";
 
 /** What completing a usage job needs: the stores it reads and writes, and what recording crossings needs. */
-export interface UsageCompletionDeps extends CrossingDeps {
+export interface UsageCompletionDeps extends CrossingDeps, TeamCountDeps {
   events: Pick<UsageEventStore, "ofJob">;
   jobs: Pick<JobStore, "close">;
   counters: Pick<CounterStore, "add" | "released" | "spends">;
@@ -39,60 +38,17 @@ export interface GateCompletionDeps {
 /** What completing a job of either kind needs (the recovery sweep finds both). */
 export type CompletionDeps = UsageCompletionDeps & GateCompletionDeps;
 
-function groupBy<T>(items: readonly T[], key: (t: T) => string): Map<string, T[]> {
-  const out = new Map<string, T[]>();
-  for (const t of items) {
-    const list = out.get(key(t));
-    if (list) list.push(t);
-    else out.set(key(t), [t]);
-  }
-  return out;
-}
-
-/**
- * The counter shares of a job's events: each event goes to its period's counter, and to its
- * month's counter unless the period starts where the event's month starts, in which case the
- * period counter carries it as its month share (CounterDoc.month).
- */
-function deltas(inserted: readonly UsageEventDoc[]): {
-  periods: { delta: CounterDelta; limit: Limited; events: UsageEventDoc[] }[];
-  months: CounterDelta[];
-} {
-  // Each event's calendar month, worked out once (it decides both the share and the month counter).
-  const monthOf = new Map(inserted.map((e) => [e, calendarMonth(e.timestamp)]));
-  const periods = [...groupBy(inserted, (d) => d.counter_id)].map(([id, list]) => {
-    const first = list[0]!;
-    const folded = list.filter((e) => monthOf.get(e)!.start.getTime() === first.period_start.getTime());
-    const delta: CounterDelta = {
-      id,
-      productId: first.product_id,
-      userId: first.user_id,
-      start: first.period_start,
-      end: first.period_end,
-      add: sum(list),
-    };
-    if (folded.length > 0) delta.month = folded.length === list.length ? delta.add : sum(folded);
-    return { delta, limit: first as Limited, events: list };
-  });
-  // The month's counter has no plan and no limit: it only answers usage by calendar month.
-  const rest = inserted.filter((e) => monthOf.get(e)!.start.getTime() !== e.period_start.getTime());
-  const months = [...groupBy(rest, (d) => monthCounterId(d.product_id, d.user_id, monthOf.get(d)!.start))].map(([id, list]) => {
-    const month = monthOf.get(list[0]!)!;
-    return { id, productId: list[0]!.product_id, userId: list[0]!.user_id, ...month, add: sum(list) };
-  });
-  return { periods, months };
-}
-
 /**
  * Completes a claimed usage job; `inserted` when the caller knows them (its own insert), else
  * read by the job's id. Everything derived from the events is written first (derive), then the
  * job is closed, and only then may the counters' and windows' guard entries of the job go.
  */
 export async function completeUsage(deps: UsageCompletionDeps, job: JobDoc, inserted?: UsageEventDoc[]): Promise<void> {
-  const { counters, windows } = await derive(deps, job, inserted ?? (await deps.events.ofJob(job)));
+  const { counters, windows, teams } = await derive(deps, job, inserted ?? (await deps.events.ofJob(job)));
   await deps.jobs.close(job._id);
   deps.counters.released(job._id, counters);
   deps.windows.released(job._id, windows);
+  releaseTeams(deps, job._id, teams);
 }
 
 /**
@@ -101,7 +57,7 @@ export async function completeUsage(deps: UsageCompletionDeps, job: JobDoc, inse
  * as that same update left them. Each step is idempotent, so a completion cut off anywhere can
  * be repeated by whoever claims the job next.
  */
-async function derive(deps: UsageCompletionDeps, job: JobDoc, inserted: UsageEventDoc[]): Promise<{ counters: string[]; windows: string[] }> {
+async function derive(deps: UsageCompletionDeps, job: JobDoc, inserted: UsageEventDoc[]): Promise<{ counters: string[]; windows: string[]; teams: TeamCounted }> {
   await deps.outbox.put(deps.outbox.analytics, [entry("usage", job._id, inserted.map(usageFact))]);
   const { periods, months } = deltas(inserted);
   // Before the counters: an event counted in a period is always findable by a late change.
@@ -115,7 +71,11 @@ async function derive(deps: UsageCompletionDeps, job: JobDoc, inserted: UsageEve
     }),
   );
   const limited = periods.filter((p) => hasThresholds(p.limit.spend_limit));
-  const after = await deps.counters.add(job._id, [...periods.map((p) => p.delta), ...months], new Set(limited.map((p) => p.delta.id)));
+  // The members' teams (teams/count.ts), beside the members' own counters, under the same job guard.
+  const [after, teams] = await Promise.all([
+    deps.counters.add(job._id, [...periods.map((p) => p.delta), ...months], new Set(limited.map((p) => p.delta.id))),
+    countTeams(deps, job._id, inserted),
+  ]);
   // The windows of the plans' limits, under the same job guard (windows/store.ts).
   const windows = windowDeltas(inserted, deps.now());
   await Promise.all([
@@ -139,7 +99,7 @@ async function derive(deps: UsageCompletionDeps, job: JobDoc, inserted: UsageEve
       if (counter) await recordCrossings(deps, counter, p.delta, p.limit);
     }),
   );
-  return { counters: [...periods.map((p) => p.delta.id), ...months.map((m) => m.id)], windows: windows.map((w) => w.id) };
+  return { counters: [...periods.map((p) => p.delta.id), ...months.map((m) => m.id)], windows: windows.map((w) => w.id), teams };
 }
 
 /**

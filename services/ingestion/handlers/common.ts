@@ -1,5 +1,5 @@
 import { rpcError } from "@meter/lib/errors";
-import type { KnownUser } from "../adapters/plans.ts";
+import type { KnownTeam, KnownUser } from "../adapters/plans.ts";
 import type { IngestionDeps } from "../deps.ts";
 
 /** The registered user, or NOT_FOUND (users of other products are not visible). */
@@ -8,6 +8,14 @@ export async function requireUser(deps: IngestionDeps, productId: string, userId
   const user = (await deps.users.resolve(productId, [userId])).get(userId);
   if (!user) throw rpcError.notFound(`user "${userId}" not found`);
   return user;
+}
+
+/** The team by its external id, or NOT_FOUND. */
+export async function requireTeam(deps: IngestionDeps, productId: string, teamId: string): Promise<KnownTeam> {
+  if (!teamId) throw rpcError.invalid("team_id is required");
+  const team = (await deps.users.resolveTeams(productId, [teamId])).get(teamId);
+  if (!team) throw rpcError.notFound(`team "${teamId}" not found`);
+  return team;
 }
 
 /** Collects every problem of a batch as "events[i].field: message" before refusing it whole. */

@@ -7,7 +7,8 @@ import { price } from "@meter/rules";
 import { encodeMetadata } from "../domain/field-keys.ts";
 import type { IngestionDeps } from "../deps.ts";
 import type { UsageEventDoc } from "../store/usage-events.ts";
-import { attribute, attributionFields } from "../domain/attribution.ts";
+import { attribute, attributeTeam, attributionFields } from "../domain/attribution.ts";
+import { addTeamShare } from "../teams/shares.ts";
 import { MAX_EVENT_TOKENS } from "@meter/lib/event-bounds";
 import { recordUsage } from "../usage/record.ts";
 import { windowShares } from "../windows/shares.ts";
@@ -61,7 +62,9 @@ export function createManualEvent(deps: IngestionDeps): ServiceImpl<typeof Inges
     const job = `job_${randomUUID()}`;
     const _id = manualId(productId, eventId, req.idempotencyKey);
     const a = attribute(productId, req.userId, user, now);
-    const cost = price(req.model, input, output, req.toolCalls, a.plan?.pricing ?? null, req.cost);
+    const team = attributeTeam(productId, user, now);
+    // A member without a plan of its own is priced at its team plan's rates.
+    const cost = price(req.model, input, output, req.toolCalls, (a.plan ?? team?.plan)?.pricing ?? null, req.cost);
     const metadata = { ...(req.metadata ?? {}) };
     if (req.idempotencyKey !== undefined) metadata.idempotency_key = req.idempotencyKey;
     const doc: UsageEventDoc = {
@@ -90,6 +93,7 @@ export function createManualEvent(deps: IngestionDeps): ServiceImpl<typeof Inges
     };
     const windows = windowShares(a.plan, a.period, doc, now);
     if (windows) doc.windows = windows;
+    addTeamShare(doc, team, req.model ?? null, now);
     // A replay of a key whose first attempt was interrupted completes that attempt's job.
     const usageJob = { _id: job, kind: "usage" as const, product_id: productId, ids: [_id], created_at: now };
     const inserted = await recordUsage(deps, usageJob, [doc], new Map([[req.userId, user]]), () => "/input_tokens");

@@ -1,7 +1,8 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { IngestionService } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import type { IngestionDeps } from "../deps.ts";
-import { attribute } from "../domain/attribution.ts";
+import { attribute, attributeTeam } from "../domain/attribution.ts";
+import { hasScope, readTeam, teamLimits } from "../teams/view.ts";
 import { catchUp } from "../late-changes/follow.ts";
 import { dimensions } from "../windows/dimensions.ts";
 import { windowDocId } from "../windows/shares.ts";
@@ -11,7 +12,7 @@ import { creditsInForce } from "../credits/view.ts";
 /**
  * Every dimension of a user with its usage now, as the session view's `limits` carries it, for
  * a product's server that checks a user without the client library: the plans lookup, then the
- * period counter and the window document read together.
+ * period counter, the window document and the team's documents read together.
  */
 export function getLimits(deps: IngestionDeps): ServiceImpl<typeof IngestionService>["getLimits"] {
   return async (req) => {
@@ -20,11 +21,13 @@ export function getLimits(deps: IngestionDeps): ServiceImpl<typeof IngestionServ
     await catchUp(deps, productId, req.userId, user);
     const now = deps.now();
     const a = attribute(productId, req.userId, user, now);
-    const [counter, windows, credits] = await Promise.all([
+    const ta = attributeTeam(productId, user, now);
+    const [counter, windows, credits, team] = await Promise.all([
       deps.counters.get(a.counterId),
-      a.plan && a.plan.limits.length > 0 ? deps.windows.get(windowDocId(productId, req.userId)) : null,
+      (a.plan && a.plan.limits.length > 0) || hasScope(ta, "member") ? deps.windows.get(windowDocId(productId, req.userId)) : null,
       creditsInForce(deps.credits, productId, req.userId, a.plan, a.period.start, now),
+      readTeam(deps, productId, ta),
     ]);
-    return { userId: req.userId, limits: dimensions(a.plan, a.period, counter, windows, now, credits?.cap) };
+    return { userId: req.userId, limits: [...dimensions(a.plan, a.period, counter, windows, now, credits?.cap), ...teamLimits(team, windows, now)] };
   };
 }

@@ -2,18 +2,16 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import { LRUCache } from "lru-cache";
 import type { IngestionService } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import { toTimestamp } from "@meter/lib/time";
-import { limitToMessage } from "@meter/lib/plan-limits";
-import { NO_PLAN_CONFIG, toDollars } from "@meter/rules";
-import { decodeKeys } from "../domain/field-keys.ts";
 import type { IngestionDeps } from "../deps.ts";
-import { dollarsByModel } from "../store/counters.ts";
-import { attribute } from "../domain/attribution.ts";
+import { attribute, attributeTeam } from "../domain/attribution.ts";
 import { counterId } from "../domain/counter-ids.ts";
 import { catchUp } from "../late-changes/follow.ts";
 import { requireUser } from "./common.ts";
 import { dimensions } from "../windows/dimensions.ts";
 import { windowDocId } from "../windows/shares.ts";
 import { creditsInForce, sessionCredits } from "../credits/view.ts";
+import { hasScope, readTeam, sessionTeam, teamLimits } from "../teams/view.ts";
+import { currentUsage, planConfig } from "./plan-config.ts";
 
 /** Plan name reported for a user without a plan (with sdk_enabled false). */
 export const NO_PLAN = "none";
@@ -45,7 +43,9 @@ class CounterGuess {
 
 /**
  * The session bootstrap: one call to the plans service and, beside it, one counter document
- * read (a second one after it when the guess was wrong). sdk_enabled is true when a plan is in
+ * read (a second one after it when the guess was wrong); then, in parallel, the credits, the
+ * window document and the member's team's counter and window document, each by `_id`, when the
+ * plans in force have them. sdk_enabled is true when a plan is in
  * force for the user, i.e. the client library must enforce plan_config; false means no plan:
  * permissive defaults, meter but never gate.
  */
@@ -68,51 +68,35 @@ export function getSession(deps: IngestionDeps): ServiceImpl<typeof IngestionSer
     const moved = await catchUp(deps, productId, req.userId, user);
     const a = attribute(productId, req.userId, user, deps.now());
     const now = deps.now();
-    // Read beside the counter: only for a plan with credits enabled.
+    const ta = attributeTeam(productId, user, now);
+    // Read beside the counter: only for a plan with credits enabled; the team's documents likewise.
     const creditsRead = creditsInForce(deps.credits, productId, req.userId, a.plan, a.period.start, now);
     creditsRead.catch(() => {});
+    const teamRead = readTeam(deps, productId, ta);
+    teamRead.catch(() => {});
+    const plan = a.plan;
+    // The user's window document holds its own plan's limits and its team plan's member-scope ones.
+    const hasLimits = (plan?.limits.length ?? 0) > 0 || hasScope(ta, "member");
+    windowed.set(productId, hasLimits);
+    const windowsRead = !hasLimits ? null : earlyWindows ?? deps.windows.get(windowsId);
+    windowsRead?.catch(() => {});
     const counter = a.counterId === guess && !moved ? await early! : await deps.counters.get(a.counterId);
     const credits = await creditsRead;
     guesses.remember(productId, req.userId, a.counterId, a.period.start);
-    const plan = a.plan;
-    const hasLimits = (plan?.limits.length ?? 0) > 0;
-    windowed.set(productId, hasLimits);
-    const windows = !hasLimits ? null : ((await earlyWindows) ?? (earlyWindows ? null : await deps.windows.get(windowsId)));
+    const [windows, team] = await Promise.all([windowsRead, teamRead]);
     return {
       userId: req.userId,
       serviceUserId: user.id,
       plan: plan?.name ?? NO_PLAN,
       planId: plan?.id,
-      sdkEnabled: plan !== null,
-      planConfig: {
-        maxSpendPerPeriod: plan?.maxSpendPerPeriod,
-        maxSpendPerSession: plan?.maxSpendPerSession,
-        softGateAt: plan?.softGateAt ?? NO_PLAN_CONFIG.soft_gate_at,
-        hardGateAt: plan?.hardGateAt ?? NO_PLAN_CONFIG.hard_gate_at,
-        modelLimits: Object.fromEntries(
-          Object.entries(plan?.modelLimits ?? {}).map(([m, l]) => [m, { maxTokensPerPeriod: BigInt(l.maxTokensPerPeriod) }]),
-        ),
-        costRates: plan?.costRates ?? {},
-        sessionTimeoutMinutes: plan?.sessionTimeoutMinutes ?? NO_PLAN_CONFIG.session_timeout_minutes,
-        defaultCostRate: plan?.defaultCostRate,
-        toolCosts: plan?.toolCosts ?? {},
-        defaultToolCost: plan?.defaultToolCost ?? NO_PLAN_CONFIG.default_tool_cost,
-        preCallEstimate: plan?.preCallEstimate ?? NO_PLAN_CONFIG.pre_call_estimate,
-        preCallBufferTokens: BigInt(plan?.preCallBufferTokens ?? NO_PLAN_CONFIG.pre_call_buffer_tokens),
-        limits: (plan?.limits ?? []).map(limitToMessage),
-        timeZone: plan?.timeZone ?? "UTC",
-        creditsEnabled: plan?.creditsEnabled ?? false,
-        creditsLowAt: plan?.creditsLowAt,
-      },
-      currentUsage: {
-        periodCost: toDollars(counter?.cost ?? 0),
-        periodTokensTotal: BigInt(counter?.tokens ?? 0),
-        periodTokensByModel: decodeKeys(counter?.tokens_by_model),
-        periodCostByModel: decodeKeys(dollarsByModel(counter?.cost_by_model)),
-      },
+      // A member without a plan of its own is gated by its team's dimensions.
+      sdkEnabled: plan !== null || team !== null,
+      planConfig: planConfig(plan),
+      currentUsage: currentUsage(counter),
       billingPeriod: { start: toTimestamp(a.period.start), end: toTimestamp(a.period.end) },
-      limits: dimensions(plan, a.period, counter ?? null, windows, now, credits?.cap),
+      limits: [...dimensions(plan, a.period, counter ?? null, windows, now, credits?.cap), ...teamLimits(team, windows, now)],
       credits: credits ? sessionCredits(credits.view, plan?.creditsLowAt) : undefined,
+      team: team ? sessionTeam(team) : undefined,
     };
   };
 }

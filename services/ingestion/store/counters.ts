@@ -92,8 +92,16 @@ export class CounterStore {
   readonly counters: Collection<StoredCounterDoc>;
   private readonly closed = new LRUCache<string, Set<string>>({ max: PENDING_COUNTERS });
 
-  constructor(db: Db) {
-    this.counters = db.collection<StoredCounterDoc>("counters");
+  /**
+   * `collection` "counters" holds users' counters; teams' are kept apart in "team_counters"
+   * (`owner` "team_id"), so that no external user id, whatever its characters, meets a team's key.
+   */
+  constructor(
+    db: Db,
+    collection = "counters",
+    private readonly owner: "user_id" | "team_id" = "user_id",
+  ) {
+    this.counters = db.collection<StoredCounterDoc>(collection);
   }
 
   /**
@@ -156,7 +164,7 @@ export class CounterStore {
     const ops = deltas.map((d) => ({ d, releasing: this.releasing(d, jobId) }));
     try {
       await this.counters.bulkWrite(
-        ops.map(({ d, releasing }) => ({ updateOne: { ...addOp(jobId, d, releasing), upsert: true } })),
+        ops.map(({ d, releasing }) => ({ updateOne: { ...addOp(jobId, d, releasing, this.owner), upsert: true } })),
         { ordered: false },
       );
     } catch (err) {
@@ -178,7 +186,7 @@ export class CounterStore {
 
   private async addOne(jobId: string, d: CounterDelta, read: boolean): Promise<CounterDoc | null> {
     const releasing = this.releasing(d, jobId);
-    const { filter, update } = addOp(jobId, d, releasing);
+    const { filter, update } = addOp(jobId, d, releasing, this.owner);
     for (;;) {
       try {
         let after: CounterDoc | null = null;
@@ -228,7 +236,7 @@ export function wide(n: number): Double {
   return new Double(n);
 }
 
-function addOp(jobId: string, d: CounterDelta, releasing: readonly string[]) {
+function addOp(jobId: string, d: CounterDelta, releasing: readonly string[], owner: "user_id" | "team_id") {
   const inc: Record<string, number | Double> = {};
   const put = (prefix: string, t: Totals) => {
     const { tokens_by_model, cost_by_model, cost, ...flat } = t;
@@ -248,7 +256,7 @@ function addOp(jobId: string, d: CounterDelta, releasing: readonly string[]) {
   const update: UpdateFilter<StoredCounterDoc> = {
     $inc: inc,
     $set: { [`jobs.${jobId}`]: 1, period_end: d.end },
-    $setOnInsert: { product_id: d.productId, user_id: d.userId, period_start: d.start },
+    $setOnInsert: { product_id: d.productId, [owner]: d.userId, period_start: d.start },
   } as UpdateFilter<StoredCounterDoc>;
   if (releasing.length > 0) update.$unset = Object.fromEntries(releasing.map((j) => [`jobs.${j}`, ""]));
   return { filter: { _id: d.id, [`jobs.${jobId}`]: { $exists: false } } as Filter<StoredCounterDoc>, update };

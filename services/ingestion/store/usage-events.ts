@@ -1,5 +1,6 @@
 import type { Collection, Db, Filter } from "mongodb";
 import type { WindowShare } from "../windows/shares.ts";
+import type { TeamShare } from "../teams/shares.ts";
 import { deleteInRounds, findByIds, insertIgnoringDuplicates } from "@meter/lib/mongo";
 
 export type EventSource = "auto" | "manual";
@@ -53,8 +54,13 @@ export interface UsageEventDoc {
   received_at: Date;
   /** The budget lease the cost was spent from, if any (settled against it in the period counter). */
   lease_id?: string | null;
-  /** What the event adds to the windows of its plan's limits (windows/shares.ts); absent when it has none. */
+  /**
+   * What the event adds to the windows of its plan's limits (windows/shares.ts), and to its team
+   * plan's member-scope windows (teams/shares.ts); absent when it has none.
+   */
   windows?: WindowShare[];
+  /** What the event adds to the team its user was a member of at its timestamp (teams/shares.ts); absent: none. */
+  team?: TeamShare;
 }
 
 export class UsageEventStore {

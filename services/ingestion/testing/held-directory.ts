@@ -18,6 +18,7 @@ export function heldDirectory(heldUser: string) {
       }
       return real!.resolve(productId, externalUserIds);
     },
+    resolveTeams: (productId, externalTeamIds) => real!.resolveTeams(productId, externalTeamIds),
   };
   return {
     directory,

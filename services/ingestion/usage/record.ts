@@ -4,8 +4,8 @@ import { rpcError } from "@meter/lib/errors";
 import type { Logger } from "@meter/lib/logger";
 import { timestampDate } from "@meter/lib/time";
 import { addDollars, calendarMonth, normalizeModel, roundDollars } from "@meter/rules";
-import type { KnownUser, UserDirectory } from "../adapters/plans.ts";
-import { attribute, attributionFields } from "../domain/attribution.ts";
+import type { KnownUser, PlanInfo, UserDirectory } from "../adapters/plans.ts";
+import { attribute, attributeTeam, attributionFields } from "../domain/attribution.ts";
 import { applyCounterBounds, MAX_COUNTER_TOKENS, OTHER_MODELS } from "../domain/counter-bounds.ts";
 import { monthCounterId } from "../domain/counter-ids.ts";
 import { encodeMetadata } from "../domain/field-keys.ts";
@@ -13,6 +13,7 @@ import { storeUsage, type WriteDeps } from "../exactly-once/write.ts";
 import type { CounterStore } from "../store/counters.ts";
 import type { JobDoc } from "../store/jobs.ts";
 import { windowShares } from "../windows/shares.ts";
+import { addTeamShare } from "../teams/shares.ts";
 import type { UsageEventDoc } from "../store/usage-events.ts";
 
 /**
@@ -24,6 +25,7 @@ import type { UsageEventDoc } from "../store/usage-events.ts";
 /** What recording usage needs: the write path, the counters' figures, and the late-change follower's door. */
 export interface RecordDeps extends WriteDeps {
   counters: WriteDeps["counters"] & Pick<CounterStore, "boundStates">;
+  teamCounters: WriteDeps["teamCounters"] & Pick<CounterStore, "boundStates">;
   users: Pick<UserDirectory, "resolve">;
   logger: Logger;
   noticeLateChanges: (productId: string, users: ReadonlyMap<string, KnownUser>) => Promise<void>;
@@ -77,7 +79,9 @@ export async function ingestUsageBatch(
 export function usageDoc(productId: string, job: string, e: UsageEvent, user: KnownUser | undefined, receivedAt: Date): UsageEventDoc {
   const timestamp = timestampDate(e.timestamp!);
   const a = attribute(productId, e.userId, user, timestamp);
-  const model = e.model ? normalizeModel(e.model, a.plan?.pricing ?? null) : null;
+  const team = attributeTeam(productId, user, timestamp);
+  // A member without a plan of its own is priced at its team plan's rates.
+  const model = e.model ? normalizeModel(e.model, (a.plan ?? team?.plan)?.pricing ?? null) : null;
   // int64 fields arrive as bigint; the handler kept token counts to MAX_EVENT_TOKENS.
   const input = Number(e.inputTokens);
   const output = Number(e.outputTokens);
@@ -110,20 +114,22 @@ export function usageDoc(productId: string, job: string, e: UsageEvent, user: Kn
   };
   const windows = windowShares(a.plan, a.period, doc, receivedAt);
   if (windows) doc.windows = windows;
+  addTeamShare(doc, team, e.model ?? null, receivedAt);
   return doc;
 }
 
 /** The counters an event is added to: its period's, and its calendar month's when that is another. */
-function countersOf(d: UsageEventDoc): string[] {
+function countersOf(owner: string, counter: string, periodStart: Date, d: UsageEventDoc): string[] {
   const month = calendarMonth(d.timestamp).start;
-  return month.getTime() === d.period_start.getTime() ? [d.counter_id] : [d.counter_id, monthCounterId(d.product_id, d.user_id, month)];
+  return month.getTime() === periodStart.getTime() ? [counter] : [counter, monthCounterId(d.product_id, owner, month)];
 }
 
 /**
  * The counter bounds (domain/counter-bounds.ts), before anything is stored: an event that
  * would take a counter's tokens past MAX_COUNTER_TOKENS refuses the batch (422, each such
  * event named by `path`); a model past the counter's MAX_COUNTER_MODELS is counted as
- * OTHER_MODELS (`counted_model`). One read of the counters the events go to.
+ * OTHER_MODELS (`counted_model`; for the team's counters `team.counted_model`). One read of the
+ * members' counters the events go to and, beside it, one of their teams'.
  */
 async function boundCounters(
   deps: RecordDeps,
@@ -133,26 +139,42 @@ async function boundCounters(
 ): Promise<void> {
   const items = docs.map((doc) => ({
     doc,
+    owner: `user "${doc.user_id}"`,
     model: doc.model,
     total_tokens: doc.total_tokens,
-    counters: countersOf(doc),
-    capped: doc.model !== null && capsModel(users.get(doc.user_id), doc.model),
+    counters: countersOf(doc.user_id, doc.counter_id, doc.period_start, doc),
+    capped: doc.model !== null && capsModel(users.get(doc.user_id)?.plans.values(), doc.model),
   }));
-  const state = await deps.counters.boundStates([...new Set(items.flatMap((i) => i.counters))]);
-  const { folded, refused } = applyCounterBounds(items, state);
+  const teamItems = docs.flatMap((doc) => {
+    const t = doc.team;
+    if (!t) return [];
+    const model = t.model ?? doc.model;
+    const plans = users.get(doc.user_id)?.teams.get(t.id)?.plans.values();
+    return [{ doc, owner: `the team of user "${doc.user_id}"`, model, total_tokens: doc.total_tokens, counters: countersOf(t.id, t.counter_id, t.period_start, doc), capped: model !== null && capsModel(plans, model) }];
+  });
+  const ids = (list: typeof items) => [...new Set(list.flatMap((i) => i.counters))];
+  const [state, teamState] = await Promise.all([
+    deps.counters.boundStates(ids(items)),
+    teamItems.length === 0 ? new Map() : deps.teamCounters.boundStates(ids(teamItems)),
+  ]);
+  const own = applyCounterBounds(items, state);
+  const team = applyCounterBounds(teamItems, teamState);
+  const refused = [...own.refused, ...team.refused];
   if (refused.length > 0) {
     throw rpcError.invalidFields(
       refused.map(({ event, tokens }) => ({
         path: path(event.doc),
-        message: `would take user "${event.doc.user_id}"'s token count (${tokens}) past ${MAX_COUNTER_TOKENS}, the most one billing period or month counts`,
+        message: `would take ${event.owner}'s token count (${tokens}) past ${MAX_COUNTER_TOKENS}, the most one billing period or month counts`,
       })),
     );
   }
-  for (const f of folded) f.doc.counted_model = OTHER_MODELS;
-  if (folded.length > 0) deps.logger.warn({ productId: docs[0]!.product_id, events: folded.length }, `events counted under "${OTHER_MODELS}": their users' counters name the most models kept apart`);
+  for (const f of own.folded) f.doc.counted_model = OTHER_MODELS;
+  for (const f of team.folded) f.doc.team!.counted_model = OTHER_MODELS;
+  const folded = own.folded.length + team.folded.length;
+  if (folded > 0) deps.logger.warn({ productId: docs[0]!.product_id, events: folded }, `events counted under "${OTHER_MODELS}": their users' or teams' counters name the most models kept apart`);
 }
 
-function capsModel(user: KnownUser | undefined, model: string): boolean {
-  for (const plan of user?.plans.values() ?? []) if (Object.hasOwn(plan.modelLimits, model)) return true;
+function capsModel(plans: Iterable<PlanInfo> | undefined, model: string): boolean {
+  for (const plan of plans ?? []) if (Object.hasOwn(plan.modelLimits, model)) return true;
   return false;
 }

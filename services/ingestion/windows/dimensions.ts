@@ -1,8 +1,8 @@
 /**
  * The dimension list of a user (BUDGETS.md §1-2, the session view's `limits` and
  * GET /users/{user_id}/limits): SPEC's three when the plan has them, then one per entry of the
- * plan's `limits`, each with its usage now. Pure: built from the period counter and the window
- * document already read.
+ * plan's `limits`, each with its usage now; then its team plan's (BUDGETS.md §4, teamDimensions).
+ * Pure: built from the period counters and the window documents already read.
  */
 import { create } from "@bufbuild/protobuf";
 import { DimensionSchema, type Dimension } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
@@ -12,6 +12,7 @@ import type { PlanInfo } from "../adapters/plans.ts";
 import { encodeKey } from "../domain/field-keys.ts";
 import type { Totals } from "../domain/totals.ts";
 import { windowAt, windowField, type WindowLimit } from "./shares.ts";
+import { memberPrefix, scopeOf } from "../teams/shares.ts";
 import type { WindowDoc } from "./store.ts";
 
 const pct = (used: number, max: number) => (max > 0 ? ratio(used, max) : 1);
@@ -32,7 +33,52 @@ export interface CreditCap {
 
 export function dimensions(plan: PlanInfo | null, period: Period, counter: Totals | null, windows: WindowDoc | null, now: Date, credits?: CreditCap | null): Dimension[] {
   if (!plan) return [];
+  const out = periodDimensions(plan, period, counter, { prefix: "", scope: "user", credits });
+  for (const l of plan.limits) out.push(limitDimension(l, plan, period, { doc: windows, key: "", prefix: "", scope: "user" }, now));
+  return out;
+}
+
+/** Where a team's dimensions read their windows: the team's window document, and the member's (member-scope limits). */
+export interface TeamWindows {
+  /** Service team id (member-scope fields are prefixed with it: teams/shares.ts). */
+  teamId: string;
+  team: WindowDoc | null;
+  /** Null for the team's own view (GetTeamLimits): member-scope limits are then left out. */
+  member: WindowDoc | null | "none";
+}
+
+/**
+ * A team plan's dimensions (BUDGETS.md §4), reasons prefixed `team:`: total_spend and each model
+ * limit over the team's period counter (scope "team"), then each entry of its `limits`, over the
+ * team's window document (scope "team") or the member's own fields (scope "member"). The team
+ * plan's session cap is not one (sessions belong to users).
+ */
+export function teamDimensions(plan: PlanInfo, period: Period, counter: Totals | null, windows: TeamWindows, now: Date): Dimension[] {
+  const out = periodDimensions(plan, period, counter, { prefix: TEAM_REASON, scope: "team", session: false });
+  for (const l of plan.limits) {
+    const scope = scopeOf(l);
+    if (scope === "member" && windows.member === "none") continue;
+    const source = scope === "team" ? { doc: windows.team, key: "" } : { doc: windows.member as WindowDoc | null, key: memberPrefix(windows.teamId) };
+    out.push(limitDimension(l, plan, period, { ...source, prefix: TEAM_REASON, scope }, now));
+  }
+  return out;
+}
+
+/** The prefix of a team dimension's reason (and gate_reason). */
+export const TEAM_REASON = "team:";
+
+interface Labels {
+  prefix: string;
+  scope: string;
+  /** The session cap is a dimension (users only). */
+  session?: boolean;
+  credits?: CreditCap | null;
+}
+
+/** SPEC's three over a period counter: total_spend, session_spend, model_limit:<model>. */
+function periodDimensions(plan: PlanInfo, period: Period, counter: Totals | null, labels: Labels): Dimension[] {
   const out: Dimension[] = [];
+  const { prefix, scope, credits } = labels;
   const gates = { softGateAt: plan.softGateAt, hardGateAt: plan.hardGateAt };
   const periodBounds = (max: number) => ({ windowStart: toTimestamp(period.start), resetsAt: max > 0 ? toTimestamp(period.end) : undefined });
   if (plan.maxSpendPerPeriod !== undefined) {
@@ -40,36 +86,44 @@ export function dimensions(plan: PlanInfo | null, period: Period, counter: Total
     const max = credits ? toDollars(credits.capNano) : plan.maxSpendPerPeriod;
     const used = toDollars(counter?.cost ?? 0);
     const extra = credits ? { credits: { balance: toDollars(credits.balanceNano), lowAt: credits.lowAt } } : {};
-    out.push(create(DimensionSchema, { reason: "total_spend", metric: "spend", window: "period", scope: "user", max, used, pct: pct(used, max), ...gates, ...periodBounds(max), ...extra }));
+    out.push(create(DimensionSchema, { reason: `${prefix}total_spend`, metric: "spend", window: "period", scope, max, used, pct: pct(used, max), ...gates, ...periodBounds(max), ...extra }));
   }
-  if (plan.maxSpendPerSession !== undefined) {
+  if (plan.maxSpendPerSession !== undefined && labels.session !== false) {
     const max = plan.maxSpendPerSession;
-    out.push(create(DimensionSchema, { reason: "session_spend", metric: "spend", window: "session", scope: "user", max, used: 0, pct: max > 0 ? 0 : 1, ...gates }));
+    out.push(create(DimensionSchema, { reason: `${prefix}session_spend`, metric: "spend", window: "session", scope, max, used: 0, pct: max > 0 ? 0 : 1, ...gates }));
   }
   for (const [model, l] of Object.entries(plan.modelLimits)) {
     const max = l.maxTokensPerPeriod;
     const used = counter?.tokens_by_model[encodeKey(model)] ?? 0;
-    out.push(create(DimensionSchema, { reason: `model_limit:${model}`, metric: "tokens", window: "period", model, scope: "user", max, used, pct: pct(used, max), ...gates, ...periodBounds(max) }));
+    out.push(create(DimensionSchema, { reason: `${prefix}model_limit:${model}`, metric: "tokens", window: "period", model, scope, max, used, pct: pct(used, max), ...gates, ...periodBounds(max) }));
   }
-  for (const l of plan.limits) out.push(limitDimension(l, plan, period, windows, now));
   return out;
 }
 
 /** Amounts are kept in nano-dollars for spend; answers are in dollars. */
 const unit = (l: WindowLimit, n: number) => (l.metric === "spend" ? toDollars(n) : n);
 
-function limitDimension(l: WindowLimit, plan: PlanInfo, period: Period, windows: WindowDoc | null, now: Date): Dimension {
+/** Where a limit's counts are read: a window document, its fields prefixed with `key`, and the dimension's labels. */
+interface LimitSource {
+  doc: WindowDoc | null;
+  key: string;
+  prefix: string;
+  scope: string;
+}
+
+function limitDimension(l: WindowLimit, plan: PlanInfo, period: Period, source: LimitSource, now: Date): Dimension {
+  const windows = source.doc;
   const soft = l.soft_gate_at ?? plan.softGateAt;
   const hard = l.hard_gate_at ?? plan.hardGateAt;
   const dimension = dimensionKey({ metric: l.metric, window: l.window, duration_minutes: l.duration_minutes, model: l.model });
   const base = {
-    reason: `limit:${l.name}`,
+    reason: `${source.prefix}limit:${l.name}`,
     name: l.name,
     metric: l.metric,
     window: l.window,
     durationMinutes: l.duration_minutes ?? undefined,
     model: l.model ?? undefined,
-    scope: "user",
+    scope: source.scope,
     max: l.max,
     softGateAt: soft,
     hardGateAt: hard,
@@ -77,7 +131,7 @@ function limitDimension(l: WindowLimit, plan: PlanInfo, period: Period, windows:
   const t = now.getTime();
   if (l.window === "rolling") {
     const duration = l.duration_minutes ?? 1;
-    const prefix = `${encodeKey(dimension)}|`;
+    const prefix = `${source.key}${encodeKey(dimension)}|`;
     const buckets: Bucket[] = [];
     for (const [k, v] of Object.entries(windows?.w ?? {})) {
       if (!k.startsWith(prefix)) continue;
@@ -98,7 +152,7 @@ function limitDimension(l: WindowLimit, plan: PlanInfo, period: Period, windows:
     });
   }
   const w = windowAt(l, t, plan.timeZone, period);
-  const used = unit(l, Number(windows?.w[windowField(dimension, w.start)]?.n ?? 0));
+  const used = unit(l, Number(windows?.w[source.key + windowField(dimension, w.start)]?.n ?? 0));
   return create(DimensionSchema, {
     ...base,
     used,

@@ -9,7 +9,7 @@ import type { BillingPeriod } from "@meter/rules";
 import type { PlanLimit } from "@meter/lib/plan-limits";
 import { encodeKey } from "../domain/field-keys.ts";
 
-/** A limit of a plan as ingestion reads it. */
+/** A limit of a plan as ingestion reads it; `scope` only counts on a team's plan (BUDGETS.md §4). */
 export type WindowLimit = PlanLimit;
 
 /** What of a plan the windows need. */

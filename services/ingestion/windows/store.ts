@@ -38,8 +38,13 @@ export class WindowStore {
   readonly windows: Collection<WindowDoc>;
   private readonly closed = new LRUCache<string, Set<string>>({ max: PENDING_DOCS });
 
-  constructor(db: Db) {
-    this.windows = db.collection<WindowDoc>("windows");
+  /** `collection` "windows" holds users' documents; teams' are kept apart in "team_windows" (`owner` "team_id"). */
+  constructor(
+    db: Db,
+    collection = "windows",
+    private readonly owner: "user_id" | "team_id" = "user_id",
+  ) {
+    this.windows = db.collection<WindowDoc>(collection);
   }
 
   /** The window slices of the named leases in a user's document (what a job's usage may settle against). */
@@ -82,7 +87,7 @@ export class WindowStore {
     const update = {
       $inc: inc,
       $set: set,
-      $setOnInsert: { product_id: d.productId, user_id: d.userId },
+      $setOnInsert: { product_id: d.productId, [this.owner]: d.userId },
       ...(releasing.length > 0 ? { $unset: Object.fromEntries(releasing.map((j) => [`jobs.${j}`, ""])) } : {}),
     } as UpdateFilter<WindowDoc>;
     const filter = { _id: d.id, [`jobs.${jobId}`]: { $exists: false } } as Filter<WindowDoc>;

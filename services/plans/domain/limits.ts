@@ -1,5 +1,5 @@
 // A plan's `limits` and `time_zone` (BUDGETS.md §2): defaults and validation. Pure functions, no I/O.
-import type { PlanLimit } from "@meter/lib/plan-limits";
+import { LIMIT_SCOPES, type PlanLimit } from "@meter/lib/plan-limits";
 import { MAX_ROLLING_MINUTES, METRICS, WINDOWS, isTimeZone } from "@meter/rules";
 
 export type { PlanLimit };
@@ -59,6 +59,9 @@ export function limitProblems(
     for (const f of ["soft_gate_at", "hard_gate_at"] as const) {
       const x = l[f];
       if (x !== null && !(Number.isFinite(x) && x >= 0 && x <= 1)) problems.push(`${at(f)}: must be between 0 and 1`);
+    }
+    if (l.scope != null && !(LIMIT_SCOPES as readonly string[]).includes(l.scope)) {
+      problems.push(`${at("scope")}: "${String(l.scope).slice(0, 64)}" is not one of ${LIMIT_SCOPES.join(", ")} (unset: team)`);
     }
     const soft = l.soft_gate_at ?? v.soft_gate_at;
     const hard = l.hard_gate_at ?? v.hard_gate_at;

@@ -1,8 +1,10 @@
 import { rpcError } from "@meter/lib/errors";
 import type { PlansDeps } from "../deps.ts";
-import { toUser } from "./mapping.ts";
+import { toTeam, toUser } from "./mapping.ts";
 import type { UserDoc } from "../store/users.ts";
 import { LIMITS } from "../domain/settings.ts";
+import type { Change } from "../store/changes.ts";
+import type { TeamDoc } from "../store/teams.ts";
 
 export const EXTERNAL_USER_ID_MAX = 255;
 
@@ -16,6 +18,24 @@ export function userNotFound(externalUserId: string) {
   return rpcError.notFound(`user "${externalUserId}" not found`);
 }
 
+/** External team ids follow the rules of external user ids. */
+export function checkExternalTeamId(id: string): void {
+  if (id.length === 0 || id.length > EXTERNAL_USER_ID_MAX) {
+    throw rpcError.invalid(`external_team_id must be 1-${EXTERNAL_USER_ID_MAX} characters`);
+  }
+}
+
+export function teamNotFound(externalTeamId: string) {
+  return rpcError.notFound(`team "${externalTeamId}" not found; create it first (POST /teams)`);
+}
+
+/** Teams as RPC messages, with the current names of their plans and their member counts (one read each for the lot). */
+export async function teamMessages(deps: PlansDeps, productId: string, teams: readonly TeamDoc[]) {
+  const names = await deps.plans.names(productId, teams.flatMap((t) => (t.current ? [t.current.plan_id] : [])));
+  const counts = await deps.teamCounts.countsOf(productId, teams.map((t) => t.id));
+  return teams.map((t) => toTeam(t, counts.get(t.id) ?? 0, t.current ? names.get(t.current.plan_id) : undefined));
+}
+
 /** The user as an RPC message, with the current name of its plan. */
 export async function userMessage(deps: PlansDeps, productId: string, user: UserDoc) {
   const plan = user.current ? await deps.plans.get(productId, user.current.plan_id) : null;
@@ -27,7 +47,7 @@ export async function userMessage(deps: PlansDeps, productId: string, user: User
  * stored. A failure here does not undo the change nor fail the call: clients then pick the
  * change up at their next periodic reload of the user (refreshIntervalMs), so it is logged.
  */
-export async function announce(deps: PlansDeps, productId: string, change: { planId: string } | { externalUserId: string }): Promise<void> {
+export async function announce(deps: PlansDeps, productId: string, change: Change): Promise<void> {
   try {
     await deps.changes.record(productId, change);
   } catch (err) {

@@ -96,4 +96,19 @@ t("rejects invalid plans, naming each problem, and creates none of the request",
   assert.equal((await client.listPlans({ productId })).plans, []);
 });
 
+t("a limit's scope is team or member (unset: team), stored and answered; anything else names the limit and the field", async ({ client }) => {
+  const productId = product();
+  const limit = { metric: "spend", max: 50, window: "month" };
+  const res = await client.createPlans({
+    productId,
+    plans: [{ name: "team", limits: [{ name: "seat", ...limit, scope: "member" }, { name: "all", ...limit, scope: "team" }, { name: "unset", ...limit }] }],
+  });
+  assert.equal(res.plans[0]!.limits.map((l) => l.scope), ["member", "team", undefined]);
+  const [listed] = (await client.listPlans({ productId })).plans;
+  assert.equal(listed!.limits.map((l) => l.scope), ["member", "team", undefined]);
+  const err = await failure(client.createPlans({ productId, plans: [{ name: "bad", limits: [{ name: "seat", ...limit, scope: "org" }] }] }));
+  assert.is(err.code, Code.InvalidArgument);
+  assert.ok(err.rawMessage.includes('limits[0] ("seat").scope'), err.rawMessage);
+});
+
 t.run();

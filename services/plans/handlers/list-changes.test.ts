@@ -22,4 +22,19 @@ t("names the plans updated and the users subscribed after a marker; a negative m
   assert.is((await client.listChanges({ productId: product() })).marker, 0n);
 });
 
+t("names the users whose team was set and the teams whose subscription was set", async ({ client }) => {
+  const productId = product();
+  const [plan] = (await client.createPlans({ productId, plans: [{ name: "team" }] })).plans;
+  await client.createTeam({ productId, externalTeamId: "acme", name: "Acme" });
+  await client.createUser({ productId, externalUserId: "m1" });
+  const start = await client.listChanges({ productId });
+  await client.setUserTeam({ productId, externalUserId: "m1", externalTeamId: "acme" });
+  await client.setTeamSubscription({ productId, externalTeamId: "acme", planId: plan!.id });
+  const after = await client.listChanges({ productId, since: start.marker });
+  assert.equal([after.marker - start.marker, after.all, after.planIds, after.externalUserIds, after.externalTeamIds], [2n, false, [], ["m1"], ["acme"]]);
+  // Setting the team the user is in already is no change.
+  await client.setUserTeam({ productId, externalUserId: "m1", externalTeamId: "acme" });
+  assert.is((await client.listChanges({ productId, since: after.marker })).marker, after.marker);
+});
+
 t.run();

@@ -8,6 +8,6 @@ export function listChanges(deps: PlansDeps): ServiceImpl<typeof PlansService>["
     const productId = req.productId;
     if (req.since !== undefined && req.since < 0n) throw rpcError.invalid("since must be a marker this service returned (0 or more)");
     const c = await deps.changes.list(productId, req.since === undefined ? undefined : Number(req.since));
-    return { marker: BigInt(c.marker), all: c.all, planIds: c.planIds, externalUserIds: c.externalUserIds };
+    return { marker: BigInt(c.marker), all: c.all, planIds: c.planIds, externalUserIds: c.externalUserIds, externalTeamIds: c.externalTeamIds };
   };
 }

@@ -1,5 +1,5 @@
 import type { ServiceImpl } from "@connectrpc/connect";
-import type { PlansService } from "@meter/proto/meter/plans/v1/plans_pb";
+import type { PlansService, User } from "@meter/proto/meter/plans/v1/plans_pb";
 import { rpcError } from "@meter/lib/errors";
 import type { PlansDeps } from "../deps.ts";
 import { toUser } from "./mapping.ts";
@@ -9,19 +9,32 @@ import { EXTERNAL_USER_ID_MAX } from "./common.ts";
 export const DEFAULT_PAGE = 50;
 export const MAX_PAGE = 200;
 
-/** Cursor: base64url of ["u", external id of the page's last row]. Opaque to callers. */
-export function encodeCursor(externalUserId: string): string {
-  return Buffer.from(JSON.stringify(["u", externalUserId])).toString("base64url");
+/** Cursor: base64url of [kind ("u": users, "t": teams), external id of the page's last row]. Opaque to callers. */
+export function encodeCursor(externalId: string, kind: "u" | "t" = "u"): string {
+  return Buffer.from(JSON.stringify([kind, externalId])).toString("base64url");
 }
 
-export function decodeCursor(cursor: string): string {
+export function decodeCursor(cursor: string, kind: "u" | "t" = "u"): string {
   try {
-    const [kind, id] = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")) as unknown[];
-    if (kind === "u" && typeof id === "string" && id.length > 0 && id.length <= EXTERNAL_USER_ID_MAX) return id;
+    const [k, id] = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")) as unknown[];
+    if (k === kind && typeof id === "string" && id.length > 0 && id.length <= EXTERNAL_USER_ID_MAX) return id;
   } catch {
     // fall through
   }
   throw rpcError.invalid("cursor is not valid; pass next_cursor of the previous page unchanged");
+}
+
+/** A request's page size: 0 means DEFAULT_PAGE; INVALID_ARGUMENT outside 1-MAX_PAGE. */
+export function pageSize(limit: number): number {
+  const n = limit === 0 ? DEFAULT_PAGE : limit;
+  if (n < 1 || n > MAX_PAGE) throw rpcError.invalid(`limit must be between 1 and ${MAX_PAGE}`);
+  return n;
+}
+
+/** Users as RPC messages with the current names of their plans, read without the plans' maps (one read). */
+export async function userMessages(deps: PlansDeps, productId: string, users: readonly UserDoc[]): Promise<User[]> {
+  const names = await deps.plans.names(productId, users.flatMap((u) => (u.current ? [u.current.plan_id] : [])));
+  return users.map((u) => toUser(u, u.current ? names.get(u.current.plan_id) : undefined));
 }
 
 /**
@@ -36,8 +49,7 @@ export function decodeCursor(cursor: string): string {
 export function listUsers(deps: PlansDeps): ServiceImpl<typeof PlansService>["listUsers"] {
   return async (req) => {
     const productId = req.productId;
-    const limit = req.limit === 0 ? DEFAULT_PAGE : req.limit;
-    if (limit < 1 || limit > MAX_PAGE) throw rpcError.invalid(`limit must be between 1 and ${MAX_PAGE}`);
+    const limit = pageSize(req.limit);
     if (req.prefix.length > EXTERNAL_USER_ID_MAX) throw rpcError.invalid(`prefix must be at most ${EXTERNAL_USER_ID_MAX} characters`);
     const after = req.cursor ? decodeCursor(req.cursor) : undefined;
 
@@ -58,10 +70,8 @@ export function listUsers(deps: PlansDeps): ServiceImpl<typeof PlansService>["li
       last = listed.at(-1);
       users = (await deps.users.getMany(productId, listed)).filter((u) => u.current?.plan_id === planId);
     }
-    // Only the names of the page's plans, read without their maps.
-    const names = await deps.plans.names(productId, users.flatMap((u) => (u.current ? [u.current.plan_id] : [])));
     return {
-      users: users.map((u) => toUser(u, u.current ? names.get(u.current.plan_id) : undefined)),
+      users: await userMessages(deps, productId, users),
       nextCursor: more && last !== undefined ? encodeCursor(last) : undefined,
     };
   };

@@ -2,15 +2,20 @@ import { create } from "@bufbuild/protobuf";
 import {
   PlanSchema,
   SubscriptionSchema,
+  TeamMembershipSchema,
+  TeamSchema,
   UserSchema,
   type Plan,
   type Subscription,
+  type Team,
+  type TeamMembership,
   type User,
 } from "@meter/proto/meter/plans/v1/plans_pb";
 import { optionalTimestamp, toTimestamp } from "@meter/lib/time";
 import { limitToMessage } from "@meter/lib/plan-limits";
 import type { StoredPlan } from "../store/plans.ts";
-import type { SubscriptionEntry, UserDoc } from "../store/users.ts";
+import type { MembershipEntry, SubscriptionEntry, UserDoc } from "../store/users.ts";
+import type { TeamDoc } from "../store/teams.ts";
 
 const optional = <T>(v: T | null): T | undefined => (v === null ? undefined : v);
 
@@ -54,6 +59,29 @@ export function toUser(u: UserDoc, planName?: string): User {
     billingSubscriptionId: optional(u.current?.billing_subscription_id ?? null),
     createdAt: toTimestamp(u.created_at),
     updatedAt: toTimestamp(u.updated_at),
+    teamId: u.team?.external_team_id ?? undefined,
+  });
+}
+
+/** `planName` as for toUser; `memberCount` from the team's count. */
+export function toTeam(t: TeamDoc, memberCount: number, planName?: string): Team {
+  return create(TeamSchema, {
+    id: t.id,
+    externalTeamId: t.external_team_id,
+    name: t.name,
+    planName: t.current ? (planName ?? t.current.plan_name) : undefined,
+    billingSubscriptionId: optional(t.current?.billing_subscription_id ?? null),
+    createdAt: toTimestamp(t.created_at),
+    updatedAt: toTimestamp(t.updated_at),
+    memberCount: BigInt(memberCount),
+  });
+}
+
+export function toMembership(m: MembershipEntry): TeamMembership {
+  return create(TeamMembershipSchema, {
+    teamId: optional(m.team_id),
+    externalTeamId: optional(m.external_team_id),
+    effectiveAt: toTimestamp(m.effective_at),
   });
 }
 

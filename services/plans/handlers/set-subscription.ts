@@ -3,7 +3,10 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { PlansService } from "@meter/proto/meter/plans/v1/plans_pb";
 import { rpcError } from "@meter/lib/errors";
 import { fromTimestamp } from "@meter/lib/time";
+import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import type { PlansDeps } from "../deps.ts";
+import type { StoredPlan } from "../store/plans.ts";
+import type { StoredEntry } from "../store/subscriptions.ts";
 import { announce, userMessage, userNotFound } from "./common.ts";
 
 const BILLING_ID_MAX = 255;
@@ -31,6 +34,42 @@ export function checkPeriod(
   }
 }
 
+/** What a user's and a team's subscription requests share. */
+export interface SubscriptionRequest {
+  planId: string;
+  billingSubscriptionId?: string;
+  periodStart?: Timestamp;
+  periodEnd?: Timestamp;
+}
+
+/**
+ * A new history entry from a subscription request, for a user or a team alike: the plan must
+ * be one of the product's; dates as checkPeriod says. NOT_FOUND, INVALID_ARGUMENT or
+ * FAILED_PRECONDITION naming what to fix.
+ */
+export async function newSubscription(deps: PlansDeps, productId: string, req: SubscriptionRequest): Promise<{ plan: StoredPlan; entry: StoredEntry }> {
+  if (req.billingSubscriptionId !== undefined && req.billingSubscriptionId.length > BILLING_ID_MAX) {
+    throw rpcError.invalid(`billing_subscription_id must be at most ${BILLING_ID_MAX} characters`);
+  }
+  const plan = await deps.plans.get(productId, req.planId.toLowerCase());
+  if (!plan) throw rpcError.notFound(`plan "${req.planId}" not found; plan_id must be the id of one of your plans`);
+  const start = fromTimestamp(req.periodStart);
+  const end = fromTimestamp(req.periodEnd);
+  checkPeriod(plan.name, plan.max_spend_per_period, start, end);
+  return {
+    plan,
+    entry: {
+      id: randomUUID(),
+      plan_id: plan.id,
+      plan_name: plan.name,
+      billing_subscription_id: req.billingSubscriptionId ?? null,
+      period_start: start ?? null,
+      period_end: end ?? null,
+      effective_at: new Date(),
+    },
+  };
+}
+
 /**
  * The change is appended to the history inside the user document (one atomic write orders
  * concurrent changes), then the subscriber counts move from the plan before it to this one.
@@ -38,30 +77,14 @@ export function checkPeriod(
 export function setSubscription(deps: PlansDeps): ServiceImpl<typeof PlansService>["setSubscription"] {
   return async (req) => {
     const productId = req.productId;
-    if (req.billingSubscriptionId !== undefined && req.billingSubscriptionId.length > BILLING_ID_MAX) {
-      throw rpcError.invalid(`billing_subscription_id must be at most ${BILLING_ID_MAX} characters`);
-    }
     const user = await deps.users.get(productId, req.externalUserId);
     if (!user) throw userNotFound(req.externalUserId);
-    const plan = await deps.plans.get(productId, req.planId.toLowerCase());
-    if (!plan) throw rpcError.notFound(`plan "${req.planId}" not found; plan_id must be the id of one of your plans`);
-    const start = fromTimestamp(req.periodStart);
-    const end = fromTimestamp(req.periodEnd);
-    checkPeriod(plan.name, plan.max_spend_per_period, start, end);
+    const { plan, entry: sub } = await newSubscription(deps, productId, req);
 
     // Listed under the new plan before the change is stored; the subscription it replaces is
     // taken off its plan after (PlanMemberStore): the user is under its current plan at every moment.
-    const sub = randomUUID();
-    await deps.members.add(productId, plan.id, req.externalUserId, sub);
-    const appended = await deps.users.appendSubscription(productId, req.externalUserId, {
-      id: sub,
-      plan_id: plan.id,
-      plan_name: plan.name,
-      billing_subscription_id: req.billingSubscriptionId ?? null,
-      period_start: start ?? null,
-      period_end: end ?? null,
-      effective_at: new Date(),
-    });
+    await deps.members.add(productId, plan.id, req.externalUserId, sub.id);
+    const appended = await deps.users.appendSubscription(productId, req.externalUserId, sub);
     if (!appended) throw userNotFound(req.externalUserId);
     const { user: updated, entry } = appended;
     const before = updated.subscriptions[entry.seq - 2];

@@ -12,13 +12,16 @@ import type { Collection, Db } from "mongodb";
 interface ChangeDoc {
   _id: string;
   marker: number;
-  /** A plan updated (`p`: its id) or a user's subscription set (`u`: its external id). */
-  entries: { p?: string; u?: string }[];
+  /**
+   * A plan updated (`p`: its id), a user's subscription or team set (`u`: its external id), or a
+   * team's subscription set (`t`: its external id).
+   */
+  entries: { p?: string; u?: string; t?: string }[];
 }
 
 /** Changes kept per product: a client more than this far behind reloads everything it holds. */
 export const CHANGES_KEPT = 200;
-/** Users listed in one answer at most; past it the answer says "all" (a bulk change). */
+/** Users (and teams) listed in one answer at most; past it the answer says "all" (a bulk change). */
 export const CHANGED_USERS_MAX = 1_000;
 
 export interface Changes {
@@ -26,7 +29,10 @@ export interface Changes {
   all: boolean;
   planIds: string[];
   externalUserIds: string[];
+  externalTeamIds: string[];
 }
+
+export type Change = { planId: string } | { externalUserId: string } | { externalTeamId: string };
 
 export class ChangeStore {
   private readonly changes: Collection<ChangeDoc>;
@@ -36,8 +42,8 @@ export class ChangeStore {
   }
 
   /** Records one change; returns the product's new marker. */
-  async record(productId: string, change: { planId: string } | { externalUserId: string }): Promise<number> {
-    const entry = "planId" in change ? { p: change.planId } : { u: change.externalUserId };
+  async record(productId: string, change: Change): Promise<number> {
+    const entry = "planId" in change ? { p: change.planId } : "externalUserId" in change ? { u: change.externalUserId } : { t: change.externalTeamId };
     const doc = await this.changes.findOneAndUpdate(
       { _id: productId },
       { $inc: { marker: 1 }, $push: { entries: entry } },
@@ -51,9 +57,9 @@ export class ChangeStore {
     return marker;
   }
 
-  /** The current marker and, after `since`, the plans and users changed (or `all`). */
+  /** The current marker and, after `since`, the plans, users and teams changed (or `all`). */
   async list(productId: string, since: number | undefined): Promise<Changes> {
-    const none = (marker: number, all: boolean): Changes => ({ marker, all, planIds: [], externalUserIds: [] });
+    const none = (marker: number, all: boolean): Changes => ({ marker, all, planIds: [], externalUserIds: [], externalTeamIds: [] });
     // The marker alone first: most polls find nothing new and read a few bytes.
     const head = await this.changes.findOne({ _id: productId }, { projection: { marker: 1 } });
     const current = head?.marker ?? 0;
@@ -66,11 +72,13 @@ export class ChangeStore {
     if (since + 1 < first) return none(doc.marker, true);
     const plans = new Set<string>();
     const users = new Set<string>();
+    const teams = new Set<string>();
     for (const e of doc.entries.slice(since + 1 - first)) {
       if (e.p !== undefined) plans.add(e.p);
       if (e.u !== undefined) users.add(e.u);
+      if (e.t !== undefined) teams.add(e.t);
     }
-    if (users.size > CHANGED_USERS_MAX) return none(doc.marker, true);
-    return { marker: doc.marker, all: false, planIds: [...plans], externalUserIds: [...users] };
+    if (users.size > CHANGED_USERS_MAX || teams.size > CHANGED_USERS_MAX) return none(doc.marker, true);
+    return { marker: doc.marker, all: false, planIds: [...plans], externalUserIds: [...users], externalTeamIds: [...teams] };
   }
 }

@@ -2,7 +2,9 @@ import type { Collection, Db } from "mongodb";
 import { pageRange } from "./key-range.ts";
 
 /**
- * The users of each plan, for listing a plan's users without reading every user: one small
+ * The users of each plan (`plan_members`), and of each team (`team_members`, keyed by the
+ * service team id and membership entry ids, kept by SetUserTeam the same way), for listing a
+ * plan's users without reading every user: one small
  * document per user and plan its current subscription is on, keyed
  * `<product id>:<plan id>:<external_user_id>` (both ids are UUIDs, so the key is unambiguous),
  * so a page is one `_id` range read, as the users listing is.
@@ -27,8 +29,8 @@ const BACKFILL_MARK = "!backfilled";
 export class PlanMemberStore {
   private readonly members: Collection<MemberDoc>;
 
-  constructor(db: Db) {
-    this.members = db.collection<MemberDoc>("plan_members");
+  constructor(db: Db, collection: "plan_members" | "team_members" = "plan_members") {
+    this.members = db.collection<MemberDoc>(collection);
   }
 
   private static key(productId: string, planId: string, externalUserId: string): string {

@@ -9,24 +9,26 @@ interface PlanSubscribersDoc {
 }
 
 /**
- * Subscriber counts kept per plan and moved with every subscription change (`$inc`, atomic
- * per document), so that counting costs one `_id` read per plan however many users there are.
+ * Subscriber counts kept per plan (`plan_subscribers`), and member counts per team
+ * (`team_member_counts`, by service team id), moved with every subscription or membership
+ * change (`$inc`, atomic per document), so that counting costs one `_id` read per plan or team
+ * however many users there are.
  */
 export class SubscriberStore {
   private readonly counts: Collection<PlanSubscribersDoc>;
 
-  constructor(db: Db) {
-    this.counts = db.collection<PlanSubscribersDoc>("plan_subscribers");
+  constructor(db: Db, collection: "plan_subscribers" | "team_member_counts" = "plan_subscribers") {
+    this.counts = db.collection<PlanSubscribersDoc>(collection);
   }
 
   /**
-   * Moves one user from `from` (its previous plan, null for a first subscription) to `to`.
+   * Moves one user from `from` (its previous plan or team, null for none) to `to` (null: none).
    * Each change knows its predecessor from the order of the history, so concurrent changes
    * of one user move the counts consistently.
    */
-  async move(productId: string, from: string | null, to: string): Promise<void> {
+  async move(productId: string, from: string | null, to: string | null): Promise<void> {
     if (from === to) return;
-    await this.counts.updateOne({ _id: `${productId}:${to}` }, { $inc: { n: 1 } }, { upsert: true });
+    if (to !== null) await this.counts.updateOne({ _id: `${productId}:${to}` }, { $inc: { n: 1 } }, { upsert: true });
     if (from !== null) await this.counts.updateOne({ _id: `${productId}:${from}` }, { $inc: { n: -1 } }, { upsert: true });
   }
 

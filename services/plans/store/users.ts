@@ -4,23 +4,22 @@ import type { Logger } from "@meter/lib/logger";
 import { findByIds, isDuplicateKeyError } from "@meter/lib/mongo";
 import { pageRange } from "./key-range.ts";
 import { UserCache } from "./user-cache.ts";
+import { pushSubscription, withSeq, type StoredEntry, type SubscriptionEntry } from "./subscriptions.ts";
 
-/** One subscription of a user: which plan, for which billing window, set when. */
-export interface SubscriptionEntry {
+export type { SubscriptionEntry };
+
+/**
+ * One entry of a user's team membership history: from `effective_at` on, the user's usage
+ * counts for this team (`team_id` null: for no team, the user left).
+ */
+export interface MembershipEntry {
+  /** Also the id kept in the team's member list (MemberListStore) while this entry is the user's latest. */
   id: string;
-  /** Position in the user's history, 1 for the first subscription. */
-  seq: number;
-  plan_id: string;
-  /** The plan's name when the subscription was set. */
-  plan_name: string;
-  billing_subscription_id: string | null;
-  period_start: Date | null;
-  period_end: Date | null;
+  /** Service team id. */
+  team_id: string | null;
+  external_team_id: string | null;
   effective_at: Date;
 }
-
-/** A history entry as stored: its position is its place in the array. */
-type StoredEntry = Omit<SubscriptionEntry, "seq">;
 
 /**
  * A user as stored, keyed by product and external id so that every hot lookup is an `_id`
@@ -37,6 +36,8 @@ interface StoredUser {
   name: string | null;
   /** Oldest first; appended with one atomic `$push`, so concurrent changes keep one order. */
   subscriptions: StoredEntry[];
+  /** Team membership history, oldest first; absent on users stored before teams (never in one). */
+  teams?: MembershipEntry[];
   created_at: Date;
   updated_at: Date;
 }
@@ -51,6 +52,10 @@ export interface UserDoc {
   subscriptions: SubscriptionEntry[];
   /** The latest entry of the history; null until one is set. */
   current: SubscriptionEntry | null;
+  /** Oldest first; empty: never in a team. */
+  memberships: MembershipEntry[];
+  /** The latest membership when it names a team; null: in no team. */
+  team: MembershipEntry | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -69,7 +74,9 @@ export interface UserStoreOptions {
 }
 
 function fromStored(d: StoredUser): UserDoc {
-  const subscriptions = d.subscriptions.map((s, i) => ({ ...s, seq: i + 1 }));
+  const subscriptions = withSeq(d.subscriptions);
+  const memberships = d.teams ?? [];
+  const latest = memberships.at(-1);
   return {
     id: d.id,
     product_id: d.product_id,
@@ -77,6 +84,8 @@ function fromStored(d: StoredUser): UserDoc {
     name: d.name,
     subscriptions,
     current: subscriptions.at(-1) ?? null,
+    memberships,
+    team: latest?.team_id ? latest : null,
     created_at: d.created_at,
     updated_at: d.updated_at,
   };
@@ -182,16 +191,33 @@ export class UserStore {
     entry: Omit<StoredEntry, "id"> & { id?: string },
   ): Promise<{ user: UserDoc; entry: SubscriptionEntry } | null> {
     const id = entry.id ?? randomUUID();
+    const doc = await pushSubscription(this.users, this.cache, userKey(productId, externalUserId), { ...entry, id });
+    if (!doc) return null;
+    const user = fromStored(doc);
+    return { user, entry: user.subscriptions.find((s) => s.id === id)! };
+  }
+
+  /**
+   * Appends a membership to the user's team history with one atomic `$push` (as a subscription):
+   * the user after the change and the entry before the new one (null for a first membership).
+   * Null when the user does not exist.
+   */
+  async appendMembership(
+    productId: string,
+    externalUserId: string,
+    entry: MembershipEntry,
+  ): Promise<{ user: UserDoc; previous: MembershipEntry | null } | null> {
     const key = userKey(productId, externalUserId);
     const doc = await this.cache.change(key, () =>
       this.users.findOneAndUpdate(
         { _id: key },
-        { $push: { subscriptions: { ...entry, id } }, $max: { updated_at: entry.effective_at } },
+        { $push: { teams: entry }, $max: { updated_at: entry.effective_at } },
         { returnDocument: "after" },
       ),
     );
     if (!doc) return null;
     const user = fromStored(doc);
-    return { user, entry: user.subscriptions.find((s) => s.id === id)! };
+    const at = user.memberships.findIndex((m) => m.id === entry.id);
+    return { user, previous: user.memberships[at - 1] ?? null };
   }
 }

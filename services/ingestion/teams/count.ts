@@ -1,0 +1,65 @@
+/**
+ * A usage job's team part (BUDGETS.md §4): the team shares its events carry (teams/shares.ts)
+ * added to the teams' period and month counters and window documents, each under the same job
+ * guard as the members' counters, in the same completion. So a retry, the recovery sweep or a
+ * completion after a crash counts a team exactly when it counts its member: once.
+ */
+import type { CounterStore } from "../store/counters.ts";
+import type { WindowStore } from "../windows/store.ts";
+import { deltas, type Attributed } from "../domain/period-deltas.ts";
+import { windowDeltas, type WindowShare } from "../windows/shares.ts";
+import type { UsageEventDoc } from "../store/usage-events.ts";
+
+/** What counting teams needs: the teams' own counters and window documents. */
+export interface TeamCountDeps {
+  teamCounters: Pick<CounterStore, "add" | "released">;
+  teamWindows: Pick<WindowStore, "add" | "released">;
+  now(): Date;
+}
+
+/** What counting teams wrote, to be released once the job is closed. */
+export interface TeamCounted {
+  counters: string[];
+  windows: string[];
+}
+
+/** The events as their teams count them: owner the team, its counter, model and windows. */
+function asTeamEvents(inserted: readonly UsageEventDoc[]): (Attributed & { windows?: WindowShare[] })[] {
+  const out: (Attributed & { windows?: WindowShare[] })[] = [];
+  for (const e of inserted) {
+    const t = e.team;
+    if (!t) continue;
+    out.push({
+      product_id: e.product_id,
+      user_id: t.id,
+      counter_id: t.counter_id,
+      period_start: t.period_start,
+      period_end: t.period_end,
+      timestamp: e.timestamp,
+      model: t.model ?? e.model,
+      ...(t.counted_model !== undefined && { counted_model: t.counted_model }),
+      total_tokens: e.total_tokens,
+      cost_total: e.cost_total,
+      tool_call_count: e.tool_call_count,
+      ...(t.windows && { windows: t.windows }),
+    });
+  }
+  return out;
+}
+
+/** Adds a job's team shares, each at most once however often this runs. */
+export async function countTeams(deps: TeamCountDeps, jobId: string, inserted: readonly UsageEventDoc[]): Promise<TeamCounted> {
+  const events = asTeamEvents(inserted);
+  if (events.length === 0) return { counters: [], windows: [] };
+  const { periods, months } = deltas(events);
+  const counters = [...periods.map((p) => p.delta), ...months];
+  const windows = windowDeltas(events, deps.now());
+  await Promise.all([deps.teamCounters.add(jobId, counters, new Set()), deps.teamWindows.add(jobId, windows, deps.now())]);
+  return { counters: counters.map((d) => d.id), windows: windows.map((w) => w.id) };
+}
+
+/** The job is closed: its guard entries in the teams' documents may go. */
+export function releaseTeams(deps: TeamCountDeps, jobId: string, counted: TeamCounted): void {
+  deps.teamCounters.released(jobId, counted.counters);
+  deps.teamWindows.released(jobId, counted.windows);
+}

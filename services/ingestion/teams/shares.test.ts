@@ -1,0 +1,105 @@
+// Which team an event counts for, and what it adds there: pure, from a user's membership history
+// and its teams' subscriptions as the plans service gives them.
+import { test } from "uvu";
+import * as assert from "uvu/assert";
+import type { KnownTeam, KnownUser, PlanInfo } from "../adapters/plans.ts";
+import { attributeTeam, membershipAt } from "../domain/attribution.ts";
+import type { WindowLimit } from "../windows/shares.ts";
+import { addTeamShare, memberPrefix, teamShare } from "./shares.ts";
+
+const at = (iso: string) => new Date(iso);
+const limit = (name: string, fields: Partial<WindowLimit>): WindowLimit => ({
+  name,
+  metric: "spend",
+  max: 1,
+  window: "day",
+  duration_minutes: null,
+  model: null,
+  soft_gate_at: null,
+  hard_gate_at: null,
+  scope: null,
+  ...fields,
+});
+
+function plan(id: string, limits: WindowLimit[] = [], costRates: PlanInfo["costRates"] = {}): PlanInfo {
+  return {
+    id,
+    name: id,
+    maxSpendPerPeriod: 1,
+    softGateAt: 0.8,
+    hardGateAt: 1,
+    modelLimits: {},
+    costRates,
+    toolCosts: {},
+    defaultToolCost: 0,
+    sessionTimeoutMinutes: 30,
+    preCallEstimate: false,
+    preCallBufferTokens: 0,
+    pricing: { cost_rates: costRates, model_limits: {}, default_cost_rate: null, tool_costs: {}, default_tool_cost: 0 },
+    limits,
+    timeZone: "UTC",
+    creditsEnabled: false,
+  };
+}
+
+function team(id: string, p: PlanInfo | null, from = "2026-03-01T00:00:00Z"): KnownTeam {
+  const subscriptions = p ? [{ planId: p.id, planName: p.name, periodStart: at(from), periodEnd: at("2026-04-01T00:00:00Z"), effectiveAt: at("2026-02-20T00:00:00Z") }] : [];
+  return { id, externalTeamId: `ext-${id}`, name: id, subscriptions, plans: new Map(p ? [[p.id, p]] : []) };
+}
+
+function member(memberships: [string | null, string][], teams: KnownTeam[]): KnownUser {
+  return {
+    id: "u",
+    externalUserId: "u",
+    subscriptions: [],
+    plans: new Map(),
+    memberships: memberships.map(([teamId, t]) => ({ teamId, effectiveAt: at(t) })),
+    teams: new Map(teams.map((x) => [x.id, x])),
+  };
+}
+
+test("the team of an event is the membership entry in force at its timestamp: none before joining or after leaving", () => {
+  const history = [
+    { teamId: "a", effectiveAt: at("2026-03-05T00:00:00Z") },
+    { teamId: "b", effectiveAt: at("2026-03-10T00:00:00Z") },
+    { teamId: null, effectiveAt: at("2026-03-20T00:00:00Z") },
+  ];
+  assert.is(membershipAt(history, at("2026-03-04T23:59:59Z")), null);
+  assert.is(membershipAt(history, at("2026-03-05T00:00:00Z")), "a");
+  assert.is(membershipAt(history, at("2026-03-09T23:59:59Z")), "a", "a late event stamped before the move stays with the old team");
+  assert.is(membershipAt(history, at("2026-03-10T00:00:00Z")), "b");
+  assert.is(membershipAt(history, at("2026-03-25T00:00:00Z")), null);
+  assert.is(membershipAt([], at("2026-03-25T00:00:00Z")), null);
+});
+
+test("a team counts only with a plan; its counter is keyed by the team's service id and its own period", () => {
+  const p = plan("tp");
+  const u = member([["a", "2026-03-01T00:00:00Z"], ["bare", "2026-03-15T00:00:00Z"]], [team("a", p, "2026-03-02T00:00:00Z"), team("bare", null)]);
+  const a = attributeTeam("prod", u, at("2026-03-10T00:00:00Z"))!;
+  assert.equal([a.team.id, a.plan.id, a.period.start.toISOString(), a.counterId], ["a", "tp", "2026-03-02T00:00:00.000Z", "prod|2026-03-02T00:00:00.000Z|a"]);
+  assert.is(attributeTeam("prod", u, at("2026-03-16T00:00:00Z")), null, "a team without a plan counts nothing");
+  assert.is(attributeTeam("prod", undefined, at("2026-03-16T00:00:00Z")), null);
+});
+
+test("an event's team share: team-scope windows for the team's document, member-scope ones prefixed for the member's, the team plan's model name", () => {
+  const p = plan("tp", [limit("daily", { metric: "requests", max: 100 }), limit("seat", { window: "period", scope: "member" }), limit("gpt", { metric: "tokens", max: 10, model: "gpt-4o", scope: "team" })], { "gpt-4o": { input: 1, output: 1 } });
+  const u = member([["a", "2026-03-01T00:00:00Z"]], [team("a", p)]);
+  const a = attributeTeam("prod", u, at("2026-03-10T12:00:00Z"))!;
+  const e = { timestamp: at("2026-03-10T12:00:00Z"), model: "gpt-4o-2024-08-06", input_tokens: 3, output_tokens: 2, cost_total: 0.25 };
+  const { team: share, member: own } = teamShare(a, e, "gpt-4o-2024-08-06", at("2026-03-10T12:00:01Z"));
+  assert.equal([share.id, share.counter_id, share.model, share.spend_limit], ["a", a.counterId, "gpt-4o", 1], "the team plan names the model its own way");
+  assert.equal(share.windows!.map((w) => [w.key, w.n]), [
+    [`requests:day::|${Date.parse("2026-03-10T00:00:00Z")}`, 1],
+    [`tokens:day::gpt-4o|${Date.parse("2026-03-10T00:00:00Z")}`, 5],
+  ]);
+  assert.equal(own!.map((w) => [w.key, w.n]), [[`${memberPrefix("a")}spend:period::|${Date.parse("2026-03-01T00:00:00Z")}`, 250_000_000]]);
+
+  const doc: Parameters<typeof addTeamShare>[0] = { ...e, windows: [{ key: "spend:day::|0", end: 1, n: 1 }] };
+  addTeamShare(doc, a, "gpt-4o-2024-08-06", at("2026-03-10T12:00:01Z"));
+  assert.equal(doc.windows!.map((w) => w.key), ["spend:day::|0", own![0]!.key], "the member's own windows first, then its team's member-scope ones");
+  const none: Parameters<typeof addTeamShare>[0] = { ...e };
+  addTeamShare(none, null, "x", at("2026-03-10T12:00:01Z"));
+  assert.equal(none, { ...e }, "no team: the event is as without teams");
+});
+
+test.run();

@@ -1,0 +1,65 @@
+/**
+ * What the reads show of a team (BUDGETS.md §4): the session view's `team` block and the team
+ * dimensions of a member (or of the team alone). Reads by `_id` only: the team's period counter
+ * and, when its plan has team-scope limits, the team's window document.
+ */
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { SessionTeamSchema } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
+import { toTimestamp } from "@meter/lib/time";
+import type { TeamAttribution } from "../domain/attribution.ts";
+import type { CounterDoc, CounterStore } from "../store/counters.ts";
+import { windowDocId } from "../windows/shares.ts";
+import type { WindowDoc, WindowStore } from "../windows/store.ts";
+import { teamDimensions } from "../windows/dimensions.ts";
+import type { Dimension } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
+import { currentUsage, planConfig } from "../handlers/plan-config.ts";
+import { scopeOf } from "./shares.ts";
+
+/** What reading a team needs. */
+export interface TeamReadDeps {
+  teamCounters: Pick<CounterStore, "get">;
+  teamWindows: Pick<WindowStore, "get">;
+}
+
+/** A team's state as read for a view: its attribution now, its period counter and window document. */
+export interface TeamState {
+  a: TeamAttribution;
+  counter: CounterDoc | null;
+  windows: WindowDoc | null;
+}
+
+/** Whether a team plan has limits of `scope` (what decides the window documents read). */
+export const hasScope = (a: TeamAttribution | null, scope: "team" | "member") => a?.plan.limits.some((l) => scopeOf(l) === scope) ?? false;
+
+/** Reads a team's state (two reads by `_id` in parallel at most); null without a team in force. */
+export async function readTeam(deps: TeamReadDeps, productId: string, a: TeamAttribution | null): Promise<TeamState | null> {
+  if (!a) return null;
+  const [counter, windows] = await Promise.all([
+    deps.teamCounters.get(a.counterId),
+    hasScope(a, "team") ? deps.teamWindows.get(windowDocId(productId, a.team.id)) : null,
+  ]);
+  return { a, counter, windows };
+}
+
+/** The session view's `team` block. */
+export function sessionTeam(t: TeamState): MessageInitShape<typeof SessionTeamSchema> {
+  const { a } = t;
+  return {
+    teamId: a.team.externalTeamId,
+    serviceTeamId: a.team.id,
+    plan: a.plan.name,
+    planId: a.plan.id,
+    planConfig: planConfig(a.plan),
+    currentUsage: currentUsage(t.counter),
+    billingPeriod: { start: toTimestamp(a.period.start), end: toTimestamp(a.period.end) },
+  };
+}
+
+/**
+ * The team's dimensions: for a member (`member` its window document, which holds its member-scope
+ * counts), every one; for the team alone (`member` "none"), the team-scope ones.
+ */
+export function teamLimits(t: TeamState | null, member: WindowDoc | null | "none", now: Date): Dimension[] {
+  if (!t) return [];
+  return teamDimensions(t.a.plan, t.a.period, t.counter, { teamId: t.a.team.id, team: t.windows, member }, now);
+}
