@@ -3,12 +3,13 @@
 // of record(), the heap per cached user, and the overshoot of a hard cap under concurrent
 // call()s with pre-call estimate (target 0), next to the same without the estimate.
 //   BENCH_GUARDS=200000 BENCH_RECORDS=50000 BENCH_USERS=300 BENCH_CALLS=1000 npm run bench:sdk
-//   BENCH_PARTS=guard npm run bench:sdk     (only the guards: with and without 4 windows on the plan)
+//   BENCH_PARTS=guard npm run bench:sdk     (only the guards: with and without 4 windows on the plan, and a team's member)
 // Uses MONGODB_URL when set, else the embedded database in a temporary directory.
 import { execFile } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import { randomUUID } from "node:crypto";
 import pMap from "p-map";
 import { Meter } from "../sdk/typescript/src/index.ts";
 import { benchPlan, benchProduct, benchUser } from "./support/bench-product.ts";
@@ -46,11 +47,14 @@ console.log(`meterline benchmark (real stack in-process, ${bench.database}; shar
 
 // 1. guard on a loaded user: every dimension checked, model name normalized, nothing sent;
 // then the same on a plan with 4 windows (a day, a month, requests a minute, a rolling 5 hours).
-async function guardBench(label: string, planId: string) {
+async function guardBench(label: string, planId: string, team?: string) {
   const m = new Meter({ apiKey, baseURL: stack.apiUrl, logger: quiet, flushIntervalMs: 3_600_000 });
   const id = await user(planId);
+  if (team) await api.request("PUT", `/users/${id}/team`, { body: { team_id: team } });
   await m.guard(id, { model: "gpt-4o-2024-08-06" });
-  const windows = ((await api.get(`/users/${id}/session`)).body.plan_config?.limits ?? []).length;
+  const session = (await api.get(`/users/${id}/session`)).body;
+  const windows = (session.plan_config?.limits ?? []).length;
+  const teamDims = (session.limits ?? []).filter((l: { reason: string }) => l.reason.startsWith("team:")).length;
   const input = { model: "gpt-4o-2024-08-06", input_tokens: 100 };
   for (let i = 0; i < 20_000; i++) await m.guard(id, input); // warm-up
   const each: number[] = [];
@@ -68,7 +72,8 @@ async function guardBench(label: string, planId: string) {
   }
   console.log(
     `${label.padEnd(32)}median ${median(each)} ns/call, p99 ${p99(each)} ns (each timed, incl. ~50 ns of timer); ` +
-      `tight loops of 10k: ${Math.min(...chunks).toFixed(0)} ns best, ${median(chunks).toFixed(0)} ns median; ${GUARDS} calls; ${windows} windows in the session view`,
+      `tight loops of 10k: ${Math.min(...chunks).toFixed(0)} ns best, ${median(chunks).toFixed(0)} ns median; ${GUARDS} calls; ${windows} windows in the session view` +
+      (team ? `, ${teamDims} team dimensions` : ""),
   );
   await m.shutdown({ timeoutMs: 1 });
 }
@@ -88,6 +93,24 @@ if (PARTS.has("guard")) {
     ],
   });
   await guardBench("guard, 4 windows on the plan:", windowsPlan);
+  // A member of a team on the first plan: the team's cap, its model cap, a team window and a member window checked too.
+  const teamPlan = await plan({
+    max_spend_per_period: 1e9,
+    cost_rates: RATES,
+    model_limits: { "gpt-4o": { max_tokens_per_period: 1e12 } },
+    limits: [
+      { name: "team_daily", metric: "spend", max: 1e6, window: "day", scope: "team" },
+      { name: "seat", metric: "spend", max: 1e6, window: "month", scope: "member" },
+    ],
+  });
+  const team = `t-${randomUUID()}`;
+  await api.post("/teams", { external_team_id: team, name: "bench team" });
+  await api.post(`/teams/${team}/subscription`, {
+    plan_id: teamPlan,
+    period_start: new Date(Date.now() - 86_400_000).toISOString(),
+    period_end: new Date(Date.now() + 20 * 86_400_000).toISOString(),
+  });
+  await guardBench("guard, a team's member:", bigPlan, team);
 }
 
 // 2. record: price, count, build the event, queue it (delivery is not timed).

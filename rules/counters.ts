@@ -35,6 +35,14 @@ export interface PlanLimit {
   hard_gate_at?: number | null;
 }
 
+/**
+ * Whether a team plan's limit counts each member apart (`scope: member`), else the sum over the
+ * team's members (`team`, the default; BUDGETS.md section 4). Read only in a team plan.
+ */
+export function memberScoped(limit: PlanLimit): boolean {
+  return (limit as PlanLimit & { scope?: string | null }).scope === "member";
+}
+
 export interface LimitCounter {
   /** Calendar and period limits: the window counted, [start, end) in epoch ms. */
   start: number;

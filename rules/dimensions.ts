@@ -1,4 +1,4 @@
-import { resetsOf, usedOf, type LimitCounter, type PlanLimit } from "./counters.ts";
+import { memberScoped, resetsOf, usedOf, type LimitCounter, type PlanLimit } from "./counters.ts";
 import { ratio, toDollars, toNano } from "./money.ts";
 import type { Metric, WindowKind } from "./windows.ts";
 
@@ -8,7 +8,9 @@ import type { Metric, WindowKind } from "./windows.ts";
  * blocked when any dimension is at its hard gate; several at once: the one that allows a call
  * again last names the block (latest `resets_at`, null = never = latest; ties: the higher
  * usage, then list order). No hard gate: the soft one with the highest usage (as gates.ts
- * always did). A list of SPEC's three alone gives what gates.ts gave.
+ * always did). A list of SPEC's three alone gives what gates.ts gave. A member of a team
+ * (BUDGETS.md section 4) is checked against the team plan's dimensions too, in the same list:
+ * reasons prefixed `team:`, the team's sums (scope `team`) or the member's own (scope `member`).
  */
 
 /** The settings a gate reads, as the API names them (null caps: unlimited). */
@@ -35,9 +37,11 @@ export interface GateInput {
 
 /** One dimension before a call. Amounts in dollars for spend, else tokens or requests. */
 export interface Dimension {
-  /** `total_spend`, `session_spend`, `model_limit:<model>` or `limit:<name>`. */
+  /** `total_spend`, `session_spend`, `model_limit:<model>` or `limit:<name>`; a team plan's prefixed `team:`. */
   reason: string;
   metric: Metric;
+  /** A team plan's `limits` entry counted for each member apart (the message says so); else unset or `team`. */
+  scope?: "team" | "member" | null;
   /** The window counted (`session` for the session cap): read by the message only. */
   window: WindowKind | "session";
   /** Rolling windows: their length (the message says "in the last N minutes"). */
@@ -164,24 +168,28 @@ const WINDOW_WORDS: Record<string, string> = {
 /**
  * What was used (settled calls plus what calls in flight hold) and, apart, what this call would
  * add: the projection is not usage, and must not read as such. SPEC's three keep their
- * messages word for word.
+ * messages word for word; a team plan's dimensions say "Team" (or "member limit ... of the
+ * team" for one counted per member).
  */
 function describe(r: number, d: Dimension, used: number, estimate: number, limit: number): string {
+  const team = d.reason.startsWith(TEAM);
+  const reason = team ? d.reason.slice(TEAM.length) : d.reason;
   const what = r === HARD ? "limit reached" : "approaching the limit";
   const pct = (x: number) => `${limit > 0 ? Math.round((x / limit) * 100) : 100}%`;
   const money = (x: number) => `$${x.toFixed(4)}`;
   const moneyAfter = (x: number) => `; this call's estimate of ${money(x)} would bring it to ${money(toDollars(toNano(used) + toNano(x)))} (${pct(used + x)})`;
-  if (d.reason === "total_spend" || d.reason === "session_spend") {
-    const head = `${d.reason === "total_spend" ? "Spend" : "Session spend"} ${what}: ${money(used)} of $${limit.toFixed(2)} spent (${pct(used)})`;
+  if (reason === "total_spend" || reason === "session_spend") {
+    const head = `${team ? "Team spend" : reason === "total_spend" ? "Spend" : "Session spend"} ${what}: ${money(used)} of $${limit.toFixed(2)} spent (${pct(used)})`;
     return estimate > 0 ? head + moneyAfter(estimate) : head;
   }
-  if (d.reason.startsWith("model_limit:")) {
-    const head = `Token ${what} for ${d.reason.slice("model_limit:".length)} this period: ${used} of ${limit} tokens used (${pct(used)})`;
+  if (reason.startsWith("model_limit:")) {
+    const head = `${team ? "Team token" : "Token"} ${what} for ${reason.slice("model_limit:".length)} this period: ${used} of ${limit} tokens used (${pct(used)})`;
     return estimate > 0 ? `${head}; this call's estimate of ${estimate} tokens would bring it to ${used + estimate} (${pct(used + estimate)})` : head;
   }
-  const name = d.reason.startsWith("limit:") ? `"${d.reason.slice("limit:".length)}"` : d.reason;
+  const name = reason.startsWith("limit:") ? `"${reason.slice("limit:".length)}"` : reason;
+  const label = !team ? `limit ${name}` : d.scope === "member" ? `member limit ${name} of the team` : `team limit ${name}`;
   const when = d.window === "rolling" ? `in the last ${d.duration_minutes ?? 0} minutes` : (WINDOW_WORDS[d.window] ?? `this ${d.window}`);
-  const head = r === HARD ? `Limit ${name} reached` : `Approaching limit ${name}`;
+  const head = r === HARD ? `${label[0]!.toUpperCase()}${label.slice(1)} reached` : `Approaching ${label}`;
   if (d.metric === "spend") {
     const line = `${head}: ${money(used)} of $${limit.toFixed(2)} spent ${when} (${pct(used)})`;
     return estimate > 0 ? line + moneyAfter(estimate) : line;
@@ -210,18 +218,69 @@ export interface WindowInput extends GateInput {
   counters: readonly LimitCounter[];
 }
 
-// Reused between evaluations (see gates.ts): the SPEC three, then one per plan limit.
-const specTotal: Dimension = { reason: "total_spend", metric: "spend", window: "period", duration_minutes: null, max: 0, used: 0, estimate: 0, soft_gate_at: 0, hard_gate_at: 0, resets_at: null };
-const specSession: Dimension = { reason: "session_spend", metric: "spend", window: "session", duration_minutes: null, max: 0, used: 0, estimate: 0, soft_gate_at: 0, hard_gate_at: 0, resets_at: null };
-const specModel: Dimension = { reason: "", metric: "tokens", window: "period", duration_minutes: null, max: 0, used: 0, estimate: 0, soft_gate_at: 0, hard_gate_at: 0, resets_at: null };
-const limitDims: Dimension[] = [];
+/**
+ * A team member's call: the team plan and the team's figures (BUDGETS.md section 4). The team
+ * plan's period and model caps and its scope-`team` limits read the team's sums; its
+ * scope-`member` limits read what this member counted under the team plan. The call's estimate
+ * is the member's (WindowInput). The team plan's session cap is not applied: sessions are a user's.
+ */
+export interface TeamWindowInput {
+  plan: WindowPlan;
+  /** The team's period spend (every member's, with what calls in flight hold). */
+  periodCost: number;
+  /** The team's tokens of the call's model this period (with holds). */
+  modelTokens: number;
+  /** End of the team's billing period (epoch ms); null unknown. */
+  periodEnd: number | null;
+  /** One per entry of the team plan's `limits`, advanced to now: the team's counter for scope `team` (others unread). */
+  counters: readonly LimitCounter[];
+  /** One per entry of the team plan's `limits`: this member's counter for scope `member` (others unread). */
+  memberCounters: readonly LimitCounter[];
+}
+
+/** The prefix of a team plan's dimensions. */
+export const TEAM = "team:";
+
+/** Reusable dimensions of one plan's caps and limits (the user's, or the team's): an evaluation allocates only its result. */
+class PlanDims {
+  readonly total: Dimension;
+  readonly session: Dimension;
+  readonly model: Dimension = { reason: "", metric: "tokens", window: "period", duration_minutes: null, max: 0, used: 0, estimate: 0, soft_gate_at: 0, hard_gate_at: 0, resets_at: null, scope: null };
+  /** The model `model`'s reason names (a string built once per model in a row). */
+  modelOf: string | null = null;
+  readonly limits: Dimension[] = [];
+  /** Reason per limit name, built once. */
+  readonly reasons = new Map<string, string>();
+
+  constructor(readonly prefix: string) {
+    this.total = { reason: `${prefix}total_spend`, metric: "spend", window: "period", duration_minutes: null, max: 0, used: 0, estimate: 0, soft_gate_at: 0, hard_gate_at: 0, resets_at: null, scope: null };
+    this.session = { reason: `${prefix}session_spend`, metric: "spend", window: "session", duration_minutes: null, max: 0, used: 0, estimate: 0, soft_gate_at: 0, hard_gate_at: 0, resets_at: null, scope: null };
+  }
+
+  limitReason(name: string): string {
+    let r = this.reasons.get(name);
+    if (r === undefined) {
+      if (this.reasons.size >= 10_000) this.reasons.clear();
+      r = `${this.prefix}limit:${name}`;
+      this.reasons.set(name, r);
+    }
+    return r;
+  }
+
+  modelDim(model: string): Dimension {
+    if (this.modelOf !== model) {
+      this.model.reason = `${this.prefix}model_limit:${model}`;
+      this.modelOf = model;
+    }
+    return this.model;
+  }
+}
+
+const own = new PlanDims("");
+const team = new PlanDims(TEAM);
 /** The dimensions of the evaluation under way: the first `listed` of them. */
 const dimList: Dimension[] = [];
 let listed = 0;
-/** The model specModel's reason names (a string built once per model in a row). */
-let specModelOf: string | null = null;
-/** `limit:<name>` per name, built once. */
-const reasons = new Map<string, string>();
 
 function put(d: Dimension, max: number, used: number, estimate: number, soft: number, hard: number, resets: number | null): void {
   d.max = max;
@@ -235,58 +294,60 @@ function put(d: Dimension, max: number, used: number, estimate: number, soft: nu
 
 /** The gate reason of a plan limit: `limit:<name>`. */
 export function limitReason(name: string): string {
-  let r = reasons.get(name);
-  if (r === undefined) {
-    if (reasons.size >= 10_000) reasons.clear();
-    r = `limit:${name}`;
-    reasons.set(name, r);
-  }
-  return r;
+  return own.limitReason(name);
+}
+
+/** The gate reason of a team plan's limit: `team:limit:<name>`. */
+export function teamLimitReason(name: string): string {
+  return team.limitReason(name);
 }
 
 /**
  * Every dimension of a plan for one call: SPEC's caps (as gates.ts) then each entry of
- * `limits` whose model is unset or the call's. A limit's usage is its counter (counted plus
- * held by calls in flight); its estimate is the call's cost (spend) or tokens (tokens) as given,
- * and 1 for `requests`: the call itself. Per-limit gates override the plan's.
+ * `limits` whose model is unset or the call's; with `t`, the team plan's caps and limits after
+ * them. A limit's usage is its counter (counted plus held by calls in flight); its estimate is
+ * the call's cost (spend) or tokens (tokens) as given, and 1 for `requests`: the call itself.
+ * Per-limit gates override the plan's.
  */
-export function evaluatePlan(plan: WindowPlan | null, u: WindowInput): DimensionResult {
+export function evaluatePlan(plan: WindowPlan | null, u: WindowInput, t: TeamWindowInput | null = null): DimensionResult {
   listed = 0;
-  if (plan) {
-    const soft = plan.soft_gate_at;
-    const hard = plan.hard_gate_at;
-    if (plan.max_spend_per_period !== null) put(specTotal, plan.max_spend_per_period, u.periodCost, u.estimateCost, soft, hard, u.periodEnd);
-    if (plan.max_spend_per_session !== null) put(specSession, plan.max_spend_per_session, u.sessionCost, u.estimateCost, soft, hard, u.sessionEnd);
-    // Own keys only: a model named "constructor" must not find Object.prototype's member.
-    const ml = u.model === null || !Object.hasOwn(plan.model_limits, u.model) ? undefined : plan.model_limits[u.model];
-    if (ml) {
-      if (specModelOf !== u.model) {
-        specModel.reason = `model_limit:${u.model}`;
-        specModelOf = u.model;
-      }
-      put(specModel, ml.max_tokens_per_period, u.modelTokens, u.estimateTokens, soft, hard, u.periodEnd);
-    }
-    const limits = plan.limits;
-    if (limits !== undefined) {
-      for (let i = 0; i < limits.length; i++) {
-        const l = limits[i]!;
-        if (l.model != null && l.model !== u.model) continue;
-        const c = u.counters[i];
-        if (c === undefined) continue;
-        let d = limitDims[i];
-        if (d === undefined) {
-          d = { reason: "", metric: "spend", window: "day", duration_minutes: null, max: 0, used: 0, estimate: 0, soft_gate_at: 0, hard_gate_at: 0, resets_at: null };
-          limitDims[i] = d;
-        }
-        d.reason = limitReason(l.name);
-        d.metric = l.metric;
-        d.window = l.window;
-        d.duration_minutes = l.duration_minutes ?? null;
-        const used = usedOf(l, c) + c.held;
-        const estimate = l.metric === "spend" ? u.estimateCost : l.metric === "tokens" ? u.estimateTokens : 1;
-        put(d, l.max, l.metric === "spend" ? toDollars(used) : used, estimate, l.soft_gate_at ?? soft, l.hard_gate_at ?? hard, resetsOf(l, c));
-      }
-    }
-  }
+  if (plan) putPlan(own, plan, u, u.periodCost, u.modelTokens, u.periodEnd, u.counters, null);
+  if (t !== null) putPlan(team, t.plan, u, t.periodCost, t.modelTokens, t.periodEnd, t.counters, t.memberCounters);
   return evaluateFirst(dimList, listed);
+}
+
+/**
+ * One plan's period cap, session cap (the user's plan only: without `memberCounters`), the
+ * call's model's cap and its limits (a scope-`member` one read from `memberCounters` when given).
+ */
+function putPlan(dims: PlanDims, plan: WindowPlan, u: WindowInput, periodCost: number, modelTokens: number, periodEnd: number | null, counters: readonly LimitCounter[], memberCounters: readonly LimitCounter[] | null): void {
+  const soft = plan.soft_gate_at;
+  const hard = plan.hard_gate_at;
+  if (plan.max_spend_per_period !== null) put(dims.total, plan.max_spend_per_period, periodCost, u.estimateCost, soft, hard, periodEnd);
+  if (memberCounters === null && plan.max_spend_per_session !== null) put(dims.session, plan.max_spend_per_session, u.sessionCost, u.estimateCost, soft, hard, u.sessionEnd);
+  // Own keys only: a model named "constructor" must not find Object.prototype's member.
+  const ml = u.model === null || !Object.hasOwn(plan.model_limits, u.model) ? undefined : plan.model_limits[u.model];
+  if (ml) put(dims.modelDim(u.model!), ml.max_tokens_per_period, modelTokens, u.estimateTokens, soft, hard, periodEnd);
+  const limits = plan.limits;
+  if (limits === undefined) return;
+  for (let i = 0; i < limits.length; i++) {
+    const l = limits[i]!;
+    if (l.model != null && l.model !== u.model) continue;
+    const member = memberScoped(l);
+    const c = memberCounters !== null && member ? memberCounters[i] : counters[i];
+    if (c === undefined) continue;
+    let d = dims.limits[i];
+    if (d === undefined) {
+      d = { reason: "", metric: "spend", window: "day", duration_minutes: null, max: 0, used: 0, estimate: 0, soft_gate_at: 0, hard_gate_at: 0, resets_at: null, scope: null };
+      dims.limits[i] = d;
+    }
+    d.reason = dims.limitReason(l.name);
+    d.metric = l.metric;
+    d.window = l.window;
+    d.duration_minutes = l.duration_minutes ?? null;
+    d.scope = memberCounters === null ? null : member ? "member" : "team";
+    const used = usedOf(l, c) + c.held;
+    const estimate = l.metric === "spend" ? u.estimateCost : l.metric === "tokens" ? u.estimateTokens : 1;
+    put(d, l.max, l.metric === "spend" ? toDollars(used) : used, estimate, l.soft_gate_at ?? soft, l.hard_gate_at ?? hard, resetsOf(l, c));
+  }
 }

@@ -22,7 +22,18 @@ export {
 export { sessionWindowMs, windowOver } from "./sessions.ts";
 // Every name of windows.ts and counters.ts is part of the rules.
 export * from "./windows.ts";
-export { evaluateDimensions, evaluatePlan, limitReason, type Dimension, type DimensionResult, type WindowInput, type WindowPlan } from "./dimensions.ts";
+export {
+  TEAM,
+  evaluateDimensions,
+  evaluatePlan,
+  limitReason,
+  teamLimitReason,
+  type Dimension,
+  type DimensionResult,
+  type TeamWindowInput,
+  type WindowInput,
+  type WindowPlan,
+} from "./dimensions.ts";
 export * from "./counters.ts";
 export {
   blockedByCredits,

@@ -31,8 +31,8 @@ RECORDS = int(os.environ.get("BENCH_RECORDS", 50_000))
 USERS = int(os.environ.get("BENCH_USERS", 300))
 PAIRS = int(os.environ.get("BENCH_PAIRS", 1_000))
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", 3))
-# Which parts run (BENCH_PARTS): guard (with and without 4 windows), core (the guards, record, reserve + commit),
-# memory, own (wrappers without the network), wrappers.
+# Which parts run (BENCH_PARTS): guard (with and without 4 windows, a team's member), core (the guards, record,
+# reserve + commit), memory, own (wrappers without the network), wrappers.
 WARMUP = 300
 
 URL = os.environ["METER_BENCH_API_URL"]
@@ -64,6 +64,18 @@ WINDOWS_PLAN = {
 }
 
 
+# A team plan, as bench/sdk.ts: the team's cap and model cap, a team window and a member window.
+TEAM_PLAN = {
+    "max_spend_per_period": 1e9,
+    "cost_rates": PLAN["cost_rates"],
+    "model_limits": {"gpt-4o": {"max_tokens_per_period": 10**12}},
+    "limits": [
+        {"name": "team_daily", "metric": "spend", "max": 1e6, "window": "day", "scope": "team"},
+        {"name": "seat", "metric": "spend", "max": 1e6, "window": "month", "scope": "member"},
+    ],
+}
+
+
 def plan(body: dict[str, Any] = PLAN) -> str:
     res = api.post("/config/plans", json={"plans": [{"name": f"p-{uuid.uuid4()}", **body}]})
     res.raise_for_status()
@@ -71,19 +83,26 @@ def plan(body: dict[str, Any] = PLAN) -> str:
     return plan_id
 
 
-def user(plan_id: str) -> str:
+def subscription(plan_id: str) -> dict[str, str]:
+    now = datetime.now(timezone.utc)
+    start, end = now - timedelta(days=1), now + timedelta(days=20)
+    return {"plan_id": plan_id, "period_start": start.isoformat(), "period_end": end.isoformat()}
+
+
+def user(plan_id: str, team: str | None = None) -> str:
     uid = f"u-{uuid.uuid4()}"
     api.post("/users", json={"external_user_id": uid}).raise_for_status()
-    now = datetime.now(timezone.utc)
-    api.post(
-        f"/users/{uid}/subscription",
-        json={
-            "plan_id": plan_id,
-            "period_start": (now - timedelta(days=1)).isoformat(),
-            "period_end": (now + timedelta(days=20)).isoformat(),
-        },
-    ).raise_for_status()
+    api.post(f"/users/{uid}/subscription", json=subscription(plan_id)).raise_for_status()
+    if team is not None:
+        api.put(f"/users/{uid}/team", json={"team_id": team}).raise_for_status()
     return uid
+
+
+def team(plan_id: str) -> str:
+    tid = f"t-{uuid.uuid4()}"
+    api.post("/teams", json={"external_team_id": tid, "name": "bench team"}).raise_for_status()
+    api.post(f"/teams/{tid}/subscription", json=subscription(plan_id)).raise_for_status()
+    return tid
 
 
 def timed(fn: Callable[[], Any], n: int) -> list[int]:
@@ -100,11 +119,13 @@ def us(ns: float) -> str:
     return f"{ns / 1000:.2f} µs"
 
 
-def guard_bench(label: str, plan_id: str) -> None:
+def guard_bench(label: str, plan_id: str, team_id: str | None = None) -> None:
     m = Meter(api_key=KEY, base_url=URL, flush_interval=3600, max_queue_size=10**7)
-    uid = user(plan_id)
+    uid = user(plan_id, team_id)
     m.guard(uid)
-    windows = len(getattr(m._users[uid].config or PlanConfig(), "limits", ()))
+    e = m._users[uid]
+    windows = len(getattr(e.config or PlanConfig(), "limits", ()))
+    teamed = "" if team_id is None else f"; team {'loaded' if e.team is not None else 'absent from the session view'}"
     guard = lambda: m.guard(uid, model="gpt-4o-2024-08-06")  # noqa: E731
     timed(guard, 10_000)
     samples = timed(guard, GUARDS)
@@ -118,15 +139,17 @@ def guard_bench(label: str, plan_id: str) -> None:
     print(
         f"{label}: median {us(statistics.median(samples))} a call (each timed, {GUARDS} calls); p99 "
         f"{us(statistics.quantiles(samples, n=100)[98])}; {us(loop)} a call in the best of 5 loops of 10,000; "
-        f"{windows} windows on the plan"
+        f"{windows} windows on the plan{teamed}"
     )
     m.shutdown(timeout=60)
 
 
 def guards(plan_id: str) -> None:
-    """The guard without windows and with 4 (target: median <= 5 µs both)."""
+    """The guard without windows, with 4, and of a team's member (target: median <= 5 µs each)."""
     guard_bench("guard() on a loaded user (every dimension, model normalization, no network)", plan_id)
     guard_bench("guard() with 4 windows on the plan", plan(WINDOWS_PLAN))
+    teamed = team(plan(TEAM_PLAN))
+    guard_bench("guard() of a team's member (team cap, model cap, a team and a member window)", plan_id, teamed)
 
 
 def core(plan_id: str) -> None:

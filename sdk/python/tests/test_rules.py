@@ -11,7 +11,7 @@ import pytest
 from meterline import PlanConfig, Rate, evaluate, price
 from meterline.counters import advance, hard_mark_of, new_counter, unit_of
 from meterline.credits import blocked_by_credits, credit_balance, credit_cap, credit_crossing, credits_drawn
-from meterline.dimensions import evaluate_plan
+from meterline.dimensions import combine, evaluate_nano, evaluate_plan, evaluate_team, rules_of, team_rules_of
 from meterline.money import add_dollars, ratio, to_dollars, to_nano
 from meterline.periods import calendar_month, iso, parse_time, roll_on
 from meterline.session_view import apply_view, roll_locally
@@ -286,26 +286,32 @@ def test_calendar_windows_tile_time(tz: str) -> None:
 DIMENSIONS = TABLE["dimensions"]["cases"]
 
 
-@pytest.mark.parametrize("case", DIMENSIONS, ids=[c["name"] for c in DIMENSIONS])
-def test_dimensions_table(case: dict[str, Any]) -> None:
-    plan = PlanConfig.parse(case["plan"])
-    now = parse_time(case["now"])
-    period = (parse_time(case["billing_period"]["start"]), parse_time(case["billing_period"]["end"]))
+def _counters(plan: PlanConfig, usage: dict[str, Any], now: float, period: tuple[float, float]) -> list[Any]:
+    """The counters of a case's plan limits as a client last saw them (the window of window_start, or the
+    buckets), brought to now."""
     counters = []
     for i, lim in enumerate(plan.limits):
-        u = case["usage"]["limits"][i]
-        # The counter as a client last saw it: the window of window_start (or the buckets), then brought to now.
+        u = usage["limits"][i]
         c = new_counter(lim, parse_time(u["window_start"]) if "window_start" in u else now, plan.time_zone, period)
         if "window_start" in u:
             c.used = unit_of(lim.metric, u["used"])
         else:
             c.buckets = [Bucket(parse_time(b["start"]), int(unit_of(lim.metric, b["used"]))) for b in u["buckets"]]
-        c.held = unit_of(lim.metric, (case["usage"].get("held") or [0] * len(plan.limits))[i])
+        c.held = unit_of(lim.metric, (usage.get("held") or [0] * len(plan.limits))[i])
         advance(lim, c, now, plan.time_zone, period, hard_mark_of(lim, plan.hard_gate_at))
         counters.append(c)
+    return counters
+
+
+def _span(p: dict[str, str]) -> tuple[float, float]:
+    return parse_time(p["start"]), parse_time(p["end"])
+
+
+def _own(case: dict[str, Any], plan: PlanConfig | None, now: float) -> Any:
+    period = _span(case["billing_period"])
     u = case["usage"]
     call = case["call"]
-    got = evaluate_plan(
+    return evaluate_plan(
         plan,
         u["period_cost"],
         u["session_cost"],
@@ -315,9 +321,53 @@ def test_dimensions_table(case: dict[str, Any]) -> None:
         call["estimate_tokens"],
         period[1],
         None if case["session_end"] is None else parse_time(case["session_end"]),
-        counters,
+        [] if plan is None else _counters(plan, u, now, period),
     )
+
+
+@pytest.mark.parametrize("case", DIMENSIONS, ids=[c["name"] for c in DIMENSIONS])
+def test_dimensions_table(case: dict[str, Any]) -> None:
+    got = _own(case, PlanConfig.parse(case["plan"]), parse_time(case["now"]))
     _matches(dataclasses.asdict(got), case["expect"], case["name"])
+
+
+TEAMS = TABLE["teams"]["cases"]
+
+
+@pytest.mark.parametrize("case", TEAMS, ids=[c["name"] for c in TEAMS])
+def test_teams_table(case: dict[str, Any]) -> None:
+    now = parse_time(case["now"])
+    got = _own(case, _plan(case["plan"]), now)
+    team = case["team"]
+    if team is not None:
+        plan = PlanConfig.parse(team["plan"])
+        period = _span(team["billing_period"])
+        u = team["usage"]
+        call = case["call"]
+        # One counter per team plan limit: the case gives the team's figure or the member's, by scope.
+        counters = _counters(plan, u, now, period)
+        got = combine(
+            got,
+            evaluate_team(plan, u["period_cost"], call["model"], u["model_tokens"], call["estimate_cost"],
+                          call["estimate_tokens"], period[1], counters),
+        )  # fmt: skip
+        # The guard's one evaluation of both (admission.py) decides as the two combined.
+        own_plan = _plan(case["plan"]) or PlanConfig()
+        own_period = _span(case["billing_period"])
+        mine = case["usage"]
+        joined = evaluate_nano(
+            rules_of(own_plan), to_nano(mine["period_cost"]), to_nano(mine["session_cost"]), call["model"],
+            mine["model_tokens"], to_nano(call["estimate_cost"]), call["estimate_tokens"], own_period[1],
+            None if case["session_end"] is None else parse_time(case["session_end"]),
+            _counters(own_plan, mine, now, own_period),
+            (team_rules_of(plan), to_nano(u["period_cost"]), u["model_tokens"], period[1], counters),
+        )  # fmt: skip
+        assert joined == got, case["name"]
+    _matches(dataclasses.asdict(got), case["expect"], case["name"])
+
+
+def test_teams_table_is_whole() -> None:
+    assert len(TEAMS) >= 10
 
 
 def test_dimensions_table_is_whole() -> None:

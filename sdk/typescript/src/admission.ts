@@ -1,6 +1,6 @@
 /**
  * The check of guard() and reserve(): the plan's gates over the user's counters and the call's
- * estimate, the lease's share with `leases: true`, and what a gate sets off (a gate event at
+ * estimate (and for a team's member the team plan's over the team's and the member's), the lease's share with `leases: true`, and what a gate sets off (a gate event at
  * most once per kind per 5 s, the callbacks, LimitExceededError when blocking). From the entry
  * on it is synchronous, so that a check and its hold are one step.
  */
@@ -73,7 +73,7 @@ export class Admission {
       // A caller's session lasts as long as it is used: no known end.
       sessionEnd: session === e.sessions.own ? session.startedAt + e.timeoutMs : null,
       counters: e.counters,
-    });
+    }, e.teamGate(model));
     if (this.settings.failClosed && !e.loaded && !e.unknown) result = unavailable(e.userId);
     let lease: string | null = null;
     const need = hold && result.status !== "hard_gate" && this.leases ? this.leases.need(e, model, reserved) : null;

@@ -41,7 +41,9 @@ export class LimitExceededError extends MeterError {
   readonly result: GuardResult;
   /**
    * The blocking dimension (`result.gate_reason`): `total_spend`, `session_spend`,
-   * `model_limit:<model>` or `limit:<name>`. When several block at once, the one that lets a
+   * `model_limit:<model>` or `limit:<name>`; for a team's member also the team plan's
+   * `team:total_spend`, `team:model_limit:<model>` or `team:limit:<name>` (a team window, or the
+   * member's share under a `scope: "member"` limit). When several block at once, the one that lets a
    * call through again last.
    */
   readonly reason: string | null;

@@ -41,6 +41,7 @@ export type {
   PortalTokenOptions,
   UsageEvent,
   UserState,
+  TeamState,
   BillingPeriod,
   SessionStartState,
   PlanLimit,

@@ -94,8 +94,10 @@ export class Recorder {
       event.cost_tools = toolsCost(event.tool_calls, plan);
       event.cost_total = addDollars(event.cost_tokens, event.cost_tools);
       e.countPeriod(session, model, 0, event.cost_total);
-      // No window counted the call while the plan was unknown: it has none then.
-      e.countWindows(model, event.total_tokens, event.cost_total, Date.parse(event.timestamp), clockNow());
+      // No window (nor the team) counted the call while the plan was unknown: it has none then.
+      const at = Date.parse(event.timestamp);
+      e.countWindows(model, event.total_tokens, event.cost_total, at, clockNow());
+      e.countTeam(model, event.total_tokens, event.cost_total, at, clockNow());
     }
   }
 

@@ -14,6 +14,10 @@
  * - Credits (credits.ts): the view's period cap with the balance becomes the user's
  *   `max_spend_per_period`, which every gate and lease reads; the local balance is what it
  *   leaves after the merged spend, so the lower of local and service balances wins.
+ * - A team (`team`, BUDGETS.md section 4): the team's block is merged into the team's entry
+ *   shared by its members (team-state.ts); the view's scope-`member` team limits into the
+ *   member's own counters of them (UserEntry.syncTeam). A member without a plan of its own is
+ *   priced at the team plan's rates, with no caps of its own.
  */
 import type { PlanConfig, PlanConfigView, SessionView } from "./types.ts";
 import { readCredits, type UserCredits } from "./credits.ts";
@@ -22,8 +26,18 @@ import { dimensionKey, mergeView, newCounter, rollOn, sessionWindowMs, type Limi
 
 export type Merge = "first" | "reset" | "fresh_period" | "same_period";
 
+/** A billing period's sums, as a user and a team keep them. */
+export interface PeriodState {
+  periodStart: string;
+  periodEnd: string;
+  periodEndMs: number;
+  periodCost: number;
+  tokensByModel: Record<string, number>;
+  costByModel: Record<string, number>;
+}
+
 /** The part of a user's local state a session view and a rollover write. */
-export interface ViewedState {
+export interface ViewedState extends PeriodState {
   loaded: boolean;
   unknown: boolean;
   serviceUserId: string | null;
@@ -31,14 +45,10 @@ export interface ViewedState {
   planId: string | null;
   /** With credits, the plan with the period cap including the balance (credits.cap). */
   config: PlanConfig | null;
+  /** The plan whose keys model names are normalized over: `config`, or the team plan for a member priced at it. */
+  naming: PlanConfig | null;
   credits: UserCredits | null;
   timeoutMs: number;
-  periodStart: string;
-  periodEnd: string;
-  periodEndMs: number;
-  periodCost: number;
-  tokensByModel: Record<string, number>;
-  costByModel: Record<string, number>;
   counters: LimitCounter[];
   readonly models: { clear(): void };
   readonly sessions: { clear(now: number): void };
@@ -53,21 +63,17 @@ export function applyView(e: ViewedState, view: SessionView, now: number): Merge
   else merge = "same_period";
 
   if (merge === "reset") e.sessions.clear(now);
-  if (merge === "same_period" || merge === "first") {
-    // "first": anything recorded before the first answer belongs to the period the service reports.
-    e.periodCost = Math.max(e.periodCost, u.period_cost);
-    e.tokensByModel = maxOf(e.tokensByModel, u.period_tokens_by_model);
-    e.costByModel = maxOf(e.costByModel, u.period_cost_by_model);
-  } else {
-    e.periodCost = u.period_cost;
-    e.tokensByModel = byName(u.period_tokens_by_model);
-    e.costByModel = byName(u.period_cost_by_model);
-  }
+  // "first": anything recorded before the first answer belongs to the period the service reports.
+  mergeUsage(e, u, merge === "same_period" || merge === "first");
   e.serviceUserId = view.service_user_id;
   e.plan = view.plan;
   e.planId = view.plan_id ?? null;
   const before = e.config;
-  const plan = view.sdk_enabled ? intern(readPlanConfig(view.plan_config)) : null;
+  const team = view.team ?? null;
+  // A member with no plan of its own (in a subscribed team): priced at the team plan's rates, no caps of its own.
+  const teamPriced = view.sdk_enabled && team !== null && (view.plan_id ?? null) === null;
+  const plan = !view.sdk_enabled ? null : teamPriced ? pricedBy(readPlan(team.plan_config)) : readPlan(view.plan_config);
+  e.naming = teamPriced ? readPlan(team.plan_config) : plan;
   e.credits = readCredits(plan, view, e.periodCost, merge === "reset" ? null : e.credits, now);
   e.config = e.credits === null ? plan : withCap(plan!, e.credits.cap);
   e.timeoutMs = sessionWindowMs(view.plan_config.session_timeout_minutes);
@@ -83,8 +89,7 @@ export function applyView(e: ViewedState, view: SessionView, now: number): Merge
 
 /**
  * The plan's windows after a view: counters of limits that count the same thing as before
- * (same metric, window, duration and model, same time zone) are kept, others start empty;
- * then the service's figure of each limit is merged in (rules/counters.ts mergeView).
+ * (keepCounters), then the service's figure of each limit is merged in (rules/counters.ts mergeView).
  */
 function applyWindows(e: ViewedState, before: PlanConfig | null, view: SessionView, now: number, reset: boolean): void {
   const plan = e.config;
@@ -93,21 +98,7 @@ function applyWindows(e: ViewedState, before: PlanConfig | null, view: SessionVi
     return;
   }
   const period = { start: Date.parse(e.periodStart), end: e.periodEndMs };
-  if (reset || before !== plan) {
-    const kept = new Map<string, LimitCounter>();
-    if (!reset && before !== null && before.time_zone === plan.time_zone) {
-      before.limits.forEach((l, i) => {
-        const c = e.counters[i];
-        if (c !== undefined) kept.set(dimensionKey(l), c);
-      });
-    }
-    e.counters = plan.limits.map((l) => {
-      const key = dimensionKey(l);
-      const c = kept.get(key);
-      kept.delete(key); // two equal limits: the second starts from the service's figure
-      return c ?? newCounter(l, now, plan.time_zone, period);
-    });
-  }
+  if (reset || before !== plan) e.counters = keepCounters(reset ? null : before, e.counters, plan, now, period);
   const seen = view.limits;
   if (seen === undefined) return;
   for (const v of seen) {
@@ -118,15 +109,55 @@ function applyWindows(e: ViewedState, before: PlanConfig | null, view: SessionVi
 }
 
 /**
+ * One counter per limit of `plan`: those of `before` (with `counters`, one per limit of it) that
+ * count the same thing (same metric, window, duration and model, same time zone) are kept (a
+ * renamed limit keeps its usage); others start empty. The same plan keeps its counters.
+ */
+export function keepCounters(before: PlanConfig | null, counters: readonly LimitCounter[], plan: PlanConfig, now: number, period: { start: number; end: number }): LimitCounter[] {
+  if (before === plan && counters.length === plan.limits.length) return counters as LimitCounter[];
+  const kept = new Map<string, LimitCounter>();
+  if (before !== null && before.time_zone === plan.time_zone) {
+    before.limits.forEach((l, i) => {
+      const c = counters[i];
+      if (c !== undefined) kept.set(dimensionKey(l), c);
+    });
+  }
+  return plan.limits.map((l) => {
+    const key = dimensionKey(l);
+    const c = kept.get(key);
+    kept.delete(key); // two equal limits: the second starts from the service's figure
+    return c ?? newCounter(l, now, plan.time_zone, period);
+  });
+}
+
+/** A view's period sums merged in: the larger of local and service figures (`same` period), else the service's. */
+export function mergeUsage(e: PeriodState, u: SessionView["current_usage"], same: boolean): void {
+  if (same) {
+    e.periodCost = Math.max(e.periodCost, u.period_cost);
+    e.tokensByModel = maxOf(e.tokensByModel, u.period_tokens_by_model);
+    e.costByModel = maxOf(e.costByModel, u.period_cost_by_model);
+  } else {
+    e.periodCost = u.period_cost;
+    e.tokensByModel = byName(u.period_tokens_by_model);
+    e.costByModel = byName(u.period_cost_by_model);
+  }
+}
+
+/**
  * The period ended and the service gave no new one (unreachable): counters are cleared
  * locally and the next period is taken to be as long as the last, until the service answers.
  */
 export function rollLocally(e: ViewedState, now: number): void {
-  const { start, end } = rollOn(Date.parse(e.periodStart), e.periodEndMs, now);
   if (e.credits !== null) {
     e.credits.rolled(e.periodCost);
     e.config = withCap(e.config!, e.credits.cap);
   }
+  rollUsage(e, now);
+}
+
+/** A period's sums cleared, the next period as long as the last. */
+export function rollUsage(e: PeriodState, now: number): void {
+  const { start, end } = rollOn(Date.parse(e.periodStart), e.periodEndMs, now);
   e.periodStart = new Date(start).toISOString();
   e.periodEnd = new Date(end).toISOString();
   e.periodEndMs = end;
@@ -158,6 +189,16 @@ export function readPlanConfig(view: PlanConfigView): PlanConfig {
     limits: view.limits ?? [],
     time_zone: view.time_zone ?? "UTC",
   };
+}
+
+/** A plan as the view sends it, read (readPlanConfig) and shared by every user and team on it. */
+export function readPlan(view: PlanConfigView): PlanConfig {
+  return intern(readPlanConfig(view));
+}
+
+/** A team plan's prices without its caps: what a member with no plan of its own is priced at. */
+function pricedBy(team: PlanConfig): PlanConfig {
+  return intern({ ...team, max_spend_per_period: null, max_spend_per_session: null, model_limits: {}, limits: [], credits_enabled: false, credits_low_at: null });
 }
 
 /** Users on one plan share one config object (bounded; cleared when full). */

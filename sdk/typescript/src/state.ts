@@ -4,30 +4,24 @@
  * counters change only through the methods below, each named for what happened. The plan and
  * period fields are read everywhere and written only by the session-view merge of session-view.ts
  * (applyView, rollLocally, pure rules over this record) through apply() and rollOver(), by
- * count(), and by notRegistered().
+ * count(), and by notRegistered(). A member of a team also points at the team's entry, shared
+ * with the other members (team-state.ts), and keeps its own counters of the team plan's
+ * scope-`member` limits.
  */
 import type { CreditsNews, UserCredits } from "./credits.ts";
 import { MeterTypeError } from "./errors.ts";
 import { byName, own } from "./own.ts";
-import { applyView, rollLocally, withCap, type Merge } from "./session-view.ts";
+import { applyView, keepCounters, rollLocally, withCap, type Merge } from "./session-view.ts";
+import { advanceAll, countAll, teamLimitOf, type TeamEntry, type Teams } from "./team-state.ts";
 import { normalizeModel } from "./pricing.ts";
 import { RecentCalls } from "./recent-calls.ts";
-import {
-  NO_PLAN_CONFIG,
-  addDollars,
-  advance,
-  calendarMonth,
-  countIn,
-  hardMarkOf,
-  sessionWindowMs,
-  unitOf,
-  type LimitCounter,
-  type PlanLimit,
-} from "./rules/index.ts";
+import { NO_PLAN_CONFIG, addDollars, calendarMonth, memberScoped, mergeView, sessionWindowMs, unitOf, type LimitCounter, type PlanLimit, type TeamWindowInput } from "./rules/index.ts";
 import { Sessions, type Session } from "./user-sessions.ts";
 import type { PlanConfig, SessionView, UsageEvent, UserState } from "./types.ts";
 
 const NO_COUNTERS: LimitCounter[] = [];
+/** What teamGate() fills for each check. */
+const TEAM_GATE: TeamWindowInput = { plan: NO_PLAN_CONFIG as unknown as PlanConfig, periodCost: 0, modelTokens: 0, periodEnd: null, counters: NO_COUNTERS, memberCounters: NO_COUNTERS };
 const NO_NEWS: CreditsNews[] = [];
 
 /** Distinct model names remembered per user (normalization cache). */
@@ -42,6 +36,11 @@ export interface Held {
   /** The plan's limits and their counters the call held against (set by hold()): given back to those, even after a reload changed them. */
   limits?: readonly PlanLimit[];
   counters?: readonly LimitCounter[];
+  /** The member's team the call held on, with the team plan's limits and the team's and the member's counters of them (set by hold()). */
+  team?: TeamEntry;
+  teamLimits?: readonly PlanLimit[];
+  teamCounters?: readonly LimitCounter[];
+  memberCounters?: readonly LimitCounter[];
 }
 
 export class UserEntry {
@@ -52,6 +51,14 @@ export class UserEntry {
   planId: string | null = null;
   /** Null: no plan in force (or not loaded); nothing is gated or priced. With credits, its period cap includes the balance. */
   config: PlanConfig | null = null;
+  /** The plan model names are normalized over: `config`, or the team plan for a member priced at it. */
+  naming: PlanConfig | null = null;
+  /** The user's team (with a subscription in force), shared with its other members; null: none. */
+  team: TeamEntry | null = null;
+  /** One per entry of the team plan's `limits`: this member's counter of a scope-`member` one (others unread). */
+  memberCounters: LimitCounter[] = NO_COUNTERS;
+  /** The team plan `memberCounters` were made for: another one (a view of another member changed it) re-keys them. */
+  #memberPlan: PlanConfig | null = null;
   /** Prepaid credits when the plan has them enabled with an allowance, else null (credits.ts). */
   credits: UserCredits | null = null;
   /** True once a session view was applied; false for a user not (yet) known to the service. */
@@ -126,15 +133,73 @@ export class UserEntry {
 
   // ---- the session view ----
 
-  /** Merges a session view in (see session-view.ts); the next reload is due `refreshMs` from now. True the first time a view is applied (onSessionStart). */
-  apply(view: SessionView, now: number, refreshMs: number): { merge: Merge; first: boolean } {
+  /** Merges a session view in (see session-view.ts), its team block into the team's entry of `teams`; the next reload is due `refreshMs` from now. True the first time a view is applied (onSessionStart). */
+  apply(view: SessionView, now: number, refreshMs: number, teams: Teams): { merge: Merge; first: boolean } {
     const merge = applyView(this, view, now);
     if (merge === "reset") this.#recent = undefined;
+    this.applyTeam(view, now, teams, merge === "reset");
     this.#loadFailed = false;
     this.#refreshAt = now + refreshMs;
     const first = !this.#started;
     this.#started = true;
     return { merge, first };
+  }
+
+  /**
+   * The view's team: its block merged into the team's shared entry (unless older than what the
+   * entry holds), then the member's own counters of scope-`member` limits re-keyed to the team
+   * plan and the view's figures of them merged in. Another team than before (the user moved):
+   * the member's counters start again.
+   */
+  private applyTeam(view: SessionView, now: number, teams: Teams, reset: boolean): void {
+    const tv = view.team ?? null;
+    if (tv === null) {
+      this.team = null;
+      this.memberCounters = NO_COUNTERS;
+      this.#memberPlan = null;
+      return;
+    }
+    const team = teams.of(tv.team_id);
+    const current = team.apply(tv, view.limits, now);
+    if (team !== this.team || reset) {
+      this.memberCounters = NO_COUNTERS;
+      this.#memberPlan = null;
+    }
+    this.team = team;
+    this.syncTeam(now);
+    const plan = team.config;
+    if (!current || plan === null || view.limits === undefined) return;
+    const period = team.period();
+    for (const v of view.limits) {
+      const i = teamLimitOf(plan, v);
+      if (i >= 0 && memberScoped(plan.limits[i]!)) mergeView(plan.limits[i]!, this.memberCounters[i]!, v, now, plan.time_zone, period);
+    }
+  }
+
+  /** The member's counters fit the team plan in force (another member's view may have changed it). */
+  syncTeam(now: number): void {
+    const plan = this.team?.config ?? null;
+    if (plan === this.#memberPlan) return;
+    this.memberCounters = plan === null ? NO_COUNTERS : keepCounters(this.#memberPlan, this.memberCounters, plan, now, this.team!.period());
+    this.#memberPlan = plan;
+  }
+
+  /**
+   * A member's team figures for the check of a call of `model` (after advanceWindows): the team
+   * plan, the team's sums with what calls in flight hold, its counters and the member's. One
+   * object reused by every check (a check allocates only its result); null outside a team.
+   */
+  teamGate(model: string | null): TeamWindowInput | null {
+    const t = this.team;
+    if (t === null || t.config === null) return null;
+    const g = TEAM_GATE;
+    g.plan = t.config;
+    g.periodCost = addDollars(t.periodCost, t.reservedCost);
+    g.modelTokens = model === null ? 0 : (own(t.tokensByModel, model) ?? 0) + (own(t.reservedTokens, model) ?? 0);
+    g.periodEnd = t.periodEndMs;
+    g.counters = t.counters;
+    g.memberCounters = this.memberCounters;
+    return g;
   }
 
   /** The period ended and the service gave no new one: counters cleared locally (session-view.ts). */
@@ -154,6 +219,10 @@ export class UserEntry {
       this.tokensByModel = byName();
       this.costByModel = byName();
       this.counters = NO_COUNTERS;
+      this.naming = null;
+      this.team = null;
+      this.memberCounters = NO_COUNTERS;
+      this.#memberPlan = null;
       this.models.clear();
       this.#recent = undefined;
       this.sessions.clear(now);
@@ -223,8 +292,18 @@ export class UserEntry {
     if (limits !== undefined && limits.length > 0) {
       h.limits = limits;
       h.counters = this.counters;
-      holdWindows(h, 1);
     }
+    const team = this.team;
+    if (team !== null && team.config !== null) {
+      h.team = team;
+      team.hold(h.model, h.cost, h.tokens, 1);
+      if (team.config.limits.length > 0) {
+        h.teamLimits = team.config.limits;
+        h.teamCounters = team.counters;
+        h.memberCounters = this.memberCounters;
+      }
+    }
+    holdWindows(h, 1);
     this.#inFlight++;
   }
 
@@ -233,6 +312,7 @@ export class UserEntry {
     this.#reservedCost = nonNegative(addDollars(this.#reservedCost, -h.cost));
     h.session.reserved = nonNegative(addDollars(h.session.reserved, -h.cost));
     if (h.model !== null && h.tokens > 0) this.#reservedTokens[h.model] = nonNegative((own(this.#reservedTokens, h.model) ?? 0) - h.tokens);
+    h.team?.hold(h.model, h.cost, h.tokens, -1);
     holdWindows(h, -1);
     this.#inFlight--;
   }
@@ -256,29 +336,29 @@ export class UserEntry {
 
   /**
    * A call at `at` counted in the period, its session and every window of the plan (one
-   * request, its tokens and cost); money added as whole nano-dollars (rules/money.ts).
+   * request, its tokens and cost), and for a member in the team's sums and windows and the
+   * member's own team windows; money added as whole nano-dollars (rules/money.ts).
    */
   count(session: Session, model: string | null, tokens: number, cost: number, at: number): void {
     this.countPeriod(session, model, tokens, cost);
     this.countWindows(model, tokens, cost, at, at);
+    this.countTeam(model, tokens, cost, at, at);
   }
 
   /**
    * The windows brought to `now`: a calendar window past its end gives way to the next (in the
-   * plan's time zone), a rolling one drops what aged out. Each counter is touched only past its
-   * next expiry, so a guard between them only compares two numbers per window.
+   * plan's time zone), a rolling one drops what aged out; the team's and the member's team
+   * windows too. Each counter is touched only past its next expiry, so a guard between them
+   * only compares two numbers per window.
    */
   advanceWindows(now: number): void {
     const plan = this.config;
-    if (plan === null || plan.limits.length === 0) return;
-    const limits = plan.limits;
-    const counters = this.counters;
-    for (let i = 0; i < limits.length; i++) {
-      const l = limits[i]!;
-      const c = counters[i]!;
-      if (l.window === "rolling" ? now < c.validUntil : now < c.end) continue;
-      advance(l, c, now, plan.time_zone, this.period(), hardMarkOf(l, plan.hard_gate_at));
-    }
+    if (plan !== null && plan.limits.length > 0) advanceAll(plan, this.counters, now, this, null);
+    const team = this.team;
+    if (team === null || team.config === null || team.config.limits.length === 0) return;
+    this.syncTeam(now);
+    team.advanceWindows(now);
+    advanceAll(team.config, this.memberCounters, now, team, true);
   }
 
   /** The billing period as epoch ms. */
@@ -291,12 +371,18 @@ export class UserEntry {
     const plan = this.config;
     if (plan === null || plan.limits.length === 0) return;
     this.advanceWindows(now);
-    const limits = plan.limits;
-    for (let i = 0; i < limits.length; i++) {
-      const l = limits[i]!;
-      if (l.model != null && l.model !== model) continue;
-      countIn(l, this.counters[i]!, at, l.metric === "spend" ? unitOf("spend", cost) : l.metric === "tokens" ? tokens : 1, now);
-    }
+    countAll(plan.limits, this.counters, null, model, tokens, cost, at, now);
+  }
+
+  /** A member's call at `at` counted for the team (its sums, its scope-`team` windows) and in the member's scope-`member` windows. */
+  countTeam(model: string | null, tokens: number, cost: number, at: number, now: number): void {
+    const team = this.team;
+    if (team === null || team.config === null) return;
+    this.syncTeam(now);
+    team.count(model, tokens, cost, at, now);
+    if (team.config.limits.length === 0) return;
+    advanceAll(team.config, this.memberCounters, now, team, true);
+    countAll(team.config.limits, this.memberCounters, true, model, tokens, cost, at, now);
   }
 
   /** Spend and tokens of a call counted in the period and its session (not its windows). */
@@ -334,7 +420,7 @@ export class UserEntry {
     if (typeof raw !== "string") throw new MeterTypeError("model must be a string");
     let m = this.models.get(raw);
     if (m === undefined) {
-      m = normalizeModel(raw, this.config);
+      m = normalizeModel(raw, this.naming);
       if (this.models.size >= MODEL_CACHE) this.models.clear();
       this.models.set(raw, m);
     }
@@ -381,6 +467,7 @@ export class UserEntry {
       session_cost: own.cost,
       period_tokens_by_model: { ...this.tokensByModel },
       period_cost_by_model: { ...this.costByModel },
+      team: this.team === null || this.team.config === null ? null : this.team.snapshot(),
       credits: this.credits === null ? null : { balance: this.credits.balance(this.periodCost), pending: this.credits.pending, low_at: this.credits.lowAt },
     };
   }
@@ -391,15 +478,18 @@ export class UserEntry {
   }
 }
 
-/** A reserved call's amounts added to (sign 1) or taken from (-1) what its windows' counters hold. */
+/** A reserved call's amounts added to (sign 1) or taken from (-1) what its windows' counters hold: the plan's, the team plan's (the team's or the member's by scope). */
 function holdWindows(h: Held, sign: 1 | -1): void {
-  const limits = h.limits;
-  const counters = h.counters;
-  if (limits === undefined || counters === undefined) return;
+  if (h.limits !== undefined && h.counters !== undefined) holdOn(h, h.limits, h.counters, null, sign);
+  if (h.teamLimits !== undefined && h.teamCounters !== undefined) holdOn(h, h.teamLimits, h.teamCounters, h.memberCounters ?? null, sign);
+}
+
+function holdOn(h: Held, limits: readonly PlanLimit[], counters: readonly LimitCounter[], memberCounters: readonly LimitCounter[] | null, sign: 1 | -1): void {
   for (let i = 0; i < limits.length; i++) {
     const l = limits[i]!;
     if (l.model != null && l.model !== h.model) continue;
-    const c = counters[i]!;
+    const c = memberCounters !== null && memberScoped(l) ? memberCounters[i] : counters[i];
+    if (c === undefined) continue;
     const amount = l.metric === "spend" ? unitOf("spend", h.cost) : l.metric === "tokens" ? h.tokens : 1;
     c.held = Math.max(0, c.held + sign * amount);
   }

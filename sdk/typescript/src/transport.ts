@@ -10,6 +10,8 @@ export interface Changes {
   all: boolean;
   plan_ids: string[];
   user_ids: string[];
+  /** Teams whose subscription was set (external team ids); absent from services before teams. */
+  team_ids?: string[];
 }
 
 /**

@@ -62,7 +62,8 @@ export interface GuardResult {
   status: GateStatus;
   /**
    * The deciding dimension: `total_spend`, `session_spend`, `model_limit:<model>` or
-   * `limit:<name>` (an entry of the plan's `limits`); `session_unavailable` for a user gated by
+   * `limit:<name>` (an entry of the plan's `limits`); a member's team plan's `team:total_spend`,
+   * `team:model_limit:<model>` or `team:limit:<name>`; `session_unavailable` for a user gated by
    * `failClosed`; null when ok.
    */
   gate_reason: string | null;
@@ -138,11 +139,30 @@ export interface UserState {
   period_tokens_by_model: Record<string, number>;
   period_cost_by_model: Record<string, number>;
   /**
+   * The user's team as the library counts it (the team's sums over every member, with this
+   * process's calls not yet in a view); null when the user is in no team with a subscription in
+   * force. Absent from states built by hand.
+   */
+  team?: TeamState | null;
+  /**
    * The user's prepaid credits as the library counts them (balance lowered by its own spend
    * past the allowance since the last view); null when the plan has credits disabled or no
    * allowance. Absent from states built by hand.
    */
   credits?: { balance: number; pending: number; low_at: number | null } | null;
+}
+
+/** A team as the library counts it (UserState.team). */
+export interface TeamState {
+  /** The product's id of the team (external_team_id). */
+  team_id: string;
+  service_team_id: string | null;
+  /** The team plan's name. */
+  plan: string;
+  billing_period: BillingPeriod;
+  period_cost: number;
+  period_tokens_by_model: Record<string, number>;
+  period_cost_by_model: Record<string, number>;
 }
 
 /**
@@ -287,6 +307,8 @@ export interface PlanLimit {
   /** This limit's own marks; null: the plan's. */
   soft_gate_at?: number | null;
   hard_gate_at?: number | null;
+  /** In a team plan: `team` (default) caps the sum over the members, `member` each member apart. */
+  scope?: "team" | "member" | null;
 }
 
 /** One bucket of a rolling window in a session view: its start and what it counted. */
@@ -301,7 +323,7 @@ export interface LimitBucket {
  * GET /users/{user_id}/limits): SPEC's caps and each entry of the plan's `limits`.
  */
 export interface LimitStatus {
-  /** `total_spend`, `session_spend`, `model_limit:<model>` or `limit:<name>`. */
+  /** `total_spend`, `session_spend`, `model_limit:<model>` or `limit:<name>`; the team plan's prefixed `team:`. */
   reason: string;
   /** The plan limit's name; null for SPEC's caps. */
   name: string | null;
@@ -309,6 +331,7 @@ export interface LimitStatus {
   window: LimitWindow | "session";
   duration_minutes: number | null;
   model: string | null;
+  /** `user` for the user's own; a team's: `team` (the team's sum) or `member` (this member's under the team plan). */
   scope: string;
   max: number;
   used: number;
@@ -345,6 +368,25 @@ export interface SessionView {
   limits?: LimitStatus[];
   /** The user's prepaid credits; null (or absent, from services before credits) when the plan has them disabled. */
   credits?: CreditsView | null;
+  /**
+   * The user's team with a subscription in force (its plan, sums and period); null (or absent,
+   * from services before teams) when the user is in no such team. Its dimensions are in
+   * `limits`, named `team:...`.
+   */
+  team?: TeamView | null;
+}
+
+/** The session view's `team` block: the team plan and the team's sums over its members. */
+export interface TeamView {
+  /** external_team_id. */
+  team_id: string;
+  service_team_id: string;
+  plan: string;
+  plan_id?: string | null;
+  /** Same shape as the user's; its caps apply to the team's sums, its session cap is not applied. */
+  plan_config: PlanConfigView;
+  current_usage: SessionView["current_usage"];
+  billing_period: BillingPeriod;
 }
 
 export interface Rate {

@@ -1,13 +1,15 @@
 /**
  * The users this process meters: one UserEntry each, loaded from the service's session view
- * (GET /users/{id}/session), reloaded when due, when the product's change marker names them,
- * or at a period's end, and dropped when idle.
+ * (GET /users/{id}/session), reloaded when due, when the product's change marker names them
+ * (or their team), or at a period's end (theirs or their team's), and dropped when idle; the
+ * teams of the members, one entry per team shared by them (team-state.ts).
  */
 import { now as clockNow } from "./clock.ts";
 import { MeterApiError } from "./errors.ts";
 import type { Leases } from "./leases.ts";
 import type { Reporter } from "./reporting.ts";
 import { UserEntry } from "./state.ts";
+import { Teams } from "./team-state.ts";
 import type { Changes, Transport } from "./transport.ts";
 
 /** Retry delay of a session load that failed (capped by refreshIntervalMs). */
@@ -21,6 +23,8 @@ export interface UsersSettings {
 export class Users {
   readonly #entries = new Map<string, UserEntry>();
   readonly #loading = new Map<string, Promise<UserEntry>>();
+  /** The members' teams: one entry per team id, shared by every member this process serves. */
+  readonly teams = new Teams();
   /** The product's change marker last seen (GET /config/changes); undefined until the first answer. */
   #marker: number | undefined;
   #pollingChanges = false;
@@ -58,7 +62,7 @@ export class Users {
   ready(userId: string, now = clockNow()): UserEntry | undefined {
     const e = this.#entries.get(userId);
     if (e === undefined) return undefined;
-    if (now >= e.periodEndMs) return undefined;
+    if (now >= e.periodEndMs || (e.team !== null && now >= e.team.periodEndMs)) return undefined;
     if (now >= e.refreshAt && e.refreshing === null) void this.reload(e, undefined);
     return e;
   }
@@ -113,6 +117,7 @@ export class Users {
     if (this.transport.reachable) await loaded;
     const now = clockNow();
     if (now >= e.periodEndMs) e.rollOver(now);
+    if (e.team !== null && now >= e.team.periodEndMs) e.team.rollOver(now);
     return e;
   }
 
@@ -125,7 +130,7 @@ export class Users {
       .getSession(e.userId, timeoutMs)
       .then(
         (view) => {
-          const { first } = e.apply(view, clockNow(), refreshIntervalMs);
+          const { first } = e.apply(view, clockNow(), refreshIntervalMs, this.teams);
           this.viewed(e, first);
         },
         (err: Error) => {
@@ -166,8 +171,11 @@ export class Users {
       const all = since === undefined || c.all;
       const plans = new Set(c.plan_ids);
       const users = new Set(c.user_ids);
+      // A team's subscription set, or its plan updated: its members read the team again.
+      const teams = new Set(c.team_ids ?? []);
       for (const e of this.#entries.values()) {
-        if (all || users.has(e.userId) || (e.planId !== null && plans.has(e.planId))) {
+        const t = e.team;
+        if (all || users.has(e.userId) || (e.planId !== null && plans.has(e.planId)) || (t !== null && (teams.has(t.teamId) || (t.planId !== null && plans.has(t.planId))))) {
           e.changed();
           this.leases?.renew(e.userId);
           void this.reload(e, undefined);
@@ -194,5 +202,6 @@ export class Users {
       e.sessions.prune(now, e.timeoutMs);
       if (e.refreshing === null && e.idle(now)) this.#entries.delete(id);
     }
+    this.teams.sweep(this.#entries.values());
   }
 }

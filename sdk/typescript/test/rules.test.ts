@@ -41,6 +41,7 @@ const table = JSON.parse(readFileSync(new URL("../../../rules/cases.json", impor
     dimension_key: { limit: Parameters<typeof rules.dimensionKey>[0]; expect: string }[];
   };
   dimensions: { cases: DimensionsCase[] };
+  teams: { cases: TeamsCase[] };
   credits: {
     plan: Omit<rules.GatePlan, "max_spend_per_period">;
     cases: CreditsCase[];
@@ -70,6 +71,12 @@ interface DimensionsCase {
   };
   call: { model: string | null; estimate_cost: number; estimate_tokens: number };
   expect: Expect;
+}
+
+type Usage = DimensionsCase["usage"];
+interface TeamsCase extends Omit<DimensionsCase, "plan"> {
+  plan: DimensionsCase["plan"] | null;
+  team: { plan: DimensionsCase["plan"]; billing_period: { start: string; end: string }; usage: Omit<Usage, "session_cost"> } | null;
 }
 
 /** Only the keys a case expects are checked; numbers exactly (money is exact at the nano-dollar). */
@@ -186,34 +193,56 @@ t("windows: rolling windows by buckets", () => {
   for (const c of table.windows.dimension_key) assert.is(rules.dimensionKey(c.limit), c.expect);
 });
 
+/** The counters of a case's plan limits as a client last saw them (the window of window_start, or the buckets), brought to now. */
+function countersOf(plan: DimensionsCase["plan"], usage: Pick<Usage, "limits" | "held">, now: number, period: rules.Span): rules.LimitCounter[] {
+  return plan.limits.map((l, i) => {
+    const u = usage.limits[i]!;
+    const counter = rules.newCounter(l, "window_start" in u ? Date.parse(u.window_start) : now, plan.time_zone, period);
+    if ("window_start" in u) counter.used = rules.unitOf(l.metric, u.used);
+    else counter.buckets = u.buckets.map((b) => ({ start: Date.parse(b.start), used: rules.unitOf(l.metric, b.used) }));
+    counter.held = rules.unitOf(l.metric, usage.held?.[i] ?? 0);
+    rules.advance(l, counter, now, plan.time_zone, period, rules.hardMarkOf(l, plan.hard_gate_at));
+    return counter;
+  });
+}
+
+function windowInput(c: Omit<DimensionsCase, "plan">, counters: rules.LimitCounter[]): rules.WindowInput {
+  return {
+    periodCost: c.usage.period_cost,
+    sessionCost: c.usage.session_cost,
+    model: c.call.model,
+    modelTokens: c.usage.model_tokens,
+    estimateCost: c.call.estimate_cost,
+    estimateTokens: c.call.estimate_tokens,
+    periodEnd: Date.parse(c.billing_period.end),
+    sessionEnd: c.session_end === null ? null : Date.parse(c.session_end),
+    counters,
+  };
+}
+
+const spanOf = (p: { start: string; end: string }) => ({ start: Date.parse(p.start), end: Date.parse(p.end) });
+
 t("dimensions: every window of a plan, requests, rolling expiry, model limits, limits of 0, gates per limit, which one blocks", () => {
   for (const c of table.dimensions.cases) {
     const now = Date.parse(c.now);
-    const period = { start: Date.parse(c.billing_period.start), end: Date.parse(c.billing_period.end) };
-    const counters = c.plan.limits.map((l, i) => {
-      const u = c.usage.limits[i]!;
-      // The counter as a client last saw it: the window of window_start (or the buckets), then brought to now.
-      const counter = rules.newCounter(l, "window_start" in u ? Date.parse(u.window_start) : now, c.plan.time_zone, period);
-      if ("window_start" in u) counter.used = rules.unitOf(l.metric, u.used);
-      else counter.buckets = u.buckets.map((b) => ({ start: Date.parse(b.start), used: rules.unitOf(l.metric, b.used) }));
-      counter.held = rules.unitOf(l.metric, c.usage.held?.[i] ?? 0);
-      rules.advance(l, counter, now, c.plan.time_zone, period, rules.hardMarkOf(l, c.plan.hard_gate_at));
-      return counter;
-    });
-    const result = rules.evaluatePlan(c.plan, {
-      periodCost: c.usage.period_cost,
-      sessionCost: c.usage.session_cost,
-      model: c.call.model,
-      modelTokens: c.usage.model_tokens,
-      estimateCost: c.call.estimate_cost,
-      estimateTokens: c.call.estimate_tokens,
-      periodEnd: period.end,
-      sessionEnd: c.session_end === null ? null : Date.parse(c.session_end),
-      counters,
-    });
+    const result = rules.evaluatePlan(c.plan, windowInput(c, countersOf(c.plan, c.usage, now, spanOf(c.billing_period))));
     matches({ ...result }, c.expect, c.name);
   }
   assert.ok(table.dimensions.cases.length >= 25);
+});
+
+t("teams: a member's own dimensions and the team plan's (team sums, the member's own for scope member) at once, team: reasons", () => {
+  for (const c of table.teams.cases) {
+    const now = Date.parse(c.now);
+    const own = c.plan === null ? [] : countersOf(c.plan, c.usage, now, spanOf(c.billing_period));
+    const tm = c.team;
+    // One counter per team plan limit: the case gives the team's figure or the member's, by scope.
+    const teamCounters = tm === null ? [] : countersOf(tm.plan, tm.usage, now, spanOf(tm.billing_period));
+    const team: rules.TeamWindowInput | null =
+      tm === null ? null : { plan: tm.plan, periodCost: tm.usage.period_cost, modelTokens: tm.usage.model_tokens, periodEnd: Date.parse(tm.billing_period.end), counters: teamCounters, memberCounters: teamCounters };
+    matches({ ...rules.evaluatePlan(c.plan, windowInput(c, own), team) }, c.expect, c.name);
+  }
+  assert.ok(table.teams.cases.length >= 10);
 });
 
 t("dimensions: SPEC's caps alone give what gates gives, case for case", () => {

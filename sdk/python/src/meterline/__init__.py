@@ -37,6 +37,7 @@ from .types import (
     Rate,
     SessionStartState,
     StartResult,
+    TeamState,
     UsageEvent,
     UserState,
 )
@@ -75,6 +76,7 @@ __all__ = [
     "Reservation",
     "SessionStartState",
     "StartResult",
+    "TeamState",
     "UsageEvent",
     "UserState",
     "WebhookEnvelope",

@@ -1,4 +1,5 @@
-"""The check of guard() and reserve(): the plan's gates over the user's counters and the call's reservation,
+"""The check of guard() and reserve(): the plan's gates over the user's counters and the call's reservation (and
+for a member of a team the team plan's over the team's and the member's counters),
 the lease's share with ``leases=True``, and what a gate sets off (a gate event at most once per reason and
 kind per GATE_EVENT_INTERVAL, the callbacks, LimitExceededError or, under fail_closed, MeterUnavailableError)."""
 
@@ -9,7 +10,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from .clock import now as clock_now
-from .dimensions import OK_RESULT, Rules, evaluate_nano, rules_of
+from .dimensions import OK_RESULT, Rules, evaluate_nano, rules_of, team_rules_of
 from .errors import LimitExceededError, MeterUnavailableError
 from .lease_books import LeaseNeed
 from .money import add_dollars, to_dollars, to_nano
@@ -17,7 +18,7 @@ from .periods import iso
 from .pricing import estimate_tokens, rate_of, token_cost
 from .recording import Metadata, session_of
 from .reservation import NOTHING, Hold, Reservation, ReservationAmount, reservation_of
-from .state import UserEntry, hold_windows
+from .state import UserEntry, hold_team, hold_windows
 from .types import GateContext, GuardResult, LimitCredits
 from .user_sessions import Session
 from .users import LOAD_RETRY, Users
@@ -131,18 +132,32 @@ class Admission(Users):
                 result = OK_RESULT
             else:
                 e.advance_windows(now)
+                est_n = to_nano(est_cost) if reserved.exact and est_cost else 0
+                est_t = est_tokens if reserved.exact else 0.0
+                t = e.team
+                team_plan = None if t is None else t.config
                 result = evaluate_nano(
                     rules,
                     _nano_sum(e.period_cost, e.reserved_cost),
                     _nano_sum(session.cost, session.reserved),
                     m,
                     (e.tokens_by_model.get(m, 0) + e.reserved_tokens.get(m, 0)) if m is not None else 0,
-                    to_nano(est_cost) if reserved.exact and est_cost else 0,
-                    est_tokens if reserved.exact else 0.0,
+                    est_n,
+                    est_t,
                     e.period_end_t,
                     # A caller's session lasts as long as it is used: no known end.
                     session.started_at + e.timeout if session is e.sessions.own else None,
                     e.counters,
+                    None
+                    if t is None or team_plan is None
+                    else (
+                        # The member's team: the team plan's dimensions over the team's sums and the member's share.
+                        team_rules_of(team_plan),
+                        _nano_sum(t.period_cost, t.reserved_cost) if t.reserved_cost else to_nano(t.period_cost),
+                        (t.tokens_by_model.get(m, 0) + t.reserved_tokens.get(m, 0)) if m is not None else 0,
+                        t.period_end_t,
+                        e.advance_team(now),
+                    ),
                 )
             lease: str | None = None
             need = None
@@ -177,6 +192,13 @@ class Admission(Users):
                     held.limits = plan.limits
                     held.counters = e.counters
                     hold_windows(plan.limits, e.counters, m, est_cost, est_tokens, 1)
+                t = e.team
+                if t is not None and t.config is not None:
+                    held.team = t
+                    if t.config.limits:
+                        held.team_limits = t.config.limits
+                        held.team_counters = e.team_mix
+                    hold_team(held, 1)
                 reservation = Reservation(self, held, result)
             elif hold and lease is not None and self._leases is not None:
                 self._leases.unhold(e.user_id, lease, est_cost, m, est_tokens, need.windows if need else ())

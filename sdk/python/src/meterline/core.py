@@ -28,6 +28,7 @@ from .queue import EventQueue
 from .recording import Metadata
 from .reservation import AsyncReserve, Reservation
 from .state import UserEntry
+from .teams import Teams
 from .types import (
     CreditsEvent,
     GuardResult,
@@ -97,6 +98,7 @@ class MeterCore(Lifecycle):
         self._open(base_url, api_key)
         self._lock = threading.RLock()
         self._users = {}
+        self._teams = Teams()
         self._loading = {}
         self._manual_ids = set()
         self._unpriced_ids = set()

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from .flow import Flow, Handle
 from .queue import EventQueue
 from .state import UserEntry
+from .teams import Teams
 from .types import CreditsEvent, GateContext, GuardResult, SessionStartState, UsageEvent
 
 if TYPE_CHECKING:
@@ -38,6 +39,7 @@ class CoreState:
     _on_error: Callable[[BaseException], Any] | None
     _lock: threading.RLock
     _users: dict[str, UserEntry]
+    _teams: Teams
     # First loads in flight: the entry, and the load every first caller waits for.
     _loading: dict[str, tuple[UserEntry, Handle]]
     _manual_ids: set[str]

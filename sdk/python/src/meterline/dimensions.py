@@ -3,7 +3,8 @@ dimension a call is counted against (SPEC's three and a plan's ``limits``) again
 The call is blocked when any dimension is at its hard gate; several at once: the one that allows a call again
 last names the block (latest ``resets_at``, None = never = latest; ties: the higher usage, then list order).
 No hard gate: the soft one with the highest usage. A plan without ``limits`` gives what gates always gave.
-Cases: rules/cases.json, sections ``gates`` and ``dimensions``."""
+A member of a team is checked against the team plan's dimensions too (``team:`` reasons; evaluate_team and
+combine). Cases: rules/cases.json, sections ``gates``, ``dimensions`` and ``teams``."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typing import Any
 from .counters import LimitCounter
 from .gate_messages import describe
 from .money import RATIO_SCALE, _round_half_up, to_dollars, to_nano
-from .periods import iso
+from .periods import iso, parse_time
 from .types import GuardResult, PlanConfig, PlanLimit
 
 _OK, _SOFT, _HARD = 0, 1, 2
@@ -57,8 +58,9 @@ class Dimension:
 
 
 # One row per dimension: (reason, metric, window, duration, used, estimate, max, soft mark, hard mark,
-# resets_at), amounts in the metric's unit (nano-dollars for spend). Marks are resolved once per plan.
-_Row = tuple[str, str, str, "int | None", float, float, float, float, float, "float | None"]
+# resets_at, scope), amounts in the metric's unit (nano-dollars for spend). Marks are resolved once per plan.
+# scope: a team plan's limit's (``team`` or ``member``, for the message), else None.
+_Row = tuple[str, str, str, "int | None", float, float, float, float, float, "float | None", "str | None"]
 
 
 def _marks(metric: str, top: float, soft: float, hard: float) -> tuple[float, float]:
@@ -76,7 +78,7 @@ def evaluate_dimensions(dims: Sequence[Dimension]) -> GuardResult:
         soft, hard = _marks(d.metric, top, d.soft_gate_at, d.hard_gate_at)
         used = to_nano(d.used) if money else d.used
         est = to_nano(d.estimate) if money else d.estimate
-        rows.append((d.reason, d.metric, d.window, d.duration_minutes, used, est, top, soft, hard, d.resets_at))
+        rows.append((d.reason, d.metric, d.window, d.duration_minutes, used, est, top, soft, hard, d.resets_at, None))
     return _decide(rows)
 
 
@@ -108,29 +110,34 @@ def _quick(metric: str, top: float, soft: float, hard: float) -> _Quick:
 class Rules:
     """What evaluation reads of a plan, resolved once per plan: the period and session caps in nano-dollars with
     their marks, each limit's reason, max in its unit and marks, the same as the quick pass reads them, and the
-    estimates of calls by model and size (reservation_of depends on nothing else with pre_call_estimate)."""
+    estimates of calls by model and size (reservation_of depends on nothing else with pre_call_estimate). A team
+    plan's (``team``): reasons prefixed ``team:``, no session cap (sessions are a user's), each limit's scope."""
 
-    __slots__ = ("dims", "estimates", "last_ok", "period", "plan", "rows", "session")
+    __slots__ = ("dims", "estimates", "joined", "last_ok", "period", "plan", "prefix", "rows", "session")
 
-    def __init__(self, plan: PlanConfig) -> None:
+    def __init__(self, plan: PlanConfig, team: bool = False) -> None:
         self.plan = plan
+        self.prefix = "team:" if team else ""
         soft, hard = plan.soft_gate_at, plan.hard_gate_at
         self.period: tuple[float, float, float] | None = None
         self.session: tuple[float, float, float] | None = None
         if plan.max_spend_per_period is not None:
             cap = to_nano(plan.max_spend_per_period)
             self.period = (cap, *_marks("spend", cap, soft, hard))
-        if plan.max_spend_per_session is not None:
+        if plan.max_spend_per_session is not None and not team:
             cap = to_nano(plan.max_spend_per_session)
             self.session = (cap, *_marks("spend", cap, soft, hard))
-        self.rows: list[tuple[PlanLimit, str, float, float, float]] = []
+        self.rows: list[tuple[PlanLimit, str, float, float, float, str | None]] = []
         for lim in plan.limits:
             top = to_nano(lim.max) if lim.metric == "spend" else lim.max
             soft = plan.soft_gate_at if lim.soft_gate_at is None else lim.soft_gate_at
             hard = plan.hard_gate_at if lim.hard_gate_at is None else lim.hard_gate_at
-            self.rows.append((lim, f"limit:{lim.name}", top, *_marks(lim.metric, top, soft, hard)))
+            scope = ("member" if lim.scope == "member" else "team") if team else None
+            self.rows.append((lim, f"{self.prefix}limit:{lim.name}", top, *_marks(lim.metric, top, soft, hard), scope))
         # The quick pass's dimensions by normalized model (filled as models are met).
         self.dims: dict[str | None, _QuickDims] = {}
+        # The same followed by a team plan's (a member's check: joined_dims), by (id of the team's rules, model).
+        self.joined: dict[tuple[int, str | None], tuple[Rules, _QuickDims]] = {}
         self.estimates: dict[Any, Any] = {}
         # The last result of the quick pass: given again while equal (results are immutable), not rebuilt.
         self.last_ok = OK_RESULT
@@ -150,7 +157,7 @@ class Rules:
         if cap is not None:
             marks = plan.soft_gate_at * cap, plan.hard_gate_at * cap
             out.append((_MODEL, _TOKENS, False, _quick("tokens", cap, *marks)))
-        for i, (lim, _, top, soft, hard) in enumerate(self.rows):
+        for i, (lim, _, top, soft, hard, _scope) in enumerate(self.rows):
             if lim.model is not None and lim.model != model:
                 continue
             metric = _SPEND if lim.metric == "spend" else _TOKENS if lim.metric == "tokens" else _REQUESTS
@@ -160,8 +167,33 @@ class Rules:
         dims = self.dims[model] = tuple(out)
         return dims
 
+    def joined_dims(self, team: Rules, model: str | None) -> _QuickDims:
+        """dims_of(model) followed by the team plan's (``team``), their sources moved to the team's figures:
+        _TEAM_PERIOD, _TEAM_MODEL, and team counter i as _TEAM_COUNTER - i."""
+        key = (id(team), model)
+        got = self.joined.get(key)
+        if got is not None and got[0] is team:
+            return got[1]
+        moved = tuple(
+            (_TEAM_COUNTER - src if src >= 0 else _TEAM_PERIOD if src == _PERIOD else _TEAM_MODEL, kind, rolling, q)
+            for src, kind, rolling, q in team.dims_of(model)
+        )
+        if len(self.joined) >= MODELS_KEPT:
+            self.joined.clear()
+        dims = self.dims_of(model) + moved
+        self.joined[key] = (team, dims)
+        return dims
+
+
+# Sources of a team's figures in a member's quick pass (Rules.joined_dims).
+_TEAM_PERIOD, _TEAM_MODEL, _TEAM_COUNTER = -4, -5, -10
+# A member's team in the member's evaluation (evaluate_nano's ``team``): the team plan's rules (team_rules_of), the
+# team's period spend in nano-dollars, its tokens of the call's model, its period's end, and one counter per team
+# plan limit (the team's for scope team, the member's for scope member).
+TeamFigures = tuple["Rules", int, float, "float | None", Sequence[LimitCounter]]
 
 _rules: dict[int, Rules] = {}
+_team_rules: dict[int, Rules] = {}
 
 
 def rules_of(plan: PlanConfig) -> Rules:
@@ -172,6 +204,36 @@ def rules_of(plan: PlanConfig) -> Rules:
             _rules.clear()
         r = _rules[id(plan)] = Rules(plan)
     return r
+
+
+def team_rules_of(plan: PlanConfig) -> Rules:
+    """A team plan's rules (``team:`` reasons, no session cap), resolved once per plan object."""
+    r = _team_rules.get(id(plan))
+    if r is None or r.plan is not plan:
+        if len(_team_rules) >= 1000:
+            _team_rules.clear()
+        r = _team_rules[id(plan)] = Rules(plan, team=True)
+    return r
+
+
+_RANK = {"ok": _OK, "soft_gate": _SOFT, "hard_gate": _HARD}
+
+
+def combine(own: GuardResult, team: GuardResult) -> GuardResult:
+    """The deciding one of a member's own result and its team's, as if both lists were one (the member's
+    first): the higher status; two hard gates, the later ``resets_at`` (None = never = latest), then the higher
+    usage; else the higher usage; equals keep the member's."""
+    if team is OK_RESULT:
+        return own
+    a, b = _RANK[own.status], _RANK[team.status]
+    if a != b:
+        return team if b > a else own
+    if a == _HARD and own.resets_at != team.resets_at:
+        ra = _INF if own.resets_at is None else parse_time(own.resets_at)
+        rb = _INF if team.resets_at is None else parse_time(team.resets_at)
+        if ra != rb:
+            return team if rb > ra else own
+    return team if team.usage_pct > own.usage_pct else own
 
 
 def evaluate_plan(
@@ -200,6 +262,27 @@ def evaluate_plan(
     )  # fmt: skip
 
 
+def evaluate_team(
+    plan: PlanConfig,
+    period_cost: float,
+    model: str | None,
+    model_tokens: float,
+    estimate_cost: float = 0.0,
+    estimate_tokens: float = 0.0,
+    period_end: float | None = None,
+    counters: Sequence[LimitCounter] = (),
+) -> GuardResult:
+    """A member's call against its team plan (BUDGETS.md section 4): the plan's period and model caps over the
+    team's sums, each limit over ``counters[i]`` (the team's counter for scope ``team``, the member's for
+    ``member``), reasons prefixed ``team:``; the team plan's session cap is not applied. combine() with the
+    member's own result gives the deciding one of both."""
+    est_nano = to_nano(estimate_cost) if estimate_cost else 0
+    return evaluate_nano(
+        team_rules_of(plan), to_nano(period_cost), 0, model, model_tokens, est_nano, estimate_tokens, period_end,
+        None, counters,
+    )  # fmt: skip
+
+
 def evaluate_nano(
     rules: Rules,
     period_nano: int,
@@ -211,9 +294,11 @@ def evaluate_nano(
     period_end: float | None,
     session_end: float | None,
     counters: Sequence[LimitCounter],
+    team: TeamFigures | None = None,
 ) -> GuardResult:
-    """evaluate_plan of ``rules.plan`` with the money in whole nano-dollars (the guard's hot path)."""
-    plan = rules.plan
+    """evaluate_plan of ``rules.plan`` with the money in whole nano-dollars (the guard's hot path); with ``team``,
+    the member's team plan's dimensions in the same evaluation, after the member's own (as combine() of the two
+    results would decide)."""
     # The quick pass decides the usual call, every dimension below its soft mark, without building rows: the
     # one with the highest usage (the first of equals, as _decide picks) names the result. Anything else:
     # _decide.
@@ -223,19 +308,35 @@ def evaluate_nano(
     w_q: _Quick | None = None
     top_r = -1.0
     quick = True
-    for src, kind, rolling, q in rules.dims_of(model):
+    if team is None:
+        dims = rules.dims_of(model)
+        t_counters: Sequence[LimitCounter] = ()
+        t_period = t_tokens = 0.0
+    else:
+        dims = rules.joined_dims(team[0], model)
+        t_period, t_tokens, t_counters = team[1], team[2], team[4]
+    for src, kind, rolling, q in dims:
         if src >= 0:
             if src >= n:
-                break
+                # A limit not counted yet (its counter not made): nothing to compare.
+                continue
             c = counters[src]
+            u = (c.sum if rolling else c.used) + c.held
+            e = est_nano if kind == _SPEND else estimate_tokens if kind == _TOKENS else 1
+        elif src <= _TEAM_COUNTER:
+            c = t_counters[_TEAM_COUNTER - src]
             u = (c.sum if rolling else c.used) + c.held
             e = est_nano if kind == _SPEND else estimate_tokens if kind == _TOKENS else 1
         elif src == _PERIOD:
             u, e = period_nano, est_nano
         elif src == _SESSION:
             u, e = session_nano, est_nano
-        else:
+        elif src == _MODEL:
             u, e = model_tokens, estimate_tokens
+        elif src == _TEAM_PERIOD:
+            u, e = t_period, est_nano
+        else:
+            u, e = t_tokens, estimate_tokens
         top, below, _ = q
         p = u + e
         if p >= below or u >= below:
@@ -264,18 +365,45 @@ def evaluate_nano(
         rules.last_ok = result = GuardResult("ok", None, w_pct, value, limit, None)
         return result
     rows: list[_Row] = []
+    _rows(rules, rows, period_nano, session_nano, model, model_tokens, est_nano, estimate_tokens, period_end,
+          session_end, counters)  # fmt: skip
+    if team is not None:
+        _rows(team[0], rows, team[1], 0, model, team[2], est_nano, estimate_tokens, team[3], None, team[4])
+    if not rows:
+        return OK_RESULT
+    return _decide(rows)
+
+
+def _rows(
+    rules: Rules,
+    rows: list[_Row],
+    period_nano: float,
+    session_nano: float,
+    model: str | None,
+    model_tokens: float,
+    est_nano: float,
+    estimate_tokens: float,
+    period_end: float | None,
+    session_end: float | None,
+    counters: Sequence[LimitCounter],
+) -> None:
+    """The rows of one plan's dimensions for _decide (a team plan's: its rules' ``team:`` reasons, no session)."""
+    plan = rules.plan
+    n = len(counters)
     spec = rules.period
     if spec is not None:
-        rows.append(("total_spend", "spend", "period", None, period_nano, est_nano, *spec, period_end))
+        rows.append(
+            (rules.prefix + "total_spend", "spend", "period", None, period_nano, est_nano, *spec, period_end, None)
+        )
     spec = rules.session
     if spec is not None:
-        rows.append(("session_spend", "spend", "session", None, session_nano, est_nano, *spec, session_end))
+        rows.append(("session_spend", "spend", "session", None, session_nano, est_nano, *spec, session_end, None))
     cap = None if model is None else plan.model_limits.get(model)
     if model is not None and cap is not None:
-        rows.append((f"model_limit:{model}", "tokens", "period", None, model_tokens, estimate_tokens, cap,
-                     plan.soft_gate_at * cap, plan.hard_gate_at * cap, period_end))  # fmt: skip
+        rows.append((f"{rules.prefix}model_limit:{model}", "tokens", "period", None, model_tokens, estimate_tokens,
+                     cap, plan.soft_gate_at * cap, plan.hard_gate_at * cap, period_end, None))  # fmt: skip
     if rules.rows:
-        for i, (lim, reason, top_l, soft_mark, hard_mark) in enumerate(rules.rows):
+        for i, (lim, reason, top_l, soft_mark, hard_mark, scope) in enumerate(rules.rows):
             if i >= n:
                 break
             if lim.model is not None and lim.model != model:
@@ -289,10 +417,7 @@ def evaluate_nano(
             else:
                 used, reset = c.used, c.end
             rows.append((reason, metric, lim.window, lim.duration_minutes, used + c.held, est, top_l, soft_mark,
-                         hard_mark, reset if top_l > 0 else None))  # fmt: skip
-    if not rows:
-        return OK_RESULT
-    return _decide(rows)
+                         hard_mark, reset if top_l > 0 else None, scope))  # fmt: skip
 
 
 def _decide(rows: list[_Row]) -> GuardResult:
@@ -332,6 +457,7 @@ def _decide(rows: list[_Row]) -> GuardResult:
             w_rank, w_pct, w_reset, w_row = r, pct, rs, row
     assert w_row is not None
     reason, metric, window, duration, u, e, top = w_row[:7]
+    scope = w_row[10]
     money = metric == "spend"
     value = to_dollars(int(u + e)) if money else u + e
     limit = to_dollars(int(top)) if money else top
@@ -344,6 +470,6 @@ def _decide(rows: list[_Row]) -> GuardResult:
         w_pct,
         value,
         limit,
-        describe(w_rank == _HARD, reason, metric, window, duration, used, est, limit),
+        describe(w_rank == _HARD, reason, metric, window, duration, used, est, limit, scope),
         None if w_reset == _INF else iso(w_reset),
     )

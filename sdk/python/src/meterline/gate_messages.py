@@ -19,11 +19,23 @@ _WINDOW_WORDS = {
 
 
 def describe(
-    hard: bool, reason: str, metric: str, window: str, duration: int | None, used: float, est: float, limit: float
+    hard: bool,
+    reason: str,
+    metric: str,
+    window: str,
+    duration: int | None,
+    used: float,
+    est: float,
+    limit: float,
+    scope: str | None = None,
 ) -> str:
     """What was used (settled calls plus what calls in flight hold) and, apart, what this call would add: the
     projection is not usage, and must not read as such. The TypeScript client's words, number for number;
-    SPEC's three keep their messages word for word."""
+    SPEC's three keep their messages word for word; a team plan's dimensions (``team:``) say "Team" (or
+    "member limit ... of the team" for ``scope`` member)."""
+    team = reason.startswith("team:")
+    if team:
+        reason = reason[5:]
     what = "limit reached" if hard else "approaching the limit"
 
     def share(x: float) -> str:
@@ -38,17 +50,25 @@ def describe(
         return f"; this call's estimate of {_num(x)} tokens would bring it to {_num(total)} ({share(total)})"
 
     if reason in ("total_spend", "session_spend"):
-        scope = "Spend" if reason == "total_spend" else "Session spend"
-        head = f"{scope} {what}: ${used:.4f} of ${limit:.2f} spent ({share(used)})"
+        which = "Team spend" if team else "Spend" if reason == "total_spend" else "Session spend"
+        head = f"{which} {what}: ${used:.4f} of ${limit:.2f} spent ({share(used)})"
         return head + money_after(est) if est > 0 else head
     if reason.startswith("model_limit:"):
-        head = f"Token {what} for {reason[12:]} this period: {_num(used)} of {_num(limit)} tokens used ({share(used)})"
+        lead = "Team token" if team else "Token"
+        head = f"{lead} {what} for {reason[12:]} this period: {_num(used)} of {_num(limit)} tokens used ({share(used)})"
         return head + tokens_after(est) if est > 0 else head
     name = f'"{reason[6:]}"' if reason.startswith("limit:") else reason
     when = _WINDOW_WORDS.get(window, f"this {window}")
     if window == "rolling":
         when = f"in the last {duration or 0} minutes"
-    head = f"Limit {name} reached" if hard else f"Approaching limit {name}"
+    label = (
+        f"limit {name}"
+        if not team
+        else f"member limit {name} of the team"
+        if scope == "member"
+        else f"team limit {name}"
+    )
+    head = f"{label[0].upper()}{label[1:]} reached" if hard else f"Approaching {label}"
     if metric == "spend":
         line = f"{head}: ${used:.4f} of ${limit:.2f} spent {when} ({share(used)})"
         return line + money_after(est) if est > 0 else line

@@ -18,7 +18,7 @@ from .pricing import normalize_model, rate_of, token_cost, tools_cost
 from .queue import Event
 from .reporting import Reporting
 from .reservation import Hold
-from .state import UserEntry, hold_windows
+from .state import UserEntry, hold_team, hold_windows
 from .transport import backoff, retryable
 from .types import ManualEvent, UsageEvent
 from .user_sessions import Session
@@ -120,6 +120,7 @@ class Recording(Reporting):
             if e is not None and session is not None and fresh:
                 self._count(e, session, created.model, input_tokens + output_tokens, created.cost)
                 e.count_windows(created.model, input_tokens + output_tokens, created.cost, now, now)
+                e.count_team(created.model, input_tokens + output_tokens, created.cost, now, now)
                 news = e.credit_news(now)
         if fresh:
             self._fire(
@@ -178,6 +179,7 @@ class Recording(Reporting):
             e.reserved_tokens[hold.model] = _non_negative(e.reserved_tokens.get(hold.model, 0) - hold.tokens)
         if hold.counters is not None:
             hold_windows(hold.limits, hold.counters, hold.model, hold.cost, hold.tokens, -1)
+        hold_team(hold, -1)
         e.in_flight -= 1
         if self._leases is not None:
             self._leases.unhold(e.user_id, hold.lease, hold.cost, hold.model, hold.tokens, hold.lease_windows)
@@ -217,6 +219,7 @@ class Recording(Reporting):
             event.lease_id = self._leases.spend(e, event.cost_total, model, event.total_tokens, now)
         self._count(e, session, model, event.total_tokens, event.cost_total)
         e.count_windows(model, event.total_tokens, event.cost_total, now, now)
+        e.count_team(model, event.total_tokens, event.cost_total, now, now)
         if plan is not None and e.loaded:
             e.called(model, event.cost_total, event.total_tokens)
         if self._queue.push("usage", event):
@@ -249,8 +252,10 @@ class Recording(Reporting):
             event.cost_tools = tools_cost(event.tool_calls, plan)
             event.cost_total = add_dollars(event.cost_tokens, event.cost_tools)
             self._count(e, session, model, 0, event.cost_total)
-            # No window counted the call while the plan was unknown: it had none then.
-            e.count_windows(model, event.total_tokens, event.cost_total, parse_time(event.timestamp), now)
+            # No window (nor the team) counted the call while the plan was unknown: it had none then.
+            at = parse_time(event.timestamp)
+            e.count_windows(model, event.total_tokens, event.cost_total, at, now)
+            e.count_team(model, event.total_tokens, event.cost_total, at, now)
         e.unpriced = []
 
     @staticmethod
@@ -270,7 +275,7 @@ class Recording(Reporting):
         if m is None:
             if not isinstance(raw, str):
                 raise TypeError("model must be a string")
-            m = normalize_model(raw, e.config)
+            m = normalize_model(raw, e.naming)
             if len(e.models) >= MODEL_CACHE:
                 e.models.clear()
             e.models[raw] = m

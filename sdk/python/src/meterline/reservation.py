@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from .counters import LimitCounter
     from .recent_calls import RecentCalls
     from .state import UserEntry
+    from .teams import TeamEntry
     from .user_sessions import Session
 
 
@@ -89,6 +90,11 @@ class Hold:
     # changed them.
     limits: tuple[PlanLimit, ...] = ()
     counters: list[LimitCounter] | None = None
+    # A member's team the call held on, with the team plan's limits and the counters (the team's or the member's
+    # by scope) it held on.
+    team: TeamEntry | None = None
+    team_limits: tuple[PlanLimit, ...] = ()
+    team_counters: list[LimitCounter] | None = None
 
 
 class Ledger(Protocol):

@@ -10,19 +10,23 @@
 - Credits (credits.py): the view's period cap with the balance becomes the user's ``max_spend_per_period``, which
   every gate and lease reads; the local balance is what it leaves after the merged spend, so the lower of local and
   service balances wins.
+- A team (``team``, BUDGETS.md section 4): the team's block is merged into the team's entry shared by its members
+  (teams.py); the view's scope-member team limits into the member's own counters of them. A member without a plan of
+  its own is priced at the team plan's rates, with no caps of its own.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from typing import Any, Literal
 
-from .counters import LimitCounter, merge_view, new_counter
+from .counters import merge_view
 from .credits import read_credits, with_cap
 from .periods import iso, parse_time, roll_on
 from .state import UserEntry
-from .types import PlanConfig, PlanLimit
-from .windows import dimension_key
+from .teams import Teams, keep_counters, member_scoped, merge_usage, team_limits
+from .types import PlanConfig
 
 Merge = Literal["first", "reset", "fresh_period", "same_period"]
 
@@ -42,14 +46,18 @@ def _intern(raw: dict[str, Any]) -> PlanConfig:
     return c
 
 
-def _max_of(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-    out = dict(a)
-    for k, v in b.items():
-        out[k] = max(out.get(k, 0), v)
-    return out
+def _priced_by(team_raw: dict[str, Any]) -> PlanConfig:
+    """A team plan's prices without its caps: what a member with no plan of its own is priced at."""
+    caps: dict[str, Any] = {
+        "max_spend_per_period": None,
+        "max_spend_per_session": None,
+        "model_limits": {},
+        "limits": [],
+    }
+    return _intern({**team_raw, **caps, "credits_enabled": False, "credits_low_at": None})
 
 
-def apply_view(e: UserEntry, view: dict[str, Any], now: float) -> Merge:
+def apply_view(e: UserEntry, view: dict[str, Any], now: float, teams: Teams | None = None) -> Merge:
     u = view.get("current_usage") or {}
     period = view["billing_period"]
     merge: Merge
@@ -63,25 +71,20 @@ def apply_view(e: UserEntry, view: dict[str, Any], now: float) -> Merge:
         merge = "same_period"
     if merge == "reset":
         e.sessions.clear(now)
-    tokens = {k: int(v) for k, v in (u.get("period_tokens_by_model") or {}).items()}
-    costs = {k: float(v) for k, v in (u.get("period_cost_by_model") or {}).items()}
-    period_cost = float(u.get("period_cost") or 0)
-    if merge in ("same_period", "first"):
-        # "first": anything recorded before the first answer belongs to the period the service reports.
-        e.period_cost = max(e.period_cost, period_cost)
-        e.tokens_by_model = _max_of(e.tokens_by_model, tokens)
-        e.cost_by_model = _max_of(e.cost_by_model, costs)
-    else:
-        e.period_cost = period_cost
-        e.tokens_by_model = tokens
-        e.cost_by_model = costs
+    # "first": anything recorded before the first answer belongs to the period the service reports.
+    merge_usage(e, u, merge in ("same_period", "first"))
     raw = view.get("plan_config") or {}
     e.service_user_id = view["service_user_id"]
     e.plan = view.get("plan", "none")
     plan_id = view.get("plan_id")
     e.plan_id = plan_id if isinstance(plan_id, str) else None
     before = e.config
-    plan = _intern(raw) if view.get("sdk_enabled") else None
+    tv = view.get("team") if isinstance(view.get("team"), dict) else None
+    team_raw = (tv.get("plan_config") or {}) if tv is not None else {}
+    # A member with no plan of its own (in a subscribed team): priced at the team plan's rates, no caps of its own.
+    team_priced = bool(view.get("sdk_enabled")) and tv is not None and e.plan_id is None
+    plan = (_priced_by(team_raw) if team_priced else _intern(raw)) if view.get("sdk_enabled") else None
+    e.naming = _intern(team_raw) if team_priced else plan
     e.credits = read_credits(plan, view, e.period_cost, None if merge == "reset" else e.credits, now)
     e.config = plan if e.credits is None or plan is None else with_cap(plan, e.credits.cap)
     e.timeout = float(raw.get("session_timeout_minutes") or 30.0) * 60.0
@@ -93,7 +96,37 @@ def apply_view(e: UserEntry, view: dict[str, Any], now: float) -> Merge:
     e.unknown = False
     e.fail_closed = False
     _apply_windows(e, before, view, now, merge == "reset")
+    _apply_team(e, tv, view, now, teams, merge == "reset")
     return merge
+
+
+def _apply_team(
+    e: UserEntry, tv: dict[str, Any] | None, view: dict[str, Any], now: float, teams: Teams | None, reset: bool
+) -> None:
+    """The view's team: its block merged into the team's shared entry (unless older than what the entry holds),
+    then the member's own counters of scope-member limits re-keyed to the team plan and the view's figures of them
+    merged in. Another team than before (the user moved): the member's counters start again."""
+    if tv is None or teams is None:
+        e.team = None
+        e.member_counters = []
+        e.member_plan = None
+        return
+    team = teams.of(str(tv.get("team_id")))
+    current = team.apply(tv, _intern(tv.get("plan_config") or {}), view.get("limits"), now)
+    if team is not e.team or reset:
+        e.member_counters = []
+        e.member_plan = None
+    e.team = team
+    e.sync_team(now)
+    plan = team.config
+    if not current or plan is None:
+        return
+    period = team.period()
+    for i, v in team_limits(plan, view.get("limits")):
+        lim = plan.limits[i]
+        if member_scoped(lim):
+            merge_view(lim, e.member_counters[i], v, now, plan.time_zone, period)
+    e.team_due = -math.inf
 
 
 def _apply_windows(e: UserEntry, before: PlanConfig | None, view: dict[str, Any], now: float, reset: bool) -> None:
@@ -107,16 +140,7 @@ def _apply_windows(e: UserEntry, before: PlanConfig | None, view: dict[str, Any]
         return
     period = e.period()
     if reset or before is not plan:
-        kept: dict[str, LimitCounter] = {}
-        if not reset and before is not None and before.time_zone == plan.time_zone:
-            for old, counter in zip(before.limits, e.counters, strict=False):
-                kept[_key(old)] = counter
-        counters = []
-        for lim in plan.limits:
-            # Two equal limits: the second starts from the service's figure.
-            c = kept.pop(_key(lim), None)
-            counters.append(c if c is not None else new_counter(lim, now, plan.time_zone, period))
-        e.counters = counters
+        e.counters = keep_counters(None if reset else before, e.counters, plan, now, period)
     seen = view.get("limits")
     if not isinstance(seen, list):
         return
@@ -127,10 +151,6 @@ def _apply_windows(e: UserEntry, before: PlanConfig | None, view: dict[str, Any]
         i = names.get(str(v.get("name")))
         if i is not None:
             merge_view(plan.limits[i], e.counters[i], v, now, plan.time_zone, period)
-
-
-def _key(lim: PlanLimit) -> str:
-    return dimension_key(lim.metric, lim.window, lim.duration_minutes, lim.model)
 
 
 def roll_locally(e: UserEntry, now: float) -> None:

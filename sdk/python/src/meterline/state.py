@@ -1,14 +1,17 @@
-"""What the library holds for one user: plan, period counters, sessions, reservations."""
+"""What the library holds for one user: plan, period counters, sessions, reservations; for a member of a team,
+the team's entry shared with the other members (teams.py) and its own counters of the team plan's scope-member
+limits."""
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .counters import LimitCounter, advance, count_in, hard_mark_of, unit_of
 from .credits import CreditsNews, UserCredits, with_cap
 from .periods import calendar_month, iso, parse_time
 from .recent_calls import RecentCalls
+from .teams import TeamEntry, advance_all, count_all, keep_counters, member_scoped
 from .types import BillingPeriod, CreditBalance, PlanConfig, PlanLimit, UsageEvent, UserState
 from .user_sessions import Session, Sessions
 
@@ -32,7 +35,10 @@ class UserEntry:
         "in_flight",
         "load_failed",
         "loaded",
+        "member_counters",
+        "member_plan",
         "models",
+        "naming",
         "pending",
         "period_cost",
         "period_end",
@@ -49,6 +55,10 @@ class UserEntry:
         "service_user_id",
         "sessions",
         "started",
+        "team",
+        "team_due",
+        "team_mix",
+        "team_mix_of",
         "timeout",
         "tokens_by_model",
         "unknown",
@@ -69,6 +79,20 @@ class UserEntry:
         # None: no plan in force (or not loaded); nothing is gated or priced.
         # With credits, its period cap includes the balance (credits.cap).
         self.config: PlanConfig | None = None
+        # The plan model names are normalized over: ``config``, or the team plan for a member priced at it.
+        self.naming: PlanConfig | None = None
+        # The user's team (with a subscription in force), shared with its other members; None: none.
+        self.team: TeamEntry | None = None
+        # One per entry of the team plan's limits: this member's counter of a scope-member one (others unread),
+        # made for ``member_plan`` (another team plan, from another member's view, re-keys them).
+        self.member_counters: list[LimitCounter] = []
+        self.member_plan: PlanConfig | None = None
+        # The counters a team check reads, one per team plan limit (the team's or the member's by scope), made
+        # from the lists in ``team_mix_of``.
+        self.team_mix: list[LimitCounter] = []
+        self.team_mix_of: tuple[object, object] | None = None
+        # The earliest time one of ``member_counters`` must be brought forward; -inf: now (as windows_due).
+        self.team_due = -math.inf
         # Prepaid credits when the plan has them enabled with an allowance (credits.py).
         self.credits: UserCredits | None = None
         self.loaded = False
@@ -159,6 +183,55 @@ class UserEntry:
                 due = until
         self.windows_due = due
 
+    def sync_team(self, now: float) -> None:
+        """The member's counters fit the team plan in force (another member's view may have changed it)."""
+        t = self.team
+        plan = None if t is None else t.config
+        if plan is self.member_plan:
+            return
+        self.member_counters = (
+            []
+            if plan is None or t is None
+            else keep_counters(self.member_plan, self.member_counters, plan, now, t.period())
+        )
+        self.member_plan = plan
+        self.team_due = -math.inf
+
+    def advance_team(self, now: float) -> list[LimitCounter]:
+        """The team's windows and the member's team windows brought to ``now`` (after sync_team); the counters a
+        team check reads, one per team plan limit."""
+        t = self.team
+        plan = None if t is None else t.config
+        if t is None or plan is None or not plan.limits:
+            return self.team_mix
+        if plan is not self.member_plan:
+            self.sync_team(now)
+        if now >= t.windows_due:
+            t.advance_windows(now)
+        if now >= self.team_due:
+            self.team_due = advance_all(plan, self.member_counters, now, t.period(), True)
+        of = self.team_mix_of
+        if of is None or of[0] is not t.counters or of[1] is not self.member_counters:
+            self.team_mix = [
+                m if member_scoped(lim) else c
+                for lim, c, m in zip(plan.limits, t.counters, self.member_counters, strict=False)
+            ]
+            self.team_mix_of = (t.counters, self.member_counters)
+        return self.team_mix
+
+    def count_team(self, model: str | None, tokens: float, cost: float, at: float, now: float) -> None:
+        """A member's call at ``at`` counted for the team (its sums, its scope-team windows) and in the member's
+        scope-member windows."""
+        t = self.team
+        if t is None or t.config is None:
+            return
+        self.sync_team(now)
+        t.count(model, tokens, cost, at, now)
+        if t.config.limits:
+            advance_all(t.config, self.member_counters, now, t.period(), True)
+            count_all(t.config.limits, self.member_counters, True, model, tokens, cost, at, now)
+            self.team_due = -math.inf
+
     def expired(self) -> None:
         """The counters were replaced or counted into: advance_windows looks at each again."""
         self.windows_due = -math.inf
@@ -193,6 +266,7 @@ class UserEntry:
             credits=None
             if self.credits is None
             else CreditBalance(self.credits.balance(self.period_cost), self.credits.pending, self.credits.low_at),
+            team=None if self.team is None or self.team.config is None else self.team.snapshot(),
         )
 
     def idle(self, now: float) -> bool:
@@ -214,3 +288,14 @@ def hold_windows(
             continue
         amount = unit_of("spend", cost) if lim.metric == "spend" else tokens if lim.metric == "tokens" else 1
         c.held = max(0, c.held + sign * amount)
+
+
+def hold_team(hold: Any, sign: int) -> None:
+    """A reserved call of a member held on (sign 1) or given back to (-1) its team: the team's sums, and the team
+    plan's windows it touches (the team's or the member's counter by scope), those it was held on."""
+    t = hold.team
+    if t is None:
+        return
+    t.hold(hold.model, hold.cost, hold.tokens, sign)
+    if hold.team_counters:
+        hold_windows(hold.team_limits, hold.team_counters, hold.model, hold.cost, hold.tokens, sign)

@@ -104,6 +104,24 @@ class UserState:
     credits: CreditBalance | None = None
     """The user's prepaid credits as the library counts them (the balance lowered by its own spend past the
     allowance since the last view); None when the plan has credits disabled or no allowance."""
+    team: TeamState | None = None
+    """The user's team as the library counts it (the team's sums over every member, with this process's calls
+    not yet in a view); None when the user is in no team with a subscription in force."""
+
+
+@dataclass(frozen=True, slots=True)
+class TeamState:
+    """A team as the library counts it (UserState.team)."""
+
+    team_id: str
+    """The product's id of the team (external_team_id)."""
+    service_team_id: str | None
+    plan: str
+    """The team plan's name."""
+    billing_period: BillingPeriod
+    period_cost: float
+    period_tokens_by_model: dict[str, int]
+    period_cost_by_model: dict[str, float]
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,6 +227,8 @@ class PlanLimit:
     soft_gate_at: float | None = None
     """This limit's own marks; None: the plan's."""
     hard_gate_at: float | None = None
+    scope: str | None = None
+    """In a team plan: ``team`` (default) caps the sum over the members, ``member`` each member apart."""
 
     @staticmethod
     def parse(raw: dict[str, Any]) -> PlanLimit:
@@ -226,6 +246,7 @@ class PlanLimit:
             model=raw.get("model"),
             soft_gate_at=opt("soft_gate_at"),
             hard_gate_at=opt("hard_gate_at"),
+            scope=raw.get("scope"),
         )
 
 

@@ -27,7 +27,7 @@ class Users(Recording):
         if e is None:
             return None
         now = clock_now()
-        if now >= e.period_end_t:
+        if now >= e.period_end_t or (e.team is not None and now >= e.team.period_end_t):
             return None
         if now >= e.refresh_at and not running(e.refreshing):
             self._refresh(e, None)
@@ -52,6 +52,8 @@ class Users(Recording):
                 now = clock_now()
                 if now >= e.period_end_t:
                     roll_locally(e, now)
+                if e.team is not None and now >= e.team.period_end_t:
+                    e.team.roll_over(now)
                 return e
             self._users.setdefault(e.user_id, e)
             self._loading.pop(e.user_id, None)
@@ -105,7 +107,7 @@ class Users(Recording):
                 return
             now = clock_now()
             with self._lock:
-                if apply_view(e, view, now) == "reset":
+                if apply_view(e, view, now, self._teams) == "reset":
                     e.recent = None
                 e.load_failed = False
                 e.refresh_at = now + self.refresh_interval
@@ -158,10 +160,15 @@ class Users(Recording):
                 every = since is None or bool(c.get("all"))
                 plans = set(c.get("plan_ids") or ())
                 users = set(c.get("user_ids") or ())
+                # A team's subscription set, or its plan updated: its members read the team again.
+                teams = set(c.get("team_ids") or ())
                 changed = [
                     e
                     for e in self._users.values()
-                    if every or e.user_id in users or (e.plan_id is not None and e.plan_id in plans)
+                    if every
+                    or e.user_id in users
+                    or (e.plan_id is not None and e.plan_id in plans)
+                    or (e.team is not None and (e.team.team_id in teams or e.team.plan_id in plans))
                 ]
                 for e in changed:
                     e.recheck = True
@@ -210,6 +217,7 @@ class Users(Recording):
                 e.sessions.prune(wall, e.timeout)
                 if not running(e.refreshing) and e.idle(wall):
                     del self._users[uid]
+            self._teams.sweep(self._users.values())
 
 
 def forget(e: UserEntry, now: float) -> None:
@@ -223,6 +231,10 @@ def forget(e: UserEntry, now: float) -> None:
     e.tokens_by_model = {}
     e.cost_by_model = {}
     e.counters = []
+    e.naming = None
+    e.team = None
+    e.member_counters = []
+    e.member_plan = None
     e.expired()
     e.models.clear()
     e.recent = None

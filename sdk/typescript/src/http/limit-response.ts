@@ -6,7 +6,7 @@ import { LimitExceededError } from "../errors.ts";
 
 export interface LimitBody {
   detail: string;
-  /** The blocking dimension: `total_spend`, `session_spend`, `model_limit:<model>` or `limit:<name>`. */
+  /** The blocking dimension: `total_spend`, `session_spend`, `model_limit:<model>` or `limit:<name>`; a team's: `team:total_spend`, `team:model_limit:<model>`, `team:limit:<name>`. */
   gate_reason: string | null;
   usage_pct: number;
   current_value: number;
