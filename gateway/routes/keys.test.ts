@@ -4,6 +4,7 @@ import * as assert from "uvu/assert";
 import { type TestStack, withWebhookStack } from "../../test/support/stack.ts";
 import { eventually } from "../../test/support/eventually.ts";
 import { Api } from "../../test/support/http.ts";
+import { must } from "../../test/support/rest.ts";
 import { createLogger } from "@meter/lib/logger";
 import { buildGateway } from "../app.ts";
 import { connectClients } from "../clients.ts";
@@ -171,6 +172,7 @@ interface Fixture {
   planId: string;
   endpointId: string;
   keyId: string;
+  teamId: string;
 }
 
 /** Routes an ingest key may call: what a client process needs. */
@@ -181,6 +183,8 @@ const INGEST_ROUTES = new Set([
   "GET /api/v1/users/{user_id}/session",
   "GET /api/v1/users/{user_id}/limits",
   "GET /api/v1/users/{user_id}/usage",
+  "GET /api/v1/teams/{team_id}/limits",
+  "GET /api/v1/teams/{team_id}/usage",
   "POST /api/v1/events/batch",
   "POST /api/v1/gate-events/batch",
   "POST /api/v1/events",
@@ -205,7 +209,17 @@ const PORTAL_TOKEN_ROUTES = new Set(["GET /api/v1/portal/me"]);
 /** A valid request of each route naming a resource, for the other product's 404. */
 function resourceRequests(f: Fixture): Record<string, { path: string; body?: unknown }> {
   const u = encodeURIComponent(f.userId);
+  const team = encodeURIComponent(f.teamId);
   return {
+    "GET /api/v1/teams/{team_id}": { path: `/teams/${team}` },
+    "POST /api/v1/teams/{team_id}/subscription": {
+      path: `/teams/${team}/subscription`,
+      body: { plan_id: f.planId, period_start: "2026-01-01T00:00:00Z", period_end: "2026-02-01T00:00:00Z" },
+    },
+    "GET /api/v1/teams/{team_id}/members": { path: `/teams/${team}/members` },
+    "GET /api/v1/teams/{team_id}/usage": { path: `/teams/${team}/usage` },
+    "GET /api/v1/teams/{team_id}/limits": { path: `/teams/${team}/limits` },
+    "PUT /api/v1/users/{user_id}/team": { path: `/users/${u}/team`, body: { team_id: f.teamId } },
     "PATCH /api/v1/config/plans/{plan_id}": { path: `/config/plans/${f.planId}`, body: { max_spend_per_period: 5 } },
     "POST /api/v1/users/{user_id}/subscription": {
       path: `/users/${u}/subscription`,
@@ -253,6 +267,7 @@ t("every route: an ingest key gets 403 where it must; another product's key gets
   const ingestKey = (await a.api.post("/keys", { name: "client", scope: "ingest" })).body.key as string;
   const plan = await a.api.post("/config/plans", { plans: [{ name: "p", max_spend_per_period: 10 }] });
   await a.api.post("/users", { external_user_id: "alice" });
+  await must(a.api.post("/teams", { external_team_id: "acme", name: "Acme" }), 201);
   const endpoint = await a.api.post("/webhooks/endpoints", { url: rx.url, subscribed_events: ["usage.threshold.50"] });
   assert.is(endpoint.status, 201, JSON.stringify(endpoint.body));
   const extra = await a.api.post("/keys", { name: "extra" });
@@ -264,6 +279,7 @@ t("every route: an ingest key gets 403 where it must; another product's key gets
     planId: plan.body.id ?? plan.body.plans?.[0]?.id,
     endpointId: endpoint.body.id,
     keyId: extra.body.id,
+    teamId: "acme",
   };
   assert.ok(f.planId, JSON.stringify(plan.body));
 
