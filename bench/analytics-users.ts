@@ -101,6 +101,8 @@ if (RESTARTS > 0) {
   // roller may still be starting beside it, as after any deploy). A call that fails counts
   // as failed, with its time.
   const first = new Map<string, number[]>(ROUTES.map((r) => [r, []]));
+  // The same call again at once: what the window's read costs without the new process's first request.
+  const second = new Map<string, number[]>(ROUTES.map((r) => [r, []]));
   const failed: string[] = [];
   const starts: number[] = [];
   for (let round = 0; round < RESTARTS; round++) {
@@ -119,19 +121,26 @@ if (RESTARTS > 0) {
       const ms = performance.now() - c;
       first.get(r)!.push(ms);
       if (res.status !== 200) failed.push(`${r}: ${res.status} after ${ms.toFixed(0)} ms`);
-      console.log(`round ${round + 1}, ${r}: first call ${ms.toFixed(1)} ms (${res.status})`);
+      const c2 = performance.now();
+      await api.get(`/analytics/${r}`);
+      const ms2 = performance.now() - c2;
+      second.get(r)!.push(ms2);
+      console.log(`round ${round + 1}, ${r}: first call ${ms.toFixed(1)} ms (${res.status}), second ${ms2.toFixed(1)} ms`);
     }
   }
   starts.sort((a, b) => a - b);
   console.log(
     `\nfirst call after a restart (${RESTARTS} restarts per route; start to health p50 ${(pct(starts, 50) / 1000).toFixed(1)} s, max ${(starts.at(-1)! / 1000).toFixed(1)} s; load ${os.loadavg().map((l) => l.toFixed(1)).join(" ")})`,
   );
-  console.log(`GET /analytics/...             p50 ms   p95 ms   max ms   target p95 <= ${FIRST_CALL_TARGET_MS} ms`);
+  console.log(`GET /analytics/...             p50 ms   p95 ms   max ms   (second call p50, max)   target p95 <= ${FIRST_CALL_TARGET_MS} ms`);
   const all: number[] = [];
   for (const [name, ms] of first) {
     ms.sort((a, b) => a - b);
     all.push(...ms);
-    console.log(`${name.padEnd(28)}${pct(ms, 50).toFixed(1).padStart(9)}${pct(ms, 95).toFixed(1).padStart(9)}${ms.at(-1)!.toFixed(1).padStart(9)}`);
+    const again = second.get(name)!.sort((a, b) => a - b);
+    console.log(
+      `${name.padEnd(28)}${pct(ms, 50).toFixed(1).padStart(9)}${pct(ms, 95).toFixed(1).padStart(9)}${ms.at(-1)!.toFixed(1).padStart(9)}   (${pct(again, 50).toFixed(1)}, ${again.at(-1)!.toFixed(1)})`,
+    );
   }
   all.sort((a, b) => a - b);
   const p95 = pct(all, 95);
