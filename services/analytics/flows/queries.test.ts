@@ -194,6 +194,10 @@ t("a process just started answers from the stored window answers, and folds a wi
   const d = await instance(ctx);
   await assertExact(ctx.db, d, p, 30, "a new process after a day was rolled again");
   await assertExact(ctx.db, c, p, 30, "the process that read the answer, after a day was rolled again");
+  // The fold stored the new answer: the next new process reads it.
+  const stored = await answers.findOne({ _id: id });
+  assert.is.not(stored!.active, 12_345, "the stale answer was replaced");
+  await assertExact(ctx.db, await instance(ctx), p, 30, "a new process, from the new answer");
 });
 
 t("with no cache memory every query reads the chunks and gives the same figures", async (ctx) => {

@@ -41,8 +41,10 @@ export async function readWindow(
     const cold = withChunks.some((d) => !cache.get(p, productId, d.day, versionOf(d)));
     if (cold) {
       const stored = await deps.windowAnswers.read(key);
-      if (stored) deps.answersSeen.note(key, stored.versions);
-      if (stored?.versions === versions) return { docs, users: answered(stored) };
+      if (stored?.versions === versions) {
+        deps.answersSeen.note(key, versions);
+        return { docs, users: answered(stored) };
+      }
     }
     const users = new WindowUsers(p.dir, source);
     const loading: (Promise<UserDay> | undefined)[] = [];
