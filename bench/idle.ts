@@ -7,7 +7,8 @@
 // last request, beside the target (0.02 core together). With BENCH_SETTLE_MAX_S (default 0) it
 // keeps sampling after that, up to that long, until a whole window is within the target, and
 // says when. BENCH_COUNT_COMMANDS=1 also prints the MongoDB commands the all-in-one sent per
-// minute (by collection), from a driver preload (bench/support/count-commands.ts). Last, one
+// minute (by collection) from the last request on, from a driver preload
+// (bench/support/count-commands.ts). Last, one
 // event is sent and the time until the analytics summary counts it is printed.
 //   npm run bench:idle
 //   BENCH_EVENTS=100000 BENCH_SETTLE_MAX_S=900 npm run bench:idle
@@ -75,6 +76,8 @@ try {
   }
   // From here on nothing is sent to the service until the figures are taken.
   const last = performance.now();
+  const commandLines = () => proc.output().split("\n").filter((l) => l.startsWith("COMMANDS/MIN"));
+  const commandsBefore = COUNT_COMMANDS ? commandLines().length : 0;
   log(`last request; sampling every ${SAMPLE_S} s (cores: node + database)`);
   const read = async () => ({ at: performance.now(), node: await cpuSeconds(pids.node), database: await cpuSeconds(pids.database) });
   const cores = (a: Awaited<ReturnType<typeof read>>, b: Awaited<ReturnType<typeof read>>) => {
@@ -126,8 +129,10 @@ try {
     );
   }
   if (COUNT_COMMANDS) {
-    const lines = proc.output().split("\n").filter((l) => l.startsWith("COMMANDS/MIN"));
-    console.log(`MongoDB commands of the all-in-one in its last full minute: ${lines.at(-1)?.slice("COMMANDS/MIN ".length) ?? "(none printed)"}`);
+    // The first minute counted may have begun before the last request.
+    const lines = commandLines().slice(commandsBefore);
+    console.log(`MongoDB commands of the all-in-one per minute from the last request on (${lines.length} minutes):`);
+    for (const [i, l] of lines.entries()) console.log(`  minute ${i + 1}: ${l.slice("COMMANDS/MIN ".length) || "(none)"}`);
   }
   if (EVENTS > 0) {
     const s = await api.get(`/analytics/summary?days=${DAYS + 1}`);

@@ -8,6 +8,7 @@ import type { DirtyStore } from "./store/dirty.ts";
 import type { LedgerStore } from "./store/ledger.ts";
 import type { RollupStore } from "./store/rollups.ts";
 import type { UserDayCache } from "./store/user-day-cache.ts";
+import type { AnswersSeen, WindowAnswerStore } from "./store/window-answers.ts";
 
 export interface AnalyticsDeps {
   ledger: LedgerStore;
@@ -18,6 +19,10 @@ export interface AnalyticsDeps {
   rollups: RollupStore;
   /** Days' per-user columns already read, by rollup version (store/user-day-cache.ts). */
   userDays: UserDayCache;
+  /** Each window's per-user answers at the versions they were folded at (store/window-answers.ts). */
+  windowAnswers: WindowAnswerStore;
+  /** The answers' versions this process knows are stored. */
+  answersSeen: AnswersSeen;
   roller: Roller;
   scheduler: JobScheduler;
   /** This process runs the roll and retention jobs (false: tests roll by hand). */

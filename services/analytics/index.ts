@@ -16,6 +16,7 @@ import { DirtyStore } from "./store/dirty.ts";
 import { LedgerStore } from "./store/ledger.ts";
 import { RollupStore } from "./store/rollups.ts";
 import { UserDayCache } from "./store/user-day-cache.ts";
+import { AnswersSeen, WindowAnswerStore } from "./store/window-answers.ts";
 import type { AnalyticsDeps } from "./deps.ts";
 import { getBreakdown } from "./handlers/get-breakdown.ts";
 import { getGateTimeseries } from "./handlers/get-gate-timeseries.ts";
@@ -91,6 +92,8 @@ export async function createAnalyticsService(opts: AnalyticsServiceOptions): Pro
     dirty,
     rollups,
     userDays: new UserDayCache((opts.userCacheMb ?? 128) * 1024 * 1024),
+    windowAnswers: new WindowAnswerStore(opts.db),
+    answersSeen: new AnswersSeen(),
     roller,
     scheduler,
     rollJobs: intervalMs > 0,

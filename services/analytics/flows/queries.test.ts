@@ -166,6 +166,40 @@ t("rollups written without a version (before it existed, or by a replica not yet
   await assertExact(ctx.db, a, p, 30, "after an unversioned rewrite");
 });
 
+t("a process just started answers from the stored window answers, and folds a window rolled since", async (ctx) => {
+  const a = await instance(ctx);
+  const p = randomUUID();
+  const rand = rng(21);
+  const facts: UsageInit[] = [];
+  for (let d = 0; d < 40; d += 2) for (let k = 0; k < 200; k++) facts.push(fact(p, d, `user-${Math.floor(rand() * 800)}`, rand));
+  await record(a, facts);
+  await a.module.rollPending();
+  await assertExact(ctx.db, a, p, 30, "folded, answers stored");
+
+  // A new process (empty cache) gives the very figures from the answers alone.
+  const b = await instance(ctx);
+  await assertExact(ctx.db, b, p, 30, "a new process, from the stored answers");
+
+  // It reads the stored answer, not the chunks: one made up at the same versions is what it says.
+  const answers = ctx.db.collection<{ _id: string; active: number }>("window_answers");
+  const id = `${p}|${lookback(NOW, 30).days.at(-1)}|${lookback(NOW, 30).days[0]}|all`;
+  assert.ok(await answers.findOne({ _id: id }), "the 30-day window's answer is stored");
+  await answers.updateOne({ _id: id }, { $set: { active: 12_345 } });
+  const c = await instance(ctx);
+  assert.is(Number((await c.client.getSummary({ productId: p, days: 30 })).current!.activeUsers), 12_345);
+
+  // A day of the window rolled since: the answer no longer matches its versions and is not used.
+  await record(a, [fact(p, 0, "new-user", rand)]);
+  await a.module.rollPending();
+  const d = await instance(ctx);
+  await assertExact(ctx.db, d, p, 30, "a new process after a day was rolled again");
+  await assertExact(ctx.db, c, p, 30, "the process that read the answer, after a day was rolled again");
+  // The fold stored the new answer: the next new process reads it.
+  const stored = await answers.findOne({ _id: id });
+  assert.is.not(stored!.active, 12_345, "the stale answer was replaced");
+  await assertExact(ctx.db, await instance(ctx), p, 30, "a new process, from the new answer");
+});
+
 t("with no cache memory every query reads the chunks and gives the same figures", async (ctx) => {
   const a = await instance(ctx, { userCacheMb: 0 });
   const p = randomUUID();

@@ -123,7 +123,7 @@ t("figures are the same before and after a retention pass, and what should go is
     assert.equal([old.recorded, old.duplicates], [0, 1]);
 
     // A second pass finds nothing more to delete, and the late facts still count.
-    assert.equal(await module.runRetention(NOW), { frozenDays: 0, ledgerSegments: 0, dayRollups: 0, lateSegments: 0, leases: 0 });
+    assert.equal(await module.runRetention(NOW), { frozenDays: 0, ledgerSegments: 0, dayRollups: 0, lateSegments: 0, leases: 0, windowAnswers: 0 });
     assert.is(Number((await client.getSummary({ productId: p, days: 365 })).current!.totalEvents), 12 * 6 + 3);
   } finally {
     await server.close();

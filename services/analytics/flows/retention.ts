@@ -11,7 +11,11 @@ export interface RetentionReport {
   dayRollups: number;
   lateSegments: number;
   leases: number;
+  windowAnswers: number;
 }
+
+/** Window answers not computed again for this long go (a window's days shift daily, so its key changes). */
+const ANSWERS_KEPT_MS = 2 * 86_400_000;
 
 /**
  * One retention pass. Rolls up every dirty day first, so a day's rollup covers its whole
@@ -44,5 +48,6 @@ export async function runRetention(deps: AnalyticsDeps, p: RetentionPolicy, now:
   const lateSegments = await deps.late.deleteBefore(rollupsFrom);
   await deps.bases.deleteBefore(rollupsFrom);
   const leases = await deps.dirty.sweepLeases(now);
-  return { frozenDays, ledgerSegments, dayRollups, lateSegments, leases };
+  const windowAnswers = await deps.windowAnswers.deleteComputedBefore(new Date(now.getTime() - ANSWERS_KEPT_MS));
+  return { frozenDays, ledgerSegments, dayRollups, lateSegments, leases, windowAnswers };
 }

@@ -10,11 +10,20 @@ import type { Outbox } from "./outbox.ts";
 import type { NoticePayload } from "../credits/ledger.ts";
 
 /** The handovers of ingestion; each outbox entry's payload is the stored document. */
+/**
+ * Facts per RecordEvents call: its bound (analytics' RECORD_MAX_FACTS). Analytics stores one
+ * ledger segment per call and hour the call touches, and recomputes a day once per call that
+ * marked it: an entry of events spread over days (a backfill) sent 500 at a time stored about
+ * one segment per event and had each day recomputed again after every call.
+ */
+const RECORD_BATCH = 10_000;
+
 export function outboxes(stores: { outbox: OutboxStore; webhooks: WebhookPublisher; analytics: AnalyticsRecorder }): Outbox[] {
   const usage: Outbox = {
     name: "usage->analytics",
     collection: stores.outbox.analytics,
     kind: "usage",
+    batchSize: RECORD_BATCH,
     send: (docs: Pick<UsageEventDoc, "product_id" | "event_id" | "user_id" | "timestamp" | "model" | "total_tokens" | "cost_total" | "source" | "tool_call_count">[]) =>
       stores.analytics.recordEvents(
         docs.map((d) => ({
@@ -35,6 +44,7 @@ export function outboxes(stores: { outbox: OutboxStore; webhooks: WebhookPublish
     name: "gates->analytics",
     collection: stores.outbox.analytics,
     kind: "gate",
+    batchSize: RECORD_BATCH,
     send: (docs: Pick<GateEventDoc, "product_id" | "event_id" | "user_id" | "timestamp" | "status" | "blocked">[]) =>
       stores.analytics.recordEvents(
         [],

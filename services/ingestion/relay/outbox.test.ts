@@ -44,4 +44,30 @@ t("a round finds work when it hands entries over or waits on a failing peer, and
   assert.is(await outbox.analytics.countDocuments(), 1, "nothing lost");
 });
 
+t("an outbox's own batch size bounds its calls, others keep the relay's", async ({ mongo }) => {
+  const outbox = new OutboxStore(mongo.db(freshDbName("relay_batches")));
+  const calls: Record<string, number[]> = { analytics: [], webhooks: [] };
+  const box = (name: "analytics" | "webhooks", batchSize?: number) => ({
+    name,
+    collection: outbox[name],
+    kind: "usage" as const,
+    batchSize,
+    async send(payloads: unknown[]) {
+      calls[name]!.push(payloads.length);
+    },
+  });
+  const relay = new Relay([box("analytics", 1_000), box("webhooks")], {
+    intervalMs: 60_000,
+    maxBackoffMs: 60_000,
+    batchSize: 10,
+    maxAttempts: 3,
+    logger: createLogger("relay-batches-test", "silent"),
+  });
+  const big = (id: string): OutboxEntry => ({ ...entry(id), payloads: JSON.stringify(Array.from({ length: 2_500 }, (_, i) => ({ id: `${id}-${i}` }))), count: 2_500 });
+  await outbox.analytics.insertOne(big("a"));
+  await outbox.webhooks.insertOne({ ...entry("w"), payloads: JSON.stringify(Array.from({ length: 25 }, (_, i) => ({ id: `w-${i}` }))), count: 25 });
+  assert.is(await relay.round(), true);
+  assert.equal(calls, { analytics: [1_000, 1_000, 500], webhooks: [10, 10, 5] });
+});
+
 t.run();

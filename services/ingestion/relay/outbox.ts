@@ -19,6 +19,8 @@ export interface Outbox {
   name: string;
   collection: Collection<OutboxEntry>;
   kind: OutboxEntry["kind"];
+  /** Payloads per call at most; else the relay's `batchSize`. */
+  batchSize?: number;
   /** Called with at most `batchSize` payloads at a time. */
   send(payloads: Record<string, any>[]): Promise<void>;
 }
@@ -126,8 +128,9 @@ export class Relay {
         taken++;
         try {
           const payloads = payloadsOf(e);
-          for (let i = 0; i < payloads.length; i += this.opts.batchSize) {
-            await box.send(payloads.slice(i, i + this.opts.batchSize));
+          const size = box.batchSize ?? this.opts.batchSize;
+          for (let i = 0; i < payloads.length; i += size) {
+            await box.send(payloads.slice(i, i + size));
           }
         } catch (err) {
           if (isPeerFailure(err)) throw err;
