@@ -11,12 +11,14 @@ import pytest
 from meterline import PlanConfig, Rate, evaluate, price
 from meterline.counters import advance, hard_mark_of, new_counter, unit_of
 from meterline.credits import blocked_by_credits, credit_balance, credit_cap, credit_crossing, credits_drawn
-from meterline.dimensions import combine, evaluate_nano, evaluate_plan, evaluate_team, rules_of, team_rules_of
+from meterline.dimensions import evaluate_nano, evaluate_plan
 from meterline.money import add_dollars, ratio, to_dollars, to_nano
 from meterline.periods import calendar_month, iso, parse_time, roll_on
+from meterline.plan_rules import rules_of, team_rules_of
 from meterline.session_view import apply_view, roll_locally
 from meterline.sessions import window_over
 from meterline.state import DEFAULT_TIMEOUT, UserEntry
+from meterline.team_dimensions import combine, evaluate_team
 from meterline.windows import (
     CALENDAR_WINDOWS,
     Bucket,
