@@ -10,8 +10,9 @@ import random
 
 from meterline import PlanConfig
 from meterline.counters import LimitCounter, unit_of
-from meterline.dimensions import OK_RESULT, Dimension, evaluate_dimensions, evaluate_plan
+from meterline.dimensions import Dimension, evaluate_dimensions, evaluate_plan
 from meterline.money import to_dollars
+from meterline.plan_rules import OK_RESULT
 
 METRICS = ("spend", "tokens", "requests")
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from meterline.dimensions import evaluate_nano, rules_of, team_rules_of
+from meterline.dimensions import evaluate_nano
 from meterline.money import to_nano
 from meterline.periods import parse_time
+from meterline.plan_rules import rules_of, team_rules_of
 from meterline.reservation import Hold
 from meterline.session_view import apply_view
 from meterline.state import UserEntry, hold_team

@@ -10,11 +10,12 @@ from datetime import datetime, timezone
 from typing import Any
 
 from .clock import now as clock_now
-from .dimensions import OK_RESULT, Rules, evaluate_nano, rules_of, team_rules_of
+from .dimensions import evaluate_nano
 from .errors import LimitExceededError, MeterUnavailableError
 from .lease_books import LeaseNeed
 from .money import add_dollars, to_dollars, to_nano
 from .periods import iso
+from .plan_rules import OK_RESULT, Rules, rules_of, team_rules_of
 from .pricing import estimate_tokens, rate_of, token_cost
 from .recording import Metadata, session_of
 from .reservation import NOTHING, Hold, Reservation, ReservationAmount, reservation_of

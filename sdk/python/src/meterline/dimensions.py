@@ -3,36 +3,42 @@ dimension a call is counted against (SPEC's three and a plan's ``limits``) again
 The call is blocked when any dimension is at its hard gate; several at once: the one that allows a call again
 last names the block (latest ``resets_at``, None = never = latest; ties: the higher usage, then list order).
 No hard gate: the soft one with the highest usage. A plan without ``limits`` gives what gates always gave.
-A member of a team is checked against the team plan's dimensions too (``team:`` reasons; evaluate_team and
-combine). Cases: rules/cases.json, sections ``gates``, ``dimensions`` and ``teams``."""
+A member of a team is checked against the team plan's dimensions too (``team:`` reasons), in the same evaluation
+(evaluate_nano's ``team``; apart: team_dimensions.py). The plan's dimensions are resolved once per plan by
+plan_rules.py. Cases: rules/cases.json, sections ``gates``, ``dimensions`` and ``teams``."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from .counters import LimitCounter
 from .gate_messages import describe
-from .money import RATIO_SCALE, _round_half_up, to_dollars, to_nano
-from .periods import iso, parse_time
-from .types import GuardResult, PlanConfig, PlanLimit
+from .money import RATIO_SCALE, to_dollars, to_nano
+from .periods import iso
+from .plan_rules import (
+    _EPSILON,
+    _INF,
+    _MODEL,
+    _PERIOD,
+    _SESSION,
+    _SPEND,
+    _TEAM_COUNTER,
+    _TEAM_PERIOD,
+    _TOKENS,
+    OK_RESULT,
+    Rules,
+    _marks,
+    _Quick,
+    rules_of,
+)
+from .types import GuardResult, PlanConfig
 
 _OK, _SOFT, _HARD = 0, 1, 2
 _STATUS = ("ok", "soft_gate", "hard_gate")
-# Counts: a relative tolerance for marks that are not whole (0.8 x 1001). Money is compared in whole
-# nano-dollars (money.py), exactly.
-_EPSILON = 1e-9
-_INF = math.inf
 _SCALE = RATIO_SCALE
-# Usage from here on (2**53) is divided as an integer, by _decide: a float would not hold it exactly.
-_EXACT = 1 << 53
-# Models whose dimensions are kept per plan.
-MODELS_KEPT = 256
 _floor = math.floor
-
-OK_RESULT = GuardResult("ok", None, 0.0, 0.0, 0.0, None)
 
 
 @dataclass(slots=True)
@@ -63,12 +69,6 @@ class Dimension:
 _Row = tuple[str, str, str, "int | None", float, float, float, float, float, "float | None", "str | None"]
 
 
-def _marks(metric: str, top: float, soft: float, hard: float) -> tuple[float, float]:
-    if metric == "spend":
-        return _round_half_up(soft * top), _round_half_up(hard * top)
-    return soft * top, hard * top
-
-
 def evaluate_dimensions(dims: Sequence[Dimension]) -> GuardResult:
     """Every dimension of ``dims`` (in order); the deciding one named in the result."""
     rows: list[_Row] = []
@@ -82,158 +82,10 @@ def evaluate_dimensions(dims: Sequence[Dimension]) -> GuardResult:
     return _decide(rows)
 
 
-# What the quick pass compares one dimension with: its max, the least of its soft and hard marks less the
-# tolerance (from there on _decide may gate, and a usage from _EXACT on is divided exactly there), and whether it
-# is money.
-_Quick = tuple[float, float, bool]
-# Where the quick pass reads a dimension's usage and estimate: the period's spend, the session's, the model's
-# tokens; a plan limit's counter (its index, 0 and up) with the estimate of its metric (_SPEND...).
-_PERIOD, _SESSION, _MODEL = -1, -2, -3
-_SPEND, _TOKENS, _REQUESTS = 0, 1, 2
-# Dimensions of one model in the quick pass: (source, metric, rolling, _Quick), in evaluation order.
-_QuickDims = tuple[tuple[int, int, bool, "_Quick"], ...]
-
-
-def _quick(metric: str, top: float, soft: float, hard: float) -> _Quick:
-    money = metric == "spend"
-    if top <= 0:
-        # Nothing allowed: always at the hard gate, never decided by the quick pass.
-        return top, -_INF, money
-    tol = 0 if money else top * _EPSILON
-    # A float divides faster than a large integer (above 2**53: a cap of $9M in nano-dollars), and gives the
-    # same quotient when it holds the integer exactly.
-    if float(top) == top:
-        top = float(top)
-    return top, min(soft - tol, hard - tol, _EXACT), money
-
-
-class Rules:
-    """What evaluation reads of a plan, resolved once per plan: the period and session caps in nano-dollars with
-    their marks, each limit's reason, max in its unit and marks, the same as the quick pass reads them, and the
-    estimates of calls by model and size (reservation_of depends on nothing else with pre_call_estimate). A team
-    plan's (``team``): reasons prefixed ``team:``, no session cap (sessions are a user's), each limit's scope."""
-
-    __slots__ = ("dims", "estimates", "joined", "last_ok", "period", "plan", "prefix", "rows", "session")
-
-    def __init__(self, plan: PlanConfig, team: bool = False) -> None:
-        self.plan = plan
-        self.prefix = "team:" if team else ""
-        soft, hard = plan.soft_gate_at, plan.hard_gate_at
-        self.period: tuple[float, float, float] | None = None
-        self.session: tuple[float, float, float] | None = None
-        if plan.max_spend_per_period is not None:
-            cap = to_nano(plan.max_spend_per_period)
-            self.period = (cap, *_marks("spend", cap, soft, hard))
-        if plan.max_spend_per_session is not None and not team:
-            cap = to_nano(plan.max_spend_per_session)
-            self.session = (cap, *_marks("spend", cap, soft, hard))
-        self.rows: list[tuple[PlanLimit, str, float, float, float, str | None]] = []
-        for lim in plan.limits:
-            top = to_nano(lim.max) if lim.metric == "spend" else lim.max
-            soft = plan.soft_gate_at if lim.soft_gate_at is None else lim.soft_gate_at
-            hard = plan.hard_gate_at if lim.hard_gate_at is None else lim.hard_gate_at
-            scope = ("member" if lim.scope == "member" else "team") if team else None
-            self.rows.append((lim, f"{self.prefix}limit:{lim.name}", top, *_marks(lim.metric, top, soft, hard), scope))
-        # The quick pass's dimensions by normalized model (filled as models are met).
-        self.dims: dict[str | None, _QuickDims] = {}
-        # The same followed by a team plan's (a member's check: joined_dims), by (id of the team's rules, model).
-        self.joined: dict[tuple[int, str | None], tuple[Rules, _QuickDims]] = {}
-        self.estimates: dict[Any, Any] = {}
-        # The last result of the quick pass: given again while equal (results are immutable), not rebuilt.
-        self.last_ok = OK_RESULT
-
-    def dims_of(self, model: str | None) -> _QuickDims:
-        """The dimensions a call of ``model`` is evaluated on, in _decide's order, as the quick pass reads them."""
-        dims = self.dims.get(model)
-        if dims is not None:
-            return dims
-        plan = self.plan
-        out: list[tuple[int, int, bool, _Quick]] = []
-        if self.period is not None:
-            out.append((_PERIOD, _SPEND, False, _quick("spend", *self.period)))
-        if self.session is not None:
-            out.append((_SESSION, _SPEND, False, _quick("spend", *self.session)))
-        cap = None if model is None else plan.model_limits.get(model)
-        if cap is not None:
-            marks = plan.soft_gate_at * cap, plan.hard_gate_at * cap
-            out.append((_MODEL, _TOKENS, False, _quick("tokens", cap, *marks)))
-        for i, (lim, _, top, soft, hard, _scope) in enumerate(self.rows):
-            if lim.model is not None and lim.model != model:
-                continue
-            metric = _SPEND if lim.metric == "spend" else _TOKENS if lim.metric == "tokens" else _REQUESTS
-            out.append((i, metric, lim.window == "rolling", _quick(lim.metric, top, soft, hard)))
-        if len(self.dims) >= MODELS_KEPT:
-            self.dims.clear()
-        dims = self.dims[model] = tuple(out)
-        return dims
-
-    def joined_dims(self, team: Rules, model: str | None) -> _QuickDims:
-        """dims_of(model) followed by the team plan's (``team``), their sources moved to the team's figures:
-        _TEAM_PERIOD, _TEAM_MODEL, and team counter i as _TEAM_COUNTER - i."""
-        key = (id(team), model)
-        got = self.joined.get(key)
-        if got is not None and got[0] is team:
-            return got[1]
-        moved = tuple(
-            (_TEAM_COUNTER - src if src >= 0 else _TEAM_PERIOD if src == _PERIOD else _TEAM_MODEL, kind, rolling, q)
-            for src, kind, rolling, q in team.dims_of(model)
-        )
-        if len(self.joined) >= MODELS_KEPT:
-            self.joined.clear()
-        dims = self.dims_of(model) + moved
-        self.joined[key] = (team, dims)
-        return dims
-
-
-# Sources of a team's figures in a member's quick pass (Rules.joined_dims).
-_TEAM_PERIOD, _TEAM_MODEL, _TEAM_COUNTER = -4, -5, -10
 # A member's team in the member's evaluation (evaluate_nano's ``team``): the team plan's rules (team_rules_of), the
 # team's period spend in nano-dollars, its tokens of the call's model, its period's end, and one counter per team
 # plan limit (the team's for scope team, the member's for scope member).
 TeamFigures = tuple["Rules", int, float, "float | None", Sequence[LimitCounter]]
-
-_rules: dict[int, Rules] = {}
-_team_rules: dict[int, Rules] = {}
-
-
-def rules_of(plan: PlanConfig) -> Rules:
-    """The plan's rules, resolved once per plan object (plans are replaced whole on a change)."""
-    r = _rules.get(id(plan))
-    if r is None or r.plan is not plan:
-        if len(_rules) >= 1000:
-            _rules.clear()
-        r = _rules[id(plan)] = Rules(plan)
-    return r
-
-
-def team_rules_of(plan: PlanConfig) -> Rules:
-    """A team plan's rules (``team:`` reasons, no session cap), resolved once per plan object."""
-    r = _team_rules.get(id(plan))
-    if r is None or r.plan is not plan:
-        if len(_team_rules) >= 1000:
-            _team_rules.clear()
-        r = _team_rules[id(plan)] = Rules(plan, team=True)
-    return r
-
-
-_RANK = {"ok": _OK, "soft_gate": _SOFT, "hard_gate": _HARD}
-
-
-def combine(own: GuardResult, team: GuardResult) -> GuardResult:
-    """The deciding one of a member's own result and its team's, as if both lists were one (the member's
-    first): the higher status; two hard gates, the later ``resets_at`` (None = never = latest), then the higher
-    usage; else the higher usage; equals keep the member's."""
-    if team is OK_RESULT:
-        return own
-    a, b = _RANK[own.status], _RANK[team.status]
-    if a != b:
-        return team if b > a else own
-    if a == _HARD and own.resets_at != team.resets_at:
-        ra = _INF if own.resets_at is None else parse_time(own.resets_at)
-        rb = _INF if team.resets_at is None else parse_time(team.resets_at)
-        if ra != rb:
-            return team if rb > ra else own
-    return team if team.usage_pct > own.usage_pct else own
 
 
 def evaluate_plan(
@@ -262,27 +114,6 @@ def evaluate_plan(
     )  # fmt: skip
 
 
-def evaluate_team(
-    plan: PlanConfig,
-    period_cost: float,
-    model: str | None,
-    model_tokens: float,
-    estimate_cost: float = 0.0,
-    estimate_tokens: float = 0.0,
-    period_end: float | None = None,
-    counters: Sequence[LimitCounter] = (),
-) -> GuardResult:
-    """A member's call against its team plan (BUDGETS.md section 4): the plan's period and model caps over the
-    team's sums, each limit over ``counters[i]`` (the team's counter for scope ``team``, the member's for
-    ``member``), reasons prefixed ``team:``; the team plan's session cap is not applied. combine() with the
-    member's own result gives the deciding one of both."""
-    est_nano = to_nano(estimate_cost) if estimate_cost else 0
-    return evaluate_nano(
-        team_rules_of(plan), to_nano(period_cost), 0, model, model_tokens, est_nano, estimate_tokens, period_end,
-        None, counters,
-    )  # fmt: skip
-
-
 def evaluate_nano(
     rules: Rules,
     period_nano: int,
@@ -298,7 +129,7 @@ def evaluate_nano(
 ) -> GuardResult:
     """evaluate_plan of ``rules.plan`` with the money in whole nano-dollars (the guard's hot path); with ``team``,
     the member's team plan's dimensions in the same evaluation, after the member's own (as combine() of the two
-    results would decide)."""
+    results would decide: team_dimensions.py)."""
     # The quick pass decides the usual call, every dimension below its soft mark, without building rows: the
     # one with the highest usage (the first of equals, as _decide picks) names the result. Anything else:
     # _decide.

@@ -3,7 +3,8 @@ dimension, with a plan's windows, is dimensions.py's ``evaluate_plan``; this is 
 
 from __future__ import annotations
 
-from .dimensions import OK_RESULT, evaluate_plan
+from .dimensions import evaluate_plan
+from .plan_rules import OK_RESULT
 from .types import GuardResult, PlanConfig
 
 __all__ = ["OK_RESULT", "evaluate"]
