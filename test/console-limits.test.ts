@@ -77,6 +77,12 @@ test("SPEC's three keep their labels; a limit is named with its sentence", () =>
   assert.is(dimensionLabel(dim({ reason: "limit:burst", name: "burst", metric: "requests", max: 60, window: "minute" })), "burst: 60 requests a minute");
 });
 
+test("a team plan's dimension says it is the team's and whom it counts", () => {
+  assert.is(dimensionLabel(dim({ reason: "team:total_spend", name: null, window: "period", scope: "team" })), "Team · Period spend (team)");
+  assert.is(dimensionLabel(dim({ reason: "team:model_limit:gpt-4.1", name: null, metric: "tokens", model: "gpt-4.1", scope: "team" })), "Team · gpt-4.1 tokens (team)");
+  assert.is(dimensionLabel(dim({ reason: "team:limit:seat", name: "seat", max: 50, window: "period", scope: "member" })), "Team · seat: $50 a billing period (per member)");
+});
+
 test("the service's 400 lands on the limit and field it names", () => {
   const p = limitProblems(
     'plans[0].limits[1] ("daily").name: duplicate of limits[0]; names are unique in a plan; plans[0].limits[2] ("burst").duration_minutes: only a rolling window takes duration_minutes; plans[0].time_zone: "Mars/Base" is not an IANA time zone name (e.g. "America/New_York", "UTC")',

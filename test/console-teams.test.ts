@@ -1,9 +1,10 @@
 // Teams in the console, in a real browser against a real all-in-one process (the harness of
 // test/console.test.ts): the list with prefix search and paging, a team created through the
 // form, its subscription, a member added and removed, the links between a team and its
-// members' pages. Each screen passes axe-core and is saved at 1280x800 and 390 px in
+// members' pages; a team's usage against its plan (bars with their resets, spend by model,
+// each member's spend) and the team's dimensions on a member's page. Each screen passes axe-core and is saved at 1280x800 and 390 px in
 // console/screenshots/.
-import { randomBytes } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { buildConsoleIfStale } from "../console/scripts/build.ts";
@@ -132,6 +133,67 @@ t("a team plan's member limit reads as such on the plans screen and keeps its sc
   assert.equal([seat.max, seat.scope], [40, "member"], "editing a limit keeps its scope");
   await check(ctx, "plans-team");
   await edit.getByRole("button", { name: "Close" }).click();
+});
+
+t("a team's usage: its dimensions as bars with resets, its spend by model, each member's spend, and the team's dimensions on a member's page", async (ctx) => {
+  const { page, api } = ctx;
+  const DAY = 86_400_000;
+  const [lab] = (await must(api, "POST", "/config/plans", {
+    plans: [
+      {
+        name: "lab-10",
+        max_spend_per_period: 10,
+        limits: [
+          { name: "seat", metric: "spend", max: 2, window: "day", scope: "member" },
+          { name: "burst", metric: "requests", max: 100, window: "hour", scope: "team" },
+        ],
+      },
+    ],
+  })).plans;
+  await must(api, "POST", "/teams", { external_team_id: "lab", name: "The Lab" });
+  // A period that began yesterday: the team's own, not a calendar month.
+  const period = { period_start: new Date(Date.now() - DAY).toISOString(), period_end: new Date(Date.now() + 20 * DAY).toISOString() };
+  await must(api, "POST", "/teams/lab/subscription", { plan_id: lab.id, ...period }, 200);
+  for (const u of ["cy", "dee"]) {
+    await must(api, "POST", "/users", { external_user_id: u });
+    await must(api, "PUT", `/users/${u}/team`, { team_id: "lab" });
+  }
+  const event = (user: string, cost: number, model: string) => ({ id: randomUUID(), user_id: user, timestamp: new Date().toISOString(), model, input_tokens: 100, output_tokens: 50, cost_total: cost });
+  const sent = await must(api, "POST", "/events/batch", [event("cy", 1, "gpt-4o"), event("cy", 0.25, "gpt-4o"), event("dee", 0.5, "claude-sonnet")], 200);
+  assert.equal(sent, { accepted: 3, duplicates: 0 });
+
+  await page.goto(`${ctx.base}/console/teams/lab`);
+  await page.getByRole("heading", { name: "lab", level: 1 }).waitFor();
+  const bars = page.getByRole("region", { name: "Usage against the team's limits" });
+  const meter = (name: string) => bars.getByRole("meter", { name, exact: true });
+  const valueText = async (name: string) => meter(name).getAttribute("aria-valuetext");
+  await eventually(async () => (await meter("Team · Period spend (team)").count()) === 1 && (await valueText("Team · Period spend (team)")) === "$1.75 of $10.00 (18%)", 20_000, "the team's period spend");
+  assert.is(await valueText("Team · burst: 100 requests an hour (team)"), "3 of 100 (3%)");
+  // The member-scope limit: the member nearest its cap.
+  assert.is(await valueText("Team · seat: $2 a day (per member), nearest its cap: cy"), "$1.25 of $2.00 (63%)");
+  await bars.getByText("resets in 19 d 23 h", { exact: true }).waitFor();
+  assert.is(await bars.getByText(/^resets in/).count(), 3, "each bar says when it resets");
+
+  const usage = page.getByRole("region", { name: "Usage by model" });
+  await usage.getByText("$1.75").waitFor();
+  const byModel = usage.getByRole("table", { name: "Usage per model" });
+  assert.match((await byModel.getByRole("row", { name: /gpt-4o/ }).textContent())!, /\$1\.25/);
+  assert.match((await byModel.getByRole("row", { name: /claude-sonnet/ }).textContent())!, /\$0\.50/);
+
+  const members = page.getByRole("table", { name: "Members" });
+  await eventually(async () => /\$1\.25.*\$1\.25 of \$2\.00/.test((await members.getByRole("row", { name: /cy/ }).textContent()) ?? ""), 20_000, "cy's spend and seat");
+  assert.match((await members.getByRole("row", { name: /dee/ }).textContent())!, /\$0\.50.*\$0\.50 of \$2\.00/);
+  await check(ctx, "team-usage");
+
+  await members.getByRole("link", { name: "cy" }).click();
+  await page.getByRole("heading", { name: "cy", level: 1 }).waitFor();
+  const own = page.getByRole("region", { name: "Usage against limits" });
+  await own.getByRole("meter", { name: "Team · Period spend (team)" }).waitFor();
+  assert.is(await own.getByRole("meter", { name: "Team · Period spend (team)" }).getAttribute("aria-valuetext"), "$1.75 of $10.00 (18%)");
+  assert.is(await own.getByRole("meter", { name: "Team · seat: $2 a day (per member)" }).getAttribute("aria-valuetext"), "$1.25 of $2.00 (63%)");
+  assert.is(await own.getByRole("meter", { name: "Own period spend" }).getAttribute("aria-valuetext"), "$1.25, no limit", "cy's own spend, no cap of its own");
+  await page.getByRole("region", { name: "Plan and billing period" }).getByText(/^lab-10: /).waitFor();
+  await check(ctx, "user-team-bars");
 });
 
 t.run();

@@ -23,6 +23,8 @@ export interface Dimension {
   hard_gate_at: number;
   window_start: string | null;
   resets_at: string | null;
+  /** user (the user's own plan), team (a team plan's, over the team's sum) or member (a team plan's, this member's own). */
+  scope?: string;
   /** total_spend of a plan that draws credits: its max includes the balance (BUDGETS.md §3). */
   credits?: { balance: number; low_at: number | null } | null;
 }
@@ -78,8 +80,19 @@ export function describeLimit(l: Pick<PlanLimit, "metric" | "max" | "window" | "
 /** A figure of the metric as the bars show it: dollars, tokens (compact) or calls. */
 export const fmtMetric = (metric: Metric): ((n: number) => string) => (metric === "spend" ? fmtMoney : metric === "tokens" ? fmtTokens : fmtInt);
 
-/** A dimension's label on the user's page; SPEC's three keep the names the console always gave them. */
+/** The prefix of a team plan's dimension (BUDGETS.md §4): team:total_spend, team:limit:<name>. */
+export const TEAM_REASON = "team:";
+
+/** Whom a team plan's dimension counts: the team's sum, or each member apart. */
+export const scopeText = (d: Pick<Dimension, "scope">) => (d.scope === "member" ? "per member" : "team");
+
+/**
+ * A dimension's label on the user's and the team's pages; SPEC's three keep the names the
+ * console always gave them. A team plan's says so and whom it counts: "Team · Period spend (team)",
+ * "Team · seat: $50 a billing period (per member)".
+ */
 export function dimensionLabel(d: Dimension): string {
+  if (d.reason.startsWith(TEAM_REASON)) return `Team · ${dimensionLabel({ ...d, reason: d.reason.slice(TEAM_REASON.length) })} (${scopeText(d)})`;
   if (d.reason === "total_spend") return "Period spend";
   if (d.reason === "session_spend") return "Session spend (latest session gate)";
   if (d.reason.startsWith("model_limit:")) return `${d.model ?? d.reason.slice("model_limit:".length)} tokens`;

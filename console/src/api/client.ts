@@ -73,6 +73,8 @@ export type PlanInput = paths["/api/v1/config/plans"]["post"]["requestBody"]["co
 export type User = paths["/api/v1/users/{user_id}"]["get"]["responses"][200]["content"]["application/json"];
 export type Team = paths["/api/v1/teams/{team_id}"]["get"]["responses"][200]["content"]["application/json"];
 export type Session = paths["/api/v1/users/{user_id}/session"]["get"]["responses"][200]["content"]["application/json"];
+/** A user's or a team's usage by model (GET /users/{user_id}/usage, GET /teams/{team_id}/usage: one shape but the owner's id). */
+export type Usage = Omit<paths["/api/v1/users/{user_id}/usage"]["get"]["responses"][200]["content"]["application/json"], "user_id">;
 export type GateEvent = paths["/api/v1/users/{user_id}/gate-events"]["get"]["responses"][200]["content"]["application/json"]["events"][number];
 export type Endpoint = paths["/api/v1/webhooks/endpoints"]["get"]["responses"][200]["content"]["application/json"][number];
 export type Delivery = paths["/api/v1/webhooks/endpoints/{id}/deliveries"]["get"]["responses"][200]["content"]["application/json"]["deliveries"][number];
@@ -86,3 +88,20 @@ export type ApiKey = paths["/api/v1/keys"]["get"]["responses"][200]["content"]["
  * metric and window as strings; their values are the contract's (Dimension).
  */
 export const getLimits = (userId: string) => ok(api.GET("/api/v1/users/{user_id}/limits", { params: { path: { user_id: userId } } })) as Promise<{ user_id: string; limits: Dimension[] }>;
+
+/** The team-scope dimensions of a team (`GET /teams/{team_id}/limits`), typed as a user's (Dimension). */
+export const getTeamLimits = (teamId: string) => ok(api.GET("/api/v1/teams/{team_id}/limits", { params: { path: { team_id: teamId } } })) as Promise<{ team_id: string; limits: Dimension[] }>;
+
+/** `fn` over `items` with at most `concurrency` requests in flight at once, results in `items`' order. */
+export async function mapLimited<T, R>(items: readonly T[], concurrency: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, worker));
+  return out;
+}

@@ -1,12 +1,14 @@
 import { useState } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link } from "wouter";
-import { ApiError, api, ok } from "../api/client.ts";
-import { Card, DataTable, Empty, Field, FormAlert, InlineForm, Query, Time } from "../components.tsx";
+import { ApiError, api, getTeamLimits, mapLimited, ok, type Session, type User } from "../api/client.ts";
+import { Card, DataTable, Empty, Field, FormAlert, InlineForm, num, Query, Time } from "../components.tsx";
+import { DimensionBar, Reset, untilResetRefetch, useNow } from "../dimension-bars.tsx";
 import { usePaging, useUrlState } from "../url-state.ts";
 import { fmtInt, fmtMoney } from "../format.ts";
-import { describeLimit } from "../limits.ts";
+import { blockingIndex, describeLimit, dimensionLabel, fmtMetric, type Dimension } from "../limits.ts";
 import { SubscriptionForm } from "./subscription-form.tsx";
+import { UsageByModel } from "./usage-by-model.tsx";
 
 const p = (id: string) => ({ path: { team_id: id } });
 const userHref = (userId: string) => `/users/${encodeURIComponent(userId)}`;
@@ -15,6 +17,7 @@ const userHref = (userId: string) => `/users/${encodeURIComponent(userId)}`;
 export function TeamScreen({ id }: { id: string }) {
   const team = useQuery({ queryKey: ["team", id], queryFn: () => ok(api.GET("/api/v1/teams/{team_id}", { params: p(id) })) });
   const queryClient = useQueryClient();
+  const members = useMembers(id);
   return (
     <div className="screen">
       <div className="screen-head">
@@ -46,20 +49,22 @@ export function TeamScreen({ id }: { id: string }) {
                   </dd>
                 </dl>
               </Card>
-              {/* The team's dimensions as bars (its spend against the team plan's caps) come with team counting. */}
               <Card title="Usage against the team's limits" className="team-limits">
-                <p className="muted">
-                  The team's spend against its plan's caps and limits shows here once usage is counted for teams. Each member's page shows the member's own limits.
-                </p>
+                <TeamLimits id={id} hasPlan={t.plan_name !== null} members={members.sessions.data} />
               </Card>
             </div>
-            <Members id={id} />
+            <UsageByModel
+              queryKey={["team-usage", id]}
+              load={(period) => ok(api.GET("/api/v1/teams/{team_id}/usage", { params: { ...p(id), query: { period, breakdown: "model" } } }))}
+              empty="No usage by the team's members in this period."
+            />
+            <Members id={id} members={members} />
             <div className="grid-2">
               <SubscriptionForm
                 current={undefined}
                 save={(body) => ok(api.POST("/api/v1/teams/{team_id}/subscription", { params: p(id), body }))}
                 onSaved={() => {
-                  for (const k of ["team", "teams"]) queryClient.invalidateQueries({ queryKey: [k] });
+                  for (const k of ["team", "teams", "team-limits", "team-usage", "team-member-sessions"]) queryClient.invalidateQueries({ queryKey: [k] });
                 }}
               />
               <AddMember id={id} />
@@ -105,33 +110,121 @@ function useMembership() {
     mutationFn: ({ user, team }: { user: string; team: string | null }) =>
       ok(api.PUT("/api/v1/users/{user_id}/team", { params: { path: { user_id: user } }, body: { team_id: team } })),
     onSuccess: (_, { user }) => {
-      for (const k of ["team", "teams", "team-members"]) queryClient.invalidateQueries({ queryKey: [k] });
+      for (const k of ["team", "teams", "team-members", "team-member-sessions"]) queryClient.invalidateQueries({ queryKey: [k] });
       queryClient.invalidateQueries({ queryKey: ["user", user] });
     },
   });
 }
 
-function Members({ id }: { id: string }) {
+/** Members' sessions read at once at most (one request each: no route gives a page of members' spend). */
+const SESSION_REQUESTS = 6;
+
+/**
+ * The page of members shown (paging kept in the URL) and each one's session: its spend in its
+ * billing period and its dimensions, among them the team plan's member-scope ones (this member's use).
+ */
+function useMembers(id: string) {
   const [params, set] = useUrlState();
   const paging = usePaging(params, set, "mcursor");
-  const members = useQuery({
+  const page = useQuery({
     queryKey: ["team-members", id, paging.cursor],
     queryFn: () => ok(api.GET("/api/v1/teams/{team_id}/members", { params: { ...p(id), query: { cursor: paging.cursor, limit: 50 } } })),
   });
+  const ids = page.data?.members.map((u) => u.external_user_id) ?? [];
+  const sessions = useQuery({
+    queryKey: ["team-member-sessions", id, ids],
+    queryFn: async () => {
+      const all = await mapLimited(ids, SESSION_REQUESTS, (u) => ok(api.GET("/api/v1/users/{user_id}/session", { params: { path: { user_id: u } } })));
+      return new Map(all.map((s) => [s.user_id, s]));
+    },
+    enabled: ids.length > 0,
+  });
+  return { paging, page, sessions };
+}
+
+/** A member's dimensions that a member-scope limit of the team plan gives it. */
+const memberDims = (s: Session | undefined) => ((s?.limits ?? []) as Dimension[]).filter((d) => d.scope === "member");
+
+/**
+ * The team's dimensions (GET /teams/{team_id}/limits: the team's sums) as bars with their resets;
+ * then each member-scope limit as the bar of the member nearest its cap among the members shown.
+ */
+function TeamLimits({ id, hasPlan, members }: { id: string; hasPlan: boolean; members: Map<string, Session> | undefined }) {
+  const limits = useQuery({ queryKey: ["team-limits", id], queryFn: () => getTeamLimits(id), refetchInterval: untilResetRefetch });
+  const now = useNow(30_000);
+  const nearest = new Map<string, { user: string; d: Dimension }>();
+  for (const [user, s] of members ?? []) {
+    for (const d of memberDims(s)) {
+      const top = nearest.get(d.reason);
+      if (!top || d.pct > top.d.pct) nearest.set(d.reason, { user, d });
+    }
+  }
+  return (
+    <Query q={limits} label="Loading the team's limits">
+      {({ limits: dims }) => {
+        const blocking = blockingIndex(dims);
+        const block = dims[blocking];
+        if (!hasPlan || (dims.length === 0 && nearest.size === 0))
+          return <p className="muted">{hasPlan ? "The team's plan has no caps or limits." : "No plan in force: subscribe the team to a plan to give it caps."}</p>;
+        return (
+          <div className="gauges">
+            {block ? (
+              <p className="blocking-summary bad">
+                Every member's calls are blocked by {dimensionLabel(block)} ({block.reason}): <Reset d={block} now={now} />.
+              </p>
+            ) : (
+              dims.length > 0 && <p className="muted blocking-summary">No team limit blocks calls.</p>
+            )}
+            {dims.map((d, i) => (
+              <DimensionBar key={d.reason} d={d} now={now} blocking={i === blocking} />
+            ))}
+            {[...nearest.values()].map(({ user, d }) => (
+              <DimensionBar key={d.reason} d={d} now={now} label={`${dimensionLabel(d)}, nearest its cap: ${user}`} note="Counted for each member apart; each member's figure is in Members." />
+            ))}
+          </div>
+        );
+      }}
+    </Query>
+  );
+}
+
+function Members({ id, members }: { id: string; members: ReturnType<typeof useMembers> }) {
+  const { paging, page: pageQuery, sessions } = members;
+  const perMember = [...new Map([...(sessions.data?.values() ?? [])].flatMap((s) => memberDims(s)).map((d) => [d.reason, d])).values()];
+  const spend = (u: User) => {
+    const s = sessions.data?.get(u.external_user_id);
+    return s ? fmtMoney(s.current_usage.period_cost) : sessions.isError ? "—" : "…";
+  };
+  const use = (u: User, reason: string) => {
+    const d = memberDims(sessions.data?.get(u.external_user_id)).find((x) => x.reason === reason);
+    return d ? `${fmtMetric(d.metric)(d.used)} of ${fmtMetric(d.metric)(d.max ?? 0)}` : "—";
+  };
   const remove = useMembership();
   return (
     <Card title="Members">
-      <Query q={members} label="Loading members">
+      <Query q={pageQuery} label="Loading members">
         {(page) =>
           page.members.length === 0 ? (
             <Empty>No members yet. Add a user below, or let your product call PUT /users/{"{user_id}"}/team.</Empty>
           ) : (
-            <DataTable caption="Members" columns={["User", "Name", "Own plan", { label: "Actions", hidden: true }]} paging={paging} next={page.next_cursor}>
+            <>
+            <DataTable
+              caption="Members"
+              columns={["User", num("Spend this period"), ...perMember.map((d) => num(`${d.name ?? d.reason} (per member)`)), "Name", "Own plan", { label: "Actions", hidden: true }]}
+              paging={paging}
+              next={page.next_cursor}
+            >
               {page.members.map((u) => (
                 <tr key={u.id}>
                   <td>
                     <Link href={userHref(u.external_user_id)}>{u.external_user_id}</Link>
                   </td>
+                  <td className="num">{spend(u)}</td>
+                  {perMember.map((d) => (
+                    <td key={d.reason} className="num">
+                      {use(u, d.reason)}
+                    </td>
+                  ))}
                   <td>{u.name ?? "—"}</td>
                   <td>{u.plan_name ?? <span className="muted">none (the team's plan alone)</span>}</td>
                   <td>
@@ -148,6 +241,8 @@ function Members({ id }: { id: string }) {
                 </tr>
               ))}
             </DataTable>
+            <p className="hint">Spend this period: each member's own spend in its own billing period (a calendar month without a plan of its own), including any before it joined the team.</p>
+            </>
           )
         }
       </Query>

@@ -1,15 +1,17 @@
-import { useEffect, useMemo, useState } from "react";
+import { useState } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link } from "wouter";
 import { ApiError, api, getLimits, ok, type GateEvent, type Session } from "../api/client.ts";
-import { BarList, Card, DataTable, Empty, Field, FormAlert, FormStatus, Gauge, InlineForm, num, Query, QuickStart, Submit, submitted, Time } from "../components.tsx";
-import { fmtInt, fmtMoney, fmtPct, fmtTime, fmtTokens, utcTitle } from "../format.ts";
+import { Card, DataTable, Empty, Field, FormAlert, FormStatus, Gauge, InlineForm, num, Query, QuickStart, Submit, submitted, Time } from "../components.tsx";
+import { fmtInt, fmtMoney, fmtPct } from "../format.ts";
 import { capSentence } from "../credits.ts";
 import { localToIso } from "../inputs.ts";
-import { blockingIndex, dimensionLabel, fmtMetric, resetText, untilNextReset, type Dimension } from "../limits.ts";
+import { blockingIndex, dimensionLabel, TEAM_REASON } from "../limits.ts";
+import { DimensionBar, Reset, untilResetRefetch, useNow } from "../dimension-bars.tsx";
 import { usePaging, useUrlState } from "../url-state.ts";
 import { UserCredits } from "./user-credits.tsx";
 import { SubscriptionForm } from "./subscription-form.tsx";
+import { UsageByModel } from "./usage-by-model.tsx";
 
 const p = (id: string) => ({ path: { user_id: id } });
 
@@ -49,6 +51,14 @@ export function UserScreen({ id }: { id: string }) {
                 <dd>{u.billing_subscription_id ?? "—"}</dd>
                 <dt>Team</dt>
                 <dd>{u.team_id === null ? "—" : <Link href={`/teams/${encodeURIComponent(u.team_id)}`}>{u.team_id}</Link>}</dd>
+                {session.data?.team && (
+                  <>
+                    <dt>Team's plan and period</dt>
+                    <dd>
+                      {session.data.team.plan}: <Time iso={session.data.team.billing_period.start} /> → <Time iso={session.data.team.billing_period.end} />
+                    </dd>
+                  </>
+                )}
                 <dt>Created</dt>
                 <dd>
                   <Time iso={u.created_at} />
@@ -64,7 +74,15 @@ export function UserScreen({ id }: { id: string }) {
         )}
       </Query>
       <UserCredits id={id} draws={session.data ? (session.data.plan_id ? session.data.plan_config.credits_enabled : "no plan") : undefined} />
-      <UsageByModel id={id} />
+      <UsageByModel
+        queryKey={["usage", id]}
+        load={(period) => ok(api.GET("/api/v1/users/{user_id}/usage", { params: { ...p(id), query: { period, breakdown: "model" } } }))}
+        empty={
+          <>
+            No usage in this period. Record a manual event below, or send usage from your product; see the <QuickStart />.
+          </>
+        }
+      />
       <GateEvents id={id} />
       <div className="grid-2">
         <Subscription id={id} session={session.data} />
@@ -74,37 +92,12 @@ export function UserScreen({ id }: { id: string }) {
   );
 }
 
-/** The viewer's clock, ticking every `ms`, so that "resets in …" stays true on an open page. */
-function useNow(ms: number): number {
-  const [now, setNow] = useState(() => Date.now());
-  useEffect(() => {
-    const timer = setInterval(() => setNow(Date.now()), ms);
-    return () => clearInterval(timer);
-  }, [ms]);
-  return now;
-}
-
-function Reset({ d, now }: { d: Dimension; now: number }) {
-  const text = resetText(d, now);
-  return d.resets_at ? (
-    <time dateTime={d.resets_at} title={`${fmtTime(d.resets_at)} · ${utcTitle(d.resets_at)}`}>
-      {text}
-    </time>
-  ) : (
-    <span>{text}</span>
-  );
-}
-
 /** Every dimension of the user (GET /users/{user_id}/limits) as a bar with its reset; the one that blocks calls stands out. */
 function Limits({ id, session }: { id: string; session: Session }) {
   const limits = useQuery({
     queryKey: ["limits", id],
     queryFn: () => getLimits(id),
-    // A window that resets empties its bar: read again then (a reset already past: once a minute).
-    refetchInterval: (q) => {
-      const ms = q.state.data ? untilNextReset(q.state.data.limits, Date.now()) : null;
-      return ms == null ? false : ms === 0 ? 60_000 : Math.min(ms + 1_000, 2 ** 31 - 1);
-    },
+    refetchInterval: untilResetRefetch,
   });
   const now = useNow(30_000);
   const c = session.plan_config;
@@ -129,103 +122,22 @@ function Limits({ id, session }: { id: string; session: Session }) {
             ) : (
               dims.length > 0 && <p className="muted blocking-summary">No limit blocks calls.</p>
             )}
-            {!dims.some((d) => d.reason === "total_spend") && <Gauge label="Period spend" value={session.current_usage.period_cost} limit={null} soft={c.soft_gate_at} hard={c.hard_gate_at} format={fmtMoney} />}
+            {!dims.some((d) => d.reason === "total_spend") && <Gauge label={session.team ? "Own period spend" : "Period spend"} value={session.current_usage.period_cost} limit={null} soft={c.soft_gate_at} hard={c.hard_gate_at} format={fmtMoney} />}
             {dims.map((d, i) => (
-              <Gauge
+              <DimensionBar
                 key={d.reason}
-                label={dimensionLabel(d)}
-                value={d.reason === "session_spend" ? (lastSession.data?.events[0]?.current_value ?? 0) : d.used}
-                limit={d.max}
-                soft={d.soft_gate_at}
-                hard={d.hard_gate_at}
-                format={fmtMetric(d.metric)}
-                reset={<Reset d={d} now={now} />}
+                d={d}
+                now={now}
+                value={d.reason === "session_spend" ? (lastSession.data?.events[0]?.current_value ?? 0) : undefined}
                 note={d.credits && d.max != null ? capSentence(d.max, c.max_spend_per_period ?? 0, d.credits.balance) : undefined}
                 blocking={i === blocking}
               />
             ))}
-            {!dims.some((d) => d.reason.startsWith("model_limit:")) && <p className="muted">No per-model token caps on this plan.</p>}
+            {!dims.some((d) => d.reason.replace(TEAM_REASON, "").startsWith("model_limit:")) && <p className="muted">No per-model token caps on {session.team ? "these plans" : "this plan"}.</p>}
           </div>
         );
       }}
     </Query>
-  );
-}
-
-function pastMonths(n: number): string[] {
-  const now = new Date();
-  return Array.from({ length: n }, (_, i) => {
-    const d = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - i - 1, 1));
-    return d.toISOString().slice(0, 7);
-  });
-}
-
-function UsageByModel({ id }: { id: string }) {
-  const [params, set] = useUrlState();
-  const period = params.get("period") ?? "current_period";
-  const usage = useQuery({ queryKey: ["usage", id, period], queryFn: () => ok(api.GET("/api/v1/users/{user_id}/usage", { params: { ...p(id), query: { period, breakdown: "model" } } })) });
-  const months = useMemo(() => pastMonths(12), []);
-  return (
-    <Card
-      title="Usage by model"
-      actions={
-        <Field label="Period">
-          {(fid) => (
-            <select id={fid} value={period} onChange={(e) => set({ period: e.target.value === "current_period" ? null : e.target.value })}>
-              <option value="current_period">Current billing period</option>
-              <option value="current_month">This month</option>
-              {months.map((m) => (
-                <option key={m} value={m}>
-                  {m}
-                </option>
-              ))}
-            </select>
-          )}
-        </Field>
-      }
-    >
-      <Query q={usage} label="Loading usage">
-        {(u) => {
-          const models = Object.keys({ ...u.cost_by_model, ...u.tokens_by_model });
-          return (
-            <>
-              <div className="cards compact">
-                <div className="kv">
-                  <span>Cost</span>
-                  <strong>{fmtMoney(u.total_cost)}</strong>
-                </div>
-                <div className="kv">
-                  <span>Tokens</span>
-                  <strong title={fmtInt(u.total_tokens)}>{fmtTokens(u.total_tokens)}</strong>
-                </div>
-                <div className="kv">
-                  <span>Tool calls</span>
-                  <strong>{fmtInt(u.tool_calls_count)}</strong>
-                </div>
-              </div>
-              {models.length === 0 ? (
-                <Empty>
-                  No usage in this period. Record a manual event below, or send usage from your product; see the <QuickStart />.
-                </Empty>
-              ) : (
-                <>
-                  <BarList title="Cost per model" rows={models.map((m) => ({ label: m, value: u.cost_by_model[m] ?? 0, text: fmtMoney(u.cost_by_model[m] ?? 0) }))} />
-                  <DataTable caption="Usage per model" columns={["Model", num("Cost"), num("Tokens")]}>
-                    {models.map((m) => (
-                      <tr key={m}>
-                        <td>{m}</td>
-                        <td className="num">{fmtMoney(u.cost_by_model[m] ?? 0)}</td>
-                        <td className="num">{fmtInt(u.tokens_by_model[m] ?? 0)}</td>
-                      </tr>
-                    ))}
-                  </DataTable>
-                </>
-              )}
-            </>
-          );
-        }}
-      </Query>
-    </Card>
   );
 }
 

@@ -1,0 +1,82 @@
+import { useMemo, type ReactNode } from "react";
+import { useQuery } from "@tanstack/react-query";
+import type { Usage } from "../api/client.ts";
+import { BarList, Card, DataTable, Empty, Field, num, Query } from "../components.tsx";
+import { fmtInt, fmtMoney, fmtTokens } from "../format.ts";
+import { useUrlState } from "../url-state.ts";
+
+function pastMonths(n: number): string[] {
+  const now = new Date();
+  return Array.from({ length: n }, (_, i) => {
+    const d = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - i - 1, 1));
+    return d.toISOString().slice(0, 7);
+  });
+}
+
+/** A user's or a team's usage (GET …/usage, one shape for both) by model, in the period chosen (kept in the URL). */
+export function UsageByModel({ queryKey, load, empty }: { queryKey: readonly unknown[]; load: (period: string) => Promise<Usage>; empty: ReactNode }) {
+  const [params, set] = useUrlState();
+  const period = params.get("period") ?? "current_period";
+  const usage = useQuery({ queryKey: [...queryKey, period], queryFn: () => load(period) });
+  const months = useMemo(() => pastMonths(12), []);
+  return (
+    <Card
+      title="Usage by model"
+      actions={
+        <Field label="Period">
+          {(fid) => (
+            <select id={fid} value={period} onChange={(e) => set({ period: e.target.value === "current_period" ? null : e.target.value })}>
+              <option value="current_period">Current billing period</option>
+              <option value="current_month">This month</option>
+              {months.map((m) => (
+                <option key={m} value={m}>
+                  {m}
+                </option>
+              ))}
+            </select>
+          )}
+        </Field>
+      }
+    >
+      <Query q={usage} label="Loading usage">
+        {(u) => {
+          const models = Object.keys({ ...u.cost_by_model, ...u.tokens_by_model });
+          return (
+            <>
+              <div className="cards compact">
+                <div className="kv">
+                  <span>Cost</span>
+                  <strong>{fmtMoney(u.total_cost)}</strong>
+                </div>
+                <div className="kv">
+                  <span>Tokens</span>
+                  <strong title={fmtInt(u.total_tokens)}>{fmtTokens(u.total_tokens)}</strong>
+                </div>
+                <div className="kv">
+                  <span>Tool calls</span>
+                  <strong>{fmtInt(u.tool_calls_count)}</strong>
+                </div>
+              </div>
+              {models.length === 0 ? (
+                <Empty>{empty}</Empty>
+              ) : (
+                <>
+                  <BarList title="Cost per model" rows={models.map((m) => ({ label: m, value: u.cost_by_model[m] ?? 0, text: fmtMoney(u.cost_by_model[m] ?? 0) }))} />
+                  <DataTable caption="Usage per model" columns={["Model", num("Cost"), num("Tokens")]}>
+                    {models.map((m) => (
+                      <tr key={m}>
+                        <td>{m}</td>
+                        <td className="num">{fmtMoney(u.cost_by_model[m] ?? 0)}</td>
+                        <td className="num">{fmtInt(u.tokens_by_model[m] ?? 0)}</td>
+                      </tr>
+                    ))}
+                  </DataTable>
+                </>
+              )}
+            </>
+          );
+        }}
+      </Query>
+    </Card>
+  );
+}
