@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
-import type { BillingPeriod, CurrentUsage, PlanConfig, SessionTeam } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
+import type { BillingPeriod, CurrentUsage, GetUsageResponse, PlanConfig, SessionTeam } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import { DateTime, Nullable, TeamParams, UserParams, errors, parseDateTime } from "../schemas/common.ts";
 import { rpcOptions } from "../rpc-options.ts";
 import { DimensionOut, dimensionJson } from "../schemas/limits.ts";
@@ -83,24 +83,22 @@ const UsageQuery = Type.Object({
   breakdown: Type.Literal("model", { default: "model" }),
 });
 
-const UsageBody = Type.Object({
-  user_id: Type.String(),
+/** What a usage answer says of a period, for a user or a team. */
+const usageFields = {
   period: Type.String(),
   total_cost: Type.Number(),
   total_tokens: Type.Integer(),
   tokens_by_model: IntegerMap,
   cost_by_model: NumberMap,
   tool_calls_count: Type.Integer(),
-});
+};
+
+const UsageBody = Type.Object({ user_id: Type.String(), ...usageFields });
 
 const TeamUsageBody = Type.Object({
   team_id: Type.String(),
-  period: Type.String(),
+  ...usageFields,
   total_cost: Type.Number({ description: "Dollars: the sum over the team's members" }),
-  total_tokens: Type.Integer(),
-  tokens_by_model: IntegerMap,
-  cost_by_model: NumberMap,
-  tool_calls_count: Type.Integer(),
 });
 
 const GateQuery = Type.Object({
@@ -121,6 +119,18 @@ const GatePage = Type.Object({
 
 const wholeNumbers = (m: Record<string, number>) =>
   Object.fromEntries(Object.entries(m).map(([k, v]) => [k, Math.round(v)]));
+
+/** usageFields of a GetUsage or GetTeamUsage answer. */
+function usageJson(u: Omit<GetUsageResponse, "userId" | "$typeName">) {
+  return {
+    period: u.period,
+    total_cost: u.totalCost,
+    total_tokens: Number(u.totalTokens),
+    tokens_by_model: wholeNumbers(u.tokensByModel),
+    cost_by_model: u.costByModel,
+    tool_calls_count: Number(u.toolCallsCount),
+  };
+}
 
 function planConfigJson(c: PlanConfig) {
   return {
@@ -221,15 +231,7 @@ export const usageRoutes: FastifyPluginAsyncTypebox = async (app) => {
         { productId: request.productId, userId: request.params.user_id, period: request.query.period },
         rpcOptions(request),
       );
-      return {
-        user_id: u.userId,
-        period: u.period,
-        total_cost: u.totalCost,
-        total_tokens: Number(u.totalTokens),
-        tokens_by_model: wholeNumbers(u.tokensByModel),
-        cost_by_model: u.costByModel,
-        tool_calls_count: Number(u.toolCallsCount),
-      };
+      return { user_id: u.userId, ...usageJson(u) };
     },
   );
 
@@ -254,15 +256,7 @@ export const usageRoutes: FastifyPluginAsyncTypebox = async (app) => {
         { productId: request.productId, teamId: request.params.team_id, period: request.query.period },
         rpcOptions(request),
       );
-      return {
-        team_id: u.teamId,
-        period: u.period,
-        total_cost: u.totalCost,
-        total_tokens: Number(u.totalTokens),
-        tokens_by_model: wholeNumbers(u.tokensByModel),
-        cost_by_model: u.costByModel,
-        tool_calls_count: Number(u.toolCallsCount),
-      };
+      return { team_id: u.teamId, ...usageJson(u) };
     },
   );
 

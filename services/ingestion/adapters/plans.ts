@@ -141,26 +141,26 @@ export function toKnownUser(r: ResolvedUser): KnownUser {
   };
 }
 
+/** Distinct ids resolved RESOLVE_CHUNK at a time, one call after the other, into one map. */
+async function inChunks<T>(ids: readonly string[], resolve: (chunk: string[]) => Promise<(readonly [string, T])[]>): Promise<Map<string, T>> {
+  const distinct = [...new Set(ids)];
+  const out = new Map<string, T>();
+  for (let i = 0; i < distinct.length; i += RESOLVE_CHUNK) for (const [id, v] of await resolve(distinct.slice(i, i + RESOLVE_CHUNK))) out.set(id, v);
+  return out;
+}
+
 export function plansDirectory(baseUrl: string): UserDirectory {
   const client = rpcClient(PlansService, baseUrl);
   return {
     async resolve(productId, externalUserIds) {
-      const ids = [...new Set(externalUserIds)];
-      const out = new Map<string, KnownUser>();
-      for (let i = 0; i < ids.length; i += RESOLVE_CHUNK) {
-        const res = await client.resolveUsers({ productId, externalUserIds: ids.slice(i, i + RESOLVE_CHUNK) });
-        for (const u of res.users) if (u.user) out.set(u.user.externalUserId, toKnownUser(u));
-      }
-      return out;
+      return inChunks(externalUserIds, async (chunk) =>
+        (await client.resolveUsers({ productId, externalUserIds: chunk })).users.flatMap((u) => (u.user ? [[u.user.externalUserId, toKnownUser(u)] as const] : [])),
+      );
     },
     async resolveTeams(productId, externalTeamIds) {
-      const ids = [...new Set(externalTeamIds)];
-      const out = new Map<string, KnownTeam>();
-      for (let i = 0; i < ids.length; i += RESOLVE_CHUNK) {
-        const res = await client.resolveTeams({ productId, externalTeamIds: ids.slice(i, i + RESOLVE_CHUNK) });
-        for (const t of res.teams) if (t.team) out.set(t.team.externalTeamId, toKnownTeam(t));
-      }
-      return out;
+      return inChunks(externalTeamIds, async (chunk) =>
+        (await client.resolveTeams({ productId, externalTeamIds: chunk })).teams.flatMap((t) => (t.team ? [[t.team.externalTeamId, toKnownTeam(t)] as const] : [])),
+      );
     },
   };
 }
