@@ -32,6 +32,11 @@
 //   BENCH_SIZES=1000,10000,100000 BENCH_WINDOW=300 BENCH_SESSIONS=2000 BENCH_BATCHES=10 \
 //   BENCH_BATCH=1000 BENCH_BATCH_USERS=100 BENCH_CONCURRENCY=4 BENCH_WINDOWS=4 npm run bench:scale
 // BENCH_WINDOWS limits (day, month, rolling 5 hours, requests per minute) are on the plan; 0: none.
+// BENCH_TEAMS=1000 adds the team case: a second product with the same users and plan whose users
+// are members of BENCH_TEAMS teams (user i in team i mod BENCH_TEAMS) on a team plan with a team
+// cap, a team-scope daily window and a member-scope daily window. Per size it prints both
+// products' sessions (alone, idle; refresh, idle) and their ingestion in alternating rounds
+// (BENCH_TEAM_ROUNDS each), with the teams' rate over the rate without teams.
 // The stacks run as their own processes (`cmd/all-in-one.ts`, as `npm start` runs), so that the
 // bench's client and seeding work, and its garbage collection, stay out of the measured server.
 // Uses MONGODB_URL when set, else the embedded database in a temporary directory.
@@ -45,6 +50,7 @@ import { Health } from "@meter/proto/grpc/health/v1/health_pb";
 import { IngestionService } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import { PlansService } from "@meter/proto/meter/plans/v1/plans_pb";
 import { counterId } from "../services/ingestion/domain/counter-ids.ts";
+import { PlanMemberStore } from "../services/plans/store/plan-members.ts";
 import { SubscriberStore } from "../services/plans/store/subscribers.ts";
 import { UserStore } from "../services/plans/store/users.ts";
 import { Api } from "../test/support/http.ts";
@@ -64,6 +70,8 @@ const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 4);
 const SEED_CONCURRENCY = Number(process.env.BENCH_SEED_CONCURRENCY ?? 16);
 /** Limits on the plan, 0-4 (docs/api.md "Windows and rate limits"). */
 const WINDOWS = Number(process.env.BENCH_WINDOWS ?? 4);
+const TEAMS = Number(process.env.BENCH_TEAMS ?? 0);
+const TEAM_ROUNDS = Number(process.env.BENCH_TEAM_ROUNDS ?? 2);
 const MODELS = ["gpt-4o", "gpt-4o-mini", "claude-3-5-sonnet", "o1"];
 const IDLE_SETTLE_MS = 2_000;
 
@@ -86,15 +94,13 @@ const stack = await startStack(true);
 const mongo = await connectMongo(mongoUrl);
 const users = new UserStore(mongo.db(`${dbPrefix}_plans`), { logger: createLogger("bench-scale", "warn") });
 const subscribers = new SubscriberStore(mongo.db(`${dbPrefix}_plans`));
+const teamMembers = new PlanMemberStore(mongo.db(`${dbPrefix}_plans`), "team_members");
+const teamCounts = new SubscriberStore(mongo.db(`${dbPrefix}_plans`), "team_member_counts");
 
 const userId = (i: number) => `user-${i}`;
 const random = (n: number) => Math.floor(Math.random() * n);
 
 const anon = new Api(stack.apiUrl);
-const product = await anon.post("/products", { name: "bench scale" });
-if (product.status !== 201) throw new Error(`product: ${product.status} ${JSON.stringify(product.body)}`);
-const productId: string = product.body.id;
-const api = anon.withKey(product.body.api_key);
 // The plan's windows (BENCH_WINDOWS of these, default 4): each session also reads the user's window document.
 const WINDOW_LIMITS = [
   { name: "daily", metric: "spend", max: 100_000, window: "day" },
@@ -102,44 +108,106 @@ const WINDOW_LIMITS = [
   { name: "five-hours", metric: "spend", max: 50_000, window: "rolling", duration_minutes: 300 },
   { name: "rpm", metric: "requests", max: 1_000_000, window: "minute" },
 ].slice(0, WINDOWS);
-const plans = await api.post("/config/plans", { plans: [{ name: "pro", max_spend_per_period: 1_000_000, limits: WINDOW_LIMITS, time_zone: "America/New_York" }] });
-if (plans.status !== 201) throw new Error(`plan: ${plans.status} ${JSON.stringify(plans.body)}`);
-const plan = plans.body.plans[0];
 const now = new Date();
 const periodStart = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
 const periodEnd = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1));
-const subscription = { plan_id: plan.id, period_start: periodStart.toISOString(), period_end: periodEnd.toISOString() };
+const period = { period_start: periodStart.toISOString(), period_end: periodEnd.toISOString() };
 
-/** Users [from, to) written with the plans store's own functions. */
-async function seed(from: number, to: number): Promise<void> {
+/** One product of the bench: its users on plan "pro", and in the team case members of its teams. */
+interface BenchProduct {
+  id: string;
+  api: Api;
+  plan: { id: string; name: string };
+  /** Service team ids by team index (empty without teams). */
+  teams: { id: string; external: string }[];
+}
+
+async function createProduct(name: string, teams: number): Promise<BenchProduct> {
+  const created = await anon.post("/products", { name });
+  if (created.status !== 201) throw new Error(`product: ${created.status} ${JSON.stringify(created.body)}`);
+  const api = anon.withKey(created.body.api_key);
+  const plans = await api.post("/config/plans", {
+    plans: [
+      { name: "pro", max_spend_per_period: 1_000_000, limits: WINDOW_LIMITS, time_zone: "America/New_York" },
+      // A team plan the teams' session reads and ingestion counts: the team cap, a team-scope
+      // window (the team's window document) and a member-scope one (in the member's).
+      {
+        name: "team",
+        max_spend_per_period: 10_000_000,
+        limits: [
+          { name: "team-daily", metric: "spend", max: 1_000_000, window: "day", scope: "team" },
+          { name: "seat-daily", metric: "spend", max: 100_000, window: "day", scope: "member" },
+        ],
+      },
+    ],
+  });
+  if (plans.status !== 201) throw new Error(`plan: ${plans.status} ${JSON.stringify(plans.body)}`);
+  const [plan, teamPlan] = plans.body.plans;
+  const made = await pMap(
+    Array.from({ length: teams }, (_, t) => `team-${t}`),
+    async (external) => {
+      const team = await api.post("/teams", { external_team_id: external, name: external });
+      if (team.status !== 201) throw new Error(`team: ${team.status} ${JSON.stringify(team.body)}`);
+      const sub = await api.post(`/teams/${external}/subscription`, { plan_id: teamPlan.id, ...period });
+      if (sub.status !== 200) throw new Error(`team subscription: ${sub.status} ${JSON.stringify(sub.body)}`);
+      return { id: team.body.service_team_id as string, external };
+    },
+    { concurrency: CONCURRENCY },
+  );
+  return { id: created.body.id, api, plan, teams: made };
+}
+
+const main = await createProduct("bench scale", 0);
+const withTeams = TEAMS > 0 ? await createProduct("bench scale teams", TEAMS) : undefined;
+const { api, plan } = main;
+const productId = main.id;
+const teamOf = (p: BenchProduct, i: number) => p.teams[i % p.teams.length];
+
+/**
+ * Users [from, to) written with the plans store's own functions; in a product with teams, each
+ * also put in its team as SetUserTeam writes it (member list, membership entry, member count).
+ */
+async function seed(p: BenchProduct, from: number, to: number): Promise<void> {
   await pMap(
     Array.from({ length: to - from }, (_, k) => from + k),
     async (i) => {
-      await users.insert(productId, userId(i), null);
-      await users.appendSubscription(productId, userId(i), {
-        plan_id: plan.id,
-        plan_name: plan.name,
+      await users.insert(p.id, userId(i), null);
+      await users.appendSubscription(p.id, userId(i), {
+        plan_id: p.plan.id,
+        plan_name: p.plan.name,
         billing_subscription_id: null,
         period_start: periodStart,
         period_end: periodEnd,
         effective_at: new Date(),
       });
-      await subscribers.move(productId, null, plan.id);
+      await subscribers.move(p.id, null, p.plan.id);
+      const team = teamOf(p, i);
+      if (team) {
+        const entry = { id: randomUUID(), team_id: team.id, external_team_id: team.external, effective_at: new Date() };
+        await teamMembers.add(p.id, team.id, userId(i), entry.id);
+        await users.appendMembership(p.id, userId(i), entry);
+        await teamCounts.move(p.id, null, team.id);
+      }
     },
     { concurrency: SEED_CONCURRENCY },
   );
 }
 
 /** Users [from, to) through the REST API, as a product signs them up; users per second. */
-async function createWindow(from: number, to: number): Promise<number> {
+async function createWindow(p: BenchProduct, from: number, to: number): Promise<number> {
   const t = performance.now();
   await pMap(
     Array.from({ length: to - from }, (_, k) => from + k),
     async (i) => {
-      const created = await api.post("/users", { external_user_id: userId(i) });
+      const created = await p.api.post("/users", { external_user_id: userId(i) });
       if (created.status !== 201) throw new Error(`create ${i}: ${created.status}`);
-      const sub = await api.post(`/users/${userId(i)}/subscription`, subscription);
+      const sub = await p.api.post(`/users/${userId(i)}/subscription`, { plan_id: p.plan.id, ...period });
       if (sub.status !== 200) throw new Error(`subscribe ${i}: ${sub.status} ${JSON.stringify(sub.body)}`);
+      const team = teamOf(p, i);
+      if (team) {
+        const joined = await p.api.put(`/users/${userId(i)}/team`, { team_id: team.external });
+        if (joined.status !== 200) throw new Error(`team ${i}: ${joined.status} ${JSON.stringify(joined.body)}`);
+      }
     },
     { concurrency: CONCURRENCY },
   );
@@ -167,10 +235,11 @@ async function timeAlternating(size: number, probes: Record<string, (u: string) 
   return Object.fromEntries(Object.entries(times).map(([k, v]) => [k, summary(v)]));
 }
 
-/** One session through a stack's gateway; every answer is checked. */
-const checkedSession = (api: Api) => async (u: string) => {
+/** One session through a stack's gateway; every answer is checked (the team's too, in a product with teams). */
+const checkedSession = (api: Api, teams = false) => async (u: string) => {
   const res = await api.get(`/users/${u}/session`);
   if (res.status !== 200 || res.body.plan !== "pro") throw new Error(`session: ${res.status} ${JSON.stringify(res.body)}`);
+  if (teams && res.body.team?.plan !== "team") throw new Error(`session without its team: ${JSON.stringify(res.body)}`);
 };
 
 /** The session through each stack's gateway, alternating. */
@@ -234,11 +303,11 @@ async function idle(): Promise<number> {
 }
 
 /** The sessions of `users` again, in another order: the client library's refresh of a user it serves. */
-async function refreshes(users: string[]): Promise<Timing> {
+async function refreshes(users: string[], read = checkedSession(api)): Promise<Timing> {
   const times: number[] = [];
   for (const u of [...users].sort(() => Math.random() - 0.5)) {
     const t = performance.now();
-    await checkedSession(api)(u);
+    await read(u);
     times.push(performance.now() - t);
   }
   return summary(times);
@@ -256,7 +325,7 @@ async function resolveThousand(size: number): Promise<number> {
   return times.sort((a, b) => a - b)[1]!;
 }
 
-async function ingestion(size: number): Promise<{ eps: number; p50: number; p99: number; retries: number }> {
+async function ingestion(size: number, p: BenchProduct = main): Promise<{ eps: number; p50: number; p99: number; retries: number }> {
   const latencies: number[] = [];
   let retries = 0;
   const t = performance.now();
@@ -278,7 +347,7 @@ async function ingestion(size: number): Promise<{ eps: number; p50: number; p99:
       }));
       const s = performance.now();
       for (let attempt = 1; ; attempt++) {
-        const res = await api.post("/events/batch", events);
+        const res = await p.api.post("/events/batch", events);
         if (res.status === 200 && res.body.accepted + res.body.duplicates === BATCH) break;
         if ((res.status !== 503 && res.status !== 429) || attempt >= 5) throw new Error(`batch ${b}: ${res.status} ${JSON.stringify(res.body)}`);
         retries++;
@@ -306,12 +375,42 @@ const ms = (t: Timing) => `${t.p50.toFixed(2)}/${t.p99.toFixed(2)}`;
 let have = 0;
 let firstEps: number | undefined;
 const profiles: string[] = [];
+const teamLines: string[] = [];
+
+/**
+ * The team case at one size: sessions of both products alternating on the same random users
+ * (then the same users again in another order), and ingestion in alternating rounds, so that
+ * both meet the same machine.
+ */
+async function teamCase(size: number, teams: BenchProduct): Promise<string> {
+  await idle();
+  const read: string[] = [];
+  const plain = checkedSession(api);
+  const team = checkedSession(teams.api, true);
+  const alone = await timeAlternating(size, { plain: (u) => (read.push(u), plain(u)), teams: team });
+  const refreshPlain = await refreshes(read, plain);
+  const refreshTeams = await refreshes(read, team);
+  let plainEps = 0;
+  let teamEps = 0;
+  for (let round = 0; round < TEAM_ROUNDS; round++) {
+    plainEps += (await ingestion(size, main)).eps / TEAM_ROUNDS;
+    teamEps += (await ingestion(size, teams)).eps / TEAM_ROUNDS;
+  }
+  return (
+    `${String(size).padStart(8)}${ms(alone.plain!).padStart(33)}${ms(alone.teams!).padStart(14)}${ms(refreshPlain).padStart(26)}${ms(refreshTeams).padStart(14)}` +
+    `${plainEps.toFixed(0).padStart(28)}${teamEps.toFixed(0).padStart(8)}${(teamEps / plainEps).toFixed(2).padStart(17)}${os.loadavg()[0]!.toFixed(1).padStart(11)}`
+  );
+}
 for (const size of SIZES) {
   const window = Math.min(WINDOW, size - have);
   const s = performance.now();
-  await seed(have, size - window);
+  await seed(main, have, size - window);
   const seeded = (performance.now() - s) / 1000;
-  const rate = await createWindow(size - window, size);
+  const rate = await createWindow(main, size - window, size);
+  if (withTeams) {
+    await seed(withTeams, have, size - window);
+    await createWindow(withTeams, size - window, size);
+  }
   have = size;
   const resolve = await resolveThousand(size);
   const ingest = await ingestion(size);
@@ -339,12 +438,19 @@ for (const size of SIZES) {
       `${ms(alone).padStart(15)}${ms(refresh).padStart(17)}${`${gatewayFast.toFixed(1)}%`.padStart(18)}${drained.toFixed(1).padStart(15)}` +
       `${resolve.toFixed(0).padStart(18)}${ingest.eps.toFixed(0).padStart(18)}${(ingest.eps / firstEps).toFixed(2).padStart(11)}${ingest.p50.toFixed(0).padStart(15)}${ingest.p99.toFixed(0).padStart(15)}${seeded.toFixed(1).padStart(14)}${String(ingest.retries).padStart(14)}${os.loadavg()[0]!.toFixed(1).padStart(11)}`,
   );
+  if (withTeams) teamLines.push(await teamCase(size, withTeams));
+}
+if (withTeams) {
+  console.log(`\nteam case: ${TEAMS} teams (user i in team i mod ${TEAMS}), sessions and ingestion alternating with the product without teams, same users and plan:`);
+  console.log("   users   session alone, idle: no teams   teams   refresh, idle: no teams   teams   ingest events/s: no teams   teams   teams/no teams   load avg");
+  for (const line of teamLines) console.log(line);
 }
 console.log("\nsession parts, p50/p99 ms (after ingestion, so counters exist):");
 for (const line of profiles) console.log(line);
 console.log(
   "\ntargets: session p99 <= 5 ms on a stack serving sessions (alone, idle; refresh, idle: 'after burst' also meets the burst just ingested " +
-    "and a second stack on the same cores); ingestion at 100k users at least 0.80 of its rate at 1k (vs first)",
+    "and a second stack on the same cores); ingestion at 100k users at least 0.80 of its rate at 1k (vs first); " +
+    "team case: session p99 <= 5 ms and ingestion with teams at least 0.90 of the rate without",
 );
 await mongo.close();
 await stack.close();

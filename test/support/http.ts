@@ -46,6 +46,9 @@ export class Api {
   patch<T = any>(path: string, body?: unknown) {
     return this.request<T>("PATCH", path, { body });
   }
+  put<T = any>(path: string, body?: unknown) {
+    return this.request<T>("PUT", path, { body });
+  }
   delete<T = any>(path: string) {
     return this.request<T>("DELETE", path);
   }
