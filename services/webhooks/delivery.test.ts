@@ -200,7 +200,7 @@ t("a signing secret that cannot be opened fails the attempt, which is retried by
   }
 });
 
-t("an attempt whose claim a dead runner holds is sent once the claim's lease runs out", async ({ mongo }) => {
+t("an attempt whose claim a dead runner holds is sent once the claim's lease runs out, not a back-off step later", async ({ mongo }) => {
   // Attempt 2 comes 2 s after attempt 1: time to plant the claim of a runner that died.
   const db = mongo.db(`webhooks_claimed_${Date.now()}`);
   const svc = await startInstance(db, { timeScale: 1 / 30 });
@@ -213,12 +213,16 @@ t("an attempt whose claim a dead runner holds is sent once the claim's lease run
       const d = await db.collection<{ _id: string; attempt: number }>("deliveries").findOne({ endpoint_id: ep.id });
       return d?.attempt === 1 ? d : undefined;
     }, 20_000, "attempt 1 recorded");
-    const lease = new Date(Date.now() + 4_000);
+    // The busy retries back off 5 s doubling (scaled: 0.17 s, 0.33 s, ... from attempt 2's due
+    // time, 2 s on): tries at about 23 s and 34 s, so one that waited for its next step would
+    // come about 9 s after a lease ending at 25 s.
+    const lease = new Date(Date.now() + 25_000);
     await db.collection<{ _id: string; token: string; expires_at: Date }>("job_claims").insertOne({ _id: `deliver:${first._id}:2`, token: "dead-runner", expires_at: lease });
-    const d = await settled(svc, productId, ep.id, "success", 30_000);
+    const d = await settled(svc, productId, ep.id, "success", 60_000);
     assert.is(d!.attempt, 2);
     assert.is(rx.received.length, 2);
     assert.ok(rx.received[1]!.at >= lease.getTime() - 50, "not before the dead runner's lease ended");
+    assert.ok(rx.received[1]!.at <= lease.getTime() + 4_000, `sent ${rx.received[1]!.at - lease.getTime()} ms after the lease ended`);
   } finally {
     await svc.close();
     await rx.stop();

@@ -99,6 +99,8 @@ export class Acknowledged {
   readonly tokens = new Map<string, number>();
   readonly cost = new Map<string, number>();
   readonly gates = new Map<string, Set<string>>();
+  /** Each acknowledged gate event's reason (its own: what its webhook carries). */
+  readonly gateReasons = new Map<string, string>();
   events = 0;
 }
 
@@ -152,6 +154,7 @@ export async function ingest(
         if (g.status !== 200) throw new Error(`gate batch refused: ${g.status} ${JSON.stringify(g.body)}`);
         if (!ack.gates.has(user)) ack.gates.set(user, new Set());
         ack.gates.get(user)!.add(gate.id);
+        ack.gateReasons.set(gate.id, gate.gate_reason);
       }
       opts.onBatch?.(++done);
     }
@@ -193,7 +196,7 @@ export async function audit(p: ChaosProduct, ack: Acknowledged, rx: Receiver, se
     120_000,
     `${p.users.length * THRESHOLDS.length} thresholds and ${gateCount} gate events delivered`,
   ).catch((err: Error) => {
-    throw new Error(`${err.message} (have ${mine().length})`);
+    throw new Error(`${err.message} (have ${mine().length}; missing: ${missingEnvelopes(p, ack, mine()).join(", ")})`);
   });
   await eventually(async () => {
     if (!(await settled())) return false;
@@ -264,6 +267,19 @@ export async function audit(p: ChaosProduct, ack: Acknowledged, rx: Receiver, se
   }
   const redelivered = rx.received.filter((r) => r.json?.product_id === p.productId).length - mine().length;
   return { lost, doubled, redelivered, problems };
+}
+
+/** The thresholds and gate events acknowledged whose envelope was not received, to see which part held them. */
+function missingEnvelopes(p: ChaosProduct, ack: Acknowledged, received: Received[]): string[] {
+  const missing: string[] = [];
+  for (const user of p.users) {
+    for (const type of THRESHOLDS) if (!received.some((r) => r.json.type === type && r.json.data.user_id === user)) missing.push(`${type} of ${user}`);
+  }
+  const reasons = new Set(received.filter((r) => r.json.type === "gate_event.soft_gate").map((r) => r.json.data.gate_reason));
+  for (const [user, ids] of ack.gates) {
+    for (const id of ids) if (!reasons.has(ack.gateReasons.get(id))) missing.push(`gate event ${id} (${ack.gateReasons.get(id)}) of ${user}`);
+  }
+  return missing;
 }
 
 /** True when the metrics text says every outbox is empty. */

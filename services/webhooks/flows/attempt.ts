@@ -61,13 +61,22 @@ async function send(deps: WebhooksDeps, endpoint: EndpointDoc, event: EventDoc):
 }
 
 /**
+ * Another runner holds the attempt's claim, until `busyUntil` (null: it was released meanwhile).
+ * A holder that died, or a claim written while its answer was lost (the database killed in
+ * between), keeps it until then: nobody else could release it.
+ */
+export interface Busy {
+  busyUntil: Date | null;
+}
+
+/**
  * The next attempt of the delivery an attempt entry points at. The delivery is the truth: an
  * entry left behind by a crash (delivery ended, or its next attempt later) is corrected here
- * and nothing is sent. Resolves when the entry is due next (null: it is gone), or "busy" when
- * another runner holds the attempt's claim: the caller tries again later (retryDelay). Throws
- * when the database fails; the claim is then released.
+ * and nothing is sent. Resolves when the entry is due next (null: it is gone), or `Busy` when
+ * another runner holds the attempt's claim: the caller tries again later (retryDelay), at the
+ * latest when that claim lapses. Throws when the database fails; the claim is then released.
  */
-export async function runAttempt(deps: WebhooksDeps, entry: QueueEntry): Promise<Date | null | "busy"> {
+export async function runAttempt(deps: WebhooksDeps, entry: QueueEntry): Promise<Date | null | Busy> {
   const d = await deps.deliveries.get(entry.ref);
   if (!d || d.status !== "pending") {
     await deps.queue.remove([entry._id]);
@@ -83,7 +92,7 @@ export async function runAttempt(deps: WebhooksDeps, entry: QueueEntry): Promise
   // Lease: longer than one attempt can take, so a live holder is never overtaken; a dead
   // holder's runs out and the attempt is then sent again (at-least-once, same delivery id).
   const token = await deps.claims.claim(key, deps.attemptTimeoutMs + 60_000, deps.now());
-  if (!token) return "busy";
+  if (!token) return { busyUntil: await deps.claims.heldUntil(key) };
   try {
     const endpoint = await deps.endpoints.get(d.product_id, d.endpoint_id);
     const event = endpoint ? await deps.events.get(d.event_id) : null;

@@ -1,4 +1,4 @@
-import { retryDelay, runAttempt } from "./attempt.ts";
+import { retryDelay, runAttempt, type Busy } from "./attempt.ts";
 import type { WebhooksDeps } from "../deps.ts";
 import { fanOut } from "./emit.ts";
 import type { QueueEntry } from "../store/queue.ts";
@@ -192,16 +192,20 @@ export class Dispatcher {
   }
 
   private async attempt(entry: QueueEntry): Promise<void> {
-    let next: Date | null | "busy" | "failed";
+    let next: Date | null | Busy | "failed";
     try {
       next = await runAttempt(this.deps, entry);
     } catch (err) {
       this.deps.logger.warn({ err, entry: entry._id }, "webhook attempt could not run; will retry");
       next = "failed";
     }
-    if (next === "busy" || next === "failed") {
+    if (next === "failed" || (next !== null && !(next instanceof Date))) {
       const failures = (this.waiting.get(entry._id)?.failures ?? 0) + 1;
-      this.waiting.set(entry._id, { failures, until: Date.now() + retryDelay(failures, this.deps.timeScale) });
+      let until = Date.now() + retryDelay(failures, this.deps.timeScale);
+      // A claim nobody will release (its holder died) lapses at a known time: try right after
+      // it rather than up to one back-off step later (the steps double to minutes).
+      if (next !== "failed" && next.busyUntil) until = Math.min(until, Date.now() + Math.max(0, next.busyUntil.getTime() - this.deps.now().getTime()) + 50);
+      this.waiting.set(entry._id, { failures, until });
       return;
     }
     this.waiting.delete(entry._id);

@@ -38,6 +38,14 @@ export class ClaimStore {
   }
 
   /**
+   * When the key's current claim lapses (null: none is held). A claim whose holder died, or
+   * whose insert reached the database while its answer did not, is free from then on.
+   */
+  async heldUntil(key: string): Promise<Date | null> {
+    return (await this.col.findOne({ _id: key }, { projection: { expires_at: 1 } }))?.expires_at ?? null;
+  }
+
+  /**
    * Deletes claims past their lease. An expired claim can be taken over by anyone (see claim),
    * so it protects nothing: deleting it changes only the storage.
    */
