@@ -1,5 +1,5 @@
 import type { KnownUser, UserDirectory } from "../adapters/plans.ts";
-import { settleLateChanges, type MoveDeps } from "./move.ts";
+import { movesEvents, settleLateChanges, type MoveDeps } from "./move.ts";
 import type { LateChanges, PendingChange } from "./pending.ts";
 
 /**
@@ -35,14 +35,21 @@ const userKey = (productId: string, userId: string) => `${productId}\n${userId}`
 
 /**
  * The changes of `user` still to apply, as one string (empty: none): subscriptions recorded
- * within the window whose dates began before now. A pure look at the history.
+ * within the window whose dates began before now and that give some time since their start
+ * another window than was counted. A pure look at the history. A subscription that only
+ * continues the windows counted (a new user's first plan in calendar months, a renewal that
+ * starts where its rolled-on window did) moves nothing and is not followed: most sign-ups and
+ * renewals cost the follower nothing.
  */
 function changesOf(user: KnownUser, now: Date, windowMs: number): { changes: string; last: number; until: Date } | null {
   const since = now.getTime() - windowMs;
+  // A straggler may be stamped a little after the change (clocks): look a window ahead.
+  const horizon = new Date(now.getTime() + windowMs);
   let changes = "";
   let last = 0;
-  for (const s of user.subscriptions) {
+  for (const [i, s] of user.subscriptions.entries()) {
     if (!s.periodStart || s.periodStart > now || s.effectiveAt.getTime() < since) continue;
+    if (!movesEvents(user.subscriptions, i, horizon)) continue;
     changes += `${s.effectiveAt.getTime()}/${s.periodStart.getTime()};`;
     last = Math.max(last, s.effectiveAt.getTime());
   }
@@ -97,17 +104,20 @@ export async function notice(deps: FollowDeps, productId: string, users: Readonl
 }
 
 /**
- * One round of the follower (jobs/late-changes.ts): every user with a change within the
- * window gets it applied again (a no-op unless something arrived under the old history since),
- * read fresh from the plans service; users whose window has passed are dropped. Returns the
- * users whose counters changed.
+ * One round of the follower (jobs/late-changes.ts): the next PER_ROUND followed users (a walk
+ * by `_id`, so every user gets its turn however many there are) get their changes applied again
+ * (a no-op unless something arrived under the old history since), read fresh from the plans
+ * service; users whose window has passed are dropped. A product with nothing recorded since
+ * the lists its users need costs one read of its recent buckets and nothing else: a round
+ * writes nothing then (an idle follower of thousands of users used to rewrite every one of them
+ * every 5 s). Returns the users whose counters changed.
  */
 export async function followLateChanges(deps: FollowDeps): Promise<number> {
   if (deps.lateChangeWindowMs <= 0) return 0;
   const lc = deps.lateChanges;
   const now = deps.now();
-  // Least recently applied first (new changes have none), so none waits behind a thousand others.
-  const docs = await lc.pending.find({}).sort({ checked_at: 1 }).limit(PER_ROUND).toArray();
+  const docs = await lc.pending.find(lc.cursor ? { _id: { $gt: lc.cursor } } : {}).sort({ _id: 1 }).limit(PER_ROUND).toArray();
+  lc.cursor = docs.length < PER_ROUND ? "" : docs[docs.length - 1]!._id;
   const done = docs.filter((d) => d.until < now).map((d) => d._id);
   const byProduct = new Map<string, PendingChange[]>();
   for (const d of docs) {
@@ -116,12 +126,20 @@ export async function followLateChanges(deps: FollowDeps): Promise<number> {
     if (list) list.push(d);
     else byProduct.set(d.product_id, [d]);
   }
+  const windowStart = now.getTime() - deps.lateChangeWindowMs;
+  // A change applied before needs only the lists recorded since the last round that applied
+  // it began, with a margin for a list stamped just before its bucket was written.
+  const needsFrom = (d: PendingChange) => {
+    const checked = lc.checked.get(d._id);
+    return checked === undefined ? windowStart : checked - RECHECK_MARGIN_MS;
+  };
   let moved = 0;
   for (const [productId, list] of byProduct) {
+    // Nothing recorded since the earliest list these users need: nothing can move (their
+    // checks stay as they were, so the next round looks from there).
+    if ((await deps.arrivals.jobsSince(productId, new Date(Math.min(...list.map(needsFrom))), now)).length === 0) continue;
     const users = await deps.users.resolve(productId, list.map((d) => d.user_id));
-    // A change applied before needs only the lists recorded since the last round began (the
-    // stragglers), with a margin for a list stamped just before its bucket was written; a
-    // change recorded since then needs every list within the window.
+    // A change recorded since a user's last check needs every list within the window.
     let from: Date | undefined = now;
     for (const d of list) {
       const user = users.get(d.user_id);
@@ -130,12 +148,12 @@ export async function followLateChanges(deps: FollowDeps): Promise<number> {
         continue;
       }
       const c = changesOf(user, now, deps.lateChangeWindowMs);
-      const since = d.checked_at ? d.checked_at.getTime() - RECHECK_MARGIN_MS : -Infinity;
+      const since = needsFrom(d);
       if (!c || c.last >= since) from = undefined;
       else if (from && since < from.getTime()) from = new Date(since);
     }
     moved += (await settleLateChanges(deps, productId, users, from)).size;
-    await lc.pending.updateMany({ _id: { $in: list.map((d) => d._id) } }, { $set: { checked_at: now } });
+    for (const d of list) lc.checked.set(d._id, now.getTime());
     for (const [userId, user] of users) {
       const c = changesOf(user, now, deps.lateChangeWindowMs);
       if (c) lc.seen.set(userKey(productId, userId), { changes: c.changes, applied: true });

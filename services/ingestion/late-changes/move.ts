@@ -54,24 +54,41 @@ function windows(history: readonly SubscriptionWindow[], from: Date, until: Date
 }
 
 /**
+ * The windows the history before subscription `i` gave the times from its start to `until`
+ * where the whole history gives another start: the counters that may hold events now belonging
+ * elsewhere. None when the subscription only continues what was counted (a first subscription in
+ * calendar months, a renewal with the start its rolled-on window had).
+ */
+function changedWindows(history: readonly SubscriptionWindow[], i: number, until: Date): { start: Date; end: Date }[] {
+  const s = history[i]!;
+  if (!s.periodStart || s.periodStart > until) return [];
+  const changed: { start: Date; end: Date }[] = [];
+  for (const w of windows(history.slice(0, i), s.periodStart, until)) {
+    const from = w.start < s.periodStart ? s.periodStart : w.start;
+    const end = w.end <= until ? new Date(w.end.getTime() - 1) : until;
+    if (windows(history, from, end).some((c) => c.start.getTime() !== w.start.getTime())) changed.push(w);
+  }
+  return changed;
+}
+
+/** Whether subscription `i` of `history` takes any event stamped up to `until` out of the window it was counted in. */
+export function movesEvents(history: readonly SubscriptionWindow[], i: number, until: Date): boolean {
+  return changedWindows(history, i, until).length > 0;
+}
+
+/**
  * Counters of the user that may hold events now belonging elsewhere: for each subscription
- * recorded since `recordedSince` whose dates began before `now`, the windows the history before
- * it gave from its start to now, where the whole history starts other windows. `since` is the
- * earliest such start: no event stamped before it moves.
+ * recorded since `recordedSince`, its changed windows up to `now`. `since` is the earliest
+ * start of such a subscription: no event stamped before it moves.
  */
 function suspects(productId: string, userId: string, history: readonly SubscriptionWindow[], now: Date, recordedSince: number) {
   const counters = new Map<string, { start: Date; end: Date }>();
   let since: Date | undefined;
   history.forEach((s, i) => {
-    if (!s.periodStart || s.effectiveAt.getTime() < recordedSince || s.periodStart > now) return;
-    for (const w of windows(history.slice(0, i), s.periodStart, now)) {
-      const from = w.start < s.periodStart ? s.periodStart : w.start;
-      const until = w.end <= now ? new Date(w.end.getTime() - 1) : now;
-      if (windows(history, from, until).some((c) => c.start.getTime() !== w.start.getTime())) {
-        counters.set(counterId(productId, userId, w.start), w);
-        if (!since || s.periodStart < since) since = s.periodStart;
-      }
-    }
+    if (s.effectiveAt.getTime() < recordedSince) return;
+    const changed = changedWindows(history, i, now);
+    for (const w of changed) counters.set(counterId(productId, userId, w.start), w);
+    if (changed.length > 0 && (!since || s.periodStart! < since)) since = s.periodStart!;
   });
   return since ? { counters, since } : null;
 }

@@ -17,8 +17,6 @@ export interface PendingChange {
   user_id: string;
   /** When the last change seen leaves the window: followed until then. */
   until: Date;
-  /** Start of the last round that applied it: the next needs only lists recorded since. */
-  checked_at?: Date;
 }
 
 /** What this process knows of each user's changes: the change seen last, and whether it applied it. */
@@ -32,6 +30,15 @@ export class LateChanges {
   readonly seen = new LRUCache<string, Seen>({ max: REMEMBERED });
   /** Applications under way in this process, so concurrent reads share one. */
   readonly running = new Map<string, Promise<boolean>>();
+  /**
+   * When this process's follower last applied each followed user's changes (start of that
+   * round): the next round needs only the lists recorded since. Not stored: a replica or a
+   * restart that does not know it looks at every list within the window, which is the same
+   * answer read from more lists.
+   */
+  readonly checked = new LRUCache<string, number>({ max: REMEMBERED });
+  /** Where the follower's walk through `late_changes` (by `_id`) goes on; "" starts over. */
+  cursor = "";
 
   constructor(db: Db) {
     this.pending = db.collection<PendingChange>("late_changes");
@@ -44,7 +51,7 @@ export class LateChanges {
       updateOne: {
         filter: { _id: pendingId(productId, u.userId) },
         // A new change: the next round looks at every list within the window again.
-        update: { $set: { product_id: productId, user_id: u.userId, until: u.until }, $unset: { checked_at: "" } },
+        update: { $set: { product_id: productId, user_id: u.userId, until: u.until } },
         upsert: true,
       },
     }));
