@@ -37,7 +37,8 @@ t("a member resolves with its memberships and each team's subscriptions and plan
   const team = m1.teams[acme.id]!;
   assert.is(team.team!.externalTeamId, "acme");
   assert.is(team.team!.planName, "team-500");
-  assert.is(team.team!.memberCount, 2n);
+  assert.is(team.team!.memberCount, 0n, "not counted for attribution (GetTeam carries it)");
+  assert.is((await client.getTeam({ productId, externalTeamId: "acme" })).team!.memberCount, 2n);
   assert.equal(team.subscriptions.map((s) => s.planId), [teamPlan!.id]);
   assert.equal(team.plans[teamPlan!.id]!.limits.map((l) => [l.name, l.scope]), [["seat", "member"], ["daily", undefined]]);
   assert.is(by.get("m2")!.teams[acme.id]!.team!.id, acme.id);

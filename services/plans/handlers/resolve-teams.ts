@@ -22,28 +22,27 @@ export function plansOf(subscriptions: readonly SubscriptionEntry[], plans: Read
 
 /**
  * Teams with their histories and plans: `plans` must hold every plan their histories name
- * (PlanStore.resolved, with the users' plans when resolving users); their member counts are
- * one read for the lot.
+ * (PlanStore.resolved, with the users' plans when resolving users). No member count: counting
+ * and sessions do not use it, and it would be one more read before every member's session
+ * (GetTeam and ListTeams carry it).
  */
-export async function resolvedTeams(deps: PlansDeps, productId: string, teams: readonly TeamDoc[], plans: ReadonlyMap<string, StoredPlan>): Promise<ResolvedTeam[]> {
-  if (teams.length === 0) return [];
-  const counts = await deps.teamCounts.countsOf(productId, teams.map((t) => t.id));
+export function resolvedTeams(teams: readonly TeamDoc[], plans: ReadonlyMap<string, StoredPlan>): ResolvedTeam[] {
   return teams.map((t) =>
     create(ResolvedTeamSchema, {
-      team: toTeam(t, counts.get(t.id) ?? 0, t.current ? plans.get(t.current.plan_id)?.name : undefined),
+      team: toTeam(t, 0, t.current ? plans.get(t.current.plan_id)?.name : undefined),
       subscriptions: t.subscriptions.map((s) => toSubscription(s, plans.get(s.plan_id)?.name)),
       plans: plansOf(t.subscriptions, plans),
     }),
   );
 }
 
-/** Teams by external id for attributing their usage (team routes): one read of the teams, one of the plans not cached, one of the counts. */
+/** Teams by external id for attributing their usage (team routes): one read of the teams (through the cache), one of the plans not cached. */
 export function resolveTeams(deps: PlansDeps): ServiceImpl<typeof PlansService>["resolveTeams"] {
   return async (req) => {
     const productId = req.productId;
     if (req.externalTeamIds.length > RESOLVE_MAX_TEAMS) throw rpcError.invalid(`at most ${RESOLVE_MAX_TEAMS} teams per request`);
     const teams = await deps.teams.getMany(productId, req.externalTeamIds);
     const plans = new Map((await deps.plans.resolved(productId, teams.flatMap((t) => t.subscriptions.map((s) => s.plan_id)))).map((p) => [p.id, p]));
-    return { teams: await resolvedTeams(deps, productId, teams, plans) };
+    return { teams: resolvedTeams(teams, plans) };
   };
 }

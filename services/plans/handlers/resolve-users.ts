@@ -9,8 +9,7 @@ export const RESOLVE_MAX_USERS = 1000;
 
 /**
  * One query by the users' `_id`s (each history is inside), for users in teams one by the
- * teams' `_id`s (both through the user cache) and one of their member counts, and one by the
- * plans named but not cached (PlanStore.resolved): the cost grows with the batch, not with the
+ * teams' `_id`s (both through the user cache), and one by the plans named but not cached (PlanStore.resolved): the cost grows with the batch, not with the
  * number of users or teams the product has. The user's plan is the latest entry of its
  * history; each user carries every team its membership history names, with that team's
  * subscriptions and plans.
@@ -26,7 +25,7 @@ export function resolveUsers(deps: PlansDeps): ServiceImpl<typeof PlansService>[
     const teams = teamIds.size === 0 ? [] : await deps.teams.getMany(productId, [...teamIds]);
     const planIds = [...users, ...teams].flatMap((x) => x.subscriptions.map((s) => s.plan_id));
     const plans = new Map((await deps.plans.resolved(productId, planIds)).map((p) => [p.id, p]));
-    const resolved = new Map((await resolvedTeams(deps, productId, teams, plans)).map((t) => [t.team!.id, t]));
+    const resolved = new Map(resolvedTeams(teams, plans).map((t) => [t.team!.id, t]));
     return {
       users: users.map((u) => ({
         user: toUser(u, u.current ? plans.get(u.current.plan_id)?.name : undefined),

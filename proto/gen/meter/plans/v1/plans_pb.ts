@@ -1137,6 +1137,8 @@ export const TeamMembershipSchema: GenMessage<TeamMembership> = /*@__PURE__*/
  */
 export type ResolvedTeam = Message<"meter.plans.v1.ResolvedTeam"> & {
   /**
+   * Its member_count is not filled (0): attribution does not need it (GetTeam and ListTeams carry it).
+   *
    * @generated from field: meter.plans.v1.Team team = 1;
    */
   team?: Team | undefined;
