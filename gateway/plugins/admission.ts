@@ -24,7 +24,8 @@ const MAX_WAIT_MS = 5_000;
  * at once, before their bodies are read (a waiting one costs a socket and nothing else; its
  * body waits in the kernel); the product's others wait in turn, as long as the line ahead
  * and its own turn take at most `maxWaitMs` (5 s) at the pace of its recent batches: past it a batch is refused
- * at once, 429 with Retry-After, so that what a product has waiting is stored within seconds,
+ * at once, and one already waiting as soon as its wait and its turn pass it (lib/src/keyed-gate.ts),
+ * 429 with Retry-After, so that what a product has waiting is stored within seconds,
  * never long after its clients gave up (the ingestion service bounds the events it holds the
  * same way). Other products' requests never wait for them.
  * Bounding concurrency does not bound the time a product takes: while another product is

@@ -81,6 +81,47 @@ test("with maxWaitMs, a task is refused when the line ahead takes longer at the 
   for (const q of queued) (await q)();
 });
 
+test("with maxWaitMs, a task already waiting is refused once its wait and its own turn pass it", async () => {
+  let now = 0;
+  const gate = new KeyedGate(1, 256, 5_000, () => now);
+  // Tasks of A have taken 1 s: two more may wait (2 s and 3 s with their own turns).
+  const warm = await gate.acquire("A");
+  now += 1_000;
+  warm();
+  now = 0;
+  const running = await gate.acquire("A");
+  const second = gate.acquire("A");
+  const third = gate.acquire("A");
+  // The running one takes 4.5 s: the pace is now about 2 s, so the third, having waited 4.5 s,
+  // would pass 5 s with its own turn. It is told at once, with the time its place is still away.
+  now = 4_500;
+  running();
+  const refused = await third.catch((e: unknown) => e);
+  assert.instance(refused, ConnectError);
+  assert.is((refused as ConnectError).code, Code.ResourceExhausted);
+  assert.is(retryAfterHint(refused as ConnectError), 3);
+  assert.match((refused as ConnectError).rawMessage, /waited 5 s behind others of its product, which take about 2 s each; retry in 3 s/);
+  (await second)();
+  assert.equal(gate.load("A"), { running: 0, waiting: 0 });
+});
+
+test("with maxWaitMs and no pace yet (a burst before any task finished), waiting tasks are refused when it passes", async () => {
+  const gate = new KeyedGate(1, 256, 200);
+  const running = await gate.acquire("A");
+  const started = performance.now();
+  const waiting = [gate.acquire("A"), gate.acquire("A")];
+  const refused = await Promise.all(waiting.map((w) => w.catch((e: unknown) => e)));
+  assert.ok(performance.now() - started >= 190, "not before maxWaitMs");
+  for (const err of refused) {
+    assert.instance(err, ConnectError);
+    assert.is(retryAfterHint(err as ConnectError), 1);
+  }
+  assert.equal(gate.load("A"), { running: 1, waiting: 0 });
+  running();
+  (await gate.acquire("A"))();
+  assert.equal(gate.load("A"), { running: 0, waiting: 0 });
+});
+
 test("limit 0 runs everything at once", async () => {
   const gate = new KeyedGate(0);
   const hs = [held(), held(), held()];

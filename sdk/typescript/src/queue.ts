@@ -32,6 +32,8 @@ export class EventQueue {
   sent = 0;
   dropped = 0;
   rejected = 0;
+  /** Batches answered 429 (the service is busy): kept and sent again after Retry-After. */
+  busy = 0;
   private failures = 0;
   private nextAttemptAt = 0;
   private running: Promise<boolean> | null = null;
@@ -145,6 +147,7 @@ export class EventQueue {
       const refused = err instanceof MeterAuthenticationError;
       if (refused) this.hooks.keyRefused(err);
       if (misaddressed || refused || retryable(err)) {
+        if (err instanceof MeterApiError && err.status === 429) this.busy++;
         this.failures++;
         this.nextAttemptAt = Date.now() + backoffMs(this.failures, err);
         // Once per outage, not once per attempt.

@@ -280,6 +280,12 @@ export interface MeterStats {
   dropped: number;
   /** Events the service refused (4xx other than 429); never retried. */
   rejected: number;
+  /**
+   * Batches the service answered 429 (it holds as much as it stores in a few seconds): each
+   * stayed queued and went again after its `Retry-After`. Growing steadily: this process sends
+   * faster than the service stores.
+   */
+  busy: number;
   /** Lease requests sent (`leases: true` only). */
   lease_requests?: number;
   /** Users whose state is cached. */

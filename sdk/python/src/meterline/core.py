@@ -201,6 +201,7 @@ class MeterCore(Lifecycle):
                 lease_requests=None if self._leases is None else self._leases.requests,
                 held=q.held,
                 key_refused=self._refused_key is not None,
+                busy=q.busy,
             )
 
     def reserve_now(

@@ -58,6 +58,8 @@ class EventQueue:
         self.sent = 0
         self.dropped = 0
         self.rejected = 0
+        # Batches answered 429 (the service is busy): kept and sent again after Retry-After.
+        self.busy = 0
         self.failures = 0
         self.next_attempt = 0.0
         self.warned_full = False
@@ -176,6 +178,8 @@ class EventQueue:
                 assert isinstance(err, MeterAuthenticationError)
                 self.hooks.key_refused(err)
             if misaddressed or refused or retryable(err):
+                if isinstance(err, MeterAPIError) and err.status == 429:
+                    self.busy += 1
                 self.failures += 1
                 self.next_attempt = time.monotonic() + backoff(self.failures, err)
                 # Once per outage, not once per attempt.

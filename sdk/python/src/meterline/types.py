@@ -188,6 +188,10 @@ class MeterStats:
     held: int = 0
     # The service refused the API key (401/403) and has accepted no request of this client since.
     key_refused: bool = False
+    # Batches the service answered 429 (it holds as much as it stores in a few seconds): each stayed
+    # queued and went again after its Retry-After. Growing steadily: this process sends faster than
+    # the service stores.
+    busy: int = 0
 
 
 @dataclass(frozen=True, slots=True)
