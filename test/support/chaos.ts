@@ -36,9 +36,9 @@ export class Tally {
 }
 
 /**
- * Sends one request as a careful client does: again after a 5xx (waiting Retry-After, at most
- * a second) or a refused connection, until an answer below 500 or `giveUpMs` pass. Every
- * answer goes to `tally`.
+ * Sends one request as a careful client does: again after a 5xx or a 429 (busy: waiting
+ * Retry-After, at most a second) or a refused connection, until another answer or `giveUpMs`
+ * pass. Every answer goes to `tally`.
  */
 export async function sendUntilAnswered(
   api: Api,
@@ -54,7 +54,7 @@ export async function sendUntilAnswered(
     try {
       res = await api.request(method, path, { body });
       tally.note(res.status);
-      if (res.status < 500) return res;
+      if (res.status < 500 && res.status !== 429) return res;
     } catch {
       // The process is down (killed, restarting): nothing answers on the port.
       tally.note("refused");
