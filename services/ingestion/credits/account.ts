@@ -48,7 +48,7 @@ export interface CreditAccountDoc {
   /** "<product>|<owner>" */
   _id: string;
   product_id: string;
-  /** "user:<external user id>" (teams later: "team:<id>"). */
+  /** "user:<external user id>", or "team:<external team id>" for a team's shared pool: the prefixes keep the two apart. */
   owner: string;
   /** Grants not final, and final ones not yet copied to `credit_grants`, by encoded grant id. */
   grants: Record<string, GrantState>;
@@ -69,6 +69,16 @@ export function accountId(productId: string, owner: string): string {
 
 export function userOwner(userId: string): string {
   return `user:${userId}`;
+}
+
+/** A team's shared pool (BUDGETS.md §4). */
+export function teamOwner(teamId: string): string {
+  return `team:${teamId}`;
+}
+
+/** The external team id of a team owner, null for a user's. */
+export function ownerTeamId(owner: string): string | null {
+  return owner.startsWith("team:") ? owner.slice(5) : null;
 }
 
 /** The external id of a user owner (what webhooks carry as user_id). */
