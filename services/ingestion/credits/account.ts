@@ -55,6 +55,15 @@ export interface CreditAccountDoc {
   overdraft_nano: number;
   /** Nano-dollars drawn per billing period (key: the period start in ms), with the period's end. */
   drawn: Record<string, { n: number; end: Date }>;
+  /**
+   * A member's account in a team whose plan draws credits: per billing period, what its own
+   * grants did not cover (or all it needed, when its own plan draws none), handed to the pool.
+   */
+  spilled?: Record<string, { n: number; end: Date }>;
+  /** A team's pool: what each member's period handed over so far (key "<owner>|<period start ms>"). */
+  got?: Record<string, { n: number; end: Date }>;
+  /** A team's pool: per team billing period, the sum handed over by its members (what the team allowance, then the pool, pays). */
+  pooled?: Record<string, { n: number; end: Date }>;
   low_armed: boolean;
   /** The plan's credits_low_at (dollars) as last known; what the expiry job announces with. */
   low_at: number | null;
@@ -111,6 +120,32 @@ export interface PeriodNeed {
 }
 
 const clone = <T>(v: T): T => structuredClone(v);
+
+/**
+ * How a member's account draws in a team whose plan draws credits (BUDGETS.md §4): its own
+ * grants first when its own plan draws credits (`ownDraws`), then what they do not cover is
+ * handed to the team's pool (`spill`) instead of becoming the member's overdraft.
+ */
+export interface DrawMode {
+  ownDraws: boolean;
+  spill: boolean;
+}
+
+const OWN_ONLY: DrawMode = { ownDraws: true, spill: false };
+
+type Amounts = Record<string, { n: number; end: Date }>;
+
+/** Drops the entries of periods ended before `closedBefore`; true when some went. */
+function dropClosed(m: Amounts | undefined, closedBefore: Date): boolean {
+  let dropped = false;
+  for (const [k, d] of Object.entries(m ?? {})) {
+    if (d.end < closedBefore) {
+      delete m![k];
+      dropped = true;
+    }
+  }
+  return dropped;
+}
 
 /** The write that takes an account from the state read to the next one (the whole account: credits/store.ts). */
 export interface AccountWrite {
@@ -230,21 +265,29 @@ export class AccountChange {
    * active grants in draw order; what no grant covers is overdraft. Periods ended before
    * `closedBefore` draw nothing (their entry may have been dropped).
    */
-  settle(needs: readonly PeriodNeed[], closedBefore: Date): void {
+  settle(needs: readonly PeriodNeed[], closedBefore: Date, mode: DrawMode = OWN_ONLY): void {
     let amount = 0;
+    let last: PeriodNeed | null = null;
     for (const n of needs) {
       if (n.end < closedBefore) continue;
       const prev = this.doc.drawn[n.key]?.n ?? 0;
       if (n.needed <= prev) continue;
       amount += n.needed - prev;
+      last = n;
       this.doc.drawn[n.key] = { n: n.needed, end: n.end };
       this.put();
     }
-    for (const [k, d] of Object.entries(this.doc.drawn)) {
-      if (d.end < closedBefore) {
-        delete this.doc.drawn[k];
-        this.put();
-      }
+    for (const m of [this.doc.drawn, this.doc.spilled, this.doc.got, this.doc.pooled]) if (dropClosed(m, closedBefore)) this.put();
+    // What goes to the team's pool, filed under the (last) period that needed it.
+    const spill = (n: number) => {
+      if (n <= 0 || last === null) return;
+      const s = (this.doc.spilled ??= {});
+      s[last.key] = { n: (s[last.key]?.n ?? 0) + n, end: last.end };
+      this.put();
+    };
+    if (!mode.ownDraws) {
+      spill(amount);
+      return;
     }
     const owed = this.doc.overdraft_nano;
     if (amount === 0 && owed === 0) return;
@@ -267,13 +310,29 @@ export class AccountChange {
       paying -= pays;
       if (t - pays > 0) this.ledger("usage", id, -(t - pays));
     }
-    // Of the new usage, what no grant covered.
+    // Of the new usage, what no grant covered: the team's pool's to pay, or an overdraft.
     const fresh = Math.min(amount, uncovered);
-    if (fresh > 0) this.ledger("overdraft", null, -fresh);
-    if (uncovered !== owed) {
-      this.doc.overdraft_nano = uncovered;
+    const left = mode.spill ? uncovered - fresh : uncovered;
+    if (mode.spill) spill(fresh);
+    else if (fresh > 0) this.ledger("overdraft", null, -fresh);
+    if (left !== owed) {
+      this.doc.overdraft_nano = left;
       this.put();
     }
+  }
+
+  /**
+   * A team's pool takes what a member's period handed over in all (`total`, a whole value, so
+   * taking it again adds nothing), filed under the team's period `teamKey`.
+   */
+  receive(from: string, total: number, end: Date, teamKey: string, teamEnd: Date): void {
+    const got = (this.doc.got ??= {});
+    const prev = got[from]?.n ?? 0;
+    if (total <= prev) return;
+    got[from] = { n: total, end };
+    const pooled = (this.doc.pooled ??= {});
+    pooled[teamKey] = { n: (pooled[teamKey]?.n ?? 0) + total - prev, end: teamEnd };
+    this.put();
   }
 
   /** Adds a grant (it first pays any overdraft: `settle` with nothing needed). */

@@ -7,7 +7,8 @@ import { toDollars, toNano } from "@meter/rules";
 import { optionalTimestamp, toTimestamp } from "@meter/lib/time";
 import { encodeKey } from "../domain/field-keys.ts";
 import { balanceOf, statusAt, type GrantState } from "./allocate.ts";
-import { accountId, userOwner, type CreditAccountDoc } from "./account.ts";
+import { accountId, teamOwner, userOwner, type CreditAccountDoc } from "./account.ts";
+import type { TeamAttribution } from "../domain/attribution.ts";
 import type { GrantRecordDoc } from "./store.ts";
 
 /** A grant's live state from its record (what the account takes when it is created). */
@@ -103,4 +104,36 @@ export async function creditsInForce(
   const cap =
     plan.maxSpendPerPeriod === undefined ? null : { capNano: creditCapNano(toNano(plan.maxSpendPerPeriod), view), balanceNano: view.balance, lowAt: plan.creditsLowAt };
   return { view, cap };
+}
+
+/** A team's pool as the session view and the team's dimensions see it. */
+export interface TeamCredits {
+  view: CreditView;
+  cap: { capNano: number; balanceNano: number; lowAt: number | undefined } | null;
+}
+
+/**
+ * A team's pool when the team plan in force draws credits (one read by `_id`), else null; the
+ * answer takes the team's period spend (nano-dollars). The `team:total_spend` cap is the team
+ * allowance + drawn + balance, plus what the team's sum holds that was never handed to the pool
+ * (members' spend within their own allowance or paid by their own grants: BUDGETS.md §4, own first).
+ */
+export async function teamCreditsInForce(
+  store: { account(id: string): Promise<CreditAccountDoc | null> },
+  productId: string,
+  a: TeamAttribution,
+  now: Date,
+): Promise<((spendNano: number) => TeamCredits) | null> {
+  if (!a.plan.creditsEnabled) return null;
+  const account = await store.account(accountId(productId, teamOwner(a.team.externalTeamId)));
+  const view = creditView(account, a.period.start, now);
+  const allowance = a.plan.maxSpendPerPeriod;
+  const pooled = account?.pooled?.[String(a.period.start.getTime())]?.n ?? 0;
+  return (spendNano) => ({
+    view,
+    cap:
+      allowance === undefined
+        ? null
+        : { capNano: creditCapNano(toNano(allowance), view) + Math.max(0, spendNano - pooled), balanceNano: view.balance, lowAt: a.plan.creditsLowAt },
+  });
 }

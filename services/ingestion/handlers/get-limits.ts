@@ -26,7 +26,7 @@ export function getLimits(deps: IngestionDeps): ServiceImpl<typeof IngestionServ
       deps.counters.get(a.counterId),
       (a.plan && a.plan.limits.length > 0) || hasScope(ta, "member") ? deps.windows.get(windowDocId(productId, req.userId)) : null,
       creditsInForce(deps.credits, productId, req.userId, a.plan, a.period.start, now),
-      readTeam(deps, productId, ta),
+      readTeam(deps, productId, ta, now),
     ]);
     return { userId: req.userId, limits: [...dimensions(a.plan, a.period, counter, windows, now, credits?.cap), ...teamLimits(team, windows, now)] };
   };

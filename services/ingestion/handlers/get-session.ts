@@ -72,7 +72,7 @@ export function getSession(deps: IngestionDeps): ServiceImpl<typeof IngestionSer
     // Read beside the counter: only for a plan with credits enabled; the team's documents likewise.
     const creditsRead = creditsInForce(deps.credits, productId, req.userId, a.plan, a.period.start, now);
     creditsRead.catch(() => {});
-    const teamRead = readTeam(deps, productId, ta);
+    const teamRead = readTeam(deps, productId, ta, now);
     teamRead.catch(() => {});
     const plan = a.plan;
     // The user's window document holds its own plan's limits and its team plan's member-scope ones.

@@ -22,6 +22,12 @@ export interface TeamShare {
   model?: string;
   /** The model the team's counters file the event under when it is not the model (counter bounds). */
   counted_model?: string;
+  /**
+   * Set when the team plan draws credits (credits_enabled and an allowance): the member's spend
+   * beyond its own credits goes to the team's pool (credits/settle.ts), owned by the external
+   * team id `team_id`. `allowance` is the team plan's max_spend_per_period, `low_at` its credits_low_at.
+   */
+  credits?: { team_id: string; allowance: number; low_at: number | null };
   /** What the event adds to the team-scope windows of the team plan (the team's window document). */
   windows?: WindowShare[];
 }
@@ -57,6 +63,7 @@ export function teamShare(
     plan_name: a.plan.name,
     spend_limit: a.plan.maxSpendPerPeriod ?? null,
   };
+  if (a.plan.creditsEnabled && a.plan.maxSpendPerPeriod !== undefined) team.credits = { team_id: a.team.externalTeamId, allowance: a.plan.maxSpendPerPeriod, low_at: a.plan.creditsLowAt ?? null };
   const model = rawModel === null ? null : normalizeModel(rawModel, a.plan.pricing);
   if (model !== e.model) team.model = model!;
   const counted = { ...e, model };
