@@ -124,11 +124,18 @@ t("a member with credits of its own draws them first, then the team's pool; the 
   near((await credits(api, tp)).balance, 1, "the pool untouched while the member's own credits pay");
   await sendEvents(api, [usageJson(bob, 0.5)]);
   await balanceIs(api, tp, 0.7);
-  const own = await credits(api, bp);
-  near(own.balance, 0, "own credits spent first");
-  near(own.overdraft, 0, "the member owes nothing: the pool paid the rest");
+  const mine = await credits(api, bp);
+  near(mine.balance, 0, "own credits spent first");
+  near(mine.overdraft, 0, "the member owes nothing: the pool paid the rest");
   near(usage(await ledger(api, bp)), -0.5, "the member's ledger: its own 0.50");
   near(usage(await ledger(api, tp)), -0.3, "the pool's ledger: the 0.30 beyond");
+  // Both caps allow the member what its own credits and the pool held: 0.50 + 1.00.
+  const session = (await api.get(`${bp}/session`)).body;
+  const own = session.limits.find((d: { reason: string }) => d.reason === "total_spend");
+  near(own.max, 1.5, "the member's own cap goes on with the pool");
+  near(own.used, 0.8, "the member's own spend");
+  near(teamTotal(session).max, 1.5, "the team's cap: the pool and what the member's own credits paid");
+  near(teamTotal(session).used, 0.8, "the team's spend");
 });
 
 t("team grants: a re-sent id changes nothing, other fields 409, void, 404 for an unknown team; a user and a team of the same id never share credits", async ({ api }) => {

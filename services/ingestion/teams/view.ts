@@ -70,3 +70,14 @@ export function teamLimits(t: TeamState | null, member: WindowDoc | null | "none
   if (!t) return [];
   return teamDimensions(t.a.plan, t.a.period, t.counter, { teamId: t.a.team.id, team: t.windows, member }, now, t.pool?.cap);
 }
+
+/**
+ * A member's own period cap with credits (`total_spend`), extended by what the team's pool still
+ * allows the team (BUDGETS.md §4: the pool is drawn after the member's own grants, so a member
+ * whose own credits ran out goes on while the pool lasts). Unchanged without a pool in force.
+ */
+export function ownCapWithPool<C extends { capNano: number }>(own: C | null | undefined, t: TeamState | null): C | null | undefined {
+  const pool = t?.pool?.cap;
+  if (!own || !pool) return own;
+  return { ...own, capNano: own.capNano + Math.max(0, pool.capNano - (t!.counter?.cost ?? 0)) };
+}
