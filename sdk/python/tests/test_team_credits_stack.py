@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from meterline import LimitExceededError, LimitCredits, Meter
+from meterline import LimitCredits, LimitExceededError, Meter
 
 from .support import Product, eventually
 from .test_teams_stack import RATES, create_team
@@ -16,7 +16,12 @@ from .test_teams_stack import RATES, create_team
 
 def test_a_team_pool_spent_by_two_members_blocks_naming_the_credits_and_a_top_up_lifts_it(product: Product) -> None:
     a, b = product.create_user(), product.create_user()
-    plan: dict[str, Any] = {"max_spend_per_period": 0, "credits_enabled": True, "credits_low_at": 0.2, "cost_rates": RATES}
+    plan: dict[str, Any] = {
+        "max_spend_per_period": 0,
+        "credits_enabled": True,
+        "credits_low_at": 0.2,
+        "cost_rates": RATES,
+    }
     team_id = create_team(product, plan, [a, b])
     assert product.api.post(f"/teams/{team_id}/credits", {"id": "pay_1", "amount": 1}).status_code == 201
     m = Meter(api_key=product.key, base_url=product.url)
@@ -32,7 +37,8 @@ def test_a_team_pool_spent_by_two_members_blocks_naming_the_credits_and_a_top_up
         assert m.flush()
 
         def drawn() -> bool:
-            return abs(product.api.get(f"/teams/{team_id}/credits").json()["balance"]) < 1e-9
+            balance: float = product.api.get(f"/teams/{team_id}/credits").json()["balance"]
+            return abs(balance) < 1e-9
 
         eventually(drawn, what="the pool drawn by the service")
         assert product.api.post(f"/teams/{team_id}/credits", {"id": "pay_2", "amount": 2}).status_code == 201

@@ -11,8 +11,8 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from .credits import blocked_by_credits, with_cap
 from .counters import LimitCounter, advance, count_in, hard_mark_of, merge_view, new_counter, unit_of
+from .credits import blocked_by_credits, with_cap
 from .money import add_dollars
 from .periods import iso, parse_time, roll_on
 from .types import BillingPeriod, LimitCredits, PlanConfig, PlanLimit, TeamState
