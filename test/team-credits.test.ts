@@ -173,4 +173,22 @@ t("team grants: a re-sent id changes nothing, other fields 409, void, 404 for an
   }
 });
 
+t("usage a member spent before joining is not the team's to pay; a member leaving draws the pool no more", async ({ api }) => {
+  const fay = await user(api);
+  await sendEvents(api, [usageJson(fay, 0.7)]);
+  const teamId = await team(api, PREPAID, [fay]);
+  const tp = `/teams/${enc(teamId)}`;
+  assert.is((await api.post(`${tp}/credits`, { id: "pay", amount: 1 })).status, 201);
+  await sendEvents(api, [usageJson(fay, 0.2)]);
+  await balanceIs(api, tp, 0.8);
+  assert.is((await api.request("PUT", `/users/${enc(fay)}/team`, { body: { team_id: null } })).status, 200);
+  await sendEvents(api, [usageJson(fay, 0.3)]);
+  // A later member's usage shows the first left nothing behind: 0.8 - 0.1 only.
+  const gil = await user(api);
+  assert.is((await api.request("PUT", `/users/${enc(gil)}/team`, { body: { team_id: teamId } })).status, 200);
+  await sendEvents(api, [usageJson(gil, 0.1)]);
+  await balanceIs(api, tp, 0.7);
+  near(usage(await ledger(api, tp)), -0.3, "the pool paid 0.20 and 0.10");
+});
+
 t.run();

@@ -7,13 +7,34 @@ import { IngestionService, UsageEventSchema, type UsageEvent } from "@meter/prot
 import { rpcClient } from "@meter/lib/rpc";
 import { toTimestamp } from "@meter/lib/time";
 import { withTestStack, type TestStack } from "../../test/support/stack.ts";
-import { killOnceStored, launchIngestion } from "./testing/process.ts";
+import { killOnceStored, launchIngestion, type IngestionProcess } from "./testing/process.ts";
 
 const t = suite<{ stack: TestStack; mongo: MongoClient }>("credits: ingestion killed mid-batch");
 
 withTestStack(t);
 
 const cents = (i: number) => ((i % 10) + 1) / 100;
+
+/**
+ * Sends `events` to `first` and kills it (SIGKILL) once the first of them is stored, then
+ * starts another process on the same database and sends the batch again: the retry must
+ * complete the killed request's job. Returns the second process (stopped by the caller).
+ */
+async function crashThenRetry(stack: TestStack, mongo: MongoClient, dbName: string, first: IngestionProcess, productId: string, events: UsageEvent[]) {
+  const client = rpcClient(IngestionService, first.url);
+  const stored = mongo.db(dbName).collection("usage_events");
+  const inflight = client.ingestUsageEvents({ productId, events }).then(
+    () => "completed",
+    () => "failed",
+  );
+  await killOnceStored(first, stored, `${productId}/${events[0]!.id}`);
+  assert.is(await inflight, "failed", "the request was cut off");
+  const second = await launchIngestion(stack, dbName);
+  const retry = rpcClient(IngestionService, second.url);
+  const res = await retry.ingestUsageEvents({ productId, events }, { timeoutMs: 180_000 });
+  assert.is(res.accepted + res.duplicates, events.length);
+  return { second, retry, res };
+}
 
 t("SIGKILL while a batch of a prepaid user is written, restart, retry: the draw is neither lost nor doubled", async ({ stack, mongo }) => {
   const { api, productId } = await stack.newProduct();
@@ -45,19 +66,8 @@ t("SIGKILL while a batch of a prepaid user is written, restart, retry: the draw 
   const drawn = await client.getCredits({ productId, userId: "victim" });
   assert.ok(Math.abs(drawn.balance - (1000 - spentBefore)) < 1e-9, `balance before the crash ${drawn.balance}`);
 
-  const stored = mongo.db(dbName).collection("usage_events");
-  const inflight = client.ingestUsageEvents({ productId, events }).then(
-    () => "completed",
-    () => "failed",
-  );
-  await killOnceStored(first, stored, `${productId}/${events[0]!.id}`);
-  assert.is(await inflight, "failed", "the request was cut off");
-
-  const second = await launchIngestion(stack, dbName);
+  const { second, retry, res } = await crashThenRetry(stack, mongo, dbName, first, productId, events);
   try {
-    const retry = rpcClient(IngestionService, second.url);
-    const res = await retry.ingestUsageEvents({ productId, events }, { timeoutMs: 180_000 });
-    assert.is(res.accepted + res.duplicates, N);
     assert.ok(res.duplicates > 0, "the first attempt stored part of the batch");
     // The retry completes the killed request's job before it answers: exact at once.
     const credits = await retry.getCredits({ productId, userId: "victim" });
@@ -113,19 +123,8 @@ t("SIGKILL while a batch of a team's members is written, restart, retry: own cre
   const client = rpcClient(IngestionService, first.url);
   await client.createCreditGrant({ productId, userId: "own", grantId: "own_1", amount: 40 });
   await client.createCreditGrant({ productId, userId: "", teamId: "acme", grantId: "pool_1", amount: 1000 });
-  const stored = mongo.db(dbName).collection("usage_events");
-  const inflight = client.ingestUsageEvents({ productId, events }).then(
-    () => "completed",
-    () => "failed",
-  );
-  await killOnceStored(first, stored, `${productId}/${events[0]!.id}`);
-  assert.is(await inflight, "failed", "the request was cut off");
-
-  const second = await launchIngestion(stack, dbName);
+  const { second, retry } = await crashThenRetry(stack, mongo, dbName, first, productId, events);
   try {
-    const retry = rpcClient(IngestionService, second.url);
-    const res = await retry.ingestUsageEvents({ productId, events }, { timeoutMs: 180_000 });
-    assert.is(res.accepted + res.duplicates, N);
     await retry.ingestUsageEvents({ productId, events });
     const own = await retry.getCredits({ productId, userId: "own" });
     assert.ok(Math.abs(own.balance) < 1e-9 && own.overdraft === 0, `own credits spent first, nothing owed: ${own.balance} / ${own.overdraft}`);

@@ -55,10 +55,7 @@ export interface CreditAccountDoc {
   overdraft_nano: number;
   /** Nano-dollars drawn per billing period (key: the period start in ms), with the period's end. */
   drawn: Record<string, { n: number; end: Date }>;
-  /**
-   * A member's account in a team whose plan draws credits: per billing period, what its own
-   * grants did not cover (or all it needed, when its own plan draws none), handed to the pool.
-   */
+  /** A member's account in a team whose plan draws credits: per billing period, what its own grants did not cover, handed to the pool. */
   spilled?: Record<string, { n: number; end: Date }>;
   /** A team's pool: what each member's period handed over so far (key "<owner>|<period start ms>"). */
   got?: Record<string, { n: number; end: Date }>;
@@ -120,18 +117,6 @@ export interface PeriodNeed {
 }
 
 const clone = <T>(v: T): T => structuredClone(v);
-
-/**
- * How a member's account draws in a team whose plan draws credits (BUDGETS.md §4): its own
- * grants first when its own plan draws credits (`ownDraws`), then what they do not cover is
- * handed to the team's pool (`spill`) instead of becoming the member's overdraft.
- */
-export interface DrawMode {
-  ownDraws: boolean;
-  spill: boolean;
-}
-
-const OWN_ONLY: DrawMode = { ownDraws: true, spill: false };
 
 type Amounts = Record<string, { n: number; end: Date }>;
 
@@ -262,10 +247,11 @@ export class AccountChange {
 
   /**
    * Draws what each period needs beyond what it drew already, then pays any overdraft, from the
-   * active grants in draw order; what no grant covers is overdraft. Periods ended before
-   * `closedBefore` draw nothing (their entry may have been dropped).
+   * active grants in draw order; what no grant covers is overdraft, or with `toTeam` (a member of
+   * a team whose plan draws credits, BUDGETS.md §4) handed to the team's pool (`spilled`).
+   * Periods ended before `closedBefore` draw nothing (their entry may have been dropped).
    */
-  settle(needs: readonly PeriodNeed[], closedBefore: Date, mode: DrawMode = OWN_ONLY): void {
+  settle(needs: readonly PeriodNeed[], closedBefore: Date, toTeam = false): void {
     let amount = 0;
     let last: PeriodNeed | null = null;
     for (const n of needs) {
@@ -285,10 +271,6 @@ export class AccountChange {
       s[last.key] = { n: (s[last.key]?.n ?? 0) + n, end: last.end };
       this.put();
     };
-    if (!mode.ownDraws) {
-      spill(amount);
-      return;
-    }
     const owed = this.doc.overdraft_nano;
     if (amount === 0 && owed === 0) return;
     const { taken, uncovered } = draw(Object.values(this.doc.grants), owed + amount, this.t);
@@ -312,8 +294,8 @@ export class AccountChange {
     }
     // Of the new usage, what no grant covered: the team's pool's to pay, or an overdraft.
     const fresh = Math.min(amount, uncovered);
-    const left = mode.spill ? uncovered - fresh : uncovered;
-    if (mode.spill) spill(fresh);
+    const left = toTeam ? uncovered - fresh : uncovered;
+    if (toTeam) spill(fresh);
     else if (fresh > 0) this.ledger("overdraft", null, -fresh);
     if (left !== owed) {
       this.doc.overdraft_nano = left;

@@ -9,8 +9,9 @@ import { toNano } from "@meter/rules";
 import type { RetentionPolicy } from "../domain/retention-policy.ts";
 import type { UsageEventDoc } from "../store/usage-events.ts";
 import { needed } from "./allocate.ts";
-import { AccountChange, accountId, settledOp, teamOwner, userOwner, type CreditAccountDoc, type DrawMode, type PeriodNeed } from "./account.ts";
+import { AccountChange, accountId, settledOp, teamOwner, userOwner, type CreditAccountDoc, type PeriodNeed } from "./account.ts";
 import { writeSettled, type FlushDeps } from "./ledger.ts";
+import { poolCounterId } from "../teams/shares.ts";
 
 /** What changing accounts needs: their store, the outbox their webhooks go to, the clock. */
 export type AccountDeps = FlushDeps;
@@ -111,9 +112,11 @@ export interface CreditPeriod {
 export interface TeamPool {
   /** The external team id (the pool's owner). */
   teamId: string;
+  /** The team's period counter of that period (its pool counter is teams/shares.ts poolCounterId of it). */
+  counterId: string;
   start: Date;
   end: Date;
-  /** The team plan's max_spend_per_period (dollars): what the members' handed-over spend uses before the pool. */
+  /** The team plan's max_spend_per_period (dollars): what the spend handed to the team uses before the pool. */
   allowance: number;
   lowAt: number | null;
 }
@@ -134,7 +137,7 @@ export function creditPeriods(periods: readonly { delta: { id: string; productId
       allowance: e ? e.spend_limit! : 0,
       lowAt: e ? e.credits!.low_at : null,
       own: e !== undefined,
-      ...(t && { team: { teamId: t.credits!.team_id, start: t.period_start, end: t.period_end, allowance: t.credits!.allowance, lowAt: t.credits!.low_at } }),
+      ...(t && { team: { teamId: t.credits!.team_id, counterId: t.counter_id, start: t.period_start, end: t.period_end, allowance: t.credits!.allowance, lowAt: t.credits!.low_at } }),
     });
   }
   return out;
@@ -144,6 +147,8 @@ export function creditPeriods(periods: readonly { delta: { id: string; productId
 export interface SettleDeps {
   /** The period spend (nano-dollars) of counters by id, in one read. */
   spends(counterIds: readonly string[]): Promise<Map<string, number>>;
+  /** The same of teams' counters (their pool counters). */
+  teamSpends(counterIds: readonly string[]): Promise<Map<string, number>>;
   /** Periods that ended before this draw nothing: their `drawn` entry goes, as their crossings do. */
   closedBefore: Date;
   accounts: AccountDeps;
@@ -156,9 +161,12 @@ export interface SettleDeps {
  */
 export async function settlePeriods(deps: SettleDeps, periods: readonly CreditPeriod[]): Promise<void> {
   if (periods.length === 0) return;
-  const spends = await deps.spends(periods.map((p) => p.counterId));
-  const targets = new Map<string, AccountTarget & { needs: PeriodNeed[]; mode: DrawMode; teams: CreditPeriod[] }>();
-  for (const p of periods) {
+  // A member whose own plan draws no credits hands its whole spend to the team: counted in the
+  // team's pool counter, no account of its own to change.
+  const own = periods.filter((p) => p.own);
+  const spends = own.length === 0 ? new Map<string, number>() : await deps.spends(own.map((p) => p.counterId));
+  const targets = new Map<string, AccountTarget & { needs: PeriodNeed[]; toTeam: boolean; teams: CreditPeriod[] }>();
+  for (const p of own) {
     const owner = userOwner(p.userId);
     const id = accountId(p.productId, owner);
     const spend = spends.get(p.counterId) ?? 0;
@@ -168,45 +176,52 @@ export async function settlePeriods(deps: SettleDeps, periods: readonly CreditPe
       t.needs.push(need);
       if (p.team) t.teams.push(p);
     } else {
-      targets.set(id, { productId: p.productId, owner, lowAt: p.own ? p.lowAt : undefined, needs: [need], mode: { ownDraws: p.own, spill: p.team !== undefined }, teams: p.team ? [p] : [] });
+      targets.set(id, { productId: p.productId, owner, lowAt: p.lowAt, needs: [need], toTeam: p.team !== undefined, teams: p.team ? [p] : [] });
     }
   }
   // An account that draws nothing and holds nothing to copy out is not even read.
   for (const [id, t] of targets) if (t.needs.every((n) => n.needed === 0)) targets.delete(id);
   const after = await changeAccounts(deps.accounts, targets, (id, c) => {
     const t = targets.get(id)!;
-    c.settle(t.needs, deps.closedBefore, t.mode);
+    c.settle(t.needs, deps.closedBefore, t.toTeam);
   });
-  await settlePools(deps, [...targets.values()].flatMap((t) => t.teams.map((p) => ({ p, account: after.get(accountId(p.productId, userOwner(p.userId))) ?? null }))));
+  const handed = [...targets.values()].flatMap((t) => t.teams.map((p) => ({ p, account: after.get(accountId(p.productId, userOwner(p.userId))) ?? null })));
+  await settlePools(deps, handed, periods.filter((p) => !p.own && p.team));
 }
 
 /**
  * The teams' pools take what each member's period handed over in all (`spilled`, kept in the
- * member's account, written before this), then draw what the team's period needs beyond the
- * team plan's allowance. Whole values both: a repeat after a crash takes and draws nothing twice.
+ * member's account, written before this), then draw what each team period needs beyond the team
+ * plan's allowance: the members' handed-over spend plus the pool counter's (members whose own
+ * plans draw none). Whole values all: a repeat after a crash takes and draws nothing twice.
  */
-async function settlePools(deps: SettleDeps, handed: readonly { p: CreditPeriod; account: CreditAccountDoc | null }[]): Promise<void> {
-  const pools = new Map<string, AccountTarget & { from: { key: string; total: number; end: Date; p: CreditPeriod }[] }>();
-  for (const { p, account } of handed) {
-    const total = account?.spilled?.[String(p.start.getTime())]?.n ?? 0;
-    if (total === 0) continue;
+async function settlePools(deps: SettleDeps, handed: readonly { p: CreditPeriod; account: CreditAccountDoc | null }[], direct: readonly CreditPeriod[]): Promise<void> {
+  const pools = new Map<string, AccountTarget & { from: { key: string; total: number; end: Date; team: TeamPool }[]; periods: Map<string, TeamPool> }>();
+  const poolOf = (p: CreditPeriod) => {
     const team = p.team!;
     const owner = teamOwner(team.teamId);
     const id = accountId(p.productId, owner);
-    const from = { key: `${userOwner(p.userId)}|${p.start.getTime()}`, total, end: p.end, p };
-    const pool = pools.get(id);
-    if (pool) pool.from.push(from);
-    else pools.set(id, { productId: p.productId, owner, lowAt: team.lowAt, from: [from] });
+    let pool = pools.get(id);
+    if (!pool) pools.set(id, (pool = { productId: p.productId, owner, lowAt: team.lowAt, from: [], periods: new Map() }));
+    pool.periods.set(String(team.start.getTime()), team);
+    return pool;
+  };
+  for (const { p, account } of handed) {
+    const total = account?.spilled?.[String(p.start.getTime())]?.n ?? 0;
+    if (total > 0) poolOf(p).from.push({ key: `${userOwner(p.userId)}|${p.start.getTime()}`, total, end: p.end, team: p.team! });
   }
+  for (const p of direct) poolOf(p);
   if (pools.size === 0) return;
+  const periods = [...pools.values()].flatMap((x) => [...x.periods.values()]);
+  const counted = await deps.teamSpends(periods.map((t) => poolCounterId(t.counterId)));
   await changeAccounts(deps.accounts, pools, (id, c) => {
-    const needs = new Map<string, PeriodNeed>();
-    for (const f of pools.get(id)!.from) {
-      const team = f.p.team!;
-      const key = String(team.start.getTime());
-      c.receive(f.key, f.total, f.end, key, team.end);
-      needs.set(key, { key, end: team.end, needed: needed(c.doc.pooled?.[key]?.n ?? 0, toNano(team.allowance)) });
-    }
-    c.settle([...needs.values()], deps.closedBefore);
+    const pool = pools.get(id)!;
+    for (const f of pool.from) c.receive(f.key, f.total, f.end, String(f.team.start.getTime()), f.team.end);
+    const needs = [...pool.periods].map(([key, t]) => ({
+      key,
+      end: t.end,
+      needed: needed((counted.get(poolCounterId(t.counterId)) ?? 0) + (c.doc.pooled?.[key]?.n ?? 0), toNano(t.allowance)),
+    }));
+    c.settle(needs, deps.closedBefore);
   });
 }

@@ -9,6 +9,7 @@ import { encodeKey } from "../domain/field-keys.ts";
 import { balanceOf, statusAt, type GrantState } from "./allocate.ts";
 import { accountId, teamOwner, userOwner, type CreditAccountDoc } from "./account.ts";
 import type { TeamAttribution } from "../domain/attribution.ts";
+import { poolCounterId } from "../teams/shares.ts";
 import type { GrantRecordDoc } from "./store.ts";
 
 /** A grant's live state from its record (what the account takes when it is created). */
@@ -113,22 +114,26 @@ export interface TeamCredits {
 }
 
 /**
- * A team's pool when the team plan in force draws credits (one read by `_id`), else null; the
+ * A team's pool when the team plan in force draws credits (two reads by `_id`: the pool's account
+ * and the team's pool counter), else null; the
  * answer takes the team's period spend (nano-dollars). The `team:total_spend` cap is the team
  * allowance + drawn + balance, plus what the team's sum holds that was never handed to the pool
  * (members' spend within their own allowance or paid by their own grants: BUDGETS.md §4, own first).
  */
 export async function teamCreditsInForce(
   store: { account(id: string): Promise<CreditAccountDoc | null> },
+  teamCounters: { spends(ids: readonly string[]): Promise<Map<string, number>> },
   productId: string,
   a: TeamAttribution,
   now: Date,
 ): Promise<((spendNano: number) => TeamCredits) | null> {
   if (!a.plan.creditsEnabled) return null;
-  const account = await store.account(accountId(productId, teamOwner(a.team.externalTeamId)));
+  const pool = poolCounterId(a.counterId);
+  const [account, direct] = await Promise.all([store.account(accountId(productId, teamOwner(a.team.externalTeamId))), teamCounters.spends([pool])]);
   const view = creditView(account, a.period.start, now);
   const allowance = a.plan.maxSpendPerPeriod;
-  const pooled = account?.pooled?.[String(a.period.start.getTime())]?.n ?? 0;
+  // What the team pays in this period: what members handed over, and its pool counter.
+  const pooled = (account?.pooled?.[String(a.period.start.getTime())]?.n ?? 0) + (direct.get(pool) ?? 0);
   return (spendNano) => ({
     view,
     cap:

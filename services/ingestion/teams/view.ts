@@ -19,7 +19,7 @@ import { teamCreditsInForce, sessionCredits, type TeamCredits } from "../credits
 
 /** What reading a team needs. */
 export interface TeamReadDeps {
-  teamCounters: Pick<CounterStore, "get">;
+  teamCounters: Pick<CounterStore, "get" | "spends">;
   teamWindows: Pick<WindowStore, "get">;
   credits: Pick<CreditStore, "account">;
 }
@@ -36,13 +36,13 @@ export interface TeamState {
 /** Whether a team plan has limits of `scope` (what decides the window documents read). */
 export const hasScope = (a: TeamAttribution | null, scope: "team" | "member") => a?.plan.limits.some((l) => scopeOf(l) === scope) ?? false;
 
-/** Reads a team's state (three reads by `_id` in parallel at most); null without a team in force. */
+/** Reads a team's state (four reads by `_id` in parallel at most); null without a team in force. */
 export async function readTeam(deps: TeamReadDeps, productId: string, a: TeamAttribution | null, now: Date): Promise<TeamState | null> {
   if (!a) return null;
   const [counter, windows, pool] = await Promise.all([
     deps.teamCounters.get(a.counterId),
     hasScope(a, "team") ? deps.teamWindows.get(windowDocId(productId, a.team.id)) : null,
-    teamCreditsInForce(deps.credits, productId, a, now),
+    teamCreditsInForce(deps.credits, deps.teamCounters, productId, a, now),
   ]);
   return { a, counter, windows, pool: pool && pool(counter?.cost ?? 0) };
 }
