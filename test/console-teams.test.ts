@@ -196,4 +196,38 @@ t("a team's usage: its dimensions as bars with resets, its spend by model, each 
   await check(ctx, "user-team-bars");
 });
 
+t("a team's shared pool on its page: granted through the form after a confirmation, drawn by a member, in the pool's ledger", async (ctx) => {
+  const { page, api } = ctx;
+  const DAY = 86_400_000;
+  const [prepaid] = (await must(api, "POST", "/config/plans", { plans: [{ name: "pool-prepaid", max_spend_per_period: 0, credits_enabled: true }] })).plans;
+  await must(api, "POST", "/teams", { external_team_id: "pool", name: "Pool Inc." });
+  const period = { period_start: new Date(Date.now() - DAY).toISOString(), period_end: new Date(Date.now() + 20 * DAY).toISOString() };
+  await must(api, "POST", "/teams/pool/subscription", { plan_id: prepaid.id, ...period }, 200);
+  await must(api, "POST", "/users", { external_user_id: "eve" });
+  await must(api, "PUT", "/users/eve/team", { team_id: "pool" });
+
+  await page.goto(`${ctx.base}/console/teams/pool`);
+  await page.getByRole("heading", { name: "pool", level: 1 }).waitFor();
+  const credits = page.getByRole("region", { name: "Credits (the team's pool, drawn after each member's own)" });
+  await credits.getByText(/^No grants yet/).waitFor();
+  const form = page.getByRole("form", { name: "Grant credits" });
+  await form.getByLabel("Grant id").fill("pi_pool_1");
+  await form.getByLabel("Amount ($)").fill("3");
+  await form.getByRole("button", { name: "Grant credits…" }).click();
+  const confirm = form.getByRole("group", { name: "Confirm the grant" });
+  await confirm.getByText("Grant $3.00 of paid credits to team pool, priority 50, from now, never expiring, as grant pi_pool_1.").waitFor();
+  await confirm.getByRole("button", { name: "Yes, grant" }).click();
+  await form.getByText("Granted $3.00 as grant pi_pool_1.").waitFor();
+  assert.is((await ctx.api.get("/teams/pool/credits")).body.balance, 3);
+  assert.is((await ctx.api.get("/users/eve/credits")).body.grants.length, 0, "the team's grant, not a user's");
+
+  await must(api, "POST", "/events/batch", [{ id: randomUUID(), user_id: "eve", timestamp: new Date().toISOString(), model: "m", input_tokens: 1, output_tokens: 1, cost_total: 1.25 }], 200);
+  await eventually(async () => (await ctx.api.get("/teams/pool/credits")).body.balance === 1.75, 30_000, "the pool drawn");
+  await page.reload();
+  await credits.getByText("$1.75", { exact: true }).first().waitFor();
+  const ledger = page.getByRole("region", { name: "Credit ledger" });
+  await ledger.getByText(/1\.25/).first().waitFor();
+  await check(ctx, "team-credits");
+});
+
 t.run();

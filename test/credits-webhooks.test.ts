@@ -76,4 +76,46 @@ t("credits.low once per crossing, re-armed by a grant; depleted at 0; expired wi
   }
 });
 
+t("a team's pool: credits.low, credits.depleted and credits.expired name the team (team_id), signed, each once", async ({ stack, rx }) => {
+  const { api, productId } = await stack.newProduct("Team credit hooks");
+  const plans = await api.post("/config/plans", { plans: [{ name: `team-${randomUUID().slice(0, 8)}`, max_spend_per_period: 0, credits_enabled: true, credits_low_at: 1 }] });
+  assert.is(plans.status, 201, JSON.stringify(plans.body));
+  const teamId = `team|${randomUUID()}`;
+  const enc = encodeURIComponent(teamId);
+  const member = `member-${randomUUID()}`;
+  assert.is((await api.post("/users", { external_user_id: member })).status, 201);
+  assert.is((await api.post("/teams", { external_team_id: teamId, name: "Acme" })).status, 201);
+  const now = Date.now();
+  const sub = await api.post(`/teams/${enc}/subscription`, {
+    plan_id: plans.body.plans[0].id,
+    period_start: new Date(now - 86_400_000).toISOString(),
+    period_end: new Date(now + 29 * 86_400_000).toISOString(),
+  });
+  assert.is(sub.status, 200, JSON.stringify(sub.body));
+  assert.is((await api.request("PUT", `/users/${member}/team`, { body: { team_id: teamId } })).status, 200);
+  const ep = await api.post("/webhooks/endpoints", { url: rx.url, subscribed_events: TYPES });
+  assert.is(ep.status, 201, JSON.stringify(ep.body));
+  const mine = (type: string) => rx.of(type).filter((r) => r.json?.product_id === productId);
+  const settled = (b: number) => eventually(async () => Math.abs((await api.get(`/teams/${enc}/credits`)).body.balance - b) < 1e-9, 30_000, `pool ${b}`);
+
+  assert.is((await api.post(`/teams/${enc}/credits`, { id: "pay_1", amount: 2 })).status, 201);
+  const res = await api.post("/events/batch", [{ id: randomUUID(), user_id: member, timestamp: new Date().toISOString(), model: "m", input_tokens: 1, output_tokens: 1, cost_total: 2 }]);
+  assert.is(res.status, 200, JSON.stringify(res.body));
+  await settled(0);
+  const low = await eventually(() => mine("credits.low")[0], 30_000, "credits.low of the pool");
+  const depleted = await eventually(() => mine("credits.depleted")[0], 30_000, "credits.depleted of the pool");
+  assert.equal(low.json.data, { team_id: teamId, balance: 0, low_at: 1 });
+  assert.equal(depleted.json.data, { team_id: teamId, balance: 0, low_at: 1 });
+
+  const expiresAt = Date.now() + 2_000;
+  assert.is((await api.post(`/teams/${enc}/credits`, { id: "promo", amount: 0.4, expires_at: new Date(expiresAt).toISOString() })).status, 201);
+  const expired = await eventually(() => mine("credits.expired")[0], 60_000, "credits.expired of the pool");
+  assert.ok(Date.now() >= expiresAt);
+  assert.equal(expired.json.data, { team_id: teamId, balance: 0, low_at: 1, grant_id: "promo", amount: 0.4 });
+  const entries = (await api.get(`/teams/${enc}/credits/ledger`)).body.entries;
+  assert.equal(entries[0], { ...entries[0], type: "expiry", amount: -0.4, grant_id: "promo" }, "the expiry in the pool's ledger");
+  for (const r of [low, depleted, expired]) assert.ok(signatureValid(ep.body.secret, r), `${r.json.type} signature`);
+  assert.is(mine("credits.low").length, 1);
+});
+
 t.run();

@@ -245,6 +245,10 @@ function resourceRequests(f: Fixture): Record<string, { path: string; body?: unk
     "GET /api/v1/users/{user_id}/credits": { path: `/users/${u}/credits` },
     "POST /api/v1/users/{user_id}/credits/{grant_id}/void": { path: `/users/${u}/credits/g1/void` },
     "GET /api/v1/users/{user_id}/credits/ledger": { path: `/users/${u}/credits/ledger` },
+    "POST /api/v1/teams/{team_id}/credits": { path: `/teams/${team}/credits`, body: { id: "g1", amount: 1 } },
+    "GET /api/v1/teams/{team_id}/credits": { path: `/teams/${team}/credits` },
+    "POST /api/v1/teams/{team_id}/credits/{grant_id}/void": { path: `/teams/${team}/credits/g1/void` },
+    "GET /api/v1/teams/{team_id}/credits/ledger": { path: `/teams/${team}/credits/ledger` },
   };
 }
 

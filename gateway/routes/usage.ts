@@ -50,6 +50,12 @@ const SessionTeamOut = Type.Object(
     plan_config: PlanConfigOut,
     current_usage: { ...CurrentUsageOut, description: "The team's sums over its members in its billing period" },
     billing_period: { ...BillingPeriodOut, description: "The team's" },
+    credits: Nullable({
+      ...SessionCreditsOut,
+      description:
+        "The team's shared pool when the team plan has credits enabled (null otherwise): drawn after each member's own credits; " +
+        "its balance extends team:total_spend (that dimension's max and credits)",
+    }),
   },
   {
     description:
@@ -176,6 +182,7 @@ function sessionTeamJson(t: SessionTeam) {
     plan_config: planConfigJson(t.planConfig!),
     current_usage: currentUsageJson(t.currentUsage!),
     billing_period: billingPeriodJson(t.billingPeriod!),
+    credits: t.credits ? sessionCreditsJson(t.credits) : null,
   };
 }
 

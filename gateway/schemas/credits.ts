@@ -43,14 +43,18 @@ export const GrantOut = Type.Object({
   created_at: DateTime,
 });
 
-export const CreditsOut = Type.Object({
-  user_id: Type.String(),
+const creditsFields = {
   balance: Type.Number({ description: "Dollars: active grants' remaining less the overdraft (negative with an overdraft)" }),
   pending: Type.Number({ description: "Dollars of grants not yet effective" }),
   overdraft: Type.Number({ description: "Dollars spent beyond the balance, paid first by the next grant" }),
   low_at: Nullable(Type.Number({ description: "The plan's credits_low_at" })),
   grants: Type.Array(GrantOut, { description: "Newest first (the newest 1,000)" }),
-});
+};
+
+export const CreditsOut = Type.Object({ user_id: Type.String(), ...creditsFields });
+
+/** A team's shared pool (BUDGETS.md §4): the same shape, named by team_id. */
+export const TeamCreditsOut = Type.Object({ team_id: Type.String(), ...creditsFields });
 
 export const LedgerEntryOut = Type.Object({
   at: { ...DateTime, description: "The hour for usage and overdraft entries (summed per grant and hour), the moment otherwise" },
@@ -60,11 +64,11 @@ export const LedgerEntryOut = Type.Object({
   balance_after: Type.Number({ description: "The balance after the entry (the last change of the hour for summed entries)" }),
 });
 
-export const LedgerPage = Type.Object({
-  user_id: Type.String(),
-  entries: Type.Array(LedgerEntryOut),
-  next_cursor: Nullable(Type.String()),
-});
+const ledgerFields = { entries: Type.Array(LedgerEntryOut), next_cursor: Nullable(Type.String()) };
+
+export const LedgerPage = Type.Object({ user_id: Type.String(), ...ledgerFields });
+
+export const TeamLedgerPage = Type.Object({ team_id: Type.String(), ...ledgerFields });
 
 export const SessionCreditsOut = Type.Object(
   {

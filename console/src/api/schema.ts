@@ -499,7 +499,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A user's credit balance, pending credits, overdraft and grants */
+        /** The credit balance, pending credits, overdraft and grants of a user */
         get: operations["getCredits"];
         put?: never;
         /**
@@ -523,7 +523,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Void a grant: what is left of it goes to 0
+         * Void a grant of a user: what is left of it goes to 0
          * @description Voiding a grant that is already voided, expired or depleted answers it unchanged.
          */
         post: operations["voidCreditGrant"];
@@ -541,10 +541,71 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * A user's credit ledger, newest first, cursor-paginated
+         * The credit ledger of a user, newest first, cursor-paginated
          * @description Usage is summed per grant and UTC hour, so the ledger grows with time, not with events.
          */
         get: operations["listCreditLedger"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/teams/{team_id}/credits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The credit balance, pending credits, overdraft and grants of a team (its shared pool, drawn after each member's own credits) */
+        get: operations["getTeamCredits"];
+        put?: never;
+        /**
+         * Grant a team (its shared pool, drawn after each member's own credits) prepaid credits
+         * @description 201 with the grant (and its remaining) when new; the same id with the same fields again is a no-op answered 200; the same id with other fields is 409. A new grant first pays any overdraft. At most 1,000 live grants per team (409 beyond).
+         */
+        post: operations["createTeamCreditGrant"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/teams/{team_id}/credits/{grant_id}/void": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Void a grant of a team: what is left of it goes to 0
+         * @description Voiding a grant that is already voided, expired or depleted answers it unchanged.
+         */
+        post: operations["voidTeamCreditGrant"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/teams/{team_id}/credits/ledger": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The credit ledger of a team's pool, newest first, cursor-paginated
+         * @description Usage is summed per grant and UTC hour, so the ledger grows with time, not with events.
+         */
+        get: operations["listTeamCreditLedger"];
         put?: never;
         post?: never;
         delete?: never;
@@ -4857,6 +4918,24 @@ export interface operations {
                                  */
                                 end: string;
                             };
+                            credits: {
+                                /** @description Dollars; negative with an overdraft */
+                                balance: number;
+                                /** @description Dollars of grants not yet effective */
+                                pending: number;
+                                low_at: number | null;
+                                /** @description Active grants that expire, soonest first */
+                                expiries: {
+                                    grant_id: string;
+                                    /**
+                                     * Format: date-time
+                                     * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
+                                     */
+                                    at: string;
+                                    /** @description Dollars that expire then */
+                                    remaining: number;
+                                }[];
+                            } | null;
                         } | null;
                     };
                 };
@@ -6827,6 +6906,757 @@ export interface operations {
                 content: {
                     "application/json": {
                         user_id: string;
+                        entries: {
+                            /**
+                             * Format: date-time
+                             * @description The hour for usage and overdraft entries (summed per grant and hour), the moment otherwise
+                             */
+                            at: string;
+                            /** @enum {string} */
+                            type: "grant" | "usage" | "expiry" | "void" | "overdraft";
+                            /** @description Dollars, signed: usage, overdraft, expiry and void are negative */
+                            amount: number;
+                            grant_id: string | null;
+                            /** @description The balance after the entry (the last change of the hour for summed entries) */
+                            balance_after: number;
+                        }[];
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            /** @description Invalid request (query, path or a rule of the request) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The key does not grant access */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Not found (resources of other products read as not found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Too many requests; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Request headers or URL too large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Backend failure */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    getTeamCredits: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description external_team_id; not "." or ".." */
+                team_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        team_id: string;
+                        /** @description Dollars: active grants' remaining less the overdraft (negative with an overdraft) */
+                        balance: number;
+                        /** @description Dollars of grants not yet effective */
+                        pending: number;
+                        /** @description Dollars spent beyond the balance, paid first by the next grant */
+                        overdraft: number;
+                        low_at: number | null;
+                        /** @description Newest first (the newest 1,000) */
+                        grants: {
+                            id: string;
+                            /** @description Dollars granted */
+                            amount: number;
+                            /** @description Dollars left (0 once depleted, expired or voided) */
+                            remaining: number;
+                            kind: "paid" | "promotional";
+                            priority: number;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
+                             */
+                            effective_at: string;
+                            expires_at: string | null;
+                            /** @enum {string} */
+                            status: "pending" | "active" | "depleted" | "expired" | "voided";
+                            description: string | null;
+                            metadata: {
+                                [key: string]: unknown;
+                            } | null;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
+                             */
+                            created_at: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Invalid request (query, path or a rule of the request) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The key does not grant access */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Not found (resources of other products read as not found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Too many requests; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Request headers or URL too large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Backend failure */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    createTeamCreditGrant: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description external_team_id; not "." or ".." */
+                team_id: string;
+            };
+            cookie?: never;
+        };
+        /** @description A grant of prepaid credits */
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The caller's id of the grant (e.g. the payment's id), 1-128 printable characters; sending it again is a no-op */
+                    id: string;
+                    /** @description Dollars, above 0 and at most 10^9 */
+                    amount: number;
+                    /** @description For reporting; draw order is by priority. Default paid */
+                    kind?: "paid" | "promotional";
+                    /** @description Lower is drawn first. Default 50 */
+                    priority?: number;
+                    effective_at?: string | null;
+                    expires_at?: string | null;
+                    description?: string | null;
+                    metadata?: {
+                        [key: string]: unknown;
+                    } | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        /** @description Dollars granted */
+                        amount: number;
+                        /** @description Dollars left (0 once depleted, expired or voided) */
+                        remaining: number;
+                        kind: "paid" | "promotional";
+                        priority: number;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
+                         */
+                        effective_at: string;
+                        expires_at: string | null;
+                        /** @enum {string} */
+                        status: "pending" | "active" | "depleted" | "expired" | "voided";
+                        description: string | null;
+                        metadata: {
+                            [key: string]: unknown;
+                        } | null;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
+                         */
+                        created_at: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        /** @description Dollars granted */
+                        amount: number;
+                        /** @description Dollars left (0 once depleted, expired or voided) */
+                        remaining: number;
+                        kind: "paid" | "promotional";
+                        priority: number;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
+                         */
+                        effective_at: string;
+                        expires_at: string | null;
+                        /** @enum {string} */
+                        status: "pending" | "active" | "depleted" | "expired" | "voided";
+                        description: string | null;
+                        metadata: {
+                            [key: string]: unknown;
+                        } | null;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
+                         */
+                        created_at: string;
+                    };
+                };
+            };
+            /** @description Invalid request (query, path or a rule of the request) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The key does not grant access */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Not found (resources of other products read as not found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Conflicts with the current state (already exists, a limit reached, the last admin key) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The body is not JSON (Content-Type) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Body validation failed; `issues` lists every problem */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Too many requests; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Request headers or URL too large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Backend failure */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    voidTeamCreditGrant: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description external_team_id; not "." or ".." */
+                team_id: string;
+                /** @description The caller's id of the grant (e.g. the payment's id), 1-128 printable characters; sending it again is a no-op */
+                grant_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        /** @description Dollars granted */
+                        amount: number;
+                        /** @description Dollars left (0 once depleted, expired or voided) */
+                        remaining: number;
+                        kind: "paid" | "promotional";
+                        priority: number;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
+                         */
+                        effective_at: string;
+                        expires_at: string | null;
+                        /** @enum {string} */
+                        status: "pending" | "active" | "depleted" | "expired" | "voided";
+                        description: string | null;
+                        metadata: {
+                            [key: string]: unknown;
+                        } | null;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
+                         */
+                        created_at: string;
+                    };
+                };
+            };
+            /** @description Invalid request (query, path or a rule of the request) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The key does not grant access */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Not found (resources of other products read as not found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Too many requests; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Request headers or URL too large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Backend failure */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    listTeamCreditLedger: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description next_cursor of the previous page */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /** @description external_team_id; not "." or ".." */
+                team_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        team_id: string;
                         entries: {
                             /**
                              * Format: date-time

@@ -9,6 +9,7 @@ import { fmtInt, fmtMoney } from "../format.ts";
 import { blockingIndex, describeLimit, dimensionLabel, fmtMetric, type Dimension } from "../limits.ts";
 import { SubscriptionForm } from "./subscription-form.tsx";
 import { UsageByModel } from "./usage-by-model.tsx";
+import { UserCredits } from "./user-credits.tsx";
 
 const p = (id: string) => ({ path: { team_id: id } });
 const userHref = (userId: string) => `/users/${encodeURIComponent(userId)}`;
@@ -59,6 +60,7 @@ export function TeamScreen({ id }: { id: string }) {
               empty="No usage by the team's members in this period."
             />
             <Members id={id} members={members} />
+            <TeamCredits id={id} planName={t.plan_name} />
             <div className="grid-2">
               <SubscriptionForm
                 current={undefined}
@@ -74,6 +76,13 @@ export function TeamScreen({ id }: { id: string }) {
       </Query>
     </div>
   );
+}
+
+/** The team's shared pool (drawn after each member's own credits): the user page's credits card, for the team. */
+function TeamCredits({ id, planName }: { id: string; planName: string | null }) {
+  const plans = useQuery({ queryKey: ["plans"], queryFn: () => ok(api.GET("/api/v1/config/plans")), enabled: planName !== null });
+  const plan = plans.data?.plans.find((x) => x.name === planName);
+  return <UserCredits kind="team" id={id} draws={planName === null ? "no plan" : plan?.credits_enabled} />;
 }
 
 /** What the team's plan caps: its period cap and model caps on the team's sum, each limit on the sum or on each member (its scope). */

@@ -1,27 +1,77 @@
-// A user's prepaid credits on the user's page: the balance, the grants with their status (each
-// voidable after a confirmation), a form to grant credits (confirmed before it is sent) and the
-// ledger, newest first. Money is shown to the nano-dollar the service keeps.
+// A user's prepaid credits on the user's page, and a team's shared pool on the team's page (the
+// same routes under /teams/{team_id}): the balance, the grants with their status (each voidable
+// after a confirmation), a form to grant credits (confirmed before it is sent) and the ledger,
+// newest first. Money is shown to the nano-dollar the service keeps.
 import { useEffect, useRef, useState } from "react";
-import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useMutation, useQuery, useQueryClient, type QueryClient } from "@tanstack/react-query";
 import { ApiError, answer, api, ok, type CreditGrant, type LedgerEntry } from "../api/client.ts";
 import { Card, DataTable, Empty, ErrorState, Field, FormAlert, FormStatus, num, Query, Submit, submitted, Time } from "../components.tsx";
 import { describeGrant, grantBody, LEDGER_TYPE, newGrantForm, STATUS_BADGE, voidable, type GrantForm, type GrantKind, type GrantStatus, type LedgerType } from "../credits.ts";
 import { fmtExactMoney, fmtSignedMoney } from "../format.ts";
 import { usePaging, useUrlState } from "../url-state.ts";
 
-const p = (id: string) => ({ path: { user_id: id } });
 const GRANTS_SHOWN = 25;
 /** What a change of the balance makes stale: the credits, the ledger, and the bars whose cap includes the balance. */
 const STALE = ["credits", "credit-ledger", "limits", "session"];
+/** A team's pool also moves the team's bars (team:total_spend). */
+const TEAM_STALE = ["team-limits", "team-member-sessions"];
 
-/** `draws`: whether the user's plan draws credits (its credits_enabled), "no plan", or undefined while unknown. */
-export function UserCredits({ id, draws }: { id: string; draws: boolean | "no plan" | undefined }) {
-  const credits = useQuery({ queryKey: ["credits", id], queryFn: () => ok(api.GET("/api/v1/users/{user_id}/credits", { params: p(id) })) });
+/** Whose credits: a user's, or a team's shared pool (drawn after each member's own). */
+export interface CreditOwner {
+  kind: "user" | "team";
+  id: string;
+}
+
+/** What the console reads of a balance and of a ledger page, the same for a user and a team. */
+interface Credits {
+  balance: number;
+  pending: number;
+  overdraft: number;
+  low_at: number | null;
+  grants: CreditGrant[];
+}
+interface LedgerPage {
+  entries: LedgerEntry[];
+  next_cursor: string | null;
+}
+
+/** The credit routes of an owner: a user's and a team's take the same bodies and answer the same shapes. */
+function routes(o: CreditOwner) {
+  const user = { path: { user_id: o.id } };
+  const team = { path: { team_id: o.id } };
+  const isTeam = o.kind === "team";
+  return {
+    /** The cache key of this owner's queries (a user and a team of one id are apart). */
+    key: isTeam ? `team:${o.id}` : o.id,
+    credits: (): Promise<Credits> => (isTeam ? ok(api.GET("/api/v1/teams/{team_id}/credits", { params: team })) : ok(api.GET("/api/v1/users/{user_id}/credits", { params: user }))),
+    grant: (body: never) =>
+      isTeam ? answer(api.POST("/api/v1/teams/{team_id}/credits", { params: team, body })) : answer(api.POST("/api/v1/users/{user_id}/credits", { params: user, body })),
+    void: (grantId: string) =>
+      isTeam
+        ? ok(api.POST("/api/v1/teams/{team_id}/credits/{grant_id}/void", { params: { path: { team_id: o.id, grant_id: grantId } } }))
+        : ok(api.POST("/api/v1/users/{user_id}/credits/{grant_id}/void", { params: { path: { user_id: o.id, grant_id: grantId } } })),
+    ledger: (query: { limit: number; cursor?: string }): Promise<LedgerPage> =>
+      isTeam
+        ? ok(api.GET("/api/v1/teams/{team_id}/credits/ledger", { params: { ...team, query } }))
+        : ok(api.GET("/api/v1/users/{user_id}/credits/ledger", { params: { ...user, query } })),
+    /** Marks stale what a change of the balance moves. */
+    stale(queryClient: QueryClient) {
+      for (const k of STALE) queryClient.invalidateQueries({ queryKey: [k, this.key] });
+      if (isTeam) for (const k of TEAM_STALE) queryClient.invalidateQueries({ queryKey: [k, o.id] });
+    },
+  };
+}
+
+/** `draws`: whether the owner's plan draws credits (its credits_enabled), "no plan", or undefined while unknown. */
+export function UserCredits({ id, draws, kind = "user" }: { id: string; draws: boolean | "no plan" | undefined; kind?: CreditOwner["kind"] }) {
+  const r = routes({ kind, id });
+  const credits = useQuery({ queryKey: ["credits", r.key], queryFn: r.credits });
+  const noun = kind === "team" ? "team" : "user";
   return (
     <>
-      <Card title="Credits">
-        {draws === false && <p className="notice">This user's plan does not draw credits (its credits_enabled is off): grants are kept, and drawn once the plan turns credits on.</p>}
-        {draws === "no plan" && <p className="notice">This user has no plan: grants are kept, and drawn once the user is on a plan that draws credits.</p>}
+      <Card title={kind === "team" ? "Credits (the team's pool, drawn after each member's own)" : "Credits"}>
+        {draws === false && <p className="notice">This {noun}'s plan does not draw credits (its credits_enabled is off): grants are kept, and drawn once the plan turns credits on.</p>}
+        {draws === "no plan" && <p className="notice">This {noun} has no plan: grants are kept, and drawn once the {noun} is on a plan that draws credits.</p>}
         <Query q={credits} label="Loading credits">
           {(c) => (
             <>
@@ -47,29 +97,30 @@ export function UserCredits({ id, draws }: { id: string; draws: boolean | "no pl
                   </div>
                 )}
               </div>
-              <Grants id={id} grants={c.grants} />
+              <Grants owner={{ kind, id }} grants={c.grants} />
             </>
           )}
         </Query>
       </Card>
       <div className="grid-2">
-        <GrantCredits id={id} />
-        <CreditLedger id={id} hasAny={credits.data ? credits.data.grants.length > 0 || credits.data.overdraft > 0 : credits.isError ? true : undefined} />
+        <GrantCredits owner={{ kind, id }} />
+        <CreditLedger owner={{ kind, id }} hasAny={credits.data ? credits.data.grants.length > 0 || credits.data.overdraft > 0 : credits.isError ? true : undefined} />
       </div>
     </>
   );
 }
 
-function Grants({ id, grants }: { id: string; grants: CreditGrant[] }) {
+function Grants({ owner, grants }: { owner: CreditOwner; grants: CreditGrant[] }) {
   const [all, setAll] = useState(false);
   const [voiding, setVoiding] = useState<CreditGrant | null>(null);
   const queryClient = useQueryClient();
   const confirmBox = useRef<HTMLDivElement>(null);
+  const r = routes(owner);
   const voidGrant = useMutation({
-    mutationFn: (g: CreditGrant) => ok(api.POST("/api/v1/users/{user_id}/credits/{grant_id}/void", { params: { path: { user_id: id, grant_id: g.id } } })),
+    mutationFn: (g: CreditGrant) => r.void(g.id),
     onSuccess: () => {
       setVoiding(null);
-      for (const k of STALE) queryClient.invalidateQueries({ queryKey: [k, id] });
+      r.stale(queryClient);
     },
   });
   // The confirmation takes the focus, so that a keyboard user lands on the question asked.
@@ -154,14 +205,15 @@ function Grants({ id, grants }: { id: string; grants: CreditGrant[] }) {
 
 const zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
 
-function GrantCredits({ id }: { id: string }) {
+function GrantCredits({ owner }: { owner: CreditOwner }) {
   const [form, setForm] = useState<GrantForm>(() => newGrantForm(crypto.randomUUID()));
   const [confirming, setConfirming] = useState(false);
   const queryClient = useQueryClient();
+  const r = routes(owner);
   const grant = useMutation({
-    mutationFn: (f: GrantForm) => answer(api.POST("/api/v1/users/{user_id}/credits", { params: p(id), body: grantBody(f) as never })),
+    mutationFn: (f: GrantForm) => r.grant(grantBody(f) as never),
     onSuccess: () => {
-      for (const k of STALE) queryClient.invalidateQueries({ queryKey: [k, id] });
+      r.stale(queryClient);
       setForm(newGrantForm(crypto.randomUUID()));
     },
     onSettled: () => setConfirming(false),
@@ -219,7 +271,7 @@ function GrantCredits({ id }: { id: string }) {
         )}
         {confirming ? (
           <div className="confirm-box" role="group" aria-label="Confirm the grant">
-            <p>{describeGrant(form, id)}</p>
+            <p>{describeGrant(form, owner.kind === "team" ? `team ${owner.id}` : owner.id)}</p>
             <div className="confirm">
               <Submit busy={grant.isPending} busyLabel="Granting…">
                 Yes, grant
@@ -241,14 +293,15 @@ function GrantCredits({ id }: { id: string }) {
 
 const LEDGER_PAGE_SIZES = [10, 25, 100];
 
-function CreditLedger({ id, hasAny }: { id: string; hasAny: boolean | undefined }) {
+function CreditLedger({ owner, hasAny }: { owner: CreditOwner; hasAny: boolean | undefined }) {
+  const r = routes(owner);
   const [params, set] = useUrlState();
   const paging = usePaging(params, set, "lcursor");
   const limit = Number(params.get("llimit")) || 25;
   // A user without grants (nor overdraft) has no ledger: not asked.
   const ledger = useQuery({
-    queryKey: ["credit-ledger", id, limit, paging.cursor],
-    queryFn: () => ok(api.GET("/api/v1/users/{user_id}/credits/ledger", { params: { ...p(id), query: { limit, cursor: paging.cursor } } })),
+    queryKey: ["credit-ledger", r.key, limit, paging.cursor],
+    queryFn: () => r.ledger({ limit, cursor: paging.cursor }),
     enabled: hasAny === true || paging.cursor !== undefined,
   });
   return (

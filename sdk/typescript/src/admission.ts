@@ -160,8 +160,11 @@ export class Admission {
   }
 }
 
-/** What a block names of the user's credits when they are what ran out (credits.ts), else null. */
+/** What a block names of the user's credits, or its team's pool, when they are what ran out (credits.ts), else null. */
 function creditsOf(e: UserEntry, result: GuardResult): LimitCredits | null {
+  // A team's pool that ran out (BUDGETS.md §4): named as the user's credits are.
+  const pool = e.team?.poolBlock(result.gate_reason, result.status, result.current_value) ?? null;
+  if (pool !== null) return pool;
   const c = e.credits?.block(result.gate_reason, result.status, result.current_value, e.periodCost) ?? null;
   return c === null ? null : { balance: c.balance, lowAt: c.low_at };
 }

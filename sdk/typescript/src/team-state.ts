@@ -8,8 +8,8 @@
  * (members' views arrive in any order).
  */
 import { own, byName } from "./own.ts";
-import { keepCounters, mergeUsage, readPlan, rollUsage, type PeriodState } from "./session-view.ts";
-import { addDollars, advance, countIn, hardMarkOf, memberScoped, mergeView, unitOf, type LimitCounter, type PlanLimit } from "./rules/index.ts";
+import { keepCounters, mergeUsage, readPlan, rollUsage, withCap, type PeriodState } from "./session-view.ts";
+import { addDollars, advance, blockedByCredits, countIn, hardMarkOf, memberScoped, mergeView, unitOf, type LimitCounter, type PlanLimit } from "./rules/index.ts";
 import type { LimitStatus, PlanConfig, TeamState, TeamView } from "./types.ts";
 
 const NO_COUNTERS: LimitCounter[] = [];
@@ -28,6 +28,8 @@ export class TeamEntry implements PeriodState {
   costByModel: Record<string, number> = byName();
   /** One per entry of `config.limits`: the team's counter of a scope-`team` limit (scope-`member` ones are the members'). */
   counters: LimitCounter[] = NO_COUNTERS;
+  /** The team's shared pool (the team plan with credits): the allowance, and the plan's low mark; null without. */
+  pool: { allowance: number; lowAt: number | null } | null = null;
   /** What the members' calls in flight hold (dollars; tokens per model). */
   reservedCost = 0;
   reservedTokens: Record<string, number> = byName();
@@ -53,7 +55,9 @@ export class TeamEntry implements PeriodState {
     this.planId = view.plan_id ?? null;
     const before = this.config;
     // The same plan as before is the same object (interned): members compare it to know their counters still fit.
-    this.config = readPlan(view.plan_config);
+    const plan = readPlan(view.plan_config);
+    this.config = teamCap(plan, limits);
+    this.pool = this.config === plan ? null : { allowance: plan.max_spend_per_period!, lowAt: plan.credits_low_at ?? null };
     const period = this.period();
     this.counters = keepCounters(reset ? null : before, this.counters, this.config, now, period);
     for (const v of limits ?? []) {
@@ -61,6 +65,17 @@ export class TeamEntry implements PeriodState {
       if (i >= 0 && !memberScoped(this.config.limits[i]!)) mergeView(this.config.limits[i]!, this.counters[i]!, v, now, this.config.time_zone, period);
     }
     return true;
+  }
+
+  /**
+   * What a block of `team:total_spend` names of the team's pool when the pool is what ran out
+   * (spend past the team allowance), as a user's credits (rules/credits.ts): the balance the cap
+   * leaves after the team's spend.
+   */
+  poolBlock(gateReason: string | null, status: string, currentValue: number): { balance: number; lowAt: number | null } | null {
+    const pool = this.pool;
+    if (pool === null || this.config === null || !blockedByCredits(gateReason === "team:total_spend" ? "total_spend" : null, status, currentValue, pool.allowance)) return null;
+    return { balance: addDollars(this.config.max_spend_per_period!, -this.periodCost), lowAt: pool.lowAt };
   }
 
   /** The period ended and no view gave a new one: the sums are cleared and the next period is taken to be as long as the last. */
@@ -110,6 +125,16 @@ export class TeamEntry implements PeriodState {
       period_cost_by_model: { ...this.costByModel },
     };
   }
+}
+
+/**
+ * The team plan with the team's pool counted into its period cap (BUDGETS.md §4): with credits,
+ * `team:total_spend` carries them and its max is the allowance, what the pool drew and its
+ * balance, as a user's `total_spend`; locally the pool is what that cap leaves after the team's spend.
+ */
+function teamCap(plan: PlanConfig, limits: readonly LimitStatus[] | undefined): PlanConfig {
+  const total = limits?.find((d) => d.reason === "team:total_spend");
+  return plan.credits_enabled && total?.credits != null && plan.max_spend_per_period !== null ? withCap(plan, total.max) : plan;
 }
 
 /** The teams of the members this process serves: one entry per team id. */

@@ -393,6 +393,8 @@ export interface TeamView {
   plan_config: PlanConfigView;
   current_usage: SessionView["current_usage"];
   billing_period: BillingPeriod;
+  /** The team's shared pool when the team plan has credits (drawn after the member's own); its balance is in `team:total_spend`'s max. */
+  credits?: CreditsView | null;
 }
 
 export interface Rate {

@@ -48,13 +48,19 @@ export interface CreditAccountDoc {
   /** "<product>|<owner>" */
   _id: string;
   product_id: string;
-  /** "user:<external user id>" (teams later: "team:<id>"). */
+  /** "user:<external user id>", or "team:<external team id>" for a team's shared pool: the prefixes keep the two apart. */
   owner: string;
   /** Grants not final, and final ones not yet copied to `credit_grants`, by encoded grant id. */
   grants: Record<string, GrantState>;
   overdraft_nano: number;
   /** Nano-dollars drawn per billing period (key: the period start in ms), with the period's end. */
   drawn: Record<string, { n: number; end: Date }>;
+  /** A member's account in a team whose plan draws credits: per billing period, what its own grants did not cover, handed to the pool. */
+  spilled?: Record<string, { n: number; end: Date }>;
+  /** A team's pool: what each member's period handed over so far (key "<owner>|<period start ms>"). */
+  got?: Record<string, { n: number; end: Date }>;
+  /** A team's pool: per team billing period, the sum handed over by its members (what the team allowance, then the pool, pays). */
+  pooled?: Record<string, { n: number; end: Date }>;
   low_armed: boolean;
   /** The plan's credits_low_at (dollars) as last known; what the expiry job announces with. */
   low_at: number | null;
@@ -69,6 +75,16 @@ export function accountId(productId: string, owner: string): string {
 
 export function userOwner(userId: string): string {
   return `user:${userId}`;
+}
+
+/** A team's shared pool (BUDGETS.md §4). */
+export function teamOwner(teamId: string): string {
+  return `team:${teamId}`;
+}
+
+/** The external team id of a team owner, null for a user's. */
+export function ownerTeamId(owner: string): string | null {
+  return owner.startsWith("team:") ? owner.slice(5) : null;
 }
 
 /** The external id of a user owner (what webhooks carry as user_id). */
@@ -101,6 +117,20 @@ export interface PeriodNeed {
 }
 
 const clone = <T>(v: T): T => structuredClone(v);
+
+type Amounts = Record<string, { n: number; end: Date }>;
+
+/** Drops the entries of periods ended before `closedBefore`; true when some went. */
+function dropClosed(m: Amounts | undefined, closedBefore: Date): boolean {
+  let dropped = false;
+  for (const [k, d] of Object.entries(m ?? {})) {
+    if (d.end < closedBefore) {
+      delete m![k];
+      dropped = true;
+    }
+  }
+  return dropped;
+}
 
 /** The write that takes an account from the state read to the next one (the whole account: credits/store.ts). */
 export interface AccountWrite {
@@ -217,25 +247,30 @@ export class AccountChange {
 
   /**
    * Draws what each period needs beyond what it drew already, then pays any overdraft, from the
-   * active grants in draw order; what no grant covers is overdraft. Periods ended before
-   * `closedBefore` draw nothing (their entry may have been dropped).
+   * active grants in draw order; what no grant covers is overdraft, or with `toTeam` (a member of
+   * a team whose plan draws credits, BUDGETS.md §4) handed to the team's pool (`spilled`).
+   * Periods ended before `closedBefore` draw nothing (their entry may have been dropped).
    */
-  settle(needs: readonly PeriodNeed[], closedBefore: Date): void {
+  settle(needs: readonly PeriodNeed[], closedBefore: Date, toTeam = false): void {
     let amount = 0;
+    let last: PeriodNeed | null = null;
     for (const n of needs) {
       if (n.end < closedBefore) continue;
       const prev = this.doc.drawn[n.key]?.n ?? 0;
       if (n.needed <= prev) continue;
       amount += n.needed - prev;
+      last = n;
       this.doc.drawn[n.key] = { n: n.needed, end: n.end };
       this.put();
     }
-    for (const [k, d] of Object.entries(this.doc.drawn)) {
-      if (d.end < closedBefore) {
-        delete this.doc.drawn[k];
-        this.put();
-      }
-    }
+    for (const m of [this.doc.drawn, this.doc.spilled, this.doc.got, this.doc.pooled]) if (dropClosed(m, closedBefore)) this.put();
+    // What goes to the team's pool, filed under the (last) period that needed it.
+    const spill = (n: number) => {
+      if (n <= 0 || last === null) return;
+      const s = (this.doc.spilled ??= {});
+      s[last.key] = { n: (s[last.key]?.n ?? 0) + n, end: last.end };
+      this.put();
+    };
     const owed = this.doc.overdraft_nano;
     if (amount === 0 && owed === 0) return;
     const { taken, uncovered } = draw(Object.values(this.doc.grants), owed + amount, this.t);
@@ -257,13 +292,29 @@ export class AccountChange {
       paying -= pays;
       if (t - pays > 0) this.ledger("usage", id, -(t - pays));
     }
-    // Of the new usage, what no grant covered.
+    // Of the new usage, what no grant covered: the team's pool's to pay, or an overdraft.
     const fresh = Math.min(amount, uncovered);
-    if (fresh > 0) this.ledger("overdraft", null, -fresh);
-    if (uncovered !== owed) {
-      this.doc.overdraft_nano = uncovered;
+    const left = toTeam ? uncovered - fresh : uncovered;
+    if (toTeam) spill(fresh);
+    else if (fresh > 0) this.ledger("overdraft", null, -fresh);
+    if (left !== owed) {
+      this.doc.overdraft_nano = left;
       this.put();
     }
+  }
+
+  /**
+   * A team's pool takes what a member's period handed over in all (`total`, a whole value, so
+   * taking it again adds nothing), filed under the team's period `teamKey`.
+   */
+  receive(from: string, total: number, end: Date, teamKey: string, teamEnd: Date): void {
+    const got = (this.doc.got ??= {});
+    const prev = got[from]?.n ?? 0;
+    if (total <= prev) return;
+    got[from] = { n: total, end };
+    const pooled = (this.doc.pooled ??= {});
+    pooled[teamKey] = { n: (pooled[teamKey]?.n ?? 0) + total - prev, end: teamEnd };
+    this.put();
   }
 
   /** Adds a grant (it first pays any overdraft: `settle` with nothing needed). */

@@ -125,3 +125,25 @@ test("expiry takes the remainder, writes an expiry entry and announces it; a voi
 });
 
 test.run();
+
+test("a member of a team with a pool: own grants first, the rest handed over (no overdraft); the pool takes a total once", () => {
+  const closed = D(-10 * 86_400_000);
+  const end = D(20 * 86_400_000);
+  const member = new AccountChange(null, "p", "user:ann", D(0));
+  member.addGrant(grant("own", 0.5), closed);
+  member.settle([{ key: "1", end, needed: 0.8 * N }], closed, true);
+  assert.equal([member.doc.grants.own!.remaining_nano, member.doc.overdraft_nano, member.doc.spilled?.["1"]?.n], [0, 0, 0.3 * N]);
+  // The same need again: nothing drawn, nothing more handed over.
+  member.settle([{ key: "1", end, needed: 0.8 * N }], closed, true);
+  assert.is(member.doc.spilled?.["1"]?.n, 0.3 * N);
+
+  const pool = new AccountChange(null, "p", "team:acme", D(0));
+  pool.addGrant(grant("pool", 1), closed);
+  pool.receive("user:ann|1", 0.3 * N, end, "9", end);
+  pool.receive("user:ann|1", 0.3 * N, end, "9", end);
+  pool.receive("user:bob|1", 0.4 * N, end, "9", end);
+  assert.is(pool.doc.pooled?.["9"]?.n, 0.7 * N);
+  // A team allowance of 0.2 pays first, the pool the rest.
+  pool.settle([{ key: "9", end, needed: needed(pool.doc.pooled!["9"]!.n, 0.2 * N) }], closed);
+  assert.is(pool.doc.grants.pool!.remaining_nano, 0.5 * N);
+});

@@ -8,7 +8,7 @@ import { isDuplicateKeyError } from "@meter/lib/mongo";
 import { rpcError } from "@meter/lib/errors";
 import { toDollars } from "@meter/rules";
 import { entry, type OutboxStore } from "../store/outbox.ts";
-import { ownerUserId, type CreditAccountDoc, type LedgerOp, type Notice, type Settled } from "./account.ts";
+import { ownerTeamId, ownerUserId, type CreditAccountDoc, type LedgerOp, type Notice, type Settled } from "./account.ts";
 import { grantRecordId, ledgerDayId, type CreditStore, type GrantRecordDoc, type LedgerDayDoc } from "./store.ts";
 import { encodeKey } from "../domain/field-keys.ts";
 
@@ -30,7 +30,9 @@ function entryKey(op: LedgerOp): string {
 export interface NoticePayload {
   id: string;
   product_id: string;
-  user_id: string;
+  /** The user's external id; absent for a team's pool (team_id instead). */
+  user_id?: string;
+  team_id?: string;
   type: string;
   balance: number;
   low_at: number | null;
@@ -39,11 +41,17 @@ export interface NoticePayload {
   at: Date;
 }
 
+/** Who a webhook names: the user, or the team whose pool it is. */
+function ownerIds(owner: string): { user_id: string } | { team_id: string } {
+  const team = ownerTeamId(owner);
+  return team === null ? { user_id: ownerUserId(owner) } : { team_id: team };
+}
+
 function noticePayload(n: Notice): NoticePayload {
   return {
     id: n.id,
     product_id: n.product_id,
-    user_id: ownerUserId(n.owner),
+    ...ownerIds(n.owner),
     type: n.type,
     balance: toDollars(n.balance_nano),
     low_at: n.low_at,

@@ -9,8 +9,9 @@ import { toNano } from "@meter/rules";
 import type { RetentionPolicy } from "../domain/retention-policy.ts";
 import type { UsageEventDoc } from "../store/usage-events.ts";
 import { needed } from "./allocate.ts";
-import { AccountChange, accountId, settledOp, userOwner, type CreditAccountDoc, type PeriodNeed } from "./account.ts";
+import { AccountChange, accountId, settledOp, teamOwner, userOwner, type CreditAccountDoc, type PeriodNeed } from "./account.ts";
 import { writeSettled, type FlushDeps } from "./ledger.ts";
+import { poolCounterId } from "../teams/shares.ts";
 
 /** What changing accounts needs: their store, the outbox their webhooks go to, the clock. */
 export type AccountDeps = FlushDeps;
@@ -91,25 +92,53 @@ async function round(
   return out;
 }
 
-/** One billing period of one user a usage job added to, whose plan draws credits. */
+/** One billing period of one user a usage job added to, whose plan (or whose team's plan) draws credits. */
 export interface CreditPeriod {
   productId: string;
   userId: string;
   counterId: string;
   start: Date;
   end: Date;
-  /** The plan's max_spend_per_period (dollars). */
+  /** The plan's max_spend_per_period (dollars); 0 when only the team's plan draws credits. */
+  allowance: number;
+  lowAt: number | null;
+  /** Whether the user's own plan draws credits (its own grants are drawn first). */
+  own: boolean;
+  /** The member's team when the team plan draws credits: what its own grants leave goes to the team's pool. */
+  team?: TeamPool;
+}
+
+/** A team's pool as a member's events name it (the last event's, when a period's events name several). */
+export interface TeamPool {
+  /** The external team id (the pool's owner). */
+  teamId: string;
+  /** The team's period counter of that period (its pool counter is teams/shares.ts poolCounterId of it). */
+  counterId: string;
+  start: Date;
+  end: Date;
+  /** The team plan's max_spend_per_period (dollars): what the spend handed to the team uses before the pool. */
   allowance: number;
   lowAt: number | null;
 }
 
-/** The credit periods among a job's period counters: those whose events say their plan draws credits. */
+/** The credit periods among a job's period counters: those whose events say their plan, or their team's, draws credits. */
 export function creditPeriods(periods: readonly { delta: { id: string; productId: string; userId: string; start: Date; end: Date }; events: readonly UsageEventDoc[] }[]): CreditPeriod[] {
   const out: CreditPeriod[] = [];
   for (const p of periods) {
     const e = p.events.find((x) => x.credits !== undefined && x.spend_limit !== null);
-    if (!e) continue;
-    out.push({ productId: p.delta.productId, userId: p.delta.userId, counterId: p.delta.id, start: p.delta.start, end: p.delta.end, allowance: e.spend_limit!, lowAt: e.credits!.low_at });
+    const t = p.events.findLast((x) => x.team?.credits !== undefined)?.team;
+    if (!e && !t) continue;
+    out.push({
+      productId: p.delta.productId,
+      userId: p.delta.userId,
+      counterId: p.delta.id,
+      start: p.delta.start,
+      end: p.delta.end,
+      allowance: e ? e.spend_limit! : 0,
+      lowAt: e ? e.credits!.low_at : null,
+      own: e !== undefined,
+      ...(t && { team: { teamId: t.credits!.team_id, counterId: t.counter_id, start: t.period_start, end: t.period_end, allowance: t.credits!.allowance, lowAt: t.credits!.low_at } }),
+    });
   }
   return out;
 }
@@ -118,6 +147,8 @@ export function creditPeriods(periods: readonly { delta: { id: string; productId
 export interface SettleDeps {
   /** The period spend (nano-dollars) of counters by id, in one read. */
   spends(counterIds: readonly string[]): Promise<Map<string, number>>;
+  /** The same of teams' counters (their pool counters). */
+  teamSpends(counterIds: readonly string[]): Promise<Map<string, number>>;
   /** Periods that ended before this draw nothing: their `drawn` entry goes, as their crossings do. */
   closedBefore: Date;
   accounts: AccountDeps;
@@ -125,22 +156,72 @@ export interface SettleDeps {
 
 /**
  * Settles the periods a usage job added to (after its counters): one read of their counters,
- * then changeAccounts. A constant number of commands per job, whatever its users.
+ * then changeAccounts; then the teams' pools take what their members handed over (teams'
+ * credits, BUDGETS.md §4). A constant number of commands per job, whatever its users.
  */
 export async function settlePeriods(deps: SettleDeps, periods: readonly CreditPeriod[]): Promise<void> {
   if (periods.length === 0) return;
-  const spends = await deps.spends(periods.map((p) => p.counterId));
-  const targets = new Map<string, AccountTarget & { needs: PeriodNeed[] }>();
-  for (const p of periods) {
+  // A member whose own plan draws no credits hands its whole spend to the team: counted in the
+  // team's pool counter, no account of its own to change.
+  const own = periods.filter((p) => p.own);
+  const spends = own.length === 0 ? new Map<string, number>() : await deps.spends(own.map((p) => p.counterId));
+  const targets = new Map<string, AccountTarget & { needs: PeriodNeed[]; toTeam: boolean; teams: CreditPeriod[] }>();
+  for (const p of own) {
     const owner = userOwner(p.userId);
     const id = accountId(p.productId, owner);
     const spend = spends.get(p.counterId) ?? 0;
     const need: PeriodNeed = { key: String(p.start.getTime()), end: p.end, needed: needed(spend, toNano(p.allowance)) };
     const t = targets.get(id);
-    if (t) t.needs.push(need);
-    else targets.set(id, { productId: p.productId, owner, lowAt: p.lowAt, needs: [need] });
+    if (t) {
+      t.needs.push(need);
+      if (p.team) t.teams.push(p);
+    } else {
+      targets.set(id, { productId: p.productId, owner, lowAt: p.lowAt, needs: [need], toTeam: p.team !== undefined, teams: p.team ? [p] : [] });
+    }
   }
   // An account that draws nothing and holds nothing to copy out is not even read.
   for (const [id, t] of targets) if (t.needs.every((n) => n.needed === 0)) targets.delete(id);
-  await changeAccounts(deps.accounts, targets, (id, c) => c.settle(targets.get(id)!.needs, deps.closedBefore));
+  const after = await changeAccounts(deps.accounts, targets, (id, c) => {
+    const t = targets.get(id)!;
+    c.settle(t.needs, deps.closedBefore, t.toTeam);
+  });
+  const handed = [...targets.values()].flatMap((t) => t.teams.map((p) => ({ p, account: after.get(accountId(p.productId, userOwner(p.userId))) ?? null })));
+  await settlePools(deps, handed, periods.filter((p) => !p.own && p.team));
+}
+
+/**
+ * The teams' pools take what each member's period handed over in all (`spilled`, kept in the
+ * member's account, written before this), then draw what each team period needs beyond the team
+ * plan's allowance: the members' handed-over spend plus the pool counter's (members whose own
+ * plans draw none). Whole values all: a repeat after a crash takes and draws nothing twice.
+ */
+async function settlePools(deps: SettleDeps, handed: readonly { p: CreditPeriod; account: CreditAccountDoc | null }[], direct: readonly CreditPeriod[]): Promise<void> {
+  const pools = new Map<string, AccountTarget & { from: { key: string; total: number; end: Date; team: TeamPool }[]; periods: Map<string, TeamPool> }>();
+  const poolOf = (p: CreditPeriod) => {
+    const team = p.team!;
+    const owner = teamOwner(team.teamId);
+    const id = accountId(p.productId, owner);
+    let pool = pools.get(id);
+    if (!pool) pools.set(id, (pool = { productId: p.productId, owner, lowAt: team.lowAt, from: [], periods: new Map() }));
+    pool.periods.set(String(team.start.getTime()), team);
+    return pool;
+  };
+  for (const { p, account } of handed) {
+    const total = account?.spilled?.[String(p.start.getTime())]?.n ?? 0;
+    if (total > 0) poolOf(p).from.push({ key: `${userOwner(p.userId)}|${p.start.getTime()}`, total, end: p.end, team: p.team! });
+  }
+  for (const p of direct) poolOf(p);
+  if (pools.size === 0) return;
+  const periods = [...pools.values()].flatMap((x) => [...x.periods.values()]);
+  const counted = await deps.teamSpends(periods.map((t) => poolCounterId(t.counterId)));
+  await changeAccounts(deps.accounts, pools, (id, c) => {
+    const pool = pools.get(id)!;
+    for (const f of pool.from) c.receive(f.key, f.total, f.end, String(f.team.start.getTime()), f.team.end);
+    const needs = [...pool.periods].map(([key, t]) => ({
+      key,
+      end: t.end,
+      needed: needed((counted.get(poolCounterId(t.counterId)) ?? 0) + (c.doc.pooled?.[key]?.n ?? 0), toNano(t.allowance)),
+    }));
+    c.settle(needs, deps.closedBefore);
+  });
 }

@@ -7,7 +7,9 @@ import { toDollars, toNano } from "@meter/rules";
 import { optionalTimestamp, toTimestamp } from "@meter/lib/time";
 import { encodeKey } from "../domain/field-keys.ts";
 import { balanceOf, statusAt, type GrantState } from "./allocate.ts";
-import { accountId, userOwner, type CreditAccountDoc } from "./account.ts";
+import { accountId, teamOwner, userOwner, type CreditAccountDoc } from "./account.ts";
+import type { TeamAttribution } from "../domain/attribution.ts";
+import { poolCounterId } from "../teams/shares.ts";
 import type { GrantRecordDoc } from "./store.ts";
 
 /** A grant's live state from its record (what the account takes when it is created). */
@@ -103,4 +105,40 @@ export async function creditsInForce(
   const cap =
     plan.maxSpendPerPeriod === undefined ? null : { capNano: creditCapNano(toNano(plan.maxSpendPerPeriod), view), balanceNano: view.balance, lowAt: plan.creditsLowAt };
   return { view, cap };
+}
+
+/** A team's pool as the session view and the team's dimensions see it. */
+export interface TeamCredits {
+  view: CreditView;
+  cap: { capNano: number; balanceNano: number; lowAt: number | undefined } | null;
+}
+
+/**
+ * A team's pool when the team plan in force draws credits (two reads by `_id`: the pool's account
+ * and the team's pool counter), else null; the
+ * answer takes the team's period spend (nano-dollars). The `team:total_spend` cap is the team
+ * allowance + drawn + balance, plus what the team's sum holds that was never handed to the pool
+ * (members' spend within their own allowance or paid by their own grants: BUDGETS.md §4, own first).
+ */
+export async function teamCreditsInForce(
+  store: { account(id: string): Promise<CreditAccountDoc | null> },
+  teamCounters: { spends(ids: readonly string[]): Promise<Map<string, number>> },
+  productId: string,
+  a: TeamAttribution,
+  now: Date,
+): Promise<((spendNano: number) => TeamCredits) | null> {
+  if (!a.plan.creditsEnabled) return null;
+  const pool = poolCounterId(a.counterId);
+  const [account, direct] = await Promise.all([store.account(accountId(productId, teamOwner(a.team.externalTeamId))), teamCounters.spends([pool])]);
+  const view = creditView(account, a.period.start, now);
+  const allowance = a.plan.maxSpendPerPeriod;
+  // What the team pays in this period: what members handed over, and its pool counter.
+  const pooled = (account?.pooled?.[String(a.period.start.getTime())]?.n ?? 0) + (direct.get(pool) ?? 0);
+  return (spendNano) => ({
+    view,
+    cap:
+      allowance === undefined
+        ? null
+        : { capNano: creditCapNano(toNano(allowance), view) + Math.max(0, spendNano - pooled), balanceNano: view.balance, lowAt: a.plan.creditsLowAt },
+  });
 }

@@ -81,7 +81,7 @@ async function derive(deps: UsageCompletionDeps, job: JobDoc, inserted: UsageEve
   const windows = windowDeltas(inserted, deps.now());
   await Promise.all([
     // Credits drawn from the counters as this job left them (credits/settle.ts): once, however often this runs.
-    settlePeriods({ spends: (ids) => deps.counters.spends(ids), closedBefore: crossingsClosedBefore(deps.now(), deps.retention), accounts: deps }, creditPeriods(periods)),
+    settlePeriods({ spends: (ids) => deps.counters.spends(ids), teamSpends: (ids) => deps.teamCounters.spends(ids), closedBefore: crossingsClosedBefore(deps.now(), deps.retention), accounts: deps }, creditPeriods(periods)),
     (async () => {
       // What the events spent from budget leases' window slices: settled in the window's own update.
       await Promise.all(

@@ -2,21 +2,18 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { IngestionService } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import { fromTimestamp } from "@meter/lib/time";
 import type { IngestionDeps } from "../deps.ts";
-import { attribute } from "../domain/attribution.ts";
-import { userOwner } from "../credits/account.ts";
 import { addGrant } from "../credits/grants.ts";
 import { grantMessage } from "../credits/view.ts";
-import { requireUser } from "./common.ts";
+import { creditOwner } from "./credit-owner.ts";
 
-/** Adds a grant to a user's credits (credits/grants.ts); `created` false when it was sent before. */
+/** Adds a grant to a user's credits or a team's pool (credits/grants.ts); `created` false when it was sent before. */
 export function createCreditGrant(deps: IngestionDeps): ServiceImpl<typeof IngestionService>["createCreditGrant"] {
   return async (req) => {
-    const user = await requireUser(deps, req.productId, req.userId);
-    const plan = attribute(req.productId, req.userId, user, deps.now()).plan;
+    const who = await creditOwner(deps, req);
     const { record, account, created } = await addGrant(
       deps,
       req.productId,
-      userOwner(req.userId),
+      who.owner,
       {
         id: req.grantId,
         amount: req.amount,
@@ -27,7 +24,7 @@ export function createCreditGrant(deps: IngestionDeps): ServiceImpl<typeof Inges
         description: req.description,
         metadata: req.metadata,
       },
-      plan?.creditsLowAt ?? null,
+      who.lowAt ?? null,
     );
     return { grant: grantMessage(record, account, deps.now()), created };
   };

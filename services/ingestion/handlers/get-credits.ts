@@ -2,25 +2,23 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { IngestionService } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import { toDollars } from "@meter/rules";
 import type { IngestionDeps } from "../deps.ts";
-import { attribute } from "../domain/attribution.ts";
-import { accountId, userOwner } from "../credits/account.ts";
+import { accountId } from "../credits/account.ts";
 import { grantRecordId } from "../credits/store.ts";
 import { creditView, grantMessage } from "../credits/view.ts";
-import { requireUser } from "./common.ts";
+import { creditOwner } from "./credit-owner.ts";
 
 /** Grants listed at most (the newest); older ones stay in the ledger. */
 export const MAX_LISTED_GRANTS = 1000;
 
 /**
- * A user's balance, pending credits, overdraft and grants (newest first): the account and the
+ * A user's (or a team pool's) balance, pending credits, overdraft and grants (newest first): the account and the
  * owner's index read together, then the grants' records by `_id`.
  */
 export function getCredits(deps: IngestionDeps): ServiceImpl<typeof IngestionService>["getCredits"] {
   return async (req) => {
-    const user = await requireUser(deps, req.productId, req.userId);
+    const who = await creditOwner(deps, req);
     const now = deps.now();
-    const plan = attribute(req.productId, req.userId, user, now).plan;
-    const owner = userOwner(req.userId);
+    const owner = who.owner;
     const [account, index] = await Promise.all([deps.credits.account(accountId(req.productId, owner)), deps.credits.indexOf(req.productId, owner)]);
     const ids = (index?.grants ?? []).slice(-MAX_LISTED_GRANTS).map((g) => grantRecordId(req.productId, owner, g));
     const records = (await deps.credits.grantsOf(ids)).sort(
@@ -28,11 +26,11 @@ export function getCredits(deps: IngestionDeps): ServiceImpl<typeof IngestionSer
     );
     const v = creditView(account, null, now);
     return {
-      userId: req.userId,
+      ...who.ids,
       balance: toDollars(v.balance),
       pending: toDollars(v.pending),
       overdraft: toDollars(v.overdraft),
-      lowAt: plan?.creditsLowAt,
+      lowAt: who.lowAt,
       grants: records.map((r) => grantMessage(r, account, now)),
     };
   };

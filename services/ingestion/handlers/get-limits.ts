@@ -2,7 +2,7 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { IngestionService } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import type { IngestionDeps } from "../deps.ts";
 import { attribute, attributeTeam } from "../domain/attribution.ts";
-import { hasScope, readTeam, teamLimits } from "../teams/view.ts";
+import { hasScope, ownCapWithPool, readTeam, teamLimits } from "../teams/view.ts";
 import { catchUp } from "../late-changes/follow.ts";
 import { dimensions } from "../windows/dimensions.ts";
 import { windowDocId } from "../windows/shares.ts";
@@ -26,8 +26,8 @@ export function getLimits(deps: IngestionDeps): ServiceImpl<typeof IngestionServ
       deps.counters.get(a.counterId),
       (a.plan && a.plan.limits.length > 0) || hasScope(ta, "member") ? deps.windows.get(windowDocId(productId, req.userId)) : null,
       creditsInForce(deps.credits, productId, req.userId, a.plan, a.period.start, now),
-      readTeam(deps, productId, ta),
+      readTeam(deps, productId, ta, now),
     ]);
-    return { userId: req.userId, limits: [...dimensions(a.plan, a.period, counter, windows, now, credits?.cap), ...teamLimits(team, windows, now)] };
+    return { userId: req.userId, limits: [...dimensions(a.plan, a.period, counter, windows, now, ownCapWithPool(credits?.cap, team)), ...teamLimits(team, windows, now)] };
   };
 }

@@ -10,7 +10,7 @@ import { requireUser } from "./common.ts";
 import { dimensions } from "../windows/dimensions.ts";
 import { windowDocId } from "../windows/shares.ts";
 import { creditsInForce, sessionCredits } from "../credits/view.ts";
-import { hasScope, readTeam, sessionTeam, teamLimits } from "../teams/view.ts";
+import { hasScope, ownCapWithPool, readTeam, sessionTeam, teamLimits } from "../teams/view.ts";
 import { currentUsage, planConfig } from "./plan-config.ts";
 
 /** Plan name reported for a user without a plan (with sdk_enabled false). */
@@ -72,7 +72,7 @@ export function getSession(deps: IngestionDeps): ServiceImpl<typeof IngestionSer
     // Read beside the counter: only for a plan with credits enabled; the team's documents likewise.
     const creditsRead = creditsInForce(deps.credits, productId, req.userId, a.plan, a.period.start, now);
     creditsRead.catch(() => {});
-    const teamRead = readTeam(deps, productId, ta);
+    const teamRead = readTeam(deps, productId, ta, now);
     teamRead.catch(() => {});
     const plan = a.plan;
     // The user's window document holds its own plan's limits and its team plan's member-scope ones.
@@ -94,7 +94,7 @@ export function getSession(deps: IngestionDeps): ServiceImpl<typeof IngestionSer
       planConfig: planConfig(plan),
       currentUsage: currentUsage(counter),
       billingPeriod: { start: toTimestamp(a.period.start), end: toTimestamp(a.period.end) },
-      limits: [...dimensions(plan, a.period, counter ?? null, windows, now, credits?.cap), ...teamLimits(team, windows, now)],
+      limits: [...dimensions(plan, a.period, counter ?? null, windows, now, ownCapWithPool(credits?.cap, team)), ...teamLimits(team, windows, now)],
       credits: credits ? sessionCredits(credits.view, plan?.creditsLowAt) : undefined,
       team: team ? sessionTeam(team) : undefined,
     };

@@ -11,7 +11,7 @@ export function getTeamLimits(deps: IngestionDeps): ServiceImpl<typeof Ingestion
     const productId = req.productId;
     const team = await requireTeam(deps, productId, req.teamId);
     const now = deps.now();
-    const state = await readTeam(deps, productId, teamAt(productId, team, now));
+    const state = await readTeam(deps, productId, teamAt(productId, team, now), now);
     return { teamId: req.teamId, limits: teamLimits(state, "none", now) };
   };
 }

@@ -4,19 +4,18 @@ import { rpcError } from "@meter/lib/errors";
 import { toTimestamp } from "@meter/lib/time";
 import { toDollars } from "@meter/rules";
 import type { IngestionDeps } from "../deps.ts";
-import { userOwner } from "../credits/account.ts";
 import { listLedger } from "../credits/ledger.ts";
-import { requireUser } from "./common.ts";
+import { creditOwner } from "./credit-owner.ts";
 
-/** A page of a user's credit ledger, newest first (credits/ledger.ts). */
+/** A page of a user's (or a team pool's) credit ledger, newest first (credits/ledger.ts). */
 export function listCreditLedger(deps: IngestionDeps): ServiceImpl<typeof IngestionService>["listCreditLedger"] {
   return async (req) => {
     const limit = req.limit === 0 ? 50 : req.limit;
     if (limit < 1 || limit > 200) throw rpcError.invalid("limit must be 1-200");
-    await requireUser(deps, req.productId, req.userId);
-    const page = await listLedger(deps, req.productId, userOwner(req.userId), limit, req.cursor);
+    const who = await creditOwner(deps, req);
+    const page = await listLedger(deps, req.productId, who.owner, limit, req.cursor);
     return {
-      userId: req.userId,
+      ...who.ids,
       entries: page.entries.map((e) => ({
         at: toTimestamp(e.at),
         type: e.type,

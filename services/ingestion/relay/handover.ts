@@ -111,7 +111,8 @@ export function outboxes(stores: { outbox: OutboxStore; webhooks: WebhookPublish
         docs.map((d) => ({
           id: d.id,
           productId: d.product_id,
-          userId: d.user_id,
+          userId: d.user_id ?? "",
+          teamId: d.team_id,
           type: d.type,
           balance: d.balance,
           lowAt: d.low_at ?? undefined,

@@ -1,6 +1,6 @@
 /**
  * A usage job's team part (BUDGETS.md §4): the team shares its events carry (teams/shares.ts)
- * added to the teams' period and month counters and window documents, each under the same job
+ * added to the teams' period and month counters (and pool counters: teams/shares.ts poolCounterId) and window documents, each under the same job
  * guard as the members' counters, in the same completion. So a retry, the recovery sweep or a
  * completion after a crash counts a team exactly when it counts its member: once.
  */
@@ -9,10 +9,11 @@ import type { WindowStore } from "../windows/store.ts";
 import { deltas, type Attributed } from "../domain/period-deltas.ts";
 import { windowDeltas, type WindowShare } from "../windows/shares.ts";
 import type { UsageEventDoc } from "../store/usage-events.ts";
+import { poolCounterId } from "./shares.ts";
 
 /** What counting teams needs: the teams' own counters and window documents. */
 export interface TeamCountDeps {
-  teamCounters: Pick<CounterStore, "add" | "released">;
+  teamCounters: Pick<CounterStore, "add" | "released" | "spends">;
   teamWindows: Pick<WindowStore, "add" | "released">;
   now(): Date;
 }
@@ -24,8 +25,8 @@ export interface TeamCounted {
 }
 
 /** The events as their teams count them: owner the team, its counter, model and windows. */
-function asTeamEvents(inserted: readonly UsageEventDoc[]): (Attributed & { windows?: WindowShare[] })[] {
-  const out: (Attributed & { windows?: WindowShare[] })[] = [];
+function asTeamEvents(inserted: readonly UsageEventDoc[]): (Attributed & { windows?: WindowShare[]; direct?: true })[] {
+  const out: (Attributed & { windows?: WindowShare[]; direct?: true })[] = [];
   for (const e of inserted) {
     const t = e.team;
     if (!t) continue;
@@ -42,6 +43,7 @@ function asTeamEvents(inserted: readonly UsageEventDoc[]): (Attributed & { windo
       cost_total: e.cost_total,
       tool_call_count: e.tool_call_count,
       ...(t.windows && { windows: t.windows }),
+      ...(t.credits?.direct && { direct: true as const }),
     });
   }
   return out;
@@ -52,7 +54,9 @@ export async function countTeams(deps: TeamCountDeps, jobId: string, inserted: r
   const events = asTeamEvents(inserted);
   if (events.length === 0) return { counters: [], windows: [] };
   const { periods, months } = deltas(events);
-  const counters = [...periods.map((p) => p.delta), ...months];
+  // The spend the team's pool pays whole (teams/shares.ts poolCounterId): period counters only.
+  const pools = deltas(events.filter((e) => e.direct).map((e) => ({ ...e, counter_id: poolCounterId(e.counter_id) }))).periods;
+  const counters = [...periods.map((p) => p.delta), ...months, ...pools.map((p) => p.delta)];
   const windows = windowDeltas(events, deps.now());
   await Promise.all([deps.teamCounters.add(jobId, counters, new Set()), deps.teamWindows.add(jobId, windows, deps.now())]);
   return { counters: counters.map((d) => d.id), windows: windows.map((w) => w.id) };

@@ -22,6 +22,14 @@ export interface TeamShare {
   model?: string;
   /** The model the team's counters file the event under when it is not the model (counter bounds). */
   counted_model?: string;
+  /**
+   * Set when the team plan draws credits (credits_enabled and an allowance): the member's spend
+   * beyond its own credits goes to the team's pool (credits/settle.ts), owned by the external
+   * team id `team_id`. `allowance` is the team plan's max_spend_per_period, `low_at` its credits_low_at.
+   * `direct` when the member's own plan draws no credits: the whole event is the team's to pay,
+   * counted in the team's pool counter (poolCounterId) beside its period counter.
+   */
+  credits?: { team_id: string; allowance: number; low_at: number | null; direct?: true };
   /** What the event adds to the team-scope windows of the team plan (the team's window document). */
   windows?: WindowShare[];
 }
@@ -57,6 +65,7 @@ export function teamShare(
     plan_name: a.plan.name,
     spend_limit: a.plan.maxSpendPerPeriod ?? null,
   };
+  if (a.plan.creditsEnabled && a.plan.maxSpendPerPeriod !== undefined) team.credits = { team_id: a.team.externalTeamId, allowance: a.plan.maxSpendPerPeriod, low_at: a.plan.creditsLowAt ?? null };
   const model = rawModel === null ? null : normalizeModel(rawModel, a.plan.pricing);
   if (model !== e.model) team.model = model!;
   const counted = { ...e, model };
@@ -71,10 +80,28 @@ export function teamShare(
   return member ? { team, member } : { team };
 }
 
-/** Puts the team share of `a` on an event about to be stored (and its member-scope shares among its windows). */
-export function addTeamShare(doc: CountedEvent & { team?: TeamShare; windows?: WindowShare[] }, a: TeamAttribution | null, rawModel: string | null, now: Date): void {
+/**
+ * The team's pool counter of a team period (in `team_counters`): the spend of the members whose
+ * own plans draw no credits, all of it the team's to pay (credits/settle.ts). The suffix keeps it
+ * apart from every period counter (whose ids end with a service team id).
+ */
+export function poolCounterId(teamCounterId: string): string {
+  return `${teamCounterId}|pool`;
+}
+
+/**
+ * Puts the team share of `a` on an event about to be stored (and its member-scope shares among
+ * its windows). `credits` on the event (its own plan draws credits) is already set.
+ */
+export function addTeamShare(
+  doc: CountedEvent & { team?: TeamShare; windows?: WindowShare[]; credits?: object },
+  a: TeamAttribution | null,
+  rawModel: string | null,
+  now: Date,
+): void {
   if (!a) return;
   const { team, member } = teamShare(a, doc, rawModel, now);
+  if (team.credits && doc.credits === undefined) team.credits.direct = true;
   doc.team = team;
   if (member) doc.windows = [...(doc.windows ?? []), ...member];
 }

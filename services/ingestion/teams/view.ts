@@ -14,11 +14,14 @@ import { teamDimensions } from "../windows/dimensions.ts";
 import type { Dimension } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import { currentUsage, planConfig } from "../handlers/plan-config.ts";
 import { scopeOf } from "./shares.ts";
+import type { CreditStore } from "../credits/store.ts";
+import { teamCreditsInForce, sessionCredits, type TeamCredits } from "../credits/view.ts";
 
 /** What reading a team needs. */
 export interface TeamReadDeps {
-  teamCounters: Pick<CounterStore, "get">;
+  teamCounters: Pick<CounterStore, "get" | "spends">;
   teamWindows: Pick<WindowStore, "get">;
+  credits: Pick<CreditStore, "account">;
 }
 
 /** A team's state as read for a view: its attribution now, its period counter and window document. */
@@ -26,19 +29,22 @@ export interface TeamState {
   a: TeamAttribution;
   counter: CounterDoc | null;
   windows: WindowDoc | null;
+  /** The team's pool, when the team plan draws credits. */
+  pool: TeamCredits | null;
 }
 
 /** Whether a team plan has limits of `scope` (what decides the window documents read). */
 export const hasScope = (a: TeamAttribution | null, scope: "team" | "member") => a?.plan.limits.some((l) => scopeOf(l) === scope) ?? false;
 
-/** Reads a team's state (two reads by `_id` in parallel at most); null without a team in force. */
-export async function readTeam(deps: TeamReadDeps, productId: string, a: TeamAttribution | null): Promise<TeamState | null> {
+/** Reads a team's state (four reads by `_id` in parallel at most); null without a team in force. */
+export async function readTeam(deps: TeamReadDeps, productId: string, a: TeamAttribution | null, now: Date): Promise<TeamState | null> {
   if (!a) return null;
-  const [counter, windows] = await Promise.all([
+  const [counter, windows, pool] = await Promise.all([
     deps.teamCounters.get(a.counterId),
     hasScope(a, "team") ? deps.teamWindows.get(windowDocId(productId, a.team.id)) : null,
+    teamCreditsInForce(deps.credits, deps.teamCounters, productId, a, now),
   ]);
-  return { a, counter, windows };
+  return { a, counter, windows, pool: pool && pool(counter?.cost ?? 0) };
 }
 
 /** The session view's `team` block. */
@@ -52,6 +58,7 @@ export function sessionTeam(t: TeamState): MessageInitShape<typeof SessionTeamSc
     planConfig: planConfig(a.plan),
     currentUsage: currentUsage(t.counter),
     billingPeriod: { start: toTimestamp(a.period.start), end: toTimestamp(a.period.end) },
+    credits: t.pool ? sessionCredits(t.pool.view, a.plan.creditsLowAt) : undefined,
   };
 }
 
@@ -61,5 +68,16 @@ export function sessionTeam(t: TeamState): MessageInitShape<typeof SessionTeamSc
  */
 export function teamLimits(t: TeamState | null, member: WindowDoc | null | "none", now: Date): Dimension[] {
   if (!t) return [];
-  return teamDimensions(t.a.plan, t.a.period, t.counter, { teamId: t.a.team.id, team: t.windows, member }, now);
+  return teamDimensions(t.a.plan, t.a.period, t.counter, { teamId: t.a.team.id, team: t.windows, member }, now, t.pool?.cap);
+}
+
+/**
+ * A member's own period cap with credits (`total_spend`), extended by what the team's pool still
+ * allows the team (BUDGETS.md §4: the pool is drawn after the member's own grants, so a member
+ * whose own credits ran out goes on while the pool lasts). Unchanged without a pool in force.
+ */
+export function ownCapWithPool<C extends { capNano: number }>(own: C | null | undefined, t: TeamState | null): C | null | undefined {
+  const pool = t?.pool?.cap;
+  if (!own || !pool) return own;
+  return { ...own, capNano: own.capNano + Math.max(0, pool.capNano - (t!.counter?.cost ?? 0)) };
 }

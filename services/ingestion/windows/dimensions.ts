@@ -51,10 +51,11 @@ export interface TeamWindows {
  * A team plan's dimensions (BUDGETS.md §4), reasons prefixed `team:`: total_spend and each model
  * limit over the team's period counter (scope "team"), then each entry of its `limits`, over the
  * team's window document (scope "team") or the member's own fields (scope "member"). The team
- * plan's session cap is not one (sessions belong to users).
+ * plan's session cap is not one (sessions belong to users). With the team plan's credits, the
+ * team's pool extends `team:total_spend` as a user's balance extends `total_spend`.
  */
-export function teamDimensions(plan: PlanInfo, period: Period, counter: Totals | null, windows: TeamWindows, now: Date): Dimension[] {
-  const out = periodDimensions(plan, period, counter, { prefix: TEAM_REASON, scope: "team", session: false });
+export function teamDimensions(plan: PlanInfo, period: Period, counter: Totals | null, windows: TeamWindows, now: Date, credits?: CreditCap | null): Dimension[] {
+  const out = periodDimensions(plan, period, counter, { prefix: TEAM_REASON, scope: "team", session: false, credits });
   for (const l of plan.limits) {
     const scope = scopeOf(l);
     if (scope === "member" && windows.member === "none") continue;

@@ -25,7 +25,7 @@ t("refuses a notice without product, user or id, or of another type, and names t
   await svc.client.createEndpoint({ productId, url: "http://127.0.0.1:1/hook", subscribedEvents: ["credits.low"] });
   const cases: [Record<string, unknown>, string][] = [
     [{ productId: "" }, "credit event product_id is required"],
-    [{ userId: "" }, "credit event user_id is required"],
+    [{ userId: "" }, "credit event user_id (or team_id for a team's pool) is required"],
     [{ id: "" }, "credit event id is required"],
     [{ type: "credits.gone" }, "type must be one of credits.low, credits.depleted, credits.expired"],
   ];

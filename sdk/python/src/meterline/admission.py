@@ -339,7 +339,12 @@ class Admission(Users):
 
 
 def _credits_of(e: UserEntry, result: GuardResult) -> LimitCredits | None:
-    """What a block names of the user's credits when they are what ran out (credits.py), else None."""
+    """What a block names of the user's credits, or its team's pool, when they are what ran out (credits.py), else
+    None."""
+    if e.team is not None:
+        pool = e.team.pool_block(result.gate_reason, result.status, result.current_value)
+        if pool is not None:
+            return pool
     c = e.credits
     if c is None or result.status != "hard_gate":
         return None

@@ -12,9 +12,10 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from .counters import LimitCounter, advance, count_in, hard_mark_of, merge_view, new_counter, unit_of
+from .credits import blocked_by_credits, with_cap
 from .money import add_dollars
 from .periods import iso, parse_time, roll_on
-from .types import BillingPeriod, PlanConfig, PlanLimit, TeamState
+from .types import BillingPeriod, LimitCredits, PlanConfig, PlanLimit, TeamState
 from .windows import dimension_key
 
 
@@ -35,6 +36,7 @@ class TeamEntry:
         "period_start_t",
         "plan",
         "plan_id",
+        "pool",
         "reserved_cost",
         "reserved_tokens",
         "service_team_id",
@@ -60,6 +62,8 @@ class TeamEntry:
         # One per entry of ``config.limits``: the team's counter of a scope-team limit (scope-member ones are the
         # members').
         self.counters: list[LimitCounter] = []
+        # The team's shared pool (the team plan with credits): its allowance and low mark; None without.
+        self.pool: tuple[float, float | None] | None = None
         self.reserved_cost = 0.0
         self.reserved_tokens: dict[str, float] = {}
         # The earliest time a scope-team counter must be brought forward (advance_windows); -inf: now. Whatever
@@ -89,7 +93,9 @@ class TeamEntry:
         plan_id = tv.get("plan_id")
         self.plan_id = plan_id if isinstance(plan_id, str) else None
         before = self.config
-        self.config = config
+        capped = team_cap(config, limits)
+        self.pool = None if capped is config else (config.max_spend_per_period or 0.0, config.credits_low_at)
+        self.config = config = capped
         period = self.period()
         self.counters = keep_counters(None if reset else before, self.counters, config, now, period)
         self.windows_due = -math.inf
@@ -101,6 +107,18 @@ class TeamEntry:
 
     def period(self) -> tuple[float, float]:
         return self.period_start_t, self.period_end_t
+
+    def pool_block(self, gate_reason: str | None, status: str, current_value: float) -> LimitCredits | None:
+        """What a block of ``team:total_spend`` names of the team's pool when the pool is what ran out (spend past
+        the team allowance), as a user's credits: the balance the cap leaves after the team's spend."""
+        pool = self.pool
+        config = self.config
+        if pool is None or config is None or config.max_spend_per_period is None:
+            return None
+        reason = "total_spend" if gate_reason == "team:total_spend" else None
+        if not blocked_by_credits(reason, status, current_value, pool[0]):
+            return None
+        return LimitCredits(add_dollars(config.max_spend_per_period, -self.period_cost), pool[1])
 
     def roll_over(self, now: float) -> None:
         """The period ended and no view gave a new one: the sums are cleared, the next period as long as the last."""
@@ -152,6 +170,18 @@ class TeamEntry:
             period_tokens_by_model=dict(self.tokens_by_model),
             period_cost_by_model=dict(self.cost_by_model),
         )
+
+
+def team_cap(plan: PlanConfig, limits: Any) -> PlanConfig:
+    """The team plan with the team's pool counted into its period cap (BUDGETS.md section 4): with credits,
+    ``team:total_spend`` carries them and its max is the allowance, what the pool drew and its balance, as a user's
+    ``total_spend``; locally the pool is what that cap leaves after the team's spend."""
+    if not plan.credits_enabled or plan.max_spend_per_period is None:
+        return plan
+    for v in limits or ():
+        if isinstance(v, dict) and v.get("reason") == "team:total_spend" and v.get("credits") is not None:
+            return with_cap(plan, float(v["max"]))
+    return plan
 
 
 class Teams:
