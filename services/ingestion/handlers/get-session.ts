@@ -10,7 +10,7 @@ import { requireUser } from "./common.ts";
 import { dimensions } from "../windows/dimensions.ts";
 import { windowDocId } from "../windows/shares.ts";
 import { creditsInForce, sessionCredits } from "../credits/view.ts";
-import { hasScope, ownCapWithPool, readTeam, sessionTeam, teamLimits } from "../teams/view.ts";
+import { hasScope, ownCapWithPool, readTeam, sessionTeam, teamLimits, type EarlyTeamReads } from "../teams/view.ts";
 import { currentUsage, planConfig } from "./plan-config.ts";
 
 /** Plan name reported for a user without a plan (with sdk_enabled false). */
@@ -51,6 +51,9 @@ class CounterGuess {
  */
 export function getSession(deps: IngestionDeps): ServiceImpl<typeof IngestionService>["getSession"] {
   const guesses = new CounterGuess();
+  // A member's team documents, as its last session named them: read beside the lookup too, so
+  // that a member's session costs no more round trips than anyone's (a wrong guess: one wasted read).
+  const teamGuesses = new LRUCache<string, { counterId: string; windowsId: string | null }>({ max: 100_000 });
   // Whether the product's last session was on a plan with limits: then the next one reads the
   // user's window document beside the lookup (a wrong guess costs one read, as above).
   const windowed = new LRUCache<string, boolean>({ max: 10_000 });
@@ -61,9 +64,17 @@ export function getSession(deps: IngestionDeps): ServiceImpl<typeof IngestionSer
     // The window document is read beside the lookup too, when the product's plans have limits.
     const windowsId = windowDocId(productId, req.userId);
     const earlyWindows = windowed.get(productId) ? deps.windows.get(windowsId) : undefined;
+    const teamGuess = teamGuesses.get(`${productId}\n${req.userId}`);
+    const earlyTeam: EarlyTeamReads | undefined = teamGuess && {
+      ...teamGuess,
+      counter: deps.teamCounters.get(teamGuess.counterId),
+      windows: teamGuess.windowsId ? deps.teamWindows.get(teamGuess.windowsId) : null,
+    };
     // Settled here so that an unknown user (requireUser throws) leaves no rejection unhandled.
     early?.catch(() => {});
     earlyWindows?.catch(() => {});
+    earlyTeam?.counter.catch(() => {});
+    earlyTeam?.windows?.catch(() => {});
     const user = await requireUser(deps, productId, req.userId);
     const moved = await catchUp(deps, productId, req.userId, user);
     const a = attribute(productId, req.userId, user, deps.now());
@@ -72,7 +83,9 @@ export function getSession(deps: IngestionDeps): ServiceImpl<typeof IngestionSer
     // Read beside the counter: only for a plan with credits enabled; the team's documents likewise.
     const creditsRead = creditsInForce(deps.credits, productId, req.userId, a.plan, a.period.start, now);
     creditsRead.catch(() => {});
-    const teamRead = readTeam(deps, productId, ta, now);
+    const teamRead = readTeam(deps, productId, ta, now, earlyTeam);
+    if (ta) teamGuesses.set(`${productId}\n${req.userId}`, { counterId: ta.counterId, windowsId: hasScope(ta, "team") ? windowDocId(productId, ta.team.id) : null });
+    else if (teamGuess) teamGuesses.delete(`${productId}\n${req.userId}`);
     teamRead.catch(() => {});
     const plan = a.plan;
     // The user's window document holds its own plan's limits and its team plan's member-scope ones.

@@ -36,12 +36,24 @@ export interface TeamState {
 /** Whether a team plan has limits of `scope` (what decides the window documents read). */
 export const hasScope = (a: TeamAttribution | null, scope: "team" | "member") => a?.plan.limits.some((l) => scopeOf(l) === scope) ?? false;
 
-/** Reads a team's state (four reads by `_id` in parallel at most); null without a team in force. */
-export async function readTeam(deps: TeamReadDeps, productId: string, a: TeamAttribution | null, now: Date): Promise<TeamState | null> {
+/** Reads of a team's documents started before its attribution was known (a guess by `_id`). */
+export interface EarlyTeamReads {
+  counterId: string;
+  counter: Promise<CounterDoc | null>;
+  windowsId: string | null;
+  windows: Promise<WindowDoc | null> | null;
+}
+
+/**
+ * Reads a team's state (four reads by `_id` in parallel at most); null without a team in force.
+ * `early` reads are used where they read the documents the attribution names.
+ */
+export async function readTeam(deps: TeamReadDeps, productId: string, a: TeamAttribution | null, now: Date, early?: EarlyTeamReads): Promise<TeamState | null> {
   if (!a) return null;
+  const windowsId = hasScope(a, "team") ? windowDocId(productId, a.team.id) : null;
   const [counter, windows, pool] = await Promise.all([
-    deps.teamCounters.get(a.counterId),
-    hasScope(a, "team") ? deps.teamWindows.get(windowDocId(productId, a.team.id)) : null,
+    early?.counterId === a.counterId ? early.counter : deps.teamCounters.get(a.counterId),
+    windowsId === null ? null : early?.windowsId === windowsId && early.windows ? early.windows : deps.teamWindows.get(windowsId),
     teamCreditsInForce(deps.credits, deps.teamCounters, productId, a, now),
   ]);
   return { a, counter, windows, pool: pool && pool(counter?.cost ?? 0) };
