@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
 import type { Collection, Db } from "mongodb";
 import { deleteInRounds, isDuplicateKeyError } from "@meter/lib/mongo";
-import type { DayAccumulator, DayFigures } from "../domain/rollup.ts";
+import type { BySource, DayAccumulator, DayFigures } from "../domain/rollup.ts";
 import type { Bucket } from "./dirty.ts";
-import { USERS_PER_CHUNK, type StoredDay, type UserChunkDoc, type UserRow } from "./rollups.ts";
+import { rowOf, USERS_PER_CHUNK, type StoredDay, type UserChunkDoc, type UserRow } from "./rollups.ts";
 
 /**
  * The base of a frozen day: its figures computed from the ledger (and the late facts stored
@@ -18,7 +18,15 @@ export interface BaseDoc extends StoredDay {
   /** How many of the day's late segments (1 .. n) the base holds. */
   late_folded: number;
   frozen_at: Date;
+  /**
+   * JSON of `TeamTotalsRow[]`: each team's figures but its users (those are the user rows'
+   * with the team). Absent on bases frozen before teams were counted.
+   */
+  teams?: string;
 }
+
+/** A team's part of a base: id, usage, soft and hard gates, models. */
+type TeamTotalsRow = [string, BySource, number, number, [string, BySource["auto"], BySource["manual"]][]];
 
 /** Stored as in `day_user_rollups`. */
 type BaseUserChunkDoc = UserChunkDoc;
@@ -55,7 +63,7 @@ export class BaseStore {
     const key = randomUUID();
     const chunks: BaseUserChunkDoc[] = [];
     for (let i = 0; i * USERS_PER_CHUNK < f.users.length; i++) {
-      const rows = f.users.slice(i * USERS_PER_CHUNK, (i + 1) * USERS_PER_CHUNK).map((u): UserRow => [u.id, u.figures.auto, u.figures.manual]);
+      const rows = f.users.slice(i * USERS_PER_CHUNK, (i + 1) * USERS_PER_CHUNK).map(rowOf);
       chunks.push({ _id: `${id}|${key}|${i}`, product_id: b.productId, day: b.day, users: JSON.stringify(rows) });
     }
     for (const c of chunks) await this.userChunks.insertOne(c);
@@ -72,6 +80,12 @@ export class BaseStore {
         user_chunks: chunks.length,
         late_folded: lateFolded,
         frozen_at: now,
+        ...(f.teams &&
+          f.teams.length > 0 && {
+            teams: JSON.stringify(
+              f.teams.map((t): TeamTotalsRow => [t.id, t.figures.usage, t.figures.soft_gates, t.figures.hard_gates, t.figures.models.map((m) => [m.name, m.figures.auto, m.figures.manual])]),
+            ),
+          }),
       });
       return true;
     } catch (err) {
@@ -88,12 +102,16 @@ export class BaseStore {
       soft_gates: base.soft_gates,
       hard_gates: base.hard_gates,
       models: base.models.map((m) => ({ name: m.name, figures: { auto: m.auto, manual: m.manual } })),
+      teams: (JSON.parse(base.teams ?? "[]") as TeamTotalsRow[]).map(([id, usage, soft_gates, hard_gates, models]) => ({
+        id,
+        figures: { usage, soft_gates, hard_gates, models: models.map(([name, auto, manual]) => ({ name, figures: { auto, manual } })) },
+      })),
     });
     for (let i = 0; i < base.user_chunks; i++) {
       const c = await this.userChunks.findOne({ _id: `${base._id}|${base.chunk_key}|${i}` });
       // A base document is inserted only after all its chunks, which are never changed.
       if (!c) throw new Error(`base ${base._id} lacks user chunk ${i}`);
-      for (const [id, auto, manual] of JSON.parse(c.users) as UserRow[]) acc.addUser({ id, figures: { auto, manual } });
+      for (const [id, auto, manual, team] of JSON.parse(c.users) as UserRow[]) acc.addUser(team === undefined ? { id, figures: { auto, manual } } : { id, team, figures: { auto, manual } });
     }
   }
 
