@@ -1,4 +1,4 @@
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import type { Collection, Db } from "mongodb";
 import { add, type BySource, type DayFigures, type UserFigures } from "../domain/rollup.ts";
 import { productScope, teamScope, teamsScope, type Scope } from "../domain/scopes.ts";
@@ -21,6 +21,8 @@ export interface DayDoc extends StoredDay {
    * rollups written before it; their `computed_at` and chunk count stand in.
    */
   version?: string;
+  /** Of the figures and the chunks' digests: a roll that finds it unchanged writes nothing (absent on older rollups). */
+  digest?: string;
 }
 
 /** Changes whenever the day's rollup is written again. */
@@ -52,6 +54,8 @@ export interface UserChunkDoc {
    * slower than one string holding the same data, and nothing ever queries inside it.
    */
   users: string;
+  /** Of `users`: a roll that finds it unchanged does not write the chunk again. */
+  digest?: string;
 }
 
 /** A row: a user (with its team when the figures were attributed to one) or, in the teams' scope, a team. */
@@ -84,6 +88,11 @@ export class RollupStore {
    * teams' side by side. Every scope's chunks first, the day documents (which say how many)
    * last. A team's documents are only ever replaced, never left behind: facts are only added,
    * so a day's teams only grow.
+   *
+   * Only what changed is written: each document carries a digest of its content (a day
+   * document's covers its chunks' digests), read back first, so a roll after a few new events
+   * rewrites the few teams they touched, not every team of the day; a day document (its
+   * `version`) is rewritten whenever it or one of its chunks is.
    */
   async write(productId: string, day: string, f: DayFigures, now: Date): Promise<void> {
     const scopes: [Scope, Omit<DayFigures, "teams">][] = [];
@@ -100,10 +109,15 @@ export class RollupStore {
     for (const [scope, figures] of scopes) {
       const id = dayId(scope, day);
       let n = 0;
+      const content = createHash("sha256");
       for (; n * USERS_PER_CHUNK < figures.users.length; n++) {
-        const rows = figures.users.slice(n * USERS_PER_CHUNK, (n + 1) * USERS_PER_CHUNK).map(rowOf);
-        chunks.push({ _id: `${id}|${n}`, product_id: productId, day, users: JSON.stringify(rows) });
+        const users = JSON.stringify(figures.users.slice(n * USERS_PER_CHUNK, (n + 1) * USERS_PER_CHUNK).map(rowOf));
+        const digest = digestOf(users);
+        content.update(`${digest}\n`);
+        chunks.push({ _id: `${id}|${n}`, product_id: productId, day, users, digest });
       }
+      const models = figures.models.map((m) => ({ name: m.name, ...m.figures }));
+      content.update(JSON.stringify([figures.usage, figures.soft_gates, figures.hard_gates, models, n]));
       docs.push({
         _id: id,
         product_id: productId,
@@ -112,15 +126,24 @@ export class RollupStore {
         usage: figures.usage,
         soft_gates: figures.soft_gates,
         hard_gates: figures.hard_gates,
-        models: figures.models.map((m) => ({ name: m.name, ...m.figures })),
+        models,
         user_chunks: n,
         computed_at: now,
         with_late: true,
         version: randomUUID(),
+        digest: content.digest("base64url"),
       });
     }
-    await replaceAll(this.userChunks, chunks);
-    await replaceAll(this.days, docs);
+    const newChunks = await changed(this.userChunks, chunks);
+    // A chunk rewritten rewrites its day document too (a new version): columns cached from
+    // chunks that differ from the document's (a writer cut off between the two) go stale.
+    const chunked = new Set(newChunks.map((c) => c._id.slice(0, c._id.lastIndexOf("|"))));
+    const newDocs = new Set(await changed(this.days, docs));
+    await replaceAll(this.userChunks, newChunks);
+    await replaceAll(
+      this.days,
+      docs.filter((d) => newDocs.has(d) || chunked.has(d._id)),
+    );
   }
 
   /**
@@ -173,6 +196,19 @@ export class RollupStore {
     await deleteInRounds(this.userChunks, { day: { $lt: day } });
     return deleteInRounds(this.days, { day: { $lt: day } });
   }
+}
+
+const digestOf = (text: string) => createHash("sha256").update(text).digest("base64url");
+
+/** The documents whose stored digest differs from theirs (or that are not stored). */
+async function changed<T extends { _id: string; digest?: string }>(c: Collection<T>, docs: readonly T[]): Promise<T[]> {
+  const stored = new Map<string, string | undefined>();
+  for (let i = 0; i < docs.length; i += READ_AT_ONCE) {
+    const ids = docs.slice(i, i + READ_AT_ONCE).map((d) => d._id);
+    // @ts-expect-error: the driver's generic filter type does not narrow for a generic T
+    for (const d of await c.find({ _id: { $in: ids } }, { projection: { digest: 1 } }).toArray()) stored.set(d._id as string, d.digest as string | undefined);
+  }
+  return docs.filter((d) => d.digest === undefined || stored.get(d._id) !== d.digest);
 }
 
 /** Replaces (or inserts) each document by `_id`, a bulk write at a time. */
