@@ -1,8 +1,8 @@
 import { createHash, randomUUID } from "node:crypto";
 import type { Collection, Db } from "mongodb";
-import { add, type BySource, type DayFigures, type UserFigures } from "../domain/rollup.ts";
+import { add, zero, type BySource, type DayFigures, type UserFigures } from "../domain/rollup.ts";
 import { productScope, teamScope, teamsScope, type Scope } from "../domain/scopes.ts";
-import { deleteInRounds } from "@meter/lib/mongo";
+import { deleteInRounds, insertIgnoringDuplicates } from "@meter/lib/mongo";
 
 /**
  * Pre-aggregated figures, one document per scope-day (totals, gates, models) plus the day's
@@ -95,18 +95,9 @@ export class RollupStore {
    * `version`) is rewritten whenever it or one of its chunks is.
    */
   async write(productId: string, day: string, f: DayFigures, now: Date): Promise<void> {
-    const scopes: [Scope, Omit<DayFigures, "teams">][] = [];
-    const teams = f.teams ?? [];
-    for (const t of teams) scopes.push([teamScope(productId, t.id), t.figures]);
-    if (teams.length > 0) {
-      const usage = teams.reduce((a, t) => ({ auto: add(a.auto, t.figures.usage.auto), manual: add(a.manual, t.figures.usage.manual) }), { auto: [0, 0, 0], manual: [0, 0, 0] } as BySource);
-      const rows = teams.map((t) => ({ id: t.id, figures: t.figures.usage }));
-      scopes.push([teamsScope(productId), { usage, soft_gates: 0, hard_gates: 0, models: [], users: rows }]);
-    }
-    scopes.push([productScope(productId), f]);
     const chunks: UserChunkDoc[] = [];
     const docs: DayDoc[] = [];
-    for (const [scope, figures] of scopes) {
+    for (const [scope, figures] of scopesOf(productId, f)) {
       const id = dayId(scope, day);
       let n = 0;
       const content = createHash("sha256");
@@ -134,16 +125,14 @@ export class RollupStore {
         digest: content.digest("base64url"),
       });
     }
-    const newChunks = await changed(this.userChunks, chunks);
+    const [storedChunks, storedDocs] = await Promise.all([storedDigests(this.userChunks, chunks), storedDigests(this.days, docs)]);
+    const newChunks = chunks.filter((c) => storedChunks.get(c._id) !== c.digest);
     // A chunk rewritten rewrites its day document too (a new version): columns cached from
     // chunks that differ from the document's (a writer cut off between the two) go stale.
     const chunked = new Set(newChunks.map((c) => c._id.slice(0, c._id.lastIndexOf("|"))));
-    const newDocs = new Set(await changed(this.days, docs));
-    await replaceAll(this.userChunks, newChunks);
-    await replaceAll(
-      this.days,
-      docs.filter((d) => newDocs.has(d) || chunked.has(d._id)),
-    );
+    const newDocs = docs.filter((d) => storedDocs.get(d._id) !== d.digest || chunked.has(d._id));
+    await put(this.userChunks, newChunks, storedChunks);
+    await put(this.days, newDocs, storedDocs);
   }
 
   /**
@@ -198,17 +187,41 @@ export class RollupStore {
   }
 }
 
+/** A day's figures per scope: each team's, the teams' side by side (rows are teams), the product's last. */
+function scopesOf(productId: string, f: DayFigures): [Scope, Omit<DayFigures, "teams">][] {
+  const teams = f.teams ?? [];
+  const scopes: [Scope, Omit<DayFigures, "teams">][] = teams.map((t) => [teamScope(productId, t.id), t.figures]);
+  if (teams.length > 0) {
+    const usage = teams.reduce((a, t) => ({ auto: add(a.auto, t.figures.usage.auto), manual: add(a.manual, t.figures.usage.manual) }), { auto: zero(), manual: zero() });
+    const rows = teams.map((t) => ({ id: t.id, figures: t.figures.usage }));
+    scopes.push([teamsScope(productId), { usage, soft_gates: 0, hard_gates: 0, models: [], users: rows }]);
+  }
+  scopes.push([productScope(productId), f]);
+  return scopes;
+}
+
 const digestOf = (text: string) => createHash("sha256").update(text).digest("base64url");
 
-/** The documents whose stored digest differs from theirs (or that are not stored). */
-async function changed<T extends { _id: string; digest?: string }>(c: Collection<T>, docs: readonly T[]): Promise<T[]> {
-  const stored = new Map<string, string | undefined>();
+/** The digest each of these documents has in the store (null: stored without one); absent: not stored. */
+async function storedDigests<T extends { _id: string }>(c: Collection<T>, docs: readonly T[]): Promise<Map<string, string | null>> {
+  const stored = new Map<string, string | null>();
   for (let i = 0; i < docs.length; i += READ_AT_ONCE) {
     const ids = docs.slice(i, i + READ_AT_ONCE).map((d) => d._id);
     // @ts-expect-error: the driver's generic filter type does not narrow for a generic T
-    for (const d of await c.find({ _id: { $in: ids } }, { projection: { digest: 1 } }).toArray()) stored.set(d._id as string, d.digest as string | undefined);
+    for (const d of await c.find({ _id: { $in: ids } }, { projection: { digest: 1 } }).toArray()) stored.set(d._id as string, (d.digest as string | undefined) ?? null);
   }
-  return docs.filter((d) => d.digest === undefined || stored.get(d._id) !== d.digest);
+  return stored;
+}
+
+/**
+ * Writes documents: those not stored yet by insert (the embedded database inserts about 25
+ * times faster than it upserts a new document: a first roll of a day of 1,000 teams writes
+ * 2,000), the others by replacement; one inserted meanwhile by another roller is replaced.
+ */
+async function put<T extends { _id: string }>(c: Collection<T>, docs: readonly T[], stored: ReadonlyMap<string, unknown>): Promise<void> {
+  const fresh = docs.filter((d) => !stored.has(d._id));
+  const inserted = await insertIgnoringDuplicates(c, fresh);
+  await replaceAll(c, [...docs.filter((d) => stored.has(d._id)), ...fresh.filter((d) => !inserted.has(d._id))]);
 }
 
 /** Replaces (or inserts) each document by `_id`, a bulk write at a time. */
