@@ -112,6 +112,7 @@ const schema = <R>(operationId: string, summary: string, querystring: unknown, b
   summary,
   tags: ["analytics"],
   ...(querystring ? { querystring } : {}),
+  // Every route with a query takes team_id: 404 for an unknown team.
   response: { 200: body, ...(querystring ? errors(400, 401, 404) : errors(400, 401)) },
 });
 

@@ -50,7 +50,8 @@ test("computeDay keeps each team's part: a user moved during the day has a row p
   assert.equal([t2!.id, t2!.figures.usage.auto, t2!.figures.hard_gates, t2!.figures.soft_gates], ["t2", [0.2, 20, 1], 1, 0]);
   // A frozen day's base: totals (its teams' included) and rows with their teams.
   const again = new DayAccumulator();
-  again.addTotals({ ...d, teams: d.teams!.map((t) => ({ id: t.id, figures: t.figures })) });
+  again.addTotals(d);
+  again.addTeamTotals(d.teams!);
   for (const u of d.users) again.addUser(u);
   assert.equal(again.result(), d);
 });

@@ -124,13 +124,17 @@ export class DayAccumulator {
     if (g.tm !== undefined) this.team(g.tm).gate({ ...g, tm: undefined });
   }
 
-  /** Adds a day's figures computed earlier (a frozen day's base) without their users; its teams' likewise. */
-  addTotals(f: Omit<DayFigures, "users" | "teams"> & { teams?: { id: string; figures: Omit<DayFigures, "users" | "teams"> }[] }): void {
+  /** Adds a day's figures computed earlier (a frozen day's base) without their users. */
+  addTotals(f: Omit<DayFigures, "users" | "teams">): void {
     addInto(this.total, f.usage);
     for (const m of f.models) addInto(mapEntry(this.models, m.name), m.figures);
     this.soft += f.soft_gates;
     this.hard += f.hard_gates;
-    for (const t of f.teams ?? []) this.team(t.id).addTotals(t.figures);
+  }
+
+  /** Adds teams' figures computed earlier, without their users (a base's; its user rows carry their teams). */
+  addTeamTotals(teams: readonly { id: string; figures: Omit<DayFigures, "users" | "teams"> }[]): void {
+    for (const t of teams) this.team(t.id).addTotals(t.figures);
   }
 
   /** Adds one user's figures computed earlier (to its team's too when it has one). */

@@ -1,7 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { computeDay, type UsageEntry } from "../domain/rollup.ts";
+import { computeDay, DayAccumulator, type UsageEntry } from "../domain/rollup.ts";
+import { BaseStore } from "./bases.ts";
 import { productScope, teamScope, teamsScope } from "../domain/scopes.ts";
 import { withReplicas, type Replicas } from "../testing/instance.ts";
 import { RollupStore, versionOf, type DayDoc } from "./rollups.ts";
@@ -54,6 +55,20 @@ t("each team's day, the teams side by side, the product's; a second roll rewrite
   const a2 = (await read(teamScope(p, "a|1")))!;
   assert.is.not(versionOf(a2), versionOf(a));
   assert.equal(await rows(a2), [["ann", 0.1, null], ["bob", 0.2, null]]);
+});
+
+t("a frozen day's base keeps every team's figures, in chunks, and gives the day back whole", async ({ db }) => {
+  const bases = new BaseStore(db);
+  const p = randomUUID();
+  // 450 teams: three chunks of teams; each with two members and a gate.
+  const facts = Array.from({ length: 900 }, (_, i) => ({ ...e(`u${i}`, 0.001 * (1 + (i % 7)), `team ${i % 450}`), m: i % 3 ? "gpt-4o" : null }));
+  const gates = Array.from({ length: 450 }, (_, i) => ({ u: `u${i}`, st: i % 2 ? "hard_gate" : "soft_gate", b: i % 2 === 1, tm: `team ${i}` }));
+  const day = computeDay([...facts, e("solo", 1)], gates);
+  assert.ok(await bases.freeze({ productId: p, day: DAY }, day, 0, new Date()));
+  assert.is(await db.collection("day_base_users").countDocuments({ _id: { $regex: `^${p}\\|.*\\|t\\d+$` } as never }), 3);
+  const acc = new DayAccumulator();
+  await bases.addTo((await bases.read({ productId: p, day: DAY }))!, acc);
+  assert.equal(acc.result(), day);
 });
 
 t.run();
