@@ -9,6 +9,9 @@
 // BENCH_RESTARTS=n (default 0) then restarts the stack n times per route (the all-in-one, and
 // the embedded database on its port when no MONGODB_URL is given) and times the first call of
 // that route as soon as health answers: p50/p95/max beside the target (300 ms).
+// BENCH_TEAMS=n (default 0) puts user i in team `team-<i mod n>`: each day is then written with
+// its teams' scopes too (the write time shows their cost), and the team routes are timed beside
+// the others (one team's summary, breakdown and top users; top teams).
 //   BENCH_USERS=100000 BENCH_DAYS=90 BENCH_DAY_USERS=6500 BENCH_SAMPLES=50 npm run bench:analytics-users
 //   BENCH_SAMPLES=0 BENCH_RESTARTS=4 npm run bench:analytics-users
 import { mkdtemp, rm } from "node:fs/promises";
@@ -28,6 +31,8 @@ const DAY_USERS = Number(process.env.BENCH_DAY_USERS ?? 6_500);
 const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 50);
 const TODAY_EVERY = Number(process.env.BENCH_TODAY_EVERY ?? 0);
 const RESTARTS = Number(process.env.BENCH_RESTARTS ?? 0);
+const TEAMS = Number(process.env.BENCH_TEAMS ?? 0);
+const teamOf = (u: number) => (TEAMS > 0 ? { tm: `team-${String(u % TEAMS).padStart(4, "0")}` } : {});
 const FIRST_CALL_TARGET_MS = 300;
 const DAY = 86_400_000;
 
@@ -56,7 +61,7 @@ function dayFigures() {
     for (let k = random(3); k >= 0; k--) {
       const input = 200 + random(4_000);
       const output = 50 + random(1_000);
-      acc.usage({ u: `user-${String(u).padStart(6, "0")}`, m: SEED_MODELS[random(SEED_MODELS.length)]!, s: i++ % 10 === 0 ? "manual" : "auto", t: input + output, c: Math.round(input * 0.002 + output * 0.008) / 1000 });
+      acc.usage({ u: `user-${String(u).padStart(6, "0")}`, m: SEED_MODELS[random(SEED_MODELS.length)]!, s: i++ % 10 === 0 ? "manual" : "auto", t: input + output, c: Math.round(input * 0.002 + output * 0.008) / 1000, ...teamOf(u) });
     }
   }
   return acc.result();
@@ -71,7 +76,9 @@ for (let d = 0; d < DAYS; d++) {
 }
 console.log(`${DAYS} days, ${rows} user-days (${Math.round(rows / DAYS)} a day) written in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
 
-const ROUTES = ["summary?days=30", "top-users?days=30&limit=10", "summary?days=90", "top-users?days=90&limit=10", "summary?days=365"];
+const TEAM_ROUTES = ["summary?days=30&team_id=team-0000", "breakdown?days=30&team_id=team-0000", "top-users?days=30&limit=10&team_id=team-0000", "top-teams?days=30&limit=10", "top-teams?days=90&limit=10"];
+if (TEAMS > 0 && (await api.post("/teams", { external_team_id: "team-0000", name: "bench team" })).status !== 201) throw new Error("team");
+const ROUTES = ["summary?days=30", "top-users?days=30&limit=10", "summary?days=90", "top-users?days=90&limit=10", "summary?days=365", ...(TEAMS > 0 ? TEAM_ROUTES : [])];
 const CALLS: [string, () => Promise<unknown>][] = ROUTES.map((r) => [
   r,
   async () => {

@@ -196,6 +196,34 @@ t("a team's usage: its dimensions as bars with resets, its spend by model, each 
   await check(ctx, "user-team-bars");
 });
 
+t("the overview filtered by a team: its figures, its members as top users, and top teams linking to their pages", async (ctx) => {
+  const { page, api } = ctx;
+  // The Lab's usage of the test before, once analytics has it (it is fed asynchronously).
+  await eventually(async () => (await api.get("/analytics/summary?team_id=lab")).body.total_cost === 1.75, 30_000, "the team's usage in analytics");
+  await page.goto(`${ctx.base}/console/`);
+  const topTeams = page.getByRole("table", { name: "Teams with the highest cost" });
+  const lab = topTeams.getByRole("row", { name: /lab/ });
+  assert.match((await lab.textContent())!, /\$1\.75/);
+  await page.getByLabel("Team", { exact: true }).fill("lab");
+  await page.getByRole("button", { name: "Filter" }).click();
+  await page.waitForURL(/team=lab/);
+  await page.getByRole("region", { name: "Cost", exact: true }).getByText("$1.75", { exact: true }).waitFor();
+  const top = page.getByRole("table", { name: "Users with the highest cost" });
+  await top.getByRole("link", { name: "cy" }).waitFor();
+  assert.equal(await top.getByRole("link").allTextContents(), ["cy", "dee"], "only the team's members");
+  await check(ctx, "overview-team");
+  // An unknown team: the API's 404, said as such.
+  ctx.allowedStatuses = new Set([404]);
+  await page.getByLabel("Team", { exact: true }).fill("no-such-team");
+  await page.getByRole("button", { name: "Filter" }).click();
+  await page.getByRole("region", { name: "Top teams" }).getByText(/team "no-such-team" not found/).waitFor();
+  await page.getByRole("button", { name: "All teams" }).click();
+  await page.waitForURL((url) => !url.search.includes("team="));
+  ctx.allowedStatuses = new Set();
+  await topTeams.getByRole("link", { name: "lab" }).click();
+  await page.getByRole("heading", { name: "lab", level: 1 }).waitFor();
+});
+
 t("a team's shared pool on its page: granted through the form after a confirmation, drawn by a member, in the pool's ledger", async (ctx) => {
   const { page, api } = ctx;
   const DAY = 86_400_000;

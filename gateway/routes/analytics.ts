@@ -2,7 +2,8 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { Totals } from "@meter/proto/meter/analytics/v1/analytics_pb";
-import { DateTime, errors } from "../schemas/common.ts";
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import { DateTime, ExternalUserId, errors } from "../schemas/common.ts";
 import { rpcOptions } from "../rpc-options.ts";
 
 const Days = Type.Integer({
@@ -17,12 +18,27 @@ const Source = Type.Optional(
   }),
 );
 
-const DaysQuery = Type.Object({ days: Days });
-const FilteredQuery = Type.Object({ days: Days, source: Source });
+// No length bound here: a longer id names no team (404), as any unknown one.
+const TeamId = Type.Optional(
+  ExternalUserId(
+    "Only usage (and gates) attributed to this team (external_team_id): each event counts for the team its user was a member of at the event's time, so a member moved later leaves its past with the old team; events counted before teams were recorded belong to no team. 404 for an unknown team",
+    null,
+  ),
+);
+
+const DaysQuery = Type.Object({ days: Days, team_id: TeamId });
+const FilteredQuery = Type.Object({ days: Days, source: Source, team_id: TeamId });
 const TopUsersQuery = Type.Object({
   days: Days,
   limit: Type.Integer({ minimum: 1, maximum: 100, default: 10, description: "How many users (1-100)" }),
   source: Source,
+  team_id: TeamId,
+});
+const TopTeamsQuery = Type.Object({
+  days: Days,
+  limit: Type.Integer({ minimum: 1, maximum: 100, default: 10, description: "How many teams (1-100)" }),
+  source: Source,
+  team_id: Type.Optional(ExternalUserId("Only this team (external_team_id); 404 for an unknown team", null)),
 });
 
 const TotalsBody = {
@@ -65,6 +81,18 @@ const TopUsersBody = Type.Object({
   users: Type.Array(Type.Object({ user_id: Type.String(), cost: Type.Number(), tokens: Type.Integer(), events: Type.Integer() })),
 });
 
+const TopTeamsBody = Type.Object({
+  teams: Type.Array(
+    Type.Object({
+      team_id: Type.String({ description: "external_team_id" }),
+      cost: Type.Number({ description: "Dollars spent by the team's members while in the team, in the window" }),
+      tokens: Type.Integer(),
+      events: Type.Integer({ description: "Usage events attributed to the team" }),
+    }),
+    { description: "Highest cost first, then team_id; teams without usage in the window are absent" },
+  ),
+});
+
 const PlanSubscribersBody = Type.Object({
   plans: Type.Array(Type.Object({ plan_name: Type.String(), subscriber_count: Type.Integer() })),
 });
@@ -84,15 +112,26 @@ const schema = <R>(operationId: string, summary: string, querystring: unknown, b
   summary,
   tags: ["analytics"],
   ...(querystring ? { querystring } : {}),
-  response: { 200: body, ...errors(400, 401) },
+  // Every route with a query takes team_id: 404 for an unknown team.
+  response: { 200: body, ...(querystring ? errors(400, 401, 404) : errors(400, 401)) },
 });
 
-/** The six analytics reads; windows, ordering and shares are the analytics service's (see its README). */
+/**
+ * The team filter of a request, once the team is known to exist (the plans service answers
+ * 404 for an unknown one, as for a user); undefined without a filter.
+ */
+async function teamFilter(app: FastifyInstance, request: FastifyRequest, teamId: string | undefined): Promise<string | undefined> {
+  if (teamId === undefined) return undefined;
+  await app.services.plans.getTeam({ productId: request.productId, externalTeamId: teamId }, rpcOptions(request));
+  return teamId;
+}
+
+/** The analytics reads (a team filter on each but plan subscribers); windows, ordering and shares are the analytics service's (see its README). */
 export const analyticsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get("/analytics/summary", { schema: schema("getAnalyticsSummary", "Totals of the window and of the period before", FilteredQuery, SummaryBody) }, async (request) => {
-    const q = request.query as { days: number; source?: string };
+    const q = request.query as { days: number; source?: string; team_id?: string };
     const res = await app.services.analytics.getSummary(
-      { productId: request.productId, days: q.days, filter: filter(q.source) },
+      { productId: request.productId, days: q.days, filter: filter(q.source), teamId: await teamFilter(app, request, q.team_id) },
       rpcOptions(request),
     );
     return {
@@ -104,36 +143,48 @@ export const analyticsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   });
 
   app.get("/analytics/timeseries", { schema: schema("getAnalyticsTimeseries", "Cost, tokens and events per UTC day", FilteredQuery, TimeseriesBody) }, async (request) => {
-    const q = request.query as { days: number; source?: string };
+    const q = request.query as { days: number; source?: string; team_id?: string };
     const res = await app.services.analytics.getTimeseries(
-      { productId: request.productId, days: q.days, filter: filter(q.source) },
+      { productId: request.productId, days: q.days, filter: filter(q.source), teamId: await teamFilter(app, request, q.team_id) },
       rpcOptions(request),
     );
     return { data: res.data.map((d) => ({ date: d.date, cost: d.cost, tokens: Number(d.tokens), events: Number(d.events) })) };
   });
 
   app.get("/analytics/gate-timeseries", { schema: schema("getAnalyticsGateTimeseries", "Soft and hard gate events per UTC day", DaysQuery, GateTimeseriesBody) }, async (request) => {
-    const q = request.query as { days: number };
-    const res = await app.services.analytics.getGateTimeseries({ productId: request.productId, days: q.days }, rpcOptions(request));
+    const q = request.query as { days: number; team_id?: string };
+    const res = await app.services.analytics.getGateTimeseries(
+      { productId: request.productId, days: q.days, teamId: await teamFilter(app, request, q.team_id) },
+      rpcOptions(request),
+    );
     return { data: res.data.map((d) => ({ date: d.date, soft_gates: Number(d.softGates), hard_gates: Number(d.hardGates) })) };
   });
 
   app.get("/analytics/breakdown", { schema: schema("getAnalyticsBreakdown", "Cost and tokens per model with shares", FilteredQuery, BreakdownBody) }, async (request) => {
-    const q = request.query as { days: number; source?: string };
+    const q = request.query as { days: number; source?: string; team_id?: string };
     const res = await app.services.analytics.getBreakdown(
-      { productId: request.productId, days: q.days, filter: filter(q.source) },
+      { productId: request.productId, days: q.days, filter: filter(q.source), teamId: await teamFilter(app, request, q.team_id) },
       rpcOptions(request),
     );
     return { models: res.models.map((m) => ({ model: m.model, cost: m.cost, tokens: Number(m.tokens), pct: m.pct })) };
   });
 
   app.get("/analytics/top-users", { schema: schema("getAnalyticsTopUsers", "Users with the highest cost", TopUsersQuery, TopUsersBody) }, async (request) => {
-    const q = request.query as { days: number; limit: number; source?: string };
+    const q = request.query as { days: number; limit: number; source?: string; team_id?: string };
     const res = await app.services.analytics.getTopUsers(
-      { productId: request.productId, days: q.days, limit: q.limit, filter: filter(q.source) },
+      { productId: request.productId, days: q.days, limit: q.limit, filter: filter(q.source), teamId: await teamFilter(app, request, q.team_id) },
       rpcOptions(request),
     );
     return { users: res.users.map((u) => ({ user_id: u.userId, cost: u.cost, tokens: Number(u.tokens), events: Number(u.events) })) };
+  });
+
+  app.get("/analytics/top-teams", { schema: schema("getAnalyticsTopTeams", "Teams with the highest cost", TopTeamsQuery, TopTeamsBody) }, async (request) => {
+    const q = request.query as { days: number; limit: number; source?: string; team_id?: string };
+    const res = await app.services.analytics.getTopTeams(
+      { productId: request.productId, days: q.days, limit: q.limit, filter: filter(q.source), teamId: await teamFilter(app, request, q.team_id) },
+      rpcOptions(request),
+    );
+    return { teams: res.teams.map((t) => ({ team_id: t.teamId, cost: t.cost, tokens: Number(t.tokens), events: Number(t.events) })) };
   });
 
   app.get("/analytics/plan-subscribers", { schema: schema("getAnalyticsPlanSubscribers", "Subscribers per plan", undefined, PlanSubscribersBody) }, async (request) => {

@@ -24,6 +24,7 @@ import { getPlanSubscribers } from "./handlers/get-plan-subscribers.ts";
 import { getSummary } from "./handlers/get-summary.ts";
 import { getTimeseries } from "./handlers/get-timeseries.ts";
 import { getTopUsers } from "./handlers/get-top-users.ts";
+import { getTopTeams } from "./handlers/get-top-teams.ts";
 import { getWindowReport } from "./handlers/get-window-report.ts";
 import { recordEvents } from "./handlers/record-events.ts";
 
@@ -116,6 +117,7 @@ export async function createAnalyticsService(opts: AnalyticsServiceOptions): Pro
         getGateTimeseries: getGateTimeseries(deps),
         getBreakdown: getBreakdown(deps),
         getTopUsers: getTopUsers(deps),
+        getTopTeams: getTopTeams(deps),
         getPlanSubscribers: getPlanSubscribers(deps),
         getWindowReport: getWindowReport(deps),
       });

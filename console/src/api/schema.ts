@@ -803,6 +803,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/analytics/top-teams": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Teams with the highest cost */
+        get: operations["getAnalyticsTopTeams"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/analytics/plan-subscribers": {
         parameters: {
             query?: never;
@@ -8800,6 +8817,8 @@ export interface operations {
                 days?: number;
                 /** @description Count only events of this source (manual events or instrumented calls); both when absent */
                 source?: "manual" | "auto";
+                /** @description Only usage (and gates) attributed to this team (external_team_id): each event counts for the team its user was a member of at the event's time, so a member moved later leaves its past with the old team; events counted before teams were recorded belong to no team. 404 for an unknown team; not "." or ".." */
+                team_id?: string;
             };
             header?: never;
             path?: never;
@@ -8872,6 +8891,22 @@ export interface operations {
                     };
                 };
             };
+            /** @description Not found (resources of other products read as not found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
             /** @description Too many requests; retry after `Retry-After` seconds */
             429: {
                 headers: {
@@ -8929,6 +8964,8 @@ export interface operations {
                 days?: number;
                 /** @description Count only events of this source (manual events or instrumented calls); both when absent */
                 source?: "manual" | "auto";
+                /** @description Only usage (and gates) attributed to this team (external_team_id): each event counts for the team its user was a member of at the event's time, so a member moved later leaves its past with the old team; events counted before teams were recorded belong to no team. 404 for an unknown team; not "." or ".." */
+                team_id?: string;
             };
             header?: never;
             path?: never;
@@ -8972,6 +9009,22 @@ export interface operations {
             };
             /** @description Missing or invalid API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Not found (resources of other products read as not found) */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9041,6 +9094,8 @@ export interface operations {
             query?: {
                 /** @description Lookback in UTC calendar days, today included: the window is [00:00 UTC of today - days + 1, 00:00 UTC of tomorrow) */
                 days?: number;
+                /** @description Only usage (and gates) attributed to this team (external_team_id): each event counts for the team its user was a member of at the event's time, so a member moved later leaves its past with the old team; events counted before teams were recorded belong to no team. 404 for an unknown team; not "." or ".." */
+                team_id?: string;
             };
             header?: never;
             path?: never;
@@ -9082,6 +9137,22 @@ export interface operations {
             };
             /** @description Missing or invalid API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Not found (resources of other products read as not found) */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9153,6 +9224,8 @@ export interface operations {
                 days?: number;
                 /** @description Count only events of this source (manual events or instrumented calls); both when absent */
                 source?: "manual" | "auto";
+                /** @description Only usage (and gates) attributed to this team (external_team_id): each event counts for the team its user was a member of at the event's time, so a member moved later leaves its past with the old team; events counted before teams were recorded belong to no team. 404 for an unknown team; not "." or ".." */
+                team_id?: string;
             };
             header?: never;
             path?: never;
@@ -9196,6 +9269,22 @@ export interface operations {
             };
             /** @description Missing or invalid API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Not found (resources of other products read as not found) */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9269,6 +9358,8 @@ export interface operations {
                 limit?: number;
                 /** @description Count only events of this source (manual events or instrumented calls); both when absent */
                 source?: "manual" | "auto";
+                /** @description Only usage (and gates) attributed to this team (external_team_id): each event counts for the team its user was a member of at the event's time, so a member moved later leaves its past with the old team; events counted before teams were recorded belong to no team. 404 for an unknown team; not "." or ".." */
+                team_id?: string;
             };
             header?: never;
             path?: never;
@@ -9310,6 +9401,158 @@ export interface operations {
             };
             /** @description Missing or invalid API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Not found (resources of other products read as not found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Too many requests; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Request headers or URL too large */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Backend failure */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
+    getAnalyticsTopTeams: {
+        parameters: {
+            query?: {
+                /** @description Lookback in UTC calendar days, today included: the window is [00:00 UTC of today - days + 1, 00:00 UTC of tomorrow) */
+                days?: number;
+                /** @description How many teams (1-100) */
+                limit?: number;
+                /** @description Count only events of this source (manual events or instrumented calls); both when absent */
+                source?: "manual" | "auto";
+                /** @description Only this team (external_team_id); 404 for an unknown team; not "." or ".." */
+                team_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Highest cost first, then team_id; teams without usage in the window are absent */
+                        teams: {
+                            /** @description external_team_id */
+                            team_id: string;
+                            /** @description Dollars spent by the team's members while in the team, in the window */
+                            cost: number;
+                            tokens: number;
+                            /** @description Usage events attributed to the team */
+                            events: number;
+                        }[];
+                    };
+                };
+            };
+            /** @description Invalid request (query, path or a rule of the request) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Not found (resources of other products read as not found) */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

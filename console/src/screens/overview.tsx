@@ -12,17 +12,26 @@ export function Overview() {
   const [params, set] = useUrlState();
   const days = Math.min(365, Math.max(1, Number(params.get("days")) || 30));
   const source = (params.get("source") as Source) || undefined;
-  const query = { days, ...(source ? { source } : {}) };
+  // An external team id: every usage figure counts only what was attributed to that team.
+  const team = params.get("team") || undefined;
+  const teamQuery = team ? { team_id: team } : {};
+  const query = { days, ...(source ? { source } : {}), ...teamQuery };
 
-  const summary = useQuery({ queryKey: ["summary", days, source], queryFn: () => ok(api.GET("/api/v1/analytics/summary", { params: { query } })) });
-  const series = useQuery({ queryKey: ["timeseries", days, source], queryFn: () => ok(api.GET("/api/v1/analytics/timeseries", { params: { query } })) });
-  const gates = useQuery({ queryKey: ["gate-timeseries", days], queryFn: () => ok(api.GET("/api/v1/analytics/gate-timeseries", { params: { query: { days } } })) });
-  const breakdown = useQuery({ queryKey: ["breakdown", days, source], queryFn: () => ok(api.GET("/api/v1/analytics/breakdown", { params: { query } })) });
-  const top = useQuery({ queryKey: ["top-users", days, source], queryFn: () => ok(api.GET("/api/v1/analytics/top-users", { params: { query: { ...query, limit: 10 } } })) });
+  const summary = useQuery({ queryKey: ["summary", days, source, team], queryFn: () => ok(api.GET("/api/v1/analytics/summary", { params: { query } })) });
+  const series = useQuery({ queryKey: ["timeseries", days, source, team], queryFn: () => ok(api.GET("/api/v1/analytics/timeseries", { params: { query } })) });
+  const gates = useQuery({ queryKey: ["gate-timeseries", days, team], queryFn: () => ok(api.GET("/api/v1/analytics/gate-timeseries", { params: { query: { days, ...teamQuery } } })) });
+  const breakdown = useQuery({ queryKey: ["breakdown", days, source, team], queryFn: () => ok(api.GET("/api/v1/analytics/breakdown", { params: { query } })) });
+  const top = useQuery({ queryKey: ["top-users", days, source, team], queryFn: () => ok(api.GET("/api/v1/analytics/top-users", { params: { query: { ...query, limit: 10 } } })) });
+  const topTeams = useQuery({ queryKey: ["top-teams", days, source, team], queryFn: () => ok(api.GET("/api/v1/analytics/top-teams", { params: { query: { ...query, limit: 10 } } })) });
   const plans = useQuery({ queryKey: ["plan-subscribers"], queryFn: () => ok(api.GET("/api/v1/analytics/plan-subscribers")) });
 
   return (
-    <Screen title="Overview" actions={<WindowPicker days={days} source={source} onChange={(p) => set(p)} />}>
+    <Screen title="Overview" actions={<WindowPicker days={days} source={source} team={team} onChange={(p) => set(p)} />}>
+    {team && (
+      <p className="hint">
+        Only usage of team <Link href={`/teams/${encodeURIComponent(team)}`}>{team}</Link>: each event counts for the team its user was in at the event's time.
+      </p>
+    )}
     <Query q={summary} label="Loading totals">
       {(s) => (
         <div className="cards" aria-label="Summary">
@@ -52,7 +61,7 @@ export function Overview() {
           }
         </Query>
       </Card>
-      <Card title="Plan distribution">
+      <Card title={team ? "Plan distribution (all users)" : "Plan distribution"}>
         <Query q={plans} label="Loading plans">
           {(p) =>
             p.plans.length === 0 ? (
@@ -93,7 +102,7 @@ export function Overview() {
           }
         </Query>
       </Card>
-      <Card title="Top users">
+      <Card title={team ? "Top users in the team" : "Top users"}>
         <Query q={top} label="Loading top users">
           {(t) =>
             t.users.length === 0 ? (
@@ -110,6 +119,33 @@ export function Overview() {
                     <td className="num">{fmtMoney(u.cost)}</td>
                     <td className="num" title={fmtInt(u.tokens)}>{fmtTokens(u.tokens)}</td>
                     <td className="num">{fmtInt(u.events)}</td>
+                  </tr>
+                ))}
+              </DataTable>
+            )
+          }
+        </Query>
+      </Card>
+    </div>
+
+    <div className="grid-2">
+      <Card title="Top teams">
+        <Query q={topTeams} label="Loading top teams">
+          {(t) =>
+            t.teams.length === 0 ? (
+              <Empty>
+                No team spent anything in this window. <Link href="/teams">Create teams</Link> and add users to them; their usage counts for their team from then on.
+              </Empty>
+            ) : (
+              <DataTable caption="Teams with the highest cost" columns={["Team", num("Cost"), num("Tokens"), num("Events")]}>
+                {t.teams.map((x) => (
+                  <tr key={x.team_id}>
+                    <td>
+                      <Link href={`/teams/${encodeURIComponent(x.team_id)}`}>{x.team_id}</Link>
+                    </td>
+                    <td className="num">{fmtMoney(x.cost)}</td>
+                    <td className="num" title={fmtInt(x.tokens)}>{fmtTokens(x.tokens)}</td>
+                    <td className="num">{fmtInt(x.events)}</td>
                   </tr>
                 ))}
               </DataTable>
@@ -166,11 +202,12 @@ function GatesChart({ data }: { data: { date: string; soft_gates: number; hard_g
   return <DayChart stacked title="Soft and hard gates" dates={dates} series={series} />;
 }
 
-function WindowPicker({ days, source, onChange }: { days: number; source: Source; onChange: (p: Record<string, string | number | null>) => void }) {
+function WindowPicker({ days, source, team, onChange }: { days: number; source: Source; team: string | undefined; onChange: (p: Record<string, string | number | null>) => void }) {
   const preset = [7, 30, 90].includes(days);
   const [custom, setCustom] = useState(preset ? "" : String(days));
+  const [teamId, setTeamId] = useState(team ?? "");
   return (
-    <div className="filters" role="group" aria-label="Window and source">
+    <div className="filters" role="group" aria-label="Window, source and team">
       <div className="segmented" role="group" aria-label="Window">
         {[7, 30, 90].map((d) => (
           <button key={d} type="button" className={days === d ? "on" : ""} aria-pressed={days === d} onClick={() => onChange({ days: d })}>
@@ -198,6 +235,23 @@ function WindowPicker({ days, source, onChange }: { days: number; source: Source
           </select>
         )}
       </Field>
+      <InlineForm button="Filter" onSubmit={() => onChange({ team: teamId.trim() || null })}>
+        <Field label="Team">
+          {(id) => <input id={id} value={teamId} placeholder="All teams" maxLength={255} onChange={(e) => setTeamId(e.target.value)} />}
+        </Field>
+      </InlineForm>
+      {team && (
+        <button
+          type="button"
+          className="secondary"
+          onClick={() => {
+            setTeamId("");
+            onChange({ team: null });
+          }}
+        >
+          All teams
+        </button>
+      )}
     </div>
   );
 }

@@ -1,6 +1,6 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { computeDay, shares, sumByKey, topUsers, type UsageEntry } from "./rollup.ts";
+import { computeDay, DayAccumulator, shares, sumByKey, topUsers, type UsageEntry } from "./rollup.ts";
 import { coveringDays, lookback, previous } from "./windows.ts";
 
 test("lookback: whole UTC days, today included, ending at tomorrow 00:00", () => {
@@ -33,6 +33,27 @@ test("computeDay folds facts per source, model (null as unknown) and user", () =
   assert.equal(d.users.find((u) => u.id === "a")!.figures, { auto: [1, 10, 1], manual: [2, 0, 1] });
   const manualUsers = sumByKey(d.users, (u) => u.id, (u) => u.figures, "manual");
   assert.equal([...manualUsers.keys()], ["a"]);
+});
+
+test("computeDay keeps each team's part: a user moved during the day has a row per team; a day rebuilt from its rows and totals is the same", () => {
+  const usage: UsageEntry[] = [
+    { u: "a", m: "x", s: "auto", t: 10, c: 0.1, tm: "t1" },
+    { u: "a", m: "y", s: "auto", t: 20, c: 0.2, tm: "t2" },
+    { u: "b", m: "x", s: "manual", t: 5, c: 0.3, tm: "t1" },
+    { u: "c", m: "x", s: "auto", t: 1, c: 1 },
+  ];
+  const d = computeDay(usage, [{ u: "a", st: "hard_gate", b: true, tm: "t2" }, { u: "c", st: "soft_gate", b: false }]);
+  assert.equal(d.usage.auto, [1.3, 31, 3]);
+  assert.equal(d.users.map((u) => [u.id, u.team, u.figures.auto[0] + u.figures.manual[0]]), [["a", "t1", 0.1], ["a", "t2", 0.2], ["b", "t1", 0.3], ["c", undefined, 1]]);
+  const [t1, t2] = d.teams!;
+  assert.equal([t1!.id, t1!.figures.usage, t1!.figures.users.map((u) => u.id), t1!.figures.models.map((m) => m.name)], ["t1", { auto: [0.1, 10, 1], manual: [0.3, 5, 1] }, ["a", "b"], ["x"]]);
+  assert.equal([t2!.id, t2!.figures.usage.auto, t2!.figures.hard_gates, t2!.figures.soft_gates], ["t2", [0.2, 20, 1], 1, 0]);
+  // A frozen day's base: totals (its teams' included) and rows with their teams.
+  const again = new DayAccumulator();
+  again.addTotals(d);
+  again.addTeamTotals(d.teams!);
+  for (const u of d.users) again.addUser(u);
+  assert.equal(again.result(), d);
 });
 
 test("shares: of cost, else of tokens, else of events; rounded to 2 decimals", () => {

@@ -26,6 +26,8 @@ export interface UsageEntry {
   t: number;
   /** cost */
   c: number;
+  /** the external id of the team the user's membership named at the event's time; absent: none */
+  tm?: string;
 }
 
 /** One gate event as kept in the ledger. */
@@ -34,6 +36,8 @@ export interface GateEntry {
   /** "soft_gate" | "hard_gate" */
   st: string;
   b: boolean;
+  /** as UsageEntry.tm */
+  tm?: string;
 }
 
 export interface ModelFigures {
@@ -42,7 +46,15 @@ export interface ModelFigures {
 }
 export interface UserFigures {
   id: string;
+  /** The team the figures were attributed to (a user moved during the day has a row per team). */
+  team?: string;
   figures: BySource;
+}
+
+/** A team's part of a day: the same figures as the product's, restricted to the team's events. */
+export interface TeamDayFigures {
+  id: string;
+  figures: Omit<DayFigures, "teams">;
 }
 
 /** Everything the queries need about one product-day. */
@@ -52,6 +64,8 @@ export interface DayFigures {
   hard_gates: number;
   models: ModelFigures[];
   users: UserFigures[];
+  /** Each team with an event of the day, by id; absent or empty when none. */
+  teams?: TeamDayFigures[];
 }
 
 export const zero = (): Figures => [0, 0, 0];
@@ -91,51 +105,78 @@ function mapEntry(m: Map<string, BySource>, key: string): BySource {
 export class DayAccumulator {
   private readonly total = zeroBySource();
   private readonly models = new Map<string, BySource>();
-  private readonly users = new Map<string, BySource>();
+  /** By user, or by user and team (`userTeamKey`) when the user's events had a team. */
+  private readonly users = new Map<string, { id: string; team?: string; figures: BySource }>();
+  private readonly teams = new Map<string, DayAccumulator>();
   private soft = 0;
   private hard = 0;
 
   usage(e: UsageEntry): void {
     bump(this.total, e);
-    const m = e.m ?? UNKNOWN_MODEL;
-    let mf = this.models.get(m);
-    if (!mf) this.models.set(m, (mf = zeroBySource()));
-    bump(mf, e);
-    let uf = this.users.get(e.u);
-    if (!uf) this.users.set(e.u, (uf = zeroBySource()));
-    bump(uf, e);
+    bump(mapEntry(this.models, e.m ?? UNKNOWN_MODEL), e);
+    bump(this.userEntry(e.u, e.tm), e);
+    if (e.tm !== undefined) this.team(e.tm).usage({ ...e, tm: undefined });
   }
 
   gate(g: GateEntry): void {
     if (g.st === "hard_gate") this.hard++;
     else this.soft++;
+    if (g.tm !== undefined) this.team(g.tm).gate({ ...g, tm: undefined });
   }
 
   /** Adds a day's figures computed earlier (a frozen day's base) without their users. */
-  addTotals(f: Omit<DayFigures, "users">): void {
+  addTotals(f: Omit<DayFigures, "users" | "teams">): void {
     addInto(this.total, f.usage);
     for (const m of f.models) addInto(mapEntry(this.models, m.name), m.figures);
     this.soft += f.soft_gates;
     this.hard += f.hard_gates;
   }
 
-  /** Adds one user's figures computed earlier. */
+  /** Adds teams' figures computed earlier, without their users (a base's; its user rows carry their teams). */
+  addTeamTotals(teams: readonly { id: string; figures: Omit<DayFigures, "users" | "teams"> }[]): void {
+    for (const t of teams) this.team(t.id).addTotals(t.figures);
+  }
+
+  /** Adds one user's figures computed earlier (to its team's too when it has one). */
   addUser(u: UserFigures): void {
-    addInto(mapEntry(this.users, u.id), u.figures);
+    addInto(this.userEntry(u.id, u.team), u.figures);
+    if (u.team !== undefined) this.team(u.team).addUser({ id: u.id, figures: u.figures });
   }
 
   result(): DayFigures {
-    const byKey = <T>(m: Map<string, BySource>, make: (k: string, f: BySource) => T) =>
-      [...m].sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0)).map(([k, f]) => make(k, f));
-    return {
+    const sorted = <V>(m: Map<string, V>) => [...m].sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0));
+    const out: DayFigures = {
       usage: this.total,
       soft_gates: this.soft,
       hard_gates: this.hard,
-      models: byKey(this.models, (name, figures) => ({ name, figures })),
-      users: byKey(this.users, (id, figures) => ({ id, figures })),
+      models: sorted(this.models).map(([name, figures]) => ({ name, figures })),
+      users: sorted(this.users).map(([, u]) => u),
     };
+    if (this.teams.size > 0) {
+      out.teams = sorted(this.teams).map(([id, acc]) => {
+        const { teams: _, ...figures } = acc.result();
+        return { id, figures };
+      });
+    }
+    return out;
+  }
+
+  private userEntry(id: string, team: string | undefined): BySource {
+    const key = team === undefined ? id : userTeamKey(id, team);
+    let u = this.users.get(key);
+    if (!u) this.users.set(key, (u = team === undefined ? { id, figures: zeroBySource() } : { id, team, figures: zeroBySource() }));
+    return u.figures;
+  }
+
+  private team(id: string): DayAccumulator {
+    let t = this.teams.get(id);
+    if (!t) this.teams.set(id, (t = new DayAccumulator()));
+    return t;
   }
 }
+
+/** A user's row key when its figures belong to a team (NUL never appears in an id). */
+const userTeamKey = (userId: string, teamId: string) => `${userId}\u0000${teamId}`;
 
 /** Folds one day's ledger entries into its figures. Order of entries does not matter. */
 export function computeDay(usage: Iterable<UsageEntry>, gates: Iterable<GateEntry>): DayFigures {

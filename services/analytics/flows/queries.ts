@@ -7,6 +7,7 @@ import { versionOf, type DayDoc } from "../store/rollups.ts";
 import type { ProductUsers } from "../store/user-day-cache.ts";
 import { versionsOf, type TopRow, type WindowAnswerDoc, type WindowKey } from "../store/window-answers.ts";
 import type { AnalyticsDeps } from "../deps.ts";
+import type { Scope } from "../domain/scopes.ts";
 
 /** Days whose user chunks are read at once by a query (each day's chunks all together). */
 const DAYS_AHEAD = 4;
@@ -15,7 +16,8 @@ const DAYS_AHEAD = 4;
 export type WindowUserAnswers = Pick<WindowUsers, "active" | "top">;
 
 /**
- * The rollups of a window's days and, when asked for, each user's figures (of `source`, or
+ * The rollups of a window's days in one scope (a product, one of its teams, or its teams:
+ * domain/scopes.ts) and, when asked for, each row's (user's, or team's) figures (of `source`, or
  * both) summed over them. When the cache holds every day's user columns at the day's current
  * version they are folded from memory; else the window's stored answer is used when it was
  * computed at the very versions just read (store/window-answers.ts), and only failing that
@@ -25,20 +27,20 @@ export type WindowUserAnswers = Pick<WindowUsers, "active" | "top">;
  */
 export async function readWindow(
   deps: AnalyticsDeps,
-  productId: string,
+  scope: Scope,
   days: readonly string[],
   withUsers: boolean,
   source?: Source,
 ): Promise<{ docs: DayDoc[]; users: WindowUserAnswers }> {
-  const docs = await deps.rollups.readDays(productId, days);
+  const docs = await deps.rollups.readDays(scope, days);
   if (!withUsers) return { docs, users: new WindowUsers(new UserDirectory(), source) };
   const cache = deps.userDays;
-  const p = cache.product(productId);
+  const p = cache.product(scope);
   try {
-    const key: WindowKey = { productId, first: days[0] ?? "", last: days.at(-1) ?? "", source };
+    const key: WindowKey = { productId: scope, first: days[0] ?? "", last: days.at(-1) ?? "", source };
     const versions = versionsOf(docs);
     const withChunks = docs.filter((d) => d.user_chunks > 0);
-    const cold = withChunks.some((d) => !cache.get(p, productId, d.day, versionOf(d)));
+    const cold = withChunks.some((d) => !cache.get(p, scope, d.day, versionOf(d)));
     if (cold) {
       const stored = await deps.windowAnswers.read(key);
       if (stored?.versions === versions) {
@@ -51,7 +53,7 @@ export async function readWindow(
     let next = 0;
     for (let i = 0; i < withChunks.length; i++) {
       for (; next < withChunks.length && next < i + DAYS_AHEAD; next++) {
-        const pending = columnsOf(deps, p, withChunks[next]!);
+        const pending = columnsOf(deps, p, scope, withChunks[next]!);
         pending.catch(() => undefined); // awaited in turn below; a failure then fails the query
         loading[next] = pending;
       }
@@ -67,7 +69,7 @@ export async function readWindow(
     }
     return { docs, users };
   } finally {
-    cache.release(productId, p);
+    cache.release(scope, p);
   }
 }
 
@@ -80,14 +82,14 @@ function answered(a: WindowAnswerDoc): WindowUserAnswers {
   };
 }
 
-async function columnsOf(deps: AnalyticsDeps, p: ProductUsers, doc: DayDoc): Promise<UserDay> {
+async function columnsOf(deps: AnalyticsDeps, p: ProductUsers, scope: Scope, doc: DayDoc): Promise<UserDay> {
   const version = versionOf(doc);
-  const hit = deps.userDays.get(p, doc.product_id, doc.day, version);
+  const hit = deps.userDays.get(p, scope, doc.day, version);
   if (hit) return hit;
   const b = new UserDayBuilder(p.dir);
   await deps.rollups.readUserRows(doc, (id, auto, manual) => b.add(id, auto, manual));
   const columns = b.build();
-  deps.userDays.put(p, doc.product_id, doc.day, version, columns);
+  deps.userDays.put(p, scope, doc.day, version, columns);
   return columns;
 }
 

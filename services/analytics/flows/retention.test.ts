@@ -43,12 +43,14 @@ function usage(productId: string, at: Date, i: number): MessageInitShape<typeof 
     cost: 0.01 * (1 + (i % 5)),
     source: i % 4 === 0 ? "manual" : "auto",
     toolCalls: 0n,
+    // Two teams and users in none: frozen days keep each team's figures too.
+    ...(i % 3 !== 2 && { teamId: `team|${i % 2}` }),
   };
 }
 
 function gate(productId: string, at: Date, i: number): MessageInitShape<typeof GateFactSchema> {
   const status = i % 2 ? "hard_gate" : "soft_gate";
-  return { productId, eventId: randomUUID(), userId: `u${i % 7}`, timestamp: toTimestamp(at), status, blocked: status === "hard_gate" };
+  return { productId, eventId: randomUUID(), userId: `u${i % 7}`, timestamp: toTimestamp(at), status, blocked: status === "hard_gate", ...(i % 3 === 0 && { teamId: "team|0" }) };
 }
 
 t("figures are the same before and after a retention pass, and what should go is gone", async ({ db }) => {
@@ -80,10 +82,29 @@ t("figures are the same before and after a retention pass, and what should go is
       breakdown: await client.getBreakdown({ productId: p, days: 365 }),
       top: await client.getTopUsers({ productId: p, days: 365, limit: 100 }),
       report: await client.getWindowReport({ productId: p, start: toTimestamp(daysAgo(60, 0)), end: toTimestamp(daysAgo(-1, 0)) }),
+      teams: await client.getTopTeams({ productId: p, days: 365 }),
+      ...Object.fromEntries(
+        await Promise.all(
+          ["team|0", "team|1"].map(async (teamId) => [
+            teamId,
+            {
+              summary: await client.getSummary({ productId: p, days: 365, teamId }),
+              series: await client.getTimeseries({ productId: p, days: 60, teamId }),
+              gates: await client.getGateTimeseries({ productId: p, days: 60, teamId }),
+              breakdown: await client.getBreakdown({ productId: p, days: 365, teamId }),
+              top: await client.getTopUsers({ productId: p, days: 365, limit: 100, teamId }),
+            },
+          ]),
+        ),
+      ),
     });
     const before = await figures();
     assert.is(Number(before.summary.current!.totalEvents), 12 * 6, "every reachable day counted once");
     assert.is(Number(before.summary.previousPeriod!.totalEvents), 12, "the day 400 days ago is in the previous period");
+    // Of each day's 12 facts, i = 0, 4, 6, 10 are team|0's, 1, 3, 7, 9 team|1's.
+    // team|1 spends more a day (0.14 against 0.09).
+    assert.equal(before.teams.teams.map((x: { teamId: string; events: bigint }) => [x.teamId, Number(x.events)]), [["team|1", 4 * 6], ["team|0", 4 * 6]]);
+    assert.is(Number((before["team|1"] as { summary: typeof before.summary }).summary.current!.totalEvents), 4 * 6);
 
     const segments = db.collection("ledger_segments");
     const rollups = db.collection("day_rollups");
@@ -103,7 +124,8 @@ t("figures are the same before and after a retention pass, and what should go is
     assert.is(await rollups.countDocuments({ _id: `${p}|${dayOf(daysAgo(400))}` as never }), 1, "rollups a window reaches kept");
     assert.is(await db.collection("roll_leases").countDocuments({}), 0, "expired lease swept");
     assert.is(await db.collection("dirty_days").countDocuments({}), 0, "no dirty mark left");
-    assert.ok(report.ledgerSegments > 0 && report.frozenDays === 4 && report.dayRollups === 1 && report.leases === 1, JSON.stringify(report));
+    // The day 740 days ago: the product's rollup, its two teams' and the teams' side by side.
+    assert.ok(report.ledgerSegments > 0 && report.frozenDays === 4 && report.dayRollups === 4 && report.leases === 1, JSON.stringify(report));
     assert.is(await db.collection("day_bases").countDocuments({}), 4, "a base for each day whose ledger went (400, 50, 45, 36 days ago)");
 
     // A late fact for a final day is counted on top of its base, as one for an open day is;
@@ -116,6 +138,10 @@ t("figures are the same before and after a retention pass, and what should go is
     await module.rollPending();
     const last = await client.getSummary({ productId: p, days: 365 });
     assert.is(Number(last.current!.totalEvents), 12 * 6 + 3);
+    const lastTeam = await client.getSummary({ productId: p, days: 365, teamId: "team|1" });
+    assert.is(Number(lastTeam.current!.totalEvents), 4 * 6 + 2, "a frozen day keeps its teams' figures; the late fact counts for its team");
+    const frozenDay = (await client.getTimeseries({ productId: p, days: 60, teamId: "team|1" })).data.find((d) => d.date === dayOf(daysAgo(45)))!;
+    assert.is(Number(frozenDay.events), 4 + 1);
     assert.is(await segments.countDocuments({ day: dayOf(daysAgo(45)) }), 0, "the ledger keeps its window");
 
     // A fact for a day no rollup keeps is acknowledged and counted nowhere.

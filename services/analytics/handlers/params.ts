@@ -5,6 +5,7 @@ import { DAYS_DEFAULT, DAYS_MAX, DAYS_MIN, lookback, TOP_USERS_DEFAULT, TOP_USER
 import type { AnalyticsDeps } from "../deps.ts";
 import { readWindow } from "../flows/queries.ts";
 import type { DayDoc } from "../store/rollups.ts";
+import { scopeOf, type Scope } from "../domain/scopes.ts";
 
 /** Request checks shared by the query handlers; proto3's 0 means "not sent", so the default. */
 
@@ -31,9 +32,19 @@ export function sourceOf(filter: SourceFilter | undefined): Source | undefined {
   return s as Source;
 }
 
-/** The window a request asks for (its `days`, today included) and the rollups of its days; no user columns. */
-export async function requestedDays(deps: AnalyticsDeps, req: { productId: string; days: number }): Promise<{ w: DayWindow; docs: DayDoc[] }> {
+/** The team filter (an external team id) when set. */
+export function teamOf(req: { teamId?: string }): string | undefined {
+  if (req.teamId === undefined) return undefined;
+  if (req.teamId === "" || req.teamId.length > 255) throw rpcError.invalid("team_id must be 1-255 characters when set");
+  return req.teamId;
+}
+
+/** What a request reads: its product's figures, or one team's with a team filter (domain/scopes.ts). */
+export const requestScope = (req: { productId: string; teamId?: string }): Scope => scopeOf(req.productId, teamOf(req));
+
+/** The window a request asks for (its `days`, today included) and the rollups of its days (its team's with a team filter); no user columns. */
+export async function requestedDays(deps: AnalyticsDeps, req: { productId: string; days: number; teamId?: string }): Promise<{ w: DayWindow; docs: DayDoc[] }> {
   const w = lookback(deps.now(), daysOf(req));
-  const { docs } = await readWindow(deps, req.productId, w.days, false);
+  const { docs } = await readWindow(deps, requestScope(req), w.days, false);
   return { w, docs };
 }

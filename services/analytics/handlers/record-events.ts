@@ -24,6 +24,13 @@ function common(f: UsageFact | GateFact, where: string): Date {
   return ts;
 }
 
+/** The fact's team when it has one (`tm` of the ledger entry). */
+function teamOf(f: UsageFact | GateFact, where: string): { tm?: string } {
+  if (f.teamId === undefined) return {};
+  if (f.teamId === "" || f.teamId.length > 255) throw rpcError.invalid(`${where}: team_id must be 1-255 characters when set`);
+  return { tm: f.teamId };
+}
+
 function usageFact(f: UsageFact, i: number): LedgerFact {
   const where = `usage[${i}]`;
   const timestamp = common(f, where);
@@ -35,7 +42,7 @@ function usageFact(f: UsageFact, i: number): LedgerFact {
     eventId: f.eventId,
     timestamp,
     kind: "u",
-    entry: { u: f.userId, m: f.model || null, s: f.source as Source, t: Number(f.tokens), c: roundDollars(f.cost) },
+    entry: { u: f.userId, m: f.model || null, s: f.source as Source, t: Number(f.tokens), c: roundDollars(f.cost), ...teamOf(f, where) },
   };
 }
 
@@ -43,7 +50,7 @@ function gateFact(f: GateFact, i: number): LedgerFact {
   const where = `gates[${i}]`;
   const timestamp = common(f, where);
   if (f.status !== "soft_gate" && f.status !== "hard_gate") throw rpcError.invalid(`${where}: status must be soft_gate or hard_gate`);
-  return { productId: f.productId, eventId: f.eventId, timestamp, kind: "g", entry: { u: f.userId, st: f.status, b: f.blocked } };
+  return { productId: f.productId, eventId: f.eventId, timestamp, kind: "g", entry: { u: f.userId, st: f.status, b: f.blocked, ...teamOf(f, where) } };
 }
 
 /**

@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
 import type { Collection, Db } from "mongodb";
 import { deleteInRounds, isDuplicateKeyError } from "@meter/lib/mongo";
-import type { DayAccumulator, DayFigures } from "../domain/rollup.ts";
+import type { BySource, DayAccumulator, DayFigures } from "../domain/rollup.ts";
 import type { Bucket } from "./dirty.ts";
-import { USERS_PER_CHUNK, type StoredDay, type UserChunkDoc, type UserRow } from "./rollups.ts";
+import { rowOf, USERS_PER_CHUNK, type StoredDay, type UserChunkDoc, type UserRow } from "./rollups.ts";
 
 /**
  * The base of a frozen day: its figures computed from the ledger (and the late facts stored
@@ -18,7 +18,19 @@ export interface BaseDoc extends StoredDay {
   /** How many of the day's late segments (1 .. n) the base holds. */
   late_folded: number;
   frozen_at: Date;
+  /**
+   * How many chunks of its teams' figures it has, `<_id>|<chunk_key>|t0` .. `|t<n-1>` (rows
+   * `TeamTotalsRow`: each team's figures but its users, which are the user rows with the
+   * team). Absent on bases frozen before teams were counted, and on days without teams.
+   */
+  team_chunks?: number;
 }
+
+/** A team's part of a base: id, usage, soft and hard gates, models. */
+type TeamTotalsRow = [string, BySource, number, number, [string, BySource["auto"], BySource["manual"]][]];
+
+/** Teams per chunk of a base: a team's row grows with its models, so fewer than users. */
+const TEAMS_PER_CHUNK = 200;
 
 /** Stored as in `day_user_rollups`. */
 type BaseUserChunkDoc = UserChunkDoc;
@@ -55,8 +67,16 @@ export class BaseStore {
     const key = randomUUID();
     const chunks: BaseUserChunkDoc[] = [];
     for (let i = 0; i * USERS_PER_CHUNK < f.users.length; i++) {
-      const rows = f.users.slice(i * USERS_PER_CHUNK, (i + 1) * USERS_PER_CHUNK).map((u): UserRow => [u.id, u.figures.auto, u.figures.manual]);
+      const rows = f.users.slice(i * USERS_PER_CHUNK, (i + 1) * USERS_PER_CHUNK).map(rowOf);
       chunks.push({ _id: `${id}|${key}|${i}`, product_id: b.productId, day: b.day, users: JSON.stringify(rows) });
+    }
+    const teams = f.teams ?? [];
+    let teamChunks = 0;
+    for (; teamChunks * TEAMS_PER_CHUNK < teams.length; teamChunks++) {
+      const rows = teams
+        .slice(teamChunks * TEAMS_PER_CHUNK, (teamChunks + 1) * TEAMS_PER_CHUNK)
+        .map((t): TeamTotalsRow => [t.id, t.figures.usage, t.figures.soft_gates, t.figures.hard_gates, t.figures.models.map((m) => [m.name, m.figures.auto, m.figures.manual])]);
+      chunks.push({ _id: `${id}|${key}|t${teamChunks}`, product_id: b.productId, day: b.day, users: JSON.stringify(rows) });
     }
     for (const c of chunks) await this.userChunks.insertOne(c);
     try {
@@ -69,9 +89,10 @@ export class BaseStore {
         hard_gates: f.hard_gates,
         models: f.models.map((m) => ({ name: m.name, ...m.figures })),
         chunk_key: key,
-        user_chunks: chunks.length,
+        user_chunks: chunks.length - teamChunks,
         late_folded: lateFolded,
         frozen_at: now,
+        ...(teamChunks > 0 && { team_chunks: teamChunks }),
       });
       return true;
     } catch (err) {
@@ -81,7 +102,7 @@ export class BaseStore {
     }
   }
 
-  /** Adds a base's figures to `acc`, its users one chunk at a time. */
+  /** Adds a base's figures to `acc`, its teams' and its users one chunk at a time. */
   async addTo(base: BaseDoc, acc: DayAccumulator): Promise<void> {
     acc.addTotals({
       usage: base.usage,
@@ -89,12 +110,24 @@ export class BaseStore {
       hard_gates: base.hard_gates,
       models: base.models.map((m) => ({ name: m.name, figures: { auto: m.auto, manual: m.manual } })),
     });
-    for (let i = 0; i < base.user_chunks; i++) {
-      const c = await this.userChunks.findOne({ _id: `${base._id}|${base.chunk_key}|${i}` });
-      // A base document is inserted only after all its chunks, which are never changed.
-      if (!c) throw new Error(`base ${base._id} lacks user chunk ${i}`);
-      for (const [id, auto, manual] of JSON.parse(c.users) as UserRow[]) acc.addUser({ id, figures: { auto, manual } });
+    for (let i = 0; i < (base.team_chunks ?? 0); i++) {
+      const teams = (JSON.parse((await this.chunk(base, `t${i}`)).users) as TeamTotalsRow[]).map(([id, usage, soft_gates, hard_gates, models]) => ({
+        id,
+        figures: { usage, soft_gates, hard_gates, models: models.map(([name, auto, manual]) => ({ name, figures: { auto, manual } })) },
+      }));
+      acc.addTeamTotals(teams);
     }
+    for (let i = 0; i < base.user_chunks; i++) {
+      const c = await this.chunk(base, String(i));
+      for (const [id, auto, manual, team] of JSON.parse(c.users) as UserRow[]) acc.addUser(team === undefined ? { id, figures: { auto, manual } } : { id, team, figures: { auto, manual } });
+    }
+  }
+
+  /** One chunk of a base: a base document is inserted only after all its chunks, which are never changed. */
+  private async chunk(base: BaseDoc, n: string): Promise<BaseUserChunkDoc> {
+    const c = await this.userChunks.findOne({ _id: `${base._id}|${base.chunk_key}|${n}` });
+    if (!c) throw new Error(`base ${base._id} lacks chunk ${n}`);
+    return c;
   }
 
   /** Deletes the bases of days before `day`; returns how many. Chunks first, as for rollups. */

@@ -43,6 +43,17 @@ export function teamAt(productId: string, team: KnownTeam, t: Date): TeamAttribu
 }
 
 /**
+ * The field naming, for analytics, the team `user`'s membership names at `t` (its external
+ * id), whether or not the team has a plan: usage and gates are reported by the team they were
+ * attributed to when counted, so a member moved later leaves its past with the old team.
+ */
+export function analyticsTeam(user: KnownUser | undefined, t: Date): { team_id?: string } {
+  const teamId = membershipAt(user?.memberships ?? [], t);
+  const team = teamId === null ? undefined : user?.teams.get(teamId);
+  return team ? { team_id: team.externalTeamId } : {};
+}
+
+/**
  * The team a membership history names at `t`: the latest entry (in the history's order, never
  * clocks compared) in effect at or before `t`; null before the first entry or after a leave.
  */

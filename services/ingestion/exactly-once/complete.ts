@@ -117,11 +117,11 @@ export async function completeGates(deps: GateCompletionDeps, job: JobDoc, inser
 
 /** What analytics needs of a usage event (the outbox keeps only this). */
 function usageFact(d: UsageEventDoc) {
-  const { product_id, event_id, user_id, timestamp, model, total_tokens, cost_total, source, tool_call_count } = d;
-  return { product_id, event_id, user_id, timestamp, model, total_tokens, cost_total, source, tool_call_count };
+  const { product_id, event_id, user_id, timestamp, model, total_tokens, cost_total, source, tool_call_count, team_id } = d;
+  return { product_id, event_id, user_id, timestamp, model, total_tokens, cost_total, source, tool_call_count, ...(team_id !== undefined && { team_id }) };
 }
 
 function gateFact(d: GateEventDoc) {
-  const { product_id, event_id, user_id, timestamp, status, blocked } = d;
-  return { product_id, event_id, user_id, timestamp, status, blocked };
+  const { product_id, event_id, user_id, timestamp, status, blocked, team_id } = d;
+  return { product_id, event_id, user_id, timestamp, status, blocked, ...(team_id !== undefined && { team_id }) };
 }

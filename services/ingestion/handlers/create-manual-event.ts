@@ -7,7 +7,7 @@ import { price } from "@meter/rules";
 import { encodeMetadata } from "../domain/field-keys.ts";
 import type { IngestionDeps } from "../deps.ts";
 import type { UsageEventDoc } from "../store/usage-events.ts";
-import { attribute, attributeTeam, attributionFields } from "../domain/attribution.ts";
+import { analyticsTeam, attribute, attributeTeam, attributionFields } from "../domain/attribution.ts";
 import { addTeamShare } from "../teams/shares.ts";
 import { MAX_EVENT_TOKENS } from "@meter/lib/event-bounds";
 import { recordUsage } from "../usage/record.ts";
@@ -89,6 +89,7 @@ export function createManualEvent(deps: IngestionDeps): ServiceImpl<typeof Inges
       description: req.description ?? null,
       job,
       ...attributionFields(a),
+      ...analyticsTeam(user, now),
       received_at: now,
     };
     const windows = windowShares(a.plan, a.period, doc, now);

@@ -9,6 +9,8 @@ import { encodeMetadata } from "../domain/field-keys.ts";
 import type { IngestionDeps } from "../deps.ts";
 import type { GateEventDoc } from "../store/gate-events.ts";
 import { storeGates } from "../exactly-once/write.ts";
+import { analyticsTeam } from "../domain/attribution.ts";
+import type { KnownUser } from "../adapters/plans.ts";
 import { BatchProblems, checkIds, firstOccurrences, nonNegative } from "./common.ts";
 
 const STATUSES = new Set(["soft_gate", "hard_gate"]);
@@ -56,8 +58,9 @@ function checkWindow(events: readonly GateEvent[], now: Date, days: number): voi
  * amounts of a spend cap to the nano-dollar (money in @meter/rules), so that no stored or
  * forwarded value carries float noise (1.0499999999999998 is stored as 1.05).
  */
-function gateDoc(productId: string, job: string, e: GateEvent, receivedAt: Date): GateEventDoc {
+function gateDoc(productId: string, job: string, e: GateEvent, user: KnownUser | undefined, receivedAt: Date): GateEventDoc {
   const money = e.gateReason === "total_spend" || e.gateReason === "session_spend";
+  const timestamp = timestampDate(e.timestamp!);
   return {
     _id: `${productId}/${e.id}`,
     product_id: productId,
@@ -65,7 +68,7 @@ function gateDoc(productId: string, job: string, e: GateEvent, receivedAt: Date)
     user_id: e.userId,
     service_user_id: e.serviceUserId ?? null,
     session_id: e.sessionId ?? null,
-    timestamp: timestampDate(e.timestamp!),
+    timestamp,
     status: e.status as GateEventDoc["status"],
     gate_reason: e.gateReason,
     usage_pct: roundRatio(e.usagePct),
@@ -77,6 +80,8 @@ function gateDoc(productId: string, job: string, e: GateEvent, receivedAt: Date)
     metadata: encodeMetadata(e.metadata),
     received_at: receivedAt,
     job,
+    // Analytics counts the gate for the team the user was in at the event's time.
+    ...analyticsTeam(user, timestamp),
   };
 }
 
@@ -90,7 +95,8 @@ export function ingestGateEvents(deps: IngestionDeps): ServiceImpl<typeof Ingest
     const { unique, repeated } = firstOccurrences(req.events);
     if (unique.length === 0) return { accepted: 0, duplicates: repeated };
     const job = `job_${randomUUID()}`;
-    const docs = unique.map((e) => gateDoc(productId, job, e, now));
+    const users = await deps.users.resolve(productId, unique.map((e) => e.userId));
+    const docs = unique.map((e) => gateDoc(productId, job, e, users.get(e.userId), now));
     const ids = docs.map((d) => d._id);
     const inserted = await storeGates(deps, { _id: job, kind: "gate", product_id: productId, ids, created_at: now }, docs);
     return { accepted: inserted.size, duplicates: repeated + unique.length - inserted.size };

@@ -24,7 +24,7 @@ export function outboxes(stores: { outbox: OutboxStore; webhooks: WebhookPublish
     collection: stores.outbox.analytics,
     kind: "usage",
     batchSize: RECORD_BATCH,
-    send: (docs: Pick<UsageEventDoc, "product_id" | "event_id" | "user_id" | "timestamp" | "model" | "total_tokens" | "cost_total" | "source" | "tool_call_count">[]) =>
+    send: (docs: Pick<UsageEventDoc, "product_id" | "event_id" | "user_id" | "timestamp" | "model" | "total_tokens" | "cost_total" | "source" | "tool_call_count" | "team_id">[]) =>
       stores.analytics.recordEvents(
         docs.map((d) => ({
           productId: d.product_id,
@@ -36,6 +36,7 @@ export function outboxes(stores: { outbox: OutboxStore; webhooks: WebhookPublish
           cost: d.cost_total,
           source: d.source,
           toolCalls: BigInt(d.tool_call_count),
+          ...(d.team_id !== undefined && { teamId: d.team_id }),
         })),
         [],
       ),
@@ -45,7 +46,7 @@ export function outboxes(stores: { outbox: OutboxStore; webhooks: WebhookPublish
     collection: stores.outbox.analytics,
     kind: "gate",
     batchSize: RECORD_BATCH,
-    send: (docs: Pick<GateEventDoc, "product_id" | "event_id" | "user_id" | "timestamp" | "status" | "blocked">[]) =>
+    send: (docs: Pick<GateEventDoc, "product_id" | "event_id" | "user_id" | "timestamp" | "status" | "blocked" | "team_id">[]) =>
       stores.analytics.recordEvents(
         [],
         docs.map((d) => ({
@@ -55,6 +56,7 @@ export function outboxes(stores: { outbox: OutboxStore; webhooks: WebhookPublish
           timestamp: toTimestamp(d.timestamp),
           status: d.status,
           blocked: d.blocked,
+          ...(d.team_id !== undefined && { teamId: d.team_id }),
         })),
       ),
   };

@@ -16,6 +16,8 @@ export interface GateEventDoc extends GateEventFacts {
   received_at: Date;
   /** The job (request) that inserted the event. */
   job: string;
+  /** The external id of the team the user was a member of at the event's timestamp (analytics' team); absent: none. */
+  team_id?: string;
 }
 
 export interface GateEventQuery {

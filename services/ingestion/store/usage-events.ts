@@ -61,6 +61,8 @@ export interface UsageEventDoc {
   windows?: WindowShare[];
   /** What the event adds to the team its user was a member of at its timestamp (teams/shares.ts); absent: none. */
   team?: TeamShare;
+  /** The external id of the team the user was a member of at the event's timestamp, plan or not (analytics' team); absent: none. */
+  team_id?: string;
 }
 
 export class UsageEventStore {

@@ -5,7 +5,7 @@ import type { Logger } from "@meter/lib/logger";
 import { timestampDate } from "@meter/lib/time";
 import { addDollars, calendarMonth, normalizeModel, roundDollars } from "@meter/rules";
 import type { KnownUser, PlanInfo, UserDirectory } from "../adapters/plans.ts";
-import { attribute, attributeTeam, attributionFields } from "../domain/attribution.ts";
+import { analyticsTeam, attribute, attributeTeam, attributionFields } from "../domain/attribution.ts";
 import { applyCounterBounds, MAX_COUNTER_TOKENS, OTHER_MODELS } from "../domain/counter-bounds.ts";
 import { monthCounterId } from "../domain/counter-ids.ts";
 import { encodeMetadata } from "../domain/field-keys.ts";
@@ -109,6 +109,7 @@ export function usageDoc(productId: string, job: string, e: UsageEvent, user: Kn
     description: e.description ?? null,
     job,
     ...attributionFields(a),
+    ...analyticsTeam(user, timestamp),
     received_at: receivedAt,
     lease_id: e.leaseId ?? null,
   };

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file meter/analytics/v1/analytics.proto.
  */
 export const file_meter_analytics_v1_analytics: GenFile = /*@__PURE__*/
-  fileDesc("CiJtZXRlci9hbmFseXRpY3MvdjEvYW5hbHl0aWNzLnByb3RvEhJtZXRlci5hbmFseXRpY3MudjEi0QEKCVVzYWdlRmFjdBISCgpwcm9kdWN0X2lkGAEgASgJEhAKCGV2ZW50X2lkGAIgASgJEg8KB3VzZXJfaWQYAyABKAkSLQoJdGltZXN0YW1wGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgVtb2RlbBgFIAEoCUgAiAEBEg4KBnRva2VucxgGIAEoAxIMCgRjb3N0GAcgASgBEg4KBnNvdXJjZRgIIAEoCRISCgp0b29sX2NhbGxzGAkgASgDQggKBl9tb2RlbCKRAQoIR2F0ZUZhY3QSEgoKcHJvZHVjdF9pZBgBIAEoCRIQCghldmVudF9pZBgCIAEoCRIPCgd1c2VyX2lkGAMgASgJEi0KCXRpbWVzdGFtcBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDgoGc3RhdHVzGAUgASgJEg8KB2Jsb2NrZWQYBiABKAgicAoTUmVjb3JkRXZlbnRzUmVxdWVzdBIsCgV1c2FnZRgBIAMoCzIdLm1ldGVyLmFuYWx5dGljcy52MS5Vc2FnZUZhY3QSKwoFZ2F0ZXMYAiADKAsyHC5tZXRlci5hbmFseXRpY3MudjEuR2F0ZUZhY3QiPAoUUmVjb3JkRXZlbnRzUmVzcG9uc2USEAoIcmVjb3JkZWQYASABKAUSEgoKZHVwbGljYXRlcxgCIAEoBSIuCgxTb3VyY2VGaWx0ZXISEwoGc291cmNlGAEgASgJSACIAQFCCQoHX3NvdXJjZSJeCgZUb3RhbHMSEgoKdG90YWxfY29zdBgBIAEoARIUCgx0b3RhbF90b2tlbnMYAiABKAMSFAoMdG90YWxfZXZlbnRzGAMgASgDEhQKDGFjdGl2ZV91c2VycxgEIAEoAyJnChFHZXRTdW1tYXJ5UmVxdWVzdBISCgpwcm9kdWN0X2lkGAEgASgJEgwKBGRheXMYAiABKAUSMAoGZmlsdGVyGAMgASgLMiAubWV0ZXIuYW5hbHl0aWNzLnYxLlNvdXJjZUZpbHRlciLYAQoSR2V0U3VtbWFyeVJlc3BvbnNlEisKB2N1cnJlbnQYASABKAsyGi5tZXRlci5hbmFseXRpY3MudjEuVG90YWxzEjAKDHBlcmlvZF9zdGFydBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKcGVyaW9kX2VuZBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMwoPcHJldmlvdXNfcGVyaW9kGAQgASgLMhoubWV0ZXIuYW5hbHl0aWNzLnYxLlRvdGFscyJqChRHZXRUaW1lc2VyaWVzUmVxdWVzdBISCgpwcm9kdWN0X2lkGAEgASgJEgwKBGRheXMYAiABKAUSMAoGZmlsdGVyGAMgASgLMiAubWV0ZXIuYW5hbHl0aWNzLnYxLlNvdXJjZUZpbHRlciJNCg9UaW1lc2VyaWVzUG9pbnQSDAoEZGF0ZRgBIAEoCRIMCgRjb3N0GAIgASgBEg4KBnRva2VucxgDIAEoAxIOCgZldmVudHMYBCABKAMiSgoVR2V0VGltZXNlcmllc1Jlc3BvbnNlEjEKBGRhdGEYASADKAsyIy5tZXRlci5hbmFseXRpY3MudjEuVGltZXNlcmllc1BvaW50IjwKGEdldEdhdGVUaW1lc2VyaWVzUmVxdWVzdBISCgpwcm9kdWN0X2lkGAEgASgJEgwKBGRheXMYAiABKAUiSwoTR2F0ZVRpbWVzZXJpZXNQb2ludBIMCgRkYXRlGAEgASgJEhIKCnNvZnRfZ2F0ZXMYAiABKAMSEgoKaGFyZF9nYXRlcxgDIAEoAyJSChlHZXRHYXRlVGltZXNlcmllc1Jlc3BvbnNlEjUKBGRhdGEYASADKAsyJy5tZXRlci5hbmFseXRpY3MudjEuR2F0ZVRpbWVzZXJpZXNQb2ludCJpChNHZXRCcmVha2Rvd25SZXF1ZXN0EhIKCnByb2R1Y3RfaWQYASABKAkSDAoEZGF5cxgCIAEoBRIwCgZmaWx0ZXIYAyABKAsyIC5tZXRlci5hbmFseXRpY3MudjEuU291cmNlRmlsdGVyIkYKCk1vZGVsU2hhcmUSDQoFbW9kZWwYASABKAkSDAoEY29zdBgCIAEoARIOCgZ0b2tlbnMYAyABKAMSCwoDcGN0GAQgASgBIkYKFEdldEJyZWFrZG93blJlc3BvbnNlEi4KBm1vZGVscxgBIAMoCzIeLm1ldGVyLmFuYWx5dGljcy52MS5Nb2RlbFNoYXJlIncKEkdldFRvcFVzZXJzUmVxdWVzdBISCgpwcm9kdWN0X2lkGAEgASgJEgwKBGRheXMYAiABKAUSDQoFbGltaXQYAyABKAUSMAoGZmlsdGVyGAQgASgLMiAubWV0ZXIuYW5hbHl0aWNzLnYxLlNvdXJjZUZpbHRlciJLCgpVc2VyVG90YWxzEg8KB3VzZXJfaWQYASABKAkSDAoEY29zdBgCIAEoARIOCgZ0b2tlbnMYAyABKAMSDgoGZXZlbnRzGAQgASgDIkQKE0dldFRvcFVzZXJzUmVzcG9uc2USLQoFdXNlcnMYASADKAsyHi5tZXRlci5hbmFseXRpY3MudjEuVXNlclRvdGFscyIvChlHZXRQbGFuU3Vic2NyaWJlcnNSZXF1ZXN0EhIKCnByb2R1Y3RfaWQYASABKAkiPgoPUGxhblN1YnNjcmliZXJzEhEKCXBsYW5fbmFtZRgBIAEoCRIYChBzdWJzY3JpYmVyX2NvdW50GAIgASgDIlAKGkdldFBsYW5TdWJzY3JpYmVyc1Jlc3BvbnNlEjIKBXBsYW5zGAEgAygLMiMubWV0ZXIuYW5hbHl0aWNzLnYxLlBsYW5TdWJzY3JpYmVycyKZAQoWR2V0V2luZG93UmVwb3J0UmVxdWVzdBISCgpwcm9kdWN0X2lkGAEgASgJEikKBXN0YXJ0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBInCgNlbmQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhcKD3RvcF91c2Vyc19saW1pdBgEIAEoBSKgAQoXR2V0V2luZG93UmVwb3J0UmVzcG9uc2USKgoGdG90YWxzGAEgASgLMhoubWV0ZXIuYW5hbHl0aWNzLnYxLlRvdGFscxISCgpzb2Z0X2dhdGVzGAIgASgDEhIKCmhhcmRfZ2F0ZXMYAyABKAMSMQoJdG9wX3VzZXJzGAQgAygLMh4ubWV0ZXIuYW5hbHl0aWNzLnYxLlVzZXJUb3RhbHMyzgYKEEFuYWx5dGljc1NlcnZpY2USYQoMUmVjb3JkRXZlbnRzEicubWV0ZXIuYW5hbHl0aWNzLnYxLlJlY29yZEV2ZW50c1JlcXVlc3QaKC5tZXRlci5hbmFseXRpY3MudjEuUmVjb3JkRXZlbnRzUmVzcG9uc2USWwoKR2V0U3VtbWFyeRIlLm1ldGVyLmFuYWx5dGljcy52MS5HZXRTdW1tYXJ5UmVxdWVzdBomLm1ldGVyLmFuYWx5dGljcy52MS5HZXRTdW1tYXJ5UmVzcG9uc2USZAoNR2V0VGltZXNlcmllcxIoLm1ldGVyLmFuYWx5dGljcy52MS5HZXRUaW1lc2VyaWVzUmVxdWVzdBopLm1ldGVyLmFuYWx5dGljcy52MS5HZXRUaW1lc2VyaWVzUmVzcG9uc2UScAoRR2V0R2F0ZVRpbWVzZXJpZXMSLC5tZXRlci5hbmFseXRpY3MudjEuR2V0R2F0ZVRpbWVzZXJpZXNSZXF1ZXN0Gi0ubWV0ZXIuYW5hbHl0aWNzLnYxLkdldEdhdGVUaW1lc2VyaWVzUmVzcG9uc2USYQoMR2V0QnJlYWtkb3duEicubWV0ZXIuYW5hbHl0aWNzLnYxLkdldEJyZWFrZG93blJlcXVlc3QaKC5tZXRlci5hbmFseXRpY3MudjEuR2V0QnJlYWtkb3duUmVzcG9uc2USXgoLR2V0VG9wVXNlcnMSJi5tZXRlci5hbmFseXRpY3MudjEuR2V0VG9wVXNlcnNSZXF1ZXN0GicubWV0ZXIuYW5hbHl0aWNzLnYxLkdldFRvcFVzZXJzUmVzcG9uc2UScwoSR2V0UGxhblN1YnNjcmliZXJzEi0ubWV0ZXIuYW5hbHl0aWNzLnYxLkdldFBsYW5TdWJzY3JpYmVyc1JlcXVlc3QaLi5tZXRlci5hbmFseXRpY3MudjEuR2V0UGxhblN1YnNjcmliZXJzUmVzcG9uc2USagoPR2V0V2luZG93UmVwb3J0EioubWV0ZXIuYW5hbHl0aWNzLnYxLkdldFdpbmRvd1JlcG9ydFJlcXVlc3QaKy5tZXRlci5hbmFseXRpY3MudjEuR2V0V2luZG93UmVwb3J0UmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp]);
+  fileDesc("CiJtZXRlci9hbmFseXRpY3MvdjEvYW5hbHl0aWNzLnByb3RvEhJtZXRlci5hbmFseXRpY3MudjEi8wEKCVVzYWdlRmFjdBISCgpwcm9kdWN0X2lkGAEgASgJEhAKCGV2ZW50X2lkGAIgASgJEg8KB3VzZXJfaWQYAyABKAkSLQoJdGltZXN0YW1wGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgVtb2RlbBgFIAEoCUgAiAEBEg4KBnRva2VucxgGIAEoAxIMCgRjb3N0GAcgASgBEg4KBnNvdXJjZRgIIAEoCRISCgp0b29sX2NhbGxzGAkgASgDEhQKB3RlYW1faWQYCiABKAlIAYgBAUIICgZfbW9kZWxCCgoIX3RlYW1faWQiswEKCEdhdGVGYWN0EhIKCnByb2R1Y3RfaWQYASABKAkSEAoIZXZlbnRfaWQYAiABKAkSDwoHdXNlcl9pZBgDIAEoCRItCgl0aW1lc3RhbXAYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg4KBnN0YXR1cxgFIAEoCRIPCgdibG9ja2VkGAYgASgIEhQKB3RlYW1faWQYByABKAlIAIgBAUIKCghfdGVhbV9pZCJwChNSZWNvcmRFdmVudHNSZXF1ZXN0EiwKBXVzYWdlGAEgAygLMh0ubWV0ZXIuYW5hbHl0aWNzLnYxLlVzYWdlRmFjdBIrCgVnYXRlcxgCIAMoCzIcLm1ldGVyLmFuYWx5dGljcy52MS5HYXRlRmFjdCI8ChRSZWNvcmRFdmVudHNSZXNwb25zZRIQCghyZWNvcmRlZBgBIAEoBRISCgpkdXBsaWNhdGVzGAIgASgFIi4KDFNvdXJjZUZpbHRlchITCgZzb3VyY2UYASABKAlIAIgBAUIJCgdfc291cmNlIl4KBlRvdGFscxISCgp0b3RhbF9jb3N0GAEgASgBEhQKDHRvdGFsX3Rva2VucxgCIAEoAxIUCgx0b3RhbF9ldmVudHMYAyABKAMSFAoMYWN0aXZlX3VzZXJzGAQgASgDIokBChFHZXRTdW1tYXJ5UmVxdWVzdBISCgpwcm9kdWN0X2lkGAEgASgJEgwKBGRheXMYAiABKAUSMAoGZmlsdGVyGAMgASgLMiAubWV0ZXIuYW5hbHl0aWNzLnYxLlNvdXJjZUZpbHRlchIUCgd0ZWFtX2lkGAQgASgJSACIAQFCCgoIX3RlYW1faWQi2AEKEkdldFN1bW1hcnlSZXNwb25zZRIrCgdjdXJyZW50GAEgASgLMhoubWV0ZXIuYW5hbHl0aWNzLnYxLlRvdGFscxIwCgxwZXJpb2Rfc3RhcnQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnBlcmlvZF9lbmQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjMKD3ByZXZpb3VzX3BlcmlvZBgEIAEoCzIaLm1ldGVyLmFuYWx5dGljcy52MS5Ub3RhbHMijAEKFEdldFRpbWVzZXJpZXNSZXF1ZXN0EhIKCnByb2R1Y3RfaWQYASABKAkSDAoEZGF5cxgCIAEoBRIwCgZmaWx0ZXIYAyABKAsyIC5tZXRlci5hbmFseXRpY3MudjEuU291cmNlRmlsdGVyEhQKB3RlYW1faWQYBCABKAlIAIgBAUIKCghfdGVhbV9pZCJNCg9UaW1lc2VyaWVzUG9pbnQSDAoEZGF0ZRgBIAEoCRIMCgRjb3N0GAIgASgBEg4KBnRva2VucxgDIAEoAxIOCgZldmVudHMYBCABKAMiSgoVR2V0VGltZXNlcmllc1Jlc3BvbnNlEjEKBGRhdGEYASADKAsyIy5tZXRlci5hbmFseXRpY3MudjEuVGltZXNlcmllc1BvaW50Il4KGEdldEdhdGVUaW1lc2VyaWVzUmVxdWVzdBISCgpwcm9kdWN0X2lkGAEgASgJEgwKBGRheXMYAiABKAUSFAoHdGVhbV9pZBgDIAEoCUgAiAEBQgoKCF90ZWFtX2lkIksKE0dhdGVUaW1lc2VyaWVzUG9pbnQSDAoEZGF0ZRgBIAEoCRISCgpzb2Z0X2dhdGVzGAIgASgDEhIKCmhhcmRfZ2F0ZXMYAyABKAMiUgoZR2V0R2F0ZVRpbWVzZXJpZXNSZXNwb25zZRI1CgRkYXRhGAEgAygLMicubWV0ZXIuYW5hbHl0aWNzLnYxLkdhdGVUaW1lc2VyaWVzUG9pbnQiiwEKE0dldEJyZWFrZG93blJlcXVlc3QSEgoKcHJvZHVjdF9pZBgBIAEoCRIMCgRkYXlzGAIgASgFEjAKBmZpbHRlchgDIAEoCzIgLm1ldGVyLmFuYWx5dGljcy52MS5Tb3VyY2VGaWx0ZXISFAoHdGVhbV9pZBgEIAEoCUgAiAEBQgoKCF90ZWFtX2lkIkYKCk1vZGVsU2hhcmUSDQoFbW9kZWwYASABKAkSDAoEY29zdBgCIAEoARIOCgZ0b2tlbnMYAyABKAMSCwoDcGN0GAQgASgBIkYKFEdldEJyZWFrZG93blJlc3BvbnNlEi4KBm1vZGVscxgBIAMoCzIeLm1ldGVyLmFuYWx5dGljcy52MS5Nb2RlbFNoYXJlIpkBChJHZXRUb3BVc2Vyc1JlcXVlc3QSEgoKcHJvZHVjdF9pZBgBIAEoCRIMCgRkYXlzGAIgASgFEg0KBWxpbWl0GAMgASgFEjAKBmZpbHRlchgEIAEoCzIgLm1ldGVyLmFuYWx5dGljcy52MS5Tb3VyY2VGaWx0ZXISFAoHdGVhbV9pZBgFIAEoCUgAiAEBQgoKCF90ZWFtX2lkIksKClVzZXJUb3RhbHMSDwoHdXNlcl9pZBgBIAEoCRIMCgRjb3N0GAIgASgBEg4KBnRva2VucxgDIAEoAxIOCgZldmVudHMYBCABKAMiRAoTR2V0VG9wVXNlcnNSZXNwb25zZRItCgV1c2VycxgBIAMoCzIeLm1ldGVyLmFuYWx5dGljcy52MS5Vc2VyVG90YWxzIpkBChJHZXRUb3BUZWFtc1JlcXVlc3QSEgoKcHJvZHVjdF9pZBgBIAEoCRIMCgRkYXlzGAIgASgFEg0KBWxpbWl0GAMgASgFEjAKBmZpbHRlchgEIAEoCzIgLm1ldGVyLmFuYWx5dGljcy52MS5Tb3VyY2VGaWx0ZXISFAoHdGVhbV9pZBgFIAEoCUgAiAEBQgoKCF90ZWFtX2lkIksKClRlYW1Ub3RhbHMSDwoHdGVhbV9pZBgBIAEoCRIMCgRjb3N0GAIgASgBEg4KBnRva2VucxgDIAEoAxIOCgZldmVudHMYBCABKAMiRAoTR2V0VG9wVGVhbXNSZXNwb25zZRItCgV0ZWFtcxgBIAMoCzIeLm1ldGVyLmFuYWx5dGljcy52MS5UZWFtVG90YWxzIi8KGUdldFBsYW5TdWJzY3JpYmVyc1JlcXVlc3QSEgoKcHJvZHVjdF9pZBgBIAEoCSI+Cg9QbGFuU3Vic2NyaWJlcnMSEQoJcGxhbl9uYW1lGAEgASgJEhgKEHN1YnNjcmliZXJfY291bnQYAiABKAMiUAoaR2V0UGxhblN1YnNjcmliZXJzUmVzcG9uc2USMgoFcGxhbnMYASADKAsyIy5tZXRlci5hbmFseXRpY3MudjEuUGxhblN1YnNjcmliZXJzIpkBChZHZXRXaW5kb3dSZXBvcnRSZXF1ZXN0EhIKCnByb2R1Y3RfaWQYASABKAkSKQoFc3RhcnQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKA2VuZBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFwoPdG9wX3VzZXJzX2xpbWl0GAQgASgFIqABChdHZXRXaW5kb3dSZXBvcnRSZXNwb25zZRIqCgZ0b3RhbHMYASABKAsyGi5tZXRlci5hbmFseXRpY3MudjEuVG90YWxzEhIKCnNvZnRfZ2F0ZXMYAiABKAMSEgoKaGFyZF9nYXRlcxgDIAEoAxIxCgl0b3BfdXNlcnMYBCADKAsyHi5tZXRlci5hbmFseXRpY3MudjEuVXNlclRvdGFsczKuBwoQQW5hbHl0aWNzU2VydmljZRJhCgxSZWNvcmRFdmVudHMSJy5tZXRlci5hbmFseXRpY3MudjEuUmVjb3JkRXZlbnRzUmVxdWVzdBooLm1ldGVyLmFuYWx5dGljcy52MS5SZWNvcmRFdmVudHNSZXNwb25zZRJbCgpHZXRTdW1tYXJ5EiUubWV0ZXIuYW5hbHl0aWNzLnYxLkdldFN1bW1hcnlSZXF1ZXN0GiYubWV0ZXIuYW5hbHl0aWNzLnYxLkdldFN1bW1hcnlSZXNwb25zZRJkCg1HZXRUaW1lc2VyaWVzEigubWV0ZXIuYW5hbHl0aWNzLnYxLkdldFRpbWVzZXJpZXNSZXF1ZXN0GikubWV0ZXIuYW5hbHl0aWNzLnYxLkdldFRpbWVzZXJpZXNSZXNwb25zZRJwChFHZXRHYXRlVGltZXNlcmllcxIsLm1ldGVyLmFuYWx5dGljcy52MS5HZXRHYXRlVGltZXNlcmllc1JlcXVlc3QaLS5tZXRlci5hbmFseXRpY3MudjEuR2V0R2F0ZVRpbWVzZXJpZXNSZXNwb25zZRJhCgxHZXRCcmVha2Rvd24SJy5tZXRlci5hbmFseXRpY3MudjEuR2V0QnJlYWtkb3duUmVxdWVzdBooLm1ldGVyLmFuYWx5dGljcy52MS5HZXRCcmVha2Rvd25SZXNwb25zZRJeCgtHZXRUb3BVc2VycxImLm1ldGVyLmFuYWx5dGljcy52MS5HZXRUb3BVc2Vyc1JlcXVlc3QaJy5tZXRlci5hbmFseXRpY3MudjEuR2V0VG9wVXNlcnNSZXNwb25zZRJeCgtHZXRUb3BUZWFtcxImLm1ldGVyLmFuYWx5dGljcy52MS5HZXRUb3BUZWFtc1JlcXVlc3QaJy5tZXRlci5hbmFseXRpY3MudjEuR2V0VG9wVGVhbXNSZXNwb25zZRJzChJHZXRQbGFuU3Vic2NyaWJlcnMSLS5tZXRlci5hbmFseXRpY3MudjEuR2V0UGxhblN1YnNjcmliZXJzUmVxdWVzdBouLm1ldGVyLmFuYWx5dGljcy52MS5HZXRQbGFuU3Vic2NyaWJlcnNSZXNwb25zZRJqCg9HZXRXaW5kb3dSZXBvcnQSKi5tZXRlci5hbmFseXRpY3MudjEuR2V0V2luZG93UmVwb3J0UmVxdWVzdBorLm1ldGVyLmFuYWx5dGljcy52MS5HZXRXaW5kb3dSZXBvcnRSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp]);
 
 /**
  * One accepted usage event (batch or manual), reduced to what analytics counts.
@@ -66,6 +66,14 @@ export type UsageFact = Message<"meter.analytics.v1.UsageFact"> & {
    * @generated from field: int64 tool_calls = 9;
    */
   toolCalls: bigint;
+
+  /**
+   * The external id of the team the user's membership named at the event's timestamp; unset:
+   * none (or an event counted before teams were recorded).
+   *
+   * @generated from field: optional string team_id = 10;
+   */
+  teamId?: string | undefined;
 };
 
 /**
@@ -112,6 +120,13 @@ export type GateFact = Message<"meter.analytics.v1.GateFact"> & {
    * @generated from field: bool blocked = 6;
    */
   blocked: boolean;
+
+  /**
+   * As UsageFact.team_id.
+   *
+   * @generated from field: optional string team_id = 7;
+   */
+  teamId?: string | undefined;
 };
 
 /**
@@ -239,6 +254,13 @@ export type GetSummaryRequest = Message<"meter.analytics.v1.GetSummaryRequest"> 
    * @generated from field: meter.analytics.v1.SourceFilter filter = 3;
    */
   filter?: SourceFilter | undefined;
+
+  /**
+   * Only usage (or gates) attributed to this team (external team id) when set.
+   *
+   * @generated from field: optional string team_id = 4;
+   */
+  teamId?: string | undefined;
 };
 
 /**
@@ -298,6 +320,13 @@ export type GetTimeseriesRequest = Message<"meter.analytics.v1.GetTimeseriesRequ
    * @generated from field: meter.analytics.v1.SourceFilter filter = 3;
    */
   filter?: SourceFilter | undefined;
+
+  /**
+   * Only usage (or gates) attributed to this team (external team id) when set.
+   *
+   * @generated from field: optional string team_id = 4;
+   */
+  teamId?: string | undefined;
 };
 
 /**
@@ -371,6 +400,13 @@ export type GetGateTimeseriesRequest = Message<"meter.analytics.v1.GetGateTimese
    * @generated from field: int32 days = 2;
    */
   days: number;
+
+  /**
+   * Only usage (or gates) attributed to this team (external team id) when set.
+   *
+   * @generated from field: optional string team_id = 3;
+   */
+  teamId?: string | undefined;
 };
 
 /**
@@ -442,6 +478,13 @@ export type GetBreakdownRequest = Message<"meter.analytics.v1.GetBreakdownReques
    * @generated from field: meter.analytics.v1.SourceFilter filter = 3;
    */
   filter?: SourceFilter | undefined;
+
+  /**
+   * Only usage (or gates) attributed to this team (external team id) when set.
+   *
+   * @generated from field: optional string team_id = 4;
+   */
+  teamId?: string | undefined;
 };
 
 /**
@@ -523,6 +566,13 @@ export type GetTopUsersRequest = Message<"meter.analytics.v1.GetTopUsersRequest"
    * @generated from field: meter.analytics.v1.SourceFilter filter = 4;
    */
   filter?: SourceFilter | undefined;
+
+  /**
+   * Only usage (or gates) attributed to this team (external team id) when set.
+   *
+   * @generated from field: optional string team_id = 5;
+   */
+  teamId?: string | undefined;
 };
 
 /**
@@ -582,6 +632,96 @@ export const GetTopUsersResponseSchema: GenMessage<GetTopUsersResponse> = /*@__P
   messageDesc(file_meter_analytics_v1_analytics, 19);
 
 /**
+ * @generated from message meter.analytics.v1.GetTopTeamsRequest
+ */
+export type GetTopTeamsRequest = Message<"meter.analytics.v1.GetTopTeamsRequest"> & {
+  /**
+   * @generated from field: string product_id = 1;
+   */
+  productId: string;
+
+  /**
+   * @generated from field: int32 days = 2;
+   */
+  days: number;
+
+  /**
+   * @generated from field: int32 limit = 3;
+   */
+  limit: number;
+
+  /**
+   * @generated from field: meter.analytics.v1.SourceFilter filter = 4;
+   */
+  filter?: SourceFilter | undefined;
+
+  /**
+   * Only this team (external team id) when set.
+   *
+   * @generated from field: optional string team_id = 5;
+   */
+  teamId?: string | undefined;
+};
+
+/**
+ * Describes the message meter.analytics.v1.GetTopTeamsRequest.
+ * Use `create(GetTopTeamsRequestSchema)` to create a new message.
+ */
+export const GetTopTeamsRequestSchema: GenMessage<GetTopTeamsRequest> = /*@__PURE__*/
+  messageDesc(file_meter_analytics_v1_analytics, 20);
+
+/**
+ * @generated from message meter.analytics.v1.TeamTotals
+ */
+export type TeamTotals = Message<"meter.analytics.v1.TeamTotals"> & {
+  /**
+   * External team id.
+   *
+   * @generated from field: string team_id = 1;
+   */
+  teamId: string;
+
+  /**
+   * @generated from field: double cost = 2;
+   */
+  cost: number;
+
+  /**
+   * @generated from field: int64 tokens = 3;
+   */
+  tokens: bigint;
+
+  /**
+   * @generated from field: int64 events = 4;
+   */
+  events: bigint;
+};
+
+/**
+ * Describes the message meter.analytics.v1.TeamTotals.
+ * Use `create(TeamTotalsSchema)` to create a new message.
+ */
+export const TeamTotalsSchema: GenMessage<TeamTotals> = /*@__PURE__*/
+  messageDesc(file_meter_analytics_v1_analytics, 21);
+
+/**
+ * @generated from message meter.analytics.v1.GetTopTeamsResponse
+ */
+export type GetTopTeamsResponse = Message<"meter.analytics.v1.GetTopTeamsResponse"> & {
+  /**
+   * @generated from field: repeated meter.analytics.v1.TeamTotals teams = 1;
+   */
+  teams: TeamTotals[];
+};
+
+/**
+ * Describes the message meter.analytics.v1.GetTopTeamsResponse.
+ * Use `create(GetTopTeamsResponseSchema)` to create a new message.
+ */
+export const GetTopTeamsResponseSchema: GenMessage<GetTopTeamsResponse> = /*@__PURE__*/
+  messageDesc(file_meter_analytics_v1_analytics, 22);
+
+/**
  * @generated from message meter.analytics.v1.GetPlanSubscribersRequest
  */
 export type GetPlanSubscribersRequest = Message<"meter.analytics.v1.GetPlanSubscribersRequest"> & {
@@ -596,7 +736,7 @@ export type GetPlanSubscribersRequest = Message<"meter.analytics.v1.GetPlanSubsc
  * Use `create(GetPlanSubscribersRequestSchema)` to create a new message.
  */
 export const GetPlanSubscribersRequestSchema: GenMessage<GetPlanSubscribersRequest> = /*@__PURE__*/
-  messageDesc(file_meter_analytics_v1_analytics, 20);
+  messageDesc(file_meter_analytics_v1_analytics, 23);
 
 /**
  * @generated from message meter.analytics.v1.PlanSubscribers
@@ -618,7 +758,7 @@ export type PlanSubscribers = Message<"meter.analytics.v1.PlanSubscribers"> & {
  * Use `create(PlanSubscribersSchema)` to create a new message.
  */
 export const PlanSubscribersSchema: GenMessage<PlanSubscribers> = /*@__PURE__*/
-  messageDesc(file_meter_analytics_v1_analytics, 21);
+  messageDesc(file_meter_analytics_v1_analytics, 24);
 
 /**
  * @generated from message meter.analytics.v1.GetPlanSubscribersResponse
@@ -635,7 +775,7 @@ export type GetPlanSubscribersResponse = Message<"meter.analytics.v1.GetPlanSubs
  * Use `create(GetPlanSubscribersResponseSchema)` to create a new message.
  */
 export const GetPlanSubscribersResponseSchema: GenMessage<GetPlanSubscribersResponse> = /*@__PURE__*/
-  messageDesc(file_meter_analytics_v1_analytics, 22);
+  messageDesc(file_meter_analytics_v1_analytics, 25);
 
 /**
  * @generated from message meter.analytics.v1.GetWindowReportRequest
@@ -667,7 +807,7 @@ export type GetWindowReportRequest = Message<"meter.analytics.v1.GetWindowReport
  * Use `create(GetWindowReportRequestSchema)` to create a new message.
  */
 export const GetWindowReportRequestSchema: GenMessage<GetWindowReportRequest> = /*@__PURE__*/
-  messageDesc(file_meter_analytics_v1_analytics, 23);
+  messageDesc(file_meter_analytics_v1_analytics, 26);
 
 /**
  * @generated from message meter.analytics.v1.GetWindowReportResponse
@@ -699,7 +839,7 @@ export type GetWindowReportResponse = Message<"meter.analytics.v1.GetWindowRepor
  * Use `create(GetWindowReportResponseSchema)` to create a new message.
  */
 export const GetWindowReportResponseSchema: GenMessage<GetWindowReportResponse> = /*@__PURE__*/
-  messageDesc(file_meter_analytics_v1_analytics, 24);
+  messageDesc(file_meter_analytics_v1_analytics, 27);
 
 /**
  * AnalyticsService owns its rollups. The ingestion service pushes every accepted event
@@ -757,6 +897,16 @@ export const AnalyticsService: GenService<{
     methodKind: "unary";
     input: typeof GetTopUsersRequestSchema;
     output: typeof GetTopUsersResponseSchema;
+  },
+  /**
+   * Teams by cost over the window, from the team each event was attributed to.
+   *
+   * @generated from rpc meter.analytics.v1.AnalyticsService.GetTopTeams
+   */
+  getTopTeams: {
+    methodKind: "unary";
+    input: typeof GetTopTeamsRequestSchema;
+    output: typeof GetTopTeamsResponseSchema;
   },
   /**
    * @generated from rpc meter.analytics.v1.AnalyticsService.GetPlanSubscribers
