@@ -12,7 +12,7 @@ import { LimitExceededError, Meter } from "../src/index.ts";
 import { meterErrorHandler } from "../src/http/express.ts";
 import { eventually } from "../../../test/support/eventually.ts";
 import type { Api } from "../../../test/support/http.ts";
-import { createPlan, createUser, DAY, gateEvents, type ProductCtx, rejects, startWithProduct, stopAll } from "./support/fixtures.ts";
+import { createTeam, createUser, DAY, gateEvents, type ProductCtx, rejects, startWithProduct, stopAll } from "./support/fixtures.ts";
 
 interface Ctx extends ProductCtx {
   meters: Meter[];
@@ -37,21 +37,6 @@ function meter(ctx: Ctx): Meter {
 const PERIOD_END = new Date(Date.now() + 20 * DAY);
 // $1 per 1K input tokens: a call of N input tokens costs N/1000 dollars.
 const RATES = { m: { input: 1, output: 0 } };
-
-/** A team subscribed to a plan of `fields`, with `members` (ids of registered users) joined. */
-async function createTeam(api: Api, fields: Record<string, unknown>, members: string[]): Promise<string> {
-  const teamId = `t-${randomUUID()}`;
-  const created = await api.post("/teams", { external_team_id: teamId, name: "Acme" });
-  if (created.status !== 201) throw new Error(`creating a team failed: ${created.status} ${JSON.stringify(created.body)}`);
-  const planId = await createPlan(api, fields);
-  const sub = await api.post(`/teams/${teamId}/subscription`, { plan_id: planId, period_start: new Date(Date.now() - DAY).toISOString(), period_end: PERIOD_END.toISOString() });
-  if (sub.status !== 200) throw new Error(`subscribing the team failed: ${sub.status} ${JSON.stringify(sub.body)}`);
-  for (const userId of members) {
-    const joined = await api.request("PUT", `/users/${userId}/team`, { body: { team_id: teamId } });
-    if (joined.status !== 200) throw new Error(`joining the team failed: ${joined.status} ${JSON.stringify(joined.body)}`);
-  }
-  return teamId;
-}
 
 /** One call of `tokens` input tokens of model m for `userId`. */
 const spend = (m: Meter, userId: string, tokens: number) => m.call(userId, { model: "m", usage: () => ({ input_tokens: tokens }) }, () => ({ ok: true }));

@@ -1,0 +1,76 @@
+// Budget leases covering a team's cap (BUDGETS.md §4): replica processes serving different
+// members of one team spend slices of the team's period spend cap granted from the team's own
+// counter, so together they never pass it, however the members' calls are spread over them.
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { spawnReplica, sum } from "../../../bench/lease-run.ts";
+import { eventually } from "../../../test/support/eventually.ts";
+import { createPlan, createTeam, DAY, startWithProduct, stopAll, subscribe, type ProductCtx } from "./support/fixtures.ts";
+
+const t = suite<ProductCtx>("sdk: leases covering a team's cap across replica processes");
+
+t.before(async (ctx) => {
+  await startWithProduct(ctx, "sdk team leases");
+});
+t.after(async (ctx) => {
+  await stopAll(ctx.stack, [], []);
+});
+
+// $0.01 per 1K tokens in and out: a replica's call estimates 1000 in + 1000 buffer = $0.02 and costs 1000 in + 500 out = $0.015.
+const RATES = { m: { input: 0.01, output: 0.01 } };
+const CALL_COST = 0.015;
+const MEMBERS = 40;
+const REPLICAS = 4;
+
+t("4 replica processes with leases serving 40 members of one team on a $5 team cap: $0.00 overshoot, the refused calls name team:total_spend", async (ctx) => {
+  // The members' own plans cap nothing: only the team's cap can stop them.
+  const memberPlan = await createPlan(ctx.api, { max_spend_per_period: null, cost_rates: RATES, pre_call_estimate: true, pre_call_buffer_tokens: 1000 });
+  const members = await Promise.all(
+    Array.from({ length: MEMBERS }, async (_, i) => {
+      const id = `member-${i}-${Date.now()}`;
+      const res = await ctx.api.post("/users", { external_user_id: id });
+      if (res.status !== 201) throw new Error(`creating a user failed: ${res.status}`);
+      await subscribe(ctx.api, id, memberPlan, new Date(Date.now() - DAY), new Date(Date.now() + 20 * DAY));
+      return id;
+    }),
+  );
+  const teamId = await createTeam(ctx.api, { max_spend_per_period: 5, cost_rates: RATES }, members);
+
+  const replicas = Array.from({ length: REPLICAS }, (_, r) =>
+    spawnReplica({
+      METER_API_KEY: ctx.apiKey,
+      METER_BASE_URL: ctx.stack.apiUrl,
+      // Each replica serves every member, each starting at another one.
+      LEASE_USERS: [...members.slice(r * 10), ...members.slice(0, r * 10)].join(","),
+      LEASE_CONCURRENCY: "8",
+      LEASE_ON: "true",
+      LEASE_CALLS: "0",
+      LEASE_TTL_MS: "60000",
+      LEASE_STOP_AFTER_MS: "1500",
+      LEASE_TOGETHER: "true",
+    }),
+  );
+  await Promise.race([Promise.all(replicas.map((r) => r.printed("ready"))), Promise.all(replicas.map((r) => r.done))]);
+  for (const r of replicas) r.go();
+  const results = await Promise.all(replicas.map((r) => r.done));
+  const calls = sum(results.map((r) => r.calls));
+  assert.ok(results.every((r) => r.delivered), "every replica delivered its events");
+  assert.ok(results.every((r) => r.calls > 0), `every replica was served: ${results.map((r) => r.calls).join(", ")}`);
+
+  // Every call ran counted for the team, and nothing more: the team's counted spend is the calls' once settled.
+  const spent = await eventually(
+    async () => {
+      const u = (await ctx.api.get(`/teams/${teamId}/usage`)).body as { total_cost: number };
+      return Math.abs(u.total_cost - calls * CALL_COST) < 1e-9 ? u.total_cost : null;
+    },
+    120_000,
+    "the team's usage to count every call",
+  );
+  assert.ok(spent <= 5, `the team's counted spend $${spent} is within its $5 cap (overshoot $${Math.max(0, spent - 5).toFixed(2)})`);
+  // The replicas went on until the cap was (nearly) spent: what they held was given back and spent by the others.
+  assert.ok(spent >= 4, `the team's cap was spent: $${spent}`);
+  const reasons = new Set(results.flatMap((r) => r.reasons ?? []).map((x) => x.split(" ")[0]));
+  assert.equal([...reasons], ["team:total_spend"], "every refused call named the team's cap");
+});
+
+t.run();
