@@ -69,6 +69,7 @@ t("4 replica processes with leases serving 40 members of one team on a $5 team c
   assert.ok(spent <= 5, `the team's counted spend $${spent} is within its $5 cap (overshoot $${Math.max(0, spent - 5).toFixed(2)})`);
   // The replicas went on until the cap was (nearly) spent: what they held was given back and spent by the others.
   assert.ok(spent >= 4, `the team's cap was spent: $${spent}`);
+  console.log(`    ${calls} calls (${results.map((r) => r.calls).join(", ")}), ${sum(results.map((r) => r.lease_requests))} lease requests, team spend $${spent}`);
   const reasons = new Set(results.flatMap((r) => r.reasons ?? []).map((x) => x.split(" ")[0]));
   assert.equal([...reasons], ["team:total_spend"], "every refused call named the team's cap");
 });
