@@ -126,7 +126,9 @@ const LeaseOut = Type.Object({
 });
 
 const AcquireOut = Type.Object({
-  limited: Type.Boolean({ description: "False when the user has no finite period cap: nothing to lease, no lease needed" }),
+  limited: Type.Boolean({
+    description: "False when nothing asked for is capped (the user's period caps and windows, and with `team` the period spend of the user's team): nothing to lease, no lease needed",
+  }),
   lease: Nullable(LeaseOut),
 });
 

@@ -1814,8 +1814,8 @@ export type AcquireLeaseResponse = Message<"meter.ingestion.v1.AcquireLeaseRespo
   lease?: Lease | undefined;
 
   /**
-   * False when neither the period spend, the model asked for nor any window asked for is
-   * capped: nothing to lease.
+   * False when neither the period spend, the model asked for, any window asked for nor (with
+   * `team`) the period spend of the user's team is capped: nothing to lease.
    *
    * @generated from field: bool limited = 2;
    */
