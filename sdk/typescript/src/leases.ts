@@ -644,6 +644,8 @@ export class Leases {
   /** Gives back every lease (shutdown). */
   async releaseAll(): Promise<void> {
     clearInterval(this.timer);
+    // Requests asked ahead and not answered yet first: what they are granted goes back with the rest.
+    await Promise.all([...this.books.values()].map((b) => b.asking));
     await Promise.all([...this.books.values()].map((b) => this.release(b)));
     // Team slices no member's release took back (their member's team changed meanwhile).
     for (const tb of this.teams.values()) {

@@ -4,6 +4,8 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { spawnReplica, sum } from "../../../bench/lease-run.ts";
+import { Meter } from "../src/index.ts";
+import { reserveNow } from "../src/internal.ts";
 import { eventually } from "../../../test/support/eventually.ts";
 import { createPlan, createTeam, DAY, startWithProduct, stopAll, subscribe, type ProductCtx } from "./support/fixtures.ts";
 
@@ -72,6 +74,33 @@ t("4 replica processes with leases serving 40 members of one team on a $5 team c
   console.log(`    ${calls} calls (${results.map((r) => r.calls).join(", ")}), ${sum(results.map((r) => r.lease_requests))} lease requests, team spend $${spent}`);
   const reasons = new Set(results.flatMap((r) => r.reasons ?? []).map((x) => x.split(" ")[0]));
   assert.equal([...reasons], ["team:total_spend"], "every refused call named the team's cap");
+});
+
+t("one process serving two members holds one slice of their team's cap: the second member's calls need no request of their own, and shutdown gives the rest back", async (ctx) => {
+  const memberPlan = await createPlan(ctx.api, { max_spend_per_period: null, cost_rates: RATES, pre_call_estimate: true, pre_call_buffer_tokens: 1000 });
+  const members: string[] = [];
+  for (const name of ["a", "b"]) {
+    const id = `member-${name}-${Date.now()}`;
+    await ctx.api.post("/users", { external_user_id: id });
+    await subscribe(ctx.api, id, memberPlan, new Date(Date.now() - DAY), new Date(Date.now() + 20 * DAY));
+    members.push(id);
+  }
+  const teamId = await createTeam(ctx.api, { max_spend_per_period: 5, cost_rates: RATES }, members);
+  const m = new Meter({ apiKey: ctx.apiKey, baseURL: ctx.stack.apiUrl, leases: true, leaseIdleMs: 600_000, flushIntervalMs: 200, logger: { warn: () => undefined } });
+  for (const id of members) await m.guard(id, { model: "m" });
+  const call = async (id: string) => (await m.reserve(id, { model: "m", input_tokens: 1000 })).commit({ input_tokens: 1000, output_tokens: 500 });
+  await call(members[0]!);
+  // The first member's request brought the team's slice; the second member's call spends from it at once.
+  const held = reserveNow(m, members[1]!, { model: "m", input_tokens: 1000 });
+  assert.ok(held, "the second member's call waited for a lease request");
+  held.commit({ input_tokens: 1000, output_tokens: 500 });
+  for (let i = 2; i < 20; i++) await call(members[i % 2]!);
+  assert.ok(await m.shutdown({ timeoutMs: 20_000 }));
+  await eventually(async () => (await ctx.api.get(`/teams/${teamId}/usage`)).body.total_cost === 20 * CALL_COST || null, 30_000, "the team's usage");
+  // Given back: what is free of the team's cap is the cap less what the 20 calls spent, nothing held.
+  const probe = await ctx.api.post(`/users/${members[0]}/leases`, { holder: "probe", need: 0, want: 0, team: { need: 0, want: 100 } });
+  assert.is(probe.status, 200, JSON.stringify(probe.body));
+  assert.is(probe.body.lease.team.added + probe.body.lease.team.remaining, 5 - 20 * CALL_COST, JSON.stringify(probe.body.lease.team));
 });
 
 t.run();

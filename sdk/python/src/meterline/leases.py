@@ -15,7 +15,7 @@ from urllib.parse import quote
 
 from .clock import now as clock_now
 from .errors import MeterAPIError, MeterError
-from .flow import Flow, Handle, Request, running
+from .flow import Flow, Handle, Request, Wait, running
 from .lease_books import (
     Book,
     LeaseNeed,
@@ -227,6 +227,10 @@ class Leases(LeaseRequests):
 
     def release_all(self, timeout: float) -> Flow[None]:
         deadline = time.monotonic() + timeout
+        # Requests asked ahead and not answered yet first: what they are granted goes back with the rest.
+        for b in list(self.books.values()):
+            if b.asking is not None and running(b.asking) and time.monotonic() < deadline:
+                yield Wait(b.asking, max(0.1, deadline - time.monotonic()))
         for b in list(self.books.values()):
             if time.monotonic() >= deadline:
                 return
