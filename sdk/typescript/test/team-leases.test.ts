@@ -11,8 +11,12 @@ import { createPlan, createTeam, DAY, startWithProduct, stopAll, subscribe, type
 
 const t = suite<ProductCtx>("sdk: leases covering a team's cap across replica processes");
 
+// Short lease lifetimes, so a dead replica's slice lapses within the test (the replica runs ask 60 s).
+const TTL_MS = 2_000;
+const GRACE_MS = 500;
+
 t.before(async (ctx) => {
-  await startWithProduct(ctx, "sdk team leases");
+  await startWithProduct(ctx, "sdk team leases", { services: { ingestion: { leaseTtlMs: TTL_MS, leaseGraceMs: GRACE_MS } } });
 });
 t.after(async (ctx) => {
   await stopAll(ctx.stack, [], []);
@@ -101,6 +105,30 @@ t("one process serving two members holds one slice of their team's cap: the seco
   const probe = await ctx.api.post(`/users/${members[0]}/leases`, { holder: "probe", need: 0, want: 0, team: { need: 0, want: 100 } });
   assert.is(probe.status, 200, JSON.stringify(probe.body));
   assert.is(probe.body.lease.team.added + probe.body.lease.team.remaining, 5 - 20 * CALL_COST, JSON.stringify(probe.body.lease.team));
+});
+
+t("a replica killed holding a slice of the team's cap: the slice returns to the other members' replicas after its expiry", async (ctx) => {
+  const memberPlan = await createPlan(ctx.api, { max_spend_per_period: null, cost_rates: RATES, pre_call_estimate: true, pre_call_buffer_tokens: 1000 });
+  const members: string[] = [];
+  for (const name of ["dead", "alive"]) {
+    const id = `member-${name}-${Date.now()}`;
+    await ctx.api.post("/users", { external_user_id: id });
+    await subscribe(ctx.api, id, memberPlan, new Date(Date.now() - DAY), new Date(Date.now() + 20 * DAY));
+    members.push(id);
+  }
+  await createTeam(ctx.api, { max_spend_per_period: 5, cost_rates: RATES }, members);
+  const holder = spawnReplica({ METER_API_KEY: ctx.apiKey, METER_BASE_URL: ctx.stack.apiUrl, LEASE_USER: members[0]!, LEASE_TTL_MS: String(TTL_MS), LEASE_MODE: "hold" });
+  await holder.printed("held");
+  // Asking for nothing grants nothing: the answer's `remaining` is what is free of the team's cap.
+  const free = async () => {
+    const r = await ctx.api.post(`/users/${members[1]}/leases`, { holder: "probe", need: 0, want: 0, team: { need: 0, want: 0 } });
+    assert.is(r.status, 200, JSON.stringify(r.body));
+    return r.body.lease.team.remaining as number;
+  };
+  assert.ok((await free()) < 5, "the replica holds a slice of the team's cap");
+  holder.kill();
+  // Nothing was spent: once the dead replica's slice lapsed, the whole cap is free again.
+  await eventually(async () => (await free()) === 5 || null, 30_000, "the dead replica's slice to lapse");
 });
 
 t.run();
