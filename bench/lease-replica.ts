@@ -1,12 +1,16 @@
 // One client replica for the budget-lease test and benchmark: a Meter (the SDK) making
 // LEASE_CONCURRENCY concurrent model calls for one user, each with a pre-call estimate,
 // until refused for LEASE_STOP_AFTER_MS in a row (or LEASE_CALLS calls per worker). Prints
-// one JSON line of figures. LEASE_UNTIL_MINUTE_PLUS=<ms> runs until that long into the next minute instead. LEASE_TOGETHER=true prints "ready" once set up and begins on SIGUSR2. LEASE_MODE=hold takes one reservation, prints "held" and waits
+// one JSON line of figures. LEASE_USERS=<id,id,...> instead spreads the calls over several users (each call the next one's). LEASE_UNTIL_MINUTE_PLUS=<ms> runs until that long into the next minute instead. LEASE_TOGETHER=true prints "ready" once set up and begins on SIGUSR2. LEASE_MODE=hold takes one reservation, prints "held" and waits
 // (to be killed while holding a lease).
 import { LimitExceededError, Meter } from "../sdk/typescript/src/index.ts";
 
 const env = (k: string, d?: string) => process.env[k] ?? d ?? (() => { throw new Error(`${k} is required`); })();
-const userId = env("LEASE_USER");
+const users = (process.env.LEASE_USERS ?? env("LEASE_USER")).split(",");
+const userId = users[0]!;
+let turn = 0;
+/** The user of the next call (one user unless LEASE_USERS names several). */
+const nextUser = () => users[turn++ % users.length]!;
 const concurrency = Number(env("LEASE_CONCURRENCY", "100"));
 const callsPerWorker = Number(env("LEASE_CALLS", "0")) || Infinity;
 const stopAfterMs = Number(env("LEASE_STOP_AFTER_MS", "1500"));
@@ -41,8 +45,10 @@ if (env("LEASE_MODE", "run") === "hold") {
 
 if (env("LEASE_TOGETHER", "false") === "true") {
   // Started with others: the user's view is loaded here, then every replica begins at once on SIGUSR2.
-  await meter.guard(userId, { model: "m" });
-  if ((meter.state(userId)?.plan ?? "none") === "none") throw new Error(`the view of ${userId} did not load`);
+  for (const u of users) {
+    await meter.guard(u, { model: "m" });
+    if ((meter.state(u)?.plan ?? "none") === "none") throw new Error(`the view of ${u} did not load`);
+  }
   const alive = setInterval(() => {}, 1_000); // a signal handler alone keeps no process alive
   const go = new Promise((r) => process.once("SIGUSR2", r));
   process.stdout.write("ready\n");
@@ -76,7 +82,7 @@ async function worker(): Promise<void> {
     const t0 = performance.now();
     const asked = meter.stats.lease_requests ?? 0;
     try {
-      const r = await meter.reserve(userId, call);
+      const r = await meter.reserve(nextUser(), call);
       admitted.push(epoch());
       latencies.push(performance.now() - t0);
       started.push(performance.timeOrigin + t0);

@@ -28,6 +28,18 @@ const WindowUseIn = Type.Object(
   { additionalProperties: false },
 );
 
+const TeamAskIn = Type.Object(
+  {
+    need: Type.Unsafe<number>({ ...Dollars, description: "Dollars of the team's period spend cap the holder's next call needs; a smaller grant is no grant" }),
+    want: Type.Unsafe<number>({ ...Dollars, description: "Most dollars of the team's cap the holder wants to hold (at least need)" }),
+  },
+  {
+    additionalProperties: false,
+    description:
+      "A slice of the period spend cap of the user's team (its plan in force now), kept in the team's counter: one slice per holder and team period, shared by every member the holder serves",
+  },
+);
+
 const AcquireIn = Body({
   holder: Type.Unsafe<string>({ ...LeaseId, description: "Id of the asking client replica; also the lease id (one lease per holder and period)" }),
   need: Type.Unsafe<number>({ ...Dollars, description: "Dollars the holder's next call needs; a smaller grant is no grant" }),
@@ -45,6 +57,7 @@ const AcquireIn = Body({
         "Slices of the windows of the plan's `limits` the holder's calls count in: a calendar or period window by a time in it (`window_start`, absent: now), a rolling window by its dimension alone",
     }),
   ),
+  team: Type.Optional(TeamAskIn),
 });
 
 const ReleaseIn = Body({
@@ -57,6 +70,9 @@ const ReleaseIn = Body({
   ),
   used_windows: Type.Optional(
     Type.Array(WindowUseIn, { maxItems: 64, description: "The same per window slice; a window left out keeps its slice until the lease lapses or the window ends" }),
+  ),
+  team_used: Type.Optional(
+    Type.Unsafe<number>({ ...Dollars, description: "Dollars the holder spent from its slice of the user's team's cap in all (every member it serves); absent: the team slice is kept until it lapses" }),
   ),
 });
 
@@ -81,6 +97,18 @@ const TokenLeaseOut = Type.Object({
   holders: Type.Integer({ description: "Holders with an outstanding token slice of the model" }),
 });
 
+const TeamLeaseOut = Type.Object({
+  team_id: Type.String({ description: "The user's team (external id)" }),
+  spend_limited: Type.Boolean({ description: "False when the team plan has no period spend cap: nothing leased, no slice needed" }),
+  granted: Type.Number({ description: "Dollars of the team's cap granted to this holder in the team's period in all" }),
+  added: Type.Number({ description: "Dollars granted by this request; 0 when refused" }),
+  spent: Type.Number({ description: "Dollars of usage events settled against the team slice" }),
+  remaining: Type.Number({ description: "Dollars of the team's cap neither settled nor held by a lease after this request" }),
+  holders: Type.Integer({ description: "Holders with an outstanding slice of the team's cap" }),
+  expires_at: Nullable(DateTime),
+  period_end: DateTime,
+});
+
 const LeaseOut = Type.Object({
   lease_id: Type.String({ description: "Send it as lease_id on the usage events spent from the lease" }),
   granted: Type.Number({ description: "Dollars granted to this holder in the period in all" }),
@@ -94,10 +122,13 @@ const LeaseOut = Type.Object({
   spend_limited: Type.Boolean({ description: "False when the user has no finite period spend cap: the dollar fields mean nothing" }),
   tokens: Nullable(TokenLeaseOut),
   windows: Type.Array(WindowLeaseOut, { description: "One per window asked for, in the order asked (empty when none was)" }),
+  team: Type.Union([TeamLeaseOut, Type.Null()], { description: "The team slice, when `team` was asked (or `team_used` given) and the user is in a team with a plan in force" }),
 });
 
 const AcquireOut = Type.Object({
-  limited: Type.Boolean({ description: "False when the user has no finite period cap: nothing to lease, no lease needed" }),
+  limited: Type.Boolean({
+    description: "False when nothing asked for is capped (the user's period caps and windows, and with `team` the period spend of the user's team): nothing to lease, no lease needed",
+  }),
   lease: Nullable(LeaseOut),
 });
 
@@ -134,6 +165,19 @@ function leaseJson(l: Lease) {
       remaining: w.remaining,
       holders: w.holders,
     })),
+    team: l.team
+      ? {
+          team_id: l.team.teamId,
+          spend_limited: l.team.spendLimited,
+          granted: l.team.granted,
+          added: l.team.added,
+          spent: l.team.spent,
+          remaining: l.team.remaining,
+          holders: l.team.holders,
+          expires_at: l.team.expiresAt ? timestampDate(l.team.expiresAt).toISOString() : null,
+          period_end: timestampDate(l.team.periodEnd!).toISOString(),
+        }
+      : null,
   };
 }
 
@@ -150,7 +194,8 @@ export const leaseRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description:
           "Grants the holder a slice of cap - settled spend - slices outstanding, atomically, until expires_at; with `model`, " +
           "also a slice of that model's token cap the same way; with `windows`, a slice of each window of the plan's `limits` named " +
-          "(cap x hard_gate_at - counted in the window - slices outstanding; a slice of a calendar window is worth nothing once it ends). " +
+          "(cap x hard_gate_at - counted in the window - slices outstanding; a slice of a calendar window is worth nothing once it ends); " +
+          "with `team`, a slice of the period spend cap of the user's team, in the team's counter, shared by every member the holder serves. " +
           "Asking again extends the holder's lease. " +
           "Usage events spent from it carry its lease_id. 413 when the user's period has 1,000 live leases; " +
           "503 (retryable) when the budget changed under 50 grant attempts in a row.",
@@ -174,6 +219,7 @@ export const leaseRoutes: FastifyPluginAsyncTypebox = async (app) => {
           needTokens: BigInt(b.need_tokens ?? 0),
           wantTokens: BigInt(b.want_tokens ?? b.need_tokens ?? 0),
           windows: (b.windows ?? []).map((w) => ({ dimension: w.dimension, windowStart: at(w.window_start), need: w.need, want: w.want })),
+          team: b.team,
         },
         rpcOptions(request),
       );
@@ -204,6 +250,7 @@ export const leaseRoutes: FastifyPluginAsyncTypebox = async (app) => {
           used: request.body.used,
           usedTokens: Object.fromEntries(Object.entries(request.body.used_tokens ?? {}).map(([m, n]) => [m, BigInt(n)])),
           usedWindows: (request.body.used_windows ?? []).map((w) => ({ dimension: w.dimension, windowStart: at(w.window_start), used: w.used })),
+          teamUsed: request.body.team_used,
         },
         rpcOptions(request),
       );

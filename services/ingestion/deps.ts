@@ -59,8 +59,8 @@ export interface IngestionDeps {
   now(): Date;
   /** Jobs this process is completing right now (so the sweep and a retry share the work). */
   recovering: Map<string, Promise<void>>;
-  /** Budget leases: the period caps' slices in the period counter, the windows' in the window document. */
-  leases: LeaseSettings & { store: LeaseStore; windows: WindowLeaseStore };
+  /** Budget leases: the period caps' slices in the period counter, the team's in the team's period counter, the windows' in the window document. */
+  leases: LeaseSettings & { store: LeaseStore; teams: LeaseStore; windows: WindowLeaseStore };
 }
 
 export interface LeaseSettings {

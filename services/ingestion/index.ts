@@ -113,11 +113,12 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
   const scheduler = new JobScheduler(opts.db, opts.logger, idlePollMaxMs, "ingestion");
   await Promise.all([counters.init(), crossings.init(), scheduler.init()]);
   const windows = new WindowStore(opts.db);
+  const teamCounters = new CounterStore(opts.db, "team_counters", "team_id");
   const deps: IngestionDeps = {
     events,
     counters,
     windows,
-    teamCounters: new CounterStore(opts.db, "team_counters", "team_id"),
+    teamCounters,
     teamWindows: new WindowStore(opts.db, "team_windows", "team_id"),
     arrivals,
     lateChanges: new LateChanges(opts.db),
@@ -138,7 +139,7 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
     scheduler,
     kickRelay: () => kickRelay(deps),
     retention: { ...RETENTION_DEFAULTS, ...opts.retention },
-    leases: { ttlMs: opts.leaseTtlMs ?? 60_000, graceMs: opts.leaseGraceMs ?? 30_000, store: new LeaseStore(counters.counters), windows: new WindowLeaseStore(windows.windows) },
+    leases: { ttlMs: opts.leaseTtlMs ?? 60_000, graceMs: opts.leaseGraceMs ?? 30_000, store: new LeaseStore(counters.counters), teams: new LeaseStore(teamCounters.counters, "team_id"), windows: new WindowLeaseStore(windows.windows) },
   };
   defineRetention(deps);
   defineLateChanges(deps, () => followLateChanges(deps));

@@ -14,6 +14,7 @@ import { UsageEventSchema } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import { toTimestamp } from "@meter/lib/time";
 import { usageDoc } from "./usage/record.ts";
 import { plansDirectory } from "./adapters/plans.ts";
+import { LeaseStore } from "./leases/store.ts";
 import { CounterStore } from "./store/counters.ts";
 import { WindowStore } from "./windows/store.ts";
 import { countTeams } from "./teams/count.ts";
@@ -219,7 +220,8 @@ t("a team member's job left unfinished counts the team exactly when the member: 
   // A request that died once the team part of its completion was written, the member's not yet.
   await db.collection<StoredJob>("jobs").insertOne(storedJob({ _id: job, kind: "usage", product_id: productId, ids: docs.map((d) => d._id), created_at: new Date(now.getTime() - 6_000) }));
   await db.collection("usage_events").insertMany(docs as never[]);
-  const teams = { teamCounters: new CounterStore(db, "team_counters", "team_id"), teamWindows: new WindowStore(db, "team_windows", "team_id"), now: () => new Date() };
+  const teamCounters = new CounterStore(db, "team_counters", "team_id");
+  const teams = { teamCounters, teamWindows: new WindowStore(db, "team_windows", "team_id"), leases: { teams: new LeaseStore(teamCounters.counters, "team_id") }, now: () => new Date() };
   await countTeams(teams, job, docs);
   await eventually(async () => (await api.get("/users/r2/usage")).body.total_cost === 8, 30_000, "the sweep to count the events");
   await eventually(async () => (await db.collection("jobs").countDocuments({ _id: job as never })) === 0, 30_000, "the job to be closed");

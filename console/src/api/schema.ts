@@ -463,7 +463,7 @@ export interface paths {
         put?: never;
         /**
          * Lease a slice of the user's period caps and windows (budget lease)
-         * @description Grants the holder a slice of cap - settled spend - slices outstanding, atomically, until expires_at; with `model`, also a slice of that model's token cap the same way; with `windows`, a slice of each window of the plan's `limits` named (cap x hard_gate_at - counted in the window - slices outstanding; a slice of a calendar window is worth nothing once it ends). Asking again extends the holder's lease. Usage events spent from it carry its lease_id. 413 when the user's period has 1,000 live leases; 503 (retryable) when the budget changed under 50 grant attempts in a row.
+         * @description Grants the holder a slice of cap - settled spend - slices outstanding, atomically, until expires_at; with `model`, also a slice of that model's token cap the same way; with `windows`, a slice of each window of the plan's `limits` named (cap x hard_gate_at - counted in the window - slices outstanding; a slice of a calendar window is worth nothing once it ends); with `team`, a slice of the period spend cap of the user's team, in the team's counter, shared by every member the holder serves. Asking again extends the holder's lease. Usage events spent from it carry its lease_id. 413 when the user's period has 1,000 live leases; 503 (retryable) when the budget changed under 50 grant attempts in a row.
          */
         post: operations["acquireLease"];
         delete?: never;
@@ -5841,6 +5841,13 @@ export interface operations {
                         /** @description Most the holder wants to hold of the window (at least need) */
                         want: number;
                     }[];
+                    /** @description A slice of the period spend cap of the user's team (its plan in force now), kept in the team's counter: one slice per holder and team period, shared by every member the holder serves */
+                    team?: {
+                        /** @description Dollars of the team's period spend cap the holder's next call needs; a smaller grant is no grant */
+                        need: number;
+                        /** @description Most dollars of the team's cap the holder wants to hold (at least need) */
+                        want: number;
+                    };
                 };
             };
         };
@@ -5852,7 +5859,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        /** @description False when the user has no finite period cap: nothing to lease, no lease needed */
+                        /** @description False when nothing asked for is capped (the user's period caps and windows, and with `team` the period spend of the user's team): nothing to lease, no lease needed */
                         limited: boolean;
                         lease: {
                             /** @description Send it as lease_id on the usage events spent from the lease */
@@ -5909,6 +5916,29 @@ export interface operations {
                                 /** @description Holders with an outstanding slice of the window */
                                 holders: number;
                             }[];
+                            /** @description The team slice, when `team` was asked (or `team_used` given) and the user is in a team with a plan in force */
+                            team: {
+                                /** @description The user's team (external id) */
+                                team_id: string;
+                                /** @description False when the team plan has no period spend cap: nothing leased, no slice needed */
+                                spend_limited: boolean;
+                                /** @description Dollars of the team's cap granted to this holder in the team's period in all */
+                                granted: number;
+                                /** @description Dollars granted by this request; 0 when refused */
+                                added: number;
+                                /** @description Dollars of usage events settled against the team slice */
+                                spent: number;
+                                /** @description Dollars of the team's cap neither settled nor held by a lease after this request */
+                                remaining: number;
+                                /** @description Holders with an outstanding slice of the team's cap */
+                                holders: number;
+                                expires_at: string | null;
+                                /**
+                                 * Format: date-time
+                                 * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
+                                 */
+                                period_end: string;
+                            } | null;
                         } | null;
                     };
                 };
@@ -6104,6 +6134,8 @@ export interface operations {
                         /** @description What the holder used of the window's slice in all, settled or not yet */
                         used: number;
                     }[];
+                    /** @description Dollars the holder spent from its slice of the user's team's cap in all (every member it serves); absent: the team slice is kept until it lapses */
+                    team_used?: number;
                 };
             };
         };
@@ -6170,6 +6202,29 @@ export interface operations {
                                 /** @description Holders with an outstanding slice of the window */
                                 holders: number;
                             }[];
+                            /** @description The team slice, when `team` was asked (or `team_used` given) and the user is in a team with a plan in force */
+                            team: {
+                                /** @description The user's team (external id) */
+                                team_id: string;
+                                /** @description False when the team plan has no period spend cap: nothing leased, no slice needed */
+                                spend_limited: boolean;
+                                /** @description Dollars of the team's cap granted to this holder in the team's period in all */
+                                granted: number;
+                                /** @description Dollars granted by this request; 0 when refused */
+                                added: number;
+                                /** @description Dollars of usage events settled against the team slice */
+                                spent: number;
+                                /** @description Dollars of the team's cap neither settled nor held by a lease after this request */
+                                remaining: number;
+                                /** @description Holders with an outstanding slice of the team's cap */
+                                holders: number;
+                                expires_at: string | null;
+                                /**
+                                 * Format: date-time
+                                 * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
+                                 */
+                                period_end: string;
+                            } | null;
                         };
                     };
                 };

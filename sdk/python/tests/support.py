@@ -94,6 +94,26 @@ class Product:
         return events
 
 
+def create_team(product: Product, plan: dict[str, Any], members: list[str]) -> str:
+    team_id = f"t-{uuid.uuid4()}"
+    res = product.api.post("/teams", {"external_team_id": team_id, "name": "Acme"})
+    assert res.status_code == 201, res.text
+    now = datetime.now(timezone.utc)
+    res = product.api.post(
+        f"/teams/{team_id}/subscription",
+        {
+            "plan_id": product.create_plan(**plan),
+            "period_start": (now - DAY).isoformat(),
+            "period_end": (now + 20 * DAY).isoformat(),
+        },
+    )
+    assert res.status_code == 200, res.text
+    for user_id in members:
+        res = product.api.client.put(f"/users/{user_id}/team", json={"team_id": team_id})
+        assert res.status_code == 200, res.text
+    return team_id
+
+
 def new_product(base: str) -> Product:
     res = Api(base).post("/products", {"name": "Python client tests"})
     assert res.status_code == 201, res.text

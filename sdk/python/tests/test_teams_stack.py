@@ -6,38 +6,15 @@ sdk/typescript/test/teams-stack.test.ts."""
 from __future__ import annotations
 
 import asyncio
-import uuid
-from datetime import datetime, timezone
-from typing import Any
 
 import pytest
 
 from meterline import AsyncMeter, LimitExceededError, Meter, limit_body
 
-from .support import DAY, Product, eventually
+from .support import Product, create_team, eventually
 
 # $1 per 1K input tokens: a call of N input tokens costs N/1000 dollars.
 RATES = {"m": {"input": 1, "output": 0}}
-
-
-def create_team(product: Product, plan: dict[str, Any], members: list[str]) -> str:
-    team_id = f"t-{uuid.uuid4()}"
-    res = product.api.post("/teams", {"external_team_id": team_id, "name": "Acme"})
-    assert res.status_code == 201, res.text
-    now = datetime.now(timezone.utc)
-    res = product.api.post(
-        f"/teams/{team_id}/subscription",
-        {
-            "plan_id": product.create_plan(**plan),
-            "period_start": (now - DAY).isoformat(),
-            "period_end": (now + 20 * DAY).isoformat(),
-        },
-    )
-    assert res.status_code == 200, res.text
-    for user_id in members:
-        res = product.api.client.put(f"/users/{user_id}/team", json={"team_id": team_id})
-        assert res.status_code == 200, res.text
-    return team_id
 
 
 def test_a_team_cap_spent_by_two_members_blocks_the_third_naming_team_total_spend(product: Product) -> None:

@@ -10,6 +10,7 @@ import { own } from "./own.ts";
 import { addDollars, dimensionKey, hardMarkOf, limitReason, ratio, resetsOf, toDollars, toNano, usedOf, type PlanLimit } from "./rules/index.ts";
 import type { Transport } from "./transport.ts";
 import type { UserEntry } from "./state.ts";
+import type { TeamEntry } from "./team-state.ts";
 import type { ReservationAmount, WindowNeed } from "./reservation.ts";
 import type { GuardResult } from "./types.ts";
 
@@ -88,6 +89,18 @@ interface LeaseWire {
   tokens: TokenLeaseWire | null;
   /** Absent from a service without window leases. */
   windows?: WindowLeaseWire[];
+  /** The team slice (absent from a service without team leases; null when none was asked). */
+  team?: TeamLeaseWire | null;
+}
+
+interface TeamLeaseWire {
+  team_id: string;
+  spend_limited: boolean;
+  granted: number;
+  added: number;
+  remaining: number;
+  holders: number;
+  period_end: string;
 }
 
 /** One budget of a lease: dollars, or one model's tokens. */
@@ -170,10 +183,53 @@ export interface LeaseNeed {
   whole: boolean;
   /** The windows of the plan's limits the call counts in (each must cover it). */
   windows: WindowNeed[];
+  /** The user's own period spend cap is leased (its slice must cover `cost`). */
+  spend: boolean;
+  /** The member's team whose period spend cap is leased (its slice must cover `teamCost`), else null. */
+  team: TeamEntry | null;
+  teamCost: number;
+}
+
+/** What sizes a lease's requests: the calls holding on it and the round trips of its requests. */
+class Sizing {
+  /** Round trips of lease requests (ms): smoothed, their mean deviation, and a peak that fades. */
+  srtt = 0;
+  rttvar = 0;
+  peakRtt = 0;
+  rtts = 0;
+  holds = 0;
+  /** False once the service granted less than a request asked (its share near the cap): requests are then sized by the spend rate alone. */
+  full = true;
+  /** What requests ask for is multiplied by this (doubled after each dry spell while grants are full). */
+  boost = 1;
+}
+
+/**
+ * This process's slice of one team's period spend cap, shared by every member of the team it
+ * serves (the service keeps one slice per holder in the team's counter). Asked for with a
+ * member's lease request, one request carrying it at a time.
+ */
+class TeamBook extends Sizing {
+  readonly spend = new Slice(null);
+  /** Spend from the slice stops here: the time the request that last added to it was sent plus the lifetime. */
+  deadline = 0;
+  periodEndMs = 0;
+  lastUse = 0;
+  /** The request carrying this team's ask, else null. */
+  asking: Promise<void> | null = null;
+  /** No request asks for the team's slice before then: the service had nothing left of the cap. */
+  retryAt = 0;
+  /** Until then the service said the team has no period spend cap (or the user left it). */
+  unlimitedUntil = 0;
+  /** The member whose request last carried the ask: the slice is given back through its lease. */
+  via: string | null = null;
+  constructor(readonly teamId: string) {
+    super();
+  }
 }
 
 /** One user's lease held by this process. */
-class Book {
+class Book extends Sizing {
   leaseId: string | null = null;
   readonly spend = new Slice(null);
   /** Token slices by normalized model. */
@@ -194,16 +250,6 @@ class Book {
   askedAt = 0;
   /** When the first request whose answer never came (since the last grant) was sent, else 0. */
   lostAt = 0;
-  /** Round trips of lease requests (ms): smoothed, their mean deviation, and a peak that fades. */
-  srtt = 0;
-  rttvar = 0;
-  peakRtt = 0;
-  rtts = 0;
-  holds = 0;
-  /** False once the service granted less than a request asked (its share near the cap): requests are then sized by the spend rate alone. */
-  full = true;
-  /** What requests ask for is multiplied by this (doubled after each dry spell while grants are full). */
-  boost = 1;
   /** Calls waited for a request since the last grant, while a lease was held. */
   starved = false;
   /** The request being prepared or in flight (one at a time), and whether it has been sent. */
@@ -214,6 +260,10 @@ class Book {
   waiting = 0;
   needCost = 0;
   needTokens = 0;
+  /** For the request being prepared: the most a waiting call needs of the team's slice. */
+  needTeam = 0;
+  /** The team whose ask the request in flight carries, else null. */
+  teamAsked: TeamBook | null = null;
   /**
    * Plan or subscription changes seen (renew()), and how many had been seen when the request
    * behind the last grant was sent, and the last request: while they differ the slice may have
@@ -226,7 +276,9 @@ class Book {
     readonly userId: string,
     /** The user's view (replaced when an idle user is loaded again). */
     public entry: UserEntry,
-  ) {}
+  ) {
+    super();
+  }
 
   window(w: WindowNeed): WindowSlice {
     let s = this.windows.get(w.key);
@@ -251,6 +303,8 @@ export class Leases {
   /** This process as a lease holder. */
   readonly holder = `h_${randomUUID().replaceAll("-", "")}`;
   private readonly books = new Map<string, Book>();
+  /** This process's slices of teams' spend caps, by team id. */
+  private readonly teams = new Map<string, TeamBook>();
   /** Lease requests sent (figures for benchmarks). */
   requests = 0;
   private warned = false;
@@ -267,18 +321,27 @@ export class Leases {
 
   /** What a call of `model` needs from the lease, or null when nothing it spends is capped (or the user is not loaded). */
   need(e: UserEntry, model: string | null, reserved: ReservationAmount): LeaseNeed | null {
+    if (!e.loaded) return null;
     const plan = e.config;
-    if (plan === null || !e.loaded) return null;
-    const capped = model !== null && own(plan.model_limits, model) !== undefined ? model : null;
-    const windows = windowNeeds(e, model, reserved);
-    if (plan.max_spend_per_period === null && capped === null && windows.length === 0) return null;
-    if (Date.now() < this.book(e).unlimitedUntil) return null;
+    const capped = plan !== null && model !== null && own(plan.model_limits, model) !== undefined ? model : null;
+    const windows = plan === null ? NO_WINDOWS : windowNeeds(e, model, reserved);
+    const spend = plan !== null && plan.max_spend_per_period !== null;
+    let team = leasedTeam(e);
+    if (!spend && capped === null && windows.length === 0 && team === null) return null;
+    const now = Date.now();
+    if (team !== null && now < this.teamBook(team).unlimitedUntil) team = null;
+    const teamCost = team === null ? 0 : reserved.cost;
+    if (now < this.book(e).unlimitedUntil) return team === null ? null : { cost: 0, model: null, tokens: 0, whole: reserved.exact, windows: NO_WINDOWS, spend: false, team, teamCost };
+    if (!spend && capped === null && windows.length === 0 && team === null) return null;
     return {
-      cost: plan.max_spend_per_period === null ? 0 : reserved.cost,
+      cost: spend ? reserved.cost : 0,
       model: capped,
       tokens: capped === null ? 0 : reserved.tokens,
       whole: reserved.exact,
       windows,
+      spend,
+      team,
+      teamCost,
     };
   }
 
@@ -296,11 +359,19 @@ export class Leases {
   async wait(e: UserEntry, n: LeaseNeed): Promise<void> {
     const b = this.book(e);
     this.unit(b, n);
-    // A third round only when a request for another model's tokens was being prepared.
-    for (let round = 0; round < 3; round++) {
-      if (b.open || this.short(e, b, n, Date.now()) === null) return;
-      // A window the service has nothing left of (until it ends, or a moment): refused without asking.
-      if (this.exhausted(b, n, Date.now())) return;
+    const tb = n.team === null ? null : this.teamBook(n.team);
+    // A third round only when a request for another model's tokens was being prepared; a fourth
+    // when the team's slice was being asked for with another member's request.
+    for (let round = 0; round < 4; round++) {
+      const now = Date.now();
+      if (b.open || this.short(e, b, n, now) === null) return;
+      // A window or team cap the service has nothing left of (until it ends, or a moment): refused without asking.
+      if (this.exhausted(b, n, now)) return;
+      // The team's slice is on its way with another member's request: that answer may cover this call.
+      if (tb !== null && tb.asking !== null && tb.asking !== b.asking && this.teamShort(tb, n, now)) {
+        await tb.asking;
+        continue;
+      }
       if (b.leaseId !== null) b.starved = true;
       for (const w of n.windows) b.window(w);
     if (b.asking === null) this.request(b, n.model);
@@ -312,6 +383,7 @@ export class Leases {
         if (n.whole) b.needCost = Math.max(b.needCost, n.cost);
         if (n.whole && n.model !== null && n.model === b.model) b.needTokens = Math.max(b.needTokens, n.tokens);
         for (const w of n.windows) b.windowNeeds.set(w.key, Math.max(b.windowNeeds.get(w.key) ?? 0, w.whole ? w.amount : 0));
+        if (n.whole && tb !== null) b.needTeam = Math.max(b.needTeam, n.teamCost);
         return b.asking!;
       }
       await b.asking;
@@ -331,6 +403,8 @@ export class Leases {
       .then(() => this.send(b))
       .finally(() => {
         b.asking = null;
+        if (b.teamAsked !== null) b.teamAsked.asking = null;
+        b.teamAsked = null;
       });
     return b.asking;
   }
@@ -339,11 +413,11 @@ export class Leases {
     const sentAt = Date.now();
     b.sent = true;
     b.askedAt = sentAt;
-    const { model, waiting, needCost, needTokens, windowNeeds } = b;
+    const { model, waiting, needCost, needTokens, needTeam, windowNeeds } = b;
     const epoch = (b.askedEpoch = b.epoch);
     const spendCap = capOf(b.entry, null);
     const tokenCap = model === null ? null : capOf(b.entry, model);
-    b.waiting = b.needCost = b.needTokens = 0;
+    b.waiting = b.needCost = b.needTokens = b.needTeam = 0;
     b.windowNeeds = new Map();
     // Failing open, a request is the way to learn that the service answers again.
     const renew = sentAt >= this.renewAt(b) || b.open || this.renewing(b);
@@ -379,6 +453,21 @@ export class Leases {
       Object.assign(body, { model, need_tokens: Math.ceil(t.need), want_tokens: wantTokens });
       wanted ||= t.want > 0;
     }
+    // The team's slice, unless another member's request is asking for it.
+    const team = leasedTeam(b.entry);
+    const tb = team === null ? null : this.teamBook(team);
+    let teamWant = 0;
+    if (tb !== null && tb.asking === null && sentAt >= tb.retryAt && sentAt >= tb.unlimitedUntil) {
+      const t = this.asked(tb, tb.spend, needTeam, waiting, b.open || sentAt >= tb.deadline - this.renewMargin(tb), sentAt);
+      if (t.want > 0) {
+        teamWant = t.want;
+        body.team = { need: t.need, want: t.want };
+        tb.asking = b.asking;
+        tb.via = b.userId;
+        b.teamAsked = tb;
+        wanted = true;
+      }
+    }
     // Calls given back since it was prepared (or a slower rate) left nothing to ask for.
     if (!wanted) return;
     this.requests++;
@@ -402,6 +491,7 @@ export class Leases {
     }
     this.roundTrip(b, Date.now() - sentAt);
     b.open = false;
+    if (b.teamAsked !== null) this.teamGranted(b.teamAsked, res.limited ? (res.lease?.team ?? null) : null, teamWant, sentAt, res.lease?.ttl_ms ?? this.settings.ttlMs, Date.now() - sentAt);
     if (!res.limited || !res.lease) {
       b.unlimitedUntil = Date.now() + 60_000;
       return;
@@ -459,6 +549,17 @@ export class Leases {
     if (short !== null) return { refused: short };
     b.spend.used = addDollars(b.spend.used, n.cost);
     b.spend.took(n.cost, now);
+    let lowTeam = false;
+    if (n.team !== null) {
+      const tb = this.teamBook(n.team);
+      tb.spend.used = addDollars(tb.spend.used, n.teamCost);
+      tb.spend.took(n.teamCost, now);
+      tb.holds++;
+      tb.lastUse = now;
+      lowTeam = tb.asking === null && now >= tb.retryAt && (this.teamBalance(tb, now) < this.lowWater(tb, tb.spend, now) || now >= tb.deadline - this.renewMargin(tb));
+      // The lease id is the holder's: the event settles the team's slice with it (and the user's, when held).
+      b.leaseId ??= this.holder;
+    }
     const t = n.model === null ? null : b.slice(n.model);
     if (t) {
       t.used += n.tokens;
@@ -473,10 +574,11 @@ export class Leases {
     }
     b.holds++;
     if (b.asking === null) {
-      const period = e.config!.max_spend_per_period !== null || t !== null;
+      const period = n.spend || t !== null;
       const low =
         lowWindow ||
-        (e.config!.max_spend_per_period !== null && this.balance(b, b.spend, now) < this.lowWater(b, b.spend, now)) ||
+        lowTeam ||
+        (n.spend && this.balance(b, b.spend, now) < this.lowWater(b, b.spend, now)) ||
         (t !== null && this.balance(b, t, now) < this.lowWater(b, t, now));
       // After a plan change the lease is renewed under the new caps once, in the background.
       if (low || (period && now >= this.renewAt(b)) || (this.renewing(b) && b.askedEpoch !== b.epoch)) void this.request(b, n.model);
@@ -485,7 +587,12 @@ export class Leases {
   }
 
   /** Gives a hold back (what take() took); the call's real usage, if it ran, comes through spend(). */
-  unhold(userId: string, leaseId: string | null, cost: number, model: string | null, tokens: number, windows: readonly WindowNeed[] = NO_WINDOWS): void {
+  unhold(userId: string, leaseId: string | null, cost: number, model: string | null, tokens: number, windows: readonly WindowNeed[] = NO_WINDOWS, team: TeamEntry | null = null): void {
+    const tb = team === null || leaseId === null ? undefined : this.teams.get(team.teamId);
+    if (tb !== undefined) {
+      tb.spend.used = Math.max(0, addDollars(tb.spend.used, -cost));
+      tb.holds = Math.max(0, tb.holds - 1);
+    }
     const b = this.books.get(userId);
     if (!b || leaseId === null || b.leaseId !== leaseId) return;
     b.spend.used = Math.max(0, addDollars(b.spend.used, -cost));
@@ -504,7 +611,12 @@ export class Leases {
    */
   spend(e: UserEntry, cost: number, model: string | null, tokens: number, at: number): string | null {
     const b = this.books.get(e.userId);
-    if (!b || b.leaseId === null) return null;
+    const team = leasedTeam(e);
+    const tb = team === null ? undefined : this.teams.get(team.teamId);
+    // Spent from the team's slice once one was granted (its event names the holder, which settles it).
+    const teamLease = tb !== undefined && tb.deadline > 0 ? this.holder : null;
+    if (teamLease !== null) tb!.spend.used = addDollars(tb!.spend.used, cost);
+    if (!b || b.leaseId === null) return teamLease;
     b.spend.used = addDollars(b.spend.used, cost);
     const t = model === null ? undefined : b.tokens.get(model);
     if (t) t.used += tokens;
@@ -532,16 +644,27 @@ export class Leases {
   /** Gives back every lease (shutdown). */
   async releaseAll(): Promise<void> {
     clearInterval(this.timer);
+    // Requests asked ahead and not answered yet first: what they are granted goes back with the rest.
+    await Promise.all([...this.books.values()].map((b) => b.asking));
     await Promise.all([...this.books.values()].map((b) => this.release(b)));
+    // Team slices no member's release took back (their member's team changed meanwhile).
+    for (const tb of this.teams.values()) {
+      const via = tb.via === null ? undefined : this.books.get(tb.via);
+      if (via !== undefined && this.teamIdle(tb)) await this.release(via);
+    }
   }
 
   /** The hard gate of the first budget the lease cannot cover, or null when it covers the call. */
   private short(e: UserEntry, b: Book, n: LeaseNeed, now: number): GuardResult | null {
+    if (n.team !== null) {
+      const tb = this.teams.get(n.team.teamId);
+      if (tb === undefined || this.teamShort(tb, n, now)) return teamRefusal(n.team, n.teamCost);
+    }
     const plan = e.config!;
-    if (plan.max_spend_per_period !== null) {
+    if (n.spend) {
       const left = this.balance(b, b.spend, now);
       if (left <= 0 || (n.whole && left < n.cost)) {
-        const cap = toDollars(Math.round(toNano(plan.max_spend_per_period) * plan.hard_gate_at));
+        const cap = toDollars(Math.round(toNano(plan.max_spend_per_period!) * plan.hard_gate_at));
         return refusal(e, "total_spend", addDollars(e.periodCost, e.reservedCost), cap, `period spend cap of ${cap} reached: no budget lease covers this call (${n.cost.toFixed(6)}) across replicas`);
       }
     }
@@ -565,6 +688,10 @@ export class Leases {
 
   /** A window the call needs is short and the service had nothing left of it when last asked. */
   private exhausted(b: Book, n: LeaseNeed, now: number): boolean {
+    if (n.team !== null) {
+      const tb = this.teams.get(n.team.teamId);
+      if (tb !== undefined && now < tb.retryAt && this.teamShort(tb, n, now)) return true;
+    }
     for (const w of n.windows) {
       const s = b.windows.get(w.key);
       if (s === undefined || now >= s.retryAt) continue;
@@ -612,6 +739,15 @@ export class Leases {
         await this.release(b);
       }
     }
+    for (const tb of this.teams.values()) {
+      const via = tb.via === null ? undefined : this.books.get(tb.via);
+      if (via !== undefined && this.teamIdle(tb) && now - tb.lastUse >= this.settings.idleMs) await this.release(via);
+    }
+  }
+
+  /** No call holds on the team's slice, none asks for it, and it holds something unused. */
+  private teamIdle(tb: TeamBook): boolean {
+    return tb.holds === 0 && tb.asking === null && tb.spend.granted > tb.spend.used;
   }
 
   /**
@@ -622,10 +758,18 @@ export class Leases {
     const now = Date.now();
     const windows = [...b.windows.values()].filter((s) => s.end > now);
     const slices = [b.spend, ...b.tokens.values(), ...windows];
-    if (b.lostAt === 0 && (b.leaseId === null || slices.every((s) => s.granted <= s.used))) return;
+    // The team's slice goes back with a member's lease once no call of any member holds on it.
+    const team = leasedTeam(b.entry);
+    const tb = team === null ? undefined : this.teams.get(team.teamId);
+    const teamBack = tb !== undefined && this.teamIdle(tb);
+    if (!teamBack && b.lostAt === 0 && (b.leaseId === null || slices.every((s) => s.granted <= s.used))) return;
     for (const s of slices) s.granted = s.used;
     b.lostAt = 0;
     const body: Record<string, unknown> = { used: b.spend.used };
+    if (teamBack) {
+      tb!.spend.granted = tb!.spend.used;
+      body.team_used = tb!.spend.used;
+    }
     if (b.tokens.size > 0) body.used_tokens = Object.fromEntries([...b.tokens].map(([m, s]) => [m, Math.ceil(s.used)]));
     if (windows.length > 0) {
       body.used_windows = windows.map((s) => ({
@@ -648,8 +792,8 @@ export class Leases {
    * calls and one per waiting call, with the most a waiting call needs as the least worth
    * granting when the budget cannot cover it.
    */
-  private asked(b: Book, s: Slice, need: number, waiting: number, renew: boolean, now: number): { need: number; want: number } {
-    const left = this.balance(b, s, now);
+  private asked(b: Book | TeamBook, s: Slice, need: number, waiting: number, renew: boolean, now: number): { need: number; want: number } {
+    const left = b instanceof TeamBook ? this.teamBalance(b, now) : this.balance(b, s, now);
     const short = need > 0 && left < need;
     const low = this.lowWater(b, s, now, waiting);
     if (!short && left >= low && !renew) return { need: 0, want: 0 };
@@ -662,17 +806,17 @@ export class Leases {
    * Below this much left, the next slice is asked for: LOOKAHEAD round trips' worth of the
    * spend rate, and never less than one call per call in flight (a replica's concurrency).
    */
-  private lowWater(b: Book, s: Slice, now: number, waiting = 0): number {
+  private lowWater(b: Sizing, s: Slice, now: number, waiting = 0): number {
     const horizon = this.horizon(b);
     return Math.max(s.unit * (b.holds + waiting + 1), LOOKAHEAD * s.rate(now) * horizon);
   }
 
   /** A lease round trip to plan for (ms): the smoothed one plus two deviations, a recent peak when longer, at least MIN_HORIZON_MS. */
-  private horizon(b: Book): number {
+  private horizon(b: Sizing): number {
     return Math.max(b.srtt + 2 * b.rttvar, b.peakRtt, MIN_HORIZON_MS);
   }
 
-  private roundTrip(b: Book, rtt: number): void {
+  private roundTrip(b: Sizing, rtt: number): void {
     if (b.rtts++ === 0) {
       b.srtt = rtt;
       b.rttvar = rtt / 2;
@@ -688,12 +832,16 @@ export class Leases {
     return b.deadline - this.renewMargin(b);
   }
 
-  private renewMargin(b: Book): number {
+  private renewMargin(b: Sizing): number {
     return Math.max(LOOKAHEAD * this.horizon(b), this.settings.ttlMs / 4);
   }
 
   private unit(b: Book, n: LeaseNeed): void {
     if (n.cost > b.spend.unit) b.spend.unit = n.cost;
+    if (n.team !== null) {
+      const tb = this.teamBook(n.team);
+      if (n.teamCost > tb.spend.unit) tb.spend.unit = n.teamCost;
+    }
     for (const w of n.windows) {
       const s = b.window(w);
       if (w.amount > s.unit) s.unit = w.amount;
@@ -746,6 +894,54 @@ export class Leases {
     if (current) b.grantEpoch = epoch;
   }
 
+  private teamBook(t: TeamEntry): TeamBook {
+    let tb = this.teams.get(t.teamId);
+    if (!tb) {
+      tb = new TeamBook(t.teamId);
+      this.teams.set(t.teamId, tb);
+    }
+    return tb;
+  }
+
+  /** What is left of the team's slice: nothing once its lifetime or the team's period ended. */
+  private teamBalance(tb: TeamBook, now: number): number {
+    if (now >= tb.deadline || now >= tb.periodEndMs) return 0;
+    return addDollars(tb.spend.granted, -tb.spend.used);
+  }
+
+  private teamShort(tb: TeamBook, n: LeaseNeed, now: number): boolean {
+    const left = this.teamBalance(tb, now);
+    return left <= 0 || (n.whole && left < n.teamCost);
+  }
+
+  /**
+   * Records the service's answer for the team's slice: a grant sets the slice to what the team's
+   * counter holds for this holder and extends its lifetime; a refusal holds further asks back for
+   * a moment; no team slice (no cap, or the user left the team) stops asking for a minute.
+   */
+  private teamGranted(tb: TeamBook, t: TeamLeaseWire | null, want: number, sentAt: number, ttlMs: number, rtt: number): void {
+    this.roundTrip(tb, rtt);
+    const now = Date.now();
+    if (t === null || !t.spend_limited) {
+      tb.unlimitedUntil = now + 60_000;
+      return;
+    }
+    const periodEnd = Date.parse(t.period_end);
+    if (periodEnd !== tb.periodEndMs) {
+      // A new period: the slice starts from what the service holds for it.
+      tb.spend.granted = 0;
+      tb.periodEndMs = periodEnd;
+    }
+    if (t.added > 0) {
+      tb.spend.granted = t.granted;
+      tb.deadline = sentAt + ttlMs;
+      tb.retryAt = 0;
+    } else if (t.remaining <= 0 || this.teamBalance(tb, now) <= 0) {
+      tb.retryAt = now + OPEN_RETRY_MS;
+    }
+    tb.full = t.added >= want - 1e-9;
+  }
+
   private book(e: UserEntry): Book {
     let b = this.books.get(e.userId);
     if (!b) {
@@ -763,6 +959,28 @@ function capOf(e: UserEntry, model: string | null): number | null {
   if (plan === null) return null;
   const max = model === null ? plan.max_spend_per_period : (own(plan.model_limits, model)?.max_tokens_per_period ?? null);
   return max === null ? null : max * plan.hard_gate_at;
+}
+
+/** The member's team when its plan caps the team's period spend (the team slice a call needs), else null. */
+function leasedTeam(e: UserEntry): TeamEntry | null {
+  const t = e.team;
+  return t !== null && t.config !== null && t.config.max_spend_per_period !== null ? t : null;
+}
+
+/** A call the team's slice does not cover: blocked by the team's cap until the team's period ends. */
+function teamRefusal(t: TeamEntry, cost: number): GuardResult {
+  const plan = t.config!;
+  const cap = toDollars(Math.round(toNano(plan.max_spend_per_period!) * plan.hard_gate_at));
+  const current = addDollars(t.periodCost, t.reservedCost);
+  return {
+    resets_at: new Date(t.periodEndMs).toISOString(),
+    status: "hard_gate",
+    gate_reason: "team:total_spend",
+    usage_pct: cap > 0 ? Math.max(1, ratio(current, cap)) : 1,
+    current_value: current,
+    limit_value: cap,
+    message: `team period spend cap of ${cap} reached: no budget lease covers this call (${cost.toFixed(6)}) across replicas`,
+  };
 }
 
 /** A call no lease covers: blocked until the period ends (the caps leases cover are the period's). */

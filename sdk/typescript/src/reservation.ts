@@ -4,6 +4,7 @@
  * plan's pre_call_estimate its estimate, otherwise the user's typical call (see reservationOf).
  */
 import { MeterError } from "./errors.ts";
+import type { TeamEntry } from "./team-state.ts";
 import type { RecentCalls } from "./recent-calls.ts";
 import type { Held, UserEntry } from "./state.ts";
 import type { GuardResult, UsageEvent, UsageInput } from "./types.ts";
@@ -21,6 +22,8 @@ export interface Hold extends Held {
   /** The budget lease the estimate was taken from (`leases: true`), and the window slices it was taken from. */
   lease?: string | null;
   leaseWindows?: readonly WindowNeed[];
+  /** The team whose lease slice (of the team's period spend cap) the estimate was taken from. */
+  leaseTeam?: TeamEntry | null;
 }
 
 /** What a reserved call holds, and whether the check counts it as this call's estimate. */

@@ -12,7 +12,7 @@ import { LimitExceededError, Meter } from "../src/index.ts";
 import { meterErrorHandler } from "../src/http/express.ts";
 import { eventually } from "../../../test/support/eventually.ts";
 import type { Api } from "../../../test/support/http.ts";
-import { createTeam, createUser, gateEvents, type ProductCtx, rejects, startWithProduct, stopAll } from "./support/fixtures.ts";
+import { createTeam, createUser, DAY, gateEvents, type ProductCtx, rejects, startWithProduct, stopAll } from "./support/fixtures.ts";
 
 interface Ctx extends ProductCtx {
   meters: Meter[];

@@ -3,7 +3,8 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { Code } from "@connectrpc/connect";
 import { rpcFailure } from "../../../test/support/rpc.ts";
-import { productWithUser, withIngestion, type IngestionSuite } from "../testing/suite.ts";
+import { productWithUser, usageEvent, withIngestion, type IngestionSuite } from "../testing/suite.ts";
+import { eventually } from "../../../test/support/eventually.ts";
 
 const t = suite<IngestionSuite>("AcquireLease");
 withIngestion(t);
@@ -28,6 +29,41 @@ t("a user with no cap has nothing to lease; a capped one is granted spend and th
   assert.equal([lease.leaseId, lease.spendLimited, lease.tokens?.model], ["h1", true, "gpt-4o"]);
   assert.ok(lease.granted >= 1 && lease.granted <= 2, `granted ${lease.granted}`);
   assert.ok(lease.tokens!.granted >= 10n && lease.tokens!.granted <= 100n, `tokens granted ${lease.tokens!.granted}`);
+});
+
+t("a member's lease holds a slice of the team's spend cap: one ledger for the holders of every member, settled by the team's counting, given back with team_used", async ({ stack, ingestion }) => {
+  const { api, productId, userId: a } = await productWithUser(stack);
+  const b = `u-b-${Date.now()}`;
+  await api.post("/users", { external_user_id: b });
+  const plan = (await api.post("/config/plans", { plans: [{ name: `team-${Date.now()}`, max_spend_per_period: 10 }] })).body.plans[0];
+  await api.post("/teams", { external_team_id: "crew", name: "Crew" });
+  const day = 86_400_000;
+  const sub = await api.post("/teams/crew/subscription", { plan_id: plan.id, period_start: new Date(Date.now() - day).toISOString(), period_end: new Date(Date.now() + 20 * day).toISOString() });
+  assert.is(sub.status, 200, JSON.stringify(sub.body));
+  for (const u of [a, b]) assert.is((await api.request("PUT", `/users/${u}/team`, { body: { team_id: "crew" } })).status, 200);
+
+  // Members without caps of their own: the team's slice alone makes the lease.
+  const first = await ingestion.acquireLease({ productId, userId: a, holder: "h1", need: 0, want: 0, team: { need: 1, want: 4 } });
+  assert.is(first.limited, true);
+  assert.equal([first.lease!.team?.teamId, first.lease!.team?.spendLimited, first.lease!.team?.granted, first.lease!.team?.remaining], ["crew", true, 4, 6]);
+  // Another holder serving another member draws on the same cap: at most an equal share of what is left.
+  const second = await ingestion.acquireLease({ productId, userId: b, holder: "h2", need: 0, want: 0, team: { need: 1, want: 10 } });
+  assert.equal([second.lease!.team?.added, second.lease!.team?.remaining, second.lease!.team?.holders], [2, 4, 2]);
+  // The first holder serving the second member grows its one team slice.
+  const grown = await ingestion.acquireLease({ productId, userId: b, holder: "h1", need: 0, want: 0, team: { need: 0.5, want: 1 } });
+  assert.equal([grown.lease!.team?.added, grown.lease!.team?.granted, grown.lease!.team?.remaining], [1, 5, 3]);
+
+  // $3 spent from h1 by a: counted for the team and settled against h1's slice in the same update.
+  await ingestion.ingestUsageEvents({ productId, events: [usageEvent(a, { costTotal: 3, leaseId: "h1" })] });
+  await eventually(async () => (await api.get("/teams/crew/usage")).body.total_cost === 3, 30_000, "the team to count the event");
+  // h1 gives back what it did not use (it used $3 for every member): what remains is the cap less the settled $3 and h2's $2.
+  const released = await ingestion.releaseLease({ productId, userId: b, leaseId: "h1", used: 0, teamUsed: 3 });
+  assert.equal([released.lease!.team?.granted, released.lease!.team?.spent], [3, 3]);
+  const third = await ingestion.acquireLease({ productId, userId: a, holder: "h3", need: 0, want: 0, team: { need: 0, want: 100 } });
+  assert.is(third.lease!.team!.added + third.lease!.team!.remaining, 5);
+  // Past the cap nothing is granted.
+  const refused = await ingestion.acquireLease({ productId, userId: a, holder: "h4", need: 0, want: 0, team: { need: 9, want: 9 } });
+  assert.equal([refused.limited, refused.lease!.team?.added], [true, 0]);
 });
 
 t.run();

@@ -12,13 +12,15 @@ import { requireUser } from "./common.ts";
 import { acquireWindows } from "../windows/lease-request.ts";
 import { MAX_LEASE_TTL_MS, leaseMessage, requireDollars, requireLeaseId, requireTokens } from "../leases/request.ts";
 import { creditsInForce } from "../credits/view.ts";
+import { acquireTeamSlice } from "../leases/team.ts";
 
 /**
  * Grants the holder a slice of the user's current period spend cap (max_spend_per_period x
  * hard_gate_at) and, when a model is named whose tokens the plan caps, of that model's token
  * cap (max_tokens_per_period x hard_gate_at), in one write; and of each window of the plan's
- * `limits` asked for, in one write of the user's window document. A user with none of these
- * capped has nothing to lease: `limited` is false.
+ * `limits` asked for, in one write of the user's window document; and, with `team`, of the
+ * period spend cap of the user's team, in one write of the team's period counter (leases/team.ts).
+ * A user with none of these capped has nothing to lease: `limited` is false.
  */
 export function acquireLease(deps: IngestionDeps): ServiceImpl<typeof IngestionService>["acquireLease"] {
   return async (req) => {
@@ -66,14 +68,16 @@ export function acquireLease(deps: IngestionDeps): ServiceImpl<typeof IngestionS
       graceMs: deps.leases.graceMs,
       now,
     });
+    // The team's slice lives in the team's period counter: granted beside the user's, conditional on its own document.
+    const teamAsked = req.team ? acquireTeamSlice({ store: deps.leases.teams, productId, user, holder, ttlMs, graceMs: deps.leases.graceMs, now }, req.team) : undefined;
     if (asks.length === 0) {
-      const windows = await windowsAsked;
-      if (!windows.some((w) => w.limited)) return { limited: false };
+      const [windows, team] = await Promise.all([windowsAsked, teamAsked]);
+      if (!windows.some((w) => w.limited) && !team?.spendLimited) return { limited: false };
       const lease = leaseMessage(holder, { granted: 0, spent: 0, expires_at: new Date(now.getTime() + ttlMs) }, { ttlMs, periodEnd: a.period.end, spendLimited });
-      return { limited: true, lease: { ...lease, windows } };
+      return { limited: true, lease: { ...lease, windows, team } };
     }
     const ref = { id: a.counterId, productId, userId: req.userId, start: a.period.start, end: a.period.end };
-    const [view, windows] = await Promise.all([deps.leases.store.acquire(ref, { holder, asks, ttlMs, graceMs: deps.leases.graceMs, now }), windowsAsked]);
+    const [view, windows, team] = await Promise.all([deps.leases.store.acquire(ref, { holder, asks, ttlMs, graceMs: deps.leases.graceMs, now }), windowsAsked, teamAsked]);
     const lease = leaseMessage(holder, view.lease, {
       ttlMs,
       periodEnd: a.period.end,
@@ -81,6 +85,6 @@ export function acquireLease(deps: IngestionDeps): ServiceImpl<typeof IngestionS
       spend: spendLimited ? view.grants[0] : undefined,
       model: tokenLimit ? { name: model!, grant: view.grants[asks.length - 1] } : undefined,
     });
-    return { limited: true, lease: { ...lease, windows } };
+    return { limited: true, lease: { ...lease, windows, team } };
   };
 }

@@ -8,6 +8,7 @@ import { normalizeModel, toNano } from "@meter/rules";
 import { encodeKey } from "../domain/field-keys.ts";
 import { releasedWindows } from "../windows/lease-request.ts";
 import { windowDocId } from "../windows/shares.ts";
+import { releaseTeamSlice } from "../leases/team.ts";
 import { leaseMessage, requireDollars, requireLeaseId, requireTokens } from "../leases/request.ts";
 
 /** Models one release may name (a lease holds tokens of the capped models a replica called). */
@@ -37,13 +38,15 @@ export function releaseLease(deps: IngestionDeps): ServiceImpl<typeof IngestionS
       if (a.plan && Object.hasOwn(a.plan.modelLimits, name)) usedTokens[encodeKey(name)] = tokens;
     }
     const usedWindows = releasedWindows(req.usedWindows, a.plan, a.period, deps.now());
-    const [lease, windows] = await Promise.all([
+    const [lease, windows, team] = await Promise.all([
       deps.leases.store.release(a.counterId, holder, toNano(used), usedTokens),
       deps.leases.windows.release(windowDocId(productId, req.userId), holder, usedWindows),
+      req.teamUsed === undefined ? undefined : releaseTeamSlice(deps.leases.teams, productId, user, holder, req.teamUsed, deps.now()),
     ]);
-    if (!lease && !windows) throw rpcError.notFound(`lease "${holder}" not found in the current period of user "${req.userId}"`);
-    if (!lease) return { lease: leaseMessage(holder, { granted: 0, spent: 0, expires_at: windows!.expires_at }, { ttlMs: 0, periodEnd: a.period.end, spendLimited: false }) };
+    if (!lease && !windows && !team) throw rpcError.notFound(`lease "${holder}" not found in the current period of user "${req.userId}"`);
+    const teamPart = team ?? undefined;
+    if (!lease) return { lease: { ...leaseMessage(holder, { granted: 0, spent: 0, expires_at: windows?.expires_at }, { ttlMs: 0, periodEnd: a.period.end, spendLimited: false }), team: teamPart } };
     const spendLimited = a.plan?.maxSpendPerPeriod !== undefined && a.plan.maxSpendPerPeriod !== null;
-    return { lease: leaseMessage(holder, lease, { ttlMs: 0, periodEnd: a.period.end, spendLimited }) };
+    return { lease: { ...leaseMessage(holder, lease, { ttlMs: 0, periodEnd: a.period.end, spendLimited }), team: teamPart } };
   };
 }

@@ -74,7 +74,11 @@ export class LeaseStore {
   /** Requests waiting for their counter's next write, by counter id (present while one is on its way). */
   private readonly queues = new Map<string, Pending[]>();
 
-  constructor(private readonly counters: Collection<LeasedCounter>) {}
+  /** `owner`: the counters' owner field (a team's counters in team_counters are keyed by "team_id", store/counters.ts). */
+  constructor(
+    private readonly counters: Collection<LeasedCounter>,
+    private readonly owner: "user_id" | "team_id" = "user_id",
+  ) {}
 
   acquire(ref: CounterRef, a: AcquireInput): Promise<LeaseView> {
     return new Promise((resolve, reject) => {
@@ -112,7 +116,7 @@ export class LeaseStore {
       const res = await this.counters.updateOne(versioned(doc), update);
       if (res.modifiedCount === 1) return outcomes;
     }
-    throw rpcError.unavailable("the user's budget is changing too fast to lease from; retry");
+    throw rpcError.unavailable(`the ${this.owner === "team_id" ? "team's" : "user's"} budget is changing too fast to lease from; retry`);
   }
 
   /**
@@ -146,7 +150,7 @@ export class LeaseStore {
         {
           $setOnInsert: {
             product_id: ref.productId,
-            user_id: ref.userId,
+            [this.owner]: ref.userId,
             period_start: ref.start,
             period_end: ref.end,
             cost_nano: 0,

@@ -10,11 +10,15 @@ import { deltas, type Attributed } from "../domain/period-deltas.ts";
 import { windowDeltas, type WindowShare } from "../windows/shares.ts";
 import type { UsageEventDoc } from "../store/usage-events.ts";
 import { poolCounterId } from "./shares.ts";
+import type { LeaseStore } from "../leases/store.ts";
+import { namedLeases, spendsByLease } from "../domain/lease-settlement.ts";
 
 /** What counting teams needs: the teams' own counters and window documents. */
 export interface TeamCountDeps {
   teamCounters: Pick<CounterStore, "add" | "released" | "spends">;
   teamWindows: Pick<WindowStore, "add" | "released">;
+  /** The teams' budget leases (slices of a team's period spend cap held by client replicas). */
+  leases: { teams: Pick<LeaseStore, "held"> };
   now(): Date;
 }
 
@@ -25,8 +29,10 @@ export interface TeamCounted {
 }
 
 /** The events as their teams count them: owner the team, its counter, model and windows. */
-function asTeamEvents(inserted: readonly UsageEventDoc[]): (Attributed & { windows?: WindowShare[]; direct?: true })[] {
-  const out: (Attributed & { windows?: WindowShare[]; direct?: true })[] = [];
+type TeamEvent = Attributed & { windows?: WindowShare[]; direct?: true; lease_id?: string | null };
+
+function asTeamEvents(inserted: readonly UsageEventDoc[]): TeamEvent[] {
+  const out: TeamEvent[] = [];
   for (const e of inserted) {
     const t = e.team;
     if (!t) continue;
@@ -44,6 +50,8 @@ function asTeamEvents(inserted: readonly UsageEventDoc[]): (Attributed & { windo
       tool_call_count: e.tool_call_count,
       ...(t.windows && { windows: t.windows }),
       ...(t.credits?.direct && { direct: true as const }),
+      // The holder's lease id: its slice of the team's cap, when it holds one, settles in the team counter's update.
+      ...(e.lease_id && { lease_id: e.lease_id }),
     });
   }
   return out;
@@ -54,6 +62,14 @@ export async function countTeams(deps: TeamCountDeps, jobId: string, inserted: r
   const events = asTeamEvents(inserted);
   if (events.length === 0) return { counters: [], windows: [] };
   const { periods, months } = deltas(events);
+  // What each team period's events spent from the slices its counter holds (as for a member's counter, exactly-once/complete.ts).
+  await Promise.all(
+    periods.map(async (p) => {
+      const named = namedLeases(p.events);
+      const held = named.length === 0 ? new Set<string>() : await deps.leases.teams.held(p.delta.id, named);
+      Object.assign(p.delta, spendsByLease(p.events, held));
+    }),
+  );
   // The spend the team's pool pays whole (teams/shares.ts poolCounterId): period counters only.
   const pools = deltas(events.filter((e) => e.direct).map((e) => ({ ...e, counter_id: poolCounterId(e.counter_id) }))).periods;
   const counters = [...periods.map((p) => p.delta), ...months, ...pools.map((p) => p.delta)];

@@ -189,6 +189,7 @@ class Admission(Users):
                 held = Hold(e, session, m, est_cost, est_tokens, metadata, lease)
                 if lease is not None and need is not None:
                     held.lease_windows = need.windows
+                    held.lease_team = need.team
                 if plan is not None and plan.limits:
                     held.limits = plan.limits
                     held.counters = e.counters
@@ -202,7 +203,9 @@ class Admission(Users):
                     hold_team(held, 1)
                 reservation = Reservation(self, held, result)
             elif hold and lease is not None and self._leases is not None:
-                self._leases.unhold(e.user_id, lease, est_cost, m, est_tokens, need.windows if need else ())
+                self._leases.unhold(
+                    e.user_id, lease, est_cost, m, est_tokens, need.windows if need else (), need.team if need else None
+                )
             return result, ctx, gate_info, reservation
 
     def _gate_event(

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .counters import hard_mark_of, resets_of, used_of
-from .money import ratio, to_dollars, to_nano
+from .money import add_dollars, ratio, to_dollars, to_nano
 from .periods import iso
 from .reservation import NO_WINDOWS, ReservationAmount, WindowNeed
 from .types import GuardResult, PlanConfig
@@ -17,6 +17,7 @@ from .windows import dimension_key
 if TYPE_CHECKING:
     from .flow import Handle
     from .state import UserEntry
+    from .teams import TeamEntry
 
 # The shortest round trip planned for (s): a request that takes this long, when requests usually
 # answer in milliseconds, still finds the slice covering the calls meanwhile.
@@ -44,6 +45,11 @@ class LeaseNeed:
     whole: bool
     # The windows of the plan's limits the call counts in (each must cover it).
     windows: tuple[WindowNeed, ...] = NO_WINDOWS
+    # The user's own period spend cap is leased (its slice must cover ``cost``).
+    spend: bool = True
+    # The member's team whose period spend cap is leased (its slice must cover ``team_cost``), else None.
+    team: TeamEntry | None = None
+    team_cost: float = 0.0
 
 
 class Slice:
@@ -162,13 +168,72 @@ class Book:
         return s
 
 
-def horizon(b: Book) -> float:
+class TeamBook:
+    """This process's slice of one team's period spend cap, shared by every member of the team it serves (the
+    service keeps one slice per holder in the team's counter); asked for with a member's lease request, one request
+    carrying it at a time. Sized as a Book's budgets are (lease_sizing.py reads the same fields)."""
+
+    def __init__(self, team_id: str) -> None:
+        self.team_id = team_id
+        self.spend = Slice()
+        # Spent only until then: the time the request that last added to it was sent plus the lifetime.
+        self.deadline = 0.0
+        self.period_end = 0.0
+        self.last_use = 0.0
+        # The request carrying this team's ask.
+        self.asking: Handle | None = None
+        # No request asks for the team's slice before then: the service had nothing left of the cap.
+        self.retry_at = 0.0
+        # Until then the service said the team has no period spend cap (or the user left it).
+        self.unlimited_until = 0.0
+        # The member whose request last carried the ask: the slice is given back through its lease.
+        self.via: str | None = None
+        self.srtt = 0.0
+        self.rttvar = 0.0
+        self.peak_rtt = 0.0
+        self.rtts = 0
+        self.full = True
+        self.boost = 1.0
+        self.holds = 0
+        self.joined = 0
+        # A team slice is not renewed on a plan change (see the docs): its epochs never differ.
+        self.epoch = 0
+        self.grant_epoch = 0
+
+
+def leased_team(e: UserEntry) -> TeamEntry | None:
+    """The member's team when its plan caps the team's period spend (the team slice a call needs), else None."""
+    t = e.team
+    if t is None or t.config is None or t.config.max_spend_per_period is None:
+        return None
+    return t
+
+
+def team_refusal(t: TeamEntry, cost: float) -> GuardResult:
+    """A call the team's slice does not cover: blocked by the team's cap until the team's period ends."""
+    plan = t.config
+    assert plan is not None and plan.max_spend_per_period is not None
+    cap = to_dollars(round(to_nano(plan.max_spend_per_period) * plan.hard_gate_at))
+    current = add_dollars(t.period_cost, t.reserved_cost)
+    return GuardResult(
+        "hard_gate",
+        "team:total_spend",
+        max(1.0, ratio(current, cap)) if cap > 0 else 1.0,
+        current,
+        cap,
+        f"team period spend cap of ${cap:.2f} reached: no budget lease covers this call "
+        f"(estimate ${cost:.4f}) across replicas",
+        iso(t.period_end_t),
+    )
+
+
+def horizon(b: Book | TeamBook) -> float:
     """A round trip to plan for: the smoothed one plus two deviations, a recent peak when
     longer, at least _MIN_HORIZON."""
     return max(b.srtt + 2 * b.rttvar, b.peak_rtt, _MIN_HORIZON)
 
 
-def round_trip(b: Book, rtt: float) -> None:
+def round_trip(b: Book | TeamBook, rtt: float) -> None:
     if b.rtts == 0:
         b.srtt, b.rttvar = rtt, rtt / 2
     else:
@@ -178,13 +243,15 @@ def round_trip(b: Book, rtt: float) -> None:
     b.peak_rtt = max(rtt, 0.8 * b.peak_rtt)
 
 
-def renewing(b: Book) -> bool:
+def renewing(b: Book | TeamBook) -> bool:
     """A plan or subscription change came after the request behind the last grant was sent."""
     return b.grant_epoch != b.epoch
 
 
-def valid(b: Book, s: Slice) -> bool:
+def valid(b: Book | TeamBook, s: Slice) -> bool:
     """The slice, granted under the caps of ``s.cap``, is within the caps in force now, in the lease's period."""
+    if isinstance(b, TeamBook):
+        return True
     if isinstance(s, WindowSlice):
         top = window_cap_of(b.entry, s.dimension)
         return top is not None and top >= s.cap

@@ -20,8 +20,10 @@ from .lease_books import (
     Book,
     LeaseNeed,
     LeaseSettings,
+    TeamBook,
     WindowSlice,
     cap_of,
+    leased_team,
     renewing,
     round_trip,
     window_cap_of,
@@ -33,6 +35,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from .state import UserEntry
+    from .teams import TeamEntry
 
 # While failing open, how often a call asks again whether the service answers (s); after the service had nothing
 # left of a window another holder holds, how long until it is asked again.
@@ -71,6 +74,8 @@ class LeaseRequests:
         self.spawn = spawn
         self.holder = f"h_{uuid.uuid4().hex}"
         self.books: dict[str, Book] = {}
+        # This process's slices of teams' spend caps, by team id.
+        self.teams: dict[str, TeamBook] = {}
         self.requests = 0
         self.warned = False
         self.lock = threading.RLock()
@@ -79,6 +84,7 @@ class LeaseRequests:
         """A forked child is another holder: the parent's slices stay the parent's to spend."""
         self.holder = f"h_{uuid.uuid4().hex}"
         self.books = {}
+        self.teams = {}
         self.lock = threading.RLock()
 
     def ask(self, e: UserEntry, n: LeaseNeed, waiting: bool = True) -> Handle:
@@ -128,10 +134,31 @@ class LeaseRequests:
             if n.model is not None:
                 tok = asked(b, b.slice(n.model), n.tokens if n.whole else 0.0, sent_at, renew, self.settings.calls)
                 body.update(model=n.model, need_tokens=math.ceil(tok[0]), want_tokens=math.ceil(tok[1]))
+            # The team's slice, unless another member's request is asking for it.
+            team = leased_team(e)
+            tb = None if team is None else self._team_book(team)
+            team_ask: tuple[float, float, bool] | None = None
+            if tb is not None and not running(tb.asking) and sent_at >= tb.retry_at and sent_at >= tb.unlimited_until:
+                late = sent_at >= tb.deadline - renew_margin(tb, self.settings.ttl)
+                tb.joined = b.joined
+                team_ask = asked(
+                    tb, tb.spend, n.team_cost if n.whole else 0.0, sent_at, late or b.open, self.settings.calls
+                )
+                if team_ask[1] > 0:
+                    body["team"] = {"need": team_ask[0], "want": team_ask[1]}
+                else:
+                    team_ask = None
             b.joined = 0
             self.requests += 1
             # Its end is read from the handle (done()), so a request that ends before this line is no harm.
-            b.asking = self.spawn(self._request(e, b, n, body, spend, tok, windows, sent_at, epoch, caps))
+            b.asking = self.spawn(
+                self._request(
+                    e, b, n, body, spend, tok, windows, sent_at, epoch, caps, tb if team_ask else None, team_ask
+                )
+            )
+            if tb is not None and team_ask is not None:
+                tb.asking = b.asking
+                tb.via = b.user_id
             return b.asking
 
     def _window_need(self, n: LeaseNeed, s: WindowSlice) -> float:
@@ -177,6 +204,8 @@ class LeaseRequests:
         sent_at: float,
         epoch: int,
         caps: tuple[float | None, float | None],
+        tb: TeamBook | None = None,
+        team_ask: tuple[float, float, bool] | None = None,
     ) -> Flow[bool]:
         ok = False
         try:
@@ -185,6 +214,11 @@ class LeaseRequests:
                 round_trip(b, max(0.0, clock_now() - sent_at))
                 b.open = False
                 lease = res.get("lease") if isinstance(res, dict) else None
+                team_ok = True
+                if tb is not None and team_ask is not None:
+                    answer = lease.get("team") if isinstance(lease, dict) and res.get("limited") else None
+                    ttl = float(lease["ttl_ms"]) / 1000 if isinstance(lease, dict) else self.settings.ttl
+                    team_ok = self._team_granted(tb, answer, team_ask, sent_at, ttl, max(0.0, clock_now() - sent_at))
                 if not isinstance(res, dict) or not res.get("limited") or not lease:
                     b.unlimited_until = clock_now() + _UNLIMITED_FOR
                     return True
@@ -200,7 +234,8 @@ class LeaseRequests:
                     b, windows, lease.get("windows") or [], sent_at, float(lease["ttl_ms"]) / 1000, epoch
                 )
                 ok = (
-                    (not spend[2] or not lease.get("spend_limited") or lease["added"] > 0)
+                    team_ok
+                    and (not spend[2] or not lease.get("spend_limited") or lease["added"] > 0)
                     and (tok is None or not tok[2] or lt is None or added_tokens > 0)
                     and windows_ok
                 )
@@ -245,6 +280,38 @@ class LeaseRequests:
         except Exception as err:
             self.warn("lease request failed", err)
         return ok
+
+    def _team_granted(
+        self, tb: TeamBook, t: Any, ask: tuple[float, float, bool], sent_at: float, ttl: float, rtt: float
+    ) -> bool:
+        """Records the service's answer for the team's slice: a grant sets the slice to what the team's counter holds
+        for this holder and extends its lifetime; a refusal holds further asks back for a moment; no team slice (no
+        cap, or the user left the team) stops asking for a minute. False when the slice was short and got nothing."""
+        round_trip(tb, rtt)
+        now = clock_now()
+        if not isinstance(t, dict) or not t.get("spend_limited"):
+            tb.unlimited_until = now + _UNLIMITED_FOR
+            return True
+        period_end = parse_time(t["period_end"])
+        if period_end != tb.period_end:
+            # A new period: the slice starts from what the service holds for it.
+            tb.spend.granted = 0.0
+            tb.period_end = period_end
+        added = float(t.get("added") or 0)
+        if added > 0:
+            tb.spend.granted = float(t["granted"])
+            tb.deadline = sent_at + ttl
+            tb.retry_at = 0.0
+        elif float(t.get("remaining") or 0) <= 0 or balance(tb, tb.spend, now) <= 0:
+            tb.retry_at = now + OPEN_RETRY
+        tb.full = added >= ask[1] - 1e-9
+        return added > 0 or not ask[2]
+
+    def _team_book(self, t: TeamEntry) -> TeamBook:
+        tb = self.teams.get(t.team_id)
+        if tb is None:
+            tb = self.teams[t.team_id] = TeamBook(t.team_id)
+        return tb
 
     def _windows_granted(
         self, b: Book, asks: list[_WindowAsk], answers: list[Any], sent_at: float, ttl: float, epoch: int
@@ -306,6 +373,10 @@ class LeaseRequests:
         """The largest estimate seen of each budget: the unit of what is asked for."""
         if n.cost > b.spend.unit:
             b.spend.unit = n.cost
+        if n.team is not None:
+            tb = self._team_book(n.team)
+            if n.team_cost > tb.spend.unit:
+                tb.spend.unit = n.team_cost
         if n.model is not None:
             t = b.slice(n.model)
             if n.tokens > t.unit:

@@ -4,7 +4,7 @@ the cap no call waits for the network."""
 
 from __future__ import annotations
 
-from .lease_books import RATE_TAU, Book, Slice, WindowSlice, horizon, renewing, valid
+from .lease_books import RATE_TAU, Book, Slice, TeamBook, WindowSlice, horizon, renewing, valid
 from .money import add_dollars
 
 # Round trips' worth of the measured spend rate a slice keeps in hand: below it the next slice is
@@ -19,7 +19,7 @@ _LOOKAHEAD = 3
 _MIN_CALL = 0.008
 
 
-def balance(b: Book, s: Slice, now: float) -> float:
+def balance(b: Book | TeamBook, s: Slice, now: float) -> float:
     """What the slice has left to spend now: nothing once the lease's (or the window slice's) lifetime passed, its
     period or window ended, or a plan change made it no longer valid."""
     if isinstance(s, WindowSlice):
@@ -36,17 +36,17 @@ def balance(b: Book, s: Slice, now: float) -> float:
     return add_dollars(s.granted, -s.used) if s is b.spend else s.granted - s.used
 
 
-def low_water(b: Book, s: Slice, now: float, waiting: int = 0) -> float:
+def low_water(b: Book | TeamBook, s: Slice, now: float, waiting: int = 0) -> float:
     """Below this much left the next slice is asked for: _LOOKAHEAD round trips of the spend
     rate, and never less than one call per call in flight (a replica's concurrency)."""
     return max(s.unit * (b.holds + waiting + 1), _LOOKAHEAD * s.rate(now) * horizon(b))
 
 
-def low(b: Book, s: Slice, now: float) -> bool:
+def low(b: Book | TeamBook, s: Slice, now: float) -> bool:
     return balance(b, s, now) < low_water(b, s, now)
 
 
-def renew_margin(b: Book, ttl: float) -> float:
+def renew_margin(b: Book | TeamBook, ttl: float) -> float:
     """How long before a lease's lifetime ends it is renewed."""
     return max(_LOOKAHEAD * horizon(b), ttl / 4)
 
@@ -56,7 +56,7 @@ def renew_at(b: Book, ttl: float) -> float:
     return b.deadline - renew_margin(b, ttl)
 
 
-def asked(b: Book, s: Slice, need: float, now: float, renew: bool, calls: int) -> tuple[float, float, bool]:
+def asked(b: Book | TeamBook, s: Slice, need: float, now: float, renew: bool, calls: int) -> tuple[float, float, bool]:
     """What a request asks of one budget: nothing while it covers the waiting call and holds its
     low-water mark (unless the lease is renewed); else the low-water mark plus ``calls``
     (``lease_calls``) calls and one per waiting call, times the boost; until a rate is measured,

@@ -15,8 +15,19 @@ from urllib.parse import quote
 
 from .clock import now as clock_now
 from .errors import MeterAPIError, MeterError
-from .flow import Flow, Handle, Request, running
-from .lease_books import Book, LeaseNeed, Slice, refusal, renewing, window_needs, window_refusal
+from .flow import Flow, Handle, Request, Wait, running
+from .lease_books import (
+    Book,
+    LeaseNeed,
+    Slice,
+    TeamBook,
+    leased_team,
+    refusal,
+    renewing,
+    team_refusal,
+    window_needs,
+    window_refusal,
+)
 from .lease_requests import OPEN_RETRY, LeaseRequests
 from .lease_sizing import balance, low, renew_at, renew_margin
 from .money import add_dollars
@@ -26,28 +37,41 @@ from .types import GuardResult
 
 if TYPE_CHECKING:
     from .state import UserEntry
+    from .teams import TeamEntry
 
 
 class Leases(LeaseRequests):
     def need(self, e: UserEntry, model: str | None, reserved: ReservationAmount) -> LeaseNeed | None:
         """What a call of ``model`` needs from the lease; None when nothing it spends is capped (or the user is not
         loaded). Caller holds the client's lock (the windows are brought to now)."""
+        if not e.loaded:
+            return None
         plan = e.config
-        if plan is None or not e.loaded:
-            return None
-        capped = model if model is not None and model in plan.model_limits else None
+        capped = model if plan is not None and model is not None and model in plan.model_limits else None
         now = clock_now()
-        windows = window_needs(e, model, reserved, now) if plan.limits else NO_WINDOWS
-        if plan.max_spend_per_period is None and capped is None and not windows:
+        windows = window_needs(e, model, reserved, now) if plan is not None and plan.limits else NO_WINDOWS
+        spend = plan is not None and plan.max_spend_per_period is not None
+        team = leased_team(e)
+        if not spend and capped is None and not windows and team is None:
             return None
+        if team is not None and now < self._team_book(team).unlimited_until:
+            team = None
+        team_cost = 0.0 if team is None else reserved.cost
         if now < self._book(e).unlimited_until:
+            if team is None:
+                return None
+            return LeaseNeed(0.0, None, 0.0, reserved.exact, NO_WINDOWS, False, team, team_cost)
+        if not spend and capped is None and not windows and team is None:
             return None
         return LeaseNeed(
-            0.0 if plan.max_spend_per_period is None else reserved.cost,
+            reserved.cost if spend else 0.0,
             capped,
             0.0 if capped is None else reserved.tokens,
             reserved.exact,
             windows,
+            spend,
+            team,
+            team_cost,
         )
 
     def covers(self, e: UserEntry, n: LeaseNeed) -> bool:
@@ -64,6 +88,10 @@ class Leases(LeaseRequests):
             now = clock_now()
             if b.open or self._short(e, b, n, now) is None or self._exhausted(b, n, now):
                 return None
+            # The team's slice is on its way with another member's request: that answer may cover this call.
+            tb = None if n.team is None else self.teams.get(n.team.team_id)
+            if tb is not None and running(tb.asking) and tb.asking is not b.asking and self._team_short(tb, n, now):
+                return tb.asking
             return self.ask(e, n)
 
     def take(self, e: UserEntry, n: LeaseNeed) -> str | GuardResult | None:
@@ -83,6 +111,21 @@ class Leases(LeaseRequests):
                 return short
             b.spend.used = add_dollars(b.spend.used, n.cost)
             b.spend.took(n.cost, now)
+            low_team = False
+            if n.team is not None:
+                tb = self._team_book(n.team)
+                tb.spend.used = add_dollars(tb.spend.used, n.team_cost)
+                tb.spend.took(n.team_cost, now)
+                tb.holds += 1
+                tb.last_use = now
+                low_team = (
+                    not running(tb.asking)
+                    and now >= tb.retry_at
+                    and (low(tb, tb.spend, now) or now >= tb.deadline - renew_margin(tb, self.settings.ttl))
+                )
+                # The lease id is the holder's: the event settles the team's slice with it (and the user's, when held).
+                if b.lease_id is None:
+                    b.lease_id = self.holder
             t = None if n.model is None else b.slice(n.model)
             if t is not None:
                 t.used += n.tokens
@@ -99,12 +142,13 @@ class Leases(LeaseRequests):
                     low_window = low(b, s, now) or now >= s.deadline - margin
             b.holds += 1
             if not running(b.asking):
-                plan = e.config
-                assert plan is not None
-                spend_capped = plan.max_spend_per_period is not None
+                spend_capped = n.spend
                 period = spend_capped or t is not None
                 running_low = (
-                    low_window or (spend_capped and low(b, b.spend, now)) or (t is not None and low(b, t, now))
+                    low_window
+                    or low_team
+                    or (spend_capped and low(b, b.spend, now))
+                    or (t is not None and low(b, t, now))
                 )
                 # After a plan change the lease is renewed under the new caps once, in the background.
                 if (
@@ -123,9 +167,14 @@ class Leases(LeaseRequests):
         model: str | None,
         tokens: float,
         windows: tuple[WindowNeed, ...] = NO_WINDOWS,
+        team: TeamEntry | None = None,
     ) -> None:
         """Gives a hold back (what take() took); the call's real usage, if it ran, comes through spend()."""
         with self.lock:
+            tb = None if team is None or lease_id is None else self.teams.get(team.team_id)
+            if tb is not None:
+                tb.spend.used = max(0.0, add_dollars(tb.spend.used, -cost))
+                tb.holds = max(0, tb.holds - 1)
             b = self.books.get(user_id)
             if b is None or lease_id is None or b.lease_id != lease_id:
                 return
@@ -144,8 +193,14 @@ class Leases(LeaseRequests):
         lease id its usage event carries, or None. Caller holds the client's lock."""
         with self.lock:
             b = self.books.get(e.user_id)
+            team = leased_team(e)
+            tb = None if team is None else self.teams.get(team.team_id)
+            # Spent from the team's slice once one was granted (its event names the holder, which settles it).
+            team_lease = self.holder if tb is not None and tb.deadline > 0 else None
+            if tb is not None and team_lease is not None:
+                tb.spend.used = add_dollars(tb.spend.used, cost)
             if b is None or b.lease_id is None:
-                return None
+                return team_lease
             b.spend.used = add_dollars(b.spend.used, cost)
             t = None if model is None else b.tokens.get(model)
             if t is not None:
@@ -172,10 +227,19 @@ class Leases(LeaseRequests):
 
     def release_all(self, timeout: float) -> Flow[None]:
         deadline = time.monotonic() + timeout
+        # Requests asked ahead and not answered yet first: what they are granted goes back with the rest.
+        for b in list(self.books.values()):
+            if b.asking is not None and running(b.asking) and time.monotonic() < deadline:
+                yield Wait(b.asking, max(0.1, deadline - time.monotonic()))
         for b in list(self.books.values()):
             if time.monotonic() >= deadline:
                 return
             yield from self._release(b, max(0.1, deadline - time.monotonic()))
+        # Team slices no member's release took back (their member's team changed meanwhile).
+        for tb in list(self.teams.values()):
+            via = None if tb.via is None else self.books.get(tb.via)
+            if via is not None and self._team_idle(tb) and time.monotonic() < deadline:
+                yield from self._release(via, max(0.1, deadline - time.monotonic()))
 
     def release_idle(self) -> Flow[None]:
         now = clock_now()
@@ -189,6 +253,18 @@ class Leases(LeaseRequests):
                 and now - b.last_use >= self.settings.idle
             ):
                 yield from self._release(b, None)
+        for tb in list(self.teams.values()):
+            via = None if tb.via is None else self.books.get(tb.via)
+            if via is not None and self._team_idle(tb) and now - tb.last_use >= self.settings.idle:
+                yield from self._release(via, None)
+
+    def _team_idle(self, tb: TeamBook) -> bool:
+        """No call holds on the team's slice, none asks for it, and it holds something unused."""
+        return tb.holds == 0 and not running(tb.asking) and tb.spend.granted > tb.spend.used
+
+    def _team_short(self, tb: TeamBook, n: LeaseNeed, now: float) -> bool:
+        left = balance(tb, tb.spend, now)
+        return left <= 0 or (n.whole and left < n.team_cost)
 
     def _release(self, b: Book, timeout: float | None) -> Flow[None]:
         """The lease keeps what was used; the rest goes back to the user's pool."""
@@ -196,11 +272,18 @@ class Leases(LeaseRequests):
             now = clock_now()
             windows = [s for s in b.windows.values() if s.end > now]
             slices: list[Slice] = [b.spend, *b.tokens.values(), *windows]
-            if b.lease_id is None or all(s.granted <= s.used for s in slices):
+            # The team's slice goes back with a member's lease once no call of any member holds on it.
+            team = leased_team(b.entry)
+            tb = None if team is None else self.teams.get(team.team_id)
+            team_back = tb is not None and self._team_idle(tb)
+            if not team_back and (b.lease_id is None or all(s.granted <= s.used for s in slices)):
                 return
             for s in slices:
                 s.granted = s.used
             body: dict[str, Any] = {"used": b.spend.used}
+            if tb is not None and team_back:
+                tb.spend.granted = tb.spend.used
+                body["team_used"] = tb.spend.used
             if b.tokens:
                 body["used_tokens"] = {m: math.ceil(s.used) for m, s in b.tokens.items()}
             if windows:
@@ -212,7 +295,7 @@ class Leases(LeaseRequests):
                     }
                     for s in windows
                 ]
-            path = f"/users/{quote(b.user_id, safe='')}/leases/{b.lease_id}/release"
+            path = f"/users/{quote(b.user_id, safe='')}/leases/{b.lease_id or self.holder}/release"
         try:
             yield Request("POST", path, body, timeout)
         except MeterError as err:
@@ -221,9 +304,15 @@ class Leases(LeaseRequests):
 
     def _short(self, e: UserEntry, b: Book, n: LeaseNeed, now: float) -> GuardResult | None:
         """The hard gate of the first budget the lease cannot cover, or None when it covers the call."""
+        if n.team is not None:
+            tb = self.teams.get(n.team.team_id)
+            if tb is None or self._team_short(tb, n, now):
+                return team_refusal(n.team, n.team_cost)
+        if not n.spend and n.model is None and not n.windows:
+            return None
         plan = e.config
         assert plan is not None
-        if plan.max_spend_per_period is not None:
+        if n.spend and plan.max_spend_per_period is not None:
             left = balance(b, b.spend, now)
             if left <= 0 or (n.whole and left < n.cost):
                 cap = plan.max_spend_per_period * plan.hard_gate_at
@@ -259,7 +348,12 @@ class Leases(LeaseRequests):
         return None
 
     def _exhausted(self, b: Book, n: LeaseNeed, now: float) -> bool:
-        """A window the call needs is short and the service had nothing left of it when last asked."""
+        """A window (or the team's cap) the call needs is short and the service had nothing left of it when last
+        asked."""
+        if n.team is not None:
+            tb = self.teams.get(n.team.team_id)
+            if tb is not None and now < tb.retry_at and self._team_short(tb, n, now):
+                return True
         for w in n.windows:
             s = b.windows.get(w.key)
             if s is None or now >= s.retry_at:

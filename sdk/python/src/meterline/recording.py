@@ -182,7 +182,9 @@ class Recording(Reporting):
         hold_team(hold, -1)
         e.in_flight -= 1
         if self._leases is not None:
-            self._leases.unhold(e.user_id, hold.lease, hold.cost, hold.model, hold.tokens, hold.lease_windows)
+            self._leases.unhold(
+                e.user_id, hold.lease, hold.cost, hold.model, hold.tokens, hold.lease_windows, hold.lease_team
+            )
 
     def _meter(
         self,

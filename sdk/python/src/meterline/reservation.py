@@ -86,6 +86,8 @@ class Hold:
     lease: str | None = None
     # The windows the call took from the lease's slices: given back to those.
     lease_windows: tuple[WindowNeed, ...] = ()
+    # The team whose lease slice (of the team's period spend cap) the estimate was taken from.
+    lease_team: TeamEntry | None = None
     # The plan's limits and their counters the call held against: given back to those, even after a reload
     # changed them.
     limits: tuple[PlanLimit, ...] = ()

@@ -38,6 +38,21 @@ export async function createPlan(api: Api, plan: Record<string, unknown>): Promi
   return res.body.plans[0].id;
 }
 
+/** A team subscribed to a plan of `fields`, with `members` (ids of registered users) joined. */
+export async function createTeam(api: Api, fields: Record<string, unknown>, members: string[]): Promise<string> {
+  const teamId = `t-${randomUUID()}`;
+  const created = await api.post("/teams", { external_team_id: teamId, name: "Acme" });
+  if (created.status !== 201) throw new Error(`creating a team failed: ${created.status} ${JSON.stringify(created.body)}`);
+  const planId = await createPlan(api, fields);
+  const sub = await api.post(`/teams/${teamId}/subscription`, { plan_id: planId, period_start: new Date(Date.now() - DAY).toISOString(), period_end: new Date(Date.now() + 20 * DAY).toISOString() });
+  if (sub.status !== 200) throw new Error(`subscribing the team failed: ${sub.status} ${JSON.stringify(sub.body)}`);
+  for (const userId of members) {
+    const joined = await api.request("PUT", `/users/${userId}/team`, { body: { team_id: teamId } });
+    if (joined.status !== 200) throw new Error(`joining the team failed: ${joined.status} ${JSON.stringify(joined.body)}`);
+  }
+  return teamId;
+}
+
 /** A registered user on `plan` (none: no plan) with a period around now unless dates are given. */
 export async function createUser(
   api: Api,
@@ -89,19 +104,4 @@ export async function rejects(fn: () => unknown, expected?: RegExp | (new (...a:
   const what = `${err.name}: ${err.message}`;
   if (typeof expected === "function" && !(err instanceof expected)) throw new Error(`expected a ${expected.name}, got ${what}`);
   return err;
-}
-
-/** A team subscribed to a plan of `fields`, with `members` (ids of registered users) joined. */
-export async function createTeam(api: Api, fields: Record<string, unknown>, members: string[]): Promise<string> {
-  const teamId = `t-${randomUUID()}`;
-  const created = await api.post("/teams", { external_team_id: teamId, name: "Acme" });
-  if (created.status !== 201) throw new Error(`creating a team failed: ${created.status} ${JSON.stringify(created.body)}`);
-  const planId = await createPlan(api, fields);
-  const sub = await api.post(`/teams/${teamId}/subscription`, { plan_id: planId, period_start: new Date(Date.now() - DAY).toISOString(), period_end: new Date(Date.now() + 20 * DAY).toISOString() });
-  if (sub.status !== 200) throw new Error(`subscribing the team failed: ${sub.status} ${JSON.stringify(sub.body)}`);
-  for (const userId of members) {
-    const joined = await api.request("PUT", `/users/${userId}/team`, { body: { team_id: teamId } });
-    if (joined.status !== 200) throw new Error(`joining the team failed: ${joined.status} ${JSON.stringify(joined.body)}`);
-  }
-  return teamId;
 }

@@ -1,0 +1,134 @@
+// Budget leases covering a team's cap (BUDGETS.md §4): replica processes serving different
+// members of one team spend slices of the team's period spend cap granted from the team's own
+// counter, so together they never pass it, however the members' calls are spread over them.
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { spawnReplica, sum } from "../../../bench/lease-run.ts";
+import { Meter } from "../src/index.ts";
+import { reserveNow } from "../src/internal.ts";
+import { eventually } from "../../../test/support/eventually.ts";
+import { createPlan, createTeam, DAY, startWithProduct, stopAll, subscribe, type ProductCtx } from "./support/fixtures.ts";
+
+const t = suite<ProductCtx>("sdk: leases covering a team's cap across replica processes");
+
+// Short lease lifetimes, so a dead replica's slice lapses within the test (the replica runs ask 60 s).
+const TTL_MS = 2_000;
+const GRACE_MS = 500;
+
+t.before(async (ctx) => {
+  await startWithProduct(ctx, "sdk team leases", { services: { ingestion: { leaseTtlMs: TTL_MS, leaseGraceMs: GRACE_MS } } });
+});
+t.after(async (ctx) => {
+  await stopAll(ctx.stack, [], []);
+});
+
+// $0.01 per 1K tokens in and out: a replica's call estimates 1000 in + 1000 buffer = $0.02 and costs 1000 in + 500 out = $0.015.
+const RATES = { m: { input: 0.01, output: 0.01 } };
+const CALL_COST = 0.015;
+const MEMBERS = 40;
+const REPLICAS = 4;
+
+t("4 replica processes with leases serving 40 members of one team on a $5 team cap: $0.00 overshoot, the refused calls name team:total_spend", async (ctx) => {
+  // The members' own plans cap nothing: only the team's cap can stop them.
+  const memberPlan = await createPlan(ctx.api, { max_spend_per_period: null, cost_rates: RATES, pre_call_estimate: true, pre_call_buffer_tokens: 1000 });
+  const members = await Promise.all(
+    Array.from({ length: MEMBERS }, async (_, i) => {
+      const id = `member-${i}-${Date.now()}`;
+      const res = await ctx.api.post("/users", { external_user_id: id });
+      if (res.status !== 201) throw new Error(`creating a user failed: ${res.status}`);
+      await subscribe(ctx.api, id, memberPlan, new Date(Date.now() - DAY), new Date(Date.now() + 20 * DAY));
+      return id;
+    }),
+  );
+  const teamId = await createTeam(ctx.api, { max_spend_per_period: 5, cost_rates: RATES }, members);
+
+  const replicas = Array.from({ length: REPLICAS }, (_, r) =>
+    spawnReplica({
+      METER_API_KEY: ctx.apiKey,
+      METER_BASE_URL: ctx.stack.apiUrl,
+      // Each replica serves every member, each starting at another one.
+      LEASE_USERS: [...members.slice(r * 10), ...members.slice(0, r * 10)].join(","),
+      LEASE_CONCURRENCY: "8",
+      LEASE_ON: "true",
+      LEASE_CALLS: "0",
+      LEASE_TTL_MS: "60000",
+      LEASE_STOP_AFTER_MS: "1500",
+      LEASE_TOGETHER: "true",
+    }),
+  );
+  await Promise.race([Promise.all(replicas.map((r) => r.printed("ready"))), Promise.all(replicas.map((r) => r.done))]);
+  for (const r of replicas) r.go();
+  const results = await Promise.all(replicas.map((r) => r.done));
+  const calls = sum(results.map((r) => r.calls));
+  assert.ok(results.every((r) => r.delivered), "every replica delivered its events");
+  assert.ok(results.every((r) => r.calls > 0), `every replica was served: ${results.map((r) => r.calls).join(", ")}`);
+
+  // Every call ran counted for the team, and nothing more: the team's counted spend is the calls' once settled.
+  const spent = await eventually(
+    async () => {
+      const u = (await ctx.api.get(`/teams/${teamId}/usage`)).body as { total_cost: number };
+      return Math.abs(u.total_cost - calls * CALL_COST) < 1e-9 ? u.total_cost : null;
+    },
+    120_000,
+    "the team's usage to count every call",
+  );
+  assert.ok(spent <= 5, `the team's counted spend $${spent} is within its $5 cap (overshoot $${Math.max(0, spent - 5).toFixed(2)})`);
+  // The replicas went on until the cap was (nearly) spent: what they held was given back and spent by the others.
+  assert.ok(spent >= 4, `the team's cap was spent: $${spent}`);
+  console.log(`    ${calls} calls (${results.map((r) => r.calls).join(", ")}), ${sum(results.map((r) => r.lease_requests))} lease requests, team spend $${spent}`);
+  const reasons = new Set(results.flatMap((r) => r.reasons ?? []).map((x) => x.split(" ")[0]));
+  assert.equal([...reasons], ["team:total_spend"], "every refused call named the team's cap");
+});
+
+t("one process serving two members holds one slice of their team's cap: the second member's calls need no request of their own, and shutdown gives the rest back", async (ctx) => {
+  const memberPlan = await createPlan(ctx.api, { max_spend_per_period: null, cost_rates: RATES, pre_call_estimate: true, pre_call_buffer_tokens: 1000 });
+  const members: string[] = [];
+  for (const name of ["a", "b"]) {
+    const id = `member-${name}-${Date.now()}`;
+    await ctx.api.post("/users", { external_user_id: id });
+    await subscribe(ctx.api, id, memberPlan, new Date(Date.now() - DAY), new Date(Date.now() + 20 * DAY));
+    members.push(id);
+  }
+  const teamId = await createTeam(ctx.api, { max_spend_per_period: 5, cost_rates: RATES }, members);
+  const m = new Meter({ apiKey: ctx.apiKey, baseURL: ctx.stack.apiUrl, leases: true, leaseIdleMs: 600_000, flushIntervalMs: 200, logger: { warn: () => undefined } });
+  for (const id of members) await m.guard(id, { model: "m" });
+  const call = async (id: string) => (await m.reserve(id, { model: "m", input_tokens: 1000 })).commit({ input_tokens: 1000, output_tokens: 500 });
+  await call(members[0]!);
+  // The first member's request brought the team's slice; the second member's call spends from it at once.
+  const held = reserveNow(m, members[1]!, { model: "m", input_tokens: 1000 });
+  assert.ok(held, "the second member's call waited for a lease request");
+  held.commit({ input_tokens: 1000, output_tokens: 500 });
+  for (let i = 2; i < 20; i++) await call(members[i % 2]!);
+  assert.ok(await m.shutdown({ timeoutMs: 20_000 }));
+  await eventually(async () => (await ctx.api.get(`/teams/${teamId}/usage`)).body.total_cost === 20 * CALL_COST || null, 30_000, "the team's usage");
+  // Given back: what is free of the team's cap is the cap less what the 20 calls spent, nothing held.
+  const probe = await ctx.api.post(`/users/${members[0]}/leases`, { holder: "probe", need: 0, want: 0, team: { need: 0, want: 100 } });
+  assert.is(probe.status, 200, JSON.stringify(probe.body));
+  assert.is(probe.body.lease.team.added + probe.body.lease.team.remaining, 5 - 20 * CALL_COST, JSON.stringify(probe.body.lease.team));
+});
+
+t("a replica killed holding a slice of the team's cap: the slice returns to the other members' replicas after its expiry", async (ctx) => {
+  const memberPlan = await createPlan(ctx.api, { max_spend_per_period: null, cost_rates: RATES, pre_call_estimate: true, pre_call_buffer_tokens: 1000 });
+  const members: string[] = [];
+  for (const name of ["dead", "alive"]) {
+    const id = `member-${name}-${Date.now()}`;
+    await ctx.api.post("/users", { external_user_id: id });
+    await subscribe(ctx.api, id, memberPlan, new Date(Date.now() - DAY), new Date(Date.now() + 20 * DAY));
+    members.push(id);
+  }
+  await createTeam(ctx.api, { max_spend_per_period: 5, cost_rates: RATES }, members);
+  const holder = spawnReplica({ METER_API_KEY: ctx.apiKey, METER_BASE_URL: ctx.stack.apiUrl, LEASE_USER: members[0]!, LEASE_TTL_MS: String(TTL_MS), LEASE_MODE: "hold" });
+  await holder.printed("held");
+  // Asking for nothing grants nothing: the answer's `remaining` is what is free of the team's cap.
+  const free = async () => {
+    const r = await ctx.api.post(`/users/${members[1]}/leases`, { holder: "probe", need: 0, want: 0, team: { need: 0, want: 0 } });
+    assert.is(r.status, 200, JSON.stringify(r.body));
+    return r.body.lease.team.remaining as number;
+  };
+  assert.ok((await free()) < 5, "the replica holds a slice of the team's cap");
+  holder.kill();
+  // Nothing was spent: once the dead replica's slice lapsed, the whole cap is free again.
+  await eventually(async () => (await free()) === 5 || null, 30_000, "the dead replica's slice to lapse");
+});
+
+t.run();
