@@ -10,8 +10,8 @@ import pytest
 
 from meterline import LimitCredits, LimitExceededError, Meter
 
-from .support import Product, eventually
-from .test_teams_stack import RATES, create_team
+from .support import Product, create_team, eventually
+from .test_teams_stack import RATES
 
 
 def test_a_team_pool_spent_by_two_members_blocks_naming_the_credits_and_a_top_up_lifts_it(product: Product) -> None:

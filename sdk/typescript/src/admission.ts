@@ -92,7 +92,7 @@ export class Admission {
 
   /** With leases, the input with its input tokens when its reservation reads them: the lease's need and the check both do, so the prompt is sized once. */
   sized(e: UserEntry, input: GuardInput): GuardInput {
-    const plan = e.config;
+    const plan = pricingPlan(e);
     if (!this.leases || input.input_tokens !== undefined || plan === null) return input;
     if (!plan.pre_call_estimate && e.recentCalls(e.model(input.model)) !== undefined) return input;
     return { ...input, input_tokens: estimateTokens(input.prompt) };
@@ -107,7 +107,7 @@ export class Admission {
 
   /** What the call reserves (reservationOf): its estimate with pre_call_estimate, else the user's typical call. */
   private reservation(e: UserEntry, model: string | null, input: GuardInput): ReservationAmount {
-    const plan = e.config;
+    const plan = pricingPlan(e);
     if (plan === null) return NOTHING;
     return reservationOf(
       plan.pre_call_estimate,
@@ -158,6 +158,15 @@ export class Admission {
       throw new LimitExceededError(result, undefined, credits);
     }
   }
+}
+
+/**
+ * The plan that prices a user's calls: its own, else, for a member of a team with a plan in
+ * force, the team plan (as the service prices them), so that a member's reservation and its
+ * lease of the team's cap count what its calls cost.
+ */
+function pricingPlan(e: UserEntry) {
+  return e.config ?? e.team?.config ?? null;
 }
 
 /** What a block names of the user's credits, or its team's pool, when they are what ran out (credits.ts), else null. */

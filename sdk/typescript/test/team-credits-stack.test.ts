@@ -85,4 +85,41 @@ t("reservations hold against the team's pool: 200 concurrent calls of two member
   assert.is(c.overdraft, 0);
 });
 
+t("with leases, a pure-prepaid team's lease grants against its pool: two replicas' members spend the $1 pool and no more", async (ctx) => {
+  const [a, b] = await Promise.all([createUser(ctx.api), createUser(ctx.api)]);
+  // pre_call_estimate: each call holds its estimate, so the pool holds exactly (without it, each
+  // replica's last call may pass the cap by its own cost, as the leases guide says).
+  const teamId = await createTeam(ctx.api, { max_spend_per_period: 0, credits_enabled: true, cost_rates: RATES, pre_call_estimate: true, pre_call_buffer_tokens: 0 }, [a!, b!]);
+  assert.is((await ctx.api.post(`/teams/${teamId}/credits`, { id: "pay_1", amount: 1 })).status, 201);
+  // Two replicas (one holder each), each serving one member: every call runs on the team slice its holder was granted.
+  const replicas = [a!, b!].map(() => new Meter({ apiKey: ctx.apiKey, baseURL: ctx.stack.apiUrl, leases: true, flushIntervalMs: 200, logger: { warn: () => undefined } }));
+  ctx.meters.push(...replicas);
+  let ran = 0;
+  let refused = 0;
+  await Promise.all(
+    replicas.map(async (m, i) => {
+      for (let k = 0; k < 15; k++) {
+        try {
+          // $0.10 a call (its input known before it runs, so its estimate is its cost): 30 calls would spend $3.
+          const user = i === 0 ? a! : b!;
+          await m.call(user, { model: "m", input_tokens: 100, usage: () => ({ input_tokens: 100 }) }, () => ({ ok: true }));
+          ran++;
+        } catch (err) {
+          if (!(err instanceof LimitExceededError)) throw err;
+          assert.is(err.reason, "team:total_spend");
+          refused++;
+        }
+      }
+    }),
+  );
+  assert.ok(ran >= 1, `the pool's $1 let calls run under leases (${ran} ran, ${refused} refused)`);
+  assert.ok(ran <= 10 && refused >= 20, `${ran} ran, ${refused} refused: at most $1 of $0.10 calls`);
+  for (const m of replicas) assert.ok(await m.flush({ timeoutMs: 20_000 }));
+  const c = await eventually(async () => {
+    const got = (await ctx.api.get(`/teams/${teamId}/credits`)).body;
+    return Math.abs(got.balance - (1 - ran * 0.1)) < 1e-9 ? got : undefined;
+  }, 30_000, "the pool drawn for the calls that ran");
+  assert.is(c.overdraft, 0);
+});
+
 t.run();

@@ -11,7 +11,7 @@ import { attribute } from "../domain/attribution.ts";
 import { requireUser } from "./common.ts";
 import { acquireWindows } from "../windows/lease-request.ts";
 import { MAX_LEASE_TTL_MS, leaseMessage, requireDollars, requireLeaseId, requireTokens } from "../leases/request.ts";
-import { creditsInForce } from "../credits/view.ts";
+import { creditsInForce, teamCapWithPoolNano } from "../credits/view.ts";
 import { acquireTeamSlice } from "../leases/team.ts";
 
 /**
@@ -69,7 +69,19 @@ export function acquireLease(deps: IngestionDeps): ServiceImpl<typeof IngestionS
       now,
     });
     // The team's slice lives in the team's period counter: granted beside the user's, conditional on its own document.
-    const teamAsked = req.team ? acquireTeamSlice({ store: deps.leases.teams, productId, user, holder, ttlMs, graceMs: deps.leases.graceMs, now }, req.team) : undefined;
+    const teamAsked = req.team ? acquireTeamSlice(
+          {
+            store: deps.leases.teams,
+            productId,
+            user,
+            holder,
+            ttlMs,
+            graceMs: deps.leases.graceMs,
+            now,
+            capWithPool: (t) => teamCapWithPoolNano(deps.credits, deps.teamCounters, productId, t, now),
+          },
+          req.team,
+        ) : undefined;
     if (asks.length === 0) {
       const [windows, team] = await Promise.all([windowsAsked, teamAsked]);
       if (!windows.some((w) => w.limited) && !team?.spendLimited) return { limited: false };

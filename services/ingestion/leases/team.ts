@@ -24,6 +24,8 @@ export interface TeamLeaseInput {
   ttlMs: number;
   graceMs: number;
   now: Date;
+  /** The team's cap with its pool (credits/view.ts teamCapWithPoolNano), for a team plan that draws credits. */
+  capWithPool?: (t: TeamAttribution) => Promise<number | null>;
 }
 
 /** The team's period spend cap times its hard mark, in nano-dollars; null when the team plan has none. */
@@ -39,7 +41,9 @@ export async function acquireTeamSlice(i: TeamLeaseInput, ask: TeamAsk) {
   if (want < need) throw rpcError.invalid("team.want must be at least team.need");
   const t = attributeTeam(i.productId, i.user, i.now);
   if (!t) return undefined;
-  const cap = teamCapNano(t);
+  // A team whose plan draws credits: its pool extends the cap as it does in the session view.
+  const pooled = t.plan.creditsEnabled && i.capWithPool ? await i.capWithPool(t) : null;
+  const cap = pooled === null ? teamCapNano(t) : Math.round(pooled * t.plan.hardGateAt);
   if (cap === null) return teamLeaseMessage(t, { granted: 0, spent: 0 }, false);
   const ref = { id: t.counterId, productId: i.productId, userId: t.team.id, start: t.period.start, end: t.period.end };
   const view = await i.store.acquire(ref, { holder: i.holder, asks: [{ dim: null, cap, need: toNano(need), want: toNano(want) }], ttlMs: i.ttlMs, graceMs: i.graceMs, now: i.now });

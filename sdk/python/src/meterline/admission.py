@@ -20,7 +20,7 @@ from .pricing import estimate_tokens, rate_of, token_cost
 from .recording import Metadata, session_of
 from .reservation import NOTHING, Hold, Reservation, ReservationAmount, reservation_of
 from .state import UserEntry, hold_team, hold_windows
-from .types import GateContext, GuardResult, LimitCredits
+from .types import GateContext, GuardResult, LimitCredits, PlanConfig
 from .user_sessions import Session
 from .users import LOAD_RETRY, Users
 
@@ -114,8 +114,11 @@ class Admission(Users):
             session = e.sessions.at(session_of(e.user_id, session_id), now, e.timeout)
             rules = None if plan is None else rules_of(plan)
             # Without pre_call_estimate the check does not read the call's own reservation: guard() skips it.
-            if plan is not None and (hold or plan.pre_call_estimate):
-                reserved = self._reservation(e, m, input_tokens, prompt, max_output_tokens, rules)
+            pricing = _pricing_plan(e)
+            if pricing is not None and (hold or pricing.pre_call_estimate):
+                reserved = self._reservation(
+                    e, m, input_tokens, prompt, max_output_tokens, rules if pricing is plan else None
+                )
             else:
                 reserved = NOTHING
             est_cost, est_tokens = reserved.cost, reserved.tokens
@@ -297,7 +300,11 @@ class Admission(Users):
         assert self._leases is not None
         with self._lock:
             m = self._model(e, model)
-            reserved = NOTHING if e.config is None else self._reservation(e, m, input_tokens, prompt, max_output_tokens)
+            reserved = (
+                NOTHING
+                if _pricing_plan(e) is None
+                else self._reservation(e, m, input_tokens, prompt, max_output_tokens)
+            )
             return self._leases.need(e, m, reserved)
 
     @staticmethod
@@ -310,8 +317,8 @@ class Admission(Users):
         rules: Rules | None = None,
     ) -> ReservationAmount:
         """What the call reserves (reservation_of): its estimate with pre_call_estimate, else the user's
-        typical call. Caller holds the lock, and the user has a plan (``rules``: its rules, when at hand)."""
-        plan = e.config
+        typical call. Caller holds the lock, and a plan prices the user's calls (``rules``: its rules, when at hand)."""
+        plan = _pricing_plan(e)
         assert plan is not None
         recent = e.recent_calls(m)
         # An estimate (not the typical call) of a call whose size is known depends on the plan, the model and
@@ -358,3 +365,12 @@ def _nano_sum(a: float, b: float) -> int:
     """to_nano(add_dollars(a, b)), without the round trip through dollars where it changes nothing."""
     n = to_nano(a) + to_nano(b)
     return n if -_EXACT_NANO < n < _EXACT_NANO else to_nano(to_dollars(n))
+
+
+def _pricing_plan(e: UserEntry) -> PlanConfig | None:
+    """The plan that prices a user's calls: its own, else, for a member of a team with a plan in force, the
+    team plan (as the service prices them), so that a member's reservation and its lease of the team's cap
+    count what its calls cost."""
+    if e.config is not None:
+        return e.config
+    return e.team.config if e.team is not None else None
