@@ -71,8 +71,9 @@ export class KeyedGate {
         clearTimeout(next.timer);
         next.admit();
       } else if (--k.running === 0) this.keys.delete(key);
-      // The pace just changed (or became known): those it makes late are told now.
-      if (this.maxWaitMs > 0) for (const w of [...k.waiting]) this.refuseIfLate(key, k, w);
+      // The pace just changed (or became known): those it makes late are told now. The line is in
+      // arrival order, so the late ones are at its front: stop at the first that is not.
+      if (this.maxWaitMs > 0) while (k.waiting.length > 0 && this.refuseIfLate(key, k, k.waiting[0]!));
     };
   }
 

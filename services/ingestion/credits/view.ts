@@ -146,18 +146,20 @@ export async function teamCreditsInForce(
 /**
  * The team's period spend cap with its pool, in nano-dollars: allowance + drawn + balance, what a
  * lease of the team's cap grants against (constant while usage is drawn: a settle turns balance
- * into drawn). Null when the team plan draws no credits. The session's cap also adds what members'
- * own grants paid of the team's spend; a lease leaves that out: it reads two counters that are not
- * written at once, and between the two writes the sum would count a batch as both spent and not
- * pooled. So a lease errs low for a team whose members hold credits of their own, never high.
+ * into drawn). Null when the team plan draws no credits or has no allowance. One read: the pool's
+ * account. The session's cap also adds what members' own grants paid of the team's spend; a lease
+ * leaves that out: it would come from two counters that are not written at once, and between the
+ * two writes the sum would count a batch as both spent and not pooled. So a lease errs low for a
+ * team whose members hold credits of their own, never high.
  */
 export async function teamCapWithPoolNano(
   store: { account(id: string): Promise<CreditAccountDoc | null> },
-  teamCounters: { spends(ids: readonly string[]): Promise<Map<string, number>> },
   productId: string,
   a: TeamAttribution,
   now: Date,
 ): Promise<number | null> {
-  const pool = await teamCreditsInForce(store, teamCounters, productId, a, now);
-  return pool?.(0).cap?.capNano ?? null;
+  const allowance = a.plan.maxSpendPerPeriod;
+  if (!a.plan.creditsEnabled || allowance === undefined) return null;
+  const account = await store.account(accountId(productId, teamOwner(a.team.externalTeamId)));
+  return creditCapNano(toNano(allowance), creditView(account, a.period.start, now));
 }

@@ -78,7 +78,7 @@ export function acquireLease(deps: IngestionDeps): ServiceImpl<typeof IngestionS
             ttlMs,
             graceMs: deps.leases.graceMs,
             now,
-            capWithPool: (t) => teamCapWithPoolNano(deps.credits, deps.teamCounters, productId, t, now),
+            capWithPool: (t) => teamCapWithPoolNano(deps.credits, productId, t, now),
           },
           req.team,
         ) : undefined;

@@ -119,22 +119,17 @@ class WindowSlice(Slice):
         return to_nano(x) if self.money else float(x)
 
 
-class Book:
-    def __init__(self, user_id: str, entry: UserEntry) -> None:
-        self.user_id = user_id
-        # The user's view (replaced when an idle user is loaded again).
-        self.entry = entry
-        self.lease_id: str | None = None
+class Sizing:
+    """What sizes a lease's requests (lease_sizing.py): the calls holding on it and the round trips of its
+    requests. Shared by a user's Book and a TeamBook."""
+
+    def __init__(self) -> None:
         self.spend = Slice()
-        self.tokens: dict[str, Slice] = {}
-        # Window slices by key (WindowNeed.key); a calendar window's goes once it ended.
-        self.windows: dict[str, WindowSlice] = {}
+        # Spent only until then: the time the request that last added to it was sent plus the lifetime.
         self.deadline = 0.0
         self.period_end = 0.0
         self.unlimited_until = 0.0
-        self.open = False
         self.last_use = 0.0
-        self.asked_at = 0.0
         # Round trips of lease requests (s): smoothed, their mean deviation, a peak that fades.
         self.srtt = 0.0
         self.rttvar = 0.0
@@ -143,16 +138,31 @@ class Book:
         # False once the service granted less than asked (its share near the cap).
         self.full = True
         self.boost = 1.0
-        # Calls waited for a request since the last grant, while a lease was held.
-        self.starved = False
         self.holds = 0
         self.joined = 0
         self.asking: Handle | None = None
-        # Plan or subscription changes seen (renew()), and how many had been seen when the request
-        # behind the last grant was sent, and the last request: while they differ the slice may have
-        # been granted under caps no longer in force.
+        # Plan or subscription changes seen, and how many had been seen when the request behind the
+        # last grant was sent.
         self.epoch = 0
         self.grant_epoch = 0
+
+
+class Book(Sizing):
+    def __init__(self, user_id: str, entry: UserEntry) -> None:
+        super().__init__()
+        self.user_id = user_id
+        # The user's view (replaced when an idle user is loaded again).
+        self.entry = entry
+        self.lease_id: str | None = None
+        self.tokens: dict[str, Slice] = {}
+        # Window slices by key (WindowNeed.key); a calendar window's goes once it ended.
+        self.windows: dict[str, WindowSlice] = {}
+        self.open = False
+        self.asked_at = 0.0
+        # Calls waited for a request since the last grant, while a lease was held.
+        self.starved = False
+        # Epochs (renew()): and the last request's; while the grant's differs from `epoch` the slice may
+        # have been granted under caps no longer in force.
         self.asked_epoch = 0
 
     def slice(self, model: str) -> Slice:
@@ -168,37 +178,19 @@ class Book:
         return s
 
 
-class TeamBook:
+class TeamBook(Sizing):
     """This process's slice of one team's period spend cap, shared by every member of the team it serves (the
     service keeps one slice per holder in the team's counter); asked for with a member's lease request, one request
-    carrying it at a time. Sized as a Book's budgets are (lease_sizing.py reads the same fields)."""
+    carrying it at a time (``asking``). Its epochs never differ: a team slice is not renewed on a plan change (see
+    the docs). ``unlimited_until``: the service said the team has no period spend cap (or the user left it)."""
 
     def __init__(self, team_id: str) -> None:
+        super().__init__()
         self.team_id = team_id
-        self.spend = Slice()
-        # Spent only until then: the time the request that last added to it was sent plus the lifetime.
-        self.deadline = 0.0
-        self.period_end = 0.0
-        self.last_use = 0.0
-        # The request carrying this team's ask.
-        self.asking: Handle | None = None
         # No request asks for the team's slice before then: the service had nothing left of the cap.
         self.retry_at = 0.0
-        # Until then the service said the team has no period spend cap (or the user left it).
-        self.unlimited_until = 0.0
         # The member whose request last carried the ask: the slice is given back through its lease.
         self.via: str | None = None
-        self.srtt = 0.0
-        self.rttvar = 0.0
-        self.peak_rtt = 0.0
-        self.rtts = 0
-        self.full = True
-        self.boost = 1.0
-        self.holds = 0
-        self.joined = 0
-        # A team slice is not renewed on a plan change (see the docs): its epochs never differ.
-        self.epoch = 0
-        self.grant_epoch = 0
 
 
 def leased_team(e: UserEntry) -> TeamEntry | None:
