@@ -5,7 +5,7 @@ import { REQUEST_ID_HEADER, isAcceptableRequestId } from "@meter/lib/context";
 import type { Logger } from "@meter/lib/logger";
 import type { ServiceClients } from "./clients.ts";
 import { LOCAL_PROTECTION, type Protection } from "./config.ts";
-import { bodyDeadline, limitConnections, resolveConnectionLimits, serverTimeouts } from "./connection-limits.ts";
+import { bodyDeadline, boundedShutdown, limitConnections, resolveConnectionLimits, serverTimeouts } from "./connection-limits.ts";
 import { errorHandler, notFoundHandler } from "./errors.ts";
 import { parseJsonBodies } from "./json-body.ts";
 import { clientErrorHandler, frameworkErrors } from "./framework-errors.ts";
@@ -63,6 +63,7 @@ export async function buildGateway(opts: GatewayOptions) {
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   limitConnections(app.server, connections);
+  app.addHook("preClose", boundedShutdown(app.server, connections));
   app.setValidatorCompiler(validatorCompiler);
   parseJsonBodies(app);
   app.addHook("onRoute", closedQueries);

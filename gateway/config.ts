@@ -49,6 +49,8 @@ const connectionFields = {
   HTTP_MAX_CONNECTIONS_PER_ADDRESS: Type.Integer({ default: 256, minimum: 0 }),
   /** Open connections in all; 0: half the process's open-file limit (10,000 where unknown). */
   HTTP_MAX_CONNECTIONS: Type.Integer({ default: 0, minimum: 0 }),
+  /** On shutdown, how long requests in flight may take before their connections are ended. */
+  HTTP_SHUTDOWN_GRACE_MS: Type.Integer({ default: 10_000, minimum: 0, maximum: 600_000 }),
 };
 
 export interface ConnectionLimits {
@@ -60,6 +62,8 @@ export interface ConnectionLimits {
   maxPerAddress: number;
   /** 0: half the process's open-file limit. */
   max: number;
+  /** On shutdown, how long requests in flight may take before their connections are ended. */
+  shutdownGraceMs: number;
 }
 
 export const CONNECTION_DEFAULTS: ConnectionLimits = {
@@ -69,6 +73,7 @@ export const CONNECTION_DEFAULTS: ConnectionLimits = {
   keepAliveTimeoutMs: 72_000,
   maxPerAddress: 256,
   max: 0,
+  shutdownGraceMs: 10_000,
 };
 
 /**
@@ -125,6 +130,7 @@ export function protectionSettings(config: {
   HTTP_KEEP_ALIVE_TIMEOUT_MS: number;
   HTTP_MAX_CONNECTIONS_PER_ADDRESS: number;
   HTTP_MAX_CONNECTIONS: number;
+  HTTP_SHUTDOWN_GRACE_MS: number;
 }): Protection {
   const t = config.TRUST_PROXY.trim();
   // Node refuses a headers timeout past the request timeout; say which variables, at start-up.
@@ -141,6 +147,7 @@ export function protectionSettings(config: {
       keepAliveTimeoutMs: config.HTTP_KEEP_ALIVE_TIMEOUT_MS,
       maxPerAddress: config.HTTP_MAX_CONNECTIONS_PER_ADDRESS,
       max: config.HTTP_MAX_CONNECTIONS,
+      shutdownGraceMs: config.HTTP_SHUTDOWN_GRACE_MS,
     },
     rateLimit: { windowMs: config.RATE_LIMIT_WINDOW_MS, publicMax: config.RATE_LIMIT_PUBLIC_MAX, keyMax: config.RATE_LIMIT_KEY_MAX, authFailureMax: config.RATE_LIMIT_AUTH_FAILURE_MAX, productCreateMax: config.RATE_LIMIT_PRODUCT_CREATE_MAX, portalMax: config.RATE_LIMIT_PORTAL_MAX },
     negativeCacheTtlMs: config.AUTH_NEGATIVE_CACHE_TTL_MS,

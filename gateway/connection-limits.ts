@@ -66,6 +66,19 @@ export function limitConnections(server: Server, limits: ConnectionLimits): void
 }
 
 /**
+ * The `preClose` hook that bounds a shutdown: idle connections close at once (Fastify), and those of requests still in
+ * flight after `shutdownGraceMs` are ended. A batch whose client went away while it was being
+ * stored leaves its connection open with no response to come (neither onResponse nor
+ * onRequestAbort fires), and close() then waited for the keep-alive timeout, 72 s.
+ */
+export function boundedShutdown(server: Server, limits: ConnectionLimits): (done: () => void) => void {
+  return (done) => {
+    setTimeout(() => server.closeAllConnections(), limits.shutdownGraceMs).unref();
+    done();
+  };
+}
+
+/**
  * Starts the body deadline when the gateway begins to read a body. Registered after the
  * admission plugin, whose batches wait unread for their turn: that wait is not the client's.
  * Past the deadline the client gets 408 and the connection is closed, as by Node's own
