@@ -56,7 +56,7 @@ export type LeaseFallback = "slice" | "open";
 export interface LeaseSettings {
   /** Lease lifetime asked for (ms); the lease is spent only until then. */
   ttlMs: number;
-  /** Calls' worth (of the call's estimate) asked for per request. */
+  /** Calls' worth (of a slice's unit) asked for per request; before a unit is known, the cap / this. */
   callsPerLease: number;
   /** A lease unused this long (ms) is given back. */
   idleMs: number;
