@@ -2,7 +2,8 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { LimitExceededError, Meter, type UsageEvent } from "../src/index.ts";
 import { runReplicas } from "../../../bench/lease-run.ts";
-import { createUser, memoryLogger, type ProductCtx, startWithProduct, stopAll, usage } from "./support/fixtures.ts";
+import { eventually } from "../../../test/support/eventually.ts";
+import { createTeam, createUser, memoryLogger, type ProductCtx, startWithProduct, stopAll, usage } from "./support/fixtures.ts";
 
 const t = suite<ProductCtx>("sdk: leases on a plan without cost rates (calls estimated at 0, priced once they ran)");
 
@@ -54,6 +55,22 @@ for (const preCallEstimate of [false, true]) {
     assert.ok(spend <= CAP + CALL_COST + 1e-6, `$${spend} counted: at most one call past the cap`);
   });
 }
+
+t("a team's cap: the team's slice is sized the same way, and the team's cap is passed by at most one call", async (ctx) => {
+  // The member's own plan caps nothing (only the team's can stop its calls) and prices its tool.
+  const member = await createUser(ctx.api, { max_spend_per_period: null, tool_costs: { t: CALL_COST } });
+  const teamId = await createTeam(ctx.api, { max_spend_per_period: CAP }, [member]);
+  const m = new Meter({ apiKey: ctx.apiKey, baseURL: ctx.stack.apiUrl, logger: memoryLogger(), leases: true });
+  const { calls, refusal } = await callUntilRefused(m, member);
+  await m.shutdown();
+  const teamSpend = async () => (await ctx.api.get(`/teams/${teamId}/usage`)).body.total_cost as number;
+  await eventually(async () => Math.abs((await teamSpend()) - calls * CALL_COST) < 1e-6, 30_000, "the team's usage to count every call");
+  const spend = await teamSpend();
+  console.log(`    team cap: ${calls} calls, $${spend} counted of a $${CAP} cap`);
+  assert.is(refusal.result.gate_reason, "team:total_spend");
+  assert.ok(calls >= 5, `${calls} calls ran`);
+  assert.ok(spend <= CAP + CALL_COST + 1e-6, `$${spend} counted: at most one call past the team's cap`);
+});
 
 t("what another holder leaves: the lease blocks the calls once its slices are spent, passing them by at most one call", async (ctx) => {
   const user = await unpricedUser(ctx, true);
