@@ -6,16 +6,42 @@ sdk/typescript/test/leases-unpriced.test.ts (which also runs replica processes).
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING, cast
 
 import pytest
 
 from meterline import LimitExceededError, Meter
+from meterline.lease_books import Book
+from meterline.lease_sizing import asked
 
 from .support import Product, eventually, near
+
+if TYPE_CHECKING:
+    from meterline.state import UserEntry
 
 CAP = 1.0
 # One use of tool "t" per call; tokens cost nothing (no cost rates), so every estimate is 0.
 CALL_COST = 0.1
+
+
+def test_the_unit_is_the_largest_estimate_else_the_largest_cost_a_call_took_else_a_share_of_the_cap() -> None:
+    b = Book("u", cast("UserEntry", None))
+    now = 1_000.0
+    b.deadline = b.period_end = now + 60
+    # Nothing known of the calls: the first request asks for cap / lease_calls.
+    assert asked(b, b.spend, 0.0, now, False, 40, CAP)[1] == pytest.approx(CAP / 40)
+    # A call estimated at 0 took $0.10 of that $0.025 slice: the unit is $0.10, and the $0.075 it took beyond the
+    # slice is asked for on top of the low-water mark (one call) and 40 calls.
+    b.spend.granted = CAP / 40
+    b.spend.used = CALL_COST
+    b.spend.finished(CALL_COST)
+    assert b.spend.unit == CALL_COST
+    need, want, short = asked(b, b.spend, 0.0, now, False, 40, CAP)
+    assert short and need == 0.0
+    assert want == pytest.approx(CALL_COST + 40 * CALL_COST + (CALL_COST - CAP / 40))
+    # Once calls have an estimate, it is the unit.
+    b.spend.estimate = 0.2
+    assert b.spend.unit == 0.2
 
 
 def _user(product: Product, pre_call_estimate: bool) -> str:
