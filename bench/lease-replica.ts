@@ -18,7 +18,8 @@ const leases = env("LEASE_ON", "true") === "true";
 /** When set, the workers run until this many ms past the start of the minute after they began (not until refused). */
 const untilMinutePlus = process.env.LEASE_UNTIL_MINUTE_PLUS === undefined ? null : Number(process.env.LEASE_UNTIL_MINUTE_PLUS);
 const call = { model: "m", input_tokens: 1000 };
-const used = { input_tokens: 1000, output_tokens: 500 };
+/** LEASE_TOOL=<name>: each call also used this tool (priced by the plan's tool_costs: a plan without cost rates still costs). */
+const used = { input_tokens: 1000, output_tokens: 500, ...(process.env.LEASE_TOOL ? { tool_calls: [process.env.LEASE_TOOL] } : {}) };
 
 const meter = new Meter({
   apiKey: env("METER_API_KEY"),

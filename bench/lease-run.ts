@@ -143,6 +143,8 @@ export interface RunOptions {
   untilMinutePlusMs?: number;
   /** Dollars a call costs under the user's plan (default CALL_COST). */
   callCost?: number;
+  /** A tool each call also used (LEASE_TOOL of bench/lease-replica.ts). */
+  tool?: string;
 }
 
 export interface RunResult {
@@ -171,6 +173,7 @@ export async function runReplicas(api: Api, o: RunOptions): Promise<RunResult> {
     LEASE_TTL_MS: String(o.ttlMs ?? 60_000),
     LEASE_STOP_AFTER_MS: String(o.stopAfterMs ?? 1_500),
     ...(o.untilMinutePlusMs === undefined ? {} : { LEASE_UNTIL_MINUTE_PLUS: String(o.untilMinutePlusMs) }),
+    ...(o.tool === undefined ? {} : { LEASE_TOOL: o.tool }),
   };
   const callCost = o.callCost ?? CALL_COST;
   const replicas = Array.from({ length: o.replicas }, () => spawnReplica({ ...env, LEASE_TOGETHER: String(o.together ?? false) }));

@@ -56,7 +56,7 @@ export type LeaseFallback = "slice" | "open";
 export interface LeaseSettings {
   /** Lease lifetime asked for (ms); the lease is spent only until then. */
   ttlMs: number;
-  /** Calls' worth (of the call's estimate) asked for per request. */
+  /** Calls' worth (of a slice's unit) asked for per request; before a unit is known, the cap / this. */
   callsPerLease: number;
   /** A lease unused this long (ms) is given back. */
   idleMs: number;
@@ -111,8 +111,10 @@ class Slice {
   granted = 0;
   /** Taken from it: holds of calls in flight and the usage of finished calls. */
   used = 0;
-  /** Largest call estimate seen: the unit of what is asked for. */
-  unit = 0;
+  /** Largest call estimate seen. */
+  estimate = 0;
+  /** Largest amount one finished call took (its real usage, spend()). */
+  largest = 0;
   /** Estimates taken, decayed with RATE_TAU_MS; when the first and the last were taken. */
   private decayed = 0;
   private firstAt = 0;
@@ -120,6 +122,21 @@ class Slice {
 
   /** The model whose tokens this is, or null for dollars. */
   constructor(readonly model: string | null) {}
+
+  /**
+   * The unit of what is asked for: the largest call estimate seen, else the largest amount a
+   * finished call took (calls estimated at 0: a plan without cost rates, whose calls' cost is
+   * known only once they ran); 0 while neither is known (the first slice is then a share of
+   * the cap, asked()).
+   */
+  get unit(): number {
+    return this.estimate > 0 ? this.estimate : this.largest;
+  }
+
+  /** A finished call took `amount` from the slice (added to `used` by the caller). */
+  finished(amount: number): void {
+    if (amount > this.largest) this.largest = amount;
+  }
 
   took(amount: number, now: number): void {
     if (this.firstAt === 0) this.firstAt = now;
@@ -358,7 +375,7 @@ export class Leases {
    */
   async wait(e: UserEntry, n: LeaseNeed): Promise<void> {
     const b = this.book(e);
-    this.unit(b, n);
+    this.estimates(b, n);
     const tb = n.team === null ? null : this.teamBook(n.team);
     // A third round only when a request for another model's tokens was being prepared; a fourth
     // when the team's slice was being asked for with another member's request.
@@ -421,7 +438,7 @@ export class Leases {
     b.windowNeeds = new Map();
     // Failing open, a request is the way to learn that the service answers again.
     const renew = sentAt >= this.renewAt(b) || b.open || this.renewing(b);
-    const spend = spendCap === null ? { need: 0, want: 0 } : this.asked(b, b.spend, needCost, waiting, renew, sentAt);
+    const spend = spendCap === null ? { need: 0, want: 0 } : this.asked(b, b.spend, needCost, waiting, renew, sentAt, spendCapWithCredits(b.entry));
     const body: Record<string, unknown> = { holder: this.holder, need: spend.need, want: spend.want, ttl_ms: this.settings.ttlMs };
     let wanted = spend.want > 0;
     // Every window of the user's calls that runs low, is needed by a waiting call, or nears its lifetime's end.
@@ -435,7 +452,7 @@ export class Leases {
       if (sentAt < s.retryAt || sentAt < s.unlimitedUntil) continue;
       const cap = windowCapOf(b.entry, s.dimension);
       if (cap === null) continue;
-      const w = this.asked(b, s, windowNeeds.get(s.key) ?? 0, waiting, renew || sentAt >= s.deadline - this.renewMargin(b), sentAt);
+      const w = this.asked(b, s, windowNeeds.get(s.key) ?? 0, waiting, renew || sentAt >= s.deadline - this.renewMargin(b), sentAt, cap);
       if (w.want <= 0) continue;
       const money = s.dimension.startsWith("spend:");
       const wire = (x: number) => (money ? toDollars(Math.ceil(x)) : Math.ceil(x));
@@ -448,7 +465,7 @@ export class Leases {
     }
     let wantTokens = 0;
     if (model !== null) {
-      const t = this.asked(b, b.slice(model), needTokens, waiting, renew, sentAt);
+      const t = this.asked(b, b.slice(model), needTokens, waiting, renew, sentAt, tokenCap);
       wantTokens = Math.ceil(t.want);
       Object.assign(body, { model, need_tokens: Math.ceil(t.need), want_tokens: wantTokens });
       wanted ||= t.want > 0;
@@ -458,7 +475,7 @@ export class Leases {
     const tb = team === null ? null : this.teamBook(team);
     let teamWant = 0;
     if (tb !== null && tb.asking === null && sentAt >= tb.retryAt && sentAt >= tb.unlimitedUntil) {
-      const t = this.asked(tb, tb.spend, needTeam, waiting, b.open || sentAt >= tb.deadline - this.renewMargin(tb), sentAt);
+      const t = this.asked(tb, tb.spend, needTeam, waiting, b.open || sentAt >= tb.deadline - this.renewMargin(tb), sentAt, teamCapOf(team!));
       if (t.want > 0) {
         teamWant = t.want;
         body.team = { need: t.need, want: t.want };
@@ -539,7 +556,7 @@ export class Leases {
     const b = this.book(e);
     const now = Date.now();
     b.lastUse = now;
-    this.unit(b, n);
+    this.estimates(b, n);
     if (b.open) {
       // Failing open until the service answers again: ask now and then whether it does.
       if (b.asking === null && now - b.askedAt >= OPEN_RETRY_MS) void this.request(b, n.model);
@@ -615,15 +632,28 @@ export class Leases {
     const tb = team === null ? undefined : this.teams.get(team.teamId);
     // Spent from the team's slice once one was granted (its event names the holder, which settles it).
     const teamLease = tb !== undefined && tb.deadline > 0 ? this.holder : null;
-    if (teamLease !== null) tb!.spend.used = addDollars(tb!.spend.used, cost);
+    if (teamLease !== null) {
+      tb!.spend.used = addDollars(tb!.spend.used, cost);
+      tb!.spend.finished(cost);
+    }
     if (!b || b.leaseId === null) return teamLease;
     b.spend.used = addDollars(b.spend.used, cost);
+    b.spend.finished(cost);
     const t = model === null ? undefined : b.tokens.get(model);
-    if (t) t.used += tokens;
+    if (t) {
+      t.used += tokens;
+      t.finished(tokens);
+    }
     // The windows its event counts in (its time's): a call held on one window and recorded in
     // the next is taken from the next one's slice, so what the service counts there stays
     // within what this holder was granted of it.
-    if (b.windows.size > 0) for (const w of windowNeeds(e, model, { cost, tokens, exact: true }, at)) b.window(w).used += w.amount;
+    if (b.windows.size > 0) {
+      for (const w of windowNeeds(e, model, { cost, tokens, exact: true }, at)) {
+        const s = b.window(w);
+        s.used += w.amount;
+        s.finished(w.amount);
+      }
+    }
     return b.leaseId;
   }
 
@@ -787,19 +817,24 @@ export class Leases {
   }
 
   /**
-   * What a request asks of one budget: nothing while it covers the waiting calls and holds its
-   * low-water mark (unless the lease is renewed); else the low-water mark plus callsPerLease
-   * calls and one per waiting call, with the most a waiting call needs as the least worth
-   * granting when the budget cannot cover it.
+   * What a request asks of one budget: nothing while it holds something and its low-water mark
+   * and covers the waiting calls (unless the lease is renewed); else the low-water mark plus
+   * callsPerLease calls and one per waiting call, plus what finished calls took beyond the slice
+   * (their real cost was known only after they ran), with the most a waiting call needs as the
+   * least worth granting when the budget cannot cover it. While no unit is known (calls
+   * estimated at 0 and none finished yet), `cap` / callsPerLease (`cap`: the budget's cap in its
+   * unit, null when unknown).
    */
-  private asked(b: Book | TeamBook, s: Slice, need: number, waiting: number, renew: boolean, now: number): { need: number; want: number } {
+  private asked(b: Book | TeamBook, s: Slice, need: number, waiting: number, renew: boolean, now: number, cap: number | null): { need: number; want: number } {
     const left = b instanceof TeamBook ? this.teamBalance(b, now) : this.balance(b, s, now);
     const short = need > 0 && left < need;
     const low = this.lowWater(b, s, now, waiting);
-    if (!short && left >= low && !renew) return { need: 0, want: 0 };
+    if (!short && left > 0 && left >= low && !renew) return { need: 0, want: 0 };
+    const over = Math.max(0, -left);
+    if (s.unit === 0) return { need: short ? need : 0, want: Math.max(need, firstSlice(cap, this.settings.callsPerLease) + over) };
     const floor = b.full && s.age(now) < RATE_TAU_MS ? (s.unit * (b.holds + waiting) * this.horizon(b)) / MIN_CALL_MS : 0;
     const boost = b.full ? b.boost : 1;
-    return { need: short ? need : 0, want: Math.max(need, boost * (low + s.unit * (this.settings.callsPerLease + waiting)), floor) };
+    return { need: short ? need : 0, want: Math.max(need, boost * (low + s.unit * (this.settings.callsPerLease + waiting)) + over, floor) };
   }
 
   /**
@@ -836,19 +871,20 @@ export class Leases {
     return Math.max(LOOKAHEAD * this.horizon(b), this.settings.ttlMs / 4);
   }
 
-  private unit(b: Book, n: LeaseNeed): void {
-    if (n.cost > b.spend.unit) b.spend.unit = n.cost;
+  /** The largest estimate seen of each budget (the unit of what is asked for). */
+  private estimates(b: Book, n: LeaseNeed): void {
+    if (n.cost > b.spend.estimate) b.spend.estimate = n.cost;
     if (n.team !== null) {
       const tb = this.teamBook(n.team);
-      if (n.teamCost > tb.spend.unit) tb.spend.unit = n.teamCost;
+      if (n.teamCost > tb.spend.estimate) tb.spend.estimate = n.teamCost;
     }
     for (const w of n.windows) {
       const s = b.window(w);
-      if (w.amount > s.unit) s.unit = w.amount;
+      if (w.amount > s.estimate) s.estimate = w.amount;
     }
     if (n.model !== null) {
       const t = b.slice(n.model);
-      if (n.tokens > t.unit) t.unit = n.tokens;
+      if (n.tokens > t.estimate) t.estimate = n.tokens;
     }
   }
 
@@ -959,6 +995,31 @@ function capOf(e: UserEntry, model: string | null): number | null {
   if (plan === null) return null;
   const max = model === null ? plan.max_spend_per_period : (own(plan.model_limits, model)?.max_tokens_per_period ?? null);
   return max === null ? null : max * plan.hard_gate_at;
+}
+
+/**
+ * The period spend cap (times hard_gate_at) a user's lease grants against: with prepaid credits
+ * the allowance plus what the period drew plus the balance, as the service counts it; null when
+ * uncapped.
+ */
+function spendCapWithCredits(e: UserEntry): number | null {
+  const plan = e.config;
+  if (plan === null || plan.max_spend_per_period === null) return null;
+  return (e.credits === null ? plan.max_spend_per_period : e.credits.cap) * plan.hard_gate_at;
+}
+
+/** The team's period spend cap (times hard_gate_at). */
+function teamCapOf(t: TeamEntry): number {
+  const plan = t.config!;
+  return plan.max_spend_per_period! * plan.hard_gate_at;
+}
+
+/**
+ * What the first request asks of a budget while nothing is known of its calls (estimated at 0,
+ * none finished yet): a share of the cap, as much as `calls` equal calls would spend of it.
+ */
+function firstSlice(cap: number | null, calls: number): number {
+  return cap === null || !Number.isFinite(cap) ? 0 : cap / calls;
 }
 
 /** The member's team when its plan caps the team's period spend (the team slice a call needs), else null. */

@@ -44,7 +44,7 @@ export interface MeterOptions {
   leaseFallback?: "slice" | "open";
   /** With leases: lifetime of a lease (ms). Default 60000. */
   leaseTtlMs?: number;
-  /** With leases: calls' worth (of the call's estimate) asked for at a time. Default 40. */
+  /** With leases: calls' worth (of the largest estimate seen, else of the largest cost a call took) asked for at a time; before either is known, cap / leaseCalls. Default 40. */
   leaseCalls?: number;
   /** With leases: a lease unused this long (ms) is given back. Default 10000. */
   leaseIdleMs?: number;

@@ -53,7 +53,7 @@ class LeaseNeed:
 
 
 class Slice:
-    __slots__ = ("cap", "decayed", "first_at", "granted", "last_at", "model", "unit", "used")
+    __slots__ = ("cap", "decayed", "estimate", "first_at", "granted", "largest", "last_at", "model", "used")
 
     def __init__(self, model: str | None = None) -> None:
         # The model whose tokens this is, or None for dollars.
@@ -62,11 +62,25 @@ class Slice:
         self.cap = math.inf
         self.granted = 0.0
         self.used = 0.0
-        self.unit = 0.0
+        # Largest call estimate seen, and largest amount one finished call took (its real usage, spend()).
+        self.estimate = 0.0
+        self.largest = 0.0
         # Estimates taken, decayed with RATE_TAU; when the first and the last were taken.
         self.decayed = 0.0
         self.first_at = 0.0
         self.last_at = 0.0
+
+    @property
+    def unit(self) -> float:
+        """The unit of what is asked for: the largest call estimate seen, else the largest amount a finished call
+        took (calls estimated at 0: a plan without cost rates, whose calls' cost is known only once they ran); 0
+        while neither is known (the first slice is then a share of the cap, lease_sizing.asked)."""
+        return self.estimate if self.estimate > 0 else self.largest
+
+    def finished(self, amount: float) -> None:
+        """A finished call took ``amount`` from the slice (added to ``used`` by the caller)."""
+        if amount > self.largest:
+            self.largest = amount
 
     def took(self, amount: float, now: float) -> None:
         if self.first_at == 0:
@@ -199,6 +213,23 @@ def leased_team(e: UserEntry) -> TeamEntry | None:
     if t is None or t.config is None or t.config.max_spend_per_period is None:
         return None
     return t
+
+
+def spend_cap_with_credits(e: UserEntry) -> float | None:
+    """The period spend cap (times hard_gate_at) a user's lease grants against: with prepaid credits the allowance
+    plus what the period drew plus the balance, as the service counts it; None when uncapped."""
+    plan = e.config
+    if plan is None or plan.max_spend_per_period is None:
+        return None
+    top = plan.max_spend_per_period if e.credits is None else e.credits.cap
+    return float(top) * plan.hard_gate_at
+
+
+def team_cap_of(t: TeamEntry) -> float:
+    """The team's period spend cap (times hard_gate_at)."""
+    plan = t.config
+    assert plan is not None and plan.max_spend_per_period is not None
+    return float(plan.max_spend_per_period) * plan.hard_gate_at
 
 
 def team_refusal(t: TeamEntry, cost: float) -> GuardResult:

@@ -26,6 +26,8 @@ from .lease_books import (
     leased_team,
     renewing,
     round_trip,
+    spend_cap_with_credits,
+    team_cap_of,
     window_cap_of,
 )
 from .lease_sizing import asked, balance, renew_at, renew_margin
@@ -92,7 +94,7 @@ class LeaseRequests:
         ``waiting``: a call waits for the answer (else it is asked ahead, from take())."""
         with self.lock:
             b = self._book(e)
-            self._unit(b, n)
+            self._estimates(b, n)
             if waiting and b.lease_id is not None:
                 b.starved = True
             if running(b.asking):
@@ -111,7 +113,15 @@ class LeaseRequests:
             spend = (
                 (0.0, 0.0, False)
                 if caps[0] is None
-                else asked(b, b.spend, n.cost if n.whole else 0.0, sent_at, renew, self.settings.calls)
+                else asked(
+                    b,
+                    b.spend,
+                    n.cost if n.whole else 0.0,
+                    sent_at,
+                    renew,
+                    self.settings.calls,
+                    spend_cap_with_credits(e),
+                )
             )
             body: dict[str, Any] = {
                 "holder": self.holder,
@@ -132,17 +142,31 @@ class LeaseRequests:
                 ]
             tok: tuple[float, float, bool] | None = None
             if n.model is not None:
-                tok = asked(b, b.slice(n.model), n.tokens if n.whole else 0.0, sent_at, renew, self.settings.calls)
+                tok = asked(
+                    b, b.slice(n.model), n.tokens if n.whole else 0.0, sent_at, renew, self.settings.calls, caps[1]
+                )
                 body.update(model=n.model, need_tokens=math.ceil(tok[0]), want_tokens=math.ceil(tok[1]))
             # The team's slice, unless another member's request is asking for it.
             team = leased_team(e)
             tb = None if team is None else self._team_book(team)
             team_ask: tuple[float, float, bool] | None = None
-            if tb is not None and not running(tb.asking) and sent_at >= tb.retry_at and sent_at >= tb.unlimited_until:
+            if (
+                team is not None
+                and tb is not None
+                and not running(tb.asking)
+                and sent_at >= tb.retry_at
+                and sent_at >= tb.unlimited_until
+            ):
                 late = sent_at >= tb.deadline - renew_margin(tb, self.settings.ttl)
                 tb.joined = b.joined
                 team_ask = asked(
-                    tb, tb.spend, n.team_cost if n.whole else 0.0, sent_at, late or b.open, self.settings.calls
+                    tb,
+                    tb.spend,
+                    n.team_cost if n.whole else 0.0,
+                    sent_at,
+                    late or b.open,
+                    self.settings.calls,
+                    team_cap_of(team),
                 )
                 if team_ask[1] > 0:
                     body["team"] = {"need": team_ask[0], "want": team_ask[1]}
@@ -185,7 +209,7 @@ class LeaseRequests:
             if top is None:
                 continue
             late = now >= s.deadline - renew_margin(b, self.settings.ttl)
-            need, want, short = asked(b, s, self._window_need(n, s), now, renew or late, self.settings.calls)
+            need, want, short = asked(b, s, self._window_need(n, s), now, renew or late, self.settings.calls, top)
             if want <= 0:
                 continue
             needed = any(w.key == key for w in n.windows)
@@ -369,22 +393,22 @@ class LeaseRequests:
         if current:
             b.grant_epoch = epoch
 
-    def _unit(self, b: Book, n: LeaseNeed) -> None:
-        """The largest estimate seen of each budget: the unit of what is asked for."""
-        if n.cost > b.spend.unit:
-            b.spend.unit = n.cost
+    def _estimates(self, b: Book, n: LeaseNeed) -> None:
+        """The largest estimate seen of each budget (the unit of what is asked for)."""
+        if n.cost > b.spend.estimate:
+            b.spend.estimate = n.cost
         if n.team is not None:
             tb = self._team_book(n.team)
-            if n.team_cost > tb.spend.unit:
-                tb.spend.unit = n.team_cost
+            if n.team_cost > tb.spend.estimate:
+                tb.spend.estimate = n.team_cost
         if n.model is not None:
             t = b.slice(n.model)
-            if n.tokens > t.unit:
-                t.unit = n.tokens
+            if n.tokens > t.estimate:
+                t.estimate = n.tokens
         for w in n.windows:
             s = b.window(w)
-            if w.amount > s.unit:
-                s.unit = w.amount
+            if w.amount > s.estimate:
+                s.estimate = w.amount
 
     def _book(self, e: UserEntry) -> Book:
         b = self.books.get(e.user_id)

@@ -4,6 +4,8 @@ the cap no call waits for the network."""
 
 from __future__ import annotations
 
+import math
+
 from .lease_books import RATE_TAU, Book, Slice, TeamBook, WindowSlice, horizon, renewing, valid
 from .money import add_dollars
 
@@ -56,19 +58,32 @@ def renew_at(b: Book, ttl: float) -> float:
     return b.deadline - renew_margin(b, ttl)
 
 
-def asked(b: Book | TeamBook, s: Slice, need: float, now: float, renew: bool, calls: int) -> tuple[float, float, bool]:
+def first_slice(cap: float | None, calls: int) -> float:
+    """What the first request asks of a budget while nothing is known of its calls (estimated at 0, none finished
+    yet): a share of the cap, as much as ``calls`` equal calls would spend of it."""
+    return 0.0 if cap is None or math.isinf(cap) else cap / calls
+
+
+def asked(
+    b: Book | TeamBook, s: Slice, need: float, now: float, renew: bool, calls: int, cap: float | None
+) -> tuple[float, float, bool]:
     """What a request asks of one budget: nothing while it covers the waiting call and holds its
     low-water mark (unless the lease is renewed); else the low-water mark plus ``calls``
-    (``lease_calls``) calls and one per waiting call, times the boost; until a rate is measured,
+    (``lease_calls``) calls and one per waiting call, times the boost, plus what finished calls took
+    beyond the slice (their real cost was known only after they ran); until a rate is measured,
     while grants are full, at least what the calls in flight or waiting spend in a planned round
-    trip if each took _MIN_CALL."""
+    trip if each took _MIN_CALL. While no unit is known (calls estimated at 0 and none finished yet),
+    ``cap`` / ``calls`` (``cap``: the budget's cap in its unit, None when unknown)."""
     left = balance(b, s, now)
     short = left <= 0 or left < need
     mark = low_water(b, s, now, b.joined)
     if not short and left >= mark and not renew:
         return 0.0, 0.0, short
+    over = max(0.0, -left)
+    if s.unit == 0:
+        return (need if short else 0.0), max(need, first_slice(cap, calls) + over), short
     young = s.age(now) < RATE_TAU
     floor = s.unit * (b.holds + b.joined) * horizon(b) / _MIN_CALL if b.full and young else 0.0
     boost = b.boost if b.full else 1.0
-    want = max(need, boost * (mark + s.unit * (calls + b.joined)), floor)
+    want = max(need, boost * (mark + s.unit * (calls + b.joined)) + over, floor)
     return (need if short else 0.0), want, short

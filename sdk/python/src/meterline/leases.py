@@ -101,7 +101,7 @@ class Leases(LeaseRequests):
             b = self._book(e)
             now = clock_now()
             b.last_use = now
-            self._unit(b, n)
+            self._estimates(b, n)
             if b.open:
                 if not running(b.asking) and now - b.asked_at >= OPEN_RETRY:
                     self.ask(e, n, waiting=False)
@@ -199,18 +199,23 @@ class Leases(LeaseRequests):
             team_lease = self.holder if tb is not None and tb.deadline > 0 else None
             if tb is not None and team_lease is not None:
                 tb.spend.used = add_dollars(tb.spend.used, cost)
+                tb.spend.finished(cost)
             if b is None or b.lease_id is None:
                 return team_lease
             b.spend.used = add_dollars(b.spend.used, cost)
+            b.spend.finished(cost)
             t = None if model is None else b.tokens.get(model)
             if t is not None:
                 t.used += tokens
+                t.finished(tokens)
             # The windows its event counts in (its time's): a call held on one window and recorded in the next is
             # taken from the next one's slice, so what the service counts there stays within what this holder
             # was granted of it.
             if b.windows:
                 for w in window_needs(e, model, ReservationAmount(cost, float(tokens), True), at):
-                    b.window(w).used += w.amount
+                    s = b.window(w)
+                    s.used += w.amount
+                    s.finished(w.amount)
             return b.lease_id
 
     def renew(self, user_id: str) -> None:
