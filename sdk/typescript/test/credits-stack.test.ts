@@ -4,27 +4,15 @@
 // 1,000 concurrent calls in 4 replica processes with leases on a $5 balance: no overdraft, and
 // the ledger's usage equal to the usage counted.
 import { randomUUID } from "node:crypto";
-import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { runReplicas } from "../../../bench/lease-run.ts";
 import { eventually } from "../../../test/support/eventually.ts";
 import type { Api } from "../../../test/support/http.ts";
 import { limitBody } from "../src/http/limit-response.ts";
 import { LimitExceededError, Meter, type CreditsEvent } from "../src/index.ts";
-import { createUser, memoryLogger, near, type ProductCtx, rejects, startWithProduct, stopAll, usage } from "./support/fixtures.ts";
+import { createUser, memoryLogger, near, rejects, stackMeter, stackSuite, usage } from "./support/fixtures.ts";
 
-interface Ctx extends ProductCtx {
-  meters: Meter[];
-}
-const t = suite<Ctx>("sdk: prepaid credits against the stack");
-
-t.before(async (ctx) => {
-  await startWithProduct(ctx, "sdk credits");
-  ctx.meters = [];
-});
-t.after(async (ctx) => {
-  await stopAll(ctx.stack, ctx.meters, []);
-});
+const t = stackSuite("sdk: prepaid credits against the stack", "sdk credits");
 
 async function grant(api: Api, userId: string, id: string, amount: number): Promise<void> {
   const res = await api.post(`/users/${userId}/credits`, { id, amount });
@@ -56,8 +44,7 @@ const CALL = { model: "m", input_tokens: 100, output_tokens: 100 };
 t("pure prepaid: a $1.00 grant runs calls until spent, then the block names total_spend and the credits; a top-up lets calls run again; low fires once per crossing, depleted once", async (ctx) => {
   const user = await createUser(ctx.api, PREPAID);
   await grant(ctx.api, user, `g-${randomUUID()}`, 1);
-  const m = new Meter({ apiKey: ctx.apiKey, baseURL: ctx.stack.apiUrl, logger: memoryLogger() });
-  ctx.meters.push(m);
+  const m = stackMeter(ctx, { logger: memoryLogger() });
   const seen: [string, CreditsEvent][] = [];
   m.onCreditsLow((e) => void seen.push(["low", e]));
   m.onCreditsDepleted((e) => void seen.push(["depleted", e]));
@@ -102,8 +89,7 @@ t("a grant the view lists as expiring: onCreditsExpired at its expires_at with w
   const res = await ctx.api.post(`/users/${user}/credits`, { id: "promo", amount: 0.5, kind: "promotional", expires_at: expiresAt });
   assert.is(res.status, 201, JSON.stringify(res.body));
   await grant(ctx.api, user, "paid", 1);
-  const m = new Meter({ apiKey: ctx.apiKey, baseURL: ctx.stack.apiUrl, logger: memoryLogger() });
-  ctx.meters.push(m);
+  const m = stackMeter(ctx, { logger: memoryLogger() });
   const expired: CreditsEvent[] = [];
   m.onCreditsExpired((e) => void expired.push(e));
   await m.guard(user, { model: "m" });

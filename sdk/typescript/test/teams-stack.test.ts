@@ -6,33 +6,16 @@ import { randomUUID } from "node:crypto";
 import { once } from "node:events";
 import type { AddressInfo } from "node:net";
 import express from "express";
-import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { LimitExceededError, Meter } from "../src/index.ts";
 import { meterErrorHandler } from "../src/http/express.ts";
 import { eventually } from "../../../test/support/eventually.ts";
 import type { Api } from "../../../test/support/http.ts";
-import { createTeam, createUser, DAY, gateEvents, type ProductCtx, rejects, startWithProduct, stopAll } from "./support/fixtures.ts";
+import { createTeam, createUser, DAY, gateEvents, rejects, stackMeter, stackSuite, type StackCtx } from "./support/fixtures.ts";
 
-interface Ctx extends ProductCtx {
-  meters: Meter[];
-}
+const t = stackSuite("sdk: team budgets against the real stack", "sdk teams");
 
-const t = suite<Ctx>("sdk: team budgets against the real stack");
-
-t.before(async (ctx) => {
-  await startWithProduct(ctx, "sdk teams");
-  ctx.meters = [];
-});
-t.after(async (ctx) => {
-  await stopAll(ctx.stack, ctx.meters, []);
-});
-
-function meter(ctx: Ctx): Meter {
-  const m = new Meter({ apiKey: ctx.apiKey, baseURL: ctx.stack.apiUrl, flushIntervalMs: 600_000, logger: { warn: () => undefined } });
-  ctx.meters.push(m);
-  return m;
-}
+const meter = (ctx: StackCtx): Meter => stackMeter(ctx, { flushIntervalMs: 600_000 });
 
 // $1 per 1K input tokens: a call of N input tokens costs N/1000 dollars.
 const RATES = { m: { input: 1, output: 0 } };
