@@ -5,17 +5,14 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import type { Api } from "./support/http.ts";
 import { eventually } from "./support/eventually.ts";
-import { usageJson, sendEvents } from "./support/rest.ts";
-import { startTestStack, type TestStack } from "./support/stack.ts";
+import { creditsOf, ledgerOf, usageJson, sendEvents } from "./support/rest.ts";
+import { withStack, type TestStack } from "./support/stack.ts";
 
 const t = suite<{ stack: TestStack; api: Api }>("team credits");
 
+withStack(t);
 t.before(async (ctx) => {
-  ctx.stack = await startTestStack();
   ({ api: ctx.api } = await ctx.stack.newProduct("Team credits"));
-});
-t.after(async (ctx) => {
-  await ctx.stack.close();
 });
 
 const DAY = 86_400_000;
@@ -46,23 +43,8 @@ async function team(api: Api, planFields: Record<string, unknown>, members: stri
   return teamId;
 }
 
-async function credits(api: Api, path: string) {
-  const res = await api.get(`${path}/credits`);
-  assert.is(res.status, 200, JSON.stringify(res.body));
-  return res.body;
-}
-
-async function ledger(api: Api, path: string) {
-  const entries: any[] = [];
-  let cursor: string | null = null;
-  do {
-    const res: any = await api.get(`${path}/credits/ledger?limit=3${cursor ? `&cursor=${enc(cursor)}` : ""}`);
-    assert.is(res.status, 200, JSON.stringify(res.body));
-    entries.push(...res.body.entries);
-    cursor = res.body.next_cursor;
-  } while (cursor);
-  return entries;
-}
+const credits = creditsOf;
+const ledger = (api: Api, path: string) => ledgerOf(api, path, 3);
 
 const usage = (entries: any[]) => entries.filter((e) => e.type === "usage" || e.type === "overdraft").reduce((s, e) => s + e.amount, 0);
 const teamTotal = (view: { limits: { reason: string }[] }) => view.limits.find((d) => d.reason === "team:total_spend") as any;

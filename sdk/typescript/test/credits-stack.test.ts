@@ -8,6 +8,7 @@ import * as assert from "uvu/assert";
 import { runReplicas } from "../../../bench/lease-run.ts";
 import { eventually } from "../../../test/support/eventually.ts";
 import type { Api } from "../../../test/support/http.ts";
+import { creditsOf, ledgerOf } from "../../../test/support/rest.ts";
 import { limitBody } from "../src/http/limit-response.ts";
 import { LimitExceededError, Meter, type CreditsEvent } from "../src/index.ts";
 import { createUser, memoryLogger, near, rejects, stackMeter, stackSuite, usage } from "./support/fixtures.ts";
@@ -19,23 +20,8 @@ async function grant(api: Api, userId: string, id: string, amount: number): Prom
   assert.is(res.status, 201, JSON.stringify(res.body));
 }
 
-async function credits(api: Api, userId: string): Promise<{ balance: number; overdraft: number; pending: number }> {
-  const res = await api.get(`/users/${userId}/credits`);
-  assert.is(res.status, 200, JSON.stringify(res.body));
-  return res.body;
-}
-
-/** Every ledger entry of the user, following the cursor. */
-async function ledger(api: Api, userId: string): Promise<{ type: string; amount: number; grant_id: string | null }[]> {
-  const out = [];
-  for (let cursor: string | null = null; ; ) {
-    const res: { status: number; body: any } = await api.get(`/users/${userId}/credits/ledger?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`);
-    assert.is(res.status, 200, JSON.stringify(res.body));
-    out.push(...res.body.entries);
-    cursor = res.body.next_cursor;
-    if (!cursor) return out;
-  }
-}
+const credits = (api: Api, userId: string): Promise<{ balance: number; overdraft: number; pending: number }> => creditsOf(api, `/users/${userId}`);
+const ledger = (api: Api, userId: string) => ledgerOf(api, `/users/${userId}`, 100);
 
 /** $1 per 1K tokens: a call of 200 tokens costs $0.20. */
 const PREPAID = { max_spend_per_period: 0, credits_enabled: true, credits_low_at: 0.5, cost_rates: { m: { input: 1, output: 1 } } };
