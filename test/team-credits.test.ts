@@ -5,7 +5,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import type { Api } from "./support/http.ts";
 import { eventually } from "./support/eventually.ts";
-import { creditsOf, ledgerOf, usageJson, sendEvents } from "./support/rest.ts";
+import { creditsOf, ledgerOf, teamOnPlan, usageJson, sendEvents } from "./support/rest.ts";
 import { withStack, type TestStack } from "./support/stack.ts";
 
 const t = suite<{ stack: TestStack; api: Api }>("team credits");
@@ -36,12 +36,7 @@ async function user(api: Api, planFields?: Record<string, unknown>): Promise<str
 }
 
 /** A team on `planFields` with `members`; its id has characters a user's key would need escaped. */
-async function team(api: Api, planFields: Record<string, unknown>, members: string[], teamId = uid("acme|team:x")): Promise<string> {
-  assert.is((await api.post("/teams", { external_team_id: teamId, name: "Acme" })).status, 201);
-  assert.is((await api.post(`/teams/${enc(teamId)}/subscription`, { plan_id: await plan(api, planFields), ...PERIOD })).status, 200);
-  for (const m of members) assert.is((await api.request("PUT", `/users/${enc(m)}/team`, { body: { team_id: teamId } })).status, 200);
-  return teamId;
-}
+const team = (api: Api, planFields: Record<string, unknown>, members: string[], teamId = uid("acme|team:x")) => teamOnPlan(api, planFields, PERIOD, members, teamId);
 
 const credits = creditsOf;
 const ledger = (api: Api, path: string) => ledgerOf(api, path, 3);

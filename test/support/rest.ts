@@ -40,6 +40,15 @@ export async function userOnPlan(api: Api, plan: object, period: object = {}): P
   return user;
 }
 
+/** A new team (`teamId`, escaped in paths) subscribed to a new plan (`plan`'s fields) for `period`, with `members` (registered users) joined. */
+export async function teamOnPlan(api: Api, plan: object, period: object, members: readonly string[] = [], teamId = `t-${randomUUID().slice(0, 8)}`): Promise<string> {
+  const plans = await must(api.post("/config/plans", { plans: [{ name: `p-${randomUUID().slice(0, 8)}`, ...plan }] }), 201);
+  await must(api.post("/teams", { external_team_id: teamId, name: "Acme" }), 201);
+  await must(api.post(`/teams/${encodeURIComponent(teamId)}/subscription`, { plan_id: plans.plans[0].id, ...period }), 200);
+  for (const m of members) await must(api.request("PUT", `/users/${encodeURIComponent(m)}/team`, { body: { team_id: teamId } }), 200);
+  return teamId;
+}
+
 /** Sends a batch that must be stored whole: every event accepted, none a duplicate. */
 export async function sendAllNew(api: Api, events: object[]): Promise<void> {
   const body = await sendEvents(api, events);

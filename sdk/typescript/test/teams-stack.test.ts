@@ -17,6 +17,18 @@ const t = stackSuite("sdk: team budgets against the real stack", "sdk teams");
 
 const meter = (ctx: StackCtx): Meter => stackMeter(ctx, { flushIntervalMs: 600_000 });
 
+/** Once `m` has delivered its calls, a fresh client (`other`) whose guard() of `userId` is refused from the session view: its error. */
+async function blockedInFreshProcess(ctx: StackCtx, m: Meter, userId: string, what: string): Promise<{ other: Meter; blocked: LimitExceededError }> {
+  assert.ok(await m.flush({ timeoutMs: 20_000 }));
+  const other = meter(ctx);
+  const blocked = await eventually(async () => {
+    await other.refresh(userId);
+    return other.guard(userId).then(() => null, (e: Error) => e);
+  }, 20_000, what);
+  assert.instance(blocked, LimitExceededError);
+  return { other, blocked: blocked as LimitExceededError };
+}
+
 // $1 per 1K input tokens: a call of N input tokens costs N/1000 dollars.
 const RATES = { m: { input: 1, output: 0 } };
 
@@ -56,13 +68,8 @@ t("a $1 team cap with 3 members: the first two spend it, the third member's call
   }
 
   // Another process: the team's spend comes from c's session view.
-  assert.ok(await m.flush({ timeoutMs: 20_000 }));
-  const other = meter(ctx);
-  const blocked = await eventually(async () => {
-    await other.refresh(c!);
-    return other.guard(c!).then(() => null, (e: Error) => e);
-  }, 20_000, "the team's spend in a fresh process");
-  assert.is((blocked as LimitExceededError).reason, "team:total_spend");
+  const { blocked } = await blockedInFreshProcess(ctx, m, c!, "the team's spend in a fresh process");
+  assert.is(blocked.reason, "team:total_spend");
   // The gate event names the team's reason with its figures.
   const events = await eventually(async () => {
     await m.flush({ timeoutMs: 5_000 });
@@ -85,13 +92,8 @@ t("a $0.40 member cap blocks one member while the others go on (here and in a fr
   await spend(m, c!, 300);
   assert.is(m.state(b!)!.team!.period_cost, 1);
 
-  assert.ok(await m.flush({ timeoutMs: 20_000 }));
-  const other = meter(ctx);
-  const blocked = await eventually(async () => {
-    await other.refresh(a!);
-    return other.guard(a!).then(() => null, (e: Error) => e);
-  }, 20_000, "a's share in a fresh process");
-  assert.is((blocked as LimitExceededError).reason, "team:limit:seat");
+  const { other, blocked } = await blockedInFreshProcess(ctx, m, a!, "a's share in a fresh process");
+  assert.is(blocked.reason, "team:limit:seat");
   assert.is((await other.guard(b!)).status, "ok");
 });
 
