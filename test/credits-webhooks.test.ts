@@ -8,6 +8,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { signatureValid, type Receiver } from "../services/webhooks/testing/receiver.ts";
 import { eventually } from "./support/eventually.ts";
+import { teamOnPlan, userOnPlan } from "./support/rest.ts";
 import { withWebhookStack, type TestStack } from "./support/stack.ts";
 
 const t = suite<{ stack: TestStack; rx: Receiver }>("credit webhooks end to end");
@@ -15,20 +16,13 @@ const t = suite<{ stack: TestStack; rx: Receiver }>("credit webhooks end to end"
 withWebhookStack(t, { ingestion: { relayIntervalMs: 50, idlePollMaxMs: 1_000 } });
 
 const TYPES = ["credits.low", "credits.depleted", "credits.expired"];
+const PREPAID = { max_spend_per_period: 0, credits_enabled: true, credits_low_at: 1 };
+/** A subscription period that began yesterday. */
+const period = () => ({ period_start: new Date(Date.now() - 86_400_000).toISOString(), period_end: new Date(Date.now() + 29 * 86_400_000).toISOString() });
 
 t("credits.low once per crossing, re-armed by a grant; depleted at 0; expired with its amount", async ({ stack, rx }) => {
   const { api, productId } = await stack.newProduct("Credit hooks");
-  const plans = await api.post("/config/plans", { plans: [{ name: `prepaid-${randomUUID().slice(0, 8)}`, max_spend_per_period: 0, credits_enabled: true, credits_low_at: 1 }] });
-  assert.is(plans.status, 201, JSON.stringify(plans.body));
-  const user = `user-${randomUUID()}`;
-  assert.is((await api.post("/users", { external_user_id: user })).status, 201);
-  const now = Date.now();
-  const sub = await api.post(`/users/${user}/subscription`, {
-    plan_id: plans.body.plans[0].id,
-    period_start: new Date(now - 86_400_000).toISOString(),
-    period_end: new Date(now + 29 * 86_400_000).toISOString(),
-  });
-  assert.is(sub.status, 200, JSON.stringify(sub.body));
+  const user = await userOnPlan(api, PREPAID, period());
   const ep = await api.post("/webhooks/endpoints", { url: rx.url, subscribed_events: TYPES });
   assert.is(ep.status, 201, JSON.stringify(ep.body));
   const secret: string = ep.body.secret;
@@ -78,21 +72,10 @@ t("credits.low once per crossing, re-armed by a grant; depleted at 0; expired wi
 
 t("a team's pool: credits.low, credits.depleted and credits.expired name the team (team_id), signed, each once", async ({ stack, rx }) => {
   const { api, productId } = await stack.newProduct("Team credit hooks");
-  const plans = await api.post("/config/plans", { plans: [{ name: `team-${randomUUID().slice(0, 8)}`, max_spend_per_period: 0, credits_enabled: true, credits_low_at: 1 }] });
-  assert.is(plans.status, 201, JSON.stringify(plans.body));
-  const teamId = `team|${randomUUID()}`;
-  const enc = encodeURIComponent(teamId);
   const member = `member-${randomUUID()}`;
   assert.is((await api.post("/users", { external_user_id: member })).status, 201);
-  assert.is((await api.post("/teams", { external_team_id: teamId, name: "Acme" })).status, 201);
-  const now = Date.now();
-  const sub = await api.post(`/teams/${enc}/subscription`, {
-    plan_id: plans.body.plans[0].id,
-    period_start: new Date(now - 86_400_000).toISOString(),
-    period_end: new Date(now + 29 * 86_400_000).toISOString(),
-  });
-  assert.is(sub.status, 200, JSON.stringify(sub.body));
-  assert.is((await api.request("PUT", `/users/${member}/team`, { body: { team_id: teamId } })).status, 200);
+  const teamId = await teamOnPlan(api, PREPAID, period(), [member], `team|${randomUUID()}`);
+  const enc = encodeURIComponent(teamId);
   const ep = await api.post("/webhooks/endpoints", { url: rx.url, subscribed_events: TYPES });
   assert.is(ep.status, 201, JSON.stringify(ep.body));
   const mine = (type: string) => rx.of(type).filter((r) => r.json?.product_id === productId);

@@ -5,16 +5,11 @@ import { randomUUID } from "node:crypto";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import type { Api } from "./support/http.ts";
-import { startTestStack, type TestStack } from "./support/stack.ts";
+import { withStack, type TestStack } from "./support/stack.ts";
 
 const t = suite<{ stack: TestStack }>("gate-event timestamps and listing bounds");
 
-t.before(async (ctx) => {
-  ctx.stack = await startTestStack();
-});
-t.after(async (ctx) => {
-  await ctx.stack.close();
-});
+withStack(t);
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;

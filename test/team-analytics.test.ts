@@ -6,16 +6,12 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { toDollars, toNano } from "@meter/rules";
 import type { Api } from "./support/http.ts";
-import { startTestStack, type TestStack } from "./support/stack.ts";
+import { joinTeam, sendAllNew, usageJson } from "./support/rest.ts";
+import { withStack, type TestStack } from "./support/stack.ts";
 
 const t = suite<{ stack: TestStack }>("analytics by team");
 
-t.before(async (ctx) => {
-  ctx.stack = await startTestStack({ services: { ingestion: { relayIntervalMs: 50 }, analytics: { rollIntervalMs: 100 } } });
-});
-t.after(async (ctx) => {
-  await ctx.stack.close();
-});
+withStack(t, { services: { ingestion: { relayIntervalMs: 50 }, analytics: { rollIntervalMs: 100 } } });
 
 const DAY = 86_400_000;
 const uid = (base: string) => `${base}-${randomUUID().slice(0, 8)}`;
@@ -24,27 +20,7 @@ const enc = encodeURIComponent;
 const sum = (...costs: number[]) => toDollars(costs.reduce((a, c) => a + toNano(c), 0));
 const today = () => new Date().toISOString().slice(0, 10);
 
-async function join(api: Api, userId: string, teamId: string | null): Promise<void> {
-  if ((await api.get(`/users/${enc(userId)}`)).status === 404) assert.is((await api.post("/users", { external_user_id: userId })).status, 201);
-  const res = await api.request("PUT", `/users/${enc(userId)}/team`, { body: { team_id: teamId } });
-  assert.is(res.status, 200, JSON.stringify(res.body));
-}
-
-const event = (userId: string, cost: number, model: string, fields: Record<string, unknown> = {}) => ({
-  id: randomUUID(),
-  user_id: userId,
-  timestamp: new Date().toISOString(),
-  model,
-  input_tokens: 10,
-  output_tokens: 5,
-  cost_total: cost,
-  ...fields,
-});
-
-async function send(api: Api, events: unknown[]): Promise<void> {
-  const res = await api.post("/events/batch", events);
-  assert.equal(res.body, { accepted: events.length, duplicates: 0 });
-}
+const event = (userId: string, cost: number, model: string, fields: Record<string, unknown> = {}) => usageJson(userId, cost, { model, ...fields });
 
 const gate = (userId: string, status: "soft_gate" | "hard_gate") => ({
   id: randomUUID(),
@@ -79,12 +55,12 @@ t("two teams, a member moved between them and a user in none: each team's figure
   const period = { period_start: new Date(Date.now() - DAY).toISOString(), period_end: new Date(Date.now() + 20 * DAY).toISOString() };
   assert.is((await api.post(`/teams/${enc(a)}/subscription`, { plan_id: plan.body.plans[0].id, ...period })).status, 200);
   const [a1, a2, b1, mover, solo] = [uid("a1"), uid("a2"), uid("b1"), uid("mover"), uid("solo")];
-  for (const u of [a1, a2, mover]) await join(api, u, a);
-  await join(api, b1, b);
+  for (const u of [a1, a2, mover]) await joinTeam(api, u, a);
+  await joinTeam(api, b1, b);
   assert.is((await api.post("/users", { external_user_id: solo })).status, 201);
 
   const joinedA = Date.now() + 1;
-  await send(api, [
+  await sendAllNew(api, [
     event(a1, 0.1, "gpt-4o"),
     event(a1, 0.2, "claude-3.5-sonnet"),
     event(a2, 0.3, "gpt-4o"),
@@ -96,9 +72,9 @@ t("two teams, a member moved between them and a user in none: each team's figure
   assert.is(manual.status, 201, JSON.stringify(manual.body));
   assert.is((await api.post("/gate-events/batch", [gate(a1, "hard_gate"), gate(solo, "soft_gate")])).status, 200);
   const beforeMove = Date.now() - 1;
-  await join(api, mover, b);
+  await joinTeam(api, mover, b);
   // After the move; and one sent now but stamped while the mover was still in a.
-  await send(api, [event(mover, 0.15, "gpt-4o"), event(mover, 0.125, "gpt-4o", { timestamp: new Date((joinedA + beforeMove) / 2).toISOString() })]);
+  await sendAllNew(api, [event(mover, 0.15, "gpt-4o"), event(mover, 0.125, "gpt-4o", { timestamp: new Date((joinedA + beforeMove) / 2).toISOString() })]);
   assert.is((await api.post("/gate-events/batch", [gate(mover, "soft_gate")])).status, 200);
 
   const aCost = sum(0.1, 0.2, 0.3, 0.4, 0.125);

@@ -5,17 +5,14 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import type { Api } from "./support/http.ts";
 import { eventually } from "./support/eventually.ts";
-import { usageJson, sendEvents } from "./support/rest.ts";
-import { startTestStack, type TestStack } from "./support/stack.ts";
+import { creditsOf, ledgerOf, teamOnPlan, usageJson, sendEvents } from "./support/rest.ts";
+import { withStack, type TestStack } from "./support/stack.ts";
 
 const t = suite<{ stack: TestStack; api: Api }>("team credits");
 
+withStack(t);
 t.before(async (ctx) => {
-  ctx.stack = await startTestStack();
   ({ api: ctx.api } = await ctx.stack.newProduct("Team credits"));
-});
-t.after(async (ctx) => {
-  await ctx.stack.close();
 });
 
 const DAY = 86_400_000;
@@ -39,30 +36,10 @@ async function user(api: Api, planFields?: Record<string, unknown>): Promise<str
 }
 
 /** A team on `planFields` with `members`; its id has characters a user's key would need escaped. */
-async function team(api: Api, planFields: Record<string, unknown>, members: string[], teamId = uid("acme|team:x")): Promise<string> {
-  assert.is((await api.post("/teams", { external_team_id: teamId, name: "Acme" })).status, 201);
-  assert.is((await api.post(`/teams/${enc(teamId)}/subscription`, { plan_id: await plan(api, planFields), ...PERIOD })).status, 200);
-  for (const m of members) assert.is((await api.request("PUT", `/users/${enc(m)}/team`, { body: { team_id: teamId } })).status, 200);
-  return teamId;
-}
+const team = (api: Api, planFields: Record<string, unknown>, members: string[], teamId = uid("acme|team:x")) => teamOnPlan(api, planFields, PERIOD, members, teamId);
 
-async function credits(api: Api, path: string) {
-  const res = await api.get(`${path}/credits`);
-  assert.is(res.status, 200, JSON.stringify(res.body));
-  return res.body;
-}
-
-async function ledger(api: Api, path: string) {
-  const entries: any[] = [];
-  let cursor: string | null = null;
-  do {
-    const res: any = await api.get(`${path}/credits/ledger?limit=3${cursor ? `&cursor=${enc(cursor)}` : ""}`);
-    assert.is(res.status, 200, JSON.stringify(res.body));
-    entries.push(...res.body.entries);
-    cursor = res.body.next_cursor;
-  } while (cursor);
-  return entries;
-}
+const credits = creditsOf;
+const ledger = (api: Api, path: string) => ledgerOf(api, path, 3);
 
 const usage = (entries: any[]) => entries.filter((e) => e.type === "usage" || e.type === "overdraft").reduce((s, e) => s + e.amount, 0);
 const teamTotal = (view: { limits: { reason: string }[] }) => view.limits.find((d) => d.reason === "team:total_spend") as any;

@@ -5,16 +5,12 @@ import { randomUUID } from "node:crypto";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import type { Api } from "./support/http.ts";
-import { startTestStack, type TestStack } from "./support/stack.ts";
+import { joinTeam, sendAllNew, usageJson as event } from "./support/rest.ts";
+import { withStack, type TestStack } from "./support/stack.ts";
 
 const t = suite<{ stack: TestStack }>("team usage and dimensions");
 
-t.before(async (ctx) => {
-  ctx.stack = await startTestStack();
-});
-t.after(async (ctx) => {
-  await ctx.stack.close();
-});
+withStack(t);
 
 const DAY = 86_400_000;
 const uid = (base: string) => `${base}-${randomUUID().slice(0, 8)}`;
@@ -34,30 +30,8 @@ async function team(api: Api, planId: string, members: string[]): Promise<string
   assert.is((await api.post("/teams", { external_team_id: teamId, name: "Acme" })).status, 201);
   const sub = await api.post(`/teams/${enc(teamId)}/subscription`, { plan_id: planId, ...PERIOD });
   assert.is(sub.status, 200, JSON.stringify(sub.body));
-  for (const m of members) await join(api, m, teamId);
+  for (const m of members) await joinTeam(api, m, teamId);
   return teamId;
-}
-
-async function join(api: Api, userId: string, teamId: string | null): Promise<void> {
-  if ((await api.get(`/users/${enc(userId)}`)).status === 404) assert.is((await api.post("/users", { external_user_id: userId })).status, 201);
-  const res = await api.request("PUT", `/users/${enc(userId)}/team`, { body: { team_id: teamId } });
-  assert.is(res.status, 200, JSON.stringify(res.body));
-}
-
-const event = (userId: string, cost: number, fields: Record<string, unknown> = {}) => ({
-  id: randomUUID(),
-  user_id: userId,
-  timestamp: new Date().toISOString(),
-  model: "gpt-4o",
-  input_tokens: 10,
-  output_tokens: 5,
-  cost_total: cost,
-  ...fields,
-});
-
-async function send(api: Api, events: unknown[]): Promise<void> {
-  const res = await api.post("/events/batch", events);
-  assert.equal(res.body, { accepted: events.length, duplicates: 0 });
 }
 
 type Dim = { reason: string; scope: string; used: number; max: number; window: string; resets_at: string | null };
@@ -76,7 +50,7 @@ t("a $1 team cap with 3 members: their usage sums in the team's dimensions, usag
   });
   const [ann, bob, cy] = [uid("ann"), uid("bob|x"), uid("team:cy")];
   const teamId = await team(api, teamPlan.id, [ann!, bob!, cy!]);
-  await send(api, [event(ann!, 0.3), event(ann!, 0.1), event(bob!, 0.35), event(cy!, 0.05)]);
+  await sendAllNew(api, [event(ann!, 0.3), event(ann!, 0.1), event(bob!, 0.35), event(cy!, 0.05)]);
 
   const s = (await api.get(`/users/${enc(cy!)}/session`)).body;
   // cy has no plan of its own: the team's dimensions gate it, its own caps are absent.
@@ -122,7 +96,7 @@ t("a member with a plan of its own sees its own dimensions, then its team's", as
   await api.post("/users", { external_user_id: dana });
   assert.is((await api.post(`/users/${enc(dana)}/subscription`, { plan_id: own.id, ...PERIOD })).status, 200);
   await team(api, teamPlan.id, [dana]);
-  await send(api, [event(dana, 0.25)]);
+  await sendAllNew(api, [event(dana, 0.25)]);
   const s = (await api.get(`/users/${enc(dana)}/session`)).body;
   assert.equal([s.plan, s.sdk_enabled], [own.name, true]);
   // The team plan's session cap is not a dimension: sessions belong to users.
@@ -136,13 +110,13 @@ t("a member moved to another team leaves its past usage in the old one; a late e
   const teamPlan = await plan(api, { max_spend_per_period: 10, limits: [{ name: "seat", metric: "spend", max: 1, window: "period", scope: "member" }] });
   const eve = uid("eve");
   const [a, b] = [await team(api, teamPlan.id, []), await team(api, teamPlan.id, [])];
-  await join(api, eve, a);
+  await joinTeam(api, eve, a);
   const inA = Date.now() + 1;
-  await send(api, [event(eve, 0.5)]);
+  await sendAllNew(api, [event(eve, 0.5)]);
   const beforeMove = Date.now() - 1;
-  await join(api, eve, b);
+  await joinTeam(api, eve, b);
   // Sent after the move, stamped while eve was in the old team.
-  await send(api, [event(eve, 0.2), event(eve, 0.125, { timestamp: new Date((inA + beforeMove) / 2).toISOString() })]);
+  await sendAllNew(api, [event(eve, 0.2), event(eve, 0.125, { timestamp: new Date((inA + beforeMove) / 2).toISOString() })]);
 
   near((await api.get(`/teams/${enc(a)}/usage`)).body.total_cost, 0.625, "the old team keeps what was spent while a member, the late event included");
   near((await api.get(`/teams/${enc(b)}/usage`)).body.total_cost, 0.2, "the new team counts from the move");
@@ -154,7 +128,7 @@ t("a member moved to another team leaves its past usage in the old one; a late e
   near(s.current_usage.period_cost, 0.825, "the member's own usage is all of it");
 
   // Left: no team, the view as for anyone without one.
-  await join(api, eve, null);
+  await joinTeam(api, eve, null);
   const left = (await api.get(`/users/${enc(eve)}/session`)).body;
   assert.equal([left.team, left.sdk_enabled, left.limits], [null, false, []]);
 });
@@ -169,8 +143,8 @@ t("a user in no team, or in a team without a plan, reads as before: team null, n
   }
   const bare = uid("bare");
   assert.is((await api.post("/teams", { external_team_id: bare, name: "No plan" })).status, 201);
-  await join(api, member, bare);
-  await send(api, [event(solo, 1), event(member, 1)]);
+  await joinTeam(api, member, bare);
+  await sendAllNew(api, [event(solo, 1), event(member, 1)]);
   for (const u of [solo, member]) {
     const s = (await api.get(`/users/${enc(u)}/session`)).body;
     assert.is(s.team, null, u);

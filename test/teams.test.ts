@@ -4,17 +4,14 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { randomUUID } from "node:crypto";
 import type { Api } from "./support/http.ts";
-import { startTestStack, type TestStack } from "./support/stack.ts";
+import { withStack, type TestStack } from "./support/stack.ts";
 
 const t = suite<{ stack: TestStack; a: Api; b: Api }>("teams over HTTP");
 
+withStack(t);
 t.before(async (ctx) => {
-  ctx.stack = await startTestStack();
   ctx.a = (await ctx.stack.newProduct("Teams A")).api;
   ctx.b = (await ctx.stack.newProduct("Teams B")).api;
-});
-t.after(async (ctx) => {
-  await ctx.stack.close();
 });
 
 const TEAM_KEYS = ["billing_subscription_id", "created_at", "member_count", "name", "plan_name", "service_team_id", "team_id", "updated_at"];

@@ -3,7 +3,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import type { MongoClient } from "mongodb";
 import type { Api } from "../../test/support/http.ts";
-import { sendEvents, usageJson, userOnPlan } from "../../test/support/rest.ts";
+import { creditsOf, ledgerOf, sendEvents, usageJson, userOnPlan } from "../../test/support/rest.ts";
 import { eventually } from "../../test/support/eventually.ts";
 import { withTestStack, type TestStack } from "../../test/support/stack.ts";
 
@@ -28,23 +28,8 @@ const THIS_MONTH = {
   period_end: new Date(Date.UTC(today.getUTCFullYear(), today.getUTCMonth() + 1, 1)).toISOString(),
 };
 
-async function credits(api: Api, user: string) {
-  const res = await api.get(`/users/${user}/credits`);
-  assert.is(res.status, 200, JSON.stringify(res.body));
-  return res.body;
-}
-
-async function ledger(api: Api, user: string) {
-  const entries: any[] = [];
-  let cursor: string | null = null;
-  do {
-    const res: any = await api.get(`/users/${user}/credits/ledger?limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`);
-    assert.is(res.status, 200, JSON.stringify(res.body));
-    entries.push(...res.body.entries);
-    cursor = res.body.next_cursor;
-  } while (cursor);
-  return entries;
-}
+const credits = (api: Api, user: string) => creditsOf(api, `/users/${user}`);
+const ledger = (api: Api, user: string) => ledgerOf(api, `/users/${user}`, 2);
 
 const totalSpend = (view: { limits: { reason: string }[] }) => view.limits.find((d) => d.reason === "total_spend") as any;
 

@@ -2,18 +2,14 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { randomUUID } from "node:crypto";
 import type { Api } from "../../test/support/http.ts";
-import { startTestStack, type TestStack } from "../../test/support/stack.ts";
+import { withStack, type TestStack } from "../../test/support/stack.ts";
 
 const t = suite<{ stack: TestStack; a: Api; b: Api }>("plan routes over HTTP");
 
+withStack(t);
 t.before(async (ctx) => {
-  ctx.stack = await startTestStack();
   ctx.a = (await ctx.stack.newProduct("Plans A")).api;
   ctx.b = (await ctx.stack.newProduct("Plans B")).api;
-});
-
-t.after(async (ctx) => {
-  await ctx.stack.close();
 });
 
 const FULL_PLAN_KEYS = [

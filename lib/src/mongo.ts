@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { MongoBulkWriteError, MongoClient, MongoServerError, type Collection, type Db, type Document, type Filter, type FindOptions, type InferIdType } from "mongodb";
+import { MongoBulkWriteError, MongoClient, MongoServerError, type Collection, type Db, type Document, type Filter, type FindOptions, type InferIdType, type OptionalUnlessRequiredId } from "mongodb";
 
 /** The one way to open MongoDB: a client with sane timeouts, verified with a ping. */
 export async function connectMongo(url: string): Promise<MongoClient> {
@@ -29,6 +29,17 @@ export function isDuplicateKeyError(err: unknown): boolean {
   if (err.code === 11000) return true;
   // FerretDB reports a unique index violated by an update as an internal error.
   return err.code === 1 && /UNIQUE constraint failed/.test(err.message);
+}
+
+/** Inserts `doc`; false, and nothing written, when a document with its unique key (its `_id` or another unique index) exists. */
+export async function insertUnlessPresent<T extends Document>(col: Collection<T>, doc: OptionalUnlessRequiredId<T>): Promise<boolean> {
+  try {
+    await col.insertOne(doc);
+    return true;
+  } catch (err) {
+    if (isDuplicateKeyError(err)) return false;
+    throw err;
+  }
 }
 
 /** Ids per findByIds read: under the 10,000 the embedded database reads through its `_id` index. */

@@ -7,7 +7,8 @@ import path from "node:path";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { startTestStack, type TestStack } from "../../test/support/stack.ts";
-import { ensureVenv, runAsync, venvBin } from "./venv.ts";
+import { pytest } from "./all-in-one.ts";
+import { ensureVenv } from "./venv.ts";
 
 const t = suite<{ stack?: TestStack; dir: string; clockFile: string }>("sdk/python: windows against the real stack, on the test's clock");
 
@@ -28,7 +29,7 @@ t.after(async (ctx) => {
 });
 
 t("pytest tests/test_windows_stack.py", async (ctx) => {
-  const r = await runAsync(venvBin("python"), ["-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_windows_stack.py"], {
+  const r = await pytest(["tests/test_windows_stack.py"], {
     METER_TEST_API_URL: ctx.stack!.apiUrl,
     METER_TEST_CLOCK_FILE: ctx.clockFile,
   });

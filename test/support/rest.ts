@@ -39,3 +39,50 @@ export async function userOnPlan(api: Api, plan: object, period: object = {}): P
   await must(api.post(`/users/${user}/subscription`, { plan_id: plans.plans[0].id, ...period }), 200);
   return user;
 }
+
+/** A new team (`teamId`, escaped in paths) subscribed to a new plan (`plan`'s fields) for `period`, with `members` (registered users) joined. */
+export async function teamOnPlan(api: Api, plan: object, period: object, members: readonly string[] = [], teamId = `t-${randomUUID().slice(0, 8)}`): Promise<string> {
+  const plans = await must(api.post("/config/plans", { plans: [{ name: `p-${randomUUID().slice(0, 8)}`, ...plan }] }), 201);
+  await must(api.post("/teams", { external_team_id: teamId, name: "Acme" }), 201);
+  await must(api.post(`/teams/${encodeURIComponent(teamId)}/subscription`, { plan_id: plans.plans[0].id, ...period }), 200);
+  for (const m of members) await must(api.request("PUT", `/users/${encodeURIComponent(m)}/team`, { body: { team_id: teamId } }), 200);
+  return teamId;
+}
+
+/** Sends a batch that must be stored whole: every event accepted, none a duplicate. */
+export async function sendAllNew(api: Api, events: object[]): Promise<void> {
+  const body = await sendEvents(api, events);
+  if (body.accepted !== events.length || body.duplicates !== 0) throw new Error(`expected ${events.length} accepted and no duplicates, got ${JSON.stringify(body)}`);
+}
+
+/** Puts the user (registered first when it is not) in the team, or in none with null. */
+export async function joinTeam(api: Api, userId: string, teamId: string | null): Promise<void> {
+  const path = `/users/${encodeURIComponent(userId)}`;
+  if ((await api.get(path)).status === 404) await must(api.post("/users", { external_user_id: userId }), 201);
+  await must(api.request("PUT", `${path}/team`, { body: { team_id: teamId } }), 200);
+}
+
+/** A credit ledger entry as GET .../credits/ledger lists it. */
+export interface LedgerEntry {
+  type: string;
+  amount: number;
+  grant_id: string | null;
+  [field: string]: any;
+}
+
+/** The credits of a user or a team (`owner`: `/users/<id>` or `/teams/<id>`, escaped). */
+export function creditsOf(api: Api, owner: string): Promise<any> {
+  return must(api.get(`${owner}/credits`), 200);
+}
+
+/** Every credit ledger entry of a user or a team (`owner` as for creditsOf), following the cursor `pageSize` entries a page. */
+export async function ledgerOf(api: Api, owner: string, pageSize: number): Promise<LedgerEntry[]> {
+  const entries: LedgerEntry[] = [];
+  let cursor: string | null = null;
+  do {
+    const page: any = await must(api.get(`${owner}/credits/ledger?limit=${pageSize}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`), 200);
+    entries.push(...page.entries);
+    cursor = page.next_cursor;
+  } while (cursor);
+  return entries;
+}

@@ -39,6 +39,16 @@ export async function startTestStack(opts: Partial<StackOptions> = {}): Promise<
   };
 }
 
+/** A suite's stack (`ctx.stack`, started with `opts`), closed after the suite. */
+export function withStack<C extends { stack: TestStack }>(t: Test<C>, opts: Partial<StackOptions> = {}): void {
+  t.before(async (ctx) => {
+    ctx.stack = await startTestStack(opts);
+  });
+  t.after(async (ctx) => {
+    await ctx.stack.close();
+  });
+}
+
 /**
  * A suite's stack (`ctx.stack`, started with `opts`) and a client of its test database
  * (`ctx.mongo`; the stack's databases are named `<ctx.stack.dbPrefix>_<service>`).

@@ -1,31 +1,19 @@
 import { randomUUID } from "node:crypto";
-import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { heldDirectory } from "../../../services/ingestion/testing/held-directory.ts";
 import { eventually } from "../../../test/support/eventually.ts";
-import { Meter } from "../src/index.ts";
-import { createUser, memoryLogger, near, type ProductCtx, startWithProduct, stopAll, usage } from "./support/fixtures.ts";
+import { createUser, memoryLogger, near, stackMeter, stackSuite, usage } from "./support/fixtures.ts";
 import { FaultProxy } from "./support/proxy.ts";
 
 // Clients sending faster than the service stores: the ingestion replica holds at most 150 events,
 // the clients send batches of 100 from four processes at once. A batch of another user is held in
 // flight until the clients have met the bound, so that they surely do.
 const held = heldDirectory("held-user");
-interface Ctx extends ProductCtx {
-  meters: Meter[];
-  proxies: FaultProxy[];
-}
-const t = suite<Ctx>("sdk: a busy service answers 429 with Retry-After; clients back off and every event counts once");
-
-t.before(async (ctx) => {
-  await startWithProduct(ctx, "sdk busy", { services: { ingestion: { maxEventsInFlight: 150, users: held.directory } } });
-  held.connect(ctx.stack.rpcUrl);
-  ctx.meters = [];
-  ctx.proxies = [];
-});
-t.after(async (ctx) => {
-  held.release();
-  await stopAll(ctx.stack, ctx.meters, ctx.proxies, 1_000);
+const t = stackSuite("sdk: a busy service answers 429 with Retry-After; clients back off and every event counts once", "sdk busy", {
+  stack: { services: { ingestion: { maxEventsInFlight: 150, users: held.directory } } },
+  before: (ctx) => held.connect(ctx.stack.rpcUrl),
+  after: () => held.release(),
+  timeoutMs: 1_000,
 });
 
 const PLAN = { max_spend_per_period: 1_000_000, cost_rates: { m: { input: 1, output: 1 } } };
@@ -40,8 +28,7 @@ t("four clients beyond the bound get 429s, back off, and deliver every event exa
       const userId = await createUser(ctx.api, PLAN);
       const logger = memoryLogger();
       // Delivery driven by flush(); batches of 100, a queue that holds every event recorded.
-      const m = new Meter({ apiKey: ctx.apiKey, baseURL: proxy.apiUrl, logger, flushIntervalMs: 60_000, maxBatchSize: 100, maxQueueSize: 1_000 });
-      ctx.meters.push(m);
+      const m = stackMeter(ctx, { baseURL: proxy.apiUrl, logger, flushIntervalMs: 60_000, maxBatchSize: 100, maxQueueSize: 1_000 });
       return { m, userId };
     }),
   );

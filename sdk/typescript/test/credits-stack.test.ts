@@ -4,50 +4,24 @@
 // 1,000 concurrent calls in 4 replica processes with leases on a $5 balance: no overdraft, and
 // the ledger's usage equal to the usage counted.
 import { randomUUID } from "node:crypto";
-import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { runReplicas } from "../../../bench/lease-run.ts";
 import { eventually } from "../../../test/support/eventually.ts";
 import type { Api } from "../../../test/support/http.ts";
+import { creditsOf, ledgerOf } from "../../../test/support/rest.ts";
 import { limitBody } from "../src/http/limit-response.ts";
 import { LimitExceededError, Meter, type CreditsEvent } from "../src/index.ts";
-import { createUser, memoryLogger, near, type ProductCtx, rejects, startWithProduct, stopAll, usage } from "./support/fixtures.ts";
+import { createUser, memoryLogger, near, rejects, stackMeter, stackSuite, usage } from "./support/fixtures.ts";
 
-interface Ctx extends ProductCtx {
-  meters: Meter[];
-}
-const t = suite<Ctx>("sdk: prepaid credits against the stack");
-
-t.before(async (ctx) => {
-  await startWithProduct(ctx, "sdk credits");
-  ctx.meters = [];
-});
-t.after(async (ctx) => {
-  await stopAll(ctx.stack, ctx.meters, []);
-});
+const t = stackSuite("sdk: prepaid credits against the stack", "sdk credits");
 
 async function grant(api: Api, userId: string, id: string, amount: number): Promise<void> {
   const res = await api.post(`/users/${userId}/credits`, { id, amount });
   assert.is(res.status, 201, JSON.stringify(res.body));
 }
 
-async function credits(api: Api, userId: string): Promise<{ balance: number; overdraft: number; pending: number }> {
-  const res = await api.get(`/users/${userId}/credits`);
-  assert.is(res.status, 200, JSON.stringify(res.body));
-  return res.body;
-}
-
-/** Every ledger entry of the user, following the cursor. */
-async function ledger(api: Api, userId: string): Promise<{ type: string; amount: number; grant_id: string | null }[]> {
-  const out = [];
-  for (let cursor: string | null = null; ; ) {
-    const res: { status: number; body: any } = await api.get(`/users/${userId}/credits/ledger?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`);
-    assert.is(res.status, 200, JSON.stringify(res.body));
-    out.push(...res.body.entries);
-    cursor = res.body.next_cursor;
-    if (!cursor) return out;
-  }
-}
+const credits = (api: Api, userId: string): Promise<{ balance: number; overdraft: number; pending: number }> => creditsOf(api, `/users/${userId}`);
+const ledger = (api: Api, userId: string) => ledgerOf(api, `/users/${userId}`, 100);
 
 /** $1 per 1K tokens: a call of 200 tokens costs $0.20. */
 const PREPAID = { max_spend_per_period: 0, credits_enabled: true, credits_low_at: 0.5, cost_rates: { m: { input: 1, output: 1 } } };
@@ -56,8 +30,7 @@ const CALL = { model: "m", input_tokens: 100, output_tokens: 100 };
 t("pure prepaid: a $1.00 grant runs calls until spent, then the block names total_spend and the credits; a top-up lets calls run again; low fires once per crossing, depleted once", async (ctx) => {
   const user = await createUser(ctx.api, PREPAID);
   await grant(ctx.api, user, `g-${randomUUID()}`, 1);
-  const m = new Meter({ apiKey: ctx.apiKey, baseURL: ctx.stack.apiUrl, logger: memoryLogger() });
-  ctx.meters.push(m);
+  const m = stackMeter(ctx, { logger: memoryLogger() });
   const seen: [string, CreditsEvent][] = [];
   m.onCreditsLow((e) => void seen.push(["low", e]));
   m.onCreditsDepleted((e) => void seen.push(["depleted", e]));
@@ -102,8 +75,7 @@ t("a grant the view lists as expiring: onCreditsExpired at its expires_at with w
   const res = await ctx.api.post(`/users/${user}/credits`, { id: "promo", amount: 0.5, kind: "promotional", expires_at: expiresAt });
   assert.is(res.status, 201, JSON.stringify(res.body));
   await grant(ctx.api, user, "paid", 1);
-  const m = new Meter({ apiKey: ctx.apiKey, baseURL: ctx.stack.apiUrl, logger: memoryLogger() });
-  ctx.meters.push(m);
+  const m = stackMeter(ctx, { logger: memoryLogger() });
   const expired: CreditsEvent[] = [];
   m.onCreditsExpired((e) => void expired.push(e));
   await m.guard(user, { model: "m" });

@@ -1,32 +1,20 @@
-import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { eventually } from "../../../test/support/eventually.ts";
 import { LimitExceededError, Meter, type MeterOptions } from "../src/index.ts";
-import { createUser, DAY, memoryLogger, near, type ProductCtx, rejects, startWithProduct, stopAll, usage } from "./support/fixtures.ts";
+import { createUser, DAY, memoryLogger, near, rejects, stackMeter, stackSuite, type StackCtx, usage } from "./support/fixtures.ts";
 import { FaultProxy } from "./support/proxy.ts";
 
-interface Ctx extends ProductCtx {
-  meters: Meter[];
-  proxies: FaultProxy[];
-}
-const t = suite<Ctx>("sdk: delivery and failing open over a faulty network");
-
-t.before(async (ctx) => {
-  await startWithProduct(ctx, "sdk delivery", { services: { ingestion: { relayIntervalMs: 50 } } });
-  ctx.meters = [];
-  ctx.proxies = [];
-});
-t.after(async (ctx) => {
-  await stopAll(ctx.stack, ctx.meters, ctx.proxies, 1_000);
+const t = stackSuite("sdk: delivery and failing open over a faulty network", "sdk delivery", {
+  stack: { services: { ingestion: { relayIntervalMs: 50 } } },
+  timeoutMs: 1_000,
 });
 
-async function setup(ctx: Ctx, opts: MeterOptions = {}) {
+async function setup(ctx: StackCtx, opts: MeterOptions = {}) {
   const proxy = await FaultProxy.start(ctx.stack.apiUrl);
   ctx.proxies.push(proxy);
   const logger = memoryLogger();
   // A long flush interval: the tests drive delivery with flush().
-  const m = new Meter({ apiKey: ctx.apiKey, baseURL: proxy.apiUrl, logger, flushIntervalMs: 60_000, ...opts });
-  ctx.meters.push(m);
+  const m = stackMeter(ctx, { baseURL: proxy.apiUrl, logger, flushIntervalMs: 60_000, ...opts });
   return { proxy, m, logger };
 }
 

@@ -6,7 +6,6 @@ import type { AddressInfo } from "node:net";
 import express from "express";
 import Fastify from "fastify";
 import OpenAI from "openai";
-import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { FAST } from "../../../services/webhooks/testing/instance.ts";
 import { Receiver } from "../../../services/webhooks/testing/receiver.ts";
@@ -17,36 +16,23 @@ import { meterFastify } from "../src/http/fastify.ts";
 import { meterOpenAI } from "../src/integrations/openai.ts";
 import { startMockOpenAI } from "./mock-openai.ts";
 import type { MockServer } from "./mock-server.ts";
-import { createUser, DAY, gateEvents, type ProductCtx, rejects, startWithProduct } from "./support/fixtures.ts";
+import { createUser, DAY, gateEvents, rejects, stackMeter, stackSuite, type StackCtx } from "./support/fixtures.ts";
 
-interface Ctx extends ProductCtx {
-  rx: Receiver;
-  mock: MockServer;
-  meters: Meter[];
-}
-const t = suite<Ctx>("sdk: gate events, webhooks, messages, HTTP helpers, conversations");
-
-t.before(async (ctx) => {
-  await startWithProduct(ctx, "sdk gates", { services: { webhooks: FAST, ingestion: { relayIntervalMs: 50 } } });
-  ctx.rx = await new Receiver().start();
-  const types = ["gate_event.soft_gate", "gate_event.hard_gate", "gate_event.blocked"];
-  assert.is((await ctx.api.post("/webhooks/endpoints", { url: ctx.rx.url, subscribed_events: types })).status, 201);
-  ctx.mock = await startMockOpenAI();
-  ctx.meters = [];
-});
-t.after(async (ctx) => {
-  for (const m of ctx.meters) await m.shutdown({ timeoutMs: 2_000 });
-  await ctx.mock.close();
-  await ctx.rx.stop();
-  await ctx.stack.close();
+type Ctx = StackCtx & { rx: Receiver; mock: MockServer };
+const t = stackSuite<{ rx: Receiver; mock: MockServer }>("sdk: gate events, webhooks, messages, HTTP helpers, conversations", "sdk gates", {
+  stack: { services: { webhooks: FAST, ingestion: { relayIntervalMs: 50 } } },
+  before: async (ctx) => {
+    ctx.rx = await new Receiver().start();
+    const types = ["gate_event.soft_gate", "gate_event.hard_gate", "gate_event.blocked"];
+    assert.is((await ctx.api.post("/webhooks/endpoints", { url: ctx.rx.url, subscribed_events: types })).status, 201);
+    ctx.mock = await startMockOpenAI();
+    // Closed after the clients, as the proxies are.
+    ctx.proxies.push(ctx.mock, { close: () => ctx.rx.stop() });
+  },
 });
 
-function meter(ctx: Ctx, opts: MeterOptions = {}): Meter {
-  // Flushes happen when a test asks.
-  const m = new Meter({ apiKey: ctx.apiKey, baseURL: ctx.stack.apiUrl, flushIntervalMs: 600_000, logger: { warn: () => undefined }, ...opts });
-  ctx.meters.push(m);
-  return m;
-}
+// Flushes happen when a test asks.
+const meter = (ctx: StackCtx, opts: MeterOptions = {}): Meter => stackMeter(ctx, { flushIntervalMs: 600_000, ...opts });
 
 const RATES = { "gpt-4o": { input: 1, output: 2 } };
 const webhooksOf = (rx: Receiver, userId: string) => rx.received.filter((r) => r.body.includes(userId)).map((r) => r.headers["x-service-event"]).sort();
@@ -176,8 +162,7 @@ t("Fastify: the meterFastify plugin answers a blocked call with JSON 429 and Ret
 t("failClosed during an outage: Express and Fastify answer 503 with Retry-After, saying metering is unavailable, not a limit", async (ctx) => {
   const userId = await createUser(ctx.api, { max_spend_per_period: 100 });
   // Nothing listens on port 9: every load is refused.
-  const m = new Meter({ apiKey: ctx.apiKey, baseURL: "http://127.0.0.1:9/api/v1", failClosed: true, startupTimeoutMs: 500, logger: { warn: () => undefined } });
-  ctx.meters.push(m);
+  const m = stackMeter(ctx, { baseURL: "http://127.0.0.1:9/api/v1", failClosed: true, startupTimeoutMs: 500 });
   const err = (await rejects(() => m.guard(userId, { model: "gpt-4o" }), MeterUnavailableError)) as MeterUnavailableError;
   assert.ok(err instanceof LimitExceededError, "code that catches blocked calls still catches it");
   assert.is(err.statusCode, 503);

@@ -1,28 +1,20 @@
-import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { eventually } from "../../../test/support/eventually.ts";
 import { LimitExceededError, Meter, currentUser, type GuardResult, type MeterOptions, type UsageEvent } from "../src/index.ts";
-import { createPlan, createUser, DAY, gateEvents, memoryLogger, near, type ProductCtx, rejects, startWithProduct, stopAll, subscribe, usage } from "./support/fixtures.ts";
+import { createPlan, createUser, DAY, gateEvents, memoryLogger, near, type ProductCtx, rejects, stackMeter, stackSuite, type StackCtx, subscribe, usage } from "./support/fixtures.ts";
 import { FaultProxy } from "./support/proxy.ts";
 import { commitNow, reserveNow } from "../src/internal.ts";
 
-const t = suite<ProductCtx & { proxy: FaultProxy; meters: Meter[] }>("sdk: gates, sessions, periods over HTTP");
-
-t.before(async (ctx) => {
-  await startWithProduct(ctx, "sdk", { services: { ingestion: { relayIntervalMs: 50 } } });
-  // Only to count requests here; no faults.
-  ctx.proxy = await FaultProxy.start(ctx.stack.apiUrl);
-  ctx.meters = [];
-});
-t.after(async (ctx) => {
-  await stopAll(ctx.stack, ctx.meters, [ctx.proxy]);
+const t = stackSuite<{ proxy: FaultProxy }>("sdk: gates, sessions, periods over HTTP", "sdk", {
+  stack: { services: { ingestion: { relayIntervalMs: 50 } } },
+  before: async (ctx) => {
+    // Only to count requests here; no faults.
+    ctx.proxy = await FaultProxy.start(ctx.stack.apiUrl);
+    ctx.proxies.push(ctx.proxy);
+  },
 });
 
-function meter(ctx: { proxy: FaultProxy; apiKey: string; meters: Meter[] }, opts: MeterOptions = {}): Meter {
-  const m = new Meter({ apiKey: ctx.apiKey, baseURL: ctx.proxy.apiUrl, logger: memoryLogger(), ...opts });
-  ctx.meters.push(m);
-  return m;
-}
+const meter = (ctx: StackCtx & { proxy: FaultProxy }, opts: MeterOptions = {}): Meter => stackMeter(ctx, { baseURL: ctx.proxy.apiUrl, logger: memoryLogger(), ...opts });
 
 const RATES = { "gpt-4o": { input: 1, output: 2 }, "gpt-4o-mini": { input: 0.1, output: 0.2 } };
 

@@ -1,21 +1,11 @@
-import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { Meter, MeterApiError } from "../src/index.ts";
-import { createUser, memoryLogger, type ProductCtx, rejects, startWithProduct, stopAll } from "./support/fixtures.ts";
+import { MeterApiError } from "../src/index.ts";
+import { createUser, memoryLogger, rejects, stackMeter, stackSuite } from "./support/fixtures.ts";
 
-const t = suite<ProductCtx & { meters: Meter[] }>("sdk: portalToken()");
-
-t.before(async (ctx) => {
-  await startWithProduct(ctx, "sdk-portal");
-  ctx.meters = [];
-});
-t.after(async (ctx) => {
-  await stopAll(ctx.stack, ctx.meters, []);
-});
+const t = stackSuite("sdk: portalToken()", "sdk-portal");
 
 t("mints a token that reads the user's own state from GET /portal/me", async (ctx) => {
-  const m = new Meter({ apiKey: ctx.apiKey, baseURL: ctx.stack.apiUrl, logger: memoryLogger() });
-  ctx.meters.push(m);
+  const m = stackMeter(ctx, { logger: memoryLogger() });
   const userId = await createUser(ctx.api, { max_spend_per_period: 5 });
   const before = Date.now();
   const minted = await m.portalToken(userId, { ttlSeconds: 120 });

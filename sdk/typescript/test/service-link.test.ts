@@ -4,23 +4,18 @@
 import { randomBytes } from "node:crypto";
 import { once } from "node:events";
 import net, { type AddressInfo } from "node:net";
-import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { eventually } from "../../../test/support/eventually.ts";
 import { LimitExceededError, Meter, MeterApiError, MeterAuthenticationError, type MeterOptions } from "../src/index.ts";
-import { createPlan, createUser, DAY, type ProductCtx, rejects, startWithProduct, stopAll, subscribe } from "./support/fixtures.ts";
+import { createPlan, createUser, DAY, rejects, stackMeter, stackSuite, type StackCtx, subscribe } from "./support/fixtures.ts";
 import { FaultProxy } from "./support/proxy.ts";
 
-const t = suite<ProductCtx & { proxy: FaultProxy; meters: Meter[] }>("sdk: start, failClosed, plan changes over HTTP");
-
-t.before(async (ctx) => {
-  await startWithProduct(ctx, "sdk link");
-  // Counts requests by path; no faults.
-  ctx.proxy = await FaultProxy.start(ctx.stack.apiUrl);
-  ctx.meters = [];
-});
-t.after(async (ctx) => {
-  await stopAll(ctx.stack, ctx.meters, [ctx.proxy]);
+const t = stackSuite<{ proxy: FaultProxy }>("sdk: start, failClosed, plan changes over HTTP", "sdk link", {
+  before: async (ctx) => {
+    // Counts requests by path; no faults.
+    ctx.proxy = await FaultProxy.start(ctx.stack.apiUrl);
+    ctx.proxies.push(ctx.proxy);
+  },
 });
 
 /** A logger that keeps warnings and errors apart, and the errors onError saw. */
@@ -35,11 +30,7 @@ function recorder() {
   };
 }
 
-function meter(ctx: { proxy: FaultProxy; apiKey: string; meters: Meter[] }, opts: MeterOptions = {}): Meter {
-  const m = new Meter({ apiKey: ctx.apiKey, baseURL: ctx.proxy.apiUrl, logger: { warn: () => undefined }, ...opts });
-  ctx.meters.push(m);
-  return m;
-}
+const meter = (ctx: StackCtx & { proxy: FaultProxy }, opts: MeterOptions = {}): Meter => stackMeter(ctx, { baseURL: ctx.proxy.apiUrl, ...opts });
 
 const RATES = { "gpt-4o": { input: 1, output: 2 } };
 const wrongKey = () => `mk_${randomBytes(32).toString("base64url")}`;

@@ -1,25 +1,12 @@
 // A team's shared pool through the real stack (BUDGETS.md §4): the client counts the pool into
 // the team's cap, blocks a member once the members' calls spent it, names the credits in the
 // block, and lets the member run again once a grant tops the pool up.
-import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { LimitExceededError, Meter } from "../src/index.ts";
 import { eventually } from "../../../test/support/eventually.ts";
-import { createTeam, createUser, type ProductCtx, rejects, startWithProduct, stopAll } from "./support/fixtures.ts";
+import { createTeam, createUser, rejects, stackMeter, stackSuite } from "./support/fixtures.ts";
 
-interface Ctx extends ProductCtx {
-  meters: Meter[];
-}
-
-const t = suite<Ctx>("sdk: a team's credit pool against the real stack");
-
-t.before(async (ctx) => {
-  await startWithProduct(ctx, "sdk team credits");
-  ctx.meters = [];
-});
-t.after(async (ctx) => {
-  await stopAll(ctx.stack, ctx.meters, []);
-});
+const t = stackSuite("sdk: a team's credit pool against the real stack", "sdk team credits");
 
 // $1 per 1K input tokens: a call of N input tokens costs N/1000 dollars.
 const RATES = { m: { input: 1, output: 0 } };
@@ -29,8 +16,7 @@ t("a pure-prepaid team with a $1 pool: two members spend it, the next call is bl
   const [a, b] = await Promise.all([createUser(ctx.api), createUser(ctx.api)]);
   const teamId = await createTeam(ctx.api, { max_spend_per_period: 0, credits_enabled: true, credits_low_at: 0.2, cost_rates: RATES }, [a!, b!]);
   assert.is((await ctx.api.post(`/teams/${teamId}/credits`, { id: "pay_1", amount: 1 })).status, 201);
-  const m = new Meter({ apiKey: ctx.apiKey, baseURL: ctx.stack.apiUrl, flushIntervalMs: 600_000, logger: { warn: () => undefined } });
-  ctx.meters.push(m);
+  const m = stackMeter(ctx, { flushIntervalMs: 600_000 });
   await spend(m, a!, 600);
   await spend(m, b!, 400);
   const err = (await rejects(() => spend(m, a!, 10), LimitExceededError)) as LimitExceededError;
@@ -56,8 +42,7 @@ t("reservations hold against the team's pool: 200 concurrent calls of two member
   const plan = { max_spend_per_period: 0, credits_enabled: true, cost_rates: { m: { input: 0.004, output: 0.004 } }, pre_call_estimate: true, pre_call_buffer_tokens: 1000 };
   const teamId = await createTeam(ctx.api, plan, [a!, b!]);
   assert.is((await ctx.api.post(`/teams/${teamId}/credits`, { id: "pay_1", amount: 1 })).status, 201);
-  const m = new Meter({ apiKey: ctx.apiKey, baseURL: ctx.stack.apiUrl, flushIntervalMs: 600_000, logger: { warn: () => undefined } });
-  ctx.meters.push(m);
+  const m = stackMeter(ctx, { flushIntervalMs: 600_000 });
   await Promise.all([m.refresh(a!), m.refresh(b!)]);
   let ran = 0;
   let refused = 0;
@@ -92,8 +77,7 @@ t("with leases, a pure-prepaid team's lease grants against its pool: two replica
   const teamId = await createTeam(ctx.api, { max_spend_per_period: 0, credits_enabled: true, cost_rates: RATES, pre_call_estimate: true, pre_call_buffer_tokens: 0 }, [a!, b!]);
   assert.is((await ctx.api.post(`/teams/${teamId}/credits`, { id: "pay_1", amount: 1 })).status, 201);
   // Two replicas (one holder each), each serving one member: every call runs on the team slice its holder was granted.
-  const replicas = [a!, b!].map(() => new Meter({ apiKey: ctx.apiKey, baseURL: ctx.stack.apiUrl, leases: true, flushIntervalMs: 200, logger: { warn: () => undefined } }));
-  ctx.meters.push(...replicas);
+  const replicas = [a!, b!].map(() => stackMeter(ctx, { leases: true, flushIntervalMs: 200 }));
   let ran = 0;
   let refused = 0;
   await Promise.all(

@@ -6,32 +6,27 @@ import { randomUUID } from "node:crypto";
 import { once } from "node:events";
 import type { AddressInfo } from "node:net";
 import express from "express";
-import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { LimitExceededError, Meter } from "../src/index.ts";
 import { meterErrorHandler } from "../src/http/express.ts";
 import { eventually } from "../../../test/support/eventually.ts";
 import type { Api } from "../../../test/support/http.ts";
-import { createTeam, createUser, DAY, gateEvents, type ProductCtx, rejects, startWithProduct, stopAll } from "./support/fixtures.ts";
+import { createTeam, createUser, DAY, gateEvents, rejects, stackMeter, stackSuite, type StackCtx } from "./support/fixtures.ts";
 
-interface Ctx extends ProductCtx {
-  meters: Meter[];
-}
+const t = stackSuite("sdk: team budgets against the real stack", "sdk teams");
 
-const t = suite<Ctx>("sdk: team budgets against the real stack");
+const meter = (ctx: StackCtx): Meter => stackMeter(ctx, { flushIntervalMs: 600_000 });
 
-t.before(async (ctx) => {
-  await startWithProduct(ctx, "sdk teams");
-  ctx.meters = [];
-});
-t.after(async (ctx) => {
-  await stopAll(ctx.stack, ctx.meters, []);
-});
-
-function meter(ctx: Ctx): Meter {
-  const m = new Meter({ apiKey: ctx.apiKey, baseURL: ctx.stack.apiUrl, flushIntervalMs: 600_000, logger: { warn: () => undefined } });
-  ctx.meters.push(m);
-  return m;
+/** Once `m` has delivered its calls, a fresh client (`other`) whose guard() of `userId` is refused from the session view: its error. */
+async function blockedInFreshProcess(ctx: StackCtx, m: Meter, userId: string, what: string): Promise<{ other: Meter; blocked: LimitExceededError }> {
+  assert.ok(await m.flush({ timeoutMs: 20_000 }));
+  const other = meter(ctx);
+  const blocked = await eventually(async () => {
+    await other.refresh(userId);
+    return other.guard(userId).then(() => null, (e: Error) => e);
+  }, 20_000, what);
+  assert.instance(blocked, LimitExceededError);
+  return { other, blocked: blocked as LimitExceededError };
 }
 
 // $1 per 1K input tokens: a call of N input tokens costs N/1000 dollars.
@@ -73,13 +68,8 @@ t("a $1 team cap with 3 members: the first two spend it, the third member's call
   }
 
   // Another process: the team's spend comes from c's session view.
-  assert.ok(await m.flush({ timeoutMs: 20_000 }));
-  const other = meter(ctx);
-  const blocked = await eventually(async () => {
-    await other.refresh(c!);
-    return other.guard(c!).then(() => null, (e: Error) => e);
-  }, 20_000, "the team's spend in a fresh process");
-  assert.is((blocked as LimitExceededError).reason, "team:total_spend");
+  const { blocked } = await blockedInFreshProcess(ctx, m, c!, "the team's spend in a fresh process");
+  assert.is(blocked.reason, "team:total_spend");
   // The gate event names the team's reason with its figures.
   const events = await eventually(async () => {
     await m.flush({ timeoutMs: 5_000 });
@@ -102,13 +92,8 @@ t("a $0.40 member cap blocks one member while the others go on (here and in a fr
   await spend(m, c!, 300);
   assert.is(m.state(b!)!.team!.period_cost, 1);
 
-  assert.ok(await m.flush({ timeoutMs: 20_000 }));
-  const other = meter(ctx);
-  const blocked = await eventually(async () => {
-    await other.refresh(a!);
-    return other.guard(a!).then(() => null, (e: Error) => e);
-  }, 20_000, "a's share in a fresh process");
-  assert.is((blocked as LimitExceededError).reason, "team:limit:seat");
+  const { other, blocked } = await blockedInFreshProcess(ctx, m, a!, "a's share in a fresh process");
+  assert.is(blocked.reason, "team:limit:seat");
   assert.is((await other.guard(b!)).status, "ok");
 });
 

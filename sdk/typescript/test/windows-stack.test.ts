@@ -6,40 +6,24 @@
 import { once } from "node:events";
 import type { AddressInfo } from "node:net";
 import express from "express";
-import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { LimitExceededError, Meter } from "../src/index.ts";
 import { meterErrorHandler } from "../src/http/express.ts";
 import { setClock } from "../src/internal.ts";
 import { eventually } from "../../../test/support/eventually.ts";
-import { createUser, DAY, gateEvents, type ProductCtx, rejects, startWithProduct } from "./support/fixtures.ts";
-
-interface Ctx extends ProductCtx {
-  meters: Meter[];
-}
+import { createUser, DAY, gateEvents, rejects, stackMeter, stackSuite, type StackCtx } from "./support/fixtures.ts";
 
 let clock = Date.now();
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 
-const t = suite<Ctx>("sdk: windows and rate limits against the real stack");
-
-t.before(async (ctx) => {
-  await startWithProduct(ctx, "sdk windows", { services: { ingestion: { now: () => new Date(clock) } } });
-  ctx.meters = [];
-  setClock(() => clock);
-});
-t.after(async (ctx) => {
-  setClock();
-  for (const m of ctx.meters) await m.shutdown({ timeoutMs: 2_000 });
-  await ctx.stack.close();
+const t = stackSuite("sdk: windows and rate limits against the real stack", "sdk windows", {
+  stack: { services: { ingestion: { now: () => new Date(clock) } } },
+  before: () => setClock(() => clock),
+  after: () => setClock(),
 });
 
-function meter(ctx: Ctx): Meter {
-  const m = new Meter({ apiKey: ctx.apiKey, baseURL: ctx.stack.apiUrl, flushIntervalMs: 600_000, logger: { warn: () => undefined } });
-  ctx.meters.push(m);
-  return m;
-}
+const meter = (ctx: StackCtx): Meter => stackMeter(ctx, { flushIntervalMs: 600_000 });
 
 t("a 5-request/minute limit blocks the sixth call of a minute (here and in a fresh client), and the next minute runs", async (ctx) => {
   clock = Math.floor(Date.now() / MINUTE) * MINUTE + 10_000;

@@ -1,6 +1,6 @@
 import { BSON, MongoBulkWriteError, type AnyBulkWriteOperation, type Collection, type Db } from "mongodb";
 import { LRUCache } from "lru-cache";
-import { findByIds, isDuplicateKeyError } from "@meter/lib/mongo";
+import { findByIds, insertUnlessPresent, isDuplicateKeyError } from "@meter/lib/mongo";
 import type { FinalStatus, GrantKind } from "./allocate.ts";
 import type { AccountWrite, CreditAccountDoc, LedgerOp } from "./account.ts";
 
@@ -176,14 +176,8 @@ export class CreditStore {
   }
 
   /** Inserts a grant's record; false when one with that id exists. */
-  async insertGrant(doc: GrantRecordDoc): Promise<boolean> {
-    try {
-      await this.grants.insertOne(doc);
-      return true;
-    } catch (err) {
-      if (isDuplicateKeyError(err)) return false;
-      throw err;
-    }
+  insertGrant(doc: GrantRecordDoc): Promise<boolean> {
+    return insertUnlessPresent(this.grants, doc);
   }
 
   async grant(id: string): Promise<GrantRecordDoc | null> {

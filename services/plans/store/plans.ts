@@ -1,7 +1,7 @@
 import { v7 as uuidv7 } from "uuid";
 import { LRUCache } from "lru-cache";
 import { MongoServerError, type Collection, type Db } from "mongodb";
-import { findByIds, isDuplicateKeyError } from "@meter/lib/mongo";
+import { findByIds, insertUnlessPresent, isDuplicateKeyError } from "@meter/lib/mongo";
 import { WINDOW_DEFAULTS } from "../domain/limits.ts";
 import { CREDIT_DEFAULTS } from "../domain/credits.ts";
 import { LIMITS, PLAN_FIELDS, planSize, type PlanValues, type Rate } from "../domain/settings.ts";
@@ -252,13 +252,7 @@ export class PlanStore {
       created_at: now,
       updated_at: now,
     };
-    try {
-      await this.plans.insertOne(doc);
-      return fromDoc(doc);
-    } catch (err) {
-      if (isDuplicateKeyError(err)) return null;
-      throw err;
-    }
+    return (await insertUnlessPresent(this.plans, doc)) ? fromDoc(doc) : null;
   }
 
   /**

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Collection, Db } from "mongodb";
-import { findByIds, isDuplicateKeyError } from "@meter/lib/mongo";
-import { pageRange } from "./key-range.ts";
+import { insertUnlessPresent } from "@meter/lib/mongo";
+import { keyPage, readThroughCache } from "./keyed-reads.ts";
 import { pushSubscription, withSeq, type StoredEntry, type SubscriptionEntry } from "./subscriptions.ts";
 import type { UserCache } from "./user-cache.ts";
 
@@ -82,13 +82,7 @@ export class TeamStore {
       created_at: now,
       updated_at: now,
     };
-    try {
-      await this.teams.insertOne(doc);
-      return fromStored(doc);
-    } catch (err) {
-      if (isDuplicateKeyError(err)) return null;
-      throw err;
-    }
+    return (await insertUnlessPresent(this.teams, doc)) ? fromStored(doc) : null;
   }
 
   async get(productId: string, externalTeamId: string): Promise<TeamDoc | null> {
@@ -97,23 +91,15 @@ export class TeamStore {
 
   /** The teams that exist among `externalTeamIds`, in the order asked: from the cache, the rest in one query by `_id` list. */
   async getMany(productId: string, externalTeamIds: readonly string[]): Promise<TeamDoc[]> {
-    const keys = [...new Set(externalTeamIds)].map((id) => teamKey(productId, id));
-    const docs = await this.cache.read(keys, (missing) => findByIds(this.teams, missing, { raw: true }) as Promise<unknown[]> as Promise<Buffer[]>);
-    return keys.flatMap((k) => {
-      const doc = docs.get(k);
-      return doc ? [fromStored(doc as StoredTeam)] : [];
-    });
+    return readThroughCache(this.cache, this.teams, [...new Set(externalTeamIds)].map((id) => teamKey(productId, id)), fromStored);
   }
+
 
   /** Up to `limit` teams whose external id starts with `prefix`, after `after`, in external id order: one `_id` range read. */
   async page(productId: string, prefix: string, after: string | undefined, limit: number): Promise<TeamDoc[]> {
-    const docs = await this.teams
-      .find({ _id: pageRange(teamKey(productId, ""), prefix, after) })
-      .sort({ _id: 1 })
-      .limit(limit)
-      .toArray();
-    return docs.map(fromStored);
+    return (await keyPage(this.teams, teamKey(productId, ""), prefix, after, limit)).map(fromStored);
   }
+
 
   /** Appends a subscription to the team's history, as UserStore.appendSubscription does to a user's. */
   async appendSubscription(productId: string, externalTeamId: string, entry: StoredEntry): Promise<{ team: TeamDoc; entry: SubscriptionEntry } | null> {

@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
 import type { Collection, Db } from "mongodb";
 import type { Logger } from "@meter/lib/logger";
-import { findByIds, isDuplicateKeyError } from "@meter/lib/mongo";
-import { pageRange } from "./key-range.ts";
+import { insertUnlessPresent, isDuplicateKeyError } from "@meter/lib/mongo";
+import { keyPage, readThroughCache } from "./keyed-reads.ts";
 import { UserCache } from "./user-cache.ts";
 import { pushSubscription, withSeq, type StoredEntry, type SubscriptionEntry } from "./subscriptions.ts";
 
@@ -118,13 +118,7 @@ export class UserStore {
   /** Inserts a user; null when the product already has that external_user_id. */
   async insert(productId: string, externalUserId: string, name: string | null): Promise<UserDoc | null> {
     const doc = newUser(productId, externalUserId, name);
-    try {
-      await this.users.insertOne(doc);
-      return fromStored(doc);
-    } catch (err) {
-      if (isDuplicateKeyError(err)) return null;
-      throw err;
-    }
+    return (await insertUnlessPresent(this.users, doc)) ? fromStored(doc) : null;
   }
 
   /**
@@ -150,13 +144,9 @@ export class UserStore {
    * rest in one query by `_id` list (the embedded database narrows it by its `_id` index too).
    */
   async getMany(productId: string, externalUserIds: readonly string[]): Promise<UserDoc[]> {
-    const keys = [...new Set(externalUserIds)].map((id) => userKey(productId, id));
-    const docs = await this.cache.read(keys, (missing) => findByIds(this.users, missing, { raw: true }) as Promise<unknown[]> as Promise<Buffer[]>);
-    return keys.flatMap((k) => {
-      const doc = docs.get(k);
-      return doc ? [fromStored(doc as StoredUser)] : [];
-    });
+    return readThroughCache(this.cache, this.users, [...new Set(externalUserIds)].map((id) => userKey(productId, id)), fromStored);
   }
+
 
   /**
    * Up to `limit` users of the product whose external id starts with `prefix`, after the
@@ -164,13 +154,9 @@ export class UserStore {
    * page costs its own users whatever the product or the collection holds.
    */
   async page(productId: string, prefix: string, after: string | undefined, limit: number): Promise<UserDoc[]> {
-    const docs = await this.users
-      .find({ _id: pageRange(`${productId}:`, prefix, after) })
-      .sort({ _id: 1 })
-      .limit(limit)
-      .toArray();
-    return docs.map(fromStored);
+    return (await keyPage(this.users, `${productId}:`, prefix, after, limit)).map(fromStored);
   }
+
 
   /** Every subscribed user of every product with its current subscription (one whole read, for PlanMemberStore.backfill). */
   async *currentSubscriptions(): AsyncGenerator<{ productId: string; externalUserId: string; planId: string; sub: string }> {

@@ -1,5 +1,5 @@
 import type { Collection, Db, Filter } from "mongodb";
-import { deleteInRounds, insertIgnoringDuplicates, isDuplicateKeyError } from "@meter/lib/mongo";
+import { deleteInRounds, insertIgnoringDuplicates, insertUnlessPresent } from "@meter/lib/mongo";
 
 export type DeliveryStatus = "pending" | "success" | "failed";
 export const DELIVERY_STATUSES: readonly DeliveryStatus[] = ["pending", "success", "failed"];
@@ -53,13 +53,8 @@ export class DeliveryStore {
 
   /** Inserts the delivery unless it exists (same id); returns the stored one. */
   async ensure(doc: DeliveryDoc): Promise<DeliveryDoc> {
-    try {
-      await this.col.insertOne(doc);
-      return doc;
-    } catch (err) {
-      if (!isDuplicateKeyError(err)) throw err;
-      return (await this.col.findOne({ _id: doc._id })) ?? doc;
-    }
+    if (await insertUnlessPresent(this.col, doc)) return doc;
+    return (await this.col.findOne({ _id: doc._id })) ?? doc;
   }
 
   /** Inserts the deliveries that do not exist yet (same id); the others are left as they are. */

@@ -2,7 +2,8 @@
 import { randomUUID } from "node:crypto";
 import type { Api } from "../../../../test/support/http.ts";
 import { startTestStack, type TestStack } from "../../../../test/support/stack.ts";
-import type { Meter } from "../../src/index.ts";
+import { suite, type Test } from "uvu";
+import { Meter, type MeterOptions } from "../../src/index.ts";
 
 export const DAY = 86_400_000;
 
@@ -30,6 +31,48 @@ export async function stopAll(stack: TestStack, meters: Meter[], proxies: { clos
   for (const m of meters) await m.shutdown({ timeoutMs });
   for (const p of proxies) await p.close();
   await stack.close();
+}
+
+/** A suite's context of a product on a test stack, with the clients and proxies its tests made (closed after it). */
+export interface StackCtx extends ProductCtx {
+  meters: Meter[];
+  proxies: { close(): Promise<unknown> }[];
+}
+
+/**
+ * A suite on a test stack (started with `stack`) with one product named `product`; `before` and
+ * `after` run after the stack starts and before it stops; the clients in `ctx.meters` shut down
+ * within `timeoutMs`, then the proxies in `ctx.proxies` close, then the stack.
+ */
+export function stackSuite<Extra extends object = object>(
+  title: string,
+  product: string,
+  opts: {
+    stack?: Parameters<typeof startTestStack>[0];
+    before?: (ctx: StackCtx & Extra) => unknown;
+    after?: (ctx: StackCtx & Extra) => unknown;
+    timeoutMs?: number;
+  } = {},
+): Test<StackCtx & Extra> {
+  const t = suite<StackCtx & Extra>(title);
+  t.before(async (ctx) => {
+    ctx.meters = [];
+    ctx.proxies = [];
+    await startWithProduct(ctx, product, opts.stack);
+    await opts.before?.(ctx);
+  });
+  t.after(async (ctx) => {
+    await opts.after?.(ctx);
+    await stopAll(ctx.stack, ctx.meters, ctx.proxies, opts.timeoutMs);
+  });
+  return t;
+}
+
+/** A client of the suite's product (on the stack unless `opts.baseURL`), shut down after the suite; warnings are dropped unless `opts.logger`. */
+export function stackMeter(ctx: StackCtx, opts: MeterOptions = {}): Meter {
+  const m = new Meter({ apiKey: ctx.apiKey, baseURL: ctx.stack.apiUrl, logger: { warn: () => undefined }, ...opts });
+  ctx.meters.push(m);
+  return m;
 }
 
 export async function createPlan(api: Api, plan: Record<string, unknown>): Promise<string> {

@@ -1,0 +1,23 @@
+// What the Python client's stack tests share: the virtual environment made, an all-in-one process
+// on fresh databases, and pytest run against its API.
+import { randomBytes } from "node:crypto";
+import type { Test } from "uvu";
+import { testMongoUrl } from "../../test/support/database.ts";
+import { startAllInOne, type AllInOne } from "../../test/support/processes.ts";
+import { ensureVenv, runAsync, venvBin } from "./venv.ts";
+
+/** A suite's all-in-one process (`ctx.stack`; databases named `<prefix><random>_…`, `env` besides), started once the virtual environment is made and stopped after the suite. */
+export function withPythonStack(t: Test<{ stack?: AllInOne }>, prefix: string, env: Record<string, string> = {}): void {
+  t.before(async (ctx) => {
+    await ensureVenv();
+    ctx.stack = await startAllInOne({ MONGODB_URL: await testMongoUrl(), MONGODB_DB_PREFIX: `${prefix}${randomBytes(4).toString("hex")}`, ...env });
+  });
+  t.after(async (ctx) => {
+    await ctx.stack?.proc.stop();
+  });
+}
+
+/** pytest (quiet, no cache) in the virtual environment with `args`, and `env` besides (METER_TEST_API_URL: the API it tests). */
+export function pytest(args: string[], env: Record<string, string>): Promise<{ ok: boolean; output: string }> {
+  return runAsync(venvBin("python"), ["-m", "pytest", "-q", "-p", "no:cacheprovider", ...args], env);
+}
