@@ -64,7 +64,7 @@ func main() {
 		go func() { _ = http.ListenAndServe(*pprofAddr, nil) }()
 	}
 
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	logger := slog.New(&lazyAttrs{base: slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})})
 	f, err := ferretdb.New(&ferretdb.Config{
 		Listener: ferretdb.ListenerConfig{TCP: "127.0.0.1:0"},
 		Logger:   logger,
