@@ -57,8 +57,8 @@ def test_a_plan_update_gates_the_next_call_and_reloads_only_its_users(product: P
     polls = proxy.count(r"GET /config/changes")
     assert product.api.patch(f"/config/plans/{changed}", {"max_spend_per_period": 1}).status_code == 200
     gated_within(lambda: m.guard(a), CHANGE_BOUND)
-    with pytest.raises(LimitExceededError):
-        m.guard(b)
+    # Both users' sessions are read again at once; b's answer may land a moment after a's.
+    gated_within(lambda: m.guard(b), CHANGE_BOUND)
     # The users named are read once more on the next tick (a read racing the change may be stale):
     # after that second read, the user on the other plan has still been loaded once only.
     eventually(lambda: loads(proxy, b) >= 3, what="the second read of the changed plan's users")
