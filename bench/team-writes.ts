@@ -7,13 +7,14 @@
 // BENCH_BATCH_USERS random users each (BENCH_CONCURRENCY in flight) alternate between the two
 // products, BENCH_ROUNDS each; it prints per round the events/s and, per batch, the MongoDB
 // commands and statements (an update command of 200 updates: 200) by command and collection,
-// then the ratio of the median rates (teams over no teams).
+// with the CPU a batch of this process (the whole stack) and of the embedded database, then the
+// ratio of the median rates (teams over no teams).
 //   BENCH_USERS=1000 BENCH_TEAMS=100 BENCH_ROUNDS=3 npm run bench:team-writes
 // Uses MONGODB_URL when set, else the embedded database in a temporary directory.
 import { randomUUID } from "node:crypto";
 import pMap from "p-map";
 import { benchProduct } from "./support/bench-product.ts";
-import { countCommands, type CommandCount } from "./support/command-counts.ts";
+import { countCommands, processCpuMs, type CommandCount } from "./support/command-counts.ts";
 import { Api } from "../test/support/http.ts";
 
 const USERS = Number(process.env.BENCH_USERS ?? 1_000);
@@ -125,7 +126,7 @@ const line = (counts: [string, CommandCount][]) => {
   const parts = counts
     .filter(([, c]) => c.statements / BATCHES >= 0.5)
     .sort((a, b) => b[1].statements - a[1].statements)
-    .map(([k, c]) => `${k} ${(c.n / BATCHES).toFixed(1)}/${(c.statements / BATCHES).toFixed(0)}`);
+    .map(([k, c]) => `${k} ${(c.n / BATCHES).toFixed(1)}/${(c.statements / BATCHES).toFixed(0)} (${(c.ms / BATCHES).toFixed(0)} ms)`);
   return `${(total / BATCHES).toFixed(0)} statements a batch: ${parts.join(", ")}`;
 };
 
@@ -139,9 +140,12 @@ for (let r = 0; r < ROUNDS; r++) {
     // What relays and roll-ups of the round before sent is not this round's.
     await new Promise((res) => setTimeout(res, 1500));
     commands.take();
+    const cpu = { node: process.cpuUsage(), database: processCpuMs(bench.databasePid) };
     const eps = await round(api);
+    const used = process.cpuUsage(cpu.node);
+    const cpuLine = `CPU a batch: node ${((used.user + used.system) / 1000 / BATCHES).toFixed(0)} ms, database ${((processCpuMs(bench.databasePid) - cpu.database) / BATCHES).toFixed(0)} ms`;
     rates[name].push(eps);
-    console.log(`${name.padEnd(6)} ${eps.toFixed(0).padStart(6)} events/s; ${line(commands.take())}`);
+    console.log(`${name.padEnd(6)} ${eps.toFixed(0).padStart(6)} events/s; ${cpuLine}; ${line(commands.take())}`);
   }
 }
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;

@@ -5,7 +5,8 @@ import * as assert from "uvu/assert";
 import type { KnownTeam, KnownUser, PlanInfo } from "../adapters/plans.ts";
 import { attributeTeam, membershipAt } from "../domain/attribution.ts";
 import type { WindowLimit } from "../windows/shares.ts";
-import { addTeamShare, memberPrefix, teamShare } from "./shares.ts";
+import { addTeamShare, inPeriodWindow, memberPrefix, teamShare } from "./shares.ts";
+import { windowsWithCounter } from "./view.ts";
 
 const at = (iso: string) => new Date(iso);
 const limit = (name: string, fields: Partial<WindowLimit>): WindowLimit => ({
@@ -100,6 +101,29 @@ test("an event's team share: team-scope windows for the team's document, member-
   const none: Parameters<typeof addTeamShare>[0] = { ...e };
   addTeamShare(none, null, "x", at("2026-03-10T12:00:01Z"));
   assert.equal(none, { ...e }, "no team: the event is as without teams");
+});
+
+test("a team window within the event's period is counted in the period counter; rolling ones and those crossing its bounds in the window document", () => {
+  const [start, end] = [at("2026-03-01T00:00:00Z"), at("2026-04-01T00:00:00Z")];
+  const day = Date.parse("2026-03-10T00:00:00Z");
+  const share = (key: string, e: number) => ({ key, end: e, n: 1 });
+  assert.ok(inPeriodWindow(share(`spend:day::|${day}`, day + 86_400_000), start, end));
+  assert.ok(inPeriodWindow(share(`spend:period::|${start.getTime()}`, end.getTime()), start, end));
+  // A day in New York starts at 05:00 UTC: the first one of the period began before it.
+  const first = Date.parse("2026-02-28T05:00:00Z");
+  assert.not.ok(inPeriodWindow(share(`spend:day::|${first}`, first + 86_400_000), start, end));
+  const last = Date.parse("2026-03-31T04:00:00Z");
+  assert.not.ok(inPeriodWindow(share(`spend:day::|${last}`, last + 86_400_000), start, end));
+  assert.not.ok(inPeriodWindow(share(`spend:rolling:300:|${day}`, day + 300 * 60_000), start, end));
+});
+
+test("a team's windows read as one document: the window document's entries and its period counter's", () => {
+  const counter = { _id: "c", product_id: "p", user_id: "t", w: { "spend:day::|1": { n: 4, e: 9 } } };
+  assert.equal(windowsWithCounter(null, counter)?.w, { "spend:day::|1": { n: 4, e: 9 } });
+  const doc = { _id: "d", product_id: "p", user_id: "t", jobs: {}, w: { "spend:rolling:300:|1": { n: 2, e: 5 } } };
+  assert.equal(windowsWithCounter(doc, counter)?.w, { "spend:rolling:300:|1": { n: 2, e: 5 }, "spend:day::|1": { n: 4, e: 9 } });
+  assert.is(windowsWithCounter(doc, { ...counter, w: undefined }), doc);
+  assert.is(windowsWithCounter(null, null), null);
 });
 
 test.run();

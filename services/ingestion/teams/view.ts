@@ -1,7 +1,8 @@
 /**
  * What the reads show of a team (BUDGETS.md §4): the session view's `team` block and the team
  * dimensions of a member (or of the team alone). Reads by `_id` only: the team's period counter
- * and, when its plan has team-scope limits, the team's window document.
+ * and, when its plan has team-scope limits, the team's window document. A team's windows are
+ * counted in both (teams/shares.ts inPeriodWindow): those within the period in the counter.
  */
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { SessionTeamSchema } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
@@ -56,7 +57,24 @@ export async function readTeam(deps: TeamReadDeps, productId: string, a: TeamAtt
     windowsId === null ? null : early?.windowsId === windowsId && early.windows ? early.windows : deps.teamWindows.get(windowsId),
     teamCreditsInForce(deps.credits, deps.teamCounters, productId, a, now),
   ]);
-  return { a, counter, windows, pool: pool && pool(counter?.cost ?? 0) };
+  return { a, counter, windows: windowsWithCounter(windows, counter), pool: pool && pool(counter?.cost ?? 0) };
+}
+
+/**
+ * A team's window entries as one window document: the window document's and those its period
+ * counter holds (CounterDoc.w). A window is counted in one of the two, never both (a share's
+ * place is decided by the window and its event's period: teams/shares.ts inPeriodWindow);
+ * counts of one field in both are added all the same.
+ */
+export function windowsWithCounter(doc: WindowDoc | null, counter: Pick<CounterDoc, "_id" | "product_id" | "user_id" | "w"> | null): WindowDoc | null {
+  const inCounter = Object.entries(counter?.w ?? {});
+  if (!counter || inCounter.length === 0) return doc;
+  const w: WindowDoc["w"] = { ...doc?.w };
+  for (const [k, v] of inCounter) {
+    const had = Object.hasOwn(w, k) ? w[k] : undefined;
+    w[k] = { n: Number(v.n) + Number(had?.n ?? 0), e: Number(v.e) };
+  }
+  return { ...(doc ?? { _id: counter._id, product_id: counter.product_id, user_id: counter.user_id, jobs: {} }), w };
 }
 
 /** The session view's `team` block. */
