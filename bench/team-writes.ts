@@ -10,8 +10,11 @@
 // with the CPU a batch of this process (the whole stack) and of the embedded database, then the
 // ratio of the median rates (teams over no teams).
 //   BENCH_USERS=1000 BENCH_TEAMS=100 BENCH_ROUNDS=3 npm run bench:team-writes
+// BENCH_CPU_PROFILE=<dir> writes a CPU profile of each measured round there (<product>-<round>.cpuprofile).
 // Uses MONGODB_URL when set, else the embedded database in a temporary directory.
 import { randomUUID } from "node:crypto";
+import { writeFile } from "node:fs/promises";
+import { Session } from "node:inspector/promises";
 import pMap from "p-map";
 import { benchProduct } from "./support/bench-product.ts";
 import { countCommands, processCpuMs, type CommandCount } from "./support/command-counts.ts";
@@ -28,6 +31,10 @@ const WINDOWS = Number(process.env.BENCH_WINDOWS ?? 4);
 const MODELS = ["gpt-4o", "gpt-4o-mini", "claude-3-5-sonnet", "o1"];
 
 const commands = countCommands();
+const PROFILE_DIR = process.env.BENCH_CPU_PROFILE;
+const profiler = PROFILE_DIR ? new Session() : null;
+profiler?.connect();
+await profiler?.post("Profiler.enable");
 const bench = await benchProduct("team-writes");
 const anon = new Api(bench.stack.apiUrl);
 const now = new Date();
@@ -141,7 +148,9 @@ for (let r = 0; r < ROUNDS; r++) {
     await new Promise((res) => setTimeout(res, 1500));
     commands.take();
     const cpu = { node: process.cpuUsage(), database: processCpuMs(bench.databasePid) };
+    await profiler?.post("Profiler.start");
     const eps = await round(api);
+    if (profiler) await writeFile(`${PROFILE_DIR}/${name}-${r}.cpuprofile`, JSON.stringify((await profiler.post("Profiler.stop")).profile));
     const used = process.cpuUsage(cpu.node);
     const cpuLine = `CPU a batch: node ${((used.user + used.system) / 1000 / BATCHES).toFixed(0)} ms, database ${((processCpuMs(bench.databasePid) - cpu.database) / BATCHES).toFixed(0)} ms`;
     rates[name].push(eps);
