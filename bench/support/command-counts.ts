@@ -7,6 +7,8 @@ import path from "node:path";
 export interface CommandCount {
   n: number;
   ms: number;
+  /** Statements: the updates, inserts or deletes of a write command; 1 for any other command. */
+  statements: number;
 }
 
 /** Starts counting; `take()` returns the counts since the last take, most time first. */
@@ -19,12 +21,16 @@ export function countCommands(): { take(): [string, CommandCount][] } {
     const name = Object.keys(cmd)[0]!;
     const coll = name === "getMore" ? cmd.collection : cmd[name];
     const key = typeof coll === "string" ? `${name} ${coll}` : name;
+    // A write's list, or the driver's document sequence holding it (`documents`).
+    const listed = (cmd.updates ?? cmd.documents ?? cmd.deletes) as unknown[] | { documents?: unknown[] } | undefined;
+    const statements = Array.isArray(listed) ? listed.length : (listed?.documents?.length ?? 1);
     const t0 = performance.now();
     try {
       return await command.call(this, ns, cmd, ...rest);
     } finally {
-      const c = counts.get(key) ?? { n: 0, ms: 0 };
+      const c = counts.get(key) ?? { n: 0, ms: 0, statements: 0 };
       c.n++;
+      c.statements += statements;
       c.ms += performance.now() - t0;
       counts.set(key, c);
     }

@@ -1,4 +1,5 @@
 import type { LeaseShare } from "./lease-settlement.ts";
+import type { WindowShare } from "../windows/shares.ts";
 import type { Totals } from "./totals.ts";
 
 /** One counter's share of a job: the sums of the job's events for that counter. */
@@ -11,4 +12,9 @@ export interface CounterDelta extends LeaseShare {
   add: Totals;
   /** The part of `add` that is the month share (see CounterDoc.month in store/counters.ts). */
   month?: Totals;
+  /**
+   * Window counts kept in the counter itself (`w`, as a window document's: CounterDoc.w), by
+   * field: a team's windows that lie within its billing period (teams/count.ts).
+   */
+  windows?: Map<string, WindowShare>;
 }

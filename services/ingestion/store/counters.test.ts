@@ -90,4 +90,19 @@ t("a counter written with float dollars reads them once converted, and goes on e
   assert.is(doc.events, 3);
 });
 
+t("window entries in a counter: a job adds them once, and the next update by the same process removes those that ended", async ({ store }) => {
+  const windowed = (key: string, end: number, n: number): CounterDelta => ({ ...costDelta("windowed", [0.001]), windows: new Map([[key, { key, end, n }]]) });
+  const hour = Date.parse("2026-01-05T10:00:00Z");
+  const first = windowed(`spend:hour::|${hour}`, hour + 3_600_000, 5);
+  await store.add("job-w1", [first], new Set(), new Date(hour + 60_000));
+  await store.add("job-w1", [first], new Set(), new Date(hour + 60_000)); // a repeat changes nothing
+  await store.add("job-w2", [first], new Set(), new Date(hour + 120_000));
+  assert.equal((await store.get(first.id))?.w, { [`spend:hour::|${hour}`]: { n: 10, e: hour + 3_600_000 } });
+  // The next hour: its entry is added and the ended one goes in the same update.
+  const next = windowed(`spend:hour::|${hour + 3_600_000}`, hour + 7_200_000, 3);
+  await store.add("job-w3", [next], new Set(), new Date(hour + 3_660_000));
+  assert.equal((await store.get(first.id))?.w, { [`spend:hour::|${hour + 3_600_000}`]: { n: 3, e: hour + 7_200_000 } });
+  assert.is((await store.get(first.id))?.events, 3, "three jobs, each once");
+});
+
 t.run();

@@ -28,6 +28,13 @@ export interface CounterDoc extends Totals {
    */
   month?: Totals;
   /**
+   * A team's period counter also holds the team's windows that lie within its period (calendar
+   * windows, `period` windows: teams/count.ts), as a window document holds them
+   * (windows/store.ts WindowDoc.w): so a job counts a team with one update of one document.
+   * Entries whose `e` has passed go with a later update by the process that wrote them.
+   */
+  w?: Record<string, { n: number; e: number }>;
+  /**
    * Jobs whose events were added, as field names (`jobs.<job id>`): the guard that makes a
    * retried or taken-over job add its events once. A job's entry is removed by the next
    * update of the counter from the process that closed the job (see CounterStore.add).
@@ -74,6 +81,9 @@ export function readCounter<T extends StoredCounterDoc>(raw: T): Omit<T, keyof S
 /** Counters whose closed jobs' entries this process still has to remove. */
 const PENDING_COUNTERS = 100_000;
 
+/** Counters whose window entries (CounterDoc.w) this process wrote and has yet to remove once ended. */
+const WINDOWED_COUNTERS = 100_000;
+
 /**
  * Counters as single documents. A job adds its share to each counter with one guarded
  * update, `{_id, "jobs.<job>": {$exists: false}}` + `$inc` + `$set: {"jobs.<job>": 1}`,
@@ -91,6 +101,8 @@ const PENDING_COUNTERS = 100_000;
 export class CounterStore {
   readonly counters: Collection<StoredCounterDoc>;
   private readonly closed = new LRUCache<string, Set<string>>({ max: PENDING_COUNTERS });
+  /** The window entries (CounterDoc.w) this process wrote, by counter: field -> end (epoch ms). */
+  private readonly windowEnds = new LRUCache<string, Map<string, number>>({ max: WINDOWED_COUNTERS });
 
   /**
    * `collection` "counters" holds users' counters; teams' are kept apart in "team_counters"
@@ -141,14 +153,15 @@ export class CounterStore {
   /**
    * Adds every delta of job `jobId` to its counter, each at most once however often this runs.
    * Returns the counters named in `read` as they are after the addition (in the same command).
+   * Window entries (CounterDelta.windows) this process wrote that ended by `now` go with the update.
    */
-  async add(jobId: string, deltas: readonly CounterDelta[], read: ReadonlySet<string>): Promise<Map<string, CounterDoc | null>> {
+  async add(jobId: string, deltas: readonly CounterDelta[], read: ReadonlySet<string>, now = new Date()): Promise<Map<string, CounterDoc | null>> {
     const out = new Map<string, CounterDoc | null>();
     const reading = deltas.filter((d) => read.has(d.id));
     const blind = deltas.filter((d) => !read.has(d.id));
     await Promise.all([
-      pMap(reading, async (d) => out.set(d.id, await this.addOne(jobId, d, true)), { concurrency: UPDATES_IN_FLIGHT }),
-      pMap(chunks(blind, STATEMENTS_PER_COMMAND), (part) => this.addBlind(jobId, part), { concurrency: 1 }),
+      pMap(reading, async (d) => out.set(d.id, await this.addOne(jobId, d, true, now)), { concurrency: UPDATES_IN_FLIGHT }),
+      pMap(chunks(blind, STATEMENTS_PER_COMMAND), (part) => this.addBlind(jobId, part, now), { concurrency: 1 }),
     ]);
     return out;
   }
@@ -160,19 +173,19 @@ export class CounterStore {
    * collision is told apart from a real conflict: every statement is guarded, so those the
    * command applied change nothing the second time.
    */
-  private async addBlind(jobId: string, deltas: readonly CounterDelta[]): Promise<void> {
-    const ops = deltas.map((d) => ({ d, releasing: this.releasing(d, jobId) }));
+  private async addBlind(jobId: string, deltas: readonly CounterDelta[], now: Date): Promise<void> {
+    const ops = deltas.map((d) => ({ d, releasing: this.releasing(d, jobId), ended: this.ended(d, now) }));
     try {
       await this.counters.bulkWrite(
-        ops.map(({ d, releasing }) => ({ updateOne: { ...addOp(jobId, d, releasing, this.owner), upsert: true } })),
+        ops.map(({ d, releasing, ended }) => ({ updateOne: { ...addOp(jobId, d, releasing, ended, this.owner), upsert: true } })),
         { ordered: false },
       );
     } catch (err) {
       if (!isDuplicateKeyError(err)) throw err;
-      await pMap(deltas, (d) => this.addOne(jobId, d, false), { concurrency: UPDATES_IN_FLIGHT });
+      await pMap(deltas, (d) => this.addOne(jobId, d, false, now), { concurrency: UPDATES_IN_FLIGHT });
       return;
     }
-    for (const { d, releasing } of ops) this.forget(d.id, releasing);
+    for (const { d, releasing, ended } of ops) this.forget(d, releasing, ended);
   }
 
   /** The job is closed: its entries may go with the next update of each counter. */
@@ -184,9 +197,10 @@ export class CounterStore {
     }
   }
 
-  private async addOne(jobId: string, d: CounterDelta, read: boolean): Promise<CounterDoc | null> {
+  private async addOne(jobId: string, d: CounterDelta, read: boolean, now: Date): Promise<CounterDoc | null> {
     const releasing = this.releasing(d, jobId);
-    const { filter, update } = addOp(jobId, d, releasing, this.owner);
+    const ended = this.ended(d, now);
+    const { filter, update } = addOp(jobId, d, releasing, ended, this.owner);
     for (;;) {
       try {
         let after: CounterDoc | null = null;
@@ -195,7 +209,7 @@ export class CounterStore {
           after = raw && readCounter(raw);
         }
         else await this.counters.updateOne(filter, update, { upsert: true });
-        this.forget(d.id, releasing);
+        this.forget(d, releasing, ended);
         return after;
       } catch (err) {
         if (!isDuplicateKeyError(err)) throw err;
@@ -212,11 +226,29 @@ export class CounterStore {
     return [...(this.closed.get(d.id) ?? [])].filter((j) => j !== jobId);
   }
 
-  /** The entries of `released` jobs are gone from counter `id`. */
-  private forget(id: string, released: readonly string[]): void {
-    const pending = this.closed.get(id);
+  /**
+   * The window entries of counter `d` this process wrote that ended by `now`: nothing adds to
+   * them any more (shares of ended windows are left out), so removing them loses no count.
+   * Entries another process wrote (or this one before a restart) stay until the period's
+   * counter is no longer written; readers pass them by (their `e` has passed).
+   */
+  private ended(d: CounterDelta, now: Date): string[] {
+    const ends = this.windowEnds.get(d.id);
+    if (!ends) return [];
+    return [...ends].filter(([k, e]) => e <= now.getTime() && !d.windows?.has(k)).map(([k]) => k);
+  }
+
+  /** The entries of `released` jobs and the `ended` window entries are gone from counter `d`; its new window entries are remembered. */
+  private forget(d: CounterDelta, released: readonly string[], ended: readonly string[]): void {
+    const pending = this.closed.get(d.id);
     for (const j of released) pending?.delete(j);
-    if (pending?.size === 0) this.closed.delete(id);
+    if (pending?.size === 0) this.closed.delete(d.id);
+    if (ended.length === 0 && !d.windows) return;
+    const ends = this.windowEnds.get(d.id) ?? new Map<string, number>();
+    for (const k of ended) ends.delete(k);
+    for (const [k, s] of d.windows ?? []) ends.set(k, s.end);
+    if (ends.size === 0) this.windowEnds.delete(d.id);
+    else this.windowEnds.set(d.id, ends);
   }
 }
 
@@ -236,7 +268,7 @@ export function wide(n: number): Double {
   return new Double(n);
 }
 
-function addOp(jobId: string, d: CounterDelta, releasing: readonly string[], owner: "user_id" | "team_id") {
+function addOp(jobId: string, d: CounterDelta, releasing: readonly string[], ended: readonly string[], owner: "user_id" | "team_id") {
   const inc: Record<string, number | Double> = {};
   const put = (prefix: string, t: Totals) => {
     const { tokens_by_model, cost_by_model, cost, ...flat } = t;
@@ -253,12 +285,19 @@ function addOp(jobId: string, d: CounterDelta, releasing: readonly string[], own
     for (const [k, v] of Object.entries(l.tokens)) inc[`leases.${id}.tokens.${k}.spent`] = wide(v);
   }
   if (bumpsVersion(d)) inc.version = 1;
+  const set: Record<string, unknown> = { [`jobs.${jobId}`]: 1, period_end: d.end };
+  // Window counts in the counter itself (CounterDoc.w), as a window document counts them (windows/store.ts).
+  for (const [key, s] of d.windows ?? []) {
+    inc[`w.${key}.n`] = wide(s.n);
+    set[`w.${key}.e`] = wide(s.end);
+  }
   const update: UpdateFilter<StoredCounterDoc> = {
     $inc: inc,
-    $set: { [`jobs.${jobId}`]: 1, period_end: d.end },
+    $set: set,
     $setOnInsert: { product_id: d.productId, [owner]: d.userId, period_start: d.start },
   } as UpdateFilter<StoredCounterDoc>;
-  if (releasing.length > 0) update.$unset = Object.fromEntries(releasing.map((j) => [`jobs.${j}`, ""]));
+  const unset = [...releasing.map((j) => `jobs.${j}`), ...ended.map((k) => `w.${k}`)];
+  if (unset.length > 0) update.$unset = Object.fromEntries(unset.map((f) => [f, ""]));
   return { filter: { _id: d.id, [`jobs.${jobId}`]: { $exists: false } } as Filter<StoredCounterDoc>, update };
 }
 

@@ -3,13 +3,15 @@
  * added to the teams' period and month counters (and pool counters: teams/shares.ts poolCounterId) and window documents, each under the same job
  * guard as the members' counters, in the same completion. So a retry, the recovery sweep or a
  * completion after a crash counts a team exactly when it counts its member: once.
+ * The team's windows that lie within its period are counted in the period counter's own update
+ * (teams/shares.ts inPeriodWindow): a team with calendar windows costs a job one update.
  */
 import type { CounterStore } from "../store/counters.ts";
 import type { WindowStore } from "../windows/store.ts";
 import { deltas, type Attributed } from "../domain/period-deltas.ts";
 import { windowDeltas, type WindowShare } from "../windows/shares.ts";
 import type { UsageEventDoc } from "../store/usage-events.ts";
-import { poolCounterId } from "./shares.ts";
+import { inPeriodWindow, poolCounterId } from "./shares.ts";
 import type { LeaseStore } from "../leases/store.ts";
 import { namedLeases, spendsByLease } from "../domain/lease-settlement.ts";
 
@@ -62,6 +64,20 @@ export async function countTeams(deps: TeamCountDeps, jobId: string, inserted: r
   const events = asTeamEvents(inserted);
   if (events.length === 0) return { counters: [], windows: [] };
   const { periods, months } = deltas(events);
+  const now = deps.now();
+  // The windows within each period go in its counter's update; the others to the window document.
+  const rest: TeamEvent[] = [];
+  for (const p of periods) {
+    for (const e of p.events) {
+      const own = e.windows?.filter((s) => s.end > now.getTime() && inPeriodWindow(s, e.period_start, e.period_end)) ?? [];
+      for (const s of own) {
+        p.delta.windows ??= new Map();
+        const prev = p.delta.windows.get(s.key);
+        p.delta.windows.set(s.key, { key: s.key, end: s.end, n: (prev?.n ?? 0) + s.n });
+      }
+      if (own.length < (e.windows?.length ?? 0)) rest.push({ ...e, windows: e.windows!.filter((s) => !own.includes(s)) });
+    }
+  }
   // What each team period's events spent from the slices its counter holds (as for a member's counter, exactly-once/complete.ts).
   await Promise.all(
     periods.map(async (p) => {
@@ -73,8 +89,8 @@ export async function countTeams(deps: TeamCountDeps, jobId: string, inserted: r
   // The spend the team's pool pays whole (teams/shares.ts poolCounterId): period counters only.
   const pools = deltas(events.filter((e) => e.direct).map((e) => ({ ...e, counter_id: poolCounterId(e.counter_id) }))).periods;
   const counters = [...periods.map((p) => p.delta), ...months, ...pools.map((p) => p.delta)];
-  const windows = windowDeltas(events, deps.now());
-  await Promise.all([deps.teamCounters.add(jobId, counters, new Set()), deps.teamWindows.add(jobId, windows, deps.now())]);
+  const windows = windowDeltas(rest, now);
+  await Promise.all([deps.teamCounters.add(jobId, counters, new Set(), now), windows.length === 0 ? undefined : deps.teamWindows.add(jobId, windows, now)]);
   return { counters: counters.map((d) => d.id), windows: windows.map((w) => w.id) };
 }
 

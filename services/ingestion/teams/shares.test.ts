@@ -3,9 +3,10 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import type { KnownTeam, KnownUser, PlanInfo } from "../adapters/plans.ts";
-import { attributeTeam, membershipAt } from "../domain/attribution.ts";
+import { attributeTeam, membershipAt, teamAt } from "../domain/attribution.ts";
 import type { WindowLimit } from "../windows/shares.ts";
-import { addTeamShare, memberPrefix, teamShare } from "./shares.ts";
+import { addTeamShare, inPeriodWindow, memberPrefix, teamShare } from "./shares.ts";
+import { earlierCounterId, windowsWithCounter } from "./view.ts";
 
 const at = (iso: string) => new Date(iso);
 const limit = (name: string, fields: Partial<WindowLimit>): WindowLimit => ({
@@ -100,6 +101,47 @@ test("an event's team share: team-scope windows for the team's document, member-
   const none: Parameters<typeof addTeamShare>[0] = { ...e };
   addTeamShare(none, null, "x", at("2026-03-10T12:00:01Z"));
   assert.equal(none, { ...e }, "no team: the event is as without teams");
+});
+
+test("a team window within the event's period is counted in the period counter; rolling ones and those crossing its bounds in the window document", () => {
+  const [start, end] = [at("2026-03-01T00:00:00Z"), at("2026-04-01T00:00:00Z")];
+  const day = Date.parse("2026-03-10T00:00:00Z");
+  const share = (key: string, e: number) => ({ key, end: e, n: 1 });
+  assert.ok(inPeriodWindow(share(`spend:day::|${day}`, day + 86_400_000), start, end));
+  assert.ok(inPeriodWindow(share(`spend:period::|${start.getTime()}`, end.getTime()), start, end));
+  // A day in New York starts at 05:00 UTC: the first one of the period began before it.
+  const first = Date.parse("2026-02-28T05:00:00Z");
+  assert.not.ok(inPeriodWindow(share(`spend:day::|${first}`, first + 86_400_000), start, end));
+  const last = Date.parse("2026-03-31T04:00:00Z");
+  assert.not.ok(inPeriodWindow(share(`spend:day::|${last}`, last + 86_400_000), start, end));
+  assert.not.ok(inPeriodWindow(share(`spend:rolling:300:|${day}`, day + 300 * 60_000), start, end));
+});
+
+test("a team's windows read as one document: the window document's entries and its period counter's", () => {
+  const counter = { _id: "c", product_id: "p", user_id: "t", w: { "spend:day::|1": { n: 4, e: 9 } } };
+  assert.equal(windowsWithCounter(null, [counter, null])?.w, { "spend:day::|1": { n: 4, e: 9 } });
+  const doc = { _id: "d", product_id: "p", user_id: "t", jobs: {}, w: { "spend:rolling:300:|1": { n: 2, e: 5 } } };
+  assert.equal(windowsWithCounter(doc, [counter])?.w, { "spend:rolling:300:|1": { n: 2, e: 5 }, "spend:day::|1": { n: 4, e: 9 } });
+  // A period that began within a window: the earlier period's counter holds its count before.
+  const earlier = { ...counter, _id: "c0", w: { "spend:day::|1": { n: 3, e: 9 } } };
+  assert.equal(windowsWithCounter(doc, [counter, earlier])?.w["spend:day::|1"], { n: 7, e: 9 });
+  assert.is(windowsWithCounter(doc, [{ ...counter, w: undefined }, null]), doc);
+  assert.is(windowsWithCounter(null, [null, null]), null);
+});
+
+test("a team's view reads the earlier period's counter only while a team window live now began in that period", () => {
+  const p = plan("tp", [limit("daily", { scope: "team" })]);
+  const t = team("a", p);
+  // A new subscription began a new period mid-day: the day's count before it is in the earlier counter.
+  t.subscriptions.push({ planId: p.id, planName: p.name, periodStart: at("2026-03-10T12:00:00Z"), periodEnd: at("2026-04-10T12:00:00Z"), effectiveAt: at("2026-03-10T12:00:00Z") });
+  const now = at("2026-03-10T15:00:00Z");
+  const a = teamAt("prod", t, now)!;
+  assert.is(a.counterId, "prod|2026-03-10T12:00:00.000Z|a");
+  assert.is(earlierCounterId("prod", a, now), "prod|2026-03-01T00:00:00.000Z|a");
+  const nextDay = at("2026-03-11T01:00:00Z");
+  assert.is(earlierCounterId("prod", teamAt("prod", t, nextDay)!, nextDay), null, "the day began within the period");
+  const rolling = team("r", plan("rp", [limit("five-hours", { scope: "team", window: "rolling", duration_minutes: 300 })]));
+  assert.is(earlierCounterId("prod", teamAt("prod", rolling, at("2026-03-01T01:00:00Z"))!, at("2026-03-01T01:00:00Z")), null, "rolling windows are in the window document");
 });
 
 test.run();

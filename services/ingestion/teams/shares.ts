@@ -81,6 +81,21 @@ export function teamShare(
 }
 
 /**
+ * Whether a team window's share is counted in the team's period counter (store/counters.ts
+ * CounterDoc.w) rather than in the team's window document: a calendar or period window that lies
+ * within the period the event is attributed to. Every event counted in such a window is of that
+ * period, so the period's counter holds its whole count, and one update counts a team's
+ * job. Rolling windows, and calendar windows crossing the period's bounds, go on in the window
+ * document. Decided from the stored share alone, so every completion of a job decides alike.
+ */
+export function inPeriodWindow(s: WindowShare, periodStart: Date, periodEnd: Date): boolean {
+  const bar = s.key.lastIndexOf("|");
+  // windowField: `<dimension>|<start>`, the dimension `<metric>:<window>:...`.
+  if (s.key.slice(0, bar).split(":", 2)[1] === "rolling") return false;
+  return Number(s.key.slice(bar + 1)) >= periodStart.getTime() && s.end <= periodEnd.getTime();
+}
+
+/**
  * The team's pool counter of a team period (in `team_counters`): the spend of the members whose
  * own plans draw no credits, all of it the team's to pay (credits/settle.ts). The suffix keeps it
  * apart from every period counter (whose ids end with a service team id).

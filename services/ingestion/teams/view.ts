@@ -1,14 +1,15 @@
 /**
  * What the reads show of a team (BUDGETS.md §4): the session view's `team` block and the team
  * dimensions of a member (or of the team alone). Reads by `_id` only: the team's period counter
- * and, when its plan has team-scope limits, the team's window document.
+ * and, when its plan has team-scope limits, the team's window document. A team's windows are
+ * counted in both (teams/shares.ts inPeriodWindow): those within the period in the counter.
  */
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { SessionTeamSchema } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import { toTimestamp } from "@meter/lib/time";
-import type { TeamAttribution } from "../domain/attribution.ts";
+import { teamAt, type TeamAttribution } from "../domain/attribution.ts";
 import type { CounterDoc, CounterStore } from "../store/counters.ts";
-import { windowDocId } from "../windows/shares.ts";
+import { windowAt, windowDocId } from "../windows/shares.ts";
 import type { WindowDoc, WindowStore } from "../windows/store.ts";
 import { teamDimensions } from "../windows/dimensions.ts";
 import type { Dimension } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
@@ -51,12 +52,46 @@ export interface EarlyTeamReads {
 export async function readTeam(deps: TeamReadDeps, productId: string, a: TeamAttribution | null, now: Date, early?: EarlyTeamReads): Promise<TeamState | null> {
   if (!a) return null;
   const windowsId = hasScope(a, "team") ? windowDocId(productId, a.team.id) : null;
-  const [counter, windows, pool] = await Promise.all([
+  const before = earlierCounterId(productId, a, now);
+  const [counter, windows, pool, earlier] = await Promise.all([
     early?.counterId === a.counterId ? early.counter : deps.teamCounters.get(a.counterId),
     windowsId === null ? null : early?.windowsId === windowsId && early.windows ? early.windows : deps.teamWindows.get(windowsId),
     teamCreditsInForce(deps.credits, deps.teamCounters, productId, a, now),
+    before === null ? null : deps.teamCounters.get(before),
   ]);
-  return { a, counter, windows, pool: pool && pool(counter?.cost ?? 0) };
+  return { a, counter, windows: windowsWithCounter(windows, [counter, earlier]), pool: pool && pool(counter?.cost ?? 0) };
+}
+
+/**
+ * The team's counter of the period before the current one, when a team-scope calendar window
+ * live at `now` began in it: that counter may hold the window's count from before the period
+ * changed (a team subscription that started a new period within the window); null otherwise,
+ * which is nearly always (a window crossing a period's bounds is counted in the window document).
+ */
+export function earlierCounterId(productId: string, a: TeamAttribution, now: Date): string | null {
+  const start = a.period.start.getTime();
+  const crosses = a.plan.limits.some((l) => scopeOf(l) === "team" && l.window !== "rolling" && windowAt(l, now.getTime(), a.plan.timeZone, a.period).start < start);
+  if (!crosses) return null;
+  const earlier = teamAt(productId, a.team, new Date(start - 1));
+  return earlier && earlier.counterId !== a.counterId ? earlier.counterId : null;
+}
+
+/**
+ * A team's window entries as one window document: the window document's and those its period
+ * counters hold (CounterDoc.w). A share is counted in one place (teams/shares.ts inPeriodWindow
+ * decides by the window and its event's period), so a window's count is in one document, or
+ * split between them when a new period began within it: the counts of one field are added.
+ */
+export function windowsWithCounter(doc: WindowDoc | null, counters: readonly (Pick<CounterDoc, "_id" | "product_id" | "user_id" | "w"> | null)[]): WindowDoc | null {
+  const inCounters = counters.flatMap((c) => (c ? Object.entries(c.w ?? {}).map(([k, v]) => ({ c, k, v })) : []));
+  if (inCounters.length === 0) return doc;
+  const w: WindowDoc["w"] = { ...doc?.w };
+  for (const { k, v } of inCounters) {
+    const had = Object.hasOwn(w, k) ? w[k] : undefined;
+    w[k] = { n: Number(v.n) + Number(had?.n ?? 0), e: Number(v.e) };
+  }
+  const { c } = inCounters[0]!;
+  return { ...(doc ?? { _id: c._id, product_id: c.product_id, user_id: c.user_id, jobs: {} }), w };
 }
 
 /** The session view's `team` block. */
