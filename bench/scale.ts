@@ -56,6 +56,7 @@ import { UserStore } from "../services/plans/store/users.ts";
 import { Api } from "../test/support/http.ts";
 import { startAllInOne } from "../test/support/processes.ts";
 import { pct } from "./support/stats.ts";
+import { usageBatch } from "./support/seed-events.ts";
 import { benchDatabase } from "./support/database.ts";
 
 const SIZES = (process.env.BENCH_SIZES ?? "1000,10000,100000").split(",").map(Number);
@@ -72,7 +73,6 @@ const SEED_CONCURRENCY = Number(process.env.BENCH_SEED_CONCURRENCY ?? 16);
 const WINDOWS = Number(process.env.BENCH_WINDOWS ?? 4);
 const TEAMS = Number(process.env.BENCH_TEAMS ?? 0);
 const TEAM_ROUNDS = Number(process.env.BENCH_TEAM_ROUNDS ?? 2);
-const MODELS = ["gpt-4o", "gpt-4o-mini", "claude-3-5-sonnet", "o1"];
 const IDLE_SETTLE_MS = 2_000;
 
 const database = await benchDatabase("scale");
@@ -333,18 +333,7 @@ async function ingestion(size: number, p: BenchProduct = main): Promise<{ eps: n
     Array.from({ length: BATCHES }, (_, b) => b),
     async (b) => {
       const users = Array.from({ length: BATCH_USERS }, () => userId(random(size)));
-      const events = Array.from({ length: BATCH }, (_, j) => ({
-        id: randomUUID(),
-        user_id: users[j % BATCH_USERS],
-        session_id: `s-${b}`,
-        timestamp: new Date().toISOString(),
-        model: MODELS[j % MODELS.length],
-        input_tokens: 100 + (j % 900),
-        output_tokens: 20 + (j % 300),
-        cost_tokens: 0.001,
-        cost_tools: 0,
-        cost_total: 0.001,
-      }));
+      const events = usageBatch(users, BATCH, `s-${b}`);
       const s = performance.now();
       for (let attempt = 1; ; attempt++) {
         const res = await p.api.post("/events/batch", events);

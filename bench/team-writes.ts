@@ -12,11 +12,11 @@
 //   BENCH_USERS=1000 BENCH_TEAMS=100 BENCH_ROUNDS=3 npm run bench:team-writes
 // BENCH_CPU_PROFILE=<dir> writes a CPU profile of each measured round there (<product>-<round>.cpuprofile).
 // Uses MONGODB_URL when set, else the embedded database in a temporary directory.
-import { randomUUID } from "node:crypto";
 import { writeFile } from "node:fs/promises";
 import { Session } from "node:inspector/promises";
 import pMap from "p-map";
 import { benchProduct } from "./support/bench-product.ts";
+import { usageBatch } from "./support/seed-events.ts";
 import { countCommands, processCpuMs, type CommandCount } from "./support/command-counts.ts";
 import { Api } from "../test/support/http.ts";
 
@@ -28,7 +28,6 @@ const BATCH = Number(process.env.BENCH_BATCH ?? 1_000);
 const BATCH_USERS = Number(process.env.BENCH_BATCH_USERS ?? 100);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 4);
 const WINDOWS = Number(process.env.BENCH_WINDOWS ?? 4);
-const MODELS = ["gpt-4o", "gpt-4o-mini", "claude-3-5-sonnet", "o1"];
 
 const commands = countCommands();
 const PROFILE_DIR = process.env.BENCH_CPU_PROFILE;
@@ -104,18 +103,7 @@ async function round(api: Api): Promise<number> {
     Array.from({ length: BATCHES }, (_, b) => b),
     async (b) => {
       const users = Array.from({ length: BATCH_USERS }, () => `user-${Math.floor(Math.random() * USERS)}`);
-      const events = Array.from({ length: BATCH }, (_, j) => ({
-        id: randomUUID(),
-        user_id: users[j % BATCH_USERS],
-        session_id: `s-${b}`,
-        timestamp: new Date().toISOString(),
-        model: MODELS[j % MODELS.length],
-        input_tokens: 100 + (j % 900),
-        output_tokens: 20 + (j % 300),
-        cost_tokens: 0.001,
-        cost_tools: 0,
-        cost_total: 0.001,
-      }));
+      const events = usageBatch(users, BATCH, `s-${b}`);
       for (let attempt = 1; ; attempt++) {
         const res = await api.post("/events/batch", events);
         if (res.status === 200) break;

@@ -36,3 +36,21 @@ export async function postSeedBatch(api: Api, body: readonly object[], label: st
     await new Promise((r) => setTimeout(r, 1_000));
   }
 }
+
+const BATCH_MODELS = ["gpt-4o", "gpt-4o-mini", "claude-3-5-sonnet", "o1"];
+
+/** A batch for POST /events/batch as bench:scale sends it: `n` events over `users` in turn, four models, $0.001 each. */
+export function usageBatch(users: readonly string[], n: number, sessionId: string) {
+  return Array.from({ length: n }, (_, j) => ({
+    id: randomUUID(),
+    user_id: users[j % users.length],
+    session_id: sessionId,
+    timestamp: new Date().toISOString(),
+    model: BATCH_MODELS[j % BATCH_MODELS.length],
+    input_tokens: 100 + (j % 900),
+    output_tokens: 20 + (j % 300),
+    cost_tokens: 0.001,
+    cost_tools: 0,
+    cost_total: 0.001,
+  }));
+}
