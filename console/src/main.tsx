@@ -1,3 +1,5 @@
+// First: the screen's reads leave before the rest of the app is evaluated (arrival.ts).
+import { started } from "./arrival.ts";
 import { createRoot } from "react-dom/client";
 import { QueryCache, QueryClient, QueryClientProvider } from "@tanstack/react-query";
 import { ApiError } from "./api/client.ts";
@@ -17,6 +19,20 @@ const queryClient = new QueryClient({
     },
   },
 });
+
+// The reads already on their way fill the cache: the screen's queries find them in flight. A
+// retry (a 503) asks again.
+for (const { read, answer } of started) {
+  let first = true;
+  void queryClient.prefetchQuery({
+    queryKey: read.queryKey,
+    queryFn: () => {
+      if (!first) return read.queryFn();
+      first = false;
+      return answer;
+    },
+  });
+}
 
 createRoot(document.getElementById("root")!).render(
   <QueryClientProvider client={queryClient}>
