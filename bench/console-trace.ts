@@ -3,27 +3,35 @@
 // script compile and evaluation, style and layout (forced ones with their caller), the API
 // calls and the moment the data is in the DOM. A small product (a few users, plans, a webhook
 // endpoint) on the embedded database, served by an all-in-one process.
+// BENCH_TRACE_MEASURED untraced loads of each screen first print p50/p95 of the data on screen
+// and of the first call's start.
 //   BENCH_TRACE_SCREENS=keys,overview BENCH_TRACE_OUT=/tmp/console-trace npm run bench:console:trace
+//   BENCH_TRACE_LOADS=0 BENCH_TRACE_MEASURED=15 BENCH_TRACE_SCREENS=overview,users,plans,webhooks,keys npm run bench:console:trace
 import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { chromium } from "playwright-core";
 import { buildConsoleIfStale } from "../console/scripts/build.ts";
 import { benchAllInOne } from "./support/database.ts";
 import { seedEvent } from "./support/seed-events.ts";
+import { pct } from "./support/stats.ts";
 
 const SCREENS = (process.env.BENCH_TRACE_SCREENS ?? "keys,overview").split(",");
 const OUT = process.env.BENCH_TRACE_OUT ?? "";
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const LOADS = Number(process.env.BENCH_TRACE_LOADS ?? 3);
+/** Untraced loads of each screen before the traced ones, summarised as p50/p95. */
+const MEASURED = Number(process.env.BENCH_TRACE_MEASURED ?? 0);
 /** Also a sampled CPU profile of each traced load: the functions with the most self time. */
 const PROFILE = process.env.BENCH_TRACE_PROFILE === "1";
 
-const READY: Record<string, { url: string; css: string; text?: string }> = {
-  overview: { url: "/console/", css: "table", text: "Users with the highest cost" },
-  users: { url: "/console/users", css: "table tbody a" },
-  plans: { url: "/console/plans", css: "table tbody td", text: "pro" },
-  webhooks: { url: "/console/webhooks", css: "a", text: "http://127.0.0.1:9/hooks" },
-  keys: { url: "/console/keys", css: "table tbody td" },
+type Shown = { css: string; text?: string }[];
+const READY: Record<string, { url: string; shown: Shown }> = {
+  overview: { url: "/console/", shown: [{ css: "table", text: "Users with the highest cost" }, { css: ".cards .stat" }] },
+  users: { url: "/console/users", shown: [{ css: "table tbody a" }] },
+  user: { url: "/console/users/user-7", shown: [{ css: '[role="meter"]' }, { css: "table", text: "Gate events, newest first" }, { css: 'section[aria-label="Usage by model"]', text: "Tool calls" }, { css: 'section[aria-label="Credits"]' }] },
+  plans: { url: "/console/plans", shown: [{ css: "table tbody td", text: "pro" }] },
+  webhooks: { url: "/console/webhooks", shown: [{ css: "a", text: "http://127.0.0.1:9/hooks" }] },
+  keys: { url: "/console/keys", shown: [{ css: "table tbody td" }] },
 };
 
 interface TraceEvent {
@@ -52,26 +60,44 @@ try {
     await api.post(`/users/user-${i}/subscription`, { plan_id: plans[i % 2]!.id, period_start: start, period_end: end });
   }
   await api.post("/events/batch", Array.from({ length: 200 }, (_, i) => seedEvent(`user-${i % 20}`, 86_400_000)));
+  await api.post("/gate-events/batch", Array.from({ length: 5 }, (_, i) => ({ id: `g${i}`, user_id: "user-7", timestamp: new Date(Date.now() - 60_000 * (i + 1)).toISOString(), status: "soft_gate", gate_reason: "total_spend", usage_pct: 0.85, current_value: 4.25, limit_value: 5, blocked: false })));
   await api.post("/webhooks/endpoints", { url: "http://127.0.0.1:9/hooks", subscribed_events: ["usage.threshold.100"] });
 
   const browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-dev-shm-usage"] });
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   await context.addInitScript({
     content: `sessionStorage.setItem("meter.console.key", ${JSON.stringify(key)});
-      window.__shown = (s) => new Promise((resolve) => {
-        const seen = () => [...document.querySelectorAll(s.css)].some((e) => !s.text || e.textContent.includes(s.text));
+      window.__shown = (selectors) => new Promise((resolve) => {
+        const seen = () => selectors.every((s) => [...document.querySelectorAll(s.css)].some((e) => !s.text || e.textContent.includes(s.text)));
         if (seen()) return resolve(performance.now());
         const o = new MutationObserver(() => { if (seen()) { o.disconnect(); resolve(performance.now()); } });
         o.observe(document, { childList: true, subtree: true, characterData: true });
       });`,
   });
   const page = await context.newPage();
-  const shown = (s: { css: string; text?: string }) => page.evaluate((sel) => (window as unknown as { __shown(x: unknown): Promise<number> }).__shown(sel), s);
+  const shown = (s: { shown: Shown }) =>
+    Promise.race([
+      page.evaluate((sel) => (window as unknown as { __shown(x: unknown): Promise<number> }).__shown(sel), s.shown),
+      new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`not shown within 30 s: ${JSON.stringify(s.shown)} on ${page.url()}`)), 30_000).unref()),
+    ]);
   if (OUT) await mkdir(OUT, { recursive: true });
   for (const screen of SCREENS) {
     const ready = READY[screen]!;
     await page.goto(base + ready.url); // fills the cache
     await shown(ready);
+    // Untraced loads first: the data on screen and the first call's start, on the page's clock.
+    const at: number[] = [];
+    const calls: number[] = [];
+    for (let i = 0; i < MEASURED; i++) {
+      await page.goto("about:blank");
+      await page.goto(base + ready.url, { waitUntil: "commit" });
+      at.push(await shown(ready));
+      calls.push(await page.evaluate(() => Math.min(...performance.getEntriesByType("resource").filter((e) => e.name.includes("/api/v1/")).map((e) => e.startTime))));
+    }
+    if (MEASURED) {
+      const q = (xs: number[]) => `p50 ${pct([...xs].sort((a, b) => a - b), 50).toFixed(0)} p95 ${pct([...xs].sort((a, b) => a - b), 95).toFixed(0)}`;
+      console.log(`${screen.padEnd(10)} ${MEASURED} fresh documents: data in the DOM ${q(at)} ms; first call left ${q(calls)} ms`);
+    }
     for (let load = 0; load < LOADS; load++) {
       await page.goto("about:blank");
       const cdp = PROFILE ? await context.newCDPSession(page) : null;
@@ -82,10 +108,10 @@ try {
       }
       await browser.startTracing(page, { categories: ["devtools.timeline", "disabled-by-default-devtools.timeline", "blink.user_timing", "loading", "v8.execute", "blink", "disabled-by-default-devtools.timeline.stack"] });
       await page.goto(base + ready.url, { waitUntil: "commit" });
-      const at = await shown(ready);
+      const shownAt = await shown(ready);
       const buf = await browser.stopTracing();
       if (OUT) await writeFile(path.join(OUT, `${screen}-${load}.json`), buf);
-      summarise(screen, load, JSON.parse(buf.toString()).traceEvents as TraceEvent[], at);
+      summarise(screen, load, JSON.parse(buf.toString()).traceEvents as TraceEvent[], shownAt);
       if (cdp) {
         const profile = (await cdp.send("Profiler.stop")).profile as unknown as CpuProfile;
         if (OUT) await writeFile(path.join(OUT, `${screen}-${load}.cpuprofile`), JSON.stringify(profile));
