@@ -22,9 +22,9 @@ const queryClient = new QueryClient({
 
 // The reads already on their way fill the cache: the screen's queries find them in flight. A
 // retry (a 503) asks again.
-for (const { read, answer } of started) {
+const arrived = started.map(({ read, answer }) => {
   let first = true;
-  void queryClient.prefetchQuery({
+  return queryClient.prefetchQuery({
     queryKey: read.queryKey,
     queryFn: () => {
       if (!first) return read.queryFn();
@@ -32,10 +32,21 @@ for (const { read, answer } of started) {
       return answer;
     },
   });
-}
+});
 
-createRoot(document.getElementById("root")!).render(
-  <QueryClientProvider client={queryClient}>
-    <App />
-  </QueryClientProvider>,
+/**
+ * How long the first render waits for those reads. Their answers usually come back while this
+ * script is still being evaluated; rendered with them in the cache, the screen shows its data
+ * in its first paint. Rendered before, it would show a loading state and take the answers only
+ * once its queries subscribe, in effects that Preact runs after the next frame. A slow read
+ * gets the loading state after this long.
+ */
+const FIRST_RENDER_WAIT_MS = 150;
+
+void Promise.race([Promise.all(arrived), new Promise((resolve) => setTimeout(resolve, FIRST_RENDER_WAIT_MS))]).then(() =>
+  createRoot(document.getElementById("root")!).render(
+    <QueryClientProvider client={queryClient}>
+      <App />
+    </QueryClientProvider>,
+  ),
 );
