@@ -437,6 +437,8 @@ t("API keys: list, create one shown once, and a revoked key returns to sign-in",
   // Sign in with the new key, revoke it through the API: the next request returns to sign-in.
   await page.getByRole("button", { name: "Sign out" }).click();
   await signIn(page, ctx.base, secret);
+  // The overview's calls answered first: one of them refused would return to sign-in before the click.
+  await page.waitForLoadState("networkidle");
   const id = (await ctx.api.get("/keys")).body.keys.find((k: { name: string }) => k.name === "console admin").id;
   assert.is((await ctx.api.delete(`/keys/${id}`)).status, 204);
   ctx.allowedStatuses = new Set([401]);
@@ -470,7 +472,9 @@ t("a fresh document asks for its screen's data once, and a key refused on arriva
   // A key revoked while the tab was away: the screen's first call is refused before the app has
   // rendered, and the app still returns to sign-in with the reason.
   const created = await must(ctx.api.post("/keys", { name: "revoked on arrival", scope: "admin" }), 201);
+  await page.getByRole("button", { name: "Sign out" }).click();
   await signIn(page, ctx.base, created.key);
+  await page.waitForLoadState("networkidle");
   assert.is((await ctx.api.delete(`/keys/${created.id}`)).status, 204);
   await eventually(async () => (await ctx.aio.api.withKey(created.key).get("/keys")).status === 401, 30_000, "the revoked key refused");
   ctx.allowedStatuses = new Set([401]);
