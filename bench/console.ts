@@ -129,8 +129,7 @@ try {
       limit_value: 5,
       blocked: k % 3 === 0,
     }));
-    const res = await api.post("/gate-events/batch", body);
-    if (res.status !== 200) throw new Error(`gate events: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
+    retries += await postSeedBatch(api, body, "gate events", "/gate-events/batch");
   }
   const endpoint = await api.post("/webhooks/endpoints", { url: "http://127.0.0.1:9/hooks", subscribed_events: ["usage.threshold.100"] });
   if (endpoint.status !== 201) throw new Error(`endpoint: ${endpoint.status} ${JSON.stringify(endpoint.body)}`);
