@@ -437,10 +437,48 @@ t("API keys: list, create one shown once, and a revoked key returns to sign-in",
   // Sign in with the new key, revoke it through the API: the next request returns to sign-in.
   await page.getByRole("button", { name: "Sign out" }).click();
   await signIn(page, ctx.base, secret);
+  // The overview's calls answered first: one of them refused would return to sign-in before the click.
+  await page.waitForLoadState("networkidle");
   const id = (await ctx.api.get("/keys")).body.keys.find((k: { name: string }) => k.name === "console admin").id;
   assert.is((await ctx.api.delete(`/keys/${id}`)).status, 204);
   ctx.allowedStatuses = new Set([401]);
   await page.getByRole("navigation", { name: "Screens" }).getByRole("link", { name: "Plans" }).click();
+  await page.getByText("Your key was refused").waitFor();
+  await page.getByLabel("Product API key").waitFor();
+  ctx.allowedStatuses = new Set();
+});
+
+t("a fresh document asks for its screen's data once, and a key refused on arrival returns to sign-in", async (ctx) => {
+  const { page } = ctx;
+  await signIn(page, ctx.base, ctx.key);
+  const asked: string[] = [];
+  const listen = (r: { url(): string; method(): string }) => {
+    if (r.method() === "GET" && r.url().includes("/api/v1/")) asked.push(r.url().replace(`${ctx.base}/api/v1`, ""));
+  };
+  page.on("request", listen);
+  // Reloads: each a fresh document of the screen, the key still held in the tab.
+  await page.goto(`${ctx.base}/console/keys`);
+  await page.getByRole("table", { name: "API keys" }).getByRole("cell").first().waitFor();
+  assert.equal(asked, ["/keys"]);
+  asked.length = 0;
+  await page.goto(`${ctx.base}/console/users/bob`);
+  await page.getByRole("table", { name: "Gate events, newest first" }).getByText("period budget spent").waitFor();
+  await page.getByRole("region", { name: "Usage by model" }).getByText("gpt-4.1").first().waitFor();
+  for (const call of ["/users/bob", "/users/bob/session", "/users/bob/limits", "/users/bob/credits", "/users/bob/usage?period=current_period&breakdown=model"])
+    assert.is(asked.filter((a) => a === call).length, 1, `${call} once in ${JSON.stringify(asked)}`);
+  page.off("request", listen);
+  await check(ctx, "user-fresh");
+
+  // A key revoked while the tab was away: the screen's first call is refused before the app has
+  // rendered, and the app still returns to sign-in with the reason.
+  const created = await must(ctx.api.post("/keys", { name: "revoked on arrival", scope: "admin" }), 201);
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await signIn(page, ctx.base, created.key);
+  await page.waitForLoadState("networkidle");
+  assert.is((await ctx.api.delete(`/keys/${created.id}`)).status, 204);
+  await eventually(async () => (await ctx.aio.api.withKey(created.key).get("/keys")).status === 401, 30_000, "the revoked key refused");
+  ctx.allowedStatuses = new Set([401]);
+  await page.goto(`${ctx.base}/console/keys`);
   await page.getByText("Your key was refused").waitFor();
   await page.getByLabel("Product API key").waitFor();
   ctx.allowedStatuses = new Set();

@@ -25,12 +25,12 @@ export function seedEvent(userId: string, spanMs: number) {
 }
 
 /**
- * POST /events/batch until it is accepted: a loaded service sheds a batch with 503 or 429,
- * which a seed retries after a second. Answers how many times it retried.
+ * POST /events/batch (or `route`) until it is accepted: a loaded service sheds a batch with 503
+ * or 429, which a seed retries after a second. Answers how many times it retried.
  */
-export async function postSeedBatch(api: Api, body: readonly object[], label: string): Promise<number> {
+export async function postSeedBatch(api: Api, body: readonly object[], label: string, route = "/events/batch"): Promise<number> {
   for (let retries = 0; ; retries++) {
-    const res = await api.post("/events/batch", body);
+    const res = await api.post(route, body);
     if (res.status === 200) return retries;
     if (res.status !== 503 && res.status !== 429) throw new Error(`${label}: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
     await new Promise((r) => setTimeout(r, 1_000));

@@ -1,4 +1,4 @@
-import createClient, { type Middleware } from "openapi-fetch";
+import createClient from "openapi-fetch";
 import type { components, paths } from "./schema.ts";
 import type { Dimension } from "../limits.ts";
 
@@ -31,22 +31,33 @@ export class ApiError extends Error {
   }
 }
 
-/** Called when the API refuses the key (401): the app forgets it and returns to sign-in. */
-let onUnauthorized: (message: string) => void = () => {};
+/**
+ * Called when the API refuses the key (401): the app forgets it and returns to sign-in. A
+ * refusal before the app set its handler (a screen's first reads leave before it renders) is
+ * kept and handed to the handler when it is set.
+ */
+let refusedEarly: string | null = null;
+let onUnauthorized: (message: string) => void = (message) => {
+  refusedEarly = message;
+};
 export const setUnauthorizedHandler = (fn: (message: string) => void) => {
   onUnauthorized = fn;
+  if (refusedEarly !== null) fn(refusedEarly);
+  refusedEarly = null;
 };
 
-const auth: Middleware = {
-  onRequest({ request }) {
-    const key = keyStore.get();
-    if (key && !request.headers.has("authorization")) request.headers.set("authorization", `Bearer ${key}`);
-    return request;
-  },
+/**
+ * The tab's key on every call. A fetch of its own rather than a middleware: openapi-fetch
+ * awaits middlewares before it calls fetch, so a call made while the app's script is still
+ * evaluating would leave only once the script has run; this way it leaves at once.
+ */
+const authorizedFetch = (request: Request) => {
+  const key = keyStore.get();
+  if (key && !request.headers.has("authorization")) request.headers.set("authorization", `Bearer ${key}`);
+  return fetch(request);
 };
 
-export const api = createClient<paths>({ baseUrl: `${location.origin}` });
-api.use(auth);
+export const api = createClient<paths>({ baseUrl: `${location.origin}`, fetch: authorizedFetch });
 
 /** Unwraps an openapi-fetch answer: the data and its status (201 new, 200 a repeat), or an ApiError (a 401 also signs out). */
 export async function answer<T>(call: Promise<{ data?: T; error?: unknown; response: Response }>): Promise<{ data: T; status: number }> {

@@ -1,10 +1,11 @@
 import { useState } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { ApiError, api, ok, type ApiKey } from "../api/client.ts";
+import { keysRead } from "../api/reads.ts";
 import { Card, DataTable, ErrorState, Field, FormAlert, Query, Screen, SecretOnce, Submit, submitted, Time } from "../components.tsx";
 
 export function KeysScreen() {
-  const keys = useQuery({ queryKey: ["keys"], queryFn: () => ok(api.GET("/api/v1/keys")) });
+  const keys = useQuery(keysRead());
   return (
     <Screen title="API keys">
     <div className="grid-side">

@@ -1,29 +1,23 @@
 import { useMemo, useState } from "react";
 import { useQuery } from "@tanstack/react-query";
 import { Link } from "wouter";
-import { api, ok } from "../api/client.ts";
+import { overviewReads, overviewWindow, type Source } from "../api/reads.ts";
 import { BarList, Card, DataTable, DayChart, Empty, Field, InlineForm, num, Query, QuickStart, Screen } from "../components.tsx";
 import { change, fmtInt, fmtMoney, fmtPct, fmtTokens } from "../format.ts";
 import { useUrlState } from "../url-state.ts";
 
-type Source = "auto" | "manual" | undefined;
-
 export function Overview() {
   const [params, set] = useUrlState();
-  const days = Math.min(365, Math.max(1, Number(params.get("days")) || 30));
-  const source = (params.get("source") as Source) || undefined;
-  // An external team id: every usage figure counts only what was attributed to that team.
-  const team = params.get("team") || undefined;
-  const teamQuery = team ? { team_id: team } : {};
-  const query = { days, ...(source ? { source } : {}), ...teamQuery };
-
-  const summary = useQuery({ queryKey: ["summary", days, source, team], queryFn: () => ok(api.GET("/api/v1/analytics/summary", { params: { query } })) });
-  const series = useQuery({ queryKey: ["timeseries", days, source, team], queryFn: () => ok(api.GET("/api/v1/analytics/timeseries", { params: { query } })) });
-  const gates = useQuery({ queryKey: ["gate-timeseries", days, team], queryFn: () => ok(api.GET("/api/v1/analytics/gate-timeseries", { params: { query: { days, ...teamQuery } } })) });
-  const breakdown = useQuery({ queryKey: ["breakdown", days, source, team], queryFn: () => ok(api.GET("/api/v1/analytics/breakdown", { params: { query } })) });
-  const top = useQuery({ queryKey: ["top-users", days, source, team], queryFn: () => ok(api.GET("/api/v1/analytics/top-users", { params: { query: { ...query, limit: 10 } } })) });
-  const topTeams = useQuery({ queryKey: ["top-teams", days, source, team], queryFn: () => ok(api.GET("/api/v1/analytics/top-teams", { params: { query: { ...query, limit: 10 } } })) });
-  const plans = useQuery({ queryKey: ["plan-subscribers"], queryFn: () => ok(api.GET("/api/v1/analytics/plan-subscribers")) });
+  const shown = overviewWindow(params);
+  const { days, source, team } = shown;
+  const reads = overviewReads(shown);
+  const summary = useQuery(reads.summary);
+  const series = useQuery(reads.series);
+  const gates = useQuery(reads.gates);
+  const breakdown = useQuery(reads.breakdown);
+  const top = useQuery(reads.top);
+  const topTeams = useQuery(reads.topTeams);
+  const plans = useQuery(reads.plans);
 
   return (
     <Screen title="Overview" actions={<WindowPicker days={days} source={source} team={team} onChange={(p) => set(p)} />}>

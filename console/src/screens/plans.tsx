@@ -2,6 +2,7 @@ import { useState } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { CALENDAR_WINDOWS, MAX_ROLLING_MINUTES, METRICS, WINDOWS, isTimeZone, type Metric, type WindowKind } from "@meter/rules";
 import { ApiError, api, ok, type Issue, type Plan, type PlanInput } from "../api/client.ts";
+import { planSubscribersRead, plansRead } from "../api/reads.ts";
 import { Card, DataTable, Empty, Field, FormAlert, FormStatus, num, Query, QuickStart, Screen, Submit, submitted, Time } from "../components.tsx";
 import { fmtExactMoney, fmtInt, fmtMoney } from "../format.ts";
 import { numberOrText } from "../inputs.ts";
@@ -118,8 +119,8 @@ function issuesByField(issues: Issue[]): Record<string, string> {
 export function PlansScreen() {
   const [params, set] = useUrlState();
   const editing = params.get("edit");
-  const plans = useQuery({ queryKey: ["plans"], queryFn: () => ok(api.GET("/api/v1/config/plans")) });
-  const subs = useQuery({ queryKey: ["plan-subscribers"], queryFn: () => ok(api.GET("/api/v1/analytics/plan-subscribers")) });
+  const plans = useQuery(plansRead());
+  const subs = useQuery(planSubscribersRead());
   const count = (name: string) => subs.data?.plans.find((s) => s.plan_name === name)?.subscriber_count;
   const plan = plans.data?.plans.find((p) => p.id === editing);
   return (

@@ -2,6 +2,7 @@ import { useState } from "react";
 import { useMutation, useQuery } from "@tanstack/react-query";
 import { Link } from "wouter";
 import { ApiError, api, ok, type Plan } from "../api/client.ts";
+import { plansRead } from "../api/reads.ts";
 import { Card, Field, FormAlert, FormStatus, Submit, submitted } from "../components.tsx";
 import { fmtMoney } from "../format.ts";
 
@@ -34,7 +35,7 @@ export function SubscriptionForm({
   save: (body: SubscriptionBody) => Promise<{ plan_name: string | null }>;
   onSaved: () => void;
 }) {
-  const plans = useQuery({ queryKey: ["plans"], queryFn: () => ok(api.GET("/api/v1/config/plans")) });
+  const plans = useQuery(plansRead());
   const [defStart, defEnd] = current?.plan_id && current.period ? [dateOnly(current.period.start), dateOnly(current.period.end)] : thisMonthUtc();
   const [form, setForm] = useState<{ plan_id: string; start: string | null; end: string | null; billing: string }>({ plan_id: "", start: null, end: null, billing: "" });
   const planId = form.plan_id || current?.plan_id || "";

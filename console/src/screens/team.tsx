@@ -2,6 +2,7 @@ import { useState } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link } from "wouter";
 import { ApiError, api, getTeamLimits, mapLimited, ok, type Session, type User } from "../api/client.ts";
+import { plansRead, teamUsageRead } from "../api/reads.ts";
 import { Card, DataTable, Empty, Field, FormAlert, InlineForm, num, Query, Time } from "../components.tsx";
 import { DimensionBar, Reset, untilResetRefetch, useNow } from "../dimension-bars.tsx";
 import { usePaging, useUrlState } from "../url-state.ts";
@@ -55,8 +56,7 @@ export function TeamScreen({ id }: { id: string }) {
               </Card>
             </div>
             <UsageByModel
-              queryKey={["team-usage", id]}
-              load={(period) => ok(api.GET("/api/v1/teams/{team_id}/usage", { params: { ...p(id), query: { period, breakdown: "model" } } }))}
+              read={(period) => teamUsageRead(id, period)}
               empty="No usage by the team's members in this period."
             />
             <Members id={id} members={members} />
@@ -80,14 +80,14 @@ export function TeamScreen({ id }: { id: string }) {
 
 /** The team's shared pool (drawn after each member's own credits): the user page's credits card, for the team. */
 function TeamCredits({ id, planName }: { id: string; planName: string | null }) {
-  const plans = useQuery({ queryKey: ["plans"], queryFn: () => ok(api.GET("/api/v1/config/plans")), enabled: planName !== null });
+  const plans = useQuery({ ...plansRead(), enabled: planName !== null });
   const plan = plans.data?.plans.find((x) => x.name === planName);
   return <UserCredits kind="team" id={id} draws={planName === null ? "no plan" : plan?.credits_enabled} />;
 }
 
 /** What the team's plan caps: its period cap and model caps on the team's sum, each limit on the sum or on each member (its scope). */
 function TeamCaps({ planName }: { planName: string }) {
-  const plans = useQuery({ queryKey: ["plans"], queryFn: () => ok(api.GET("/api/v1/config/plans")) });
+  const plans = useQuery(plansRead());
   const plan = plans.data?.plans.find((x) => x.name === planName);
   if (!plan) return null;
   const caps = [

@@ -1,6 +1,7 @@
 import { useMemo, type ReactNode } from "react";
 import { useQuery } from "@tanstack/react-query";
 import type { Usage } from "../api/client.ts";
+import { usagePeriod, type Read } from "../api/reads.ts";
 import { BarList, Card, DataTable, Empty, Field, num, Query } from "../components.tsx";
 import { fmtInt, fmtMoney, fmtTokens } from "../format.ts";
 import { useUrlState } from "../url-state.ts";
@@ -14,10 +15,10 @@ function pastMonths(n: number): string[] {
 }
 
 /** A user's or a team's usage (GET …/usage, one shape for both) by model, in the period chosen (kept in the URL). */
-export function UsageByModel({ queryKey, load, empty }: { queryKey: readonly unknown[]; load: (period: string) => Promise<Usage>; empty: ReactNode }) {
+export function UsageByModel({ read, empty }: { read: (period: string) => Read<Usage>; empty: ReactNode }) {
   const [params, set] = useUrlState();
-  const period = params.get("period") ?? "current_period";
-  const usage = useQuery({ queryKey: [...queryKey, period], queryFn: () => load(period) });
+  const period = usagePeriod(params);
+  const usage = useQuery(read(period));
   const months = useMemo(() => pastMonths(12), []);
   return (
     <Card

@@ -5,6 +5,7 @@
 import { useEffect, useRef, useState } from "react";
 import { useMutation, useQuery, useQueryClient, type QueryClient } from "@tanstack/react-query";
 import { ApiError, answer, api, ok, type CreditGrant, type LedgerEntry } from "../api/client.ts";
+import { creditsKey, creditsRead } from "../api/reads.ts";
 import { Card, DataTable, Empty, ErrorState, Field, FormAlert, FormStatus, num, Query, Submit, submitted, Time } from "../components.tsx";
 import { describeGrant, grantBody, LEDGER_TYPE, newGrantForm, STATUS_BADGE, voidable, type GrantForm, type GrantKind, type GrantStatus, type LedgerType } from "../credits.ts";
 import { fmtExactMoney, fmtSignedMoney } from "../format.ts";
@@ -22,14 +23,7 @@ export interface CreditOwner {
   id: string;
 }
 
-/** What the console reads of a balance and of a ledger page, the same for a user and a team. */
-interface Credits {
-  balance: number;
-  pending: number;
-  overdraft: number;
-  low_at: number | null;
-  grants: CreditGrant[];
-}
+/** What the console reads of a ledger page, the same for a user and a team. */
 interface LedgerPage {
   entries: LedgerEntry[];
   next_cursor: string | null;
@@ -42,8 +36,7 @@ function routes(o: CreditOwner) {
   const isTeam = o.kind === "team";
   return {
     /** The cache key of this owner's queries (a user and a team of one id are apart). */
-    key: isTeam ? `team:${o.id}` : o.id,
-    credits: (): Promise<Credits> => (isTeam ? ok(api.GET("/api/v1/teams/{team_id}/credits", { params: team })) : ok(api.GET("/api/v1/users/{user_id}/credits", { params: user }))),
+    key: creditsKey(o.kind, o.id),
     grant: (body: never) =>
       isTeam ? answer(api.POST("/api/v1/teams/{team_id}/credits", { params: team, body })) : answer(api.POST("/api/v1/users/{user_id}/credits", { params: user, body })),
     void: (grantId: string) =>
@@ -65,7 +58,7 @@ function routes(o: CreditOwner) {
 /** `draws`: whether the owner's plan draws credits (its credits_enabled), "no plan", or undefined while unknown. */
 export function UserCredits({ id, draws, kind = "user" }: { id: string; draws: boolean | "no plan" | undefined; kind?: CreditOwner["kind"] }) {
   const r = routes({ kind, id });
-  const credits = useQuery({ queryKey: ["credits", r.key], queryFn: r.credits });
+  const credits = useQuery(creditsRead(kind, id));
   const noun = kind === "team" ? "team" : "user";
   return (
     <>

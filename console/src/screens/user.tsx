@@ -1,11 +1,11 @@
 import { useState } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link } from "wouter";
-import { ApiError, api, getLimits, ok, type GateEvent, type Session } from "../api/client.ts";
+import { ApiError, api, ok, type GateEvent, type Session } from "../api/client.ts";
+import { gateEventsFilter, gateEventsRead, limitsRead, sessionRead, userRead, userUsageRead } from "../api/reads.ts";
 import { Card, DataTable, Empty, Field, FormAlert, FormStatus, Gauge, InlineForm, num, Query, QuickStart, Submit, submitted, Time } from "../components.tsx";
 import { fmtInt, fmtMoney, fmtPct } from "../format.ts";
 import { capSentence } from "../credits.ts";
-import { localToIso } from "../inputs.ts";
 import { blockingIndex, dimensionLabel, TEAM_REASON } from "../limits.ts";
 import { DimensionBar, Reset, untilResetRefetch, useNow } from "../dimension-bars.tsx";
 import { usePaging, useUrlState } from "../url-state.ts";
@@ -16,8 +16,8 @@ import { UsageByModel } from "./usage-by-model.tsx";
 const p = (id: string) => ({ path: { user_id: id } });
 
 export function UserScreen({ id }: { id: string }) {
-  const user = useQuery({ queryKey: ["user", id], queryFn: () => ok(api.GET("/api/v1/users/{user_id}", { params: p(id) })) });
-  const session = useQuery({ queryKey: ["session", id], queryFn: () => ok(api.GET("/api/v1/users/{user_id}/session", { params: p(id) })) });
+  const user = useQuery(userRead(id));
+  const session = useQuery(sessionRead(id));
   return (
     <div className="screen">
       <div className="screen-head">
@@ -75,8 +75,7 @@ export function UserScreen({ id }: { id: string }) {
       </Query>
       <UserCredits id={id} draws={session.data ? (session.data.plan_id ? session.data.plan_config.credits_enabled : "no plan") : undefined} />
       <UsageByModel
-        queryKey={["usage", id]}
-        load={(period) => ok(api.GET("/api/v1/users/{user_id}/usage", { params: { ...p(id), query: { period, breakdown: "model" } } }))}
+        read={(period) => userUsageRead(id, period)}
         empty={
           <>
             No usage in this period. Record a manual event below, or send usage from your product; see the <QuickStart />.
@@ -94,11 +93,7 @@ export function UserScreen({ id }: { id: string }) {
 
 /** Every dimension of the user (GET /users/{user_id}/limits) as a bar with its reset; the one that blocks calls stands out. */
 function Limits({ id, session }: { id: string; session: Session }) {
-  const limits = useQuery({
-    queryKey: ["limits", id],
-    queryFn: () => getLimits(id),
-    refetchInterval: untilResetRefetch,
-  });
+  const limits = useQuery({ ...limitsRead(id), refetchInterval: untilResetRefetch });
   const now = useNow(30_000);
   const c = session.plan_config;
   // The service counts spend per period; a session's spend is counted by the client library,
@@ -144,26 +139,11 @@ function Limits({ id, session }: { id: string; session: Session }) {
 function GateEvents({ id }: { id: string }) {
   const [params, set] = useUrlState();
   const paging = usePaging(params, set, "gcursor");
-  const f = {
-    status: (params.get("status") as "soft_gate" | "hard_gate" | null) ?? undefined,
-    gate_reason: params.get("reason") ?? undefined,
-    blocked_only: params.get("blocked") === "1",
-    since: params.get("since") ?? "",
-    until: params.get("until") ?? "",
-    limit: Number(params.get("limit")) || 25,
-  };
-  const events = useQuery({
-    queryKey: ["gate-events", id, f, paging.cursor],
-    queryFn: () =>
-      ok(
-        api.GET("/api/v1/users/{user_id}/gate-events", {
-          params: { ...p(id), query: { status: f.status, gate_reason: f.gate_reason, blocked_only: f.blocked_only, since: localToIso(f.since), until: localToIso(f.until), cursor: paging.cursor, limit: f.limit } },
-        }),
-      ),
-  });
+  const f = gateEventsFilter(params);
+  const events = useQuery(gateEventsRead(id, f, paging.cursor));
   const [reason, setReason] = useState(f.gate_reason ?? "");
   // A window's gate event is in its metric (dollars, tokens or calls): the user's dimensions say which (the same query as the bars).
-  const dims = useQuery({ queryKey: ["limits", id], queryFn: () => getLimits(id) });
+  const dims = useQuery(limitsRead(id));
   const valueOverLimit = (e: GateEvent) => {
     const metric = dims.data?.limits.find((d) => d.reason === e.gate_reason)?.metric ?? (e.gate_reason.startsWith("model_limit:") ? "tokens" : "spend");
     const fmt = metric === "spend" ? fmtMoney : fmtInt;

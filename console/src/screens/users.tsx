@@ -2,24 +2,19 @@ import { useState } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link, useLocation } from "wouter";
 import { ApiError, api, ok, type Issue } from "../api/client.ts";
+import { plansRead, usersFilter, usersRead } from "../api/reads.ts";
 import { Card, DataTable, Empty, Field, FormAlert, InlineForm, num, Query, QuickStart, Screen, Submit, submitted, Time } from "../components.tsx";
 import { fmtDate, fmtInt, fmtMoney, fmtTokens, utcTitle } from "../format.ts";
 import { usePaging, useUrlState } from "../url-state.ts";
 
-/** GET /users (listUsers): prefix search, plan filter, cursor paging. */
-const listUsers = (query: { prefix?: string; plan?: string; cursor?: string; limit: number }) => ok(api.GET("/api/v1/users", { params: { query } }));
-
 export function UsersScreen() {
   const [params, set] = useUrlState();
   const paging = usePaging(params, set);
-  const prefix = params.get("prefix") ?? "";
-  const plan = params.get("plan") ?? "";
+  const filter = usersFilter(params);
+  const { prefix, plan } = filter;
   const [search, setSearch] = useState(prefix);
-  const plans = useQuery({ queryKey: ["plans"], queryFn: () => ok(api.GET("/api/v1/config/plans")) });
-  const users = useQuery({
-    queryKey: ["users", prefix, plan, paging.cursor],
-    queryFn: () => listUsers({ prefix: prefix || undefined, plan: plan || undefined, cursor: paging.cursor, limit: 50 }),
-  });
+  const plans = useQuery(plansRead());
+  const users = useQuery(usersRead(filter));
 
   return (
     <Screen title="Users">

@@ -3,13 +3,14 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link, useLocation } from "wouter";
 import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from "@meter/rules";
 import { ApiError, api, ok, type Endpoint } from "../api/client.ts";
+import { endpointsRead } from "../api/reads.ts";
 import { Card, CopyButton, DataTable, Empty, ErrorState, Field, FormStatus, num, Query, QuickStart, Screen, SecretOnce, Submit, submitted, Time } from "../components.tsx";
 import { usePaging, useUrlState } from "../url-state.ts";
 
 const ep = (id: string) => ({ params: { path: { id } } });
 
 export function WebhooksScreen({ selected }: { selected?: string }) {
-  const endpoints = useQuery({ queryKey: ["endpoints"], queryFn: () => ok(api.GET("/api/v1/webhooks/endpoints")) });
+  const endpoints = useQuery(endpointsRead());
   const current = endpoints.data?.find((e) => e.id === selected);
   return (
     <Screen title="Webhooks">
