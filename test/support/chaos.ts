@@ -300,11 +300,15 @@ async function deliveryLog(p: ChaosProduct, tally: Tally): Promise<string> {
   return `deliveries logged: ${[...counts].sort().map(([k, n]) => `${k} x${n}`).join(", ") || "none"}`;
 }
 
-/** True when the metrics text says every outbox is empty. */
+/**
+ * True when the metrics text says every outbox is empty and none holds an entry set aside (a
+ * handover given up after failing every attempt: what it holds was never handed over).
+ */
 export async function outboxesEmpty(metricsUrl: string): Promise<boolean> {
   const text = await (await fetch(metricsUrl)).text();
-  const depths = [...text.matchAll(/^meter_outbox_depth\{[^}]*\} (\S+)$/gm)].map((m) => Number(m[1]));
-  return depths.length > 0 && depths.every((d) => d === 0);
+  const gauge = (name: string) => [...text.matchAll(new RegExp(`^${name}\\{[^}]*\\} (\\S+)$`, "gm"))].map((m) => Number(m[1]));
+  const depths = gauge("meter_outbox_depth");
+  return depths.length > 0 && [...depths, ...gauge("meter_outbox_set_aside")].every((d) => d === 0);
 }
 
 /** Child processes of `parent` whose command line contains `match` (Linux /proc). */
