@@ -361,6 +361,36 @@ t("a fan-out picked between the hand-over's queue entry and its event waits for 
   }
 });
 
+t("a hand-over cut off between its queue entry and its event, picked by the dispatcher, then repeated: delivered once", async ({ mongo }) => {
+  const raw = mongo.db(`webhooks_cut_handover_${Date.now()}`);
+  const rx = await new Receiver(() => 200).start();
+  // The hand-over on a replica without a dispatcher: its fan-out entry is queued, then the
+  // database fails the event's insert (the call fails; ingestion repeats it later).
+  const recorder = await startInstance(flakyDb(raw, "events", "insertMany", { left: 1 }), { runJobs: false });
+  const productId = randomUUID();
+  const ep = await endpointFor(recorder, productId, rx.url);
+  const c = crossing(productId, 50);
+  await recorder.client.publishThresholdCrossings({ crossings: [c] }).then(
+    () => assert.unreachable("the hand-over should fail"),
+    () => {},
+  );
+  await recorder.close();
+  const svc = await startInstance(raw);
+  try {
+    // The dispatcher has passed the entry (its event not stored yet) once a later event of the
+    // product, queued behind it, is delivered; the entry is still queued for the repeat.
+    await laterEventDelivered(svc.client, productId, "gate");
+    assert.is(await raw.collection("delivery_queue").countDocuments({ product_id: productId, kind: "fanout" }), 1, "the fan-out entry is kept");
+    await svc.client.publishThresholdCrossings({ crossings: [c] });
+    const d = await settled(svc, productId, ep.id, "success", 30_000);
+    assert.is(d!.attempt, 1);
+    assert.is(rx.received.length, 1, "sent once");
+  } finally {
+    await svc.close();
+    await rx.stop();
+  }
+});
+
 t("a restart in the middle of a retry sequence loses nothing and duplicates nothing", async ({ mongo }) => {
   // Slower scale here: attempt 2 after 2 s, attempt 3 after 10 s, leaving time to restart. A
   // database of its own: the suite's fast replica must not run this sequence's attempts.
