@@ -229,8 +229,10 @@ t("an attempt whose claim a dead runner holds is sent once the claim's lease run
   }
 });
 
-/** The database as the service sees it, where `method` of one collection fails while `faults.left` > 0. */
-function flakyDb(db: Db, collection: string, method: string, faults: { left: number }): Db {
+type Method = (...args: unknown[]) => unknown;
+
+/** The database as the service sees it, where the `methods` of one collection are replaced by their wrapping of the original. */
+function interceptedDb(db: Db, collection: string, methods: Record<string, (original: Method) => Method>): Db {
   const passThrough = <T extends object>(target: T, override: (prop: string | symbol) => unknown) =>
     new Proxy(target, {
       get(t, prop) {
@@ -246,19 +248,23 @@ function flakyDb(db: Db, collection: string, method: string, faults: { left: num
       : (name: string, opts?: object) => {
           const col = db.collection(name, opts);
           if (name !== collection) return col;
-          return passThrough(col, (p) =>
-            p !== method
-              ? undefined
-              : (...args: unknown[]) => {
-                  if (faults.left > 0) {
-                    faults.left--;
-                    return Promise.reject(new MongoNetworkError("connection reset (injected)"));
-                  }
-                  return (col as unknown as Record<string, (...a: unknown[]) => unknown>)[method]!(...args);
-                },
-          );
+          const own = col as unknown as Record<string, Method>;
+          return passThrough(col, (p) => (typeof p === "string" && Object.hasOwn(methods, p) ? methods[p]!((...a) => own[p]!.apply(col, a)) : undefined));
         },
   );
+}
+
+/** The database as the service sees it, where `method` of one collection fails while `faults.left` > 0. */
+function flakyDb(db: Db, collection: string, method: string, faults: { left: number }): Db {
+  return interceptedDb(db, collection, {
+    [method]: (original) => (...args) => {
+      if (faults.left > 0) {
+        faults.left--;
+        return Promise.reject(new MongoNetworkError("connection reset (injected)"));
+      }
+      return original(...args);
+    },
+  });
 }
 
 t("an attempt the database fails mid-way is run again, and sends once", async ({ mongo }) => {
@@ -307,6 +313,78 @@ t("a fan-out interrupted after its deliveries were stored is completed once", as
     assert.is(rx.received.length, 3, "nothing sent twice");
     assert.is(new Set(rx.received.map((r) => r.headers["x-service-delivery"])).size, 1, "one event");
     assert.is(await raw.collection("delivery_queue").countDocuments({ product_id: productId }), 0, "nothing left queued");
+  } finally {
+    await svc.close();
+    await rx.stop();
+  }
+});
+
+t("a fan-out picked between the hand-over's queue entry and its event waits for the event: delivered once", async ({ mongo }) => {
+  // The hand-over's insert of the event is held until the dispatcher, which read the queue
+  // meanwhile, has looked the event up for its fan-out entry (and found nothing yet).
+  let held: { id: string; release: () => void } | undefined;
+  const db = interceptedDb(mongo.db(`webhooks_early_fanout_${Date.now()}`), "events", {
+    insertMany: (original) => async (...args) => {
+      const [docs] = args as [{ _id: string }[]];
+      if (!held && docs.length > 0) await new Promise<void>((release) => (held = { id: docs[0]!._id, release }));
+      return original(...args);
+    },
+    find: (original) => (...args) => {
+      const cursor = original(...args) as { toArray(): Promise<unknown[]> };
+      const [filter] = args as [{ _id?: { $in?: string[] } }];
+      const h = held;
+      if (h && filter?._id?.$in?.includes(h.id)) {
+        const toArray = cursor.toArray.bind(cursor);
+        cursor.toArray = async () => {
+          const found = await toArray();
+          h.release();
+          return found;
+        };
+      }
+      return cursor;
+    },
+  });
+  const svc = await startInstance(db);
+  const rx = await new Receiver(() => 200).start();
+  try {
+    const productId = randomUUID();
+    const ep = await endpointFor(svc, productId, rx.url);
+    await svc.client.publishThresholdCrossings({ crossings: [crossing(productId, 50)] });
+    assert.ok(held, "the event's insert was held until the fan-out had looked for it");
+    const d = await settled(svc, productId, ep.id, "success", 30_000);
+    assert.is(d!.attempt, 1);
+    await laterEventDelivered(svc.client, productId, "gate");
+    assert.is(rx.received.length, 1, "sent once");
+  } finally {
+    await svc.close();
+    await rx.stop();
+  }
+});
+
+t("a hand-over cut off between its queue entry and its event, picked by the dispatcher, then repeated: delivered once", async ({ mongo }) => {
+  const raw = mongo.db(`webhooks_cut_handover_${Date.now()}`);
+  const rx = await new Receiver(() => 200).start();
+  // The hand-over on a replica without a dispatcher: its fan-out entry is queued, then the
+  // database fails the event's insert (the call fails; ingestion repeats it later).
+  const recorder = await startInstance(flakyDb(raw, "events", "insertMany", { left: 1 }), { runJobs: false });
+  const productId = randomUUID();
+  const ep = await endpointFor(recorder, productId, rx.url);
+  const c = crossing(productId, 50);
+  await recorder.client.publishThresholdCrossings({ crossings: [c] }).then(
+    () => assert.unreachable("the hand-over should fail"),
+    () => {},
+  );
+  await recorder.close();
+  const svc = await startInstance(raw);
+  try {
+    // The dispatcher has passed the entry (its event not stored yet) once a later event of the
+    // product, queued behind it, is delivered; the entry is still queued for the repeat.
+    await laterEventDelivered(svc.client, productId, "gate");
+    assert.is(await raw.collection("delivery_queue").countDocuments({ product_id: productId, kind: "fanout" }), 1, "the fan-out entry is kept");
+    await svc.client.publishThresholdCrossings({ crossings: [c] });
+    const d = await settled(svc, productId, ep.id, "success", 30_000);
+    assert.is(d!.attempt, 1);
+    assert.is(rx.received.length, 1, "sent once");
   } finally {
     await svc.close();
     await rx.stop();

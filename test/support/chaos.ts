@@ -195,8 +195,10 @@ export async function audit(p: ChaosProduct, ack: Acknowledged, rx: Receiver, se
     () => mine().length >= p.users.length * THRESHOLDS.length + gateCount,
     120_000,
     `${p.users.length * THRESHOLDS.length} thresholds and ${gateCount} gate events delivered`,
-  ).catch((err: Error) => {
-    throw new Error(`${err.message} (have ${mine().length}; missing: ${missingEnvelopes(p, ack, mine()).join(", ")})`);
+  ).catch(async (err: Error) => {
+    const where = await deliveryLog(p, tally).catch((e: Error) => `delivery log unreadable: ${e.message}`);
+    const handedOver = await settled().catch(() => "unknown");
+    throw new Error(`${err.message} (have ${mine().length}; missing: ${missingEnvelopes(p, ack, mine()).join(", ")}; outboxes empty: ${handedOver}; ${where})`);
   });
   await eventually(async () => {
     if (!(await settled())) return false;
@@ -213,17 +215,9 @@ export async function audit(p: ChaosProduct, ack: Acknowledged, rx: Receiver, se
   }
   const gateDeliveries = mine().filter((r) => r.json.type === "gate_event.soft_gate").length;
   if (gateDeliveries !== gateCount) problems.push(`${gateDeliveries} gate event deliveries, ${gateCount} gate events acknowledged`);
-  let logged = 0;
-  let cursor: string | null = null;
-  do {
-    const page: ApiResponse = await sendUntilAnswered(p.api, "GET", `/webhooks/endpoints/${p.endpointId}/deliveries?limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`, undefined, tally);
-    for (const d of page.body.deliveries) {
-      logged++;
-      if (d.status !== "success") problems.push(`delivery ${d.id} ${d.status}`);
-    }
-    cursor = page.body.next_cursor;
-  } while (cursor);
-  if (logged !== mine().length) problems.push(`${logged} deliveries logged, ${mine().length} distinct envelopes received`);
+  const logged = await deliveries(p, tally);
+  for (const d of logged) if (d.status !== "success") problems.push(`delivery ${d.id} ${d.status}`);
+  if (logged.length !== mine().length) problems.push(`${logged.length} deliveries logged, ${mine().length} distinct envelopes received`);
 
   // Usage: a job cut off by a crash is completed by a retry or, for a claim the dead process
   // held, by the sweep once the claim is RECOVERY_AFTER_MS old; wait for that, within bounds.
@@ -282,11 +276,39 @@ function missingEnvelopes(p: ChaosProduct, ack: Acknowledged, received: Received
   return missing;
 }
 
-/** True when the metrics text says every outbox is empty. */
+/** The endpoint's whole delivery log, page by page. */
+async function deliveries(p: ChaosProduct, tally: Tally): Promise<{ id: string; event_type: string; status: string }[]> {
+  const out = [];
+  let cursor: string | null = null;
+  do {
+    const page: ApiResponse = await sendUntilAnswered(p.api, "GET", `/webhooks/endpoints/${p.endpointId}/deliveries?limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`, undefined, tally);
+    out.push(...page.body.deliveries);
+    cursor = page.body.next_cursor;
+  } while (cursor);
+  return out;
+}
+
+/**
+ * The endpoint's delivery log by event type and status ("usage.threshold.50 success x3, ..."):
+ * with the outboxes' state, which part held a missing envelope. Fewer deliveries of a type
+ * than envelopes wanted, outboxes empty: the event was handed over but never fanned out (or
+ * never stored); as many, one not a success: its delivery is stuck or failed.
+ */
+async function deliveryLog(p: ChaosProduct, tally: Tally): Promise<string> {
+  const counts = new Map<string, number>();
+  for (const d of await deliveries(p, tally)) counts.set(`${d.event_type} ${d.status}`, (counts.get(`${d.event_type} ${d.status}`) ?? 0) + 1);
+  return `deliveries logged: ${[...counts].sort().map(([k, n]) => `${k} x${n}`).join(", ") || "none"}`;
+}
+
+/**
+ * True when the metrics text says every outbox is empty and none holds an entry set aside (a
+ * handover given up after failing every attempt: what it holds was never handed over).
+ */
 export async function outboxesEmpty(metricsUrl: string): Promise<boolean> {
   const text = await (await fetch(metricsUrl)).text();
-  const depths = [...text.matchAll(/^meter_outbox_depth\{[^}]*\} (\S+)$/gm)].map((m) => Number(m[1]));
-  return depths.length > 0 && depths.every((d) => d === 0);
+  const gauge = (name: string) => [...text.matchAll(new RegExp(`^${name}\\{[^}]*\\} (\\S+)$`, "gm"))].map((m) => Number(m[1]));
+  const depths = gauge("meter_outbox_depth");
+  return depths.length > 0 && [...depths, ...gauge("meter_outbox_set_aside")].every((d) => d === 0);
 }
 
 /** Child processes of `parent` whose command line contains `match` (Linux /proc). */

@@ -51,8 +51,8 @@ export async function recordEvents(deps: WebhooksDeps, events: NewEvent[]): Prom
   for (const stored of await deps.events.getMany([...docs.keys()])) docs.delete(stored._id);
   const fresh = [...docs.values()];
   // The fan-out is queued before the event is stored: a crash in between fails the hand-over,
-  // which is repeated, and leaves at worst an entry without its event (dropped when picked),
-  // never an event that nobody fans out.
+  // which is repeated, and leaves at worst an entry without its event for a while (see
+  // fanOut), never an event that nobody fans out.
   const entries = fresh.map((d) => fanoutEntry(d.product_id, d._id, now));
   await deps.queue.put(entries);
   await deps.events.insertMany(fresh);
@@ -61,14 +61,26 @@ export async function recordEvents(deps: WebhooksDeps, events: NewEvent[]): Prom
 }
 
 /**
+ * How long a fan-out entry whose event is not stored is kept. Its hand-over queued it and
+ * is storing the event right now (the dispatcher may read the queue in between), or failed in
+ * between and is repeated by its sender, which finds the entry and stores the event. Dropping
+ * it sooner would leave that event stored with nobody to fan it out: never delivered. An entry
+ * this old has no hand-over behind it any more (a later repeat queues a new one).
+ */
+export const UNSTORED_FANOUT_KEPT_MS = 10 * 60_000;
+
+/**
  * Turns queued events (of one product) into one pending delivery per endpoint and event, each
  * with a queued first attempt, then drops the fan-out entries; returns the attempt entries.
  * Every step is idempotent, so a fan-out interrupted anywhere is completed by the next pass and
- * creates nothing twice.
+ * creates nothing twice. An entry whose event is not stored yet stays for a later pass (see
+ * UNSTORED_FANOUT_KEPT_MS).
  */
 export async function fanOut(deps: WebhooksDeps, entries: QueueEntry[]): Promise<QueueEntry[]> {
   const now = deps.now();
   const events = await deps.events.getMany(entries.map((e) => e.ref));
+  const stored = new Set(events.map((e) => e._id));
+  const done = entries.filter((e) => stored.has(e.ref) || e.due_at.getTime() <= now.getTime() - UNSTORED_FANOUT_KEPT_MS);
   const deliveries: DeliveryDoc[] = events.flatMap((event) =>
     event.endpoint_ids.map((endpointId) => ({
       _id: `whdel_${stableUuid(event._id, endpointId)}`,
@@ -88,6 +100,6 @@ export async function fanOut(deps: WebhooksDeps, entries: QueueEntry[]): Promise
   const attempts = deliveries.map((d) => attemptEntry(d.product_id, d.endpoint_id, d._id, now));
   await deps.deliveries.ensureMany(deliveries);
   await deps.queue.put(attempts);
-  await deps.queue.remove(entries.map((e) => e._id));
+  await deps.queue.remove(done.map((e) => e._id));
   return attempts;
 }
