@@ -9,22 +9,20 @@
 //   BENCH_TRACE_LOADS=0 BENCH_TRACE_MEASURED=15 BENCH_TRACE_SCREENS=overview,users,plans,webhooks,keys npm run bench:console:trace
 import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { chromium } from "playwright-core";
 import { buildConsoleIfStale } from "../console/scripts/build.ts";
 import { benchAllInOne } from "./support/database.ts";
 import { seedEvent } from "./support/seed-events.ts";
 import { pct } from "./support/stats.ts";
+import { consolePage, type Shown } from "./support/console-page.ts";
 
 const SCREENS = (process.env.BENCH_TRACE_SCREENS ?? "keys,overview").split(",");
 const OUT = process.env.BENCH_TRACE_OUT ?? "";
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const LOADS = Number(process.env.BENCH_TRACE_LOADS ?? 3);
 /** Untraced loads of each screen before the traced ones, summarised as p50/p95. */
 const MEASURED = Number(process.env.BENCH_TRACE_MEASURED ?? 0);
 /** Also a sampled CPU profile of each traced load: the functions with the most self time. */
 const PROFILE = process.env.BENCH_TRACE_PROFILE === "1";
 
-type Shown = { css: string; text?: string }[];
 const READY: Record<string, { url: string; shown: Shown }> = {
   overview: { url: "/console/", shown: [{ css: "table", text: "Users with the highest cost" }, { css: ".cards .stat" }] },
   users: { url: "/console/users", shown: [{ css: "table tbody a" }] },
@@ -63,18 +61,7 @@ try {
   await api.post("/gate-events/batch", Array.from({ length: 5 }, (_, i) => ({ id: `g${i}`, user_id: "user-7", timestamp: new Date(Date.now() - 60_000 * (i + 1)).toISOString(), status: "soft_gate", gate_reason: "total_spend", usage_pct: 0.85, current_value: 4.25, limit_value: 5, blocked: false })));
   await api.post("/webhooks/endpoints", { url: "http://127.0.0.1:9/hooks", subscribed_events: ["usage.threshold.100"] });
 
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-dev-shm-usage"] });
-  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-  await context.addInitScript({
-    content: `sessionStorage.setItem("meter.console.key", ${JSON.stringify(key)});
-      window.__shown = (selectors) => new Promise((resolve) => {
-        const seen = () => selectors.every((s) => [...document.querySelectorAll(s.css)].some((e) => !s.text || e.textContent.includes(s.text)));
-        if (seen()) return resolve(performance.now());
-        const o = new MutationObserver(() => { if (seen()) { o.disconnect(); resolve(performance.now()); } });
-        o.observe(document, { childList: true, subtree: true, characterData: true });
-      });`,
-  });
-  const page = await context.newPage();
+  const { browser, context, page } = await consolePage(key);
   const shown = (s: { shown: Shown }) =>
     Promise.race([
       page.evaluate((sel) => (window as unknown as { __shown(x: unknown): Promise<number> }).__shown(sel), s.shown),

@@ -23,13 +23,13 @@ import os from "node:os";
 import path from "node:path";
 import { gzipSync } from "node:zlib";
 import pMap from "p-map";
-import { chromium } from "playwright-core";
 import { connectMongo } from "@meter/lib/mongo";
 import { buildConsoleIfStale } from "../console/scripts/build.ts";
 import { SubscriberStore } from "../services/plans/store/subscribers.ts";
 import { Api } from "../test/support/http.ts";
 import { repoRoot } from "../test/support/processes.ts";
 import { pct } from "./support/stats.ts";
+import { consolePage, type Shown } from "./support/console-page.ts";
 import { postSeedBatch, random, seedEvent } from "./support/seed-events.ts";
 import { benchAllInOne } from "./support/database.ts";
 import { planStores, subscribeInStores } from "./support/plans-stores.ts";
@@ -46,7 +46,6 @@ const GATE_EVENTS = Number(process.env.BENCH_GATE_EVENTS ?? 20_000);
 // Users a batch's events are spread over: a product's batch carries the usage of the users
 // active in its last seconds, not of a thousand at once (and each user costs counter writes).
 const BATCH_USERS = Number(process.env.BENCH_BATCH_USERS ?? 100);
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 
 const log = (m: string) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${m}`);
 const userId = (i: number) => `user-${String(i).padStart(6, "0")}`;
@@ -212,20 +211,8 @@ try {
   // in the DOM (a MutationObserver set up before the page runs). And in the app: from the
   // click on the screen's link in the navigation bar (the way a signed-in user moves) to the
   // same moment, both on the page's clock.
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-dev-shm-usage"] });
-  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-  await context.addInitScript({
-    content: `sessionStorage.setItem("meter.console.key", ${JSON.stringify(key)});
-      window.__shown = (selectors) => new Promise((resolve) => {
-        const seen = () => selectors.every((s) => [...document.querySelectorAll(s.css)].some((e) => !s.text || e.textContent.includes(s.text)));
-        if (seen()) return resolve(performance.now());
-        const o = new MutationObserver(() => { if (seen()) { o.disconnect(); resolve(performance.now()); } });
-        o.observe(document, { childList: true, subtree: true, characterData: true });
-      });`,
-  });
-  const page = await context.newPage();
-  type Shown = { css: string; text?: string }[];
-  // What "its data on screen" means per screen: rows (or the figures) that only the API's answers fill in.
+  const { browser, page } = await consolePage(key);
+    // What "its data on screen" means per screen: rows (or the figures) that only the API's answers fill in.
   const READY: Record<string, { url: string; nav: string; shown: Shown }> = {
     overview: { url: "/console/", nav: "Overview", shown: [{ css: "table", text: "Users with the highest cost" }, { css: ".cards .stat" }] },
     users: { url: "/console/users", nav: "Users", shown: [{ css: hasUserList ? "table tbody a" : '[role="alert"]' }] },

@@ -57,6 +57,7 @@ import { Api } from "../test/support/http.ts";
 import { startAllInOne } from "../test/support/processes.ts";
 import { pct } from "./support/stats.ts";
 import { usageBatch } from "./support/seed-events.ts";
+import { scalePlans } from "./support/scale-plans.ts";
 import { benchDatabase } from "./support/database.ts";
 
 const SIZES = (process.env.BENCH_SIZES ?? "1000,10000,100000").split(",").map(Number);
@@ -101,13 +102,6 @@ const userId = (i: number) => `user-${i}`;
 const random = (n: number) => Math.floor(Math.random() * n);
 
 const anon = new Api(stack.apiUrl);
-// The plan's windows (BENCH_WINDOWS of these, default 4): each session also reads the user's window document.
-const WINDOW_LIMITS = [
-  { name: "daily", metric: "spend", max: 100_000, window: "day" },
-  { name: "monthly", metric: "spend", max: 1_000_000, window: "month" },
-  { name: "five-hours", metric: "spend", max: 50_000, window: "rolling", duration_minutes: 300 },
-  { name: "rpm", metric: "requests", max: 1_000_000, window: "minute" },
-].slice(0, WINDOWS);
 const now = new Date();
 const periodStart = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
 const periodEnd = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1));
@@ -126,21 +120,7 @@ async function createProduct(name: string, teams: number): Promise<BenchProduct>
   const created = await anon.post("/products", { name });
   if (created.status !== 201) throw new Error(`product: ${created.status} ${JSON.stringify(created.body)}`);
   const api = anon.withKey(created.body.api_key);
-  const plans = await api.post("/config/plans", {
-    plans: [
-      { name: "pro", max_spend_per_period: 1_000_000, limits: WINDOW_LIMITS, time_zone: "America/New_York" },
-      // A team plan the teams' session reads and ingestion counts: the team cap, a team-scope
-      // window (the team's window document) and a member-scope one (in the member's).
-      {
-        name: "team",
-        max_spend_per_period: 10_000_000,
-        limits: [
-          { name: "team-daily", metric: "spend", max: 1_000_000, window: "day", scope: "team" },
-          { name: "seat-daily", metric: "spend", max: 100_000, window: "day", scope: "member" },
-        ],
-      },
-    ],
-  });
+  const plans = await api.post("/config/plans", { plans: scalePlans(WINDOWS) });
   if (plans.status !== 201) throw new Error(`plan: ${plans.status} ${JSON.stringify(plans.body)}`);
   const [plan, teamPlan] = plans.body.plans;
   const made = await pMap(

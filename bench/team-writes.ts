@@ -17,6 +17,7 @@ import { Session } from "node:inspector/promises";
 import pMap from "p-map";
 import { benchProduct } from "./support/bench-product.ts";
 import { usageBatch } from "./support/seed-events.ts";
+import { scalePlans } from "./support/scale-plans.ts";
 import { countCommands, processCpuMs, type CommandCount } from "./support/command-counts.ts";
 import { Api } from "../test/support/http.ts";
 
@@ -41,12 +42,6 @@ const period = {
   period_start: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)).toISOString(),
   period_end: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1)).toISOString(),
 };
-const WINDOW_LIMITS = [
-  { name: "daily", metric: "spend", max: 100_000, window: "day" },
-  { name: "monthly", metric: "spend", max: 1_000_000, window: "month" },
-  { name: "five-hours", metric: "spend", max: 50_000, window: "rolling", duration_minutes: 300 },
-  { name: "rpm", metric: "requests", max: 1_000_000, window: "minute" },
-].slice(0, WINDOWS);
 
 const ok = <R extends { status: number; body: unknown }>(res: R, want: number, what: string): R => {
   if (res.status !== want) throw new Error(`${what}: ${res.status} ${JSON.stringify(res.body)}`);
@@ -56,23 +51,7 @@ const ok = <R extends { status: number; body: unknown }>(res: R, want: number, w
 async function product(name: string, teams: number): Promise<Api> {
   const created = ok(await anon.post("/products", { name }), 201, "product");
   const api = anon.withKey(created.body.api_key);
-  const plans = ok(
-    await api.post("/config/plans", {
-      plans: [
-        { name: "pro", max_spend_per_period: 1_000_000, limits: WINDOW_LIMITS, time_zone: "America/New_York" },
-        {
-          name: "team",
-          max_spend_per_period: 10_000_000,
-          limits: [
-            { name: "team-daily", metric: "spend", max: 1_000_000, window: "day", scope: "team" },
-            { name: "seat-daily", metric: "spend", max: 100_000, window: "day", scope: "member" },
-          ],
-        },
-      ],
-    }),
-    201,
-    "plans",
-  );
+  const plans = ok(await api.post("/config/plans", { plans: scalePlans(WINDOWS) }), 201, "plans");
   const [plan, teamPlan] = plans.body.plans;
   await pMap(
     Array.from({ length: teams }, (_, t) => `team-${t}`),
