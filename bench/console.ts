@@ -26,7 +26,6 @@ import pMap from "p-map";
 import { connectMongo } from "@meter/lib/mongo";
 import { buildConsoleIfStale } from "../console/scripts/build.ts";
 import { SubscriberStore } from "../services/plans/store/subscribers.ts";
-import { Api } from "../test/support/http.ts";
 import { repoRoot } from "../test/support/processes.ts";
 import { pct } from "./support/stats.ts";
 import { consolePage, type Shown } from "./support/console-page.ts";

@@ -1,7 +1,7 @@
 import { useState } from "react";
 import { useMutation, useQuery } from "@tanstack/react-query";
 import { Link } from "wouter";
-import { ApiError, api, ok, type Plan } from "../api/client.ts";
+import { ApiError, type Plan } from "../api/client.ts";
 import { plansRead } from "../api/reads.ts";
 import { Card, Field, FormAlert, FormStatus, Submit, submitted } from "../components.tsx";
 import { fmtMoney } from "../format.ts";

@@ -57,7 +57,6 @@ function routes(o: CreditOwner) {
 
 /** `draws`: whether the owner's plan draws credits (its credits_enabled), "no plan", or undefined while unknown. */
 export function UserCredits({ id, draws, kind = "user" }: { id: string; draws: boolean | "no plan" | undefined; kind?: CreditOwner["kind"] }) {
-  const r = routes({ kind, id });
   const credits = useQuery(creditsRead(kind, id));
   const noun = kind === "team" ? "team" : "user";
   return (

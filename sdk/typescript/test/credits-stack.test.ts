@@ -10,7 +10,7 @@ import { eventually } from "../../../test/support/eventually.ts";
 import type { Api } from "../../../test/support/http.ts";
 import { creditsOf, ledgerOf } from "../../../test/support/rest.ts";
 import { limitBody } from "../src/http/limit-response.ts";
-import { LimitExceededError, Meter, type CreditsEvent } from "../src/index.ts";
+import { LimitExceededError, type CreditsEvent } from "../src/index.ts";
 import { createUser, memoryLogger, near, rejects, stackMeter, stackSuite, usage } from "./support/fixtures.ts";
 
 const t = stackSuite("sdk: prepaid credits against the stack", "sdk credits");

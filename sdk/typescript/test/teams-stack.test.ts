@@ -2,7 +2,6 @@
 // dimensions with the member's own, the process counts it for the team at once (so another
 // member it serves is blocked next), and a fresh process finds the team's figures in the
 // member's session view. The Express 429 and the gate event name the team's reason.
-import { randomUUID } from "node:crypto";
 import { once } from "node:events";
 import type { AddressInfo } from "node:net";
 import express from "express";
@@ -10,8 +9,7 @@ import * as assert from "uvu/assert";
 import { LimitExceededError, Meter } from "../src/index.ts";
 import { meterErrorHandler } from "../src/http/express.ts";
 import { eventually } from "../../../test/support/eventually.ts";
-import type { Api } from "../../../test/support/http.ts";
-import { createTeam, createUser, DAY, gateEvents, rejects, stackMeter, stackSuite, type StackCtx } from "./support/fixtures.ts";
+import { createTeam, createUser, gateEvents, rejects, stackMeter, stackSuite, type StackCtx } from "./support/fixtures.ts";
 
 const t = stackSuite("sdk: team budgets against the real stack", "sdk teams");
 

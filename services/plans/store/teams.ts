@@ -94,12 +94,10 @@ export class TeamStore {
     return readThroughCache(this.cache, this.teams, [...new Set(externalTeamIds)].map((id) => teamKey(productId, id)), fromStored);
   }
 
-
   /** Up to `limit` teams whose external id starts with `prefix`, after `after`, in external id order: one `_id` range read. */
   async page(productId: string, prefix: string, after: string | undefined, limit: number): Promise<TeamDoc[]> {
     return (await keyPage(this.teams, teamKey(productId, ""), prefix, after, limit)).map(fromStored);
   }
-
 
   /** Appends a subscription to the team's history, as UserStore.appendSubscription does to a user's. */
   async appendSubscription(productId: string, externalTeamId: string, entry: StoredEntry): Promise<{ team: TeamDoc; entry: SubscriptionEntry } | null> {

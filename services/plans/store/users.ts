@@ -147,7 +147,6 @@ export class UserStore {
     return readThroughCache(this.cache, this.users, [...new Set(externalUserIds)].map((id) => userKey(productId, id)), fromStored);
   }
 
-
   /**
    * Up to `limit` users of the product whose external id starts with `prefix`, after the
    * external id `after`, in external id order: one range read of `_id`s (product first), so a
@@ -156,7 +155,6 @@ export class UserStore {
   async page(productId: string, prefix: string, after: string | undefined, limit: number): Promise<UserDoc[]> {
     return (await keyPage(this.users, `${productId}:`, prefix, after, limit)).map(fromStored);
   }
-
 
   /** Every subscribed user of every product with its current subscription (one whole read, for PlanMemberStore.backfill). */
   async *currentSubscriptions(): AsyncGenerator<{ productId: string; externalUserId: string; planId: string; sub: string }> {
