@@ -1,7 +1,7 @@
 import { spawn, execFile, type ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";
 import { constants, existsSync } from "node:fs";
-import { chmod, cp, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { chmod, cp, mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { createInterface } from "node:readline";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -163,13 +163,32 @@ async function patchedModFile(): Promise<string> {
 }
 
 /**
+ * What the binary is built from: the program's sources and module files, the patches and added
+ * files, and the Go version. Kept beside the binary after a build; a start whose key matches
+ * runs the binary as it is. (`go build -o` into a fresh temporary file links again every time:
+ * 3-15 s on a 2-core machine, paid by every process that starts the database.)
+ */
+async function buildKey(): Promise<string> {
+  const { stdout: goVersion } = await run("go", ["env", "GOVERSION"], { cwd: toolDir });
+  const sources = (await readdir(toolDir)).filter((f) => f.endsWith(".go") || f === "go.mod" || f === "go.sum").sort();
+  const hash = createHash("sha256").update(goVersion.trim()).update(JSON.stringify(PATCHES));
+  for (const f of sources) hash.update(f).update("\0").update(await readFile(path.join(toolDir, f))).update("\0");
+  for (const f of Object.values(ADDED_FILES).sort()) hash.update(f).update("\0").update(await readFile(path.join(toolDir, "patches", f))).update("\0");
+  return hash.digest("hex");
+}
+
+/**
  * Builds the embedded database (FerretDB over SQLite, see tools/embedded-db) with the local
- * Go toolchain. `go build` is a no-op when nothing changed, so this is cheap after the first
- * run; the output is renamed into place so concurrent starts never see a half-written file.
- * The first build downloads and compiles FerretDB (about two minutes on a fresh machine, and
- * silent otherwise): `progress` hears about it when it lasts.
+ * Go toolchain, unless the binary was built from the same sources (buildKey): cheap after the
+ * first run. `npm ci` builds it (cmd/build-embedded-db.ts). The output is renamed into place so
+ * concurrent starts never see a half-written file. The first build downloads and compiles
+ * FerretDB (about two minutes on a fresh machine, and silent otherwise): `progress` hears
+ * about it when it lasts.
  */
 export async function buildEmbeddedDb(progress?: Progress): Promise<string> {
+  const key = await buildKey().catch(() => undefined);
+  const keyFile = `${binary}.key`;
+  if (key && existsSync(binary) && (await readFile(keyFile, "utf8").catch(() => "")) === key) return binary;
   await mkdir(path.dirname(binary), { recursive: true });
   const tmp = `${binary}.${process.pid}.tmp`;
   const started = Date.now();
@@ -199,6 +218,10 @@ export async function buildEmbeddedDb(progress?: Progress): Promise<string> {
     clearInterval(heartbeat);
   }
   await rename(tmp, binary);
+  if (key) {
+    await writeFile(`${keyFile}.${process.pid}.tmp`, key);
+    await rename(`${keyFile}.${process.pid}.tmp`, keyFile);
+  }
   return binary;
 }
 
