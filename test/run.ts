@@ -28,14 +28,20 @@ if (!Number.isInteger(WORKERS) || WORKERS < 1) {
 const WORKER = path.join(path.dirname(fileURLToPath(import.meta.url)), "runner", "worker.ts");
 
 // Each file's last duration, kept between runs (git-ignored, outside node_modules so that npm ci
-// keeps it) to start the longest files first.
+// keeps it) to start the longest files first. A clone that has not run the tests yet starts
+// from test/runner/durations.json (a full run's times, committed: copy .cache/test-times.json
+// there when files were added or their times moved), so that a fresh machine's run does not
+// end with one long file running alone.
 const TIMES = path.join(root, ".cache", "test-times.json");
-let times: Record<string, number> = {};
-try {
-  times = JSON.parse(readFileSync(TIMES, "utf8"));
-} catch {
-  // first run: the kinds alone order the files
-}
+const BASELINE = path.join(root, "test", "runner", "durations.json");
+const readTimes = (file: string): Record<string, number> => {
+  try {
+    return JSON.parse(readFileSync(file, "utf8"));
+  } catch {
+    return {};
+  }
+};
+const times: Record<string, number> = { ...readTimes(BASELINE), ...readTimes(TIMES) };
 
 const kinds = new Map((await testFiles(filters)).map((f) => [f, kindOf(f)]));
 const files = [...kinds.keys()].filter((f) => !quick || kinds.get(f) === "quick");
