@@ -30,7 +30,7 @@ import { repoRoot } from "../test/support/processes.ts";
 import { pct } from "./support/stats.ts";
 import { consolePage, type Shown } from "./support/console-page.ts";
 import { postSeedBatch, random, seedEvent } from "./support/seed-events.ts";
-import { benchAllInOne } from "./support/database.ts";
+import { benchAllInOne, productWithPlans } from "./support/database.ts";
 import { planStores, subscribeInStores } from "./support/plans-stores.ts";
 
 const USERS = Number(process.env.BENCH_USERS ?? 100_000);
@@ -55,20 +55,11 @@ const mongoUrl = database.url;
 const mongo = await connectMongo(mongoUrl);
 
 try {
-  const product = await anon.post("/products", { name: "bench console" });
-  if (product.status !== 201) throw new Error(`product: ${product.status}`);
-  const productId: string = product.body.id;
-  const key: string = product.body.api_key;
-  const api = anon.withKey(key);
-  const created = await api.post("/config/plans", {
-    plans: [
-      { name: "free", max_spend_per_period: 5, model_limits: { "gpt-4.1": { max_tokens_per_period: 200_000 } } },
-      { name: "pro", max_spend_per_period: 50, max_spend_per_session: 5 },
-      { name: "team", max_spend_per_period: 500 },
-    ],
-  });
-  if (created.status !== 201) throw new Error(`plans: ${created.status} ${JSON.stringify(created.body)}`);
-  const plans = created.body.plans as { id: string; name: string }[];
+  const { productId, apiKey: key, api, plans } = await productWithPlans(anon, "bench console", [
+    { name: "free", max_spend_per_period: 5, model_limits: { "gpt-4.1": { max_tokens_per_period: 200_000 } } },
+    { name: "pro", max_spend_per_period: 50, max_spend_per_session: 5 },
+    { name: "team", max_spend_per_period: 500 },
+  ]);
   const now = new Date();
   const periodStart = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
   const periodEnd = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1));

@@ -18,9 +18,8 @@ import pMap from "p-map";
 import { connectMongo } from "@meter/lib/mongo";
 import { hashPortalToken } from "@meter/lib/portal-tokens";
 import type { PortalTokenDoc } from "../services/tenancy/store/portal-tokens.ts";
-import type { Api } from "../test/support/http.ts";
 import { pct } from "./support/stats.ts";
-import { benchAllInOne } from "./support/database.ts";
+import { benchAllInOne, productWithPlans } from "./support/database.ts";
 import { planStores, subscribeInStores } from "./support/plans-stores.ts";
 
 const USERS = Number(process.env.BENCH_USERS ?? 100_000);
@@ -35,15 +34,10 @@ const plansDb = mongo.db(`${dbPrefix}_plans`);
 const stores = planStores(plansDb, "portal");
 const tokens = mongo.db(`${dbPrefix}_tenancy`).collection<PortalTokenDoc>("portal_tokens");
 
-const product = await anon.post("/products", { name: "bench portal" });
-if (product.status !== 201) throw new Error(`product: ${product.status} ${JSON.stringify(product.body)}`);
-const productId: string = product.body.id;
-const api: Api = anon.withKey(product.body.api_key);
-const plans = await api.post("/config/plans", {
-  plans: [{ name: "pro", max_spend_per_period: 100, model_limits: { "gpt-4o": { max_tokens_per_period: 10_000_000 } }, limits: [{ name: "daily", metric: "spend", max: 10, window: "day" }] }],
-});
-if (plans.status !== 201) throw new Error(`plans: ${plans.status} ${JSON.stringify(plans.body)}`);
-const pro = plans.body.plans[0];
+const { productId, api, plans } = await productWithPlans(anon, "bench portal", [
+  { name: "pro", max_spend_per_period: 100, model_limits: { "gpt-4o": { max_tokens_per_period: 10_000_000 } }, limits: [{ name: "daily", metric: "spend", max: 10, window: "day" }] },
+]);
+const pro = plans[0]!;
 
 const userId = (i: number) => `user-${String(i).padStart(6, "0")}`;
 

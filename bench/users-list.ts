@@ -17,9 +17,8 @@ import os from "node:os";
 import pMap from "p-map";
 import { connectMongo } from "@meter/lib/mongo";
 import { encodeCursor } from "../services/plans/handlers/list-users.ts";
-import { Api } from "../test/support/http.ts";
 import { pct } from "./support/stats.ts";
-import { benchAllInOne } from "./support/database.ts";
+import { benchAllInOne, productWithPlans } from "./support/database.ts";
 import { planStores, subscribeInStores } from "./support/plans-stores.ts";
 
 const USERS = Number(process.env.BENCH_USERS ?? 100_000);
@@ -32,13 +31,8 @@ const mongo = await connectMongo(database.url);
 const plansDb = mongo.db(`${dbPrefix}_plans`);
 const stores = planStores(plansDb, "users");
 
-const product = await anon.post("/products", { name: "bench users" });
-if (product.status !== 201) throw new Error(`product: ${product.status} ${JSON.stringify(product.body)}`);
-const productId: string = product.body.id;
-const api: Api = anon.withKey(product.body.api_key);
-const plans = await api.post("/config/plans", { plans: [{ name: "gold" }, { name: "basic" }] });
-if (plans.status !== 201) throw new Error(`plans: ${plans.status} ${JSON.stringify(plans.body)}`);
-const gold = plans.body.plans[0];
+const { productId, api, plans } = await productWithPlans(anon, "bench users", [{ name: "gold" }, { name: "basic" }]);
+const gold = plans[0]!;
 
 const userId = (i: number) => `user-${String(i).padStart(6, "0")}`;
 const random = (n: number) => Math.floor(Math.random() * n);
