@@ -23,7 +23,6 @@ import os from "node:os";
 import path from "node:path";
 import { gzipSync } from "node:zlib";
 import pMap from "p-map";
-import { connectMongo } from "@meter/lib/mongo";
 import { buildConsoleIfStale } from "../console/scripts/build.ts";
 import { SubscriberStore } from "../services/plans/store/subscribers.ts";
 import { repoRoot } from "../test/support/processes.ts";
@@ -50,9 +49,7 @@ const log = (m: string) => console.log(`[${new Date().toISOString().slice(11, 19
 const userId = (i: number) => `user-${String(i).padStart(6, "0")}`;
 
 await buildConsoleIfStale(log);
-const { proc, api: anon, base, database, dbPrefix, stop } = await benchAllInOne("console", { WEBHOOKS_ALLOW_INSECURE_URLS: "true" });
-const mongoUrl = database.url;
-const mongo = await connectMongo(mongoUrl);
+const { proc, api: anon, base, serviceDb, stop } = await benchAllInOne("console", { WEBHOOKS_ALLOW_INSECURE_URLS: "true" });
 
 try {
   const { productId, apiKey: key, api, plans } = await productWithPlans(anon, "bench console", [
@@ -66,8 +63,9 @@ try {
 
   // Users: 60% free, 30% pro, 10% team.
   let t0 = performance.now();
-  const stores = planStores(mongo.db(`${dbPrefix}_plans`), "console");
-  const subscribers = new SubscriberStore(mongo.db(`${dbPrefix}_plans`));
+  const plansDb = await serviceDb("plans");
+  const stores = planStores(plansDb, "console");
+  const subscribers = new SubscriberStore(plansDb);
   let done = 0;
   await pMap(
     Array.from({ length: USERS }, (_, i) => i),
@@ -280,6 +278,5 @@ try {
   console.log(`\nconsole JavaScript: ${(raw / 1024).toFixed(0)} kB, ${(js / 1024).toFixed(1)} kB gzipped`);
   console.log(`seeding: users ${usersSeconds.toFixed(0)} s, events ${eventsSeconds.toFixed(0)} s; load average ${os.loadavg()[0]!.toFixed(1)}`);
 } finally {
-  await mongo.close();
   await stop();
 }

@@ -15,7 +15,6 @@
 import { randomUUID } from "node:crypto";
 import os from "node:os";
 import pMap from "p-map";
-import { connectMongo } from "@meter/lib/mongo";
 import { encodeCursor } from "../services/plans/handlers/list-users.ts";
 import { pct } from "./support/stats.ts";
 import { benchAllInOne, productWithPlans } from "./support/database.ts";
@@ -26,10 +25,8 @@ const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 300);
 const SEED_CHUNK = 1_000;
 const GOLD_EVERY = 10;
 
-const { api: anon, database, dbPrefix, stop } = await benchAllInOne("users");
-const mongo = await connectMongo(database.url);
-const plansDb = mongo.db(`${dbPrefix}_plans`);
-const stores = planStores(plansDb, "users");
+const { api: anon, serviceDb, stop } = await benchAllInOne("users");
+const stores = planStores(await serviceDb("plans"), "users");
 
 const { productId, api, plans } = await productWithPlans(anon, "bench users", [{ name: "gold" }, { name: "basic" }]);
 const gold = plans[0]!;
@@ -88,5 +85,4 @@ await time("plan=gold and prefix user-NNNN (10 matches)", () => ({ plan: "gold",
 await time("limit=200, no filter", () => ({ limit: "200", cursor: encodeCursor(userId(random(USERS - 300))) }), (n) => n === 200);
 console.log(`load average after: ${os.loadavg().map((l) => l.toFixed(1)).join(" ")}`);
 
-await mongo.close();
 await stop();

@@ -1,7 +1,9 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import type { Db, MongoClient } from "mongodb";
 import { startEmbeddedDb } from "@meter/lib/embedded-db";
+import { connectMongo } from "@meter/lib/mongo";
 import type { Api } from "../../test/support/http.ts";
 import { startAllInOne } from "../../test/support/processes.ts";
 
@@ -46,11 +48,18 @@ export async function benchAllInOne(name: string, env: Record<string, string> = 
     await database.stop();
     process.exit(1);
   });
+  let client: Promise<MongoClient> | undefined;
   return {
     ...aio,
     database,
     dbPrefix,
+    /** A service's own database, to seed its collections directly (one client, opened on first use, closed by stop()). */
+    async serviceDb(service: string): Promise<Db> {
+      client ??= connectMongo(database.url);
+      return (await client).db(`${dbPrefix}_${service}`);
+    },
     async stop() {
+      await (await client)?.close();
       await aio.proc.stop();
       await database.stop();
     },
