@@ -1,6 +1,6 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { toTimestamp } from "@meter/lib/time";
-import type { AnalyticsRecorder, CreditNoticeInit, CrossingInit, GateFactInit, GateNoticeInit, UsageFactInit, WebhookPublisher } from "../adapters/peers.ts";
+import type { AnalyticsRecorder, WebhookPublisher } from "../adapters/peers.ts";
 import { decodeKeys, decodeMetadata } from "../domain/field-keys.ts";
 import type { CrossingDoc } from "../thresholds/store.ts";
 import type { GateEventDoc } from "../store/gate-events.ts";
@@ -18,91 +18,111 @@ import type { NoticePayload } from "../credits/ledger.ts";
  */
 const RECORD_BATCH = 10_000;
 
-type UsageRow = Pick<UsageEventDoc, "product_id" | "event_id" | "user_id" | "timestamp" | "model" | "total_tokens" | "cost_total" | "source" | "tool_call_count" | "team_id">;
-type GateRow = Pick<GateEventDoc, "product_id" | "event_id" | "user_id" | "timestamp" | "status" | "blocked" | "team_id">;
-
-/** What analytics' usage and gate facts both carry. */
-function factOf(d: UsageRow | GateRow) {
-  return {
-    productId: d.product_id,
-    eventId: d.event_id,
-    userId: d.user_id,
-    timestamp: toTimestamp(d.timestamp),
-    ...(d.team_id !== undefined && { teamId: d.team_id }),
-  };
-}
-
-function usageFact(d: UsageRow): UsageFactInit {
-  return {
-    ...factOf(d),
-    model: d.model ?? undefined,
-    tokens: BigInt(d.total_tokens),
-    cost: d.cost_total,
-    source: d.source,
-    toolCalls: BigInt(d.tool_call_count),
-  };
-}
-
-function gateFact(d: GateRow): GateFactInit {
-  return { ...factOf(d), status: d.status, blocked: d.blocked };
-}
-
-function gateNotice(d: GateEventDoc): GateNoticeInit {
-  return {
-    id: d.event_id,
-    productId: d.product_id,
-    userId: d.user_id,
-    status: d.status,
-    gateReason: d.gate_reason,
-    usagePct: d.usage_pct,
-    currentValue: d.current_value,
-    limitValue: d.limit_value,
-    blocked: d.blocked,
-    message: d.message ?? undefined,
-    timestamp: toTimestamp(d.timestamp),
-    metadata: decodeMetadata(d.metadata) as JsonObject,
-  };
-}
-
-function crossing(d: CrossingDoc): CrossingInit {
-  return {
-    id: d.crossing_id,
-    productId: d.product_id,
-    userId: d.user_id,
-    thresholdPct: d.threshold_pct,
-    currentSpend: d.current_spend,
-    spendLimit: d.spend_limit,
-    planName: d.plan_name,
-    tokensTotal: BigInt(d.tokens_total),
-    costByModel: decodeKeys(d.cost_by_model),
-    periodStart: toTimestamp(d.period_start),
-    periodEnd: toTimestamp(d.period_end),
-    crossedAt: toTimestamp(d.crossed_at),
-  };
-}
-
-function creditNotice(d: NoticePayload): CreditNoticeInit {
-  return {
-    id: d.id,
-    productId: d.product_id,
-    userId: d.user_id ?? "",
-    teamId: d.team_id,
-    type: d.type,
-    balance: d.balance,
-    lowAt: d.low_at ?? undefined,
-    grantId: d.grant_id ?? undefined,
-    amount: d.amount ?? undefined,
-    at: toTimestamp(d.at),
-  };
-}
-
 export function outboxes(stores: { outbox: OutboxStore; webhooks: WebhookPublisher; analytics: AnalyticsRecorder }): Outbox[] {
-  const { outbox, analytics, webhooks } = stores;
-  return [
-    { name: "usage->analytics", collection: outbox.analytics, kind: "usage", batchSize: RECORD_BATCH, send: (docs: UsageRow[]) => analytics.recordEvents(docs.map(usageFact), []) },
-    { name: "gates->analytics", collection: outbox.analytics, kind: "gate", batchSize: RECORD_BATCH, send: (docs: GateRow[]) => analytics.recordEvents([], docs.map(gateFact)) },
-    { name: "gates->webhooks", collection: outbox.webhooks, kind: "gate", send: (docs: GateEventDoc[]) => webhooks.publishGateEvents(docs.map(gateNotice)) },
-    { name: "thresholds->webhooks", collection: outbox.webhooks, kind: "threshold", send: (docs: CrossingDoc[]) => webhooks.publishThresholdCrossings(docs.map(crossing)) },
-    { name: "credits->webhooks", collection: outbox.webhooks, kind: "credits", send: (docs: NoticePayload[]) => webhooks.publishCreditEvents(docs.map(creditNotice)) },
-  ];
+  const usage: Outbox = {
+    name: "usage->analytics",
+    collection: stores.outbox.analytics,
+    kind: "usage",
+    batchSize: RECORD_BATCH,
+    send: (docs: Pick<UsageEventDoc, "product_id" | "event_id" | "user_id" | "timestamp" | "model" | "total_tokens" | "cost_total" | "source" | "tool_call_count" | "team_id">[]) =>
+      stores.analytics.recordEvents(
+        docs.map((d) => ({
+          productId: d.product_id,
+          eventId: d.event_id,
+          userId: d.user_id,
+          timestamp: toTimestamp(d.timestamp),
+          model: d.model ?? undefined,
+          tokens: BigInt(d.total_tokens),
+          cost: d.cost_total,
+          source: d.source,
+          toolCalls: BigInt(d.tool_call_count),
+          ...(d.team_id !== undefined && { teamId: d.team_id }),
+        })),
+        [],
+      ),
+  };
+  const gateFacts: Outbox = {
+    name: "gates->analytics",
+    collection: stores.outbox.analytics,
+    kind: "gate",
+    batchSize: RECORD_BATCH,
+    send: (docs: Pick<GateEventDoc, "product_id" | "event_id" | "user_id" | "timestamp" | "status" | "blocked" | "team_id">[]) =>
+      stores.analytics.recordEvents(
+        [],
+        docs.map((d) => ({
+          productId: d.product_id,
+          eventId: d.event_id,
+          userId: d.user_id,
+          timestamp: toTimestamp(d.timestamp),
+          status: d.status,
+          blocked: d.blocked,
+          ...(d.team_id !== undefined && { teamId: d.team_id }),
+        })),
+      ),
+  };
+  const gateNotices: Outbox = {
+    name: "gates->webhooks",
+    collection: stores.outbox.webhooks,
+    kind: "gate",
+    send: (docs: GateEventDoc[]) =>
+      stores.webhooks.publishGateEvents(
+        docs.map((d) => ({
+          id: d.event_id,
+          productId: d.product_id,
+          userId: d.user_id,
+          status: d.status,
+          gateReason: d.gate_reason,
+          usagePct: d.usage_pct,
+          currentValue: d.current_value,
+          limitValue: d.limit_value,
+          blocked: d.blocked,
+          message: d.message ?? undefined,
+          timestamp: toTimestamp(d.timestamp),
+          metadata: decodeMetadata(d.metadata) as JsonObject,
+        })),
+      ),
+  };
+  const crossings: Outbox = {
+    name: "thresholds->webhooks",
+    collection: stores.outbox.webhooks,
+    kind: "threshold",
+    send: (docs: CrossingDoc[]) =>
+      stores.webhooks.publishThresholdCrossings(
+        docs.map((d) => ({
+          id: d.crossing_id,
+          productId: d.product_id,
+          userId: d.user_id,
+          thresholdPct: d.threshold_pct,
+          currentSpend: d.current_spend,
+          spendLimit: d.spend_limit,
+          planName: d.plan_name,
+          tokensTotal: BigInt(d.tokens_total),
+          costByModel: decodeKeys(d.cost_by_model),
+          periodStart: toTimestamp(d.period_start),
+          periodEnd: toTimestamp(d.period_end),
+          crossedAt: toTimestamp(d.crossed_at),
+        })),
+      ),
+  };
+  const credits: Outbox = {
+    name: "credits->webhooks",
+    collection: stores.outbox.webhooks,
+    kind: "credits",
+    send: (docs: NoticePayload[]) =>
+      stores.webhooks.publishCreditEvents(
+        docs.map((d) => ({
+          id: d.id,
+          productId: d.product_id,
+          userId: d.user_id ?? "",
+          teamId: d.team_id,
+          type: d.type,
+          balance: d.balance,
+          lowAt: d.low_at ?? undefined,
+          grantId: d.grant_id ?? undefined,
+          amount: d.amount ?? undefined,
+          at: toTimestamp(d.at),
+        })),
+      ),
+  };
+  return [usage, gateFacts, gateNotices, crossings, credits];
 }
