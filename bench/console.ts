@@ -23,14 +23,13 @@ import os from "node:os";
 import path from "node:path";
 import { gzipSync } from "node:zlib";
 import pMap from "p-map";
-import { connectMongo } from "@meter/lib/mongo";
 import { buildConsoleIfStale } from "../console/scripts/build.ts";
 import { SubscriberStore } from "../services/plans/store/subscribers.ts";
 import { repoRoot } from "../test/support/processes.ts";
 import { pct } from "./support/stats.ts";
 import { consolePage, type Shown } from "./support/console-page.ts";
 import { postSeedBatch, random, seedEvent } from "./support/seed-events.ts";
-import { benchAllInOne } from "./support/database.ts";
+import { benchAllInOne, productWithPlans } from "./support/database.ts";
 import { planStores, subscribeInStores } from "./support/plans-stores.ts";
 
 const USERS = Number(process.env.BENCH_USERS ?? 100_000);
@@ -50,33 +49,23 @@ const log = (m: string) => console.log(`[${new Date().toISOString().slice(11, 19
 const userId = (i: number) => `user-${String(i).padStart(6, "0")}`;
 
 await buildConsoleIfStale(log);
-const { proc, api: anon, base, database, dbPrefix, stop } = await benchAllInOne("console", { WEBHOOKS_ALLOW_INSECURE_URLS: "true" });
-const mongoUrl = database.url;
-const mongo = await connectMongo(mongoUrl);
+const { proc, api: anon, base, serviceDb, stop } = await benchAllInOne("console", { WEBHOOKS_ALLOW_INSECURE_URLS: "true" });
 
 try {
-  const product = await anon.post("/products", { name: "bench console" });
-  if (product.status !== 201) throw new Error(`product: ${product.status}`);
-  const productId: string = product.body.id;
-  const key: string = product.body.api_key;
-  const api = anon.withKey(key);
-  const created = await api.post("/config/plans", {
-    plans: [
-      { name: "free", max_spend_per_period: 5, model_limits: { "gpt-4.1": { max_tokens_per_period: 200_000 } } },
-      { name: "pro", max_spend_per_period: 50, max_spend_per_session: 5 },
-      { name: "team", max_spend_per_period: 500 },
-    ],
-  });
-  if (created.status !== 201) throw new Error(`plans: ${created.status} ${JSON.stringify(created.body)}`);
-  const plans = created.body.plans as { id: string; name: string }[];
+  const { productId, apiKey: key, api, plans } = await productWithPlans(anon, "bench console", [
+    { name: "free", max_spend_per_period: 5, model_limits: { "gpt-4.1": { max_tokens_per_period: 200_000 } } },
+    { name: "pro", max_spend_per_period: 50, max_spend_per_session: 5 },
+    { name: "team", max_spend_per_period: 500 },
+  ]);
   const now = new Date();
   const periodStart = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
   const periodEnd = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1));
 
   // Users: 60% free, 30% pro, 10% team.
   let t0 = performance.now();
-  const stores = planStores(mongo.db(`${dbPrefix}_plans`), "console");
-  const subscribers = new SubscriberStore(mongo.db(`${dbPrefix}_plans`));
+  const plansDb = await serviceDb("plans");
+  const stores = planStores(plansDb, "console");
+  const subscribers = new SubscriberStore(plansDb);
   let done = 0;
   await pMap(
     Array.from({ length: USERS }, (_, i) => i),
@@ -289,6 +278,5 @@ try {
   console.log(`\nconsole JavaScript: ${(raw / 1024).toFixed(0)} kB, ${(js / 1024).toFixed(1)} kB gzipped`);
   console.log(`seeding: users ${usersSeconds.toFixed(0)} s, events ${eventsSeconds.toFixed(0)} s; load average ${os.loadavg()[0]!.toFixed(1)}`);
 } finally {
-  await mongo.close();
   await stop();
 }

@@ -15,12 +15,10 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import os from "node:os";
 import pMap from "p-map";
-import { connectMongo } from "@meter/lib/mongo";
 import { hashPortalToken } from "@meter/lib/portal-tokens";
 import type { PortalTokenDoc } from "../services/tenancy/store/portal-tokens.ts";
-import type { Api } from "../test/support/http.ts";
 import { pct } from "./support/stats.ts";
-import { benchAllInOne } from "./support/database.ts";
+import { benchAllInOne, productWithPlans } from "./support/database.ts";
 import { planStores, subscribeInStores } from "./support/plans-stores.ts";
 
 const USERS = Number(process.env.BENCH_USERS ?? 100_000);
@@ -29,21 +27,14 @@ const SEED_CHUNK = 1_000;
 const PRO_EVERY = 10;
 const DAY = 86_400_000;
 
-const { api: anon, database, dbPrefix, stop } = await benchAllInOne("portal");
-const mongo = await connectMongo(database.url);
-const plansDb = mongo.db(`${dbPrefix}_plans`);
-const stores = planStores(plansDb, "portal");
-const tokens = mongo.db(`${dbPrefix}_tenancy`).collection<PortalTokenDoc>("portal_tokens");
+const { api: anon, serviceDb, stop } = await benchAllInOne("portal");
+const stores = planStores(await serviceDb("plans"), "portal");
+const tokens = (await serviceDb("tenancy")).collection<PortalTokenDoc>("portal_tokens");
 
-const product = await anon.post("/products", { name: "bench portal" });
-if (product.status !== 201) throw new Error(`product: ${product.status} ${JSON.stringify(product.body)}`);
-const productId: string = product.body.id;
-const api: Api = anon.withKey(product.body.api_key);
-const plans = await api.post("/config/plans", {
-  plans: [{ name: "pro", max_spend_per_period: 100, model_limits: { "gpt-4o": { max_tokens_per_period: 10_000_000 } }, limits: [{ name: "daily", metric: "spend", max: 10, window: "day" }] }],
-});
-if (plans.status !== 201) throw new Error(`plans: ${plans.status} ${JSON.stringify(plans.body)}`);
-const pro = plans.body.plans[0];
+const { productId, api, plans } = await productWithPlans(anon, "bench portal", [
+  { name: "pro", max_spend_per_period: 100, model_limits: { "gpt-4o": { max_tokens_per_period: 10_000_000 } }, limits: [{ name: "daily", metric: "spend", max: 10, window: "day" }] },
+]);
+const pro = plans[0]!;
 
 const userId = (i: number) => `user-${String(i).padStart(6, "0")}`;
 
@@ -127,5 +118,4 @@ line("GET /portal/me, a token read for the first time", ms);
 line("GET /users/{id}/session, API key (reference)", sessionMs);
 console.log("target: GET /portal/me p95 <= 20 ms");
 
-await mongo.close();
 await stop();

@@ -58,7 +58,7 @@ import { startAllInOne } from "../test/support/processes.ts";
 import { pct } from "./support/stats.ts";
 import { usageBatch } from "./support/seed-events.ts";
 import { scalePlans } from "./support/scale-plans.ts";
-import { benchDatabase } from "./support/database.ts";
+import { benchDatabase, productWithPlans } from "./support/database.ts";
 
 const SIZES = (process.env.BENCH_SIZES ?? "1000,10000,100000").split(",").map(Number);
 const WINDOW = Number(process.env.BENCH_WINDOW ?? 300);
@@ -117,12 +117,8 @@ interface BenchProduct {
 }
 
 async function createProduct(name: string, teams: number): Promise<BenchProduct> {
-  const created = await anon.post("/products", { name });
-  if (created.status !== 201) throw new Error(`product: ${created.status} ${JSON.stringify(created.body)}`);
-  const api = anon.withKey(created.body.api_key);
-  const plans = await api.post("/config/plans", { plans: scalePlans(WINDOWS) });
-  if (plans.status !== 201) throw new Error(`plan: ${plans.status} ${JSON.stringify(plans.body)}`);
-  const [plan, teamPlan] = plans.body.plans;
+  const { productId, api, plans } = await productWithPlans(anon, name, scalePlans(WINDOWS));
+  const [plan, teamPlan] = [plans[0]!, plans[1]!];
   const made = await pMap(
     Array.from({ length: teams }, (_, t) => `team-${t}`),
     async (external) => {
@@ -134,7 +130,7 @@ async function createProduct(name: string, teams: number): Promise<BenchProduct>
     },
     { concurrency: CONCURRENCY },
   );
-  return { id: created.body.id, api, plan, teams: made };
+  return { id: productId, api, plan, teams: made };
 }
 
 const main = await createProduct("bench scale", 0);

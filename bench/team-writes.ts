@@ -18,6 +18,7 @@ import pMap from "p-map";
 import { benchProduct } from "./support/bench-product.ts";
 import { usageBatch } from "./support/seed-events.ts";
 import { scalePlans } from "./support/scale-plans.ts";
+import { productWithPlans } from "./support/database.ts";
 import { countCommands, processCpuMs, type CommandCount } from "./support/command-counts.ts";
 import { Api } from "../test/support/http.ts";
 
@@ -49,10 +50,8 @@ const ok = <R extends { status: number; body: unknown }>(res: R, want: number, w
 };
 
 async function product(name: string, teams: number): Promise<Api> {
-  const created = ok(await anon.post("/products", { name }), 201, "product");
-  const api = anon.withKey(created.body.api_key);
-  const plans = ok(await api.post("/config/plans", { plans: scalePlans(WINDOWS) }), 201, "plans");
-  const [plan, teamPlan] = plans.body.plans;
+  const { api, plans } = await productWithPlans(anon, name, scalePlans(WINDOWS));
+  const [plan, teamPlan] = [plans[0]!, plans[1]!];
   await pMap(
     Array.from({ length: teams }, (_, t) => `team-${t}`),
     async (t) => {

@@ -15,11 +15,9 @@
 import { randomUUID } from "node:crypto";
 import os from "node:os";
 import pMap from "p-map";
-import { connectMongo } from "@meter/lib/mongo";
 import { encodeCursor } from "../services/plans/handlers/list-users.ts";
-import { Api } from "../test/support/http.ts";
 import { pct } from "./support/stats.ts";
-import { benchAllInOne } from "./support/database.ts";
+import { benchAllInOne, productWithPlans } from "./support/database.ts";
 import { planStores, subscribeInStores } from "./support/plans-stores.ts";
 
 const USERS = Number(process.env.BENCH_USERS ?? 100_000);
@@ -27,18 +25,11 @@ const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 300);
 const SEED_CHUNK = 1_000;
 const GOLD_EVERY = 10;
 
-const { api: anon, database, dbPrefix, stop } = await benchAllInOne("users");
-const mongo = await connectMongo(database.url);
-const plansDb = mongo.db(`${dbPrefix}_plans`);
-const stores = planStores(plansDb, "users");
+const { api: anon, serviceDb, stop } = await benchAllInOne("users");
+const stores = planStores(await serviceDb("plans"), "users");
 
-const product = await anon.post("/products", { name: "bench users" });
-if (product.status !== 201) throw new Error(`product: ${product.status} ${JSON.stringify(product.body)}`);
-const productId: string = product.body.id;
-const api: Api = anon.withKey(product.body.api_key);
-const plans = await api.post("/config/plans", { plans: [{ name: "gold" }, { name: "basic" }] });
-if (plans.status !== 201) throw new Error(`plans: ${plans.status} ${JSON.stringify(plans.body)}`);
-const gold = plans.body.plans[0];
+const { productId, api, plans } = await productWithPlans(anon, "bench users", [{ name: "gold" }, { name: "basic" }]);
+const gold = plans[0]!;
 
 const userId = (i: number) => `user-${String(i).padStart(6, "0")}`;
 const random = (n: number) => Math.floor(Math.random() * n);
@@ -94,5 +85,4 @@ await time("plan=gold and prefix user-NNNN (10 matches)", () => ({ plan: "gold",
 await time("limit=200, no filter", () => ({ limit: "200", cursor: encodeCursor(userId(random(USERS - 300))) }), (n) => n === 200);
 console.log(`load average after: ${os.loadavg().map((l) => l.toFixed(1)).join(" ")}`);
 
-await mongo.close();
 await stop();

@@ -3,14 +3,11 @@
 // After each, usage, gate events, thresholds (exactly once) and deliveries are exact, and no
 // request got a 500 (503s and refused connections are retried, as the client libraries do).
 import { writeFileSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
-import os from "node:os";
-import path from "node:path";
 import { randomBytes } from "node:crypto";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { Receiver } from "../services/webhooks/testing/receiver.ts";
-import { Acknowledged, Tally, audit, chaosProduct, childPids, ingest, outboxesEmpty } from "./support/chaos.ts";
+import { Acknowledged, Tally, audit, chaosProduct, childPids, ingest, ingestStruckOnce, outboxesEmpty, withScene } from "./support/chaos.ts";
 import { testMongoUrl } from "./support/database.ts";
 import { eventually } from "./support/eventually.ts";
 import { Api } from "./support/http.ts";
@@ -29,19 +26,8 @@ const withOutput = (proc: Spawned) => (err: Error): never => {
   throw new Error(`${err.message}\n${proc.output().slice(-6_000)}`);
 };
 
-async function withDataDir(fn: (dir: string, rx: Receiver) => Promise<void>) {
-  const dir = await mkdtemp(path.join(os.tmpdir(), "meter-chaos-"));
-  const rx = await new Receiver().start();
-  try {
-    await fn(dir, rx);
-  } finally {
-    await rx.stop();
-    await rm(dir, { recursive: true, force: true });
-  }
-}
-
 test("npm start: the embedded database killed under ingestion load is restarted; nothing lost or doubled", () =>
-  withDataDir(async (dir, rx) => {
+  withScene(async (dir, rx) => {
     const aio = await startAllInOne({ MONGODB_URL: undefined, DATA_DIR: dir, ...FAST_RECOVERY });
     try {
       const p = await chaosProduct(aio.api, rx, 4);
@@ -49,7 +35,7 @@ test("npm start: the embedded database killed under ingestion load is restarted;
       assert.ok(dbPid, "the embedded database runs as a child process");
       const ack = new Acknowledged();
       const tally = new Tally();
-      await ingest(p, ack, tally, { batches: 48, perBatch: 25, concurrency: 4, onBatch: (n) => n === 12 && process.kill(dbPid!, "SIGKILL") });
+      await ingestStruckOnce(p, ack, tally, () => process.kill(dbPid!, "SIGKILL"));
       const restarted = await eventually(() => childPids(aio.proc.child.pid!, "embedded-db").find((pid) => pid !== dbPid), 30_000, "a new database process");
       assert.ok(restarted);
       const result = await audit(p, ack, rx, () => outboxesEmpty(`${aio.rpcBase}/metrics`)).catch(withOutput(aio.proc));
@@ -63,7 +49,7 @@ test("npm start: the embedded database killed under ingestion load is restarted;
   }));
 
 test("npm start killed under ingestion load and started again on its data directory; nothing lost or doubled", () =>
-  withDataDir(async (dir, rx) => {
+  withScene(async (dir, rx) => {
     const env = { MONGODB_URL: undefined, DATA_DIR: dir, ...FAST_RECOVERY, PORT: String(await freePort()), RPC_PORT: String(await freePort()) };
     let aio = await startAllInOne(env);
     try {
@@ -72,19 +58,13 @@ test("npm start killed under ingestion load and started again on its data direct
       const tally = new Tally();
       let restarted: Promise<void> | undefined;
       let second: Promise<AllInOne> | undefined;
-      await ingest(p, ack, tally, {
-        batches: 48,
-        perBatch: 25,
-        concurrency: 4,
-        onBatch: (n) => {
-          if (n !== 12) return;
-          aio.proc.child.kill("SIGKILL");
-          // An outer supervisor starts it again on the same ports and data directory.
-          restarted = new Promise<void>((resolve) => aio.proc.child.once("exit", () => resolve())).then(async () => {
-            second = startAllInOne(env);
-            aio = await second;
-          });
-        },
+      await ingestStruckOnce(p, ack, tally, () => {
+        aio.proc.child.kill("SIGKILL");
+        // An outer supervisor starts it again on the same ports and data directory.
+        restarted = new Promise<void>((resolve) => aio.proc.child.once("exit", () => resolve())).then(async () => {
+          second = startAllInOne(env);
+          aio = await second;
+        });
       });
       await restarted;
       assert.ok(second, "started again");

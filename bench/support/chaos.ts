@@ -1,8 +1,5 @@
-import { mkdtemp, rm } from "node:fs/promises";
-import os from "node:os";
-import path from "node:path";
-import { Receiver } from "../../services/webhooks/testing/receiver.ts";
-import { Acknowledged, Tally, audit, chaosProduct, ingest, type ChaosProduct } from "../../test/support/chaos.ts";
+import type { Receiver } from "../../services/webhooks/testing/receiver.ts";
+import { Acknowledged, Tally, audit, chaosProduct, ingestStruckOnce, type ChaosProduct } from "../../test/support/chaos.ts";
 import type { Api } from "../../test/support/http.ts";
 
 /** What bench:chaos's fault scenarios hand to the stack they start: fast takeover of a dead claimant's job. */
@@ -20,17 +17,7 @@ export interface FaultFigures {
   problems: string[];
 }
 
-/** A temporary data directory and a webhook receiver, removed afterwards. */
-export async function withScene<T>(fn: (dir: string, rx: Receiver) => Promise<T>): Promise<T> {
-  const dir = await mkdtemp(path.join(os.tmpdir(), "meter-chaos-"));
-  const rx = await new Receiver().start();
-  try {
-    return await fn(dir, rx);
-  } finally {
-    await rx.stop();
-    await rm(dir, { recursive: true, force: true });
-  }
-}
+export { withScene } from "../../test/support/chaos.ts";
 
 /** Polls a read every 50 ms (each given 2 s) until it answers 200; resolves with when it did. */
 async function answersAgain(api: () => Api, user: string): Promise<number> {
@@ -71,16 +58,10 @@ export async function faultRun(opts: {
   const key = p.api.key;
   const keyed = () => opts.api().withKey(key);
   p.api = new Proxy(p.api, { get: (_t, prop) => Reflect.get(keyed(), prop, keyed()) });
-  await ingest(p, ack, tally, {
-    batches: 48,
-    perBatch: 25,
-    concurrency: 4,
-    onBatch: (n) => {
-      if (n !== 12) return;
-      struck = Date.now();
-      void Promise.resolve(opts.strike());
-      back = answersAgain(keyed, p.users[0]!);
-    },
+  await ingestStruckOnce(p, ack, tally, () => {
+    struck = Date.now();
+    void Promise.resolve(opts.strike());
+    back = answersAgain(keyed, p.users[0]!);
   });
   await opts.restarted?.();
   const answeredAt = await back!;

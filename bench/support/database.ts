@@ -1,7 +1,10 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import type { Db, MongoClient } from "mongodb";
 import { startEmbeddedDb } from "@meter/lib/embedded-db";
+import { connectMongo } from "@meter/lib/mongo";
+import type { Api } from "../../test/support/http.ts";
 import { startAllInOne } from "../../test/support/processes.ts";
 
 export interface BenchDatabase {
@@ -45,13 +48,31 @@ export async function benchAllInOne(name: string, env: Record<string, string> = 
     await database.stop();
     process.exit(1);
   });
+  let client: Promise<MongoClient> | undefined;
   return {
     ...aio,
     database,
     dbPrefix,
+    /** A service's own database, to seed its collections directly (one client, opened on first use, closed by stop()). */
+    async serviceDb(service: string): Promise<Db> {
+      client ??= connectMongo(database.url);
+      return (await client).db(`${dbPrefix}_${service}`);
+    },
     async stop() {
+      await (await client)?.close();
       await aio.proc.stop();
       await database.stop();
     },
   };
+}
+
+/** A product made through the API with `plans` configured (in their order); throws on any answer but 201. */
+export async function productWithPlans(anon: Api, name: string, plans: Record<string, unknown>[]) {
+  const product = await anon.post("/products", { name });
+  if (product.status !== 201) throw new Error(`product: ${product.status} ${JSON.stringify(product.body)}`);
+  const apiKey: string = product.body.api_key;
+  const api = anon.withKey(apiKey);
+  const configured = await api.post("/config/plans", { plans });
+  if (configured.status !== 201) throw new Error(`plans: ${configured.status} ${JSON.stringify(configured.body)}`);
+  return { productId: product.body.id as string, apiKey, api, plans: configured.body.plans as { id: string; name: string }[] };
 }

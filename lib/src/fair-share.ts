@@ -1,17 +1,11 @@
-import { Counter, Gauge } from "prom-client";
-import { registry } from "./metrics.ts";
+import { counter, gauge } from "./metrics.ts";
 
-const shareWaits = new Counter({
-  name: "meter_ingestion_share_waits_total",
-  help: "Ingestion batches held back because their product had used more than its share of recent service time while another product was being served.",
-  registers: [registry],
-});
+const shareWaits = counter(
+  "meter_ingestion_share_waits_total",
+  "Ingestion batches held back because their product had used more than its share of recent service time while another product was being served.",
+);
 
-const shareWaiting = new Gauge({
-  name: "meter_ingestion_share_waiting",
-  help: "Ingestion batches waiting now for their product's share of service time.",
-  registers: [registry],
-});
+const shareWaiting = gauge("meter_ingestion_share_waiting", "Ingestion batches waiting now for their product's share of service time.");
 
 interface Account {
   /** Service time (ms) of the product's batches, decayed with time constant `windowMs`, as of `at`. */

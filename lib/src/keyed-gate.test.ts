@@ -10,6 +10,24 @@ function held() {
   return { release, write: () => done };
 }
 
+/** A gate that refuses waits past 5 s, on a clock the test moves, whose key A has run one task taking `paceMs`. */
+async function pacedGate(limit: number, paceMs: number) {
+  const clock = { now: 0 };
+  const gate = new KeyedGate(limit, 256, 5_000, () => clock.now);
+  const first = await gate.acquire("A");
+  clock.now += paceMs;
+  first();
+  return { gate, clock };
+}
+
+/** A task refused its wait: RESOURCE_EXHAUSTED, with when to retry (seconds) and why. */
+function assertRefused(err: unknown, retryAfter: number, message: RegExp): void {
+  assert.instance(err, ConnectError);
+  assert.is((err as ConnectError).code, Code.ResourceExhausted);
+  assert.is(retryAfterHint(err as ConnectError), retryAfter);
+  assert.match((err as ConnectError).rawMessage, message);
+}
+
 test("one product's writes beyond the limit wait in order; another product's pass at once", async () => {
   const gate = new KeyedGate(2, 1);
   const order: string[] = [];
@@ -54,20 +72,12 @@ test("a place given back twice is given back once", async () => {
 });
 
 test("with maxWaitMs, a task is refused when the line ahead takes longer at the key's recent pace", async () => {
-  let now = 0;
-  const gate = new KeyedGate(2, 256, 5_000, () => now);
   // Tasks of A have taken 2 s each.
-  const first = await gate.acquire("A");
-  now += 2_000;
-  first();
+  const { gate } = await pacedGate(2, 2_000);
   const running = [await gate.acquire("A"), await gate.acquire("A")];
   // Each waiting one adds 1 s (2 s over 2 places) to its own 2 s: 3 wait, the fourth would be done in 6 s.
   const waiting = Array.from({ length: 3 }, () => gate.acquire("A"));
-  const refused = await gate.acquire("A").catch((e: unknown) => e);
-  assert.instance(refused, ConnectError);
-  assert.is((refused as ConnectError).code, Code.ResourceExhausted);
-  assert.is(retryAfterHint(refused as ConnectError), 1);
-  assert.match((refused as ConnectError).rawMessage, /ahead of this one take about 6 s with it; retry in 1 s/);
+  assertRefused(await gate.acquire("A").catch((e: unknown) => e), 1, /ahead of this one take about 6 s with it; retry in 1 s/);
   // Another key has no such line.
   (await gate.acquire("B"))();
   // Quick tasks: the line empties fast, so it is let wait again.
@@ -82,25 +92,17 @@ test("with maxWaitMs, a task is refused when the line ahead takes longer at the 
 });
 
 test("with maxWaitMs, a task already waiting is refused once its wait and its own turn pass it", async () => {
-  let now = 0;
-  const gate = new KeyedGate(1, 256, 5_000, () => now);
   // Tasks of A have taken 1 s: two more may wait (2 s and 3 s with their own turns).
-  const warm = await gate.acquire("A");
-  now += 1_000;
-  warm();
-  now = 0;
+  const { gate, clock } = await pacedGate(1, 1_000);
+  clock.now = 0;
   const running = await gate.acquire("A");
   const second = gate.acquire("A");
   const third = gate.acquire("A");
   // The running one takes 4.5 s: the pace is now about 2 s, so the third, having waited 4.5 s,
   // would pass 5 s with its own turn. It is told at once, with the time its place is still away.
-  now = 4_500;
+  clock.now = 4_500;
   running();
-  const refused = await third.catch((e: unknown) => e);
-  assert.instance(refused, ConnectError);
-  assert.is((refused as ConnectError).code, Code.ResourceExhausted);
-  assert.is(retryAfterHint(refused as ConnectError), 3);
-  assert.match((refused as ConnectError).rawMessage, /waited 5 s behind others of its product, which take about 2 s each; retry in 3 s/);
+  assertRefused(await third.catch((e: unknown) => e), 3, /waited 5 s behind others of its product, which take about 2 s each; retry in 3 s/);
   (await second)();
   assert.equal(gate.load("A"), { running: 0, waiting: 0 });
 });

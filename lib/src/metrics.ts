@@ -11,98 +11,98 @@ collectDefaultMetrics({ register: registry });
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
-export const httpRequests = new Counter({
-  name: "meter_http_requests_total",
-  help: "HTTP requests answered by the gateway, by method, route template and status.",
-  labelNames: ["method", "route", "status"] as const,
-  registers: [registry],
-});
+/** A counter in the process's registry; `labelNames` tell its series apart. */
+export function counter<L extends string = string>(name: string, help: string, labelNames: readonly L[] = []): Counter<L> {
+  return new Counter({ name, help, labelNames, registers: [registry] });
+}
 
-export const httpConnectionsRefused = new Counter({
-  name: "meter_http_connections_closed_total",
-  help: "Connections the gateway refused or closed to protect its file handles: per_address and total caps, slow_body deadline.",
-  labelNames: ["reason"] as const,
-  registers: [registry],
-});
+/** A gauge in the process's registry; `labelNames` tell its series apart. */
+export function gauge<L extends string = string>(name: string, help: string, labelNames: readonly L[] = []): Gauge<L> {
+  return new Gauge({ name, help, labelNames, registers: [registry] });
+}
 
-export const httpDuration = new Histogram({
-  name: "meter_http_request_duration_seconds",
-  help: "Time to answer an HTTP request at the gateway, by method, route template and status.",
-  labelNames: ["method", "route", "status"] as const,
-  buckets: LATENCY_BUCKETS,
-  registers: [registry],
-});
+/** A histogram of the time to answer, in seconds, in the process's registry. */
+function latency<L extends string>(name: string, help: string, labelNames: readonly L[]): Histogram<L> {
+  return new Histogram({ name, help, labelNames, buckets: LATENCY_BUCKETS, registers: [registry] });
+}
 
-export const ignoredFields = new Counter({
-  name: "meter_http_ignored_fields_total",
-  help: "Fields of ingested events the gateway does not know and ignored, by route template.",
-  labelNames: ["route"] as const,
-  registers: [registry],
-});
+export const httpRequests = counter(
+  "meter_http_requests_total",
+  "HTTP requests answered by the gateway, by method, route template and status.",
+  ["method", "route", "status"],
+);
 
-export const rpcRequests = new Counter({
-  name: "meter_rpc_requests_total",
-  help: "RPCs answered by a service, by service, method and Connect code.",
-  labelNames: ["service", "method", "code"] as const,
-  registers: [registry],
-});
+export const httpConnectionsRefused = counter(
+  "meter_http_connections_closed_total",
+  "Connections the gateway refused or closed to protect its file handles: per_address and total caps, slow_body deadline.",
+  ["reason"],
+);
 
-export const rpcDuration = new Histogram({
-  name: "meter_rpc_request_duration_seconds",
-  help: "Time to answer an RPC, by service, method and Connect code.",
-  labelNames: ["service", "method", "code"] as const,
-  buckets: LATENCY_BUCKETS,
-  registers: [registry],
-});
+export const httpDuration = latency(
+  "meter_http_request_duration_seconds",
+  "Time to answer an HTTP request at the gateway, by method, route template and status.",
+  ["method", "route", "status"],
+);
 
-export const ingestedEvents = new Counter({
-  name: "meter_ingestion_events_total",
-  help: "Events received by ingestion, by kind (usage, gate) and result (accepted, duplicate).",
-  labelNames: ["kind", "result"] as const,
-  registers: [registry],
-});
+export const ignoredFields = counter(
+  "meter_http_ignored_fields_total",
+  "Fields of ingested events the gateway does not know and ignored, by route template.",
+  ["route"],
+);
 
-export const ingestionInFlight = new Gauge({
-  name: "meter_ingestion_in_flight_events",
-  help: "Events of ingestion batches this process has taken on and not yet stored (INGESTION_MAX_EVENTS_IN_FLIGHT bounds it).",
-  registers: [registry],
-});
+export const rpcRequests = counter(
+  "meter_rpc_requests_total",
+  "RPCs answered by a service, by service, method and Connect code.",
+  ["service", "method", "code"],
+);
 
-export const ingestionBusyRefusals = new Counter({
-  name: "meter_ingestion_busy_refusals_total",
-  help: "Ingestion batches refused (429 with Retry-After) because the process held INGESTION_MAX_EVENTS_IN_FLIGHT events already.",
-  labelNames: ["kind"] as const,
-  registers: [registry],
-});
+export const rpcDuration = latency(
+  "meter_rpc_request_duration_seconds",
+  "Time to answer an RPC, by service, method and Connect code.",
+  ["service", "method", "code"],
+);
 
-export const refusedTimestamps = new Counter({
-  name: "meter_usage_events_refused_timestamp_total",
-  help: "Usage events refused for a timestamp out of bounds, by bound (too_old: before the analytics rollup retention; future: beyond the clock skew allowed).",
-  labelNames: ["bound"] as const,
-  registers: [registry],
-});
+export const ingestedEvents = counter(
+  "meter_ingestion_events_total",
+  "Events received by ingestion, by kind (usage, gate) and result (accepted, duplicate).",
+  ["kind", "result"],
+);
 
-export const uncountedFacts = new Counter({
-  name: "meter_analytics_uncounted_facts_total",
-  help: "Facts analytics acknowledged without counting them, by reason (before_rollup_retention: their day's rollup is no longer kept).",
-  labelNames: ["reason"] as const,
-  registers: [registry],
-});
+export const ingestionInFlight = gauge(
+  "meter_ingestion_in_flight_events",
+  "Events of ingestion batches this process has taken on and not yet stored (INGESTION_MAX_EVENTS_IN_FLIGHT bounds it).",
+);
+
+export const ingestionBusyRefusals = counter(
+  "meter_ingestion_busy_refusals_total",
+  "Ingestion batches refused (429 with Retry-After) because the process held INGESTION_MAX_EVENTS_IN_FLIGHT events already.",
+  ["kind"],
+);
+
+export const refusedTimestamps = counter(
+  "meter_usage_events_refused_timestamp_total",
+  "Usage events refused for a timestamp out of bounds, by bound (too_old: before the analytics rollup retention; future: beyond the clock skew allowed).",
+  ["bound"],
+);
+
+export const uncountedFacts = counter(
+  "meter_analytics_uncounted_facts_total",
+  "Facts analytics acknowledged without counting them, by reason (before_rollup_retention: their day's rollup is no longer kept).",
+  ["reason"],
+);
 
 /** Ingestion jobs the recovery sweep failed to complete too often and now passes by. */
-export const quarantinedJobs = new Counter({
-  name: "meter_ingestion_jobs_quarantined_total",
-  help: "Unfinished ingestion jobs the recovery sweep set aside after failing to complete them repeatedly, by kind (usage, gate).",
-  labelNames: ["kind"] as const,
-  registers: [registry],
-});
+export const quarantinedJobs = counter(
+  "meter_ingestion_jobs_quarantined_total",
+  "Unfinished ingestion jobs the recovery sweep set aside after failing to complete them repeatedly, by kind (usage, gate).",
+  ["kind"],
+);
 
-export const webhookDeliveries = new Counter({
-  name: "meter_webhook_deliveries_total",
-  help: "Webhook delivery attempts, by outcome (success, retry, failed) and attempt number.",
-  labelNames: ["outcome", "attempt"] as const,
-  registers: [registry],
-});
+export const webhookDeliveries = counter(
+  "meter_webhook_deliveries_total",
+  "Webhook delivery attempts, by outcome (success, retry, failed) and attempt number.",
+  ["outcome", "attempt"],
+);
 
 /** What a backlog gauge reads at scrape time: how many items wait, and since when the oldest. */
 export interface BacklogProbe {
@@ -195,12 +195,11 @@ export function trackSetAside(name: string, probe: BacklogProbe): void {
 }
 
 /** Entries set aside by this process, by outbox (the gauge above counts what is still set aside). */
-export const outboxSetAside = new Counter({
-  name: "meter_outbox_set_aside_total",
-  help: "Outbox entries this process set aside after failing every attempt, by outbox.",
-  labelNames: ["name"] as const,
-  registers: [registry],
-});
+export const outboxSetAside = counter(
+  "meter_outbox_set_aside_total",
+  "Outbox entries this process set aside after failing every attempt, by outbox.",
+  ["name"],
+);
 
 /** Reports a job queue's lag on every scrape. A later probe of the same name replaces it. */
 export function trackJobQueue(name: string, probe: BacklogProbe): void {

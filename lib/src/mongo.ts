@@ -1,6 +1,14 @@
 import { randomUUID } from "node:crypto";
 import { MongoBulkWriteError, MongoClient, MongoServerError, type Collection, type Db, type Document, type Filter, type FindOptions, type InferIdType, type OptionalUnlessRequiredId } from "mongodb";
 
+/**
+ * What a store extends: it keeps the service's database, so that a store declares each of its
+ * collections in one line (`private readonly col = this.db.collection<Doc>("name")`).
+ */
+export abstract class DbStore {
+  constructor(protected readonly db: Db) {}
+}
+
 /** The one way to open MongoDB: a client with sane timeouts, verified with a ping. */
 export async function connectMongo(url: string): Promise<MongoClient> {
   const client = new MongoClient(url, {

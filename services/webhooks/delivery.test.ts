@@ -66,6 +66,24 @@ async function withEndpoint(
   }
 }
 
+/** As withEndpoint, on an instance of its own on `db`; stops both after. */
+async function withOwnInstance(
+  db: Db,
+  opts: Parameters<typeof startInstance>[1],
+  behaviour: ConstructorParameters<typeof Receiver>[0],
+  body: (s: { svc: Instance; rx: Receiver; productId: string; ep: { id: string; secret: string } }) => Promise<void>,
+): Promise<void> {
+  const svc = await startInstance(db, opts);
+  const rx = await new Receiver(behaviour).start();
+  try {
+    const productId = randomUUID();
+    await body({ svc, rx, productId, ep: await endpointFor(svc, productId, rx.url) });
+  } finally {
+    await svc.close();
+    await rx.stop();
+  }
+}
+
 async function deliveries(svc: Instance, productId: string, endpointId: string) {
   return (await svc.client.listDeliveries({ productId, endpointId, limit: 200 })).deliveries;
 }
@@ -170,11 +188,7 @@ t("an attempt without an answer in time fails and the next one succeeds", async 
 t("a signing secret that cannot be opened fails the attempt, which is retried by the table", async ({ mongo }) => {
   // Slower scale (attempt 2 after 2 s) and a database of its own, to look between attempts.
   const db = mongo.db(`webhooks_secret_${Date.now()}`);
-  const svc = await startInstance(db, { timeScale: 1 / 30 });
-  const rx = await new Receiver(() => 200).start();
-  try {
-    const productId = randomUUID();
-    const ep = await endpointFor(svc, productId, rx.url);
+  await withOwnInstance(db, { timeScale: 1 / 30 }, () => 200, async ({ svc, rx, productId, ep }) => {
     const endpoints = db.collection<{ _id: string; secret_sealed: string }>("endpoints");
     const { secret_sealed: sealed } = (await endpoints.findOne({ _id: ep.id }))!;
     // As if sealed under another WEBHOOKS_SECRET_KEY: it does not open.
@@ -194,20 +208,13 @@ t("a signing secret that cannot be opened fails the attempt, which is retried by
     assert.is(d!.attempt, 2);
     assert.is(rx.received.length, 1);
     assert.ok(signatureValid(ep.secret, rx.received[0]!));
-  } finally {
-    await svc.close();
-    await rx.stop();
-  }
+  });
 });
 
 t("an attempt whose claim a dead runner holds is sent once the claim's lease runs out, not a back-off step later", async ({ mongo }) => {
   // Attempt 2 comes 2 s after attempt 1: time to plant the claim of a runner that died.
   const db = mongo.db(`webhooks_claimed_${Date.now()}`);
-  const svc = await startInstance(db, { timeScale: 1 / 30 });
-  const rx = await new Receiver((n) => (n === 1 ? 500 : 200)).start();
-  try {
-    const productId = randomUUID();
-    const ep = await endpointFor(svc, productId, rx.url);
+  await withOwnInstance(db, { timeScale: 1 / 30 }, (n) => (n === 1 ? 500 : 200), async ({ svc, rx, productId, ep }) => {
     await svc.client.publishThresholdCrossings({ crossings: [crossing(productId, 100)] });
     const first = await eventually(async () => {
       const d = await db.collection<{ _id: string; attempt: number }>("deliveries").findOne({ endpoint_id: ep.id });
@@ -223,10 +230,7 @@ t("an attempt whose claim a dead runner holds is sent once the claim's lease run
     assert.is(rx.received.length, 2);
     assert.ok(rx.received[1]!.at >= lease.getTime() - 50, "not before the dead runner's lease ended");
     assert.ok(rx.received[1]!.at <= lease.getTime() + 4_000, `sent ${rx.received[1]!.at - lease.getTime()} ms after the lease ended`);
-  } finally {
-    await svc.close();
-    await rx.stop();
-  }
+  });
 });
 
 type Method = (...args: unknown[]) => unknown;
@@ -270,11 +274,7 @@ function flakyDb(db: Db, collection: string, method: string, faults: { left: num
 t("an attempt the database fails mid-way is run again, and sends once", async ({ mongo }) => {
   const faults = { left: 0 };
   const db = flakyDb(mongo.db(`webhooks_flaky_${Date.now()}`), "endpoints", "findOne", faults);
-  const svc = await startInstance(db);
-  const rx = await new Receiver(() => 200).start();
-  try {
-    const productId = randomUUID();
-    const ep = await endpointFor(svc, productId, rx.url);
+  await withOwnInstance(db, {}, () => 200, async ({ svc, rx, productId, ep }) => {
     // The attempt's read of its endpoint fails three times in a row.
     faults.left = 3;
     await svc.client.publishThresholdCrossings({ crossings: [crossing(productId, 80)] });
@@ -282,10 +282,7 @@ t("an attempt the database fails mid-way is run again, and sends once", async ({
     assert.is(faults.left, 0);
     assert.is(d!.attempt, 1);
     assert.is(rx.received.length, 1);
-  } finally {
-    await svc.close();
-    await rx.stop();
-  }
+  });
 });
 
 t("a fan-out interrupted after its deliveries were stored is completed once", async ({ mongo }) => {
@@ -344,21 +341,14 @@ t("a fan-out picked between the hand-over's queue entry and its event waits for 
       return cursor;
     },
   });
-  const svc = await startInstance(db);
-  const rx = await new Receiver(() => 200).start();
-  try {
-    const productId = randomUUID();
-    const ep = await endpointFor(svc, productId, rx.url);
+  await withOwnInstance(db, {}, () => 200, async ({ svc, rx, productId, ep }) => {
     await svc.client.publishThresholdCrossings({ crossings: [crossing(productId, 50)] });
     assert.ok(held, "the event's insert was held until the fan-out had looked for it");
     const d = await settled(svc, productId, ep.id, "success", 30_000);
     assert.is(d!.attempt, 1);
     await laterEventDelivered(svc.client, productId, "gate");
     assert.is(rx.received.length, 1, "sent once");
-  } finally {
-    await svc.close();
-    await rx.stop();
-  }
+  });
 });
 
 t("a hand-over cut off between its queue entry and its event, picked by the dispatcher, then repeated: delivered once", async ({ mongo }) => {

@@ -3,9 +3,24 @@
 // `npm run bench:chaos` (bench/chaos/*.ts).
 import { randomUUID } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
-import type { Received, Receiver } from "../../services/webhooks/testing/receiver.ts";
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { Receiver, type Received } from "../../services/webhooks/testing/receiver.ts";
 import { eventually } from "./eventually.ts";
 import { Api, type ApiResponse } from "./http.ts";
+
+/** A temporary data directory and a webhook receiver, removed afterwards. */
+export async function withScene<T>(fn: (dir: string, rx: Receiver) => Promise<T>): Promise<T> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), "meter-chaos-"));
+  const rx = await new Receiver().start();
+  try {
+    return await fn(dir, rx);
+  } finally {
+    await rx.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
 
 /** What the clients met while sending: answers by status, and connections refused. */
 export class Tally {
@@ -160,6 +175,11 @@ export async function ingest(
     }
   };
   await Promise.all(Array.from({ length: opts.concurrency }, worker));
+}
+
+/** The load a single fault is struck under: 48 batches of 25, 4 at a time; `strike` runs after the 12th acknowledged batch. */
+export function ingestStruckOnce(p: ChaosProduct, ack: Acknowledged, tally: Tally, strike: () => void): Promise<void> {
+  return ingest(p, ack, tally, { batches: 48, perBatch: 25, concurrency: 4, onBatch: (n) => n === 12 && strike() });
 }
 
 /** Differences between what was acknowledged and what the service reads back. */

@@ -4,13 +4,24 @@
 import type { Db, Document, WithId } from "mongodb";
 import * as assert from "uvu/assert";
 import { JOBS_COLLECTION } from "@meter/lib/jobs";
+import { createLogger, type Logger } from "@meter/lib/logger";
 import { connectMongo } from "@meter/lib/mongo";
 import { eventually } from "./eventually.ts";
 import { spawnEntry } from "./processes.ts";
 
 /** In the worker: the database the test named (MONGODB_URL, MONGODB_DB). */
-export async function workerDb(): Promise<Db> {
+async function workerDb(): Promise<Db> {
   return (await connectMongo(process.env.MONGODB_URL!)).db(process.env.MONGODB_DB!);
+}
+
+/** In the worker: starts the service `create` makes on the test's database, quiet, with its jobs running. */
+export async function startWorker<O extends { db: Db; logger: Logger }>(
+  name: string,
+  create: (opts: O) => Promise<{ start?(): Promise<void> }>,
+  opts: Omit<O, "db" | "logger">,
+): Promise<void> {
+  const module = await create({ ...opts, db: await workerDb(), logger: createLogger(name, "silent") } as O);
+  await module.start?.();
 }
 
 /** In the worker: a fault that prints "holding" and never returns, so that the kill lands inside the job. */

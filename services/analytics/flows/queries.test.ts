@@ -46,8 +46,36 @@ function fact(productId: string, daysAgo: number, userId: string, rand: () => nu
   };
 }
 
+/** Records the facts and rolls the days they marked. */
 async function record(i: Instance, facts: UsageInit[]) {
   for (let k = 0; k < facts.length; k += 10_000) await i.client.recordEvents({ usage: facts.slice(k, k + 10_000) });
+  await i.module.rollPending();
+}
+
+interface Spread {
+  from?: number;
+  to: number;
+  step?: number;
+  perDay: number;
+  /** Users are drawn from `user-0` .. `user-<users - 1>`. */
+  users: number;
+}
+
+/** `perDay` facts of the product on every `step`-th day from `from` days ago to before `to`. */
+function spread(productId: string, rand: () => number, o: Spread): UsageInit[] {
+  const facts: UsageInit[] = [];
+  for (let d = o.from ?? 0; d < o.to; d += o.step ?? 1) {
+    for (let k = 0; k < o.perDay; k++) facts.push(fact(productId, d, `user-${Math.floor(rand() * o.users)}`, rand));
+  }
+  return facts;
+}
+
+/** A new product with facts spread as `o` says, recorded and rolled; its generator (seeded with `seed`) draws any more. */
+async function seededProduct(a: Instance, seed: number, o: Spread) {
+  const p = randomUUID();
+  const rand = rng(seed);
+  await record(a, spread(p, rand, o));
+  return { p, rand };
 }
 
 /** Numbers as numbers (bigints too), message type names left out. */
@@ -89,11 +117,9 @@ t("summary and top users equal a fold of the user chunks, cold and cached, and o
   const p = randomUUID();
   const rand = rng(11);
   // Today holds more users than one chunk; the other days a few hundred of 3,000 users.
-  const facts: UsageInit[] = [];
-  for (let u = 0; u < USERS_PER_CHUNK + 700; u++) facts.push(fact(p, 0, `user-${u}`, rand));
-  for (let d = 1; d < 40; d += 3) for (let k = 0; k < 300; k++) facts.push(fact(p, d, `user-${Math.floor(rand() * 3_000)}`, rand));
+  const today = Array.from({ length: USERS_PER_CHUNK + 700 }, (_, u) => fact(p, 0, `user-${u}`, rand));
+  const facts = [...today, ...spread(p, rand, { from: 1, to: 40, step: 3, perDay: 300, users: 3_000 })];
   await record(a, facts);
-  await a.module.rollPending();
 
   await assertExact(ctx.db, a, p, 30, "cold");
   await assertExact(ctx.db, a, p, 30, "cached");
@@ -117,25 +143,18 @@ t("summary and top users equal a fold of the user chunks, cold and cached, and o
 t("a day rolled again is read again: new facts, late facts, another replica's roll", async (ctx) => {
   const a = await instance(ctx);
   const b = await instance(ctx);
-  const p = randomUUID();
-  const rand = rng(5);
-  const facts: UsageInit[] = [];
-  for (let d = 0; d < 20; d++) for (let k = 0; k < 200; k++) facts.push(fact(p, d, `user-${Math.floor(rand() * 1_000)}`, rand));
-  await record(a, facts);
-  await a.module.rollPending();
+  const { p, rand } = await seededProduct(a, 5, { to: 20, perDay: 200, users: 1_000 });
   await assertExact(ctx.db, a, p, 90, "first read");
 
   // Today and a closed day take facts, rolled by the other replica: a's cache must not answer for them.
   const big = (daysAgo: number, user: string): UsageInit => ({ ...fact(p, daysAgo, user, rand), cost: 1_000, source: "auto" });
   await record(b, [big(0, "fresh-today"), big(12, "user-3"), big(12, "new-on-day-12")]);
-  await b.module.rollPending();
   let top = await a.client.getTopUsers({ productId: p, days: 90, limit: 3 });
   assert.equal(top.users.map((u) => u.userId).sort(), ["fresh-today", "new-on-day-12", "user-3"]);
   await assertExact(ctx.db, a, p, 90, "after another replica rolled");
 
   // A late fact: a day before the ledger's window (35 days), stored apart and rolled with its day.
   await record(a, [{ ...big(60, "late-user"), cost: 5_000 }]);
-  await a.module.rollPending();
   top = await a.client.getTopUsers({ productId: p, days: 90, limit: 1 });
   assert.equal(top.users.map((u) => [u.userId, u.cost]), [["late-user", 5_000]]);
   await assertExact(ctx.db, a, p, 90, "after a late fact");
@@ -143,12 +162,7 @@ t("a day rolled again is read again: new facts, late facts, another replica's ro
 
 t("rollups written without a version (before it existed, or by a replica not yet upgraded) are read and invalidated", async (ctx) => {
   const a = await instance(ctx);
-  const p = randomUUID();
-  const rand = rng(9);
-  const facts: UsageInit[] = [];
-  for (let d = 0; d < 10; d++) for (let k = 0; k < 150; k++) facts.push(fact(p, d, `user-${Math.floor(rand() * 500)}`, rand));
-  await record(a, facts);
-  await a.module.rollPending();
+  const { p } = await seededProduct(a, 9, { to: 10, perDay: 150, users: 500 });
   const days = ctx.db.collection<{ _id: string; product_id: string; day: string; computed_at: Date; user_chunks: number }>("day_rollups");
   await days.updateMany({ product_id: p }, { $unset: { version: "" } });
   await assertExact(ctx.db, a, p, 30, "without versions");
@@ -168,12 +182,7 @@ t("rollups written without a version (before it existed, or by a replica not yet
 
 t("a process just started answers from the stored window answers, and folds a window rolled since", async (ctx) => {
   const a = await instance(ctx);
-  const p = randomUUID();
-  const rand = rng(21);
-  const facts: UsageInit[] = [];
-  for (let d = 0; d < 40; d += 2) for (let k = 0; k < 200; k++) facts.push(fact(p, d, `user-${Math.floor(rand() * 800)}`, rand));
-  await record(a, facts);
-  await a.module.rollPending();
+  const { p, rand } = await seededProduct(a, 21, { to: 40, step: 2, perDay: 200, users: 800 });
   await assertExact(ctx.db, a, p, 30, "folded, answers stored");
 
   // A new process (empty cache) gives the very figures from the answers alone.
@@ -190,7 +199,6 @@ t("a process just started answers from the stored window answers, and folds a wi
 
   // A day of the window rolled since: the answer no longer matches its versions and is not used.
   await record(a, [fact(p, 0, "new-user", rand)]);
-  await a.module.rollPending();
   const d = await instance(ctx);
   await assertExact(ctx.db, d, p, 30, "a new process after a day was rolled again");
   await assertExact(ctx.db, c, p, 30, "the process that read the answer, after a day was rolled again");
@@ -202,12 +210,7 @@ t("a process just started answers from the stored window answers, and folds a wi
 
 t("with no cache memory every query reads the chunks and gives the same figures", async (ctx) => {
   const a = await instance(ctx, { userCacheMb: 0 });
-  const p = randomUUID();
-  const rand = rng(3);
-  const facts: UsageInit[] = [];
-  for (let d = 0; d < 5; d++) for (let k = 0; k < 100; k++) facts.push(fact(p, d, `user-${Math.floor(rand() * 200)}`, rand));
-  await record(a, facts);
-  await a.module.rollPending();
+  const { p } = await seededProduct(a, 3, { to: 5, perDay: 100, users: 200 });
   await assertExact(ctx.db, a, p, 30, "uncached");
   await assertExact(ctx.db, a, p, 30, "uncached again");
 });

@@ -1,6 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { Collection, Db } from "mongodb";
-import { deleteInRounds, isDuplicateKeyError } from "@meter/lib/mongo";
+import { DbStore, deleteInRounds, isDuplicateKeyError } from "@meter/lib/mongo";
 import type { BySource, DayAccumulator, DayFigures } from "../domain/rollup.ts";
 import type { Bucket } from "./dirty.ts";
 import { rowOf, USERS_PER_CHUNK, type StoredDay, type UserChunkDoc, type UserRow } from "./rollups.ts";
@@ -37,14 +36,9 @@ type BaseUserChunkDoc = UserChunkDoc;
 
 const baseId = (b: Bucket) => `${b.productId}|${b.day}`;
 
-export class BaseStore {
-  private readonly bases: Collection<BaseDoc>;
-  private readonly userChunks: Collection<BaseUserChunkDoc>;
-
-  constructor(db: Db) {
-    this.bases = db.collection<BaseDoc>("day_bases");
-    this.userChunks = db.collection<BaseUserChunkDoc>("day_base_users");
-  }
+export class BaseStore extends DbStore {
+  private readonly bases = this.db.collection<BaseDoc>("day_bases");
+  private readonly userChunks = this.db.collection<BaseUserChunkDoc>("day_base_users");
 
   async init(): Promise<void> {
     // For the retention job on MongoDB; the embedded database scans whatever the index.

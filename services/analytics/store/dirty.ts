@@ -1,7 +1,6 @@
 import { randomUUID } from "node:crypto";
-import type { Collection, Db } from "mongodb";
 import pMap from "p-map";
-import { deleteInRounds, isDuplicateKeyError, takeLease } from "@meter/lib/mongo";
+import { DbStore, deleteInRounds, isDuplicateKeyError, takeLease } from "@meter/lib/mongo";
 
 /**
  * Marks of product-days whose rollup may be older than their ledger. Marks are only ever
@@ -30,14 +29,9 @@ interface LeaseDoc {
 
 export const bucketId = (b: Bucket) => `${b.productId}|${b.day}`;
 
-export class DirtyStore {
-  private readonly marks: Collection<DirtyDoc>;
-  private readonly leases: Collection<LeaseDoc>;
-
-  constructor(db: Db) {
-    this.marks = db.collection<DirtyDoc>("dirty_days");
-    this.leases = db.collection<LeaseDoc>("roll_leases");
-  }
+export class DirtyStore extends DbStore {
+  private readonly marks = this.db.collection<DirtyDoc>("dirty_days");
+  private readonly leases = this.db.collection<LeaseDoc>("roll_leases");
 
   /**
    * Takes the day for `ms` (a unique insert), taking over a lease that has expired; null when

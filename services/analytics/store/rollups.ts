@@ -1,8 +1,8 @@
 import { createHash, randomUUID } from "node:crypto";
-import type { Collection, Db } from "mongodb";
+import type { Collection } from "mongodb";
 import { add, zero, type BySource, type DayFigures, type UserFigures } from "../domain/rollup.ts";
 import { productScope, teamScope, teamsScope, type Scope } from "../domain/scopes.ts";
-import { deleteInRounds, insertIgnoringDuplicates } from "@meter/lib/mongo";
+import { DbStore, deleteInRounds, insertIgnoringDuplicates } from "@meter/lib/mongo";
 
 /**
  * Pre-aggregated figures, one document per scope-day (totals, gates, models) plus the day's
@@ -74,14 +74,9 @@ const WRITE_AT_ONCE = 500;
 
 const dayId = (scope: Scope, day: string) => `${scope}|${day}`;
 
-export class RollupStore {
-  private readonly days: Collection<DayDoc>;
-  private readonly userChunks: Collection<UserChunkDoc>;
-
-  constructor(db: Db) {
-    this.days = db.collection<DayDoc>("day_rollups");
-    this.userChunks = db.collection<UserChunkDoc>("day_user_rollups");
-  }
+export class RollupStore extends DbStore {
+  private readonly days = this.db.collection<DayDoc>("day_rollups");
+  private readonly userChunks = this.db.collection<UserChunkDoc>("day_user_rollups");
 
   /**
    * Replaces a day's figures: the product's, each team's with an event that day, and the

@@ -1,6 +1,5 @@
 import { createHash } from "node:crypto";
-import type { Collection, Db } from "mongodb";
-import { deleteInRounds } from "@meter/lib/mongo";
+import { DbStore, deleteInRounds } from "@meter/lib/mongo";
 import type { Source } from "../domain/rollup.ts";
 import { versionOf, type DayDoc } from "./rollups.ts";
 
@@ -46,12 +45,8 @@ export function versionsOf(docs: readonly DayDoc[]): string {
   return h.digest("base64url");
 }
 
-export class WindowAnswerStore {
-  private readonly answers: Collection<WindowAnswerDoc>;
-
-  constructor(db: Db) {
-    this.answers = db.collection<WindowAnswerDoc>("window_answers");
-  }
+export class WindowAnswerStore extends DbStore {
+  private readonly answers = this.db.collection<WindowAnswerDoc>("window_answers");
 
   read(k: WindowKey): Promise<WindowAnswerDoc | null> {
     return this.answers.findOne({ _id: answerId(k) });

@@ -1,6 +1,6 @@
-import { BSON, MongoBulkWriteError, type AnyBulkWriteOperation, type Collection, type Db } from "mongodb";
+import { BSON, MongoBulkWriteError, type AnyBulkWriteOperation } from "mongodb";
 import { LRUCache } from "lru-cache";
-import { findByIds, insertUnlessPresent, isDuplicateKeyError } from "@meter/lib/mongo";
+import { DbStore, findByIds, insertUnlessPresent, isDuplicateKeyError } from "@meter/lib/mongo";
 import type { FinalStatus, GrantKind } from "./allocate.ts";
 import type { AccountWrite, CreditAccountDoc, LedgerOp } from "./account.ts";
 
@@ -101,21 +101,13 @@ export function ledgerDayId(productId: string, owner: string, day: number): stri
   return `${productId}|${owner}|${day}`;
 }
 
-export class CreditStore {
-  readonly accounts: Collection<StoredAccount>;
-  readonly grants: Collection<GrantRecordDoc>;
-  readonly ledger: Collection<LedgerDayDoc>;
-  readonly index: Collection<CreditIndexDoc>;
-  readonly expiries: Collection<ExpiryDoc>;
+export class CreditStore extends DbStore {
+  readonly accounts = this.db.collection<StoredAccount>("credit_accounts");
+  readonly grants = this.db.collection<GrantRecordDoc>("credit_grants");
+  readonly ledger = this.db.collection<LedgerDayDoc>("credit_ledger");
+  readonly index = this.db.collection<CreditIndexDoc>("credit_index");
+  readonly expiries = this.db.collection<ExpiryDoc>("credit_expiries");
   private readonly cache = new LRUCache<string, CreditAccountDoc>({ max: CACHED_ACCOUNTS });
-
-  constructor(db: Db) {
-    this.accounts = db.collection<StoredAccount>("credit_accounts");
-    this.grants = db.collection<GrantRecordDoc>("credit_grants");
-    this.ledger = db.collection<LedgerDayDoc>("credit_ledger");
-    this.index = db.collection<CreditIndexDoc>("credit_index");
-    this.expiries = db.collection<ExpiryDoc>("credit_expiries");
-  }
 
   async account(id: string): Promise<CreditAccountDoc | null> {
     const s = await this.accounts.findOne({ _id: id });

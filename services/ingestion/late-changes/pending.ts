@@ -1,6 +1,6 @@
-import type { AnyBulkWriteOperation, Collection, Db } from "mongodb";
+import type { AnyBulkWriteOperation } from "mongodb";
 import { LRUCache } from "lru-cache";
-import { isDuplicateKeyError } from "@meter/lib/mongo";
+import { DbStore, isDuplicateKeyError } from "@meter/lib/mongo";
 
 /**
  * The users whose late changes are followed (`late_changes`), and what this process knows of
@@ -25,8 +25,8 @@ interface Seen {
   applied: boolean;
 }
 
-export class LateChanges {
-  readonly pending: Collection<PendingChange>;
+export class LateChanges extends DbStore {
+  readonly pending = this.db.collection<PendingChange>("late_changes");
   readonly seen = new LRUCache<string, Seen>({ max: REMEMBERED });
   /** Applications under way in this process, so concurrent reads share one. */
   readonly running = new Map<string, Promise<boolean>>();
@@ -39,10 +39,6 @@ export class LateChanges {
   readonly checked = new LRUCache<string, number>({ max: REMEMBERED });
   /** Where the follower's walk through `late_changes` (by `_id`) goes on; "" starts over. */
   cursor = "";
-
-  constructor(db: Db) {
-    this.pending = db.collection<PendingChange>("late_changes");
-  }
 
   /** Records users to follow (idempotent; a later change extends the follow). */
   async follow(productId: string, users: readonly { userId: string; until: Date }[]): Promise<void> {

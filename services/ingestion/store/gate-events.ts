@@ -1,6 +1,5 @@
-import type { Collection, Db } from "mongodb";
 import type { GateEventFacts } from "@meter/rules";
-import { deleteInRounds, insertIgnoringDuplicates } from "@meter/lib/mongo";
+import { DbStore, deleteInRounds, insertIgnoringDuplicates } from "@meter/lib/mongo";
 import pMap from "p-map";
 import { UPDATES_IN_FLIGHT } from "./counters.ts";
 import { insertedBy, type JobEvents } from "./usage-events.ts";
@@ -66,16 +65,10 @@ const FILE_CHUNK = 100;
  * events, newest hours first, until a page is full, never the product's whole collection
  * (on the embedded database any filter but `_id` reads the whole collection).
  */
-export class GateEventStore {
-  readonly gates: Collection<GateEventDoc>;
-  private readonly hours: Collection<GateHourDoc>;
-  private readonly users: Collection<GateHoursDoc>;
-
-  constructor(db: Db) {
-    this.gates = db.collection<GateEventDoc>("gate_events");
-    this.hours = db.collection<GateHourDoc>("gate_event_hours");
-    this.users = db.collection<GateHoursDoc>("gate_event_users");
-  }
+export class GateEventStore extends DbStore {
+  readonly gates = this.db.collection<GateEventDoc>("gate_events");
+  private readonly hours = this.db.collection<GateHourDoc>("gate_event_hours");
+  private readonly users = this.db.collection<GateHoursDoc>("gate_event_users");
 
   async insertNew(docs: GateEventDoc[]): Promise<Set<string>> {
     return insertIgnoringDuplicates(this.gates, docs);

@@ -1,4 +1,4 @@
-import type { Collection, Db } from "mongodb";
+import { DbStore } from "@meter/lib/mongo";
 
 /**
  * A request's work list, written before its events and deleted once everything derived
@@ -44,12 +44,8 @@ function fromStored(doc: StoredJob): JobDoc {
   return { ...doc, ids: JSON.parse(doc.ids) as string[] };
 }
 
-export class JobStore {
-  readonly jobs: Collection<StoredJob>;
-
-  constructor(db: Db) {
-    this.jobs = db.collection<StoredJob>("jobs");
-  }
+export class JobStore extends DbStore {
+  readonly jobs = this.db.collection<StoredJob>("jobs");
 
   async open(job: JobDoc): Promise<void> {
     await this.jobs.insertOne(storedJob(job));

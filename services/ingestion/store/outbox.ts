@@ -1,5 +1,5 @@
-import { BSON, type Collection, type Db } from "mongodb";
-import { insertIgnoringDuplicates } from "@meter/lib/mongo";
+import { BSON, type Collection } from "mongodb";
+import { DbStore, insertIgnoringDuplicates } from "@meter/lib/mongo";
 
 /**
  * Transactional outbox: what must be handed to a peer, written in the request's own write
@@ -31,14 +31,9 @@ export interface OutboxEntry {
 /** Entries the relay still hands over (the others are set aside). */
 export const WAITING = { set_aside_at: { $exists: false } } as const;
 
-export class OutboxStore {
-  readonly analytics: Collection<OutboxEntry>;
-  readonly webhooks: Collection<OutboxEntry>;
-
-  constructor(db: Db) {
-    this.analytics = db.collection<OutboxEntry>("outbox_analytics");
-    this.webhooks = db.collection<OutboxEntry>("outbox_webhooks");
-  }
+export class OutboxStore extends DbStore {
+  readonly analytics = this.db.collection<OutboxEntry>("outbox_analytics");
+  readonly webhooks = this.db.collection<OutboxEntry>("outbox_webhooks");
 
   async put(to: Collection<OutboxEntry>, entries: OutboxEntry[]): Promise<void> {
     await insertIgnoringDuplicates(to, entries.filter((e) => e.count > 0));

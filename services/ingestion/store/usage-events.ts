@@ -1,7 +1,7 @@
-import type { Collection, Db, Filter } from "mongodb";
+import type { Collection, Filter } from "mongodb";
 import type { WindowShare } from "../windows/shares.ts";
 import type { TeamShare } from "../teams/shares.ts";
-import { deleteInRounds, findByIds, insertIgnoringDuplicates } from "@meter/lib/mongo";
+import { DbStore, deleteInRounds, findByIds, insertIgnoringDuplicates } from "@meter/lib/mongo";
 
 export type EventSource = "auto" | "manual";
 
@@ -65,12 +65,8 @@ export interface UsageEventDoc {
   team_id?: string;
 }
 
-export class UsageEventStore {
-  readonly events: Collection<UsageEventDoc>;
-
-  constructor(db: Db) {
-    this.events = db.collection<UsageEventDoc>("usage_events");
-  }
+export class UsageEventStore extends DbStore {
+  readonly events = this.db.collection<UsageEventDoc>("usage_events");
 
   /**
    * Inserts every document whose `_id` is new; the rest are duplicates. Returns the ids

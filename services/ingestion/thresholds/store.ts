@@ -1,6 +1,5 @@
 import { createHash } from "node:crypto";
-import type { Collection, Db } from "mongodb";
-import { deleteInRounds, insertIgnoringDuplicates } from "@meter/lib/mongo";
+import { DbStore, deleteInRounds, insertIgnoringDuplicates } from "@meter/lib/mongo";
 
 /**
  * A spend threshold reached by a user in a billing period. `_id` is
@@ -30,12 +29,8 @@ export function crossingKey(counterId: string, pct: number): { _id: string; cros
   return { _id, crossing_id: `thr_${createHash("sha256").update(_id).digest("hex").slice(0, 32)}` };
 }
 
-export class CrossingStore {
-  readonly crossings: Collection<CrossingDoc>;
-
-  constructor(db: Db) {
-    this.crossings = db.collection<CrossingDoc>("threshold_crossings");
-  }
+export class CrossingStore extends DbStore {
+  readonly crossings = this.db.collection<CrossingDoc>("threshold_crossings");
 
   async init(): Promise<void> {
     await this.crossings.createIndex({ product_id: 1, user_id: 1 });

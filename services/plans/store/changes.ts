@@ -1,4 +1,4 @@
-import type { Collection, Db } from "mongodb";
+import { DbStore } from "@meter/lib/mongo";
 
 /**
  * The product's change marker and the latest changes behind it, so that running client
@@ -34,12 +34,8 @@ export interface Changes {
 
 export type Change = { planId: string } | { externalUserId: string } | { externalTeamId: string };
 
-export class ChangeStore {
-  private readonly changes: Collection<ChangeDoc>;
-
-  constructor(db: Db) {
-    this.changes = db.collection<ChangeDoc>("changes");
-  }
+export class ChangeStore extends DbStore {
+  private readonly changes = this.db.collection<ChangeDoc>("changes");
 
   /** Records one change; returns the product's new marker. */
   async record(productId: string, change: Change): Promise<number> {

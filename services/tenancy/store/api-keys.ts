@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { Collection, Db } from "mongodb";
+import { DbStore } from "@meter/lib/mongo";
 
 export type KeyScope = "admin" | "ingest";
 
@@ -25,12 +25,8 @@ export const LAST_USED_STEP_MS = 30_000;
 /** Name and scope of the key every product had before keys could be named. */
 const LEGACY = { name: "default", scope: "admin" as KeyScope };
 
-export class ApiKeyStore {
-  private readonly keys: Collection<ApiKeyDoc>;
-
-  constructor(db: Db) {
-    this.keys = db.collection<ApiKeyDoc>("api_keys");
-  }
+export class ApiKeyStore extends DbStore {
+  private readonly keys = this.db.collection<ApiKeyDoc>("api_keys");
 
   async init(): Promise<void> {
     await this.keys.createIndex({ product_id: 1 });

@@ -1,4 +1,4 @@
-import type { Collection, Db } from "mongodb";
+import { DbStore } from "@meter/lib/mongo";
 
 export interface PortalTokenDoc {
   /** SHA-256 of the token: authentication is an equality match on the primary key. */
@@ -14,12 +14,8 @@ export interface PortalTokenDoc {
  * Portal tokens, one document per token. Authentication refuses an expired one by its
  * `expires_at`; `deleteExpired` removes them (the embedded database has no TTL indexes).
  */
-export class PortalTokenStore {
-  private readonly tokens: Collection<PortalTokenDoc>;
-
-  constructor(db: Db) {
-    this.tokens = db.collection<PortalTokenDoc>("portal_tokens");
-  }
+export class PortalTokenStore extends DbStore {
+  private readonly tokens = this.db.collection<PortalTokenDoc>("portal_tokens");
 
   async init(): Promise<void> {
     await this.tokens.createIndex({ product_id: 1, user_id: 1 });

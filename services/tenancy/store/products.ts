@@ -1,6 +1,5 @@
 import { randomBytes, randomUUID } from "node:crypto";
-import type { Collection, Db } from "mongodb";
-import { isDuplicateKeyError } from "@meter/lib/mongo";
+import { DbStore, isDuplicateKeyError } from "@meter/lib/mongo";
 import { slugify } from "../domain/keys.ts";
 
 export interface ProductDoc {
@@ -18,12 +17,8 @@ export interface ProductDoc {
 /** How long a crashed holder of a product's keys lock can hold it. */
 const KEYS_LOCK_MS = 10_000;
 
-export class ProductStore {
-  private readonly products: Collection<ProductDoc>;
-
-  constructor(db: Db) {
-    this.products = db.collection<ProductDoc>("products");
-  }
+export class ProductStore extends DbStore {
+  private readonly products = this.db.collection<ProductDoc>("products");
 
   async init(): Promise<void> {
     await this.products.createIndex({ slug: 1 }, { unique: true });

@@ -1,6 +1,7 @@
 import { rpcError } from "@meter/lib/errors";
 import type { WebhooksDeps } from "../deps.ts";
 import { validateSubscribedEvents, type EventType } from "../domain/events.ts";
+import { recordEvents, type NewEvent } from "../flows/emit.ts";
 import type { EndpointDoc } from "../store/endpoints.ts";
 import { endpointUrlProblem } from "../adapters/url-guard.ts";
 
@@ -29,4 +30,18 @@ export function checkDescription(d: string | undefined): string | null {
   if (d === undefined) return null;
   if (d.length > MAX_DESCRIPTION) throw rpcError.invalid(`description must be at most ${MAX_DESCRIPTION} characters`);
   return d;
+}
+
+/**
+ * A hand-over of notices that make one event each, of the notice's product. Every notice is
+ * checked before any is recorded: a refused call records nothing, and its retry is whole.
+ */
+export async function publishNotices<N extends { productId: string }>(
+  deps: WebhooksDeps,
+  notices: N[],
+  validate: (n: N) => void,
+  event: (n: N) => Omit<NewEvent, "productId">,
+): Promise<void> {
+  notices.forEach(validate);
+  await recordEvents(deps, notices.map((n) => ({ productId: n.productId, ...event(n) })));
 }

@@ -3,7 +3,7 @@ import type { CreditNotice, WebhooksService } from "@meter/proto/meter/webhooks/
 import { CREDIT_EVENT_TYPES } from "@meter/rules";
 import { rpcError } from "@meter/lib/errors";
 import type { WebhooksDeps } from "../deps.ts";
-import { recordEvents } from "../flows/emit.ts";
+import { publishNotices } from "./common.ts";
 
 function validate(n: CreditNotice): void {
   if (!n.productId) throw rpcError.invalid("credit event product_id is required");
@@ -18,24 +18,23 @@ function validate(n: CreditNotice): void {
  * twice emits once. Data in dollars: {user_id, balance, low_at, grant_id?, amount?}; a team's
  * pool (BUDGETS.md §4) carries team_id instead of user_id.
  */
+function creditEvent(n: CreditNotice) {
+  return {
+    type: n.type,
+    key: `credits:${n.id}`,
+    data: {
+      ...(n.teamId !== undefined ? { team_id: n.teamId } : { user_id: n.userId }),
+      balance: n.balance,
+      low_at: n.lowAt ?? null,
+      ...(n.grantId !== undefined && { grant_id: n.grantId }),
+      ...(n.amount !== undefined && { amount: n.amount }),
+    },
+  };
+}
+
 export function publishCreditEvents(deps: WebhooksDeps): ServiceImpl<typeof WebhooksService>["publishCreditEvents"] {
   return async (req) => {
-    req.events.forEach(validate);
-    await recordEvents(
-      deps,
-      req.events.map((n) => ({
-        productId: n.productId,
-        type: n.type,
-        key: `credits:${n.id}`,
-        data: {
-          ...(n.teamId !== undefined ? { team_id: n.teamId } : { user_id: n.userId }),
-          balance: n.balance,
-          low_at: n.lowAt ?? null,
-          ...(n.grantId !== undefined && { grant_id: n.grantId }),
-          ...(n.amount !== undefined && { amount: n.amount }),
-        },
-      })),
-    );
+    await publishNotices(deps, req.events, validate, creditEvent);
     return {};
   };
 }

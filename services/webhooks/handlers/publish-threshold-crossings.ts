@@ -3,8 +3,8 @@ import type { ThresholdCrossing, WebhooksService } from "@meter/proto/meter/webh
 import { rpcError } from "@meter/lib/errors";
 import { fromTimestamp } from "@meter/lib/time";
 import type { WebhooksDeps } from "../deps.ts";
-import { recordEvents } from "../flows/emit.ts";
 import { THRESHOLDS } from "../domain/events.ts";
+import { publishNotices } from "./common.ts";
 
 /**
  * One usage.threshold.<pct> event per (product, user, billing period, threshold): the event
@@ -25,26 +25,25 @@ function validate(c: ThresholdCrossing): void {
   }
 }
 
+function crossingEvent(c: ThresholdCrossing) {
+  return {
+    type: `usage.threshold.${c.thresholdPct}`,
+    key: thresholdKey(c),
+    data: {
+      user_id: c.userId,
+      threshold_pct: c.thresholdPct,
+      current_spend: c.currentSpend,
+      spend_limit: c.spendLimit,
+      plan_name: c.planName,
+      tokens_total: Number(c.tokensTotal),
+      cost_by_model: { ...c.costByModel },
+    },
+  };
+}
+
 export function publishThresholdCrossings(deps: WebhooksDeps): ServiceImpl<typeof WebhooksService>["publishThresholdCrossings"] {
   return async (req) => {
-    req.crossings.forEach(validate);
-    await recordEvents(
-      deps,
-      req.crossings.map((c) => ({
-        productId: c.productId,
-        type: `usage.threshold.${c.thresholdPct}`,
-        key: thresholdKey(c),
-        data: {
-          user_id: c.userId,
-          threshold_pct: c.thresholdPct,
-          current_spend: c.currentSpend,
-          spend_limit: c.spendLimit,
-          plan_name: c.planName,
-          tokens_total: Number(c.tokensTotal),
-          cost_by_model: { ...c.costByModel },
-        },
-      })),
-    );
+    await publishNotices(deps, req.crossings, validate, crossingEvent);
     return {};
   };
 }

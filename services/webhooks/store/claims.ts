@@ -1,5 +1,4 @@
-import type { Collection, Db } from "mongodb";
-import { deleteInRounds, takeLease } from "@meter/lib/mongo";
+import { DbStore, deleteInRounds, takeLease } from "@meter/lib/mongo";
 
 interface ClaimDoc {
   /** The idempotency key of the work, e.g. "deliver:<delivery id>:<attempt>". */
@@ -14,12 +13,8 @@ interface ClaimDoc {
  * findOneAndUpdate atomic, so Agenda's own lock can hand one job to two workers there).
  * A claim whose holder died (lease expired without release or completion) can be taken over.
  */
-export class ClaimStore {
-  private readonly col: Collection<ClaimDoc>;
-
-  constructor(db: Db) {
-    this.col = db.collection<ClaimDoc>("job_claims");
-  }
+export class ClaimStore extends DbStore {
+  private readonly col = this.db.collection<ClaimDoc>("job_claims");
 
   async init(): Promise<void> {
     // Claims are only needed while their job can still run. The retention job deletes expired

@@ -1,5 +1,5 @@
-import type { Collection, Db, Filter } from "mongodb";
-import { deleteInRounds, insertIgnoringDuplicates, insertUnlessPresent } from "@meter/lib/mongo";
+import type { Filter } from "mongodb";
+import { DbStore, deleteInRounds, insertIgnoringDuplicates, insertUnlessPresent } from "@meter/lib/mongo";
 
 export type DeliveryStatus = "pending" | "success" | "failed";
 export const DELIVERY_STATUSES: readonly DeliveryStatus[] = ["pending", "success", "failed"];
@@ -27,12 +27,8 @@ export interface DeliveryPageKey {
   id: string;
 }
 
-export class DeliveryStore {
-  private readonly col: Collection<DeliveryDoc>;
-
-  constructor(db: Db) {
-    this.col = db.collection<DeliveryDoc>("deliveries");
-  }
+export class DeliveryStore extends DbStore {
+  private readonly col = this.db.collection<DeliveryDoc>("deliveries");
 
   async init(): Promise<void> {
     await this.col.createIndex({ product_id: 1, endpoint_id: 1, created_at: -1, _id: -1 });

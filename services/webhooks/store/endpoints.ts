@@ -1,4 +1,4 @@
-import type { Collection, Db } from "mongodb";
+import { DbStore } from "@meter/lib/mongo";
 
 export interface EndpointDoc {
   _id: string;
@@ -15,12 +15,8 @@ export interface EndpointDoc {
 
 export type EndpointChanges = Partial<Pick<EndpointDoc, "url" | "subscribed_events" | "description" | "enabled" | "secret_sealed">>;
 
-export class EndpointStore {
-  private readonly col: Collection<EndpointDoc>;
-
-  constructor(db: Db) {
-    this.col = db.collection<EndpointDoc>("endpoints");
-  }
+export class EndpointStore extends DbStore {
+  private readonly col = this.db.collection<EndpointDoc>("endpoints");
 
   async init(): Promise<void> {
     await this.col.createIndex({ product_id: 1, created_at: 1 });

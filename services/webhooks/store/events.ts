@@ -1,5 +1,4 @@
-import type { Collection, Db } from "mongodb";
-import { deleteInRounds, findByIds, insertIgnoringDuplicates, isDuplicateKeyError } from "@meter/lib/mongo";
+import { DbStore, deleteInRounds, findByIds, insertIgnoringDuplicates, isDuplicateKeyError } from "@meter/lib/mongo";
 
 /** An emitted webhook event: what every delivery of it sends. */
 export interface EventDoc {
@@ -23,12 +22,8 @@ export interface EventDoc {
   endpoint_ids: string[];
 }
 
-export class EventStore {
-  private readonly col: Collection<EventDoc>;
-
-  constructor(db: Db) {
-    this.col = db.collection<EventDoc>("events");
-  }
+export class EventStore extends DbStore {
+  private readonly col = this.db.collection<EventDoc>("events");
 
   async init(): Promise<void> {
     await this.col.createIndex({ product_id: 1, key: 1 }, { unique: true });

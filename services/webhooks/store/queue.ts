@@ -1,5 +1,5 @@
-import type { Collection, Db, Filter } from "mongodb";
-import { insertIgnoringDuplicates } from "@meter/lib/mongo";
+import type { Filter } from "mongodb";
+import { DbStore, insertIgnoringDuplicates } from "@meter/lib/mongo";
 
 /**
  * Work waiting for the dispatcher (flows/dispatcher.ts): an event to fan out into deliveries, or the
@@ -29,12 +29,8 @@ export function attemptEntry(productId: string, endpointId: string, deliveryId: 
   return { _id: `attempt:${deliveryId}`, kind: "attempt", product_id: productId, ref: deliveryId, endpoint_id: endpointId, due_at: at };
 }
 
-export class QueueStore {
-  readonly col: Collection<QueueEntry>;
-
-  constructor(db: Db) {
-    this.col = db.collection<QueueEntry>("delivery_queue");
-  }
+export class QueueStore extends DbStore {
+  readonly col = this.db.collection<QueueEntry>("delivery_queue");
 
   async init(): Promise<void> {
     await this.col.createIndex({ due_at: 1 });
