@@ -155,17 +155,14 @@ export interface UserState {
   credits?: { balance: number; pending: number; low_at: number | null } | null;
 }
 
-/** A team as the library counts it (UserState.team). */
-export interface TeamState {
+/**
+ * A team as the library counts it (UserState.team): the plan (the team plan's name) and the
+ * billing period's sums, as a user's state shows its own, under the team's ids.
+ */
+export interface TeamState extends Pick<UserState, "plan" | "billing_period" | "period_cost" | "period_tokens_by_model" | "period_cost_by_model"> {
   /** The product's id of the team (external_team_id). */
   team_id: string;
   service_team_id: string | null;
-  /** The team plan's name. */
-  plan: string;
-  billing_period: BillingPeriod;
-  period_cost: number;
-  period_tokens_by_model: Record<string, number>;
-  period_cost_by_model: Record<string, number>;
 }
 
 /**
