@@ -35,6 +35,43 @@ export interface GateInput {
   estimateTokens: number;
 }
 
+/** One bucket of a rolling window in a session view: its start and what it counted. */
+export interface LimitBucket {
+  start: string;
+  /** Dollars for spend, else tokens or requests. */
+  used: number;
+}
+
+/**
+ * One dimension of a user as the service reports it (session view `limits`, and
+ * GET /users/{user_id}/limits): SPEC's caps and each entry of the plan's `limits`.
+ */
+export interface LimitStatus {
+  /** `total_spend`, `session_spend`, `model_limit:<model>` or `limit:<name>`; the team plan's prefixed `team:`. */
+  reason: string;
+  /** The plan limit's name; null for SPEC's caps. */
+  name: string | null;
+  metric: Metric;
+  window: WindowKind | "session";
+  duration_minutes: number | null;
+  model: string | null;
+  /** `user` for the user's own; a team's: `team` (the team's sum) or `member` (this member's under the team plan). */
+  scope: string;
+  max: number;
+  used: number;
+  pct: number;
+  soft_gate_at: number;
+  hard_gate_at: number;
+  /** Start of the window counted; null for rolling windows and the session. */
+  window_start: string | null;
+  /** When it lifts by itself; null: never (max 0), nothing counted in a rolling window, or the session. */
+  resets_at: string | null;
+  /** Rolling windows: the buckets that still count. */
+  buckets?: LimitBucket[] | null;
+  /** `total_spend` with credits enabled (its max then includes the balance): the balance and the plan's low mark. */
+  credits?: { balance: number; low_at: number | null } | null;
+}
+
 /** One dimension before a call. Amounts in dollars for spend, else tokens or requests. */
 export interface Dimension {
   /** `total_spend`, `session_spend`, `model_limit:<model>` or `limit:<name>`; a team plan's prefixed `team:`. */

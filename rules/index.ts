@@ -30,6 +30,8 @@ export {
   teamLimitReason,
   type Dimension,
   type DimensionResult,
+  type LimitBucket,
+  type LimitStatus,
   type TeamWindowInput,
   type WindowInput,
   type WindowPlan,

@@ -118,24 +118,14 @@ function wallStart(kind: CalendarWindow, wall: number): number {
   }
 }
 
+// The length of a calendar window on the wall clock, where no day is longer than another (a month's varies).
+const WALL_LENGTH_MS = { minute: 60_000, hour: 3_600_000, day: DAY_MS, week: 7 * DAY_MS } as const;
+
 /** The wall clock start of the window after the one starting at `start` (a wall clock time). */
 function wallNext(kind: CalendarWindow, start: number): number {
+  if (kind !== "month") return start + WALL_LENGTH_MS[kind];
   const d = new Date(start);
-  const y = d.getUTCFullYear();
-  const m = d.getUTCMonth();
-  const day = d.getUTCDate();
-  switch (kind) {
-    case "minute":
-      return start + 60_000;
-    case "hour":
-      return start + 3_600_000;
-    case "day":
-      return Date.UTC(y, m, day + 1);
-    case "week":
-      return Date.UTC(y, m, day + 7);
-    case "month":
-      return Date.UTC(y, m + 1, 1);
-  }
+  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1);
 }
 
 // The last window computed per (zone, kind): most times asked fall in the current one.

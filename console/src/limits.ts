@@ -2,32 +2,17 @@
 // ("$0.10 a day", "$2 in any 5 hours"), resets ("in 3 h 20 min"), which dimension blocks, and
 // the service's refusal split per limit and field. Pure functions (no DOM), tested in
 // test/console-limits.test.ts.
-import type { Metric, PlanLimit as AnsweredLimit, WindowKind } from "@meter/rules";
+import type { LimitStatus, Metric, PlanLimit as AnsweredLimit, WindowKind } from "@meter/rules";
 import { fmtInt, fmtMoney, fmtTokens } from "./format.ts";
 
 /** One entry of a plan's `limits`, as the API answers it (null: not given; a null gate is the plan's). */
 export type PlanLimit = Required<AnsweredLimit>;
 
-/** One dimension of a user (`GET /users/{user_id}/limits`, the session view's `limits`). */
-export interface Dimension {
-  reason: string;
-  name: string | null;
-  metric: Metric;
-  window: WindowKind | "session";
-  duration_minutes: number | null;
-  model: string | null;
-  max: number | null;
-  used: number;
-  pct: number;
-  soft_gate_at: number;
-  hard_gate_at: number;
-  window_start: string | null;
-  resets_at: string | null;
-  /** user (the user's own plan), team (a team plan's, over the team's sum) or member (a team plan's, this member's own). */
-  scope?: string;
-  /** total_spend of a plan that draws credits: its max includes the balance (BUDGETS.md §3). */
-  credits?: { balance: number; low_at: number | null } | null;
-}
+/**
+ * One dimension of a user (`GET /users/{user_id}/limits`, the session view's `limits`): the rules
+ * package's shape, with `max` null for no cap and `scope` left out of one built by hand.
+ */
+export type Dimension = Omit<LimitStatus, "max" | "scope"> & { max: number | null; scope?: string };
 
 const wholeDollars = new Intl.NumberFormat(undefined, { style: "currency", currency: "USD", minimumFractionDigits: 0, maximumFractionDigits: 0 });
 const cents = new Intl.NumberFormat(undefined, { style: "currency", currency: "USD", minimumFractionDigits: 2, maximumFractionDigits: 4 });

@@ -47,9 +47,15 @@ def watch(m: Meter | AsyncMeter) -> list[tuple[str, CreditsEvent]]:
     return seen
 
 
-def test_prepaid_grant_spent_blocks_naming_credits_then_a_top_up_runs_again(product: Product) -> None:
+@pytest.fixture
+def user(product: Product) -> str:
+    """A pure-prepaid user granted $1: five calls of $0.20 spend it (low with $0.40 left, then depleted)."""
     user = product.create_user(PREPAID)
     grant(product, user, 1)
+    return user
+
+
+def test_prepaid_grant_spent_blocks_naming_credits_then_a_top_up_runs_again(product: Product, user: str) -> None:
     m = Meter(api_key=product.key, base_url=product.url)
     try:
         seen = watch(m)
@@ -165,9 +171,7 @@ def test_replicas_with_leases_on_a_balance_never_overdraw(product: Product) -> N
     assert eventually(settled, what="the balance")["overdraft"] == 0
 
 
-async def test_async_meter_callbacks_and_the_block(product: Product) -> None:
-    user = product.create_user(PREPAID)
-    grant(product, user, 1)
+async def test_async_meter_callbacks_and_the_block(product: Product, user: str) -> None:
     m = AsyncMeter(api_key=product.key, base_url=product.url)
     try:
         seen = watch(m)

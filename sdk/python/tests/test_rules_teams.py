@@ -1,5 +1,5 @@
 """The table's teams section (rules/cases.json): a member's call against its own plan and its team plan's, apart
-(evaluate_team, combine) and as the guard evaluates both at once (evaluate_nano's team)."""
+(the team plan's evaluation, combine) and as the guard evaluates both at once (evaluate_nano's team)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from meterline.dimensions import evaluate_nano
 from meterline.money import to_nano
 from meterline.periods import parse_time
 from meterline.plan_rules import rules_of, team_rules_of
-from meterline.team_dimensions import combine, evaluate_team
+from meterline.team_dimensions import combine
 
 from .rules_table import TABLE, counters_of, evaluate_own, matches, plan_of, span
 
@@ -32,11 +32,13 @@ def test_teams_table(case: dict[str, Any]) -> None:
         call = case["call"]
         # One counter per team plan limit: the case gives the team's figure or the member's, by scope.
         counters = counters_of(plan, u, now, period)
-        got = combine(
-            got,
-            evaluate_team(plan, u["period_cost"], call["model"], u["model_tokens"], call["estimate_cost"],
-                          call["estimate_tokens"], period[1], counters),
+        # The team plan's result apart: its period and model caps over the team's sums, each limit over its
+        # counter, reasons prefixed ``team:``, no session cap.
+        team_result = evaluate_nano(
+            team_rules_of(plan), to_nano(u["period_cost"]), 0, call["model"], u["model_tokens"],
+            to_nano(call["estimate_cost"]), call["estimate_tokens"], period[1], None, counters,
         )  # fmt: skip
+        got = combine(got, team_result)
         # The guard's one evaluation of both (admission.py) decides as the two combined.
         own_plan = plan_of(case["plan"]) or PlanConfig()
         own_period = span(case["billing_period"])

@@ -2,7 +2,10 @@
  * Public types. Objects that mirror the service's records keep its snake_case field names;
  * options are camelCase.
  */
-import type { CreditsView, GateEventFacts } from "./rules/index.ts";
+import type { CreditsView, GateEventFacts, LimitStatus } from "./rules/index.ts";
+
+// One dimension as the service reports it: the rules package holds the shape for every reader (the console too).
+export type { LimitBucket, LimitStatus } from "./rules/index.ts";
 
 export interface MeterOptions {
   /** Product API key. Default: `METER_API_KEY`. */
@@ -152,17 +155,14 @@ export interface UserState {
   credits?: { balance: number; pending: number; low_at: number | null } | null;
 }
 
-/** A team as the library counts it (UserState.team). */
-export interface TeamState {
+/**
+ * A team as the library counts it (UserState.team): the plan (the team plan's name) and the
+ * billing period's sums, as a user's state shows its own, under the team's ids.
+ */
+export interface TeamState extends Pick<UserState, "plan" | "billing_period" | "period_cost" | "period_tokens_by_model" | "period_cost_by_model"> {
   /** The product's id of the team (external_team_id). */
   team_id: string;
   service_team_id: string | null;
-  /** The team plan's name. */
-  plan: string;
-  billing_period: BillingPeriod;
-  period_cost: number;
-  period_tokens_by_model: Record<string, number>;
-  period_cost_by_model: Record<string, number>;
 }
 
 /**
@@ -315,43 +315,6 @@ export interface PlanLimit {
   hard_gate_at?: number | null;
   /** In a team plan: `team` (default) caps the sum over the members, `member` each member apart. */
   scope?: "team" | "member" | null;
-}
-
-/** One bucket of a rolling window in a session view: its start and what it counted. */
-export interface LimitBucket {
-  start: string;
-  /** Dollars for spend, else tokens or requests. */
-  used: number;
-}
-
-/**
- * One dimension of a user as the service reports it (session view `limits`, and
- * GET /users/{user_id}/limits): SPEC's caps and each entry of the plan's `limits`.
- */
-export interface LimitStatus {
-  /** `total_spend`, `session_spend`, `model_limit:<model>` or `limit:<name>`; the team plan's prefixed `team:`. */
-  reason: string;
-  /** The plan limit's name; null for SPEC's caps. */
-  name: string | null;
-  metric: LimitMetric;
-  window: LimitWindow | "session";
-  duration_minutes: number | null;
-  model: string | null;
-  /** `user` for the user's own; a team's: `team` (the team's sum) or `member` (this member's under the team plan). */
-  scope: string;
-  max: number;
-  used: number;
-  pct: number;
-  soft_gate_at: number;
-  hard_gate_at: number;
-  /** Start of the window counted; null for rolling windows and the session. */
-  window_start: string | null;
-  /** When it lifts by itself; null: never (max 0), nothing counted in a rolling window, or the session. */
-  resets_at: string | null;
-  /** Rolling windows: the buckets that still count. */
-  buckets?: LimitBucket[] | null;
-  /** `total_spend` with credits enabled (its max then includes the balance): the balance and the plan's low mark. */
-  credits?: { balance: number; low_at: number | null } | null;
 }
 
 /** The session view (GET /users/{user_id}/session) as the service sends it. */

@@ -146,6 +146,13 @@ async function spend(m: Meter, user: string, workers: number, callMs: number, do
   return seen;
 }
 
+/** No call counted waited for a lease request, and once shut down the service counted every call once. */
+async function noneWaited(ctx: Ctx, m: Meter, user: string, seen: { calls: number; waited: number }, counted: string) {
+  assert.is(seen.waited, 0, `${counted} that waited for a lease request, of ${seen.calls}`);
+  await m.shutdown();
+  assert.ok(Math.abs((await usage(ctx.api, user)).total_cost - seen.calls * CALL_COST) < 1e-6);
+}
+
 t("a replica whose slice runs low asks for the next one in the background: its next calls do not wait", async (ctx) => {
   const user = await cappedUser(ctx.api, 10_000_000);
   const { proxy, m } = await setup(ctx);
@@ -158,40 +165,27 @@ t("a replica whose slice runs low asks for the next one in the background: its n
   proxy.inject(LEASE_REQUEST, { kind: "delay", ms: 500 }, 1_000);
   answeredBefore = proxy.count(LEASE_REQUEST);
   slow = true;
-  const seen = await run;
-  assert.is(seen.waited, 0, `calls that waited for a lease request, of ${seen.calls}`);
-  await m.shutdown();
-  assert.ok(Math.abs((await usage(ctx.api, user)).total_cost - seen.calls * CALL_COST) < 1e-6);
+  await noneWaited(ctx, m, user, await run, "calls");
 });
 
-t("a replica's first slice covers its calls in flight until the next slow lease request answers", async (ctx) => {
-  const user = await cappedUser(ctx.api, 10_000_000);
-  const { proxy, m } = await setup(ctx);
-  // Changes made before start() (this user's subscription) renew no lease during the run.
-  await m.start();
-  // Every lease request takes half a second from the start: no spend rate is known when the
-  // first slice is sized, only the 50 calls waiting for it (each call takes 100 ms).
-  proxy.inject(LEASE_REQUEST, { kind: "delay", ms: 500 }, 1_000);
-  const granted = () => proxy.countAnswered(LEASE_REQUEST) >= 1;
-  const seen = await spend(m, user, 50, 100, () => proxy.countAnswered(LEASE_REQUEST) >= 4, granted);
-  assert.is(seen.waited, 0, `calls after the first grant that waited for a lease request, of ${seen.calls}`);
-  await m.shutdown();
-  assert.ok(Math.abs((await usage(ctx.api, user)).total_cost - seen.calls * CALL_COST) < 1e-6);
-});
-
-t("calls as short as 8 ms: the first slice covers what the calls in flight spend until the next slow lease request answers", async (ctx) => {
-  const user = await cappedUser(ctx.api, 10_000_000);
-  const { proxy, m } = await setup(ctx);
-  await m.start();
-  // 50 calls at a time of 8 ms each, every lease request held 700 ms: the first slice must
-  // cover more than 90 rounds of the calls in flight before any spend rate is measured.
-  proxy.inject(LEASE_REQUEST, { kind: "delay", ms: 700 }, 1_000);
-  const granted = () => proxy.countAnswered(LEASE_REQUEST) >= 1;
-  const seen = await spend(m, user, 50, 8, () => proxy.countAnswered(LEASE_REQUEST) >= 3, granted);
-  assert.is(seen.waited, 0, `calls after the first grant that waited for a lease request, of ${seen.calls}`);
-  await m.shutdown();
-  assert.ok(Math.abs((await usage(ctx.api, user)).total_cost - seen.calls * CALL_COST) < 1e-6);
-});
+// Every lease request is slow from the start: no spend rate is known when the first slice is
+// sized, only the 50 calls waiting for it. 8 ms calls with requests held 700 ms: the first slice
+// must cover more than 90 rounds of the calls in flight.
+for (const { title, callMs, delayMs, answered } of [
+  { title: "a replica's first slice covers its calls in flight until the next slow lease request answers", callMs: 100, delayMs: 500, answered: 4 },
+  { title: "calls as short as 8 ms: the first slice covers what the calls in flight spend until the next slow lease request answers", callMs: 8, delayMs: 700, answered: 3 },
+]) {
+  t(title, async (ctx) => {
+    const user = await cappedUser(ctx.api, 10_000_000);
+    const { proxy, m } = await setup(ctx);
+    // Changes made before start() (this user's subscription) renew no lease during the run.
+    await m.start();
+    proxy.inject(LEASE_REQUEST, { kind: "delay", ms: delayMs }, 1_000);
+    const granted = () => proxy.countAnswered(LEASE_REQUEST) >= 1;
+    const seen = await spend(m, user, 50, callMs, () => proxy.countAnswered(LEASE_REQUEST) >= answered, granted);
+    await noneWaited(ctx, m, user, seen, "calls after the first grant");
+  });
+}
 
 t("a lease request held for a second delays no call while the slice lasts", async (ctx) => {
   const user = await cappedUser(ctx.api, 10_000_000);

@@ -28,18 +28,22 @@ const CALL_COST = 0.015;
 const MEMBERS = 40;
 const REPLICAS = 4;
 
-t("4 replica processes with leases serving 40 members of one team on a $5 team cap: $0.00 overshoot, the refused calls name team:total_spend", async (ctx) => {
-  // The members' own plans cap nothing: only the team's cap can stop them.
+/** Users `member-<name>-…`, each subscribed to a plan of their own that caps nothing: only their team's cap can stop them. */
+async function subscribedMembers(ctx: ProductCtx, names: string[]): Promise<string[]> {
   const memberPlan = await createPlan(ctx.api, { max_spend_per_period: null, cost_rates: RATES, pre_call_estimate: true, pre_call_buffer_tokens: 1000 });
-  const members = await Promise.all(
-    Array.from({ length: MEMBERS }, async (_, i) => {
-      const id = `member-${i}-${Date.now()}`;
+  return Promise.all(
+    names.map(async (name) => {
+      const id = `member-${name}-${Date.now()}`;
       const res = await ctx.api.post("/users", { external_user_id: id });
       if (res.status !== 201) throw new Error(`creating a user failed: ${res.status}`);
       await subscribe(ctx.api, id, memberPlan, new Date(Date.now() - DAY), new Date(Date.now() + 20 * DAY));
       return id;
     }),
   );
+}
+
+t("4 replica processes with leases serving 40 members of one team on a $5 team cap: $0.00 overshoot, the refused calls name team:total_spend", async (ctx) => {
+  const members = await subscribedMembers(ctx, Array.from({ length: MEMBERS }, (_, i) => String(i)));
   const teamId = await createTeam(ctx.api, { max_spend_per_period: 5, cost_rates: RATES }, members);
 
   const replicas = Array.from({ length: REPLICAS }, (_, r) =>
@@ -81,14 +85,7 @@ t("4 replica processes with leases serving 40 members of one team on a $5 team c
 });
 
 t("one process serving two members holds one slice of their team's cap: the second member's calls need no request of their own, and shutdown gives the rest back", async (ctx) => {
-  const memberPlan = await createPlan(ctx.api, { max_spend_per_period: null, cost_rates: RATES, pre_call_estimate: true, pre_call_buffer_tokens: 1000 });
-  const members: string[] = [];
-  for (const name of ["a", "b"]) {
-    const id = `member-${name}-${Date.now()}`;
-    await ctx.api.post("/users", { external_user_id: id });
-    await subscribe(ctx.api, id, memberPlan, new Date(Date.now() - DAY), new Date(Date.now() + 20 * DAY));
-    members.push(id);
-  }
+  const members = await subscribedMembers(ctx, ["a", "b"]);
   const teamId = await createTeam(ctx.api, { max_spend_per_period: 5, cost_rates: RATES }, members);
   const m = new Meter({ apiKey: ctx.apiKey, baseURL: ctx.stack.apiUrl, leases: true, leaseIdleMs: 600_000, flushIntervalMs: 200, logger: { warn: () => undefined } });
   for (const id of members) await m.guard(id, { model: "m" });
@@ -108,14 +105,7 @@ t("one process serving two members holds one slice of their team's cap: the seco
 });
 
 t("a replica killed holding a slice of the team's cap: the slice returns to the other members' replicas after its expiry", async (ctx) => {
-  const memberPlan = await createPlan(ctx.api, { max_spend_per_period: null, cost_rates: RATES, pre_call_estimate: true, pre_call_buffer_tokens: 1000 });
-  const members: string[] = [];
-  for (const name of ["dead", "alive"]) {
-    const id = `member-${name}-${Date.now()}`;
-    await ctx.api.post("/users", { external_user_id: id });
-    await subscribe(ctx.api, id, memberPlan, new Date(Date.now() - DAY), new Date(Date.now() + 20 * DAY));
-    members.push(id);
-  }
+  const members = await subscribedMembers(ctx, ["dead", "alive"]);
   await createTeam(ctx.api, { max_spend_per_period: 5, cost_rates: RATES }, members);
   const holder = spawnReplica({ METER_API_KEY: ctx.apiKey, METER_BASE_URL: ctx.stack.apiUrl, LEASE_USER: members[0]!, LEASE_TTL_MS: String(TTL_MS), LEASE_MODE: "hold" });
   await holder.printed("held");

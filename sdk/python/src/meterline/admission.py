@@ -17,7 +17,7 @@ from .money import add_dollars, to_dollars, to_nano
 from .periods import iso
 from .plan_rules import OK_RESULT, Rules, rules_of, team_rules_of
 from .pricing import estimate_tokens, rate_of, token_cost
-from .recording import Metadata, session_of
+from .recording import session_of
 from .reservation import NOTHING, Hold, Reservation, ReservationAmount, reservation_of
 from .state import UserEntry, hold_team, hold_windows
 from .types import GateContext, GuardResult, LimitCredits, PlanConfig
@@ -47,34 +47,11 @@ Admitted = tuple[GuardResult, GateContext | None, GateInfo | None, Reservation |
 
 
 class Admission(Users):
-    def _check(
-        self,
-        e: UserEntry,
-        model: str | None,
-        session_id: str | None,
-        input_tokens: int | None,
-        prompt: Any,
-        metadata: Metadata,
-        max_output_tokens: int | None,
-    ) -> GuardResult:
-        """guard() on a user's entry."""
-        res = self._admit(e, model, session_id, input_tokens, prompt, metadata, False, max_output_tokens)
-        return self._after_gate(*res)
-
-    def _reserve_now(
-        self,
-        e: UserEntry,
-        model: str | None,
-        session_id: str | None,
-        input_tokens: int | None,
-        prompt: Any,
-        metadata: Metadata,
-        max_output_tokens: int | None,
-    ) -> Reservation:
-        res = self._admit(e, model, session_id, input_tokens, prompt, metadata, True, max_output_tokens)
-        assert isinstance(res, tuple)
-        result, ctx, event_info, reservation = res
-        self._after_gate(result, ctx, event_info, reservation)
+    def _held(self, admitted: Admitted) -> Reservation:
+        """reserve()'s end after _admit(..., hold=True): what a gate sets off, then the call's reservation (a
+        blocked call has raised)."""
+        self._after_gate(*admitted)
+        reservation = admitted[3]
         assert reservation is not None
         return reservation
 
@@ -100,7 +77,8 @@ class Admission(Users):
         hold: bool,
         max_output_tokens: int | None = None,
     ) -> Admitted:
-        """Check and hold in one step under the lock. Callbacks and the raise come after, outside it."""
+        """Check and hold in one step under the lock. Callbacks and the raise come after, outside it: guard()
+        passes the result to _after_gate, reserve() to _held."""
         if input_tokens is not None and (type(input_tokens) is not int or input_tokens < 0):
             raise TypeError("input_tokens must be a non-negative integer")
         if max_output_tokens is not None and (type(max_output_tokens) is not int or max_output_tokens < 0):

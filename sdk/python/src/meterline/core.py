@@ -220,12 +220,10 @@ class MeterCore(Lifecycle):
         e = self._ready(user_id)
         if e is None:
             return None
-        if self._leases is not None:
-            input_tokens = self._sized(e, model, input_tokens, prompt)
-            need = self._lease_need(e, model, input_tokens, prompt, max_output_tokens)
-            if need is not None and not self._leases.covers(e, need):
-                return None
-        return self._reserve_now(e, model, session_id, input_tokens, prompt, metadata, max_output_tokens)
+        input_tokens, need = self._lease_plan(e, model, input_tokens, prompt, max_output_tokens)
+        if need is not None:
+            return None
+        return self._held(self._admit(e, model, session_id, input_tokens, prompt, metadata, True, max_output_tokens))
 
     # ---- the calls that wait for the user's view, written once for both shells ----
     # guard() and record() are synchronous bodies: Meter's own methods, run at once for a ready user. Their
@@ -270,7 +268,10 @@ class MeterCore(Lifecycle):
         max_output_tokens: int | None = None,
     ) -> GuardResult:
         """Checks a coming call. Raises LimitExceededError on a hard gate when blocking."""
-        return self._check(self._entry(user_id), model, session_id, input_tokens, prompt, metadata, max_output_tokens)
+        admitted = self._admit(
+            self._entry(user_id), model, session_id, input_tokens, prompt, metadata, False, max_output_tokens
+        )
+        return self._after_gate(*admitted)
 
     def _record_call(
         self,
@@ -305,7 +306,7 @@ class MeterCore(Lifecycle):
             asking = self._leases.asking(e, need)
             if asking is None or not (yield Wait(asking, None)):
                 break
-        return self._reserve_now(e, model, session_id, input_tokens, prompt, metadata, max_output_tokens)
+        return self._held(self._admit(e, model, session_id, input_tokens, prompt, metadata, True, max_output_tokens))
 
     def _refresh_user(self, user_id: str) -> Flow[bool]:
         """Reloads the user's session view now (a plan or subscription just changed). True when it loaded."""

@@ -11,8 +11,8 @@ from .counters import LimitCounter, advance, count_in, hard_mark_of, unit_of
 from .credits import CreditsNews, UserCredits, with_cap
 from .periods import calendar_month, iso, parse_time
 from .recent_calls import RecentCalls
-from .teams import TeamEntry, advance_all, count_all, keep_counters, member_scoped
-from .types import BillingPeriod, CreditBalance, PlanConfig, PlanLimit, UsageEvent, UserState
+from .teams import TeamEntry, advance_all, count_all, keep_counters, member_scoped, period_sums
+from .types import CreditBalance, PlanConfig, PlanLimit, UsageEvent, UserState
 from .user_sessions import Session, Sessions
 
 if TYPE_CHECKING:
@@ -256,13 +256,9 @@ class UserEntry:
         return UserState(
             user_id=self.user_id,
             service_user_id=self.service_user_id,
-            plan=self.plan,
-            billing_period=BillingPeriod(self.period_start, self.period_end),
             session_id=own.id,
-            period_cost=self.period_cost,
             session_cost=own.cost,
-            period_tokens_by_model=dict(self.tokens_by_model),
-            period_cost_by_model=dict(self.cost_by_model),
+            **period_sums(self),
             credits=None
             if self.credits is None
             else CreditBalance(self.credits.balance(self.period_cost), self.credits.pending, self.credits.low_at),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 from .counters import LimitCounter, advance, count_in, hard_mark_of, merge_view, new_counter, unit_of
 from .credits import blocked_by_credits, with_cap
@@ -161,15 +161,7 @@ class TeamEntry:
             self.reserved_tokens[model] = max(0.0, self.reserved_tokens.get(model, 0) + sign * tokens)
 
     def snapshot(self) -> TeamState:
-        return TeamState(
-            team_id=self.team_id,
-            service_team_id=self.service_team_id,
-            plan=self.plan,
-            billing_period=BillingPeriod(self.period_start, self.period_end),
-            period_cost=self.period_cost,
-            period_tokens_by_model=dict(self.tokens_by_model),
-            period_cost_by_model=dict(self.cost_by_model),
-        )
+        return TeamState(team_id=self.team_id, service_team_id=self.service_team_id, **period_sums(self))
 
 
 def team_cap(plan: PlanConfig, limits: Any) -> PlanConfig:
@@ -203,6 +195,27 @@ class Teams:
         live = {id(m.team) for m in members if m.team is not None}
         for tid in [tid for tid, t in self.entries.items() if id(t) not in live]:
             del self.entries[tid]
+
+
+class PeriodSums(TypedDict):
+    """What UserState and TeamState both show: the plan, and the billing period's sums."""
+
+    plan: str
+    billing_period: BillingPeriod
+    period_cost: float
+    period_tokens_by_model: dict[str, int]
+    period_cost_by_model: dict[str, float]
+
+
+def period_sums(e: Any) -> PeriodSums:
+    """The plan and the period's sums of ``e`` (a user's or a team's entry) for a snapshot, the dicts copied."""
+    return {
+        "plan": e.plan,
+        "billing_period": BillingPeriod(e.period_start, e.period_end),
+        "period_cost": e.period_cost,
+        "period_tokens_by_model": dict(e.tokens_by_model),
+        "period_cost_by_model": dict(e.cost_by_model),
+    }
 
 
 def merge_usage(e: Any, u: dict[str, Any], same: bool) -> None:

@@ -9,19 +9,19 @@ function chatToolName(call: any): string | undefined {
   return call?.function?.name ?? call?.custom?.name;
 }
 
-export function chatCompletionUsage(completion: any): Usage {
+/** An answer's usage: its token counts (0 when absent) and the tools named by its items that are calls. */
+function usageOf(input: number | undefined, output: number | undefined, items: any[], toolOf: (item: any) => string | undefined): Usage {
   const tool_calls: string[] = [];
-  for (const choice of completion?.choices ?? []) {
-    for (const call of choice?.message?.tool_calls ?? []) {
-      const name = chatToolName(call);
-      if (name) tool_calls.push(name);
-    }
+  for (const item of items) {
+    const name = toolOf(item);
+    if (name) tool_calls.push(name);
   }
-  return {
-    input_tokens: completion?.usage?.prompt_tokens ?? 0,
-    output_tokens: completion?.usage?.completion_tokens ?? 0,
-    tool_calls,
-  };
+  return { input_tokens: input ?? 0, output_tokens: output ?? 0, tool_calls };
+}
+
+export function chatCompletionUsage(completion: any): Usage {
+  const calls = (completion?.choices ?? []).flatMap((choice: any) => choice?.message?.tool_calls ?? []);
+  return usageOf(completion?.usage?.prompt_tokens, completion?.usage?.completion_tokens, calls, chatToolName);
 }
 
 /**
@@ -66,16 +66,7 @@ export function responseItemTool(item: any): string | undefined {
 }
 
 export function responseUsage(response: any): Usage {
-  const tool_calls: string[] = [];
-  for (const item of response?.output ?? []) {
-    const name = responseItemTool(item);
-    if (name) tool_calls.push(name);
-  }
-  return {
-    input_tokens: response?.usage?.input_tokens ?? 0,
-    output_tokens: response?.usage?.output_tokens ?? 0,
-    tool_calls,
-  };
+  return usageOf(response?.usage?.input_tokens, response?.usage?.output_tokens, response?.output ?? [], responseItemTool);
 }
 
 const TERMINAL = new Set(["response.completed", "response.incomplete", "response.failed"]);
