@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 import threading
 import uuid
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -21,16 +20,15 @@ from .lease_books import (
     LeaseNeed,
     LeaseSettings,
     TeamBook,
-    WindowSlice,
     cap_of,
     leased_team,
     renewing,
     round_trip,
     spend_cap_with_credits,
     team_cap_of,
-    window_cap_of,
 )
 from .lease_sizing import asked, balance, renew_at, renew_margin
+from .lease_windows import OPEN_RETRY, UNLIMITED_FOR, WindowAsk, window_asks, windows_granted
 from .periods import iso, parse_time
 
 if TYPE_CHECKING:
@@ -39,26 +37,9 @@ if TYPE_CHECKING:
     from .state import UserEntry
     from .teams import TeamEntry
 
-# While failing open, how often a call asks again whether the service answers (s); after the service had nothing
-# left of a window another holder holds, how long until it is asked again.
-OPEN_RETRY = 1.0
 # While grants are full, each grant that finds calls waiting doubles what the next requests ask
 # for, up to this factor: the measured rate lags a replica's start.
 _MAX_BOOST = 8.0
-# How long an answer that the plan does not limit what was asked is trusted (s).
-_UNLIMITED_FOR = 60.0
-
-
-@dataclass(slots=True)
-class _WindowAsk:
-    """One window a request asks for: its slice, what is asked (in the slice's unit), the cap it is asked under,
-    and whether the waiting call's need was short of it."""
-
-    slice: WindowSlice
-    need: float
-    want: float
-    cap: float
-    short: bool
 
 
 class LeaseRequests:
@@ -129,7 +110,7 @@ class LeaseRequests:
                 "want": spend[1],
                 "ttl_ms": int(self.settings.ttl * 1000),
             }
-            windows = self._window_asks(e, b, n, sent_at, renew)
+            windows = window_asks(self.settings, e, b, n, sent_at, renew)
             if windows:
                 body["windows"] = [
                     {
@@ -185,37 +166,6 @@ class LeaseRequests:
                 tb.via = b.user_id
             return b.asking
 
-    def _window_need(self, n: LeaseNeed, s: WindowSlice) -> float:
-        """The least worth granting of a window to the waiting call: all it needs when it must be whole, and only
-        while the slice cannot cover it."""
-        for w in n.windows:
-            if w.key == s.key and w.whole:
-                return w.amount
-        return 0.0
-
-    def _window_asks(self, e: UserEntry, b: Book, n: LeaseNeed, now: float, renew: bool) -> list[_WindowAsk]:
-        """Every window of the user's calls that runs low, is short for the waiting call, or nears its lifetime's
-        end; slices of calendar windows that ended are dropped."""
-        for w in n.windows:
-            b.window(w)
-        asks: list[_WindowAsk] = []
-        for key, s in list(b.windows.items()):
-            if s.end <= now:
-                del b.windows[key]
-                continue
-            if now < s.retry_at or now < s.unlimited_until:
-                continue
-            top = window_cap_of(e, s.dimension)
-            if top is None:
-                continue
-            late = now >= s.deadline - renew_margin(b, self.settings.ttl)
-            need, want, short = asked(b, s, self._window_need(n, s), now, renew or late, self.settings.calls, top)
-            if want <= 0:
-                continue
-            needed = any(w.key == key for w in n.windows)
-            asks.append(_WindowAsk(s, need, math.ceil(want), top, needed and short))
-        return asks
-
     def _request(
         self,
         e: UserEntry,
@@ -224,7 +174,7 @@ class LeaseRequests:
         body: dict[str, Any],
         spend: tuple[float, float, bool],
         tok: tuple[float, float, bool] | None,
-        windows: list[_WindowAsk],
+        windows: list[WindowAsk],
         sent_at: float,
         epoch: int,
         caps: tuple[float | None, float | None],
@@ -244,7 +194,7 @@ class LeaseRequests:
                     ttl = float(lease["ttl_ms"]) / 1000 if isinstance(lease, dict) else self.settings.ttl
                     team_ok = self._team_granted(tb, answer, team_ask, sent_at, ttl, max(0.0, clock_now() - sent_at))
                 if not isinstance(res, dict) or not res.get("limited") or not lease:
-                    b.unlimited_until = clock_now() + _UNLIMITED_FOR
+                    b.unlimited_until = clock_now() + UNLIMITED_FOR
                     return True
                 period_end = parse_time(lease["period_end"])
                 if b.lease_id is None or period_end != b.period_end:
@@ -254,7 +204,7 @@ class LeaseRequests:
                 b.period_end = period_end
                 lt = lease.get("tokens")
                 added_tokens = float(lt["added"]) if lt else 0.0
-                windows_ok, windows_full = self._windows_granted(
+                windows_ok, windows_full = windows_granted(
                     b, windows, lease.get("windows") or [], sent_at, float(lease["ttl_ms"]) / 1000, epoch
                 )
                 ok = (
@@ -286,7 +236,7 @@ class LeaseRequests:
                     # process, as without leases, and asked for again in a minute.
                     with self.lock:
                         for a in windows:
-                            a.slice.unlimited_until = clock_now() + _UNLIMITED_FOR
+                            a.slice.unlimited_until = clock_now() + UNLIMITED_FOR
                     ok = True
                 self.warn(f"lease request for {b.user_id} refused", err)
             else:
@@ -314,7 +264,7 @@ class LeaseRequests:
         round_trip(tb, rtt)
         now = clock_now()
         if not isinstance(t, dict) or not t.get("spend_limited"):
-            tb.unlimited_until = now + _UNLIMITED_FOR
+            tb.unlimited_until = now + UNLIMITED_FOR
             return True
         period_end = parse_time(t["period_end"])
         if period_end != tb.period_end:
@@ -336,45 +286,6 @@ class LeaseRequests:
         if tb is None:
             tb = self.teams[t.team_id] = TeamBook(t.team_id)
         return tb
-
-    def _windows_granted(
-        self, b: Book, asks: list[_WindowAsk], answers: list[Any], sent_at: float, ttl: float, epoch: int
-    ) -> tuple[bool, bool]:
-        """Records the service's answer for each window asked: a grant extends the slice's lifetime; a refusal
-        holds further requests for that window back until it ends when no other holder holds any of it (nothing
-        can come back before), else for a moment. Whether every window the waiting call was short of got
-        something, and whether every one got all that was asked."""
-        ok = full = True
-        now = clock_now()
-        for k, a in enumerate(asks):
-            s = a.slice
-            answer = answers[k] if k < len(answers) else None
-            if not isinstance(answer, dict) or answer.get("dimension") != s.dimension:
-                ok = ok and not a.short
-                continue
-            if not answer.get("limited"):
-                s.unlimited_until = now + _UNLIMITED_FOR
-                continue
-            start = answer.get("window_start")
-            if s.start is not None and (not isinstance(start, str) or parse_time(start) != s.start):
-                ok = ok and not a.short
-                continue
-            added = s.unit_of(float(answer.get("added") or 0))
-            if added > 0:
-                s.granted = s.unit_of(float(answer.get("granted") or 0))
-                s.deadline = sent_at + ttl
-                s.retry_at = 0.0
-                if epoch == b.epoch:
-                    s.cap = a.cap
-            else:
-                if a.short:
-                    ok = False
-                if s.unit_of(float(answer.get("remaining") or 0)) <= 0 or balance(b, s, now) <= 0:
-                    holders = int(answer.get("holders") or 0)
-                    s.retry_at = s.end if holders == 0 and s.end != math.inf else now + OPEN_RETRY
-            if added < a.want:
-                full = False
-        return ok, full
 
     def _granted(self, b: Book, epoch: int, caps: tuple[float | None, float | None], model: str | None) -> None:
         """Records a grant: the caps it was asked under (unknown when a plan change came while it was on

@@ -28,8 +28,9 @@ from .lease_books import (
     window_needs,
     window_refusal,
 )
-from .lease_requests import OPEN_RETRY, LeaseRequests
+from .lease_requests import LeaseRequests
 from .lease_sizing import balance, low, renew_at, renew_margin
+from .lease_windows import OPEN_RETRY
 from .money import add_dollars
 from .periods import iso
 from .reservation import NO_WINDOWS, ReservationAmount, WindowNeed

@@ -1,0 +1,109 @@
+"""The windows a lease request asks for (the slices of the user's Book that run low, are short for the waiting call or
+near their lifetime's end) and what the service's answer does to each: lease_requests.py sends the request."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .clock import now as clock_now
+from .lease_books import Book, LeaseNeed, LeaseSettings, WindowSlice, window_cap_of
+from .lease_sizing import asked, balance, renew_margin
+from .periods import parse_time
+
+if TYPE_CHECKING:
+    from .state import UserEntry
+
+# While failing open, how often a call asks again whether the service answers (s); after the service had nothing
+# left of a window another holder holds, how long until it is asked again.
+OPEN_RETRY = 1.0
+# How long an answer that the plan does not limit what was asked is trusted (s).
+UNLIMITED_FOR = 60.0
+
+
+@dataclass(slots=True)
+class WindowAsk:
+    """One window a request asks for: its slice, what is asked (in the slice's unit), the cap it is asked under,
+    and whether the waiting call's need was short of it."""
+
+    slice: WindowSlice
+    need: float
+    want: float
+    cap: float
+    short: bool
+
+
+def window_need(n: LeaseNeed, s: WindowSlice) -> float:
+    """The least worth granting of a window to the waiting call: all it needs when it must be whole, and only
+    while the slice cannot cover it."""
+    for w in n.windows:
+        if w.key == s.key and w.whole:
+            return w.amount
+    return 0.0
+
+
+def window_asks(
+    settings: LeaseSettings, e: UserEntry, b: Book, n: LeaseNeed, now: float, renew: bool
+) -> list[WindowAsk]:
+    """Every window of the user's calls that runs low, is short for the waiting call, or nears its lifetime's
+    end; slices of calendar windows that ended are dropped."""
+    for w in n.windows:
+        b.window(w)
+    asks: list[WindowAsk] = []
+    for key, s in list(b.windows.items()):
+        if s.end <= now:
+            del b.windows[key]
+            continue
+        if now < s.retry_at or now < s.unlimited_until:
+            continue
+        top = window_cap_of(e, s.dimension)
+        if top is None:
+            continue
+        late = now >= s.deadline - renew_margin(b, settings.ttl)
+        need, want, short = asked(b, s, window_need(n, s), now, renew or late, settings.calls, top)
+        if want <= 0:
+            continue
+        needed = any(w.key == key for w in n.windows)
+        asks.append(WindowAsk(s, need, math.ceil(want), top, needed and short))
+    return asks
+
+
+def windows_granted(
+    b: Book, asks: list[WindowAsk], answers: list[Any], sent_at: float, ttl: float, epoch: int
+) -> tuple[bool, bool]:
+    """Records the service's answer for each window asked: a grant extends the slice's lifetime; a refusal
+    holds further requests for that window back until it ends when no other holder holds any of it (nothing
+    can come back before), else for a moment. Whether every window the waiting call was short of got
+    something, and whether every one got all that was asked."""
+    ok = full = True
+    now = clock_now()
+    for k, a in enumerate(asks):
+        s = a.slice
+        answer = answers[k] if k < len(answers) else None
+        if not isinstance(answer, dict) or answer.get("dimension") != s.dimension:
+            ok = ok and not a.short
+            continue
+        if not answer.get("limited"):
+            s.unlimited_until = now + UNLIMITED_FOR
+            continue
+        start = answer.get("window_start")
+        if s.start is not None and (not isinstance(start, str) or parse_time(start) != s.start):
+            ok = ok and not a.short
+            continue
+        added = s.unit_of(float(answer.get("added") or 0))
+        if added > 0:
+            s.granted = s.unit_of(float(answer.get("granted") or 0))
+            s.deadline = sent_at + ttl
+            s.retry_at = 0.0
+            if epoch == b.epoch:
+                s.cap = a.cap
+        else:
+            if a.short:
+                ok = False
+            if s.unit_of(float(answer.get("remaining") or 0)) <= 0 or balance(b, s, now) <= 0:
+                holders = int(answer.get("holders") or 0)
+                s.retry_at = s.end if holders == 0 and s.end != math.inf else now + OPEN_RETRY
+        if added < a.want:
+            full = False
+    return ok, full
