@@ -3,7 +3,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link } from "wouter";
 import { ApiError, api, getTeamLimits, mapLimited, ok, type Session, type User } from "../api/client.ts";
 import { plansRead, teamUsageRead } from "../api/reads.ts";
-import { Card, DataTable, Empty, Field, FormAlert, InlineForm, num, Query, Time } from "../components.tsx";
+import { Card, DataTable, Field, FormAlert, InlineForm, ListQuery, num, Query, Screen, Time } from "../components.tsx";
 import { DimensionBar, Reset, untilResetRefetch, useNow } from "../dimension-bars.tsx";
 import { usePaging, useUrlState } from "../url-state.ts";
 import { fmtInt, fmtMoney } from "../format.ts";
@@ -21,15 +21,7 @@ export function TeamScreen({ id }: { id: string }) {
   const queryClient = useQueryClient();
   const members = useMembers(id);
   return (
-    <div className="screen">
-      <div className="screen-head">
-        <div>
-          <p className="crumbs">
-            <Link href="/teams">Teams</Link> /
-          </p>
-          <h1>{id}</h1>
-        </div>
-      </div>
+    <Screen title={id} crumbs={<Link href="/teams">Teams</Link>}>
       <Query q={team} label="Loading team">
         {(t) => (
           <>
@@ -74,7 +66,7 @@ export function TeamScreen({ id }: { id: string }) {
           </>
         )}
       </Query>
-    </div>
+    </Screen>
   );
 }
 
@@ -211,50 +203,46 @@ function Members({ id, members }: { id: string; members: ReturnType<typeof useMe
   const remove = useMembership();
   return (
     <Card title="Members">
-      <Query q={pageQuery} label="Loading members">
-        {(page) =>
-          page.members.length === 0 ? (
-            <Empty>No members yet. Add a user below, or let your product call PUT /users/{"{user_id}"}/team.</Empty>
-          ) : (
-            <>
-            <DataTable
-              caption="Members"
-              columns={["User", num("Spend this period"), ...perMember.map((d) => num(`${d.name ?? d.reason} (per member)`)), "Name", "Own plan", { label: "Actions", hidden: true }]}
-              paging={paging}
-              next={page.next_cursor}
-            >
-              {page.members.map((u) => (
-                <tr key={u.id}>
-                  <td>
-                    <Link href={userHref(u.external_user_id)}>{u.external_user_id}</Link>
+      <ListQuery q={pageQuery} label="Loading members" items={(page) => page.members} empty="No members yet. Add a user below, or let your product call PUT /users/{user_id}/team.">
+        {(list, page) => (
+          <>
+          <DataTable
+            caption="Members"
+            columns={["User", num("Spend this period"), ...perMember.map((d) => num(`${d.name ?? d.reason} (per member)`)), "Name", "Own plan", { label: "Actions", hidden: true }]}
+            paging={paging}
+            next={page.next_cursor}
+          >
+            {list.map((u) => (
+              <tr key={u.id}>
+                <td>
+                  <Link href={userHref(u.external_user_id)}>{u.external_user_id}</Link>
+                </td>
+                <td className="num">{spend(u)}</td>
+                {perMember.map((d) => (
+                  <td key={d.reason} className="num">
+                    {use(u, d.reason)}
                   </td>
-                  <td className="num">{spend(u)}</td>
-                  {perMember.map((d) => (
-                    <td key={d.reason} className="num">
-                      {use(u, d.reason)}
-                    </td>
-                  ))}
-                  <td>{u.name ?? "—"}</td>
-                  <td>{u.plan_name ?? <span className="muted">none (the team's plan alone)</span>}</td>
-                  <td>
-                    <button
-                      type="button"
-                      className="secondary"
-                      disabled={remove.isPending}
-                      aria-label={`Remove ${u.external_user_id} from the team`}
-                      onClick={() => remove.mutate({ user: u.external_user_id, team: null })}
-                    >
-                      Remove
-                    </button>
-                  </td>
-                </tr>
-              ))}
-            </DataTable>
-            <p className="hint">Spend this period: each member's own spend in its own billing period (a calendar month without a plan of its own), including any before it joined the team.</p>
-            </>
-          )
-        }
-      </Query>
+                ))}
+                <td>{u.name ?? "—"}</td>
+                <td>{u.plan_name ?? <span className="muted">none (the team's plan alone)</span>}</td>
+                <td>
+                  <button
+                    type="button"
+                    className="secondary"
+                    disabled={remove.isPending}
+                    aria-label={`Remove ${u.external_user_id} from the team`}
+                    onClick={() => remove.mutate({ user: u.external_user_id, team: null })}
+                  >
+                    Remove
+                  </button>
+                </td>
+              </tr>
+            ))}
+          </DataTable>
+          <p className="hint">Spend this period: each member's own spend in its own billing period (a calendar month without a plan of its own), including any before it joined the team.</p>
+          </>
+        )}
+      </ListQuery>
       {remove.error && <FormAlert>{remove.error.message}</FormAlert>}
     </Card>
   );
