@@ -1,4 +1,4 @@
-import { useEffect, useId, useRef, useState, type FormEvent, type ReactNode } from "react";
+import { Fragment, useEffect, useId, useRef, useState, type FormEvent, type ReactNode } from "react";
 import uPlot from "uplot";
 import { Link } from "wouter";
 import "uplot/dist/uPlot.min.css";
@@ -15,6 +15,32 @@ export function Time({ iso }: { iso: string | null | undefined }) {
     </time>
   ) : (
     <span>—</span>
+  );
+}
+
+/** From `start` to `end`, each a time. */
+export function Period({ start, end }: { start: string; end: string }) {
+  return (
+    <>
+      <Time iso={start} /> → <Time iso={end} />
+    </>
+  );
+}
+
+/** What is known of one thing, a term and its value a fact; a fact that does not apply (false, null) is left out. */
+export function Facts({ facts }: { facts: (readonly [string, ReactNode] | false | null | undefined)[] }) {
+  return (
+    <dl className="facts">
+      {facts.map(
+        (f) =>
+          f && (
+            <Fragment key={f[0]}>
+              <dt>{f[0]}</dt>
+              <dd>{f[1]}</dd>
+            </Fragment>
+          ),
+      )}
+    </dl>
   );
 }
 

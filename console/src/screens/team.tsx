@@ -3,7 +3,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link } from "wouter";
 import { ApiError, api, getTeamLimits, mapLimited, ok, type Session, type User } from "../api/client.ts";
 import { plansRead, teamUsageRead } from "../api/reads.ts";
-import { Card, DataTable, Field, FormAlert, InlineForm, ListQuery, num, Query, Screen, Time } from "../components.tsx";
+import { Card, DataTable, Facts, Field, FormAlert, InlineForm, ListQuery, num, Query, Screen, Time } from "../components.tsx";
 import { DimensionBar, Reset, untilResetRefetch, useNow } from "../dimension-bars.tsx";
 import { usePaging, useUrlState } from "../url-state.ts";
 import { fmtInt, fmtMoney } from "../format.ts";
@@ -20,6 +20,7 @@ export function TeamScreen({ id }: { id: string }) {
   const team = useQuery({ queryKey: ["team", id], queryFn: () => ok(api.GET("/api/v1/teams/{team_id}", { params: p(id) })) });
   const queryClient = useQueryClient();
   const members = useMembers(id);
+  const caps = useTeamCaps(team.data?.plan_name);
   return (
     <Screen title={id} crumbs={<Link href="/teams">Teams</Link>}>
       <Query q={team} label="Loading team">
@@ -27,21 +28,16 @@ export function TeamScreen({ id }: { id: string }) {
           <>
             <div className="grid-2">
               <Card title="Plan">
-                <dl className="facts">
-                  <dt>Name</dt>
-                  <dd>{t.name}</dd>
-                  <dt>Plan</dt>
-                  <dd>{t.plan_name ?? "no plan (members are held by their own plans only)"}</dd>
-                  {t.plan_name !== null && <TeamCaps planName={t.plan_name} />}
-                  <dt>Billing subscription</dt>
-                  <dd>{t.billing_subscription_id ?? "—"}</dd>
-                  <dt>Members</dt>
-                  <dd>{t.member_count}</dd>
-                  <dt>Created</dt>
-                  <dd>
-                    <Time iso={t.created_at} />
-                  </dd>
-                </dl>
+                <Facts
+                  facts={[
+                    ["Name", t.name],
+                    ["Plan", t.plan_name ?? "no plan (members are held by their own plans only)"],
+                    caps && ["Caps", caps.length === 0 ? "none" : <CapList caps={caps} />],
+                    ["Billing subscription", t.billing_subscription_id ?? "—"],
+                    ["Members", t.member_count],
+                    ["Created", <Time iso={t.created_at} />],
+                  ]}
+                />
               </Card>
               <Card title="Usage against the team's limits" className="team-limits">
                 <TeamLimits id={id} hasPlan={t.plan_name !== null} members={members.sessions.data} />
@@ -77,31 +73,28 @@ function TeamCredits({ id, planName }: { id: string; planName: string | null }) 
   return <UserCredits kind="team" id={id} draws={planName === null ? "no plan" : plan?.credits_enabled} />;
 }
 
-/** What the team's plan caps: its period cap and model caps on the team's sum, each limit on the sum or on each member (its scope). */
-function TeamCaps({ planName }: { planName: string }) {
+/**
+ * What the team's plan caps: its period cap and model caps on the team's sum, each limit on the
+ * sum or on each member (its scope); undefined without a plan, or until the plans are read.
+ */
+function useTeamCaps(planName: string | null | undefined): string[] | undefined {
   const plans = useQuery(plansRead());
-  const plan = plans.data?.plans.find((x) => x.name === planName);
-  if (!plan) return null;
-  const caps = [
+  const plan = planName == null ? undefined : plans.data?.plans.find((x) => x.name === planName);
+  if (!plan) return undefined;
+  return [
     ...(plan.max_spend_per_period == null ? [] : [`${fmtMoney(plan.max_spend_per_period)} a billing period for the team`]),
     ...Object.entries(plan.model_limits).map(([m, l]) => `${fmtInt(l.max_tokens_per_period)} ${m} tokens a billing period for the team`),
     ...plan.limits.map((l) => `${l.name}: ${describeLimit(l)} ${l.scope === "member" ? "for each member" : "for the team"}`),
   ];
+}
+
+function CapList({ caps }: { caps: string[] }) {
   return (
-    <>
-      <dt>Caps</dt>
-      <dd>
-        {caps.length === 0 ? (
-          "none"
-        ) : (
-          <ul className="plain">
-            {caps.map((c) => (
-              <li key={c}>{c}</li>
-            ))}
-          </ul>
-        )}
-      </dd>
-    </>
+    <ul className="plain">
+      {caps.map((c) => (
+        <li key={c}>{c}</li>
+      ))}
+    </ul>
   );
 }
 

@@ -3,7 +3,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link } from "wouter";
 import { ApiError, api, ok, type GateEvent, type Session } from "../api/client.ts";
 import { gateEventsFilter, gateEventsRead, limitsRead, sessionRead, userRead, userUsageRead } from "../api/reads.ts";
-import { Card, DataTable, Field, FormAlert, FormStatus, Gauge, InlineForm, ListQuery, num, PerPage, Query, QuickStart, Screen, Submit, submitted, Time } from "../components.tsx";
+import { Card, DataTable, Facts, Field, FormAlert, FormStatus, Gauge, InlineForm, ListQuery, num, PerPage, Period, Query, QuickStart, Screen, Submit, submitted, Time } from "../components.tsx";
 import { fmtInt, fmtMoney, fmtPct } from "../format.ts";
 import { capSentence } from "../credits.ts";
 import { blockingIndex, dimensionLabel, TEAM_REASON } from "../limits.ts";
@@ -24,38 +24,22 @@ export function UserScreen({ id }: { id: string }) {
         {(u) => (
           <div className="grid-2">
             <Card title="Plan and billing period">
-              <dl className="facts">
-                <dt>Name</dt>
-                <dd>{u.name ?? "—"}</dd>
-                <dt>Plan</dt>
-                <dd>{u.plan_name ?? (u.team_id === null ? "no plan (every call passes)" : "no plan of its own (its team's plan applies)")}</dd>
-                <dt>Billing period</dt>
-                <dd>
-                  {session.data ? (
+              <Facts
+                facts={[
+                  ["Name", u.name ?? "—"],
+                  ["Plan", u.plan_name ?? (u.team_id === null ? "no plan (every call passes)" : "no plan of its own (its team's plan applies)")],
+                  ["Billing period", session.data ? <Period {...session.data.billing_period} /> : "…"],
+                  ["Billing subscription", u.billing_subscription_id ?? "—"],
+                  ["Team", u.team_id === null ? "—" : <Link href={`/teams/${encodeURIComponent(u.team_id)}`}>{u.team_id}</Link>],
+                  session.data?.team && [
+                    "Team's plan and period",
                     <>
-                      <Time iso={session.data.billing_period.start} /> → <Time iso={session.data.billing_period.end} />
-                    </>
-                  ) : (
-                    "…"
-                  )}
-                </dd>
-                <dt>Billing subscription</dt>
-                <dd>{u.billing_subscription_id ?? "—"}</dd>
-                <dt>Team</dt>
-                <dd>{u.team_id === null ? "—" : <Link href={`/teams/${encodeURIComponent(u.team_id)}`}>{u.team_id}</Link>}</dd>
-                {session.data?.team && (
-                  <>
-                    <dt>Team's plan and period</dt>
-                    <dd>
-                      {session.data.team.plan}: <Time iso={session.data.team.billing_period.start} /> → <Time iso={session.data.team.billing_period.end} />
-                    </dd>
-                  </>
-                )}
-                <dt>Created</dt>
-                <dd>
-                  <Time iso={u.created_at} />
-                </dd>
-              </dl>
+                      {session.data.team.plan}: <Period {...session.data.team.billing_period} />
+                    </>,
+                  ],
+                  ["Created", <Time iso={u.created_at} />],
+                ]}
+              />
             </Card>
             <Card title="Usage against limits">
               <Query q={session} label="Loading limits">
