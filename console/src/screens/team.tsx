@@ -1,7 +1,7 @@
 import { useState } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link } from "wouter";
-import { ApiError, api, getTeamLimits, mapLimited, ok, type Session, type User } from "../api/client.ts";
+import { ApiError, api, getTeamLimits, mapLimited, ok, type Session, type Team, type User } from "../api/client.ts";
 import { plansRead, teamUsageRead } from "../api/reads.ts";
 import { Card, DataTable, Facts, Field, FormAlert, InlineForm, ListQuery, num, Query, Screen, Time } from "../components.tsx";
 import { DimensionBar, Reset, untilResetRefetch, useNow } from "../dimension-bars.tsx";
@@ -20,25 +20,13 @@ export function TeamScreen({ id }: { id: string }) {
   const team = useQuery({ queryKey: ["team", id], queryFn: () => ok(api.GET("/api/v1/teams/{team_id}", { params: p(id) })) });
   const queryClient = useQueryClient();
   const members = useMembers(id);
-  const caps = useTeamCaps(team.data?.plan_name);
   return (
     <Screen title={id} crumbs={<Link href="/teams">Teams</Link>}>
       <Query q={team} label="Loading team">
         {(t) => (
           <>
             <div className="grid-2">
-              <Card title="Plan">
-                <Facts
-                  facts={[
-                    ["Name", t.name],
-                    ["Plan", t.plan_name ?? "no plan (members are held by their own plans only)"],
-                    caps && ["Caps", caps.length === 0 ? "none" : <CapList caps={caps} />],
-                    ["Billing subscription", t.billing_subscription_id ?? "—"],
-                    ["Members", t.member_count],
-                    ["Created", <Time iso={t.created_at} />],
-                  ]}
-                />
-              </Card>
+              <TeamPlan team={t} />
               <Card title="Usage against the team's limits" className="team-limits">
                 <TeamLimits id={id} hasPlan={t.plan_name !== null} members={members.sessions.data} />
               </Card>
@@ -73,13 +61,31 @@ function TeamCredits({ id, planName }: { id: string; planName: string | null }) 
   return <UserCredits kind="team" id={id} draws={planName === null ? "no plan" : plan?.credits_enabled} />;
 }
 
+function TeamPlan({ team }: { team: Team }) {
+  const caps = useTeamCaps(team.plan_name);
+  return (
+    <Card title="Plan">
+      <Facts
+        facts={[
+          ["Name", team.name],
+          ["Plan", team.plan_name ?? "no plan (members are held by their own plans only)"],
+          caps && ["Caps", caps.length === 0 ? "none" : <CapList caps={caps} />],
+          ["Billing subscription", team.billing_subscription_id ?? "—"],
+          ["Members", team.member_count],
+          ["Created", <Time iso={team.created_at} />],
+        ]}
+      />
+    </Card>
+  );
+}
+
 /**
  * What the team's plan caps: its period cap and model caps on the team's sum, each limit on the
  * sum or on each member (its scope); undefined without a plan, or until the plans are read.
  */
-function useTeamCaps(planName: string | null | undefined): string[] | undefined {
+function useTeamCaps(planName: string | null): string[] | undefined {
   const plans = useQuery(plansRead());
-  const plan = planName == null ? undefined : plans.data?.plans.find((x) => x.name === planName);
+  const plan = planName === null ? undefined : plans.data?.plans.find((x) => x.name === planName);
   if (!plan) return undefined;
   return [
     ...(plan.max_spend_per_period == null ? [] : [`${fmtMoney(plan.max_spend_per_period)} a billing period for the team`]),
