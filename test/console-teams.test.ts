@@ -4,15 +4,13 @@
 // members' pages; a team's usage against its plan (bars with their resets, spend by model,
 // each member's spend) and the team's dimensions on a member's page. Each screen passes axe-core and is saved at 1280x800 and 390 px in
 // console/screenshots/.
-import { randomBytes, randomUUID } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { buildConsoleIfStale } from "../console/scripts/build.ts";
-import { check, openConsoleBrowser, requireChromium, signIn, type ConsoleBrowser } from "./support/console-browser.ts";
-import { testMongoUrl } from "./support/database.ts";
+import { check, openConsoleBrowser, signIn, startConsoleAllInOne, type ConsoleBrowser } from "./support/console-browser.ts";
 import { eventually } from "./support/eventually.ts";
 import type { Api } from "./support/http.ts";
-import { startAllInOne, type AllInOne } from "./support/processes.ts";
+import type { AllInOne } from "./support/processes.ts";
 
 interface Ctx extends ConsoleBrowser {
   aio: AllInOne;
@@ -28,14 +26,7 @@ async function must(api: Api, method: "POST" | "GET" | "PUT", route: string, bod
 }
 
 t.before(async (ctx) => {
-  requireChromium();
-  await buildConsoleIfStale(() => {});
-  ctx.aio = await startAllInOne({
-    MONGODB_URL: await testMongoUrl(),
-    MONGODB_DB_PREFIX: `ct${randomBytes(4).toString("hex")}`,
-    AUTH_CACHE_TTL_MS: "0",
-    AUTH_NEGATIVE_CACHE_TTL_MS: "0",
-  });
+  ctx.aio = await startConsoleAllInOne();
   ctx.base = ctx.aio.base;
   const product = await must(ctx.aio.api, "POST", "/products", { name: "Teams console test" });
   ctx.api = ctx.aio.api.withKey(product.api_key);

@@ -1,4 +1,4 @@
-import { useEffect, useId, useRef, useState, type FormEvent, type ReactNode } from "react";
+import { Fragment, useEffect, useId, useRef, useState, type FormEvent, type ReactNode } from "react";
 import uPlot from "uplot";
 import { Link } from "wouter";
 import "uplot/dist/uPlot.min.css";
@@ -15,6 +15,32 @@ export function Time({ iso }: { iso: string | null | undefined }) {
     </time>
   ) : (
     <span>—</span>
+  );
+}
+
+/** From `start` to `end`, each a time. */
+export function Period({ start, end }: { start: string; end: string }) {
+  return (
+    <>
+      <Time iso={start} /> → <Time iso={end} />
+    </>
+  );
+}
+
+/** What is known of one thing, a term and its value a fact; a fact that does not apply (false, null) is left out. */
+export function Facts({ facts }: { facts: (readonly [string, ReactNode] | false | null | undefined)[] }) {
+  return (
+    <dl className="facts">
+      {facts.map(
+        (f) =>
+          f && (
+            <Fragment key={f[0]}>
+              <dt>{f[0]}</dt>
+              <dd>{f[1]}</dd>
+            </Fragment>
+          ),
+      )}
+    </dl>
   );
 }
 
@@ -46,8 +72,17 @@ export function Empty({ children }: { children: ReactNode }) {
   return <div className="state empty">{children}</div>;
 }
 
+/** What Query reads of a query (TanStack Query's result). */
+export interface QueryState<T> {
+  data?: T;
+  error: unknown;
+  failureReason?: unknown;
+  isPending: boolean;
+  refetch: () => unknown;
+}
+
 /** The loading, error and data states of one query, so that no screen ever goes blank. */
-export function Query<T>({ q, children, label }: { q: { data?: T; error: unknown; failureReason?: unknown; isPending: boolean; refetch: () => unknown }; children: (data: T) => ReactNode; label?: string }) {
+export function Query<T>({ q, children, label }: { q: QueryState<T>; children: (data: T) => ReactNode; label?: string }) {
   // While a 503 is being retried the query has no error yet: say so rather than spin.
   const unavailable = q.failureReason instanceof ApiError && q.failureReason.unavailable ? q.failureReason : null;
   if (q.data !== undefined)
@@ -60,6 +95,18 @@ export function Query<T>({ q, children, label }: { q: { data?: T; error: unknown
   if (q.error) return <ErrorState error={q.error} retry={() => q.refetch()} />;
   if (unavailable) return <ErrorState error={unavailable} />;
   return <Loading label={label} />;
+}
+
+/** A query whose data holds a list (`items` picks it): `empty` says what to do while the list has none, `children` show it otherwise. */
+export function ListQuery<T, I>({ q, label, items, empty, children }: { q: QueryState<T>; label: string; items: (data: T) => I[]; empty: ReactNode; children: (list: I[], data: T) => ReactNode }) {
+  return (
+    <Query q={q} label={label}>
+      {(data) => {
+        const list = items(data);
+        return list.length === 0 ? <Empty>{empty}</Empty> : children(list, data);
+      }}
+    </Query>
+  );
 }
 
 export function Card({ title, children, actions, className }: { title?: string; children: ReactNode; actions?: ReactNode; className?: string }) {
@@ -273,6 +320,32 @@ export function Pager({ paging, next }: { paging: { hasPrev: boolean; prev: () =
   );
 }
 
+/** A select's options, each showing its value unless `label` says otherwise. */
+export function Options<V extends string | number>({ values, label = String }: { values: readonly V[]; label?: (value: V) => ReactNode }) {
+  return (
+    <>
+      {values.map((v) => (
+        <option key={v} value={v}>
+          {label(v)}
+        </option>
+      ))}
+    </>
+  );
+}
+
+/** How many rows a page of a list shows, one of `sizes`. */
+export function PerPage({ value, sizes, onChange }: { value: number; sizes: readonly number[]; onChange: (size: string) => void }) {
+  return (
+    <Field label="Per page">
+      {(id) => (
+        <select id={id} value={value} onChange={(e) => onChange(e.target.value)}>
+          <Options values={sizes} />
+        </select>
+      )}
+    </Field>
+  );
+}
+
 /** A column of a DataTable: its header, right-aligned for numbers, or read only by screen readers. */
 export type Column = string | { label: string; num?: boolean; hidden?: boolean };
 export const num = (label: string): Column => ({ label, num: true });
@@ -309,12 +382,20 @@ export function DataTable({ caption, columns, children, paging, next }: { captio
   );
 }
 
-/** A screen of the console: its heading, with `actions` beside it, over its content. */
-export function Screen({ title, actions, children }: { title: string; actions?: ReactNode; children: ReactNode }) {
+/** A screen of the console: its heading, under `crumbs` (the screen it belongs to) and with `actions` beside it, over its content. */
+export function Screen({ title, crumbs, actions, children }: { title: string; crumbs?: ReactNode; actions?: ReactNode; children: ReactNode }) {
+  const heading = <h1>{title}</h1>;
   return (
     <div className="screen">
       <div className="screen-head">
-        <h1>{title}</h1>
+        {crumbs ? (
+          <div>
+            <p className="crumbs">{crumbs} /</p>
+            {heading}
+          </div>
+        ) : (
+          heading
+        )}
         {actions}
       </div>
       {children}
@@ -346,6 +427,18 @@ export function InlineForm({ button, onSubmit, children }: { button: string; onS
         {button}
       </button>
     </form>
+  );
+}
+
+/** A list's search by what its ids start with: `onSearch` gets the text trimmed, or null for no filter. */
+export function PrefixSearch({ label, placeholder, prefix, onSearch }: { label: string; placeholder: string; prefix: string; onSearch: (prefix: string | null) => void }) {
+  const [search, setSearch] = useState(prefix);
+  return (
+    <InlineForm button="Search" onSubmit={() => onSearch(search.trim() || null)}>
+      <Field label={label}>
+        {(id) => <input id={id} type="search" value={search} onChange={(e) => setSearch(e.target.value)} placeholder={placeholder} />}
+      </Field>
+    </InlineForm>
   );
 }
 

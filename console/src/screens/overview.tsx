@@ -2,7 +2,7 @@ import { useMemo, useState } from "react";
 import { useQuery } from "@tanstack/react-query";
 import { Link } from "wouter";
 import { overviewReads, overviewWindow, type Source } from "../api/reads.ts";
-import { BarList, Card, DataTable, DayChart, Empty, Field, InlineForm, num, Query, QuickStart, Screen } from "../components.tsx";
+import { BarList, Card, DataTable, DayChart, Empty, Field, InlineForm, ListQuery, num, Query, QuickStart, Screen } from "../components.tsx";
 import { change, fmtInt, fmtMoney, fmtPct, fmtTokens } from "../format.ts";
 import { useUrlState } from "../url-state.ts";
 
@@ -56,99 +56,65 @@ export function Overview() {
         </Query>
       </Card>
       <Card title={team ? "Plan distribution (all users)" : "Plan distribution"}>
-        <Query q={plans} label="Loading plans">
-          {(p) =>
-            p.plans.length === 0 ? (
-              <Empty>
-                No plans yet. <Link href="/plans">Create a plan</Link>, then subscribe users to it.
-              </Empty>
-            ) : (
-              <BarList title="Subscribers per plan" rows={p.plans.map((r) => ({ label: r.plan_name, value: r.subscriber_count, text: `${fmtInt(r.subscriber_count)} users` }))} />
-            )
-          }
-        </Query>
+        <ListQuery q={plans} label="Loading plans" items={(p) => p.plans} empty={<>No plans yet. <Link href="/plans">Create a plan</Link>, then subscribe users to it.</>}>
+          {(list) => <BarList title="Subscribers per plan" rows={list.map((r) => ({ label: r.plan_name, value: r.subscriber_count, text: `${fmtInt(r.subscriber_count)} users` }))} />}
+        </ListQuery>
       </Card>
     </div>
 
     <div className="grid-2">
       <Card title="Models">
-        <Query q={breakdown} label="Loading models">
-          {(b) =>
-            b.models.length === 0 ? (
-              <Empty>
-                No model usage in this window. Send usage events with the client library or the API; see the <QuickStart />.
-              </Empty>
-            ) : (
-              <>
-                <BarList title="Cost per model" rows={b.models.map((m) => ({ label: m.model || "(none)", value: m.cost, text: fmtMoney(m.cost) }))} />
-                <DataTable caption="Cost and tokens per model" columns={["Model", num("Cost"), num("Tokens"), num("Share")]}>
-                  {b.models.map((m) => (
-                    <tr key={m.model}>
-                      <td>{m.model || "(none)"}</td>
-                      <td className="num">{fmtMoney(m.cost)}</td>
-                      <td className="num" title={fmtInt(m.tokens)}>{fmtTokens(m.tokens)}</td>
-                      <td className="num">{fmtPct(m.pct / 100)}</td>
-                    </tr>
-                  ))}
-                </DataTable>
-              </>
-            )
-          }
-        </Query>
-      </Card>
-      <Card title={team ? "Top users in the team" : "Top users"}>
-        <Query q={top} label="Loading top users">
-          {(t) =>
-            t.users.length === 0 ? (
-              <Empty>
-                No user spent anything in this window. <Link href="/users">Add users</Link> and send usage; see the <QuickStart />.
-              </Empty>
-            ) : (
-              <DataTable caption="Users with the highest cost" columns={["User", num("Cost"), num("Tokens"), num("Events")]}>
-                {t.users.map((u) => (
-                  <tr key={u.user_id}>
-                    <td>
-                      <Link href={`/users/${encodeURIComponent(u.user_id)}`}>{u.user_id}</Link>
-                    </td>
-                    <td className="num">{fmtMoney(u.cost)}</td>
-                    <td className="num" title={fmtInt(u.tokens)}>{fmtTokens(u.tokens)}</td>
-                    <td className="num">{fmtInt(u.events)}</td>
+        <ListQuery q={breakdown} label="Loading models" items={(b) => b.models} empty={<>No model usage in this window. Send usage events with the client library or the API; see the <QuickStart />.</>}>
+          {(models) => (
+            <>
+              <BarList title="Cost per model" rows={models.map((m) => ({ label: m.model || "(none)", value: m.cost, text: fmtMoney(m.cost) }))} />
+              <DataTable caption="Cost and tokens per model" columns={["Model", num("Cost"), num("Tokens"), num("Share")]}>
+                {models.map((m) => (
+                  <tr key={m.model}>
+                    <td>{m.model || "(none)"}</td>
+                    <td className="num">{fmtMoney(m.cost)}</td>
+                    <td className="num" title={fmtInt(m.tokens)}>{fmtTokens(m.tokens)}</td>
+                    <td className="num">{fmtPct(m.pct / 100)}</td>
                   </tr>
                 ))}
               </DataTable>
-            )
-          }
-        </Query>
+            </>
+          )}
+        </ListQuery>
+      </Card>
+      <Card title={team ? "Top users in the team" : "Top users"}>
+        <ListQuery q={top} label="Loading top users" items={(t) => t.users} empty={<>No user spent anything in this window. <Link href="/users">Add users</Link> and send usage; see the <QuickStart />.</>}>
+          {(users) => <TopSpenders caption="Users with the highest cost" column="User" path="/users" rows={users.map((u) => ({ ...u, id: u.user_id }))} />}
+        </ListQuery>
       </Card>
     </div>
 
     <div className="grid-2">
       <Card title="Top teams">
-        <Query q={topTeams} label="Loading top teams">
-          {(t) =>
-            t.teams.length === 0 ? (
-              <Empty>
-                No team spent anything in this window. <Link href="/teams">Create teams</Link> and add users to them; their usage counts for their team from then on.
-              </Empty>
-            ) : (
-              <DataTable caption="Teams with the highest cost" columns={["Team", num("Cost"), num("Tokens"), num("Events")]}>
-                {t.teams.map((x) => (
-                  <tr key={x.team_id}>
-                    <td>
-                      <Link href={`/teams/${encodeURIComponent(x.team_id)}`}>{x.team_id}</Link>
-                    </td>
-                    <td className="num">{fmtMoney(x.cost)}</td>
-                    <td className="num" title={fmtInt(x.tokens)}>{fmtTokens(x.tokens)}</td>
-                    <td className="num">{fmtInt(x.events)}</td>
-                  </tr>
-                ))}
-              </DataTable>
-            )
-          }
-        </Query>
+        <ListQuery q={topTeams} label="Loading top teams" items={(t) => t.teams} empty={<>No team spent anything in this window. <Link href="/teams">Create teams</Link> and add users to them; their usage counts for their team from then on.</>}>
+          {(teams) => <TopSpenders caption="Teams with the highest cost" column="Team" path="/teams" rows={teams.map((x) => ({ ...x, id: x.team_id }))} />}
+        </ListQuery>
       </Card>
     </div>
     </Screen>
+  );
+}
+
+/** The users or teams that spent most in the window, each linked to its page under `path`. */
+function TopSpenders({ caption, column, path, rows }: { caption: string; column: string; path: string; rows: { id: string; cost: number; tokens: number; events: number }[] }) {
+  return (
+    <DataTable caption={caption} columns={[column, num("Cost"), num("Tokens"), num("Events")]}>
+      {rows.map((r) => (
+        <tr key={r.id}>
+          <td>
+            <Link href={`${path}/${encodeURIComponent(r.id)}`}>{r.id}</Link>
+          </td>
+          <td className="num">{fmtMoney(r.cost)}</td>
+          <td className="num" title={fmtInt(r.tokens)}>{fmtTokens(r.tokens)}</td>
+          <td className="num">{fmtInt(r.events)}</td>
+        </tr>
+      ))}
+    </DataTable>
   );
 }
 
@@ -164,22 +130,23 @@ function Stat({ label, value, delta, title }: { label: string; value: string; ti
   );
 }
 
+/** The daily charts, one a measure. */
+const DAILY = [
+  { label: "Cost", key: "cost", format: (n: number) => fmtMoney(n) },
+  { label: "Tokens", key: "tokens", color: "#7c3aed", format: (n: number) => fmtTokens(n) },
+  { label: "Events", key: "events", color: "#059669", format: (n: number) => fmtTokens(n) },
+] as const;
+
 function DailyUsage({ data }: { data: { date: string; cost: number; tokens: number; events: number }[] }) {
   const dates = useMemo(() => data.map((d) => d.date), [data]);
-  const cost = useMemo(() => [{ label: "Cost", values: data.map((d) => d.cost), format: (n: number) => fmtMoney(n) }], [data]);
-  const tokens = useMemo(() => [{ label: "Tokens", values: data.map((d) => d.tokens), color: "#7c3aed", format: (n: number) => fmtTokens(n) }], [data]);
-  const events = useMemo(() => [{ label: "Events", values: data.map((d) => d.events), color: "#059669", format: (n: number) => fmtTokens(n) }], [data]);
+  const charts = useMemo(() => DAILY.map(({ key, ...measure }) => ({ title: measure.label, series: [{ ...measure, values: data.map((d) => d[key]) }] })), [data]);
   return (
     <>
-      <Card title="Cost per day">
-        <DayChart title="Cost" dates={dates} series={cost} />
-      </Card>
-      <Card title="Tokens per day">
-        <DayChart title="Tokens" dates={dates} series={tokens} />
-      </Card>
-      <Card title="Events per day">
-        <DayChart title="Events" dates={dates} series={events} />
-      </Card>
+      {charts.map(({ title, series }) => (
+        <Card key={title} title={`${title} per day`}>
+          <DayChart title={title} dates={dates} series={series} />
+        </Card>
+      ))}
     </>
   );
 }

@@ -3,7 +3,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { CALENDAR_WINDOWS, MAX_ROLLING_MINUTES, METRICS, WINDOWS, isTimeZone, type Metric, type WindowKind } from "@meter/rules";
 import { ApiError, api, ok, type Issue, type Plan, type PlanInput } from "../api/client.ts";
 import { planSubscribersRead, plansRead } from "../api/reads.ts";
-import { Card, DataTable, Empty, Field, FormAlert, FormStatus, num, Query, QuickStart, Screen, Submit, submitted, Time } from "../components.tsx";
+import { Card, DataTable, Field, FormAlert, FormStatus, ListQuery, num, Options, QuickStart, Screen, Submit, submitted, Time } from "../components.tsx";
 import { fmtExactMoney, fmtInt, fmtMoney } from "../format.ts";
 import { numberOrText } from "../inputs.ts";
 import { describeLimit, fmtMinutes, limitProblems, type LimitField, type PlanLimit } from "../limits.ts";
@@ -126,42 +126,36 @@ export function PlansScreen() {
   return (
     <Screen title="Plans">
     <Card title="Plans">
-      <Query q={plans} label="Loading plans">
-        {(d) =>
-          d.plans.length === 0 ? (
-            <Empty>
-              No plans yet. Create one below: a plan sets each user's caps, rates and gates. See the <QuickStart />.
-            </Empty>
-          ) : (
-            <DataTable caption="Plans" columns={["Name", num("Subscribers"), num("Per period"), num("Per session"), num("Gates"), "Windows", "Credits", "Models priced", "Updated", { label: "Actions", hidden: true }]}>
-              {d.plans.map((p: Plan) => (
-                <tr key={p.id}>
-                  <td>{p.name}</td>
-                  <td className="num">{subs.error ? "?" : fmtInt(count(p.name) ?? 0)}</td>
-                  <td className="num">{p.max_spend_per_period == null ? "unlimited" : fmtMoney(p.max_spend_per_period)}</td>
-                  <td className="num">{p.max_spend_per_session == null ? "unlimited" : fmtMoney(p.max_spend_per_session)}</td>
-                  <td className="num">
-                    {Math.round(p.soft_gate_at * 100)}% / {Math.round(p.hard_gate_at * 100)}%
-                  </td>
-                  <td>
-                    <Windows plan={p} />
-                  </td>
-                  <td>{p.credits_enabled ? (p.credits_low_at == null ? "on" : `on · low below ${fmtExactMoney(p.credits_low_at)}`) : "off"}</td>
-                  <td>{Object.keys(p.cost_rates).join(", ") || "—"}</td>
-                  <td>
-                    <Time iso={p.updated_at} />
-                  </td>
-                  <td>
-                    <button type="button" className="secondary small" onClick={() => set({ edit: p.id })} aria-label={`Edit plan ${p.name}`}>
-                      Edit
-                    </button>
-                  </td>
-                </tr>
-              ))}
-            </DataTable>
-          )
-        }
-      </Query>
+      <ListQuery q={plans} label="Loading plans" items={(d) => d.plans} empty={<>No plans yet. Create one below: a plan sets each user's caps, rates and gates. See the <QuickStart />.</>}>
+        {(list) => (
+          <DataTable caption="Plans" columns={["Name", num("Subscribers"), num("Per period"), num("Per session"), num("Gates"), "Windows", "Credits", "Models priced", "Updated", { label: "Actions", hidden: true }]}>
+            {list.map((p: Plan) => (
+              <tr key={p.id}>
+                <td>{p.name}</td>
+                <td className="num">{subs.error ? "?" : fmtInt(count(p.name) ?? 0)}</td>
+                <td className="num">{p.max_spend_per_period == null ? "unlimited" : fmtMoney(p.max_spend_per_period)}</td>
+                <td className="num">{p.max_spend_per_session == null ? "unlimited" : fmtMoney(p.max_spend_per_session)}</td>
+                <td className="num">
+                  {Math.round(p.soft_gate_at * 100)}% / {Math.round(p.hard_gate_at * 100)}%
+                </td>
+                <td>
+                  <Windows plan={p} />
+                </td>
+                <td>{p.credits_enabled ? (p.credits_low_at == null ? "on" : `on · low below ${fmtExactMoney(p.credits_low_at)}`) : "off"}</td>
+                <td>{Object.keys(p.cost_rates).join(", ") || "—"}</td>
+                <td>
+                  <Time iso={p.updated_at} />
+                </td>
+                <td>
+                  <button type="button" className="secondary small" onClick={() => set({ edit: p.id })} aria-label={`Edit plan ${p.name}`}>
+                    Edit
+                  </button>
+                </td>
+              </tr>
+            ))}
+          </DataTable>
+        )}
+      </ListQuery>
     </Card>
     {plan ? <PlanEditor key={plan.id} plan={plan} onDone={() => set({ edit: null })} /> : <PlanEditor key="new" onDone={() => {}} />}
     </Screen>
@@ -352,11 +346,7 @@ function LimitsEditor({
               <Field label="Metric" error={problems.metric}>
                 {(id, d) => (
                   <select id={id} aria-describedby={d} value={r.metric} aria-invalid={!!problems.metric} onChange={(e) => set(i, { metric: e.target.value as Metric })}>
-                    {METRICS.map((m) => (
-                      <option key={m} value={m}>
-                        {m === "spend" ? "spend ($)" : m}
-                      </option>
-                    ))}
+                    <Options values={METRICS} label={(m) => (m === "spend" ? "spend ($)" : m)} />
                   </select>
                 )}
               </Field>
@@ -364,11 +354,7 @@ function LimitsEditor({
               <Field label="Window" error={problems.window}>
                 {(id, d) => (
                   <select id={id} aria-describedby={d} value={r.window} aria-invalid={!!problems.window} onChange={(e) => set(i, { window: e.target.value as WindowKind })}>
-                    {WINDOWS.map((w) => (
-                      <option key={w} value={w}>
-                        {WINDOW_LABELS[w]}
-                      </option>
-                    ))}
+                    <Options values={WINDOWS} label={(w) => WINDOW_LABELS[w]} />
                   </select>
                 )}
               </Field>

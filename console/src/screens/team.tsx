@@ -1,9 +1,9 @@
 import { useState } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link } from "wouter";
-import { ApiError, api, getTeamLimits, mapLimited, ok, type Session, type User } from "../api/client.ts";
+import { ApiError, api, getTeamLimits, mapLimited, ok, type Session, type Team, type User } from "../api/client.ts";
 import { plansRead, teamUsageRead } from "../api/reads.ts";
-import { Card, DataTable, Empty, Field, FormAlert, InlineForm, num, Query, Time } from "../components.tsx";
+import { Card, DataTable, Facts, Field, FormAlert, InlineForm, ListQuery, num, Query, Screen, Time } from "../components.tsx";
 import { DimensionBar, Reset, untilResetRefetch, useNow } from "../dimension-bars.tsx";
 import { usePaging, useUrlState } from "../url-state.ts";
 import { fmtInt, fmtMoney } from "../format.ts";
@@ -21,36 +21,12 @@ export function TeamScreen({ id }: { id: string }) {
   const queryClient = useQueryClient();
   const members = useMembers(id);
   return (
-    <div className="screen">
-      <div className="screen-head">
-        <div>
-          <p className="crumbs">
-            <Link href="/teams">Teams</Link> /
-          </p>
-          <h1>{id}</h1>
-        </div>
-      </div>
+    <Screen title={id} crumbs={<Link href="/teams">Teams</Link>}>
       <Query q={team} label="Loading team">
         {(t) => (
           <>
             <div className="grid-2">
-              <Card title="Plan">
-                <dl className="facts">
-                  <dt>Name</dt>
-                  <dd>{t.name}</dd>
-                  <dt>Plan</dt>
-                  <dd>{t.plan_name ?? "no plan (members are held by their own plans only)"}</dd>
-                  {t.plan_name !== null && <TeamCaps planName={t.plan_name} />}
-                  <dt>Billing subscription</dt>
-                  <dd>{t.billing_subscription_id ?? "—"}</dd>
-                  <dt>Members</dt>
-                  <dd>{t.member_count}</dd>
-                  <dt>Created</dt>
-                  <dd>
-                    <Time iso={t.created_at} />
-                  </dd>
-                </dl>
-              </Card>
+              <TeamPlan team={t} />
               <Card title="Usage against the team's limits" className="team-limits">
                 <TeamLimits id={id} hasPlan={t.plan_name !== null} members={members.sessions.data} />
               </Card>
@@ -74,7 +50,7 @@ export function TeamScreen({ id }: { id: string }) {
           </>
         )}
       </Query>
-    </div>
+    </Screen>
   );
 }
 
@@ -85,31 +61,46 @@ function TeamCredits({ id, planName }: { id: string; planName: string | null }) 
   return <UserCredits kind="team" id={id} draws={planName === null ? "no plan" : plan?.credits_enabled} />;
 }
 
-/** What the team's plan caps: its period cap and model caps on the team's sum, each limit on the sum or on each member (its scope). */
-function TeamCaps({ planName }: { planName: string }) {
+function TeamPlan({ team }: { team: Team }) {
+  const caps = useTeamCaps(team.plan_name);
+  return (
+    <Card title="Plan">
+      <Facts
+        facts={[
+          ["Name", team.name],
+          ["Plan", team.plan_name ?? "no plan (members are held by their own plans only)"],
+          caps && ["Caps", caps.length === 0 ? "none" : <CapList caps={caps} />],
+          ["Billing subscription", team.billing_subscription_id ?? "—"],
+          ["Members", team.member_count],
+          ["Created", <Time iso={team.created_at} />],
+        ]}
+      />
+    </Card>
+  );
+}
+
+/**
+ * What the team's plan caps: its period cap and model caps on the team's sum, each limit on the
+ * sum or on each member (its scope); undefined without a plan, or until the plans are read.
+ */
+function useTeamCaps(planName: string | null): string[] | undefined {
   const plans = useQuery(plansRead());
-  const plan = plans.data?.plans.find((x) => x.name === planName);
-  if (!plan) return null;
-  const caps = [
+  const plan = planName === null ? undefined : plans.data?.plans.find((x) => x.name === planName);
+  if (!plan) return undefined;
+  return [
     ...(plan.max_spend_per_period == null ? [] : [`${fmtMoney(plan.max_spend_per_period)} a billing period for the team`]),
     ...Object.entries(plan.model_limits).map(([m, l]) => `${fmtInt(l.max_tokens_per_period)} ${m} tokens a billing period for the team`),
     ...plan.limits.map((l) => `${l.name}: ${describeLimit(l)} ${l.scope === "member" ? "for each member" : "for the team"}`),
   ];
+}
+
+function CapList({ caps }: { caps: string[] }) {
   return (
-    <>
-      <dt>Caps</dt>
-      <dd>
-        {caps.length === 0 ? (
-          "none"
-        ) : (
-          <ul className="plain">
-            {caps.map((c) => (
-              <li key={c}>{c}</li>
-            ))}
-          </ul>
-        )}
-      </dd>
-    </>
+    <ul className="plain">
+      {caps.map((c) => (
+        <li key={c}>{c}</li>
+      ))}
+    </ul>
   );
 }
 
@@ -211,50 +202,46 @@ function Members({ id, members }: { id: string; members: ReturnType<typeof useMe
   const remove = useMembership();
   return (
     <Card title="Members">
-      <Query q={pageQuery} label="Loading members">
-        {(page) =>
-          page.members.length === 0 ? (
-            <Empty>No members yet. Add a user below, or let your product call PUT /users/{"{user_id}"}/team.</Empty>
-          ) : (
-            <>
-            <DataTable
-              caption="Members"
-              columns={["User", num("Spend this period"), ...perMember.map((d) => num(`${d.name ?? d.reason} (per member)`)), "Name", "Own plan", { label: "Actions", hidden: true }]}
-              paging={paging}
-              next={page.next_cursor}
-            >
-              {page.members.map((u) => (
-                <tr key={u.id}>
-                  <td>
-                    <Link href={userHref(u.external_user_id)}>{u.external_user_id}</Link>
+      <ListQuery q={pageQuery} label="Loading members" items={(page) => page.members} empty="No members yet. Add a user below, or let your product call PUT /users/{user_id}/team.">
+        {(list, page) => (
+          <>
+          <DataTable
+            caption="Members"
+            columns={["User", num("Spend this period"), ...perMember.map((d) => num(`${d.name ?? d.reason} (per member)`)), "Name", "Own plan", { label: "Actions", hidden: true }]}
+            paging={paging}
+            next={page.next_cursor}
+          >
+            {list.map((u) => (
+              <tr key={u.id}>
+                <td>
+                  <Link href={userHref(u.external_user_id)}>{u.external_user_id}</Link>
+                </td>
+                <td className="num">{spend(u)}</td>
+                {perMember.map((d) => (
+                  <td key={d.reason} className="num">
+                    {use(u, d.reason)}
                   </td>
-                  <td className="num">{spend(u)}</td>
-                  {perMember.map((d) => (
-                    <td key={d.reason} className="num">
-                      {use(u, d.reason)}
-                    </td>
-                  ))}
-                  <td>{u.name ?? "—"}</td>
-                  <td>{u.plan_name ?? <span className="muted">none (the team's plan alone)</span>}</td>
-                  <td>
-                    <button
-                      type="button"
-                      className="secondary"
-                      disabled={remove.isPending}
-                      aria-label={`Remove ${u.external_user_id} from the team`}
-                      onClick={() => remove.mutate({ user: u.external_user_id, team: null })}
-                    >
-                      Remove
-                    </button>
-                  </td>
-                </tr>
-              ))}
-            </DataTable>
-            <p className="hint">Spend this period: each member's own spend in its own billing period (a calendar month without a plan of its own), including any before it joined the team.</p>
-            </>
-          )
-        }
-      </Query>
+                ))}
+                <td>{u.name ?? "—"}</td>
+                <td>{u.plan_name ?? <span className="muted">none (the team's plan alone)</span>}</td>
+                <td>
+                  <button
+                    type="button"
+                    className="secondary"
+                    disabled={remove.isPending}
+                    aria-label={`Remove ${u.external_user_id} from the team`}
+                    onClick={() => remove.mutate({ user: u.external_user_id, team: null })}
+                  >
+                    Remove
+                  </button>
+                </td>
+              </tr>
+            ))}
+          </DataTable>
+          <p className="hint">Spend this period: each member's own spend in its own billing period (a calendar month without a plan of its own), including any before it joined the team.</p>
+          </>
+        )}
+      </ListQuery>
       {remove.error && <FormAlert>{remove.error.message}</FormAlert>}
     </Card>
   );

@@ -2,7 +2,7 @@ import { useMemo, type ReactNode } from "react";
 import { useQuery } from "@tanstack/react-query";
 import type { Usage } from "../api/client.ts";
 import { usagePeriod, type Read } from "../api/reads.ts";
-import { BarList, Card, DataTable, Empty, Field, num, Query } from "../components.tsx";
+import { BarList, Card, DataTable, Empty, Field, num, Options, Query } from "../components.tsx";
 import { fmtInt, fmtMoney, fmtTokens } from "../format.ts";
 import { useUrlState } from "../url-state.ts";
 
@@ -29,11 +29,7 @@ export function UsageByModel({ read, empty }: { read: (period: string) => Read<U
             <select id={fid} value={period} onChange={(e) => set({ period: e.target.value === "current_period" ? null : e.target.value })}>
               <option value="current_period">Current billing period</option>
               <option value="current_month">This month</option>
-              {months.map((m) => (
-                <option key={m} value={m}>
-                  {m}
-                </option>
-              ))}
+              <Options values={months} />
             </select>
           )}
         </Field>

@@ -6,7 +6,7 @@ import { useEffect, useRef, useState } from "react";
 import { useMutation, useQuery, useQueryClient, type QueryClient } from "@tanstack/react-query";
 import { ApiError, answer, api, ok, type CreditGrant, type LedgerEntry } from "../api/client.ts";
 import { creditsKey, creditsRead } from "../api/reads.ts";
-import { Card, DataTable, Empty, ErrorState, Field, FormAlert, FormStatus, num, Query, Submit, submitted, Time } from "../components.tsx";
+import { Card, DataTable, Empty, ErrorState, Field, FormAlert, FormStatus, ListQuery, num, PerPage, Query, Submit, submitted, Time } from "../components.tsx";
 import { describeGrant, grantBody, LEDGER_TYPE, newGrantForm, STATUS_BADGE, voidable, type GrantForm, type GrantKind, type GrantStatus, type LedgerType } from "../credits.ts";
 import { fmtExactMoney, fmtSignedMoney } from "../format.ts";
 import { usePaging, useUrlState } from "../url-state.ts";
@@ -297,57 +297,38 @@ function CreditLedger({ owner, hasAny }: { owner: CreditOwner; hasAny: boolean |
     enabled: hasAny === true || paging.cursor !== undefined,
   });
   return (
-    <Card
-      title="Credit ledger"
-      actions={
-        <Field label="Per page">
-          {(fid) => (
-            <select id={fid} value={limit} onChange={(e) => set({ llimit: e.target.value === "25" ? null : e.target.value, ...paging.reset })}>
-              {LEDGER_PAGE_SIZES.map((n) => (
-                <option key={n} value={n}>
-                  {n}
-                </option>
-              ))}
-            </select>
-          )}
-        </Field>
-      }
-    >
+    <Card title="Credit ledger" actions={<PerPage value={limit} sizes={LEDGER_PAGE_SIZES} onChange={(size) => set({ llimit: size === "25" ? null : size, ...paging.reset })} />}>
       {hasAny === false && paging.cursor === undefined ? (
         <Empty>No credit movements yet.</Empty>
       ) : (
-        <Query q={ledger} label="Loading the ledger">
-          {(page) =>
-            page.entries.length === 0 ? (
-              <Empty>No credit movements yet.</Empty>
-            ) : (
-              <>
-                <p className="hint">Newest first. Usage is summed per grant per hour: an entry's time is its hour.</p>
-                <DataTable caption="Credit ledger, newest first" columns={["Time", "Type", num("Amount"), "Grant", num("Balance after")]} paging={paging} next={page.next_cursor}>
-                  {page.entries.map((e: LedgerEntry, i: number) => (
-                    <tr key={`${e.at}|${e.type}|${e.grant_id ?? "-"}|${i}`}>
-                      <td>
-                        <Time iso={e.at} />
-                      </td>
-                      <td>{LEDGER_TYPE[e.type as LedgerType] ?? e.type}</td>
-                      <td className={`num ${e.amount < 0 ? "bad-text" : "good-text"}`}>{fmtSignedMoney(e.amount)}</td>
-                      <td>
-                        {e.grant_id ? (
-                          <code className="grant-id" title={e.grant_id}>
-                            {e.grant_id}
-                          </code>
-                        ) : (
-                          "—"
-                        )}
-                      </td>
-                      <td className="num">{fmtExactMoney(e.balance_after)}</td>
-                    </tr>
-                  ))}
-                </DataTable>
-              </>
-            )
-          }
-        </Query>
+        <ListQuery q={ledger} label="Loading the ledger" items={(page) => page.entries} empty="No credit movements yet.">
+          {(entries, page) => (
+            <>
+              <p className="hint">Newest first. Usage is summed per grant per hour: an entry's time is its hour.</p>
+              <DataTable caption="Credit ledger, newest first" columns={["Time", "Type", num("Amount"), "Grant", num("Balance after")]} paging={paging} next={page.next_cursor}>
+                {entries.map((e: LedgerEntry, i: number) => (
+                  <tr key={`${e.at}|${e.type}|${e.grant_id ?? "-"}|${i}`}>
+                    <td>
+                      <Time iso={e.at} />
+                    </td>
+                    <td>{LEDGER_TYPE[e.type as LedgerType] ?? e.type}</td>
+                    <td className={`num ${e.amount < 0 ? "bad-text" : "good-text"}`}>{fmtSignedMoney(e.amount)}</td>
+                    <td>
+                      {e.grant_id ? (
+                        <code className="grant-id" title={e.grant_id}>
+                          {e.grant_id}
+                        </code>
+                      ) : (
+                        "—"
+                      )}
+                    </td>
+                    <td className="num">{fmtExactMoney(e.balance_after)}</td>
+                  </tr>
+                ))}
+              </DataTable>
+            </>
+          )}
+        </ListQuery>
       )}
     </Card>
   );

@@ -3,7 +3,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link } from "wouter";
 import { ApiError, api, ok, type GateEvent, type Session } from "../api/client.ts";
 import { gateEventsFilter, gateEventsRead, limitsRead, sessionRead, userRead, userUsageRead } from "../api/reads.ts";
-import { Card, DataTable, Empty, Field, FormAlert, FormStatus, Gauge, InlineForm, num, Query, QuickStart, Submit, submitted, Time } from "../components.tsx";
+import { Card, DataTable, Facts, Field, FormAlert, FormStatus, Gauge, InlineForm, ListQuery, num, PerPage, Period, Query, QuickStart, Screen, Submit, submitted, Time } from "../components.tsx";
 import { fmtInt, fmtMoney, fmtPct } from "../format.ts";
 import { capSentence } from "../credits.ts";
 import { blockingIndex, dimensionLabel, TEAM_REASON } from "../limits.ts";
@@ -19,51 +19,27 @@ export function UserScreen({ id }: { id: string }) {
   const user = useQuery(userRead(id));
   const session = useQuery(sessionRead(id));
   return (
-    <div className="screen">
-      <div className="screen-head">
-        <div>
-          <p className="crumbs">
-            <Link href="/users">Users</Link> /
-          </p>
-          <h1>{id}</h1>
-        </div>
-      </div>
+    <Screen title={id} crumbs={<Link href="/users">Users</Link>}>
       <Query q={user} label="Loading user">
         {(u) => (
           <div className="grid-2">
             <Card title="Plan and billing period">
-              <dl className="facts">
-                <dt>Name</dt>
-                <dd>{u.name ?? "—"}</dd>
-                <dt>Plan</dt>
-                <dd>{u.plan_name ?? (u.team_id === null ? "no plan (every call passes)" : "no plan of its own (its team's plan applies)")}</dd>
-                <dt>Billing period</dt>
-                <dd>
-                  {session.data ? (
+              <Facts
+                facts={[
+                  ["Name", u.name ?? "—"],
+                  ["Plan", u.plan_name ?? (u.team_id === null ? "no plan (every call passes)" : "no plan of its own (its team's plan applies)")],
+                  ["Billing period", session.data ? <Period {...session.data.billing_period} /> : "…"],
+                  ["Billing subscription", u.billing_subscription_id ?? "—"],
+                  ["Team", u.team_id === null ? "—" : <Link href={`/teams/${encodeURIComponent(u.team_id)}`}>{u.team_id}</Link>],
+                  session.data?.team && [
+                    "Team's plan and period",
                     <>
-                      <Time iso={session.data.billing_period.start} /> → <Time iso={session.data.billing_period.end} />
-                    </>
-                  ) : (
-                    "…"
-                  )}
-                </dd>
-                <dt>Billing subscription</dt>
-                <dd>{u.billing_subscription_id ?? "—"}</dd>
-                <dt>Team</dt>
-                <dd>{u.team_id === null ? "—" : <Link href={`/teams/${encodeURIComponent(u.team_id)}`}>{u.team_id}</Link>}</dd>
-                {session.data?.team && (
-                  <>
-                    <dt>Team's plan and period</dt>
-                    <dd>
-                      {session.data.team.plan}: <Time iso={session.data.team.billing_period.start} /> → <Time iso={session.data.team.billing_period.end} />
-                    </dd>
-                  </>
-                )}
-                <dt>Created</dt>
-                <dd>
-                  <Time iso={u.created_at} />
-                </dd>
-              </dl>
+                      {session.data.team.plan}: <Period {...session.data.team.billing_period} />
+                    </>,
+                  ],
+                  ["Created", <Time iso={u.created_at} />],
+                ]}
+              />
             </Card>
             <Card title="Usage against limits">
               <Query q={session} label="Loading limits">
@@ -87,7 +63,7 @@ export function UserScreen({ id }: { id: string }) {
         <Subscription id={id} session={session.data} />
         <ManualEvent id={id} />
       </div>
-    </div>
+    </Screen>
   );
 }
 
@@ -182,45 +158,31 @@ function GateEvents({ id }: { id: string }) {
         <Field label="Until">
           {(fid) => <input id={fid} type="datetime-local" value={f.until} onChange={(e) => change({ until: e.target.value || null })} />}
         </Field>
-        <Field label="Per page">
-          {(fid) => (
-            <select id={fid} value={f.limit} onChange={(e) => change({ limit: e.target.value })}>
-              {[25, 100, 500].map((n) => (
-                <option key={n} value={n}>
-                  {n}
-                </option>
-              ))}
-            </select>
-          )}
-        </Field>
+        <PerPage value={f.limit} sizes={[25, 100, 500]} onChange={(limit) => change({ limit })} />
       </div>
-      <Query q={events} label="Loading gate events">
-        {(page) =>
-          page.events.length === 0 ? (
-            <Empty>No gate events match. Gate events arrive from the client library when a user reaches a soft or hard gate.</Empty>
-          ) : (
-            <DataTable caption="Gate events, newest first" columns={["Time", "Status", "Reason", num("Usage"), num("Value / limit"), "Blocked", "Message"]} paging={paging} next={page.next_cursor}>
-              {page.events.map((e: GateEvent) => (
-                <tr key={e.id}>
-                  <td>
-                    <Time iso={e.timestamp} />
-                  </td>
-                  <td>
-                    <span className={`badge ${e.status === "hard_gate" ? "bad" : "warn"}`}>{e.status === "hard_gate" ? "Hard gate" : "Soft gate"}</span>
-                  </td>
-                  <td>{e.gate_reason}</td>
-                  <td className="num">{fmtPct(e.usage_pct)}</td>
-                  <td className="num">
-                    {valueOverLimit(e)}
-                  </td>
-                  <td>{e.blocked ? "yes" : "no"}</td>
-                  <td>{e.message ?? ""}</td>
-                </tr>
-              ))}
-            </DataTable>
-          )
-        }
-      </Query>
+      <ListQuery q={events} label="Loading gate events" items={(page) => page.events} empty="No gate events match. Gate events arrive from the client library when a user reaches a soft or hard gate.">
+        {(list, page) => (
+          <DataTable caption="Gate events, newest first" columns={["Time", "Status", "Reason", num("Usage"), num("Value / limit"), "Blocked", "Message"]} paging={paging} next={page.next_cursor}>
+            {list.map((e: GateEvent) => (
+              <tr key={e.id}>
+                <td>
+                  <Time iso={e.timestamp} />
+                </td>
+                <td>
+                  <span className={`badge ${e.status === "hard_gate" ? "bad" : "warn"}`}>{e.status === "hard_gate" ? "Hard gate" : "Soft gate"}</span>
+                </td>
+                <td>{e.gate_reason}</td>
+                <td className="num">{fmtPct(e.usage_pct)}</td>
+                <td className="num">
+                  {valueOverLimit(e)}
+                </td>
+                <td>{e.blocked ? "yes" : "no"}</td>
+                <td>{e.message ?? ""}</td>
+              </tr>
+            ))}
+          </DataTable>
+        )}
+      </ListQuery>
     </Card>
   );
 }

@@ -4,7 +4,7 @@ import { Link, useLocation } from "wouter";
 import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from "@meter/rules";
 import { ApiError, api, ok, type Endpoint } from "../api/client.ts";
 import { endpointsRead } from "../api/reads.ts";
-import { Card, CopyButton, DataTable, Empty, ErrorState, Field, FormStatus, num, Query, QuickStart, Screen, SecretOnce, Submit, submitted, Time } from "../components.tsx";
+import { Card, CopyButton, DataTable, ErrorState, Field, FormStatus, ListQuery, num, QuickStart, Screen, SecretOnce, Submit, submitted, Time } from "../components.tsx";
 import { usePaging, useUrlState } from "../url-state.ts";
 
 const ep = (id: string) => ({ params: { path: { id } } });
@@ -16,27 +16,21 @@ export function WebhooksScreen({ selected }: { selected?: string }) {
     <Screen title="Webhooks">
     <div className="grid-side">
       <Card title="Endpoints">
-        <Query q={endpoints} label="Loading endpoints">
-          {(list) =>
-            list.length === 0 ? (
-              <Empty>
-                No endpoints. Add one to receive gate, threshold and summary events, signed with its secret; see the <QuickStart />.
-              </Empty>
-            ) : (
-              <ul className="list">
-                {list.map((e) => (
-                  <li key={e.id} className={e.id === selected ? "selected" : ""}>
-                    <Link href={`/webhooks/${e.id}`} aria-current={e.id === selected ? "true" : undefined}>
-                      <span className="url">{e.url}</span>
-                    </Link>
-                    <span className={`badge ${e.enabled ? "good" : "muted-badge"}`}>{e.enabled ? "enabled" : "disabled"}</span>
-                    <small className="muted">{e.description ?? `${e.subscribed_events.length} event types`}</small>
-                  </li>
-                ))}
-              </ul>
-            )
-          }
-        </Query>
+        <ListQuery q={endpoints} label="Loading endpoints" items={(all) => all} empty={<>No endpoints. Add one to receive gate, threshold and summary events, signed with its secret; see the <QuickStart />.</>}>
+          {(list) => (
+            <ul className="list">
+              {list.map((e) => (
+                <li key={e.id} className={e.id === selected ? "selected" : ""}>
+                  <Link href={`/webhooks/${e.id}`} aria-current={e.id === selected ? "true" : undefined}>
+                    <span className="url">{e.url}</span>
+                  </Link>
+                  <span className={`badge ${e.enabled ? "good" : "muted-badge"}`}>{e.enabled ? "enabled" : "disabled"}</span>
+                  <small className="muted">{e.description ?? `${e.subscribed_events.length} event types`}</small>
+                </li>
+              ))}
+            </ul>
+          )}
+        </ListQuery>
       </Card>
       <CreateEndpoint />
     </div>
@@ -221,32 +215,28 @@ function Deliveries({ id }: { id: string }) {
         </Field>
       }
     >
-      <Query q={deliveries} label="Loading deliveries">
-        {(page) =>
-          page.deliveries.length === 0 ? (
-            <Empty>No deliveries{status ? ` with status ${status}` : ""}. Send a test event to see one here.</Empty>
-          ) : (
-            <DataTable caption="Deliveries, newest first" columns={["Created", "Event", "Status", num("Code"), num("Attempt"), "Completed"]} paging={paging} next={page.next_cursor}>
-              {page.deliveries.map((d) => (
-                <tr key={d.id}>
-                  <td>
-                    <Time iso={d.created_at} />
-                  </td>
-                  <td>{d.event_type}</td>
-                  <td>
-                    <span className={`badge ${d.status === "success" ? "good" : d.status === "failed" ? "bad" : "warn"}`}>{d.status}</span>
-                  </td>
-                  <td className="num">{d.status_code || "—"}</td>
-                  <td className="num">{d.attempt}</td>
-                  <td>
-                    <Time iso={d.completed_at} />
-                  </td>
-                </tr>
-              ))}
-            </DataTable>
-          )
-        }
-      </Query>
+      <ListQuery q={deliveries} label="Loading deliveries" items={(page) => page.deliveries} empty={<>No deliveries{status ? ` with status ${status}` : ""}. Send a test event to see one here.</>}>
+        {(list, page) => (
+          <DataTable caption="Deliveries, newest first" columns={["Created", "Event", "Status", num("Code"), num("Attempt"), "Completed"]} paging={paging} next={page.next_cursor}>
+            {list.map((d) => (
+              <tr key={d.id}>
+                <td>
+                  <Time iso={d.created_at} />
+                </td>
+                <td>{d.event_type}</td>
+                <td>
+                  <span className={`badge ${d.status === "success" ? "good" : d.status === "failed" ? "bad" : "warn"}`}>{d.status}</span>
+                </td>
+                <td className="num">{d.status_code || "—"}</td>
+                <td className="num">{d.attempt}</td>
+                <td>
+                  <Time iso={d.completed_at} />
+                </td>
+              </tr>
+            ))}
+          </DataTable>
+        )}
+      </ListQuery>
     </Card>
   );
 }
