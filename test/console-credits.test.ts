@@ -7,16 +7,11 @@
 import { randomUUID } from "node:crypto";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { check, fieldError, markedInvalid, openConsoleBrowser, signIn, startConsoleAllInOne, type ConsoleBrowser } from "./support/console-browser.ts";
+import { check, fieldError, markedInvalid, withConsole, type ConsoleSuite } from "./support/console-browser.ts";
 import { eventually } from "./support/eventually.ts";
-import type { Api } from "./support/http.ts";
-import type { AllInOne } from "./support/processes.ts";
 import { must } from "./support/rest.ts";
 
-interface Ctx extends ConsoleBrowser {
-  aio: AllInOne;
-  base: string;
-  api: Api;
+interface Ctx extends ConsoleSuite {
   firstGrant: string;
 }
 const t = suite<Ctx>("console credits");
@@ -24,19 +19,7 @@ const t = suite<Ctx>("console credits");
 const USER = "pat";
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-t.before(async (ctx) => {
-  ctx.aio = await startConsoleAllInOne();
-  ctx.base = ctx.aio.base;
-  const product = await must(ctx.aio.api.post("/products", { name: "Credits console test" }), 201);
-  ctx.api = ctx.aio.api.withKey(product.api_key);
-  await openConsoleBrowser(ctx.base, ctx);
-  await signIn(ctx.page, ctx.base, product.api_key);
-});
-
-t.after(async (ctx) => {
-  await ctx.browser?.close();
-  await ctx.aio?.proc.stop();
-});
+withConsole(t, "Credits console test", { signedIn: true });
 
 t("a plan that draws credits through the form: a bad low mark refused beside its field, then created, shown and edited", async (ctx) => {
   const { page } = ctx;

@@ -7,17 +7,11 @@
 import { randomUUID } from "node:crypto";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { check, openConsoleBrowser, signIn, startConsoleAllInOne, type ConsoleBrowser } from "./support/console-browser.ts";
+import { check, withConsole, type ConsoleSuite } from "./support/console-browser.ts";
 import { eventually } from "./support/eventually.ts";
 import type { Api } from "./support/http.ts";
-import type { AllInOne } from "./support/processes.ts";
 
-interface Ctx extends ConsoleBrowser {
-  aio: AllInOne;
-  base: string;
-  api: Api;
-}
-const t = suite<Ctx>("console teams");
+const t = suite<ConsoleSuite>("console teams");
 
 async function must(api: Api, method: "POST" | "GET" | "PUT", route: string, body?: unknown, status = method === "POST" ? 201 : 200) {
   const res = await api.request(method, route, { body });
@@ -25,24 +19,16 @@ async function must(api: Api, method: "POST" | "GET" | "PUT", route: string, bod
   return res.body;
 }
 
-t.before(async (ctx) => {
-  ctx.aio = await startConsoleAllInOne();
-  ctx.base = ctx.aio.base;
-  const product = await must(ctx.aio.api, "POST", "/products", { name: "Teams console test" });
-  ctx.api = ctx.aio.api.withKey(product.api_key);
-  await must(ctx.api, "POST", "/config/plans", {
-    plans: [{ name: "team-500", max_spend_per_period: 500, limits: [{ name: "seat", metric: "spend", max: 50, window: "period", scope: "member" }] }],
-  });
-  for (const u of ["ann", "bob"]) await must(ctx.api, "POST", "/users", { external_user_id: u, name: u.toUpperCase() });
-  // 51 teams of one prefix: the list pages at 50.
-  for (let i = 0; i < 51; i++) await must(ctx.api, "POST", "/teams", { external_team_id: `org-${String(i).padStart(2, "0")}`, name: `Org ${i}` });
-  await openConsoleBrowser(ctx.base, ctx);
-  await signIn(ctx.page, ctx.base, product.api_key);
-});
-
-t.after(async (ctx) => {
-  await ctx.browser?.close();
-  await ctx.aio?.proc.stop();
+withConsole(t, "Teams console test", {
+  signedIn: true,
+  seed: async (ctx) => {
+    await must(ctx.api, "POST", "/config/plans", {
+      plans: [{ name: "team-500", max_spend_per_period: 500, limits: [{ name: "seat", metric: "spend", max: 50, window: "period", scope: "member" }] }],
+    });
+    for (const u of ["ann", "bob"]) await must(ctx.api, "POST", "/users", { external_user_id: u, name: u.toUpperCase() });
+    // 51 teams of one prefix: the list pages at 50.
+    for (let i = 0; i < 51; i++) await must(ctx.api, "POST", "/teams", { external_team_id: `org-${String(i).padStart(2, "0")}`, name: `Org ${i}` });
+  },
 });
 
 t("the teams list: prefix search and paging", async (ctx) => {

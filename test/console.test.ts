@@ -7,20 +7,14 @@ import { randomUUID } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { check, fieldError, markedInvalid, openConsoleBrowser, signIn, startConsoleAllInOne, type ConsoleBrowser } from "./support/console-browser.ts";
+import { check, fieldError, markedInvalid, signIn, withConsole, type ConsoleSuite } from "./support/console-browser.ts";
 import { eventually } from "./support/eventually.ts";
-import type { Api } from "./support/http.ts";
-import type { AllInOne } from "./support/processes.ts";
 import { must } from "./support/rest.ts";
 
 // The browser formats as the viewer's locale and zone; the test fixes both to compare figures.
 const usd = (n: number) => new Intl.NumberFormat("en-US", { style: "currency", currency: "USD", minimumFractionDigits: 2, maximumFractionDigits: Math.abs(n) < 1 && n !== 0 ? 4 : 2 }).format(n);
 
-interface Ctx extends ConsoleBrowser {
-  aio: AllInOne;
-  base: string;
-  api: Api;
-  key: string;
+interface Ctx extends ConsoleSuite {
   receiver: Server;
   received: string[];
   receiverUrl: string;
@@ -44,6 +38,7 @@ const usage = (user: string, model: string, cost: number, tokens: number) => ({
   cost_total: cost,
 });
 
+// The webhook receiver first: the all-in-one process is started by withConsole below.
 t.before(async (ctx) => {
   ctx.received = [];
   ctx.receiver = createServer((req, res) => {
@@ -53,38 +48,34 @@ t.before(async (ctx) => {
   });
   await new Promise<void>((r) => ctx.receiver.listen(0, "127.0.0.1", r));
   ctx.receiverUrl = `http://127.0.0.1:${(ctx.receiver.address() as { port: number }).port}/hooks`;
-
-  ctx.aio = await startConsoleAllInOne({ WEBHOOKS_ALLOW_INSECURE_URLS: "true", ROLL_INTERVAL_MS: "100" });
-  ctx.base = ctx.aio.base;
-
-  // Seed: two plans, three users, usage on two models, a hard-gated user, a webhook endpoint.
-  const product = await must(ctx.aio.api.post("/products", { name: "Console test" }), 201);
-  ctx.key = product.api_key;
-  ctx.api = ctx.aio.api.withKey(ctx.key);
-  const { plans } = await must(ctx.api.post("/config/plans", {
-    plans: [
-      { name: "starter", max_spend_per_period: 10, cost_rates: { "gpt-4.1": { input: 0.002, output: 0.008 } }, model_limits: { "gpt-4.1": { max_tokens_per_period: 100_000 } } },
-      { name: "unlimited" },
-    ],
-  }), 201);
-  const [start, end] = monthBounds();
-  for (const [user, plan] of [["alice", plans[0].id], ["bob", plans[0].id], ["carol", undefined]] as const) {
-    await must(ctx.api.post("/users", { external_user_id: user, name: user[0]!.toUpperCase() + user.slice(1) }), 201);
-    if (plan) await must(ctx.api.post(`/users/${user}/subscription`, { plan_id: plan, period_start: start, period_end: end }), 200);
-  }
-  await must(ctx.api.post("/events/batch", [usage("alice", "gpt-4.1", 1.5, 20_000), usage("alice", "gpt-4o-mini", 1, 5_000), usage("bob", "gpt-4.1", 10.5, 60_000)]), 200);
-  await must(ctx.api.post("/gate-events/batch", [{ id: randomUUID(), user_id: "bob", timestamp: new Date().toISOString(), status: "hard_gate", gate_reason: "total_spend", usage_pct: 1.05, current_value: 10.5, limit_value: 10, blocked: true, message: "period budget spent" }]), 200);
-  await must(ctx.api.post("/webhooks/endpoints", { url: ctx.receiverUrl, subscribed_events: ["gate_event.hard_gate"], description: "local receiver" }), 201);
-  // The overview reads rollups: wait until the seeded spend is in them.
-  await eventually(async () => (await ctx.api.get("/analytics/summary?days=30")).body.total_cost === 13, 30_000, "rollups of the seeded events");
-  const doc = (await ctx.aio.api.get("/openapi.json")).body;
-  ctx.hasUserList = Boolean(doc.paths["/api/v1/users"]?.get);
-  await openConsoleBrowser(ctx.base, ctx);
 });
 
-t.after(async (ctx) => {
-  await ctx.browser?.close();
-  await ctx.aio?.proc.stop();
+withConsole(t, "Console test", {
+  env: { WEBHOOKS_ALLOW_INSECURE_URLS: "true", ROLL_INTERVAL_MS: "100" },
+  seed: async (ctx) => {
+    // Seed: two plans, three users, usage on two models, a hard-gated user, a webhook endpoint.
+    const { plans } = await must(ctx.api.post("/config/plans", {
+      plans: [
+        { name: "starter", max_spend_per_period: 10, cost_rates: { "gpt-4.1": { input: 0.002, output: 0.008 } }, model_limits: { "gpt-4.1": { max_tokens_per_period: 100_000 } } },
+        { name: "unlimited" },
+      ],
+    }), 201);
+    const [start, end] = monthBounds();
+    for (const [user, plan] of [["alice", plans[0].id], ["bob", plans[0].id], ["carol", undefined]] as const) {
+      await must(ctx.api.post("/users", { external_user_id: user, name: user[0]!.toUpperCase() + user.slice(1) }), 201);
+      if (plan) await must(ctx.api.post(`/users/${user}/subscription`, { plan_id: plan, period_start: start, period_end: end }), 200);
+    }
+    await must(ctx.api.post("/events/batch", [usage("alice", "gpt-4.1", 1.5, 20_000), usage("alice", "gpt-4o-mini", 1, 5_000), usage("bob", "gpt-4.1", 10.5, 60_000)]), 200);
+    await must(ctx.api.post("/gate-events/batch", [{ id: randomUUID(), user_id: "bob", timestamp: new Date().toISOString(), status: "hard_gate", gate_reason: "total_spend", usage_pct: 1.05, current_value: 10.5, limit_value: 10, blocked: true, message: "period budget spent" }]), 200);
+    await must(ctx.api.post("/webhooks/endpoints", { url: ctx.receiverUrl, subscribed_events: ["gate_event.hard_gate"], description: "local receiver" }), 201);
+    // The overview reads rollups: wait until the seeded spend is in them.
+    await eventually(async () => (await ctx.api.get("/analytics/summary?days=30")).body.total_cost === 13, 30_000, "rollups of the seeded events");
+    const doc = (await ctx.aio.api.get("/openapi.json")).body;
+    ctx.hasUserList = Boolean(doc.paths["/api/v1/users"]?.get);
+  },
+});
+
+t.after((ctx) => {
   ctx.receiver?.close();
 });
 

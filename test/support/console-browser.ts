@@ -6,12 +6,15 @@ import { randomBytes } from "node:crypto";
 import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import type { Browser, BrowserContext, Locator, Page } from "playwright-core";
+import type { Test } from "uvu";
 import * as assert from "uvu/assert";
 import { buildConsoleIfStale } from "../../console/scripts/build.ts";
 import { axeViolations, launchChromium, requireChromium } from "./browser.ts";
 import { testMongoUrl } from "./database.ts";
 import { eventually } from "./eventually.ts";
+import type { Api } from "./http.ts";
 import { repoRoot, startAllInOne, type AllInOne } from "./processes.ts";
+import { must } from "./rest.ts";
 
 export { requireChromium };
 
@@ -98,4 +101,37 @@ export async function markedInvalid(field: Locator, what: string): Promise<void>
 export async function fieldError(page: Page, field: Locator): Promise<string> {
   const id = (await field.getAttribute("aria-describedby"))!.split(" ").find((d) => d.endsWith("-err"))!;
   return (await page.locator(`#${id}`).textContent())!;
+}
+
+/** A console suite's context: the all-in-one process at `base`, its product's API (`api`, `key`) and the browser. */
+export interface ConsoleSuite extends ConsoleBrowser {
+  aio: AllInOne;
+  base: string;
+  api: Api;
+  key: string;
+}
+
+/**
+ * Before a suite's tests: the console's all-in-one process (startConsoleAllInOne with `env`), a
+ * product named `product`, `seed` with its API (plans, users, usage), then a browser, signed in
+ * with the product's key when `signedIn`. After them: the browser closed, the process stopped.
+ */
+export function withConsole<C extends ConsoleSuite>(
+  t: Test<C>,
+  product: string,
+  opts: { env?: Record<string, string>; seed?: (ctx: C) => Promise<void>; signedIn?: boolean } = {},
+): void {
+  t.before(async (ctx) => {
+    ctx.aio = await startConsoleAllInOne(opts.env);
+    ctx.base = ctx.aio.base;
+    ctx.key = (await must(ctx.aio.api.post("/products", { name: product }), 201)).api_key;
+    ctx.api = ctx.aio.api.withKey(ctx.key);
+    await opts.seed?.(ctx);
+    await openConsoleBrowser(ctx.base, ctx);
+    if (opts.signedIn) await signIn(ctx.page, ctx.base, ctx.key);
+  });
+  t.after(async (ctx) => {
+    await ctx.browser?.close();
+    await ctx.aio?.proc.stop();
+  });
 }
