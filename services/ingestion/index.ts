@@ -216,7 +216,7 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
       await scheduleRelay(deps, Math.max(relayIntervalMs, 50), idlePollMaxMs);
       await scheduleRetention(deps);
       await scheduleCreditExpiry(deps, Math.max(relayIntervalMs, 50), idlePollMaxMs);
-      if (lateChangeWindowMs > 0) await scheduleLateChanges(deps);
+      if (lateChangeWindowMs > 0) await scheduleLateChanges(deps, idlePollMaxMs);
     },
     async stop() {
       relay.halt();

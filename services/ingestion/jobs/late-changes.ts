@@ -8,17 +8,24 @@ export const LATE_CHANGE_ROUND_MS = 5_000;
 
 /**
  * The late-change follower (late-changes/follow.ts). Two jobs of this name at most, as for the
- * relay: key "every", repeating every LATE_CHANGE_ROUND_MS (one across replicas), and key
- * "kick", enqueued when a write meets a change this process had not seen (unique: a pending
- * kick absorbs the next ones). Lock lifetime 60 s; a worker that dies mid-round leaves moves
- * half done, which the next round (or any read) finishes: each move is guarded (move.ts).
+ * relay: key "every", repeating every LATE_CHANGE_ROUND_MS (one across replicas) while some user
+ * is followed, its poll resting up to IDLE_POLL_MAX_MS while nobody is (an idle service's
+ * commands); and key "kick", enqueued when a write or a read meets a change this process had
+ * not seen (unique: a pending kick absorbs the next ones), which also brings the poll back to
+ * its pace. Lock lifetime 60 s; a worker that dies mid-round leaves moves half done, which the
+ * next round (or any read) finishes: each move is guarded (move.ts).
  */
-export function defineLateChanges(deps: IngestionDeps, round: () => Promise<number>): void {
+export function defineLateChanges(deps: IngestionDeps, round: () => Promise<{ following: number }>): void {
   deps.scheduler.define<KeyedPayload>(
     LATE_CHANGES,
     async () => {
-      // Logged, not thrown: a failed kick would be kept by Agenda and absorb every later kick.
-      await round().catch((err: unknown) => deps.logger.warn({ err }, "late-change round failed; the next round retries"));
+      try {
+        return (await round()).following > 0;
+      } catch (err) {
+        // Logged, not thrown: a failed kick would be kept by Agenda and absorb every later kick.
+        deps.logger.warn({ err }, "late-change round failed; the next round retries");
+        return true;
+      }
     },
     { lockLifetime: 60_000, concurrency: 1 },
   );
@@ -29,6 +36,6 @@ export function kickLateChanges(deps: IngestionDeps): Promise<void> {
   return deps.scheduler.enqueue<KeyedPayload>(LATE_CHANGES, { key: "kick" }, new Date());
 }
 
-export function scheduleLateChanges(deps: IngestionDeps): Promise<void> {
-  return deps.scheduler.every<KeyedPayload>(LATE_CHANGES, LATE_CHANGE_ROUND_MS, { key: "every" });
+export function scheduleLateChanges(deps: IngestionDeps, idleMaxMs: number): Promise<void> {
+  return deps.scheduler.every<KeyedPayload>(LATE_CHANGES, LATE_CHANGE_ROUND_MS, { key: "every" }, idleMaxMs);
 }

@@ -74,8 +74,12 @@ export async function catchUp(deps: FollowDeps, productId: string, userId: strin
   if (!run) {
     run = (async () => {
       const moved = await settleLateChanges(deps, productId, new Map([[userId, user]]));
-      // Followed from now on for the stragglers, unless a write already put it there.
-      if (seen?.changes !== c.changes) await lc.follow(productId, [{ userId, until: c.until }]);
+      // Followed from now on for the stragglers, unless a write already put it there (and kicked
+      // the follower, whose poll rests while nobody is followed).
+      if (seen?.changes !== c.changes) {
+        await lc.follow(productId, [{ userId, until: c.until }]);
+        await deps.kickLateChanges();
+      }
       lc.seen.set(key, { changes: c.changes, applied: true });
       return moved.size > 0;
     })().finally(() => lc.running.delete(runKey));
@@ -110,10 +114,11 @@ export async function notice(deps: FollowDeps, productId: string, users: Readonl
  * service; users whose window has passed are dropped. A product with nothing recorded since
  * the lists its users need costs one read of its recent buckets and nothing else: a round
  * writes nothing then (an idle follower of thousands of users used to rewrite every one of them
- * every 5 s). Returns the users whose counters changed.
+ * every 5 s). Returns how many followed users are still within their window (0: nothing to
+ * follow, so the job's poll may rest) and how many had counters changed.
  */
-export async function followLateChanges(deps: FollowDeps): Promise<number> {
-  if (deps.lateChangeWindowMs <= 0) return 0;
+export async function followLateChanges(deps: FollowDeps): Promise<{ following: number; moved: number }> {
+  if (deps.lateChangeWindowMs <= 0) return { following: 0, moved: 0 };
   const lc = deps.lateChanges;
   const now = deps.now();
   const docs = await lc.pending.find(lc.cursor ? { _id: { $gt: lc.cursor } } : {}).sort({ _id: 1 }).limit(PER_ROUND).toArray();
@@ -160,5 +165,6 @@ export async function followLateChanges(deps: FollowDeps): Promise<number> {
     }
   }
   if (done.length > 0) await lc.pending.deleteMany({ _id: { $in: done } });
-  return moved;
+  // A round that read a full page has more to walk: the next comes at the round's pace.
+  return { following: docs.length === PER_ROUND ? PER_ROUND : docs.length - done.length, moved };
 }
