@@ -7,7 +7,7 @@ import { rpcOptions } from "../rpc-options.ts";
 import { DimensionOut, dimensionJson } from "../schemas/limits.ts";
 import { GateEventOut, gateEventJson } from "../schemas/gate-events.ts";
 import { SessionCreditsOut, sessionCreditsJson } from "../schemas/credits.ts";
-import { LimitOut, limitJson } from "../schemas/plans.ts";
+import { LimitOut, planFieldsJson, planToolsAndLimitsOut } from "../schemas/plans.ts";
 
 const NumberMap = Type.Record(Type.String(), Type.Number());
 const IntegerMap = Type.Record(Type.String(), Type.Integer());
@@ -22,13 +22,8 @@ const PlanConfigOut = Type.Object({
     cost_rates: Type.Record(Type.String(), Rate),
     session_timeout_minutes: Type.Number(),
     default_cost_rate: Type.Optional(Type.Object(Rate.properties, { description: "Omitted: models without a cost rate cost nothing" })),
-    tool_costs: NumberMap,
-    default_tool_cost: Type.Number(),
-    pre_call_estimate: Type.Boolean(),
-    pre_call_buffer_tokens: Type.Integer(),
+    ...planToolsAndLimitsOut,
     limits: Type.Array(LimitOut, { description: "The plan's windows and rate limits; empty without" }),
-    time_zone: Type.String({ description: "IANA time zone of the calendar windows" }),
-    credits_enabled: Type.Boolean({ description: "Prepaid credits extend the period spend cap" }),
     credits_low_at: Type.Optional(Type.Number({ description: "Dollars; omitted: credits.low never fires" })),
   });
 
@@ -140,24 +135,11 @@ function usageJson(u: Omit<GetUsageResponse, "userId" | "$typeName">) {
 
 function planConfigJson(c: PlanConfig) {
   return {
+    ...planFieldsJson(c),
     // An omitted cap means unlimited (clients that read a number for every cap break on null).
     ...(c.maxSpendPerPeriod !== undefined && { max_spend_per_period: c.maxSpendPerPeriod }),
     ...(c.maxSpendPerSession !== undefined && { max_spend_per_session: c.maxSpendPerSession }),
-    soft_gate_at: c.softGateAt,
-    hard_gate_at: c.hardGateAt,
-    model_limits: Object.fromEntries(
-      Object.entries(c.modelLimits).map(([m, l]) => [m, { max_tokens_per_period: Number(l.maxTokensPerPeriod) }]),
-    ),
-    cost_rates: Object.fromEntries(Object.entries(c.costRates).map(([m, r]) => [m, { input: r.input, output: r.output }])),
-    session_timeout_minutes: c.sessionTimeoutMinutes,
     ...(c.defaultCostRate && { default_cost_rate: { input: c.defaultCostRate.input, output: c.defaultCostRate.output } }),
-    tool_costs: c.toolCosts,
-    default_tool_cost: c.defaultToolCost,
-    pre_call_estimate: c.preCallEstimate,
-    pre_call_buffer_tokens: Number(c.preCallBufferTokens),
-    limits: c.limits.map(limitJson),
-    time_zone: c.timeZone,
-    credits_enabled: c.creditsEnabled,
     ...(c.creditsLowAt !== undefined && { credits_low_at: c.creditsLowAt }),
   };
 }
