@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
-import type { BillingPeriod, CurrentUsage, GetUsageResponse, PlanConfig, SessionTeam } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
+import type { BillingPeriod, CurrentUsage, GetSessionResponse, GetUsageResponse, PlanConfig, SessionTeam } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import { DateTime, Nullable, TeamParams, UserParams, errors, parseDateTime } from "../schemas/common.ts";
 import { rpcOptions } from "../rpc-options.ts";
 import { DimensionOut, dimensionJson } from "../schemas/limits.ts";
@@ -155,17 +155,19 @@ function currentUsageJson(u: CurrentUsage) {
 
 const billingPeriodJson = (p: BillingPeriod) => ({ start: timestampDate(p.start!).toISOString(), end: timestampDate(p.end!).toISOString() });
 
-function sessionTeamJson(t: SessionTeam) {
+/** What a session answers alike of its user and of the user's team: the plan in force, the period's usage and the credits. */
+function planStateJson(x: GetSessionResponse | SessionTeam) {
   return {
-    team_id: t.teamId,
-    service_team_id: t.serviceTeamId,
-    plan: t.plan,
-    plan_id: t.planId,
-    plan_config: planConfigJson(t.planConfig!),
-    current_usage: currentUsageJson(t.currentUsage!),
-    billing_period: billingPeriodJson(t.billingPeriod!),
-    credits: t.credits ? sessionCreditsJson(t.credits) : null,
+    plan: x.plan,
+    plan_config: planConfigJson(x.planConfig!),
+    current_usage: currentUsageJson(x.currentUsage!),
+    billing_period: billingPeriodJson(x.billingPeriod!),
+    credits: x.credits ? sessionCreditsJson(x.credits) : null,
   };
+}
+
+function sessionTeamJson(t: SessionTeam) {
+  return { team_id: t.teamId, service_team_id: t.serviceTeamId, plan_id: t.planId, ...planStateJson(t) };
 }
 
 export const usageRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -189,14 +191,10 @@ export const usageRoutes: FastifyPluginAsyncTypebox = async (app) => {
       return {
         user_id: s.userId,
         service_user_id: s.serviceUserId,
-        plan: s.plan,
         plan_id: s.planId ?? null,
         sdk_enabled: s.sdkEnabled,
-        plan_config: planConfigJson(s.planConfig!),
-        current_usage: currentUsageJson(s.currentUsage!),
-        billing_period: billingPeriodJson(s.billingPeriod!),
+        ...planStateJson(s),
         limits: s.limits.map(dimensionJson),
-        credits: s.credits ? sessionCreditsJson(s.credits) : null,
         team: s.team ? sessionTeamJson(s.team) : null,
       };
     },
