@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import { Type } from "typebox";
+import { Type, type TSchema } from "typebox";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { BillingPeriod, CurrentUsage, GetSessionResponse, GetUsageResponse, PlanConfig, SessionTeam } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import { DateTime, Nullable, TeamParams, UserParams, errors, parseDateTime } from "../schemas/common.ts";
@@ -170,19 +170,25 @@ function sessionTeamJson(t: SessionTeam) {
   return { team_id: t.teamId, service_team_id: t.serviceTeamId, plan_id: t.planId, ...planStateJson(t) };
 }
 
+/**
+ * Options of a read of a user's or a team's usage state as the client library makes it: an ingest
+ * key may call it; 404 for an unknown user or team.
+ */
+export const clientRead = <P extends TSchema, B extends TSchema, M extends { description?: string; querystring?: TSchema } = {}>(
+  params: P,
+  body: B,
+  operationId: string,
+  summary: string,
+  more: M = {} as M,
+) => ({
+  config: { ingest: true },
+  schema: { operationId, summary, ...more, tags: ["usage"], params, response: { 200: body, ...errors(400, 401, 404) } },
+});
+
 export const usageRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     "/users/:user_id/session",
-    {
-      config: { ingest: true },
-      schema: {
-        operationId: "getSession",
-        summary: "Session bootstrap read by the client library on start and refresh",
-        tags: ["usage"],
-        params: UserParams,
-        response: { 200: SessionBody, ...errors(400, 401, 404) },
-      },
-    },
+    clientRead(UserParams, SessionBody, "getSession", "Session bootstrap read by the client library on start and refresh"),
     async (request) => {
       const s = await app.services.ingestion.getSession(
         { productId: request.productId, userId: request.params.user_id },
@@ -202,17 +208,7 @@ export const usageRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.get(
     "/users/:user_id/usage",
-    {
-      config: { ingest: true },
-      schema: {
-        operationId: "getUsage",
-        summary: "Usage of a user in a period, broken down by model",
-        tags: ["usage"],
-        params: UserParams,
-        querystring: UsageQuery,
-        response: { 200: UsageBody, ...errors(400, 401, 404) },
-      },
-    },
+    clientRead(UserParams, UsageBody, "getUsage", "Usage of a user in a period, broken down by model", { querystring: UsageQuery }),
     async (request) => {
       const u = await app.services.ingestion.getUsage(
         { productId: request.productId, userId: request.params.user_id, period: request.query.period },
@@ -224,20 +220,18 @@ export const usageRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.get(
     "/teams/:team_id/usage",
-    {
-      config: { ingest: true },
-      schema: {
-        operationId: "getTeamUsage",
-        summary: "Usage of a team in a period (the sums over what its members spent while in it), broken down by model",
+    clientRead(
+      TeamParams,
+      TeamUsageBody,
+      "getTeamUsage",
+      "Usage of a team in a period (the sums over what its members spent while in it), broken down by model",
+      {
         description:
           "current_period is the team's billing period in force now. A member's usage counts for the team it was a member of at the " +
           "usage's timestamp: a member moved to another team leaves its past usage here.",
-        tags: ["usage"],
-        params: TeamParams,
         querystring: UsageQuery,
-        response: { 200: TeamUsageBody, ...errors(400, 401, 404) },
       },
-    },
+    ),
     async (request) => {
       const u = await app.services.ingestion.getTeamUsage(
         { productId: request.productId, teamId: request.params.team_id, period: request.query.period },
