@@ -126,7 +126,10 @@ async function teamFilter(app: FastifyInstance, request: FastifyRequest, teamId:
   return teamId;
 }
 
-/** The window of a read and what it counts there (its query's days, source and team_id), as every windowed analytics RPC takes them. */
+/**
+ * The window of a read and what it counts there (its query's days, source and team_id), as the
+ * windowed analytics RPCs take them; GetGateTimeseries has no source filter and leaves it out.
+ */
 async function windowOf(app: FastifyInstance, request: FastifyRequest) {
   const q = request.query as { days: number; source?: string; team_id?: string };
   return { productId: request.productId, days: q.days, filter: filter(q.source), teamId: await teamFilter(app, request, q.team_id) };

@@ -5,7 +5,7 @@ import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { Plan, PlanSettingsSchema } from "@meter/proto/meter/plans/v1/plans_pb";
 import { limitToMessage } from "@meter/lib/plan-limits";
 import { errors } from "../schemas/common.ts";
-import { CreatePlansBody, PlanBody, PlanPatchBody, mapEntries, planFieldsJson, type PlanInput } from "../schemas/plans.ts";
+import { CreatePlansBody, PlanBody, PlanPatchBody, mapEntries, sharedPlanFieldsJson, type PlanInput } from "../schemas/plans.ts";
 import { rpcOptions } from "../rpc-options.ts";
 
 /** JSON plan fields to PlanSettings; null and absent both leave the field unset. */
@@ -35,7 +35,7 @@ export function planJson(p: Plan) {
   return {
     id: p.id,
     name: p.name,
-    ...planFieldsJson(p),
+    ...sharedPlanFieldsJson(p),
     max_spend_per_period: p.maxSpendPerPeriod ?? null,
     max_spend_per_session: p.maxSpendPerSession ?? null,
     default_cost_rate: p.defaultCostRate ? { input: p.defaultCostRate.input, output: p.defaultCostRate.output } : null,

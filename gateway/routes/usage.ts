@@ -7,7 +7,7 @@ import { rpcOptions } from "../rpc-options.ts";
 import { DimensionOut, dimensionJson } from "../schemas/limits.ts";
 import { GateEventOut, gateEventJson } from "../schemas/gate-events.ts";
 import { SessionCreditsOut, sessionCreditsJson } from "../schemas/credits.ts";
-import { LimitOut, planFieldsJson, planToolsAndLimitsOut } from "../schemas/plans.ts";
+import { LimitOut, sharedPlanFieldsJson, sharedPlanFieldsOut } from "../schemas/plans.ts";
 
 const NumberMap = Type.Record(Type.String(), Type.Number());
 const IntegerMap = Type.Record(Type.String(), Type.Integer());
@@ -22,7 +22,7 @@ const PlanConfigOut = Type.Object({
     cost_rates: Type.Record(Type.String(), Rate),
     session_timeout_minutes: Type.Number(),
     default_cost_rate: Type.Optional(Type.Object(Rate.properties, { description: "Omitted: models without a cost rate cost nothing" })),
-    ...planToolsAndLimitsOut,
+    ...sharedPlanFieldsOut,
     limits: Type.Array(LimitOut, { description: "The plan's windows and rate limits; empty without" }),
     credits_low_at: Type.Optional(Type.Number({ description: "Dollars; omitted: credits.low never fires" })),
   });
@@ -135,7 +135,7 @@ function usageJson(u: Omit<GetUsageResponse, "userId" | "$typeName">) {
 
 function planConfigJson(c: PlanConfig) {
   return {
-    ...planFieldsJson(c),
+    ...sharedPlanFieldsJson(c),
     // An omitted cap means unlimited (clients that read a number for every cap break on null).
     ...(c.maxSpendPerPeriod !== undefined && { max_spend_per_period: c.maxSpendPerPeriod }),
     ...(c.maxSpendPerSession !== undefined && { max_spend_per_session: c.maxSpendPerSession }),

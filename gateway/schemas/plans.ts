@@ -121,8 +121,11 @@ export function limitJson(l: PlanLimit) {
   return { ...limitFromMessage(l), scope: l.scope === "member" ? ("member" as const) : ("team" as const) };
 }
 
-/** The run of plan fields that a plan and a session's plan_config answer alike and in the same order. */
-export const planToolsAndLimitsOut = {
+/**
+ * The run of plan fields that a plan and a session's plan_config answer alike, in the order both
+ * documents list them (fields before it differ in type or order); plan_config words `limits` its own way.
+ */
+export const sharedPlanFieldsOut = {
   tool_costs: Type.Record(Type.String(), Type.Number()),
   default_tool_cost: Type.Number(),
   pre_call_estimate: Type.Boolean(),
@@ -143,7 +146,7 @@ export const PlanBody = Type.Object({
   model_limits: Type.Record(Type.String(), Type.Object({ max_tokens_per_period: Type.Integer() })),
   cost_rates: Type.Record(Type.String(), CostRate),
   default_cost_rate: Nullable(CostRate),
-  ...planToolsAndLimitsOut,
+  ...sharedPlanFieldsOut,
   credits_low_at: Nullable(Type.Number({ description: "Dollars; null: credits.low never fires" })),
   created_at: DateTime,
   updated_at: DateTime,
@@ -157,7 +160,7 @@ export const mapEntries = <A, B>(m: Record<string, A> | undefined, f: (a: A) => 
  * default_cost_rate and credits_low_at are not among them: a plan answers null for unset, a
  * plan_config leaves them out.
  */
-export function planFieldsJson(p: Plan | PlanConfig) {
+export function sharedPlanFieldsJson(p: Plan | PlanConfig) {
   return {
     session_timeout_minutes: p.sessionTimeoutMinutes,
     soft_gate_at: p.softGateAt,
