@@ -126,14 +126,19 @@ async function teamFilter(app: FastifyInstance, request: FastifyRequest, teamId:
   return teamId;
 }
 
+/**
+ * The window of a read and what it counts there (its query's days, source and team_id), as the
+ * windowed analytics RPCs take them; GetGateTimeseries has no source filter and leaves it out.
+ */
+async function windowOf(app: FastifyInstance, request: FastifyRequest) {
+  const q = request.query as { days: number; source?: string; team_id?: string };
+  return { productId: request.productId, days: q.days, filter: filter(q.source), teamId: await teamFilter(app, request, q.team_id) };
+}
+
 /** The analytics reads (a team filter on each but plan subscribers); windows, ordering and shares are the analytics service's (see its README). */
 export const analyticsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get("/analytics/summary", { schema: schema("getAnalyticsSummary", "Totals of the window and of the period before", FilteredQuery, SummaryBody) }, async (request) => {
-    const q = request.query as { days: number; source?: string; team_id?: string };
-    const res = await app.services.analytics.getSummary(
-      { productId: request.productId, days: q.days, filter: filter(q.source), teamId: await teamFilter(app, request, q.team_id) },
-      rpcOptions(request),
-    );
+    const res = await app.services.analytics.getSummary(await windowOf(app, request), rpcOptions(request));
     return {
       ...totalsJson(res.current),
       period_start: timestampDate(res.periodStart!).toISOString(),
@@ -143,47 +148,29 @@ export const analyticsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   });
 
   app.get("/analytics/timeseries", { schema: schema("getAnalyticsTimeseries", "Cost, tokens and events per UTC day", FilteredQuery, TimeseriesBody) }, async (request) => {
-    const q = request.query as { days: number; source?: string; team_id?: string };
-    const res = await app.services.analytics.getTimeseries(
-      { productId: request.productId, days: q.days, filter: filter(q.source), teamId: await teamFilter(app, request, q.team_id) },
-      rpcOptions(request),
-    );
+    const res = await app.services.analytics.getTimeseries(await windowOf(app, request), rpcOptions(request));
     return { data: res.data.map((d) => ({ date: d.date, cost: d.cost, tokens: Number(d.tokens), events: Number(d.events) })) };
   });
 
   app.get("/analytics/gate-timeseries", { schema: schema("getAnalyticsGateTimeseries", "Soft and hard gate events per UTC day", DaysQuery, GateTimeseriesBody) }, async (request) => {
-    const q = request.query as { days: number; team_id?: string };
-    const res = await app.services.analytics.getGateTimeseries(
-      { productId: request.productId, days: q.days, teamId: await teamFilter(app, request, q.team_id) },
-      rpcOptions(request),
-    );
+    const res = await app.services.analytics.getGateTimeseries(await windowOf(app, request), rpcOptions(request));
     return { data: res.data.map((d) => ({ date: d.date, soft_gates: Number(d.softGates), hard_gates: Number(d.hardGates) })) };
   });
 
   app.get("/analytics/breakdown", { schema: schema("getAnalyticsBreakdown", "Cost and tokens per model with shares", FilteredQuery, BreakdownBody) }, async (request) => {
-    const q = request.query as { days: number; source?: string; team_id?: string };
-    const res = await app.services.analytics.getBreakdown(
-      { productId: request.productId, days: q.days, filter: filter(q.source), teamId: await teamFilter(app, request, q.team_id) },
-      rpcOptions(request),
-    );
+    const res = await app.services.analytics.getBreakdown(await windowOf(app, request), rpcOptions(request));
     return { models: res.models.map((m) => ({ model: m.model, cost: m.cost, tokens: Number(m.tokens), pct: m.pct })) };
   });
 
   app.get("/analytics/top-users", { schema: schema("getAnalyticsTopUsers", "Users with the highest cost", TopUsersQuery, TopUsersBody) }, async (request) => {
-    const q = request.query as { days: number; limit: number; source?: string; team_id?: string };
-    const res = await app.services.analytics.getTopUsers(
-      { productId: request.productId, days: q.days, limit: q.limit, filter: filter(q.source), teamId: await teamFilter(app, request, q.team_id) },
-      rpcOptions(request),
-    );
+    const { limit } = request.query as { limit: number };
+    const res = await app.services.analytics.getTopUsers({ ...(await windowOf(app, request)), limit }, rpcOptions(request));
     return { users: res.users.map((u) => ({ user_id: u.userId, cost: u.cost, tokens: Number(u.tokens), events: Number(u.events) })) };
   });
 
   app.get("/analytics/top-teams", { schema: schema("getAnalyticsTopTeams", "Teams with the highest cost", TopTeamsQuery, TopTeamsBody) }, async (request) => {
-    const q = request.query as { days: number; limit: number; source?: string; team_id?: string };
-    const res = await app.services.analytics.getTopTeams(
-      { productId: request.productId, days: q.days, limit: q.limit, filter: filter(q.source), teamId: await teamFilter(app, request, q.team_id) },
-      rpcOptions(request),
-    );
+    const { limit } = request.query as { limit: number };
+    const res = await app.services.analytics.getTopTeams({ ...(await windowOf(app, request)), limit }, rpcOptions(request));
     return { teams: res.teams.map((t) => ({ team_id: t.teamId, cost: t.cost, tokens: Number(t.tokens), events: Number(t.events) })) };
   });
 

@@ -3,7 +3,7 @@ import { Type } from "typebox";
 import { HealthCheckResponse_ServingStatus as ServingStatus } from "@meter/proto/grpc/health/v1/health_pb";
 import { SERVICE_NAMES } from "../clients.ts";
 import { rpcOptions } from "../rpc-options.ts";
-import { errors } from "../schemas/common.ts";
+import { errors, publicRoute } from "../schemas/common.ts";
 
 const HealthBody = Type.Object({
   status: Type.Union([Type.Literal("ok"), Type.Literal("degraded")]),
@@ -17,10 +17,7 @@ const HealthBody = Type.Object({
 export const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     "/health",
-    {
-      config: { public: true },
-      schema: { operationId: "getHealth", summary: "Service health", tags: ["health"], security: [], response: { 200: HealthBody, ...errors(429) } },
-    },
+    publicRoute({ operationId: "getHealth", summary: "Service health", tags: ["health"], response: { 200: HealthBody, ...errors(429) } }),
     async (request) => {
       const results = await Promise.all(
         SERVICE_NAMES.map((name) =>

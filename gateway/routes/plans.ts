@@ -5,11 +5,8 @@ import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { Plan, PlanSettingsSchema } from "@meter/proto/meter/plans/v1/plans_pb";
 import { limitToMessage } from "@meter/lib/plan-limits";
 import { errors } from "../schemas/common.ts";
-import { CreatePlansBody, PlanBody, PlanPatchBody, limitJson, type PlanInput } from "../schemas/plans.ts";
+import { CreatePlansBody, PlanBody, PlanPatchBody, mapEntries, sharedPlanFieldsJson, type PlanInput } from "../schemas/plans.ts";
 import { rpcOptions } from "../rpc-options.ts";
-
-const mapEntries = <A, B>(m: Record<string, A> | undefined, f: (a: A) => B): Record<string, B> =>
-  Object.fromEntries(Object.entries(m ?? {}).map(([k, v]) => [k, f(v)]));
 
 /** JSON plan fields to PlanSettings; null and absent both leave the field unset. */
 export function planSettings(p: PlanInput): MessageInitShape<typeof PlanSettingsSchema> {
@@ -38,21 +35,10 @@ export function planJson(p: Plan) {
   return {
     id: p.id,
     name: p.name,
+    ...sharedPlanFieldsJson(p),
     max_spend_per_period: p.maxSpendPerPeriod ?? null,
     max_spend_per_session: p.maxSpendPerSession ?? null,
-    session_timeout_minutes: p.sessionTimeoutMinutes,
-    soft_gate_at: p.softGateAt,
-    hard_gate_at: p.hardGateAt,
-    model_limits: mapEntries(p.modelLimits, (l) => ({ max_tokens_per_period: Number(l.maxTokensPerPeriod) })),
-    cost_rates: mapEntries(p.costRates, (r) => ({ input: r.input, output: r.output })),
     default_cost_rate: p.defaultCostRate ? { input: p.defaultCostRate.input, output: p.defaultCostRate.output } : null,
-    tool_costs: { ...p.toolCosts },
-    default_tool_cost: p.defaultToolCost,
-    pre_call_estimate: p.preCallEstimate,
-    pre_call_buffer_tokens: Number(p.preCallBufferTokens),
-    limits: p.limits.map(limitJson),
-    time_zone: p.timeZone,
-    credits_enabled: p.creditsEnabled,
     credits_low_at: p.creditsLowAt ?? null,
     created_at: timestampDate(p.createdAt!).toISOString(),
     updated_at: timestampDate(p.updatedAt!).toISOString(),

@@ -4,7 +4,7 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { PORTAL_TTL } from "@meter/lib/portal-tokens";
-import { DateTime, Nullable, UserParams, errors } from "../schemas/common.ts";
+import { DateTime, Nullable, UserParams, errors, publicRoute } from "../schemas/common.ts";
 import { GrantOut, grantJson } from "../schemas/credits.ts";
 import { DimensionOut, dimensionJson } from "../schemas/limits.ts";
 import { PortalGateEventOut, portalGateEventJson } from "../schemas/gate-events.ts";
@@ -173,19 +173,15 @@ export const portalRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.get(
     "/portal/widget.js",
-    {
-      config: { public: true },
-      schema: {
-        operationId: "getPortalWidget",
-        summary: "The <meter-usage> custom element (JavaScript) that renders GET /portal/me",
-        tags: ["portal"],
-        security: [],
-        response: {
-          200: { description: "The widget's script", content: { "text/javascript": { schema: Type.String() } } },
-          ...errors(429),
-        },
+    publicRoute({
+      operationId: "getPortalWidget",
+      summary: "The <meter-usage> custom element (JavaScript) that renders GET /portal/me",
+      tags: ["portal"],
+      response: {
+        200: { description: "The widget's script", content: { "text/javascript": { schema: Type.String() } } },
+        ...errors(429),
       },
-    },
+    }),
     async (_request, reply) => {
       if (!existsSync(WIDGET_FILE)) {
         throw new HttpError(503, "the portal widget is not built: run `npm run build:widget` (npm ci and npm start build it)");
@@ -201,16 +197,12 @@ export const portalRoutes: FastifyPluginAsyncTypebox = async (app) => {
   for (const [url, operationId] of [["/portal/me", "preflightPortalMe"], ["/portal/widget.js", "preflightPortalWidget"]] as const) {
     app.options(
       url,
-      {
-        config: { public: true },
-        schema: {
-          operationId,
-          summary: "CORS preflight: any origin may send GET with an Authorization header",
-          tags: ["portal"],
-          security: [],
-          response: { 204: Type.Null({ description: "Access-Control-Allow-* headers, no body" }), ...errors(429) },
-        },
-      },
+      publicRoute({
+        operationId,
+        summary: "CORS preflight: any origin may send GET with an Authorization header",
+        tags: ["portal"],
+        response: { 204: Type.Null({ description: "Access-Control-Allow-* headers, no body" }), ...errors(429) },
+      }),
       async (_request, reply) => reply.code(204).send(null),
     );
   }

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { Product } from "@meter/proto/meter/tenancy/v1/tenancy_pb";
-import { Body, DateTime, Nullable, errors } from "../schemas/common.ts";
+import { Body, DateTime, Nullable, errors, publicRoute } from "../schemas/common.ts";
 import { rpcOptions } from "../rpc-options.ts";
 
 const ProductBody = Type.Object({
@@ -39,17 +39,13 @@ function productJson(p: Product) {
 export const productRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     "/products",
-    {
-      config: { public: true },
-      schema: {
-        operationId: "createProduct",
-        summary: "Register a product and receive its API key (shown once)",
-        tags: ["products"],
-        security: [],
-        body: CreateProductBody,
-        response: { 201: CreatedProductBody, ...errors(400, 422) },
-      },
-    },
+    publicRoute({
+      operationId: "createProduct",
+      summary: "Register a product and receive its API key (shown once)",
+      tags: ["products"],
+      body: CreateProductBody,
+      response: { 201: CreatedProductBody, ...errors(400, 422) },
+    }),
     async (request, reply) => {
       const res = await app.services.tenancy.createProduct(
         {

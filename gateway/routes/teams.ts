@@ -1,10 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
-import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { Team } from "@meter/proto/meter/plans/v1/plans_pb";
 import { Body, DateTime, ExternalUserId, Nullable, errors } from "../schemas/common.ts";
 import { rpcOptions } from "../rpc-options.ts";
-import { SubscriptionBody, UserBody, date, userJson } from "./users.ts";
+import { SubscriptionBody, UserBody, subscriberJson, subscriptionFields, userJson } from "./users.ts";
 
 /** A team (BUDGETS.md §4); `team_id` is the product's own id, as `user_id` is a user's. */
 export const TeamBody = Type.Object({
@@ -48,11 +47,8 @@ export function teamJson(t: Team) {
     team_id: t.externalTeamId,
     service_team_id: t.id,
     name: t.name,
-    plan_name: t.planName ?? null,
-    billing_subscription_id: t.billingSubscriptionId ?? null,
+    ...subscriberJson(t),
     member_count: Number(t.memberCount),
-    created_at: timestampDate(t.createdAt!).toISOString(),
-    updated_at: timestampDate(t.updatedAt!).toISOString(),
   };
 }
 
@@ -131,16 +127,8 @@ export const teamRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) => {
-      const body = request.body;
       const res = await app.services.plans.setTeamSubscription(
-        {
-          productId: request.productId,
-          externalTeamId: request.params.team_id,
-          planId: body.plan_id,
-          billingSubscriptionId: body.billing_subscription_id ?? undefined,
-          periodStart: date(body.period_start),
-          periodEnd: date(body.period_end),
-        },
+        { productId: request.productId, externalTeamId: request.params.team_id, ...subscriptionFields(request.body) },
         rpcOptions(request),
       );
       return teamJson(res.team!);

@@ -1,13 +1,13 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import { Type } from "typebox";
+import { Type, type TSchema } from "typebox";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
-import type { BillingPeriod, CurrentUsage, GetUsageResponse, PlanConfig, SessionTeam } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
+import type { BillingPeriod, CurrentUsage, GetSessionResponse, GetUsageResponse, PlanConfig, SessionTeam } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import { DateTime, Nullable, TeamParams, UserParams, errors, parseDateTime } from "../schemas/common.ts";
 import { rpcOptions } from "../rpc-options.ts";
 import { DimensionOut, dimensionJson } from "../schemas/limits.ts";
 import { GateEventOut, gateEventJson } from "../schemas/gate-events.ts";
 import { SessionCreditsOut, sessionCreditsJson } from "../schemas/credits.ts";
-import { LimitOut, limitJson } from "../schemas/plans.ts";
+import { LimitOut, sharedPlanFieldsJson, sharedPlanFieldsOut } from "../schemas/plans.ts";
 
 const NumberMap = Type.Record(Type.String(), Type.Number());
 const IntegerMap = Type.Record(Type.String(), Type.Integer());
@@ -22,13 +22,8 @@ const PlanConfigOut = Type.Object({
     cost_rates: Type.Record(Type.String(), Rate),
     session_timeout_minutes: Type.Number(),
     default_cost_rate: Type.Optional(Type.Object(Rate.properties, { description: "Omitted: models without a cost rate cost nothing" })),
-    tool_costs: NumberMap,
-    default_tool_cost: Type.Number(),
-    pre_call_estimate: Type.Boolean(),
-    pre_call_buffer_tokens: Type.Integer(),
+    ...sharedPlanFieldsOut,
     limits: Type.Array(LimitOut, { description: "The plan's windows and rate limits; empty without" }),
-    time_zone: Type.String({ description: "IANA time zone of the calendar windows" }),
-    credits_enabled: Type.Boolean({ description: "Prepaid credits extend the period spend cap" }),
     credits_low_at: Type.Optional(Type.Number({ description: "Dollars; omitted: credits.low never fires" })),
   });
 
@@ -140,24 +135,11 @@ function usageJson(u: Omit<GetUsageResponse, "userId" | "$typeName">) {
 
 function planConfigJson(c: PlanConfig) {
   return {
+    ...sharedPlanFieldsJson(c),
     // An omitted cap means unlimited (clients that read a number for every cap break on null).
     ...(c.maxSpendPerPeriod !== undefined && { max_spend_per_period: c.maxSpendPerPeriod }),
     ...(c.maxSpendPerSession !== undefined && { max_spend_per_session: c.maxSpendPerSession }),
-    soft_gate_at: c.softGateAt,
-    hard_gate_at: c.hardGateAt,
-    model_limits: Object.fromEntries(
-      Object.entries(c.modelLimits).map(([m, l]) => [m, { max_tokens_per_period: Number(l.maxTokensPerPeriod) }]),
-    ),
-    cost_rates: Object.fromEntries(Object.entries(c.costRates).map(([m, r]) => [m, { input: r.input, output: r.output }])),
-    session_timeout_minutes: c.sessionTimeoutMinutes,
     ...(c.defaultCostRate && { default_cost_rate: { input: c.defaultCostRate.input, output: c.defaultCostRate.output } }),
-    tool_costs: c.toolCosts,
-    default_tool_cost: c.defaultToolCost,
-    pre_call_estimate: c.preCallEstimate,
-    pre_call_buffer_tokens: Number(c.preCallBufferTokens),
-    limits: c.limits.map(limitJson),
-    time_zone: c.timeZone,
-    credits_enabled: c.creditsEnabled,
     ...(c.creditsLowAt !== undefined && { credits_low_at: c.creditsLowAt }),
   };
 }
@@ -173,32 +155,40 @@ function currentUsageJson(u: CurrentUsage) {
 
 const billingPeriodJson = (p: BillingPeriod) => ({ start: timestampDate(p.start!).toISOString(), end: timestampDate(p.end!).toISOString() });
 
-function sessionTeamJson(t: SessionTeam) {
+/** What a session answers alike of its user and of the user's team: the plan in force, the period's usage and the credits. */
+function planStateJson(x: GetSessionResponse | SessionTeam) {
   return {
-    team_id: t.teamId,
-    service_team_id: t.serviceTeamId,
-    plan: t.plan,
-    plan_id: t.planId,
-    plan_config: planConfigJson(t.planConfig!),
-    current_usage: currentUsageJson(t.currentUsage!),
-    billing_period: billingPeriodJson(t.billingPeriod!),
-    credits: t.credits ? sessionCreditsJson(t.credits) : null,
+    plan: x.plan,
+    plan_config: planConfigJson(x.planConfig!),
+    current_usage: currentUsageJson(x.currentUsage!),
+    billing_period: billingPeriodJson(x.billingPeriod!),
+    credits: x.credits ? sessionCreditsJson(x.credits) : null,
   };
 }
+
+function sessionTeamJson(t: SessionTeam) {
+  return { team_id: t.teamId, service_team_id: t.serviceTeamId, plan_id: t.planId, ...planStateJson(t) };
+}
+
+/**
+ * Options of a read of a user's or a team's usage state as the client library makes it: an ingest
+ * key may call it; 404 for an unknown user or team.
+ */
+export const clientRead = <P extends TSchema, B extends TSchema, M extends { description?: string; querystring?: TSchema } = {}>(
+  params: P,
+  body: B,
+  operationId: string,
+  summary: string,
+  more: M = {} as M,
+) => ({
+  config: { ingest: true },
+  schema: { operationId, summary, ...more, tags: ["usage"], params, response: { 200: body, ...errors(400, 401, 404) } },
+});
 
 export const usageRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     "/users/:user_id/session",
-    {
-      config: { ingest: true },
-      schema: {
-        operationId: "getSession",
-        summary: "Session bootstrap read by the client library on start and refresh",
-        tags: ["usage"],
-        params: UserParams,
-        response: { 200: SessionBody, ...errors(400, 401, 404) },
-      },
-    },
+    clientRead(UserParams, SessionBody, "getSession", "Session bootstrap read by the client library on start and refresh"),
     async (request) => {
       const s = await app.services.ingestion.getSession(
         { productId: request.productId, userId: request.params.user_id },
@@ -207,14 +197,10 @@ export const usageRoutes: FastifyPluginAsyncTypebox = async (app) => {
       return {
         user_id: s.userId,
         service_user_id: s.serviceUserId,
-        plan: s.plan,
         plan_id: s.planId ?? null,
         sdk_enabled: s.sdkEnabled,
-        plan_config: planConfigJson(s.planConfig!),
-        current_usage: currentUsageJson(s.currentUsage!),
-        billing_period: billingPeriodJson(s.billingPeriod!),
+        ...planStateJson(s),
         limits: s.limits.map(dimensionJson),
-        credits: s.credits ? sessionCreditsJson(s.credits) : null,
         team: s.team ? sessionTeamJson(s.team) : null,
       };
     },
@@ -222,17 +208,7 @@ export const usageRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.get(
     "/users/:user_id/usage",
-    {
-      config: { ingest: true },
-      schema: {
-        operationId: "getUsage",
-        summary: "Usage of a user in a period, broken down by model",
-        tags: ["usage"],
-        params: UserParams,
-        querystring: UsageQuery,
-        response: { 200: UsageBody, ...errors(400, 401, 404) },
-      },
-    },
+    clientRead(UserParams, UsageBody, "getUsage", "Usage of a user in a period, broken down by model", { querystring: UsageQuery }),
     async (request) => {
       const u = await app.services.ingestion.getUsage(
         { productId: request.productId, userId: request.params.user_id, period: request.query.period },
@@ -244,20 +220,18 @@ export const usageRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.get(
     "/teams/:team_id/usage",
-    {
-      config: { ingest: true },
-      schema: {
-        operationId: "getTeamUsage",
-        summary: "Usage of a team in a period (the sums over what its members spent while in it), broken down by model",
+    clientRead(
+      TeamParams,
+      TeamUsageBody,
+      "getTeamUsage",
+      "Usage of a team in a period (the sums over what its members spent while in it), broken down by model",
+      {
         description:
           "current_period is the team's billing period in force now. A member's usage counts for the team it was a member of at the " +
           "usage's timestamp: a member moved to another team leaves its past usage here.",
-        tags: ["usage"],
-        params: TeamParams,
         querystring: UsageQuery,
-        response: { 200: TeamUsageBody, ...errors(400, 401, 404) },
       },
-    },
+    ),
     async (request) => {
       const u = await app.services.ingestion.getTeamUsage(
         { productId: request.productId, teamId: request.params.team_id, period: request.query.period },

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import { Type } from "typebox";
+import { Type, type Static } from "typebox";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
-import type { User } from "@meter/proto/meter/plans/v1/plans_pb";
+import type { Team, User } from "@meter/proto/meter/plans/v1/plans_pb";
 import { Body, DateTime, ExternalUserId, Nullable, errors, parseDateTime } from "../schemas/common.ts";
 import { rpcOptions } from "../rpc-options.ts";
 
@@ -56,15 +56,22 @@ const UserIdParams = Type.Object({
   user_id: ExternalUserId("external_user_id (1-255 characters), URL-encoded", null),
 });
 
+/** What a user and a team answer alike: their current subscription and their record's times. */
+export function subscriberJson(s: User | Team) {
+  return {
+    plan_name: s.planName ?? null,
+    billing_subscription_id: s.billingSubscriptionId ?? null,
+    created_at: timestampDate(s.createdAt!).toISOString(),
+    updated_at: timestampDate(s.updatedAt!).toISOString(),
+  };
+}
+
 export function userJson(u: User) {
   return {
     id: u.id,
     external_user_id: u.externalUserId,
     name: u.name ?? null,
-    plan_name: u.planName ?? null,
-    billing_subscription_id: u.billingSubscriptionId ?? null,
-    created_at: timestampDate(u.createdAt!).toISOString(),
-    updated_at: timestampDate(u.updatedAt!).toISOString(),
+    ...subscriberJson(u),
     team_id: u.teamId ?? null,
   };
 }
@@ -73,7 +80,17 @@ const TeamMembershipBody = Body({
   team_id: Nullable(ExternalUserId("external_team_id of the team to join (one team at a time: joining leaves the team before); null leaves the team")),
 });
 
-export const date = (s: string | null | undefined) => (s ? timestampFromDate(parseDateTime(s)) : undefined);
+const date = (s: string | null | undefined) => (s ? timestampFromDate(parseDateTime(s)) : undefined);
+
+/** A SubscriptionBody as the plans service takes it, for a user's subscription and a team's alike. */
+export function subscriptionFields(b: Static<typeof SubscriptionBody>) {
+  return {
+    planId: b.plan_id,
+    billingSubscriptionId: b.billing_subscription_id ?? undefined,
+    periodStart: date(b.period_start),
+    periodEnd: date(b.period_end),
+  };
+}
 
 export const userRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
@@ -180,16 +197,8 @@ export const userRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) => {
-      const body = request.body;
       const res = await app.services.plans.setSubscription(
-        {
-          productId: request.productId,
-          externalUserId: request.params.user_id,
-          planId: body.plan_id,
-          billingSubscriptionId: body.billing_subscription_id ?? undefined,
-          periodStart: date(body.period_start),
-          periodEnd: date(body.period_end),
-        },
+        { productId: request.productId, externalUserId: request.params.user_id, ...subscriptionFields(request.body) },
         rpcOptions(request),
       );
       return userJson(res.user!);

@@ -126,4 +126,10 @@ export function errors(...codes: number[]): Record<number, TSchema> {
   );
 }
 
+/**
+ * Options of a documented route anyone may call without a key: the auth hook lets it pass
+ * (`config.public`) and the OpenAPI document asks no security of it. The two go together.
+ */
+export const publicRoute = <S extends object>(schema: S) => ({ config: { public: true }, schema: { ...schema, security: [] } });
+
 export const iso = (d: Date | undefined): string | null => (d ? d.toISOString() : null);

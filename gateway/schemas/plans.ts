@@ -1,6 +1,7 @@
 import { Type, type Static, type TSchema } from "typebox";
 import { METRICS, WINDOWS, type Metric, type WindowKind } from "@meter/rules";
-import type { PlanLimit } from "@meter/proto/meter/plans/v1/plans_pb";
+import type { Plan, PlanLimit } from "@meter/proto/meter/plans/v1/plans_pb";
+import type { PlanConfig } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import { LIMIT_SCOPES, limitFromMessage, type LimitScope } from "@meter/lib/plan-limits";
 import { Body, DateTime, Nullable } from "./common.ts";
 
@@ -120,6 +121,20 @@ export function limitJson(l: PlanLimit) {
   return { ...limitFromMessage(l), scope: l.scope === "member" ? ("member" as const) : ("team" as const) };
 }
 
+/**
+ * The run of plan fields that a plan and a session's plan_config answer alike, in the order both
+ * documents list them (fields before it differ in type or order); plan_config words `limits` its own way.
+ */
+export const sharedPlanFieldsOut = {
+  tool_costs: Type.Record(Type.String(), Type.Number()),
+  default_tool_cost: Type.Number(),
+  pre_call_estimate: Type.Boolean(),
+  pre_call_buffer_tokens: Type.Integer(),
+  limits: Type.Array(LimitOut, { description: "Empty for a plan without windows" }),
+  time_zone: Type.String({ description: "IANA time zone of the calendar windows" }),
+  credits_enabled: Type.Boolean({ description: "Prepaid credits extend the period spend cap" }),
+};
+
 export const PlanBody = Type.Object({
   id: Type.String({ format: "uuid" }),
   name: Type.String(),
@@ -131,14 +146,33 @@ export const PlanBody = Type.Object({
   model_limits: Type.Record(Type.String(), Type.Object({ max_tokens_per_period: Type.Integer() })),
   cost_rates: Type.Record(Type.String(), CostRate),
   default_cost_rate: Nullable(CostRate),
-  tool_costs: Type.Record(Type.String(), Type.Number()),
-  default_tool_cost: Type.Number(),
-  pre_call_estimate: Type.Boolean(),
-  pre_call_buffer_tokens: Type.Integer(),
-  limits: Type.Array(LimitOut, { description: "Empty for a plan without windows" }),
-  time_zone: Type.String({ description: "IANA time zone of the calendar windows" }),
-  credits_enabled: Type.Boolean({ description: "Prepaid credits extend the period spend cap" }),
+  ...sharedPlanFieldsOut,
   credits_low_at: Nullable(Type.Number({ description: "Dollars; null: credits.low never fires" })),
   created_at: DateTime,
   updated_at: DateTime,
 });
+
+export const mapEntries = <A, B>(m: Record<string, A> | undefined, f: (a: A) => B): Record<string, B> =>
+  Object.fromEntries(Object.entries(m ?? {}).map(([k, v]) => [k, f(v)]));
+
+/**
+ * The fields a plan (GET /config/plans) and a session's plan_config answer alike. The caps,
+ * default_cost_rate and credits_low_at are not among them: a plan answers null for unset, a
+ * plan_config leaves them out.
+ */
+export function sharedPlanFieldsJson(p: Plan | PlanConfig) {
+  return {
+    session_timeout_minutes: p.sessionTimeoutMinutes,
+    soft_gate_at: p.softGateAt,
+    hard_gate_at: p.hardGateAt,
+    model_limits: mapEntries(p.modelLimits, (l: { maxTokensPerPeriod: bigint }) => ({ max_tokens_per_period: Number(l.maxTokensPerPeriod) })),
+    cost_rates: mapEntries(p.costRates, (r: { input: number; output: number }) => ({ input: r.input, output: r.output })),
+    tool_costs: { ...p.toolCosts },
+    default_tool_cost: p.defaultToolCost,
+    pre_call_estimate: p.preCallEstimate,
+    pre_call_buffer_tokens: Number(p.preCallBufferTokens),
+    limits: p.limits.map(limitJson),
+    time_zone: p.timeZone,
+    credits_enabled: p.creditsEnabled,
+  };
+}
