@@ -441,12 +441,16 @@ t("API keys: list, create one shown once, and a revoked key returns to sign-in",
 
 t("a fresh document asks for its screen's data once, and a key refused on arrival returns to sign-in", async (ctx) => {
   const { page } = ctx;
-  await signIn(page, ctx.base, ctx.key);
   const asked: string[] = [];
   const listen = (r: { url(): string; method(): string }) => {
     if (r.method() === "GET" && r.url().includes("/api/v1/")) asked.push(r.url().replace(`${ctx.base}/api/v1`, ""));
   };
   page.on("request", listen);
+  await signIn(page, ctx.base, ctx.key);
+  // The overview's own calls start as it renders, after its heading: every one asked before counting.
+  const overview = ["summary", "timeseries", "gate-timeseries", "breakdown", "top-users", "top-teams", "plan-subscribers"].map((r) => `/analytics/${r}`);
+  await eventually(async () => overview.every((r) => asked.some((a) => a.startsWith(r))), 10_000, "the overview's calls");
+  asked.length = 0;
   // Reloads: each a fresh document of the screen, the key still held in the tab.
   await page.goto(`${ctx.base}/console/keys`);
   await page.getByRole("table", { name: "API keys" }).getByRole("cell").first().waitFor();

@@ -118,8 +118,10 @@ t("a full queue drops new events, counts them and logs once", async (ctx) => {
 
 t("rollover while the service is unreachable: counters are cleared locally", async (ctx) => {
   const { proxy, m } = await setup(ctx, { startupTimeoutMs: 1_000 });
-  const end = new Date(Date.now() + 1_500);
-  const userId = await createUser(ctx.api, { max_spend_per_period: 0.01, cost_rates: { m: { input: 1, output: 1 } } }, { start: new Date(Date.now() - DAY), end });
+  // One reading of the clock: two could differ by a millisecond, and so would the period's length.
+  const now = Date.now();
+  const end = new Date(now + 1_500);
+  const userId = await createUser(ctx.api, { max_spend_per_period: 0.01, cost_rates: { m: { input: 1, output: 1 } } }, { start: new Date(now - DAY), end });
   await m.record(userId, { model: "m", input_tokens: 10 });
   await rejects(() => m.guard(userId, { model: "m" }), LimitExceededError);
   await proxy.down();
