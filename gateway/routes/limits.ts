@@ -1,9 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
-import { TeamParams, UserParams } from "../schemas/common.ts";
+import { TeamParams, UserParams, clientRead } from "../schemas/common.ts";
 import { DimensionOut, dimensionJson } from "../schemas/limits.ts";
 import { rpcOptions } from "../rpc-options.ts";
-import { clientRead } from "./usage.ts";
 
 export const limitRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(

@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import { Type, type TSchema } from "typebox";
+import { Type } from "typebox";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { BillingPeriod, CurrentUsage, GetSessionResponse, GetUsageResponse, PlanConfig, SessionTeam } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
-import { DateTime, Nullable, TeamParams, UserParams, errors, parseDateTime } from "../schemas/common.ts";
+import { DateTime, Nullable, TeamParams, UserParams, clientRead, errors, parseDateTime } from "../schemas/common.ts";
 import { rpcOptions } from "../rpc-options.ts";
 import { DimensionOut, dimensionJson } from "../schemas/limits.ts";
 import { GateEventOut, gateEventJson } from "../schemas/gate-events.ts";
@@ -169,21 +169,6 @@ function planStateJson(x: GetSessionResponse | SessionTeam) {
 function sessionTeamJson(t: SessionTeam) {
   return { team_id: t.teamId, service_team_id: t.serviceTeamId, plan_id: t.planId, ...planStateJson(t) };
 }
-
-/**
- * Options of a read of a user's or a team's usage state as the client library makes it: an ingest
- * key may call it; 404 for an unknown user or team.
- */
-export const clientRead = <P extends TSchema, B extends TSchema, M extends { description?: string; querystring?: TSchema } = {}>(
-  params: P,
-  body: B,
-  operationId: string,
-  summary: string,
-  more: M = {} as M,
-) => ({
-  config: { ingest: true },
-  schema: { operationId, summary, ...more, tags: ["usage"], params, response: { 200: body, ...errors(400, 401, 404) } },
-});
 
 export const usageRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(

@@ -133,3 +133,18 @@ export function errors(...codes: number[]): Record<number, TSchema> {
 export const publicRoute = <S extends object>(schema: S) => ({ config: { public: true }, schema: { ...schema, security: [] } });
 
 export const iso = (d: Date | undefined): string | null => (d ? d.toISOString() : null);
+
+/**
+ * Options of a read of a user's or a team's usage state as the client library makes it: an ingest
+ * key may call it; 404 for an unknown user or team.
+ */
+export const clientRead = <P extends TSchema, B extends TSchema, M extends { description?: string; querystring?: TSchema } = {}>(
+  params: P,
+  body: B,
+  operationId: string,
+  summary: string,
+  more: M = {} as M,
+) => ({
+  config: { ingest: true },
+  schema: { operationId, summary, ...more, tags: ["usage"], params, response: { 200: body, ...errors(400, 401, 404) } },
+});
