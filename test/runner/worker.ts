@@ -1,6 +1,7 @@
 // One worker of test/run.ts: runs the test files the parent sends, one at a time, with uvu in
 // this process, and answers each with its output and totals. Files of one worker share this
 // process (and its test database, started on first use) as every file did in the serial runner.
+import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { stopTestDatabase } from "../support/database.ts";
@@ -16,6 +17,8 @@ export interface FileResult {
   skipped: number;
   /** Set when the file could not be loaded or uvu stopped in it. */
   error?: string;
+  /** CPU seconds the worker's processes (the test database, what the file started) used meanwhile; Linux only. */
+  cpu?: number;
 }
 export type FromWorker = { ready: true } | ({ result: true } & FileResult);
 
@@ -35,8 +38,44 @@ const g = globalThis as Record<string, unknown>;
 g.UVU_DEFER = 1;
 const uvu = await import("uvu");
 
+// The machine's clock ticks per second for /proc's CPU times (USER_HZ; 100 on every Linux it runs on).
+const TICKS = 100;
+const statOf = (pid: string): string[] | undefined => {
+  try {
+    // The command name (field 2) may hold spaces: the fields after it are split.
+    const text = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return text.slice(text.lastIndexOf(")") + 2).split(" ");
+  } catch {
+    return undefined;
+  }
+};
+
+/**
+ * CPU seconds used so far by this worker's process group (the worker leads it: the test database
+ * and every process a file starts are in it) and by its reaped children; undefined without /proc.
+ * What one file costs the machine, when the two workers share two cores, is this figure, not its time.
+ */
+function groupCpu(): number | undefined {
+  let pids: string[];
+  try {
+    pids = readdirSync("/proc").filter((p) => /^\d+$/.test(p));
+  } catch {
+    return undefined;
+  }
+  const group = String(process.pid);
+  let ticks = 0;
+  for (const pid of pids) {
+    const f = statOf(pid);
+    // After the command: state, ppid, pgrp, …; utime, stime, cutime, cstime are fields 14-17 of the whole line.
+    if (!f || f[2] !== group) continue;
+    ticks += Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
+  }
+  return ticks / TICKS;
+}
+
 async function runFile(file: string): Promise<FileResult> {
   captured = "";
+  const cpuBefore = groupCpu();
   g.UVU_QUEUE = [[file]];
   g.UVU_INDEX = 0;
   let error: string | undefined;
@@ -49,7 +88,9 @@ async function runFile(file: string): Promise<FileResult> {
   const plain = captured.replace(/\x1b\[[0-9;]*m/g, "");
   // uvu's totals close its report: the last match, whatever the tests printed before.
   const count = (label: string) => Number([...plain.matchAll(new RegExp(`^  ${label}:\\s+(\\d+)$`, "gm"))].at(-1)?.[1] ?? 0);
-  return { file, output: captured, total: count("Total"), passed: count("Passed"), skipped: count("Skipped"), error };
+  const cpuAfter = groupCpu();
+  const cpu = cpuBefore === undefined || cpuAfter === undefined ? undefined : cpuAfter - cpuBefore;
+  return { file, output: captured, total: count("Total"), passed: count("Passed"), skipped: count("Skipped"), error, cpu };
 }
 
 process.on("message", async (m: ToWorker) => {

@@ -9,6 +9,8 @@ import threading
 import time
 from typing import Any
 
+from .support import serve
+
 USAGE_IN, USAGE_OUT = 12, 30
 CACHE_READ, CACHE_WRITE = 100, 8
 
@@ -60,7 +62,7 @@ class MockProvider:
 
         self.server = _Server(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        serve(self.server)
         self.base = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
 
     def count(self, suffix: str) -> int:

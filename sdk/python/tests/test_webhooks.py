@@ -4,7 +4,6 @@ secret, a replayed old delivery and a tampered body."""
 from __future__ import annotations
 
 import http.server
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -13,7 +12,7 @@ import pytest
 
 from meterline import LimitExceededError, Meter, WebhookVerificationError, verify_webhook
 
-from .support import Product, eventually
+from .support import Product, eventually, serve
 
 PRICED = {"cost_rates": {"m": {"input": 0, "output": 10}}}
 
@@ -35,7 +34,7 @@ class Receiver:
                 self.end_headers()
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        serve(self.server)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
 
     def of_type(self, t: str) -> list[tuple[bytes, dict[str, str]]]:

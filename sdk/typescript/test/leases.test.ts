@@ -120,6 +120,9 @@ t('service unreachable: "slice" spends only what the lease holds, "open" lets ca
 });
 
 const LEASE_REQUEST = /POST \/users\/[^/]+\/leases$/;
+// Tests that wait for 100 calls to be counted deliver often: at the default 5 s, a thousand calls
+// more ran (and were ingested) before the first delivery.
+const SETTLING: MeterOptions = { flushIntervalMs: 200 };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
@@ -155,7 +158,7 @@ async function noneWaited(ctx: Ctx, m: Meter, user: string, seen: { calls: numbe
 
 t("a replica whose slice runs low asks for the next one in the background: its next calls do not wait", async (ctx) => {
   const user = await cappedUser(ctx.api, 10_000_000);
-  const { proxy, m } = await setup(ctx);
+  const { proxy, m } = await setup(ctx, SETTLING);
   // 5 concurrent calls at a time; first the replica learns its spend rate (lease requests answer at once).
   let slow = false;
   let answeredBefore = 0;
@@ -189,7 +192,7 @@ for (const { title, callMs, delayMs, answered } of [
 
 t("a lease request held for a second delays no call while the slice lasts", async (ctx) => {
   const user = await cappedUser(ctx.api, 10_000_000);
-  const { proxy, m } = await setup(ctx);
+  const { proxy, m } = await setup(ctx, SETTLING);
   let held = false;
   let seenBefore = 0;
   const run = spend(m, user, 1, 10, () => held && proxy.countAnswered(LEASE_REQUEST) > seenBefore, () => held);
