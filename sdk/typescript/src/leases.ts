@@ -372,14 +372,18 @@ export class Leases {
    * Waits until the lease can cover a call it does not cover now: at most for the request in
    * flight, when one was sent before the call came (the rest of its round trip), and then for
    * one request that counts this call. Afterwards the call is taken or hard-gated (take()).
+   * `needNow` sizes the call's need at each round: a call counts in the windows of the time it
+   * is admitted, and a wait across a window's end would otherwise ask for the window that ended.
    */
-  async wait(e: UserEntry, n: LeaseNeed): Promise<void> {
+  async wait(e: UserEntry, needNow: () => LeaseNeed | null): Promise<void> {
     const b = this.book(e);
-    this.estimates(b, n);
-    const tb = n.team === null ? null : this.teamBook(n.team);
     // A third round only when a request for another model's tokens was being prepared; a fourth
     // when the team's slice was being asked for with another member's request.
     for (let round = 0; round < 4; round++) {
+      const n = needNow();
+      if (n === null) return;
+      this.estimates(b, n);
+      const tb = n.team === null ? null : this.teamBook(n.team);
       const now = Date.now();
       if (b.open || this.short(e, b, n, now) === null) return;
       // A window or team cap the service has nothing left of (until it ends, or a moment): refused without asking.
@@ -391,7 +395,7 @@ export class Leases {
       }
       if (b.leaseId !== null) b.starved = true;
       for (const w of n.windows) b.window(w);
-    if (b.asking === null) this.request(b, n.model);
+      if (b.asking === null) this.request(b, n.model);
       if (!b.sent && (b.model === null || n.model === null || b.model === n.model)) {
         b.model ??= n.model;
         b.waiting++;

@@ -233,7 +233,7 @@ export class Meter {
     input = admission.sized(e, input);
     const lease = this.#leases && admission.leaseNeed(e, input);
     // The lease does not cover the estimate: wait for it (bounded, see Leases.wait); the check and the hold below are one synchronous step.
-    if (lease && !this.#leases!.covers(e, lease)) await this.#leases!.wait(e, lease);
+    if (lease && !this.#leases!.covers(e, lease)) await this.#leases!.wait(e, () => admission.leaseNeed(e, input));
     return admission.admit(e, input, true) as Reservation;
   }
 

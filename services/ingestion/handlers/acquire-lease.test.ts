@@ -2,6 +2,8 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { Code } from "@connectrpc/connect";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import { dimensionKey } from "@meter/rules";
 import { rpcFailure } from "../../../test/support/rpc.ts";
 import { productWithUser, usageEvent, withIngestion, type IngestionSuite } from "../testing/suite.ts";
 import { eventually } from "../../../test/support/eventually.ts";
@@ -29,6 +31,22 @@ t("a user with no cap has nothing to lease; a capped one is granted spend and th
   assert.equal([lease.leaseId, lease.spendLimited, lease.tokens?.model], ["h1", true, "gpt-4o"]);
   assert.ok(lease.granted >= 1 && lease.granted <= 2, `granted ${lease.granted}`);
   assert.ok(lease.tokens!.granted >= 10n && lease.tokens!.granted <= 100n, `tokens granted ${lease.tokens!.granted}`);
+});
+
+t("a plan with windows is limited even for a request that asks none of them, or only a window that has ended", async ({ stack, ingestion }) => {
+  const { productId, userId } = await productWithUser(stack, { limits: [{ name: "rpm", metric: "requests", max: 60, window: "minute" }] });
+  const dimension = dimensionKey({ metric: "requests", window: "minute" });
+  const none = await ingestion.acquireLease({ productId, userId, holder: "h1", need: 0, want: 0 });
+  assert.is(none.limited, true, "no window asked");
+  assert.equal(none.lease!.windows, []);
+  // A client whose waiting call was sized in the minute before asks for that minute's window.
+  const lastMinute = timestampFromMs(Date.now() - (Date.now() % 60_000) - 60_000);
+  const ended = await ingestion.acquireLease({ productId, userId, holder: "h1", need: 0, want: 0, windows: [{ dimension, windowStart: lastMinute, need: 1, want: 10 }] });
+  assert.is(ended.limited, true, "only an ended window asked");
+  assert.equal([ended.lease!.windows[0]?.limited, ended.lease!.windows[0]?.added], [true, 0]);
+  // The current minute is granted as before.
+  const current = await ingestion.acquireLease({ productId, userId, holder: "h1", need: 0, want: 0, windows: [{ dimension, need: 1, want: 10 }] });
+  assert.equal([current.limited, current.lease!.windows[0]?.added], [true, 10]);
 });
 
 t("a member's lease holds a slice of the team's spend cap: one ledger for the holders of every member, settled by the team's counting, given back with team_used", async ({ stack, ingestion }) => {

@@ -20,7 +20,8 @@ import { acquireTeamSlice } from "../leases/team.ts";
  * cap (max_tokens_per_period x hard_gate_at), in one write; and of each window of the plan's
  * `limits` asked for, in one write of the user's window document; and, with `team`, of the
  * period spend cap of the user's team, in one write of the team's period counter (leases/team.ts).
- * A user with none of these capped has nothing to lease: `limited` is false.
+ * A user whose plan caps none of these (no period spend cap, no cap on the model's tokens, no
+ * window) and who is in no capped team has nothing to lease: `limited` is false.
  */
 export function acquireLease(deps: IngestionDeps): ServiceImpl<typeof IngestionService>["acquireLease"] {
   return async (req) => {
@@ -84,7 +85,10 @@ export function acquireLease(deps: IngestionDeps): ServiceImpl<typeof IngestionS
         ) : undefined;
     if (asks.length === 0) {
       const [windows, team] = await Promise.all([windowsAsked, teamAsked]);
-      if (!windows.some((w) => w.limited) && !team?.spendLimited) return { limited: false };
+      // A plan with windows is limited whatever this request asked of them: a client that sent
+      // none (its call's window had just ended) and heard "nothing to lease" would stop leasing
+      // every window of the user for a while, and its replicas together pass the limits.
+      if (!plan?.limits.length && !windows.some((w) => w.limited) && !team?.spendLimited) return { limited: false };
       const lease = leaseMessage(holder, { granted: 0, spent: 0, expires_at: new Date(now.getTime() + ttlMs) }, { ttlMs, periodEnd: a.period.end, spendLimited });
       return { limited: true, lease: { ...lease, windows, team } };
     }

@@ -301,11 +301,16 @@ class MeterCore(Lifecycle):
         """guard() and, with pre_call_estimate, the estimate held against the limits in the same step."""
         e = yield from self._entry_flow(user_id)
         input_tokens, need = self._lease_plan(e, model, input_tokens, prompt, max_output_tokens)
-        for _ in range(LEASE_ROUNDS if need is not None else 0):
-            assert self._leases is not None and need is not None
+        rounds = LEASE_ROUNDS
+        while need is not None and rounds > 0:
+            rounds -= 1
+            assert self._leases is not None
             asking = self._leases.asking(e, need)
             if asking is None or not (yield Wait(asking, None)):
                 break
+            # Sized anew after each wait: a call counts in the windows of the time it is admitted, and a wait
+            # across a window's end would otherwise ask again for the window that ended.
+            need = self._lease_need(e, model, input_tokens, prompt, max_output_tokens)
         return self._held(self._admit(e, model, session_id, input_tokens, prompt, metadata, True, max_output_tokens))
 
     def _refresh_user(self, user_id: str) -> Flow[bool]:
