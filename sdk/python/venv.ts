@@ -1,15 +1,13 @@
 // The Python client's own virtual environment, made from pyproject.toml (extras dev, openai,
 // anthropic, langchain) in sdk/python/.venv (git-ignored) and kept while pyproject.toml is unchanged.
 import { spawn, spawnSync } from "node:child_process";
-import { createHash } from "node:crypto";
-import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import lockfile from "proper-lockfile";
+import { makeVenv } from "../../tools/python-venv.ts";
 
 export const pythonRoot = path.dirname(fileURLToPath(import.meta.url));
 const venv = path.join(pythonRoot, ".venv");
-const stamp = path.join(venv, ".pyproject-sha256");
 
 /** A program of the virtual environment. */
 export const venvBin = (name: string) => path.join(venv, "bin", name);
@@ -43,23 +41,12 @@ export async function ensureVenv(): Promise<void> {
     stale: 20 * 60_000,
   });
   try {
-    makeVenv();
+    makeClientVenv();
   } finally {
     await release();
   }
 }
 
-function makeVenv(): void {
-  const want = createHash("sha256").update(readFileSync(path.join(pythonRoot, "pyproject.toml"))).digest("hex");
-  if (existsSync(stamp) && readFileSync(stamp, "utf8") === want && existsSync(venvBin("pytest"))) return;
-  rmSync(venv, { recursive: true, force: true });
-  for (const [cmd, args] of [
-    ["python3", ["-m", "venv", venv]],
-    [venvBin("python"), ["-m", "pip", "install", "--quiet", "--upgrade", "pip"]],
-    [venvBin("python"), ["-m", "pip", "install", "--quiet", "-e", ".[dev,openai,anthropic,langchain]"]],
-  ] as const) {
-    const r = run(cmd, [...args]);
-    if (!r.ok) throw new Error(`${cmd} ${args.join(" ")} failed:\n${r.output}`);
-  }
-  writeFileSync(stamp, want);
+function makeClientVenv(): void {
+  makeVenv({ dir: venv, python: "python3", from: path.join(pythonRoot, "pyproject.toml"), install: ["-e", ".[dev,openai,anthropic,langchain]"], needs: "pytest" });
 }

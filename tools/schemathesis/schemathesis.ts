@@ -2,15 +2,14 @@
 // gateway serves. Its virtual environment is made here, in tools/schemathesis/.venv
 // (git-ignored), and kept while requirements.txt is unchanged.
 import { spawn, spawnSync } from "node:child_process";
-import { createHash } from "node:crypto";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { makeVenv } from "../python-venv.ts";
 
 const root = path.dirname(fileURLToPath(import.meta.url));
 const venv = path.join(root, ".venv");
-const stamp = path.join(venv, ".requirements-sha256");
 const requirements = path.join(root, "requirements.txt");
 const st = path.join(venv, "bin", "st");
 
@@ -52,17 +51,7 @@ function python(): string {
 
 /** Creates (or reuses) the virtual environment holding the pinned Schemathesis. */
 export function ensureSchemathesis(): void {
-  const want = createHash("sha256").update(readFileSync(requirements)).digest("hex");
-  if (existsSync(stamp) && readFileSync(stamp, "utf8") === want && existsSync(st)) return;
-  rmSync(venv, { recursive: true, force: true });
-  for (const [cmd, args] of [
-    [python(), ["-m", "venv", venv]],
-    [path.join(venv, "bin", "python"), ["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r", requirements]],
-  ] as const) {
-    const r = spawnSync(cmd, [...args], { encoding: "utf8", timeout: 15 * 60_000 });
-    if (r.status !== 0) throw new Error(`${cmd} ${args.join(" ")} failed:\n${r.stdout}${r.stderr}${r.error?.message ?? ""}`);
-  }
-  writeFileSync(stamp, want);
+  makeVenv({ dir: venv, python: python(), from: requirements, install: ["-r", requirements], needs: "st" });
 }
 
 export interface FuzzResult {
