@@ -6,7 +6,6 @@ import Fastify, { LogController } from "fastify";
 import type { DescService } from "@bufbuild/protobuf";
 import {
   Code,
-  ConnectError,
   createClient,
   type Client,
   type ConnectRouter,

@@ -1,5 +1,5 @@
 import createClient from "openapi-fetch";
-import type { components, paths } from "./schema.ts";
+import type { paths } from "./schema.ts";
 import type { Dimension } from "../limits.ts";
 
 /** The product's key lives in this tab only (sessionStorage): never localStorage, never a URL. */

@@ -1,6 +1,5 @@
 import { randomUUID } from "node:crypto";
 import { suite } from "uvu";
-import * as assert from "uvu/assert";
 import { close, eq, rolledUp, usage } from "../testing/facts.ts";
 import { withReplicas, type Replicas } from "../testing/instance.ts";
 

@@ -1,5 +1,4 @@
 import { suite } from "uvu";
-import * as assert from "uvu/assert";
 import { timestampDate } from "@meter/lib/time";
 import { eq, instance, rolledUp, usage } from "../testing/facts.ts";
 import { withReplicas, type Replicas } from "../testing/instance.ts";

@@ -1,6 +1,5 @@
 import { randomUUID } from "node:crypto";
 import { suite } from "uvu";
-import * as assert from "uvu/assert";
 import { Code } from "@connectrpc/connect";
 import { rpcCode } from "../../../test/support/rpc.ts";
 import { close, eq, gate, instance, NOW, rng, usage } from "../testing/facts.ts";

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import pMap from "p-map";
-import { DbStore, deleteInRounds, isDuplicateKeyError, takeLease } from "@meter/lib/mongo";
+import { DbStore, deleteInRounds, takeLease } from "@meter/lib/mongo";
 
 /**
  * Marks of product-days whose rollup may be older than their ledger. Marks are only ever

@@ -11,7 +11,7 @@ import { crossingsClosedBefore } from "../domain/retention-policy.ts";
 import type { GateEventDoc, GateEventStore } from "../store/gate-events.ts";
 import { entry, type OutboxStore } from "../store/outbox.ts";
 import type { UsageEventDoc, UsageEventStore } from "../store/usage-events.ts";
-import { recordCrossings, type CrossingDeps, type Limited } from "../thresholds/crossings.ts";
+import { recordCrossings, type CrossingDeps } from "../thresholds/crossings.ts";
 import type { JobDoc, JobStore } from "../store/jobs.ts";
 import type { CreditStore } from "../credits/store.ts";
 import { creditPeriods, settlePeriods } from "../credits/settle.ts";

@@ -1,4 +1,4 @@
-import type { Collection, Filter } from "mongodb";
+import type { Collection } from "mongodb";
 import type { WindowShare } from "../windows/shares.ts";
 import type { TeamShare } from "../teams/shares.ts";
 import { DbStore, deleteInRounds, findByIds, insertIgnoringDuplicates } from "@meter/lib/mongo";

@@ -29,7 +29,6 @@ function byDimension(plan: PlanInfo | null): Map<string, WindowLimit[]> {
   return out;
 }
 
-const toUnit = (l: WindowLimit, x: number) => (l.metric === "spend" ? toNano(x) : x);
 const fromUnit = (l: WindowLimit, n: number) => (l.metric === "spend" ? toDollars(n) : n);
 
 function hardMark(limits: readonly WindowLimit[], plan: PlanInfo): number {

@@ -1,4 +1,3 @@
-import type { Filter } from "mongodb";
 import { DbStore, insertIgnoringDuplicates } from "@meter/lib/mongo";
 
 /**
