@@ -10,8 +10,8 @@ import path from "node:path";
 export interface VenvSpec {
   /** Where the environment lives. */
   dir: string;
-  /** The interpreter it is made with. */
-  python: string;
+  /** The interpreter it is made with, looked for only when the environment is made. */
+  python: () => string;
   /** The file it is made from: a change of it makes the environment anew. */
   from: string;
   /** What `uv pip install` installs (run in the folder of `from`), e.g. ["-r", "requirements.txt"]. */
@@ -39,7 +39,7 @@ export function makeVenv(spec: VenvSpec): void {
   rmSync(spec.dir, { recursive: true, force: true });
   const cwd = path.dirname(spec.from);
   const python = path.join(spec.dir, "bin", "python");
-  run(spec.python, ["-m", "venv", spec.dir], cwd);
+  run(spec.python(), ["-m", "venv", spec.dir], cwd);
   run(python, ["-m", "pip", "install", "--quiet", "uv"], cwd);
   run(python, ["-m", "uv", "pip", "install", "--quiet", "--python", python, ...spec.install], cwd);
   writeFileSync(stamp, want);

@@ -36,17 +36,13 @@ export function runAsync(cmd: string, args: string[], env: Record<string, string
 export async function ensureVenv(): Promise<void> {
   const release = await lockfile.lock(path.join(pythonRoot, "pyproject.toml"), {
     retries: { retries: 2_000, minTimeout: 200, maxTimeout: 1_000 },
-    // pip runs synchronously for minutes, so the lock's mtime is not refreshed meanwhile: it
+    // The install runs synchronously for minutes, so the lock's mtime is not refreshed meanwhile: it
     // counts as abandoned (a crashed holder) only after 20 minutes.
     stale: 20 * 60_000,
   });
   try {
-    makeClientVenv();
+    makeVenv({ dir: venv, python: () => "python3", from: path.join(pythonRoot, "pyproject.toml"), install: ["-e", ".[dev,openai,anthropic,langchain]"], needs: "pytest" });
   } finally {
     await release();
   }
-}
-
-function makeClientVenv(): void {
-  makeVenv({ dir: venv, python: "python3", from: path.join(pythonRoot, "pyproject.toml"), install: ["-e", ".[dev,openai,anthropic,langchain]"], needs: "pytest" });
 }

@@ -51,7 +51,7 @@ function python(): string {
 
 /** Creates (or reuses) the virtual environment holding the pinned Schemathesis. */
 export function ensureSchemathesis(): void {
-  makeVenv({ dir: venv, python: python(), from: requirements, install: ["-r", requirements], needs: "st" });
+  makeVenv({ dir: venv, python, from: requirements, install: ["-r", requirements], needs: "st" });
 }
 
 export interface FuzzResult {
