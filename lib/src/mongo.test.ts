@@ -22,6 +22,22 @@ t("parallel $inc on one document loses nothing", async ({ mongo }) => {
   assert.is((await c.findOne({ _id: "k" }))!.n, 50);
 });
 
+// The embedded database keeps its finds, inserts and updates prepared per connection: a
+// collection dropped and made again must read and change its new documents, never the old.
+t("a collection dropped and made again reads, updates and refuses duplicates as a new one", async ({ mongo }) => {
+  const c = mongo.db(`guarantees_${Date.now()}`).collection<{ _id: string; n: number }>("c");
+  const ids = Array.from({ length: 20 }, (_, i) => `k${i}`);
+  for (const round of [1, 2, 3]) {
+    await c.insertMany(ids.map((_id) => ({ _id, n: round })));
+    await Promise.all(ids.map((_id) => c.updateOne({ _id }, { $inc: { n: 10 } })));
+    const read = await Promise.all(ids.map((_id) => c.findOne({ _id })));
+    assert.equal(read.map((d) => d?.n), ids.map(() => round + 10), `round ${round}`);
+    const dup = await c.insertOne({ _id: "k0", n: 0 }).catch((e: unknown) => e);
+    assert.ok(isDuplicateKeyError(dup), `round ${round}: a second k0 is a duplicate`);
+    await c.drop();
+  }
+});
+
 t("of parallel conditional updates, exactly one matches", async ({ mongo }) => {
   const c = mongo.db(`guarantees_${Date.now()}`).collection<{ _id: string; owner: string | null }>("c");
   await c.insertOne({ _id: "job", owner: null });
