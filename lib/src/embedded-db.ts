@@ -105,7 +105,7 @@ const PATCHES: SourcePatch[] = [
   { file: "internal/util/resource/resource.go", find: "func Track(obj any, token *Token) {\n", replace: "func Track(obj any, token *Token) {\n\treturn\n", count: 1 },
   { file: "internal/util/resource/resource.go", find: "func Untrack(obj any, token *Token) {\n", replace: "func Untrack(obj any, token *Token) {\n\treturn\n", count: 1 },
   // FerretDB ran every statement as text, which SQLite parsed and planned again each time (7-10%
-  // of the CPU time of a read or an update by _id). The find, insert and update statements now
+  // of the CPU time of a read or an update by _id). Finds of one _id, inserts and updates now
   // stay prepared on the connections that ran them (patches/prepared.go.in).
   { file: "internal/util/fsql/db.go", find: "\tBatchSize int\n}\n", replace: "\tBatchSize int\n\n\tstatements preparedStatements\n}\n", count: 1 },
   {
