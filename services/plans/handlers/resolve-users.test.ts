@@ -25,6 +25,27 @@ t("ResolveUsers answers plans from a cache: changes through this replica at once
   await eventually(async () => (await spend(elsewhere)) === 20, 15_000, "the other replica to read the change");
 });
 
+t("a cached plan asked for in the second half of its time is read again in the background, the cached one answered meanwhile", async ({ client, mongo, dbName }) => {
+  const productId = product();
+  const [plan] = (await client.createPlans({ productId, plans: [{ name: "ahead", maxSpendPerPeriod: 10 }] })).plans;
+  // The cache's clock; lru-cache reads a start of 0 as "never set".
+  let now = 10_000;
+  const elsewhere = new PlanStore(mongo.db(dbName), { cacheMs: 1_000, clock: () => now });
+  const here = new PlanStore(mongo.db(dbName));
+  const spend = async () => (await elsewhere.resolved(productId, [plan!.id]))[0]?.max_spend_per_period;
+  assert.is(await spend(), 10);
+  const current = (await here.get(productId, plan!.id))!;
+  assert.ok(typeof (await here.replace(productId, current, { ...current, max_spend_per_period: 20 })) === "object");
+  now = 10_400;
+  assert.is(await spend(), 10, "first half: the cached plan, nothing read");
+  now = 10_600;
+  assert.is(await spend(), 10, "second half: the cached plan answers while it is read again");
+  // Still before the first read's expiry (11,000): only the background read can bring the change.
+  await eventually(async () => (await spend()) === 20, 15_000, "the background read to replace the cached plan");
+  now = 11_300;
+  assert.is(await spend(), 20, "past the first read's expiry, the plan read at 10,600 answers");
+});
+
 t("resolves users with their whole history oldest first and the plans it names", async ({ client }) => {
   const productId = product();
   const [a, b] = (await client.createPlans({ productId, plans: [{ name: "a", maxSpendPerPeriod: 1 }, { name: "b" }] })).plans;

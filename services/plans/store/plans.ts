@@ -127,10 +127,14 @@ export class PlanStore {
     ttl: LISTING_TTL_MS,
   });
 
-  constructor(db: Db, opts: { cacheMs?: number } = {}) {
+  /** Plans being read again ahead of their expiry (resolved). */
+  private readonly refreshing = new Set<string>();
+
+  /** `clock` (ms, monotonic) is the cache's, for tests; performance.now() by default. */
+  constructor(db: Db, opts: { cacheMs?: number; clock?: () => number } = {}) {
     this.plans = db.collection<PlanDoc>("plans");
     this.directory = db.collection<PlanDirectoryDoc>("plan_directory");
-    if (opts.cacheMs) this.cache = new LRUCache({ max: CACHED_PLANS, ttl: opts.cacheMs });
+    if (opts.cacheMs) this.cache = new LRUCache({ max: CACHED_PLANS, ttl: opts.cacheMs, ...(opts.clock && { perf: { now: opts.clock } }) });
   }
 
   async init(): Promise<void> {
@@ -292,23 +296,52 @@ export class PlanStore {
    * from a cache kept `cacheMs` (PLAN_CACHE_MS, 1 s by default), saving one database read in
    * the session's chain. A change made through this process replaces its entry at once; one
    * made through another replica shows here within `cacheMs`, as the API allows (a plan change
-   * takes effect on the next session load, typically within seconds).
+   * takes effect on the next session load, typically within seconds). A plan asked for in the
+   * second half of its time is read again in the background while the cached one is answered,
+   * so under steady traffic no call waits for the plan's read, and none is answered a plan older
+   * than `cacheMs`.
    */
   async resolved(productId: string, ids: readonly string[]): Promise<StoredPlan[]> {
-    if (!this.cache) return this.getMany(productId, ids);
+    const cache = this.cache;
+    if (!cache) return this.getMany(productId, ids);
     const out: StoredPlan[] = [];
     const missing: string[] = [];
+    const ageing: string[] = [];
     for (const id of new Set(ids)) {
-      const hit = this.cache.get(id);
+      const hit = cache.get(id);
       if (hit === undefined) missing.push(id);
-      else if (hit.product_id === productId) out.push(hit.plan);
+      else {
+        if (hit.product_id === productId) out.push(hit.plan);
+        if (cache.getRemainingTTL(id) < cache.ttl / 2 && !this.refreshing.has(id)) ageing.push(id);
+      }
     }
+    if (ageing.length > 0) void this.refresh(ageing);
     for (const d of await this.byIds(missing)) {
-      const plan = fromDoc(d);
-      this.cache.set(d._id, { product_id: d.product_id, plan });
+      const plan = this.cached(d);
       if (d.product_id === productId) out.push(plan);
     }
     return out;
+  }
+
+  /** Caches a plan as read, unless the cache already holds a later version (a change through this process while the read was on its way). */
+  private cached(d: PlanDoc): StoredPlan {
+    const held = this.cache!.peek(d._id);
+    if (held && held.plan.version > d.version) return held.plan;
+    const plan = fromDoc(d);
+    this.cache!.set(d._id, { product_id: d.product_id, plan });
+    return plan;
+  }
+
+  /** Reads `ids` again into the cache; a failure leaves the entries to expire, and the next call reads them itself. */
+  private async refresh(ids: string[]): Promise<void> {
+    for (const id of ids) this.refreshing.add(id);
+    try {
+      for (const d of await this.byIds(ids)) this.cached(d);
+    } catch {
+      // Nothing waits on this read.
+    } finally {
+      for (const id of ids) this.refreshing.delete(id);
+    }
   }
 
   /**
