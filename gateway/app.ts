@@ -27,6 +27,8 @@ export interface GatewayOptions {
   logger: Logger;
   /** How long a verified API key is trusted before asking the tenancy service again. */
   authCacheTtlMs?: number;
+  /** The clock (ms, monotonic) of the verified keys' cache, for tests; performance.now() by default. */
+  authClock?: () => number;
   /** Largest request body in bytes (batch routes may set their own). */
   bodyLimit?: number;
   /** Rate limits, refused-key cache and trusted proxies; generous local defaults when absent. */
@@ -87,6 +89,7 @@ export async function buildGateway(opts: GatewayOptions) {
     async (api) => {
       await api.register(authPlugin, {
         cacheTtlMs: opts.authCacheTtlMs ?? 2_000,
+        clock: opts.authClock,
         negativeCacheTtlMs: protection.negativeCacheTtlMs,
         failureMax: protection.rateLimit.authFailureMax ?? protection.rateLimit.publicMax,
         windowMs: protection.rateLimit.windowMs,

@@ -28,6 +28,8 @@ declare module "fastify" {
 export interface AuthOptions {
   /** How long a verified key is trusted without asking the tenancy service again. */
   cacheTtlMs: number;
+  /** The verified keys' cache's clock (ms, monotonic), for tests; performance.now() by default. */
+  clock?: () => number;
   /** How long a refused key is refused without asking again (0: ask every time). */
   negativeCacheTtlMs: number;
   /** Refused authentications per window and client address; past it, 429 before any check. */
@@ -101,11 +103,16 @@ class FailureWindows {
  * Authenticates the bearer key through the tenancy service. A token that cannot be a key
  * (wrong shape or length) is refused before any lookup or cache; the caches hold digests
  * of keys, never keys. A verified key is trusted for a few seconds only (the configuration
- * allows at most 4 s), so a revoked key is refused by every replica within 5 s. Portal tokens
- * (routes with `config.portal`) are checked the same way, through their own tenancy RPC.
+ * allows at most 4 s), so a revoked key is refused by every replica within 5 s. A key used in
+ * the second half of that time is verified again in the background while the cached answer
+ * stands, so a key in steady use never makes a request wait for the tenancy service. Portal
+ * tokens (routes with `config.portal`) are checked the same way, through their own tenancy RPC.
  */
 export const authPlugin = fp<AuthOptions>(async (app: FastifyInstance, opts) => {
-  const verified = opts.cacheTtlMs > 0 ? new LRUCache<string, Verified>({ max: 10_000, ttl: opts.cacheTtlMs }) : undefined;
+  const verified =
+    opts.cacheTtlMs > 0
+      ? new LRUCache<string, Verified>({ max: 10_000, ttl: opts.cacheTtlMs, ...(opts.clock && { perf: { now: opts.clock } }) })
+      : undefined;
   // Concurrent requests of one key whose cache entry lapsed share one tenancy call.
   const inFlight = new Map<string, Promise<Verified>>();
   // A flood of one bad key reaches the tenancy service once per TTL, not once per request.
@@ -133,6 +140,7 @@ export const authPlugin = fp<AuthOptions>(async (app: FastifyInstance, opts) => 
     } catch (err) {
       if (err instanceof ConnectError && err.code === Code.Unauthenticated) {
         const detail = err.rawMessage || (c.portal ? INVALID_PORTAL : INVALID);
+        verified?.delete(digest);
         refused?.set(digest, detail);
         throw new HttpError(401, detail);
       }
@@ -145,16 +153,27 @@ export const authPlugin = fp<AuthOptions>(async (app: FastifyInstance, opts) => 
     const c = credential(request);
     const digest = c.digest;
     const cached = verified?.get(digest);
-    if (cached) return { ...cached, digest };
+    if (cached) {
+      if (verified!.getRemainingTTL(digest) < opts.cacheTtlMs / 2 && !inFlight.has(digest)) {
+        // Nothing waits on it: a refusal removes the entry for the next request, a failure leaves it to expire.
+        verifyOnce(request, c).catch((err) => request.log.debug({ err }, "verifying a cached key again failed"));
+      }
+      return { ...cached, digest };
+    }
     if (blocked !== undefined) refuse(reply, blocked);
     const detail = refused?.get(digest);
     if (detail) throw new HttpError(401, detail);
-    let pending = inFlight.get(digest);
+    return { ...(await verifyOnce(request, c)), digest };
+  }
+
+  /** One tenancy call at a time per key: concurrent requests share it. */
+  function verifyOnce(request: FastifyRequest, c: ReturnType<typeof credential>): Promise<Verified> {
+    let pending = inFlight.get(c.digest);
     if (!pending) {
-      pending = verify(request, c).finally(() => inFlight.delete(digest));
-      inFlight.set(digest, pending);
+      pending = verify(request, c).finally(() => inFlight.delete(c.digest));
+      inFlight.set(c.digest, pending);
     }
-    return { ...(await pending), digest };
+    return pending;
   }
 
   function refuse(reply: FastifyReply, retryAfter: number): never {

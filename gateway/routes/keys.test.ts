@@ -133,6 +133,35 @@ t("a revoked key is refused by every gateway replica, each of which had it cache
   }
 });
 
+t("a cached key used in the second half of its trust is verified again in the background: a revocation shows before the entry runs out", async ({ stack }) => {
+  const clients = connectClients({
+    tenancy: stack.rpcUrl, plans: stack.rpcUrl, ingestion: stack.rpcUrl, analytics: stack.rpcUrl, webhooks: stack.rpcUrl,
+  });
+  // The replica's cache runs on this clock: nothing expires unless the test moves it.
+  let now = 10_000;
+  const replica = await buildGateway({ clients, logger: createLogger("replica", "silent"), authCacheTtlMs: 4_000, authClock: () => now });
+  const address = await replica.listen({ port: 0, host: "127.0.0.1" });
+  try {
+    const { api } = await stack.newProduct();
+    const created = await api.post("/keys", { name: "in steady use", scope: "ingest" });
+    const onReplica = new Api(`${address}/api/v1`, created.body.key);
+    assert.is((await onReplica.get("/config/plans")).status, 200);
+    assert.is((await api.delete(`/keys/${created.body.id}`)).status, 204);
+    now = 11_500;
+    assert.is((await onReplica.get("/config/plans")).status, 200, "first half: trusted from the cache, nothing asked");
+    now = 12_500;
+    assert.is((await onReplica.get("/config/plans")).status, 200, "second half: the cached answer stands while the key is verified again");
+    // Still within the first verification's 4 s: only the background verification can refuse it.
+    const refused = await eventually(async () => {
+      const res = await onReplica.get("/config/plans");
+      return res.status === 401 ? res : null;
+    }, 15_000, "the background verification to learn of the revocation");
+    assert.is(refused.body.detail, "invalid API key");
+  } finally {
+    await replica.close();
+  }
+});
+
 t("revoking the product's last admin key is 409; with another admin key it is allowed", async ({ stack }) => {
   const { api } = await stack.newProduct();
   const first = (await api.get("/keys")).body.keys[0];
