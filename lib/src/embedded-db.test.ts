@@ -1,11 +1,11 @@
-import { mkdtemp, readdir, rm, stat } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, rm, stat, utimes } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { ObjectId, type MongoClient } from "mongodb";
-import { startEmbeddedDb, type EmbeddedDb } from "./embedded-db.ts";
+import { removeOldCopies, startEmbeddedDb, type EmbeddedDb } from "./embedded-db.ts";
 import { connectMongo, isDuplicateKeyError } from "./mongo.ts";
 import { eventually } from "../../test/support/eventually.ts";
 
@@ -300,3 +300,20 @@ c("documents leave the cache within its budget and come back right", async ({ re
 });
 
 c.run();
+
+// The build's housekeeping in tools/embedded-db/bin, on a directory of its own.
+const test = suite("embedded database build copies");
+
+test("copies of earlier patches go once untouched for an hour; the current one and recent ones stay", async () => {
+  const bin = await mkdtemp(path.join(os.tmpdir(), "meter-edb-bin-"));
+  try {
+    const hoursAgo = (h: number) => new Date(Date.now() - h * 3_600_000);
+    for (const name of ["ferretdb-v1-old", "ferretdb-v1-old.123.tmp", "ferretdb-v1-recent", "ferretdb-v1-current", "embedded-db"]) await mkdir(path.join(bin, name));
+    for (const name of ["ferretdb-v1-old", "ferretdb-v1-old.123.tmp", "ferretdb-v1-current", "embedded-db"]) await utimes(path.join(bin, name), hoursAgo(2), hoursAgo(2));
+    await removeOldCopies(bin, path.join(bin, "ferretdb-v1-current"));
+    assert.equal((await readdir(bin)).sort(), ["embedded-db", "ferretdb-v1-current", "ferretdb-v1-recent"]);
+  } finally {
+    await rm(bin, { recursive: true, force: true });
+  }
+});
+test.run();

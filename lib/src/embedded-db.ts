@@ -1,7 +1,7 @@
 import { spawn, execFile, type ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";
 import { constants, existsSync } from "node:fs";
-import { chmod, cp, mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { chmod, cp, mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { createInterface } from "node:readline";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -135,6 +135,23 @@ const ADDED_FILES: Record<string, string> = {
   "internal/util/fsql/prepared.go": "prepared.go.in",
 };
 
+/** Patched copies untouched this long are no longer being built from (a build takes minutes). */
+const OLD_COPY_MS = 60 * 60_000;
+
+/**
+ * Removes the copies of earlier patches (about 3.4 MB each), which a checkout whose patches
+ * change would otherwise keep forever. A copy made within the hour stays: a build of another
+ * checkout or process may still be reading it.
+ */
+export async function removeOldCopies(bin: string, keep: string): Promise<void> {
+  for (const name of await readdir(bin)) {
+    const dir = path.join(bin, name);
+    if (!name.startsWith("ferretdb-") || dir === keep) continue;
+    const modified = await stat(dir).then((s) => s.mtimeMs, () => Date.now());
+    if (Date.now() - modified > OLD_COPY_MS) await rm(dir, { recursive: true, force: true });
+  }
+}
+
 /** Returns the go.mod that builds against the patched copy of FerretDB, making the copy first if needed. */
 async function patchedModFile(): Promise<string> {
   const { stdout } = await run("go", ["mod", "download", "-json", "github.com/FerretDB/FerretDB"], { cwd: toolDir });
@@ -171,6 +188,7 @@ async function patchedModFile(): Promise<string> {
       if (!existsSync(copy)) throw err; // a concurrent build made it first
       await rm(tmp, { recursive: true, force: true });
     });
+    await removeOldCopies(bin, copy);
   }
   const modFile = path.join(bin, "patched.mod");
   const goMod = await readFile(path.join(toolDir, "go.mod"), "utf8");
