@@ -459,8 +459,20 @@ t("a fresh document asks for its screen's data once, and a key refused on arriva
   await page.goto(`${ctx.base}/console/users/bob`);
   await page.getByRole("table", { name: "Gate events, newest first" }).getByText("period budget spent").waitFor();
   await page.getByRole("region", { name: "Usage by model" }).getByText("gpt-4.1").first().waitFor();
-  for (const call of ["/users/bob", "/users/bob/session", "/users/bob/limits", "/users/bob/credits", "/users/bob/usage?period=current_period&breakdown=model"])
-    assert.is(asked.filter((a) => a === call).length, 1, `${call} once in ${JSON.stringify(asked)}`);
+  // Also the reads the screen makes only once others answered (the ledger, the last session's
+  // spend, the plans): asked on arrival under the screen's own keys, so never asked twice.
+  const userCalls = [
+    "/users/bob",
+    "/users/bob/session",
+    "/users/bob/limits",
+    "/users/bob/credits",
+    "/users/bob/credits/ledger?limit=25",
+    "/users/bob/usage?period=current_period&breakdown=model",
+    "/users/bob/gate-events?gate_reason=session_spend&limit=1&blocked_only=false",
+    "/config/plans",
+  ];
+  await eventually(async () => userCalls.every((c) => asked.includes(c)), 10_000, "the user screen's reads");
+  for (const call of userCalls) assert.is(asked.filter((a) => a === call).length, 1, `${call} once in ${JSON.stringify(asked)}`);
   page.off("request", listen);
   await check(ctx, "user-fresh");
 

@@ -1,10 +1,13 @@
 import { keyStore } from "./api/client.ts";
 import {
+  creditLedgerRead,
   creditsRead,
   endpointsRead,
   gateEventsFilter,
   gateEventsRead,
   keysRead,
+  lastSessionSpendRead,
+  ledgerLimit,
   limitsRead,
   overviewReads,
   overviewWindow,
@@ -29,7 +32,21 @@ export function arrivalReads(path: string, params: URLSearchParams): Read[] {
   const user = /^\/users\/([^/]+)$/.exec(path);
   if (user) {
     const id = decodeURIComponent(user[1]!);
-    return [userRead(id), sessionRead(id), limitsRead(id), creditsRead("user", id), userUsageRead(id, usagePeriod(params)), gateEventsRead(id, gateEventsFilter(params), params.get("gcursor") ?? undefined)];
+    // Also the reads the screen makes only once others answered (the ledger once the balance
+    // shows grants, the last session's spend once the plan shows a session cap, the plans for the
+    // subscription form): asked now, each costs at worst one small unused read, instead of
+    // waiting for the app to be evaluated and rendered before it is asked.
+    return [
+      userRead(id),
+      sessionRead(id),
+      limitsRead(id),
+      creditsRead("user", id),
+      creditLedgerRead("user", id, ledgerLimit(params), params.get("lcursor") ?? undefined),
+      userUsageRead(id, usagePeriod(params)),
+      gateEventsRead(id, gateEventsFilter(params), params.get("gcursor") ?? undefined),
+      plansRead(),
+      lastSessionSpendRead(id),
+    ];
   }
   return [];
 }

@@ -1,5 +1,5 @@
 import { localToIso } from "../inputs.ts";
-import { api, getLimits, ok, type Credits, type Usage } from "./client.ts";
+import { api, getLimits, ok, type Credits, type LedgerEntry, type Usage } from "./client.ts";
 
 /**
  * The reads a screen makes when it opens, as React Query takes them (a key and its call). The
@@ -91,4 +91,31 @@ type Balance = Omit<Credits, "user_id">;
 export const creditsRead = (kind: "user" | "team", id: string) =>
   read<Balance>(["credits", creditsKey(kind, id)], () =>
     kind === "team" ? ok(api.GET("/api/v1/teams/{team_id}/credits", { params: { path: { team_id: id } } })) : ok(api.GET("/api/v1/users/{user_id}/credits", { params: userPath(id) })),
+  );
+
+/** What the console reads of a ledger page, the same for a user and a team. */
+export interface LedgerPage {
+  entries: LedgerEntry[];
+  next_cursor: string | null;
+}
+
+/** The ledger page sizes the console offers, and the one shown unless the URL says (`llimit`). */
+export const LEDGER_PAGE_SIZES = [10, 25, 100];
+export const ledgerLimit = (params: URLSearchParams) => Number(params.get("llimit")) || 25;
+
+/** A page of an owner's credit ledger, newest first (the page's cursor is `lcursor` in the URL). */
+export const creditLedgerRead = (kind: "user" | "team", id: string, limit: number, cursor: string | undefined) =>
+  read<LedgerPage>(["credit-ledger", creditsKey(kind, id), limit, cursor], () =>
+    kind === "team"
+      ? ok(api.GET("/api/v1/teams/{team_id}/credits/ledger", { params: { path: { team_id: id }, query: { limit, cursor } } }))
+      : ok(api.GET("/api/v1/users/{user_id}/credits/ledger", { params: { ...userPath(id), query: { limit, cursor } } })),
+  );
+
+/**
+ * The user's last session_spend gate event: the service counts spend per period, a session's
+ * spend is counted by the client library, so this is the closest figure the API has.
+ */
+export const lastSessionSpendRead = (id: string) =>
+  read(["gate-events", id, "session_spend"], () =>
+    ok(api.GET("/api/v1/users/{user_id}/gate-events", { params: { ...userPath(id), query: { gate_reason: "session_spend", limit: 1, blocked_only: false } } })),
   );

@@ -5,7 +5,7 @@
 import { useEffect, useRef, useState } from "react";
 import { useMutation, useQuery, useQueryClient, type QueryClient } from "@tanstack/react-query";
 import { ApiError, answer, api, ok, type CreditGrant, type LedgerEntry } from "../api/client.ts";
-import { creditsKey, creditsRead } from "../api/reads.ts";
+import { creditLedgerRead, creditsKey, creditsRead, LEDGER_PAGE_SIZES, ledgerLimit } from "../api/reads.ts";
 import { Card, DataTable, Empty, ErrorState, Field, FormAlert, FormStatus, ListQuery, num, PerPage, Query, Submit, submitted, Time } from "../components.tsx";
 import { describeGrant, grantBody, LEDGER_TYPE, newGrantForm, STATUS_BADGE, voidable, type GrantForm, type GrantKind, type GrantStatus, type LedgerType } from "../credits.ts";
 import { fmtExactMoney, fmtSignedMoney } from "../format.ts";
@@ -23,12 +23,6 @@ export interface CreditOwner {
   id: string;
 }
 
-/** What the console reads of a ledger page, the same for a user and a team. */
-interface LedgerPage {
-  entries: LedgerEntry[];
-  next_cursor: string | null;
-}
-
 /** The credit routes of an owner: a user's and a team's take the same bodies and answer the same shapes. */
 function routes(o: CreditOwner) {
   const user = { path: { user_id: o.id } };
@@ -43,10 +37,6 @@ function routes(o: CreditOwner) {
       isTeam
         ? ok(api.POST("/api/v1/teams/{team_id}/credits/{grant_id}/void", { params: { path: { team_id: o.id, grant_id: grantId } } }))
         : ok(api.POST("/api/v1/users/{user_id}/credits/{grant_id}/void", { params: { path: { user_id: o.id, grant_id: grantId } } })),
-    ledger: (query: { limit: number; cursor?: string }): Promise<LedgerPage> =>
-      isTeam
-        ? ok(api.GET("/api/v1/teams/{team_id}/credits/ledger", { params: { ...team, query } }))
-        : ok(api.GET("/api/v1/users/{user_id}/credits/ledger", { params: { ...user, query } })),
     /** Marks stale what a change of the balance moves. */
     stale(queryClient: QueryClient) {
       for (const k of STALE) queryClient.invalidateQueries({ queryKey: [k, this.key] });
@@ -283,19 +273,12 @@ function GrantCredits({ owner }: { owner: CreditOwner }) {
   );
 }
 
-const LEDGER_PAGE_SIZES = [10, 25, 100];
-
 function CreditLedger({ owner, hasAny }: { owner: CreditOwner; hasAny: boolean | undefined }) {
-  const r = routes(owner);
   const [params, set] = useUrlState();
   const paging = usePaging(params, set, "lcursor");
-  const limit = Number(params.get("llimit")) || 25;
-  // A user without grants (nor overdraft) has no ledger: not asked.
-  const ledger = useQuery({
-    queryKey: ["credit-ledger", r.key, limit, paging.cursor],
-    queryFn: () => r.ledger({ limit, cursor: paging.cursor }),
-    enabled: hasAny === true || paging.cursor !== undefined,
-  });
+  const limit = ledgerLimit(params);
+  // A user without grants (nor overdraft) has no ledger: not asked (a fresh document's first page may be on its way already, arrival.ts).
+  const ledger = useQuery({ ...creditLedgerRead(owner.kind, owner.id, limit, paging.cursor), enabled: hasAny === true || paging.cursor !== undefined });
   return (
     <Card title="Credit ledger" actions={<PerPage value={limit} sizes={LEDGER_PAGE_SIZES} onChange={(size) => set({ llimit: size === "25" ? null : size, ...paging.reset })} />}>
       {hasAny === false && paging.cursor === undefined ? (

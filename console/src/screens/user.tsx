@@ -2,7 +2,7 @@ import { useState } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link } from "wouter";
 import { ApiError, api, ok, type GateEvent, type Session } from "../api/client.ts";
-import { gateEventsFilter, gateEventsRead, limitsRead, sessionRead, userRead, userUsageRead } from "../api/reads.ts";
+import { gateEventsFilter, gateEventsRead, lastSessionSpendRead, limitsRead, sessionRead, userRead, userUsageRead } from "../api/reads.ts";
 import { Card, DataTable, Facts, Field, FormAlert, FormStatus, Gauge, InlineForm, ListQuery, num, PerPage, Period, Query, QuickStart, Screen, Submit, submitted, Time } from "../components.tsx";
 import { fmtInt, fmtMoney, fmtPct } from "../format.ts";
 import { capSentence } from "../credits.ts";
@@ -72,13 +72,7 @@ function Limits({ id, session }: { id: string; session: Session }) {
   const limits = useQuery({ ...limitsRead(id), refetchInterval: untilResetRefetch });
   const now = useNow(30_000);
   const c = session.plan_config;
-  // The service counts spend per period; a session's spend is counted by the client library,
-  // so the last session_spend gate event is the closest figure the API has.
-  const lastSession = useQuery({
-    queryKey: ["gate-events", id, "session_spend"],
-    queryFn: () => ok(api.GET("/api/v1/users/{user_id}/gate-events", { params: { ...p(id), query: { gate_reason: "session_spend", limit: 1, blocked_only: false } } })),
-    enabled: c.max_spend_per_session != null,
-  });
+  const lastSession = useQuery({ ...lastSessionSpendRead(id), enabled: c.max_spend_per_session != null });
   return (
     <Query q={limits} label="Loading limits">
       {({ limits: dims }) => {
