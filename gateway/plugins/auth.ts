@@ -5,6 +5,7 @@ import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { hashApiKey, looksLikeApiKey } from "@meter/lib/api-keys";
 import { hashPortalToken, looksLikePortalToken } from "@meter/lib/portal-tokens";
+import { dueForRefresh } from "@meter/lib/refresh-ahead";
 import { HttpError } from "../errors.ts";
 import { rpcOptions } from "../rpc-options.ts";
 
@@ -154,7 +155,7 @@ export const authPlugin = fp<AuthOptions>(async (app: FastifyInstance, opts) => 
     const digest = c.digest;
     const cached = verified?.get(digest);
     if (cached) {
-      if (verified!.getRemainingTTL(digest) < opts.cacheTtlMs / 2 && !inFlight.has(digest)) {
+      if (dueForRefresh(verified!, digest) && !inFlight.has(digest)) {
         // Nothing waits on it: a refusal removes the entry for the next request, a failure leaves it to expire.
         verifyOnce(request, c).catch((err) => request.log.debug({ err }, "verifying a cached key again failed"));
       }

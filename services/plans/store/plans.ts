@@ -2,6 +2,7 @@ import { v7 as uuidv7 } from "uuid";
 import { LRUCache } from "lru-cache";
 import { MongoServerError, type Collection, type Db } from "mongodb";
 import { findByIds, insertUnlessPresent, isDuplicateKeyError } from "@meter/lib/mongo";
+import { dueForRefresh } from "@meter/lib/refresh-ahead";
 import { WINDOW_DEFAULTS } from "../domain/limits.ts";
 import { CREDIT_DEFAULTS } from "../domain/credits.ts";
 import { LIMITS, PLAN_FIELDS, planSize, type PlanValues, type Rate } from "../domain/settings.ts";
@@ -312,7 +313,7 @@ export class PlanStore {
       if (hit === undefined) missing.push(id);
       else {
         if (hit.product_id === productId) out.push(hit.plan);
-        if (cache.getRemainingTTL(id) < cache.ttl / 2 && !this.refreshing.has(id)) ageing.push(id);
+        if (dueForRefresh(cache, id) && !this.refreshing.has(id)) ageing.push(id);
       }
     }
     if (ageing.length > 0) void this.refresh(ageing);
