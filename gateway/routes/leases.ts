@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import { Type } from "typebox";
+import { Type, type Static } from "typebox";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
-import type { Lease } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
+import type { Lease, WindowLease } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import { Body, DateTime, LeaseId, Nullable, UserParams, errors } from "../schemas/common.ts";
 import { rpcOptions } from "../rpc-options.ts";
 
@@ -28,10 +28,16 @@ const WindowUseIn = Type.Object(
   { additionalProperties: false },
 );
 
+const WindowAsks = (description: string) => Type.Array(WindowAskIn, { maxItems: 64, description });
+const WindowUses = (description: string) => Type.Array(WindowUseIn, { maxItems: 64, description });
+
 const TeamAskIn = Type.Object(
   {
     need: Type.Unsafe<number>({ ...Dollars, description: "Dollars of the team's period spend cap the holder's next call needs; a smaller grant is no grant" }),
     want: Type.Unsafe<number>({ ...Dollars, description: "Most dollars of the team's cap the holder wants to hold (at least need)" }),
+    windows: Type.Optional(
+      WindowAsks("Slices of the windows of the team plan's team-scope limits, as `windows` for the user's plan: one slice per holder, shared by every member it serves"),
+    ),
   },
   {
     additionalProperties: false,
@@ -51,11 +57,9 @@ const AcquireIn = Body({
   need_tokens: Type.Optional(Tokens({ description: "Tokens of `model` the next call needs (its pre-call estimate); default 0" })),
   want_tokens: Type.Optional(Tokens({ description: "Most tokens of `model` the holder wants to hold (at least need_tokens); default need_tokens" })),
   windows: Type.Optional(
-    Type.Array(WindowAskIn, {
-      maxItems: 64,
-      description:
-        "Slices of the windows of the plan's `limits` the holder's calls count in: a calendar or period window by a time in it (`window_start`, absent: now), a rolling window by its dimension alone",
-    }),
+    WindowAsks(
+      "Slices of the windows of the plan's `limits` the holder's calls count in: a calendar or period window by a time in it (`window_start`, absent: now), a rolling window by its dimension alone",
+    ),
   ),
   team: Type.Optional(TeamAskIn),
 });
@@ -68,12 +72,11 @@ const ReleaseIn = Body({
       description: "The same in tokens per model; a model left out keeps its token slice until the lease lapses",
     }),
   ),
-  used_windows: Type.Optional(
-    Type.Array(WindowUseIn, { maxItems: 64, description: "The same per window slice; a window left out keeps its slice until the lease lapses or the window ends" }),
-  ),
+  used_windows: Type.Optional(WindowUses("The same per window slice; a window left out keeps its slice until the lease lapses or the window ends")),
   team_used: Type.Optional(
     Type.Unsafe<number>({ ...Dollars, description: "Dollars the holder spent from its slice of the user's team's cap in all (every member it serves); absent: the team slice is kept until it lapses" }),
   ),
+  team_used_windows: Type.Optional(WindowUses("The same per slice of the team's windows; a window left out keeps its slice until the lease lapses or the window ends")),
 });
 
 const WindowLeaseOut = Type.Object({
@@ -107,6 +110,7 @@ const TeamLeaseOut = Type.Object({
   holders: Type.Integer({ description: "Holders with an outstanding slice of the team's cap" }),
   expires_at: Nullable(DateTime),
   period_end: DateTime,
+  windows: Type.Array(WindowLeaseOut, { description: "One per team window asked for (`team.windows`), in the order asked" }),
 });
 
 const LeaseOut = Type.Object({
@@ -154,17 +158,7 @@ function leaseJson(l: Lease) {
           holders: l.tokens.holders,
         }
       : null,
-    windows: l.windows.map((w) => ({
-      dimension: w.dimension,
-      limited: w.limited,
-      window_start: w.windowStart ? timestampDate(w.windowStart).toISOString() : null,
-      window_end: w.windowEnd ? timestampDate(w.windowEnd).toISOString() : null,
-      granted: w.granted,
-      added: w.added,
-      spent: w.spent,
-      remaining: w.remaining,
-      holders: w.holders,
-    })),
+    windows: l.windows.map(windowLeaseJson),
     team: l.team
       ? {
           team_id: l.team.teamId,
@@ -176,12 +170,29 @@ function leaseJson(l: Lease) {
           holders: l.team.holders,
           expires_at: l.team.expiresAt ? timestampDate(l.team.expiresAt).toISOString() : null,
           period_end: timestampDate(l.team.periodEnd!).toISOString(),
+          windows: l.team.windows.map(windowLeaseJson),
         }
       : null,
   };
 }
 
+function windowLeaseJson(w: WindowLease) {
+  return {
+    dimension: w.dimension,
+    limited: w.limited,
+    window_start: w.windowStart ? timestampDate(w.windowStart).toISOString() : null,
+    window_end: w.windowEnd ? timestampDate(w.windowEnd).toISOString() : null,
+    granted: w.granted,
+    added: w.added,
+    spent: w.spent,
+    remaining: w.remaining,
+    holders: w.holders,
+  };
+}
+
 const at = (iso: string | null | undefined) => (iso ? timestampFromDate(new Date(iso)) : undefined);
+const windowAsks = (asks: Static<typeof WindowAskIn>[] = []) => asks.map((w) => ({ dimension: w.dimension, windowStart: at(w.window_start), need: w.need, want: w.want }));
+const windowUses = (uses: Static<typeof WindowUseIn>[] = []) => uses.map((w) => ({ dimension: w.dimension, windowStart: at(w.window_start), used: w.used }));
 
 export const leaseRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
@@ -195,7 +206,7 @@ export const leaseRoutes: FastifyPluginAsyncTypebox = async (app) => {
           "Grants the holder a slice of cap - settled spend - slices outstanding, atomically, until expires_at; with `model`, " +
           "also a slice of that model's token cap the same way; with `windows`, a slice of each window of the plan's `limits` named " +
           "(cap x hard_gate_at - counted in the window - slices outstanding; a slice of a calendar window is worth nothing once it ends); " +
-          "with `team`, a slice of the period spend cap of the user's team, in the team's counter, shared by every member the holder serves. " +
+          "with `team`, a slice of the period spend cap of the user's team and of each window of its team-scope limits named, kept beside the team's counts, shared by every member the holder serves. " +
           "Asking again extends the holder's lease. " +
           "Usage events spent from it carry its lease_id. 413 when the user's period has 1,000 live leases; " +
           "503 (retryable) when the budget changed under 50 grant attempts in a row.",
@@ -218,8 +229,8 @@ export const leaseRoutes: FastifyPluginAsyncTypebox = async (app) => {
           model: b.model,
           needTokens: BigInt(b.need_tokens ?? 0),
           wantTokens: BigInt(b.want_tokens ?? b.need_tokens ?? 0),
-          windows: (b.windows ?? []).map((w) => ({ dimension: w.dimension, windowStart: at(w.window_start), need: w.need, want: w.want })),
-          team: b.team,
+          windows: windowAsks(b.windows),
+          team: b.team && { need: b.team.need, want: b.team.want, windows: windowAsks(b.team.windows) },
         },
         rpcOptions(request),
       );
@@ -249,8 +260,9 @@ export const leaseRoutes: FastifyPluginAsyncTypebox = async (app) => {
           leaseId: request.params.lease_id,
           used: request.body.used,
           usedTokens: Object.fromEntries(Object.entries(request.body.used_tokens ?? {}).map(([m, n]) => [m, BigInt(n)])),
-          usedWindows: (request.body.used_windows ?? []).map((w) => ({ dimension: w.dimension, windowStart: at(w.window_start), used: w.used })),
+          usedWindows: windowUses(request.body.used_windows),
           teamUsed: request.body.team_used,
+          teamUsedWindows: windowUses(request.body.team_used_windows),
         },
         rpcOptions(request),
       );

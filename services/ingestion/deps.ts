@@ -9,6 +9,7 @@ import type { CounterStore } from "./store/counters.ts";
 import type { WindowStore } from "./windows/store.ts";
 import type { GateEventStore } from "./store/gate-events.ts";
 import type { LeaseStore } from "./leases/store.ts";
+import type { TeamLeaseStores } from "./leases/team.ts";
 import type { WindowLeaseStore } from "./windows/lease-store.ts";
 import type { JobStore } from "./store/jobs.ts";
 import type { OutboxStore } from "./store/outbox.ts";
@@ -59,8 +60,11 @@ export interface IngestionDeps {
   now(): Date;
   /** Jobs this process is completing right now (so the sweep and a retry share the work). */
   recovering: Map<string, Promise<void>>;
-  /** Budget leases: the period caps' slices in the period counter, the team's in the team's period counter, the windows' in the window document. */
-  leases: LeaseSettings & { store: LeaseStore; teams: LeaseStore; windows: WindowLeaseStore };
+  /**
+   * Budget leases: the period caps' slices in the period counter, the windows' in the window
+   * document; a team's beside its counts likewise (leases/team.ts).
+   */
+  leases: LeaseSettings & TeamLeaseStores & { store: LeaseStore; windows: WindowLeaseStore };
 }
 
 export interface LeaseSettings {

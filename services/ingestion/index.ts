@@ -1,4 +1,4 @@
-import type { Db } from "mongodb";
+import type { Collection, Db } from "mongodb";
 import type { HandlerContext } from "@connectrpc/connect";
 import { IngestionService } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import type { PeerUrls } from "@meter/lib/config";
@@ -20,7 +20,7 @@ import { getTeamLimits } from "./handlers/get-team-limits.ts";
 import { getTeamUsage } from "./handlers/get-team-usage.ts";
 import { acquireLease } from "./handlers/acquire-lease.ts";
 import { releaseLease } from "./handlers/release-lease.ts";
-import { LeaseStore } from "./leases/store.ts";
+import { LeaseStore, emptyCounter } from "./leases/store.ts";
 import { getUsage } from "./handlers/get-usage.ts";
 import { ingestGateEvents } from "./handlers/ingest-gate-events.ts";
 import { ingestUsageEvents } from "./handlers/ingest-usage-events.ts";
@@ -31,8 +31,8 @@ import { defineLateChanges, kickLateChanges, scheduleLateChanges } from "./jobs/
 import { outboxes } from "./relay/handover.ts";
 import { Relay } from "./relay/outbox.ts";
 import { CounterStore } from "./store/counters.ts";
-import { WindowStore } from "./windows/store.ts";
-import { WindowLeaseStore } from "./windows/lease-store.ts";
+import { WindowStore, type WindowDoc } from "./windows/store.ts";
+import { WindowLeaseStore, emptyWindowDoc } from "./windows/lease-store.ts";
 import { CrossingStore } from "./thresholds/store.ts";
 import { GateEventStore } from "./store/gate-events.ts";
 import { UsageEventStore } from "./store/usage-events.ts";
@@ -114,12 +114,13 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
   await Promise.all([counters.init(), crossings.init(), scheduler.init()]);
   const windows = new WindowStore(opts.db);
   const teamCounters = new CounterStore(opts.db, "team_counters", "team_id");
+  const teamWindows = new WindowStore(opts.db, "team_windows", "team_id");
   const deps: IngestionDeps = {
     events,
     counters,
     windows,
     teamCounters,
-    teamWindows: new WindowStore(opts.db, "team_windows", "team_id"),
+    teamWindows,
     arrivals,
     lateChanges: new LateChanges(opts.db),
     kickLateChanges: () => kickLateChanges(deps),
@@ -139,7 +140,16 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
     scheduler,
     kickRelay: () => kickRelay(deps),
     retention: { ...RETENTION_DEFAULTS, ...opts.retention },
-    leases: { ttlMs: opts.leaseTtlMs ?? 60_000, graceMs: opts.leaseGraceMs ?? 30_000, store: new LeaseStore(counters.counters), teams: new LeaseStore(teamCounters.counters, "team_id"), windows: new WindowLeaseStore(windows.windows) },
+    leases: {
+      ttlMs: opts.leaseTtlMs ?? 60_000,
+      graceMs: opts.leaseGraceMs ?? 30_000,
+      store: new LeaseStore(counters.counters),
+      windows: new WindowLeaseStore(windows.windows),
+      teams: new LeaseStore(teamCounters.counters, "team_id"),
+      teamWindows: new WindowLeaseStore(teamWindows.windows, emptyWindowDoc("team_id")),
+      // A team's windows within its period are counted in its period counter (teams/count.ts), their slices beside them.
+      teamCounterWindows: new WindowLeaseStore(teamCounters.counters as unknown as Collection<WindowDoc>, (ref) => emptyCounter({ productId: ref.productId, userId: ref.userId, start: ref.start!, end: ref.end! }, "team_id")),
+    },
   };
   defineRetention(deps);
   defineLateChanges(deps, () => followLateChanges(deps));

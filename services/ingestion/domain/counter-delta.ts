@@ -17,4 +17,10 @@ export interface CounterDelta extends LeaseShare {
    * field: a team's windows that lie within its billing period (teams/count.ts).
    */
   windows?: Map<string, WindowShare>;
+  /**
+   * What those window counts settle against the budget leases' window slices the counter holds
+   * (field path to increment), and whether they lower what remains for every holder (then the
+   * version is bumped): windows/slices.ts windowSettlement.
+   */
+  windowSettle?: { spent: Record<string, number>; bump: boolean };
 }

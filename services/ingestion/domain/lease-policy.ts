@@ -14,6 +14,8 @@ export interface LeaseEntry extends Budget {
   expires_at?: Date;
   /** Token slices, by field-key encoded model name. */
   tokens?: Record<string, Budget>;
+  /** A team's period counter: slices of the team's windows within its period, by window field (windows/slices.ts). */
+  s?: Record<string, Budget & { e?: number }>;
 }
 
 /** Which budget of a lease: the nano-dollars of the spend cap (null) or a model's tokens (its field key). */

@@ -26,7 +26,7 @@ export interface UsageCompletionDeps extends CrossingDeps, TeamCountDeps {
   windows: Pick<WindowStore, "add" | "released" | "leasesOf">;
   arrivals: Pick<ArrivalStore, "record">;
   outbox: Pick<OutboxStore, "put" | "analytics" | "webhooks">;
-  leases: { store: Pick<LeaseStore, "held">; teams: Pick<LeaseStore, "held">; graceMs: number };
+  leases: { store: Pick<LeaseStore, "held">; teams: Pick<LeaseStore, "entries">; graceMs: number };
 }
 
 /** What completing a gate-event job needs. */

@@ -84,4 +84,58 @@ t("a member's lease holds a slice of the team's spend cap: one ledger for the ho
   assert.equal([refused.limited, refused.lease!.team?.added], [true, 0]);
 });
 
+t("a member's lease holds slices of the team's windows beside their counts, shared by every member the holder serves, settled by the team's counting", async ({ stack, ingestion }) => {
+  const { productId, api } = await productWithUser(stack);
+  const [a, b] = ["wa", "wb"];
+  for (const u of [a, b]) await api.post("/users", { external_user_id: u });
+  const limits = [
+    // A calendar window within the team's period: counted (and leased) in the team's period counter.
+    { name: "team-daily", metric: "spend", max: 10, window: "day", scope: "team" },
+    // A rolling window: in the team's window document.
+    { name: "team-hourly-calls", metric: "requests", max: 20, window: "rolling", duration_minutes: 60, scope: "team" },
+  ];
+  const plan = (await api.post("/config/plans", { plans: [{ name: `team-w-${Date.now()}`, limits }] })).body.plans[0];
+  await api.post("/teams", { external_team_id: "wcrew", name: "W crew" });
+  const day = 86_400_000;
+  const sub = await api.post("/teams/wcrew/subscription", { plan_id: plan.id, period_start: new Date(Date.now() - 40 * day).toISOString(), period_end: new Date(Date.now() + 40 * day).toISOString() });
+  assert.is(sub.status, 200, JSON.stringify(sub.body));
+  for (const u of [a, b]) assert.is((await api.request("PUT", `/users/${u}/team`, { body: { team_id: "wcrew" } })).status, 200);
+  const daily = dimensionKey({ metric: "spend", window: "day" });
+  const calls = dimensionKey({ metric: "requests", window: "rolling", duration_minutes: 60 });
+  const ask = (userId: string, holder: string, windows: { dimension: string; need: number; want: number }[]) =>
+    ingestion.acquireLease({ productId, userId, holder, need: 0, want: 0, team: { need: 0, want: 0, windows } });
+
+  // A team plan without a spend cap but with team windows is limited: the windows are leased.
+  const first = await ask(a, "h1", [{ dimension: daily, need: 1, want: 4 }, { dimension: calls, need: 1, want: 5 }, { dimension: "spend:month::", need: 1, want: 1 }]);
+  assert.is(first.limited, true);
+  const team = first.lease!.team!;
+  assert.equal([team.teamId, team.spendLimited], ["wcrew", false]);
+  assert.equal(team.windows.map((w) => [w.limited, w.added, w.remaining]), [[true, 4, 6], [true, 5, 15], [false, 0, 0]]);
+  assert.ok(team.windows[0]!.windowEnd, "a calendar window's slice says when it ends");
+  // Another holder serving the other member shares the same windows.
+  const second = await ask(b, "h2", [{ dimension: daily, need: 1, want: 10 }]);
+  assert.equal([second.lease!.team!.windows[0]!.added, second.lease!.team!.windows[0]!.remaining, second.lease!.team!.windows[0]!.holders], [2, 4, 2]);
+
+  // $3 (one call) spent from h1's slices by a, then $1 not from a lease by b: both counted for the team.
+  await ingestion.ingestUsageEvents({ productId, events: [usageEvent(a, { costTotal: 3, leaseId: "h1" }), usageEvent(b, { costTotal: 1 })] });
+  await eventually(async () => (await api.get("/teams/wcrew/usage")).body.total_cost === 4, 30_000, "the team to count the events");
+  // h1's slices were settled in the counting updates: asking for nothing more shows what was spent from them.
+  const seen = await ask(a, "h1", [{ dimension: daily, need: 0, want: 0 }, { dimension: calls, need: 0, want: 0 }]);
+  assert.equal(seen.lease!.team!.windows.map((w) => [w.granted, w.spent]), [[4, 3], [5, 1]]);
+  // What remains of the day: $10 less $4 counted, less what h1 ($1) and h2 ($2) hold unspent.
+  const third = await ask(a, "h3", [{ dimension: daily, need: 0, want: 100 }]);
+  assert.is(third.lease!.team!.windows[0]!.added + third.lease!.team!.windows[0]!.remaining, 3);
+  // h1 gives back what it did not use of its slices; what it used stays counted.
+  const released = await ingestion.releaseLease({ productId, userId: b, leaseId: "h1", used: 0, teamUsedWindows: [{ dimension: daily, used: 3 }, { dimension: calls, used: 1 }] });
+  assert.ok(released.lease!.team, "the team part of the release");
+  const after = await ask(b, "h4", [{ dimension: daily, need: 0, want: 100 }, { dimension: calls, need: 0, want: 100 }]);
+  const [d, c] = after.lease!.team!.windows;
+  // The day: $10 - $4 counted - h2's $2 - h3's slice; the calls: 20 - 2 counted (h1's 5 given back to its 1 used).
+  assert.is(d!.added + d!.remaining, 10 - 4 - 2 - third.lease!.team!.windows[0]!.added);
+  assert.is(c!.added + c!.remaining, 18);
+  // Past the day's cap nothing is granted.
+  const refused = await ask(a, "h5", [{ dimension: daily, need: 9, want: 9 }]);
+  assert.equal([refused.limited, refused.lease!.team!.windows[0]!.added], [true, 0]);
+});
+
 t.run();

@@ -9,7 +9,7 @@ import type { Ask } from "../leases/store.ts";
 import { catchUp } from "../late-changes/follow.ts";
 import { attribute } from "../domain/attribution.ts";
 import { requireUser } from "./common.ts";
-import { acquireWindows } from "../windows/lease-request.ts";
+import { acquireWindows, userWindowHome } from "../windows/lease-request.ts";
 import { MAX_LEASE_TTL_MS, leaseMessage, requireDollars, requireLeaseId, requireTokens } from "../leases/request.ts";
 import { creditsInForce, teamCapWithPoolNano } from "../credits/view.ts";
 import { acquireTeamSlice } from "../leases/team.ts";
@@ -58,9 +58,7 @@ export function acquireLease(deps: IngestionDeps): ServiceImpl<typeof IngestionS
     if (tokenLimit) asks.push({ dim: encodeKey(model!), cap: tokenLimit.maxTokensPerPeriod * hard, need: needTokens, want: wantTokens });
     // The windows' slices live in the user's window document: granted beside the period's, each write conditional on its own document.
     const windowsAsked = acquireWindows({
-      store: deps.leases.windows,
-      productId,
-      userId: req.userId,
+      home: userWindowHome(deps.leases.windows, productId, req.userId),
       plan,
       period: a.period,
       holder,
@@ -72,7 +70,7 @@ export function acquireLease(deps: IngestionDeps): ServiceImpl<typeof IngestionS
     // The team's slice lives in the team's period counter: granted beside the user's, conditional on its own document.
     const teamAsked = req.team ? acquireTeamSlice(
           {
-            store: deps.leases.teams,
+            stores: deps.leases,
             productId,
             user,
             holder,
@@ -88,7 +86,7 @@ export function acquireLease(deps: IngestionDeps): ServiceImpl<typeof IngestionS
       // A plan with windows is limited whatever this request asked of them: a client that sent
       // none (its call's window had just ended) and heard "nothing to lease" would stop leasing
       // every window of the user for a while, and its replicas together pass the limits.
-      if (!plan?.limits.length && !windows.some((w) => w.limited) && !team?.spendLimited) return { limited: false };
+      if (!plan?.limits.length && !windows.some((w) => w.limited) && !team?.spendLimited && !team?.windows.some((w) => w.limited)) return { limited: false };
       const lease = leaseMessage(holder, { granted: 0, spent: 0, expires_at: new Date(now.getTime() + ttlMs) }, { ttlMs, periodEnd: a.period.end, spendLimited });
       return { limited: true, lease: { ...lease, windows, team } };
     }

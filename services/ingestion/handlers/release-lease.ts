@@ -6,7 +6,7 @@ import { attribute } from "../domain/attribution.ts";
 import { requireUser } from "./common.ts";
 import { normalizeModel, toNano } from "@meter/rules";
 import { encodeKey } from "../domain/field-keys.ts";
-import { releasedWindows } from "../windows/lease-request.ts";
+import { releasedWindows, userWindowHome } from "../windows/lease-request.ts";
 import { windowDocId } from "../windows/shares.ts";
 import { releaseTeamSlice } from "../leases/team.ts";
 import { leaseMessage, requireDollars, requireLeaseId, requireTokens } from "../leases/request.ts";
@@ -37,11 +37,12 @@ export function releaseLease(deps: IngestionDeps): ServiceImpl<typeof IngestionS
       // add a field to the counter, which every later update rewrites (domain/counter-bounds.ts).
       if (a.plan && Object.hasOwn(a.plan.modelLimits, name)) usedTokens[encodeKey(name)] = tokens;
     }
-    const usedWindows = releasedWindows(req.usedWindows, a.plan, a.period, deps.now());
+    const usedWindows = [...releasedWindows("used_windows", req.usedWindows, a.plan, a.period, deps.now(), userWindowHome(deps.leases.windows, productId, req.userId)).values()][0];
+    const teamAsked = req.teamUsed !== undefined || req.teamUsedWindows.length > 0;
     const [lease, windows, team] = await Promise.all([
       deps.leases.store.release(a.counterId, holder, toNano(used), usedTokens),
-      deps.leases.windows.release(windowDocId(productId, req.userId), holder, usedWindows),
-      req.teamUsed === undefined ? undefined : releaseTeamSlice(deps.leases.teams, productId, user, holder, req.teamUsed, deps.now()),
+      deps.leases.windows.release(windowDocId(productId, req.userId), holder, usedWindows?.used ?? {}),
+      teamAsked ? releaseTeamSlice(deps.leases, productId, user, holder, { used: req.teamUsed, windows: req.teamUsedWindows }, deps.now()) : undefined,
     ]);
     if (!lease && !windows && !team) throw rpcError.notFound(`lease "${holder}" not found in the current period of user "${req.userId}"`);
     const teamPart = team ?? undefined;

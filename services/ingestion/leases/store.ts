@@ -142,34 +142,40 @@ export class LeaseStore {
     return new Set(ids.filter((id) => own(doc?.leases, id)?.expires_at !== undefined));
   }
 
+  /** The entries of the leases `ids` the counter holds, window slices included (a team's counter: leases/team.ts). */
+  async entries(counterId: string, ids: readonly string[]): Promise<Record<string, LeaseEntry>> {
+    const projection = Object.fromEntries(ids.map((id) => [`leases.${id}`, 1]));
+    const doc = await this.counters.findOne({ _id: counterId }, { projection });
+    return Object.fromEntries(ids.flatMap((id) => (own(doc?.leases, id)?.expires_at !== undefined ? [[id, own(doc!.leases, id)!]] : [])));
+  }
+
   /** An empty counter to lease from (usage creates counters too; whoever is first wins). */
   private async create(ref: CounterRef): Promise<LeasedCounter> {
     try {
-      await this.counters.updateOne(
-        { _id: ref.id },
-        {
-          $setOnInsert: {
-            product_id: ref.productId,
-            [this.owner]: ref.userId,
-            period_start: ref.start,
-            period_end: ref.end,
-            cost_nano: 0,
-            tokens: 0,
-            tool_calls: 0,
-            events: 0,
-            tokens_by_model: {},
-            cost_nano_by_model: {},
-            jobs: {},
-            version: 0,
-          },
-        },
-        { upsert: true },
-      );
+      await this.counters.updateOne({ _id: ref.id }, { $setOnInsert: emptyCounter(ref, this.owner) }, { upsert: true });
     } catch (err) {
       if (!isDuplicateKeyError(err)) throw err;
     }
     return (await this.counters.findOne({ _id: ref.id }))!;
   }
+}
+
+/** The fields of a period counter nothing was counted in yet, as a lease creates it (`owner` as LeaseStore's). */
+export function emptyCounter(ref: Omit<CounterRef, "id">, owner: "user_id" | "team_id") {
+  return {
+    product_id: ref.productId,
+    [owner]: ref.userId,
+    period_start: ref.start,
+    period_end: ref.end,
+    cost_nano: 0,
+    tokens: 0,
+    tool_calls: 0,
+    events: 0,
+    tokens_by_model: {},
+    cost_nano_by_model: {},
+    jobs: {},
+    version: 0,
+  };
 }
 
 /**
@@ -218,6 +224,8 @@ function planGroup(doc: LeasedCounter, group: readonly Pending[]): { outcomes: O
       set[`${path(a.holder, dim)}.granted`] = b.granted;
       inc[`${path(a.holder, dim)}.spent`] = 0;
     }
+    // A team's counter also holds window slices (windows/slices.ts): a lapsed lease restarts them too.
+    if (!isMineLive) for (const [key, s] of Object.entries(mine?.s ?? {})) set[`leases.${a.holder}.s.${key}.granted`] = Number(s.spent ?? 0);
     written.add(a.holder);
     const lease: LeaseEntry = { ...(next.get(null) ?? { granted: 0, spent: 0 }), expires_at: expires };
     const tokens = [...next].filter(([dim]) => dim !== null);

@@ -7,17 +7,30 @@
  * settle it in the team counter's own update (teams/count.ts).
  */
 import { toDollars, toNano } from "@meter/rules";
-import type { TeamAsk } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
+import type { TeamAsk, WindowLease, WindowUse } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import { toTimestamp } from "@meter/lib/time";
-import type { KnownUser } from "../adapters/plans.ts";
+import type { KnownUser, PlanInfo } from "../adapters/plans.ts";
 import { attributeTeam, type TeamAttribution } from "../domain/attribution.ts";
 import type { Grant, LeaseEntry } from "../domain/lease-policy.ts";
 import type { LeaseStore } from "./store.ts";
 import { requireDollars } from "./request.ts";
 import { rpcError } from "@meter/lib/errors";
+import { acquireWindows, releasedWindows, type SliceHome } from "../windows/lease-request.ts";
+import type { WindowLeaseStore } from "../windows/lease-store.ts";
+import { windowDocId } from "../windows/shares.ts";
+import { inPeriodWindow, scopeOf } from "../teams/shares.ts";
+
+/** Where a team's slices are kept: the spend cap's and the in-period windows' in its period counter, the other windows' in its window document. */
+export interface TeamLeaseStores {
+  teams: LeaseStore;
+  /** The team's window documents (`team_windows`). */
+  teamWindows: WindowLeaseStore;
+  /** The window slices kept in the team's period counters (`team_counters`). */
+  teamCounterWindows: WindowLeaseStore;
+}
 
 export interface TeamLeaseInput {
-  store: LeaseStore;
+  stores: TeamLeaseStores;
   productId: string;
   user: KnownUser;
   holder: string;
@@ -34,7 +47,23 @@ export function teamCapNano(t: TeamAttribution): number | null {
   return max === undefined || max === null ? null : Math.round(toNano(max) * t.plan.hardGateAt);
 }
 
-/** Grants the team slice asked for; undefined when the user is in no team with a plan in force now. */
+/** The team plan as its team-scope windows see it (member-scope limits count each member apart, in the member's window document). */
+function teamScopePlan(t: TeamAttribution): PlanInfo {
+  return { ...t.plan, limits: t.plan.limits.filter((l) => scopeOf(l) === "team") };
+}
+
+/**
+ * The home of a team window's slices: beside its count (teams/count.ts), in the period counter
+ * for a calendar or period window within the team's period, else in the team's window document.
+ */
+function teamWindowHome(stores: TeamLeaseStores, productId: string, t: TeamAttribution): (slice: { key: string; end: number | null }) => SliceHome {
+  const ref = { productId, userId: t.team.id };
+  const counter: SliceHome = { store: stores.teamCounterWindows, id: t.counterId, ref: { ...ref, start: t.period.start, end: t.period.end } };
+  const doc: SliceHome = { store: stores.teamWindows, id: windowDocId(productId, t.team.id), ref };
+  return (s) => (s.end !== null && inPeriodWindow({ key: s.key, end: s.end, n: 0 }, t.period.start, t.period.end) ? counter : doc);
+}
+
+/** Grants the team slices asked for (spend, then windows); undefined when the user is in no team with a plan in force now. */
 export async function acquireTeamSlice(i: TeamLeaseInput, ask: TeamAsk) {
   const need = requireDollars("team.need", ask.need);
   const want = requireDollars("team.want", ask.want);
@@ -44,21 +73,42 @@ export async function acquireTeamSlice(i: TeamLeaseInput, ask: TeamAsk) {
   // A team whose plan draws credits: its pool extends the cap as it does in the session view.
   const pooled = t.plan.creditsEnabled && i.capWithPool ? await i.capWithPool(t) : null;
   const cap = pooled === null ? teamCapNano(t) : Math.round(pooled * t.plan.hardGateAt);
-  if (cap === null) return teamLeaseMessage(t, { granted: 0, spent: 0 }, false);
   const ref = { id: t.counterId, productId: i.productId, userId: t.team.id, start: t.period.start, end: t.period.end };
-  const view = await i.store.acquire(ref, { holder: i.holder, asks: [{ dim: null, cap, need: toNano(need), want: toNano(want) }], ttlMs: i.ttlMs, graceMs: i.graceMs, now: i.now });
-  return teamLeaseMessage(t, view.lease, true, view.grants[0]);
+  const spend = cap === null ? null : await i.stores.teams.acquire(ref, { holder: i.holder, asks: [{ dim: null, cap, need: toNano(need), want: toNano(want) }], ttlMs: i.ttlMs, graceMs: i.graceMs, now: i.now });
+  // After the spend slice: both may live in the period counter, and each write is conditional on its version.
+  const windows = await acquireWindows({
+    home: teamWindowHome(i.stores, i.productId, t),
+    plan: teamScopePlan(t),
+    period: t.period,
+    holder: i.holder,
+    asks: ask.windows,
+    ttlMs: i.ttlMs,
+    graceMs: i.graceMs,
+    now: i.now,
+  });
+  return teamLeaseMessage(t, spend?.lease ?? { granted: 0, spent: 0 }, cap !== null, spend?.grants[0], windows);
 }
 
-/** Sets the holder's team slice to what it used in all; undefined when the user is in no team now, null when the team counter holds no such lease. */
-export async function releaseTeamSlice(store: LeaseStore, productId: string, user: KnownUser, holder: string, used: number, now: Date) {
+/**
+ * Sets the holder's team slices to what it used in all (`used` dollars, when given; `windows`
+ * each named window); undefined when the user is in no team now, null when the team's documents
+ * hold no such lease.
+ */
+export async function releaseTeamSlice(stores: TeamLeaseStores, productId: string, user: KnownUser, holder: string, used: { used?: number; windows: readonly WindowUse[] }, now: Date) {
   const t = attributeTeam(productId, user, now);
   if (!t) return undefined;
-  const lease = await store.release(t.counterId, holder, toNano(requireDollars("team_used", used)), {});
-  return lease ? teamLeaseMessage(t, lease, teamCapNano(t) !== null) : null;
+  const dollars = used.used === undefined ? undefined : toNano(requireDollars("team_used", used.used));
+  const windows = releasedWindows("team_used_windows", used.windows, teamScopePlan(t), t.period, now, teamWindowHome(stores, productId, t));
+  const [lease, ...slices] = await Promise.all([
+    dollars === undefined ? null : stores.teams.release(t.counterId, holder, dollars, {}),
+    ...[...windows.values()].map(({ home, used }) => home.store.release(home.id, holder, used)),
+  ]);
+  const found = lease ?? slices.find((l) => l !== null);
+  if (!found) return null;
+  return teamLeaseMessage(t, lease ?? { granted: 0, spent: 0, expires_at: found.expires_at }, teamCapNano(t) !== null);
 }
 
-function teamLeaseMessage(t: TeamAttribution, lease: LeaseEntry, spendLimited: boolean, g?: Grant) {
+function teamLeaseMessage(t: TeamAttribution, lease: LeaseEntry, spendLimited: boolean, g?: Grant, windows: WindowLease[] = []) {
   return {
     teamId: t.team.externalTeamId,
     spendLimited,
@@ -69,5 +119,6 @@ function teamLeaseMessage(t: TeamAttribution, lease: LeaseEntry, spendLimited: b
     holders: g?.holders ?? 0,
     expiresAt: lease.expires_at ? toTimestamp(lease.expires_at) : undefined,
     periodEnd: toTimestamp(t.period.end),
+    windows,
   };
 }

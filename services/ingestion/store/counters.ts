@@ -284,7 +284,8 @@ function addOp(jobId: string, d: CounterDelta, releasing: readonly string[], end
     inc[`leases.${id}.spent`] = wide(l.cost);
     for (const [k, v] of Object.entries(l.tokens)) inc[`leases.${id}.tokens.${k}.spent`] = wide(v);
   }
-  if (bumpsVersion(d)) inc.version = 1;
+  for (const [f, n] of Object.entries(d.windowSettle?.spent ?? {})) inc[f] = wide(n);
+  if (bumpsVersion(d) || d.windowSettle?.bump) inc.version = 1;
   const set: Record<string, unknown> = { [`jobs.${jobId}`]: 1, period_end: d.end };
   // Window counts in the counter itself (CounterDoc.w), as a window document counts them (windows/store.ts).
   for (const [key, s] of d.windows ?? []) {

@@ -9,7 +9,8 @@
 import type { CounterStore } from "../store/counters.ts";
 import type { WindowStore } from "../windows/store.ts";
 import { deltas, type Attributed } from "../domain/period-deltas.ts";
-import { windowDeltas, type WindowShare } from "../windows/shares.ts";
+import { windowDeltas, type WindowDelta, type WindowShare } from "../windows/shares.ts";
+import { windowSettlement } from "../windows/slices.ts";
 import type { UsageEventDoc } from "../store/usage-events.ts";
 import { inPeriodWindow, poolCounterId } from "./shares.ts";
 import type { LeaseStore } from "../leases/store.ts";
@@ -18,9 +19,9 @@ import { namedLeases, spendsByLease } from "../domain/lease-settlement.ts";
 /** What counting teams needs: the teams' own counters and window documents. */
 export interface TeamCountDeps {
   teamCounters: Pick<CounterStore, "add" | "released" | "spends">;
-  teamWindows: Pick<WindowStore, "add" | "released">;
-  /** The teams' budget leases (slices of a team's period spend cap held by client replicas). */
-  leases: { teams: Pick<LeaseStore, "held"> };
+  teamWindows: Pick<WindowStore, "add" | "released" | "leasesOf">;
+  /** The teams' budget leases (slices of a team's period spend cap and windows held by client replicas: leases/team.ts). */
+  leases: { teams: Pick<LeaseStore, "entries">; graceMs: number };
   now(): Date;
 }
 
@@ -67,29 +68,48 @@ export async function countTeams(deps: TeamCountDeps, jobId: string, inserted: r
   const now = deps.now();
   // The windows within each period go in its counter's update; the others to the window document.
   const rest: TeamEvent[] = [];
+  // The in-period windows' shares by the lease their event names (settled against its window slices in the counter).
+  const counted = new Map<(typeof periods)[number], Pick<WindowDelta, "byLease" | "unleased">>();
   for (const p of periods) {
+    const c: Pick<WindowDelta, "byLease" | "unleased"> = {};
     for (const e of p.events) {
       const own = e.windows?.filter((s) => s.end > now.getTime() && inPeriodWindow(s, e.period_start, e.period_end)) ?? [];
       for (const s of own) {
         p.delta.windows ??= new Map();
         const prev = p.delta.windows.get(s.key);
         p.delta.windows.set(s.key, { key: s.key, end: s.end, n: (prev?.n ?? 0) + s.n });
+        if (!e.lease_id) c.unleased = true;
+        else {
+          c.byLease ??= new Map();
+          const l = c.byLease.get(e.lease_id) ?? new Map<string, number>();
+          l.set(s.key, (l.get(s.key) ?? 0) + s.n);
+          c.byLease.set(e.lease_id, l);
+        }
       }
       if (own.length < (e.windows?.length ?? 0)) rest.push({ ...e, windows: e.windows!.filter((s) => !own.includes(s)) });
     }
+    counted.set(p, c);
   }
   // What each team period's events spent from the slices its counter holds (as for a member's counter, exactly-once/complete.ts).
   await Promise.all(
     periods.map(async (p) => {
       const named = namedLeases(p.events);
-      const held = named.length === 0 ? new Set<string>() : await deps.leases.teams.held(p.delta.id, named);
-      Object.assign(p.delta, spendsByLease(p.events, held));
+      const entries = named.length === 0 ? {} : await deps.leases.teams.entries(p.delta.id, named);
+      Object.assign(p.delta, spendsByLease(p.events, new Set(Object.keys(entries))));
+      if (p.delta.windows) p.delta.windowSettle = windowSettlement(counted.get(p)!, entries, now.getTime(), deps.leases.graceMs);
     }),
   );
   // The spend the team's pool pays whole (teams/shares.ts poolCounterId): period counters only.
   const pools = deltas(events.filter((e) => e.direct).map((e) => ({ ...e, counter_id: poolCounterId(e.counter_id) }))).periods;
   const counters = [...periods.map((p) => p.delta), ...months, ...pools.map((p) => p.delta)];
   const windows = windowDeltas(rest, now);
+  // The other windows' slices live in the team's window document: settled in its own update (as a member's, exactly-once/complete.ts).
+  await Promise.all(
+    windows.map(async (w) => {
+      const named = w.byLease === undefined ? [] : [...w.byLease.keys()];
+      w.settle = windowSettlement(w, named.length === 0 ? {} : await deps.teamWindows.leasesOf(w.id, named), now.getTime(), deps.leases.graceMs);
+    }),
+  );
   await Promise.all([deps.teamCounters.add(jobId, counters, new Set(), now), windows.length === 0 ? undefined : deps.teamWindows.add(jobId, windows, now)]);
   return { counters: counters.map((d) => d.id), windows: windows.map((w) => w.id) };
 }

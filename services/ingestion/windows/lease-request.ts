@@ -11,8 +11,8 @@ import { toTimestamp } from "@meter/lib/time";
 import { dimensionKey, toDollars, toNano, type BillingPeriod } from "@meter/rules";
 import type { PlanInfo } from "../adapters/plans.ts";
 import { windowAt, windowDocId, windowField, type WindowLimit } from "./shares.ts";
-import { rollingSliceKey, settledIn, type SliceAsk } from "./slices.ts";
-import type { WindowLeaseStore } from "./lease-store.ts";
+import { rollingSliceKey, settledIn, type SliceAsk, type SliceGrant } from "./slices.ts";
+import type { SliceDocRef, WindowLeaseStore } from "./lease-store.ts";
 
 /** Windows one request may ask for (a plan has at most 16 limits; a call may sit at a window's end). */
 export const MAX_WINDOW_ASKS = 64;
@@ -66,10 +66,22 @@ function resolve(field: string, dims: Map<string, WindowLimit[]>, plan: PlanInfo
   return { limits, key: windowField(dimension, w.start), rolling: null, start: w.start, end: w.end };
 }
 
-export interface WindowGrantInput {
+/** Where a window's slices are kept: the document its window is counted in. */
+export interface SliceHome {
   store: WindowLeaseStore;
-  productId: string;
-  userId: string;
+  id: string;
+  ref: SliceDocRef;
+}
+
+/** A user's window slices: all in its window document. */
+export function userWindowHome(store: WindowLeaseStore, productId: string, userId: string): () => SliceHome {
+  const home = { store, id: windowDocId(productId, userId), ref: { productId, userId } };
+  return () => home;
+}
+
+export interface WindowGrantInput {
+  /** The home of a window's slices by its slice key and end (null: rolling); a user's are all in its window document. */
+  home: (slice: { key: string; end: number | null }) => SliceHome;
   plan: PlanInfo | null;
   period: BillingPeriod;
   holder: string;
@@ -79,7 +91,7 @@ export interface WindowGrantInput {
   now: Date;
 }
 
-/** Grants the window slices asked for in one conditional write of the user's window document; one answer per ask, in order. */
+/** Grants the window slices asked for in one conditional write of each document they are kept in; one answer per ask, in order. */
 export async function acquireWindows(i: WindowGrantInput): Promise<WindowLease[]> {
   if (i.asks.length === 0) return [];
   if (i.asks.length > MAX_WINDOW_ASKS) throw rpcError.invalid(`windows may name at most ${MAX_WINDOW_ASKS} windows`);
@@ -95,20 +107,33 @@ export async function acquireWindows(i: WindowGrantInput): Promise<WindowLease[]
     return { ...r, need, want };
   });
   const live = resolved.filter((r): r is NonNullable<typeof r> => r !== null && (r.end === null || r.end > now));
-  const grants = live.length === 0 ? [] : await i.store.acquire(windowDocId(i.productId, i.userId), i, {
-    holder: i.holder,
-    ttlMs: i.ttlMs,
-    graceMs: i.graceMs,
-    now: i.now,
-    asks: (doc): SliceAsk[] =>
-      live.map((r) => ({ key: r.key, cap: hardMark(r.limits, i.plan!), settled: settledIn(doc.w, r.key, r.rolling, now), end: r.end, need: r.need, want: r.want })),
-  });
+  const homes = new Map<string, { home: SliceHome; rs: typeof live }>();
+  for (const r of live) {
+    const home = i.home(r);
+    const group = homes.get(home.id);
+    if (group) group.rs.push(r);
+    else homes.set(home.id, { home, rs: [r] });
+  }
+  const grantOf = new Map<(typeof live)[number], SliceGrant>();
+  await Promise.all(
+    [...homes.values()].map(async ({ home, rs }) => {
+      const grants = await home.store.acquire(home.id, home.ref, {
+        holder: i.holder,
+        ttlMs: i.ttlMs,
+        graceMs: i.graceMs,
+        now: i.now,
+        asks: (doc): SliceAsk[] =>
+          rs.map((r) => ({ key: r.key, cap: hardMark(r.limits, i.plan!), settled: settledIn(doc.w, r.key, r.rolling, now), end: r.end, need: r.need, want: r.want })),
+      });
+      rs.forEach((r, k) => grantOf.set(r, grants[k]!));
+    }),
+  );
   return i.asks.map((a, k) => {
     const r = resolved[k];
     if (!r) return create(WindowLeaseSchema, { dimension: a.dimension, limited: false });
     const l = r.limits[0]!;
     const bounds = r.start === null ? {} : { windowStart: toTimestamp(new Date(r.start)), windowEnd: toTimestamp(new Date(r.end!)) };
-    const g = live.indexOf(r) < 0 ? undefined : grants[live.indexOf(r)];
+    const g = grantOf.get(r);
     // A window that has ended: nothing to grant, nothing remains of it.
     if (!g) return create(WindowLeaseSchema, { dimension: a.dimension, limited: true, ...bounds });
     return create(WindowLeaseSchema, {
@@ -124,14 +149,28 @@ export async function acquireWindows(i: WindowGrantInput): Promise<WindowLease[]
   });
 }
 
-/** The slices a release names, keyed as stored, in the limit's unit; windows the plan no longer limits are left out. */
-export function releasedWindows(uses: readonly WindowUse[], plan: PlanInfo | null, period: BillingPeriod, now: Date): Record<string, number> {
-  if (uses.length > MAX_WINDOW_ASKS) throw rpcError.invalid(`used_windows may name at most ${MAX_WINDOW_ASKS} windows`);
+/**
+ * The slices a release names, keyed as stored, in the limit's unit, by the id of the document
+ * they are kept in (`home`, as for acquireWindows); windows the plan no longer limits are left out.
+ */
+export function releasedWindows(
+  field: string,
+  uses: readonly WindowUse[],
+  plan: PlanInfo | null,
+  period: BillingPeriod,
+  now: Date,
+  home: (slice: { key: string; end: number | null }) => SliceHome,
+): Map<string, { home: SliceHome; used: Record<string, number> }> {
+  if (uses.length > MAX_WINDOW_ASKS) throw rpcError.invalid(`${field} may name at most ${MAX_WINDOW_ASKS} windows`);
   const dims = byDimension(plan);
-  const out: Record<string, number> = {};
+  const out = new Map<string, { home: SliceHome; used: Record<string, number> }>();
   uses.forEach((u, k) => {
-    const r = resolve(`used_windows[${k}]`, dims, plan, period, u.dimension, u.windowStart, now.getTime());
-    if (r) out[r.key] = amount(`used_windows[${k}].used`, r.limits[0]!, u.used, Math.ceil);
+    const r = resolve(`${field}[${k}]`, dims, plan, period, u.dimension, u.windowStart, now.getTime());
+    if (!r) return;
+    const h = home(r);
+    const entry = out.get(h.id) ?? { home: h, used: {} };
+    entry.used[r.key] = amount(`${field}[${k}].used`, r.limits[0]!, u.used, Math.ceil);
+    out.set(h.id, entry);
   });
   return out;
 }

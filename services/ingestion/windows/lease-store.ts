@@ -26,10 +26,31 @@ export interface SliceRequest {
  * not spent from a slice bumps `version` (WindowStore.add), so a grant computed from a stale
  * read never lands.
  */
-export class WindowLeaseStore {
-  constructor(private readonly windows: Collection<WindowDoc>) {}
+/** The owner of the document slices are kept in (a user's or team's window document, a team's period counter). */
+export interface SliceDocRef {
+  productId: string;
+  userId: string;
+  /** A period counter's period. */
+  start?: Date;
+  end?: Date;
+}
 
-  async acquire(id: string, ref: { productId: string; userId: string }, r: SliceRequest): Promise<SliceGrant[]> {
+/** The fields of an empty window document of a user's (or, `owner` "team_id", a team's: WindowStore's owner). */
+export const emptyWindowDoc =
+  (owner: "user_id" | "team_id" = "user_id") =>
+  (ref: SliceDocRef) => ({ product_id: ref.productId, [owner]: ref.userId, w: {}, jobs: {}, version: 0 });
+
+export class WindowLeaseStore {
+  /**
+   * `windows`: the documents counting the windows (any whose `w` holds window counts, as WindowDoc
+   * does, and whose `version` counting bumps); `empty`: the fields of one nothing was counted in yet.
+   */
+  constructor(
+    private readonly windows: Collection<WindowDoc>,
+    private readonly empty: (ref: SliceDocRef) => Record<string, unknown> = emptyWindowDoc(),
+  ) {}
+
+  async acquire(id: string, ref: SliceDocRef, r: SliceRequest): Promise<SliceGrant[]> {
     for (let i = 0; i < ATTEMPTS; i++) {
       const doc = (await this.windows.findOne({ _id: id })) ?? (await this.create(id, ref));
       const leases = doc.leases ?? {};
@@ -60,9 +81,9 @@ export class WindowLeaseStore {
   }
 
   /** An empty window document to lease from (usage creates them too; whoever is first wins). */
-  private async create(id: string, ref: { productId: string; userId: string }): Promise<WindowDoc> {
+  private async create(id: string, ref: SliceDocRef): Promise<WindowDoc> {
     try {
-      await this.windows.updateOne({ _id: id }, { $setOnInsert: { product_id: ref.productId, user_id: ref.userId, w: {}, jobs: {}, version: 0 } }, { upsert: true });
+      await this.windows.updateOne({ _id: id }, { $setOnInsert: this.empty(ref) as Partial<WindowDoc> }, { upsert: true });
     } catch (err) {
       if (!isDuplicateKeyError(err)) throw err;
     }

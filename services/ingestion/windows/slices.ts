@@ -24,6 +24,9 @@ export interface SliceEntry {
 export interface WindowLeaseEntry {
   expires_at?: Date;
   s?: Record<string, SliceEntry>;
+  /** In a team's period counter the lease also holds the period's spend slice (leases/store.ts). */
+  granted?: number;
+  spent?: number;
 }
 
 /** The slice key of a rolling window's dimension. */
@@ -120,6 +123,8 @@ export function planSlices(
   const inc: Record<string, number> = { version: 1 };
   const unset: Record<string, ""> = {};
   const asked = new Set(asks.map((a) => a.key));
+  // A lapsed lease restarts from what was settled against it: its period spend slice too, where it has one.
+  if (mine !== undefined && !mineLive && mine.granted !== undefined) set[`leases.${holder}.granted`] = Number(mine.spent ?? 0);
   for (const [key, s] of Object.entries(mine?.s ?? {})) {
     if (asked.has(key)) continue;
     if (s.e !== undefined && Number(s.e) <= now) unset[`leases.${holder}.s.${key}`] = "";
@@ -143,7 +148,7 @@ export function planSlices(
  * what remains for every holder, so a grant computed before it must not land (as usage not
  * from a lease bumps a period counter's version).
  */
-export function windowSettlement(d: WindowDelta, leases: Record<string, WindowLeaseEntry>, now: number, graceMs: number): { spent: Record<string, number>; bump: boolean } {
+export function windowSettlement(d: Pick<WindowDelta, "byLease" | "unleased">, leases: Record<string, WindowLeaseEntry>, now: number, graceMs: number): { spent: Record<string, number>; bump: boolean } {
   const spent: Record<string, number> = {};
   let bump = d.unleased === true;
   for (const [lease, shares] of d.byLease ?? []) {
