@@ -7,7 +7,8 @@
 import { randomUUID } from "node:crypto";
 import { MeterApiError } from "./errors.ts";
 import { own } from "./own.ts";
-import { addDollars, dimensionKey, hardMarkOf, limitReason, ratio, resetsOf, toDollars, toNano, usedOf, type PlanLimit } from "./rules/index.ts";
+import { addDollars, dimensionKey, hardMarkOf, limitReason, memberScoped, ratio, resetsOf, teamLimitReason, toDollars, toNano, usedOf, type LimitCounter, type PlanLimit } from "./rules/index.ts";
+import type { PlanConfig } from "./types.ts";
 import type { Transport } from "./transport.ts";
 import type { UserEntry } from "./state.ts";
 import type { TeamEntry } from "./team-state.ts";
@@ -101,6 +102,8 @@ interface TeamLeaseWire {
   remaining: number;
   holders: number;
   period_end: string;
+  /** One per team window asked for (absent from a service without team window leases). */
+  windows?: WindowLeaseWire[];
 }
 
 /** One budget of a lease: dollars, or one model's tokens. */
@@ -178,6 +181,21 @@ class WindowSlice extends Slice {
 }
 
 
+/** What is left of a window's slice: nothing once the window ended or the slice's lifetime passed. */
+function windowLeft(s: WindowSlice, now: number): number {
+  return now >= s.deadline || now >= s.end ? 0 : s.granted - s.used;
+}
+
+/** The slice of a window kept in `slices`, made on first use. */
+function windowSlice(slices: Map<string, WindowSlice>, w: WindowNeed): WindowSlice {
+  let s = slices.get(w.key);
+  if (!s) {
+    s = new WindowSlice(w.key, w.dimension, w.start, w.end);
+    slices.set(w.key, s);
+  }
+  return s;
+}
+
 const NO_WINDOWS: WindowNeed[] = [];
 /** Dimension keys of limits, computed once per limit object (plans are replaced whole on a change). */
 const dimensions = new WeakMap<PlanLimit, string>();
@@ -202,9 +220,13 @@ export interface LeaseNeed {
   windows: WindowNeed[];
   /** The user's own period spend cap is leased (its slice must cover `cost`). */
   spend: boolean;
-  /** The member's team whose period spend cap is leased (its slice must cover `teamCost`), else null. */
+  /** The member's team whose period spend cap or team-scope windows are leased, else null. */
   team: TeamEntry | null;
+  /** The team's period spend cap is leased: its slice must cover `teamCost`. */
+  teamSpend: boolean;
   teamCost: number;
+  /** The windows of the team plan's team-scope limits the call counts in (each slice must cover it). */
+  teamWindows: WindowNeed[];
 }
 
 /** What sizes a lease's requests: the calls holding on it and the round trips of its requests. */
@@ -222,12 +244,22 @@ class Sizing {
 }
 
 /**
- * This process's slice of one team's period spend cap, shared by every member of the team it
- * serves (the service keeps one slice per holder in the team's counter). Asked for with a
- * member's lease request, one request carrying it at a time.
+ * This process's slices of one team's period spend cap and team-scope windows, shared by every
+ * member of the team it serves (the service keeps one slice per holder beside the team's
+ * counts). Asked for with a member's lease request, one request carrying it at a time.
  */
 class TeamBook extends Sizing {
   readonly spend = new Slice(null);
+  /** Window slices by key (WindowNeed.key); a calendar window's goes once it ended. */
+  readonly windows = new Map<string, WindowSlice>();
+  /** For the request being prepared: the most a waiting call needs of each window. */
+  windowNeeds = new Map<string, number>();
+  /** A slice (spend or window) was granted once: calls' events name the holder. */
+  leased = false;
+
+  window(w: WindowNeed): WindowSlice {
+    return windowSlice(this.windows, w);
+  }
   /** Spend from the slice stops here: the time the request that last added to it was sent plus the lifetime. */
   deadline = 0;
   periodEndMs = 0;
@@ -298,12 +330,7 @@ class Book extends Sizing {
   }
 
   window(w: WindowNeed): WindowSlice {
-    let s = this.windows.get(w.key);
-    if (!s) {
-      s = new WindowSlice(w.key, w.dimension, w.start, w.end);
-      this.windows.set(w.key, s);
-    }
-    return s;
+    return windowSlice(this.windows, w);
   }
 
   slice(model: string): Slice {
@@ -347,8 +374,11 @@ export class Leases {
     if (!spend && capped === null && windows.length === 0 && team === null) return null;
     const now = Date.now();
     if (team !== null && now < this.teamBook(team).unlimitedUntil) team = null;
+    const teamSpend = team !== null && team.config!.max_spend_per_period !== null;
     const teamCost = team === null ? 0 : reserved.cost;
-    if (now < this.book(e).unlimitedUntil) return team === null ? null : { cost: 0, model: null, tokens: 0, whole: reserved.exact, windows: NO_WINDOWS, spend: false, team, teamCost };
+    const teamWindows = team === null ? NO_WINDOWS : teamWindowNeeds(team, model, reserved, now);
+    const teamPart = { team, teamSpend, teamCost, teamWindows };
+    if (now < this.book(e).unlimitedUntil) return team === null ? null : { cost: 0, model: null, tokens: 0, whole: reserved.exact, windows: NO_WINDOWS, spend: false, ...teamPart };
     if (!spend && capped === null && windows.length === 0 && team === null) return null;
     return {
       cost: spend ? reserved.cost : 0,
@@ -357,8 +387,7 @@ export class Leases {
       whole: reserved.exact,
       windows,
       spend,
-      team,
-      teamCost,
+      ...teamPart,
     };
   }
 
@@ -395,6 +424,7 @@ export class Leases {
       }
       if (b.leaseId !== null) b.starved = true;
       for (const w of n.windows) b.window(w);
+      if (tb !== null) for (const w of n.teamWindows) tb.window(w);
       if (b.asking === null) this.request(b, n.model);
       if (!b.sent && (b.model === null || n.model === null || b.model === n.model)) {
         b.model ??= n.model;
@@ -405,6 +435,7 @@ export class Leases {
         if (n.whole && n.model !== null && n.model === b.model) b.needTokens = Math.max(b.needTokens, n.tokens);
         for (const w of n.windows) b.windowNeeds.set(w.key, Math.max(b.windowNeeds.get(w.key) ?? 0, w.whole ? w.amount : 0));
         if (n.whole && tb !== null) b.needTeam = Math.max(b.needTeam, n.teamCost);
+        if (tb !== null) for (const w of n.teamWindows) tb.windowNeeds.set(w.key, Math.max(tb.windowNeeds.get(w.key) ?? 0, w.whole ? w.amount : 0));
         return b.asking!;
       }
       await b.asking;
@@ -446,23 +477,7 @@ export class Leases {
     const body: Record<string, unknown> = { holder: this.holder, need: spend.need, want: spend.want, ttl_ms: this.settings.ttlMs };
     let wanted = spend.want > 0;
     // Every window of the user's calls that runs low, is needed by a waiting call, or nears its lifetime's end.
-    const windows: { s: WindowSlice; want: number; cap: number | null }[] = [];
-    const asks: Record<string, unknown>[] = [];
-    for (const s of b.windows.values()) {
-      if (s.end <= sentAt) {
-        b.windows.delete(s.key);
-        continue;
-      }
-      if (sentAt < s.retryAt || sentAt < s.unlimitedUntil) continue;
-      const cap = windowCapOf(b.entry, s.dimension);
-      if (cap === null) continue;
-      const w = this.asked(b, s, windowNeeds.get(s.key) ?? 0, waiting, renew || sentAt >= s.deadline - this.renewMargin(b), sentAt, cap);
-      if (w.want <= 0) continue;
-      const money = s.dimension.startsWith("spend:");
-      const wire = (x: number) => (money ? toDollars(Math.ceil(x)) : Math.ceil(x));
-      windows.push({ s, want: Math.ceil(w.want), cap });
-      asks.push({ dimension: s.dimension, window_start: s.start === null ? null : new Date(s.start).toISOString(), need: wire(w.need), want: wire(w.want) });
-    }
+    const { windows, asks } = this.windowAsks(b, b.windows, windowNeeds, waiting, renew, sentAt, (d) => windowCapOf(b.entry, d.dimension));
     if (asks.length > 0) {
       body.windows = asks;
       wanted = true;
@@ -478,11 +493,16 @@ export class Leases {
     const team = leasedTeam(b.entry);
     const tb = team === null ? null : this.teamBook(team);
     let teamWant = 0;
+    let teamWindows: AskedWindow[] = [];
     if (tb !== null && tb.asking === null && sentAt >= tb.retryAt && sentAt >= tb.unlimitedUntil) {
-      const t = this.asked(tb, tb.spend, needTeam, waiting, b.open || sentAt >= tb.deadline - this.renewMargin(tb), sentAt, teamCapOf(team!));
-      if (t.want > 0) {
+      const teamCap = teamCapOf(team!);
+      const t = teamCap === null ? { need: 0, want: 0 } : this.asked(tb, tb.spend, needTeam, waiting, b.open || sentAt >= tb.deadline - this.renewMargin(tb), sentAt, teamCap);
+      const tw = this.windowAsks(tb, tb.windows, tb.windowNeeds, waiting, b.open, sentAt, (d) => teamWindowCapOf(team!, d.dimension));
+      tb.windowNeeds = new Map();
+      if (t.want > 0 || tw.asks.length > 0) {
         teamWant = t.want;
-        body.team = { need: t.need, want: t.want };
+        teamWindows = tw.windows;
+        body.team = tw.asks.length > 0 ? { need: t.need, want: t.want, windows: tw.asks } : { need: t.need, want: t.want };
         tb.asking = b.asking;
         tb.via = b.userId;
         b.teamAsked = tb;
@@ -512,7 +532,7 @@ export class Leases {
     }
     this.roundTrip(b, Date.now() - sentAt);
     b.open = false;
-    if (b.teamAsked !== null) this.teamGranted(b.teamAsked, res.limited ? (res.lease?.team ?? null) : null, teamWant, sentAt, res.lease?.ttl_ms ?? this.settings.ttlMs, Date.now() - sentAt);
+    if (b.teamAsked !== null) this.teamGranted(b.teamAsked, res.limited ? (res.lease?.team ?? null) : null, teamWant, teamWindows, sentAt, res.lease?.ttl_ms ?? this.settings.ttlMs, Date.now() - sentAt);
     if (!res.limited || !res.lease) {
       b.unlimitedUntil = Date.now() + 60_000;
       return;
@@ -525,7 +545,7 @@ export class Leases {
     }
     b.leaseId = l.lease_id;
     b.periodEndMs = Date.parse(l.period_end);
-    const windowsFull = this.windowsGranted(b, windows, l.windows ?? [], sentAt, l.ttl_ms, epoch);
+    const windowsFull = this.windowsGranted(windows, l.windows ?? [], sentAt, l.ttl_ms, (s, now) => this.balance(b, s, now), epoch === b.epoch);
     b.full = l.added >= spend.want - 1e-9 && (model === null || l.tokens === null || l.tokens.added >= wantTokens) && windowsFull;
     b.boost = !b.full ? 1 : b.starved ? Math.min(MAX_BOOST, 2 * b.boost) : b.boost;
     b.starved = false;
@@ -577,7 +597,15 @@ export class Leases {
       tb.spend.took(n.teamCost, now);
       tb.holds++;
       tb.lastUse = now;
-      lowTeam = tb.asking === null && now >= tb.retryAt && (this.teamBalance(tb, now) < this.lowWater(tb, tb.spend, now) || now >= tb.deadline - this.renewMargin(tb));
+      let lowWindow = false;
+      for (const w of n.teamWindows) {
+        const s = tb.window(w);
+        s.used += w.amount;
+        s.took(w.amount, now);
+        lowWindow ||= now >= s.retryAt && (windowLeft(s, now) < this.lowWater(tb, s, now) || now >= s.deadline - this.renewMargin(tb));
+      }
+      const lowSpend = n.teamSpend && (this.teamBalance(tb, now) < this.lowWater(tb, tb.spend, now) || now >= tb.deadline - this.renewMargin(tb));
+      lowTeam = tb.asking === null && now >= tb.retryAt && (lowSpend || lowWindow);
       // The lease id is the holder's: the event settles the team's slice with it (and the user's, when held).
       b.leaseId ??= this.holder;
     }
@@ -608,10 +636,23 @@ export class Leases {
   }
 
   /** Gives a hold back (what take() took); the call's real usage, if it ran, comes through spend(). */
-  unhold(userId: string, leaseId: string | null, cost: number, model: string | null, tokens: number, windows: readonly WindowNeed[] = NO_WINDOWS, team: TeamEntry | null = null): void {
+  unhold(
+    userId: string,
+    leaseId: string | null,
+    cost: number,
+    model: string | null,
+    tokens: number,
+    windows: readonly WindowNeed[] = NO_WINDOWS,
+    team: TeamEntry | null = null,
+    teamWindows: readonly WindowNeed[] = NO_WINDOWS,
+  ): void {
     const tb = team === null || leaseId === null ? undefined : this.teams.get(team.teamId);
     if (tb !== undefined) {
       tb.spend.used = Math.max(0, addDollars(tb.spend.used, -cost));
+      for (const w of teamWindows) {
+        const s = tb.windows.get(w.key);
+        if (s) s.used = Math.max(0, s.used - w.amount);
+      }
       tb.holds = Math.max(0, tb.holds - 1);
     }
     const b = this.books.get(userId);
@@ -634,11 +675,19 @@ export class Leases {
     const b = this.books.get(e.userId);
     const team = leasedTeam(e);
     const tb = team === null ? undefined : this.teams.get(team.teamId);
-    // Spent from the team's slice once one was granted (its event names the holder, which settles it).
-    const teamLease = tb !== undefined && tb.deadline > 0 ? this.holder : null;
+    // Spent from the team's slices once one was granted (its event names the holder, which settles them).
+    const teamLease = tb !== undefined && tb.leased ? this.holder : null;
     if (teamLease !== null) {
       tb!.spend.used = addDollars(tb!.spend.used, cost);
       tb!.spend.finished(cost);
+      // The team's windows at the event's time, as the user's below.
+      if (tb!.windows.size > 0) {
+        for (const w of teamWindowNeeds(team!, model, { cost, tokens, exact: true }, at)) {
+          const s = tb!.window(w);
+          s.used += w.amount;
+          s.finished(w.amount);
+        }
+      }
     }
     if (!b || b.leaseId === null) return teamLease;
     b.spend.used = addDollars(b.spend.used, cost);
@@ -692,7 +741,13 @@ export class Leases {
   private short(e: UserEntry, b: Book, n: LeaseNeed, now: number): GuardResult | null {
     if (n.team !== null) {
       const tb = this.teams.get(n.team.teamId);
-      if (tb === undefined || this.teamShort(tb, n, now)) return teamRefusal(n.team, n.teamCost);
+      if (n.teamSpend && (tb === undefined || this.teamSpendShort(tb, n, now))) return teamRefusal(n.team, n.teamCost);
+      for (const w of n.teamWindows) {
+        const s = tb?.windows.get(w.key);
+        if (s !== undefined && now < s.unlimitedUntil) continue;
+        const left = s === undefined ? 0 : windowLeft(s, now);
+        if (left <= 0 || (w.whole && left < w.amount)) return windowRefusal(n.team.config!, n.team.counters, w, teamLimitReason);
+      }
     }
     const plan = e.config!;
     if (n.spend) {
@@ -715,7 +770,7 @@ export class Leases {
       const s = b.windows.get(w.key);
       if (s !== undefined && now < s.unlimitedUntil) continue;
       const left = s === undefined ? 0 : this.balance(b, s, now);
-      if (left <= 0 || (w.whole && left < w.amount)) return windowRefusal(e, w);
+      if (left <= 0 || (w.whole && left < w.amount)) return windowRefusal(plan, e.counters, w, limitReason);
     }
     return null;
   }
@@ -724,15 +779,10 @@ export class Leases {
   private exhausted(b: Book, n: LeaseNeed, now: number): boolean {
     if (n.team !== null) {
       const tb = this.teams.get(n.team.teamId);
-      if (tb !== undefined && now < tb.retryAt && this.teamShort(tb, n, now)) return true;
+      if (tb !== undefined && now < tb.retryAt && n.teamSpend && this.teamSpendShort(tb, n, now)) return true;
+      if (tb !== undefined && windowsExhausted(tb.windows, n.teamWindows, now, (s) => windowLeft(s, now))) return true;
     }
-    for (const w of n.windows) {
-      const s = b.windows.get(w.key);
-      if (s === undefined || now >= s.retryAt) continue;
-      const left = this.balance(b, s, now);
-      if (left <= 0 || (w.whole && left < w.amount)) return true;
-    }
-    return false;
+    return windowsExhausted(b.windows, n.windows, now, (s) => this.balance(b, s, now));
   }
 
   /**
@@ -741,7 +791,7 @@ export class Leases {
    * any of it (nothing can come back before), else for a moment. True when every one was granted
    * what was asked.
    */
-  private windowsGranted(b: Book, asked: readonly { s: WindowSlice; want: number; cap: number | null }[], answers: readonly WindowLeaseWire[], sentAt: number, ttlMs: number, epoch: number): boolean {
+  private windowsGranted(asked: readonly AskedWindow[], answers: readonly WindowLeaseWire[], sentAt: number, ttlMs: number, left: (s: WindowSlice, now: number) => number, capsCurrent: boolean): boolean {
     let full = true;
     const now = Date.now();
     asked.forEach(({ s, want, cap }, k) => {
@@ -757,8 +807,8 @@ export class Leases {
         s.granted = unit(a.granted);
         s.deadline = sentAt + ttlMs;
         s.retryAt = 0;
-        if (epoch === b.epoch) s.cap = cap ?? Infinity;
-      } else if (unit(a.remaining) <= 0 || this.balance(b, s, now) <= 0) {
+        if (capsCurrent) s.cap = cap ?? Infinity;
+      } else if (unit(a.remaining) <= 0 || left(s, now) <= 0) {
         s.retryAt = a.holders === 0 && s.end !== Infinity ? s.end : now + OPEN_RETRY_MS;
       }
       if (unit(a.added) < want) full = false;
@@ -779,9 +829,9 @@ export class Leases {
     }
   }
 
-  /** No call holds on the team's slice, none asks for it, and it holds something unused. */
-  private teamIdle(tb: TeamBook): boolean {
-    return tb.holds === 0 && tb.asking === null && tb.spend.granted > tb.spend.used;
+  /** No call holds on the team's slices, none asks for them, and one holds something unused. */
+  private teamIdle(tb: TeamBook, now = Date.now()): boolean {
+    return tb.holds === 0 && tb.asking === null && (tb.spend.granted > tb.spend.used || liveWindows(tb.windows, now).some((s) => s.granted > s.used));
   }
 
   /**
@@ -790,28 +840,25 @@ export class Leases {
    */
   private async release(b: Book): Promise<void> {
     const now = Date.now();
-    const windows = [...b.windows.values()].filter((s) => s.end > now);
+    const windows = liveWindows(b.windows, now);
     const slices = [b.spend, ...b.tokens.values(), ...windows];
     // The team's slice goes back with a member's lease once no call of any member holds on it.
     const team = leasedTeam(b.entry);
     const tb = team === null ? undefined : this.teams.get(team.teamId);
-    const teamBack = tb !== undefined && this.teamIdle(tb);
+    const teamBack = tb !== undefined && this.teamIdle(tb, now);
     if (!teamBack && b.lostAt === 0 && (b.leaseId === null || slices.every((s) => s.granted <= s.used))) return;
     for (const s of slices) s.granted = s.used;
     b.lostAt = 0;
     const body: Record<string, unknown> = { used: b.spend.used };
     if (teamBack) {
+      if (tb!.deadline > 0) body.team_used = tb!.spend.used;
       tb!.spend.granted = tb!.spend.used;
-      body.team_used = tb!.spend.used;
+      const teamWindows = liveWindows(tb!.windows, now);
+      for (const s of teamWindows) s.granted = s.used;
+      if (teamWindows.length > 0) body.team_used_windows = teamWindows.map(windowUse);
     }
     if (b.tokens.size > 0) body.used_tokens = Object.fromEntries([...b.tokens].map(([m, s]) => [m, Math.ceil(s.used)]));
-    if (windows.length > 0) {
-      body.used_windows = windows.map((s) => ({
-        dimension: s.dimension,
-        window_start: s.start === null ? null : new Date(s.start).toISOString(),
-        used: s.dimension.startsWith("spend:") ? toDollars(Math.ceil(s.used)) : Math.ceil(s.used),
-      }));
-    }
+    if (windows.length > 0) body.used_windows = windows.map(windowUse);
     try {
       await this.transport.request("POST", `/users/${encodeURIComponent(b.userId)}/leases/${b.leaseId ?? this.holder}/release`, body);
     } catch (err) {
@@ -830,7 +877,7 @@ export class Leases {
    * unit, null when unknown).
    */
   private asked(b: Book | TeamBook, s: Slice, need: number, waiting: number, renew: boolean, now: number, cap: number | null): { need: number; want: number } {
-    const left = b instanceof TeamBook ? this.teamBalance(b, now) : this.balance(b, s, now);
+    const left = b instanceof TeamBook ? (s instanceof WindowSlice ? windowLeft(s, now) : this.teamBalance(b, now)) : this.balance(b, s, now);
     const short = need > 0 && left < need;
     const low = this.lowWater(b, s, now, waiting);
     if (!short && left > 0 && left >= low && !renew) return { need: 0, want: 0 };
@@ -949,9 +996,20 @@ export class Leases {
     return addDollars(tb.spend.granted, -tb.spend.used);
   }
 
-  private teamShort(tb: TeamBook, n: LeaseNeed, now: number): boolean {
+  private teamSpendShort(tb: TeamBook, n: LeaseNeed, now: number): boolean {
     const left = this.teamBalance(tb, now);
     return left <= 0 || (n.whole && left < n.teamCost);
+  }
+
+  /** The team's slices do not cover the call: its spend slice or one of its windows'. */
+  private teamShort(tb: TeamBook, n: LeaseNeed, now: number): boolean {
+    if (n.teamSpend && this.teamSpendShort(tb, n, now)) return true;
+    return n.teamWindows.some((w) => {
+      const s = tb.windows.get(w.key);
+      if (s !== undefined && now < s.unlimitedUntil) return false;
+      const left = s === undefined ? 0 : windowLeft(s, now);
+      return left <= 0 || (w.whole && left < w.amount);
+    });
   }
 
   /**
@@ -959,10 +1017,10 @@ export class Leases {
    * counter holds for this holder and extends its lifetime; a refusal holds further asks back for
    * a moment; no team slice (no cap, or the user left the team) stops asking for a minute.
    */
-  private teamGranted(tb: TeamBook, t: TeamLeaseWire | null, want: number, sentAt: number, ttlMs: number, rtt: number): void {
+  private teamGranted(tb: TeamBook, t: TeamLeaseWire | null, want: number, windows: readonly AskedWindow[], sentAt: number, ttlMs: number, rtt: number): void {
     this.roundTrip(tb, rtt);
     const now = Date.now();
-    if (t === null || !t.spend_limited) {
+    if (t === null || (!t.spend_limited && !(t.windows ?? []).some((w) => w.limited))) {
       tb.unlimitedUntil = now + 60_000;
       return;
     }
@@ -972,14 +1030,47 @@ export class Leases {
       tb.spend.granted = 0;
       tb.periodEndMs = periodEnd;
     }
+    let full = this.windowsGranted(windows, t.windows ?? [], sentAt, ttlMs, windowLeft, true);
+    if ((t.windows ?? []).some((w) => w.added > 0)) tb.leased = true;
+    if (!t.spend_limited || want <= 0) {
+      tb.full = full;
+      return;
+    }
     if (t.added > 0) {
       tb.spend.granted = t.granted;
       tb.deadline = sentAt + ttlMs;
       tb.retryAt = 0;
+      tb.leased = true;
     } else if (t.remaining <= 0 || this.teamBalance(tb, now) <= 0) {
       tb.retryAt = now + OPEN_RETRY_MS;
     }
-    tb.full = t.added >= want - 1e-9;
+    full &&= t.added >= want - 1e-9;
+    tb.full = full;
+  }
+
+  /**
+   * What a request asks of each window slice in `slices` that runs low, is needed by a waiting
+   * call (`needs`), or nears its lifetime's end; ended windows' slices go.
+   */
+  private windowAsks(b: Book | TeamBook, slices: Map<string, WindowSlice>, needs: Map<string, number>, waiting: number, renew: boolean, sentAt: number, capOf: (s: WindowSlice) => number | null) {
+    const windows: AskedWindow[] = [];
+    const asks: Record<string, unknown>[] = [];
+    for (const s of slices.values()) {
+      if (s.end <= sentAt) {
+        slices.delete(s.key);
+        continue;
+      }
+      if (sentAt < s.retryAt || sentAt < s.unlimitedUntil) continue;
+      const cap = capOf(s);
+      if (cap === null) continue;
+      const w = this.asked(b, s, needs.get(s.key) ?? 0, waiting, renew || sentAt >= s.deadline - this.renewMargin(b), sentAt, cap);
+      if (w.want <= 0) continue;
+      const money = s.dimension.startsWith("spend:");
+      const wire = (x: number) => (money ? toDollars(Math.ceil(x)) : Math.ceil(x));
+      windows.push({ s, want: Math.ceil(w.want), cap });
+      asks.push({ dimension: s.dimension, window_start: s.start === null ? null : new Date(s.start).toISOString(), need: wire(w.need), want: wire(w.want) });
+    }
+    return { windows, asks };
   }
 
   private book(e: UserEntry): Book {
@@ -1012,10 +1103,10 @@ function spendCapWithCredits(e: UserEntry): number | null {
   return (e.credits === null ? plan.max_spend_per_period : e.credits.cap) * plan.hard_gate_at;
 }
 
-/** The team's period spend cap (times hard_gate_at). */
-function teamCapOf(t: TeamEntry): number {
+/** The team's period spend cap (times hard_gate_at); null when the team plan has none. */
+function teamCapOf(t: TeamEntry): number | null {
   const plan = t.config!;
-  return plan.max_spend_per_period! * plan.hard_gate_at;
+  return plan.max_spend_per_period === null ? null : plan.max_spend_per_period * plan.hard_gate_at;
 }
 
 /**
@@ -1026,10 +1117,15 @@ function firstSlice(cap: number | null, calls: number): number {
   return cap === null || !Number.isFinite(cap) ? 0 : cap / calls;
 }
 
-/** The member's team when its plan caps the team's period spend (the team slice a call needs), else null. */
+/** The member's team when its plan caps the team's period spend or has team-scope windows (the team slices a call needs), else null. */
 function leasedTeam(e: UserEntry): TeamEntry | null {
   const t = e.team;
-  return t !== null && t.config !== null && t.config.max_spend_per_period !== null ? t : null;
+  return t !== null && t.config !== null && (t.config.max_spend_per_period !== null || hasTeamWindows(t.config)) ? t : null;
+}
+
+function hasTeamWindows(plan: PlanConfig): boolean {
+  for (const l of plan.limits) if (!memberScoped(l)) return true;
+  return false;
 }
 
 /** A call the team's slice does not cover: blocked by the team's cap until the team's period ends. */
@@ -1064,14 +1160,28 @@ function refusal(e: UserEntry, reason: string, current: number, cap: number, mes
 /** The windows of the plan's limits a call of `model` counts in now, one per dimension (two limits of one dimension share a slice). */
 function windowNeeds(e: UserEntry, model: string | null, reserved: ReservationAmount, now = Date.now()): WindowNeed[] {
   const plan = e.config;
-  const limits = plan?.limits;
-  if (plan === null || limits === undefined || limits.length === 0) return NO_WINDOWS;
+  if (plan === null || plan.limits.length === 0) return NO_WINDOWS;
   e.advanceWindows(now);
+  return needsOf(plan, e.counters, model, reserved, false);
+}
+
+/** The same for the team plan's team-scope windows (a member's call counts in the team's). */
+function teamWindowNeeds(t: TeamEntry, model: string | null, reserved: ReservationAmount, now = Date.now()): WindowNeed[] {
+  const plan = t.config;
+  if (plan === null || !hasTeamWindows(plan)) return NO_WINDOWS;
+  t.advanceWindows(now);
+  return needsOf(plan, t.counters, model, reserved, true);
+}
+
+/** The windows of `plan`'s limits (`teamScope`: only the team-scope ones) a call of `model` counts in, by their counters. */
+function needsOf(plan: PlanConfig, counters: readonly LimitCounter[], model: string | null, reserved: ReservationAmount, teamScope: boolean): WindowNeed[] {
+  const limits = plan.limits;
   const out: WindowNeed[] = [];
   for (let i = 0; i < limits.length; i++) {
     const l = limits[i]!;
     if (l.model != null && l.model !== model) continue;
-    const c = e.counters[i]!;
+    if (teamScope && memberScoped(l)) continue;
+    const c = counters[i]!;
     const dimension = dimensionOf(l);
     const rolling = l.window === "rolling";
     const key = rolling ? `${dimension}|r` : `${dimension}|${c.start}`;
@@ -1085,21 +1195,28 @@ function windowNeeds(e: UserEntry, model: string | null, reserved: ReservationAm
 
 /** The strictest hard mark (in the limit's unit) of the plan in force's limits of a dimension; null when it has none. */
 function windowCapOf(e: UserEntry, dimension: string): number | null {
-  const plan = e.config;
+  return e.config === null ? null : capOfDimension(e.config, dimension, false);
+}
+
+/** The same among the team plan's team-scope limits. */
+function teamWindowCapOf(t: TeamEntry, dimension: string): number | null {
+  return t.config === null ? null : capOfDimension(t.config, dimension, true);
+}
+
+function capOfDimension(plan: PlanConfig, dimension: string, teamScope: boolean): number | null {
   let cap: number | null = null;
-  for (const l of plan?.limits ?? []) {
-    if (dimensionOf(l) !== dimension) continue;
-    const mark = hardMarkOf(l, plan!.hard_gate_at);
+  for (const l of plan.limits) {
+    if (dimensionOf(l) !== dimension || (teamScope && memberScoped(l))) continue;
+    const mark = hardMarkOf(l, plan.hard_gate_at);
     cap = cap === null ? mark : Math.min(cap, mark);
   }
   return cap;
 }
 
-/** A call a window's slice does not cover: blocked by that limit until its window lets calls through again. */
-function windowRefusal(e: UserEntry, w: WindowNeed): GuardResult {
-  const plan = e.config!;
+/** A call a window's slice does not cover: blocked by that limit (of `plan`, `reason` naming it) until its window lets calls through again. */
+function windowRefusal(plan: PlanConfig, counters: readonly LimitCounter[], w: WindowNeed, reason: (name: string) => string): GuardResult {
   const l = plan.limits[w.limit]!;
-  const c = e.counters[w.limit]!;
+  const c = counters[w.limit]!;
   const money = l.metric === "spend";
   const mark = hardMarkOf(l, plan.hard_gate_at);
   const used = usedOf(l, c) + c.held;
@@ -1110,10 +1227,42 @@ function windowRefusal(e: UserEntry, w: WindowNeed): GuardResult {
   return {
     resets_at: resets === null ? null : new Date(resets).toISOString(),
     status: "hard_gate",
-    gate_reason: limitReason(l.name),
+    gate_reason: reason(l.name),
     usage_pct: mark > 0 ? Math.max(1, ratio(used, mark)) : 1,
     current_value: current,
     limit_value: cap,
     message: `limit "${l.name}" (${cap} ${unit} per ${l.window === "rolling" ? `${l.duration_minutes ?? 0} minutes` : l.window}) reached: no budget lease covers this call across replicas`,
+  };
+}
+
+/** A window slice asked for by a request: what was asked and under which cap. */
+interface AskedWindow {
+  s: WindowSlice;
+  want: number;
+  cap: number | null;
+}
+
+/** A window a call needs is short and the service had nothing left of it when last asked. */
+function windowsExhausted(slices: Map<string, WindowSlice>, needs: readonly WindowNeed[], now: number, left: (s: WindowSlice) => number): boolean {
+  for (const w of needs) {
+    const s = slices.get(w.key);
+    if (s === undefined || now >= s.retryAt) continue;
+    const l = left(s);
+    if (l <= 0 || (w.whole && l < w.amount)) return true;
+  }
+  return false;
+}
+
+/** The slices of windows that have not ended. */
+function liveWindows(slices: Map<string, WindowSlice>, now: number): WindowSlice[] {
+  return [...slices.values()].filter((s) => s.end > now);
+}
+
+/** A slice as a release names what was used of it. */
+function windowUse(s: WindowSlice) {
+  return {
+    dimension: s.dimension,
+    window_start: s.start === null ? null : new Date(s.start).toISOString(),
+    used: s.dimension.startsWith("spend:") ? toDollars(Math.ceil(s.used)) : Math.ceil(s.used),
   };
 }

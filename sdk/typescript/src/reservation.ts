@@ -22,8 +22,9 @@ export interface Hold extends Held {
   /** The budget lease the estimate was taken from (`leases: true`), and the window slices it was taken from. */
   lease?: string | null;
   leaseWindows?: readonly WindowNeed[];
-  /** The team whose lease slice (of the team's period spend cap) the estimate was taken from. */
+  /** The team whose lease slices (of the team's period spend cap and team-scope windows) the estimate was taken from, and those windows. */
   leaseTeam?: TeamEntry | null;
+  leaseTeamWindows?: readonly WindowNeed[];
 }
 
 /** What a reserved call holds, and whether the check counts it as this call's estimate. */

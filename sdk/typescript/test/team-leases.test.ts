@@ -42,9 +42,13 @@ async function subscribedMembers(ctx: ProductCtx, names: string[]): Promise<stri
   );
 }
 
-t("4 replica processes with leases serving 40 members of one team on a $5 team cap: $0.00 overshoot, the refused calls name team:total_spend", async (ctx) => {
+/**
+ * 4 replica processes with leases serving 40 members of a team on `teamPlan`, until every call
+ * is refused: what the team counted (every call, once), and the reasons the refusals named.
+ */
+async function replicasUntilRefused(ctx: ProductCtx, teamPlan: Record<string, unknown>): Promise<{ calls: number; spent: number; reasons: string[] }> {
   const members = await subscribedMembers(ctx, Array.from({ length: MEMBERS }, (_, i) => String(i)));
-  const teamId = await createTeam(ctx.api, { max_spend_per_period: 5, cost_rates: RATES }, members);
+  const teamId = await createTeam(ctx.api, teamPlan, members);
 
   const replicas = Array.from({ length: REPLICAS }, (_, r) =>
     spawnReplica({
@@ -76,12 +80,27 @@ t("4 replica processes with leases serving 40 members of one team on a $5 team c
     120_000,
     "the team's usage to count every call",
   );
+  console.log(`    ${calls} calls (${results.map((r) => r.calls).join(", ")}), ${sum(results.map((r) => r.lease_requests))} lease requests, team spend $${spent}`);
+  return { calls, spent, reasons: [...new Set(results.flatMap((r) => r.reasons ?? []).map((x) => x.split(" ")[0]!))] };
+}
+
+t("4 replica processes with leases serving 40 members of one team on a $5 team cap: $0.00 overshoot, the refused calls name team:total_spend", async (ctx) => {
+  const { spent, reasons } = await replicasUntilRefused(ctx, { max_spend_per_period: 5, cost_rates: RATES });
   assert.ok(spent <= 5, `the team's counted spend $${spent} is within its $5 cap (overshoot $${Math.max(0, spent - 5).toFixed(2)})`);
   // The replicas went on until the cap was (nearly) spent: what they held was given back and spent by the others.
   assert.ok(spent >= 4, `the team's cap was spent: $${spent}`);
-  console.log(`    ${calls} calls (${results.map((r) => r.calls).join(", ")}), ${sum(results.map((r) => r.lease_requests))} lease requests, team spend $${spent}`);
-  const reasons = new Set(results.flatMap((r) => r.reasons ?? []).map((x) => x.split(" ")[0]));
-  assert.equal([...reasons], ["team:total_spend"], "every refused call named the team's cap");
+  assert.equal(reasons, ["team:total_spend"], "every refused call named the team's cap");
+});
+
+t("the same on a team-scope daily window of $5 (no team spend cap): $0.00 over the window, the refused calls name team:limit:team-daily", async (ctx) => {
+  // A time zone where it is about noon now: the day's window does not end during the test.
+  const offset = ((12 - new Date().getUTCHours() + 36) % 24) - 12;
+  const timeZone = offset === 0 ? "Etc/GMT" : offset > 0 ? `Etc/GMT-${offset}` : `Etc/GMT+${-offset}`;
+  const limits = [{ name: "team-daily", metric: "spend", max: 5, window: "day", scope: "team" }];
+  const { spent, reasons } = await replicasUntilRefused(ctx, { max_spend_per_period: null, limits, time_zone: timeZone, cost_rates: RATES });
+  assert.ok(spent <= 5, `the team's counted spend today $${spent} is within its $5 window (over by $${Math.max(0, spent - 5).toFixed(2)})`);
+  assert.ok(spent >= 4, `the team's window was spent: $${spent}`);
+  assert.equal(reasons, ["team:limit:team-daily"], "every refused call named the team's window");
 });
 
 t("one process serving two members holds one slice of their team's cap: the second member's calls need no request of their own, and shutdown gives the rest back", async (ctx) => {
