@@ -7,6 +7,8 @@ from __future__ import annotations
 import random
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
+from typing import Any
 
 from meterline import LimitExceededError, Meter
 
@@ -23,9 +25,11 @@ MEMBER_PLAN = {
 }
 
 
-def test_replicas_serving_different_members_never_pass_the_team_cap(product: Product) -> None:
+def _replicas_until_refused(product: Product, team_plan: dict[str, Any]) -> tuple[float, set[str]]:
+    """3 replicas with leases serving 9 members of a team on ``team_plan``, 150 calls: what the team counted (every
+    call, once) and the reasons the refused calls named."""
     members = [product.create_user(MEMBER_PLAN) for _ in range(9)]
-    team_id = create_team(product, {"max_spend_per_period": TEAM_CAP, "cost_rates": RATES}, members)
+    team_id = create_team(product, team_plan, members)
     replicas = [Meter(api_key=product.key, base_url=product.url, leases=True) for _ in range(3)]
     lock = threading.Lock()
     spent: list[float] = []
@@ -46,15 +50,31 @@ def test_replicas_serving_different_members_never_pass_the_team_cap(product: Pro
         list(pool.map(call, range(150)))
     for m in replicas:
         assert m.shutdown(timeout=30)
+    assert all((m.stats.lease_requests or 0) > 0 for m in replicas)
 
     def team_spend() -> float | None:
         total = float(product.api.get(f"/teams/{team_id}/usage").json()["total_cost"])
         return total if near(total, sum(spent)) else None
 
-    total = eventually(team_spend, what="the team's usage to count every call")
+    return eventually(team_spend, what="the team's usage to count every call"), reasons
+
+
+def test_replicas_serving_different_members_never_pass_the_team_cap(product: Product) -> None:
+    total, reasons = _replicas_until_refused(product, {"max_spend_per_period": TEAM_CAP, "cost_rates": RATES})
     assert total <= TEAM_CAP + 1e-9, f"overshoot ${total - TEAM_CAP:.2f}"
     assert reasons == {"team:total_spend"}
-    assert all((m.stats.lease_requests or 0) > 0 for m in replicas)
+
+
+def test_replicas_serving_different_members_never_pass_a_team_scope_daily_window(product: Product) -> None:
+    # A time zone where it is about noon now: the day's window does not end during the test.
+    offset = (12 - datetime.now(timezone.utc).hour + 36) % 24 - 12
+    zone = "Etc/GMT" if offset == 0 else f"Etc/GMT-{offset}" if offset > 0 else f"Etc/GMT+{-offset}"
+    limits = [{"name": "team-daily", "metric": "spend", "max": TEAM_CAP, "window": "day", "scope": "team"}]
+    plan = {"max_spend_per_period": None, "limits": limits, "time_zone": zone, "cost_rates": RATES}
+    total, reasons = _replicas_until_refused(product, plan)
+    assert total <= TEAM_CAP + 1e-9, f"over the window by ${total - TEAM_CAP:.2f}"
+    assert total >= TEAM_CAP - 2, f"the window was spent: ${total:.2f}"
+    assert reasons == {"team:limit:team-daily"}
 
 
 def test_one_process_holds_one_slice_of_a_team_cap_for_its_members_and_gives_the_rest_back(product: Product) -> None:

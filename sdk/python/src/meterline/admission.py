@@ -171,6 +171,7 @@ class Admission(Users):
                 if lease is not None and need is not None:
                     held.lease_windows = need.windows
                     held.lease_team = need.team
+                    held.lease_team_windows = need.team_windows
                 if plan is not None and plan.limits:
                     held.limits = plan.limits
                     held.counters = e.counters
@@ -185,7 +186,14 @@ class Admission(Users):
                 reservation = Reservation(self, held, result)
             elif hold and lease is not None and self._leases is not None:
                 self._leases.unhold(
-                    e.user_id, lease, est_cost, m, est_tokens, need.windows if need else (), need.team if need else None
+                    e.user_id,
+                    lease,
+                    est_cost,
+                    m,
+                    est_tokens,
+                    need.windows if need else (),
+                    need.team if need else None,
+                    need.team_windows if need else (),
                 )
             return result, ctx, gate_info, reservation
 

@@ -7,10 +7,11 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .counters import hard_mark_of, resets_of, used_of
+from .counters import LimitCounter, hard_mark_of, resets_of, used_of
 from .money import add_dollars, ratio, to_dollars, to_nano
 from .periods import iso
 from .reservation import NO_WINDOWS, ReservationAmount, WindowNeed
+from .teams import member_scoped
 from .types import GuardResult, PlanConfig
 from .windows import dimension_key
 
@@ -47,9 +48,13 @@ class LeaseNeed:
     windows: tuple[WindowNeed, ...] = NO_WINDOWS
     # The user's own period spend cap is leased (its slice must cover ``cost``).
     spend: bool = True
-    # The member's team whose period spend cap is leased (its slice must cover ``team_cost``), else None.
+    # The member's team whose period spend cap or team-scope windows are leased, else None.
     team: TeamEntry | None = None
     team_cost: float = 0.0
+    # The team's period spend cap is leased: its slice must cover ``team_cost``.
+    team_spend: bool = False
+    # The windows of the team plan's team-scope limits the call counts in (each slice must cover it).
+    team_windows: tuple[WindowNeed, ...] = NO_WINDOWS
 
 
 class Slice:
@@ -193,26 +198,42 @@ class Book(Sizing):
 
 
 class TeamBook(Sizing):
-    """This process's slice of one team's period spend cap, shared by every member of the team it serves (the
-    service keeps one slice per holder in the team's counter); asked for with a member's lease request, one request
-    carrying it at a time (``asking``). Its epochs never differ: a team slice is not renewed on a plan change (see
-    the docs). ``unlimited_until``: the service said the team has no period spend cap (or the user left it)."""
+    """This process's slices of one team's period spend cap and team-scope windows, shared by every member of the
+    team it serves (the service keeps one slice per holder beside the team's counts); asked for with a member's
+    lease request, one request carrying them at a time (``asking``). Its epochs never differ: a team slice is not
+    renewed on a plan change (see the docs). ``unlimited_until``: the service said the team has nothing capped
+    (or the user left it)."""
 
     def __init__(self, team_id: str) -> None:
         super().__init__()
         self.team_id = team_id
+        # Window slices by key (WindowNeed.key); a calendar window's goes once it ended.
+        self.windows: dict[str, WindowSlice] = {}
+        # A slice (spend or window) was granted once: calls' events name the holder.
+        self.leased = False
         # No request asks for the team's slice before then: the service had nothing left of the cap.
         self.retry_at = 0.0
         # The member whose request last carried the ask: the slice is given back through its lease.
         self.via: str | None = None
 
+    def window(self, w: WindowNeed) -> WindowSlice:
+        s = self.windows.get(w.key)
+        if s is None:
+            s = self.windows[w.key] = WindowSlice(w)
+        return s
+
+
+def has_team_windows(plan: PlanConfig) -> bool:
+    return any(not member_scoped(lim) for lim in plan.limits)
+
 
 def leased_team(e: UserEntry) -> TeamEntry | None:
-    """The member's team when its plan caps the team's period spend (the team slice a call needs), else None."""
+    """The member's team when its plan caps the team's period spend or has team-scope windows (the team slices a
+    call needs), else None."""
     t = e.team
-    if t is None or t.config is None or t.config.max_spend_per_period is None:
+    if t is None or t.config is None:
         return None
-    return t
+    return t if t.config.max_spend_per_period is not None or has_team_windows(t.config) else None
 
 
 def spend_cap_with_credits(e: UserEntry) -> float | None:
@@ -225,11 +246,11 @@ def spend_cap_with_credits(e: UserEntry) -> float | None:
     return float(top) * plan.hard_gate_at
 
 
-def team_cap_of(t: TeamEntry) -> float:
-    """The team's period spend cap (times hard_gate_at)."""
+def team_cap_of(t: TeamEntry) -> float | None:
+    """The team's period spend cap (times hard_gate_at); None when the team plan has none."""
     plan = t.config
-    assert plan is not None and plan.max_spend_per_period is not None
-    return float(plan.max_spend_per_period) * plan.hard_gate_at
+    assert plan is not None
+    return None if plan.max_spend_per_period is None else float(plan.max_spend_per_period) * plan.hard_gate_at
 
 
 def team_refusal(t: TeamEntry, cost: float) -> GuardResult:
@@ -322,13 +343,31 @@ def window_needs(e: UserEntry, model: str | None, reserved: ReservationAmount, n
     if plan is None or not plan.limits:
         return NO_WINDOWS
     e.advance_windows(now)
+    return _needs_of(plan, e.counters, model, reserved, False)
+
+
+def team_window_needs(
+    t: TeamEntry, model: str | None, reserved: ReservationAmount, now: float
+) -> tuple[WindowNeed, ...]:
+    """The same for the team plan's team-scope windows (a member's call counts in the team's)."""
+    plan = t.config
+    if plan is None or not has_team_windows(plan):
+        return NO_WINDOWS
+    t.advance_windows(now)
+    return _needs_of(plan, t.counters, model, reserved, True)
+
+
+def _needs_of(
+    plan: PlanConfig, counters: list[LimitCounter], model: str | None, reserved: ReservationAmount, team_scope: bool
+) -> tuple[WindowNeed, ...]:
     dims = dimensions_of(plan)
-    counters = e.counters
     out: list[WindowNeed] = []
     for i, lim in enumerate(plan.limits):
         if i >= len(counters):
             break
         if lim.model is not None and lim.model != model:
+            continue
+        if team_scope and member_scoped(lim):
             continue
         c = counters[i]
         dim = dims[i]
@@ -355,24 +394,29 @@ def window_needs(e: UserEntry, model: str | None, reserved: ReservationAmount, n
 def window_cap_of(e: UserEntry, dimension: str) -> float | None:
     """The strictest hard mark (in the limit's unit) of the plan in force's limits of a dimension; None when
     it has none."""
-    plan = e.config
-    if plan is None:
-        return None
+    return None if e.config is None else _cap_of_dimension(e.config, dimension, False)
+
+
+def team_window_cap_of(t: TeamEntry, dimension: str) -> float | None:
+    """The same among the team plan's team-scope limits."""
+    return None if t.config is None else _cap_of_dimension(t.config, dimension, True)
+
+
+def _cap_of_dimension(plan: PlanConfig, dimension: str, team_scope: bool) -> float | None:
     top: float | None = None
     for lim, dim in zip(plan.limits, dimensions_of(plan), strict=True):
-        if dim != dimension:
+        if dim != dimension or (team_scope and member_scoped(lim)):
             continue
         mark = hard_mark_of(lim, plan.hard_gate_at)
         top = mark if top is None else min(top, mark)
     return top
 
 
-def window_refusal(e: UserEntry, w: WindowNeed) -> GuardResult:
-    """A call a window's slice does not cover: blocked by that limit until its window lets calls through again."""
-    plan = e.config
-    assert plan is not None
+def window_refusal(plan: PlanConfig, counters: list[LimitCounter], w: WindowNeed, prefix: str = "") -> GuardResult:
+    """A call a window's slice does not cover: blocked by that limit of ``plan`` (its reason ``prefix`` +
+    ``limit:<name>``, ``team:`` for a team's) until its window lets calls through again."""
     lim = plan.limits[w.limit]
-    c = e.counters[w.limit]
+    c = counters[w.limit]
     money = lim.metric == "spend"
     mark = hard_mark_of(lim, plan.hard_gate_at)
     used = used_of(lim, c) + c.held
@@ -383,7 +427,7 @@ def window_refusal(e: UserEntry, w: WindowNeed) -> GuardResult:
     per = f"{lim.duration_minutes or 0} minutes" if lim.window == "rolling" else lim.window
     return GuardResult(
         "hard_gate",
-        f"limit:{lim.name}",
+        f"{prefix}limit:{lim.name}",
         max(1.0, ratio(used, mark)) if mark > 0 else 1.0,
         current,
         top,

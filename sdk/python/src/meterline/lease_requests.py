@@ -26,10 +26,12 @@ from .lease_books import (
     round_trip,
     spend_cap_with_credits,
     team_cap_of,
+    team_window_cap_of,
+    window_cap_of,
 )
 from .lease_sizing import asked, balance, renew_at, renew_margin
-from .lease_windows import OPEN_RETRY, UNLIMITED_FOR, WindowAsk, window_asks, windows_granted
-from .periods import iso, parse_time
+from .lease_windows import OPEN_RETRY, UNLIMITED_FOR, WindowAsk, window_asks, window_wire, windows_granted
+from .periods import parse_time
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -110,17 +112,9 @@ class LeaseRequests:
                 "want": spend[1],
                 "ttl_ms": int(self.settings.ttl * 1000),
             }
-            windows = window_asks(self.settings, e, b, n, sent_at, renew)
+            windows = window_asks(self.settings, b, n.windows, lambda d: window_cap_of(e, d), sent_at, renew)
             if windows:
-                body["windows"] = [
-                    {
-                        "dimension": a.slice.dimension,
-                        "window_start": None if a.slice.start is None else iso(a.slice.start),
-                        "need": a.slice.wire(a.need),
-                        "want": a.slice.wire(a.want),
-                    }
-                    for a in windows
-                ]
+                body["windows"] = window_wire(windows)
             tok: tuple[float, float, bool] | None = None
             if n.model is not None:
                 tok = asked(
@@ -131,6 +125,7 @@ class LeaseRequests:
             team = leased_team(e)
             tb = None if team is None else self._team_book(team)
             team_ask: tuple[float, float, bool] | None = None
+            team_windows: list[WindowAsk] = []
             if (
                 team is not None
                 and tb is not None
@@ -140,17 +135,27 @@ class LeaseRequests:
             ):
                 late = sent_at >= tb.deadline - renew_margin(tb, self.settings.ttl)
                 tb.joined = b.joined
-                team_ask = asked(
-                    tb,
-                    tb.spend,
-                    n.team_cost if n.whole else 0.0,
-                    sent_at,
-                    late or b.open,
-                    self.settings.calls,
-                    team_cap_of(team),
+                team_cap = team_cap_of(team)
+                team_ask = (
+                    (0.0, 0.0, False)
+                    if team_cap is None
+                    else asked(
+                        tb,
+                        tb.spend,
+                        n.team_cost if n.whole else 0.0,
+                        sent_at,
+                        late or b.open,
+                        self.settings.calls,
+                        team_cap,
+                    )
                 )
-                if team_ask[1] > 0:
+                team_windows = window_asks(
+                    self.settings, tb, n.team_windows, lambda d: team_window_cap_of(team, d), sent_at, b.open
+                )
+                if team_ask[1] > 0 or team_windows:
                     body["team"] = {"need": team_ask[0], "want": team_ask[1]}
+                    if team_windows:
+                        body["team"]["windows"] = window_wire(team_windows)
                 else:
                     team_ask = None
             b.joined = 0
@@ -158,7 +163,19 @@ class LeaseRequests:
             # Its end is read from the handle (done()), so a request that ends before this line is no harm.
             b.asking = self.spawn(
                 self._request(
-                    e, b, n, body, spend, tok, windows, sent_at, epoch, caps, tb if team_ask else None, team_ask
+                    e,
+                    b,
+                    n,
+                    body,
+                    spend,
+                    tok,
+                    windows,
+                    sent_at,
+                    epoch,
+                    caps,
+                    tb if team_ask else None,
+                    team_ask,
+                    team_windows,
                 )
             )
             if tb is not None and team_ask is not None:
@@ -180,6 +197,7 @@ class LeaseRequests:
         caps: tuple[float | None, float | None],
         tb: TeamBook | None = None,
         team_ask: tuple[float, float, bool] | None = None,
+        team_windows: list[WindowAsk] | None = None,
     ) -> Flow[bool]:
         ok = False
         try:
@@ -192,7 +210,9 @@ class LeaseRequests:
                 if tb is not None and team_ask is not None:
                     answer = lease.get("team") if isinstance(lease, dict) and res.get("limited") else None
                     ttl = float(lease["ttl_ms"]) / 1000 if isinstance(lease, dict) else self.settings.ttl
-                    team_ok = self._team_granted(tb, answer, team_ask, sent_at, ttl, max(0.0, clock_now() - sent_at))
+                    team_ok = self._team_granted(
+                        tb, answer, team_ask, team_windows or [], sent_at, ttl, max(0.0, clock_now() - sent_at)
+                    )
                 if not isinstance(res, dict) or not res.get("limited") or not lease:
                     b.unlimited_until = clock_now() + UNLIMITED_FOR
                     return True
@@ -256,14 +276,24 @@ class LeaseRequests:
         return ok
 
     def _team_granted(
-        self, tb: TeamBook, t: Any, ask: tuple[float, float, bool], sent_at: float, ttl: float, rtt: float
+        self,
+        tb: TeamBook,
+        t: Any,
+        ask: tuple[float, float, bool],
+        windows: list[WindowAsk],
+        sent_at: float,
+        ttl: float,
+        rtt: float,
     ) -> bool:
-        """Records the service's answer for the team's slice: a grant sets the slice to what the team's counter holds
-        for this holder and extends its lifetime; a refusal holds further asks back for a moment; no team slice (no
-        cap, or the user left the team) stops asking for a minute. False when the slice was short and got nothing."""
+        """Records the service's answer for the team's slices: a grant sets a slice to what the service holds for this
+        holder and extends its lifetime; a refusal holds further asks back for a moment; no team slice (nothing
+        capped, or the user left the team) stops asking for a minute. False when a slice was short and got nothing."""
         round_trip(tb, rtt)
         now = clock_now()
-        if not isinstance(t, dict) or not t.get("spend_limited"):
+        answers = (t.get("windows") or []) if isinstance(t, dict) else []
+        if not isinstance(t, dict) or not (
+            t.get("spend_limited") or any(w.get("limited") for w in answers if isinstance(w, dict))
+        ):
             tb.unlimited_until = now + UNLIMITED_FOR
             return True
         period_end = parse_time(t["period_end"])
@@ -271,15 +301,22 @@ class LeaseRequests:
             # A new period: the slice starts from what the service holds for it.
             tb.spend.granted = 0.0
             tb.period_end = period_end
+        windows_ok, windows_full = windows_granted(tb, windows, answers, sent_at, ttl, tb.epoch)
+        if any(isinstance(w, dict) and float(w.get("added") or 0) > 0 for w in answers):
+            tb.leased = True
+        if not t.get("spend_limited") or ask[1] <= 0:
+            tb.full = windows_full
+            return windows_ok
         added = float(t.get("added") or 0)
         if added > 0:
             tb.spend.granted = float(t["granted"])
             tb.deadline = sent_at + ttl
             tb.retry_at = 0.0
+            tb.leased = True
         elif float(t.get("remaining") or 0) <= 0 or balance(tb, tb.spend, now) <= 0:
             tb.retry_at = now + OPEN_RETRY
-        tb.full = added >= ask[1] - 1e-9
-        return added > 0 or not ask[2]
+        tb.full = added >= ask[1] - 1e-9 and windows_full
+        return (added > 0 or not ask[2]) and windows_ok
 
     def _team_book(self, t: TeamEntry) -> TeamBook:
         tb = self.teams.get(t.team_id)
@@ -312,6 +349,10 @@ class LeaseRequests:
             tb = self._team_book(n.team)
             if n.team_cost > tb.spend.estimate:
                 tb.spend.estimate = n.team_cost
+            for w in n.team_windows:
+                ts = tb.window(w)
+                if w.amount > ts.estimate:
+                    ts.estimate = w.amount
         if n.model is not None:
             t = b.slice(n.model)
             if n.tokens > t.estimate:

@@ -1,5 +1,6 @@
-"""The windows a lease request asks for (the slices of the user's Book that run low, are short for the waiting call or
-near their lifetime's end) and what the service's answer does to each: lease_requests.py sends the request."""
+"""The windows a lease request asks for (the slices of the user's Book, or of a team's TeamBook, that run low, are short
+for the waiting call or near their lifetime's end) and what the service's answer does to each: lease_requests.py sends
+the request."""
 
 from __future__ import annotations
 
@@ -8,12 +9,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .clock import now as clock_now
-from .lease_books import Book, LeaseNeed, LeaseSettings, WindowSlice, window_cap_of
+from .lease_books import Book, LeaseSettings, TeamBook, WindowSlice
 from .lease_sizing import asked, balance, renew_margin
-from .periods import parse_time
+from .periods import iso, parse_time
 
 if TYPE_CHECKING:
-    from .state import UserEntry
+    from collections.abc import Callable
+
+    from .reservation import WindowNeed
 
 # While failing open, how often a call asks again whether the service answers (s); after the service had nothing
 # left of a window another holder holds, how long until it is asked again.
@@ -34,21 +37,26 @@ class WindowAsk:
     short: bool
 
 
-def window_need(n: LeaseNeed, s: WindowSlice) -> float:
+def window_need(needs: tuple[WindowNeed, ...], s: WindowSlice) -> float:
     """The least worth granting of a window to the waiting call: all it needs when it must be whole, and only
     while the slice cannot cover it."""
-    for w in n.windows:
+    for w in needs:
         if w.key == s.key and w.whole:
             return w.amount
     return 0.0
 
 
 def window_asks(
-    settings: LeaseSettings, e: UserEntry, b: Book, n: LeaseNeed, now: float, renew: bool
+    settings: LeaseSettings,
+    b: Book | TeamBook,
+    needs: tuple[WindowNeed, ...],
+    cap_of: Callable[[str], float | None],
+    now: float,
+    renew: bool,
 ) -> list[WindowAsk]:
-    """Every window of the user's calls that runs low, is short for the waiting call, or nears its lifetime's
-    end; slices of calendar windows that ended are dropped."""
-    for w in n.windows:
+    """Every window of the book's calls that runs low, is short for the waiting call (``needs``), or nears its
+    lifetime's end, under its cap (``cap_of`` a dimension); slices of calendar windows that ended are dropped."""
+    for w in needs:
         b.window(w)
     asks: list[WindowAsk] = []
     for key, s in list(b.windows.items()):
@@ -57,20 +65,33 @@ def window_asks(
             continue
         if now < s.retry_at or now < s.unlimited_until:
             continue
-        top = window_cap_of(e, s.dimension)
+        top = cap_of(s.dimension)
         if top is None:
             continue
         late = now >= s.deadline - renew_margin(b, settings.ttl)
-        need, want, short = asked(b, s, window_need(n, s), now, renew or late, settings.calls, top)
+        need, want, short = asked(b, s, window_need(needs, s), now, renew or late, settings.calls, top)
         if want <= 0:
             continue
-        needed = any(w.key == key for w in n.windows)
+        needed = any(w.key == key for w in needs)
         asks.append(WindowAsk(s, need, math.ceil(want), top, needed and short))
     return asks
 
 
+def window_wire(asks: list[WindowAsk]) -> list[dict[str, Any]]:
+    """The windows asked, as a request names them."""
+    return [
+        {
+            "dimension": a.slice.dimension,
+            "window_start": None if a.slice.start is None else iso(a.slice.start),
+            "need": a.slice.wire(a.need),
+            "want": a.slice.wire(a.want),
+        }
+        for a in asks
+    ]
+
+
 def windows_granted(
-    b: Book, asks: list[WindowAsk], answers: list[Any], sent_at: float, ttl: float, epoch: int
+    b: Book | TeamBook, asks: list[WindowAsk], answers: list[Any], sent_at: float, ttl: float, epoch: int
 ) -> tuple[bool, bool]:
     """Records the service's answer for each window asked: a grant extends the slice's lifetime; a refusal
     holds further requests for that window back until it ends when no other holder holds any of it (nothing

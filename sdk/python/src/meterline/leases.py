@@ -25,6 +25,7 @@ from .lease_books import (
     refusal,
     renewing,
     team_refusal,
+    team_window_needs,
     window_needs,
     window_refusal,
 )
@@ -34,6 +35,9 @@ from .lease_windows import OPEN_RETRY
 from .money import add_dollars
 from .periods import iso
 from .reservation import NO_WINDOWS, ReservationAmount, WindowNeed
+
+if TYPE_CHECKING:
+    from .lease_books import WindowSlice
 from .types import GuardResult
 
 if TYPE_CHECKING:
@@ -58,10 +62,14 @@ class Leases(LeaseRequests):
         if team is not None and now < self._team_book(team).unlimited_until:
             team = None
         team_cost = 0.0 if team is None else reserved.cost
+        team_spend = team is not None and team.config is not None and team.config.max_spend_per_period is not None
+        team_windows = NO_WINDOWS if team is None else team_window_needs(team, model, reserved, now)
         if now < self._book(e).unlimited_until:
             if team is None:
                 return None
-            return LeaseNeed(0.0, None, 0.0, reserved.exact, NO_WINDOWS, False, team, team_cost)
+            return LeaseNeed(
+                0.0, None, 0.0, reserved.exact, NO_WINDOWS, False, team, team_cost, team_spend, team_windows
+            )
         if not spend and capped is None and not windows and team is None:
             return None
         return LeaseNeed(
@@ -73,6 +81,8 @@ class Leases(LeaseRequests):
             spend,
             team,
             team_cost,
+            team_spend,
+            team_windows,
         )
 
     def covers(self, e: UserEntry, n: LeaseNeed) -> bool:
@@ -119,11 +129,17 @@ class Leases(LeaseRequests):
                 tb.spend.took(n.team_cost, now)
                 tb.holds += 1
                 tb.last_use = now
-                low_team = (
-                    not running(tb.asking)
-                    and now >= tb.retry_at
-                    and (low(tb, tb.spend, now) or now >= tb.deadline - renew_margin(tb, self.settings.ttl))
-                )
+                team_margin = renew_margin(tb, self.settings.ttl)
+                low_windows = False
+                for w in n.team_windows:
+                    ts = tb.window(w)
+                    ts.used += w.amount
+                    ts.took(w.amount, now)
+                    low_windows = low_windows or (
+                        now >= ts.retry_at and (low(tb, ts, now) or now >= ts.deadline - team_margin)
+                    )
+                low_spend = n.team_spend and (low(tb, tb.spend, now) or now >= tb.deadline - team_margin)
+                low_team = not running(tb.asking) and now >= tb.retry_at and (low_spend or low_windows)
                 # The lease id is the holder's: the event settles the team's slice with it (and the user's, when held).
                 if b.lease_id is None:
                     b.lease_id = self.holder
@@ -169,12 +185,17 @@ class Leases(LeaseRequests):
         tokens: float,
         windows: tuple[WindowNeed, ...] = NO_WINDOWS,
         team: TeamEntry | None = None,
+        team_windows: tuple[WindowNeed, ...] = NO_WINDOWS,
     ) -> None:
         """Gives a hold back (what take() took); the call's real usage, if it ran, comes through spend()."""
         with self.lock:
             tb = None if team is None or lease_id is None else self.teams.get(team.team_id)
             if tb is not None:
                 tb.spend.used = max(0.0, add_dollars(tb.spend.used, -cost))
+                for w in team_windows:
+                    ts = tb.windows.get(w.key)
+                    if ts is not None:
+                        ts.used = max(0.0, ts.used - w.amount)
                 tb.holds = max(0, tb.holds - 1)
             b = self.books.get(user_id)
             if b is None or lease_id is None or b.lease_id != lease_id:
@@ -196,11 +217,17 @@ class Leases(LeaseRequests):
             b = self.books.get(e.user_id)
             team = leased_team(e)
             tb = None if team is None else self.teams.get(team.team_id)
-            # Spent from the team's slice once one was granted (its event names the holder, which settles it).
-            team_lease = self.holder if tb is not None and tb.deadline > 0 else None
-            if tb is not None and team_lease is not None:
+            # Spent from the team's slices once one was granted (its event names the holder, which settles them).
+            team_lease = self.holder if tb is not None and tb.leased else None
+            if tb is not None and team is not None and team_lease is not None:
                 tb.spend.used = add_dollars(tb.spend.used, cost)
                 tb.spend.finished(cost)
+                # The team's windows at the event's time, as the user's below.
+                if tb.windows:
+                    for w in team_window_needs(team, model, ReservationAmount(cost, float(tokens), True), at):
+                        ts = tb.window(w)
+                        ts.used += w.amount
+                        ts.finished(w.amount)
             if b is None or b.lease_id is None:
                 return team_lease
             b.spend.used = add_dollars(b.spend.used, cost)
@@ -265,18 +292,33 @@ class Leases(LeaseRequests):
                 yield from self._release(via, None)
 
     def _team_idle(self, tb: TeamBook) -> bool:
-        """No call holds on the team's slice, none asks for it, and it holds something unused."""
-        return tb.holds == 0 and not running(tb.asking) and tb.spend.granted > tb.spend.used
+        """No call holds on the team's slices, none asks for them, and one holds something unused."""
+        if tb.holds != 0 or running(tb.asking):
+            return False
+        return tb.spend.granted > tb.spend.used or any(s.granted > s.used for s in _live(tb.windows, clock_now()))
 
-    def _team_short(self, tb: TeamBook, n: LeaseNeed, now: float) -> bool:
+    def _team_spend_short(self, tb: TeamBook, n: LeaseNeed, now: float) -> bool:
         left = balance(tb, tb.spend, now)
         return left <= 0 or (n.whole and left < n.team_cost)
+
+    def _team_short(self, tb: TeamBook, n: LeaseNeed, now: float) -> bool:
+        """The team's slices do not cover the call: its spend slice or one of its windows'."""
+        if n.team_spend and self._team_spend_short(tb, n, now):
+            return True
+        for w in n.team_windows:
+            s = tb.windows.get(w.key)
+            if s is not None and now < s.unlimited_until:
+                continue
+            left = 0.0 if s is None else balance(tb, s, now)
+            if left <= 0 or (w.whole and left < w.amount):
+                return True
+        return False
 
     def _release(self, b: Book, timeout: float | None) -> Flow[None]:
         """The lease keeps what was used; the rest goes back to the user's pool."""
         with self.lock:
             now = clock_now()
-            windows = [s for s in b.windows.values() if s.end > now]
+            windows = _live(b.windows, now)
             slices: list[Slice] = [b.spend, *b.tokens.values(), *windows]
             # The team's slice goes back with a member's lease once no call of any member holds on it.
             team = leased_team(b.entry)
@@ -288,19 +330,18 @@ class Leases(LeaseRequests):
                 s.granted = s.used
             body: dict[str, Any] = {"used": b.spend.used}
             if tb is not None and team_back:
+                if tb.deadline > 0:
+                    body["team_used"] = tb.spend.used
                 tb.spend.granted = tb.spend.used
-                body["team_used"] = tb.spend.used
+                team_windows = _live(tb.windows, now)
+                for s in team_windows:
+                    s.granted = s.used
+                if team_windows:
+                    body["team_used_windows"] = [_used(s) for s in team_windows]
             if b.tokens:
                 body["used_tokens"] = {m: math.ceil(s.used) for m, s in b.tokens.items()}
             if windows:
-                body["used_windows"] = [
-                    {
-                        "dimension": s.dimension,
-                        "window_start": None if s.start is None else iso(s.start),
-                        "used": s.wire(s.used),
-                    }
-                    for s in windows
-                ]
+                body["used_windows"] = [_used(s) for s in windows]
             path = f"/users/{quote(b.user_id, safe='')}/leases/{b.lease_id or self.holder}/release"
         try:
             yield Request("POST", path, body, timeout)
@@ -312,8 +353,16 @@ class Leases(LeaseRequests):
         """The hard gate of the first budget the lease cannot cover, or None when it covers the call."""
         if n.team is not None:
             tb = self.teams.get(n.team.team_id)
-            if tb is None or self._team_short(tb, n, now):
+            if n.team_spend and (tb is None or self._team_spend_short(tb, n, now)):
                 return team_refusal(n.team, n.team_cost)
+            for w in n.team_windows:
+                ts = None if tb is None else tb.windows.get(w.key)
+                if ts is not None and now < ts.unlimited_until:
+                    continue
+                left = 0.0 if ts is None or tb is None else balance(tb, ts, now)
+                if left <= 0 or (w.whole and left < w.amount):
+                    assert n.team.config is not None
+                    return window_refusal(n.team.config, n.team.counters, w, "team:")
         if not n.spend and n.model is None and not n.windows:
             return None
         plan = e.config
@@ -350,7 +399,7 @@ class Leases(LeaseRequests):
                 continue
             left = 0.0 if s is None else balance(b, s, now)
             if left <= 0 or (w.whole and left < w.amount):
-                return window_refusal(e, w)
+                return window_refusal(plan, e.counters, w)
         return None
 
     def _exhausted(self, b: Book, n: LeaseNeed, now: float) -> bool:
@@ -358,13 +407,30 @@ class Leases(LeaseRequests):
         asked."""
         if n.team is not None:
             tb = self.teams.get(n.team.team_id)
-            if tb is not None and now < tb.retry_at and self._team_short(tb, n, now):
+            if tb is not None and now < tb.retry_at and n.team_spend and self._team_spend_short(tb, n, now):
                 return True
-        for w in n.windows:
-            s = b.windows.get(w.key)
-            if s is None or now >= s.retry_at:
-                continue
-            left = balance(b, s, now)
-            if left <= 0 or (w.whole and left < w.amount):
+            if tb is not None and _exhausted(tb, tb.windows, n.team_windows, now):
                 return True
-        return False
+        return _exhausted(b, b.windows, n.windows, now)
+
+
+def _exhausted(b: Book | TeamBook, slices: dict[str, WindowSlice], needs: tuple[WindowNeed, ...], now: float) -> bool:
+    """A window a call needs is short and the service had nothing left of it when last asked."""
+    for w in needs:
+        s = slices.get(w.key)
+        if s is None or now >= s.retry_at:
+            continue
+        left = balance(b, s, now)
+        if left <= 0 or (w.whole and left < w.amount):
+            return True
+    return False
+
+
+def _live(slices: dict[str, WindowSlice], now: float) -> list[WindowSlice]:
+    """The slices of windows that have not ended."""
+    return [s for s in slices.values() if s.end > now]
+
+
+def _used(s: WindowSlice) -> dict[str, Any]:
+    """A slice as a release names what was used of it."""
+    return {"dimension": s.dimension, "window_start": None if s.start is None else iso(s.start), "used": s.wire(s.used)}

@@ -183,7 +183,14 @@ class Recording(Reporting):
         e.in_flight -= 1
         if self._leases is not None:
             self._leases.unhold(
-                e.user_id, hold.lease, hold.cost, hold.model, hold.tokens, hold.lease_windows, hold.lease_team
+                e.user_id,
+                hold.lease,
+                hold.cost,
+                hold.model,
+                hold.tokens,
+                hold.lease_windows,
+                hold.lease_team,
+                hold.lease_team_windows,
             )
 
     def _meter(

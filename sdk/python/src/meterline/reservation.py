@@ -86,8 +86,10 @@ class Hold:
     lease: str | None = None
     # The windows the call took from the lease's slices: given back to those.
     lease_windows: tuple[WindowNeed, ...] = ()
-    # The team whose lease slice (of the team's period spend cap) the estimate was taken from.
+    # The team whose lease slices (of the team's period spend cap and team-scope windows) the estimate was taken
+    # from, and those windows.
     lease_team: TeamEntry | None = None
+    lease_team_windows: tuple[WindowNeed, ...] = ()
     # The plan's limits and their counters the call held against: given back to those, even after a reload
     # changed them.
     limits: tuple[PlanLimit, ...] = ()
