@@ -62,6 +62,9 @@ const AcquireIn = Body({
     ),
   ),
   team: Type.Optional(TeamAskIn),
+  member_windows: Type.Optional(
+    WindowAsks("Slices of the windows of the member-scope limits of the user's team plan (the user's own seat windows), as `windows` for the user's plan"),
+  ),
 });
 
 const ReleaseIn = Body({
@@ -77,6 +80,7 @@ const ReleaseIn = Body({
     Type.Unsafe<number>({ ...Dollars, description: "Dollars the holder spent from its slice of the user's team's cap in all (every member it serves); absent: the team slice is kept until it lapses" }),
   ),
   team_used_windows: Type.Optional(WindowUses("The same per slice of the team's windows; a window left out keeps its slice until the lease lapses or the window ends")),
+  used_member_windows: Type.Optional(WindowUses("The same per slice of the member-scope windows of the user's team plan")),
 });
 
 const WindowLeaseOut = Type.Object({
@@ -127,6 +131,7 @@ const LeaseOut = Type.Object({
   tokens: Nullable(TokenLeaseOut),
   windows: Type.Array(WindowLeaseOut, { description: "One per window asked for, in the order asked (empty when none was)" }),
   team: Type.Union([TeamLeaseOut, Type.Null()], { description: "The team slice, when `team` was asked (or `team_used` given) and the user is in a team with a plan in force" }),
+  member_windows: Type.Array(WindowLeaseOut, { description: "One per member-scope window asked for (`member_windows`), in the order asked" }),
 });
 
 const AcquireOut = Type.Object({
@@ -173,6 +178,7 @@ function leaseJson(l: Lease) {
           windows: l.team.windows.map(windowLeaseJson),
         }
       : null,
+    member_windows: l.memberWindows.map(windowLeaseJson),
   };
 }
 
@@ -231,6 +237,7 @@ export const leaseRoutes: FastifyPluginAsyncTypebox = async (app) => {
           wantTokens: BigInt(b.want_tokens ?? b.need_tokens ?? 0),
           windows: windowAsks(b.windows),
           team: b.team && { need: b.team.need, want: b.team.want, windows: windowAsks(b.team.windows) },
+          memberWindows: windowAsks(b.member_windows),
         },
         rpcOptions(request),
       );
@@ -263,6 +270,7 @@ export const leaseRoutes: FastifyPluginAsyncTypebox = async (app) => {
           usedWindows: windowUses(request.body.used_windows),
           teamUsed: request.body.team_used,
           teamUsedWindows: windowUses(request.body.team_used_windows),
+          usedMemberWindows: windowUses(request.body.used_member_windows),
         },
         rpcOptions(request),
       );

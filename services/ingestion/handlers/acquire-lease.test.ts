@@ -138,4 +138,40 @@ t("a member's lease holds slices of the team's windows beside their counts, shar
   assert.equal([refused.limited, refused.lease!.team!.windows[0]!.added], [true, 0]);
 });
 
+t("member-scope windows of a team plan are leased per member in the member's window document, settled by the member's counting", async ({ stack, ingestion }) => {
+  const { productId, api } = await productWithUser(stack);
+  const [a, b] = ["ma", "mb"];
+  for (const u of [a, b]) await api.post("/users", { external_user_id: u });
+  const limits = [{ name: "seat-daily", metric: "spend", max: 1, window: "day", scope: "member" }];
+  const plan = (await api.post("/config/plans", { plans: [{ name: `team-m-${Date.now()}`, limits }] })).body.plans[0];
+  await api.post("/teams", { external_team_id: "mcrew", name: "M crew" });
+  const day = 86_400_000;
+  await api.post("/teams/mcrew/subscription", { plan_id: plan.id, period_start: new Date(Date.now() - 40 * day).toISOString(), period_end: new Date(Date.now() + 40 * day).toISOString() });
+  for (const u of [a, b]) assert.is((await api.request("PUT", `/users/${u}/team`, { body: { team_id: "mcrew" } })).status, 200);
+  const daily = dimensionKey({ metric: "spend", window: "day" });
+  const ask = (userId: string, holder: string, need: number, want: number) =>
+    ingestion.acquireLease({ productId, userId, holder, need: 0, want: 0, memberWindows: [{ dimension: daily, need, want }] });
+
+  const first = await ask(a, "h1", 0.2, 0.5);
+  assert.is(first.limited, true, "a member whose team plan has seat windows has something to lease");
+  assert.equal(first.lease!.memberWindows.map((w) => [w.limited, w.added, w.remaining]), [[true, 0.5, 0.5]]);
+  // Each member's seat is its own: b's grant does not see a's slice.
+  const other = await ask(b, "h1", 0, 1);
+  assert.equal([other.lease!.memberWindows[0]!.added, other.lease!.memberWindows[0]!.remaining], [0.5, 0.5]);
+
+  // $0.30 spent from h1 by a: counted in a's seat window and settled against h1's slice of it.
+  await ingestion.ingestUsageEvents({ productId, events: [usageEvent(a, { costTotal: 0.3, leaseId: "h1" })] });
+  await eventually(async () => (await api.get(`/users/${a}/usage`)).body.total_cost === 0.3, 30_000, "a's usage to be counted");
+  const seen = await ask(a, "h1", 0, 0);
+  assert.equal([seen.lease!.memberWindows[0]!.granted, seen.lease!.memberWindows[0]!.spent], [0.5, 0.3]);
+  // Given back down to what was used: what remains of a's day is $1 less the $0.30 counted.
+  await ingestion.releaseLease({ productId, userId: a, leaseId: "h1", used: 0, usedMemberWindows: [{ dimension: daily, used: 0.3 }] });
+  const after = await ask(a, "h2", 0, 100);
+  assert.is(after.lease!.memberWindows[0]!.added + after.lease!.memberWindows[0]!.remaining, 0.7);
+  // A user in no team has no member windows to lease.
+  await api.post("/users", { external_user_id: "loner" });
+  const loner = await ask("loner", "h1", 0, 1);
+  assert.equal([loner.limited, loner.lease?.memberWindows[0]?.limited], [false, undefined]);
+});
+
 t.run();

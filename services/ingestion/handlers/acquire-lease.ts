@@ -12,7 +12,7 @@ import { requireUser } from "./common.ts";
 import { acquireWindows, userWindowHome } from "../windows/lease-request.ts";
 import { MAX_LEASE_TTL_MS, leaseMessage, requireDollars, requireLeaseId, requireTokens } from "../leases/request.ts";
 import { creditsInForce, teamCapWithPoolNano } from "../credits/view.ts";
-import { acquireTeamSlice } from "../leases/team.ts";
+import { acquireMemberWindows, acquireTeamSlice } from "../leases/team.ts";
 
 /**
  * Grants the holder a slice of the user's current period spend cap (max_spend_per_period x
@@ -67,6 +67,14 @@ export function acquireLease(deps: IngestionDeps): ServiceImpl<typeof IngestionS
       graceMs: deps.leases.graceMs,
       now,
     });
+    // The member-scope windows of the team plan are counted in the user's window document too: granted after the user's own (each write is conditional on that document's version).
+    const memberAsked =
+      req.memberWindows.length === 0
+        ? Promise.resolve([])
+        : windowsAsked.then(() =>
+            acquireMemberWindows({ store: deps.leases.windows, productId, userId: req.userId, user, holder, ttlMs, graceMs: deps.leases.graceMs, now }, req.memberWindows),
+          );
+    memberAsked.catch(() => {});
     // The team's slice lives in the team's period counter: granted beside the user's, conditional on its own document.
     const teamAsked = req.team ? acquireTeamSlice(
           {
@@ -82,16 +90,22 @@ export function acquireLease(deps: IngestionDeps): ServiceImpl<typeof IngestionS
           req.team,
         ) : undefined;
     if (asks.length === 0) {
-      const [windows, team] = await Promise.all([windowsAsked, teamAsked]);
+      const [windows, team, memberWindows] = await Promise.all([windowsAsked, teamAsked, memberAsked]);
       // A plan with windows is limited whatever this request asked of them: a client that sent
       // none (its call's window had just ended) and heard "nothing to lease" would stop leasing
       // every window of the user for a while, and its replicas together pass the limits.
-      if (!plan?.limits.length && !windows.some((w) => w.limited) && !team?.spendLimited && !team?.windows.some((w) => w.limited)) return { limited: false };
+      const leased = [...windows, ...memberWindows, ...(team?.windows ?? [])].some((w) => w.limited);
+      if (!plan?.limits.length && !leased && !team?.spendLimited) return { limited: false };
       const lease = leaseMessage(holder, { granted: 0, spent: 0, expires_at: new Date(now.getTime() + ttlMs) }, { ttlMs, periodEnd: a.period.end, spendLimited });
-      return { limited: true, lease: { ...lease, windows, team } };
+      return { limited: true, lease: { ...lease, windows, team, memberWindows } };
     }
     const ref = { id: a.counterId, productId, userId: req.userId, start: a.period.start, end: a.period.end };
-    const [view, windows, team] = await Promise.all([deps.leases.store.acquire(ref, { holder, asks, ttlMs, graceMs: deps.leases.graceMs, now }), windowsAsked, teamAsked]);
+    const [view, windows, team, memberWindows] = await Promise.all([
+      deps.leases.store.acquire(ref, { holder, asks, ttlMs, graceMs: deps.leases.graceMs, now }),
+      windowsAsked,
+      teamAsked,
+      memberAsked,
+    ]);
     const lease = leaseMessage(holder, view.lease, {
       ttlMs,
       periodEnd: a.period.end,
@@ -99,6 +113,6 @@ export function acquireLease(deps: IngestionDeps): ServiceImpl<typeof IngestionS
       spend: spendLimited ? view.grants[0] : undefined,
       model: tokenLimit ? { name: model!, grant: view.grants[asks.length - 1] } : undefined,
     });
-    return { limited: true, lease: { ...lease, windows, team } };
+    return { limited: true, lease: { ...lease, windows, team, memberWindows } };
   };
 }

@@ -8,7 +8,7 @@ import { normalizeModel, toNano } from "@meter/rules";
 import { encodeKey } from "../domain/field-keys.ts";
 import { releasedWindows, userWindowHome } from "../windows/lease-request.ts";
 import { windowDocId } from "../windows/shares.ts";
-import { releaseTeamSlice } from "../leases/team.ts";
+import { releaseTeamSlice, releasedMemberWindows } from "../leases/team.ts";
 import { leaseMessage, requireDollars, requireLeaseId, requireTokens } from "../leases/request.ts";
 
 /** Models one release may name (a lease holds tokens of the capped models a replica called). */
@@ -41,7 +41,10 @@ export function releaseLease(deps: IngestionDeps): ServiceImpl<typeof IngestionS
     const teamAsked = req.teamUsed !== undefined || req.teamUsedWindows.length > 0;
     const [lease, windows, team] = await Promise.all([
       deps.leases.store.release(a.counterId, holder, toNano(used), usedTokens),
-      deps.leases.windows.release(windowDocId(productId, req.userId), holder, usedWindows?.used ?? {}),
+      deps.leases.windows.release(windowDocId(productId, req.userId), holder, {
+        ...usedWindows?.used,
+        ...releasedMemberWindows(deps.leases.windows, productId, req.userId, user, req.usedMemberWindows, deps.now()),
+      }),
       teamAsked ? releaseTeamSlice(deps.leases, productId, user, holder, { used: req.teamUsed, windows: req.teamUsedWindows }, deps.now()) : undefined,
     ]);
     if (!lease && !windows && !team) throw rpcError.notFound(`lease "${holder}" not found in the current period of user "${req.userId}"`);

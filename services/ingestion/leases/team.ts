@@ -15,10 +15,12 @@ import type { Grant, LeaseEntry } from "../domain/lease-policy.ts";
 import type { LeaseStore } from "./store.ts";
 import { requireDollars } from "./request.ts";
 import { rpcError } from "@meter/lib/errors";
-import { acquireWindows, releasedWindows, type SliceHome } from "../windows/lease-request.ts";
+import { acquireWindows, releasedWindows, userWindowHome, type SliceHome } from "../windows/lease-request.ts";
 import type { WindowLeaseStore } from "../windows/lease-store.ts";
 import { windowDocId } from "../windows/shares.ts";
-import { inPeriodWindow, scopeOf } from "../teams/shares.ts";
+import { inPeriodWindow, memberPrefix, scopeOf } from "../teams/shares.ts";
+import { create } from "@bufbuild/protobuf";
+import { WindowLeaseSchema, type WindowAsk } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 
 /** Where a team's slices are kept: the spend cap's and the in-period windows' in its period counter, the other windows' in its window document. */
 export interface TeamLeaseStores {
@@ -47,9 +49,9 @@ export function teamCapNano(t: TeamAttribution): number | null {
   return max === undefined || max === null ? null : Math.round(toNano(max) * t.plan.hardGateAt);
 }
 
-/** The team plan as its team-scope windows see it (member-scope limits count each member apart, in the member's window document). */
-function teamScopePlan(t: TeamAttribution): PlanInfo {
-  return { ...t.plan, limits: t.plan.limits.filter((l) => scopeOf(l) === "team") };
+/** The team plan as its windows of one scope see it: team-scope ones count the team's sum, member-scope ones each member apart (in the member's window document). */
+function scopePlan(t: TeamAttribution, scope: "team" | "member"): PlanInfo {
+  return { ...t.plan, limits: t.plan.limits.filter((l) => scopeOf(l) === scope) };
 }
 
 /**
@@ -78,7 +80,7 @@ export async function acquireTeamSlice(i: TeamLeaseInput, ask: TeamAsk) {
   // After the spend slice: both may live in the period counter, and each write is conditional on its version.
   const windows = await acquireWindows({
     home: teamWindowHome(i.stores, i.productId, t),
-    plan: teamScopePlan(t),
+    plan: scopePlan(t, "team"),
     period: t.period,
     holder: i.holder,
     asks: ask.windows,
@@ -98,7 +100,7 @@ export async function releaseTeamSlice(stores: TeamLeaseStores, productId: strin
   const t = attributeTeam(productId, user, now);
   if (!t) return undefined;
   const dollars = used.used === undefined ? undefined : toNano(requireDollars("team_used", used.used));
-  const windows = releasedWindows("team_used_windows", used.windows, teamScopePlan(t), t.period, now, teamWindowHome(stores, productId, t));
+  const windows = releasedWindows("team_used_windows", used.windows, scopePlan(t, "team"), t.period, now, teamWindowHome(stores, productId, t));
   const [lease, ...slices] = await Promise.all([
     dollars === undefined ? null : stores.teams.release(t.counterId, holder, dollars, {}),
     ...[...windows.values()].map(({ home, used }) => home.store.release(home.id, holder, used)),
@@ -106,6 +108,47 @@ export async function releaseTeamSlice(stores: TeamLeaseStores, productId: strin
   const found = lease ?? slices.find((l) => l !== null);
   if (!found) return null;
   return teamLeaseMessage(t, lease ?? { granted: 0, spent: 0, expires_at: found.expires_at }, teamCapNano(t) !== null);
+}
+
+/** What a member-scope window grant needs: the member's window document and who asks. */
+export interface MemberWindowsInput {
+  store: WindowLeaseStore;
+  productId: string;
+  userId: string;
+  user: KnownUser;
+  holder: string;
+  ttlMs: number;
+  graceMs: number;
+  now: Date;
+}
+
+/**
+ * Grants slices of the member-scope windows of the user's team plan, kept in the user's window
+ * document beside their counts (fields prefixed with the team: teams/shares.ts memberPrefix), one
+ * per holder; every ask is answered `limited: false` when the user is in no team with a plan now.
+ */
+export async function acquireMemberWindows(i: MemberWindowsInput, asks: readonly WindowAsk[]): Promise<WindowLease[]> {
+  const t = attributeTeam(i.productId, i.user, i.now);
+  if (!t) return asks.map((a) => create(WindowLeaseSchema, { dimension: a.dimension, limited: false }));
+  return acquireWindows({
+    home: userWindowHome(i.store, i.productId, i.userId),
+    keyPrefix: memberPrefix(t.team.id),
+    plan: scopePlan(t, "member"),
+    period: t.period,
+    holder: i.holder,
+    asks,
+    ttlMs: i.ttlMs,
+    graceMs: i.graceMs,
+    now: i.now,
+  });
+}
+
+/** The member-scope window slices a release names, keyed as stored in the user's window document; empty when the user is in no team now. */
+export function releasedMemberWindows(store: WindowLeaseStore, productId: string, userId: string, user: KnownUser, uses: readonly WindowUse[], now: Date): Record<string, number> {
+  const t = attributeTeam(productId, user, now);
+  if (!t || uses.length === 0) return {};
+  const released = releasedWindows("used_member_windows", uses, scopePlan(t, "member"), t.period, now, userWindowHome(store, productId, userId), memberPrefix(t.team.id));
+  return [...released.values()][0]?.used ?? {};
 }
 
 function teamLeaseMessage(t: TeamAttribution, lease: LeaseEntry, spendLimited: boolean, g?: Grant, windows: WindowLease[] = []) {

@@ -55,15 +55,24 @@ interface Resolved {
 }
 
 /** The window an ask (or a use) names: the one holding window_start (now when absent); null when the plan has no limit of that dimension. */
-function resolve(field: string, dims: Map<string, WindowLimit[]>, plan: PlanInfo | null, period: BillingPeriod, dimension: string, at: Timestamp | undefined, now: number): Resolved | null {
+function resolve(
+  field: string,
+  dims: Map<string, WindowLimit[]>,
+  plan: PlanInfo | null,
+  period: BillingPeriod,
+  dimension: string,
+  at: Timestamp | undefined,
+  now: number,
+  prefix = "",
+): Resolved | null {
   const limits = dims.get(dimension);
   if (!plan || !limits) return null;
   const l = limits[0]!;
-  if (l.window === "rolling") return { limits, key: rollingSliceKey(dimension), rolling: { duration: l.duration_minutes ?? 1 }, start: null, end: null };
+  if (l.window === "rolling") return { limits, key: prefix + rollingSliceKey(dimension), rolling: { duration: l.duration_minutes ?? 1 }, start: null, end: null };
   const t = at ? timestampDate(at).getTime() : now;
   if (t > now + AHEAD_MS) throw rpcError.invalid(`${field}.window_start is more than 5 minutes ahead of the service's clock`);
   const w = windowAt(l, t, plan.timeZone, period);
-  return { limits, key: windowField(dimension, w.start), rolling: null, start: w.start, end: w.end };
+  return { limits, key: prefix + windowField(dimension, w.start), rolling: null, start: w.start, end: w.end };
 }
 
 /** Where a window's slices are kept: the document its window is counted in. */
@@ -82,6 +91,8 @@ export function userWindowHome(store: WindowLeaseStore, productId: string, userI
 export interface WindowGrantInput {
   /** The home of a window's slices by its slice key and end (null: rolling); a user's are all in its window document. */
   home: (slice: { key: string; end: number | null }) => SliceHome;
+  /** Put before every slice key: a team plan's member-scope windows in the member's document (teams/shares.ts memberPrefix). */
+  keyPrefix?: string;
   plan: PlanInfo | null;
   period: BillingPeriod;
   holder: string;
@@ -98,7 +109,7 @@ export async function acquireWindows(i: WindowGrantInput): Promise<WindowLease[]
   const now = i.now.getTime();
   const dims = byDimension(i.plan);
   const resolved = i.asks.map((a, k) => {
-    const r = resolve(`windows[${k}]`, dims, i.plan, i.period, a.dimension, a.windowStart, now);
+    const r = resolve(`windows[${k}]`, dims, i.plan, i.period, a.dimension, a.windowStart, now, i.keyPrefix);
     if (!r) return null;
     const l = r.limits[0]!;
     const need = amount(`windows[${k}].need`, l, a.need, Math.ceil);
@@ -160,12 +171,13 @@ export function releasedWindows(
   period: BillingPeriod,
   now: Date,
   home: (slice: { key: string; end: number | null }) => SliceHome,
+  keyPrefix = "",
 ): Map<string, { home: SliceHome; used: Record<string, number> }> {
   if (uses.length > MAX_WINDOW_ASKS) throw rpcError.invalid(`${field} may name at most ${MAX_WINDOW_ASKS} windows`);
   const dims = byDimension(plan);
   const out = new Map<string, { home: SliceHome; used: Record<string, number> }>();
   uses.forEach((u, k) => {
-    const r = resolve(`${field}[${k}]`, dims, plan, period, u.dimension, u.windowStart, now.getTime());
+    const r = resolve(`${field}[${k}]`, dims, plan, period, u.dimension, u.windowStart, now.getTime(), keyPrefix);
     if (!r) return;
     const h = home(r);
     const entry = out.get(h.id) ?? { home: h, used: {} };

@@ -16,6 +16,10 @@ test("a calendar share settles against its window's slice; a rolling window's bu
   assert.is(sliceKeyOfShare(windowField(RPM, MINUTE)), windowField(RPM, MINUTE));
   assert.is(sliceKeyOfShare(windowField(ROLL, MINUTE)), rollingSliceKey(ROLL));
   assert.ok(!rollingSliceKey(ROLL).includes("."), "model names are field-key encoded");
+  // A team plan's member-scope windows, prefixed with the team in the member's document.
+  const member = "team:6f1c2d3e-0000-4000-8000-000000000001:";
+  assert.is(sliceKeyOfShare(member + windowField(RPM, MINUTE)), member + windowField(RPM, MINUTE));
+  assert.is(sliceKeyOfShare(member + windowField(ROLL, MINUTE)), member + rollingSliceKey(ROLL));
 });
 
 test("a rolling window counts its live buckets only", () => {

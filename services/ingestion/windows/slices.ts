@@ -37,8 +37,10 @@ export function rollingSliceKey(dimension: string): string {
 /** The slice an event's share (its window count key) settles against. */
 export function sliceKeyOfShare(shareKey: string): string {
   const dim = shareKey.slice(0, shareKey.lastIndexOf("|"));
-  // dimensionKey is `<metric>:<window>:...`; neither part is changed by encodeKey.
-  return dim.split(":", 2)[1] === "rolling" ? `${dim}|r` : shareKey;
+  // dimensionKey is `<metric>:<window>:...`; neither part is changed by encodeKey. A team plan's
+  // member-scope window is prefixed `team:<service team id>:` (teams/shares.ts memberPrefix).
+  const bare = dim.startsWith("team:") ? dim.slice(dim.indexOf(":", "team:".length) + 1) : dim;
+  return bare.split(":", 2)[1] === "rolling" ? `${dim}|r` : shareKey;
 }
 
 /** A lease holds something back until expiry + grace (as period leases do). */
