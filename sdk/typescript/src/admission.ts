@@ -85,7 +85,7 @@ export class Admission {
     if (result.status !== "ok") this.gated(e, session, model, result, input.metadata, now);
     if (!hold) return result;
     // One object for the hold and its release: it carries the windows it held on (state.ts).
-    const held: Hold = { entry: e, session, model, cost, tokens, metadata: input.metadata, lease, leaseWindows: lease === null ? undefined : need?.windows, leaseTeam: lease === null ? undefined : need?.team, leaseTeamWindows: lease === null ? undefined : need?.teamWindows };
+    const held: Hold = { entry: e, session, model, cost, tokens, metadata: input.metadata, lease, leaseWindows: lease === null ? undefined : need?.windows, leaseTeam: lease === null ? undefined : need?.team, leaseTeamWindows: lease === null ? undefined : need?.teamWindows, leaseMemberWindows: lease === null ? undefined : need?.memberWindows };
     e.hold(held);
     return new Reservation(this.ledger, held, result);
   }

@@ -92,6 +92,8 @@ interface LeaseWire {
   windows?: WindowLeaseWire[];
   /** The team slice (absent from a service without team leases; null when none was asked). */
   team?: TeamLeaseWire | null;
+  /** One per member-scope window asked for (absent from a service without them). */
+  member_windows?: WindowLeaseWire[];
 }
 
 interface TeamLeaseWire {
@@ -227,6 +229,8 @@ export interface LeaseNeed {
   teamCost: number;
   /** The windows of the team plan's team-scope limits the call counts in (each slice must cover it). */
   teamWindows: WindowNeed[];
+  /** The windows of the team plan's member-scope limits (the member's own) the call counts in. */
+  memberWindows: WindowNeed[];
 }
 
 /** What sizes a lease's requests: the calls holding on it and the round trips of its requests. */
@@ -287,6 +291,9 @@ class Book extends Sizing {
   readonly windows = new Map<string, WindowSlice>();
   /** For the request being prepared: the most a waiting call needs of each window. */
   windowNeeds = new Map<string, number>();
+  /** The same for the member-scope windows of the user's team plan (the user's own, capped by the team plan). */
+  readonly memberWindows = new Map<string, WindowSlice>();
+  memberWindowNeeds = new Map<string, number>();
   /** Spend from the lease stops here: the time the request was sent plus the lifetime. */
   deadline = 0;
   periodEndMs = 0;
@@ -371,15 +378,16 @@ export class Leases {
     const windows = plan === null ? NO_WINDOWS : windowNeeds(e, model, reserved);
     const spend = plan !== null && plan.max_spend_per_period !== null;
     let team = leasedTeam(e);
-    if (!spend && capped === null && windows.length === 0 && team === null) return null;
     const now = Date.now();
+    const memberWindows = memberWindowNeeds(e, model, reserved, now);
+    if (!spend && capped === null && windows.length === 0 && team === null && memberWindows.length === 0) return null;
     if (team !== null && now < this.teamBook(team).unlimitedUntil) team = null;
     const teamSpend = team !== null && team.config!.max_spend_per_period !== null;
     const teamCost = team === null ? 0 : reserved.cost;
     const teamWindows = team === null ? NO_WINDOWS : teamWindowNeeds(team, model, reserved, now);
-    const teamPart = { team, teamSpend, teamCost, teamWindows };
-    if (now < this.book(e).unlimitedUntil) return team === null ? null : { cost: 0, model: null, tokens: 0, whole: reserved.exact, windows: NO_WINDOWS, spend: false, ...teamPart };
-    if (!spend && capped === null && windows.length === 0 && team === null) return null;
+    const teamPart = { team, teamSpend, teamCost, teamWindows, memberWindows };
+    if (now < this.book(e).unlimitedUntil) return team === null ? null : { cost: 0, model: null, tokens: 0, whole: reserved.exact, windows: NO_WINDOWS, spend: false, ...teamPart, memberWindows: NO_WINDOWS };
+    if (!spend && capped === null && windows.length === 0 && team === null && memberWindows.length === 0) return null;
     return {
       cost: spend ? reserved.cost : 0,
       model: capped,
@@ -424,6 +432,7 @@ export class Leases {
       }
       if (b.leaseId !== null) b.starved = true;
       for (const w of n.windows) b.window(w);
+      for (const w of n.memberWindows) windowSlice(b.memberWindows, w);
       if (tb !== null) for (const w of n.teamWindows) tb.window(w);
       if (b.asking === null) this.request(b, n.model);
       if (!b.sent && (b.model === null || n.model === null || b.model === n.model)) {
@@ -434,6 +443,7 @@ export class Leases {
         if (n.whole) b.needCost = Math.max(b.needCost, n.cost);
         if (n.whole && n.model !== null && n.model === b.model) b.needTokens = Math.max(b.needTokens, n.tokens);
         for (const w of n.windows) b.windowNeeds.set(w.key, Math.max(b.windowNeeds.get(w.key) ?? 0, w.whole ? w.amount : 0));
+        for (const w of n.memberWindows) b.memberWindowNeeds.set(w.key, Math.max(b.memberWindowNeeds.get(w.key) ?? 0, w.whole ? w.amount : 0));
         if (n.whole && tb !== null) b.needTeam = Math.max(b.needTeam, n.teamCost);
         if (tb !== null) for (const w of n.teamWindows) tb.windowNeeds.set(w.key, Math.max(tb.windowNeeds.get(w.key) ?? 0, w.whole ? w.amount : 0));
         return b.asking!;
@@ -465,12 +475,13 @@ export class Leases {
     const sentAt = Date.now();
     b.sent = true;
     b.askedAt = sentAt;
-    const { model, waiting, needCost, needTokens, needTeam, windowNeeds } = b;
+    const { model, waiting, needCost, needTokens, needTeam, windowNeeds, memberWindowNeeds } = b;
     const epoch = (b.askedEpoch = b.epoch);
     const spendCap = capOf(b.entry, null);
     const tokenCap = model === null ? null : capOf(b.entry, model);
     b.waiting = b.needCost = b.needTokens = b.needTeam = 0;
     b.windowNeeds = new Map();
+    b.memberWindowNeeds = new Map();
     // Failing open, a request is the way to learn that the service answers again.
     const renew = sentAt >= this.renewAt(b) || b.open || this.renewing(b);
     const spend = spendCap === null ? { need: 0, want: 0 } : this.asked(b, b.spend, needCost, waiting, renew, sentAt, spendCapWithCredits(b.entry));
@@ -480,6 +491,12 @@ export class Leases {
     const { windows, asks } = this.windowAsks(b, b.windows, windowNeeds, waiting, renew, sentAt, (d) => windowCapOf(b.entry, d.dimension));
     if (asks.length > 0) {
       body.windows = asks;
+      wanted = true;
+    }
+    // The same for the member-scope windows of the user's team plan.
+    const members = this.windowAsks(b, b.memberWindows, memberWindowNeeds, waiting, renew, sentAt, (s) => memberWindowCapOf(b.entry, s.dimension));
+    if (members.asks.length > 0) {
+      body.member_windows = members.asks;
       wanted = true;
     }
     let wantTokens = 0;
@@ -519,7 +536,7 @@ export class Leases {
       if (err instanceof MeterApiError && !err.retryable) {
         // A service that does not lease windows yet refuses the field: windows are then kept
         // per process, as without leases, and asked for again in a minute.
-        if (err.status === 422 && windows.length > 0) for (const { s } of windows) s.unlimitedUntil = Date.now() + 60_000;
+        if (err.status === 422) for (const { s } of [...windows, ...members.windows]) s.unlimitedUntil = Date.now() + 60_000;
         this.warn(`lease request for ${b.userId} refused`, err);
         return;
       }
@@ -545,7 +562,9 @@ export class Leases {
     }
     b.leaseId = l.lease_id;
     b.periodEndMs = Date.parse(l.period_end);
-    const windowsFull = this.windowsGranted(windows, l.windows ?? [], sentAt, l.ttl_ms, (s, now) => this.balance(b, s, now), epoch === b.epoch);
+    const windowsFull =
+      this.windowsGranted(windows, l.windows ?? [], sentAt, l.ttl_ms, (s, now) => this.balance(b, s, now), epoch === b.epoch) &&
+      this.windowsGranted(members.windows, l.member_windows ?? [], sentAt, l.ttl_ms, windowLeft, true);
     b.full = l.added >= spend.want - 1e-9 && (model === null || l.tokens === null || l.tokens.added >= wantTokens) && windowsFull;
     b.boost = !b.full ? 1 : b.starved ? Math.min(MAX_BOOST, 2 * b.boost) : b.boost;
     b.starved = false;
@@ -621,6 +640,12 @@ export class Leases {
       s.took(w.amount, now);
       lowWindow ||= now >= s.retryAt && (this.balance(b, s, now) < this.lowWater(b, s, now) || now >= s.deadline - this.renewMargin(b));
     }
+    for (const w of n.memberWindows) {
+      const s = windowSlice(b.memberWindows, w);
+      s.used += w.amount;
+      s.took(w.amount, now);
+      lowWindow ||= now >= s.retryAt && (windowLeft(s, now) < this.lowWater(b, s, now) || now >= s.deadline - this.renewMargin(b));
+    }
     b.holds++;
     if (b.asking === null) {
       const period = n.spend || t !== null;
@@ -645,6 +670,7 @@ export class Leases {
     windows: readonly WindowNeed[] = NO_WINDOWS,
     team: TeamEntry | null = null,
     teamWindows: readonly WindowNeed[] = NO_WINDOWS,
+    memberWindows: readonly WindowNeed[] = NO_WINDOWS,
   ): void {
     const tb = team === null || leaseId === null ? undefined : this.teams.get(team.teamId);
     if (tb !== undefined) {
@@ -662,6 +688,10 @@ export class Leases {
     if (t) t.used = Math.max(0, t.used - tokens);
     for (const w of windows) {
       const s = b.windows.get(w.key);
+      if (s) s.used = Math.max(0, s.used - w.amount);
+    }
+    for (const w of memberWindows) {
+      const s = b.memberWindows.get(w.key);
       if (s) s.used = Math.max(0, s.used - w.amount);
     }
     b.holds = Math.max(0, b.holds - 1);
@@ -703,6 +733,13 @@ export class Leases {
     if (b.windows.size > 0) {
       for (const w of windowNeeds(e, model, { cost, tokens, exact: true }, at)) {
         const s = b.window(w);
+        s.used += w.amount;
+        s.finished(w.amount);
+      }
+    }
+    if (b.memberWindows.size > 0) {
+      for (const w of memberWindowNeeds(e, model, { cost, tokens, exact: true }, at)) {
+        const s = windowSlice(b.memberWindows, w);
         s.used += w.amount;
         s.finished(w.amount);
       }
@@ -772,6 +809,12 @@ export class Leases {
       const left = s === undefined ? 0 : this.balance(b, s, now);
       if (left <= 0 || (w.whole && left < w.amount)) return windowRefusal(plan, e.counters, w, limitReason);
     }
+    for (const w of n.memberWindows) {
+      const s = b.memberWindows.get(w.key);
+      if (s !== undefined && now < s.unlimitedUntil) continue;
+      const left = s === undefined ? 0 : windowLeft(s, now);
+      if (left <= 0 || (w.whole && left < w.amount)) return windowRefusal(e.team!.config!, e.memberCounters, w, teamLimitReason);
+    }
     return null;
   }
 
@@ -782,7 +825,7 @@ export class Leases {
       if (tb !== undefined && now < tb.retryAt && n.teamSpend && this.teamSpendShort(tb, n, now)) return true;
       if (tb !== undefined && windowsExhausted(tb.windows, n.teamWindows, now, (s) => windowLeft(s, now))) return true;
     }
-    return windowsExhausted(b.windows, n.windows, now, (s) => this.balance(b, s, now));
+    return windowsExhausted(b.windows, n.windows, now, (s) => this.balance(b, s, now)) || windowsExhausted(b.memberWindows, n.memberWindows, now, (s) => windowLeft(s, now));
   }
 
   /**
@@ -818,7 +861,8 @@ export class Leases {
 
   private async releaseIdle(now: number): Promise<void> {
     for (const b of this.books.values()) {
-      const held = (b.leaseId !== null && (now < b.deadline || [...b.windows.values()].some((s) => now < s.deadline && s.granted > s.used))) || b.lostAt > 0;
+      const windowHeld = (s: WindowSlice) => now < s.deadline && s.granted > s.used;
+      const held = (b.leaseId !== null && (now < b.deadline || [...b.windows.values(), ...b.memberWindows.values()].some(windowHeld))) || b.lostAt > 0;
       if (held && b.holds === 0 && b.asking === null && now - b.lastUse >= this.settings.idleMs) {
         await this.release(b);
       }
@@ -841,7 +885,8 @@ export class Leases {
   private async release(b: Book): Promise<void> {
     const now = Date.now();
     const windows = liveWindows(b.windows, now);
-    const slices = [b.spend, ...b.tokens.values(), ...windows];
+    const memberWindows = liveWindows(b.memberWindows, now);
+    const slices = [b.spend, ...b.tokens.values(), ...windows, ...memberWindows];
     // The team's slice goes back with a member's lease once no call of any member holds on it.
     const team = leasedTeam(b.entry);
     const tb = team === null ? undefined : this.teams.get(team.teamId);
@@ -859,6 +904,7 @@ export class Leases {
     }
     if (b.tokens.size > 0) body.used_tokens = Object.fromEntries([...b.tokens].map(([m, s]) => [m, Math.ceil(s.used)]));
     if (windows.length > 0) body.used_windows = windows.map(windowUse);
+    if (memberWindows.length > 0) body.used_member_windows = memberWindows.map(windowUse);
     try {
       await this.transport.request("POST", `/users/${encodeURIComponent(b.userId)}/leases/${b.leaseId ?? this.holder}/release`, body);
     } catch (err) {
@@ -1162,7 +1208,7 @@ function windowNeeds(e: UserEntry, model: string | null, reserved: ReservationAm
   const plan = e.config;
   if (plan === null || plan.limits.length === 0) return NO_WINDOWS;
   e.advanceWindows(now);
-  return needsOf(plan, e.counters, model, reserved, false);
+  return needsOf(plan, e.counters, model, reserved, "all");
 }
 
 /** The same for the team plan's team-scope windows (a member's call counts in the team's). */
@@ -1170,17 +1216,34 @@ function teamWindowNeeds(t: TeamEntry, model: string | null, reserved: Reservati
   const plan = t.config;
   if (plan === null || !hasTeamWindows(plan)) return NO_WINDOWS;
   t.advanceWindows(now);
-  return needsOf(plan, t.counters, model, reserved, true);
+  return needsOf(plan, t.counters, model, reserved, "team");
 }
 
-/** The windows of `plan`'s limits (`teamScope`: only the team-scope ones) a call of `model` counts in, by their counters. */
-function needsOf(plan: PlanConfig, counters: readonly LimitCounter[], model: string | null, reserved: ReservationAmount, teamScope: boolean): WindowNeed[] {
+/** The same for the member-scope windows of the user's team plan (the user's own, by its member counters). */
+function memberWindowNeeds(e: UserEntry, model: string | null, reserved: ReservationAmount, now = Date.now()): WindowNeed[] {
+  const plan = e.team?.config ?? null;
+  if (plan === null || !hasMemberWindows(plan)) return NO_WINDOWS;
+  e.advanceWindows(now);
+  return needsOf(plan, e.memberCounters, model, reserved, "member");
+}
+
+function hasMemberWindows(plan: PlanConfig): boolean {
+  for (const l of plan.limits) if (memberScoped(l)) return true;
+  return false;
+}
+
+/** Which limits of a plan: all (a user's own plan), or a team plan's of one scope. */
+type Scope = "all" | "team" | "member";
+const inScope = (l: PlanLimit, scope: Scope) => scope === "all" || memberScoped(l) === (scope === "member");
+
+/** The windows of `plan`'s limits of `scope` a call of `model` counts in, by their counters. */
+function needsOf(plan: PlanConfig, counters: readonly LimitCounter[], model: string | null, reserved: ReservationAmount, scope: Scope): WindowNeed[] {
   const limits = plan.limits;
   const out: WindowNeed[] = [];
   for (let i = 0; i < limits.length; i++) {
     const l = limits[i]!;
     if (l.model != null && l.model !== model) continue;
-    if (teamScope && memberScoped(l)) continue;
+    if (!inScope(l, scope)) continue;
     const c = counters[i]!;
     const dimension = dimensionOf(l);
     const rolling = l.window === "rolling";
@@ -1195,18 +1258,24 @@ function needsOf(plan: PlanConfig, counters: readonly LimitCounter[], model: str
 
 /** The strictest hard mark (in the limit's unit) of the plan in force's limits of a dimension; null when it has none. */
 function windowCapOf(e: UserEntry, dimension: string): number | null {
-  return e.config === null ? null : capOfDimension(e.config, dimension, false);
+  return e.config === null ? null : capOfDimension(e.config, dimension, "all");
 }
 
 /** The same among the team plan's team-scope limits. */
 function teamWindowCapOf(t: TeamEntry, dimension: string): number | null {
-  return t.config === null ? null : capOfDimension(t.config, dimension, true);
+  return t.config === null ? null : capOfDimension(t.config, dimension, "team");
 }
 
-function capOfDimension(plan: PlanConfig, dimension: string, teamScope: boolean): number | null {
+/** The same among the member-scope limits of the user's team plan. */
+function memberWindowCapOf(e: UserEntry, dimension: string): number | null {
+  const plan = e.team?.config ?? null;
+  return plan === null ? null : capOfDimension(plan, dimension, "member");
+}
+
+function capOfDimension(plan: PlanConfig, dimension: string, scope: Scope): number | null {
   let cap: number | null = null;
   for (const l of plan.limits) {
-    if (dimensionOf(l) !== dimension || (teamScope && memberScoped(l))) continue;
+    if (dimensionOf(l) !== dimension || !inScope(l, scope)) continue;
     const mark = hardMarkOf(l, plan.hard_gate_at);
     cap = cap === null ? mark : Math.min(cap, mark);
   }

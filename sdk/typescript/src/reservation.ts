@@ -25,6 +25,8 @@ export interface Hold extends Held {
   /** The team whose lease slices (of the team's period spend cap and team-scope windows) the estimate was taken from, and those windows. */
   leaseTeam?: TeamEntry | null;
   leaseTeamWindows?: readonly WindowNeed[];
+  /** The member-scope windows of the team plan whose slices (the member's own) the estimate was taken from. */
+  leaseMemberWindows?: readonly WindowNeed[];
 }
 
 /** What a reserved call holds, and whether the check counts it as this call's estimate. */

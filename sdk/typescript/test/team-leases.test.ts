@@ -46,7 +46,7 @@ async function subscribedMembers(ctx: ProductCtx, names: string[]): Promise<stri
  * 4 replica processes with leases serving 40 members of a team on `teamPlan`, until every call
  * is refused: what the team counted (every call, once), and the reasons the refusals named.
  */
-async function replicasUntilRefused(ctx: ProductCtx, teamPlan: Record<string, unknown>): Promise<{ calls: number; spent: number; reasons: string[] }> {
+async function replicasUntilRefused(ctx: ProductCtx, teamPlan: Record<string, unknown>): Promise<{ calls: number; spent: number; reasons: string[]; members: string[] }> {
   const members = await subscribedMembers(ctx, Array.from({ length: MEMBERS }, (_, i) => String(i)));
   const teamId = await createTeam(ctx.api, teamPlan, members);
 
@@ -81,7 +81,7 @@ async function replicasUntilRefused(ctx: ProductCtx, teamPlan: Record<string, un
     "the team's usage to count every call",
   );
   console.log(`    ${calls} calls (${results.map((r) => r.calls).join(", ")}), ${sum(results.map((r) => r.lease_requests))} lease requests, team spend $${spent}`);
-  return { calls, spent, reasons: [...new Set(results.flatMap((r) => r.reasons ?? []).map((x) => x.split(" ")[0]!))] };
+  return { calls, spent, members, reasons: [...new Set(results.flatMap((r) => r.reasons ?? []).map((x) => x.split(" ")[0]!))] };
 }
 
 t("4 replica processes with leases serving 40 members of one team on a $5 team cap: $0.00 overshoot, the refused calls name team:total_spend", async (ctx) => {
@@ -93,14 +93,27 @@ t("4 replica processes with leases serving 40 members of one team on a $5 team c
 });
 
 t("the same on a team-scope daily window of $5 (no team spend cap): $0.00 over the window, the refused calls name team:limit:team-daily", async (ctx) => {
-  // A time zone where it is about noon now: the day's window does not end during the test.
-  const offset = ((12 - new Date().getUTCHours() + 36) % 24) - 12;
-  const timeZone = offset === 0 ? "Etc/GMT" : offset > 0 ? `Etc/GMT-${offset}` : `Etc/GMT+${-offset}`;
   const limits = [{ name: "team-daily", metric: "spend", max: 5, window: "day", scope: "team" }];
-  const { spent, reasons } = await replicasUntilRefused(ctx, { max_spend_per_period: null, limits, time_zone: timeZone, cost_rates: RATES });
+  const { spent, reasons } = await replicasUntilRefused(ctx, { max_spend_per_period: null, limits, time_zone: noonZone(), cost_rates: RATES });
   assert.ok(spent <= 5, `the team's counted spend today $${spent} is within its $5 window (over by $${Math.max(0, spent - 5).toFixed(2)})`);
   assert.ok(spent >= 4, `the team's window was spent: $${spent}`);
   assert.equal(reasons, ["team:limit:team-daily"], "every refused call named the team's window");
+});
+
+/** A time zone where it is about noon now: a day's window does not end during a test. */
+function noonZone(): string {
+  const offset = ((12 - new Date().getUTCHours() + 36) % 24) - 12;
+  return offset === 0 ? "Etc/GMT" : offset > 0 ? `Etc/GMT-${offset}` : `Etc/GMT+${-offset}`;
+}
+
+t("the same on a member-scope daily window of $0.40 (each member's seat): no member over its $0.40, the refused calls name team:limit:seat-daily", async (ctx) => {
+  const limits = [{ name: "seat-daily", metric: "spend", max: 0.4, window: "day", scope: "member" }];
+  const { spent, reasons, members } = await replicasUntilRefused(ctx, { max_spend_per_period: null, limits, time_zone: noonZone(), cost_rates: RATES });
+  const seats = await Promise.all(members.map(async (m) => (await ctx.api.get(`/users/${m}/usage`)).body.total_cost as number));
+  const most = Math.max(...seats);
+  assert.ok(most <= 0.4 + 1e-9, `every member within its $0.40 seat: the most spent $${most}`);
+  assert.ok(spent >= 0.35 * members.length, `the seats were spent: $${spent} over ${members.length} members`);
+  assert.equal(reasons, ["team:limit:seat-daily"], "every refused call named the member's seat window");
 });
 
 t("one process serving two members holds one slice of their team's cap: the second member's calls need no request of their own, and shutdown gives the rest back", async (ctx) => {
