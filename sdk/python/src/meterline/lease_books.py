@@ -12,7 +12,7 @@ from .money import add_dollars, ratio, to_dollars, to_nano
 from .periods import iso
 from .reservation import NO_WINDOWS, ReservationAmount, WindowNeed
 from .teams import member_scoped
-from .types import GuardResult, PlanConfig
+from .types import GuardResult, PlanConfig, PlanLimit
 from .windows import dimension_key
 
 if TYPE_CHECKING:
@@ -55,6 +55,8 @@ class LeaseNeed:
     team_spend: bool = False
     # The windows of the team plan's team-scope limits the call counts in (each slice must cover it).
     team_windows: tuple[WindowNeed, ...] = NO_WINDOWS
+    # The windows of the team plan's member-scope limits (the member's own) the call counts in.
+    member_windows: tuple[WindowNeed, ...] = NO_WINDOWS
 
 
 class Slice:
@@ -176,6 +178,8 @@ class Book(Sizing):
         self.tokens: dict[str, Slice] = {}
         # Window slices by key (WindowNeed.key); a calendar window's goes once it ended.
         self.windows: dict[str, WindowSlice] = {}
+        # The same for the member-scope windows of the user's team plan (the user's own, capped by the team plan).
+        self.member_windows: dict[str, WindowSlice] = {}
         self.open = False
         self.asked_at = 0.0
         # Calls waited for a request since the last grant, while a lease was held.
@@ -225,6 +229,15 @@ class TeamBook(Sizing):
 
 def has_team_windows(plan: PlanConfig) -> bool:
     return any(not member_scoped(lim) for lim in plan.limits)
+
+
+def has_member_windows(plan: PlanConfig) -> bool:
+    return any(member_scoped(lim) for lim in plan.limits)
+
+
+def _in_scope(lim: PlanLimit, scope: str) -> bool:
+    """Whether a limit is of ``scope``: "all" (a user's own plan), or a team plan's "team" or "member" ones."""
+    return scope == "all" or member_scoped(lim) == (scope == "member")
 
 
 def leased_team(e: UserEntry) -> TeamEntry | None:
@@ -343,7 +356,7 @@ def window_needs(e: UserEntry, model: str | None, reserved: ReservationAmount, n
     if plan is None or not plan.limits:
         return NO_WINDOWS
     e.advance_windows(now)
-    return _needs_of(plan, e.counters, model, reserved, False)
+    return _needs_of(plan, e.counters, model, reserved, "all")
 
 
 def team_window_needs(
@@ -354,11 +367,22 @@ def team_window_needs(
     if plan is None or not has_team_windows(plan):
         return NO_WINDOWS
     t.advance_windows(now)
-    return _needs_of(plan, t.counters, model, reserved, True)
+    return _needs_of(plan, t.counters, model, reserved, "team")
+
+
+def member_window_needs(
+    e: UserEntry, model: str | None, reserved: ReservationAmount, now: float
+) -> tuple[WindowNeed, ...]:
+    """The same for the member-scope windows of the user's team plan (the user's own, by its member counters)."""
+    plan = None if e.team is None else e.team.config
+    if plan is None or not has_member_windows(plan):
+        return NO_WINDOWS
+    e.advance_team(now)
+    return _needs_of(plan, e.member_counters, model, reserved, "member")
 
 
 def _needs_of(
-    plan: PlanConfig, counters: list[LimitCounter], model: str | None, reserved: ReservationAmount, team_scope: bool
+    plan: PlanConfig, counters: list[LimitCounter], model: str | None, reserved: ReservationAmount, scope: str
 ) -> tuple[WindowNeed, ...]:
     dims = dimensions_of(plan)
     out: list[WindowNeed] = []
@@ -367,7 +391,7 @@ def _needs_of(
             break
         if lim.model is not None and lim.model != model:
             continue
-        if team_scope and member_scoped(lim):
+        if not _in_scope(lim, scope):
             continue
         c = counters[i]
         dim = dims[i]
@@ -394,18 +418,24 @@ def _needs_of(
 def window_cap_of(e: UserEntry, dimension: str) -> float | None:
     """The strictest hard mark (in the limit's unit) of the plan in force's limits of a dimension; None when
     it has none."""
-    return None if e.config is None else _cap_of_dimension(e.config, dimension, False)
+    return None if e.config is None else _cap_of_dimension(e.config, dimension, "all")
 
 
 def team_window_cap_of(t: TeamEntry, dimension: str) -> float | None:
     """The same among the team plan's team-scope limits."""
-    return None if t.config is None else _cap_of_dimension(t.config, dimension, True)
+    return None if t.config is None else _cap_of_dimension(t.config, dimension, "team")
 
 
-def _cap_of_dimension(plan: PlanConfig, dimension: str, team_scope: bool) -> float | None:
+def member_window_cap_of(e: UserEntry, dimension: str) -> float | None:
+    """The same among the member-scope limits of the user's team plan."""
+    plan = None if e.team is None else e.team.config
+    return None if plan is None else _cap_of_dimension(plan, dimension, "member")
+
+
+def _cap_of_dimension(plan: PlanConfig, dimension: str, scope: str) -> float | None:
     top: float | None = None
     for lim, dim in zip(plan.limits, dimensions_of(plan), strict=True):
-        if dim != dimension or (team_scope and member_scoped(lim)):
+        if dim != dimension or not _in_scope(lim, scope):
             continue
         mark = hard_mark_of(lim, plan.hard_gate_at)
         top = mark if top is None else min(top, mark)

@@ -20,8 +20,10 @@ from .lease_books import (
     LeaseNeed,
     LeaseSettings,
     TeamBook,
+    WindowSlice,
     cap_of,
     leased_team,
+    member_window_cap_of,
     renewing,
     round_trip,
     spend_cap_with_credits,
@@ -112,9 +114,21 @@ class LeaseRequests:
                 "want": spend[1],
                 "ttl_ms": int(self.settings.ttl * 1000),
             }
-            windows = window_asks(self.settings, b, n.windows, lambda d: window_cap_of(e, d), sent_at, renew)
+            windows = window_asks(self.settings, b, b.windows, n.windows, lambda d: window_cap_of(e, d), sent_at, renew)
             if windows:
                 body["windows"] = window_wire(windows)
+            # The same for the member-scope windows of the user's team plan.
+            windows += window_asks(
+                self.settings,
+                b,
+                b.member_windows,
+                n.member_windows,
+                lambda d: member_window_cap_of(e, d),
+                sent_at,
+                renew,
+            )
+            if len(windows) > len(body.get("windows", [])):
+                body["member_windows"] = window_wire(windows[len(body.get("windows", [])) :])
             tok: tuple[float, float, bool] | None = None
             if n.model is not None:
                 tok = asked(
@@ -150,7 +164,13 @@ class LeaseRequests:
                     )
                 )
                 team_windows = window_asks(
-                    self.settings, tb, n.team_windows, lambda d: team_window_cap_of(team, d), sent_at, b.open
+                    self.settings,
+                    tb,
+                    tb.windows,
+                    n.team_windows,
+                    lambda d: team_window_cap_of(team, d),
+                    sent_at,
+                    b.open,
                 )
                 if team_ask[1] > 0 or team_windows:
                     body["team"] = {"need": team_ask[0], "want": team_ask[1]}
@@ -224,9 +244,17 @@ class LeaseRequests:
                 b.period_end = period_end
                 lt = lease.get("tokens")
                 added_tokens = float(lt["added"]) if lt else 0.0
+                # The user's windows were asked first, then the member-scope ones: each list is answered in order.
+                own = len(body.get("windows", []))
+                ttl = float(lease["ttl_ms"]) / 1000
                 windows_ok, windows_full = windows_granted(
-                    b, windows, lease.get("windows") or [], sent_at, float(lease["ttl_ms"]) / 1000, epoch
+                    b, windows[:own], lease.get("windows") or [], sent_at, ttl, epoch
                 )
+                members_ok, members_full = windows_granted(
+                    b, windows[own:], lease.get("member_windows") or [], sent_at, ttl, epoch
+                )
+                windows_ok = windows_ok and members_ok
+                windows_full = windows_full and members_full
                 ok = (
                     team_ok
                     and (not spend[2] or not lease.get("spend_limited") or lease["added"] > 0)
@@ -361,6 +389,12 @@ class LeaseRequests:
             s = b.window(w)
             if w.amount > s.estimate:
                 s.estimate = w.amount
+        for w in n.member_windows:
+            ms = b.member_windows.get(w.key)
+            if ms is None:
+                ms = b.member_windows[w.key] = WindowSlice(w)
+            if w.amount > ms.estimate:
+                ms.estimate = w.amount
 
     def _book(self, e: UserEntry) -> Book:
         b = self.books.get(e.user_id)

@@ -49,19 +49,22 @@ def window_need(needs: tuple[WindowNeed, ...], s: WindowSlice) -> float:
 def window_asks(
     settings: LeaseSettings,
     b: Book | TeamBook,
+    slices: dict[str, WindowSlice],
     needs: tuple[WindowNeed, ...],
     cap_of: Callable[[str], float | None],
     now: float,
     renew: bool,
 ) -> list[WindowAsk]:
-    """Every window of the book's calls that runs low, is short for the waiting call (``needs``), or nears its
-    lifetime's end, under its cap (``cap_of`` a dimension); slices of calendar windows that ended are dropped."""
+    """Every window slice of the book (``slices``) that runs low, is short for the waiting call (``needs``), or
+    nears its lifetime's end, under its cap (``cap_of`` a dimension); slices of calendar windows that ended are
+    dropped."""
     for w in needs:
-        b.window(w)
+        if w.key not in slices:
+            slices[w.key] = WindowSlice(w)
     asks: list[WindowAsk] = []
-    for key, s in list(b.windows.items()):
+    for key, s in list(slices.items()):
         if s.end <= now:
-            del b.windows[key]
+            del slices[key]
             continue
         if now < s.retry_at or now < s.unlimited_until:
             continue

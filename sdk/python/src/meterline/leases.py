@@ -21,7 +21,9 @@ from .lease_books import (
     LeaseNeed,
     Slice,
     TeamBook,
+    WindowSlice,
     leased_team,
+    member_window_needs,
     refusal,
     renewing,
     team_refusal,
@@ -35,9 +37,6 @@ from .lease_windows import OPEN_RETRY
 from .money import add_dollars
 from .periods import iso
 from .reservation import NO_WINDOWS, ReservationAmount, WindowNeed
-
-if TYPE_CHECKING:
-    from .lease_books import WindowSlice
 from .types import GuardResult
 
 if TYPE_CHECKING:
@@ -57,7 +56,8 @@ class Leases(LeaseRequests):
         windows = window_needs(e, model, reserved, now) if plan is not None and plan.limits else NO_WINDOWS
         spend = plan is not None and plan.max_spend_per_period is not None
         team = leased_team(e)
-        if not spend and capped is None and not windows and team is None:
+        member_windows = member_window_needs(e, model, reserved, now)
+        if not spend and capped is None and not windows and team is None and not member_windows:
             return None
         if team is not None and now < self._team_book(team).unlimited_until:
             team = None
@@ -70,7 +70,7 @@ class Leases(LeaseRequests):
             return LeaseNeed(
                 0.0, None, 0.0, reserved.exact, NO_WINDOWS, False, team, team_cost, team_spend, team_windows
             )
-        if not spend and capped is None and not windows and team is None:
+        if not spend and capped is None and not windows and team is None and not member_windows:
             return None
         return LeaseNeed(
             reserved.cost if spend else 0.0,
@@ -83,6 +83,7 @@ class Leases(LeaseRequests):
             team_cost,
             team_spend,
             team_windows,
+            member_windows,
         )
 
     def covers(self, e: UserEntry, n: LeaseNeed) -> bool:
@@ -157,6 +158,14 @@ class Leases(LeaseRequests):
                     if margin < 0:
                         margin = renew_margin(b, self.settings.ttl)
                     low_window = low(b, s, now) or now >= s.deadline - margin
+            for w in n.member_windows:
+                ms = b.member_windows.get(w.key)
+                if ms is None:
+                    ms = b.member_windows[w.key] = WindowSlice(w)
+                ms.used += w.amount
+                ms.took(w.amount, now)
+                if not low_window and now >= ms.retry_at:
+                    low_window = low(b, ms, now) or now >= ms.deadline - renew_margin(b, self.settings.ttl)
             b.holds += 1
             if not running(b.asking):
                 spend_capped = n.spend
@@ -186,6 +195,7 @@ class Leases(LeaseRequests):
         windows: tuple[WindowNeed, ...] = NO_WINDOWS,
         team: TeamEntry | None = None,
         team_windows: tuple[WindowNeed, ...] = NO_WINDOWS,
+        member_windows: tuple[WindowNeed, ...] = NO_WINDOWS,
     ) -> None:
         """Gives a hold back (what take() took); the call's real usage, if it ran, comes through spend()."""
         with self.lock:
@@ -206,6 +216,10 @@ class Leases(LeaseRequests):
                 t.used = max(0.0, t.used - tokens)
             for w in windows:
                 s = b.windows.get(w.key)
+                if s is not None:
+                    s.used = max(0.0, s.used - w.amount)
+            for w in member_windows:
+                s = b.member_windows.get(w.key)
                 if s is not None:
                     s.used = max(0.0, s.used - w.amount)
             b.holds = max(0, b.holds - 1)
@@ -244,6 +258,13 @@ class Leases(LeaseRequests):
                     s = b.window(w)
                     s.used += w.amount
                     s.finished(w.amount)
+            if b.member_windows:
+                for w in member_window_needs(e, model, ReservationAmount(cost, float(tokens), True), at):
+                    ms = b.member_windows.get(w.key)
+                    if ms is None:
+                        ms = b.member_windows[w.key] = WindowSlice(w)
+                    ms.used += w.amount
+                    ms.finished(w.amount)
             return b.lease_id
 
     def renew(self, user_id: str) -> None:
@@ -277,7 +298,9 @@ class Leases(LeaseRequests):
     def release_idle(self) -> Flow[None]:
         now = clock_now()
         for b in list(self.books.values()):
-            held = now < b.deadline or any(now < s.deadline and s.granted > s.used for s in b.windows.values())
+            held = now < b.deadline or any(
+                now < s.deadline and s.granted > s.used for s in (*b.windows.values(), *b.member_windows.values())
+            )
             if (
                 b.lease_id is not None
                 and held
@@ -319,7 +342,8 @@ class Leases(LeaseRequests):
         with self.lock:
             now = clock_now()
             windows = _live(b.windows, now)
-            slices: list[Slice] = [b.spend, *b.tokens.values(), *windows]
+            member_windows = _live(b.member_windows, now)
+            slices: list[Slice] = [b.spend, *b.tokens.values(), *windows, *member_windows]
             # The team's slice goes back with a member's lease once no call of any member holds on it.
             team = leased_team(b.entry)
             tb = None if team is None else self.teams.get(team.team_id)
@@ -342,6 +366,8 @@ class Leases(LeaseRequests):
                 body["used_tokens"] = {m: math.ceil(s.used) for m, s in b.tokens.items()}
             if windows:
                 body["used_windows"] = [_used(s) for s in windows]
+            if member_windows:
+                body["used_member_windows"] = [_used(s) for s in member_windows]
             path = f"/users/{quote(b.user_id, safe='')}/leases/{b.lease_id or self.holder}/release"
         try:
             yield Request("POST", path, body, timeout)
@@ -363,6 +389,14 @@ class Leases(LeaseRequests):
                 if left <= 0 or (w.whole and left < w.amount):
                     assert n.team.config is not None
                     return window_refusal(n.team.config, n.team.counters, w, "team:")
+        for w in n.member_windows:
+            ms = b.member_windows.get(w.key)
+            if ms is not None and now < ms.unlimited_until:
+                continue
+            left = 0.0 if ms is None else balance(b, ms, now)
+            if left <= 0 or (w.whole and left < w.amount):
+                assert e.team is not None and e.team.config is not None
+                return window_refusal(e.team.config, e.member_counters, w, "team:")
         if not n.spend and n.model is None and not n.windows:
             return None
         plan = e.config
@@ -411,7 +445,7 @@ class Leases(LeaseRequests):
                 return True
             if tb is not None and _exhausted(tb, tb.windows, n.team_windows, now):
                 return True
-        return _exhausted(b, b.windows, n.windows, now)
+        return _exhausted(b, b.windows, n.windows, now) or _exhausted(b, b.member_windows, n.member_windows, now)
 
 
 def _exhausted(b: Book | TeamBook, slices: dict[str, WindowSlice], needs: tuple[WindowNeed, ...], now: float) -> bool:

@@ -191,6 +191,7 @@ class Recording(Reporting):
                 hold.lease_windows,
                 hold.lease_team,
                 hold.lease_team_windows,
+                hold.lease_member_windows,
             )
 
     def _meter(

@@ -90,6 +90,8 @@ class Hold:
     # from, and those windows.
     lease_team: TeamEntry | None = None
     lease_team_windows: tuple[WindowNeed, ...] = ()
+    # The member-scope windows of the team plan whose slices (the member's own) the estimate was taken from.
+    lease_member_windows: tuple[WindowNeed, ...] = ()
     # The plan's limits and their counters the call held against: given back to those, even after a reload
     # changed them.
     limits: tuple[PlanLimit, ...] = ()
