@@ -463,7 +463,7 @@ export interface paths {
         put?: never;
         /**
          * Lease a slice of the user's period caps and windows (budget lease)
-         * @description Grants the holder a slice of cap - settled spend - slices outstanding, atomically, until expires_at; with `model`, also a slice of that model's token cap the same way; with `windows`, a slice of each window of the plan's `limits` named (cap x hard_gate_at - counted in the window - slices outstanding; a slice of a calendar window is worth nothing once it ends); with `team`, a slice of the period spend cap of the user's team, in the team's counter, shared by every member the holder serves. Asking again extends the holder's lease. Usage events spent from it carry its lease_id. 413 when the user's period has 1,000 live leases; 503 (retryable) when the budget changed under 50 grant attempts in a row.
+         * @description Grants the holder a slice of cap - settled spend - slices outstanding, atomically, until expires_at; with `model`, also a slice of that model's token cap the same way; with `windows`, a slice of each window of the plan's `limits` named (cap x hard_gate_at - counted in the window - slices outstanding; a slice of a calendar window is worth nothing once it ends); with `team`, a slice of the period spend cap of the user's team and of each window of its team-scope limits named, kept beside the team's counts, shared by every member the holder serves. Asking again extends the holder's lease. Usage events spent from it carry its lease_id. 413 when the user's period has 1,000 live leases; 503 (retryable) when the budget changed under 50 grant attempts in a row.
          */
         post: operations["acquireLease"];
         delete?: never;
@@ -5847,7 +5847,27 @@ export interface operations {
                         need: number;
                         /** @description Most dollars of the team's cap the holder wants to hold (at least need) */
                         want: number;
+                        /** @description Slices of the windows of the team plan's team-scope limits, as `windows` for the user's plan: one slice per holder, shared by every member it serves */
+                        windows?: {
+                            /** @description The limit's dimension key: `<metric>:<window>:<duration_minutes or ''>:<model or ''>` */
+                            dimension: string;
+                            window_start?: string | null;
+                            /** @description What the holder's next call needs of the window, in the limit's unit (dollars for spend, else tokens or requests); a smaller grant is no grant */
+                            need: number;
+                            /** @description Most the holder wants to hold of the window (at least need) */
+                            want: number;
+                        }[];
                     };
+                    /** @description Slices of the windows of the member-scope limits of the user's team plan (the user's own seat windows), as `windows` for the user's plan */
+                    member_windows?: {
+                        /** @description The limit's dimension key: `<metric>:<window>:<duration_minutes or ''>:<model or ''>` */
+                        dimension: string;
+                        window_start?: string | null;
+                        /** @description What the holder's next call needs of the window, in the limit's unit (dollars for spend, else tokens or requests); a smaller grant is no grant */
+                        need: number;
+                        /** @description Most the holder wants to hold of the window (at least need) */
+                        want: number;
+                    }[];
                 };
             };
         };
@@ -5938,7 +5958,45 @@ export interface operations {
                                  * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
                                  */
                                 period_end: string;
+                                /** @description One per team window asked for (`team.windows`), in the order asked */
+                                windows: {
+                                    /** @description The dimension key asked for */
+                                    dimension: string;
+                                    /** @description False when the plan in force has no limit of this dimension: nothing leased, no slice needed */
+                                    limited: boolean;
+                                    window_start: string | null;
+                                    window_end: string | null;
+                                    /** @description Granted to this holder in the window in all, in the limit's unit (dollars for spend) */
+                                    granted: number;
+                                    /** @description Granted by this request; 0 when refused */
+                                    added: number;
+                                    /** @description Usage settled against the slice */
+                                    spent: number;
+                                    /** @description Of the window's hard mark, neither counted nor held by a lease after this request */
+                                    remaining: number;
+                                    /** @description Holders with an outstanding slice of the window */
+                                    holders: number;
+                                }[];
                             } | null;
+                            /** @description One per member-scope window asked for (`member_windows`), in the order asked */
+                            member_windows: {
+                                /** @description The dimension key asked for */
+                                dimension: string;
+                                /** @description False when the plan in force has no limit of this dimension: nothing leased, no slice needed */
+                                limited: boolean;
+                                window_start: string | null;
+                                window_end: string | null;
+                                /** @description Granted to this holder in the window in all, in the limit's unit (dollars for spend) */
+                                granted: number;
+                                /** @description Granted by this request; 0 when refused */
+                                added: number;
+                                /** @description Usage settled against the slice */
+                                spent: number;
+                                /** @description Of the window's hard mark, neither counted nor held by a lease after this request */
+                                remaining: number;
+                                /** @description Holders with an outstanding slice of the window */
+                                holders: number;
+                            }[];
                         } | null;
                     };
                 };
@@ -6136,6 +6194,22 @@ export interface operations {
                     }[];
                     /** @description Dollars the holder spent from its slice of the user's team's cap in all (every member it serves); absent: the team slice is kept until it lapses */
                     team_used?: number;
+                    /** @description The same per slice of the team's windows; a window left out keeps its slice until the lease lapses or the window ends */
+                    team_used_windows?: {
+                        /** @description The limit's dimension key: `<metric>:<window>:<duration_minutes or ''>:<model or ''>` */
+                        dimension: string;
+                        window_start?: string | null;
+                        /** @description What the holder used of the window's slice in all, settled or not yet */
+                        used: number;
+                    }[];
+                    /** @description The same per slice of the member-scope windows of the user's team plan */
+                    used_member_windows?: {
+                        /** @description The limit's dimension key: `<metric>:<window>:<duration_minutes or ''>:<model or ''>` */
+                        dimension: string;
+                        window_start?: string | null;
+                        /** @description What the holder used of the window's slice in all, settled or not yet */
+                        used: number;
+                    }[];
                 };
             };
         };
@@ -6224,7 +6298,45 @@ export interface operations {
                                  * @description ISO 8601 datetime; in a request, one without a zone (e.g. 2026-01-01T00:00:00) is read as UTC
                                  */
                                 period_end: string;
+                                /** @description One per team window asked for (`team.windows`), in the order asked */
+                                windows: {
+                                    /** @description The dimension key asked for */
+                                    dimension: string;
+                                    /** @description False when the plan in force has no limit of this dimension: nothing leased, no slice needed */
+                                    limited: boolean;
+                                    window_start: string | null;
+                                    window_end: string | null;
+                                    /** @description Granted to this holder in the window in all, in the limit's unit (dollars for spend) */
+                                    granted: number;
+                                    /** @description Granted by this request; 0 when refused */
+                                    added: number;
+                                    /** @description Usage settled against the slice */
+                                    spent: number;
+                                    /** @description Of the window's hard mark, neither counted nor held by a lease after this request */
+                                    remaining: number;
+                                    /** @description Holders with an outstanding slice of the window */
+                                    holders: number;
+                                }[];
                             } | null;
+                            /** @description One per member-scope window asked for (`member_windows`), in the order asked */
+                            member_windows: {
+                                /** @description The dimension key asked for */
+                                dimension: string;
+                                /** @description False when the plan in force has no limit of this dimension: nothing leased, no slice needed */
+                                limited: boolean;
+                                window_start: string | null;
+                                window_end: string | null;
+                                /** @description Granted to this holder in the window in all, in the limit's unit (dollars for spend) */
+                                granted: number;
+                                /** @description Granted by this request; 0 when refused */
+                                added: number;
+                                /** @description Usage settled against the slice */
+                                spent: number;
+                                /** @description Of the window's hard mark, neither counted nor held by a lease after this request */
+                                remaining: number;
+                                /** @description Holders with an outstanding slice of the window */
+                                holders: number;
+                            }[];
                         };
                     };
                 };
