@@ -1,6 +1,8 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
+import { toNano } from "@meter/rules";
 import { grant, outstanding } from "./lease-policy.ts";
+import { bumpsVersion, spendsByLease } from "./lease-settlement.ts";
 
 const now = 1_000_000;
 const live = (granted: number, spent = 0) => ({ granted, spent, expires_at: new Date(now + 10_000) });
@@ -49,3 +51,15 @@ test("a grant never takes the total past the cap, whatever the holders already h
 });
 
 test.run();
+
+test("settlement: usage within what its lease holds outstanding leaves the version; beyond it, from a lapsed lease or from none, bumps it", () => {
+  const event = (lease_id: string | null, cost: number, tokens = 0) => ({ product_id: "p", user_id: "u", lease_id, cost_total: cost, total_tokens: tokens, model: "m", input_tokens: 0, output_tokens: 0, tool_call_count: 0, timestamp: new Date(now) });
+  const held = { a: { ...live(toNano(5), toNano(1)), tokens: { m: { granted: 100, spent: 0 } } }, old: { granted: toNano(5), spent: 0, expires_at: new Date(now - 60_000) } };
+  const within = spendsByLease([event("a", 2, 50), event("a", 2, 50)], held, now, 0);
+  assert.equal([within.leases.a!.cost, within.leases.a!.tokens.m, bumpsVersion(within)], [toNano(4), 100, false]);
+  assert.is(bumpsVersion(spendsByLease([event("a", 4.5)], held, now, 0)), true, "more dollars than the slice had left");
+  assert.is(bumpsVersion(spendsByLease([event("a", 1, 101)], held, now, 0)), true, "more tokens than the slice had left");
+  assert.is(bumpsVersion(spendsByLease([event("old", 1)], held, now, 0)), true, "a lapsed lease holds nothing back");
+  assert.is(bumpsVersion(spendsByLease([event("gone", 1)], held, now, 0)), true, "a lease the counter does not hold");
+  assert.is(bumpsVersion(spendsByLease([event(null, 1)], held, now, 0)), true, "no lease");
+});

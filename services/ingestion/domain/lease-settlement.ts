@@ -1,5 +1,6 @@
 import { toNano } from "@meter/rules";
 import { encodeKey } from "./field-keys.ts";
+import { outstanding, type LeaseEntry } from "./lease-policy.ts";
 import type { Countable } from "./totals.ts";
 
 /** Usage spent from one lease: nano-dollars, and tokens by field-key encoded model. */
@@ -12,7 +13,7 @@ export interface LeaseSpend {
 export interface LeaseShare {
   /** What was spent from each budget lease. */
   leases?: Record<string, LeaseSpend>;
-  /** Some of the events were not spent from a lease. */
+  /** Some of the events were not spent from a lease, or spent more than their lease held outstanding. */
   unleased?: boolean;
 }
 
@@ -22,17 +23,23 @@ export function namedLeases(events: readonly { lease_id?: string | null }[]): st
 }
 
 /**
- * What the events spent from each lease in `held` (the leases the counter holds), and whether
- * some were spent from none. An event naming a lease the counter does not hold (granted for
- * another period, or never) counts as spent from none: it lowers what remains, so it must bump
- * the version.
+ * What the events spent from each lease in `held` (the leases the counter holds, by id), and
+ * whether some lower what remains for every holder: spent from none (an event naming a lease
+ * the counter does not hold, granted for another period or never), or more than a lease holds
+ * outstanding in a dimension (a call that cost more than the slice had left, a lapsed lease).
+ * Either must bump the version, so that a grant computed before it does not land.
  */
-export function spendsByLease(events: readonly (Countable & { lease_id?: string | null })[], held: ReadonlySet<string>): Required<LeaseShare> {
+export function spendsByLease(
+  events: readonly (Countable & { lease_id?: string | null })[],
+  held: Readonly<Record<string, LeaseEntry>>,
+  now: number,
+  graceMs: number,
+): Required<LeaseShare> {
   // Maps, not plain objects: lease ids and model names are the caller's ("__proto__" is a valid id).
   const leases = new Map<string, { cost: number; tokens: Map<string, number> }>();
   let unleased = false;
   for (const e of events) {
-    if (!e.lease_id || !held.has(e.lease_id)) {
+    if (!e.lease_id || !Object.hasOwn(held, e.lease_id)) {
       unleased = true;
       continue;
     }
@@ -44,6 +51,11 @@ export function spendsByLease(events: readonly (Countable & { lease_id?: string 
       const key = encodeKey(model);
       l.tokens.set(key, (l.tokens.get(key) ?? 0) + e.total_tokens);
     }
+  }
+  for (const [id, l] of leases) {
+    const entry = held[id]!;
+    if (l.cost > outstanding(entry, now, graceMs)) unleased = true;
+    for (const [key, n] of l.tokens) if (n > outstanding(entry, now, graceMs, key)) unleased = true;
   }
   const spends = [...leases].map(([id, l]): [string, LeaseSpend] => [id, { cost: l.cost, tokens: Object.fromEntries(l.tokens) }]);
   return { leases: Object.fromEntries(spends), unleased };

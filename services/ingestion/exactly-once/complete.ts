@@ -26,7 +26,7 @@ export interface UsageCompletionDeps extends CrossingDeps, TeamCountDeps {
   windows: Pick<WindowStore, "add" | "released" | "leasesOf">;
   arrivals: Pick<ArrivalStore, "record">;
   outbox: Pick<OutboxStore, "put" | "analytics" | "webhooks">;
-  leases: { store: Pick<LeaseStore, "held">; teams: Pick<LeaseStore, "entries">; graceMs: number };
+  leases: { store: Pick<LeaseStore, "entries">; teams: Pick<LeaseStore, "entries">; graceMs: number };
 }
 
 /** What completing a gate-event job needs. */
@@ -67,8 +67,8 @@ async function derive(deps: UsageCompletionDeps, job: JobDoc, inserted: UsageEve
   await Promise.all(
     periods.map(async (p) => {
       const named = namedLeases(p.events);
-      const held = named.length === 0 ? new Set<string>() : await deps.leases.store.held(p.delta.id, named);
-      Object.assign(p.delta, spendsByLease(p.events, held));
+      const held = named.length === 0 ? {} : await deps.leases.store.entries(p.delta.id, named);
+      Object.assign(p.delta, spendsByLease(p.events, held, deps.now().getTime(), deps.leases.graceMs));
     }),
   );
   const limited = periods.filter((p) => hasThresholds(p.limit.spend_limit));

@@ -135,14 +135,7 @@ export class LeaseStore {
     return own(doc?.leases, holder) ?? null;
   }
 
-  /** Which of `ids` are leases the counter holds (granted there, not yet removed as lapsed). */
-  async held(counterId: string, ids: readonly string[]): Promise<Set<string>> {
-    const projection = Object.fromEntries(ids.map((id) => [`leases.${id}.expires_at`, 1]));
-    const doc = await this.counters.findOne({ _id: counterId }, { projection });
-    return new Set(ids.filter((id) => own(doc?.leases, id)?.expires_at !== undefined));
-  }
-
-  /** The entries of the leases `ids` the counter holds, window slices included (a team's counter: leases/team.ts). */
+  /** The entries of the leases `ids` the counter holds (granted there, not yet removed as lapsed), window slices included (a team's counter: leases/team.ts). */
   async entries(counterId: string, ids: readonly string[]): Promise<Record<string, LeaseEntry>> {
     const projection = Object.fromEntries(ids.map((id) => [`leases.${id}`, 1]));
     const doc = await this.counters.findOne({ _id: counterId }, { projection });

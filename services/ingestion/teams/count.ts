@@ -95,7 +95,7 @@ export async function countTeams(deps: TeamCountDeps, jobId: string, inserted: r
     periods.map(async (p) => {
       const named = namedLeases(p.events);
       const entries = named.length === 0 ? {} : await deps.leases.teams.entries(p.delta.id, named);
-      Object.assign(p.delta, spendsByLease(p.events, new Set(Object.keys(entries))));
+      Object.assign(p.delta, spendsByLease(p.events, entries, now.getTime(), deps.leases.graceMs));
       if (p.delta.windows) p.delta.windowSettle = windowSettlement(counted.get(p)!, entries, now.getTime(), deps.leases.graceMs);
     }),
   );
