@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type, type Static } from "typebox";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
-import type { Lease, WindowLease } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
+import type { Lease, TokenLease, WindowLease } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import { Body, DateTime, LeaseId, Nullable, UserParams, errors } from "../schemas/common.ts";
 import { rpcOptions } from "../rpc-options.ts";
 
@@ -38,6 +38,11 @@ const TeamAskIn = Type.Object(
     windows: Type.Optional(
       WindowAsks("Slices of the windows of the team plan's team-scope limits, as `windows` for the user's plan: one slice per holder, shared by every member it serves"),
     ),
+    model: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 255, description: "Model of the holder's next call: when the team plan caps its tokens, the lease also holds a slice of the team's cap" }),
+    ),
+    need_tokens: Type.Optional(Tokens({ description: "Tokens of `model` of the team's cap the next call needs; default 0" })),
+    want_tokens: Type.Optional(Tokens({ description: "Most tokens of `model` of the team's cap the holder wants to hold (at least need_tokens); default need_tokens" })),
   },
   {
     additionalProperties: false,
@@ -80,6 +85,12 @@ const ReleaseIn = Body({
     Type.Unsafe<number>({ ...Dollars, description: "Dollars the holder spent from its slice of the user's team's cap in all (every member it serves); absent: the team slice is kept until it lapses" }),
   ),
   team_used_windows: Type.Optional(WindowUses("The same per slice of the team's windows; a window left out keeps its slice until the lease lapses or the window ends")),
+  team_used_tokens: Type.Optional(
+    Type.Record(Type.String({ minLength: 1, maxLength: 255 }), Tokens(), {
+      maxProperties: 256,
+      description: "The same per model of the team's token caps; a model left out keeps its team token slice until the lease lapses",
+    }),
+  ),
   used_member_windows: Type.Optional(WindowUses("The same per slice of the member-scope windows of the user's team plan")),
 });
 
@@ -115,6 +126,7 @@ const TeamLeaseOut = Type.Object({
   expires_at: Nullable(DateTime),
   period_end: DateTime,
   windows: Type.Array(WindowLeaseOut, { description: "One per team window asked for (`team.windows`), in the order asked" }),
+  tokens: Nullable(TokenLeaseOut),
 });
 
 const LeaseOut = Type.Object({
@@ -153,16 +165,7 @@ function leaseJson(l: Lease) {
     holders: l.holders,
     period_end: timestampDate(l.periodEnd!).toISOString(),
     spend_limited: l.spendLimited,
-    tokens: l.tokens
-      ? {
-          model: l.tokens.model,
-          granted: Number(l.tokens.granted),
-          added: Number(l.tokens.added),
-          spent: Number(l.tokens.spent),
-          remaining: l.tokens.remaining,
-          holders: l.tokens.holders,
-        }
-      : null,
+    tokens: l.tokens ? tokenLeaseJson(l.tokens) : null,
     windows: l.windows.map(windowLeaseJson),
     team: l.team
       ? {
@@ -176,10 +179,15 @@ function leaseJson(l: Lease) {
           expires_at: l.team.expiresAt ? timestampDate(l.team.expiresAt).toISOString() : null,
           period_end: timestampDate(l.team.periodEnd!).toISOString(),
           windows: l.team.windows.map(windowLeaseJson),
+          tokens: l.team.tokens ? tokenLeaseJson(l.team.tokens) : null,
         }
       : null,
     member_windows: l.memberWindows.map(windowLeaseJson),
   };
+}
+
+function tokenLeaseJson(t: TokenLease) {
+  return { model: t.model, granted: Number(t.granted), added: Number(t.added), spent: Number(t.spent), remaining: t.remaining, holders: t.holders };
 }
 
 function windowLeaseJson(w: WindowLease) {
@@ -198,6 +206,7 @@ function windowLeaseJson(w: WindowLease) {
 
 const at = (iso: string | null | undefined) => (iso ? timestampFromDate(new Date(iso)) : undefined);
 const windowAsks = (asks: Static<typeof WindowAskIn>[] = []) => asks.map((w) => ({ dimension: w.dimension, windowStart: at(w.window_start), need: w.need, want: w.want }));
+const bigints = (used: Record<string, number> = {}) => Object.fromEntries(Object.entries(used).map(([m, n]) => [m, BigInt(n)]));
 const windowUses = (uses: Static<typeof WindowUseIn>[] = []) => uses.map((w) => ({ dimension: w.dimension, windowStart: at(w.window_start), used: w.used }));
 
 export const leaseRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -236,7 +245,14 @@ export const leaseRoutes: FastifyPluginAsyncTypebox = async (app) => {
           needTokens: BigInt(b.need_tokens ?? 0),
           wantTokens: BigInt(b.want_tokens ?? b.need_tokens ?? 0),
           windows: windowAsks(b.windows),
-          team: b.team && { need: b.team.need, want: b.team.want, windows: windowAsks(b.team.windows) },
+          team: b.team && {
+            need: b.team.need,
+            want: b.team.want,
+            windows: windowAsks(b.team.windows),
+            model: b.team.model,
+            needTokens: BigInt(b.team.need_tokens ?? 0),
+            wantTokens: BigInt(b.team.want_tokens ?? b.team.need_tokens ?? 0),
+          },
           memberWindows: windowAsks(b.member_windows),
         },
         rpcOptions(request),
@@ -266,10 +282,11 @@ export const leaseRoutes: FastifyPluginAsyncTypebox = async (app) => {
           userId: request.params.user_id,
           leaseId: request.params.lease_id,
           used: request.body.used,
-          usedTokens: Object.fromEntries(Object.entries(request.body.used_tokens ?? {}).map(([m, n]) => [m, BigInt(n)])),
+          usedTokens: bigints(request.body.used_tokens),
           usedWindows: windowUses(request.body.used_windows),
           teamUsed: request.body.team_used,
           teamUsedWindows: windowUses(request.body.team_used_windows),
+          teamUsedTokens: bigints(request.body.team_used_tokens),
           usedMemberWindows: windowUses(request.body.used_member_windows),
         },
         rpcOptions(request),

@@ -5857,6 +5857,12 @@ export interface operations {
                             /** @description Most the holder wants to hold of the window (at least need) */
                             want: number;
                         }[];
+                        /** @description Model of the holder's next call: when the team plan caps its tokens, the lease also holds a slice of the team's cap */
+                        model?: string;
+                        /** @description Tokens of `model` of the team's cap the next call needs; default 0 */
+                        need_tokens?: number;
+                        /** @description Most tokens of `model` of the team's cap the holder wants to hold (at least need_tokens); default need_tokens */
+                        want_tokens?: number;
                     };
                     /** @description Slices of the windows of the member-scope limits of the user's team plan (the user's own seat windows), as `windows` for the user's plan */
                     member_windows?: {
@@ -5977,6 +5983,20 @@ export interface operations {
                                     /** @description Holders with an outstanding slice of the window */
                                     holders: number;
                                 }[];
+                                tokens: {
+                                    /** @description Normalized model name */
+                                    model: string;
+                                    /** @description Tokens granted to this holder in the period in all */
+                                    granted: number;
+                                    /** @description Tokens granted by this request; 0 when refused */
+                                    added: number;
+                                    /** @description Tokens of usage events settled against the lease */
+                                    spent: number;
+                                    /** @description Tokens of the model's cap neither settled nor held by a lease after this request */
+                                    remaining: number;
+                                    /** @description Holders with an outstanding token slice of the model */
+                                    holders: number;
+                                } | null;
                             } | null;
                             /** @description One per member-scope window asked for (`member_windows`), in the order asked */
                             member_windows: {
@@ -6202,6 +6222,10 @@ export interface operations {
                         /** @description What the holder used of the window's slice in all, settled or not yet */
                         used: number;
                     }[];
+                    /** @description The same per model of the team's token caps; a model left out keeps its team token slice until the lease lapses */
+                    team_used_tokens?: {
+                        [key: string]: number;
+                    };
                     /** @description The same per slice of the member-scope windows of the user's team plan */
                     used_member_windows?: {
                         /** @description The limit's dimension key: `<metric>:<window>:<duration_minutes or ''>:<model or ''>` */
@@ -6317,6 +6341,20 @@ export interface operations {
                                     /** @description Holders with an outstanding slice of the window */
                                     holders: number;
                                 }[];
+                                tokens: {
+                                    /** @description Normalized model name */
+                                    model: string;
+                                    /** @description Tokens granted to this holder in the period in all */
+                                    granted: number;
+                                    /** @description Tokens granted by this request; 0 when refused */
+                                    added: number;
+                                    /** @description Tokens of usage events settled against the lease */
+                                    spent: number;
+                                    /** @description Tokens of the model's cap neither settled nor held by a lease after this request */
+                                    remaining: number;
+                                    /** @description Holders with an outstanding token slice of the model */
+                                    holders: number;
+                                } | null;
                             } | null;
                             /** @description One per member-scope window asked for (`member_windows`), in the order asked */
                             member_windows: {

@@ -174,4 +174,37 @@ t("member-scope windows of a team plan are leased per member in the member's win
   assert.equal([loner.limited, loner.lease?.memberWindows[0]?.limited], [false, undefined]);
 });
 
+t("a member's lease holds a slice of its team's token cap of the model asked for, settled by the team's counting, given back with team_used_tokens", async ({ stack, ingestion }) => {
+  const { productId, api } = await productWithUser(stack);
+  const [a, b] = ["ka", "kb"];
+  for (const u of [a, b]) await api.post("/users", { external_user_id: u });
+  const plan = (await api.post("/config/plans", { plans: [{ name: `team-k-${Date.now()}`, model_limits: { "gpt-4o": { max_tokens_per_period: 1_000 } } }] })).body.plans[0];
+  await api.post("/teams", { external_team_id: "kcrew", name: "K crew" });
+  const day = 86_400_000;
+  await api.post("/teams/kcrew/subscription", { plan_id: plan.id, period_start: new Date(Date.now() - day).toISOString(), period_end: new Date(Date.now() + 20 * day).toISOString() });
+  for (const u of [a, b]) assert.is((await api.request("PUT", `/users/${u}/team`, { body: { team_id: "kcrew" } })).status, 200);
+  const ask = (userId: string, holder: string, needTokens: bigint, wantTokens: bigint, model = "gpt-4o-2024-08-06") =>
+    ingestion.acquireLease({ productId, userId, holder, need: 0, want: 0, team: { need: 0, want: 0, model, needTokens, wantTokens } });
+
+  // A dated name is the plan's model; a team plan capping only tokens is limited.
+  const first = await ask(a, "h1", 10n, 300n);
+  assert.is(first.limited, true);
+  const t1 = first.lease!.team!;
+  assert.equal([t1.spendLimited, t1.tokens?.model, t1.tokens?.added, t1.tokens?.remaining], [false, "gpt-4o", 300n, 700]);
+  assert.is((await ask(a, "h1", 0n, 0n, "o3")).limited, false, "a model the team plan does not cap: nothing to lease");
+  const second = await ask(b, "h2", 0n, 1_000n);
+  assert.equal([second.lease!.team!.tokens?.added, second.lease!.team!.tokens?.holders], [233n, 2]);
+  // 100 tokens from h1's slice: counted for the team and settled against it.
+  await ingestion.ingestUsageEvents({ productId, events: [usageEvent(a, { inputTokens: 60n, outputTokens: 40n, leaseId: "h1" })] });
+  await eventually(async () => (await api.get("/teams/kcrew/usage")).body.total_tokens === 100, 30_000, "the team to count the event");
+  const seen = await ask(a, "h1", 0n, 0n);
+  assert.equal([seen.lease!.team!.tokens?.granted, seen.lease!.team!.tokens?.spent], [300n, 100n]);
+  // Given back down to what h1 used: 1,000 - 100 counted - h2's 233.
+  const released = await ingestion.releaseLease({ productId, userId: a, leaseId: "h1", used: 0, teamUsedTokens: { "gpt-4o": 100n } });
+  assert.ok(released.lease!.team);
+  const third = await ask(b, "h3", 0n, 10_000n);
+  assert.is(Number(third.lease!.team!.tokens!.added) + third.lease!.team!.tokens!.remaining, 667);
+  assert.is((await rpcFailure(ingestion.acquireLease({ productId, userId: a, holder: "h4", need: 0, want: 0, team: { need: 0, want: 0, wantTokens: 5n } })))?.code, Code.InvalidArgument, "tokens without a model");
+});
+
 t.run();

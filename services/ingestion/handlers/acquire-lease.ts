@@ -95,7 +95,7 @@ export function acquireLease(deps: IngestionDeps): ServiceImpl<typeof IngestionS
       // none (its call's window had just ended) and heard "nothing to lease" would stop leasing
       // every window of the user for a while, and its replicas together pass the limits.
       const leased = [...windows, ...memberWindows, ...(team?.windows ?? [])].some((w) => w.limited);
-      if (!plan?.limits.length && !leased && !team?.spendLimited) return { limited: false };
+      if (!plan?.limits.length && !leased && !team?.spendLimited && !team?.tokens) return { limited: false };
       const lease = leaseMessage(holder, { granted: 0, spent: 0, expires_at: new Date(now.getTime() + ttlMs) }, { ttlMs, periodEnd: a.period.end, spendLimited });
       return { limited: true, lease: { ...lease, windows, team, memberWindows } };
     }

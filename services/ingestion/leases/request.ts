@@ -1,4 +1,5 @@
-import { toDollars } from "@meter/rules";
+import { normalizeModel, toDollars } from "@meter/rules";
+import type { PlanInfo } from "../adapters/plans.ts";
 import { rpcError } from "@meter/lib/errors";
 import { own } from "@meter/lib/own";
 import { toTimestamp } from "@meter/lib/time";
@@ -37,7 +38,6 @@ export interface LeaseFacts {
 }
 
 export function leaseMessage(holder: string, lease: LeaseEntry, f: LeaseFacts) {
-  const tokens = f.model ? own(lease.tokens, encodeKey(f.model.name)) : undefined;
   return {
     leaseId: holder,
     granted: toDollars(lease.granted),
@@ -49,15 +49,40 @@ export function leaseMessage(holder: string, lease: LeaseEntry, f: LeaseFacts) {
     holders: f.spend?.holders ?? 0,
     periodEnd: toTimestamp(f.periodEnd),
     spendLimited: f.spendLimited,
-    tokens: f.model
-      ? {
-          model: f.model.name,
-          granted: BigInt(Math.round(tokens?.granted ?? 0)),
-          added: BigInt(f.model.grant?.added ?? 0),
-          spent: BigInt(Math.round(tokens?.spent ?? 0)),
-          remaining: f.model.grant?.remaining ?? 0,
-          holders: f.model.grant?.holders ?? 0,
-        }
-      : undefined,
+    tokens: f.model ? tokenLeaseMessage(lease, f.model.name, f.model.grant) : undefined,
+  };
+}
+
+/** Models one release may name (a lease holds tokens of the capped models a replica called). */
+const MAX_RELEASED_MODELS = 256;
+
+/**
+ * The token slices a release names (`field`: its request field), by field-key encoded model as
+ * the counter keeps them: only the models `plan` caps have a token slice to give back; any other
+ * name would only add a field to the counter, which every later update rewrites (domain/counter-bounds.ts).
+ */
+export function releasedTokens(field: string, used: Record<string, bigint>, plan: Pick<PlanInfo, "pricing" | "modelLimits"> | null): Record<string, number> {
+  const models = Object.entries(used);
+  if (models.length > MAX_RELEASED_MODELS) throw rpcError.invalid(`${field} may name at most ${MAX_RELEASED_MODELS} models`);
+  const out: Record<string, number> = {};
+  for (const [model, n] of models) {
+    if (model.length < 1 || model.length > 255) throw rpcError.invalid(`${field} keys must be model names of 1-255 characters`);
+    const name = normalizeModel(model, plan?.pricing ?? null);
+    const tokens = requireTokens(`${field}.${model}`, n);
+    if (plan && Object.hasOwn(plan.modelLimits, name)) out[encodeKey(name)] = tokens;
+  }
+  return out;
+}
+
+/** A lease's slice of a model's token cap (a user's, or a team's: leases/team.ts). */
+export function tokenLeaseMessage(lease: LeaseEntry, model: string, grant: Grant | undefined) {
+  const tokens = own(lease.tokens, encodeKey(model));
+  return {
+    model,
+    granted: BigInt(Math.round(tokens?.granted ?? 0)),
+    added: BigInt(grant?.added ?? 0),
+    spent: BigInt(Math.round(tokens?.spent ?? 0)),
+    remaining: grant?.remaining ?? 0,
+    holders: grant?.holders ?? 0,
   };
 }

@@ -124,8 +124,8 @@ export class LeaseStore {
    * named: its outstanding part becomes spent-but-unsettled. A model not named keeps its slice
    * until the lease lapses.
    */
-  async release(counterId: string, holder: string, used: number, usedTokens: Record<string, number>): Promise<LeaseEntry | null> {
-    const set: Record<string, number> = { [`leases.${holder}.granted`]: used };
+  async release(counterId: string, holder: string, used: number | undefined, usedTokens: Record<string, number>): Promise<LeaseEntry | null> {
+    const set: Record<string, number> = used === undefined ? {} : { [`leases.${holder}.granted`]: used };
     for (const [dim, n] of Object.entries(usedTokens)) set[`${path(holder, dim)}.granted`] = n;
     const doc = await this.counters.findOneAndUpdate(
       { _id: counterId, [`leases.${holder}.expires_at`]: { $exists: true } },

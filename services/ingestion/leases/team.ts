@@ -6,14 +6,16 @@
  * by every member the holder serves; usage events spent from it name the holder as lease_id and
  * settle it in the team counter's own update (teams/count.ts).
  */
-import { toDollars, toNano } from "@meter/rules";
+import { normalizeModel, toDollars, toNano } from "@meter/rules";
+import { own } from "@meter/lib/own";
+import { encodeKey } from "../domain/field-keys.ts";
 import type { TeamAsk, WindowLease, WindowUse } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import { toTimestamp } from "@meter/lib/time";
 import type { KnownUser, PlanInfo } from "../adapters/plans.ts";
 import { attributeTeam, type TeamAttribution } from "../domain/attribution.ts";
 import type { Grant, LeaseEntry } from "../domain/lease-policy.ts";
-import type { LeaseStore } from "./store.ts";
-import { requireDollars } from "./request.ts";
+import type { Ask, LeaseStore } from "./store.ts";
+import { releasedTokens, requireDollars, requireTokens, tokenLeaseMessage } from "./request.ts";
 import { rpcError } from "@meter/lib/errors";
 import { acquireWindows, releasedWindows, userWindowHome, type SliceHome } from "../windows/lease-request.ts";
 import type { WindowLeaseStore } from "../windows/lease-store.ts";
@@ -65,18 +67,30 @@ function teamWindowHome(stores: TeamLeaseStores, productId: string, t: TeamAttri
   return (s) => (s.end !== null && inPeriodWindow({ key: s.key, end: s.end, n: 0 }, t.period.start, t.period.end) ? counter : doc);
 }
 
-/** Grants the team slices asked for (spend, then windows); undefined when the user is in no team with a plan in force now. */
+/** Grants the team slices asked for (spend and the model's tokens, then windows); undefined when the user is in no team with a plan in force now. */
 export async function acquireTeamSlice(i: TeamLeaseInput, ask: TeamAsk) {
   const need = requireDollars("team.need", ask.need);
   const want = requireDollars("team.want", ask.want);
   if (want < need) throw rpcError.invalid("team.want must be at least team.need");
+  const needTokens = requireTokens("team.need_tokens", ask.needTokens);
+  const wantTokens = requireTokens("team.want_tokens", ask.wantTokens);
+  if (wantTokens < needTokens) throw rpcError.invalid("team.want_tokens must be at least team.need_tokens");
+  if (ask.model === undefined && wantTokens > 0) throw rpcError.invalid("team.need_tokens and team.want_tokens need team.model");
+  if (ask.model !== undefined && (ask.model.length < 1 || ask.model.length > 255)) throw rpcError.invalid("team.model must be 1-255 characters");
   const t = attributeTeam(i.productId, i.user, i.now);
   if (!t) return undefined;
   // A team whose plan draws credits: its pool extends the cap as it does in the session view.
   const pooled = t.plan.creditsEnabled && i.capWithPool ? await i.capWithPool(t) : null;
   const cap = pooled === null ? teamCapNano(t) : Math.round(pooled * t.plan.hardGateAt);
+  const asks: Ask[] = cap === null ? [] : [{ dim: null, cap, need: toNano(need), want: toNano(want) }];
+  // The model as the team plan names it (its prices may normalize it otherwise than the member's).
+  const model = ask.model === undefined ? undefined : normalizeModel(ask.model, t.plan.pricing);
+  const tokenLimit = model === undefined ? undefined : own(t.plan.modelLimits, model);
+  if (tokenLimit) asks.push({ dim: encodeKey(model!), cap: tokenLimit.maxTokensPerPeriod * t.plan.hardGateAt, need: needTokens, want: wantTokens });
   const ref = { id: t.counterId, productId: i.productId, userId: t.team.id, start: t.period.start, end: t.period.end };
-  const spend = cap === null ? null : await i.stores.teams.acquire(ref, { holder: i.holder, asks: [{ dim: null, cap, need: toNano(need), want: toNano(want) }], ttlMs: i.ttlMs, graceMs: i.graceMs, now: i.now });
+  const view = asks.length === 0 ? null : await i.stores.teams.acquire(ref, { holder: i.holder, asks, ttlMs: i.ttlMs, graceMs: i.graceMs, now: i.now });
+  const spend = view && cap !== null ? view.grants[0] : undefined;
+  const tokens = view && tokenLimit ? tokenLeaseMessage(view.lease, model!, view.grants[asks.length - 1]) : undefined;
   // After the spend slice: both may live in the period counter, and each write is conditional on its version.
   const windows = await acquireWindows({
     home: teamWindowHome(i.stores, i.productId, t),
@@ -88,7 +102,7 @@ export async function acquireTeamSlice(i: TeamLeaseInput, ask: TeamAsk) {
     graceMs: i.graceMs,
     now: i.now,
   });
-  return teamLeaseMessage(t, spend?.lease ?? { granted: 0, spent: 0 }, cap !== null, spend?.grants[0], windows);
+  return { ...teamLeaseMessage(t, view?.lease ?? { granted: 0, spent: 0 }, cap !== null, spend, windows), tokens };
 }
 
 /**
@@ -96,13 +110,22 @@ export async function acquireTeamSlice(i: TeamLeaseInput, ask: TeamAsk) {
  * each named window); undefined when the user is in no team now, null when the team's documents
  * hold no such lease.
  */
-export async function releaseTeamSlice(stores: TeamLeaseStores, productId: string, user: KnownUser, holder: string, used: { used?: number; windows: readonly WindowUse[] }, now: Date) {
+export async function releaseTeamSlice(
+  stores: TeamLeaseStores,
+  productId: string,
+  user: KnownUser,
+  holder: string,
+  used: { used?: number; tokens: Record<string, bigint>; windows: readonly WindowUse[] },
+  now: Date,
+) {
   const t = attributeTeam(productId, user, now);
   if (!t) return undefined;
   const dollars = used.used === undefined ? undefined : toNano(requireDollars("team_used", used.used));
+  const tokens = releasedTokens("team_used_tokens", used.tokens, t.plan);
   const windows = releasedWindows("team_used_windows", used.windows, scopePlan(t, "team"), t.period, now, teamWindowHome(stores, productId, t));
+  const period = dollars !== undefined || Object.keys(tokens).length > 0;
   const [lease, ...slices] = await Promise.all([
-    dollars === undefined ? null : stores.teams.release(t.counterId, holder, dollars, {}),
+    period ? stores.teams.release(t.counterId, holder, dollars, tokens) : null,
     ...[...windows.values()].map(({ home, used }) => home.store.release(home.id, holder, used)),
   ]);
   const found = lease ?? slices.find((l) => l !== null);
