@@ -106,6 +106,8 @@ interface TeamLeaseWire {
   period_end: string;
   /** One per team window asked for (absent from a service without team window leases). */
   windows?: WindowLeaseWire[];
+  /** The slice of the team's token cap of the model asked for (absent or null: none). */
+  tokens?: TokenLeaseWire | null;
 }
 
 /** One budget of a lease: dollars, or one model's tokens. */
@@ -231,6 +233,9 @@ export interface LeaseNeed {
   teamWindows: WindowNeed[];
   /** The windows of the team plan's member-scope limits (the member's own) the call counts in. */
   memberWindows: WindowNeed[];
+  /** The model whose tokens the team plan caps (its slice must cover `teamTokens`), else null. */
+  teamModel: string | null;
+  teamTokens: number;
 }
 
 /** What sizes a lease's requests: the calls holding on it and the round trips of its requests. */
@@ -260,9 +265,17 @@ class TeamBook extends Sizing {
   windowNeeds = new Map<string, number>();
   /** A slice (spend or window) was granted once: calls' events name the holder. */
   leased = false;
+  /** Slices of the team's token caps by normalized model. */
+  readonly tokens = new Map<string, Slice>();
 
   window(w: WindowNeed): WindowSlice {
     return windowSlice(this.windows, w);
+  }
+
+  slice(model: string): Slice {
+    let s = this.tokens.get(model);
+    if (!s) this.tokens.set(model, (s = new Slice(model)));
+    return s;
   }
   /** Spend from the slice stops here: the time the request that last added to it was sent plus the lifetime. */
   deadline = 0;
@@ -316,8 +329,10 @@ class Book extends Sizing {
   waiting = 0;
   needCost = 0;
   needTokens = 0;
-  /** For the request being prepared: the most a waiting call needs of the team's slice. */
+  /** For the request being prepared: the most a waiting call needs of the team's slice, and of its token slice of `teamModel`. */
   needTeam = 0;
+  teamModel: string | null = null;
+  needTeamTokens = 0;
   /** The team whose ask the request in flight carries, else null. */
   teamAsked: TeamBook | null = null;
   /**
@@ -385,7 +400,8 @@ export class Leases {
     const teamSpend = team !== null && team.config!.max_spend_per_period !== null;
     const teamCost = team === null ? 0 : reserved.cost;
     const teamWindows = team === null ? NO_WINDOWS : teamWindowNeeds(team, model, reserved, now);
-    const teamPart = { team, teamSpend, teamCost, teamWindows, memberWindows };
+    const teamModel = team !== null && model !== null && own(team.config!.model_limits, model) !== undefined ? model : null;
+    const teamPart = { team, teamSpend, teamCost, teamWindows, memberWindows, teamModel, teamTokens: teamModel === null ? 0 : reserved.tokens };
     if (now < this.book(e).unlimitedUntil) return team === null ? null : { cost: 0, model: null, tokens: 0, whole: reserved.exact, windows: NO_WINDOWS, spend: false, ...teamPart, memberWindows: NO_WINDOWS };
     if (!spend && capped === null && windows.length === 0 && team === null && memberWindows.length === 0) return null;
     return {
@@ -434,7 +450,7 @@ export class Leases {
       for (const w of n.windows) b.window(w);
       for (const w of n.memberWindows) windowSlice(b.memberWindows, w);
       if (tb !== null) for (const w of n.teamWindows) tb.window(w);
-      if (b.asking === null) this.request(b, n.model);
+      if (b.asking === null) this.request(b, n.model, n.teamModel);
       if (!b.sent && (b.model === null || n.model === null || b.model === n.model)) {
         b.model ??= n.model;
         b.waiting++;
@@ -445,6 +461,7 @@ export class Leases {
         for (const w of n.windows) b.windowNeeds.set(w.key, Math.max(b.windowNeeds.get(w.key) ?? 0, w.whole ? w.amount : 0));
         for (const w of n.memberWindows) b.memberWindowNeeds.set(w.key, Math.max(b.memberWindowNeeds.get(w.key) ?? 0, w.whole ? w.amount : 0));
         if (n.whole && tb !== null) b.needTeam = Math.max(b.needTeam, n.teamCost);
+        if (n.teamModel !== null && (b.teamModel ??= n.teamModel) === n.teamModel && n.whole) b.needTeamTokens = Math.max(b.needTeamTokens, n.teamTokens);
         if (tb !== null) for (const w of n.teamWindows) tb.windowNeeds.set(w.key, Math.max(tb.windowNeeds.get(w.key) ?? 0, w.whole ? w.amount : 0));
         return b.asking!;
       }
@@ -457,10 +474,11 @@ export class Leases {
    * event loop, so that the calls that come in the same turn (a burst of first calls) are
    * counted in what it asks for.
    */
-  private request(b: Book, model: string | null): Promise<void> {
+  private request(b: Book, model: string | null, teamModel: string | null = null): Promise<void> {
     if (b.asking !== null) return b.asking;
     b.sent = false;
     b.model = model;
+    b.teamModel = teamModel;
     b.asking = new Promise<void>((resolve) => setTimeout(resolve, 0))
       .then(() => this.send(b))
       .finally(() => {
@@ -475,11 +493,11 @@ export class Leases {
     const sentAt = Date.now();
     b.sent = true;
     b.askedAt = sentAt;
-    const { model, waiting, needCost, needTokens, needTeam, windowNeeds, memberWindowNeeds } = b;
+    const { model, waiting, needCost, needTokens, needTeam, windowNeeds, memberWindowNeeds, teamModel, needTeamTokens } = b;
     const epoch = (b.askedEpoch = b.epoch);
     const spendCap = capOf(b.entry, null);
     const tokenCap = model === null ? null : capOf(b.entry, model);
-    b.waiting = b.needCost = b.needTokens = b.needTeam = 0;
+    b.waiting = b.needCost = b.needTokens = b.needTeam = b.needTeamTokens = 0;
     b.windowNeeds = new Map();
     b.memberWindowNeeds = new Map();
     // Failing open, a request is the way to learn that the service answers again.
@@ -510,16 +528,23 @@ export class Leases {
     const team = leasedTeam(b.entry);
     const tb = team === null ? null : this.teamBook(team);
     let teamWant = 0;
+    let teamTokensWant = 0;
     let teamWindows: AskedWindow[] = [];
     if (tb !== null && tb.asking === null && sentAt >= tb.retryAt && sentAt >= tb.unlimitedUntil) {
       const teamCap = teamCapOf(team!);
       const t = teamCap === null ? { need: 0, want: 0 } : this.asked(tb, tb.spend, needTeam, waiting, b.open || sentAt >= tb.deadline - this.renewMargin(tb), sentAt, teamCap);
       const tw = this.windowAsks(tb, tb.windows, tb.windowNeeds, waiting, b.open, sentAt, (d) => teamWindowCapOf(team!, d.dimension));
       tb.windowNeeds = new Map();
-      if (t.want > 0 || tw.asks.length > 0) {
+      const tokenCap = teamModel === null ? null : teamTokenCapOf(team!, teamModel);
+      const tt = tokenCap === null ? { need: 0, want: 0 } : this.asked(tb, tb.slice(teamModel!), needTeamTokens, waiting, b.open || sentAt >= tb.deadline - this.renewMargin(tb), sentAt, tokenCap);
+      if (t.want > 0 || tw.asks.length > 0 || tt.want > 0) {
         teamWant = t.want;
         teamWindows = tw.windows;
-        body.team = tw.asks.length > 0 ? { need: t.need, want: t.want, windows: tw.asks } : { need: t.need, want: t.want };
+        teamTokensWant = tt.want > 0 ? Math.ceil(tt.want) : 0;
+        const ask: Record<string, unknown> = { need: t.need, want: t.want };
+        if (tw.asks.length > 0) ask.windows = tw.asks;
+        if (tt.want > 0) Object.assign(ask, { model: teamModel, need_tokens: Math.ceil(tt.need), want_tokens: teamTokensWant });
+        body.team = ask;
         tb.asking = b.asking;
         tb.via = b.userId;
         b.teamAsked = tb;
@@ -549,7 +574,10 @@ export class Leases {
     }
     this.roundTrip(b, Date.now() - sentAt);
     b.open = false;
-    if (b.teamAsked !== null) this.teamGranted(b.teamAsked, res.limited ? (res.lease?.team ?? null) : null, teamWant, teamWindows, sentAt, res.lease?.ttl_ms ?? this.settings.ttlMs, Date.now() - sentAt);
+    if (b.teamAsked !== null) {
+      const asked = { want: teamWant, tokensWant: teamTokensWant, windows: teamWindows };
+      this.teamGranted(b.teamAsked, team!, res.limited ? (res.lease?.team ?? null) : null, asked, sentAt, res.lease?.ttl_ms ?? this.settings.ttlMs, Date.now() - sentAt);
+    }
     if (!res.limited || !res.lease) {
       b.unlimitedUntil = Date.now() + 60_000;
       return;
@@ -623,6 +651,12 @@ export class Leases {
         s.took(w.amount, now);
         lowWindow ||= now >= s.retryAt && (windowLeft(s, now) < this.lowWater(tb, s, now) || now >= s.deadline - this.renewMargin(tb));
       }
+      if (n.teamModel !== null) {
+        const ts = tb.slice(n.teamModel);
+        ts.used += n.teamTokens;
+        ts.took(n.teamTokens, now);
+        lowWindow ||= this.teamTokensLeft(tb, ts, now) < this.lowWater(tb, ts, now) || now >= tb.deadline - this.renewMargin(tb);
+      }
       const lowSpend = n.teamSpend && (this.teamBalance(tb, now) < this.lowWater(tb, tb.spend, now) || now >= tb.deadline - this.renewMargin(tb));
       lowTeam = tb.asking === null && now >= tb.retryAt && (lowSpend || lowWindow);
       // The lease id is the holder's: the event settles the team's slice with it (and the user's, when held).
@@ -655,7 +689,7 @@ export class Leases {
         (n.spend && this.balance(b, b.spend, now) < this.lowWater(b, b.spend, now)) ||
         (t !== null && this.balance(b, t, now) < this.lowWater(b, t, now));
       // After a plan change the lease is renewed under the new caps once, in the background.
-      if (low || (period && now >= this.renewAt(b)) || (this.renewing(b) && b.askedEpoch !== b.epoch)) void this.request(b, n.model);
+      if (low || (period && now >= this.renewAt(b)) || (this.renewing(b) && b.askedEpoch !== b.epoch)) void this.request(b, n.model, n.teamModel);
     }
     return { leaseId: b.leaseId };
   }
@@ -679,6 +713,8 @@ export class Leases {
         const s = tb.windows.get(w.key);
         if (s) s.used = Math.max(0, s.used - w.amount);
       }
+      const ts = model === null ? undefined : tb.tokens.get(model);
+      if (ts) ts.used = Math.max(0, ts.used - tokens);
       tb.holds = Math.max(0, tb.holds - 1);
     }
     const b = this.books.get(userId);
@@ -710,6 +746,11 @@ export class Leases {
     if (teamLease !== null) {
       tb!.spend.used = addDollars(tb!.spend.used, cost);
       tb!.spend.finished(cost);
+      const ts = model === null ? undefined : tb!.tokens.get(model);
+      if (ts) {
+        ts.used += tokens;
+        ts.finished(tokens);
+      }
       // The team's windows at the event's time, as the user's below.
       if (tb!.windows.size > 0) {
         for (const w of teamWindowNeeds(team!, model, { cost, tokens, exact: true }, at)) {
@@ -779,6 +820,7 @@ export class Leases {
     if (n.team !== null) {
       const tb = this.teams.get(n.team.teamId);
       if (n.teamSpend && (tb === undefined || this.teamSpendShort(tb, n, now))) return teamRefusal(n.team, n.teamCost);
+      if (n.teamModel !== null && (tb === undefined || this.teamTokensShort(tb, n, now))) return teamTokenRefusal(n.team, n.teamModel, n.teamTokens);
       for (const w of n.teamWindows) {
         const s = tb?.windows.get(w.key);
         if (s !== undefined && now < s.unlimitedUntil) continue;
@@ -875,7 +917,8 @@ export class Leases {
 
   /** No call holds on the team's slices, none asks for them, and one holds something unused. */
   private teamIdle(tb: TeamBook, now = Date.now()): boolean {
-    return tb.holds === 0 && tb.asking === null && (tb.spend.granted > tb.spend.used || liveWindows(tb.windows, now).some((s) => s.granted > s.used));
+    if (tb.holds !== 0 || tb.asking !== null) return false;
+    return tb.spend.granted > tb.spend.used || [...tb.tokens.values()].some((s) => s.granted > s.used) || liveWindows(tb.windows, now).some((s) => s.granted > s.used);
   }
 
   /**
@@ -898,6 +941,8 @@ export class Leases {
     if (teamBack) {
       if (tb!.deadline > 0) body.team_used = tb!.spend.used;
       tb!.spend.granted = tb!.spend.used;
+      if (tb!.tokens.size > 0) body.team_used_tokens = Object.fromEntries([...tb!.tokens].map(([m, s]) => [m, Math.ceil(s.used)]));
+      for (const s of tb!.tokens.values()) s.granted = s.used;
       const teamWindows = liveWindows(tb!.windows, now);
       for (const s of teamWindows) s.granted = s.used;
       if (teamWindows.length > 0) body.team_used_windows = teamWindows.map(windowUse);
@@ -923,7 +968,7 @@ export class Leases {
    * unit, null when unknown).
    */
   private asked(b: Book | TeamBook, s: Slice, need: number, waiting: number, renew: boolean, now: number, cap: number | null): { need: number; want: number } {
-    const left = b instanceof TeamBook ? (s instanceof WindowSlice ? windowLeft(s, now) : this.teamBalance(b, now)) : this.balance(b, s, now);
+    const left = b instanceof TeamBook ? (s instanceof WindowSlice ? windowLeft(s, now) : s === b.spend ? this.teamBalance(b, now) : this.teamTokensLeft(b, s, now)) : this.balance(b, s, now);
     const short = need > 0 && left < need;
     const low = this.lowWater(b, s, now, waiting);
     if (!short && left > 0 && left >= low && !renew) return { need: 0, want: 0 };
@@ -974,6 +1019,10 @@ export class Leases {
     if (n.team !== null) {
       const tb = this.teamBook(n.team);
       if (n.teamCost > tb.spend.estimate) tb.spend.estimate = n.teamCost;
+      if (n.teamModel !== null) {
+        const ts = tb.slice(n.teamModel);
+        if (n.teamTokens > ts.estimate) ts.estimate = n.teamTokens;
+      }
     }
     for (const w of n.windows) {
       const s = b.window(w);
@@ -1042,6 +1091,17 @@ export class Leases {
     return addDollars(tb.spend.granted, -tb.spend.used);
   }
 
+  /** What is left of a team token slice: as the team's spend slice, nothing once the lease's lifetime or the team's period ended. */
+  private teamTokensLeft(tb: TeamBook, s: Slice, now: number): number {
+    return now >= tb.deadline || now >= tb.periodEndMs ? 0 : s.granted - s.used;
+  }
+
+  private teamTokensShort(tb: TeamBook, n: LeaseNeed, now: number): boolean {
+    const s = tb.tokens.get(n.teamModel!);
+    const left = s === undefined ? 0 : this.teamTokensLeft(tb, s, now);
+    return left <= 0 || (n.whole && left < n.teamTokens);
+  }
+
   private teamSpendShort(tb: TeamBook, n: LeaseNeed, now: number): boolean {
     const left = this.teamBalance(tb, now);
     return left <= 0 || (n.whole && left < n.teamCost);
@@ -1050,6 +1110,7 @@ export class Leases {
   /** The team's slices do not cover the call: its spend slice or one of its windows'. */
   private teamShort(tb: TeamBook, n: LeaseNeed, now: number): boolean {
     if (n.teamSpend && this.teamSpendShort(tb, n, now)) return true;
+    if (n.teamModel !== null && this.teamTokensShort(tb, n, now)) return true;
     return n.teamWindows.some((w) => {
       const s = tb.windows.get(w.key);
       if (s !== undefined && now < s.unlimitedUntil) return false;
@@ -1063,34 +1124,47 @@ export class Leases {
    * counter holds for this holder and extends its lifetime; a refusal holds further asks back for
    * a moment; no team slice (no cap, or the user left the team) stops asking for a minute.
    */
-  private teamGranted(tb: TeamBook, t: TeamLeaseWire | null, want: number, windows: readonly AskedWindow[], sentAt: number, ttlMs: number, rtt: number): void {
+  private teamGranted(
+    tb: TeamBook,
+    team: TeamEntry,
+    t: TeamLeaseWire | null,
+    asked: { want: number; tokensWant: number; windows: readonly AskedWindow[] },
+    sentAt: number,
+    ttlMs: number,
+    rtt: number,
+  ): void {
     this.roundTrip(tb, rtt);
     const now = Date.now();
-    if (t === null || (!t.spend_limited && !(t.windows ?? []).some((w) => w.limited))) {
-      tb.unlimitedUntil = now + 60_000;
+    const limited = t !== null && (t.spend_limited || (t.tokens ?? null) !== null || (t.windows ?? []).some((w) => w.limited));
+    // Nothing of the team is capped (or the user left it): unless the plan caps tokens of models not asked for yet.
+    if (!limited) {
+      if (t === null || !hasKeys(team.config?.model_limits ?? {})) tb.unlimitedUntil = now + 60_000;
       return;
     }
     const periodEnd = Date.parse(t.period_end);
     if (periodEnd !== tb.periodEndMs) {
-      // A new period: the slice starts from what the service holds for it.
+      // A new period: the slices start from what the service holds for it.
       tb.spend.granted = 0;
+      tb.tokens.clear();
       tb.periodEndMs = periodEnd;
     }
-    let full = this.windowsGranted(windows, t.windows ?? [], sentAt, ttlMs, windowLeft, true);
+    let full = this.windowsGranted(asked.windows, t.windows ?? [], sentAt, ttlMs, windowLeft, true);
     if ((t.windows ?? []).some((w) => w.added > 0)) tb.leased = true;
-    if (!t.spend_limited || want <= 0) {
-      tb.full = full;
-      return;
-    }
-    if (t.added > 0) {
-      tb.spend.granted = t.granted;
+    const tokens = t.tokens ?? null;
+    const spendAdded = t.spend_limited && asked.want > 0 ? t.added : 0;
+    if (spendAdded > 0 || (tokens !== null && tokens.added > 0)) {
+      // The counter's lease as written: a lapsed one restarted in every budget.
+      if (sentAt >= tb.deadline) for (const s of tb.tokens.values()) s.granted = Math.min(s.granted, s.used);
+      if (spendAdded > 0) tb.spend.granted = t.granted;
+      if (tokens !== null) tb.slice(tokens.model).granted = tokens.granted;
       tb.deadline = sentAt + ttlMs;
       tb.retryAt = 0;
       tb.leased = true;
-    } else if (t.remaining <= 0 || this.teamBalance(tb, now) <= 0) {
+    } else if (t.spend_limited && asked.want > 0 && (t.remaining <= 0 || this.teamBalance(tb, now) <= 0)) {
       tb.retryAt = now + OPEN_RETRY_MS;
     }
-    full &&= t.added >= want - 1e-9;
+    if (t.spend_limited && asked.want > 0) full &&= t.added >= asked.want - 1e-9;
+    if (tokens !== null && asked.tokensWant > 0) full &&= tokens.added >= asked.tokensWant;
     tb.full = full;
   }
 
@@ -1149,6 +1223,28 @@ function spendCapWithCredits(e: UserEntry): number | null {
   return (e.credits === null ? plan.max_spend_per_period : e.credits.cap) * plan.hard_gate_at;
 }
 
+/** The team's token cap of a model (times hard_gate_at); null when the team plan does not cap it. */
+function teamTokenCapOf(t: TeamEntry, model: string): number | null {
+  const plan = t.config!;
+  const limit = own(plan.model_limits, model);
+  return limit === undefined ? null : limit.max_tokens_per_period * plan.hard_gate_at;
+}
+
+/** A call the team's token slice does not cover: blocked by the team's token cap of its model until the team's period ends. */
+function teamTokenRefusal(t: TeamEntry, model: string, tokens: number): GuardResult {
+  const cap = teamTokenCapOf(t, model)!;
+  const current = (own(t.tokensByModel, model) ?? 0) + (own(t.reservedTokens, model) ?? 0);
+  return {
+    resets_at: new Date(t.periodEndMs).toISOString(),
+    status: "hard_gate",
+    gate_reason: `team:model_limit:${model}`,
+    usage_pct: cap > 0 ? Math.max(1, ratio(current, cap)) : 1,
+    current_value: current,
+    limit_value: cap,
+    message: `team token cap of ${cap} for ${model} reached: no budget lease covers this call (${tokens} tokens) across replicas`,
+  };
+}
+
 /** The team's period spend cap (times hard_gate_at); null when the team plan has none. */
 function teamCapOf(t: TeamEntry): number | null {
   const plan = t.config!;
@@ -1166,7 +1262,14 @@ function firstSlice(cap: number | null, calls: number): number {
 /** The member's team when its plan caps the team's period spend or has team-scope windows (the team slices a call needs), else null. */
 function leasedTeam(e: UserEntry): TeamEntry | null {
   const t = e.team;
-  return t !== null && t.config !== null && (t.config.max_spend_per_period !== null || hasTeamWindows(t.config)) ? t : null;
+  if (t === null || t.config === null) return null;
+  return t.config.max_spend_per_period !== null || hasTeamWindows(t.config) || hasKeys(t.config.model_limits) ? t : null;
+}
+
+/** Whether a record has an own key (without listing them: this runs on every call). */
+function hasKeys(o: object): boolean {
+  for (const k in o) if (Object.hasOwn(o, k)) return true;
+  return false;
 }
 
 function hasTeamWindows(plan: PlanConfig): boolean {

@@ -100,6 +100,14 @@ t("the same on a team-scope daily window of $5 (no team spend cap): $0.00 over t
   assert.equal(reasons, ["team:limit:team-daily"], "every refused call named the team's window");
 });
 
+t("the same on a team token cap of 200,000 tokens of one model (no team spend cap): the team's tokens within it, the refused calls name team:model_limit:m", async (ctx) => {
+  const { calls, reasons } = await replicasUntilRefused(ctx, { max_spend_per_period: null, model_limits: { m: { max_tokens_per_period: 200_000 } }, cost_rates: RATES });
+  // A call uses 1,500 tokens (1,000 in, 500 out).
+  assert.ok(calls * 1_500 <= 200_000, `the team's tokens ${calls * 1_500} are within its cap of 200,000`);
+  assert.ok(calls * 1_500 >= 150_000, `the team's token cap was spent: ${calls * 1_500}`);
+  assert.equal(reasons, ["team:model_limit:m"], "every refused call named the team's token cap");
+});
+
 /** A time zone where it is about noon now: a day's window does not end during a test. */
 function noonZone(): string {
   const offset = ((12 - new Date().getUTCHours() + 36) % 24) - 12;
