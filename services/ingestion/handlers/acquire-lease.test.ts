@@ -33,6 +33,14 @@ t("a user with no cap has nothing to lease; a capped one is granted spend and th
   assert.ok(lease.tokens!.granted >= 10n && lease.tokens!.granted <= 100n, `tokens granted ${lease.tokens!.granted}`);
 });
 
+t("a plan capping only a model's tokens grants them again and again (the lease holds no dollars)", async ({ stack, ingestion }) => {
+  const { productId, userId } = await productWithUser(stack, { max_spend_per_period: null, model_limits: { "gpt-4o": { max_tokens_per_period: 1_000 } } });
+  const ask = () => ingestion.acquireLease({ productId, userId, holder: "h1", need: 0, want: 0, model: "gpt-4o", needTokens: 10n, wantTokens: 100n });
+  const first = await ask();
+  const second = await ask();
+  assert.equal([first.lease!.tokens?.granted, second.lease!.tokens?.granted, second.lease!.granted, second.lease!.spendLimited], [100n, 200n, 0, false]);
+});
+
 t("a plan with windows is limited even for a request that asks none of them, or only a window that has ended", async ({ stack, ingestion }) => {
   const { productId, userId } = await productWithUser(stack, { limits: [{ name: "rpm", metric: "requests", max: 60, window: "minute" }] });
   const dimension = dimensionKey({ metric: "requests", window: "minute" });

@@ -40,7 +40,7 @@ export interface LeaseFacts {
 export function leaseMessage(holder: string, lease: LeaseEntry, f: LeaseFacts) {
   return {
     leaseId: holder,
-    granted: toDollars(lease.granted),
+    granted: toDollars(lease.granted ?? 0),
     added: toDollars(f.spend?.added ?? 0),
     spent: toDollars(lease.spent ?? 0),
     expiresAt: lease.expires_at ? toTimestamp(lease.expires_at) : undefined,

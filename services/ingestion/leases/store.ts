@@ -203,12 +203,13 @@ function planGroup(doc: LeasedCounter, group: readonly Pending[]): { outcomes: O
     const next = new Map<Dimension, Budget>();
     for (const dim of [null, ...Object.keys(mine?.tokens ?? {})]) {
       const b = mine ? budgetOf(mine, dim) : undefined;
-      if (b) next.set(dim, { granted: isMineLive ? b.granted : (b.spent ?? 0), spent: b.spent ?? 0 });
+      // A lease holding only token slices has no dollar budget written (granted absent): it holds none.
+      if (b) next.set(dim, { granted: isMineLive ? (b.granted ?? 0) : (b.spent ?? 0), spent: b.spent ?? 0 });
     }
     a.asks.forEach((ask, k) => {
       const b = mine ? budgetOf(mine, ask.dim) : undefined;
       const spent = b?.spent ?? 0;
-      const base = isMineLive && b ? Math.max(b.granted, spent) : spent;
+      const base = isMineLive && b ? Math.max(b.granted ?? 0, spent) : spent;
       next.set(ask.dim, { granted: base + grants[k]!.added, spent });
     });
     const expires = new Date(now + a.ttlMs);

@@ -178,7 +178,7 @@ function teamLeaseMessage(t: TeamAttribution, lease: LeaseEntry, spendLimited: b
   return {
     teamId: t.team.externalTeamId,
     spendLimited,
-    granted: toDollars(lease.granted),
+    granted: toDollars(lease.granted ?? 0),
     added: toDollars(g?.added ?? 0),
     spent: toDollars(lease.spent ?? 0),
     remaining: toDollars(g?.remaining ?? 0),
