@@ -34,6 +34,7 @@ class _Run:
     members: list[str]
     # Every replica asked for leases.
     leased: bool
+    team_id: str
 
 
 def _replicas_until_refused(product: Product, team_plan: dict[str, Any]) -> _Run:
@@ -67,7 +68,7 @@ def _replicas_until_refused(product: Product, team_plan: dict[str, Any]) -> _Run
         total = float(product.api.get(f"/teams/{team_id}/usage").json()["total_cost"])
         return total if near(total, sum(spent)) else None
 
-    return _Run(eventually(team_spend, what="the team's usage to count every call"), reasons, members, leased)
+    return _Run(eventually(team_spend, what="the team's usage to count every call"), reasons, members, leased, team_id)
 
 
 def test_replicas_serving_different_members_never_pass_the_team_cap(product: Product) -> None:
@@ -126,4 +127,14 @@ def test_replicas_serving_one_member_never_pass_its_seat_window(product: Product
     seats = [float(product.api.get(f"/users/{m}/usage").json()["total_cost"]) for m in run.members]
     assert max(seats) <= seat + 1e-9, f"a member spent ${max(seats):.2f} of its ${seat:.2f} seat"
     assert run.reasons == {"team:limit:seat-daily"}
+    assert run.leased
+
+
+def test_replicas_serving_different_members_never_pass_a_team_token_cap(product: Product) -> None:
+    cap = 2_000
+    plan = {"max_spend_per_period": None, "model_limits": {"m": {"max_tokens_per_period": cap}}, "cost_rates": RATES}
+    run = _replicas_until_refused(product, plan)
+    tokens = int(product.api.get(f"/teams/{run.team_id}/usage").json()["total_tokens"])
+    assert tokens <= cap, f"the team used {tokens} tokens of its {cap}"
+    assert run.reasons == {"team:model_limit:m"}
     assert run.leased

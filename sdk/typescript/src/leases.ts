@@ -939,7 +939,7 @@ export class Leases {
     b.lostAt = 0;
     const body: Record<string, unknown> = { used: b.spend.used };
     if (teamBack) {
-      if (tb!.deadline > 0) body.team_used = tb!.spend.used;
+      if (team!.config!.max_spend_per_period !== null) body.team_used = tb!.spend.used;
       tb!.spend.granted = tb!.spend.used;
       if (tb!.tokens.size > 0) body.team_used_tokens = Object.fromEntries([...tb!.tokens].map(([m, s]) => [m, Math.ceil(s.used)]));
       for (const s of tb!.tokens.values()) s.granted = s.used;

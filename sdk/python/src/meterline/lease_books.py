@@ -57,6 +57,9 @@ class LeaseNeed:
     team_windows: tuple[WindowNeed, ...] = NO_WINDOWS
     # The windows of the team plan's member-scope limits (the member's own) the call counts in.
     member_windows: tuple[WindowNeed, ...] = NO_WINDOWS
+    # The model whose tokens the team plan caps (its slice must cover ``team_tokens``), else None.
+    team_model: str | None = None
+    team_tokens: float = 0.0
 
 
 class Slice:
@@ -213,8 +216,10 @@ class TeamBook(Sizing):
         self.team_id = team_id
         # Window slices by key (WindowNeed.key); a calendar window's goes once it ended.
         self.windows: dict[str, WindowSlice] = {}
-        # A slice (spend or window) was granted once: calls' events name the holder.
+        # A slice (spend, tokens or window) was granted once: calls' events name the holder.
         self.leased = False
+        # Slices of the team's token caps by normalized model.
+        self.tokens: dict[str, Slice] = {}
         # No request asks for the team's slice before then: the service had nothing left of the cap.
         self.retry_at = 0.0
         # The member whose request last carried the ask: the slice is given back through its lease.
@@ -224,6 +229,12 @@ class TeamBook(Sizing):
         s = self.windows.get(w.key)
         if s is None:
             s = self.windows[w.key] = WindowSlice(w)
+        return s
+
+    def slice(self, model: str) -> Slice:
+        s = self.tokens.get(model)
+        if s is None:
+            s = self.tokens[model] = Slice(model)
         return s
 
 
@@ -246,7 +257,8 @@ def leased_team(e: UserEntry) -> TeamEntry | None:
     t = e.team
     if t is None or t.config is None:
         return None
-    return t if t.config.max_spend_per_period is not None or has_team_windows(t.config) else None
+    plan = t.config
+    return t if plan.max_spend_per_period is not None or plan.model_limits or has_team_windows(plan) else None
 
 
 def spend_cap_with_credits(e: UserEntry) -> float | None:
@@ -264,6 +276,32 @@ def team_cap_of(t: TeamEntry) -> float | None:
     plan = t.config
     assert plan is not None
     return None if plan.max_spend_per_period is None else float(plan.max_spend_per_period) * plan.hard_gate_at
+
+
+def team_token_cap_of(t: TeamEntry, model: str) -> float | None:
+    """The team's token cap of a model (times hard_gate_at); None when the team plan does not cap it."""
+    plan = t.config
+    assert plan is not None
+    top = plan.model_limits.get(model)
+    return None if top is None else float(top) * plan.hard_gate_at
+
+
+def team_token_refusal(t: TeamEntry, model: str, tokens: float) -> GuardResult:
+    """A call the team's token slice does not cover: blocked by the team's token cap of its model until the team's
+    period ends."""
+    cap = team_token_cap_of(t, model)
+    assert cap is not None
+    current = t.tokens_by_model.get(model, 0) + t.reserved_tokens.get(model, 0)
+    return GuardResult(
+        "hard_gate",
+        f"team:model_limit:{model}",
+        max(1.0, ratio(current, cap)) if cap > 0 else 1.0,
+        current,
+        cap,
+        f"team token cap of {cap:g} for {model} reached: no budget lease covers this call ({tokens:g} tokens) across "
+        "replicas",
+        iso(t.period_end_t),
+    )
 
 
 def team_refusal(t: TeamEntry, cost: float) -> GuardResult:

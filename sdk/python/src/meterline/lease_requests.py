@@ -28,6 +28,7 @@ from .lease_books import (
     round_trip,
     spend_cap_with_credits,
     team_cap_of,
+    team_token_cap_of,
     team_window_cap_of,
     window_cap_of,
 )
@@ -139,6 +140,7 @@ class LeaseRequests:
             team = leased_team(e)
             tb = None if team is None else self._team_book(team)
             team_ask: tuple[float, float, bool] | None = None
+            team_tok: tuple[float, float, bool] | None = None
             team_windows: list[WindowAsk] = []
             if (
                 team is not None
@@ -172,10 +174,27 @@ class LeaseRequests:
                     sent_at,
                     b.open,
                 )
-                if team_ask[1] > 0 or team_windows:
+                token_cap = None if n.team_model is None else team_token_cap_of(team, n.team_model)
+                if n.team_model is not None and token_cap is not None:
+                    team_tok = asked(
+                        tb,
+                        tb.slice(n.team_model),
+                        n.team_tokens if n.whole else 0.0,
+                        sent_at,
+                        late or b.open,
+                        self.settings.calls,
+                        token_cap,
+                    )
+                    if team_tok[1] <= 0:
+                        team_tok = None
+                if team_ask[1] > 0 or team_windows or team_tok is not None:
                     body["team"] = {"need": team_ask[0], "want": team_ask[1]}
                     if team_windows:
                         body["team"]["windows"] = window_wire(team_windows)
+                    if team_tok is not None:
+                        body["team"].update(
+                            model=n.team_model, need_tokens=math.ceil(team_tok[0]), want_tokens=math.ceil(team_tok[1])
+                        )
                 else:
                     team_ask = None
             b.joined = 0
@@ -196,6 +215,7 @@ class LeaseRequests:
                     tb if team_ask else None,
                     team_ask,
                     team_windows,
+                    team_tok,
                 )
             )
             if tb is not None and team_ask is not None:
@@ -218,6 +238,7 @@ class LeaseRequests:
         tb: TeamBook | None = None,
         team_ask: tuple[float, float, bool] | None = None,
         team_windows: list[WindowAsk] | None = None,
+        team_tok: tuple[float, float, bool] | None = None,
     ) -> Flow[bool]:
         ok = False
         try:
@@ -230,8 +251,9 @@ class LeaseRequests:
                 if tb is not None and team_ask is not None:
                     answer = lease.get("team") if isinstance(lease, dict) and res.get("limited") else None
                     ttl = float(lease["ttl_ms"]) / 1000 if isinstance(lease, dict) else self.settings.ttl
+                    rtt = max(0.0, clock_now() - sent_at)
                     team_ok = self._team_granted(
-                        tb, answer, team_ask, team_windows or [], sent_at, ttl, max(0.0, clock_now() - sent_at)
+                        e.team, tb, answer, (team_ask, team_tok), team_windows or [], sent_at, ttl, rtt
                     )
                 if not isinstance(res, dict) or not res.get("limited") or not lease:
                     b.unlimited_until = clock_now() + UNLIMITED_FOR
@@ -305,9 +327,10 @@ class LeaseRequests:
 
     def _team_granted(
         self,
+        team: TeamEntry | None,
         tb: TeamBook,
         t: Any,
-        ask: tuple[float, float, bool],
+        asks: tuple[tuple[float, float, bool], tuple[float, float, bool] | None],
         windows: list[WindowAsk],
         sent_at: float,
         ttl: float,
@@ -318,33 +341,53 @@ class LeaseRequests:
         capped, or the user left the team) stops asking for a minute. False when a slice was short and got nothing."""
         round_trip(tb, rtt)
         now = clock_now()
+        ask, tok = asks
         answers = (t.get("windows") or []) if isinstance(t, dict) else []
+        tokens = t.get("tokens") if isinstance(t, dict) else None
+        if not isinstance(tokens, dict):
+            tokens = None
         if not isinstance(t, dict) or not (
-            t.get("spend_limited") or any(w.get("limited") for w in answers if isinstance(w, dict))
+            t.get("spend_limited")
+            or tokens is not None
+            or any(w.get("limited") for w in answers if isinstance(w, dict))
         ):
-            tb.unlimited_until = now + UNLIMITED_FOR
+            # Nothing of the team is capped (or the user left it): unless the plan caps tokens of models not asked yet.
+            if not isinstance(t, dict) or team is None or team.config is None or not team.config.model_limits:
+                tb.unlimited_until = now + UNLIMITED_FOR
             return True
         period_end = parse_time(t["period_end"])
         if period_end != tb.period_end:
-            # A new period: the slice starts from what the service holds for it.
+            # A new period: the slices start from what the service holds for it.
             tb.spend.granted = 0.0
+            tb.tokens.clear()
             tb.period_end = period_end
         windows_ok, windows_full = windows_granted(tb, windows, answers, sent_at, ttl, tb.epoch)
         if any(isinstance(w, dict) and float(w.get("added") or 0) > 0 for w in answers):
             tb.leased = True
-        if not t.get("spend_limited") or ask[1] <= 0:
-            tb.full = windows_full
-            return windows_ok
-        added = float(t.get("added") or 0)
-        if added > 0:
-            tb.spend.granted = float(t["granted"])
+        spend = bool(t.get("spend_limited")) and ask[1] > 0
+        added = float(t.get("added") or 0) if spend else 0.0
+        tokens_added = float(tokens.get("added") or 0) if tokens is not None and tok is not None else 0.0
+        if added > 0 or tokens_added > 0:
+            # The counter's lease as written: a lapsed one restarted in every budget.
+            if sent_at >= tb.deadline:
+                for s in tb.tokens.values():
+                    s.granted = min(s.granted, s.used)
+            if added > 0:
+                tb.spend.granted = float(t["granted"])
+            if tokens is not None and tok is not None:
+                tb.slice(str(tokens["model"])).granted = float(tokens.get("granted") or 0)
             tb.deadline = sent_at + ttl
             tb.retry_at = 0.0
             tb.leased = True
-        elif float(t.get("remaining") or 0) <= 0 or balance(tb, tb.spend, now) <= 0:
+        elif spend and (float(t.get("remaining") or 0) <= 0 or balance(tb, tb.spend, now) <= 0):
             tb.retry_at = now + OPEN_RETRY
-        tb.full = added >= ask[1] - 1e-9 and windows_full
-        return (added > 0 or not ask[2]) and windows_ok
+        full = windows_full and (not spend or added >= ask[1] - 1e-9)
+        if tok is not None:
+            full = full and tokens_added >= math.ceil(tok[1])
+        tb.full = full
+        spend_ok = not spend or added > 0 or not ask[2]
+        tokens_ok = tok is None or tokens_added > 0 or not tok[2]
+        return spend_ok and tokens_ok and windows_ok
 
     def _team_book(self, t: TeamEntry) -> TeamBook:
         tb = self.teams.get(t.team_id)
@@ -377,6 +420,10 @@ class LeaseRequests:
             tb = self._team_book(n.team)
             if n.team_cost > tb.spend.estimate:
                 tb.spend.estimate = n.team_cost
+            if n.team_model is not None:
+                tt = tb.slice(n.team_model)
+                if n.team_tokens > tt.estimate:
+                    tt.estimate = n.team_tokens
             for w in n.team_windows:
                 ts = tb.window(w)
                 if w.amount > ts.estimate:

@@ -27,6 +27,7 @@ from .lease_books import (
     refusal,
     renewing,
     team_refusal,
+    team_token_refusal,
     team_window_needs,
     window_needs,
     window_refusal,
@@ -64,11 +65,29 @@ class Leases(LeaseRequests):
         team_cost = 0.0 if team is None else reserved.cost
         team_spend = team is not None and team.config is not None and team.config.max_spend_per_period is not None
         team_windows = NO_WINDOWS if team is None else team_window_needs(team, model, reserved, now)
+        team_model = (
+            model
+            if team is not None and team.config is not None and model is not None and model in team.config.model_limits
+            else None
+        )
+        team_tokens = 0.0 if team_model is None else reserved.tokens
         if now < self._book(e).unlimited_until:
             if team is None:
                 return None
             return LeaseNeed(
-                0.0, None, 0.0, reserved.exact, NO_WINDOWS, False, team, team_cost, team_spend, team_windows
+                0.0,
+                None,
+                0.0,
+                reserved.exact,
+                NO_WINDOWS,
+                False,
+                team,
+                team_cost,
+                team_spend,
+                team_windows,
+                NO_WINDOWS,
+                team_model,
+                team_tokens,
             )
         if not spend and capped is None and not windows and team is None and not member_windows:
             return None
@@ -84,6 +103,8 @@ class Leases(LeaseRequests):
             team_spend,
             team_windows,
             member_windows,
+            team_model,
+            team_tokens,
         )
 
     def covers(self, e: UserEntry, n: LeaseNeed) -> bool:
@@ -139,6 +160,11 @@ class Leases(LeaseRequests):
                     low_windows = low_windows or (
                         now >= ts.retry_at and (low(tb, ts, now) or now >= ts.deadline - team_margin)
                     )
+                if n.team_model is not None:
+                    tt = tb.slice(n.team_model)
+                    tt.used += n.team_tokens
+                    tt.took(n.team_tokens, now)
+                    low_windows = low_windows or low(tb, tt, now) or now >= tb.deadline - team_margin
                 low_spend = n.team_spend and (low(tb, tb.spend, now) or now >= tb.deadline - team_margin)
                 low_team = not running(tb.asking) and now >= tb.retry_at and (low_spend or low_windows)
                 # The lease id is the holder's: the event settles the team's slice with it (and the user's, when held).
@@ -202,6 +228,9 @@ class Leases(LeaseRequests):
             tb = None if team is None or lease_id is None else self.teams.get(team.team_id)
             if tb is not None:
                 tb.spend.used = max(0.0, add_dollars(tb.spend.used, -cost))
+                tt = None if model is None else tb.tokens.get(model)
+                if tt is not None:
+                    tt.used = max(0.0, tt.used - tokens)
                 for w in team_windows:
                     ts = tb.windows.get(w.key)
                     if ts is not None:
@@ -236,6 +265,10 @@ class Leases(LeaseRequests):
             if tb is not None and team is not None and team_lease is not None:
                 tb.spend.used = add_dollars(tb.spend.used, cost)
                 tb.spend.finished(cost)
+                tt = None if model is None else tb.tokens.get(model)
+                if tt is not None:
+                    tt.used += tokens
+                    tt.finished(tokens)
                 # The team's windows at the event's time, as the user's below.
                 if tb.windows:
                     for w in team_window_needs(team, model, ReservationAmount(cost, float(tokens), True), at):
@@ -318,7 +351,13 @@ class Leases(LeaseRequests):
         """No call holds on the team's slices, none asks for them, and one holds something unused."""
         if tb.holds != 0 or running(tb.asking):
             return False
-        return tb.spend.granted > tb.spend.used or any(s.granted > s.used for s in _live(tb.windows, clock_now()))
+        slices = (tb.spend, *tb.tokens.values(), *_live(tb.windows, clock_now()))
+        return any(s.granted > s.used for s in slices)
+
+    def _team_tokens_short(self, tb: TeamBook, n: LeaseNeed, now: float) -> bool:
+        tt = None if n.team_model is None else tb.tokens.get(n.team_model)
+        left = 0.0 if tt is None else balance(tb, tt, now)
+        return left <= 0 or (n.whole and left < n.team_tokens)
 
     def _team_spend_short(self, tb: TeamBook, n: LeaseNeed, now: float) -> bool:
         left = balance(tb, tb.spend, now)
@@ -327,6 +366,8 @@ class Leases(LeaseRequests):
     def _team_short(self, tb: TeamBook, n: LeaseNeed, now: float) -> bool:
         """The team's slices do not cover the call: its spend slice or one of its windows'."""
         if n.team_spend and self._team_spend_short(tb, n, now):
+            return True
+        if n.team_model is not None and self._team_tokens_short(tb, n, now):
             return True
         for w in n.team_windows:
             s = tb.windows.get(w.key)
@@ -354,9 +395,13 @@ class Leases(LeaseRequests):
                 s.granted = s.used
             body: dict[str, Any] = {"used": b.spend.used}
             if tb is not None and team_back:
-                if tb.deadline > 0:
+                if team is not None and team.config is not None and team.config.max_spend_per_period is not None:
                     body["team_used"] = tb.spend.used
                 tb.spend.granted = tb.spend.used
+                if tb.tokens:
+                    body["team_used_tokens"] = {m: math.ceil(s.used) for m, s in tb.tokens.items()}
+                for s in tb.tokens.values():
+                    s.granted = s.used
                 team_windows = _live(tb.windows, now)
                 for s in team_windows:
                     s.granted = s.used
@@ -381,6 +426,8 @@ class Leases(LeaseRequests):
             tb = self.teams.get(n.team.team_id)
             if n.team_spend and (tb is None or self._team_spend_short(tb, n, now)):
                 return team_refusal(n.team, n.team_cost)
+            if n.team_model is not None and (tb is None or self._team_tokens_short(tb, n, now)):
+                return team_token_refusal(n.team, n.team_model, n.team_tokens)
             for w in n.team_windows:
                 ts = None if tb is None else tb.windows.get(w.key)
                 if ts is not None and now < ts.unlimited_until:
