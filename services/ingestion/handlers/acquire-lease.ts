@@ -10,7 +10,7 @@ import { catchUp } from "../late-changes/follow.ts";
 import { attribute } from "../domain/attribution.ts";
 import { requireUser } from "./common.ts";
 import { acquireWindows, userWindowHome } from "../windows/lease-request.ts";
-import { MAX_LEASE_TTL_MS, leaseMessage, requireDollars, requireLeaseId, requireTokens } from "../leases/request.ts";
+import { MAX_LEASE_TTL_MS, leaseMessage, requireAsk, requireLeaseId } from "../leases/request.ts";
 import { creditsInForce, teamCapWithPoolNano } from "../credits/view.ts";
 import { acquireMemberWindows, acquireTeamSlice } from "../leases/team.ts";
 
@@ -27,14 +27,7 @@ export function acquireLease(deps: IngestionDeps): ServiceImpl<typeof IngestionS
   return async (req) => {
     const productId = req.productId;
     const holder = requireLeaseId("holder", req.holder);
-    const need = requireDollars("need", req.need);
-    const want = requireDollars("want", req.want);
-    if (want < need) throw rpcError.invalid("want must be at least need");
-    const needTokens = requireTokens("need_tokens", req.needTokens);
-    const wantTokens = requireTokens("want_tokens", req.wantTokens);
-    if (wantTokens < needTokens) throw rpcError.invalid("want_tokens must be at least need_tokens");
-    if (req.model === undefined && wantTokens > 0) throw rpcError.invalid("need_tokens and want_tokens need a model");
-    if (req.model !== undefined && (req.model.length < 1 || req.model.length > 255)) throw rpcError.invalid("model must be 1-255 characters");
+    const { need, want, needTokens, wantTokens } = requireAsk("", req);
     const ttl = Number(req.ttlMs);
     if (ttl < 0 || ttl > MAX_LEASE_TTL_MS) throw rpcError.invalid(`ttl_ms must be between 0 and ${MAX_LEASE_TTL_MS}`);
     const ttlMs = ttl || deps.leases.ttlMs;

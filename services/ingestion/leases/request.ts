@@ -53,6 +53,19 @@ export function leaseMessage(holder: string, lease: LeaseEntry, f: LeaseFacts) {
   };
 }
 
+/** The amounts of an ask (`prefix` names its fields: "" for the user's, "team." for its team's), checked: dollars, and tokens of `model`. */
+export function requireAsk(prefix: string, a: { need: number; want: number; model?: string; needTokens: bigint; wantTokens: bigint }) {
+  const need = requireDollars(`${prefix}need`, a.need);
+  const want = requireDollars(`${prefix}want`, a.want);
+  if (want < need) throw rpcError.invalid(`${prefix}want must be at least ${prefix}need`);
+  const needTokens = requireTokens(`${prefix}need_tokens`, a.needTokens);
+  const wantTokens = requireTokens(`${prefix}want_tokens`, a.wantTokens);
+  if (wantTokens < needTokens) throw rpcError.invalid(`${prefix}want_tokens must be at least ${prefix}need_tokens`);
+  if (a.model === undefined && wantTokens > 0) throw rpcError.invalid(`${prefix}need_tokens and ${prefix}want_tokens need ${prefix || "a "}model`);
+  if (a.model !== undefined && (a.model.length < 1 || a.model.length > 255)) throw rpcError.invalid(`${prefix}model must be 1-255 characters`);
+  return { need, want, needTokens, wantTokens };
+}
+
 /** Models one release may name (a lease holds tokens of the capped models a replica called). */
 const MAX_RELEASED_MODELS = 256;
 

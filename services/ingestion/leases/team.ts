@@ -15,8 +15,7 @@ import type { KnownUser, PlanInfo } from "../adapters/plans.ts";
 import { attributeTeam, type TeamAttribution } from "../domain/attribution.ts";
 import type { Grant, LeaseEntry } from "../domain/lease-policy.ts";
 import type { Ask, LeaseStore } from "./store.ts";
-import { releasedTokens, requireDollars, requireTokens, tokenLeaseMessage } from "./request.ts";
-import { rpcError } from "@meter/lib/errors";
+import { releasedTokens, requireAsk, requireDollars, tokenLeaseMessage } from "./request.ts";
 import { acquireWindows, releasedWindows, userWindowHome, type SliceHome } from "../windows/lease-request.ts";
 import type { WindowLeaseStore } from "../windows/lease-store.ts";
 import { windowDocId } from "../windows/shares.ts";
@@ -69,14 +68,7 @@ function teamWindowHome(stores: TeamLeaseStores, productId: string, t: TeamAttri
 
 /** Grants the team slices asked for (spend and the model's tokens, then windows); undefined when the user is in no team with a plan in force now. */
 export async function acquireTeamSlice(i: TeamLeaseInput, ask: TeamAsk) {
-  const need = requireDollars("team.need", ask.need);
-  const want = requireDollars("team.want", ask.want);
-  if (want < need) throw rpcError.invalid("team.want must be at least team.need");
-  const needTokens = requireTokens("team.need_tokens", ask.needTokens);
-  const wantTokens = requireTokens("team.want_tokens", ask.wantTokens);
-  if (wantTokens < needTokens) throw rpcError.invalid("team.want_tokens must be at least team.need_tokens");
-  if (ask.model === undefined && wantTokens > 0) throw rpcError.invalid("team.need_tokens and team.want_tokens need team.model");
-  if (ask.model !== undefined && (ask.model.length < 1 || ask.model.length > 255)) throw rpcError.invalid("team.model must be 1-255 characters");
+  const { need, want, needTokens, wantTokens } = requireAsk("team.", ask);
   const t = attributeTeam(i.productId, i.user, i.now);
   if (!t) return undefined;
   // A team whose plan draws credits: its pool extends the cap as it does in the session view.

@@ -198,10 +198,30 @@ class Book(Sizing):
         return s
 
     def window(self, w: WindowNeed) -> WindowSlice:
-        s = self.windows.get(w.key)
-        if s is None:
-            s = self.windows[w.key] = WindowSlice(w)
-        return s
+        return window_slice(self.windows, w)
+
+    def member_window(self, w: WindowNeed) -> WindowSlice:
+        return window_slice(self.member_windows, w)
+
+
+def window_slice(slices: dict[str, WindowSlice], w: WindowNeed) -> WindowSlice:
+    """The slice of a window kept in ``slices``, made on first use."""
+    s = slices.get(w.key)
+    if s is None:
+        s = slices[w.key] = WindowSlice(w)
+    return s
+
+
+def finished(s: Slice, amount: float) -> None:
+    """A finished call's usage taken from the slice."""
+    s.used += amount
+    s.finished(amount)
+
+
+def estimated(s: Slice, amount: float) -> None:
+    """A call's estimate seen: the largest is the unit of what is asked for."""
+    if amount > s.estimate:
+        s.estimate = amount
 
 
 class TeamBook(Sizing):
@@ -226,10 +246,7 @@ class TeamBook(Sizing):
         self.via: str | None = None
 
     def window(self, w: WindowNeed) -> WindowSlice:
-        s = self.windows.get(w.key)
-        if s is None:
-            s = self.windows[w.key] = WindowSlice(w)
-        return s
+        return window_slice(self.windows, w)
 
     def slice(self, model: str) -> Slice:
         s = self.tokens.get(model)

@@ -20,8 +20,8 @@ from .lease_books import (
     LeaseNeed,
     LeaseSettings,
     TeamBook,
-    WindowSlice,
     cap_of,
+    estimated,
     leased_team,
     member_window_cap_of,
     renewing,
@@ -414,34 +414,20 @@ class LeaseRequests:
 
     def _estimates(self, b: Book, n: LeaseNeed) -> None:
         """The largest estimate seen of each budget (the unit of what is asked for)."""
-        if n.cost > b.spend.estimate:
-            b.spend.estimate = n.cost
+        estimated(b.spend, n.cost)
         if n.team is not None:
             tb = self._team_book(n.team)
-            if n.team_cost > tb.spend.estimate:
-                tb.spend.estimate = n.team_cost
+            estimated(tb.spend, n.team_cost)
             if n.team_model is not None:
-                tt = tb.slice(n.team_model)
-                if n.team_tokens > tt.estimate:
-                    tt.estimate = n.team_tokens
+                estimated(tb.slice(n.team_model), n.team_tokens)
             for w in n.team_windows:
-                ts = tb.window(w)
-                if w.amount > ts.estimate:
-                    ts.estimate = w.amount
+                estimated(tb.window(w), w.amount)
         if n.model is not None:
-            t = b.slice(n.model)
-            if n.tokens > t.estimate:
-                t.estimate = n.tokens
+            estimated(b.slice(n.model), n.tokens)
         for w in n.windows:
-            s = b.window(w)
-            if w.amount > s.estimate:
-                s.estimate = w.amount
+            estimated(b.window(w), w.amount)
         for w in n.member_windows:
-            ms = b.member_windows.get(w.key)
-            if ms is None:
-                ms = b.member_windows[w.key] = WindowSlice(w)
-            if w.amount > ms.estimate:
-                ms.estimate = w.amount
+            estimated(b.member_window(w), w.amount)
 
     def _book(self, e: UserEntry) -> Book:
         b = self.books.get(e.user_id)

@@ -22,6 +22,7 @@ from .lease_books import (
     Slice,
     TeamBook,
     WindowSlice,
+    finished,
     leased_team,
     member_window_needs,
     refusal,
@@ -185,9 +186,7 @@ class Leases(LeaseRequests):
                         margin = renew_margin(b, self.settings.ttl)
                     low_window = low(b, s, now) or now >= s.deadline - margin
             for w in n.member_windows:
-                ms = b.member_windows.get(w.key)
-                if ms is None:
-                    ms = b.member_windows[w.key] = WindowSlice(w)
+                ms = b.member_window(w)
                 ms.used += w.amount
                 ms.took(w.amount, now)
                 if not low_window and now >= ms.retry_at:
@@ -267,37 +266,27 @@ class Leases(LeaseRequests):
                 tb.spend.finished(cost)
                 tt = None if model is None else tb.tokens.get(model)
                 if tt is not None:
-                    tt.used += tokens
-                    tt.finished(tokens)
+                    finished(tt, tokens)
                 # The team's windows at the event's time, as the user's below.
                 if tb.windows:
                     for w in team_window_needs(team, model, ReservationAmount(cost, float(tokens), True), at):
-                        ts = tb.window(w)
-                        ts.used += w.amount
-                        ts.finished(w.amount)
+                        finished(tb.window(w), w.amount)
             if b is None or b.lease_id is None:
                 return team_lease
             b.spend.used = add_dollars(b.spend.used, cost)
             b.spend.finished(cost)
             t = None if model is None else b.tokens.get(model)
             if t is not None:
-                t.used += tokens
-                t.finished(tokens)
+                finished(t, tokens)
             # The windows its event counts in (its time's): a call held on one window and recorded in the next is
             # taken from the next one's slice, so what the service counts there stays within what this holder
             # was granted of it.
             if b.windows:
                 for w in window_needs(e, model, ReservationAmount(cost, float(tokens), True), at):
-                    s = b.window(w)
-                    s.used += w.amount
-                    s.finished(w.amount)
+                    finished(b.window(w), w.amount)
             if b.member_windows:
                 for w in member_window_needs(e, model, ReservationAmount(cost, float(tokens), True), at):
-                    ms = b.member_windows.get(w.key)
-                    if ms is None:
-                        ms = b.member_windows[w.key] = WindowSlice(w)
-                    ms.used += w.amount
-                    ms.finished(w.amount)
+                    finished(b.member_window(w), w.amount)
             return b.lease_id
 
     def renew(self, user_id: str) -> None:
