@@ -1,10 +1,12 @@
 /**
- * The team part of a budget lease (BUDGETS.md §4): a holder's slice of the period spend cap of
- * its member's team, kept in the team's period counter (`team_counters`) under the holder id,
- * so the replicas serving different members of one team grant against one ledger of slices
- * (cap - settled - outstanding, leases/store.ts). One slice per holder and team period, shared
+ * The team part of a budget lease (BUDGETS.md §4): a holder's slices of the period spend cap and
+ * the model token caps of its member's team, kept in the team's period counter (`team_counters`)
+ * under the holder id, and of the team's windows, each beside its count (teamWindowHome), so the
+ * replicas serving different members of one team grant against one ledger of slices
+ * (cap - settled - outstanding, leases/store.ts, windows/slices.ts). One slice per holder, shared
  * by every member the holder serves; usage events spent from it name the holder as lease_id and
- * settle it in the team counter's own update (teams/count.ts).
+ * settle it in the team's own updates (teams/count.ts). A member's seat windows (member-scope
+ * limits) are the member's own: acquireMemberWindows.
  */
 import { normalizeModel, toDollars, toNano } from "@meter/rules";
 import { own } from "@meter/lib/own";
