@@ -709,10 +709,7 @@ export class Leases {
     const tb = team === null || leaseId === null ? undefined : this.teams.get(team.teamId);
     if (tb !== undefined) {
       tb.spend.used = Math.max(0, addDollars(tb.spend.used, -cost));
-      for (const w of teamWindows) {
-        const s = tb.windows.get(w.key);
-        if (s) s.used = Math.max(0, s.used - w.amount);
-      }
+      giveBack(tb.windows, teamWindows);
       const ts = model === null ? undefined : tb.tokens.get(model);
       if (ts) ts.used = Math.max(0, ts.used - tokens);
       tb.holds = Math.max(0, tb.holds - 1);
@@ -722,14 +719,8 @@ export class Leases {
     b.spend.used = Math.max(0, addDollars(b.spend.used, -cost));
     const t = model === null ? undefined : b.tokens.get(model);
     if (t) t.used = Math.max(0, t.used - tokens);
-    for (const w of windows) {
-      const s = b.windows.get(w.key);
-      if (s) s.used = Math.max(0, s.used - w.amount);
-    }
-    for (const w of memberWindows) {
-      const s = b.memberWindows.get(w.key);
-      if (s) s.used = Math.max(0, s.used - w.amount);
-    }
+    giveBack(b.windows, windows);
+    giveBack(b.memberWindows, memberWindows);
     b.holds = Math.max(0, b.holds - 1);
   }
 
@@ -1423,6 +1414,14 @@ function windowsExhausted(slices: Map<string, WindowSlice>, needs: readonly Wind
     if (l <= 0 || (w.whole && l < w.amount)) return true;
   }
   return false;
+}
+
+/** A hold's amounts given back to the window slices it was taken from. */
+function giveBack(slices: Map<string, WindowSlice>, needs: readonly WindowNeed[]): void {
+  for (const w of needs) {
+    const s = slices.get(w.key);
+    if (s) s.used = Math.max(0, s.used - w.amount);
+  }
 }
 
 /** The slices of windows that have not ended. */

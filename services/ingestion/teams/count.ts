@@ -66,29 +66,23 @@ export async function countTeams(deps: TeamCountDeps, jobId: string, inserted: r
   if (events.length === 0) return { counters: [], windows: [] };
   const { periods, months } = deltas(events);
   const now = deps.now();
-  // The windows within each period go in its counter's update; the others to the window document.
+  // The windows within each period go in its counter's update (with what each lease's events
+  // added to them, settled against its window slices there); the others to the window document.
   const rest: TeamEvent[] = [];
-  // The in-period windows' shares by the lease their event names (settled against its window slices in the counter).
-  const counted = new Map<(typeof periods)[number], Pick<WindowDelta, "byLease" | "unleased">>();
+  const counted = new Map<(typeof periods)[number], WindowDelta>();
   for (const p of periods) {
-    const c: Pick<WindowDelta, "byLease" | "unleased"> = {};
+    const within: TeamEvent[] = [];
     for (const e of p.events) {
-      const own = e.windows?.filter((s) => s.end > now.getTime() && inPeriodWindow(s, e.period_start, e.period_end)) ?? [];
-      for (const s of own) {
-        p.delta.windows ??= new Map();
-        const prev = p.delta.windows.get(s.key);
-        p.delta.windows.set(s.key, { key: s.key, end: s.end, n: (prev?.n ?? 0) + s.n });
-        if (!e.lease_id) c.unleased = true;
-        else {
-          c.byLease ??= new Map();
-          const l = c.byLease.get(e.lease_id) ?? new Map<string, number>();
-          l.set(s.key, (l.get(s.key) ?? 0) + s.n);
-          c.byLease.set(e.lease_id, l);
-        }
-      }
-      if (own.length < (e.windows?.length ?? 0)) rest.push({ ...e, windows: e.windows!.filter((s) => !own.includes(s)) });
+      const inside = e.windows?.filter((s) => inPeriodWindow(s, e.period_start, e.period_end)) ?? [];
+      within.push({ ...e, windows: inside });
+      if (inside.length < (e.windows?.length ?? 0)) rest.push({ ...e, windows: e.windows!.filter((s) => !inside.includes(s)) });
     }
-    counted.set(p, c);
+    // One team and period: at most one delta (shares of ended windows left out).
+    const [d] = windowDeltas(within, now);
+    if (d) {
+      p.delta.windows = d.add;
+      counted.set(p, d);
+    }
   }
   // What each team period's events spent from the slices its counter holds (as for a member's counter, exactly-once/complete.ts).
   await Promise.all(
@@ -96,7 +90,8 @@ export async function countTeams(deps: TeamCountDeps, jobId: string, inserted: r
       const named = namedLeases(p.events);
       const entries = named.length === 0 ? {} : await deps.leases.teams.entries(p.delta.id, named);
       Object.assign(p.delta, spendsByLease(p.events, entries, now.getTime(), deps.leases.graceMs));
-      if (p.delta.windows) p.delta.windowSettle = windowSettlement(counted.get(p)!, entries, now.getTime(), deps.leases.graceMs);
+      const d = counted.get(p);
+      if (d) p.delta.windowSettle = windowSettlement(d, entries, now.getTime(), deps.leases.graceMs);
     }),
   );
   // The spend the team's pool pays whole (teams/shares.ts poolCounterId): period counters only.

@@ -19,13 +19,6 @@ export interface SliceRequest {
   now: Date;
 }
 
-/**
- * Window slices of budget leases, in the user's window document (the one its windows are
- * counted in), so one single-document write grants against cap - counted - outstanding in every
- * window asked: read, compute, write conditionally on `version`, retry on a miss. Counting usage
- * not spent from a slice bumps `version` (WindowStore.add), so a grant computed from a stale
- * read never lands.
- */
 /** The owner of the document slices are kept in (a user's or team's window document, a team's period counter). */
 export interface SliceDocRef {
   productId: string;
@@ -40,6 +33,13 @@ export const emptyWindowDoc =
   (owner: "user_id" | "team_id" = "user_id") =>
   (ref: SliceDocRef) => ({ product_id: ref.productId, [owner]: ref.userId, w: {}, jobs: {}, version: 0 });
 
+/**
+ * Window slices of budget leases, in the document the window is counted in (a user's or a
+ * team's window document, a team's period counter: leases/team.ts), so one single-document write grants against cap - counted - outstanding in every
+ * window asked: read, compute, write conditionally on `version`, retry on a miss. Counting usage
+ * not spent from a slice bumps `version` (WindowStore.add), so a grant computed from a stale
+ * read never lands.
+ */
 export class WindowLeaseStore {
   /**
    * `windows`: the documents counting the windows (any whose `w` holds window counts, as WindowDoc

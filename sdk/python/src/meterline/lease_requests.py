@@ -119,7 +119,7 @@ class LeaseRequests:
             if windows:
                 body["windows"] = window_wire(windows)
             # The same for the member-scope windows of the user's team plan.
-            windows += window_asks(
+            members = window_asks(
                 self.settings,
                 b,
                 b.member_windows,
@@ -128,8 +128,8 @@ class LeaseRequests:
                 sent_at,
                 renew,
             )
-            if len(windows) > len(body.get("windows", [])):
-                body["member_windows"] = window_wire(windows[len(body.get("windows", [])) :])
+            if members:
+                body["member_windows"] = window_wire(members)
             tok: tuple[float, float, bool] | None = None
             if n.model is not None:
                 tok = asked(
@@ -208,7 +208,7 @@ class LeaseRequests:
                     body,
                     spend,
                     tok,
-                    windows,
+                    (windows, members),
                     sent_at,
                     epoch,
                     caps,
@@ -231,7 +231,7 @@ class LeaseRequests:
         body: dict[str, Any],
         spend: tuple[float, float, bool],
         tok: tuple[float, float, bool] | None,
-        windows: list[WindowAsk],
+        asked_windows: tuple[list[WindowAsk], list[WindowAsk]],
         sent_at: float,
         epoch: int,
         caps: tuple[float | None, float | None],
@@ -240,6 +240,8 @@ class LeaseRequests:
         team_windows: list[WindowAsk] | None = None,
         team_tok: tuple[float, float, bool] | None = None,
     ) -> Flow[bool]:
+        # The user's own windows and the member-scope ones of its team plan, each answered in its own list.
+        windows, members = asked_windows
         ok = False
         try:
             res = yield Request("POST", f"/users/{quote(b.user_id, safe='')}/leases", body)
@@ -266,14 +268,10 @@ class LeaseRequests:
                 b.period_end = period_end
                 lt = lease.get("tokens")
                 added_tokens = float(lt["added"]) if lt else 0.0
-                # The user's windows were asked first, then the member-scope ones: each list is answered in order.
-                own = len(body.get("windows", []))
                 ttl = float(lease["ttl_ms"]) / 1000
-                windows_ok, windows_full = windows_granted(
-                    b, windows[:own], lease.get("windows") or [], sent_at, ttl, epoch
-                )
+                windows_ok, windows_full = windows_granted(b, windows, lease.get("windows") or [], sent_at, ttl, epoch)
                 members_ok, members_full = windows_granted(
-                    b, windows[own:], lease.get("member_windows") or [], sent_at, ttl, epoch
+                    b, members, lease.get("member_windows") or [], sent_at, ttl, epoch
                 )
                 windows_ok = windows_ok and members_ok
                 windows_full = windows_full and members_full
@@ -301,11 +299,11 @@ class LeaseRequests:
                     b.deadline = sent_at + float(lease["ttl_ms"]) / 1000
         except MeterError as err:
             if isinstance(err, MeterAPIError) and not err.retryable:
-                if err.status == 422 and windows:
+                if err.status == 422 and (windows or members):
                     # A service that does not lease windows yet refuses the field: windows are then kept per
                     # process, as without leases, and asked for again in a minute.
                     with self.lock:
-                        for a in windows:
+                        for a in windows + members:
                             a.slice.unlimited_until = clock_now() + UNLIMITED_FOR
                     ok = True
                 self.warn(f"lease request for {b.user_id} refused", err)

@@ -230,10 +230,7 @@ class Leases(LeaseRequests):
                 tt = None if model is None else tb.tokens.get(model)
                 if tt is not None:
                     tt.used = max(0.0, tt.used - tokens)
-                for w in team_windows:
-                    ts = tb.windows.get(w.key)
-                    if ts is not None:
-                        ts.used = max(0.0, ts.used - w.amount)
+                _give_back(tb.windows, team_windows)
                 tb.holds = max(0, tb.holds - 1)
             b = self.books.get(user_id)
             if b is None or lease_id is None or b.lease_id != lease_id:
@@ -242,14 +239,8 @@ class Leases(LeaseRequests):
             t = None if model is None else b.tokens.get(model)
             if t is not None:
                 t.used = max(0.0, t.used - tokens)
-            for w in windows:
-                s = b.windows.get(w.key)
-                if s is not None:
-                    s.used = max(0.0, s.used - w.amount)
-            for w in member_windows:
-                s = b.member_windows.get(w.key)
-                if s is not None:
-                    s.used = max(0.0, s.used - w.amount)
+            _give_back(b.windows, windows)
+            _give_back(b.member_windows, member_windows)
             b.holds = max(0, b.holds - 1)
 
     def spend(self, e: UserEntry, cost: float, model: str | None, tokens: int, at: float) -> str | None:
@@ -494,6 +485,14 @@ def _exhausted(b: Book | TeamBook, slices: dict[str, WindowSlice], needs: tuple[
         if left <= 0 or (w.whole and left < w.amount):
             return True
     return False
+
+
+def _give_back(slices: dict[str, WindowSlice], needs: tuple[WindowNeed, ...]) -> None:
+    """A hold's amounts given back to the window slices it was taken from."""
+    for w in needs:
+        s = slices.get(w.key)
+        if s is not None:
+            s.used = max(0.0, s.used - w.amount)
 
 
 def _live(slices: dict[str, WindowSlice], now: float) -> list[WindowSlice]:
