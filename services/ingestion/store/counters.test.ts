@@ -105,4 +105,26 @@ t("window entries in a counter: a job adds them once, and the next update by the
   assert.is((await store.get(first.id))?.events, 3, "three jobs, each once");
 });
 
+t("concurrent jobs share rounds and each counts once: a repeat in the same round, a retry of a job already added", async ({ store }) => {
+  const users = Array.from({ length: 30 }, (_, u) => 1000 + u);
+  const job = (n: number) => users.map((u) => delta(u, n));
+  await store.add("job-r0", job(1), new Set());
+  // Twelve jobs at once, one of them asked twice and one a retry of job-r0 (already added): the
+  // first runs alone, the others wait for it and go together in the next round.
+  const read = new Set([job(0)[0]!.id]);
+  const answers = await Promise.all([
+    ...Array.from({ length: 10 }, (_, i) => store.add(`job-r${i + 1}`, job(i + 1 + 1), read)),
+    store.add("job-r5", job(6), read),
+    store.add("job-r0", job(1), read),
+  ]);
+  const expected = 1 + Array.from({ length: 10 }, (_, i) => i + 2).reduce((a, b) => a + b, 0);
+  for (const u of users) {
+    const c = (await store.get(delta(u, 0).id))!;
+    assert.is(c.tokens, expected, `counter of u${u}`);
+    assert.is(c.events, 11);
+  }
+  // Each job reads its counter as its addition left it or later: never less than its own share added.
+  for (const a of answers) assert.ok((a.get(job(0)[0]!.id)?.tokens ?? 0) >= 1 + 2, "read after the addition");
+});
+
 t.run();

@@ -80,12 +80,30 @@ t("entries of ended windows and aged-out buckets go, and so do closed jobs' guar
   assert.is(minute.length, 1);
   assert.is(fields(before).filter((k) => k.startsWith("spend:rolling")).length, 30);
 
-  // Two days later one more call: nothing of before can gate any more, so only its own entries remain.
+  // Two days later one more call: nothing of before can gate any more, so only its own entries
+  // remain (the process knows the document's entries from its read after the last update).
   const later = new Date(t0.getTime() + 2 * 86_400_000);
   await store.add("job-late", windowDeltas([event("u2", later, 0.01)], later), later);
   const after = await store.get("p|u2");
   assert.is(fields(after).length, 3, JSON.stringify(fields(after)));
   for (const v of Object.values(after!.w)) assert.ok(Number(v.e) > later.getTime());
+});
+
+t("concurrent jobs share rounds and each counts once, also a job asked twice at once and a retry", async ({ store }) => {
+  const at = new Date("2026-03-07T17:00:00Z");
+  const users = ["c1", "c2", "c3"];
+  const job = (cost: number) => windowDeltas(users.map((u) => event(u, at, cost)), at);
+  await store.add("job-c0", job(1), at);
+  await Promise.all([
+    ...Array.from({ length: 8 }, (_, i) => store.add(`job-c${i + 1}`, job(1), at)),
+    store.add("job-c3", job(1), at),
+    store.add("job-c0", job(1), at),
+  ]);
+  for (const u of users) {
+    const doc = await store.get(`p|${u}`);
+    const amounts = Object.values(doc!.w).map((v) => Number(v.n)).sort((a, b) => a - b);
+    assert.equal(amounts, [9, 9_000_000_000, 9_000_000_000], `document of ${u}: nine jobs, each once`);
+  }
 });
 
 t.run();
