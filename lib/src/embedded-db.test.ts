@@ -4,7 +4,7 @@ import path from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { ObjectId, type MongoClient } from "mongodb";
+import { Double, Long, ObjectId, type Document, type MongoClient, type UpdateFilter } from "mongodb";
 import { removeOldCopies, startEmbeddedDb, type EmbeddedDb } from "./embedded-db.ts";
 import { connectMongo, isDuplicateKeyError } from "./mongo.ts";
 import { eventually } from "../../test/support/eventually.ts";
@@ -165,6 +165,33 @@ function rangePlan(file: string): string | undefined {
     sqlite.close();
   }
 }
+
+t("documents read back exactly as written, whatever their values (stored documents are decoded by go-json)", async ({ mongo }) => {
+  const docs = mongo.db("values").collection<Document & { _id: string }>("docs");
+  const strings = ["", "plain", 'quote " backslash \\ slash /', "<tag> & ampersand", "tab\tnew\nline\u0001", "é ü 中文 🎉", "\u2028\u2029", "x".repeat(5000)];
+  const doc = {
+    _id: "user <&> \"1\" 🎉",
+    strings,
+    doubles: [0.1, 0.2 + 0.1, 1e21, 1.5e-7, -0.5, 2 ** 53, 123456789.123456, Number.MAX_VALUE, Number.MIN_VALUE],
+    ints: [0, -1, 2 ** 31 - 1, -(2 ** 31)],
+    longs: [Long.fromString("9223372036854775807"), Long.fromString("-9223372036854775808"), Long.fromNumber(2 ** 40)],
+    wide: new Double(5_250_000_000),
+    when: new Date("2026-03-07T17:00:00.123Z"),
+    before1970: new Date("1969-07-20T20:17:40Z"),
+    yes: true,
+    no: false,
+    nothing: null,
+    oid: new ObjectId("65a1b2c3d4e5f60718293a4b"),
+    nested: { a: { b: { c: [1, "two", { three: 3, list: [4, 5.5] }], "key with spaces": 1, "ключ": 2 } }, empty: {}, list: [] },
+  };
+  await docs.insertOne(doc);
+  const back = await docs.findOne({ _id: doc._id }, { promoteLongs: false });
+  assert.equal(back, { ...doc, wide: 5_250_000_000 });
+  // And as an update reads and rewrites them.
+  await docs.updateOne({ _id: doc._id }, { $inc: { "nested.a.b.counter": 1 } } as UpdateFilter<Document & { _id: string }>);
+  const updated = await docs.findOne({ _id: doc._id }, { promoteLongs: false });
+  assert.equal(updated, { ...doc, wide: 5_250_000_000, nested: { ...doc.nested, a: { b: { ...doc.nested.a.b, counter: 1 } } } });
+});
 
 t("an update command of many statements applies each, however long", async ({ mongo }) => {
   // Each statement used to keep its read (a pooled connection) open to the end of the

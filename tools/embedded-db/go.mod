@@ -4,6 +4,8 @@ go 1.26.8
 
 require github.com/FerretDB/FerretDB v1.24.0
 
+require github.com/goccy/go-json v0.10.5 // indirect
+
 require (
 	filippo.io/edwards25519 v1.1.0 // indirect
 	github.com/AlekSi/pointer v1.2.0 // indirect
