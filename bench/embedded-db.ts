@@ -3,7 +3,9 @@
 // /proc), which the machine's load moves far less than latencies. One collection of
 // BENCH_DOCS documents of about 500 bytes inserted in commands of 1,000, then BENCH_OPS
 // `updateOne` ($inc of two fields) and BENCH_OPS `findOne`, each by a random `_id`, one at a
-// time, with the proxy's read cache off (as for a read of a document not read before).
+// time, with the proxy's read cache off (as for a read of a document not read before); then the
+// same on BENCH_COUNTERS (1,000) documents shaped like a user's period counter (nested totals,
+// job guards, window entries), each update guarded and setting a job entry as a counter's does.
 // BENCH_ROUNDS rounds, each on a fresh database; BENCH_BINARY measures another build of
 // tools/embedded-db (e.g. one made from an earlier commit) against the current one, alternating.
 import { spawn } from "node:child_process";
@@ -12,12 +14,14 @@ import { createInterface } from "node:readline";
 import os from "node:os";
 import path from "node:path";
 import { buildEmbeddedDb } from "@meter/lib/embedded-db";
+import { Double } from "mongodb";
 import { connectMongo } from "@meter/lib/mongo";
 import { pct } from "./support/stats.ts";
 
 const DOCS = Number(process.env.BENCH_DOCS ?? 20_000);
 const OPS = Number(process.env.BENCH_OPS ?? 4_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const COUNTERS = Number(process.env.BENCH_COUNTERS ?? 1_000);
 const binaries = [await buildEmbeddedDb(), ...(process.env.BENCH_BINARY ? [process.env.BENCH_BINARY] : [])];
 
 /** CPU time (ms) of a process so far. */
@@ -53,16 +57,48 @@ async function round(bin: string): Promise<string> {
   );
   const updates = await timed(OPS, () => col.updateOne({ _id: id() }, { $inc: { n: 1, "totals.cost": 2 } }));
   const reads = await timed(OPS, () => col.findOne({ _id: id() }));
+  // Documents shaped like a user's period counter (nested totals by model, job guards, window
+  // entries): FerretDB decodes a stored document level by level, so nesting costs what size does not.
+  const counters = mongo.db("bench").collection<{ _id: string }>("counters");
+  const counter = (i: number) => `counter-${i % COUNTERS}`;
+  const models = ["gpt-4o", "gpt-4o-mini", "claude-sonnet"];
+  await counters.insertMany(
+    Array.from({ length: COUNTERS }, (_, i) => ({
+      _id: counter(i),
+      product_id: "p",
+      user_id: `user-${i}`,
+      period_start: new Date(),
+      period_end: new Date(),
+      cost_nano: new Double(0),
+      tokens: new Double(0),
+      events: new Double(0),
+      tokens_by_model: Object.fromEntries(models.map((m) => [m, new Double(0)])),
+      cost_nano_by_model: Object.fromEntries(models.map((m) => [m, new Double(0)])),
+      jobs: { "job-a": 1, "job-b": 1 },
+      w: Object.fromEntries(["spend:day", "spend:rolling|1", "spend:rolling|2", "requests:minute"].map((k) => [k, { n: new Double(0), e: new Double(Date.now()) }])),
+    })),
+  );
+  const counterUpdates = await timed(OPS, (i) =>
+    counters.updateOne(
+      { _id: counter(i), [`jobs.job-${i}`]: { $exists: false } },
+      {
+        $inc: { cost_nano: new Double(1000), tokens: new Double(10), events: new Double(1), "tokens_by_model.gpt-4o": new Double(10), "cost_nano_by_model.gpt-4o": new Double(1000), "w.spend:day.n": new Double(1000) },
+        $set: { [`jobs.job-${i}`]: 1 },
+        $unset: { [`jobs.job-${i - COUNTERS}`]: "" },
+      },
+    ),
+  );
+  const counterReads = await timed(OPS, (i) => counters.findOne({ _id: counter(i * 7) }));
   await mongo.close();
   child.stdin!.end();
   await new Promise((r) => child.once("exit", r));
   await rm(dir, { recursive: true, force: true });
   const us = (v: number) => v.toFixed(0).padStart(8);
   const ms = (t: { p50: number; p99: number }) => `${t.p50.toFixed(2)} / ${t.p99.toFixed(2)}`.padStart(14);
-  return `${us(inserts.cpu / DOCS)}${us(updates.cpu / OPS)}${us(reads.cpu / OPS)}${ms(updates)}${ms(reads)}${os.loadavg()[0]!.toFixed(1).padStart(8)}`;
+  return `${us(inserts.cpu / DOCS)}${us(updates.cpu / OPS)}${us(reads.cpu / OPS)}${ms(updates)}${ms(reads)}${us(counterUpdates.cpu / OPS).padStart(13)}${us(counterReads.cpu / OPS).padStart(13)}${os.loadavg()[0]!.toFixed(1).padStart(8)}`;
 }
 
 console.log(`bench:embedded-db: ${DOCS} documents, ${OPS} updates and ${OPS} reads by _id a round; CPU of the database process per command (us), latency p50 / p99 (ms)`);
-console.log(`${"binary".padEnd(40)}  insert/doc  update    read   update ms      read ms    load`);
+console.log(`${"binary".padEnd(40)}  insert/doc  update    read   update ms      read ms  counter update  counter read    load`);
 for (let r = 0; r < ROUNDS; r++) for (const bin of binaries) console.log(`${path.relative(process.cwd(), bin).padEnd(40)}${await round(bin)}`);
 process.exit(0);
