@@ -3,6 +3,7 @@ import { LRUCache } from "lru-cache";
 import pMap from "p-map";
 import { GroupCommit } from "@meter/lib/group-commit";
 import { findByIds, isDuplicateKeyError } from "@meter/lib/mongo";
+import { guardOf, writeRound, type Addition as RoundAddition, type RoundRequest } from "./rounds.ts";
 import { toDollars, toNano } from "@meter/rules";
 import type { CounterState } from "../domain/counter-bounds.ts";
 import type { CounterDelta } from "../domain/counter-delta.ts";
@@ -169,40 +170,22 @@ export class CounterStore {
     return this.rounds.run({ jobId, deltas, read, now });
   }
 
-  /**
-   * One round of additions. A statement that finds one of its jobs already added collides on
-   * `_id` (see addOne); then each job's deltas go one by one, where that collision is told
-   * apart from a real conflict: every statement is guarded, so those the round applied change
-   * nothing the second time.
-   */
+  /** One round of additions (store/rounds.ts), then one read of the counters asked for. */
   private async addRound(requests: readonly AddRequest[]): Promise<Map<string, CounterDoc | null>[]> {
-    const now = new Date(Math.min(...requests.map((r) => r.now.getTime())));
-    // A job asked twice in one round (two completions of it at once) must not add twice under one guard: its repeat goes alone, after.
-    const jobs = new Set<string>();
-    const repeats = requests.filter((r) => jobs.size === jobs.add(r.jobId).size);
-    const shared = new Map<string, Addition[]>();
-    for (const r of requests) {
-      if (repeats.includes(r)) continue;
-      for (const d of r.deltas) {
-        const same = shared.get(d.id);
-        if (same) same.push({ jobId: r.jobId, d });
-        else shared.set(d.id, [{ jobId: r.jobId, d }]);
-      }
-    }
-    const ops = [...shared.values()].map((adds) => ({ adds, releasing: this.releasing(adds), ended: this.ended(adds, now) }));
-    try {
-      for (const part of chunks(ops, STATEMENTS_PER_COMMAND)) {
-        await this.counters.bulkWrite(
-          part.map(({ adds, releasing, ended }) => ({ updateOne: { ...addOp(adds, releasing, ended, this.owner), upsert: true } })),
-          { ordered: false },
-        );
-      }
-      for (const { adds, releasing, ended } of ops) this.forget(adds, releasing, ended);
-    } catch (err) {
-      if (!isDuplicateKeyError(err)) throw err;
-      await Promise.all(requests.filter((r) => !repeats.includes(r)).map((r) => this.addEach(r, now)));
-    }
-    for (const r of repeats) await this.addEach(r, now);
+    await writeRound(
+      requests,
+      async (documents, now) => {
+        const ops = documents.map((adds) => ({ adds, releasing: this.releasing(adds), ended: this.ended(adds, now) }));
+        for (const part of chunks(ops, STATEMENTS_PER_COMMAND)) {
+          await this.counters.bulkWrite(
+            part.map(({ adds, releasing, ended }) => ({ updateOne: { ...addOp(adds, releasing, ended, this.owner), upsert: true } })),
+            { ordered: false },
+          );
+        }
+        for (const { adds, releasing, ended } of ops) this.forget(adds, releasing, ended);
+      },
+      (r, now) => pMap(r.deltas, (d) => this.addOne(r.jobId, d, now), { concurrency: UPDATES_IN_FLIGHT }),
+    );
     const wanted = new Set(requests.flatMap((r) => r.deltas.filter((d) => r.read.has(d.id)).map((d) => d.id)));
     const after = wanted.size === 0 ? new Map<string, CounterDoc>() : await this.getMany([...wanted]);
     return requests.map((r) => new Map(r.deltas.filter((d) => r.read.has(d.id)).map((d) => [d.id, after.get(d.id) ?? null])));
@@ -215,10 +198,6 @@ export class CounterStore {
       if (jobs) jobs.add(jobId);
       else this.closed.set(id, new Set([jobId]));
     }
-  }
-
-  private addEach(r: AddRequest, now: Date): Promise<unknown> {
-    return pMap(r.deltas, (d) => this.addOne(r.jobId, d, now), { concurrency: UPDATES_IN_FLIGHT });
   }
 
   /** Adds one job's delta on its own (after a collision in a round). */
@@ -292,19 +271,12 @@ export function wide(n: number): Double {
   return new Double(n);
 }
 
-/** One job's delta for a counter; a round adds those of several jobs with one statement. */
-interface Addition {
-  jobId: string;
-  d: CounterDelta;
+/** A job's additions waiting for their round (CounterStore.add), with the counters it reads after. */
+interface AddRequest extends RoundRequest<CounterDelta> {
+  read: ReadonlySet<string>;
 }
 
-/** A job's additions waiting for their round (CounterStore.add). */
-interface AddRequest {
-  jobId: string;
-  deltas: readonly CounterDelta[];
-  read: ReadonlySet<string>;
-  now: Date;
-}
+type Addition = RoundAddition<CounterDelta>;
 
 /** The guarded update that adds the deltas of `adds` (one counter, one or several jobs): applied whole, or not at all if any of the jobs is there. */
 function addOp(adds: readonly Addition[], releasing: readonly string[], ended: readonly string[], owner: "user_id" | "team_id") {
@@ -347,8 +319,7 @@ function addOp(adds: readonly Addition[], releasing: readonly string[], ended: r
   } as UpdateFilter<StoredCounterDoc>;
   const unset = [...releasing.map((j) => `jobs.${j}`), ...ended.map((k) => `w.${k}`)];
   if (unset.length > 0) update.$unset = Object.fromEntries(unset.map((f) => [f, ""]));
-  const filter = { _id: first.id, ...Object.fromEntries(adds.map(({ jobId }) => [`jobs.${jobId}`, { $exists: false }])) };
-  return { filter: filter as Filter<StoredCounterDoc>, update };
+  return { filter: guardOf(adds) as Filter<StoredCounterDoc>, update };
 }
 
 /**

@@ -3,6 +3,7 @@ import { LRUCache } from "lru-cache";
 import pMap from "p-map";
 import { GroupCommit } from "@meter/lib/group-commit";
 import { findByIds, isDuplicateKeyError } from "@meter/lib/mongo";
+import { guardOf, writeRound, type Addition, type RoundRequest } from "../store/rounds.ts";
 import { STATEMENTS_PER_COMMAND, UPDATES_IN_FLIGHT, wide } from "../store/counters.ts";
 import type { WindowDelta } from "./shares.ts";
 import type { WindowLeaseEntry } from "./slices.ts";
@@ -77,44 +78,22 @@ export class WindowStore {
     return this.rounds.run({ jobId, deltas, now });
   }
 
-  /**
-   * One round of additions: one guarded statement a document for every job of the round, in
-   * unordered update commands; on a collision (one of the jobs was added already, or a
-   * concurrent upsert created the document first) each job's deltas go one by one. Then one
-   * read of the documents' entries finds those that ended.
-   */
+  /** One round of additions (store/rounds.ts), then one read of the documents' entries to find those that ended. */
   private async addRound(requests: readonly WindowAddRequest[]): Promise<void[]> {
-    const now = new Date(Math.min(...requests.map((r) => r.now.getTime())));
-    // A job asked twice in one round must not add twice under one guard: its repeat goes alone, after.
-    const jobs = new Set<string>();
-    const repeats = requests.filter((r) => jobs.size === jobs.add(r.jobId).size);
-    const shared = new Map<string, WindowAddition[]>();
-    for (const r of requests) {
-      if (repeats.includes(r)) continue;
-      for (const d of r.deltas) {
-        const same = shared.get(d.id);
-        if (same) same.push({ jobId: r.jobId, d });
-        else shared.set(d.id, [{ jobId: r.jobId, d }]);
-      }
-    }
-    const ops = [...shared.values()].map((adds) => ({ adds, unset: this.unsetWith(adds, now) }));
-    try {
-      for (let i = 0; i < ops.length; i += STATEMENTS_PER_COMMAND) {
-        const part = ops.slice(i, i + STATEMENTS_PER_COMMAND);
-        await this.windows.bulkWrite(part.map(({ adds, unset }) => ({ updateOne: { ...addOp(adds, unset, this.owner), upsert: true } })), { ordered: false });
-      }
-      for (const { adds, unset } of ops) this.forget(adds[0]!.d.id, unset);
-    } catch (err) {
-      if (!isDuplicateKeyError(err)) throw err;
-      await Promise.all(requests.filter((r) => !repeats.includes(r)).map((r) => this.addEach(r)));
-    }
-    for (const r of repeats) await this.addEach(r);
+    await writeRound(
+      requests,
+      async (documents, now) => {
+        const ops = documents.map((adds) => ({ adds, unset: this.unsetWith(adds, now) }));
+        for (let i = 0; i < ops.length; i += STATEMENTS_PER_COMMAND) {
+          const part = ops.slice(i, i + STATEMENTS_PER_COMMAND);
+          await this.windows.bulkWrite(part.map(({ adds, unset }) => ({ updateOne: { ...addOp(adds, unset, this.owner), upsert: true } })), { ordered: false });
+        }
+        for (const { adds, unset } of ops) this.forget(adds[0]!.d.id, unset);
+      },
+      (r, now) => pMap(r.deltas, (d) => this.addOne(r.jobId, d, now), { concurrency: UPDATES_IN_FLIGHT }),
+    );
     await this.noteEnds([...new Set(requests.flatMap((r) => r.deltas.map((d) => d.id)))]);
     return requests.map(() => undefined);
-  }
-
-  private addEach(r: WindowAddRequest): Promise<unknown> {
-    return pMap(r.deltas, (d) => this.addOne(r.jobId, d, r.now), { concurrency: UPDATES_IN_FLIGHT });
   }
 
   /** Adds one job's delta on its own (after a collision in a round). */
@@ -181,18 +160,8 @@ export class WindowStore {
   }
 }
 
-/** One job's delta for a window document; a round adds those of several jobs with one statement. */
-interface WindowAddition {
-  jobId: string;
-  d: WindowDelta;
-}
-
-/** A job's window deltas waiting for their round (WindowStore.add). */
-interface WindowAddRequest {
-  jobId: string;
-  deltas: readonly WindowDelta[];
-  now: Date;
-}
+type WindowAddition = Addition<WindowDelta>;
+type WindowAddRequest = RoundRequest<WindowDelta>;
 
 /** The guarded update that adds the deltas of `adds` (one document, one or several jobs): applied whole, or not at all if any of the jobs is there. */
 function addOp(adds: readonly WindowAddition[], unset: { jobs: string[]; entries: string[] }, owner: "user_id" | "team_id") {
@@ -221,6 +190,5 @@ function addOp(adds: readonly WindowAddition[], unset: { jobs: string[]; entries
     $setOnInsert: { product_id: first.productId, [owner]: first.userId },
     ...(removed.length > 0 ? { $unset: Object.fromEntries(removed.map((f) => [f, ""])) } : {}),
   } as UpdateFilter<WindowDoc>;
-  const filter = { _id: first.id, ...Object.fromEntries(adds.map(({ jobId }) => [`jobs.${jobId}`, { $exists: false }])) } as Filter<WindowDoc>;
-  return { filter, update };
+  return { filter: guardOf(adds) as Filter<WindowDoc>, update };
 }
