@@ -1,32 +1,35 @@
 /**
  * Writes in rounds, as a database's group commit shares one log flush among the transactions
- * that wait for it: a write asked for while a round runs joins the next round, and the round
- * takes every write queued by then in one go. An idle writer starts a write at once, so a lone
- * caller waits no longer than before; under concurrency, callers that touch the same documents
- * share one statement a document instead of one each.
+ * that wait for it: a write asked for while a round of its key runs joins the key's next round,
+ * and that round takes every write of the key queued by then in one go. An idle key starts a
+ * write at once, so a lone caller waits no longer than before; under concurrency, callers that
+ * touch the same documents share one statement a document instead of one each. Keys (a
+ * counter's id, say) run their rounds independently; callers that need no keys use one.
  *
  * `flush` answers each item of a round with its result or an Error of its own (one caller's
  * failure need not fail the others); a throw fails every item of the round.
  */
 export class GroupCommit<T, R> {
-  private queued: { item: T; resolve: (r: R) => void; reject: (e: unknown) => void }[] = [];
-  private running = false;
+  /** The writes waiting for their key's next round, by key (present while a round of the key runs). */
+  private readonly waiting = new Map<string, Queued<T, R>[]>();
 
-  constructor(private readonly flush: (items: T[]) => Promise<(R | Error)[]>) {}
+  constructor(private readonly flush: (items: T[], key: string) => Promise<(R | Error)[]>) {}
 
-  run(item: T): Promise<R> {
-    const done = new Promise<R>((resolve, reject) => this.queued.push({ item, resolve, reject }));
-    if (!this.running) void this.rounds();
-    return done;
+  run(item: T, key = ""): Promise<R> {
+    return new Promise<R>((resolve, reject) => {
+      const queue = this.waiting.get(key);
+      if (queue) return void queue.push({ item, resolve, reject });
+      this.waiting.set(key, [{ item, resolve, reject }]);
+      void this.rounds(key);
+    });
   }
 
-  private async rounds(): Promise<void> {
-    this.running = true;
-    while (this.queued.length > 0) {
-      const round = this.queued;
-      this.queued = [];
+  private async rounds(key: string): Promise<void> {
+    const queue = this.waiting.get(key)!;
+    while (queue.length > 0) {
+      const round = queue.splice(0, queue.length);
       try {
-        const results = await this.flush(round.map((q) => q.item));
+        const results = await this.flush(round.map((q) => q.item), key);
         round.forEach((q, i) => {
           const r = results[i]!;
           if (r instanceof Error) q.reject(r);
@@ -36,6 +39,12 @@ export class GroupCommit<T, R> {
         for (const q of round) q.reject(err);
       }
     }
-    this.running = false;
+    this.waiting.delete(key);
   }
+}
+
+interface Queued<T, R> {
+  item: T;
+  resolve: (r: R) => void;
+  reject: (e: unknown) => void;
 }

@@ -165,6 +165,20 @@ class Slice {
 }
 
 /** A slice of one window of a plan limit (amounts in the limit's unit: nano-dollars, tokens, requests). */
+/** A finished call's usage taken from a slice of tokens or of a window (whole numbers). */
+function finished(s: Slice, amount: number): void {
+  s.used += amount;
+  s.finished(amount);
+}
+
+/** A finished call's cost taken from a book's spend slice (exact dollars), and its tokens from the model's slice. */
+function spentFrom(book: { spend: Slice; tokens: Map<string, Slice> }, cost: number, model: string | null, tokens: number): void {
+  book.spend.used = addDollars(book.spend.used, cost);
+  book.spend.finished(cost);
+  const t = model === null ? undefined : book.tokens.get(model);
+  if (t) finished(t, tokens);
+}
+
 class WindowSlice extends Slice {
   /** The lease's slice is spent only until then: the time the request that last added to it was sent plus the lifetime. */
   deadline = 0;
@@ -735,46 +749,22 @@ export class Leases {
     // Spent from the team's slices once one was granted (its event names the holder, which settles them).
     const teamLease = tb !== undefined && tb.leased ? this.holder : null;
     if (teamLease !== null) {
-      tb!.spend.used = addDollars(tb!.spend.used, cost);
-      tb!.spend.finished(cost);
-      const ts = model === null ? undefined : tb!.tokens.get(model);
-      if (ts) {
-        ts.used += tokens;
-        ts.finished(tokens);
-      }
+      spentFrom(tb!, cost, model, tokens);
       // The team's windows at the event's time, as the user's below.
       if (tb!.windows.size > 0) {
-        for (const w of teamWindowNeeds(team!, model, { cost, tokens, exact: true }, at)) {
-          const s = tb!.window(w);
-          s.used += w.amount;
-          s.finished(w.amount);
-        }
+        for (const w of teamWindowNeeds(team!, model, { cost, tokens, exact: true }, at)) finished(tb!.window(w), w.amount);
       }
     }
     if (!b || b.leaseId === null) return teamLease;
-    b.spend.used = addDollars(b.spend.used, cost);
-    b.spend.finished(cost);
-    const t = model === null ? undefined : b.tokens.get(model);
-    if (t) {
-      t.used += tokens;
-      t.finished(tokens);
-    }
+    spentFrom(b, cost, model, tokens);
     // The windows its event counts in (its time's): a call held on one window and recorded in
     // the next is taken from the next one's slice, so what the service counts there stays
     // within what this holder was granted of it.
     if (b.windows.size > 0) {
-      for (const w of windowNeeds(e, model, { cost, tokens, exact: true }, at)) {
-        const s = b.window(w);
-        s.used += w.amount;
-        s.finished(w.amount);
-      }
+      for (const w of windowNeeds(e, model, { cost, tokens, exact: true }, at)) finished(b.window(w), w.amount);
     }
     if (b.memberWindows.size > 0) {
-      for (const w of memberWindowNeeds(e, model, { cost, tokens, exact: true }, at)) {
-        const s = windowSlice(b.memberWindows, w);
-        s.used += w.amount;
-        s.finished(w.amount);
-      }
+      for (const w of memberWindowNeeds(e, model, { cost, tokens, exact: true }, at)) finished(windowSlice(b.memberWindows, w), w.amount);
     }
     return b.leaseId;
   }

@@ -3,6 +3,7 @@ import { LRUCache } from "lru-cache";
 import { DbStore, findByIds, insertUnlessPresent, isDuplicateKeyError } from "@meter/lib/mongo";
 import type { FinalStatus, GrantKind } from "./allocate.ts";
 import type { AccountWrite, CreditAccountDoc, LedgerOp } from "./account.ts";
+import { chunks, STATEMENTS_PER_COMMAND } from "../store/rounds.ts";
 
 /** The full record of one grant (`credit_grants`), written before the account takes the grant. */
 export interface GrantRecordDoc {
@@ -90,9 +91,6 @@ export interface ExpiryDoc {
  */
 const CACHED_ACCOUNTS = 20_000;
 
-/** Statements per write command: the embedded database holds its one writer for a whole command. */
-const STATEMENTS_PER_COMMAND = 200;
-
 export function grantRecordId(productId: string, owner: string, grantId: string): string {
   return `${productId}|${owner}|${grantId}`;
 }
@@ -142,8 +140,7 @@ export class CreditStore extends DbStore {
    */
   async apply(writes: readonly AccountWrite[]): Promise<boolean> {
     let all = true;
-    for (let i = 0; i < writes.length; i += STATEMENTS_PER_COMMAND) {
-      const part = writes.slice(i, i + STATEMENTS_PER_COMMAND);
+    for (const part of chunks(writes, STATEMENTS_PER_COMMAND)) {
       const ops: AnyBulkWriteOperation<StoredAccount>[] = part.map((w) => {
         const stored = storedAccount(w.after);
         return w.version === 0

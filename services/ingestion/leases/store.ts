@@ -1,4 +1,5 @@
 import type { Collection } from "mongodb";
+import { GroupCommit } from "@meter/lib/group-commit";
 import { isDuplicateKeyError } from "@meter/lib/mongo";
 import { own } from "@meter/lib/own";
 import { rpcError } from "@meter/lib/errors";
@@ -46,16 +47,14 @@ export interface LeaseView {
   lease: LeaseEntry;
 }
 
-/** One acquire waiting in its counter's queue. */
+/** One acquire waiting for its counter's next write. */
 interface Pending {
   ref: CounterRef;
   a: AcquireInput;
-  resolve(view: LeaseView): void;
-  reject(err: unknown): void;
 }
 
 /** What a group's write does for one of its requests: its answer, or why it is refused. */
-type Outcome = { view: LeaseView } | { error: unknown };
+type Outcome = { view: LeaseView } | { error: Error };
 
 /**
  * Leases live in the period counter they draw on (`leases.<holder>`), so one single-document
@@ -71,8 +70,10 @@ type Outcome = { view: LeaseView } | { error: unknown };
  * retry, one round trip of the database per holder ahead of them, on the busiest counter.
  */
 export class LeaseStore {
-  /** Requests waiting for their counter's next write, by counter id (present while one is on its way). */
-  private readonly queues = new Map<string, Pending[]>();
+  /** Requests for one counter, granted a group per write (lib's GroupCommit, keyed by the counter's id). */
+  private readonly groups = new GroupCommit<Pending, LeaseView>(async (group) =>
+    (await this.grantGroup(group)).map((o) => ("view" in o ? o.view : o.error)),
+  );
 
   /** `owner`: the counters' owner field (a team's counters in team_counters are keyed by "team_id", store/counters.ts). */
   constructor(
@@ -81,31 +82,7 @@ export class LeaseStore {
   ) {}
 
   acquire(ref: CounterRef, a: AcquireInput): Promise<LeaseView> {
-    return new Promise((resolve, reject) => {
-      const queue = this.queues.get(ref.id);
-      if (queue) return void queue.push({ ref, a, resolve, reject });
-      this.queues.set(ref.id, [{ ref, a, resolve, reject }]);
-      void this.drain(ref.id);
-    });
-  }
-
-  /** Grants the counter's queued requests, a group per write, until none is left. */
-  private async drain(counterId: string): Promise<void> {
-    const queue = this.queues.get(counterId)!;
-    while (queue.length > 0) {
-      const group = queue.splice(0, queue.length);
-      try {
-        const outcomes = await this.grantGroup(group);
-        group.forEach((p, k) => {
-          const o = outcomes[k]!;
-          if ("view" in o) p.resolve(o.view);
-          else p.reject(o.error);
-        });
-      } catch (err) {
-        for (const p of group) p.reject(err);
-      }
-    }
-    this.queues.delete(counterId);
+    return this.groups.run({ ref, a }, ref.id);
   }
 
   private async grantGroup(group: readonly Pending[]): Promise<Outcome[]> {

@@ -3,7 +3,7 @@ import { LRUCache } from "lru-cache";
 import pMap from "p-map";
 import { GroupCommit } from "@meter/lib/group-commit";
 import { findByIds, isDuplicateKeyError } from "@meter/lib/mongo";
-import { guardOf, writeRound, type Addition as RoundAddition, type RoundRequest } from "./rounds.ts";
+import { chunks, guardOf, STATEMENTS_PER_COMMAND, writeRound, type Addition as RoundAddition, type RoundRequest } from "./rounds.ts";
 import { toDollars, toNano } from "@meter/rules";
 import type { CounterState } from "../domain/counter-bounds.ts";
 import type { CounterDelta } from "../domain/counter-delta.ts";
@@ -255,12 +255,6 @@ export class CounterStore {
   }
 }
 
-function chunks<T>(items: readonly T[], size: number): T[][] {
-  const out: T[][] = [];
-  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
-  return out;
-}
-
 /**
  * A sum's increment as a BSON double. The driver sends a whole number that fits 32 bits as an
  * int32, and the embedded database (FerretDB v1) adds two int32s in 32 bits, wrapping past
@@ -327,10 +321,3 @@ function addOp(adds: readonly Addition[], releasing: readonly string[], ended: r
  * p-map; the database applies them one by one anyway.
  */
 export const UPDATES_IN_FLIGHT = 16;
-
-/**
- * Statements per update command for the others: the embedded database holds its single
- * writer for a whole command (about 0.7 ms a statement), so a command stays short enough
- * not to keep other writers waiting long.
- */
-export const STATEMENTS_PER_COMMAND = 200;

@@ -3,8 +3,8 @@ import { LRUCache } from "lru-cache";
 import pMap from "p-map";
 import { GroupCommit } from "@meter/lib/group-commit";
 import { findByIds, isDuplicateKeyError } from "@meter/lib/mongo";
-import { guardOf, writeRound, type Addition, type RoundRequest } from "../store/rounds.ts";
-import { STATEMENTS_PER_COMMAND, UPDATES_IN_FLIGHT, wide } from "../store/counters.ts";
+import { chunks, guardOf, STATEMENTS_PER_COMMAND, writeRound, type Addition, type RoundRequest } from "../store/rounds.ts";
+import { UPDATES_IN_FLIGHT, wide } from "../store/counters.ts";
 import type { WindowDelta } from "./shares.ts";
 import type { WindowLeaseEntry } from "./slices.ts";
 
@@ -84,8 +84,7 @@ export class WindowStore {
       requests,
       async (documents, now) => {
         const ops = documents.map((adds) => ({ adds, unset: this.unsetWith(adds, now) }));
-        for (let i = 0; i < ops.length; i += STATEMENTS_PER_COMMAND) {
-          const part = ops.slice(i, i + STATEMENTS_PER_COMMAND);
+        for (const part of chunks(ops, STATEMENTS_PER_COMMAND)) {
           await this.windows.bulkWrite(part.map(({ adds, unset }) => ({ updateOne: { ...addOp(adds, unset, this.owner), upsert: true } })), { ordered: false });
         }
         for (const { adds, unset } of ops) this.forget(adds[0]!.d.id, unset);

@@ -218,6 +218,15 @@ def finished(s: Slice, amount: float) -> None:
     s.finished(amount)
 
 
+def spent_from(book: Book | TeamBook, cost: float, model: str | None, tokens: int) -> None:
+    """A finished call's cost taken from a book's spend slice (exact dollars), and its tokens from the model's slice."""
+    book.spend.used = add_dollars(book.spend.used, cost)
+    book.spend.finished(cost)
+    t = None if model is None else book.tokens.get(model)
+    if t is not None:
+        finished(t, tokens)
+
+
 def estimated(s: Slice, amount: float) -> None:
     """A call's estimate seen: the largest is the unit of what is asked for."""
     if amount > s.estimate:

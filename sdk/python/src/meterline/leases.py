@@ -27,6 +27,7 @@ from .lease_books import (
     member_window_needs,
     refusal,
     renewing,
+    spent_from,
     team_refusal,
     team_token_refusal,
     team_window_needs,
@@ -253,22 +254,14 @@ class Leases(LeaseRequests):
             # Spent from the team's slices once one was granted (its event names the holder, which settles them).
             team_lease = self.holder if tb is not None and tb.leased else None
             if tb is not None and team is not None and team_lease is not None:
-                tb.spend.used = add_dollars(tb.spend.used, cost)
-                tb.spend.finished(cost)
-                tt = None if model is None else tb.tokens.get(model)
-                if tt is not None:
-                    finished(tt, tokens)
+                spent_from(tb, cost, model, tokens)
                 # The team's windows at the event's time, as the user's below.
                 if tb.windows:
                     for w in team_window_needs(team, model, ReservationAmount(cost, float(tokens), True), at):
                         finished(tb.window(w), w.amount)
             if b is None or b.lease_id is None:
                 return team_lease
-            b.spend.used = add_dollars(b.spend.used, cost)
-            b.spend.finished(cost)
-            t = None if model is None else b.tokens.get(model)
-            if t is not None:
-                finished(t, tokens)
+            spent_from(b, cost, model, tokens)
             # The windows its event counts in (its time's): a call held on one window and recorded in the next is
             # taken from the next one's slice, so what the service counts there stays within what this holder
             # was granted of it.
