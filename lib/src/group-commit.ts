@@ -2,9 +2,9 @@
  * Writes in rounds, as a database's group commit shares one log flush among the transactions
  * that wait for it: a write asked for while a round of its key runs joins the key's next round,
  * and that round takes every write of the key queued by then in one go. An idle key starts a
- * write at once, so a lone caller waits no longer than before; under concurrency, callers that
- * touch the same documents share one statement a document instead of one each. Keys (a
- * counter's id, say) run their rounds independently; callers that need no keys use one.
+ * write at once, so a lone caller waits no longer than before; under concurrency, callers of
+ * one key share one write instead of racing for it (the lease store grants a counter's
+ * requests so, leases/store.ts). Keys run their rounds independently.
  *
  * `flush` answers each item of a round with its result or an Error of its own (one caller's
  * failure need not fail the others); a throw fails every item of the round.

@@ -3,7 +3,7 @@ import { LRUCache } from "lru-cache";
 import { DbStore, findByIds, insertUnlessPresent, isDuplicateKeyError } from "@meter/lib/mongo";
 import type { FinalStatus, GrantKind } from "./allocate.ts";
 import type { AccountWrite, CreditAccountDoc, LedgerOp } from "./account.ts";
-import { chunks, STATEMENTS_PER_COMMAND } from "../store/rounds.ts";
+import { chunks, STATEMENTS_PER_COMMAND } from "../store/commands.ts";
 
 /** The full record of one grant (`credit_grants`), written before the account takes the grant. */
 export interface GrantRecordDoc {
