@@ -158,6 +158,29 @@ def test_after_a_plan_change_calls_keep_spending_the_slice_still_valid_under_the
     assert product.usage(user)["total_cost"] <= cap + 1e-9, "the lowered cap holds"
 
 
+def test_a_plan_change_while_the_first_lease_request_is_on_its_way_the_call_waits_for_the_grant_under_the_new_caps(
+    product: Product, proxy: FaultProxy
+) -> None:
+    plan_id = product.create_plan(**{**PLAN, "max_spend_per_period": 100_000})
+    user = product.create_user()
+    now = datetime.now(timezone.utc)
+    product.subscribe(user, plan_id, now - timedelta(days=1), now + timedelta(days=20))
+    m = Meter(api_key=product.key, base_url=proxy.api_url, leases=True)
+    m.start()
+    leases = r"POST /users/.*/leases$"
+    proxy.hold(leases)
+    with ThreadPoolExecutor(1) as pool:
+        call = pool.submit(lambda: m.reserve(user, model="m", input_tokens=0))
+        eventually(lambda: proxy.holding == 1, what="the first lease request on its way")
+        assert product.api.patch(f"/config/plans/{plan_id}", {"max_spend_per_period": 200_000}).status_code == 200
+        assert m.refresh(user)
+        proxy.release()
+        call.result(timeout=30).commit(output_tokens=100)
+    assert proxy.count_answered(leases) == 2, "asked once more, under the new caps"
+    assert m.shutdown(timeout=30)
+    assert near(product.usage(user)["total_cost"], 1.0)
+
+
 def test_two_replicas_share_a_requests_window_through_leases(product: Product) -> None:
     # 10 calls a minute and no period cap: only the window's slices keep the replicas together within it.
     user = product.create_user(

@@ -438,15 +438,17 @@ export class Leases {
   /**
    * Waits until the lease can cover a call it does not cover now: at most for the request in
    * flight, when one was sent before the call came (the rest of its round trip), and then for
-   * one request that counts this call. Afterwards the call is taken or hard-gated (take()).
+   * one request that counts this call (and one more when a plan or subscription change came
+   * while that one was on its way). Afterwards the call is taken or hard-gated (take()).
    * `needNow` sizes the call's need at each round: a call counts in the windows of the time it
    * is admitted, and a wait across a window's end would otherwise ask for the window that ended.
    */
   async wait(e: UserEntry, needNow: () => LeaseNeed | null): Promise<void> {
     const b = this.book(e);
     // A third round only when a request for another model's tokens was being prepared; a fourth
-    // when the team's slice was being asked for with another member's request.
-    for (let round = 0; round < 4; round++) {
+    // when the team's slice was being asked for with another member's request; a fifth after a
+    // change that came while the request was on its way.
+    for (let round = 0; round < 5; round++) {
       const n = needNow();
       if (n === null) return;
       this.estimates(b, n);
@@ -477,7 +479,12 @@ export class Leases {
         if (n.whole && tb !== null) b.needTeam = Math.max(b.needTeam, n.teamCost);
         if (n.teamModel !== null && (b.teamModel ??= n.teamModel) === n.teamModel && n.whole) b.needTeamTokens = Math.max(b.needTeamTokens, n.teamTokens);
         if (tb !== null) for (const w of n.teamWindows) tb.windowNeeds.set(w.key, Math.max(tb.windowNeeds.get(w.key) ?? 0, w.whole ? w.amount : 0));
-        return b.asking!;
+        await b.asking!;
+        // A plan or subscription change came while it was on its way: what it granted may be
+        // under caps no longer in force, which take() would not spend. The call waits for the
+        // request asked under the caps in force instead of being refused.
+        if (b.askedEpoch !== b.epoch) continue;
+        return;
       }
       await b.asking;
     }

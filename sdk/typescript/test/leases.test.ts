@@ -236,6 +236,27 @@ t("after a plan change calls keep spending from the slice still valid under the 
   assert.ok((await usage(ctx.api, user)).total_cost <= cap + 1e-6, "the lowered cap holds");
 });
 
+t("a plan change while the first lease request is on its way: the call waiting for it waits for the grant asked under the new caps", async (ctx) => {
+  const { userId: user, planId } = await cappedUserPlan(ctx.api, 10_000_000);
+  const { proxy, m } = await setup(ctx);
+  await m.start();
+  // The first lease request reaches the service only once the plan changed and this process took the change in.
+  let changed = 0;
+  proxy.inject(LEASE_REQUEST, {
+    kind: "hold",
+    until: async () => {
+      changed = (await ctx.api.patch(`/config/plans/${planId}`, { max_spend_per_period: 20_000_000 })).status;
+      await m.refresh(user);
+    },
+  });
+  const r = await m.reserve(user, CALL);
+  assert.is(changed, 200);
+  assert.is(proxy.countAnswered(LEASE_REQUEST), 2, "asked once more, under the new caps");
+  commitNow(r, USED);
+  await m.shutdown();
+  assert.ok(Math.abs((await usage(ctx.api, user)).total_cost - CALL_COST) < 1e-6);
+});
+
 /** A client whose lease request was granted but whose answer was lost, so that a reserve was refused. */
 async function lostGrant(ctx: Ctx) {
   const cap = 20 * CALL_ESTIMATE;

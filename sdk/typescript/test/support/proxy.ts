@@ -12,7 +12,9 @@ export type Fault =
   /** Forward, let the gateway handle it, then cut the connection before the answer. */
   | { kind: "lose" }
   /** Hold the request this long (ms) before forwarding it: a slow network or a slow service. */
-  | { kind: "delay"; ms: number };
+  | { kind: "delay"; ms: number }
+  /** Hold the request until `until()` (called when it arrives) settles, then forward it: something happens while it is on its way. */
+  | { kind: "hold"; until: () => Promise<unknown> };
 
 export class FaultProxy {
   private server: http.Server;
@@ -105,6 +107,7 @@ export class FaultProxy {
         req.pipe(upstream);
       };
       if (fault?.kind === "delay") setTimeout(forward, fault.ms);
+      else if (fault?.kind === "hold") void fault.until().finally(forward);
       else forward();
     });
     server.keepAliveTimeout = 1_000;
