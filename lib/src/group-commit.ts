@@ -4,7 +4,8 @@
  * and that round takes every write of the key queued by then in one go. An idle key starts a
  * write at once, so a lone caller waits no longer than before; under concurrency, callers of
  * one key share one write instead of racing for it (the lease store grants a counter's
- * requests so, leases/store.ts). Keys run their rounds independently.
+ * requests so, leases/store.ts; ingestion's counters and window documents take the deltas of
+ * concurrent jobs so, store/rounds.ts). Keys run their rounds independently.
  *
  * `flush` answers each item of a round with its result or an Error of its own (one caller's
  * failure need not fail the others); a throw fails every item of the round.

@@ -80,7 +80,8 @@ t("entries of ended windows and aged-out buckets go, and so do closed jobs' guar
   assert.is(minute.length, 1);
   assert.is(fields(before).filter((k) => k.startsWith("spend:rolling")).length, 30);
 
-  // Two days later one more call: nothing of before can gate any more, so only its own entries remain.
+  // Two days later one more call: nothing of before can gate any more, so only its own entries
+  // remain (the process knows the document's entries from its read after the last update).
   const later = new Date(t0.getTime() + 2 * 86_400_000);
   await store.add("job-late", windowDeltas([event("u2", later, 0.01)], later), later);
   const after = await store.get("p|u2");

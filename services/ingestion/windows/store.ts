@@ -1,7 +1,10 @@
 import type { Collection, Db, Filter, UpdateFilter } from "mongodb";
 import { LRUCache } from "lru-cache";
 import pMap from "p-map";
-import { isDuplicateKeyError } from "@meter/lib/mongo";
+import { GroupCommit } from "@meter/lib/group-commit";
+import { findByIds, isDuplicateKeyError } from "@meter/lib/mongo";
+import { chunks, STATEMENTS_PER_COMMAND } from "../store/commands.ts";
+import { guardOf, writeRound, type Addition, type RoundRequest } from "../store/rounds.ts";
 import { UPDATES_IN_FLIGHT, wide } from "../store/counters.ts";
 import type { WindowDelta } from "./shares.ts";
 import type { WindowLeaseEntry } from "./slices.ts";
@@ -28,6 +31,9 @@ export interface WindowDoc {
 /** Documents whose closed jobs' guard entries this process still has to remove. */
 const PENDING_DOCS = 100_000;
 
+/** Documents whose entries this process keeps the ends of (a rolling window's document may hold 61). */
+const KNOWN_DOCS = 10_000;
+
 /**
  * Window documents, added to exactly once per job with the guarded single-document update the
  * period counters use (CounterStore): `{_id, "jobs.<job>": {$exists: false}}` + `$inc` +
@@ -37,6 +43,10 @@ const PENDING_DOCS = 100_000;
 export class WindowStore {
   readonly windows: Collection<WindowDoc>;
   private readonly closed = new LRUCache<string, Set<string>>({ max: PENDING_DOCS });
+  /** The entries (field -> end, epoch ms) of documents this process wrote lately, as read after its last round: the next update removes those ended by then. */
+  private readonly ends = new LRUCache<string, Map<string, number>>({ max: KNOWN_DOCS });
+  /** Additions of concurrent jobs, written together (add). */
+  private readonly rounds = new GroupCommit<WindowAddRequest, void>((requests) => this.addRound(requests));
 
   /** `collection` "windows" holds users' documents; teams' are kept apart in "team_windows" (`owner` "team_id"). */
   constructor(
@@ -59,9 +69,85 @@ export class WindowStore {
     return this.windows.findOne({ _id: id });
   }
 
-  /** Adds every delta of job `jobId`, each at most once however often this runs; entries ended by `now` go. */
-  async add(jobId: string, deltas: readonly WindowDelta[], now: Date): Promise<void> {
-    await pMap(deltas, (d) => this.addOne(jobId, d, now), { concurrency: UPDATES_IN_FLIGHT });
+  /**
+   * Adds every delta of job `jobId`, each at most once however often this runs. Entries found
+   * ended by `now` go with the next update of their document. Concurrent jobs share rounds, one
+   * statement a document, as counters do (CounterStore.add).
+   */
+  add(jobId: string, deltas: readonly WindowDelta[], now: Date): Promise<void> {
+    if (deltas.length === 0) return Promise.resolve();
+    return this.rounds.run({ jobId, deltas, now });
+  }
+
+  /** One round of additions (store/rounds.ts), then one read of the documents' entries to find those that ended. */
+  private async addRound(requests: readonly WindowAddRequest[]): Promise<void[]> {
+    await writeRound(
+      requests,
+      async (documents, now) => {
+        const ops = documents.map((adds) => ({ adds, unset: this.unsetWith(adds, now) }));
+        for (const part of chunks(ops, STATEMENTS_PER_COMMAND)) {
+          await this.windows.bulkWrite(part.map(({ adds, unset }) => ({ updateOne: { ...addOp(adds, unset, this.owner), upsert: true } })), { ordered: false });
+        }
+        for (const { adds, unset } of ops) this.forget(adds[0]!.d.id, unset);
+      },
+      (r, now) => pMap(r.deltas, (d) => this.addOne(r.jobId, d, now), { concurrency: UPDATES_IN_FLIGHT }),
+    );
+    await this.noteEnds([...new Set(requests.flatMap((r) => r.deltas.map((d) => d.id)))]);
+    return requests.map(() => undefined);
+  }
+
+  /** Adds one job's delta on its own (after a collision in a round). */
+  private async addOne(jobId: string, d: WindowDelta, now: Date): Promise<void> {
+    const adds = [{ jobId, d }];
+    const unset = this.unsetWith(adds, now);
+    const { filter, update } = addOp(adds, unset, this.owner);
+    for (;;) {
+      try {
+        await this.windows.updateOne(filter, update, { upsert: true });
+        this.forget(d.id, unset);
+        return;
+      } catch (err) {
+        if (!isDuplicateKeyError(err)) throw err;
+        // Either the job was added already, or a concurrent upsert created the document first:
+        // then the guarded update now matches it.
+        const doc = await this.windows.findOne({ _id: d.id }, { projection: { [`jobs.${jobId}`]: 1 } });
+        if (doc?.jobs?.[jobId]) return;
+      }
+    }
+  }
+
+  /**
+   * What the update of a document removes: closed jobs' guards, and the entries of windows that
+   * ended and buckets that aged out by `now` among those last read (not those the update adds
+   * to). Nothing adds to such an entry any more (shares of ended windows are left out), so
+   * removing one never loses a count.
+   */
+  private unsetWith(adds: readonly WindowAddition[], now: Date): { jobs: string[]; entries: string[] } {
+    const id = adds[0]!.d.id;
+    const adding = new Set(adds.map((a) => a.jobId));
+    const counting = new Set(adds.flatMap((a) => [...a.d.add.keys()]));
+    return {
+      jobs: [...(this.closed.get(id) ?? [])].filter((j) => !adding.has(j)),
+      entries: [...(this.ends.get(id) ?? [])].filter(([k, e]) => e <= now.getTime() && !counting.has(k)).map(([k]) => k),
+    };
+  }
+
+  private forget(id: string, unset: { jobs: string[]; entries: string[] }): void {
+    const pending = this.closed.get(id);
+    for (const j of unset.jobs) pending?.delete(j);
+    if (pending?.size === 0) this.closed.delete(id);
+    const ends = this.ends.get(id);
+    for (const k of unset.entries) ends?.delete(k);
+  }
+
+  /**
+   * Reads the entries of the documents just written (one read by `_id` list): also those other
+   * processes wrote, so that whoever writes a document next removes what ended in it. A
+   * document not written again keeps its entries, which readers pass by once ended.
+   */
+  private async noteEnds(ids: readonly string[]): Promise<void> {
+    const docs = await findByIds(this.windows, ids, { projection: { w: 1 } });
+    for (const doc of docs) this.ends.set(doc._id, new Map(Object.entries(doc.w ?? {}).map(([k, v]) => [k, Number(v.e)])));
   }
 
   /** The job is closed: its guard entries may go with the next update of each document. */
@@ -72,52 +158,37 @@ export class WindowStore {
       else this.closed.set(id, new Set([jobId]));
     }
   }
+}
 
-  private async addOne(jobId: string, d: WindowDelta, now: Date): Promise<void> {
-    const releasing = [...(this.closed.get(d.id) ?? [])].filter((j) => j !== jobId);
-    const inc: Record<string, unknown> = {};
-    const set: Record<string, unknown> = { [`jobs.${jobId}`]: 1 };
+type WindowAddition = Addition<WindowDelta>;
+type WindowAddRequest = RoundRequest<WindowDelta>;
+
+/** The guarded update that adds the deltas of `adds` (one document, one or several jobs): applied whole, or not at all if any of the jobs is there. */
+function addOp(adds: readonly WindowAddition[], unset: { jobs: string[]; entries: string[] }, owner: "user_id" | "team_id") {
+  const sums: Record<string, number> = {};
+  const inc = (field: string, n: number) => {
+    sums[field] = (sums[field] ?? 0) + n;
+  };
+  const first = adds[0]!.d;
+  const set: Record<string, unknown> = {};
+  let bump = false;
+  for (const { jobId, d } of adds) {
+    set[`jobs.${jobId}`] = 1;
     for (const [key, s] of d.add) {
-      inc[`w.${key}.n`] = wide(s.n);
+      inc(`w.${key}.n`, s.n);
       set[`w.${key}.e`] = wide(s.end);
     }
     // Lease slices settle in the same update that counts (windows/slices.ts); other usage bumps the version.
-    for (const [path, n] of Object.entries(d.settle?.spent ?? {})) inc[path] = wide(n);
-    if (d.settle ? d.settle.bump : d.unleased || d.byLease !== undefined) inc.version = 1;
-    const update = {
-      $inc: inc,
-      $set: set,
-      $setOnInsert: { product_id: d.productId, [this.owner]: d.userId },
-      ...(releasing.length > 0 ? { $unset: Object.fromEntries(releasing.map((j) => [`jobs.${j}`, ""])) } : {}),
-    } as UpdateFilter<WindowDoc>;
-    const filter = { _id: d.id, [`jobs.${jobId}`]: { $exists: false } } as Filter<WindowDoc>;
-    let after: WindowDoc | null;
-    for (;;) {
-      try {
-        after = await this.windows.findOneAndUpdate(filter, update, { upsert: true, returnDocument: "after" });
-        break;
-      } catch (err) {
-        if (!isDuplicateKeyError(err)) throw err;
-        // Either the job was added already, or a concurrent upsert created the document first:
-        // then the guarded update now matches it.
-        const doc = await this.windows.findOne({ _id: d.id });
-        if (doc?.jobs?.[jobId]) return;
-      }
-    }
-    const pending = this.closed.get(d.id);
-    for (const j of releasing) pending?.delete(j);
-    if (pending?.size === 0) this.closed.delete(d.id);
-    await this.dropEnded(after, now);
+    for (const [path, n] of Object.entries(d.settle?.spent ?? {})) inc(path, n);
+    bump ||= d.settle ? d.settle.bump : d.unleased === true || d.byLease !== undefined;
   }
-
-  /**
-   * Removes the entries of windows that ended and buckets that aged out by `now`. Nothing adds
-   * to such an entry any more (shares of ended windows are left out), so removing one never
-   * loses a count; it runs once per entry, when the update after its end finds it.
-   */
-  private async dropEnded(doc: WindowDoc | null, now: Date): Promise<void> {
-    const ended = Object.entries(doc?.w ?? {}).filter(([, v]) => Number(v.e) <= now.getTime()).map(([k]) => k);
-    if (!doc || ended.length === 0) return;
-    await this.windows.updateOne({ _id: doc._id }, { $unset: Object.fromEntries(ended.map((k) => [`w.${k}`, ""])) });
-  }
+  if (bump) sums.version = 1;
+  const removed = [...unset.jobs.map((j) => `jobs.${j}`), ...unset.entries.map((k) => `w.${k}`)];
+  const update = {
+    $inc: Object.fromEntries(Object.entries(sums).map(([f, n]) => [f, wide(n)])),
+    $set: set,
+    $setOnInsert: { product_id: first.productId, [owner]: first.userId },
+    ...(removed.length > 0 ? { $unset: Object.fromEntries(removed.map((f) => [f, ""])) } : {}),
+  } as UpdateFilter<WindowDoc>;
+  return { filter: guardOf(adds) as Filter<WindowDoc>, update };
 }

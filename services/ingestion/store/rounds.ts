@@ -1,0 +1,62 @@
+import { isDuplicateKeyError } from "@meter/lib/mongo";
+
+/**
+ * Rounds of guarded additions (counters: store/counters.ts, window documents: windows/store.ts),
+ * written by lib's GroupCommit: the deltas of every job queued go together, one statement a
+ * document guarded by all of its jobs' entries (`{_id, "jobs.<a>": {$exists: false}, ...}`).
+ */
+
+/** One job's delta for a document. */
+export interface Addition<D> {
+  jobId: string;
+  d: D;
+}
+
+/** A job's deltas waiting for their round. */
+export interface RoundRequest<D> {
+  jobId: string;
+  deltas: readonly D[];
+  now: Date;
+}
+
+/** The deltas of a request's kind. */
+type Delta<R extends RoundRequest<{ id: string }>> = R["deltas"][number];
+
+/**
+ * Writes one round. `write` gets every document's additions (one statement each); a statement
+ * that finds one of its jobs already added collides on `_id`, and then each job's deltas go
+ * `alone` (one guarded statement each), where that collision is told apart from a real
+ * conflict: the statements the round applied change nothing the second time. A job asked twice
+ * in one round (two completions of it at once) must not add twice under one guard: its repeat
+ * goes alone, after. `now` is the round's earliest.
+ */
+export async function writeRound<R extends RoundRequest<{ id: string }>>(
+  requests: readonly R[],
+  write: (documents: Addition<Delta<R>>[][], now: Date) => Promise<void>,
+  alone: (r: R, now: Date) => Promise<unknown>,
+): Promise<void> {
+  const now = new Date(Math.min(...requests.map((r) => r.now.getTime())));
+  const jobs = new Set<string>();
+  const repeats = new Set(requests.filter((r) => jobs.size === jobs.add(r.jobId).size));
+  const firsts = requests.filter((r) => !repeats.has(r));
+  const byDocument = new Map<string, Addition<Delta<R>>[]>();
+  for (const r of firsts) {
+    for (const d of r.deltas) {
+      const same = byDocument.get(d.id);
+      if (same) same.push({ jobId: r.jobId, d });
+      else byDocument.set(d.id, [{ jobId: r.jobId, d }]);
+    }
+  }
+  try {
+    await write([...byDocument.values()], now);
+  } catch (err) {
+    if (!isDuplicateKeyError(err)) throw err;
+    await Promise.all(firsts.map((r) => alone(r, now)));
+  }
+  for (const r of repeats) await alone(r, now);
+}
+
+/** The guard of a round's statement for one document: none of its jobs added yet. */
+export function guardOf<D extends { id: string }>(adds: readonly Addition<D>[]): Record<string, unknown> {
+  return { _id: adds[0]!.d.id, ...Object.fromEntries(adds.map(({ jobId }) => [`jobs.${jobId}`, { $exists: false }])) };
+}
