@@ -327,6 +327,8 @@ export async function startEmbeddedDb(
     if (process.env.EMBEDDED_DB_READ_CACHE_MB) a.push("-read-cache-mb", process.env.EMBEDDED_DB_READ_CACHE_MB);
     // "full" flushes every commit to the disk; the default "normal" flushes every second (see tools/embedded-db/main.go).
     if (process.env.EMBEDDED_DB_SYNCHRONOUS) a.push("-synchronous", process.env.EMBEDDED_DB_SYNCHRONOUS);
+    // Diagnostics: serve Go's pprof profiles on this address (e.g. "127.0.0.1:6061").
+    if (process.env.EMBEDDED_DB_PPROF) a.push("-pprof", process.env.EMBEDDED_DB_PPROF);
     return a;
   };
   const first = await spawnDb(bin, args(opts.port ?? 0));
