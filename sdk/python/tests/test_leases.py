@@ -113,15 +113,21 @@ def test_a_replica_whose_slice_runs_low_asks_ahead_and_its_next_calls_do_not_wai
     assert near(product.usage(user)["total_cost"], ran * 1.0)
 
 
-def test_after_a_plan_change_calls_keep_spending_the_slice_still_valid_under_the_new_caps(
-    product: Product, proxy: FaultProxy
-) -> None:
+def _subscribed_with_leases(product: Product, proxy: FaultProxy) -> tuple[str, str, Meter]:
+    """A user subscribed to its own plan (a $100,000 cap), and a started client with leases through the proxy."""
     plan_id = product.create_plan(**{**PLAN, "max_spend_per_period": 100_000})
     user = product.create_user()
     now = datetime.now(timezone.utc)
     product.subscribe(user, plan_id, now - timedelta(days=1), now + timedelta(days=20))
     m = Meter(api_key=product.key, base_url=proxy.api_url, leases=True)
     m.start()
+    return plan_id, user, m
+
+
+def test_after_a_plan_change_calls_keep_spending_the_slice_still_valid_under_the_new_caps(
+    product: Product, proxy: FaultProxy
+) -> None:
+    plan_id, user, m = _subscribed_with_leases(product, proxy)
     leases = r"POST /users/.*/leases$"
     for _ in range(5):
         m.reserve(user, model="m", input_tokens=0).commit(output_tokens=100)
@@ -161,12 +167,7 @@ def test_after_a_plan_change_calls_keep_spending_the_slice_still_valid_under_the
 def test_a_plan_change_while_the_first_lease_request_is_on_its_way_the_call_waits_for_the_grant_under_the_new_caps(
     product: Product, proxy: FaultProxy
 ) -> None:
-    plan_id = product.create_plan(**{**PLAN, "max_spend_per_period": 100_000})
-    user = product.create_user()
-    now = datetime.now(timezone.utc)
-    product.subscribe(user, plan_id, now - timedelta(days=1), now + timedelta(days=20))
-    m = Meter(api_key=product.key, base_url=proxy.api_url, leases=True)
-    m.start()
+    plan_id, user, m = _subscribed_with_leases(product, proxy)
     leases = r"POST /users/.*/leases$"
     proxy.hold(leases)
     with ThreadPoolExecutor(1) as pool:
