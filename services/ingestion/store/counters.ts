@@ -163,8 +163,9 @@ export class CounterStore {
    *
    * Concurrent jobs share rounds (GroupCommit): a round adds the deltas of every job queued
    * with one statement a counter, in unordered update commands of many statements, then reads
-   * the counters named in `read` with one read by `_id` list. Four batches in flight for the
-   * same users cost about one update a user instead of four (docs/benchmarks.md, "Ingestion").
+   * the counters named in `read` with one read by `_id` list: a batch's counters cost one
+   * update command instead of one command each, and jobs that complete together share a
+   * statement a counter (docs/benchmarks.md, "What a team costs a batch").
    */
   add(jobId: string, deltas: readonly CounterDelta[], read: ReadonlySet<string>, now = new Date()): Promise<Map<string, CounterDoc | null>> {
     if (deltas.length === 0) return Promise.resolve(new Map());
