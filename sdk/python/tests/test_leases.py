@@ -177,7 +177,8 @@ def test_a_plan_change_while_the_first_lease_request_is_on_its_way_the_call_wait
         assert m.refresh(user)
         proxy.release()
         call.result(timeout=30).commit(output_tokens=100)
-    assert proxy.count_answered(leases) == 2, "asked once more, under the new caps"
+    # Asked once more, under the new caps (a top-up asked ahead in the background may follow).
+    assert proxy.count_answered(leases) >= 2, "asked once more, under the new caps"
     assert m.shutdown(timeout=30)
     assert near(product.usage(user)["total_cost"], 1.0)
 
