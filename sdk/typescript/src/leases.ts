@@ -164,7 +164,6 @@ class Slice {
   }
 }
 
-/** A slice of one window of a plan limit (amounts in the limit's unit: nano-dollars, tokens, requests). */
 /** A finished call's usage taken from a slice of tokens or of a window (whole numbers). */
 function finished(s: Slice, amount: number): void {
   s.used += amount;
@@ -179,6 +178,7 @@ function spentFrom(book: { spend: Slice; tokens: Map<string, Slice> }, cost: num
   if (t) finished(t, tokens);
 }
 
+/** A slice of one window of a plan limit (amounts in the limit's unit: nano-dollars, tokens, requests). */
 class WindowSlice extends Slice {
   /** The lease's slice is spent only until then: the time the request that last added to it was sent plus the lifetime. */
   deadline = 0;

@@ -2,9 +2,8 @@ import { Double, type Collection, type Db, type Filter, type UpdateFilter } from
 import { LRUCache } from "lru-cache";
 import pMap from "p-map";
 import { GroupCommit } from "@meter/lib/group-commit";
-import { findByIds, isDuplicateKeyError } from "@meter/lib/mongo";
-import { chunks, STATEMENTS_PER_COMMAND } from "./commands.ts";
-import { guardOf, writeRound, type Addition as RoundAddition, type RoundRequest } from "./rounds.ts";
+import { findByIds } from "@meter/lib/mongo";
+import { guardOf, writeAlone, writeRound, writeStatements, type Addition as RoundAddition, type RoundRequest } from "./rounds.ts";
 import { toDollars, toNano } from "@meter/rules";
 import type { CounterState } from "../domain/counter-bounds.ts";
 import type { CounterDelta } from "../domain/counter-delta.ts";
@@ -178,12 +177,7 @@ export class CounterStore {
       requests,
       async (documents, now) => {
         const ops = documents.map((adds) => ({ adds, releasing: this.releasing(adds), ended: this.ended(adds, now) }));
-        for (const part of chunks(ops, STATEMENTS_PER_COMMAND)) {
-          await this.counters.bulkWrite(
-            part.map(({ adds, releasing, ended }) => ({ updateOne: { ...addOp(adds, releasing, ended, this.owner), upsert: true } })),
-            { ordered: false },
-          );
-        }
+        await writeStatements(this.counters, ops.map(({ adds, releasing, ended }) => addOp(adds, releasing, ended, this.owner)));
         for (const { adds, releasing, ended } of ops) this.forget(adds, releasing, ended);
       },
       (r, now) => pMap(r.deltas, (d) => this.addOne(r.jobId, d, now), { concurrency: UPDATES_IN_FLIGHT }),
@@ -207,20 +201,7 @@ export class CounterStore {
     const adds = [{ jobId, d }];
     const releasing = this.releasing(adds);
     const ended = this.ended(adds, now);
-    const { filter, update } = addOp(adds, releasing, ended, this.owner);
-    for (;;) {
-      try {
-        await this.counters.updateOne(filter, update, { upsert: true });
-        this.forget(adds, releasing, ended);
-        return;
-      } catch (err) {
-        if (!isDuplicateKeyError(err)) throw err;
-        // Either the job is there already, or (MongoDB) a concurrent upsert created the
-        // document first: then the guarded update now matches it.
-        const doc = await this.counters.findOne({ _id: d.id }, { projection: { [`jobs.${jobId}`]: 1 } });
-        if (doc?.jobs?.[jobId]) return;
-      }
-    }
+    if (await writeAlone(this.counters, d.id, jobId, addOp(adds, releasing, ended, this.owner))) this.forget(adds, releasing, ended);
   }
 
   /** Closed jobs whose entries the next update of one counter removes (not those the update adds). */

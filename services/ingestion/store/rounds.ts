@@ -1,4 +1,6 @@
+import type { Collection, Document, Filter, UpdateFilter } from "mongodb";
 import { isDuplicateKeyError } from "@meter/lib/mongo";
+import { chunks, STATEMENTS_PER_COMMAND } from "./commands.ts";
 
 /**
  * Rounds of guarded additions (counters: store/counters.ts, window documents: windows/store.ts),
@@ -59,4 +61,36 @@ export async function writeRound<R extends RoundRequest<{ id: string }>>(
 /** The guard of a round's statement for one document: none of its jobs added yet. */
 export function guardOf<D extends { id: string }>(adds: readonly Addition<D>[]): Record<string, unknown> {
   return { _id: adds[0]!.d.id, ...Object.fromEntries(adds.map(({ jobId }) => [`jobs.${jobId}`, { $exists: false }])) };
+}
+
+/** A round's guarded statement for one document. */
+export interface GuardedStatement<T extends Document> {
+  filter: Filter<T>;
+  update: UpdateFilter<T>;
+}
+
+/** A round's statements, upserting, in unordered update commands of STATEMENTS_PER_COMMAND. */
+export async function writeStatements<T extends Document>(collection: Collection<T>, statements: readonly GuardedStatement<T>[]): Promise<void> {
+  for (const part of chunks(statements, STATEMENTS_PER_COMMAND)) {
+    await collection.bulkWrite(part.map(({ filter, update }) => ({ updateOne: { filter, update, upsert: true } })), { ordered: false });
+  }
+}
+
+/**
+ * One job's guarded statement on its own (after a collision in a round): true once applied,
+ * false when the job was found there already (nothing of the statement applied, its removals
+ * neither). A duplicate key means either the job is there already, or (MongoDB) a concurrent
+ * upsert created the document first: then the guarded update now matches it.
+ */
+export async function writeAlone<T extends Document & { _id: string }>(collection: Collection<T>, id: string, jobId: string, { filter, update }: GuardedStatement<T>): Promise<boolean> {
+  for (;;) {
+    try {
+      await collection.updateOne(filter, update, { upsert: true });
+      return true;
+    } catch (err) {
+      if (!isDuplicateKeyError(err)) throw err;
+      const doc = (await collection.findOne({ _id: id } as Filter<T>, { projection: { [`jobs.${jobId}`]: 1 } })) as { jobs?: Record<string, unknown> } | null;
+      if (doc?.jobs?.[jobId]) return false;
+    }
+  }
 }

@@ -107,6 +107,9 @@ const DEFAULTS: { [K in Defaulted]: (d: StoredUsageEvent) => UsageEventDoc[K] } 
   lease_id: () => null,
 };
 
+/** DEFAULTS in their order, listed once (compact and expand run for every event). */
+const DEFAULT_ENTRIES = Object.entries(DEFAULTS) as [Defaulted, (d: StoredUsageEvent) => unknown][];
+
 /** A usage event as stored: the fields of DEFAULTS may be absent. */
 export type StoredUsageEvent = Omit<UsageEventDoc, Defaulted> & Partial<Pick<UsageEventDoc, Defaulted>>;
 
@@ -114,7 +117,7 @@ export type StoredUsageEvent = Omit<UsageEventDoc, Defaulted> & Partial<Pick<Usa
 export function compact(d: UsageEventDoc): StoredUsageEvent {
   const out: Record<string, unknown> = { ...d };
   // In the order of DEFAULTS, each checked against what is left: a default may read a field left out before it.
-  for (const [field, rebuild] of Object.entries(DEFAULTS) as [Defaulted, (d: StoredUsageEvent) => unknown][]) {
+  for (const [field, rebuild] of DEFAULT_ENTRIES) {
     const value = out[field];
     const rebuilt = rebuild(out as StoredUsageEvent);
     if (Object.is(value, rebuilt) || (Array.isArray(value) && value.length === 0 && Array.isArray(rebuilt) && rebuilt.length === 0)) delete out[field];
@@ -125,7 +128,7 @@ export function compact(d: UsageEventDoc): StoredUsageEvent {
 /** A stored event as built: the fields compact() left out, rebuilt. */
 export function expand(s: StoredUsageEvent): UsageEventDoc {
   const out: Record<string, unknown> = { ...s };
-  for (const [field, rebuild] of Object.entries(DEFAULTS) as [Defaulted, (d: StoredUsageEvent) => unknown][]) {
+  for (const [field, rebuild] of DEFAULT_ENTRIES) {
     if (out[field] === undefined) out[field] = rebuild(out as StoredUsageEvent);
   }
   return out as unknown as UsageEventDoc;

@@ -2,9 +2,8 @@ import type { Collection, Db, Filter, UpdateFilter } from "mongodb";
 import { LRUCache } from "lru-cache";
 import pMap from "p-map";
 import { GroupCommit } from "@meter/lib/group-commit";
-import { findByIds, isDuplicateKeyError } from "@meter/lib/mongo";
-import { chunks, STATEMENTS_PER_COMMAND } from "../store/commands.ts";
-import { guardOf, writeRound, type Addition, type RoundRequest } from "../store/rounds.ts";
+import { findByIds } from "@meter/lib/mongo";
+import { guardOf, writeAlone, writeRound, writeStatements, type Addition, type RoundRequest } from "../store/rounds.ts";
 import { UPDATES_IN_FLIGHT, wide } from "../store/counters.ts";
 import type { WindowDelta } from "./shares.ts";
 import type { WindowLeaseEntry } from "./slices.ts";
@@ -85,9 +84,7 @@ export class WindowStore {
       requests,
       async (documents, now) => {
         const ops = documents.map((adds) => ({ adds, unset: this.unsetWith(adds, now) }));
-        for (const part of chunks(ops, STATEMENTS_PER_COMMAND)) {
-          await this.windows.bulkWrite(part.map(({ adds, unset }) => ({ updateOne: { ...addOp(adds, unset, this.owner), upsert: true } })), { ordered: false });
-        }
+        await writeStatements(this.windows, ops.map(({ adds, unset }) => addOp(adds, unset, this.owner)));
         for (const { adds, unset } of ops) this.forget(adds[0]!.d.id, unset);
       },
       (r, now) => pMap(r.deltas, (d) => this.addOne(r.jobId, d, now), { concurrency: UPDATES_IN_FLIGHT }),
@@ -100,20 +97,7 @@ export class WindowStore {
   private async addOne(jobId: string, d: WindowDelta, now: Date): Promise<void> {
     const adds = [{ jobId, d }];
     const unset = this.unsetWith(adds, now);
-    const { filter, update } = addOp(adds, unset, this.owner);
-    for (;;) {
-      try {
-        await this.windows.updateOne(filter, update, { upsert: true });
-        this.forget(d.id, unset);
-        return;
-      } catch (err) {
-        if (!isDuplicateKeyError(err)) throw err;
-        // Either the job was added already, or a concurrent upsert created the document first:
-        // then the guarded update now matches it.
-        const doc = await this.windows.findOne({ _id: d.id }, { projection: { [`jobs.${jobId}`]: 1 } });
-        if (doc?.jobs?.[jobId]) return;
-      }
-    }
+    if (await writeAlone(this.windows, d.id, jobId, addOp(adds, unset, this.owner))) this.forget(d.id, unset);
   }
 
   /**
