@@ -198,13 +198,17 @@ const summary = (times: number[]) => {
 type Way = "in-process" | "gRPC";
 type Timing = { p50: number; p99: number };
 
-/** BENCH_SESSIONS rounds, each running every probe once on a random user, so that all meet the same load. */
-async function timeAlternating(size: number, probes: Record<string, (u: string) => Promise<unknown>>): Promise<Record<string, Timing>> {
+/**
+ * BENCH_SESSIONS rounds, each running every probe once on a random user, so that all meet the
+ * same load; with `sameUser` every probe of a round on the same one (products of the same users).
+ */
+async function timeAlternating(size: number, probes: Record<string, (u: string) => Promise<unknown>>, sameUser = false): Promise<Record<string, Timing>> {
   const times: Record<string, number[]> = Object.fromEntries(Object.keys(probes).map((k) => [k, []]));
   for (let k = 0; k < SESSIONS; k++) {
+    const round = userId(random(size));
     for (const [name, run] of Object.entries(probes)) {
       const t = performance.now();
-      await run(userId(random(size)));
+      await run(sameUser ? round : userId(random(size)));
       times[name]!.push(performance.now() - t);
     }
   }
@@ -278,15 +282,20 @@ async function idle(): Promise<number> {
   return (performance.now() - t) / 1000;
 }
 
-/** The sessions of `users` again, in another order: the client library's refresh of a user it serves. */
-async function refreshes(users: string[], read = checkedSession(api)): Promise<Timing> {
-  const times: number[] = [];
+/**
+ * The sessions of `users` again, in another order: the client library's refresh of a user it
+ * serves; each user through every reader in turn.
+ */
+async function refreshes<K extends string>(users: string[], readers: Record<K, (u: string) => Promise<unknown>>): Promise<Record<K, Timing>> {
+  const times = Object.fromEntries(Object.keys(readers).map((k) => [k, [] as number[]])) as Record<K, number[]>;
   for (const u of [...users].sort(() => Math.random() - 0.5)) {
-    const t = performance.now();
-    await read(u);
-    times.push(performance.now() - t);
+    for (const [k, read] of Object.entries(readers) as [K, (u: string) => Promise<unknown>][]) {
+      const t = performance.now();
+      await read(u);
+      times[k].push(performance.now() - t);
+    }
   }
-  return summary(times);
+  return Object.fromEntries(Object.entries(times).map(([k, v]) => [k, summary(v as number[])])) as Record<K, Timing>;
 }
 
 async function resolveThousand(size: number): Promise<number> {
@@ -352,9 +361,9 @@ async function teamCase(size: number, teams: BenchProduct): Promise<string> {
   const read: string[] = [];
   const plain = checkedSession(api);
   const team = checkedSession(teams.api, true);
-  const alone = await timeAlternating(size, { plain: (u) => (read.push(u), plain(u)), teams: team });
-  const refreshPlain = await refreshes(read, plain);
-  const refreshTeams = await refreshes(read, team);
+  // The same users in both products, both read again below in another order (alternating too).
+  const alone = await timeAlternating(size, { plain: (u) => (read.push(u), plain(u)), teams: team }, true);
+  const { plain: refreshPlain, teams: refreshTeams } = await refreshes(read, { plain, teams: team });
   let plainEps = 0;
   let teamEps = 0;
   for (let round = 0; round < TEAM_ROUNDS; round++) {
@@ -393,7 +402,7 @@ for (const size of SIZES) {
   const read: string[] = [];
   const alone = (await timeAlternating(size, { "in-process": (u) => (read.push(u), checkedSession(api)(u)) }))["in-process"]!;
   const after = await gatewaySessions();
-  const refresh = await refreshes(read);
+  const { refresh } = await refreshes(read, { refresh: checkedSession(api) });
   const gatewayFast = (100 * (after.fast - before.fast)) / Math.max(1, after.all - before.all);
   profiles.push(
     [`${String(size).padStart(8)}  load avg ${os.loadavg()[0]!.toFixed(1)}`, ...Object.entries(parts).map(([k, v]) => `          ${k.padEnd(28)} ${ms(v)}`)].join("\n"),
