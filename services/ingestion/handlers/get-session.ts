@@ -10,7 +10,7 @@ import { requireUser } from "./common.ts";
 import { dimensions } from "../windows/dimensions.ts";
 import { windowDocId } from "../windows/shares.ts";
 import { creditsInForce, sessionCredits } from "../credits/view.ts";
-import { hasScope, ownCapWithPool, readTeam, sessionTeam, teamLimits, teamWindowsId, type EarlyTeamReads } from "../teams/view.ts";
+import { hasScope, ownCapWithPool, readTeam, sessionTeam, teamLimits, type EarlyTeamReads } from "../teams/view.ts";
 import { currentUsage, planConfig } from "./plan-config.ts";
 
 /** Plan name reported for a user without a plan (with sdk_enabled false). */
@@ -84,7 +84,7 @@ export function getSession(deps: IngestionDeps): ServiceImpl<typeof IngestionSer
     const creditsRead = creditsInForce(deps.credits, productId, req.userId, a.plan, a.period.start, now);
     creditsRead.catch(() => {});
     const teamRead = readTeam(deps, productId, ta, now, earlyTeam);
-    if (ta) teamGuesses.set(`${productId}\n${req.userId}`, { counterId: ta.counterId, windowsId: teamWindowsId(productId, ta, now) });
+    if (ta) teamGuesses.set(`${productId}\n${req.userId}`, { counterId: ta.counterId, windowsId: hasScope(ta, "team") ? windowDocId(productId, ta.team.id) : null });
     else if (teamGuess) teamGuesses.delete(`${productId}\n${req.userId}`);
     teamRead.catch(() => {});
     const plan = a.plan;

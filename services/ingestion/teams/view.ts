@@ -46,29 +46,12 @@ export interface EarlyTeamReads {
 }
 
 /**
- * The team's window document when a team-scope window live at `now` may be counted there: a
- * rolling window, or a calendar window not within the period (teams/shares.ts inPeriodWindow);
- * null when every such window lies within the period, so that its whole count is in the period
- * counter (and the counter before it, earlierCounterId) and the document need not be read.
- */
-export function teamWindowsId(productId: string, a: TeamAttribution, now: Date): string | null {
-  const { start, end } = { start: a.period.start.getTime(), end: a.period.end.getTime() };
-  const elsewhere = a.plan.limits.some((l) => {
-    if (scopeOf(l) !== "team") return false;
-    if (l.window === "rolling") return true;
-    const w = windowAt(l, now.getTime(), a.plan.timeZone, a.period);
-    return w.start < start || w.end > end;
-  });
-  return elsewhere ? windowDocId(productId, a.team.id) : null;
-}
-
-/**
  * Reads a team's state (four reads by `_id` in parallel at most); null without a team in force.
  * `early` reads are used where they read the documents the attribution names.
  */
 export async function readTeam(deps: TeamReadDeps, productId: string, a: TeamAttribution | null, now: Date, early?: EarlyTeamReads): Promise<TeamState | null> {
   if (!a) return null;
-  const windowsId = teamWindowsId(productId, a, now);
+  const windowsId = hasScope(a, "team") ? windowDocId(productId, a.team.id) : null;
   const before = earlierCounterId(productId, a, now);
   const [counter, windows, pool, earlier] = await Promise.all([
     early?.counterId === a.counterId ? early.counter : deps.teamCounters.get(a.counterId),
