@@ -1,8 +1,9 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import type { MongoClient } from "mongodb";
+import net from "node:net";
+import { MongoClient } from "mongodb";
 import { testMongoUrl } from "../../test/support/database.ts";
-import { connectMongo, deleteInRounds, isDuplicateKeyError, takeLease } from "./mongo.ts";
+import { connectMongo, deleteInRounds, insertIgnoringDuplicates, isDuplicateKeyError, takeLease } from "./mongo.ts";
 
 // Every exactly-once rule of the services rests on these guarantees of MongoDB; the test
 // database (the embedded FerretDB behind its serializing proxy, or MongoDB) must give them too.
@@ -84,6 +85,59 @@ t("takeLease: one of parallel takers holds a key; a hold that ended is taken ove
   const later = await takeLease(c, "k", 1_000, fields, () => new Date(at.getTime() + 1_001));
   assert.ok(later && later !== held[0]);
   assert.is((await c.findOne({ _id: "k" }))!.who, later);
+});
+
+/** A TCP relay to the database that, once cut, drops every connection at its next request. */
+async function relay(target: URL): Promise<{ url: string; cut(): void; close(): Promise<void> }> {
+  let cut = false;
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((client) => {
+    const upstream = net.connect(Number(target.port), target.hostname);
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on("error", () => {});
+      s.on("close", () => sockets.delete(s));
+    }
+    client.on("data", (chunk) => {
+      if (cut) {
+        client.destroy();
+        upstream.destroy();
+      } else upstream.write(chunk);
+    });
+    upstream.on("data", (chunk) => client.write(chunk));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as net.AddressInfo;
+  return {
+    url: `mongodb://127.0.0.1:${port}/?directConnection=true`,
+    cut: () => (cut = true),
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+t("insertIgnoringDuplicates rejects an insert whose connection closed before an answer; only duplicates count as stored", async ({ mongo }) => {
+  const dbName = `guarantees_${Date.now()}`;
+  const r = await relay(new URL(await testMongoUrl()));
+  const client = new MongoClient(r.url, { serverSelectionTimeoutMS: 1_000, retryWrites: false });
+  try {
+    const c = client.db(dbName).collection<{ _id: string }>("c");
+    await c.insertOne({ _id: "before" });
+    assert.equal([...(await insertIgnoringDuplicates(c, [{ _id: "before" }, { _id: "new" }]))], ["new"]);
+    r.cut();
+    const err = await insertIgnoringDuplicates(c, [{ _id: "lost-1" }, { _id: "lost-2" }]).then(
+      (ids) => new Error(`answered as inserted: ${[...ids].join(", ")}`),
+      (e: Error) => e,
+    );
+    assert.not.match(err.message, /answered as inserted/);
+    const stored = await mongo.db(dbName).collection<{ _id: string }>("c").find({}).sort({ _id: 1 }).toArray();
+    assert.equal(stored.map((d) => d._id), ["before", "new"], "the cut insert stored nothing");
+  } finally {
+    await client.close().catch(() => {});
+    await r.close();
+  }
 });
 
 t.run();

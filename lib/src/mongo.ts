@@ -119,6 +119,10 @@ async function insertChunk<D extends { _id: string }>(collection: Collection<D>,
   } catch (err) {
     if (!(err instanceof MongoBulkWriteError)) throw err;
     const errors = Array.isArray(err.writeErrors) ? err.writeErrors : [err.writeErrors];
+    // The driver also reports a failure of the whole command (the connection closed mid-insert,
+    // the server refused it) as a MongoBulkWriteError, with no write errors: then nothing is
+    // known to be stored, and answering every document as inserted would lose them.
+    if (errors.length === 0) throw err;
     const failed = new Set<number>();
     for (const e of errors) {
       if (e.code !== 11000) throw err;
