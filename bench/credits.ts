@@ -23,6 +23,7 @@
 import { randomUUID } from "node:crypto";
 import { BSON, type Db } from "mongodb";
 import { connectMongo } from "@meter/lib/mongo";
+import { fromDatedJson } from "@meter/lib/dated-json";
 import { AccountChange, accountId, userOwner } from "../services/ingestion/credits/account.ts";
 import { hourOf, type GrantState } from "../services/ingestion/credits/allocate.ts";
 import { grantRecordId, storedAccount, type CreditIndexDoc, type ExpiryDoc, type GrantRecordDoc } from "../services/ingestion/credits/store.ts";
@@ -222,7 +223,7 @@ try {
       written.entries += Object.keys(d.e ?? {}).length;
     }
     let held = 0;
-    for await (const a of db.collection("credit_accounts").find({})) held += Object.keys((BSON.EJSON.parse(a.state as string) as { ops?: object }).ops ?? {}).length;
+    for await (const a of db.collection("credit_accounts").find({})) held += Object.keys((fromDatedJson<{ ops?: object }>(a.state as string)).ops ?? {}).length;
     return { ...written, held };
   };
   const hours = () => offset / HOUR;

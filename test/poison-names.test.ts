@@ -108,6 +108,45 @@ t("models and tools named like Object.prototype's members are priced as the plan
   assert.equal(new Set(breakdown.body.models.map((m: { model: string }) => m.model)), new Set(expected.keys()));
 });
 
+t("credit grants named like Object.prototype's members are held, drawn, listed and voided as any other", async ({ stack }) => {
+  const { api } = await stack.newProduct("poison grants");
+  const user = await subscribed(api, { max_spend_per_period: 0, credits_enabled: true });
+  // Drawn lowest priority first: "toString", then "constructor", then "__proto__".
+  for (const [id, priority] of [["__proto__", 30], ["constructor", 20], ["toString", 10]] as const) {
+    const res = await api.post(`/users/${user}/credits`, { id, amount: 1, kind: "paid", priority });
+    assert.is(res.status, 201, `${id}: ${JSON.stringify(res.body)}`);
+    assert.is(res.body.remaining, 1, `${id}'s remaining`);
+  }
+  // A grant id that is absent but names a member of Object.prototype is unknown, not a grant.
+  assert.is((await api.post(`/users/${user}/credits/hasOwnProperty/void`, {})).status, 404);
+
+  const spent = await api.post("/events", { user_id: user, model: "m", cost: 1.25 });
+  assert.is(spent.status, 201, JSON.stringify(spent.body));
+  const credits = await eventually(
+    async () => {
+      const c = await api.get(`/users/${user}/credits`);
+      return Math.abs(c.body.balance - 1.75) < 1e-9 ? c.body : null;
+    },
+    30_000,
+    "the usage drawn from the grants",
+  );
+  const byId = new Map((credits.grants as { id: string; remaining: number; status: string }[]).map((g) => [g.id, g]));
+  assert.equal([...byId.keys()].sort(), ["__proto__", "constructor", "toString"]);
+  assert.is(byId.get("toString")!.status, "depleted");
+  near(byId.get("constructor")!.remaining, 0.75, "constructor's remaining");
+  assert.is(byId.get("__proto__")!.remaining, 1);
+
+  const voided = await api.post(`/users/${user}/credits/constructor/void`, {});
+  assert.is(voided.status, 200, JSON.stringify(voided.body));
+  assert.is(voided.body.status, "voided");
+  const after = await api.get(`/users/${user}/credits`);
+  near(after.body.balance, 1, "the balance after the void");
+  const ledger = await api.get(`/users/${user}/credits/ledger?limit=200`);
+  const entries = ledger.body.entries as { type: string; grant_id: string | null; amount: number }[];
+  near(entries.filter((e) => e.type === "grant").reduce((s, e) => s + e.amount, 0), 3, "three grants in the ledger");
+  near(entries.filter((e) => e.type === "void" && e.grant_id === "constructor").reduce((s, e) => s + e.amount, 0), -0.75, "the void in the ledger");
+});
+
 t("an outbox entry its peer refuses is set aside without holding back the entries behind it", async ({ stack, mongo }) => {
   const outbox = new OutboxStore(mongo.db(`${stack.dbPrefix}_ingestion`));
   // Stored before any other entry, so it is first in line; analytics refuses a NaN cost.

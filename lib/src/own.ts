@@ -16,3 +16,12 @@ export function sumByName(...records: (Readonly<Record<string, number>> | null |
   for (const r of records) for (const [k, v] of Object.entries(r ?? {})) out.set(k, (out.get(k) ?? 0) + v);
   return Object.fromEntries(out);
 }
+
+/**
+ * Sets `record[key]` as an own property: for "__proto__" a plain assignment would set the
+ * record's prototype instead of an entry.
+ */
+export function setOwn<V>(record: Record<string, V>, key: string, value: V): void {
+  if (key === "__proto__") Object.defineProperty(record, key, { value, writable: true, enumerable: true, configurable: true });
+  else record[key] = value;
+}

@@ -4,6 +4,7 @@
  * document read and written as one update conditional on its `version`, so what it decides (the
  * draws, the ledger entries, the webhooks) is decided once. Pure: no I/O.
  */
+import { own, setOwn } from "@meter/lib/own";
 import { encodeKey } from "../domain/field-keys.ts";
 import {
   balanceNotices,
@@ -320,7 +321,8 @@ export class AccountChange {
   /** Adds a grant (it first pays any overdraft: `settle` with nothing needed). */
   addGrant(g: GrantState, closedBefore: Date): void {
     const key = encodeKey(g.id);
-    this.doc.grants[key] = g;
+    // Grant ids are the caller's: "__proto__" and "constructor" are ids like any other.
+    setOwn(this.doc.grants, key, g);
     this.putGrant(key);
     this.ledger("grant", g.id, g.amount_nano);
     this.settle([], closedBefore);
@@ -329,7 +331,7 @@ export class AccountChange {
   /** What is left of a grant goes to 0 (false when it was final already). */
   voidGrant(id: string): boolean {
     const key = encodeKey(id);
-    const g = this.doc.grants[key];
+    const g = own(this.doc.grants, key);
     if (!g || g.final) return false;
     const status = statusAt(g, this.t);
     const lost = status === "expired" ? 0 : g.remaining_nano;

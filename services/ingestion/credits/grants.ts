@@ -5,6 +5,7 @@
  */
 import { rpcError } from "@meter/lib/errors";
 import { toNano } from "@meter/rules";
+import { own } from "@meter/lib/own";
 import { encodeKey } from "../domain/field-keys.ts";
 import { MAX_LIVE_GRANTS, hourOf, type GrantKind } from "./allocate.ts";
 import { accountId, type CreditAccountDoc } from "./account.ts";
@@ -124,7 +125,7 @@ export async function addGrant(
     new Map([[id, { productId, owner, lowAt }]]),
     (_, c) => {
       refused = false;
-      if (c.doc.grants[encodeKey(record.grant_id)]) return;
+      if (own(c.doc.grants, encodeKey(record.grant_id))) return;
       const live = Object.values(c.doc.grants).filter((g) => !g.final).length;
       if (live >= MAX_LIVE_GRANTS) {
         refused = true;
@@ -163,7 +164,7 @@ export async function voidGrant(
     (_, c) => {
       const key = encodeKey(grantId);
       // A grant recorded by a request cut off before its account took it: taken, then voided.
-      if (!c.doc.grants[key]) c.addGrant(stateOf(record), cut);
+      if (!own(c.doc.grants, key)) c.addGrant(stateOf(record), cut);
       c.voidGrant(grantId);
     },
   );

@@ -1,6 +1,7 @@
-import { BSON, MongoBulkWriteError, type AnyBulkWriteOperation } from "mongodb";
+import { MongoBulkWriteError, type AnyBulkWriteOperation } from "mongodb";
 import { LRUCache } from "lru-cache";
 import { DbStore, findByIds, insertUnlessPresent, isDuplicateKeyError } from "@meter/lib/mongo";
+import { fromDatedJson, toDatedJson } from "@meter/lib/dated-json";
 import type { FinalStatus, GrantKind } from "./allocate.ts";
 import type { AccountWrite, CreditAccountDoc, LedgerOp } from "./account.ts";
 import { chunks, STATEMENTS_PER_COMMAND } from "../store/commands.ts";
@@ -50,9 +51,10 @@ export interface CreditIndexDoc {
 }
 
 /**
- * An account as stored: the whole state as one Extended JSON string beside its version. The
- * embedded database decodes nested documents far slower than one string (as for outbox
- * entries), and every settle reads and writes a user's account whole anyway.
+ * An account as stored: the whole state as one string (`@meter/lib/dated-json`; accounts written
+ * before it hold Extended JSON, which it reads) beside its version. The embedded database decodes
+ * nested documents far slower than one string (as for outbox entries), and every settle reads
+ * and writes a user's account whole anyway.
  */
 interface StoredAccount {
   _id: string;
@@ -63,12 +65,12 @@ interface StoredAccount {
 }
 
 function fromStored(s: StoredAccount): CreditAccountDoc {
-  return { ...(BSON.EJSON.parse(s.state) as CreditAccountDoc), _id: s._id, product_id: s.product_id, owner: s.owner, version: s.version };
+  return { ...fromDatedJson<CreditAccountDoc>(s.state), _id: s._id, product_id: s.product_id, owner: s.owner, version: s.version };
 }
 
 function toState(a: CreditAccountDoc): string {
   const { _id, product_id, owner, version, ...state } = a;
-  return BSON.EJSON.stringify(state);
+  return toDatedJson(state);
 }
 
 /** An account as stored (bench seeding writes accounts this way). */

@@ -4,6 +4,7 @@
  */
 import type { JsonObject } from "@bufbuild/protobuf";
 import { toDollars, toNano } from "@meter/rules";
+import { own } from "@meter/lib/own";
 import { optionalTimestamp, toTimestamp } from "@meter/lib/time";
 import { encodeKey } from "../domain/field-keys.ts";
 import { balanceOf, statusAt, type GrantState } from "./allocate.ts";
@@ -28,7 +29,7 @@ export function stateOf(r: GrantRecordDoc): GrantState {
 
 /** A grant as answered: its record, with the account's live state while it has one. */
 export function grantMessage(r: GrantRecordDoc, account: CreditAccountDoc | null, now: Date) {
-  const live = account?.grants[encodeKey(r.grant_id)];
+  const live = own(account?.grants, encodeKey(r.grant_id));
   const status = live ? statusAt(live, now.getTime()) : (r.status ?? statusAt(stateOf(r), now.getTime()));
   const remaining = live ? (status === "expired" || status === "voided" ? 0 : live.remaining_nano) : r.status ? 0 : r.amount_nano;
   return {
