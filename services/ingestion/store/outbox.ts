@@ -1,5 +1,6 @@
-import { BSON, type Collection } from "mongodb";
+import type { Collection } from "mongodb";
 import { DbStore, insertIgnoringDuplicates } from "@meter/lib/mongo";
+import { fromDatedJson, toDatedJson } from "@meter/lib/dated-json";
 
 /**
  * Transactional outbox: what must be handed to a peer, written in the request's own write
@@ -13,7 +14,8 @@ export interface OutboxEntry {
   _id: string;
   kind: "usage" | "gate" | "threshold" | "credits";
   /**
-   * Extended JSON of the payloads (dates survive). One string rather than an array of
+   * The payloads as dated JSON (`@meter/lib/dated-json`: dates survive; entries written before
+   * it hold Extended JSON, which it reads). One string rather than an array of
    * documents: the relay scans these collections, and the embedded database decodes a
    * thousand nested documents about 40 times slower than one string holding them, which
    * starved every writer once a backlog built up.
@@ -52,9 +54,9 @@ export class OutboxStore extends DbStore {
 
 /** The payloads an entry carries. */
 export function payloadsOf(e: OutboxEntry): Record<string, unknown>[] {
-  return BSON.EJSON.parse(e.payloads) as Record<string, unknown>[];
+  return fromDatedJson<Record<string, unknown>[]>(e.payloads);
 }
 
 export function entry(kind: OutboxEntry["kind"], subjectId: string, payloads: Record<string, unknown>[]): OutboxEntry {
-  return { _id: `${kind}|${subjectId}`, kind, payloads: BSON.EJSON.stringify(payloads), count: payloads.length, created_at: new Date() };
+  return { _id: `${kind}|${subjectId}`, kind, payloads: toDatedJson(payloads), count: payloads.length, created_at: new Date() };
 }
