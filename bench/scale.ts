@@ -3,6 +3,9 @@
 // product with one dated plan. At each size it prints:
 //   - users created and subscribed per second: BENCH_WINDOW users through the REST API
 //     (POST /users then POST /users/{id}/subscription, BENCH_CONCURRENCY clients at a time);
+//     with BENCH_SIGNUP_SESSIONS=1 each is followed by its first GET /users/{id}/session, as a
+//     client library starting to serve a new user reads it (p50/p99 printed after the table;
+//     the creation rate then includes those sessions);
 //   - session p50/p99: BENCH_SESSIONS sequential GET /users/{id}/session of random users, and
 //     beside it the same through a second stack on the same databases whose gateway and
 //     modules call each other over loopback gRPC (RPC_IN_PROCESS=false), calls alternating
@@ -73,6 +76,7 @@ const SEED_CONCURRENCY = Number(process.env.BENCH_SEED_CONCURRENCY ?? 16);
 /** Limits on the plan, 0-4 (docs/api.md "Windows and rate limits"). */
 const WINDOWS = Number(process.env.BENCH_WINDOWS ?? 4);
 const TEAMS = Number(process.env.BENCH_TEAMS ?? 0);
+const SIGNUP_SESSIONS = process.env.BENCH_SIGNUP_SESSIONS === "1";
 const TEAM_ROUNDS = Number(process.env.BENCH_TEAM_ROUNDS ?? 2);
 const IDLE_SETTLE_MS = 2_000;
 
@@ -169,7 +173,14 @@ async function seed(p: BenchProduct, from: number, to: number): Promise<void> {
   );
 }
 
-/** Users [from, to) through the REST API, as a product signs them up; users per second. */
+/** The session each window user's client read right after its sign-up (createWindow), ms. */
+const signUpSessions: number[] = [];
+
+/**
+ * Users [from, to) through the REST API, as a product signs them up (with SIGNUP_SESSIONS each
+ * followed by its first session, as the client library reads it when it starts serving the
+ * user); users per second.
+ */
 async function createWindow(p: BenchProduct, from: number, to: number): Promise<number> {
   const t = performance.now();
   await pMap(
@@ -184,6 +195,11 @@ async function createWindow(p: BenchProduct, from: number, to: number): Promise<
         const joined = await p.api.put(`/users/${userId(i)}/team`, { team_id: team.external });
         if (joined.status !== 200) throw new Error(`team ${i}: ${joined.status} ${JSON.stringify(joined.body)}`);
       }
+      if (!SIGNUP_SESSIONS) return;
+      const s = performance.now();
+      const session = await p.api.get(`/users/${userId(i)}/session`);
+      if (session.status !== 200) throw new Error(`session ${i}: ${session.status}`);
+      if (!team) signUpSessions.push(performance.now() - s);
     },
     { concurrency: CONCURRENCY },
   );
@@ -350,6 +366,7 @@ let have = 0;
 let firstEps: number | undefined;
 const profiles: string[] = [];
 const teamLines: string[] = [];
+const signUpLines: string[] = [];
 
 /**
  * The team case at one size: sessions of both products alternating on the same random users
@@ -380,7 +397,10 @@ for (const size of SIZES) {
   const s = performance.now();
   await seed(main, have, size - window);
   const seeded = (performance.now() - s) / 1000;
+  signUpSessions.length = 0;
   const rate = await createWindow(main, size - window, size);
+  const signUp = summary(signUpSessions);
+  if (SIGNUP_SESSIONS) signUpLines.push(`${String(size).padStart(8)}${String(signUpSessions.length).padStart(10)}${ms(signUp).padStart(18)}`);
   if (withTeams) {
     await seed(withTeams, have, size - window);
     await createWindow(withTeams, size - window, size);
@@ -413,6 +433,11 @@ for (const size of SIZES) {
       `${resolve.toFixed(0).padStart(18)}${ingest.eps.toFixed(0).padStart(18)}${(ingest.eps / firstEps).toFixed(2).padStart(11)}${ingest.p50.toFixed(0).padStart(15)}${ingest.p99.toFixed(0).padStart(15)}${seeded.toFixed(1).padStart(14)}${String(ingest.retries).padStart(14)}${os.loadavg()[0]!.toFixed(1).padStart(11)}`,
   );
   if (withTeams) teamLines.push(await teamCase(size, withTeams));
+}
+if (SIGNUP_SESSIONS) {
+  console.log("\nthe first session right after each window user's sign-up and subscription (the bench's other clients signing users up meanwhile):");
+  console.log("   users  sessions   p50 / p99 ms");
+  for (const line of signUpLines) console.log(line);
 }
 if (withTeams) {
   console.log(`\nteam case: ${TEAMS} teams (user i in team i mod ${TEAMS}), sessions and ingestion alternating with the product without teams, same users and plan:`);
