@@ -398,12 +398,13 @@ for (const size of SIZES) {
   await seed(main, have, size - window);
   const seeded = (performance.now() - s) / 1000;
   signUpSessions.length = 0;
-  const gatewayBefore = await gatewaySessions();
+  const gatewayBefore = SIGNUP_SESSIONS ? await gatewaySessions() : null;
   const rate = await createWindow(main, size - window, size);
-  const gatewayAfter = await gatewaySessions();
-  const signUp = summary(signUpSessions);
-  const signUpFast = (100 * (gatewayAfter.fast - gatewayBefore.fast)) / Math.max(1, gatewayAfter.all - gatewayBefore.all);
-  if (SIGNUP_SESSIONS) signUpLines.push(`${String(size).padStart(8)}${String(signUpSessions.length).padStart(10)}${ms(signUp).padStart(18)}${`${signUpFast.toFixed(1)}%`.padStart(18)}`);
+  if (gatewayBefore) {
+    const gatewayAfter = await gatewaySessions();
+    const fast = (100 * (gatewayAfter.fast - gatewayBefore.fast)) / Math.max(1, gatewayAfter.all - gatewayBefore.all);
+    signUpLines.push(`${String(size).padStart(8)}${String(signUpSessions.length).padStart(10)}${ms(summary(signUpSessions)).padStart(18)}${`${fast.toFixed(1)}%`.padStart(18)}`);
+  }
   if (withTeams) {
     await seed(withTeams, have, size - window);
     await createWindow(withTeams, size - window, size);
