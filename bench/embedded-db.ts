@@ -5,7 +5,8 @@
 // `updateOne` ($inc of two fields) and BENCH_OPS `findOne`, each by a random `_id`, one at a
 // time, with the proxy's read cache off (as for a read of a document not read before); then the
 // same on BENCH_COUNTERS (1,000) documents shaped like a user's period counter (nested totals,
-// job guards, window entries), each update guarded and setting a job entry as a counter's does.
+// job guards, window entries), each update guarded and setting a job entry as a counter's does,
+// one at a time and then in commands of 100 statements (as the services' rounds send them).
 // BENCH_ROUNDS rounds, each on a fresh database; BENCH_BINARY measures another build of
 // tools/embedded-db (e.g. one made from an earlier commit) against the current one, alternating.
 import { spawn } from "node:child_process";
@@ -22,6 +23,8 @@ const DOCS = Number(process.env.BENCH_DOCS ?? 20_000);
 const OPS = Number(process.env.BENCH_OPS ?? 4_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const COUNTERS = Number(process.env.BENCH_COUNTERS ?? 1_000);
+/** Statements of one update command in the "in commands" column (a counters' round holds about 100). */
+const STATEMENTS = 100;
 const binaries = [await buildEmbeddedDb(), ...(process.env.BENCH_BINARY ? [process.env.BENCH_BINARY] : [])];
 
 /** CPU time (ms) of a process so far. */
@@ -89,16 +92,35 @@ async function round(bin: string): Promise<string> {
     ),
   );
   const counterReads = await timed(OPS, (i) => counters.findOne({ _id: counter(i * 7) }));
+  // The same guarded updates as the services send them: a command of STATEMENTS distinct counters.
+  const bulkUpdates = await timed(OPS / STATEMENTS, (b) =>
+    counters.bulkWrite(
+      Array.from({ length: STATEMENTS }, (_, k) => {
+        const i = OPS + b * STATEMENTS + k;
+        return {
+          updateOne: {
+            filter: { _id: counter(i), [`jobs.job-${i}`]: { $exists: false } },
+            update: {
+              $inc: { cost_nano: new Double(1000), tokens: new Double(10), events: new Double(1), "w.spend:day.n": new Double(1000) },
+              $set: { [`jobs.job-${i}`]: 1 },
+              $unset: { [`jobs.job-${i - COUNTERS}`]: "" },
+            },
+          },
+        };
+      }),
+      { ordered: false },
+    ),
+  );
   await mongo.close();
   child.stdin!.end();
   await new Promise((r) => child.once("exit", r));
   await rm(dir, { recursive: true, force: true });
   const us = (v: number) => v.toFixed(0).padStart(8);
   const ms = (t: { p50: number; p99: number }) => `${t.p50.toFixed(2)} / ${t.p99.toFixed(2)}`.padStart(14);
-  return `${us(inserts.cpu / DOCS)}${us(updates.cpu / OPS)}${us(reads.cpu / OPS)}${ms(updates)}${ms(reads)}${us(counterUpdates.cpu / OPS).padStart(13)}${us(counterReads.cpu / OPS).padStart(13)}${os.loadavg()[0]!.toFixed(1).padStart(8)}`;
+  return `${us(inserts.cpu / DOCS)}${us(updates.cpu / OPS)}${us(reads.cpu / OPS)}${ms(updates)}${ms(reads)}${us(counterUpdates.cpu / OPS).padStart(13)}${us(counterReads.cpu / OPS).padStart(13)}${us(bulkUpdates.cpu / OPS).padStart(13)}${os.loadavg()[0]!.toFixed(1).padStart(8)}`;
 }
 
 console.log(`bench:embedded-db: ${DOCS} documents, ${OPS} updates and ${OPS} reads by _id a round; CPU of the database process per command (us), latency p50 / p99 (ms)`);
-console.log(`${"binary".padEnd(40)}  insert/doc  update    read   update ms      read ms  counter update  counter read    load`);
+console.log(`${"binary".padEnd(40)}  insert/doc  update    read   update ms      read ms  counter update  counter read  in commands    load`);
 for (let r = 0; r < ROUNDS; r++) for (const bin of binaries) console.log(`${path.relative(process.cwd(), bin).padEnd(40)}${await round(bin)}`);
 process.exit(0);
