@@ -42,6 +42,8 @@
 // (BENCH_TEAM_ROUNDS each), with the teams' rate over the rate without teams.
 // The stacks run as their own processes (`cmd/all-in-one.ts`, as `npm start` runs), so that the
 // bench's client and seeding work, and its garbage collection, stay out of the measured server.
+// Sessions are timed from a child process of their own (support/session-client.ts), so that the
+// seeding's heap, and its garbage collection, stay out of the client's timings too.
 // Uses MONGODB_URL when set, else the embedded database in a temporary directory.
 import { randomUUID } from "node:crypto";
 import os from "node:os";
@@ -58,6 +60,7 @@ import { SubscriberStore } from "../services/plans/store/subscribers.ts";
 import { UserStore } from "../services/plans/store/users.ts";
 import { Api } from "../test/support/http.ts";
 import { startAllInOne } from "../test/support/processes.ts";
+import { closeSessionClient, timeSessions, type SessionApi, type SessionCall } from "./support/session-client.ts";
 import { pct } from "./support/stats.ts";
 import { usageBatch } from "./support/seed-events.ts";
 import { scalePlans } from "./support/scale-plans.ts";
@@ -214,33 +217,24 @@ const summary = (times: number[]) => {
 type Way = "in-process" | "gRPC";
 type Timing = { p50: number; p99: number };
 
-/**
- * BENCH_SESSIONS rounds, each running every probe once on a random user, so that all meet the
- * same load; with `sameUser` every probe of a round on the same one (products of the same users).
- */
-async function timeAlternating(size: number, probes: Record<string, (u: string) => Promise<unknown>>, sameUser = false): Promise<Record<string, Timing>> {
+/** BENCH_SESSIONS rounds, each running every probe once on a random user, so that all meet the same load. */
+async function timeAlternating(size: number, probes: Record<string, (u: string) => Promise<unknown>>): Promise<Record<string, Timing>> {
   const times: Record<string, number[]> = Object.fromEntries(Object.keys(probes).map((k) => [k, []]));
   for (let k = 0; k < SESSIONS; k++) {
-    const round = userId(random(size));
     for (const [name, run] of Object.entries(probes)) {
       const t = performance.now();
-      await run(sameUser ? round : userId(random(size)));
+      await run(userId(random(size)));
       times[name]!.push(performance.now() - t);
     }
   }
   return Object.fromEntries(Object.entries(times).map(([k, v]) => [k, summary(v)]));
 }
 
-/** One session through a stack's gateway; every answer is checked (the team's too, in a product with teams). */
-const checkedSession = (api: Api, teams = false) => async (u: string) => {
-  const res = await api.get(`/users/${u}/session`);
-  if (res.status !== 200 || res.body.plan !== "pro") throw new Error(`session: ${res.status} ${JSON.stringify(res.body)}`);
-  if (teams && res.body.team?.plan !== "team") throw new Error(`session without its team: ${JSON.stringify(res.body)}`);
-};
-
-/** The session through each stack's gateway, alternating. */
+/** The session through each stack's gateway, alternating, each on another random user (timed by the session client). */
 async function sessions(size: number, apis: Record<Way, Api>): Promise<Record<Way, Timing>> {
-  return (await timeAlternating(size, { "in-process": checkedSession(apis["in-process"]), gRPC: checkedSession(apis.gRPC) })) as Record<Way, Timing>;
+  const ways = Object.keys(apis) as Way[];
+  const calls = Array.from({ length: SESSIONS }, () => ways.map((_, i): SessionCall => [i, userId(random(size))])).flat();
+  return byTurn(ways, await timeSessions(ways.map((w) => sessionApi(apis[w])), calls));
 }
 
 /**
@@ -298,21 +292,26 @@ async function idle(): Promise<number> {
   return (performance.now() - t) / 1000;
 }
 
+const sessionApi = (a: Api): SessionApi => ({ baseUrl: a.baseUrl, key: a.key });
+
+/** Times of calls made to `names` in turn (call k to names[k mod n]), summarised by name. */
+const byTurn = <K extends string>(names: readonly K[], times: readonly number[]) =>
+  Object.fromEntries(names.map((n, i) => [n, summary(times.filter((_, k) => k % names.length === i))])) as Record<K, Timing>;
+
 /**
- * The sessions of `users` again, in another order: the client library's refresh of a user it
- * serves; each user through every reader in turn.
+ * The idle sessions of `users` (each product in turn on the same user), timed from the lean
+ * session client (support/session-client.ts), whose heap holds none of the seeding's. The
+ * "refresh" column times the same users again in another order: the client library's refresh
+ * of a user it serves.
  */
-async function refreshes<K extends string>(users: string[], readers: Record<K, (u: string) => Promise<unknown>>): Promise<Record<K, Timing>> {
-  const times = Object.fromEntries(Object.keys(readers).map((k) => [k, [] as number[]])) as Record<K, number[]>;
-  for (const u of [...users].sort(() => Math.random() - 0.5)) {
-    for (const [k, read] of Object.entries(readers) as [K, (u: string) => Promise<unknown>][]) {
-      const t = performance.now();
-      await read(u);
-      times[k].push(performance.now() - t);
-    }
-  }
-  return Object.fromEntries(Object.entries(times).map(([k, v]) => [k, summary(v as number[])])) as Record<K, Timing>;
+async function idleSessions<K extends string>(users: readonly string[], products: Record<K, SessionApi>): Promise<Record<K, Timing>> {
+  const names = Object.keys(products) as K[];
+  const apis = Object.values(products) as SessionApi[];
+  return byTurn(names, await timeSessions(apis, users.flatMap((u) => apis.map((_, i): SessionCall => [i, u]))));
 }
+
+const randomUsers = (size: number) => Array.from({ length: SESSIONS }, () => userId(random(size)));
+const shuffled = (users: readonly string[]) => [...users].sort(() => Math.random() - 0.5);
 
 async function resolveThousand(size: number): Promise<number> {
   const plansRpc = rpcClient(PlansService, stack.rpcUrl);
@@ -375,12 +374,11 @@ const signUpLines: string[] = [];
  */
 async function teamCase(size: number, teams: BenchProduct): Promise<string> {
   await idle();
-  const read: string[] = [];
-  const plain = checkedSession(api);
-  const team = checkedSession(teams.api, true);
-  // The same users in both products, both read again below in another order (alternating too).
-  const alone = await timeAlternating(size, { plain: (u) => (read.push(u), plain(u)), teams: team }, true);
-  const { plain: refreshPlain, teams: refreshTeams } = await refreshes(read, { plain, teams: team });
+  // The same users in both products, both read again in another order (alternating too).
+  const products = { plain: sessionApi(api), teams: { ...sessionApi(teams.api), team: true } };
+  const users = randomUsers(size);
+  const alone = await idleSessions(users, products);
+  const { plain: refreshPlain, teams: refreshTeams } = await idleSessions(shuffled(users), products);
   let plainEps = 0;
   let teamEps = 0;
   for (let round = 0; round < TEAM_ROUNDS; round++) {
@@ -423,10 +421,10 @@ for (const size of SIZES) {
   await grpcStack.close();
   const drained = await idle();
   const before = await gatewaySessions();
-  const read: string[] = [];
-  const alone = (await timeAlternating(size, { "in-process": (u) => (read.push(u), checkedSession(api)(u)) }))["in-process"]!;
+  const users = randomUsers(size);
+  const alone = (await idleSessions(users, { "in-process": sessionApi(api) }))["in-process"];
   const after = await gatewaySessions();
-  const { refresh } = await refreshes(read, { refresh: checkedSession(api) });
+  const refresh = (await idleSessions(shuffled(users), { "in-process": sessionApi(api) }))["in-process"];
   const gatewayFast = (100 * (after.fast - before.fast)) / Math.max(1, after.all - before.all);
   profiles.push(
     [`${String(size).padStart(8)}  load avg ${os.loadavg()[0]!.toFixed(1)}`, ...Object.entries(parts).map(([k, v]) => `          ${k.padEnd(28)} ${ms(v)}`)].join("\n"),
@@ -455,6 +453,7 @@ console.log(
     "and a second stack on the same cores); ingestion at 100k users at least 0.80 of its rate at 1k (vs first); " +
     "team case: session p99 <= 5 ms and ingestion with teams at least 0.90 of the rate without",
 );
+closeSessionClient();
 await mongo.close();
 await stack.close();
 await database.stop();
