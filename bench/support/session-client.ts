@@ -1,6 +1,6 @@
 // A lean process that times sessions for a bench: GET /users/{id}/session one at a time, each
 // answer checked, as a product's server reads them when it starts serving a user. The bench that
-// seeded 100k users holds hundreds of megabytes of its own; its scavenges (up to 20 ms each)
+// seeded 100k users holds hundreds of megabytes of its own; its scavenges (up to 22 ms each)
 // landed in the sessions it timed, so the figures measured the bench as much as the service.
 // `timeSessions` runs this file as a child process with nothing else in its heap.
 import { fork, type ChildProcess } from "node:child_process";
