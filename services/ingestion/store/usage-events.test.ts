@@ -44,6 +44,21 @@ function event(over: Partial<UsageEventDoc> = {}): UsageEventDoc {
   };
 }
 
+const shares = [
+  { key: "spend:day:x|1772323200000", end: 1772409600000, n: 1230 },
+  { key: "team:t1:requests:rolling:60|1772366400000", end: 1772370000000, n: 1 },
+];
+const team = {
+  id: "t1",
+  counter_id: "p1|1772323200000|t1",
+  period_start: new Date("2026-03-01T00:00:00Z"),
+  period_end: new Date("2026-04-01T00:00:00Z"),
+  plan_name: "team",
+  spend_limit: 500,
+  credits: { team_id: "acme", allowance: 500, low_at: null, direct: true as const },
+  windows: [{ key: "spend:month:x|1772323200000", end: 1775001600000, n: 1230 }],
+};
+
 /** Documents with every left-out field at another value than the one rebuilt. */
 const unusual: [string, Partial<UsageEventDoc>][] = [
   ["a manual event under an idempotency key", { _id: "p1/idem/5f2c", event_id: "evt_9", source: "manual", description: "seats" }],
@@ -51,6 +66,7 @@ const unusual: [string, Partial<UsageEventDoc>][] = [
   ["totals sent by the client", { total_tokens: 999, cost_tools: 0.02, cost_total: 5 }],
   ["costs whose sum is rounded to the nano-dollar", { cost_tokens: 0.1, cost_tools: 0.2, cost_total: 0.3 }],
   ["a plan, a lease and metadata", { plan_name: "pro", spend_limit: 20, lease_id: "h_1", metadata: '{"route":"/chat"}' }],
+  ["a team member's event with windows", { windows: shares, team, team_id: "acme" }],
 ];
 
 t("a usual event is stored without the fields it implies, and read back whole", () => {
@@ -60,6 +76,16 @@ t("a usual event is stored without the fields it implies, and read back whole", 
     assert.not.ok(f in stored, `${f} left out`);
   }
   assert.equal(expand(stored), d);
+});
+
+t("an event's windows and team part are stored as text, and read back with their dates", () => {
+  const d = event({ windows: shares, team });
+  const stored = compact(d);
+  assert.type(stored.windows, "string");
+  assert.type(stored.team, "string");
+  const back = expand(stored);
+  assert.equal(back, d);
+  assert.instance(back.team!.period_start, Date);
 });
 
 for (const [what, over] of unusual) {
@@ -79,7 +105,7 @@ t("through the database: inserted, read by id, by id list and by job, as built",
   const ofJob = await store.ofJob({ _id: "job_1", ids: docs.map((d) => d._id) });
   assert.is(ofJob.length, docs.length);
   // Stored before the fields were left out: read as it is.
-  const whole = event({ _id: "p1/whole", event_id: "whole" });
+  const whole = event({ _id: "p1/whole", event_id: "whole", windows: shares, team });
   await store.events.insertOne(whole);
   assert.equal(await store.get("p1/whole"), whole);
 });

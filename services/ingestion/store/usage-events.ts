@@ -3,6 +3,7 @@ import type { WindowShare } from "../windows/shares.ts";
 import type { TeamShare } from "../teams/shares.ts";
 import { DbStore, deleteInRounds, findByIds, insertIgnoringDuplicates } from "@meter/lib/mongo";
 import { addDollars } from "@meter/rules";
+import { fromDatedJson, toDatedJson } from "@meter/lib/dated-json";
 
 export type EventSource = "auto" | "manual";
 
@@ -110,10 +111,19 @@ const DEFAULTS: { [K in Defaulted]: (d: StoredUsageEvent) => UsageEventDoc[K] } 
 /** DEFAULTS in their order, listed once (compact and expand run for every event). */
 const DEFAULT_ENTRIES = Object.entries(DEFAULTS) as [Defaulted, (d: StoredUsageEvent) => unknown][];
 
-/** A usage event as stored: the fields of DEFAULTS may be absent. */
-export type StoredUsageEvent = Omit<UsageEventDoc, Defaulted> & Partial<Pick<UsageEventDoc, Defaulted>>;
+/**
+ * The nested parts stored as one string each (dated JSON): nothing filters on them, the job that
+ * counts the event reads them whole, and the embedded database spends on an insert by the fields
+ * it writes (a team member's event with four windows carries some forty nested fields).
+ */
+type Packed = "windows" | "team";
+const PACKED: readonly Packed[] = ["windows", "team"];
 
-/** The document to store: `d` without the fields that hold what expand() rebuilds from the rest. */
+/** A usage event as stored: the fields of DEFAULTS may be absent, those of PACKED are text. */
+export type StoredUsageEvent = Omit<UsageEventDoc, Defaulted | Packed> &
+  Partial<Pick<UsageEventDoc, Defaulted>> & { [K in Packed]?: UsageEventDoc[K] | string };
+
+/** The document to store: `d` without the fields that hold what expand() rebuilds from the rest, its nested parts as text. */
 export function compact(d: UsageEventDoc): StoredUsageEvent {
   const out: Record<string, unknown> = { ...d };
   // In the order of DEFAULTS, each checked against what is left: a default may read a field left out before it.
@@ -122,12 +132,14 @@ export function compact(d: UsageEventDoc): StoredUsageEvent {
     const rebuilt = rebuild(out as StoredUsageEvent);
     if (Object.is(value, rebuilt) || (Array.isArray(value) && value.length === 0 && Array.isArray(rebuilt) && rebuilt.length === 0)) delete out[field];
   }
+  for (const field of PACKED) if (out[field] !== undefined) out[field] = toDatedJson(out[field]);
   return out as StoredUsageEvent;
 }
 
-/** A stored event as built: the fields compact() left out, rebuilt. */
+/** A stored event as built: the fields compact() left out, rebuilt; its nested parts parsed (stored as documents before: as they are). */
 export function expand(s: StoredUsageEvent): UsageEventDoc {
   const out: Record<string, unknown> = { ...s };
+  for (const field of PACKED) if (typeof out[field] === "string") out[field] = fromDatedJson(out[field]);
   for (const [field, rebuild] of DEFAULT_ENTRIES) {
     if (out[field] === undefined) out[field] = rebuild(out as StoredUsageEvent);
   }
