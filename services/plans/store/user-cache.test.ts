@@ -149,7 +149,7 @@ t("a replica that read the user between the naming and the write reads it again 
   assert.is(await planOf(elsewhere, productId, "di"), "pro", "the next poll forgets it again");
 });
 
-t("many users changed in one second (a bulk change) make every replica read every user again", async ({ db }) => {
+t("many users changed in one second are named on pages of 100: every replica reads those again and keeps the rest", async ({ db }) => {
   const productId = randomUUID();
   const here = replica(db);
   const elsewhere = replica(db);
@@ -159,19 +159,38 @@ t("many users changed in one second (a bulk change) make every replica read ever
   await rename(db, productId, "dee", "renamed");
   assert.is((await elsewhere.get(productId, "dee"))!.name, "dee", "cached");
 
-  // Changes (never of dee) until some second has named 100 users; a slow machine may spread
-  // a round over seconds, so a few rounds at most.
-  const slots = db.collection<{ keys: string[]; n: number; second: number }>("user_changes");
+  // Changes (never of dee) until some second has named more than 100 users (its second page
+  // started); a slow machine may spread a round over seconds, so a few rounds at most.
+  const slots = db.collection<{ _id: string; keys: string[]; n: number; second: number }>("user_changes");
   const since = Math.floor(Date.now() / 1000);
-  for (let round = 1; !(await slots.findOne({ n: { $gte: 100 }, second: { $gte: since } })); round++) {
-    assert.ok(round <= 10, "some second named 100 users");
+  for (let round = 1; !(await slots.findOne({ _id: { $regex: "\\.1$" }, second: { $gte: since } })); round++) {
+    assert.ok(round <= 10, "some second named more than 100 users");
     await Promise.all(many.map((u) => here.appendSubscription(productId, u, entry("pro"))));
   }
-  assert.ok((await slots.find().toArray()).every((s) => s.keys.length <= 100), "no slot names more than 100 users");
+  assert.ok((await slots.find().toArray()).every((s) => s.keys.length <= 100), "no page names more than 100 users");
 
   await elsewhere.cache.poll();
-  assert.is((await elsewhere.get(productId, "dee"))!.name, "renamed", "a full second clears the whole cache");
-  for (const u of many) assert.is(await planOf(elsewhere, productId, u), "pro");
+  for (const u of many) assert.is(await planOf(elsewhere, productId, u), "pro", "every user named on any page is read again");
+  assert.is((await elsewhere.get(productId, "dee"))!.name, "dee", "a user nobody named stays in memory");
+});
+
+t("a second whose every page is full (a bulk change) makes every replica read every user again", async ({ db }) => {
+  const productId = randomUUID();
+  const elsewhere = replica(db);
+  await seedQuietly(db, productId, "eve", "free");
+  assert.is(await planOf(elsewhere, productId, "eve"), "free");
+  await rename(db, productId, "eve", "renamed");
+  assert.is((await elsewhere.get(productId, "eve"))!.name, "eve", "cached");
+  // Ten full pages for this second, as a thousand changes in it leave them (eve among none).
+  const second = Math.floor(Date.now() / 1000);
+  const slots = db.collection<{ _id: string; keys: string[]; n: number; second: number }>("user_changes");
+  const keys = (page: number) => Array.from({ length: 100 }, (_, i) => `${productId}|nobody-${page}-${i}`);
+  for (let page = 0; page < 10; page++) {
+    const _id = page === 0 ? String(second % 600) : `${second % 600}.${page}`;
+    await slots.replaceOne({ _id }, { second, keys: keys(page), n: 100 }, { upsert: true });
+  }
+  await elsewhere.cache.poll();
+  assert.is((await elsewhere.get(productId, "eve"))!.name, "renamed", "a full second clears the whole cache");
 });
 
 t("a replica nobody reads from stops polling; its next read comes from the database, and polling resumes", async ({ db }) => {

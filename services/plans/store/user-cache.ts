@@ -5,15 +5,19 @@ import { findByIds, isDuplicateKeyError } from "@meter/lib/mongo";
 
 /**
  * How replicas learn of each other's user changes: the `user_changes` collection is a ring of
- * SLOTS documents, one per second (`_id` = second mod SLOTS), each naming the users changed in
- * that second. Its size never grows, and every read and write of it is by `_id`.
+ * SLOTS seconds (`_id` = second mod SLOTS), each naming the users changed in that second on
+ * up to PAGES documents. Its size never grows, and every read and write of it is by `_id`.
  */
 const SLOTS = 600;
 /**
- * A second's slot names at most this many users; a full slot means "every user" (a bulk
- * change), so that no slot grows past a few kilobytes however many users change at once.
+ * A page names at most this many users, so that no document grows past a few kilobytes (each
+ * naming rewrites it). A second's first page is `_id` "<slot>", the next ones "<slot>.<page>":
+ * a page is started only once the one before is full, so a poll reads the next pages of full
+ * ones only, in a burst of sign-ups.
  */
 const KEYS_PER_SLOT = 100;
+/** Pages a second: past PAGES x KEYS_PER_SLOT users a second (a bulk change), the second means "every user". */
+const PAGES = 10;
 /**
  * Every poll reads this many seconds back and ahead, so a change is applied again and again
  * for as long (a replica whose cached read raced the change reads the user again at its next
@@ -34,6 +38,7 @@ interface ChangeSlot {
 }
 
 const slotOf = (second: number) => String(second % SLOTS);
+const pageOf = (second: number, page: number) => (page === 0 ? slotOf(second) : `${slotOf(second)}.${page}`);
 /** Reads from memory stop when the last poll that read the ring is older than this. */
 const STALE_POLL_MS = 5_000;
 /**
@@ -73,8 +78,10 @@ export class UserCache {
   private state: "never" | "on" | "off" = "never";
   private lastPolled: number;
   private lastGoodPollAt = 0;
-  /** A second whose slot this process found full: its other changes need not be named. */
+  /** A second whose pages this process found full: its other changes need not be named. */
   private fullSecond = -1;
+  /** The page of `second` this process last named a user on (the ones before it are full). */
+  private page = { second: -1, page: 0 };
   private timer?: NodeJS.Timeout;
   private polling?: Promise<void>;
   private lastReadAt = 0;
@@ -151,24 +158,35 @@ export class UserCache {
   }
 
   /**
-   * Names `key` in this second's slot: one update, unless this second has not started its slot
-   * yet (then it is started afresh over the second it held before).
+   * Names `key` on this second's first page that is not full: one update, unless that page has
+   * not started this second yet (then it is started afresh over the second it held before).
    */
   private async announce(key: string): Promise<void> {
     const second = this.second();
     if (second === this.fullSecond) return;
-    const id = slotOf(second);
+    for (let page = this.page.second === second ? this.page.page : 0; page < PAGES; page++) {
+      if (await this.name(key, pageOf(second, page), second)) {
+        this.page = { second, page };
+        return;
+      }
+    }
+    // Every page of this second is full: it stands for every user, this one and the rest of
+    // this second's changes too.
+    this.fullSecond = second;
+  }
+
+  /** Names `key` on page `id` of `second`; false when that page is full. */
+  private async name(key: string, id: string, second: number): Promise<boolean> {
     const add = () => this.changes.updateOne({ _id: id, second, n: { $lt: KEYS_PER_SLOT } }, { $addToSet: { keys: key }, $inc: { n: 1 } });
-    if ((await add()).matchedCount > 0) return;
+    if ((await add()).matchedCount > 0) return true;
     try {
       await this.changes.updateOne({ _id: id, second: { $lt: second } }, { $set: { second, keys: [key], n: 1 } }, { upsert: true });
-      return;
+      return true;
     } catch (err) {
       if (!isDuplicateKeyError(err)) throw err;
     }
-    // The slot holds this second already: full (every user, which names this one too, and
-    // the rest of this second's changes), or started by another writer a moment ago.
-    if ((await add()).matchedCount === 0) this.fullSecond = second;
+    // The page holds this second already: full, or started by another writer a moment ago.
+    return (await add()).matchedCount > 0;
   }
 
   private forget(key: string): void {
@@ -239,10 +257,19 @@ export class UserCache {
       } else {
         const seconds = Array.from({ length: to - from + 1 }, (_, i) => from + i);
         const wanted = new Set(seconds);
+        const full: number[] = [];
         for (const slot of await findByIds(this.changes, seconds.map(slotOf))) {
           if (!wanted.has(slot.second)) continue;
-          if (slot.n >= KEYS_PER_SLOT) this.clear();
-          else for (const k of slot.keys ?? []) this.forget(k);
+          for (const k of slot.keys ?? []) this.forget(k);
+          if (slot.n >= KEYS_PER_SLOT) full.push(slot.second);
+        }
+        // The further pages of full seconds, in one read: a page is started once the one before is full.
+        const pages = full.flatMap((second) => Array.from({ length: PAGES - 1 }, (_, i) => pageOf(second, i + 1)));
+        const last = new Set(full.map((second) => pageOf(second, PAGES - 1)));
+        for (const page of pages.length === 0 ? [] : await findByIds(this.changes, pages)) {
+          if (!wanted.has(page.second)) continue;
+          if (last.has(page._id) && page.n >= KEYS_PER_SLOT) this.clear();
+          else for (const k of page.keys ?? []) this.forget(k);
         }
       }
       this.lastPolled = now;
