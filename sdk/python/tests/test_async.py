@@ -48,7 +48,8 @@ async def test_the_awaitable_calls_meter_like_the_blocking_ones(
         await a.guard(user, model="m", input_tokens=600)
     assert await a.flush()
     assert near((await asyncio.to_thread(product.usage, user))["total_cost"], 1.5)
-    manual = await a.record_manual(user, cost=0.25)
+    # The same parameters as the blocking call, positional ones too.
+    manual = await a.record_manual(user, 0.25)
     assert near(manual.cost, 0.25)
     assert await a.refresh(user)
     state = m.state(user)

@@ -36,6 +36,11 @@ def test_a_team_cap_spent_by_two_members_blocks_the_third_naming_team_total_spen
         state = m.state(c)
         assert state is not None and state.team is not None and state.team.period_cost == 1
         assert m.flush()
+        # The block is a gate event like any other: stored, listed, and sent to webhooks.
+        gates = eventually(lambda: product.gate_events(c), what="the member's gate event")
+        assert [(g["gate_reason"], g["status"], g["blocked"]) for g in gates] == [
+            ("team:total_spend", "hard_gate", True)
+        ]
 
         def fresh() -> str | None:
             other.refresh(c)

@@ -214,8 +214,9 @@ class Admission(Users):
         hard = result.status == "hard_gate"
         blocked = hard and self.blocking
         reason = result.gate_reason or ""
-        if not (reason in ("total_spend", "session_spend") or reason.startswith(("model_limit:", "limit:"))):
-            return reason, blocked  # not a plan's gate (fail_closed): callbacks only
+        if not reason or reason == SESSION_UNAVAILABLE:
+            # Not the service's to record: it could not be reached, or refused the key (fail_closed).
+            return reason, blocked
         kind = "blocked" if blocked else result.status
         if e.gate_marks is None:
             e.gate_marks = {}

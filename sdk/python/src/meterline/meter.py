@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
@@ -16,7 +16,7 @@ from .core import MeterCore, guard_async, record_async, reserve_async
 from .delivery import DeliveryThread
 from .flow import Flow, Handle, Health, Request, Stepper, Wait, ended, wait_async
 from .transport import Transport
-from .types import ManualEvent, PortalToken, StartResult
+from .types import PortalToken, StartResult
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -28,6 +28,16 @@ def _blocking(flow: Callable[Concatenate[MeterCore, P], Flow[T]]) -> Callable[Co
     @functools.wraps(flow)
     def run(self: Meter, /, *args: P.args, **kwargs: P.kwargs) -> T:
         return self._transport.run(flow(self, *args, **kwargs))
+
+    return run
+
+
+def _in_thread(method: Callable[Concatenate[Meter, P], T]) -> Callable[Concatenate[Meter, P], Coroutine[Any, Any, T]]:
+    """A blocking method run in a worker thread: the same parameters, awaitable."""
+
+    @functools.wraps(method)
+    async def run(self: Meter, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return await asyncio.to_thread(method, self, *args, **kwargs)
 
     return run
 
@@ -110,8 +120,7 @@ class Meter(MeterCore):
     async def astart(self) -> StartResult:
         return await asyncio.to_thread(self.start)
 
-    async def arecord_manual(self, user_id: str, **kwargs: Any) -> ManualEvent:
-        return await asyncio.to_thread(lambda: self.record_manual(user_id, **kwargs))
+    arecord_manual = _in_thread(record_manual)
 
     async def aportal_token(self, user_id: str, ttl_seconds: int | None = None) -> PortalToken:
         return await asyncio.to_thread(self.portal_token, user_id, ttl_seconds)
