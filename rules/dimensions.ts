@@ -325,7 +325,8 @@ function put(d: Dimension, max: number, used: number, estimate: number, soft: nu
   d.estimate = estimate;
   d.soft_gate_at = soft;
   d.hard_gate_at = hard;
-  d.resets_at = resets;
+  // A cap of 0 never lets a call through by itself (SPEC's cancellation plan): no reset to wait for.
+  d.resets_at = max > 0 ? resets : null;
   dimList[listed++] = d;
 }
 

@@ -87,10 +87,11 @@ t("a gate message says what was spent and what the call's estimate would add", a
   assert.is(err.result.gate_reason, "session_spend");
 });
 
-/** A user at a hard gate, and the error a guard throws for them. */
+/** A user at its period cap ($1 spent of $1), and a fresh client for them. */
 async function blockedCall(ctx: Ctx): Promise<{ m: Meter; userId: string; periodEnd: number }> {
   const end = Date.now() + 3 * DAY;
-  const userId = await createUser(ctx.api, { max_spend_per_period: 0 }, { start: new Date(Date.now() - DAY), end: new Date(end) });
+  const userId = await createUser(ctx.api, { max_spend_per_period: 1 }, { start: new Date(Date.now() - DAY), end: new Date(end) });
+  assert.is((await ctx.api.post("/events", { user_id: userId, cost: 1 })).status, 201);
   return { m: meter(ctx), userId, periodEnd: end };
 }
 
@@ -101,7 +102,7 @@ function check429(status: number, headers: Headers, body: any, periodEnd: number
   assert.is(body.gate_reason, "total_spend");
   // The period cap lifts when the period ends.
   assert.is(body.resets_at, new Date(periodEnd).toISOString());
-  assert.is(body.limit_value, 0);
+  assert.is(body.limit_value, 1);
   assert.match(body.detail, /Spend limit reached/);
   // Seconds to the period's end.
   const retryAfter = Number(headers.get("retry-after"));
@@ -156,6 +157,28 @@ t("Fastify: the meterFastify plugin answers a blocked call with JSON 429 and Ret
     assert.is(((await other.json()) as { message: string }).message, "not a limit");
   } finally {
     await app.close();
+  }
+});
+
+t("a cap of 0 (a cancelled plan): 429 naming the cap, no Retry-After, resets_at null: it never lifts by itself", async (ctx) => {
+  const userId = await createUser(ctx.api, { max_spend_per_period: 0 });
+  const m = meter(ctx);
+  const app = express();
+  app.get("/chat", async (_req, res) => {
+    await m.guard(userId, { model: "gpt-4o" });
+    res.json({ ok: true });
+  });
+  app.use(meterErrorHandler());
+  const server = app.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  try {
+    const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/chat`);
+    assert.is(res.status, 429);
+    assert.is(res.headers.get("retry-after"), null);
+    const body = (await res.json()) as { gate_reason: string; limit_value: number; resets_at: string | null };
+    assert.equal([body.gate_reason, body.limit_value, body.resets_at], ["total_spend", 0, null]);
+  } finally {
+    server.close();
   }
 });
 
