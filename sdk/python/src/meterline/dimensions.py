@@ -234,7 +234,8 @@ def _rows(
     cap = None if model is None else plan.model_limits.get(model)
     if model is not None and cap is not None:
         rows.append((f"{rules.prefix}model_limit:{model}", "tokens", "period", None, model_tokens, estimate_tokens,
-                     cap, plan.soft_gate_at * cap, plan.hard_gate_at * cap, period_end if cap > 0 else None, None))  # fmt: skip
+                     cap, plan.soft_gate_at * cap, plan.hard_gate_at * cap,
+                     period_end if cap > 0 else None, None))  # fmt: skip
     if rules.rows:
         for i, (lim, reason, top_l, soft_mark, hard_mark, scope) in enumerate(rules.rows):
             if i >= n:

@@ -66,8 +66,8 @@ class Recording(Reporting):
         session_id: str | None = None,
         idempotency_key: str | None = None,
     ) -> Flow[ManualEvent]:
-        """POST /events, priced by the service unless ``cost`` is given. Sent up to 3 times in all (2 retries) on network errors,
-        429 and 5xx with one idempotency key, then raised (MeterAPIError / MeterNetworkError)."""
+        """POST /events, priced by the service unless ``cost`` is given. Sent up to 3 times in all (2 retries) on
+        network errors, 429 and 5xx with one idempotency key, then raised (MeterAPIError / MeterNetworkError)."""
         check_user(user_id)
         check_manual(
             cost, input_tokens, output_tokens, description, tool_calls, metadata, session_id, model, idempotency_key
