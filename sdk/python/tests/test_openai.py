@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import pytest
@@ -99,6 +100,51 @@ def test_raw_responses_and_the_sdks_helpers_are_metered_once(product: Product, p
     assert near(cost, 2 * CALL_COST) and tokens == 2 * (USAGE_IN + USAGE_OUT)
     assert provider.count("/chat/completions") == 2
     meter.shutdown()
+
+
+def test_a_raw_stream_is_metered_as_read_and_a_body_read_by_the_caller_is_sent_as_asked(
+    product: Product, provider: MockProvider
+) -> None:
+    meter, user, client = setup(product, provider)
+    raw = client.chat.completions.with_raw_response.create(model="gpt-4o", messages=MESSAGES, stream=True)
+    assert provider.requests[-1][1]["stream_options"] == {"include_usage": True}
+    chunks = list(raw.parse())
+    assert chunks and all(c.choices for c in chunks), "the usage chunk the caller did not ask for is hidden"
+    cost, tokens = totals(product, meter, user)
+    assert near(cost, CALL_COST) and tokens == USAGE_IN + USAGE_OUT
+    # with_streaming_response: a body the caller reads itself, sent as the caller asked (no usage
+    # chunk to hide), read whole by the caller, and settled with the estimate.
+    with client.chat.completions.with_streaming_response.create(model="gpt-4o", messages=MESSAGES, stream=True) as r:
+        text = b"".join(r.iter_bytes()).decode()
+    assert "stream_options" not in provider.requests[-1][1] and "[DONE]" in text and '"usage"' not in text
+    with client.chat.completions.with_streaming_response.create(model="gpt-4o", messages=MESSAGES) as r:
+        assert r.parse().choices[0].message.content == "Hello!"
+    _, tokens = totals(product, meter, user)
+    assert USAGE_IN + USAGE_OUT < tokens < 2 * (USAGE_IN + USAGE_OUT), "two estimates of the prompt"
+    meter.shutdown()
+
+
+async def test_async_raw_responses_are_metered_with_the_providers_usage(
+    product: Product, provider: MockProvider
+) -> None:
+    user = product.create_user(PLAN)
+    meter = Meter(api_key=product.key, base_url=product.url)
+    client = wrap(AsyncOpenAI(api_key="sk-test", base_url=provider.base, max_retries=0), meter, user_id=user)
+
+    # parse() of an async raw response: a plain call in openai 1.x, a coroutine elsewhere.
+    async def parsed(raw: Any) -> Any:
+        out = raw.parse()
+        return await out if inspect.isawaitable(out) else out
+
+    raw = await client.chat.completions.with_raw_response.create(model="gpt-4o", messages=MESSAGES)
+    assert (await parsed(raw)).choices[0].message.content == "Hello!"
+    streamed = await client.chat.completions.with_raw_response.create(model="gpt-4o", messages=MESSAGES, stream=True)
+    chunks = [c async for c in await parsed(streamed)]
+    assert chunks and all(c.choices for c in chunks)
+    assert await meter.aflush()
+    u = product.usage(user)
+    assert near(u["total_cost"], 2 * CALL_COST) and u["total_tokens"] == 2 * (USAGE_IN + USAGE_OUT)
+    await meter.ashutdown()
 
 
 def test_a_hard_gate_sends_nothing_and_no_user_fails_before_sending(product: Product, provider: MockProvider) -> None:

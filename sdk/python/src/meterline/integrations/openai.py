@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 
 from ..core import MeterCore
 from .calls import Call, count, get, output_limit
-from .stainless import Plan, with_body, wrap_client
+from .stainless import Plan, reads_body, with_body, wrap_client
 
 C = TypeVar("C")
 
@@ -64,7 +64,10 @@ class _OpenAI:
         if url.endswith("/chat/completions"):
             prompt = {"messages": body.get("messages"), "tools": body.get("tools")}
             hide = False
-            if body.get("stream") and not (body.get("stream_options") or {}).get("include_usage"):
+            asked = (body.get("stream_options") or {}).get("include_usage")
+            # A body the caller reads itself (with_streaming_response) is settled with the estimate: sent
+            # as asked, since nothing could hide a usage chunk from that caller.
+            if body.get("stream") and not asked and not reads_body(options):
                 # Without it a stream carries no usage: ask for it, and hide its chunk from this caller.
                 hide = True
                 options = with_body(

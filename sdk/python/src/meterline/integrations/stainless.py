@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
@@ -67,26 +67,66 @@ def _settle(result: Any, call: Call, plan: Plan, is_async: bool) -> Any:
 
             result.close = sclose
         return result
-    if hasattr(kind, "status_code") and hasattr(kind, "parse"):
-        # A raw response (with_raw_response): its parse is cached, so reading it costs the caller nothing.
-        parse = result.parse
-        if not inspect.iscoroutinefunction(parse) and not _streaming(plan):
+    if _is_raw(kind):
+        if not reads_body(plan.options) and not inspect.iscoroutinefunction(result.parse):
+            # with_raw_response: parse() is cached (the caller gets the same object) and reads nothing
+            # more than the caller would: a stream's is the Stream, metered as the caller reads it.
             try:
-                call.settle(*plan.read(parse()))
+                parsed = result.parse()
             except Exception:
                 call.settle_seen()
-        else:
-            # A body the caller reads itself: settled with the estimate.
-            call.input_tokens = estimate_tokens(plan.prompt)
-            call.settle_seen()
+                return result
+            return _settle_parsed(result, parsed, call, plan, is_async)
+        # A body the caller reads itself (with_streaming_response): settled with the estimate.
+        _settle_estimate(call, plan)
         return result
     call.settle(*plan.read(result))
     return result
 
 
-def _streaming(plan: Plan) -> bool:
-    body = getattr(plan.options, "json_data", None)
-    return isinstance(body, dict) and bool(body.get("stream"))
+async def _asettle(result: Any, call: Call, plan: Plan) -> Any:
+    """_settle for the async client, whose raw responses parse by a coroutine."""
+    if _is_raw(type(result)) and not reads_body(plan.options) and inspect.iscoroutinefunction(result.parse):
+        try:
+            parsed = await result.parse()
+        except Exception:
+            call.settle_seen()
+            return result
+        return _settle_parsed(result, parsed, call, plan, True)
+    return _settle(result, call, plan, True)
+
+
+def _is_raw(kind: type) -> bool:
+    # A raw response (with_raw_response, with_streaming_response): a status and a parse().
+    return hasattr(kind, "status_code") and hasattr(kind, "parse")
+
+
+def _settle_parsed(result: Any, parsed: Any, call: Call, plan: Plan, is_async: bool) -> Any:
+    if hasattr(type(parsed), "__stream__"):
+        _settle(parsed, call, plan, is_async)
+    else:
+        try:
+            call.settle(*plan.read(parsed))
+        except Exception:
+            call.settle_seen()
+    return result
+
+
+def _settle_estimate(call: Call, plan: Plan) -> None:
+    call.input_tokens = estimate_tokens(plan.prompt)
+    call.settle_seen()
+
+
+#: The header the provider SDKs (Stainless) mark raw responses with: "stream" for with_streaming_response
+#: (a body the caller reads), another value ("true", "raw") for with_raw_response (whose parse() gives
+#: what the call would have).
+RAW_RESPONSE_HEADER = "X-Stainless-Raw-Response"
+
+
+def reads_body(options: Any) -> bool:
+    """Whether the caller reads the answer's body itself (with_streaming_response)."""
+    headers = getattr(options, "headers", None)
+    return isinstance(headers, Mapping) and headers.get(RAW_RESPONSE_HEADER) == "stream"
 
 
 @contextlib.contextmanager
@@ -122,7 +162,7 @@ def wrap_client(client: C, meter: MeterCore, user_id: str | None, spec: Spec, me
         call = await astart(starting(plan))
         with answered(call):
             result = await original(cast_to, plan.options, *args, **kwargs)
-        return _settle(result, call, plan, True)
+        return await _asettle(result, call, plan)
 
     def request(cast_to: Any, options: Any, *args: Any, **kwargs: Any) -> Any:
         plan = spec.plan(options)
