@@ -4,10 +4,13 @@ server speaking OpenAI's wire format."""
 from __future__ import annotations
 
 import pytest
+from langchain_core.messages import AIMessage
+from langchain_core.outputs import ChatGeneration, LLMResult
 from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
 
 from meterline import LimitExceededError, Meter
+from meterline.integrations.langchain import read_result
 from meterline.langchain import MeterCallbackHandler
 
 from .mock_providers import USAGE_IN, USAGE_OUT, MockProvider
@@ -72,3 +75,16 @@ def test_a_stream_left_with_break_is_settled_once_after_idle(product: Product, p
     assert meter.stats.sent == 2
     assert product.usage(user)["total_tokens"] > 0
     meter.shutdown()
+
+
+def test_a_prompts_candidates_carrying_the_same_usage_count_it_once() -> None:
+    """n = 2: langchain-openai puts the whole answer's usage on each choice's message."""
+
+    def gen(inp: int, out: int) -> ChatGeneration:
+        usage = {"input_tokens": inp, "output_tokens": out, "total_tokens": inp + out}
+        return ChatGeneration(message=AIMessage(content="x", usage_metadata=usage))
+
+    assert read_result(LLMResult(generations=[[gen(1000, 500), gen(1000, 500)]])) == (1000, 500, [])
+    # Candidates with usage of their own, and separate prompts, add up.
+    assert read_result(LLMResult(generations=[[gen(1000, 500), gen(0, 300)]])) == (1000, 800, [])
+    assert read_result(LLMResult(generations=[[gen(1000, 500)], [gen(1000, 500)]])) == (2000, 1000, [])

@@ -87,6 +87,12 @@ t("langchain: usage_metadata of every generation, else llmOutput.tokenUsage, els
   assert.equal(llmResultUsage({ generations: [[{ message }]] }), { input_tokens: 11, output_tokens: 6, tool_calls: ["a", "web_search"] });
   assert.equal(llmResultUsage({ generations: [[{ text: "x" }]], llmOutput: { tokenUsage: { promptTokens: 2, completionTokens: 1 } } }), { input_tokens: 2, output_tokens: 1, tool_calls: [] });
   assert.is(llmResultUsage({ generations: [[{ text: "x" }]] }), undefined);
+  // n = 2: each candidate's message carries the whole answer's usage (@langchain/openai), counted once;
+  // candidates with usage of their own, and separate prompts, add up.
+  const usage = (input_tokens: number, output_tokens: number) => ({ message: { usage_metadata: { input_tokens, output_tokens } } });
+  assert.equal(llmResultUsage({ generations: [[usage(11, 6), usage(11, 6)]] }), { input_tokens: 11, output_tokens: 6, tool_calls: [] });
+  assert.equal(llmResultUsage({ generations: [[usage(11, 6), usage(0, 4)]] }), { input_tokens: 11, output_tokens: 10, tool_calls: [] });
+  assert.equal(llmResultUsage({ generations: [[usage(11, 6)], [usage(11, 6)]] }), { input_tokens: 22, output_tokens: 12, tool_calls: [] });
 });
 
 t("estimate: the core's four characters a token over the parts present", () => {

@@ -14,7 +14,8 @@ function messageTools(message: any): string[] {
 
 /**
  * Usage of an LLM result by shape (a second copy of @langchain/core fails `instanceof`):
- * each generation's `message.usage_metadata`; without it, `llmOutput.tokenUsage`.
+ * each prompt's generations' `message.usage_metadata` (identical copies on a prompt's candidates
+ * counted once); without it, `llmOutput.tokenUsage`.
  * Undefined when the result reports no usage at all.
  */
 export function llmResultUsage(output: any): Usage | undefined {
@@ -22,15 +23,24 @@ export function llmResultUsage(output: any): Usage | undefined {
   let out = 0;
   let found = false;
   const tool_calls: string[] = [];
-  for (const generation of (output?.generations ?? []).flat()) {
-    const message = generation?.message;
-    const meta = message?.usage_metadata;
-    if (meta) {
-      found = true;
-      input += meta.input_tokens ?? 0;
-      out += meta.output_tokens ?? 0;
+  for (const candidates of output?.generations ?? []) {
+    // The candidates of one prompt (n > 1) may each carry the whole answer's usage (@langchain/openai
+    // copies it onto every choice's message): identical copies are one answer's, counted once.
+    const seen: [number, number][] = [];
+    for (const generation of Array.isArray(candidates) ? candidates : [candidates]) {
+      const message = generation?.message;
+      const meta = message?.usage_metadata;
+      if (meta) {
+        found = true;
+        seen.push([meta.input_tokens ?? 0, meta.output_tokens ?? 0]);
+      }
+      tool_calls.push(...messageTools(message));
     }
-    tool_calls.push(...messageTools(message));
+    const copies = seen.length > 1 && seen.every(([i, o]) => i === seen[0]![0] && o === seen[0]![1]);
+    for (const [i, o] of copies ? seen.slice(0, 1) : seen) {
+      input += i;
+      out += o;
+    }
   }
   const tokenUsage = output?.llmOutput?.tokenUsage;
   if (!found && tokenUsage) {

@@ -23,13 +23,15 @@ def read_result(response: LLMResult) -> tuple[int, int, list[str]] | None:
     tools: list[str] = []
     found = False
     for gens in response.generations:
+        # The candidates of one prompt (n > 1) may each carry the whole answer's usage (langchain-openai
+        # copies it onto every choice's message): identical copies are one answer's, counted once.
+        seen: list[tuple[int, int]] = []
         for g in gens:
             msg = getattr(g, "message", None)
             um = get(msg, "usage_metadata")
             if um is not None:
                 found = True
-                inp += count(get(um, "input_tokens"))
-                out += count(get(um, "output_tokens"))
+                seen.append((count(get(um, "input_tokens")), count(get(um, "output_tokens"))))
             for tc in get(msg, "tool_calls") or []:
                 if get(tc, "name"):
                     tools.append(str(get(tc, "name")))
@@ -40,6 +42,10 @@ def read_result(response: LLMResult) -> tuple[int, int, list[str]] | None:
                     for b in content
                     if isinstance(b, dict) and b.get("type") == "server_tool_use" and b.get("name")
                 )
+        if len(seen) > 1 and all(u == seen[0] for u in seen):
+            seen = seen[:1]
+        inp += sum(u[0] for u in seen)
+        out += sum(u[1] for u in seen)
     if not found:
         tu = (response.llm_output or {}).get("token_usage") or (response.llm_output or {}).get("usage")
         if tu is None:
