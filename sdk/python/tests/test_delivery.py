@@ -124,6 +124,25 @@ def test_the_service_down_at_start_fails_open_and_prices_usage_when_the_plan_arr
     m.shutdown()
 
 
+def test_tokens_recorded_before_the_first_view_add_to_the_services_figures(
+    product: Product, proxy: FaultProxy
+) -> None:
+    user = product.create_user({"max_spend_per_period": 1000, **PRICED})
+    stored = product.api.post("/events", {"user_id": user, "model": "m", "input_tokens": 500})
+    assert stored.status_code == 201, stored.text
+    proxy.down()
+    m = Meter(api_key=product.key, base_url=proxy.api_url, startup_timeout=0.5)
+    m.start()
+    m.record(user, model="m", input_tokens=1000)  # held back until the view arrives
+    proxy.up()
+    assert m.flush(timeout=30)
+    state = m.state(user)
+    # The view's 500 tokens did not hold the 1,000 held back: both count.
+    assert state is not None and state.period_tokens_by_model == {"m": 1500} and near(state.period_cost, 1.5)
+    assert product.usage(user)["total_tokens"] == 1500
+    m.shutdown()
+
+
 def test_shutdown_is_bounded_when_the_service_is_down(product: Product, proxy: FaultProxy) -> None:
     user = product.create_user()
     m = Meter(api_key=product.key, base_url=proxy.api_url)

@@ -52,6 +52,8 @@ export interface ViewedState extends PeriodState {
   counters: LimitCounter[];
   readonly models: { clear(): void };
   readonly sessions: { clear(now: number): void };
+  /** Tokens by model name of the usage recorded before the first view, held back until it is in. */
+  heldTokens(): Iterable<[string, number]>;
 }
 
 export function applyView(e: ViewedState, view: SessionView, now: number): Merge {
@@ -63,8 +65,12 @@ export function applyView(e: ViewedState, view: SessionView, now: number): Merge
   else merge = "same_period";
 
   if (merge === "reset") e.sessions.clear(now);
-  // "first": anything recorded before the first answer belongs to the period the service reports.
+  // "first": anything recorded before the first answer belongs to the period the service reports. It is
+  // held back (priced, then sent, once this view is in), so the service's figures hold none of its tokens.
+  const held = merge === "first" ? [...e.heldTokens()] : [];
+  for (const [model, n] of held) addTokens(e.tokensByModel, model, -n);
   mergeUsage(e, u, merge === "same_period" || merge === "first");
+  for (const [model, n] of held) addTokens(e.tokensByModel, model, n);
   e.serviceUserId = view.service_user_id;
   e.plan = view.plan;
   e.planId = view.plan_id ?? null;
@@ -164,6 +170,12 @@ export function rollUsage(e: PeriodState, now: number): void {
   e.periodCost = 0;
   e.tokensByModel = byName();
   e.costByModel = byName();
+}
+
+function addTokens(byModel: Record<string, number>, model: string, n: number): void {
+  const sum = (Object.hasOwn(byModel, model) ? byModel[model]! : 0) + n;
+  if (sum > 0) byModel[model] = sum;
+  else delete byModel[model];
 }
 
 function maxOf(a: Record<string, number>, b: Record<string, number>): Record<string, number> {

@@ -407,6 +407,13 @@ export class UserEntry {
     this.#unpriced.push({ event, session });
   }
 
+  /** Tokens of the events waiting for the plan, by the model name they were counted under. */
+  *heldTokens(): Iterable<[string, number]> {
+    const sums = new Map<string, number>();
+    for (const { event } of this.#unpriced) if (event.model !== null) sums.set(event.model, (sums.get(event.model) ?? 0) + event.total_tokens);
+    yield* sums;
+  }
+
   /** The events waiting for the plan, handed over once. */
   takeUnpriced(): { event: UsageEvent; session: Session }[] {
     const out = this.#unpriced;

@@ -102,6 +102,21 @@ t("service down: start() settles, calls fail open, events wait in the queue; ref
   assert.ok(m.state(userId)!.service_user_id);
 });
 
+t("tokens recorded before the first view add to the view's: the service had none of them yet", async (ctx) => {
+  const { proxy, m } = await setup(ctx, { startupTimeoutMs: 500 });
+  const userId = await createUser(ctx.api, PLAN);
+  assert.is((await ctx.api.post("/events", { user_id: userId, model: "m", input_tokens: 500 })).status, 201);
+  await proxy.down();
+  await m.start();
+  await m.record(userId, { model: "m", input_tokens: 1000 }); // held back until the view arrives
+  await proxy.up();
+  assert.ok(await m.flush({ timeoutMs: 30_000 }));
+  const state = m.state(userId)!;
+  assert.equal(state.period_tokens_by_model, { m: 1500 });
+  assert.ok(near(state.period_cost, 1.5), String(state.period_cost));
+  await eventually(async () => (await usage(ctx.api, userId)).total_tokens === 1500);
+});
+
 t("a full queue drops new events, counts them and logs once", async (ctx) => {
   const { proxy, m, logger } = await setup(ctx, { maxQueueSize: 5 });
   const userId = await createUser(ctx.api, PLAN);

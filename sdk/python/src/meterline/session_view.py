@@ -57,6 +57,24 @@ def _priced_by(team_raw: dict[str, Any]) -> PlanConfig:
     return _intern({**team_raw, **caps, "credits_enabled": False, "credits_low_at": None})
 
 
+def _held_tokens(e: UserEntry) -> dict[str, int]:
+    """Tokens of the events waiting for the plan, by the model name they were counted under."""
+    sums: dict[str, int] = {}
+    for event, _session in e.unpriced:
+        if event.model is not None:
+            sums[event.model] = sums.get(event.model, 0) + event.total_tokens
+    return sums
+
+
+def _add_tokens(by_model: dict[str, int], held: dict[str, int], sign: int) -> None:
+    for model, n in held.items():
+        total = by_model.get(model, 0) + sign * n
+        if total > 0:
+            by_model[model] = total
+        else:
+            by_model.pop(model, None)
+
+
 def apply_view(e: UserEntry, view: dict[str, Any], now: float, teams: Teams | None = None) -> Merge:
     u = view.get("current_usage") or {}
     period = view["billing_period"]
@@ -71,8 +89,12 @@ def apply_view(e: UserEntry, view: dict[str, Any], now: float, teams: Teams | No
         merge = "same_period"
     if merge == "reset":
         e.sessions.clear(now)
-    # "first": anything recorded before the first answer belongs to the period the service reports.
+    # "first": anything recorded before the first answer belongs to the period the service reports. It is
+    # held back (priced, then sent, once this view is in), so the service's figures hold none of its tokens.
+    held = _held_tokens(e) if merge == "first" else {}
+    _add_tokens(e.tokens_by_model, held, -1)
     merge_usage(e, u, merge in ("same_period", "first"))
+    _add_tokens(e.tokens_by_model, held, 1)
     raw = view.get("plan_config") or {}
     e.service_user_id = view["service_user_id"]
     e.plan = view.get("plan", "none")
