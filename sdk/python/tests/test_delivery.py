@@ -124,9 +124,7 @@ def test_the_service_down_at_start_fails_open_and_prices_usage_when_the_plan_arr
     m.shutdown()
 
 
-def test_tokens_recorded_before_the_first_view_add_to_the_services_figures(
-    product: Product, proxy: FaultProxy
-) -> None:
+def test_tokens_recorded_before_the_first_view_add_to_the_services_figures(product: Product, proxy: FaultProxy) -> None:
     user = product.create_user({"max_spend_per_period": 1000, **PRICED})
     stored = product.api.post("/events", {"user_id": user, "model": "m", "input_tokens": 500})
     assert stored.status_code == 201, stored.text
