@@ -157,6 +157,8 @@ class Fault:
     kind: str  # "status" | "lose"
     status: int = 500
     times: int = 1
+    # The answer's JSON for "status" (default: {"detail": "injected fault"}).
+    body: Any = None
 
 
 class FaultProxy:
@@ -185,9 +187,9 @@ class FaultProxy:
     def api_url(self) -> str:
         return f"http://127.0.0.1:{self.port}{self.prefix}"
 
-    def inject(self, pattern: str, kind: str, status: int = 500, times: int = 1) -> None:
+    def inject(self, pattern: str, kind: str, status: int = 500, times: int = 1, body: Any = None) -> None:
         with self.lock:
-            self.faults.append(Fault(re.compile(pattern), kind, status, times))
+            self.faults.append(Fault(re.compile(pattern), kind, status, times, body))
 
     def count(self, pattern: str) -> int:
         rx = re.compile(pattern)
@@ -250,7 +252,7 @@ class FaultProxy:
                                 proxy.faults.remove(f)
                             break
                 if fault is not None and fault.kind == "status":
-                    data = json.dumps({"detail": "injected fault"}).encode()
+                    data = json.dumps(fault.body if fault.body is not None else {"detail": "injected fault"}).encode()
                     self.send_response(fault.status)
                     self.send_header("content-type", "application/json")
                     self.send_header("content-length", str(len(data)))

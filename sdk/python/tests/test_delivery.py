@@ -4,12 +4,14 @@ stay exact (nothing lost, nothing counted twice)."""
 from __future__ import annotations
 
 import logging
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from meterline import Meter
+from meterline import LimitExceededError, Meter
+from meterline.periods import parse_time
 
-from .support import FaultProxy, Product, near
+from .support import DAY, FaultProxy, Product, eventually, near
 
 PRICED = {"cost_rates": {"m": {"input": 1, "output": 1}}}
 
@@ -139,6 +141,45 @@ def test_tokens_recorded_before_the_first_view_add_to_the_services_figures(produ
     assert state is not None and state.period_tokens_by_model == {"m": 1500} and near(state.period_cost, 1.5)
     assert product.usage(user)["total_tokens"] == 1500
     m.shutdown()
+
+
+def test_a_service_answering_the_ended_period_leaves_the_rolled_period_and_its_cap_standing(
+    product: Product, proxy: FaultProxy
+) -> None:
+    now = datetime.now(timezone.utc)
+    end = now + timedelta(seconds=1.5)
+    user = product.create_user(
+        {"max_spend_per_period": 1, "cost_rates": {"m": {"input": 1, "output": 0}}}, now - DAY, end
+    )
+    # The session view as the service gives it now, answered from here on: a backend that gives no new dates.
+    view = product.api.get(f"/users/{user}/session")
+    assert view.status_code == 200, view.text
+    proxy.inject(r"^GET /users/[^/]+/session", "status", 200, times=1000, body=view.json())
+    eventually(lambda: datetime.now(timezone.utc) > end + timedelta(milliseconds=10), what="the period's end")
+    m = Meter(api_key=product.key, base_url=proxy.api_url, refresh_interval=0.2)
+
+    def sessions() -> int:
+        return proxy.count(r"^GET /users/[^/]+/session")
+
+    def reloaded(before: int) -> bool:
+        m.guard(user, model="m")
+        return sessions() > before
+
+    for _ in range(3):
+        assert m.guard(user, model="m").status != "hard_gate"
+        m.record(user, model="m", input_tokens=300)
+        # A call after the refresh interval reloads the view (the old period again) in the background.
+        count = sessions()
+        eventually(lambda: reloaded(count), what="a reload")  # noqa: B023
+    state = m.state(user)
+    assert state is not None and parse_time(state.billing_period.start) == parse_time(
+        view.json()["billing_period"]["end"]
+    )
+    assert near(state.period_cost, 0.9), state.period_cost
+    m.record(user, model="m", input_tokens=300)
+    with pytest.raises(LimitExceededError):
+        m.guard(user, model="m")
+    assert m.shutdown()
 
 
 def test_shutdown_is_bounded_when_the_service_is_down(product: Product, proxy: FaultProxy) -> None:

@@ -58,10 +58,13 @@ export interface ViewedState extends PeriodState {
 
 export function applyView(e: ViewedState, view: SessionView, now: number): Merge {
   const u = view.current_usage;
+  // The service still names a period this client rolled past (SPEC: a period that ended with no new
+  // dates from the service is cleared locally): the local period and what it counted stand.
+  const behind = e.loaded && Date.parse(view.billing_period.end) <= Date.parse(e.periodStart);
   let merge: Merge;
   if (!e.loaded) merge = "first";
   else if (e.serviceUserId !== null && e.serviceUserId !== view.service_user_id) merge = "reset";
-  else if (e.periodStart !== view.billing_period.start || e.periodEnd !== view.billing_period.end) merge = "fresh_period";
+  else if (!behind && (e.periodStart !== view.billing_period.start || e.periodEnd !== view.billing_period.end)) merge = "fresh_period";
   else merge = "same_period";
 
   if (merge === "reset") e.sessions.clear(now);
@@ -69,7 +72,7 @@ export function applyView(e: ViewedState, view: SessionView, now: number): Merge
   // held back (priced, then sent, once this view is in), so the service's figures hold none of its tokens.
   const held = merge === "first" ? [...e.heldTokens()] : [];
   for (const [model, n] of held) addTokens(e.tokensByModel, model, -n);
-  mergeUsage(e, u, merge === "same_period" || merge === "first");
+  if (!behind) mergeUsage(e, u, merge === "same_period" || merge === "first");
   for (const [model, n] of held) addTokens(e.tokensByModel, model, n);
   e.serviceUserId = view.service_user_id;
   e.plan = view.plan;
@@ -83,9 +86,11 @@ export function applyView(e: ViewedState, view: SessionView, now: number): Merge
   e.credits = readCredits(plan, view, e.periodCost, merge === "reset" ? null : e.credits, now);
   e.config = e.credits === null ? plan : withCap(plan!, e.credits.cap);
   e.timeoutMs = sessionWindowMs(view.plan_config.session_timeout_minutes);
-  e.periodStart = view.billing_period.start;
-  e.periodEnd = view.billing_period.end;
-  e.periodEndMs = Date.parse(view.billing_period.end);
+  if (!behind) {
+    e.periodStart = view.billing_period.start;
+    e.periodEnd = view.billing_period.end;
+    e.periodEndMs = Date.parse(view.billing_period.end);
+  }
   e.models.clear();
   e.loaded = true;
   e.unknown = false;

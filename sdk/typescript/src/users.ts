@@ -107,6 +107,8 @@ export class Users {
     const e = new UserEntry(userId, clockNow());
     const loaded = this.reload(e, this.settings.startupTimeoutMs);
     if (this.transport.reachable) await loaded;
+    // A view whose period has ended already: the next one starts here, as at a rollover.
+    if (e.loaded) rollIfOver(e, clockNow());
     this.#entries.set(userId, e);
     return e;
   }
@@ -115,9 +117,7 @@ export class Users {
   private async rollover(e: UserEntry): Promise<UserEntry> {
     const loaded = this.reload(e, this.settings.startupTimeoutMs);
     if (this.transport.reachable) await loaded;
-    const now = clockNow();
-    if (now >= e.periodEndMs) e.rollOver(now);
-    if (e.team !== null && now >= e.team.periodEndMs) e.team.rollOver(now);
+    rollIfOver(e, clockNow());
     return e;
   }
 
@@ -204,4 +204,10 @@ export class Users {
     }
     this.teams.sweep(this.#entries.values());
   }
+}
+
+/** The user's (and its team's) period over at `now` with no new one from the service: cleared locally. */
+function rollIfOver(e: UserEntry, now: number): void {
+  if (now >= e.periodEndMs) e.rollOver(now);
+  if (e.team !== null && now >= e.team.periodEndMs) e.team.rollOver(now);
 }

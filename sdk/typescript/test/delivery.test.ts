@@ -151,6 +151,32 @@ t("rollover while the service is unreachable: counters are cleared locally", asy
   await m.flush({ timeoutMs: 30_000 });
 });
 
+t("a service that keeps answering the ended period: the period rolled locally and what it counted stand, so its cap holds", async (ctx) => {
+  const { proxy, m } = await setup(ctx, { startupTimeoutMs: 1_000, refreshIntervalMs: 200 });
+  const now = Date.now();
+  const end = new Date(now + 1_500);
+  const userId = await createUser(ctx.api, { max_spend_per_period: 1, cost_rates: { m: { input: 1, output: 0 } } }, { start: new Date(now - DAY), end });
+  // The session view as the service gives it now, answered from here on: a backend that gives no new dates.
+  const view = await ctx.api.get(`/users/${userId}/session`);
+  assert.is(view.status, 200);
+  proxy.inject(/^GET \/users\/[^/]+\/session/, { kind: "status", status: 200, body: view.body }, 1_000);
+  await eventually(() => Date.now() > end.getTime() + 10, 10_000);
+  const sessions = () => proxy.count(/^GET \/users\/[^/]+\/session/);
+  // Calls of $0.30 in the new period, each after a reload of the old view.
+  for (let call = 0; call < 3; call++) {
+    assert.ok((await m.guard(userId, { model: "m" })).status !== "hard_gate");
+    await m.record(userId, { model: "m", input_tokens: 300 });
+    // A call after the refresh interval reloads the view (the old period again) in the background.
+    const before = sessions();
+    await eventually(async () => (await m.guard(userId, { model: "m" }), sessions() > before), 10_000, "a reload");
+  }
+  const s = m.state(userId)!;
+  assert.is(s.billing_period.start, end.toISOString());
+  assert.ok(near(s.period_cost, 0.9), String(s.period_cost));
+  await m.record(userId, { model: "m", input_tokens: 300 });
+  await rejects(() => m.guard(userId, { model: "m" }), LimitExceededError);
+});
+
 t("shutdown delivers what is queued, usage and gate events", async (ctx) => {
   const { proxy, m } = await setup(ctx);
   const userId = await createUser(ctx.api, { ...PLAN, max_spend_per_period: 0.02 });

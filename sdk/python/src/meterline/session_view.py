@@ -78,12 +78,15 @@ def _add_tokens(by_model: dict[str, int], held: dict[str, int], sign: int) -> No
 def apply_view(e: UserEntry, view: dict[str, Any], now: float, teams: Teams | None = None) -> Merge:
     u = view.get("current_usage") or {}
     period = view["billing_period"]
+    # The service still names a period this client rolled past (SPEC: a period that ended with no new dates
+    # from the service is cleared locally): the local period and what it counted stand.
+    behind = e.loaded and parse_time(period["end"]) <= parse_time(e.period_start)
     merge: Merge
     if not e.loaded:
         merge = "first"
     elif e.service_user_id is not None and e.service_user_id != view["service_user_id"]:
         merge = "reset"
-    elif e.period_start != period["start"] or e.period_end != period["end"]:
+    elif not behind and (e.period_start != period["start"] or e.period_end != period["end"]):
         merge = "fresh_period"
     else:
         merge = "same_period"
@@ -93,7 +96,8 @@ def apply_view(e: UserEntry, view: dict[str, Any], now: float, teams: Teams | No
     # held back (priced, then sent, once this view is in), so the service's figures hold none of its tokens.
     held = _held_tokens(e) if merge == "first" else {}
     _add_tokens(e.tokens_by_model, held, -1)
-    merge_usage(e, u, merge in ("same_period", "first"))
+    if not behind:
+        merge_usage(e, u, merge in ("same_period", "first"))
     _add_tokens(e.tokens_by_model, held, 1)
     raw = view.get("plan_config") or {}
     e.service_user_id = view["service_user_id"]
@@ -110,9 +114,10 @@ def apply_view(e: UserEntry, view: dict[str, Any], now: float, teams: Teams | No
     e.credits = read_credits(plan, view, e.period_cost, None if merge == "reset" else e.credits, now)
     e.config = plan if e.credits is None or plan is None else with_cap(plan, e.credits.cap)
     e.timeout = float(raw.get("session_timeout_minutes") or 30.0) * 60.0
-    e.period_start = period["start"]
-    e.period_end = period["end"]
-    e.period_end_t = parse_time(period["end"])
+    if not behind:
+        e.period_start = period["start"]
+        e.period_end = period["end"]
+        e.period_end_t = parse_time(period["end"])
     e.models.clear()
     e.loaded = True
     e.unknown = False

@@ -48,12 +48,15 @@ class Users(Recording):
 
     def _end_load(self, e: UserEntry, rollover: bool) -> UserEntry:
         with self._lock:
-            if rollover:
+            # A period over with no new one from the service (at a rollover, or a first view whose period has
+            # ended already): the next one starts here.
+            if rollover or e.loaded:
                 now = clock_now()
                 if now >= e.period_end_t:
                     roll_locally(e, now)
                 if e.team is not None and now >= e.team.period_end_t:
                     e.team.roll_over(now)
+            if rollover:
                 return e
             self._users.setdefault(e.user_id, e)
             self._loading.pop(e.user_id, None)
