@@ -51,8 +51,8 @@ export class LimitExceededError extends MeterError {
    * When the blocking dimension lets a call through again by itself (`result.resets_at`): the end of
    * its window (a calendar window in the plan's time zone, the billing period, the library's own
    * session) or when enough of a rolling window's usage ages out; null when it never does (a max
-   * of 0) or is not known (a caller's session lasts as long as it is used). The HTTP helpers send
-   * it as Retry-After.
+   * of 0, prepaid credits with no allowance that ran out: only a grant lifts them) or is not known
+   * (a caller's session lasts as long as it is used). The HTTP helpers send it as Retry-After.
    */
   readonly resetsAt: Date | null;
   /**

@@ -49,6 +49,9 @@ t("pure prepaid: a $1.00 grant runs calls until spent, then the block names tota
   assert.is(err.reason, "total_spend");
   assert.equal(err.credits, { balance: 0, lowAt: 0.5 });
   assert.equal(limitBody(err).credits, { balance: 0, low_at: 0.5 });
+  // Prepaid only: a new period brings nothing, so no reset to wait for (no Retry-After); a grant lifts it.
+  assert.is(err.resetsAt, null);
+  assert.is(limitBody(err).resets_at, null);
   assert.ok(await m.flush());
   // The service counted the same: its balance is spent, nothing overdrawn.
   let last: unknown;

@@ -33,7 +33,8 @@ class LimitExceededError(MeterError):
         # When the blocking dimension lets a call through again by itself (UTC; result.resets_at unless
         # given): the end of its window (a calendar window in the plan's time zone, the billing period, the
         # library's own session) or when enough of a rolling window's usage ages out; None when it never
-        # does (a max of 0) or is not known (a caller-named session lasts as long as it is used).
+        # does (a max of 0, prepaid credits with no allowance that ran out: only a grant lifts them) or is
+        # not known (a caller-named session lasts as long as it is used).
         if resets_at is None and result.resets_at is not None:
             resets_at = datetime.fromisoformat(result.resets_at.replace("Z", "+00:00")).astimezone(timezone.utc)
         self.resets_at = resets_at
