@@ -146,8 +146,19 @@ t("a re-sent grant id changes nothing (200), other fields are 409; validation; u
   assert.is(again.status, 200, JSON.stringify(again.body));
   assert.equal(again.body.metadata, { invoice: "in_1" });
   near((await credits(api, user)).balance, 5, "granted once");
+  // The same grant with its defaults spelled out and its metadata's keys in another order: a repeat too.
+  const spelled = await api.post(`/users/${user}/credits`, { ...body, kind: "paid", priority: 50, metadata: { invoice: "in_1" } });
+  assert.is(spelled.status, 200, JSON.stringify(spelled.body));
+  const second = await userOnPlan(api, PREPAID, THIS_MONTH);
+  const plain = { id: "pay_y", amount: 1, kind: "paid", priority: 50, metadata: { a: 1, b: { c: 2, d: 3 } } };
+  assert.is((await api.post(`/users/${second}/credits`, plain)).status, 201);
+  const reordered = await api.post(`/users/${second}/credits`, { id: "pay_y", amount: 1, metadata: { b: { d: 3, c: 2 }, a: 1 } });
+  assert.is(reordered.status, 200, JSON.stringify(reordered.body));
+  near((await credits(api, second)).balance, 1, "granted once");
+  near((await credits(api, user)).balance, 5, "granted once");
   const other = await api.post(`/users/${user}/credits`, { ...body, amount: 6 });
   assert.is(other.status, 409, JSON.stringify(other.body));
+  assert.is((await api.post(`/users/${user}/credits`, { ...body, kind: "promotional" })).status, 409);
   for (const bad of [{ id: "a", amount: 0 }, { id: "a", amount: 1, priority: 101 }, { id: "a", amount: 1, kind: "gift" }, { id: "", amount: 1 }, { id: "a", amount: 1e10 }]) {
     assert.is((await api.post(`/users/${user}/credits`, bad)).status, 422, JSON.stringify(bad));
   }

@@ -22,6 +22,9 @@ export const GRANT_BOUNDS = {
   maxPriority: 100,
 } as const;
 
+/** What a grant sent without them has (BUDGETS.md §3). */
+const GRANT_DEFAULTS = { kind: "paid", priority: 50 } as const;
+
 /** A grant as the caller sent it, before defaults. */
 export interface GrantInput {
   id: string;
@@ -51,9 +54,9 @@ export function grantRecord(productId: string, owner: string, g: GrantInput, now
   if (!(Number.isFinite(g.amount) && g.amount > 0 && g.amount <= GRANT_BOUNDS.maxAmount)) {
     problems.push(`amount must be a number of dollars above 0 and at most ${GRANT_BOUNDS.maxAmount}`);
   }
-  const kind = g.kind ?? "paid";
+  const kind = g.kind ?? GRANT_DEFAULTS.kind;
   if (kind !== "paid" && kind !== "promotional") problems.push(`kind must be "paid" or "promotional"`);
-  const priority = g.priority ?? 50;
+  const priority = g.priority ?? GRANT_DEFAULTS.priority;
   if (!(Number.isInteger(priority) && priority >= 0 && priority <= GRANT_BOUNDS.maxPriority)) {
     problems.push(`priority must be a whole number from 0 to ${GRANT_BOUNDS.maxPriority}`);
   }
@@ -89,6 +92,32 @@ export function grantRecord(productId: string, owner: string, g: GrantInput, now
 }
 
 /**
+ * Whether two grants as sent (GrantRecordDoc.sent) are the same grant: a kind or priority left
+ * to its default is the default written out, and metadata is compared as data (key order, `{}`
+ * as none), so an auto top-up repeated by other code that spells the defaults out is a repeat.
+ */
+export function sameGrant(a: string, b: string): boolean {
+  return a === b || normalSent(a) === normalSent(b);
+}
+
+function normalSent(sent: string): string {
+  const [amount, kind, priority, effective, expires, description, metadata] = JSON.parse(sent) as [number, string | null, number | null, number | null, number | null, string | null, string | null];
+  const data = metadata === null ? null : (JSON.parse(metadata) as unknown);
+  const none = data === null || (typeof data === "object" && !Array.isArray(data) && Object.keys(data).length === 0);
+  return JSON.stringify([amount, kind ?? GRANT_DEFAULTS.kind, priority ?? GRANT_DEFAULTS.priority, effective, expires, description, none ? null : canonical(data)]);
+}
+
+/** JSON text with every object's keys in one order. */
+function canonical(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonical).join(",")}]`;
+  if (v !== null && typeof v === "object") {
+    const keys = Object.keys(v).sort();
+    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`).join(",")}}`;
+  }
+  return JSON.stringify(v);
+}
+
+/**
  * Adds a grant once: a new id is recorded and taken by the account; the same id with the same
  * fields again ensures only that the account took it (a request cut off before); other fields
  * are ALREADY_EXISTS. Past MAX_LIVE_GRANTS live grants the record is removed again and the
@@ -107,7 +136,7 @@ export async function addGrant(
   if (!created) {
     const existing = await deps.credits.grant(record._id);
     if (!existing) throw rpcError.unavailable("the grant is being removed by another request; retry");
-    if (existing.sent !== record.sent) {
+    if (!sameGrant(existing.sent, record.sent)) {
       throw rpcError.alreadyExists(`grant "${input.id}" exists with other fields; a repeated grant id must carry the same amount, kind, priority, dates, description and metadata`);
     }
     record = existing;
