@@ -1,17 +1,28 @@
 /**
  * JSON request bodies. Many HTTP clients send `Content-Type: application/json` on every request,
  * also a DELETE or a POST that carries nothing: for a route that takes no body, an empty body is
- * no body. A route that takes one still answers an empty body with Fastify's empty-body error
- * (mapped in errors.ts).
+ * no body. A route whose body holds only options with defaults (`config.optionalBody`) takes no
+ * body, or an empty one, as `{}`. Any other route that takes one still answers an empty body with
+ * Fastify's empty-body error (mapped in errors.ts).
  */
 import type { FastifyInstance } from "fastify";
 
-// Any logger and type provider: only the content-type parser API is used.
+declare module "fastify" {
+  interface FastifyContextConfig {
+    /** Every field of the route's body is optional: a request without one is `{}`. */
+    optionalBody?: boolean;
+  }
+}
+
+// Any logger and type provider: only the content-type parser and hook APIs are used.
 export function parseJsonBodies(app: FastifyInstance<any, any, any, any, any>): void {
   const parse = app.getDefaultJsonParser("error", "error");
   app.removeContentTypeParser("application/json");
   app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) => {
-    if (body.length === 0 && request.routeOptions.schema?.body === undefined) return done(null, undefined);
+    if (body.length === 0 && (request.routeOptions.schema?.body === undefined || request.routeOptions.config.optionalBody)) return done(null, undefined);
     parse(request, body as string, done);
+  });
+  app.addHook("preValidation", async (request) => {
+    if (request.body === undefined && request.routeOptions.config.optionalBody) request.body = {};
   });
 }

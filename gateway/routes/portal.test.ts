@@ -61,6 +61,13 @@ t("an admin or ingest key mints a token for an existing user, with a bounded lif
   assert.is(res.user_id, "alice");
   const lifetime = Date.parse(res.expires_at) - before;
   assert.ok(lifetime > 3_590_000 && lifetime <= 3_610_000, `default lifetime ${lifetime} ms`);
+  // ttl_seconds has its default without a body too, or with an empty one.
+  for (const bare of [{}, { rawBody: "", headers: { "content-type": "application/json" } }]) {
+    const minted = await api.request("POST", "/users/alice/portal-tokens", bare);
+    assert.is(minted.status, 201, JSON.stringify(minted.body));
+    const ttl = Date.parse(minted.body.expires_at) - before;
+    assert.ok(ttl > 3_590_000 && ttl <= 3_610_000, `default lifetime ${ttl} ms`);
+  }
   const viaIngest = await must(ingest.post("/users/alice/portal-tokens", { ttl_seconds: 86_400 }), 201);
   assert.ok(Date.parse(viaIngest.expires_at) - before > 86_390_000);
   for (const ttl_seconds of [59, 86_401, 1.5]) assert.is((await api.post("/users/alice/portal-tokens", { ttl_seconds })).status, 422, String(ttl_seconds));

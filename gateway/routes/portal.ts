@@ -69,7 +69,8 @@ export const portalRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     "/users/:user_id/portal-tokens",
     {
-      config: { ingest: true },
+      // ttl_seconds has a default: no body mints with it.
+      config: { ingest: true, optionalBody: true },
       schema: {
         operationId: "createPortalToken",
         summary: "Mint a portal token that reads this one user's state (GET /portal/me) and nothing else",
