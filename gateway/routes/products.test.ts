@@ -68,6 +68,10 @@ t("body validation failures give 422 listing every issue", async ({ stack }) => 
   assert.equal(paths, ["/contact_email", "/extra", "/name"]);
   const long = await stack.api.post("/products", { name: "x".repeat(256) });
   assert.is(long.status, 422);
+  // 255 characters whatever they are (an emoji is two UTF-16 units).
+  assert.is((await stack.api.post("/products", { name: "😀".repeat(256) })).status, 422);
+  const wide = await stack.api.post("/products", { name: "😀".repeat(255) });
+  assert.is(wide.status, 201, JSON.stringify(wide.body));
   const missing = await stack.api.post("/products", {});
   assert.is(missing.status, 422);
   assert.equal(missing.body.issues.map((i: { path: string }) => i.path), ["/name"]);

@@ -72,6 +72,7 @@ t("POST /users validates its body (422)", async ({ a }) => {
     {},
     { external_user_id: "" },
     { external_user_id: "x".repeat(256) },
+    { external_user_id: "😀".repeat(256) },
     { external_user_id: 42 },
     { external_user_id: uid(), name: "n".repeat(256) },
     { external_user_id: uid(), plan: "free" },
@@ -81,6 +82,10 @@ t("POST /users validates its body (422)", async ({ a }) => {
     assert.ok(Array.isArray(res.body.issues));
   }
   assert.is((await a.post("/users", { external_user_id: "x".repeat(255) })).status, 201);
+  // 255 characters whatever they are (an emoji is two UTF-16 units): the gateway and the service count alike.
+  const wide = await a.post("/users", { external_user_id: "😀".repeat(255), name: "名".repeat(255) });
+  assert.is(wide.status, 201, JSON.stringify(wide.body));
+  assert.is((await a.get(`/users/${encodeURIComponent("😀".repeat(255))}`)).body.external_user_id, "😀".repeat(255));
 });
 
 t("subscribes a user; plan_name and billing_subscription_id are set (200)", async ({ a, capped, unlimited }) => {

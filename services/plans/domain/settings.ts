@@ -1,4 +1,5 @@
 // Plan settings: defaults, validation and partial updates. Pure functions, no I/O.
+import { characters } from "@meter/lib/characters";
 import type { PlanSettings } from "@meter/proto/meter/plans/v1/plans_pb";
 import { rpcError } from "@meter/lib/errors";
 import { PLAN_DEFAULTS as RULE_DEFAULTS, type PlanRules, type Rate } from "@meter/rules";
@@ -140,7 +141,7 @@ export function planProblems(v: PlanValues, prefix = ""): string[] {
     const names = Object.keys(m);
     if (names.length > LIMITS.mapEntries) problems.push(`${at(f)} has more than ${LIMITS.mapEntries} entries`);
     for (const k of names) {
-      if (k.length === 0 || k.length > LIMITS.keyLength) {
+      if (k.length === 0 || characters(k) > LIMITS.keyLength) {
         problems.push(`${at(f)} keys must be 1-${LIMITS.keyLength} characters`);
         break;
       }
@@ -148,7 +149,7 @@ export function planProblems(v: PlanValues, prefix = ""): string[] {
   };
 
   if (v.name.trim().length === 0) problems.push(`${at("name")} must not be empty`);
-  else if (v.name.length > LIMITS.nameLength) problems.push(`${at("name")} must be at most ${LIMITS.nameLength} characters`);
+  else if (characters(v.name) > LIMITS.nameLength) problems.push(`${at("name")} must be at most ${LIMITS.nameLength} characters`);
   money("max_spend_per_period", v.max_spend_per_period);
   money("max_spend_per_session", v.max_spend_per_session);
   if (!(Number.isFinite(v.session_timeout_minutes) && v.session_timeout_minutes > 0)) {

@@ -1,3 +1,4 @@
+import { characters } from "@meter/lib/characters";
 import { rpcError } from "@meter/lib/errors";
 import type { PlansDeps } from "../deps.ts";
 import { toTeam, toUser } from "./mapping.ts";
@@ -9,7 +10,7 @@ import type { TeamDoc } from "../store/teams.ts";
 export const EXTERNAL_USER_ID_MAX = 255;
 
 export function checkExternalUserId(id: string): void {
-  if (id.length === 0 || id.length > EXTERNAL_USER_ID_MAX) {
+  if (id.length === 0 || characters(id) > EXTERNAL_USER_ID_MAX) {
     throw rpcError.invalid(`external_user_id must be 1-${EXTERNAL_USER_ID_MAX} characters`);
   }
 }
@@ -20,7 +21,7 @@ export function userNotFound(externalUserId: string) {
 
 /** External team ids follow the rules of external user ids. */
 export function checkExternalTeamId(id: string): void {
-  if (id.length === 0 || id.length > EXTERNAL_USER_ID_MAX) {
+  if (id.length === 0 || characters(id) > EXTERNAL_USER_ID_MAX) {
     throw rpcError.invalid(`external_team_id must be 1-${EXTERNAL_USER_ID_MAX} characters`);
   }
 }

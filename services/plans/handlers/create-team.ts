@@ -1,3 +1,4 @@
+import { characters } from "@meter/lib/characters";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { PlansService } from "@meter/proto/meter/plans/v1/plans_pb";
 import { rpcError } from "@meter/lib/errors";
@@ -11,7 +12,7 @@ export const TEAM_NAME_MAX = 255;
 export function createTeam(deps: PlansDeps): ServiceImpl<typeof PlansService>["createTeam"] {
   return async (req) => {
     checkExternalTeamId(req.externalTeamId);
-    if (req.name.length === 0 || req.name.length > TEAM_NAME_MAX) throw rpcError.invalid(`name must be 1-${TEAM_NAME_MAX} characters`);
+    if (req.name.length === 0 || characters(req.name) > TEAM_NAME_MAX) throw rpcError.invalid(`name must be 1-${TEAM_NAME_MAX} characters`);
     const team = await deps.teams.insert(req.productId, req.externalTeamId, req.name);
     if (!team) throw rpcError.alreadyExists(`team "${req.externalTeamId}" already exists`);
     deps.logger.info({ productId: req.productId, teamId: team.id }, "team created");

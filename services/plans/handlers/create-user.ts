@@ -1,3 +1,4 @@
+import { characters } from "@meter/lib/characters";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { PlansService } from "@meter/proto/meter/plans/v1/plans_pb";
 import { rpcError } from "@meter/lib/errors";
@@ -10,7 +11,7 @@ export function createUser(deps: PlansDeps): ServiceImpl<typeof PlansService>["c
   return async (req) => {
     const productId = req.productId;
     checkExternalUserId(req.externalUserId);
-    if (req.name !== undefined && req.name.length > 255) throw rpcError.invalid("name must be at most 255 characters");
+    if (req.name !== undefined && characters(req.name) > 255) throw rpcError.invalid("name must be at most 255 characters");
     const user = await deps.users.insert(productId, req.externalUserId, req.name ?? null);
     if (!user) throw rpcError.alreadyExists(`user "${req.externalUserId}" already exists`);
     return { user: toUser(user) };

@@ -1,3 +1,4 @@
+import { characters } from "@meter/lib/characters";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { CreateProductRequest, TenancyService } from "@meter/proto/meter/tenancy/v1/tenancy_pb";
 import { rpcError } from "@meter/lib/errors";
@@ -9,8 +10,8 @@ const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
 function validate(req: CreateProductRequest): void {
   if (req.name.trim().length === 0) throw rpcError.invalid("name must not be empty");
-  if (req.name.length > 255) throw rpcError.invalid("name must be at most 255 characters");
-  if (req.contactName !== undefined && req.contactName.length > 255) {
+  if (characters(req.name) > 255) throw rpcError.invalid("name must be at most 255 characters");
+  if (req.contactName !== undefined && characters(req.contactName) > 255) {
     throw rpcError.invalid("contact_name must be at most 255 characters");
   }
   if (req.contactEmail !== undefined && (req.contactEmail.length > 320 || !EMAIL.test(req.contactEmail))) {
