@@ -37,14 +37,15 @@ function marked(readme: string, name: string, lang: string): string {
   return block!;
 }
 
-/** A product with `capped` on a plan of $0 and `paying` on one of $5, gpt-4o priced. */
+/** A product with `capped` at the cap of a plan of $0.01 and `paying` on one of $5, gpt-4o priced. */
 async function product(api: Api) {
   const key = api.withKey((await api.post("/products", { name: `install ${randomBytes(3).toString("hex")}` })).body.api_key);
   const day = 86_400_000;
   const plans = await key.post("/config/plans", {
     plans: [
       { name: "paid", max_spend_per_period: 5, cost_rates: { "gpt-4o": { input: 2.5, output: 10 } } },
-      { name: "none", max_spend_per_period: 0 },
+      // Reached rather than 0: a cap of 0 never lifts, so its 429 has no Retry-After to check.
+      { name: "tiny", max_spend_per_period: 0.01 },
     ],
   });
   assert.is(plans.status, 201, JSON.stringify(plans.body));
@@ -54,6 +55,7 @@ async function product(api: Api) {
     const period = { plan_id: plan, period_start: new Date(Date.now() - day).toISOString(), period_end: new Date(Date.now() + day).toISOString() };
     assert.is((await key.post(`/users/${user}/subscription`, period)).status, 200);
   }
+  assert.is((await key.post("/events", { user_id: "capped", cost: 1 })).status, 201);
   return key;
 }
 
