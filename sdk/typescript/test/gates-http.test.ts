@@ -160,9 +160,8 @@ t("Fastify: the meterFastify plugin answers a blocked call with JSON 429 and Ret
   }
 });
 
-t("a cap of 0 (a cancelled plan): 429 naming the cap, no Retry-After, resets_at null: it never lifts by itself", async (ctx) => {
-  const userId = await createUser(ctx.api, { max_spend_per_period: 0 });
-  const m = meter(ctx);
+/** The answer to one GET /chat of an Express app whose handler guards `userId`, behind meterErrorHandler. */
+async function expressChat(m: Meter, userId: string): Promise<Response> {
   const app = express();
   app.get("/chat", async (_req, res) => {
     await m.guard(userId, { model: "gpt-4o" });
@@ -172,14 +171,19 @@ t("a cap of 0 (a cancelled plan): 429 naming the cap, no Retry-After, resets_at 
   const server = app.listen(0, "127.0.0.1");
   await once(server, "listening");
   try {
-    const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/chat`);
-    assert.is(res.status, 429);
-    assert.is(res.headers.get("retry-after"), null);
-    const body = (await res.json()) as { gate_reason: string; limit_value: number; resets_at: string | null };
-    assert.equal([body.gate_reason, body.limit_value, body.resets_at], ["total_spend", 0, null]);
+    return await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/chat`);
   } finally {
     server.close();
   }
+}
+
+t("a cap of 0 (a cancelled plan): 429 naming the cap, no Retry-After, resets_at null: it never lifts by itself", async (ctx) => {
+  const userId = await createUser(ctx.api, { max_spend_per_period: 0 });
+  const res = await expressChat(meter(ctx), userId);
+  assert.is(res.status, 429);
+  assert.is(res.headers.get("retry-after"), null);
+  const body = (await res.json()) as { gate_reason: string; limit_value: number; resets_at: string | null };
+  assert.equal([body.gate_reason, body.limit_value, body.resets_at], ["total_spend", 0, null]);
 });
 
 t("failClosed during an outage: Express and Fastify answer 503 with Retry-After, saying metering is unavailable, not a limit", async (ctx) => {
@@ -200,19 +204,7 @@ t("failClosed during an outage: Express and Fastify answer 503 with Retry-After,
     const after = Number(res.headers.get("retry-after"));
     assert.ok(after >= 1 && after <= 5, `Retry-After ${after}`);
   };
-  const app = express();
-  app.get("/chat", async (_req, res) => {
-    await m.guard(userId, { model: "gpt-4o" });
-    res.json({ ok: true });
-  });
-  app.use(meterErrorHandler());
-  const server = app.listen(0, "127.0.0.1");
-  await once(server, "listening");
-  try {
-    await check503(await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/chat`));
-  } finally {
-    server.close();
-  }
+  await check503(await expressChat(m, userId));
   const f = Fastify();
   await f.register(meterFastify);
   f.get("/chat", async () => {
