@@ -22,7 +22,13 @@ export function parseJsonBodies(app: FastifyInstance<any, any, any, any, any>): 
     if (body.length === 0 && (request.routeOptions.schema?.body === undefined || request.routeOptions.config.optionalBody)) return done(null, undefined);
     parse(request, body as string, done);
   });
-  app.addHook("preValidation", async (request) => {
-    if (request.body === undefined && request.routeOptions.config.optionalBody) request.body = {};
+  // Only on the routes that ask for it: no hook on every other request.
+  app.addHook("onRoute", (route) => {
+    if (!route.config?.optionalBody) return;
+    const fill = (request: { body: unknown }, _reply: unknown, done: () => void) => {
+      request.body ??= {};
+      done();
+    };
+    route.preValidation = [...[route.preValidation ?? []].flat(), fill];
   });
 }

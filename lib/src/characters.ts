@@ -4,15 +4,8 @@
  * and a service's own check of a limit agrees with the gateway's.
  */
 export function characters(s: string): number {
+  // A string iterates by code points (an unpaired surrogate is one).
   let n = 0;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    // A high surrogate followed by a low one is one character.
-    if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
-      const d = s.charCodeAt(i + 1);
-      if (d >= 0xdc00 && d <= 0xdfff) i++;
-    }
-    n++;
-  }
+  for (const _ of s) n++;
   return n;
 }

@@ -3,6 +3,7 @@
  * The record is written first (`credit_grants`), so a repeated id is found there; then the
  * account takes the grant in one conditional write, which also pays any overdraft.
  */
+import { isDeepStrictEqual } from "node:util";
 import { rpcError } from "@meter/lib/errors";
 import { toNano } from "@meter/rules";
 import { own } from "@meter/lib/own";
@@ -97,24 +98,14 @@ export function grantRecord(productId: string, owner: string, g: GrantInput, now
  * as none), so an auto top-up repeated by other code that spells the defaults out is a repeat.
  */
 export function sameGrant(a: string, b: string): boolean {
-  return a === b || normalSent(a) === normalSent(b);
+  return a === b || isDeepStrictEqual(normalSent(a), normalSent(b));
 }
 
-function normalSent(sent: string): string {
+function normalSent(sent: string): unknown[] {
   const [amount, kind, priority, effective, expires, description, metadata] = JSON.parse(sent) as [number, string | null, number | null, number | null, number | null, string | null, string | null];
   const data = metadata === null ? null : (JSON.parse(metadata) as unknown);
   const none = data === null || (typeof data === "object" && !Array.isArray(data) && Object.keys(data).length === 0);
-  return JSON.stringify([amount, kind ?? GRANT_DEFAULTS.kind, priority ?? GRANT_DEFAULTS.priority, effective, expires, description, none ? null : canonical(data)]);
-}
-
-/** JSON text with every object's keys in one order. */
-function canonical(v: unknown): string {
-  if (Array.isArray(v)) return `[${v.map(canonical).join(",")}]`;
-  if (v !== null && typeof v === "object") {
-    const keys = Object.keys(v).sort();
-    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`).join(",")}}`;
-  }
-  return JSON.stringify(v);
+  return [amount, kind ?? GRANT_DEFAULTS.kind, priority ?? GRANT_DEFAULTS.priority, effective, expires, description, none ? null : data];
 }
 
 /**
