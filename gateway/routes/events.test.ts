@@ -121,6 +121,19 @@ t("a malformed batch is refused whole with 422 naming each bad event and field",
   assert.is((await api.post("/gate-events/batch", [{ id: randomUUID() }])).status, 422);
 });
 
+t("ids are counted in characters, as the users' own: a user of 255 emoji has its events and gate events stored", async ({ stack }) => {
+  const { api } = await stack.newProduct();
+  const userId = "😀".repeat(255);
+  assert.is((await api.post("/users", { external_user_id: userId })).status, 201);
+  assert.equal((await api.post("/events/batch", [usageEvent(userId, { cost_total: 1 }), usageEvent("someone")])).body, { accepted: 2, duplicates: 0 });
+  const gate = gateEventJson(userId);
+  assert.equal((await api.post("/gate-events/batch", [gate])).body, { accepted: 1, duplicates: 0 });
+  close((await api.get(`/users/${encodeURIComponent(userId)}/usage`)).body.total_cost, 1);
+  const key = "🔑".repeat(255);
+  const manual = await api.post("/events", { user_id: userId, cost: 0.5, idempotency_key: key });
+  assert.is(manual.status, 201, JSON.stringify(manual.body));
+});
+
 t("numbers beyond what is stored exactly, and metadata nested too deep, are refused with 422, not 500", async ({ stack }) => {
   const { api } = await stack.newProduct();
   const nest = (levels: number): Record<string, unknown> => (levels === 1 ? { leaf: 1 } : { a: nest(levels - 1) });

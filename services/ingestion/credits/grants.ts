@@ -3,6 +3,7 @@
  * The record is written first (`credit_grants`), so a repeated id is found there; then the
  * account takes the grant in one conditional write, which also pays any overdraft.
  */
+import { characters } from "@meter/lib/characters";
 import { isDeepStrictEqual } from "node:util";
 import { rpcError } from "@meter/lib/errors";
 import { toNano } from "@meter/rules";
@@ -42,7 +43,7 @@ export interface GrantInput {
 const UNPRINTABLE = /[\u0000-\u001f\u007f]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 export function requireGrantId(id: string): string {
-  if (id.length < 1 || id.length > GRANT_BOUNDS.idLength || UNPRINTABLE.test(id)) {
+  if (id.length < 1 || characters(id) > GRANT_BOUNDS.idLength || UNPRINTABLE.test(id)) {
     throw rpcError.invalid(`grant id must be 1-${GRANT_BOUNDS.idLength} printable characters`);
   }
   return id;

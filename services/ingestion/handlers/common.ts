@@ -1,4 +1,5 @@
-import { rpcError } from "@meter/lib/errors";
+import { characters } from "@meter/lib/characters";
+import { rpcError, type FieldIssue } from "@meter/lib/errors";
 import type { KnownTeam, KnownUser } from "../adapters/plans.ts";
 import type { IngestionDeps } from "../deps.ts";
 
@@ -18,14 +19,18 @@ export async function requireTeam(deps: IngestionDeps, productId: string, teamId
   return team;
 }
 
-/** Collects every problem of a batch as "events[i].field: message" before refusing it whole. */
+/**
+ * Collects every problem of a batch, each naming its event and field (`/<index>/<field>`, as the
+ * gateway's schema issues do), before refusing it whole: a client drops the events named and
+ * sends the rest again, so no valid event of the batch is lost with the bad one.
+ */
 export class BatchProblems {
-  private readonly list: string[] = [];
+  private readonly list: FieldIssue[] = [];
   add(index: number, field: string, message: string): void {
-    if (this.list.length < 50) this.list.push(`events[${index}].${field} ${message}`);
+    if (this.list.length < 50) this.list.push({ path: `/${index}/${field}`, message });
   }
   throwIfAny(): void {
-    if (this.list.length > 0) throw rpcError.invalid(`batch refused: ${this.list.join("; ")}`);
+    if (this.list.length > 0) throw rpcError.invalidFields(this.list);
   }
 }
 
@@ -33,8 +38,8 @@ const MAX_ID = 128;
 const MAX_USER_ID = 255;
 
 export function checkIds(problems: BatchProblems, i: number, e: { id: string; userId: string; timestamp?: unknown }) {
-  if (!e.id || e.id.length > MAX_ID) problems.add(i, "id", `must be 1-${MAX_ID} characters`);
-  if (!e.userId || e.userId.length > MAX_USER_ID) problems.add(i, "user_id", `must be 1-${MAX_USER_ID} characters`);
+  if (!e.id || characters(e.id) > MAX_ID) problems.add(i, "id", `must be 1-${MAX_ID} characters`);
+  if (!e.userId || characters(e.userId) > MAX_USER_ID) problems.add(i, "user_id", `must be 1-${MAX_USER_ID} characters`);
   if (!e.timestamp) problems.add(i, "timestamp", "is required");
 }
 

@@ -1,3 +1,4 @@
+import { characters } from "@meter/lib/characters";
 import { createHash, randomUUID } from "node:crypto";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { CreateManualEventRequest, IngestionService } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
@@ -23,7 +24,7 @@ function validate(req: CreateManualEventRequest): void {
   if (outside.length > 0) {
     throw rpcError.invalidFields(outside.map(([field]) => ({ path: `/${field}`, message: `must be a whole number of tokens from 0 to ${MAX_EVENT_TOKENS}` })));
   }
-  if (req.idempotencyKey !== undefined && (req.idempotencyKey.length === 0 || req.idempotencyKey.length > MAX_KEY)) {
+  if (req.idempotencyKey !== undefined && (req.idempotencyKey.length === 0 || characters(req.idempotencyKey) > MAX_KEY)) {
     throw rpcError.invalid(`idempotency_key must be 1-${MAX_KEY} characters`);
   }
 }

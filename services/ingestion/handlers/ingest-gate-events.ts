@@ -16,7 +16,7 @@ import { BatchProblems, checkIds, firstOccurrences, nonNegative } from "./common
 const STATUSES = new Set(["soft_gate", "hard_gate"]);
 const REASON = new RegExp(GATE_REASON_PATTERN);
 
-/** Refuses a batch whole: larger than `maxEvents` (413); any field out of its bounds, each event and field named (400). */
+/** Refuses a batch whole: larger than `maxEvents` (413); any field out of its bounds, each event and field named (422). */
 function validate(events: readonly GateEvent[], maxEvents: number): void {
   if (events.length > maxEvents) {
     throw rpcError.tooLarge(`batch of ${events.length} events is larger than the ${maxEvents} accepted; split it into smaller batches`);

@@ -21,7 +21,12 @@ t("refuses a batch whole, naming each event: too many events, a field out of bou
   const bad = [usageEvent(userId), usageEvent(userId, { costTotal: -1, leaseId: "no spaces" }), usageEvent(userId, { source: "robot" })];
   const fields = await rpcFailure(ingestion.ingestUsageEvents({ productId, events: bad }));
   assert.is(fields?.code, Code.InvalidArgument);
-  for (const named of ["events[1].lease_id", "events[1].cost_total", "events[2].source"]) assert.ok(fields!.rawMessage.includes(named), fields!.rawMessage);
+  for (const named of ["/1/lease_id", "/1/cost_total", "/2/source"]) assert.ok(fields!.rawMessage.includes(named), fields!.rawMessage);
+
+  // Lengths are characters (code points), as the gateway counts them: 255 emoji are a user id, 256 are not.
+  const long = [usageEvent("😀".repeat(255)), usageEvent("😀".repeat(256))];
+  const tooLong = await rpcFailure(ingestion.ingestUsageEvents({ productId, events: long }));
+  assert.ok(tooLong!.rawMessage.includes("/1/user_id") && !tooLong!.rawMessage.includes("/0/"), tooLong!.rawMessage);
 
   const old = [usageEvent(userId), usageEvent(userId, { timestamp: toTimestamp(new Date(Date.now() + DAY)) })];
   const stamped = await rpcFailure(ingestion.ingestUsageEvents({ productId, events: old }));

@@ -1,5 +1,6 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { IngestionService, UsageEvent } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
+import { characters } from "@meter/lib/characters";
 import { rpcError, type FieldIssue } from "@meter/lib/errors";
 import { refusedTimestamps } from "@meter/lib/metrics";
 import { timestampDate, usageTimestampProblem } from "@meter/lib/time";
@@ -14,7 +15,7 @@ const DESCRIPTION_MAX = 2000;
 
 /**
  * Refuses a batch whole: larger than `maxEvents` (413); any field out of its bounds, each
- * event and field named (400); a timestamp outside what is accepted (422), i.e. before what
+ * event and field named (422); a timestamp outside what is accepted (422), i.e. before what
  * analytics' rollups reach (so every event accepted counts there) or past a small skew into
  * the future.
  */
@@ -27,7 +28,7 @@ function validate(events: readonly UsageEvent[], maxEvents: number, now: Date): 
     checkIds(problems, i, e);
     if (e.leaseId !== undefined && !LEASE_ID.test(e.leaseId)) problems.add(i, "lease_id", "must be 1-64 letters, digits, _ or -");
     if (e.source !== undefined && e.source !== "auto" && e.source !== "manual") problems.add(i, "source", "must be auto or manual");
-    if (e.description !== undefined && e.description.length > DESCRIPTION_MAX) {
+    if (e.description !== undefined && characters(e.description) > DESCRIPTION_MAX) {
       problems.add(i, "description", `must be at most ${DESCRIPTION_MAX} characters`);
     }
     tokensWithin(problems, i, {

@@ -1,4 +1,5 @@
 // A plan's `limits` and `time_zone` (BUDGETS.md §2): defaults and validation. Pure functions, no I/O.
+import { characters } from "@meter/lib/characters";
 import { LIMIT_SCOPES, type PlanLimit } from "@meter/lib/plan-limits";
 import { MAX_ROLLING_MINUTES, METRICS, WINDOWS, isTimeZone } from "@meter/rules";
 
@@ -53,7 +54,7 @@ export function limitProblems(
     } else if (l.duration_minutes !== null) {
       problems.push(`${at("duration_minutes")}: only a rolling window takes duration_minutes`);
     }
-    if (l.model !== null && (l.model.length === 0 || l.model.length > WINDOW_LIMITS.modelLength)) {
+    if (l.model !== null && (l.model.length === 0 || characters(l.model) > WINDOW_LIMITS.modelLength)) {
       problems.push(`${at("model")}: must be 1-${WINDOW_LIMITS.modelLength} characters, or null for every model`);
     }
     for (const f of ["soft_gate_at", "hard_gate_at"] as const) {

@@ -1,3 +1,4 @@
+import { characters } from "@meter/lib/characters";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { PlansService } from "@meter/proto/meter/plans/v1/plans_pb";
 import { rpcError } from "@meter/lib/errors";
@@ -13,7 +14,7 @@ import { decodeCursor, encodeCursor, pageSize } from "./list-users.ts";
 export function listTeams(deps: PlansDeps): ServiceImpl<typeof PlansService>["listTeams"] {
   return async (req) => {
     const limit = pageSize(req.limit);
-    if (req.prefix.length > EXTERNAL_USER_ID_MAX) throw rpcError.invalid(`prefix must be at most ${EXTERNAL_USER_ID_MAX} characters`);
+    if (characters(req.prefix) > EXTERNAL_USER_ID_MAX) throw rpcError.invalid(`prefix must be at most ${EXTERNAL_USER_ID_MAX} characters`);
     const after = req.cursor ? decodeCursor(req.cursor, "t") : undefined;
     const rows = await deps.teams.page(req.productId, req.prefix, after, limit + 1);
     const teams = rows.slice(0, limit);

@@ -1,3 +1,4 @@
+import { characters } from "@meter/lib/characters";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { PlansService, User } from "@meter/proto/meter/plans/v1/plans_pb";
 import { rpcError } from "@meter/lib/errors";
@@ -50,7 +51,7 @@ export function listUsers(deps: PlansDeps): ServiceImpl<typeof PlansService>["li
   return async (req) => {
     const productId = req.productId;
     const limit = pageSize(req.limit);
-    if (req.prefix.length > EXTERNAL_USER_ID_MAX) throw rpcError.invalid(`prefix must be at most ${EXTERNAL_USER_ID_MAX} characters`);
+    if (characters(req.prefix) > EXTERNAL_USER_ID_MAX) throw rpcError.invalid(`prefix must be at most ${EXTERNAL_USER_ID_MAX} characters`);
     const after = req.cursor ? decodeCursor(req.cursor) : undefined;
 
     let users: UserDoc[];

@@ -1,3 +1,4 @@
+import { characters } from "@meter/lib/characters";
 import { randomUUID } from "node:crypto";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { PlansService } from "@meter/proto/meter/plans/v1/plans_pb";
@@ -48,7 +49,7 @@ export interface SubscriptionRequest {
  * FAILED_PRECONDITION naming what to fix.
  */
 export async function newSubscription(deps: PlansDeps, productId: string, req: SubscriptionRequest): Promise<{ plan: StoredPlan; entry: StoredEntry }> {
-  if (req.billingSubscriptionId !== undefined && req.billingSubscriptionId.length > BILLING_ID_MAX) {
+  if (req.billingSubscriptionId !== undefined && characters(req.billingSubscriptionId) > BILLING_ID_MAX) {
     throw rpcError.invalid(`billing_subscription_id must be at most ${BILLING_ID_MAX} characters`);
   }
   const plan = await deps.plans.get(productId, req.planId.toLowerCase());

@@ -1,3 +1,4 @@
+import { characters } from "@meter/lib/characters";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { CreateApiKeyRequest, TenancyService } from "@meter/proto/meter/tenancy/v1/tenancy_pb";
 import { rpcError } from "@meter/lib/errors";
@@ -15,7 +16,7 @@ const SCOPES: readonly string[] = ["admin", "ingest"] satisfies KeyScope[];
 
 function validate(req: CreateApiKeyRequest, now: Date): { name: string; scope: KeyScope; expiresAt: Date | null } {
   if (req.name.trim().length === 0) throw rpcError.invalid("name must not be empty");
-  if (req.name.length > KEY_NAME_MAX) throw rpcError.invalid(`name must be at most ${KEY_NAME_MAX} characters`);
+  if (characters(req.name) > KEY_NAME_MAX) throw rpcError.invalid(`name must be at most ${KEY_NAME_MAX} characters`);
   const scope = req.scope || "admin";
   if (!SCOPES.includes(scope)) throw rpcError.invalid(`scope must be one of ${SCOPES.join(", ")}`);
   const expiresAt = fromTimestamp(req.expiresAt) ?? null;

@@ -1,3 +1,4 @@
+import { characters } from "@meter/lib/characters";
 import { rpcError } from "@meter/lib/errors";
 import type { WebhooksDeps } from "../deps.ts";
 import { validateSubscribedEvents, type EventType } from "../domain/events.ts";
@@ -28,7 +29,7 @@ export const MAX_DESCRIPTION = 1000;
 
 export function checkDescription(d: string | undefined): string | null {
   if (d === undefined) return null;
-  if (d.length > MAX_DESCRIPTION) throw rpcError.invalid(`description must be at most ${MAX_DESCRIPTION} characters`);
+  if (characters(d) > MAX_DESCRIPTION) throw rpcError.invalid(`description must be at most ${MAX_DESCRIPTION} characters`);
   return d;
 }
 
