@@ -80,7 +80,7 @@ export interface IngestionServiceOptions {
   productWriteConcurrency?: number;
   /**
    * Events of usage and gate batches this process holds at once (running or waiting for their
-   * product's place); a batch beyond it is refused with a retry hint (429). Default 10 000; 0: no bound.
+   * product's place); a batch beyond it is refused with a retry hint (429). Default 20 000; 0: no bound.
    */
   maxEventsInFlight?: number;
   /** Budget leases: default lifetime and grace after expiry (ms). */

@@ -475,6 +475,21 @@ t("disabling an endpoint ends its pending deliveries as failed without sending a
   });
 });
 
+t("unsubscribing an endpoint from a type ends that type's pending deliveries as failed without sending again", async ({ svc }) => {
+  await withEndpoint(svc, () => 500, async ({ rx, productId, ep }) => {
+    await svc.client.publishThresholdCrossings({ crossings: [crossing(productId, 50)] });
+    await eventually(() => rx.received.length >= 1, 20_000);
+    await svc.client.updateEndpoint({ productId, endpointId: ep.id, endpoint: { subscribedEvents: ["usage.threshold.80"] }, updateMask: { paths: ["subscribed_events"] } });
+    const d = await settled(svc, productId, ep.id, "failed", 30_000);
+    assert.ok(d.attempt < 6, `stopped after ${d.attempt} attempts`);
+    assert.is(d.eventType, "usage.threshold.50");
+    // The type still subscribed goes on arriving; by then no attempt of the other was sent again.
+    await svc.client.publishThresholdCrossings({ crossings: [crossing(productId, 80)] });
+    await eventually(() => rx.received.some((r) => r.json.type === "usage.threshold.80"), 20_000);
+    assert.is(rx.received.filter((r) => r.json.type === "usage.threshold.50").length, d.attempt);
+  });
+});
+
 t("rotation: the next attempt is signed with the new secret only", async ({ svc }) => {
   // The first attempt is held open until the secret is rotated, then fails: the retry that
   // follows is the first attempt after the rotation, whatever the machine's speed.

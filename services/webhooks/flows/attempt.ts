@@ -102,8 +102,11 @@ export async function runAttempt(deps: WebhooksDeps, entry: QueueEntry): Promise
       await deps.queue.remove([entry._id]);
       return null;
     }
-    if (!endpoint.enabled) {
-      await deps.deliveries.abandon(d._id, "endpoint disabled", deps.now());
+    // An endpoint receives only the types it subscribes to, while enabled (SPEC): a change of
+    // either since the event was fanned out ends its pending deliveries.
+    const ended = !endpoint.enabled ? "endpoint disabled" : !endpoint.subscribed_events.includes(event.type) ? `endpoint no longer subscribed to ${event.type}` : null;
+    if (ended) {
+      await deps.deliveries.abandon(d._id, ended, deps.now());
       await deps.queue.remove([entry._id]);
       return null;
     }
