@@ -70,6 +70,22 @@ t("credits.low once per crossing, re-armed by a grant; depleted at 0; expired wi
   }
 });
 
+t("a plan with credits off announces no credits.low or credits.depleted when a grant is voided", async ({ stack, rx }) => {
+  const { api, productId } = await stack.newProduct("Credits off hooks");
+  const off = await userOnPlan(api, { max_spend_per_period: 0, credits_enabled: false }, period());
+  const on = await userOnPlan(api, PREPAID, period());
+  assert.is((await api.post("/webhooks/endpoints", { url: rx.url, subscribed_events: TYPES })).status, 201);
+  for (const user of [off, on]) {
+    assert.is((await api.post(`/users/${user}/credits`, { id: "gift", amount: 2 })).status, 201);
+    assert.is((await api.post(`/users/${user}/credits/gift/void`)).status, 200);
+  }
+  const mine = (type: string) => rx.of(type).filter((r) => r.json?.product_id === productId);
+  // The user with credits on was voided second: once its webhook is here, the first one's would be too.
+  await eventually(() => mine("credits.depleted").length === 1, 30_000, "credits.depleted of the user with credits on");
+  const named = [...mine("credits.low"), ...mine("credits.depleted")].map((r) => r.json.data.user_id);
+  assert.ok(named.includes(on) && !named.includes(off), JSON.stringify(named));
+});
+
 t("a team's pool: credits.low, credits.depleted and credits.expired name the team (team_id), signed, each once", async ({ stack, rx }) => {
   const { api, productId } = await stack.newProduct("Team credit hooks");
   const member = `member-${randomUUID()}`;

@@ -65,6 +65,11 @@ export interface CreditAccountDoc {
   low_armed: boolean;
   /** The plan's credits_low_at (dollars) as last known; what the expiry job announces with. */
   low_at: number | null;
+  /**
+   * Whether the owner's plan had credits enabled, as last known (absent: enabled): a balance
+   * that crosses credits_low_at or 0 while they are off announces nothing (BUDGETS.md §3).
+   */
+  credits_enabled?: boolean;
   version: number;
   ops: Record<string, LedgerOp>;
   notices: Record<string, Notice>;
@@ -182,11 +187,14 @@ export class AccountChange {
     private readonly now: Date,
     /** The plan's credits_low_at in dollars (null: never), when the caller knows the plan. */
     lowAt?: number | null,
+    /** Whether the plan has credits enabled, when the caller knows the plan. */
+    enabled?: boolean,
   ) {
     this.doc = base ? clone(base) : emptyAccount(productId, owner);
     this.before = balanceOf(Object.values(this.doc.grants), this.doc.overdraft_nano, now.getTime()).balance;
     // Written with the next change, not on its own.
     if (lowAt !== undefined) this.doc.low_at = lowAt;
+    if (enabled !== undefined) this.doc.credits_enabled = enabled;
   }
 
   private get t(): number {
@@ -397,7 +405,7 @@ export class AccountChange {
     this.doc.version = version + 1;
     const after = balanceOf(Object.values(this.doc.grants), this.doc.overdraft_nano, this.t).balance;
     const lowAtNano = this.doc.low_at === null ? null : Math.round(this.doc.low_at * 1e9);
-    const decided = balanceNotices(this.before, after, lowAtNano, this.doc.low_armed);
+    const decided = this.doc.credits_enabled === false ? { notices: [], armed: this.doc.low_armed } : balanceNotices(this.before, after, lowAtNano, this.doc.low_armed);
     for (const type of decided.notices) this.notice(type, `${type}:${this.doc.owner}:${this.doc.version}`, { grant_id: null, amount_nano: null });
     this.doc.low_armed = decided.armed;
     for (const key of this.pendingOps) this.doc.ops[key]!.balance_after_nano = after;

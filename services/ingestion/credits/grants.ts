@@ -109,6 +109,13 @@ function normalSent(sent: string): unknown[] {
   return [amount, kind ?? GRANT_DEFAULTS.kind, priority ?? GRANT_DEFAULTS.priority, effective, expires, description, none ? null : data];
 }
 
+/** What the owner's plan in force says of credits, as a grant or a void announces with. */
+export interface OwnerPlan {
+  /** credits_low_at in dollars; null: never. */
+  lowAt: number | null;
+  enabled: boolean;
+}
+
 /**
  * Adds a grant once: a new id is recorded and taken by the account; the same id with the same
  * fields again ensures only that the account took it (a request cut off before); other fields
@@ -120,7 +127,7 @@ export async function addGrant(
   productId: string,
   owner: string,
   input: GrantInput,
-  lowAt: number | null,
+  plan: OwnerPlan,
 ): Promise<{ record: GrantRecordDoc; account: CreditAccountDoc | null; created: boolean }> {
   const now = deps.now();
   let record = grantRecord(productId, owner, input, now);
@@ -143,7 +150,7 @@ export async function addGrant(
   const cut = crossingsClosedBefore(now, deps.retention);
   const after = await changeAccounts(
     deps,
-    new Map([[id, { productId, owner, lowAt }]]),
+    new Map([[id, { productId, owner, ...plan }]]),
     (_, c) => {
       refused = false;
       if (own(c.doc.grants, encodeKey(record.grant_id))) return;
@@ -171,7 +178,7 @@ export async function voidGrant(
   productId: string,
   owner: string,
   grantId: string,
-  lowAt: number | null,
+  plan: OwnerPlan,
 ): Promise<{ record: GrantRecordDoc; account: CreditAccountDoc | null }> {
   requireGrantId(grantId);
   const record = await deps.credits.grant(grantRecordId(productId, owner, grantId));
@@ -181,7 +188,7 @@ export async function voidGrant(
   const cut = crossingsClosedBefore(deps.now(), deps.retention);
   const after = await changeAccounts(
     deps,
-    new Map([[id, { productId, owner, lowAt }]]),
+    new Map([[id, { productId, owner, ...plan }]]),
     (_, c) => {
       const key = encodeKey(grantId);
       // A grant recorded by a request cut off before its account took it: taken, then voided.

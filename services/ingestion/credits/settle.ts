@@ -29,6 +29,8 @@ export interface AccountTarget {
   owner: string;
   /** The plan's credits_low_at in dollars, when the caller knows the plan. */
   lowAt?: number | null;
+  /** Whether the plan has credits enabled, when the caller knows the plan. */
+  enabled?: boolean;
 }
 
 /**
@@ -71,7 +73,7 @@ async function round(
     for (const id of ids) {
       const t = targets.get(id)!;
       const base = accounts.get(id) ?? null;
-      const change = new AccountChange(base, t.productId, t.owner, now, t.lowAt);
+      const change = new AccountChange(base, t.productId, t.owner, now, t.lowAt, t.enabled);
       make(id, change);
       const s = change.takeSettled();
       const w = change.write();
@@ -176,7 +178,7 @@ export async function settlePeriods(deps: SettleDeps, periods: readonly CreditPe
       t.needs.push(need);
       if (p.team) t.teams.push(p);
     } else {
-      targets.set(id, { productId: p.productId, owner, lowAt: p.lowAt, needs: [need], toTeam: p.team !== undefined, teams: p.team ? [p] : [] });
+      targets.set(id, { productId: p.productId, owner, lowAt: p.lowAt, enabled: true, needs: [need], toTeam: p.team !== undefined, teams: p.team ? [p] : [] });
     }
   }
   // An account that draws nothing and holds nothing to copy out is not even read.
@@ -202,7 +204,7 @@ async function settlePools(deps: SettleDeps, handed: readonly { p: CreditPeriod;
     const owner = teamOwner(team.teamId);
     const id = accountId(p.productId, owner);
     let pool = pools.get(id);
-    if (!pool) pools.set(id, (pool = { productId: p.productId, owner, lowAt: team.lowAt, from: [], periods: new Map() }));
+    if (!pool) pools.set(id, (pool = { productId: p.productId, owner, lowAt: team.lowAt, enabled: true, from: [], periods: new Map() }));
     pool.periods.set(String(team.start.getTime()), team);
     return pool;
   };

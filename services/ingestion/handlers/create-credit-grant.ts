@@ -24,7 +24,7 @@ export function createCreditGrant(deps: IngestionDeps): ServiceImpl<typeof Inges
         description: req.description,
         metadata: req.metadata,
       },
-      who.lowAt ?? null,
+      { lowAt: who.lowAt ?? null, enabled: who.enabled },
     );
     return { grant: grantMessage(record, account, deps.now()), created };
   };

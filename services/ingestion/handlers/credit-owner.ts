@@ -8,6 +8,8 @@ export interface CreditOwner {
   owner: string;
   /** The credits_low_at of the plan in force now (the user's own, or the team's). */
   lowAt: number | undefined;
+  /** Whether that plan has credits enabled. */
+  enabled: boolean;
   /** What the answer echoes. */
   ids: { userId: string; teamId?: string };
 }
@@ -16,8 +18,10 @@ export interface CreditOwner {
 export async function creditOwner(deps: IngestionDeps, req: { productId: string; userId: string; teamId?: string }): Promise<CreditOwner> {
   if (req.teamId !== undefined) {
     const team = await requireTeam(deps, req.productId, req.teamId);
-    return { owner: teamOwner(req.teamId), lowAt: teamAt(req.productId, team, deps.now())?.plan.creditsLowAt, ids: { userId: "", teamId: req.teamId } };
+    const plan = teamAt(req.productId, team, deps.now())?.plan;
+    return { owner: teamOwner(req.teamId), lowAt: plan?.creditsLowAt, enabled: plan?.creditsEnabled ?? false, ids: { userId: "", teamId: req.teamId } };
   }
   const user = await requireUser(deps, req.productId, req.userId);
-  return { owner: userOwner(req.userId), lowAt: attribute(req.productId, req.userId, user, deps.now()).plan?.creditsLowAt, ids: { userId: req.userId } };
+  const plan = attribute(req.productId, req.userId, user, deps.now()).plan;
+  return { owner: userOwner(req.userId), lowAt: plan?.creditsLowAt, enabled: plan?.creditsEnabled ?? false, ids: { userId: req.userId } };
 }

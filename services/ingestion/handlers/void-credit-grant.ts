@@ -9,7 +9,7 @@ import { creditOwner } from "./credit-owner.ts";
 export function voidCreditGrant(deps: IngestionDeps): ServiceImpl<typeof IngestionService>["voidCreditGrant"] {
   return async (req) => {
     const who = await creditOwner(deps, req);
-    const { record, account } = await voidGrant(deps, req.productId, who.owner, req.grantId, who.lowAt ?? null);
+    const { record, account } = await voidGrant(deps, req.productId, who.owner, req.grantId, { lowAt: who.lowAt ?? null, enabled: who.enabled });
     return { grant: grantMessage(record, account, deps.now()) };
   };
 }
