@@ -164,4 +164,25 @@ t("the OpenAPI document describes top teams and the team filter", async ({ stack
   }
 });
 
+
+t("a team id of 255 emoji: its events reach analytics, its filter answers, and a page ending on it leads to the next", async ({ stack }) => {
+  const { api } = await stack.newProduct();
+  const team = "🏢".repeat(254) + "z";
+  const other = "🏢".repeat(255);
+  for (const id of [team, other]) assert.is((await api.post("/teams", { external_team_id: id, name: "emoji" })).status, 201);
+  const member = uid("member");
+  await joinTeam(api, member, team);
+  await sendAllNew(api, [event(member, 0.25, "m"), event(uid("solo"), 0.5, "m")]);
+  const s = await until(api, `/analytics/summary?days=1&team_id=${enc(team)}`, (b) => b.total_events === 1);
+  assert.equal([s.total_cost, s.total_events], [0.25, 1]);
+  const top = await until(api, "/analytics/top-teams?days=1", (b) => b.teams.length === 1);
+  assert.is(top.teams[0].team_id, team);
+  // Pages of one team: the first ends on a long id, the cursor carrying it leads to the second.
+  const first = await api.get("/teams?limit=1");
+  assert.is(first.status, 200, JSON.stringify(first.body));
+  const second = await api.get(`/teams?limit=1&cursor=${enc(first.body.next_cursor)}`);
+  assert.is(second.status, 200, JSON.stringify(second.body));
+  assert.equal([first.body.teams[0].team_id, second.body.teams[0].team_id].sort(), [team, other].sort());
+});
+
 t.run();

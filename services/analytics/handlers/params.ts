@@ -1,3 +1,4 @@
+import { characters } from "@meter/lib/characters";
 import { rpcError } from "@meter/lib/errors";
 import type { SourceFilter } from "@meter/proto/meter/analytics/v1/analytics_pb";
 import { SOURCES, type Source } from "../domain/rollup.ts";
@@ -35,7 +36,7 @@ export function sourceOf(filter: SourceFilter | undefined): Source | undefined {
 /** The team filter (an external team id) when set. */
 export function teamOf(req: { teamId?: string }): string | undefined {
   if (req.teamId === undefined) return undefined;
-  if (req.teamId === "" || req.teamId.length > 255) throw rpcError.invalid("team_id must be 1-255 characters when set");
+  if (req.teamId === "" || characters(req.teamId) > 255) throw rpcError.invalid("team_id must be 1-255 characters when set");
   return req.teamId;
 }
 

@@ -1,3 +1,4 @@
+import { characters } from "@meter/lib/characters";
 import { roundDollars } from "@meter/rules";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { AnalyticsService, GateFact, UsageFact } from "@meter/proto/meter/analytics/v1/analytics_pb";
@@ -17,7 +18,7 @@ export const RECORD_MAX_FACTS = 10_000;
 
 function common(f: UsageFact | GateFact, where: string): Date {
   if (!f.productId) throw rpcError.invalid(`${where}: product_id is required`);
-  if (!f.eventId || f.eventId.length > 255) throw rpcError.invalid(`${where}: event_id must be 1-255 characters`);
+  if (!f.eventId || characters(f.eventId) > 255) throw rpcError.invalid(`${where}: event_id must be 1-255 characters`);
   if (!f.userId) throw rpcError.invalid(`${where}: user_id is required`);
   const ts = fromTimestamp(f.timestamp);
   if (!ts || Number.isNaN(ts.getTime())) throw rpcError.invalid(`${where}: timestamp is required`);
@@ -27,7 +28,7 @@ function common(f: UsageFact | GateFact, where: string): Date {
 /** The fact's team when it has one (`tm` of the ledger entry). */
 function teamOf(f: UsageFact | GateFact, where: string): { tm?: string } {
   if (f.teamId === undefined) return {};
-  if (f.teamId === "" || f.teamId.length > 255) throw rpcError.invalid(`${where}: team_id must be 1-255 characters when set`);
+  if (f.teamId === "" || characters(f.teamId) > 255) throw rpcError.invalid(`${where}: team_id must be 1-255 characters when set`);
   return { tm: f.teamId };
 }
 

@@ -1,3 +1,4 @@
+import { characters } from "@meter/lib/characters";
 import { normalizeModel, toDollars } from "@meter/rules";
 import type { PlanInfo } from "../adapters/plans.ts";
 import { rpcError } from "@meter/lib/errors";
@@ -62,7 +63,7 @@ export function requireAsk(prefix: string, a: { need: number; want: number; mode
   const wantTokens = requireTokens(`${prefix}want_tokens`, a.wantTokens);
   if (wantTokens < needTokens) throw rpcError.invalid(`${prefix}want_tokens must be at least ${prefix}need_tokens`);
   if (a.model === undefined && wantTokens > 0) throw rpcError.invalid(`${prefix}need_tokens and ${prefix}want_tokens need ${prefix || "a "}model`);
-  if (a.model !== undefined && (a.model.length < 1 || a.model.length > 255)) throw rpcError.invalid(`${prefix}model must be 1-255 characters`);
+  if (a.model !== undefined && (a.model.length < 1 || characters(a.model) > 255)) throw rpcError.invalid(`${prefix}model must be 1-255 characters`);
   return { need, want, needTokens, wantTokens };
 }
 
@@ -79,7 +80,7 @@ export function releasedTokens(field: string, used: Record<string, bigint>, plan
   if (models.length > MAX_RELEASED_MODELS) throw rpcError.invalid(`${field} may name at most ${MAX_RELEASED_MODELS} models`);
   const out: Record<string, number> = {};
   for (const [model, n] of models) {
-    if (model.length < 1 || model.length > 255) throw rpcError.invalid(`${field} keys must be model names of 1-255 characters`);
+    if (model.length < 1 || characters(model) > 255) throw rpcError.invalid(`${field} keys must be model names of 1-255 characters`);
     const name = normalizeModel(model, plan?.pricing ?? null);
     const tokens = requireTokens(`${field}.${model}`, n);
     if (plan && Object.hasOwn(plan.modelLimits, name)) out[encodeKey(name)] = tokens;

@@ -18,7 +18,7 @@ export function encodeCursor(externalId: string, kind: "u" | "t" = "u"): string 
 export function decodeCursor(cursor: string, kind: "u" | "t" = "u"): string {
   try {
     const [k, id] = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")) as unknown[];
-    if (k === kind && typeof id === "string" && id.length > 0 && id.length <= EXTERNAL_USER_ID_MAX) return id;
+    if (k === kind && typeof id === "string" && id.length > 0 && characters(id) <= EXTERNAL_USER_ID_MAX) return id;
   } catch {
     // fall through
   }
