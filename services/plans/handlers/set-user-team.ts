@@ -16,7 +16,8 @@ import { announce, teamNotFound, userMessage, userNotFound } from "./common.ts";
 export function setUserTeam(deps: PlansDeps): ServiceImpl<typeof PlansService>["setUserTeam"] {
   return async (req) => {
     const productId = req.productId;
-    const user = await deps.users.get(productId, req.externalUserId);
+    // Read past the cache: a team asked for again is a no-op only if the user is in it now.
+    const user = await deps.users.getCurrent(productId, req.externalUserId);
     if (!user) throw userNotFound(req.externalUserId);
     const team = req.externalTeamId === undefined ? null : await deps.teams.get(productId, req.externalTeamId);
     if (req.externalTeamId !== undefined && !team) throw teamNotFound(req.externalTeamId);

@@ -140,6 +140,15 @@ export class UserStore {
   }
 
   /**
+   * The user as the database holds it now, past every cache: what a change decides from (a
+   * replica's cache may still hold the user as it was before another replica's change).
+   */
+  async getCurrent(productId: string, externalUserId: string): Promise<UserDoc | null> {
+    const doc = await this.users.findOne({ _id: userKey(productId, externalUserId) });
+    return doc ? fromStored(doc) : null;
+  }
+
+  /**
    * The users that exist among `externalUserIds`, in the order asked: from the cache, and the
    * rest in one query by `_id` list (the embedded database narrows it by its `_id` index too).
    */
