@@ -2,7 +2,7 @@
 // the nano-dollar, the grant form's body, what the period spend bar's max is made of.
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { capParts, capSentence, grantBody, newGrantForm, voidable } from "../console/src/credits.ts";
+import { capParts, capSentence, creditCapNote, drawsCredits, grantBody, newGrantForm, voidable } from "../console/src/credits.ts";
 import { fmtExactMoney, fmtMoney, fmtSignedMoney } from "../console/src/format.ts";
 
 test("credits are shown to the nano-dollar, never rounded to a cent", () => {
@@ -40,6 +40,31 @@ test("the period spend cap with credits: allowance, then credits drawn this peri
   assert.equal(capParts(1, 0, -0.25), { allowance: 0, credits: 1, balance: -0.25, drawn: 1.25 });
   assert.is(capSentence(6, 1, 4.5), "Max includes credits: $1.00 allowance + $5.00 credits (balance $4.50, $0.50 drawn this period).");
   assert.is(capSentence(5, 0, 5), "Max includes credits: $0.00 allowance + $5.00 credits (balance $5.00).");
+});
+
+test("a member's own cap and its team's: each sentence names its own parts", () => {
+  const credits = (balance: number) => ({ balance, low_at: null });
+  // The team: $10 allowance, $1.25 drawn (or paid by members), $1.75 left in its pool; $4 spent.
+  const team = { reason: "team:total_spend", max: 13, used: 4, credits: credits(1.75) };
+  // The member: $0.50 allowance, $2 of its own, plus what the team can still spend ($9).
+  const own = { reason: "total_spend", max: 11.5, used: 0, credits: credits(2) };
+  const allowance = { own: 0.5, team: 10 };
+  assert.is(creditCapNote(own, [own, team], allowance), "Max includes credits: $0.50 allowance + $2.00 credits (balance $2.00) + $9.00 the team can still spend (its allowance left and its pool's balance).");
+  assert.is(creditCapNote(team, [own, team], allowance), "Max includes the team's credits: $10.00 team allowance + $3.00 credits (pool balance $1.75; $1.25 drawn from the pool this period or paid by members' own allowances and credits).");
+  // Not in a team: the sentence as before; without credits or a cap, none.
+  assert.is(creditCapNote({ ...own, max: 2.5 }, [own], allowance), capSentence(2.5, 0.5, 2));
+  assert.is(creditCapNote({ ...own, credits: null }, [own], allowance), undefined);
+  assert.is(creditCapNote({ reason: "limit:daily", max: 1, used: 0, credits: credits(1) }, [], allowance), undefined);
+  // A team whose pool is spent: nothing added.
+  assert.is(creditCapNote({ ...own, max: 2.5 }, [own, { ...team, used: 13 }], allowance), capSentence(2.5, 0.5, 2));
+});
+
+test("a plan draws credits only with credits_enabled and a period cap", () => {
+  assert.is(drawsCredits(null), "no plan");
+  assert.is(drawsCredits({ credits_enabled: false, max_spend_per_period: 5 }), false);
+  assert.is(drawsCredits({ credits_enabled: true }), "no cap");
+  assert.is(drawsCredits({ credits_enabled: true, max_spend_per_period: null }), "no cap");
+  assert.is(drawsCredits({ credits_enabled: true, max_spend_per_period: 0 }), true);
 });
 
 test("only grants with money still to draw can be voided", () => {

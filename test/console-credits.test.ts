@@ -231,4 +231,28 @@ t("a void after a confirmation: kept when the operator steps back, then voided w
   await check(ctx, "user-credits-voided");
 });
 
+t("a manual event beyond the allowance moves the balance on the page at once", async (ctx) => {
+  const { page } = ctx;
+  const credits = page.getByRole("region", { name: "Credits", exact: true });
+  await credits.getByText("$4.339999877", { exact: true }).waitFor();
+  const form = page.getByRole("form", { name: "Record a manual event" });
+  await form.getByLabel("Cost in dollars (optional)").fill("0.5");
+  await form.getByRole("button", { name: "Record event" }).click();
+  await form.getByText(/^Recorded evt_/).waitFor();
+  // No reload: the event's answer makes the credits stale with the bars.
+  await credits.getByText("$3.839999877", { exact: true }).waitFor({ timeout: 10_000 });
+  assert.is((await ctx.api.get(`/users/${USER}/credits`)).body.balance, 3.839999877);
+});
+
+t("a plan that draws credits but has no period cap: the page says nothing is drawn", async (ctx) => {
+  const { page } = ctx;
+  const [open] = (await must(ctx.api.post("/config/plans", { plans: [{ name: "prepaid-open", credits_enabled: true }] }), 201)).plans;
+  await must(ctx.api.post("/users", { external_user_id: "quinn" }), 201);
+  await must(ctx.api.post("/users/quinn/subscription", { plan_id: open.id }), 200);
+  await page.goto(`${ctx.base}/console/users/quinn`);
+  const credits = page.getByRole("region", { name: "Credits", exact: true });
+  await credits.getByText(/^This user's plan has credits_enabled but no period cap \(max_spend_per_period\): with no allowance to go beyond, nothing is ever drawn\./).waitFor();
+  await check(ctx, "user-credits-no-cap");
+});
+
 t.run();

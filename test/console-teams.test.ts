@@ -89,8 +89,23 @@ t("a team created through the form, subscribed, a member added, linked both ways
   await teamLink.click();
   await page.getByRole("heading", { name: "acme", level: 1 }).waitFor();
 
+  // A removal is asked first, naming the user and the team; stepping back sends nothing.
+  let puts = 0;
+  const count = (r: { url(): string; method(): string }) => void (r.method() === "PUT" && r.url().endsWith("/users/bob/team") && puts++);
+  page.on("request", count);
   await page.getByRole("button", { name: "Remove bob from the team" }).click();
+  const confirm = page.getByRole("group", { name: "Confirm the removal" });
+  await confirm.getByText(/^Remove bob from team acme\?/).waitFor();
+  await check(ctx, "team-remove-confirm");
+  await confirm.getByRole("button", { name: "Keep it" }).click();
+  await confirm.waitFor({ state: "detached" });
+  assert.is(puts, 0, "stepping back sends nothing");
+  assert.is((await ctx.api.get("/users/bob")).body.team_id, "acme");
+  await page.getByRole("button", { name: "Remove bob from the team" }).click();
+  await confirm.getByRole("button", { name: "Yes, remove" }).click();
   await eventually(async () => (await page.getByRole("table", { name: "Members" }).getByRole("link").count()) === 1, 10_000, "bob gone from the members");
+  page.off("request", count);
+  assert.is(puts, 1);
   assert.is((await ctx.api.get("/users/bob")).body.team_id, null);
   assert.is((await ctx.api.get("/teams/acme")).body.member_count, 1);
 });
@@ -130,7 +145,7 @@ t("a team's usage: its dimensions as bars with resets, its spend by model, each 
   await must(api, "POST", "/teams", { external_team_id: "lab", name: "The Lab" });
   // A period that began yesterday: the team's own, not a calendar month.
   const period = { period_start: new Date(Date.now() - DAY).toISOString(), period_end: new Date(Date.now() + 20 * DAY).toISOString() };
-  await must(api, "POST", "/teams/lab/subscription", { plan_id: lab.id, ...period }, 200);
+  await must(api, "POST", "/teams/lab/subscription", { plan_id: lab.id, ...period, billing_subscription_id: "sub_lab" }, 200);
   for (const u of ["cy", "dee"]) {
     await must(api, "POST", "/users", { external_user_id: u });
     await must(api, "PUT", `/users/${u}/team`, { team_id: "lab" });
@@ -171,6 +186,34 @@ t("a team's usage: its dimensions as bars with resets, its spend by model, each 
   assert.is(await own.getByRole("meter", { name: "Own period spend" }).getAttribute("aria-valuetext"), "$1.25, no limit", "cy's own spend, no cap of its own");
   await page.getByRole("region", { name: "Plan and billing period" }).getByText(/^lab-10: /).waitFor();
   await check(ctx, "user-team-bars");
+
+  // The team's subscription form starts from the team's plan, period (to the millisecond: it
+  // began yesterday at this time) and billing subscription id; saved as it is, the period and
+  // its spend stay.
+  await page.goto(`${ctx.base}/console/teams/lab`);
+  const utc = (iso: string) => iso.replace("T", " ").replace(".000Z", "Z").replace("Z", " UTC");
+  const day = (iso: string) => new Intl.DateTimeFormat("en-US", { dateStyle: "medium", timeStyle: "medium", timeZone: "UTC" }).format(new Date(iso));
+  await page.getByRole("region", { name: "Plan" }).getByText(`${day(period.period_start)} → ${day(period.period_end)} (UTC)`).waitFor();
+  const sub = page.getByRole("form", { name: "Change the subscription" });
+  await eventually(async () => (await sub.getByLabel("Plan").inputValue()) === lab.id, 10_000, "the team's plan selected");
+  assert.is(await sub.getByLabel(/Period start/).inputValue(), period.period_start.slice(0, 10));
+  assert.is(await sub.getByLabel(/Period end/).inputValue(), period.period_end.slice(0, 10));
+  assert.is(await sub.getByLabel("Billing subscription id (optional)").inputValue(), "sub_lab");
+  await sub.getByText(`Current period: ${utc(period.period_start)} → ${utc(period.period_end)}.`, { exact: false }).waitFor();
+  await check(ctx, "team-subscription");
+  await sub.getByRole("button", { name: "Save subscription" }).click();
+  await sub.getByText("Subscription saved: lab-10.").waitFor();
+  const team = (await api.get("/users/cy/session")).body.team;
+  assert.equal([team.billing_period.start, team.billing_period.end].map(Date.parse), [Date.parse(period.period_start), Date.parse(period.period_end)], "the team's exact period");
+  assert.is((await api.get("/teams/lab")).body.billing_subscription_id, "sub_lab");
+  await eventually(async () => (await valueText("Team · Period spend (team)")) === "$1.75 of $10.00 (18%)", 10_000, "the team's spend kept");
+
+  // A team without members: its period from its plan's period cap (GET /teams/{team_id}/limits).
+  await must(api, "POST", "/teams", { external_team_id: "solo", name: "Solo" });
+  await must(api, "POST", "/teams/solo/subscription", { plan_id: lab.id, ...period }, 200);
+  await page.goto(`${ctx.base}/console/teams/solo`);
+  await page.getByRole("region", { name: "Plan" }).getByText(`${day(period.period_start)} → ${day(period.period_end)} (UTC)`).waitFor();
+  assert.is(await sub.getByLabel(/Period start/).inputValue(), period.period_start.slice(0, 10));
 });
 
 t("the overview filtered by a team: its figures, its members as top users, and top teams linking to their pages", async (ctx) => {
@@ -233,6 +276,32 @@ t("a team's shared pool on its page: granted through the form after a confirmati
   const ledger = page.getByRole("region", { name: "Credit ledger" });
   await ledger.getByText(/1\.25/).first().waitFor();
   await check(ctx, "team-credits");
+
+  // The team's bar says what its max is made of: the team plan's allowance and the pool.
+  const teamNote = "Max includes the team's credits: $0.00 team allowance + $3.00 credits (pool balance $1.75; $1.25 drawn from the pool this period or paid by members' own allowances and credits).";
+  const noteOf = async (bars: ReturnType<typeof page.getByRole>, name: string) => {
+    const meter = bars.getByRole("meter", { name, exact: true });
+    await meter.waitFor();
+    return page.locator(`#${await meter.getAttribute("aria-describedby")}`).textContent();
+  };
+  const teamBars = page.getByRole("region", { name: "Usage against the team's limits" });
+  assert.is(await noteOf(teamBars, "Team · Period spend (team)"), teamNote);
+
+  // A member with credits of its own on a plan with an allowance: its own bar's max adds what the
+  // team can still spend (BUDGETS.md §4), its team bar is the team's.
+  const [own] = (await must(api, "POST", "/config/plans", { plans: [{ name: "own-credits", max_spend_per_period: 0.5, credits_enabled: true }] })).plans;
+  await must(api, "POST", "/users", { external_user_id: "fay" });
+  await must(api, "POST", "/users/fay/subscription", { plan_id: own.id, ...period }, 200);
+  await must(api, "POST", "/users/fay/credits", { id: "fay_1", amount: 2 });
+  await must(api, "PUT", "/users/fay/team", { team_id: "pool" });
+  const dims = (await ctx.api.get("/users/fay/limits")).body.limits as { reason: string; max: number; used: number }[];
+  const pool = dims.find((d) => d.reason === "team:total_spend")!;
+  assert.equal([pool.max, pool.used, dims.find((d) => d.reason === "total_spend")!.max], [3, 1.25, 4.25], "the caps the sentences explain");
+  await page.goto(`${ctx.base}/console/users/fay`);
+  const bars = page.getByRole("region", { name: "Usage against limits" });
+  assert.is(await noteOf(bars, "Period spend"), "Max includes credits: $0.50 allowance + $2.00 credits (balance $2.00) + $1.75 the team can still spend (its allowance left and its pool's balance).");
+  assert.is(await noteOf(bars, "Team · Period spend (team)"), teamNote);
+  await check(ctx, "user-team-pool-bars");
 });
 
 t.run();

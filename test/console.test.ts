@@ -401,6 +401,120 @@ t("create a user, subscribe them, ingest events: the gauges and the overview mov
   );
 });
 
+/** An instant as the subscription form says it: "2025-01-15 10:32:11 UTC". */
+const exactUtc = (d: Date) => d.toISOString().replace("T", " ").replace(".000Z", "Z").replace("Z", " UTC");
+
+t("the subscription form keeps the stored billing subscription id and the period's exact instants", async (ctx) => {
+  const { page } = ctx;
+  const plans = (await ctx.api.get("/config/plans")).body.plans as { id: string; name: string }[];
+  const planId = (name: string) => plans.find((p) => p.name === name)!.id;
+  // A period anchored mid-day (a payment processor's), not at midnight.
+  const now = new Date();
+  const start = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() - 1, 10, 32, 11));
+  const end = new Date(start.getTime() + 30 * 86_400_000);
+  await must(ctx.api.post("/users", { external_user_id: "frank" }), 201);
+  await must(ctx.api.post("/users/frank/subscription", { plan_id: planId("unlimited"), period_start: start.toISOString(), period_end: end.toISOString(), billing_subscription_id: "sub_frank_1" }), 200);
+  await must(ctx.api.post("/events/batch", [usage("frank", "gpt-4.1", 1, 1_000)]), 200);
+
+  await page.goto(`${ctx.base}/console/users/frank`);
+  const sub = page.getByRole("form", { name: "Change the subscription" });
+  const billing = sub.getByLabel("Billing subscription id (optional)");
+  await eventually(async () => (await billing.inputValue()) === "sub_frank_1", 10_000, "the stored billing subscription id in its field");
+  assert.is(await sub.getByLabel(/Period start/).inputValue(), start.toISOString().slice(0, 10));
+  assert.is(await sub.getByLabel(/Period end/).inputValue(), end.toISOString().slice(0, 10));
+  // Not at midnight: the exact period is said beside the dates, and on the plan's card in UTC.
+  await sub.getByText(`Current period: ${exactUtc(start)} → ${exactUtc(end)}.`, { exact: false }).waitFor();
+  const utc = new Intl.DateTimeFormat("en-US", { dateStyle: "medium", timeStyle: "medium", timeZone: "UTC" });
+  await page.getByRole("region", { name: "Plan and billing period" }).getByText(`${utc.format(start)} → ${utc.format(end)} (UTC)`).waitFor();
+  await check(ctx, "user-subscription-exact");
+
+  // A plan change with the dates as they are: the same period, to the second, and the same id.
+  const sent: Record<string, unknown>[] = [];
+  const listen = (r: { url(): string; method(): string; postDataJSON(): Record<string, unknown> }) => void (r.method() === "POST" && r.url().endsWith("/users/frank/subscription") && sent.push(r.postDataJSON()));
+  page.on("request", listen);
+  await sub.getByLabel("Plan").selectOption({ label: "starter ($10.00 per period)" });
+  await sub.getByRole("button", { name: "Save subscription" }).click();
+  await page.getByText("Subscription saved: starter.").waitFor();
+  assert.equal(sent, [{ plan_id: planId("starter"), period_start: start.toISOString(), period_end: end.toISOString(), billing_subscription_id: "sub_frank_1" }]);
+  assert.is((await ctx.api.get("/users/frank")).body.billing_subscription_id, "sub_frank_1");
+  const period = (await ctx.api.get("/users/frank/session")).body.billing_period;
+  assert.equal([Date.parse(period.start), Date.parse(period.end)], [start.getTime(), end.getTime()], "the period's exact instants");
+  // The same period keeps its spend under the new plan.
+  const gauge = page.getByRole("meter", { name: "Period spend" });
+  await eventually(async () => ((await gauge.getAttribute("aria-valuetext")) ?? "").startsWith("$1.00 of $10.00"), 10_000, "the period's $1 under the $10 cap");
+
+  // The field emptied removes the stored id; a new start day starts at that day's midnight.
+  await billing.fill("");
+  await sub.getByLabel(/Period start/).fill(now.toISOString().slice(0, 10));
+  const saved = page.waitForResponse((r) => r.request().method() === "POST" && r.url().endsWith("/users/frank/subscription"));
+  await sub.getByRole("button", { name: "Save subscription" }).click();
+  assert.is((await saved).status(), 200);
+  page.off("request", listen);
+  assert.equal(sent[1], { plan_id: planId("starter"), period_start: `${now.toISOString().slice(0, 10)}T00:00:00Z`, period_end: end.toISOString(), billing_subscription_id: null });
+  assert.is((await ctx.api.get("/users/frank")).body.billing_subscription_id, null);
+});
+
+t("gate events: a filtered page with nothing on it keeps the pager, and the reason filter suggests the user's own reasons", async (ctx) => {
+  const { page } = ctx;
+  const HOUR = 3_600_000;
+  const starter = (await ctx.api.get("/config/plans")).body.plans.find((p: { name: string }) => p.name === "starter");
+  const [start, end] = monthBounds();
+  await must(ctx.api.post("/users", { external_user_id: "gina" }), 201);
+  await must(ctx.api.post("/users/gina/subscription", { plan_id: starter.id, period_start: start, period_end: end }), 200);
+  const gate = (at: number, status: string, reason: string) => ({ id: randomUUID(), user_id: "gina", timestamp: new Date(at).toISOString(), status, gate_reason: reason, usage_pct: 0.9, current_value: 9, limit_value: 10, blocked: status === "hard_gate" });
+  // 48 hours of soft gates, a hard gate before them: a page reads at most 48 hours.
+  const now = Date.now();
+  const gates = Array.from({ length: 48 }, (_, i) => gate(now - (i + 1) * HOUR, "soft_gate", "total_spend"));
+  gates.push(gate(now - 60 * HOUR, "hard_gate", "model_limit:gpt-4.1"));
+  await must(ctx.api.post("/gate-events/batch", gates), 200);
+  const first = (await ctx.api.get("/users/gina/gate-events?status=hard_gate&limit=25")).body;
+  assert.is(first.events.length, 0);
+  assert.ok(first.next_cursor, "an empty first page with pages after it");
+
+  await page.goto(`${ctx.base}/console/users/gina`);
+  const card = page.getByRole("region", { name: "Gate events" });
+  await card.getByRole("table", { name: "Gate events, newest first" }).waitFor();
+  await card.getByLabel("Status").selectOption("hard_gate");
+  await card.getByText("Nothing on this page; older pages may hold more.").waitFor();
+  await check(ctx, "user-gate-events-empty-page");
+  await card.getByRole("button", { name: "Next →" }).click();
+  await page.waitForURL(/gcursor=/);
+  const table = card.getByRole("table", { name: "Gate events, newest first" });
+  await table.getByRole("cell", { name: "model_limit:gpt-4.1", exact: true }).waitFor();
+  assert.is(await table.getByRole("row").count(), 2);
+  await card.getByRole("button", { name: "← Previous" }).click();
+  await card.getByText("Nothing on this page; older pages may hold more.").waitFor();
+
+  // The API compares gate_reason exactly: the suggestions are the reasons this user can have.
+  const suggested = await card.getByLabel("Gate reason").evaluate((el) => [...(el as HTMLInputElement).list!.options].map((o) => o.value));
+  assert.ok(suggested.includes("total_spend") && suggested.includes("model_limit:gpt-4.1"), JSON.stringify(suggested));
+  for (const prefix of ["model_limit:", "limit:"]) assert.not.ok(suggested.includes(prefix), `no bare ${prefix} in ${JSON.stringify(suggested)}`);
+  assert.not.ok(suggested.includes("session_spend"), "the starter plan caps no session");
+});
+
+t("period dates read in UTC west of Greenwich, as the subscription form says them", async (ctx) => {
+  const context = await ctx.browser.newContext({ viewport: { width: 1280, height: 800 }, locale: "en-US", timezoneId: "America/Los_Angeles" });
+  try {
+    const page = await context.newPage();
+    await signIn(page, ctx.base, ctx.key);
+    const [start, end] = monthBounds();
+    const day = (iso: string) => new Intl.DateTimeFormat("en-US", { dateStyle: "medium", timeZone: "UTC" }).format(new Date(iso));
+    if (ctx.hasUserList) {
+      await page.goto(`${ctx.base}/console/users?prefix=alice`);
+      await page.getByRole("table", { name: "Users" }).getByRole("row", { name: /alice/ }).getByRole("cell", { name: `${day(start!)} – ${day(end!)}`, exact: true }).waitFor();
+    }
+    await page.goto(`${ctx.base}/console/users/alice`);
+    await page.getByRole("region", { name: "Plan and billing period" }).getByText(`${day(start!)} → ${day(end!)} (UTC)`).waitFor();
+    assert.is(await page.getByRole("form", { name: "Change the subscription" }).getByLabel(/Period start/).inputValue(), start!.slice(0, 10));
+    // The daily charts' days are UTC days (uPlot's axis is drawn on a canvas: seen in the screenshot).
+    await page.goto(`${ctx.base}/console/?days=7`);
+    await page.getByRole("img", { name: /^Cost per day/ }).waitFor();
+    await page.screenshot({ path: "console/screenshots/overview-los-angeles.png", fullPage: true });
+  } finally {
+    await context.close();
+  }
+});
+
 t("a webhook test against a local receiver reports success", async (ctx) => {
   const { page } = ctx;
   await page.getByRole("navigation", { name: "Screens" }).getByRole("link", { name: "Webhooks" }).click();
@@ -411,6 +525,29 @@ t("a webhook test against a local receiver reports success", async (ctx) => {
   await page.getByRole("button", { name: "Reveal secret" }).click();
   await page.getByRole("region", { name: "Signing secret" }).waitFor();
   await check(ctx, "webhooks");
+  // Rotating is asked first: the old secret stops signing at once.
+  const id = new URL(page.url()).pathname.split("/").pop()!;
+  const secret = async () => (await ctx.api.get(`/webhooks/endpoints/${id}/secret`)).body.secret as string;
+  const before = await secret();
+  let rotations = 0;
+  const count = (r: { url(): string; method(): string }) => void (r.method() === "POST" && r.url().endsWith("/rotate-secret") && rotations++);
+  page.on("request", count);
+  await page.getByRole("button", { name: "Rotate secret…" }).click();
+  const confirm = page.getByRole("group", { name: "Confirm the rotation" });
+  await confirm.getByText(/^Rotate the signing secret\? The current one stops verifying deliveries at once/).waitFor();
+  await check(ctx, "webhooks-rotate-confirm");
+  await confirm.getByRole("button", { name: "Keep the current secret" }).click();
+  await confirm.waitFor({ state: "detached" });
+  assert.is(rotations, 0, "stepping back sends nothing");
+  assert.is(await secret(), before);
+  await page.getByRole("button", { name: "Rotate secret…" }).click();
+  await confirm.getByRole("button", { name: "Yes, rotate" }).click();
+  await page.getByText("New secret: the previous one no longer verifies.").waitFor();
+  page.off("request", count);
+  assert.is(rotations, 1);
+  const after = await secret();
+  assert.is.not(after, before);
+  await page.getByRole("region", { name: "Signing secret" }).getByText(after, { exact: true }).waitFor();
 });
 
 t("API keys: list, create one shown once, and a revoked key returns to sign-in", async (ctx) => {

@@ -3,7 +3,7 @@ import uPlot from "uplot";
 import { Link } from "wouter";
 import "uplot/dist/uPlot.min.css";
 import { ApiError } from "./api/client.ts";
-import { fmtTime, utcTitle } from "./format.ts";
+import { fmtPeriodBound, fmtTime, localTitle, utcTitle } from "./format.ts";
 
 /** The quick start, a screen of the console (with this service's address in its commands). */
 export const QuickStart = () => <Link href="/quickstart">quick start</Link>;
@@ -18,11 +18,18 @@ export function Time({ iso }: { iso: string | null | undefined }) {
   );
 }
 
-/** From `start` to `end`, each a time. */
+/** A billing period from `start` to `end` (exclusive), in UTC as the subscription form says it; each bound in the viewer's zone on hover. */
 export function Period({ start, end }: { start: string; end: string }) {
   return (
     <>
-      <Time iso={start} /> → <Time iso={end} />
+      <time dateTime={start} title={localTitle(start)}>
+        {fmtPeriodBound(start)}
+      </time>{" "}
+      →{" "}
+      <time dateTime={end} title={localTitle(end)}>
+        {fmtPeriodBound(end)}
+      </time>{" "}
+      (UTC)
     </>
   );
 }
@@ -97,13 +104,42 @@ export function Query<T>({ q, children, label }: { q: QueryState<T>; children: (
   return <Loading label={label} />;
 }
 
-/** A query whose data holds a list (`items` picks it): `empty` says what to do while the list has none, `children` show it otherwise. */
-export function ListQuery<T, I>({ q, label, items, empty, children }: { q: QueryState<T>; label: string; items: (data: T) => I[]; empty: ReactNode; children: (list: I[], data: T) => ReactNode }) {
+/**
+ * A query whose data holds a list (`items` picks it): `empty` says what to do while the list has
+ * none, `children` show it otherwise. A paged list (`pages`: its paging and its page's
+ * next_cursor) may answer an empty page that is not the last (a filtered page reads a bounded
+ * part of the data): that page says so and keeps the pager, as does an empty page reached by
+ * paging, so that the pages after and before it stay in reach.
+ */
+export function ListQuery<T, I>({
+  q,
+  label,
+  items,
+  empty,
+  children,
+  pages,
+}: {
+  q: QueryState<T>;
+  label: string;
+  items: (data: T) => I[];
+  empty: ReactNode;
+  children: (list: I[], data: T) => ReactNode;
+  /** `order`: "newest first" lists say "older pages", others "later pages". */
+  pages?: { paging: PagingControls; next: (data: T) => string | null | undefined; order?: "newest first" };
+}) {
   return (
     <Query q={q} label={label}>
       {(data) => {
         const list = items(data);
-        return list.length === 0 ? <Empty>{empty}</Empty> : children(list, data);
+        if (list.length > 0) return children(list, data);
+        const next = pages?.next(data);
+        if (!pages || (!next && !pages.paging.hasPrev)) return <Empty>{empty}</Empty>;
+        return (
+          <>
+            <Empty>{next ? `Nothing on this page; ${pages.order === "newest first" ? "older" : "later"} pages may hold more.` : empty}</Empty>
+            <Pager paging={pages.paging} next={next} />
+          </>
+        );
       }}
     </Query>
   );
@@ -203,6 +239,8 @@ export function DayChart({ title, dates, series, height = 180, stacked = false }
       height,
       legend: { show: false },
       cursor: { points: { show: false } },
+      // The days are UTC days (the API's dates): labelled as such, not in the viewer's zone.
+      tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), "Etc/UTC"),
       scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.1 : 1] } },
       axes: [
         { stroke: "#4b5563", grid: { show: false }, ticks: { show: false } },
@@ -306,8 +344,15 @@ export function Gauge({ label, value, limit, soft, hard, format, reset, note, bl
   );
 }
 
+/** What a Pager moves: cursors kept in the URL's query (`usePaging`). */
+export interface PagingControls {
+  hasPrev: boolean;
+  prev: () => void;
+  next: (cursor: string) => void;
+}
+
 /** Previous / next page over cursors kept in the URL's query (`usePaging`); `next` is the page's next_cursor. */
-export function Pager({ paging, next }: { paging: { hasPrev: boolean; prev: () => void; next: (cursor: string) => void }; next: string | null | undefined }) {
+export function Pager({ paging, next }: { paging: PagingControls; next: string | null | undefined }) {
   return (
     <nav className="pager" aria-label="Pages">
       <button type="button" className="secondary" disabled={!paging.hasPrev} onClick={paging.prev}>

@@ -3,6 +3,7 @@
 // DOM), tested in test/console-credit-words.test.ts.
 import { fmtExactMoney } from "./format.ts";
 import { localToIso, numberOrText } from "./inputs.ts";
+import type { Dimension } from "./limits.ts";
 
 export type GrantStatus = "pending" | "active" | "depleted" | "expired" | "voided";
 export type GrantKind = "paid" | "promotional";
@@ -80,9 +81,54 @@ export function capParts(max: number, allowance: number, balance: number): { all
   return { allowance, credits, balance, drawn: Math.max(0, nano(credits - balance)) };
 }
 
-/** The sentence under the period spend bar: its max includes credits. */
-export function capSentence(max: number, allowance: number, balance: number): string {
-  const p = capParts(max, allowance, balance);
+/**
+ * The sentence under the period spend bar: its max includes credits. `pool`: what a team's pool
+ * adds to a member's own cap (its team's headroom: docs/api.md, team credits), not part of the
+ * member's own credits.
+ */
+export function capSentence(max: number, allowance: number, balance: number, pool = 0): string {
+  const p = capParts(nano(max - pool), allowance, balance);
   const drawn = p.drawn > 0 ? `, ${fmtExactMoney(p.drawn)} drawn this period` : "";
-  return `Max includes credits: ${fmtExactMoney(p.allowance)} allowance + ${fmtExactMoney(p.credits)} credits (balance ${fmtExactMoney(p.balance)}${drawn}).`;
+  const team = pool > 0 ? ` + ${fmtExactMoney(pool)} the team can still spend (its allowance left and its pool's balance)` : "";
+  return `Max includes credits: ${fmtExactMoney(p.allowance)} allowance + ${fmtExactMoney(p.credits)} credits (balance ${fmtExactMoney(p.balance)}${drawn})${team}.`;
+}
+
+/**
+ * The sentence under a team's period spend bar (team:total_spend) when the team plan draws its
+ * pool: the max is the team plan's allowance, the pool's balance, and what this period's team
+ * spend drew from the pool or members paid from their own allowances and credits (neither is
+ * charged to the team's allowance).
+ */
+export function teamCapSentence(max: number, allowance: number, balance: number): string {
+  const p = capParts(max, allowance, balance);
+  const drawn = p.drawn > 0 ? `; ${fmtExactMoney(p.drawn)} drawn from the pool this period or paid by members' own allowances and credits` : "";
+  return `Max includes the team's credits: ${fmtExactMoney(p.allowance)} team allowance + ${fmtExactMoney(p.credits)} credits (pool balance ${fmtExactMoney(p.balance)}${drawn}).`;
+}
+
+type CapDimension = Pick<Dimension, "reason" | "max" | "used" | "credits">;
+
+/**
+ * The note under a dimension's bar saying what its max is made of, when credits extend it: a
+ * user's own total_spend (its plan's allowance, its credits, and for a member whose team has a
+ * pool what the team can still spend, the team:total_spend bar's max less its use), or
+ * team:total_spend (the team plan's allowance and the pool). `allowance`: the plans' period caps.
+ */
+export function creditCapNote(d: CapDimension, dims: readonly CapDimension[], allowance: { own?: number | null; team?: number | null }): string | undefined {
+  if (!d.credits || d.max == null) return undefined;
+  if (d.reason === "team:total_spend") return teamCapSentence(d.max, allowance.team ?? 0, d.credits.balance);
+  if (d.reason !== "total_spend") return undefined;
+  const pool = dims.find((x) => x.reason === "team:total_spend" && x.credits && x.max != null);
+  const headroom = pool ? Math.max(0, nano(pool.max! - pool.used)) : 0;
+  return capSentence(d.max, allowance.own ?? 0, d.credits.balance, headroom);
+}
+
+/**
+ * Whether an owner's plan draws its credits: "no plan"; false when credits_enabled is off;
+ * "no cap" when the plan has no period cap (no allowance: nothing is ever drawn, docs/api.md); else true.
+ */
+export type Draws = boolean | "no plan" | "no cap";
+export function drawsCredits(plan: { credits_enabled?: boolean; max_spend_per_period?: number | null } | null | undefined): Draws {
+  if (!plan) return "no plan";
+  if (!plan.credits_enabled) return false;
+  return plan.max_spend_per_period == null ? "no cap" : true;
 }

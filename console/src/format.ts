@@ -19,10 +19,20 @@ export const fmtTokens = (n: number | null | undefined) => (n == null ? "—" : 
 export const fmtPct = (ratio: number | null | undefined) => (ratio == null || !Number.isFinite(ratio) ? "—" : percent.format(ratio));
 
 const local = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
-const localDate = new Intl.DateTimeFormat(undefined, { dateStyle: "medium" });
+// Billing periods are UTC instants (the subscription form's dates are UTC days): a period's
+// bounds are shown in UTC, or a June period would read "May 31 – Jun 30" west of Greenwich.
+const utcDate = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeZone: "UTC" });
+const utcDateTime = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "medium", timeZone: "UTC" });
 /** A time in the viewer's zone; the UTC form is its title (hover). */
 export const fmtTime = (iso: string | null | undefined) => (iso ? local.format(new Date(iso)) : "—");
-export const fmtDate = (iso: string | null | undefined) => (iso ? localDate.format(new Date(iso)) : "—");
+/** A UTC day (a billing period's bound), whatever the viewer's zone. */
+export const fmtDate = (iso: string | null | undefined) => (iso ? utcDate.format(new Date(iso)) : "—");
+/** Whether an instant falls on a UTC midnight (a period bound the subscription form's date inputs can say exactly). */
+export const atUtcMidnight = (iso: string) => new Date(iso).getTime() % 86_400_000 === 0;
+/** A period's bound in UTC: its day, and its time to the second when it is not midnight ("Jan 15, 2025, 10:32:11 AM"). */
+export const fmtPeriodBound = (iso: string | null | undefined) => (!iso ? "—" : atUtcMidnight(iso) ? utcDate.format(new Date(iso)) : utcDateTime.format(new Date(iso)));
+/** A time in the viewer's zone, for a title (hover) beside a UTC figure. */
+export const localTitle = (iso: string | null | undefined) => (iso ? `${local.format(new Date(iso))} (your time)` : undefined);
 export const utcTitle = (iso: string | null | undefined) => (iso ? new Date(iso).toISOString().replace(".000Z", "Z") + " (UTC)" : undefined);
 
 /** Change against the previous period, as a signed percentage ("new" when there was nothing). */

@@ -1,9 +1,10 @@
-import { useState } from "react";
+import { useEffect, useRef, useState } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link } from "wouter";
 import { ApiError, api, getTeamLimits, mapLimited, ok, type Session, type Team, type User } from "../api/client.ts";
 import { plansRead, teamUsageRead } from "../api/reads.ts";
-import { Card, DataTable, Facts, Field, FormAlert, InlineForm, ListQuery, num, Query, Screen, Time } from "../components.tsx";
+import { Card, DataTable, Facts, Field, FormAlert, InlineForm, ListQuery, num, Period, Query, Screen, Time } from "../components.tsx";
+import { creditCapNote, drawsCredits } from "../credits.ts";
 import { DimensionBar, Reset, untilResetRefetch, useNow } from "../dimension-bars.tsx";
 import { usePaging, useUrlState } from "../url-state.ts";
 import { fmtInt, fmtMoney } from "../format.ts";
@@ -20,15 +21,21 @@ export function TeamScreen({ id }: { id: string }) {
   const team = useQuery({ queryKey: ["team", id], queryFn: () => ok(api.GET("/api/v1/teams/{team_id}", { params: p(id) })) });
   const queryClient = useQueryClient();
   const members = useMembers(id);
+  const limits = useQuery(teamLimitsQuery(id));
+  const plans = useQuery(plansRead());
+  const period = teamPeriod(id, members.sessions.data, limits.data?.limits);
+  // Whether everything that could show the period has answered (the page shows "…" until then).
+  const shown = members.page.data?.members.length;
+  const periodSettled = limits.data !== undefined && (shown === 0 || members.sessions.data !== undefined || members.sessions.isError);
   return (
     <Screen title={id} crumbs={<Link href="/teams">Teams</Link>}>
       <Query q={team} label="Loading team">
         {(t) => (
           <>
             <div className="grid-2">
-              <TeamPlan team={t} />
+              <TeamPlan team={t} period={period} settled={periodSettled} />
               <Card title="Usage against the team's limits" className="team-limits">
-                <TeamLimits id={id} hasPlan={t.plan_name !== null} members={members.sessions.data} />
+                <TeamLimits id={id} hasPlan={t.plan_name !== null} members={members.sessions.data} allowance={plans.data?.plans.find((x) => x.name === t.plan_name)?.max_spend_per_period} />
               </Card>
             </div>
             <UsageByModel
@@ -39,7 +46,13 @@ export function TeamScreen({ id }: { id: string }) {
             <TeamCredits id={id} planName={t.plan_name} />
             <div className="grid-2">
               <SubscriptionForm
-                current={undefined}
+                current={{
+                  // The team answers its plan's name; plan names are unique within a product.
+                  plan_id: period?.plan_id ?? plans.data?.plans.find((x) => x.name === t.plan_name)?.id ?? null,
+                  period: period && { start: period.start, end: period.end },
+                  billing_subscription_id: t.billing_subscription_id,
+                }}
+                periodNote={t.plan_name !== null && periodSettled ? TEAM_PERIOD_UNKNOWN : undefined}
                 save={(body) => ok(api.POST("/api/v1/teams/{team_id}/subscription", { params: p(id), body }))}
                 onSaved={() => {
                   for (const k of ["team", "teams", "team-limits", "team-usage", "team-member-sessions"]) queryClient.invalidateQueries({ queryKey: [k] });
@@ -58,10 +71,30 @@ export function TeamScreen({ id }: { id: string }) {
 function TeamCredits({ id, planName }: { id: string; planName: string | null }) {
   const plans = useQuery({ ...plansRead(), enabled: planName !== null });
   const plan = plans.data?.plans.find((x) => x.name === planName);
-  return <UserCredits kind="team" id={id} draws={planName === null ? "no plan" : plan?.credits_enabled} />;
+  return <UserCredits kind="team" id={id} draws={planName === null ? "no plan" : plan && drawsCredits(plan)} />;
 }
 
-function TeamPlan({ team }: { team: Team }) {
+/** Why a team's page may not show its period, and what the form's dates then are. */
+const TEAM_PERIOD_UNKNOWN =
+  "No route answers a team's billing period: it is read from a member's session, or from a limit of the team plan counted per billing period. With neither, the dates above are this calendar month (UTC).";
+
+/** The team's dimensions, read once by the page (the bars, and the period when no member shows it). */
+const teamLimitsQuery = (id: string) => ({ queryKey: ["team-limits", id], queryFn: () => getTeamLimits(id), refetchInterval: untilResetRefetch });
+
+/**
+ * The team's billing period in force and its plan's id, from what the API offers (GET
+ * /teams/{team_id} says neither): a member's session (its `team` block), else a team dimension
+ * counted per billing period (its window_start and resets_at are the period's bounds; a cap of 0
+ * has no resets_at). Null when neither is there.
+ */
+function teamPeriod(id: string, sessions: Map<string, Session> | undefined, dims: readonly Dimension[] | undefined): { start: string; end: string; plan_id?: string } | null {
+  for (const s of sessions?.values() ?? []) if (s.team?.team_id === id) return { ...s.team.billing_period, plan_id: s.team.plan_id };
+  const d = dims?.find((x) => x.window === "period" && x.window_start && x.resets_at);
+  return d ? { start: d.window_start!, end: d.resets_at! } : null;
+}
+
+/** `settled`: every read that could show the period (teamPeriod) has answered. */
+function TeamPlan({ team, period, settled }: { team: Team; period: { start: string; end: string } | null; settled: boolean }) {
   const caps = useTeamCaps(team.plan_name);
   return (
     <Card title="Plan">
@@ -70,6 +103,7 @@ function TeamPlan({ team }: { team: Team }) {
           ["Name", team.name],
           ["Plan", team.plan_name ?? "no plan (members are held by their own plans only)"],
           caps && ["Caps", caps.length === 0 ? "none" : <CapList caps={caps} />],
+          team.plan_name !== null && ["Billing period", period ? <Period {...period} /> : settled ? <span className="muted">not known: no member's session nor any limit of the plan counted per billing period shows it</span> : "…"],
           ["Billing subscription", team.billing_subscription_id ?? "—"],
           ["Members", team.member_count],
           ["Created", <Time iso={team.created_at} />],
@@ -149,8 +183,8 @@ const memberDims = (s: Session | undefined) => ((s?.limits ?? []) as Dimension[]
  * The team's dimensions (GET /teams/{team_id}/limits: the team's sums) as bars with their resets;
  * then each member-scope limit as the bar of the member nearest its cap among the members shown.
  */
-function TeamLimits({ id, hasPlan, members }: { id: string; hasPlan: boolean; members: Map<string, Session> | undefined }) {
-  const limits = useQuery({ queryKey: ["team-limits", id], queryFn: () => getTeamLimits(id), refetchInterval: untilResetRefetch });
+function TeamLimits({ id, hasPlan, members, allowance }: { id: string; hasPlan: boolean; members: Map<string, Session> | undefined; allowance: number | null | undefined }) {
+  const limits = useQuery(teamLimitsQuery(id));
   const now = useNow(30_000);
   const nearest = new Map<string, { user: string; d: Dimension }>();
   for (const [user, s] of members ?? []) {
@@ -176,7 +210,7 @@ function TeamLimits({ id, hasPlan, members }: { id: string; hasPlan: boolean; me
               dims.length > 0 && <p className="muted blocking-summary">No team limit blocks calls.</p>
             )}
             {dims.map((d, i) => (
-              <DimensionBar key={d.reason} d={d} now={now} blocking={i === blocking} />
+              <DimensionBar key={d.reason} d={d} now={now} blocking={i === blocking} note={creditCapNote(d, dims, { team: allowance })} />
             ))}
             {[...nearest.values()].map(({ user, d }) => (
               <DimensionBar key={d.reason} d={d} now={now} label={`${dimensionLabel(d)}, nearest its cap: ${user}`} note="Counted for each member apart; each member's figure is in Members." />
@@ -200,9 +234,31 @@ function Members({ id, members }: { id: string; members: ReturnType<typeof useMe
     return d ? `${fmtMetric(d.metric)(d.used)} of ${fmtMetric(d.metric)(d.max ?? 0)}` : "—";
   };
   const remove = useMembership();
+  // A removal is asked first: the member leaves the team's budget (and its pool) at once.
+  const [removing, setRemoving] = useState<User | null>(null);
+  const confirmBox = useRef<HTMLDivElement>(null);
+  useEffect(() => {
+    if (removing) confirmBox.current?.focus();
+  }, [removing]);
   return (
     <Card title="Members">
-      <ListQuery q={pageQuery} label="Loading members" items={(page) => page.members} empty="No members yet. Add a user below, or let your product call PUT /users/{user_id}/team.">
+      {removing && (
+        <div className="confirm-box danger" role="group" aria-label="Confirm the removal" tabIndex={-1} ref={confirmBox}>
+          <p>
+            Remove <strong>{removing.external_user_id}</strong> from team <strong>{id}</strong>? Its usage from now on no longer counts for the team (what it used so far stays with the team), and its calls are then held by{" "}
+            {removing.plan_name ? `its own plan (${removing.plan_name}) only` : "no plan: it has none of its own, so every call passes"}.
+          </p>
+          <div className="confirm">
+            <button type="button" className="danger" disabled={remove.isPending} onClick={() => remove.mutate({ user: removing.external_user_id, team: null }, { onSuccess: () => setRemoving(null) })}>
+              {remove.isPending ? "Removing…" : "Yes, remove"}
+            </button>
+            <button type="button" className="secondary" onClick={() => setRemoving(null)}>
+              Keep it
+            </button>
+          </div>
+        </div>
+      )}
+      <ListQuery q={pageQuery} label="Loading members" items={(page) => page.members} pages={{ paging, next: (page) => page.next_cursor }} empty="No members yet. Add a user below, or let your product call PUT /users/{user_id}/team.">
         {(list, page) => (
           <>
           <DataTable
@@ -230,9 +286,12 @@ function Members({ id, members }: { id: string; members: ReturnType<typeof useMe
                     className="secondary"
                     disabled={remove.isPending}
                     aria-label={`Remove ${u.external_user_id} from the team`}
-                    onClick={() => remove.mutate({ user: u.external_user_id, team: null })}
+                    onClick={() => {
+                      remove.reset();
+                      setRemoving(u);
+                    }}
                   >
-                    Remove
+                    Remove…
                   </button>
                 </td>
               </tr>

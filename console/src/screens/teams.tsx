@@ -24,7 +24,7 @@ export function TeamsScreen() {
           <div className="filters" role="search" aria-label="Filter teams">
             <PrefixSearch label="Team id starts with" placeholder="e.g. acme" prefix={prefix} onSearch={(p) => set({ prefix: p, ...paging.reset })} />
           </div>
-          <ListQuery q={teams} label="Loading teams" items={(page) => page.teams} empty={prefix ? "No team matches this search." : "No teams yet. A team shares one budget among several users (an organisation, a workspace): create one here or with POST /teams."}>
+          <ListQuery q={teams} label="Loading teams" items={(page) => page.teams} pages={{ paging, next: (page) => page.next_cursor }} empty={prefix ? "No team matches this search." : "No teams yet. A team shares one budget among several users (an organisation, a workspace): create one here or with POST /teams."}>
             {(list, page) => (
               <DataTable caption="Teams" columns={["Team", "Name", "Plan", num("Members"), "Created"]} paging={paging} next={page.next_cursor}>
                 {list.map((t) => (

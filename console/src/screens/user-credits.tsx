@@ -7,7 +7,7 @@ import { useMutation, useQuery, useQueryClient, type QueryClient } from "@tansta
 import { ApiError, answer, api, ok, type CreditGrant, type LedgerEntry } from "../api/client.ts";
 import { creditLedgerRead, creditsKey, creditsRead, LEDGER_PAGE_SIZES, ledgerLimit } from "../api/reads.ts";
 import { Card, DataTable, Empty, ErrorState, Field, FormAlert, FormStatus, ListQuery, num, PerPage, Query, Submit, submitted, Time } from "../components.tsx";
-import { describeGrant, grantBody, LEDGER_TYPE, newGrantForm, STATUS_BADGE, voidable, type GrantForm, type GrantKind, type GrantStatus, type LedgerType } from "../credits.ts";
+import { describeGrant, grantBody, type Draws, LEDGER_TYPE, newGrantForm, STATUS_BADGE, voidable, type GrantForm, type GrantKind, type GrantStatus, type LedgerType } from "../credits.ts";
 import { fmtExactMoney, fmtSignedMoney } from "../format.ts";
 import { usePaging, useUrlState } from "../url-state.ts";
 
@@ -45,8 +45,8 @@ function routes(o: CreditOwner) {
   };
 }
 
-/** `draws`: whether the owner's plan draws credits (its credits_enabled), "no plan", or undefined while unknown. */
-export function UserCredits({ id, draws, kind = "user" }: { id: string; draws: boolean | "no plan" | undefined; kind?: CreditOwner["kind"] }) {
+/** `draws`: whether the owner's plan draws credits (drawsCredits: credits_enabled and a period cap), or undefined while unknown. */
+export function UserCredits({ id, draws, kind = "user" }: { id: string; draws: Draws | undefined; kind?: CreditOwner["kind"] }) {
   const credits = useQuery(creditsRead(kind, id));
   const noun = kind === "team" ? "team" : "user";
   return (
@@ -54,6 +54,11 @@ export function UserCredits({ id, draws, kind = "user" }: { id: string; draws: b
       <Card title={kind === "team" ? "Credits (the team's pool, drawn after each member's own)" : "Credits"}>
         {draws === false && <p className="notice">This {noun}'s plan does not draw credits (its credits_enabled is off): grants are kept, and drawn once the plan turns credits on.</p>}
         {draws === "no plan" && <p className="notice">This {noun} has no plan: grants are kept, and drawn once the {noun} is on a plan that draws credits.</p>}
+        {draws === "no cap" && (
+          <p className="notice">
+            This {noun}'s plan has credits_enabled but no period cap (max_spend_per_period): with no allowance to go beyond, nothing is ever drawn. Grants are kept, and drawn once the plan has a period cap.
+          </p>
+        )}
         <Query q={credits} label="Loading credits">
           {(c) => (
             <>
@@ -284,7 +289,7 @@ function CreditLedger({ owner, hasAny }: { owner: CreditOwner; hasAny: boolean |
       {hasAny === false && paging.cursor === undefined ? (
         <Empty>No credit movements yet.</Empty>
       ) : (
-        <ListQuery q={ledger} label="Loading the ledger" items={(page) => page.entries} empty="No credit movements yet.">
+        <ListQuery q={ledger} label="Loading the ledger" items={(page) => page.entries} pages={{ paging, next: (page) => page.next_cursor, order: "newest first" }} empty="No credit movements yet.">
           {(entries, page) => (
             <>
               <p className="hint">Newest first. Usage is summed per grant per hour: an entry's time is its hour.</p>

@@ -5,7 +5,7 @@ import { ApiError, api, ok, type GateEvent, type Session } from "../api/client.t
 import { gateEventsFilter, gateEventsRead, lastSessionSpendRead, limitsRead, sessionRead, userRead, userUsageRead } from "../api/reads.ts";
 import { Card, DataTable, Facts, Field, FormAlert, FormStatus, Gauge, InlineForm, ListQuery, num, PerPage, Period, Query, QuickStart, Screen, Submit, submitted, Time } from "../components.tsx";
 import { fmtInt, fmtMoney, fmtPct } from "../format.ts";
-import { capSentence } from "../credits.ts";
+import { creditCapNote, drawsCredits } from "../credits.ts";
 import { blockingIndex, dimensionLabel, TEAM_REASON } from "../limits.ts";
 import { DimensionBar, Reset, untilResetRefetch, useNow } from "../dimension-bars.tsx";
 import { usePaging, useUrlState } from "../url-state.ts";
@@ -49,7 +49,7 @@ export function UserScreen({ id }: { id: string }) {
           </div>
         )}
       </Query>
-      <UserCredits id={id} draws={session.data ? (session.data.plan_id ? session.data.plan_config.credits_enabled : "no plan") : undefined} />
+      <UserCredits id={id} draws={session.data ? drawsCredits(session.data.plan_id ? session.data.plan_config : null) : undefined} />
       <UsageByModel
         read={(period) => userUsageRead(id, period)}
         empty={
@@ -60,7 +60,7 @@ export function UserScreen({ id }: { id: string }) {
       />
       <GateEvents id={id} />
       <div className="grid-2">
-        <Subscription id={id} session={session.data} />
+        <Subscription id={id} session={session.data} billing={user.data?.billing_subscription_id} />
         <ManualEvent id={id} />
       </div>
     </Screen>
@@ -94,7 +94,7 @@ function Limits({ id, session }: { id: string; session: Session }) {
                 d={d}
                 now={now}
                 value={d.reason === "session_spend" ? (lastSession.data?.events[0]?.current_value ?? 0) : undefined}
-                note={d.credits && d.max != null ? capSentence(d.max, c.max_spend_per_period ?? 0, d.credits.balance) : undefined}
+                note={creditCapNote(d, dims, { own: c.max_spend_per_period, team: session.team?.plan_config.max_spend_per_period })}
                 blocking={i === blocking}
               />
             ))}
@@ -120,6 +120,9 @@ function GateEvents({ id }: { id: string }) {
     return `${fmt(e.current_value)} / ${fmt(e.limit_value)}`;
   };
   const change = (patch: Record<string, string | null>) => set({ ...patch, ...paging.reset });
+  // The API compares gate_reason exactly: suggest the user's own reasons (its dimensions', its
+  // team's included), and those of the events shown (a plan it was on before may have had others).
+  const reasons = [...new Set([...(dims.data?.limits.map((d) => d.reason) ?? []), ...(events.data?.events.map((e) => e.gate_reason) ?? [])])];
   return (
     <Card title="Gate events">
       <div className="filters" role="group" aria-label="Filter gate events">
@@ -137,10 +140,9 @@ function GateEvents({ id }: { id: string }) {
             {(fid) => <input id={fid} list="gate-reasons" value={reason} onChange={(e) => setReason(e.target.value)} placeholder="total_spend" />}
           </Field>
           <datalist id="gate-reasons">
-            <option value="total_spend" />
-            <option value="session_spend" />
-            <option value="model_limit:" />
-            <option value="limit:" />
+            {reasons.map((r) => (
+              <option key={r} value={r} />
+            ))}
           </datalist>
         </InlineForm>
         <label className="check">
@@ -154,7 +156,7 @@ function GateEvents({ id }: { id: string }) {
         </Field>
         <PerPage value={f.limit} sizes={[25, 100, 500]} onChange={(limit) => change({ limit })} />
       </div>
-      <ListQuery q={events} label="Loading gate events" items={(page) => page.events} empty="No gate events match. Gate events arrive from the client library when a user reaches a soft or hard gate.">
+      <ListQuery q={events} label="Loading gate events" items={(page) => page.events} pages={{ paging, next: (page) => page.next_cursor, order: "newest first" }} empty="No gate events match. Gate events arrive from the client library when a user reaches a soft or hard gate.">
         {(list, page) => (
           <DataTable caption="Gate events, newest first" columns={["Time", "Status", "Reason", num("Usage"), num("Value / limit"), "Blocked", "Message"]} paging={paging} next={page.next_cursor}>
             {list.map((e: GateEvent) => (
@@ -181,11 +183,11 @@ function GateEvents({ id }: { id: string }) {
   );
 }
 
-function Subscription({ id, session }: { id: string; session: Session | undefined }) {
+function Subscription({ id, session, billing }: { id: string; session: Session | undefined; billing: string | null | undefined }) {
   const queryClient = useQueryClient();
   return (
     <SubscriptionForm
-      current={session && { plan_id: session.plan_id ?? null, period: session.billing_period }}
+      current={session && billing !== undefined ? { plan_id: session.plan_id ?? null, period: session.billing_period, billing_subscription_id: billing } : undefined}
       save={(body) => ok(api.POST("/api/v1/users/{user_id}/subscription", { params: p(id), body }))}
       onSaved={() => {
         for (const k of ["user", "session", "limits", "usage", "users"]) queryClient.invalidateQueries({ queryKey: [k] });
@@ -194,6 +196,25 @@ function Subscription({ id, session }: { id: string; session: Session | undefine
     />
   );
 }
+
+/** The queries a usage event makes stale (their keys' first part: api/reads.ts and the team screen). */
+const MOVED_BY_USAGE = [
+  "session",
+  "limits",
+  "usage",
+  "users",
+  "credits",
+  "credit-ledger",
+  "team-usage",
+  "team-limits",
+  "team-member-sessions",
+  "summary",
+  "timeseries",
+  "gate-timeseries",
+  "breakdown",
+  "top-users",
+  "top-teams",
+];
 
 function ManualEvent({ id }: { id: string }) {
   const [form, setForm] = useState({ cost: "", model: "", input_tokens: "", output_tokens: "", description: "" });
@@ -214,7 +235,9 @@ function ManualEvent({ id }: { id: string }) {
         }),
       ),
     onSuccess: () => {
-      for (const k of ["session", "limits", "usage", "users", "summary", "timeseries", "breakdown", "top-users"]) queryClient.invalidateQueries({ queryKey: [k] });
+      // Everything the event moves: the user's bars and usage, its credits (a draw beyond the
+      // allowance) and ledger, its team's figures, and the overview's.
+      for (const k of MOVED_BY_USAGE) queryClient.invalidateQueries({ queryKey: [k] });
       setForm({ cost: "", model: "", input_tokens: "", output_tokens: "", description: "" });
     },
   });

@@ -30,7 +30,7 @@ export function UsersScreen() {
             )}
           </Field>
         </div>
-        <ListQuery q={users} label="Loading users" items={(page) => page.users} empty={prefix || plan ? "No user matches these filters." : <>No users yet. Create one here, or let your product register users with POST /users; see the <QuickStart /></>}>
+        <ListQuery q={users} label="Loading users" items={(page) => page.users} pages={{ paging, next: (page) => page.next_cursor }} empty={prefix || plan ? "No user matches these filters." : <>No users yet. Create one here, or let your product register users with POST /users; see the <QuickStart /></>}>
           {(list, page) => (
             <DataTable caption="Users" columns={["User", "Name", "Plan", num("Period spend"), num("Period tokens"), "Period", "Created"]} paging={paging} next={page.next_cursor}>
               {list.map((u) => (

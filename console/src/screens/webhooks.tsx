@@ -96,13 +96,20 @@ function EndpointDetail({ endpoint }: { endpoint: Endpoint }) {
   const [form, setForm] = useState({ url: endpoint.url, description: endpoint.description ?? "", events: endpoint.subscribed_events });
   const [secret, setSecret] = useState<string | null>(null);
   const [confirmDelete, setConfirmDelete] = useState(false);
+  const [confirmRotate, setConfirmRotate] = useState(false);
   const refresh = () => queryClient.invalidateQueries({ queryKey: ["endpoints"] });
   const update = useMutation({
     mutationFn: (body: { url?: string; description?: string | null; subscribed_events?: WebhookEventType[]; enabled?: boolean }) => ok(api.PATCH("/api/v1/webhooks/endpoints/{id}", { ...ep(endpoint.id), body })),
     onSuccess: refresh,
   });
   const reveal = useMutation({ mutationFn: () => ok(api.GET("/api/v1/webhooks/endpoints/{id}/secret", ep(endpoint.id))), onSuccess: (s) => setSecret(s.secret) });
-  const rotate = useMutation({ mutationFn: () => ok(api.POST("/api/v1/webhooks/endpoints/{id}/rotate-secret", ep(endpoint.id))), onSuccess: (s) => setSecret(s.secret) });
+  const rotate = useMutation({
+    mutationFn: () => ok(api.POST("/api/v1/webhooks/endpoints/{id}/rotate-secret", ep(endpoint.id))),
+    onSuccess: (s) => {
+      setSecret(s.secret);
+      setConfirmRotate(false);
+    },
+  });
   const test = useMutation({
     mutationFn: () => ok(api.POST("/api/v1/webhooks/endpoints/{id}/test", ep(endpoint.id))),
     onSuccess: () => queryClient.invalidateQueries({ queryKey: ["deliveries", endpoint.id] }),
@@ -132,9 +139,21 @@ function EndpointDetail({ endpoint }: { endpoint: Endpoint }) {
           <button type="button" className="secondary" onClick={() => reveal.mutate()}>
             Reveal secret
           </button>
-          <button type="button" className="secondary" onClick={() => rotate.mutate()} disabled={rotate.isPending}>
-            Rotate secret
-          </button>
+          {!confirmRotate ? (
+            <button type="button" className="secondary" onClick={() => setConfirmRotate(true)}>
+              Rotate secret…
+            </button>
+          ) : (
+            <span className="confirm" role="group" aria-label="Confirm the rotation">
+              Rotate the signing secret? The current one stops verifying deliveries at once: update your receiver with the new one.{" "}
+              <button type="button" className="danger" onClick={() => rotate.mutate()} disabled={rotate.isPending}>
+                {rotate.isPending ? "Rotating…" : "Yes, rotate"}
+              </button>{" "}
+              <button type="button" className="secondary" onClick={() => setConfirmRotate(false)}>
+                Keep the current secret
+              </button>
+            </span>
+          )}
           {!confirmDelete ? (
             <button type="button" className="danger" onClick={() => setConfirmDelete(true)}>
               Delete…
@@ -215,7 +234,7 @@ function Deliveries({ id }: { id: string }) {
         </Field>
       }
     >
-      <ListQuery q={deliveries} label="Loading deliveries" items={(page) => page.deliveries} empty={<>No deliveries{status ? ` with status ${status}` : ""}. Send a test event to see one here.</>}>
+      <ListQuery q={deliveries} label="Loading deliveries" items={(page) => page.deliveries} pages={{ paging, next: (page) => page.next_cursor, order: "newest first" }} empty={<>No deliveries{status ? ` with status ${status}` : ""}. Send a test event to see one here.</>}>
         {(list, page) => (
           <DataTable caption="Deliveries, newest first" columns={["Created", "Event", "Status", num("Code"), num("Attempt"), "Completed"]} paging={paging} next={page.next_cursor}>
             {list.map((d) => (
