@@ -101,8 +101,9 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     rpcUrl: rpc.url,
     gateway,
     async close() {
-      await gateway.close();
-      for (const m of [...modules].reverse()) await m.stop?.();
+      // Background work stops while the gateway answers the requests in flight (its modules still
+      // serve them): both within the process's shutdown deadline.
+      await Promise.all([gateway.close(), ...modules.map((m) => m.stop?.())]);
       await rpc.close();
       await mongo.close();
     },

@@ -15,6 +15,12 @@ test("connection limits: defaults, env values, and refusals at start-up", () => 
   assert.throws(() => protectionSettings(inverted), /HTTP_HEADERS_TIMEOUT_MS \(20000\) must not exceed HTTP_REQUEST_TIMEOUT_MS/);
 });
 
+test("peer URLs must be base URLs; the shutdown grace stays under the process's deadline", () => {
+  assert.is(loadConfig(gatewayConfigSchema, { TENANCY_URL: "http://tenancy:9091" }).TENANCY_URL, "http://tenancy:9091");
+  for (const bad of ["tenancy:9091", "http://tenancy:9091/api", "ftp://tenancy"]) assert.throws(() => loadConfig(gatewayConfigSchema, { TENANCY_URL: bad }), /TENANCY_URL/);
+  assert.throws(() => loadConfig(gatewayConfigSchema, { HTTP_SHUTDOWN_GRACE_MS: "10000" }), /HTTP_SHUTDOWN_GRACE_MS/);
+});
+
 test("HTTP_MAX_CONNECTIONS 0 is half the process's open-file limit, below it", () => {
   const auto = resolveConnectionLimits({ max: 0 }).max;
   assert.ok(auto >= 1);

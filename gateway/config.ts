@@ -50,7 +50,7 @@ const connectionFields = {
   /** Open connections in all; 0: half the process's open-file limit (10,000 where unknown). */
   HTTP_MAX_CONNECTIONS: Type.Integer({ default: 0, minimum: 0 }),
   /** On shutdown, how long requests in flight may take before their connections are ended. */
-  HTTP_SHUTDOWN_GRACE_MS: Type.Integer({ default: 10_000, minimum: 0, maximum: 600_000 }),
+  HTTP_SHUTDOWN_GRACE_MS: Type.Integer({ default: 7_000, minimum: 0, maximum: 8_000 }),
 };
 
 export interface ConnectionLimits {
@@ -73,7 +73,7 @@ export const CONNECTION_DEFAULTS: ConnectionLimits = {
   keepAliveTimeoutMs: 72_000,
   maxPerAddress: 256,
   max: 0,
-  shutdownGraceMs: 10_000,
+  shutdownGraceMs: 7_000,
 };
 
 /**

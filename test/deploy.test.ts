@@ -240,12 +240,12 @@ for (const overlay of ["local", "production"]) {
         assert.not.ok(metricsPorts.has(container.containerPort), `${svc.metadata.name} does not expose a metrics port`);
       }
     }
-    // The ingress routes /api only, to the gateway's HTTP port.
+    // The ingress routes the API and the console only, to the gateway's HTTP port.
     const ingresses = docs.filter((d) => d.kind === "Ingress");
     assert.is(ingresses.length, 1);
     for (const rule of ingresses[0]!.spec.rules) {
+      assert.equal(rule.http.paths.map((p: Doc) => p.path), ["/api", "/console"]);
       for (const p of rule.http.paths) {
-        assert.is(p.path, "/api");
         assert.is(p.pathType, "Prefix");
         assert.equal(p.backend.service, { name: "gateway", port: { name: "http" } });
       }

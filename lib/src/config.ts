@@ -89,12 +89,15 @@ export const idlePollFields = {
 };
 
 /** Where each service listens in split mode; every service reaches its peers through these. */
+// A base URL (scheme and host[:port], no path): "tenancy:9091" is refused at start-up, not met as
+// a 503 on every call after a rollout has replaced every good pod.
+const peerUrl = (fallback: string) => Type.String({ default: fallback, pattern: "^https?://[^/\\s]+/?$" });
 export const peerUrlFields = {
-  TENANCY_URL: Type.String({ default: "http://127.0.0.1:9091" }),
-  PLANS_URL: Type.String({ default: "http://127.0.0.1:9092" }),
-  INGESTION_URL: Type.String({ default: "http://127.0.0.1:9093" }),
-  ANALYTICS_URL: Type.String({ default: "http://127.0.0.1:9094" }),
-  WEBHOOKS_URL: Type.String({ default: "http://127.0.0.1:9095" }),
+  TENANCY_URL: peerUrl("http://127.0.0.1:9091"),
+  PLANS_URL: peerUrl("http://127.0.0.1:9092"),
+  INGESTION_URL: peerUrl("http://127.0.0.1:9093"),
+  ANALYTICS_URL: peerUrl("http://127.0.0.1:9094"),
+  WEBHOOKS_URL: peerUrl("http://127.0.0.1:9095"),
 };
 
 export type PeerUrls = Record<"tenancy" | "plans" | "ingestion" | "analytics" | "webhooks", string>;

@@ -8,6 +8,13 @@ import type { Logger } from "./logger.ts";
 export const SHUTDOWN_DEADLINE_MS = 9_000;
 
 /**
+ * How long a module's background work (jobs, deliveries under way) may take to finish when its
+ * process stops: it stops while the process's port answers the calls in flight, both within
+ * SHUTDOWN_DEADLINE_MS, so that no stop is cut off by the deadline with code 1.
+ */
+export const BACKGROUND_STOP_GRACE_MS = 6_000;
+
+/**
  * Runs `stop` once on SIGINT/SIGTERM, then exits. If `stop` has not finished within
  * `deadlineMs` (something it waits for is down), the process exits anyway with code 1,
  * saying so. A second signal exits at once, so a stuck shutdown can always be interrupted.

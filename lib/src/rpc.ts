@@ -281,10 +281,11 @@ export async function listenRpc(opts: {
       for (const s of sessions) s.close();
       h1.closeIdleConnections();
       for (const socket of undecided) socket.destroy();
+      // Calls in flight are answered within the 5 s a database call may wait, then cut off.
       const force = setTimeout(() => {
         for (const s of sessions) s.destroy();
         h1.closeAllConnections();
-      }, 2_000);
+      }, 5_000);
       force.unref();
       await closed;
       clearTimeout(force);
@@ -337,7 +338,9 @@ const networkTransports = new Map<string, Transport>();
 function networkTransport(baseUrl: string): Transport {
   let t = networkTransports.get(baseUrl);
   if (!t) {
-    t = createGrpcTransport({ baseUrl, ...clientOptions });
+    // Pings while calls are open: a peer whose node vanished without closing the connection fails
+    // its calls within seconds instead of each waiting out its deadline until TCP gives up.
+    t = createGrpcTransport({ baseUrl, ...clientOptions, pingIntervalMs: 10_000, pingTimeoutMs: 5_000, idleConnectionTimeoutMs: 5 * 60_000 });
     networkTransports.set(baseUrl, t);
   }
   return t;

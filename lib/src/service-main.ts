@@ -34,8 +34,8 @@ export async function serviceMain<P extends TProperties>(spec: {
   await module.start?.();
   logger.info({ port: server.port }, `${spec.name} service listening`);
   onShutdown(logger, async () => {
-    await module.stop?.();
-    await server.close();
+    // The port stops taking calls at once and answers those in flight while background work stops.
+    await Promise.all([server.close(), module.stop?.()]);
     await metrics?.close();
     await mongo.close();
   });

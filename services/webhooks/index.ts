@@ -1,6 +1,7 @@
 import type { Db } from "mongodb";
 import { WebhooksService } from "@meter/proto/meter/webhooks/v1/webhooks_pb";
 import type { PeerUrls } from "@meter/lib/config";
+import { BACKGROUND_STOP_GRACE_MS } from "@meter/lib/process";
 import type { Logger } from "@meter/lib/logger";
 import { pingDb } from "@meter/lib/mongo";
 import type { ServiceModule } from "@meter/lib/rpc";
@@ -129,7 +130,9 @@ export async function createWebhooksService(opts: WebhooksServiceOptions): Promi
       dispatcher.start();
     },
     async stop() {
-      await Promise.all([dispatcher.stop(attemptTimeoutMs + 5_000), deps.scheduler.stop(attemptTimeoutMs + 5_000)]);
+      // An attempt cut off by the grace is sent again after its claim's lease (at least once, same id).
+      const grace = Math.min(attemptTimeoutMs + 5_000, BACKGROUND_STOP_GRACE_MS);
+      await Promise.all([dispatcher.stop(grace), deps.scheduler.stop(grace)]);
       await deps.sender.close();
     },
     triggerSummaries: (type, at) => fanOutSummaries(deps, type, at),

@@ -28,6 +28,8 @@ test("URL check resolves the host and refuses any private answer", async () => {
   assert.match(String(await endpointUrlProblem("https://nowhere.example/", strict, async () => { throw new Error("ENOTFOUND"); })), /does not resolve/);
   // The refusal names the switch a local setup needs.
   assert.match(String(await endpointUrlProblem("http://hooks.example/", strict, answers(["93.184.215.14"]))), /must use https.*WEBHOOKS_ALLOW_INSECURE_URLS=true/);
+  assert.match(String(await endpointUrlProblem("https://hooks.example:8443/x", strict, answers(["93.184.215.14"]))), /port 443, not 8443/);
+  assert.is(await endpointUrlProblem("https://hooks.example:443/x", strict, answers(["93.184.215.14"])), null);
   assert.match(String(await endpointUrlProblem("https://" + "a".repeat(2100) + ".example/", strict)), /at most/);
 });
 

@@ -53,6 +53,9 @@ export function urlShapeProblem(raw: string, policy: UrlPolicy): string | null {
       : "url must use https (for local use, WEBHOOKS_ALLOW_INSECURE_URLS=true on the service also allows http:// and loopback URLs)";
   }
   if (url.username || url.password) return "url must not contain credentials";
+  // Deliveries leave on 443 only (deploy/'s egress policy): an endpoint on another port would be
+  // accepted here and time out at every attempt.
+  if (!policy.allowInsecure && url.port !== "") return `url must use https's own port 443, not ${url.port}`;
   if (!url.hostname) return "url must name a host";
   return null;
 }
