@@ -222,7 +222,7 @@ for (const overlay of ["local", "production"]) {
     }
   });
 
-  test(`overlay ${overlay}: only the API is public, metrics stay on their port, egress has destinations`, async () => {
+  test(`overlay ${overlay}: only the API and the console are public, metrics stay on their port, egress has destinations`, async () => {
     const docs = await render(`overlays/${overlay}`);
     const policies = docs.filter((d) => d.kind === "NetworkPolicy");
     const deployments = docs.filter((d) => d.kind === "Deployment");
