@@ -6,6 +6,7 @@ import math
 import threading
 import time
 import uuid
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -268,6 +269,10 @@ def test_input_checks() -> None:
         m.record("u", input_tokens=-1)
     with pytest.raises(TypeError):
         m.record("u", tool_calls="search")  # type: ignore[arg-type]
+    # A value JSON cannot carry is refused when recorded, never queued to fail its whole batch.
+    for bad in ({"at": datetime.now()}, {"ratio": float("nan")}, {"id": uuid.uuid4()}):
+        with pytest.raises(TypeError, match="JSON"):
+            m.record("u", input_tokens=1, metadata=bad)
     with pytest.raises(ValueError):
         Meter(api_key="k", base_url="http://127.0.0.1:1/api/v1", flush_interval=0)
     m.shutdown(timeout=0.1)

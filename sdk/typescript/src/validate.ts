@@ -32,6 +32,19 @@ function object(name: string, v: unknown): void {
   if (v !== undefined && (v === null || typeof v !== "object" || Array.isArray(v))) throw new MeterTypeError(`${name} must be an object`);
 }
 
+/**
+ * Checked when the event is recorded, not when its batch is sent: a value JSON cannot carry (a
+ * BigInt, a cycle) would otherwise fail the batch of every event queued with it, again and again.
+ */
+function json(name: string, v: unknown): void {
+  if (v === undefined) return;
+  try {
+    JSON.stringify(v);
+  } catch (err) {
+    throw new MeterTypeError(`${name} must hold only JSON values: ${(err as Error).message}`);
+  }
+}
+
 function optionalString(name: string, v: unknown): void {
   if (v !== undefined && v !== null && (typeof v !== "string" || v.length > 255)) throw new MeterTypeError(`${name} must be a string of at most 255 characters`);
 }
@@ -42,6 +55,7 @@ export function checkUsage(u: UsageInput & { session_id?: unknown; model?: unkno
   count("output_tokens", u.output_tokens);
   strings("tool_calls", u.tool_calls);
   object("metadata", u.metadata);
+  json("metadata", u.metadata);
   optionalString("session_id", u.session_id);
   optionalString("model", u.model);
 }

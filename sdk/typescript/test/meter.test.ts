@@ -291,6 +291,10 @@ t("reserveNow/commitNow: a warm user is held, gated and recorded in the caller's
   assert.throws(() => commitNow(a!, {}), /committed/);
   assert.ok(near(m.state(userId)!.period_cost, 0.5));
   assert.throws(() => reserveNow(m, "", {}), TypeError);
+  // A value JSON cannot carry is refused when recorded, never queued to fail its whole batch.
+  const cycle: Record<string, unknown> = {};
+  cycle.self = cycle;
+  for (const metadata of [{ n: 1n }, cycle]) await rejects(() => m.record(userId, { input_tokens: 1, metadata }), TypeError);
   await m.flush();
   await eventually(async () => near((await usage(ctx.api, userId)).total_cost, 0.5), 10_000, "the event delivered");
 });

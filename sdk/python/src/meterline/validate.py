@@ -3,6 +3,7 @@ argument is a bug to fix, and an event the service would refuse must not be queu
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -31,8 +32,17 @@ def check_usage(
         isinstance(tool_calls, (list, tuple)) and all(isinstance(t, str) and len(t) <= 255 for t in tool_calls)
     ):
         raise TypeError("tool_calls must be a list of strings")
-    if metadata is not None and not isinstance(metadata, dict):
-        raise TypeError("metadata must be a dict")
+    if metadata is not None:
+        if not isinstance(metadata, dict):
+            raise TypeError("metadata must be a dict")
+        # Checked here, not when its batch is sent: one value JSON cannot carry (a datetime, a
+        # UUID, NaN) would otherwise fail the batch of every event queued with it.
+        try:
+            json.dumps(metadata, allow_nan=False)
+        except (TypeError, ValueError) as err:
+            raise TypeError(
+                f"metadata must hold JSON values only (str, number, bool, None, list, dict): {err}"
+            ) from None
     _optional_string("session_id", session_id)
     _optional_string("model", model)
 
