@@ -31,6 +31,20 @@ def test_5xx_and_429_are_retried_and_counted_once(product: Product, proxy: Fault
     m.shutdown()
 
 
+def test_a_batch_too_large_for_the_service_goes_again_in_halves(product: Product, proxy: FaultProxy) -> None:
+    user = product.create_user({"max_spend_per_period": 1000, **PRICED})
+    m = Meter(api_key=product.key, base_url=proxy.api_url)
+    for _ in range(30):
+        m.record(user, model="m", input_tokens=100)
+    proxy.inject(r"POST /events/batch", "status", 413, times=2)
+    assert m.flush(timeout=30)
+    # 30 refused, 15 refused, then batches of at most 8 until the queue is empty: 8, 8, 8 and 6.
+    assert proxy.count(r"POST /events/batch") == 6
+    assert (m.stats.sent, m.stats.rejected) == (30, 0)
+    assert near(product.usage(user)["total_cost"], 3.0)
+    m.shutdown()
+
+
 def test_a_lost_answer_after_the_batch_was_stored_counts_once(product: Product, proxy: FaultProxy) -> None:
     user = product.create_user({"max_spend_per_period": 1000, **PRICED})
     m = Meter(api_key=product.key, base_url=proxy.api_url)

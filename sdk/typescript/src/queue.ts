@@ -38,6 +38,8 @@ export class EventQueue {
   private nextAttemptAt = 0;
   private running: Promise<boolean> | null = null;
   private warnedFull = false;
+  /** Events a batch holds at most now: halved by each 413 (too large for the service), whole again once the queue empties. */
+  private batchLimit = 0;
 
   constructor(
     private readonly transport: Transport,
@@ -108,6 +110,7 @@ export class EventQueue {
       if (!usageOk || !gatesOk) return false;
     }
     if (this.warnedFull) this.warnedFull = false;
+    this.batchLimit = this.maxBatch;
     return true;
   }
 
@@ -118,7 +121,7 @@ export class EventQueue {
     const stalled = new Set<string>();
     for (const e of list) {
       if (this.hooks.held(e)) stalled.add(e.user_id);
-      else if (head.push(e) >= this.maxBatch) break;
+      else if (head.push(e) >= (this.batchLimit || this.maxBatch)) break;
     }
     if (head.length === 0) {
       this.hooks.stalled(stalled);
@@ -134,6 +137,12 @@ export class EventQueue {
       this.hooks.delivered(head, kind);
       return true;
     } catch (err) {
+      // Too large for the service (its 10 MiB a batch): sent again in halves; one event too large
+      // on its own is refused below like any refused event.
+      if (err instanceof MeterApiError && err.status === 413 && head.length > 1) {
+        this.batchLimit = Math.ceil(head.length / 2);
+        return true;
+      }
       // 404 on a batch route is a wrong baseURL, not a bad event: keep the events and retry,
       // so they are delivered once the address is fixed (and the process restarted, or a proxy repaired).
       const misaddressed = err instanceof MeterApiError && err.status === 404;

@@ -51,6 +51,18 @@ t("an answer lost after the service stored the batch: the retry counts once", as
   assert.is(u.total_tokens, Array.from({ length: 25 }, (_, i) => 10 + i).reduce((a, b) => a + b, 0));
 });
 
+t("a batch too large for the service (413) goes again in halves: every event delivered once", async (ctx) => {
+  const { proxy, m } = await setup(ctx);
+  const userId = await createUser(ctx.api, PLAN);
+  await recordMany(m, userId, 30);
+  proxy.inject(/POST \/events\/batch/, { kind: "status", status: 413, body: { detail: "batch larger than 10 MiB; split it" } }, 2);
+  assert.ok(await m.flush({ timeoutMs: 30_000 }));
+  // 30 refused, 15 refused, then batches of at most 8 until the queue is empty: 8, 8, 8 and 6.
+  assert.is(proxy.count(/POST \/events\/batch/), 6);
+  assert.equal([m.stats.sent, m.stats.rejected], [30, 0]);
+  await eventually(async () => near((await usage(ctx.api, userId)).total_cost, expected(30)));
+});
+
 t("other 4xx are not retried: the batch is dropped and counted", async (ctx) => {
   const { proxy, m, logger } = await setup(ctx);
   const userId = await createUser(ctx.api, PLAN);

@@ -63,6 +63,9 @@ class EventQueue:
         self.failures = 0
         self.next_attempt = 0.0
         self.warned_full = False
+        # Events a batch holds at most now: halved by each 413 (too large for the service), whole again once
+        # the queue empties.
+        self.batch_limit = max_batch
         # One pass at a time, whoever runs it (the thread or task, flush(), shutdown()): a flag, not a lock,
         # since a pass on the event loop must never block it.
         self.passing = False
@@ -124,6 +127,7 @@ class EventQueue:
                     return False
             with self.lock:
                 self.warned_full = False
+                self.batch_limit = self.max_batch
             return True
         finally:
             with self.lock:
@@ -147,7 +151,7 @@ class EventQueue:
                     stalled.add(_user_of(e))
                 else:
                     head.append(e)
-                    if len(head) >= self.max_batch:
+                    if len(head) >= self.batch_limit:
                         break
             wire = [e.wire() if isinstance(e, UsageEvent) else e for e in head]
         if not head:
@@ -157,6 +161,11 @@ class EventQueue:
         try:
             answer = yield Request("POST", "/events/batch" if kind == "usage" else "/gate-events/batch", wire)
         except MeterError as err:
+            # Too large for the service (its 10 MiB a batch): sent again in halves; one event too large on
+            # its own is refused below like any refused event.
+            if isinstance(err, MeterAPIError) and err.status == 413 and len(head) > 1:
+                self.batch_limit = (len(head) + 1) // 2
+                return True
             # 404 on a batch route is a wrong base_url, not a bad event: keep the events and retry, so
             # they are delivered once the address is fixed (and the process restarted, or a proxy repaired).
             misaddressed = isinstance(err, MeterAPIError) and err.status == 404
