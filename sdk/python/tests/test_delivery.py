@@ -45,6 +45,19 @@ def test_a_batch_too_large_for_the_service_goes_again_in_halves(product: Product
     m.shutdown()
 
 
+def test_an_event_recorded_after_shutdown_is_counted_as_dropped(
+    product: Product, proxy: FaultProxy, caplog: pytest.LogCaptureFixture
+) -> None:
+    user = product.create_user({"max_spend_per_period": 1000, **PRICED})
+    m = Meter(api_key=product.key, base_url=proxy.api_url)
+    m.record(user, model="m", input_tokens=100)
+    assert m.shutdown()
+    with caplog.at_level(logging.WARNING, logger="meterline"):
+        m.record(user, model="m", input_tokens=100)
+    assert (m.stats.sent, m.stats.dropped, m.stats.queued) == (1, 1, 0)
+    assert any("recorded after shutdown()" in r.getMessage() for r in caplog.records)
+
+
 def test_a_lost_answer_after_the_batch_was_stored_counts_once(product: Product, proxy: FaultProxy) -> None:
     user = product.create_user({"max_spend_per_period": 1000, **PRICED})
     m = Meter(api_key=product.key, base_url=proxy.api_url)

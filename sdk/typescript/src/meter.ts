@@ -361,6 +361,7 @@ export class Meter {
     await this.#leases?.releaseAll();
     // Shutdown never throws: a refused key was logged as an error when it was met.
     const drained = await this.flush(options).catch(() => false);
+    this.#queue.close();
     if (!drained) this.#report.warn(`shutdown: ${this.#queue.size} events could not be delivered${this.#report.refusedKey ? " (the API key is refused)" : ""}`);
     return drained;
   }

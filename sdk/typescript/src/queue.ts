@@ -38,6 +38,8 @@ export class EventQueue {
   private nextAttemptAt = 0;
   private running: Promise<boolean> | null = null;
   private warnedFull = false;
+  private closed = false;
+  private warnedClosed = false;
   /** Events a batch holds at most now: halved by each 413 (too large for the service), whole again once the queue empties. */
   private batchLimit = 0;
 
@@ -63,6 +65,15 @@ export class EventQueue {
   push(kind: "usage", e: UsageEvent): boolean;
   push(kind: "gate", e: GateEvent): boolean;
   push(kind: "usage" | "gate", e: UsageEvent | GateEvent): boolean {
+    if (this.closed) {
+      // Nothing sends it any more: counted and said, never lost silently.
+      this.dropped++;
+      if (!this.warnedClosed) {
+        this.warnedClosed = true;
+        this.hooks.warn("an event was recorded after shutdown(); it is not sent (counted in stats.dropped): record before shutting down");
+      }
+      return false;
+    }
     if (this.size >= this.maxSize) {
       this.dropped++;
       if (!this.warnedFull) {
@@ -74,6 +85,11 @@ export class EventQueue {
     if (kind === "usage") this.usage.push(e as UsageEvent);
     else this.gates.push(e as GateEvent);
     return true;
+  }
+
+  /** After shutdown's delivery: later events are dropped and counted. */
+  close(): void {
+    this.closed = true;
   }
 
   /** Timer tick: one pass unless a backoff is running. */

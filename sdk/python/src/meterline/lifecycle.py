@@ -105,6 +105,8 @@ class Lifecycle(Admission):
         if self._leases is not None:
             yield from self._leases.release_all(max(0.1, deadline - time.monotonic()))
         drained = yield from self._queue.drain(deadline, self._hopeless)
+        with self._lock:
+            self._queue.closed = True
         if not drained:
             # Never raises: a refused key was logged as an error when it was met.
             why = " (the API key is refused)" if self._refused_key is not None else ""
