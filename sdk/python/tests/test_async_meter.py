@@ -15,7 +15,7 @@ from openai import OpenAI
 from meterline import AsyncMeter
 from meterline.openai import wrap
 
-from .support import Product, near
+from .support import FaultProxy, Product, near
 
 PRICED = {"cost_rates": {"m": {"input": 1, "output": 1}}}
 
@@ -72,6 +72,24 @@ def test_an_async_meter_made_before_any_loop_delivers_from_its_own_task(product:
         await m.shutdown()
 
     asyncio.run(asyncio.wait_for(main(), 30))
+    assert near(product.usage(user)["total_cost"], 1.0)
+
+
+def test_a_delivery_cancelled_mid_request_gives_its_pass_back(product: Product, proxy: FaultProxy) -> None:
+    user = product.create_user({"max_spend_per_period": 10, **PRICED})
+    m = AsyncMeter(api_key=product.key, base_url=proxy.api_url, flush_interval=0.05)
+    proxy.hold(r"POST /events/batch")
+
+    async def main() -> None:
+        await m.record(user, model="m", input_tokens=1000)
+        while proxy.count(r"POST /events/batch") < 1:
+            await asyncio.sleep(0.02)
+
+    # The loop ends while the meter's own delivery task has its request on the way: the task is cancelled.
+    asyncio.run(main())
+    proxy.release()
+    # The pass it held is given back: a shutdown on a new loop delivers within its bound, not never.
+    assert asyncio.run(asyncio.wait_for(m.shutdown(timeout=5), 20))
     assert near(product.usage(user)["total_cost"], 1.0)
 
 

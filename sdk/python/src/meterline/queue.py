@@ -120,7 +120,7 @@ class EventQueue:
         """Passes until empty or ``deadline`` (time.monotonic), waiting out backoffs in between; stops
         early when ``hopeless()`` says no retry can succeed (a refused key)."""
         while True:
-            if (yield from self.pass_once()):
+            if (yield from self.pass_once(deadline)):
                 return True
             now = time.monotonic()
             if now >= deadline or hopeless():
@@ -128,9 +128,11 @@ class EventQueue:
             wait = min(self.next_attempt, deadline) - now
             yield Sleep(max(wait, 0.01))
 
-    def pass_once(self) -> Flow[bool]:
-        """One pass over the queue; True when it emptied it."""
+    def pass_once(self, deadline: float | None = None) -> Flow[bool]:
+        """One pass over the queue; True when it emptied it. Waits for a pass under way until ``deadline``."""
         while not self._claim():
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
             yield Sleep(_BUSY_RETRY)
         try:
             while self.size > 0:

@@ -99,9 +99,14 @@ class Transport(_Http):
 
     def run(self, flow: Flow[T]) -> T:
         s = Stepper(flow)
-        while (step := s.next()) is not None:
-            s.outcome = self.perform(step)
-        return s.result
+        try:
+            while (step := s.next()) is not None:
+                s.outcome = self.perform(step)
+            return s.result
+        finally:
+            # A flow stopped mid-step (an exception, a cancelled task) runs its own finally blocks now,
+            # not whenever it is collected: a delivery pass gives its claim back.
+            flow.close()
 
 
 class AsyncTransport(_Http):
@@ -111,9 +116,12 @@ class AsyncTransport(_Http):
 
     async def run(self, flow: Flow[T]) -> T:
         s = Stepper(flow)
-        while (step := s.next()) is not None:
-            s.outcome = await self.perform(step)
-        return s.result
+        try:
+            while (step := s.next()) is not None:
+                s.outcome = await self.perform(step)
+            return s.result
+        finally:
+            flow.close()
 
     async def perform(self, step: Step) -> Any:
         if isinstance(step, Sleep):
