@@ -56,6 +56,23 @@ export function reporterOf(meter: Meter): Reporter {
   return reporterOfMeter(meter);
 }
 
+/**
+ * Meters not shut down yet. A script or worker that ends without shutdown() still delivers what
+ * they queued: when Node's event loop runs empty ("beforeExit", as Python's atexit), each is shut
+ * down, bounded by its shutdownTimeoutMs. process.exit() and signals skip it: call shutdown() there.
+ */
+const unshut = new Set<Meter>();
+let exitHooked = false;
+function deliverAtExit(meter: Meter): void {
+  unshut.add(meter);
+  if (exitHooked || typeof process === "undefined" || typeof process.on !== "function") return;
+  exitHooked = true;
+  // Fires again once these shutdowns are done; by then the set is empty and the process ends.
+  process.on("beforeExit", () => {
+    for (const m of unshut) void m.shutdown();
+  });
+}
+
 export class Meter {
   readonly #startupTimeoutMs: number;
   readonly #shutdownTimeoutMs: number;
@@ -132,6 +149,7 @@ export class Meter {
       }, Math.min(60_000, refreshIntervalMs)),
     ];
     for (const t of this.#timers) t.unref();
+    deliverAtExit(this);
   }
 
   /**
@@ -355,6 +373,7 @@ export class Meter {
 
   /** Stops the timers and delivers what is queued (up to shutdownTimeoutMs). Call it last. */
   async shutdown(options: { timeoutMs?: number } = {}): Promise<boolean> {
+    unshut.delete(this);
     for (const t of this.#timers) clearInterval(t);
     // Calls still open are recorded first, so that what they spent leaves the lease before it is given back.
     this.#callbacks.fire(this.#callbacks.closing, undefined);

@@ -1,3 +1,9 @@
+import { execFile } from "node:child_process";
+import { mkdtemp, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
 import * as assert from "uvu/assert";
 import { eventually } from "../../../test/support/eventually.ts";
 import { LimitExceededError, Meter, type MeterOptions } from "../src/index.ts";
@@ -71,6 +77,23 @@ t("an event recorded after shutdown() is counted as dropped and said, never lost
   await m.record(userId, { model: "m", input_tokens: 10 });
   assert.equal([m.stats.sent, m.stats.dropped, m.stats.queued], [2, 1, 0]);
   assert.ok(logger.lines.some((l) => l.includes("recorded after shutdown()")), JSON.stringify(logger.lines));
+});
+
+t("a script that ends without shutdown() still delivers what it queued (beforeExit)", async (ctx) => {
+  const userId = await createUser(ctx.api, PLAN);
+  const dir = await mkdtemp(path.join(os.tmpdir(), "meter-exit-"));
+  const script = path.join(dir, "script.mts");
+  const index = fileURLToPath(new URL("../src/index.ts", import.meta.url));
+  await writeFile(
+    script,
+    `import { Meter } from ${JSON.stringify(index)};
+const m = new Meter({ apiKey: ${JSON.stringify(ctx.apiKey)}, baseURL: ${JSON.stringify(ctx.stack.apiUrl)}, flushIntervalMs: 60_000 });
+await m.record(${JSON.stringify(userId)}, { model: "m", input_tokens: 10 });
+`,
+  );
+  // Nothing else keeps the script alive: its loop runs empty right after the record, long before the flush interval.
+  await promisify(execFile)(process.execPath, ["--import", "tsx", script], { timeout: 30_000 });
+  await eventually(async () => near((await usage(ctx.api, userId)).total_cost, 0.01), 10_000, "the event delivered at exit");
 });
 
 t("other 4xx are not retried: the batch is dropped and counted", async (ctx) => {
