@@ -4,6 +4,7 @@ stay exact (nothing lost, nothing counted twice)."""
 from __future__ import annotations
 
 import logging
+import time
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -56,6 +57,23 @@ def test_an_event_recorded_after_shutdown_is_counted_as_dropped(
         m.record(user, model="m", input_tokens=100)
     assert (m.stats.sent, m.stats.dropped, m.stats.queued) == (1, 1, 0)
     assert any("recorded after shutdown()" in r.getMessage() for r in caplog.records)
+
+
+def test_shutdowns_timeout_bounds_a_batch_request_the_service_does_not_answer(
+    product: Product, proxy: FaultProxy
+) -> None:
+    user = product.create_user({"max_spend_per_period": 1000, **PRICED})
+    m = Meter(api_key=product.key, base_url=proxy.api_url)
+    m.record(user, model="m", input_tokens=100)
+    proxy.hold(r"POST /events/batch")
+    try:
+        started = time.monotonic()
+        assert not m.shutdown(timeout=1)
+        took = time.monotonic() - started
+    finally:
+        proxy.release()
+    # The request's own timeout is 10 s: a shutdown bounded by it would take that long.
+    assert took < 8, f"shutdown took {took:.1f} s"
 
 
 def test_a_lost_answer_after_the_batch_was_stored_counts_once(product: Product, proxy: FaultProxy) -> None:

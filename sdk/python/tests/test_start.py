@@ -57,7 +57,7 @@ def test_a_base_url_ending_in_v1_asks_did_you_mean_api_v1(product: Product, capl
     n = Meter(api_key=product.key, base_url=f"{root}/v1")
     with caplog.at_level(logging.ERROR, logger="meterline"):
         n.record("u-anyone", input_tokens=1)
-        assert n.flush(timeout=0.5) is False
+        assert n.flush(timeout=3) is False
     assert any(f"did you mean {root}/api/v1?" in rec.getMessage() for rec in caplog.records), caplog.records
     for x in (m, n):
         x.shutdown(timeout=0.5)
@@ -103,7 +103,7 @@ def test_start_explains_a_base_url_that_is_not_the_api(product: Product, caplog:
     caplog.clear()
     with caplog.at_level(logging.ERROR, logger="meterline"):
         m.record("u-anyone", input_tokens=1)
-        assert m.flush(timeout=0.5) is False
+        assert m.flush(timeout=3) is False
     assert m.stats.queued == 1 and m.stats.rejected == 0
     assert any("/events/batch answered 404" in rec.getMessage() for rec in caplog.records), caplog.records
     m.shutdown(timeout=0.5)

@@ -104,7 +104,15 @@ export class EventQueue {
    */
   async drain(deadline: number, hopeless: () => boolean = () => false): Promise<boolean> {
     for (;;) {
-      if (await this.pass()) return true;
+      // A pass under way (a timer's) is waited for only until the deadline; one this starts sends
+      // each batch with what is left of it as its timeout.
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<false>((done) => {
+        timer = setTimeout(() => done(false), Math.max(0, deadline - Date.now()));
+        timer.unref?.();
+      });
+      const emptied = await Promise.race([this.pass(deadline), late]).finally(() => clearTimeout(timer));
+      if (emptied) return true;
       const wait = Math.min(this.nextAttemptAt, deadline) - Date.now();
       if (Date.now() >= deadline || hopeless()) return false;
       if (wait > 0) await new Promise((r) => setTimeout(r, wait));
@@ -112,17 +120,18 @@ export class EventQueue {
   }
 
   /** One pass over the queue (one at a time); true when it emptied the queue. */
-  pass(): Promise<boolean> {
-    this.running ??= this.send().finally(() => {
+  pass(deadline?: number): Promise<boolean> {
+    this.running ??= this.send(deadline).finally(() => {
       this.running = null;
     });
     return this.running;
   }
 
-  private async send(): Promise<boolean> {
+  private async send(deadline?: number): Promise<boolean> {
     while (this.size > 0) {
-      const usageOk = await this.batch("usage", this.usage);
-      const gatesOk = await this.batch("gate", this.gates);
+      if (deadline !== undefined && Date.now() >= deadline) return false;
+      const usageOk = await this.batch("usage", this.usage, deadline);
+      const gatesOk = await this.batch("gate", this.gates, deadline);
       if (!usageOk || !gatesOk) return false;
     }
     if (this.warnedFull) this.warnedFull = false;
@@ -131,7 +140,7 @@ export class EventQueue {
   }
 
   /** Sends the head of one list; false on a retryable failure (backoff set). */
-  private async batch(kind: "usage" | "gate", list: (UsageEvent | GateEvent)[]): Promise<boolean> {
+  private async batch(kind: "usage" | "gate", list: (UsageEvent | GateEvent)[], deadline?: number): Promise<boolean> {
     if (list.length === 0) return true;
     const head: (UsageEvent | GateEvent)[] = [];
     const stalled = new Set<string>();
@@ -145,7 +154,8 @@ export class EventQueue {
       return false;
     }
     try {
-      await this.transport.request("POST", kind === "usage" ? "/events/batch" : "/gate-events/batch", head.map(wire));
+      const timeoutMs = deadline === undefined ? undefined : Math.max(1, Math.min(this.transport.timeoutMs, deadline - Date.now()));
+      await this.transport.request("POST", kind === "usage" ? "/events/batch" : "/gate-events/batch", head.map(wire), timeoutMs);
       remove(list, head);
       this.failures = 0;
       this.nextAttemptAt = 0;

@@ -29,7 +29,8 @@ export class Transport {
   constructor(
     baseURL: string,
     private readonly apiKey: string,
-    private readonly timeoutMs: number,
+    /** A request's own timeout, unless the caller gives a shorter one. */
+    readonly timeoutMs: number,
   ) {
     this.base = baseURL.replace(/\/+$/, "");
   }

@@ -96,6 +96,21 @@ await m.record(${JSON.stringify(userId)}, { model: "m", input_tokens: 10 });
   await eventually(async () => near((await usage(ctx.api, userId)).total_cost, 0.01), 10_000, "the event delivered at exit");
 });
 
+t("shutdown's timeout bounds a batch request the service does not answer", async (ctx) => {
+  const { proxy, m } = await setup(ctx);
+  const userId = await createUser(ctx.api, PLAN);
+  await recordMany(m, userId, 2);
+  let free!: () => void;
+  const held = new Promise<void>((done) => (free = done));
+  proxy.inject(/POST \/events\/batch/, { kind: "hold", until: () => held }, 1);
+  const started = Date.now();
+  assert.is(await m.shutdown({ timeoutMs: 1_000 }), false);
+  const took = Date.now() - started;
+  free();
+  // The request's own timeout is 10 s: a shutdown bounded by it would take that long.
+  assert.ok(took < 8_000, `shutdown took ${took} ms`);
+});
+
 t("other 4xx are not retried: the batch is dropped and counted", async (ctx) => {
   const { proxy, m, logger } = await setup(ctx);
   const userId = await createUser(ctx.api, PLAN);

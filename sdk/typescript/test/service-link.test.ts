@@ -95,7 +95,7 @@ t("a baseURL without /api/v1: refused when it has no path, explained when nothin
   assert.ok(log.reported.length === 1);
 
   await m.record("someone", { model: "gpt-4o", input_tokens: 10 });
-  assert.is(await m.flush({ timeoutMs: 300 }), false);
+  assert.is(await m.flush({ timeoutMs: 3_000 }), false);
   assert.is(m.stats.rejected, 0, "a 404 of the batch route drops nothing");
   assert.is(m.stats.queued, 1);
   assert.ok(log.errors.some((l) => /POST .*\/meter\/events\/batch answered 404.*including \/api\/v1/.test(l)), JSON.stringify(log.errors));
@@ -126,7 +126,7 @@ t("a baseURL ending in /v1 (the OpenAI habit) or in /api: the error asks 'did yo
     const { log: log2, options: options2 } = recorder();
     const n = meter(ctx, { baseURL: wrong, ...options2 });
     await n.record("someone", { model: "gpt-4o", input_tokens: 1 });
-    assert.is(await n.flush({ timeoutMs: 300 }), false);
+    assert.is(await n.flush({ timeoutMs: 3_000 }), false);
     assert.ok(log2.errors.some((l) => l.includes(`did you mean ${origin}/api/v1?`)), JSON.stringify(log2.errors));
   }
 });

@@ -47,11 +47,21 @@ def _user_of(e: Event) -> str:
 
 
 class EventQueue:
-    def __init__(self, base: str, lock: threading.RLock, max_size: int, max_batch: int, hooks: QueueHooks) -> None:
+    def __init__(
+        self,
+        base: str,
+        lock: threading.RLock,
+        max_size: int,
+        max_batch: int,
+        hooks: QueueHooks,
+        request_timeout: float = 10.0,
+    ) -> None:
         self.base = base
         self.lock = lock
         self.max_size = max_size
         self.max_batch = max_batch
+        # A batch request's own timeout, unless a drain's deadline leaves less.
+        self.request_timeout = request_timeout
         self.hooks = hooks
         self.usage: list[Event] = []
         self.gates: list[Event] = []
@@ -136,9 +146,11 @@ class EventQueue:
             yield Sleep(_BUSY_RETRY)
         try:
             while self.size > 0:
-                if not (yield from self._batch("usage", self.usage)):
+                if deadline is not None and time.monotonic() >= deadline:
                     return False
-                if not (yield from self._batch("gate", self.gates)):
+                if not (yield from self._batch("usage", self.usage, deadline)):
+                    return False
+                if not (yield from self._batch("gate", self.gates, deadline)):
                     return False
             with self.lock:
                 self.warned_full = False
@@ -155,7 +167,7 @@ class EventQueue:
             self.passing = True
             return True
 
-    def _batch(self, kind: str, lst: list[Event]) -> Flow[bool]:
+    def _batch(self, kind: str, lst: list[Event], deadline: float | None = None) -> Flow[bool]:
         head: list[Event] = []
         stalled: set[str] = set()
         with self.lock:
@@ -174,7 +186,8 @@ class EventQueue:
             self.next_attempt = time.monotonic() + _HELD_RETRY
             return False
         try:
-            answer = yield Request("POST", "/events/batch" if kind == "usage" else "/gate-events/batch", wire)
+            timeout = None if deadline is None else max(0.05, min(self.request_timeout, deadline - time.monotonic()))
+            answer = yield Request("POST", "/events/batch" if kind == "usage" else "/gate-events/batch", wire, timeout)
         except MeterError as err:
             # Too large for the service (its 10 MiB a batch): sent again in halves; one event too large on
             # its own is refused below like any refused event.
