@@ -14,6 +14,9 @@ declare module "fastify" {
   }
 }
 
+/** operationIds of the routes whose body may be left out: their OpenAPI requestBody is not required (plugins/docs.ts). */
+export const optionalBodyOperations = new Set<string>();
+
 // Any logger and type provider: only the content-type parser and hook APIs are used.
 export function parseJsonBodies(app: FastifyInstance<any, any, any, any, any>): void {
   const parse = app.getDefaultJsonParser("error", "error");
@@ -25,6 +28,8 @@ export function parseJsonBodies(app: FastifyInstance<any, any, any, any, any>): 
   // Only on the routes that ask for it: no hook on every other request.
   app.addHook("onRoute", (route) => {
     if (!route.config?.optionalBody) return;
+    const op = (route.schema as { operationId?: string } | undefined)?.operationId;
+    if (op) optionalBodyOperations.add(op);
     const fill = (request: { body: unknown }, _reply: unknown, done: () => void) => {
       request.body ??= {};
       done();

@@ -1,11 +1,13 @@
+import { optionalBodyOperations } from "../json-body.ts";
 import fp from "fastify-plugin";
 import swagger from "@fastify/swagger";
 import scalar from "@scalar/fastify-api-reference";
 import { ErrorBody } from "../schemas/common.ts";
 
 type Operation = {
+  operationId?: string;
   parameters?: { in: string; required?: boolean; schema?: { default?: unknown } }[];
-  requestBody?: unknown;
+  requestBody?: { required?: boolean };
   responses?: Record<string, unknown>;
 };
 
@@ -27,6 +29,8 @@ function asServed<T extends object>(doc: T): T {
     for (const op of Object.values(item) as Operation[]) {
       if (!op?.responses) continue;
       for (const p of op.parameters ?? []) if (p.in === "query" && p.schema?.default !== undefined) p.required = false;
+      // A body of options with defaults may be left out (json-body.ts).
+      if (op.requestBody && op.operationId && optionalBodyOperations.has(op.operationId)) op.requestBody.required = false;
       for (const [status, description, withBody] of GATEWAY_ANSWERS) {
         if (withBody && !op.requestBody) continue;
         op.responses[status] ??= { description, content: { "application/json": { schema: ErrorBody } } };
