@@ -46,7 +46,7 @@ def test_a_batch_too_large_for_the_service_goes_again_in_halves(product: Product
     m.shutdown()
 
 
-def test_an_event_recorded_after_shutdown_is_counted_as_dropped(
+def test_an_event_recorded_after_shutdown_is_said_and_sent_by_the_next_shutdown(
     product: Product, proxy: FaultProxy, caplog: pytest.LogCaptureFixture
 ) -> None:
     user = product.create_user({"max_spend_per_period": 1000, **PRICED})
@@ -55,8 +55,10 @@ def test_an_event_recorded_after_shutdown_is_counted_as_dropped(
     assert m.shutdown()
     with caplog.at_level(logging.WARNING, logger="meterline"):
         m.record(user, model="m", input_tokens=100)
-    assert (m.stats.sent, m.stats.dropped, m.stats.queued) == (1, 1, 0)
+    assert (m.stats.sent, m.stats.dropped, m.stats.queued) == (1, 0, 1)
     assert any("recorded after shutdown()" in r.getMessage() for r in caplog.records)
+    assert m.shutdown()
+    assert (m.stats.sent, m.stats.queued) == (2, 0)
 
 
 def test_shutdowns_timeout_bounds_a_batch_request_the_service_does_not_answer(

@@ -65,14 +65,10 @@ export class EventQueue {
   push(kind: "usage", e: UsageEvent): boolean;
   push(kind: "gate", e: GateEvent): boolean;
   push(kind: "usage" | "gate", e: UsageEvent | GateEvent): boolean {
-    if (this.closed) {
-      // Nothing sends it any more: counted and said, never lost silently.
-      this.dropped++;
-      if (!this.warnedClosed) {
-        this.warnedClosed = true;
-        this.hooks.warn("an event was recorded after shutdown(); it is not sent (counted in stats.dropped): record before shutting down");
-      }
-      return false;
+    if (this.closed && !this.warnedClosed) {
+      // No timer sends it any more: the next flush() or shutdown() does (a serverless handler's next invocation).
+      this.warnedClosed = true;
+      this.hooks.warn("an event was recorded after shutdown(): it waits for the next flush() or shutdown(), which sends it");
     }
     if (this.size >= this.maxSize) {
       this.dropped++;
@@ -87,7 +83,7 @@ export class EventQueue {
     return true;
   }
 
-  /** After shutdown's delivery: later events are dropped and counted. */
+  /** After shutdown's delivery: a later event is said once (the next flush() or shutdown() sends it). */
   close(): void {
     this.closed = true;
   }

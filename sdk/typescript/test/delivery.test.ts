@@ -69,14 +69,16 @@ t("a batch too large for the service (413) goes again in halves: every event del
   await eventually(async () => near((await usage(ctx.api, userId)).total_cost, expected(30)));
 });
 
-t("an event recorded after shutdown() is counted as dropped and said, never lost silently", async (ctx) => {
+t("an event recorded after shutdown() is said, and sent by the next shutdown() (a serverless handler's next invocation)", async (ctx) => {
   const { m, logger } = await setup(ctx);
   const userId = await createUser(ctx.api, PLAN);
   await recordMany(m, userId, 2);
   assert.ok(await m.shutdown());
   await m.record(userId, { model: "m", input_tokens: 10 });
-  assert.equal([m.stats.sent, m.stats.dropped, m.stats.queued], [2, 1, 0]);
+  assert.equal([m.stats.sent, m.stats.dropped, m.stats.queued], [2, 0, 1]);
   assert.ok(logger.lines.some((l) => l.includes("recorded after shutdown()")), JSON.stringify(logger.lines));
+  assert.ok(await m.shutdown());
+  assert.equal([m.stats.sent, m.stats.queued], [3, 0]);
 });
 
 t("a script that ends without shutdown() still delivers what it queued (beforeExit)", async (ctx) => {

@@ -60,7 +60,8 @@ export class WebhookSender {
     }
   }
 
+  /** Ends the connections; an attempt still in flight is cut off (sent again later: at least once, same id). */
   async close(): Promise<void> {
-    await this.agent.close();
+    await this.agent.destroy();
   }
 }

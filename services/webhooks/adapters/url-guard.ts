@@ -53,9 +53,6 @@ export function urlShapeProblem(raw: string, policy: UrlPolicy): string | null {
       : "url must use https (for local use, WEBHOOKS_ALLOW_INSECURE_URLS=true on the service also allows http:// and loopback URLs)";
   }
   if (url.username || url.password) return "url must not contain credentials";
-  // Deliveries leave on 443 only (deploy/'s egress policy): an endpoint on another port would be
-  // accepted here and time out at every attempt.
-  if (!policy.allowInsecure && url.port !== "") return `url must use https's own port 443, not ${url.port}`;
   if (!url.hostname) return "url must name a host";
   return null;
 }
@@ -74,6 +71,10 @@ const systemLookup: LookupAll = (host) => dns.promises.lookup(host, { all: true,
 export async function endpointUrlProblem(raw: string, policy: UrlPolicy, lookup: LookupAll = systemLookup): Promise<string | null> {
   const shape = urlShapeProblem(raw, policy);
   if (shape) return shape;
+  // New endpoints only (endpoints saved before still deliver where egress allows): deliveries
+  // leave on 443 (deploy/'s egress policy), so another port would time out at every attempt.
+  const port = new URL(raw).port;
+  if (!policy.allowInsecure && port !== "") return `url must use https's own port 443, not ${port}`;
   const host = bareHost(new URL(raw));
   if (net.isIP(host)) return addressProblem(host, policy);
   let addresses: { address: string }[];

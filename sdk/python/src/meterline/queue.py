@@ -73,7 +73,7 @@ class EventQueue:
         self.failures = 0
         self.next_attempt = 0.0
         self.warned_full = False
-        # Set after shutdown's delivery: later events are dropped and counted.
+        # Set after shutdown's delivery: a later event is said once (the next flush() or shutdown() sends it).
         self.closed = False
         self.warned_closed = False
         # Events a batch holds at most now: halved by each 413 (too large for the service), whole again once
@@ -95,16 +95,12 @@ class EventQueue:
 
     def push(self, kind: str, event: Event) -> bool:
         """False when full and the event was dropped (counted; logged once per full spell). Caller holds the lock."""
-        if self.closed:
-            # Nothing sends it any more: counted and said, never lost silently.
-            self.dropped += 1
-            if not self.warned_closed:
-                self.warned_closed = True
-                self.hooks.warn(
-                    "an event was recorded after shutdown(); it is not sent (counted in stats.dropped): "
-                    "record before shutting down"
-                )
-            return False
+        if self.closed and not self.warned_closed:
+            # No thread sends it any more: the next flush() or shutdown() does (a serverless handler's next call).
+            self.warned_closed = True
+            self.hooks.warn(
+                "an event was recorded after shutdown(): it waits for the next flush() or shutdown(), which sends it"
+            )
         if len(self.usage) + len(self.gates) >= self.max_size:
             self.dropped += 1
             if not self.warned_full:
