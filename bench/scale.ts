@@ -43,7 +43,8 @@
 // The stacks run as their own processes (`cmd/all-in-one.ts`, as `npm start` runs), so that the
 // bench's client and seeding work, and its garbage collection, stay out of the measured server.
 // Sessions are timed from a child process of their own (support/session-client.ts), so that the
-// seeding's heap, and its garbage collection, stay out of the client's timings too.
+// seeding's heap, and its garbage collection, stay out of the client's timings too, through
+// undici's request API over a keep-alive connection (BENCH_SESSION_CLIENT=fetch: through fetch).
 // Uses MONGODB_URL when set, else the embedded database in a temporary directory.
 import { randomUUID } from "node:crypto";
 import os from "node:os";
@@ -60,7 +61,7 @@ import { SubscriberStore } from "../services/plans/store/subscribers.ts";
 import { UserStore } from "../services/plans/store/users.ts";
 import { Api } from "../test/support/http.ts";
 import { startAllInOne } from "../test/support/processes.ts";
-import { closeSessionClient, timeSessions, type SessionApi, type SessionCall } from "./support/session-client.ts";
+import { closeSessionClient, SESSION_CLIENT, timeSessions, type SessionApi, type SessionCall } from "./support/session-client.ts";
 import { pct } from "./support/stats.ts";
 import { usageBatch } from "./support/seed-events.ts";
 import { scalePlans } from "./support/scale-plans.ts";
@@ -355,7 +356,7 @@ async function ingestion(size: number, p: BenchProduct = main): Promise<{ eps: n
 console.log(
   `bench:scale on ${database.embedded ? "the embedded database (FerretDB over SQLite)" : mongoUrl}; all-in-one, calls between modules in-process; ` +
     `window ${WINDOW} users, ${SESSIONS} sessions, ${BATCHES} batches of ${BATCH} events for ${BATCH_USERS} users each, concurrency ${CONCURRENCY}; ` +
-    `load average ${os.loadavg().map((l) => l.toFixed(1)).join(" ")} on ${os.cpus().length} cores`,
+    `sessions timed through ${SESSION_CLIENT === "fetch" ? "fetch" : "undici's Client.request"}; load average ${os.loadavg().map((l) => l.toFixed(1)).join(" ")} on ${os.cpus().length} cores`,
 );
 console.log(
   "\n   users   created+subscribed/s   session p50/p99 ms: after burst   (over gRPC)   alone, idle   refresh, idle   gateway <= 5 ms   idle after s   resolve 1000 ms   ingest events/s   vs first   batch p50 ms   batch p99 ms   seeded in s   503 retries   load avg",

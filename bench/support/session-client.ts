@@ -3,9 +3,18 @@
 // seeded 100k users holds hundreds of megabytes of its own; its scavenges (up to 22 ms each)
 // landed in the sessions it timed, so the figures measured the bench as much as the service.
 // `timeSessions` runs this file as a child process with nothing else in its heap.
+//
+// The calls go through undici's `Client.request` over one keep-alive connection, as load tools
+// do, not through `fetch`: fetch builds WHATWG streams, a Request, Headers and a Response a call,
+// and on this 2-core machine the client's garbage collections and CPU landed in the tail it timed
+// (docs/benchmarks.md, "Scale"). BENCH_SESSION_CLIENT=fetch times them through fetch instead.
 import { fork, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import { Client } from "undici";
 import { Api } from "../../test/support/http.ts";
+
+/** What times the calls: undici's request API (default) or fetch, as the client library calls. */
+export const SESSION_CLIENT = process.env.BENCH_SESSION_CLIENT === "fetch" ? "fetch" : "undici";
 
 /** A stack's API as the child reaches it; `team`: every answer must carry the member's team. */
 export interface SessionApi {
@@ -22,18 +31,45 @@ interface Job {
   calls: SessionCall[];
 }
 
-async function run(job: Job): Promise<number[]> {
-  const apis = job.apis.map((a) => ({ api: new Api(a.baseUrl, a.key), team: a.team === true }));
-  const times: number[] = [];
-  for (const [i, user] of job.calls) {
-    const { api, team } = apis[i]!;
-    const t = performance.now();
-    const res = await api.get(`/users/${user}/session`);
-    times.push(performance.now() - t);
-    if (res.status !== 200 || res.body.plan !== "pro") throw new Error(`session: ${res.status} ${JSON.stringify(res.body)}`);
-    if (team && res.body.team?.plan !== "team") throw new Error(`session without its team: ${JSON.stringify(res.body)}`);
+/** GET `path` on one API, the answer's status and parsed body. */
+interface Getter {
+  get(path: string): Promise<{ status: number; body: any }>;
+  close(): Promise<void>;
+}
+
+function getter(a: SessionApi): Getter {
+  if (SESSION_CLIENT === "fetch") {
+    const api = new Api(a.baseUrl, a.key);
+    return { get: (path) => api.get(path), close: async () => {} };
   }
-  return times;
+  const base = new URL(a.baseUrl);
+  const client = new Client(base.origin);
+  const headers = a.key ? { authorization: `Bearer ${a.key}` } : {};
+  return {
+    async get(path) {
+      const res = await client.request({ method: "GET", path: base.pathname + path, headers });
+      return { status: res.statusCode, body: await res.body.json() };
+    },
+    close: () => client.close(),
+  };
+}
+
+async function run(job: Job): Promise<number[]> {
+  const apis = job.apis.map((a) => ({ client: getter(a), team: a.team === true }));
+  const times: number[] = [];
+  try {
+    for (const [i, user] of job.calls) {
+      const { client, team } = apis[i]!;
+      const t = performance.now();
+      const res = await client.get(`/users/${user}/session`);
+      times.push(performance.now() - t);
+      if (res.status !== 200 || res.body.plan !== "pro") throw new Error(`session: ${res.status} ${JSON.stringify(res.body)}`);
+      if (team && res.body.team?.plan !== "team") throw new Error(`session without its team: ${JSON.stringify(res.body)}`);
+    }
+    return times;
+  } finally {
+    await Promise.all(apis.map((a) => a.client.close()));
+  }
 }
 
 let child: ChildProcess | undefined;
