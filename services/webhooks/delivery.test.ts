@@ -527,3 +527,29 @@ t("deleting an endpoint removes its delivery log and cancels its pending attempt
 });
 
 t.run();
+
+t("an attempt cut off by a stopping process is not counted as a failed attempt: the next process sends it again", async ({ mongo }) => {
+  const db = mongo.db(`webhooks_stop_cut_${Date.now()}`);
+  // The first request is held past the stop's grace (the attempt's own timeout is longer), the next answered.
+  const rx = await new Receiver((n) => (n === 1 ? "hang" : 200)).start();
+  const first = await startInstance(db, { attemptTimeoutMs: 30_000 });
+  let second: Instance | undefined;
+  try {
+    const productId = randomUUID();
+    const ep = await endpointFor(first, productId, rx.url);
+    await first.client.publishThresholdCrossings({ crossings: [crossing(productId, 50)] });
+    await eventually(() => rx.received.length === 1, 20_000, "the first attempt in flight");
+    await first.close();
+    const [cut] = await db.collection("deliveries").find({ product_id: productId }).toArray();
+    assert.is(cut!.status, "pending", "still pending after the stop");
+    assert.is(cut!.attempt, 0, "the cut attempt is not recorded");
+    second = await startInstance(db);
+    const d = await settled(second, productId, ep.id, "success", 30_000);
+    assert.is(d!.attempt, 1, "delivered on its first recorded attempt");
+    assert.is(rx.received.length, 2);
+    assert.is(new Set(rx.received.map((r) => r.headers["x-service-delivery"])).size, 1, "the same delivery");
+  } finally {
+    await second?.close();
+    await rx.stop();
+  }
+});

@@ -130,7 +130,8 @@ export async function createWebhooksService(opts: WebhooksServiceOptions): Promi
       dispatcher.start();
     },
     async stop() {
-      // An attempt cut off by the grace is sent again after its claim's lease (at least once, same id).
+      // An attempt still in flight after the grace is cut off unrecorded (SenderClosedError), its
+      // claim released: the next pick, here after a restart or on another replica, sends it again.
       const grace = Math.min(attemptTimeoutMs + 5_000, BACKGROUND_STOP_GRACE_MS);
       await Promise.all([dispatcher.stop(grace), deps.scheduler.stop(grace)]);
       await deps.sender.close();

@@ -14,12 +14,24 @@ export interface SendResult {
 }
 
 /**
+ * Thrown by `send` for an attempt that `close` cut off: not the receiver's failure, so not
+ * recorded as an attempt; its delivery stays due and is sent again (at least once, same id).
+ */
+export class SenderClosedError extends Error {
+  constructor() {
+    super("the webhooks process stopped while the attempt was in flight; it is sent again");
+    this.name = "SenderClosedError";
+  }
+}
+
+/**
  * Signs and POSTs envelopes. Redirects are not followed (a 3xx counts as a failed attempt),
  * the target is re-checked against the URL policy at connect time, and the whole exchange,
  * body included, must finish within the timeout.
  */
 export class WebhookSender {
   private readonly agent: Agent;
+  private closed = false;
 
   constructor(
     private readonly policy: UrlPolicy,
@@ -54,14 +66,16 @@ export class WebhookSender {
       await res.body.dump({ limit: 64 * 1024 }).catch(() => undefined);
       return { ok: res.statusCode >= 200 && res.statusCode < 300, statusCode: res.statusCode, responseTimeMs: elapsed() };
     } catch (err) {
+      if (this.closed) throw new SenderClosedError();
       const e = err as Error & { code?: string; cause?: { code?: string; message?: string } };
       const reason = e.name === "TimeoutError" || e.name === "AbortError" ? `no answer within ${this.timeoutMs} ms` : (e.cause?.message ?? e.message);
       return { ok: false, statusCode: 0, responseTimeMs: elapsed(), error: reason };
     }
   }
 
-  /** Ends the connections; an attempt still in flight is cut off (sent again later: at least once, same id). */
+  /** Ends the connections; an attempt still in flight is cut off (SenderClosedError) and sent again later. */
   async close(): Promise<void> {
+    this.closed = true;
     await this.agent.destroy();
   }
 }
