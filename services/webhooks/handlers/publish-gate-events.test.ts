@@ -38,4 +38,14 @@ t("refuses a notice without product, user or reason, or of another status; a blo
   assert.equal(types, ["gate_event.blocked", "gate_event.hard_gate", "gate_event.soft_gate"]);
 });
 
+t("users whose ids and reasons join to the same text each have their gate event", async ({ svc, db }) => {
+  const productId = randomUUID();
+  await svc.client.createEndpoint({ productId, url: "http://127.0.0.1:1/hook", subscribedEvents: ["gate_event.hard_gate"] });
+  await svc.client.publishGateEvents({
+    events: [notice(productId, { userId: "x", gateReason: "team:total_spend", blocked: false }), notice(productId, { userId: "x:team", gateReason: "total_spend", blocked: false })],
+  });
+  const recorded = await db.collection("events").find({ product_id: productId }).toArray();
+  assert.equal(recorded.map((e) => JSON.parse(e.data as string).user_id).sort(), ["x", "x:team"]);
+});
+
 t.run();

@@ -24,7 +24,9 @@ export function gateEventTypes(n: Pick<GateNotice, "status" | "blocked">): strin
  */
 export function gateKey(n: GateNotice, type: string, windowMs: number, at: Date): string {
   const windowStart = Math.floor(at.getTime() / windowMs) * windowMs;
-  return `gate:${n.userId}:${n.gateReason}:${type}:${new Date(windowStart).toISOString()}`;
+  // As JSON: ids and reasons hold any character (":" in "team:total_spend"), so joined with a
+  // separator user "x" on "team:total_spend" and user "x:team" on "total_spend" would share a key.
+  return `gate:${JSON.stringify([n.userId, n.gateReason, type, new Date(windowStart).toISOString()])}`;
 }
 
 function validate(n: GateNotice): void {

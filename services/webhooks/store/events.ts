@@ -7,7 +7,7 @@ export interface EventDoc {
   product_id: string;
   /**
    * What makes the event happen once, unique per product: e.g.
-   * "threshold:<user>:<period start>:<pct>", "gate:<user>:<reason>:<type>:<window start>",
+   * "threshold:<user>:<period start>:<pct>", "gate:" + JSON of [user, reason, type, window start],
    * "summary:<type>:<period start>".
    */
   key: string;
