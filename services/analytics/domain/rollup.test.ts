@@ -35,6 +35,16 @@ test("computeDay folds facts per source, model (null as unknown) and user", () =
   assert.equal([...manualUsers.keys()], ["a"]);
 });
 
+test("computeDay keeps users apart whatever their ids hold: bob in team t and a user named bob\\0t in none", () => {
+  for (const usage of [
+    [{ u: "bob", m: "x", s: "auto", t: 10, c: 1, tm: "t" }, { u: "bob\u0000t", m: "x", s: "auto", t: 5, c: 2 }],
+    [{ u: "bob\u0000t", m: "x", s: "auto", t: 5, c: 2 }, { u: "bob", m: "x", s: "auto", t: 10, c: 1, tm: "t" }],
+  ] as UsageEntry[][]) {
+    const d = computeDay(usage, []);
+    assert.equal(d.users.map((u) => [u.id, u.team, u.figures.auto[0]]), [["bob", "t", 1], ["bob\u0000t", undefined, 2]]);
+  }
+});
+
 test("computeDay keeps each team's part: a user moved during the day has a row per team; a day rebuilt from its rows and totals is the same", () => {
   const usage: UsageEntry[] = [
     { u: "a", m: "x", s: "auto", t: 10, c: 0.1, tm: "t1" },

@@ -150,7 +150,7 @@ export class DayAccumulator {
       soft_gates: this.soft,
       hard_gates: this.hard,
       models: sorted(this.models).map(([name, figures]) => ({ name, figures })),
-      users: sorted(this.users).map(([, u]) => u),
+      users: [...this.users.values()].sort(byUserThenTeam),
     };
     if (this.teams.size > 0) {
       out.teams = sorted(this.teams).map(([id, acc]) => {
@@ -162,7 +162,7 @@ export class DayAccumulator {
   }
 
   private userEntry(id: string, team: string | undefined): BySource {
-    const key = team === undefined ? id : userTeamKey(id, team);
+    const key = userRowKey(id, team);
     let u = this.users.get(key);
     if (!u) this.users.set(key, (u = team === undefined ? { id, figures: zeroBySource() } : { id, team, figures: zeroBySource() }));
     return u.figures;
@@ -175,8 +175,16 @@ export class DayAccumulator {
   }
 }
 
-/** A user's row key when its figures belong to a team (NUL never appears in an id). */
-const userTeamKey = (userId: string, teamId: string) => `${userId}\u0000${teamId}`;
+/**
+ * A user's row key, with its team when its figures belong to one: JSON, since an external id may
+ * hold any character, so no user id can pass for another user's id and team.
+ */
+const userRowKey = (userId: string, teamId: string | undefined) => JSON.stringify(teamId === undefined ? [userId] : [userId, teamId]);
+
+const order = (x: string, y: string) => (x < y ? -1 : x > y ? 1 : 0);
+/** Rows by user id, a user's row without a team before its rows in teams. */
+const byUserThenTeam = (a: { id: string; team?: string }, b: { id: string; team?: string }) =>
+  order(a.id, b.id) || (a.team === undefined ? (b.team === undefined ? 0 : -1) : b.team === undefined ? 1 : order(a.team, b.team));
 
 /** Folds one day's ledger entries into its figures. Order of entries does not matter. */
 export function computeDay(usage: Iterable<UsageEntry>, gates: Iterable<GateEntry>): DayFigures {
