@@ -252,6 +252,14 @@ t("plan-subscribers counts the users on each plan", async ({ stack }) => {
   const other = await stack.newProduct();
   const none = (await other.api.get("/analytics/plan-subscribers")).body.plans;
   assert.ok(none.every((p: any) => p.subscriber_count === 0));
+  // With a team: its members only, each under its own plan; days taken as on every analytics route.
+  assert.is((await api.post("/teams", { external_team_id: "acme", name: "Acme" })).status, 201);
+  for (const user of ["a", "c"]) assert.is((await api.put(`/users/${user}/team`, { team_id: "acme" })).status, 200);
+  const team = await api.get("/analytics/plan-subscribers?team_id=acme&days=7");
+  assert.is(team.status, 200, JSON.stringify(team.body));
+  assert.equal(Object.fromEntries(team.body.plans.map((p: any) => [p.plan_name, p.subscriber_count])), { free: 1, pro: 1 });
+  assert.is((await api.get("/analytics/plan-subscribers?team_id=nope")).status, 404);
+  assert.is((await api.get("/analytics/plan-subscribers?days=0")).status, 400);
 });
 
 t("query parameters are validated (400) and a key is required (401)", async ({ stack }) => {

@@ -27,6 +27,13 @@ const TeamId = Type.Optional(
 );
 
 const DaysQuery = Type.Object({ days: Days, team_id: TeamId });
+// Subscriptions are counted as they are now: `days` is taken, as on every analytics route, and changes nothing.
+const SubscribersQuery = Type.Object({
+  days: Days,
+  team_id: Type.Optional(
+    ExternalUserId("Only this team's current members (external_team_id), each under its own current plan, not the team's. 404 for an unknown team", null),
+  ),
+});
 const FilteredQuery = Type.Object({ days: Days, source: Source, team_id: TeamId });
 const TopUsersQuery = Type.Object({
   days: Days,
@@ -135,7 +142,7 @@ async function windowOf(app: FastifyInstance, request: FastifyRequest) {
   return { productId: request.productId, days: q.days, filter: filter(q.source), teamId: await teamFilter(app, request, q.team_id) };
 }
 
-/** The analytics reads (a team filter on each but plan subscribers); windows, ordering and shares are the analytics service's (see its README). */
+/** The analytics reads, each with a team filter; windows, ordering and shares are the analytics service's (see its README). */
 export const analyticsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get("/analytics/summary", { schema: schema("getAnalyticsSummary", "Totals of the window and of the period before", FilteredQuery, SummaryBody) }, async (request) => {
     const res = await app.services.analytics.getSummary(await windowOf(app, request), rpcOptions(request));
@@ -174,8 +181,9 @@ export const analyticsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     return { teams: res.teams.map((t) => ({ team_id: t.teamId, cost: t.cost, tokens: Number(t.tokens), events: Number(t.events) })) };
   });
 
-  app.get("/analytics/plan-subscribers", { schema: schema("getAnalyticsPlanSubscribers", "Subscribers per plan", undefined, PlanSubscribersBody) }, async (request) => {
-    const res = await app.services.analytics.getPlanSubscribers({ productId: request.productId }, rpcOptions(request));
+  app.get("/analytics/plan-subscribers", { schema: schema("getAnalyticsPlanSubscribers", "Subscribers per plan", SubscribersQuery, PlanSubscribersBody) }, async (request) => {
+    const { team_id: teamId } = request.query as { team_id?: string };
+    const res = await app.services.analytics.getPlanSubscribers({ productId: request.productId, teamId }, rpcOptions(request));
     return { plans: res.plans.map((p) => ({ plan_name: p.planName, subscriber_count: Number(p.subscriberCount) })) };
   });
 };

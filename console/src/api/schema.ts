@@ -9824,7 +9824,12 @@ export interface operations {
     };
     getAnalyticsPlanSubscribers: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Lookback in UTC calendar days, today included: the window is [00:00 UTC of today - days + 1, 00:00 UTC of tomorrow) */
+                days?: number;
+                /** @description Only this team's current members (external_team_id), each under its own current plan, not the team's. 404 for an unknown team; not "." or ".." */
+                team_id?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -9863,6 +9868,22 @@ export interface operations {
             };
             /** @description Missing or invalid API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Not found (resources of other products read as not found) */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,5 +1,7 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
+import { Code } from "@connectrpc/connect";
+import { rpcCode } from "../../../test/support/rpc.ts";
 import { product, withPlans, type PlansSuite } from "../testing/suite.ts";
 
 const t = suite<PlansSuite>("CountSubscribers over gRPC");
@@ -19,6 +21,24 @@ t("counts subscribers per plan by current subscription, zero included", async ({
     [["a", 2], ["b", 1], ["c", 0]],
   );
   assert.equal((await client.countSubscribers({ productId: product() })).plans, []);
+});
+
+t("with a team, counts its current members by their own plans: not a member who left, not another team's", async ({ client }) => {
+  const productId = product();
+  const [a, b] = (await client.createPlans({ productId, plans: [{ name: "a" }, { name: "b" }] })).plans;
+  for (const team of ["acme", "beta"]) await client.createTeam({ productId, externalTeamId: team, name: team });
+  for (const [id, plan, team] of [["ann", a, "acme"], ["bob", b, "acme"], ["cid", a, "acme"], ["dan", a, "beta"], ["eve", null, "acme"]] as const) {
+    await client.createUser({ productId, externalUserId: id });
+    if (plan) await client.setSubscription({ productId, externalUserId: id, planId: plan.id });
+    await client.setUserTeam({ productId, externalUserId: id, externalTeamId: team });
+  }
+  await client.setUserTeam({ productId, externalUserId: "cid", externalTeamId: "beta" });
+  const counts = async (team?: string) =>
+    (await client.countSubscribers({ productId, externalTeamId: team })).plans.map((p) => [p.planName, Number(p.subscriberCount)]);
+  assert.equal(await counts("acme"), [["a", 1], ["b", 1]]);
+  assert.equal(await counts("beta"), [["a", 2], ["b", 0]]);
+  assert.equal(await counts(), [["a", 3], ["b", 1]]);
+  assert.is(await rpcCode(client.countSubscribers({ productId, externalTeamId: "nope" })), Code.NotFound);
 });
 
 t.run();

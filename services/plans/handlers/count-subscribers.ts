@@ -1,14 +1,44 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { PlansService } from "@meter/proto/meter/plans/v1/plans_pb";
 import type { PlansDeps } from "../deps.ts";
+import { teamNotFound } from "./common.ts";
 
-/** Every plan of the product, with zero for plans nobody is on, in plan creation order. */
+/** Members read at a time when counting a team's. */
+const MEMBER_PAGE = 1_000;
+
+/**
+ * Per plan id, the team's current members subscribed to it (NOT_FOUND for an unknown team): its member list a page at a time,
+ * those users by `_id`, each counted under its current plan when its latest membership is this
+ * team (the user document is the truth, as in ListTeamMembers). One range read and one `_id`
+ * read a thousand members, holding one page.
+ */
+async function teamCounts(deps: PlansDeps, productId: string, externalTeamId: string): Promise<Map<string, number>> {
+  const team = await deps.teams.get(productId, externalTeamId);
+  if (!team) throw teamNotFound(externalTeamId);
+  const counts = new Map<string, number>();
+  for (let after: string | undefined; ; ) {
+    const ids = await deps.teamMembers.page(productId, team.id, "", after, MEMBER_PAGE);
+    for (const u of await deps.users.getMany(productId, ids)) {
+      const planId = u.current?.plan_id;
+      if (u.team?.team_id === team.id && planId) counts.set(planId, (counts.get(planId) ?? 0) + 1);
+    }
+    if (ids.length < MEMBER_PAGE) return counts;
+    after = ids.at(-1);
+  }
+}
+
+/**
+ * Every plan of the product, with zero for plans nobody is on, in plan creation order; with a
+ * team, of its current members only (their own subscriptions, not the team's).
+ */
 export function countSubscribers(deps: PlansDeps): ServiceImpl<typeof PlansService>["countSubscribers"] {
   return async (req) => {
     const productId = req.productId;
+    const teamCount = req.externalTeamId === undefined ? undefined : teamCounts(deps, productId, req.externalTeamId);
+    teamCount?.catch(() => {});
     // Names only: the plans' maps are not needed here.
     const names = await deps.plans.names(productId);
-    const counts = await deps.subscribers.countsOf(productId, [...names.keys()]);
+    const counts = (await teamCount) ?? (await deps.subscribers.countsOf(productId, [...names.keys()]));
     return {
       plans: [...names].map(([id, name]) => ({ planName: name, subscriberCount: BigInt(counts.get(id) ?? 0) })),
     };
