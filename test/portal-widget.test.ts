@@ -144,6 +144,37 @@ t("refresh() and the minute's timer read /portal/me again and show new usage", a
   assert.equal(problems.splice(0), []);
 });
 
+t("a team member's team bars say so, a session cap is not drawn, and a token set after the element was placed is read at once", async ({ context, api, hostUrl, problems }) => {
+  const { plans } = await must(
+    api.post("/config/plans", { plans: [{ name: "seat", max_spend_per_period: 5, max_spend_per_session: 1 }, { name: "team", max_spend_per_period: 100 }] }),
+    201,
+  );
+  const [seat, team] = plans as { id: string }[];
+  await must(api.post("/teams", { external_team_id: "acme", name: "Acme" }), 201);
+  const period = { period_start: new Date(Date.now() - DAY).toISOString(), period_end: new Date(Date.now() + 20 * DAY).toISOString() };
+  await must(api.post("/teams/acme/subscription", { plan_id: team!.id, ...period }), 200);
+  await must(api.post("/users", { external_user_id: "bob" }), 201);
+  await must(api.post("/users/bob/subscription", { plan_id: seat!.id, ...period }), 200);
+  await must(api.put("/users/bob/team", { team_id: "acme" }), 200);
+  const token = (await must(api.post("/users/bob/portal-tokens", {}), 201)).token as string;
+  const page = await context.newPage();
+  try {
+    // The host's page as before, its element without a token: the host sets it once it has one.
+    await page.goto(hostUrl);
+    const alert = page.locator("meter-usage").getByRole("alert");
+    await page.locator("meter-usage").evaluate((el) => el.setAttribute("token", ""));
+    await alert.waitFor();
+    await page.locator("meter-usage").evaluate((el, t) => el.setAttribute("token", t), token);
+    const bars = page.locator("meter-usage").getByRole("progressbar");
+    await page.locator("meter-usage").getByRole("progressbar", { name: "Team · Spend this billing period" }).waitFor();
+    const names = await bars.evaluateAll((els) => els.map((e) => e.getAttribute("aria-label")));
+    assert.equal(names.sort(), ["Spend this billing period", "Team · Spend this billing period"]);
+    assert.equal(problems.splice(0), []);
+  } finally {
+    await page.close();
+  }
+});
+
 t("a revoked token: the widget says the view expired, and axe still finds nothing", async ({ page, api }) => {
   await must(api.delete("/users/alice/portal-tokens"), 200);
   await eventually(
@@ -156,6 +187,16 @@ t("a revoked token: the widget says the view expired, and axe still finds nothin
   );
   assert.match((await page.locator("meter-usage").getByRole("alert").textContent()) ?? "", /expired/);
   assert.equal(await axeViolations(page), []);
+  // An expired view stops asking: minutes pass without a read, and a new token is read at once.
+  const asked: string[] = [];
+  page.on("request", (r) => r.url().endsWith("/portal/me") && asked.push(r.headers().authorization ?? ""));
+  await page.clock.runFor(180_000);
+  const fresh = (await must(api.post("/users/alice/portal-tokens", {}), 201)).token as string;
+  const answered = page.waitForResponse((r) => r.url().endsWith("/portal/me") && r.status() === 200);
+  await page.locator("meter-usage").evaluate((el, t) => el.setAttribute("token", t), fresh);
+  await answered;
+  assert.equal(asked, [`Bearer ${fresh}`], "no read between the expiry and the new token");
+  await page.locator("meter-usage").getByRole("progressbar").first().waitFor();
 });
 
 t.run();

@@ -67,8 +67,16 @@ function label(d: Dimension): string {
   const model = d.model ? ` on ${d.model}` : "";
   const when = d.window === "rolling" ? `in the last ${rolling(d.duration_minutes ?? 0)}` : (WINDOW_WORDS[d.window] ?? d.window);
   const name = d.name ? ` (${d.name})` : "";
-  return `${what}${model} ${when}${name}`;
+  // A team's dimension counts every member's usage: said, so that a member does not read it as its own.
+  const team = d.reason.startsWith("team:") ? "Team · " : "";
+  return `${team}${what}${model} ${when}${name}`;
 }
+
+/**
+ * The bars worth drawing: not a session cap, which the client library counts per session of
+ * its own (the service's view of it is always 0).
+ */
+const shown = (limits: Dimension[]) => limits.filter((d) => d.window !== "session");
 
 function rolling(minutes: number): string {
   if (minutes % 1440 === 0) return minutes === 1440 ? "day" : `${minutes / 1440} days`;
@@ -85,6 +93,8 @@ export class MeterUsage extends HTMLElement {
   data: PortalMe | null = null;
   private timer: ReturnType<typeof setInterval> | undefined;
   private inFlight: Promise<void> | undefined;
+  /** The token and base the load in flight reads with. */
+  private inFlightKey: string | undefined;
   private readonly root: ShadowRoot;
 
   constructor() {
@@ -95,22 +105,40 @@ export class MeterUsage extends HTMLElement {
 
   connectedCallback() {
     void this.refresh();
-    this.timer = setInterval(() => void this.refresh(), REFRESH_MS);
+    this.schedule();
   }
 
   disconnectedCallback() {
-    clearInterval(this.timer);
-    this.timer = undefined;
+    this.unschedule();
   }
 
+  /** A token set or changed (also one set after the element was placed) is read at once, and the minute's reads resume. */
   attributeChangedCallback(_name: string, old: string | null, value: string | null) {
-    if (old !== null && old !== value && this.isConnected) void this.refresh();
+    if (old === value || !this.isConnected) return;
+    void this.refresh();
+    this.schedule();
   }
 
   /** Reads /portal/me now and renders it; resolves once rendered (a failure renders its message). */
   refresh(): Promise<void> {
-    this.inFlight ??= this.load().finally(() => (this.inFlight = undefined));
-    return this.inFlight;
+    const key = `${this.getAttribute("token") ?? ""}\n${this.getAttribute("base-url") ?? ""}`;
+    if (this.inFlight && this.inFlightKey === key) return this.inFlight;
+    // A token changed while a read was in flight: read again with it once that one is done.
+    const run: Promise<void> = (this.inFlight ?? Promise.resolve()).then(() => this.load()).finally(() => {
+      if (this.inFlight === run) this.inFlight = this.inFlightKey = undefined;
+    });
+    this.inFlight = run;
+    this.inFlightKey = key;
+    return run;
+  }
+
+  private schedule() {
+    this.timer ??= setInterval(() => void this.refresh(), REFRESH_MS);
+  }
+
+  private unschedule() {
+    clearInterval(this.timer);
+    this.timer = undefined;
   }
 
   private async load(): Promise<void> {
@@ -123,7 +151,12 @@ export class MeterUsage extends HTMLElement {
     } catch {
       return this.fail("Usage could not be loaded; it will be tried again shortly.");
     }
-    if (res.status === 401) return this.fail("This usage view has expired. Reload the page to see your usage.");
+    if (res.status === 401) {
+      // An expired or revoked token stays so: asking every minute would only add failures (which
+      // the API counts against the page's address). A new token, or refresh(), reads again.
+      this.unschedule();
+      return this.fail("This usage view has expired. Reload the page to see your usage.");
+    }
     if (res.status === 429) return this.fail("Usage was asked for too often; it will be shown again shortly.");
     if (!res.ok) return this.fail("Usage could not be loaded; it will be tried again shortly.");
     this.data = (await res.json()) as PortalMe;
@@ -151,7 +184,8 @@ export class MeterUsage extends HTMLElement {
 
     const heading = el("h2", { id: "meter-usage-title" }, me.plan === "none" ? "Your usage" : `Your usage: ${me.plan} plan`);
     const list = el("ul", { "aria-labelledby": "meter-usage-title" });
-    for (const d of me.limits) {
+    const limits = shown(me.limits);
+    for (const d of limits) {
       const name = label(d);
       const pct = Math.max(0, Math.min(1, d.pct));
       const fill = el("div", { class: `fill${d.pct >= d.hard_gate_at ? " full" : d.pct >= d.soft_gate_at ? " warn" : ""}` });
@@ -173,7 +207,7 @@ export class MeterUsage extends HTMLElement {
       );
     }
     const parts: Node[] = [heading];
-    if (me.limits.length > 0) parts.push(list);
+    if (limits.length > 0) parts.push(list);
     else parts.push(el("p", { class: "muted" }, `${money.format(me.usage.period_cost)} spent this billing period; no limits apply.`));
     if (me.credits) {
       parts.push(el("p", { class: "balance", "data-part": "balance" }, el("span", {}, "Credit balance"), el("strong", {}, money.format(me.credits.balance))));
