@@ -119,6 +119,7 @@ t("a malformed batch is refused whole with 422 naming each bad event and field",
   assert.equal((await api.post("/events/batch", [good])).body, { accepted: 1, duplicates: 0 });
   assert.is((await api.post("/events/batch", { events: [good] })).status, 422);
   assert.is((await api.post("/gate-events/batch", [{ id: randomUUID() }])).status, 422);
+  assert.is((await api.post("/gate-events/batch", [{ ...gateEventJson("someone"), usage_pct: 1e303 }])).status, 422);
 });
 
 t("ids are counted in characters, as the users' own: a user of 255 emoji has its events and gate events stored", async ({ stack }) => {

@@ -6,7 +6,7 @@ import type { CallOptions } from "@connectrpc/connect";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { DateTime, EventBody, ExternalUserId, LeaseId, Nullable, WELL_FORMED_PATTERN, countIgnoredFields, errors, parseDateTime } from "../schemas/common.ts";
-import { MAX_EVENT_TOKENS, MAX_EVENT_TOTAL_TOKENS } from "@meter/lib/event-bounds";
+import { MAX_EVENT_TOKENS, MAX_EVENT_TOTAL_TOKENS, MAX_GATE_FIGURE } from "@meter/lib/event-bounds";
 import { rpcOptions } from "../rpc-options.ts";
 
 /** Largest batch body accepted (bytes); the ingestion service also caps the event count. */
@@ -58,9 +58,9 @@ const GateEventIn = EventBody(
     timestamp: DateTime,
     status: Type.Union([Type.Literal("soft_gate"), Type.Literal("hard_gate")]),
     gate_reason: Type.String({ pattern: GATE_REASON_PATTERN, maxLength: 300, description: "total_spend, session_spend, model_limit:<model>, limit:<name>, or a team plan's prefixed team: (team:total_spend, team:model_limit:<model>, team:limit:<name>)" }),
-    usage_pct: Type.Number({ minimum: 0 }),
-    current_value: Type.Number({ minimum: 0 }),
-    limit_value: Type.Number({ minimum: 0 }),
+    usage_pct: Type.Number({ minimum: 0, maximum: MAX_GATE_FIGURE }),
+    current_value: Type.Number({ minimum: 0, maximum: MAX_GATE_FIGURE }),
+    limit_value: Type.Number({ minimum: 0, maximum: MAX_GATE_FIGURE }),
     model: Type.Optional(Nullable(Type.String({ maxLength: 255 }))),
     blocked: Type.Optional(Type.Boolean({ default: false })),
     message: Type.Optional(Nullable(Type.String({ maxLength: 2000 }))),

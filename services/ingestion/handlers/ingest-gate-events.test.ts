@@ -35,6 +35,10 @@ t("refuses a batch whole: too many events, a status or reason it does not know, 
   const old = await rpcFailure(ingestion.ingestGateEvents({ productId, events: [gate(userId, { timestamp: toTimestamp(new Date(Date.now() - 91 * DAY)) })] }));
   assert.is(old?.code, Code.InvalidArgument);
   assert.ok(old!.rawMessage.includes("/0/timestamp"), old!.rawMessage);
+  // Finite, but past what rounding keeps finite (and JSON can carry): refused, not stored as Infinity.
+  const huge = await rpcFailure(ingestion.ingestGateEvents({ productId, events: [gate(userId, { usagePct: 1e303, currentValue: 1e300 })] }));
+  assert.is(huge?.code, Code.InvalidArgument);
+  assert.ok(huge!.rawMessage.includes("/0/usage_pct") && huge!.rawMessage.includes("/0/current_value"), huge!.rawMessage);
   assert.equal((await ingestion.listGateEvents({ productId, userId })).events, []);
 });
 

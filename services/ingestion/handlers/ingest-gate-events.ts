@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { MAX_GATE_FIGURE } from "@meter/lib/event-bounds";
 import { GATE_REASON_HINT, GATE_REASON_PATTERN } from "@meter/lib/gate-reasons";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { GateEvent, IngestionService } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
@@ -26,7 +27,9 @@ function validate(events: readonly GateEvent[], maxEvents: number): void {
     checkIds(problems, i, e);
     if (!STATUSES.has(e.status)) problems.add(i, "status", "must be soft_gate or hard_gate");
     if (!REASON.test(e.gateReason)) problems.add(i, "gate_reason", GATE_REASON_HINT);
-    nonNegative(problems, i, { usage_pct: e.usagePct, current_value: e.currentValue, limit_value: e.limitValue });
+    const figures = { usage_pct: e.usagePct, current_value: e.currentValue, limit_value: e.limitValue };
+    nonNegative(problems, i, figures);
+    for (const [name, value] of Object.entries(figures)) if (value > MAX_GATE_FIGURE) problems.add(i, name, `must be at most ${MAX_GATE_FIGURE}`);
   });
   problems.throwIfAny();
 }
