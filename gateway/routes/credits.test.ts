@@ -117,6 +117,25 @@ t("grants are drawn by priority, then expiry: promo at 10 before paid at 50; ove
   near(now.overdraft, 0, "overdraft paid");
 });
 
+t("a grant spent whole on an overdraft is answered depleted; with credits off a grant pays no overdraft", async ({ api }) => {
+  const user = await userOnPlan(api, PREPAID, THIS_MONTH);
+  await sendEvents(api, [usageJson(user, 1.5)]);
+  await eventually(async () => Math.abs((await credits(api, user)).overdraft - 1.5) < 1e-9, 30_000, "an overdraft of 1.50");
+  const spent = await api.post(`/users/${user}/credits`, { id: "small", amount: 1 });
+  assert.is(spent.status, 201, JSON.stringify(spent.body));
+  assert.is(spent.body.status, "depleted", JSON.stringify(spent.body));
+  near(spent.body.remaining, 0, "all of it paid the overdraft");
+  near((await credits(api, user)).overdraft, 0.5, "the rest still owed");
+  // Moved to a plan with credits off: grants are kept, never drawn (BUDGETS.md §3), so the overdraft waits.
+  const off = await api.post("/config/plans", { plans: [{ name: `off-${randomUUID()}`, max_spend_per_period: 0 }] });
+  assert.is((await api.post(`/users/${user}/subscription`, { plan_id: off.body.plans[0].id, ...THIS_MONTH })).status, 200);
+  const kept = await api.post(`/users/${user}/credits`, { id: "kept", amount: 2 });
+  assert.is(kept.status, 201, JSON.stringify(kept.body));
+  assert.is(kept.body.status, "active");
+  near(kept.body.remaining, 2, "not drawn");
+  near((await credits(api, user)).overdraft, 0.5, "still owed");
+});
+
 t("a lease sees the period cap with credits: allowance + drawn + balance, nothing past it", async ({ api }) => {
   const user = await userOnPlan(api, PREPAID, THIS_MONTH);
   const lease = (holder: string, need: number, want: number) => api.post(`/users/${user}/leases`, { holder, need, want });

@@ -326,14 +326,17 @@ export class AccountChange {
     this.put();
   }
 
-  /** Adds a grant (it first pays any overdraft: `settle` with nothing needed). */
+  /**
+   * Adds a grant. It first pays any overdraft (`settle` with nothing needed), unless the plan has
+   * credits disabled: grants are then kept but never drawn (BUDGETS.md §3), the overdraft waits.
+   */
   addGrant(g: GrantState, closedBefore: Date): void {
     const key = encodeKey(g.id);
     // Grant ids are the caller's: "__proto__" and "constructor" are ids like any other.
     setOwn(this.doc.grants, key, g);
     this.putGrant(key);
     this.ledger("grant", g.id, g.amount_nano);
-    this.settle([], closedBefore);
+    if (this.doc.credits_enabled !== false) this.settle([], closedBefore);
   }
 
   /** What is left of a grant goes to 0 (false when it was final already). */

@@ -166,7 +166,10 @@ export async function addGrant(
     if (created) await deps.credits.deleteGrant(record._id);
     throw rpcError.conflict(`at most ${MAX_LIVE_GRANTS} live grants per owner (pending or active); void or wait for some to be spent or expire`);
   }
-  return { record, account: after.get(id) ?? null, created };
+  const account = after.get(id) ?? null;
+  // Spent whole on an overdraft, the grant left the account for its record (final): answered as stored.
+  if (!own(account?.grants, encodeKey(record.grant_id))) record = (await deps.credits.grant(record._id)) ?? record;
+  return { record, account, created };
 }
 
 /**
