@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type, type Static } from "typebox";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { Lease, TokenLease, WindowLease } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
-import { Body, DateTime, LeaseId, Nullable, UserParams, errors } from "../schemas/common.ts";
+import { Body, DateTime, KeyedBy, LeaseId, Nullable, UserParams, errors } from "../schemas/common.ts";
 import { rpcOptions } from "../rpc-options.ts";
 
 const Dollars = Type.Number({ minimum: 0, maximum: 1e12 });
@@ -75,8 +75,9 @@ const AcquireIn = Body({
 const ReleaseIn = Body({
   used: Type.Unsafe<number>({ ...Dollars, description: "Dollars the holder spent from the lease in all, settled or not yet" }),
   used_tokens: Type.Optional(
-    Type.Record(Type.String({ minLength: 1, maxLength: 255 }), Tokens(), {
+    KeyedBy(Tokens(), {
       maxProperties: 256,
+      propertyNames: { minLength: 1, maxLength: 255 },
       description: "The same in tokens per model; a model left out keeps its token slice until the lease lapses",
     }),
   ),
@@ -86,8 +87,9 @@ const ReleaseIn = Body({
   ),
   team_used_windows: Type.Optional(WindowUses("The same per slice of the team's windows; a window left out keeps its slice until the lease lapses or the window ends")),
   team_used_tokens: Type.Optional(
-    Type.Record(Type.String({ minLength: 1, maxLength: 255 }), Tokens(), {
+    KeyedBy(Tokens(), {
       maxProperties: 256,
+      propertyNames: { minLength: 1, maxLength: 255 },
       description: "The same per model of the team's token caps; a model left out keeps its team token slice until the lease lapses",
     }),
   ),

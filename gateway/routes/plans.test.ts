@@ -122,6 +122,20 @@ t("many parallel creations of one name yield one plan and duplicate answers for 
   assert.is(listed.body.plans.filter((p: { name: string }) => p.name === name).length, 1);
 });
 
+t("names holding a line break (a CRLF file's) are validated and answered like any other", async ({ a }) => {
+  const name = `crlf-${randomUUID()}`;
+  const res = await a.post("/config/plans", { plans: [{ name, tool_costs: { "search\r": 0.05, web: 0.01 }, model_limits: { "gpt-4o\n": { max_tokens_per_period: 1000 } } }] });
+  assert.is(res.status, 201, JSON.stringify(res.body));
+  assert.equal(res.body.plans[0].tool_costs, { "search\r": 0.05, web: 0.01 });
+  assert.equal(res.body.plans[0].model_limits, { "gpt-4o\n": { max_tokens_per_period: 1000 } });
+  const listed = (await a.get("/config/plans")).body.plans.find((p: { name: string }) => p.name === name);
+  assert.equal(listed.tool_costs, { "search\r": 0.05, web: 0.01 });
+  for (const bad of [{ model_limits: { "m\n": { max_tokens_per_period: 1.5 } } }, { tool_costs: { "m\n": -1 } }, { cost_rates: { "m\n": { input: "x", output: -1 } } }]) {
+    const refused = await a.post("/config/plans", { plans: [{ name: `bad-${randomUUID()}`, ...bad }] });
+    assert.is(refused.status, 422, `${JSON.stringify(bad)}: ${refused.status} ${JSON.stringify(refused.body)}`);
+  }
+});
+
 t("invalid plan bodies are 422 with a list of issues; nothing is created", async ({ a }) => {
   const name = unique("bad");
   const bodies: [unknown, string][] = [

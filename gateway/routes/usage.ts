@@ -2,15 +2,15 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { BillingPeriod, CurrentUsage, GetSessionResponse, GetUsageResponse, PlanConfig, SessionTeam } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
-import { DateTime, Nullable, TeamParams, UserParams, clientRead, errors, parseDateTime } from "../schemas/common.ts";
+import { DateTime, KeyedBy, Nullable, TeamParams, UserParams, clientRead, errors, parseDateTime } from "../schemas/common.ts";
 import { rpcOptions } from "../rpc-options.ts";
 import { DimensionOut, dimensionJson } from "../schemas/limits.ts";
 import { GateEventOut, gateEventJson } from "../schemas/gate-events.ts";
 import { SessionCreditsOut, sessionCreditsJson } from "../schemas/credits.ts";
 import { LimitOut, sharedPlanFieldsJson, sharedPlanFieldsOut } from "../schemas/plans.ts";
 
-const NumberMap = Type.Record(Type.String(), Type.Number());
-const IntegerMap = Type.Record(Type.String(), Type.Integer());
+const NumberMap = KeyedBy(Type.Number());
+const IntegerMap = KeyedBy(Type.Integer());
 const Rate = Type.Object({ input: Type.Number(), output: Type.Number() });
 
 const PlanConfigOut = Type.Object({
@@ -18,8 +18,8 @@ const PlanConfigOut = Type.Object({
     max_spend_per_session: Type.Optional(Type.Number({ description: "Omitted: unlimited" })),
     soft_gate_at: Type.Number(),
     hard_gate_at: Type.Number(),
-    model_limits: Type.Record(Type.String(), Type.Object({ max_tokens_per_period: Type.Integer() })),
-    cost_rates: Type.Record(Type.String(), Rate),
+    model_limits: KeyedBy(Type.Object({ max_tokens_per_period: Type.Integer() })),
+    cost_rates: KeyedBy(Rate),
     session_timeout_minutes: Type.Number(),
     default_cost_rate: Type.Optional(Type.Object(Rate.properties, { description: "Omitted: models without a cost rate cost nothing" })),
     ...sharedPlanFieldsOut,

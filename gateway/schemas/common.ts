@@ -1,4 +1,4 @@
-import { Type, type TSchema } from "typebox";
+import { Type, type TObjectOptions, type TSchema } from "typebox";
 import { ignoredFields } from "@meter/lib/metrics";
 
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
@@ -148,3 +148,11 @@ export const clientRead = <P extends TSchema, B extends TSchema, M extends { des
   config: { ingest: true },
   schema: { operationId, summary, ...more, tags: ["usage"], params, response: { 200: body, ...errors(400, 401, 404) } },
 });
+
+/**
+ * An object keyed by any string (model, tool and metadata key names). TypeBox's Record of
+ * String matches keys by "^.*$", and "." misses a line break in Ajv and fast-json-stringify
+ * alike: a key holding one ("gpt-4o\r" from a CRLF file) skipped validation and was left out of
+ * every answer. Constraints on the key itself go in `propertyNames`.
+ */
+export const KeyedBy = <T extends TSchema>(value: T, options?: TObjectOptions) => Type.Record(Type.String({ pattern: "^[\\s\\S]*$" }), value, options);

@@ -1,7 +1,7 @@
 import { Type } from "typebox";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { CreditGrant, CreditLedgerEntry, SessionCredits } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
-import { Body, DateTime, Nullable } from "./common.ts";
+import { Body, DateTime, KeyedBy, Nullable } from "./common.ts";
 
 /** A grant id: 1-128 printable characters (no control characters, no unpaired surrogates). */
 export const GrantId = Type.String({
@@ -21,7 +21,7 @@ export const GrantIn = Body(
     effective_at: Type.Optional(Nullable({ ...DateTime, description: "Not spendable before; default now" })),
     expires_at: Type.Optional(Nullable({ ...DateTime, description: "What is left then expires; default null (never). After effective_at" })),
     description: Type.Optional(Nullable(Type.String({ maxLength: 1024 }))),
-    metadata: Type.Optional(Nullable(Type.Record(Type.String(), Type.Unknown(), { description: "Kept and shown; at most 16 KiB as JSON" }))),
+    metadata: Type.Optional(Nullable(KeyedBy(Type.Unknown(), { description: "Kept and shown; at most 16 KiB as JSON" }))),
   },
   "A grant of prepaid credits",
 );
@@ -39,7 +39,7 @@ export const GrantOut = Type.Object({
   expires_at: Nullable(DateTime),
   status: Status,
   description: Nullable(Type.String()),
-  metadata: Nullable(Type.Record(Type.String(), Type.Unknown())),
+  metadata: Nullable(KeyedBy(Type.Unknown())),
   created_at: DateTime,
 });
 

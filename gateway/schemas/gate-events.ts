@@ -1,7 +1,7 @@
 import { Type } from "typebox";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { GateEvent } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
-import { DateTime, Nullable } from "./common.ts";
+import { DateTime, KeyedBy, Nullable } from "./common.ts";
 
 /** A gate event as GET /users/{user_id}/gate-events answers it. */
 export const GateEventOut = Type.Object({
@@ -17,7 +17,7 @@ export const GateEventOut = Type.Object({
   model: Nullable(Type.String()),
   blocked: Type.Boolean(),
   message: Nullable(Type.String()),
-  metadata: Type.Record(Type.String(), Type.Unknown(), {
+  metadata: KeyedBy(Type.Unknown(), {
     description: "As sent; the client library adds suppressed_events, the gates of this kind it did not write since its previous event",
   }),
 });

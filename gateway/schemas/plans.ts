@@ -3,7 +3,7 @@ import { METRICS, WINDOWS, type Metric, type WindowKind } from "@meter/rules";
 import type { Plan, PlanLimit } from "@meter/proto/meter/plans/v1/plans_pb";
 import type { PlanConfig } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import { LIMIT_SCOPES, limitFromMessage, type LimitScope } from "@meter/lib/plan-limits";
-import { Body, DateTime, Nullable } from "./common.ts";
+import { Body, DateTime, KeyedBy, Nullable } from "./common.ts";
 
 const Money = Type.Number({ minimum: 0, description: "Dollars, non-negative" });
 const Ratio = Type.Number({ minimum: 0, maximum: 1 });
@@ -20,7 +20,7 @@ export const ModelLimitBody = Body({ max_tokens_per_period: TokenCount }, "Token
 
 /** A plan's map keyed by model or tool name: the plans service's limits (services/plans/domain/settings.ts), checked here first for a 422. */
 const NameMap = <T extends TSchema>(value: T, what: string) =>
-  Type.Record(Type.String(), value, {
+  KeyedBy(value, {
     maxProperties: 1000,
     propertyNames: { minLength: 1, maxLength: 255 },
     description: `${what}; at most 1,000 entries, names 1-255 characters`,
@@ -126,7 +126,7 @@ export function limitJson(l: PlanLimit) {
  * documents list them (fields before it differ in type or order); plan_config words `limits` its own way.
  */
 export const sharedPlanFieldsOut = {
-  tool_costs: Type.Record(Type.String(), Type.Number()),
+  tool_costs: KeyedBy(Type.Number()),
   default_tool_cost: Type.Number(),
   pre_call_estimate: Type.Boolean(),
   pre_call_buffer_tokens: Type.Integer(),
@@ -143,8 +143,8 @@ export const PlanBody = Type.Object({
   session_timeout_minutes: Type.Number(),
   soft_gate_at: Type.Number(),
   hard_gate_at: Type.Number(),
-  model_limits: Type.Record(Type.String(), Type.Object({ max_tokens_per_period: Type.Integer() })),
-  cost_rates: Type.Record(Type.String(), CostRate),
+  model_limits: KeyedBy(Type.Object({ max_tokens_per_period: Type.Integer() })),
+  cost_rates: KeyedBy(CostRate),
   default_cost_rate: Nullable(CostRate),
   ...sharedPlanFieldsOut,
   credits_low_at: Nullable(Type.Number({ description: "Dollars; null: credits.low never fires" })),
