@@ -68,9 +68,11 @@ t("a neighbour at every limit: another product's plans read as they are, and the
   const listed = await neighbour.get("/config/plans");
   assert.is(listed.body.plans.length, PLANS_PER_PRODUCT);
   assert.is(Object.keys(listed.body.plans[0].cost_rates).length, 1000);
-  // Full: a request is refused before its names are compared.
+  // Full: a duplicate is still a duplicate (409), a new name is refused for the limit (422).
   const again = await neighbour.post("/config/plans", { plans: [{ name: "small-0" }] });
-  assert.is(again.status, 422, "the product is full: no place even for a duplicate");
+  assert.is(again.status, 409, "every plan a duplicate: 409 (SPEC), full or not");
+  const mixed = await neighbour.post("/config/plans", { plans: [{ name: "small-0" }, { name: "one-more" }] });
+  assert.is(mixed.status, 422, "a new name has no place");
 
   const res = await other.get("/config/plans");
   assert.is(res.status, 200);
@@ -143,6 +145,19 @@ t("concurrent creations never take a product past its limit", async ({ stack }) 
   const statuses = (await Promise.all(requests)).map((r) => r.status).sort();
   assert.equal(statuses, [201, 201, 201, 201, 201, 422, 422, 422]);
   assert.is((await plansOf(api)).length, PLANS_PER_PRODUCT);
+});
+
+t("the whole catalogue posted again: its plans are duplicates, not counted again against the limits", async ({ stack }) => {
+  const { api } = await stack.newProduct();
+  const catalogue = Array.from({ length: 26 }, (_, i) => ({ name: `p${i}` }));
+  assert.is((await api.post("/config/plans", { plans: catalogue })).status, 201);
+  const again = await api.post("/config/plans", { plans: catalogue });
+  assert.is(again.status, 409, JSON.stringify(again.body));
+  const grown = await api.post("/config/plans", { plans: [...catalogue, { name: "p26" }] });
+  assert.is(grown.status, 201, JSON.stringify(grown.body));
+  assert.equal(grown.body.plans.map((p: { name: string }) => p.name), ["p26"]);
+  assert.equal(grown.body.duplicates, catalogue.map((p) => p.name));
+  assert.is((await plansOf(api)).length, 27);
 });
 
 t("plans stored before the per-product directory existed are listed and counted", async ({ stack }) => {

@@ -9,6 +9,9 @@ import { tooLarge } from "./common.ts";
 /**
  * Validates every plan first (nothing is created when one is invalid), then inserts them in
  * request order; the unique index on (product, name) decides which names are duplicates.
+ * Names the product already has are duplicates before anything is reserved, so that posting
+ * the whole catalogue again is answered 409 (or 201 with only the new plans), not refused for
+ * limits that the existing plans already count in.
  */
 export function createPlans(deps: PlansDeps): ServiceImpl<typeof PlansService>["createPlans"] {
   return async (req) => {
@@ -21,7 +24,10 @@ export function createPlans(deps: PlansDeps): ServiceImpl<typeof PlansService>["
     const values = req.plans.map((s) => newPlanValues(fromSettings(s), gates));
     assertValid(values.flatMap((v, i) => planProblems(v, `plans[${i}].`)));
 
-    const sizes = values.map(planSize);
+    const existing = new Set((await deps.plans.names(productId)).values());
+    const fresh = values.filter((v) => !existing.has(v.name));
+    if (fresh.length === 0) throw rpcError.alreadyExists(`every plan already exists: ${values.map((v) => v.name).join(", ")}`);
+    const sizes = fresh.map(planSize);
     const ids = await deps.plans.reserve(productId, sizes);
     if (!Array.isArray(ids)) {
       const adding = sizes.reduce((n, b) => n + b, 0);
@@ -29,16 +35,16 @@ export function createPlans(deps: PlansDeps): ServiceImpl<typeof PlansService>["
         ids.limit === "plans"
           ? {
               path: "/plans",
-              message: `would take the product to ${ids.has + values.length} plans; at most ${LIMITS.plansPerProduct} per product (it has ${ids.has}): change an existing plan instead`,
+              message: `would take the product to ${ids.has + fresh.length} plans; at most ${LIMITS.plansPerProduct} per product (it has ${ids.has}): change an existing plan instead`,
             }
           : { path: "/plans", message: tooLarge(ids.has, adding) },
       ]);
     }
     const created = [];
-    const duplicates: string[] = [];
+    const duplicates = values.filter((v) => existing.has(v.name)).map((v) => v.name);
     const unused: { id: string; size: number }[] = [];
     try {
-      for (const [i, v] of values.entries()) {
+      for (const [i, v] of fresh.entries()) {
         const plan = await deps.plans.insert(productId, ids[i]!, v);
         if (plan) created.push(toPlan(plan));
         else {
