@@ -136,6 +136,22 @@ t("a grant spent whole on an overdraft is answered depleted; with credits off a 
   near((await credits(api, user)).overdraft, 0.5, "still owed");
 });
 
+t("ledger pages: an entry added between two pages is not given twice, and the pages of a grant id of 128 emoji go on", async ({ api }) => {
+  const user = await userOnPlan(api, PREPAID, THIS_MONTH);
+  const long = "😀".repeat(128);
+  for (const id of ["g1", "g2", long]) assert.is((await api.post(`/users/${user}/credits`, { id, amount: 1 })).status, 201);
+  const page = async (cursor?: string) =>
+    (await api.get(`/users/${user}/credits/ledger?limit=1${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`)).body as { entries: { grant_id: string }[]; next_cursor: string | null };
+  const first = await page();
+  assert.equal(first.entries.map((e) => e.grant_id), [long]);
+  assert.is((await api.post(`/users/${user}/credits`, { id: "g4", amount: 1 })).status, 201);
+  const second = await page(first.next_cursor!);
+  assert.equal(second.entries.map((e) => e.grant_id), ["g2"]);
+  const third = await page(second.next_cursor!);
+  assert.equal(third.entries.map((e) => e.grant_id), ["g1"]);
+  assert.equal((await ledger(api, user)).map((e: any) => e.grant_id), ["g4", long, "g2", "g1"]);
+});
+
 t("a lease sees the period cap with credits: allowance + drawn + balance, nothing past it", async ({ api }) => {
   const user = await userOnPlan(api, PREPAID, THIS_MONTH);
   const lease = (holder: string, need: number, want: number) => api.post(`/users/${user}/leases`, { holder, need, want });

@@ -7,7 +7,7 @@ import { rpcOptions } from "../rpc-options.ts";
 
 const LedgerQuery = Type.Object({
   limit: Type.Integer({ minimum: 1, maximum: 200, default: 50 }),
-  cursor: Type.Optional(Type.String({ maxLength: 64, description: "next_cursor of the previous page" })),
+  cursor: Type.Optional(Type.String({ maxLength: 2000, description: "next_cursor of the previous page" })),
 });
 
 const timestamp = (s: string | null | undefined) => (s ? timestampFromDate(parseDateTime(s)) : undefined);

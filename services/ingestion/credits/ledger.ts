@@ -149,8 +149,10 @@ const DAYS_PER_READ = 16;
 /**
  * A page of an owner's ledger, newest first: the owner's days from its index (no scan), their
  * documents read by `_id`, and the entries the account still holds laid over them (an entry is a
- * whole amount, so the account's replaces the written one). The cursor is `<day ms>:<entries of
- * that day already given>`.
+ * whole amount, so the account's replaces the written one). The cursor names the last entry
+ * given, `<day ms>:<at ms>:<type>:<grant id, base64url>`, and the next page starts after it in
+ * this order: entries added meanwhile (today's, at the top) shift nothing, so none is given twice.
+ * (`<day ms>:<entries of that day given>`, the cursor of earlier versions, is still read.)
  */
 export async function listLedger(
   deps: Pick<FlushDeps, "credits">,
@@ -161,11 +163,17 @@ export async function listLedger(
 ): Promise<{ entries: LedgerEntry[]; next: string | undefined }> {
   let fromDay = Infinity;
   let skip = 0;
+  let after: Pick<LedgerOp, "at" | "type" | "grant_id"> | undefined;
   if (cursor !== undefined) {
-    const m = /^(\d{1,16}):(\d{1,9})$/.exec(cursor);
-    if (!m) throw rpcError.invalid("cursor is not one this service gave");
-    fromDay = Number(m[1]);
-    skip = Number(m[2]);
+    const last = /^(\d{1,16}):(\d{1,16}):(expiry|void|grant|overdraft|usage):([A-Za-z0-9_-]{0,1400})$/.exec(cursor);
+    const counted = /^(\d{1,16}):(\d{1,9})$/.exec(cursor);
+    if (last) {
+      fromDay = Number(last[1]);
+      after = { at: new Date(Number(last[2])), type: last[3] as LedgerOp["type"], grant_id: Buffer.from(last[4]!, "base64url").toString() || null };
+    } else if (counted) {
+      fromDay = Number(counted[1]);
+      skip = Number(counted[2]);
+    } else throw rpcError.invalid("cursor is not one this service gave");
   }
   const [index, account] = await Promise.all([deps.credits.indexOf(productId, owner), deps.credits.account(`${productId}|${owner}`)]);
   const pendingByDay = new Map<number, LedgerOp[]>();
@@ -185,10 +193,12 @@ export async function listLedger(
       for (const op of Object.values(docs.get(d)?.e ?? {})) byKey.set(entryKey(op), op);
       for (const op of pendingByDay.get(d) ?? []) byKey.set(entryKey(op), op);
       const list = [...byKey.values()].filter((op) => op.amount_nano !== 0 || op.type === "grant").sort(newestFirst);
-      const from = d === fromDay ? skip : 0;
+      let from = d === fromDay ? skip : 0;
+      if (d === fromDay && after) while (from < list.length && newestFirst(list[from]!, after as LedgerOp) <= 0) from++;
       for (let j = from; j < list.length; j++) {
         if (entries.length === limit) {
-          next = `${d}:${j}`;
+          const given = list[j - 1] ?? entries.at(-1)!;
+          next = `${d}:${given.at.getTime()}:${given.type}:${Buffer.from(given.grant_id ?? "").toString("base64url")}`;
           break;
         }
         const op = list[j]!;
