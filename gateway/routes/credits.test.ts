@@ -199,6 +199,12 @@ t("a re-sent grant id changes nothing (200), other fields are 409; validation; u
   }
   const backwards = await api.post(`/users/${user}/credits`, { id: "b", amount: 1, effective_at: "2030-01-02T00:00:00Z", expires_at: "2030-01-01T00:00:00Z" });
   assert.is(backwards.status, 400, JSON.stringify(backwards.body));
+  // Below a nano-dollar: it would be stored as 0, a grant never drawn.
+  const dust = await api.post(`/users/${user}/credits`, { id: "dust", amount: 1e-10 });
+  assert.is(dust.status, 400, JSON.stringify(dust.body));
+  // A description's 1,024 are characters, as the gateway counts them.
+  const another = await userOnPlan(api, PREPAID, THIS_MONTH);
+  assert.is((await api.post(`/users/${another}/credits`, { id: "emoji", amount: 1, description: "😀".repeat(1024) })).status, 201);
   assert.is((await api.post(`/users/nobody-${randomUUID()}/credits`, { id: "a", amount: 1 })).status, 404);
   assert.is((await api.post(`/users/${user}/credits/nope/void`)).status, 404);
   // Admin keys only.

@@ -53,8 +53,9 @@ export function requireGrantId(id: string): string {
 export function grantRecord(productId: string, owner: string, g: GrantInput, now: Date): GrantRecordDoc {
   requireGrantId(g.id);
   const problems: string[] = [];
-  if (!(Number.isFinite(g.amount) && g.amount > 0 && g.amount <= GRANT_BOUNDS.maxAmount)) {
-    problems.push(`amount must be a number of dollars above 0 and at most ${GRANT_BOUNDS.maxAmount}`);
+  // At least a nano-dollar: a smaller amount is stored as 0, a grant that could never be drawn.
+  if (!(Number.isFinite(g.amount) && g.amount > 0 && toNano(g.amount) >= 1 && g.amount <= GRANT_BOUNDS.maxAmount)) {
+    problems.push(`amount must be a number of dollars from 0.000000001 (a nano-dollar) to ${GRANT_BOUNDS.maxAmount}`);
   }
   const kind = g.kind ?? GRANT_DEFAULTS.kind;
   if (kind !== "paid" && kind !== "promotional") problems.push(`kind must be "paid" or "promotional"`);
@@ -65,7 +66,7 @@ export function grantRecord(productId: string, owner: string, g: GrantInput, now
   const effectiveAt = g.effectiveAt ?? now;
   if (Number.isNaN(effectiveAt.getTime())) problems.push("effective_at is not a date");
   if (g.expiresAt && !(g.expiresAt.getTime() > effectiveAt.getTime())) problems.push("expires_at must be after effective_at");
-  if (g.description !== undefined && g.description.length > GRANT_BOUNDS.descriptionLength) {
+  if (g.description !== undefined && characters(g.description) > GRANT_BOUNDS.descriptionLength) {
     problems.push(`description must be at most ${GRANT_BOUNDS.descriptionLength} characters`);
   }
   const metadata = g.metadata === undefined ? null : JSON.stringify(g.metadata);
