@@ -70,6 +70,24 @@ t("credits.low once per crossing, re-armed by a grant; depleted at 0; expired wi
   }
 });
 
+t("credits.low is armed again by a grant that became effective later (no write lifted the balance)", async ({ stack, rx }) => {
+  const { api, productId } = await stack.newProduct("Credit hooks, a later grant");
+  const user = await userOnPlan(api, PREPAID, period());
+  assert.is((await api.post("/webhooks/endpoints", { url: rx.url, subscribed_events: TYPES })).status, 201);
+  const mine = (type: string) => rx.of(type).filter((r) => r.json?.product_id === productId);
+  const spend = async (cost: number) =>
+    assert.is((await api.post("/events/batch", [{ id: randomUUID(), user_id: user, timestamp: new Date().toISOString(), model: "m", cost_total: cost }])).status, 200);
+  const settled = (b: number) => eventually(async () => Math.abs((await api.get(`/users/${user}/credits`)).body.balance - b) < 1e-9, 30_000, `balance ${b}`);
+  assert.is((await api.post(`/users/${user}/credits`, { id: "now", amount: 2 })).status, 201);
+  await spend(1.5); // 2 -> 0.5: crosses
+  await eventually(() => mine("credits.low").length === 1, 30_000, "credits.low");
+  assert.is((await api.post(`/users/${user}/credits`, { id: "later", amount: 2, effective_at: new Date(Date.now() + 1_500).toISOString() })).status, 201);
+  await settled(2.5); // effective: 2.5, with no write
+  await spend(2); // 2.5 -> 0.5: crosses again
+  await eventually(() => mine("credits.low").length === 2, 30_000, "the second credits.low");
+  assert.equal(mine("credits.low").map((r) => r.json.data.balance), [0.5, 0.5]);
+});
+
 t("a plan with credits off announces no credits.low or credits.depleted when a grant is voided", async ({ stack, rx }) => {
   const { api, productId } = await stack.newProduct("Credits off hooks");
   const off = await userOnPlan(api, { max_spend_per_period: 0, credits_enabled: false }, period());

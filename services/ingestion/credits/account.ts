@@ -408,7 +408,10 @@ export class AccountChange {
     this.doc.version = version + 1;
     const after = balanceOf(Object.values(this.doc.grants), this.doc.overdraft_nano, this.t).balance;
     const lowAtNano = this.doc.low_at === null ? null : Math.round(this.doc.low_at * 1e9);
-    const decided = this.doc.credits_enabled === false ? { notices: [], armed: this.doc.low_armed } : balanceNotices(this.before, after, lowAtNano, this.doc.low_armed);
+    // A balance at or above low_at before this change got there by a write (which armed the
+    // alarm) or by a grant becoming effective, which writes nothing: armed either way.
+    const armed = this.doc.low_armed || (lowAtNano !== null && this.before >= lowAtNano);
+    const decided = this.doc.credits_enabled === false ? { notices: [], armed: this.doc.low_armed } : balanceNotices(this.before, after, lowAtNano, armed);
     for (const type of decided.notices) this.notice(type, `${type}:${this.doc.owner}:${this.doc.version}`, { grant_id: null, amount_nano: null });
     this.doc.low_armed = decided.armed;
     for (const key of this.pendingOps) this.doc.ops[key]!.balance_after_nano = after;
