@@ -199,6 +199,10 @@ t("a re-sent grant id changes nothing (200), other fields are 409; validation; u
   }
   const backwards = await api.post(`/users/${user}/credits`, { id: "b", amount: 1, effective_at: "2030-01-02T00:00:00Z", expires_at: "2030-01-01T00:00:00Z" });
   assert.is(backwards.status, 400, JSON.stringify(backwards.body));
+  // Expired before it is given (its effective_at further back): never drawable, refused, not kept.
+  const past = await api.post(`/users/${user}/credits`, { id: "past", amount: 1, effective_at: "2025-01-01T00:00:00Z", expires_at: "2025-01-05T00:00:00Z" });
+  assert.is(past.status, 400, JSON.stringify(past.body));
+  assert.is((await credits(api, user)).grants.find((g: { id: string }) => g.id === "past"), undefined);
   // Below a nano-dollar: it would be stored as 0, a grant never drawn.
   const dust = await api.post(`/users/${user}/credits`, { id: "dust", amount: 1e-10 });
   assert.is(dust.status, 400, JSON.stringify(dust.body));

@@ -6696,7 +6696,7 @@ export interface operations {
                 "application/json": {
                     /** @description The caller's id of the grant (e.g. the payment's id), 1-128 printable characters; sending it again is a no-op */
                     id: string;
-                    /** @description Dollars, above 0 and at most 10^9 */
+                    /** @description Dollars, from 0.000000001 (a nano-dollar; 400 below) to 10^9 */
                     amount: number;
                     /** @description For reporting; draw order is by priority. Default paid */
                     kind?: "paid" | "promotional";
@@ -7447,7 +7447,7 @@ export interface operations {
                 "application/json": {
                     /** @description The caller's id of the grant (e.g. the payment's id), 1-128 printable characters; sending it again is a no-op */
                     id: string;
-                    /** @description Dollars, above 0 and at most 10^9 */
+                    /** @description Dollars, from 0.000000001 (a nano-dollar; 400 below) to 10^9 */
                     amount: number;
                     /** @description For reporting; draw order is by priority. Default paid */
                     kind?: "paid" | "promotional";

@@ -141,6 +141,12 @@ export async function addGrant(
     }
     record = existing;
   }
+  // A new grant that expired before it was given could never be drawn; taken, its expiry would
+  // announce credits.expired, and a fall of a balance it was never part of. (A re-sent one is answered as it is.)
+  if (created && record.expires_at && record.expires_at.getTime() <= now.getTime()) {
+    await deps.credits.deleteGrant(record._id);
+    throw rpcError.invalid("expires_at has passed: the grant could never be drawn");
+  }
   const id = accountId(productId, owner);
   if (record.status) return { record, account: await deps.credits.account(id), created };
   // Listed and registered for expiry before the account holds it: whatever holds it is found.

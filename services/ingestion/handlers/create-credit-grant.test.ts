@@ -42,8 +42,9 @@ t("refuses what it cannot take with INVALID_ARGUMENT and says why; unknown users
   const { productId, userId } = await productWithUser(stack, PREPAID);
   const ok = { productId, userId, grantId: "g", amount: 1 };
   const cases: [Record<string, unknown>, RegExp][] = [
-    [{ amount: 0 }, /amount must be a number of dollars above 0 and at most 1000000000/],
-    [{ amount: 1e10 }, /amount must be a number of dollars above 0/],
+    [{ amount: 0 }, /amount must be a number of dollars from 0.000000001 \(a nano-dollar\) to 1000000000/],
+    [{ amount: 1e-10 }, /from 0.000000001 \(a nano-dollar\)/],
+    [{ amount: 1e10 }, /amount must be a number of dollars from/],
     [{ kind: "gift" }, /kind must be "paid" or "promotional"/],
     [{ priority: 101 }, /priority must be a whole number from 0 to 100/],
     [{ priority: 1.5 }, /priority must be a whole number from 0 to 100/],
