@@ -144,7 +144,7 @@ export class DayAccumulator {
   }
 
   result(): DayFigures {
-    const sorted = <V>(m: Map<string, V>) => [...m].sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0));
+    const sorted = <V>(m: Map<string, V>) => [...m].sort(([x], [y]) => order(x, y));
     const out: DayFigures = {
       usage: this.total,
       soft_gates: this.soft,

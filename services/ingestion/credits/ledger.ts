@@ -135,7 +135,7 @@ export interface LedgerEntry {
 
 const TYPE_ORDER: Record<string, number> = { expiry: 0, void: 1, grant: 2, overdraft: 3, usage: 4 };
 
-function newestFirst(a: LedgerOp, b: LedgerOp): number {
+function newestFirst(a: Pick<LedgerOp, "at" | "type" | "grant_id">, b: Pick<LedgerOp, "at" | "type" | "grant_id">): number {
   const d = b.at.getTime() - a.at.getTime();
   if (d !== 0) return d;
   const t = (TYPE_ORDER[a.type] ?? 9) - (TYPE_ORDER[b.type] ?? 9);
@@ -194,7 +194,7 @@ export async function listLedger(
       for (const op of pendingByDay.get(d) ?? []) byKey.set(entryKey(op), op);
       const list = [...byKey.values()].filter((op) => op.amount_nano !== 0 || op.type === "grant").sort(newestFirst);
       let from = d === fromDay ? skip : 0;
-      if (d === fromDay && after) while (from < list.length && newestFirst(list[from]!, after as LedgerOp) <= 0) from++;
+      if (d === fromDay && after) while (from < list.length && newestFirst(list[from]!, after) <= 0) from++;
       for (let j = from; j < list.length; j++) {
         if (entries.length === limit) {
           const given = list[j - 1] ?? entries.at(-1)!;

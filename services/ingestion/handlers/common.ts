@@ -43,9 +43,11 @@ export function checkIds(problems: BatchProblems, i: number, e: { id: string; us
   if (!e.timestamp) problems.add(i, "timestamp", "is required");
 }
 
-export function nonNegative(problems: BatchProblems, i: number, fields: Record<string, number>) {
+/** Each field a finite number >= 0, and at most `max` when given. */
+export function nonNegative(problems: BatchProblems, i: number, fields: Record<string, number>, max = Infinity) {
   for (const [name, value] of Object.entries(fields)) {
     if (!Number.isFinite(value) || value < 0) problems.add(i, name, "must be a finite number >= 0");
+    else if (value > max) problems.add(i, name, `must be at most ${max}`);
   }
 }
 

@@ -27,9 +27,7 @@ function validate(events: readonly GateEvent[], maxEvents: number): void {
     checkIds(problems, i, e);
     if (!STATUSES.has(e.status)) problems.add(i, "status", "must be soft_gate or hard_gate");
     if (!REASON.test(e.gateReason)) problems.add(i, "gate_reason", GATE_REASON_HINT);
-    const figures = { usage_pct: e.usagePct, current_value: e.currentValue, limit_value: e.limitValue };
-    nonNegative(problems, i, figures);
-    for (const [name, value] of Object.entries(figures)) if (value > MAX_GATE_FIGURE) problems.add(i, name, `must be at most ${MAX_GATE_FIGURE}`);
+    nonNegative(problems, i, { usage_pct: e.usagePct, current_value: e.currentValue, limit_value: e.limitValue }, MAX_GATE_FIGURE);
   });
   problems.throwIfAny();
 }

@@ -30,6 +30,14 @@ export function teamNotFound(externalTeamId: string) {
   return rpcError.notFound(`team "${externalTeamId}" not found; create it first (POST /teams)`);
 }
 
+/**
+ * The users of `ids` (a page of the team's member list) whose latest membership is still this
+ * team: the user document is the truth, an entry a crash left behind in the list is dropped.
+ */
+export async function currentMembers(deps: PlansDeps, productId: string, teamId: string, ids: readonly string[]): Promise<UserDoc[]> {
+  return (await deps.users.getMany(productId, ids)).filter((u) => u.team?.team_id === teamId);
+}
+
 /** Teams as RPC messages, with the current names of their plans and their member counts (one read each for the lot). */
 export async function teamMessages(deps: PlansDeps, productId: string, teams: readonly TeamDoc[]) {
   const names = await deps.plans.names(productId, teams.flatMap((t) => (t.current ? [t.current.plan_id] : [])));

@@ -1,16 +1,15 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { PlansService } from "@meter/proto/meter/plans/v1/plans_pb";
 import type { PlansDeps } from "../deps.ts";
-import { teamNotFound } from "./common.ts";
+import { currentMembers, teamNotFound } from "./common.ts";
 
 /** Members read at a time when counting a team's. */
 const MEMBER_PAGE = 1_000;
 
 /**
- * Per plan id, the team's current members subscribed to it (NOT_FOUND for an unknown team): its member list a page at a time,
- * those users by `_id`, each counted under its current plan when its latest membership is this
- * team (the user document is the truth, as in ListTeamMembers). One range read and one `_id`
- * read a thousand members, holding one page.
+ * Per plan id, the team's current members subscribed to it (NOT_FOUND for an unknown team): its
+ * member list a page at a time (currentMembers), each counted under its current plan. One range
+ * read and one `_id` read a thousand members, holding one page.
  */
 async function teamCounts(deps: PlansDeps, productId: string, externalTeamId: string): Promise<Map<string, number>> {
   const team = await deps.teams.get(productId, externalTeamId);
@@ -18,9 +17,9 @@ async function teamCounts(deps: PlansDeps, productId: string, externalTeamId: st
   const counts = new Map<string, number>();
   for (let after: string | undefined; ; ) {
     const ids = await deps.teamMembers.page(productId, team.id, "", after, MEMBER_PAGE);
-    for (const u of await deps.users.getMany(productId, ids)) {
+    for (const u of await currentMembers(deps, productId, team.id, ids)) {
       const planId = u.current?.plan_id;
-      if (u.team?.team_id === team.id && planId) counts.set(planId, (counts.get(planId) ?? 0) + 1);
+      if (planId) counts.set(planId, (counts.get(planId) ?? 0) + 1);
     }
     if (ids.length < MEMBER_PAGE) return counts;
     after = ids.at(-1);

@@ -1,7 +1,7 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { PlansService } from "@meter/proto/meter/plans/v1/plans_pb";
 import type { PlansDeps } from "../deps.ts";
-import { teamNotFound } from "./common.ts";
+import { currentMembers, teamNotFound } from "./common.ts";
 import { decodeCursor, encodeCursor, pageSize, userMessages } from "./list-users.ts";
 
 /**
@@ -20,7 +20,7 @@ export function listTeamMembers(deps: PlansDeps): ServiceImpl<typeof PlansServic
     if (!team) throw teamNotFound(req.externalTeamId);
     const ids = await deps.teamMembers.page(productId, team.id, "", after, limit + 1);
     const listed = ids.slice(0, limit);
-    const users = (await deps.users.getMany(productId, listed)).filter((u) => u.team?.team_id === team.id);
+    const users = await currentMembers(deps, productId, team.id, listed);
     const last = listed.at(-1);
     return {
       users: await userMessages(deps, productId, users),
