@@ -13,7 +13,7 @@ import { MAX_LIVE_GRANTS, hourOf, type GrantKind } from "./allocate.ts";
 import { accountId, type CreditAccountDoc } from "./account.ts";
 import { crossingsClosedBefore } from "../domain/retention-policy.ts";
 import { changeAccounts, type CreditDeps } from "./settle.ts";
-import { grantRecordId, type GrantRecordDoc } from "./store.ts";
+import { grantRecordId, isGrantOf, type GrantRecordDoc } from "./store.ts";
 import { stateOf } from "./view.ts";
 
 export const GRANT_BOUNDS = {
@@ -136,6 +136,11 @@ export async function addGrant(
   if (!created) {
     const existing = await deps.credits.grant(record._id);
     if (!existing) throw rpcError.unavailable("the grant is being removed by another request; retry");
+    if (!isGrantOf(existing, owner, input.id)) {
+      throw rpcError.alreadyExists(
+        `grant id "${input.id}" cannot be used for this owner: another user's or team's grant has the same key (owner and grant id joined by "|"); send another grant id`,
+      );
+    }
     if (!sameGrant(existing.sent, record.sent)) {
       throw rpcError.alreadyExists(`grant "${input.id}" exists with other fields; a repeated grant id must carry the same amount, kind, priority, dates, description and metadata`);
     }
@@ -191,7 +196,8 @@ export async function voidGrant(
   plan: OwnerPlan,
 ): Promise<{ record: GrantRecordDoc; account: CreditAccountDoc | null }> {
   requireGrantId(grantId);
-  const record = await deps.credits.grant(grantRecordId(productId, owner, grantId));
+  const found = await deps.credits.grant(grantRecordId(productId, owner, grantId));
+  const record = found && isGrantOf(found, owner, grantId) ? found : null;
   if (!record) throw rpcError.notFound(`grant "${grantId}" not found`);
   const id = accountId(productId, owner);
   if (record.status) return { record, account: await deps.credits.account(id) };

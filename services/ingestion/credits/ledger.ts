@@ -96,7 +96,7 @@ export async function writeSettled(deps: FlushDeps, items: readonly { account: C
     for (const g of settled.finals) {
       finals.push({
         updateOne: {
-          filter: { _id: grantRecordId(a.product_id, a.owner, g.id) },
+          filter: { _id: grantRecordId(a.product_id, a.owner, g.id), owner: a.owner, grant_id: g.id },
           update: { $set: { status: g.final!, final_at: g.final_at ?? deps.now(), lost_nano: g.lost_nano ?? 0 } },
         },
       });

@@ -97,6 +97,15 @@ export function grantRecordId(productId: string, owner: string, grantId: string)
   return `${productId}|${owner}|${grantId}`;
 }
 
+/**
+ * Whether the record under a grant's key is that owner's grant of that id: owner and grant id
+ * are joined by "|", which both may hold, so user "a" with grant "b|c" and user "a|b" with
+ * grant "c" meet on one key. The key stays the first one's; the other is refused (grants.ts).
+ */
+export function isGrantOf(record: GrantRecordDoc, owner: string, grantId: string): boolean {
+  return record.owner === owner && record.grant_id === grantId;
+}
+
 export function ledgerDayId(productId: string, owner: string, day: number): string {
   return `${productId}|${owner}|${day}`;
 }

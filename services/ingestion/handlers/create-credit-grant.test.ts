@@ -72,4 +72,33 @@ t("refuses what it cannot take with INVALID_ARGUMENT and says why; unknown users
   }
 });
 
+
+t("grant ids whose keys run together across owners stay apart: no 409, repeat, or void through another owner", async ({ stack, ingestion }) => {
+  // User "a" with grant "b|c" and user "a|b" with grant "c" would share a key joined by "|".
+  const { api, productId, userId } = await productWithUser(stack, PREPAID);
+  const plan = (await api.get("/config/plans")).body.plans[0].id;
+  const other = `${userId}|b`;
+  assert.is((await api.post("/users", { external_user_id: other })).status, 201);
+  const day = 86_400_000;
+  const sub = await api.post(`/users/${encodeURIComponent(other)}/subscription`, {
+    plan_id: plan,
+    period_start: new Date(Date.now() - day).toISOString(),
+    period_end: new Date(Date.now() + 20 * day).toISOString(),
+  });
+  assert.is(sub.status, 200, JSON.stringify(sub.body));
+  await ingestion.createCreditGrant({ productId, userId, grantId: "b|c", amount: 500 });
+
+  // The other owner's void finds no grant of its own, and adds none to its balance.
+  const voided = await rpcFailure(ingestion.voidCreditGrant({ productId, userId: other, grantId: "c" }));
+  assert.is(voided?.code, Code.NotFound);
+  assert.is((await ingestion.getCredits({ productId, userId: other })).balance, 0);
+
+  // The same grant id sent for the other owner is a grant of its own, not a repeat of the first.
+  const refused = await rpcFailure(ingestion.createCreditGrant({ productId, userId: other, grantId: "c", amount: 500 }));
+  assert.is(refused?.code, Code.AlreadyExists);
+  assert.match(refused!.rawMessage, /grant id "c" cannot be used/);
+  assert.is((await ingestion.getCredits({ productId, userId: other })).balance, 0);
+  assert.is((await ingestion.getCredits({ productId, userId })).balance, 500);
+});
+
 t.run();

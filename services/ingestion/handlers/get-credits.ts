@@ -3,7 +3,7 @@ import type { IngestionService } from "@meter/proto/meter/ingestion/v1/ingestion
 import { toDollars } from "@meter/rules";
 import type { IngestionDeps } from "../deps.ts";
 import { accountId } from "../credits/account.ts";
-import { grantRecordId } from "../credits/store.ts";
+import { grantRecordId, isGrantOf } from "../credits/store.ts";
 import { creditView, grantMessage } from "../credits/view.ts";
 import { creditOwner } from "./credit-owner.ts";
 
@@ -20,8 +20,10 @@ export function getCredits(deps: IngestionDeps): ServiceImpl<typeof IngestionSer
     const now = deps.now();
     const owner = who.owner;
     const [account, index] = await Promise.all([deps.credits.account(accountId(req.productId, owner)), deps.credits.indexOf(req.productId, owner)]);
-    const ids = (index?.grants ?? []).slice(-MAX_LISTED_GRANTS).map((g) => grantRecordId(req.productId, owner, g));
-    const records = (await deps.credits.grantsOf(ids)).sort(
+    const grants = (index?.grants ?? []).slice(-MAX_LISTED_GRANTS);
+    const ids = grants.map((g) => grantRecordId(req.productId, owner, g));
+    const listed = new Set(grants);
+    const records = (await deps.credits.grantsOf(ids)).filter((r) => listed.has(r.grant_id) && isGrantOf(r, owner, r.grant_id)).sort(
       (a, b) => b.created_at.getTime() - a.created_at.getTime() || (a.grant_id < b.grant_id ? 1 : -1),
     );
     const v = creditView(account, null, now);
