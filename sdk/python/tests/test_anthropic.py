@@ -43,6 +43,28 @@ def test_messages_plain_streamed_and_the_stream_helper(product: Product, provide
     meter.shutdown()
 
 
+def test_a_stream_left_before_its_usage_counts_the_text_received(product: Product, provider: MockProvider) -> None:
+    user = product.create_user(PLAN)
+    meter = Meter(api_key=product.key, base_url=product.url)
+    client = wrap(Anthropic(api_key="sk-ant", base_url=base(provider), max_retries=0), meter, user_id=user)
+    stream = client.messages.create(model="claude-3-5-sonnet", max_tokens=50, messages=MESSAGES, stream=True)
+    for event in stream:
+        if event.type == "content_block_stop":
+            break
+    stream.close()
+    assert meter.flush()
+    # "Hello!" received (6 characters, 2 tokens at four a token), not message_start's placeholder of 1.
+    assert product.usage(user)["total_tokens"] == IN + 2
+    meter.shutdown()
+
+
+def test_metadata_json_cannot_carry_is_refused_where_the_client_is_wrapped(product: Product) -> None:
+    meter = Meter(api_key=product.key, base_url=product.url)
+    with pytest.raises(TypeError, match="JSON"):
+        wrap(Anthropic(api_key="sk-ant"), meter, user_id="u", metadata={"trace": object()})
+    meter.shutdown()
+
+
 def test_a_hard_gate_sends_nothing(product: Product, provider: MockProvider) -> None:
     user = product.create_user({"max_spend_per_period": 0})
     meter = Meter(api_key=product.key, base_url=product.url)

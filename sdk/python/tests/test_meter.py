@@ -273,6 +273,11 @@ def test_input_checks() -> None:
     for bad in ({"at": datetime.now()}, {"ratio": float("nan")}, {"id": uuid.uuid4()}):
         with pytest.raises(TypeError, match="JSON"):
             m.record("u", input_tokens=1, metadata=bad)
+        # Likewise where a gate event or a reservation takes metadata (a gate event's, or its usage event's at commit).
+        with pytest.raises(TypeError, match="JSON"):
+            m.guard("u", metadata=bad)
+        with pytest.raises(TypeError, match="JSON"):
+            m.reserve_now("u", metadata=bad)
     with pytest.raises(ValueError):
         Meter(api_key="k", base_url="http://127.0.0.1:1/api/v1", flush_interval=0)
     m.shutdown(timeout=0.1)

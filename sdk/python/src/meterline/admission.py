@@ -23,6 +23,7 @@ from .state import UserEntry, hold_team, hold_windows
 from .types import GateContext, GuardResult, LimitCredits, PlanConfig
 from .user_sessions import Session
 from .users import LOAD_RETRY, Users
+from .validate import check_metadata
 
 # One gate event per (user, gate_reason, kind) per this many seconds at most.
 GATE_EVENT_INTERVAL = 5.0
@@ -86,6 +87,7 @@ class Admission(Users):
             raise TypeError("max_output_tokens must be a non-negative integer")
         if session_id is not None and not isinstance(session_id, str):
             raise TypeError("session_id must be a string")
+        check_metadata(metadata)
         now = clock_now()
         with self._lock:
             plan = e.config

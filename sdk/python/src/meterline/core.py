@@ -37,7 +37,7 @@ from .types import (
     UsageEvent,
     UserState,
 )
-from .validate import check_usage, check_user, positive
+from .validate import check_metadata, check_usage, check_user, positive
 
 log = logging.getLogger("meterline")
 
@@ -217,6 +217,7 @@ class MeterCore(Lifecycle):
         """reserve() without any wait, or None when it would wait (view not loaded, a lease to ask for).
         For integrations: a warm user costs them no thread hop or await."""
         check_user(user_id)
+        check_metadata(metadata)
         e = self._ready(user_id)
         if e is None:
             return None

@@ -144,9 +144,10 @@ class EventQueue:
             while self.size > 0:
                 if deadline is not None and time.monotonic() >= deadline:
                     return False
-                if not (yield from self._batch("usage", self.usage, deadline)):
-                    return False
-                if not (yield from self._batch("gate", self.gates, deadline)):
+                # Gate events go out even when every queued usage event waits for its user's plan.
+                usage_sent = yield from self._batch("usage", self.usage, deadline)
+                gates_sent = yield from self._batch("gate", self.gates, deadline)
+                if not (usage_sent and gates_sent):
                     return False
             with self.lock:
                 self.warned_full = False

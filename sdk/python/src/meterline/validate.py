@@ -23,6 +23,20 @@ def _optional_string(name: str, v: Any) -> None:
         raise TypeError(f"{name} must be a string of at most 255 characters")
 
 
+def check_metadata(metadata: Any) -> None:
+    """Checked where an event's metadata is given (record, guard, reserve, a wrapper), not when its batch is
+    sent: one value JSON cannot carry (a datetime, a UUID, NaN) would otherwise fail the batch of every event
+    queued with it."""
+    if metadata is None:
+        return
+    if not isinstance(metadata, dict):
+        raise TypeError("metadata must be a dict")
+    try:
+        json.dumps(metadata, allow_nan=False)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"metadata must hold JSON values only (str, number, bool, None, list, dict): {err}") from None
+
+
 def check_usage(
     input_tokens: Any, output_tokens: Any, tool_calls: Any, metadata: Any, session_id: Any, model: Any
 ) -> None:
@@ -32,17 +46,7 @@ def check_usage(
         isinstance(tool_calls, (list, tuple)) and all(isinstance(t, str) and len(t) <= 255 for t in tool_calls)
     ):
         raise TypeError("tool_calls must be a list of strings")
-    if metadata is not None:
-        if not isinstance(metadata, dict):
-            raise TypeError("metadata must be a dict")
-        # Checked here, not when its batch is sent: one value JSON cannot carry (a datetime, a
-        # UUID, NaN) would otherwise fail the batch of every event queued with it.
-        try:
-            json.dumps(metadata, allow_nan=False)
-        except (TypeError, ValueError) as err:
-            raise TypeError(
-                f"metadata must hold JSON values only (str, number, bool, None, list, dict): {err}"
-            ) from None
+    check_metadata(metadata)
     _optional_string("session_id", session_id)
     _optional_string("model", model)
 

@@ -63,6 +63,7 @@ class Call:
         "output_tokens",
         "prompt",
         "reservation",
+        "taken",
         "tools",
     )
 
@@ -72,6 +73,7 @@ class Call:
         self.meta = meta
         self.open_calls = open_calls
         self._lock = threading.Lock()
+        self.taken = False
         # What a stream showed so far.
         self.input_tokens: int | None = None
         self.output_tokens: int | None = None
@@ -80,17 +82,25 @@ class Call:
         open_calls.add(self)
 
     def _take(self) -> bool:
+        """Claims the call for one settler: a stream's end and meter.shutdown() may reach it at once."""
         with self._lock:
-            if not self.reservation.open:
+            if self.taken or not self.reservation.open:
                 return False
+            self.taken = True
             self.open_calls.discard(self)
             return True
 
     def settle(self, input_tokens: int, output_tokens: int, tools: list[str]) -> None:
         if self._take():
-            self.reservation.commit(
-                input_tokens=input_tokens, output_tokens=output_tokens, tool_calls=tools, metadata=self.meta
-            )
+            try:
+                self.reservation.commit(
+                    input_tokens=input_tokens, output_tokens=output_tokens, tool_calls=tools, metadata=self.meta
+                )
+            except BaseException:
+                # A commit refused (what the provider reported fails a check) still gives its hold back.
+                if self.reservation.open:
+                    self.reservation.release()
+                raise
 
     def settle_seen(self) -> None:
         """A stream left early or never finished: what the provider reported, else the input estimate and
@@ -98,7 +108,9 @@ class Call:
         if not self.reservation.open:
             return
         inp = self.input_tokens if self.input_tokens is not None else estimate_tokens(self.prompt)
-        out = self.output_tokens if self.output_tokens is not None else math.ceil(self.chars / 4)
+        # What the provider reported may be a placeholder (Anthropic's message_start says 1): the text
+        # received counts when it says more.
+        out = max(self.output_tokens or 0, math.ceil(self.chars / 4))
         self.settle(inp, out, self.tools)
 
     def fail(self) -> None:

@@ -14,6 +14,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.outputs import LLMResult
 
 from ..meter import Meter
+from ..validate import check_metadata
 from .calls import Call, Starting, count, get, output_limit, start, who
 
 
@@ -74,6 +75,7 @@ class MeterCallbackHandler(BaseCallbackHandler):
             raise TypeError("MeterCallbackHandler(meter): meter must be a meterline.Meter")
         if not idle > 0:
             raise ValueError("MeterCallbackHandler: idle must be a positive number of seconds")
+        check_metadata(metadata)
         self.meter = meter
         self.user_id = user_id
         self.metadata = dict(metadata or {})

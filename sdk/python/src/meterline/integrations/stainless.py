@@ -14,6 +14,7 @@ from typing import Any, Protocol, TypeVar
 from ..core import MeterCore
 from ..meter import Meter
 from ..pricing import estimate_tokens
+from ..validate import check_metadata
 from .calls import Call, Starting, ametered_iter, astart, metered_iter, open_calls, start, who
 
 C = TypeVar("C")
@@ -148,6 +149,7 @@ def wrap_client(client: C, meter: MeterCore, user_id: str | None, spec: Spec, me
         raise TypeError("wrap(client, meter): meter must be a meterline.Meter or AsyncMeter")
     if getattr(client, "_meter_wrapped", False):
         raise ValueError("this client is metered already: wrap each client once")
+    check_metadata(metadata)
     original = client.request  # type: ignore[attr-defined]
     meta = {"provider": spec.provider, **(metadata or {})}
     calls = open_calls(meter)
