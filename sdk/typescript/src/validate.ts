@@ -49,13 +49,18 @@ function optionalString(name: string, v: unknown): void {
   if (v !== undefined && v !== null && (typeof v !== "string" || v.length > 255)) throw new MeterTypeError(`${name} must be a string of at most 255 characters`);
 }
 
+/** Metadata where an event takes it: record, guard and reserve (a gate event's, a commit's), a wrapper's options. */
+export function checkMetadata(metadata: unknown, name = "metadata"): void {
+  object(name, metadata);
+  json(name, metadata);
+}
+
 export function checkUsage(u: UsageInput & { session_id?: unknown; model?: unknown }): void {
   if (u === null || typeof u !== "object") throw new MeterTypeError("usage must be an object");
   count("input_tokens", u.input_tokens);
   count("output_tokens", u.output_tokens);
   strings("tool_calls", u.tool_calls);
-  object("metadata", u.metadata);
-  json("metadata", u.metadata);
+  checkMetadata(u.metadata);
   optionalString("session_id", u.session_id);
   optionalString("model", u.model);
 }

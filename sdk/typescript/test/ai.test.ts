@@ -45,6 +45,20 @@ t("streamText over chat completions: usage from the finish part, counted once", 
   close(usage.total_cost, costOf("gpt-4o", 300, 60, ["get_weather"]));
 });
 
+t("a stream that ends without the provider's usage is metered with its estimate, not as 0 tokens", async ({ env, mock, events }) => {
+  const user = await env.newUser();
+  const model = meterModel(provider(mock).chat("gpt-4o"), env.meter, { user_id: user });
+  // 40 characters received: 10 output tokens at four characters a token.
+  mock.reply = { text: "a".repeat(40), usage: { input: 300, output: 60 }, noUsageChunk: true };
+  const result = streamText({ model, prompt: "Weather in Paris?" });
+  for await (const _ of result.textStream);
+  await env.usage(user, (u) => u.total_tokens > 0);
+  const recorded = events.filter((e) => e.user_id === user);
+  assert.is(recorded.length, 1);
+  assert.is(recorded[0]!.output_tokens, 10);
+  assert.ok(recorded[0]!.input_tokens > 0, "the input estimate");
+});
+
 t("a hard gate rejects generateText and errors streamText before any request", async ({ env, mock }) => {
   const model = meterModel(provider(mock)("gpt-4o"), env.meter, { user_id: await env.newUser("closed") });
   assert.instance(await generateText({ model, prompt: "hi" }).catch((e) => e), LimitExceededError);

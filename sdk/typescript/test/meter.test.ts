@@ -295,6 +295,11 @@ t("reserveNow/commitNow: a warm user is held, gated and recorded in the caller's
   const cycle: Record<string, unknown> = {};
   cycle.self = cycle;
   for (const metadata of [{ n: 1n }, cycle]) await rejects(() => m.record(userId, { input_tokens: 1, metadata }), TypeError);
+  // Likewise where a gate event or a reservation takes it (the usage event's metadata at commit).
+  for (const metadata of [{ n: 1n }, cycle]) {
+    await rejects(() => m.guard(userId, { metadata }), TypeError);
+    await rejects(() => m.reserve(userId, { metadata }), TypeError);
+  }
   await m.flush();
   await eventually(async () => near((await usage(ctx.api, userId)).total_cost, 0.5), 10_000, "the event delivered");
 });

@@ -126,6 +126,7 @@ export function meteredSuite(name: string, startMock: () => Promise<MockServer>)
   t.before.each(({ mock }) => {
     mock.reply = DEFAULT_REPLY;
     mock.failures = [];
+    mock.silent = false;
     mock.requests.length = 0;
   });
   return t;

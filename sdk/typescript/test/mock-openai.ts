@@ -66,7 +66,7 @@ function chatCompletions(req: ReceivedRequest, reply: Reply, res: ServerResponse
     events.push(chunk([{ index: 0, delta: { tool_calls: [{ index, function: { arguments: call.function.arguments } }] }, logprobs: null, finish_reason: null }]));
   });
   events.push(chunk([{ index: 0, delta: {}, logprobs: null, finish_reason: finish }]));
-  if (withUsage) events.push(chunk([], chatUsage(reply)));
+  if (withUsage && !reply.noUsageChunk) events.push(chunk([], chatUsage(reply)));
   events.push({ data: "[DONE]" });
   sendEvents(res, events, reply.hang);
 }

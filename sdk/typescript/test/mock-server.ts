@@ -13,6 +13,8 @@ export interface Reply {
   usage: { input: number; output: number; cacheRead?: number; cacheWrite?: number };
   /** Streams only: send the first event (or this many), then keep the connection open until the client leaves. */
   hang?: boolean | number;
+  /** Chat completion streams only: no usage chunk, as when a stream is cut before it. */
+  noUsageChunk?: boolean;
 }
 
 export interface ReceivedRequest {
@@ -28,6 +30,8 @@ export interface MockServer {
   reply: Reply;
   /** Status codes to answer the next requests with, before serving `reply`. */
   failures: number[];
+  /** Take requests and never answer them (the client must abort). */
+  silent: boolean;
   close(): Promise<void>;
 }
 
@@ -43,6 +47,7 @@ export async function startMockServer(handlers: Record<string, Handler>): Promis
     requests: [],
     reply: DEFAULT_REPLY,
     failures: [],
+    silent: false,
     close: () =>
       new Promise<void>((resolve) => {
         for (const res of open) res.destroy();
@@ -65,6 +70,11 @@ export async function startMockServer(handlers: Record<string, Handler>): Promis
       return;
     }
     const handler = handlers[path];
+    if (mock.silent) {
+      open.add(res);
+      res.on("close", () => open.delete(res));
+      return;
+    }
     if (!handler) {
       res.writeHead(404, { "content-type": "application/json" }).end(JSON.stringify({ error: { message: `no mock for ${path}` } }));
       return;

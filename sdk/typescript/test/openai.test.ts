@@ -158,6 +158,25 @@ t("the user comes from meter.withUser(); with no user at all nothing is sent", a
   assert.throws(() => meterOpenAI(openai, env.meter), /metered already/);
   assert.throws(() => meterOpenAI(client(mock), {} as never), /must be a Meter/);
   assert.throws(() => meterOpenAI(client(mock), env.meter, { user_id: "" }), /user_id must be a string/);
+  assert.throws(() => meterOpenAI(client(mock), env.meter, { metadata: { trace: 1n } }), /metadata must hold only JSON values/);
+});
+
+t("a call the caller aborts before the answer is metered with its estimate: the provider may be working on it", async ({ env, mock, events }) => {
+  const user = await env.newUser();
+  const openai = meterOpenAI(client(mock), env.meter, { user_id: user });
+  mock.silent = true;
+  const controller = new AbortController();
+  const call = openai.chat.completions.create({ model: "gpt-4o", messages: [{ role: "user", content: "Weather in Paris?" }] }, { signal: controller.signal });
+  await eventually(async () => mock.requests.length === 1, 5_000, "the request reached the provider");
+  controller.abort();
+  await call.then(
+    () => assert.unreachable("answered"),
+    () => {},
+  );
+  await env.usage(user, (u) => u.total_tokens > 0);
+  const recorded = events.filter((e) => e.user_id === user);
+  assert.is(recorded.length, 1);
+  assert.ok(recorded[0]!.input_tokens > 0 && recorded[0]!.output_tokens === 0, JSON.stringify(recorded[0]));
 });
 
 t("a stream the caller leaves (break, abort) is metered with its estimate", async ({ env, mock, events }) => {

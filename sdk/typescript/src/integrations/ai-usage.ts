@@ -7,7 +7,13 @@ import type { StreamProgress, Usage } from "./metering.ts";
  * flat numbers in v2; read by shape, not by version.
  */
 export function modelUsage(usage: any): { input_tokens: number; output_tokens: number } {
-  const count = (v: any): number => (typeof v === "number" ? v : typeof v?.total === "number" ? v.total : 0);
+  const { input_tokens, output_tokens } = reportedUsage(usage);
+  return { input_tokens: input_tokens ?? 0, output_tokens: output_tokens ?? 0 };
+}
+
+/** The counts the provider reported, undefined where it reported none (a stream cut before its usage chunk). */
+function reportedUsage(usage: any): { input_tokens?: number; output_tokens?: number } {
+  const count = (v: any): number | undefined => (typeof v === "number" ? v : typeof v?.total === "number" ? v.total : undefined);
   return { input_tokens: count(usage?.inputTokens), output_tokens: count(usage?.outputTokens) };
 }
 
@@ -30,9 +36,12 @@ export function observeStreamPart(part: any, progress: StreamProgress): void {
       if (part.toolName) progress.tool_calls.push(part.toolName);
       break;
     case "finish": {
-      const usage = modelUsage(part.usage);
-      progress.input_tokens = usage.input_tokens;
-      progress.output_tokens = usage.output_tokens;
+      // A provider's stream ends with `finish` even when no usage came (an error chunk, a connection closed
+      // early): its totals are then undefined, and the call is metered as a cut stream (input estimate, text received).
+      const usage = reportedUsage(part.usage);
+      if (usage.input_tokens === undefined && usage.output_tokens === undefined) break;
+      progress.input_tokens = usage.input_tokens ?? progress.input_tokens;
+      progress.output_tokens = usage.output_tokens ?? 0;
       progress.complete = true;
       break;
     }

@@ -108,7 +108,7 @@ export function meterPosts<C extends object>(
       // is settled with its estimate once the response is collected (a no-op when parsed).
       (props: { response?: object }) => props?.response && call && settleWhenCollected(props.response, call),
       // Failed after its retries, or aborted before an answer.
-      (err: unknown) => call?.fail((err as Error)?.name === "APIUserAbortError"),
+      (err: unknown) => call?.fail(isUserAbort(err)),
     );
     return promise._thenUnwrap((data: any) => {
       if (!call || !prepared || call.settled) return data;
@@ -128,4 +128,9 @@ export function meterPosts<C extends object>(
     });
   };
   return client;
+}
+
+/** The caller's abort, as both SDKs raise it: Anthropic's error names itself, openai's keeps Error's name. */
+function isUserAbort(err: unknown): boolean {
+  return (err as Error)?.name === "APIUserAbortError" || (err as object)?.constructor?.name === "APIUserAbortError";
 }

@@ -6,6 +6,7 @@ import type { Meter } from "../meter.ts";
 import type { Reservation } from "../reservation.ts";
 import { estimateTokens } from "../pricing.ts";
 import { MeterError, MeterTypeError } from "../errors.ts";
+import { checkMetadata } from "../validate.ts";
 
 /** Options of every integration. */
 export interface IntegrationOptions {
@@ -73,6 +74,7 @@ export function checkArguments(integration: string, meter: Meter, options: Integ
   if (options.user_id !== undefined && (typeof options.user_id !== "string" || options.user_id.length === 0 || options.user_id.length > 255)) {
     throw new MeterTypeError(`${integration}: user_id must be a string of 1 to 255 characters (the product's external_user_id)`);
   }
+  checkMetadata(options.metadata, `${integration}: metadata`);
 }
 
 /** The user of a call, read synchronously where the caller's async context is still current. */
@@ -184,6 +186,8 @@ export class MeteredCall {
     try {
       commitNow(this.reservation, { input_tokens: usage.input_tokens, output_tokens: usage.output_tokens, tool_calls: usage.tool_calls, metadata: this.metadata });
     } catch (err) {
+      // Refused (what the provider reported fails a check): the hold is given back, not kept for good.
+      this.reservation.release();
       reporterOf(this.meter).warn("a metered call could not be recorded", err as Error);
     }
   }
