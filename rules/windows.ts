@@ -23,35 +23,52 @@ export interface Span {
 
 const DAY_MS = 86_400_000;
 
+/** Formatters by the time zone names plans hold; bounded, as names come from outside. */
 const formats = new Map<string, Intl.DateTimeFormat>();
+const MAX_FORMATS = 1_000;
+
+function newFormat(timeZone: string): Intl.DateTimeFormat {
+  return new Intl.DateTimeFormat("en-US", {
+    timeZone,
+    hourCycle: "h23",
+    year: "numeric",
+    month: "numeric",
+    day: "numeric",
+    hour: "numeric",
+    minute: "numeric",
+    second: "numeric",
+  });
+}
 
 function format(timeZone: string): Intl.DateTimeFormat {
   let f = formats.get(timeZone);
   if (f === undefined) {
-    f = new Intl.DateTimeFormat("en-US", {
-      timeZone,
-      hourCycle: "h23",
-      year: "numeric",
-      month: "numeric",
-      day: "numeric",
-      hour: "numeric",
-      minute: "numeric",
-      second: "numeric",
-    });
+    f = newFormat(timeZone);
+    if (formats.size >= MAX_FORMATS) formats.clear();
     formats.set(timeZone, f);
   }
   return f;
 }
 
+/**
+ * The name a plan keeps for a time zone this runtime knows (IANA names; "UTC"), else null: as
+ * sent, but in the database's letter case ("america/new_york" is "America/New_York"), since the
+ * runtimes of the client libraries (Python's zoneinfo) know names only in that case. Aliases
+ * ("US/Eastern") stay as sent. Checked with a formatter of its own: nothing is kept per name sent.
+ */
+export function timeZoneName(name: string): string | null {
+  if (typeof name !== "string" || name === "" || name.length > 64) return null;
+  try {
+    const resolved = newFormat(name).resolvedOptions().timeZone;
+    return resolved.toLowerCase() === name.toLowerCase() ? resolved : name;
+  } catch {
+    return null;
+  }
+}
+
 /** True for a time zone name this runtime knows (IANA names; "UTC"). */
 export function isTimeZone(name: string): boolean {
-  if (typeof name !== "string" || name === "" || name.length > 64) return false;
-  try {
-    format(name);
-    return true;
-  } catch {
-    return false;
-  }
+  return timeZoneName(name) !== null;
 }
 
 /** The wall clock of `t` in `timeZone`, as the UTC instant with the same fields (whole seconds). */

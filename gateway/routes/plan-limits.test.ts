@@ -69,6 +69,25 @@ t("limits and time_zone round-trip through create, list and PATCH", async ({ a }
   assert.equal(emptied.body.limits, []);
 });
 
+t("a time zone in another letter case is kept in the database's case (client runtimes know no other); an alias stays as sent", async ({ a }) => {
+  const res = await a.post("/config/plans", { plans: [{ name: unique("zones"), time_zone: "america/new_york" }] });
+  assert.is(res.status, 201, JSON.stringify(res.body));
+  assert.is(res.body.plans[0].time_zone, "America/New_York");
+  const patched = await a.patch(`/config/plans/${res.body.plans[0].id}`, { time_zone: "utc" });
+  assert.is(patched.body.time_zone, "UTC");
+  const alias = await a.patch(`/config/plans/${res.body.plans[0].id}`, { time_zone: "US/Eastern" });
+  assert.is(alias.body.time_zone, "US/Eastern");
+});
+
+t("a body of many bad limits is answered with a bounded list of problems", async ({ a }) => {
+  const limits = Array.from({ length: 2_000 }, () => ({ name: "", metric: "x", max: -1, window: "y", duration_minutes: 1 }));
+  const res = await a.post("/config/plans", { plans: [{ name: unique("many"), limits }] });
+  assert.is(res.status, 400);
+  assert.match(res.body.detail, /limits: at most 16 per plan \(2000 sent\)/);
+  assert.match(res.body.detail, /; and \d+ more$/);
+  assert.ok(res.body.detail.length < 10_000, `${res.body.detail.length} characters`);
+});
+
 t("a plan without limits answers an empty list and UTC", async ({ a }) => {
   const res = await a.post("/config/plans", { plans: [{ name: unique("plain"), max_spend_per_period: 5 }] });
   assert.is(res.status, 201, JSON.stringify(res.body));

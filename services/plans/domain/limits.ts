@@ -29,7 +29,8 @@ export function limitProblems(
     problems.push(`${prefix}limits: at most ${WINDOW_LIMITS.limitsPerPlan} per plan (${v.limits.length} sent)`);
   }
   const seen = new Map<string, number>();
-  for (const [i, l] of v.limits.entries()) {
+  // Past the cap, the entries beyond it are not looked at: the answer says how many were sent.
+  for (const [i, l] of v.limits.slice(0, WINDOW_LIMITS.limitsPerPlan).entries()) {
     const at = (field: string) => `${prefix}limits[${i}] (${JSON.stringify(l.name.slice(0, WINDOW_LIMITS.nameLength))}).${field}`;
     if (l.name.length === 0 || l.name.length > WINDOW_LIMITS.nameLength || !NAME.test(l.name)) {
       problems.push(`${at("name")}: must be 1-${WINDOW_LIMITS.nameLength} characters of a-z, 0-9, _ and -`);

@@ -2,7 +2,7 @@
 import { characters } from "@meter/lib/characters";
 import type { PlanSettings } from "@meter/proto/meter/plans/v1/plans_pb";
 import { rpcError } from "@meter/lib/errors";
-import { PLAN_DEFAULTS as RULE_DEFAULTS, type PlanRules, type Rate } from "@meter/rules";
+import { PLAN_DEFAULTS as RULE_DEFAULTS, timeZoneName, type PlanRules, type Rate } from "@meter/rules";
 import { limitFromMessage } from "@meter/lib/plan-limits";
 import { WINDOW_DEFAULTS, limitProblems, type PlanLimit } from "./limits.ts";
 import { CREDIT_DEFAULTS, creditProblems } from "./credits.ts";
@@ -83,7 +83,7 @@ export function fromSettings(s: PlanSettings): Partial<PlanValues> {
   if (s.preCallBufferTokens !== undefined) out.pre_call_buffer_tokens = Number(s.preCallBufferTokens);
   // An empty list is "not sent" (proto3 repeated): PATCH naming limits with none clears them.
   if (s.limits.length > 0) out.limits = s.limits.map(limitFromMessage);
-  if (s.timeZone !== undefined) out.time_zone = s.timeZone;
+  if (s.timeZone !== undefined) out.time_zone = timeZoneName(s.timeZone) ?? s.timeZone;
   if (s.creditsEnabled !== undefined) out.credits_enabled = s.creditsEnabled;
   if (s.creditsLowAt !== undefined) out.credits_low_at = s.creditsLowAt;
   return out;
@@ -180,7 +180,12 @@ export function planProblems(v: PlanValues, prefix = ""): string[] {
   return problems;
 }
 
-/** Throws INVALID_ARGUMENT listing every problem. */
+/** Problems an answer names; the rest are counted (a body of thousands of bad limits stays a short answer). */
+const MAX_PROBLEMS = 50;
+
+/** Throws INVALID_ARGUMENT listing the problems (the first MAX_PROBLEMS, then how many more). */
 export function assertValid(problems: string[]): void {
-  if (problems.length > 0) throw rpcError.invalid(problems.join("; "));
+  if (problems.length === 0) return;
+  const more = problems.length - MAX_PROBLEMS;
+  throw rpcError.invalid(problems.slice(0, MAX_PROBLEMS).join("; ") + (more > 0 ? `; and ${more} more` : ""));
 }
