@@ -53,6 +53,12 @@ t("stores first occurrences once, repeats and resends as duplicates, figures rou
   const listed = (await ingestion.listGateEvents({ productId, userId })).events;
   assert.is(listed.length, 2);
   assert.is(listed.find((e) => e.id === first.id)?.usagePct, 1.05);
+
+  // A team's spend cap is money too: its amounts are kept to the nano-dollar.
+  const team = gate(userId, { gateReason: "team:total_spend", currentValue: 0.1 + 0.2, limitValue: 0.30000000000000004 });
+  await ingestion.ingestGateEvents({ productId, events: [team] });
+  const stored = (await ingestion.listGateEvents({ productId, userId })).events.find((e) => e.id === team.id);
+  assert.equal([stored?.currentValue, stored?.limitValue], [0.3, 0.3]);
 });
 
 t.run();

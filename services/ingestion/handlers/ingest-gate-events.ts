@@ -60,7 +60,8 @@ function checkWindow(events: readonly GateEvent[], now: Date, days: number): voi
  * forwarded value carries float noise (1.0499999999999998 is stored as 1.05).
  */
 function gateDoc(productId: string, job: string, e: GateEvent, user: KnownUser | undefined, receivedAt: Date): GateEventDoc {
-  const money = e.gateReason === "total_spend" || e.gateReason === "session_spend";
+  // A spend cap of the user's own, of its team or of the member in its team (`team:total_spend`, `team:member:total_spend`).
+  const money = /(^|:)(total_spend|session_spend)$/.test(e.gateReason);
   const timestamp = timestampDate(e.timestamp!);
   return {
     _id: `${productId}/${e.id}`,
