@@ -237,3 +237,19 @@ def test_shutdown_is_bounded_when_the_service_is_down(product: Product, proxy: F
     m.record(user, input_tokens=1)
     assert m.shutdown(timeout=0.5) is False
     assert m.stats.queued == 1
+
+
+def test_gate_events_go_out_while_queued_usage_waits_for_its_users_plan(product: Product, proxy: FaultProxy) -> None:
+    waiting = product.create_user({"max_spend_per_period": 1000, **PRICED})
+    gated = product.create_user({"max_spend_per_period": 1, **PRICED})
+    proxy.inject(rf"GET .*/users/{waiting}/session", "status", 500, times=10_000)
+    m = Meter(api_key=product.key, base_url=proxy.api_url, startup_timeout=0.5)
+    m.record(gated, model="m", input_tokens=900)  # $0.90 of $1
+    m.record(waiting, model="m", input_tokens=1)  # held until its user's view arrives: never, here
+    assert not m.flush(timeout=2)  # the gated user's usage goes; the other's stays
+    assert product.usage(gated)["total_tokens"] == 900
+    assert m.guard(gated).status == "soft_gate"
+    assert not m.flush(timeout=3)  # the held usage event stays queued
+    sent = [e for batch in proxy.sent(r"POST .*/gate-events/batch") for e in batch]
+    assert [e["user_id"] for e in sent] == [gated]
+    m.shutdown(timeout=0.5)
