@@ -1,6 +1,6 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { computeDay, DayAccumulator, shares, sumByKey, topUsers, type UsageEntry } from "./rollup.ts";
+import { computeDay, DayAccumulator, pick, shares, sumByKey, topUsers, type UsageEntry } from "./rollup.ts";
 import { coveringDays, lookback, previous } from "./windows.ts";
 
 test("lookback: whole UTC days, today included, ending at tomorrow 00:00", () => {
@@ -76,6 +76,12 @@ test("shares: of cost, else of tokens, else of events; rounded to 2 decimals", (
 test("topUsers: cost descending, then user id; limited", () => {
   const m = new Map<string, [number, number, number]>([["c", [1, 1, 1]], ["b", [2, 1, 1]], ["a", [2, 1, 1]]]);
   assert.equal(topUsers(m, 2).map((u) => u.userId), ["a", "b"]);
+});
+
+test("pick: one source's cost is exact at the nano-dollar, as both sources' sum is (a day rolled up as a float sum)", () => {
+  const day = { auto: [0.1 + 0.2, 10, 2] as [number, number, number], manual: [0, 0, 0] as [number, number, number] };
+  assert.equal(pick(day, "auto"), [0.3, 10, 2]);
+  assert.equal(pick(day, undefined), [0.3, 10, 2]);
 });
 
 test.run();

@@ -76,9 +76,9 @@ export function add(a: Figures, b: Figures): Figures {
   return [addDollars(a[0], b[0]), a[1] + b[1], a[2] + b[2]];
 }
 
-/** The figures of one source, or of both when no source filter is set. */
+/** The figures of one source, or of both when no source filter is set; costs exact at the unit either way (a day rolled up before held float sums). */
 export function pick(f: BySource, source: Source | undefined): Figures {
-  return source ? f[source] : add(f.auto, f.manual);
+  return source ? add(zero(), f[source]) : add(f.auto, f.manual);
 }
 
 function bump(f: BySource, e: UsageEntry): void {

@@ -32,6 +32,9 @@ t("refuses a batch whole: too many events, a status or reason it does not know, 
   const fields = await rpcFailure(ingestion.ingestGateEvents({ productId, events: [gate(userId), gate(userId, { status: "open", gateReason: "mood" })] }));
   assert.is(fields?.code, Code.InvalidArgument);
   assert.ok(fields!.rawMessage.includes("/1/status") && fields!.rawMessage.includes("/1/gate_reason"), fields!.rawMessage);
+  const softBlocked = await rpcFailure(ingestion.ingestGateEvents({ productId, events: [gate(userId, { status: "soft_gate", blocked: true })] }));
+  assert.is(softBlocked?.code, Code.InvalidArgument);
+  assert.ok(softBlocked!.rawMessage.includes("/0/blocked"), softBlocked!.rawMessage);
   const old = await rpcFailure(ingestion.ingestGateEvents({ productId, events: [gate(userId, { timestamp: toTimestamp(new Date(Date.now() - 91 * DAY)) })] }));
   assert.is(old?.code, Code.InvalidArgument);
   assert.ok(old!.rawMessage.includes("/0/timestamp"), old!.rawMessage);

@@ -26,6 +26,8 @@ function validate(events: readonly GateEvent[], maxEvents: number): void {
   events.forEach((e, i) => {
     checkIds(problems, i, e);
     if (!STATUSES.has(e.status)) problems.add(i, "status", "must be soft_gate or hard_gate");
+    // A soft gate lets the call run: announced as blocked, it would send gate_event.blocked for a call that ran.
+    else if (e.blocked && e.status !== "hard_gate") problems.add(i, "blocked", "is true only for a hard_gate (a soft gate never blocks the call)");
     if (!REASON.test(e.gateReason)) problems.add(i, "gate_reason", GATE_REASON_HINT);
     nonNegative(problems, i, { usage_pct: e.usagePct, current_value: e.currentValue, limit_value: e.limitValue }, MAX_GATE_FIGURE);
   });
