@@ -43,8 +43,11 @@ export function createPlans(deps: PlansDeps): ServiceImpl<typeof PlansService>["
     const created = [];
     const duplicates = values.filter((v) => existing.has(v.name)).map((v) => v.name);
     const unused: { id: string; size: number }[] = [];
+    // Places of `fresh` tried so far (`duplicates` also names plans that existed before: not a count of them).
+    let tried = 0;
     try {
       for (const [i, v] of fresh.entries()) {
+        tried = i + 1;
         const plan = await deps.plans.insert(productId, ids[i]!, v);
         if (plan) created.push(toPlan(plan));
         else {
@@ -55,7 +58,6 @@ export function createPlans(deps: PlansDeps): ServiceImpl<typeof PlansService>["
     } catch (err) {
       // The places of plans not tried go back; the failed insert may have been stored after
       // all, so its place stays (taken, or read as missing).
-      const tried = created.length + duplicates.length + 1;
       unused.push(...ids.slice(tried).map((id, i) => ({ id, size: sizes[tried + i]! })));
       throw err;
     } finally {
