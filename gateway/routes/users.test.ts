@@ -177,6 +177,12 @@ t("user_id in the path is opaque: slashes, spaces, unicode, reserved characters 
   // Paths that are not a subscription, or ids no user can have, are not found.
   assert.is((await a.post(`/users/${"y".repeat(255)}/other`, { plan_id: unlimited.id })).status, 404);
   assert.is((await a.post(sub("z".repeat(256)), { plan_id: unlimited.id })).status, 404);
+  // So are the user's reads under such an id: no user has it (404), not a malformed request (400).
+  const long = "z".repeat(256);
+  for (const path of ["session", "usage", "limits", "gate-events", "credits"]) {
+    const res = await a.get(`/users/${long}/${path}`);
+    assert.is(res.status, 404, `${path}: ${res.status} ${JSON.stringify(res.body)}`);
+  }
   // A different id that only differs in encoding is a different user.
   assert.is((await a.post(sub("org%2Fteam%2Fuser 1"), { plan_id: unlimited.id })).status, 404);
 });

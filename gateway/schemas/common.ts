@@ -66,11 +66,14 @@ export const PATTERN_MESSAGES: Record<string, string> = {
 export const ExternalUserId = (description = "external_user_id", maxLength: number | null = 255) =>
   Type.String({ minLength: 1, ...(maxLength ? { maxLength } : {}), pattern: EXTERNAL_ID_PATTERN, description: `${description}; not "." or ".."` });
 
-/** `{user_id}` of the routes under `/users/{user_id}/`: the product's external user id. */
-export const UserParams = Type.Object({ user_id: ExternalUserId() });
+/**
+ * `{user_id}` of the routes under `/users/{user_id}/`: the product's external user id. No length
+ * bound in a path: a longer id names no user (404), as any unknown one (400 is for bodies and queries).
+ */
+export const UserParams = Type.Object({ user_id: ExternalUserId("external_user_id (1-255 characters), URL-encoded", null) });
 
 /** `{team_id}` of the routes under `/teams/{team_id}/`: the product's external team id (same rules as a user's). */
-export const TeamParams = Type.Object({ team_id: ExternalUserId("external_team_id") });
+export const TeamParams = Type.Object({ team_id: ExternalUserId("external_team_id (1-255 characters), URL-encoded", null) });
 
 /** A body object: unknown fields are refused with 422 so that a typo never passes silently. */
 

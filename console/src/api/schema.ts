@@ -4691,7 +4691,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description external_user_id; not "." or ".." */
+                /** @description external_user_id (1-255 characters), URL-encoded; not "." or ".." */
                 user_id: string;
             };
             cookie?: never;
@@ -5064,7 +5064,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description external_user_id; not "." or ".." */
+                /** @description external_user_id (1-255 characters), URL-encoded; not "." or ".." */
                 user_id: string;
             };
             cookie?: never;
@@ -5199,7 +5199,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description external_team_id; not "." or ".." */
+                /** @description external_team_id (1-255 characters), URL-encoded; not "." or ".." */
                 team_id: string;
             };
             cookie?: never;
@@ -5342,7 +5342,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description external_user_id; not "." or ".." */
+                /** @description external_user_id (1-255 characters), URL-encoded; not "." or ".." */
                 user_id: string;
             };
             cookie?: never;
@@ -5487,7 +5487,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description external_user_id; not "." or ".." */
+                /** @description external_user_id (1-255 characters), URL-encoded; not "." or ".." */
                 user_id: string;
             };
             cookie?: never;
@@ -5648,7 +5648,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description external_team_id; not "." or ".." */
+                /** @description external_team_id (1-255 characters), URL-encoded; not "." or ".." */
                 team_id: string;
             };
             cookie?: never;
@@ -5809,7 +5809,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description external_user_id; not "." or ".." */
+                /** @description external_user_id (1-255 characters), URL-encoded; not "." or ".." */
                 user_id: string;
             };
             cookie?: never;
@@ -6188,7 +6188,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description external_user_id; not "." or ".." */
+                /** @description external_user_id (1-255 characters), URL-encoded; not "." or ".." */
                 user_id: string;
                 /** @description 1-64 letters, digits, _ or - */
                 lease_id: string;
@@ -6514,7 +6514,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description external_user_id; not "." or ".." */
+                /** @description external_user_id (1-255 characters), URL-encoded; not "." or ".." */
                 user_id: string;
             };
             cookie?: never;
@@ -6685,7 +6685,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description external_user_id; not "." or ".." */
+                /** @description external_user_id (1-255 characters), URL-encoded; not "." or ".." */
                 user_id: string;
             };
             cookie?: never;
@@ -6947,7 +6947,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description external_user_id; not "." or ".." */
+                /** @description external_user_id (1-255 characters), URL-encoded; not "." or ".." */
                 user_id: string;
                 /** @description The caller's id of the grant (e.g. the payment's id), 1-128 printable characters; sending it again is a no-op */
                 grant_id: string;
@@ -7113,7 +7113,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description external_user_id; not "." or ".." */
+                /** @description external_user_id (1-255 characters), URL-encoded; not "." or ".." */
                 user_id: string;
             };
             cookie?: never;
@@ -7265,7 +7265,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description external_team_id; not "." or ".." */
+                /** @description external_team_id (1-255 characters), URL-encoded; not "." or ".." */
                 team_id: string;
             };
             cookie?: never;
@@ -7436,7 +7436,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description external_team_id; not "." or ".." */
+                /** @description external_team_id (1-255 characters), URL-encoded; not "." or ".." */
                 team_id: string;
             };
             cookie?: never;
@@ -7698,7 +7698,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description external_team_id; not "." or ".." */
+                /** @description external_team_id (1-255 characters), URL-encoded; not "." or ".." */
                 team_id: string;
                 /** @description The caller's id of the grant (e.g. the payment's id), 1-128 printable characters; sending it again is a no-op */
                 grant_id: string;
@@ -7864,7 +7864,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description external_team_id; not "." or ".." */
+                /** @description external_team_id (1-255 characters), URL-encoded; not "." or ".." */
                 team_id: string;
             };
             cookie?: never;
@@ -9953,7 +9953,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description external_user_id; not "." or ".." */
+                /** @description external_user_id (1-255 characters), URL-encoded; not "." or ".." */
                 user_id: string;
             };
             cookie?: never;
@@ -10123,7 +10123,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description external_user_id; not "." or ".." */
+                /** @description external_user_id (1-255 characters), URL-encoded; not "." or ".." */
                 user_id: string;
             };
             cookie?: never;
