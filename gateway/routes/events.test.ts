@@ -234,11 +234,14 @@ t("manual events: explicit cost, plan pricing with normalized names, default rat
   assert.is(audit.status, 201);
   assert.is(audit.body.cost, 0);
   assert.is(audit.body.model, null);
+  // Neither a cost nor tokens and a model: an audit entry at zero cost, its tool calls counted, not priced.
+  const tools = await api.post("/events", { user_id: userId, tool_calls: ["search"] });
+  assert.equal([tools.status, tools.body.cost], [201, 0]);
 
   const usage = await api.get(`/users/${userId}/usage`);
   close(usage.body.total_cost, 1.25 + 0.9 + 3.05);
   assert.is(usage.body.total_tokens, 999999 + 3000 + 2000);
-  assert.is(usage.body.tool_calls_count, 1);
+  assert.is(usage.body.tool_calls_count, 2);
   assert.equal(usage.body.tokens_by_model, { "gpt-4o": 999999, "gpt-4o-mini": 3000, "llama-3": 2000 });
 });
 
