@@ -100,6 +100,13 @@ t("duplicates within a batch and across batches are counted, never rejected or a
   close(usage.body.total_cost, 7);
   assert.is(usage.body.total_tokens, 30);
   assert.equal((await api.post("/events/batch", [])).body, { accepted: 0, duplicates: 0 });
+  // The same UUID in capitals, or as a URN, is the same id (another client's spelling of a resend).
+  const spelled = [{ ...a, id: a.id.toUpperCase() }, { ...b, id: `urn:uuid:${b.id}` }];
+  assert.equal((await api.post("/events/batch", spelled)).body, { accepted: 0, duplicates: 2 });
+  const gate = { id: randomUUID(), user_id: userId, timestamp: new Date().toISOString(), status: "soft_gate", gate_reason: "total_spend", usage_pct: 0.9, current_value: 9, limit_value: 10, blocked: false };
+  assert.equal((await api.post("/gate-events/batch", [gate])).body, { accepted: 1, duplicates: 0 });
+  assert.equal((await api.post("/gate-events/batch", [{ ...gate, id: gate.id.toUpperCase() }])).body, { accepted: 0, duplicates: 1 });
+  close((await api.get(`/users/${userId}/usage`)).body.total_cost, 7);
 });
 
 t("a malformed batch is refused whole with 422 naming each bad event and field", async ({ stack }) => {

@@ -174,6 +174,11 @@ t("user_id in the path is opaque: slashes, spaces, unicode, reserved characters 
     assert.is(res.body.external_user_id, id);
     assert.is(res.body.plan_name, "unlimited");
   }
+  // A plan id in capitals or as a URN names the same plan.
+  const spelledId = uid();
+  await a.post("/users", { external_user_id: spelledId });
+  const spelled = await a.post(sub(spelledId), { plan_id: `urn:uuid:${unlimited.id.toUpperCase()}` });
+  assert.is(spelled.status, 200, JSON.stringify(spelled.body));
   // Paths that are not a subscription, or ids no user can have, are not found.
   assert.is((await a.post(`/users/${"y".repeat(255)}/other`, { plan_id: unlimited.id })).status, 404);
   assert.is((await a.post(sub("z".repeat(256)), { plan_id: unlimited.id })).status, 404);

@@ -66,7 +66,7 @@ t("usage, session, gate events and thresholds are unchanged by retention; what s
   for (let i = 0; i < 6; i++) await batch("cur", T0, [1, 1]); // 12: 50, 80, 100
   for (let i = 0; i < 3; i++) await batch("old", ago(30), [4]); // 12: 50, 80, 100
   const gates = Array.from({ length: 4 }, (_, i) => ({
-    id: randomUUID(), user_id: "cur", timestamp: iso(T0), status: "soft_gate", gate_reason: "total_spend",
+    id: randomUUID(), user_id: "cur", timestamp: iso(T0), status: i === 0 ? "hard_gate" : "soft_gate", gate_reason: "total_spend",
     usage_pct: 0.8, current_value: 8, limit_value: 10, blocked: i === 0,
   }));
   await api.post("/gate-events/batch", gates);

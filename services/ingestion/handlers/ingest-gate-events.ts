@@ -13,6 +13,7 @@ import { storeGates } from "../exactly-once/write.ts";
 import { analyticsTeam } from "../domain/attribution.ts";
 import type { KnownUser } from "../adapters/plans.ts";
 import { BatchProblems, checkIds, firstOccurrences, nonNegative } from "./common.ts";
+import { canonicalUuid } from "@meter/lib/uuids";
 
 const STATUSES = new Set(["soft_gate", "hard_gate"]);
 const REASON = new RegExp(GATE_REASON_PATTERN);
@@ -93,6 +94,8 @@ function gateDoc(productId: string, job: string, e: GateEvent, user: KnownUser |
 export function ingestGateEvents(deps: IngestionDeps): ServiceImpl<typeof IngestionService>["ingestGateEvents"] {
   return async (req) => {
     const productId = req.productId;
+    // One spelling of a UUID id (case, urn:uuid:), so that a resend spelled otherwise is a duplicate.
+    for (const e of req.events) e.id = canonicalUuid(e.id);
     validate(req.events, deps.limits.maxBatchEvents);
     const now = deps.now();
     checkWindow(req.events, now, deps.retention.gateEventDays);

@@ -9,6 +9,7 @@ import { ingestUsageBatch } from "../usage/record.ts";
 import { LEASE_ID } from "../leases/request.ts";
 import { MAX_EVENT_TOKENS, MAX_EVENT_TOTAL_TOKENS } from "@meter/lib/event-bounds";
 import { BatchProblems, checkIds, firstOccurrences, nonNegative, tokensWithin } from "./common.ts";
+import { canonicalUuid } from "@meter/lib/uuids";
 
 /** Longest description of an event (as of a manual one). */
 const DESCRIPTION_MAX = 2000;
@@ -56,6 +57,8 @@ function validate(events: readonly UsageEvent[], maxEvents: number, now: Date): 
 /** Validates a batch and hands its first occurrences to the usage write path (usage/record.ts). */
 export function ingestUsageEvents(deps: IngestionDeps): ServiceImpl<typeof IngestionService>["ingestUsageEvents"] {
   return async (req) => {
+    // One spelling of a UUID id (case, urn:uuid:), so that a resend spelled otherwise is a duplicate.
+    for (const e of req.events) e.id = canonicalUuid(e.id);
     validate(req.events, deps.limits.maxBatchEvents, deps.now());
     const { unique, repeated } = firstOccurrences(req.events);
     if (unique.length === 0) return { accepted: 0, duplicates: repeated };

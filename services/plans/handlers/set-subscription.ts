@@ -9,6 +9,7 @@ import type { PlansDeps } from "../deps.ts";
 import type { StoredPlan } from "../store/plans.ts";
 import type { StoredEntry } from "../store/subscriptions.ts";
 import { announce, userMessage, userNotFound } from "./common.ts";
+import { canonicalUuid } from "@meter/lib/uuids";
 
 const BILLING_ID_MAX = 255;
 
@@ -52,7 +53,7 @@ export async function newSubscription(deps: PlansDeps, productId: string, req: S
   if (req.billingSubscriptionId !== undefined && characters(req.billingSubscriptionId) > BILLING_ID_MAX) {
     throw rpcError.invalid(`billing_subscription_id must be at most ${BILLING_ID_MAX} characters`);
   }
-  const plan = await deps.plans.get(productId, req.planId.toLowerCase());
+  const plan = await deps.plans.get(productId, canonicalUuid(req.planId));
   if (!plan) throw rpcError.notFound(`plan "${req.planId}" not found; plan_id must be the id of one of your plans`);
   const start = fromTimestamp(req.periodStart);
   const end = fromTimestamp(req.periodEnd);
