@@ -60,7 +60,7 @@ export const rpcError = {
    */
   invalidFields: (issues: FieldIssue[]) => {
     const list = issues.slice(0, MAX_ISSUES).map((i) => ({ path: i.path, message: i.message.slice(0, 300) }));
-    const message = list.map((i) => `${i.path} ${i.message}`).join("; ");
+    const message = list.map((i) => (i.path ? `${i.path} ${i.message}` : i.message)).join("; ");
     return new ConnectError(message, Code.InvalidArgument, { [FIELD_ISSUES_HEADER]: encodeURIComponent(JSON.stringify(list)) });
   },
   /** A rule of the request is broken given stored state (e.g. dates required by the plan). */

@@ -231,18 +231,18 @@ t("deliveries: newest first, status filter, limit bounds, cursor pages", async (
   }
 });
 
-t("a product has at most 20 endpoints: the 21st is refused (409 at the gateway), and a delete makes room", async ({ svc }) => {
+t("a product has at most 20 endpoints: the 21st is refused (422 at the gateway), and a delete makes room", async ({ svc }) => {
   const productId = randomUUID();
   const create = (n: number) => svc.client.createEndpoint({ productId, url: `http://127.0.0.1:9/hook?n=${n}`, subscribedEvents: ["usage.threshold.50"] });
   // Created concurrently: racing creates never end above the limit.
   const results = await Promise.allSettled(Array.from({ length: 24 }, (_, i) => create(i)));
   const created = results.filter((r) => r.status === "fulfilled").length;
   assert.ok(created <= 20, `${created} created`);
-  for (const r of results) if (r.status === "rejected") assert.is(await rpcCode(Promise.reject(r.reason)), Code.Aborted);
+  for (const r of results) if (r.status === "rejected") assert.is(await rpcCode(Promise.reject(r.reason)), Code.InvalidArgument);
   for (let i = created; i < 20; i++) await create(100 + i);
   assert.is((await svc.client.listEndpoints({ productId })).endpoints.length, 20);
   const err = await svc.client.createEndpoint({ productId, url: "http://127.0.0.1:9/hook", subscribedEvents: ["usage.threshold.50"] }).catch((e) => e);
-  assert.is(err.code, Code.Aborted);
+  assert.is(err.code, Code.InvalidArgument);
   assert.match(err.rawMessage, /at most 20 webhook endpoints; delete one to add another/);
   assert.is((await svc.client.listEndpoints({ productId })).endpoints.length, 20, "the refused one is not kept");
   // Another product is not affected by this one's endpoints.

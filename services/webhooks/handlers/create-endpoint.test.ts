@@ -19,7 +19,7 @@ t("checks events, description and URL; subscribes each event once; stops at the 
   assert.equal([created.endpoint!.subscribedEvents, created.endpoint!.enabled], [["gate_event.blocked"], true]);
   assert.is((await svc.client.getEndpointSecret({ productId, endpointId: created.endpoint!.id })).secret, created.secret);
   for (let i = 1; i < MAX_ENDPOINTS_PER_PRODUCT; i++) await svc.client.createEndpoint({ productId, url, subscribedEvents: ["gate_event.blocked"] });
-  assert.is(await rpcCode(svc.client.createEndpoint({ productId, url, subscribedEvents: ["gate_event.blocked"] })), Code.Aborted);
+  assert.is(await rpcCode(svc.client.createEndpoint({ productId, url, subscribedEvents: ["gate_event.blocked"] })), Code.InvalidArgument);
   assert.is((await svc.client.listEndpoints({ productId })).endpoints.length, MAX_ENDPOINTS_PER_PRODUCT);
 });
 

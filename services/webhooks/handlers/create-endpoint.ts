@@ -1,7 +1,7 @@
 import { v7 as uuidv7 } from "uuid";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { WebhooksService } from "@meter/proto/meter/webhooks/v1/webhooks_pb";
-import { Code, ConnectError } from "@meter/lib/errors";
+import { rpcError } from "@meter/lib/errors";
 import type { WebhooksDeps } from "../deps.ts";
 import { toEndpoint } from "./mapping.ts";
 import { generateSecret } from "../domain/secrets.ts";
@@ -39,10 +39,8 @@ export function createEndpoint(deps: WebhooksDeps): ServiceImpl<typeof WebhooksS
     await deps.endpoints.insert(doc);
     if ((await deps.endpoints.count(req.productId)) > MAX_ENDPOINTS_PER_PRODUCT) {
       await deps.endpoints.delete(req.productId, id);
-      throw new ConnectError(
-        `a product can have at most ${MAX_ENDPOINTS_PER_PRODUCT} webhook endpoints; delete one to add another`,
-        Code.Aborted,
-      );
+      // A limit of the product, as a plan's 50 (422): nothing here exists already (409 is for that).
+      throw rpcError.invalidFields([{ path: "", message: `a product can have at most ${MAX_ENDPOINTS_PER_PRODUCT} webhook endpoints; delete one to add another` }]);
     }
     deps.logger.info({ productId: req.productId, endpointId: id }, "webhook endpoint created");
     return { endpoint: toEndpoint(doc), secret };
