@@ -325,8 +325,10 @@ function put(d: Dimension, max: number, used: number, estimate: number, soft: nu
   d.estimate = estimate;
   d.soft_gate_at = soft;
   d.hard_gate_at = hard;
-  // A cap of 0 never lets a call through by itself (SPEC's cancellation plan): no reset to wait for.
-  d.resets_at = max > 0 ? resets : null;
+  // A cap of 0, or a hard gate at 0 (or a mark that rounds to nothing), never lets a call through
+  // by itself (SPEC's cancellation plan): no reset to wait for.
+  const hardMark = d.metric === "spend" ? Math.round(hard * toNano(max)) : hard * max;
+  d.resets_at = hardMark > 0 ? resets : null;
   dimList[listed++] = d;
 }
 

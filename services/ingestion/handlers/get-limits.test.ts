@@ -30,6 +30,20 @@ t("the plan's dimensions in order with what was used: spend, session, the model'
   assert.ok(res.limits[0]!.resetsAt && res.limits[3]!.windowStart, "period and day windows say when they start and reset");
 });
 
+t("a limit whose hard gate is at 0 blocks for good: no resets_at, as a cap of 0", async ({ stack, ingestion }) => {
+  const { productId, userId } = await productWithUser(stack, {
+    limits: [
+      { name: "off", metric: "requests", max: 10, window: "day", soft_gate_at: 0, hard_gate_at: 0 },
+      { name: "daily", metric: "requests", max: 10, window: "day" },
+    ],
+  });
+  const res = await ingestion.getLimits({ productId, userId });
+  assert.equal(res.limits.map((d) => [d.reason, d.resetsAt === undefined]), [
+    ["limit:off", true],
+    ["limit:daily", false],
+  ]);
+});
+
 t("with credits the spend cap is the allowance plus the balance; without a plan there is no dimension", async ({ stack, ingestion }) => {
   const { productId, userId } = await productWithUser(stack, { max_spend_per_period: 1, credits_enabled: true, credits_low_at: 0.5 });
   await ingestion.createCreditGrant({ productId, userId, grantId: "g", amount: 3 });

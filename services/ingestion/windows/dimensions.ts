@@ -7,7 +7,7 @@
 import { create } from "@bufbuild/protobuf";
 import { DimensionSchema, type Dimension } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import { toTimestamp } from "@meter/lib/time";
-import { bucketCounts, dimensionKey, ratio, rollingResetsAt, toDollars, toNano, type Bucket } from "@meter/rules";
+import { bucketCounts, dimensionKey, hardMarkOf, ratio, rollingResetsAt, toDollars, toNano, type Bucket } from "@meter/rules";
 import type { PlanInfo } from "../adapters/plans.ts";
 import { encodeKey } from "../domain/field-keys.ts";
 import type { Totals } from "../domain/totals.ts";
@@ -159,6 +159,7 @@ function limitDimension(l: WindowLimit, plan: PlanInfo, period: Period, source: 
     used,
     pct: pct(used, l.max),
     windowStart: toTimestamp(new Date(w.start)),
-    resetsAt: l.max > 0 ? toTimestamp(new Date(w.end)) : undefined,
+    // A hard gate at 0 (or a cap of 0) blocks for good: no reset.
+    resetsAt: hardMarkOf(l, plan.hardGateAt) > 0 ? toTimestamp(new Date(w.end)) : undefined,
   });
 }

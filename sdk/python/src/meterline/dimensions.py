@@ -225,17 +225,17 @@ def _rows(
     if spec is not None:
         rows.append(
             (rules.prefix + "total_spend", "spend", "period", None, period_nano, est_nano, *spec,
-             period_end if spec[0] > 0 else None, None)  # a cap of 0 never lifts by itself
+             period_end if spec[2] > 0 else None, None)  # a cap (or hard gate) of 0 never lifts by itself
         )  # fmt: skip
     spec = rules.session
     if spec is not None:
         rows.append(("session_spend", "spend", "session", None, session_nano, est_nano, *spec,
-                     session_end if spec[0] > 0 else None, None))  # fmt: skip
+                     session_end if spec[2] > 0 else None, None))  # fmt: skip
     cap = None if model is None else plan.model_limits.get(model)
     if model is not None and cap is not None:
         rows.append((f"{rules.prefix}model_limit:{model}", "tokens", "period", None, model_tokens, estimate_tokens,
                      cap, plan.soft_gate_at * cap, plan.hard_gate_at * cap,
-                     period_end if cap > 0 else None, None))  # fmt: skip
+                     period_end if plan.hard_gate_at * cap > 0 else None, None))  # fmt: skip
     if rules.rows:
         for i, (lim, reason, top_l, soft_mark, hard_mark, scope) in enumerate(rules.rows):
             if i >= n:
@@ -251,7 +251,7 @@ def _rows(
             else:
                 used, reset = c.used, c.end
             rows.append((reason, metric, lim.window, lim.duration_minutes, used + c.held, est, top_l, soft_mark,
-                         hard_mark, reset if top_l > 0 else None, scope))  # fmt: skip
+                         hard_mark, reset if hard_mark > 0 else None, scope))  # fmt: skip
 
 
 def _decide(rows: list[_Row]) -> GuardResult:
