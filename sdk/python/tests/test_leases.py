@@ -219,3 +219,20 @@ def test_two_replicas_share_a_requests_window_through_leases(product: Product) -
         what="every call counted",
     )
     assert counted["used"] == sum(ran)
+
+
+def test_a_refusal_of_several_short_budgets_names_the_one_that_lifts_last() -> None:
+    from meterline.leases import _lifts_last
+    from meterline.types import GuardResult
+
+    def short(reason: str, resets_at: str | None) -> GuardResult:
+        return GuardResult("hard_gate", reason, 1.0, 1.0, 1.0, None, resets_at=resets_at)
+
+    day = short("team:limit:daily", "2026-12-05T00:00:00.000Z")
+    period = short("total_spend", "2026-12-15T00:00:00.000Z")
+    assert _lifts_last([day, period]) is period
+    assert _lifts_last([period, day]) is period
+    never = short("limit:off", None)
+    assert _lifts_last([period, never, day]) is never
+    assert _lifts_last([day, short("limit:other", day.resets_at)]) is day
+    assert _lifts_last([]) is None

@@ -803,17 +803,21 @@ export class Leases {
     }
   }
 
-  /** The hard gate of the first budget the lease cannot cover, or null when it covers the call. */
+  /**
+   * The hard gate of the budgets the lease cannot cover, or null when it covers the call: of
+   * several, the one that allows a call again last (BUDGETS.md §1), as the local check names it.
+   */
   private short(e: UserEntry, b: Book, n: LeaseNeed, now: number): GuardResult | null {
+    const refused: GuardResult[] = [];
     if (n.team !== null) {
       const tb = this.teams.get(n.team.teamId);
-      if (n.teamSpend && (tb === undefined || this.teamSpendShort(tb, n, now))) return teamRefusal(n.team, n.teamCost);
-      if (n.teamModel !== null && (tb === undefined || this.teamTokensShort(tb, n, now))) return teamTokenRefusal(n.team, n.teamModel, n.teamTokens);
+      if (n.teamSpend && (tb === undefined || this.teamSpendShort(tb, n, now))) refused.push(teamRefusal(n.team, n.teamCost));
+      if (n.teamModel !== null && (tb === undefined || this.teamTokensShort(tb, n, now))) refused.push(teamTokenRefusal(n.team, n.teamModel, n.teamTokens));
       for (const w of n.teamWindows) {
         const s = tb?.windows.get(w.key);
         if (s !== undefined && now < s.unlimitedUntil) continue;
         const left = s === undefined ? 0 : windowLeft(s, now);
-        if (left <= 0 || (w.whole && left < w.amount)) return windowRefusal(n.team.config!, n.team.counters, w, teamLimitReason);
+        if (left <= 0 || (w.whole && left < w.amount)) refused.push(windowRefusal(n.team.config!, n.team.counters, w, teamLimitReason));
       }
     }
     const plan = e.config!;
@@ -821,7 +825,7 @@ export class Leases {
       const left = this.balance(b, b.spend, now);
       if (left <= 0 || (n.whole && left < n.cost)) {
         const cap = toDollars(Math.round(toNano(plan.max_spend_per_period!) * plan.hard_gate_at));
-        return refusal(e, "total_spend", addDollars(e.periodCost, e.reservedCost), cap, `period spend cap of ${cap} reached: no budget lease covers this call (${n.cost.toFixed(6)}) across replicas`);
+        refused.push(refusal(e, "total_spend", addDollars(e.periodCost, e.reservedCost), cap, `period spend cap of ${cap} reached: no budget lease covers this call (${n.cost.toFixed(6)}) across replicas`));
       }
     }
     if (n.model !== null) {
@@ -830,22 +834,22 @@ export class Leases {
       if (left <= 0 || (n.whole && left < n.tokens)) {
         const cap = own(plan.model_limits, n.model)!.max_tokens_per_period * plan.hard_gate_at;
         const current = (own(e.tokensByModel, n.model) ?? 0) + (own(e.reservedTokens, n.model) ?? 0);
-        return refusal(e, `model_limit:${n.model}`, current, cap, `token cap of ${cap} for ${n.model} reached: no budget lease covers this call (${n.tokens} tokens) across replicas`);
+        refused.push(refusal(e, `model_limit:${n.model}`, current, cap, `token cap of ${cap} for ${n.model} reached: no budget lease covers this call (${n.tokens} tokens) across replicas`));
       }
     }
     for (const w of n.windows) {
       const s = b.windows.get(w.key);
       if (s !== undefined && now < s.unlimitedUntil) continue;
       const left = s === undefined ? 0 : this.balance(b, s, now);
-      if (left <= 0 || (w.whole && left < w.amount)) return windowRefusal(plan, e.counters, w, limitReason);
+      if (left <= 0 || (w.whole && left < w.amount)) refused.push(windowRefusal(plan, e.counters, w, limitReason));
     }
     for (const w of n.memberWindows) {
       const s = b.memberWindows.get(w.key);
       if (s !== undefined && now < s.unlimitedUntil) continue;
       const left = s === undefined ? 0 : windowLeft(s, now);
-      if (left <= 0 || (w.whole && left < w.amount)) return windowRefusal(e.team!.config!, e.memberCounters, w, teamLimitReason);
+      if (left <= 0 || (w.whole && left < w.amount)) refused.push(windowRefusal(e.team!.config!, e.memberCounters, w, teamLimitReason));
     }
-    return null;
+    return liftsLast(refused);
   }
 
   /** A window the call needs is short and the service had nothing left of it when last asked. */
@@ -1433,4 +1437,12 @@ function windowUse(s: WindowSlice) {
     window_start: s.start === null ? null : new Date(s.start).toISOString(),
     used: s.dimension.startsWith("spend:") ? toDollars(Math.ceil(s.used)) : Math.ceil(s.used),
   };
+}
+
+/** Of refusals, the one that allows a call again last: a null resets_at (never by itself) is latest; ties keep the first. */
+export function liftsLast(refused: readonly GuardResult[]): GuardResult | null {
+  let last: GuardResult | null = null;
+  const at = (r: GuardResult) => (r.resets_at == null ? Infinity : Date.parse(r.resets_at));
+  for (const r of refused) if (last === null || at(r) > at(last)) last = r;
+  return last;
 }

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import time
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -394,13 +395,15 @@ class Leases(LeaseRequests):
                 self.warn(f"giving back the lease of {b.user_id} failed", err)
 
     def _short(self, e: UserEntry, b: Book, n: LeaseNeed, now: float) -> GuardResult | None:
-        """The hard gate of the first budget the lease cannot cover, or None when it covers the call."""
+        """The hard gate of the budgets the lease cannot cover, or None when it covers the call: of several, the one
+        that allows a call again last (BUDGETS.md §1), as the local check names it."""
+        refused: list[GuardResult] = []
         if n.team is not None:
             tb = self.teams.get(n.team.team_id)
             if n.team_spend and (tb is None or self._team_spend_short(tb, n, now)):
-                return team_refusal(n.team, n.team_cost)
+                refused.append(team_refusal(n.team, n.team_cost))
             if n.team_model is not None and (tb is None or self._team_tokens_short(tb, n, now)):
-                return team_token_refusal(n.team, n.team_model, n.team_tokens)
+                refused.append(team_token_refusal(n.team, n.team_model, n.team_tokens))
             for w in n.team_windows:
                 ts = None if tb is None else tb.windows.get(w.key)
                 if ts is not None and now < ts.unlimited_until:
@@ -408,7 +411,7 @@ class Leases(LeaseRequests):
                 left = 0.0 if ts is None or tb is None else balance(tb, ts, now)
                 if left <= 0 or (w.whole and left < w.amount):
                     assert n.team.config is not None
-                    return window_refusal(n.team.config, n.team.counters, w, "team:")
+                    refused.append(window_refusal(n.team.config, n.team.counters, w, "team:"))
         for w in n.member_windows:
             ms = b.member_windows.get(w.key)
             if ms is not None and now < ms.unlimited_until:
@@ -416,22 +419,24 @@ class Leases(LeaseRequests):
             left = 0.0 if ms is None else balance(b, ms, now)
             if left <= 0 or (w.whole and left < w.amount):
                 assert e.team is not None and e.team.config is not None
-                return window_refusal(e.team.config, e.member_counters, w, "team:")
+                refused.append(window_refusal(e.team.config, e.member_counters, w, "team:"))
         if not n.spend and n.model is None and not n.windows:
-            return None
+            return _lifts_last(refused)
         plan = e.config
         assert plan is not None
         if n.spend and plan.max_spend_per_period is not None:
             left = balance(b, b.spend, now)
             if left <= 0 or (n.whole and left < n.cost):
                 cap = plan.max_spend_per_period * plan.hard_gate_at
-                return refusal(
-                    e,
-                    "total_spend",
-                    add_dollars(e.period_cost, e.reserved_cost),
-                    cap,
-                    f"period spend cap of ${cap:.2f} reached: no budget lease covers this call "
-                    f"(estimate ${n.cost:.4f}) across replicas",
+                refused.append(
+                    refusal(
+                        e,
+                        "total_spend",
+                        add_dollars(e.period_cost, e.reserved_cost),
+                        cap,
+                        f"period spend cap of ${cap:.2f} reached: no budget lease covers this call "
+                        f"(estimate ${n.cost:.4f}) across replicas",
+                    )
                 )
         if n.model is not None:
             t = b.tokens.get(n.model)
@@ -439,13 +444,15 @@ class Leases(LeaseRequests):
             if left <= 0 or (n.whole and left < n.tokens):
                 cap = plan.model_limits[n.model] * plan.hard_gate_at
                 current = e.tokens_by_model.get(n.model, 0) + e.reserved_tokens.get(n.model, 0)
-                return refusal(
-                    e,
-                    f"model_limit:{n.model}",
-                    current,
-                    cap,
-                    f"token cap of {cap:g} for {n.model} reached: no budget lease covers this call "
-                    f"({n.tokens:g} tokens) across replicas",
+                refused.append(
+                    refusal(
+                        e,
+                        f"model_limit:{n.model}",
+                        current,
+                        cap,
+                        f"token cap of {cap:g} for {n.model} reached: no budget lease covers this call "
+                        f"({n.tokens:g} tokens) across replicas",
+                    )
                 )
         for w in n.windows:
             s = b.windows.get(w.key)
@@ -453,8 +460,8 @@ class Leases(LeaseRequests):
                 continue
             left = 0.0 if s is None else balance(b, s, now)
             if left <= 0 or (w.whole and left < w.amount):
-                return window_refusal(plan, e.counters, w)
-        return None
+                refused.append(window_refusal(plan, e.counters, w))
+        return _lifts_last(refused)
 
     def _exhausted(self, b: Book, n: LeaseNeed, now: float) -> bool:
         """A window (or the team's cap) the call needs is short and the service had nothing left of it when last
@@ -496,3 +503,15 @@ def _live(slices: dict[str, WindowSlice], now: float) -> list[WindowSlice]:
 def _used(s: WindowSlice) -> dict[str, Any]:
     """A slice as a release names what was used of it."""
     return {"dimension": s.dimension, "window_start": None if s.start is None else iso(s.start), "used": s.wire(s.used)}
+
+
+def _lifts_last(refused: list[GuardResult]) -> GuardResult | None:
+    """Of refusals, the one that allows a call again last: a None resets_at (never by itself) is latest; ties keep
+    the first."""
+    last: GuardResult | None = None
+    last_at = 0.0
+    for r in refused:
+        at = math.inf if r.resets_at is None else datetime.fromisoformat(r.resets_at.replace("Z", "+00:00")).timestamp()
+        if last is None or at > last_at:
+            last, last_at = r, at
+    return last
