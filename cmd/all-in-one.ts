@@ -1,7 +1,7 @@
 // `npm start`: the gateway and every service in one process. Without MONGODB_URL it starts
 // the embedded MongoDB-compatible database, keeping its files under DATA_DIR.
 import path from "node:path";
-import { Type, loadConfig } from "@meter/lib/config";
+import { Type, loadConfig, logLevelField } from "@meter/lib/config";
 import { startEmbeddedDb } from "@meter/lib/embedded-db";
 import { createLogger } from "@meter/lib/logger";
 import { onShutdown } from "@meter/lib/process";
@@ -22,7 +22,7 @@ const config = loadConfig(
     MONGODB_URL: Type.Optional(Type.String({ minLength: 1 })),
     MONGODB_DB_PREFIX: Type.String({ default: "meter", pattern: "^[A-Za-z0-9_-]+$" }),
     DATA_DIR: Type.String({ default: "./data" }),
-    LOG_LEVEL: Type.String({ default: "info" }),
+    LOG_LEVEL: logLevelField,
     AUTH_CACHE_TTL_MS,
     // One machine, one user: limits nobody reaches by hand; set them lower to try them.
     ...protectionFields(LOCAL_PROTECTION.rateLimit),

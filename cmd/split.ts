@@ -5,7 +5,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { Type, loadConfig } from "@meter/lib/config";
+import { Type, loadConfig, logLevelField } from "@meter/lib/config";
 import { startEmbeddedDb } from "@meter/lib/embedded-db";
 import { createLogger } from "@meter/lib/logger";
 import { SHUTDOWN_DEADLINE_MS, onShutdown } from "@meter/lib/process";
@@ -23,7 +23,7 @@ const config = loadConfig(
     MONGODB_URL: Type.Optional(Type.String({ minLength: 1 })),
     MONGODB_DB_PREFIX: Type.String({ default: "meter", pattern: "^[A-Za-z0-9_-]+$" }),
     DATA_DIR: Type.String({ default: "./data" }),
-    LOG_LEVEL: Type.String({ default: "info" }),
+    LOG_LEVEL: logLevelField,
   }),
 );
 const logger = createLogger("split", config.LOG_LEVEL);

@@ -19,6 +19,9 @@ test("peer URLs must be base URLs; the shutdown grace stays under the process's 
   assert.is(loadConfig(gatewayConfigSchema, { TENANCY_URL: "http://tenancy:9091" }).TENANCY_URL, "http://tenancy:9091");
   for (const bad of ["tenancy:9091", "http://tenancy:9091/api", "ftp://tenancy"]) assert.throws(() => loadConfig(gatewayConfigSchema, { TENANCY_URL: bad }), /TENANCY_URL/);
   assert.throws(() => loadConfig(gatewayConfigSchema, { HTTP_SHUTDOWN_GRACE_MS: "10000" }), /HTTP_SHUTDOWN_GRACE_MS/);
+  // A level pino does not know is refused with the other problems, not left to crash the logger.
+  assert.throws(() => loadConfig(gatewayConfigSchema, { LOG_LEVEL: "warning" }), /LOG_LEVEL/);
+  assert.is(loadConfig(gatewayConfigSchema, { LOG_LEVEL: "warn" }).LOG_LEVEL, "warn");
 });
 
 test("HTTP_MAX_CONNECTIONS 0 is half the process's open-file limit, below it", () => {

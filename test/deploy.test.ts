@@ -53,6 +53,9 @@ test("each service has a hardened Deployment with gRPC probes and a Service on i
     assert.is(c.readinessProbe.grpc.port, port);
     assert.is(c.livenessProbe.grpc.port, port);
     assert.is(c.livenessProbe.grpc.service, "liveness");
+    // A slow start (a backfill) is waited for, and no probe gives up before the 2 s health check does.
+    assert.ok(c.startupProbe.periodSeconds * c.startupProbe.failureThreshold >= 300, `${name} startup`);
+    for (const probe of [c.startupProbe, c.readinessProbe, c.livenessProbe]) assert.ok(probe.timeoutSeconds > 2, `${name} probe timeout`);
     assert.ok(c.resources.limits.cpu && c.resources.limits.memory, `${name} limits`);
     assert.ok(c.resources.requests.cpu && c.resources.requests.memory, `${name} requests`);
     assert.is(pod.securityContext.runAsNonRoot, true);
@@ -243,6 +246,8 @@ for (const overlay of ["local", "production"]) {
     // The ingress routes the API and the console only, to the gateway's HTTP port.
     const ingresses = docs.filter((d) => d.kind === "Ingress");
     assert.is(ingresses.length, 1);
+    // The batch routes' 10 MiB pass the controller (ingress-nginx stops at 1 MiB by default).
+    assert.is(ingresses[0]!.metadata.annotations["nginx.ingress.kubernetes.io/proxy-body-size"], "10m");
     for (const rule of ingresses[0]!.spec.rules) {
       assert.equal(rule.http.paths.map((p: Doc) => p.path), ["/api", "/console"]);
       for (const p of rule.http.paths) {

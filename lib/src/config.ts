@@ -36,13 +36,16 @@ export const metricsPortField = {
   METRICS_PORT: Type.Integer({ default: 0, minimum: 0, maximum: 65535 }),
 };
 
+/** pino's levels: another name passes no check of pino's own until the logger is made, and crashes the process there. */
+export const logLevelField = Type.Union(
+  ["fatal", "error", "warn", "info", "debug", "trace", "silent"].map((l) => Type.Literal(l)),
+  { default: "info" },
+);
+
 /** Fields shared by every service process. */
 export const serviceConfigFields = {
   MONGODB_URL: Type.String({ default: "mongodb://127.0.0.1:27017/" }),
-  LOG_LEVEL: Type.Union(
-    ["fatal", "error", "warn", "info", "debug", "trace", "silent"].map((l) => Type.Literal(l)),
-    { default: "info" },
-  ),
+  LOG_LEVEL: logLevelField,
   HOST: Type.String({ default: "0.0.0.0" }),
   ...metricsPortField,
 };
