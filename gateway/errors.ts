@@ -99,7 +99,8 @@ export function errorHandler(err: FastifyError | ConnectError | Error, request: 
     const fields = err.code === Code.InvalidArgument ? fieldIssues(err) : undefined;
     if (fields) {
       const issues: ValidationIssue[] = fields.map((i) => ({ location: "body", path: i.path, message: i.message }));
-      return reply.status(422).send({ detail: issues.map((i) => `body${i.path} ${i.message}`).join("; "), issues });
+      // An issue of the whole body (a limit of the product) is said as it is, without a path.
+      return reply.status(422).send({ detail: issues.map((i) => (i.path ? `body${i.path} ${i.message}` : i.message)).join("; "), issues });
     }
     return reply.status(status).send({ detail: err.rawMessage });
   }

@@ -255,4 +255,15 @@ t("a plan that draws credits but has no period cap: the page says nothing is dra
   await check(ctx, "user-credits-no-cap");
 });
 
+t("a user whose id holds a \"%\" opens as that user, not a decoded other one", async (ctx) => {
+  const { page } = ctx;
+  for (const id of ["50%off", "ext%40acme"]) await must(ctx.api.post("/users", { external_user_id: id }), 201);
+  for (const id of ["50%off", "ext%40acme"]) {
+    await page.goto(`${ctx.base}/console/users/${encodeURIComponent(id)}`);
+    await page.getByRole("heading", { name: id, exact: true }).waitFor();
+    // The user's record answered: the page read this user, not a decoded other one (404).
+    await page.getByText("no plan (every call passes)").waitFor();
+  }
+});
+
 t.run();

@@ -45,8 +45,8 @@ t("a 100-event gate batch fanned out to 20 endpoints does not hold back another 
     }
     // The 21st endpoint is refused: a product's fan-out is bounded.
     const over = await api.post("/webhooks/endpoints", { url: `${noisy.url}?n=20`, subscribed_events: GATE_TYPES });
-    assert.is(over.status, 409, JSON.stringify(over.body));
-    assert.match(over.body.detail, /at most 20 webhook endpoints/);
+    assert.is(over.status, 422, JSON.stringify(over.body));
+    assert.match(over.body.detail, /^a product can have at most 20 webhook endpoints/);
 
     // 100 blocked hard gates: 200 events, 4,000 deliveries.
     const batch = Array.from({ length: 100 }, (_, i) => gateEventBody(`user-${i}`, "hard_gate"));

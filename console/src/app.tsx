@@ -93,9 +93,9 @@ function Shell({ onSignOut }: { onSignOut: () => void }) {
         <Switch>
           <Route path="/" component={Overview} />
           <Route path="/users" component={UsersScreen} />
-          <Route path="/users/:id">{(p) => <UserScreen id={decodeURIComponent(p.id)} />}</Route>
+          <Route path="/users/:id">{(p) => <UserScreen id={addressedId("users", p.id)} />}</Route>
           <Route path="/teams" component={TeamsScreen} />
-          <Route path="/teams/:id">{(p) => <TeamScreen id={decodeURIComponent(p.id)} />}</Route>
+          <Route path="/teams/:id">{(p) => <TeamScreen id={addressedId("teams", p.id)} />}</Route>
           <Route path="/plans" component={PlansScreen} />
           <Route path="/webhooks">{() => <WebhooksScreen />}</Route>
           <Route path="/webhooks/:id">{(p) => <WebhooksScreen selected={p.id} />}</Route>
@@ -108,4 +108,19 @@ function Shell({ onSignOut }: { onSignOut: () => void }) {
       </main>
     </div>
   );
+}
+
+/**
+ * The id a user's or team's address names, decoded once from the address as sent: wouter hands
+ * routes the path through decodeURI already, so decoding its parameter again broke ids with a
+ * "%" ("50%off" threw, "ext%40acme" read as "ext@acme"). Links encode ids with encodeURIComponent.
+ */
+function addressedId(kind: "users" | "teams", matched: string): string {
+  const raw = new RegExp(`/${kind}/([^/]+)/?$`).exec(window.location.pathname)?.[1];
+  if (raw === undefined) return matched;
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return matched;
+  }
 }

@@ -105,15 +105,27 @@ const MAX_LABELS: Record<Metric, string> = { spend: "Max ($)", tokens: "Max (tok
 // Every zone this browser knows, for the time zone field's suggestions; UTC first (the default).
 const TIME_ZONES = ["UTC", ...(Intl.supportedValuesOf?.("timeZone") ?? []).filter((z) => z !== "UTC")];
 
-/** An issue's field: `/plans/0/cost_rates/gpt-4o/input` and `/cost_rates/gpt-4o` both name `cost_rates`. */
+/** An issue's field: `/plans/0/cost_rates/gpt-4o/input` and `/cost_rates/gpt-4o` both name `cost_rates`; `/plans` and `` none (a limit of the product). */
+function fieldOf(issue: Issue): string | undefined {
+  const parts = issue.path.split("/").filter(Boolean);
+  return parts[0] === "plans" ? parts[2] : parts[0];
+}
+
 function issuesByField(issues: Issue[]): Record<string, string> {
   const out: Record<string, string> = {};
   for (const i of issues) {
-    const parts = i.path.split("/").filter(Boolean);
-    const field = parts[0] === "plans" ? parts[2] : parts[0];
+    const field = fieldOf(i);
     if (field) out[field] = out[field] ? `${out[field]}; ${i.message}` : i.message;
   }
   return out;
+}
+
+/** What the API refused that no field of the form shows (the product's 50 plans, its 1 MiB), said in the alert. */
+function unplacedIssues(issues: Issue[]): string {
+  return issues
+    .filter((i) => !fieldOf(i))
+    .map((i) => i.message)
+    .join("; ");
 }
 
 export function PlansScreen() {
@@ -281,7 +293,11 @@ function PlanEditor({ plan, onDone }: { plan?: Plan; onDone: () => void }) {
         </div>
         <LimitsEditor rows={rows} onChange={editRows} refused={refused.rows} zone={zone} onZone={setZone} zoneProblem={zoneProblem} />
         {err && !err.issues.length && <FormAlert>{err.status === 409 ? `A plan named ${form.name} exists already.` : `The API refused the plan (${err.status}): ${err.message}`}</FormAlert>}
-        {err && err.issues.length > 0 && <FormAlert>The API refused the plan ({err.status}): fix the fields marked above.</FormAlert>}
+        {err && err.issues.length > 0 && (
+          <FormAlert>
+            The API refused the plan ({err.status}): {unplacedIssues(err.issues) || "fix the fields marked above."}
+          </FormAlert>
+        )}
         {saved && <FormStatus>{saved}</FormStatus>}
         <div className="row">
           <Submit busy={save.isPending} busyLabel="Saving…">
