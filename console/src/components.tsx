@@ -302,11 +302,12 @@ export function BarList({ title, rows }: { title: string; rows: { label: string;
 }
 
 /** Usage against a cap, with the soft and hard gate marks; `reset` and `note` (what the cap is made of) under it, `blocking` when it is the dimension that blocks the user's calls. */
-export function Gauge({ label, value, limit, soft, hard, format, reset, note, blocking }: { label: string; value: number; limit: number | null | undefined; soft: number; hard: number; format: (n: number) => string; reset?: ReactNode; note?: ReactNode; blocking?: boolean }) {
+export function Gauge({ label, value, pct, limit, soft, hard, format, reset, note, blocking }: { label: string; value: number; pct?: number; limit: number | null | undefined; soft: number; hard: number; format: (n: number) => string; reset?: ReactNode; note?: ReactNode; blocking?: boolean }) {
   const noteId = `n${useId().replace(/[^A-Za-z0-9_-]/g, "")}`;
   const unlimited = limit == null;
-  // A cap of 0 blocks every call: the user is at the hard gate whatever they spent.
-  const ratio = unlimited ? 0 : limit === 0 ? 1 : value / limit;
+  // A cap of 0 blocks every call: the user is at the hard gate whatever they spent. `pct`, when
+  // the API gave it, is the ratio the gates compare (value / limit in floats can fall short of it).
+  const ratio = unlimited ? 0 : limit === 0 ? 1 : (pct ?? value / limit);
   const state = unlimited ? "ok" : ratio >= hard ? "hard" : ratio >= soft ? "soft" : "ok";
   const scale = Math.max(1, hard * 1.1, ratio);
   const pos = (r: number) => `${Math.min(100, (r / scale) * 100)}%`;

@@ -39,6 +39,8 @@ export function DimensionBar({ d, now, label, value, note, blocking }: { d: Dime
     <Gauge
       label={label ?? dimensionLabel(d)}
       value={value ?? d.used}
+      // The service's ratio (rounded to 1e-6, as the gates compare): 0.08 / 0.1 in floats is below 0.8.
+      pct={value === undefined ? d.pct : undefined}
       limit={d.max}
       soft={d.soft_gate_at}
       hard={d.hard_gate_at}
