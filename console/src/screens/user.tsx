@@ -115,8 +115,8 @@ function GateEvents({ id }: { id: string }) {
   // A window's gate event is in its metric (dollars, tokens or calls): the user's dimensions say which (the same query as the bars).
   const dims = useQuery(limitsRead(id));
   const valueOverLimit = (e: GateEvent) => {
-    const metric = dims.data?.limits.find((d) => d.reason === e.gate_reason)?.metric ?? (e.gate_reason.startsWith("model_limit:") ? "tokens" : "spend");
-    const fmt = metric === "spend" ? fmtMoney : fmtInt;
+    const metric = dims.data?.limits.find((d) => d.reason === e.gate_reason)?.metric ?? metricOfReason(e.gate_reason);
+    const fmt = metric === "spend" ? fmtMoney : metric === undefined ? fmtPlain : fmtInt;
     return `${fmt(e.current_value)} / ${fmt(e.limit_value)}`;
   };
   const change = (patch: Record<string, string | null>) => set({ ...patch, ...paging.reset });
@@ -281,3 +281,17 @@ function ManualEvent({ id }: { id: string }) {
     </Card>
   );
 }
+
+/**
+ * The metric a gate reason names by itself, for an event whose dimension the user no longer has
+ * (a former plan's, a former team's): spend caps are dollars, model caps tokens; a window limit's
+ * metric is not in its name, so its figures are shown as plain numbers rather than guessed.
+ */
+function metricOfReason(reason: string): "spend" | "tokens" | undefined {
+  const own = reason.replace(/^team:(member:)?/, "");
+  if (own === "total_spend" || own === "session_spend") return "spend";
+  if (own.startsWith("model_limit:")) return "tokens";
+  return undefined;
+}
+
+const fmtPlain = (n: number) => String(n);
