@@ -53,6 +53,7 @@ test("each service has a hardened Deployment with gRPC probes and a Service on i
     assert.is(c.readinessProbe.grpc.port, port);
     assert.is(c.livenessProbe.grpc.port, port);
     assert.is(c.livenessProbe.grpc.service, "liveness");
+    assert.equal(c.lifecycle.preStop.exec.command, ["sleep", "5"], `${name} preStop`);
     // A slow start (a backfill) is waited for, and no probe gives up before the 2 s health check does.
     assert.ok(c.startupProbe.periodSeconds * c.startupProbe.failureThreshold >= 300, `${name} startup`);
     for (const probe of [c.startupProbe, c.readinessProbe, c.livenessProbe]) assert.ok(probe.timeoutSeconds > 2, `${name} probe timeout`);
@@ -75,6 +76,8 @@ test("the gateway is hardened and probed over HTTP", async () => {
   assert.equal(c.args, ["gateway/main.ts"]);
   // Readiness asks no backend: one slow service must not take every gateway out of rotation.
   assert.is(c.readinessProbe.httpGet.path, "/readyz");
+  // Endpoints drop a terminating gateway before it closes its port: no 503 through the ingress on a rollout.
+  assert.equal(c.lifecycle.preStop.exec.command, ["sleep", "5"]);
   assert.ok(c.resources.limits.memory);
   assert.is(c.securityContext.readOnlyRootFilesystem, true);
 });
