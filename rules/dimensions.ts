@@ -125,6 +125,11 @@ let worstEstimate = 0;
 let worstValue = 0;
 let worstLimit = 0;
 
+/** A gate mark in the dimension's unit (`max` in it): money rounded to the nano-dollar, so that a sum lands on it exactly. */
+function markOf(money: boolean, at: number, max: number): number {
+  return money ? Math.round(at * max) : at * max;
+}
+
 /**
  * One dimension's rank. Reaching the hard mark blocks; with an estimate, so does a call whose
  * estimate would take usage past it (a call that would land exactly on the cap runs). A max of
@@ -141,8 +146,8 @@ function rank(d: Dimension, i: number): void {
   // Counts: a relative tolerance for marks that are not whole (0.8 x 1001); money marks are
   // rounded to the unit and compared exactly.
   const tol = money ? 0 : l * EPSILON;
-  const hardMark = money ? Math.round(d.hard_gate_at * l) : d.hard_gate_at * l;
-  const softMark = money ? Math.round(d.soft_gate_at * l) : d.soft_gate_at * l;
+  const hardMark = markOf(money, d.hard_gate_at, l);
+  const softMark = markOf(money, d.soft_gate_at, l);
   let r = OK;
   if (l <= 0 || u >= hardMark - tol || (e > 0 && projected > hardMark + tol)) r = HARD;
   else if (projected >= softMark - tol) r = SOFT;
@@ -327,8 +332,8 @@ function put(d: Dimension, max: number, used: number, estimate: number, soft: nu
   d.hard_gate_at = hard;
   // A cap of 0, or a hard gate at 0 (or a mark that rounds to nothing), never lets a call through
   // by itself (SPEC's cancellation plan): no reset to wait for.
-  const hardMark = d.metric === "spend" ? Math.round(hard * toNano(max)) : hard * max;
-  d.resets_at = hardMark > 0 ? resets : null;
+  const money = d.metric === "spend";
+  d.resets_at = markOf(money, hard, money ? toNano(max) : max) > 0 ? resets : null;
   dimList[listed++] = d;
 }
 
@@ -340,6 +345,17 @@ export function limitReason(name: string): string {
 /** The gate reason of a team plan's limit: `team:limit:<name>`. */
 export function teamLimitReason(name: string): string {
   return team.limitReason(name);
+}
+
+/**
+ * The metric a gate reason names by itself (a team's reasons as the user's): spend caps are
+ * dollars, model caps tokens; undefined for `limit:<name>`, whose metric is the plan's to say.
+ */
+export function metricOfReason(reason: string): Metric | undefined {
+  const own = reason.startsWith(TEAM) ? reason.slice(TEAM.length) : reason;
+  if (own === "total_spend" || own === "session_spend") return "spend";
+  if (own.startsWith("model_limit:")) return "tokens";
+  return undefined;
 }
 
 /**

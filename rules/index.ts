@@ -27,6 +27,7 @@ export {
   evaluateDimensions,
   evaluatePlan,
   limitReason,
+  metricOfReason,
   teamLimitReason,
   type Dimension,
   type DimensionResult,

@@ -1,6 +1,7 @@
 import { useState } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link } from "wouter";
+import { metricOfReason } from "@meter/rules";
 import { ApiError, api, ok, type GateEvent, type Session } from "../api/client.ts";
 import { gateEventsFilter, gateEventsRead, lastSessionSpendRead, limitsRead, sessionRead, userRead, userUsageRead } from "../api/reads.ts";
 import { Card, DataTable, Facts, Field, FormAlert, FormStatus, Gauge, InlineForm, ListQuery, num, PerPage, Period, Query, QuickStart, Screen, Submit, submitted, Time } from "../components.tsx";
@@ -115,6 +116,7 @@ function GateEvents({ id }: { id: string }) {
   // A window's gate event is in its metric (dollars, tokens or calls): the user's dimensions say which (the same query as the bars).
   const dims = useQuery(limitsRead(id));
   const valueOverLimit = (e: GateEvent) => {
+    // A dimension the user no longer has (a former plan's, team's): the unit its reason names; a window limit's is not in its name, so plain figures.
     const metric = dims.data?.limits.find((d) => d.reason === e.gate_reason)?.metric ?? metricOfReason(e.gate_reason);
     const fmt = metric === "spend" ? fmtMoney : metric === undefined ? fmtPlain : fmtInt;
     return `${fmt(e.current_value)} / ${fmt(e.limit_value)}`;
@@ -282,16 +284,5 @@ function ManualEvent({ id }: { id: string }) {
   );
 }
 
-/**
- * The metric a gate reason names by itself, for an event whose dimension the user no longer has
- * (a former plan's, a former team's): spend caps are dollars, model caps tokens; a window limit's
- * metric is not in its name, so its figures are shown as plain numbers rather than guessed.
- */
-function metricOfReason(reason: string): "spend" | "tokens" | undefined {
-  const own = reason.replace(/^team:(member:)?/, "");
-  if (own === "total_spend" || own === "session_spend") return "spend";
-  if (own.startsWith("model_limit:")) return "tokens";
-  return undefined;
-}
 
 const fmtPlain = (n: number) => String(n);

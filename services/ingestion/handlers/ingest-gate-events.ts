@@ -5,7 +5,7 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { GateEvent, IngestionService } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import { rpcError, type FieldIssue } from "@meter/lib/errors";
 import { timestampDate } from "@meter/lib/time";
-import { roundDollars, roundRatio } from "@meter/rules";
+import { metricOfReason, roundDollars, roundRatio } from "@meter/rules";
 import { encodeMetadata } from "../domain/field-keys.ts";
 import type { IngestionDeps } from "../deps.ts";
 import type { GateEventDoc } from "../store/gate-events.ts";
@@ -63,8 +63,8 @@ function checkWindow(events: readonly GateEvent[], now: Date, days: number): voi
  * forwarded value carries float noise (1.0499999999999998 is stored as 1.05).
  */
 function gateDoc(productId: string, job: string, e: GateEvent, user: KnownUser | undefined, receivedAt: Date): GateEventDoc {
-  // A spend cap of the user's own, of its team or of the member in its team (`team:total_spend`, `team:member:total_spend`).
-  const money = /(^|:)(total_spend|session_spend)$/.test(e.gateReason);
+  // A spend cap of the user's own or of its team (`team:total_spend`).
+  const money = metricOfReason(e.gateReason) === "spend";
   const timestamp = timestampDate(e.timestamp!);
   return {
     _id: `${productId}/${e.id}`,

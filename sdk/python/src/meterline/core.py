@@ -217,12 +217,14 @@ class MeterCore(Lifecycle):
         """reserve() without any wait, or None when it would wait (view not loaded, a lease to ask for).
         For integrations: a warm user costs them no thread hop or await."""
         check_user(user_id)
-        check_metadata(metadata)
         e = self._ready(user_id)
         if e is None:
+            # Said here too, not only by _admit: a bad argument fails at the call whether or not it would wait.
+            check_metadata(metadata)
             return None
         input_tokens, need = self._lease_plan(e, model, input_tokens, prompt, max_output_tokens)
         if need is not None:
+            check_metadata(metadata)
             return None
         return self._held(self._admit(e, model, session_id, input_tokens, prompt, metadata, True, max_output_tokens))
 
