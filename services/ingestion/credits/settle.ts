@@ -9,7 +9,7 @@ import { toNano } from "@meter/rules";
 import type { RetentionPolicy } from "../domain/retention-policy.ts";
 import type { UsageEventDoc } from "../store/usage-events.ts";
 import { needed } from "./allocate.ts";
-import { AccountChange, accountId, settledOp, teamOwner, userOwner, type CreditAccountDoc, type PeriodNeed } from "./account.ts";
+import { AccountChange, accountId, settledOp, teamOwner, userOwner, type CreditAccountDoc, type PeriodNeed, type Settled } from "./account.ts";
 import { writeSettled, type FlushDeps } from "./ledger.ts";
 import { poolCounterId } from "../teams/shares.ts";
 
@@ -67,9 +67,11 @@ async function round(
     if (attempt === MAX_ATTEMPTS) throw rpcError.unavailable("credit accounts are being changed by many writers at once; retry");
     const now = deps.now();
     // The first try computes from the accounts as this process last saw them; a miss reads them.
-    const accounts = await deps.credits.accountsOf(ids, attempt === 0);
+    const cached = attempt === 0;
+    const accounts = await deps.credits.accountsOf(ids, cached);
     const writes = [];
     const settled = [];
+    const again: string[] = [];
     for (const id of ids) {
       const t = targets.get(id)!;
       const base = accounts.get(id) ?? null;
@@ -77,21 +79,29 @@ async function round(
       make(id, change);
       const s = change.takeSettled();
       const w = change.write();
-      if (w) {
+      // A copy another replica has changed since can only be trusted where its conditional write
+      // would catch that: finding nothing to do (a grant added elsewhere that expires now) and
+      // writing out what it holds (entries another replica wrote out and summed further since)
+      // are decided on the account as stored.
+      if (cached && (!w || hasSettled(s))) again.push(id);
+      else if (w) {
         writes.push(w);
         settled.push({ account: w.after, settled: s });
       } else out.set(id, base);
     }
-    if (writes.length === 0) break;
-    await writeSettled(deps, settled);
-    if (await deps.credits.apply(writes)) {
-      for (const w of writes) out.set(w.id, w.after);
-      break;
+    if (writes.length > 0) {
+      await writeSettled(deps, settled);
+      if (await deps.credits.apply(writes)) for (const w of writes) out.set(w.id, w.after);
+      // Those that applied find nothing left to do when computed again.
+      else again.push(...writes.map((w) => w.id));
     }
-    // Those that applied find nothing left to do when computed again.
-    ids = writes.map((w) => w.id);
+    ids = again;
   }
   return out;
+}
+
+function hasSettled(s: Settled): boolean {
+  return s.ops.length + s.notices.length + s.finals.length > 0;
 }
 
 /** One billing period of one user a usage job added to, whose plan (or whose team's plan) draws credits. */
