@@ -15,7 +15,7 @@ export const GrantId = Type.String({
 export const GrantIn = Body(
   {
     id: GrantId,
-    amount: Type.Number({ exclusiveMinimum: 0, maximum: 1e9, description: "Dollars, from 0.000000001 (a nano-dollar; 400 below) to 10^9" }),
+    amount: Type.Number({ exclusiveMinimum: 0, maximum: 1e6, description: "Dollars, from 0.000000001 (a nano-dollar; 400 below) to 10^6; an owner's live grants hold at most $2,000,000 in all (409 past it)" }),
     kind: Type.Optional(Type.Union([Type.Literal("paid"), Type.Literal("promotional")], { description: "For reporting; draw order is by priority. Default paid" })),
     priority: Type.Optional(Type.Integer({ minimum: 0, maximum: 100, description: "Lower is drawn first. Default 50" })),
     effective_at: Type.Optional(Nullable({ ...DateTime, description: "Not spendable before; default now" })),

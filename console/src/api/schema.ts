@@ -6696,7 +6696,7 @@ export interface operations {
                 "application/json": {
                     /** @description The caller's id of the grant (e.g. the payment's id), 1-128 printable characters; sending it again is a no-op */
                     id: string;
-                    /** @description Dollars, from 0.000000001 (a nano-dollar; 400 below) to 10^9 */
+                    /** @description Dollars, from 0.000000001 (a nano-dollar; 400 below) to 10^6; an owner's live grants hold at most $2,000,000 in all (409 past it) */
                     amount: number;
                     /** @description For reporting; draw order is by priority. Default paid */
                     kind?: "paid" | "promotional";
@@ -7447,7 +7447,7 @@ export interface operations {
                 "application/json": {
                     /** @description The caller's id of the grant (e.g. the payment's id), 1-128 printable characters; sending it again is a no-op */
                     id: string;
-                    /** @description Dollars, from 0.000000001 (a nano-dollar; 400 below) to 10^9 */
+                    /** @description Dollars, from 0.000000001 (a nano-dollar; 400 below) to 10^6; an owner's live grants hold at most $2,000,000 in all (409 past it) */
                     amount: number;
                     /** @description For reporting; draw order is by priority. Default paid */
                     kind?: "paid" | "promotional";

@@ -6,7 +6,7 @@
 import { characters } from "@meter/lib/characters";
 import { isDeepStrictEqual } from "node:util";
 import { rpcError } from "@meter/lib/errors";
-import { toNano } from "@meter/rules";
+import { toDollars, toNano } from "@meter/rules";
 import { own } from "@meter/lib/own";
 import { encodeKey } from "../domain/field-keys.ts";
 import { MAX_LIVE_GRANTS, hourOf, type GrantKind } from "./allocate.ts";
@@ -18,7 +18,9 @@ import { stateOf } from "./view.ts";
 
 export const GRANT_BOUNDS = {
   idLength: 128,
-  maxAmount: 1e9,
+  /** Dollars: a grant, and what an owner's live grants hold in all, stay exact to the nano-dollar both ways (rules/money.ts: 2^51 n$). */
+  maxAmount: 1e6,
+  maxLive: 2e6,
   descriptionLength: 1024,
   metadataBytes: 16 * 1024,
   maxPriority: 100,
@@ -157,7 +159,7 @@ export async function addGrant(
   // Listed and registered for expiry before the account holds it: whatever holds it is found.
   await deps.credits.indexGrant(productId, owner, record.grant_id);
   if (record.expires_at) await deps.credits.registerExpiry(id, hourOf(Math.max(record.expires_at.getTime(), now.getTime())));
-  let refused = false;
+  let refused: string | false = false;
   // Periods ended before this draw nothing (settle.ts).
   const cut = crossingsClosedBefore(now, deps.retention);
   const after = await changeAccounts(
@@ -166,9 +168,14 @@ export async function addGrant(
     (_, c) => {
       refused = false;
       if (own(c.doc.grants, encodeKey(record.grant_id))) return;
-      const live = Object.values(c.doc.grants).filter((g) => !g.final).length;
-      if (live >= MAX_LIVE_GRANTS) {
-        refused = true;
+      const live = Object.values(c.doc.grants).filter((g) => !g.final);
+      if (live.length >= MAX_LIVE_GRANTS) {
+        refused = `at most ${MAX_LIVE_GRANTS} live grants per owner (pending or active); void or wait for some to be spent or expire`;
+        return;
+      }
+      const held = live.reduce((sum, g) => sum + g.remaining_nano, 0);
+      if (held + record.amount_nano > toNano(GRANT_BOUNDS.maxLive)) {
+        refused = `live grants may hold at most $${GRANT_BOUNDS.maxLive} in all (exact to the nano-dollar); this one would bring them to $${toDollars(held + record.amount_nano)}`;
         return;
       }
       c.addGrant(stateOf(record), cut);
@@ -176,7 +183,7 @@ export async function addGrant(
   );
   if (refused) {
     if (created) await deps.credits.deleteGrant(record._id);
-    throw rpcError.conflict(`at most ${MAX_LIVE_GRANTS} live grants per owner (pending or active); void or wait for some to be spent or expire`);
+    throw rpcError.conflict(refused);
   }
   const account = after.get(id) ?? null;
   // Spent whole on an overdraft, the grant left the account for its record (final): answered as stored.

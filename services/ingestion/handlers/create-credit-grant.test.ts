@@ -42,9 +42,10 @@ t("refuses what it cannot take with INVALID_ARGUMENT and says why; unknown users
   const { productId, userId } = await productWithUser(stack, PREPAID);
   const ok = { productId, userId, grantId: "g", amount: 1 };
   const cases: [Record<string, unknown>, RegExp][] = [
-    [{ amount: 0 }, /amount must be a number of dollars from 0.000000001 \(a nano-dollar\) to 1000000000/],
+    [{ amount: 0 }, /amount must be a number of dollars from 0.000000001 \(a nano-dollar\) to 1000000/],
     [{ amount: 1e-10 }, /from 0.000000001 \(a nano-dollar\)/],
     [{ amount: 1e10 }, /amount must be a number of dollars from/],
+    [{ amount: 1_000_000.5 }, /amount must be a number of dollars from/],
     [{ kind: "gift" }, /kind must be "paid" or "promotional"/],
     [{ priority: 101 }, /priority must be a whole number from 0 to 100/],
     [{ priority: 1.5 }, /priority must be a whole number from 0 to 100/],
@@ -70,6 +71,20 @@ t("refuses what it cannot take with INVALID_ARGUMENT and says why; unknown users
     assert.is(err?.code, Code.NotFound, req.productId);
     assert.match(err!.rawMessage, /user ".*" not found/);
   }
+});
+
+t("live grants hold at most $2,000,000 in all, so a balance stays exact to the nano-dollar: past it ABORTED (409), and the grant is not kept", async ({ stack, ingestion }) => {
+  const { productId, userId } = await productWithUser(stack, PREPAID);
+  await ingestion.createCreditGrant({ productId, userId, grantId: "a", amount: 1_000_000 });
+  await ingestion.createCreditGrant({ productId, userId, grantId: "b", amount: 999_999.999999999 });
+  const over = await rpcFailure(ingestion.createCreditGrant({ productId, userId, grantId: "c", amount: 0.000000002 }));
+  assert.is(over?.code, Code.Aborted);
+  assert.match(over!.rawMessage, /live grants may hold at most \$2000000 in all .*bring them to \$2000000.000000001/);
+  const credits = await ingestion.getCredits({ productId, userId });
+  assert.equal([credits.balance, credits.grants.map((g) => g.id).sort()], [1_999_999.999999999, ["a", "b"]]);
+  // The refused id is free again: the same grant, once room was made, is created.
+  await ingestion.voidCreditGrant({ productId, userId, grantId: "a" });
+  assert.is((await ingestion.createCreditGrant({ productId, userId, grantId: "c", amount: 0.000000002 })).created, true);
 });
 
 
