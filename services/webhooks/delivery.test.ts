@@ -526,7 +526,6 @@ t("deleting an endpoint removes its delivery log and cancels its pending attempt
   });
 });
 
-t.run();
 
 t("an attempt cut off by a stopping process is not counted as a failed attempt: the next process sends it again", async ({ mongo }) => {
   const db = mongo.db(`webhooks_stop_cut_${Date.now()}`);
@@ -553,3 +552,5 @@ t("an attempt cut off by a stopping process is not counted as a failed attempt: 
     await rx.stop();
   }
 });
+
+t.run();

@@ -124,7 +124,6 @@ test("expiry takes the remainder, writes an expiry entry and announces it; a voi
   assert.equal(Object.values(a.notices).map((n) => n.type).sort(), ["credits.depleted", "credits.expired"]);
 });
 
-test.run();
 
 test("a member of a team with a pool: own grants first, the rest handed over (no overdraft); the pool takes a total once", () => {
   const closed = D(-10 * 86_400_000);
@@ -147,3 +146,5 @@ test("a member of a team with a pool: own grants first, the rest handed over (no
   pool.settle([{ key: "9", end, needed: needed(pool.doc.pooled!["9"]!.n, 0.2 * N) }], closed);
   assert.is(pool.doc.grants.pool!.remaining_nano, 0.5 * N);
 });
+
+test.run();

@@ -50,8 +50,6 @@ test("a grant never takes the total past the cap, whatever the holders already h
   }
 });
 
-test.run();
-
 test("settlement: usage within what its lease holds outstanding leaves the version; beyond it, from a lapsed lease or from none, bumps it", () => {
   const event = (lease_id: string | null, cost: number, tokens = 0) => ({ product_id: "p", user_id: "u", lease_id, cost_total: cost, total_tokens: tokens, model: "m", input_tokens: 0, output_tokens: 0, tool_call_count: 0, timestamp: new Date(now) });
   const held = { a: { ...live(toNano(5), toNano(1)), tokens: { m: { granted: 100, spent: 0 } } }, old: { granted: toNano(5), spent: 0, expires_at: new Date(now - 60_000) } };
@@ -62,4 +60,8 @@ test("settlement: usage within what its lease holds outstanding leaves the versi
   assert.is(bumpsVersion(spendsByLease([event("old", 1)], held, now, 0)), true, "a lapsed lease holds nothing back");
   assert.is(bumpsVersion(spendsByLease([event("gone", 1)], held, now, 0)), true, "a lease the counter does not hold");
   assert.is(bumpsVersion(spendsByLease([event(null, 1)], held, now, 0)), true, "no lease");
+  const uncapped = spendsByLease([{ ...event("a", 1, 500), model: "other" }], held, now, 0);
+  assert.equal([uncapped.leases.a!.cost, uncapped.leases.a!.tokens, bumpsVersion(uncapped)], [toNano(1), {}, false], "tokens of a model the lease holds no slice of");
 });
+
+test.run();

@@ -47,7 +47,11 @@ export function spendsByLease(
     if (!l) leases.set(e.lease_id, (l = { cost: 0, tokens: new Map() }));
     l.cost += toNano(e.cost_total);
     const model = e.counted_model ?? e.model;
-    if (model !== null) {
+    const slices = held[e.lease_id]!.tokens;
+    // Tokens settle against the model's slice; a model the lease holds none of is one the
+    // holder's plan does not cap (a client asks a slice of every capped model a call uses), so
+    // its tokens lower nothing any holder is granted and bump nothing.
+    if (model !== null && slices && Object.hasOwn(slices, encodeKey(model))) {
       const key = encodeKey(model);
       l.tokens.set(key, (l.tokens.get(key) ?? 0) + e.total_tokens);
     }
