@@ -399,6 +399,13 @@ t("an event stamped inside new dates with another start, sent before the change,
   assert.equal(await monthUsage(), monthsBefore, "calendar months are by timestamp: unchanged");
   await api.post("/events/batch", [at(Date.now(), 1)]);
   close((await api.get(`/users/${userId}/usage`)).body.total_cost, 7);
+  // A mover that read the list before the move and applies it after the new period's counter was
+  // written again (another replica's follower, a read's catch-up): the move's guards are still
+  // there, so nothing is taken out or added twice.
+  await lists.replaceOne({ _id: listed[0]!._id }, listed[0]!);
+  await eventually(async () => (await listedNow()) === 1, 30_000, "the follower to repeat the move");
+  close((await api.get(`/users/${userId}/usage`)).body.total_cost, 7, "moved once");
+  close((await monthUsage()).reduce((a, u) => a + u.total_cost, 0), 8, "calendar months: what was counted before and the later event, once");
 
   // The new period's 50% threshold (6 of 12) fired for its own dates.
   const crossings = await mongo.db(`${stack.dbPrefix}_ingestion`).collection("threshold_crossings").find({ product_id: productId, user_id: userId }).toArray();

@@ -34,7 +34,7 @@ import { arrivalList, listId, type ArrivalStore } from "./arrivals.ts";
 export interface MoveDeps extends CrossingDeps {
   arrivals: Pick<ArrivalStore, "jobsSince" | "get" | "record" | "replace">;
   events: Pick<UsageEventStore, "getMany">;
-  counters: Pick<CounterStore, "add" | "released">;
+  counters: Pick<CounterStore, "add">;
   /** How long after arriving an event may still move; 0: never. */
   lateChangeWindowMs: number;
 }
@@ -214,7 +214,9 @@ async function move(deps: MoveDeps, productId: string, entry: Entry, byId: Reado
   if (await deps.arrivals.replace(list._id, list.ids, staying)) {
     deps.logger.info({ productId, user: userId, from, events: moved.length }, "events moved to the period of a subscription recorded after they arrived");
   }
-  // Only now may the guards go: until the list changed, a repeat computes this same job.
-  deps.counters.released(job, added.map((d) => d.id));
+  // The move's guards stay in the counters (unlike a usage job's, which go with the next update):
+  // a mover that read the list before it changed, on another replica or beside this one,
+  // computes this same job later and must find them. A move is rare (a change recorded late),
+  // so they are few.
   return true;
 }
