@@ -89,6 +89,25 @@ t("entries of ended windows and aged-out buckets go, and so do closed jobs' guar
   for (const v of Object.values(after!.w)) assert.ok(Number(v.e) > later.getTime());
 });
 
+t("a document whose ends the writing process does not know (written last by another process, or forgotten) loses its ended entries by the next round", async ({ mongo }) => {
+  const db = mongo.db(`windows_forgotten_${Date.now()}`);
+  const t0 = new Date("2026-03-07T17:00:00Z");
+  const first = new WindowStore(db);
+  for (let i = 0; i < 10; i++) {
+    const at = new Date(t0.getTime() + i * 60_000);
+    await first.add(`job-f${i}`, windowDeltas([event("u3", at, 0.01)], at), at);
+  }
+  assert.is(fields(await first.get("p|u3")).length, 4, "the day, the last minute, two rolling buckets");
+  // Another process (nothing known of the document) counts one call two days later, then any other round.
+  const other = new WindowStore(db);
+  const later = new Date(t0.getTime() + 2 * 86_400_000);
+  await other.add("job-f-late", windowDeltas([event("u3", later, 0.01)], later), later);
+  await other.add("job-f-next", windowDeltas([event("u4", later, 0.01)], later), later);
+  const after = await other.get("p|u3");
+  assert.is(fields(after).length, 3, JSON.stringify(fields(after)));
+  for (const v of Object.values(after!.w)) assert.ok(Number(v.e) > later.getTime());
+});
+
 t("concurrent jobs share rounds and each counts once, also a job asked twice at once and a retry", async ({ store }) => {
   const at = new Date("2026-03-07T17:00:00Z");
   const users = ["c1", "c2", "c3"];

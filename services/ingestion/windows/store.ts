@@ -33,6 +33,9 @@ const PENDING_DOCS = 100_000;
 /** Documents whose entries this process keeps the ends of (a rolling window's document may hold 61). */
 const KNOWN_DOCS = 10_000;
 
+/** Documents whose ended entries wait for their own removal (found after a round; see noteEnds). */
+const ENDED_DOCS = 10_000;
+
 /**
  * Window documents, added to exactly once per job with the guarded single-document update the
  * period counters use (CounterStore): `{_id, "jobs.<job>": {$exists: false}}` + `$inc` +
@@ -44,6 +47,8 @@ export class WindowStore {
   private readonly closed = new LRUCache<string, Set<string>>({ max: PENDING_DOCS });
   /** The entries (field -> end, epoch ms) of documents this process wrote lately, as read after its last round: the next update removes those ended by then. */
   private readonly ends = new LRUCache<string, Map<string, number>>({ max: KNOWN_DOCS });
+  /** Entries found ended in documents just written, which their update did not remove: removed by the next round. */
+  private readonly ended = new Map<string, string[]>();
   /** Additions of concurrent jobs, written together (add). */
   private readonly rounds = new GroupCommit<WindowAddRequest, void>((requests) => this.addRound(requests));
 
@@ -89,8 +94,26 @@ export class WindowStore {
       },
       (r, now) => pMap(r.deltas, (d) => this.addOne(r.jobId, d, now), { concurrency: UPDATES_IN_FLIGHT }),
     );
-    await this.noteEnds([...new Set(requests.flatMap((r) => r.deltas.map((d) => d.id)))]);
+    const written = [...new Set(requests.flatMap((r) => r.deltas.map((d) => d.id)))];
+    await this.removeEnded(new Set(written));
+    await this.noteEnds(written, new Date(Math.min(...requests.map((r) => r.now.getTime()))));
     return requests.map(() => undefined);
+  }
+
+  /**
+   * Removes the entries found ended after an earlier round (noteEnds) from documents this
+   * round did not write (a written one's update removed them, its ends being known): one
+   * command. Without it a document whose ends this process had forgotten by its next update
+   * (more than KNOWN_DOCS documents written between) kept every ended entry: a minute limit's
+   * document grew by an entry a minute of use, for good.
+   */
+  private async removeEnded(written: ReadonlySet<string>): Promise<void> {
+    const ops = [];
+    for (const [id, fields] of this.ended) {
+      if (!written.has(id)) ops.push({ updateOne: { filter: { _id: id } as Filter<WindowDoc>, update: { $unset: Object.fromEntries(fields.map((k) => [`w.${k}`, ""])) } as UpdateFilter<WindowDoc> } });
+    }
+    this.ended.clear();
+    if (ops.length > 0) await this.windows.bulkWrite(ops, { ordered: false });
   }
 
   /** Adds one job's delta on its own (after a collision in a round). */
@@ -129,9 +152,15 @@ export class WindowStore {
    * processes wrote, so that whoever writes a document next removes what ended in it. A
    * document not written again keeps its entries, which readers pass by once ended.
    */
-  private async noteEnds(ids: readonly string[]): Promise<void> {
+  private async noteEnds(ids: readonly string[], now: Date): Promise<void> {
     const docs = await findByIds(this.windows, ids, { projection: { w: 1 } });
-    for (const doc of docs) this.ends.set(doc._id, new Map(Object.entries(doc.w ?? {}).map(([k, v]) => [k, Number(v.e)])));
+    for (const doc of docs) {
+      const ends = new Map(Object.entries(doc.w ?? {}).map(([k, v]) => [k, Number(v.e)]));
+      this.ends.set(doc._id, ends);
+      // Ended already and still there: its update did not know them (removed by the next round).
+      const ended = [...ends].filter(([, e]) => e <= now.getTime()).map(([k]) => k);
+      if (ended.length > 0 && this.ended.size < ENDED_DOCS) this.ended.set(doc._id, ended);
+    }
   }
 
   /** The job is closed: its guard entries may go with the next update of each document. */
