@@ -55,6 +55,10 @@ t("a plan with windows is limited even for a request that asks none of them, or 
   // The current minute is granted as before.
   const current = await ingestion.acquireLease({ productId, userId, holder: "h1", need: 0, want: 0, windows: [{ dimension, need: 1, want: 10 }] });
   assert.equal([current.limited, current.lease!.windows[0]?.added], [true, 10]);
+  // The same window asked twice would be answered twice while one slice is kept: refused.
+  const twice = await rpcFailure(ingestion.acquireLease({ productId, userId, holder: "h2", need: 0, want: 0, windows: [{ dimension, need: 10, want: 10 }, { dimension, need: 0, want: 1 }] }));
+  assert.is(twice?.code, Code.InvalidArgument);
+  assert.match(twice!.rawMessage, /windows\[1\] names the same window as windows\[0\]/);
 });
 
 t("a member's lease holds a slice of the team's spend cap: one ledger for the holders of every member, settled by the team's counting, given back with team_used", async ({ stack, ingestion }) => {

@@ -1,7 +1,7 @@
 import type { Collection } from "mongodb";
 import { GroupCommit } from "@meter/lib/group-commit";
 import { isDuplicateKeyError } from "@meter/lib/mongo";
-import { own } from "@meter/lib/own";
+import { own, setOwn } from "@meter/lib/own";
 import { rpcError } from "@meter/lib/errors";
 import { budgetOf, grant, isLive, type Budget, type Dimension, type Grant, type LeaseEntry } from "../domain/lease-policy.ts";
 import { readTotals, type StoredCounterDoc } from "../store/counters.ts";
@@ -48,7 +48,7 @@ export interface LeaseView {
 }
 
 /** One acquire waiting for its counter's next write. */
-interface Pending {
+export interface Pending {
   ref: CounterRef;
   a: AcquireInput;
 }
@@ -152,7 +152,7 @@ export function emptyCounter(ref: Omit<CounterRef, "id">, owner: "user_id" | "te
  * The grants of a group of requests against one read of the counter, in order, each counting
  * the slices granted before it, and the one update that writes them (null: nothing granted).
  */
-function planGroup(doc: LeasedCounter, group: readonly Pending[]): { outcomes: Outcome[]; update: Record<string, unknown> | null } {
+export function planGroup(doc: LeasedCounter, group: readonly Pending[]): { outcomes: Outcome[]; update: Record<string, unknown> | null } {
   const leases: Record<string, LeaseEntry> = { ...(doc.leases ?? {}) };
   const set: Record<string, unknown> = {};
   // spent is only ever $inc'ed (settlements run beside this write); +0 creates it.
@@ -201,8 +201,8 @@ function planGroup(doc: LeasedCounter, group: readonly Pending[]): { outcomes: O
     const lease: LeaseEntry = { ...(next.get(null) ?? { granted: 0, spent: 0 }), expires_at: expires };
     const tokens = [...next].filter(([dim]) => dim !== null);
     if (tokens.length > 0) lease.tokens = Object.fromEntries(tokens);
-    // The requests after this one in the group count it.
-    leases[a.holder] = lease;
+    // The requests after this one in the group count it (a holder may be called "__proto__").
+    setOwn(leases, a.holder, lease);
     return { view: { grants, lease } };
   });
   if (written.size === 0) return { outcomes, update: null };

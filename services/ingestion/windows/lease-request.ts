@@ -117,6 +117,14 @@ export async function acquireWindows(i: WindowGrantInput): Promise<WindowLease[]
     if (want < need) throw rpcError.invalid(`windows[${k}].want must be at least need`);
     return { ...r, need, want };
   });
+  // One slice a window: two asks of one would each be answered while only the last is kept.
+  const asked = new Map<string, number>();
+  resolved.forEach((r, k) => {
+    if (!r) return;
+    const first = asked.get(r.key);
+    if (first !== undefined) throw rpcError.invalid(`windows[${k}] names the same window as windows[${first}]; ask each window once`);
+    asked.set(r.key, k);
+  });
   const live = resolved.filter((r): r is NonNullable<typeof r> => r !== null && (r.end === null || r.end > now));
   const homes = new Map<string, { home: SliceHome; rs: typeof live }>();
   for (const r of live) {
