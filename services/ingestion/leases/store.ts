@@ -165,7 +165,17 @@ export function planGroup(doc: LeasedCounter, group: readonly Pending[]): { outc
     const grants = a.asks.map((ask) =>
       grant({ ...ask, settled: settledOf(doc, ask.dim), leases, holder: a.holder, now, graceMs: a.graceMs, whole: true }),
     );
-    if (grants.every((g) => g.added === 0)) return { view: { grants, lease: mine ?? { granted: 0, spent: 0 } } };
+    if (grants.every((g) => g.added === 0)) {
+      // Nothing more, but a live lease's holder still holds what it was granted for calls that
+      // run on (a call outlasting the lifetime): asking again keeps it from lapsing under them.
+      if (mine === undefined || !isLive(mine, now, a.graceMs)) return { view: { grants, lease: mine ?? { granted: 0, spent: 0 } } };
+      const expires_at = new Date(now + a.ttlMs);
+      set[`leases.${a.holder}.expires_at`] = expires_at;
+      written.add(a.holder);
+      const lease = { ...mine, expires_at };
+      setOwn(leases, a.holder, lease);
+      return { view: { grants, lease } };
+    }
     let live = 0;
     for (const [id, l] of Object.entries(leases)) {
       if (id === a.holder) continue;

@@ -119,7 +119,9 @@ export function planSlices(
     const base = mineLive && s ? Math.max(Number(s.granted), spent) : spent;
     return { ...g, slice: { granted: base + g.added, spent, ...(a.end === null ? {} : { e: a.end }) } };
   });
-  if (grants.every((g) => g.added === 0)) return { grants, update: null };
+  // Nothing more, but a live lease's slices stay held for the calls that run on them (a call
+  // outlasting the lifetime): asking again keeps them from lapsing.
+  if (grants.every((g) => g.added === 0)) return { grants, update: mineLive ? { $set: { [`leases.${holder}.expires_at`]: new Date(now + ttlMs) }, $inc: { version: 1 } } : null };
   const set: Record<string, unknown> = { [`leases.${holder}.expires_at`]: new Date(now + ttlMs) };
   // spent is only ever $inc'ed (settlements run beside this write); +0 creates it.
   const inc: Record<string, number> = { version: 1 };

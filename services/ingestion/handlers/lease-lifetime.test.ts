@@ -1,0 +1,44 @@
+// A lease outlasting its lifetime under a call that runs on: its holder asks again and keeps
+// what it holds, even when nothing more can be granted, so no other holder is granted it.
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import { dimensionKey } from "@meter/rules";
+import { productWithUser, withIngestion, type IngestionSuite } from "../testing/suite.ts";
+
+const t = suite<IngestionSuite>("a lease kept past its lifetime by its holder");
+const GRACE_MS = 200;
+withIngestion(t, { services: { ingestion: { leaseGraceMs: GRACE_MS } } });
+
+const TTL_MS = 1_000;
+
+/** Asks `ask` every 200 ms until the first lease's lifetime and grace have passed twice over. */
+async function keepAsking(ask: () => Promise<unknown>): Promise<void> {
+  const until = Date.now() + 2 * (TTL_MS + GRACE_MS);
+  while (Date.now() < until) {
+    await ask();
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+t("a holder holding the whole cap asks again with nothing left to grant: its slice stays, another holder gets nothing", async ({ stack, ingestion }) => {
+  const { productId, userId } = await productWithUser(stack, { max_spend_per_period: 1 });
+  const first = await ingestion.acquireLease({ productId, userId, holder: "h1", need: 1, want: 1, ttlMs: BigInt(TTL_MS) });
+  assert.is(first.lease!.added, 1);
+  await keepAsking(async () => assert.is((await ingestion.acquireLease({ productId, userId, holder: "h1", need: 0, want: 0.5, ttlMs: BigInt(TTL_MS) })).lease!.added, 0));
+  const other = await ingestion.acquireLease({ productId, userId, holder: "h2", need: 0.5, want: 0.5, ttlMs: BigInt(TTL_MS) });
+  assert.equal([other.lease!.added, other.lease!.granted], [0, 0], "the first holder's dollar is still held");
+});
+
+t("the same for a window's slice", async ({ stack, ingestion }) => {
+  const { productId, userId } = await productWithUser(stack, { limits: [{ name: "rpm", metric: "requests", max: 10, window: "minute" }] });
+  // Not across a minute's end: the slice of a minute is worth nothing after it.
+  const msLeft = 60_000 - (Date.now() % 60_000);
+  if (msLeft < 2 * (TTL_MS + GRACE_MS) + 2_000) await new Promise((r) => setTimeout(r, msLeft + 50));
+  const dimension = dimensionKey({ metric: "requests", window: "minute" });
+  const ask = (holder: string, need: number, want: number) => ingestion.acquireLease({ productId, userId, holder, need: 0, want: 0, ttlMs: BigInt(TTL_MS), windows: [{ dimension, need, want }] });
+  assert.is((await ask("h1", 10, 10)).lease!.windows[0]!.added, 10);
+  await keepAsking(async () => assert.is((await ask("h1", 0, 5)).lease!.windows[0]!.added, 0));
+  assert.is((await ask("h2", 1, 1)).lease!.windows[0]!.added, 0, "the first holder's ten requests are still held");
+});
+
+t.run();
