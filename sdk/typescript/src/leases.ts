@@ -626,6 +626,9 @@ export class Leases {
       this.granted(b, epoch, spendCap, model, tokenCap);
       b.deadline = sentAt + l.ttl_ms;
       b.lostAt = 0;
+    } else if (sentAt < b.deadline && b.lostAt === 0) {
+      // Nothing more, but the service keeps a live lease for another lifetime when asked again.
+      b.deadline = sentAt + l.ttl_ms;
     } else if (b.lostAt > 0 && Date.now() < b.lostAt + l.ttl_ms && (l.granted > b.spend.granted || (model !== null && l.tokens !== null && l.tokens.granted > b.slice(model).granted))) {
       // Nothing added, but the lease holds more than this process knew: a request whose answer
       // was lost was granted. The service keeps it until at least that request's time plus the
@@ -885,8 +888,10 @@ export class Leases {
         s.deadline = sentAt + ttlMs;
         s.retryAt = 0;
         if (capsCurrent) s.cap = cap ?? Infinity;
-      } else if (unit(a.remaining) <= 0 || left(s, now) <= 0) {
-        s.retryAt = a.holders === 0 && s.end !== Infinity ? s.end : now + OPEN_RETRY_MS;
+      } else {
+        // A live slice asked again is kept for another lifetime.
+        if (sentAt < s.deadline) s.deadline = sentAt + ttlMs;
+        if (unit(a.remaining) <= 0 || left(s, now) <= 0) s.retryAt = a.holders === 0 && s.end !== Infinity ? s.end : now + OPEN_RETRY_MS;
       }
       if (unit(a.added) < want) full = false;
     });
@@ -895,6 +900,13 @@ export class Leases {
 
   private async releaseIdle(now: number): Promise<void> {
     for (const b of this.books.values()) {
+      // Calls still running on a lease that nears its end (a call longer than its lifetime):
+      // asked again, the service keeps it (and their estimates) for another lifetime, even
+      // with nothing more to grant; else it lapsed under them and another replica was granted it.
+      if (b.holds > 0 && b.asking === null && b.leaseId !== null && !b.open && this.nearsEnd(b, now)) {
+        void this.request(b, b.model, b.teamModel);
+        continue;
+      }
       const windowHeld = (s: WindowSlice) => now < s.deadline && s.granted > s.used;
       const held = (b.leaseId !== null && (now < b.deadline || [...b.windows.values(), ...b.memberWindows.values()].some(windowHeld))) || b.lostAt > 0;
       if (held && b.holds === 0 && b.asking === null && now - b.lastUse >= this.settings.idleMs) {
@@ -905,6 +917,13 @@ export class Leases {
       const via = tb.via === null ? undefined : this.books.get(tb.via);
       if (via !== undefined && this.teamIdle(tb) && now - tb.lastUse >= this.settings.idleMs) await this.release(via);
     }
+  }
+
+  /** The lease, or one of its live window slices, is within its renewal margin of its end. */
+  private nearsEnd(b: Book, now: number): boolean {
+    const margin = this.renewMargin(b);
+    const near = (s: WindowSlice) => s.granted > 0 && now < s.deadline && now >= s.deadline - margin;
+    return (now < b.deadline && now >= b.deadline - margin) || [...b.windows.values(), ...b.memberWindows.values()].some(near);
   }
 
   /** No call holds on the team's slices, none asks for them, and one holds something unused. */
@@ -1152,8 +1171,10 @@ export class Leases {
       tb.deadline = sentAt + ttlMs;
       tb.retryAt = 0;
       tb.leased = true;
-    } else if (t.spend_limited && asked.want > 0 && (t.remaining <= 0 || this.teamBalance(tb, now) <= 0)) {
-      tb.retryAt = now + OPEN_RETRY_MS;
+    } else {
+      // A live team lease asked again is kept for another lifetime.
+      if ((asked.want > 0 || asked.tokensWant > 0) && sentAt < tb.deadline) tb.deadline = sentAt + ttlMs;
+      if (t.spend_limited && asked.want > 0 && (t.remaining <= 0 || this.teamBalance(tb, now) <= 0)) tb.retryAt = now + OPEN_RETRY_MS;
     }
     if (t.spend_limited && asked.want > 0) full &&= t.added >= asked.want - 1e-9;
     if (tokens !== null && asked.tokensWant > 0) full &&= tokens.added >= asked.tokensWant;
