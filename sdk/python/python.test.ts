@@ -13,10 +13,11 @@ withPythonStack(py, "py", { WEBHOOKS_ALLOW_INSECURE_URLS: "true" });
 
 py("pytest: the library against the real stack over HTTP", async (ctx) => {
   // test_windows_stack.py needs the ingestion clock of the test: windows.test.ts runs it; test_busy_stack.py
-  // a stack holding one batch at a time: busy.test.ts runs it.
+  // a stack holding one batch at a time: busy.test.ts runs it; test_lease_lifetime_stack.py leases that lapse
+  // soon after their lifetime: lease-lifetime.test.ts runs it.
   // Two pytest processes: the tests mostly wait (flush ticks, refreshes, the service), so a
   // second one halves this file's time at little CPU. Each test makes its own product.
-  const r = await pytest(["tests", "-n", "2", "--ignore", "tests/test_windows_stack.py", "--ignore", "tests/test_busy_stack.py"], {
+  const r = await pytest(["tests", "-n", "2", "--ignore", "tests/test_windows_stack.py", "--ignore", "tests/test_busy_stack.py", "--ignore", "tests/test_lease_lifetime_stack.py"], {
     METER_TEST_API_URL: `${ctx.stack!.base}/api/v1`,
   });
   assert.ok(r.ok, r.output);

@@ -919,11 +919,14 @@ export class Leases {
     }
   }
 
-  /** The lease, or one of its live window slices, is within its renewal margin of its end. */
+  /**
+   * The lease, or a slice of a window still running, is within its renewal margin of its end or
+   * past it (the service keeps a lease for a grace period after it; a lapsed one is asked anew).
+   */
   private nearsEnd(b: Book, now: number): boolean {
     const margin = this.renewMargin(b);
-    const near = (s: WindowSlice) => s.granted > 0 && now < s.deadline && now >= s.deadline - margin;
-    return (now < b.deadline && now >= b.deadline - margin) || [...b.windows.values(), ...b.memberWindows.values()].some(near);
+    const near = (s: WindowSlice) => s.granted > 0 && now < s.end && now >= s.deadline - margin;
+    return (b.deadline > 0 && now >= b.deadline - margin) || [...b.windows.values(), ...b.memberWindows.values()].some(near);
   }
 
   /** No call holds on the team's slices, none asks for them, and one holds something unused. */

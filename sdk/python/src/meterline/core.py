@@ -118,6 +118,7 @@ class MeterCore(Lifecycle):
         self._last_poll = 0.0
         self._closed = False
         self._last_sweep = time.monotonic()
+        self._last_lease_sweep = time.monotonic()
         self._queue = EventQueue(self._http.base, self._lock, max_queue, max_batch, self, self._http.timeout)
         self._leases = None
         if leases:

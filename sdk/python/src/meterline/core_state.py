@@ -63,6 +63,7 @@ class CoreState:
     _last_poll: float
     _closed: bool
     _last_sweep: float
+    _last_lease_sweep: float
     _queue: EventQueue
     _leases: Leases | None
     _delivery: Delivery

@@ -297,6 +297,9 @@ class LeaseRequests:
                         b.slice(n.model).granted = float(lt["granted"])
                     self._granted(b, epoch, caps, n.model)
                     b.deadline = sent_at + float(lease["ttl_ms"]) / 1000
+                elif sent_at < b.deadline:
+                    # Nothing more, but the service keeps a live lease for another lifetime when asked again.
+                    b.deadline = sent_at + ttl
         except MeterError as err:
             if isinstance(err, MeterAPIError) and not err.retryable:
                 if err.status == 422 and (windows or members):
@@ -377,8 +380,12 @@ class LeaseRequests:
             tb.deadline = sent_at + ttl
             tb.retry_at = 0.0
             tb.leased = True
-        elif spend and (float(t.get("remaining") or 0) <= 0 or balance(tb, tb.spend, now) <= 0):
-            tb.retry_at = now + OPEN_RETRY
+        else:
+            # A live team lease asked again is kept for another lifetime.
+            if (ask[1] > 0 or (tok is not None and tok[1] > 0)) and sent_at < tb.deadline:
+                tb.deadline = sent_at + ttl
+            if spend and (float(t.get("remaining") or 0) <= 0 or balance(tb, tb.spend, now) <= 0):
+                tb.retry_at = now + OPEN_RETRY
         full = windows_full and (not spend or added >= ask[1] - 1e-9)
         if tok is not None:
             full = full and tokens_added >= math.ceil(tok[1])

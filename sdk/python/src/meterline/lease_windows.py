@@ -125,6 +125,9 @@ def windows_granted(
         else:
             if a.short:
                 ok = False
+            # A live slice asked again is kept for another lifetime.
+            if sent_at < s.deadline:
+                s.deadline = sent_at + ttl
             if s.unit_of(float(answer.get("remaining") or 0)) <= 0 or balance(b, s, now) <= 0:
                 holders = int(answer.get("holders") or 0)
                 s.retry_at = s.end if holders == 0 and s.end != math.inf else now + OPEN_RETRY

@@ -305,6 +305,18 @@ class Leases(LeaseRequests):
     def release_idle(self) -> Flow[None]:
         now = clock_now()
         for b in list(self.books.values()):
+            # Calls still running on a lease that nears its end (a call longer than its lifetime): asked again, the
+            # service keeps it (and their estimates) for another lifetime, even with nothing more to grant; else it
+            # lapsed under them and another replica was granted it.
+            if (
+                b.holds > 0
+                and b.lease_id is not None
+                and not b.open
+                and not running(b.asking)
+                and self._nears_end(b, now)
+            ):
+                self.ask(b.entry, LeaseNeed(0.0, None, 0.0, False, team=leased_team(b.entry)), waiting=False)
+                continue
             held = now < b.deadline or any(
                 now < s.deadline and s.granted > s.used for s in (*b.windows.values(), *b.member_windows.values())
             )
@@ -320,6 +332,15 @@ class Leases(LeaseRequests):
             via = None if tb.via is None else self.books.get(tb.via)
             if via is not None and self._team_idle(tb) and now - tb.last_use >= self.settings.idle:
                 yield from self._release(via, None)
+
+    def _nears_end(self, b: Book, now: float) -> bool:
+        """The lease, or a slice of a window still running, is within its renewal margin of its end or past it."""
+        margin = renew_margin(b, self.settings.ttl)
+        # Past its end too: the service keeps a lease for a grace period after it (and a lapsed one is asked anew).
+        if b.deadline > 0 and now >= b.deadline - margin:
+            return True
+        slices = (*b.windows.values(), *b.member_windows.values())
+        return any(s.granted > 0 and now < s.end and now >= s.deadline - margin for s in slices)
 
     def _team_idle(self, tb: TeamBook) -> bool:
         """No call holds on the team's slices, none asks for them, and one holds something unused."""

@@ -115,7 +115,8 @@ class Lifecycle(Admission):
 
     def _tick(self) -> Flow[None]:
         """Every flush interval, on the delivery thread or task: the change poll (in the background, so a slow
-        answer never holds deliveries), the idle sweep every min(refresh_interval, 60 s), a delivery pass."""
+        answer never holds deliveries), the idle sweep every min(refresh_interval, 60 s), the leases' every half of
+        lease_idle, a delivery pass."""
         try:
             now = time.monotonic()
             # flush() wakes the thread early too: still one poll per interval, not one per flush.
@@ -126,8 +127,11 @@ class Lifecycle(Admission):
                 self._last_sweep = now
                 self._sweep()
                 self._expire_credits()
-                if self._leases is not None:
-                    yield from self._leases.release_idle()
+            # Leases every half of lease_idle: an idle one goes back within about lease_idle, and one under calls
+            # that run on is renewed before it lapses.
+            if self._leases is not None and now - self._last_lease_sweep >= self._leases.settings.idle / 2:
+                self._last_lease_sweep = now
+                yield from self._leases.release_idle()
             if self._queue.due():
                 yield from self._queue.pass_once()
         except Exception as err:  # the thread or task must outlive any bug in one pass
