@@ -60,8 +60,10 @@ async function storeJob<D extends { _id: string }>(
   else await awaitClosed(deps, job._id);
   const offered = new Set(docs.map((d) => d._id));
   await adoptOverlapping(deps, job, complete, offered, docs.filter((d) => !inserted.has(d._id)).map((d) => d._id));
-  // New outbox entries: hand them over now rather than at the next repeating round.
-  if (inserted.size > 0) await deps.kickRelay();
+  // New outbox entries: hand them over now rather than at the next repeating round. Best
+  // effort: the events are stored and counted, so a failure here must not answer 5xx for them
+  // (a manual event sent again without an idempotency key would count twice); the round runs anyway.
+  if (inserted.size > 0) await deps.kickRelay().catch((err: unknown) => deps.logger.warn({ err, job: job._id }, "kicking the relay failed; its next round hands the entries over"));
   return inserted;
 }
 

@@ -44,7 +44,9 @@ export async function recordUsage(
 ): Promise<Set<string>> {
   await boundCounters(deps, docs, users, path);
   const inserted = await storeUsage(deps, job, docs);
-  await deps.noticeLateChanges(job.product_id, users);
+  // Best effort, as the relay's kick (exactly-once/write.ts): the user's next batch notices again
+  // and a session's read catches up (late-changes/follow.ts).
+  await deps.noticeLateChanges(job.product_id, users).catch((err: unknown) => deps.logger.warn({ err, productId: job.product_id }, "noticing late subscription changes failed; the next batch or a session read catches up"));
   return inserted;
 }
 
