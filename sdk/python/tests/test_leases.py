@@ -9,6 +9,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
 
+import pytest
+
 from meterline import LimitExceededError, Meter
 
 from .support import FaultProxy, Product, eventually, near
@@ -236,3 +238,39 @@ def test_a_refusal_of_several_short_budgets_names_the_one_that_lifts_last() -> N
     assert _lifts_last([period, never, day]) is never
     assert _lifts_last([day, short("limit:other", day.resets_at)]) is day
     assert _lifts_last([]) is None
+
+
+def test_a_window_refused_for_a_large_call_serves_a_smaller_one_and_a_larger_limit_lifts_it(product: Product) -> None:
+    daily = {"name": "daily", "metric": "spend", "max": 5, "window": "day"}
+    plan_id = product.create_plan(
+        limits=[daily], cost_rates={"m": {"input": 1, "output": 1}}, pre_call_estimate=True, pre_call_buffer_tokens=1000
+    )
+    user = f"u-window-{time.time_ns()}"
+    assert product.api.post("/users", {"external_user_id": user}).status_code == 201
+    assert product.api.post(f"/users/{user}/subscription", {"plan_id": plan_id}).status_code == 200
+    first = Meter(api_key=product.key, base_url=product.url, leases=True)
+    with first.reserve(user, model="m", input_tokens=3000) as r:
+        r.commit(input_tokens=2500, output_tokens=1000)  # $3.50 of the day's $5.00
+    assert first.shutdown(timeout=30)
+    m = Meter(api_key=product.key, base_url=product.url, leases=True, flush_interval=0.2)
+    try:
+        with pytest.raises(LimitExceededError) as big:
+            m.reserve(user, model="m", input_tokens=2000)  # estimated at $3.00
+        assert big.value.result.gate_reason == "limit:daily"
+        # One estimated at $1.00 fits what is left.
+        with m.reserve(user, model="m", input_tokens=0) as small:
+            small.commit(output_tokens=100)
+        # The limit raised: the larger call runs once the change reaches the client, not at midnight.
+        assert product.api.patch(f"/config/plans/{plan_id}", {"limits": [{**daily, "max": 50}]}).status_code == 200
+
+        def larger_runs() -> bool:
+            try:
+                with m.reserve(user, model="m", input_tokens=2000) as r:
+                    r.commit(input_tokens=2000, output_tokens=100)
+            except LimitExceededError:
+                return False
+            return True
+
+        eventually(larger_runs, what="the larger call to run under the raised limit")
+    finally:
+        assert m.shutdown(timeout=30)

@@ -184,6 +184,8 @@ class WindowSlice extends Slice {
   deadline = 0;
   /** No request asks for this window before then (the service had nothing left of it). */
   retryAt = 0;
+  /** What the service had left of the window for others when it last refused more (the slice's unit): a smaller call may still ask. */
+  leftAtService = Infinity;
   /** Until then the service said the plan has no limit of this dimension. */
   unlimitedUntil = 0;
 
@@ -791,6 +793,8 @@ export class Leases {
     if (!b) return;
     b.epoch++;
     b.unlimitedUntil = 0;
+    // A window refused under the old limits may have room under the new ones.
+    for (const s of [...b.windows.values(), ...b.memberWindows.values()]) s.retryAt = 0;
   }
 
   /** Gives back every lease (shutdown). */
@@ -891,7 +895,10 @@ export class Leases {
       } else {
         // A live slice asked again is kept for another lifetime.
         if (sentAt < s.deadline) s.deadline = sentAt + ttlMs;
-        if (unit(a.remaining) <= 0 || left(s, now) <= 0) s.retryAt = a.holders === 0 && s.end !== Infinity ? s.end : now + OPEN_RETRY_MS;
+        // Until the window ends only when nothing is left of it and nobody holds any (nothing can
+        // come back before); a call that needed more than is left leaves room for smaller ones.
+        if (unit(a.remaining) <= 0 || left(s, now) <= 0) s.retryAt = unit(a.remaining) <= 0 && a.holders === 0 && s.end !== Infinity ? s.end : now + OPEN_RETRY_MS;
+        s.leftAtService = unit(a.remaining);
       }
       if (unit(a.added) < want) full = false;
     });
@@ -1196,7 +1203,10 @@ export class Leases {
         slices.delete(s.key);
         continue;
       }
-      if (sentAt < s.retryAt || sentAt < s.unlimitedUntil) continue;
+      if (sentAt < s.unlimitedUntil) continue;
+      // Held back after a refusal, unless a waiting call needs no more than the service had left.
+      const need = needs.get(s.key) ?? 0;
+      if (sentAt < s.retryAt && !(need > 0 && need <= s.leftAtService)) continue;
       const cap = capOf(s);
       if (cap === null) continue;
       const w = this.asked(b, s, needs.get(s.key) ?? 0, waiting, renew || sentAt >= s.deadline - this.renewMargin(b), sentAt, cap);
@@ -1436,7 +1446,8 @@ function windowsExhausted(slices: Map<string, WindowSlice>, needs: readonly Wind
     const s = slices.get(w.key);
     if (s === undefined || now >= s.retryAt) continue;
     const l = left(s);
-    if (l <= 0 || (w.whole && l < w.amount)) return true;
+    // Refused without asking only when what the service had left cannot cover the call either.
+    if ((l <= 0 || (w.whole && l < w.amount)) && (s.leftAtService <= 0 || (w.whole && s.leftAtService < w.amount))) return true;
   }
   return false;
 }

@@ -332,4 +332,32 @@ t("a service that does not lease windows yet (422 on the field): windows are kep
   await m.shutdown();
 });
 
+t("a window refused for a large call still serves a smaller one, and a larger limit lifts the refusal before the window ends", async (ctx) => {
+  const plan = await ctx.api.post("/config/plans", {
+    plans: [{ name: `daily-${Date.now()}`, limits: [{ name: "daily", metric: "spend", max: 5, window: "day" }], cost_rates: { m: { input: 1, output: 1 } }, pre_call_estimate: true, pre_call_buffer_tokens: 1000 }],
+  });
+  const planId = plan.body.plans[0].id;
+  const user = `u-window-${Date.now()}`;
+  await ctx.api.post("/users", { external_user_id: user });
+  await ctx.api.post(`/users/${user}/subscription`, { plan_id: planId });
+  const { m } = await setup(ctx);
+  // $3.50 of the day's $5.00 spent, nothing held: a call estimated at $3.00 is refused.
+  const spent = await m.reserve(user, { model: "m", input_tokens: 3000 });
+  commitNow(spent, { input_tokens: 2500, output_tokens: 1000 });
+  await m.flush();
+  await m.shutdown();
+  const { m: next } = await setup(ctx, { refreshIntervalMs: 60_000 });
+  const big = await rejects(() => next.reserve(user, { model: "m", input_tokens: 2000 }), LimitExceededError);
+  assert.is((big as LimitExceededError).result.gate_reason, "limit:daily");
+  // One estimated at $1.00 fits what is left.
+  commitNow(await next.reserve(user, { model: "m", input_tokens: 0 }), { input_tokens: 0, output_tokens: 100 });
+  // The limit raised: the larger call runs once the change reaches the client, not at midnight.
+  await ctx.api.patch(`/config/plans/${planId}`, { limits: [{ name: "daily", metric: "spend", max: 50, window: "day" }] });
+  await eventually(async () => {
+    commitNow(await next.reserve(user, { model: "m", input_tokens: 2000 }), { input_tokens: 2000, output_tokens: 100 });
+    return true;
+  }, 30_000, "the larger call to run under the raised limit");
+  await next.shutdown();
+});
+
 t.run();

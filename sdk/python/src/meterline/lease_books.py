@@ -114,7 +114,7 @@ class Slice:
 class WindowSlice(Slice):
     """A slice of one window of a plan limit (amounts in the limit's unit: nano-dollars, tokens, requests)."""
 
-    __slots__ = ("deadline", "dimension", "end", "key", "retry_at", "start", "unlimited_until")
+    __slots__ = ("deadline", "dimension", "end", "key", "left_at_service", "retry_at", "start", "unlimited_until")
 
     def __init__(self, w: WindowNeed) -> None:
         super().__init__(None)
@@ -126,6 +126,9 @@ class WindowSlice(Slice):
         self.deadline = 0.0
         # No request asks for this window before then (the service had nothing left of it).
         self.retry_at = 0.0
+        # What the service had left of the window for others when it last refused more (the slice's unit): a
+        # smaller call may still ask.
+        self.left_at_service = math.inf
         # Until then the service said the plan has no limit of this dimension.
         self.unlimited_until = 0.0
 

@@ -66,7 +66,10 @@ def window_asks(
         if s.end <= now:
             del slices[key]
             continue
-        if now < s.retry_at or now < s.unlimited_until:
+        if now < s.unlimited_until:
+            continue
+        # Held back after a refusal, unless the waiting call needs no more than the service had left.
+        if now < s.retry_at and not 0 < window_need(needs, s) <= s.left_at_service:
             continue
         top = cap_of(s.dimension)
         if top is None:
@@ -128,9 +131,13 @@ def windows_granted(
             # A live slice asked again is kept for another lifetime.
             if sent_at < s.deadline:
                 s.deadline = sent_at + ttl
-            if s.unit_of(float(answer.get("remaining") or 0)) <= 0 or balance(b, s, now) <= 0:
+            remaining = s.unit_of(float(answer.get("remaining") or 0))
+            if remaining <= 0 or balance(b, s, now) <= 0:
+                # Until the window ends only when nothing is left of it and nobody holds any (nothing can come back
+                # before); a call that needed more than is left leaves room for smaller ones.
                 holders = int(answer.get("holders") or 0)
-                s.retry_at = s.end if holders == 0 and s.end != math.inf else now + OPEN_RETRY
+                s.retry_at = s.end if remaining <= 0 and holders == 0 and s.end != math.inf else now + OPEN_RETRY
+            s.left_at_service = remaining
         if added < a.want:
             full = False
     return ok, full

@@ -285,6 +285,9 @@ class Leases(LeaseRequests):
             if b is not None:
                 b.epoch += 1
                 b.unlimited_until = 0.0
+                # A window refused under the old limits may have room under the new ones.
+                for s in (*b.windows.values(), *b.member_windows.values()):
+                    s.retry_at = 0.0
 
     def release_all(self, timeout: float) -> Flow[None]:
         deadline = time.monotonic() + timeout
@@ -503,7 +506,10 @@ def _exhausted(b: Book | TeamBook, slices: dict[str, WindowSlice], needs: tuple[
         if s is None or now >= s.retry_at:
             continue
         left = balance(b, s, now)
-        if left <= 0 or (w.whole and left < w.amount):
+        # Refused without asking only when what the service had left cannot cover the call either.
+        if (left <= 0 or (w.whole and left < w.amount)) and (
+            s.left_at_service <= 0 or (w.whole and s.left_at_service < w.amount)
+        ):
             return True
     return False
 
