@@ -73,7 +73,16 @@ export interface CreditAccountDoc {
   version: number;
   ops: Record<string, LedgerOp>;
   notices: Record<string, Notice>;
+  /**
+   * Grants that left the account (final, their records written), by encoded grant id, with when
+   * (ms); kept a day. A request that read a grant's record before it was made final finds it here
+   * and neither adds it again nor pays with it (grants.ts).
+   */
+  gone?: Record<string, number>;
 }
+
+/** How long an account remembers a grant that left it: far longer than any request that read its record before. */
+const GONE_KEPT_MS = 86_400_000;
 
 export function accountId(productId: string, owner: string): string {
   return `${productId}|${owner}`;
@@ -112,6 +121,11 @@ export function emptyAccount(productId: string, owner: string): CreditAccountDoc
     ops: {},
     notices: {},
   };
+}
+
+/** Whether the grant (encoded id) left the account lately (CreditAccountDoc.gone). */
+export function grantGone(a: CreditAccountDoc, key: string): boolean {
+  return own(a.gone, key) !== undefined;
 }
 
 /** What one billing period needs from credits now. */
@@ -229,7 +243,10 @@ export class AccountChange {
       if (!g.final || this.finalsNow.has(key)) continue;
       out.finals.push(g);
       delete this.doc.grants[key];
+      this.doc.gone ??= {};
+      setOwn(this.doc.gone, key, this.t);
     }
+    for (const [key, at] of Object.entries(this.doc.gone ?? {})) if (at < this.t - GONE_KEPT_MS) delete this.doc.gone![key];
     if (out.ops.length + out.notices.length + out.finals.length > 0) this.changed = true;
     return out;
   }

@@ -10,7 +10,7 @@ import { toDollars, toNano } from "@meter/rules";
 import { own } from "@meter/lib/own";
 import { encodeKey } from "../domain/field-keys.ts";
 import { MAX_LIVE_GRANTS, hourOf, type GrantKind } from "./allocate.ts";
-import { accountId, type CreditAccountDoc } from "./account.ts";
+import { accountId, grantGone, type CreditAccountDoc } from "./account.ts";
 import { crossingsClosedBefore } from "../domain/retention-policy.ts";
 import { changeAccounts, type CreditDeps } from "./settle.ts";
 import { grantRecordId, isGrantOf, type GrantRecordDoc } from "./store.ts";
@@ -167,7 +167,8 @@ export async function addGrant(
     new Map([[id, { productId, owner, ...plan }]]),
     (_, c) => {
       refused = false;
-      if (own(c.doc.grants, encodeKey(record.grant_id))) return;
+      // Held, or already left the account (made final after this request read the record): added once.
+      if (own(c.doc.grants, encodeKey(record.grant_id)) || grantGone(c.doc, encodeKey(record.grant_id))) return;
       const live = Object.values(c.doc.grants).filter((g) => !g.final);
       if (live.length >= MAX_LIVE_GRANTS) {
         refused = `at most ${MAX_LIVE_GRANTS} live grants per owner (pending or active); void or wait for some to be spent or expire`;
@@ -214,6 +215,8 @@ export async function voidGrant(
     new Map([[id, { productId, owner, ...plan }]]),
     (_, c) => {
       const key = encodeKey(grantId);
+      // Made final after this request read the record: nothing left to void.
+      if (grantGone(c.doc, key)) return;
       // A grant recorded by a request cut off before its account took it: taken, then voided.
       if (!own(c.doc.grants, key)) c.addGrant(stateOf(record), cut);
       c.voidGrant(grantId);
