@@ -183,7 +183,8 @@ export async function addGrant(
     },
   );
   if (refused) {
-    if (created) await deps.credits.deleteGrant(record._id);
+    // Listed above, but never taken: out of the listing again (refused ids took the newest places of the listing).
+    if (created) await Promise.all([deps.credits.deleteGrant(record._id), deps.credits.unindexGrant(productId, owner, record.grant_id)]);
     throw rpcError.conflict(refused);
   }
   const account = after.get(id) ?? null;

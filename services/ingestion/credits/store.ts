@@ -201,6 +201,11 @@ export class CreditStore extends DbStore {
     await upsertRetrying(() => this.index.updateOne({ _id: `${productId}|${owner}` }, { $addToSet: { grants: grantId } }, { upsert: true }));
   }
 
+  /** Takes a grant id out of the owner's index again (a grant refused after it was listed). */
+  async unindexGrant(productId: string, owner: string, grantId: string): Promise<void> {
+    await this.index.updateOne({ _id: `${productId}|${owner}` }, { $pull: { grants: grantId } });
+  }
+
   /**
    * Has the expiry sweep look at an account in the hour of `at` (and the cursor no later than that
    * hour): written before the grant, so a grant the account holds is always found at its expiry.

@@ -73,7 +73,7 @@ t("refuses what it cannot take with INVALID_ARGUMENT and says why; unknown users
   }
 });
 
-t("live grants hold at most $2,000,000 in all, so a balance stays exact to the nano-dollar: past it ABORTED (409), and the grant is not kept", async ({ stack, ingestion }) => {
+t("live grants hold at most $2,000,000 in all, so a balance stays exact to the nano-dollar: past it ABORTED (409), and the grant is not kept", async ({ stack, ingestion, mongo }) => {
   const { productId, userId } = await productWithUser(stack, PREPAID);
   await ingestion.createCreditGrant({ productId, userId, grantId: "a", amount: 1_000_000 });
   await ingestion.createCreditGrant({ productId, userId, grantId: "b", amount: 999_999.999999999 });
@@ -82,6 +82,8 @@ t("live grants hold at most $2,000,000 in all, so a balance stays exact to the n
   assert.match(over!.rawMessage, /live grants may hold at most \$2000000 in all .*bring them to \$2000000.000000001/);
   const credits = await ingestion.getCredits({ productId, userId });
   assert.equal([credits.balance, credits.grants.map((g) => g.id).sort()], [1_999_999.999999999, ["a", "b"]]);
+  const index = await mongo.db(`${stack.dbPrefix}_ingestion`).collection<{ _id: string; grants: string[] }>("credit_index").findOne({ _id: `${productId}|user:${userId}` });
+  assert.equal(index?.grants.sort(), ["a", "b"], "the refused id is not listed");
   // The refused id is free again: the same grant, once room was made, is created.
   await ingestion.voidCreditGrant({ productId, userId, grantId: "a" });
   assert.is((await ingestion.createCreditGrant({ productId, userId, grantId: "c", amount: 0.000000002 })).created, true);
