@@ -37,6 +37,14 @@ const KNOWN_DOCS = 10_000;
 const ENDED_DOCS = 10_000;
 
 /**
+ * Ended entries a document may hold before they get a statement of their own (noteEnds): a few
+ * are removed by the document's next update when this process still knows its ends, and are
+ * only passed by when read; a statement each time would double the writes of a process that
+ * writes more documents than it knows the ends of.
+ */
+const ENDED_BEFORE_REMOVAL = 16;
+
+/**
  * Window documents, added to exactly once per job with the guarded single-document update the
  * period counters use (CounterStore): `{_id, "jobs.<job>": {$exists: false}}` + `$inc` +
  * `$set: {"jobs.<job>": 1}`, upserting; a repeated addition finds the guard and changes nothing.
@@ -157,9 +165,9 @@ export class WindowStore {
     for (const doc of docs) {
       const ends = new Map(Object.entries(doc.w ?? {}).map(([k, v]) => [k, Number(v.e)]));
       this.ends.set(doc._id, ends);
-      // Ended already and still there: its update did not know them (removed by the next round).
+      // Ended already and still there: its update did not know them (removed by the next round once they are many).
       const ended = [...ends].filter(([, e]) => e <= now.getTime()).map(([k]) => k);
-      if (ended.length > 0 && this.ended.size < ENDED_DOCS) this.ended.set(doc._id, ended);
+      if (ended.length >= ENDED_BEFORE_REMOVAL && this.ended.size < ENDED_DOCS) this.ended.set(doc._id, ended);
     }
   }
 
