@@ -35,4 +35,18 @@ t("every operation has a unique camelCase operationId", ({ doc }) => {
   assert.is(new Set(ids).size, ids.length, "operationIds are unique");
 });
 
+t("routes an ingest key may not call list 403; those it may call, and public ones, do not", ({ doc }) => {
+  const op = (path: string, method: string) => {
+    const item = doc.paths[`/api/v1${path}`];
+    assert.ok(item, `${path} is in the document`);
+    return item[method];
+  };
+  for (const [path, method] of [["/config/plans", "post"], ["/users", "post"], ["/teams/{team_id}", "get"], ["/products", "get"]] as const) {
+    assert.ok(op(path, method)?.responses?.["403"], `${method.toUpperCase()} ${path} lists 403`);
+  }
+  for (const [path, method] of [["/events/batch", "post"], ["/health", "get"]] as const) {
+    assert.not.ok(op(path, method)?.responses?.["403"], `${method.toUpperCase()} ${path} lists no 403`);
+  }
+});
+
 t.run();

@@ -8,6 +8,7 @@ import { hashPortalToken, looksLikePortalToken } from "@meter/lib/portal-tokens"
 import { dueForRefresh } from "@meter/lib/refresh-ahead";
 import { HttpError } from "../errors.ts";
 import { rpcOptions } from "../rpc-options.ts";
+import { errors } from "../schemas/common.ts";
 
 declare module "fastify" {
   interface FastifyContextConfig {
@@ -181,6 +182,14 @@ export const authPlugin = fp<AuthOptions>(async (app: FastifyInstance, opts) => 
     reply.header("retry-after", String(retryAfter));
     throw new HttpError(429, `too many requests with a missing or invalid API key from this address; retry in ${retryAfter} s`);
   }
+
+  // The OpenAPI document lists 403 wherever the hook below answers it: routes an ingest key may not call.
+  app.addHook("onRoute", (route) => {
+    const config = (route.config ?? {}) as { public?: boolean; ingest?: boolean; portal?: boolean };
+    if (config.public || config.ingest || config.portal || !route.schema) return;
+    const response = (route.schema.response ??= {}) as Record<number, unknown>;
+    response[403] ??= errors(403)[403];
+  });
 
   app.decorateRequest("productId", "");
   app.decorateRequest("portal", null);

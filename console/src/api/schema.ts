@@ -1029,6 +1029,22 @@ export interface operations {
                     };
                 };
             };
+            /** @description The key does not grant access */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
             /** @description Too many requests; retry after `Retry-After` seconds */
             429: {
                 headers: {
@@ -1985,6 +2001,22 @@ export interface operations {
                     };
                 };
             };
+            /** @description The key does not grant access */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
             /** @description Conflicts with the current state (already exists, a limit reached, the last admin key) */
             409: {
                 headers: {
@@ -2388,6 +2420,22 @@ export interface operations {
                     };
                 };
             };
+            /** @description The key does not grant access */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
             /** @description Not found (resources of other products read as not found) */
             404: {
                 headers: {
@@ -2753,6 +2801,22 @@ export interface operations {
                     };
                 };
             };
+            /** @description The key does not grant access */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
             /** @description Conflicts with the current state (already exists, a limit reached, the last admin key) */
             409: {
                 headers: {
@@ -2922,6 +2986,22 @@ export interface operations {
                     };
                 };
             };
+            /** @description The key does not grant access */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
             /** @description Not found (resources of other products read as not found) */
             404: {
                 headers: {
@@ -3058,6 +3138,22 @@ export interface operations {
             };
             /** @description Missing or invalid API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The key does not grant access */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3233,6 +3329,22 @@ export interface operations {
             };
             /** @description Missing or invalid API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The key does not grant access */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3424,6 +3536,22 @@ export interface operations {
                     };
                 };
             };
+            /** @description The key does not grant access */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
             /** @description Too many requests; retry after `Retry-After` seconds */
             429: {
                 headers: {
@@ -3538,6 +3666,22 @@ export interface operations {
             };
             /** @description Missing or invalid API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The key does not grant access */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3723,6 +3867,22 @@ export interface operations {
                     };
                 };
             };
+            /** @description The key does not grant access */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
             /** @description Not found (resources of other products read as not found) */
             404: {
                 headers: {
@@ -3861,6 +4021,22 @@ export interface operations {
             };
             /** @description Missing or invalid API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The key does not grant access */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4038,6 +4214,22 @@ export interface operations {
             };
             /** @description Missing or invalid API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The key does not grant access */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5402,6 +5594,22 @@ export interface operations {
             };
             /** @description Missing or invalid API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The key does not grant access */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8057,6 +8265,22 @@ export interface operations {
                     };
                 };
             };
+            /** @description The key does not grant access */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
             /** @description Too many requests; retry after `Retry-After` seconds */
             429: {
                 headers: {
@@ -8167,6 +8391,22 @@ export interface operations {
             };
             /** @description Missing or invalid API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The key does not grant access */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8319,6 +8559,22 @@ export interface operations {
                     };
                 };
             };
+            /** @description The key does not grant access */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
             /** @description Not found (resources of other products read as not found) */
             404: {
                 headers: {
@@ -8406,6 +8662,22 @@ export interface operations {
             };
             /** @description Missing or invalid API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The key does not grant access */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8563,6 +8835,22 @@ export interface operations {
                     };
                 };
             };
+            /** @description The key does not grant access */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
             /** @description Not found (resources of other products read as not found) */
             404: {
                 headers: {
@@ -8701,6 +8989,22 @@ export interface operations {
                     };
                 };
             };
+            /** @description The key does not grant access */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
             /** @description Not found (resources of other products read as not found) */
             404: {
                 headers: {
@@ -8794,6 +9098,22 @@ export interface operations {
             };
             /** @description Missing or invalid API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The key does not grant access */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8935,6 +9255,22 @@ export interface operations {
             };
             /** @description Missing or invalid API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The key does not grant access */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9096,6 +9432,22 @@ export interface operations {
                     };
                 };
             };
+            /** @description The key does not grant access */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
             /** @description Not found (resources of other products read as not found) */
             404: {
                 headers: {
@@ -9228,6 +9580,22 @@ export interface operations {
                     };
                 };
             };
+            /** @description The key does not grant access */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
             /** @description Not found (resources of other products read as not found) */
             404: {
                 headers: {
@@ -9342,6 +9710,22 @@ export interface operations {
             };
             /** @description Missing or invalid API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The key does not grant access */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9488,6 +9872,22 @@ export interface operations {
                     };
                 };
             };
+            /** @description The key does not grant access */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
             /** @description Not found (resources of other products read as not found) */
             404: {
                 headers: {
@@ -9606,6 +10006,22 @@ export interface operations {
             };
             /** @description Missing or invalid API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The key does not grant access */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9756,6 +10172,22 @@ export interface operations {
                     };
                 };
             };
+            /** @description The key does not grant access */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
             /** @description Not found (resources of other products read as not found) */
             404: {
                 headers: {
@@ -9868,6 +10300,22 @@ export interface operations {
             };
             /** @description Missing or invalid API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        detail: string;
+                        issues?: {
+                            location: string;
+                            path: string;
+                            message: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description The key does not grant access */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
