@@ -927,13 +927,20 @@ export class Leases {
   }
 
   /**
-   * The lease, or a slice of a window still running, is within its renewal margin of its end or
-   * past it (the service keeps a lease for a grace period after it; a lapsed one is asked anew).
+   * The lease, or a slice the next request would ask for (a window still running, not held back,
+   * still limited), is within its renewal margin of its end. Only before the end: an answer moves
+   * it on, and once past it nothing asks again each tick (the service keeps a lease for a grace
+   * period, and a lapsed one is asked anew by the next call).
    */
   private nearsEnd(b: Book, now: number): boolean {
     const margin = this.renewMargin(b);
-    const near = (s: WindowSlice) => s.granted > 0 && now < s.end && now >= s.deadline - margin;
-    return (b.deadline > 0 && now >= b.deadline - margin) || [...b.windows.values(), ...b.memberWindows.values()].some(near);
+    const near = (deadline: number) => deadline > 0 && now < deadline && now >= deadline - margin;
+    const asked = (s: WindowSlice, cap: number | null) => s.granted > 0 && now < s.end && now >= s.retryAt && now >= s.unlimitedUntil && cap !== null && near(s.deadline);
+    return (
+      near(b.deadline) ||
+      [...b.windows.values()].some((s) => asked(s, windowCapOf(b.entry, s.dimension))) ||
+      [...b.memberWindows.values()].some((s) => asked(s, memberWindowCapOf(b.entry, s.dimension)))
+    );
   }
 
   /** No call holds on the team's slices, none asks for them, and one holds something unused. */

@@ -1,5 +1,6 @@
-// A lease outlasting its lifetime under a call that runs on: its holder asks again and keeps
-// what it holds, even when nothing more can be granted, so no other holder is granted it.
+// A lease outlasting its lifetime under a call that runs on: its holder renews it (asking no
+// need) and keeps what it holds, even when nothing more can be granted, so no other holder is
+// granted it; a call's need refused renews nothing.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { dimensionKey } from "@meter/rules";
@@ -39,6 +40,19 @@ t("the same for a window's slice", async ({ stack, ingestion }) => {
   assert.is((await ask("h1", 10, 10)).lease!.windows[0]!.added, 10);
   await keepAsking(async () => assert.is((await ask("h1", 0, 5)).lease!.windows[0]!.added, 0));
   assert.is((await ask("h2", 1, 1)).lease!.windows[0]!.added, 0, "the first holder's ten requests are still held");
+});
+
+t("a call's need refused renews nothing: what the holder keeps unused goes back when its lease lapses", async ({ stack, ingestion }) => {
+  const { productId, userId } = await productWithUser(stack, { max_spend_per_period: 1 });
+  const granted = Date.now();
+  assert.is((await ingestion.acquireLease({ productId, userId, holder: "h1", need: 0.6, want: 0.6, ttlMs: BigInt(TTL_MS) })).lease!.added, 0.6);
+  // Before the lease ends, a call needs more than is free (0.4): refused, the lease not renewed.
+  await new Promise((r) => setTimeout(r, Math.max(0, granted + TTL_MS - 300 - Date.now())));
+  assert.is((await ingestion.acquireLease({ productId, userId, holder: "h1", need: 0.5, want: 0.5, ttlMs: BigInt(TTL_MS) })).lease!.added, 0);
+  // Past the first lifetime and its grace, within the lifetime a renewal would have given.
+  await new Promise((r) => setTimeout(r, Math.max(0, granted + TTL_MS + GRACE_MS + 200 - Date.now())));
+  const other = await ingestion.acquireLease({ productId, userId, holder: "h2", need: 0.8, want: 0.8, ttlMs: BigInt(TTL_MS) });
+  assert.is(other.lease!.added, 0.8, "the first holder's unused 0.6 went back");
 });
 
 t.run();

@@ -167,8 +167,10 @@ export function planGroup(doc: LeasedCounter, group: readonly Pending[]): { outc
     );
     if (grants.every((g) => g.added === 0)) {
       // Nothing more, but a live lease's holder still holds what it was granted for calls that
-      // run on (a call outlasting the lifetime): asking again keeps it from lapsing under them.
-      if (mine === undefined || !isLive(mine, now, a.graceMs)) return { view: { grants, lease: mine ?? { granted: 0, spent: 0 } } };
+      // run on (a call outlasting the lifetime): a renewal (asking no need) keeps it from
+      // lapsing under them. A call's refused need renews nothing: what the holder keeps unused
+      // goes back when the lease lapses, as before.
+      if (mine === undefined || !isLive(mine, now, a.graceMs) || a.asks.some((ask) => ask.need > 0)) return { view: { grants, lease: mine ?? { granted: 0, spent: 0 } } };
       const expires_at = new Date(now + a.ttlMs);
       set[`leases.${a.holder}.expires_at`] = expires_at;
       written.add(a.holder);

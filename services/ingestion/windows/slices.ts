@@ -120,8 +120,12 @@ export function planSlices(
     return { ...g, slice: { granted: base + g.added, spent, ...(a.end === null ? {} : { e: a.end }) } };
   });
   // Nothing more, but a live lease's slices stay held for the calls that run on them (a call
-  // outlasting the lifetime): asking again keeps them from lapsing.
-  if (grants.every((g) => g.added === 0)) return { grants, update: mineLive ? { $set: { [`leases.${holder}.expires_at`]: new Date(now + ttlMs) }, $inc: { version: 1 } } : null };
+  // outlasting the lifetime): a renewal (asking no need) keeps them from lapsing; a refused
+  // need renews nothing.
+  if (grants.every((g) => g.added === 0)) {
+    const renewal = mineLive && asks.every((a) => a.need === 0);
+    return { grants, update: renewal ? { $set: { [`leases.${holder}.expires_at`]: new Date(now + ttlMs) }, $inc: { version: 1 } } : null };
+  }
   const set: Record<string, unknown> = { [`leases.${holder}.expires_at`]: new Date(now + ttlMs) };
   // spent is only ever $inc'ed (settlements run beside this write); +0 creates it.
   const inc: Record<string, number> = { version: 1 };

@@ -25,6 +25,7 @@ from .lease_books import (
     WindowSlice,
     finished,
     leased_team,
+    member_window_cap_of,
     member_window_needs,
     refusal,
     renewing,
@@ -32,6 +33,7 @@ from .lease_books import (
     team_refusal,
     team_token_refusal,
     team_window_needs,
+    window_cap_of,
     window_needs,
     window_refusal,
 )
@@ -337,13 +339,24 @@ class Leases(LeaseRequests):
                 yield from self._release(via, None)
 
     def _nears_end(self, b: Book, now: float) -> bool:
-        """The lease, or a slice of a window still running, is within its renewal margin of its end or past it."""
+        """The lease, or a slice the next request would ask for (a window still running, not held back, still
+        limited), is within its renewal margin of its end. Only before the end: an answer moves it on, and once past
+        it nothing asks again each tick (the service keeps a lease for a grace period, and a lapsed one is asked
+        anew by the next call)."""
         margin = renew_margin(b, self.settings.ttl)
-        # Past its end too: the service keeps a lease for a grace period after it (and a lapsed one is asked anew).
-        if b.deadline > 0 and now >= b.deadline - margin:
-            return True
-        slices = (*b.windows.values(), *b.member_windows.values())
-        return any(s.granted > 0 and now < s.end and now >= s.deadline - margin for s in slices)
+
+        def near(deadline: float) -> bool:
+            return deadline > 0 and deadline - margin <= now < deadline
+
+        def asked(s: WindowSlice, cap: float | None) -> bool:
+            held = now >= s.retry_at and now >= s.unlimited_until
+            return s.granted > 0 and now < s.end and held and cap is not None and near(s.deadline)
+
+        return (
+            near(b.deadline)
+            or any(asked(s, window_cap_of(b.entry, s.dimension)) for s in b.windows.values())
+            or any(asked(s, member_window_cap_of(b.entry, s.dimension)) for s in b.member_windows.values())
+        )
 
     def _team_idle(self, tb: TeamBook) -> bool:
         """No call holds on the team's slices, none asks for them, and one holds something unused."""
