@@ -24,6 +24,11 @@ export interface RoundRequest<D> {
 /** The deltas of a request's kind. */
 type Delta<R extends RoundRequest<{ id: string }>> = R["deltas"][number];
 
+/** The time a round's statements are written as of: its earliest request's (nothing counts in a window that ended for any of them). */
+export function roundTime(requests: readonly RoundRequest<unknown>[]): Date {
+  return new Date(Math.min(...requests.map((r) => r.now.getTime())));
+}
+
 /**
  * Writes one round. `write` gets every document's additions (one statement each); a statement
  * that finds one of its jobs already added collides on `_id`, and then each job's deltas go
@@ -37,7 +42,7 @@ export async function writeRound<R extends RoundRequest<{ id: string }>>(
   write: (documents: Addition<Delta<R>>[][], now: Date) => Promise<void>,
   alone: (r: R, now: Date) => Promise<unknown>,
 ): Promise<void> {
-  const now = new Date(Math.min(...requests.map((r) => r.now.getTime())));
+  const now = roundTime(requests);
   const jobs = new Set<string>();
   const repeats = new Set(requests.filter((r) => jobs.size === jobs.add(r.jobId).size));
   const firsts = requests.filter((r) => !repeats.has(r));

@@ -3,7 +3,7 @@ import { LRUCache } from "lru-cache";
 import pMap from "p-map";
 import { GroupCommit } from "@meter/lib/group-commit";
 import { findByIds } from "@meter/lib/mongo";
-import { guardOf, writeAlone, writeRound, writeStatements, type Addition, type RoundRequest } from "../store/rounds.ts";
+import { guardOf, roundTime, writeAlone, writeRound, writeStatements, type Addition, type RoundRequest } from "../store/rounds.ts";
 import { UPDATES_IN_FLIGHT, wide } from "../store/counters.ts";
 import type { WindowDelta } from "./shares.ts";
 import type { WindowLeaseEntry } from "./slices.ts";
@@ -104,7 +104,7 @@ export class WindowStore {
     );
     const written = [...new Set(requests.flatMap((r) => r.deltas.map((d) => d.id)))];
     await this.removeEnded(new Set(written));
-    await this.noteEnds(written, new Date(Math.min(...requests.map((r) => r.now.getTime()))));
+    await this.noteEnds(written, roundTime(requests));
     return requests.map(() => undefined);
   }
 
