@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import time
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -41,7 +40,7 @@ from .lease_requests import LeaseRequests
 from .lease_sizing import balance, low, renew_at, renew_margin
 from .lease_windows import OPEN_RETRY
 from .money import add_dollars
-from .periods import iso
+from .periods import iso, parse_time
 from .reservation import NO_WINDOWS, ReservationAmount, WindowNeed
 from .types import GuardResult
 
@@ -551,7 +550,7 @@ def _lifts_last(refused: list[GuardResult]) -> GuardResult | None:
     last: GuardResult | None = None
     last_at = 0.0
     for r in refused:
-        at = math.inf if r.resets_at is None else datetime.fromisoformat(r.resets_at.replace("Z", "+00:00")).timestamp()
+        at = math.inf if r.resets_at is None else parse_time(r.resets_at)
         if last is None or at > last_at:
             last, last_at = r, at
     return last
