@@ -162,7 +162,7 @@ t("a rolling window releases spend as it ages out; calendar windows hold theirs 
   near(l["limit:daily"].used, 0.01, "a new day");
   assert.is(l["limit:daily"].window_start, iso(NEXT_MIDNIGHT));
   near(l["limit:monthly"].used, 0.56, "the month goes on");
-  const doc = await db.collection("windows").findOne({ _id: `${productId}|${user}` as never });
+  const doc = await db.collection("counters").findOne({ _id: `${productId}|w|${user}` as never });
   const ends = Object.values((doc as unknown as { w: Record<string, { e: number }> }).w).map((v) => Number(v.e));
   assert.is(ends.length, 4, "one entry per window: the day, the month, one bucket, the minute");
   for (const e of ends) assert.ok(e > clock, "no entry of an ended window or aged-out bucket is kept");

@@ -32,6 +32,7 @@ import { outboxes } from "./relay/handover.ts";
 import { Relay } from "./relay/outbox.ts";
 import { CounterStore } from "./store/counters.ts";
 import { WindowStore, type WindowDoc } from "./windows/store.ts";
+import { WindowDocMove, type StoredBefore } from "./windows/move.ts";
 import { WindowLeaseStore, emptyWindowDoc } from "./windows/lease-store.ts";
 import { CrossingStore } from "./thresholds/store.ts";
 import { GateEventStore } from "./store/gate-events.ts";
@@ -112,7 +113,10 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
   const idlePollMaxMs = opts.idlePollMaxMs ?? 30_000;
   const scheduler = new JobScheduler(opts.db, opts.logger, idlePollMaxMs, "ingestion");
   await Promise.all([counters.init(), crossings.init(), scheduler.init()]);
-  const windows = new WindowStore(opts.db);
+  const now = opts.now ?? (() => new Date());
+  // Users' window documents moved into "counters" (windows/move.ts): those of earlier versions follow.
+  const windowMove = new WindowDocMove(opts.db.collection<StoredBefore>("windows"), opts.db.collection<WindowDoc>("counters"), now, opts.logger);
+  const windows = new WindowStore(opts.db, "counters", "user_id", windowMove);
   const teamCounters = new CounterStore(opts.db, "team_counters", "team_id");
   const teamWindows = new WindowStore(opts.db, "team_windows", "team_id");
   const deps: IngestionDeps = {
@@ -135,7 +139,7 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
     limits: { maxBatchEvents: opts.maxBatchEvents ?? MAX_BATCH_EVENTS },
     recoveryAfterMs: opts.recoveryAfterMs ?? 60_000,
     lateChangeWindowMs,
-    now: opts.now ?? (() => new Date()),
+    now,
     recovering: new Map(),
     scheduler,
     kickRelay: () => kickRelay(deps),
@@ -144,7 +148,7 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
       ttlMs: opts.leaseTtlMs ?? 60_000,
       graceMs: opts.leaseGraceMs ?? 30_000,
       store: new LeaseStore(counters.counters),
-      windows: new WindowLeaseStore(windows.windows),
+      windows: new WindowLeaseStore(windows.windows, emptyWindowDoc(), windowMove),
       teams: new LeaseStore(teamCounters.counters, "team_id"),
       teamWindows: new WindowLeaseStore(teamWindows.windows, emptyWindowDoc("team_id")),
       // A team's windows within its period are counted in its period counter (teams/count.ts), their slices beside them.
@@ -221,6 +225,7 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
     },
     healthy: () => pingDb(opts.db),
     async start() {
+      windowMove.start();
       await scheduler.start();
       // Below 50 ms the relay's polls would starve writers.
       await scheduleRelay(deps, Math.max(relayIntervalMs, 50), idlePollMaxMs);
@@ -229,6 +234,7 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
       if (lateChangeWindowMs > 0) await scheduleLateChanges(deps, idlePollMaxMs);
     },
     async stop() {
+      windowMove.stop();
       relay.halt();
       await scheduler.stop(5_000);
     },

@@ -7,8 +7,9 @@ import { attribute, attributeTeam } from "../domain/attribution.ts";
 import { counterId } from "../domain/counter-ids.ts";
 import { catchUp } from "../late-changes/follow.ts";
 import { requireUser } from "./common.ts";
+import { readUserDocuments, type UserDocuments } from "./user-documents.ts";
 import { dimensions } from "../windows/dimensions.ts";
-import { windowDocId } from "../windows/shares.ts";
+import { teamWindowDocId, userWindowDocId } from "../windows/shares.ts";
 import { creditsInForce, sessionCredits } from "../credits/view.ts";
 import { hasScope, ownCapWithPool, readTeam, sessionTeam, teamLimits, type EarlyTeamReads } from "../teams/view.ts";
 import { currentUsage, planConfig } from "./plan-config.ts";
@@ -42,10 +43,10 @@ class CounterGuess {
 }
 
 /**
- * The session bootstrap: one call to the plans service and, beside it, one counter document
- * read (a second one after it when the guess was wrong); then, in parallel, the credits, the
- * window document and the member's team's counter and window document, each by `_id`, when the
- * plans in force have them. sdk_enabled is true when a plan is in
+ * The session bootstrap: one call to the plans service and, beside it, one read of the user's
+ * counter and window document (one command: readUserDocuments; a second one after it when the
+ * guess was wrong); then, in parallel, the credits and the member's team's counter and window
+ * document, each by `_id`, when the plans in force have them. sdk_enabled is true when a plan is in
  * force for the user, i.e. the client library must enforce plan_config; false means no plan:
  * permissive defaults, meter but never gate.
  */
@@ -59,11 +60,12 @@ export function getSession(deps: IngestionDeps): ServiceImpl<typeof IngestionSer
   const windowed = new LRUCache<string, boolean>({ max: 10_000 });
   return async (req) => {
     const productId = req.productId;
-    const guess = guesses.guess(productId, req.userId);
-    const early = guess ? deps.counters.get(guess) : undefined;
-    // The window document is read beside the lookup too, when the product's plans have limits.
-    const windowsId = windowDocId(productId, req.userId);
-    const earlyWindows = windowed.get(productId) ? deps.windows.get(windowsId) : undefined;
+    const guess = guesses.guess(productId, req.userId) ?? null;
+    // The window document is read beside the lookup too, when the product's plans have limits:
+    // with the counter, one command (readUserDocuments).
+    const windowsId = userWindowDocId(productId, req.userId);
+    const earlyWindows = windowed.get(productId) === true;
+    const early = readUserDocuments(deps, guess, earlyWindows ? windowsId : null);
     const teamGuess = teamGuesses.get(`${productId}\n${req.userId}`);
     const earlyTeam: EarlyTeamReads | undefined = teamGuess && {
       ...teamGuess,
@@ -71,8 +73,7 @@ export function getSession(deps: IngestionDeps): ServiceImpl<typeof IngestionSer
       windows: teamGuess.windowsId ? deps.teamWindows.get(teamGuess.windowsId) : null,
     };
     // Settled here so that an unknown user (requireUser throws) leaves no rejection unhandled.
-    early?.catch(() => {});
-    earlyWindows?.catch(() => {});
+    early.catch(() => {});
     earlyTeam?.counter.catch(() => {});
     earlyTeam?.windows?.catch(() => {});
     const user = await requireUser(deps, productId, req.userId);
@@ -84,19 +85,22 @@ export function getSession(deps: IngestionDeps): ServiceImpl<typeof IngestionSer
     const creditsRead = creditsInForce(deps.credits, productId, req.userId, a.plan, a.period.start, now);
     creditsRead.catch(() => {});
     const teamRead = readTeam(deps, productId, ta, now, earlyTeam);
-    if (ta) teamGuesses.set(`${productId}\n${req.userId}`, { counterId: ta.counterId, windowsId: hasScope(ta, "team") ? windowDocId(productId, ta.team.id) : null });
+    if (ta) teamGuesses.set(`${productId}\n${req.userId}`, { counterId: ta.counterId, windowsId: hasScope(ta, "team") ? teamWindowDocId(productId, ta.team.id) : null });
     else if (teamGuess) teamGuesses.delete(`${productId}\n${req.userId}`);
     teamRead.catch(() => {});
     const plan = a.plan;
     // The user's window document holds its own plan's limits and its team plan's member-scope ones.
     const hasLimits = (plan?.limits.length ?? 0) > 0 || hasScope(ta, "member");
     windowed.set(productId, hasLimits);
-    const windowsRead = !hasLimits ? null : earlyWindows ?? deps.windows.get(windowsId);
-    windowsRead?.catch(() => {});
-    const counter = a.counterId === guess && !moved ? await early! : await deps.counters.get(a.counterId);
-    const credits = await creditsRead;
+    const counterKnown = a.counterId === guess && !moved;
+    const rest = readUserDocuments(deps, counterKnown ? null : a.counterId, hasLimits && !earlyWindows ? windowsId : null);
+    rest.catch(() => {});
+    // A wrong guess alone is not waited for.
+    const [first, then, credits] = await Promise.all([counterKnown || earlyWindows ? early : ({} as UserDocuments), rest, creditsRead]);
     guesses.remember(productId, req.userId, a.counterId, a.period.start);
-    const [windows, team] = await Promise.all([windowsRead, teamRead]);
+    const counter = (counterKnown ? first.counter : then.counter) ?? null;
+    const windows = !hasLimits ? null : ((earlyWindows ? first.windows : then.windows) ?? null);
+    const team = await teamRead;
     return {
       userId: req.userId,
       serviceUserId: user.id,
@@ -107,7 +111,7 @@ export function getSession(deps: IngestionDeps): ServiceImpl<typeof IngestionSer
       planConfig: planConfig(plan),
       currentUsage: currentUsage(counter),
       billingPeriod: { start: toTimestamp(a.period.start), end: toTimestamp(a.period.end) },
-      limits: [...dimensions(plan, a.period, counter ?? null, windows, now, ownCapWithPool(credits?.cap, team)), ...teamLimits(team, windows, now)],
+      limits: [...dimensions(plan, a.period, counter, windows, now, ownCapWithPool(credits?.cap, team)), ...teamLimits(team, windows, now)],
       credits: credits ? sessionCredits(credits.view, plan?.creditsLowAt) : undefined,
       team: team ? sessionTeam(team) : undefined,
     };

@@ -9,7 +9,7 @@ import type { SessionTeamSchema } from "@meter/proto/meter/ingestion/v1/ingestio
 import { toTimestamp } from "@meter/lib/time";
 import { teamAt, type TeamAttribution } from "../domain/attribution.ts";
 import type { CounterDoc, CounterStore } from "../store/counters.ts";
-import { windowAt, windowDocId } from "../windows/shares.ts";
+import { teamWindowDocId, windowAt } from "../windows/shares.ts";
 import type { WindowDoc, WindowStore } from "../windows/store.ts";
 import { teamDimensions } from "../windows/dimensions.ts";
 import type { Dimension } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
@@ -51,7 +51,7 @@ export interface EarlyTeamReads {
  */
 export async function readTeam(deps: TeamReadDeps, productId: string, a: TeamAttribution | null, now: Date, early?: EarlyTeamReads): Promise<TeamState | null> {
   if (!a) return null;
-  const windowsId = hasScope(a, "team") ? windowDocId(productId, a.team.id) : null;
+  const windowsId = hasScope(a, "team") ? teamWindowDocId(productId, a.team.id) : null;
   const before = earlierCounterId(productId, a, now);
   const [counter, windows, pool, earlier] = await Promise.all([
     early?.counterId === a.counterId ? early.counter : deps.teamCounters.get(a.counterId),

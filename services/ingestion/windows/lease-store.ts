@@ -4,6 +4,7 @@ import { own } from "@meter/lib/own";
 import { rpcError } from "@meter/lib/errors";
 import { planSlices, type SliceAsk, type SliceGrant, type WindowLeaseEntry } from "./slices.ts";
 import type { WindowDoc } from "./store.ts";
+import type { WindowDocMove } from "./move.ts";
 
 /** Conditional writes tried before a grant gives up (each miss means another writer won). */
 const ATTEMPTS = 50;
@@ -43,14 +44,17 @@ export const emptyWindowDoc =
 export class WindowLeaseStore {
   /**
    * `windows`: the documents counting the windows (any whose `w` holds window counts, as WindowDoc
-   * does, and whose `version` counting bumps); `empty`: the fields of one nothing was counted in yet.
+   * does, and whose `version` counting bumps); `empty`: the fields of one nothing was counted in yet;
+   * `move`: what brings users' documents still kept where earlier versions kept them (windows/move.ts).
    */
   constructor(
     private readonly windows: Collection<WindowDoc>,
     private readonly empty: (ref: SliceDocRef) => Record<string, unknown> = emptyWindowDoc(),
+    private readonly move?: WindowDocMove,
   ) {}
 
   async acquire(id: string, ref: SliceDocRef, r: SliceRequest): Promise<SliceGrant[]> {
+    await this.move?.ensure([id]);
     for (let i = 0; i < ATTEMPTS; i++) {
       const doc = (await this.windows.findOne({ _id: id })) ?? (await this.create(id, ref));
       const leases = doc.leases ?? {};
@@ -70,6 +74,7 @@ export class WindowLeaseStore {
 
   /** Sets each named slice of the holder's lease to what it used in all (in the limit's unit). Null when the document holds no such lease. */
   async release(id: string, holder: string, used: Record<string, number>): Promise<WindowLeaseEntry | null> {
+    await this.move?.ensure([id]);
     const set: Record<string, number> = {};
     for (const [key, n] of Object.entries(used)) set[`leases.${holder}.s.${key}.granted`] = n;
     const doc = await this.windows.findOneAndUpdate(

@@ -7,6 +7,7 @@ import { guardOf, roundTime, writeAlone, writeRound, writeStatements, type Addit
 import { UPDATES_IN_FLIGHT, wide } from "../store/counters.ts";
 import type { WindowDelta } from "./shares.ts";
 import type { WindowLeaseEntry } from "./slices.ts";
+import type { WindowDocMove } from "./move.ts";
 
 /**
  * One user's window counters (the plan's `limits`): entries keyed by windowField, each the
@@ -60,25 +61,43 @@ export class WindowStore {
   /** Additions of concurrent jobs, written together (add). */
   private readonly rounds = new GroupCommit<WindowAddRequest, void>((requests) => this.addRound(requests));
 
-  /** `collection` "windows" holds users' documents; teams' are kept apart in "team_windows" (`owner` "team_id"). */
+  /**
+   * Users' documents are kept in "counters" beside their period counters (userWindowDocId), where
+   * `move` brings those still in the "windows" collection of earlier versions (windows/move.ts);
+   * teams' are kept apart in "team_windows" (`owner` "team_id").
+   */
   constructor(
     db: Db,
-    collection = "windows",
+    collection = "counters",
     private readonly owner: "user_id" | "team_id" = "user_id",
+    private readonly move?: WindowDocMove,
   ) {
     this.windows = db.collection<WindowDoc>(collection);
   }
 
   /** The window slices of the named leases in a user's document (what a job's usage may settle against). */
   async leasesOf(id: string, leaseIds: readonly string[]): Promise<Record<string, WindowLeaseEntry>> {
+    await this.move?.ensure([id]);
     const projection = Object.fromEntries(leaseIds.map((l) => [`leases.${l}`, 1]));
     const doc = await this.windows.findOne({ _id: id }, { projection });
     return doc?.leases ?? {};
   }
 
   /** A user's window document, or null when nothing was ever counted in a window. */
-  get(id: string): Promise<WindowDoc | null> {
+  async get(id: string): Promise<WindowDoc | null> {
+    await this.move?.ensure([id]);
     return this.windows.findOne({ _id: id });
+  }
+
+  /**
+   * A user's window document and another document of its collection (the user's period
+   * counter, when this store keeps users' documents in "counters"), with one command.
+   */
+  async getWith<T>(id: string, otherId: string): Promise<{ windows: WindowDoc | null; other: T | null }> {
+    await this.move?.ensure([id]);
+    const docs = await findByIds(this.windows, [id, otherId]);
+    const find = (k: string) => docs.find((d) => d._id === k) ?? null;
+    return { windows: find(id), other: find(otherId) as T | null };
   }
 
   /**
@@ -93,6 +112,8 @@ export class WindowStore {
 
   /** One round of additions (store/rounds.ts), then one read of the documents' entries to find those that ended. */
   private async addRound(requests: readonly WindowAddRequest[]): Promise<void[]> {
+    const written = [...new Set(requests.flatMap((r) => r.deltas.map((d) => d.id)))];
+    await this.move?.ensure(written);
     await writeRound(
       requests,
       async (documents, now) => {
@@ -102,7 +123,6 @@ export class WindowStore {
       },
       (r, now) => pMap(r.deltas, (d) => this.addOne(r.jobId, d, now), { concurrency: UPDATES_IN_FLIGHT }),
     );
-    const written = [...new Set(requests.flatMap((r) => r.deltas.map((d) => d.id)))];
     await this.removeEnded(new Set(written));
     await this.noteEnds(written, roundTime(requests));
     return requests.map(() => undefined);
