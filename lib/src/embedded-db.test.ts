@@ -289,6 +289,37 @@ c("a read by _id sees every kind of write made through another client at once", 
   await reads(oid, null, "dropDatabase");
 });
 
+c("a read of a short _id list sees a write to any of its documents at once", async ({ reader, writer }) => {
+  const r = reader.db("listed").collection<Doc>("docs");
+  const w = writer.db("listed").collection<Doc>("docs");
+  /** Reads `ids` twice through the reader (the second from the cache, when kept) and checks both, in _id order. */
+  const reads = async (ids: string[], expected: Doc[], what: string) => {
+    for (let i = 0; i < 2; i++) {
+      const docs = (await r.find({ _id: { $in: ids } }).toArray()).sort((x, y) => String(x._id).localeCompare(String(y._id)));
+      assert.equal(docs, expected, what);
+    }
+  };
+  await reads(["a", "b"], [], "both missing");
+  await w.insertOne({ _id: "a", n: 1 });
+  await reads(["a", "b"], [{ _id: "a", n: 1 }], "insert of the first");
+  await reads(["b", "a"], [{ _id: "a", n: 1 }], "the same list in another order");
+  await w.updateOne({ _id: "b" }, { $set: { n: 2 } }, { upsert: true });
+  await reads(["a", "b"], [{ _id: "a", n: 1 }, { _id: "b", n: 2 }], "upsert of the second");
+  await reads(["b", "a"], [{ _id: "a", n: 1 }, { _id: "b", n: 2 }], "upsert of the second, other order");
+  await reads(["a", "b", "c"], [{ _id: "a", n: 1 }, { _id: "b", n: 2 }], "a longer list");
+  await w.updateOne({ _id: "a" }, { $inc: { n: 1 } });
+  await reads(["a", "b"], [{ _id: "a", n: 2 }, { _id: "b", n: 2 }], "update of one by _id");
+  await reads(["a", "b", "c"], [{ _id: "a", n: 2 }, { _id: "b", n: 2 }], "update of one by _id, the longer list");
+  await w.updateMany({ n: { $gt: 0 } }, { $inc: { n: 10 } });
+  await reads(["a", "b"], [{ _id: "a", n: 12 }, { _id: "b", n: 12 }], "updateMany by another field");
+  await w.insertOne({ _id: "c", n: 3 });
+  await reads(["a", "b", "c"], [{ _id: "a", n: 12 }, { _id: "b", n: 12 }, { _id: "c", n: 3 }], "insert of a third listed");
+  await w.deleteOne({ _id: "b" });
+  await reads(["a", "b"], [{ _id: "a", n: 12 }], "deleteOne");
+  await reads(["a", "b", "c"], [{ _id: "a", n: 12 }, { _id: "c", n: 3 }], "deleteOne, the longer list");
+  assert.equal(await r.findOne({ _id: "a" }), { _id: "a", n: 12 }, "the single read beside the lists");
+});
+
 c("reads racing writes never keep an answer from before a write", async ({ reader, writer }) => {
   const r = reader.db("racing").collection<Doc>("docs");
   const w = writer.db("racing").collection<Doc>("docs");
@@ -297,15 +328,18 @@ c("reads racing writes never keep an answer from before a write", async ({ reade
   // Readers keep asking for every document while the writer changes them.
   const noise = Promise.all(
     Array.from({ length: 4 }, async () => {
-      while (!stop) for (let i = 0; i < 5; i++) await r.findOne({ _id: `d${i}` });
+      while (!stop) for (let i = 0; i < 5; i++) await Promise.all([r.findOne({ _id: `d${i}` }), r.find({ _id: { $in: [`d${i}`, `d${(i + 1) % 5}`] } }).toArray()]);
     }),
   );
+  const listed = async (id: string) => (await r.find({ _id: { $in: [id, "none"] } }).toArray())[0]!.n;
   try {
     for (let n = 1; n <= 100; n++) {
       const id = `d${n % 5}`;
       const before = (await r.findOne({ _id: id }))!.n!;
+      assert.is(await listed(id), before, `${id} read in a list before write ${n}`);
       await w.updateOne({ _id: id }, { $inc: { n: 1 } });
       assert.is((await r.findOne({ _id: id }))!.n, before + 1, `${id} after write ${n}`);
+      assert.is(await listed(id), before + 1, `${id} read in a list after write ${n}`);
     }
     await Promise.all(Array.from({ length: 50 }, () => w.updateOne({ _id: "d0" }, { $inc: { n: 1 } })));
   } finally {

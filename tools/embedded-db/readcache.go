@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -24,48 +25,69 @@ import (
 //   - an answer is kept only if no write to its collection began or ended while the read ran,
 //     so no answer read before a write is kept after it.
 
-// readCache holds answers of `find` by a single _id (a string or an ObjectId), by collection
-// and _id, within a byte budget, least recently used first out.
+// readCache holds answers of `find` by a single _id (a string or an ObjectId), or by a short
+// `$in` list of them (a user's counter and window document, read together), by collection and
+// key (the _id, or the list), within a byte budget, least recently used first out.
 type readCache struct {
 	mu       sync.Mutex
 	maxBytes int
 	bytes    int
-	order    *list.List                          // of *cachedAnswer, most recently used first
-	byNs     map[string]map[string]*list.Element // namespace -> _id -> answer
-	writes   map[string]uint64                   // namespace -> writes begun or ended on it
-	epoch    uint64                              // commands that may change any namespace
+	order    *list.List                                       // of *cachedAnswer, most recently used first
+	byNs     map[string]map[string]*list.Element              // namespace -> key -> answer
+	lists    map[string]map[string]map[*list.Element]struct{} // namespace -> _id -> answers of lists holding it
+	writes   map[string]uint64                                // namespace -> writes begun or ended on it
+	epoch    uint64                                           // commands that may change any namespace
 }
 
 type cachedAnswer struct {
-	ns, id string
-	body   []byte // the OP_MSG after its header: flag bits and sections
+	ns, key string
+	ids     []string // the _ids of a list's answer (nil for one _id, whose key it is)
+	body    []byte   // the OP_MSG after its header: flag bits and sections
 }
 
 // readTicket remembers what a read saw when it began, to tell at its end whether it may be kept.
 type readTicket struct {
-	ns, id        string
+	ns            string
+	ids           []string
 	writes, epoch uint64
 }
 
 func newReadCache(maxBytes int) *readCache {
-	return &readCache{maxBytes: maxBytes, order: list.New(), byNs: map[string]map[string]*list.Element{}, writes: map[string]uint64{}}
+	return &readCache{maxBytes: maxBytes, order: list.New(), byNs: map[string]map[string]*list.Element{}, lists: map[string]map[string]map[*list.Element]struct{}{}, writes: map[string]uint64{}}
 }
 
-// lookup returns the kept answer body of (ns, id), or a ticket for keeping the answer the read
-// is about to get.
-func (c *readCache) lookup(ns, id string) ([]byte, readTicket) {
+// cacheKey names the answer of a read of these _ids: the _id itself for one, else the list in
+// its order, each _id after its length (a NUL cannot start an idKey, so no list's key is an _id's).
+func cacheKey(ids []string) string {
+	if len(ids) == 1 {
+		return ids[0]
+	}
+	var k strings.Builder
+	k.WriteByte(0)
+	for _, id := range ids {
+		k.WriteString(strconv.Itoa(len(id)))
+		k.WriteByte(':')
+		k.WriteString(id)
+	}
+	return k.String()
+}
+
+// lookup returns the kept answer body of a read of (ns, ids), or a ticket for keeping the
+// answer the read is about to get.
+func (c *readCache) lookup(ns string, ids []string) ([]byte, readTicket) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e, ok := c.byNs[ns][id]; ok {
+	if e, ok := c.byNs[ns][cacheKey(ids)]; ok {
 		c.order.MoveToFront(e)
 		return e.Value.(*cachedAnswer).body, readTicket{}
 	}
-	return nil, readTicket{ns: ns, id: id, writes: c.writes[ns], epoch: c.epoch}
+	return nil, readTicket{ns: ns, ids: ids, writes: c.writes[ns], epoch: c.epoch}
 }
 
 // keep stores an answer unless a write to its namespace began, ran or ended since the ticket.
 func (c *readCache) keep(t readTicket, body []byte) {
-	if len(body)+len(t.ns)+len(t.id) > c.maxBytes/64 {
+	key := cacheKey(t.ids)
+	if len(body)+len(t.ns)+len(key) > c.maxBytes/64 {
 		return
 	}
 	c.mu.Lock()
@@ -78,11 +100,27 @@ func (c *readCache) keep(t readTicket, body []byte) {
 		ids = map[string]*list.Element{}
 		c.byNs[t.ns] = ids
 	}
-	if _, ok := ids[t.id]; ok {
+	if _, ok := ids[key]; ok {
 		return
 	}
-	ids[t.id] = c.order.PushFront(&cachedAnswer{ns: t.ns, id: t.id, body: body})
-	c.bytes += len(body) + len(t.ns) + len(t.id)
+	a := &cachedAnswer{ns: t.ns, key: key, body: body}
+	e := c.order.PushFront(a)
+	ids[key] = e
+	if len(t.ids) > 1 {
+		a.ids = t.ids
+		byID := c.lists[t.ns]
+		if byID == nil {
+			byID = map[string]map[*list.Element]struct{}{}
+			c.lists[t.ns] = byID
+		}
+		for _, id := range t.ids {
+			if byID[id] == nil {
+				byID[id] = map[*list.Element]struct{}{}
+			}
+			byID[id][e] = struct{}{}
+		}
+	}
+	c.bytes += len(body) + len(t.ns) + len(key)
 	for c.bytes > c.maxBytes {
 		c.remove(c.order.Back())
 	}
@@ -90,11 +128,20 @@ func (c *readCache) keep(t readTicket, body []byte) {
 
 func (c *readCache) remove(e *list.Element) {
 	a := c.order.Remove(e).(*cachedAnswer)
-	delete(c.byNs[a.ns], a.id)
+	delete(c.byNs[a.ns], a.key)
 	if len(c.byNs[a.ns]) == 0 {
 		delete(c.byNs, a.ns)
 	}
-	c.bytes -= len(a.body) + len(a.ns) + len(a.id)
+	for _, id := range a.ids {
+		delete(c.lists[a.ns][id], e)
+		if len(c.lists[a.ns][id]) == 0 {
+			delete(c.lists[a.ns], id)
+		}
+	}
+	if len(c.lists[a.ns]) == 0 {
+		delete(c.lists, a.ns)
+	}
+	c.bytes -= len(a.body) + len(a.ns) + len(a.key)
 }
 
 // touch forgets what a write may change and marks the namespace written: called when the write
@@ -106,6 +153,7 @@ func (c *readCache) touch(w writeScope) {
 		c.epoch++
 		c.order.Init()
 		c.byNs = map[string]map[string]*list.Element{}
+		c.lists = map[string]map[string]map[*list.Element]struct{}{}
 		c.bytes = 0
 		return
 	}
@@ -119,6 +167,9 @@ func (c *readCache) touch(w writeScope) {
 	}
 	for _, id := range w.ids {
 		if e, ok := ids[id]; ok {
+			c.remove(e)
+		}
+		for e := range c.lists[w.ns][id] {
 			c.remove(e)
 		}
 	}
@@ -177,17 +228,21 @@ func documentSequence(msg []byte, name string) []wirebson.RawDocument {
 	return docs
 }
 
-// cacheableFind returns the namespace and _id of a `find` whose answer depends on nothing but
-// that one document: a filter of exactly {_id: <string or ObjectId>}, no projection, sort,
-// skip, collation or hint, and a batch size (if any) that holds the document.
-func cacheableFind(body *wirebson.Document) (ns, id string, ok bool) {
+// listedIDs is the longest `$in` list whose reads are kept.
+const listedIDs = 8
+
+// cacheableFind returns the namespace and _ids of a `find` whose answer depends on nothing but
+// those documents: a filter of exactly {_id: <string or ObjectId>} or {_id: {$in: [up to
+// listedIDs of them]}}, no projection, sort, skip, collation or hint, and a batch size (if
+// any) of at least one (an answer that does not hold every document is not kept: completeAnswer).
+func cacheableFind(body *wirebson.Document) (ns string, ids []string, ok bool) {
 	if body == nil {
-		return "", "", false
+		return "", nil, false
 	}
 	coll, _ := body.Get("find").(string)
 	db, _ := body.Get("$db").(string)
 	if coll == "" || db == "" {
-		return "", "", false
+		return "", nil, false
 	}
 	for i := 0; i < body.Len(); i++ {
 		name, v := body.GetByIndex(i)
@@ -195,26 +250,59 @@ func cacheableFind(body *wirebson.Document) (ns, id string, ok bool) {
 		case "find", "$db", "lsid", "$clusterTime", "$readPreference", "readConcern", "maxTimeMS", "comment", "limit", "singleBatch", "filter":
 		case "batchSize":
 			if n, isInt := v.(int32); !isInt || n < 1 {
-				return "", "", false
+				return "", nil, false
 			}
 		default:
-			return "", "", false
+			return "", nil, false
 		}
 	}
 	raw, isDoc := body.Get("filter").(wirebson.RawDocument)
 	if !isDoc {
-		return "", "", false
+		return "", nil, false
 	}
 	filter, err := raw.Decode()
 	if err != nil || filter.Len() != 1 {
-		return "", "", false
+		return "", nil, false
 	}
 	name, v := filter.GetByIndex(0)
 	if name != "_id" {
-		return "", "", false
+		return "", nil, false
 	}
-	id, ok = idKey(v)
-	return db + "." + coll, id, ok
+	if id, ok := idKey(v); ok {
+		return db + "." + coll, []string{id}, true
+	}
+	ids, ok = listedKeys(v)
+	return db + "." + coll, ids, ok
+}
+
+// listedKeys returns the idKeys of a `{$in: [...]}` of 2 to listedIDs string or ObjectId _ids.
+func listedKeys(v any) ([]string, bool) {
+	raw, isDoc := v.(wirebson.RawDocument)
+	if !isDoc {
+		return nil, false
+	}
+	op, err := raw.Decode()
+	if err != nil || op.Len() != 1 {
+		return nil, false
+	}
+	opName, list := op.GetByIndex(0)
+	arr, isArr := list.(wirebson.RawArray)
+	if opName != "$in" || !isArr {
+		return nil, false
+	}
+	items, err := arr.Decode()
+	if err != nil || items.Len() < 2 || items.Len() > listedIDs {
+		return nil, false
+	}
+	ids := make([]string, 0, items.Len())
+	for i := 0; i < items.Len(); i++ {
+		k, ok := idKey(items.Get(i))
+		if !ok {
+			return nil, false
+		}
+		ids = append(ids, k)
+	}
+	return ids, true
 }
 
 // writeScopeOf returns what a command that is not known to be read-only may change (see

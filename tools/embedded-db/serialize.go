@@ -116,12 +116,12 @@ func (p *serializingProxy) run(client, backend net.Conn, req []byte, name string
 		body, _ = opMsgBody(req)
 	}
 	if name == "find" {
-		ns, id, ok := cacheableFind(body)
+		ns, ids, ok := cacheableFind(body)
 		if !ok || !expectReply {
 			_, err := p.roundTrip(client, backend, req, expectReply)
 			return err
 		}
-		answer, ticket := p.cache.lookup(ns, id)
+		answer, ticket := p.cache.lookup(ns, ids)
 		if answer != nil {
 			return writeAnswer(client, req, answer)
 		}
