@@ -24,9 +24,9 @@ export interface IngestionLimits {
 export interface IngestionDeps {
   events: UsageEventStore;
   counters: CounterStore;
-  /** Counters of the windows of plans' limits, one document per user (windows/store.ts). */
+  /** Counters of the windows of plans' limits, one document per user, in collection counters (windows/store.ts). */
   windows: WindowStore;
-  /** Teams' period and month counters (collection team_counters) and window documents (team_windows): teams/. */
+  /** Teams' period and month counters and window documents (both in collection team_counters): teams/. */
   teamCounters: CounterStore;
   teamWindows: WindowStore;
   arrivals: ArrivalStore;

@@ -114,11 +114,12 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
   const scheduler = new JobScheduler(opts.db, opts.logger, idlePollMaxMs, "ingestion");
   await Promise.all([counters.init(), crossings.init(), scheduler.init()]);
   const now = opts.now ?? (() => new Date());
-  // Users' window documents moved into "counters" (windows/move.ts): those of earlier versions follow.
+  // Window documents live beside the counters (windows/move.ts): those of earlier versions follow.
   const windowMove = new WindowDocMove(opts.db.collection<StoredBefore>("windows"), opts.db.collection<WindowDoc>("counters"), now, opts.logger);
   const windows = new WindowStore(opts.db, "counters", "user_id", windowMove);
   const teamCounters = new CounterStore(opts.db, "team_counters", "team_id");
-  const teamWindows = new WindowStore(opts.db, "team_windows", "team_id");
+  const teamWindowMove = new WindowDocMove(opts.db.collection<StoredBefore>("team_windows"), opts.db.collection<WindowDoc>("team_counters"), now, opts.logger, "team_id");
+  const teamWindows = new WindowStore(opts.db, "team_counters", "team_id", teamWindowMove);
   const deps: IngestionDeps = {
     events,
     counters,
@@ -150,7 +151,7 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
       store: new LeaseStore(counters.counters),
       windows: new WindowLeaseStore(windows.windows, emptyWindowDoc(), windowMove),
       teams: new LeaseStore(teamCounters.counters, "team_id"),
-      teamWindows: new WindowLeaseStore(teamWindows.windows, emptyWindowDoc("team_id")),
+      teamWindows: new WindowLeaseStore(teamWindows.windows, emptyWindowDoc("team_id"), teamWindowMove),
       // A team's windows within its period are counted in its period counter (teams/count.ts), their slices beside them.
       teamCounterWindows: new WindowLeaseStore(teamCounters.counters as unknown as Collection<WindowDoc>, (ref) => emptyCounter({ productId: ref.productId, userId: ref.userId, start: ref.start!, end: ref.end! }, "team_id")),
     },
@@ -226,6 +227,7 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
     healthy: () => pingDb(opts.db),
     async start() {
       windowMove.start();
+      teamWindowMove.start();
       await scheduler.start();
       // Below 50 ms the relay's polls would starve writers.
       await scheduleRelay(deps, Math.max(relayIntervalMs, 50), idlePollMaxMs);
@@ -235,6 +237,7 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
     },
     async stop() {
       windowMove.stop();
+      teamWindowMove.stop();
       relay.halt();
       await scheduler.stop(5_000);
     },

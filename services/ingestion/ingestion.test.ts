@@ -221,7 +221,7 @@ t("a team member's job left unfinished counts the team exactly when the member: 
   await db.collection<StoredJob>("jobs").insertOne(storedJob({ _id: job, kind: "usage", product_id: productId, ids: docs.map((d) => d._id), created_at: new Date(now.getTime() - 6_000) }));
   await db.collection("usage_events").insertMany(docs as never[]);
   const teamCounters = new CounterStore(db, "team_counters", "team_id");
-  const teams = { teamCounters, teamWindows: new WindowStore(db, "team_windows", "team_id"), leases: { teams: new LeaseStore(teamCounters.counters, "team_id"), graceMs: 30_000 }, now: () => new Date() };
+  const teams = { teamCounters, teamWindows: new WindowStore(db, "team_counters", "team_id"), leases: { teams: new LeaseStore(teamCounters.counters, "team_id"), graceMs: 30_000 }, now: () => new Date() };
   await countTeams(teams, job, docs);
   await eventually(async () => (await api.get("/users/r2/usage")).body.total_cost === 8, 30_000, "the sweep to count the events");
   await eventually(async () => (await db.collection("jobs").countDocuments({ _id: job as never })) === 0, 30_000, "the job to be closed");

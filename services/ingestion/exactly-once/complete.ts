@@ -3,7 +3,7 @@ import { arrivalList, MAX_LISTED, type ArrivalStore } from "../late-changes/arri
 import type { LeaseStore } from "../leases/store.ts";
 import type { CounterStore } from "../store/counters.ts";
 import type { WindowStore } from "../windows/store.ts";
-import { userWindowDocId, windowDeltas } from "../windows/shares.ts";
+import { windowDeltas } from "../windows/shares.ts";
 import { windowSettlement } from "../windows/slices.ts";
 import { deltas } from "../domain/period-deltas.ts";
 import { namedLeases, spendsByLease } from "../domain/lease-settlement.ts";
@@ -78,7 +78,7 @@ async function derive(deps: UsageCompletionDeps, job: JobDoc, inserted: UsageEve
     countTeams(deps, job._id, inserted),
   ]);
   // The windows of the plans' limits, under the same job guard (windows/store.ts).
-  const windows = windowDeltas(inserted, deps.now(), userWindowDocId);
+  const windows = windowDeltas(inserted, deps.now());
   await Promise.all([
     // Credits drawn from the counters as this job left them (credits/settle.ts): once, however often this runs.
     settlePeriods({ spends: (ids) => deps.counters.spends(ids), teamSpends: (ids) => deps.teamCounters.spends(ids), closedBefore: crossingsClosedBefore(deps.now(), deps.retention), accounts: deps }, creditPeriods(periods)),

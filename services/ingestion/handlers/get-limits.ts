@@ -5,9 +5,9 @@ import { attribute, attributeTeam } from "../domain/attribution.ts";
 import { hasScope, ownCapWithPool, readTeam, teamLimits } from "../teams/view.ts";
 import { catchUp } from "../late-changes/follow.ts";
 import { dimensions } from "../windows/dimensions.ts";
-import { userWindowDocId } from "../windows/shares.ts";
+import { windowDocId } from "../windows/shares.ts";
 import { requireUser } from "./common.ts";
-import { readUserDocuments } from "./user-documents.ts";
+import { readGuessed } from "../windows/with-counter.ts";
 import { creditsInForce } from "../credits/view.ts";
 
 /**
@@ -24,8 +24,8 @@ export function getLimits(deps: IngestionDeps): ServiceImpl<typeof IngestionServ
     const a = attribute(productId, req.userId, user, now);
     const ta = attributeTeam(productId, user, now);
     const windowed = (a.plan && a.plan.limits.length > 0) || hasScope(ta, "member");
-    const [{ counter = null, windows = null }, credits, team] = await Promise.all([
-      readUserDocuments(deps, a.counterId, windowed ? userWindowDocId(productId, req.userId) : null),
+    const [{ counter, windows }, credits, team] = await Promise.all([
+      readGuessed(deps, a.counterId, windowed ? windowDocId(productId, req.userId) : null),
       creditsInForce(deps.credits, productId, req.userId, a.plan, a.period.start, now),
       readTeam(deps, productId, ta, now),
     ]);

@@ -7,11 +7,11 @@ import { attribute, attributeTeam } from "../domain/attribution.ts";
 import { counterId } from "../domain/counter-ids.ts";
 import { catchUp } from "../late-changes/follow.ts";
 import { requireUser } from "./common.ts";
-import { readUserDocuments, type UserDocuments } from "./user-documents.ts";
 import { dimensions } from "../windows/dimensions.ts";
-import { teamWindowDocId, userWindowDocId } from "../windows/shares.ts";
+import { windowDocId } from "../windows/shares.ts";
 import { creditsInForce, sessionCredits } from "../credits/view.ts";
-import { hasScope, ownCapWithPool, readTeam, sessionTeam, teamLimits, type EarlyTeamReads } from "../teams/view.ts";
+import { hasScope, ownCapWithPool, readTeam, sessionTeam, teamLimits } from "../teams/view.ts";
+import { readEarly, readGuessed } from "../windows/with-counter.ts";
 import { currentUsage, planConfig } from "./plan-config.ts";
 
 /** Plan name reported for a user without a plan (with sdk_enabled false). */
@@ -58,24 +58,16 @@ export function getSession(deps: IngestionDeps): ServiceImpl<typeof IngestionSer
   // Whether the product's last session was on a plan with limits: then the next one reads the
   // user's window document beside the lookup (a wrong guess costs one read, as above).
   const windowed = new LRUCache<string, boolean>({ max: 10_000 });
+  const own = { counters: deps.counters, windows: deps.windows };
+  const teams = { counters: deps.teamCounters, windows: deps.teamWindows };
   return async (req) => {
     const productId = req.productId;
-    const guess = guesses.guess(productId, req.userId) ?? null;
     // The window document is read beside the lookup too, when the product's plans have limits:
-    // with the counter, one command (readUserDocuments).
-    const windowsId = userWindowDocId(productId, req.userId);
-    const earlyWindows = windowed.get(productId) === true;
-    const early = readUserDocuments(deps, guess, earlyWindows ? windowsId : null);
+    // with the counter, one command (windows/with-counter.ts).
+    const windowsId = windowDocId(productId, req.userId);
+    const early = readEarly(own, guesses.guess(productId, req.userId) ?? null, windowed.get(productId) === true ? windowsId : null);
     const teamGuess = teamGuesses.get(`${productId}\n${req.userId}`);
-    const earlyTeam: EarlyTeamReads | undefined = teamGuess && {
-      ...teamGuess,
-      counter: deps.teamCounters.get(teamGuess.counterId),
-      windows: teamGuess.windowsId ? deps.teamWindows.get(teamGuess.windowsId) : null,
-    };
-    // Settled here so that an unknown user (requireUser throws) leaves no rejection unhandled.
-    early.catch(() => {});
-    earlyTeam?.counter.catch(() => {});
-    earlyTeam?.windows?.catch(() => {});
+    const earlyTeam = teamGuess && readEarly(teams, teamGuess.counterId, teamGuess.windowsId);
     const user = await requireUser(deps, productId, req.userId);
     const moved = await catchUp(deps, productId, req.userId, user);
     const a = attribute(productId, req.userId, user, deps.now());
@@ -85,21 +77,16 @@ export function getSession(deps: IngestionDeps): ServiceImpl<typeof IngestionSer
     const creditsRead = creditsInForce(deps.credits, productId, req.userId, a.plan, a.period.start, now);
     creditsRead.catch(() => {});
     const teamRead = readTeam(deps, productId, ta, now, earlyTeam);
-    if (ta) teamGuesses.set(`${productId}\n${req.userId}`, { counterId: ta.counterId, windowsId: hasScope(ta, "team") ? teamWindowDocId(productId, ta.team.id) : null });
+    if (ta) teamGuesses.set(`${productId}\n${req.userId}`, { counterId: ta.counterId, windowsId: hasScope(ta, "team") ? windowDocId(productId, ta.team.id) : null });
     else if (teamGuess) teamGuesses.delete(`${productId}\n${req.userId}`);
     teamRead.catch(() => {});
     const plan = a.plan;
     // The user's window document holds its own plan's limits and its team plan's member-scope ones.
     const hasLimits = (plan?.limits.length ?? 0) > 0 || hasScope(ta, "member");
     windowed.set(productId, hasLimits);
-    const counterKnown = a.counterId === guess && !moved;
-    const rest = readUserDocuments(deps, counterKnown ? null : a.counterId, hasLimits && !earlyWindows ? windowsId : null);
-    rest.catch(() => {});
-    // A wrong guess alone is not waited for.
-    const [first, then, credits] = await Promise.all([counterKnown || earlyWindows ? early : ({} as UserDocuments), rest, creditsRead]);
+    // A counter read before a late change moved events is read again.
+    const [{ counter, windows }, credits] = await Promise.all([readGuessed(own, a.counterId, hasLimits ? windowsId : null, moved ? undefined : early), creditsRead]);
     guesses.remember(productId, req.userId, a.counterId, a.period.start);
-    const counter = (counterKnown ? first.counter : then.counter) ?? null;
-    const windows = !hasLimits ? null : ((earlyWindows ? first.windows : then.windows) ?? null);
     const team = await teamRead;
     return {
       userId: req.userId,

@@ -6,7 +6,7 @@ import { attribute } from "../domain/attribution.ts";
 import { requireUser } from "./common.ts";
 import { toNano } from "@meter/rules";
 import { releasedWindows, userWindowHome } from "../windows/lease-request.ts";
-import { userWindowDocId } from "../windows/shares.ts";
+import { windowDocId } from "../windows/shares.ts";
 import { releaseTeamSlice, releasedMemberWindows } from "../leases/team.ts";
 import { leaseMessage, releasedTokens, requireDollars, requireLeaseId } from "../leases/request.ts";
 
@@ -27,7 +27,7 @@ export function releaseLease(deps: IngestionDeps): ServiceImpl<typeof IngestionS
     const teamAsked = req.teamUsed !== undefined || req.teamUsedWindows.length > 0 || Object.keys(req.teamUsedTokens).length > 0;
     const [lease, windows, team] = await Promise.all([
       deps.leases.store.release(a.counterId, holder, toNano(used), usedTokens),
-      deps.leases.windows.release(userWindowDocId(productId, req.userId), holder, {
+      deps.leases.windows.release(windowDocId(productId, req.userId), holder, {
         ...usedWindows?.used,
         ...releasedMemberWindows(deps.leases.windows, productId, req.userId, user, req.usedMemberWindows, deps.now()),
       }),

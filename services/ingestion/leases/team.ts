@@ -20,7 +20,7 @@ import type { Ask, LeaseStore } from "./store.ts";
 import { releasedTokens, requireAsk, requireDollars, tokenLeaseMessage } from "./request.ts";
 import { acquireWindows, releasedWindows, userWindowHome, type SliceHome } from "../windows/lease-request.ts";
 import type { WindowLeaseStore } from "../windows/lease-store.ts";
-import { teamWindowDocId } from "../windows/shares.ts";
+import { windowDocId } from "../windows/shares.ts";
 import { inPeriodWindow, memberPrefix, scopeOf } from "../teams/shares.ts";
 import { create } from "@bufbuild/protobuf";
 import { WindowLeaseSchema, type WindowAsk } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
@@ -28,7 +28,7 @@ import { WindowLeaseSchema, type WindowAsk } from "@meter/proto/meter/ingestion/
 /** Where a team's slices are kept: the spend cap's and the in-period windows' in its period counter, the other windows' in its window document. */
 export interface TeamLeaseStores {
   teams: LeaseStore;
-  /** The team's window documents (`team_windows`). */
+  /** The team's window documents (`<product>|w|<team>` in `team_counters`). */
   teamWindows: WindowLeaseStore;
   /** The window slices kept in the team's period counters (`team_counters`). */
   teamCounterWindows: WindowLeaseStore;
@@ -64,7 +64,7 @@ function scopePlan(t: TeamAttribution, scope: "team" | "member"): PlanInfo {
 function teamWindowHome(stores: TeamLeaseStores, productId: string, t: TeamAttribution): (slice: { key: string; end: number | null }) => SliceHome {
   const ref = { productId, userId: t.team.id };
   const counter: SliceHome = { store: stores.teamCounterWindows, id: t.counterId, ref: { ...ref, start: t.period.start, end: t.period.end } };
-  const doc: SliceHome = { store: stores.teamWindows, id: teamWindowDocId(productId, t.team.id), ref };
+  const doc: SliceHome = { store: stores.teamWindows, id: windowDocId(productId, t.team.id), ref };
   return (s) => (s.end !== null && inPeriodWindow({ key: s.key, end: s.end, n: 0 }, t.period.start, t.period.end) ? counter : doc);
 }
 

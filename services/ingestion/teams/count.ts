@@ -9,7 +9,7 @@
 import type { CounterStore } from "../store/counters.ts";
 import type { WindowStore } from "../windows/store.ts";
 import { deltas, type Attributed } from "../domain/period-deltas.ts";
-import { teamWindowDocId, windowDeltas, type WindowDelta, type WindowShare } from "../windows/shares.ts";
+import { windowDeltas, type WindowDelta, type WindowShare } from "../windows/shares.ts";
 import { windowSettlement } from "../windows/slices.ts";
 import type { UsageEventDoc } from "../store/usage-events.ts";
 import { inPeriodWindow, poolCounterId } from "./shares.ts";
@@ -78,7 +78,7 @@ export async function countTeams(deps: TeamCountDeps, jobId: string, inserted: r
       if (inside.length < (e.windows?.length ?? 0)) rest.push({ ...e, windows: e.windows!.filter((s) => !inside.includes(s)) });
     }
     // One team and period: at most one delta (shares of ended windows left out).
-    const [d] = windowDeltas(within, now, teamWindowDocId);
+    const [d] = windowDeltas(within, now);
     if (d) {
       p.delta.windows = d.add;
       counted.set(p, d);
@@ -97,7 +97,7 @@ export async function countTeams(deps: TeamCountDeps, jobId: string, inserted: r
   // The spend the team's pool pays whole (teams/shares.ts poolCounterId): period counters only.
   const pools = deltas(events.filter((e) => e.direct).map((e) => ({ ...e, counter_id: poolCounterId(e.counter_id) }))).periods;
   const counters = [...periods.map((p) => p.delta), ...months, ...pools.map((p) => p.delta)];
-  const windows = windowDeltas(rest, now, teamWindowDocId);
+  const windows = windowDeltas(rest, now);
   // The other windows' slices live in the team's window document: settled in its own update (as a member's, exactly-once/complete.ts).
   await Promise.all(
     windows.map(async (w) => {

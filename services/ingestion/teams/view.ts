@@ -9,8 +9,9 @@ import type { SessionTeamSchema } from "@meter/proto/meter/ingestion/v1/ingestio
 import { toTimestamp } from "@meter/lib/time";
 import { teamAt, type TeamAttribution } from "../domain/attribution.ts";
 import type { CounterDoc, CounterStore } from "../store/counters.ts";
-import { teamWindowDocId, windowAt } from "../windows/shares.ts";
+import { windowAt, windowDocId } from "../windows/shares.ts";
 import type { WindowDoc, WindowStore } from "../windows/store.ts";
+import { readGuessed, type EarlyRead } from "../windows/with-counter.ts";
 import { teamDimensions } from "../windows/dimensions.ts";
 import type { Dimension } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import { currentUsage, planConfig } from "../handlers/plan-config.ts";
@@ -21,7 +22,7 @@ import { teamCreditsInForce, sessionCredits, type TeamCredits } from "../credits
 /** What reading a team needs. */
 export interface TeamReadDeps {
   teamCounters: Pick<CounterStore, "get" | "spends">;
-  teamWindows: Pick<WindowStore, "get">;
+  teamWindows: Pick<WindowStore, "get" | "getWith">;
   credits: Pick<CreditStore, "account">;
 }
 
@@ -37,25 +38,17 @@ export interface TeamState {
 /** Whether a team plan has limits of `scope` (what decides the window documents read). */
 export const hasScope = (a: TeamAttribution | null, scope: "team" | "member") => a?.plan.limits.some((l) => scopeOf(l) === scope) ?? false;
 
-/** Reads of a team's documents started before its attribution was known (a guess by `_id`). */
-export interface EarlyTeamReads {
-  counterId: string;
-  counter: Promise<CounterDoc | null>;
-  windowsId: string | null;
-  windows: Promise<WindowDoc | null> | null;
-}
-
 /**
- * Reads a team's state (four reads by `_id` in parallel at most); null without a team in force.
+ * Reads a team's state (three reads by `_id` in parallel at most: the period counter with the
+ * window document, the pool's account, the counter before); null without a team in force.
  * `early` reads are used where they read the documents the attribution names.
  */
-export async function readTeam(deps: TeamReadDeps, productId: string, a: TeamAttribution | null, now: Date, early?: EarlyTeamReads): Promise<TeamState | null> {
+export async function readTeam(deps: TeamReadDeps, productId: string, a: TeamAttribution | null, now: Date, early?: EarlyRead): Promise<TeamState | null> {
   if (!a) return null;
-  const windowsId = hasScope(a, "team") ? teamWindowDocId(productId, a.team.id) : null;
+  const windowsId = hasScope(a, "team") ? windowDocId(productId, a.team.id) : null;
   const before = earlierCounterId(productId, a, now);
-  const [counter, windows, pool, earlier] = await Promise.all([
-    early?.counterId === a.counterId ? early.counter : deps.teamCounters.get(a.counterId),
-    windowsId === null ? null : early?.windowsId === windowsId && early.windows ? early.windows : deps.teamWindows.get(windowsId),
+  const [{ counter, windows }, pool, earlier] = await Promise.all([
+    readGuessed({ counters: deps.teamCounters, windows: deps.teamWindows }, a.counterId, windowsId, early),
     teamCreditsInForce(deps.credits, deps.teamCounters, productId, a, now),
     before === null ? null : deps.teamCounters.get(before),
   ]);

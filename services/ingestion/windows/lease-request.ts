@@ -10,7 +10,7 @@ import { rpcError } from "@meter/lib/errors";
 import { toTimestamp } from "@meter/lib/time";
 import { dimensionKey, toDollars, toNano, type BillingPeriod } from "@meter/rules";
 import type { PlanInfo } from "../adapters/plans.ts";
-import { userWindowDocId, windowAt, windowField, type WindowLimit } from "./shares.ts";
+import { windowAt, windowDocId, windowField, type WindowLimit } from "./shares.ts";
 import { rollingSliceKey, settledIn, type SliceAsk, type SliceGrant } from "./slices.ts";
 import type { SliceDocRef, WindowLeaseStore } from "./lease-store.ts";
 
@@ -84,7 +84,7 @@ export interface SliceHome {
 
 /** A user's window slices: all in its window document. */
 export function userWindowHome(store: WindowLeaseStore, productId: string, userId: string): () => SliceHome {
-  const home = { store, id: userWindowDocId(productId, userId), ref: { productId, userId } };
+  const home = { store, id: windowDocId(productId, userId), ref: { productId, userId } };
   return () => home;
 }
 

@@ -59,6 +59,17 @@ t("a pass moves every document once, with its guards and slices; ended entries s
   assert.is(await one!.pass(), true, "the next pass finds nothing");
 });
 
+t("a team's document moves beside the team's counters, owner and all", async ({ db }) => {
+  const { user_id: _, ...rest } = oldDoc("t1", 4);
+  await db.collection<StoredBefore>("team_windows").insertOne({ ...rest, team_id: "t1" } as StoredBefore);
+  const move = new WindowDocMove(db.collection<StoredBefore>("team_windows"), db.collection<WindowDoc>("team_counters"), () => NOW, undefined, "team_id");
+  const store = new WindowStore(db, "team_counters", "team_id", move);
+  const doc = (await store.get("p|w|t1")) as (WindowDoc & { team_id?: string }) | null;
+  assert.equal(doc!.w, { "day|x": { n: 4, e: LIVE } });
+  assert.is(doc!.team_id, "t1");
+  assert.is(await db.collection("team_windows").countDocuments(), 0);
+});
+
 t("a mover that crashed after adding is finished without adding again", async ({ db }) => {
   const [first, second] = movers(db, 2);
   await db.collection<StoredBefore>("windows").insertOne(oldDoc("c", 10));

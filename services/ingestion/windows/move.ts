@@ -13,13 +13,14 @@ const PASS_BATCH = 500;
 const LATER_PASSES = 10;
 const PASS_INTERVAL_MS = 60_000;
 
-/** A user's window document before it moved: `<product>|<user>` in the "windows" collection. */
-export type StoredBefore = WindowDoc & { move_id?: string };
+/** A window document before it moved: `<product>|<user>` in "windows" (`<product>|<team>` in "team_windows"). */
+export type StoredBefore = WindowDoc & { team_id?: string; move_id?: string };
 
 /**
- * Moves users' window documents from the "windows" collection, where they were kept before, into
+ * Moves window documents from the "windows" collection, where they were kept before, into
  * "counters" beside the users' period counters (`<product>|w|<user>`), so that a session reads
- * a user's counter and window document with one command.
+ * a user's counter and window document with one command; teams' likewise, from "team_windows"
+ * into "team_counters".
  *
  * Until a pass has found the old collection empty, every access to a user's window document
  * moves that user's first (`ensure`): one read more, only then. A move is one guarded update
@@ -40,6 +41,7 @@ export class WindowDocMove {
     private readonly to: Collection<WindowDoc>,
     private readonly now: () => Date,
     private readonly logger?: Logger,
+    private readonly owner: "user_id" | "team_id" = "user_id",
   ) {}
 
   /** Moves the users of these window document ids (`<product>|w|<user>`) whose documents have not moved yet. */
@@ -59,7 +61,7 @@ export class WindowDocMove {
       for (const doc of docs) await this.moveOne(doc);
       moved += docs.length;
     }
-    if (moved > 0) this.logger?.info({ moved }, "window documents moved into the counters collection");
+    if (moved > 0) this.logger?.info({ moved, from: this.from.collectionName, to: this.to.collectionName }, "window documents moved beside the counters");
     this.pending = false;
     return moved === 0;
   }
@@ -82,7 +84,7 @@ export class WindowDocMove {
     const doc = read.move_id ? read : await this.agreeOnMove(read);
     if (!doc) return;
     const id = newWindowDocId(doc._id);
-    await writeAlone(this.to, id, `move-${doc.move_id}`, moveStatement(doc, id, this.now().getTime()));
+    await writeAlone(this.to, id, `move-${doc.move_id}`, moveStatement(doc, id, this.owner, this.now().getTime()));
     await this.from.deleteOne({ _id: doc._id, move_id: doc.move_id } as Filter<StoredBefore>);
   }
 
@@ -96,7 +98,7 @@ export class WindowDocMove {
 }
 
 /** The guarded statement that adds an old document to the user's document in "counters". */
-function moveStatement(doc: StoredBefore, id: string, now: number) {
+function moveStatement(doc: StoredBefore, id: string, owner: "user_id" | "team_id", now: number) {
   const inc: Record<string, unknown> = { version: wide((doc.version ?? 0) + 1) };
   const max: Record<string, unknown> = {};
   const set: Record<string, unknown> = { [`jobs.move-${doc.move_id}`]: 1 };
@@ -112,7 +114,7 @@ function moveStatement(doc: StoredBefore, id: string, now: number) {
     $inc: inc,
     $set: set,
     ...(Object.keys(max).length > 0 ? { $max: max } : {}),
-    $setOnInsert: { product_id: doc.product_id, user_id: doc.user_id },
+    $setOnInsert: { product_id: doc.product_id, [owner]: doc[owner] },
   } as UpdateFilter<WindowDoc>;
   return { filter: { _id: id, [`jobs.move-${doc.move_id}`]: { $exists: false } } as Filter<WindowDoc>, update };
 }

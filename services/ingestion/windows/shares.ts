@@ -83,7 +83,7 @@ export function windowShares(plan: WindowPlan | null, period: BillingPeriod, e: 
 
 /** One window document's share of a job: the sum per field of its events' shares still live at `now`. */
 export interface WindowDelta {
-  /** The window document: one per (product, user), or per (product, team) (userWindowDocId, teamWindowDocId). */
+  /** The window document: one per (product, user), or per (product, team) (windowDocId). */
   id: string;
   productId: string;
   userId: string;
@@ -97,29 +97,24 @@ export interface WindowDelta {
 }
 
 /**
- * A user's window document: `<product>|w|<user>`, in the "counters" collection beside the
- * user's period counters (`<product>|<period start>|<user>`, `<product>|month|...`), which it
- * never meets since product ids hold no `|`; so a session reads both with one command.
+ * A user's (or a team's) window document: `<product>|w|<user>`, in the "counters" collection
+ * beside the user's period counters (`<product>|<period start>|<user>`, `<product>|month|...`),
+ * which it never meets since product ids hold no `|` (a team's: in "team_counters", the same);
+ * so a session reads both with one command.
  */
-export function userWindowDocId(productId: string, userId: string): string {
-  return `${productId}|w|${userId}`;
-}
-
-/** A team's window document, in the "team_windows" collection. */
-export function teamWindowDocId(productId: string, teamId: string): string {
-  return `${productId}|${teamId}`;
+export function windowDocId(productId: string, ownerId: string): string {
+  return `${productId}|w|${ownerId}`;
 }
 
 export function windowDeltas(
   events: readonly { product_id: string; user_id: string; windows?: WindowShare[]; lease_id?: string | null }[],
   now: Date,
-  docId: (productId: string, ownerId: string) => string,
 ): WindowDelta[] {
   const out = new Map<string, WindowDelta>();
   for (const e of events) {
     for (const s of e.windows ?? []) {
       if (s.end <= now.getTime()) continue;
-      const id = docId(e.product_id, e.user_id);
+      const id = windowDocId(e.product_id, e.user_id);
       let d = out.get(id);
       if (!d) out.set(id, (d = { id, productId: e.product_id, userId: e.user_id, add: new Map() }));
       const prev = d.add.get(s.key);

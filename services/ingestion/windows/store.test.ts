@@ -4,7 +4,7 @@ import type { MongoClient } from "mongodb";
 import { connectMongo } from "@meter/lib/mongo";
 import { testMongoUrl } from "../../../test/support/database.ts";
 import type { BillingPeriod } from "@meter/rules";
-import { userWindowDocId, windowDeltas, windowShares, type WindowPlan } from "./shares.ts";
+import { windowDeltas, windowShares, type WindowPlan } from "./shares.ts";
 import { WindowStore } from "./store.ts";
 
 // The window counters against the real database: a job counts once however often it is
@@ -53,11 +53,11 @@ t("shares: one per distinct dimension, the model filter applies, ended windows a
 
 t("a job counts once however often it is completed; other jobs add; sums pass 2^31 exactly", async ({ store }) => {
   const at = new Date("2026-03-07T17:00:00Z");
-  const job = windowDeltas([event("u1", at, 2), event("u1", at, 2)], at, userWindowDocId);
+  const job = windowDeltas([event("u1", at, 2), event("u1", at, 2)], at);
   await store.add("job-a", job, at);
   await store.add("job-a", job, at); // a retry
   await Promise.all([store.add("job-a", job, at), store.add("job-a", job, at)]); // two takeovers at once
-  await store.add("job-b", windowDeltas([event("u1", at, 0.5)], at, userWindowDocId), at);
+  await store.add("job-b", windowDeltas([event("u1", at, 0.5)], at), at);
   const doc = await store.get("p|w|u1");
   const amounts = Object.values(doc!.w).map((v) => Number(v.n)).sort((a, b) => a - b);
   // 4.5 dollars = 4.5e9 nano-dollars (past 2^31), in the day and in one rolling bucket; 3 requests.
@@ -70,7 +70,7 @@ t("entries of ended windows and aged-out buckets go, and so do closed jobs' guar
   for (let i = 0; i < 30; i++) {
     // A call every 10 minutes for 5 hours: 30 buckets, 30 minutes, one day.
     const at = new Date(t0.getTime() + i * 600_000);
-    await store.add(`job-${i}`, windowDeltas([event("u2", at, 0.01)], at, userWindowDocId), at);
+    await store.add(`job-${i}`, windowDeltas([event("u2", at, 0.01)], at), at);
     store.released(`job-${i}`, ["p|w|u2"]);
   }
   const before = await store.get("p|w|u2");
@@ -83,7 +83,7 @@ t("entries of ended windows and aged-out buckets go, and so do closed jobs' guar
   // Two days later one more call: nothing of before can gate any more, so only its own entries
   // remain (the process knows the document's entries from its read after the last update).
   const later = new Date(t0.getTime() + 2 * 86_400_000);
-  await store.add("job-late", windowDeltas([event("u2", later, 0.01)], later, userWindowDocId), later);
+  await store.add("job-late", windowDeltas([event("u2", later, 0.01)], later), later);
   const after = await store.get("p|w|u2");
   assert.is(fields(after).length, 3, JSON.stringify(fields(after)));
   for (const v of Object.values(after!.w)) assert.ok(Number(v.e) > later.getTime());
@@ -95,15 +95,15 @@ t("a document whose ends the writing processes did not know (written by others, 
   // Twenty calls a minute apart, each counted by a process that knew nothing of the document.
   for (let i = 0; i < 20; i++) {
     const at = new Date(t0.getTime() + i * 60_000);
-    await new WindowStore(db).add(`job-f${i}`, windowDeltas([event("u3", at, 0.01)], at, userWindowDocId), at);
+    await new WindowStore(db).add(`job-f${i}`, windowDeltas([event("u3", at, 0.01)], at), at);
   }
   const before = fields(await new WindowStore(db).get("p|w|u3"));
   assert.is(before.filter((k) => k.startsWith("requests:minute")).length, 20, "every minute's entry stayed");
   // One more call two days later, then any other round of the same process.
   const other = new WindowStore(db);
   const later = new Date(t0.getTime() + 2 * 86_400_000);
-  await other.add("job-f-late", windowDeltas([event("u3", later, 0.01)], later, userWindowDocId), later);
-  await other.add("job-f-next", windowDeltas([event("u4", later, 0.01)], later, userWindowDocId), later);
+  await other.add("job-f-late", windowDeltas([event("u3", later, 0.01)], later), later);
+  await other.add("job-f-next", windowDeltas([event("u4", later, 0.01)], later), later);
   const after = await other.get("p|w|u3");
   assert.is(fields(after).length, 3, JSON.stringify(fields(after)));
   for (const v of Object.values(after!.w)) assert.ok(Number(v.e) > later.getTime());
@@ -112,7 +112,7 @@ t("a document whose ends the writing processes did not know (written by others, 
 t("concurrent jobs share rounds and each counts once, also a job asked twice at once and a retry", async ({ store }) => {
   const at = new Date("2026-03-07T17:00:00Z");
   const users = ["c1", "c2", "c3"];
-  const job = (cost: number) => windowDeltas(users.map((u) => event(u, at, cost)), at, userWindowDocId);
+  const job = (cost: number) => windowDeltas(users.map((u) => event(u, at, cost)), at);
   await store.add("job-c0", job(1), at);
   await Promise.all([
     ...Array.from({ length: 8 }, (_, i) => store.add(`job-c${i + 1}`, job(1), at)),

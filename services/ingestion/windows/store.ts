@@ -62,9 +62,9 @@ export class WindowStore {
   private readonly rounds = new GroupCommit<WindowAddRequest, void>((requests) => this.addRound(requests));
 
   /**
-   * Users' documents are kept in "counters" beside their period counters (userWindowDocId), where
+   * Users' documents are kept in "counters" beside their period counters (windowDocId), where
    * `move` brings those still in the "windows" collection of earlier versions (windows/move.ts);
-   * teams' are kept apart in "team_windows" (`owner` "team_id").
+   * teams' are kept apart beside theirs in "team_counters" (`owner` "team_id").
    */
   constructor(
     db: Db,
