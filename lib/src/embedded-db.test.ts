@@ -318,6 +318,12 @@ c("a read of a short _id list sees a write to any of its documents at once", asy
   await reads(["a", "b"], [{ _id: "a", n: 12 }], "deleteOne");
   await reads(["a", "b", "c"], [{ _id: "a", n: 12 }, { _id: "c", n: 3 }], "deleteOne, the longer list");
   assert.equal(await r.findOne({ _id: "a" }), { _id: "a", n: 12 }, "the single read beside the lists");
+  // A bounded read of a list holds some of it only: never the answer of the whole list.
+  assert.is((await r.find({ _id: { $in: ["a", "c"] } }).limit(1).toArray()).length, 1);
+  assert.ok(["a", "c"].includes(String((await r.findOne({ _id: { $in: ["a", "c"] } }))!._id)));
+  assert.is((await r.find({ _id: { $in: ["a", "c"] } }).toArray()).length, 2, "after a limit");
+  assert.is((await r.find({ _id: { $in: ["a", "c"] } }).toArray()).length, 2, "after a limit, again");
+  assert.is((await r.find({ _id: { $in: ["a", "c"] } }).limit(1).toArray()).length, 1, "a limit after the whole list");
 });
 
 c("reads racing writes never keep an answer from before a write", async ({ reader, writer }) => {

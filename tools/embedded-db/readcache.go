@@ -232,9 +232,10 @@ func documentSequence(msg []byte, name string) []wirebson.RawDocument {
 const listedIDs = 8
 
 // cacheableFind returns the namespace and _ids of a `find` whose answer depends on nothing but
-// those documents: a filter of exactly {_id: <string or ObjectId>} or {_id: {$in: [up to
-// listedIDs of them]}}, no projection, sort, skip, collation or hint, and a batch size (if
-// any) of at least one (an answer that does not hold every document is not kept: completeAnswer).
+// those documents: a filter of exactly {_id: <string or ObjectId>}, no projection, sort, skip,
+// collation or hint, and a batch size (if any) of at least one (an answer that does not hold
+// the document is not kept: completeAnswer); or {_id: {$in: [up to listedIDs of them]}} with
+// no limit, batch size or single batch either (a closed cursor may then hold some of them only).
 func cacheableFind(body *wirebson.Document) (ns string, ids []string, ok bool) {
 	if body == nil {
 		return "", nil, false
@@ -244,14 +245,18 @@ func cacheableFind(body *wirebson.Document) (ns string, ids []string, ok bool) {
 	if coll == "" || db == "" {
 		return "", nil, false
 	}
+	bounded := false
 	for i := 0; i < body.Len(); i++ {
 		name, v := body.GetByIndex(i)
 		switch name {
-		case "find", "$db", "lsid", "$clusterTime", "$readPreference", "readConcern", "maxTimeMS", "comment", "limit", "singleBatch", "filter":
+		case "find", "$db", "lsid", "$clusterTime", "$readPreference", "readConcern", "maxTimeMS", "comment", "filter":
+		case "limit", "singleBatch":
+			bounded = true
 		case "batchSize":
 			if n, isInt := v.(int32); !isInt || n < 1 {
 				return "", nil, false
 			}
+			bounded = true
 		default:
 			return "", nil, false
 		}
@@ -270,6 +275,9 @@ func cacheableFind(body *wirebson.Document) (ns string, ids []string, ok bool) {
 	}
 	if id, ok := idKey(v); ok {
 		return db + "." + coll, []string{id}, true
+	}
+	if bounded {
+		return "", nil, false
 	}
 	ids, ok = listedKeys(v)
 	return db + "." + coll, ids, ok
