@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Collection, Filter, UpdateFilter } from "mongodb";
 import type { Logger } from "@meter/lib/logger";
+import { findByIds } from "@meter/lib/mongo";
 import { writeAlone } from "../store/rounds.ts";
 import { wide } from "../store/counters.ts";
 import type { WindowDoc } from "./store.ts";
@@ -9,9 +10,14 @@ import type { WindowDoc } from "./store.ts";
 /** Documents one pass reads at a time. */
 const PASS_BATCH = 500;
 
-/** Passes after the first, a minute apart: documents an older replica still wrote during a rolling upgrade. */
-const LATER_PASSES = 10;
-const PASS_INTERVAL_MS = 60_000;
+/**
+ * Passes after the first: a minute apart for ten minutes (documents an older replica still wrote
+ * during a rolling upgrade), then hourly for as long as the process runs (one read of an empty
+ * collection each): a document left by a later straggler does not wait for a restart.
+ */
+const EARLY_PASSES = 10;
+const EARLY_INTERVAL_MS = 60_000;
+const LATE_INTERVAL_MS = 3_600_000;
 
 /** A window document before it moved: `<product>|<user>` in "windows" (`<product>|<team>` in "team_windows"). */
 export type StoredBefore = WindowDoc & { team_id?: string; move_id?: string };
@@ -47,9 +53,7 @@ export class WindowDocMove {
   /** Moves the users of these window document ids (`<product>|w|<user>`) whose documents have not moved yet. */
   async ensure(ids: readonly string[]): Promise<void> {
     if (!this.pending) return;
-    const before = ids.map(oldWindowDocId);
-    const docs = before.length === 1 ? [await this.from.findOne({ _id: before[0]! })].filter((d) => d !== null) : await this.from.find({ _id: { $in: before } }).toArray();
-    for (const doc of docs) await this.moveOne(doc);
+    for (const doc of await findByIds(this.from, ids.map(oldWindowDocId))) await this.moveOne(doc);
   }
 
   /** Moves every document of the old collection; true when it found none left. */
@@ -66,12 +70,12 @@ export class WindowDocMove {
     return moved === 0;
   }
 
-  /** A pass now, in the background, then a few more a minute apart (see LATER_PASSES); `stop` ends them. */
+  /** A pass now, in the background, then more later (see EARLY_PASSES); `stop` ends them. */
   start(): void {
     void (async () => {
-      for (let i = 0; i <= LATER_PASSES && !this.stopped.signal.aborted; i++) {
+      for (let i = 0; !this.stopped.signal.aborted; i++) {
         await this.pass().catch((err: unknown) => this.logger?.warn({ err }, "moving window documents failed; retrying"));
-        await sleep(PASS_INTERVAL_MS, undefined, { signal: this.stopped.signal }).catch(() => {});
+        await sleep(i < EARLY_PASSES ? EARLY_INTERVAL_MS : LATE_INTERVAL_MS, undefined, { signal: this.stopped.signal }).catch(() => {});
       }
     })();
   }
@@ -81,19 +85,26 @@ export class WindowDocMove {
   }
 
   private async moveOne(read: StoredBefore): Promise<void> {
-    const doc = read.move_id ? read : await this.agreeOnMove(read);
+    const doc = await this.agreeOnMove(read);
     if (!doc) return;
     const id = newWindowDocId(doc._id);
     await writeAlone(this.to, id, `move-${doc.move_id}`, moveStatement(doc, id, this.owner, this.now().getTime()));
     await this.from.deleteOne({ _id: doc._id, move_id: doc.move_id } as Filter<StoredBefore>);
   }
 
-  /** Names the move of `doc`, or takes the name another mover gave it first; null when it is gone. */
-  private async agreeOnMove(doc: StoredBefore): Promise<StoredBefore | null> {
-    const moveId = randomUUID();
-    const res = await this.from.updateOne({ _id: doc._id, move_id: { $exists: false } } as Filter<StoredBefore>, { $set: { move_id: moveId } });
-    if (res.modifiedCount === 1) return { ...doc, move_id: moveId };
-    return this.from.findOne({ _id: doc._id });
+  /**
+   * Names the move of `doc`, or takes the name another mover gave it first; null when it is gone.
+   * A document found again without a name was moved and written anew since (an older replica):
+   * it is named again, as a document of its own.
+   */
+  private async agreeOnMove(read: StoredBefore): Promise<StoredBefore | null> {
+    for (let doc: StoredBefore | null = read; doc; doc = await this.from.findOne({ _id: doc._id })) {
+      if (doc.move_id) return doc;
+      const moveId = randomUUID();
+      const named = await this.from.findOneAndUpdate({ _id: doc._id, move_id: { $exists: false } } as Filter<StoredBefore>, { $set: { move_id: moveId } }, { returnDocument: "after" });
+      if (named) return named;
+    }
+    return null;
   }
 }
 
