@@ -115,6 +115,54 @@ def test_a_replica_whose_slice_runs_low_asks_ahead_and_its_next_calls_do_not_wai
     assert near(product.usage(user)["total_cost"], ran * 1.0)
 
 
+LEASES = r"POST /users/.*/leases$"
+
+
+def _lost_grant(product: Product, proxy: FaultProxy) -> tuple[str, Meter, float]:
+    """A client whose lease request was granted but whose answer was lost, so that a reserve was refused."""
+    cap = 20.0
+    user = product.create_user({**PLAN, "max_spend_per_period": cap})
+    m = Meter(api_key=product.key, base_url=proxy.api_url, leases=True)
+    m.guard(user, model="m")  # loads the view
+    proxy.inject(LEASES, "lose")
+    with pytest.raises(LimitExceededError):
+        m.reserve(user, model="m", input_tokens=0)
+    assert proxy.count(LEASES) == 1
+    return user, m, cap
+
+
+def test_a_slice_granted_while_its_answer_was_lost_is_spent_once_the_service_answers_again(
+    product: Product, proxy: FaultProxy
+) -> None:
+    user, m, cap = _lost_grant(product, proxy)
+    assert product.usage(user)["total_cost"] == 0
+    # Another holder takes everything the lost slice (half the cap) left.
+    rest = product.api.post(f"/users/{user}/leases", {"holder": "other", "need": cap / 2, "want": cap}).json()
+    assert rest["lease"]["added"] == cap / 2, rest
+    # Nothing is left to grant; the slice granted with the lost answer is this replica's to spend.
+    calls = 0
+    while True:
+        try:
+            m.reserve(user, model="m", input_tokens=0).commit(output_tokens=100)  # $1.00, as estimated
+        except LimitExceededError:
+            break
+        calls += 1
+        assert calls <= cap
+    assert calls == cap / 2, calls
+    assert m.shutdown(timeout=30)
+    assert near(product.usage(user)["total_cost"], cap / 2)
+
+
+def test_a_slice_granted_while_its_answer_was_lost_is_given_back_at_shutdown(
+    product: Product, proxy: FaultProxy
+) -> None:
+    user, m, cap = _lost_grant(product, proxy)
+    assert m.shutdown(timeout=30)
+    # Nothing is held any more: another holder may take the whole cap.
+    whole = product.api.post(f"/users/{user}/leases", {"holder": "other", "need": cap, "want": cap}).json()
+    assert whole["lease"]["added"] == cap, whole
+
+
 def _subscribed_with_leases(product: Product, proxy: FaultProxy) -> tuple[str, str, Meter]:
     """A user subscribed to its own plan (a $100,000 cap), and a started client with leases through the proxy."""
     plan_id = product.create_plan(**{**PLAN, "max_spend_per_period": 100_000})

@@ -188,6 +188,10 @@ class Book(Sizing):
         self.member_windows: dict[str, WindowSlice] = {}
         self.open = False
         self.asked_at = 0.0
+        # When the first request whose answer never came (since the last grant) was sent, else 0: the service may
+        # have granted it, so a later answer showing more than this process knew is adopted, and the lease is given
+        # back when idle even though no grant was seen.
+        self.lost_at = 0.0
         # Calls waited for a request since the last grant, while a lease was held.
         self.starved = False
         # Epochs (renew()): and the last request's; while the grant's differs from `epoch` the slice may

@@ -297,9 +297,23 @@ class LeaseRequests:
                         b.slice(n.model).granted = float(lt["granted"])
                     self._granted(b, epoch, caps, n.model)
                     b.deadline = sent_at + float(lease["ttl_ms"]) / 1000
-                elif sent_at < b.deadline:
+                    b.lost_at = 0.0
+                elif sent_at < b.deadline and b.lost_at == 0:
                     # Nothing more, but the service keeps a live lease for another lifetime when asked again.
                     b.deadline = sent_at + ttl
+                elif b.lost_at > 0 and clock_now() < b.lost_at + ttl and self._holds_more(b, lease, n.model):
+                    # Nothing added, but the lease holds more than this process knew: a request whose answer was
+                    # lost was granted. The service keeps it until at least that request's time plus the lifetime;
+                    # left unused, it would be lost to every replica until it lapsed.
+                    if b.lost_at >= b.deadline:
+                        for t in b.tokens.values():
+                            t.granted = min(t.granted, t.used)
+                    b.spend.granted = max(b.spend.granted, float(lease["granted"]))
+                    if n.model is not None and lt is not None:
+                        b.slice(n.model).granted = max(b.slice(n.model).granted, float(lt["granted"]))
+                    self._granted(b, epoch, caps, n.model)
+                    b.deadline = max(b.deadline, b.lost_at + ttl)
+                    b.lost_at = 0.0
         except MeterError as err:
             if isinstance(err, MeterAPIError) and not err.retryable:
                 if err.status == 422 and (windows or members):
@@ -312,6 +326,9 @@ class LeaseRequests:
                 self.warn(f"lease request for {b.user_id} refused", err)
             else:
                 with self.lock:
+                    # Whether the service granted something is unknown: a later answer tells (adopted above).
+                    if b.lost_at == 0:
+                        b.lost_at = sent_at
                     b.open = self.settings.fallback == "open"
                     first = not self.warned
                     self.warned = True
@@ -393,6 +410,13 @@ class LeaseRequests:
         spend_ok = not spend or added > 0 or not ask[2]
         tokens_ok = tok is None or tokens_added > 0 or not tok[2]
         return spend_ok and tokens_ok and windows_ok
+
+    @staticmethod
+    def _holds_more(b: Book, lease: dict[str, Any], model: str | None) -> bool:
+        """The service's lease holds more dollars, or more tokens of ``model``, than this process knew of."""
+        lt = lease.get("tokens")
+        more_tokens = model is not None and isinstance(lt, dict) and float(lt["granted"]) > b.slice(model).granted
+        return float(lease["granted"]) > b.spend.granted or more_tokens
 
     def _team_book(self, t: TeamEntry) -> TeamBook:
         tb = self.teams.get(t.team_id)

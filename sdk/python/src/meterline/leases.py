@@ -321,11 +321,15 @@ class Leases(LeaseRequests):
             ):
                 self.ask(b.entry, LeaseNeed(0.0, None, 0.0, False, team=leased_team(b.entry)), waiting=False)
                 continue
-            held = now < b.deadline or any(
-                now < s.deadline and s.granted > s.used for s in (*b.windows.values(), *b.member_windows.values())
+            held = (
+                now < b.deadline
+                or any(
+                    now < s.deadline and s.granted > s.used for s in (*b.windows.values(), *b.member_windows.values())
+                )
+                or b.lost_at > 0
             )
             if (
-                b.lease_id is not None
+                (b.lease_id is not None or b.lost_at > 0)
                 and held
                 and b.holds == 0
                 and not running(b.asking)
@@ -389,7 +393,8 @@ class Leases(LeaseRequests):
         return False
 
     def _release(self, b: Book, timeout: float | None) -> Flow[None]:
-        """The lease keeps what was used; the rest goes back to the user's pool."""
+        """The lease keeps what was used; the rest goes back to the user's pool, including what a request whose answer
+        was lost may have been granted (the lease id is the holder id)."""
         with self.lock:
             now = clock_now()
             windows = _live(b.windows, now)
@@ -399,10 +404,11 @@ class Leases(LeaseRequests):
             team = leased_team(b.entry)
             tb = None if team is None else self.teams.get(team.team_id)
             team_back = tb is not None and self._team_idle(tb)
-            if not team_back and (b.lease_id is None or all(s.granted <= s.used for s in slices)):
+            if not team_back and b.lost_at == 0 and (b.lease_id is None or all(s.granted <= s.used for s in slices)):
                 return
             for s in slices:
                 s.granted = s.used
+            b.lost_at = 0.0
             body: dict[str, Any] = {"used": b.spend.used}
             if tb is not None and team_back:
                 if team is not None and team.config is not None and team.config.max_spend_per_period is not None:
