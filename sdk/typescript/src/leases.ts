@@ -1216,7 +1216,7 @@ export class Leases {
       if (sentAt < s.retryAt && !(need > 0 && need <= s.leftAtService)) continue;
       const cap = capOf(s);
       if (cap === null) continue;
-      const w = this.asked(b, s, needs.get(s.key) ?? 0, waiting, renew || sentAt >= s.deadline - this.renewMargin(b), sentAt, cap);
+      const w = this.asked(b, s, need, waiting, renew || sentAt >= s.deadline - this.renewMargin(b), sentAt, cap);
       if (w.want <= 0) continue;
       const money = s.dimension.startsWith("spend:");
       const wire = (x: number) => (money ? toDollars(Math.ceil(x)) : Math.ceil(x));

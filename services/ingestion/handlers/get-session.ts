@@ -44,7 +44,7 @@ class CounterGuess {
 
 /**
  * The session bootstrap: one call to the plans service and, beside it, one read of the user's
- * counter and window document (one command: readUserDocuments; a second one after it when the
+ * counter and window document (one command: windows/with-counter.ts; a second one after it when the
  * guess was wrong); then, in parallel, the credits and the member's team's counter and window
  * document, each by `_id`, when the plans in force have them. sdk_enabled is true when a plan is in
  * force for the user, i.e. the client library must enforce plan_config; false means no plan:
@@ -58,16 +58,16 @@ export function getSession(deps: IngestionDeps): ServiceImpl<typeof IngestionSer
   // Whether the product's last session was on a plan with limits: then the next one reads the
   // user's window document beside the lookup (a wrong guess costs one read, as above).
   const windowed = new LRUCache<string, boolean>({ max: 10_000 });
-  const own = { counters: deps.counters, windows: deps.windows };
-  const teams = { counters: deps.teamCounters, windows: deps.teamWindows };
+  const userStores = { counters: deps.counters, windows: deps.windows };
+  const teamStores = { counters: deps.teamCounters, windows: deps.teamWindows };
   return async (req) => {
     const productId = req.productId;
     // The window document is read beside the lookup too, when the product's plans have limits:
     // with the counter, one command (windows/with-counter.ts).
     const windowsId = windowDocId(productId, req.userId);
-    const early = readEarly(own, guesses.guess(productId, req.userId) ?? null, windowed.get(productId) === true ? windowsId : null);
+    const early = readEarly(userStores, guesses.guess(productId, req.userId) ?? null, windowed.get(productId) === true ? windowsId : null);
     const teamGuess = teamGuesses.get(`${productId}\n${req.userId}`);
-    const earlyTeam = teamGuess && readEarly(teams, teamGuess.counterId, teamGuess.windowsId);
+    const earlyTeam = teamGuess && readEarly(teamStores, teamGuess.counterId, teamGuess.windowsId);
     const user = await requireUser(deps, productId, req.userId);
     const moved = await catchUp(deps, productId, req.userId, user);
     const a = attribute(productId, req.userId, user, deps.now());
@@ -85,7 +85,7 @@ export function getSession(deps: IngestionDeps): ServiceImpl<typeof IngestionSer
     const hasLimits = (plan?.limits.length ?? 0) > 0 || hasScope(ta, "member");
     windowed.set(productId, hasLimits);
     // A counter read before a late change moved events is read again.
-    const [{ counter, windows }, credits] = await Promise.all([readGuessed(own, a.counterId, hasLimits ? windowsId : null, moved ? undefined : early), creditsRead]);
+    const [{ counter, windows }, credits] = await Promise.all([readGuessed(userStores, a.counterId, hasLimits ? windowsId : null, moved ? undefined : early), creditsRead]);
     guesses.remember(productId, req.userId, a.counterId, a.period.start);
     const team = await teamRead;
     return {

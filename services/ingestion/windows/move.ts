@@ -5,6 +5,7 @@ import type { Logger } from "@meter/lib/logger";
 import { findByIds } from "@meter/lib/mongo";
 import { writeAlone } from "../store/rounds.ts";
 import { wide } from "../store/counters.ts";
+import { windowDocId } from "./shares.ts";
 import type { WindowDoc } from "./store.ts";
 
 /** Documents one pass reads at a time. */
@@ -136,8 +137,8 @@ export function oldWindowDocId(id: string): string {
   return `${id.slice(0, at)}|${id.slice(at + 3)}`;
 }
 
-/** `<product>|w|<user>` for `<product>|<user>`: product ids hold no `|`. */
+/** windowDocId for `<product>|<user>`: product ids hold no `|`. */
 function newWindowDocId(old: string): string {
   const at = old.indexOf("|");
-  return `${old.slice(0, at)}|w|${old.slice(at + 1)}`;
+  return windowDocId(old.slice(0, at), old.slice(at + 1));
 }
