@@ -990,8 +990,10 @@ export class Leases {
    * What a request asks of one budget: nothing while it holds something and its low-water mark
    * and covers the waiting calls (unless the lease is renewed); else the low-water mark plus
    * callsPerLease calls and one per waiting call, plus what finished calls took beyond the slice
-   * (their real cost was known only after they ran), with the most a waiting call needs as the
-   * least worth granting when the budget cannot cover it. While no unit is known (calls
+   * (their real cost was known only after they ran), with what the most a waiting call needs
+   * lacks beyond what the slice holds as the least worth granting when the budget cannot cover
+   * it (the service grants nothing below that least: asking the whole call near the cap refused
+   * calls that what is held plus what is left would cover). While no unit is known (calls
    * estimated at 0 and none finished yet), `cap` / callsPerLease (`cap`: the budget's cap in its
    * unit, null when unknown).
    */
@@ -1001,10 +1003,11 @@ export class Leases {
     const low = this.lowWater(b, s, now, waiting);
     if (!short && left > 0 && left >= low && !renew) return { need: 0, want: 0 };
     const over = Math.max(0, -left);
-    if (s.unit === 0) return { need: short ? need : 0, want: Math.max(need, firstSlice(cap, this.settings.callsPerLease) + over) };
+    const lacking = !short ? 0 : s === b.spend ? addDollars(need, -left) : need - left;
+    if (s.unit === 0) return { need: lacking, want: Math.max(need, lacking, firstSlice(cap, this.settings.callsPerLease) + over) };
     const floor = b.full && s.age(now) < RATE_TAU_MS ? (s.unit * (b.holds + waiting) * this.horizon(b)) / MIN_CALL_MS : 0;
     const boost = b.full ? b.boost : 1;
-    return { need: short ? need : 0, want: Math.max(need, boost * (low + s.unit * (this.settings.callsPerLease + waiting)) + over, floor) };
+    return { need: lacking, want: Math.max(need, lacking, boost * (low + s.unit * (this.settings.callsPerLease + waiting)) + over, floor) };
   }
 
   /**

@@ -322,6 +322,27 @@ t("near the cap a waiting call waits for at most the request in flight and one m
   assert.ok((await usage(ctx.api, user)).total_cost <= 3 * CALL_ESTIMATE);
 });
 
+t("near the cap a call whose estimate what the lease holds and what the service has left cover together runs", async (ctx) => {
+  const cap = 20 * CALL_ESTIMATE;
+  const user = await cappedUser(ctx.api, cap);
+  const { m } = await setup(ctx);
+  await m.guard(user, { model: "m" }); // loads the view
+  // Another holder leaves $3.75: the first call's $2 slice, then $1.75, less than a call's estimate.
+  const left = 3.75;
+  const other = await ctx.api.post(`/users/${user}/leases`, { holder: "other", need: cap - left, want: cap - left });
+  assert.is(other.body.lease.added, cap - left);
+  await m.call(user, { ...CALL, usage: () => USED }, () => "ok");
+  // $2.25 of the cap is this process's to spend: what its slice holds after $1.50 plus what the
+  // service has left. The second call ($2 estimated) runs; the service was asked only for what
+  // the slice lacks (asking the whole $2 met "less than $2 left" and the call was gated).
+  await m.call(user, { ...CALL, usage: () => USED }, () => "ok");
+  // $0.75 is left for it then: the third is gated.
+  const refused = await rejects(() => m.call(user, { ...CALL, usage: () => USED }, () => "ok"), LimitExceededError);
+  assert.is((refused as LimitExceededError).result.gate_reason, "total_spend");
+  await m.shutdown();
+  assert.is((await usage(ctx.api, user)).total_cost, 2 * CALL_COST);
+});
+
 t("a service that does not lease windows yet (422 on the field): windows are kept per process and calls run", async (ctx) => {
   const user = await windowedUser(ctx.api, [{ name: "rpm", metric: "requests", max: 5, window: "minute" }]);
   const { proxy, m } = await setup(ctx);
