@@ -163,6 +163,30 @@ def test_a_slice_granted_while_its_answer_was_lost_is_given_back_at_shutdown(
     assert whole["lease"]["added"] == cap, whole
 
 
+def test_near_the_cap_a_call_that_what_is_held_and_what_is_left_cover_together_runs(product: Product) -> None:
+    plan_id = product.create_plan(**{**PLAN, "max_spend_per_period": 20})
+    user = product.create_user()
+    now = datetime.now(timezone.utc)
+    product.subscribe(user, plan_id, now - timedelta(days=1), now + timedelta(days=20))
+    m = Meter(api_key=product.key, base_url=product.url, leases=True)
+    try:
+        m.guard(user, model="m")  # loads the view
+        # Another holder leaves $1.875: the first call's $1.00 slice, then less than a call's estimate.
+        rest = product.api.post(f"/users/{user}/leases", {"holder": "other", "need": 18.125, "want": 18.125}).json()
+        assert rest["lease"]["added"] == 18.125, rest
+        m.reserve(user, model="m", input_tokens=0).commit(output_tokens=75)  # $0.75 of $1.00 estimated
+        # $1.125 is this process's to spend: what its slice holds plus what the service has left. The second call
+        # runs; the service is asked only for what the slice lacks (asking the whole $1.00 was refused).
+        m.reserve(user, model="m", input_tokens=0).commit(output_tokens=75)
+        # $0.375 is left for it then: the third is gated.
+        with pytest.raises(LimitExceededError) as refused:
+            m.reserve(user, model="m", input_tokens=0)
+        assert refused.value.result.gate_reason == "total_spend"
+    finally:
+        assert m.shutdown(timeout=30)
+    assert near(product.usage(user)["total_cost"], 1.5)
+
+
 def _subscribed_with_leases(product: Product, proxy: FaultProxy) -> tuple[str, str, Meter]:
     """A user subscribed to its own plan (a $100,000 cap), and a started client with leases through the proxy."""
     plan_id = product.create_plan(**{**PLAN, "max_spend_per_period": 100_000})

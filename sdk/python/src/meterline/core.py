@@ -310,7 +310,12 @@ class MeterCore(Lifecycle):
             rounds -= 1
             assert self._leases is not None
             asking = self._leases.asking(e, need)
-            if asking is None or not (yield Wait(asking, None)):
+            if asking is None:
+                break
+            # A request on its way before this call came asked for what the slices lacked then: whatever it got,
+            # the next round asks for this call (refused only once its own request got nothing).
+            request, own = asking
+            if not (yield Wait(request, None)) and own:
                 break
             # Sized anew after each wait: a call counts in the windows of the time it is admitted, and a wait
             # across a window's end would otherwise ask again for the window that ended.

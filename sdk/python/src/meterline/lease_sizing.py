@@ -73,17 +73,21 @@ def asked(
     beyond the slice (their real cost was known only after they ran); until a rate is measured,
     while grants are full, at least what the calls in flight or waiting spend in a planned round
     trip if each took _MIN_CALL. While no unit is known (calls estimated at 0 and none finished yet),
-    ``cap`` / ``calls`` (``cap``: the budget's cap in its unit, None when unknown)."""
+    ``cap`` / ``calls`` (``cap``: the budget's cap in its unit, None when unknown). The least worth
+    granting is what the waiting call's need lacks beyond what the slice holds: the service grants
+    nothing below it, so asking the whole call near the cap refused calls that what is held plus
+    what is left would cover."""
     left = balance(b, s, now)
     short = left <= 0 or left < need
     mark = low_water(b, s, now, b.joined)
     if not short and left >= mark and not renew:
         return 0.0, 0.0, short
     over = max(0.0, -left)
+    lacking = 0.0 if not short or need <= 0 else add_dollars(need, -left) if s is b.spend else need - left
     if s.unit == 0:
-        return (need if short else 0.0), max(need, first_slice(cap, calls) + over), short
+        return lacking, max(need, lacking, first_slice(cap, calls) + over), short
     young = s.age(now) < RATE_TAU
     floor = s.unit * (b.holds + b.joined) * horizon(b) / _MIN_CALL if b.full and young else 0.0
     boost = b.boost if b.full else 1.0
-    want = max(need, boost * (mark + s.unit * (calls + b.joined)) + over, floor)
-    return (need if short else 0.0), want, short
+    want = max(need, lacking, boost * (mark + s.unit * (calls + b.joined)) + over, floor)
+    return lacking, want, short

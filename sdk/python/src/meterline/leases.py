@@ -116,10 +116,12 @@ class Leases(LeaseRequests):
             b = self._book(e)
             return b.open or self._short(e, b, n, clock_now()) is None
 
-    def asking(self, e: UserEntry, n: LeaseNeed) -> Handle | None:
+    def asking(self, e: UserEntry, n: LeaseNeed) -> tuple[Handle, bool] | None:
         """The lease request a call the lease does not cover waits for (its result: True when every short budget
-        got something); None when there is nothing to wait for: the lease covers the call, or a window it needs
-        had nothing left at the service when last asked (the call is then refused without asking)."""
+        got something), and whether that request asks for this call (False: it was on its way before the call
+        came, asked for what the slices lacked then); None when there is nothing to wait for: the lease covers the
+        call, or a window it needs had nothing left at the service when last asked (the call is then refused
+        without asking)."""
         with self.lock:
             b = self._book(e)
             now = clock_now()
@@ -128,8 +130,10 @@ class Leases(LeaseRequests):
             # The team's slice is on its way with another member's request: that answer may cover this call.
             tb = None if n.team is None else self.teams.get(n.team.team_id)
             if tb is not None and running(tb.asking) and tb.asking is not b.asking and self._team_short(tb, n, now):
-                return tb.asking
-            return self.ask(e, n)
+                assert tb.asking is not None
+                return tb.asking, False
+            on_its_way = running(b.asking)
+            return self.ask(e, n), not on_its_way
 
     def take(self, e: UserEntry, n: LeaseNeed) -> str | GuardResult | None:
         """Takes a call's estimate from the lease: the lease id its event carries, or the hard gate of
