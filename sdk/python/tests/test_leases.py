@@ -187,6 +187,38 @@ def test_near_the_cap_a_call_that_what_is_held_and_what_is_left_cover_together_r
     assert near(product.usage(user)["total_cost"], 1.5)
 
 
+def test_a_user_idle_for_lease_idle_is_forgotten_and_its_next_calls_lease_under_another_holder_within_the_cap(
+    product: Product, proxy: FaultProxy
+) -> None:
+    cap = 6.0
+    user = product.create_user({**PLAN, "max_spend_per_period": cap})
+    m = Meter(api_key=product.key, base_url=proxy.api_url, leases=True, lease_idle=0.2)
+    ids: set[str | None] = set()
+
+    def call() -> None:
+        with m.reserve(user, model="m", input_tokens=0) as r:  # estimate $1.00
+            ids.add(r.commit(output_tokens=75).lease_id)  # $0.75
+
+    call()
+    assert m.stats.leased_users == 1
+    eventually(lambda: m.stats.leased_users == 0, what="the idle user's book forgotten")
+    assert proxy.count(r"/release$") == 1, "its lease given back before"
+    calls = 1
+    while True:
+        try:
+            call()
+        except LimitExceededError:
+            break
+        calls += 1
+    assert m.stats.leased_users == 1
+    assert len(ids) == 2 and None not in ids, f"one lease id before it was forgotten, another after: {ids}"
+    assert m.shutdown(timeout=30)
+    total = product.usage(user)["total_cost"]
+    assert near(total, calls * 0.75)
+    # Every call whose estimate fitted ran, and none past the cap.
+    assert total <= cap + 1e-9 and cap - total < 1.0, f"{total} spent of a cap of {cap}"
+
+
 def _subscribed_with_leases(product: Product, proxy: FaultProxy) -> tuple[str, str, Meter]:
     """A user subscribed to its own plan (a $100,000 cap), and a started client with leases through the proxy."""
     plan_id = product.create_plan(**{**PLAN, "max_spend_per_period": 100_000})

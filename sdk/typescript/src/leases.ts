@@ -313,6 +313,8 @@ class TeamBook extends Sizing {
 /** One user's lease held by this process. */
 class Book extends Sizing {
   leaseId: string | null = null;
+  /** Calls in wait() for this book's request: the book stays while any does. */
+  waits = 0;
   readonly spend = new Slice(null);
   /** Token slices by normalized model. */
   readonly tokens = new Map<string, Slice>();
@@ -363,6 +365,8 @@ class Book extends Sizing {
     readonly userId: string,
     /** The user's view (replaced when an idle user is loaded again). */
     public entry: UserEntry,
+    /** The holder id its requests and calls' events name (Leases.book() says which). */
+    readonly holder: string,
   ) {
     super();
   }
@@ -382,11 +386,15 @@ class Book extends Sizing {
 }
 
 export class Leases {
-  /** This process as a lease holder. */
+  /** This process as a lease holder: the holder of its team members' books. */
   readonly holder = `h_${randomUUID().replaceAll("-", "")}`;
+  /** Books made with a holder id of their own (book()). */
+  private made = 0;
   private readonly books = new Map<string, Book>();
-  /** This process's slices of teams' spend caps, by team id. */
+  /** This process's slices of teams' spend caps, by teamKey(holder, team id). */
   private readonly teams = new Map<string, TeamBook>();
+  /** The keys of `teams` under a book's own holder id (not this process's), by that holder. */
+  private readonly teamsOf = new Map<string, Set<string>>();
   /** Lease requests sent (figures for benchmarks). */
   requests = 0;
   private warned = false;
@@ -412,7 +420,7 @@ export class Leases {
     const now = Date.now();
     const memberWindows = memberWindowNeeds(e, model, reserved, now);
     if (!spend && capped === null && windows.length === 0 && team === null && memberWindows.length === 0) return null;
-    if (team !== null && now < this.teamBook(team).unlimitedUntil) team = null;
+    if (team !== null && now < this.teamBook(team, this.books.get(e.userId)?.holder ?? this.holder).unlimitedUntil) team = null;
     const teamSpend = team !== null && team.config!.max_spend_per_period !== null;
     const teamCost = team === null ? 0 : reserved.cost;
     const teamWindows = team === null ? NO_WINDOWS : teamWindowNeeds(team, model, reserved, now);
@@ -447,6 +455,16 @@ export class Leases {
    */
   async wait(e: UserEntry, needNow: () => LeaseNeed | null): Promise<void> {
     const b = this.book(e);
+    b.lastUse = Date.now();
+    b.waits++;
+    try {
+      await this.waitFor(b, e, needNow);
+    } finally {
+      b.waits--;
+    }
+  }
+
+  private async waitFor(b: Book, e: UserEntry, needNow: () => LeaseNeed | null): Promise<void> {
     // A third round only when a request for another model's tokens was being prepared; a fourth
     // when the team's slice was being asked for with another member's request; a fifth after a
     // change that came while the request was on its way.
@@ -454,7 +472,7 @@ export class Leases {
       const n = needNow();
       if (n === null) return;
       this.estimates(b, n);
-      const tb = n.team === null ? null : this.teamBook(n.team);
+      const tb = n.team === null ? null : this.teamBook(n.team, b.holder);
       const now = Date.now();
       if (b.open || this.short(e, b, n, now) === null) return;
       // A window or team cap the service has nothing left of (until it ends, or a moment): refused without asking.
@@ -526,7 +544,7 @@ export class Leases {
     // Failing open, a request is the way to learn that the service answers again.
     const renew = sentAt >= this.renewAt(b) || b.open || this.renewing(b);
     const spend = spendCap === null ? { need: 0, want: 0 } : this.asked(b, b.spend, needCost, waiting, renew, sentAt, spendCapWithCredits(b.entry));
-    const body: Record<string, unknown> = { holder: this.holder, need: spend.need, want: spend.want, ttl_ms: this.settings.ttlMs };
+    const body: Record<string, unknown> = { holder: b.holder, need: spend.need, want: spend.want, ttl_ms: this.settings.ttlMs };
     let wanted = spend.want > 0;
     // Every window of the user's calls that runs low, is needed by a waiting call, or nears its lifetime's end.
     const { windows, asks } = this.windowAsks(b, b.windows, windowNeeds, waiting, renew, sentAt, (d) => windowCapOf(b.entry, d.dimension));
@@ -549,7 +567,7 @@ export class Leases {
     }
     // The team's slice, unless another member's request is asking for it.
     const team = leasedTeam(b.entry);
-    const tb = team === null ? null : this.teamBook(team);
+    const tb = team === null ? null : this.teamBook(team, b.holder);
     let teamWant = 0;
     let teamTokensWant = 0;
     let teamWindows: AskedWindow[] = [];
@@ -665,7 +683,7 @@ export class Leases {
     b.spend.took(n.cost, now);
     let lowTeam = false;
     if (n.team !== null) {
-      const tb = this.teamBook(n.team);
+      const tb = this.teamBook(n.team, b.holder);
       tb.spend.used = addDollars(tb.spend.used, n.teamCost);
       tb.spend.took(n.teamCost, now);
       tb.holds++;
@@ -686,7 +704,7 @@ export class Leases {
       const lowSpend = n.teamSpend && (this.teamBalance(tb, now) < this.lowWater(tb, tb.spend, now) || now >= tb.deadline - this.renewMargin(tb));
       lowTeam = tb.asking === null && now >= tb.retryAt && (lowSpend || lowWindow);
       // The lease id is the holder's: the event settles the team's slice with it (and the user's, when held).
-      b.leaseId ??= this.holder;
+      b.leaseId ??= b.holder;
     }
     const t = n.model === null ? null : b.slice(n.model);
     if (t) {
@@ -732,7 +750,8 @@ export class Leases {
     teamWindows: readonly WindowNeed[] = NO_WINDOWS,
     memberWindows: readonly WindowNeed[] = NO_WINDOWS,
   ): void {
-    const tb = team === null || leaseId === null ? undefined : this.teams.get(team.teamId);
+    // The lease id is the holder id of the book that took the hold.
+    const tb = team === null || leaseId === null ? undefined : this.teams.get(teamKey(leaseId, team.teamId));
     if (tb !== undefined) {
       tb.spend.used = Math.max(0, addDollars(tb.spend.used, -cost));
       giveBack(tb.windows, teamWindows);
@@ -757,9 +776,10 @@ export class Leases {
   spend(e: UserEntry, cost: number, model: string | null, tokens: number, at: number): string | null {
     const b = this.books.get(e.userId);
     const team = leasedTeam(e);
-    const tb = team === null ? undefined : this.teams.get(team.teamId);
+    const holder = b?.holder ?? this.holder;
+    const tb = team === null ? undefined : this.teams.get(teamKey(holder, team.teamId));
     // Spent from the team's slices once one was granted (its event names the holder, which settles them).
-    const teamLease = tb !== undefined && tb.leased ? this.holder : null;
+    const teamLease = tb !== undefined && tb.leased ? holder : null;
     if (teamLease !== null) {
       spentFrom(tb!, cost, model, tokens);
       // The team's windows at the event's time, as the user's below.
@@ -817,7 +837,7 @@ export class Leases {
   private short(e: UserEntry, b: Book, n: LeaseNeed, now: number): GuardResult | null {
     const refused: GuardResult[] = [];
     if (n.team !== null) {
-      const tb = this.teams.get(n.team.teamId);
+      const tb = this.teams.get(teamKey(b.holder, n.team.teamId));
       if (n.teamSpend && (tb === undefined || this.teamSpendShort(tb, n, now))) refused.push(teamRefusal(n.team, n.teamCost));
       if (n.teamModel !== null && (tb === undefined || this.teamTokensShort(tb, n, now))) refused.push(teamTokenRefusal(n.team, n.teamModel, n.teamTokens));
       for (const w of n.teamWindows) {
@@ -862,7 +882,7 @@ export class Leases {
   /** A window the call needs is short and the service had nothing left of it when last asked. */
   private exhausted(b: Book, n: LeaseNeed, now: number): boolean {
     if (n.team !== null) {
-      const tb = this.teams.get(n.team.teamId);
+      const tb = this.teams.get(teamKey(b.holder, n.team.teamId));
       if (tb !== undefined && now < tb.retryAt && n.teamSpend && this.teamSpendShort(tb, n, now)) return true;
       if (tb !== undefined && windowsExhausted(tb.windows, n.teamWindows, now, (s) => windowLeft(s, now))) return true;
     }
@@ -924,6 +944,8 @@ export class Leases {
       const via = tb.via === null ? undefined : this.books.get(tb.via);
       if (via !== undefined && this.teamIdle(tb) && now - tb.lastUse >= this.settings.idleMs) await this.release(via);
     }
+    const later = Date.now();
+    for (const b of this.books.values()) if (this.forgettable(b, later)) this.forget(b);
   }
 
   /**
@@ -960,9 +982,9 @@ export class Leases {
     const slices = [b.spend, ...b.tokens.values(), ...windows, ...memberWindows];
     // The team's slice goes back with a member's lease once no call of any member holds on it.
     const team = leasedTeam(b.entry);
-    const tb = team === null ? undefined : this.teams.get(team.teamId);
+    const tb = team === null ? undefined : this.teams.get(teamKey(b.holder, team.teamId));
     const teamBack = tb !== undefined && this.teamIdle(tb, now);
-    if (!teamBack && b.lostAt === 0 && (b.leaseId === null || slices.every((s) => s.granted <= s.used))) return;
+    if (!teamBack && b.lostAt === 0 && !holdsUnused(b, slices)) return;
     for (const s of slices) s.granted = s.used;
     b.lostAt = 0;
     const body: Record<string, unknown> = { used: b.spend.used };
@@ -979,7 +1001,7 @@ export class Leases {
     if (windows.length > 0) body.used_windows = windows.map(windowUse);
     if (memberWindows.length > 0) body.used_member_windows = memberWindows.map(windowUse);
     try {
-      await this.transport.request("POST", `/users/${encodeURIComponent(b.userId)}/leases/${b.leaseId ?? this.holder}/release`, body);
+      await this.transport.request("POST", `/users/${encodeURIComponent(b.userId)}/leases/${b.leaseId ?? b.holder}/release`, body);
     } catch (err) {
       // Not given back: it returns to the pool when it expires.
       if (!(err instanceof MeterApiError && err.status === 404)) this.warn(`giving back the lease of ${b.userId} failed`, err as Error);
@@ -1048,7 +1070,7 @@ export class Leases {
   private estimates(b: Book, n: LeaseNeed): void {
     if (n.cost > b.spend.estimate) b.spend.estimate = n.cost;
     if (n.team !== null) {
-      const tb = this.teamBook(n.team);
+      const tb = this.teamBook(n.team, b.holder);
       if (n.teamCost > tb.spend.estimate) tb.spend.estimate = n.teamCost;
       if (n.teamModel !== null) {
         const ts = tb.slice(n.teamModel);
@@ -1107,11 +1129,19 @@ export class Leases {
     if (current) b.grantEpoch = epoch;
   }
 
-  private teamBook(t: TeamEntry): TeamBook {
-    let tb = this.teams.get(t.teamId);
+  private teamBook(t: TeamEntry, holder: string): TeamBook {
+    const key = teamKey(holder, t.teamId);
+    let tb = this.teams.get(key);
     if (!tb) {
       tb = new TeamBook(t.teamId);
-      this.teams.set(t.teamId, tb);
+      this.teams.set(key, tb);
+      // A user who joined a team while its book had a holder id of its own: the team's slices of
+      // that holder are this book's alone, and go with it.
+      if (holder !== this.holder) {
+        let keys = this.teamsOf.get(holder);
+        if (!keys) this.teamsOf.set(holder, (keys = new Set()));
+        keys.add(key);
+      }
     }
     return tb;
   }
@@ -1232,12 +1262,55 @@ export class Leases {
   private book(e: UserEntry): Book {
     let b = this.books.get(e.userId);
     if (!b) {
-      b = new Book(e.userId, e);
+      // A member's book shares the team's slices under this process's holder id, and stays. Any
+      // other has a holder id of its own: the service keeps what it granted a holder (in all, in
+      // every dimension) until the lease lapses, so a book made again after its user's was
+      // forgotten (forgettable()) must not name the same holder.
+      const holder = leasedTeam(e) !== null ? this.holder : `${this.holder}-${(++this.made).toString(36)}`;
+      b = new Book(e.userId, e, holder);
       this.books.set(e.userId, b);
     }
     b.entry = e;
     return b;
   }
+
+  /** Users this process keeps a book for. */
+  get size(): number {
+    return this.books.size;
+  }
+
+  /**
+   * A book goes once no call runs on it or waits for it, it has been idle for idleMs, and it
+   * holds nothing unused (releaseIdle() gave it back), nor does a team book under its holder:
+   * an idle user costs this process nothing, however many users it served.
+   */
+  private forgettable(b: Book, now: number): boolean {
+    if (b.holder === this.holder || b.holds > 0 || b.waits > 0 || b.asking !== null || b.lostAt > 0 || now - b.lastUse < this.settings.idleMs) return false;
+    const unused = (s: Slice) => s.granted > s.used;
+    const live = (s: WindowSlice) => now < s.deadline && unused(s);
+    if (b.leaseId !== null && ((now < b.deadline && [b.spend, ...b.tokens.values()].some(unused)) || [...b.windows.values(), ...b.memberWindows.values()].some(live))) return false;
+    for (const key of this.teamsOf.get(b.holder) ?? []) {
+      const tb = this.teams.get(key)!;
+      if (tb.holds > 0 || tb.asking !== null || (now < tb.deadline && [tb.spend, ...tb.tokens.values()].some(unused)) || [...tb.windows.values()].some(live)) return false;
+    }
+    return true;
+  }
+
+  private forget(b: Book): void {
+    this.books.delete(b.userId);
+    for (const key of this.teamsOf.get(b.holder) ?? []) this.teams.delete(key);
+    this.teamsOf.delete(b.holder);
+  }
+}
+
+/** A team book's key: the holder its slices are granted to, and the team. */
+function teamKey(holder: string, teamId: string): string {
+  return `${holder}|${teamId}`;
+}
+
+/** A lease holds something granted and not used: release() gives it back. */
+function holdsUnused(b: Book, slices: readonly Slice[]): boolean {
+  return b.leaseId !== null && slices.some((s) => s.granted > s.used);
 }
 
 /** The cap (times hard_gate_at) of the user's plan in force on dollars (model null) or on a model's tokens; null when uncapped. */

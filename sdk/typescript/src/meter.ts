@@ -354,7 +354,10 @@ export class Meter {
   get stats(): MeterStats {
     const q = this.#queue;
     const stats: MeterStats = { queued: q.size, held: q.held, sent: q.sent, dropped: q.dropped, rejected: q.rejected, busy: q.busy, key_refused: this.#report.refusedKey !== undefined, users: this.#users.size };
-    if (this.#leases) stats.lease_requests = this.#leases.requests;
+    if (this.#leases) {
+      stats.lease_requests = this.#leases.requests;
+      stats.leased_users = this.#leases.size;
+    }
     return stats;
   }
 

@@ -97,6 +97,27 @@ t("a lease left unused for leaseIdleMs is given back without shutdown", async (c
   assert.is(proxy.count(/\/release$/), 1, "nothing left to give back at shutdown");
 });
 
+t("a user idle for leaseIdleMs is forgotten once its lease is given back; its next calls lease under another holder id, within the cap", async (ctx) => {
+  const cap = 6 * CALL_ESTIMATE;
+  const user = await cappedUser(ctx.api, cap);
+  const { proxy, m } = await setup(ctx, { leaseIdleMs: 200 });
+  const events: UsageEvent[] = [];
+  m.onUsage((e) => events.push(e));
+  await m.call(user, { ...CALL, usage: () => USED }, () => "ok");
+  assert.is(m.stats.leased_users, 1);
+  await eventually(() => m.stats.leased_users === 0, 10_000, "the idle user's book forgotten");
+  assert.is(proxy.count(/\/release$/), 1, "its lease given back before");
+  const calls = await callUntilRefused(m, user, "total_spend");
+  assert.is(m.stats.leased_users, 1);
+  const ids = [...new Set(events.map((e) => e.lease_id))];
+  assert.is(ids.length, 2, `one lease id before it was forgotten, another after: ${ids.join(", ")}`);
+  await m.shutdown();
+  const total = (await usage(ctx.api, user)).total_cost;
+  assert.ok(Math.abs(total - (1 + calls) * CALL_COST) < 1e-6, `${total} spent in ${1 + calls} calls`);
+  // Every call whose estimate fitted ran, and none past the cap.
+  assert.ok(total <= cap && cap - total < CALL_ESTIMATE, `${total} spent of a cap of ${cap}`);
+});
+
 t('service unreachable: "slice" spends only what the lease holds, "open" lets calls pass', async (ctx) => {
   const user = await cappedUser(ctx.api, 100);
   const slice = await setup(ctx, { leaseFallback: "slice" });

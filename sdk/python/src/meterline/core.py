@@ -203,6 +203,7 @@ class MeterCore(Lifecycle):
                 held=q.held,
                 key_refused=self._refused_key is not None,
                 busy=q.busy,
+                leased_users=None if self._leases is None else len(self._leases.books),
             )
 
     def reserve_now(
@@ -305,22 +306,26 @@ class MeterCore(Lifecycle):
         """guard() and, with pre_call_estimate, the estimate held against the limits in the same step."""
         e = yield from self._entry_flow(user_id)
         input_tokens, need = self._lease_plan(e, model, input_tokens, prompt, max_output_tokens)
-        rounds = LEASE_ROUNDS
-        while need is not None and rounds > 0:
-            rounds -= 1
-            assert self._leases is not None
-            asking = self._leases.asking(e, need)
-            if asking is None:
-                break
-            # A request on its way before this call came asked for what the slices lacked then: whatever it got,
-            # the next round asks for this call (refused only once its own request got nothing).
-            request, own = asking
-            if not (yield Wait(request, None)) and own:
-                break
-            # Sized anew after each wait: a call counts in the windows of the time it is admitted, and a wait
-            # across a window's end would otherwise ask again for the window that ended.
-            need = self._lease_need(e, model, input_tokens, prompt, max_output_tokens)
-        return self._held(self._admit(e, model, session_id, input_tokens, prompt, metadata, True, max_output_tokens))
+        leases = self._leases
+        # The user's lease book stays from the first wait to the hold taken (Leases.waiting).
+        with contextlib.nullcontext() if need is None or leases is None else leases.waiting(e):
+            rounds = LEASE_ROUNDS
+            while need is not None and rounds > 0:
+                rounds -= 1
+                assert leases is not None
+                asking = leases.asking(e, need)
+                if asking is None:
+                    break
+                # A request on its way before this call came asked for what the slices lacked then: whatever it got,
+                # the next round asks for this call (refused only once its own request got nothing).
+                request, own = asking
+                if not (yield Wait(request, None)) and own:
+                    break
+                # Sized anew after each wait: a call counts in the windows of the time it is admitted, and a wait
+                # across a window's end would otherwise ask again for the window that ended.
+                need = self._lease_need(e, model, input_tokens, prompt, max_output_tokens)
+            admitted = self._admit(e, model, session_id, input_tokens, prompt, metadata, True, max_output_tokens)
+            return self._held(admitted)
 
     def _refresh_user(self, user_id: str) -> Flow[bool]:
         """Reloads the user's session view now (a plan or subscription just changed). True when it loaded."""

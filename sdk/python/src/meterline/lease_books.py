@@ -175,11 +175,15 @@ class Sizing:
 
 
 class Book(Sizing):
-    def __init__(self, user_id: str, entry: UserEntry) -> None:
+    def __init__(self, user_id: str, entry: UserEntry, holder: str) -> None:
         super().__init__()
         self.user_id = user_id
         # The user's view (replaced when an idle user is loaded again).
         self.entry = entry
+        # The holder id its requests and calls' events name (LeaseRequests._book says which).
+        self.holder = holder
+        # Calls waiting for a request of this book (Leases.asking to Leases.waited): the book stays while any does.
+        self.waits = 0
         self.lease_id: str | None = None
         self.tokens: dict[str, Slice] = {}
         # Window slices by key (WindowNeed.key); a calendar window's goes once it ended.
@@ -209,6 +213,11 @@ class Book(Sizing):
 
     def member_window(self, w: WindowNeed) -> WindowSlice:
         return window_slice(self.member_windows, w)
+
+
+def team_key(holder: str, team_id: str) -> str:
+    """A team book's key: the holder its slices are granted to, and the team."""
+    return f"{holder}|{team_id}"
 
 
 def window_slice(slices: dict[str, WindowSlice], w: WindowNeed) -> WindowSlice:

@@ -28,6 +28,7 @@ from .lease_books import (
     round_trip,
     spend_cap_with_credits,
     team_cap_of,
+    team_key,
     team_token_cap_of,
     team_window_cap_of,
     window_cap_of,
@@ -60,10 +61,15 @@ class LeaseRequests:
         self.warn = warn
         # Starts a lease request in the background (the client's thread pool, or a task on its event loop).
         self.spawn = spawn
+        # This process as a lease holder: the holder of its team members' books.
         self.holder = f"h_{uuid.uuid4().hex}"
+        # Books made with a holder id of their own (_book()).
+        self.made = 0
         self.books: dict[str, Book] = {}
-        # This process's slices of teams' spend caps, by team id.
+        # This process's slices of teams' spend caps, by team_key(holder, team id).
         self.teams: dict[str, TeamBook] = {}
+        # The keys of ``teams`` under a book's own holder id (not this process's), by that holder.
+        self.teams_of: dict[str, set[str]] = {}
         self.requests = 0
         self.warned = False
         self.lock = threading.RLock()
@@ -73,6 +79,7 @@ class LeaseRequests:
         self.holder = f"h_{uuid.uuid4().hex}"
         self.books = {}
         self.teams = {}
+        self.teams_of = {}
         self.lock = threading.RLock()
 
     def ask(self, e: UserEntry, n: LeaseNeed, waiting: bool = True) -> Handle:
@@ -110,7 +117,7 @@ class LeaseRequests:
                 )
             )
             body: dict[str, Any] = {
-                "holder": self.holder,
+                "holder": b.holder,
                 "need": spend[0],
                 "want": spend[1],
                 "ttl_ms": int(self.settings.ttl * 1000),
@@ -138,7 +145,7 @@ class LeaseRequests:
                 body.update(model=n.model, need_tokens=math.ceil(tok[0]), want_tokens=math.ceil(tok[1]))
             # The team's slice, unless another member's request is asking for it.
             team = leased_team(e)
-            tb = None if team is None else self._team_book(team)
+            tb = None if team is None else self._team_book(team, b.holder)
             team_ask: tuple[float, float, bool] | None = None
             team_tok: tuple[float, float, bool] | None = None
             team_windows: list[WindowAsk] = []
@@ -418,10 +425,15 @@ class LeaseRequests:
         more_tokens = model is not None and isinstance(lt, dict) and float(lt["granted"]) > b.slice(model).granted
         return float(lease["granted"]) > b.spend.granted or more_tokens
 
-    def _team_book(self, t: TeamEntry) -> TeamBook:
-        tb = self.teams.get(t.team_id)
+    def _team_book(self, t: TeamEntry, holder: str) -> TeamBook:
+        key = team_key(holder, t.team_id)
+        tb = self.teams.get(key)
         if tb is None:
-            tb = self.teams[t.team_id] = TeamBook(t.team_id)
+            tb = self.teams[key] = TeamBook(t.team_id)
+            # A user who joined a team while its book had a holder id of its own: the team's slices of that holder
+            # are this book's alone, and go with it.
+            if holder != self.holder:
+                self.teams_of.setdefault(holder, set()).add(key)
         return tb
 
     def _granted(self, b: Book, epoch: int, caps: tuple[float | None, float | None], model: str | None) -> None:
@@ -445,7 +457,7 @@ class LeaseRequests:
         """The largest estimate seen of each budget (the unit of what is asked for)."""
         estimated(b.spend, n.cost)
         if n.team is not None:
-            tb = self._team_book(n.team)
+            tb = self._team_book(n.team, b.holder)
             estimated(tb.spend, n.team_cost)
             if n.team_model is not None:
                 estimated(tb.slice(n.team_model), n.team_tokens)
@@ -461,6 +473,20 @@ class LeaseRequests:
     def _book(self, e: UserEntry) -> Book:
         b = self.books.get(e.user_id)
         if b is None:
-            b = self.books[e.user_id] = Book(e.user_id, e)
+            # A member's book shares the team's slices under this process's holder id, and stays. Any other has a
+            # holder id of its own: the service keeps what it granted a holder (in all, in every dimension) until the
+            # lease lapses, so a book made again after its user's was forgotten (Leases._forgettable) must not name
+            # the same holder.
+            if leased_team(e) is not None:
+                holder = self.holder
+            else:
+                self.made += 1
+                holder = f"{self.holder}-{self.made:x}"
+            b = self.books[e.user_id] = Book(e.user_id, e, holder)
         b.entry = e
         return b
+
+    def _holder_of(self, user_id: str) -> str:
+        """The holder id of the user's book; this process's when it has none (the one a member's book gets)."""
+        b = self.books.get(user_id)
+        return self.holder if b is None else b.holder

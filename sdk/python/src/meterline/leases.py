@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import time
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -29,6 +30,7 @@ from .lease_books import (
     refusal,
     renewing,
     spent_from,
+    team_key,
     team_refusal,
     team_token_refusal,
     team_window_needs,
@@ -45,6 +47,8 @@ from .reservation import NO_WINDOWS, ReservationAmount, WindowNeed
 from .types import GuardResult
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from .state import UserEntry
     from .teams import TeamEntry
 
@@ -64,7 +68,7 @@ class Leases(LeaseRequests):
         member_windows = member_window_needs(e, model, reserved, now)
         if not spend and capped is None and not windows and team is None and not member_windows:
             return None
-        if team is not None and now < self._team_book(team).unlimited_until:
+        if team is not None and now < self._team_book(team, self._holder_of(e.user_id)).unlimited_until:
             team = None
         team_cost = 0.0 if team is None else reserved.cost
         team_spend = team is not None and team.config is not None and team.config.max_spend_per_period is not None
@@ -116,6 +120,20 @@ class Leases(LeaseRequests):
             b = self._book(e)
             return b.open or self._short(e, b, n, clock_now()) is None
 
+    @contextmanager
+    def waiting(self, e: UserEntry) -> Iterator[None]:
+        """While a call may wait for the user's lease requests (asking) and then takes from the book (take): the
+        book stays for it."""
+        with self.lock:
+            b = self._book(e)
+            b.last_use = clock_now()
+            b.waits += 1
+        try:
+            yield
+        finally:
+            with self.lock:
+                b.waits -= 1
+
     def asking(self, e: UserEntry, n: LeaseNeed) -> tuple[Handle, bool] | None:
         """The lease request a call the lease does not cover waits for (its result: True when every short budget
         got something), and whether that request asks for this call (False: it was on its way before the call
@@ -128,7 +146,7 @@ class Leases(LeaseRequests):
             if b.open or self._short(e, b, n, now) is None or self._exhausted(b, n, now):
                 return None
             # The team's slice is on its way with another member's request: that answer may cover this call.
-            tb = None if n.team is None else self.teams.get(n.team.team_id)
+            tb = None if n.team is None else self.teams.get(team_key(b.holder, n.team.team_id))
             if tb is not None and running(tb.asking) and tb.asking is not b.asking and self._team_short(tb, n, now):
                 assert tb.asking is not None
                 return tb.asking, False
@@ -154,7 +172,7 @@ class Leases(LeaseRequests):
             b.spend.took(n.cost, now)
             low_team = False
             if n.team is not None:
-                tb = self._team_book(n.team)
+                tb = self._team_book(n.team, b.holder)
                 tb.spend.used = add_dollars(tb.spend.used, n.team_cost)
                 tb.spend.took(n.team_cost, now)
                 tb.holds += 1
@@ -177,7 +195,7 @@ class Leases(LeaseRequests):
                 low_team = not running(tb.asking) and now >= tb.retry_at and (low_spend or low_windows)
                 # The lease id is the holder's: the event settles the team's slice with it (and the user's, when held).
                 if b.lease_id is None:
-                    b.lease_id = self.holder
+                    b.lease_id = b.holder
             t = None if n.model is None else b.slice(n.model)
             if t is not None:
                 t.used += n.tokens
@@ -231,7 +249,8 @@ class Leases(LeaseRequests):
     ) -> None:
         """Gives a hold back (what take() took); the call's real usage, if it ran, comes through spend()."""
         with self.lock:
-            tb = None if team is None or lease_id is None else self.teams.get(team.team_id)
+            # The lease id is the holder id of the book that took the hold.
+            tb = None if team is None or lease_id is None else self.teams.get(team_key(lease_id, team.team_id))
             if tb is not None:
                 tb.spend.used = max(0.0, add_dollars(tb.spend.used, -cost))
                 tt = None if model is None else tb.tokens.get(model)
@@ -256,9 +275,10 @@ class Leases(LeaseRequests):
         with self.lock:
             b = self.books.get(e.user_id)
             team = leased_team(e)
-            tb = None if team is None else self.teams.get(team.team_id)
+            holder = self.holder if b is None else b.holder
+            tb = None if team is None else self.teams.get(team_key(holder, team.team_id))
             # Spent from the team's slices once one was granted (its event names the holder, which settles them).
-            team_lease = self.holder if tb is not None and tb.leased else None
+            team_lease = holder if tb is not None and tb.leased else None
             if tb is not None and team is not None and team_lease is not None:
                 spent_from(tb, cost, model, tokens)
                 # The team's windows at the event's time, as the user's below.
@@ -344,6 +364,49 @@ class Leases(LeaseRequests):
             via = None if tb.via is None else self.books.get(tb.via)
             if via is not None and self._team_idle(tb) and now - tb.last_use >= self.settings.idle:
                 yield from self._release(via, None)
+        with self.lock:
+            later = clock_now()
+            for b in list(self.books.values()):
+                if self._forgettable(b, later):
+                    self._forget(b)
+
+    def _forgettable(self, b: Book, now: float) -> bool:
+        """A book goes once no call runs on it or waits for it, it has been idle for ``lease_idle``, and it holds
+        nothing unused (release_idle gave it back), nor does a team book under its holder: an idle user costs this
+        process nothing, however many users it served."""
+        if (
+            b.holder == self.holder
+            or b.holds > 0
+            or b.waits > 0
+            or running(b.asking)
+            or b.lost_at > 0
+            or now - b.last_use < self.settings.idle
+        ):
+            return False
+
+        def live(s: WindowSlice) -> bool:
+            return now < s.deadline and s.granted > s.used
+
+        if b.lease_id is not None and (
+            (now < b.deadline and any(s.granted > s.used for s in (b.spend, *b.tokens.values())))
+            or any(live(s) for s in (*b.windows.values(), *b.member_windows.values()))
+        ):
+            return False
+        for key in self.teams_of.get(b.holder, ()):
+            tb = self.teams[key]
+            if (
+                tb.holds > 0
+                or running(tb.asking)
+                or (now < tb.deadline and any(s.granted > s.used for s in (tb.spend, *tb.tokens.values())))
+                or any(live(s) for s in tb.windows.values())
+            ):
+                return False
+        return True
+
+    def _forget(self, b: Book) -> None:
+        del self.books[b.user_id]
+        for key in self.teams_of.pop(b.holder, ()):
+            del self.teams[key]
 
     def _nears_end(self, b: Book, now: float) -> bool:
         """The lease, or a slice the next request would ask for (a window still running, not held back, still
@@ -406,7 +469,7 @@ class Leases(LeaseRequests):
             slices: list[Slice] = [b.spend, *b.tokens.values(), *windows, *member_windows]
             # The team's slice goes back with a member's lease once no call of any member holds on it.
             team = leased_team(b.entry)
-            tb = None if team is None else self.teams.get(team.team_id)
+            tb = None if team is None else self.teams.get(team_key(b.holder, team.team_id))
             team_back = tb is not None and self._team_idle(tb)
             if not team_back and b.lost_at == 0 and (b.lease_id is None or all(s.granted <= s.used for s in slices)):
                 return
@@ -433,7 +496,7 @@ class Leases(LeaseRequests):
                 body["used_windows"] = [_used(s) for s in windows]
             if member_windows:
                 body["used_member_windows"] = [_used(s) for s in member_windows]
-            path = f"/users/{quote(b.user_id, safe='')}/leases/{b.lease_id or self.holder}/release"
+            path = f"/users/{quote(b.user_id, safe='')}/leases/{b.lease_id or b.holder}/release"
         try:
             yield Request("POST", path, body, timeout)
         except MeterError as err:
@@ -445,7 +508,7 @@ class Leases(LeaseRequests):
         that allows a call again last (BUDGETS.md §1), as the local check names it."""
         refused: list[GuardResult] = []
         if n.team is not None:
-            tb = self.teams.get(n.team.team_id)
+            tb = self.teams.get(team_key(b.holder, n.team.team_id))
             if n.team_spend and (tb is None or self._team_spend_short(tb, n, now)):
                 refused.append(team_refusal(n.team, n.team_cost))
             if n.team_model is not None and (tb is None or self._team_tokens_short(tb, n, now)):
@@ -513,7 +576,7 @@ class Leases(LeaseRequests):
         """A window (or the team's cap) the call needs is short and the service had nothing left of it when last
         asked."""
         if n.team is not None:
-            tb = self.teams.get(n.team.team_id)
+            tb = self.teams.get(team_key(b.holder, n.team.team_id))
             if tb is not None and now < tb.retry_at and n.team_spend and self._team_spend_short(tb, n, now):
                 return True
             if tb is not None and _exhausted(tb, tb.windows, n.team_windows, now):

@@ -192,6 +192,10 @@ class MeterStats:
     # queued and went again after its Retry-After. Growing steadily: this process sends faster than
     # the service stores.
     busy: int = 0
+    # Users this process keeps a budget lease's book for (``leases=True`` only). A user's book goes once it has been
+    # idle for ``lease_idle`` and its lease was given back (members of a team whose slices this process shares
+    # stay), so it follows the users active lately, not all users ever served.
+    leased_users: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
