@@ -219,6 +219,21 @@ def test_a_user_idle_for_lease_idle_is_forgotten_and_its_next_calls_lease_under_
     assert total <= cap + 1e-9 and cap - total < 1.0, f"{total} spent of a cap of {cap}"
 
 
+def test_an_idle_lease_is_given_back_within_lease_idle_whatever_the_flush_interval(
+    product: Product, proxy: FaultProxy
+) -> None:
+    user = product.create_user(PLAN)
+    # Deliveries once an hour: the lease's timer is its own.
+    m = Meter(api_key=product.key, base_url=proxy.api_url, leases=True, lease_idle=0.2, flush_interval=3600)
+    with m.reserve(user, model="m", input_tokens=0) as r:
+        r.commit(output_tokens=75)
+    eventually(lambda: proxy.count(r"/release$") == 1, what="the idle lease given back")
+    eventually(lambda: m.stats.leased_users == 0, what="the idle user's book forgotten")
+    assert proxy.count(r"/events/batch$") == 0, "no delivery before its interval"
+    assert m.shutdown(timeout=30)
+    assert near(product.usage(user)["total_cost"], 0.75)
+
+
 def _subscribed_with_leases(product: Product, proxy: FaultProxy) -> tuple[str, str, Meter]:
     """A user subscribed to its own plan (a $100,000 cap), and a started client with leases through the proxy."""
     plan_id = product.create_plan(**{**PLAN, "max_spend_per_period": 100_000})

@@ -31,7 +31,7 @@ class AsyncMeter(MeterCore):
         self._transport = AsyncTransport(base_url, api_key, self.request_timeout)
 
     def _start_delivery(self) -> None:
-        self._delivery = DeliveryTask(self._transport, self.flush_interval, self._tick)
+        self._delivery = DeliveryTask(self._transport, self._tick_interval(), self._tick)
 
     def _reopen(self) -> None:
         self._transport.after_fork()

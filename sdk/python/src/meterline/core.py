@@ -116,6 +116,7 @@ class MeterCore(Lifecycle):
         self._key_refused_logged = False
         self._refused_key = None
         self._last_poll = 0.0
+        self._last_pass = time.monotonic()
         self._closed = False
         self._last_sweep = time.monotonic()
         self._last_lease_sweep = time.monotonic()

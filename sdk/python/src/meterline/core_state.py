@@ -61,6 +61,8 @@ class CoreState:
     # The service refused the key, and has accepted nothing since: what flush() raises.
     _refused_key: MeterAuthenticationError | None
     _last_poll: float
+    # When the tick last made a delivery pass (it runs more often than flush_interval with leases).
+    _last_pass: float
     _closed: bool
     _last_sweep: float
     _last_lease_sweep: float

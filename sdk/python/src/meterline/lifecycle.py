@@ -113,10 +113,17 @@ class Lifecycle(Admission):
             self._warn(f"shutdown: {self._queue.size} events could not be delivered{why}")
         return drained
 
+    def _tick_interval(self) -> float:
+        """How often the tick runs: every flush interval, and with leases at least every half of lease_idle (an idle
+        lease goes back, and one under calls that run on is renewed, whatever the flush interval)."""
+        if self._leases is None:
+            return self.flush_interval
+        return min(self.flush_interval, max(0.05, self._leases.settings.idle / 2))
+
     def _tick(self) -> Flow[None]:
-        """Every flush interval, on the delivery thread or task: the change poll (in the background, so a slow
-        answer never holds deliveries), the idle sweep every min(refresh_interval, 60 s), the leases' every half of
-        lease_idle, a delivery pass."""
+        """Every _tick_interval(), on the delivery thread or task: the change poll (in the background, so a slow
+        answer never holds deliveries) and a delivery pass every flush interval, the idle sweep every
+        min(refresh_interval, 60 s), the leases' every half of lease_idle."""
         try:
             now = time.monotonic()
             # flush() wakes the thread early too: still one poll per interval, not one per flush.
@@ -132,7 +139,8 @@ class Lifecycle(Admission):
             if self._leases is not None and now - self._last_lease_sweep >= self._leases.settings.idle / 2:
                 self._last_lease_sweep = now
                 yield from self._leases.release_idle()
-            if self._queue.due():
+            if self._queue.due() and now - self._last_pass >= self.flush_interval * 0.9:
+                self._last_pass = now
                 yield from self._queue.pass_once()
         except Exception as err:  # the thread or task must outlive any bug in one pass
             self._warn("delivery pass failed", err)

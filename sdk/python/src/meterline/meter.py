@@ -54,7 +54,7 @@ class Meter(MeterCore):
         self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="meter-load")
 
     def _start_delivery(self) -> None:
-        self._delivery = DeliveryThread(self._transport, self.flush_interval, self._tick)
+        self._delivery = DeliveryThread(self._transport, self._tick_interval(), self._tick)
 
     def _reopen(self) -> None:
         self._transport.after_fork()
