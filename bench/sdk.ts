@@ -1,6 +1,7 @@
 // `npm run bench:sdk`: the client library against the real stack in-process (embedded database).
 // Prints the cost of an awaited guard on a loaded user (target: median <= 1 µs, no network),
-// of record(), the heap per cached user, and the overshoot of a hard cap under concurrent
+// of record(), the heap per cached user (and per leased user, before and after its idle lease
+// book goes), and the overshoot of a hard cap under concurrent
 // call()s with pre-call estimate (target 0), next to the same without the estimate.
 //   BENCH_GUARDS=200000 BENCH_RECORDS=50000 BENCH_USERS=300 BENCH_CALLS=1000 npm run bench:sdk
 //   BENCH_PARTS=guard npm run bench:sdk     (only the guards: with and without 4 windows on the plan, and a team's member)
@@ -143,6 +144,16 @@ if (PARTS.has("memory")) {
   console.log(
     `memory per cached user:         ${kib(r.loaded)} KiB with its view loaded, ${kib(r.queued)} KiB with one call's event queued, ${kib(r.delivered)} KiB once delivered; ` +
       `${r.users} users cached (registered in ${setupS.toFixed(0)} s)`,
+  );
+  // The same users, each call reserved from a budget lease: what a user's lease book adds, and
+  // what is left once the idle users' books are gone (their views stay cached).
+  const leased = await run(process.execPath, ["--expose-gc", "--import", "tsx", path.join(here, "sdk-memory.ts")], {
+    env: { ...process.env, METER_API_KEY: apiKey, METER_BASE_URL: stack.apiUrl, BENCH_USER_IDS: JSON.stringify(ids), BENCH_LEASES: "1" },
+    maxBuffer: 1 << 20,
+  });
+  const l = JSON.parse(leased.stdout.trim().split("\n").pop()!) as { users: number; books: number; leased: number; forgotten: number };
+  console.log(
+    `memory per leased user:         ${kib(l.leased)} KiB with its lease book (${l.books} books), ${kib(l.forgotten)} KiB once idle users' books were forgotten; ${l.users} users cached`,
   );
 }
 

@@ -204,6 +204,38 @@ def memory(plan_id: str) -> None:
         f"{(after - base) / n / 1024:.1f} KiB after delivery"
     )
     m.shutdown(timeout=60)
+    leased_memory(ids)
+
+
+def leased_memory(ids: list[str]) -> None:
+    """The same users, each call reserved from a budget lease (``leases=True``): what a user's lease book adds, and
+    what is left once the idle users' books are gone (their views stay cached)."""
+    idle = 5.0
+    m = Meter(api_key=KEY, base_url=URL, flush_interval=3600, leases=True, lease_idle=idle)
+    m.guard(ids[0])
+    gc.collect()
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    for uid in ids:
+        with m.reserve(uid, model="gpt-4o", input_tokens=10) as r:
+            r.commit(input_tokens=10, output_tokens=10)
+    m.flush(timeout=60)
+    gc.collect()
+    leased = tracemalloc.get_traced_memory()[0]
+    books = m.stats.leased_users
+    deadline = time.monotonic() + 10 * idle
+    while (m.stats.leased_users or 0) > 0 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    gc.collect()
+    forgotten = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    n = len(ids)
+    print(
+        f"memory per leased user ({n} users, tracemalloc): {(leased - base) / n / 1024:.1f} KiB with its lease book "
+        f"({books} books); {(forgotten - base) / n / 1024:.1f} KiB once idle users' books were forgotten "
+        f"({m.stats.leased_users} books left)"
+    )
+    m.shutdown(timeout=60)
 
 
 class NoOp(BaseCallbackHandler):
