@@ -178,24 +178,27 @@ def core(plan_id: str) -> None:
     m.shutdown(timeout=60)
 
 
+def traced() -> int:
+    """The memory tracemalloc counts now, after a collection."""
+    gc.collect()
+    return tracemalloc.get_traced_memory()[0]
+
+
 def memory(plan_id: str) -> None:
     ids = [user(plan_id) for _ in range(USERS)]
     m = Meter(api_key=KEY, base_url=URL, flush_interval=3600)
     m.guard(ids[0])
     gc.collect()
     tracemalloc.start()
-    base = tracemalloc.get_traced_memory()[0]
+    base = traced()
     for uid in ids:
         m.guard(uid, model="gpt-4o")
-    gc.collect()
-    loaded = tracemalloc.get_traced_memory()[0]
+    loaded = traced()
     for uid in ids:
         m.record(uid, model="gpt-4o", input_tokens=10, output_tokens=10)
-    gc.collect()
-    queued = tracemalloc.get_traced_memory()[0]
+    queued = traced()
     m.flush(timeout=60)
-    gc.collect()
-    after = tracemalloc.get_traced_memory()[0]
+    after = traced()
     tracemalloc.stop()
     n = len(ids)
     print(
@@ -215,19 +218,17 @@ def leased_memory(ids: list[str]) -> None:
     m.guard(ids[0])
     gc.collect()
     tracemalloc.start()
-    base = tracemalloc.get_traced_memory()[0]
+    base = traced()
     for uid in ids:
         with m.reserve(uid, model="gpt-4o", input_tokens=10) as r:
             r.commit(input_tokens=10, output_tokens=10)
     m.flush(timeout=60)
-    gc.collect()
-    leased = tracemalloc.get_traced_memory()[0]
+    leased = traced()
     books = m.stats.leased_users
     deadline = time.monotonic() + 10 * idle
     while (m.stats.leased_users or 0) > 0 and time.monotonic() < deadline:
         time.sleep(0.2)
-    gc.collect()
-    forgotten = tracemalloc.get_traced_memory()[0]
+    forgotten = traced()
     tracemalloc.stop()
     n = len(ids)
     print(
