@@ -182,7 +182,7 @@ class Book(Sizing):
         self.entry = entry
         # The holder id its requests and calls' events name (LeaseRequests._book says which).
         self.holder = holder
-        # Calls waiting for a request of this book (Leases.asking to Leases.waited): the book stays while any does.
+        # Calls that may wait for this book's requests, then take from it (Leases.waiting): the book stays for them.
         self.waits = 0
         self.lease_id: str | None = None
         self.tokens: dict[str, Slice] = {}
