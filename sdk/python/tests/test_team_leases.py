@@ -113,6 +113,36 @@ def test_one_process_holds_one_slice_of_a_team_cap_for_its_members_and_gives_the
     assert near(team["added"] + team["remaining"], TEAM_CAP - 1.0), team
 
 
+def test_idle_members_with_nothing_of_their_own_leased_are_forgotten_and_one_with_a_cap_of_its_own_stays(
+    product: Product,
+) -> None:
+    a, b = (product.create_user(MEMBER_PLAN) for _ in range(2))
+    capped = product.create_user({**MEMBER_PLAN, "max_spend_per_period": 5.0})
+    team_id = create_team(product, {"max_spend_per_period": TEAM_CAP, "cost_rates": RATES}, [a, b, capped])
+    m = Meter(api_key=product.key, base_url=product.url, leases=True, lease_idle=0.3)
+
+    def call(user: str) -> None:
+        with m.reserve(user, model="m", input_tokens=0) as r:
+            r.commit(output_tokens=50)  # $0.50
+
+    for user in (a, b, capped):
+        call(user)
+    assert m.stats.leased_users == 3
+    eventually(lambda: m.stats.leased_users == 1, what="the idle members' books forgotten, the capped member's kept")
+    # A forgotten member is served again from the team's slice under the same holder.
+    call(a)
+    assert m.stats.leased_users == 2
+    assert m.shutdown(timeout=30)
+    eventually(
+        lambda: near(float(product.api.get(f"/teams/{team_id}/usage").json()["total_cost"]), 2.0),
+        what="the team's usage",
+    )
+    # Nothing held any more: what is free of the team's cap is the cap less the 4 calls.
+    ask = {"holder": "probe", "need": 0, "want": 0, "team": {"need": 0, "want": 0}}
+    team = product.api.post(f"/users/{b}/leases", ask).json()["lease"]["team"]
+    assert near(team["remaining"], TEAM_CAP - 2.0), team
+
+
 def _noon_zone() -> str:
     """A time zone where it is about noon now: a day's window does not end during a test."""
     offset = (12 - datetime.now(timezone.utc).hour + 36) % 24 - 12

@@ -315,6 +315,11 @@ class Book extends Sizing {
   leaseId: string | null = null;
   /** Calls in wait() for this book's request: the book stays while any does. */
   waits = 0;
+  /**
+   * The service granted this book's holder a slice of the user's own budgets (spend, tokens or
+   * windows) once: the user's counts keep what it granted that holder until the lease lapses.
+   */
+  own = false;
   readonly spend = new Slice(null);
   /** Token slices by normalized model. */
   readonly tokens = new Map<string, Slice>();
@@ -624,6 +629,7 @@ export class Leases {
       return;
     }
     const l = res.lease;
+    if (l.granted > 0 || (l.tokens?.granted ?? 0) > 0 || [...(l.windows ?? []), ...(l.member_windows ?? [])].some((w) => w.granted > 0)) b.own = true;
     if (b.leaseId === null || Date.parse(l.period_end) !== b.periodEndMs) {
       // A new period: the lease starts from what the service holds for it.
       b.spend.granted = b.spend.used = 0;
@@ -1262,10 +1268,10 @@ export class Leases {
   private book(e: UserEntry): Book {
     let b = this.books.get(e.userId);
     if (!b) {
-      // A member's book shares the team's slices under this process's holder id, and stays. Any
-      // other has a holder id of its own: the service keeps what it granted a holder (in all, in
-      // every dimension) until the lease lapses, so a book made again after its user's was
-      // forgotten (forgettable()) must not name the same holder.
+      // A member's book shares the team's slices under this process's holder id. Any other has a
+      // holder id of its own: the service keeps what it granted a holder (in all, in every
+      // dimension) until the lease lapses, so a book made again after its user's was forgotten
+      // (forgettable()) must not name the same holder.
       const holder = leasedTeam(e) !== null ? this.holder : `${this.holder}-${(++this.made).toString(36)}`;
       b = new Book(e.userId, e, holder);
       this.books.set(e.userId, b);
@@ -1285,14 +1291,20 @@ export class Leases {
    * an idle user costs this process nothing, however many users it served.
    */
   private forgettable(b: Book, now: number): boolean {
-    if (b.holder === this.holder || b.holds > 0 || b.waits > 0 || b.asking !== null || b.lostAt > 0 || now - b.lastUse < this.settings.idleMs) return false;
+    if (b.holds > 0 || b.waits > 0 || b.asking !== null || b.lostAt > 0 || now - b.lastUse < this.settings.idleMs) return false;
     const unused = (s: Slice) => s.granted > s.used;
     const live = (s: WindowSlice) => now < s.deadline && unused(s);
-    if (b.leaseId !== null && ((now < b.deadline && [b.spend, ...b.tokens.values()].some(unused)) || [...b.windows.values(), ...b.memberWindows.values()].some(live))) return false;
-    for (const key of this.teamsOf.get(b.holder) ?? []) {
-      const tb = this.teams.get(key)!;
-      if (tb.holds > 0 || tb.asking !== null || (now < tb.deadline && [tb.spend, ...tb.tokens.values()].some(unused)) || [...tb.windows.values()].some(live)) return false;
+    const busy = (tb: TeamBook) => tb.holds > 0 || tb.asking !== null || (now < tb.deadline && [tb.spend, ...tb.tokens.values()].some(unused)) || [...tb.windows.values()].some(live);
+    if (b.holder === this.holder) {
+      // A member's book names this process's holder, which its team's book keeps: made again, it
+      // would meet what the service granted that holder of the user's own budgets. So it goes only
+      // when it was never granted any, and once the team's slices no longer go back through it.
+      const team = leasedTeam(b.entry);
+      const tb = team === null ? undefined : this.teams.get(teamKey(this.holder, team.teamId));
+      return !b.own && !(tb !== undefined && tb.via === b.userId && busy(tb));
     }
+    if (b.leaseId !== null && ((now < b.deadline && [b.spend, ...b.tokens.values()].some(unused)) || [...b.windows.values(), ...b.memberWindows.values()].some(live))) return false;
+    for (const key of this.teamsOf.get(b.holder) ?? []) if (busy(this.teams.get(key)!)) return false;
     return true;
   }
 

@@ -290,9 +290,9 @@ export interface MeterStats {
   lease_requests?: number;
   /**
    * Users this process keeps a budget lease's book for (`leases: true` only). A user's book goes
-   * once it has been idle for `leaseIdleMs` and its lease was given back (members of a team
-   * whose slices this process shares stay), so it follows the users active lately, not all
-   * users ever served.
+   * once it has been idle for `leaseIdleMs` and its lease was given back (a team member's only
+   * if it was never granted a slice of its own budgets), so it follows the users active lately,
+   * not all users ever served.
    */
   leased_users?: number;
   /** Users whose state is cached. */

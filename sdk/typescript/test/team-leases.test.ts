@@ -144,6 +144,28 @@ t("one process serving two members holds one slice of their team's cap: the seco
   assert.is(probe.body.lease.team.added + probe.body.lease.team.remaining, 5 - 20 * CALL_COST, JSON.stringify(probe.body.lease.team));
 });
 
+t("idle members with nothing of their own leased are forgotten once the team's slice went back; a member with a cap of its own stays", async (ctx) => {
+  const members = await subscribedMembers(ctx, ["idle-a", "idle-b"]);
+  const capped = `member-capped-${Date.now()}`;
+  await ctx.api.post("/users", { external_user_id: capped });
+  const cappedPlan = await createPlan(ctx.api, { max_spend_per_period: 1, cost_rates: RATES, pre_call_estimate: true, pre_call_buffer_tokens: 1000 });
+  await subscribe(ctx.api, capped, cappedPlan, new Date(Date.now() - DAY), new Date(Date.now() + 20 * DAY));
+  const teamId = await createTeam(ctx.api, { max_spend_per_period: 5, cost_rates: RATES }, [...members, capped]);
+  const m = new Meter({ apiKey: ctx.apiKey, baseURL: ctx.stack.apiUrl, leases: true, leaseIdleMs: 300, flushIntervalMs: 200, logger: { warn: () => undefined } });
+  const call = async (id: string) => (await m.reserve(id, { model: "m", input_tokens: 1000 })).commit({ input_tokens: 1000, output_tokens: 500 });
+  for (const id of [...members, capped]) await call(id);
+  assert.is(m.stats.leased_users, 3);
+  await eventually(() => m.stats.leased_users === 1, 20_000, "the idle members' books forgotten, the capped member's kept");
+  // A forgotten member is served again from the team's slice under the same holder.
+  await call(members[0]!);
+  assert.is(m.stats.leased_users, 2);
+  assert.ok(await m.shutdown({ timeoutMs: 20_000 }));
+  await eventually(async () => (await ctx.api.get(`/teams/${teamId}/usage`)).body.total_cost === 4 * CALL_COST || null, 30_000, "the team's usage");
+  // Nothing held any more: what is free of the team's cap is the cap less the 4 calls.
+  const probe = await ctx.api.post(`/users/${members[1]}/leases`, { holder: "probe", need: 0, want: 0, team: { need: 0, want: 0 } });
+  assert.is(probe.body.lease.team.remaining, 5 - 4 * CALL_COST, JSON.stringify(probe.body.lease.team));
+});
+
 t("a replica killed holding a slice of the team's cap: the slice returns to the other members' replicas after its expiry", async (ctx) => {
   const members = await subscribedMembers(ctx, ["dead", "alive"]);
   await createTeam(ctx.api, { max_spend_per_period: 5, cost_rates: RATES }, members);

@@ -184,6 +184,9 @@ class Book(Sizing):
         self.holder = holder
         # Calls that may wait for this book's requests, then take from it (Leases.waiting): the book stays for them.
         self.waits = 0
+        # The service granted this book's holder a slice of the user's own budgets (spend, tokens or windows) once:
+        # the user's counts keep what it granted that holder until the lease lapses.
+        self.own = False
         self.lease_id: str | None = None
         self.tokens: dict[str, Slice] = {}
         # Window slices by key (WindowNeed.key); a calendar window's goes once it ended.

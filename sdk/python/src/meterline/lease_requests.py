@@ -267,6 +267,8 @@ class LeaseRequests:
                 if not isinstance(res, dict) or not res.get("limited") or not lease:
                     b.unlimited_until = clock_now() + UNLIMITED_FOR
                     return True
+                if _grants_own(lease):
+                    b.own = True
                 period_end = parse_time(lease["period_end"])
                 if b.lease_id is None or period_end != b.period_end:
                     b.spend.granted = b.spend.used = 0.0
@@ -473,7 +475,7 @@ class LeaseRequests:
     def _book(self, e: UserEntry) -> Book:
         b = self.books.get(e.user_id)
         if b is None:
-            # A member's book shares the team's slices under this process's holder id, and stays. Any other has a
+            # A member's book shares the team's slices under this process's holder id. Any other has a
             # holder id of its own: the service keeps what it granted a holder (in all, in every dimension) until the
             # lease lapses, so a book made again after its user's was forgotten (Leases._forgettable) must not name
             # the same holder.
@@ -490,3 +492,14 @@ class LeaseRequests:
         """The holder id of the user's book; this process's when it has none (the one a member's book gets)."""
         b = self.books.get(user_id)
         return self.holder if b is None else b.holder
+
+
+def _grants_own(lease: dict[str, Any]) -> bool:
+    """The answer shows the holder granted a slice of the user's own budgets (spend, tokens or windows)."""
+    lt = lease.get("tokens")
+    windows = [*(lease.get("windows") or []), *(lease.get("member_windows") or [])]
+    return (
+        float(lease["granted"]) > 0
+        or (isinstance(lt, dict) and float(lt["granted"]) > 0)
+        or any(float(w.get("granted") or 0) > 0 for w in windows)
+    )

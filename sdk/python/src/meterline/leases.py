@@ -374,34 +374,33 @@ class Leases(LeaseRequests):
         """A book goes once no call runs on it or waits for it, it has been idle for ``lease_idle``, and it holds
         nothing unused (release_idle gave it back), nor does a team book under its holder: an idle user costs this
         process nothing, however many users it served."""
-        if (
-            b.holder == self.holder
-            or b.holds > 0
-            or b.waits > 0
-            or running(b.asking)
-            or b.lost_at > 0
-            or now - b.last_use < self.settings.idle
-        ):
+        if b.holds > 0 or b.waits > 0 or running(b.asking) or b.lost_at > 0 or now - b.last_use < self.settings.idle:
             return False
 
         def live(s: WindowSlice) -> bool:
             return now < s.deadline and s.granted > s.used
 
+        def busy(tb: TeamBook) -> bool:
+            return (
+                tb.holds > 0
+                or running(tb.asking)
+                or (now < tb.deadline and any(s.granted > s.used for s in (tb.spend, *tb.tokens.values())))
+                or any(live(s) for s in tb.windows.values())
+            )
+
+        if b.holder == self.holder:
+            # A member's book names this process's holder, which its team's book keeps: made again, it would meet what
+            # the service granted that holder of the user's own budgets. So it goes only when it was never granted
+            # any, and once the team's slices no longer go back through it.
+            team = leased_team(b.entry)
+            tb = None if team is None else self.teams.get(team_key(self.holder, team.team_id))
+            return not b.own and not (tb is not None and tb.via == b.user_id and busy(tb))
         if b.lease_id is not None and (
             (now < b.deadline and any(s.granted > s.used for s in (b.spend, *b.tokens.values())))
             or any(live(s) for s in (*b.windows.values(), *b.member_windows.values()))
         ):
             return False
-        for key in self.teams_of.get(b.holder, ()):
-            tb = self.teams[key]
-            if (
-                tb.holds > 0
-                or running(tb.asking)
-                or (now < tb.deadline and any(s.granted > s.used for s in (tb.spend, *tb.tokens.values())))
-                or any(live(s) for s in tb.windows.values())
-            ):
-                return False
-        return True
+        return not any(busy(self.teams[key]) for key in self.teams_of.get(b.holder, ()))
 
     def _forget(self, b: Book) -> None:
         del self.books[b.user_id]

@@ -193,8 +193,8 @@ class MeterStats:
     # the service stores.
     busy: int = 0
     # Users this process keeps a budget lease's book for (``leases=True`` only). A user's book goes once it has been
-    # idle for ``lease_idle`` and its lease was given back (members of a team whose slices this process shares
-    # stay), so it follows the users active lately, not all users ever served.
+    # idle for ``lease_idle`` and its lease was given back (a team member's only if it was never granted a slice of
+    # its own budgets), so it follows the users active lately, not all users ever served.
     leased_users: int | None = None
 
 
