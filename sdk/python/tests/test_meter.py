@@ -22,6 +22,7 @@ from meterline import (
     limit_of,
     retry_after_seconds,
 )
+from meterline.clock import set_clock
 
 from .support import Product, eventually, near
 
@@ -402,3 +403,18 @@ def test_calls_inside_meter_user_take_its_session_for_that_user(product: Product
         assert m.record(other, input_tokens=1).session_id != "conv-1"  # another user's call: its own
     assert m.guard(user).status == "ok"  # outside: the library's own session
     m.shutdown()
+
+
+def test_idle_users_are_swept_on_their_own_interval_whatever_the_flush_interval(product: Product) -> None:
+    user = product.create_user({"max_spend_per_period": 10.0, **PRICED})
+    # Deliveries once an hour; the idle sweep runs every min(refresh_interval, 60 s) still.
+    m = Meter(api_key=product.key, base_url=product.url, flush_interval=3600, refresh_interval=0.5)
+    m.guard(user, model="gpt-4o")
+    assert m.stats.users == 1
+    # A day later every session of the user is over: the user is forgotten by the next sweep.
+    set_clock(lambda: time.time() + 86_400)
+    try:
+        eventually(lambda: m.stats.users == 0, what="the idle user forgotten")
+    finally:
+        set_clock(None)
+    assert m.shutdown(timeout=30)

@@ -114,11 +114,13 @@ class Lifecycle(Admission):
         return drained
 
     def _tick_interval(self) -> float:
-        """How often the tick runs: every flush interval, and with leases at least every half of lease_idle (an idle
-        lease goes back, and one under calls that run on is renewed, whatever the flush interval)."""
-        if self._leases is None:
-            return self.flush_interval
-        return min(self.flush_interval, max(0.05, self._leases.settings.idle / 2))
+        """How often the tick runs: as often as the most frequent of its parts, each of which keeps its own interval
+        (deliveries and the change poll every flush interval, the idle sweep every min(refresh_interval, 60 s), the
+        leases' every half of lease_idle), whatever the flush interval."""
+        every = min(self.flush_interval, 60.0, self.refresh_interval)
+        if self._leases is not None:
+            every = min(every, self._leases.settings.idle / 2)
+        return max(0.05, every)
 
     def _tick(self) -> Flow[None]:
         """Every _tick_interval(), on the delivery thread or task: the change poll (in the background, so a slow
