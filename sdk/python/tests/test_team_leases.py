@@ -119,7 +119,8 @@ def test_idle_members_with_nothing_of_their_own_leased_are_forgotten_and_one_wit
     a, b = (product.create_user(MEMBER_PLAN) for _ in range(2))
     capped = product.create_user({**MEMBER_PLAN, "max_spend_per_period": 5.0})
     team_id = create_team(product, {"max_spend_per_period": TEAM_CAP, "cost_rates": RATES}, [a, b, capped])
-    m = Meter(api_key=product.key, base_url=product.url, leases=True, lease_idle=0.3)
+    # Idle long enough that the counts read right after calls are not raced by the sweep on a busy machine.
+    m = Meter(api_key=product.key, base_url=product.url, leases=True, lease_idle=2.0)
 
     def call(user: str) -> None:
         with m.reserve(user, model="m", input_tokens=0) as r:

@@ -100,7 +100,8 @@ t("a lease left unused for leaseIdleMs is given back without shutdown", async (c
 t("a user idle for leaseIdleMs is forgotten once its lease is given back; its next calls lease under another holder id, within the cap", async (ctx) => {
   const cap = 6 * CALL_ESTIMATE;
   const user = await cappedUser(ctx.api, cap);
-  const { proxy, m } = await setup(ctx, { leaseIdleMs: 200 });
+  // Idle long enough that the counts read right after calls are not raced by the sweep on a busy machine.
+  const { proxy, m } = await setup(ctx, { leaseIdleMs: 2_000 });
   const events: UsageEvent[] = [];
   m.onUsage((e) => events.push(e));
   await m.call(user, { ...CALL, usage: () => USED }, () => "ok");

@@ -151,7 +151,8 @@ t("idle members with nothing of their own leased are forgotten once the team's s
   const cappedPlan = await createPlan(ctx.api, { max_spend_per_period: 1, cost_rates: RATES, pre_call_estimate: true, pre_call_buffer_tokens: 1000 });
   await subscribe(ctx.api, capped, cappedPlan, new Date(Date.now() - DAY), new Date(Date.now() + 20 * DAY));
   const teamId = await createTeam(ctx.api, { max_spend_per_period: 5, cost_rates: RATES }, [...members, capped]);
-  const m = new Meter({ apiKey: ctx.apiKey, baseURL: ctx.stack.apiUrl, leases: true, leaseIdleMs: 300, flushIntervalMs: 200, logger: { warn: () => undefined } });
+  // Idle long enough that the counts read right after calls are not raced by the sweep on a busy machine.
+  const m = new Meter({ apiKey: ctx.apiKey, baseURL: ctx.stack.apiUrl, leases: true, leaseIdleMs: 2_000, flushIntervalMs: 200, logger: { warn: () => undefined } });
   const call = async (id: string) => (await m.reserve(id, { model: "m", input_tokens: 1000 })).commit({ input_tokens: 1000, output_tokens: 500 });
   for (const id of [...members, capped]) await call(id);
   assert.is(m.stats.leased_users, 3);

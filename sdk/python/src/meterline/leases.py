@@ -68,8 +68,12 @@ class Leases(LeaseRequests):
         member_windows = member_window_needs(e, model, reserved, now)
         if not spend and capped is None and not windows and team is None and not member_windows:
             return None
-        if team is not None and now < self._team_book(team, self._holder_of(e.user_id)).unlimited_until:
-            team = None
+        if team is not None:
+            # Under the leases' lock: the delivery thread forgets books (and their team books) under it.
+            with self.lock:
+                unlimited_until = self._team_book(team, self._holder_of(e.user_id)).unlimited_until
+            if now < unlimited_until:
+                team = None
         team_cost = 0.0 if team is None else reserved.cost
         team_spend = team is not None and team.config is not None and team.config.max_spend_per_period is not None
         team_windows = NO_WINDOWS if team is None else team_window_needs(team, model, reserved, now)

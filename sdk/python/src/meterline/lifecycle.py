@@ -3,6 +3,7 @@ of the client core (core_state.py) above admission.py, as flows (flow.py) each s
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from typing import Any
@@ -116,11 +117,13 @@ class Lifecycle(Admission):
     def _tick_interval(self) -> float:
         """How often the tick runs: as often as the most frequent of its parts, each of which keeps its own interval
         (deliveries and the change poll every flush interval, the idle sweep every min(refresh_interval, 60 s), the
-        leases' every half of lease_idle), whatever the flush interval."""
+        leases' every half of lease_idle), whatever the flush interval. A whole fraction of the flush interval, so
+        that deliveries, gated on it, keep its pace (a tick of 0.6 of it would deliver every 1.2)."""
         every = min(self.flush_interval, 60.0, self.refresh_interval)
         if self._leases is not None:
             every = min(every, self._leases.settings.idle / 2)
-        return max(0.05, every)
+        every = max(0.05, every)
+        return self.flush_interval / max(1, math.ceil(self.flush_interval / every))
 
     def _tick(self) -> Flow[None]:
         """Every _tick_interval(), on the delivery thread or task: the change poll (in the background, so a slow
