@@ -235,6 +235,22 @@ def test_an_idle_lease_is_given_back_within_lease_idle_whatever_the_flush_interv
     assert near(product.usage(user)["total_cost"], 0.75)
 
 
+def test_calls_that_spend_from_no_lease_hold_nothing_and_the_idle_users_book_goes(
+    product: Product, proxy: FaultProxy
+) -> None:
+    # A service that does not lease windows yet refuses the field: the window is kept in this process, no lease.
+    rpm = {"name": "rpm", "metric": "requests", "max": 1000, "window": "minute"}
+    user = product.create_user({"limits": [rpm], "cost_rates": PLAN["cost_rates"]})
+    refused = {"detail": "body/windows is not a known field"}
+    proxy.inject(r"POST /users/.*/leases$", "status", status=422, times=1000, body=refused)
+    m = Meter(api_key=product.key, base_url=proxy.api_url, leases=True, lease_idle=1.0)
+    for _ in range(3):
+        with m.reserve(user, model="m", input_tokens=0) as r:
+            assert r.commit(output_tokens=10).lease_id is None
+    eventually(lambda: m.stats.leased_users == 0, what="the idle user's book forgotten")
+    assert m.shutdown(timeout=30)
+
+
 def _subscribed_with_leases(product: Product, proxy: FaultProxy) -> tuple[str, str, Meter]:
     """A user subscribed to its own plan (a $100,000 cap), and a started client with leases through the proxy."""
     plan_id = product.create_plan(**{**PLAN, "max_spend_per_period": 100_000})

@@ -730,7 +730,9 @@ export class Leases {
       s.took(w.amount, now);
       lowWindow ||= now >= s.retryAt && (windowLeft(s, now) < this.lowWater(b, s, now) || now >= s.deadline - this.renewMargin(b));
     }
-    b.holds++;
+    // A call that spends from no lease (every budget it touches unlimited for now) holds nothing:
+    // unhold() gives back only what names the lease, so such a hold would never be let go.
+    if (b.leaseId !== null) b.holds++;
     if (b.asking === null) {
       const period = n.spend || t !== null;
       const low =

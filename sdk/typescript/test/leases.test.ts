@@ -367,11 +367,13 @@ t("near the cap a call whose estimate what the lease holds and what the service 
 
 t("a service that does not lease windows yet (422 on the field): windows are kept per process and calls run", async (ctx) => {
   const user = await windowedUser(ctx.api, [{ name: "rpm", metric: "requests", max: 5, window: "minute" }]);
-  const { proxy, m } = await setup(ctx);
+  const { proxy, m } = await setup(ctx, { leaseIdleMs: 1_000 });
   proxy.inject(LEASE_REQUEST, { kind: "status", status: 422, body: { detail: "body/windows is not a known field" } }, 1_000);
   // Six calls in one minute.
   if (Date.now() % 60_000 > 45_000) await sleep(60_000 - (Date.now() % 60_000) + 50);
   assert.is(await callUntilRefused(m, user, "limit:rpm"), 5, "the sixth call of the minute is blocked locally");
+  // Those calls spent from no lease and hold nothing once done: the idle user's book goes.
+  await eventually(() => m.stats.leased_users === 0, 10_000, "the idle user's book forgotten");
   await m.shutdown();
 });
 

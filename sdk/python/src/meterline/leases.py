@@ -220,7 +220,10 @@ class Leases(LeaseRequests):
                 ms.took(w.amount, now)
                 if not low_window and now >= ms.retry_at:
                     low_window = low(b, ms, now) or now >= ms.deadline - renew_margin(b, self.settings.ttl)
-            b.holds += 1
+            # A call that spends from no lease (every budget it touches unlimited for now) holds nothing: unhold()
+            # gives back only what names the lease, so such a hold would never be let go.
+            if b.lease_id is not None:
+                b.holds += 1
             if not running(b.asking):
                 spend_capped = n.spend
                 period = spend_capped or t is not None
