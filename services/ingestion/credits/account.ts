@@ -11,6 +11,7 @@ import {
   balanceOf,
   draw,
   hourOf,
+  latePayment,
   statusAt,
   type GrantState,
   type LedgerType,
@@ -54,6 +55,8 @@ export interface CreditAccountDoc {
   /** Grants not final, and final ones not yet copied to `credit_grants`, by encoded grant id. */
   grants: Record<string, GrantState>;
   overdraft_nano: number;
+  /** When the overdraft arose (ms), while there is one: grants effective since pay it (allocate.ts latePayment). */
+  overdraft_since?: number;
   /** Nano-dollars drawn per billing period (key: the period start in ms), with the period's end. */
   drawn: Record<string, { n: number; end: Date }>;
   /** A member's account in a team whose plan draws credits: per billing period, what its own grants did not cover, handed to the pool. */
@@ -205,7 +208,7 @@ export class AccountChange {
     enabled?: boolean,
   ) {
     this.doc = base ? clone(base) : emptyAccount(productId, owner);
-    this.before = balanceOf(Object.values(this.doc.grants), this.doc.overdraft_nano, now.getTime()).balance;
+    this.before = this.balance();
     // Written with the next change, not on its own.
     if (lowAt !== undefined) this.doc.low_at = lowAt;
     if (enabled !== undefined) this.doc.credits_enabled = enabled;
@@ -213,6 +216,40 @@ export class AccountChange {
 
   private get t(): number {
     return this.now.getTime();
+  }
+
+  /** The balance at this change's time (balanceOf, an overdraft paid by the grants effective since). */
+  private balance(): number {
+    return balanceOf(Object.values(this.doc.grants), this.doc.overdraft_nano, this.t, this.since()).balance;
+  }
+
+  /** When the overdraft arose, while grants may pay it (not while credits are disabled: they are never drawn then). */
+  private since(): number | undefined {
+    return this.doc.credits_enabled === false ? undefined : this.doc.overdraft_since;
+  }
+
+  /**
+   * Writes down what grants that took effect since the overdraft arose paid of it (latePayment):
+   * before anything else changes the grants, so that an expiry, a void or a draw meets them as
+   * they were left.
+   */
+  private payLate(): void {
+    const { taken, left } = latePayment(Object.values(this.doc.grants), this.doc.overdraft_nano, this.since(), this.t);
+    if (taken.size === 0) return;
+    for (const [id, n] of taken) {
+      const key = encodeKey(id);
+      const g = this.doc.grants[key]!;
+      g.remaining_nano -= n;
+      if (g.remaining_nano <= 0) {
+        g.final = "depleted";
+        g.final_at = this.now;
+        this.finalsNow.add(key);
+      }
+      this.putGrant(key);
+    }
+    this.doc.overdraft_nano = left;
+    if (left === 0) delete this.doc.overdraft_since;
+    this.put();
   }
 
   private put(): void {
@@ -278,6 +315,7 @@ export class AccountChange {
    * Periods ended before `closedBefore` draw nothing (their entry may have been dropped).
    */
   settle(needs: readonly PeriodNeed[], closedBefore: Date, toTeam = false): void {
+    this.payLate();
     let amount = 0;
     let last: PeriodNeed | null = null;
     for (const n of needs) {
@@ -325,6 +363,8 @@ export class AccountChange {
     else if (fresh > 0) this.ledger("overdraft", null, -fresh);
     if (left !== owed) {
       this.doc.overdraft_nano = left;
+      if (left === 0) delete this.doc.overdraft_since;
+      else if (owed === 0) this.doc.overdraft_since = this.t;
       this.put();
     }
   }
@@ -358,6 +398,7 @@ export class AccountChange {
 
   /** What is left of a grant goes to 0 (false when it was final already). */
   voidGrant(id: string): boolean {
+    this.payLate();
     const key = encodeKey(id);
     const g = own(this.doc.grants, key);
     if (!g || g.final) return false;
@@ -376,6 +417,7 @@ export class AccountChange {
 
   /** Every grant past its expiry that is not final: its remainder expires. Returns how many. */
   expireDue(): number {
+    this.payLate();
     let n = 0;
     for (const [key, g] of Object.entries(this.doc.grants)) {
       if (!g.final && g.expires_at !== null && g.expires_at.getTime() <= this.t && this.expireOne(key)) n++;
@@ -423,7 +465,7 @@ export class AccountChange {
     if (!this.changed) return null;
     const version = this.base?.version ?? 0;
     this.doc.version = version + 1;
-    const after = balanceOf(Object.values(this.doc.grants), this.doc.overdraft_nano, this.t).balance;
+    const after = this.balance();
     const lowAtNano = this.doc.low_at === null ? null : Math.round(this.doc.low_at * 1e9);
     // A balance at or above low_at before this change got there by a write (which armed the
     // alarm) or by a grant becoming effective, which writes nothing: armed either way.

@@ -2,6 +2,8 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { balanceNotices, balanceOf, draw, drawOrder, needed, statusAt, type GrantState } from "./allocate.ts";
 import { AccountChange, type CreditAccountDoc } from "./account.ts";
+import { creditView, grantMessage } from "./view.ts";
+import type { GrantRecordDoc } from "./store.ts";
 
 const NOW = Date.UTC(2026, 10, 15, 12);
 const D = (ms: number) => new Date(NOW + ms);
@@ -100,6 +102,63 @@ test("settle past the balance makes an overdraft; the next grant pays it first; 
   assert.is(b.overdraft_nano, 0);
   assert.is(b.grants.h!.remaining_nano, 1.5 * N);
   assert.is(balanceOf(Object.values(b.grants), b.overdraft_nano, NOW + 1).balance, 1.5 * N);
+});
+
+/** An overdraft of $0.50 made at NOW (a $1 grant, $1.50 of usage), then `pending` posted at NOW + 1 ms. */
+function overdrawnThenPosted(pending: GrantState): CreditAccountDoc {
+  const c = new AccountChange(account([grant("g", 1)]), "p", "user:u", D(0));
+  c.settle(need(1.5), CUT);
+  const add = new AccountChange(c.write()!.after, "p", "user:u", D(1));
+  add.addGrant(pending, CUT);
+  const a = add.write()!.after;
+  assert.is(a.overdraft_nano, 0.5 * N, "a grant not yet in effect pays nothing when posted");
+  return a;
+}
+
+const recordOf = (g: GrantState): GrantRecordDoc => ({ _id: `p|user:u|${g.id}`, product_id: "p", owner: "user:u", grant_id: g.id, amount_nano: g.amount_nano, kind: g.kind, priority: g.priority, effective_at: g.effective_at, expires_at: g.expires_at, description: null, metadata: null, created_at: g.created_at, sent: "{}" });
+
+test("a grant posted pending pays the overdraft once it takes effect, with nothing written then; its expiry takes only the rest", () => {
+  const h = grant("h", 2, { effective_at: D(1_000), expires_at: D(2_000) });
+  const a = overdrawnThenPosted(h);
+  // In effect, not yet written: every answer reads the overdraft paid.
+  const v = creditView(a, null, D(1_500));
+  assert.equal([v.balance, v.overdraft, v.expiries[0]!.remaining], [1.5 * N, 0, 1.5 * N]);
+  assert.is(grantMessage(recordOf(h), a, D(1_500)).remaining, 1.5);
+  // Expired before any write: the rest expires, the payment stands.
+  const c = new AccountChange(a, "p", "user:u", D(3_000));
+  assert.is(c.expireDue(), 1);
+  const b = c.write()!.after;
+  assert.equal([b.overdraft_nano, b.overdraft_since, b.grants.h!.lost_nano], [0, undefined, 1.5 * N]);
+  assert.is(balanceOf(Object.values(b.grants), b.overdraft_nano, NOW + 3_000).balance, 0);
+  assert.equal(Object.values(b.ops).filter((o) => o.type === "expiry").map((o) => o.amount_nano), [-1.5 * N]);
+  assert.equal(Object.values(b.notices).filter((n) => n.type === "credits.expired").map((n) => n.amount_nano), [1.5 * N]);
+});
+
+test("a void after a pending grant took effect takes what the overdraft left of it", () => {
+  const a = overdrawnThenPosted(grant("h", 2, { effective_at: D(1_000) }));
+  const c = new AccountChange(a, "p", "user:u", D(1_500));
+  assert.ok(c.voidGrant("h"));
+  const b = c.write()!.after;
+  assert.equal([b.overdraft_nano, b.grants.h!.lost_nano], [0, 1.5 * N]);
+});
+
+test("a grant that expired before the overdraft arose pays none of it, even when its expiry was not yet written", () => {
+  const c = new AccountChange(account([grant("x", 1, { effective_at: D(-2_000), expires_at: D(-1_000) })]), "p", "user:u", D(0));
+  c.settle(need(1), CUT);
+  const a = c.write()!.after;
+  assert.equal([a.overdraft_nano, a.overdraft_since], [N, NOW]);
+  const e = new AccountChange(a, "p", "user:u", D(10));
+  e.expireDue();
+  const b = e.write()!.after;
+  assert.equal([b.overdraft_nano, b.grants.x!.lost_nano], [N, N]);
+  assert.is(creditView(b, null, D(10)).balance, -N);
+});
+
+test("with credits disabled a grant that takes effect pays no overdraft: it waits for them to be enabled", () => {
+  const a = overdrawnThenPosted(grant("h", 2, { effective_at: D(1_000) }));
+  const off = { ...a, credits_enabled: false };
+  assert.equal([creditView(off, null, D(1_500)).overdraft, creditView(off, null, D(1_500)).balance], [0.5 * N, 1.5 * N]);
+  assert.is(creditView(a, null, D(1_500)).overdraft, 0);
 });
 
 test("a write decides credits.low and credits.depleted once, named after the account version", () => {

@@ -52,16 +52,46 @@ export function drawOrder(a: GrantState, b: GrantState): number {
   return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
 }
 
-/** Balance and pending credits of an owner at `now` (the one computation every answer uses). */
-export function balanceOf(grants: Iterable<GrantState>, overdraftNano: number, now: number): { balance: number; pending: number } {
+/**
+ * Balance and pending credits of an owner at `now` (the one computation every answer uses), with
+ * an overdraft paid by the grants that became effective since it arose (latePayment; `since`:
+ * when it arose, undefined while credits are disabled).
+ */
+export function balanceOf(grants: Iterable<GrantState>, overdraftNano: number, now: number, since?: number): { balance: number; pending: number } {
+  const list = [...grants];
+  const { taken, left } = latePayment(list, overdraftNano, since, now);
   let active = 0;
   let pending = 0;
-  for (const g of grants) {
+  for (const g of list) {
     const s = statusAt(g, now);
-    if (s === "active") active += g.remaining_nano;
-    else if (s === "pending") pending += g.remaining_nano;
+    const remaining = g.remaining_nano - (taken.get(g.id) ?? 0);
+    if (s === "active") active += remaining;
+    else if (s === "pending") pending += remaining;
   }
-  return { balance: active - overdraftNano, pending };
+  return { balance: active - left, pending };
+}
+
+/**
+ * What pays an overdraft that grants effective since it arose (`since`, ms) did not pay yet: a
+ * grant posted pending pays it once it takes effect (BUDGETS.md §3, "paid first by the next
+ * grant"), though nothing is written then. Each such moment, the grants active then pay in draw
+ * order, as a write at that moment would have; a grant that expired or was voided since paid
+ * first all the same. Nothing without `since` (credits disabled, or an account from before it was
+ * kept). Returns what each grant pays (by id) and the overdraft left.
+ */
+export function latePayment(grants: readonly GrantState[], overdraftNano: number, since: number | undefined, now: number): { taken: Map<string, number>; left: number } {
+  const taken = new Map<string, number>();
+  let left = overdraftNano;
+  if (left <= 0 || since === undefined) return { taken, left };
+  const live = grants.filter((g) => !g.final);
+  const moments = [...new Set(live.map((g) => Math.max(g.effective_at.getTime(), since)))].filter((at) => at <= now).sort((a, b) => a - b);
+  for (const at of moments) {
+    if (left <= 0) break;
+    const d = draw(live.map((g) => ({ ...g, remaining_nano: g.remaining_nano - (taken.get(g.id) ?? 0) })), left, at);
+    for (const [id, n] of d.taken) taken.set(id, (taken.get(id) ?? 0) + n);
+    left = d.uncovered;
+  }
+  return { taken, left };
 }
 
 /**

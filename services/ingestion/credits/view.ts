@@ -7,7 +7,7 @@ import { toDollars, toNano } from "@meter/rules";
 import { own } from "@meter/lib/own";
 import { optionalTimestamp, toTimestamp } from "@meter/lib/time";
 import { encodeKey } from "../domain/field-keys.ts";
-import { balanceOf, statusAt, type GrantState } from "./allocate.ts";
+import { balanceOf, latePayment, statusAt, type GrantState } from "./allocate.ts";
 import { accountId, teamOwner, userOwner, type CreditAccountDoc } from "./account.ts";
 import type { TeamAttribution } from "../domain/attribution.ts";
 import { poolCounterId } from "../teams/shares.ts";
@@ -27,11 +27,22 @@ export function stateOf(r: GrantRecordDoc): GrantState {
   };
 }
 
+/** When the account's overdraft arose, while its grants may pay it (not while credits are disabled). */
+function overdraftSince(account: CreditAccountDoc | null): number | undefined {
+  return account?.credits_enabled === false ? undefined : account?.overdraft_since;
+}
+
+/** What the account's grants that took effect since its overdraft arose paid of it, though not yet written (allocate.ts latePayment). */
+function paidLate(account: CreditAccountDoc | null, t: number): { taken: Map<string, number>; left: number } {
+  return latePayment(Object.values(account?.grants ?? {}), account?.overdraft_nano ?? 0, overdraftSince(account), t);
+}
+
 /** A grant as answered: its record, with the account's live state while it has one. */
 export function grantMessage(r: GrantRecordDoc, account: CreditAccountDoc | null, now: Date) {
   const live = own(account?.grants, encodeKey(r.grant_id));
-  const status = live ? statusAt(live, now.getTime()) : (r.status ?? statusAt(stateOf(r), now.getTime()));
-  const remaining = live ? (status === "expired" || status === "voided" ? 0 : live.remaining_nano) : r.status ? 0 : r.amount_nano;
+  const paid = live ? (paidLate(account, now.getTime()).taken.get(live.id) ?? 0) : 0;
+  const status = live ? (paid > 0 && paid >= live.remaining_nano ? "depleted" : statusAt(live, now.getTime())) : (r.status ?? statusAt(stateOf(r), now.getTime()));
+  const remaining = live ? (status === "expired" || status === "voided" ? 0 : live.remaining_nano - paid) : r.status ? 0 : r.amount_nano;
   return {
     id: r.grant_id,
     amount: toDollars(r.amount_nano),
@@ -61,13 +72,15 @@ export interface CreditView {
 export function creditView(account: CreditAccountDoc | null, periodStart: Date | null, now: Date): CreditView {
   const t = now.getTime();
   const grants = Object.values(account?.grants ?? {});
-  const { balance, pending } = balanceOf(grants, account?.overdraft_nano ?? 0, t);
+  const { balance, pending } = balanceOf(grants, account?.overdraft_nano ?? 0, t, overdraftSince(account));
+  const { taken, left } = paidLate(account, t);
   const expiries = grants
+    .map((g) => ({ ...g, remaining_nano: g.remaining_nano - (taken.get(g.id) ?? 0) }))
     .filter((g) => g.expires_at !== null && statusAt(g, t) === "active")
     .sort((a, b) => a.expires_at!.getTime() - b.expires_at!.getTime())
     .map((g) => ({ grantId: g.id, at: g.expires_at!, remaining: g.remaining_nano }));
   const drawn = periodStart ? (account?.drawn[String(periodStart.getTime())]?.n ?? 0) : 0;
-  return { balance, pending, overdraft: account?.overdraft_nano ?? 0, drawn, expiries };
+  return { balance, pending, overdraft: left, drawn, expiries };
 }
 
 /** The session view's and GetCredits' money fields in dollars. */
