@@ -135,4 +135,32 @@ t("a team's pool: credits.low, credits.depleted and credits.expired name the tea
   assert.is(mine("credits.low").length, 1);
 });
 
+t("a grant posted pending pays the overdraft when it takes effect: its expiry takes only the rest, and the balance ends at 0", async ({ stack, rx }) => {
+  const { api, productId } = await stack.newProduct("Credit hooks, an overdraft and a later grant");
+  const user = await userOnPlan(api, PREPAID, period());
+  assert.is((await api.post("/webhooks/endpoints", { url: rx.url, subscribed_events: TYPES })).status, 201);
+  const mine = (type: string) => rx.of(type).filter((r) => r.json?.product_id === productId);
+  const credits = async () => (await api.get(`/users/${user}/credits`)).body as { balance: number; overdraft: number };
+  assert.is((await api.post(`/users/${user}/credits`, { id: "pay_1", amount: 1 })).status, 201);
+  // A call without an estimate spends past the balance: $0.50 of overdraft.
+  const spent = await api.post("/events/batch", [{ id: randomUUID(), user_id: user, timestamp: new Date().toISOString(), model: "m", cost_total: 1.5 }]);
+  assert.is(spent.status, 200, JSON.stringify(spent.body));
+  await eventually(async () => (await credits()).overdraft === 0.5 || null, 30_000, "the overdraft");
+  const effectiveAt = Date.now() + 1_000;
+  const expiresAt = effectiveAt + 2_000;
+  const later = { id: "later", amount: 2, effective_at: new Date(effectiveAt).toISOString(), expires_at: new Date(expiresAt).toISOString() };
+  assert.is((await api.post(`/users/${user}/credits`, later)).status, 201);
+  // In effect, with nothing written since: the answers read the overdraft paid.
+  await eventually(async () => {
+    const c = await credits();
+    return (c.overdraft === 0 && Math.abs(c.balance - 1.5) < 1e-9) || null;
+  }, 30_000, "the overdraft paid by the grant in effect");
+  const expired = await eventually(() => mine("credits.expired")[0], 60_000, "credits.expired");
+  assert.equal([expired.json.data.grant_id, expired.json.data.amount, expired.json.data.balance], ["later", 1.5, 0]);
+  const after = await credits();
+  assert.equal([after.balance, after.overdraft], [0, 0]);
+  const ledger = (await api.get(`/users/${user}/credits/ledger`)).body.entries as { type: string; amount: number }[];
+  assert.equal(ledger.filter((e) => e.type === "expiry").map((e) => e.amount), [-1.5]);
+});
+
 t.run();
