@@ -228,6 +228,19 @@ export class AccountChange {
     return this.doc.credits_enabled === false ? undefined : this.doc.overdraft_since;
   }
 
+  /** Takes `n` from a grant, which is final (depleted) once nothing is left of it. */
+  private take(id: string, n: number): void {
+    const key = encodeKey(id);
+    const g = this.doc.grants[key]!;
+    g.remaining_nano -= n;
+    if (g.remaining_nano <= 0) {
+      g.final = "depleted";
+      g.final_at = this.now;
+      this.finalsNow.add(key);
+    }
+    this.putGrant(key);
+  }
+
   /**
    * Writes down what grants that took effect since the overdraft arose paid of it (latePayment):
    * before anything else changes the grants, so that an expiry, a void or a draw meets them as
@@ -236,17 +249,7 @@ export class AccountChange {
   private payLate(): void {
     const { taken, left } = latePayment(Object.values(this.doc.grants), this.doc.overdraft_nano, this.since(), this.t);
     if (taken.size === 0) return;
-    for (const [id, n] of taken) {
-      const key = encodeKey(id);
-      const g = this.doc.grants[key]!;
-      g.remaining_nano -= n;
-      if (g.remaining_nano <= 0) {
-        g.final = "depleted";
-        g.final_at = this.now;
-        this.finalsNow.add(key);
-      }
-      this.putGrant(key);
-    }
+    for (const [id, n] of taken) this.take(id, n);
     this.doc.overdraft_nano = left;
     if (left === 0) delete this.doc.overdraft_since;
     this.put();
@@ -343,15 +346,7 @@ export class AccountChange {
     // the rest is usage of each grant.
     let paying = owed;
     for (const [id, t] of taken) {
-      const key = encodeKey(id);
-      const g = this.doc.grants[key]!;
-      g.remaining_nano -= t;
-      if (g.remaining_nano <= 0) {
-        g.final = "depleted";
-        g.final_at = this.now;
-        this.finalsNow.add(key);
-      }
-      this.putGrant(key);
+      this.take(id, t);
       const pays = Math.min(paying, t);
       paying -= pays;
       if (t - pays > 0) this.ledger("usage", id, -(t - pays));
