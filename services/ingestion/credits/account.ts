@@ -208,19 +208,29 @@ export class AccountChange {
     enabled?: boolean,
   ) {
     this.doc = base ? clone(base) : emptyAccount(productId, owner);
-    this.before = this.balance();
+    // What grants paid of the overdraft up to now, they paid under the account's state as last
+    // written (credits enabled or not): the balance before, and payLate(), read it so.
+    this.lateSince = this.since();
+    this.before = this.balance(this.lateSince);
     // Written with the next change, not on its own.
     if (lowAt !== undefined) this.doc.low_at = lowAt;
     if (enabled !== undefined) this.doc.credits_enabled = enabled;
+    if (this.doc.overdraft_nano > 0 && (this.doc.overdraft_since === undefined || (base?.credits_enabled === false && enabled === true))) {
+      // From now on grants that take effect pay it: an account from before the moment was kept,
+      // or credits enabled again (grants that took effect while they were off paid nothing).
+      this.doc.overdraft_since = this.t;
+    }
   }
+
+  private readonly lateSince: number | undefined;
 
   private get t(): number {
     return this.now.getTime();
   }
 
   /** The balance at this change's time (balanceOf, an overdraft paid by the grants effective since). */
-  private balance(): number {
-    return balanceOf(Object.values(this.doc.grants), this.doc.overdraft_nano, this.t, this.since()).balance;
+  private balance(since = this.since()): number {
+    return balanceOf(Object.values(this.doc.grants), this.doc.overdraft_nano, this.t, since).balance;
   }
 
   /** When the overdraft arose, while grants may pay it (not while credits are disabled: they are never drawn then). */
@@ -247,7 +257,7 @@ export class AccountChange {
    * they were left.
    */
   private payLate(): void {
-    const { taken, left } = latePayment(Object.values(this.doc.grants), this.doc.overdraft_nano, this.since(), this.t);
+    const { taken, left } = latePayment(Object.values(this.doc.grants), this.doc.overdraft_nano, this.lateSince, this.t);
     if (taken.size === 0) return;
     for (const [id, n] of taken) this.take(id, n);
     this.doc.overdraft_nano = left;

@@ -161,6 +161,45 @@ test("with credits disabled a grant that takes effect pays no overdraft: it wait
   assert.is(creditView(a, null, D(1_500)).overdraft, 0);
 });
 
+test("an account from before the overdraft's moment was kept: its next write keeps it, and grants in effect since pay", () => {
+  const { overdraft_since: _, ...old } = overdrawnThenPosted(grant("h", 2, { effective_at: D(1_000), expires_at: D(2_000) }));
+  assert.is(creditView(old, null, D(1_500)).overdraft, 0.5 * N, "nothing known of when it arose: unpaid, as before");
+  const more = new AccountChange(old, "p", "user:u", D(10));
+  more.settle(need(1.6), CUT);
+  const a = more.write()!.after;
+  assert.equal([a.overdraft_nano, a.overdraft_since], [0.6 * N, NOW + 10]);
+  const e = new AccountChange(a, "p", "user:u", D(3_000));
+  e.expireDue();
+  const b = e.write()!.after;
+  assert.equal([b.overdraft_nano, b.grants.h!.lost_nano], [0, 1.4 * N]);
+});
+
+test("a grant posted later with an earlier effective_at takes over nothing a grant in effect before it paid", () => {
+  const a = overdrawnThenPosted(grant("b", 2, { effective_at: D(1_000), expires_at: D(5_000), created_at: D(1) }));
+  const add = new AccountChange(a, "p", "user:u", D(3_000));
+  add.addGrant(grant("n", 2, { effective_at: D(-500), created_at: D(3_000) }), CUT);
+  const after = add.write()!.after;
+  assert.equal([after.grants.b!.remaining_nano, after.grants.n!.remaining_nano, after.overdraft_nano], [1.5 * N, 2 * N, 0]);
+});
+
+test("credits enabled again: grants that took effect while they were off paid nothing; disabled later: what was paid stands", () => {
+  const h = grant("h", 2, { effective_at: D(1_000), expires_at: D(2_000) });
+  const off = new AccountChange(overdrawnThenPosted(h), "p", "user:u", D(2), undefined, false);
+  off.settle(need(1.5), CUT);
+  const disabled = { ...off.doc, version: 5 };
+  // Enabled again after h took effect and expired: h paid nothing, and its expiry takes it all.
+  const on = new AccountChange(disabled, "p", "user:u", D(3_000), undefined, true);
+  on.expireDue();
+  const b = on.write()!.after;
+  assert.equal([b.overdraft_nano, b.grants.h!.lost_nano, b.overdraft_since], [0.5 * N, 2 * N, NOW + 3_000]);
+  // In effect while enabled, then voided with credits off: it paid when it took effect.
+  const paid = overdrawnThenPosted(grant("k", 2, { effective_at: D(1_000) }));
+  const v = new AccountChange(paid, "p", "user:u", D(1_500), undefined, false);
+  assert.ok(v.voidGrant("k"));
+  const c = v.write()!.after;
+  assert.equal([c.overdraft_nano, c.grants.k!.lost_nano], [0, 1.5 * N]);
+});
+
 test("a write decides credits.low and credits.depleted once, named after the account version", () => {
   const c = new AccountChange(account([grant("g", 1)]), "p", "user:u", D(0), 0.5);
   c.settle(need(0.6), CUT);

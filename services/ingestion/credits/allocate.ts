@@ -84,10 +84,13 @@ export function latePayment(grants: readonly GrantState[], overdraftNano: number
   let left = overdraftNano;
   if (left <= 0 || since === undefined) return { taken, left };
   const live = grants.filter((g) => !g.final);
-  const moments = [...new Set(live.map((g) => Math.max(g.effective_at.getTime(), since)))].filter((at) => at <= now).sort((a, b) => a - b);
+  // A grant pays from when it was both posted and in effect: one posted later with an earlier
+  // effective_at takes over nothing another already paid.
+  const moments = [...new Set(live.map((g) => Math.max(g.effective_at.getTime(), g.created_at.getTime(), since)))].filter((at) => at <= now).sort((a, b) => a - b);
   for (const at of moments) {
     if (left <= 0) break;
-    const d = draw(live.map((g) => ({ ...g, remaining_nano: g.remaining_nano - (taken.get(g.id) ?? 0) })), left, at);
+    const then = live.filter((g) => g.created_at.getTime() <= at).map((g) => ({ ...g, remaining_nano: g.remaining_nano - (taken.get(g.id) ?? 0) }));
+    const d = draw(then, left, at);
     for (const [id, n] of d.taken) taken.set(id, (taken.get(id) ?? 0) + n);
     left = d.uncovered;
   }
