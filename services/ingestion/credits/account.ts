@@ -18,6 +18,11 @@ import {
   type NoticeType,
 } from "./allocate.ts";
 
+/** When an account's overdraft arose, while grants may pay it (not while credits are disabled: they are never drawn then). */
+export function overdraftSince(doc: CreditAccountDoc): number | undefined {
+  return doc.credits_enabled === false ? undefined : doc.overdraft_since;
+}
+
 /**
  * A ledger entry not yet copied to `credit_ledger`. Keyed by hour, type and grant: usage of one
  * grant in one hour is summed in one entry (`amount_nano` is the entry's whole amount, so copying
@@ -233,9 +238,8 @@ export class AccountChange {
     return balanceOf(Object.values(this.doc.grants), this.doc.overdraft_nano, this.t, since).balance;
   }
 
-  /** When the overdraft arose, while grants may pay it (not while credits are disabled: they are never drawn then). */
   private since(): number | undefined {
-    return this.doc.credits_enabled === false ? undefined : this.doc.overdraft_since;
+    return overdraftSince(this.doc);
   }
 
   /** Takes `n` from a grant, which is final (depleted) once nothing is left of it. */

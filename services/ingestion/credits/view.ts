@@ -8,7 +8,7 @@ import { own } from "@meter/lib/own";
 import { optionalTimestamp, toTimestamp } from "@meter/lib/time";
 import { encodeKey } from "../domain/field-keys.ts";
 import { balanceOf, latePayment, statusAt, type GrantState } from "./allocate.ts";
-import { accountId, teamOwner, userOwner, type CreditAccountDoc } from "./account.ts";
+import { accountId, overdraftSince, teamOwner, userOwner, type CreditAccountDoc } from "./account.ts";
 import type { TeamAttribution } from "../domain/attribution.ts";
 import { poolCounterId } from "../teams/shares.ts";
 import type { GrantRecordDoc } from "./store.ts";
@@ -27,22 +27,33 @@ export function stateOf(r: GrantRecordDoc): GrantState {
   };
 }
 
-/** When the account's overdraft arose, while its grants may pay it (not while credits are disabled). */
-function overdraftSince(account: CreditAccountDoc | null): number | undefined {
-  return account?.credits_enabled === false ? undefined : account?.overdraft_since;
-}
-
-/** What the account's grants that took effect since its overdraft arose paid of it, though not yet written (allocate.ts latePayment). */
-function paidLate(account: CreditAccountDoc | null, t: number): { taken: Map<string, number>; left: number } {
-  return latePayment(Object.values(account?.grants ?? {}), account?.overdraft_nano ?? 0, overdraftSince(account), t);
+/**
+ * The account as answers read it at `now`: with what grants that took effect since its overdraft
+ * arose paid of it (allocate.ts latePayment), written down or not, as the account's next write
+ * will. Reading the result so again changes nothing, so a caller answering from one account
+ * several times (a listing of its grants) computes it once.
+ */
+export function asAnswered(account: CreditAccountDoc | null, now: Date): CreditAccountDoc | null {
+  const since = account === null ? undefined : overdraftSince(account);
+  if (account === null || since === undefined || account.overdraft_nano <= 0) return account;
+  const { taken, left } = latePayment(Object.values(account.grants), account.overdraft_nano, since, now.getTime());
+  const grants = Object.fromEntries(
+    Object.entries(account.grants).map(([key, g]) => {
+      const paid = taken.get(g.id) ?? 0;
+      if (paid === 0) return [key, g];
+      const remaining_nano = g.remaining_nano - paid;
+      return [key, remaining_nano <= 0 ? { ...g, remaining_nano, final: "depleted" as const } : { ...g, remaining_nano }];
+    }),
+  );
+  const { overdraft_since: _, ...rest } = account;
+  return { ...rest, grants, overdraft_nano: left };
 }
 
 /** A grant as answered: its record, with the account's live state while it has one. */
 export function grantMessage(r: GrantRecordDoc, account: CreditAccountDoc | null, now: Date) {
-  const live = own(account?.grants, encodeKey(r.grant_id));
-  const paid = live ? (paidLate(account, now.getTime()).taken.get(live.id) ?? 0) : 0;
-  const status = live ? (paid > 0 && paid >= live.remaining_nano ? "depleted" : statusAt(live, now.getTime())) : (r.status ?? statusAt(stateOf(r), now.getTime()));
-  const remaining = live ? (status === "expired" || status === "voided" ? 0 : live.remaining_nano - paid) : r.status ? 0 : r.amount_nano;
+  const live = own(asAnswered(account, now)?.grants, encodeKey(r.grant_id));
+  const status = live ? statusAt(live, now.getTime()) : (r.status ?? statusAt(stateOf(r), now.getTime()));
+  const remaining = live ? (status === "expired" || status === "voided" ? 0 : live.remaining_nano) : r.status ? 0 : r.amount_nano;
   return {
     id: r.grant_id,
     amount: toDollars(r.amount_nano),
@@ -71,16 +82,16 @@ export interface CreditView {
 
 export function creditView(account: CreditAccountDoc | null, periodStart: Date | null, now: Date): CreditView {
   const t = now.getTime();
-  const grants = Object.values(account?.grants ?? {});
-  const { balance, pending } = balanceOf(grants, account?.overdraft_nano ?? 0, t, overdraftSince(account));
-  const { taken, left } = paidLate(account, t);
+  const answered = asAnswered(account, now);
+  const grants = Object.values(answered?.grants ?? {});
+  const overdraft = answered?.overdraft_nano ?? 0;
+  const { balance, pending } = balanceOf(grants, overdraft, t);
   const expiries = grants
-    .map((g) => ({ ...g, remaining_nano: g.remaining_nano - (taken.get(g.id) ?? 0) }))
     .filter((g) => g.expires_at !== null && statusAt(g, t) === "active")
     .sort((a, b) => a.expires_at!.getTime() - b.expires_at!.getTime())
     .map((g) => ({ grantId: g.id, at: g.expires_at!, remaining: g.remaining_nano }));
-  const drawn = periodStart ? (account?.drawn[String(periodStart.getTime())]?.n ?? 0) : 0;
-  return { balance, pending, overdraft: left, drawn, expiries };
+  const drawn = periodStart ? (answered?.drawn[String(periodStart.getTime())]?.n ?? 0) : 0;
+  return { balance, pending, overdraft, drawn, expiries };
 }
 
 /** The session view's and GetCredits' money fields in dollars. */

@@ -4,7 +4,7 @@ import { toDollars } from "@meter/rules";
 import type { IngestionDeps } from "../deps.ts";
 import { accountId } from "../credits/account.ts";
 import { grantRecordId, isGrantOf } from "../credits/store.ts";
-import { creditView, grantMessage } from "../credits/view.ts";
+import { asAnswered, creditView, grantMessage } from "../credits/view.ts";
 import { creditOwner } from "./credit-owner.ts";
 
 /** Grants listed at most (the newest); older ones stay in the ledger. */
@@ -26,14 +26,16 @@ export function getCredits(deps: IngestionDeps): ServiceImpl<typeof IngestionSer
     const records = (await deps.credits.grantsOf(ids)).filter((r) => listed.has(r.grant_id) && isGrantOf(r, owner, r.grant_id)).sort(
       (a, b) => b.created_at.getTime() - a.created_at.getTime() || (a.grant_id < b.grant_id ? 1 : -1),
     );
-    const v = creditView(account, null, now);
+    // The late overdraft payment computed once for the view and every grant listed.
+    const answered = asAnswered(account, now);
+    const v = creditView(answered, null, now);
     return {
       ...who.ids,
       balance: toDollars(v.balance),
       pending: toDollars(v.pending),
       overdraft: toDollars(v.overdraft),
       lowAt: who.lowAt,
-      grants: records.map((r) => grantMessage(r, account, now)),
+      grants: records.map((r) => grantMessage(r, answered, now)),
     };
   };
 }
