@@ -1,5 +1,6 @@
 // `npm start`: the gateway and every service in one process. Without MONGODB_URL it starts
 // the embedded MongoDB-compatible database, keeping its files under DATA_DIR.
+import "@meter/lib/v8-flags";
 import path from "node:path";
 import { Type, loadConfig, logLevelField } from "@meter/lib/config";
 import { startEmbeddedDb } from "@meter/lib/embedded-db";

@@ -1,4 +1,5 @@
 // Entry point of the plans service as its own process (split mode, Kubernetes).
+import "@meter/lib/v8-flags";
 import { peerUrls } from "@meter/lib/config";
 import { serviceMain } from "@meter/lib/service-main";
 import { plansConfigSchema, plansSettings } from "./config.ts";

@@ -1,4 +1,5 @@
 // Entry point of the tenancy service as its own process (split mode, Kubernetes).
+import "@meter/lib/v8-flags";
 import { serviceMain } from "@meter/lib/service-main";
 import { tenancyConfigSchema } from "./config.ts";
 import { createTenancyService } from "./index.ts";

@@ -1,4 +1,5 @@
 // Entry point of the webhooks service as its own process (split mode, Kubernetes).
+import "@meter/lib/v8-flags";
 import { loadConfig, peerUrls } from "@meter/lib/config";
 import { createLogger } from "@meter/lib/logger";
 import { serviceMain } from "@meter/lib/service-main";
