@@ -20,6 +20,7 @@ import { securityHeadersPlugin } from "./plugins/security-headers.ts";
 import { rateLimitPlugin } from "./plugins/rate-limit.ts";
 import { servicesPlugin } from "./plugins/services.ts";
 import { apiRoutes } from "./routes/index.ts";
+import { serializerCompiler } from "./serialization.ts";
 import { closedQueries, validatorCompiler } from "./validation.ts";
 
 export interface GatewayOptions {
@@ -67,6 +68,7 @@ export async function buildGateway(opts: GatewayOptions) {
   limitConnections(app.server, connections);
   app.addHook("preClose", boundedShutdown(app.server, connections));
   app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
   parseJsonBodies(app);
   app.addHook("onRoute", closedQueries);
   app.setErrorHandler(errorHandler);
