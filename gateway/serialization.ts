@@ -36,7 +36,7 @@ export function forSerializer(schema: unknown): unknown {
   if (!Array.isArray(out.anyOf)) return out;
   const branches = out.anyOf.map(forSerializer) as Schema[];
   const { anyOf: _, ...rest } = out;
-  const literals = branches.every((b) => b.type === "string" && typeof b.const === "string");
+  const literals = branches.length > 0 && branches.every((b) => b.type === "string" && typeof b.const === "string");
   if (literals) return { ...rest, type: "string", enum: branches.map((b) => b.const) };
   const nonNull = branches.filter((b) => b.type !== "null");
   if (branches.length === 2 && nonNull.length === 1 && typeof nonNull[0]!.type === "string" && !("anyOf" in nonNull[0]!)) {
