@@ -6,7 +6,8 @@
 // time, with the proxy's read cache off (as for a read of a document not read before); then the
 // same on BENCH_COUNTERS (1,000) documents shaped like a user's period counter (nested totals,
 // job guards, window entries), each update guarded and setting a job entry as a counter's does,
-// one at a time and then in commands of 100 statements (as the services' rounds send them).
+// one at a time and then in commands of 100 statements (as the services' rounds send them);
+// then LISTS reads and LISTS deletes of a list of 1,000 `_id`s each (`{_id: {$in: [...]}}`).
 // BENCH_ROUNDS rounds, each on a fresh database; BENCH_BINARY measures another build of
 // tools/embedded-db (e.g. one made from an earlier commit) against the current one, alternating.
 import { spawn } from "node:child_process";
@@ -25,6 +26,8 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const COUNTERS = Number(process.env.BENCH_COUNTERS ?? 1_000);
 /** Statements of one update command in the "in commands" column (a counters' round holds about 100). */
 const STATEMENTS = 100;
+/** Reads, then deletes, of a list of 1,000 `_id`s (the "list read" and "list delete" columns). */
+const LISTS = 10;
 const binaries = [await buildEmbeddedDb(), ...(process.env.BENCH_BINARY ? [process.env.BENCH_BINARY] : [])];
 
 /** CPU time (ms) of a process so far. */
@@ -111,16 +114,21 @@ async function round(bin: string): Promise<string> {
       { ordered: false },
     ),
   );
+  // Reads and deletes of a list of 1,000 _ids, as a batch's rounds send them: FerretDB filters
+  // each document found against the whole list again (patches/in_scalars.go.in).
+  const ids = (from: number) => Array.from({ length: 1000 }, (_, k) => `doc-${(from + k * 7) % DOCS}`);
+  const listReads = await timed(LISTS, (i) => col.find({ _id: { $in: ids(i * 1000) } }).toArray());
+  const listDeletes = await timed(LISTS, (i) => col.deleteMany({ _id: { $in: Array.from({ length: 1000 }, (_, k) => `doc-${(i * 1000 + k) % DOCS}`) } }));
   await mongo.close();
   child.stdin!.end();
   await new Promise((r) => child.once("exit", r));
   await rm(dir, { recursive: true, force: true });
   const us = (v: number) => v.toFixed(0).padStart(8);
   const ms = (t: { p50: number; p99: number }) => `${t.p50.toFixed(2)} / ${t.p99.toFixed(2)}`.padStart(14);
-  return `${us(inserts.cpu / DOCS)}${us(updates.cpu / OPS)}${us(reads.cpu / OPS)}${ms(updates)}${ms(reads)}${us(counterUpdates.cpu / OPS).padStart(13)}${us(counterReads.cpu / OPS).padStart(13)}${us(bulkUpdates.cpu / OPS).padStart(13)}${os.loadavg()[0]!.toFixed(1).padStart(8)}`;
+  return `${us(inserts.cpu / DOCS)}${us(updates.cpu / OPS)}${us(reads.cpu / OPS)}${ms(updates)}${ms(reads)}${us(counterUpdates.cpu / OPS).padStart(13)}${us(counterReads.cpu / OPS).padStart(13)}${us(bulkUpdates.cpu / OPS).padStart(13)}${us(listReads.cpu / LISTS).padStart(12)}${us(listDeletes.cpu / LISTS).padStart(12)}${os.loadavg()[0]!.toFixed(1).padStart(8)}`;
 }
 
 console.log(`bench:embedded-db: ${DOCS} documents, ${OPS} updates and ${OPS} reads by _id a round; CPU of the database process per command (us), latency p50 / p99 (ms)`);
-console.log(`${"binary".padEnd(40)}  insert/doc  update    read   update ms      read ms  counter update  counter read  in commands    load`);
+console.log(`${"binary".padEnd(40)}  insert/doc  update    read   update ms      read ms  counter update  counter read  in commands   list read list delete    load`);
 for (let r = 0; r < ROUNDS; r++) for (const bin of binaries) console.log(`${path.relative(process.cwd(), bin).padEnd(40)}${await round(bin)}`);
 process.exit(0);

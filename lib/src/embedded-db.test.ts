@@ -98,6 +98,29 @@ t("a filter on a list of _ids reads those documents only", async ({ mongo }) => 
   assert.equal((await docs.find({ _id: { $in: ["d1", /^d2$/] } }).toArray()).map((d) => d._id).sort(), ["d1", "d2"]);
 });
 
+t("$in compares strings and ObjectIDs as MongoDB does, and a list of a thousand ids is read and deleted whole", async ({ mongo }) => {
+  const docs = mongo.db("inlists").collection<{ _id: unknown; tags?: unknown }>("docs");
+  const oid = new ObjectId();
+  const other = new ObjectId();
+  await docs.insertMany([{ _id: "a" }, { _id: "b", tags: ["x", "y"] }, { _id: oid }, { _id: 7 }, { _id: "7" }, { _id: "A" }]);
+  const name = (id: unknown) => (typeof id === "string" ? id : id instanceof ObjectId ? `oid:${id}` : `${typeof id}:${String(id)}`);
+  const ids = async (filter: object) => (await docs.find(filter).toArray()).map((d) => name(d._id)).sort();
+  assert.equal(await ids({ _id: { $in: ["a", oid, "missing", other] } }), ["a", `oid:${oid}`].sort(), "strings and ObjectIDs mixed");
+  assert.equal(await ids({ _id: { $in: [String(oid), "a"] } }), ["a"], "an ObjectID's hex is not the ObjectID");
+  assert.equal(await ids({ _id: { $in: ["7"] } }), ["7"], "a string is not the number");
+  assert.equal(await ids({ _id: { $in: [7, "a"] } }), ["a", "number:7"], "a number in the list still finds the number (the general comparison)");
+  assert.equal(await ids({ _id: { $in: ["a"] }, tags: { $in: ["y"] } }), [], "the rest of the filter still applies");
+  assert.equal(await ids({ tags: { $in: ["y", "z"] } }), ["b"], "an array field matches by its elements (the general comparison)");
+  assert.equal(await ids({ _id: { $in: ["x", /^[aA]$/] } }), ["A", "a"], "a regex in the list still matches");
+
+  const many = mongo.db("inlists").collection<{ _id: string }>("many");
+  await many.insertMany(Array.from({ length: 1_500 }, (_, i) => ({ _id: `id-${i}` })));
+  const list = Array.from({ length: 1_000 }, (_, i) => `id-${i * 3}`);
+  assert.is((await many.find({ _id: { $in: list } }).toArray()).length, 500, "ids 0, 3, ... 1497 of the list exist");
+  assert.is((await many.deleteMany({ _id: { $in: list } })).deletedCount, 500);
+  assert.is(await many.countDocuments(), 1_000);
+});
+
 /** The least string above every string that starts with `p` (its last code point plus one). */
 const afterPrefix = (p: string) => {
   const points = Array.from(p);
