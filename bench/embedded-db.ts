@@ -116,9 +116,9 @@ async function round(bin: string): Promise<string> {
   );
   // Reads and deletes of a list of 1,000 _ids, as a batch's rounds send them: FerretDB filters
   // each document found against the whole list again (patches/in_scalars.go.in).
-  const ids = (from: number) => Array.from({ length: 1000 }, (_, k) => `doc-${(from + k * 7) % DOCS}`);
-  const listReads = await timed(LISTS, (i) => col.find({ _id: { $in: ids(i * 1000) } }).toArray());
-  const listDeletes = await timed(LISTS, (i) => col.deleteMany({ _id: { $in: Array.from({ length: 1000 }, (_, k) => `doc-${(i * 1000 + k) % DOCS}`) } }));
+  const ids = (from: number, step: number) => Array.from({ length: 1000 }, (_, k) => `doc-${(from + k * step) % DOCS}`);
+  const listReads = await timed(LISTS, (i) => col.find({ _id: { $in: ids(i * 1000, 7) } }).toArray());
+  const listDeletes = await timed(LISTS, (i) => col.deleteMany({ _id: { $in: ids(i * 1000, 1) } }));
   await mongo.close();
   child.stdin!.end();
   await new Promise((r) => child.once("exit", r));
