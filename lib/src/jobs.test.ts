@@ -5,7 +5,7 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { startEmbeddedDb } from "./embedded-db.ts";
 import { randomUUID } from "node:crypto";
-import { IdlePoll, JobScheduler } from "./jobs.ts";
+import { IdlePoll, JobScheduler, RunLine } from "./jobs.ts";
 import { connectMongo } from "./mongo.ts";
 import { eventually } from "../../test/support/eventually.ts";
 import { capturingLogger } from "../../test/support/log-lines.ts";
@@ -99,6 +99,89 @@ test("between two scans, a job enqueued here starts at once and a polled repeati
     await eventually(() => ran, 30_000, "the enqueued job to run");
     await scheduler.every("poll", 50, { key: "every" }, 200);
     await eventually(() => polls >= 3, 30_000, "the polled job to run three times");
+  } finally {
+    await scheduler.stop(1_000);
+    await mongo.close();
+  }
+});
+
+test("a run line runs one at a time; a kick during a run brings one more run, and kicks before it starts share it", async () => {
+  const line = new RunLine();
+  const log: string[] = [];
+  let release!: () => void;
+  const first = line.run(async () => {
+    log.push("first start");
+    await new Promise<void>((r) => (release = r));
+    log.push("first end");
+    return 1;
+  });
+  let kicks = 0;
+  const work = async () => {
+    kicks++;
+    log.push(`kicked run ${kicks}`);
+    return true;
+  };
+  const a = line.kick(work);
+  const b = line.kick(work);
+  assert.is(a, b, "a kick made before the waiting run starts shares it");
+  await eventually(() => log.includes("first start"), 5_000, "the first run to start");
+  release();
+  assert.is(await first, 1);
+  assert.is(await a, true);
+  assert.equal(log, ["first start", "first end", "kicked run 1"], "the kicked run waited for the run in progress, and ran once");
+  // Once it ran, a kick starts another run.
+  assert.is(await line.kick(work), true);
+  assert.is(kicks, 2);
+  // A run that fails does not stop the line.
+  await line.run(async () => Promise.reject(new Error("boom"))).catch(() => {});
+  assert.is(await line.kick(work), true);
+  assert.is(kicks, 3);
+});
+
+test("a kicked job runs in this process at once and saves nothing; its runs never overlap those Agenda starts", async () => {
+  const mongo = await connectMongo(await testMongoUrl());
+  const { logger } = capturingLogger("warn");
+  const db = mongo.db(`jobs_${randomUUID()}`);
+  // Scans ten minutes apart: only the kicks and the poll run the job.
+  const scheduler = new JobScheduler(db, logger, 600_000, "test");
+  try {
+    await scheduler.init();
+    let runs = 0;
+    let inside = 0;
+    let overlapped = false;
+    scheduler.defineKicked(
+      "kicked",
+      async (renew) => {
+        runs++;
+        inside++;
+        if (inside > 1) overlapped = true;
+        await renew();
+        // Long enough for a kick and a polled run to meet, were they not kept apart.
+        await new Promise((r) => setTimeout(r, 5));
+        inside--;
+        return false;
+      },
+      { lockLifetime: 60_000, concurrency: 1 },
+    );
+    await scheduler.start();
+    scheduler.kick("kicked");
+    await eventually(() => runs >= 1, 30_000, "the kicked run");
+    assert.is(await db.collection("agenda_jobs").countDocuments({ name: "kicked" }), 0, "a kick saves no job");
+    // The repeating run, polled every 20 ms, beside a stream of kicks.
+    await scheduler.every("kicked", 20, { key: "every" }, 20);
+    const before = runs;
+    for (let i = 0; i < 200; i++) {
+      scheduler.kick("kicked");
+      await new Promise((r) => setImmediate(r));
+    }
+    await eventually(() => runs >= before + 5, 30_000, "more runs, kicked and polled");
+    await eventually(async () => (await db.collection("agenda_jobs").findOne({ name: "kicked", "data.key": "every" }))?.lastFinishedAt != null, 30_000, "a run Agenda started");
+    for (let i = 0; i < 50; i++) {
+      scheduler.kick("kicked");
+      await new Promise((r) => setTimeout(r, 1));
+    }
+    assert.not.ok(overlapped, "runs of one process never overlapped");
+    assert.is(await db.collection("agenda_jobs").countDocuments({ name: "kicked" }), 1, "only the repeating job is saved");
   } finally {
     await scheduler.stop(1_000);
     await mongo.close();

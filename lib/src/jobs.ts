@@ -161,6 +161,43 @@ export class JobScheduler {
   }
 
   /**
+   * A job whose runs this process also starts itself when it has work for it (kick()), with
+   * nothing saved to the database: a kick through Agenda was a job saved, locked, renewed and
+   * deleted (four writes or more) per request that wrote work, a fifth of what a batch of
+   * events costs the embedded database. The job's repeating run (every()) stays with Agenda and
+   * finds what a process that died left. Runs of the name in this process, started by Agenda or
+   * by a kick, go one at a time (RunLine), so the handler may assume no other run of its own
+   * process beside it (runs of other replicas may be). The handler gets `renew`, which extends an
+   * Agenda run's lock at most every quarter of its lifetime, and does nothing in a kicked run
+   * (which holds no lock).
+   */
+  defineKicked(name: string, handler: (renew: () => Promise<void>) => Promise<void | boolean>, opts: { lockLifetime: number; concurrency?: number }): void {
+    const line = new RunLine();
+    this.kicked.set(name, { line, run: () => handler(async () => {}) });
+    this.define(name, (job) => line.run(() => handler(renewer(job, opts.lockLifetime / 4))), opts);
+  }
+  private readonly kicked = new Map<string, { line: RunLine; run: () => Promise<void | boolean> }>();
+
+  /**
+   * Runs a job defined with defineKicked in this process now, or once more after the run in
+   * progress (work written meanwhile); kicks before that run starts share it. Also brings the
+   * job's poll back to its interval. Errors are logged: the repeating run retries the work.
+   */
+  kick(name: string): void {
+    const k = this.kicked.get(name);
+    if (!k || !this.started) return;
+    this.polls.get(name)?.busy();
+    const run = k.line.kick(k.run).then(
+      (found) => {
+        if (found === true) this.polls.get(name)?.busy();
+      },
+      (err: unknown) => this.logger.warn({ err, job: name }, "job failed"),
+    );
+    this.running.add(run);
+    void run.finally(() => this.running.delete(run));
+  }
+
+  /**
    * Schedules the job at `at` unless a job with the same name and key exists. Work announced
    * under a polled name (every()) also brings its next poll within the interval: the work
    * may be left to it (a job pending or running absorbs this one).
@@ -262,4 +299,39 @@ export class JobScheduler {
     await Promise.race([Promise.allSettled(this.running), grace]);
     clearTimeout(timer);
   }
+}
+
+/**
+ * Runs of one job in this process, one at a time. A kick while a run is in progress has one more
+ * follow it (for work written after that run looked); kicks made before that one starts share it.
+ */
+export class RunLine {
+  private tail: Promise<unknown> = Promise.resolve();
+  private next: Promise<void | boolean> | null = null;
+
+  run<R>(work: () => Promise<R>): Promise<R> {
+    const p = this.tail.then(work);
+    this.tail = p.catch(() => {});
+    return p;
+  }
+
+  kick(work: () => Promise<void | boolean>): Promise<void | boolean> {
+    if (this.next) return this.next;
+    const p = this.run(() => {
+      this.next = null;
+      return work();
+    });
+    this.next = p;
+    return p;
+  }
+}
+
+/** Extends an Agenda run's lock, at most once per `everyMs`: each renewal is a write. */
+function renewer(job: Job, everyMs: number): () => Promise<void> {
+  let last = Date.now();
+  return async () => {
+    if (Date.now() - last < everyMs) return;
+    last = Date.now();
+    await job.touch();
+  };
 }

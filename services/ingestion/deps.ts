@@ -33,7 +33,7 @@ export interface IngestionDeps {
   /** Late changes seen and followed (late-changes/follow.ts). */
   lateChanges: LateChanges;
   /** Runs a round of the late-change follower now, unless one is pending (jobs/late-changes.ts). */
-  kickLateChanges: () => Promise<void>;
+  kickLateChanges: () => void;
   /** After a write: hands users with a late change to the follower (late-changes/follow.ts `notice`). */
   noticeLateChanges: (productId: string, users: ReadonlyMap<string, KnownUser>) => Promise<void>;
   gates: GateEventStore;
@@ -46,7 +46,7 @@ export interface IngestionDeps {
   logger: Logger;
   limits: IngestionLimits;
   /** Runs a relay round now, unless one is pending (jobs/relay.ts). */
-  kickRelay: () => Promise<void>;
+  kickRelay: () => void;
   /** Runs the retention pass (Agenda, stored in this service's database). */
   scheduler: JobScheduler;
   retention: RetentionPolicy;

@@ -8,7 +8,7 @@ import { fromTimestamp } from "@meter/lib/time";
 import { SOURCES, type Source } from "../domain/rollup.ts";
 import type { Bucket } from "../store/dirty.ts";
 import type { LedgerFact } from "../store/ledger.ts";
-import { enqueueRoll } from "../jobs/roll.ts";
+import { kickRoll } from "../jobs/roll.ts";
 import { firstOpenDay, firstRollupDay } from "../domain/retention-policy.ts";
 import { dayOf } from "../domain/windows.ts";
 import type { AnalyticsDeps } from "../deps.ts";
@@ -89,7 +89,7 @@ export function recordEvents(deps: AnalyticsDeps): ServiceImpl<typeof AnalyticsS
     const res = { recorded: a.recorded + b.recorded, duplicates: a.duplicates + b.duplicates };
     await deps.faults?.afterLedgerWrite?.();
     await deps.dirty.mark(buckets);
-    if (deps.rollJobs) await enqueueRoll(deps);
+    if (deps.rollJobs) kickRoll(deps);
     return { recorded: res.recorded, duplicates: res.duplicates + dropped };
   };
 }

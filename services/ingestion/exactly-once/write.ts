@@ -36,7 +36,7 @@ export interface WriteDeps extends RecoveryDeps, CompletionDeps {
   gates: CompletionDeps["gates"] & Pick<GateEventStore, "insertNew">;
   jobs: RecoveryDeps["jobs"] & CompletionDeps["jobs"] & Pick<JobStore, "open">;
   /** Runs a relay round now, unless one is pending (the job jobs/relay.ts). */
-  kickRelay: () => Promise<void>;
+  kickRelay: () => void;
 }
 
 /**
@@ -63,7 +63,7 @@ async function storeJob<D extends { _id: string }>(
   // New outbox entries: hand them over now rather than at the next repeating round. Best
   // effort: the events are stored and counted, so a failure here must not answer 5xx for them
   // (a manual event sent again without an idempotency key would count twice); the round runs anyway.
-  if (inserted.size > 0) await deps.kickRelay().catch((err: unknown) => deps.logger.warn({ err, job: job._id }, "kicking the relay failed; its next round hands the entries over"));
+  if (inserted.size > 0) deps.kickRelay();
   return inserted;
 }
 

@@ -10,19 +10,19 @@ export const LATE_CHANGE_ROUND_MS = 5_000;
  * The late-change follower (late-changes/follow.ts). Two jobs of this name at most, as for the
  * relay: key "every", repeating every LATE_CHANGE_ROUND_MS (one across replicas) while some user
  * is followed, its poll resting up to IDLE_POLL_MAX_MS while nobody is (an idle service's
- * commands); and key "kick", enqueued when a write or a read meets a change this process had
- * not seen (unique: a pending kick absorbs the next ones), which also brings the poll back to
- * its pace. Lock lifetime 60 s; a worker that dies mid-round leaves moves half done, which the
+ * commands); and a round kicked in this process (JobScheduler.kick: nothing saved) when a write
+ * or a read meets a change this process had not seen, which also brings the poll back to its
+ * pace. Lock lifetime 60 s; a worker that dies mid-round leaves moves half done, which the
  * next round (or any read) finishes: each move is guarded (move.ts).
  */
 export function defineLateChanges(deps: IngestionDeps, round: () => Promise<{ following: number }>): void {
-  deps.scheduler.define<KeyedPayload>(
+  deps.scheduler.defineKicked(
     LATE_CHANGES,
     async () => {
       try {
         return (await round()).following > 0;
       } catch (err) {
-        // Logged, not thrown: a failed kick would be kept by Agenda and absorb every later kick.
+        // Logged, not thrown: the repeating run retries.
         deps.logger.warn({ err }, "late-change round failed; the next round retries");
         return true;
       }
@@ -31,9 +31,9 @@ export function defineLateChanges(deps: IngestionDeps, round: () => Promise<{ fo
   );
 }
 
-/** A round now unless a kick is already pending or running. */
-export function kickLateChanges(deps: IngestionDeps): Promise<void> {
-  return deps.scheduler.enqueue<KeyedPayload>(LATE_CHANGES, { key: "kick" }, new Date());
+/** A round in this process now, or once more after the one in progress. */
+export function kickLateChanges(deps: IngestionDeps): void {
+  deps.scheduler.kick(LATE_CHANGES);
 }
 
 export function scheduleLateChanges(deps: IngestionDeps, idleMaxMs: number): Promise<void> {

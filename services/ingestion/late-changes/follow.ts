@@ -22,8 +22,8 @@ import type { LateChanges, PendingChange } from "./pending.ts";
 export interface FollowDeps extends MoveDeps {
   lateChanges: LateChanges;
   users: Pick<UserDirectory, "resolve">;
-  /** Runs a round of the follower now (the job jobs/late-changes.ts), unless one is pending. */
-  kickLateChanges: () => Promise<void>;
+  /** Runs a round of the follower in this process now (the job jobs/late-changes.ts), or once more after the one in progress. */
+  kickLateChanges: () => void;
 }
 
 /** Changes followed per round at most (the rest wait for the next round). */
@@ -78,7 +78,7 @@ export async function catchUp(deps: FollowDeps, productId: string, userId: strin
       // the follower, whose poll rests while nobody is followed).
       if (seen?.changes !== c.changes) {
         await lc.follow(productId, [{ userId, until: c.until }]);
-        await deps.kickLateChanges();
+        deps.kickLateChanges();
       }
       lc.seen.set(key, { changes: c.changes, applied: true });
       return moved.size > 0;
@@ -104,7 +104,7 @@ export async function notice(deps: FollowDeps, productId: string, users: Readonl
     const key = userKey(productId, f.userId);
     if (lc.seen.get(key)?.changes !== f.changes) lc.seen.set(key, { changes: f.changes, applied: false });
   }
-  await deps.kickLateChanges();
+  deps.kickLateChanges();
 }
 
 /**
