@@ -434,6 +434,47 @@ t("new dates recorded late take their events out of the dated window they were c
   close(granted + remaining, 94, "the new period has spent 6 of its 100");
 });
 
+t("credits drawn for events a late change moves go with them: their new period does not draw them again", async ({ stack, mongo }) => {
+  const { api, productId } = await stack.newProduct();
+  const plans = await api.post("/config/plans", { plans: [{ name: "prepaid", max_spend_per_period: 0, credits_enabled: true }] });
+  const plan_id = plans.body.plans[0].id as string;
+  const userId = `prepaid-${randomUUID()}`;
+  await api.post("/users", { external_user_id: userId });
+  const now = Date.now();
+  const dates = (from: number, to: number) => ({ plan_id, period_start: new Date(from).toISOString(), period_end: new Date(to).toISOString() });
+  assert.is((await api.post(`/users/${userId}/subscription`, dates(now - 10 * DAY, now + 20 * DAY))).status, 200);
+  assert.is((await api.post(`/users/${userId}/credits`, { id: "paid", amount: 10 })).status, 201);
+  const at = (ms: number, cost: number) => ({ id: randomUUID(), user_id: userId, timestamp: new Date(ms).toISOString(), cost_total: cost });
+  assert.is((await api.post("/events/batch", [at(now - 2 * HOUR, 1), at(now - 30 * 60_000, 0.5)])).status, 200);
+  close((await api.get(`/users/${userId}/credits`)).body.balance, 8.5, "drawn in the first period");
+  const lists = mongo.db(`${stack.dbPrefix}_ingestion`).collection<{ _id: string; ids: string }>("arrival_lists");
+  const [listed] = await lists.find({ _id: { $regex: `\\|${productId}\\|.*\\|${userId}$` } }).toArray();
+
+  // New dates that began three hours ago, told only now: both events move to the new period.
+  const start = new Date(now - 3 * HOUR).toISOString();
+  assert.is((await api.post(`/users/${userId}/subscription`, dates(now - 3 * HOUR, now + 30 * DAY))).status, 200);
+  const session = (await api.get(`/users/${userId}/session`)).body;
+  assert.is(session.billing_period.start, start);
+  close(session.current_usage.period_cost, 1.5, "moved");
+  close(session.credits.balance, 8.5, "moving draws nothing");
+  // The new period's next settle draws its own event only.
+  assert.is((await api.post("/events/batch", [at(Date.now(), 0.25)])).status, 200);
+  close((await api.get(`/users/${userId}/credits`)).body.balance, 8.25, "each event drawn once");
+  const dims = (await api.get(`/users/${userId}/limits`)).body.limits as { reason: string; used: number; max: number }[];
+  const spend = dims.find((d) => d.reason === "total_spend")!;
+  close(spend.max - spend.used, 8.25, "what the cap leaves is the balance");
+  const entries = (await api.get(`/users/${userId}/credits/ledger`)).body.entries as { type: string; amount: number }[];
+  close(entries.filter((e) => e.type === "usage").reduce((a, e) => a + e.amount, 0), -1.75, "the ledger's usage is the usage");
+
+  // A mover cut off before replacing the list: the follower computes the same move again, which
+  // the counters and the account each take once.
+  await lists.replaceOne({ _id: listed!._id }, listed!);
+  await eventually(async () => JSON.parse((await lists.findOne({ _id: listed!._id }))!.ids).length === 0, 30_000, "the follower to repeat the move");
+  assert.is((await api.post("/events/batch", [at(Date.now(), 0.25)])).status, 200);
+  close((await api.get(`/users/${userId}/usage`)).body.total_cost, 2, "moved once");
+  close((await api.get(`/users/${userId}/credits`)).body.balance, 8, "drawn once");
+});
+
 t("an event counted under the old history after the change was applied moves with no call about the user", async ({ stack, mongo }) => {
   const { api, productId, capped, userId } = await freeUser(stack, 100, "straggler");
   const now = Date.now();

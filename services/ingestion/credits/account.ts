@@ -12,6 +12,7 @@ import {
   draw,
   hourOf,
   latePayment,
+  needed,
   statusAt,
   type GrantState,
   type LedgerType,
@@ -66,6 +67,12 @@ export interface CreditAccountDoc {
   drawn: Record<string, { n: number; end: Date }>;
   /** A member's account in a team whose plan draws credits: per billing period, what its own grants did not cover, handed to the pool. */
   spilled?: Record<string, { n: number; end: Date }>;
+  /**
+   * What late changes moved from one billing period's draws to the periods its events went to
+   * (late-changes/move.ts), by move job: written once per move, so a move applied again moves
+   * nothing more.
+   */
+  moved?: Record<string, { n: number; end: Date }>;
   /** A team's pool: what each member's period handed over so far (key "<owner>|<period start ms>"). */
   got?: Record<string, { n: number; end: Date }>;
   /** A team's pool: per team billing period, the sum handed over by its members (what the team allowance, then the pool, pays). */
@@ -344,7 +351,7 @@ export class AccountChange {
       this.doc.drawn[n.key] = { n: n.needed, end: n.end };
       this.put();
     }
-    for (const m of [this.doc.drawn, this.doc.spilled, this.doc.got, this.doc.pooled]) if (dropClosed(m, closedBefore)) this.put();
+    for (const m of [this.doc.drawn, this.doc.spilled, this.doc.got, this.doc.pooled, this.doc.moved]) if (dropClosed(m, closedBefore)) this.put();
     // What goes to the team's pool, filed under the (last) period that needed it.
     const spill = (n: number) => {
       if (n <= 0 || last === null) return;
@@ -376,6 +383,29 @@ export class AccountChange {
       else if (owed === 0) this.doc.overdraft_since = this.t;
       this.put();
     }
+  }
+
+  /**
+   * A late change moved events out of billing period `from` into the periods `to` (their cost
+   * in each, nano-dollars), under the move's job id. What `from` drew beyond what its spend after
+   * the move needs was drawn for those events: it counts as drawn by the periods they went to, up
+   * to their cost in each, so their next settle does not draw it again. Once per job.
+   */
+  moveDrawn(job: string, from: { key: string; spend: number; allowance: number }, to: readonly { key: string; end: Date; cost: number }[]): void {
+    if (own(this.doc.moved, job) !== undefined) return;
+    const drawn = own(this.doc.drawn, from.key);
+    // At most what the moved events cost: the period needed that much more before they left.
+    let over = Math.max(0, (drawn?.n ?? 0) - needed(from.spend, from.allowance));
+    if (!drawn || over === 0) return;
+    setOwn((this.doc.moved ??= {}), job, { n: over, end: drawn.end });
+    drawn.n -= over;
+    for (const t of to) {
+      const n = Math.min(over, t.cost);
+      if (n <= 0) continue;
+      over -= n;
+      this.doc.drawn[t.key] = { n: (this.doc.drawn[t.key]?.n ?? 0) + n, end: t.end };
+    }
+    this.put();
   }
 
   /**

@@ -237,3 +237,27 @@ async function settlePools(deps: SettleDeps, handed: readonly { p: CreditPeriod;
     c.settle(needs, deps.closedBefore);
   });
 }
+
+/** A late change's move of a user's events out of a billing period that drew credits for them. */
+export interface DrawnMove {
+  productId: string;
+  userId: string;
+  /** The move's job id (late-changes/move.ts): the account takes each move once. */
+  job: string;
+  /** The period the events left: its start (ms, the `drawn` key), its spend after the move and its plan's allowance (nano-dollars). */
+  from: { key: string; spend: number; allowance: number };
+  /** The periods they went to: start (ms), end, and what the moved events cost there (nano-dollars). */
+  to: { key: string; end: Date; cost: number }[];
+}
+
+/**
+ * What a period drew for events a late change moved elsewhere counts as drawn by their new
+ * periods (AccountChange.moveDrawn): without it, the new period's next settle drew their cost
+ * again while the old period kept what it drew (draws never go back). One conditional write,
+ * none when the old period drew nothing for them.
+ */
+export async function moveDrawn(deps: AccountDeps, move: DrawnMove): Promise<void> {
+  const owner = userOwner(move.userId);
+  const id = accountId(move.productId, owner);
+  await changeAccounts(deps, new Map([[id, { productId: move.productId, owner }]]), (_, c) => c.moveDrawn(move.job, move.from, move.to));
+}

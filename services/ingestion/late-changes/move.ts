@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import pMap from "p-map";
 import type { KnownUser } from "../adapters/plans.ts";
-import { calendarMonth, hasThresholds, periodAt, type SubscriptionWindow } from "@meter/rules";
+import { calendarMonth, hasThresholds, periodAt, toNano, type SubscriptionWindow } from "@meter/rules";
 import { attribute, type Attribution } from "../domain/attribution.ts";
 import { counterId, monthCounterId } from "../domain/counter-ids.ts";
 import { negate, plus, sum } from "../domain/totals.ts";
@@ -10,6 +10,7 @@ import type { CounterStore } from "../store/counters.ts";
 import type { UsageEventDoc, UsageEventStore } from "../store/usage-events.ts";
 import { recordCrossings, type CrossingDeps } from "../thresholds/crossings.ts";
 import { arrivalList, listId, type ArrivalStore } from "./arrivals.ts";
+import { moveDrawn, type AccountDeps } from "../credits/settle.ts";
 
 /**
  * A subscription recorded after events stamped inside its dates arrived: those events were
@@ -31,10 +32,10 @@ import { arrivalList, listId, type ArrivalStore } from "./arrivals.ts";
  */
 
 /** What moving events needs: the stores it reads and writes, and the crossings it records. */
-export interface MoveDeps extends CrossingDeps {
+export interface MoveDeps extends CrossingDeps, AccountDeps {
   arrivals: Pick<ArrivalStore, "jobsSince" | "get" | "record" | "replace">;
   events: Pick<UsageEventStore, "getMany">;
-  counters: Pick<CounterStore, "add">;
+  counters: Pick<CounterStore, "add" | "spends">;
   /** How long after arriving an event may still move; 0: never. */
   lateChangeWindowMs: number;
 }
@@ -210,6 +211,19 @@ async function move(deps: MoveDeps, productId: string, entry: Entry, byId: Reado
   for (const p of limited) {
     const c = after.get(p.delta.id);
     if (c) await recordCrossings(deps, c, p.delta, p.limit);
+  }
+  // Credits the old period drew for the moved events follow them (before the list is replaced: a
+  // mover cut off before this computes the same job again and the account takes it once).
+  const drew = moved.find((e) => e.credits !== undefined && e.spend_limit !== null);
+  if (drew) {
+    const spend = (await deps.counters.spends([from])).get(from) ?? 0;
+    await moveDrawn(deps, {
+      productId,
+      userId,
+      job,
+      from: { key: String(window.start.getTime()), spend, allowance: toNano(drew.spend_limit!) },
+      to: periods.map((p) => ({ key: String(p.delta.start.getTime()), end: p.delta.end, cost: p.delta.add.cost })),
+    });
   }
   if (await deps.arrivals.replace(list._id, list.ids, staying)) {
     deps.logger.info({ productId, user: userId, from, events: moved.length }, "events moved to the period of a subscription recorded after they arrived");
