@@ -87,6 +87,12 @@ export interface CreditAccountDoc {
   credits_enabled?: boolean;
   version: number;
   ops: Record<string, LedgerOp>;
+  /**
+   * The end (ms) of the latest UTC day whose usage entries were written out to the ledger: usage a
+   * replica with a lagging clock adds later goes into the first hour after it, since an entry of a
+   * day written out would be written again with only what came since, replacing the sum.
+   */
+  ops_out?: number;
   notices: Record<string, Notice>;
   /**
    * Grants that left the account (final, their records written), by encoded grant id, with when
@@ -194,9 +200,11 @@ export const SETTLED_AFTER_MS = 5 * 60_000;
 
 export const isHourly = (op: LedgerOp) => op.type === "usage" || op.type === "overdraft";
 
+const dayEnd = (hour: number) => hour - (hour % DAY_MS) + DAY_MS;
+
 /** An entry that no longer changes: not a usage sum, or one whose day is over. */
 export function settledOp(op: LedgerOp, now: number): boolean {
-  return !isHourly(op) || op.hour - (op.hour % DAY_MS) + DAY_MS + SETTLED_AFTER_MS <= now;
+  return !isHourly(op) || dayEnd(op.hour) + SETTLED_AFTER_MS <= now;
 }
 
 /**
@@ -294,6 +302,7 @@ export class AccountChange {
       if (this.pendingOps.has(key) || !settledOp(op, this.t)) continue;
       out.ops.push(op);
       delete this.doc.ops[key];
+      if (isHourly(op)) this.doc.ops_out = Math.max(this.doc.ops_out ?? 0, dayEnd(op.hour));
     }
     for (const [key, n] of Object.entries(this.doc.notices)) {
       if (this.pendingNotices.has(key)) continue;
@@ -316,7 +325,7 @@ export class AccountChange {
   /** Adds `amount` (signed) to the ledger entry of this hour, type and grant. */
   private ledger(type: LedgerType, grantId: string | null, amount: number): void {
     const hourly = type === "usage" || type === "overdraft";
-    const hour = hourOf(this.t);
+    const hour = hourly ? Math.max(hourOf(this.t), this.doc.ops_out ?? 0) : hourOf(this.t);
     const key = `${hour}|${type}|${encodeKey(grantId ?? "-")}`;
     const prev = this.doc.ops[key];
     this.doc.ops[key] = {

@@ -88,6 +88,28 @@ test("settle draws only what the period needs beyond what it drew: repeating it 
   assert.is(lower.write(), null, "draws never go back");
 });
 
+test("usage a replica with a lagging clock adds after its day was written out goes to the next hour: the ledger's sum stays the usage", () => {
+  const day = Date.UTC(2026, 10, 15);
+  const HOUR = 3_600_000;
+  const ledger = new Map<string, number>();
+  // One change as changeAccounts makes it: the draw, then what leaves for the ledger (written whole, by key).
+  const change = (a: CreditAccountDoc, at: number, total: number) => {
+    const c = new AccountChange(a, "p", "user:u", new Date(at));
+    c.settle([{ key: "1", end: new Date(day + 30 * 24 * HOUR), needed: total * N }], CUT);
+    for (const op of c.takeSettled().ops) ledger.set(`${op.hour}|${op.type}|${op.grant_id}`, op.amount_nano);
+    return c.write()!.after;
+  };
+  let a = change(account([grant("g", 10)]), day + 23 * HOUR + 50 * 60_000, 1);
+  // A correct clock past the day's end (and the 5 minutes kept for lagging clocks): the day is written out.
+  a = change(a, day + 24 * HOUR + 6 * 60_000, 2);
+  assert.equal([...ledger.values()], [-1 * N], "the day's entry written out");
+  // A replica 8 minutes behind: its hour is in the day written out.
+  a = change(a, day + 24 * HOUR - 2 * 60_000, 3);
+  assert.equal(Object.values(a.ops).map((o) => [o.hour, o.amount_nano]), [[day + 24 * HOUR, -2 * N]], "summed into the first hour after that day");
+  change(a, day + 48 * HOUR + 6 * 60_000, 3);
+  assert.is([...ledger.values()].reduce((x, y) => x + y, 0), -3 * N, "ledger usage = usage");
+});
+
 test("settle past the balance makes an overdraft; the next grant pays it first; ledger sums equal usage", () => {
   const c = new AccountChange(account([grant("g", 1)]), "p", "user:u", D(0));
   c.settle(need(1.5), CUT);
