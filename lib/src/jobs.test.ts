@@ -161,7 +161,7 @@ test("a kicked job runs in this process at once and saves nothing; its runs neve
         inside--;
         return false;
       },
-      { lockLifetime: 60_000, concurrency: 1 },
+      60_000,
     );
     await scheduler.start();
     scheduler.kick("kicked");

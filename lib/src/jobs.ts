@@ -171,10 +171,11 @@ export class JobScheduler {
    * Agenda run's lock at most every quarter of its lifetime, and does nothing in a kicked run
    * (which holds no lock).
    */
-  defineKicked(name: string, handler: (renew: () => Promise<void>) => Promise<void | boolean>, opts: { lockLifetime: number; concurrency?: number }): void {
+  defineKicked(name: string, handler: (renew: () => Promise<void>) => Promise<void | boolean>, lockLifetime: number): void {
     const line = new RunLine();
     this.kicked.set(name, { line, run: () => handler(async () => {}) });
-    this.define(name, (job) => line.run(() => handler(renewer(job, opts.lockLifetime / 4))), opts);
+    // One Agenda run at a time as well: a second one locked here would only wait in the line, holding its lock.
+    this.define(name, (job) => line.run(() => handler(renewer(job, lockLifetime / 4))), { lockLifetime, concurrency: 1 });
   }
   private readonly kicked = new Map<string, { line: RunLine; run: () => Promise<void | boolean> }>();
 

@@ -32,7 +32,7 @@ export function defineRoll(deps: AnalyticsDeps, lockMs: number): void {
       // Days left dirty (paced, held by another roller, past PASS_MAX) keep the pace too.
       return rolled > 0 || deps.roller.daysLeft;
     },
-    { lockLifetime: lockMs, concurrency: 1 },
+    lockMs,
   );
 }
 

@@ -27,7 +27,7 @@ export function defineLateChanges(deps: IngestionDeps, round: () => Promise<{ fo
         return true;
       }
     },
-    { lockLifetime: 60_000, concurrency: 1 },
+    60_000,
   );
 }
 

@@ -21,7 +21,7 @@ export const RELAY = "ingestion.relay";
  */
 export function defineRelay(deps: IngestionDeps, relay: Relay, lockMs: number): void {
   // round() logs its failures and leaves the work in place for the next run.
-  deps.scheduler.defineKicked(RELAY, (renew) => relay.round(renew), { lockLifetime: lockMs, concurrency: 1 });
+  deps.scheduler.defineKicked(RELAY, (renew) => relay.round(renew), lockMs);
 }
 
 /** Runs a relay round in this process now, or once more after the one in progress. */
