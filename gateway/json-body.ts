@@ -31,7 +31,8 @@ export function parseJsonBodies(app: FastifyInstance<any, any, any, any, any>): 
     const op = (route.schema as { operationId?: string } | undefined)?.operationId;
     if (op) optionalBodyOperations.add(op);
     const fill = (request: { body: unknown }, _reply: unknown, done: () => void) => {
-      request.body ??= {};
+      // Only a missing body: a JSON `null` is a body of the wrong type, refused by the schema.
+      if (request.body === undefined) request.body = {};
       done();
     };
     route.preValidation = [...[route.preValidation ?? []].flat(), fill];

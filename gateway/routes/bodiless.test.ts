@@ -46,6 +46,13 @@ t("a route that takes a body still answers an empty one with 400 and says so", a
   const doc = (await api.get("/openapi.json")).body;
   assert.is(doc.paths["/api/v1/users/{user_id}/portal-tokens"].post.requestBody.required, false);
   assert.is(doc.paths["/api/v1/users"].post.requestBody.required, true);
+  // A body that may be left out is still checked when sent: `null` is not an object.
+  assert.is((await api.post("/users", { external_user_id: "u-null" })).status, 201);
+  const minted = await api.request("POST", "/users/u-null/portal-tokens", EMPTY_JSON);
+  assert.is(minted.status, 201, JSON.stringify(minted.body));
+  const nulled = await api.request("POST", "/users/u-null/portal-tokens", { rawBody: "null", headers: { "content-type": "application/json" } });
+  assert.is(nulled.status, 422, JSON.stringify(nulled.body));
+  assert.is(nulled.body.detail, "body must be object");
   // Not JSON is still not JSON, body or none.
   const id = (await api.post("/keys", { name: "other", scope: "ingest" })).body.id;
   assert.is((await api.request("DELETE", `/keys/${id}`, { rawBody: "{nope", headers: { "content-type": "application/json" } })).status, 400);
