@@ -18,9 +18,12 @@
 //   BENCH_USERS=10000 BENCH_ROUND_EVENTS=20000 BENCH_ROUNDS=8 BENCH_LEDGER_EVENTS=1000000 npm run bench:credits
 // BENCH_PROFILE=1 prints after each round the CPU time of this process (the whole stack) and of
 // the embedded database, and the database commands per batch by kind and collection with the
-// time they took (summed over commands in flight at once).
+// time they took (summed over commands in flight at once). BENCH_CPU_PROFILE=<dir> writes a CPU
+// profile of the stack over each round there (<on|off>-<round>.cpuprofile).
 // Uses MONGODB_URL when set, else the embedded database in a temporary directory.
 import { randomUUID } from "node:crypto";
+import { writeFile } from "node:fs/promises";
+import { Session } from "node:inspector/promises";
 import { BSON, type Db } from "mongodb";
 import { connectMongo } from "@meter/lib/mongo";
 import { fromDatedJson } from "@meter/lib/dated-json";
@@ -42,6 +45,10 @@ const ROUND_HOURS = Number(process.env.BENCH_ROUND_HOURS ?? 1);
 const USERS_PER_BATCH = Number(process.env.BENCH_USERS_PER_BATCH ?? BATCH);
 const PROFILE = process.env.BENCH_PROFILE === "1";
 const commands = PROFILE ? countCommands() : null;
+const PROFILE_DIR = process.env.BENCH_CPU_PROFILE;
+const profiler = PROFILE_DIR ? new Session() : null;
+profiler?.connect();
+await profiler?.post("Profiler.enable");
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 const MODELS = ["gpt-4o", "gpt-4o-mini", "claude-3-5-sonnet", "o1"];
@@ -187,7 +194,9 @@ try {
   let dbCpu = processCpuMs(bench.databasePid);
   for (let r = 0; r < ROUNDS; r++) {
     const which = r % 2 === 0 ? "on" : "off";
+    await profiler?.post("Profiler.start");
     const rate = await round(bench.api, which);
+    if (profiler) await writeFile(`${PROFILE_DIR}/${which}-${r + 1}.cpuprofile`, JSON.stringify((await profiler.post("Profiler.stop")).profile));
     rates[which].push(rate);
     if (which === "on") onEvents += ROUND_EVENTS;
     console.log(`round ${r + 1} credits ${which.padEnd(3)} ${Math.round(rate)} events/s`);

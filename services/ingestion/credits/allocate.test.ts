@@ -88,6 +88,19 @@ test("settle draws only what the period needs beyond what it drew: repeating it 
   assert.is(lower.write(), null, "draws never go back");
 });
 
+test("a grant whose id is \"__proto__\" stays an entry of the account through a change, and the read account is left as it was", () => {
+  const base = account([grant("__proto__", 1), grant("g", 1, { priority: 60 })]);
+  const c = new AccountChange(base, "p", "user:u", D(0));
+  c.settle(need(1.5), CUT);
+  const w = c.write()!;
+  assert.equal(Object.keys(w.after.grants).sort(), ["__proto__", "g"]);
+  assert.ok(Object.hasOwn(w.after.grants, "__proto__"));
+  assert.is(Object.getPrototypeOf(w.after.grants), Object.prototype);
+  assert.is(w.after.grants["__proto__"]!.remaining_nano + w.after.grants.g!.remaining_nano, 0.5 * N);
+  assert.is(base.grants["__proto__"]!.remaining_nano, N, "the account read is not changed");
+  assert.ok(w.after.grants.g!.effective_at instanceof Date && w.after.grants.g!.effective_at !== base.grants.g!.effective_at);
+});
+
 test("usage a replica with a lagging clock adds after its day was written out goes to the next hour: the ledger's sum stays the usage", () => {
   const day = Date.UTC(2026, 10, 15);
   const HOUR = 3_600_000;
