@@ -18,6 +18,7 @@ import { LeaseStore } from "./leases/store.ts";
 import { CounterStore } from "./store/counters.ts";
 import { WindowStore } from "./windows/store.ts";
 import { countTeams } from "./teams/count.ts";
+import { joinTeam } from "../../test/support/rest.ts";
 
 /** A usage event of an unregistered user as a batch stores it, stamped `at`, in `job`. */
 function storedUsage(productId: string, job: string, userId: string, at: Date, costTotal = 0, receivedAt = at) {
@@ -507,6 +508,55 @@ t("an event counted under the old history after the change was applied moves wit
   const session = (await api.get(`/users/${userId}/session`)).body;
   assert.equal([session.plan, session.billing_period.start], ["capped", start.toISOString()]);
   close(session.current_usage.period_cost, 2);
+});
+
+t("new team dates recorded late move the members' events into the team's new period; the members' own counters stay", async ({ stack, mongo }) => {
+  const { api, productId } = await stack.newProduct();
+  const plans = await api.post("/config/plans", { plans: [{ name: "member" }, { name: "team", max_spend_per_period: 100, limits: [{ name: "daily", metric: "spend", max: 50, window: "day" }] }] });
+  const [memberPlan, teamPlan] = plans.body.plans.map((p: { id: string }) => p.id);
+  const teamId = `acme-${randomUUID()}`;
+  const dates = (from: number, to: number) => ({ plan_id: teamPlan, period_start: new Date(from).toISOString(), period_end: new Date(to).toISOString() });
+  assert.is((await api.post("/teams", { external_team_id: teamId, name: "Acme" })).status, 201);
+  const joined = Date.now();
+  assert.is((await api.post(`/teams/${teamId}/subscription`, dates(joined - 20 * DAY, joined + 10 * DAY))).status, 200);
+  const [ann, bob] = [`ann-${randomUUID()}`, `bob-${randomUUID()}`];
+  for (const u of [ann, bob]) {
+    await joinTeam(api, u, teamId);
+    assert.is((await api.post(`/users/${u}/subscription`, { plan_id: memberPlan })).status, 200);
+  }
+  const at = (user: string, cost: number) => ({ id: randomUUID(), user_id: user, timestamp: new Date().toISOString(), model: "gpt-4o", cost_total: cost, total_tokens: 10 * cost });
+  assert.is((await api.post("/events/batch", [at(ann, 2), at(bob, 4)])).status, 200);
+  const teamUsage = async (period = "current_period") => (await api.get(`/teams/${teamId}/usage?period=${period}`)).body;
+  close((await teamUsage()).total_cost, 6, "counted for the team");
+  const month = new Date().toISOString().slice(0, 7);
+  close((await teamUsage(month)).total_cost, 6);
+  const serviceTeamId = (await api.get(`/users/${ann}/session`)).body.team.service_team_id as string;
+  const lists = mongo.db(`${stack.dbPrefix}_ingestion`).collection<{ _id: string; ids: string }>("arrival_lists");
+  const [listed, ...others] = (await lists.find({ _id: { $regex: `\\|team:${productId}\\|.*\\|${serviceTeamId}$` } }).toArray()).filter((l) => !l._id.startsWith("mv_"));
+  assert.ok(listed && others.length === 0, "the batch's team shares listed under the team's period counter");
+
+  // The team's upgrade began an hour before its members joined; the billing system tells us only now.
+  const start = new Date(joined - HOUR).toISOString();
+  assert.is((await api.post(`/teams/${teamId}/subscription`, dates(joined - HOUR, joined + 30 * DAY))).status, 200);
+  // A read about the team is the first call after the change.
+  const usage = await teamUsage();
+  close(usage.total_cost, 6, "the new period holds both events");
+  assert.equal(usage.tokens_by_model, { "gpt-4o": 60 });
+  const session = (await api.get(`/users/${bob}/session`)).body;
+  assert.is(session.team.billing_period.start, start);
+  close(session.team.current_usage.period_cost, 6);
+  const spend = (session.limits as { reason: string; used: number }[]).find((d) => d.reason === "team:total_spend")!;
+  close(spend.used, 6, "the team's cap counts them");
+  close((await teamUsage(month)).total_cost, 6, "calendar months are by timestamp: unchanged");
+  close((await api.get(`/users/${bob}/usage`)).body.total_cost, 4, "a member's own usage is its own");
+
+  // A mover cut off after moving the totals, before replacing the list: the follower (the
+  // member's session noted the change) computes the same move again, which the guards refuse.
+  await lists.replaceOne({ _id: listed!._id }, listed!);
+  await eventually(async () => JSON.parse((await lists.findOne({ _id: listed!._id }))!.ids).length === 0, 30_000, "the follower to repeat the move");
+  assert.is((await api.post("/events/batch", [at(ann, 1)])).status, 200);
+  close((await teamUsage()).total_cost, 7, "moved once");
+  close((await api.get(`/users/${ann}/session`)).body.team.current_usage.period_cost, 7);
 });
 
 t("a period starting with a calendar month carries that month's share; month usage adds both", async ({ stack, mongo }) => {

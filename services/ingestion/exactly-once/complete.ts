@@ -1,11 +1,11 @@
 import { hasThresholds } from "@meter/rules";
-import { arrivalList, MAX_LISTED, type ArrivalStore } from "../late-changes/arrivals.ts";
+import { arrivalList, MAX_LISTED, teamListKey, type ArrivalStore } from "../late-changes/arrivals.ts";
 import type { LeaseStore } from "../leases/store.ts";
 import type { CounterStore } from "../store/counters.ts";
 import type { WindowStore } from "../windows/store.ts";
 import { windowDeltas } from "../windows/shares.ts";
 import { windowSettlement } from "../windows/slices.ts";
-import { deltas } from "../domain/period-deltas.ts";
+import { deltas, groupBy } from "../domain/period-deltas.ts";
 import { namedLeases, spendsByLease } from "../domain/lease-settlement.ts";
 import { crossingsClosedBefore } from "../domain/retention-policy.ts";
 import type { GateEventDoc, GateEventStore } from "../store/gate-events.ts";
@@ -61,8 +61,12 @@ export async function completeUsage(deps: UsageCompletionDeps, job: JobDoc, inse
 async function derive(deps: UsageCompletionDeps, job: JobDoc, inserted: UsageEventDoc[]): Promise<{ counters: string[]; windows: string[]; teams: TeamCounted }> {
   await deps.outbox.put(deps.outbox.analytics, [entry("usage", job._id, inserted.map(usageFact))]);
   const { periods, months } = deltas(inserted);
-  // Before the counters: an event counted in a period is always findable by a late change.
-  await deps.arrivals.record(job.product_id, job._id, periods.filter((p) => p.events.length <= MAX_LISTED).map((p) => arrivalList(p.delta.id, p.events)), deps.now());
+  // Before the counters: an event counted in a period (a user's, or a team's) is always findable by
+  // a late change. A team's list holds the job's events of all its members, so the backfill bound
+  // (MAX_LISTED) is a user's alone.
+  const listed = periods.filter((p) => p.events.length <= MAX_LISTED).map((p) => arrivalList(p.delta.id, p.events));
+  for (const [id, events] of groupBy(inserted.filter((e) => e.team), (e) => e.team!.counter_id)) listed.push(arrivalList(teamListKey(id), events));
+  await deps.arrivals.record(job.product_id, job._id, listed, deps.now());
   // What each period's events spent from the leases its counter holds: settled in the counter's own update.
   await Promise.all(
     periods.map(async (p) => {

@@ -76,7 +76,7 @@ export function getSession(deps: IngestionDeps): ServiceImpl<typeof IngestionSer
     // Read beside the counter: only for a plan with credits enabled; the team's documents likewise.
     const creditsRead = creditsInForce(deps.credits, productId, req.userId, a.plan, a.period.start, now);
     creditsRead.catch(() => {});
-    const teamRead = readTeam(deps, productId, ta, now, earlyTeam);
+    const teamRead = readTeam(deps, productId, ta, now, moved ? undefined : earlyTeam);
     if (ta) teamGuesses.set(`${productId}\n${req.userId}`, { counterId: ta.counterId, windowsId: hasScope(ta, "team") ? windowDocId(productId, ta.team.id) : null });
     else if (teamGuess) teamGuesses.delete(`${productId}\n${req.userId}`);
     teamRead.catch(() => {});

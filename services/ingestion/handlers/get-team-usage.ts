@@ -4,6 +4,7 @@ import { periodAt } from "@meter/rules";
 import type { IngestionDeps } from "../deps.ts";
 import { counterId } from "../domain/counter-ids.ts";
 import { requireTeam } from "./common.ts";
+import { catchUpTeam } from "../late-changes/follow.ts";
 import { usagePeriod, usageTotals } from "./get-usage.ts";
 
 /** A team's usage (the sums over its members), read as a user's is from the team's counters. */
@@ -13,6 +14,7 @@ export function getTeamUsage(deps: IngestionDeps): ServiceImpl<typeof IngestionS
     const now = deps.now();
     const period = usagePeriod(req.period, now);
     const team = await requireTeam(deps, productId, req.teamId);
+    await catchUpTeam(deps, productId, team);
     const totals = await usageTotals(deps.teamCounters, productId, team.id, period, () => counterId(productId, team.id, periodAt(team.subscriptions, now).start));
     return { teamId: req.teamId, period: req.period || "current_period", ...totals };
   };

@@ -5,7 +5,8 @@ import type { UsageEventDoc } from "../store/usage-events.ts";
 /**
  * The events of one job in one period counter (or of one move into a counter), kept for the
  * late-change window so that a subscription recorded late can find and move them without a
- * scan (move.ts). `_id` is "<job>|<counter id>".
+ * scan (move.ts). `_id` is "<job>|<counter id>", or "<job>|team:<team counter id>" for the
+ * members' events a team's period counter counted.
  */
 export interface ArrivalList {
   _id: string;
@@ -26,8 +27,14 @@ interface ArrivalBucket {
 const BUCKET_MS = 10_000;
 const FORGET_EVERY_MS = 5_000;
 
+/** `counterId` is a list key: a user's period counter id, or a team's as teamListKey marks it. */
 export function listId(jobId: string, counterId: string): string {
   return `${jobId}|${counterId}`;
+}
+
+/** The list key of a team's period counter (`team_counters`): apart from users' counter ids, which start with the product id. */
+export function teamListKey(teamCounterId: string): string {
+  return `team:${teamCounterId}`;
 }
 
 /** Most events of one job in one counter kept findable by a late change (more: a backfill). */

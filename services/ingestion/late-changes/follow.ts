@@ -1,4 +1,5 @@
-import type { KnownUser, UserDirectory } from "../adapters/plans.ts";
+import type { SubscriptionWindow } from "@meter/rules";
+import type { KnownTeam, KnownUser, UserDirectory } from "../adapters/plans.ts";
 import { movesEvents, settleLateChanges, type MoveDeps } from "./move.ts";
 import type { LateChanges, PendingChange } from "./pending.ts";
 
@@ -34,26 +35,63 @@ const RECHECK_MARGIN_MS = 10_000;
 const userKey = (productId: string, userId: string) => `${productId}\n${userId}`;
 
 /**
- * The changes of `user` still to apply, as one string (empty: none): subscriptions recorded
- * within the window whose dates began before now and that give some time since their start
- * another window than was counted. A pure look at the history. A subscription that only
+ * The changes of `user` still to apply, as one string (empty: none): subscriptions of the user,
+ * or of a team it is or was a member of, recorded within the window whose dates began before
+ * now and that give some time since their start another window than was counted. A pure look
+ * at the histories. A subscription that only
  * continues the windows counted (a new user's first plan in calendar months, a renewal that
  * starts where its rolled-on window did) moves nothing and is not followed: most sign-ups and
  * renewals cost the follower nothing.
  */
 function changesOf(user: KnownUser, now: Date, windowMs: number): { changes: string; last: number; until: Date } | null {
+  // The user's own history, and its teams' (a team's change moves its members' events between the team's periods).
+  return changesIn([["", user.subscriptions], ...[...user.teams.values()].map(teamHistory)], now, windowMs);
+}
+
+const teamHistory = (team: KnownTeam): [string, readonly SubscriptionWindow[]] => [`team:${team.id}:`, team.subscriptions];
+
+/** The changes of tagged histories (changesOf). */
+function changesIn(histories: readonly [string, readonly SubscriptionWindow[]][], now: Date, windowMs: number): { changes: string; last: number; until: Date } | null {
   const since = now.getTime() - windowMs;
   // A straggler may be stamped a little after the change (clocks): look a window ahead.
   const horizon = new Date(now.getTime() + windowMs);
   let changes = "";
   let last = 0;
-  for (const [i, s] of user.subscriptions.entries()) {
-    if (!s.periodStart || s.periodStart > now || s.effectiveAt.getTime() < since) continue;
-    if (!movesEvents(user.subscriptions, i, horizon)) continue;
-    changes += `${s.effectiveAt.getTime()}/${s.periodStart.getTime()};`;
-    last = Math.max(last, s.effectiveAt.getTime());
+  for (const [tag, history] of histories) {
+    for (const [i, s] of history.entries()) {
+      if (!s.periodStart || s.periodStart > now || s.effectiveAt.getTime() < since) continue;
+      if (!movesEvents(history, i, horizon)) continue;
+      changes += `${tag}${s.effectiveAt.getTime()}/${s.periodStart.getTime()};`;
+      last = Math.max(last, s.effectiveAt.getTime());
+    }
   }
   return changes ? { changes, last, until: new Date(last + windowMs) } : null;
+}
+
+/**
+ * Before a read about one team answers (its usage, its limits): applies a change of the team's
+ * own history this process has not applied yet, as catchUp does for a user. The team is not
+ * followed for stragglers itself: its members' calls note it (catchUp, notice).
+ */
+export async function catchUpTeam(deps: FollowDeps, productId: string, team: KnownTeam): Promise<void> {
+  if (deps.lateChangeWindowMs <= 0) return;
+  const c = changesIn([teamHistory(team)], deps.now(), deps.lateChangeWindowMs);
+  if (!c) return;
+  const lc = deps.lateChanges;
+  // "\n" never occurs in an external user id: no user's key is this.
+  const key = `${productId}\nteam\n${team.id}`;
+  if (lc.seen.get(key)?.changes === c.changes) return;
+  const runKey = `${key}\n${c.changes}`;
+  let run = lc.running.get(runKey);
+  if (!run) {
+    run = (async () => {
+      await settleLateChanges(deps, productId, new Map(), undefined, [team]);
+      lc.seen.set(key, { changes: c.changes, applied: true });
+      return true;
+    })().finally(() => lc.running.delete(runKey));
+    lc.running.set(runKey, run);
+  }
+  await run;
 }
 
 /**

@@ -1,15 +1,15 @@
 import { createHash } from "node:crypto";
 import pMap from "p-map";
-import type { KnownUser } from "../adapters/plans.ts";
-import { calendarMonth, hasThresholds, periodAt, toNano, type SubscriptionWindow } from "@meter/rules";
-import { attribute, type Attribution } from "../domain/attribution.ts";
+import type { KnownTeam, KnownUser } from "../adapters/plans.ts";
+import { calendarMonth, hasThresholds, periodAt, toNano, type BillingPeriod, type SubscriptionWindow } from "@meter/rules";
+import { attribute, teamAt } from "../domain/attribution.ts";
 import { counterId, monthCounterId } from "../domain/counter-ids.ts";
-import { negate, plus, sum } from "../domain/totals.ts";
+import { negate, plus, sum, type Countable } from "../domain/totals.ts";
 import type { CounterDelta } from "../domain/counter-delta.ts";
 import type { CounterStore } from "../store/counters.ts";
 import type { UsageEventDoc, UsageEventStore } from "../store/usage-events.ts";
 import { recordCrossings, type CrossingDeps } from "../thresholds/crossings.ts";
-import { arrivalList, listId, type ArrivalStore } from "./arrivals.ts";
+import { arrivalList, listId, teamListKey, type ArrivalStore } from "./arrivals.ts";
 import { moveDrawn, type AccountDeps } from "../credits/settle.ts";
 
 /**
@@ -29,6 +29,12 @@ import { moveDrawn, type AccountDeps } from "../credits/settle.ts";
  * counters) as one job keyed by the list as read (its counters' guards), then the list is
  * replaced by what stayed if it still holds what was read, and the moved events are listed
  * under the new counter (so that a further change can move them again).
+ *
+ * A team's subscription recorded late moves its members' events between the team's periods
+ * the same way (BUDGETS.md §4): jobs list their events per team period counter too, and a
+ * member's call, a read about the team or the follower that meets the team's change moves the
+ * team's shares (its period and month counters; not those a team plan drew credits for,
+ * `movable`); the members' own counters stay as they are.
  */
 
 /** What moving events needs: the stores it reads and writes, and the crossings it records. */
@@ -36,6 +42,7 @@ export interface MoveDeps extends CrossingDeps, AccountDeps {
   arrivals: Pick<ArrivalStore, "jobsSince" | "get" | "record" | "replace">;
   events: Pick<UsageEventStore, "getMany">;
   counters: Pick<CounterStore, "add" | "spends">;
+  teamCounters: Pick<CounterStore, "add">;
   /** How long after arriving an event may still move; 0: never. */
   lateChangeWindowMs: number;
 }
@@ -78,31 +85,68 @@ export function movesEvents(history: readonly SubscriptionWindow[], i: number, u
 }
 
 /**
- * Counters of the user that may hold events now belonging elsewhere: for each subscription
- * recorded since `recordedSince`, its changed windows up to `now`. `since` is the earliest
- * start of such a subscription: no event stamped before it moves.
+ * Counters of a user (or a team, `ownerId` its service id) that may hold events now belonging
+ * elsewhere: for each subscription recorded since `recordedSince`, its changed windows up to
+ * `now`. `since` is the earliest start of such a subscription: no event stamped before it moves.
  */
-function suspects(productId: string, userId: string, history: readonly SubscriptionWindow[], now: Date, recordedSince: number) {
+function suspects(productId: string, ownerId: string, history: readonly SubscriptionWindow[], now: Date, recordedSince: number) {
   const counters = new Map<string, { start: Date; end: Date }>();
   let since: Date | undefined;
   history.forEach((s, i) => {
     if (s.effectiveAt.getTime() < recordedSince) return;
     const changed = changedWindows(history, i, now);
-    for (const w of changed) counters.set(counterId(productId, userId, w.start), w);
+    for (const w of changed) counters.set(counterId(productId, ownerId, w.start), w);
     if (changed.length > 0 && (!since || s.periodStart! < since)) since = s.periodStart!;
   });
   return since ? { counters, since } : null;
 }
+
+/** Whose counters a list names: a user's own, or a team's (then `members`: the users of the call or round in it). */
+type Owner = { kind: "user"; id: string; user: KnownUser } | { kind: "team"; id: string; team: KnownTeam; members: string[] };
 
 interface Entry {
   list: { _id: string; ids: string[]; latest: number };
   counterId: string;
   /** The old window. */
   window: { start: Date; end: Date };
-  userId: string;
-  user: KnownUser;
+  owner: Owner;
   since: Date;
 }
+
+/** The owner's period of an event stamped `t`: the counter it belongs in now, and the limit its thresholds are checked against (users only). */
+function periodOf(productId: string, owner: Owner, t: Date): { counterId: string; period: BillingPeriod; limit: Pick<UsageEventDoc, "plan_name" | "spend_limit"> } | null {
+  if (owner.kind === "team") {
+    const a = teamAt(productId, owner.team, t);
+    return a && { counterId: a.counterId, period: a.period, limit: { plan_name: a.plan.name, spend_limit: null } };
+  }
+  const a = attribute(productId, owner.id, owner.user, t);
+  return { counterId: a.counterId, period: a.period, limit: { plan_name: a.plan?.name ?? null, spend_limit: a.plan?.maxSpendPerPeriod ?? null } };
+}
+
+/** What an event adds to its owner's counters: the event itself, or its team share as teams/count.ts counts it. */
+function countable(owner: Owner, e: UsageEventDoc): Countable {
+  if (owner.kind === "user") return e;
+  const t = e.team!;
+  return {
+    product_id: e.product_id,
+    user_id: t.id,
+    model: t.model ?? e.model,
+    ...(t.counted_model !== undefined && { counted_model: t.counted_model }),
+    total_tokens: e.total_tokens,
+    cost_total: e.cost_total,
+    tool_call_count: e.tool_call_count,
+  };
+}
+
+/**
+ * Whether a listed event may move. A team's share stays where it was counted when the team plan
+ * drew credits for it: the pool's draws for it (credits/settle.ts) would have to move with it, as
+ * a user's do (moveDrawn), and a team's pool has no such step.
+ */
+const movable = (owner: Owner, e: UsageEventDoc) => owner.kind === "user" || (e.team?.id === owner.id && e.team.credits === undefined);
+
+/** The users whose counters (or whose team's) a move changed. */
+const usersOf = (owner: Owner) => (owner.kind === "user" ? [owner.id] : owner.members);
 
 /**
  * Moves the listed events of recently changed users to the periods their whole history gives
@@ -116,28 +160,41 @@ export async function settleLateChanges(
   users: ReadonlyMap<string, KnownUser>,
   /** Only jobs that recorded their lists from then on (a change applied before: what came since). */
   recordedFrom?: Date,
+  /** Teams whose changes are applied too, beside those of the users' teams (a read about a team). */
+  teamsAlso: readonly KnownTeam[] = [],
 ): Promise<Set<string>> {
   const changed = new Set<string>();
   if (deps.lateChangeWindowMs <= 0) return changed;
   const now = deps.now();
   const recordedSince = now.getTime() - deps.lateChangeWindowMs;
-  const suspect = new Map<string, Omit<Entry, "list" | "counterId">>();
+  // By list key (arrivals.ts): a user's counter id, or a team's marked as such.
+  const suspect = new Map<string, Omit<Entry, "list">>();
   let from: Date | undefined;
-  for (const [userId, user] of users) {
-    const s = suspects(productId, userId, user.subscriptions, now, recordedSince);
-    if (!s) continue;
-    for (const [id, window] of s.counters) suspect.set(id, { window, userId, user, since: s.since });
+  const add = (owner: Owner, history: readonly SubscriptionWindow[], key: (counterId: string) => string) => {
+    const s = suspects(productId, owner.id, history, now, recordedSince);
+    if (!s) return;
+    for (const [id, window] of s.counters) suspect.set(key(id), { counterId: id, window, owner, since: s.since });
     if (!from || s.since < from) from = s.since;
+  };
+  const teams = new Map<string, Extract<Owner, { kind: "team" }>>();
+  for (const [userId, user] of users) {
+    add({ kind: "user", id: userId, user }, user.subscriptions, (id) => id);
+    for (const team of user.teams.values()) {
+      const known = teams.get(team.id);
+      if (known) known.members.push(userId);
+      else teams.set(team.id, { kind: "team", id: team.id, team, members: [userId] });
+    }
   }
+  for (const team of teamsAlso) if (!teams.has(team.id)) teams.set(team.id, { kind: "team", id: team.id, team, members: [] });
+  for (const owner of teams.values()) add(owner, owner.team.subscriptions, teamListKey);
   if (!from) return changed;
   // Lists are written when a job completes, so a job since the start may hold such events.
   const jobs = await deps.arrivals.jobsSince(productId, recordedFrom && recordedFrom > from ? recordedFrom : from, now);
   if (jobs.length === 0) return changed;
   const entries: Entry[] = [];
-  for (const list of await deps.arrivals.get(jobs.flatMap((j) => [...suspect.keys()].map((c) => listId(j, c))))) {
-    const counterId = list._id.slice(list._id.indexOf("|") + 1);
-    const owner = suspect.get(counterId)!;
-    if (list.latest >= owner.since.getTime()) entries.push({ list, counterId, ...owner });
+  for (const list of await deps.arrivals.get(jobs.flatMap((j) => [...suspect.keys()].map((key) => listId(j, key))))) {
+    const s = suspect.get(list._id.slice(list._id.indexOf("|") + 1))!;
+    if (list.latest >= s.since.getTime()) entries.push({ list, ...s });
   }
   if (entries.length === 0) return changed;
   const stored = await deps.events.getMany(entries.flatMap((e) => e.list.ids.map((id) => `${productId}/${id}`)));
@@ -145,7 +202,7 @@ export async function settleLateChanges(
   await pMap(
     entries,
     async (entry) => {
-      if (await move(deps, productId, entry, byId)) changed.add(entry.userId);
+      if (await move(deps, productId, entry, byId)) for (const u of usersOf(entry.owner)) changed.add(u);
     },
     { concurrency: 4 },
   );
@@ -156,77 +213,86 @@ const sameStart = (a: Date, b: Date) => a.getTime() === b.getTime();
 
 /** Moves one list's events that now belong to other periods; false when none does. */
 async function move(deps: MoveDeps, productId: string, entry: Entry, byId: ReadonlyMap<string, UsageEventDoc>): Promise<boolean> {
-  const { list, counterId: from, window, userId, user, since } = entry;
-  const going = new Map<string, { a: Attribution; events: UsageEventDoc[] }>();
+  const { list, counterId: from, window, owner, since } = entry;
+  type Going = { counterId: string; period: BillingPeriod; limit: Pick<UsageEventDoc, "plan_name" | "spend_limit">; events: UsageEventDoc[] };
+  const going = new Map<string, Going>();
   const staying: string[] = [];
   for (const id of list.ids) {
     const e = byId.get(`${productId}/${id}`);
-    const a = e && e.timestamp >= since ? attribute(productId, userId, user, e.timestamp) : null;
+    const a = e && e.timestamp >= since && movable(owner, e) ? periodOf(productId, owner, e.timestamp) : null;
     if (!e || !a || a.counterId === from) {
       if (e) staying.push(id);
       continue;
     }
     const group = going.get(a.counterId);
     if (group) group.events.push(e);
-    else going.set(a.counterId, { a, events: [e] });
+    else going.set(a.counterId, { ...a, events: [e] });
   }
   if (going.size === 0) return false;
 
+  const totals = (events: readonly UsageEventDoc[]) => sum(events.map((e) => countable(owner, e)));
+  // What a period's counter gains from `events`: their totals, and those stamped in the month the period starts with as its month share.
+  const periodDelta = (id: string, period: { start: Date; end: Date }, events: readonly UsageEventDoc[]): CounterDelta => {
+    const delta: CounterDelta = { id, productId, userId: owner.id, start: period.start, end: period.end, add: totals(events) };
+    const share = events.filter((e) => sameStart(calendarMonth(e.timestamp).start, period.start));
+    if (share.length > 0) delta.month = totals(share);
+    return delta;
+  };
+  // What the old period's counter loses: the events, and their month share as it carried it.
+  const outDelta = (id: string, events: readonly UsageEventDoc[]): CounterDelta => {
+    const d = periodDelta(id, window, events);
+    return { ...d, add: negate(d.add), ...(d.month && { month: negate(d.month) }) };
+  };
   // Out of the old period, into the new ones; a month's counter gains the events its new
   // period does not carry as its month share and loses those the old period did not.
-  const periods: { delta: CounterDelta; limit: Pick<UsageEventDoc, "plan_name" | "spend_limit">; events: UsageEventDoc[] }[] = [];
+  const periods: { delta: CounterDelta; limit: Going["limit"]; events: UsageEventDoc[] }[] = [];
   const months = new Map<string, { start: Date; end: Date; gains: UsageEventDoc[]; losses: UsageEventDoc[] }>();
   const moved: UsageEventDoc[] = [];
-  const oldShare: UsageEventDoc[] = [];
-  for (const { a, events } of going.values()) {
-    const delta: CounterDelta = { id: a.counterId, productId, userId, start: a.period.start, end: a.period.end, add: sum(events) };
-    const share = events.filter((e) => sameStart(calendarMonth(e.timestamp).start, a.period.start));
-    if (share.length > 0) delta.month = sum(share);
-    periods.push({ delta, limit: { plan_name: a.plan?.name ?? null, spend_limit: a.plan?.maxSpendPerPeriod ?? null }, events });
-    for (const e of events) {
+  for (const g of going.values()) {
+    periods.push({ delta: periodDelta(g.counterId, g.period, g.events), limit: g.limit, events: g.events });
+    for (const e of g.events) {
       moved.push(e);
       const m = calendarMonth(e.timestamp);
-      const id = monthCounterId(productId, userId, m.start);
+      const id = monthCounterId(productId, owner.id, m.start);
       const month = months.get(id) ?? { ...m, gains: [], losses: [] };
       months.set(id, month);
-      if (!sameStart(m.start, a.period.start)) month.gains.push(e);
-      if (sameStart(m.start, window.start)) oldShare.push(e);
-      else month.losses.push(e);
+      if (!sameStart(m.start, g.period.start)) month.gains.push(e);
+      if (!sameStart(m.start, window.start)) month.losses.push(e);
     }
   }
-  const out: CounterDelta = { id: from, productId, userId, ...window, add: negate(sum(moved)) };
-  if (oldShare.length > 0) out.month = negate(sum(oldShare));
   const monthDeltas: CounterDelta[] = [];
   for (const [id, m] of months) {
     const even = m.gains.length === m.losses.length && m.gains.every((e, i) => e === m.losses[i]);
-    if (!even) monthDeltas.push({ id, productId, userId, start: m.start, end: m.end, add: plus(sum(m.gains), negate(sum(m.losses)))! });
+    if (!even) monthDeltas.push({ id, productId, userId: owner.id, start: m.start, end: m.end, add: plus(totals(m.gains), negate(totals(m.losses)))! });
   }
+  const out = outDelta(from, moved);
   const job = `mv_${createHash("sha256").update(`${list._id}\n${JSON.stringify(list.ids)}`).digest("hex").slice(0, 32)}`;
   const limited = periods.filter((p) => hasThresholds(p.limit.spend_limit));
   const added = [out, ...periods.map((p) => p.delta), ...monthDeltas];
   // The moved events are listed under their new counters first: findable there from now on.
   const now = deps.now();
-  await deps.arrivals.record(productId, job, periods.map((p) => arrivalList(p.delta.id, p.events)), now);
-  const after = await deps.counters.add(job, added, new Set(limited.map((p) => p.delta.id)));
+  const key = owner.kind === "team" ? teamListKey : (id: string) => id;
+  await deps.arrivals.record(productId, job, periods.map((p) => arrivalList(key(p.delta.id), p.events)), now);
+  const after = await (owner.kind === "team" ? deps.teamCounters : deps.counters).add(job, added, new Set(limited.map((p) => p.delta.id)));
   for (const p of limited) {
     const c = after.get(p.delta.id);
     if (c) await recordCrossings(deps, c, p.delta, p.limit);
   }
   // Credits the old period drew for the moved events follow them (before the list is replaced: a
   // mover cut off before this computes the same job again and the account takes it once).
-  const drew = moved.find((e) => e.credits !== undefined && e.spend_limit !== null);
+  const drew = owner.kind === "user" && moved.find((e) => e.credits !== undefined && e.spend_limit !== null);
   if (drew) {
     const spend = (await deps.counters.spends([from])).get(from) ?? 0;
     await moveDrawn(deps, {
       productId,
-      userId,
+      userId: owner.id,
       job,
       from: { key: String(window.start.getTime()), spend, allowance: toNano(drew.spend_limit!) },
       to: periods.map((p) => ({ key: String(p.delta.start.getTime()), end: p.delta.end, cost: p.delta.add.cost })),
     });
   }
   if (await deps.arrivals.replace(list._id, list.ids, staying)) {
-    deps.logger.info({ productId, user: userId, from, events: moved.length }, "events moved to the period of a subscription recorded after they arrived");
+    deps.logger.info({ productId, [owner.kind]: owner.id, from, events: moved.length }, "events moved to the period of a subscription recorded after they arrived");
   }
   // The move's guards stay in the counters (unlike a usage job's, which go with the next update):
   // a mover that read the list before it changed, on another replica or beside this one,
@@ -234,3 +300,4 @@ async function move(deps: MoveDeps, productId: string, entry: Entry, byId: Reado
   // so they are few.
   return true;
 }
+
