@@ -11,6 +11,7 @@ import type { UsageEventDoc, UsageEventStore } from "../store/usage-events.ts";
 import { recordCrossings, type CrossingDeps } from "../thresholds/crossings.ts";
 import { arrivalList, listId, teamListKey, type ArrivalStore } from "./arrivals.ts";
 import { moveDrawn, type AccountDeps } from "../credits/settle.ts";
+import { teamCountable } from "../teams/count.ts";
 
 /**
  * A subscription recorded after events stamped inside its dates arrived: those events were
@@ -125,17 +126,7 @@ function periodOf(productId: string, owner: Owner, t: Date): { counterId: string
 
 /** What an event adds to its owner's counters: the event itself, or its team share as teams/count.ts counts it. */
 function countable(owner: Owner, e: UsageEventDoc): Countable {
-  if (owner.kind === "user") return e;
-  const t = e.team!;
-  return {
-    product_id: e.product_id,
-    user_id: t.id,
-    model: t.model ?? e.model,
-    ...(t.counted_model !== undefined && { counted_model: t.counted_model }),
-    total_tokens: e.total_tokens,
-    cost_total: e.cost_total,
-    tool_call_count: e.tool_call_count,
-  };
+  return owner.kind === "user" ? e : teamCountable(e, e.team!);
 }
 
 /**

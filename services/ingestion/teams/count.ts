@@ -12,7 +12,8 @@ import { deltas, type Attributed } from "../domain/period-deltas.ts";
 import { windowDeltas, type WindowDelta, type WindowShare } from "../windows/shares.ts";
 import { windowSettlement } from "../windows/slices.ts";
 import type { UsageEventDoc } from "../store/usage-events.ts";
-import { inPeriodWindow, poolCounterId } from "./shares.ts";
+import { inPeriodWindow, poolCounterId, type TeamShare } from "./shares.ts";
+import type { Countable } from "../domain/totals.ts";
 import type { LeaseStore } from "../leases/store.ts";
 import { namedLeases, spendsByLease } from "../domain/lease-settlement.ts";
 
@@ -34,23 +35,30 @@ export interface TeamCounted {
 /** The events as their teams count them: owner the team, its counter, model and windows. */
 type TeamEvent = Attributed & { windows?: WindowShare[]; direct?: true; lease_id?: string | null };
 
+/** What a member's event adds to its team's counters: owner the team, the model as the team plan names it. */
+export function teamCountable(e: UsageEventDoc, t: TeamShare): Countable {
+  return {
+    product_id: e.product_id,
+    user_id: t.id,
+    model: t.model ?? e.model,
+    ...(t.counted_model !== undefined && { counted_model: t.counted_model }),
+    total_tokens: e.total_tokens,
+    cost_total: e.cost_total,
+    tool_call_count: e.tool_call_count,
+  };
+}
+
 function asTeamEvents(inserted: readonly UsageEventDoc[]): TeamEvent[] {
   const out: TeamEvent[] = [];
   for (const e of inserted) {
     const t = e.team;
     if (!t) continue;
     out.push({
-      product_id: e.product_id,
-      user_id: t.id,
+      ...teamCountable(e, t),
       counter_id: t.counter_id,
       period_start: t.period_start,
       period_end: t.period_end,
       timestamp: e.timestamp,
-      model: t.model ?? e.model,
-      ...(t.counted_model !== undefined && { counted_model: t.counted_model }),
-      total_tokens: e.total_tokens,
-      cost_total: e.cost_total,
-      tool_call_count: e.tool_call_count,
       ...(t.windows && { windows: t.windows }),
       ...(t.credits?.direct && { direct: true as const }),
       // The holder's lease id: its slice of the team's cap, when it holds one, settles in the team counter's update.
