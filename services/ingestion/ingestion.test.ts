@@ -559,6 +559,46 @@ t("new team dates recorded late move the members' events into the team's new per
   close((await api.get(`/users/${ann}/session`)).body.team.current_usage.period_cost, 7);
 });
 
+t("a team pool's draws go with the shares a team's late change moves: drawn once", async ({ stack, mongo }) => {
+  const { api, productId } = await stack.newProduct();
+  const plans = await api.post("/config/plans", { plans: [{ name: "pool", max_spend_per_period: 0, credits_enabled: true }] });
+  const teamPlan = plans.body.plans[0].id as string;
+  const teamId = `pool-${randomUUID()}`;
+  assert.is((await api.post("/teams", { external_team_id: teamId, name: "Pool" })).status, 201);
+  const joined = Date.now();
+  const dates = (from: number, to: number) => ({ plan_id: teamPlan, period_start: new Date(from).toISOString(), period_end: new Date(to).toISOString() });
+  assert.is((await api.post(`/teams/${teamId}/subscription`, dates(joined - 10 * DAY, joined + 20 * DAY))).status, 200);
+  assert.is((await api.post(`/teams/${teamId}/credits`, { id: "paid", amount: 10 })).status, 201);
+  // A member with no plan of its own: the pool pays its usage whole.
+  const member = `m-${randomUUID()}`;
+  await joinTeam(api, member, teamId);
+  const at = (cost: number) => ({ id: randomUUID(), user_id: member, timestamp: new Date().toISOString(), cost_total: cost });
+  assert.is((await api.post("/events/batch", [at(1), at(0.5)])).status, 200);
+  const balance = async () => (await api.get(`/teams/${teamId}/credits`)).body.balance as number;
+  close(await balance(), 8.5, "drawn in the team's first period");
+  const serviceTeamId = (await api.get(`/users/${member}/session`)).body.team.service_team_id as string;
+  const lists = mongo.db(`${stack.dbPrefix}_ingestion`).collection<{ _id: string; ids: string }>("arrival_lists");
+  const [listed] = await lists.find({ _id: { $regex: `\\|team:${productId}\\|.*\\|${serviceTeamId}$` } }).toArray();
+
+  // New team dates that began before the member joined, told only now: both shares move.
+  assert.is((await api.post(`/teams/${teamId}/subscription`, dates(joined - HOUR, joined + 30 * DAY))).status, 200);
+  const session = (await api.get(`/users/${member}/session`)).body;
+  close(session.team.current_usage.period_cost, 1.5, "moved");
+  close(session.team.credits.balance, 8.5, "moving draws nothing");
+  assert.is((await api.post("/events/batch", [at(0.25)])).status, 200);
+  close(await balance(), 8.25, "each share drawn once");
+  const entries = (await api.get(`/teams/${teamId}/credits/ledger`)).body.entries as { type: string; amount: number }[];
+  close(entries.filter((e) => e.type === "usage").reduce((a, e) => a + e.amount, 0), -1.75, "the ledger's usage is the usage");
+
+  // A mover cut off before replacing the list: the follower computes the same move again, which
+  // the team's counters and the pool each take once.
+  await lists.replaceOne({ _id: listed!._id }, listed!);
+  await eventually(async () => JSON.parse((await lists.findOne({ _id: listed!._id }))!.ids).length === 0, 30_000, "the follower to repeat the move");
+  assert.is((await api.post("/events/batch", [at(0.25)])).status, 200);
+  close((await api.get(`/teams/${teamId}/usage`)).body.total_cost, 2, "moved once");
+  close(await balance(), 8, "drawn once");
+});
+
 t("a period starting with a calendar month carries that month's share; month usage adds both", async ({ stack, mongo }) => {
   const { api, productId } = await stack.newProduct();
   const plan = await api.post("/config/plans", { plans: [{ name: "capped", max_spend_per_period: 100 }] });

@@ -404,7 +404,8 @@ export class AccountChange {
     if (own(this.doc.moved, job) !== undefined) return;
     const drawn = own(this.doc.drawn, from.key);
     // At most what the moved events cost: the period needed that much more before they left.
-    let over = Math.max(0, (drawn?.n ?? 0) - needed(from.spend, from.allowance));
+    // A team's pool needs its pool counter's spend and what members' periods handed over (settlePools); a user's account holds no `pooled`.
+    let over = Math.max(0, (drawn?.n ?? 0) - needed(from.spend + (own(this.doc.pooled, from.key)?.n ?? 0), from.allowance));
     if (!drawn || over === 0) return;
     setOwn((this.doc.moved ??= {}), job, { n: over, end: drawn.end });
     drawn.n -= over;

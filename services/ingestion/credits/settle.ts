@@ -241,7 +241,8 @@ async function settlePools(deps: SettleDeps, handed: readonly { p: CreditPeriod;
 /** A late change's move of a user's events out of a billing period that drew credits for them. */
 export interface DrawnMove {
   productId: string;
-  userId: string;
+  /** The account's owner: a user's (`userOwner`) or a team's pool (`teamOwner`). */
+  owner: string;
   /** The move's job id (late-changes/move.ts): the account takes each move once. */
   job: string;
   /** The period the events left: its start (ms, the `drawn` key), its spend after the move and its plan's allowance (nano-dollars). */
@@ -257,7 +258,7 @@ export interface DrawnMove {
  * none when the old period drew nothing for them.
  */
 export async function moveDrawn(deps: AccountDeps, move: DrawnMove): Promise<void> {
-  const owner = userOwner(move.userId);
+  const { owner } = move;
   const id = accountId(move.productId, owner);
   await changeAccounts(deps, new Map([[id, { productId: move.productId, owner }]]), (_, c) => c.moveDrawn(move.job, move.from, move.to));
 }

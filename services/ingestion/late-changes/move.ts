@@ -11,6 +11,8 @@ import type { UsageEventDoc, UsageEventStore } from "../store/usage-events.ts";
 import { recordCrossings, type CrossingDeps } from "../thresholds/crossings.ts";
 import { arrivalList, listId, teamListKey, type ArrivalStore } from "./arrivals.ts";
 import { moveDrawn, type AccountDeps } from "../credits/settle.ts";
+import { teamOwner, userOwner } from "../credits/account.ts";
+import { poolCounterId } from "../teams/shares.ts";
 import { teamCountable } from "../teams/count.ts";
 
 /**
@@ -43,7 +45,7 @@ export interface MoveDeps extends CrossingDeps, AccountDeps {
   arrivals: Pick<ArrivalStore, "jobsSince" | "get" | "record" | "replace">;
   events: Pick<UsageEventStore, "getMany">;
   counters: Pick<CounterStore, "add" | "spends">;
-  teamCounters: Pick<CounterStore, "add">;
+  teamCounters: Pick<CounterStore, "add" | "spends">;
   /** How long after arriving an event may still move; 0: never. */
   lateChangeWindowMs: number;
 }
@@ -130,11 +132,12 @@ function countable(owner: Owner, e: UsageEventDoc): Countable {
 }
 
 /**
- * Whether a listed event may move. A team's share stays where it was counted when the team plan
- * drew credits for it: the pool's draws for it (credits/settle.ts) would have to move with it, as
- * a user's do (moveDrawn), and a team's pool has no such step.
+ * Whether a listed event may move. A team's share moves unless the team's pool took it over from
+ * the member's own credits (`credits` without `direct`): what members' periods hand over is filed
+ * under the team period of the hand-over (credits/settle.ts settlePools), with no step to move it.
+ * A `direct` share (the pool pays it whole) moves with its pool counter and the pool's draws.
  */
-const movable = (owner: Owner, e: UsageEventDoc) => owner.kind === "user" || (e.team?.id === owner.id && e.team.credits === undefined);
+const movable = (owner: Owner, e: UsageEventDoc) => owner.kind === "user" || (e.team?.id === owner.id && (e.team.credits === undefined || e.team.credits.direct === true));
 
 /** The users whose counters (or whose team's) a move changed. */
 const usersOf = (owner: Owner) => (owner.kind === "user" ? [owner.id] : owner.members);
@@ -257,9 +260,14 @@ async function move(deps: MoveDeps, productId: string, entry: Entry, byId: Reado
     if (!even) monthDeltas.push({ id, productId, userId: owner.id, start: m.start, end: m.end, add: plus(totals(m.gains), negate(totals(m.losses)))! });
   }
   const out = outDelta(from, moved);
+  // A team's pool counter (teams/shares.ts poolCounterId) holds the shares its pool pays whole: they move with their period.
+  const direct = (events: readonly UsageEventDoc[]) => (owner.kind === "team" ? events.filter((e) => e.team?.credits?.direct) : []);
+  const pools: CounterDelta[] = [];
+  if (direct(moved).length > 0) pools.push(outDelta(poolCounterId(from), direct(moved)));
+  for (const g of going.values()) if (direct(g.events).length > 0) pools.push(periodDelta(poolCounterId(g.counterId), g.period, direct(g.events)));
   const job = `mv_${createHash("sha256").update(`${list._id}\n${JSON.stringify(list.ids)}`).digest("hex").slice(0, 32)}`;
   const limited = periods.filter((p) => hasThresholds(p.limit.spend_limit));
-  const added = [out, ...periods.map((p) => p.delta), ...monthDeltas];
+  const added = [out, ...periods.map((p) => p.delta), ...monthDeltas, ...pools];
   // The moved events are listed under their new counters first: findable there from now on.
   const now = deps.now();
   const key = owner.kind === "team" ? teamListKey : (id: string) => id;
@@ -271,17 +279,7 @@ async function move(deps: MoveDeps, productId: string, entry: Entry, byId: Reado
   }
   // Credits the old period drew for the moved events follow them (before the list is replaced: a
   // mover cut off before this computes the same job again and the account takes it once).
-  const drew = owner.kind === "user" && moved.find((e) => e.credits !== undefined && e.spend_limit !== null);
-  if (drew) {
-    const spend = (await deps.counters.spends([from])).get(from) ?? 0;
-    await moveDrawn(deps, {
-      productId,
-      userId: owner.id,
-      job,
-      from: { key: String(window.start.getTime()), spend, allowance: toNano(drew.spend_limit!) },
-      to: periods.map((p) => ({ key: String(p.delta.start.getTime()), end: p.delta.end, cost: p.delta.add.cost })),
-    });
-  }
+  await moveDraws(deps, productId, owner, job, from, window, moved, owner.kind === "user" ? periods.map((p) => p.delta) : pools);
   if (await deps.arrivals.replace(list._id, list.ids, staying)) {
     deps.logger.info({ productId, [owner.kind]: owner.id, from, events: moved.length }, "events moved to the period of a subscription recorded after they arrived");
   }
@@ -292,3 +290,25 @@ async function move(deps: MoveDeps, productId: string, entry: Entry, byId: Reado
   return true;
 }
 
+
+/**
+ * The draws of the moved events go with them: a user's credits (its period counter's spend), or
+ * a team's pool for its `direct` shares (the pool counter's). `deltas`: what the counters whose
+ * spend decides the draws gained, the old one first for a pool (a user's old counter is `from`).
+ */
+async function moveDraws(deps: MoveDeps, productId: string, owner: Owner, job: string, from: string, window: { start: Date }, moved: readonly UsageEventDoc[], deltas: readonly CounterDelta[]): Promise<void> {
+  const to = (into: readonly CounterDelta[]) => into.map((d) => ({ key: String(d.start.getTime()), end: d.end, cost: d.add.cost }));
+  const key = String(window.start.getTime());
+  if (owner.kind === "user") {
+    const drew = moved.find((e) => e.credits !== undefined && e.spend_limit !== null);
+    if (!drew) return;
+    const spend = (await deps.counters.spends([from])).get(from) ?? 0;
+    await moveDrawn(deps, { productId, owner: userOwner(owner.id), job, from: { key, spend, allowance: toNano(drew.spend_limit!) }, to: to(deltas) });
+    return;
+  }
+  const credits = moved.find((e) => e.team?.credits?.direct)?.team!.credits;
+  const [out, ...into] = deltas;
+  if (!credits || !out) return;
+  const spend = (await deps.teamCounters.spends([out.id])).get(out.id) ?? 0;
+  await moveDrawn(deps, { productId, owner: teamOwner(credits.team_id), job, from: { key, spend, allowance: toNano(credits.allowance) }, to: to(into) });
+}
