@@ -403,9 +403,11 @@ export class AccountChange {
   moveDrawn(job: string, from: { key: string; spend: number; allowance: number }, to: readonly { key: string; end: Date; cost: number }[]): void {
     if (own(this.doc.moved, job) !== undefined) return;
     const drawn = own(this.doc.drawn, from.key);
-    // At most what the moved events cost: the period needed that much more before they left.
     // A team's pool needs its pool counter's spend and what members' periods handed over (settlePools); a user's account holds no `pooled`.
-    let over = Math.max(0, (drawn?.n ?? 0) - needed(from.spend + (own(this.doc.pooled, from.key)?.n ?? 0), from.allowance));
+    const beyond = Math.max(0, (drawn?.n ?? 0) - needed(from.spend + (own(this.doc.pooled, from.key)?.n ?? 0), from.allowance));
+    // At most what the moved events cost: moves of one period's lists that run together each read
+    // the spend after all of them left, and each may hand over only what its own events took.
+    let over = Math.min(beyond, to.reduce((a, t) => a + Math.max(0, t.cost), 0));
     if (!drawn || over === 0) return;
     setOwn((this.doc.moved ??= {}), job, { n: over, end: drawn.end });
     drawn.n -= over;

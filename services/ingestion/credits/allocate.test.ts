@@ -101,6 +101,25 @@ test("a grant whose id is \"__proto__\" stays an entry of the account through a 
   assert.ok(w.after.grants.g!.effective_at instanceof Date && w.after.grants.g!.effective_at !== base.grants.g!.effective_at);
 });
 
+test("two moves out of one period that read its spend after both left each hand over only what their own events took", () => {
+  // The period drew $3 (allowance 0); two lists' moves ($1 and $2 of it) ran together and both read a spend of 0 left.
+  const base = account([grant("g", 10)]);
+  const drawn = new AccountChange(base, "p", "user:u", D(0));
+  drawn.settle(need(3), CUT);
+  let a = drawn.write()!.after;
+  const to = (cost: number) => [{ key: "2", end: D(2 * 86_400_000), cost: cost * N }];
+  for (const [job, cost] of [["mv_a", 1], ["mv_b", 2]] as const) {
+    const c = new AccountChange(a, "p", "user:u", D(1));
+    c.moveDrawn(job, { key: "1", spend: 0, allowance: 0 }, to(cost));
+    a = c.write()?.after ?? a;
+  }
+  assert.is(a.drawn["1"]!.n, 0, "the old period keeps nothing of the moved events' draws");
+  assert.is(a.drawn["2"]!.n, 3 * N, "the new period counts all of it as drawn: its next settle draws nothing again");
+  const next = new AccountChange(a, "p", "user:u", D(2));
+  next.settle([{ key: "2", end: D(2 * 86_400_000), needed: 3 * N }], CUT);
+  assert.is(next.write(), null);
+});
+
 test("usage a replica with a lagging clock adds after its day was written out goes to the next hour: the ledger's sum stays the usage", () => {
   const day = Date.UTC(2026, 10, 15);
   const HOUR = 3_600_000;
