@@ -535,9 +535,12 @@ t("new team dates recorded late move the members' events into the team's new per
   const [listed, ...others] = (await lists.find({ _id: { $regex: `\\|team:${productId}\\|.*\\|${serviceTeamId}$` } }).toArray()).filter((l) => !l._id.startsWith("mv_"));
   assert.ok(listed && others.length === 0, "the batch's team shares listed under the team's period counter");
 
-  // The team's upgrade began an hour before its members joined; the billing system tells us only now.
-  const start = new Date(joined - HOUR).toISOString();
-  assert.is((await api.post(`/teams/${teamId}/subscription`, dates(joined - HOUR, joined + 30 * DAY))).status, 200);
+  const daily = async (user: string) => ((await api.get(`/users/${user}/session`)).body.limits as { reason: string; used: number }[]).find((d) => d.reason === "team:limit:daily")!.used;
+  close(await daily(ann), 6, "today's window, counted in the team's period counter");
+  // The team's upgrade began two days before its members joined (before today's window began);
+  // the billing system tells us only now.
+  const start = new Date(joined - 2 * DAY).toISOString();
+  assert.is((await api.post(`/teams/${teamId}/subscription`, dates(joined - 2 * DAY, joined + 30 * DAY))).status, 200);
   // A read about the team is the first call after the change.
   const usage = await teamUsage();
   close(usage.total_cost, 6, "the new period holds both events");
@@ -547,6 +550,7 @@ t("new team dates recorded late move the members' events into the team's new per
   close(session.team.current_usage.period_cost, 6);
   const spend = (session.limits as { reason: string; used: number }[]).find((d) => d.reason === "team:total_spend")!;
   close(spend.used, 6, "the team's cap counts them");
+  close(await daily(bob), 6, "today's window moved with them");
   close((await teamUsage(month)).total_cost, 6, "calendar months are by timestamp: unchanged");
   close((await api.get(`/users/${bob}/usage`)).body.total_cost, 4, "a member's own usage is its own");
 
@@ -557,6 +561,7 @@ t("new team dates recorded late move the members' events into the team's new per
   assert.is((await api.post("/events/batch", [at(ann, 1)])).status, 200);
   close((await teamUsage()).total_cost, 7, "moved once");
   close((await api.get(`/users/${ann}/session`)).body.team.current_usage.period_cost, 7);
+  close(await daily(ann), 7, "today's window once");
 });
 
 t("a team pool's draws go with the shares a team's late change moves: drawn once", async ({ stack, mongo }) => {
@@ -597,6 +602,30 @@ t("a team pool's draws go with the shares a team's late change moves: drawn once
   assert.is((await api.post("/events/batch", [at(0.25)])).status, 200);
   close((await api.get(`/teams/${teamId}/usage`)).body.total_cost, 2, "moved once");
   close(await balance(), 8, "drawn once");
+});
+
+t("a team's upgrade to a plan that draws credits, recorded late, draws for what it moved into its period", async ({ stack }) => {
+  const { api } = await stack.newProduct();
+  const plans = await api.post("/config/plans", { plans: [{ name: "capped", max_spend_per_period: 100 }, { name: "pool", max_spend_per_period: 0, credits_enabled: true }] });
+  const [capped, pool] = plans.body.plans.map((p: { id: string }) => p.id);
+  const teamId = `up-${randomUUID()}`;
+  assert.is((await api.post("/teams", { external_team_id: teamId, name: "Up" })).status, 201);
+  const joined = Date.now();
+  const dates = (plan_id: string, from: number, to: number) => ({ plan_id, period_start: new Date(from).toISOString(), period_end: new Date(to).toISOString() });
+  assert.is((await api.post(`/teams/${teamId}/subscription`, dates(capped, joined - 10 * DAY, joined + 20 * DAY))).status, 200);
+  assert.is((await api.post(`/teams/${teamId}/credits`, { id: "paid", amount: 10 })).status, 201);
+  const member = `m-${randomUUID()}`;
+  await joinTeam(api, member, teamId);
+  const at = (cost: number) => ({ id: randomUUID(), user_id: member, timestamp: new Date().toISOString(), cost_total: cost });
+  assert.is((await api.post("/events/batch", [at(1), at(0.5)])).status, 200);
+  const balance = async () => (await api.get(`/teams/${teamId}/credits`)).body.balance as number;
+  close(await balance(), 10, "the capped plan draws nothing");
+
+  // The upgrade to the prepaid plan began before the member's events; told only now.
+  assert.is((await api.post(`/teams/${teamId}/subscription`, dates(pool, joined - HOUR, joined + 30 * DAY))).status, 200);
+  close((await api.get(`/users/${member}/session`)).body.team.current_usage.period_cost, 1.5, "moved");
+  assert.is((await api.post("/events/batch", [at(0.25)])).status, 200);
+  close(await balance(), 8.25, "the new period's pool pays what moved into it and the new event");
 });
 
 t("a period starting with a calendar month carries that month's share; month usage adds both", async ({ stack, mongo }) => {

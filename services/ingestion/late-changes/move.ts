@@ -12,7 +12,9 @@ import { recordCrossings, type CrossingDeps } from "../thresholds/crossings.ts";
 import { arrivalList, listId, teamListKey, type ArrivalStore } from "./arrivals.ts";
 import { moveDrawn, type AccountDeps } from "../credits/settle.ts";
 import { teamOwner, userOwner } from "../credits/account.ts";
-import { poolCounterId } from "../teams/shares.ts";
+import { inPeriodWindow, poolCounterId } from "../teams/shares.ts";
+import { windowDocId, type WindowDelta, type WindowShare } from "../windows/shares.ts";
+import type { WindowStore } from "../windows/store.ts";
 import { teamCountable } from "../teams/count.ts";
 
 /**
@@ -36,8 +38,9 @@ import { teamCountable } from "../teams/count.ts";
  * A team's subscription recorded late moves its members' events between the team's periods
  * the same way (BUDGETS.md §4): jobs list their events per team period counter too, and a
  * member's call, a read about the team or the follower that meets the team's change moves the
- * team's shares (its period and month counters; not those a team plan drew credits for,
- * `movable`); the members' own counters stay as they are.
+ * team's shares (its period, month and pool counters, the window counts its period counter
+ * held, the pool's draws; not the shares `movable` holds back); the members' own counters stay
+ * as they are.
  */
 
 /** What moving events needs: the stores it reads and writes, and the crossings it records. */
@@ -46,6 +49,7 @@ export interface MoveDeps extends CrossingDeps, AccountDeps {
   events: Pick<UsageEventStore, "getMany">;
   counters: Pick<CounterStore, "add" | "spends">;
   teamCounters: Pick<CounterStore, "add" | "spends">;
+  teamWindows: Pick<WindowStore, "add">;
   /** How long after arriving an event may still move; 0: never. */
   lateChangeWindowMs: number;
 }
@@ -116,11 +120,18 @@ interface Entry {
   since: Date;
 }
 
-/** The owner's period of an event stamped `t`: the counter it belongs in now, and the limit its thresholds are checked against (users only). */
-function periodOf(productId: string, owner: Owner, t: Date): { counterId: string; period: BillingPeriod; limit: Pick<UsageEventDoc, "plan_name" | "spend_limit"> } | null {
+/** The owner's period of an event stamped `t`: the counter it belongs in now, the limit its thresholds are checked against (users only) and, for a team, whether its pool pays a share whole. */
+function periodOf(
+  productId: string,
+  owner: Owner,
+  t: Date,
+): { counterId: string; period: BillingPeriod; limit: Pick<UsageEventDoc, "plan_name" | "spend_limit">; poolPays?: (e: UsageEventDoc) => boolean } | null {
   if (owner.kind === "team") {
     const a = teamAt(productId, owner.team, t);
-    return a && { counterId: a.counterId, period: a.period, limit: { plan_name: a.plan.name, spend_limit: null } };
+    if (!a) return null;
+    // As teams/shares.ts addTeamShare decides `direct`: the team plan draws credits and the member's own plan does not.
+    const pool = a.plan.creditsEnabled === true && a.plan.maxSpendPerPeriod !== undefined;
+    return { counterId: a.counterId, period: a.period, limit: { plan_name: a.plan.name, spend_limit: null }, poolPays: (e) => pool && e.credits === undefined };
   }
   const a = attribute(productId, owner.id, owner.user, t);
   return { counterId: a.counterId, period: a.period, limit: { plan_name: a.plan?.name ?? null, spend_limit: a.plan?.maxSpendPerPeriod ?? null } };
@@ -132,10 +143,11 @@ function countable(owner: Owner, e: UsageEventDoc): Countable {
 }
 
 /**
- * Whether a listed event may move. A team's share moves unless the team's pool took it over from
- * the member's own credits (`credits` without `direct`): what members' periods hand over is filed
- * under the team period of the hand-over (credits/settle.ts settlePools), with no step to move it.
- * A `direct` share (the pool pays it whole) moves with its pool counter and the pool's draws.
+ * Whether a listed event may move. A team's share moves unless both the team plan and the
+ * member's own plan drew credits for it (`credits` without `direct`): what a member's own credits
+ * leave is handed to the pool in aggregate per member period, filed under the team period of the
+ * hand-over (credits/settle.ts settlePools), with no step to move it. A `direct` share (the pool
+ * pays it whole) moves with its pool counter and the pool's draws.
  */
 const movable = (owner: Owner, e: UsageEventDoc) => owner.kind === "user" || (e.team?.id === owner.id && (e.team.credits === undefined || e.team.credits.direct === true));
 
@@ -208,7 +220,7 @@ const sameStart = (a: Date, b: Date) => a.getTime() === b.getTime();
 /** Moves one list's events that now belong to other periods; false when none does. */
 async function move(deps: MoveDeps, productId: string, entry: Entry, byId: ReadonlyMap<string, UsageEventDoc>): Promise<boolean> {
   const { list, counterId: from, window, owner, since } = entry;
-  type Going = { counterId: string; period: BillingPeriod; limit: Pick<UsageEventDoc, "plan_name" | "spend_limit">; events: UsageEventDoc[] };
+  type Going = NonNullable<ReturnType<typeof periodOf>> & { events: UsageEventDoc[] };
   const going = new Map<string, Going>();
   const staying: string[] = [];
   for (const id of list.ids) {
@@ -260,11 +272,40 @@ async function move(deps: MoveDeps, productId: string, entry: Entry, byId: Reado
     if (!even) monthDeltas.push({ id, productId, userId: owner.id, start: m.start, end: m.end, add: plus(totals(m.gains), negate(totals(m.losses)))! });
   }
   const out = outDelta(from, moved);
-  // A team's pool counter (teams/shares.ts poolCounterId) holds the shares its pool pays whole: they move with their period.
-  const direct = (events: readonly UsageEventDoc[]) => (owner.kind === "team" ? events.filter((e) => e.team?.credits?.direct) : []);
-  const pools: CounterDelta[] = [];
-  if (direct(moved).length > 0) pools.push(outDelta(poolCounterId(from), direct(moved)));
-  for (const g of going.values()) if (direct(g.events).length > 0) pools.push(periodDelta(poolCounterId(g.counterId), g.period, direct(g.events)));
+  // A team's pool counter (teams/shares.ts poolCounterId) holds the shares its pool pays whole: out
+  // of the old one those counted there, into each new one those its plan's pool pays (an upgrade to
+  // a plan that draws credits, recorded late, draws for what moved into it).
+  const leaving = owner.kind === "team" ? moved.filter((e) => e.team?.credits?.direct) : [];
+  const poolOut = leaving.length > 0 ? outDelta(poolCounterId(from), leaving) : null;
+  const poolsIn: CounterDelta[] = [];
+  for (const g of going.values()) {
+    const arriving = g.poolPays ? g.events.filter(g.poolPays) : [];
+    if (arriving.length > 0) poolsIn.push(periodDelta(poolCounterId(g.counterId), g.period, arriving));
+  }
+  const pools = poolOut ? [poolOut, ...poolsIn] : poolsIn;
+  // A team's windows that lay within the old period were counted in its counter (teams/count.ts):
+  // out of it, into the new period's counter when they lie within it, else the team's window document.
+  const windowDoc: WindowDelta | null = owner.kind === "team" ? { id: windowDocId(productId, owner.id), productId, userId: owner.id, add: new Map() } : null;
+  if (windowDoc) {
+    const nowMs = deps.now().getTime();
+    const addTo = (m: Map<string, WindowShare>, s: WindowShare, sign: number) => {
+      const prev = m.get(s.key);
+      m.set(s.key, { key: s.key, end: s.end, n: (prev?.n ?? 0) + sign * s.n });
+    };
+    const outWindows = new Map<string, WindowShare>();
+    for (const g of going.values()) {
+      const into = periods.find((p) => p.delta.id === g.counterId)!.delta;
+      for (const e of g.events) {
+        for (const share of e.team?.windows ?? []) {
+          if (share.end <= nowMs || !inPeriodWindow(share, e.team!.period_start, e.team!.period_end)) continue;
+          addTo(outWindows, share, -1);
+          if (inPeriodWindow(share, g.period.start, g.period.end)) addTo((into.windows ??= new Map()), share, 1);
+          else addTo(windowDoc.add, share, 1);
+        }
+      }
+    }
+    if (outWindows.size > 0) out.windows = outWindows;
+  }
   const job = `mv_${createHash("sha256").update(`${list._id}\n${JSON.stringify(list.ids)}`).digest("hex").slice(0, 32)}`;
   const limited = periods.filter((p) => hasThresholds(p.limit.spend_limit));
   const added = [out, ...periods.map((p) => p.delta), ...monthDeltas, ...pools];
@@ -272,14 +313,17 @@ async function move(deps: MoveDeps, productId: string, entry: Entry, byId: Reado
   const now = deps.now();
   const key = owner.kind === "team" ? teamListKey : (id: string) => id;
   await deps.arrivals.record(productId, job, periods.map((p) => arrivalList(key(p.delta.id), p.events)), now);
-  const after = await (owner.kind === "team" ? deps.teamCounters : deps.counters).add(job, added, new Set(limited.map((p) => p.delta.id)));
+  const [after] = await Promise.all([
+    (owner.kind === "team" ? deps.teamCounters : deps.counters).add(job, added, new Set(limited.map((p) => p.delta.id))),
+    windowDoc && windowDoc.add.size > 0 ? deps.teamWindows.add(job, [windowDoc], now) : undefined,
+  ]);
   for (const p of limited) {
     const c = after.get(p.delta.id);
     if (c) await recordCrossings(deps, c, p.delta, p.limit);
   }
   // Credits the old period drew for the moved events follow them (before the list is replaced: a
   // mover cut off before this computes the same job again and the account takes it once).
-  await moveDraws(deps, productId, owner, job, from, window, moved, owner.kind === "user" ? periods.map((p) => p.delta) : pools);
+  await moveDraws(deps, productId, owner, job, from, window, moved, owner.kind === "user" ? periods.map((p) => p.delta) : poolOut && [poolOut, ...poolsIn]);
   if (await deps.arrivals.replace(list._id, list.ids, staying)) {
     deps.logger.info({ productId, [owner.kind]: owner.id, from, events: moved.length }, "events moved to the period of a subscription recorded after they arrived");
   }
@@ -294,9 +338,11 @@ async function move(deps: MoveDeps, productId: string, entry: Entry, byId: Reado
 /**
  * The draws of the moved events go with them: a user's credits (its period counter's spend), or
  * a team's pool for its `direct` shares (the pool counter's). `deltas`: what the counters whose
- * spend decides the draws gained, the old one first for a pool (a user's old counter is `from`).
+ * spend decides the draws gained, the old one first for a pool (a user's old counter is `from`);
+ * null when the old pool counter lost nothing (it drew nothing for them).
  */
-async function moveDraws(deps: MoveDeps, productId: string, owner: Owner, job: string, from: string, window: { start: Date }, moved: readonly UsageEventDoc[], deltas: readonly CounterDelta[]): Promise<void> {
+async function moveDraws(deps: MoveDeps, productId: string, owner: Owner, job: string, from: string, window: { start: Date }, moved: readonly UsageEventDoc[], deltas: readonly CounterDelta[] | null): Promise<void> {
+  if (!deltas) return;
   const to = (into: readonly CounterDelta[]) => into.map((d) => ({ key: String(d.start.getTime()), end: d.end, cost: d.add.cost }));
   const key = String(window.start.getTime());
   if (owner.kind === "user") {
