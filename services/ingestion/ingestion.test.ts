@@ -564,29 +564,36 @@ t("new team dates recorded late move the members' events into the team's new per
   close(await daily(ann), 7, "today's window once");
 });
 
-t("a team pool's draws go with the shares a team's late change moves: drawn once", async ({ stack, mongo }) => {
+/**
+ * A team on `first` (dated from 10 days ago) holding a $10 grant, with one member of no plan of
+ * its own (the pool pays its usage whole when the team plan draws credits), who spent $1.50.
+ */
+async function teamWithPool(stack: TestStack, plans: { name: string; max_spend_per_period: number; credits_enabled?: boolean }[]) {
   const { api, productId } = await stack.newProduct();
-  const plans = await api.post("/config/plans", { plans: [{ name: "pool", max_spend_per_period: 0, credits_enabled: true }] });
-  const teamPlan = plans.body.plans[0].id as string;
+  const ids = (await api.post("/config/plans", { plans })).body.plans.map((p: { id: string }) => p.id) as string[];
   const teamId = `pool-${randomUUID()}`;
   assert.is((await api.post("/teams", { external_team_id: teamId, name: "Pool" })).status, 201);
   const joined = Date.now();
-  const dates = (from: number, to: number) => ({ plan_id: teamPlan, period_start: new Date(from).toISOString(), period_end: new Date(to).toISOString() });
-  assert.is((await api.post(`/teams/${teamId}/subscription`, dates(joined - 10 * DAY, joined + 20 * DAY))).status, 200);
+  const dates = (plan_id: string, from: number, to: number) => ({ plan_id, period_start: new Date(from).toISOString(), period_end: new Date(to).toISOString() });
+  assert.is((await api.post(`/teams/${teamId}/subscription`, dates(ids[0]!, joined - 10 * DAY, joined + 20 * DAY))).status, 200);
   assert.is((await api.post(`/teams/${teamId}/credits`, { id: "paid", amount: 10 })).status, 201);
-  // A member with no plan of its own: the pool pays its usage whole.
   const member = `m-${randomUUID()}`;
   await joinTeam(api, member, teamId);
   const at = (cost: number) => ({ id: randomUUID(), user_id: member, timestamp: new Date().toISOString(), cost_total: cost });
   assert.is((await api.post("/events/batch", [at(1), at(0.5)])).status, 200);
   const balance = async () => (await api.get(`/teams/${teamId}/credits`)).body.balance as number;
+  return { api, productId, ids, teamId, joined, dates, member, at, balance };
+}
+
+t("a team pool's draws go with the shares a team's late change moves: drawn once", async ({ stack, mongo }) => {
+  const { api, productId, ids, teamId, joined, dates, member, at, balance } = await teamWithPool(stack, [{ name: "pool", max_spend_per_period: 0, credits_enabled: true }]);
   close(await balance(), 8.5, "drawn in the team's first period");
   const serviceTeamId = (await api.get(`/users/${member}/session`)).body.team.service_team_id as string;
   const lists = mongo.db(`${stack.dbPrefix}_ingestion`).collection<{ _id: string; ids: string }>("arrival_lists");
   const [listed] = await lists.find({ _id: { $regex: `\\|team:${productId}\\|.*\\|${serviceTeamId}$` } }).toArray();
 
   // New team dates that began before the member joined, told only now: both shares move.
-  assert.is((await api.post(`/teams/${teamId}/subscription`, dates(joined - HOUR, joined + 30 * DAY))).status, 200);
+  assert.is((await api.post(`/teams/${teamId}/subscription`, dates(ids[0]!, joined - HOUR, joined + 30 * DAY))).status, 200);
   const session = (await api.get(`/users/${member}/session`)).body;
   close(session.team.current_usage.period_cost, 1.5, "moved");
   close(session.team.credits.balance, 8.5, "moving draws nothing");
@@ -605,20 +612,9 @@ t("a team pool's draws go with the shares a team's late change moves: drawn once
 });
 
 t("a team's upgrade to a plan that draws credits, recorded late, draws for what it moved into its period", async ({ stack }) => {
-  const { api } = await stack.newProduct();
-  const plans = await api.post("/config/plans", { plans: [{ name: "capped", max_spend_per_period: 100 }, { name: "pool", max_spend_per_period: 0, credits_enabled: true }] });
-  const [capped, pool] = plans.body.plans.map((p: { id: string }) => p.id);
-  const teamId = `up-${randomUUID()}`;
-  assert.is((await api.post("/teams", { external_team_id: teamId, name: "Up" })).status, 201);
-  const joined = Date.now();
-  const dates = (plan_id: string, from: number, to: number) => ({ plan_id, period_start: new Date(from).toISOString(), period_end: new Date(to).toISOString() });
-  assert.is((await api.post(`/teams/${teamId}/subscription`, dates(capped, joined - 10 * DAY, joined + 20 * DAY))).status, 200);
-  assert.is((await api.post(`/teams/${teamId}/credits`, { id: "paid", amount: 10 })).status, 201);
-  const member = `m-${randomUUID()}`;
-  await joinTeam(api, member, teamId);
-  const at = (cost: number) => ({ id: randomUUID(), user_id: member, timestamp: new Date().toISOString(), cost_total: cost });
-  assert.is((await api.post("/events/batch", [at(1), at(0.5)])).status, 200);
-  const balance = async () => (await api.get(`/teams/${teamId}/credits`)).body.balance as number;
+  const plans = [{ name: "capped", max_spend_per_period: 100 }, { name: "pool", max_spend_per_period: 0, credits_enabled: true }];
+  const { api, ids, teamId, joined, dates, member, at, balance } = await teamWithPool(stack, plans);
+  const pool = ids[1]!;
   close(await balance(), 10, "the capped plan draws nothing");
 
   // The upgrade to the prepaid plan began before the member's events; told only now.
