@@ -512,7 +512,7 @@ t("an event counted under the old history after the change was applied moves wit
 
 t("new team dates recorded late move the members' events into the team's new period; the members' own counters stay", async ({ stack, mongo }) => {
   const { api, productId } = await stack.newProduct();
-  const plans = await api.post("/config/plans", { plans: [{ name: "member" }, { name: "team", max_spend_per_period: 100, limits: [{ name: "daily", metric: "spend", max: 50, window: "day" }] }] });
+  const plans = await api.post("/config/plans", { plans: [{ name: "member" }, { name: "team", max_spend_per_period: 100, limits: [{ name: "daily", metric: "spend", max: 50, window: "day" }, { name: "budget", metric: "spend", max: 80, window: "period" }] }] });
   const [memberPlan, teamPlan] = plans.body.plans.map((p: { id: string }) => p.id);
   const teamId = `acme-${randomUUID()}`;
   const dates = (from: number, to: number) => ({ plan_id: teamPlan, period_start: new Date(from).toISOString(), period_end: new Date(to).toISOString() });
@@ -535,8 +535,10 @@ t("new team dates recorded late move the members' events into the team's new per
   const [listed, ...others] = (await lists.find({ _id: { $regex: `\\|team:${productId}\\|.*\\|${serviceTeamId}$` } }).toArray()).filter((l) => !l._id.startsWith("mv_"));
   assert.ok(listed && others.length === 0, "the batch's team shares listed under the team's period counter");
 
-  const daily = async (user: string) => ((await api.get(`/users/${user}/session`)).body.limits as { reason: string; used: number }[]).find((d) => d.reason === "team:limit:daily")!.used;
+  const used = async (user: string, reason: string) => ((await api.get(`/users/${user}/session`)).body.limits as { reason: string; used: number }[]).find((d) => d.reason === reason)!.used;
+  const daily = (user: string) => used(user, "team:limit:daily");
   close(await daily(ann), 6, "today's window, counted in the team's period counter");
+  close(await used(ann, "team:limit:budget"), 6, "the period's window");
   // The team's upgrade began two days before its members joined (before today's window began);
   // the billing system tells us only now.
   const start = new Date(joined - 2 * DAY).toISOString();
@@ -551,6 +553,7 @@ t("new team dates recorded late move the members' events into the team's new per
   const spend = (session.limits as { reason: string; used: number }[]).find((d) => d.reason === "team:total_spend")!;
   close(spend.used, 6, "the team's cap counts them");
   close(await daily(bob), 6, "today's window moved with them");
+  close(await used(bob, "team:limit:budget"), 6, "the new period's window holds them");
   close((await teamUsage(month)).total_cost, 6, "calendar months are by timestamp: unchanged");
   close((await api.get(`/users/${bob}/usage`)).body.total_cost, 4, "a member's own usage is its own");
 
@@ -562,6 +565,7 @@ t("new team dates recorded late move the members' events into the team's new per
   close((await teamUsage()).total_cost, 7, "moved once");
   close((await api.get(`/users/${ann}/session`)).body.team.current_usage.period_cost, 7);
   close(await daily(ann), 7, "today's window once");
+  close(await used(ann, "team:limit:budget"), 7);
 });
 
 /**

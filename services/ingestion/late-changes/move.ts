@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import pMap from "p-map";
-import type { KnownTeam, KnownUser } from "../adapters/plans.ts";
+import type { KnownTeam, KnownUser, PlanInfo } from "../adapters/plans.ts";
 import { calendarMonth, hasThresholds, periodAt, toNano, type BillingPeriod, type SubscriptionWindow } from "@meter/rules";
 import { attribute, teamAt } from "../domain/attribution.ts";
 import { counterId, monthCounterId } from "../domain/counter-ids.ts";
@@ -12,7 +12,7 @@ import { recordCrossings, type CrossingDeps } from "../thresholds/crossings.ts";
 import { arrivalList, listId, teamListKey, type ArrivalStore } from "./arrivals.ts";
 import { moveDrawn, type AccountDeps } from "../credits/settle.ts";
 import { teamOwner, userOwner } from "../credits/account.ts";
-import { inPeriodWindow, poolCounterId } from "../teams/shares.ts";
+import { inPeriodWindow, periodShare, poolCounterId } from "../teams/shares.ts";
 import { windowDocId, type WindowDelta, type WindowShare } from "../windows/shares.ts";
 import type { WindowStore } from "../windows/store.ts";
 import { teamCountable } from "../teams/count.ts";
@@ -57,12 +57,19 @@ export interface MoveDeps extends CrossingDeps, AccountDeps {
 /** Most billing windows followed from a change's start to now. */
 const MAX_WINDOWS = 64;
 
+/** A billing window, with the plan in force in it (none: no subscription covers it). */
+interface Window {
+  start: Date;
+  end: Date;
+  planId?: string;
+}
+
 /** The windows `history` gives the times from `from` to `until`. */
-function windows(history: readonly SubscriptionWindow[], from: Date, until: Date): { start: Date; end: Date }[] {
-  const out: { start: Date; end: Date }[] = [];
+function windows(history: readonly SubscriptionWindow[], from: Date, until: Date): Window[] {
+  const out: Window[] = [];
   for (let t = from; t <= until && out.length < MAX_WINDOWS; ) {
     const p = periodAt(history, t);
-    out.push({ start: p.start, end: p.end });
+    out.push({ start: p.start, end: p.end, ...(p.subscription && { planId: p.subscription.planId }) });
     t = p.end;
   }
   return out;
@@ -74,10 +81,10 @@ function windows(history: readonly SubscriptionWindow[], from: Date, until: Date
  * elsewhere. None when the subscription only continues what was counted (a first subscription in
  * calendar months, a renewal with the start its rolled-on window had).
  */
-function changedWindows(history: readonly SubscriptionWindow[], i: number, until: Date): { start: Date; end: Date }[] {
+function changedWindows(history: readonly SubscriptionWindow[], i: number, until: Date): Window[] {
   const s = history[i]!;
   if (!s.periodStart || s.periodStart > until) return [];
-  const changed: { start: Date; end: Date }[] = [];
+  const changed: Window[] = [];
   for (const w of windows(history.slice(0, i), s.periodStart, until)) {
     const from = w.start < s.periodStart ? s.periodStart : w.start;
     const end = w.end <= until ? new Date(w.end.getTime() - 1) : until;
@@ -97,7 +104,7 @@ export function movesEvents(history: readonly SubscriptionWindow[], i: number, u
  * `now`. `since` is the earliest start of such a subscription: no event stamped before it moves.
  */
 function suspects(productId: string, ownerId: string, history: readonly SubscriptionWindow[], now: Date, recordedSince: number) {
-  const counters = new Map<string, { start: Date; end: Date }>();
+  const counters = new Map<string, Window>();
   let since: Date | undefined;
   history.forEach((s, i) => {
     if (s.effectiveAt.getTime() < recordedSince) return;
@@ -114,8 +121,8 @@ type Owner = { kind: "user"; id: string; user: KnownUser } | { kind: "team"; id:
 interface Entry {
   list: { _id: string; ids: string[]; latest: number };
   counterId: string;
-  /** The old window. */
-  window: { start: Date; end: Date };
+  /** The old window, with its plan as the history before the change gave it. */
+  window: Window;
   owner: Owner;
   since: Date;
 }
@@ -128,13 +135,16 @@ function periodOf(
 ): { counterId: string; period: BillingPeriod; limit: Pick<UsageEventDoc, "plan_name" | "spend_limit">; poolPays?: (e: UsageEventDoc) => boolean } | null {
   if (owner.kind === "team") {
     const a = teamAt(productId, owner.team, t);
-    if (!a) return null;
-    // As teams/shares.ts addTeamShare decides `direct`: the team plan draws credits and the member's own plan does not.
-    const pool = a.plan.creditsEnabled === true && a.plan.maxSpendPerPeriod !== undefined;
-    return { counterId: a.counterId, period: a.period, limit: { plan_name: a.plan.name, spend_limit: null }, poolPays: (e) => pool && e.credits === undefined };
+    return a && { counterId: a.counterId, period: a.period, limit: { plan_name: a.plan.name, spend_limit: null }, poolPays: poolPaysUnder(a.plan) };
   }
   const a = attribute(productId, owner.id, owner.user, t);
   return { counterId: a.counterId, period: a.period, limit: { plan_name: a.plan?.name ?? null, spend_limit: a.plan?.maxSpendPerPeriod ?? null } };
+}
+
+/** Whether a team plan's pool pays a member's event whole, as teams/shares.ts addTeamShare decides `direct`: the team plan draws credits and the member's own plan does not. */
+function poolPaysUnder(plan: PlanInfo | undefined): (e: UsageEventDoc) => boolean {
+  const pool = plan?.creditsEnabled === true && plan.maxSpendPerPeriod !== undefined;
+  return (e) => pool && e.credits === undefined;
 }
 
 /** What an event adds to its owner's counters: the event itself, or its team share as teams/count.ts counts it. */
@@ -275,7 +285,12 @@ async function move(deps: MoveDeps, productId: string, entry: Entry, byId: Reado
   // A team's pool counter (teams/shares.ts poolCounterId) holds the shares its pool pays whole: out
   // of the old one those counted there, into each new one those its plan's pool pays (an upgrade to
   // a plan that draws credits, recorded late, draws for what moved into it).
-  const leaving = owner.kind === "team" ? moved.filter((e) => e.team?.credits?.direct) : [];
+  // Counted in the old pool counter: as stored when it arrived there, or, when an earlier move
+  // brought it, as the old period's plan pays it.
+  const fromPlan = owner.kind === "team" && window.planId !== undefined ? owner.team.plans.get(window.planId) : undefined;
+  const fromPays = poolPaysUnder(fromPlan);
+  const inFromPool = (e: UsageEventDoc) => (e.team!.counter_id === from ? e.team!.credits?.direct === true : fromPays(e));
+  const leaving = owner.kind === "team" ? moved.filter(inFromPool) : [];
   const poolOut = leaving.length > 0 ? outDelta(poolCounterId(from), leaving) : null;
   const poolsIn: CounterDelta[] = [];
   for (const g of going.values()) {
@@ -285,7 +300,8 @@ async function move(deps: MoveDeps, productId: string, entry: Entry, byId: Reado
   const pools = poolOut ? [poolOut, ...poolsIn] : poolsIn;
   // A team's windows that lay within the old period were counted in its counter (teams/count.ts):
   // out of it, into the new period's counter when they lie within it, else the team's window document.
-  const windowDoc: WindowDelta | null = owner.kind === "team" ? { id: windowDocId(productId, owner.id), productId, userId: owner.id, add: new Map() } : null;
+  // `unleased`: the document's version moves, so a lease grant computed before this (windows/lease-store.ts) is tried again.
+  const windowDoc: WindowDelta | null = owner.kind === "team" ? { id: windowDocId(productId, owner.id), productId, userId: owner.id, add: new Map(), unleased: true } : null;
   if (windowDoc) {
     const nowMs = deps.now().getTime();
     const addTo = (m: Map<string, WindowShare>, s: WindowShare, sign: number) => {
@@ -296,9 +312,12 @@ async function move(deps: MoveDeps, productId: string, entry: Entry, byId: Reado
     for (const g of going.values()) {
       const into = periods.find((p) => p.delta.id === g.counterId)!.delta;
       for (const e of g.events) {
-        for (const share of e.team?.windows ?? []) {
-          if (share.end <= nowMs || !inPeriodWindow(share, e.team!.period_start, e.team!.period_end)) continue;
-          addTo(outWindows, share, -1);
+        for (const stored of e.team?.windows ?? []) {
+          // As the old period's counter holds it (a `period` window is that period), and as the new one counts it.
+          const held = periodShare(stored, window);
+          if (held.end <= nowMs || !inPeriodWindow(held, window.start, window.end)) continue;
+          addTo(outWindows, held, -1);
+          const share = periodShare(stored, g.period);
           if (inPeriodWindow(share, g.period.start, g.period.end)) addTo((into.windows ??= new Map()), share, 1);
           else addTo(windowDoc.add, share, 1);
         }
@@ -323,7 +342,8 @@ async function move(deps: MoveDeps, productId: string, entry: Entry, byId: Reado
   }
   // Credits the old period drew for the moved events follow them (before the list is replaced: a
   // mover cut off before this computes the same job again and the account takes it once).
-  await moveDraws(deps, productId, owner, job, from, window, moved, owner.kind === "user" ? periods.map((p) => p.delta) : poolOut && [poolOut, ...poolsIn]);
+  const fromAllowance = moved.find((e) => e.team?.counter_id === from && e.team.credits?.direct)?.team!.credits!.allowance ?? fromPlan?.maxSpendPerPeriod;
+  await moveDraws(deps, productId, owner, job, from, window, moved, owner.kind === "user" ? periods.map((p) => p.delta) : poolOut && [poolOut, ...poolsIn], fromAllowance);
   if (await deps.arrivals.replace(list._id, list.ids, staying)) {
     deps.logger.info({ productId, [owner.kind]: owner.id, from, events: moved.length }, "events moved to the period of a subscription recorded after they arrived");
   }
@@ -341,7 +361,18 @@ async function move(deps: MoveDeps, productId: string, entry: Entry, byId: Reado
  * spend decides the draws gained, the old one first for a pool (a user's old counter is `from`);
  * null when the old pool counter lost nothing (it drew nothing for them).
  */
-async function moveDraws(deps: MoveDeps, productId: string, owner: Owner, job: string, from: string, window: { start: Date }, moved: readonly UsageEventDoc[], deltas: readonly CounterDelta[] | null): Promise<void> {
+async function moveDraws(
+  deps: MoveDeps,
+  productId: string,
+  owner: Owner,
+  job: string,
+  from: string,
+  window: { start: Date },
+  moved: readonly UsageEventDoc[],
+  deltas: readonly CounterDelta[] | null,
+  /** A team's: the old period's plan allowance (dollars). */
+  poolAllowance?: number,
+): Promise<void> {
   if (!deltas) return;
   const to = (into: readonly CounterDelta[]) => into.map((d) => ({ key: String(d.start.getTime()), end: d.end, cost: d.add.cost }));
   const key = String(window.start.getTime());
@@ -352,9 +383,8 @@ async function moveDraws(deps: MoveDeps, productId: string, owner: Owner, job: s
     await moveDrawn(deps, { productId, owner: userOwner(owner.id), job, from: { key, spend, allowance: toNano(drew.spend_limit!) }, to: to(deltas) });
     return;
   }
-  const credits = moved.find((e) => e.team?.credits?.direct)?.team!.credits;
   const [out, ...into] = deltas;
-  if (!credits || !out) return;
+  if (!out || poolAllowance === undefined) return;
   const spend = (await deps.teamCounters.spends([out.id])).get(out.id) ?? 0;
-  await moveDrawn(deps, { productId, owner: teamOwner(credits.team_id), job, from: { key, spend, allowance: toNano(credits.allowance) }, to: to(into) });
+  await moveDrawn(deps, { productId, owner: teamOwner(owner.team.externalTeamId), job, from: { key, spend, allowance: toNano(poolAllowance) }, to: to(into) });
 }
