@@ -2,7 +2,7 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import type { SubscriptionWindow } from "@meter/rules";
-import { movesEvents } from "./move.ts";
+import { movesEvents, teamWindowMoves } from "./move.ts";
 
 const now = new Date("2026-12-02T05:00:00Z");
 const HOUR = 3_600_000;
@@ -39,6 +39,28 @@ test("a plan change on the same dates and a renewal starting where the window ro
 
 test("a subscription whose dates begin after the horizon moves nothing yet", () => {
   assert.is(movesEvents([sub(now.getTime() + DAY, now.getTime() + 31 * DAY)], 0, horizon), false);
+});
+
+const ms = (iso: string) => new Date(iso).getTime();
+const oldPeriod = { start: new Date("2026-11-01T00:00:00Z"), end: new Date("2026-12-01T00:00:00Z") };
+const newPeriod = { start: new Date("2026-11-30T12:00:00Z"), end: new Date("2026-12-30T12:00:00Z") };
+const memberEvent = (...windows: { key: string; end: number; n: number }[]) => ({ team: { windows } as never });
+const budget = { key: `spend:period|${oldPeriod.start.getTime()}`, end: oldPeriod.end.getTime(), n: 5 };
+const today = { key: `spend:day|${ms("2026-11-30T00:00:00Z")}`, end: ms("2026-12-01T00:00:00Z"), n: 5 };
+const burst = { key: `tokens:rolling:60|${ms("2026-11-30T17:00:00Z")}`, end: ms("2026-11-30T19:00:00Z"), n: 50 };
+
+test("a team's window counts leave the old period's counter for the new one's, or the window document when the window began before it", () => {
+  const moves = teamWindowMoves(oldPeriod, [{ counterId: "new", period: newPeriod, events: [memberEvent(budget, today, burst)] }], ms("2026-11-30T18:00:00Z"));
+  assert.equal([...moves.out.values()], [{ ...budget, n: -5 }, { ...today, n: -5 }], "what the old counter held (never a rolling window)");
+  assert.equal([...moves.into.get("new")!.values()], [{ key: `spend:period|${newPeriod.start.getTime()}`, end: newPeriod.end.getTime(), n: 5 }], "the period window is the new period's");
+  assert.equal([...moves.doc.values()], [today], "today's window began before the new period: the window document counts it");
+});
+
+test("a period window that ended with the old period is still the new period's: counted there, nothing taken from the ended entry", () => {
+  const moves = teamWindowMoves(oldPeriod, [{ counterId: "new", period: newPeriod, events: [memberEvent(budget, today)] }], ms("2026-12-01T00:03:00Z"));
+  assert.is(moves.out.size, 0);
+  assert.equal([...moves.into.get("new")!.values()], [{ key: `spend:period|${newPeriod.start.getTime()}`, end: newPeriod.end.getTime(), n: 5 }]);
+  assert.is(moves.doc.size, 0, "yesterday's window gates nothing any more");
 });
 
 test.run();

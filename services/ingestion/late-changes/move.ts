@@ -298,32 +298,14 @@ async function move(deps: MoveDeps, productId: string, entry: Entry, byId: Reado
     if (arriving.length > 0) poolsIn.push(periodDelta(poolCounterId(g.counterId), g.period, arriving));
   }
   const pools = poolOut ? [poolOut, ...poolsIn] : poolsIn;
-  // A team's windows that lay within the old period were counted in its counter (teams/count.ts):
-  // out of it, into the new period's counter when they lie within it, else the team's window document.
+  // A team's windows that lay within the old period were counted in its counter: they move too.
   // `unleased`: the document's version moves, so a lease grant computed before this (windows/lease-store.ts) is tried again.
   const windowDoc: WindowDelta | null = owner.kind === "team" ? { id: windowDocId(productId, owner.id), productId, userId: owner.id, add: new Map(), unleased: true } : null;
   if (windowDoc) {
-    const nowMs = deps.now().getTime();
-    const addTo = (m: Map<string, WindowShare>, s: WindowShare, sign: number) => {
-      const prev = m.get(s.key);
-      m.set(s.key, { key: s.key, end: s.end, n: (prev?.n ?? 0) + sign * s.n });
-    };
-    const outWindows = new Map<string, WindowShare>();
-    for (const g of going.values()) {
-      const into = periods.find((p) => p.delta.id === g.counterId)!.delta;
-      for (const e of g.events) {
-        for (const stored of e.team?.windows ?? []) {
-          // As the old period's counter holds it (a `period` window is that period), and as the new one counts it.
-          const held = periodShare(stored, window);
-          if (held.end <= nowMs || !inPeriodWindow(held, window.start, window.end)) continue;
-          addTo(outWindows, held, -1);
-          const share = periodShare(stored, g.period);
-          if (inPeriodWindow(share, g.period.start, g.period.end)) addTo((into.windows ??= new Map()), share, 1);
-          else addTo(windowDoc.add, share, 1);
-        }
-      }
-    }
-    if (outWindows.size > 0) out.windows = outWindows;
+    const w = teamWindowMoves(window, [...going.values()], deps.now().getTime());
+    if (w.out.size > 0) out.windows = w.out;
+    for (const [id, add] of w.into) periods.find((p) => p.delta.id === id)!.delta.windows = add;
+    windowDoc.add = w.doc;
   }
   const job = `mv_${createHash("sha256").update(`${list._id}\n${JSON.stringify(list.ids)}`).digest("hex").slice(0, 32)}`;
   const limited = periods.filter((p) => hasThresholds(p.limit.spend_limit));
@@ -387,4 +369,46 @@ async function moveDraws(
   if (!out || poolAllowance === undefined) return;
   const spend = (await deps.teamCounters.spends([out.id])).get(out.id) ?? 0;
   await moveDrawn(deps, { productId, owner: teamOwner(owner.team.externalTeamId), job, from: { key, spend, allowance: toNano(poolAllowance) }, to: to(into) });
+}
+
+/**
+ * Where the team window counts of moved events go (pure). A team's windows that lie within its
+ * billing period are counted in the period's counter (teams/count.ts, inPeriodWindow); those the
+ * old period's counter held leave it (`out`, negative; ended ones are left alone), and go to the
+ * new period's counter when they lie within it (`into`, by counter id), else to the team's window
+ * document (`doc`). A `period` window is the period itself, so it takes the new period's field
+ * and end (periodShare).
+ */
+export function teamWindowMoves(
+  from: { start: Date; end: Date },
+  groups: readonly { counterId: string; period: { start: Date; end: Date }; events: readonly Pick<UsageEventDoc, "team">[] }[],
+  nowMs: number,
+): { out: Map<string, WindowShare>; into: Map<string, Map<string, WindowShare>>; doc: Map<string, WindowShare> } {
+  const add = (m: Map<string, WindowShare>, s: WindowShare, sign: number) => {
+    const prev = m.get(s.key);
+    m.set(s.key, { key: s.key, end: s.end, n: (prev?.n ?? 0) + sign * s.n });
+  };
+  const out = new Map<string, WindowShare>();
+  const into = new Map<string, Map<string, WindowShare>>();
+  const doc = new Map<string, WindowShare>();
+  for (const g of groups) {
+    for (const e of g.events) {
+      for (const stored of e.team?.windows ?? []) {
+        const held = periodShare(stored, from);
+        if (!inPeriodWindow(held, from.start, from.end)) continue;
+        // An ended entry gates nothing (and may be gone already); a `period` window ended with the
+        // old period may still be live as the new one's.
+        if (held.end > nowMs) add(out, held, -1);
+        const share = periodShare(stored, g.period);
+        if (share.end <= nowMs) continue;
+        if (!inPeriodWindow(share, g.period.start, g.period.end)) add(doc, share, 1);
+        else {
+          const m = into.get(g.counterId) ?? new Map<string, WindowShare>();
+          into.set(g.counterId, m);
+          add(m, share, 1);
+        }
+      }
+    }
+  }
+  return { out, into, doc };
 }
