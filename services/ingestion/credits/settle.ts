@@ -238,7 +238,7 @@ async function settlePools(deps: SettleDeps, handed: readonly { p: CreditPeriod;
   });
 }
 
-/** A late change's move of a user's events out of a billing period that drew credits for them. */
+/** A late change's move of events out of a billing period that drew credits for them (a user's, or a team pool's). */
 export interface DrawnMove {
   productId: string;
   /** The account's owner: a user's (`userOwner`) or a team's pool (`teamOwner`). */

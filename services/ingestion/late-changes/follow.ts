@@ -81,17 +81,26 @@ export async function catchUpTeam(deps: FollowDeps, productId: string, team: Kno
   // "\n" never occurs in an external user id: no user's key is this.
   const key = `${productId}\nteam\n${team.id}`;
   if (lc.seen.get(key)?.changes === c.changes) return;
-  const runKey = `${key}\n${c.changes}`;
+  await applyOnce(lc, key, c.changes, async () => (await settleLateChanges(deps, productId, new Map(), undefined, [team])).size > 0);
+}
+
+/**
+ * Runs `apply` for the changes `changes` of `key` once in this process, sharing a run already
+ * under way (concurrent reads of one user or team), and then remembers them as applied.
+ */
+function applyOnce(lc: LateChanges, key: string, changes: string, apply: () => Promise<boolean>): Promise<boolean> {
+  const runKey = `${key}\n${changes}`;
   let run = lc.running.get(runKey);
   if (!run) {
-    run = (async () => {
-      await settleLateChanges(deps, productId, new Map(), undefined, [team]);
-      lc.seen.set(key, { changes: c.changes, applied: true });
-      return true;
-    })().finally(() => lc.running.delete(runKey));
+    run = apply()
+      .then((moved) => {
+        lc.seen.set(key, { changes, applied: true });
+        return moved;
+      })
+      .finally(() => lc.running.delete(runKey));
     lc.running.set(runKey, run);
   }
-  await run;
+  return run;
 }
 
 /**
@@ -107,23 +116,16 @@ export async function catchUp(deps: FollowDeps, productId: string, userId: strin
   const key = userKey(productId, userId);
   const seen = lc.seen.get(key);
   if (seen?.changes === c.changes && seen.applied) return false;
-  const runKey = `${key}\n${c.changes}`;
-  let run = lc.running.get(runKey);
-  if (!run) {
-    run = (async () => {
-      const moved = await settleLateChanges(deps, productId, new Map([[userId, user]]));
-      // Followed from now on for the stragglers, unless a write already put it there (and kicked
-      // the follower, whose poll rests while nobody is followed).
-      if (seen?.changes !== c.changes) {
-        await lc.follow(productId, [{ userId, until: c.until }]);
-        deps.kickLateChanges();
-      }
-      lc.seen.set(key, { changes: c.changes, applied: true });
-      return moved.size > 0;
-    })().finally(() => lc.running.delete(runKey));
-    lc.running.set(runKey, run);
-  }
-  return run;
+  return applyOnce(lc, key, c.changes, async () => {
+    const moved = await settleLateChanges(deps, productId, new Map([[userId, user]]));
+    // Followed from now on for the stragglers, unless a write already put it there (and kicked
+    // the follower, whose poll rests while nobody is followed).
+    if (seen?.changes !== c.changes) {
+      await lc.follow(productId, [{ userId, until: c.until }]);
+      deps.kickLateChanges();
+    }
+    return moved.size > 0;
+  });
 }
 
 /** After a write: users with a change this process has not seen yet are followed; the follower applies it now. */

@@ -282,6 +282,7 @@ async function move(deps: MoveDeps, productId: string, entry: Entry, byId: Reado
     if (!even) monthDeltas.push({ id, productId, userId: owner.id, start: m.start, end: m.end, add: plus(totals(m.gains), negate(totals(m.losses)))! });
   }
   const out = outDelta(from, moved);
+  const now = deps.now();
   // A team's pool counter (teams/shares.ts poolCounterId) holds the shares its pool pays whole: out
   // of the old one those counted there, into each new one those its plan's pool pays (an upgrade to
   // a plan that draws credits, recorded late, draws for what moved into it).
@@ -297,21 +298,19 @@ async function move(deps: MoveDeps, productId: string, entry: Entry, byId: Reado
     const arriving = g.poolPays ? g.events.filter(g.poolPays) : [];
     if (arriving.length > 0) poolsIn.push(periodDelta(poolCounterId(g.counterId), g.period, arriving));
   }
-  const pools = poolOut ? [poolOut, ...poolsIn] : poolsIn;
   // A team's windows that lay within the old period were counted in its counter: they move too.
   // `unleased`: the document's version moves, so a lease grant computed before this (windows/lease-store.ts) is tried again.
   const windowDoc: WindowDelta | null = owner.kind === "team" ? { id: windowDocId(productId, owner.id), productId, userId: owner.id, add: new Map(), unleased: true } : null;
   if (windowDoc) {
-    const w = teamWindowMoves(window, [...going.values()], deps.now().getTime());
+    const w = teamWindowMoves(window, [...going.values()], now.getTime());
     if (w.out.size > 0) out.windows = w.out;
     for (const [id, add] of w.into) periods.find((p) => p.delta.id === id)!.delta.windows = add;
     windowDoc.add = w.doc;
   }
   const job = `mv_${createHash("sha256").update(`${list._id}\n${JSON.stringify(list.ids)}`).digest("hex").slice(0, 32)}`;
   const limited = periods.filter((p) => hasThresholds(p.limit.spend_limit));
-  const added = [out, ...periods.map((p) => p.delta), ...monthDeltas, ...pools];
+  const added = [out, ...periods.map((p) => p.delta), ...monthDeltas, ...(poolOut ? [poolOut] : []), ...poolsIn];
   // The moved events are listed under their new counters first: findable there from now on.
-  const now = deps.now();
   const key = owner.kind === "team" ? teamListKey : (id: string) => id;
   await deps.arrivals.record(productId, job, periods.map((p) => arrivalList(key(p.delta.id), p.events)), now);
   const [after] = await Promise.all([
@@ -323,9 +322,17 @@ async function move(deps: MoveDeps, productId: string, entry: Entry, byId: Reado
     if (c) await recordCrossings(deps, c, p.delta, p.limit);
   }
   // Credits the old period drew for the moved events follow them (before the list is replaced: a
-  // mover cut off before this computes the same job again and the account takes it once).
-  const fromAllowance = moved.find((e) => e.team?.counter_id === from && e.team.credits?.direct)?.team!.credits!.allowance ?? fromPlan?.maxSpendPerPeriod;
-  await moveDraws(deps, productId, owner, job, from, window, moved, owner.kind === "user" ? periods.map((p) => p.delta) : poolOut && [poolOut, ...poolsIn], fromAllowance);
+  // mover cut off before this computes the same job again and the account takes it once): a
+  // user's, decided by its period counter's spend, or a team pool's, by its pool counter's.
+  let draws: DrawsMoved | null = null;
+  if (owner.kind === "user") {
+    const drew = moved.find((e) => e.credits !== undefined && e.spend_limit !== null);
+    if (drew) draws = { counters: deps.counters, counterId: from, owner: userOwner(owner.id), allowance: drew.spend_limit!, into: periods.map((p) => p.delta) };
+  } else if (poolOut) {
+    const allowance = leaving.find((e) => e.team!.counter_id === from)?.team!.credits!.allowance ?? fromPlan?.maxSpendPerPeriod;
+    if (allowance !== undefined) draws = { counters: deps.teamCounters, counterId: poolOut.id, owner: teamOwner(owner.team.externalTeamId), allowance, into: poolsIn };
+  }
+  if (draws) await moveDraws(deps, productId, job, window, draws);
   if (await deps.arrivals.replace(list._id, list.ids, staying)) {
     deps.logger.info({ productId, [owner.kind]: owner.id, from, events: moved.length }, "events moved to the period of a subscription recorded after they arrived");
   }
@@ -337,38 +344,25 @@ async function move(deps: MoveDeps, productId: string, entry: Entry, byId: Reado
 }
 
 
-/**
- * The draws of the moved events go with them: a user's credits (its period counter's spend), or
- * a team's pool for its `direct` shares (the pool counter's). `deltas`: what the counters whose
- * spend decides the draws gained, the old one first for a pool (a user's old counter is `from`);
- * null when the old pool counter lost nothing (it drew nothing for them).
- */
-async function moveDraws(
-  deps: MoveDeps,
-  productId: string,
-  owner: Owner,
-  job: string,
-  from: string,
-  window: { start: Date },
-  moved: readonly UsageEventDoc[],
-  deltas: readonly CounterDelta[] | null,
-  /** A team's: the old period's plan allowance (dollars). */
-  poolAllowance?: number,
-): Promise<void> {
-  if (!deltas) return;
-  const to = (into: readonly CounterDelta[]) => into.map((d) => ({ key: String(d.start.getTime()), end: d.end, cost: d.add.cost }));
-  const key = String(window.start.getTime());
-  if (owner.kind === "user") {
-    const drew = moved.find((e) => e.credits !== undefined && e.spend_limit !== null);
-    if (!drew) return;
-    const spend = (await deps.counters.spends([from])).get(from) ?? 0;
-    await moveDrawn(deps, { productId, owner: userOwner(owner.id), job, from: { key, spend, allowance: toNano(drew.spend_limit!) }, to: to(deltas) });
-    return;
-  }
-  const [out, ...into] = deltas;
-  if (!out || poolAllowance === undefined) return;
-  const spend = (await deps.teamCounters.spends([out.id])).get(out.id) ?? 0;
-  await moveDrawn(deps, { productId, owner: teamOwner(owner.team.externalTeamId), job, from: { key, spend, allowance: toNano(poolAllowance) }, to: to(into) });
+/** The draws a move takes along: whose account, the counter whose spend decides its need, the old plan's allowance (dollars), and the counters the events went to. */
+interface DrawsMoved {
+  counters: Pick<CounterStore, "spends">;
+  counterId: string;
+  owner: string;
+  allowance: number;
+  into: readonly CounterDelta[];
+}
+
+/** What the old period drew beyond what its spend needs after the move goes to the periods the events went to (credits/settle.ts moveDrawn). */
+async function moveDraws(deps: MoveDeps, productId: string, job: string, window: { start: Date }, d: DrawsMoved): Promise<void> {
+  const spend = (await d.counters.spends([d.counterId])).get(d.counterId) ?? 0;
+  await moveDrawn(deps, {
+    productId,
+    owner: d.owner,
+    job,
+    from: { key: String(window.start.getTime()), spend, allowance: toNano(d.allowance) },
+    to: d.into.map((t) => ({ key: String(t.start.getTime()), end: t.end, cost: t.add.cost })),
+  });
 }
 
 /**
