@@ -415,7 +415,7 @@ t("an event stamped inside new dates with another start, sent before the change,
 
 t("new dates recorded late take their events out of the dated window they were counted in", async ({ stack }) => {
   const { api } = await stack.newProduct();
-  const plan = await api.post("/config/plans", { plans: [{ name: "capped", max_spend_per_period: 100 }] });
+  const plan = await api.post("/config/plans", { plans: [{ name: "capped", max_spend_per_period: 100, limits: [{ name: "cycle", metric: "spend", max: 50, window: "period" }] }] });
   const userId = `redated-${randomUUID()}`;
   await api.post("/users", { external_user_id: userId });
   const now = Date.now();
@@ -426,9 +426,12 @@ t("new dates recorded late take their events out of the dated window they were c
   assert.is((await api.post("/events/batch", [at(now - 5 * DAY, 1), at(now - 10 * 60_000, 2)])).status, 200);
   assert.is((await api.post("/events", { user_id: userId, cost: 4 })).status, 201);
   close((await api.get(`/users/${userId}/usage`)).body.total_cost, 7);
+  const cycle = async () => ((await api.get(`/users/${userId}/session`)).body.limits as { reason: string; used: number }[]).find((d) => d.reason === "limit:cycle")!.used;
+  close(await cycle(), 7, "the period window counts the period's events");
   assert.is((await sub(now - HOUR, now + 30 * DAY)).status, 200);
   // Usage (not the session) is the first call after the change; the manual event moves too.
   close((await api.get(`/users/${userId}/usage`)).body.total_cost, 6);
+  close(await cycle(), 6, "the period window is the new period's, with the events that moved into it");
   const lease = await api.post(`/users/${userId}/leases`, { holder: "h1", need: 1, want: 200 });
   assert.is(lease.status, 200);
   const { granted, remaining } = lease.body.lease;
@@ -512,7 +515,7 @@ t("an event counted under the old history after the change was applied moves wit
 
 t("new team dates recorded late move the members' events into the team's new period; the members' own counters stay", async ({ stack, mongo }) => {
   const { api, productId } = await stack.newProduct();
-  const plans = await api.post("/config/plans", { plans: [{ name: "member" }, { name: "team", max_spend_per_period: 100, limits: [{ name: "daily", metric: "spend", max: 50, window: "day" }, { name: "budget", metric: "spend", max: 80, window: "period" }] }] });
+  const plans = await api.post("/config/plans", { plans: [{ name: "member" }, { name: "team", max_spend_per_period: 100, limits: [{ name: "daily", metric: "spend", max: 50, window: "day" }, { name: "budget", metric: "spend", max: 80, window: "period" }, { name: "seat", metric: "spend", max: 40, window: "period", scope: "member" }] }] });
   const [memberPlan, teamPlan] = plans.body.plans.map((p: { id: string }) => p.id);
   const teamId = `acme-${randomUUID()}`;
   const dates = (from: number, to: number) => ({ plan_id: teamPlan, period_start: new Date(from).toISOString(), period_end: new Date(to).toISOString() });
@@ -539,6 +542,7 @@ t("new team dates recorded late move the members' events into the team's new per
   const daily = (user: string) => used(user, "team:limit:daily");
   close(await daily(ann), 6, "today's window, counted in the team's period counter");
   close(await used(ann, "team:limit:budget"), 6, "the period's window");
+  close(await used(ann, "team:limit:seat"), 2, "the member's share of the period");
   // The team's upgrade began two days before its members joined (before today's window began);
   // the billing system tells us only now.
   const start = new Date(joined - 2 * DAY).toISOString();
@@ -554,6 +558,8 @@ t("new team dates recorded late move the members' events into the team's new per
   close(spend.used, 6, "the team's cap counts them");
   close(await daily(bob), 6, "today's window moved with them");
   close(await used(bob, "team:limit:budget"), 6, "the new period's window holds them");
+  close(await used(bob, "team:limit:seat"), 4, "a member's period window is the team's new period's, with the member's events in it");
+  close(await used(ann, "team:limit:seat"), 2);
   close((await teamUsage(month)).total_cost, 6, "calendar months are by timestamp: unchanged");
   close((await api.get(`/users/${bob}/usage`)).body.total_cost, 4, "a member's own usage is its own");
 
@@ -566,6 +572,7 @@ t("new team dates recorded late move the members' events into the team's new per
   close((await api.get(`/users/${ann}/session`)).body.team.current_usage.period_cost, 7);
   close(await daily(ann), 7, "today's window once");
   close(await used(ann, "team:limit:budget"), 7);
+  close(await used(ann, "team:limit:seat"), 3, "the member's period window once");
 });
 
 /**

@@ -2,7 +2,7 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import type { SubscriptionWindow } from "@meter/rules";
-import { movesEvents, teamWindowMoves } from "./move.ts";
+import { movesEvents, periodWindowMoves, teamWindowMoves } from "./move.ts";
 
 const now = new Date("2026-12-02T05:00:00Z");
 const HOUR = 3_600_000;
@@ -61,6 +61,29 @@ test("a period window that ended with the old period is still the new period's: 
   assert.is(moves.out.size, 0);
   assert.equal([...moves.into.get("new")!.values()], [{ key: `spend:period|${newPeriod.start.getTime()}`, end: newPeriod.end.getTime(), n: 5 }]);
   assert.is(moves.doc.size, 0, "yesterday's window gates nothing any more");
+});
+
+const seat = (team: string) => ({ ...budget, key: `team:${team}:${budget.key}`, n: 2 });
+const userEvent = (user_id: string, ...windows: { key: string; end: number; n: number }[]) => ({ user_id, windows });
+const newBudget = (prefix: string, n: number) => ({ key: `${prefix}spend:period|${newPeriod.start.getTime()}`, end: newPeriod.end.getTime(), n });
+
+test("a user's own period window counts go to the field its new period names; other windows and member-scope ones stay", () => {
+  const moves = periodWindowMoves(oldPeriod, [{ period: newPeriod, events: [userEvent("ann", budget, today, seat("t1")), userEvent("ann", budget)] }], ms("2026-11-30T18:00:00Z"), "");
+  assert.equal([...moves.keys()], ["ann"]);
+  assert.equal([...moves.get("ann")!.values()], [{ ...budget, n: -10 }, newBudget("", 10)]);
+});
+
+test("a team's move takes each member's member-scope period window counts to the team's new period, in that member's document", () => {
+  const moves = periodWindowMoves(oldPeriod, [{ period: newPeriod, events: [userEvent("ann", budget, seat("t1")), userEvent("bob", seat("t1"), seat("t2"))] }], ms("2026-11-30T18:00:00Z"), "team:t1:");
+  assert.equal([...moves.get("ann")!.values()], [{ ...seat("t1"), n: -2 }, newBudget("team:t1:", 2)], "the member's own period window is not the team's");
+  assert.equal([...moves.get("bob")!.values()], [{ ...seat("t1"), n: -2 }, newBudget("team:t1:", 2)], "another team's window stays");
+});
+
+test("an ended old entry is left alone; a new one that ended gets nothing", () => {
+  const after = periodWindowMoves(oldPeriod, [{ period: newPeriod, events: [userEvent("ann", budget)] }], ms("2026-12-01T00:03:00Z"), "");
+  assert.equal([...after.get("ann")!.values()], [newBudget("", 5)]);
+  const ended = periodWindowMoves(oldPeriod, [{ period: oldPeriod, events: [] }, { period: { start: new Date(ms("2026-11-20T00:00:00Z")), end: new Date(ms("2026-11-30T00:00:00Z")) }, events: [userEvent("ann", budget)] }], ms("2026-11-30T18:00:00Z"), "");
+  assert.equal([...ended.get("ann")!.values()], [{ ...budget, n: -5 }]);
 });
 
 test.run();

@@ -12,7 +12,7 @@ import { recordCrossings, type CrossingDeps } from "../thresholds/crossings.ts";
 import { arrivalList, listId, teamListKey, type ArrivalStore } from "./arrivals.ts";
 import { moveDrawn, type AccountDeps } from "../credits/settle.ts";
 import { teamOwner, userOwner } from "../credits/account.ts";
-import { inPeriodWindow, periodShare, poolCounterId } from "../teams/shares.ts";
+import { inPeriodWindow, memberPrefix, periodShare, poolCounterId } from "../teams/shares.ts";
 import { windowDocId, type WindowDelta, type WindowShare } from "../windows/shares.ts";
 import type { WindowStore } from "../windows/store.ts";
 import { teamCountable } from "../teams/count.ts";
@@ -49,6 +49,7 @@ export interface MoveDeps extends CrossingDeps, AccountDeps {
   events: Pick<UsageEventStore, "getMany">;
   counters: Pick<CounterStore, "add" | "spends">;
   teamCounters: Pick<CounterStore, "add" | "spends">;
+  windows: Pick<WindowStore, "add">;
   teamWindows: Pick<WindowStore, "add">;
   /** How long after arriving an event may still move; 0: never. */
   lateChangeWindowMs: number;
@@ -307,6 +308,11 @@ async function move(deps: MoveDeps, productId: string, entry: Entry, byId: Reado
     for (const [id, add] of w.into) periods.find((p) => p.delta.id === id)!.delta.windows = add;
     windowDoc.add = w.doc;
   }
+  // `period` windows counted in users' window documents: a user's own, or for a team the
+  // members' member-scope ones; their field is named by the period's start.
+  const userDocs = [...periodWindowMoves(window, [...going.values()], now.getTime(), owner.kind === "user" ? "" : memberPrefix(owner.id))].map(
+    ([userId, add]): WindowDelta => ({ id: windowDocId(productId, userId), productId, userId, add, unleased: true }),
+  );
   const job = `mv_${createHash("sha256").update(`${list._id}\n${JSON.stringify(list.ids)}`).digest("hex").slice(0, 32)}`;
   const limited = periods.filter((p) => hasThresholds(p.limit.spend_limit));
   const added = [out, ...periods.map((p) => p.delta), ...monthDeltas, ...(poolOut ? [poolOut] : []), ...poolsIn];
@@ -316,6 +322,7 @@ async function move(deps: MoveDeps, productId: string, entry: Entry, byId: Reado
   const [after] = await Promise.all([
     (owner.kind === "team" ? deps.teamCounters : deps.counters).add(job, added, new Set(limited.map((p) => p.delta.id))),
     windowDoc && windowDoc.add.size > 0 ? deps.teamWindows.add(job, [windowDoc], now) : undefined,
+    userDocs.length > 0 ? deps.windows.add(job, userDocs, now) : undefined,
   ]);
   for (const p of limited) {
     const c = after.get(p.delta.id);
@@ -405,4 +412,46 @@ export function teamWindowMoves(
     }
   }
   return { out, into, doc };
+}
+
+/**
+ * Where the `period` window counts of moved events go in users' window documents (pure), by user:
+ * each moved event's share of a `period` window leaves the field its old period named (unless
+ * that entry ended) and goes to its new period's (unless that one ended too). `prefix` picks the
+ * shares: "" a user's own windows, a team's memberPrefix its member-scope ones (their period is
+ * the team's). Other windows are the same in every period and stay.
+ */
+export function periodWindowMoves(
+  from: { start: Date; end: Date },
+  groups: readonly { period: { start: Date; end: Date }; events: readonly Pick<UsageEventDoc, "user_id" | "windows">[] }[],
+  nowMs: number,
+  prefix: string,
+): Map<string, Map<string, WindowShare>> {
+  const out = new Map<string, Map<string, WindowShare>>();
+  const add = (userId: string, s: WindowShare, sign: number) => {
+    const m = out.get(userId) ?? new Map<string, WindowShare>();
+    out.set(userId, m);
+    const key = prefix + s.key;
+    const prev = m.get(key);
+    m.set(key, { key, end: s.end, n: (prev?.n ?? 0) + sign * s.n });
+  };
+  for (const g of groups) {
+    for (const e of g.events) {
+      for (const stored of e.windows ?? []) {
+        // A user's own keys begin with a metric, a member-scope one with "team:" (teams/shares.ts memberPrefix).
+        if (prefix === "" ? stored.key.startsWith("team:") : !stored.key.startsWith(prefix)) continue;
+        const share = { ...stored, key: stored.key.slice(prefix.length) };
+        const held = periodShare(share, from);
+        if (held === share) continue;
+        if (held.end > nowMs) add(e.user_id, held, -1);
+        const moved = periodShare(share, g.period);
+        if (moved.end > nowMs) add(e.user_id, moved, 1);
+      }
+    }
+  }
+  for (const [userId, m] of out) {
+    for (const [k, s] of m) if (s.n === 0) m.delete(k);
+    if (m.size === 0) out.delete(userId);
+  }
+  return out;
 }
