@@ -1,7 +1,7 @@
 // One product's ingestion burst beside another product's session reads (`npm start`, embedded
 // database): product B reads sessions of its 20 users from 2 clients for 8 s alone, then 8 s
 // while product A posts batches of 500 usage events from 16 clients at once, from a process
-// of its own (burst-generator.ts) so that B's timings do not include building A's batches.
+// of its own (bench/support/burst-generator.ts) so that B's timings do not include building A's batches.
 // Run with the fair share of time (INGESTION_PRODUCT_SHARE, default 0.5) and without it (0),
 // each at the per-product concurrency limits of BENCH_NEIGHBOUR_LIMITS (default 4), several
 // rounds alternating (BENCH_NEIGHBOUR_ROUNDS, default 2) since the machine's load drifts.
@@ -40,9 +40,9 @@ async function loopLag(base: string): Promise<{ p99: number; max: number }> {
   return { p99: read("nodejs_eventloop_lag_p99_seconds"), max: read("nodejs_eventloop_lag_max_seconds") };
 }
 
-/** Product A's burst, from a process of its own (burst-generator.ts) until `ms` have passed. */
+/** Product A's burst, from a process of its own (bench/support/burst-generator.ts) until `ms` have passed. */
 function burst(api: string, key: string, ms: number): Promise<{ accepted: number; refused: number; statuses: Record<string, number> }> {
-  const gen = spawnEntry("bench/chaos/burst-generator.ts", {
+  const gen = spawnEntry("bench/support/burst-generator.ts", {
     BURST_API: api,
     BURST_KEY: key,
     BURST_MS: String(ms),
