@@ -440,7 +440,7 @@ t("new dates recorded late take their events out of the dated window they were c
 
 t("credits drawn for events a late change moves go with them: their new period does not draw them again", async ({ stack, mongo }) => {
   const { api, productId } = await stack.newProduct();
-  const plans = await api.post("/config/plans", { plans: [{ name: "prepaid", max_spend_per_period: 0, credits_enabled: true }] });
+  const plans = await api.post("/config/plans", { plans: [{ name: "prepaid", max_spend_per_period: 0, credits_enabled: true, limits: [{ name: "cycle", metric: "spend", max: 100, window: "period" }] }] });
   const plan_id = plans.body.plans[0].id as string;
   const userId = `prepaid-${randomUUID()}`;
   await api.post("/users", { external_user_id: userId });
@@ -477,6 +477,8 @@ t("credits drawn for events a late change moves go with them: their new period d
   assert.is((await api.post("/events/batch", [at(Date.now(), 0.25)])).status, 200);
   close((await api.get(`/users/${userId}/usage`)).body.total_cost, 2, "moved once");
   close((await api.get(`/users/${userId}/credits`)).body.balance, 8, "drawn once");
+  const cycle = ((await api.get(`/users/${userId}/session`)).body.limits as { reason: string; used: number }[]).find((d) => d.reason === "limit:cycle")!;
+  close(cycle.used, 2, "the period window's counts moved once");
 });
 
 t("an event counted under the old history after the change was applied moves with no call about the user", async ({ stack, mongo }) => {
