@@ -415,23 +415,31 @@ t("an event stamped inside new dates with another start, sent before the change,
 
 t("new dates recorded late take their events out of the dated window they were counted in", async ({ stack }) => {
   const { api } = await stack.newProduct();
-  const plan = await api.post("/config/plans", { plans: [{ name: "capped", max_spend_per_period: 100, limits: [{ name: "cycle", metric: "spend", max: 50, window: "period" }] }] });
+  const cycle50 = { name: "cycle", metric: "spend", max: 50, window: "period" };
+  const plan = await api.post("/config/plans", {
+    plans: [
+      { name: "capped", max_spend_per_period: 100, limits: [cycle50] },
+      { name: "upgraded", max_spend_per_period: 100, limits: [cycle50, { name: "calls", metric: "requests", max: 100, window: "day" }] },
+    ],
+  });
   const userId = `redated-${randomUUID()}`;
   await api.post("/users", { external_user_id: userId });
   const now = Date.now();
-  const sub = (from: number, to: number) =>
-    api.post(`/users/${userId}/subscription`, { plan_id: plan.body.plans[0].id, period_start: new Date(from).toISOString(), period_end: new Date(to).toISOString() });
+  const sub = (from: number, to: number, i = 0) =>
+    api.post(`/users/${userId}/subscription`, { plan_id: plan.body.plans[i].id, period_start: new Date(from).toISOString(), period_end: new Date(to).toISOString() });
   assert.is((await sub(now - 20 * DAY, now + 10 * DAY)).status, 200);
   const at = (ms: number, cost: number) => ({ id: randomUUID(), user_id: userId, timestamp: new Date(ms).toISOString(), cost_total: cost });
   assert.is((await api.post("/events/batch", [at(now - 5 * DAY, 1), at(now - 10 * 60_000, 2)])).status, 200);
   assert.is((await api.post("/events", { user_id: userId, cost: 4 })).status, 201);
   close((await api.get(`/users/${userId}/usage`)).body.total_cost, 7);
-  const cycle = async () => ((await api.get(`/users/${userId}/session`)).body.limits as { reason: string; used: number }[]).find((d) => d.reason === "limit:cycle")!.used;
-  close(await cycle(), 7, "the period window counts the period's events");
-  assert.is((await sub(now - HOUR, now + 30 * DAY)).status, 200);
+  const used = async (name: string) => ((await api.get(`/users/${userId}/session`)).body.limits as { reason: string; used: number }[]).find((d) => d.reason === `limit:${name}`)!.used;
+  close(await used("cycle"), 7, "the period window counts the period's events");
+  // An upgrade with fresh dates, to a plan that also limits calls a day, told an hour late.
+  assert.is((await sub(now - HOUR, now + 30 * DAY, 1)).status, 200);
   // Usage (not the session) is the first call after the change; the manual event moves too.
   close((await api.get(`/users/${userId}/usage`)).body.total_cost, 6);
-  close(await cycle(), 6, "the period window is the new period's, with the events that moved into it");
+  close(await used("cycle"), 6, "the period window is the new period's, with the events that moved into it");
+  assert.is(await used("calls"), 2, "the new plan's own window counts the calls that moved into its period");
   const lease = await api.post(`/users/${userId}/leases`, { holder: "h1", need: 1, want: 200 });
   assert.is(lease.status, 200);
   const { granted, remaining } = lease.body.lease;

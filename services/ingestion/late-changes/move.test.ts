@@ -2,7 +2,9 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import type { SubscriptionWindow } from "@meter/rules";
-import { movesEvents, periodWindowMoves, teamWindowMoves } from "./move.ts";
+import { movesEvents, periodWindowMoves, teamWindowMoves, userWindowMoves } from "./move.ts";
+import { windowShares, type WindowLimit } from "../windows/shares.ts";
+import type { UsageEventDoc } from "../store/usage-events.ts";
 
 const now = new Date("2026-12-02T05:00:00Z");
 const HOUR = 3_600_000;
@@ -45,33 +47,27 @@ const ms = (iso: string) => new Date(iso).getTime();
 const oldPeriod = { start: new Date("2026-11-01T00:00:00Z"), end: new Date("2026-12-01T00:00:00Z") };
 const newPeriod = { start: new Date("2026-11-30T12:00:00Z"), end: new Date("2026-12-30T12:00:00Z") };
 const memberEvent = (...windows: { key: string; end: number; n: number }[]) => ({ team: { windows } as never });
-const budget = { key: `spend:period|${oldPeriod.start.getTime()}`, end: oldPeriod.end.getTime(), n: 5 };
+const budget = { key: `spend:period::|${oldPeriod.start.getTime()}`, end: oldPeriod.end.getTime(), n: 5 };
 const today = { key: `spend:day|${ms("2026-11-30T00:00:00Z")}`, end: ms("2026-12-01T00:00:00Z"), n: 5 };
 const burst = { key: `tokens:rolling:60|${ms("2026-11-30T17:00:00Z")}`, end: ms("2026-11-30T19:00:00Z"), n: 50 };
 
 test("a team's window counts leave the old period's counter for the new one's, or the window document when the window began before it", () => {
   const moves = teamWindowMoves(oldPeriod, [{ counterId: "new", period: newPeriod, events: [memberEvent(budget, today, burst)] }], ms("2026-11-30T18:00:00Z"));
   assert.equal([...moves.out.values()], [{ ...budget, n: -5 }, { ...today, n: -5 }], "what the old counter held (never a rolling window)");
-  assert.equal([...moves.into.get("new")!.values()], [{ key: `spend:period|${newPeriod.start.getTime()}`, end: newPeriod.end.getTime(), n: 5 }], "the period window is the new period's");
+  assert.equal([...moves.into.get("new")!.values()], [{ key: `spend:period::|${newPeriod.start.getTime()}`, end: newPeriod.end.getTime(), n: 5 }], "the period window is the new period's");
   assert.equal([...moves.doc.values()], [today], "today's window began before the new period: the window document counts it");
 });
 
 test("a period window that ended with the old period is still the new period's: counted there, nothing taken from the ended entry", () => {
   const moves = teamWindowMoves(oldPeriod, [{ counterId: "new", period: newPeriod, events: [memberEvent(budget, today)] }], ms("2026-12-01T00:03:00Z"));
   assert.is(moves.out.size, 0);
-  assert.equal([...moves.into.get("new")!.values()], [{ key: `spend:period|${newPeriod.start.getTime()}`, end: newPeriod.end.getTime(), n: 5 }]);
+  assert.equal([...moves.into.get("new")!.values()], [{ key: `spend:period::|${newPeriod.start.getTime()}`, end: newPeriod.end.getTime(), n: 5 }]);
   assert.is(moves.doc.size, 0, "yesterday's window gates nothing any more");
 });
 
 const seat = (team: string) => ({ ...budget, key: `team:${team}:${budget.key}`, n: 2 });
 const userEvent = (user_id: string, ...windows: { key: string; end: number; n: number }[]) => ({ user_id, windows });
-const newBudget = (prefix: string, n: number) => ({ key: `${prefix}spend:period|${newPeriod.start.getTime()}`, end: newPeriod.end.getTime(), n });
-
-test("a user's own period window counts go to the field its new period names; other windows and member-scope ones stay", () => {
-  const moves = periodWindowMoves(oldPeriod, [{ period: newPeriod, events: [userEvent("ann", budget, today, seat("t1")), userEvent("ann", budget)] }], ms("2026-11-30T18:00:00Z"), "");
-  assert.equal([...moves.keys()], ["ann"]);
-  assert.equal([...moves.get("ann")!.values()], [{ ...budget, n: -10 }, newBudget("", 10)]);
-});
+const newBudget = (prefix: string, n: number) => ({ key: `${prefix}spend:period::|${newPeriod.start.getTime()}`, end: newPeriod.end.getTime(), n });
 
 test("a team's move takes each member's member-scope period window counts to the team's new period, in that member's document", () => {
   const moves = periodWindowMoves(oldPeriod, [{ period: newPeriod, events: [userEvent("ann", budget, seat("t1")), userEvent("bob", seat("t1"), seat("t2"))] }], ms("2026-11-30T18:00:00Z"), "team:t1:");
@@ -80,10 +76,56 @@ test("a team's move takes each member's member-scope period window counts to the
 });
 
 test("an ended old entry is left alone; a new one that ended gets nothing", () => {
-  const after = periodWindowMoves(oldPeriod, [{ period: newPeriod, events: [userEvent("ann", budget)] }], ms("2026-12-01T00:03:00Z"), "");
-  assert.equal([...after.get("ann")!.values()], [newBudget("", 5)]);
-  const ended = periodWindowMoves(oldPeriod, [{ period: oldPeriod, events: [] }, { period: { start: new Date(ms("2026-11-20T00:00:00Z")), end: new Date(ms("2026-11-30T00:00:00Z")) }, events: [userEvent("ann", budget)] }], ms("2026-11-30T18:00:00Z"), "");
-  assert.equal([...ended.get("ann")!.values()], [{ ...budget, n: -5 }]);
+  const after = periodWindowMoves(oldPeriod, [{ period: newPeriod, events: [userEvent("ann", seat("t1"))] }], ms("2026-12-01T00:03:00Z"), "team:t1:");
+  assert.equal([...after.get("ann")!.values()], [newBudget("team:t1:", 2)]);
+  const earlier = { start: new Date(ms("2026-11-20T00:00:00Z")), end: new Date(ms("2026-11-30T00:00:00Z")) };
+  const ended = periodWindowMoves(oldPeriod, [{ period: earlier, events: [userEvent("ann", seat("t1"))] }], ms("2026-11-30T18:00:00Z"), "team:t1:");
+  assert.equal([...ended.get("ann")!.values()], [{ ...seat("t1"), n: -2 }]);
+});
+
+// A user's own windows: as the old period's plan counted the event, then as the new period's plan counts it.
+const limit = (name: string, fields: Partial<WindowLimit>): WindowLimit => ({
+  name, metric: "spend", max: 100, window: "period", duration_minutes: null, model: null, soft_gate_at: null, hard_gate_at: null, scope: null, ...fields,
+});
+const basic = { limits: [limit("daily", { window: "day" }), limit("cycle", {})], timeZone: "UTC" };
+const pro = { limits: [limit("daily", { window: "day", max: 500 }), limit("cycle", { max: 1000 }), limit("tokens", { metric: "tokens", window: "period" })], timeZone: "UTC" };
+const arrived = ms("2026-11-30T17:00:00Z");
+/** A $2 event of 30 tokens stamped at 16:00, stored as `plan` counted it in `period` on arrival. */
+const stored = (plan: typeof basic | null, counter_id: string, extra: { key: string; end: number; n: number }[] = []) => {
+  const e = { timestamp: new Date(ms("2026-11-30T16:00:00Z")), model: "gpt-4o", input_tokens: 10, output_tokens: 20, cost_total: 2, counter_id };
+  return { ...e, windows: [...(windowShares(plan, oldPeriod, e, new Date(arrived)) ?? []), ...extra] } as unknown as UsageEventDoc;
+};
+const fromOld = (plan: typeof basic | null) => ({ ...oldPeriod, plan });
+const evening = new Date(ms("2026-11-30T18:00:00Z"));
+const into = (plan: typeof basic | null, ...events: UsageEventDoc[]) => [{ period: { ...newPeriod, subscription: null, calendar: false }, plan: plan as never, events }];
+
+test("a user's own period window counts go to the field its new period names; its day window stays; member-scope shares stay", () => {
+  const moves = userWindowMoves(fromOld(basic), "old", into(basic, stored(basic, "old", [seat("t1")])), evening);
+  assert.equal([...moves.values()], [
+    { key: `spend:period::|${oldPeriod.start.getTime()}`, end: oldPeriod.end.getTime(), n: -2e9 },
+    { key: `spend:period::|${newPeriod.start.getTime()}`, end: newPeriod.end.getTime(), n: 2e9 },
+  ]);
+});
+
+test("a late upgrade counts the moved events in the limits only the new plan has", () => {
+  const moves = userWindowMoves(fromOld(null), "old", into(pro, stored(null, "old")), evening);
+  const keys = [...moves.values()].map((s) => [s.key.split("|")[0], s.n]);
+  assert.equal(keys, [["spend:day::", 2e9], ["spend:period::", 2e9], ["tokens:period::", 30]]);
+});
+
+test("an event an earlier move brought in leaves what the old period's plan counted, not its stored shares", () => {
+  // Stored in a period before `oldPeriod` (its stored fields name that one); now moving on again.
+  const e = stored(basic, "older");
+  const moves = userWindowMoves(fromOld(basic), "old", into(basic, e), evening);
+  assert.equal([...moves.values()].map((s) => [s.key, s.n]), [
+    [`spend:period::|${oldPeriod.start.getTime()}`, -2e9],
+    [`spend:period::|${newPeriod.start.getTime()}`, 2e9],
+  ]);
+});
+
+test("a user's entries that ended are left alone: nothing taken from the old period's after it ended", () => {
+  const moves = userWindowMoves(fromOld(basic), "old", into(basic, stored(basic, "old")), new Date(ms("2026-12-01T00:03:00Z")));
+  assert.equal([...moves.values()].map((s) => [s.key, s.n]), [[`spend:period::|${newPeriod.start.getTime()}`, 2e9]], "yesterday's day window and the old period gate nothing");
 });
 
 test.run();

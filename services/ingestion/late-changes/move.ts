@@ -13,7 +13,7 @@ import { arrivalList, listId, teamListKey, type ArrivalStore } from "./arrivals.
 import { moveDrawn, type AccountDeps } from "../credits/settle.ts";
 import { teamOwner, userOwner } from "../credits/account.ts";
 import { inPeriodWindow, memberPrefix, periodShare, poolCounterId } from "../teams/shares.ts";
-import { windowDocId, type WindowDelta, type WindowShare } from "../windows/shares.ts";
+import { windowDocId, windowShares, type WindowDelta, type WindowPlan, type WindowShare } from "../windows/shares.ts";
 import type { WindowStore } from "../windows/store.ts";
 import { teamCountable } from "../teams/count.ts";
 
@@ -133,13 +133,20 @@ function periodOf(
   productId: string,
   owner: Owner,
   t: Date,
-): { counterId: string; period: BillingPeriod; limit: Pick<UsageEventDoc, "plan_name" | "spend_limit">; poolPays?: (e: UsageEventDoc) => boolean } | null {
+): {
+  counterId: string;
+  period: BillingPeriod;
+  limit: Pick<UsageEventDoc, "plan_name" | "spend_limit">;
+  /** A user's plan in that period (its windows count the event there). */
+  plan?: PlanInfo | null;
+  poolPays?: (e: UsageEventDoc) => boolean;
+} | null {
   if (owner.kind === "team") {
     const a = teamAt(productId, owner.team, t);
     return a && { counterId: a.counterId, period: a.period, limit: { plan_name: a.plan.name, spend_limit: null }, poolPays: poolPaysUnder(a.plan) };
   }
   const a = attribute(productId, owner.id, owner.user, t);
-  return { counterId: a.counterId, period: a.period, limit: { plan_name: a.plan?.name ?? null, spend_limit: a.plan?.maxSpendPerPeriod ?? null } };
+  return { counterId: a.counterId, period: a.period, limit: { plan_name: a.plan?.name ?? null, spend_limit: a.plan?.maxSpendPerPeriod ?? null }, plan: a.plan };
 }
 
 /** Whether a team plan's pool pays a member's event whole, as teams/shares.ts addTeamShare decides `direct`: the team plan draws credits and the member's own plan does not. */
@@ -308,11 +315,16 @@ async function move(deps: MoveDeps, productId: string, entry: Entry, byId: Reado
     for (const [id, add] of w.into) periods.find((p) => p.delta.id === id)!.delta.windows = add;
     windowDoc.add = w.doc;
   }
-  // `period` windows counted in users' window documents: a user's own, or for a team the
-  // members' member-scope ones; their field is named by the period's start.
-  const userDocs = [...periodWindowMoves(window, [...going.values()], now.getTime(), owner.kind === "user" ? "" : memberPrefix(owner.id))].map(
-    ([userId, add]): WindowDelta => ({ id: windowDocId(productId, userId), productId, userId, add, unleased: true }),
-  );
+  // Window counts in users' window documents: a user's own windows count the events as its new
+  // period's plan does; for a team, its members' member-scope `period` windows take the new
+  // period's field.
+  const userWindows =
+    owner.kind === "user"
+      ? new Map([[owner.id, userWindowMoves({ ...window, plan: window.planId === undefined ? null : (owner.user.plans.get(window.planId) ?? null) }, from, [...going.values()], now)]])
+      : periodWindowMoves(window, [...going.values()], now.getTime(), memberPrefix(owner.id));
+  const userDocs = [...userWindows]
+    .filter(([, add]) => add.size > 0)
+    .map(([userId, add]): WindowDelta => ({ id: windowDocId(productId, userId), productId, userId, add, unleased: true }));
   const job = `mv_${createHash("sha256").update(`${list._id}\n${JSON.stringify(list.ids)}`).digest("hex").slice(0, 32)}`;
   const limited = periods.filter((p) => hasThresholds(p.limit.spend_limit));
   const added = [out, ...periods.map((p) => p.delta), ...monthDeltas, ...(poolOut ? [poolOut] : []), ...poolsIn];
@@ -415,11 +427,42 @@ export function teamWindowMoves(
 }
 
 /**
- * Where the `period` window counts of moved events go in users' window documents (pure), by user:
- * each moved event's share of a `period` window leaves the field its old period named (unless
- * that entry ended) and goes to its new period's (unless that one ended too). `prefix` picks the
- * shares: "" a user's own windows, a team's memberPrefix its member-scope ones (their period is
- * the team's). Other windows are the same in every period and stay.
+ * How a user's window document changes when its events move (pure): each moved event leaves the
+ * fields its old period counted it in (the shares stored when it arrived there; for one an
+ * earlier move brought in, its shares as the old period's plan counts it) and goes to those the
+ * new period's plan counts it in. So a `period` window takes the new period's field, and a limit
+ * only the new plan has (a late upgrade) counts what moved into its period. An entry that ended
+ * gates nothing: nothing is taken from or added to it. Member-scope shares (a team's) stay.
+ */
+export function userWindowMoves(
+  from: { start: Date; end: Date; plan: WindowPlan | null },
+  fromCounterId: string,
+  groups: readonly { period: BillingPeriod; plan?: WindowPlan | null; events: readonly UsageEventDoc[] }[],
+  now: Date,
+): Map<string, WindowShare> {
+  const out = new Map<string, WindowShare>();
+  const add = (s: WindowShare, sign: number) => {
+    if (s.end <= now.getTime()) return;
+    const prev = out.get(s.key);
+    out.set(s.key, { key: s.key, end: s.end, n: (prev?.n ?? 0) + sign * s.n });
+  };
+  for (const g of groups) {
+    for (const e of g.events) {
+      // A user's own keys begin with a metric, a member-scope one with "team:" (teams/shares.ts memberPrefix).
+      const held = e.counter_id === fromCounterId ? (e.windows ?? []).filter((s) => !s.key.startsWith("team:")) : (windowShares(from.plan, from, e, now) ?? []);
+      for (const s of held) add(s, -1);
+      for (const s of windowShares(g.plan ?? null, g.period, e, now) ?? []) add(s, 1);
+    }
+  }
+  for (const [k, s] of out) if (s.n === 0) out.delete(k);
+  return out;
+}
+
+/**
+ * Where the member-scope `period` window counts of a team's moved events go in its members'
+ * window documents (pure), by member: a share of a `period` window (the team's period) leaves the
+ * field its old period named (unless that entry ended) and goes to its new period's (unless
+ * that one ended too). `prefix` is the team's memberPrefix; other shares stay.
  */
 export function periodWindowMoves(
   from: { start: Date; end: Date },
@@ -438,8 +481,7 @@ export function periodWindowMoves(
   for (const g of groups) {
     for (const e of g.events) {
       for (const stored of e.windows ?? []) {
-        // A user's own keys begin with a metric, a member-scope one with "team:" (teams/shares.ts memberPrefix).
-        if (prefix === "" ? stored.key.startsWith("team:") : !stored.key.startsWith(prefix)) continue;
+        if (!stored.key.startsWith(prefix)) continue;
         const share = { ...stored, key: stored.key.slice(prefix.length) };
         const held = periodShare(share, from);
         if (held === share) continue;

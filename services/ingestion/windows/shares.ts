@@ -5,7 +5,6 @@
  * amount (spend in nano-dollars, input + output tokens, 1 request). Pure functions, no I/O.
  */
 import { bucketExpiresAt, calendarWindow, dimensionKey, rollingBucket, toNano, type Metric, type Span } from "@meter/rules";
-import type { BillingPeriod } from "@meter/rules";
 import type { PlanLimit } from "@meter/lib/plan-limits";
 import { encodeKey } from "../domain/field-keys.ts";
 
@@ -66,7 +65,7 @@ export interface CountedEvent {
  * share counters), leaving out windows that ended by `now`: they gate nothing any more.
  * Undefined when the plan has no limits, so events of plans without windows stay as they were.
  */
-export function windowShares(plan: WindowPlan | null, period: BillingPeriod, e: CountedEvent, now: Date): WindowShare[] | undefined {
+export function windowShares(plan: WindowPlan | null, period: { start: Date; end: Date }, e: CountedEvent, now: Date): WindowShare[] | undefined {
   if (!plan || plan.limits.length === 0) return undefined;
   const t = e.timestamp.getTime();
   const out = new Map<string, WindowShare>();
