@@ -87,12 +87,17 @@ test("an ended old entry is left alone; a new one that ended gets nothing", () =
 const limit = (name: string, fields: Partial<WindowLimit>): WindowLimit => ({
   name, metric: "spend", max: 100, window: "period", duration_minutes: null, model: null, soft_gate_at: null, hard_gate_at: null, scope: null, ...fields,
 });
-const basic = { limits: [limit("daily", { window: "day" }), limit("cycle", {})], timeZone: "UTC" };
-const pro = { limits: [limit("daily", { window: "day", max: 500 }), limit("cycle", { max: 1000 }), limit("tokens", { metric: "tokens", window: "period" })], timeZone: "UTC" };
+const pricing = { cost_rates: { "gpt-4o": { input: 1, output: 1 } }, model_limits: {}, tool_costs: {}, default_tool_cost: 0 };
+const basic = { limits: [limit("daily", { window: "day" }), limit("cycle", {})], timeZone: "UTC", pricing };
+const pro = {
+  limits: [limit("daily", { window: "day", max: 500 }), limit("cycle", { max: 1000 }), limit("tokens", { metric: "tokens", window: "period" }), limit("4o", { metric: "tokens", window: "period", model: "gpt-4o", max: 50 })],
+  timeZone: "UTC",
+  pricing,
+};
 const arrived = ms("2026-11-30T17:00:00Z");
 /** A $2 event of 30 tokens stamped at 16:00, stored as `plan` counted it in `period` on arrival. */
-const stored = (plan: typeof basic | null, counter_id: string, extra: { key: string; end: number; n: number }[] = []) => {
-  const e = { timestamp: new Date(ms("2026-11-30T16:00:00Z")), model: "gpt-4o", input_tokens: 10, output_tokens: 20, cost_total: 2, counter_id };
+const stored = (plan: typeof basic | null, counter_id: string, extra: { key: string; end: number; n: number }[] = [], model = "gpt-4o") => {
+  const e = { timestamp: new Date(ms("2026-11-30T16:00:00Z")), model, input_tokens: 10, output_tokens: 20, cost_total: 2, counter_id };
   return { ...e, windows: [...(windowShares(plan, oldPeriod, e, new Date(arrived)) ?? []), ...extra] } as unknown as UsageEventDoc;
 };
 const fromOld = (plan: typeof basic | null) => ({ ...oldPeriod, plan });
@@ -107,10 +112,11 @@ test("a user's own period window counts go to the field its new period names; it
   ]);
 });
 
-test("a late upgrade counts the moved events in the limits only the new plan has", () => {
-  const moves = userWindowMoves(fromOld(null), "old", into(pro, stored(null, "old")), evening);
+test("a late upgrade counts the moved events in the limits only the new plan has, naming the model as the new plan does", () => {
+  // Stored under no plan, so with the model's name as sent: the new plan's limit on gpt-4o counts it.
+  const moves = userWindowMoves(fromOld(null), "old", into(pro, stored(null, "old", [], "gpt-4o-2024-08-06")), evening);
   const keys = [...moves.values()].map((s) => [s.key.split("|")[0], s.n]);
-  assert.equal(keys, [["spend:day::", 2e9], ["spend:period::", 2e9], ["tokens:period::", 30]]);
+  assert.equal(keys, [["spend:day::", 2e9], ["spend:period::", 2e9], ["tokens:period::", 30], ["tokens:period::gpt-4o", 30]]);
 });
 
 test("an event an earlier move brought in leaves what the old period's plan counted, not its stored shares", () => {

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import pMap from "p-map";
 import type { KnownTeam, KnownUser, PlanInfo } from "../adapters/plans.ts";
-import { calendarMonth, hasThresholds, periodAt, toNano, type BillingPeriod, type SubscriptionWindow } from "@meter/rules";
+import { calendarMonth, hasThresholds, normalizeModel, periodAt, toNano, type BillingPeriod, type SubscriptionWindow } from "@meter/rules";
 import { attribute, teamAt } from "../domain/attribution.ts";
 import { counterId, monthCounterId } from "../domain/counter-ids.ts";
 import { negate, plus, sum, type Countable } from "../domain/totals.ts";
@@ -426,6 +426,9 @@ export function teamWindowMoves(
   return { out, into, doc };
 }
 
+/** What of a plan counts an event in its windows: its limits, time zone and model names. */
+type CountingPlan = WindowPlan & Pick<PlanInfo, "pricing">;
+
 /**
  * How a user's window document changes when its events move (pure): each moved event leaves the
  * fields its old period counted it in (the shares stored when it arrived there; for one an
@@ -435,11 +438,14 @@ export function teamWindowMoves(
  * gates nothing: nothing is taken from or added to it. Member-scope shares (a team's) stay.
  */
 export function userWindowMoves(
-  from: { start: Date; end: Date; plan: WindowPlan | null },
+  from: { start: Date; end: Date; plan: CountingPlan | null },
   fromCounterId: string,
-  groups: readonly { period: BillingPeriod; plan?: WindowPlan | null; events: readonly UsageEventDoc[] }[],
+  groups: readonly { period: BillingPeriod; plan?: CountingPlan | null; events: readonly UsageEventDoc[] }[],
   now: Date,
 ): Map<string, WindowShare> {
+  // As on arrival (usage/record.ts), a limit on a model meets the event's model as the plan names it.
+  const shares = (plan: CountingPlan | null, period: { start: Date; end: Date }, e: UsageEventDoc) =>
+    plan ? (windowShares(plan, period, { ...e, model: e.model === null ? null : normalizeModel(e.model, plan.pricing) }, now) ?? []) : [];
   const out = new Map<string, WindowShare>();
   const add = (s: WindowShare, sign: number) => {
     if (s.end <= now.getTime()) return;
@@ -449,9 +455,9 @@ export function userWindowMoves(
   for (const g of groups) {
     for (const e of g.events) {
       // A user's own keys begin with a metric, a member-scope one with "team:" (teams/shares.ts memberPrefix).
-      const held = e.counter_id === fromCounterId ? (e.windows ?? []).filter((s) => !s.key.startsWith("team:")) : (windowShares(from.plan, from, e, now) ?? []);
+      const held = e.counter_id === fromCounterId ? (e.windows ?? []).filter((s) => !s.key.startsWith("team:")) : shares(from.plan, from, e);
       for (const s of held) add(s, -1);
-      for (const s of windowShares(g.plan ?? null, g.period, e, now) ?? []) add(s, 1);
+      for (const s of shares(g.plan ?? null, g.period, e)) add(s, 1);
     }
   }
   for (const [k, s] of out) if (s.n === 0) out.delete(k);
