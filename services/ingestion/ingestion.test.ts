@@ -525,10 +525,21 @@ t("an event counted under the old history after the change was applied moves wit
 
 t("new team dates recorded late move the members' events into the team's new period; the members' own counters stay", async ({ stack, mongo }) => {
   const { api, productId } = await stack.newProduct();
-  const plans = await api.post("/config/plans", { plans: [{ name: "member" }, { name: "team", max_spend_per_period: 100, limits: [{ name: "daily", metric: "spend", max: 50, window: "day" }, { name: "budget", metric: "spend", max: 80, window: "period" }, { name: "seat", metric: "spend", max: 40, window: "period", scope: "member" }] }] });
-  const [memberPlan, teamPlan] = plans.body.plans.map((p: { id: string }) => p.id);
+  const teamLimits = [
+    { name: "daily", metric: "spend", max: 50, window: "day" },
+    { name: "budget", metric: "spend", max: 80, window: "period" },
+    { name: "seat", metric: "spend", max: 40, window: "period", scope: "member" },
+  ];
+  const plans = await api.post("/config/plans", {
+    plans: [
+      { name: "member" },
+      { name: "team", max_spend_per_period: 100, limits: teamLimits },
+      { name: "team-plus", max_spend_per_period: 100, limits: [...teamLimits, { name: "calls", metric: "requests", max: 1000, window: "day" }] },
+    ],
+  });
+  const [memberPlan, teamPlan, teamPlus] = plans.body.plans.map((p: { id: string }) => p.id);
   const teamId = `acme-${randomUUID()}`;
-  const dates = (from: number, to: number) => ({ plan_id: teamPlan, period_start: new Date(from).toISOString(), period_end: new Date(to).toISOString() });
+  const dates = (from: number, to: number, plan_id = teamPlan) => ({ plan_id, period_start: new Date(from).toISOString(), period_end: new Date(to).toISOString() });
   assert.is((await api.post("/teams", { external_team_id: teamId, name: "Acme" })).status, 201);
   const joined = Date.now();
   assert.is((await api.post(`/teams/${teamId}/subscription`, dates(joined - 20 * DAY, joined + 10 * DAY))).status, 200);
@@ -553,10 +564,10 @@ t("new team dates recorded late move the members' events into the team's new per
   close(await daily(ann), 6, "today's window, counted in the team's period counter");
   close(await used(ann, "team:limit:budget"), 6, "the period's window");
   close(await used(ann, "team:limit:seat"), 2, "the member's share of the period");
-  // The team's upgrade began two days before its members joined (before today's window began);
-  // the billing system tells us only now.
+  // The team's upgrade (to a plan that also limits calls a day) began two days before its members
+  // joined (before today's window began); the billing system tells us only now.
   const start = new Date(joined - 2 * DAY).toISOString();
-  assert.is((await api.post(`/teams/${teamId}/subscription`, dates(joined - 2 * DAY, joined + 30 * DAY))).status, 200);
+  assert.is((await api.post(`/teams/${teamId}/subscription`, dates(joined - 2 * DAY, joined + 30 * DAY, teamPlus))).status, 200);
   // A read about the team is the first call after the change.
   const usage = await teamUsage();
   close(usage.total_cost, 6, "the new period holds both events");
@@ -570,6 +581,7 @@ t("new team dates recorded late move the members' events into the team's new per
   close(await used(bob, "team:limit:budget"), 6, "the new period's window holds them");
   close(await used(bob, "team:limit:seat"), 4, "a member's period window is the team's new period's, with the member's events in it");
   close(await used(ann, "team:limit:seat"), 2);
+  assert.is(await used(bob, "team:limit:calls"), 2, "the new plan's own window counts the calls that moved into its period");
   close((await teamUsage(month)).total_cost, 6, "calendar months are by timestamp: unchanged");
   close((await api.get(`/users/${bob}/usage`)).body.total_cost, 4, "a member's own usage is its own");
 
@@ -583,6 +595,7 @@ t("new team dates recorded late move the members' events into the team's new per
   close(await daily(ann), 7, "today's window once");
   close(await used(ann, "team:limit:budget"), 7);
   close(await used(ann, "team:limit:seat"), 3, "the member's period window once");
+  assert.is(await used(ann, "team:limit:calls"), 3);
 });
 
 /**

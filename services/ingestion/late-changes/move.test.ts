@@ -2,7 +2,10 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import type { SubscriptionWindow } from "@meter/rules";
-import { movesEvents, periodWindowMoves, teamWindowMoves, userWindowMoves } from "./move.ts";
+import { movesEvents, teamWindowMoves, userWindowMoves } from "./move.ts";
+import type { KnownTeam, PlanInfo } from "../adapters/plans.ts";
+import type { TeamAttribution } from "../domain/attribution.ts";
+import { addTeamShare } from "../teams/shares.ts";
 import { windowShares, type WindowLimit } from "../windows/shares.ts";
 import type { UsageEventDoc } from "../store/usage-events.ts";
 
@@ -46,41 +49,70 @@ test("a subscription whose dates begin after the horizon moves nothing yet", () 
 const ms = (iso: string) => new Date(iso).getTime();
 const oldPeriod = { start: new Date("2026-11-01T00:00:00Z"), end: new Date("2026-12-01T00:00:00Z") };
 const newPeriod = { start: new Date("2026-11-30T12:00:00Z"), end: new Date("2026-12-30T12:00:00Z") };
-const memberEvent = (...windows: { key: string; end: number; n: number }[]) => ({ team: { windows } as never });
-const budget = { key: `spend:period::|${oldPeriod.start.getTime()}`, end: oldPeriod.end.getTime(), n: 5 };
-const today = { key: `spend:day|${ms("2026-11-30T00:00:00Z")}`, end: ms("2026-12-01T00:00:00Z"), n: 5 };
-const burst = { key: `tokens:rolling:60|${ms("2026-11-30T17:00:00Z")}`, end: ms("2026-11-30T19:00:00Z"), n: 50 };
 
-test("a team's window counts leave the old period's counter for the new one's, or the window document when the window began before it", () => {
-  const moves = teamWindowMoves(oldPeriod, [{ counterId: "new", period: newPeriod, events: [memberEvent(budget, today, burst)] }], ms("2026-11-30T18:00:00Z"));
-  assert.equal([...moves.out.values()], [{ ...budget, n: -5 }, { ...today, n: -5 }], "what the old counter held (never a rolling window)");
-  assert.equal([...moves.into.get("new")!.values()], [{ key: `spend:period::|${newPeriod.start.getTime()}`, end: newPeriod.end.getTime(), n: 5 }], "the period window is the new period's");
-  assert.equal([...moves.doc.values()], [today], "today's window began before the new period: the window document counts it");
+// A team's windows: the team-scope ones in its period counters or window document, the
+// member-scope ones in each member's window document.
+const teamLimit = (name: string, fields: Partial<WindowLimit>): WindowLimit => ({
+  name, metric: "spend", max: 100, window: "period", duration_minutes: null, model: null, soft_gate_at: null, hard_gate_at: null, scope: null, ...fields,
+});
+const teamPlan = (id: string, limits: WindowLimit[]): PlanInfo => ({
+  id, name: id, maxSpendPerPeriod: 100, softGateAt: 0.8, hardGateAt: 1, modelLimits: {}, costRates: {}, toolCosts: {}, defaultToolCost: 0,
+  sessionTimeoutMinutes: 30, preCallEstimate: false, preCallBufferTokens: 0,
+  pricing: { cost_rates: { "gpt-4o": { input: 1, output: 1 } }, model_limits: {}, default_cost_rate: null, tool_costs: {}, default_tool_cost: 0 },
+  limits, timeZone: "UTC", creditsEnabled: false,
+});
+const teamLimits = [
+  teamLimit("budget", {}),
+  teamLimit("daily", { window: "day" }),
+  teamLimit("burst", { metric: "tokens", window: "rolling", duration_minutes: 60 }),
+  teamLimit("seat", { scope: "member" }),
+];
+const team1 = teamPlan("team", teamLimits);
+const upgraded = teamPlan("upgraded", [...teamLimits, teamLimit("calls", { metric: "requests", window: "day" })]);
+const acme: KnownTeam = { id: "t1", externalTeamId: "acme", name: "Acme", subscriptions: [], plans: new Map([[team1.id, team1], [upgraded.id, upgraded]]) };
+const attributed = (counterId: string, p: { start: Date; end: Date }, plan = team1): TeamAttribution => ({ team: acme, plan, counterId, period: { ...p, subscription: null, calendar: false } });
+/** A member's $2 event of 30 tokens stamped at 16:00, stored as the team's `a` counted it on arrival at 17:00. */
+const memberEvent = (user_id: string, a: TeamAttribution) => {
+  const e = { user_id, timestamp: new Date(ms("2026-11-30T16:00:00Z")), model: "gpt-4o", input_tokens: 10, output_tokens: 20, cost_total: 2 } as unknown as UsageEventDoc;
+  addTeamShare(e, a, "gpt-4o", new Date(ms("2026-11-30T17:00:00Z")));
+  return e;
+};
+const key = (dimension: string, start: number | Date) => `${dimension}|${new Date(start).getTime()}`;
+const nCounts = (m: Map<string, { n: number }> | undefined) => [...(m ?? new Map()).entries()].map(([k, v]) => [k, v.n]);
+const oldTeam = attributed("old", oldPeriod);
+const newTeam = attributed("new", newPeriod);
+const from = (team: TeamAttribution | null = oldTeam) => ({ counterId: "old", ...oldPeriod, team });
+const nov30 = ms("2026-11-30T00:00:00Z");
+
+test("a team's window counts leave the old period's counter for the new one's, or the window document for a window that began before the new period", () => {
+  const moves = teamWindowMoves(from(), [{ team: newTeam, events: [memberEvent("ann", oldTeam)] }], new Date(ms("2026-11-30T18:00:00Z")));
+  assert.equal(nCounts(moves.out), [[key("spend:period::", oldPeriod.start), -2e9], [key("spend:day::", nov30), -2e9]], "what the old counter held (never a rolling window)");
+  assert.equal(nCounts(moves.into.get("new")), [[key("spend:period::", newPeriod.start), 2e9]], "the period window is the new period's");
+  assert.equal(nCounts(moves.doc), [[key("spend:day::", nov30), 2e9]], "today began before the new period: the window document counts it; the rolling window stays where it is");
+  assert.equal(nCounts(moves.members.get("ann")), [[`team:t1:${key("spend:period::", oldPeriod.start)}`, -2e9], [`team:t1:${key("spend:period::", newPeriod.start)}`, 2e9]], "the member's seat of the team's period");
 });
 
-test("a period window that ended with the old period is still the new period's: counted there, nothing taken from the ended entry", () => {
-  const moves = teamWindowMoves(oldPeriod, [{ counterId: "new", period: newPeriod, events: [memberEvent(budget, today)] }], ms("2026-12-01T00:03:00Z"));
+test("a period window that ended with the old period is still the new period's: counted there, nothing taken from the ended entries", () => {
+  const moves = teamWindowMoves(from(), [{ team: newTeam, events: [memberEvent("ann", oldTeam)] }], new Date(ms("2026-12-01T00:03:00Z")));
   assert.is(moves.out.size, 0);
-  assert.equal([...moves.into.get("new")!.values()], [{ key: `spend:period::|${newPeriod.start.getTime()}`, end: newPeriod.end.getTime(), n: 5 }]);
+  assert.equal(nCounts(moves.into.get("new")), [[key("spend:period::", newPeriod.start), 2e9]]);
   assert.is(moves.doc.size, 0, "yesterday's window gates nothing any more");
+  assert.equal(nCounts(moves.members.get("ann")), [[`team:t1:${key("spend:period::", newPeriod.start)}`, 2e9]]);
 });
 
-const seat = (team: string) => ({ ...budget, key: `team:${team}:${budget.key}`, n: 2 });
-const userEvent = (user_id: string, ...windows: { key: string; end: number; n: number }[]) => ({ user_id, windows });
-const newBudget = (prefix: string, n: number) => ({ key: `${prefix}spend:period::|${newPeriod.start.getTime()}`, end: newPeriod.end.getTime(), n });
-
-test("a team's move takes each member's member-scope period window counts to the team's new period, in that member's document", () => {
-  const moves = periodWindowMoves(oldPeriod, [{ period: newPeriod, events: [userEvent("ann", budget, seat("t1")), userEvent("bob", seat("t1"), seat("t2"))] }], ms("2026-11-30T18:00:00Z"), "team:t1:");
-  assert.equal([...moves.get("ann")!.values()], [{ ...seat("t1"), n: -2 }, newBudget("team:t1:", 2)], "the member's own period window is not the team's");
-  assert.equal([...moves.get("bob")!.values()], [{ ...seat("t1"), n: -2 }, newBudget("team:t1:", 2)], "another team's window stays");
+test("a team's late upgrade counts the moved events in the limits only its new plan has", () => {
+  const moves = teamWindowMoves(from(), [{ team: attributed("new", newPeriod, upgraded), events: [memberEvent("ann", oldTeam)] }], new Date(ms("2026-11-30T18:00:00Z")));
+  assert.equal(nCounts(moves.doc), [[key("spend:day::", nov30), 2e9], [key("requests:day::", nov30), 1]]);
 });
 
-test("an ended old entry is left alone; a new one that ended gets nothing", () => {
-  const after = periodWindowMoves(oldPeriod, [{ period: newPeriod, events: [userEvent("ann", seat("t1"))] }], ms("2026-12-01T00:03:00Z"), "team:t1:");
-  assert.equal([...after.get("ann")!.values()], [newBudget("team:t1:", 2)]);
-  const earlier = { start: new Date(ms("2026-11-20T00:00:00Z")), end: new Date(ms("2026-11-30T00:00:00Z")) };
-  const ended = periodWindowMoves(oldPeriod, [{ period: earlier, events: [userEvent("ann", seat("t1"))] }], ms("2026-11-30T18:00:00Z"), "team:t1:");
-  assert.equal([...ended.get("ann")!.values()], [{ ...seat("t1"), n: -2 }]);
+test("an event an earlier move brought in leaves what the old period's plan counts; with that plan unknown, nothing", () => {
+  const brought = memberEvent("ann", attributed("older", { start: new Date(ms("2026-10-01T00:00:00Z")), end: oldPeriod.end }));
+  const evening = new Date(ms("2026-11-30T18:00:00Z"));
+  const known = teamWindowMoves(from(), [{ team: newTeam, events: [brought] }], evening);
+  assert.equal(nCounts(known.out), [[key("spend:period::", oldPeriod.start), -2e9], [key("spend:day::", nov30), -2e9]]);
+  const unknown = teamWindowMoves(from(null), [{ team: newTeam, events: [brought] }], evening);
+  assert.is(unknown.out.size, 0);
+  assert.equal(nCounts(unknown.into.get("new")), [[key("spend:period::", newPeriod.start), 2e9]]);
 });
 
 // A user's own windows: as the old period's plan counted the event, then as the new period's plan counts it.
@@ -105,7 +137,7 @@ const evening = new Date(ms("2026-11-30T18:00:00Z"));
 const into = (plan: typeof basic | null, ...events: UsageEventDoc[]) => [{ period: { ...newPeriod, subscription: null, calendar: false }, plan: plan as never, events }];
 
 test("a user's own period window counts go to the field its new period names; its day window stays; member-scope shares stay", () => {
-  const moves = userWindowMoves(fromOld(basic), "old", into(basic, stored(basic, "old", [seat("t1")])), evening);
+  const moves = userWindowMoves(fromOld(basic), "old", into(basic, stored(basic, "old", [{ key: `team:t1:${key("spend:period::", oldPeriod.start)}`, end: oldPeriod.end.getTime(), n: 2 }])), evening);
   assert.equal([...moves.values()], [
     { key: `spend:period::|${oldPeriod.start.getTime()}`, end: oldPeriod.end.getTime(), n: -2e9 },
     { key: `spend:period::|${newPeriod.start.getTime()}`, end: newPeriod.end.getTime(), n: 2e9 },

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import pMap from "p-map";
 import type { KnownTeam, KnownUser, PlanInfo } from "../adapters/plans.ts";
 import { calendarMonth, hasThresholds, normalizeModel, periodAt, toNano, type BillingPeriod, type SubscriptionWindow } from "@meter/rules";
-import { attribute, teamAt } from "../domain/attribution.ts";
+import { attribute, teamAt, type TeamAttribution } from "../domain/attribution.ts";
 import { counterId, monthCounterId } from "../domain/counter-ids.ts";
 import { negate, plus, sum, type Countable } from "../domain/totals.ts";
 import type { CounterDelta } from "../domain/counter-delta.ts";
@@ -12,7 +12,7 @@ import { recordCrossings, type CrossingDeps } from "../thresholds/crossings.ts";
 import { arrivalList, listId, teamListKey, type ArrivalStore } from "./arrivals.ts";
 import { moveDrawn, type AccountDeps } from "../credits/settle.ts";
 import { teamOwner, userOwner } from "../credits/account.ts";
-import { inPeriodWindow, memberPrefix, periodShare, poolCounterId } from "../teams/shares.ts";
+import { inPeriodWindow, memberPrefix, poolCounterId, teamShare } from "../teams/shares.ts";
 import { windowDocId, windowShares, type WindowDelta, type WindowPlan, type WindowShare } from "../windows/shares.ts";
 import type { WindowStore } from "../windows/store.ts";
 import { teamCountable } from "../teams/count.ts";
@@ -139,11 +139,13 @@ function periodOf(
   limit: Pick<UsageEventDoc, "plan_name" | "spend_limit">;
   /** A user's plan in that period (its windows count the event there). */
   plan?: PlanInfo | null;
+  /** A team's period, plan and counter there. */
+  team?: TeamAttribution;
   poolPays?: (e: UsageEventDoc) => boolean;
 } | null {
   if (owner.kind === "team") {
     const a = teamAt(productId, owner.team, t);
-    return a && { counterId: a.counterId, period: a.period, limit: { plan_name: a.plan.name, spend_limit: null }, poolPays: poolPaysUnder(a.plan) };
+    return a && { counterId: a.counterId, period: a.period, limit: { plan_name: a.plan.name, spend_limit: null }, team: a, poolPays: poolPaysUnder(a.plan) };
   }
   const a = attribute(productId, owner.id, owner.user, t);
   return { counterId: a.counterId, period: a.period, limit: { plan_name: a.plan?.name ?? null, spend_limit: a.plan?.maxSpendPerPeriod ?? null }, plan: a.plan };
@@ -309,19 +311,20 @@ async function move(deps: MoveDeps, productId: string, entry: Entry, byId: Reado
   // A team's windows that lay within the old period were counted in its counter: they move too.
   // `unleased`: the document's version moves, so a lease grant computed before this (windows/lease-store.ts) is tried again.
   const windowDoc: WindowDelta | null = owner.kind === "team" ? { id: windowDocId(productId, owner.id), productId, userId: owner.id, add: new Map(), unleased: true } : null;
-  if (windowDoc) {
-    const w = teamWindowMoves(window, [...going.values()], now.getTime());
+  // Window counts in users' window documents: a user's own windows count the events as its new
+  // period's plan does; for a team, its members' member-scope windows as the team's new plan does.
+  let userWindows = new Map<string, Map<string, WindowShare>>();
+  if (owner.kind === "user") {
+    userWindows.set(owner.id, userWindowMoves({ ...window, plan: window.planId === undefined ? null : (owner.user.plans.get(window.planId) ?? null) }, from, [...going.values()], now));
+  } else {
+    // teamShare reads only the bounds of the attribution's period.
+    const fromTeam = fromPlan ? { team: owner.team, plan: fromPlan, counterId: from, period: { start: window.start, end: window.end, subscription: null, calendar: false } } : null;
+    const w = teamWindowMoves({ counterId: from, start: window.start, end: window.end, team: fromTeam }, [...going.values()].map((g) => ({ team: g.team!, events: g.events })), now);
     if (w.out.size > 0) out.windows = w.out;
     for (const [id, add] of w.into) periods.find((p) => p.delta.id === id)!.delta.windows = add;
-    windowDoc.add = w.doc;
+    windowDoc!.add = w.doc;
+    userWindows = w.members;
   }
-  // Window counts in users' window documents: a user's own windows count the events as its new
-  // period's plan does; for a team, its members' member-scope `period` windows take the new
-  // period's field.
-  const userWindows =
-    owner.kind === "user"
-      ? new Map([[owner.id, userWindowMoves({ ...window, plan: window.planId === undefined ? null : (owner.user.plans.get(window.planId) ?? null) }, from, [...going.values()], now)]])
-      : periodWindowMoves(window, [...going.values()], now.getTime(), memberPrefix(owner.id));
   const userDocs = [...userWindows]
     .filter(([, add]) => add.size > 0)
     .map(([userId, add]): WindowDelta => ({ id: windowDocId(productId, userId), productId, userId, add, unleased: true }));
@@ -385,45 +388,59 @@ async function moveDraws(deps: MoveDeps, productId: string, job: string, window:
 }
 
 /**
- * Where the team window counts of moved events go (pure). A team's windows that lie within its
- * billing period are counted in the period's counter (teams/count.ts, inPeriodWindow); those the
- * old period's counter held leave it (`out`, negative; ended ones are left alone), and go to the
- * new period's counter when they lie within it (`into`, by counter id), else to the team's window
- * document (`doc`). A `period` window is the period itself, so it takes the new period's field
- * and end (periodShare).
+ * Where the window counts of a team's moved events go (pure): each event's shares leave where the
+ * old period counted them (as stored on arrival there; for one an earlier move brought in, as the
+ * old period's plan counts it: `from.team`, null when the plan is unknown) and go where the
+ * team's new plan counts them. Team-scope windows that lie within a period are counted in that period's counter
+ * (`out` from the old one, `into` by counter id; teams/count.ts, inPeriodWindow), others in the
+ * team's window document (`doc`); member-scope ones in each member's window document
+ * (`members`, by user). An entry that ended gates nothing: nothing is taken from or added to it.
  */
 export function teamWindowMoves(
-  from: { start: Date; end: Date },
-  groups: readonly { counterId: string; period: { start: Date; end: Date }; events: readonly Pick<UsageEventDoc, "team">[] }[],
-  nowMs: number,
-): { out: Map<string, WindowShare>; into: Map<string, Map<string, WindowShare>>; doc: Map<string, WindowShare> } {
+  from: { counterId: string; start: Date; end: Date; team: TeamAttribution | null },
+  groups: readonly { team: TeamAttribution; events: readonly UsageEventDoc[] }[],
+  now: Date,
+): { out: Map<string, WindowShare>; into: Map<string, Map<string, WindowShare>>; doc: Map<string, WindowShare>; members: Map<string, Map<string, WindowShare>> } {
   const add = (m: Map<string, WindowShare>, s: WindowShare, sign: number) => {
+    if (s.end <= now.getTime()) return;
     const prev = m.get(s.key);
     m.set(s.key, { key: s.key, end: s.end, n: (prev?.n ?? 0) + sign * s.n });
   };
+  const mapIn = <K,>(m: Map<K, Map<string, WindowShare>>, k: K) => m.get(k) ?? m.set(k, new Map()).get(k)!;
   const out = new Map<string, WindowShare>();
   const into = new Map<string, Map<string, WindowShare>>();
   const doc = new Map<string, WindowShare>();
+  const members = new Map<string, Map<string, WindowShare>>();
   for (const g of groups) {
+    const prefix = memberPrefix(g.team.team.id);
     for (const e of g.events) {
-      for (const stored of e.team?.windows ?? []) {
-        const held = periodShare(stored, from);
-        if (!inPeriodWindow(held, from.start, from.end)) continue;
-        // An ended entry gates nothing (and may be gone already); a `period` window ended with the
-        // old period may still be live as the new one's.
-        if (held.end > nowMs) add(out, held, -1);
-        const share = periodShare(stored, g.period);
-        if (share.end <= nowMs) continue;
-        if (!inPeriodWindow(share, g.period.start, g.period.end)) add(doc, share, 1);
-        else {
-          const m = into.get(g.counterId) ?? new Map<string, WindowShare>();
-          into.set(g.counterId, m);
-          add(m, share, 1);
-        }
-      }
+      // The model as sent is not kept: the team plan's name for it, else the event's, named again by each plan.
+      const raw = e.team!.model ?? e.model;
+      const held =
+        e.team!.counter_id === from.counterId
+          ? { team: e.team!.windows ?? [], member: (e.windows ?? []).filter((s) => s.key.startsWith(prefix)) }
+          : from.team
+            ? (({ team, member }) => ({ team: team.windows ?? [], member: member ?? [] }))(teamShare(from.team, e, raw, now))
+            : { team: [], member: [] };
+      const moved = teamShare(g.team, e, raw, now);
+      for (const s of held.team) add(inPeriodWindow(s, from.start, from.end) ? out : doc, s, -1);
+      for (const s of moved.team.windows ?? []) add(inPeriodWindow(s, g.team.period.start, g.team.period.end) ? mapIn(into, g.team.counterId) : doc, s, 1);
+      for (const s of held.member) add(mapIn(members, e.user_id), s, -1);
+      for (const s of moved.member ?? []) add(mapIn(members, e.user_id), s, 1);
     }
   }
-  return { out, into, doc };
+  const dropZeros = (m: Map<string, WindowShare>) => {
+    for (const [k, s] of m) if (s.n === 0) m.delete(k);
+  };
+  dropZeros(out);
+  dropZeros(doc);
+  for (const byKey of [into, members]) {
+    for (const [k, m] of byKey) {
+      dropZeros(m);
+      if (m.size === 0) byKey.delete(k);
+    }
+  }
+  return { out, into, doc, members };
 }
 
 /** What of a plan counts an event in its windows: its limits, time zone and model names. */
@@ -461,45 +478,5 @@ export function userWindowMoves(
     }
   }
   for (const [k, s] of out) if (s.n === 0) out.delete(k);
-  return out;
-}
-
-/**
- * Where the member-scope `period` window counts of a team's moved events go in its members'
- * window documents (pure), by member: a share of a `period` window (the team's period) leaves the
- * field its old period named (unless that entry ended) and goes to its new period's (unless
- * that one ended too). `prefix` is the team's memberPrefix; other shares stay.
- */
-export function periodWindowMoves(
-  from: { start: Date; end: Date },
-  groups: readonly { period: { start: Date; end: Date }; events: readonly Pick<UsageEventDoc, "user_id" | "windows">[] }[],
-  nowMs: number,
-  prefix: string,
-): Map<string, Map<string, WindowShare>> {
-  const out = new Map<string, Map<string, WindowShare>>();
-  const add = (userId: string, s: WindowShare, sign: number) => {
-    const m = out.get(userId) ?? new Map<string, WindowShare>();
-    out.set(userId, m);
-    const key = prefix + s.key;
-    const prev = m.get(key);
-    m.set(key, { key, end: s.end, n: (prev?.n ?? 0) + sign * s.n });
-  };
-  for (const g of groups) {
-    for (const e of g.events) {
-      for (const stored of e.windows ?? []) {
-        if (!stored.key.startsWith(prefix)) continue;
-        const share = { ...stored, key: stored.key.slice(prefix.length) };
-        const held = periodShare(share, from);
-        if (held === share) continue;
-        if (held.end > nowMs) add(e.user_id, held, -1);
-        const moved = periodShare(share, g.period);
-        if (moved.end > nowMs) add(e.user_id, moved, 1);
-      }
-    }
-  }
-  for (const [userId, m] of out) {
-    for (const [k, s] of m) if (s.n === 0) m.delete(k);
-    if (m.size === 0) out.delete(userId);
-  }
   return out;
 }
