@@ -309,6 +309,28 @@ t("metadata is free-form: keys with '.' or '$' are accepted, counted and stored 
   }
 });
 
+t("model names and grant ids with white space at their ends are counted and read back as sent (the embedded database refused them: 500)", async ({ stack }) => {
+  const { api } = await stack.newProduct();
+  const now = Date.now();
+  const { userId } = await planAndUser(api, { max_spend_per_period: 0, credits_enabled: true }, undefined, { start: new Date(now - 86_400_000), end: new Date(now + 29 * 86_400_000) });
+  const [padded, formFeed] = [" gpt-4o ", "\f"];
+  const batch = await api.post("/events/batch", [usageEvent(userId, { model: padded, input_tokens: 10, output_tokens: 5, cost_total: 0.5 }), usageEvent(userId, { model: formFeed, input_tokens: 1, output_tokens: 1, cost_total: 0.25 })]);
+  assert.is(batch.status, 200, JSON.stringify(batch.body));
+  const manual = await api.post("/events", { user_id: userId, model: formFeed, input_tokens: 2, output_tokens: 2, cost: 0.25 });
+  assert.is(manual.status, 201, JSON.stringify(manual.body));
+  const usage = (await api.get(`/users/${userId}/usage`)).body;
+  assert.equal(usage.tokens_by_model, { [padded]: 15, [formFeed]: 6 });
+  close(usage.cost_by_model[formFeed], 0.5);
+  // A grant id ending in a no-break space, sent twice: granted once.
+  const grant = { id: "pay_1\u00a0", amount: 2 };
+  assert.is((await api.post(`/users/${userId}/credits`, grant)).status, 201);
+  const again = await api.post(`/users/${userId}/credits`, grant);
+  assert.ok(again.status < 300, `a re-sent grant id changes nothing: ${again.status}`);
+  const credits = (await api.get(`/users/${userId}/credits`)).body;
+  assert.equal(credits.grants.map((g: { id: string }) => g.id), [grant.id]);
+  close(credits.balance, 1, "$2 granted once, $1 drawn");
+});
+
 t("products are isolated: same event ids and user ids are separate", async ({ stack }) => {
   const a = (await stack.newProduct("A")).api;
   const b = (await stack.newProduct("B")).api;

@@ -19,6 +19,11 @@ try {
   const result = await runSchemathesis({ base: aio.base, apiKey: created.body.api_key, maxExamples, seed });
   console.log(result.output);
   console.log(`schemathesis: ${result.requests} requests, ${result.failures} failures, ${Math.round((Date.now() - started) / 1000)} s (max ${maxExamples} examples per operation)`);
+  if (!result.ok) {
+    // What the service logged at error level: the cause behind a 500 the report names.
+    const errors = aio.proc.output().split("\n").filter((l) => /"level":(50|60)/.test(l));
+    console.log(`the service's error log (${errors.length} lines):\n${errors.slice(0, 20).join("\n")}`);
+  }
   process.exitCode = result.ok ? 0 : 1;
 } finally {
   await aio.proc.stop();

@@ -15,6 +15,21 @@ test("model names survive as field names", () => {
   assert.equal(decodeKeys({ [encodeKey("gpt-4.1")]: 3 }), { "gpt-4.1": 3 });
 });
 
+test("a name with white space at an end is stored without it at either end, as the embedded database needs, and read back exactly", () => {
+  // Go's unicode.IsSpace, which FerretDB's path check trims with.
+  const goSpace = /^[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]|[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]$/;
+  for (const name of [" gpt-4o", "gpt-4o ", "\f", " ", "\u0085x\u3000", "a b", "%u0020", " %u0020 ", "pay_1\u00a0"]) {
+    const key = encodeKey(name);
+    assert.is(decodeKey(key), name, JSON.stringify(name));
+    assert.not.ok(goSpace.test(key), `${JSON.stringify(key)} has white space at an end`);
+  }
+  assert.is(encodeKey("a b"), "a b", "inside a name white space stays as it was stored before");
+});
+
+test("a model stored under its bare name before edge white space was escaped, and escaped since, reads as one", () => {
+  assert.equal(decodeKeys({ " gpt": 2, [encodeKey(" gpt")]: 3, other: 1 }), { " gpt": 5, other: 1 });
+});
+
 test("counter bounds: models past the bound fold unless capped; tokens past the bound refuse, each counter of an event", () => {
   const full = new Set(Array.from({ length: MAX_COUNTER_MODELS }, (_, i) => `m${i}`));
   const state = new Map<string, CounterState>([

@@ -1,23 +1,43 @@
 /**
- * Model names become field names of counter documents ("cost_by_model.<model>"). MongoDB
- * reads "." as a path separator and refuses a leading "$", and the driver refuses a field
- * name holding U+0000 (BSON writes names NUL-terminated), so those (and "%", the escape
- * itself) are percent-encoded; decoding restores the name exactly. Names stored before NUL
- * was encoded never hold "%00": their "%" was already "%25".
+ * Model names and grant ids become field names of documents ("cost_by_model.<model>",
+ * "grants.<id>"). MongoDB reads "." as a path separator and refuses a leading "$", and the
+ * driver refuses a field name holding U+0000 (BSON writes names NUL-terminated), so those (and
+ * "%", the escape itself) are percent-encoded. The embedded database (FerretDB) also refuses an
+ * update path whose element begins or ends with white space (Go's strings.TrimSpace), which a
+ * model sent as " gpt-4o" or a grant id ending in a no-break space would be: such edge
+ * characters are written "%u" and four hex digits. Decoding restores the name exactly. Names
+ * stored before NUL was encoded never hold "%00", nor "%u" before edges were: their "%" was
+ * already "%25".
  */
 const ESCAPES: Record<string, string> = { "%": "%25", ".": "%2E", $: "%24", "\0": "%00" };
 
+/** White space at either end of a name, as Go's unicode.IsSpace has it (JavaScript's \s lacks U+0085). */
+const EDGE_SPACE = /^[\s\u0085]+|[\s\u0085]+$/g;
+
+const unicodeEscape = (run: string) => [...run].map((c) => `%u${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}`).join("");
+
 export function encodeKey(name: string): string {
-  return name.replace(/[%.$\0]/g, (c) => ESCAPES[c]!);
+  return name.replace(/[%.$\0]/g, (c) => ESCAPES[c]!).replace(EDGE_SPACE, unicodeEscape);
 }
 
 export function decodeKey(key: string): string {
-  return key.replace(/%(25|2E|24|00)/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+  return key.replace(/%(25|2E|24|00)|%u([0-9A-F]{4})/g, (_, hex?: string, code?: string) => String.fromCharCode(parseInt(hex ?? code!, 16)));
 }
 
-export function decodeKeys<V>(obj: Record<string, V> | undefined): Record<string, V> {
+/**
+ * A map of amounts keyed by encoded names, by name. Two stored keys may name one model: one
+ * written as it was on MongoDB before edge white space was escaped, one written since; their
+ * amounts are added with `add` (whole units add exactly as numbers; dollars: rules' addDollars).
+ */
+export function decodeKeys(obj: Record<string, number> | undefined, add = (a: number, b: number) => a + b): Record<string, number> {
+  const out = new Map<string, number>();
+  for (const [k, v] of Object.entries(obj ?? {})) {
+    const name = decodeKey(k);
+    const had = out.get(name);
+    out.set(name, had === undefined ? v : add(had, v));
+  }
   // fromEntries defines own keys: assigning out["__proto__"] would drop the entry.
-  return Object.fromEntries(Object.entries(obj ?? {}).map(([k, v]) => [decodeKey(k), v]));
+  return Object.fromEntries(out);
 }
 
 /**

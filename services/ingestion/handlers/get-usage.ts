@@ -44,7 +44,7 @@ export async function usageTotals(
     totalCost: toDollars(counter?.cost ?? 0),
     totalTokens: BigInt(counter?.tokens ?? 0),
     tokensByModel: decodeKeys(counter?.tokens_by_model),
-    costByModel: decodeKeys(dollarsByModel(counter?.cost_by_model)),
+    costByModel: dollarsByModel(decodeKeys(counter?.cost_by_model)),
     toolCallsCount: BigInt(counter?.tool_calls ?? 0),
   };
 }

@@ -37,6 +37,6 @@ export function currentUsage(counter: Totals | null | undefined): MessageInitSha
     periodCost: toDollars(counter?.cost ?? 0),
     periodTokensTotal: BigInt(counter?.tokens ?? 0),
     periodTokensByModel: decodeKeys(counter?.tokens_by_model),
-    periodCostByModel: decodeKeys(dollarsByModel(counter?.cost_by_model)),
+    periodCostByModel: dollarsByModel(decodeKeys(counter?.cost_by_model)),
   };
 }

@@ -1,5 +1,6 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { toTimestamp } from "@meter/lib/time";
+import { addDollars } from "@meter/rules";
 import type { AnalyticsRecorder, WebhookPublisher } from "../adapters/peers.ts";
 import { decodeKeys, decodeMetadata } from "../domain/field-keys.ts";
 import type { CrossingDoc } from "../thresholds/store.ts";
@@ -97,7 +98,7 @@ export function outboxes(stores: { outbox: OutboxStore; webhooks: WebhookPublish
           spendLimit: d.spend_limit,
           planName: d.plan_name,
           tokensTotal: BigInt(d.tokens_total),
-          costByModel: decodeKeys(d.cost_by_model),
+          costByModel: decodeKeys(d.cost_by_model, addDollars),
           periodStart: toTimestamp(d.period_start),
           periodEnd: toTimestamp(d.period_end),
           crossedAt: toTimestamp(d.crossed_at),
