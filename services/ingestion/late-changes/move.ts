@@ -414,16 +414,21 @@ export function teamWindowMoves(
   for (const g of groups) {
     const prefix = memberPrefix(g.team.team.id);
     for (const e of g.events) {
-      // The model as sent is not kept: the team plan's name for it, else the event's, named again by each plan.
-      const raw = e.team!.model ?? e.model;
-      const held =
-        e.team!.counter_id === from.counterId
-          ? { team: e.team!.windows ?? [], member: (e.windows ?? []).filter((s) => s.key.startsWith(prefix)) }
-          : from.team
-            ? (({ team, member }) => ({ team: team.windows ?? [], member: member ?? [] }))(teamShare(from.team, e, raw, now))
-            : { team: [], member: [] };
+      // The model as sent is not kept: each stored name is a prefix of it (rules' normalizeModel),
+      // so the longer of the member plan's and the team plan's names is the nearest, named again by each plan.
+      const names = [e.model, e.team!.model].filter((m): m is string => typeof m === "string");
+      const raw = names.length === 0 ? null : names.reduce((a, b) => (b.length > a.length ? b : a));
+      const arrived = e.team!.counter_id === from.counterId;
+      const held = arrived
+        ? { team: e.team!.windows ?? [], member: (e.windows ?? []).filter((s) => s.key.startsWith(prefix)) }
+        : from.team
+          ? (({ team, member }) => ({ team: team.windows ?? [], member: member ?? [] }))(teamShare(from.team, e, raw, now))
+          : { team: [], member: [] };
+      // Placed as they were counted: on arrival by the event's own period (teams/count.ts), which
+      // may end elsewhere than the window the history now gives that counter.
+      const heldIn = arrived ? { start: e.team!.period_start, end: e.team!.period_end } : from;
       const moved = teamShare(g.team, e, raw, now);
-      for (const s of held.team) add(inPeriodWindow(s, from.start, from.end) ? out : doc, s, -1);
+      for (const s of held.team) add(inPeriodWindow(s, heldIn.start, heldIn.end) ? out : doc, s, -1);
       for (const s of moved.team.windows ?? []) add(inPeriodWindow(s, g.team.period.start, g.team.period.end) ? mapIn(into, g.team.counterId) : doc, s, 1);
       for (const s of held.member) add(mapIn(members, e.user_id), s, -1);
       for (const s of moved.member ?? []) add(mapIn(members, e.user_id), s, 1);
