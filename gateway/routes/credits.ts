@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type, type TObject, type TString } from "typebox";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { TeamParams, UserParams, errors, parseDateTime } from "../schemas/common.ts";
-import { CreditsOut, GrantId, GrantIn, GrantOut, LedgerPage, TeamCreditsOut, TeamLedgerPage, grantJson, ledgerEntryJson } from "../schemas/credits.ts";
+import { CreditsOut, GrantIn, GrantOut, LedgerPage, TeamCreditsOut, TeamLedgerPage, grantJson, ledgerEntryJson, StoredGrantId } from "../schemas/credits.ts";
 import { rpcOptions } from "../rpc-options.ts";
 
 const LedgerQuery = Type.Object({
@@ -55,7 +55,7 @@ const TEAM: Owner = {
 export const creditRoutes: FastifyPluginAsyncTypebox = async (app) => {
   for (const o of [USER, TEAM]) {
     const idOf = (params: unknown) => (params as Record<string, string>)[o.key]!;
-    const GrantParams = Type.Object({ [o.key]: o.params.properties[o.key]!, grant_id: GrantId });
+    const GrantParams = Type.Object({ [o.key]: o.params.properties[o.key]!, grant_id: StoredGrantId });
 
     app.post(
       `/${o.path}/credits`,

@@ -3,12 +3,25 @@ import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { CreditGrant, CreditLedgerEntry, SessionCredits } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import { Body, DateTime, KeyedBy, Nullable } from "./common.ts";
 
-/** A grant id: 1-128 printable characters (no control characters, no unpaired surrogates). */
-export const GrantId = Type.String({
+/** A grant id as it may be stored: 1-128 printable characters (no control characters, no unpaired surrogates). */
+export const StoredGrantId = Type.String({
   minLength: 1,
   maxLength: 128,
   pattern: "^[^\\u0000-\\u001F\\u007F\\uD800-\\uDFFF]*$",
-  description: "The caller's id of the grant (e.g. the payment's id), 1-128 printable characters; sending it again is a no-op",
+  description: "The grant's id as it was granted",
+});
+
+/**
+ * A new grant's id: 1-128 printable characters (no control characters, no unpaired surrogates), with no
+ * white space at either end (a pasted id's stray space; the embedded database cannot store one
+ * as a field name: services/ingestion/domain/field-keys.ts). Grants made on MongoDB before that
+ * rule are still named by their ids as stored (StoredGrantId) in paths.
+ */
+export const GrantId = Type.String({
+  minLength: 1,
+  maxLength: 128,
+  pattern: "^(?![\\s\\u0085])(?![\\s\\S]*[\\s\\u0085]$)[^\\u0000-\\u001F\\u007F\\uD800-\\uDFFF]*$",
+  description: "The caller's id of the grant (e.g. the payment's id), 1-128 printable characters, no white space at either end; sending it again is a no-op",
 });
 
 /** A grant as sent (docs/api.md, "Selling credits"); the service checks the rules across fields (expires_at after effective_at). */

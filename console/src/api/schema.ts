@@ -6902,7 +6902,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description The caller's id of the grant (e.g. the payment's id), 1-128 printable characters; sending it again is a no-op */
+                    /** @description The caller's id of the grant (e.g. the payment's id), 1-128 printable characters, no white space at either end; sending it again is a no-op */
                     id: string;
                     /** @description Dollars, from 0.000000001 (a nano-dollar; 400 below) to 10^6; an owner's live grants hold at most $2,000,000 in all (409 past it) */
                     amount: number;
@@ -7157,7 +7157,7 @@ export interface operations {
             path: {
                 /** @description external_user_id (1-255 characters), URL-encoded; not "." or ".." */
                 user_id: string;
-                /** @description The caller's id of the grant (e.g. the payment's id), 1-128 printable characters; sending it again is a no-op */
+                /** @description The grant's id as it was granted */
                 grant_id: string;
             };
             cookie?: never;
@@ -7653,7 +7653,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description The caller's id of the grant (e.g. the payment's id), 1-128 printable characters; sending it again is a no-op */
+                    /** @description The caller's id of the grant (e.g. the payment's id), 1-128 printable characters, no white space at either end; sending it again is a no-op */
                     id: string;
                     /** @description Dollars, from 0.000000001 (a nano-dollar; 400 below) to 10^6; an owner's live grants hold at most $2,000,000 in all (409 past it) */
                     amount: number;
@@ -7908,7 +7908,7 @@ export interface operations {
             path: {
                 /** @description external_team_id (1-255 characters), URL-encoded; not "." or ".." */
                 team_id: string;
-                /** @description The caller's id of the grant (e.g. the payment's id), 1-128 printable characters; sending it again is a no-op */
+                /** @description The grant's id as it was granted */
                 grant_id: string;
             };
             cookie?: never;

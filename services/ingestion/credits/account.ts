@@ -5,7 +5,7 @@
  * draws, the ledger entries, the webhooks) is decided once. Pure: no I/O.
  */
 import { own, setOwn } from "@meter/lib/own";
-import { encodeKey } from "../domain/field-keys.ts";
+import { encodeGrantKey } from "../domain/field-keys.ts";
 import {
   balanceNotices,
   balanceOf,
@@ -259,7 +259,7 @@ export class AccountChange {
 
   /** Takes `n` from a grant, which is final (depleted) once nothing is left of it. */
   private take(id: string, n: number): void {
-    const key = encodeKey(id);
+    const key = encodeGrantKey(id);
     const g = this.doc.grants[key]!;
     g.remaining_nano -= n;
     if (g.remaining_nano <= 0) {
@@ -326,7 +326,7 @@ export class AccountChange {
   private ledger(type: LedgerType, grantId: string | null, amount: number): void {
     const hourly = type === "usage" || type === "overdraft";
     const hour = hourly ? Math.max(hourOf(this.t), this.doc.ops_out ?? 0) : hourOf(this.t);
-    const key = `${hour}|${type}|${encodeKey(grantId ?? "-")}`;
+    const key = `${hour}|${type}|${encodeGrantKey(grantId ?? "-")}`;
     const prev = this.doc.ops[key];
     this.doc.ops[key] = {
       hour,
@@ -439,7 +439,7 @@ export class AccountChange {
    * credits disabled: grants are then kept but never drawn (BUDGETS.md §3), the overdraft waits.
    */
   addGrant(g: GrantState, closedBefore: Date): void {
-    const key = encodeKey(g.id);
+    const key = encodeGrantKey(g.id);
     // Grant ids are the caller's: "__proto__" and "constructor" are ids like any other.
     setOwn(this.doc.grants, key, g);
     this.putGrant(key);
@@ -450,7 +450,7 @@ export class AccountChange {
   /** What is left of a grant goes to 0 (false when it was final already). */
   voidGrant(id: string): boolean {
     this.payLate();
-    const key = encodeKey(id);
+    const key = encodeGrantKey(id);
     const g = own(this.doc.grants, key);
     if (!g || g.final) return false;
     const status = statusAt(g, this.t);
@@ -496,7 +496,7 @@ export class AccountChange {
   }
 
   private notice(type: NoticeType, id: string, extra: { grant_id: string | null; amount_nano: number | null }): void {
-    this.doc.notices[encodeKey(id)] = {
+    this.doc.notices[encodeGrantKey(id)] = {
       id,
       type,
       product_id: this.doc.product_id,
@@ -506,7 +506,7 @@ export class AccountChange {
       ...extra,
       at: this.now,
     };
-    this.pendingNotices.add(encodeKey(id));
+    this.pendingNotices.add(encodeGrantKey(id));
     this.changed = true;
   }
   private readonly pendingNotices = new Set<string>();

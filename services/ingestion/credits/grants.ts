@@ -8,7 +8,7 @@ import { isDeepStrictEqual } from "node:util";
 import { rpcError } from "@meter/lib/errors";
 import { toDollars, toNano } from "@meter/rules";
 import { own } from "@meter/lib/own";
-import { encodeKey } from "../domain/field-keys.ts";
+import { encodeGrantKey } from "../domain/field-keys.ts";
 import { MAX_LIVE_GRANTS, hourOf, type GrantKind } from "./allocate.ts";
 import { accountId, grantGone, type CreditAccountDoc } from "./account.ts";
 import { crossingsClosedBefore } from "../domain/retention-policy.ts";
@@ -168,7 +168,7 @@ export async function addGrant(
     (_, c) => {
       refused = false;
       // Held, or already left the account (made final after this request read the record): added once.
-      if (own(c.doc.grants, encodeKey(record.grant_id)) || grantGone(c.doc, encodeKey(record.grant_id))) return;
+      if (own(c.doc.grants, encodeGrantKey(record.grant_id)) || grantGone(c.doc, encodeGrantKey(record.grant_id))) return;
       const live = Object.values(c.doc.grants).filter((g) => !g.final);
       if (live.length >= MAX_LIVE_GRANTS) {
         refused = `at most ${MAX_LIVE_GRANTS} live grants per owner (pending or active); void or wait for some to be spent or expire`;
@@ -189,7 +189,7 @@ export async function addGrant(
   }
   const account = after.get(id) ?? null;
   // Spent whole on an overdraft, the grant left the account for its record (final): answered as stored.
-  if (!own(account?.grants, encodeKey(record.grant_id))) record = (await deps.credits.grant(record._id)) ?? record;
+  if (!own(account?.grants, encodeGrantKey(record.grant_id))) record = (await deps.credits.grant(record._id)) ?? record;
   return { record, account, created };
 }
 
@@ -215,7 +215,7 @@ export async function voidGrant(
     deps,
     new Map([[id, { productId, owner, ...plan }]]),
     (_, c) => {
-      const key = encodeKey(grantId);
+      const key = encodeGrantKey(grantId);
       // Made final after this request read the record: nothing left to void.
       if (grantGone(c.doc, key)) return;
       // A grant recorded by a request cut off before its account took it: taken, then voided.

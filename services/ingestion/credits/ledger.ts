@@ -10,7 +10,7 @@ import { toDollars } from "@meter/rules";
 import { entry, type OutboxStore } from "../store/outbox.ts";
 import { ownerTeamId, ownerUserId, type CreditAccountDoc, type LedgerOp, type Notice, type Settled } from "./account.ts";
 import { grantRecordId, ledgerDayId, type CreditStore, type GrantRecordDoc, type LedgerDayDoc } from "./store.ts";
-import { encodeKey } from "../domain/field-keys.ts";
+import { encodeGrantKey } from "../domain/field-keys.ts";
 
 export interface FlushDeps {
   credits: CreditStore;
@@ -23,7 +23,7 @@ const dayOf = (hour: number) => hour - (hour % DAY_MS);
 
 /** The field of an entry in its day's document. */
 function entryKey(op: LedgerOp): string {
-  return `${op.hour}|${op.type}|${encodeKey(op.grant_id ?? "-")}`;
+  return `${op.hour}|${op.type}|${encodeGrantKey(op.grant_id ?? "-")}`;
 }
 
 /** A credit webhook as the outbox keeps it (relay/handover.ts sends it). */

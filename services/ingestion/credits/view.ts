@@ -6,7 +6,7 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import { toDollars, toNano } from "@meter/rules";
 import { own } from "@meter/lib/own";
 import { optionalTimestamp, toTimestamp } from "@meter/lib/time";
-import { encodeKey } from "../domain/field-keys.ts";
+import { encodeGrantKey } from "../domain/field-keys.ts";
 import { balanceOf, latePayment, statusAt, type GrantState } from "./allocate.ts";
 import { accountId, overdraftSince, teamOwner, userOwner, type CreditAccountDoc } from "./account.ts";
 import type { TeamAttribution } from "../domain/attribution.ts";
@@ -51,7 +51,7 @@ export function asAnswered(account: CreditAccountDoc | null, now: Date): CreditA
 
 /** A grant as answered: its record, with the account's live state while it has one. */
 export function grantMessage(r: GrantRecordDoc, account: CreditAccountDoc | null, now: Date) {
-  const live = own(asAnswered(account, now)?.grants, encodeKey(r.grant_id));
+  const live = own(asAnswered(account, now)?.grants, encodeGrantKey(r.grant_id));
   const status = live ? statusAt(live, now.getTime()) : (r.status ?? statusAt(stateOf(r), now.getTime()));
   const remaining = live ? (status === "expired" || status === "voided" ? 0 : live.remaining_nano) : r.status ? 0 : r.amount_nano;
   return {

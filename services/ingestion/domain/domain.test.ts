@@ -3,7 +3,7 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { applyCounterBounds, MAX_COUNTER_MODELS, MAX_COUNTER_TOKENS, OTHER_MODELS, type CounterState } from "./counter-bounds.ts";
-import { decodeKey, decodeKeys, encodeKey } from "./field-keys.ts";
+import { decodeKey, decodeKeys, encodeGrantKey, encodeKey } from "./field-keys.ts";
 
 test("model names survive as field names", () => {
   for (const name of ["gpt-4.1", "$weird", "a%2Eb", "claude-3.5-sonnet", "plain", "x\u0000y", "%00\u0000"]) {
@@ -24,6 +24,11 @@ test("a name with white space at an end is stored without it at either end, as t
     assert.not.ok(goSpace.test(key), `${JSON.stringify(key)} has white space at an end`);
   }
   assert.is(encodeKey("a b"), "a b", "inside a name white space stays as it was stored before");
+});
+
+test("grant ids keep the escapes they were stored with (accounts on MongoDB may hold one with white space at an end)", () => {
+  assert.is(encodeGrantKey(" pay.1 "), " pay%2E1 ");
+  assert.is(decodeKey(encodeGrantKey("a%b.$c")), "a%b.$c");
 });
 
 test("a model stored under its bare name before edge white space was escaped, and escaped since, reads as one", () => {

@@ -1,13 +1,12 @@
 /**
- * Model names and grant ids become field names of documents ("cost_by_model.<model>",
- * "grants.<id>"). MongoDB reads "." as a path separator and refuses a leading "$", and the
- * driver refuses a field name holding U+0000 (BSON writes names NUL-terminated), so those (and
- * "%", the escape itself) are percent-encoded. The embedded database (FerretDB) also refuses an
- * update path whose element begins or ends with white space (Go's strings.TrimSpace), which a
- * model sent as " gpt-4o" or a grant id ending in a no-break space would be: such edge
- * characters are written "%u" and four hex digits. Decoding restores the name exactly. Names
- * stored before NUL was encoded never hold "%00", nor "%u" before edges were: their "%" was
- * already "%25".
+ * Model names become field names of documents ("cost_by_model.<model>"). MongoDB reads "." as a
+ * path separator and refuses a leading "$", and the driver refuses a field name holding U+0000
+ * (BSON writes names NUL-terminated), so those (and "%", the escape itself) are percent-encoded.
+ * The embedded database (FerretDB) also refuses an update path whose element begins or ends
+ * with white space (Go's strings.TrimSpace), which a model sent as " gpt-4o" or "gpt-4o\f" would
+ * be: such edge characters are written "%u" and four hex digits. Decoding restores the name
+ * exactly. Names stored before NUL was encoded never hold "%00", nor "%u" before edges were:
+ * their "%" was already "%25".
  */
 const ESCAPES: Record<string, string> = { "%": "%25", ".": "%2E", $: "%24", "\0": "%00" };
 
@@ -18,6 +17,16 @@ const unicodeEscape = (run: string) => [...run].map((c) => `%u${c.charCodeAt(0).
 
 export function encodeKey(name: string): string {
   return name.replace(/[%.$\0]/g, (c) => ESCAPES[c]!).replace(EDGE_SPACE, unicodeEscape);
+}
+
+/**
+ * A grant id as a field name of a credit account ("grants.<id>", and the keys of its entries):
+ * escaped as encodeKey was before white space at the ends was. The API refuses a grant id with
+ * white space at an end (the embedded database could not store it), and accounts on MongoDB may
+ * hold one stored that way before: escaping it now would lose it.
+ */
+export function encodeGrantKey(id: string): string {
+  return id.replace(/[%.$\0]/g, (c) => ESCAPES[c]!);
 }
 
 export function decodeKey(key: string): string {
