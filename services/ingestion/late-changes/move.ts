@@ -414,10 +414,7 @@ export function teamWindowMoves(
   for (const g of groups) {
     const prefix = memberPrefix(g.team.team.id);
     for (const e of g.events) {
-      // The model as sent is not kept: each stored name is a prefix of it (rules' normalizeModel),
-      // so the longer of the member plan's and the team plan's names is the nearest, named again by each plan.
-      const names = [e.model, e.team!.model].filter((m): m is string => typeof m === "string");
-      const raw = names.length === 0 ? null : names.reduce((a, b) => (b.length > a.length ? b : a));
+      const raw = sentModel(e);
       const arrived = e.team!.counter_id === from.counterId;
       const held = arrived
         ? { team: e.team!.windows ?? [], member: (e.windows ?? []).filter((s) => s.key.startsWith(prefix)) }
@@ -448,6 +445,15 @@ export function teamWindowMoves(
   return { out, into, doc, members };
 }
 
+/**
+ * The nearest to the model an event was sent with, which is not kept: each stored name is a
+ * prefix of it (rules' normalizeModel), the member plan's and the team plan's, so the longer.
+ */
+function sentModel(e: Pick<UsageEventDoc, "model" | "team">): string | null {
+  const names = [e.model, e.team?.model].filter((m): m is string => typeof m === "string");
+  return names.length === 0 ? null : names.reduce((a, b) => (b.length > a.length ? b : a));
+}
+
 /** What of a plan counts an event in its windows: its limits, time zone and model names. */
 type CountingPlan = WindowPlan & Pick<PlanInfo, "pricing">;
 
@@ -466,8 +472,10 @@ export function userWindowMoves(
   now: Date,
 ): Map<string, WindowShare> {
   // As on arrival (usage/record.ts), a limit on a model meets the event's model as the plan names it.
-  const shares = (plan: CountingPlan | null, period: { start: Date; end: Date }, e: UsageEventDoc) =>
-    plan ? (windowShares(plan, period, { ...e, model: e.model === null ? null : normalizeModel(e.model, plan.pricing) }, now) ?? []) : [];
+  const shares = (plan: CountingPlan | null, period: { start: Date; end: Date }, e: UsageEventDoc) => {
+    const model = sentModel(e);
+    return plan ? (windowShares(plan, period, { ...e, model: model === null ? null : normalizeModel(model, plan.pricing) }, now) ?? []) : [];
+  };
   const out = new Map<string, WindowShare>();
   const add = (s: WindowShare, sign: number) => {
     if (s.end <= now.getTime()) return;
