@@ -100,6 +100,15 @@ test("a period window that ended with the old period is still the new period's: 
   assert.equal(nCounts(moves.members.get("ann")), [[`team:t1:${key("spend:period::", newPeriod.start)}`, 2e9]]);
 });
 
+test("a share stored on arrival leaves where its own period placed it, even when the window the history now gives its counter ends elsewhere", () => {
+  // Arrived in a period of the same start that ended at 18:00 (a rolled-on window): today's
+  // window crossed its end, so arrival counted it in the window document, not the counter.
+  const arrivedIn = attributed("old", { start: oldPeriod.start, end: new Date(ms("2026-11-30T18:00:00Z")) });
+  const moves = teamWindowMoves(from(), [{ team: newTeam, events: [memberEvent("ann", arrivedIn)] }], new Date(ms("2026-11-30T17:30:00Z")));
+  assert.equal(nCounts(moves.out), [[key("spend:period::", oldPeriod.start), -2e9]], "nothing of today's window taken from the counter");
+  assert.is(moves.doc.size, 0, "today's window stays in the window document, where the new period counts it too");
+});
+
 test("a team's late upgrade counts the moved events in the limits only its new plan has", () => {
   const moves = teamWindowMoves(from(), [{ team: attributed("new", newPeriod, upgraded), events: [memberEvent("ann", oldTeam)] }], new Date(ms("2026-11-30T18:00:00Z")));
   assert.equal(nCounts(moves.doc), [[key("spend:day::", nov30), 2e9], [key("requests:day::", nov30), 1]]);
