@@ -308,11 +308,11 @@ async function move(deps: MoveDeps, productId: string, entry: Entry, byId: Reado
     const arriving = g.poolPays ? g.events.filter(g.poolPays) : [];
     if (arriving.length > 0) poolsIn.push(periodDelta(poolCounterId(g.counterId), g.period, arriving));
   }
-  // A team's windows that lay within the old period were counted in its counter: they move too.
-  // `unleased`: the document's version moves, so a lease grant computed before this (windows/lease-store.ts) is tried again.
-  const windowDoc: WindowDelta | null = owner.kind === "team" ? { id: windowDocId(productId, owner.id), productId, userId: owner.id, add: new Map(), unleased: true } : null;
-  // Window counts in users' window documents: a user's own windows count the events as its new
-  // period's plan does; for a team, its members' member-scope windows as the team's new plan does.
+  // Window counts leave where the old period counted them and go where the new period's plan
+  // counts them: a user's in its window document; a team's in its period counters (windows within
+  // a period), its window document and its members' documents (member-scope windows). Each
+  // document's version moves (`unleased`), so a lease grant computed before this is tried again.
+  let windowDoc: WindowDelta | null = null;
   let userWindows = new Map<string, Map<string, WindowShare>>();
   if (owner.kind === "user") {
     userWindows.set(owner.id, userWindowMoves({ ...window, plan: window.planId === undefined ? null : (owner.user.plans.get(window.planId) ?? null) }, from, [...going.values()], now));
@@ -322,7 +322,7 @@ async function move(deps: MoveDeps, productId: string, entry: Entry, byId: Reado
     const w = teamWindowMoves({ counterId: from, start: window.start, end: window.end, team: fromTeam }, [...going.values()].map((g) => ({ team: g.team!, events: g.events })), now);
     if (w.out.size > 0) out.windows = w.out;
     for (const [id, add] of w.into) periods.find((p) => p.delta.id === id)!.delta.windows = add;
-    windowDoc!.add = w.doc;
+    windowDoc = { id: windowDocId(productId, owner.id), productId, userId: owner.id, add: w.doc, unleased: true };
     userWindows = w.members;
   }
   const userDocs = [...userWindows]
