@@ -598,6 +598,47 @@ t("new team dates recorded late move the members' events into the team's new per
   assert.is(await used(ann, "team:limit:calls"), 3);
 });
 
+t("a team's change applied by a read about the team is followed: a member's event counted under the old team period afterwards moves with no call", async ({ stack, mongo }) => {
+  const { api, productId } = await stack.newProduct();
+  const plans = (await api.post("/config/plans", { plans: [{ name: "member" }, { name: "team", max_spend_per_period: 100 }] })).body.plans as { id: string }[];
+  const teamId = `late-${randomUUID()}`;
+  assert.is((await api.post("/teams", { external_team_id: teamId, name: "Late" })).status, 201);
+  const now = Date.now();
+  const dates = (from: number, to: number) => ({ plan_id: plans[1]!.id, period_start: new Date(from).toISOString(), period_end: new Date(to).toISOString() });
+  assert.is((await api.post(`/teams/${teamId}/subscription`, dates(now - 20 * DAY, now + 10 * DAY))).status, 200);
+  const member = `m-${randomUUID()}`;
+  await joinTeam(api, member, teamId);
+  assert.is((await api.post(`/users/${member}/subscription`, { plan_id: plans[0]!.id })).status, 200);
+  // The member as a replica resolved it before the change: with the team's old dates.
+  const stale = (await plansDirectory(stack.rpcUrl).resolve(productId, [member])).get(member)!;
+  // New team dates from three hours ago, told only now; a read about the team is the first call after it.
+  const start = new Date(now - 3 * HOUR);
+  assert.is((await api.post(`/teams/${teamId}/subscription`, dates(start.getTime(), now + 30 * DAY))).status, 200);
+  close((await api.get(`/teams/${teamId}/usage`)).body.total_cost, 0);
+
+  // A request that resolved the member before the change and died after inserting its event
+  // (stamped after the member joined, inside the new dates): the recovery sweep counts its team share in the old period
+  // (and notices no one: no member call follows the member).
+  const db = mongo.db(`${stack.dbPrefix}_ingestion`);
+  const job = `job_${randomUUID()}`;
+  const stamped = new Date();
+  const doc = usageDoc(productId, job, create(UsageEventSchema, { id: randomUUID(), userId: member, timestamp: toTimestamp(stamped), costTotal: 2 }), stale, stamped);
+  const newCounter = `${productId}|${start.toISOString()}|${doc.team!.id}`;
+  assert.is.not(doc.team!.counter_id, newCounter, "counted under the team's old period");
+  await db.collection<StoredJob>("jobs").insertOne(storedJob({ _id: job, kind: "usage", product_id: productId, ids: [doc._id], created_at: new Date(now - 10_000) }));
+  await db.collection("usage_events").insertOne(doc as never);
+
+  // The follower, following the team since its read, moves it into the team's new period.
+  const teamCounters = db.collection<{ _id: string; cost_nano: number }>("team_counters");
+  const moved = await eventually(async () => {
+    const c = await teamCounters.findOne({ _id: newCounter });
+    return c && c.cost_nano > 0 ? c : undefined;
+  }, 30_000, "the straggler to move");
+  assert.is(moved.cost_nano, 2e9);
+  assert.is((await teamCounters.findOne({ _id: doc.team!.counter_id }))!.cost_nano, 0, "taken out of the old period");
+  close((await api.get(`/teams/${teamId}/usage`)).body.total_cost, 2);
+});
+
 /**
  * A team on `first` (dated from 10 days ago) holding a $10 grant, with one member of no plan of
  * its own (the pool pays its usage whole when the team plan draws credits), who spent $1.50.

@@ -22,7 +22,7 @@ import type { LateChanges, PendingChange } from "./pending.ts";
 /** What following late changes needs: what moving them needs, the followed users, and a kick. */
 export interface FollowDeps extends MoveDeps {
   lateChanges: LateChanges;
-  users: Pick<UserDirectory, "resolve">;
+  users: Pick<UserDirectory, "resolve" | "resolveTeams">;
   /** Runs a round of the follower in this process now (the job jobs/late-changes.ts), or once more after the one in progress. */
   kickLateChanges: () => void;
 }
@@ -70,19 +70,27 @@ function changesIn(histories: readonly [string, readonly SubscriptionWindow[]][]
 
 /**
  * Before a read about one team answers (its usage, its limits): applies a change of the team's
- * own history this process has not applied yet, as catchUp does for a user. The team is not
- * followed for stragglers itself: its members' calls note it (catchUp, notice).
+ * own history this process has not applied yet, as catchUp does for a user, and follows the team
+ * for the stragglers, as a member's read follows the member.
  */
 export async function catchUpTeam(deps: FollowDeps, productId: string, team: KnownTeam): Promise<void> {
   if (deps.lateChangeWindowMs <= 0) return;
   const c = changesIn([teamHistory(team)], deps.now(), deps.lateChangeWindowMs);
   if (!c) return;
   const lc = deps.lateChanges;
-  // "\n" never occurs in an external user id: no user's key is this.
-  const key = `${productId}\nteam\n${team.id}`;
-  if (lc.seen.get(key)?.changes === c.changes) return;
-  await applyOnce(lc, key, c.changes, async () => (await settleLateChanges(deps, productId, new Map(), undefined, [team])).size > 0);
+  const key = teamKey(productId, team.id);
+  const seen = lc.seen.get(key);
+  if (seen?.changes === c.changes) return;
+  await applyOnce(lc, key, c.changes, async () => {
+    const moved = await settleLateChanges(deps, productId, new Map(), undefined, [team]);
+    await lc.followTeam(productId, team.externalTeamId, c.until);
+    deps.kickLateChanges();
+    return moved.size > 0;
+  });
 }
+
+// "\n" never occurs in an external user id: no user's key is a team's.
+const teamKey = (productId: string, teamId: string) => `${productId}\nteam\n${teamId}`;
 
 /**
  * Runs `apply` for the changes `changes` of `key` once in this process, sharing a run already
@@ -183,25 +191,33 @@ export async function followLateChanges(deps: FollowDeps): Promise<{ following: 
     // Nothing recorded since the earliest list these users need: nothing can move (their
     // checks stay as they were, so the next round looks from there).
     if ((await deps.arrivals.jobsSince(productId, new Date(Math.min(...list.map(needsFrom))), now)).length === 0) continue;
-    const users = await deps.users.resolve(productId, list.map((d) => d.user_id));
-    // A change recorded since a user's last check needs every list within the window.
+    const userEntries = list.filter((d) => d.team_id === undefined);
+    const teamEntries = list.filter((d) => d.team_id !== undefined);
+    const users = userEntries.length === 0 ? new Map<string, KnownUser>() : await deps.users.resolve(productId, userEntries.map((d) => d.user_id));
+    const teams = teamEntries.length === 0 ? new Map<string, KnownTeam>() : await deps.users.resolveTeams(productId, teamEntries.map((d) => d.team_id!));
+    // A change recorded since an entry's last check needs every list within the window.
     let from: Date | undefined = now;
     for (const d of list) {
-      const user = users.get(d.user_id);
-      if (!user) {
+      const user = d.team_id === undefined ? users.get(d.user_id) : undefined;
+      const team = d.team_id === undefined ? undefined : teams.get(d.team_id);
+      if (!user && !team) {
         done.push(d._id);
         continue;
       }
-      const c = changesOf(user, now, deps.lateChangeWindowMs);
+      const c = user ? changesOf(user, now, deps.lateChangeWindowMs) : changesIn([teamHistory(team!)], now, deps.lateChangeWindowMs);
       const since = needsFrom(d);
       if (!c || c.last >= since) from = undefined;
       else if (from && since < from.getTime()) from = new Date(since);
     }
-    moved += (await settleLateChanges(deps, productId, users, from)).size;
+    moved += (await settleLateChanges(deps, productId, users, from, [...teams.values()])).size;
     for (const d of list) lc.checked.set(d._id, now.getTime());
     for (const [userId, user] of users) {
       const c = changesOf(user, now, deps.lateChangeWindowMs);
       if (c) lc.seen.set(userKey(productId, userId), { changes: c.changes, applied: true });
+    }
+    for (const team of teams.values()) {
+      const c = changesIn([teamHistory(team)], now, deps.lateChangeWindowMs);
+      if (c) lc.seen.set(teamKey(productId, team.id), { changes: c.changes, applied: true });
     }
   }
   if (done.length > 0) await lc.pending.deleteMany({ _id: { $in: done } });

@@ -10,11 +10,16 @@ import { DbStore, isDuplicateKeyError } from "@meter/lib/mongo";
 /** Users whose applied change this process remembers. */
 const REMEMBERED = 100_000;
 
-/** A user with a change recorded within the window: `_id` "<product>|<user>". */
+/**
+ * A user with a change recorded within the window: `_id` "<product>|<user>"; or a team whose
+ * own change a read about the team applied: `_id` "<product>|\nteam\n<external team id>" ("\n"
+ * never occurs in an external user id), `team_id` its external id.
+ */
 export interface PendingChange {
   _id: string;
   product_id: string;
   user_id: string;
+  team_id?: string;
   /** When the last change seen leaves the window: followed until then. */
   until: Date;
 }
@@ -55,6 +60,17 @@ export class LateChanges extends DbStore {
     // Two first writers may both insert (MongoDB); the second then updates.
     await write().catch((err) => (isDuplicateKeyError(err) ? write() : Promise.reject(err)));
   }
+
+  /** Records a team to follow, whose own change a read about the team applied (idempotent, as follow). */
+  async followTeam(productId: string, externalTeamId: string, until: Date): Promise<void> {
+    const key = teamFollowKey(externalTeamId);
+    const write = () =>
+      this.pending.updateOne({ _id: pendingId(productId, key) }, { $set: { product_id: productId, user_id: key, team_id: externalTeamId, until } }, { upsert: true });
+    await write().catch((err) => (isDuplicateKeyError(err) ? write() : Promise.reject(err)));
+  }
 }
 
 const pendingId = (productId: string, userId: string) => `${productId}|${userId}`;
+
+/** The followed entry of a team (`user_id` is this key: no external user id holds "\n"). */
+export const teamFollowKey = (externalTeamId: string) => `\nteam\n${externalTeamId}`;
