@@ -89,8 +89,8 @@ export async function catchUpTeam(deps: FollowDeps, productId: string, team: Kno
   });
 }
 
-// "\n" never occurs in an external user id: no user's key is a team's.
-const teamKey = (productId: string, teamId: string) => `${productId}\nteam\n${teamId}`;
+// A user's key begins with its product id (a UUID), so none is a team's, whatever the user id.
+const teamKey = (productId: string, teamId: string) => `team\n${productId}\n${teamId}`;
 
 /**
  * Runs `apply` for the changes `changes` of `key` once in this process, sharing a run already

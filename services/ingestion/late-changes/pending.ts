@@ -12,8 +12,9 @@ const REMEMBERED = 100_000;
 
 /**
  * A user with a change recorded within the window: `_id` "<product>|<user>"; or a team whose
- * own change a read about the team applied: `_id` "<product>|\nteam\n<external team id>" ("\n"
- * never occurs in an external user id), `team_id` its external id.
+ * own change a read about the team applied: `_id` "team|<product>|<external team id>" (a product
+ * id is a UUID, so no user's entry begins so, whatever the user id), `team_id` its external id
+ * and `user_id` "".
  */
 export interface PendingChange {
   _id: string;
@@ -63,14 +64,10 @@ export class LateChanges extends DbStore {
 
   /** Records a team to follow, whose own change a read about the team applied (idempotent, as follow). */
   async followTeam(productId: string, externalTeamId: string, until: Date): Promise<void> {
-    const key = teamFollowKey(externalTeamId);
     const write = () =>
-      this.pending.updateOne({ _id: pendingId(productId, key) }, { $set: { product_id: productId, user_id: key, team_id: externalTeamId, until } }, { upsert: true });
+      this.pending.updateOne({ _id: `team|${productId}|${externalTeamId}` }, { $set: { product_id: productId, user_id: "", team_id: externalTeamId, until } }, { upsert: true });
     await write().catch((err) => (isDuplicateKeyError(err) ? write() : Promise.reject(err)));
   }
 }
 
 const pendingId = (productId: string, userId: string) => `${productId}|${userId}`;
-
-/** The followed entry of a team (`user_id` is this key: no external user id holds "\n"). */
-export const teamFollowKey = (externalTeamId: string) => `\nteam\n${externalTeamId}`;
