@@ -3,11 +3,14 @@ import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { CreditGrant, CreditLedgerEntry, SessionCredits } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import { Body, DateTime, KeyedBy, Nullable } from "./common.ts";
 
-/** A grant id as it may be stored: 1-128 printable characters (no control characters, no unpaired surrogates). */
+/** Printable characters: no control characters, no unpaired surrogates. */
+const PRINTABLE = "[^\\u0000-\\u001F\\u007F\\uD800-\\uDFFF]*";
+
+/** A grant id as it may be stored: 1-128 printable characters. */
 export const StoredGrantId = Type.String({
   minLength: 1,
   maxLength: 128,
-  pattern: "^[^\\u0000-\\u001F\\u007F\\uD800-\\uDFFF]*$",
+  pattern: `^${PRINTABLE}$`,
   description: "The grant's id as it was granted",
 });
 
@@ -20,7 +23,7 @@ export const StoredGrantId = Type.String({
 export const GrantId = Type.String({
   minLength: 1,
   maxLength: 128,
-  pattern: "^(?![\\s\\u0085])(?![\\s\\S]*[\\s\\u0085]$)[^\\u0000-\\u001F\\u007F\\uD800-\\uDFFF]*$",
+  pattern: `^(?![\\s\\u0085])(?![\\s\\S]*[\\s\\u0085]$)${PRINTABLE}$`,
   description: "The caller's id of the grant (e.g. the payment's id), 1-128 printable characters, no white space at either end; sending it again is a no-op",
 });
 

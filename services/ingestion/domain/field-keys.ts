@@ -15,8 +15,11 @@ const EDGE_SPACE = /^[\s\u0085]+|[\s\u0085]+$/g;
 
 const unicodeEscape = (run: string) => [...run].map((c) => `%u${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}`).join("");
 
+/** What MongoDB and its driver need of a field name: "%", ".", "$" and U+0000 escaped. */
+const escapeReserved = (name: string) => name.replace(/[%.$\0]/g, (c) => ESCAPES[c]!);
+
 export function encodeKey(name: string): string {
-  return name.replace(/[%.$\0]/g, (c) => ESCAPES[c]!).replace(EDGE_SPACE, unicodeEscape);
+  return escapeReserved(name).replace(EDGE_SPACE, unicodeEscape);
 }
 
 /**
@@ -26,7 +29,7 @@ export function encodeKey(name: string): string {
  * hold one stored that way before: escaping it now would lose it.
  */
 export function encodeGrantKey(id: string): string {
-  return id.replace(/[%.$\0]/g, (c) => ESCAPES[c]!);
+  return escapeReserved(id);
 }
 
 export function decodeKey(key: string): string {

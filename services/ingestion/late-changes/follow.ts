@@ -197,6 +197,8 @@ export async function followLateChanges(deps: FollowDeps): Promise<{ following: 
     const teams = teamEntries.length === 0 ? new Map<string, KnownTeam>() : await deps.users.resolveTeams(productId, teamEntries.map((d) => d.team_id!));
     // A change recorded since an entry's last check needs every list within the window.
     let from: Date | undefined = now;
+    // Each entry's changes, noted as applied once the round has applied them.
+    const applied: { key: string; changes: string }[] = [];
     for (const d of list) {
       const user = d.team_id === undefined ? users.get(d.user_id) : undefined;
       const team = d.team_id === undefined ? undefined : teams.get(d.team_id);
@@ -205,20 +207,14 @@ export async function followLateChanges(deps: FollowDeps): Promise<{ following: 
         continue;
       }
       const c = user ? changesOf(user, now, deps.lateChangeWindowMs) : changesIn([teamHistory(team!)], now, deps.lateChangeWindowMs);
+      if (c) applied.push({ key: user ? userKey(productId, d.user_id) : teamKey(productId, team!.id), changes: c.changes });
       const since = needsFrom(d);
       if (!c || c.last >= since) from = undefined;
       else if (from && since < from.getTime()) from = new Date(since);
     }
     moved += (await settleLateChanges(deps, productId, users, from, [...teams.values()])).size;
     for (const d of list) lc.checked.set(d._id, now.getTime());
-    for (const [userId, user] of users) {
-      const c = changesOf(user, now, deps.lateChangeWindowMs);
-      if (c) lc.seen.set(userKey(productId, userId), { changes: c.changes, applied: true });
-    }
-    for (const team of teams.values()) {
-      const c = changesIn([teamHistory(team)], now, deps.lateChangeWindowMs);
-      if (c) lc.seen.set(teamKey(productId, team.id), { changes: c.changes, applied: true });
-    }
+    for (const { key, changes } of applied) lc.seen.set(key, { changes, applied: true });
   }
   if (done.length > 0) await lc.pending.deleteMany({ _id: { $in: done } });
   // A round that read a full page has more to walk: the next comes at the round's pace.

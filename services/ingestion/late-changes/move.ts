@@ -401,11 +401,7 @@ export function teamWindowMoves(
   groups: readonly { team: TeamAttribution; events: readonly UsageEventDoc[] }[],
   now: Date,
 ): { out: Map<string, WindowShare>; into: Map<string, Map<string, WindowShare>>; doc: Map<string, WindowShare>; members: Map<string, Map<string, WindowShare>> } {
-  const add = (m: Map<string, WindowShare>, s: WindowShare, sign: number) => {
-    if (s.end <= now.getTime()) return;
-    const prev = m.get(s.key);
-    m.set(s.key, { key: s.key, end: s.end, n: (prev?.n ?? 0) + sign * s.n });
-  };
+  const add = (m: Map<string, WindowShare>, s: WindowShare, sign: number) => tally(m, s, sign, now);
   const mapIn = <K,>(m: Map<K, Map<string, WindowShare>>, k: K) => m.get(k) ?? m.set(k, new Map()).get(k)!;
   const out = new Map<string, WindowShare>();
   const into = new Map<string, Map<string, WindowShare>>();
@@ -416,11 +412,10 @@ export function teamWindowMoves(
     for (const e of g.events) {
       const raw = sentModel(e);
       const arrived = e.team!.counter_id === from.counterId;
+      const counted = arrived || !from.team ? null : teamShare(from.team, e, raw, now);
       const held = arrived
         ? { team: e.team!.windows ?? [], member: (e.windows ?? []).filter((s) => s.key.startsWith(prefix)) }
-        : from.team
-          ? (({ team, member }) => ({ team: team.windows ?? [], member: member ?? [] }))(teamShare(from.team, e, raw, now))
-          : { team: [], member: [] };
+        : { team: counted?.team.windows ?? [], member: counted?.member ?? [] };
       // Placed as they were counted: on arrival by the event's own period (teams/count.ts), which
       // may end elsewhere than the window the history now gives that counter.
       const heldIn = arrived ? { start: e.team!.period_start, end: e.team!.period_end } : from;
@@ -431,9 +426,6 @@ export function teamWindowMoves(
       for (const s of moved.member ?? []) add(mapIn(members, e.user_id), s, 1);
     }
   }
-  const dropZeros = (m: Map<string, WindowShare>) => {
-    for (const [k, s] of m) if (s.n === 0) m.delete(k);
-  };
   dropZeros(out);
   dropZeros(doc);
   for (const byKey of [into, members]) {
@@ -477,11 +469,7 @@ export function userWindowMoves(
     return plan ? (windowShares(plan, period, { ...e, model: model === null ? null : normalizeModel(model, plan.pricing) }, now) ?? []) : [];
   };
   const out = new Map<string, WindowShare>();
-  const add = (s: WindowShare, sign: number) => {
-    if (s.end <= now.getTime()) return;
-    const prev = out.get(s.key);
-    out.set(s.key, { key: s.key, end: s.end, n: (prev?.n ?? 0) + sign * s.n });
-  };
+  const add = (s: WindowShare, sign: number) => tally(out, s, sign, now);
   for (const g of groups) {
     for (const e of g.events) {
       // A user's own keys begin with a metric, a member-scope one with "team:" (teams/shares.ts memberPrefix).
@@ -490,6 +478,18 @@ export function userWindowMoves(
       for (const s of shares(g.plan ?? null, g.period, e)) add(s, 1);
     }
   }
-  for (const [k, s] of out) if (s.n === 0) out.delete(k);
+  dropZeros(out);
   return out;
+}
+
+/** Adds a window share, signed, to a document's changes; an entry that ended gates nothing and is left alone. */
+function tally(m: Map<string, WindowShare>, s: WindowShare, sign: number, now: Date): void {
+  if (s.end <= now.getTime()) return;
+  const prev = m.get(s.key);
+  m.set(s.key, { key: s.key, end: s.end, n: (prev?.n ?? 0) + sign * s.n });
+}
+
+/** Entries whose changes cancel out write nothing. */
+function dropZeros(m: Map<string, WindowShare>): void {
+  for (const [k, s] of m) if (s.n === 0) m.delete(k);
 }

@@ -96,17 +96,6 @@ export function inPeriodWindow(s: WindowShare, periodStart: Date, periodEnd: Dat
 }
 
 /**
- * A share as period `p` counts it: a `period` window is the billing period itself (windows/shares.ts
- * windowAt), so its field and end are the period's; any other window is the same in every period.
- */
-export function periodShare(s: WindowShare, p: { start: Date; end: Date }): WindowShare {
-  const bar = s.key.lastIndexOf("|");
-  const dimension = s.key.slice(0, bar);
-  if (dimension.split(":", 2)[1] !== "period") return s;
-  return { key: `${dimension}|${p.start.getTime()}`, end: p.end.getTime(), n: s.n };
-}
-
-/**
  * The team's pool counter of a team period (in `team_counters`): the spend of the members whose
  * own plans draw no credits, all of it the team's to pay (credits/settle.ts). The suffix keeps it
  * apart from every period counter (whose ids end with a service team id).
