@@ -195,13 +195,19 @@ export async function followLateChanges(deps: FollowDeps): Promise<{ following: 
     const teamEntries = list.filter((d) => d.team_id !== undefined);
     const users = userEntries.length === 0 ? new Map<string, KnownUser>() : await deps.users.resolve(productId, userEntries.map((d) => d.user_id));
     const teams = teamEntries.length === 0 ? new Map<string, KnownTeam>() : await deps.users.resolveTeams(productId, teamEntries.map((d) => d.team_id!));
+    // A team a followed member belongs to is applied from the member's copy (settleLateChanges
+    // takes the members' teams first), which may be older than the one resolved above: what is
+    // noted as applied is that copy's changes, so a later read about the team that meets a newer
+    // change still applies it.
+    const carried = new Map([...users.values()].flatMap((u) => [...u.teams.values()].map((t) => [t.id, t] as const)));
     // A change recorded since an entry's last check needs every list within the window.
     let from: Date | undefined = now;
     // Each entry's changes, noted as applied once the round has applied them.
     const applied: { key: string; changes: string }[] = [];
     for (const d of list) {
       const user = d.team_id === undefined ? users.get(d.user_id) : undefined;
-      const team = d.team_id === undefined ? undefined : teams.get(d.team_id);
+      const resolved = d.team_id === undefined ? undefined : teams.get(d.team_id);
+      const team = resolved && (carried.get(resolved.id) ?? resolved);
       if (!user && !team) {
         done.push(d._id);
         continue;
