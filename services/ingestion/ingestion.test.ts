@@ -446,6 +446,37 @@ t("new dates recorded late take their events out of the dated window they were c
   close(granted + remaining, 94, "the new period has spent 6 of its 100");
 });
 
+t("events a late upgrade moves are counted under their model as the new plan names it: its model cap counts them", async ({ stack }) => {
+  const { api } = await stack.newProduct();
+  const plan = await api.post("/config/plans", {
+    plans: [
+      { name: "basic", max_spend_per_period: 100 },
+      { name: "pro", max_spend_per_period: 100, model_limits: { "gpt-4o": { max_tokens_per_period: 1_000 } } },
+    ],
+  });
+  const userId = `renamed-${randomUUID()}`;
+  await api.post("/users", { external_user_id: userId });
+  const now = Date.now();
+  const sub = (from: number, to: number, i: number) =>
+    api.post(`/users/${userId}/subscription`, { plan_id: plan.body.plans[i].id, period_start: new Date(from).toISOString(), period_end: new Date(to).toISOString() });
+  assert.is((await sub(now - 20 * DAY, now + 10 * DAY, 0)).status, 200);
+  const call = (ms: number) => ({ id: randomUUID(), user_id: userId, timestamp: new Date(ms).toISOString(), model: "gpt-4o-2024-08-06", total_tokens: 100, cost_total: 1 });
+  assert.is((await api.post("/events/batch", [call(now - 30 * 60_000), call(now - 10 * 60_000)])).status, 200);
+  assert.equal((await api.get(`/users/${userId}/usage`)).body.tokens_by_model, { "gpt-4o-2024-08-06": 200 }, "basic names no model: filed as sent");
+  // The upgrade to a plan that caps gpt-4o began an hour ago; the billing system tells us only now.
+  assert.is((await sub(now - HOUR, now + 30 * DAY, 1)).status, 200);
+  const session = (await api.get(`/users/${userId}/session`)).body;
+  assert.equal(session.current_usage.period_tokens_by_model, { "gpt-4o": 200 });
+  const cap = (session.limits as { reason: string; used: number }[]).find((d) => d.reason === "model_limit:gpt-4o")!;
+  assert.is(cap.used, 200, "the new plan's model cap counts the tokens that moved into its period");
+  // A later call is filed under the same name, beside them.
+  assert.is((await api.post("/events/batch", [call(Date.now())])).status, 200);
+  assert.equal((await api.get(`/users/${userId}/usage`)).body.tokens_by_model, { "gpt-4o": 300 });
+  const month = (await api.get(`/users/${userId}/usage?period=current_month`)).body;
+  assert.is(month.total_tokens, 300, "calendar months are by timestamp: every event once");
+  assert.equal(month.tokens_by_model, { "gpt-4o": 300 }, "the month's usage names them as the period now holding them does");
+});
+
 t("credits drawn for events a late change moves go with them: their new period does not draw them again", async ({ stack, mongo }) => {
   const { api, productId } = await stack.newProduct();
   const plans = await api.post("/config/plans", { plans: [{ name: "prepaid", max_spend_per_period: 0, credits_enabled: true, limits: [{ name: "cycle", metric: "spend", max: 100, window: "period" }] }] });

@@ -1,10 +1,9 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { GetUsageResponse, IngestionService } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import { rpcError } from "@meter/lib/errors";
-import { decodeKeys } from "../domain/field-keys.ts";
 import { parseUsagePeriod, toDollars, type UsagePeriod } from "@meter/rules";
 import type { IngestionDeps } from "../deps.ts";
-import { dollarsByModel, type CounterStore } from "../store/counters.ts";
+import { modelBreakdown, type CounterStore } from "../store/counters.ts";
 import { attribute } from "../domain/attribution.ts";
 import { counterId, monthCounterId } from "../domain/counter-ids.ts";
 import { plus, type Totals } from "../domain/totals.ts";
@@ -40,11 +39,12 @@ export async function usageTotals(
   current: () => string,
 ): Promise<Pick<GetUsageResponse, "totalCost" | "totalTokens" | "tokensByModel" | "costByModel" | "toolCallsCount">> {
   const counter = period.kind === "current_period" ? await counters.get(current()) : await monthTotals(counters, productId, owner, period.start);
+  const models = modelBreakdown(counter);
   return {
     totalCost: toDollars(counter?.cost ?? 0),
     totalTokens: BigInt(counter?.tokens ?? 0),
-    tokensByModel: decodeKeys(counter?.tokens_by_model),
-    costByModel: dollarsByModel(decodeKeys(counter?.cost_by_model)),
+    tokensByModel: models.tokens,
+    costByModel: models.dollars,
     toolCallsCount: BigInt(counter?.tool_calls ?? 0),
   };
 }

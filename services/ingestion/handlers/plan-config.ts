@@ -3,9 +3,8 @@ import type { CurrentUsageSchema, PlanConfigSchema } from "@meter/proto/meter/in
 import { limitToMessage } from "@meter/lib/plan-limits";
 import { NO_PLAN_CONFIG, toDollars } from "@meter/rules";
 import type { PlanInfo } from "../adapters/plans.ts";
-import { decodeKeys } from "../domain/field-keys.ts";
 import type { Totals } from "../domain/totals.ts";
-import { dollarsByModel } from "../store/counters.ts";
+import { modelBreakdown } from "../store/counters.ts";
 
 /** The session view's plan_config of a plan, a user's or a team's (the API's plan defaults without one). */
 export function planConfig(plan: PlanInfo | null): MessageInitShape<typeof PlanConfigSchema> {
@@ -33,10 +32,11 @@ export function planConfig(plan: PlanInfo | null): MessageInitShape<typeof PlanC
 
 /** The session view's current_usage of a period counter. */
 export function currentUsage(counter: Totals | null | undefined): MessageInitShape<typeof CurrentUsageSchema> {
+  const models = modelBreakdown(counter);
   return {
     periodCost: toDollars(counter?.cost ?? 0),
     periodTokensTotal: BigInt(counter?.tokens ?? 0),
-    periodTokensByModel: decodeKeys(counter?.tokens_by_model),
-    periodCostByModel: dollarsByModel(decodeKeys(counter?.cost_by_model)),
+    periodTokensByModel: models.tokens,
+    periodCostByModel: models.dollars,
   };
 }

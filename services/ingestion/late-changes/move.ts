@@ -4,7 +4,7 @@ import type { KnownTeam, KnownUser, PlanInfo } from "../adapters/plans.ts";
 import { calendarMonth, hasThresholds, normalizeModel, periodAt, toNano, type BillingPeriod, type SubscriptionWindow } from "@meter/rules";
 import { attribute, teamAt, type TeamAttribution } from "../domain/attribution.ts";
 import { counterId, monthCounterId } from "../domain/counter-ids.ts";
-import { negate, plus, sum, type Countable } from "../domain/totals.ts";
+import { negate, plus, sum, type Countable, type Totals } from "../domain/totals.ts";
 import type { CounterDelta } from "../domain/counter-delta.ts";
 import type { CounterStore } from "../store/counters.ts";
 import type { UsageEventDoc, UsageEventStore } from "../store/usage-events.ts";
@@ -162,6 +162,31 @@ function countable(owner: Owner, e: UsageEventDoc): Countable {
   return owner.kind === "user" ? e : teamCountable(e, e.team!);
 }
 
+/** An event and what it adds to a counter. */
+interface Counted {
+  e: UsageEventDoc;
+  c: Countable;
+}
+
+/**
+ * What an event adds to its owner's counters in a period whose plan is `plan`: its model as that
+ * plan names it (the nearest to the name sent, sentModel). An event folded into OTHER_MODELS stays
+ * there; with no plan known, as stored.
+ */
+function named(owner: Owner, e: UsageEventDoc, plan: Pick<PlanInfo, "pricing"> | null | undefined): Countable {
+  const c = countable(owner, e);
+  const raw = sentModel(e);
+  return c.counted_model !== undefined || !plan || raw === null ? c : { ...c, model: normalizeModel(raw, plan.pricing) };
+}
+
+/** Totals with the models whose changes cancel out left out; null when nothing changes. */
+function withoutZeros(t: Totals): Totals | null {
+  const keep = (m: Record<string, number>) => Object.fromEntries(Object.entries(m).filter(([, v]) => v !== 0));
+  const out = { ...t, tokens_by_model: keep(t.tokens_by_model), cost_by_model: keep(t.cost_by_model) };
+  const nothing = out.cost === 0 && out.tokens === 0 && out.tool_calls === 0 && out.events === 0 && Object.keys(out.tokens_by_model).length + Object.keys(out.cost_by_model).length === 0;
+  return nothing ? null : out;
+}
+
 /**
  * Whether a listed event may move. A team's share moves unless both the team plan and the
  * member's own plan drew credits for it (`credits` without `direct`): what a member's own credits
@@ -256,40 +281,48 @@ async function move(deps: MoveDeps, productId: string, entry: Entry, byId: Reado
   }
   if (going.size === 0) return false;
 
-  const totals = (events: readonly UsageEventDoc[]) => sum(events.map((e) => countable(owner, e)));
-  // What a period's counter gains from `events`: their totals, and those stamped in the month the period starts with as its month share.
-  const periodDelta = (id: string, period: { start: Date; end: Date }, events: readonly UsageEventDoc[]): CounterDelta => {
-    const delta: CounterDelta = { id, productId, userId: owner.id, start: period.start, end: period.end, add: totals(events) };
-    const share = events.filter((e) => sameStart(calendarMonth(e.timestamp).start, period.start));
-    if (share.length > 0) delta.month = totals(share);
+  // Counters file an event under its model as the period's plan names it (usage/record.ts): out of
+  // the old period as it was counted there (stored on arrival; for an event an earlier move brought
+  // in, as the old period's plan names it), into each new period as its plan names it. So a model
+  // cap of the new plan counts what moved into its period.
+  const fromPlan = window.planId === undefined ? null : ((owner.kind === "user" ? owner.user.plans : owner.team.plans).get(window.planId) ?? null);
+  const arrivedIn = (e: UsageEventDoc, id: string) => (owner.kind === "user" ? e.counter_id : e.team!.counter_id) === id;
+  const asCounted = (e: UsageEventDoc): Counted => ({ e, c: arrivedIn(e, from) ? countable(owner, e) : named(owner, e, fromPlan) });
+  const inGroup = (g: Going): Counted[] => g.events.map((e) => ({ e, c: named(owner, e, owner.kind === "user" ? g.plan : g.team!.plan) }));
+  // What a period's counter gains: the events' totals, and those stamped in the month the period starts with as its month share.
+  const periodDelta = (id: string, period: { start: Date; end: Date }, events: readonly Counted[]): CounterDelta => {
+    const delta: CounterDelta = { id, productId, userId: owner.id, start: period.start, end: period.end, add: sum(events.map((x) => x.c)) };
+    const share = events.filter((x) => sameStart(calendarMonth(x.e.timestamp).start, period.start));
+    if (share.length > 0) delta.month = sum(share.map((x) => x.c));
     return delta;
   };
   // What the old period's counter loses: the events, and their month share as it carried it.
   const outDelta = (id: string, events: readonly UsageEventDoc[]): CounterDelta => {
-    const d = periodDelta(id, window, events);
+    const d = periodDelta(id, window, events.map(asCounted));
     return { ...d, add: negate(d.add), ...(d.month && { month: negate(d.month) }) };
   };
   // Out of the old period, into the new ones; a month's counter gains the events its new
   // period does not carry as its month share and loses those the old period did not.
   const periods: { delta: CounterDelta; limit: Going["limit"]; events: UsageEventDoc[] }[] = [];
-  const months = new Map<string, { start: Date; end: Date; gains: UsageEventDoc[]; losses: UsageEventDoc[] }>();
+  const months = new Map<string, { start: Date; end: Date; gains: Counted[]; losses: Counted[] }>();
   const moved: UsageEventDoc[] = [];
   for (const g of going.values()) {
-    periods.push({ delta: periodDelta(g.counterId, g.period, g.events), limit: g.limit, events: g.events });
-    for (const e of g.events) {
-      moved.push(e);
-      const m = calendarMonth(e.timestamp);
+    const counted = inGroup(g);
+    periods.push({ delta: periodDelta(g.counterId, g.period, counted), limit: g.limit, events: g.events });
+    for (const x of counted) {
+      moved.push(x.e);
+      const m = calendarMonth(x.e.timestamp);
       const id = monthCounterId(productId, owner.id, m.start);
       const month = months.get(id) ?? { ...m, gains: [], losses: [] };
       months.set(id, month);
-      if (!sameStart(m.start, g.period.start)) month.gains.push(e);
-      if (!sameStart(m.start, window.start)) month.losses.push(e);
+      if (!sameStart(m.start, g.period.start)) month.gains.push(x);
+      if (!sameStart(m.start, window.start)) month.losses.push(asCounted(x.e));
     }
   }
   const monthDeltas: CounterDelta[] = [];
   for (const [id, m] of months) {
-    const even = m.gains.length === m.losses.length && m.gains.every((e, i) => e === m.losses[i]);
-    if (!even) monthDeltas.push({ id, productId, userId: owner.id, start: m.start, end: m.end, add: plus(totals(m.gains), negate(totals(m.losses)))! });
+    const add = withoutZeros(plus(sum(m.gains.map((x) => x.c)), negate(sum(m.losses.map((x) => x.c))))!);
+    if (add) monthDeltas.push({ id, productId, userId: owner.id, start: m.start, end: m.end, add });
   }
   const out = outDelta(from, moved);
   const now = deps.now();
@@ -298,15 +331,14 @@ async function move(deps: MoveDeps, productId: string, entry: Entry, byId: Reado
   // a plan that draws credits, recorded late, draws for what moved into it).
   // Counted in the old pool counter: as stored when it arrived there, or, when an earlier move
   // brought it, as the old period's plan pays it.
-  const fromPlan = owner.kind === "team" && window.planId !== undefined ? owner.team.plans.get(window.planId) : undefined;
-  const fromPays = poolPaysUnder(fromPlan);
+  const fromPays = poolPaysUnder(fromPlan ?? undefined);
   const inFromPool = (e: UsageEventDoc) => (e.team!.counter_id === from ? e.team!.credits?.direct === true : fromPays(e));
   const leaving = owner.kind === "team" ? moved.filter(inFromPool) : [];
   const poolOut = leaving.length > 0 ? outDelta(poolCounterId(from), leaving) : null;
   const poolsIn: CounterDelta[] = [];
   for (const g of going.values()) {
     const arriving = g.poolPays ? g.events.filter(g.poolPays) : [];
-    if (arriving.length > 0) poolsIn.push(periodDelta(poolCounterId(g.counterId), g.period, arriving));
+    if (arriving.length > 0) poolsIn.push(periodDelta(poolCounterId(g.counterId), g.period, inGroup({ ...g, events: arriving })));
   }
   // Window counts leave where the old period counted them and go where the new period's plan
   // counts them: a user's in its window document; a team's in its period counters (windows within
@@ -315,7 +347,7 @@ async function move(deps: MoveDeps, productId: string, entry: Entry, byId: Reado
   let windowDoc: WindowDelta | null = null;
   let userWindows = new Map<string, Map<string, WindowShare>>();
   if (owner.kind === "user") {
-    userWindows.set(owner.id, userWindowMoves({ ...window, plan: window.planId === undefined ? null : (owner.user.plans.get(window.planId) ?? null) }, from, [...going.values()], now));
+    userWindows.set(owner.id, userWindowMoves({ ...window, plan: fromPlan }, from, [...going.values()], now));
   } else {
     // teamShare reads only the bounds of the attribution's period.
     const fromTeam = fromPlan ? { team: owner.team, plan: fromPlan, counterId: from, period: { start: window.start, end: window.end, subscription: null, calendar: false } } : null;

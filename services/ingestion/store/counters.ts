@@ -9,6 +9,7 @@ import type { CounterState } from "../domain/counter-bounds.ts";
 import type { CounterDelta } from "../domain/counter-delta.ts";
 import { bumpsVersion } from "../domain/lease-settlement.ts";
 import type { Totals } from "../domain/totals.ts";
+import { decodeKeys } from "../domain/field-keys.ts";
 
 /**
  * Running totals of one user in one billing period, or in one calendar month (what usage of
@@ -63,6 +64,19 @@ export function readTotals<T extends StoredTotals>(raw: T): Omit<T, keyof Stored
   const byModel: Record<string, number> = { ...(cost_nano_by_model ?? {}) };
   for (const [k, v] of Object.entries(cost_by_model ?? {})) byModel[k] = (byModel[k] ?? 0) + toNano(v);
   return { ...rest, cost: (cost_nano ?? 0) + toNano(cost ?? 0), cost_by_model: byModel } as unknown as Omit<T, keyof StoredTotals> & Totals;
+}
+
+/**
+ * A counter's tokens and dollars by model, for answers: decoded, and without a model whose
+ * tokens and cost are both 0 (what a late change's move left where the events were counted
+ * before: their model's fields go to 0, never away).
+ */
+export function modelBreakdown(counter: Pick<Totals, "tokens_by_model" | "cost_by_model"> | null | undefined): { tokens: Record<string, number>; dollars: Record<string, number> } {
+  const tokens = decodeKeys(counter?.tokens_by_model);
+  const cost = decodeKeys(counter?.cost_by_model);
+  const used = (k: string) => (tokens[k] ?? 0) !== 0 || (cost[k] ?? 0) !== 0;
+  const keep = (m: Record<string, number>) => Object.fromEntries(Object.entries(m).filter(([k]) => used(k)));
+  return { tokens: keep(tokens), dollars: dollarsByModel(keep(cost)) };
 }
 
 /** Nano-dollars by model as dollars, for answers and events. */
