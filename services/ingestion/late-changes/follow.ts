@@ -195,11 +195,12 @@ export async function followLateChanges(deps: FollowDeps): Promise<{ following: 
     const teamEntries = list.filter((d) => d.team_id !== undefined);
     const users = userEntries.length === 0 ? new Map<string, KnownUser>() : await deps.users.resolve(productId, userEntries.map((d) => d.user_id));
     const teams = teamEntries.length === 0 ? new Map<string, KnownTeam>() : await deps.users.resolveTeams(productId, teamEntries.map((d) => d.team_id!));
-    // A team a followed member belongs to is applied from the member's copy (settleLateChanges
-    // takes the members' teams first), which may be older than the one resolved above: what is
+    // A team a followed member belongs to is applied from the first such member's copy
+    // (settleLateChanges takes the members' teams first), which may be older than the one resolved above: what is
     // noted as applied is that copy's changes, so a later read about the team that meets a newer
     // change still applies it.
-    const carried = new Map([...users.values()].flatMap((u) => [...u.teams.values()].map((t) => [t.id, t] as const)));
+    const carried = new Map<string, KnownTeam>();
+    for (const u of users.values()) for (const t of u.teams.values()) if (!carried.has(t.id)) carried.set(t.id, t);
     // A change recorded since an entry's last check needs every list within the window.
     let from: Date | undefined = now;
     // Each entry's changes, noted as applied once the round has applied them.

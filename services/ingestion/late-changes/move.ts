@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import pMap from "p-map";
 import type { KnownTeam, KnownUser, PlanInfo } from "../adapters/plans.ts";
 import { calendarMonth, hasThresholds, normalizeModel, periodAt, toNano, type BillingPeriod, type SubscriptionWindow } from "@meter/rules";
-import { attribute, teamAt, type TeamAttribution } from "../domain/attribution.ts";
+import { attribute, attributeTeam, teamAt, type TeamAttribution } from "../domain/attribution.ts";
 import { counterId, monthCounterId } from "../domain/counter-ids.ts";
 import { negate, plus, sum, type Countable, type Totals } from "../domain/totals.ts";
 import type { CounterDelta } from "../domain/counter-delta.ts";
@@ -170,13 +170,15 @@ interface Counted {
 
 /**
  * What an event adds to its owner's counters in a period whose plan is `plan`: its model as that
- * plan names it (the nearest to the name sent, sentModel). An event folded into OTHER_MODELS stays
- * there; with no plan known, as stored.
+ * plan names it (the nearest to the name sent, sentModel), or for a user without a plan there as
+ * its team's plan does (usage/record.ts). An event folded into OTHER_MODELS stays there; with no
+ * plan to name it, as stored.
  */
-function named(owner: Owner, e: UsageEventDoc, plan: Pick<PlanInfo, "pricing"> | null | undefined): Countable {
+function named(productId: string, owner: Owner, e: UsageEventDoc, plan: Pick<PlanInfo, "pricing"> | null | undefined): Countable {
   const c = countable(owner, e);
   const raw = sentModel(e);
-  return c.counted_model !== undefined || !plan || raw === null ? c : { ...c, model: normalizeModel(raw, plan.pricing) };
+  const naming = plan ?? (owner.kind === "user" ? attributeTeam(productId, owner.user, e.timestamp)?.plan : undefined);
+  return c.counted_model !== undefined || !naming || raw === null ? c : { ...c, model: normalizeModel(raw, naming.pricing) };
 }
 
 /** Totals with the models whose changes cancel out left out; null when nothing changes. */
@@ -287,8 +289,8 @@ async function move(deps: MoveDeps, productId: string, entry: Entry, byId: Reado
   // cap of the new plan counts what moved into its period.
   const fromPlan = window.planId === undefined ? null : ((owner.kind === "user" ? owner.user.plans : owner.team.plans).get(window.planId) ?? null);
   const arrivedIn = (e: UsageEventDoc, id: string) => (owner.kind === "user" ? e.counter_id : e.team!.counter_id) === id;
-  const asCounted = (e: UsageEventDoc): Counted => ({ e, c: arrivedIn(e, from) ? countable(owner, e) : named(owner, e, fromPlan) });
-  const inGroup = (g: Going): Counted[] => g.events.map((e) => ({ e, c: named(owner, e, owner.kind === "user" ? g.plan : g.team!.plan) }));
+  const asCounted = (e: UsageEventDoc): Counted => ({ e, c: arrivedIn(e, from) ? countable(owner, e) : named(productId, owner, e, fromPlan) });
+  const inGroup = (g: Going): Counted[] => g.events.map((e) => ({ e, c: named(productId, owner, e, owner.kind === "user" ? g.plan : g.team!.plan) }));
   // What a period's counter gains: the events' totals, and those stamped in the month the period starts with as its month share.
   const periodDelta = (id: string, period: { start: Date; end: Date }, events: readonly Counted[]): CounterDelta => {
     const delta: CounterDelta = { id, productId, userId: owner.id, start: period.start, end: period.end, add: sum(events.map((x) => x.c)) };
