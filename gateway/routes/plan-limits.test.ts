@@ -3,6 +3,7 @@ import * as assert from "uvu/assert";
 import { randomUUID } from "node:crypto";
 import type { Api } from "../../test/support/http.ts";
 import { startTestStack, type TestStack } from "../../test/support/stack.ts";
+import { userOnPlan } from "../../test/support/rest.ts";
 
 // A plan's `limits` and `time_zone` (BUDGETS.md §2) through the gateway and the plans service.
 const t = suite<{ stack: TestStack; a: Api }>("plan limits and time zone over HTTP");
@@ -161,6 +162,26 @@ t("the OpenAPI document describes limits and time_zone", async ({ stack }) => {
   const doc = (await stack.api.get("/openapi.json")).body;
   const text = JSON.stringify(doc.paths["/api/v1/config/plans"]);
   for (const f of ["limits", "time_zone", "duration_minutes", "scope"]) assert.ok(text.includes(`"${f}"`), f);
+});
+
+t("a model cap reads 0 for a user whose usage named no model, and for a model named like an object's own property", async ({ a }) => {
+  const caps = { "gpt-4o": { max_tokens_per_period: 1_000 }, constructor: { max_tokens_per_period: 10 }, "\r": { max_tokens_per_period: 5 } };
+  const now = Date.now();
+  const user = await userOnPlan(a, { max_spend_per_period: 10, model_limits: caps }, { period_start: new Date(now - 86_400_000).toISOString(), period_end: new Date(now + 29 * 86_400_000).toISOString() });
+  // Usage with no model: the period's counter holds no model at all.
+  assert.is((await a.post("/events", { user_id: user, cost: 0.5 })).status, 201);
+  assert.is((await a.post("/events/batch", [{ id: randomUUID(), user_id: user, timestamp: new Date().toISOString(), cost_total: 0.25, tool_calls: ["search"] }])).status, 200);
+  for (const path of [`/users/${user}/limits`, `/users/${user}/session`]) {
+    const res = await a.get(path);
+    assert.is(res.status, 200, `${path}: ${JSON.stringify(res.body)}`);
+    const used = Object.fromEntries((res.body.limits as { reason: string; used: number }[]).map((d) => [d.reason, d.used]));
+    assert.equal([used["model_limit:gpt-4o"], used["model_limit:constructor"], used["model_limit:\r"]], [0, 0, 0], path);
+    assert.is(used.total_spend, 0.75, path);
+  }
+  // Then a call to a capped model: only its own cap counts it.
+  assert.is((await a.post("/events/batch", [{ id: randomUUID(), user_id: user, timestamp: new Date().toISOString(), model: "gpt-4o", total_tokens: 40, cost_total: 0.1 }])).status, 200);
+  const used = Object.fromEntries(((await a.get(`/users/${user}/limits`)).body.limits as { reason: string; used: number }[]).map((d) => [d.reason, d.used]));
+  assert.equal([used["model_limit:gpt-4o"], used["model_limit:constructor"]], [40, 0]);
 });
 
 t.run();

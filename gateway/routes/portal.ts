@@ -3,6 +3,7 @@ import { readFile } from "node:fs/promises";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
+import { own } from "@meter/lib/own";
 import { PORTAL_TTL } from "@meter/lib/portal-tokens";
 import { DateTime, Nullable, UserParams, errors, publicRoute } from "../schemas/common.ts";
 import { GrantOut, grantJson } from "../schemas/credits.ts";
@@ -143,7 +144,7 @@ export const portalRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const u = s.currentUsage!;
       const models = new Set([...Object.keys(u.periodCostByModel), ...Object.keys(u.periodTokensByModel)]);
       const byModel = [...models]
-        .map((model) => ({ model, cost: u.periodCostByModel[model] ?? 0, tokens: Math.round(Number(u.periodTokensByModel[model] ?? 0)) }))
+        .map((model) => ({ model, cost: own(u.periodCostByModel, model) ?? 0, tokens: Math.round(Number(own(u.periodTokensByModel, model) ?? 0)) }))
         .sort((a, b) => b.cost - a.cost || b.tokens - a.tokens || a.model.localeCompare(b.model));
       return {
         user_id: s.userId,

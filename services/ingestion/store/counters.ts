@@ -51,7 +51,9 @@ export interface CounterDoc extends Totals {
  * nothing adds to those any more, and they are read converted to the unit once and added
  * to the integer fields (readTotals), so such a counter goes on exactly from where it was.
  */
-interface StoredTotals extends Omit<Totals, "cost" | "cost_by_model"> {
+interface StoredTotals extends Omit<Totals, "cost" | "cost_by_model" | "tokens_by_model"> {
+  /** Absent until an event names a model (only `$inc`s create it). */
+  tokens_by_model?: Record<string, number>;
   cost_nano?: number;
   cost_nano_by_model?: Record<string, number>;
   cost?: number;
@@ -63,7 +65,7 @@ export function readTotals<T extends StoredTotals>(raw: T): Omit<T, keyof Stored
   const { cost_nano, cost_nano_by_model, cost, cost_by_model, ...rest } = raw;
   const byModel: Record<string, number> = { ...(cost_nano_by_model ?? {}) };
   for (const [k, v] of Object.entries(cost_by_model ?? {})) byModel[k] = (byModel[k] ?? 0) + toNano(v);
-  return { ...rest, cost: (cost_nano ?? 0) + toNano(cost ?? 0), cost_by_model: byModel } as unknown as Omit<T, keyof StoredTotals> & Totals;
+  return { ...rest, tokens_by_model: rest.tokens_by_model ?? {}, cost: (cost_nano ?? 0) + toNano(cost ?? 0), cost_by_model: byModel } as unknown as Omit<T, keyof StoredTotals> & Totals;
 }
 
 /**

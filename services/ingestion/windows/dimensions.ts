@@ -6,6 +6,7 @@
  */
 import { create } from "@bufbuild/protobuf";
 import { DimensionSchema, type Dimension } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
+import { own } from "@meter/lib/own";
 import { toTimestamp } from "@meter/lib/time";
 import { bucketCounts, dimensionKey, hardMarkOf, ratio, rollingResetsAt, toDollars, toNano, type Bucket } from "@meter/rules";
 import type { PlanInfo } from "../adapters/plans.ts";
@@ -95,7 +96,8 @@ function periodDimensions(plan: PlanInfo, period: Period, counter: Totals | null
   }
   for (const [model, l] of Object.entries(plan.modelLimits)) {
     const max = l.maxTokensPerPeriod;
-    const used = counter?.tokens_by_model[encodeKey(model)] ?? 0;
+    // A counter that never met a model has no tokens_by_model; a model may be named like an Object property.
+    const used = own(counter?.tokens_by_model, encodeKey(model)) ?? 0;
     out.push(create(DimensionSchema, { reason: `${prefix}model_limit:${model}`, metric: "tokens", window: "period", model, scope, max, used, pct: pct(used, max), ...gates, ...periodBounds(max) }));
   }
   return out;
