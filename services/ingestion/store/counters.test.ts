@@ -88,6 +88,15 @@ t("a counter written with float dollars reads them once converted, and goes on e
   assert.equal({ ...doc.cost_by_model }, { m: 301_250_000 });
   assert.is(doc.month?.cost, 300_000_000);
   assert.is(doc.events, 3);
+  // Model names are the caller's: one named like an Object property reads as its own figure.
+  const odd = counterId("p", "legacy-odd", start);
+  await store.counters.insertOne({
+    _id: odd, product_id: "p", user_id: "legacy-odd", period_start: start, period_end: end, jobs: {},
+    cost: 1.5, tokens: 0, tool_calls: 0, events: 1, cost_by_model: { constructor: 1.5 }, cost_nano_by_model: { m: 7 },
+  });
+  const read = (await store.get(odd))!;
+  assert.equal({ ...read.cost_by_model }, { m: 7, constructor: 1_500_000_000 });
+  assert.equal(read.tokens_by_model, {}, "no model counted yet: an empty map");
 });
 
 t("window entries in a counter: a job adds them once, and the next update by the same process removes those that ended", async ({ store }) => {

@@ -3,6 +3,7 @@ import { LRUCache } from "lru-cache";
 import pMap from "p-map";
 import { GroupCommit } from "@meter/lib/group-commit";
 import { findByIds } from "@meter/lib/mongo";
+import { sumByName } from "@meter/lib/own";
 import { guardOf, writeAlone, writeRound, writeStatements, type Addition as RoundAddition, type RoundRequest } from "./rounds.ts";
 import { toDollars, toNano } from "@meter/rules";
 import type { CounterState } from "../domain/counter-bounds.ts";
@@ -63,8 +64,8 @@ interface StoredTotals extends Omit<Totals, "cost" | "cost_by_model" | "tokens_b
 /** A stored counter's totals with money in nano-dollars (see StoredTotals). */
 export function readTotals<T extends StoredTotals>(raw: T): Omit<T, keyof StoredTotals> & Totals {
   const { cost_nano, cost_nano_by_model, cost, cost_by_model, ...rest } = raw;
-  const byModel: Record<string, number> = { ...(cost_nano_by_model ?? {}) };
-  for (const [k, v] of Object.entries(cost_by_model ?? {})) byModel[k] = (byModel[k] ?? 0) + toNano(v);
+  // Model names are the caller's ("constructor", "__proto__"): summed by name, own keys only.
+  const byModel = cost_by_model === undefined ? { ...cost_nano_by_model } : sumByName(cost_nano_by_model, Object.fromEntries(Object.entries(cost_by_model).map(([k, v]) => [k, toNano(v)])));
   return { ...rest, tokens_by_model: rest.tokens_by_model ?? {}, cost: (cost_nano ?? 0) + toNano(cost ?? 0), cost_by_model: byModel } as unknown as Omit<T, keyof StoredTotals> & Totals;
 }
 

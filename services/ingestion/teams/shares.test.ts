@@ -4,45 +4,11 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import type { KnownTeam, KnownUser, PlanInfo } from "../adapters/plans.ts";
 import { attributeTeam, membershipAt, teamAt } from "../domain/attribution.ts";
-import type { WindowLimit } from "../windows/shares.ts";
+import { limit, plan } from "../testing/plans.ts";
 import { addTeamShare, inPeriodWindow, memberPrefix, teamShare } from "./shares.ts";
 import { earlierCounterId, windowsWithCounter } from "./view.ts";
 
 const at = (iso: string) => new Date(iso);
-const limit = (name: string, fields: Partial<WindowLimit>): WindowLimit => ({
-  name,
-  metric: "spend",
-  max: 1,
-  window: "day",
-  duration_minutes: null,
-  model: null,
-  soft_gate_at: null,
-  hard_gate_at: null,
-  scope: null,
-  ...fields,
-});
-
-function plan(id: string, limits: WindowLimit[] = [], costRates: PlanInfo["costRates"] = {}): PlanInfo {
-  return {
-    id,
-    name: id,
-    maxSpendPerPeriod: 1,
-    softGateAt: 0.8,
-    hardGateAt: 1,
-    modelLimits: {},
-    costRates,
-    toolCosts: {},
-    defaultToolCost: 0,
-    sessionTimeoutMinutes: 30,
-    preCallEstimate: false,
-    preCallBufferTokens: 0,
-    pricing: { cost_rates: costRates, model_limits: {}, default_cost_rate: null, tool_costs: {}, default_tool_cost: 0 },
-    limits,
-    timeZone: "UTC",
-    creditsEnabled: false,
-  };
-}
-
 function team(id: string, p: PlanInfo | null, from = "2026-03-01T00:00:00Z"): KnownTeam {
   const subscriptions = p ? [{ planId: p.id, planName: p.name, periodStart: at(from), periodEnd: at("2026-04-01T00:00:00Z"), effectiveAt: at("2026-02-20T00:00:00Z") }] : [];
   return { id, externalTeamId: `ext-${id}`, name: id, subscriptions, plans: new Map(p ? [[p.id, p]] : []) };
@@ -124,7 +90,7 @@ test("a team's windows read as one document: the window document's entries and i
   assert.equal(windowsWithCounter(doc, [counter])?.w, { "spend:rolling:300:|1": { n: 2, e: 5 }, "spend:day::|1": { n: 4, e: 9 } });
   // A period that began within a window: the earlier period's counter holds its count before.
   const earlier = { ...counter, _id: "c0", w: { "spend:day::|1": { n: 3, e: 9 } } };
-  assert.equal(windowsWithCounter(doc, [counter, earlier])?.w["spend:day::|1"], { n: 7, e: 9 });
+  assert.equal(windowsWithCounter(doc, [counter, earlier])?.w?.["spend:day::|1"], { n: 7, e: 9 });
   assert.is(windowsWithCounter(doc, [{ ...counter, w: undefined }, null]), doc);
   assert.is(windowsWithCounter(null, [null, null]), null);
 });

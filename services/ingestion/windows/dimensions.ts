@@ -155,7 +155,7 @@ function limitDimension(l: WindowLimit, plan: PlanInfo, period: Period, source: 
     });
   }
   const w = windowAt(l, t, plan.timeZone, period);
-  const used = unit(l, Number(windows?.w[source.key + windowField(dimension, w.start)]?.n ?? 0));
+  const used = unit(l, Number(own(windows?.w, source.key + windowField(dimension, w.start))?.n ?? 0));
   return create(DimensionSchema, {
     ...base,
     used,

@@ -6,6 +6,8 @@ import { testMongoUrl } from "../../../test/support/database.ts";
 import { WindowDocMove, type StoredBefore } from "./move.ts";
 import { WindowStore, type WindowDoc } from "./store.ts";
 import { WindowLeaseStore, emptyWindowDoc } from "./lease-store.ts";
+import { dimensions } from "./dimensions.ts";
+import { limit, plan } from "../testing/plans.ts";
 
 // Users' window documents moved from "windows" (where versions before kept them) into "counters":
 // against the real database, the counts, job guards and lease slices arrive once whoever moves
@@ -97,13 +99,25 @@ t("before any pass, the stores move a user's document on access: reads, counting
   const add = (job: string) => store.add(job, [{ id: "p|w|f", productId: "p", userId: "f", add: new Map([["day|x", { key: "day|x", end: LIVE, n: 1 }]]), unleased: true }], NOW);
   await add("job-old");
   await add("job-new");
-  assert.equal((await store.get("p|w|f"))!.w["day|x"], { n: 31, e: LIVE });
+  assert.equal((await store.get("p|w|f"))!.w?.["day|x"], { n: 31, e: LIVE });
   // A lease: the release of a slice granted before the move finds it.
   await db.collection<StoredBefore>("windows").insertOne(oldDoc("g", 10));
   const leases = new WindowLeaseStore(store.windows, emptyWindowDoc(), move);
   const released = await leases.release("p|w|g", "holder", { "day|x": 1 });
   assert.equal(released?.s?.["day|x"], { granted: 1, spent: 1 });
   assert.is(await db.collection("windows").countDocuments(), 0);
+});
+
+t("a document whose entries had all ended moves with no counts: its limits read 0 used", async ({ db }) => {
+  const [move] = movers(db, 1);
+  const store = new WindowStore(db, "counters", "user_id", move);
+  await db.collection<StoredBefore>("windows").insertOne({ ...oldDoc("h", 0), w: { "day|x": { n: 4, e: ENDED } } });
+  const doc = await store.get("p|w|h");
+  assert.ok(doc, "moved on access");
+  assert.is(doc!.w, undefined, "ended entries do not move, and nothing else creates the field");
+  const period = { start: new Date("2026-03-01T00:00:00Z"), end: new Date("2026-04-01T00:00:00Z") };
+  const [daily] = dimensions(plan("p", [limit("daily", { window: "day" })]), period, null, doc, NOW).filter((d) => d.reason === "limit:daily");
+  assert.is(daily!.used, 0);
 });
 
 t.run();

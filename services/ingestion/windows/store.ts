@@ -20,7 +20,8 @@ export interface WindowDoc {
   _id: string;
   product_id: string;
   user_id: string;
-  w: Record<string, { n: number; e: number }>;
+  /** Absent until a share is counted (only `$inc`s create it): a document of lease slices alone, or one moved with only ended entries. */
+  w?: Record<string, { n: number; e: number }>;
   /** The job guard, as on counters (store/counters.ts): `jobs.<job id>` once a job's shares were added. */
   jobs: Record<string, 1>;
   /** Budget leases' window slices by holder (windows/slices.ts), and the version grants are conditional on. */
