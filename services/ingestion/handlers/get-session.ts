@@ -65,11 +65,13 @@ export function getSession(deps: IngestionDeps): ServiceImpl<typeof IngestionSer
     // The window document is read beside the lookup too, when the product's plans have limits:
     // with the counter, one command (windows/with-counter.ts).
     const windowsId = windowDocId(productId, req.userId);
+    // A move made after the early reads began (by this session's catch-up, another request or the follower) makes them stale.
+    const movesBefore = deps.lateChanges.moves;
     const early = readEarly(userStores, guesses.guess(productId, req.userId) ?? null, windowed.get(productId) === true ? windowsId : null);
     const teamGuess = teamGuesses.get(`${productId}\n${req.userId}`);
     const earlyTeam = teamGuess && readEarly(teamStores, teamGuess.counterId, teamGuess.windowsId);
     const user = await requireUser(deps, productId, req.userId);
-    const moved = await catchUp(deps, productId, req.userId, user);
+    const moved = (await catchUp(deps, productId, req.userId, user)) || deps.lateChanges.moves !== movesBefore;
     const a = attribute(productId, req.userId, user, deps.now());
     const now = deps.now();
     const ta = attributeTeam(productId, user, now);

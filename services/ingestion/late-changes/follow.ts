@@ -82,7 +82,7 @@ export async function catchUpTeam(deps: FollowDeps, productId: string, team: Kno
   const seen = lc.seen.get(key);
   if (seen?.changes === c.changes) return;
   await applyOnce(lc, key, c.changes, async () => {
-    const moved = await settleLateChanges(deps, productId, new Map(), undefined, [team]);
+    const moved = counted(lc, await settleLateChanges(deps, productId, new Map(), undefined, [team]));
     await lc.followTeam(productId, team.externalTeamId, c.until);
     deps.kickLateChanges();
     return moved.size > 0;
@@ -91,6 +91,12 @@ export async function catchUpTeam(deps: FollowDeps, productId: string, team: Kno
 
 // A user's key begins with its product id (a UUID), so none is a team's, whatever the user id.
 const teamKey = (productId: string, teamId: string) => `team\n${productId}\n${teamId}`;
+
+/** Counts a settle that moved events among the process's moves (before anything notes it as applied). */
+function counted(lc: LateChanges, moved: Set<string>): Set<string> {
+  if (moved.size > 0) lc.moves++;
+  return moved;
+}
 
 /**
  * Runs `apply` for the changes `changes` of `key` once in this process, sharing a run already
@@ -113,7 +119,9 @@ function applyOnce(lc: LateChanges, key: string, changes: string, apply: () => P
 
 /**
  * Before a read about one user answers: applies a change this process has not applied yet.
- * Returns whether some of the user's counters changed. Costs nothing once it is applied.
+ * Returns whether this call applied one (alone or beside a concurrent read of the user), i.e.
+ * whether a read of the user's documents begun before it may predate a move; a move by the
+ * follower or another request shows in `lateChanges.moves`. Costs nothing once it is applied.
  */
 export async function catchUp(deps: FollowDeps, productId: string, userId: string, user: KnownUser): Promise<boolean> {
   if (deps.lateChangeWindowMs <= 0) return false;
@@ -124,8 +132,8 @@ export async function catchUp(deps: FollowDeps, productId: string, userId: strin
   const key = userKey(productId, userId);
   const seen = lc.seen.get(key);
   if (seen?.changes === c.changes && seen.applied) return false;
-  return applyOnce(lc, key, c.changes, async () => {
-    const moved = await settleLateChanges(deps, productId, new Map([[userId, user]]));
+  await applyOnce(lc, key, c.changes, async () => {
+    const moved = counted(lc, await settleLateChanges(deps, productId, new Map([[userId, user]])));
     // Followed from now on for the stragglers, unless a write already put it there (and kicked
     // the follower, whose poll rests while nobody is followed).
     if (seen?.changes !== c.changes) {
@@ -134,6 +142,7 @@ export async function catchUp(deps: FollowDeps, productId: string, userId: strin
     }
     return moved.size > 0;
   });
+  return true;
 }
 
 /** After a write: users with a change this process has not seen yet are followed; the follower applies it now. */
@@ -219,7 +228,7 @@ export async function followLateChanges(deps: FollowDeps): Promise<{ following: 
       if (!c || c.last >= since) from = undefined;
       else if (from && since < from.getTime()) from = new Date(since);
     }
-    moved += (await settleLateChanges(deps, productId, users, from, [...teams.values()])).size;
+    moved += counted(lc, await settleLateChanges(deps, productId, users, from, [...teams.values()])).size;
     for (const d of list) lc.checked.set(d._id, now.getTime());
     for (const { key, changes } of applied) lc.seen.set(key, { changes, applied: true });
   }

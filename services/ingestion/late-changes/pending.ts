@@ -45,6 +45,11 @@ export class LateChanges extends DbStore {
   readonly checked = new LRUCache<string, number>({ max: REMEMBERED });
   /** Where the follower's walk through `late_changes` (by `_id`) goes on; "" starts over. */
   cursor = "";
+  /**
+   * Moves this process has made (by any request or the follower), counted before they are noted
+   * as applied: a read begun before the count changed may hold documents from before a move.
+   */
+  moves = 0;
 
   /** Records users to follow (idempotent; a later change extends the follow). */
   async follow(productId: string, users: readonly { userId: string; until: Date }[]): Promise<void> {
