@@ -18,6 +18,7 @@ import { LeaseStore } from "./leases/store.ts";
 import { CounterStore } from "./store/counters.ts";
 import { WindowStore } from "./windows/store.ts";
 import { countTeams } from "./teams/count.ts";
+import { deltas } from "./domain/period-deltas.ts";
 import { joinTeam } from "../../test/support/rest.ts";
 
 /** A usage event of an unregistered user as a batch stores it, stamped `at`, in `job`. */
@@ -201,6 +202,28 @@ t("a job left unfinished by a crash is completed by the recovery sweep", async (
   const retry = await api.post("/events/batch", docs.map((d) => ({ id: d.event_id, user_id: "r1", timestamp: old.toISOString(), cost_total: d.cost_total })));
   assert.equal(retry.body, { accepted: 0, duplicates: 5 });
   assert.is((await api.get("/users/r1/usage?period=current_month")).body.total_cost, 15);
+});
+
+t("a job taken over from a claimant gone silent keeps its guards: that claimant's late addition counts nothing", async ({ stack, mongo }) => {
+  const { api, productId } = await stack.newProduct();
+  await api.post("/users", { external_user_id: "r3" });
+  const db = mongo.db(`${stack.dbPrefix}_ingestion`);
+  // A request that claimed its job and went silent (a paused process, a write queued behind an outage).
+  const job = `job_${randomUUID()}`;
+  const at = new Date(Date.now() - 5_000);
+  const docs = [storedUsage(productId, job, "r3", at, 2), storedUsage(productId, job, "r3", at, 3)];
+  await db.collection<StoredJob>("jobs").insertOne(storedJob({ _id: job, kind: "usage", product_id: productId, ids: docs.map((d) => d._id), created_at: at, claimed_at: at }));
+  await db.collection("usage_events").insertMany(docs as never[]);
+  await eventually(async () => (await db.collection("jobs").countDocuments({ _id: job as never })) === 0, 30_000, "the sweep to take the job over and close it");
+  const month = async () => (await api.get("/users/r3/usage?period=current_month")).body.total_cost as number;
+  close(await month(), 5);
+  // The process that closed it updates the same counters again (where a closed job's guards go).
+  assert.is((await api.post("/events/batch", [{ id: randomUUID(), user_id: "r3", timestamp: at.toISOString(), cost_total: 1 }])).status, 200);
+  close(await month(), 6);
+  // The silent claimant wakes and adds the job's share, as its completion would.
+  const { periods, months } = deltas(docs);
+  await new CounterStore(db).add(job, [...periods.map((p) => p.delta), ...months], new Set());
+  close(await month(), 6, "the guards were still there: nothing counted twice");
 });
 
 t("a team member's job left unfinished counts the team exactly when the member: cut off after the team part, then swept, then retried", async ({ stack, mongo }) => {

@@ -20,6 +20,8 @@ import { countTeams, releaseTeams, type TeamCountDeps, type TeamCounted } from "
 /** What completing a usage job needs: the stores it reads and writes, and what recording crossings needs. */
 export interface UsageCompletionDeps extends CrossingDeps, TeamCountDeps {
   events: Pick<UsageEventStore, "ofJob">;
+  /** How long a claimant may be silent before its job is taken over (write.ts). */
+  recoveryAfterMs: number;
   jobs: Pick<JobStore, "close">;
   counters: Pick<CounterStore, "add" | "released" | "spends">;
   credits: CreditStore;
@@ -47,10 +49,19 @@ export type CompletionDeps = UsageCompletionDeps & GateCompletionDeps;
 export async function completeUsage(deps: UsageCompletionDeps, job: JobDoc, inserted?: UsageEventDoc[]): Promise<void> {
   const { counters, windows, teams } = await derive(deps, job, inserted ?? (await deps.events.ofJob(job)));
   await deps.jobs.close(job._id);
-  deps.counters.released(job._id, counters);
-  deps.windows.released(job._id, windows);
-  releaseTeams(deps, job._id, teams);
+  const release = () => {
+    deps.counters.released(job._id, counters);
+    deps.windows.released(job._id, windows);
+    releaseTeams(deps, job._id, teams);
+  };
+  // Taken over from a claimant gone silent, which may still be writing (a paused process, a write
+  // queued behind an outage): its addition must find the guards, so they stay a while.
+  if (job.taken_from) setTimeout(release, takenOverGuardMs(deps.recoveryAfterMs)).unref();
+  else release();
 }
+
+/** How long a taken-over job's guard entries outlive its close: ten recovery ages, at least a minute. */
+export const takenOverGuardMs = (recoveryAfterMs: number) => Math.max(60_000, 10 * recoveryAfterMs);
 
 /**
  * Everything derived from the usage events a job inserted: the analytics outbox entry, the

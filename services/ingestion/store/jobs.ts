@@ -19,6 +19,11 @@ export interface JobDoc {
    * the job, until the claim is older than the recovery age.
    */
   claimed_at?: Date;
+  /**
+   * Not stored: the live claim this process's claim took over (JobStore.claim), whose claimant,
+   * silent for the recovery age, may still be writing.
+   */
+  taken_from?: Date;
   /** Completions of this job taken over by the sweep that failed. */
   recovery_failures?: number;
   /**
@@ -68,7 +73,10 @@ export class JobStore extends DbStore {
       { _id: job._id, $or: [{ claimed_at: { $exists: false } }, { claimed_at: { $lt: staleBefore } }] },
       { $set: { claimed_at: now } },
     );
-    return res.modifiedCount === 1 ? { ...job, claimed_at: now } : null;
+    if (res.modifiedCount !== 1) return null;
+    // A claim at the epoch (given up after a failure) or at 1 ms (given back by the sweep) has no claimant behind it.
+    const live = job.claimed_at !== undefined && job.claimed_at.getTime() > 1;
+    return { ...job, claimed_at: now, ...(live && { taken_from: job.claimed_at }) };
   }
 
   /**
