@@ -67,7 +67,10 @@ export function grantRecord(productId: string, owner: string, g: GrantInput, now
   }
   const effectiveAt = g.effectiveAt ?? now;
   if (Number.isNaN(effectiveAt.getTime())) problems.push("effective_at is not a date");
-  if (g.expiresAt && !(g.expiresAt.getTime() > effectiveAt.getTime())) problems.push("expires_at must be after effective_at");
+  // Against the effective_at sent: left out, it is the moment of the first sending, and a re-send
+  // after the expiry is a repeat (answered as it is), while a new grant that already expired is
+  // refused once it is known to be new (addGrant).
+  if (g.expiresAt && g.effectiveAt && !(g.expiresAt.getTime() > g.effectiveAt.getTime())) problems.push("expires_at must be after effective_at");
   if (g.description !== undefined && characters(g.description) > GRANT_BOUNDS.descriptionLength) {
     problems.push(`description must be at most ${GRANT_BOUNDS.descriptionLength} characters`);
   }

@@ -29,6 +29,19 @@ t("answers the grant with its defaults; the same id re-sent is created=false and
   assert.match(other!.rawMessage, /grant "pay_1" exists with other fields/);
 });
 
+t("a grant re-sent after it expired is answered as it is; a new one that already expired is refused", async ({ stack, ingestion }) => {
+  const { productId, userId } = await productWithUser(stack, PREPAID);
+  const expiresAt = new Date(Date.now() + 1_500);
+  const sent = { productId, userId, grantId: "soon", amount: 1, expiresAt: toTimestamp(expiresAt) };
+  assert.is((await ingestion.createCreditGrant(sent)).created, true);
+  while (Date.now() <= expiresAt.getTime() + 10) await new Promise((r) => setTimeout(r, expiresAt.getTime() + 20 - Date.now()));
+  const again = await ingestion.createCreditGrant(sent);
+  assert.equal([again.created, again.grant!.id], [false, "soon"], "the same grant, past its expiry: a repeat, not an error");
+  const late = await rpcFailure(ingestion.createCreditGrant({ ...sent, grantId: "too-late" }));
+  assert.is(late?.code, Code.InvalidArgument);
+  assert.match(late!.rawMessage, /expires_at has passed/);
+});
+
 t("a grant effective later is pending; a promotional one keeps its kind and priority", async ({ stack, ingestion }) => {
   const { productId, userId } = await productWithUser(stack, PREPAID);
   const later = new Date(Date.now() + 86_400_000);
