@@ -18,7 +18,7 @@ import type { EventQueue } from "./queue.ts";
 import { Reservation, reservationOf, type Hold, type Ledger, type ReservationAmount } from "./reservation.ts";
 import type { Session } from "./user-sessions.ts";
 import type { UserEntry } from "./state.ts";
-import { checkMetadata } from "./validate.ts";
+import { checkMetadata, ownMetadata } from "./validate.ts";
 import type { GateContext, GateEvent, GuardInput, GuardResult, LimitCredits } from "./types.ts";
 
 /**
@@ -146,7 +146,7 @@ export class Admission {
         model,
         blocked,
         message: result.message,
-        metadata: suppressed > 0 ? { ...metadata, suppressed_events: suppressed } : (metadata ?? {}),
+        metadata: suppressed > 0 ? { ...ownMetadata(metadata), suppressed_events: suppressed } : ownMetadata(metadata),
       };
       if (this.queue.push("gate", event)) e.queued();
     }

@@ -126,18 +126,25 @@ export class EventQueue {
   private async send(deadline?: number): Promise<boolean> {
     while (this.size > 0) {
       if (deadline !== undefined && Date.now() >= deadline) return false;
-      const usageOk = await this.batch("usage", this.usage, deadline);
-      const gatesOk = await this.batch("gate", this.gates, deadline);
-      if (!usageOk || !gatesOk) return false;
+      const usage = await this.batch("usage", this.usage, deadline);
+      // Turned away (an outage, a 429 and its Retry-After): the gate batch waits out the same
+      // backoff, which its success would end. Usage events that only wait for their user's plan
+      // hold the gate events back from nothing.
+      if (usage === "failed") return false;
+      const gates = await this.batch("gate", this.gates, deadline);
+      if (usage !== "sent" || gates !== "sent") return false;
     }
     if (this.warnedFull) this.warnedFull = false;
     this.batchLimit = this.maxBatch;
     return true;
   }
 
-  /** Sends the head of one list; false on a retryable failure (backoff set). */
-  private async batch(kind: "usage" | "gate", list: (UsageEvent | GateEvent)[], deadline?: number): Promise<boolean> {
-    if (list.length === 0) return true;
+  /**
+   * Sends the head of one list: "sent" (or dropped as refused, or to be sent in halves), "held"
+   * (every event waits for its user's plan) or "failed" (retryable; backoff set).
+   */
+  private async batch(kind: "usage" | "gate", list: (UsageEvent | GateEvent)[], deadline?: number): Promise<"sent" | "held" | "failed"> {
+    if (list.length === 0) return "sent";
     const head: (UsageEvent | GateEvent)[] = [];
     const stalled = new Set<string>();
     for (const e of list) {
@@ -147,7 +154,7 @@ export class EventQueue {
     if (head.length === 0) {
       this.hooks.stalled(stalled);
       this.nextAttemptAt = Date.now() + HELD_RETRY_MS;
-      return false;
+      return "held";
     }
     try {
       const timeoutMs = deadline === undefined ? undefined : Math.max(1, Math.min(this.transport.timeoutMs, deadline - Date.now()));
@@ -157,13 +164,13 @@ export class EventQueue {
       this.nextAttemptAt = 0;
       this.sent += head.length;
       this.hooks.delivered(head, kind);
-      return true;
+      return "sent";
     } catch (err) {
       // Too large for the service (its 10 MiB a batch): sent again in halves; one event too large
       // on its own is refused below like any refused event.
       if (err instanceof MeterApiError && err.status === 413 && head.length > 1) {
         this.batchLimit = Math.ceil(head.length / 2);
-        return true;
+        return "sent";
       }
       // 404 on a batch route is a wrong baseURL, not a bad event: keep the events and retry,
       // so they are delivered once the address is fixed (and the process restarted, or a proxy repaired).
@@ -183,7 +190,7 @@ export class EventQueue {
         this.nextAttemptAt = Date.now() + backoffMs(this.failures, err);
         // Once per outage, not once per attempt.
         if (this.failures === 1 && !misaddressed && !refused) this.hooks.warn(`delivering ${kind} events failed; retrying with backoff`, err as Error);
-        return false;
+        return "failed";
       }
       // A 422 that names events refuses only those: the rest of the batch goes again.
       const dropped = namedEvents(err, head) ?? head;
@@ -191,7 +198,7 @@ export class EventQueue {
       this.rejected += dropped.length;
       this.hooks.discarded(dropped);
       this.hooks.warn(`the service refused ${dropped.length} ${kind} events; they are dropped`, err as Error);
-      return true;
+      return "sent";
     }
   }
 }

@@ -15,6 +15,7 @@ import type { Session } from "./user-sessions.ts";
 import type { UserEntry } from "./state.ts";
 import { backoffMs, retryable, type Transport } from "./transport.ts";
 import type { ManualEvent, ManualInput, UsageEvent, UsageInput } from "./types.ts";
+import { ownMetadata } from "./validate.ts";
 
 /** Attempts of a manual event before its error reaches the caller. */
 const MANUAL_ATTEMPTS = 3;
@@ -58,7 +59,7 @@ export class Recorder {
       cost_tokens,
       cost_tools,
       cost_total: addDollars(cost_tokens, cost_tools),
-      metadata: metadata ?? {},
+      metadata: ownMetadata(metadata),
       synced: false,
     };
     const lease = this.leases?.spend(e, event.cost_total, model, event.total_tokens, now);

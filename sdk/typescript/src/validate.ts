@@ -55,6 +55,16 @@ export function checkMetadata(metadata: unknown, name = "metadata"): void {
   json(name, metadata);
 }
 
+/**
+ * A queued event's own copy of metadata that checkMetadata passed: what the caller (or a callback)
+ * changes afterwards is not sent, so every resend of the event carries what it carried first.
+ */
+export function ownMetadata(metadata: Record<string, unknown> | undefined): Record<string, unknown> {
+  if (metadata === undefined || metadata === null) return {};
+  for (const _ in metadata) return JSON.parse(JSON.stringify(metadata)) as Record<string, unknown>;
+  return {};
+}
+
 export function checkUsage(u: UsageInput & { session_id?: unknown; model?: unknown }): void {
   if (u === null || typeof u !== "object") throw new MeterTypeError("usage must be an object");
   count("input_tokens", u.input_tokens);

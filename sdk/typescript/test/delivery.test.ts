@@ -250,4 +250,30 @@ t("shutdown delivers what is queued, usage and gate events", async (ctx) => {
   await eventually(async () => near((await usage(ctx.api, userId)).total_cost, expected(2)));
 });
 
+t("a usage batch turned away (429) holds the gate batch back for its backoff; both go once it ends", async (ctx) => {
+  const { proxy, m } = await setup(ctx);
+  const userId = await createUser(ctx.api, { ...PLAN, max_spend_per_period: 0.02 });
+  await recordMany(m, userId, 2);
+  await rejects(() => m.guard(userId, { model: "m" }), LimitExceededError);
+  proxy.inject(/POST \/events\/batch/, { kind: "status", status: 429, body: { detail: "busy; retry in 1 s" } }, 1);
+  // A flush shorter than the backoff: the pass that met the 429 sends nothing more.
+  assert.is(await m.flush({ timeoutMs: 200 }), false);
+  assert.equal([proxy.count(/POST \/events\/batch/), proxy.count(/POST \/gate-events\/batch/)], [1, 0]);
+  assert.ok(await m.flush({ timeoutMs: 30_000 }));
+  assert.equal([proxy.count(/POST \/events\/batch/), proxy.count(/POST \/gate-events\/batch/)], [2, 1]);
+  assert.is(m.stats.queued, 0);
+});
+
+t("metadata changed after record() is not what is sent: a value JSON cannot carry, added later, holds nothing back", async (ctx) => {
+  const { m } = await setup(ctx);
+  const userId = await createUser(ctx.api, PLAN);
+  const metadata: Record<string, unknown> = { step: 1, nested: { n: 1 } };
+  const event = await m.record(userId, { model: "m", input_tokens: 10, metadata });
+  metadata.big = 10n;
+  (metadata.nested as Record<string, unknown>).n = 2;
+  assert.equal(event.metadata, { step: 1, nested: { n: 1 } }, "the event keeps what was recorded");
+  assert.ok(await m.flush({ timeoutMs: 10_000 }));
+  assert.equal([m.stats.sent, m.stats.queued], [1, 0]);
+});
+
 t.run();
