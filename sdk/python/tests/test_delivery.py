@@ -253,3 +253,38 @@ def test_gate_events_go_out_while_queued_usage_waits_for_its_users_plan(product:
     sent = [e for batch in proxy.sent(r"POST .*/gate-events/batch") for e in batch]
     assert [e["user_id"] for e in sent] == [gated]
     m.shutdown(timeout=0.5)
+
+
+def test_a_usage_batch_turned_away_holds_the_gate_batch_back_for_its_backoff(
+    product: Product, proxy: FaultProxy
+) -> None:
+    user = product.create_user({"max_spend_per_period": 0.02, **PRICED})
+    m = Meter(api_key=product.key, base_url=proxy.api_url)
+    m.record(user, model="m", input_tokens=10)
+    m.record(user, model="m", input_tokens=10)
+    with pytest.raises(LimitExceededError):
+        m.guard(user, model="m")
+    proxy.inject(r"POST /events/batch", "status", 429, body={"detail": "busy; retry in 1 s"})
+    # A flush shorter than the backoff: the pass that met the 429 sends nothing more.
+    assert not m.flush(timeout=0.2)
+    assert (proxy.count(r"POST /events/batch"), proxy.count(r"POST /gate-events/batch")) == (1, 0)
+    assert m.flush(timeout=30)
+    assert (proxy.count(r"POST /events/batch"), proxy.count(r"POST /gate-events/batch")) == (2, 1)
+    assert m.stats.queued == 0
+    m.shutdown()
+
+
+def test_metadata_changed_after_record_is_not_what_is_sent(product: Product, proxy: FaultProxy) -> None:
+    user = product.create_user({"max_spend_per_period": 1000, **PRICED})
+    m = Meter(api_key=product.key, base_url=proxy.api_url)
+    metadata: dict[str, object] = {"step": 1, "nested": {"n": 1}}
+    event = m.record(user, model="m", input_tokens=10, metadata=metadata)
+    metadata["when"] = datetime.now(timezone.utc)  # a value JSON cannot carry, added later
+    nested = metadata["nested"]
+    assert isinstance(nested, dict)
+    nested["n"] = 2
+    assert event.metadata == {"step": 1, "nested": {"n": 1}}, "the event keeps what was recorded"
+    assert m.flush(timeout=10)
+    sent = [e for batch in proxy.sent(r"POST /events/batch") for e in batch]
+    assert [e["metadata"] for e in sent] == [{"step": 1, "nested": {"n": 1}}]
+    m.shutdown()

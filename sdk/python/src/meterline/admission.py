@@ -23,7 +23,7 @@ from .state import UserEntry, hold_team, hold_windows
 from .types import GateContext, GuardResult, LimitCredits, PlanConfig
 from .user_sessions import Session
 from .users import LOAD_RETRY, Users
-from .validate import check_metadata
+from .validate import check_metadata, own_metadata
 
 # One gate event per (user, gate_reason, kind) per this many seconds at most.
 GATE_EVENT_INTERVAL = 5.0
@@ -232,7 +232,7 @@ class Admission(Users):
             return reason, blocked
         suppressed = 0 if mark is None else int(mark[1])
         e.gate_marks[key] = [now, 0]
-        meta = dict(metadata or {})
+        meta = own_metadata(metadata)
         if suppressed:
             meta["suppressed_events"] = suppressed
         event = {

@@ -9,7 +9,7 @@ import re
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from .errors import MeterAPIError, MeterAuthenticationError, MeterError
 from .flow import Flow, Request, Sleep
@@ -22,6 +22,8 @@ _HELD_RETRY = 0.25
 _BUSY_RETRY = 0.01
 
 Event = UsageEvent | dict[str, Any]
+# What sending the head of one list came to (EventQueue._batch).
+BatchOutcome = Literal["sent", "held", "failed"]
 
 
 class QueueHooks(Protocol):
@@ -144,10 +146,14 @@ class EventQueue:
             while self.size > 0:
                 if deadline is not None and time.monotonic() >= deadline:
                     return False
-                # Gate events go out even when every queued usage event waits for its user's plan.
-                usage_sent = yield from self._batch("usage", self.usage, deadline)
-                gates_sent = yield from self._batch("gate", self.gates, deadline)
-                if not (usage_sent and gates_sent):
+                # Gate events go out even when every queued usage event waits for its user's plan, but
+                # not when the usage batch was turned away (an outage, a 429 and its Retry-After): the
+                # gate batch waits out the same backoff, which its success would end.
+                usage = yield from self._batch("usage", self.usage, deadline)
+                if usage == "failed":
+                    return False
+                gates = yield from self._batch("gate", self.gates, deadline)
+                if usage != "sent" or gates != "sent":
                     return False
             with self.lock:
                 self.warned_full = False
@@ -164,12 +170,14 @@ class EventQueue:
             self.passing = True
             return True
 
-    def _batch(self, kind: str, lst: list[Event], deadline: float | None = None) -> Flow[bool]:
+    def _batch(self, kind: str, lst: list[Event], deadline: float | None = None) -> Flow[BatchOutcome]:
+        """Sends the head of one list: "sent" (or dropped as refused, or to be sent in halves), "held" (every
+        event waits for its user's plan) or "failed" (retryable; backoff set)."""
         head: list[Event] = []
         stalled: set[str] = set()
         with self.lock:
             if not lst:
-                return True
+                return "sent"
             for e in lst:
                 if self.hooks.held(e):
                     stalled.add(_user_of(e))
@@ -181,7 +189,7 @@ class EventQueue:
         if not head:
             self.hooks.stalled(stalled)
             self.next_attempt = time.monotonic() + _HELD_RETRY
-            return False
+            return "held"
         try:
             timeout = None if deadline is None else max(0.05, min(self.request_timeout, deadline - time.monotonic()))
             answer = yield Request("POST", "/events/batch" if kind == "usage" else "/gate-events/batch", wire, timeout)
@@ -190,7 +198,7 @@ class EventQueue:
             # its own is refused below like any refused event.
             if isinstance(err, MeterAPIError) and err.status == 413 and len(head) > 1:
                 self.batch_limit = (len(head) + 1) // 2
-                return True
+                return "sent"
             # 404 on a batch route is a wrong base_url, not a bad event: keep the events and retry, so
             # they are delivered once the address is fixed (and the process restarted, or a proxy repaired).
             misaddressed = isinstance(err, MeterAPIError) and err.status == 404
@@ -219,7 +227,7 @@ class EventQueue:
                 # Once per outage, not once per attempt.
                 if self.failures == 1 and not misaddressed and not refused:
                     self.hooks.warn(f"delivering {kind} events failed; retrying with backoff", err)
-                return False
+                return "failed"
             # A 422 that names events refuses only those: the rest of the batch goes again.
             dropped = _named_events(err, head) or head
             with self.lock:
@@ -227,14 +235,14 @@ class EventQueue:
                 self.rejected += len(dropped)
             self.hooks.discarded(dropped)
             self.hooks.warn(f"the service refused {len(dropped)} {kind} events; they are dropped", err)
-            return True
+            return "sent"
         with self.lock:
             self._remove(lst, head)
             self.failures = 0
             self.next_attempt = 0.0
             self.sent += len(head)
         self.hooks.delivered(head, kind, answer)
-        return True
+        return "sent"
 
     @staticmethod
     def _remove(lst: list[Event], sent: list[Event]) -> None:

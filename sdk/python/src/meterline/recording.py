@@ -22,7 +22,7 @@ from .state import UserEntry, hold_team, hold_windows
 from .transport import backoff, retryable
 from .types import ManualEvent, UsageEvent
 from .user_sessions import Session
-from .validate import check_manual, check_usage, check_user
+from .validate import check_manual, check_usage, check_user, own_metadata
 
 MANUAL_ATTEMPTS = 3
 MODEL_CACHE = 256
@@ -223,7 +223,7 @@ class Recording(Reporting):
             cost_tokens=ct,
             cost_tools=tc,
             cost_total=add_dollars(ct, tc),
-            metadata=dict(metadata or {}),
+            metadata=own_metadata(metadata),
         )
         if self._leases is not None:
             event.lease_id = self._leases.spend(e, event.cost_total, model, event.total_tokens, now)

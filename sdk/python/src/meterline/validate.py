@@ -37,6 +37,15 @@ def check_metadata(metadata: Any) -> None:
         raise TypeError(f"metadata must hold JSON values only (str, number, bool, None, list, dict): {err}") from None
 
 
+def own_metadata(metadata: dict[str, Any] | None) -> dict[str, Any]:
+    """A queued event's own copy of metadata that check_metadata passed: what the caller (or a callback)
+    changes afterwards is not sent, so every resend of the event carries what it carried first."""
+    if not metadata:
+        return {}
+    copied: dict[str, Any] = json.loads(json.dumps(metadata, allow_nan=False))
+    return copied
+
+
 def check_usage(
     input_tokens: Any, output_tokens: Any, tool_calls: Any, metadata: Any, session_id: Any, model: Any
 ) -> None:
