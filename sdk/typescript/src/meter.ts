@@ -377,12 +377,15 @@ export class Meter {
   /** Stops the timers and delivers what is queued (up to shutdownTimeoutMs). Call it last. */
   async shutdown(options: { timeoutMs?: number } = {}): Promise<boolean> {
     unshut.delete(this);
+    const deadline = Date.now() + (options.timeoutMs ?? this.#shutdownTimeoutMs);
     for (const t of this.#timers) clearInterval(t);
     // Calls still open are recorded first, so that what they spent leaves the lease before it is given back.
     this.#callbacks.fire(this.#callbacks.closing, undefined);
-    await this.#leases?.releaseAll();
+    // Giving leases back takes at most half of the time (a lease not given back lapses on the
+    // service at its end); the events get the rest, so the whole stays within the timeout.
+    if (this.#leases) await settledWithin(this.#leases.releaseAll(), (deadline - Date.now()) / 2);
     // Shutdown never throws: a refused key was logged as an error when it was met.
-    const drained = await this.flush(options).catch(() => false);
+    const drained = await this.flush({ timeoutMs: Math.max(0, deadline - Date.now()) }).catch(() => false);
     this.#queue.close();
     if (!drained) this.#report.warn(`shutdown: ${this.#queue.size} events could not be delivered${this.#report.refusedKey ? " (the API key is refused)" : ""}`);
     return drained;
@@ -440,4 +443,14 @@ function leaseSettings(o: MeterOptions) {
     idleMs: positiveInt("leaseIdleMs", o.leaseIdleMs, 10_000),
     fallback,
   } as const;
+}
+
+/** Waits for `work` at most `ms`; what it does after goes on unwatched (its failures are its own to report). */
+function settledWithin(work: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<void>((done) => {
+    timer = setTimeout(done, Math.max(0, ms));
+    timer.unref?.();
+  });
+  return Promise.race([work.then(() => undefined, () => undefined), late]).finally(() => clearTimeout(timer));
 }
