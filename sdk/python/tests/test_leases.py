@@ -410,3 +410,18 @@ def test_a_window_refused_for_a_large_call_serves_a_smaller_one_and_a_larger_lim
         eventually(larger_runs, what="the larger call to run under the raised limit")
     finally:
         assert m.shutdown(timeout=30)
+
+
+def test_a_lease_release_the_service_does_not_answer_leaves_shutdown_time_for_the_events(
+    product: Product, proxy: FaultProxy
+) -> None:
+    user = product.create_user({**PLAN, "max_spend_per_period": 100_000})
+    m = Meter(api_key=product.key, base_url=proxy.api_url, leases=True, lease_calls=10)
+    for _ in range(3):
+        m.reserve(user, model="m", input_tokens=0).commit(output_tokens=100)
+    proxy.hold(r"/release$")
+    try:
+        assert m.shutdown(timeout=4), "the events delivered within the timeout"
+    finally:
+        proxy.release()
+    assert near(product.usage(user)["total_cost"], 3.0)
