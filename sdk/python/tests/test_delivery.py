@@ -269,7 +269,9 @@ def test_a_usage_batch_turned_away_holds_the_gate_batch_back_for_its_backoff(
     assert not m.flush(timeout=0.2)
     assert (proxy.count(r"POST /events/batch"), proxy.count(r"POST /gate-events/batch")) == (1, 0)
     assert m.flush(timeout=30)
-    assert (proxy.count(r"POST /events/batch"), proxy.count(r"POST /gate-events/batch")) == (2, 1)
+    # The usage events may go in two batches (one recorded before the user's plan arrived is priced first).
+    assert proxy.count(r"POST /events/batch") >= 2
+    assert proxy.count(r"POST /gate-events/batch") == 1
     assert m.stats.queued == 0
     m.shutdown()
 

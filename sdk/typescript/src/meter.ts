@@ -138,7 +138,7 @@ export class Meter {
     // Timers never keep the process alive.
     this.#timers = [
       setInterval(() => {
-        this.#queue.tick(Date.now());
+        this.#queue.tick(performance.now());
         void this.#users.pollChanges();
       }, flushIntervalMs),
       setInterval(() => {
@@ -368,7 +368,7 @@ export class Meter {
    * deliver until it is fixed).
    */
   async flush(options: { timeoutMs?: number } = {}): Promise<boolean> {
-    const drained = await this.#queue.drain(Date.now() + (options.timeoutMs ?? this.#shutdownTimeoutMs), () => this.#report.refusedKey !== undefined);
+    const drained = await this.#queue.drain(performance.now() + (options.timeoutMs ?? this.#shutdownTimeoutMs), () => this.#report.refusedKey !== undefined);
     const refused = this.#report.refusedKey;
     if (!drained && refused) throw new MeterAuthenticationError(refused.status, `${this.#queue.size} events not delivered: ${refused.detail}`);
     return drained;
@@ -377,15 +377,15 @@ export class Meter {
   /** Stops the timers and delivers what is queued (up to shutdownTimeoutMs). Call it last. */
   async shutdown(options: { timeoutMs?: number } = {}): Promise<boolean> {
     unshut.delete(this);
-    const deadline = Date.now() + (options.timeoutMs ?? this.#shutdownTimeoutMs);
+    const deadline = performance.now() + (options.timeoutMs ?? this.#shutdownTimeoutMs);
     for (const t of this.#timers) clearInterval(t);
     // Calls still open are recorded first, so that what they spent leaves the lease before it is given back.
     this.#callbacks.fire(this.#callbacks.closing, undefined);
     // Giving leases back takes at most half of the time (a lease not given back lapses on the
     // service at its end); the events get the rest, so the whole stays within the timeout.
-    if (this.#leases) await settledWithin(this.#leases.releaseAll(), (deadline - Date.now()) / 2);
+    if (this.#leases) await settledWithin(this.#leases.releaseAll(), (deadline - performance.now()) / 2);
     // Shutdown never throws: a refused key was logged as an error when it was met.
-    const drained = await this.flush({ timeoutMs: Math.max(0, deadline - Date.now()) }).catch(() => false);
+    const drained = await this.flush({ timeoutMs: Math.max(0, deadline - performance.now()) }).catch(() => false);
     this.#queue.close();
     if (!drained) this.#report.warn(`shutdown: ${this.#queue.size} events could not be delivered${this.#report.refusedKey ? " (the API key is refused)" : ""}`);
     return drained;

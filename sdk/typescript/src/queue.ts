@@ -35,6 +35,7 @@ export class EventQueue {
   /** Batches answered 429 (the service is busy): kept and sent again after Retry-After. */
   busy = 0;
   private failures = 0;
+  /** performance.now() (ms), as every deadline here: a wall clock stepped back (NTP, a VM resumed) stalls no retry. */
   private nextAttemptAt = 0;
   private running: Promise<boolean> | null = null;
   private warnedFull = false;
@@ -104,13 +105,13 @@ export class EventQueue {
       // each batch with what is left of it as its timeout.
       let timer: NodeJS.Timeout | undefined;
       const late = new Promise<false>((done) => {
-        timer = setTimeout(() => done(false), Math.max(0, deadline - Date.now()));
+        timer = setTimeout(() => done(false), Math.max(0, deadline - performance.now()));
         timer.unref?.();
       });
       const emptied = await Promise.race([this.pass(deadline), late]).finally(() => clearTimeout(timer));
       if (emptied) return true;
-      const wait = Math.min(this.nextAttemptAt, deadline) - Date.now();
-      if (Date.now() >= deadline || hopeless()) return false;
+      const wait = Math.min(this.nextAttemptAt, deadline) - performance.now();
+      if (performance.now() >= deadline || hopeless()) return false;
       if (wait > 0) await new Promise((r) => setTimeout(r, wait));
     }
   }
@@ -125,7 +126,7 @@ export class EventQueue {
 
   private async send(deadline?: number): Promise<boolean> {
     while (this.size > 0) {
-      if (deadline !== undefined && Date.now() >= deadline) return false;
+      if (deadline !== undefined && performance.now() >= deadline) return false;
       const usage = await this.batch("usage", this.usage, deadline);
       // Turned away (an outage, a 429 and its Retry-After): the gate batch waits out the same
       // backoff, which its success would end. Usage events that only wait for their user's plan
@@ -153,11 +154,11 @@ export class EventQueue {
     }
     if (head.length === 0) {
       this.hooks.stalled(stalled);
-      this.nextAttemptAt = Date.now() + HELD_RETRY_MS;
+      this.nextAttemptAt = performance.now() + HELD_RETRY_MS;
       return "held";
     }
     try {
-      const timeoutMs = deadline === undefined ? undefined : Math.max(1, Math.min(this.transport.timeoutMs, deadline - Date.now()));
+      const timeoutMs = deadline === undefined ? undefined : Math.max(1, Math.min(this.transport.timeoutMs, deadline - performance.now()));
       await this.transport.request("POST", kind === "usage" ? "/events/batch" : "/gate-events/batch", head.map(wire), timeoutMs);
       remove(list, head);
       this.failures = 0;
@@ -187,7 +188,7 @@ export class EventQueue {
       if (misaddressed || refused || retryable(err)) {
         if (err instanceof MeterApiError && err.status === 429) this.busy++;
         this.failures++;
-        this.nextAttemptAt = Date.now() + backoffMs(this.failures, err);
+        this.nextAttemptAt = performance.now() + backoffMs(this.failures, err);
         // Once per outage, not once per attempt.
         if (this.failures === 1 && !misaddressed && !refused) this.hooks.warn(`delivering ${kind} events failed; retrying with backoff`, err as Error);
         return "failed";

@@ -49,7 +49,8 @@ export class Transport {
           ...(body === undefined ? {} : { "content-type": "application/json" }),
         },
         body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(timeoutMs),
+        // Whole milliseconds: AbortSignal.timeout refuses a fraction (deadlines are performance.now()'s).
+        signal: AbortSignal.timeout(Math.max(1, Math.ceil(timeoutMs))),
       });
       text = await res.text();
     } catch (err) {

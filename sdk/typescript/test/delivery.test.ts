@@ -260,7 +260,9 @@ t("a usage batch turned away (429) holds the gate batch back for its backoff; bo
   assert.is(await m.flush({ timeoutMs: 200 }), false);
   assert.equal([proxy.count(/POST \/events\/batch/), proxy.count(/POST \/gate-events\/batch/)], [1, 0]);
   assert.ok(await m.flush({ timeoutMs: 30_000 }));
-  assert.equal([proxy.count(/POST \/events\/batch/), proxy.count(/POST \/gate-events\/batch/)], [2, 1]);
+  // The usage events may go in two batches (one recorded before the user's plan arrived is priced first).
+  assert.ok(proxy.count(/POST \/events\/batch/) >= 2);
+  assert.is(proxy.count(/POST \/gate-events\/batch/), 1);
   assert.is(m.stats.queued, 0);
 });
 
