@@ -17,15 +17,17 @@ from .support import DAY, FaultProxy, Product, eventually, near
 PRICED = {"cost_rates": {"m": {"input": 1, "output": 1}}}
 
 
-def test_5xx_and_429_are_retried_and_counted_once(product: Product, proxy: FaultProxy) -> None:
+def test_5xx_429_and_408_are_retried_and_counted_once(product: Product, proxy: FaultProxy) -> None:
     user = product.create_user({"max_spend_per_period": 1000, **PRICED})
     m = Meter(api_key=product.key, base_url=proxy.api_url)
     for _ in range(5):
         m.record(user, model="m", input_tokens=100)
     proxy.inject(r"POST /events/batch", "status", 503, times=2)
     proxy.inject(r"POST /events/batch", "status", 429)
+    # A proxy that gave up waiting for the service: the batch may never have reached it.
+    proxy.inject(r"POST /events/batch", "status", 408)
     assert m.flush(timeout=30)
-    assert proxy.count(r"POST /events/batch") == 4
+    assert proxy.count(r"POST /events/batch") == 5
     u = product.usage(user)
     assert near(u["total_cost"], 0.5) and u["total_tokens"] == 500
     assert m.stats.sent == 5

@@ -101,9 +101,12 @@ export class MeterApiError extends MeterError {
     this.detail = detail;
     this.retryAfterMs = retryAfterMs;
   }
-  /** 429 and 5xx can succeed later; any other 4xx never will. */
+  /**
+   * 408 (a proxy that gave up waiting: the request may not have reached the service), 429 and
+   * 5xx can succeed later; any other 4xx never will.
+   */
   get retryable(): boolean {
-    return this.status === 429 || this.status >= 500;
+    return this.status === 408 || this.status === 429 || this.status >= 500;
   }
 }
 

@@ -31,14 +31,16 @@ async function recordMany(m: Meter, userId: string, n: number) {
 }
 const expected = (n: number) => Array.from({ length: n }, (_, i) => (10 + i) / 1000).reduce((a, b) => a + b, 0);
 
-t("5xx and 429 answers are retried with backoff until delivered; totals exact", async (ctx) => {
+t("5xx, 429 and 408 answers are retried with backoff until delivered; totals exact", async (ctx) => {
   const { proxy, m } = await setup(ctx);
   const userId = await createUser(ctx.api, PLAN);
   await recordMany(m, userId, 30);
   proxy.inject(/POST \/events\/batch/, { kind: "status", status: 503 }, 2);
   proxy.inject(/POST \/events\/batch/, { kind: "status", status: 429 }, 1);
+  // A proxy that gave up waiting for the service: the batch may never have reached it.
+  proxy.inject(/POST \/events\/batch/, { kind: "status", status: 408 }, 1);
   assert.ok(await m.flush({ timeoutMs: 30_000 }));
-  assert.is(proxy.count(/POST \/events\/batch/), 4);
+  assert.is(proxy.count(/POST \/events\/batch/), 5);
   assert.is(m.stats.sent, 30);
   await eventually(async () => near((await usage(ctx.api, userId)).total_cost, expected(30)));
 });

@@ -60,8 +60,9 @@ class MeterAPIError(MeterError):
 
     @property
     def retryable(self) -> bool:
-        """429 and 5xx can succeed later; any other 4xx never will."""
-        return self.status == 429 or self.status >= 500
+        """408 (a proxy that gave up waiting: the request may not have reached the service), 429 and 5xx can
+        succeed later; any other 4xx never will."""
+        return self.status in (408, 429) or self.status >= 500
 
 
 class MeterAuthenticationError(MeterAPIError):

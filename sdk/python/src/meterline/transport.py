@@ -212,7 +212,7 @@ def _retry_after(value: str | None) -> float | None:
 
 
 def retryable(err: BaseException) -> bool:
-    """True when the same request may succeed later: network errors, 429 and 5xx."""
+    """True when the same request may succeed later: network errors, 408, 429 and 5xx."""
     return isinstance(err, MeterNetworkError) or (isinstance(err, MeterAPIError) and err.retryable)
 
 
