@@ -126,6 +126,7 @@ export class Meter {
       warn: (message, err) => report.warn(message, err),
       misaddressed: (err) => report.misaddressed(err),
       keyRefused: (err) => report.keyRefused(err),
+      queuedAfterClose: () => deliverAtExit(this),
     });
     this.#leases = leaseOptions ? new Leases(this.#transport, leaseOptions, (m, err) => report.warn(m, err)) : null;
     this.#recorder = new Recorder(this.#leases, this.#queue, this.#callbacks);

@@ -24,6 +24,8 @@ export interface QueueHooks {
   misaddressed(err: Error): void;
   /** A batch route answered 401/403: the key is refused (say so at error level). */
   keyRefused(err: MeterAuthenticationError): void;
+  /** An event was queued after shutdown(): no timer sends it; the process's exit must, unless a flush() does first. */
+  queuedAfterClose(): void;
 }
 
 export class EventQueue {
@@ -66,10 +68,14 @@ export class EventQueue {
   push(kind: "usage", e: UsageEvent): boolean;
   push(kind: "gate", e: GateEvent): boolean;
   push(kind: "usage" | "gate", e: UsageEvent | GateEvent): boolean {
-    if (this.closed && !this.warnedClosed) {
-      // No timer sends it any more: the next flush() or shutdown() does (a serverless handler's next invocation).
-      this.warnedClosed = true;
-      this.hooks.warn("an event was recorded after shutdown(): it waits for the next flush() or shutdown(), which sends it");
+    if (this.closed) {
+      // No timer sends it any more: the next flush() or shutdown() does (a serverless handler's next
+      // invocation), or the process's exit.
+      this.hooks.queuedAfterClose();
+      if (!this.warnedClosed) {
+        this.warnedClosed = true;
+        this.hooks.warn("an event was recorded after shutdown(): it waits for the next flush() or shutdown(), or the process's exit, which sends it");
+      }
     }
     if (this.size >= this.maxSize) {
       this.dropped++;

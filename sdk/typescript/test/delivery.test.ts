@@ -83,8 +83,8 @@ t("an event recorded after shutdown() is said, and sent by the next shutdown() (
   assert.equal([m.stats.sent, m.stats.queued], [3, 0]);
 });
 
-t("a script that ends without shutdown() still delivers what it queued (beforeExit)", async (ctx) => {
-  const userId = await createUser(ctx.api, PLAN);
+/** Runs `body` (after `m`, a Meter, is made) as a script of its own that ends when its event loop runs empty. */
+async function runScript(ctx: StackCtx, body: string): Promise<void> {
   const dir = await mkdtemp(path.join(os.tmpdir(), "meter-exit-"));
   const script = path.join(dir, "script.mts");
   const index = fileURLToPath(new URL("../src/index.ts", import.meta.url));
@@ -92,12 +92,24 @@ t("a script that ends without shutdown() still delivers what it queued (beforeEx
     script,
     `import { Meter } from ${JSON.stringify(index)};
 const m = new Meter({ apiKey: ${JSON.stringify(ctx.apiKey)}, baseURL: ${JSON.stringify(ctx.stack.apiUrl)}, flushIntervalMs: 60_000 });
-await m.record(${JSON.stringify(userId)}, { model: "m", input_tokens: 10 });
+${body}
 `,
   );
-  // Nothing else keeps the script alive: its loop runs empty right after the record, long before the flush interval.
   await promisify(execFile)(process.execPath, ["--import", "tsx", script], { timeout: 30_000 });
+}
+
+t("a script that ends without shutdown() still delivers what it queued (beforeExit)", async (ctx) => {
+  const userId = await createUser(ctx.api, PLAN);
+  // Nothing else keeps the script alive: its loop runs empty right after the record, long before the flush interval.
+  await runScript(ctx, `await m.record(${JSON.stringify(userId)}, { model: "m", input_tokens: 10 });`);
   await eventually(async () => near((await usage(ctx.api, userId)).total_cost, 0.01), 10_000, "the event delivered at exit");
+});
+
+t("an event recorded after shutdown() in a script that then ends is delivered at its exit", async (ctx) => {
+  const userId = await createUser(ctx.api, PLAN);
+  const user = JSON.stringify(userId);
+  await runScript(ctx, `await m.record(${user}, { model: "m", input_tokens: 10 });\nawait m.shutdown();\nawait m.record(${user}, { model: "m", input_tokens: 20 });`);
+  await eventually(async () => near((await usage(ctx.api, userId)).total_cost, 0.03), 10_000, "both events delivered");
 });
 
 t("shutdown's timeout bounds a batch request the service does not answer", async (ctx) => {
