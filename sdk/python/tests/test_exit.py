@@ -19,9 +19,21 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-def run(user: str, url: str, key: str) -> subprocess.CompletedProcess[str]:
+# Records, shuts down, records again (a serverless handler's pattern), then ends.
+AFTER_SHUTDOWN = textwrap.dedent("""
+    import os, sys
+    from meterline import Meter
+    m = Meter(api_key=os.environ["KEY"], base_url=os.environ["URL"], flush_interval=3600, shutdown_timeout=5)
+    m.record(sys.argv[1], model="m", input_tokens=1000)
+    assert m.shutdown()
+    m.record(sys.argv[1], model="m", input_tokens=2000)
+    print("recorded")
+""")
+
+
+def run(user: str, url: str, key: str, script: str = SCRIPT) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "KEY": key, "URL": url}
-    return subprocess.run([sys.executable, "-c", SCRIPT, user], env=env, capture_output=True, text=True, timeout=60)
+    return subprocess.run([sys.executable, "-c", script, user], env=env, capture_output=True, text=True, timeout=60)
 
 
 def test_exit_delivers_what_is_queued(product: Product) -> None:
@@ -38,3 +50,10 @@ def test_exit_with_the_service_down_ends_within_shutdown_timeout(product: Produc
     # It ends (subprocess.run's timeout would raise otherwise) and says what it could not deliver.
     assert r.returncode == 0, r.stderr
     assert "could not be delivered" in r.stderr
+
+
+def test_exit_delivers_what_was_recorded_after_shutdown(product: Product) -> None:
+    user = product.create_user({"max_spend_per_period": 10, "cost_rates": {"m": {"input": 1, "output": 1}}})
+    r = run(user, product.url, product.key, AFTER_SHUTDOWN)
+    assert r.returncode == 0 and "recorded" in r.stdout, r.stderr
+    assert near(product.usage(user)["total_cost"], 3.0)

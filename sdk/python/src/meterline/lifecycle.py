@@ -152,6 +152,12 @@ class Lifecycle(Admission):
         except Exception as err:  # the thread or task must outlive any bug in one pass
             self._warn("delivery pass failed", err)
 
+    def _exit_delivers(self) -> bool:
+        """Whether the process's exit still has to deliver for this client: not shut down, or events queued after
+        its shutdown() (no thread sends them any more)."""
+        with self._lock:
+            return not self._closed or self._queue.size > 0
+
     def _after_fork_in_child(self) -> None:
         """The child of os.fork(): its own lock, connections, load workers and delivery thread; the
         parent's queue stays the parent's to send (nothing twice); its leases stay the parent's."""

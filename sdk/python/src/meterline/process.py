@@ -17,6 +17,7 @@ class Hooked(Protocol):
     _lock: threading.RLock
 
     def _close_at_exit(self) -> None: ...
+    def _exit_delivers(self) -> bool: ...
     def _after_fork_in_child(self) -> None: ...
 
 
@@ -40,7 +41,8 @@ def register(client: Hooked) -> None:
 
 def _at_exit() -> None:
     for c in list(_clients):
-        if not c._closed:
+        # A client shut down already still has events recorded after its shutdown() to deliver.
+        if c._exit_delivers():
             with contextlib.suppress(Exception):
                 c._close_at_exit()
 

@@ -98,10 +98,12 @@ class EventQueue:
     def push(self, kind: str, event: Event) -> bool:
         """False when full and the event was dropped (counted; logged once per full spell). Caller holds the lock."""
         if self.closed and not self.warned_closed:
-            # No thread sends it any more: the next flush() or shutdown() does (a serverless handler's next call).
+            # No thread sends it any more: the next flush() or shutdown() does (a serverless handler's next call), or
+            # the process's exit.
             self.warned_closed = True
             self.hooks.warn(
-                "an event was recorded after shutdown(): it waits for the next flush() or shutdown(), which sends it"
+                "an event was recorded after shutdown(): it waits for the next flush() or shutdown(), or the "
+                "process's exit, which sends it"
             )
         if len(self.usage) + len(self.gates) >= self.max_size:
             self.dropped += 1
