@@ -16,6 +16,8 @@ def test_a_429_waits_its_retry_after_plus_up_to_half_whatever_the_failures_befor
         assert all(2.0 <= w <= 3.0 for w in waits), (failures, min(waits), max(waits))
         assert max(waits) - min(waits) > 0.3  # spread out, not one moment
     assert all(60.0 <= w <= 90.0 for w in _many(1, MeterAPIError(429, "busy", 3600.0)))
+    # A Retry-After of 0 (a proxy's) is at least a quarter second: no spinning against a busy service.
+    assert all(0.25 <= w <= 0.375 for w in _many(1, MeterAPIError(429, "busy", 0.0)))
 
 
 def test_other_failures_double_and_never_come_before_retry_after() -> None:

@@ -146,6 +146,9 @@ export function retryable(err: unknown): boolean {
   return err instanceof MeterNetworkError || (err instanceof MeterApiError && err.retryable);
 }
 
+/** The shortest wait a Retry-After gives (ms). */
+const MIN_RETRY_AFTER_MS = 250;
+
 /**
  * Exponential backoff with jitter (0.5 s doubling up to 30 s), never shorter than Retry-After
  * (taken up to 60 s). A 429's Retry-After is the service's own estimate of when it has room, so
@@ -158,6 +161,7 @@ export function backoffMs(failures: number, err?: unknown): number {
   const delay = base * (0.5 + Math.random() / 2);
   const after = err instanceof MeterApiError ? err.retryAfterMs : undefined;
   if (after === undefined) return delay;
-  const hinted = Math.min(after, 60_000) * (1 + Math.random() / 2);
+  // At least a quarter second: a Retry-After of 0 (a proxy's) must not make a busy service's clients spin.
+  const hinted = Math.min(Math.max(after, MIN_RETRY_AFTER_MS), 60_000) * (1 + Math.random() / 2);
   return (err as MeterApiError).status === 429 ? hinted : Math.max(delay, hinted);
 }

@@ -14,6 +14,8 @@ test("a 429 is sent again after its Retry-After plus up to half of it, however m
   }
   // Taken up to 60 s.
   assert.ok(many(() => backoffMs(1, new MeterApiError(429, "busy", 3_600_000))).every((w) => w >= 60_000 && w <= 90_000));
+  // A Retry-After of 0 (a proxy's) is at least a quarter second: no spinning against a busy service.
+  assert.ok(many(() => backoffMs(1, new MeterApiError(429, "busy", 0))).every((w) => w >= 250 && w <= 375));
 });
 
 test("other failures back off doubling, never before a Retry-After", () => {

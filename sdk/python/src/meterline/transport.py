@@ -216,6 +216,9 @@ def retryable(err: BaseException) -> bool:
     return isinstance(err, MeterNetworkError) or (isinstance(err, MeterAPIError) and err.retryable)
 
 
+_MIN_RETRY_AFTER = 0.25
+
+
 def backoff(failures: int, err: MeterError | None = None) -> float:
     """Exponential backoff with jitter (0.5 s doubling up to 30 s), never shorter than Retry-After (taken up
     to 60 s). A 429's Retry-After is the service's own estimate of when it has room, so it is waited as given
@@ -226,5 +229,6 @@ def backoff(failures: int, err: MeterError | None = None) -> float:
     after: float | None = err.retry_after if isinstance(err, MeterAPIError) else None
     if after is None:
         return delay
-    hinted = min(after, 60.0) * (1 + random.random() / 2)
+    # At least a quarter second: a Retry-After of 0 (a proxy's) must not make a busy service's clients spin.
+    hinted = min(max(after, _MIN_RETRY_AFTER), 60.0) * (1 + random.random() / 2)
     return hinted if isinstance(err, MeterAPIError) and err.status == 429 else max(delay, hinted)
