@@ -826,15 +826,17 @@ export class Leases {
   }
 
   /** Gives back every lease (shutdown). */
-  async releaseAll(): Promise<void> {
+  /** Gives every lease back, each request bounded by what is left of `deadline` (performance.now()). */
+  async releaseAll(deadline = Infinity): Promise<void> {
     clearInterval(this.timer);
+    const left = () => Math.max(1, Math.min(this.transport.timeoutMs, deadline - performance.now()));
     // Requests asked ahead and not answered yet first: what they are granted goes back with the rest.
     await Promise.all([...this.books.values()].map((b) => b.asking));
-    await Promise.all([...this.books.values()].map((b) => this.release(b)));
+    await Promise.all([...this.books.values()].map((b) => this.release(b, left())));
     // Team slices no member's release took back (their member's team changed meanwhile).
     for (const tb of this.teams.values()) {
       const via = tb.via === null ? undefined : this.books.get(tb.via);
-      if (via !== undefined && this.teamIdle(tb)) await this.release(via);
+      if (via !== undefined && this.teamIdle(tb) && performance.now() < deadline) await this.release(via, left());
     }
   }
 
@@ -983,7 +985,7 @@ export class Leases {
    * The lease keeps what was used; the rest goes back to the user's pool, including what a
    * request whose answer was lost may have been granted (the lease id is the holder id).
    */
-  private async release(b: Book): Promise<void> {
+  private async release(b: Book, timeoutMs?: number): Promise<void> {
     const now = Date.now();
     const windows = liveWindows(b.windows, now);
     const memberWindows = liveWindows(b.memberWindows, now);
@@ -1009,7 +1011,7 @@ export class Leases {
     if (windows.length > 0) body.used_windows = windows.map(windowUse);
     if (memberWindows.length > 0) body.used_member_windows = memberWindows.map(windowUse);
     try {
-      await this.transport.request("POST", `/users/${encodeURIComponent(b.userId)}/leases/${b.leaseId ?? b.holder}/release`, body);
+      await this.transport.request("POST", `/users/${encodeURIComponent(b.userId)}/leases/${b.leaseId ?? b.holder}/release`, body, timeoutMs);
     } catch (err) {
       // Not given back: it returns to the pool when it expires.
       if (!(err instanceof MeterApiError && err.status === 404)) this.warn(`giving back the lease of ${b.userId} failed`, err as Error);

@@ -69,13 +69,16 @@ function deliverAtExit(meter: Meter): void {
   exitHooked = true;
   // Fires again once these shutdowns are done; by then the set is empty and the process ends.
   process.on("beforeExit", () => {
-    for (const m of unshut) void m.shutdown();
+    // Over a copy: a meter that registers again meanwhile waits for the next beforeExit.
+    for (const m of [...unshut]) void m.shutdown();
   });
 }
 
 export class Meter {
   readonly #startupTimeoutMs: number;
   readonly #shutdownTimeoutMs: number;
+  /** A shutdown() is running: what is queued meanwhile is its flush's to send. */
+  #shuttingDown = false;
   readonly #report: Reporter;
   readonly #transport: Transport;
   readonly #queue: EventQueue;
@@ -126,7 +129,10 @@ export class Meter {
       warn: (message, err) => report.warn(message, err),
       misaddressed: (err) => report.misaddressed(err),
       keyRefused: (err) => report.keyRefused(err),
-      queuedAfterClose: () => deliverAtExit(this),
+      // Not while a shutdown runs: its own flush sends what its callbacks record.
+      queuedAfterClose: () => {
+        if (!this.#shuttingDown) deliverAtExit(this);
+      },
     });
     this.#leases = leaseOptions ? new Leases(this.#transport, leaseOptions, (m, err) => report.warn(m, err)) : null;
     this.#recorder = new Recorder(this.#leases, this.#queue, this.#callbacks);
@@ -378,13 +384,25 @@ export class Meter {
   /** Stops the timers and delivers what is queued (up to shutdownTimeoutMs). Call it last. */
   async shutdown(options: { timeoutMs?: number } = {}): Promise<boolean> {
     unshut.delete(this);
+    this.#shuttingDown = true;
+    try {
+      return await this.#shutdown(options);
+    } finally {
+      this.#shuttingDown = false;
+    }
+  }
+
+  async #shutdown(options: { timeoutMs?: number }): Promise<boolean> {
     const deadline = performance.now() + (options.timeoutMs ?? this.#shutdownTimeoutMs);
     for (const t of this.#timers) clearInterval(t);
     // Calls still open are recorded first, so that what they spent leaves the lease before it is given back.
     this.#callbacks.fire(this.#callbacks.closing, undefined);
     // Giving leases back takes at most half of the time (a lease not given back lapses on the
     // service at its end); the events get the rest, so the whole stays within the timeout.
-    if (this.#leases) await settledWithin(this.#leases.releaseAll(), (deadline - performance.now()) / 2);
+    if (this.#leases) {
+      const half = performance.now() + (deadline - performance.now()) / 2;
+      await settledWithin(this.#leases.releaseAll(half), half - performance.now());
+    }
     // Shutdown never throws: a refused key was logged as an error when it was met.
     const drained = await this.flush({ timeoutMs: Math.max(0, deadline - performance.now()) }).catch(() => false);
     this.#queue.close();

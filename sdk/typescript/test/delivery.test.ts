@@ -112,6 +112,17 @@ t("an event recorded after shutdown() in a script that then ends is delivered at
   await eventually(async () => near((await usage(ctx.api, userId)).total_cost, 0.03), 10_000, "both events delivered");
 });
 
+t("a shutdown callback that records, in a script that records after its shutdown(), still ends: each event once", async (ctx) => {
+  const userId = await createUser(ctx.api, PLAN);
+  const user = JSON.stringify(userId);
+  // The callback runs at each shutdown (the explicit one, then the exit's); its events go with that shutdown's flush.
+  await runScript(
+    ctx,
+    `await m.record(${user}, { model: "m", input_tokens: 10 });\nm.onShutdown(() => void m.record(${user}, { model: "m", input_tokens: 20 }));\nawait m.shutdown();\nawait m.record(${user}, { model: "m", input_tokens: 30 });`,
+  );
+  await eventually(async () => near((await usage(ctx.api, userId)).total_cost, 0.08), 10_000, "10 + 20, then 30 + 20 at exit");
+});
+
 t("shutdown's timeout bounds a batch request the service does not answer", async (ctx) => {
   const { proxy, m } = await setup(ctx);
   const userId = await createUser(ctx.api, PLAN);
