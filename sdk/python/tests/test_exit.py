@@ -31,6 +31,17 @@ AFTER_SHUTDOWN = textwrap.dedent("""
 """)
 
 
+# Shuts down against a service that is down, then ends: exit does not try the same events again.
+SHUTDOWN_FAILS = textwrap.dedent("""
+    import os, sys
+    from meterline import Meter
+    m = Meter(api_key=os.environ["KEY"], base_url=os.environ["URL"], flush_interval=3600, shutdown_timeout=1)
+    m.record(sys.argv[1], model="m", input_tokens=1000)
+    assert not m.shutdown()
+    print("recorded")
+""")
+
+
 def run(user: str, url: str, key: str, script: str = SCRIPT) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "KEY": key, "URL": url}
     return subprocess.run([sys.executable, "-c", script, user], env=env, capture_output=True, text=True, timeout=60)
@@ -57,3 +68,12 @@ def test_exit_delivers_what_was_recorded_after_shutdown(product: Product) -> Non
     r = run(user, product.url, product.key, AFTER_SHUTDOWN)
     assert r.returncode == 0 and "recorded" in r.stdout, r.stderr
     assert near(product.usage(user)["total_cost"], 3.0)
+
+
+def test_exit_after_a_shutdown_that_could_not_deliver_tries_nothing_again(product: Product, proxy: FaultProxy) -> None:
+    user = product.create_user()
+    proxy.down()
+    r = run(user, proxy.api_url, product.key, SHUTDOWN_FAILS)
+    assert r.returncode == 0 and "recorded" in r.stdout, r.stderr
+    # Said once, by the explicit shutdown(): exit stays within one shutdown_timeout.
+    assert r.stderr.count("could not be delivered") == 1, r.stderr

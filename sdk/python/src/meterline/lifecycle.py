@@ -81,6 +81,8 @@ class Lifecycle(Admission):
         """flush(): delivers what is queued, retrying transient failures up to ``timeout`` (default shutdown_timeout).
         True when the queue emptied, False when time ran out; raises MeterAuthenticationError, at once,
         when the service refuses the API key (no retry can deliver until it is fixed)."""
+        with self._lock:
+            self._queue.queued_after_close = False
         deadline = time.monotonic() + (self.shutdown_timeout if timeout is None else timeout)
         if (yield from self._queue.drain(deadline, self._hopeless)):
             return True
@@ -102,6 +104,8 @@ class Lifecycle(Admission):
             self._delivery.stop()
             for cb in self._closing:
                 self._safely(cb)
+        with self._lock:
+            self._queue.queued_after_close = False
         deadline = time.monotonic() + (self.shutdown_timeout if timeout is None else timeout)
         if self._leases is not None:
             # At most half of the time (a lease not given back lapses on the service at its end): the events
@@ -154,9 +158,10 @@ class Lifecycle(Admission):
 
     def _exit_delivers(self) -> bool:
         """Whether the process's exit still has to deliver for this client: not shut down, or events queued after
-        its shutdown() (no thread sends them any more)."""
+        its last shutdown() (no thread sends them any more; what that shutdown could not deliver is not tried
+        again, so exit stays within one shutdown_timeout)."""
         with self._lock:
-            return not self._closed or self._queue.size > 0
+            return not self._closed or self._queue.queued_after_close
 
     def _after_fork_in_child(self) -> None:
         """The child of os.fork(): its own lock, connections, load workers and delivery thread; the

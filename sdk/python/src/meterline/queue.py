@@ -78,6 +78,8 @@ class EventQueue:
         # Set after shutdown's delivery: a later event is said once (the next flush() or shutdown() sends it).
         self.closed = False
         self.warned_closed = False
+        # Events were queued after shutdown(): the next shutdown, or the interpreter's exit, sends them.
+        self.queued_after_close = False
         # Events a batch holds at most now: halved by each 413 (too large for the service), whole again once
         # the queue empties.
         self.batch_limit = max_batch
@@ -97,6 +99,8 @@ class EventQueue:
 
     def push(self, kind: str, event: Event) -> bool:
         """False when full and the event was dropped (counted; logged once per full spell). Caller holds the lock."""
+        if self.closed:
+            self.queued_after_close = True
         if self.closed and not self.warned_closed:
             # No thread sends it any more: the next flush() or shutdown() does (a serverless handler's next call), or
             # the process's exit.
