@@ -116,8 +116,11 @@ export class EventQueue {
       });
       const emptied = await Promise.race([this.pass(deadline), late]).finally(() => clearTimeout(timer));
       if (emptied) return true;
-      const wait = Math.min(this.nextAttemptAt, deadline) - performance.now();
       if (performance.now() >= deadline || hopeless()) return false;
+      // A backoff that ends at or after the deadline: no attempt fits in what is left (one started
+      // at the deadline would only be cut off by it).
+      if (this.nextAttemptAt >= deadline) return false;
+      const wait = this.nextAttemptAt - performance.now();
       if (wait > 0) await new Promise((r) => setTimeout(r, wait));
     }
   }

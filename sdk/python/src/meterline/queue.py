@@ -139,8 +139,11 @@ class EventQueue:
             now = time.monotonic()
             if now >= deadline or hopeless():
                 return False
-            wait = min(self.next_attempt, deadline) - now
-            yield Sleep(max(wait, 0.01))
+            # A backoff that ends at or after the deadline: no attempt fits in what is left (one started at the
+            # deadline would only be cut off by it).
+            if self.next_attempt >= deadline:
+                return False
+            yield Sleep(max(self.next_attempt - now, 0.01))
 
     def pass_once(self, deadline: float | None = None) -> Flow[bool]:
         """One pass over the queue; True when it emptied it. Waits for a pass under way until ``deadline``."""
