@@ -39,6 +39,16 @@ export function isDuplicateKeyError(err: unknown): boolean {
   return err.code === 1 && /UNIQUE constraint failed/.test(err.message);
 }
 
+/** An upsert that two writers race on collides on `_id` once (MongoDB): the second try updates. */
+export async function upsertRetrying(write: () => Promise<unknown>): Promise<void> {
+  try {
+    await write();
+  } catch (err) {
+    if (!isDuplicateKeyError(err)) throw err;
+    await write();
+  }
+}
+
 /** Inserts `doc`; false, and nothing written, when a document with its unique key (its `_id` or another unique index) exists. */
 export async function insertUnlessPresent<T extends Document>(col: Collection<T>, doc: OptionalUnlessRequiredId<T>): Promise<boolean> {
   try {

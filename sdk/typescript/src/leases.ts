@@ -825,8 +825,7 @@ export class Leases {
     for (const s of [...b.windows.values(), ...b.memberWindows.values()]) s.retryAt = 0;
   }
 
-  /** Gives back every lease (shutdown). */
-  /** Gives every lease back, each request bounded by what is left of `deadline` (performance.now()). */
+  /** Gives every lease back (shutdown), each request bounded by what is left of `deadline` (performance.now()). */
   async releaseAll(deadline = Infinity): Promise<void> {
     clearInterval(this.timer);
     const left = () => Math.max(1, Math.min(this.transport.timeoutMs, deadline - performance.now()));

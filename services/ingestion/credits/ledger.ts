@@ -4,7 +4,7 @@
  * the ledger a page at a time.
  */
 import type { AnyBulkWriteOperation, Collection, Document } from "mongodb";
-import { isDuplicateKeyError } from "@meter/lib/mongo";
+import { upsertRetrying } from "@meter/lib/mongo";
 import { rpcError } from "@meter/lib/errors";
 import { toDollars } from "@meter/rules";
 import { entry, type OutboxStore } from "../store/outbox.ts";
@@ -115,12 +115,7 @@ export async function writeSettled(deps: FlushDeps, items: readonly { account: C
 async function bulkRetrying<T extends Document>(col: Collection<T>, ops: AnyBulkWriteOperation<T>[]): Promise<void> {
   for (let i = 0; i < ops.length; i += 200) {
     const part = ops.slice(i, i + 200);
-    try {
-      await col.bulkWrite(part, { ordered: false });
-    } catch (err) {
-      if (!isDuplicateKeyError(err)) throw err;
-      await col.bulkWrite(part, { ordered: false });
-    }
+    await upsertRetrying(() => col.bulkWrite(part, { ordered: false }));
   }
 }
 

@@ -1,6 +1,6 @@
 import { MongoBulkWriteError, type AnyBulkWriteOperation } from "mongodb";
 import { LRUCache } from "lru-cache";
-import { DbStore, findByIds, insertUnlessPresent, isDuplicateKeyError } from "@meter/lib/mongo";
+import { DbStore, findByIds, insertUnlessPresent, isDuplicateKeyError, upsertRetrying } from "@meter/lib/mongo";
 import { fromDatedJson, toDatedJson } from "@meter/lib/dated-json";
 import type { FinalStatus, GrantKind } from "./allocate.ts";
 import type { AccountWrite, CreditAccountDoc, LedgerOp } from "./account.ts";
@@ -213,15 +213,5 @@ export class CreditStore extends DbStore {
   async registerExpiry(accountId: string, hour: number): Promise<void> {
     await upsertRetrying(() => this.expiries.updateOne({ _id: String(hour) }, { $addToSet: { accounts: accountId } }, { upsert: true }));
     await upsertRetrying(() => this.expiries.updateOne({ _id: "cursor" }, { $min: { hour } }, { upsert: true }));
-  }
-}
-
-/** An upsert that two writers race on collides on `_id` once; the second try updates. */
-export async function upsertRetrying(write: () => Promise<unknown>): Promise<void> {
-  try {
-    await write();
-  } catch (err) {
-    if (!isDuplicateKeyError(err)) throw err;
-    await write();
   }
 }

@@ -1,5 +1,5 @@
 import type { Collection, Db } from "mongodb";
-import { deleteInRounds, findByIds, insertIgnoringDuplicates, isDuplicateKeyError } from "@meter/lib/mongo";
+import { deleteInRounds, findByIds, insertIgnoringDuplicates, upsertRetrying } from "@meter/lib/mongo";
 import type { UsageEventDoc } from "../store/usage-events.ts";
 
 /**
@@ -75,9 +75,7 @@ export class ArrivalStore {
     await insertIgnoringDuplicates(this.lists, docs);
     const bucket = Math.floor(now.getTime() / BUCKET_MS) * BUCKET_MS;
     const id = `${productId}|${bucket}`;
-    const add = () => this.buckets.updateOne({ _id: id }, { $set: { [`jobs.${jobId}`]: 1 }, $setOnInsert: { at: new Date(bucket) } }, { upsert: true });
-    // Two first writers of a bucket may both insert it (MongoDB); the second then updates it.
-    await add().catch((err) => (isDuplicateKeyError(err) ? add() : Promise.reject(err)));
+    await upsertRetrying(() => this.buckets.updateOne({ _id: id }, { $set: { [`jobs.${jobId}`]: 1 }, $setOnInsert: { at: new Date(bucket) } }, { upsert: true }));
     this.written.push({ at: now.getTime(), lists: docs.map((d) => d._id), bucket: id });
     // The process that wrote them deletes them, a few seconds' worth at a time.
     if (now.getTime() - this.forgotAt >= FORGET_EVERY_MS) {

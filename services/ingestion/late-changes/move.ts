@@ -176,9 +176,8 @@ interface Counted {
  */
 function named(productId: string, owner: Owner, e: UsageEventDoc, plan: Pick<PlanInfo, "pricing"> | null | undefined): Countable {
   const c = countable(owner, e);
-  const raw = sentModel(e);
   const naming = plan ?? (owner.kind === "user" ? attributeTeam(productId, owner.user, e.timestamp)?.plan : undefined);
-  return c.counted_model !== undefined || !naming || raw === null ? c : { ...c, model: normalizeModel(raw, naming.pricing) };
+  return c.counted_model !== undefined || !naming ? c : { ...c, model: modelUnder(naming, e) ?? c.model };
 }
 
 /** Totals with the models whose changes cancel out left out; null when nothing changes. */
@@ -480,6 +479,12 @@ function sentModel(e: Pick<UsageEventDoc, "model" | "team">): string | null {
   return names.length === 0 ? null : names.reduce((a, b) => (b.length > a.length ? b : a));
 }
 
+/** An event's model as `plan` names it (as on arrival, usage/record.ts), from the nearest to the name sent; null without one. */
+function modelUnder(plan: Pick<PlanInfo, "pricing">, e: Pick<UsageEventDoc, "model" | "team">): string | null {
+  const raw = sentModel(e);
+  return raw === null ? null : normalizeModel(raw, plan.pricing);
+}
+
 /** What of a plan counts an event in its windows: its limits, time zone and model names. */
 type CountingPlan = WindowPlan & Pick<PlanInfo, "pricing">;
 
@@ -497,11 +502,9 @@ export function userWindowMoves(
   groups: readonly { period: BillingPeriod; plan?: CountingPlan | null; events: readonly UsageEventDoc[] }[],
   now: Date,
 ): Map<string, WindowShare> {
-  // As on arrival (usage/record.ts), a limit on a model meets the event's model as the plan names it.
-  const shares = (plan: CountingPlan | null, period: { start: Date; end: Date }, e: UsageEventDoc) => {
-    const model = sentModel(e);
-    return plan ? (windowShares(plan, period, { ...e, model: model === null ? null : normalizeModel(model, plan.pricing) }, now) ?? []) : [];
-  };
+  // A limit on a model meets the event's model as the plan names it.
+  const shares = (plan: CountingPlan | null, period: { start: Date; end: Date }, e: UsageEventDoc) =>
+    plan ? (windowShares(plan, period, { ...e, model: modelUnder(plan, e) }, now) ?? []) : [];
   const out = new Map<string, WindowShare>();
   const add = (s: WindowShare, sign: number) => tally(out, s, sign, now);
   for (const g of groups) {

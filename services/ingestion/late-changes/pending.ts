@@ -1,6 +1,6 @@
 import type { AnyBulkWriteOperation } from "mongodb";
 import { LRUCache } from "lru-cache";
-import { DbStore, isDuplicateKeyError } from "@meter/lib/mongo";
+import { DbStore, upsertRetrying } from "@meter/lib/mongo";
 
 /**
  * The users whose late changes are followed (`late_changes`), and what this process knows of
@@ -62,16 +62,14 @@ export class LateChanges extends DbStore {
         upsert: true,
       },
     }));
-    const write = () => this.pending.bulkWrite(ops, { ordered: false });
-    // Two first writers may both insert (MongoDB); the second then updates.
-    await write().catch((err) => (isDuplicateKeyError(err) ? write() : Promise.reject(err)));
+    await upsertRetrying(() => this.pending.bulkWrite(ops, { ordered: false }));
   }
 
   /** Records a team to follow, whose own change a read about the team applied (idempotent, as follow). */
   async followTeam(productId: string, externalTeamId: string, until: Date): Promise<void> {
-    const write = () =>
-      this.pending.updateOne({ _id: `team|${productId}|${externalTeamId}` }, { $set: { product_id: productId, user_id: "", team_id: externalTeamId, until } }, { upsert: true });
-    await write().catch((err) => (isDuplicateKeyError(err) ? write() : Promise.reject(err)));
+    await upsertRetrying(() =>
+      this.pending.updateOne({ _id: `team|${productId}|${externalTeamId}` }, { $set: { product_id: productId, user_id: "", team_id: externalTeamId, until } }, { upsert: true }),
+    );
   }
 }
 

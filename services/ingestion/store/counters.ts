@@ -3,7 +3,7 @@ import { LRUCache } from "lru-cache";
 import pMap from "p-map";
 import { GroupCommit } from "@meter/lib/group-commit";
 import { findByIds } from "@meter/lib/mongo";
-import { sumByName } from "@meter/lib/own";
+import { own, sumByName } from "@meter/lib/own";
 import { guardOf, writeAlone, writeRound, writeStatements, type Addition as RoundAddition, type RoundRequest } from "./rounds.ts";
 import { toDollars, toNano } from "@meter/rules";
 import type { CounterState } from "../domain/counter-bounds.ts";
@@ -77,7 +77,7 @@ export function readTotals<T extends StoredTotals>(raw: T): Omit<T, keyof Stored
 export function modelBreakdown(counter: Pick<Totals, "tokens_by_model" | "cost_by_model"> | null | undefined): { tokens: Record<string, number>; dollars: Record<string, number> } {
   const tokens = decodeKeys(counter?.tokens_by_model);
   const cost = decodeKeys(counter?.cost_by_model);
-  const used = (k: string) => (tokens[k] ?? 0) !== 0 || (cost[k] ?? 0) !== 0;
+  const used = (k: string) => (own(tokens, k) ?? 0) !== 0 || (own(cost, k) ?? 0) !== 0;
   const keep = (m: Record<string, number>) => Object.fromEntries(Object.entries(m).filter(([k]) => used(k)));
   return { tokens: keep(tokens), dollars: dollarsByModel(keep(cost)) };
 }

@@ -96,7 +96,7 @@ function periodDimensions(plan: PlanInfo, period: Period, counter: Totals | null
   }
   for (const [model, l] of Object.entries(plan.modelLimits)) {
     const max = l.maxTokensPerPeriod;
-    // A counter that never met a model has no tokens_by_model; a model may be named like an Object property.
+    // A model may be named like an Object property ("constructor").
     const used = own(counter?.tokens_by_model, encodeKey(model)) ?? 0;
     out.push(create(DimensionSchema, { reason: `${prefix}model_limit:${model}`, metric: "tokens", window: "period", model, scope, max, used, pct: pct(used, max), ...gates, ...periodBounds(max) }));
   }
