@@ -158,7 +158,7 @@ class Lifecycle(Admission):
 
     def _exit_delivers(self) -> bool:
         """Whether the process's exit still has to deliver for this client: not shut down, or events queued after
-        its last shutdown() (no thread sends them any more; what that shutdown could not deliver is not tried
+        its last shutdown() or flush() (no thread sends them any more; what those could not deliver is not tried
         again, so exit stays within one shutdown_timeout)."""
         with self._lock:
             return not self._closed or self._queue.queued_after_close
