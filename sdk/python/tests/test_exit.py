@@ -8,6 +8,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from .support import FaultProxy, Product, near
 
 SCRIPT = textwrap.dedent("""
@@ -42,9 +44,27 @@ SHUTDOWN_FAILS = textwrap.dedent("""
 """)
 
 
+# The user's plan fails to load (one 503), so its usage is held, unpriced; then the process ends.
+HELD = textwrap.dedent("""
+    import asyncio, os, sys
+    from meterline import AsyncMeter, Meter
+    kw = dict(api_key=os.environ["KEY"], base_url=os.environ["URL"], flush_interval=3600, shutdown_timeout=5)
+    if sys.argv[2] == "async":
+        m = AsyncMeter(**kw)
+        asyncio.run(m.record(sys.argv[1], model="m", input_tokens=1000))
+    else:
+        m = Meter(**kw)
+        m.record(sys.argv[1], model="m", input_tokens=1000)
+    assert m.stats.held == 1, m.stats
+    print("recorded")
+""")
+
+
 def run(user: str, url: str, key: str, script: str = SCRIPT) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "KEY": key, "URL": url}
-    return subprocess.run([sys.executable, "-c", script, user], env=env, capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-c", script, *user.split(" ")], env=env, capture_output=True, text=True, timeout=60
+    )
 
 
 def test_exit_delivers_what_is_queued(product: Product) -> None:
@@ -77,3 +97,16 @@ def test_exit_after_a_shutdown_that_could_not_deliver_tries_nothing_again(produc
     assert r.returncode == 0 and "recorded" in r.stdout, r.stderr
     # Said once, by the explicit shutdown(): exit stays within one shutdown_timeout.
     assert r.stderr.count("could not be delivered") == 1, r.stderr
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_exit_prices_and_delivers_usage_held_for_a_plan_that_failed_to_load(
+    product: Product, proxy: FaultProxy, kind: str
+) -> None:
+    user = product.create_user({"max_spend_per_period": 10, "cost_rates": {"m": {"input": 1, "output": 1}}})
+    proxy.inject(r"GET .*/session", "status", 503)
+    r = run(f"{user} {kind}", proxy.api_url, product.key, HELD)
+    assert r.returncode == 0 and "recorded" in r.stdout, r.stderr
+    # Priced under the plan loaded at exit ($1 for 1,000 tokens), not sent at $0 nor left behind.
+    assert near(product.usage(user)["total_cost"], 1.0), r.stderr
+    assert proxy.count(r"GET .*/session") == 2

@@ -111,6 +111,9 @@ class Lifecycle(Admission):
             # At most half of the time (a lease not given back lapses on the service at its end): the events
             # get the rest, however slow the lease route.
             yield from self._leases.release_all(max(0.1, (deadline - time.monotonic()) / 2))
+        # Usage held for a plan not loaded yet is priced first, with at most half of what is left: the rest is the
+        # delivery's.
+        yield from self._load_held(time.monotonic() + max(0.0, deadline - time.monotonic()) / 2)
         drained = yield from self._queue.drain(deadline, self._hopeless)
         with self._lock:
             self._queue.closed = True

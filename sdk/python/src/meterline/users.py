@@ -129,6 +129,22 @@ class Users(Recording):
         except Exception as err:  # a bug must not leave the user loading forever
             self._warn(f"loading the session of {e.user_id} failed", err)
 
+    def _load_held(self, deadline: float) -> Flow[None]:
+        """Loads, one after another until ``deadline`` (time.monotonic), the users whose usage still waits for its
+        plan to be priced (their first load failed or is still out): shutdown() and the process's exit deliver
+        them priced instead of leaving them held. At exit nothing else would load them: the load workers and the
+        event loop are gone there."""
+        with self._lock:
+            waiting = {
+                e.user_id: e for e in [*self._users.values(), *(p[0] for p in self._loading.values())] if e.unpriced
+            }
+        for e in waiting.values():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            if e.unpriced:
+                yield from self._load_view(e, min(self.request_timeout, left), self._http.reachable)
+
     def stalled(self, user_ids: set[str]) -> None:
         for uid in user_ids:
             e = self._users.get(uid) or (self._loading.get(uid) or (None, None))[0]
