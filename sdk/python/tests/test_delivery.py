@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from meterline import LimitExceededError, Meter
+from meterline import LimitExceededError, Meter, MeterError, MeterEventsDroppedError
 from meterline.periods import parse_time
 
 from .support import DAY, FaultProxy, Product, eventually, near
@@ -142,14 +142,20 @@ def test_a_422_naming_events_drops_only_those(
     m.shutdown()
 
 
-def test_a_full_queue_drops_new_events_and_counts_them(product: Product, proxy: FaultProxy) -> None:
+def test_a_full_queue_drops_new_events_counts_them_and_tells_on_error(product: Product, proxy: FaultProxy) -> None:
     user = product.create_user()
-    m = Meter(api_key=product.key, base_url=proxy.api_url, max_queue_size=3)
+    errors: list[BaseException] = []
+    m = Meter(api_key=product.key, base_url=proxy.api_url, max_queue_size=3, on_error=errors.append)
     m.guard(user)
     proxy.down()
     for _ in range(5):
         m.record(user, input_tokens=1)
     assert m.stats.queued == 3 and m.stats.dropped == 2
+    drops = [e for e in errors if isinstance(e, MeterEventsDroppedError)]
+    assert [(e.reason, e.count, str(e)) for e in drops] == [
+        ("queue_full", 1, "event queue full (3); new events are dropped until it drains")
+    ]
+    assert isinstance(drops[0], MeterError)
     proxy.up()
     assert m.flush(timeout=30)
     assert product.usage(user)["total_tokens"] == 3

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from meterline import Meter, MeterAPIError, MeterAuthenticationError, StartResult
+from meterline import Meter, MeterAPIError, MeterAuthenticationError, MeterEventsDroppedError, StartResult
 
 from .support import Product
 from .test_meter import PRICED, meter_for
@@ -82,6 +82,8 @@ def test_a_refused_key_is_not_held_silently(product: Product, caplog: pytest.Log
         caplog.clear()
         assert m.shutdown(timeout=1) is False  # never raises
     assert any("could not be delivered (the API key is refused)" in r.getMessage() for r in caplog.records)
+    lost = errors[-1]
+    assert isinstance(lost, MeterEventsDroppedError) and (lost.reason, lost.count) == ("undelivered", 1)
 
 
 def test_a_base_url_without_the_api_path_is_explained() -> None:

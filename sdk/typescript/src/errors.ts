@@ -121,6 +121,23 @@ export class MeterAuthenticationError extends MeterApiError {
   }
 }
 
+/**
+ * Events the library gave up on, sent to `onError` (and logged) so that lost usage is never
+ * silent: `reason` "queue_full" when the queue was full and a new event was dropped (once per
+ * spell of a full queue, at its first drop; `stats.dropped` counts them all), "undelivered" when
+ * `shutdown()` ended with events it could not deliver (`count` of them).
+ */
+export class MeterEventsDroppedError extends MeterError {
+  constructor(
+    readonly reason: "queue_full" | "undelivered",
+    readonly count: number,
+    message: string,
+  ) {
+    super(message);
+    this.name = "MeterEventsDroppedError";
+  }
+}
+
 /** The service did not answer (refused, reset, timed out). Always retryable. */
 export class MeterNetworkError extends MeterError {
   readonly retryable = true;

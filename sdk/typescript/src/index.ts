@@ -2,7 +2,7 @@
 // (test/exports.test.ts holds the two together).
 export { Meter } from "./meter.ts";
 export { Reservation } from "./reservation.ts";
-export { MeterError, LimitExceededError, MeterUnavailableError, MeterApiError, MeterAuthenticationError, MeterNetworkError } from "./errors.ts";
+export { MeterError, LimitExceededError, MeterUnavailableError, MeterApiError, MeterAuthenticationError, MeterNetworkError, MeterEventsDroppedError } from "./errors.ts";
 export { currentUser } from "./context.ts";
 export { VERSION } from "./transport.ts";
 export {

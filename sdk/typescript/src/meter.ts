@@ -9,7 +9,7 @@ import { Admission } from "./admission.ts";
 import { Callbacks } from "./callbacks.ts";
 import { now as clockNow } from "./clock.ts";
 import { currentUser, runWithUser, sessionOf } from "./context.ts";
-import { MeterApiError, MeterAuthenticationError, MeterError, MeterTypeError } from "./errors.ts";
+import { MeterApiError, MeterAuthenticationError, MeterError, MeterEventsDroppedError, MeterTypeError } from "./errors.ts";
 import { Leases } from "./leases.ts";
 import { EventQueue } from "./queue.ts";
 import { Recorder, postManual } from "./recording.ts";
@@ -406,7 +406,10 @@ export class Meter {
     // Shutdown never throws: a refused key was logged as an error when it was met.
     const drained = await this.flush({ timeoutMs: Math.max(0, deadline - performance.now()) }).catch(() => false);
     this.#queue.close();
-    if (!drained) this.#report.warn(`shutdown: ${this.#queue.size} events could not be delivered${this.#report.refusedKey ? " (the API key is refused)" : ""}`);
+    if (!drained) {
+      const message = `shutdown: ${this.#queue.size} events could not be delivered${this.#report.refusedKey ? " (the API key is refused)" : ""}`;
+      this.#report.warn(message, new MeterEventsDroppedError("undelivered", this.#queue.size, message));
+    }
     return drained;
   }
 

@@ -3,7 +3,7 @@
  * full. Batches are retried with backoff on network errors, 429 and 5xx and never on other
  * 4xx; the event ids make a retried batch count once on the service.
  */
-import { MeterApiError, MeterAuthenticationError } from "./errors.ts";
+import { MeterApiError, MeterAuthenticationError, MeterEventsDroppedError } from "./errors.ts";
 import { backoffMs, likelyBases, retryable, type Transport } from "./transport.ts";
 import type { GateEvent, UsageEvent } from "./types.ts";
 
@@ -81,7 +81,8 @@ export class EventQueue {
       this.dropped++;
       if (!this.warnedFull) {
         this.warnedFull = true;
-        this.hooks.warn(`event queue full (${this.maxSize}); new events are dropped until it drains`);
+        const message = `event queue full (${this.maxSize}); new events are dropped until it drains`;
+        this.hooks.warn(message, new MeterEventsDroppedError("queue_full", 1, message));
       }
       return false;
     }

@@ -20,7 +20,7 @@ export class Reporter {
 
   warn(message: string, err?: Error): void {
     try {
-      this.logger.warn(`[meter] ${message}${err ? `: ${err.message}` : ""}`);
+      this.logger.warn(`[meter] ${message}${err && err.message !== message ? `: ${err.message}` : ""}`);
       if (err && this.onError) this.onError(err);
     } catch {
       // A broken logger must not break a call.

@@ -6,7 +6,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import * as assert from "uvu/assert";
 import { eventually } from "../../../test/support/eventually.ts";
-import { LimitExceededError, Meter, type MeterOptions } from "../src/index.ts";
+import { LimitExceededError, Meter, MeterError, MeterEventsDroppedError, type MeterOptions } from "../src/index.ts";
 import { createUser, DAY, memoryLogger, near, rejects, stackMeter, stackSuite, type StackCtx, usage } from "./support/fixtures.ts";
 import { FaultProxy } from "./support/proxy.ts";
 
@@ -204,8 +204,9 @@ t("tokens recorded before the first view add to the view's: the service had none
   await eventually(async () => (await usage(ctx.api, userId)).total_tokens === 1500);
 });
 
-t("a full queue drops new events, counts them and logs once", async (ctx) => {
-  const { proxy, m, logger } = await setup(ctx, { maxQueueSize: 5 });
+t("a full queue drops new events, counts them, logs once and tells onError", async (ctx) => {
+  const reported: Error[] = [];
+  const { proxy, m, logger } = await setup(ctx, { maxQueueSize: 5, onError: (err) => reported.push(err) });
   const userId = await createUser(ctx.api, PLAN);
   await m.guard(userId);
   await proxy.down();
@@ -213,6 +214,12 @@ t("a full queue drops new events, counts them and logs once", async (ctx) => {
   assert.is(m.stats.queued, 5);
   assert.is(m.stats.dropped, 3);
   assert.is(logger.lines.filter((l) => l.includes("queue full")).length, 1);
+  const drops = reported.filter((e) => e instanceof MeterEventsDroppedError);
+  assert.equal(
+    drops.map((e) => [e.reason, e.count, e.message]),
+    [["queue_full", 1, "event queue full (5); new events are dropped until it drains"]],
+  );
+  assert.ok(drops[0] instanceof MeterError);
   await proxy.up();
   assert.ok(await m.flush({ timeoutMs: 30_000 }));
   await eventually(async () => near((await usage(ctx.api, userId)).total_cost, expected(5)));

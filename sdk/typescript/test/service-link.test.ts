@@ -6,7 +6,7 @@ import { once } from "node:events";
 import net, { type AddressInfo } from "node:net";
 import * as assert from "uvu/assert";
 import { eventually } from "../../../test/support/eventually.ts";
-import { LimitExceededError, Meter, MeterApiError, MeterAuthenticationError, type MeterOptions } from "../src/index.ts";
+import { LimitExceededError, Meter, MeterApiError, MeterAuthenticationError, MeterEventsDroppedError, type MeterOptions } from "../src/index.ts";
 import { createPlan, createUser, DAY, rejects, stackMeter, stackSuite, type StackCtx, subscribe } from "./support/fixtures.ts";
 import { FaultProxy } from "./support/proxy.ts";
 
@@ -150,6 +150,9 @@ t("a refused key: events are not held silently; flush() rejects at once with Met
   const warned = log.warnings.length;
   assert.is(await m.shutdown({ timeoutMs: 1_000 }), false);
   assert.match(log.warnings.slice(warned).join("\n"), /1 events could not be delivered \(the API key is refused\)/);
+  const lost = log.reported.at(-1);
+  assert.instance(lost, MeterEventsDroppedError);
+  assert.equal([(lost as MeterEventsDroppedError).reason, (lost as MeterEventsDroppedError).count], ["undelivered", 1]);
 });
 
 /** Spend $3 for the user through `m` and deliver it. */

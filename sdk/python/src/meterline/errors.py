@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from .types import GuardResult, LimitCredits
@@ -68,6 +68,18 @@ class MeterAPIError(MeterError):
 class MeterAuthenticationError(MeterAPIError):
     """The service refused the API key (401) or its scope (403). Until the key is fixed nothing is
     delivered: ``flush()`` raises it rather than returning False."""
+
+
+class MeterEventsDroppedError(MeterError):
+    """Events the library gave up on, passed to ``on_error`` (and logged) so that lost usage is never silent:
+    ``reason`` "queue_full" when the queue was full and a new event was dropped (once per spell of a full queue, at
+    its first drop; ``stats.dropped`` counts them all), "undelivered" when ``shutdown()`` ended with events it could
+    not deliver (``count`` of them)."""
+
+    def __init__(self, reason: Literal["queue_full", "undelivered"], count: int, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.count = count
 
 
 class MeterNetworkError(MeterError):

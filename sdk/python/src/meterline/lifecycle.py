@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 from .admission import Admission
-from .errors import MeterAPIError, MeterAuthenticationError
+from .errors import MeterAPIError, MeterAuthenticationError, MeterEventsDroppedError
 from .flow import Flow, Handle
 from .portal import portal_token_flow
 from .state import UserEntry
@@ -120,7 +120,8 @@ class Lifecycle(Admission):
         if not drained:
             # Never raises: a refused key was logged as an error when it was met.
             why = " (the API key is refused)" if self._refused_key is not None else ""
-            self._warn(f"shutdown: {self._queue.size} events could not be delivered{why}")
+            message = f"shutdown: {self._queue.size} events could not be delivered{why}"
+            self._warn(message, MeterEventsDroppedError("undelivered", self._queue.size, message))
         return drained
 
     def _tick_interval(self) -> float:

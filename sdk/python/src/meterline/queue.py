@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Literal, Protocol
 
-from .errors import MeterAPIError, MeterAuthenticationError, MeterError
+from .errors import MeterAPIError, MeterAuthenticationError, MeterError, MeterEventsDroppedError
 from .flow import Flow, Request, Sleep
 from .transport import backoff, likely_bases, retryable
 from .types import UsageEvent
@@ -113,7 +113,8 @@ class EventQueue:
             self.dropped += 1
             if not self.warned_full:
                 self.warned_full = True
-                self.hooks.warn(f"event queue full ({self.max_size}); new events are dropped until it drains")
+                message = f"event queue full ({self.max_size}); new events are dropped until it drains"
+                self.hooks.warn(message, MeterEventsDroppedError("queue_full", 1, message))
             return False
         (self.usage if kind == "usage" else self.gates).append(event)
         return True

@@ -19,7 +19,7 @@ from .transport import likely_bases
 class Reporting(CoreState):
     def _warn(self, message: str, err: BaseException | None = None) -> None:
         try:
-            self._logger.warning("[meter] %s%s", message, f": {err}" if err else "")
+            self._logger.warning("[meter] %s%s", message, f": {err}" if err and str(err) != message else "")
             if err is not None and self._on_error is not None:
                 self._on_error(err)
         except Exception:
