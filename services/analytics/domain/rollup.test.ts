@@ -84,4 +84,14 @@ test("pick: one source's cost is exact at the nano-dollar, as both sources' sum 
   assert.equal(pick(day, undefined), [0.3, 10, 2]);
 });
 
+
+test("sumByKey leaves out a key whose days sum to nothing (events a late change moved out on a later day)", () => {
+  const days = [
+    { name: "a", figures: { auto: [5, 100, 2], manual: [0, 0, 0] } },
+    { name: "b", figures: { auto: [1, 10, 1], manual: [0, 0, 0] } },
+    { name: "a", figures: { auto: [-5, -100, -2], manual: [0, 0, 0] } },
+  ] as { name: string; figures: { auto: [number, number, number]; manual: [number, number, number] } }[];
+  assert.equal([...sumByKey(days, (d) => d.name, (d) => d.figures, undefined).keys()], ["b"]);
+});
+
 test.run();

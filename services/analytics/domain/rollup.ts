@@ -203,6 +203,8 @@ export function sumByKey<T>(items: Iterable<T>, key: (t: T) => string, figures: 
     const k = key(it);
     out.set(k, add(out.get(k) ?? zero(), f));
   }
+  // A key whose days sum to nothing (a late change moved its events out on a later day) is no row.
+  for (const [k, f] of out) if (f[0] === 0 && f[1] === 0 && f[2] === 0) out.delete(k);
   return out;
 }
 
