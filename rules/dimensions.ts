@@ -248,6 +248,12 @@ export interface WindowPlan extends GatePlan {
   /** IANA name; calendar windows reset at midnight there. Default `UTC`. */
   time_zone?: string;
   limits?: readonly PlanLimit[];
+  /**
+   * The period cap is prepaid credits with no allowance (`max_spend_per_period` then counts what
+   * the period drew and the balance, BUDGETS.md §3): a new period lifts nothing, only a grant
+   * does, so `total_spend` has no `resets_at`.
+   */
+  prepaid?: boolean;
 }
 
 /** What a guard checks with windows: GateInput, when SPEC's caps reset, and one counter per plan limit. */
@@ -379,7 +385,7 @@ export function evaluatePlan(plan: WindowPlan | null, u: WindowInput, t: TeamWin
 function putPlan(dims: PlanDims, plan: WindowPlan, u: WindowInput, periodCost: number, modelTokens: number, periodEnd: number | null, counters: readonly LimitCounter[], memberCounters: readonly LimitCounter[] | null): void {
   const soft = plan.soft_gate_at;
   const hard = plan.hard_gate_at;
-  if (plan.max_spend_per_period !== null) put(dims.total, plan.max_spend_per_period, periodCost, u.estimateCost, soft, hard, periodEnd);
+  if (plan.max_spend_per_period !== null) put(dims.total, plan.max_spend_per_period, periodCost, u.estimateCost, soft, hard, plan.prepaid === true ? null : periodEnd);
   if (memberCounters === null && plan.max_spend_per_session !== null) put(dims.session, plan.max_spend_per_session, u.sessionCost, u.estimateCost, soft, hard, u.sessionEnd);
   // Own keys only: a model named "constructor" must not find Object.prototype's member.
   const ml = u.model === null || !Object.hasOwn(plan.model_limits, u.model) ? undefined : plan.model_limits[u.model];

@@ -74,6 +74,7 @@ def test_prepaid_grant_spent_blocks_naming_credits_then_a_top_up_runs_again(prod
         assert limit_body(blocked.value)["credits"] == {"balance": 0.0, "low_at": 0.5}
         # Prepaid only: a new period brings nothing, so no reset to wait for (no Retry-After); a grant lifts it.
         assert blocked.value.resets_at is None and limit_body(blocked.value)["resets_at"] is None
+        assert blocked.value.result.resets_at is None
         assert m.flush()
         eventually(lambda: near(balance(product, user)["balance"], 0), what="the service's balance spent")
         assert near(balance(product, user)["overdraft"], 0)

@@ -156,9 +156,7 @@ export class Admission {
     if (blocked) {
       const credits = creditsOf(e, result);
       if (credits !== null) e.reloadWithin(now, CREDITS_RELOAD_MS);
-      // Credits that ran out with no allowance (prepaid only): a new period lifts nothing, a grant does.
-      const prepaid = credits !== null && creditAllowance(e, result) === 0;
-      throw new LimitExceededError(result, prepaid ? null : undefined, credits);
+      throw new LimitExceededError(result, undefined, credits);
     }
   }
 }
@@ -170,12 +168,6 @@ export class Admission {
  */
 function pricingPlan(e: UserEntry) {
   return e.config ?? e.team?.config ?? null;
-}
-
-/** The allowance of the credits a block names: the team plan's for the team's pool, else the user's plan's. */
-function creditAllowance(e: UserEntry, result: GuardResult): number | null {
-  if (result.gate_reason === "team:total_spend") return e.team?.pool?.allowance ?? null;
-  return e.credits?.allowance ?? null;
 }
 
 /** What a block names of the user's credits, or its team's pool, when they are what ran out (credits.ts), else null. */

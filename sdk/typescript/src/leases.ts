@@ -1407,7 +1407,7 @@ function teamRefusal(t: TeamEntry, cost: number): GuardResult {
   const cap = toDollars(Math.round(toNano(plan.max_spend_per_period!) * plan.hard_gate_at));
   const current = addDollars(t.periodCost, t.reservedCost);
   return {
-    resets_at: new Date(t.periodEndMs).toISOString(),
+    resets_at: plan.prepaid === true ? null : new Date(t.periodEndMs).toISOString(),
     status: "hard_gate",
     gate_reason: "team:total_spend",
     usage_pct: cap > 0 ? Math.max(1, ratio(current, cap)) : 1,
@@ -1417,10 +1417,14 @@ function teamRefusal(t: TeamEntry, cost: number): GuardResult {
   };
 }
 
-/** A call no lease covers: blocked until the period ends (the caps leases cover are the period's). */
+/**
+ * A call no lease covers: blocked until the period ends (the caps leases cover are the period's),
+ * or for good when the period spend cap is prepaid credits with no allowance (only a grant lifts it).
+ */
 function refusal(e: UserEntry, reason: string, current: number, cap: number, message: string): GuardResult {
+  const never = reason === "total_spend" && e.config?.prepaid === true;
   return {
-    resets_at: new Date(e.periodEndMs).toISOString(),
+    resets_at: never ? null : new Date(e.periodEndMs).toISOString(),
     status: "hard_gate",
     gate_reason: reason,
     usage_pct: cap > 0 ? Math.max(1, ratio(current, cap)) : 1,

@@ -408,4 +408,6 @@ export interface PlanConfig {
   credits_enabled?: boolean;
   /** The balance below which onCreditsLow fires; null or absent: never. */
   credits_low_at?: number | null;
+  /** Set by the library when the period cap is prepaid credits with no allowance (rules/dimensions.ts WindowPlan). */
+  prepaid?: boolean;
 }

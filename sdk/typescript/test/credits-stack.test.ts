@@ -51,7 +51,11 @@ t("pure prepaid: a $1.00 grant runs calls until spent, then the block names tota
   assert.equal(limitBody(err).credits, { balance: 0, low_at: 0.5 });
   // Prepaid only: a new period brings nothing, so no reset to wait for (no Retry-After); a grant lifts it.
   assert.is(err.resetsAt, null);
+  assert.is(err.result.resets_at, null);
   assert.is(limitBody(err).resets_at, null);
+  // The service's dimension says the same (the library's view, the portal and Retry-After read it).
+  const total = ((await ctx.api.get(`/users/${user}/limits`)).body.limits as { reason: string; resets_at: string | null }[]).find((d) => d.reason === "total_spend")!;
+  assert.is(total.resets_at, null);
   assert.ok(await m.flush());
   // The service counted the same: its balance is spent, nothing overdrawn.
   let last: unknown;

@@ -88,7 +88,9 @@ function periodDimensions(plan: PlanInfo, period: Period, counter: Totals | null
     const max = credits ? toDollars(credits.capNano) : plan.maxSpendPerPeriod;
     const used = toDollars(counter?.cost ?? 0);
     const extra = credits ? { credits: { balance: toDollars(credits.balanceNano), lowAt: credits.lowAt } } : {};
-    out.push(create(DimensionSchema, { reason: `${prefix}total_spend`, metric: "spend", window: "period", scope, max, used, pct: pct(used, max), ...gates, ...periodBounds(max), ...extra }));
+    // Prepaid credits with no allowance: a new period lifts nothing (only a grant does), so no reset.
+    const bounds = periodBounds(credits && plan.maxSpendPerPeriod === 0 ? 0 : max);
+    out.push(create(DimensionSchema, { reason: `${prefix}total_spend`, metric: "spend", window: "period", scope, max, used, pct: pct(used, max), ...gates, ...bounds, ...extra }));
   }
   if (plan.maxSpendPerSession !== undefined && labels.session !== false) {
     const max = plan.maxSpendPerSession;

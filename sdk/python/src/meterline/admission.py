@@ -43,8 +43,7 @@ ESTIMATES_KEPT = 256
 _EXACT_NANO = 1 << 50
 
 # What a gate sets off after the lock: its reason, whether it blocks, and the credits a block names.
-# (gate reason, blocked, the credits that ran out, whether they lift only with a grant)
-GateInfo = tuple[str, bool, LimitCredits | None, bool]
+GateInfo = tuple[str, bool, LimitCredits | None]
 Admitted = tuple[GuardResult, GateContext | None, GateInfo | None, Reservation | None]
 
 
@@ -161,8 +160,7 @@ class Admission(Users):
                 credits = _credits_of(e, result)
                 if credits is not None:
                     e.refresh_at = min(e.refresh_at, now + CREDITS_RELOAD)
-                prepaid = credits is not None and _credit_allowance(e, result) == 0
-                gate_info = (*self._gate_event(e, session, m, result, metadata, now), credits, prepaid)
+                gate_info = (*self._gate_event(e, session, m, result, metadata, now), credits)
             reservation = None
             blocked = result.status == "hard_gate" and self.blocking
             if hold and not blocked:
@@ -272,11 +270,7 @@ class Admission(Users):
                 # An outage, not a limit: retry when the library next tries to load the view.
                 retry = datetime.fromtimestamp(clock_now() + LOAD_RETRY, timezone.utc)
                 raise MeterUnavailableError(result, retry)
-            err = LimitExceededError(result, credits=gate_info[2])
-            if gate_info[3]:
-                # Credits that ran out with no allowance (prepaid only): a new period lifts nothing, a grant does.
-                err.resets_at = None
-            raise err
+            raise LimitExceededError(result, credits=gate_info[2])
         return result
 
     def _sized(self, e: UserEntry, model: str | None, input_tokens: int | None, prompt: Any) -> int | None:
@@ -343,14 +337,6 @@ class Admission(Users):
         if estimates is not None:
             estimates[key] = amount
         return amount
-
-
-def _credit_allowance(e: UserEntry, result: GuardResult) -> float | None:
-    """The allowance of the credits a block names: the team plan's for the team's pool, else the user's plan's."""
-    if result.gate_reason == "team:total_spend":
-        pool = e.team.pool if e.team is not None else None
-        return None if pool is None else pool[0]
-    return None if e.credits is None else e.credits.allowance
 
 
 def _credits_of(e: UserEntry, result: GuardResult) -> LimitCredits | None:

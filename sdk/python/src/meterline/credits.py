@@ -50,20 +50,21 @@ def blocked_by_credits(gate_reason: str | None, status: str, current_value: floa
 
 
 # Plans with the credits' cap, shared by users with the same plan and cap (bounded; cleared when full).
-_capped: dict[tuple[int, float], tuple[PlanConfig, PlanConfig]] = {}
+_capped: dict[tuple[int, float, bool], tuple[PlanConfig, PlanConfig]] = {}
 
 
-def with_cap(plan: PlanConfig, cap: float) -> PlanConfig:
-    """The plan with another period spend cap: the one with the credits (shared by users with the same one)."""
-    if plan.max_spend_per_period == cap:
+def with_cap(plan: PlanConfig, cap: float, prepaid: bool) -> PlanConfig:
+    """The plan with another period spend cap: the one with the credits (shared by users with the same one);
+    ``prepaid`` when their allowance is 0 (PlanConfig.prepaid)."""
+    if plan.max_spend_per_period == cap and plan.prepaid == prepaid:
         return plan
-    key = (id(plan), cap)
+    key = (id(plan), cap, prepaid)
     hit = _capped.get(key)
     if hit is not None and hit[0] is plan:
         return hit[1]
     if len(_capped) >= 1000:
         _capped.clear()
-    capped = dataclasses.replace(plan, max_spend_per_period=cap)
+    capped = dataclasses.replace(plan, max_spend_per_period=cap, prepaid=prepaid)
     _capped[key] = (plan, capped)
     return capped
 

@@ -225,7 +225,8 @@ def _rows(
     if spec is not None:
         rows.append(
             (rules.prefix + "total_spend", "spend", "period", None, period_nano, est_nano, *spec,
-             period_end if spec[2] > 0 else None, None)  # a cap (or hard gate) of 0 never lifts by itself
+             # A cap (or hard gate) of 0 never lifts by itself, nor prepaid credits with no allowance (a grant does).
+             period_end if spec[2] > 0 and not plan.prepaid else None, None)
         )  # fmt: skip
     spec = rules.session
     if spec is not None:

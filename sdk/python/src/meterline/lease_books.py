@@ -363,7 +363,7 @@ def team_refusal(t: TeamEntry, cost: float) -> GuardResult:
         cap,
         f"team period spend cap of ${cap:.2f} reached: no budget lease covers this call "
         f"(estimate ${cost:.4f}) across replicas",
-        iso(t.period_end_t),
+        None if plan.prepaid else iso(t.period_end_t),
     )
 
 
@@ -412,9 +412,11 @@ def cap_of(e: UserEntry, model: str | None) -> float | None:
 
 
 def refusal(e: UserEntry, reason: str, current: float, cap: float, message: str) -> GuardResult:
-    """A lease that does not cover a call: a hard gate of the period's caps, lifted at the period's end."""
+    """A lease that does not cover a call: a hard gate of the period's caps, lifted at the period's end (never by
+    itself when the period spend cap is prepaid credits with no allowance: a grant lifts it)."""
     pct = max(1.0, ratio(current, cap)) if cap > 0 else 1.0
-    return GuardResult("hard_gate", reason, pct, current, cap, message, iso(e.period_end_t))
+    never = reason == "total_spend" and e.config is not None and e.config.prepaid
+    return GuardResult("hard_gate", reason, pct, current, cap, message, None if never else iso(e.period_end_t))
 
 
 _dimensions: dict[int, tuple[PlanConfig, tuple[str, ...]]] = {}

@@ -350,6 +350,9 @@ class PlanConfig:
     """Prepaid credits extend the period cap (absent from services before credits: off)."""
     credits_low_at: float | None = None
     """The balance below which on_credits_low fires; None: never."""
+    prepaid: bool = False
+    """Set by the library when the period cap is prepaid credits with no allowance: a new period lifts nothing (only
+    a grant does), so ``total_spend`` has no ``resets_at``."""
 
     @staticmethod
     def parse(raw: dict[str, Any]) -> PlanConfig:
