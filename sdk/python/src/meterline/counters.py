@@ -88,7 +88,7 @@ def advance(limit: PlanLimit, c: LimitCounter, now: float, time_zone: str, perio
     if drop:
         del buckets[:drop]
     c.sum = sum(b.used for b in buckets)
-    c.resets = rolling_resets_at(buckets, d, int(hard_mark), now)
+    c.resets = rolling_resets_at(buckets, d, hard_mark, now)
     c.valid_until = bucket_expires_at(buckets[0], d) if buckets else math.inf
 
 

@@ -119,7 +119,7 @@ def rolling_used(buckets: Iterable[Bucket], duration_minutes: int, now: float) -
     return sum(b.used for b in buckets if bucket_counts(b, duration_minutes, now))
 
 
-def rolling_resets_at(buckets: Iterable[Bucket], duration_minutes: int, hard_mark: int, now: float) -> float | None:
+def rolling_resets_at(buckets: Iterable[Bucket], duration_minutes: int, hard_mark: float, now: float) -> float | None:
     """When usage falls below ``hard_mark`` with no further call (blocked), else when the oldest
     counted usage ages out; None when nothing counts or ``hard_mark`` is 0."""
     if hard_mark <= 0:
