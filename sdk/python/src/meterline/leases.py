@@ -527,16 +527,8 @@ class Leases(LeaseRequests):
                 if left <= 0 or (w.whole and left < w.amount):
                     assert n.team.config is not None
                     refused.append(window_refusal(n.team.config, n.team.counters, w, "team:"))
-        for w in n.member_windows:
-            ms = b.member_windows.get(w.key)
-            if ms is not None and now < ms.unlimited_until:
-                continue
-            left = 0.0 if ms is None else balance(b, ms, now)
-            if left <= 0 or (w.whole and left < w.amount):
-                assert e.team is not None and e.team.config is not None
-                refused.append(window_refusal(e.team.config, e.member_counters, w, "team:"))
         if not n.spend and n.model is None and not n.windows:
-            return _lifts_last(refused)
+            return _lifts_last(refused + _member_refusals(e, b, n, now))
         plan = e.config
         assert plan is not None
         if n.spend and plan.max_spend_per_period is not None:
@@ -576,7 +568,9 @@ class Leases(LeaseRequests):
             left = 0.0 if s is None else balance(b, s, now)
             if left <= 0 or (w.whole and left < w.amount):
                 refused.append(window_refusal(plan, e.counters, w))
-        return _lifts_last(refused)
+        # The member's windows of the team plan last, as the TypeScript client lists them: of refusals that lift at
+        # the same time the first is named, so both libraries name the same one.
+        return _lifts_last(refused + _member_refusals(e, b, n, now))
 
     def _exhausted(self, b: Book, n: LeaseNeed, now: float) -> bool:
         """A window (or the team's cap) the call needs is short and the service had nothing left of it when last
@@ -621,6 +615,20 @@ def _live(slices: dict[str, WindowSlice], now: float) -> list[WindowSlice]:
 def _used(s: WindowSlice) -> dict[str, Any]:
     """A slice as a release names what was used of it."""
     return {"dimension": s.dimension, "window_start": None if s.start is None else iso(s.start), "used": s.wire(s.used)}
+
+
+def _member_refusals(e: UserEntry, b: Book, n: LeaseNeed, now: float) -> list[GuardResult]:
+    """The member's windows of the team plan (scope member) the lease cannot cover."""
+    out: list[GuardResult] = []
+    for w in n.member_windows:
+        ms = b.member_windows.get(w.key)
+        if ms is not None and now < ms.unlimited_until:
+            continue
+        left = 0.0 if ms is None else balance(b, ms, now)
+        if left <= 0 or (w.whole and left < w.amount):
+            assert e.team is not None and e.team.config is not None
+            out.append(window_refusal(e.team.config, e.member_counters, w, "team:"))
+    return out
 
 
 def _lifts_last(refused: list[GuardResult]) -> GuardResult | None:
