@@ -43,11 +43,11 @@ class Recording(Reporting):
         metadata: dict[str, Any] | None,
     ) -> UsageEvent:
         now = clock_now()
+        # Copied before the lock: concurrent recorders do not wait on each other's JSON round trip.
+        meta = own_metadata(metadata)
         with self._lock:
             session = e.sessions.at(session_of(e.user_id, session_id), now, e.timeout)
-            event = self._meter(
-                e, session, self._model(e, model), input_tokens, output_tokens, tool_calls, metadata, now
-            )
+            event = self._meter(e, session, self._model(e, model), input_tokens, output_tokens, tool_calls, meta, now)
             news = e.credit_news(now)
         self._fire(self._usage, event)
         self._fire_credits(news)
@@ -150,6 +150,7 @@ class Recording(Reporting):
     ) -> UsageEvent:
         check_usage(input_tokens, output_tokens, tool_calls, metadata, None, None)
         now = clock_now()
+        meta = own_metadata(metadata if metadata is not None else hold.metadata)
         with self._lock:
             self._unhold_locked(hold)
             event = self._meter(
@@ -159,7 +160,7 @@ class Recording(Reporting):
                 input_tokens,
                 output_tokens,
                 tool_calls,
-                metadata if metadata is not None else hold.metadata,
+                meta,
                 now,
             )
             news = hold.entry.credit_news(now)
@@ -202,10 +203,11 @@ class Recording(Reporting):
         input_tokens: int,
         output_tokens: int,
         tool_calls: list[str] | None,
-        metadata: dict[str, Any] | None,
+        metadata: dict[str, Any],
         now: float,
     ) -> UsageEvent:
-        """Prices, counts and queues one call's usage. Caller holds the lock."""
+        """Prices, counts and queues one call's usage, with ``metadata`` the event's own copy (own_metadata). Caller
+        holds the lock."""
         tools = list(tool_calls or [])
         plan = e.config
         ct = token_cost(input_tokens, output_tokens, rate_of(model, plan))
@@ -223,7 +225,7 @@ class Recording(Reporting):
             cost_tokens=ct,
             cost_tools=tc,
             cost_total=add_dollars(ct, tc),
-            metadata=own_metadata(metadata),
+            metadata=metadata,
         )
         if self._leases is not None:
             event.lease_id = self._leases.spend(e, event.cost_total, model, event.total_tokens, now)
