@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -456,14 +457,7 @@ class Leases(LeaseRequests):
             return True
         if n.team_model is not None and self._team_tokens_short(tb, n, now):
             return True
-        for w in n.team_windows:
-            s = tb.windows.get(w.key)
-            if s is not None and now < s.unlimited_until:
-                continue
-            left = 0.0 if s is None else balance(tb, s, now)
-            if left <= 0 or (w.whole and left < w.amount):
-                return True
-        return False
+        return any(True for _ in _uncovered(tb, tb.windows, n.team_windows, now))
 
     def _release(self, b: Book, timeout: float | None) -> Flow[None]:
         """The lease keeps what was used; the rest goes back to the user's pool, including what a request whose answer
@@ -519,14 +513,9 @@ class Leases(LeaseRequests):
                 refused.append(team_refusal(n.team, n.team_cost))
             if n.team_model is not None and (tb is None or self._team_tokens_short(tb, n, now)):
                 refused.append(team_token_refusal(n.team, n.team_model, n.team_tokens))
-            for w in n.team_windows:
-                ts = None if tb is None else tb.windows.get(w.key)
-                if ts is not None and now < ts.unlimited_until:
-                    continue
-                left = 0.0 if ts is None or tb is None else balance(tb, ts, now)
-                if left <= 0 or (w.whole and left < w.amount):
-                    assert n.team.config is not None
-                    refused.append(window_refusal(n.team.config, n.team.counters, w, "team:"))
+            for w in n.team_windows if tb is None else _uncovered(tb, tb.windows, n.team_windows, now):
+                assert n.team.config is not None
+                refused.append(window_refusal(n.team.config, n.team.counters, w, "team:"))
         if not n.spend and n.model is None and not n.windows:
             return _lifts_last(refused + _member_refusals(e, b, n, now))
         plan = e.config
@@ -561,13 +550,8 @@ class Leases(LeaseRequests):
                         f"({n.tokens:g} tokens) across replicas",
                     )
                 )
-        for w in n.windows:
-            s = b.windows.get(w.key)
-            if s is not None and now < s.unlimited_until:
-                continue
-            left = 0.0 if s is None else balance(b, s, now)
-            if left <= 0 or (w.whole and left < w.amount):
-                refused.append(window_refusal(plan, e.counters, w))
+        for w in _uncovered(b, b.windows, n.windows, now):
+            refused.append(window_refusal(plan, e.counters, w))
         # The member's windows of the team plan last, as the TypeScript client lists them: of refusals that lift at
         # the same time the first is named, so both libraries name the same one.
         return _lifts_last(refused + _member_refusals(e, b, n, now))
@@ -620,15 +604,23 @@ def _used(s: WindowSlice) -> dict[str, Any]:
 def _member_refusals(e: UserEntry, b: Book, n: LeaseNeed, now: float) -> list[GuardResult]:
     """The member's windows of the team plan (scope member) the lease cannot cover."""
     out: list[GuardResult] = []
-    for w in n.member_windows:
-        ms = b.member_windows.get(w.key)
-        if ms is not None and now < ms.unlimited_until:
-            continue
-        left = 0.0 if ms is None else balance(b, ms, now)
-        if left <= 0 or (w.whole and left < w.amount):
-            assert e.team is not None and e.team.config is not None
-            out.append(window_refusal(e.team.config, e.member_counters, w, "team:"))
+    for w in _uncovered(b, b.member_windows, n.member_windows, now):
+        assert e.team is not None and e.team.config is not None
+        out.append(window_refusal(e.team.config, e.member_counters, w, "team:"))
     return out
+
+
+def _uncovered(
+    book: Book | TeamBook, slices: dict[str, WindowSlice], needs: Iterable[WindowNeed], now: float
+) -> Iterator[WindowNeed]:
+    """The window needs of a call that the book's slices do not cover (a slice unlimited for now covers any)."""
+    for w in needs:
+        s = slices.get(w.key)
+        if s is not None and now < s.unlimited_until:
+            continue
+        left = 0.0 if s is None else balance(book, s, now)
+        if left <= 0 or (w.whole and left < w.amount):
+            yield w
 
 
 def _lifts_last(refused: list[GuardResult]) -> GuardResult | None:
