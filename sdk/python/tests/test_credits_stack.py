@@ -76,6 +76,11 @@ def test_prepaid_grant_spent_blocks_naming_credits_then_a_top_up_runs_again(prod
         assert blocked.value.resets_at is None and limit_body(blocked.value)["resets_at"] is None
         assert blocked.value.result.resets_at is None
         assert m.flush()
+        # The gate event of the block says the credits ran out, as the error does.
+        hard = [g for g in product.gate_events(user) if g["status"] == "hard_gate"]
+        assert [(g["gate_reason"], g["metadata"].get("credits")) for g in hard] == [
+            ("total_spend", {"balance": 0.0, "low_at": 0.5})
+        ]
         eventually(lambda: near(balance(product, user)["balance"], 0), what="the service's balance spent")
         assert near(balance(product, user)["overdraft"], 0)
 

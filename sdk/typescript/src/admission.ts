@@ -127,6 +127,8 @@ export class Admission {
     const reason = result.gate_reason!;
     // A session cap is a cap per session: two conversations at their caps are two gates.
     const key = `${hard ? (blocked ? "blocked" : "hard_gate") : "soft_gate"} ${reason}${reason === "session_spend" ? ` ${session.id}` : ""}`;
+    // Prepaid credits (or a team's pool) that ran out: the gate event says so, as the error does (BUDGETS.md §3).
+    const credits = hard ? creditsOf(e, result) : null;
     // Not the service's to record when the session is unavailable: it could not be reached, or refused the key.
     const due = reason === SESSION_UNAVAILABLE ? null : e.gateEventDue(key, now, GATE_EVENT_INTERVAL_MS);
     if (due) {
@@ -146,7 +148,11 @@ export class Admission {
         model,
         blocked,
         message: result.message,
-        metadata: suppressed > 0 ? { ...ownMetadata(metadata), suppressed_events: suppressed } : ownMetadata(metadata),
+        metadata: {
+          ...ownMetadata(metadata),
+          ...(suppressed > 0 && { suppressed_events: suppressed }),
+          ...(credits !== null && { credits: { balance: credits.balance, low_at: credits.lowAt } }),
+        },
       };
       if (this.queue.push("gate", event)) e.queued();
     }
@@ -154,7 +160,6 @@ export class Admission {
     this.callbacks.gate(hard, result, ctx);
     if (blocked && reason === SESSION_UNAVAILABLE) throw new MeterUnavailableError(result, new Date(now + UNAVAILABLE_RETRY_MS));
     if (blocked) {
-      const credits = creditsOf(e, result);
       if (credits !== null) e.reloadWithin(now, CREDITS_RELOAD_MS);
       throw new LimitExceededError(result, undefined, credits);
     }

@@ -57,6 +57,9 @@ t("pure prepaid: a $1.00 grant runs calls until spent, then the block names tota
   const total = ((await ctx.api.get(`/users/${user}/limits`)).body.limits as { reason: string; resets_at: string | null }[]).find((d) => d.reason === "total_spend")!;
   assert.is(total.resets_at, null);
   assert.ok(await m.flush());
+  // The gate event of the block says the credits ran out, as the error does.
+  const gates = (await ctx.api.get(`/users/${user}/gate-events?status=hard_gate`)).body.events as { gate_reason: string; metadata: Record<string, unknown> }[];
+  assert.equal(gates.map((g) => [g.gate_reason, g.metadata.credits]), [["total_spend", { balance: 0, low_at: 0.5 }]]);
   // The service counted the same: its balance is spent, nothing overdrawn.
   let last: unknown;
   await eventually(async () => {

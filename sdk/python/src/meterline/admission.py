@@ -160,7 +160,7 @@ class Admission(Users):
                 credits = _credits_of(e, result)
                 if credits is not None:
                     e.refresh_at = min(e.refresh_at, now + CREDITS_RELOAD)
-                gate_info = (*self._gate_event(e, session, m, result, metadata, now), credits)
+                gate_info = (*self._gate_event(e, session, m, result, metadata, now, credits), credits)
             reservation = None
             blocked = result.status == "hard_gate" and self.blocking
             if hold and not blocked:
@@ -209,6 +209,7 @@ class Admission(Users):
         result: GuardResult,
         metadata: dict[str, Any] | None,
         now: float,
+        credits: LimitCredits | None = None,
     ) -> tuple[str, bool]:
         """Writes a gate event at most once per (gate_reason, kind, and for session_spend the session) per
         5 s: soft, hard and blocked apart,
@@ -233,6 +234,9 @@ class Admission(Users):
         meta = own_metadata(metadata)
         if suppressed:
             meta["suppressed_events"] = suppressed
+        if credits is not None and hard:
+            # Prepaid credits (or a team's pool) that ran out: the gate event says so, as the error does.
+            meta["credits"] = {"balance": credits.balance, "low_at": credits.low_at}
         event = {
             "id": str(uuid.uuid4()),
             "user_id": e.user_id,
