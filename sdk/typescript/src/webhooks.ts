@@ -25,6 +25,8 @@ export interface GateWebhookData {
   limit_value: number;
   blocked: boolean;
   message: string | null;
+  /** A hard gate of prepaid credits that ran out (BUDGETS.md §3): the balance and the plan's low mark. */
+  credits?: { balance: number; low_at: number | null };
 }
 
 export interface ThresholdWebhookData {

@@ -48,4 +48,22 @@ t("users whose ids and reasons join to the same text each have their gate event"
   assert.equal(recorded.map((e) => JSON.parse(e.data as string).user_id).sort(), ["x", "x:team"]);
 });
 
+t("a hard gate of prepaid credits that ran out carries them into the webhook's data; other metadata stays out", async ({ svc, db }) => {
+  const productId = randomUUID();
+  await svc.client.createEndpoint({ productId, url: "http://127.0.0.1:1/hook", subscribedEvents: ["gate_event.hard_gate", "gate_event.soft_gate"] });
+  await svc.client.publishGateEvents({
+    events: [
+      notice(productId, { userId: "prepaid", blocked: false, metadata: { credits: { balance: 0, low_at: 0.5 }, order: "o-1" } }),
+      notice(productId, { userId: "capped", blocked: false, metadata: { order: "o-2" } }),
+      notice(productId, { userId: "soft", status: "soft_gate", blocked: false, metadata: { credits: { balance: 1, low_at: null } } }),
+    ],
+  });
+  const recorded = await db.collection("events").find({ product_id: productId }).toArray();
+  const data = Object.fromEntries(recorded.map((e) => JSON.parse(e.data as string)).map((d) => [d.user_id, d]));
+  assert.equal(data.prepaid.credits, { balance: 0, low_at: 0.5 });
+  assert.is(data.prepaid.order, undefined);
+  assert.is("credits" in data.capped, false);
+  assert.is("credits" in data.soft, false);
+});
+
 t.run();
