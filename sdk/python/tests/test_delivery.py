@@ -4,6 +4,7 @@ stay exact (nothing lost, nothing counted twice)."""
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from datetime import datetime, timedelta, timezone
 
@@ -145,7 +146,18 @@ def test_a_422_naming_events_drops_only_those(
 def test_a_full_queue_drops_new_events_counts_them_and_tells_on_error(product: Product, proxy: FaultProxy) -> None:
     user = product.create_user()
     errors: list[BaseException] = []
-    m = Meter(api_key=product.key, base_url=proxy.api_url, max_queue_size=3, on_error=errors.append)
+    # on_error runs without the client's lock: another thread it waits for can read the client.
+    read_from_on_error: list[bool] = []
+
+    def on_error(err: BaseException) -> None:
+        errors.append(err)
+        if isinstance(err, MeterEventsDroppedError):
+            reader = threading.Thread(target=lambda: m.stats)
+            reader.start()
+            reader.join(10)
+            read_from_on_error.append(not reader.is_alive())
+
+    m = Meter(api_key=product.key, base_url=proxy.api_url, max_queue_size=3, on_error=on_error)
     m.guard(user)
     proxy.down()
     for _ in range(5):
@@ -156,6 +168,7 @@ def test_a_full_queue_drops_new_events_counts_them_and_tells_on_error(product: P
         ("queue_full", 1, "event queue full (3); new events are dropped until it drains")
     ]
     assert isinstance(drops[0], MeterError)
+    assert read_from_on_error == [True]
     proxy.up()
     assert m.flush(timeout=30)
     assert product.usage(user)["total_tokens"] == 3

@@ -125,7 +125,8 @@ export class MeterAuthenticationError extends MeterApiError {
  * Events the library gave up on, sent to `onError` (and logged) so that lost usage is never
  * silent: `reason` "queue_full" when the queue was full and a new event was dropped (once per
  * spell of a full queue, at its first drop; `stats.dropped` counts them all), "undelivered" when
- * `shutdown()` ended with events it could not deliver (`count` of them).
+ * `shutdown()` ended with events it could not deliver (`count` of them). A batch the service
+ * refuses reaches `onError` as the `MeterApiError` of the refusal instead.
  */
 export class MeterEventsDroppedError extends MeterError {
   constructor(

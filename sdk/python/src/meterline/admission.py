@@ -266,6 +266,7 @@ class Admission(Users):
     ) -> GuardResult:
         if ctx is None or gate_info is None:
             return result
+        self._report_drops()
         hard = result.status == "hard_gate"
         for cb in self._hard if hard else self._soft:
             self._safely(cb, result, ctx)

@@ -74,7 +74,8 @@ class MeterEventsDroppedError(MeterError):
     """Events the library gave up on, passed to ``on_error`` (and logged) so that lost usage is never silent:
     ``reason`` "queue_full" when the queue was full and a new event was dropped (once per spell of a full queue, at
     its first drop; ``stats.dropped`` counts them all), "undelivered" when ``shutdown()`` ended with events it could
-    not deliver (``count`` of them)."""
+    not deliver (``count`` of them). A batch the service refuses reaches ``on_error`` as the MeterAPIError of the
+    refusal instead."""
 
     def __init__(self, reason: Literal["queue_full", "undelivered"], count: int, message: str) -> None:
         super().__init__(message)

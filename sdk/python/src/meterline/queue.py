@@ -75,6 +75,8 @@ class EventQueue:
         self.failures = 0
         self.next_attempt = 0.0
         self.warned_full = False
+        # A drop logged under the client's lock, for on_error once the caller has released it (take_unreported).
+        self.unreported: MeterEventsDroppedError | None = None
         # Set after shutdown's delivery: a later event is said once (the next flush() or shutdown() sends it).
         self.closed = False
         self.warned_closed = False
@@ -114,7 +116,8 @@ class EventQueue:
             if not self.warned_full:
                 self.warned_full = True
                 message = f"event queue full ({self.max_size}); new events are dropped until it drains"
-                self.hooks.warn(message, MeterEventsDroppedError("queue_full", 1, message))
+                self.hooks.warn(message)
+                self.unreported = MeterEventsDroppedError("queue_full", 1, message)
             return False
         (self.usage if kind == "usage" else self.gates).append(event)
         return True
@@ -127,6 +130,14 @@ class EventQueue:
         self.gates = []
         self.failures = 0
         self.next_attempt = 0.0
+        self.unreported = None
+
+    def take_unreported(self) -> MeterEventsDroppedError | None:
+        """The drop push() logged and on_error has not heard of yet (push runs under the client's lock, where a
+        callback that calls the client, or waits for a thread that does, would hold every caller up)."""
+        with self.lock:
+            err, self.unreported = self.unreported, None
+            return err
 
     def due(self) -> bool:
         return self.size > 0 and time.monotonic() >= self.next_attempt

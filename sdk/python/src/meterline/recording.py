@@ -49,6 +49,7 @@ class Recording(Reporting):
             session = e.sessions.at(session_of(e.user_id, session_id), now, e.timeout)
             event = self._meter(e, session, self._model(e, model), input_tokens, output_tokens, tool_calls, meta, now)
             news = e.credit_news(now)
+        self._report_drops()
         self._fire(self._usage, event)
         self._fire_credits(news)
         return event
@@ -164,6 +165,7 @@ class Recording(Reporting):
                 now,
             )
             news = hold.entry.credit_news(now)
+        self._report_drops()
         self._fire(self._usage, event)
         self._fire_credits(news)
         return event

@@ -5,6 +5,7 @@ one that raises stops neither the others nor the call, and a coroutine runs on t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 from collections.abc import Callable
 from typing import Any
@@ -24,6 +25,13 @@ class Reporting(CoreState):
                 self._on_error(err)
         except Exception:
             pass  # a broken logger must not break a call
+
+    def _report_drops(self) -> None:
+        """Tells on_error of a drop the queue logged under the lock (EventQueue.take_unreported). Without the lock."""
+        err = self._queue.take_unreported()
+        if err is not None and self._on_error is not None:
+            with contextlib.suppress(Exception):  # a broken callback must not break a call
+                self._on_error(err)
 
     def _error(self, message: str, err: BaseException) -> None:
         try:

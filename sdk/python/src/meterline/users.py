@@ -9,7 +9,7 @@ import time
 
 from .clock import now as clock_now
 from .errors import MeterAPIError, MeterError
-from .flow import Flow, Handle, Request, running
+from .flow import Flow, Handle, Request, Wait, running
 from .recording import Recording
 from .session_view import apply_view, roll_locally
 from .state import UserEntry
@@ -142,7 +142,13 @@ class Users(Recording):
             left = deadline - time.monotonic()
             if left <= 0:
                 return
-            if e.unpriced:
+            # A load under way is waited for (one request at a time per user); at exit none is (the load workers
+            # finished theirs, and asyncio.run cancelled its tasks).
+            if e.unpriced and running(e.refreshing):
+                assert e.refreshing is not None
+                yield Wait(e.refreshing, min(self.request_timeout, left))
+                left = deadline - time.monotonic()
+            if e.unpriced and left > 0:
                 yield from self._load_view(e, min(self.request_timeout, left), self._http.reachable)
 
     def stalled(self, user_ids: set[str]) -> None:
