@@ -45,6 +45,7 @@ test("a reset reads in the two largest units, and says why when there is none", 
   assert.is(resetText(dim({}), now), "resets in 3 h 20 min");
   assert.is(resetText(dim({ resets_at: "2026-11-28T20:00:00.000Z" }), now), "resetting now");
   assert.is(resetText(dim({ max: 0, resets_at: null }), now), "blocks every call; never resets");
+  assert.is(resetText(dim({ reason: "total_spend", window: "period", max: 1, resets_at: null, credits: { balance: 0, low_at: null } }), now), "prepaid: a grant lifts it, not a new period");
   assert.is(resetText(dim({ window: "rolling", duration_minutes: 300, resets_at: null }), now), "nothing counted in the window");
   // A rolling window: at its hard gate it resets when enough usage ages out; below, its oldest usage ages out.
   assert.is(resetText(dim({ window: "rolling", duration_minutes: 300, used: 0.1, pct: 1, resets_at: "2026-11-29T00:00:00.000Z" }), now), "resets in 3 h 20 min");

@@ -108,6 +108,8 @@ export function resetText(d: Dimension, now: number): string {
   if (d.window === "session") return "counted per session by the client library";
   if (d.max === 0) return "blocks every call; never resets";
   if (d.window === "rolling") return "nothing counted in the window";
+  // Prepaid credits with no allowance: the next period brings nothing.
+  if (d.credits) return "prepaid: a grant lifts it, not a new period";
   return "no reset";
 }
 
