@@ -14,6 +14,13 @@
 /** Nano-dollars in a dollar. */
 export const NANOS_PER_DOLLAR = 1_000_000_000;
 
+/**
+ * The most a plan's amount may be, in dollars (a cap, a rate per 1K tokens, a tool's cost): far
+ * above any real one, and low enough that no call's cost computed from it overflows to Infinity
+ * (a rate of 1e300 made every event of the plan unpriceable, refused at ingestion).
+ */
+export const MAX_PLAN_DOLLARS = 1e9;
+
 /** Digits a ratio (usage_pct) is rounded to: 1e-6. */
 export const RATIO_SCALE = 1_000_000;
 

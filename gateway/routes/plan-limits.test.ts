@@ -120,6 +120,7 @@ const INVALID: { why: string; limits?: unknown[]; time_zone?: string; says: RegE
   { why: "fractional duration", limits: [{ name: "r", metric: "spend", max: 1, window: "rolling", duration_minutes: 1.5 }], says: /limits\[0\] \("r"\)\.duration_minutes/ },
   { why: "fractional requests", limits: [{ name: "q", metric: "requests", max: 2.5, window: "hour" }], says: /limits\[0\] \("q"\)\.max: must be a whole number for requests/ },
   { why: "negative max", limits: [{ name: "n", metric: "spend", max: -1, window: "day" }], says: /limits\[0\] \("n"\)\.max: must be a non-negative number/ },
+  { why: "spend max past any real one", limits: [{ name: "big", metric: "spend", max: 2e9, window: "day" }], says: /limits\[0\] \("big"\)\.max: must be at most 1,000,000,000 dollars/ },
   { why: "bad name", limits: [{ name: "Daily Cap", metric: "spend", max: 1, window: "day" }], says: /limits\[0\] \("Daily Cap"\)\.name: must be 1-64 characters of a-z/ },
   { why: "empty model", limits: [{ name: "m", metric: "tokens", max: 1, window: "day", model: "" }], says: /limits\[0\] \("m"\)\.model/ },
   { why: "gate out of range", limits: [{ name: "g", metric: "spend", max: 1, window: "day", hard_gate_at: 1.5 }], says: /limits\[0\] \("g"\)\.hard_gate_at: must be between 0 and 1/ },

@@ -145,6 +145,9 @@ t("invalid plan bodies are 422 with a list of issues; nothing is created", async
     [{ plans: [{ name, max_spend_per_period: -1 }] }, "/plans/0/max_spend_per_period"],
     [{ plans: [{ name, max_spend_per_session: -1 }] }, "/plans/0/max_spend_per_session"],
     [{ plans: [{ name, cost_rates: { m: { input: -1, output: 1 } } }] }, "/plans/0/cost_rates/m/input"],
+    // A rate no call's cost can be computed from (it overflows): every event of the plan would be refused.
+    [{ plans: [{ name, cost_rates: { m: { input: 1e300, output: 1 } } }] }, "/plans/0/cost_rates/m/input"],
+    [{ plans: [{ name, max_spend_per_period: 2e9 }] }, "/plans/0/max_spend_per_period"],
     [{ plans: [{ name, default_cost_rate: { input: 1 } }] }, "/plans/0/default_cost_rate/output"],
     [{ plans: [{ name, tool_costs: { t: -2 } }] }, "/plans/0/tool_costs/t"],
     [{ plans: [{ name, default_tool_cost: -2 }] }, "/plans/0/default_tool_cost"],

@@ -1,11 +1,11 @@
 import { Type, type Static, type TSchema } from "typebox";
-import { METRICS, WINDOWS, type Metric, type WindowKind } from "@meter/rules";
+import { MAX_PLAN_DOLLARS, METRICS, WINDOWS, type Metric, type WindowKind } from "@meter/rules";
 import type { Plan, PlanLimit } from "@meter/proto/meter/plans/v1/plans_pb";
 import type { PlanConfig } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import { LIMIT_SCOPES, limitFromMessage, type LimitScope } from "@meter/lib/plan-limits";
 import { Body, DateTime, KeyedBy, Nullable } from "./common.ts";
 
-const Money = Type.Number({ minimum: 0, description: "Dollars, non-negative" });
+const Money = Type.Number({ minimum: 0, maximum: MAX_PLAN_DOLLARS, description: "Dollars, 0 to 1e9" });
 const Ratio = Type.Number({ minimum: 0, maximum: 1 });
 const TokenCount = Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER });
 

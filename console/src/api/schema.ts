@@ -1850,23 +1850,23 @@ export interface operations {
                         /** @description Rates by model; at most 1,000 entries, names 1-255 characters */
                         cost_rates?: {
                             [key: string]: {
-                                /** @description Dollars, non-negative */
+                                /** @description Dollars, 0 to 1e9 */
                                 input: number;
-                                /** @description Dollars, non-negative */
+                                /** @description Dollars, 0 to 1e9 */
                                 output: number;
                             };
                         };
                         default_cost_rate?: {
-                            /** @description Dollars, non-negative */
+                            /** @description Dollars, 0 to 1e9 */
                             input: number;
-                            /** @description Dollars, non-negative */
+                            /** @description Dollars, 0 to 1e9 */
                             output: number;
                         } | null;
                         /** @description Dollars per call by tool; at most 1,000 entries, names 1-255 characters */
                         tool_costs?: {
                             [key: string]: number;
                         };
-                        /** @description Dollars, non-negative */
+                        /** @description Dollars, 0 to 1e9 */
                         default_tool_cost?: number;
                         pre_call_estimate?: boolean;
                         pre_call_buffer_tokens?: number;
@@ -2273,23 +2273,23 @@ export interface operations {
                     /** @description Rates by model; at most 1,000 entries, names 1-255 characters */
                     cost_rates?: {
                         [key: string]: {
-                            /** @description Dollars, non-negative */
+                            /** @description Dollars, 0 to 1e9 */
                             input: number;
-                            /** @description Dollars, non-negative */
+                            /** @description Dollars, 0 to 1e9 */
                             output: number;
                         };
                     };
                     default_cost_rate?: {
-                        /** @description Dollars, non-negative */
+                        /** @description Dollars, 0 to 1e9 */
                         input: number;
-                        /** @description Dollars, non-negative */
+                        /** @description Dollars, 0 to 1e9 */
                         output: number;
                     } | null;
                     /** @description Dollars per call by tool; at most 1,000 entries, names 1-255 characters */
                     tool_costs?: {
                         [key: string]: number;
                     };
-                    /** @description Dollars, non-negative */
+                    /** @description Dollars, 0 to 1e9 */
                     default_tool_cost?: number;
                     pre_call_estimate?: boolean;
                     pre_call_buffer_tokens?: number;

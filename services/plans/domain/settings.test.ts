@@ -69,18 +69,21 @@ test("every problem is named with its field", () => {
   const problems = planProblems(bad, "plans[0].");
   for (const needle of [
     "plans[0].name must not be empty",
-    "plans[0].max_spend_per_period must be a non-negative number",
+    "plans[0].max_spend_per_period must be a number of dollars, 0-1,000,000,000",
     "plans[0].session_timeout_minutes must be a positive number",
     "plans[0].soft_gate_at must be between 0 and 1",
     "plans[0].soft_gate_at (1.2) must not exceed plans[0].hard_gate_at (1)",
     "plans[0].model_limits.m.max_tokens_per_period must be a non-negative integer",
-    "plans[0].cost_rates.m.input must be a non-negative number",
+    "plans[0].cost_rates.m.input must be a number of dollars, 0-1,000,000,000",
     "plans[0].tool_costs keys must be 1-255 characters",
     "plans[0].pre_call_buffer_tokens must be a non-negative integer",
   ]) {
     assert.ok(problems.includes(needle), `missing: ${needle} in ${problems.join(" | ")}`);
   }
   assert.equal(planProblems(newPlanValues({ name: "x", soft_gate_at: 1, hard_gate_at: 1, max_spend_per_period: 0 })), []);
+  // Amounts no call's cost can overflow from: a rate of 1e300 made every event of its plan unpriceable.
+  const huge = planProblems(newPlanValues({ name: "h", max_spend_per_period: 1e9, cost_rates: { m: { input: 1e300, output: 1e9 } }, tool_costs: { t: 2e9 } }));
+  assert.equal(huge, ["cost_rates.m.input must be a number of dollars, 0-1,000,000,000", "tool_costs.t must be a number of dollars, 0-1,000,000,000"]);
 });
 
 

@@ -2,7 +2,7 @@
 import { characters } from "@meter/lib/characters";
 import type { PlanSettings } from "@meter/proto/meter/plans/v1/plans_pb";
 import { rpcError } from "@meter/lib/errors";
-import { PLAN_DEFAULTS as RULE_DEFAULTS, timeZoneName, type PlanRules, type Rate } from "@meter/rules";
+import { MAX_PLAN_DOLLARS, PLAN_DEFAULTS as RULE_DEFAULTS, timeZoneName, type PlanRules, type Rate } from "@meter/rules";
 import { limitFromMessage } from "@meter/lib/plan-limits";
 import { WINDOW_DEFAULTS, limitProblems, type PlanLimit } from "./limits.ts";
 import { CREDIT_DEFAULTS, creditProblems } from "./credits.ts";
@@ -129,7 +129,7 @@ export function planProblems(v: PlanValues, prefix = ""): string[] {
   const problems: string[] = [];
   const at = (f: string) => `${prefix}${f}`;
   const money = (f: string, x: number | null) => {
-    if (x !== null && !(Number.isFinite(x) && x >= 0)) problems.push(`${at(f)} must be a non-negative number`);
+    if (x !== null && !(Number.isFinite(x) && x >= 0 && x <= MAX_PLAN_DOLLARS)) problems.push(`${at(f)} must be a number of dollars, 0-${MAX_PLAN_DOLLARS.toLocaleString("en-US")}`);
   };
   const count = (f: string, x: number) => {
     if (!(Number.isSafeInteger(x) && x >= 0)) problems.push(`${at(f)} must be a non-negative integer`);
