@@ -1,4 +1,4 @@
-import { DbStore } from "@meter/lib/mongo";
+import { DbStore, deleteInRounds } from "@meter/lib/mongo";
 
 export interface PortalTokenDoc {
   /** SHA-256 of the token: authentication is an equality match on the primary key. */
@@ -30,14 +30,13 @@ export class PortalTokenStore extends DbStore {
     return this.tokens.findOne({ _id: hash });
   }
 
+  /** In rounds (lib/mongo.ts deleteInRounds): one delete of a backlog past the embedded database's bound failed every time. */
   async deleteExpired(now: Date): Promise<number> {
-    const res = await this.tokens.deleteMany({ expires_at: { $lte: now } });
-    return res.deletedCount;
+    return deleteInRounds(this.tokens, { expires_at: { $lte: now } });
   }
 
   /** Deletes every token of the user; how many there were. */
   async deleteUser(productId: string, userId: string): Promise<number> {
-    const res = await this.tokens.deleteMany({ product_id: productId, user_id: userId });
-    return res.deletedCount;
+    return deleteInRounds(this.tokens, { product_id: productId, user_id: userId });
   }
 }
