@@ -111,6 +111,9 @@ def chat_sse(body: dict[str, Any]) -> list[str]:
     }
     out = []
     deltas: list[dict[str, Any]] = [{"role": "assistant", "content": "Hel"}, {"content": "lo!"}]
+    # More text asked by the test (extra_body={"mock_text": ...}), with the same usage reported.
+    if body.get("mock_text"):
+        deltas.append({"content": body["mock_text"]})
     if body.get("tools"):
         deltas.append(
             {

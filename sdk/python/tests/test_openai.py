@@ -63,6 +63,21 @@ def test_a_stream_that_did_not_ask_for_usage_is_metered_and_the_usage_chunk_hidd
     meter.shutdown()
 
 
+def test_a_stream_read_to_its_end_records_the_tokens_the_provider_reported(
+    product: Product, provider: MockProvider
+) -> None:
+    meter, user, client = setup(product, provider)
+    # 400 characters of URLs and code: more than four per token, so an estimate from them would say 100+.
+    text = "https://example.com/a/b/c?q=1 " * 13 + "x" * 10
+    chunks = list(
+        client.chat.completions.create(model="gpt-4o", messages=MESSAGES, stream=True, extra_body={"mock_text": text})
+    )
+    assert "".join(c.choices[0].delta.content or "" for c in chunks).endswith(text)
+    cost, tokens = totals(product, meter, user)
+    assert near(cost, CALL_COST) and tokens == USAGE_IN + USAGE_OUT, (cost, tokens)
+    meter.shutdown()
+
+
 def test_a_stream_left_early_is_metered_once_with_what_it_showed(product: Product, provider: MockProvider) -> None:
     meter, user, client = setup(product, provider)
     stream = client.chat.completions.create(model="gpt-4o", messages=MESSAGES, stream=True)

@@ -74,9 +74,13 @@ def _observer() -> Any:
             call.tools.extend(block_tools([get(event, "content_block")]))
             return True
         elif t == "content_block_delta":
-            text = get(get(event, "delta"), "text")
-            if isinstance(text, str):
-                call.chars += len(text)
+            # Text, thinking and a tool call's input all take output tokens (what a stream cut off estimates by).
+            d = get(event, "delta")
+            for k in ("text", "thinking", "partial_json"):
+                v = get(d, k)
+                if isinstance(v, str):
+                    call.chars += len(v)
+                    break
             return True
         else:
             return True

@@ -113,6 +113,17 @@ class Call:
         out = max(self.output_tokens or 0, math.ceil(self.chars / 4))
         self.settle(inp, out, self.tools)
 
+    def settle_ended(self) -> None:
+        """A stream read to its end: the provider's final figures as reported (its last usage event came), else
+        the input estimate and about one output token per four characters received."""
+        if not self.reservation.open:
+            return
+        if self.output_tokens is None:
+            self.settle_seen()
+            return
+        inp = self.input_tokens if self.input_tokens is not None else estimate_tokens(self.prompt)
+        self.settle(inp, self.output_tokens, self.tools)
+
     def fail(self) -> None:
         """The provider answered with an error: nothing is recorded and the estimate is given back."""
         if self._take():

@@ -108,7 +108,7 @@ def _chat_observer(hide: bool) -> Any:
 def _response_observer() -> Any:
     def observe(call: Call, event: Any) -> bool:
         t = get(event, "type")
-        if t == "response.output_text.delta":
+        if t in ("response.output_text.delta", "response.function_call_arguments.delta"):
             d = get(event, "delta")
             if isinstance(d, str):
                 call.chars += len(d)

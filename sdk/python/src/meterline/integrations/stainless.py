@@ -41,7 +41,7 @@ class Spec(Protocol):
 
 
 def _finish(call: Call) -> None:
-    call.settle_seen()
+    call.settle_ended()
 
 
 def _settle(result: Any, call: Call, plan: Plan, is_async: bool) -> Any:
