@@ -1,4 +1,5 @@
 import { ChatOpenAI } from "@langchain/openai";
+import { FakeLLM } from "@langchain/core/utils/testing";
 import * as assert from "uvu/assert";
 import { eventually } from "../../../test/support/eventually.ts";
 import { LimitExceededError } from "../src/index.ts";
@@ -100,6 +101,17 @@ t("a stream aborted by its signal mid-way is metered once with its estimate", as
   const event = await eventually(() => events.find((e) => e.user_id === user));
   assert.is(event.input_tokens, Math.ceil(JSON.stringify(["Weather?"]).length / 4));
   await env.usage(user, (u) => u.total_tokens === event.input_tokens + event.output_tokens);
+  assert.is(events.filter((e) => e.user_id === user).length, 1);
+});
+
+t("a completion (non-chat) model's call is reserved and metered too", async ({ env, events }) => {
+  const user = await env.newUser();
+  const llm = new FakeLLM({ response: "x".repeat(400) });
+  const out = await llm.invoke("Say a long thing about the weather in Paris", { callbacks: [new MeterCallbackHandler(env.meter, { user_id: user })] });
+  assert.is(out.length, 400);
+  // No usage from this model: the prompt's estimate and about a token per four characters of its answer.
+  const usage = await env.usage(user, (u) => u.total_tokens > 100);
+  assert.ok(usage.total_tokens >= 100 && usage.total_tokens < 130, String(usage.total_tokens));
   assert.is(events.filter((e) => e.user_id === user).length, 1);
 });
 

@@ -78,13 +78,30 @@ export class MeterCallbackHandler extends BaseCallbackHandler {
     _tags?: string[],
     metadata?: Record<string, unknown>,
   ): Promise<void> | void {
+    return this.#start(runId, messages.flat().map((m) => m?.content), extraParams, metadata);
+  }
+
+  /** A completion (non-chat) model's run: its prompts as text, reserved as a chat model's messages are. */
+  override handleLLMStart(
+    _llm: unknown,
+    prompts: string[],
+    runId: string,
+    _parentRunId?: string,
+    extraParams?: Record<string, unknown>,
+    _tags?: string[],
+    metadata?: Record<string, unknown>,
+  ): Promise<void> | void {
+    return this.#start(runId, prompts, extraParams, metadata);
+  }
+
+  #start(runId: string, contents: unknown[], extraParams?: Record<string, unknown>, metadata?: Record<string, unknown>): Promise<void> | void {
     const invocation = extraParams?.invocation_params as Record<string, unknown> | undefined;
     const model = (invocation?.model ?? invocation?.modelName ?? metadata?.ls_model_name) as string | undefined;
     const started = MeteredCall.start(this.meter, this.options, {
       user_id: resolveUser(this.meter, this.options, "MeterCallbackHandler"),
       provider: String(metadata?.ls_provider ?? "unknown").toLowerCase(),
       model,
-      prompt: promptOf(messages.flat().map((m) => m?.content), invocation?.tools),
+      prompt: promptOf(contents, invocation?.tools),
       // As the chat model sends it: OpenAI's and Anthropic's names, and the camel-case ones of other providers.
       max_output_tokens: outputLimit(invocation?.max_completion_tokens, invocation?.max_tokens, invocation?.maxTokens, invocation?.max_output_tokens, invocation?.maxOutputTokens),
     });
