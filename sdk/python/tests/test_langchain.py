@@ -3,6 +3,8 @@ server speaking OpenAI's wire format."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
@@ -73,6 +75,35 @@ def test_a_stream_left_with_break_is_settled_once_after_idle(product: Product, p
     model.invoke("Hi", config={"callbacks": [handler]})
     assert meter.flush()
     assert meter.stats.sent == 2
+    assert product.usage(user)["total_tokens"] > 0
+    meter.shutdown()
+
+
+async def test_a_cancelled_call_the_provider_had_is_metered_with_its_estimate(
+    product: Product, provider: MockProvider
+) -> None:
+    user = product.create_user(PLAN)
+    meter = Meter(api_key=product.key, base_url=product.url)
+    model = ChatOpenAI(model="gpt-4o", api_key=SecretStr("sk-test"), base_url=provider.base, max_retries=0)
+    provider.answering.clear()
+    try:
+        handler = MeterCallbackHandler(meter, user_id=user)
+
+        async def read() -> None:
+            async for _ in model.astream("Hi", config={"callbacks": [handler]}):
+                pass
+
+        task = asyncio.create_task(read())
+        while provider.count("/chat/completions") == 0:
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    finally:
+        provider.answering.set()
+    # The provider may have worked on it: the input estimate is recorded, not given back.
+    assert meter.flush()
+    assert meter.stats.sent == 1
     assert product.usage(user)["total_tokens"] > 0
     meter.shutdown()
 

@@ -4,6 +4,7 @@ lets a hard gate stop the run: ``LimitExceededError`` surfaces from ``invoke()``
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from typing import Any
@@ -187,8 +188,10 @@ class MeterCallbackHandler(BaseCallbackHandler):
         call = self._ended(run_id)
         if call is None:
             return
-        # Nothing streamed: the provider refused; else it was cut after it started answering.
-        if call.chars == 0:
+        # Nothing streamed: the provider refused; else it was cut after it started answering. A cancelled call
+        # (the task cancelled: the caller's abort) may have been worked on: metered with its estimate, as the
+        # TypeScript handler meters an abort.
+        if call.chars == 0 and not isinstance(error, asyncio.CancelledError):
             call.fail()
         else:
             call.settle_seen()
