@@ -1,3 +1,4 @@
+import net from "node:net";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { test } from "uvu";
@@ -9,7 +10,7 @@ import { eventually } from "../../test/support/eventually.ts";
 import { rpcFailure } from "../../test/support/rpc.ts";
 import { currentContext, runWithContext } from "./context.ts";
 import { rpcRequests } from "./metrics.ts";
-import { listenRpc, rpcClient, type RpcListener, type ServiceModule } from "./rpc.ts";
+import { listenRpc, RPC_SESSION_TURN_MS, rpcClient, type RpcListener, type ServiceModule } from "./rpc.ts";
 
 // A call to modules served in this process (all-in-one with RPC_IN_PROCESS) must behave as the
 // same call over gRPC: same context, deadline, errors, metrics and logs. Every case runs both ways.
@@ -144,6 +145,40 @@ test("in-process: the port still serves gRPC to other processes, and after close
   await listener.close();
   const err = await rpcFailure(client.authenticate({ apiKey: "k3" }, { timeoutMs: 5_000 }));
   assert.is(err?.code, Code.Unavailable);
+});
+
+test("network: new calls turn to a new session after RPC_SESSION_TURN_MS, so a Service that balances connections spreads them", async () => {
+  // Two replicas behind one address that, as a Kubernetes Service, picks a replica per connection.
+  const replicas = await Promise.all([served("network"), served("network")]);
+  let next = 0;
+  const sockets = new Set<net.Socket>();
+  const front = net.createServer((client) => {
+    const target = new URL(replicas[next++ % 2]!.listener.url);
+    const upstream = net.connect(Number(target.port), target.hostname);
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on("error", () => s.destroy());
+      s.on("close", () => sockets.delete(s));
+    }
+    client.pipe(upstream).pipe(client);
+  });
+  await new Promise<void>((resolve) => front.listen(0, "127.0.0.1", resolve));
+  const url = `http://127.0.0.1:${(front.address() as net.AddressInfo).port}`;
+  const realNow = Date.now;
+  try {
+    const client = rpcClient(TenancyService, url);
+    for (let i = 0; i < 3; i++) await client.authenticate({ apiKey: `first-${i}` });
+    assert.equal(replicas.map((r) => r.seen.length), [3, 0], "one session: every call to the first replica");
+    // Later than any turn: the next call opens a session of its own, which the front sends to the other replica.
+    Date.now = () => realNow() + 2 * RPC_SESSION_TURN_MS;
+    for (let i = 0; i < 3; i++) await client.authenticate({ apiKey: `second-${i}` });
+    assert.equal(replicas.map((r) => r.seen.length), [3, 3]);
+  } finally {
+    Date.now = realNow;
+    for (const s of sockets) s.destroy();
+    await new Promise<void>((resolve) => front.close(() => resolve()));
+    await Promise.all(replicas.map((r) => r.listener.close()));
+  }
 });
 
 test.run();

@@ -333,17 +333,28 @@ const clientOptions = { interceptors: [propagateRequestId, peerLost], readMaxByt
 /** Modules served in this process, by the base URL of the port that also serves them. */
 const inProcess = new Map<string, Transport>();
 
-/** The gRPC transport to a base URL: one HTTP/2 session per base URL, shared by all its clients. */
-const networkTransports = new Map<string, Transport>();
+/**
+ * How long new calls to a peer go to one HTTP/2 session before another is opened (3/4 to 5/4 of
+ * it, so that processes do not turn together): a Kubernetes Service balances connections, not
+ * calls, so with one session for good every call of a process went to the replica its first
+ * connection reached, however many replicas were added. The session left finishes its calls
+ * and closes once idle.
+ */
+export const RPC_SESSION_TURN_MS = 60_000;
+
+/** The gRPC transport to a base URL: one HTTP/2 session at a time per base URL, shared by all its clients. */
+const networkTransports = new Map<string, { transport: Transport; until: number }>();
 function networkTransport(baseUrl: string): Transport {
+  const now = Date.now();
   let t = networkTransports.get(baseUrl);
-  if (!t) {
+  if (!t || now >= t.until) {
     // Pings while calls are open: a peer whose node vanished without closing the connection fails
     // its calls within seconds instead of each waiting out its deadline until TCP gives up.
-    t = createGrpcTransport({ baseUrl, ...clientOptions, pingIntervalMs: 10_000, pingTimeoutMs: 5_000, idleConnectionTimeoutMs: 5 * 60_000 });
+    const transport = createGrpcTransport({ baseUrl, ...clientOptions, pingIntervalMs: 10_000, pingTimeoutMs: 5_000, idleConnectionTimeoutMs: RPC_SESSION_TURN_MS });
+    t = { transport, until: now + RPC_SESSION_TURN_MS * (0.75 + Math.random() / 2) };
     networkTransports.set(baseUrl, t);
   }
-  return t;
+  return t.transport;
 }
 
 /**
@@ -377,16 +388,15 @@ const transports = new Map<string, Transport>();
 /**
  * Transport to a peer: in-process when the peer's modules are served in this process (the
  * choice is made per call, so clients made before the modules are served, or kept after
- * they are withdrawn, take the right way), else gRPC over one HTTP/2 session per base URL,
- * shared by all its clients.
+ * they are withdrawn, take the right way), else gRPC over one HTTP/2 session at a time per base
+ * URL (RPC_SESSION_TURN_MS), shared by all its clients.
  */
 export function grpcTransport(baseUrl: string): Transport {
   let t = transports.get(baseUrl);
   if (!t) {
-    const grpc = networkTransport(baseUrl);
     t = {
-      unary: (...args) => (inProcess.get(baseUrl) ?? grpc).unary(...args),
-      stream: (...args) => (inProcess.get(baseUrl) ?? grpc).stream(...args),
+      unary: (...args) => (inProcess.get(baseUrl) ?? networkTransport(baseUrl)).unary(...args),
+      stream: (...args) => (inProcess.get(baseUrl) ?? networkTransport(baseUrl)).stream(...args),
     };
     transports.set(baseUrl, t);
   }
