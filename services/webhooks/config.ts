@@ -23,12 +23,21 @@ export const webhooksConfigSchema = serviceConfigSchema({ port: 9095, db: "meter
 });
 
 /**
- * Why a webhooks process must not start with this configuration: without WEBHOOKS_SECRET_KEY
- * every signing secret would be sealed with the public development key, and anyone who reads
- * the database could forge deliveries.
+ * Why a webhooks process must not start with this configuration: a WEBHOOKS_SECRET_KEY that is
+ * not 32 bytes; or none, when every signing secret would be sealed with the public development
+ * key and anyone who reads the database could forge deliveries.
  */
 export function secretKeyProblem(config: { WEBHOOKS_SECRET_KEY?: string; WEBHOOKS_ALLOW_DEVELOPMENT_KEY: boolean }): string | undefined {
-  if (config.WEBHOOKS_SECRET_KEY || config.WEBHOOKS_ALLOW_DEVELOPMENT_KEY) return undefined;
+  if (config.WEBHOOKS_SECRET_KEY) {
+    // Checked here, before the database is reached: a wrong key is said as such, whatever else is down.
+    try {
+      parseSecretKey(config.WEBHOOKS_SECRET_KEY);
+      return undefined;
+    } catch (err) {
+      return (err as Error).message;
+    }
+  }
+  if (config.WEBHOOKS_ALLOW_DEVELOPMENT_KEY) return undefined;
   return (
     "WEBHOOKS_SECRET_KEY is unset: it seals the endpoints' signing secrets at rest. Make one with " +
     "`openssl rand -hex 32` (or `node -e \"console.log(crypto.randomBytes(32).toString('hex'))\"`), keep it in a " +

@@ -30,6 +30,14 @@ t("refuses to start without WEBHOOKS_SECRET_KEY and says how to make one", async
   assert.not.match(proc.output(), /service listening/);
 });
 
+t("refuses a key that is not 32 bytes before it reaches for the database, even with the database down", async () => {
+  const proc = spawnEntry("services/webhooks/main.ts", await env({ WEBHOOKS_SECRET_KEY: randomBytes(24).toString("base64"), MONGODB_URL: `mongodb://127.0.0.1:${await freePort()}/` }));
+  const code = await new Promise<number | null>((resolve) => proc.child.once("exit", resolve));
+  assert.is(code, 1);
+  assert.match(proc.output(), /WEBHOOKS_SECRET_KEY must be 32 bytes/);
+  assert.not.match(proc.output(), /database is not reachable/);
+});
+
 t("starts with a key, and on the development key only when told to, with a warning", async () => {
   for (const [over, warns] of [
     [{ WEBHOOKS_SECRET_KEY: randomBytes(32).toString("hex") }, false],
