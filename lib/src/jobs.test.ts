@@ -7,6 +7,7 @@ import { startEmbeddedDb } from "./embedded-db.ts";
 import { randomUUID } from "node:crypto";
 import { IdlePoll, JobScheduler, RunLine } from "./jobs.ts";
 import { connectMongo } from "./mongo.ts";
+import { jobFailures } from "./metrics.ts";
 import { eventually } from "../../test/support/eventually.ts";
 import { capturingLogger } from "../../test/support/log-lines.ts";
 import { testMongoUrl } from "../../test/support/database.ts";
@@ -182,6 +183,36 @@ test("a kicked job runs in this process at once and saves nothing; its runs neve
     }
     assert.not.ok(overlapped, "runs of one process never overlapped");
     assert.is(await db.collection("agenda_jobs").countDocuments({ name: "kicked" }), 1, "only the repeating job is saved");
+  } finally {
+    await scheduler.stop(1_000);
+    await mongo.close();
+  }
+});
+
+test("a failed run is counted by job name (meter_job_failures_total), a kicked one and one Agenda started alike", async () => {
+  const mongo = await connectMongo(await testMongoUrl());
+  const { logger } = capturingLogger("error");
+  const db = mongo.db(`jobs_${randomUUID()}`);
+  const scheduler = new JobScheduler(db, logger, 600_000, "test");
+  const failures = async (job: string) => (await jobFailures.get()).values.find((v) => v.labels.job === job)?.value ?? 0;
+  try {
+    await scheduler.init();
+    let runs = 0;
+    scheduler.defineKicked(
+      "failing",
+      async () => {
+        runs++;
+        throw new Error("the database went away");
+      },
+      60_000,
+    );
+    await scheduler.start();
+    const before = await failures("failing");
+    scheduler.kick("failing");
+    await eventually(async () => (await failures("failing")) === before + 1, 30_000, "the kicked run counted");
+    await scheduler.every("failing", 20, { key: "every" }, 20);
+    await eventually(async () => (await failures("failing")) >= before + 2, 30_000, "a polled run counted");
+    assert.ok(runs >= 2);
   } finally {
     await scheduler.stop(1_000);
     await mongo.close();

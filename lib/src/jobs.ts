@@ -4,7 +4,7 @@ import type { Db } from "mongodb";
 import { Agenda, InMemoryNotificationChannel, type Job, type JobId, type JobNotification } from "agenda";
 import { MongoBackend } from "@agendajs/mongo-backend";
 import type { Logger } from "./logger.ts";
-import { collectionBacklog, trackJobQueue } from "./metrics.ts";
+import { collectionBacklog, jobFailures, trackJobQueue } from "./metrics.ts";
 import { deleteInRounds, isDuplicateKeyError } from "./mongo.ts";
 
 /** Every service keeps its Agenda jobs in this collection of its own database. */
@@ -151,6 +151,7 @@ export class JobScheduler {
           await run;
         } catch (err) {
           this.logger.warn({ err, job: name, key: job.attrs.data.key }, "job failed");
+          jobFailures.inc({ job: name });
           throw err;
         } finally {
           this.running.delete(run);
@@ -192,7 +193,10 @@ export class JobScheduler {
       (found) => {
         if (found === true) this.polls.get(name)?.busy();
       },
-      (err: unknown) => this.logger.warn({ err, job: name }, "job failed"),
+      (err: unknown) => {
+        this.logger.warn({ err, job: name }, "job failed");
+        jobFailures.inc({ job: name });
+      },
     );
     this.running.add(run);
     void run.finally(() => this.running.delete(run));

@@ -104,6 +104,19 @@ export const webhookDeliveries = counter(
   ["outcome", "attempt"],
 );
 
+/**
+ * Runs of background jobs that failed (they are retried: by Agenda, or by the next repeating
+ * run), by job name: a retention pass or a relay failing every time shows here, not only in the
+ * logs (alert on a steady increase).
+ */
+export const jobFailures = counter("meter_job_failures_total", "Background job runs that failed (retried later), by job name.", ["job"]);
+
+/**
+ * Scrapes whose read of a backlog failed (its series are left out of that scrape): an outage
+ * silences the backlog gauges, and this says why.
+ */
+export const backlogReadFailures = counter("meter_backlog_read_failures_total", "Scrapes that could not read a backlog from the database (its gauges left out), by backlog.", ["name"]);
+
 /** What a backlog gauge reads at scrape time: how many items wait, and since when the oldest. */
 export interface BacklogProbe {
   (): Promise<{ depth: number; oldest: Date | null }>;
@@ -130,7 +143,8 @@ function backlogReader(probes: Map<string, BacklogProbe>) {
           const b = await probe();
           out.set(name, { depth: b.depth, ageSeconds: b.oldest ? Math.max(0, (Date.now() - b.oldest.getTime()) / 1000) : 0 });
         } catch {
-          // left out of this scrape
+          // Left out of this scrape, and counted.
+          backlogReadFailures.inc({ name });
         }
       }),
     );
