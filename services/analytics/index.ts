@@ -1,3 +1,4 @@
+import { trackJobQueue } from "@meter/lib/metrics";
 import type { Db } from "mongodb";
 import { AnalyticsService } from "@meter/proto/meter/analytics/v1/analytics_pb";
 import type { PeerUrls } from "@meter/lib/config";
@@ -66,6 +67,8 @@ export async function createAnalyticsService(opts: AnalyticsServiceOptions): Pro
   const late = new LedgerStore(opts.db, "late_segments", "day");
   const bases = new BaseStore(opts.db);
   const dirty = new DirtyStore(opts.db);
+  // Day marks waiting for their roll-up: meter_job_queue_due{name="analytics_dirty_days"}.
+  trackJobQueue("analytics_dirty_days", dirty.backlog);
   const rollups = new RollupStore(opts.db);
   await Promise.all([ledger.init(), late.init(), bases.init()]);
   const retention = { ...RETENTION_DEFAULTS, ...opts.retention };

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { collectionBacklog } from "@meter/lib/metrics";
 import pMap from "p-map";
 import { DbStore, deleteInRounds, takeLease } from "@meter/lib/mongo";
 
@@ -32,6 +33,9 @@ export const bucketId = (b: Bucket) => `${b.productId}|${b.day}`;
 export class DirtyStore extends DbStore {
   private readonly marks = this.db.collection<DirtyDoc>("dirty_days");
   private readonly leases = this.db.collection<LeaseDoc>("roll_leases");
+
+  /** The days marked and not yet rolled up (a metric's probe: how far the roll-ups are behind). */
+  readonly backlog = collectionBacklog(this.marks, "day");
 
   /**
    * Takes the day for `ms` (a unique insert), taking over a lease that has expired; null when
