@@ -2,6 +2,7 @@ import type { MongoClient } from "mongodb";
 import type { PeerUrls } from "@meter/lib/config";
 import type { Logger } from "@meter/lib/logger";
 import { connectMongo } from "@meter/lib/mongo";
+import { untilReachable } from "@meter/lib/until-reachable";
 import { listenRpc, type ServiceModule } from "@meter/lib/rpc";
 import { buildGateway, type Gateway } from "@meter/gateway";
 import { connectClients } from "@meter/gateway/clients";
@@ -64,7 +65,8 @@ export interface Stack {
  */
 export async function startStack(opts: StackOptions): Promise<Stack> {
   const prefix = opts.dbPrefix ?? "meter";
-  const mongo: MongoClient = await connectMongo(opts.mongoUrl);
+  // A MongoDB not reachable yet is waited for, as a split service waits (lib/until-reachable.ts).
+  const mongo: MongoClient = await untilReachable(opts.logger, () => connectMongo(opts.mongoUrl));
   const rpc = await listenRpc({
     port: opts.rpcPort ?? 0,
     host: opts.rpcHost ?? "127.0.0.1",

@@ -10,6 +10,7 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import { TenancyService } from "@meter/proto/meter/tenancy/v1/tenancy_pb";
 import { testMongoUrl } from "./support/database.ts";
 import { eventually } from "./support/eventually.ts";
+import { Api } from "./support/http.ts";
 import { freePort, spawnEntry } from "./support/processes.ts";
 
 /** Forwards connections on `port` to the test database, once started. */
@@ -59,6 +60,36 @@ test("a split service started before its database waits for it, then serves", as
     const created = await client.createProduct({ name: "Late Co" });
     assert.match(created.apiKey, /^mk_/);
     assert.is(created.product!.name, "Late Co");
+  } finally {
+    const code = await proc.stop();
+    await proxy.stop();
+    assert.is(code, 0, `exit code\n${proc.output()}`);
+  }
+});
+
+test("npm start on a MongoDB not up yet waits for it, then serves", async () => {
+  const dbPort = await freePort();
+  const port = await freePort();
+  const target = new URL(await testMongoUrl());
+  const proxy = forwarder(dbPort, target);
+  const proc = spawnEntry("cmd/all-in-one.ts", {
+    LOG_LEVEL: "info",
+    PORT: String(port),
+    RPC_PORT: String(await freePort()),
+    MONGODB_URL: `mongodb://127.0.0.1:${dbPort}/${target.search}`,
+    MONGODB_DB_PREFIX: `late${randomBytes(4).toString("hex")}`,
+  });
+  try {
+    await eventually(() => proc.output().includes("the database is not reachable yet; retrying"), 60_000, "the first failed attempt").catch((err) => {
+      throw new Error(`${err.message}\n${proc.output()}`);
+    });
+    assert.is(proc.child.exitCode, null, proc.output());
+    await proxy.start();
+    const api = new Api(`http://127.0.0.1:${port}/api/v1`);
+    await eventually(async () => (await api.get("/health").catch(() => undefined))?.body.status === "ok", 90_000, "all-in-one to serve").catch((err) => {
+      throw new Error(`${err.message}\n${proc.output()}`);
+    });
+    assert.is((await api.post("/products", { name: "Late Co" })).status, 201);
   } finally {
     const code = await proc.stop();
     await proxy.stop();
