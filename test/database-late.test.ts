@@ -11,7 +11,7 @@ import { TenancyService } from "@meter/proto/meter/tenancy/v1/tenancy_pb";
 import { testMongoUrl } from "./support/database.ts";
 import { eventually } from "./support/eventually.ts";
 import { Api } from "./support/http.ts";
-import { freePort, spawnEntry } from "./support/processes.ts";
+import { freePort, spawnEntry, type Spawned } from "./support/processes.ts";
 
 /** Forwards connections on `port` to the test database, once started. */
 function forwarder(port: number, target: URL): { start(): Promise<void>; stop(): Promise<void> } {
@@ -35,66 +35,50 @@ function forwarder(port: number, target: URL): { start(): Promise<void>; stop():
   };
 }
 
-test("a split service started before its database waits for it, then serves", async () => {
+/**
+ * Starts `entry` on a MongoDB address where nothing listens yet, waits until it says it waits
+ * (and has not exited), starts the database there, then runs `serves`; stops it after (code 0).
+ */
+async function startedBeforeItsDatabase(entry: string, env: (mongoUrl: string) => Record<string, string>, serves: (proc: Spawned) => Promise<void>): Promise<void> {
   const dbPort = await freePort();
-  const rpcPort = await freePort();
   const target = new URL(await testMongoUrl());
   const proxy = forwarder(dbPort, target);
-  const proc = spawnEntry("services/tenancy/main.ts", {
-    LOG_LEVEL: "info",
-    PORT: String(rpcPort),
-    MONGODB_URL: `mongodb://127.0.0.1:${dbPort}/${target.search}`,
-    MONGODB_DB: `late${randomBytes(4).toString("hex")}`,
-  });
+  const proc = spawnEntry(entry, { LOG_LEVEL: "info", ...env(`mongodb://127.0.0.1:${dbPort}/${target.search}`) });
+  const explained = (err: Error) => {
+    throw new Error(`${err.message}\n${proc.output()}`);
+  };
   try {
-    // Nothing listens where the database should be: the service says it waits, and does not exit.
-    await eventually(() => proc.output().includes("the database is not reachable yet; retrying"), 60_000, "the first failed attempt").catch((err) => {
-      throw new Error(`${err.message}\n${proc.output()}`);
-    });
+    // Nothing listens where the database should be: the process says it waits, and does not exit.
+    await eventually(() => proc.output().includes("the database is not reachable yet; retrying"), 60_000, "the first failed attempt").catch(explained);
     assert.is(proc.child.exitCode, null, proc.output());
     await proxy.start();
-    await eventually(() => proc.output().includes("tenancy service listening"), 90_000, "the service to start once the database answers").catch((err) => {
-      throw new Error(`${err.message}\n${proc.output()}`);
-    });
+    await serves(proc).catch(explained);
+  } finally {
+    const code = await proc.stop();
+    await proxy.stop();
+    assert.is(code, 0, `exit code\n${proc.output()}`);
+  }
+}
+
+test("a split service started before its database waits for it, then serves", async () => {
+  const rpcPort = await freePort();
+  await startedBeforeItsDatabase("services/tenancy/main.ts", (url) => ({ PORT: String(rpcPort), MONGODB_URL: url, MONGODB_DB: `late${randomBytes(4).toString("hex")}` }), async (proc) => {
+    await eventually(() => proc.output().includes("tenancy service listening"), 90_000, "the service to start once the database answers");
     const client = createClient(TenancyService, createGrpcTransport({ baseUrl: `http://127.0.0.1:${rpcPort}` }));
     const created = await client.createProduct({ name: "Late Co" });
     assert.match(created.apiKey, /^mk_/);
     assert.is(created.product!.name, "Late Co");
-  } finally {
-    const code = await proc.stop();
-    await proxy.stop();
-    assert.is(code, 0, `exit code\n${proc.output()}`);
-  }
+  });
 });
 
 test("npm start on a MongoDB not up yet waits for it, then serves", async () => {
-  const dbPort = await freePort();
   const port = await freePort();
-  const target = new URL(await testMongoUrl());
-  const proxy = forwarder(dbPort, target);
-  const proc = spawnEntry("cmd/all-in-one.ts", {
-    LOG_LEVEL: "info",
-    PORT: String(port),
-    RPC_PORT: String(await freePort()),
-    MONGODB_URL: `mongodb://127.0.0.1:${dbPort}/${target.search}`,
-    MONGODB_DB_PREFIX: `late${randomBytes(4).toString("hex")}`,
-  });
-  try {
-    await eventually(() => proc.output().includes("the database is not reachable yet; retrying"), 60_000, "the first failed attempt").catch((err) => {
-      throw new Error(`${err.message}\n${proc.output()}`);
-    });
-    assert.is(proc.child.exitCode, null, proc.output());
-    await proxy.start();
+  const rpcPort = await freePort();
+  await startedBeforeItsDatabase("cmd/all-in-one.ts", (url) => ({ PORT: String(port), RPC_PORT: String(rpcPort), MONGODB_URL: url, MONGODB_DB_PREFIX: `late${randomBytes(4).toString("hex")}` }), async () => {
     const api = new Api(`http://127.0.0.1:${port}/api/v1`);
-    await eventually(async () => (await api.get("/health").catch(() => undefined))?.body.status === "ok", 90_000, "all-in-one to serve").catch((err) => {
-      throw new Error(`${err.message}\n${proc.output()}`);
-    });
+    await eventually(async () => (await api.get("/health").catch(() => undefined))?.body.status === "ok", 90_000, "all-in-one to serve");
     assert.is((await api.post("/products", { name: "Late Co" })).status, 201);
-  } finally {
-    const code = await proc.stop();
-    await proxy.stop();
-    assert.is(code, 0, `exit code\n${proc.output()}`);
-  }
+  });
 });
 
 test("a service waiting for its database stops at once on SIGTERM", async () => {

@@ -5,6 +5,7 @@ import type { MongoClient } from "mongodb";
 import type { Test } from "uvu";
 import { startEmbeddedDb, type EmbeddedDb } from "@meter/lib/embedded-db";
 import { connectMongo } from "@meter/lib/mongo";
+import { eventually } from "./eventually.ts";
 
 /**
  * The database for tests, chosen once per run: MONGODB_URL when set; else a throwaway
@@ -68,3 +69,23 @@ export function withTestMongo<C extends { mongo: MongoClient; url: string }>(t: 
 
 /** A database name no other test or run uses. */
 export const freshDbName = (prefix: string): string => `${prefix}_${Date.now()}_${Math.floor(Math.random() * 1e6)}`;
+
+/**
+ * A client of the test database that can be closed once idle (`closeIdle`): a service stopped
+ * before its client closes may still have a last write of a background run in flight (a job's
+ * completion, an attempt past its stop's grace), and a close under it rejects that write where
+ * nobody awaits it, ending the test worker. Connections checked out and not back are counted.
+ */
+export async function connectTestMongo(): Promise<MongoClient & { closeIdle(): Promise<void> }> {
+  const client = await connectMongo(await testMongoUrl());
+  let out = 0;
+  client.on("connectionCheckedOut", () => out++);
+  client.on("connectionCheckedIn", () => out--);
+  return Object.assign(client, {
+    async closeIdle() {
+      // Waits for what is in flight to come back (a positive signal), for at most 10 s.
+      await eventually(() => out <= 0, 10_000, "the client's operations in flight").catch(() => {});
+      await client.close();
+    },
+  });
+}

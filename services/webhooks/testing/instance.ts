@@ -2,8 +2,7 @@ import type { Db, MongoClient } from "mongodb";
 import type { Test } from "uvu";
 import { WebhooksService } from "@meter/proto/meter/webhooks/v1/webhooks_pb";
 import { createLogger } from "@meter/lib/logger";
-import { connectMongo } from "@meter/lib/mongo";
-import { freshDbName, testMongoUrl } from "../../../test/support/database.ts";
+import { connectTestMongo, freshDbName } from "../../../test/support/database.ts";
 import { serveInstance, type Instance as ServedInstance } from "../../../test/support/instance.ts";
 import { createWebhooksService, type WebhooksModule, type WebhooksServiceOptions } from "../index.ts";
 
@@ -40,13 +39,14 @@ export interface InstanceSuite {
 
 /** A suite's webhooks replica (`ctx.svc`, started with `opts`) on a database of its own. */
 export function withInstance<C extends InstanceSuite>(t: Test<C>, prefix: string, opts: Partial<WebhooksServiceOptions> = {}): void {
+  let mongo: Awaited<ReturnType<typeof connectTestMongo>> | undefined;
   t.before(async (ctx) => {
-    ctx.mongo = await connectMongo(await testMongoUrl());
+    ctx.mongo = mongo = await connectTestMongo();
     ctx.db = ctx.mongo.db(freshDbName(prefix));
     ctx.svc = await startInstance(ctx.db, opts);
   });
   t.after(async (ctx) => {
     await ctx.svc.close();
-    await ctx.mongo.close();
+    await mongo?.closeIdle();
   });
 }

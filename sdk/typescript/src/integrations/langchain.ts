@@ -38,6 +38,9 @@ interface Run {
 
 const DEFAULT_IDLE_MS = 60_000;
 
+/** What LangChain passes a start hook after the run id: parent run id, extra params (the invocation's), tags, metadata. */
+type StartRest = [parentRunId?: string, extraParams?: Record<string, unknown>, tags?: string[], metadata?: Record<string, unknown>];
+
 export class MeterCallbackHandler extends BaseCallbackHandler {
   name = "MeterCallbackHandler";
   readonly #runs = new Map<string, Run>();
@@ -69,28 +72,12 @@ export class MeterCallbackHandler extends BaseCallbackHandler {
    * reservation is taken in this tick and nothing is returned to wait for (LangChain awaits
    * whatever is returned); otherwise a promise of the reservation.
    */
-  override handleChatModelStart(
-    _llm: unknown,
-    messages: any[][],
-    runId: string,
-    _parentRunId?: string,
-    extraParams?: Record<string, unknown>,
-    _tags?: string[],
-    metadata?: Record<string, unknown>,
-  ): Promise<void> | void {
+  override handleChatModelStart(_llm: unknown, messages: any[][], runId: string, ...[, extraParams, , metadata]: StartRest): Promise<void> | void {
     return this.#start(runId, messages.flat().map((m) => m?.content), extraParams, metadata);
   }
 
   /** A completion (non-chat) model's run: its prompts as text, reserved as a chat model's messages are. */
-  override handleLLMStart(
-    _llm: unknown,
-    prompts: string[],
-    runId: string,
-    _parentRunId?: string,
-    extraParams?: Record<string, unknown>,
-    _tags?: string[],
-    metadata?: Record<string, unknown>,
-  ): Promise<void> | void {
+  override handleLLMStart(_llm: unknown, prompts: string[], runId: string, ...[, extraParams, , metadata]: StartRest): Promise<void> | void {
     return this.#start(runId, prompts, extraParams, metadata);
   }
 
