@@ -12,6 +12,7 @@ import pytest
 from meterline import PlanConfig, Rate, evaluate, price
 from meterline.money import add_dollars, ratio, to_dollars, to_nano
 from meterline.periods import calendar_month, iso, parse_time, roll_on
+from meterline.pricing import estimate_tokens
 from meterline.session_view import apply_view, roll_locally
 from meterline.sessions import window_over
 from meterline.state import DEFAULT_TIMEOUT, UserEntry
@@ -73,6 +74,14 @@ def test_roll_on_table(case: dict[str, Any]) -> None:
 def test_calendar_month_table(case: dict[str, Any]) -> None:
     start, end = calendar_month(parse_time(case["at"]))
     assert {"start": iso(start), "end": iso(end)} == case["expect"]
+
+
+ESTIMATES = TABLE["estimate_tokens"]["cases"]
+
+
+@pytest.mark.parametrize("case", ESTIMATES, ids=[c["name"] for c in ESTIMATES])
+def test_estimate_tokens_table(case: dict[str, Any]) -> None:
+    assert estimate_tokens(case["prompt"]) == case["expect"]
 
 
 SESSIONS = TABLE["session_window"]["cases"]

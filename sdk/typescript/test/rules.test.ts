@@ -32,6 +32,7 @@ const table = JSON.parse(readFileSync(new URL("../../../rules/cases.json", impor
   plan_defaults: { plan: rules.PlanRules; no_plan: rules.PlanRules };
   roll_on: { name: string; start: string; end: string; at: string; expect: { start: string; end: string } }[];
   calendar_month: { at: string; expect: { start: string; end: string } }[];
+  estimate_tokens: { cases: { name: string; prompt: unknown; expect: number }[] };
   period_at: { cases: { name: string; history: Sub[]; at: string; expect: Expect }[] };
   usage_period: { cases: { label: string; now: string; expect: Expect | null }[] };
   session_window: { cases: { name: string; since: string; at: string; session_timeout_minutes: number; expect: boolean }[] };
@@ -144,6 +145,10 @@ t("periods: roll-on by the window's length, calendar months", () => {
     const m = rules.calendarMonth(new Date(c.at));
     assert.equal({ start: iso(m.start), end: iso(m.end) }, c.expect, c.at);
   }
+});
+
+t("estimate_tokens: a prompt's text in UTF-16 code units, about four a token", () => {
+  for (const c of table.estimate_tokens.cases) assert.is(rules.estimateTokens(c.prompt), c.expect, c.name);
 });
 
 t("periods: attribution over a subscription history", () => {

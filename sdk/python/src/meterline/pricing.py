@@ -82,5 +82,17 @@ def estimate_tokens(prompt: Any) -> int:
     """Input tokens of a prompt when the caller gives none: about four characters a token."""
     if prompt is None:
         return 0
-    text = prompt if isinstance(prompt, str) else json.dumps(prompt, default=str, separators=(",", ":"))
-    return math.ceil(len(text) / 4)
+    # As rules/pricing.ts counts: JSON.stringify's text (non-ASCII kept as is) in UTF-16 code units.
+    text = (
+        prompt
+        if isinstance(prompt, str)
+        else json.dumps(prompt, default=str, separators=(",", ":"), ensure_ascii=False)
+    )
+    return math.ceil(_utf16_length(text) / 4)
+
+
+def _utf16_length(text: str) -> int:
+    """What JavaScript's ``length`` says of ``text``: a character outside the Basic Multilingual Plane counts 2."""
+    if text.isascii():
+        return len(text)
+    return len(text) + sum(1 for c in text if ord(c) > 0xFFFF)
