@@ -135,6 +135,38 @@ def test_a_grant_expiring_fires_on_credits_expired_with_what_it_had_left(product
         m.shutdown(timeout=5)
 
 
+def test_a_call_after_the_only_grant_expired_is_blocked_by_the_expiry_itself(product: Product) -> None:
+    user = product.create_user(PREPAID)
+    expires_at = datetime.now(timezone.utc) + timedelta(seconds=2)
+    res = product.api.post(
+        f"/users/{user}/credits", {"id": "promo", "amount": 0.5, "expires_at": expires_at.isoformat()}
+    )
+    assert res.status_code == 201, res.text
+    # No sweep or reload in the test's time: only the call itself can see the expiry.
+    m = Meter(api_key=product.key, base_url=product.url, flush_interval=3600, refresh_interval=3600)
+    try:
+        seen = watch(m)
+        m.guard(user, model="m")
+
+        def blocked() -> bool:
+            try:
+                m.guard(user, model="m")
+            except LimitExceededError as err:
+                assert err.reason == "total_spend" and err.credits == LimitCredits(0.0, 0.5)
+                return True
+            return False
+
+        eventually(blocked, timeout=30, what="the call after expires_at blocked")
+        assert datetime.now(timezone.utc) >= expires_at
+        assert seen == [
+            ("expired", CreditsEvent(user, 0.0, 0.5, "promo", 0.5)),
+            ("low", CreditsEvent(user, 0.0, 0.5)),
+            ("depleted", CreditsEvent(user, 0.0, 0.5)),
+        ]
+    finally:
+        m.shutdown(timeout=5)
+
+
 def test_replicas_with_leases_on_a_balance_never_overdraw(product: Product) -> None:
     # Each call reserves $1.00 (100 buffer tokens at $10/1K) and spends $0.50-$1.00: more calls than a $5 balance.
     user = product.create_user(

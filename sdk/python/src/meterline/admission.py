@@ -89,6 +89,9 @@ class Admission(Users):
         check_metadata(metadata)
         now = clock_now()
         with self._lock:
+            # A grant past its expiry leaves the balance at its expires_at (BUDGETS.md §3), before the check reads the
+            # cap; its callbacks fire after the lock.
+            news = e.credit_news(now) if e.credits is not None and now >= e.credits.next_expiry else []
             plan = e.config
             m = self._model(e, model)
             session = e.sessions.at(session_of(e.user_id, session_id), now, e.timeout)
@@ -199,7 +202,9 @@ class Admission(Users):
                     need.team_windows if need else (),
                     need.member_windows if need else (),
                 )
-            return result, ctx, gate_info, reservation
+            admitted = result, ctx, gate_info, reservation
+        self._fire_credits(news)
+        return admitted
 
     def _gate_event(
         self,
