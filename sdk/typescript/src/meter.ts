@@ -36,7 +36,7 @@ import type {
   UserState,
 } from "./types.ts";
 import { Users } from "./users.ts";
-import { checkManual, checkPortalTtl, checkUsage, checkUser, positiveInt } from "./validate.ts";
+import { checkManual, checkPortalTtl, checkUsage, checkUser, positiveInt, withinChars } from "./validate.ts";
 
 let reserveNowOf: (meter: Meter, userId: string, input?: GuardInput) => Reservation | undefined;
 let reporterOfMeter: (meter: Meter) => Reporter;
@@ -347,7 +347,7 @@ export class Meter {
   withUser<T>(userId: string, fn: () => T, options: { session_id?: string | null } = {}): T {
     checkUser(userId);
     const sessionId = options?.session_id ?? undefined;
-    if (sessionId !== undefined && (typeof sessionId !== "string" || sessionId.length === 0 || sessionId.length > 255)) {
+    if (sessionId !== undefined && (typeof sessionId !== "string" || sessionId.length === 0 || !withinChars(sessionId, 255))) {
       throw new MeterTypeError("withUser: session_id must be a string of 1 to 255 characters");
     }
     return runWithUser(userId, sessionId, fn);

@@ -5,8 +5,20 @@
 import { MeterTypeError } from "./errors.ts";
 import type { ManualInput, UsageInput } from "./types.ts";
 
+/**
+ * Whether `s` has at most `max` characters as the service counts them (code points: an emoji is
+ * one, where `length` says two). `length` is never less, so it decides alone when within `max`.
+ */
+export function withinChars(s: string, max: number): boolean {
+  if (s.length <= max) return true;
+  if (s.length > 2 * max) return false;
+  let n = 0;
+  for (const _ of s) if (++n > max) return false;
+  return true;
+}
+
 export function checkUser(userId: unknown): void {
-  if (typeof userId !== "string" || userId.length === 0 || userId.length > 255) {
+  if (typeof userId !== "string" || userId.length === 0 || !withinChars(userId, 255)) {
     throw new MeterTypeError("userId must be a string of 1 to 255 characters (the product's external_user_id)");
   }
 }
@@ -23,7 +35,7 @@ function count(name: string, v: unknown): void {
 }
 
 function strings(name: string, v: unknown): void {
-  if (v !== undefined && !(Array.isArray(v) && v.every((s) => typeof s === "string" && s.length <= 255))) {
+  if (v !== undefined && !(Array.isArray(v) && v.every((s) => typeof s === "string" && withinChars(s, 255)))) {
     throw new MeterTypeError(`${name} must be an array of strings`);
   }
 }
@@ -46,7 +58,7 @@ function json(name: string, v: unknown): void {
 }
 
 function optionalString(name: string, v: unknown): void {
-  if (v !== undefined && v !== null && (typeof v !== "string" || v.length > 255)) throw new MeterTypeError(`${name} must be a string of at most 255 characters`);
+  if (v !== undefined && v !== null && (typeof v !== "string" || !withinChars(v, 255))) throw new MeterTypeError(`${name} must be a string of at most 255 characters`);
 }
 
 /** Metadata where an event takes it: record, guard and reserve (a gate event's, a commit's), a wrapper's options. */

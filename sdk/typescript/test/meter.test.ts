@@ -400,4 +400,16 @@ t("models named like Object.prototype's members are gated and metered as the pla
   }
 });
 
+t("ids are counted in characters as the service counts them: 200 emoji are a user id, 256 are not", async (ctx) => {
+  const userId = "\u{1F600}".repeat(200);
+  assert.is((await ctx.api.post("/users", { external_user_id: userId })).status, 201);
+  const m = stackMeter(ctx, { logger: memoryLogger() });
+  await m.record(userId, { input_tokens: 5, session_id: "\u{1F600}".repeat(255), tool_calls: ["\u{1F527}".repeat(255)] });
+  assert.ok(await m.flush());
+  await eventually(async () => (await usage(ctx.api, encodeURIComponent(userId))).total_tokens === 5);
+  assert.throws(() => m.withUser("\u{1F600}".repeat(256), () => 1), TypeError);
+  await rejects(() => m.record("\u{1F600}".repeat(256), { input_tokens: 1 }), TypeError);
+  await m.shutdown();
+});
+
 t.run();
