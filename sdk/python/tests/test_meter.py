@@ -268,6 +268,10 @@ def test_input_checks() -> None:
         m.guard("")
     with pytest.raises(TypeError):
         m.record("u", input_tokens=-1)
+    # An empty idempotency key would dedupe nothing: a caller's key that came out empty is refused, not replaced.
+    for key in ("", "k" * 256):
+        with pytest.raises(TypeError, match="idempotency_key"):
+            m.record_manual("u", cost=1, idempotency_key=key)
     with pytest.raises(TypeError):
         m.record("u", tool_calls="search")  # type: ignore[arg-type]
     # A value JSON cannot carry is refused when recorded, never queued to fail its whole batch.

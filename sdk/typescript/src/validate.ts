@@ -91,7 +91,10 @@ export function checkManual(m: ManualInput): void {
   checkUsage(m);
   if (m.cost !== undefined && m.cost !== null && !(Number.isFinite(m.cost) && m.cost >= 0)) throw new MeterTypeError("cost must be a non-negative number");
   if (m.description !== undefined && m.description !== null && typeof m.description !== "string") throw new MeterTypeError("description must be a string");
-  if (m.idempotency_key !== undefined && m.idempotency_key !== null && typeof m.idempotency_key !== "string") throw new MeterTypeError("idempotency_key must be a string");
+  // An empty key would dedupe nothing (the service refuses it): a caller's key that came out empty is a bug to see.
+  if (m.idempotency_key !== undefined && m.idempotency_key !== null && (typeof m.idempotency_key !== "string" || m.idempotency_key.length === 0 || !withinChars(m.idempotency_key, 255))) {
+    throw new MeterTypeError("idempotency_key must be a string of 1 to 255 characters");
+  }
 }
 
 export function positiveInt(name: string, v: number | undefined, fallback: number): number {

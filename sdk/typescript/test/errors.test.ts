@@ -68,6 +68,7 @@ t("a wrong argument is a TypeError and a MeterError, at construction and at ever
       await thrown(() => meter(ctx).guard("")),
       await thrown(() => meter(ctx).record("u", { input_tokens: -1 })),
       await thrown(() => meter(ctx).recordManual("u", { cost: -1 })),
+      await thrown(() => meter(ctx).recordManual("u", { cost: 1, idempotency_key: "" })),
       await thrown(() => meter(ctx).withUser("u", () => 1, { session_id: "" })),
       await thrown(() => meter(ctx).call("u", {} as never, () => 1)),
       await thrown(() => verifyWebhook("{}", { "x-service-signature": `sha256=${"0".repeat(64)}`, "x-service-timestamp": "1" }, [])),

@@ -76,7 +76,7 @@ class Recording(Reporting):
         session_id = session_of(user_id, session_id)
         body: dict[str, Any] = {
             "user_id": user_id,
-            "idempotency_key": idempotency_key or str(uuid.uuid4()),
+            "idempotency_key": str(uuid.uuid4()) if idempotency_key is None else idempotency_key,
             "input_tokens": input_tokens,
             "output_tokens": output_tokens,
         }

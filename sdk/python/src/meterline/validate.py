@@ -78,8 +78,11 @@ def check_manual(
         raise TypeError("cost must be a non-negative number")
     if description is not None and not isinstance(description, str):
         raise TypeError("description must be a string")
-    if idempotency_key is not None and not isinstance(idempotency_key, str):
-        raise TypeError("idempotency_key must be a string")
+    # An empty key would dedupe nothing (the service refuses it): a caller's key that came out empty is a bug to see.
+    if idempotency_key is not None and (
+        not isinstance(idempotency_key, str) or not idempotency_key or len(idempotency_key) > 255
+    ):
+        raise TypeError("idempotency_key must be a string of 1 to 255 characters")
 
 
 def positive(name: str, v: Any) -> float:
