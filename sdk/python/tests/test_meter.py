@@ -268,6 +268,9 @@ def test_input_checks() -> None:
         m.guard("")
     with pytest.raises(TypeError):
         m.record("u", input_tokens=-1)
+    for session in ("", "s" * 256):
+        with pytest.raises(TypeError, match="session_id"), m.user("u", session_id=session):
+            pass
     # An empty idempotency key would dedupe nothing: a caller's key that came out empty is refused, not replaced.
     for key in ("", "k" * 256):
         with pytest.raises(TypeError, match="idempotency_key"):

@@ -184,6 +184,9 @@ class MeterCore(Lifecycle):
     def user(self, user_id: str, session_id: str | None = None) -> Iterator[None]:
         """Sets the user (and optionally the session) of this context for the model-client integrations."""
         check_user(user_id)
+        # As the TypeScript client's withUser: a session id the service would refuse is a bug at the call site.
+        if session_id is not None and (not isinstance(session_id, str) or not 0 < len(session_id) <= 255):
+            raise TypeError("user(): session_id must be a string of 1 to 255 characters")
         token = _current.set((user_id, session_id))
         try:
             yield
