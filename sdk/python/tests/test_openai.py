@@ -217,5 +217,11 @@ def test_a_stream_never_read_is_settled_by_shutdown(product: Product, provider: 
     assert meter.state(user) is not None
     assert meter.shutdown()
     # Settled with the input estimate before the final delivery.
-    assert product.usage(user)["total_tokens"] > 0
+    first = product.usage(user)["total_tokens"]
+    assert first > 0
     kept.close()
+    # A later invocation of a serverless handler: another stream left open, another shutdown settles it too.
+    again = client.chat.completions.create(model="gpt-4o", messages=MESSAGES, stream=True)
+    assert meter.shutdown()
+    assert product.usage(user)["total_tokens"] > first
+    again.close()

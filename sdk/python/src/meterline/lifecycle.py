@@ -102,8 +102,10 @@ class Lifecycle(Admission):
                 self._closed = True
         if not closed_before:
             self._delivery.stop()
-            for cb in self._closing:
-                self._safely(cb)
+        # Every shutdown (a serverless handler's each invocation): calls of the model-client wrappers still open are
+        # settled before the delivery, as the TypeScript client's onShutdown hooks run on each.
+        for cb in self._closing:
+            self._safely(cb)
         with self._lock:
             self._queue.queued_after_close = False
         deadline = time.monotonic() + (self.shutdown_timeout if timeout is None else timeout)
