@@ -412,6 +412,24 @@ def test_a_window_refused_for_a_large_call_serves_a_smaller_one_and_a_larger_lim
         assert m.shutdown(timeout=30)
 
 
+def test_shutdown_gives_every_lease_back_at_once(product: Product, proxy: FaultProxy) -> None:
+    users = [product.create_user({**PLAN, "max_spend_per_period": 100_000}) for _ in range(3)]
+    m = Meter(api_key=product.key, base_url=proxy.api_url, leases=True, lease_calls=10)
+    for user in users:
+        m.reserve(user, model="m", input_tokens=0).commit(output_tokens=100)
+    proxy.hold(r"/release$")
+    done: list[bool] = []
+    closing = threading.Thread(target=lambda: done.append(m.shutdown(timeout=20)))
+    closing.start()
+    try:
+        # All three releases reach the service while none is answered: sent together, not one after another.
+        eventually(lambda: proxy.count(r"/release$") == 3, what="the three releases sent at once")
+    finally:
+        proxy.release()
+        closing.join(30)
+    assert done == [True]
+
+
 def test_a_lease_release_the_service_does_not_answer_leaves_shutdown_time_for_the_events(
     product: Product, proxy: FaultProxy
 ) -> None:

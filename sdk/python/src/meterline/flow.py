@@ -94,7 +94,13 @@ def ended() -> Handle:
     """A handle of a flow that never ran (nothing is left to run it: the interpreter exits, or no loop runs)."""
     done: Future[Any] = Future()
     done.set_result(None)
+    done.never_ran = True  # type: ignore[attr-defined]
     return done
+
+
+def never_ran(h: Handle) -> bool:
+    """The handle is ended()'s: nothing ran the flow (release_all then runs it in its own flow)."""
+    return getattr(h, "never_ran", False) is True
 
 
 def wait_blocking(h: Handle, timeout: float | None) -> Any:

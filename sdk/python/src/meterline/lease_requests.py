@@ -55,7 +55,7 @@ class LeaseRequests:
         self,
         settings: LeaseSettings,
         warn: Callable[[str, BaseException | None], None],
-        spawn: Callable[[Flow[bool]], Handle],
+        spawn: Callable[[Flow[Any]], Handle],
     ) -> None:
         self.settings = settings
         self.warn = warn

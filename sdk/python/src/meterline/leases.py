@@ -17,7 +17,7 @@ from urllib.parse import quote
 
 from .clock import now as clock_now
 from .errors import MeterAPIError, MeterError
-from .flow import Flow, Handle, Request, Wait, running
+from .flow import Flow, Handle, Request, Wait, never_ran, running
 from .lease_books import (
     Book,
     LeaseNeed,
@@ -328,10 +328,21 @@ class Leases(LeaseRequests):
         for b in list(self.books.values()):
             if b.asking is not None and running(b.asking) and time.monotonic() < deadline:
                 yield Wait(b.asking, max(0.1, deadline - time.monotonic()))
+        # All at once, as the TypeScript client gives them back: one after another, a slow route gave back only
+        # the first few within the time, and the rest stayed locked away from other replicas until they lapsed.
+        # Where nothing runs flows in the background (the interpreter's exit), one after another here.
+        handles = []
         for b in list(self.books.values()):
             if time.monotonic() >= deadline:
                 return
-            yield from self._release(b, max(0.1, deadline - time.monotonic()))
+            h = self.spawn(self._release(b, max(0.1, deadline - time.monotonic())))
+            if never_ran(h):
+                yield from self._release(b, max(0.1, deadline - time.monotonic()))
+            else:
+                handles.append(h)
+        for h in handles:
+            if running(h) and time.monotonic() < deadline:
+                yield Wait(h, max(0.1, deadline - time.monotonic()))
         # Team slices no member's release took back (their member's team changed meanwhile).
         for tb in list(self.teams.values()):
             via = None if tb.via is None else self.books.get(tb.via)
