@@ -2,7 +2,7 @@
 // the embedded MongoDB-compatible database, keeping its files under DATA_DIR.
 import "@meter/lib/v8-flags";
 import path from "node:path";
-import { Type, loadConfig, logLevelField } from "@meter/lib/config";
+import { Type, loadConfigOrExit, logLevelField } from "@meter/lib/config";
 import { startEmbeddedDb } from "@meter/lib/embedded-db";
 import { createLogger } from "@meter/lib/logger";
 import { onShutdown } from "@meter/lib/process";
@@ -13,7 +13,7 @@ import { webhooksSettings, webhooksSettingsFields } from "@meter/webhooks";
 import { AUTH_CACHE_TTL_MS, LOCAL_PROTECTION, protectionFields, protectionSettings } from "@meter/gateway/config";
 import { startStack } from "./stack.ts";
 
-const config = loadConfig(
+const config = loadConfigOrExit(
   Type.Object({
     PORT: Type.Integer({ default: 8080, minimum: 0, maximum: 65535 }),
     HOST: Type.String({ default: "127.0.0.1" }),
@@ -31,8 +31,7 @@ const config = loadConfig(
     ...ingestionSettingsFields,
     ...analyticsSettingsFields,
     ...webhooksSettingsFields,
-  }),
-);
+  }), "meter");
 const logger = createLogger("meter", config.LOG_LEVEL);
 
 // A first start builds the database for minutes: say so rather than sit silent.

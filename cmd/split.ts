@@ -5,7 +5,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { Type, loadConfig, logLevelField } from "@meter/lib/config";
+import { Type, loadConfigOrExit, logLevelField } from "@meter/lib/config";
 import { startEmbeddedDb } from "@meter/lib/embedded-db";
 import { createLogger } from "@meter/lib/logger";
 import { SHUTDOWN_DEADLINE_MS, onShutdown } from "@meter/lib/process";
@@ -15,7 +15,7 @@ import { LOCAL_PROTECTION } from "@meter/gateway/config";
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const SERVICES = ["tenancy", "plans", "ingestion", "analytics", "webhooks"] as const;
 
-const config = loadConfig(
+const config = loadConfigOrExit(
   Type.Object({
     PORT: Type.Integer({ default: 8080, minimum: 0, maximum: 65535 }),
     HOST: Type.String({ default: "127.0.0.1" }),
@@ -24,8 +24,7 @@ const config = loadConfig(
     MONGODB_DB_PREFIX: Type.String({ default: "meter", pattern: "^[A-Za-z0-9_-]+$" }),
     DATA_DIR: Type.String({ default: "./data" }),
     LOG_LEVEL: logLevelField,
-  }),
-);
+  }), "meter");
 const logger = createLogger("split", config.LOG_LEVEL);
 
 // A first start builds the database for minutes: say so rather than sit silent.

@@ -1,6 +1,6 @@
 // Entry point of the REST gateway as its own process (split mode, Kubernetes).
 import "@meter/lib/v8-flags";
-import { loadConfig, peerUrls } from "@meter/lib/config";
+import { loadConfigOrExit, peerUrls } from "@meter/lib/config";
 import { createLogger } from "@meter/lib/logger";
 import { onShutdown } from "@meter/lib/process";
 import { serveMetrics } from "@meter/lib/rpc";
@@ -8,7 +8,7 @@ import { buildGateway } from "./app.ts";
 import { connectClients } from "./clients.ts";
 import { gatewayConfigSchema, protectionSettings } from "./config.ts";
 
-const config = loadConfig(gatewayConfigSchema);
+const config = loadConfigOrExit(gatewayConfigSchema, "gateway");
 const logger = createLogger("gateway", config.LOG_LEVEL);
 const app = await buildGateway({
   clients: connectClients(peerUrls(config)),

@@ -1,5 +1,6 @@
 import { envSchema } from "env-schema";
 import { Type, type Static, type TObject, type TProperties } from "typebox";
+import { createLogger } from "./logger.ts";
 
 export { Type };
 
@@ -24,6 +25,20 @@ export function loadConfig<P extends TProperties>(
     });
   } catch (err) {
     throw new Error(`invalid configuration: ${(err as Error).message}`);
+  }
+}
+
+/**
+ * loadConfig for a process's entry point: an invalid environment ends the process with code 1
+ * after one structured log line that says every problem (a thrown error printed a stack, not a
+ * line a log pipeline reads).
+ */
+export function loadConfigOrExit<P extends TProperties>(schema: TObject<P>, name: string): Static<TObject<P>> {
+  try {
+    return loadConfig(schema);
+  } catch (err) {
+    createLogger(name, "info").fatal((err as Error).message);
+    process.exit(1);
   }
 }
 

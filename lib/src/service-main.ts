@@ -1,6 +1,6 @@
 import type { Db } from "mongodb";
 import type { Static, TObject, TProperties } from "typebox";
-import { loadConfig } from "./config.ts";
+import { loadConfigOrExit } from "./config.ts";
 import { createLogger, type Logger } from "./logger.ts";
 import { connectMongo } from "./mongo.ts";
 import { onShutdown } from "./process.ts";
@@ -25,7 +25,7 @@ export async function serviceMain<P extends TProperties>(spec: {
   configSchema: TObject<P>;
   create(ctx: { db: Db; logger: Logger; config: Static<TObject<P>> }): Promise<ServiceModule>;
 }): Promise<void> {
-  const config = loadConfig(spec.configSchema) as Static<TObject<P>> & BaseConfig;
+  const config = loadConfigOrExit(spec.configSchema, spec.name) as Static<TObject<P>> & BaseConfig;
   const logger = createLogger(spec.name, config.LOG_LEVEL);
   const { mongo, module } = await untilReachable(logger, async () => {
     const mongo = await connectMongo(config.MONGODB_URL);
