@@ -333,7 +333,6 @@ class MeterCore(Lifecycle):
 
     def _refresh_user(self, user_id: str) -> Flow[bool]:
         """Reloads the user's session view now (a plan or subscription just changed). True when it loaded."""
-        yield from self._settled_refresh(user_id)
         e, h = self._refresh_now(user_id)
         if e is None or h is None:
             return (yield from self._entry_flow(user_id)).loaded

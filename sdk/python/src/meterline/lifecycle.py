@@ -10,7 +10,7 @@ from typing import Any
 
 from .admission import Admission
 from .errors import MeterAPIError, MeterAuthenticationError, MeterEventsDroppedError
-from .flow import Flow, Handle, Wait, running
+from .flow import Flow, Handle
 from .portal import portal_token_flow
 from .state import UserEntry
 from .types import PortalToken, StartResult
@@ -66,16 +66,6 @@ class Lifecycle(Admission):
         if self._leases is not None:
             self._leases.renew(user_id)
         return e, self._refresh(e, self.request_timeout, force=True)
-
-    def _settled_refresh(self, user_id: str) -> Flow[None]:
-        """Waits for a reload of the user's view already under way (it may have been sent before the change the
-        caller knows of): refresh() then reads the view again after it, never beside it, so that its answer cannot
-        land after refresh()'s and put the older view back."""
-        with self._lock:
-            e = self._users.get(user_id)
-            h = None if e is None else e.refreshing
-        if h is not None and running(h):
-            yield Wait(h, self.startup_timeout)
 
     def _hopeless(self) -> bool:
         """No delivery can succeed until someone acts: the key is refused."""
