@@ -88,10 +88,13 @@ class Admission(Users):
             raise TypeError("session_id must be a string")
         check_metadata(metadata)
         now = clock_now()
+        if e.credits is not None and now >= e.credits.next_expiry:
+            # A grant past its expiry leaves the balance at its expires_at (BUDGETS.md §3) before the check reads the
+            # cap; its callbacks fire at once, outside the lock, as TypeScript's fire before its check.
+            with self._lock:
+                news = e.credit_news(now)
+            self._fire_credits(news)
         with self._lock:
-            # A grant past its expiry leaves the balance at its expires_at (BUDGETS.md §3), before the check reads the
-            # cap; its callbacks fire after the lock.
-            news = e.credit_news(now) if e.credits is not None and now >= e.credits.next_expiry else []
             plan = e.config
             m = self._model(e, model)
             session = e.sessions.at(session_of(e.user_id, session_id), now, e.timeout)
@@ -202,9 +205,7 @@ class Admission(Users):
                     need.team_windows if need else (),
                     need.member_windows if need else (),
                 )
-            admitted = result, ctx, gate_info, reservation
-        self._fire_credits(news)
-        return admitted
+            return result, ctx, gate_info, reservation
 
     def _gate_event(
         self,

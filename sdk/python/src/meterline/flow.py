@@ -59,6 +59,8 @@ class Handle(Protocol):
 
     def done(self) -> bool: ...
 
+    def cancel(self) -> bool: ...
+
 
 def running(h: Handle | None) -> bool:
     return h is not None and not h.done()

@@ -328,21 +328,25 @@ class Leases(LeaseRequests):
         for b in list(self.books.values()):
             if b.asking is not None and running(b.asking) and time.monotonic() < deadline:
                 yield Wait(b.asking, max(0.1, deadline - time.monotonic()))
-        # All at once, as the TypeScript client gives them back: one after another, a slow route gave back only
-        # the first few within the time, and the rest stayed locked away from other replicas until they lapsed.
-        # Where nothing runs flows in the background (the interpreter's exit), one after another here.
+        # Together, as many at once as the client runs in the background (Meter's load workers, AsyncMeter's loop):
+        # one after another, a slow route gave back only the first few within the time, and the rest stayed locked
+        # away from other replicas until they lapsed. Where nothing runs flows in the background (the interpreter's
+        # exit), one after another here. Each takes its timeout from the deadline when it starts, and those not
+        # started by the deadline are dropped: nothing is left to run after shutdown() returns.
         handles = []
         for b in list(self.books.values()):
             if time.monotonic() >= deadline:
-                return
-            h = self.spawn(self._release(b, max(0.1, deadline - time.monotonic())))
+                break
+            h = self.spawn(self._release_by(b, deadline))
             if never_ran(h):
-                yield from self._release(b, max(0.1, deadline - time.monotonic()))
+                yield from self._release_by(b, deadline)
             else:
                 handles.append(h)
         for h in handles:
             if running(h) and time.monotonic() < deadline:
                 yield Wait(h, max(0.1, deadline - time.monotonic()))
+        for h in handles:
+            h.cancel()
         # Team slices no member's release took back (their member's team changed meanwhile).
         for tb in list(self.teams.values()):
             via = None if tb.via is None else self.books.get(tb.via)
@@ -469,6 +473,12 @@ class Leases(LeaseRequests):
         if n.team_model is not None and self._team_tokens_short(tb, n, now):
             return True
         return any(True for _ in _uncovered(tb, tb.windows, n.team_windows, now))
+
+    def _release_by(self, b: Book, deadline: float) -> Flow[None]:
+        """_release with what is left of ``deadline`` (time.monotonic) when it starts; nothing once it has passed."""
+        left = deadline - time.monotonic()
+        if left > 0:
+            yield from self._release(b, max(0.1, left))
 
     def _release(self, b: Book, timeout: float | None) -> Flow[None]:
         """The lease keeps what was used; the rest goes back to the user's pool, including what a request whose answer
