@@ -124,6 +124,13 @@ t("credits: the balance and grants without their metadata when the plan has cred
   assert.equal([me.credits.grants[0].id, me.credits.grants[0].remaining, me.credits.grants[0].description], ["pay-1", 3.2, "top-up"]);
   assert.not.ok("metadata" in me.credits.grants[0], "grant metadata is the product's");
   assert.not.ok(JSON.stringify(me).includes("visa-4242"));
+  // A hard gate of the credits that ran out, as the client libraries write it: the portal says so, and shows no other metadata.
+  const ran = gateEventJson("carol", { status: "hard_gate", gate_reason: "total_spend", blocked: true, metadata: { credits: { balance: 0, low_at: 0.5 }, order: "o-9" } });
+  await must(api.post("/gate-events/batch", [ran]), 200);
+  await eventually(async () => (await api.get("/users/carol/gate-events")).body.events?.length === 1, 20_000, "carol's gate event listed");
+  const after = await must(asToken(api, await mint(api, "carol")).get("/portal/me"), 200);
+  assert.equal(after.gate_events[0].credits, { balance: 0, low_at: 0.5 });
+  assert.not.ok(JSON.stringify(after.gate_events).includes("o-9"), "the product's own metadata stays out");
 });
 
 t("a portal token gets 401 on every route but /portal/me, its own user's included", async ({ api, stack }) => {

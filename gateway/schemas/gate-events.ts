@@ -1,6 +1,7 @@
 import { Type } from "typebox";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { GateEvent } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
+import { gateCredits } from "@meter/lib/gate-credits";
 import { DateTime, KeyedBy, Nullable } from "./common.ts";
 
 /** A gate event as GET /users/{user_id}/gate-events answers it. */
@@ -40,10 +41,18 @@ export function gateEventJson(e: GateEvent) {
   };
 }
 
-/** What the end user's portal shows of a gate event: not the ids and metadata the product sent with it. */
-export const PortalGateEventOut = Type.Omit(GateEventOut, ["user_id", "session_id", "metadata"]);
+/**
+ * What the end user's portal shows of a gate event: not the ids and metadata the product sent
+ * with it; a hard gate of prepaid credits that ran out says so (`credits`, from the library's
+ * `metadata.credits`).
+ */
+export const PortalGateEventOut = Type.Object({
+  ...Type.Omit(GateEventOut, ["user_id", "session_id", "metadata"]).properties,
+  credits: Type.Optional(Type.Object({ balance: Type.Number(), low_at: Nullable(Type.Number()) })),
+});
 
 export function portalGateEventJson(e: GateEvent) {
-  const { user_id: _user, session_id: _session, metadata: _metadata, ...shown } = gateEventJson(e);
-  return shown;
+  const { user_id: _user, session_id: _session, metadata, ...shown } = gateEventJson(e);
+  const credits = gateCredits(e.status, metadata as Record<string, unknown>);
+  return credits ? { ...shown, credits } : shown;
 }

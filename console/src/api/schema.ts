@@ -10821,6 +10821,10 @@ export interface operations {
                             model: string | null;
                             blocked: boolean;
                             message: string | null;
+                            credits?: {
+                                balance: number;
+                                low_at: number | null;
+                            };
                         }[];
                     };
                 };

@@ -1,5 +1,6 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { GateNotice, WebhooksService } from "@meter/proto/meter/webhooks/v1/webhooks_pb";
+import { gateCredits } from "@meter/lib/gate-credits";
 import { rpcError } from "@meter/lib/errors";
 import { fromTimestamp } from "@meter/lib/time";
 import type { WebhooksDeps } from "../deps.ts";
@@ -36,18 +37,6 @@ function validate(n: GateNotice): void {
   if (!n.gateReason) throw rpcError.invalid("gate event gate_reason is required");
 }
 
-/**
- * Prepaid credits that ran out, as the client libraries put them in a hard gate's metadata
- * (`metadata.credits`, BUDGETS.md §3): `{credits: {balance, low_at}}` for the webhook's data, else nothing.
- */
-function creditsOf(n: GateNotice): { credits: { balance: number; low_at: number | null } } | Record<string, never> {
-  const c = n.metadata?.credits;
-  if (n.status !== "hard_gate" || typeof c !== "object" || c === null || Array.isArray(c)) return {};
-  const { balance, low_at } = c as Record<string, unknown>;
-  if (typeof balance !== "number") return {};
-  return { credits: { balance, low_at: typeof low_at === "number" ? low_at : null } };
-}
-
 export function publishGateEvents(deps: WebhooksDeps): ServiceImpl<typeof WebhooksService>["publishGateEvents"] {
   return async (req) => {
     req.events.forEach(validate);
@@ -66,7 +55,7 @@ export function publishGateEvents(deps: WebhooksDeps): ServiceImpl<typeof Webhoo
           limit_value: n.limitValue,
           blocked: n.blocked,
           message: n.message ?? null,
-          ...creditsOf(n),
+          ...withCredits(gateCredits(n.status, n.metadata)),
         },
       }));
     });
@@ -74,3 +63,5 @@ export function publishGateEvents(deps: WebhooksDeps): ServiceImpl<typeof Webhoo
     return {};
   };
 }
+
+const withCredits = (credits: ReturnType<typeof gateCredits>) => (credits ? { credits } : {});
