@@ -84,7 +84,7 @@ export function applyView(e: ViewedState, view: SessionView, now: number): Merge
   const plan = !view.sdk_enabled ? null : teamPriced ? pricedBy(readPlan(team.plan_config)) : readPlan(view.plan_config);
   e.naming = teamPriced ? readPlan(team.plan_config) : plan;
   e.credits = readCredits(plan, view, e.periodCost, merge === "reset" ? null : e.credits, now);
-  e.config = e.credits === null ? plan : withCap(plan!, e.credits.cap, e.credits.allowance === 0);
+  e.config = e.credits === null ? plan : withCap(plan!, e.credits.cap, e.credits.allowance);
   e.timeoutMs = sessionWindowMs(view.plan_config.session_timeout_minutes);
   if (!behind) {
     e.periodStart = view.billing_period.start;
@@ -161,7 +161,7 @@ export function mergeUsage(e: PeriodState, u: SessionView["current_usage"], same
 export function rollLocally(e: ViewedState, now: number): void {
   if (e.credits !== null) {
     e.credits.rolled(e.periodCost);
-    e.config = withCap(e.config!, e.credits.cap, e.credits.allowance === 0);
+    e.config = withCap(e.config!, e.credits.cap, e.credits.allowance);
   }
   rollUsage(e, now);
 }
@@ -190,10 +190,11 @@ function maxOf(a: Record<string, number>, b: Record<string, number>): Record<str
 }
 
 /**
- * The plan with another period spend cap: the one with the credits (shared by users with the same
- * one); `prepaid` when their allowance is 0 (rules/dimensions.ts WindowPlan).
+ * The plan with another period spend cap: the one with the credits, over `allowance` (shared by
+ * users with the same one); prepaid when the allowance is 0 (rules/dimensions.ts WindowPlan).
  */
-export function withCap(plan: PlanConfig, cap: number, prepaid: boolean): PlanConfig {
+export function withCap(plan: PlanConfig, cap: number, allowance: number): PlanConfig {
+  const prepaid = allowance === 0;
   return plan.max_spend_per_period === cap && (plan.prepaid === true) === prepaid ? plan : intern({ ...plan, max_spend_per_period: cap, prepaid });
 }
 

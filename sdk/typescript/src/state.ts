@@ -275,7 +275,7 @@ export class UserEntry {
     if (c === null) return NO_NEWS;
     const { news, expired } = c.news(this.userId, this.periodCost, now);
     if (expired) {
-      this.config = withCap(this.config!, c.cap, c.allowance === 0);
+      this.config = withCap(this.config!, c.cap, c.allowance);
       this.#recheck = true;
     }
     return news;

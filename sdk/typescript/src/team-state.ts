@@ -134,7 +134,7 @@ export class TeamEntry implements PeriodState {
  */
 function teamCap(plan: PlanConfig, limits: readonly LimitStatus[] | undefined): PlanConfig {
   const total = limits?.find((d) => d.reason === "team:total_spend");
-  return plan.credits_enabled && total?.credits != null && plan.max_spend_per_period !== null ? withCap(plan, total.max, plan.max_spend_per_period === 0) : plan;
+  return plan.credits_enabled && total?.credits != null && plan.max_spend_per_period !== null ? withCap(plan, total.max, plan.max_spend_per_period) : plan;
 }
 
 /** The teams of the members this process serves: one entry per team id. */

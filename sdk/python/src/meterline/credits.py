@@ -53,9 +53,10 @@ def blocked_by_credits(gate_reason: str | None, status: str, current_value: floa
 _capped: dict[tuple[int, float, bool], tuple[PlanConfig, PlanConfig]] = {}
 
 
-def with_cap(plan: PlanConfig, cap: float, prepaid: bool) -> PlanConfig:
-    """The plan with another period spend cap: the one with the credits (shared by users with the same one);
-    ``prepaid`` when their allowance is 0 (PlanConfig.prepaid)."""
+def with_cap(plan: PlanConfig, cap: float, allowance: float) -> PlanConfig:
+    """The plan with another period spend cap: the one with the credits, over ``allowance`` (shared by users with the
+    same one); prepaid when the allowance is 0 (PlanConfig.prepaid)."""
+    prepaid = allowance == 0
     if plan.max_spend_per_period == cap and plan.prepaid == prepaid:
         return plan
     key = (id(plan), cap, prepaid)

@@ -472,7 +472,7 @@ class Leases(LeaseRequests):
             return True
         if n.team_model is not None and self._team_tokens_short(tb, n, now):
             return True
-        return any(True for _ in _uncovered(tb, tb.windows, n.team_windows, now))
+        return next(_uncovered(tb, tb.windows, n.team_windows, now), None) is not None
 
     def _release_by(self, b: Book, deadline: float) -> Flow[None]:
         """_release with what is left of ``deadline`` (time.monotonic) when it starts; nothing once it has passed."""

@@ -112,7 +112,7 @@ def apply_view(e: UserEntry, view: dict[str, Any], now: float, teams: Teams | No
     plan = (_priced_by(team_raw) if team_priced else _intern(raw)) if view.get("sdk_enabled") else None
     e.naming = _intern(team_raw) if team_priced else plan
     e.credits = read_credits(plan, view, e.period_cost, None if merge == "reset" else e.credits, now)
-    e.config = plan if e.credits is None or plan is None else with_cap(plan, e.credits.cap, e.credits.allowance == 0)
+    e.config = plan if e.credits is None or plan is None else with_cap(plan, e.credits.cap, e.credits.allowance)
     e.timeout = float(raw.get("session_timeout_minutes") or 30.0) * 60.0
     if not behind:
         e.period_start = period["start"]
@@ -185,7 +185,7 @@ def roll_locally(e: UserEntry, now: float) -> None:
     new_start, end = roll_on(parse_time(e.period_start), e.period_end_t, now)
     if e.credits is not None and e.config is not None:
         e.credits.rolled(e.period_cost)
-        e.config = with_cap(e.config, e.credits.cap, e.credits.allowance == 0)
+        e.config = with_cap(e.config, e.credits.cap, e.credits.allowance)
     e.period_start = iso(new_start)
     e.period_end = iso(end)
     e.period_end_t = end

@@ -155,7 +155,7 @@ class UserEntry:
             return []
         news, expired = c.news(self.user_id, self.period_cost, now)
         if expired and self.config is not None:
-            self.config = with_cap(self.config, c.cap, c.allowance == 0)
+            self.config = with_cap(self.config, c.cap, c.allowance)
             self.recheck = True
         return news
 

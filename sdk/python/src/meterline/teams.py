@@ -172,7 +172,7 @@ def team_cap(plan: PlanConfig, limits: Any) -> PlanConfig:
         return plan
     for v in limits or ():
         if isinstance(v, dict) and v.get("reason") == "team:total_spend" and v.get("credits") is not None:
-            return with_cap(plan, float(v["max"]), plan.max_spend_per_period == 0)
+            return with_cap(plan, float(v["max"]), plan.max_spend_per_period)
     return plan
 
 
