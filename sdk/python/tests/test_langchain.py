@@ -11,7 +11,7 @@ from langchain_core.outputs import ChatGeneration, LLMResult
 from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
 
-from meterline import LimitExceededError, Meter
+from meterline import LimitExceededError, Meter, UsageEvent
 from meterline.integrations.langchain import read_result
 from meterline.langchain import MeterCallbackHandler
 
@@ -25,7 +25,9 @@ CALL_COST = USAGE_IN / 1000 * 2.5 + USAGE_OUT / 1000 * 10
 def test_invoke_and_stream_are_metered_once_each(product: Product, provider: MockProvider) -> None:
     user = product.create_user(PLAN)
     meter = Meter(api_key=product.key, base_url=product.url)
-    handler = MeterCallbackHandler(meter, user_id=user)
+    handler = MeterCallbackHandler(meter, user_id=user, session_id="conv-1")
+    seen: list[UsageEvent] = []
+    meter.on_usage(seen.append)
     model = ChatOpenAI(
         model="gpt-4o",
         api_key=SecretStr("sk-test"),
@@ -38,6 +40,7 @@ def test_invoke_and_stream_are_metered_once_each(product: Product, provider: Moc
     text = "".join(str(c.content) for c in model.stream("Hi", config={"callbacks": [handler]}))
     assert text == "Hello!"
     assert meter.flush()
+    assert [e.session_id for e in seen] == ["conv-1", "conv-1"]
     u = product.usage(user)
     assert u["total_tokens"] == 2 * (USAGE_IN + USAGE_OUT) and near(u["total_cost"], 2 * CALL_COST)
     meter.shutdown()

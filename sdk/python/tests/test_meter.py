@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 import threading
 import time
@@ -16,6 +17,7 @@ from meterline import (
     GuardResult,
     LimitExceededError,
     Meter,
+    MeterError,
     MeterUnavailableError,
     UsageEvent,
     limit_body,
@@ -187,8 +189,9 @@ def test_reserve_holds_the_estimate_and_commit_settles_it(product: Product) -> N
     assert near(ev.cost_total, 0.1)
     b.release()
     b.release()
-    with pytest.raises(RuntimeError):
+    with pytest.raises(MeterError) as twice:
         b.commit()
+    assert isinstance(twice.value, RuntimeError)
     # The block raising gives the estimate back.
     with pytest.raises(ZeroDivisionError), m.reserve(user, model="gpt-4o", input_tokens=0):
         1 / 0  # noqa: B018
@@ -288,6 +291,14 @@ def test_input_checks() -> None:
             m.reserve_now("u", metadata=bad)
     with pytest.raises(ValueError):
         Meter(api_key="k", base_url="http://127.0.0.1:1/api/v1", flush_interval=0)
+    # `except MeterError` catches everything the library raises: a wrong argument is a TypeError that is also
+    # a MeterError, a wrong setting a ValueError that is also one.
+    with pytest.raises(MeterError) as argument:
+        m.guard("")
+    assert isinstance(argument.value, TypeError)
+    with pytest.raises(MeterError) as setting:
+        Meter(api_key="k", base_url="http://127.0.0.1:1/api/v1", flush_interval=0)
+    assert isinstance(setting.value, ValueError)
     m.shutdown(timeout=0.1)
 
 
@@ -425,3 +436,16 @@ def test_idle_users_are_swept_on_their_own_interval_whatever_the_flush_interval(
     finally:
         set_clock(None)
     assert m.shutdown(timeout=30)
+
+
+def test_help_shows_the_public_methods_as_called() -> None:
+    # help() and editors read __name__ and the signature: the public names and what each returns, never the
+    # core's flows (``_flush(...) -> Flow[bool]``).
+    from meterline import AsyncMeter
+
+    for cls in (Meter, AsyncMeter):
+        for name in ("guard", "record", "reserve", "refresh", "record_manual", "portal_token", "flush", "shutdown"):
+            method = getattr(cls, name)
+            shown = str(inspect.signature(method))
+            assert method.__name__ == name and "Flow" not in shown and shown.startswith("(self"), (cls, name, shown)
+    assert str(inspect.signature(Meter.flush)).endswith("-> 'bool'")

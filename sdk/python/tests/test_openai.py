@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from openai import AsyncOpenAI, OpenAI
 
-from meterline import LimitExceededError, Meter, MissingUserError
+from meterline import LimitExceededError, Meter, MeterError, MissingUserError, UsageEvent
 from meterline.openai import wrap
 
 from .mock_providers import USAGE_IN, USAGE_OUT, MockProvider
@@ -175,8 +175,9 @@ def test_a_hard_gate_sends_nothing_and_no_user_fails_before_sending(product: Pro
     with meter.user(free):
         anonymous.chat.completions.create(model="gpt-4o", messages=MESSAGES)
     assert provider.count("/chat/completions") == 1
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError) as twice:
         wrap(anonymous, meter)
+    assert isinstance(twice.value, MeterError)
     meter.shutdown()
 
 
@@ -193,6 +194,18 @@ def test_one_wrapped_client_serves_conversations_with_their_own_session_caps(
     with meter.user(user, session_id="conv-b"):
         client.chat.completions.create(model="gpt-4o", messages=MESSAGES)
     assert provider.count("/chat/completions") == 3
+    # A client wrapped for one conversation: its session_id is every call's, as the TypeScript wrapper's option.
+    conversation = wrap(OpenAI(api_key="sk-test", base_url=provider.base), meter, user_id=user, session_id="conv-a")
+    with pytest.raises(LimitExceededError):
+        conversation.chat.completions.create(model="gpt-4o", messages=MESSAGES)
+    seen: list[UsageEvent] = []
+    meter.on_usage(seen.append)
+    wrap(
+        OpenAI(api_key="sk-test", base_url=provider.base), meter, user_id=user, session_id="conv-c"
+    ).chat.completions.create(model="gpt-4o", messages=MESSAGES)
+    assert [e.session_id for e in seen] == ["conv-c"] and provider.count("/chat/completions") == 4
+    with pytest.raises(TypeError, match="session_id"):
+        wrap(OpenAI(api_key="sk-test", base_url=provider.base), meter, session_id="")
     meter.shutdown()
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from .clock import now as clock_now
 from .dimensions import evaluate_nano
-from .errors import LimitExceededError, MeterUnavailableError
+from .errors import LimitExceededError, MeterTypeError, MeterUnavailableError
 from .lease_books import LeaseNeed
 from .money import add_dollars, to_dollars, to_nano
 from .periods import iso
@@ -81,11 +81,11 @@ class Admission(Users):
         """Check and hold in one step under the lock. Callbacks and the raise come after, outside it: guard()
         passes the result to _after_gate, reserve() to _held."""
         if input_tokens is not None and (type(input_tokens) is not int or input_tokens < 0):
-            raise TypeError("input_tokens must be a non-negative integer")
+            raise MeterTypeError("input_tokens must be a non-negative integer")
         if max_output_tokens is not None and (type(max_output_tokens) is not int or max_output_tokens < 0):
-            raise TypeError("max_output_tokens must be a non-negative integer")
+            raise MeterTypeError("max_output_tokens must be a non-negative integer")
         if session_id is not None and not isinstance(session_id, str):
-            raise TypeError("session_id must be a string")
+            raise MeterTypeError("session_id must be a string")
         check_metadata(metadata)
         now = clock_now()
         if e.credits is not None and now >= e.credits.next_expiry:

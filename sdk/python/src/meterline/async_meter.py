@@ -77,9 +77,9 @@ class AsyncMeter(MeterCore):
     reserve = reserve_async
     record = record_async
     refresh = refresh_async
-    record_manual = awaiting(MeterCore._manual)
-    portal_token = awaiting(MeterCore._portal_token)
-    flush = awaiting(MeterCore._flush)
+    record_manual = awaiting(MeterCore._manual, "record_manual")
+    portal_token = awaiting(MeterCore._portal_token, "portal_token")
+    flush = awaiting(MeterCore._flush, "flush")
 
     async def shutdown(self, timeout: float | None = None) -> bool:
         """Stops the delivery task, settles open integration calls, gives back leases, delivers the queue."""

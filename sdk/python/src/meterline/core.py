@@ -8,19 +8,22 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import logging
 import os
 import threading
 import time
+import types
 from collections.abc import Awaitable, Callable, Iterator
 from contextvars import ContextVar
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 from urllib.parse import urlsplit
 
 from .admission import LEASE_ROUNDS
 from .clock import now as clock_now
 from .context import _current
 from .core_state import GateCallback
+from .errors import MeterValueError
 from .flow import Flow, Wait
 from .lifecycle import Lifecycle
 from .process import register
@@ -37,7 +40,7 @@ from .types import (
     UsageEvent,
     UserState,
 )
-from .validate import check_metadata, check_usage, check_user, positive
+from .validate import check_metadata, check_session_id, check_usage, check_user, positive
 
 log = logging.getLogger("meterline")
 
@@ -70,17 +73,17 @@ class MeterCore(Lifecycle):
         api_key = api_key if api_key is not None else os.environ.get("METER_API_KEY")
         base_url = base_url if base_url is not None else os.environ.get("METER_BASE_URL")
         if not api_key:
-            raise ValueError("Meter: api_key is required (or set METER_API_KEY)")
+            raise MeterValueError("Meter: api_key is required (or set METER_API_KEY)")
         if not base_url:
-            raise ValueError(
+            raise MeterValueError(
                 "Meter: base_url is required (or set METER_BASE_URL), e.g. https://meter.example.com/api/v1"
             )
         parts = urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ValueError(f"Meter: base_url must be an http(s) URL, got {base_url}")
+            raise MeterValueError(f"Meter: base_url must be an http(s) URL, got {base_url}")
         if parts.path.rstrip("/") == "":
             # Every request would 404 and every event be dropped: say what to fix instead.
-            raise ValueError(
+            raise MeterValueError(
                 f"Meter: base_url {base_url} has no API path; the service's API is under /api/v1: "
                 f"use base_url={base_url.rstrip('/')}/api/v1"
             )
@@ -127,7 +130,7 @@ class MeterCore(Lifecycle):
             from .leases import Leases
 
             if lease_fallback not in ("slice", "open"):
-                raise ValueError(f'Meter: lease_fallback must be "slice" or "open", got {lease_fallback!r}')
+                raise MeterValueError(f'Meter: lease_fallback must be "slice" or "open", got {lease_fallback!r}')
             self._leases = Leases(
                 LeaseSettings(
                     ttl=positive("lease_ttl", lease_ttl),
@@ -144,15 +147,28 @@ class MeterCore(Lifecycle):
     # ---- callbacks, state, and calls that never wait ----
 
     def on_soft_gate(self, cb: GateCallback) -> None:
+        """Runs when a call reaches a dimension's soft_gate_at (below hard_gate_at); the call still runs.
+        Callbacks of one kind fire in registration order; one that raises is logged and passed to ``on_error``, and
+        stops neither the others nor the call. There is no unregister."""
         self._soft.append(cb)
 
     def on_hard_gate(self, cb: GateCallback) -> None:
+        """Runs when a call reaches a dimension's hard_gate_at, before ``LimitExceededError`` is raised (with
+        ``blocking=False``, before the call proceeds). Callbacks of one kind fire in registration order; one that
+        raises is logged and passed to ``on_error``, and stops neither the others nor the call. There is no
+        unregister."""
         self._hard.append(cb)
 
     def on_usage(self, cb: Callable[[UsageEvent], Any]) -> None:
+        """Runs after every metered call and manual event, with its usage event. Callbacks of one kind fire in
+        registration order; one that raises is logged and passed to ``on_error``, and stops neither the others nor
+        the call. There is no unregister."""
         self._usage.append(cb)
 
     def on_session_start(self, cb: Callable[[SessionStartState], Any]) -> None:
+        """Runs when a user's session view is first loaded (user, plan, billing period). Callbacks of one kind fire
+        in registration order; one that raises is logged and passed to ``on_error``, and stops neither the others
+        nor the call. There is no unregister."""
         self._session_start.append(cb)
 
     def on_credits_low(self, cb: Callable[[CreditsEvent], Any]) -> None:
@@ -184,9 +200,7 @@ class MeterCore(Lifecycle):
     def user(self, user_id: str, session_id: str | None = None) -> Iterator[None]:
         """Sets the user (and optionally the session) of this context for the model-client integrations."""
         check_user(user_id)
-        # As the TypeScript client's withUser: a session id the service would refuse is a bug at the call site.
-        if session_id is not None and (not isinstance(session_id, str) or not 0 < len(session_id) <= 255):
-            raise TypeError("user(): session_id must be a string of 1 to 255 characters")
+        check_session_id("user()", session_id)
         token = _current.set((user_id, session_id))
         try:
             yield
@@ -307,7 +321,8 @@ class MeterCore(Lifecycle):
         metadata: Metadata = None,
         max_output_tokens: int | None = None,
     ) -> Flow[Reservation]:
-        """guard() and, with pre_call_estimate, the estimate held against the limits in the same step."""
+        """guard() and the call's reservation held against the limits in the same step: its estimate with
+        ``pre_call_estimate``, else the user's typical call of the model (an estimate on the first call)."""
         e = yield from self._entry_flow(user_id)
         input_tokens, need = self._lease_plan(e, model, input_tokens, prompt, max_output_tokens)
         leases = self._leases
@@ -352,7 +367,38 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 
-def _after_load(call: Callable[Concatenate[MeterCore, P], T]) -> Callable[Concatenate[MeterCore, P], Awaitable[T]]:
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def public(method: F, flow: Callable[..., Any], name: str) -> F:
+    """What ``help()`` and editors show of a public method made from a core flow: its own name, the flow's
+    docstring, and the flow's parameters returning what the method returns (``Flow[T]`` is how the core computes
+    a T), not ``_flow(...) -> Flow[T]``."""
+    sig = inspect.signature(flow)
+    returns = sig.return_annotation
+    if isinstance(returns, str) and returns.startswith("Flow[") and returns.endswith("]"):
+        returns = returns[len("Flow[") : -1]
+    method.__name__ = method.__qualname__ = name
+    setattr(method, "__signature__", sig.replace(return_annotation=returns))  # noqa: B010 (not a declared attribute)
+    return method
+
+
+def renamed(call: F, name: str) -> F:
+    """A plain core call under its public name (``Meter.guard`` is ``MeterCore._guard``): a copy of the function,
+    so that ``help()`` names it without a wrapper's frame on a call this hot."""
+    f: Any = call
+    copy = types.FunctionType(f.__code__, f.__globals__, name, f.__defaults__, f.__closure__)
+    copy.__kwdefaults__ = f.__kwdefaults__
+    copy.__doc__ = f.__doc__
+    copy.__annotations__ = f.__annotations__
+    copy.__qualname__ = name
+    copy.__module__ = f.__module__
+    return cast(F, copy)
+
+
+def _after_load(
+    call: Callable[Concatenate[MeterCore, P], T], name: str
+) -> Callable[Concatenate[MeterCore, P], Awaitable[T]]:
     """The awaitable form of a call on a user (its first argument, ``user_id``): run at once when the user's view is
     ready; else its load is awaited on the event loop (never blocking it) and the call run again with the entry it
     gave. A user id that is not a string never gets that far: the call refuses it first."""
@@ -372,21 +418,23 @@ def _after_load(call: Callable[Concatenate[MeterCore, P], T]) -> Callable[Concat
         finally:
             _waited.reset(token)
 
-    return run
+    return public(run, call, name)
 
 
-def awaiting(flow: Callable[Concatenate[MeterCore, P], Flow[T]]) -> Callable[Concatenate[MeterCore, P], Awaitable[T]]:
+def awaiting(
+    flow: Callable[Concatenate[MeterCore, P], Flow[T]], name: str
+) -> Callable[Concatenate[MeterCore, P], Awaitable[T]]:
     """A method that awaits the core's flow on the event loop."""
 
     @functools.wraps(flow)
     async def run(self: MeterCore, /, *args: P.args, **kwargs: P.kwargs) -> T:
         return await self._run_async(flow(self, *args, **kwargs))
 
-    return run
+    return public(run, flow, name)
 
 
 def _reserving(
-    flow: Callable[Concatenate[MeterCore, P], Flow[Reservation]],
+    flow: Callable[Concatenate[MeterCore, P], Flow[Reservation]], name: str
 ) -> Callable[Concatenate[MeterCore, P], AsyncReserve]:
     """``await meter.reserve(...)`` or ``async with meter.reserve(...) as r`` (Meter: ``areserve``)."""
 
@@ -394,11 +442,13 @@ def _reserving(
     def run(self: MeterCore, /, *args: P.args, **kwargs: P.kwargs) -> AsyncReserve:
         return AsyncReserve(self._run_async(flow(self, *args, **kwargs)))
 
+    run = public(run, flow, name)
+    setattr(run, "__signature__", inspect.signature(run).replace(return_annotation="AsyncReserve"))  # noqa: B010
     return run
 
 
 # The awaitable calls: AsyncMeter's guard/reserve/record/refresh, Meter's aguard/areserve/arecord.
-guard_async = _after_load(MeterCore._guard)
-record_async = _after_load(MeterCore._record_call)
-reserve_async = _reserving(MeterCore._reserve)
-refresh_async = awaiting(MeterCore._refresh_user)
+guard_async = _after_load(MeterCore._guard, "guard")
+record_async = _after_load(MeterCore._record_call, "record")
+reserve_async = _reserving(MeterCore._reserve, "reserve")
+refresh_async = awaiting(MeterCore._refresh_user, "refresh")

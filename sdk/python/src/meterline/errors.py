@@ -13,6 +13,21 @@ class MeterError(Exception):
     """Base of every error the library raises."""
 
 
+class MeterTypeError(MeterError, TypeError):
+    """A wrong argument: a bug at the call site, raised where the call is made. A TypeError (as the library
+    raised before) that is also a MeterError."""
+
+
+class MeterValueError(MeterError, ValueError):
+    """A wrong setting (a missing API key or URL, an option out of range) or a client wrapped twice: a ValueError
+    that is also a MeterError."""
+
+
+class MeterStateError(MeterError, RuntimeError):
+    """A call the object's state does not allow (a reservation committed twice or after its release): a
+    RuntimeError that is also a MeterError."""
+
+
 class LimitExceededError(MeterError):
     """A hard gate while blocking. ``status_code`` 429 is what a web framework should answer."""
 

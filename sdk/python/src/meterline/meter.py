@@ -12,7 +12,7 @@ from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from .core import MeterCore, guard_async, record_async, reserve_async
+from .core import MeterCore, guard_async, public, record_async, renamed, reserve_async
 from .delivery import DeliveryThread
 from .flow import Flow, Handle, Health, Request, Stepper, Wait, ended, wait_async
 from .transport import Transport
@@ -22,14 +22,14 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 
-def _blocking(flow: Callable[Concatenate[MeterCore, P], Flow[T]]) -> Callable[Concatenate[Meter, P], T]:
+def _blocking(flow: Callable[Concatenate[MeterCore, P], Flow[T]], name: str) -> Callable[Concatenate[Meter, P], T]:
     """A method that runs the core's flow in the calling thread."""
 
     @functools.wraps(flow)
     def run(self: Meter, /, *args: P.args, **kwargs: P.kwargs) -> T:
         return self._transport.run(flow(self, *args, **kwargs))
 
-    return run
+    return public(run, flow, name)
 
 
 def _in_thread(method: Callable[Concatenate[Meter, P], T]) -> Callable[Concatenate[Meter, P], Coroutine[Any, Any, T]]:
@@ -102,14 +102,14 @@ class Meter(MeterCore):
             changes = err
         return self._transport.run(self._started(health, changes))
 
-    guard = MeterCore._guard
-    record = MeterCore._record_call
-    reserve = _blocking(MeterCore._reserve)
-    refresh = _blocking(MeterCore._refresh_user)
-    record_manual = _blocking(MeterCore._manual)
-    portal_token = _blocking(MeterCore._portal_token)
-    flush = _blocking(MeterCore._flush)
-    shutdown = _blocking(MeterCore._shutdown)
+    guard = renamed(MeterCore._guard, "guard")
+    record = renamed(MeterCore._record_call, "record")
+    reserve = _blocking(MeterCore._reserve, "reserve")
+    refresh = _blocking(MeterCore._refresh_user, "refresh")
+    record_manual = _blocking(MeterCore._manual, "record_manual")
+    portal_token = _blocking(MeterCore._portal_token, "portal_token")
+    flush = _blocking(MeterCore._flush, "flush")
+    shutdown = _blocking(MeterCore._shutdown, "shutdown")
 
     # ---- for async code ----
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from .clock import now as clock_now
 from .context import _current
-from .errors import MeterError
+from .errors import MeterError, MeterTypeError
 from .flow import Flow, Request, Sleep
 from .money import add_dollars
 from .periods import iso, parse_time
@@ -288,7 +288,7 @@ class Recording(Reporting):
         m = e.models.get(raw)
         if m is None:
             if not isinstance(raw, str):
-                raise TypeError("model must be a string")
+                raise MeterTypeError("model must be a string")
             m = normalize_model(raw, e.naming)
             if len(e.models) >= MODEL_CACHE:
                 e.models.clear()

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
+from .errors import MeterStateError
 from .types import GuardResult, PlanLimit, UsageEvent
 
 if TYPE_CHECKING:
@@ -140,7 +141,7 @@ class Reservation:
         """Records the call's real usage and gives back the estimate. Once only; not after release()."""
         with self._lock:
             if self._state != "open":
-                raise RuntimeError(f"reservation already {self._state}")
+                raise MeterStateError(f"reservation already {self._state}")
             event = self._ledger._settle(self._hold, input_tokens, output_tokens, tool_calls, metadata)
             self._state = "committed"
             return event

@@ -11,20 +11,20 @@ GateStatus = Literal["ok", "soft_gate", "hard_gate"]
 @dataclass(frozen=True, slots=True)
 class GuardResult:
     status: GateStatus
+    gate_reason: str | None
     """The deciding dimension: ``total_spend``, ``session_spend``, ``model_limit:<model>`` or ``limit:<name>`` (an
     entry of the plan's ``limits``); ``session_unavailable`` under fail_closed; None when ok. ``usage_pct``,
     ``current_value`` (with this call's estimate; dollars for spend, else tokens or requests) and
     ``limit_value`` are the deciding dimension's."""
-    gate_reason: str | None
     usage_pct: float
     current_value: float
     limit_value: float
     message: str | None
+    resets_at: str | None = None
     """When the deciding dimension lets a call through again by itself (ISO 8601): the end of its window (a
     calendar window in the plan's time zone, the billing period, the library's own session) or, for a rolling
     window, when enough usage ages out. None when ok, when it never does (a max of 0) or is not known (a
     caller's session)."""
-    resets_at: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,8 +50,9 @@ class UsageEvent:
     cost_total: float
     metadata: dict[str, Any]
     synced: bool = False
-    """The budget lease the cost was spent from (``leases=True``)."""
+    """Whether the service has acknowledged the event."""
     lease_id: str | None = None
+    """The budget lease the cost was spent from (``leases=True``)."""
 
     def wire(self) -> dict[str, Any]:
         """The form the service ingests: without ``synced``."""
@@ -91,12 +92,12 @@ class SessionStartState:
 @dataclass(frozen=True, slots=True)
 class UserState:
     user_id: str
-    """None while the service does not know the user (or has not answered yet)."""
     service_user_id: str | None
+    """None while the service does not know the user (or has not answered yet)."""
     plan: str
     billing_period: BillingPeriod
-    """The library's own session of the user (rotates after session_timeout_minutes)."""
     session_id: str
+    """The library's own session of the user (rotates after session_timeout_minutes)."""
     period_cost: float
     session_cost: float
     period_tokens_by_model: dict[str, int]

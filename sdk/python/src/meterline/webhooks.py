@@ -11,7 +11,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, TypedDict
 
-from .errors import WebhookVerificationError
+from .errors import MeterTypeError, WebhookVerificationError
 
 
 class GatePayload(TypedDict):
@@ -96,7 +96,7 @@ def verify_webhook(
         raise WebhookVerificationError("malformed", "webhook signature or timestamp header is malformed")
     secrets = [secret] if isinstance(secret, str) else list(secret)
     if not secrets or not all(isinstance(s, str) and s for s in secrets):
-        raise TypeError("secret must be a non-empty string or a list of them")
+        raise MeterTypeError("secret must be a non-empty string or a list of them")
     given = signature[len("sha256=") :].strip().lower()
     signed = stamp.strip().encode() + b"." + body
     if not any(hmac.compare_digest(hmac.new(s.encode(), signed, hashlib.sha256).hexdigest(), given) for s in secrets):

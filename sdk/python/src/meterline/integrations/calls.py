@@ -12,7 +12,7 @@ from typing import Any
 
 from ..context import _current
 from ..core import MeterCore, reserve_async
-from ..errors import MissingUserError
+from ..errors import MeterTypeError, MissingUserError
 from ..pricing import estimate_tokens
 from ..reservation import Reservation
 
@@ -217,7 +217,7 @@ def start(s: Starting) -> Call:
     from ..meter import Meter
 
     if not isinstance(s.meter, Meter):
-        raise TypeError("a blocking model client needs a meterline.Meter (an AsyncMeter meters async clients)")
+        raise MeterTypeError("a blocking model client needs a meterline.Meter (an AsyncMeter meters async clients)")
     return s.now() or s.call(s.meter.reserve(s.user_id, **s.kw))
 
 

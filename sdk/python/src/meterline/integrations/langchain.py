@@ -14,8 +14,9 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import LLMResult
 
+from ..errors import MeterTypeError, MeterValueError
 from ..meter import Meter
-from ..validate import check_metadata
+from ..validate import check_metadata, check_session_id
 from .calls import Call, Starting, count, get, output_limit, start, who
 
 
@@ -70,15 +71,23 @@ class MeterCallbackHandler(BaseCallbackHandler):
     raise_error = True
 
     def __init__(
-        self, meter: Meter, user_id: str | None = None, metadata: dict[str, Any] | None = None, idle: float = 60.0
+        self,
+        meter: Meter,
+        user_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        idle: float = 60.0,
+        *,
+        session_id: str | None = None,
     ) -> None:
         if not isinstance(meter, Meter):
-            raise TypeError("MeterCallbackHandler(meter): meter must be a meterline.Meter")
+            raise MeterTypeError("MeterCallbackHandler(meter): meter must be a meterline.Meter")
         if not idle > 0:
-            raise ValueError("MeterCallbackHandler: idle must be a positive number of seconds")
+            raise MeterValueError("MeterCallbackHandler: idle must be a positive number of seconds")
+        check_session_id("MeterCallbackHandler", session_id)
         check_metadata(metadata)
         self.meter = meter
         self.user_id = user_id
+        self.session_id = session_id
         self.metadata = dict(metadata or {})
         self.idle = float(idle)
         self._runs: dict[UUID, Call] = {}
@@ -115,7 +124,7 @@ class MeterCallbackHandler(BaseCallbackHandler):
         call = start(
             Starting(
                 self.meter,
-                who(self.user_id),
+                who(self.user_id, self.session_id),
                 model if isinstance(model, str) else None,
                 {"messages": prompt, "tools": tools},
                 {"provider": provider, **self.metadata},

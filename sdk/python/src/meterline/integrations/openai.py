@@ -12,10 +12,18 @@ from .stainless import Plan, reads_body, with_body, wrap_client
 C = TypeVar("C")
 
 
-def wrap(client: C, meter: MeterCore, user_id: str | None = None, metadata: dict[str, Any] | None = None) -> C:
+def wrap(
+    client: C,
+    meter: MeterCore,
+    user_id: str | None = None,
+    metadata: dict[str, Any] | None = None,
+    *,
+    session_id: str | None = None,
+) -> C:
     """Meters this client instance (returned as is) with a Meter, or for the async client a Meter or an
-    AsyncMeter. The user: ``user_id``, else ``with meter.user(...)``."""
-    return wrap_client(client, meter, user_id, _OpenAI(), metadata)
+    AsyncMeter. The user: ``user_id``, else ``with meter.user(...)``; every call's session: ``session_id``, else
+    the enclosing ``meter.user(..., session_id=...)``'s, else the library's own."""
+    return wrap_client(client, meter, user_id, session_id, _OpenAI(), metadata)
 
 
 def chat_tools(choices: Any) -> list[str]:

@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from ..core import MeterCore
+from ..errors import MeterTypeError, MeterValueError
 from ..meter import Meter
 from ..pricing import estimate_tokens
-from ..validate import check_metadata
+from ..validate import check_metadata, check_session_id
 from .calls import Call, Starting, ametered_iter, astart, metered_iter, open_calls, start, who
 
 C = TypeVar("C")
@@ -144,18 +145,26 @@ def answered(call: Call) -> Iterator[None]:
         raise
 
 
-def wrap_client(client: C, meter: MeterCore, user_id: str | None, spec: Spec, metadata: dict[str, Any] | None) -> C:
+def wrap_client(
+    client: C,
+    meter: MeterCore,
+    user_id: str | None,
+    session_id: str | None,
+    spec: Spec,
+    metadata: dict[str, Any] | None,
+) -> C:
     if not isinstance(meter, MeterCore):
-        raise TypeError("wrap(client, meter): meter must be a meterline.Meter or AsyncMeter")
+        raise MeterTypeError("wrap(client, meter): meter must be a meterline.Meter or AsyncMeter")
     if getattr(client, "_meter_wrapped", False):
-        raise ValueError("this client is metered already: wrap each client once")
+        raise MeterValueError("this client is metered already: wrap each client once")
+    check_session_id("wrap()", session_id)
     check_metadata(metadata)
     original = client.request  # type: ignore[attr-defined]
     meta = {"provider": spec.provider, **(metadata or {})}
     calls = open_calls(meter)
 
     def starting(plan: Plan) -> Starting:
-        return Starting(meter, who(user_id), plan.model, plan.prompt, meta, calls, plan.max_output_tokens)
+        return Starting(meter, who(user_id, session_id), plan.model, plan.prompt, meta, calls, plan.max_output_tokens)
 
     async def arequest(cast_to: Any, options: Any, *args: Any, **kwargs: Any) -> Any:
         plan = spec.plan(options)
@@ -176,7 +185,9 @@ def wrap_client(client: C, meter: MeterCore, user_id: str | None, spec: Spec, me
         return _settle(result, call, plan, False)
 
     if not inspect.iscoroutinefunction(original) and not isinstance(meter, Meter):
-        raise TypeError("wrap(client, meter): a blocking client needs a meterline.Meter (AsyncMeter meters async ones)")
+        raise MeterTypeError(
+            "wrap(client, meter): a blocking client needs a meterline.Meter (AsyncMeter meters async ones)"
+        )
     client.request = arequest if inspect.iscoroutinefunction(original) else request  # type: ignore[attr-defined]
     client._meter_wrapped = True  # type: ignore[attr-defined]
     return client
