@@ -74,6 +74,12 @@ function deliverAtExit(meter: Meter): void {
   });
 }
 
+/**
+ * The client of one product's metering: checks each model call against its user's plan before
+ * it runs (`guard`, `reserve`, the model-client wrappers), records usage and gate events and
+ * delivers them in batches. One per process; options in `MeterOptions` (the API key and address
+ * default to `METER_API_KEY` and `METER_BASE_URL`).
+ */
 export class Meter {
   readonly #startupTimeoutMs: number;
   readonly #shutdownTimeoutMs: number;
@@ -203,15 +209,29 @@ export class Meter {
     return (await this.#users.refresh(userId)).snapshot(clockNow());
   }
 
+  /**
+   * Runs when a call reaches a dimension's soft_gate_at (below hard_gate_at); the call still runs.
+   * Callbacks of one kind fire in registration order; one that throws is logged and passed to
+   * `onError`, and stops neither the others nor the call. There is no unregister.
+   */
   onSoftGate(cb: (result: GuardResult, ctx: GateContext) => unknown): void {
     this.#callbacks.softGate.push(cb);
   }
+  /**
+   * Runs when a call reaches a dimension's hard_gate_at, before the `LimitExceededError` is
+   * thrown (with `blocking: false`, before the call proceeds). Callbacks of one kind fire in registration order; one that throws is logged and passed to
+   * `onError`, and stops neither the others nor the call. There is no unregister.
+   */
   onHardGate(cb: (result: GuardResult, ctx: GateContext) => unknown): void {
     this.#callbacks.hardGate.push(cb);
   }
+  /** Runs after every metered call and manual event, with its usage event. Callbacks of one kind fire in registration order; one that throws is logged and passed to
+   * `onError`, and stops neither the others nor the call. There is no unregister. */
   onUsage(cb: (event: UsageEvent) => unknown): void {
     this.#callbacks.usage.push(cb);
   }
+  /** Runs when a user's session view is first loaded (user, plan, billing period). Callbacks of one kind fire in registration order; one that throws is logged and passed to
+   * `onError`, and stops neither the others nor the call. There is no unregister. */
   onSessionStart(cb: (state: SessionStartState) => unknown): void {
     this.#callbacks.sessionStart.push(cb);
   }
@@ -249,7 +269,10 @@ export class Meter {
     return this.#admission.admit(await this.#users.load(userId), input, false) as GuardResult;
   }
 
-  /** guard() and, with pre_call_estimate, the estimated cost held against the limits in the same step. */
+  /**
+   * guard() and the call's reservation held against the limits in the same step: its estimate with
+   * `pre_call_estimate`, else the user's typical call of the model (an estimate on the first call).
+   */
   async reserve(userId: string, input: GuardInput = {}): Promise<Reservation> {
     const now = this.#reserveNow(userId, input);
     if (now) return now;
@@ -358,6 +381,7 @@ export class Meter {
     return currentUser();
   }
 
+  /** Counters of delivery (sent, dropped, rejected, held, busy answers) and whether the key is refused. */
   get stats(): MeterStats {
     const q = this.#queue;
     const stats: MeterStats = { queued: q.size, held: q.held, sent: q.sent, dropped: q.dropped, rejected: q.rejected, busy: q.busy, key_refused: this.#report.refusedKey !== undefined, users: this.#users.size };
