@@ -228,7 +228,10 @@ t("a job taken over from a claimant gone silent keeps its guards: that claimant'
 
 t("a team member's job left unfinished counts the team exactly when the member: cut off after the team part, then swept, then retried", async ({ stack, mongo }) => {
   const { api, productId } = await stack.newProduct();
-  const plan = (await api.post("/config/plans", { plans: [{ name: `open-${randomUUID()}`, limits: [{ name: "rpm", metric: "requests", max: 1000, window: "minute" }] }] })).body.plans[0];
+  // An hour's window, the test started well inside it: the sweep's wait (up to 30 s) never crosses its turn.
+  const plan = (await api.post("/config/plans", { plans: [{ name: `open-${randomUUID()}`, limits: [{ name: "rph", metric: "requests", max: 1000, window: "hour" }] }] })).body.plans[0];
+  const HOUR = 3_600_000;
+  if (Date.now() % HOUR > HOUR - 120_000) await new Promise((r) => setTimeout(r, HOUR - (Date.now() % HOUR) + 50));
   await api.post("/teams", { external_team_id: "crew", name: "Crew" });
   assert.is((await api.post("/teams/crew/subscription", { plan_id: plan.id })).status, 200);
   await api.post("/users", { external_user_id: "r2" });
@@ -251,10 +254,9 @@ t("a team member's job left unfinished counts the team exactly when the member: 
   await eventually(async () => (await db.collection("jobs").countDocuments({ _id: job as never })) === 0, 30_000, "the job to be closed");
   const team = async () => (await api.get("/teams/crew/usage")).body;
   assert.equal([(await team()).total_cost, (await team()).total_tokens], [8, 0], "the team once, however often its part ran");
-  const rpm = async () => (await api.get("/teams/crew/limits")).body.limits.find((d: { reason: string }) => d.reason === "team:limit:rpm");
-  const counted = await rpm();
-  // Within the same minute, the team's window counted each request once (a minute's turn may have passed).
-  if (counted.window_start === new Date(Math.floor(now.getTime() / 60_000) * 60_000).toISOString()) assert.is(counted.used, 4);
+  const counted = (await api.get("/teams/crew/limits")).body.limits.find((d: { reason: string }) => d.reason === "team:limit:rph");
+  // The team's window counted each request once.
+  assert.equal([counted.window_start, counted.used], [new Date(Math.floor(now.getTime() / HOUR) * HOUR).toISOString(), 4]);
   const retry = await api.post("/events/batch", docs.map((d) => ({ id: d.event_id, user_id: "r2", timestamp: now.toISOString(), cost_total: d.cost_total })));
   assert.equal(retry.body, { accepted: 0, duplicates: 4 });
   assert.equal([(await team()).total_cost, (await api.get("/users/r2/usage")).body.total_cost], [8, 8]);

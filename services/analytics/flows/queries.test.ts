@@ -10,6 +10,7 @@ import { replica, withReplicas, type Instance, type Replicas } from "../testing/
 import { add, pick, topUsers, zero, type Figures, type Source } from "../domain/rollup.ts";
 import { DAY_MS, lookback, previous } from "../domain/windows.ts";
 import { RollupStore, USERS_PER_CHUNK } from "../store/rollups.ts";
+import { rng } from "../../../test/support/random.ts";
 
 /**
  * The per-user queries (summary's active users, top users) read days' user columns from a
@@ -26,11 +27,6 @@ withReplicas(t, "analytics_queries");
 
 /** One analytics process: its own module and gRPC server over the shared test database. */
 const instance = (ctx: Replicas, opts: Partial<AnalyticsServiceOptions> = {}) => replica(ctx, { now: () => NOW, ...opts });
-
-/** A seeded pseudo-random generator, so that failures can be replayed. */
-function rng(seed: number) {
-  return () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
-}
 
 function fact(productId: string, daysAgo: number, userId: string, rand: () => number): UsageInit {
   return {

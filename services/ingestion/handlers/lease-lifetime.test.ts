@@ -8,7 +8,9 @@ import { productWithUser, withIngestion, type IngestionSuite } from "../testing/
 
 const t = suite<IngestionSuite>("a lease kept past its lifetime by its holder");
 const GRACE_MS = 200;
-withIngestion(t, { services: { ingestion: { leaseGraceMs: GRACE_MS } } });
+/** The service's clock, pinned by a test that steps it; the wall clock otherwise. */
+let pinned: number | undefined;
+withIngestion(t, { services: { ingestion: { leaseGraceMs: GRACE_MS, now: () => new Date(pinned ?? Date.now()) } } });
 
 const TTL_MS = 1_000;
 
@@ -45,14 +47,19 @@ t("the same for a window's slice", async ({ stack, ingestion }) => {
 t("a call's need refused renews nothing: what the holder keeps unused goes back when its lease lapses", async ({ stack, ingestion }) => {
   const { productId, userId } = await productWithUser(stack, { max_spend_per_period: 1 });
   const granted = Date.now();
-  assert.is((await ingestion.acquireLease({ productId, userId, holder: "h1", need: 0.6, want: 0.6, ttlMs: BigInt(TTL_MS) })).lease!.added, 0.6);
-  // Before the lease ends, a call needs more than is free (0.4): refused, the lease not renewed.
-  await new Promise((r) => setTimeout(r, Math.max(0, granted + TTL_MS - 300 - Date.now())));
-  assert.is((await ingestion.acquireLease({ productId, userId, holder: "h1", need: 0.5, want: 0.5, ttlMs: BigInt(TTL_MS) })).lease!.added, 0);
-  // Past the first lifetime and its grace, within the lifetime a renewal would have given.
-  await new Promise((r) => setTimeout(r, Math.max(0, granted + TTL_MS + GRACE_MS + 200 - Date.now())));
-  const other = await ingestion.acquireLease({ productId, userId, holder: "h2", need: 0.8, want: 0.8, ttlMs: BigInt(TTL_MS) });
-  assert.is(other.lease!.added, 0.8, "the first holder's unused 0.6 went back");
+  pinned = granted;
+  try {
+    assert.is((await ingestion.acquireLease({ productId, userId, holder: "h1", need: 0.6, want: 0.6, ttlMs: BigInt(TTL_MS) })).lease!.added, 0.6);
+    // Before the lease ends, a call needs more than is free (0.4): refused, the lease not renewed.
+    pinned = granted + TTL_MS - 300;
+    assert.is((await ingestion.acquireLease({ productId, userId, holder: "h1", need: 0.5, want: 0.5, ttlMs: BigInt(TTL_MS) })).lease!.added, 0);
+    // Past the first lifetime and its grace, within the lifetime a renewal would have given.
+    pinned = granted + TTL_MS + GRACE_MS + 200;
+    const other = await ingestion.acquireLease({ productId, userId, holder: "h2", need: 0.8, want: 0.8, ttlMs: BigInt(TTL_MS) });
+    assert.is(other.lease!.added, 0.8, "the first holder's unused 0.6 went back");
+  } finally {
+    pinned = undefined;
+  }
 });
 
 t.run();
