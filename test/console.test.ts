@@ -12,7 +12,7 @@ import { eventually } from "./support/eventually.ts";
 import { must } from "./support/rest.ts";
 
 // The browser formats as the viewer's locale and zone; the test fixes both to compare figures.
-const usd = (n: number) => new Intl.NumberFormat("en-US", { style: "currency", currency: "USD", minimumFractionDigits: 2, maximumFractionDigits: Math.abs(n) < 1 && n !== 0 ? 4 : 2 }).format(n);
+const usd = (n: number) => new Intl.NumberFormat("en-US", { style: "currency", currency: "USD", minimumFractionDigits: 2, maximumFractionDigits: 4 }).format(n);
 
 interface Ctx extends ConsoleSuite {
   receiver: Server;
@@ -549,6 +549,12 @@ t("API keys: list, create one shown once, and a revoked key returns to sign-in",
   const secret = (await page.getByLabel("Key console admin value").textContent())!;
   assert.match(secret, /^mk_/);
   await page.getByRole("table", { name: "API keys" }).getByRole("cell", { name: "console admin", exact: true }).waitFor();
+  // The key this console signed in with says so, and revoking it warns that it signs this browser out.
+  const mine = page.getByRole("table", { name: "API keys" }).getByRole("row").filter({ hasText: "this console's key" });
+  assert.is(await mine.count(), 1);
+  await mine.getByRole("button", { name: /^Revoke key/ }).click();
+  await mine.getByText("revoking it signs you out").waitFor();
+  await mine.getByRole("button", { name: "Keep" }).click();
   await check(ctx, "keys");
 
   // Sign in with the new key, revoke it through the API: the next request returns to sign-in.

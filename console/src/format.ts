@@ -1,11 +1,14 @@
-const money = new Intl.NumberFormat(undefined, { style: "currency", currency: "USD", minimumFractionDigits: 2, maximumFractionDigits: 2 });
-const smallMoney = new Intl.NumberFormat(undefined, { style: "currency", currency: "USD", minimumFractionDigits: 2, maximumFractionDigits: 4 });
+const money = new Intl.NumberFormat(undefined, { style: "currency", currency: "USD", minimumFractionDigits: 2, maximumFractionDigits: 4 });
 const integer = new Intl.NumberFormat(undefined, { maximumFractionDigits: 0 });
 const compact = new Intl.NumberFormat(undefined, { notation: "compact", maximumFractionDigits: 1 });
 const percent = new Intl.NumberFormat(undefined, { style: "percent", maximumFractionDigits: 1 });
 
-/** Dollars: cents, or up to four decimals below a dollar (model calls cost fractions of a cent). */
-export const fmtMoney = (n: number | null | undefined) => (n == null ? "—" : Math.abs(n) < 1 && n !== 0 ? smallMoney.format(n) : money.format(n));
+/**
+ * Spend summed for reading (totals, per model, per user): up to four decimals whatever the amount
+ * (model calls cost fractions of a cent), so one column reads alike. What a limit or a charge is
+ * compared with (caps, rates, gauges, a recorded event) is exact: fmtExactMoney.
+ */
+export const fmtMoney = (n: number | null | undefined) => (n == null ? "—" : money.format(n));
 // Credits are kept to the nano-dollar: shown whole, never rounded to a cent.
 const exactMoney = new Intl.NumberFormat(undefined, { style: "currency", currency: "USD", minimumFractionDigits: 2, maximumFractionDigits: 9 });
 const signedExactMoney = new Intl.NumberFormat(undefined, { style: "currency", currency: "USD", minimumFractionDigits: 2, maximumFractionDigits: 9, signDisplay: "exceptZero" });

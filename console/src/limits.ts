@@ -3,7 +3,7 @@
 // the service's refusal split per limit and field. Pure functions (no DOM), tested in
 // test/console-limits.test.ts.
 import type { LimitStatus, Metric, PlanLimit as AnsweredLimit, WindowKind } from "@meter/rules";
-import { fmtInt, fmtMoney, fmtTokens } from "./format.ts";
+import { fmtExactMoney, fmtInt, fmtTokens } from "./format.ts";
 
 /** One entry of a plan's `limits`, as the API answers it (null: not given; a null gate is the plan's). */
 export type PlanLimit = Required<AnsweredLimit>;
@@ -63,7 +63,7 @@ export function describeLimit(l: Pick<PlanLimit, "metric" | "max" | "window" | "
 }
 
 /** A figure of the metric as the bars show it: dollars, tokens (compact) or calls. */
-export const fmtMetric = (metric: Metric): ((n: number) => string) => (metric === "spend" ? fmtMoney : metric === "tokens" ? fmtTokens : fmtInt);
+export const fmtMetric = (metric: Metric): ((n: number) => string) => (metric === "spend" ? fmtExactMoney : metric === "tokens" ? fmtTokens : fmtInt);
 
 /** The prefix of a team plan's dimension (BUDGETS.md §4): team:total_spend, team:limit:<name>. */
 export const TEAM_REASON = "team:";

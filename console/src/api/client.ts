@@ -65,7 +65,8 @@ export async function answer<T>(call: Promise<{ data?: T; error?: unknown; respo
   try {
     result = await call;
   } catch {
-    throw new ApiError(0, "the service cannot be reached; retrying");
+    // Said of reads and of saves alike: a save is not sent again by itself, so no "retrying" here.
+    throw new ApiError(0, "the service cannot be reached; try again when it answers");
   }
   const { data, error, response } = result;
   if (response.ok) return { data: data as T, status: response.status };

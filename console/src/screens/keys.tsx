@@ -1,6 +1,6 @@
 import { useState } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { ApiError, api, ok, type ApiKey } from "../api/client.ts";
+import { ApiError, api, keyStore, ok, type ApiKey } from "../api/client.ts";
 import { keysRead } from "../api/reads.ts";
 import { Card, DataTable, ErrorState, Field, FormAlert, Query, Screen, SecretOnce, Submit, submitted, Time } from "../components.tsx";
 
@@ -14,7 +14,7 @@ export function KeysScreen() {
           {(d) => (
             <DataTable caption="API keys" columns={["Name", "Scope", "Prefix", "Created", "Last used", "Expires", { label: "Actions", hidden: true }]}>
               {d.keys.map((k) => (
-                <KeyRow key={k.id} k={k} />
+                <KeyRow key={k.id} k={k} lastAdmin={k.scope === "admin" && d.keys.filter((x) => x.scope === "admin").length === 1} />
               ))}
             </DataTable>
           )}
@@ -27,13 +27,17 @@ export function KeysScreen() {
   );
 }
 
-function KeyRow({ k }: { k: ApiKey }) {
+function KeyRow({ k, lastAdmin }: { k: ApiKey; lastAdmin: boolean }) {
   const [confirm, setConfirm] = useState(false);
+  // The key this console signed in with: revoking it signs this browser out at its next read.
+  const mine = keyStore.get()?.startsWith(k.prefix) ?? false;
   const queryClient = useQueryClient();
   const revoke = useMutation({ mutationFn: () => ok(api.DELETE("/api/v1/keys/{id}", { params: { path: { id: k.id } } })), onSuccess: () => queryClient.invalidateQueries({ queryKey: ["keys"] }) });
   return (
     <tr>
-      <td>{k.name}</td>
+      <td>
+        {k.name} {mine && <span className="badge muted-badge">this console's key</span>}
+      </td>
       <td>
         <span className={`badge ${k.scope === "admin" ? "warn" : "muted-badge"}`}>{k.scope}</span>
       </td>
@@ -46,13 +50,16 @@ function KeyRow({ k }: { k: ApiKey }) {
       <td>{k.last_used_at ? <Time iso={k.last_used_at} /> : "never"}</td>
       <td>{k.expires_at ? <Time iso={k.expires_at} /> : "never"}</td>
       <td>
-        {!confirm ? (
+        {lastAdmin ? (
+          <small className="muted">the last admin key: create another admin key to revoke it</small>
+        ) : !confirm ? (
           <button type="button" className="danger small" onClick={() => setConfirm(true)} aria-label={`Revoke key ${k.name}`}>
             Revoke…
           </button>
         ) : (
           <span className="confirm" role="group" aria-label={`Confirm revoking ${k.name}`}>
-            <button type="button" className="danger small" onClick={() => revoke.mutate()}>
+            {mine && <span>This console is signed in with this key: revoking it signs you out.</span>}
+            <button type="button" className="danger small" onClick={() => revoke.mutate()} autoFocus>
               Yes, revoke
             </button>{" "}
             <button type="button" className="secondary small" onClick={() => setConfirm(false)}>

@@ -4,7 +4,7 @@ import { Link } from "wouter";
 import { ApiError, type Plan } from "../api/client.ts";
 import { plansRead } from "../api/reads.ts";
 import { Card, Field, FormAlert, FormStatus, Submit, submitted } from "../components.tsx";
-import { atUtcMidnight, fmtMoney } from "../format.ts";
+import { atUtcMidnight, fmtExactMoney } from "../format.ts";
 
 export interface SubscriptionBody {
   plan_id: string;
@@ -93,7 +93,7 @@ export function SubscriptionForm({
               <option value="">Choose a plan…</option>
               {plans.data?.plans.map((x) => (
                 <option key={x.id} value={x.id}>
-                  {x.name} {x.max_spend_per_period == null ? "(no period cap)" : `(${fmtMoney(x.max_spend_per_period)} per period)`}
+                  {x.name} {x.max_spend_per_period == null ? "(no period cap)" : `(${fmtExactMoney(x.max_spend_per_period)} per period)`}
                 </option>
               ))}
             </select>

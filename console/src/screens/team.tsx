@@ -7,7 +7,7 @@ import { Card, DataTable, Facts, Field, FormAlert, InlineForm, ListQuery, num, P
 import { creditCapNote, drawsCredits } from "../credits.ts";
 import { DimensionBar, Reset, untilResetRefetch, useNow } from "../dimension-bars.tsx";
 import { usePaging, useUrlState } from "../url-state.ts";
-import { fmtInt, fmtMoney } from "../format.ts";
+import { fmtExactMoney, fmtInt, fmtMoney } from "../format.ts";
 import { blockingIndex, describeLimit, dimensionLabel, fmtMetric, type Dimension } from "../limits.ts";
 import { SubscriptionForm } from "./subscription-form.tsx";
 import { UsageByModel } from "./usage-by-model.tsx";
@@ -122,7 +122,7 @@ function useTeamCaps(planName: string | null): string[] | undefined {
   const plan = planName === null ? undefined : plans.data?.plans.find((x) => x.name === planName);
   if (!plan) return undefined;
   return [
-    ...(plan.max_spend_per_period == null ? [] : [`${fmtMoney(plan.max_spend_per_period)} a billing period for the team`]),
+    ...(plan.max_spend_per_period == null ? [] : [`${fmtExactMoney(plan.max_spend_per_period)} a billing period for the team`]),
     ...Object.entries(plan.model_limits).map(([m, l]) => `${fmtInt(l.max_tokens_per_period)} ${m} tokens a billing period for the team`),
     ...plan.limits.map((l) => `${l.name}: ${describeLimit(l)} ${l.scope === "member" ? "for each member" : "for the team"}`),
   ];

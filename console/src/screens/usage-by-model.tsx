@@ -14,6 +14,22 @@ function pastMonths(n: number): string[] {
   });
 }
 
+const NO_MODEL = "(no model)";
+const nanos = (dollars: number) => Math.round(dollars * 1e9);
+
+/**
+ * The rows of the usage by model: each model's, and what the totals hold beyond them (events
+ * recorded without a model: manual events with a cost), so that the rows add up to the totals.
+ */
+function byModel(u: Usage): { label: string; model: boolean; cost: number; tokens: number }[] {
+  const rows = Object.keys({ ...u.cost_by_model, ...u.tokens_by_model }).map((m) => ({ label: m, model: true, cost: u.cost_by_model[m] ?? 0, tokens: u.tokens_by_model[m] ?? 0 }));
+  // Summed in nano-dollars, the service's unit: a float sum would leave a stray fraction of a cent.
+  const cost = (nanos(u.total_cost) - rows.reduce((a, r) => a + nanos(r.cost), 0)) / 1e9;
+  const tokens = u.total_tokens - rows.reduce((a, r) => a + r.tokens, 0);
+  if (cost > 0 || tokens > 0) rows.push({ label: NO_MODEL, model: false, cost: Math.max(0, cost), tokens: Math.max(0, tokens) });
+  return rows;
+}
+
 /** A user's or a team's usage (GET …/usage, one shape for both) by model, in the period chosen (kept in the URL). */
 export function UsageByModel({ read, empty }: { read: (period: string) => Read<Usage>; empty: ReactNode }) {
   const [params, set] = useUrlState();
@@ -37,7 +53,7 @@ export function UsageByModel({ read, empty }: { read: (period: string) => Read<U
     >
       <Query q={usage} label="Loading usage">
         {(u) => {
-          const models = Object.keys({ ...u.cost_by_model, ...u.tokens_by_model });
+          const rows = byModel(u);
           return (
             <>
               <div className="cards compact">
@@ -54,17 +70,17 @@ export function UsageByModel({ read, empty }: { read: (period: string) => Read<U
                   <strong>{fmtInt(u.tool_calls_count)}</strong>
                 </div>
               </div>
-              {models.length === 0 ? (
+              {rows.length === 0 ? (
                 <Empty>{empty}</Empty>
               ) : (
                 <>
-                  <BarList title="Cost per model" rows={models.map((m) => ({ label: m, value: u.cost_by_model[m] ?? 0, text: fmtMoney(u.cost_by_model[m] ?? 0) }))} />
+                  <BarList title="Cost per model" rows={rows.map((r) => ({ label: r.label, value: r.cost, text: fmtMoney(r.cost) }))} />
                   <DataTable caption="Usage per model" columns={["Model", num("Cost"), num("Tokens")]}>
-                    {models.map((m) => (
-                      <tr key={m}>
-                        <td>{m}</td>
-                        <td className="num">{fmtMoney(u.cost_by_model[m] ?? 0)}</td>
-                        <td className="num">{fmtInt(u.tokens_by_model[m] ?? 0)}</td>
+                    {rows.map((r) => (
+                      <tr key={r.label}>
+                        <td title={r.model ? undefined : "events recorded without a model (manual events with a cost)"}>{r.label}</td>
+                        <td className="num">{fmtMoney(r.cost)}</td>
+                        <td className="num">{fmtInt(r.tokens)}</td>
                       </tr>
                     ))}
                   </DataTable>

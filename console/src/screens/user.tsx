@@ -5,7 +5,7 @@ import { metricOfReason } from "@meter/rules";
 import { ApiError, api, ok, type GateEvent, type Session } from "../api/client.ts";
 import { gateEventsFilter, gateEventsRead, lastSessionSpendRead, limitsRead, sessionRead, userRead, userUsageRead } from "../api/reads.ts";
 import { Card, DataTable, Facts, Field, FormAlert, FormStatus, Gauge, InlineForm, ListQuery, num, PerPage, Period, Query, QuickStart, Screen, Submit, submitted, Time } from "../components.tsx";
-import { fmtInt, fmtMoney, fmtPct } from "../format.ts";
+import { fmtExactMoney, fmtInt, fmtPct } from "../format.ts";
 import { creditCapNote, drawsCredits } from "../credits.ts";
 import { blockingIndex, dimensionLabel, TEAM_REASON } from "../limits.ts";
 import { DimensionBar, Reset, untilResetRefetch, useNow } from "../dimension-bars.tsx";
@@ -19,6 +19,9 @@ const p = (id: string) => ({ path: { user_id: id } });
 export function UserScreen({ id }: { id: string }) {
   const user = useQuery(userRead(id));
   const session = useQuery(sessionRead(id));
+  // The other cards read beside the user (a screen waits for no chain of reads); a user that does
+  // not exist shows its one not-found state, not one per card and forms that would fail.
+  const missing = user.error instanceof ApiError && user.error.status === 404;
   return (
     <Screen title={id} crumbs={<Link href="/users">Users</Link>}>
       <Query q={user} label="Loading user">
@@ -50,20 +53,24 @@ export function UserScreen({ id }: { id: string }) {
           </div>
         )}
       </Query>
-      <UserCredits id={id} draws={session.data ? drawsCredits(session.data.plan_id ? session.data.plan_config : null) : undefined} />
-      <UsageByModel
-        read={(period) => userUsageRead(id, period)}
-        empty={
-          <>
-            No usage in this period. Record a manual event below, or send usage from your product; see the <QuickStart />.
-          </>
-        }
-      />
-      <GateEvents id={id} />
-      <div className="grid-2">
-        <Subscription id={id} session={session.data} billing={user.data?.billing_subscription_id} />
-        <ManualEvent id={id} />
-      </div>
+      {!missing && (
+        <>
+          <UserCredits id={id} draws={session.data ? drawsCredits(session.data.plan_id ? session.data.plan_config : null) : undefined} />
+          <UsageByModel
+            read={(period) => userUsageRead(id, period)}
+            empty={
+              <>
+                No usage in this period. Record a manual event below, or send usage from your product; see the <QuickStart />.
+              </>
+            }
+          />
+          <GateEvents id={id} />
+          <div className="grid-2">
+            <Subscription id={id} session={session.data} billing={user.data?.billing_subscription_id} />
+            <ManualEvent id={id} />
+          </div>
+        </>
+      )}
     </Screen>
   );
 }
@@ -88,7 +95,7 @@ function Limits({ id, session }: { id: string; session: Session }) {
             ) : (
               dims.length > 0 && <p className="muted blocking-summary">No limit blocks calls.</p>
             )}
-            {!dims.some((d) => d.reason === "total_spend") && <Gauge label={session.team ? "Own period spend" : "Period spend"} value={session.current_usage.period_cost} limit={null} soft={c.soft_gate_at} hard={c.hard_gate_at} format={fmtMoney} />}
+            {!dims.some((d) => d.reason === "total_spend") && <Gauge label={session.team ? "Own period spend" : "Period spend"} value={session.current_usage.period_cost} limit={null} soft={c.soft_gate_at} hard={c.hard_gate_at} format={fmtExactMoney} />}
             {dims.map((d, i) => (
               <DimensionBar
                 key={d.reason}
@@ -118,7 +125,7 @@ function GateEvents({ id }: { id: string }) {
   const valueOverLimit = (e: GateEvent) => {
     // A dimension the user no longer has (a former plan's, team's): the unit its reason names; a window limit's is not in its name, so plain figures.
     const metric = dims.data?.limits.find((d) => d.reason === e.gate_reason)?.metric ?? metricOfReason(e.gate_reason);
-    const fmt = metric === "spend" ? fmtMoney : metric === undefined ? fmtPlain : fmtInt;
+    const fmt = metric === "spend" ? fmtExactMoney : metric === undefined ? fmtPlain : fmtInt;
     return `${fmt(e.current_value)} / ${fmt(e.limit_value)}`;
   };
   const change = (patch: Record<string, string | null>) => set({ ...patch, ...paging.reset });
@@ -275,7 +282,7 @@ function ManualEvent({ id }: { id: string }) {
           {(fid, d) => <input id={fid} aria-describedby={d} value={form.description} onChange={(e) => setForm({ ...form, description: e.target.value })} />}
         </Field>
         {err && !err.issues.length && <FormAlert>{err.message}</FormAlert>}
-        {record.isSuccess && <FormStatus>Recorded {record.data.id}: {fmtMoney(record.data.cost)}.</FormStatus>}
+        {record.isSuccess && <FormStatus>Recorded {record.data.id}: {fmtExactMoney(record.data.cost)}.</FormStatus>}
         <Submit busy={record.isPending} busyLabel="Recording…">
           Record event
         </Submit>

@@ -25,7 +25,7 @@ export function WebhooksScreen({ selected }: { selected?: string }) {
                     <span className="url">{e.url}</span>
                   </Link>
                   <span className={`badge ${e.enabled ? "good" : "muted-badge"}`}>{e.enabled ? "enabled" : "disabled"}</span>
-                  <small className="muted">{e.description ?? `${e.subscribed_events.length} event types`}</small>
+                  <small className="muted">{e.description ?? `${e.subscribed_events.length} event ${e.subscribed_events.length === 1 ? "type" : "types"}`}</small>
                 </li>
               ))}
             </ul>
@@ -65,7 +65,10 @@ function CreateEndpoint() {
     },
   });
   const err = create.error instanceof ApiError ? create.error : null;
-  const issue = (f: string) => err?.issues.filter((i) => i.path.startsWith(`/${f}`)).map((i) => i.message).join("; ") || undefined;
+  // A 400 without issues names its field first ("subscribed_events must …"); the others are the URL's ("url …", "host … does not resolve").
+  const refusal = err && !err.issues.length ? err.message : undefined;
+  const about = (f: string) => (refusal?.startsWith(f) ? refusal : undefined);
+  const issue = (f: string) => err?.issues.filter((i) => i.path.startsWith(`/${f}`)).map((i) => i.message).join("; ") || about(f);
   const submit = submitted(() => {
     setSecret(null);
     create.mutate();
@@ -74,7 +77,7 @@ function CreateEndpoint() {
     <Card title="Add an endpoint">
       {secret && <SecretOnce title={`Signing secret of ${secret.url}`} secret={secret.secret} warning="Shown once here; you can reveal it again later from the endpoint. Verify every delivery's X-Service-Signature with it." />}
       <form onSubmit={submit} noValidate className="stack" aria-label="Add an endpoint">
-        <Field label="URL" error={issue("url") ?? (err && !err.issues.length ? err.message : undefined)}>
+        <Field label="URL" error={issue("url") ?? (refusal && !about("subscribed_events") && !about("description") ? refusal : undefined)}>
           {(id, d) => <input id={id} aria-describedby={d} type="url" placeholder="https://example.com/hooks/meter" value={form.url} onChange={(e) => setForm({ ...form, url: e.target.value })} />}
         </Field>
         <Field label="Description (optional)" error={issue("description")}>
@@ -172,7 +175,7 @@ function EndpointDetail({ endpoint }: { endpoint: Endpoint }) {
         </div>
         {test.data && (
           <p role="status" className={test.data.success ? "ok-text" : "field-error"}>
-            Test {test.data.success ? "succeeded" : "failed"}: status {test.data.status_code || "no answer"} in {test.data.response_time_ms} ms.
+            Test {test.data.success ? "succeeded" : "failed"}: {test.data.status_code ? `status ${test.data.status_code}` : "no answer"} in {test.data.response_time_ms} ms.
           </p>
         )}
         {test.error && <ErrorState error={test.error} />}
@@ -234,7 +237,7 @@ function Deliveries({ id }: { id: string }) {
         </Field>
       }
     >
-      <ListQuery q={deliveries} label="Loading deliveries" items={(page) => page.deliveries} pages={{ paging, next: (page) => page.next_cursor, order: "newest first" }} empty={<>No deliveries{status ? ` with status ${status}` : ""}. Send a test event to see one here.</>}>
+      <ListQuery q={deliveries} label="Loading deliveries" items={(page) => page.deliveries} pages={{ paging, next: (page) => page.next_cursor, order: "newest first" }} empty={<>No deliveries{status ? ` with status ${status}` : ""}. Each event the endpoint subscribes to is logged here when sent; a test event is answered at once and not logged.</>}>
         {(list, page) => (
           <DataTable caption="Deliveries, newest first" columns={["Created", "Event", "Status", num("Code"), num("Attempt"), "Completed"]} paging={paging} next={page.next_cursor}>
             {list.map((d) => (
