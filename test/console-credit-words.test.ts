@@ -8,7 +8,8 @@ import { fmtExactMoney, fmtMoney, fmtSignedMoney } from "../console/src/format.t
 test("credits are shown to the nano-dollar, never rounded to a cent", () => {
   assert.is(fmtExactMoney(5), "$5.00");
   assert.is(fmtExactMoney(4.499876543), "$4.499876543");
-  assert.is(fmtMoney(4.499876543), "$4.50", "the usual money format rounds: credits must not use it");
+  assert.is(fmtMoney(4.499876543), "$4.4999", "the format of summed spend rounds: credits must not use it");
+  assert.equal([fmtMoney(4.4943251), fmtMoney(0.9805), fmtMoney(2.5)], ["$4.4943", "$0.9805", "$2.50"], "four decimals at most whatever the amount");
   assert.is(fmtExactMoney(0.1 + 0.2), "$0.30", "a float's noise below the nano-dollar is not shown");
   assert.is(fmtExactMoney(1_000_000_000), "$1,000,000,000.00");
   assert.is(fmtExactMoney(-0.000000001), "-$0.000000001");

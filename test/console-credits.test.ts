@@ -88,6 +88,10 @@ t("credits granted after a confirmation: the balance, the grants and the period 
   let posts = 0;
   const count = (r: { url(): string; method(): string }) => void (r.method() === "POST" && r.url().endsWith(`/users/${USER}/credits`) && posts++);
   page.on("request", count);
+  // No amount: said beside the field, and no question asked.
+  await form.getByRole("button", { name: "Grant credits…" }).click();
+  assert.match(await fieldError(page, form.getByLabel("Amount ($)")), /an amount in dollars, more than 0/);
+  assert.is(await form.getByRole("group", { name: "Confirm the grant" }).count(), 0);
   await form.getByLabel("Amount ($)").fill("5");
   await form.getByLabel("Kind").selectOption("promotional");
   await form.getByLabel("Priority").fill("10");
@@ -129,10 +133,10 @@ t("credits granted after a confirmation: the balance, the grants and the period 
   const refusal = await ctx.api.post(`/users/${USER}/credits`, { id: "pay_123", amount: 3 });
   assert.is(refusal.status, 409);
   await form.getByRole("alert").getByText(`The API refused the grant (409): ${refusal.body.detail}`).waitFor();
-  // An amount that is not one: beside its field.
+  // An amount the API refuses (past its $1,000,000 a grant): beside its field.
   ctx.allowedStatuses = new Set([400, 422]);
   await id.fill(randomUUID());
-  await form.getByLabel("Amount ($)").fill("-1");
+  await form.getByLabel("Amount ($)").fill("2000000");
   await form.getByRole("button", { name: "Grant credits…" }).click();
   await confirm.getByRole("button", { name: "Yes, grant" }).click();
   await markedInvalid(form.getByLabel("Amount ($)"), "the amount marked invalid");
@@ -237,7 +241,11 @@ t("a manual event beyond the allowance moves the balance on the page at once", a
   await credits.getByText("$4.339999877", { exact: true }).waitFor();
   const form = page.getByRole("form", { name: "Record a manual event" });
   await form.getByLabel("Cost in dollars (optional)").fill("0.5");
-  await form.getByRole("button", { name: "Record event" }).click();
+  await form.getByRole("button", { name: "Record event…" }).click();
+  // A charge counts at once: asked first, with what it charges.
+  const confirm = form.getByRole("group", { name: "Confirm the manual event" });
+  await confirm.getByText(`Record a charge of $0.50 for ${USER}?`, { exact: false }).waitFor();
+  await confirm.getByRole("button", { name: "Yes, record" }).click();
   await form.getByText(/^Recorded evt_/).waitFor();
   // No reload: the event's answer makes the credits stale with the bars.
   await credits.getByText("$3.839999877", { exact: true }).waitFor({ timeout: 10_000 });

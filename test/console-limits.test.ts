@@ -90,7 +90,7 @@ test("the service's 400 lands on the limit and field it names", () => {
     [],
   );
   assert.equal(p.rows, {
-    1: { name: "duplicate of limits[0]; names are unique in a plan" },
+    1: { name: "duplicate of limit 1; names are unique in a plan" },
     2: { duration_minutes: "only a rolling window takes duration_minutes" },
   });
   assert.is(p.time_zone, '"Mars/Base" is not an IANA time zone name (e.g. "America/New_York", "UTC")');

@@ -194,13 +194,27 @@ t("a plan's 422 shows beside its field, then the plan is created and edited", as
   await form.getByLabel("Name").fill("team");
   await form.getByLabel("Max spend per period ($)").fill("5");
   await form.getByLabel("Soft gate at (fraction)").fill("1.5");
-  await form.getByLabel("Cost rates per 1K tokens (JSON)").fill('{"gpt-4.1": {"input": 0.002, "output": 0.008}}');
+  // JSON that does not parse is said beside its field before anything is sent.
+  const rates = form.getByLabel("Cost rates per 1K tokens (JSON)");
+  await rates.fill('{"gpt-4.1": {"input": 0.002');
+  await form.getByRole("button", { name: "Create plan" }).click();
+  await markedInvalid(rates, "the cost rates field marked invalid");
+  assert.match(await fieldError(page, rates), /not valid JSON/);
+  await rates.fill('{"gpt-4.1": {"input": 0.002, "output": 0.008}}');
   await form.getByRole("button", { name: "Create plan" }).click();
   // The message sits in the soft gate field itself (its description), not in a banner alone.
   const soft = form.getByLabel("Soft gate at (fraction)");
   await markedInvalid(soft, "the soft gate field marked invalid");
   assert.match(await fieldError(page, soft), /1/);
   await check(ctx, "plans-422");
+  // A soft gate above the hard gate: the service's 400 names the soft gate first, and lands there.
+  ctx.allowedStatuses = new Set([400]);
+  await soft.fill("0.9");
+  await form.getByLabel("Hard gate at (fraction)").fill("0.5");
+  await form.getByRole("button", { name: "Create plan" }).click();
+  await page.getByText("fix the fields marked above").waitFor();
+  assert.match(await fieldError(page, soft), /must not exceed/);
+  await form.getByLabel("Hard gate at (fraction)").fill("1");
   ctx.allowedStatuses = new Set();
   await soft.fill("0.8");
   await form.getByRole("button", { name: "Create plan" }).click();
@@ -263,9 +277,9 @@ t("a plan's windows through the form: refused with the service's word beside the
   await markedInvalid(secondName, "the second limit's name marked invalid");
   page.off("request", count);
   assert.is(sent, 1);
-  assert.match(await fieldError(page, secondName), /duplicate of limits\[0\]/);
+  assert.match(await fieldError(page, secondName), /duplicate of limit 1\b/);
   assert.is(await form.getByRole("group", { name: "Limit 1" }).getByLabel("Name").getAttribute("aria-invalid"), "false");
-  await form.getByRole("alert").filter({ hasText: 'limits[1] ("daily").name' }).waitFor();
+  await form.getByRole("alert").filter({ hasText: "fix the fields marked above" }).waitFor();
   await check(ctx, "plan-windows-refused");
   ctx.allowedStatuses = new Set();
   await secondName.fill("five-hour");

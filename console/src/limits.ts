@@ -154,8 +154,12 @@ export interface LimitProblems {
   other: string[];
 }
 
+/** The service counts limits from 0 (`limits[0]`); the form's rows are "Limit 1", "Limit 2". */
+const inRowWords = (message: string) => message.replace(/limits\[(\d+)\]/g, (_, i: string) => `limit ${Number(i) + 1}`);
+
 const add = (to: Partial<Record<string, string>>, key: string, message: string) => {
-  to[key] = to[key] ? `${to[key]}; ${message}` : message;
+  const said = inRowWords(message);
+  to[key] = to[key] ? `${to[key]}; ${said}` : said;
 };
 
 /**

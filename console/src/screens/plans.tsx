@@ -41,6 +41,28 @@ const toForm = (p: Plan): PlanForm =>
     }),
   ) as PlanForm;
 
+/** What the form can tell before sending: a name left empty, JSON that does not parse (sent, it came back as "must be object"). */
+function localProblems(form: PlanForm, changed: (k: keyof PlanForm) => boolean): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (changed("name") && form.name.trim() === "") out.name = "Required: a name unique within the product.";
+  for (const k of JSON_FIELDS) {
+    const t = form[k as keyof PlanForm].trim();
+    if (!changed(k as keyof PlanForm) || t === "") continue;
+    try {
+      JSON.parse(t);
+    } catch (e) {
+      out[k] = `not valid JSON (${(e as Error).message})`;
+    }
+  }
+  return out;
+}
+
+/** A plan-level refusal's field (`plans[0].soft_gate_at (0.9) must not exceed …`, `credits_low_at must …`), when the form has it. */
+function refusedField(problem: string): keyof PlanForm | undefined {
+  const m = /^(?:plans\[\d+\]\.)?([a-z_]+)\b/.exec(problem);
+  return m && m[1]! in DEFAULTS ? (m[1] as keyof PlanForm) : undefined;
+}
+
 /** A field's text as the API's value; text that is not a number or JSON goes as is, for the API to refuse beside its field. */
 function parse(key: string, text: string): unknown {
   const t = text.trim();
@@ -234,9 +256,17 @@ function PlanEditor({ plan, onDone }: { plan?: Plan; onDone: () => void }) {
     },
   });
   const err = save.error instanceof ApiError ? save.error : null;
-  const issues = err ? issuesByField(err.issues) : {};
-  // The service names the limit and field it refuses (`limits[1] ("daily").duration_minutes: …`): each lands beside its field.
+  // The service names the limit and field it refuses (`limits[1] ("daily").duration_minutes: …`): each lands beside its field,
+  // and so does a plan field it names first (`plans[0].soft_gate_at (0.9) must not exceed …`).
   const refused = err ? limitProblems(err.message, err.issues) : { rows: {}, other: [] };
+  const [local, setLocal] = useState<Record<string, string>>({});
+  const issues: Record<string, string> = { ...(err ? issuesByField(err.issues) : {}), ...local };
+  const unplaced: string[] = [];
+  for (const problem of err && !err.issues.length ? refused.other : []) {
+    const field = refusedField(problem);
+    if (field) issues[field] = issues[field] ? `${issues[field]}; ${problem}` : problem;
+    else unplaced.push(problem);
+  }
   const zoneProblem = zoneChecked && !isTimeZone(zone.trim()) ? `"${zone.trim()}" is not a time zone: pick an IANA name such as Europe/Paris or America/New_York.` : refused.time_zone;
   const text = (k: keyof PlanForm, label: string, hint: string, type: "text" | "number" | "json" = "number") => (
     <Field label={label} error={issues[k]} hint={hint}>
@@ -256,6 +286,9 @@ function PlanEditor({ plan, onDone }: { plan?: Plan; onDone: () => void }) {
   };
   const submit = submitted(() => {
     setZoneChecked(true);
+    const problems = localProblems(form, (k) => !plan || form[k] !== original[k]);
+    setLocal(problems);
+    if (Object.keys(problems).length > 0) return save.reset();
     if (isTimeZone(zone.trim())) save.mutate();
   });
   return (
@@ -292,7 +325,9 @@ function PlanEditor({ plan, onDone }: { plan?: Plan; onDone: () => void }) {
           {text("credits_low_at", "Credits low below ($)", "Default: empty = never. credits.low fires once when the balance falls below it.")}
         </div>
         <LimitsEditor rows={rows} onChange={editRows} refused={refused.rows} zone={zone} onZone={setZone} zoneProblem={zoneProblem} />
-        {err && !err.issues.length && <FormAlert>{err.status === 409 ? `A plan named ${form.name} exists already.` : `The API refused the plan (${err.status}): ${err.message}`}</FormAlert>}
+        {err && !err.issues.length && (
+          <FormAlert>{err.status === 409 ? `A plan named ${form.name} exists already.` : `The API refused the plan (${err.status}): ${unplaced.join("; ") || "fix the fields marked above."}`}</FormAlert>
+        )}
         {err && err.issues.length > 0 && (
           <FormAlert>
             The API refused the plan ({err.status}): {unplacedIssues(err.issues) || "fix the fields marked above."}

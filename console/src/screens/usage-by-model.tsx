@@ -5,6 +5,7 @@ import { usagePeriod, type Read } from "../api/reads.ts";
 import { BarList, Card, DataTable, Empty, Field, num, Options, Query } from "../components.tsx";
 import { fmtInt, fmtMoney, fmtTokens } from "../format.ts";
 import { useUrlState } from "../url-state.ts";
+import { byModel } from "../usage-rows.ts";
 
 function pastMonths(n: number): string[] {
   const now = new Date();
@@ -12,22 +13,6 @@ function pastMonths(n: number): string[] {
     const d = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - i - 1, 1));
     return d.toISOString().slice(0, 7);
   });
-}
-
-const NO_MODEL = "(no model)";
-const nanos = (dollars: number) => Math.round(dollars * 1e9);
-
-/**
- * The rows of the usage by model: each model's, and what the totals hold beyond them (events
- * recorded without a model: manual events with a cost), so that the rows add up to the totals.
- */
-function byModel(u: Usage): { label: string; model: boolean; cost: number; tokens: number }[] {
-  const rows = Object.keys({ ...u.cost_by_model, ...u.tokens_by_model }).map((m) => ({ label: m, model: true, cost: u.cost_by_model[m] ?? 0, tokens: u.tokens_by_model[m] ?? 0 }));
-  // Summed in nano-dollars, the service's unit: a float sum would leave a stray fraction of a cent.
-  const cost = (nanos(u.total_cost) - rows.reduce((a, r) => a + nanos(r.cost), 0)) / 1e9;
-  const tokens = u.total_tokens - rows.reduce((a, r) => a + r.tokens, 0);
-  if (cost > 0 || tokens > 0) rows.push({ label: NO_MODEL, model: false, cost: Math.max(0, cost), tokens: Math.max(0, tokens) });
-  return rows;
 }
 
 /** A user's or a team's usage (GET …/usage, one shape for both) by model, in the period chosen (kept in the URL). */

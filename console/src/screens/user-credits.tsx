@@ -206,15 +206,25 @@ function GrantCredits({ owner }: { owner: CreditOwner }) {
     onSettled: () => setConfirming(false),
   });
   const err = grant.error instanceof ApiError ? grant.error : null;
+  // An amount that is no number above 0 is said before the question is asked: "Grant \"\" of paid credits?" asked nothing.
+  const [amountProblem, setAmountProblem] = useState<string | undefined>();
   const issue = (f: string) =>
-    err?.issues
+    (f === "amount" ? amountProblem : undefined) ??
+    (err?.issues
       .filter((i) => i.path === `/${f}` || i.path.startsWith(`/${f}/`))
       .map((i) => i.message)
-      .join("; ") || undefined;
+      .join("; ") ||
+      undefined);
   // Editing after the question was asked takes the question back: what is confirmed is what is sent.
   const edit = (patch: Partial<GrantForm>) => {
     setConfirming(false);
+    if ("amount" in patch) setAmountProblem(undefined);
     setForm({ ...form, ...patch });
+  };
+  const ask = () => {
+    const amount = Number(form.amount.trim());
+    if (form.amount.trim() === "" || !Number.isFinite(amount) || amount <= 0) return setAmountProblem("Required: an amount in dollars, more than 0 (e.g. 20 or 4.99).");
+    setConfirming(true);
   };
   const input = (k: "id" | "amount" | "priority" | "description", label: string, hint?: string, inputMode?: "decimal" | "numeric") => (
     <Field label={label} error={issue(k)} hint={hint}>
@@ -228,7 +238,7 @@ function GrantCredits({ owner }: { owner: CreditOwner }) {
   );
   return (
     <Card title="Grant credits">
-      <form className="stack" noValidate aria-label="Grant credits" onSubmit={submitted(() => (confirming ? grant.mutate(form) : setConfirming(true)))}>
+      <form className="stack" noValidate aria-label="Grant credits" onSubmit={submitted(() => (confirming ? grant.mutate(form) : ask()))}>
         {input("id", "Grant id", "A fresh id; use the payment's id instead, so that a retried top-up is granted once.")}
         <div className="row top">
           {input("amount", "Amount ($)", undefined, "decimal")}

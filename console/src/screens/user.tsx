@@ -225,8 +225,23 @@ const MOVED_BY_USAGE = [
   "top-teams",
 ];
 
+/** What recording the manual event will charge, asked before it is sent: it counts at once (limits, credits, webhooks). */
+function describeCharge(id: string, f: { cost: string; model: string; input_tokens: string; output_tokens: string }): string {
+  const what =
+    f.cost !== ""
+      ? `a charge of ${fmtExactMoney(Number(f.cost))}${f.model ? ` (model ${f.model})` : ""}`
+      : `${fmtInt(Number(f.input_tokens) || 0)} input and ${fmtInt(Number(f.output_tokens) || 0)} output tokens of ${f.model || "no model"}, priced by the plan's rates`;
+  return `Record ${what} for ${id}? It counts toward the user's limits at once, and may draw credits and send webhooks.`;
+}
+
 function ManualEvent({ id }: { id: string }) {
-  const [form, setForm] = useState({ cost: "", model: "", input_tokens: "", output_tokens: "", description: "" });
+  const [form, setFormState] = useState({ cost: "", model: "", input_tokens: "", output_tokens: "", description: "" });
+  const [confirming, setConfirming] = useState(false);
+  // Editing after the question was asked takes it back: what is confirmed is what is sent.
+  const setForm = (next: typeof form) => {
+    setConfirming(false);
+    setFormState(next);
+  };
   const queryClient = useQueryClient();
   const record = useMutation({
     mutationFn: () =>
@@ -249,6 +264,7 @@ function ManualEvent({ id }: { id: string }) {
       for (const k of MOVED_BY_USAGE) queryClient.invalidateQueries({ queryKey: [k] });
       setForm({ cost: "", model: "", input_tokens: "", output_tokens: "", description: "" });
     },
+    onSettled: () => setConfirming(false),
   });
   const err = record.error instanceof ApiError ? record.error : null;
   const issue = (f: string) => err?.issues.find((i) => i.path === `/${f}`)?.message;
@@ -257,9 +273,7 @@ function ManualEvent({ id }: { id: string }) {
       <form
         className="stack"
         aria-label="Record a manual event"
-        onSubmit={submitted(() => {
-          record.mutate();
-        })}
+        onSubmit={submitted(() => (confirming ? record.mutate() : setConfirming(true)))}
       >
         <div className="row">
           <Field label="Cost in dollars (optional)" error={issue("cost")}>
@@ -283,9 +297,23 @@ function ManualEvent({ id }: { id: string }) {
         </Field>
         {err && !err.issues.length && <FormAlert>{err.message}</FormAlert>}
         {record.isSuccess && <FormStatus>Recorded {record.data.id}: {fmtExactMoney(record.data.cost)}.</FormStatus>}
-        <Submit busy={record.isPending} busyLabel="Recording…">
-          Record event
-        </Submit>
+        {confirming ? (
+          <div className="confirm-box" role="group" aria-label="Confirm the manual event">
+            <p>{describeCharge(id, form)}</p>
+            <div className="confirm">
+              <Submit busy={record.isPending} busyLabel="Recording…">
+                Yes, record
+              </Submit>
+              <button type="button" className="secondary" onClick={() => setConfirming(false)}>
+                Back to the form
+              </button>
+            </div>
+          </div>
+        ) : (
+          <Submit busy={record.isPending} busyLabel="Recording…">
+            Record event…
+          </Submit>
+        )}
       </form>
     </Card>
   );

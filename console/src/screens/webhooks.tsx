@@ -105,6 +105,11 @@ function EndpointDetail({ endpoint }: { endpoint: Endpoint }) {
     mutationFn: (body: { url?: string; description?: string | null; subscribed_events?: WebhookEventType[]; enabled?: boolean }) => ok(api.PATCH("/api/v1/webhooks/endpoints/{id}", { ...ep(endpoint.id), body })),
     onSuccess: refresh,
   });
+  // Apart from the edit form's save: turning deliveries off is no edit of the form, and says so where it was asked.
+  const toggle = useMutation({
+    mutationFn: (enabled: boolean) => ok(api.PATCH("/api/v1/webhooks/endpoints/{id}", { ...ep(endpoint.id), body: { enabled } })),
+    onSuccess: refresh,
+  });
   const reveal = useMutation({ mutationFn: () => ok(api.GET("/api/v1/webhooks/endpoints/{id}/secret", ep(endpoint.id))), onSuccess: (s) => setSecret(s.secret) });
   const rotate = useMutation({
     mutationFn: () => ok(api.POST("/api/v1/webhooks/endpoints/{id}/rotate-secret", ep(endpoint.id))),
@@ -130,10 +135,11 @@ function EndpointDetail({ endpoint }: { endpoint: Endpoint }) {
     <div className="grid-2">
       <Card title={`Endpoint ${endpoint.url}`}>
         <p className="muted">
-          Created <Time iso={endpoint.created_at} />
+          <span className={`badge ${endpoint.enabled ? "good" : "muted-badge"}`}>{endpoint.enabled ? "enabled" : "disabled"}</span>{" "}
+          {endpoint.enabled ? "Subscribed events are delivered." : "Nothing is delivered until it is enabled again."} Created <Time iso={endpoint.created_at} />
         </p>
         <div className="row wrap">
-          <button type="button" className="secondary" onClick={() => update.mutate({ enabled: !endpoint.enabled })} disabled={update.isPending}>
+          <button type="button" className="secondary" onClick={() => toggle.mutate(!endpoint.enabled)} disabled={toggle.isPending}>
             {endpoint.enabled ? "Disable" : "Enable"}
           </button>
           <button type="button" className="secondary" onClick={() => test.mutate()} disabled={test.isPending}>
@@ -179,7 +185,7 @@ function EndpointDetail({ endpoint }: { endpoint: Endpoint }) {
           </p>
         )}
         {test.error && <ErrorState error={test.error} />}
-        {(rotate.error || reveal.error || remove.error) && <ErrorState error={rotate.error ?? reveal.error ?? remove.error} />}
+        {(toggle.error || rotate.error || reveal.error || remove.error) && <ErrorState error={toggle.error ?? rotate.error ?? reveal.error ?? remove.error} />}
         {secret && (
           <div className="secret-row" role="region" aria-label="Signing secret">
             <code>{secret}</code>
