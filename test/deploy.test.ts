@@ -107,6 +107,17 @@ test("the Grafana dashboard reads only series the processes export", async () =>
     }
   }
   for (const name of used) assert.ok(exported.has(name), `the dashboard reads ${name}, which no process exports`);
+  // The alerting rules likewise, and each names the signal docs/operations.md says to alert on.
+  const rules = parseAllDocuments(await readFile(path.join(deploy, "prometheus/meter-alerts.yaml"), "utf8"))[0]!.toJS() as { groups: { rules: { alert: string; expr: string }[] }[] };
+  const alerted = new Set<string>();
+  for (const rule of rules.groups.flatMap((g) => g.rules)) {
+    assert.ok(rule.alert && rule.expr, "each rule has an alert name and an expression");
+    for (const name of rule.expr.match(/\b(?:meter|process|nodejs)_[a-z0-9_]+/g) ?? []) {
+      assert.ok(exported.has(name), `the alert ${rule.alert} reads ${name}, which no process exports`);
+      alerted.add(name);
+    }
+  }
+  for (const name of ["meter_outbox_set_aside", "meter_ingestion_jobs_quarantined_total", "meter_job_failures_total"]) assert.ok(alerted.has(name), `an alert on ${name}`);
   for (const name of ["meter_http_requests_total", "meter_rpc_request_duration_seconds_bucket", "meter_ingestion_events_total", "meter_outbox_depth", "meter_webhook_deliveries_total", "meter_job_lag_seconds"]) {
     assert.ok(used.has(name), `the dashboard shows ${name}`);
   }
@@ -149,8 +160,14 @@ for (const overlay of ["local", "production"]) {
     const byKind = (kind: string, name: string) => docs.find((d) => d.kind === kind && d.metadata.name === name);
     const deployments = docs.filter((d) => d.kind === "Deployment");
     assert.is(deployments.length, 6);
+    // The namespace comes with the overlay: `kubectl apply -k` on a fresh cluster needs nothing made before it.
+    assert.ok(byKind("Namespace", "meter"), `${overlay} creates the namespace meter`);
     for (const d of deployments) {
       assert.is(d.metadata.namespace, "meter");
+      const c0 = d.spec.template.spec.containers[0];
+      // A local cluster runs the image built and loaded by hand (no registry): never pulled. Production pulls a versioned tag.
+      if (overlay === "local") assert.equal([c0.image, c0.imagePullPolicy], ["meter:dev", "IfNotPresent"], `${d.metadata.name}'s image on a local cluster`);
+      else assert.not.match(c0.image, /:latest$/, `${d.metadata.name} runs a versioned image`);
       for (const c of d.spec.template.spec.containers) {
         const schema = SCHEMAS[c.args[0]];
         assert.ok(schema, `${d.metadata.name} runs a known entry point`);
@@ -251,6 +268,12 @@ for (const overlay of ["local", "production"]) {
     assert.is(ingresses.length, 1);
     // The batch routes' 10 MiB pass the controller (ingress-nginx stops at 1 MiB by default).
     assert.is(ingresses[0]!.metadata.annotations["nginx.ingress.kubernetes.io/proxy-body-size"], "10m");
+    // Bearer keys cross it: production serves HTTPS only, with its certificate.
+    if (overlay === "production") {
+      assert.equal(ingresses[0]!.spec.tls, [{ hosts: ["meter.example.com"], secretName: "meter-tls" }]);
+      assert.is(ingresses[0]!.metadata.annotations["nginx.ingress.kubernetes.io/force-ssl-redirect"], "true");
+      assert.ok(ingresses[0]!.spec.rules.every((r: Doc) => r.host === "meter.example.com"), "its rules name the host of the certificate");
+    }
     for (const rule of ingresses[0]!.spec.rules) {
       assert.equal(rule.http.paths.map((p: Doc) => p.path), ["/api", "/console"]);
       for (const p of rule.http.paths) {

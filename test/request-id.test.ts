@@ -18,6 +18,12 @@ for (const [way, inProcessRpc] of [["over gRPC", false], ["in-process", true]] a
       const gatewayLine = lines.find((l) => l.service === "gateway" && l.requestId === "trace-7f3a");
       assert.ok(gatewayLine, "the gateway logged the request under the same id");
       assert.not.ok(JSON.stringify(lines).includes(res.body.api_key), "the API key never reaches the logs");
+      // The kubelet's readiness asks (every few seconds) are not logged: a request after them is, and theirs are not.
+      const base = stack.apiUrl.replace(/\/api\/v1\/?$/, "");
+      assert.is((await fetch(`${base}/readyz`, { headers: { "x-request-id": "probe-1" } })).status, 200);
+      assert.is((await fetch(`${base}/api/v1/health`, { headers: { "x-request-id": "after-probe" } })).status, 200);
+      assert.ok(lines.some((l) => l.service === "gateway" && l.requestId === "after-probe"), "the request after the probe is logged");
+      assert.not.ok(lines.some((l) => l.requestId === "probe-1"), "the readiness probe is not");
     } finally {
       await stack.close();
     }

@@ -14,6 +14,7 @@ export const metricsPlugin = fp(async (app) => {
     httpRequests.inc(labels);
     httpDuration.observe(labels, reply.elapsedTime / 1000);
   });
-  const internal = { schema: { hide: true }, config: { public: true, rateLimit: false } } as const;
+  // The kubelet asks every few seconds: two log lines an ask would be most of a pod's log.
+  const internal = { schema: { hide: true }, config: { public: true, rateLimit: false }, logLevel: "silent" } as const;
   app.get("/readyz", internal, async () => ({ status: "ok" }));
 });
