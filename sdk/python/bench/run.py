@@ -20,10 +20,11 @@ from langchain_openai import ChatOpenAI
 from openai import OpenAI
 from pydantic import SecretStr
 
-from meterline import Meter, PlanConfig
+from meterline import Meter
 from meterline import anthropic as meter_anthropic
 from meterline import openai as meter_openai
 from meterline.langchain import MeterCallbackHandler
+from meterline.types import PlanConfig
 from tests.mock_providers import MockProvider
 
 GUARDS = int(os.environ.get("BENCH_GUARDS", 100_000))

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from meterline import PlanConfig
 from meterline.counters import advance, hard_mark_of, new_counter, unit_of
 from meterline.dimensions import evaluate_plan
 from meterline.periods import parse_time
+from meterline.types import PlanConfig
 from meterline.windows import Bucket
 
 from .support import rules

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from meterline import CreditBalance, CreditsEvent, LimitCredits, evaluate
+from meterline import CreditBalance, CreditsEvent, LimitCredits
+from meterline.gates import evaluate
 from meterline.periods import iso, parse_time
 from meterline.session_view import apply_view, roll_locally
 from meterline.state import UserEntry

@@ -68,7 +68,8 @@ def test_shutdowns_timeout_bounds_a_batch_request_the_service_does_not_answer(
     product: Product, proxy: FaultProxy
 ) -> None:
     user = product.create_user({"max_spend_per_period": 1000, **PRICED})
-    m = Meter(api_key=product.key, base_url=proxy.api_url)
+    # A request timeout of ten minutes: a shutdown bounded by it instead of its own 1 s would take that long.
+    m = Meter(api_key=product.key, base_url=proxy.api_url, request_timeout=600)
     m.record(user, model="m", input_tokens=100)
     proxy.hold(r"POST /events/batch")
     try:
@@ -77,8 +78,7 @@ def test_shutdowns_timeout_bounds_a_batch_request_the_service_does_not_answer(
         took = time.monotonic() - started
     finally:
         proxy.release()
-    # The request's own timeout is 10 s: a shutdown bounded by it would take that long.
-    assert took < 8, f"shutdown took {took:.1f} s"
+    assert took < 60, f"shutdown took {took:.1f} s"
 
 
 def test_a_lost_answer_after_the_batch_was_stored_counts_once(product: Product, proxy: FaultProxy) -> None:

@@ -61,3 +61,18 @@ def test_the_wheel_installs_alone_and_runs_the_readmes_quick_start(product: Prod
         assert typed.stdout.strip() == "True"
     # The quick start's call was delivered by shutdown().
     assert product.usage("user-42")["total_tokens"] == 42
+
+
+def test_the_package_exports_exactly_what_the_readme_lists() -> None:
+    import importlib
+
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("### What the package exports", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `meterline")]
+    documented = {
+        row.split("|")[1].strip().strip("`"): sorted(re.findall(r"`([^`]+)`", row.split("|")[2])) for row in rows
+    }
+    assert set(documented) == {"meterline", "meterline.openai", "meterline.anthropic", "meterline.langchain"}
+    for module, names in documented.items():
+        exported = sorted(importlib.import_module(module).__all__)
+        assert exported == names, (module, set(exported) ^ set(names))

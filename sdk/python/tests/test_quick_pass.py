@@ -8,11 +8,11 @@ from __future__ import annotations
 import dataclasses
 import random
 
-from meterline import PlanConfig
 from meterline.counters import LimitCounter, unit_of
 from meterline.dimensions import Dimension, evaluate_dimensions, evaluate_plan
 from meterline.money import to_dollars
 from meterline.plan_rules import OK_RESULT
+from meterline.types import PlanConfig
 
 METRICS = ("spend", "tokens", "requests")
 

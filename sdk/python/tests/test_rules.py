@@ -9,13 +9,14 @@ from typing import Any
 
 import pytest
 
-from meterline import PlanConfig, Rate, evaluate, price
+from meterline.gates import evaluate
 from meterline.money import add_dollars, ratio, to_dollars, to_nano
 from meterline.periods import calendar_month, iso, parse_time, roll_on
-from meterline.pricing import estimate_tokens
+from meterline.pricing import estimate_tokens, price
 from meterline.session_view import apply_view, roll_locally
 from meterline.sessions import window_over
 from meterline.state import DEFAULT_TIMEOUT, UserEntry
+from meterline.types import PlanConfig, Rate
 
 from .rules_table import TABLE, matches, plan_of, view
 

@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from meterline import PlanConfig, evaluate
 from meterline.credits import blocked_by_credits, credit_balance, credit_cap, credit_crossing, credits_drawn
+from meterline.gates import evaluate
+from meterline.types import PlanConfig
 
 from .rules_table import TABLE, matches
 

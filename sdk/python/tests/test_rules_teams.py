@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from meterline import PlanConfig
 from meterline.dimensions import evaluate_nano
 from meterline.money import to_nano
 from meterline.periods import parse_time
 from meterline.plan_rules import rules_of, team_rules_of
 from meterline.team_dimensions import combine
+from meterline.types import PlanConfig
 
 from .rules_table import TABLE, counters_of, evaluate_own, matches, plan_of, span
 

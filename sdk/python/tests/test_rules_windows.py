@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from meterline import PlanConfig
 from meterline.money import to_nano
 from meterline.periods import iso, parse_time
 from meterline.session_view import apply_view
 from meterline.state import UserEntry
+from meterline.types import PlanConfig
 from meterline.windows import (
     CALENDAR_WINDOWS,
     Bucket,

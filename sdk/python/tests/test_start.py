@@ -73,8 +73,8 @@ def test_a_refused_key_is_not_held_silently(product: Product, caplog: pytest.Log
         assert isinstance(errors[0], MeterAuthenticationError) and errors[0].status == 401
         started = time.monotonic()
         with pytest.raises(MeterAuthenticationError) as err:
-            m.flush(timeout=60)
-        assert time.monotonic() - started < 30, "it does not wait out the timeout"
+            m.flush(timeout=600)
+        assert time.monotonic() - started < 60, "it does not wait out the timeout (ten minutes)"
         assert err.value.status == 401 and "1 events not delivered" in str(err.value)
         assert isinstance(err.value, MeterAPIError)
         s = m.stats

@@ -13,10 +13,8 @@ from .errors import (
     MissingUserError,
     WebhookVerificationError,
 )
-from .gates import evaluate
 from .limit_response import limit_body, limit_of, retry_after_seconds
 from .meter import Meter
-from .pricing import Priced, normalize_model, price
 from .reservation import Reservation
 from .transport import VERSION
 from .types import (
@@ -32,10 +30,8 @@ from .types import (
     LimitWindow,
     ManualEvent,
     MeterStats,
-    PlanConfig,
     PlanLimit,
     PortalToken,
-    Rate,
     SessionStartState,
     StartResult,
     TeamState,
@@ -70,11 +66,8 @@ __all__ = [
     "MeterStats",
     "MeterUnavailableError",
     "MissingUserError",
-    "PlanConfig",
     "PlanLimit",
     "PortalToken",
-    "Priced",
-    "Rate",
     "Reservation",
     "SessionStartState",
     "StartResult",
@@ -85,11 +78,8 @@ __all__ = [
     "WebhookVerificationError",
     "current_session",
     "current_user",
-    "evaluate",
     "limit_body",
     "limit_of",
-    "normalize_model",
-    "price",
     "retry_after_seconds",
     "verify_webhook",
 ]

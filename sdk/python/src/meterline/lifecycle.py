@@ -25,7 +25,7 @@ class Lifecycle(Admission):
         key_err = changes if isinstance(changes, BaseException) else None
         healthy = health == "ok"
         if health == "not_found":
-            self.misaddressed((yield from self._wrong_address()))
+            self._misaddressed((yield from self._wrong_address()))
             return StartResult(healthy=False, authenticated=False)
         if health == "degraded":
             self._warn("the service answers but reports its database unreachable; sessions may not load")

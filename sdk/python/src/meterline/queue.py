@@ -27,13 +27,13 @@ BatchOutcome = Literal["sent", "held", "failed"]
 
 
 class QueueHooks(Protocol):
-    def delivered(self, events: list[Event], kind: str, answer: Any) -> None: ...
-    def discarded(self, events: list[Event]) -> None: ...
-    def held(self, event: Event) -> bool: ...
-    def stalled(self, user_ids: set[str]) -> None: ...
-    def warn(self, message: str, err: BaseException | None = None) -> None: ...
-    def misaddressed(self, err: MeterError) -> None: ...
-    def key_refused(self, err: MeterAuthenticationError) -> None: ...
+    def _delivered(self, events: list[Event], kind: str, answer: Any) -> None: ...
+    def _discarded(self, events: list[Event]) -> None: ...
+    def _event_held(self, event: Event) -> bool: ...
+    def _stalled(self, user_ids: set[str]) -> None: ...
+    def _warn(self, message: str, err: BaseException | None = None) -> None: ...
+    def _misaddressed(self, err: MeterError) -> None: ...
+    def _key_refused(self, err: MeterAuthenticationError) -> None: ...
 
 
 def _named_events(err: MeterError, head: list[Event]) -> list[Event]:
@@ -93,7 +93,7 @@ class EventQueue:
     def held(self) -> int:
         """Usage events waiting for their user's plan before they can be priced and sent."""
         with self.lock:
-            return sum(1 for e in self.usage if self.hooks.held(e))
+            return sum(1 for e in self.usage if self.hooks._event_held(e))
 
     @property
     def size(self) -> int:
@@ -107,7 +107,7 @@ class EventQueue:
             # No thread sends it any more: the next flush() or shutdown() does (a serverless handler's next call), or
             # the process's exit.
             self.warned_closed = True
-            self.hooks.warn(
+            self.hooks._warn(
                 "an event was recorded after shutdown(): it waits for the next flush() or shutdown(), or the "
                 "process's exit, which sends it"
             )
@@ -116,7 +116,7 @@ class EventQueue:
             if not self.warned_full:
                 self.warned_full = True
                 message = f"event queue full ({self.max_size}); new events are dropped until it drains"
-                self.hooks.warn(message)
+                self.hooks._warn(message)
                 self.unreported = MeterEventsDroppedError("queue_full", 1, message)
             return False
         (self.usage if kind == "usage" else self.gates).append(event)
@@ -200,7 +200,7 @@ class EventQueue:
             if not lst:
                 return "sent"
             for e in lst:
-                if self.hooks.held(e):
+                if self.hooks._event_held(e):
                     stalled.add(_user_of(e))
                 else:
                     head.append(e)
@@ -208,7 +208,7 @@ class EventQueue:
                         break
             wire = [e.wire() if isinstance(e, UsageEvent) else e for e in head]
         if not head:
-            self.hooks.stalled(stalled)
+            self.hooks._stalled(stalled)
             self.next_attempt = time.monotonic() + _HELD_RETRY
             return "held"
         try:
@@ -226,7 +226,7 @@ class EventQueue:
             if misaddressed and self.failures == 0:
                 assert isinstance(err, MeterAPIError)
                 path = "/events/batch" if kind == "usage" else "/gate-events/batch"
-                self.hooks.misaddressed(
+                self.hooks._misaddressed(
                     MeterAPIError(
                         404,
                         f"POST {self.base}{path} answered 404 ({err.detail}): did you mean "
@@ -239,7 +239,7 @@ class EventQueue:
             refused = isinstance(err, MeterAuthenticationError)
             if refused:
                 assert isinstance(err, MeterAuthenticationError)
-                self.hooks.key_refused(err)
+                self.hooks._key_refused(err)
             if misaddressed or refused or retryable(err):
                 if isinstance(err, MeterAPIError) and err.status == 429:
                     self.busy += 1
@@ -247,22 +247,22 @@ class EventQueue:
                 self.next_attempt = time.monotonic() + backoff(self.failures, err)
                 # Once per outage, not once per attempt.
                 if self.failures == 1 and not misaddressed and not refused:
-                    self.hooks.warn(f"delivering {kind} events failed; retrying with backoff", err)
+                    self.hooks._warn(f"delivering {kind} events failed; retrying with backoff", err)
                 return "failed"
             # A 422 that names events refuses only those: the rest of the batch goes again.
             dropped = _named_events(err, head) or head
             with self.lock:
                 self._remove(lst, dropped)
                 self.rejected += len(dropped)
-            self.hooks.discarded(dropped)
-            self.hooks.warn(f"the service refused {len(dropped)} {kind} events; they are dropped", err)
+            self.hooks._discarded(dropped)
+            self.hooks._warn(f"the service refused {len(dropped)} {kind} events; they are dropped", err)
             return "sent"
         with self.lock:
             self._remove(lst, head)
             self.failures = 0
             self.next_attempt = 0.0
             self.sent += len(head)
-        self.hooks.delivered(head, kind, answer)
+        self.hooks._delivered(head, kind, answer)
         return "sent"
 
     @staticmethod

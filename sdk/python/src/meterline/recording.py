@@ -297,7 +297,7 @@ class Recording(Reporting):
 
     # ---- QueueHooks ----
 
-    def delivered(self, events: list[Event], kind: str, answer: Any) -> None:
+    def _delivered(self, events: list[Event], kind: str, answer: Any) -> None:
         with self._lock:
             self._refused_key = None
             for ev in events:
@@ -305,12 +305,12 @@ class Recording(Reporting):
                     ev.synced = True
                 self._settled(ev.user_id if isinstance(ev, UsageEvent) else str(ev["user_id"]))
 
-    def discarded(self, events: list[Event]) -> None:
+    def _discarded(self, events: list[Event]) -> None:
         with self._lock:
             for ev in events:
                 self._settled(ev.user_id if isinstance(ev, UsageEvent) else str(ev["user_id"]))
 
-    def held(self, event: Event) -> bool:
+    def _event_held(self, event: Event) -> bool:
         return isinstance(event, UsageEvent) and event.id in self._unpriced_ids
 
     def _settled(self, user_id: str) -> None:

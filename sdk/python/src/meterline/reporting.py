@@ -59,15 +59,9 @@ class Reporting(CoreState):
             err,
         )
 
-    # ---- QueueHooks ----
+    # ---- QueueHooks (with _warn and _key_refused above) ----
 
-    def warn(self, message: str, err: BaseException | None = None) -> None:
-        self._warn(message, err)
-
-    def key_refused(self, err: MeterAuthenticationError) -> None:
-        self._key_refused(err)
-
-    def misaddressed(self, err: MeterError) -> None:
+    def _misaddressed(self, err: MeterError) -> None:
         """Something answers at base_url, but not the API: a 404 of a delivery or of start()'s health check."""
         self._error(str(err), err)
 

@@ -151,7 +151,7 @@ class Users(Recording):
             if e.unpriced and left > 0:
                 yield from self._load_view(e, min(self.request_timeout, left), self._http.reachable)
 
-    def stalled(self, user_ids: set[str]) -> None:
+    def _stalled(self, user_ids: set[str]) -> None:
         for uid in user_ids:
             e = self._users.get(uid) or (self._loading.get(uid) or (None, None))[0]
             if e is not None and not running(e.refreshing):
