@@ -61,13 +61,14 @@ test("SIGTERM with the database down: requests in flight are answered 503, and t
     await db.stop();
     const api = aio.api.withKey(created.body.api_key);
     // Each waits for the database (up to the driver's 5 s server selection) when SIGTERM comes.
-    const inFlight = Array.from({ length: 4 }, () =>
-      api.get("/products").then(
+    const inFlight = Array.from({ length: 4 }, (_, i) =>
+      api.get("/products", { headers: { "x-request-id": `in-flight-${i}` } }).then(
         (r) => ({ status: r.status, retryAfter: r.headers.get("retry-after") }),
         () => ({ status: 0, retryAfter: null }),
       ),
     );
-    await new Promise((r) => setTimeout(r, 300));
+    // SIGTERM once the gateway has all four (its log names each by its request id), not after a guessed time.
+    await eventually(async () => [0, 1, 2, 3].every((i) => aio.proc.output().includes(`"in-flight-${i}"`)), 10_000, "the four requests received");
     const code = await aio.proc.stop("SIGTERM");
     // spawnEntry's stop() kills with SIGKILL after 15 s (exit code null): it exited by itself.
     assert.ok(code === 0 || code === 1, `exit code ${code}\n${aio.proc.output()}`);

@@ -265,7 +265,7 @@ t("a team member's job left unfinished counts the team exactly when the member: 
   assert.is(await db.collection("team_counters").countDocuments({ product_id: productId, team_id: user!.teams.values().next().value!.id }), 1);
 });
 
-t("the recovery sweep takes jobs oldest first and quarantines one it cannot complete, after the others", async ({ stack, mongo }) => {
+t("the recovery sweep completes interrupted jobs beside an older one it cannot complete, which it quarantines and then passes by", async ({ stack, mongo }) => {
   const db = mongo.db(`${stack.dbPrefix}_ingestion`);
   const { registry } = await import("@meter/lib/metrics");
   const { MAX_RECOVERY_FAILURES } = await import("./exactly-once/recovery.ts");
