@@ -38,7 +38,7 @@ t("the teams list: prefix search and paging", async (ctx) => {
   const table = page.getByRole("table", { name: "Teams" });
   await table.getByRole("link", { name: "org-00" }).waitFor();
   assert.is(await table.getByRole("row").count(), 51, "50 rows and the header");
-  await page.getByRole("navigation", { name: "Pages" }).getByRole("button", { name: /Next/ }).click();
+  await page.getByRole("navigation", { name: "Pages of Teams" }).getByRole("button", { name: /Next/ }).click();
   await table.getByRole("link", { name: "org-50" }).waitFor();
   assert.is(await table.getByRole("row").count(), 2);
   await page.getByLabel("Team id starts with").fill("org-1");

@@ -137,7 +137,7 @@ export function ListQuery<T, I>({
         return (
           <>
             <Empty>{next ? `Nothing on this page; ${pages.order === "newest first" ? "older" : "later"} pages may hold more.` : empty}</Empty>
-            <Pager paging={pages.paging} next={next} />
+            <Pager paging={pages.paging} next={next} of={label.replace(/^Loading /, "")} />
           </>
         );
       }}
@@ -266,7 +266,8 @@ export function DayChart({ title, dates, series, height = 180, stacked = false }
       plot.destroy();
     };
   }, [dates, series, height, stacked]);
-  const summary = series.map((s) => `${s.label}: ${s.values.reduce((a, b) => a + b, 0)}`).join(", ");
+  // Read aloud as the chart shows it ("Cost: $19.7061"), not as a float sum ("19.706094090999997").
+  const summary = series.map((s) => `${s.label}: ${(s.format ?? String)(s.values.reduce((a, b) => a + b, 0))}`).join(", ");
   return (
     <div className="chart-box">
       <div className="chart" ref={box} role="img" aria-label={`${title} per day over ${dates.length} days (${summary})`} />
@@ -353,9 +354,10 @@ export interface PagingControls {
 }
 
 /** Previous / next page over cursors kept in the URL's query (`usePaging`); `next` is the page's next_cursor. */
-export function Pager({ paging, next }: { paging: PagingControls; next: string | null | undefined }) {
+export function Pager({ paging, next, of }: { paging: PagingControls; next: string | null | undefined; of?: string }) {
+  // Named after its list: two lists on a screen are two navigation landmarks a screen reader tells apart.
   return (
-    <nav className="pager" aria-label="Pages">
+    <nav className="pager" aria-label={of ? `Pages of ${of}` : "Pages"}>
       <button type="button" className="secondary" disabled={!paging.hasPrev} onClick={paging.prev}>
         ← Previous
       </button>
@@ -421,7 +423,7 @@ export function DataTable({ caption, columns, children, paging, next }: { captio
   return paging ? (
     <>
       {table}
-      <Pager paging={paging} next={next} />
+      <Pager paging={paging} next={next} of={caption} />
     </>
   ) : (
     table
