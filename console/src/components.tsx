@@ -460,6 +460,33 @@ export function Submit({ busy, busyLabel, disabled, children }: { busy: boolean;
   );
 }
 
+/**
+ * A form's submit that asks first: `label` ("Grant credits…") until the form is submitted once,
+ * then the question with `yes` (the submit that sends) and a way back to the form. The form's
+ * handler decides which submit it was by `confirming`.
+ */
+export function ConfirmedSubmit({ confirming, question, name, label, yes, busy, busyLabel, onBack }: { confirming: boolean; question: string; name: string; label: string; yes: string; busy: boolean; busyLabel: string; onBack: () => void }) {
+  if (!confirming)
+    return (
+      <Submit busy={busy} busyLabel={busyLabel}>
+        {label}
+      </Submit>
+    );
+  return (
+    <div className="confirm-box" role="group" aria-label={name}>
+      <p>{question}</p>
+      <div className="confirm">
+        <Submit busy={busy} busyLabel={busyLabel}>
+          {yes}
+        </Submit>
+        <button type="button" className="secondary" onClick={onBack}>
+          Back to the form
+        </button>
+      </div>
+    </div>
+  );
+}
+
 /** A form's submit handler: the page stays put (no browser submission) and `fn` runs instead. */
 export const submitted = (fn: () => unknown) => (e: FormEvent) => {
   e.preventDefault();

@@ -6,7 +6,7 @@ import { useEffect, useRef, useState } from "react";
 import { useMutation, useQuery, useQueryClient, type QueryClient } from "@tanstack/react-query";
 import { ApiError, answer, api, ok, type CreditGrant, type LedgerEntry } from "../api/client.ts";
 import { creditLedgerRead, creditsKey, creditsRead, LEDGER_PAGE_SIZES, ledgerLimit } from "../api/reads.ts";
-import { Card, DataTable, Empty, ErrorState, Field, FormAlert, FormStatus, ListQuery, num, PerPage, Query, Submit, submitted, Time } from "../components.tsx";
+import { Card, DataTable, Empty, ErrorState, Field, FormAlert, FormStatus, ConfirmedSubmit, ListQuery, num, PerPage, Query, submitted, Time } from "../components.tsx";
 import { describeGrant, grantBody, type Draws, LEDGER_TYPE, newGrantForm, STATUS_BADGE, voidable, type GrantForm, type GrantKind, type GrantStatus, type LedgerType } from "../credits.ts";
 import { fmtExactMoney, fmtSignedMoney } from "../format.ts";
 import { usePaging, useUrlState } from "../url-state.ts";
@@ -266,23 +266,16 @@ function GrantCredits({ owner }: { owner: CreditOwner }) {
               : `Grant ${grant.data.data.id} was given before with these fields: nothing changed.`}
           </FormStatus>
         )}
-        {confirming ? (
-          <div className="confirm-box" role="group" aria-label="Confirm the grant">
-            <p>{describeGrant(form, owner.kind === "team" ? `team ${owner.id}` : owner.id)}</p>
-            <div className="confirm">
-              <Submit busy={grant.isPending} busyLabel="Granting…">
-                Yes, grant
-              </Submit>
-              <button type="button" className="secondary" onClick={() => setConfirming(false)}>
-                Back to the form
-              </button>
-            </div>
-          </div>
-        ) : (
-          <Submit busy={grant.isPending} busyLabel="Granting…">
-            Grant credits…
-          </Submit>
-        )}
+        <ConfirmedSubmit
+          confirming={confirming}
+          name="Confirm the grant"
+          question={describeGrant(form, owner.kind === "team" ? `team ${owner.id}` : owner.id)}
+          label="Grant credits…"
+          yes="Yes, grant"
+          busy={grant.isPending}
+          busyLabel="Granting…"
+          onBack={() => setConfirming(false)}
+        />
       </form>
     </Card>
   );

@@ -4,7 +4,7 @@ import { Link } from "wouter";
 import { metricOfReason } from "@meter/rules";
 import { ApiError, api, ok, type GateEvent, type Session } from "../api/client.ts";
 import { gateEventsFilter, gateEventsRead, lastSessionSpendRead, limitsRead, sessionRead, userRead, userUsageRead } from "../api/reads.ts";
-import { Card, DataTable, Facts, Field, FormAlert, FormStatus, Gauge, InlineForm, ListQuery, num, PerPage, Period, Query, QuickStart, Screen, Submit, submitted, Time } from "../components.tsx";
+import { Card, ConfirmedSubmit, DataTable, Facts, Field, FormAlert, FormStatus, Gauge, InlineForm, ListQuery, num, PerPage, Period, Query, QuickStart, Screen, submitted, Time } from "../components.tsx";
 import { fmtExactMoney, fmtInt, fmtPct } from "../format.ts";
 import { creditCapNote, drawsCredits } from "../credits.ts";
 import { blockingIndex, dimensionLabel, TEAM_REASON } from "../limits.ts";
@@ -297,23 +297,16 @@ function ManualEvent({ id }: { id: string }) {
         </Field>
         {err && !err.issues.length && <FormAlert>{err.message}</FormAlert>}
         {record.isSuccess && <FormStatus>Recorded {record.data.id}: {fmtExactMoney(record.data.cost)}.</FormStatus>}
-        {confirming ? (
-          <div className="confirm-box" role="group" aria-label="Confirm the manual event">
-            <p>{describeCharge(id, form)}</p>
-            <div className="confirm">
-              <Submit busy={record.isPending} busyLabel="Recording…">
-                Yes, record
-              </Submit>
-              <button type="button" className="secondary" onClick={() => setConfirming(false)}>
-                Back to the form
-              </button>
-            </div>
-          </div>
-        ) : (
-          <Submit busy={record.isPending} busyLabel="Recording…">
-            Record event…
-          </Submit>
-        )}
+        <ConfirmedSubmit
+          confirming={confirming}
+          name="Confirm the manual event"
+          question={describeCharge(id, form)}
+          label="Record event…"
+          yes="Yes, record"
+          busy={record.isPending}
+          busyLabel="Recording…"
+          onBack={() => setConfirming(false)}
+        />
       </form>
     </Card>
   );
