@@ -108,6 +108,20 @@ t("a team created through the form, subscribed, a member added, linked both ways
   assert.is(puts, 1);
   assert.is((await ctx.api.get("/users/bob")).body.team_id, null);
   assert.is((await ctx.api.get("/teams/acme")).body.member_count, 1);
+
+  // Adding a member of another team asks first, naming the team it would leave; only then is it moved.
+  await must(ctx.api, "PUT", "/users/bob/team", { team_id: "org-00" });
+  page.on("request", count);
+  const adding = page.getByRole("region", { name: "Add a member" });
+  await adding.getByLabel("External user id").fill("bob");
+  await adding.getByRole("button", { name: "Add member" }).click();
+  await adding.getByText(/^bob is a member of team org-00: adding it moves it here/).waitFor();
+  assert.is(puts, 1, "nothing sent before the answer");
+  await adding.getByRole("button", { name: "Yes, move it here" }).click();
+  await page.getByRole("table", { name: "Members" }).getByRole("link", { name: "bob" }).waitFor();
+  page.off("request", count);
+  assert.is(puts, 2);
+  assert.is((await ctx.api.get("/users/bob")).body.team_id, "acme");
 });
 
 t("a team plan's member limit reads as such on the plans screen and keeps its scope in the form", async (ctx) => {

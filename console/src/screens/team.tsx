@@ -307,17 +307,48 @@ function Members({ id, members }: { id: string; members: ReturnType<typeof useMe
 }
 
 function AddMember({ id }: { id: string }) {
-  const [user, setUser] = useState("");
+  const [user, setUserText] = useState("");
+  // A member of another team is moved here: asked first, naming the team it leaves.
+  const [moving, setMoving] = useState<{ user: string; from: string } | null>(null);
+  const [lookup, setLookup] = useState<ApiError | null>(null);
   const add = useMembership();
-  const err = add.error instanceof ApiError ? add.error : null;
+  const setUser = (text: string) => {
+    setMoving(null);
+    setUserText(text);
+  };
+  const send = (who: string) => add.mutate({ user: who, team: id }, { onSuccess: () => setUser("") });
+  const submit = async () => {
+    const who = user.trim();
+    if (!who) return;
+    if (moving?.user === who) return send(who);
+    setLookup(null);
+    add.reset();
+    let current: string | null;
+    try {
+      current = (await ok(api.GET("/api/v1/users/{user_id}", { params: { path: { user_id: who } } }))).team_id;
+    } catch (e) {
+      return setLookup(e instanceof ApiError ? e : new ApiError(0, String(e)));
+    }
+    if (current !== null && current !== id) return setMoving({ user: who, from: current });
+    send(who);
+  };
+  const err = lookup ?? (add.error instanceof ApiError ? add.error : null);
   return (
     <Card title="Add a member">
       <p className="hint">A user belongs to at most one team: adding a member of another team moves it here. Its usage before stays with the team it was counted for.</p>
-      <InlineForm button="Add member" onSubmit={() => user.trim() && add.mutate({ user: user.trim(), team: id }, { onSuccess: () => setUser("") })}>
+      <InlineForm button={moving ? "Yes, move it here" : "Add member"} onSubmit={submit}>
         <Field label="External user id">
           {(fid) => <input id={fid} value={user} onChange={(e) => setUser(e.target.value)} placeholder="e.g. alice" required />}
         </Field>
       </InlineForm>
+      {moving && (
+        <p role="status" className="warning">
+          {moving.user} is a member of team {moving.from}: adding it moves it here (its usage so far stays with {moving.from}).{" "}
+          <button type="button" className="secondary small" onClick={() => setMoving(null)}>
+            Keep it there
+          </button>
+        </p>
+      )}
       {err && <FormAlert>{err.status === 404 ? `${err.message}. Create the user first (Users).` : err.message}</FormAlert>}
     </Card>
   );
