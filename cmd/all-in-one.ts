@@ -62,6 +62,7 @@ const stack = await startStack({
   authCacheTtlMs: config.AUTH_CACHE_TTL_MS,
   protection: protectionSettings(config),
   batchConcurrency: config.INGESTION_PRODUCT_CONCURRENCY,
+  batchBytesInFlight: config.GATEWAY_BATCH_BYTES_IN_FLIGHT,
   batchShare: { share: config.INGESTION_PRODUCT_SHARE, windowMs: config.INGESTION_SHARE_WINDOW_MS },
   services: {
     plans: plansSettings(config),

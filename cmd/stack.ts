@@ -39,6 +39,8 @@ export interface StackOptions {
   batchMaxWaitMs?: number;
   /** A product's share of recent time while another is served (INGESTION_PRODUCT_SHARE); off when absent. */
   batchShare?: { share: number; windowMs: number };
+  /** Bytes of batch bodies the gateway holds at once, all products together (default 96 MiB; 0: no bound). */
+  batchBytesInFlight?: number;
   /** Per-service options beyond db, logger and peers (tests use these for clocks, intervals...). */
   services?: {
     tenancy?: Partial<Parameters<typeof createTenancyService>[0]>;
@@ -94,6 +96,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     batchConcurrency: opts.batchConcurrency,
     batchMaxWaitMs: opts.batchMaxWaitMs,
     batchShare: opts.batchShare,
+    batchBytesInFlight: opts.batchBytesInFlight,
   });
   const address = await gateway.listen({ port: opts.httpPort ?? 0, host: opts.httpHost ?? "127.0.0.1" });
   const apiUrl = `${address.replace("0.0.0.0", "127.0.0.1").replace("[::]", "127.0.0.1")}/api/v1`;

@@ -40,6 +40,8 @@ export interface GatewayOptions {
   batchMaxWaitMs?: number;
   /** A product's share of recent time while another is served (lib/src/fair-share.ts); off when absent. */
   batchShare?: { share: number; windowMs: number };
+  /** Bytes of batch bodies held at once, all products together (GATEWAY_BATCH_BYTES_IN_FLIGHT); 0: no bound. Default 96 MiB. */
+  batchBytesInFlight?: number;
 }
 
 /** The REST gateway: JSON over HTTP mapped to the services' RPCs. Listens only when told to. */
@@ -96,7 +98,7 @@ export async function buildGateway(opts: GatewayOptions) {
         failureMax: protection.rateLimit.authFailureMax ?? protection.rateLimit.publicMax,
         windowMs: protection.rateLimit.windowMs,
       });
-      await api.register(admissionPlugin, { limit: opts.batchConcurrency ?? 4, maxWaitMs: opts.batchMaxWaitMs, share: opts.batchShare });
+      await api.register(admissionPlugin, { limit: opts.batchConcurrency ?? 4, maxWaitMs: opts.batchMaxWaitMs, share: opts.batchShare, maxBytes: opts.batchBytesInFlight });
       // After admission: a batch's wait for its turn does not count against its body's time.
       bodyDeadline(api, connections);
       for (const routes of apiRoutes) await api.register(routes);

@@ -16,6 +16,7 @@ const app = await buildGateway({
   authCacheTtlMs: config.AUTH_CACHE_TTL_MS,
   protection: protectionSettings(config),
   batchConcurrency: config.INGESTION_PRODUCT_CONCURRENCY,
+  batchBytesInFlight: config.GATEWAY_BATCH_BYTES_IN_FLIGHT,
   batchShare: { share: config.INGESTION_PRODUCT_SHARE, windowMs: config.INGESTION_SHARE_WINDOW_MS },
 });
 await app.listen({ port: config.PORT, host: config.HOST });

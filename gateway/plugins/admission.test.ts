@@ -3,6 +3,7 @@
 // served, a product over its share of recent service time waits, and the neighbour is served
 // meanwhile. The share is set tiny so that one batch puts a product over it, whatever the speed.
 import { randomBytes, randomUUID } from "node:crypto";
+import http from "node:http";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { testMongoUrl } from "../../test/support/database.ts";
@@ -59,6 +60,48 @@ test("a product over its share of recent time waits while another product is ser
     assert.is((await held).body.accepted, 20);
     assert.is(await metric(aio.rpcBase, "meter_ingestion_share_waiting"), 0);
     assert.is(await metric(aio.rpcBase, "meter_ingestion_share_waits_total"), 1);
+  } finally {
+    assert.is(await aio.proc.stop(), 0, aio.proc.output());
+  }
+});
+
+test("batches of every product together hold at most GATEWAY_BATCH_BYTES_IN_FLIGHT: beyond, 429 with Retry-After; nothing is lost", async () => {
+  const aio = await startAllInOne({
+    MONGODB_URL: await testMongoUrl(),
+    MONGODB_DB_PREFIX: `bytes${randomBytes(4).toString("hex")}`,
+    GATEWAY_BATCH_BYTES_IN_FLIGHT: "3000",
+  });
+  try {
+    const key = async (name: string) => (await aio.api.post("/products", { name })).body.api_key as string;
+    const [keyA, keyB] = [await key("Slow sender"), await key("Neighbour")];
+    const b = aio.api.withKey(keyB);
+    for (const k of [keyA, keyB]) assert.is((await aio.api.withKey(k).post("/users", { external_user_id: "u1" })).status, 201);
+    // A's batch (about 2,000 bytes) is admitted once its headers are in; its body comes slowly.
+    const body = JSON.stringify(batch(10));
+    assert.ok(body.length > 1_500 && body.length < 3_000, `${body.length} bytes`);
+    const url = new URL(`${aio.base}/api/v1/events/batch`);
+    let answerA!: (status: number) => void;
+    const statusA = new Promise<number>((r) => (answerA = r));
+    const slow = http.request(url, { method: "POST", headers: { authorization: `Bearer ${keyA}`, "content-type": "application/json", "content-length": Buffer.byteLength(body) } }, (res) => {
+      res.resume();
+      answerA(res.statusCode!);
+    });
+    slow.write(body.slice(0, 100));
+    await eventually(async () => (await metric(aio.rpcBase, "meter_http_batch_bytes_in_flight")) > 1_500, 30_000, "A's batch admitted");
+    // B's batch would pass the bound: refused at once, told when to come back.
+    const refused = await b.post("/events/batch", batch(10));
+    assert.is(refused.status, 429, JSON.stringify(refused.body));
+    assert.ok(Number(refused.headers.get("retry-after")) >= 1);
+    assert.match(refused.body.detail, /bytes of batches/);
+    // A's body arrives: stored; B's retry then passes. Every event once.
+    slow.end(body.slice(100));
+    assert.is(await statusA, 200);
+    assert.is(await metric(aio.rpcBase, "meter_http_batch_bytes_in_flight"), 0);
+    const retried = await b.post("/events/batch", batch(10));
+    assert.equal([retried.status, retried.body.accepted], [200, 10]);
+    const a = aio.api.withKey(keyA);
+    assert.is((await a.get("/users/u1/usage")).body.total_tokens, 110);
+    assert.is((await b.get("/users/u1/usage")).body.total_tokens, 110);
   } finally {
     assert.is(await aio.proc.stop(), 0, aio.proc.output());
   }

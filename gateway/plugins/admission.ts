@@ -1,6 +1,9 @@
 import fp from "fastify-plugin";
 import { FairShare } from "@meter/lib/fair-share";
+import { InFlightBound } from "@meter/lib/in-flight-bound";
+import { batchBytesInFlight } from "@meter/lib/metrics";
 import { KeyedGate } from "@meter/lib/keyed-gate";
+import { BATCH_BODY_LIMIT } from "../routes/events.ts";
 import { HttpError } from "../errors.ts";
 
 declare module "fastify" {
@@ -31,23 +34,36 @@ const MAX_WAIT_MS = 5_000;
  * Bounding concurrency does not bound the time a product takes: while another product is
  * being served, a product that has used more than its share of recent service time waits
  * before its next batch (lib/src/fair-share.ts; `share` 0: off).
+ * Every product's admitted batches together hold at most `maxBytes` of bodies (by their
+ * Content-Length; one without counts as the largest allowed), so many products sending at once
+ * cannot take the process past its memory: beyond it, 429 with Retry-After at the pace the
+ * process has been getting through batches (lib/src/in-flight-bound.ts).
  */
-export const admissionPlugin = fp<{ limit: number; maxWaitMs?: number; share?: { share: number; windowMs: number } }>(async (app, opts) => {
+export const admissionPlugin = fp<{ limit: number; maxWaitMs?: number; share?: { share: number; windowMs: number }; maxBytes?: number }>(async (app, opts) => {
   const gate = new KeyedGate(opts.limit, undefined, opts.maxWaitMs ?? MAX_WAIT_MS);
   const fair = new FairShare(opts.share?.share ?? 0, opts.share?.windowMs ?? 1_000);
+  const bytes = new InFlightBound(opts.maxBytes ?? 96 * 1024 * 1024, undefined, undefined, (d) => batchBytesInFlight.inc(d));
   app.addHook("preParsing", async (request, reply) => {
     if (!request.productId) return;
     fair.seen(request.productId);
     if (!request.routeOptions.config.perProductBatch) return;
     const release = await gate.acquire(request.productId);
     let answered: () => void;
+    let held: () => void;
     try {
       answered = await fair.admit(request.productId);
+      try {
+        const declared = Number(request.headers["content-length"]);
+        held = bytes.take(Number.isFinite(declared) && declared >= 0 ? Math.min(declared, BATCH_BODY_LIMIT) : BATCH_BODY_LIMIT, "bytes of batches");
+      } catch (err) {
+        answered();
+        throw err;
+      }
     } catch (err) {
       release();
       throw err;
     }
-    const done = () => (answered(), release());
+    const done = () => (held(), answered(), release());
     // Its client gave up while it waited: give the place back and end the request here (its
     // body will never come, so reading it would hold the request open for good).
     if (request.raw.socket?.destroyed) {

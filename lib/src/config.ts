@@ -95,6 +95,13 @@ export const productConcurrencyFields = {
   INGESTION_PRODUCT_SHARE: Type.Number({ default: 0.5, minimum: 0, maximum: 64 }),
   /** How far back "recent" and "being served" reach for INGESTION_PRODUCT_SHARE. */
   INGESTION_SHARE_WINDOW_MS: Type.Integer({ default: 1_000, minimum: 10, maximum: 3_600_000 }),
+  /**
+   * Bytes of batch bodies (as their Content-Length says) a gateway process reads and holds at
+   * once, all products together: a parsed batch takes about twice its body in memory, so the
+   * bound keeps a process within its memory whatever many products send at once; 0: no bound.
+   * Gateway only.
+   */
+  GATEWAY_BATCH_BYTES_IN_FLIGHT: Type.Integer({ default: 96 * 1024 * 1024, minimum: 0 }),
 };
 
 /**

@@ -73,6 +73,11 @@ export const ingestionInFlight = gauge(
   "Events of ingestion batches this process has taken on and not yet stored (INGESTION_MAX_EVENTS_IN_FLIGHT bounds it).",
 );
 
+export const batchBytesInFlight = gauge(
+  "meter_http_batch_bytes_in_flight",
+  "Bytes of usage and gate batch bodies this gateway has admitted and not yet answered (GATEWAY_BATCH_BYTES_IN_FLIGHT bounds it).",
+);
+
 export const ingestionBusyRefusals = counter(
   "meter_ingestion_busy_refusals_total",
   "Ingestion batches refused (429 with Retry-After) because the process held INGESTION_MAX_EVENTS_IN_FLIGHT events already.",
