@@ -6,7 +6,7 @@
  */
 export { NO_PLAN_CONFIG, PLAN_DEFAULTS, type PlanRules, type Rate } from "./plans.ts";
 export { estimateTokens, normalizeModel, price, rateOf, tokenCost, toolsCost, type Priced, type Pricing } from "./pricing.ts";
-export { MAX_PLAN_DOLLARS, NANOS_PER_DOLLAR, RATIO_SCALE, addDollars, ratio, roundDollars, roundRatio, toDollars, toNano, tokenCostNano } from "./money.ts";
+export { BELOW_UNIT, MAX_PLAN_DOLLARS, NANOS_PER_DOLLAR, RATIO_SCALE, addDollars, belowUnit, ratio, roundDollars, roundRatio, toDollars, toNano, tokenCostNano } from "./money.ts";
 export { evaluate, type GateInput, type GatePlan, type GateResult } from "./gates.ts";
 export { THRESHOLDS, hasThresholds, reachedThresholds } from "./thresholds.ts";
 export { CREDIT_EVENT_TYPES, WEBHOOK_EVENT_TYPES, type GateEventFacts, type WebhookEventType } from "./events.ts";
@@ -26,6 +26,7 @@ export {
   TEAM,
   evaluateDimensions,
   evaluatePlan,
+  gateState,
   limitReason,
   metricOfReason,
   teamLimitReason,

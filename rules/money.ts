@@ -40,6 +40,14 @@ export function roundDollars(dollars: number): number {
   return toDollars(toNano(dollars));
 }
 
+/** A positive amount too small for the unit: kept, it would be $0, and a cap of it would block every call. */
+export function belowUnit(dollars: number): boolean {
+  return dollars > 0 && toNano(dollars) === 0;
+}
+
+/** The words for an amount refused by belowUnit. */
+export const BELOW_UNIT = "must be 0 or at least 0.000000001 (a nano-dollar, the unit amounts are kept in)";
+
 /** a + b of two dollar amounts, added as whole nano-dollars: the exact sum, rounded to the unit. */
 export function addDollars(a: number, b: number): number {
   return toDollars(toNano(a) + toNano(b));

@@ -1,7 +1,7 @@
 // A plan's `limits` and `time_zone` (BUDGETS.md §2): defaults and validation. Pure functions, no I/O.
 import { characters } from "@meter/lib/characters";
 import { LIMIT_SCOPES, type PlanLimit } from "@meter/lib/plan-limits";
-import { MAX_PLAN_DOLLARS, MAX_ROLLING_MINUTES, METRICS, WINDOWS, isTimeZone } from "@meter/rules";
+import { BELOW_UNIT, MAX_PLAN_DOLLARS, MAX_ROLLING_MINUTES, METRICS, WINDOWS, belowUnit, isTimeZone } from "@meter/rules";
 
 export type { PlanLimit };
 
@@ -44,6 +44,7 @@ export function limitProblems(
     }
     if (!(Number.isFinite(l.max) && l.max >= 0)) problems.push(`${at("max")}: must be a non-negative number`);
     else if (l.metric === "spend" && l.max > MAX_PLAN_DOLLARS) problems.push(`${at("max")}: must be at most ${MAX_PLAN_DOLLARS.toLocaleString("en-US")} dollars`);
+    else if (l.metric === "spend" && belowUnit(l.max)) problems.push(`${at("max")}: ${BELOW_UNIT}`);
     else if (metricKnown && l.metric !== "spend" && !Number.isSafeInteger(l.max)) {
       problems.push(`${at("max")}: must be a whole number for ${l.metric}`);
     }

@@ -2,7 +2,7 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { create } from "@bufbuild/protobuf";
 import { PlanSettingsSchema } from "@meter/proto/meter/plans/v1/plans_pb";
-import { PLAN_DEFAULTS, PLAN_FIELDS, applyMask, fromSettings, newPlanValues, planProblems } from "./settings.ts";
+import { PLAN_DEFAULTS, PLAN_FIELDS, applyMask, fromSettings, newPlanValues, planProblems, roundAmounts } from "./settings.ts";
 
 test("a new plan takes its own gates, then the request's, then the defaults", () => {
   assert.equal(newPlanValues({ name: "a" }), { ...PLAN_DEFAULTS, name: "a" });
@@ -86,6 +86,32 @@ test("every problem is named with its field", () => {
   assert.equal(huge, ["cost_rates.m.input must be a number of dollars, 0-1,000,000,000", "tool_costs.t must be a number of dollars, 0-1,000,000,000"]);
 });
 
+
+const limit = (name: string, metric: "spend" | "requests", max: number, window: "day" | "minute") => ({ name, metric, max, window, duration_minutes: null, model: null, soft_gate_at: null, hard_gate_at: null });
+
+test("amounts are kept to the nano-dollar: float noise goes, an amount below the unit is refused (it would be a $0 cap)", () => {
+  const v = newPlanValues({
+    name: "noisy",
+    max_spend_per_period: 0.30000000000000004,
+    max_spend_per_session: 11.000000000000002,
+    tool_costs: { search: 0.1 + 0.2 },
+    default_tool_cost: 0.020000000000000004,
+    credits_low_at: 1.0000000000000002,
+    limits: [limit("daily", "spend", 0.1 + 0.2, "day"), limit("rpm", "requests", 60, "minute")],
+    cost_rates: { m: { input: 0.0030000000000000005, output: 0.001 } },
+  });
+  assert.equal(planProblems(v), []);
+  const kept = roundAmounts(v);
+  assert.equal(
+    [kept.max_spend_per_period, kept.max_spend_per_session, kept.tool_costs.search, kept.default_tool_cost, kept.credits_low_at, kept.limits[0]!.max, kept.limits[1]!.max],
+    [0.3, 11, 0.3, 0.02, 1, 0.3, 60],
+  );
+  assert.is(kept.cost_rates.m!.input, 0.0030000000000000005, "rates per 1K tokens are kept as sent: a price is rounded at the event");
+  const tiny = newPlanValues({ name: "tiny", max_spend_per_period: 4e-10, credits_low_at: 1e-10, limits: [limit("d", "spend", 2e-10, "day")] });
+  const problems = planProblems(tiny);
+  for (const f of ["max_spend_per_period", "credits_low_at", "limits[0]"]) assert.ok(problems.some((p) => p.includes(f) && p.includes("at least 0.000000001")), `${f}: ${problems.join("; ")}`);
+  assert.equal(planProblems(newPlanValues({ name: "zero", max_spend_per_period: 0, credits_low_at: 0 })), [], "0 is a cap like any other");
+});
 
 test("limits: a plan's own gates resolve a limit's; problems name the limit and the field", () => {
   const plan = newPlanValues({

@@ -2,7 +2,7 @@
 import { characters } from "@meter/lib/characters";
 import type { PlanSettings } from "@meter/proto/meter/plans/v1/plans_pb";
 import { rpcError } from "@meter/lib/errors";
-import { MAX_PLAN_DOLLARS, PLAN_DEFAULTS as RULE_DEFAULTS, timeZoneName, type PlanRules, type Rate } from "@meter/rules";
+import { BELOW_UNIT, MAX_PLAN_DOLLARS, PLAN_DEFAULTS as RULE_DEFAULTS, belowUnit, roundDollars, timeZoneName, type PlanRules, type Rate } from "@meter/rules";
 import { limitFromMessage } from "@meter/lib/plan-limits";
 import { WINDOW_DEFAULTS, limitProblems, type PlanLimit } from "./limits.ts";
 import { CREDIT_DEFAULTS, creditProblems } from "./credits.ts";
@@ -130,6 +130,7 @@ export function planProblems(v: PlanValues, prefix = ""): string[] {
   const at = (f: string) => `${prefix}${f}`;
   const money = (f: string, x: number | null) => {
     if (x !== null && !(Number.isFinite(x) && x >= 0 && x <= MAX_PLAN_DOLLARS)) problems.push(`${at(f)} must be a number of dollars, 0-${MAX_PLAN_DOLLARS.toLocaleString("en-US")}`);
+    else if (x !== null && belowUnit(x)) problems.push(`${at(f)} ${BELOW_UNIT}`);
   };
   const count = (f: string, x: number) => {
     if (!(Number.isSafeInteger(x) && x >= 0)) problems.push(`${at(f)} must be a non-negative integer`);
@@ -178,6 +179,25 @@ export function planProblems(v: PlanValues, prefix = ""): string[] {
   problems.push(...limitProblems(v, prefix));
   problems.push(...creditProblems(v, prefix));
   return problems;
+}
+
+/**
+ * A valid plan's amounts as they are kept and answered: caps, tool costs, spend windows' max and
+ * credits_low_at rounded to the nano-dollar (a cap sent as 0.30000000000000004 is $0.30 in every
+ * answer, gate and webhook). Rates are per 1K tokens and kept as sent: a price is rounded once,
+ * at the event.
+ */
+export function roundAmounts(v: PlanValues): PlanValues {
+  const r = (x: number | null) => (x === null ? null : roundDollars(x));
+  return {
+    ...v,
+    max_spend_per_period: r(v.max_spend_per_period),
+    max_spend_per_session: r(v.max_spend_per_session),
+    tool_costs: mapValues(v.tool_costs, roundDollars),
+    default_tool_cost: roundDollars(v.default_tool_cost),
+    credits_low_at: r(v.credits_low_at),
+    limits: v.limits.map((l) => (l.metric === "spend" ? { ...l, max: roundDollars(l.max) } : l)),
+  };
 }
 
 /** Problems an answer names; the rest are counted (a body of thousands of bad limits stays a short answer). */

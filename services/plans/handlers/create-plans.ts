@@ -2,7 +2,7 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { PlansService } from "@meter/proto/meter/plans/v1/plans_pb";
 import { rpcError } from "@meter/lib/errors";
 import { toPlan } from "./mapping.ts";
-import { LIMITS, assertValid, fromSettings, newPlanValues, planProblems, planSize } from "../domain/settings.ts";
+import { LIMITS, assertValid, fromSettings, newPlanValues, planProblems, planSize, roundAmounts } from "../domain/settings.ts";
 import type { PlansDeps } from "../deps.ts";
 import { tooLarge } from "./common.ts";
 
@@ -21,8 +21,9 @@ export function createPlans(deps: PlansDeps): ServiceImpl<typeof PlansService>["
       throw rpcError.invalid(`at most ${LIMITS.plansPerRequest} plans per request`);
     }
     const gates = { soft_gate_at: req.softGateAt, hard_gate_at: req.hardGateAt };
-    const values = req.plans.map((s) => newPlanValues(fromSettings(s), gates));
-    assertValid(values.flatMap((v, i) => planProblems(v, `plans[${i}].`)));
+    const sent = req.plans.map((s) => newPlanValues(fromSettings(s), gates));
+    assertValid(sent.flatMap((v, i) => planProblems(v, `plans[${i}].`)));
+    const values = sent.map(roundAmounts);
 
     const existing = new Set((await deps.plans.names(productId)).values());
     const fresh = values.filter((v) => !existing.has(v.name));

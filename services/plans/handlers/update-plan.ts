@@ -3,7 +3,7 @@ import { create } from "@bufbuild/protobuf";
 import { PlanSettingsSchema, type PlansService } from "@meter/proto/meter/plans/v1/plans_pb";
 import { rpcError } from "@meter/lib/errors";
 import { toPlan } from "./mapping.ts";
-import { applyMask, assertValid, fromSettings, planProblems, planSize } from "../domain/settings.ts";
+import { applyMask, assertValid, fromSettings, planProblems, planSize, roundAmounts } from "../domain/settings.ts";
 import type { PlansDeps } from "../deps.ts";
 import { announce, tooLarge } from "./common.ts";
 
@@ -22,8 +22,9 @@ export function updatePlan(deps: PlansDeps): ServiceImpl<typeof PlansService>["u
       // Plan ids are UUIDs; anything else simply matches nothing.
       const current = await deps.plans.get(productId, req.planId.toLowerCase());
       if (!current) throw rpcError.notFound(`plan "${req.planId}" not found`);
-      const next = applyMask(current, sent, paths);
-      assertValid(planProblems(next));
+      const merged = applyMask(current, sent, paths);
+      assertValid(planProblems(merged));
+      const next = roundAmounts(merged);
       if (paths.length === 0) return { plan: toPlan(current) };
       const result = await deps.plans.replace(productId, current, next);
       if (result === "duplicate") throw rpcError.alreadyExists(`a plan named "${next.name}" already exists`);
