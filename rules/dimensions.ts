@@ -131,6 +131,20 @@ function markOf(money: boolean, at: number, max: number): number {
 }
 
 /**
+ * Where a dimension's usage stands, no call in view, as the gates decide it (money in whole
+ * nano-dollars, a max of 0 always "hard"): for what a screen shows of a dimension. Its rounded
+ * `pct` is not enough: $9.9999996 of a $10 cap reads pct 1 and is below the hard mark.
+ */
+export function gateState(d: { metric: Metric; used: number; max: number; soft_gate_at: number; hard_gate_at: number }): "ok" | "soft" | "hard" {
+  const money = d.metric === "spend";
+  const u = money ? toNano(d.used) : d.used;
+  const l = money ? toNano(d.max) : d.max;
+  const tol = money ? 0 : l * EPSILON;
+  if (l <= 0 || u >= markOf(money, d.hard_gate_at, l) - tol) return "hard";
+  return u >= markOf(money, d.soft_gate_at, l) - tol ? "soft" : "ok";
+}
+
+/**
  * One dimension's rank. Reaching the hard mark blocks; with an estimate, so does a call whose
  * estimate would take usage past it (a call that would land exactly on the cap runs). A max of
  * 0 blocks everything. Money is compared in whole nano-dollars (money.ts), so a sum lands

@@ -59,13 +59,14 @@ export function Loading({ label = "Loading" }: { label?: string }) {
   );
 }
 
-export function ErrorState({ error, retry }: { error: unknown; retry?: () => void }) {
+/** A failed request; `retrying` when a read is being asked again by itself (an action never is: it says what failed). */
+export function ErrorState({ error, retry, retrying }: { error: unknown; retry?: () => void; retrying?: boolean }) {
   const e = error instanceof ApiError ? error : new ApiError(0, String((error as Error)?.message ?? error));
   const unavailable = e.unavailable;
   return (
     <div className="state error" role="alert">
       <strong>{unavailable ? "The service is unavailable" : e.status === 404 ? "Not found" : `Request failed (${e.status || "network"})`}</strong>
-      <span>{unavailable ? "Retrying automatically…" : e.message}</span>
+      <span>{retrying ? "Retrying automatically…" : e.message}</span>
       {retry && (
         <button type="button" className="secondary" onClick={retry}>
           Try again
@@ -95,12 +96,12 @@ export function Query<T>({ q, children, label }: { q: QueryState<T>; children: (
   if (q.data !== undefined)
     return (
       <>
-        {unavailable && <ErrorState error={unavailable} />}
+        {unavailable && <ErrorState error={unavailable} retrying />}
         {children(q.data)}
       </>
     );
   if (q.error) return <ErrorState error={q.error} retry={() => q.refetch()} />;
-  if (unavailable) return <ErrorState error={unavailable} />;
+  if (unavailable) return <ErrorState error={unavailable} retrying />;
   return <Loading label={label} />;
 }
 
@@ -303,13 +304,13 @@ export function BarList({ title, rows }: { title: string; rows: { label: string;
 }
 
 /** Usage against a cap, with the soft and hard gate marks; `reset` and `note` (what the cap is made of) under it, `blocking` when it is the dimension that blocks the user's calls. */
-export function Gauge({ label, value, pct, limit, soft, hard, format, reset, note, blocking }: { label: string; value: number; pct?: number; limit: number | null | undefined; soft: number; hard: number; format: (n: number) => string; reset?: ReactNode; note?: ReactNode; blocking?: boolean }) {
+export function Gauge({ label, value, pct, state: decided, limit, soft, hard, format, reset, note, blocking }: { label: string; value: number; pct?: number; state?: "ok" | "soft" | "hard"; limit: number | null | undefined; soft: number; hard: number; format: (n: number) => string; reset?: ReactNode; note?: ReactNode; blocking?: boolean }) {
   const noteId = `n${useId().replace(/[^A-Za-z0-9_-]/g, "")}`;
   const unlimited = limit == null;
   // A cap of 0 blocks every call: the user is at the hard gate whatever they spent. `pct`, when
   // the API gave it, is the ratio the gates compare (value / limit in floats can fall short of it).
   const ratio = unlimited ? 0 : limit === 0 ? 1 : (pct ?? value / limit);
-  const state = unlimited ? "ok" : ratio >= hard ? "hard" : ratio >= soft ? "soft" : "ok";
+  const state = decided ?? (unlimited ? "ok" : ratio >= hard ? "hard" : ratio >= soft ? "soft" : "ok");
   const scale = Math.max(1, hard * 1.1, ratio);
   const pos = (r: number) => `${Math.min(100, (r / scale) * 100)}%`;
   return (

@@ -3,7 +3,7 @@
 import { useEffect, useState, type ReactNode } from "react";
 import { Gauge } from "./components.tsx";
 import { fmtTime, utcTitle } from "./format.ts";
-import { dimensionLabel, fmtMetric, resetText, untilNextReset, type Dimension } from "./limits.ts";
+import { dimensionLabel, fmtMetric, resetText, stateOf, untilNextReset, type Dimension } from "./limits.ts";
 
 /** The viewer's clock, ticking every `ms`, so that "resets in …" stays true on an open page. */
 export function useNow(ms: number): number {
@@ -39,8 +39,9 @@ export function DimensionBar({ d, now, label, value, note, blocking }: { d: Dime
     <Gauge
       label={label ?? dimensionLabel(d)}
       value={value ?? d.used}
-      // The service's ratio (rounded to 1e-6, as the gates compare): 0.08 / 0.1 in floats is below 0.8.
+      // The service's ratio (rounded to 1e-6) for the bar; its state as the gates decide it ($9.9999996 of $10 is pct 1, not blocked).
       pct={value === undefined ? d.pct : undefined}
+      state={value === undefined ? stateOf(d) : undefined}
       limit={d.max}
       soft={d.soft_gate_at}
       hard={d.hard_gate_at}

@@ -2,7 +2,7 @@
 // ("$0.10 a day", "$2 in any 5 hours"), resets ("in 3 h 20 min"), which dimension blocks, and
 // the service's refusal split per limit and field. Pure functions (no DOM), tested in
 // test/console-limits.test.ts.
-import type { LimitStatus, Metric, PlanLimit as AnsweredLimit, WindowKind } from "@meter/rules";
+import { gateState, type LimitStatus, type Metric, type PlanLimit as AnsweredLimit, type WindowKind } from "@meter/rules";
 import { fmtExactMoney, fmtInt, fmtTokens } from "./format.ts";
 
 /** One entry of a plan's `limits`, as the API answers it (null: not given; a null gate is the plan's). */
@@ -15,9 +15,9 @@ export type PlanLimit = Required<AnsweredLimit>;
 export type Dimension = Omit<LimitStatus, "max" | "scope"> & { max: number | null; scope?: string };
 
 const wholeDollars = new Intl.NumberFormat(undefined, { style: "currency", currency: "USD", minimumFractionDigits: 0, maximumFractionDigits: 0 });
-const cents = new Intl.NumberFormat(undefined, { style: "currency", currency: "USD", minimumFractionDigits: 2, maximumFractionDigits: 4 });
+const cents = new Intl.NumberFormat(undefined, { style: "currency", currency: "USD", minimumFractionDigits: 2, maximumFractionDigits: 9 });
 
-/** A cap in dollars as a price is written: "$2", "$0.10", "$5.50". */
+/** A cap in dollars as a price is written, exactly: "$2", "$0.10", "$5.50", "$0.00002". */
 export const fmtCap = (n: number) => (Number.isInteger(n) ? wholeDollars.format(n) : cents.format(n));
 
 const UNITS: [minutes: number, one: string, many: string][] = [
@@ -113,8 +113,11 @@ export function resetText(d: Dimension, now: number): string {
   return "no reset";
 }
 
-/** At (or past) its hard gate, by the service's own ratio (no float drift at max × gate): a cap of 0 blocks every call. */
-export const atHardGate = (d: Dimension) => d.max != null && (d.max === 0 || d.pct >= d.hard_gate_at);
+/** Where a dimension stands, as the gates decide it (rules' gateState: money in nano-dollars; a cap of 0 blocks every call); "ok" without a cap. */
+export const stateOf = (d: Dimension) => (d.max == null ? "ok" : gateState({ ...d, max: d.max }));
+
+/** At (or past) its hard gate: its calls are blocked. */
+export const atHardGate = (d: Dimension) => stateOf(d) === "hard";
 
 /**
  * The dimension that blocks the user's calls (BUDGETS.md §1): of those at the hard gate, the one

@@ -176,7 +176,13 @@ export class MeterUsage extends HTMLElement {
   }
 
   private render(me: PortalMe) {
-    const money = new Intl.NumberFormat(undefined, { style: "currency", currency: "USD" });
+    // As the gates decide (rules' gateState; this script bundles nothing): money in whole
+    // nano-dollars, a cap of 0 always full. The rounded pct would call $9.9999996 of $10 full.
+    const nano = (n: number) => Math.round(n * 1e9);
+    const atMark = (d: Dimension, at: number) =>
+      d.max === 0 || (d.metric === "spend" ? nano(d.used) >= Math.round(at * nano(d.max)) : d.used >= at * d.max - d.max * 1e-9);
+    // Exact to the nano-dollar the service keeps: a balance of $0.004 is not "$0.00".
+    const money = new Intl.NumberFormat(undefined, { style: "currency", currency: "USD", minimumFractionDigits: 2, maximumFractionDigits: 9 });
     const count = new Intl.NumberFormat();
     const percent = new Intl.NumberFormat(undefined, { style: "percent", maximumFractionDigits: 0 });
     const when = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
@@ -188,7 +194,7 @@ export class MeterUsage extends HTMLElement {
     for (const d of limits) {
       const name = label(d);
       const pct = Math.max(0, Math.min(1, d.pct));
-      const fill = el("div", { class: `fill${d.pct >= d.hard_gate_at ? " full" : d.pct >= d.soft_gate_at ? " warn" : ""}` });
+      const fill = el("div", { class: `fill${atMark(d, d.hard_gate_at) ? " full" : atMark(d, d.soft_gate_at) ? " warn" : ""}` });
       fill.style.width = `${(pct * 100).toFixed(1)}%`;
       const text = `${amount(d, d.used)} of ${amount(d, d.max)}`;
       const bar = el("div", {

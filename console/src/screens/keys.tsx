@@ -11,13 +11,18 @@ export function KeysScreen() {
     <div className="grid-side">
       <Card title="Keys">
         <Query q={keys} label="Loading keys">
-          {(d) => (
-            <DataTable caption="API keys" columns={["Name", "Scope", "Prefix", "Created", "Last used", "Expires", { label: "Actions", hidden: true }]}>
-              {d.keys.map((k) => (
-                <KeyRow key={k.id} k={k} lastAdmin={k.scope === "admin" && d.keys.filter((x) => x.scope === "admin").length === 1} />
-              ))}
-            </DataTable>
-          )}
+          {(d) => {
+            // As the service counts it: the last admin key that has not expired cannot be revoked.
+            const liveAdmin = (x: ApiKey) => x.scope === "admin" && (x.expires_at === null || Date.parse(x.expires_at) > Date.now());
+            const lastAdmin = d.keys.filter(liveAdmin).length === 1;
+            return (
+              <DataTable caption="API keys" columns={["Name", "Scope", "Prefix", "Created", "Last used", "Expires", { label: "Actions", hidden: true }]}>
+                {d.keys.map((k) => (
+                  <KeyRow key={k.id} k={k} lastAdmin={lastAdmin && liveAdmin(k)} />
+                ))}
+              </DataTable>
+            );
+          }}
         </Query>
         <p className="hint">To rotate a key: create a new one, deploy it, then revoke the old one. A revoked key stops working within seconds. The last admin key cannot be revoked.</p>
       </Card>

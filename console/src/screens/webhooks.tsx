@@ -9,6 +9,18 @@ import { usePaging, useUrlState } from "../url-state.ts";
 
 const ep = (id: string) => ({ params: { path: { id } } });
 
+/**
+ * An endpoint form's refusal, by field: the 422's issues by path; a 400 without issues names its
+ * field first ("subscribed_events must …", "description must …"), and the others are the URL's
+ * ("url must use https …", "host … does not resolve").
+ */
+function fieldErrors(err: ApiError | null): (field: "url" | "description" | "subscribed_events") => string | undefined {
+  const refusal = err && !err.issues.length ? err.message : undefined;
+  const named = refusal && ["subscribed_events", "description"].find((f) => refusal.startsWith(f));
+  return (field) =>
+    err?.issues.filter((i) => i.path.startsWith(`/${field}`)).map((i) => i.message).join("; ") || (refusal && (named ? named === field : field === "url") ? refusal : undefined);
+}
+
 export function WebhooksScreen({ selected }: { selected?: string }) {
   const endpoints = useQuery(endpointsRead());
   const current = endpoints.data?.find((e) => e.id === selected);
@@ -65,10 +77,7 @@ function CreateEndpoint() {
     },
   });
   const err = create.error instanceof ApiError ? create.error : null;
-  // A 400 without issues names its field first ("subscribed_events must …"); the others are the URL's ("url …", "host … does not resolve").
-  const refusal = err && !err.issues.length ? err.message : undefined;
-  const about = (f: string) => (refusal?.startsWith(f) ? refusal : undefined);
-  const issue = (f: string) => err?.issues.filter((i) => i.path.startsWith(`/${f}`)).map((i) => i.message).join("; ") || about(f);
+  const issue = fieldErrors(err);
   const submit = submitted(() => {
     setSecret(null);
     create.mutate();
@@ -77,7 +86,7 @@ function CreateEndpoint() {
     <Card title="Add an endpoint">
       {secret && <SecretOnce title={`Signing secret of ${secret.url}`} secret={secret.secret} warning="Shown once here; you can reveal it again later from the endpoint. Verify every delivery's X-Service-Signature with it." />}
       <form onSubmit={submit} noValidate className="stack" aria-label="Add an endpoint">
-        <Field label="URL" error={issue("url") ?? (refusal && !about("subscribed_events") && !about("description") ? refusal : undefined)}>
+        <Field label="URL" error={issue("url")}>
           {(id, d) => <input id={id} aria-describedby={d} type="url" placeholder="https://example.com/hooks/meter" value={form.url} onChange={(e) => setForm({ ...form, url: e.target.value })} />}
         </Field>
         <Field label="Description (optional)" error={issue("description")}>
@@ -130,7 +139,7 @@ function EndpointDetail({ endpoint }: { endpoint: Endpoint }) {
     },
   });
   const err = update.error instanceof ApiError ? update.error : null;
-  const issue = (f: string) => err?.issues.filter((i) => i.path.startsWith(`/${f}`)).map((i) => i.message).join("; ") || undefined;
+  const issue = fieldErrors(err);
   return (
     <div className="grid-2">
       <Card title={`Endpoint ${endpoint.url}`}>
@@ -201,13 +210,14 @@ function EndpointDetail({ endpoint }: { endpoint: Endpoint }) {
             update.mutate({ url: form.url, description: form.description || null, subscribed_events: form.events });
           })}
         >
-          <Field label="Endpoint URL" error={issue("url") ?? (err && !err.issues.length ? err.message : undefined)}>
+          <Field label="Endpoint URL" error={issue("url")}>
             {(id, d) => <input id={id} aria-describedby={d} type="url" value={form.url} onChange={(e) => setForm({ ...form, url: e.target.value })} />}
           </Field>
           <Field label="Endpoint description" error={issue("description")}>
             {(id, d) => <input id={id} aria-describedby={d} value={form.description} onChange={(e) => setForm({ ...form, description: e.target.value })} />}
           </Field>
           <EventPicker legend="Subscribed events" value={form.events} onChange={(events) => setForm({ ...form, events })} />
+          {issue("subscribed_events") && <small className="field-error">{issue("subscribed_events")}</small>}
           {update.isSuccess && <FormStatus>Saved.</FormStatus>}
           <button type="submit" disabled={update.isPending}>
             Save endpoint
