@@ -450,6 +450,8 @@ def test_help_shows_the_public_methods_as_called() -> None:
             shown = str(inspect.signature(method))
             assert method.__name__ == name and "Flow" not in shown and shown.startswith("(self"), (cls, name, shown)
     assert str(inspect.signature(Meter.flush)).endswith("-> 'bool'")
+    # Meter's awaitable forms carry their own names, not the blocking ones'.
+    assert [Meter.aguard.__name__, Meter.areserve.__name__, Meter.arecord.__name__] == ["aguard", "areserve", "arecord"]
     # The delivery queue's hooks are the library's own: not offered to the product beside the API.
     for cls in (Meter, AsyncMeter):
         hooks = ("warn", "held", "delivered", "discarded", "stalled", "misaddressed", "key_refused")

@@ -861,7 +861,7 @@ export class Leases {
       const left = this.balance(b, b.spend, now);
       if (left <= 0 || (n.whole && left < n.cost)) {
         const cap = toDollars(Math.round(toNano(plan.max_spend_per_period!) * plan.hard_gate_at));
-        refused.push(refusal(e, "total_spend", addDollars(e.periodCost, e.reservedCost), cap, `period spend cap of ${cap} reached: no budget lease covers this call (${n.cost.toFixed(6)}) across replicas`));
+        refused.push(refusal(e, "total_spend", addDollars(e.periodCost, e.reservedCost), cap, `period spend cap of $${cap.toFixed(2)} reached: no budget lease covers this call (estimate $${n.cost.toFixed(4)}) across replicas`));
       }
     }
     if (n.model !== null) {
@@ -1413,7 +1413,7 @@ function teamRefusal(t: TeamEntry, cost: number): GuardResult {
     usage_pct: cap > 0 ? Math.max(1, ratio(current, cap)) : 1,
     current_value: current,
     limit_value: cap,
-    message: `team period spend cap of ${cap} reached: no budget lease covers this call (${cost.toFixed(6)}) across replicas`,
+    message: `team period spend cap of $${cap.toFixed(2)} reached: no budget lease covers this call (estimate $${cost.toFixed(4)}) across replicas`,
   };
 }
 

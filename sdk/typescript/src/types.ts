@@ -278,7 +278,7 @@ export interface MeterStats {
   sent: number;
   /** Events dropped because the queue was full. */
   dropped: number;
-  /** Events the service refused (4xx other than 401, 403, 404, 408, 413 and 429: those are retried, or a 413's batch sent again in halves); never retried. */
+  /** Events the service refused (4xx other than 401, 403, 404, 408 and 429, which are retried, and a 413 of more than one event, whose batch is sent again in halves); never retried. */
   rejected: number;
   /**
    * Batches the service answered 429 (it holds as much as it stores in a few seconds): each

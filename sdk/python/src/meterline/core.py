@@ -384,10 +384,11 @@ def public(method: F, flow: Callable[..., Any], name: str) -> F:
 
 
 def renamed(call: F, name: str) -> F:
-    """A plain core call under its public name (``Meter.guard`` is ``MeterCore._guard``): a copy of the function,
-    so that ``help()`` names it without a wrapper's frame on a call this hot."""
+    """A call under another public name (``Meter.guard`` is ``MeterCore._guard``, ``Meter.aguard`` AsyncMeter's
+    ``guard``): a copy of the function, so that ``help()`` names it without a wrapper's frame on a call this hot."""
     f: Any = call
     copy = types.FunctionType(f.__code__, f.__globals__, name, f.__defaults__, f.__closure__)
+    copy.__dict__.update(f.__dict__)  # the signature public() gave it
     copy.__kwdefaults__ = f.__kwdefaults__
     copy.__doc__ = f.__doc__
     copy.__annotations__ = f.__annotations__

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from .money import to_dollars, to_nano
+from .money import fixed, to_dollars, to_nano
 
 _WINDOW_WORDS = {
     "minute": "this minute",
@@ -43,7 +43,7 @@ def describe(
 
     def money_after(x: float) -> str:
         total = to_dollars(to_nano(used) + to_nano(x))
-        return f"; this call's estimate of ${x:.4f} would bring it to ${total:.4f} ({share(used + x)})"
+        return f"; this call's estimate of ${fixed(x, 4)} would bring it to ${fixed(total, 4)} ({share(used + x)})"
 
     def tokens_after(x: float) -> str:
         total = used + x
@@ -51,7 +51,7 @@ def describe(
 
     if reason in ("total_spend", "session_spend"):
         which = "Team spend" if team else "Spend" if reason == "total_spend" else "Session spend"
-        head = f"{which} {what}: ${used:.4f} of ${limit:.2f} spent ({share(used)})"
+        head = f"{which} {what}: ${fixed(used, 4)} of ${fixed(limit, 2)} spent ({share(used)})"
         return head + money_after(est) if est > 0 else head
     if reason.startswith("model_limit:"):
         lead = "Team token" if team else "Token"
@@ -70,7 +70,7 @@ def describe(
     )
     head = f"{label[0].upper()}{label[1:]} reached" if hard else f"Approaching {label}"
     if metric == "spend":
-        line = f"{head}: ${used:.4f} of ${limit:.2f} spent {when} ({share(used)})"
+        line = f"{head}: ${fixed(used, 4)} of ${fixed(limit, 2)} spent {when} ({share(used)})"
         return line + money_after(est) if est > 0 else line
     if metric == "tokens":
         line = f"{head}: {_num(used)} of {_num(limit)} tokens used {when} ({share(used)})"

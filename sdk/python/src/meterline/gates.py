@@ -1,6 +1,6 @@
-"""Gate evaluation (pure), exported as ``meterline.evaluate``: dimensions.py's ``evaluate_plan``, every dimension of a
+"""Gate evaluation (pure), ``meterline.gates.evaluate``: dimensions.py's ``evaluate_plan``, every dimension of a
 plan for one call. Without counters (the arguments after ``estimate_tokens``) it is SPEC's three caps alone: the
-period, the session and the call's model. The TypeScript library exports its ``evaluatePlan`` the same way."""
+period, the session and the call's model. Internal, as the TypeScript library's ``evaluatePlan`` (rules/) is."""
 
 from __future__ import annotations
 

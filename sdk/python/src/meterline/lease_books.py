@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .counters import LimitCounter, hard_mark_of, resets_of, used_of
-from .money import add_dollars, ratio, to_dollars, to_nano
+from .money import add_dollars, fixed, gate_mark, ratio, to_dollars, to_nano
 from .periods import iso
 from .reservation import NO_WINDOWS, ReservationAmount, WindowNeed
 from .teams import member_scoped
@@ -353,7 +353,7 @@ def team_refusal(t: TeamEntry, cost: float) -> GuardResult:
     """A call the team's slice does not cover: blocked by the team's cap until the team's period ends."""
     plan = t.config
     assert plan is not None and plan.max_spend_per_period is not None
-    cap = to_dollars(round(to_nano(plan.max_spend_per_period) * plan.hard_gate_at))
+    cap = gate_mark(plan.max_spend_per_period, plan.hard_gate_at)
     current = add_dollars(t.period_cost, t.reserved_cost)
     return GuardResult(
         "hard_gate",
@@ -361,8 +361,8 @@ def team_refusal(t: TeamEntry, cost: float) -> GuardResult:
         max(1.0, ratio(current, cap)) if cap > 0 else 1.0,
         current,
         cap,
-        f"team period spend cap of ${cap:.2f} reached: no budget lease covers this call "
-        f"(estimate ${cost:.4f}) across replicas",
+        f"team period spend cap of ${fixed(cap, 2)} reached: no budget lease covers this call "
+        f"(estimate ${fixed(cost, 4)}) across replicas",
         None if plan.prepaid else iso(t.period_end_t),
     )
 

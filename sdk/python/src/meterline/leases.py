@@ -18,6 +18,7 @@ from urllib.parse import quote
 from .clock import now as clock_now
 from .errors import MeterAPIError, MeterError
 from .flow import Flow, Handle, Request, Wait, never_ran, running
+from .gate_messages import _num
 from .lease_books import (
     Book,
     LeaseNeed,
@@ -42,7 +43,7 @@ from .lease_books import (
 from .lease_requests import LeaseRequests
 from .lease_sizing import balance, low, renew_at, renew_margin
 from .lease_windows import OPEN_RETRY
-from .money import add_dollars
+from .money import add_dollars, fixed, gate_mark
 from .periods import iso, parse_time
 from .reservation import NO_WINDOWS, ReservationAmount, WindowNeed
 from .types import GuardResult
@@ -544,15 +545,15 @@ class Leases(LeaseRequests):
         if n.spend and plan.max_spend_per_period is not None:
             left = balance(b, b.spend, now)
             if left <= 0 or (n.whole and left < n.cost):
-                cap = plan.max_spend_per_period * plan.hard_gate_at
+                cap = gate_mark(plan.max_spend_per_period, plan.hard_gate_at)
                 refused.append(
                     refusal(
                         e,
                         "total_spend",
                         add_dollars(e.period_cost, e.reserved_cost),
                         cap,
-                        f"period spend cap of ${cap:.2f} reached: no budget lease covers this call "
-                        f"(estimate ${n.cost:.4f}) across replicas",
+                        f"period spend cap of ${fixed(cap, 2)} reached: no budget lease covers this call "
+                        f"(estimate ${fixed(n.cost, 4)}) across replicas",
                     )
                 )
         if n.model is not None:
@@ -567,7 +568,7 @@ class Leases(LeaseRequests):
                         f"model_limit:{n.model}",
                         current,
                         cap,
-                        f"token cap of {cap:g} for {n.model} reached: no budget lease covers this call "
+                        f"token cap of {_num(cap)} for {n.model} reached: no budget lease covers this call "
                         f"({n.tokens:g} tokens) across replicas",
                     )
                 )

@@ -113,9 +113,9 @@ class Meter(MeterCore):
 
     # ---- for async code ----
 
-    aguard = guard_async
-    areserve = reserve_async
-    arecord = record_async
+    aguard = renamed(guard_async, "aguard")
+    areserve = renamed(reserve_async, "areserve")
+    arecord = renamed(record_async, "arecord")
 
     async def astart(self) -> StartResult:
         return await asyncio.to_thread(self.start)

@@ -6,6 +6,7 @@ Ratios (usage_pct) are rounded to 1e-6. Same rules, same cases: rules/cases.json
 from __future__ import annotations
 
 import math
+from decimal import ROUND_HALF_UP, Decimal
 
 NANOS_PER_DOLLAR = 1_000_000_000
 RATIO_SCALE = 1_000_000
@@ -16,6 +17,18 @@ def _round_half_up(x: float) -> int:
     """JavaScript's Math.round: the nearest integer, halves toward +infinity (not Python's round())."""
     f = math.floor(x)
     return int(f) + (1 if x - f >= 0.5 else 0)
+
+
+def fixed(x: float, digits: int) -> str:
+    """JavaScript's ``x.toFixed(digits)``: the exact value of the double rounded half away from zero (Python's
+    ``f"{x:.2f}"`` rounds half to even: $0.125 read "$0.12" here and "$0.13" in the TypeScript library)."""
+    return str(Decimal(x).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP))
+
+
+def gate_mark(max_dollars: float, at: float) -> float:
+    """A gate's mark on a cap in dollars: the cap's nano-dollars times the gate, rounded as the TypeScript library
+    (``max * at`` in floats gave $2.0999999999999996 for 0.7 of $3)."""
+    return to_dollars(_round_half_up(to_nano(max_dollars) * at))
 
 
 def to_nano(dollars: float) -> int:
