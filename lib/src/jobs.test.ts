@@ -194,7 +194,7 @@ test("a failed run is counted by job name (meter_job_failures_total), a kicked o
   const { logger } = capturingLogger("error");
   const db = mongo.db(`jobs_${randomUUID()}`);
   const scheduler = new JobScheduler(db, logger, 600_000, "test");
-  const failures = async (job: string) => (await jobFailures.get()).values.find((v) => v.labels.job === job)?.value ?? 0;
+  const failures = async (job: string) => (await jobFailures.get()).values.find((v) => v.labels.task === job)?.value ?? 0;
   try {
     await scheduler.init();
     let runs = 0;

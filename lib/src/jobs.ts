@@ -151,7 +151,7 @@ export class JobScheduler {
           await run;
         } catch (err) {
           this.logger.warn({ err, job: name, key: job.attrs.data.key }, "job failed");
-          jobFailures.inc({ job: name });
+          jobFailures.inc({ task: name });
           throw err;
         } finally {
           this.running.delete(run);
@@ -195,7 +195,7 @@ export class JobScheduler {
       },
       (err: unknown) => {
         this.logger.warn({ err, job: name }, "job failed");
-        jobFailures.inc({ job: name });
+        jobFailures.inc({ task: name });
       },
     );
     this.running.add(run);

@@ -114,7 +114,8 @@ export const webhookDeliveries = counter(
  * run), by job name: a retention pass or a relay failing every time shows here, not only in the
  * logs (alert on a steady increase).
  */
-export const jobFailures = counter("meter_job_failures_total", "Background job runs that failed (retried later), by job name.", ["job"]);
+// "task", not "job": Prometheus puts its own job label (the scrape job) on every series.
+export const jobFailures = counter("meter_job_failures_total", "Background job runs that failed (retried later), by job name.", ["task"]);
 
 /**
  * Scrapes whose read of a backlog failed (its series are left out of that scrape): an outage

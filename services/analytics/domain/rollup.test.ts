@@ -70,6 +70,11 @@ test("shares: of cost, else of tokens, else of events; rounded to 2 decimals", (
   assert.equal(shares(new Map([["a", [1, 0, 1]], ["b", [2, 0, 1]]])).map((s) => s.pct), [66.67, 33.33]);
   assert.equal(shares(new Map([["a", [0, 1, 1]], ["b", [0, 3, 1]]])).map((s) => [s.model, s.pct]), [["b", 75], ["a", 25]]);
   assert.equal(shares(new Map([["a", [0, 0, 1]], ["b", [0, 0, 1]]])).map((s) => s.pct), [50, 50]);
+  // The same exact share reads the same: 5/32 of the cost is 15.63 whether $5 of $32 or $0.205 of $1.312 (floats gave 15.62).
+  assert.equal(shares(new Map([["a", [5, 0, 1]], ["b", [27, 0, 1]]])).find((s) => s.model === "a")!.pct, 15.63);
+  assert.equal(shares(new Map([["a", [0.205, 0, 1]], ["b", [1.107, 0, 1]]])).find((s) => s.model === "a")!.pct, 15.63);
+  // Exact however large: a billion dollars in nano-dollars times 10,000 passes 2^53.
+  assert.equal(shares(new Map([["a", [1e9 / 3, 0, 1]], ["b", [(2 * 1e9) / 3, 0, 1]]])).map((s) => s.pct), [66.67, 33.33]);
   assert.equal(shares(new Map()), []);
 });
 

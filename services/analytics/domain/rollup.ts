@@ -3,7 +3,7 @@
  * back with or without the event-source filter. No I/O here.
  */
 
-import { addDollars } from "@meter/rules";
+import { addDollars, toNano } from "@meter/rules";
 
 export const SOURCES = ["auto", "manual"] as const;
 export type Source = (typeof SOURCES)[number];
@@ -222,8 +222,21 @@ export function shares(models: Map<string, Figures>): { model: string; cost: num
       model: r.model,
       cost: r.f[0],
       tokens: r.f[1],
-      pct: totals[basis] > 0 ? Math.round((r.f[basis] / totals[basis]) * 10_000) / 100 : 0,
+      pct: totals[basis] > 0 ? percentOf(unitsOf(basis, r.f[basis]), unitsOf(basis, totals[basis])) : 0,
     }));
+}
+
+/** A figure in whole units: nano-dollars for cost, else the count itself. */
+const unitsOf = (basis: number, x: number) => (basis === 0 ? toNano(x) : x);
+
+/**
+ * part / whole in percent to two decimals, rounded half up, from whole units: exact however
+ * large (float dollars gave $0.205 of $1.312 15.62 and $5 of $32 15.63, the same 5/32).
+ */
+function percentOf(part: number, whole: number): number {
+  const p = BigInt(part);
+  const w = BigInt(whole);
+  return Number((p * 20_000n + w) / (2n * w)) / 100;
 }
 
 /** Users ordered by cost (highest first), then user id; the first `limit`. */
