@@ -2,7 +2,7 @@
 // sentences, resets, which dimension blocks, and the service's refusal per limit and field.
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { blockingIndex, describeLimit, dimensionLabel, fmtUntil, limitProblems, resetText, untilNextReset, type Dimension, type PlanLimit } from "../console/src/limits.ts";
+import { blockingIndex, describeLimit, dimensionLabel, fmtUntil, limitProblems, resetText, stateOf, untilNextReset, type Dimension, type PlanLimit } from "../console/src/limits.ts";
 
 const limit = (metric: PlanLimit["metric"], max: number, window: PlanLimit["window"], duration_minutes: number | null = null, model: string | null = null) => ({ metric, max, window, duration_minutes, model });
 
@@ -67,6 +67,11 @@ test("the blocking dimension is the one at its hard gate that lifts last, then t
   assert.is(blockingIndex([day, dim({ used: 0.1, pct: 1 })]), 0);
   // A per-limit hard gate below 1.
   assert.is(blockingIndex([dim({ used: 0.09, pct: 0.9, hard_gate_at: 0.9 })]), 0);
+  // Decided as the gates decide, in nano-dollars: $9.9999996 of $10 is pct 1 rounded, and below the hard mark.
+  assert.is(blockingIndex([dim({ max: 10, used: 9.9999996, pct: 1 })]), -1);
+  assert.is(stateOf(dim({ max: 10, used: 9.9999996, pct: 1 })), "soft");
+  assert.is(stateOf(dim({ max: 0.3, used: 0.1 + 0.2, pct: 1 })), "hard", "a float sum lands on the mark");
+  assert.is(stateOf(dim({ metric: "requests", max: 1001, used: 800.8, pct: 0.8, soft_gate_at: 0.8 })), "soft");
   // No cap (max null) never blocks.
   assert.is(blockingIndex([dim({ reason: "total_spend", max: null, used: 5 })]), -1);
 });
