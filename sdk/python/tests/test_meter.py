@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import logging
 import math
 import threading
 import time
@@ -456,3 +457,18 @@ def test_help_shows_the_public_methods_as_called() -> None:
     for cls in (Meter, AsyncMeter):
         hooks = ("warn", "held", "delivered", "discarded", "stalled", "misaddressed", "key_refused")
         assert [h for h in hooks if hasattr(cls, h)] == [], cls
+
+
+def test_a_model_the_plan_prices_none_of_is_said_once(product: Product, caplog: pytest.LogCaptureFixture) -> None:
+    user = product.create_user(PRICED)
+    tokens_only = product.create_user({"model_limits": {"m": {"max_tokens_per_period": 10_000}}})
+    m = Meter(api_key=product.key, base_url=product.url)
+    with caplog.at_level(logging.WARNING, logger="meterline"):
+        assert m.record(user, model="gpt-4o", input_tokens=1000).cost_total > 0
+        for _ in range(3):
+            assert m.record(user, model="unlisted-model", input_tokens=1000).cost_total == 0
+        # Token caps only: nothing priced on purpose, nothing said.
+        m.record(tokens_only, model="m", input_tokens=10)
+    said = [r.getMessage() for r in caplog.records if "has no rate" in r.getMessage()]
+    assert len(said) == 1 and 'model "unlisted-model"' in said[0] and "cost_rates price gpt-4o" in said[0], said
+    m.shutdown()

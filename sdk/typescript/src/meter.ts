@@ -141,7 +141,7 @@ export class Meter {
       },
     });
     this.#leases = leaseOptions ? new Leases(this.#transport, leaseOptions, (m, err) => report.warn(m, err)) : null;
-    this.#recorder = new Recorder(this.#leases, this.#queue, this.#callbacks);
+    this.#recorder = new Recorder(this.#leases, this.#queue, this.#callbacks, (message) => report.warn(message));
     this.#users = new Users(this.#transport, { refreshIntervalMs, startupTimeoutMs: this.#startupTimeoutMs }, report, this.#leases, (e, first) => {
       this.#recorder.price(e);
       if (first) this.#callbacks.fire(this.#callbacks.sessionStart, { user_id: e.userId, plan: e.plan, billing_period: { start: e.periodStart, end: e.periodEnd } });

@@ -21,17 +21,40 @@ import { ownMetadata } from "./validate.ts";
 const MANUAL_ATTEMPTS = 3;
 /** Manual event ids remembered, so that a repeated idempotency key is not counted twice locally. */
 const MANUAL_IDS = 10_000;
+/** Plans and models already warned of as unpriced: said once each, at most this many. */
+const UNPRICED_WARNINGS = 1_000;
 
 export class Recorder {
   /** Queued usage events waiting for their user's prices. */
   readonly #unpriced = new WeakSet<UsageEvent>();
   readonly #manualIds = new Set<string>();
+  readonly #unpricedWarned = new Set<string>();
 
   constructor(
     private readonly leases: Leases | null,
     private readonly queue: EventQueue,
     private readonly callbacks: Callbacks,
+    private readonly warn: (message: string) => void,
   ) {}
+
+  /**
+   * Tokens of a model the plan prices none of cost $0 (SPEC: no rate, no default rate) and count
+   * toward no spend cap: right for a plan that prices nothing (token caps only), a silent leak when
+   * the plan prices other models (a quick start's "gpt-4.1" plan called with "gpt-4o"). Said once
+   * per plan and model.
+   */
+  #unpricedModel(e: UserEntry, model: string | null, tokens: number): void {
+    const plan = e.config;
+    if (plan === null || model === null || tokens === 0 || rateOf(model, plan) !== null) return;
+    const priced = Object.keys(plan.cost_rates);
+    if (priced.length === 0) return;
+    const key = `${e.planId ?? ""}\u0000${model}`;
+    if (this.#unpricedWarned.has(key) || this.#unpricedWarned.size >= UNPRICED_WARNINGS) return;
+    this.#unpricedWarned.add(key);
+    this.warn(
+      `model "${model}" has no rate in ${e.userId}'s plan (its cost_rates price ${priced.slice(0, 3).join(", ")}${priced.length > 3 ? ", ..." : ""}) and the plan has no default_cost_rate: its tokens cost $0 and count toward no spend cap; add the model to the plan's cost_rates`,
+    );
+  }
 
   /** The event waits for its user's prices: not delivered yet. */
   unpriced(event: UsageEvent): boolean {
@@ -46,6 +69,7 @@ export class Recorder {
     const plan = e.config;
     const cost_tokens = tokenCost(inTokens, outTokens, rateOf(model, plan));
     const cost_tools = toolsCost(tools, plan);
+    this.#unpricedModel(e, model, inTokens + outTokens);
     const event: UsageEvent = {
       id: randomUUID(),
       user_id: e.userId,
@@ -92,6 +116,7 @@ export class Recorder {
       }
       event.model = model;
       event.cost_tokens = tokenCost(event.input_tokens, event.output_tokens, rateOf(model, plan));
+      this.#unpricedModel(e, model, event.total_tokens);
       event.cost_tools = toolsCost(event.tool_calls, plan);
       event.cost_total = addDollars(event.cost_tokens, event.cost_tools);
       e.countPeriod(session, model, 0, event.cost_total);

@@ -154,6 +154,22 @@ t("model limits and prices: longest-prefix names, default rate, tool costs", asy
   assert.equal(m.state(userId)!.period_tokens_by_model, { "gpt-4o": 1000, "claude-x": 1000 });
 });
 
+t("a model the plan prices none of is said once (its tokens cost $0 and count toward no cap); a plan that prices nothing says nothing", async (ctx) => {
+  const logger = memoryLogger();
+  const m = meter(ctx, { logger });
+  const userId = await createUser(ctx.api, { cost_rates: RATES });
+  const priced = await m.record(userId, { model: "gpt-4o", input_tokens: 1000 });
+  assert.ok(priced.cost_total > 0);
+  for (let i = 0; i < 3; i++) assert.is((await m.record(userId, { model: "unlisted-model", input_tokens: 1000 })).cost_total, 0);
+  const said = logger.lines.filter((l) => l.includes('model "unlisted-model" has no rate'));
+  assert.is(said.length, 1, JSON.stringify(logger.lines));
+  assert.match(said[0]!, /its cost_rates price gpt-4o.*add the model to the plan's cost_rates/);
+  // Token caps only: nothing priced on purpose, nothing said.
+  const tokensOnly = await createUser(ctx.api, { model_limits: { m: { max_tokens_per_period: 10_000 } } });
+  await m.record(tokensOnly, { model: "m", input_tokens: 10 });
+  assert.is(logger.lines.filter((l) => l.includes("has no rate")).length, 1);
+});
+
 t("permissive defaults: no plan, a user the service does not know; a cap of 0 blocks everything", async (ctx) => {
   const m = meter(ctx);
   const noPlan = await createUser(ctx.api);

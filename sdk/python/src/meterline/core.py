@@ -105,6 +105,8 @@ class MeterCore(Lifecycle):
         self._loading = {}
         self._manual_ids = set()
         self._unpriced_ids = set()
+        self._unpriced_models = set()
+        self._unpriced_said = []
         self._soft = []
         self._hard = []
         self._usage = []

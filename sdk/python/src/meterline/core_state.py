@@ -44,6 +44,8 @@ class CoreState:
     _loading: dict[str, tuple[UserEntry, Handle]]
     _manual_ids: set[str]
     _unpriced_ids: set[str]
+    _unpriced_models: set[str]
+    _unpriced_said: list[str]
     _soft: list[GateCallback]
     _hard: list[GateCallback]
     _usage: list[Callable[[UsageEvent], Any]]

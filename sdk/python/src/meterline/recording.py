@@ -31,7 +31,39 @@ MANUAL_IDS = 10_000
 Metadata = dict[str, Any] | None
 
 
+# Plans and models already warned of as unpriced: said once each, at most this many.
+UNPRICED_WARNINGS = 1000
+
+
 class Recording(Reporting):
+    def _note_unpriced(self, e: UserEntry, model: str | None, tokens: int) -> None:
+        """Tokens of a model the plan prices none of cost $0 (SPEC: no rate, no default rate) and count toward no
+        spend cap: right for a plan that prices nothing (token caps only), a silent leak when the plan prices other
+        models (a quick start's "gpt-4.1" plan called with "gpt-4o"). Noted once per plan and model, under the lock;
+        said by _say_unpriced after it."""
+        plan = e.config
+        if plan is None or model is None or tokens == 0 or not plan.cost_rates or rate_of(model, plan) is not None:
+            return
+        key = f"{e.plan_id or ''}\0{model}"
+        if key in self._unpriced_models or len(self._unpriced_models) >= UNPRICED_WARNINGS:
+            return
+        self._unpriced_models.add(key)
+        priced = list(plan.cost_rates)
+        self._unpriced_said.append(
+            f'model "{model}" has no rate in {e.user_id}\'s plan (its cost_rates price {", ".join(priced[:3])}'
+            f"{', ...' if len(priced) > 3 else ''}) and the plan has no default_cost_rate: its tokens cost $0 and "
+            "count toward no spend cap; add the model to the plan's cost_rates"
+        )
+
+    def _say_unpriced(self) -> None:
+        """The warnings _note_unpriced noted, logged without the lock."""
+        if not self._unpriced_said:
+            return
+        with self._lock:
+            said, self._unpriced_said = self._unpriced_said, []
+        for message in said:
+            self._warn(message)
+
     def _record(
         self,
         e: UserEntry,
@@ -50,6 +82,7 @@ class Recording(Reporting):
             event = self._meter(e, session, self._model(e, model), input_tokens, output_tokens, tool_calls, meta, now)
             news = e.credit_news(now)
         self._report_drops()
+        self._say_unpriced()
         self._fire(self._usage, event)
         self._fire_credits(news)
         return event
@@ -166,6 +199,7 @@ class Recording(Reporting):
             )
             news = hold.entry.credit_news(now)
         self._report_drops()
+        self._say_unpriced()
         self._fire(self._usage, event)
         self._fire_credits(news)
         return event
@@ -214,6 +248,7 @@ class Recording(Reporting):
         plan = e.config
         ct = token_cost(input_tokens, output_tokens, rate_of(model, plan))
         tc = tools_cost(tools, plan)
+        self._note_unpriced(e, model, input_tokens + output_tokens)
         event = UsageEvent(
             id=str(uuid.uuid4()),
             user_id=e.user_id,
@@ -263,6 +298,7 @@ class Recording(Reporting):
                 e.tokens_by_model[model] = e.tokens_by_model.get(model, 0) + event.total_tokens
             event.model = model
             event.cost_tokens = token_cost(event.input_tokens, event.output_tokens, rate_of(model, plan))
+            self._note_unpriced(e, model, event.total_tokens)
             event.cost_tools = tools_cost(event.tool_calls, plan)
             event.cost_total = add_dollars(event.cost_tokens, event.cost_tools)
             self._count(e, session, model, 0, event.cost_total)

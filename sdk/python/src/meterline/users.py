@@ -118,6 +118,7 @@ class Users(Recording):
                 news = e.credit_news(now)
                 if not e.started:
                     e.started = started = True
+            self._say_unpriced()
             if started:
                 self._fire(
                     self._session_start,
