@@ -4,6 +4,8 @@ secret, a replayed old delivery and a tampered body."""
 from __future__ import annotations
 
 import http.server
+import json
+import os
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -82,6 +84,11 @@ def test_real_test_deliveries_verify_and_forgeries_do_not(product: Product, rece
     with pytest.raises(WebhookVerificationError) as err:
         verify_webhook(body, {**headers, "x-service-timestamp": "soon"}, secret)
     assert err.value.reason == "malformed"
+    # Mistakes at the call site are said as they are: an unset secret variable, a body a framework parsed.
+    with pytest.raises(TypeError, match="signing secret"):
+        verify_webhook(body, headers, os.environ.get("NO_SUCH_VARIABLE"))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="exactly as received"):
+        verify_webhook(json.loads(body), headers, secret)
 
 
 def test_a_rotated_secret_verifies_with_the_list_of_both(product: Product, receiver: Receiver) -> None:

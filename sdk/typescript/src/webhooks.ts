@@ -147,6 +147,13 @@ export async function verifyWebhook(
   secret: string | readonly string[],
   options: VerifyWebhookOptions = {},
 ): Promise<WebhookEvent> {
+  // Mistakes at the call site, said before any header: an unset secret variable, a body parsed by the framework.
+  if (secret === undefined || secret === null || (typeof secret !== "string" && !Array.isArray(secret))) {
+    throw new MeterTypeError("verifyWebhook needs the endpoint's signing secret (a string, or a list during a rotation): is its variable set?");
+  }
+  if (typeof rawBody !== "string" && !(rawBody instanceof Uint8Array) && !(rawBody instanceof ArrayBuffer)) {
+    throw new MeterTypeError("verifyWebhook needs the body exactly as received (a string or bytes), not parsed JSON: e.g. express.raw({ type: \"application/json\" }) on this route");
+  }
   const signature = header(headers, "x-service-signature");
   const timestamp = header(headers, "x-service-timestamp");
   if (!signature) throw new WebhookVerificationError("missing_header", "X-Service-Signature header is missing");

@@ -108,6 +108,11 @@ t("a replayed old delivery is too old; a tampered body, a wrong secret or a forg
   assert.is(await refusal(verifyWebhook(r.body, noTimestamp, secret)), "missing_header");
   assert.is(await refusal(verifyWebhook(r.body, { ...r.headers, "x-service-signature": "md5=abc" }, secret)), "malformed");
   assert.is(await refusal(verifyWebhook(r.body, { ...r.headers, "x-service-timestamp": "yesterday" }, secret)), "malformed");
+
+  // Mistakes at the call site are said as they are: an unset secret variable, a body a framework parsed.
+  const said = (p: Promise<unknown>) => p.then(() => "verified", (e: Error) => `${e.name}: ${e.message}`);
+  assert.match(await said(verifyWebhook(r.body, r.headers, process.env.NO_SUCH_VARIABLE as unknown as string)), /^TypeError: verifyWebhook needs the endpoint's signing secret/);
+  assert.match(await said(verifyWebhook(JSON.parse(r.body), r.headers, secret)), /^TypeError: verifyWebhook needs the body exactly as received/);
 });
 
 t("after a rotation: the new secret verifies, a list of old and new verifies both, the old one alone no longer does", async ({ api, rx, secret: oldSecret, endpointId }) => {

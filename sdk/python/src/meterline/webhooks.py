@@ -86,6 +86,17 @@ def verify_webhook(
     """The parsed envelope of a genuine delivery, else WebhookVerificationError with ``reason``
     ``missing_header``, ``bad_signature``, ``too_old`` or ``malformed``. ``secret`` may be a list (during a
     rotation). A timestamp more than ``tolerance_seconds`` from now, either way, is refused as too old."""
+    # Mistakes at the call site, said before any header: an unset secret variable, a body parsed by the framework.
+    if secret is None or not isinstance(secret, (str, list, tuple)):
+        raise MeterTypeError(
+            "verify_webhook needs the endpoint's signing secret (a string, or a list during a rotation): is its "
+            "variable set?"
+        )
+    if not isinstance(raw_body, (str, bytes, bytearray, memoryview)):
+        raise MeterTypeError(
+            "verify_webhook needs the body exactly as received (str or bytes), not parsed JSON: e.g. "
+            "await request.body() in FastAPI, request.get_data() in Flask"
+        )
     body = raw_body.encode() if isinstance(raw_body, str) else bytes(raw_body)
     signature = _header(headers, "x-service-signature")
     stamp = _header(headers, "x-service-timestamp")
