@@ -44,7 +44,7 @@ const embedded = config.MONGODB_URL
       progress,
       supervise: { logger, onGiveUp: (reason) => exitUnrecoverable(reason) },
     });
-if (embedded) logger.info({ dataDir: path.resolve(config.DATA_DIR), pid: embedded.pid }, "embedded database started");
+if (embedded) logger.info({ dataDir: path.resolve(config.DATA_DIR), databasePid: embedded.pid }, "embedded database started");
 
 function exitUnrecoverable(reason: Error): never {
   logger.fatal({ reason: reason.message }, `exiting: ${reason.message}`);

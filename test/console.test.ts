@@ -113,6 +113,12 @@ t("a bad key stays on sign-in with the API's reason", async (ctx) => {
   await page.getByLabel("Product API key").fill(`mk_${"A".repeat(43)}`);
   await page.getByRole("button", { name: "Sign in" }).click();
   await page.getByText("This key was refused").waitFor();
+  // An ingest key (what an app is given) is told apart: the console needs an admin key.
+  ctx.allowedStatuses = new Set([403]);
+  const ingest = (await ctx.api.post("/keys", { name: "app", scope: "ingest" })).body.key as string;
+  await page.getByLabel("Product API key").fill(ingest);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByText(/may only meter \(scope ingest\): the console needs an admin key/).waitFor();
   ctx.allowedStatuses = new Set();
 });
 

@@ -37,13 +37,13 @@ function marked(readme: string, name: string, lang: string): string {
   return block!;
 }
 
-/** A product with `capped` at the cap of a plan of $0.01 and `paying` on one of $5, gpt-4o priced. */
+/** A product with `capped` at the cap of a plan of $0.01 and `paying` on one of $5, gpt-4.1 priced (the model of the README examples and of the quick start's plan). */
 async function product(api: Api) {
   const key = api.withKey((await api.post("/products", { name: `install ${randomBytes(3).toString("hex")}` })).body.api_key);
   const day = 86_400_000;
   const plans = await key.post("/config/plans", {
     plans: [
-      { name: "paid", max_spend_per_period: 5, cost_rates: { "gpt-4o": { input: 2.5, output: 10 } } },
+      { name: "paid", max_spend_per_period: 5, cost_rates: { "gpt-4.1": { input: 2.5, output: 10 } } },
       // Reached rather than 0: a cap of 0 never lifts, so its 429 has no Retry-After to check.
       { name: "tiny", max_spend_per_period: 0.01 },
     ],

@@ -51,11 +51,11 @@ export const docsPlugin = fp(async (app) => {
       info: {
         title: "Meterline API",
         version: "1.0.0",
-        license: { name: "Proprietary", identifier: "LicenseRef-Proprietary" },
+        license: { name: "Apache-2.0", identifier: "Apache-2.0" },
         description:
           "Usage-limit metering: per-user budgets, gates, usage, analytics and webhooks. " +
           "Errors are JSON bodies {\"detail\": string}; body validation failures (422) also list `issues`. " +
-          "The API guide (docs/api.md in the Meter repository) explains every route in prose: plan fields and their defaults, " +
+          "The API guide (docs/api.md in the Meterline repository) explains every route in prose: plan fields and their defaults, " +
           "billing periods, gates and gate events, the change marker, budget leases, and how to verify webhook signatures.",
       },
       servers: [{ url: "/" }],
@@ -73,6 +73,14 @@ export const docsPlugin = fp(async (app) => {
   await app.register(scalar, {
     routePrefix: "/api/v1/docs",
     // No fonts from Scalar's servers: the page loads nothing from another origin (its CSP).
-    configuration: { url: "/api/v1/openapi.json", title: "Meterline API", withDefaultFonts: false },
+    // Nor Scalar's own services on a self-hosted reference: no AI chat, MCP or deploy controls.
+    configuration: {
+      url: "/api/v1/openapi.json",
+      title: "Meterline API",
+      withDefaultFonts: false,
+      agent: { disabled: true },
+      mcp: { disabled: true },
+      showDeveloperTools: "never",
+    },
   });
 });

@@ -19,7 +19,16 @@ export function SignIn({ notice, onSignedIn }: { notice: string | null; onSigned
     if (res?.response.ok) return onSignedIn(key.trim());
     if (!res) return setError("The service cannot be reached. Is it running?");
     const detail = (res.error as { detail?: string } | undefined)?.detail;
-    setError(res.response.status === 401 ? `This key was refused: ${detail ?? "unknown key"}.` : res.response.status === 503 ? "The service is unavailable; try again in a moment." : detail ?? `Error ${res.response.status}`);
+    const status = res.response.status;
+    setError(
+      status === 401
+        ? `This key was refused: ${detail ?? "unknown key"}.`
+        : status === 403
+          ? "This key may only meter (scope ingest): the console needs an admin key of the product, the one POST /products gave or one made with scope admin."
+          : status === 503
+            ? "The service is unavailable; try again in a moment."
+            : (detail ?? `Error ${status}`),
+    );
   });
 
   return (
@@ -36,7 +45,7 @@ export function SignIn({ notice, onSignedIn }: { notice: string | null; onSigned
         {mode === "sign-in" ? (
           <>
             <form onSubmit={submit} aria-label="Sign in">
-              <Field label="Product API key" error={error ?? undefined} hint="Kept for this browser tab only; closing the tab or signing out forgets it.">
+              <Field label="Product API key" error={error ?? undefined} hint="An admin key of the product. Kept for this browser tab only; closing the tab or signing out forgets it.">
                 {(id, describedBy) => (
                   <input id={id} aria-describedby={describedBy} type="password" autoComplete="off" spellCheck={false} placeholder="mk_…" value={key} onChange={(e) => setKey(e.target.value)} required />
                 )}

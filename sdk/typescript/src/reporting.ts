@@ -48,7 +48,7 @@ export class Reporter {
     const what = err.status === 401 ? "refused the API key" : "does not let this API key read what the library needs";
     const error = new MeterAuthenticationError(
       err.status,
-      `the service ${what} (${err.status}: ${err.detail}); check apiKey (or METER_API_KEY): it must be the product's key from POST /api/v1/products. Until it is fixed, no event is delivered (they are held, see stats) and ${this.fallback()}`,
+      `the service ${what} (${err.status}: ${err.detail}); check apiKey (or METER_API_KEY): it must be a key of the product (from POST /api/v1/products or POST /api/v1/keys; an ingest key is enough) that has not been revoked or expired. Until it is fixed, no event is delivered (they are held, see stats) and ${this.fallback()}`,
     );
     this.refusedKey = error;
     if (this.#keyRefusedLogged) return;
