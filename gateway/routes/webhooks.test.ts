@@ -1,7 +1,10 @@
+import { randomUUID } from "node:crypto";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { type TestStack, withWebhookStack } from "../../test/support/stack.ts";
 import { Receiver, signatureValid } from "../../services/webhooks/testing/receiver.ts";
+import { eventually } from "../../test/support/eventually.ts";
+import { freePort } from "../../test/support/processes.ts";
 
 const t = suite<{ stack: TestStack; rx: Receiver }>("gateway: webhook endpoints");
 
@@ -79,6 +82,35 @@ t("deliveries: 200 page shape, query validation (400), unknown endpoint (404)", 
   assert.is((await api.get(`/webhooks/endpoints/${id}/deliveries?status=done`)).status, 400);
   assert.is((await api.get(`/webhooks/endpoints/${id}/deliveries?cursor=bogus`)).status, 400);
   assert.is((await api.get(`/webhooks/endpoints/00000000-0000-0000-0000-000000000000/deliveries`)).status, 404);
+});
+
+t("a receiver that does not answer: the test says why; the delivery log names the envelope id and why the last attempt failed", async ({ stack, rx }) => {
+  const { api } = await stack.newProduct();
+  // A port nothing listens on: refused at once.
+  const closed = await freePort();
+  const dead = (await api.post("/webhooks/endpoints", { url: `http://127.0.0.1:${closed}/hooks`, subscribed_events: ["gate_event.hard_gate"] })).body;
+  const test = (await api.post(`/webhooks/endpoints/${dead.id}/test`)).body;
+  assert.equal([test.success, test.status_code], [false, 0]);
+  assert.match(test.error, /ECONNREFUSED/);
+  const live = (await api.post("/webhooks/endpoints", { url: rx.url, subscribed_events: ["gate_event.hard_gate"] })).body;
+  assert.is((await api.post(`/webhooks/endpoints/${live.id}/test`)).body.error, null, "answered: no error");
+  await api.post("/users", { external_user_id: "u1" });
+  const gate = { id: randomUUID(), user_id: "u1", timestamp: new Date().toISOString(), status: "hard_gate", gate_reason: "total_spend", usage_pct: 1, current_value: 1, limit_value: 1, blocked: true, message: "spent" };
+  assert.is((await api.post("/gate-events/batch", [gate])).status, 200);
+  const failed = await eventually(async () => {
+    const d = (await api.get(`/webhooks/endpoints/${dead.id}/deliveries`)).body.deliveries[0];
+    return d?.last_error ? d : undefined;
+  }, 30_000, "the dead endpoint's first attempt");
+  assert.match(failed.last_error, /ECONNREFUSED/);
+  const delivered = await eventually(async () => {
+    const d = (await api.get(`/webhooks/endpoints/${live.id}/deliveries`)).body.deliveries[0];
+    return d?.status === "success" ? d : undefined;
+  }, 30_000, "the live endpoint's delivery");
+  assert.is(delivered.last_error, null);
+  // The id the receiver got, and the same event for both endpoints.
+  assert.match(delivered.event_id, /^whevt_/);
+  assert.is(failed.event_id, delivered.event_id);
+  assert.ok(rx.received.some((r) => r.headers["x-service-delivery"] === delivered.event_id));
 });
 
 t("DELETE answers 204 and the endpoint is gone", async ({ stack, rx }) => {

@@ -49,6 +49,8 @@ const DeliveryBody = Type.Object({
   attempt: Type.Integer({ description: "Attempts made so far (at most 6)" }),
   created_at: DateTime,
   completed_at: Nullable(DateTime),
+  event_id: Type.String({ description: "The envelope's id (whevt_ + UUID): what the receiver got as X-Service-Delivery and as the body's id" }),
+  last_error: Nullable(Type.String({ description: "Why the last attempt got no answer (\"connect ECONNREFUSED 127.0.0.1:9\", \"no answer within 10000 ms\") or was not sent; null when it was answered (status_code says how)" })),
 });
 
 const EndpointParams = Type.Object({ id: Type.String({ description: "Endpoint id; anything unknown is not found" }) });
@@ -80,6 +82,8 @@ function deliveryJson(d: Delivery) {
     attempt: d.attempt,
     created_at: timestampDate(d.createdAt!).toISOString(),
     completed_at: iso(d.completedAt ? timestampDate(d.completedAt) : undefined),
+    event_id: d.eventId,
+    last_error: d.lastError ?? null,
   };
 }
 
@@ -209,14 +213,19 @@ export const webhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags,
         params: EndpointParams,
         response: {
-          200: Type.Object({ success: Type.Boolean(), status_code: Type.Integer(), response_time_ms: Type.Integer() }),
+          200: Type.Object({
+            success: Type.Boolean(),
+            status_code: Type.Integer(),
+            response_time_ms: Type.Integer(),
+            error: Nullable(Type.String({ description: "Why it got no answer (\"connect ECONNREFUSED 127.0.0.1:9\", \"no answer within 10000 ms\") or was not sent; null when it was answered (status_code says how)" })),
+          }),
           ...errors(401, 404),
         },
       },
     },
     async (request) => {
       const res = await app.services.webhooks.testEndpoint(endpointRef(request), { ...rpcOptions(request), timeoutMs: 30_000 });
-      return { success: res.success, status_code: res.statusCode, response_time_ms: res.responseTimeMs };
+      return { success: res.success, status_code: res.statusCode, response_time_ms: res.responseTimeMs, error: res.error ?? null };
     },
   );
 

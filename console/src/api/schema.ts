@@ -9093,6 +9093,7 @@ export interface operations {
                         success: boolean;
                         status_code: number;
                         response_time_ms: number;
+                        error: string | null;
                     };
                 };
             };
@@ -9232,6 +9233,9 @@ export interface operations {
                              */
                             created_at: string;
                             completed_at: string | null;
+                            /** @description The envelope's id (whevt_ + UUID): what the receiver got as X-Service-Delivery and as the body's id */
+                            event_id: string;
+                            last_error: string | null;
                         }[];
                         next_cursor: string | null;
                     };

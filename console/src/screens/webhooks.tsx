@@ -190,7 +190,7 @@ function EndpointDetail({ endpoint }: { endpoint: Endpoint }) {
         </div>
         {test.data && (
           <p role="status" className={test.data.success ? "ok-text" : "field-error"}>
-            Test {test.data.success ? "succeeded" : "failed"}: {test.data.status_code ? `status ${test.data.status_code}` : "no answer"} in {test.data.response_time_ms} ms.
+            Test {test.data.success ? "succeeded" : "failed"}: {test.data.status_code ? `status ${test.data.status_code}` : (test.data.error ?? "no answer")} in {test.data.response_time_ms} ms.
           </p>
         )}
         {test.error && <ErrorState error={test.error} />}
@@ -261,9 +261,16 @@ function Deliveries({ id }: { id: string }) {
                 <td>
                   <Time iso={d.created_at} />
                 </td>
-                <td>{d.event_type}</td>
+                <td>
+                  {d.event_type}
+                  <br />
+                  <code className="muted event-id" title="The envelope's id: the receiver's X-Service-Delivery header">
+                    {d.event_id}
+                  </code>
+                </td>
                 <td>
                   <span className={`badge ${d.status === "success" ? "good" : d.status === "failed" ? "bad" : "warn"}`}>{d.status}</span>
+                  {d.last_error && <small className="field-error delivery-error">{d.last_error}</small>}
                 </td>
                 <td className="num">{d.status_code || "—"}</td>
                 <td className="num">{d.attempt}</td>

@@ -24,5 +24,7 @@ export function toDelivery(doc: DeliveryDoc): Delivery {
     attempt: doc.attempt,
     createdAt: toTimestamp(doc.created_at),
     completedAt: optionalTimestamp(doc.completed_at),
+    eventId: doc.event_id,
+    lastError: doc.last_error ?? undefined,
   });
 }

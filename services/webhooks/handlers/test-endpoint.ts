@@ -45,5 +45,5 @@ async function sendTest(deps: WebhooksDeps, productId: string, endpoint: Awaited
       message: "This is a test event. Verify its signature the way you verify every webhook.",
     },
   });
-  return { success: result.ok, statusCode: result.statusCode, responseTimeMs: result.responseTimeMs };
+  return { success: result.ok, statusCode: result.statusCode, responseTimeMs: result.responseTimeMs, error: result.ok ? undefined : result.error };
 }
