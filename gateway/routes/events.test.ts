@@ -107,6 +107,11 @@ t("duplicates within a batch and across batches are counted, never rejected or a
   assert.equal((await api.post("/gate-events/batch", [gate])).body, { accepted: 1, duplicates: 0 });
   assert.equal((await api.post("/gate-events/batch", [{ ...gate, id: gate.id.toUpperCase() }])).body, { accepted: 0, duplicates: 1 });
   close((await api.get(`/users/${userId}/usage`)).body.total_cost, 7);
+  // service_user_id comes back as sent (null when not), as docs/api.md lists it.
+  const serviceUserId = randomUUID();
+  assert.equal((await api.post("/gate-events/batch", [{ ...gate, id: randomUUID(), service_user_id: serviceUserId }])).body, { accepted: 1, duplicates: 0 });
+  const listed = (await api.get(`/users/${userId}/gate-events`)).body.events as { id: string; service_user_id: string | null }[];
+  assert.equal(listed.map((e) => e.service_user_id).sort(), [serviceUserId, null].sort());
 });
 
 t("a malformed batch is refused whole with 422 naming each bad event and field", async ({ stack }) => {

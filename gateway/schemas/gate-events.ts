@@ -8,6 +8,7 @@ import { DateTime, KeyedBy, Nullable } from "./common.ts";
 export const GateEventOut = Type.Object({
   id: Type.String(),
   user_id: Type.String(),
+  service_user_id: Nullable(Type.String({ description: "As the client sent it (the user's internal id when it knew it), else null" })),
   session_id: Nullable(Type.String()),
   timestamp: DateTime,
   status: Type.String({ description: "soft_gate or hard_gate" }),
@@ -27,6 +28,7 @@ export function gateEventJson(e: GateEvent) {
   return {
     id: e.id,
     user_id: e.userId,
+    service_user_id: e.serviceUserId ?? null,
     session_id: e.sessionId ?? null,
     timestamp: timestampDate(e.timestamp!).toISOString(),
     status: e.status,
@@ -47,12 +49,12 @@ export function gateEventJson(e: GateEvent) {
  * `metadata.credits`).
  */
 export const PortalGateEventOut = Type.Object({
-  ...Type.Omit(GateEventOut, ["user_id", "session_id", "metadata"]).properties,
+  ...Type.Omit(GateEventOut, ["user_id", "service_user_id", "session_id", "metadata"]).properties,
   credits: Type.Optional(Type.Object({ balance: Type.Number(), low_at: Nullable(Type.Number()) })),
 });
 
 export function portalGateEventJson(e: GateEvent) {
-  const { user_id: _user, session_id: _session, metadata, ...shown } = gateEventJson(e);
+  const { user_id: _user, service_user_id: _service, session_id: _session, metadata, ...shown } = gateEventJson(e);
   const credits = gateCredits(e.status, metadata as Record<string, unknown>);
   return credits ? { ...shown, credits } : shown;
 }

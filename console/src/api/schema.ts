@@ -5552,6 +5552,7 @@ export interface operations {
                         events: {
                             id: string;
                             user_id: string;
+                            service_user_id: string | null;
                             session_id: string | null;
                             /**
                              * Format: date-time
