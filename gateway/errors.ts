@@ -58,6 +58,9 @@ function validationIssues(err: FastifyError): ValidationIssue[] {
     } else if (v.keyword === "required" && typeof params.missingProperty === "string") {
       path = `${v.instancePath}/${params.missingProperty}`;
       message = "is required";
+    } else if (v.keyword === "format" && params.format === "uuid" && path.endsWith("/plan_id")) {
+      // A plan named where its id goes ("starter"): say where the id comes from.
+      message = "must be a plan's id (a UUID, from GET /api/v1/config/plans or the plan's creation), not its name";
     } else if (v.keyword === "pattern" && typeof params.pattern === "string" && Object.hasOwn(PATTERN_MESSAGES, params.pattern)) {
       message = PATTERN_MESSAGES[params.pattern]!;
     }

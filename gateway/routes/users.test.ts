@@ -154,6 +154,9 @@ t("subscription body: plan names, unknown fields and bad dates are 422", async (
     assert.is(res.status, 422, `${JSON.stringify(body)} -> ${res.status}`);
     assert.ok(res.body.issues.some((i: { path: string }) => i.path === path), JSON.stringify(res.body.issues));
   }
+  // A plan's name where its id goes is told where the id comes from.
+  const named = await a.post(sub(id), { plan_id: "capped", ...JAN });
+  assert.match(named.body.issues.find((i: { path: string }) => i.path === "/plan_id").message, /a plan's id .*GET \/api\/v1\/config\/plans.*not its name/);
 });
 
 t("user_id in the path is opaque: slashes, spaces, unicode, reserved characters and 255 characters", async ({ a, unlimited }) => {
