@@ -72,6 +72,10 @@ t("credits granted after a confirmation: the balance, the grants and the period 
   const credits = page.getByRole("region", { name: "Credits", exact: true });
   const noPlan = credits.getByText("This user has no plan: grants are kept, and drawn once the user is on a plan that draws credits.");
   await noPlan.waitFor();
+  // Nothing drawn and nothing held: one line; the grant form opens on asking.
+  assert.is(await page.getByRole("form", { name: "Grant credits" }).count(), 0);
+  await credits.getByRole("button", { name: "Grant credits anyway…" }).click();
+  await page.getByRole("form", { name: "Grant credits" }).waitFor();
   await must(ctx.api.post(`/users/${USER}/subscription`, { plan_id: plan.id, period_start: start.toISOString(), period_end: end.toISOString() }), 200);
   await page.reload();
   await credits.getByText("No grants yet.").waitFor();

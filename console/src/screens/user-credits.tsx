@@ -48,17 +48,34 @@ function routes(o: CreditOwner) {
 /** `draws`: whether the owner's plan draws credits (drawsCredits: credits_enabled and a period cap), or undefined while unknown. */
 export function UserCredits({ id, draws, kind = "user" }: { id: string; draws: Draws | undefined; kind?: CreditOwner["kind"] }) {
   const credits = useQuery(creditsRead(kind, id));
+  const [opened, setOpened] = useState(false);
   const noun = kind === "team" ? "team" : "user";
+  const title = kind === "team" ? "Credits (the team's pool, drawn after each member's own)" : "Credits";
+  const why =
+    draws === false ? (
+      <>This {noun}'s plan does not draw credits (its credits_enabled is off): grants are kept, and drawn once the plan turns credits on.</>
+    ) : draws === "no plan" ? (
+      <>This {noun} has no plan: grants are kept, and drawn once the {noun} is on a plan that draws credits.</>
+    ) : draws === "no cap" ? (
+      <>This {noun}'s plan has credits_enabled but no period cap (max_spend_per_period): with no allowance to go beyond, nothing is ever drawn. Grants are kept, and drawn once the plan has a period cap.</>
+    ) : null;
+  // Nothing drawn and nothing held: one line, not a balance, a form and a ledger that bury the spend.
+  const idle = why !== null && credits.data !== undefined && credits.data.grants.length === 0 && credits.data.overdraft === 0;
+  if (idle && !opened)
+    return (
+      <Card title={title}>
+        <p className="notice">
+          {why}{" "}
+          <button type="button" className="link" onClick={() => setOpened(true)}>
+            Grant credits anyway…
+          </button>
+        </p>
+      </Card>
+    );
   return (
     <>
-      <Card title={kind === "team" ? "Credits (the team's pool, drawn after each member's own)" : "Credits"}>
-        {draws === false && <p className="notice">This {noun}'s plan does not draw credits (its credits_enabled is off): grants are kept, and drawn once the plan turns credits on.</p>}
-        {draws === "no plan" && <p className="notice">This {noun} has no plan: grants are kept, and drawn once the {noun} is on a plan that draws credits.</p>}
-        {draws === "no cap" && (
-          <p className="notice">
-            This {noun}'s plan has credits_enabled but no period cap (max_spend_per_period): with no allowance to go beyond, nothing is ever drawn. Grants are kept, and drawn once the plan has a period cap.
-          </p>
-        )}
+      <Card title={title}>
+        {why && <p className="notice">{why}</p>}
         <Query q={credits} label="Loading credits">
           {(c) => (
             <>
