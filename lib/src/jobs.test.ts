@@ -207,6 +207,8 @@ test("a failed run is counted by job name (meter_job_failures_total), a kicked o
       60_000,
     );
     await scheduler.start();
+    // Its series is there at 0 before anything failed: a first failure is a rise Prometheus sees.
+    assert.ok((await jobFailures.get()).values.some((v) => v.labels.task === "failing"), "the series exists before any failure");
     const before = await failures("failing");
     scheduler.kick("failing");
     await eventually(async () => (await failures("failing")) === before + 1, 30_000, "the kicked run counted");

@@ -140,6 +140,9 @@ export class JobScheduler {
     handler: (job: Job<T>) => Promise<void | boolean>,
     opts: Parameters<Agenda["define"]>[2] = {},
   ): void {
+    // The series exists from the start at 0: Prometheus's increase() counts no rise in a series
+    // that first appears at 1, so a job's first failure after a start would alert nothing.
+    jobFailures.inc({ task: name }, 0);
     this.agenda.define<T>(
       name,
       async (job) => {
