@@ -170,3 +170,28 @@ def test_local_counters_are_exact() -> None:
     for _ in range(3):
         e.reserved_cost = add_dollars(e.reserved_cost, -0.1)
     assert e.reserved_cost == 0
+
+
+def test_numbers_in_messages_are_written_as_javascript_writes_them() -> None:
+    # The TypeScript library's messages print numbers with String(x); these are node's answers.
+    from meterline.money import fixed, js_number
+
+    cases = {
+        1000000: "1000000",
+        0.00002: "0.00002",
+        12.345678: "12.345678",
+        2e-7: "2e-7",
+        1e21: "1e+21",
+        0.1: "0.1",
+        -0.000001: "-0.000001",
+        800.8: "800.8",
+        5e-324: "5e-324",
+    }
+    assert {x: js_number(x) for x in cases} == cases
+    # x.toFixed(n): the double's exact value rounded half away from zero (0.125 -> 0.13; 1.005 is 1.00499... -> 1.00).
+    assert [fixed(0.125, 2), fixed(1.005, 2), fixed(0.15625, 4), fixed(-0.125, 2)] == [
+        "0.13",
+        "1.00",
+        "0.1563",
+        "-0.13",
+    ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from .money import fixed, to_dollars, to_nano
+from .money import fixed, js_number, to_dollars, to_nano
 
 _WINDOW_WORDS = {
     "minute": "this minute",
@@ -82,5 +82,5 @@ def describe(
 
 
 def _num(x: float) -> str:
-    """A count as JavaScript prints a number: integers without a fraction."""
-    return str(int(x)) if float(x).is_integer() and abs(x) < 1e21 else repr(float(x))
+    """A number as JavaScript prints it: the TypeScript library's messages, word for word."""
+    return js_number(x)

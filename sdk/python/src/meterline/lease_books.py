@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .counters import LimitCounter, hard_mark_of, resets_of, used_of
-from .money import add_dollars, fixed, gate_mark, ratio, to_dollars, to_nano
+from .money import add_dollars, fixed, gate_mark, js_number, ratio, to_dollars, to_nano
 from .periods import iso
 from .reservation import NO_WINDOWS, ReservationAmount, WindowNeed
 from .teams import member_scoped
@@ -343,7 +343,8 @@ def team_token_refusal(t: TeamEntry, model: str, tokens: float) -> GuardResult:
         max(1.0, ratio(current, cap)) if cap > 0 else 1.0,
         current,
         cap,
-        f"team token cap of {cap:g} for {model} reached: no budget lease covers this call ({tokens:g} tokens) across "
+        f"team token cap of {js_number(cap)} for {model} reached: no budget lease covers this call "
+        f"({js_number(tokens)} tokens) across "
         "replicas",
         iso(t.period_end_t),
     )
@@ -546,6 +547,7 @@ def window_refusal(plan: PlanConfig, counters: list[LimitCounter], w: WindowNeed
         max(1.0, ratio(used, mark)) if mark > 0 else 1.0,
         current,
         top,
-        f'limit "{lim.name}" ({top:g} {unit} per {per}) reached: no budget lease covers this call across replicas',
+        f'limit "{lim.name}" ({js_number(top)} {unit} per {per}) reached: '
+        "no budget lease covers this call across replicas",
         None if resets is None else iso(resets),
     )

@@ -43,7 +43,7 @@ from .lease_books import (
 from .lease_requests import LeaseRequests
 from .lease_sizing import balance, low, renew_at, renew_margin
 from .lease_windows import OPEN_RETRY
-from .money import add_dollars, fixed, gate_mark
+from .money import add_dollars, fixed, gate_mark, js_number
 from .periods import iso, parse_time
 from .reservation import NO_WINDOWS, ReservationAmount, WindowNeed
 from .types import GuardResult
@@ -569,7 +569,7 @@ class Leases(LeaseRequests):
                         current,
                         cap,
                         f"token cap of {_num(cap)} for {n.model} reached: no budget lease covers this call "
-                        f"({n.tokens:g} tokens) across replicas",
+                        f"({js_number(n.tokens)} tokens) across replicas",
                     )
                 )
         for w in _uncovered(b, b.windows, n.windows, now):

@@ -25,6 +25,32 @@ def fixed(x: float, digits: int) -> str:
     return str(Decimal(x).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP))
 
 
+def js_number(x: float) -> str:
+    """A number as JavaScript's ``String(x)`` writes it (the TypeScript library's messages): the shortest digits that
+    read back as ``x``, in positional form from 1e-6 up to 1e21 ("0.00002", "1000000", not "2e-05", "1e+06")."""
+    if x != x:
+        return "NaN"
+    if x in (math.inf, -math.inf):
+        return "Infinity" if x > 0 else "-Infinity"
+    if x == 0:
+        return "0"
+    sign, digits, exp = Decimal(repr(float(x))).normalize().as_tuple()
+    assert isinstance(exp, int)
+    s = "".join(map(str, digits))
+    k = len(s)
+    n = exp + k  # the decimal point sits after n digits
+    if k <= n <= 21:
+        out = s + "0" * (n - k)
+    elif 0 < n <= 21:
+        out = f"{s[:n]}.{s[n:]}"
+    elif -6 < n <= 0:
+        out = "0." + "0" * -n + s
+    else:
+        e = n - 1
+        out = f"{s[0]}{'.' + s[1:] if k > 1 else ''}e{'+' if e >= 0 else '-'}{abs(e)}"
+    return ("-" if sign else "") + out
+
+
 def gate_mark(max_dollars: float, at: float) -> float:
     """A gate's mark on a cap in dollars: the cap's nano-dollars times the gate, rounded as the TypeScript library
     (``max * at`` in floats gave $2.0999999999999996 for 0.7 of $3)."""

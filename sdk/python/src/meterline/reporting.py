@@ -48,14 +48,17 @@ class Reporting(CoreState):
             if self._key_refused_logged:
                 return
             self._key_refused_logged = True
+        # The TypeScript library's words (reporting.ts keyRefused).
+        what = "refused the API key" if err.status == 401 else "does not let this API key read what the library needs"
+        fallback = (
+            "users whose session is not loaded are hard-gated (fail_closed)"
+            if self.fail_closed
+            else "users whose session is not loaded run on permissive defaults"
+        )
         self._error(
-            f"the service refused the API key ({err.status}: {err.detail}); no plan can be loaded, so "
-            + (
-                "every call is hard-gated (fail_closed)"
-                if self.fail_closed
-                else "every user runs on permissive defaults"
-            )
-            + ", and no event is delivered (they are held, see stats): check api_key / METER_API_KEY",
+            f"the service {what} ({err.status}: {err.detail}); check api_key (or METER_API_KEY): it must be a key of "
+            "the product (from POST /api/v1/products or POST /api/v1/keys; an ingest key is enough) that has not been "
+            f"revoked or expired. Until it is fixed, no event is delivered (they are held, see stats) and {fallback}",
             err,
         )
 
