@@ -107,6 +107,7 @@ test("amounts are kept to the nano-dollar: float noise goes, an amount below the
     [0.3, 11, 0.3, 0.02, 1, 0.3, 60],
   );
   assert.is(kept.cost_rates.m!.input, 0.0030000000000000005, "rates per 1K tokens are kept as sent: a price is rounded at the event");
+  assert.is(roundAmounts(newPlanValues({ name: "big", max_spend_per_period: 4322804.9 })).max_spend_per_period, 4322804.9, "a large amount keeps its digits");
   const tiny = newPlanValues({ name: "tiny", max_spend_per_period: 4e-10, credits_low_at: 1e-10, limits: [limit("d", "spend", 2e-10, "day")] });
   const problems = planProblems(tiny);
   for (const f of ["max_spend_per_period", "credits_low_at", "limits[0]"]) assert.ok(problems.some((p) => p.includes(f) && p.includes("at least 0.000000001")), `${f}: ${problems.join("; ")}`);

@@ -85,4 +85,16 @@ t("a plan write based on a stale version is refused, so the merge is redone", as
   assert.is(sequential.plan!.defaultToolCost, 3);
 });
 
+t("a plan stored with an amount below the unit (before amounts were kept to it) can still be changed; the amount reads as the $0 it was enforced as", async ({ client, mongo, dbName }) => {
+  const productId = product();
+  const [plan] = (await client.createPlans({ productId, plans: [{ name: "legacy", maxSpendPerPeriod: 5 }] })).plans;
+  const store = new PlanStore(mongo.db(dbName));
+  const stored = (await store.get(productId, plan!.id))!;
+  assert.ok(typeof (await store.replace(productId, stored, { ...stored, credits_low_at: 1e-10 })) === "object", "written as an older service would have");
+  const renamed = await client.updatePlan({ productId, planId: plan!.id, plan: { name: "renamed" }, updateMask: { paths: ["name"] } });
+  assert.equal([renamed.plan!.name, renamed.plan!.creditsLowAt], ["renamed", 0]);
+  // Sent now, such an amount is refused.
+  assert.is((await failure(client.updatePlan({ productId, planId: plan!.id, plan: { creditsLowAt: 1e-10 }, updateMask: { paths: ["credits_low_at"] } }))).code, Code.InvalidArgument);
+});
+
 t.run();

@@ -22,10 +22,12 @@ export function updatePlan(deps: PlansDeps): ServiceImpl<typeof PlansService>["u
       // Plan ids are UUIDs; anything else simply matches nothing.
       const current = await deps.plans.get(productId, req.planId.toLowerCase());
       if (!current) throw rpcError.notFound(`plan "${req.planId}" not found`);
-      const merged = applyMask(current, sent, paths);
+      if (paths.length === 0) return { plan: toPlan(current) };
+      // A plan stored before amounts were kept to the nano-dollar may hold one below the unit
+      // (enforced as $0 all along): rounded here, it is what it was, and no longer refused as sent.
+      const merged = applyMask(roundAmounts(current), sent, paths);
       assertValid(planProblems(merged));
       const next = roundAmounts(merged);
-      if (paths.length === 0) return { plan: toPlan(current) };
       const result = await deps.plans.replace(productId, current, next);
       if (result === "duplicate") throw rpcError.alreadyExists(`a plan named "${next.name}" already exists`);
       if (typeof result === "object" && "limit" in result) {
