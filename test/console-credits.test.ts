@@ -251,6 +251,14 @@ t("a manual event beyond the allowance moves the balance on the page at once", a
   await confirm.getByText(`Record a charge of $0.50 for ${USER}?`, { exact: false }).waitFor();
   await confirm.getByRole("button", { name: "Yes, record" }).click();
   await form.getByText(/^Recorded evt_/).waitFor();
+  // Tokens of a model the plan does not price: the question says they cost $0 before anything is sent.
+  await form.getByLabel("Model (optional)").fill("no-such-model");
+  await form.getByLabel("Input tokens").fill("1000");
+  await form.getByRole("button", { name: "Record event…" }).click();
+  await confirm.getByText(/priced by the plan's rates at \$0\.00 for .*The plan has no rate for no-such-model \(nor a default_cost_rate\): these tokens cost \$0\./).waitFor();
+  await confirm.getByRole("button", { name: "Back to the form" }).click();
+  await form.getByLabel("Model (optional)").fill("");
+  await form.getByLabel("Input tokens").fill("");
   // No reload: the event's answer makes the credits stale with the bars.
   await credits.getByText("$3.839999877", { exact: true }).waitFor({ timeout: 10_000 });
   assert.is((await ctx.api.get(`/users/${USER}/credits`)).body.balance, 3.839999877);

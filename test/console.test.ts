@@ -12,7 +12,7 @@ import { eventually } from "./support/eventually.ts";
 import { must } from "./support/rest.ts";
 
 // The browser formats as the viewer's locale and zone; the test fixes both to compare figures.
-const usd = (n: number) => new Intl.NumberFormat("en-US", { style: "currency", currency: "USD", minimumFractionDigits: 2, maximumFractionDigits: 4 }).format(n);
+const usd = (n: number) => new Intl.NumberFormat("en-US", { style: "currency", currency: "USD", minimumFractionDigits: 2, maximumFractionDigits: 9 }).format(n);
 
 interface Ctx extends ConsoleSuite {
   receiver: Server;

@@ -3,7 +3,7 @@ import uPlot from "uplot";
 import { Link } from "wouter";
 import "uplot/dist/uPlot.min.css";
 import { ApiError } from "./api/client.ts";
-import { fmtPeriodBound, fmtTime, localTitle, utcTitle } from "./format.ts";
+import { fmtGateAt, fmtPeriodBound, fmtTime, localTitle, utcTitle } from "./format.ts";
 
 /** The quick start, a screen of the console (with this service's address in its commands). */
 export const QuickStart = () => <Link href="/quickstart">quick start</Link>;
@@ -330,12 +330,12 @@ export function Gauge({ label, value, pct, state: decided, limit, soft, hard, fo
         aria-describedby={note ? noteId : undefined}
       >
         {!unlimited && <span className="gauge-fill" style={{ width: pos(ratio) }} />}
-        {!unlimited && <span className="gauge-mark soft" style={{ left: pos(soft) }} title={`soft gate at ${Math.round(soft * 100)}%`} />}
-        {!unlimited && <span className="gauge-mark hard" style={{ left: pos(hard) }} title={`hard gate at ${Math.round(hard * 100)}%`} />}
+        {!unlimited && <span className="gauge-mark soft" style={{ left: pos(soft) }} title={`soft gate at ${fmtGateAt(soft)}`} />}
+        {!unlimited && <span className="gauge-mark hard" style={{ left: pos(hard) }} title={`hard gate at ${fmtGateAt(hard)}`} />}
       </div>
       <div className="gauge-foot">
         <span>{format(value)}</span>
-        <span>{unlimited ? "no cap" : `of ${format(limit!)} · soft ${Math.round(soft * 100)}% · hard ${Math.round(hard * 100)}%`}</span>
+        <span>{unlimited ? "no cap" : `of ${format(limit!)} · soft ${fmtGateAt(soft)} · hard ${fmtGateAt(hard)}`}</span>
       </div>
       {reset && <div className="gauge-reset">{reset}</div>}
       {note && (

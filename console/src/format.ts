@@ -1,24 +1,21 @@
-const money = new Intl.NumberFormat(undefined, { style: "currency", currency: "USD", minimumFractionDigits: 2, maximumFractionDigits: 4 });
 const integer = new Intl.NumberFormat(undefined, { maximumFractionDigits: 0 });
 const compact = new Intl.NumberFormat(undefined, { notation: "compact", maximumFractionDigits: 1 });
 const percent = new Intl.NumberFormat(undefined, { style: "percent", maximumFractionDigits: 1 });
+// A gate's fraction as set (0.855 is 85.5%, not 86%): a plan's own figure, never rounded.
+const gatePercent = new Intl.NumberFormat(undefined, { style: "percent", maximumFractionDigits: 6 });
 
-/**
- * Spend summed for reading (totals, per model, per user): up to four decimals whatever the amount
- * (model calls cost fractions of a cent), so one column reads alike. What a limit or a charge is
- * compared with (caps, rates, gauges, a recorded event) is exact: fmtExactMoney.
- */
-export const fmtMoney = (n: number | null | undefined) => (n == null ? "—" : money.format(n));
-// Credits are kept to the nano-dollar: shown whole, never rounded to a cent.
+// Money is kept to the nano-dollar: shown whole, never rounded to a cent.
 const exactMoney = new Intl.NumberFormat(undefined, { style: "currency", currency: "USD", minimumFractionDigits: 2, maximumFractionDigits: 9 });
 const signedExactMoney = new Intl.NumberFormat(undefined, { style: "currency", currency: "USD", minimumFractionDigits: 2, maximumFractionDigits: 9, signDisplay: "exceptZero" });
-/** Dollars to the nano-dollar the service keeps ($4.499876543, $5.00): a balance, a grant, a ledger entry. */
+/** Dollars to the nano-dollar the service keeps ($4.499876543, $5.00): every amount the console shows (a spend of $9.99995 is not "$10.00"). */
 export const fmtExactMoney = (n: number | null | undefined) => (n == null ? "—" : exactMoney.format(n));
 /** The same, signed (+$5.00, −$0.25): a ledger entry's amount. */
 export const fmtSignedMoney = (n: number | null | undefined) => (n == null ? "—" : signedExactMoney.format(n));
 export const fmtInt = (n: number | null | undefined) => (n == null ? "—" : integer.format(n));
 /** Tokens: exact below 10,000, compact above (12.3K, 4.5M), the exact figure on hover. */
 export const fmtTokens = (n: number | null | undefined) => (n == null ? "—" : n < 10_000 ? integer.format(n) : compact.format(n));
+/** A gate's fraction (soft_gate_at, hard_gate_at) as a percentage, exactly: 85.5%. */
+export const fmtGateAt = (ratio: number) => gatePercent.format(ratio);
 export const fmtPct = (ratio: number | null | undefined) => (ratio == null || !Number.isFinite(ratio) ? "—" : percent.format(ratio));
 
 const local = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });

@@ -63,7 +63,7 @@ function KeyRow({ k, lastAdmin }: { k: ApiKey; lastAdmin: boolean }) {
           </button>
         ) : (
           <span className="confirm" role="group" aria-label={`Confirm revoking ${k.name}`}>
-            {mine && <span>This console is signed in with this key: revoking it signs you out.</span>}
+            <span>Revoke {k.name}? Requests with it are refused within seconds.{mine && " This console is signed in with it: revoking it signs you out."}</span>
             <button type="button" className="danger small" onClick={() => revoke.mutate()} autoFocus>
               Yes, revoke
             </button>{" "}
@@ -92,15 +92,18 @@ function CreateKey() {
   });
   const err = create.error instanceof ApiError ? create.error : null;
   const issue = (f: string) => err?.issues.find((i) => i.path === `/${f}`)?.message;
+  const [unnamed, setUnnamed] = useState(false);
   const submit = submitted(() => {
     setCreated(null);
-    create.mutate();
+    // Said here, not as the schema's "must NOT have fewer than 1 characters".
+    setUnnamed(form.name.trim() === "");
+    if (form.name.trim() !== "") create.mutate();
   });
   return (
     <Card title="Create a key">
       {created && <SecretOnce title={`Key ${created.name}`} secret={created.key} warning="This key is shown once. Copy it now: it cannot be shown again." />}
       <form onSubmit={submit} noValidate className="stack" aria-label="Create a key">
-        <Field label="Key name" error={issue("name")}>
+        <Field label="Key name" error={unnamed ? "Required: a name that says where the key is used (e.g. production app)." : issue("name")}>
           {(id, d) => <input id={id} aria-describedby={d} value={form.name} onChange={(e) => setForm({ ...form, name: e.target.value })} />}
         </Field>
         <Field label="Scope" error={issue("scope")} hint="ingest: for client processes (sessions, usage, events, leases). admin: every route.">

@@ -3,7 +3,7 @@ import { useQuery } from "@tanstack/react-query";
 import { Link } from "wouter";
 import { overviewReads, overviewWindow, type Source } from "../api/reads.ts";
 import { BarList, Card, DataTable, DayChart, Empty, Field, InlineForm, ListQuery, num, Query, QuickStart, Screen } from "../components.tsx";
-import { change, fmtInt, fmtMoney, fmtPct, fmtTokens } from "../format.ts";
+import { change, fmtExactMoney, fmtInt, fmtPct, fmtTokens } from "../format.ts";
 import { useUrlState } from "../url-state.ts";
 
 export function Overview() {
@@ -29,7 +29,7 @@ export function Overview() {
     <Query q={summary} label="Loading totals">
       {(s) => (
         <div className="cards" aria-label="Summary">
-          <Stat label="Cost" value={fmtMoney(s.total_cost)} delta={change(s.total_cost, s.previous_period.total_cost)} />
+          <Stat label="Cost" value={fmtExactMoney(s.total_cost)} delta={change(s.total_cost, s.previous_period.total_cost)} />
           <Stat label="Tokens" value={fmtTokens(s.total_tokens)} title={fmtInt(s.total_tokens)} delta={change(s.total_tokens, s.previous_period.total_tokens)} />
           <Stat label="Events" value={fmtInt(s.total_events)} delta={change(s.total_events, s.previous_period.total_events)} />
           <Stat label="Active users" value={fmtInt(s.active_users)} delta={change(s.active_users, s.previous_period.active_users)} />
@@ -57,7 +57,7 @@ export function Overview() {
       </Card>
       <Card title={team ? "Plan distribution (all users)" : "Plan distribution"}>
         <ListQuery q={plans} label="Loading plans" items={(p) => p.plans} empty={<>No plans yet. <Link href="/plans">Create a plan</Link>, then subscribe users to it.</>}>
-          {(list) => <BarList title="Subscribers per plan" rows={list.map((r) => ({ label: r.plan_name, value: r.subscriber_count, text: `${fmtInt(r.subscriber_count)} users` }))} />}
+          {(list) => <BarList title="Subscribers per plan" rows={list.map((r) => ({ label: r.plan_name, value: r.subscriber_count, text: `${fmtInt(r.subscriber_count)} ${r.subscriber_count === 1 ? "user" : "users"}` }))} />}
         </ListQuery>
       </Card>
     </div>
@@ -67,12 +67,12 @@ export function Overview() {
         <ListQuery q={breakdown} label="Loading models" items={(b) => b.models} empty={<>No model usage in this window. Send usage events with the client library or the API; see the <QuickStart />.</>}>
           {(models) => (
             <>
-              <BarList title="Cost per model" rows={models.map((m) => ({ label: m.model || "(none)", value: m.cost, text: fmtMoney(m.cost) }))} />
+              <BarList title="Cost per model" rows={models.map((m) => ({ label: m.model || "(none)", value: m.cost, text: fmtExactMoney(m.cost) }))} />
               <DataTable caption="Cost and tokens per model" columns={["Model", num("Cost"), num("Tokens"), num("Share")]}>
                 {models.map((m) => (
                   <tr key={m.model}>
                     <td>{m.model || "(none)"}</td>
-                    <td className="num">{fmtMoney(m.cost)}</td>
+                    <td className="num">{fmtExactMoney(m.cost)}</td>
                     <td className="num" title={fmtInt(m.tokens)}>{fmtTokens(m.tokens)}</td>
                     <td className="num">{fmtPct(m.pct / 100)}</td>
                   </tr>
@@ -109,7 +109,7 @@ function TopSpenders({ caption, column, path, rows }: { caption: string; column:
           <td>
             <Link href={`${path}/${encodeURIComponent(r.id)}`}>{r.id}</Link>
           </td>
-          <td className="num">{fmtMoney(r.cost)}</td>
+          <td className="num">{fmtExactMoney(r.cost)}</td>
           <td className="num" title={fmtInt(r.tokens)}>{fmtTokens(r.tokens)}</td>
           <td className="num">{fmtInt(r.events)}</td>
         </tr>
@@ -132,7 +132,7 @@ function Stat({ label, value, delta, title }: { label: string; value: string; ti
 
 /** The daily charts, one a measure. */
 const DAILY = [
-  { label: "Cost", key: "cost", format: (n: number) => fmtMoney(n) },
+  { label: "Cost", key: "cost", format: (n: number) => fmtExactMoney(n) },
   { label: "Tokens", key: "tokens", color: "#7c3aed", format: (n: number) => fmtTokens(n) },
   { label: "Events", key: "events", color: "#059669", format: (n: number) => fmtTokens(n) },
 ] as const;

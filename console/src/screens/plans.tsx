@@ -4,7 +4,7 @@ import { CALENDAR_WINDOWS, MAX_ROLLING_MINUTES, METRICS, WINDOWS, isTimeZone, ty
 import { ApiError, api, ok, type Issue, type Plan, type PlanInput } from "../api/client.ts";
 import { planSubscribersRead, plansRead } from "../api/reads.ts";
 import { Card, DataTable, Field, FormAlert, FormStatus, ListQuery, num, Options, QuickStart, Screen, Submit, submitted, Time } from "../components.tsx";
-import { fmtExactMoney, fmtInt } from "../format.ts";
+import { fmtExactMoney, fmtGateAt, fmtInt } from "../format.ts";
 import { numberOrText } from "../inputs.ts";
 import { describeLimit, fmtMinutes, limitProblems, type LimitField, type PlanLimit } from "../limits.ts";
 import { useUrlState } from "../url-state.ts";
@@ -170,7 +170,7 @@ export function PlansScreen() {
                 <td className="num">{p.max_spend_per_period == null ? "unlimited" : fmtExactMoney(p.max_spend_per_period)}</td>
                 <td className="num">{p.max_spend_per_session == null ? "unlimited" : fmtExactMoney(p.max_spend_per_session)}</td>
                 <td className="num">
-                  {Math.round(p.soft_gate_at * 100)}% / {Math.round(p.hard_gate_at * 100)}%
+                  {fmtGateAt(p.soft_gate_at)} / {fmtGateAt(p.hard_gate_at)}
                 </td>
                 <td>
                   <Windows plan={p} />

@@ -7,7 +7,7 @@ import { Card, DataTable, Facts, Field, FormAlert, InlineForm, ListQuery, num, P
 import { creditCapNote, drawsCredits } from "../credits.ts";
 import { DimensionBar, Reset, untilResetRefetch, useNow } from "../dimension-bars.tsx";
 import { usePaging, useUrlState } from "../url-state.ts";
-import { fmtExactMoney, fmtInt, fmtMoney } from "../format.ts";
+import { fmtExactMoney, fmtInt } from "../format.ts";
 import { blockingIndex, describeLimit, dimensionLabel, fmtMetric, type Dimension } from "../limits.ts";
 import { SubscriptionForm } from "./subscription-form.tsx";
 import { UsageByModel } from "./usage-by-model.tsx";
@@ -227,7 +227,7 @@ function Members({ id, members }: { id: string; members: ReturnType<typeof useMe
   const perMember = [...new Map([...(sessions.data?.values() ?? [])].flatMap((s) => memberDims(s)).map((d) => [d.reason, d])).values()];
   const spend = (u: User) => {
     const s = sessions.data?.get(u.external_user_id);
-    return s ? fmtMoney(s.current_usage.period_cost) : sessions.isError ? "—" : "…";
+    return s ? fmtExactMoney(s.current_usage.period_cost) : sessions.isError ? "—" : "…";
   };
   const use = (u: User, reason: string) => {
     const d = memberDims(sessions.data?.get(u.external_user_id)).find((x) => x.reason === reason);

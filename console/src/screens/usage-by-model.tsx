@@ -3,7 +3,7 @@ import { useQuery } from "@tanstack/react-query";
 import type { Usage } from "../api/client.ts";
 import { usagePeriod, type Read } from "../api/reads.ts";
 import { BarList, Card, DataTable, Empty, Field, num, Options, Query } from "../components.tsx";
-import { fmtInt, fmtMoney, fmtTokens } from "../format.ts";
+import { fmtExactMoney, fmtInt, fmtTokens } from "../format.ts";
 import { useUrlState } from "../url-state.ts";
 import { byModel } from "../usage-rows.ts";
 
@@ -44,7 +44,7 @@ export function UsageByModel({ read, empty }: { read: (period: string) => Read<U
               <div className="cards compact">
                 <div className="kv">
                   <span>Cost</span>
-                  <strong>{fmtMoney(u.total_cost)}</strong>
+                  <strong>{fmtExactMoney(u.total_cost)}</strong>
                 </div>
                 <div className="kv">
                   <span>Tokens</span>
@@ -59,12 +59,12 @@ export function UsageByModel({ read, empty }: { read: (period: string) => Read<U
                 <Empty>{empty}</Empty>
               ) : (
                 <>
-                  <BarList title="Cost per model" rows={rows.map((r) => ({ label: r.label, value: r.cost, text: fmtMoney(r.cost) }))} />
+                  <BarList title="Cost per model" rows={rows.map((r) => ({ label: r.label, value: r.cost, text: fmtExactMoney(r.cost) }))} />
                   <DataTable caption="Usage per model" columns={["Model", num("Cost"), num("Tokens")]}>
                     {rows.map((r) => (
                       <tr key={r.label}>
                         <td title={r.model ? undefined : "events recorded without a model (manual events with a cost)"}>{r.label}</td>
-                        <td className="num">{fmtMoney(r.cost)}</td>
+                        <td className="num">{fmtExactMoney(r.cost)}</td>
                         <td className="num">{fmtInt(r.tokens)}</td>
                       </tr>
                     ))}

@@ -1,11 +1,11 @@
 import { useState } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link } from "wouter";
-import { metricOfReason } from "@meter/rules";
+import { metricOfReason, price, rateOf, type Pricing } from "@meter/rules";
 import { ApiError, api, ok, type GateEvent, type Session } from "../api/client.ts";
 import { gateEventsFilter, gateEventsRead, lastSessionSpendRead, limitsRead, sessionRead, userRead, userUsageRead } from "../api/reads.ts";
 import { Card, ConfirmedSubmit, DataTable, Facts, Field, FormAlert, FormStatus, Gauge, InlineForm, ListQuery, num, PerPage, Period, Query, QuickStart, Screen, submitted, Time } from "../components.tsx";
-import { fmtExactMoney, fmtInt, fmtPct } from "../format.ts";
+import { fmtExactMoney, fmtInt, fmtPct, fmtTime } from "../format.ts";
 import { creditCapNote, drawsCredits } from "../credits.ts";
 import { blockingIndex, dimensionLabel, TEAM_REASON } from "../limits.ts";
 import { DimensionBar, Reset, untilResetRefetch, useNow } from "../dimension-bars.tsx";
@@ -67,7 +67,7 @@ export function UserScreen({ id }: { id: string }) {
           <GateEvents id={id} />
           <div className="grid-2">
             <Subscription id={id} session={session.data} billing={user.data?.billing_subscription_id} />
-            <ManualEvent id={id} />
+            <ManualEvent id={id} pricing={session.data ? (session.data.plan_id ? session.data.plan_config : null) : undefined} />
           </div>
         </>
       )}
@@ -86,6 +86,10 @@ function Limits({ id, session }: { id: string; session: Session }) {
       {({ limits: dims }) => {
         const blocking = blockingIndex(dims);
         const block = dims[blocking];
+        // The service keeps no session spend (the client library does): the bar shows the last
+        // session gate event's figure while its session can still run, else nothing spent.
+        const lastGate = lastSession.data?.events[0];
+        const sessionGate = lastGate && now - Date.parse(lastGate.timestamp) < c.session_timeout_minutes * 60_000 ? lastGate : undefined;
         return (
           <div className="gauges">
             {block ? (
@@ -101,7 +105,8 @@ function Limits({ id, session }: { id: string; session: Session }) {
                 key={d.reason}
                 d={d}
                 now={now}
-                value={d.reason === "session_spend" ? (lastSession.data?.events[0]?.current_value ?? 0) : undefined}
+                value={d.reason === "session_spend" ? (sessionGate?.current_value ?? 0) : undefined}
+                label={d.reason === "session_spend" ? `${dimensionLabel(d)} (${sessionGate ? `at its last gate event, ${fmtTime(sessionGate.timestamp)}` : "no gate event within a session's length"})` : undefined}
                 note={creditCapNote(d, dims, { own: c.max_spend_per_period, team: session.team?.plan_config.max_spend_per_period })}
                 blocking={i === blocking}
               />
@@ -226,15 +231,20 @@ const MOVED_BY_USAGE = [
 ];
 
 /** What recording the manual event will charge, asked before it is sent: it counts at once (limits, credits, webhooks). */
-function describeCharge(id: string, f: { cost: string; model: string; input_tokens: string; output_tokens: string }): string {
+function describeCharge(id: string, f: { cost: string; model: string; input_tokens: string; output_tokens: string }, pricing: Pricing | null | undefined): string {
+  const [input, output] = [Number(f.input_tokens) || 0, Number(f.output_tokens) || 0];
+  // Priced here as the service will price it (rules' price), when the plan is known.
+  const priced = f.cost === "" && pricing ? price(f.model || null, input, output, [], pricing) : null;
+  const unpriced = priced !== null && input + output > 0 && rateOf(priced.model, pricing!) === null;
   const what =
     f.cost !== ""
       ? `a charge of ${fmtExactMoney(Number(f.cost))}${f.model ? ` (model ${f.model})` : ""}`
-      : `${fmtInt(Number(f.input_tokens) || 0)} input and ${fmtInt(Number(f.output_tokens) || 0)} output tokens of ${f.model || "no model"}, priced by the plan's rates`;
-  return `Record ${what} for ${id}? It counts toward the user's limits at once, and may draw credits and send webhooks.`;
+      : `${fmtInt(input)} input and ${fmtInt(output)} output tokens of ${f.model || "no model"}, priced by the plan's rates${priced ? ` at ${fmtExactMoney(priced.cost_total)}` : ""}`;
+  const warning = unpriced ? ` The plan has no rate for ${f.model || "calls without a model"} (nor a default_cost_rate): these tokens cost $0.` : "";
+  return `Record ${what} for ${id}?${warning} It counts toward the user's limits at once, and may draw credits and send webhooks.`;
 }
 
-function ManualEvent({ id }: { id: string }) {
+function ManualEvent({ id, pricing }: { id: string; pricing: Pricing | null | undefined }) {
   const [form, setFormState] = useState({ cost: "", model: "", input_tokens: "", output_tokens: "", description: "" });
   const [confirming, setConfirming] = useState(false);
   // Editing after the question was asked takes it back: what is confirmed is what is sent.
@@ -300,7 +310,7 @@ function ManualEvent({ id }: { id: string }) {
         <ConfirmedSubmit
           confirming={confirming}
           name="Confirm the manual event"
-          question={describeCharge(id, form)}
+          question={describeCharge(id, form, pricing)}
           label="Record event…"
           yes="Yes, record"
           busy={record.isPending}

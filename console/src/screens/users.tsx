@@ -3,7 +3,7 @@ import { Link } from "wouter";
 import { api, ok } from "../api/client.ts";
 import { plansRead, usersFilter, usersRead } from "../api/reads.ts";
 import { Card, DataTable, Field, ListQuery, num, Options, PrefixSearch, QuickStart, Screen, Time } from "../components.tsx";
-import { fmtDate, fmtInt, fmtMoney, fmtTokens, utcTitle } from "../format.ts";
+import { fmtDate, fmtExactMoney, fmtInt, fmtTokens, utcTitle } from "../format.ts";
 import { usePaging, useUrlState } from "../url-state.ts";
 import { CreateForm } from "./create-form.tsx";
 
@@ -40,7 +40,7 @@ export function UsersScreen() {
                   </td>
                   <td>{u.name ?? "—"}</td>
                   <td>{u.plan_name ?? <span className="muted">no plan</span>}</td>
-                  <td className="num">{fmtMoney(u.period_spend_usd)}</td>
+                  <td className="num">{fmtExactMoney(u.period_spend_usd)}</td>
                   <td className="num" title={fmtInt(u.period_tokens)}>{fmtTokens(u.period_tokens)}</td>
                   <td>
                     <time dateTime={u.period_start} title={utcTitle(u.period_start)}>{fmtDate(u.period_start)}</time> –{" "}
