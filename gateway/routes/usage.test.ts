@@ -202,7 +202,7 @@ t("gate events: idempotent batches, newest first, every filter", async ({ stack 
   assert.equal(times, [...times].sort().reverse());
   const first = all.body.events.find((e: { id: string }) => e.id === events[3]!.id);
   assert.equal(Object.keys(first).sort(), [
-    "blocked", "current_value", "gate_reason", "id", "limit_value", "message", "metadata", "model", "session_id", "status", "timestamp", "usage_pct", "user_id",
+    "blocked", "current_value", "gate_reason", "id", "limit_value", "message", "metadata", "model", "service_user_id", "session_id", "status", "timestamp", "usage_pct", "user_id",
   ]);
   assert.is(first.session_id, null);
   assert.is(first.message, null);
