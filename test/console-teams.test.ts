@@ -118,6 +118,7 @@ t("a team created through the form, subscribed, a member added, linked both ways
   await adding.getByText(/^bob is a member of team org-00: adding it moves it here/).waitFor();
   assert.is(puts, 1, "nothing sent before the answer");
   await adding.getByRole("button", { name: "Yes, move it here" }).click();
+  await adding.getByText("bob is a member of acme now.").waitFor();
   await page.getByRole("table", { name: "Members" }).getByRole("link", { name: "bob" }).waitFor();
   page.off("request", count);
   assert.is(puts, 2);

@@ -3,7 +3,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link } from "wouter";
 import { ApiError, api, getTeamLimits, mapLimited, ok, type Session, type Team, type User } from "../api/client.ts";
 import { plansRead, teamUsageRead } from "../api/reads.ts";
-import { Card, DataTable, Facts, Field, FormAlert, InlineForm, ListQuery, num, Period, Query, Screen, Time } from "../components.tsx";
+import { Card, DataTable, Facts, Field, FormAlert, FormStatus, InlineForm, ListQuery, num, Period, Query, Screen, Time } from "../components.tsx";
 import { creditCapNote, drawsCredits } from "../credits.ts";
 import { DimensionBar, Reset, untilResetRefetch, useNow } from "../dimension-bars.tsx";
 import { usePaging, useUrlState } from "../url-state.ts";
@@ -316,7 +316,11 @@ function AddMember({ id }: { id: string }) {
     setMoving(null);
     setUserText(text);
   };
-  const send = (who: string) => add.mutate({ user: who, team: id }, { onSuccess: () => setUser("") });
+  const [added, setAdded] = useState<string | null>(null);
+  const send = (who: string) => {
+    setAdded(null);
+    add.mutate({ user: who, team: id }, { onSuccess: () => (setUser(""), setAdded(who)) });
+  };
   const submit = async () => {
     const who = user.trim();
     if (!who) return;
@@ -341,6 +345,7 @@ function AddMember({ id }: { id: string }) {
           {(fid) => <input id={fid} value={user} onChange={(e) => setUser(e.target.value)} placeholder="e.g. alice" required />}
         </Field>
       </InlineForm>
+      {added && !moving && <FormStatus>{added} is a member of {id} now.</FormStatus>}
       {moving && (
         <p role="status" className="warning">
           {moving.user} is a member of team {moving.from}: adding it moves it here (its usage so far stays with {moving.from}).{" "}
