@@ -249,6 +249,8 @@ t("a manual event beyond the allowance moves the balance on the page at once", a
   // A charge counts at once: asked first, with what it charges.
   const confirm = form.getByRole("group", { name: "Confirm the manual event" });
   await confirm.getByText(`Record a charge of $0.50 for ${USER}?`, { exact: false }).waitFor();
+  // The question takes the focus: a keyboard user lands on what is asked.
+  await eventually(async () => (await page.evaluate(() => document.activeElement?.getAttribute("aria-label"))) === "Confirm the manual event", 5_000, "the question focused");
   await confirm.getByRole("button", { name: "Yes, record" }).click();
   await form.getByText(/^Recorded evt_/).waitFor();
   // Tokens of a model the plan does not price: the question says they cost $0 before anything is sent.

@@ -467,6 +467,11 @@ export function Submit({ busy, busyLabel, disabled, children }: { busy: boolean;
  * handler decides which submit it was by `confirming`.
  */
 export function ConfirmedSubmit({ confirming, question, name, label, yes, busy, busyLabel, onBack }: { confirming: boolean; question: string; name: string; label: string; yes: string; busy: boolean; busyLabel: string; onBack: () => void }) {
+  // The question takes the focus: a keyboard or screen-reader user lands on what is asked.
+  const box = useRef<HTMLDivElement>(null);
+  useEffect(() => {
+    if (confirming) box.current?.focus();
+  }, [confirming]);
   if (!confirming)
     return (
       <Submit busy={busy} busyLabel={busyLabel}>
@@ -474,7 +479,7 @@ export function ConfirmedSubmit({ confirming, question, name, label, yes, busy, 
       </Submit>
     );
   return (
-    <div className="confirm-box" role="group" aria-label={name}>
+    <div className="confirm-box" role="group" aria-label={name} tabIndex={-1} ref={box}>
       <p>{question}</p>
       <div className="confirm">
         <Submit busy={busy} busyLabel={busyLabel}>

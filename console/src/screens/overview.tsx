@@ -1,8 +1,9 @@
 import { useMemo, useState } from "react";
 import { useQuery } from "@tanstack/react-query";
 import { Link } from "wouter";
+import { ApiError } from "../api/client.ts";
 import { overviewReads, overviewWindow, type Source } from "../api/reads.ts";
-import { BarList, Card, DataTable, DayChart, Empty, Field, InlineForm, ListQuery, num, Query, QuickStart, Screen } from "../components.tsx";
+import { BarList, Card, DataTable, DayChart, Empty, ErrorState, Field, InlineForm, ListQuery, num, Query, QuickStart, Screen } from "../components.tsx";
 import { change, fmtExactMoney, fmtInt, fmtPct, fmtTokens } from "../format.ts";
 import { useUrlState } from "../url-state.ts";
 
@@ -18,6 +19,16 @@ export function Overview() {
   const top = useQuery(reads.top);
   const topTeams = useQuery(reads.topTeams);
   const plans = useQuery(reads.plans);
+  // A team filter that names no team: said once, not by every card.
+  if (team && summary.error instanceof ApiError && summary.error.status === 404)
+    return (
+      <Screen title="Overview" actions={<WindowPicker days={days} source={source} team={team} onChange={(p) => set(p)} />}>
+        <ErrorState error={summary.error} />
+        <p className="hint">
+          No team {team} in this product: <Link href="/">show every team</Link>, or pick one from <Link href="/teams">Teams</Link>.
+        </p>
+      </Screen>
+    );
 
   return (
     <Screen title="Overview" actions={<WindowPicker days={days} source={source} team={team} onChange={(p) => set(p)} />}>
