@@ -1,7 +1,7 @@
 // The usage by model's rows (console/src/screens/usage-by-model.tsx): they add up to the totals.
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { byModel } from "../console/src/usage-rows.ts";
+import { byModel, modelLabel } from "../console/src/usage-rows.ts";
 import type { Usage } from "../console/src/api/client.ts";
 
 const usage = (u: Pick<Usage, "total_cost" | "total_tokens" | "cost_by_model" | "tokens_by_model">) => u as Usage;
@@ -22,6 +22,10 @@ test("rows that add up to the totals get no remainder, float noise included; not
   assert.equal(byModel(usage({ total_cost: 0.3, total_tokens: 30, cost_by_model: { a: 0.1, b: 0.2 }, tokens_by_model: { a: 10, b: 20 } })).length, 2);
   assert.equal(byModel(usage({ total_cost: 0, total_tokens: 0, cost_by_model: {}, tokens_by_model: {} })), []);
   assert.equal(byModel(usage({ total_cost: 0.5, total_tokens: 0, cost_by_model: {}, tokens_by_model: {} })).map((r) => [r.label, r.cost]), [["(no model)", 0.5]]);
+});
+
+test("events without a model have one name on every screen: analytics' \"unknown\" reads as the user pages' row", () => {
+  assert.equal([modelLabel("unknown"), modelLabel(null), modelLabel(""), modelLabel("gpt-4.1")], ["(no model)", "(no model)", "(no model)", "gpt-4.1"]);
 });
 
 test.run();

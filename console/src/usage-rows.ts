@@ -1,6 +1,9 @@
 import type { Usage } from "./api/client.ts";
 
 const NO_MODEL = "(no model)";
+
+/** A model as the console names it: analytics files events without a model under "unknown", said here as on the user pages. */
+export const modelLabel = (model: string | null | undefined) => (!model || model === "unknown" ? NO_MODEL : model);
 const nanos = (dollars: number) => Math.round(dollars * 1e9);
 
 /**

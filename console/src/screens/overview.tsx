@@ -6,6 +6,7 @@ import { overviewReads, overviewWindow, type Source } from "../api/reads.ts";
 import { BarList, Card, DataTable, DayChart, Empty, ErrorState, Field, InlineForm, ListQuery, num, Query, QuickStart, Screen } from "../components.tsx";
 import { change, fmtExactMoney, fmtInt, fmtPct, fmtTokens } from "../format.ts";
 import { useUrlState } from "../url-state.ts";
+import { modelLabel } from "../usage-rows.ts";
 
 export function Overview() {
   const [params, set] = useUrlState();
@@ -78,11 +79,11 @@ export function Overview() {
         <ListQuery q={breakdown} label="Loading models" items={(b) => b.models} empty={<>No model usage in this window. Send usage events with the client library or the API; see the <QuickStart />.</>}>
           {(models) => (
             <>
-              <BarList title="Cost per model" rows={models.map((m) => ({ label: m.model || "(none)", value: m.cost, text: fmtExactMoney(m.cost) }))} />
+              <BarList title="Cost per model" rows={models.map((m) => ({ label: modelLabel(m.model), value: m.cost, text: fmtExactMoney(m.cost) }))} />
               <DataTable caption="Cost and tokens per model" columns={["Model", num("Cost"), num("Tokens"), num("Share")]}>
                 {models.map((m) => (
                   <tr key={m.model}>
-                    <td>{m.model || "(none)"}</td>
+                    <td>{modelLabel(m.model)}</td>
                     <td className="num">{fmtExactMoney(m.cost)}</td>
                     <td className="num" title={fmtInt(m.tokens)}>{fmtTokens(m.tokens)}</td>
                     <td className="num">{fmtPct(m.pct / 100)}</td>
