@@ -9,7 +9,7 @@ import type { Callbacks } from "./callbacks.ts";
 import { now as clockNow } from "./clock.ts";
 import type { Leases } from "./leases.ts";
 import { rateOf, tokenCost, toolsCost } from "./pricing.ts";
-import { addDollars } from "./rules/index.ts";
+import { addDollars, type Rate } from "./rules/index.ts";
 import type { EventQueue } from "./queue.ts";
 import type { Session } from "./user-sessions.ts";
 import type { UserEntry } from "./state.ts";
@@ -43,9 +43,9 @@ export class Recorder {
    * the plan prices other models (a quick start's "gpt-4.1" plan called with "gpt-4o"). Said once
    * per plan and model.
    */
-  #unpricedModel(e: UserEntry, model: string | null, tokens: number): void {
+  #unpricedModel(e: UserEntry, model: string | null, tokens: number, rate: Rate | null): void {
     const plan = e.config;
-    if (plan === null || model === null || tokens === 0 || rateOf(model, plan) !== null) return;
+    if (plan === null || model === null || tokens === 0 || rate !== null) return;
     const priced = Object.keys(plan.cost_rates);
     if (priced.length === 0) return;
     const key = `${e.planId ?? ""}\u0000${model}`;
@@ -67,9 +67,10 @@ export class Recorder {
     const outTokens = used.output_tokens ?? 0;
     const tools = used.tool_calls ?? [];
     const plan = e.config;
-    const cost_tokens = tokenCost(inTokens, outTokens, rateOf(model, plan));
+    const rate = rateOf(model, plan);
+    const cost_tokens = tokenCost(inTokens, outTokens, rate);
     const cost_tools = toolsCost(tools, plan);
-    this.#unpricedModel(e, model, inTokens + outTokens);
+    this.#unpricedModel(e, model, inTokens + outTokens, rate);
     const event: UsageEvent = {
       id: randomUUID(),
       user_id: e.userId,
@@ -115,8 +116,9 @@ export class Recorder {
         e.renameTokens(event.model, model!, event.total_tokens);
       }
       event.model = model;
-      event.cost_tokens = tokenCost(event.input_tokens, event.output_tokens, rateOf(model, plan));
-      this.#unpricedModel(e, model, event.total_tokens);
+      const rate = rateOf(model, plan);
+      event.cost_tokens = tokenCost(event.input_tokens, event.output_tokens, rate);
+      this.#unpricedModel(e, model, event.total_tokens, rate);
       event.cost_tools = toolsCost(event.tool_calls, plan);
       event.cost_total = addDollars(event.cost_tokens, event.cost_tools);
       e.countPeriod(session, model, 0, event.cost_total);

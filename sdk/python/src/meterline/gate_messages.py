@@ -47,7 +47,7 @@ def describe(
 
     def tokens_after(x: float) -> str:
         total = used + x
-        return f"; this call's estimate of {_num(x)} tokens would bring it to {_num(total)} ({share(total)})"
+        return f"; this call's estimate of {js_number(x)} tokens would bring it to {js_number(total)} ({share(total)})"
 
     if reason in ("total_spend", "session_spend"):
         which = "Team spend" if team else "Spend" if reason == "total_spend" else "Session spend"
@@ -55,7 +55,10 @@ def describe(
         return head + money_after(est) if est > 0 else head
     if reason.startswith("model_limit:"):
         lead = "Team token" if team else "Token"
-        head = f"{lead} {what} for {reason[12:]} this period: {_num(used)} of {_num(limit)} tokens used ({share(used)})"
+        head = (
+            f"{lead} {what} for {reason[12:]} this period: {js_number(used)} of {js_number(limit)} tokens used "
+            f"({share(used)})"
+        )
         return head + tokens_after(est) if est > 0 else head
     name = f'"{reason[6:]}"' if reason.startswith("limit:") else reason
     when = _WINDOW_WORDS.get(window, f"this {window}")
@@ -73,14 +76,9 @@ def describe(
         line = f"{head}: ${fixed(used, 4)} of ${fixed(limit, 2)} spent {when} ({share(used)})"
         return line + money_after(est) if est > 0 else line
     if metric == "tokens":
-        line = f"{head}: {_num(used)} of {_num(limit)} tokens used {when} ({share(used)})"
+        line = f"{head}: {js_number(used)} of {js_number(limit)} tokens used {when} ({share(used)})"
         return line + tokens_after(est) if est > 0 else line
     return (
-        f"{head}: {_num(used)} of {_num(limit)} requests made {when} ({share(used)}); "
-        f"this call would make it {_num(used + est)}"
+        f"{head}: {js_number(used)} of {js_number(limit)} requests made {when} ({share(used)}); "
+        f"this call would make it {js_number(used + est)}"
     )
-
-
-def _num(x: float) -> str:
-    """A number as JavaScript prints it: the TypeScript library's messages, word for word."""
-    return js_number(x)

@@ -18,7 +18,6 @@ from urllib.parse import quote
 from .clock import now as clock_now
 from .errors import MeterAPIError, MeterError
 from .flow import Flow, Handle, Request, Wait, never_ran, running
-from .gate_messages import _num
 from .lease_books import (
     Book,
     LeaseNeed,
@@ -568,7 +567,7 @@ class Leases(LeaseRequests):
                         f"model_limit:{n.model}",
                         current,
                         cap,
-                        f"token cap of {_num(cap)} for {n.model} reached: no budget lease covers this call "
+                        f"token cap of {js_number(cap)} for {n.model} reached: no budget lease covers this call "
                         f"({js_number(n.tokens)} tokens) across replicas",
                     )
                 )

@@ -20,7 +20,7 @@ from .reporting import Reporting
 from .reservation import Hold
 from .state import UserEntry, hold_team, hold_windows
 from .transport import backoff, retryable
-from .types import ManualEvent, UsageEvent
+from .types import ManualEvent, Rate, UsageEvent
 from .user_sessions import Session
 from .validate import check_manual, check_usage, check_user, own_metadata
 
@@ -36,13 +36,13 @@ UNPRICED_WARNINGS = 1000
 
 
 class Recording(Reporting):
-    def _note_unpriced(self, e: UserEntry, model: str | None, tokens: int) -> None:
+    def _note_unpriced(self, e: UserEntry, model: str | None, tokens: int, rate: Rate | None) -> None:
         """Tokens of a model the plan prices none of cost $0 (SPEC: no rate, no default rate) and count toward no
         spend cap: right for a plan that prices nothing (token caps only), a silent leak when the plan prices other
         models (a quick start's "gpt-4.1" plan called with "gpt-4o"). Noted once per plan and model, under the lock;
         said by _say_unpriced after it."""
         plan = e.config
-        if plan is None or model is None or tokens == 0 or not plan.cost_rates or rate_of(model, plan) is not None:
+        if plan is None or model is None or tokens == 0 or not plan.cost_rates or rate is not None:
             return
         key = f"{e.plan_id or ''}\0{model}"
         if key in self._unpriced_models or len(self._unpriced_models) >= UNPRICED_WARNINGS:
@@ -246,9 +246,10 @@ class Recording(Reporting):
         holds the lock."""
         tools = list(tool_calls or [])
         plan = e.config
-        ct = token_cost(input_tokens, output_tokens, rate_of(model, plan))
+        rate = rate_of(model, plan)
+        ct = token_cost(input_tokens, output_tokens, rate)
         tc = tools_cost(tools, plan)
-        self._note_unpriced(e, model, input_tokens + output_tokens)
+        self._note_unpriced(e, model, input_tokens + output_tokens, rate)
         event = UsageEvent(
             id=str(uuid.uuid4()),
             user_id=e.user_id,
@@ -297,8 +298,9 @@ class Recording(Reporting):
                     e.tokens_by_model[raw] = left
                 e.tokens_by_model[model] = e.tokens_by_model.get(model, 0) + event.total_tokens
             event.model = model
-            event.cost_tokens = token_cost(event.input_tokens, event.output_tokens, rate_of(model, plan))
-            self._note_unpriced(e, model, event.total_tokens)
+            rate = rate_of(model, plan)
+            event.cost_tokens = token_cost(event.input_tokens, event.output_tokens, rate)
+            self._note_unpriced(e, model, event.total_tokens, rate)
             event.cost_tools = tools_cost(event.tool_calls, plan)
             event.cost_total = add_dollars(event.cost_tokens, event.cost_tools)
             self._count(e, session, model, 0, event.cost_total)
