@@ -20,11 +20,12 @@ export function Overview() {
   const top = useQuery(reads.top);
   const topTeams = useQuery(reads.topTeams);
   const plans = useQuery(reads.plans);
-  // A team filter that names no team: said once, not by every card.
-  if (team && summary.error instanceof ApiError && summary.error.status === 404)
+  // A team filter that names no team: said once, not by every card, whichever card's read answers first.
+  const unknownTeam = team ? [summary, series, gates, breakdown, top, topTeams].map((q) => q.error).find((e) => e instanceof ApiError && e.status === 404) : undefined;
+  if (unknownTeam)
     return (
       <Screen title="Overview" actions={<WindowPicker days={days} source={source} team={team} onChange={(p) => set(p)} />}>
-        <ErrorState error={summary.error} />
+        <ErrorState error={unknownTeam} />
         <p className="hint">
           No team {team} in this product: <Link href="/">show every team</Link>, or pick one from <Link href="/teams">Teams</Link>.
         </p>
