@@ -46,7 +46,7 @@ for (const size of SIZES) {
     logger,
     peers: { tenancy: "", plans: "", ingestion: "", analytics: "", webhooks: "" },
     rollIntervalMs: 0,
-    plans: { countSubscribers: async () => [{ planName: "pro", subscriberCount: 1 }] },
+    plans: { countSubscribers: async () => [{ planName: "pro", subscriberCount: 1, teamSubscriberCount: 0 }] },
   });
   const server = await serveRpc({ modules: [module], port: 0, logger });
   const client = rpcClient(AnalyticsService, server.url);

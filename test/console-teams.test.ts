@@ -129,6 +129,9 @@ t("a team plan's member limit reads as such on the plans screen and keeps its sc
   const { page } = ctx;
   await page.getByRole("navigation", { name: "Screens" }).getByRole("link", { name: "Plans" }).click();
   await page.getByRole("list", { name: "Windows of team-500" }).getByText("seat: $50 a billing period per member").waitFor();
+  // Acme is on it (the test above): a team plan counts its teams, not only its users.
+  const row = page.getByRole("table", { name: "Plans" }).getByRole("row").filter({ has: page.getByRole("cell", { name: "team-500", exact: true }) });
+  await eventually(async () => (await row.getByRole("cell").allTextContents()).slice(0, 3).join("|") === "team-500|0|1", 10_000, "team-500 with 0 users and 1 team");
   await page.getByRole("button", { name: "Edit plan team-500" }).click();
   const edit = page.getByRole("form", { name: "Edit plan team-500" });
   const counts = edit.getByRole("group", { name: "Limit 1" }).getByLabel("Counts");

@@ -142,7 +142,10 @@ t("the overview shows what the analytics routes answer", async (ctx) => {
   await page.getByLabel("Source", { exact: true }).selectOption("manual");
   await page.waitForURL(/source=manual/);
   await cost.getByText(usd(0), { exact: true }).waitFor();
+  // Gates are calls' and have no source: the card says it counts every one.
+  await page.getByRole("region", { name: "Gates per day (every source)" }).waitFor();
   await page.getByLabel("Source", { exact: true }).selectOption("");
+  await page.getByRole("region", { name: "Gates per day", exact: true }).waitFor();
   // A top user links to its page.
   await top.getByRole("link", { name: "bob" }).click();
   await page.getByRole("heading", { name: "bob", level: 1 }).waitFor();

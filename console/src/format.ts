@@ -12,6 +12,9 @@ export const fmtExactMoney = (n: number | null | undefined) => (n == null ? "—
 /** The same, signed (+$5.00, −$0.25): a ledger entry's amount. */
 export const fmtSignedMoney = (n: number | null | undefined) => (n == null ? "—" : signedExactMoney.format(n));
 export const fmtInt = (n: number | null | undefined) => (n == null ? "—" : integer.format(n));
+/** "2 users", "1 user", with "· 3 teams" when teams are on it too: what a plan's subscribers are. */
+export const fmtSubscribers = (users: number, teams: number) =>
+  `${integer.format(users)} ${users === 1 ? "user" : "users"}${teams > 0 ? ` · ${integer.format(teams)} ${teams === 1 ? "team" : "teams"}` : ""}`;
 /** Tokens: exact below 10,000, compact above (12.3K, 4.5M), the exact figure on hover. */
 export const fmtTokens = (n: number | null | undefined) => (n == null ? "—" : n < 10_000 ? integer.format(n) : compact.format(n));
 /** A gate's fraction (soft_gate_at, hard_gate_at) as a percentage, exactly: 85.5%. */

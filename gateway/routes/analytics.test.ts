@@ -232,7 +232,7 @@ t("another product sees none of it", async ({ stack }) => {
   assert.ok(ts.every((r: any) => r.events === 0 && r.cost === 0));
 });
 
-t("plan-subscribers counts the users on each plan", async ({ stack }) => {
+t("plan-subscribers counts the users and the teams on each plan", async ({ stack }) => {
   const { api } = await stack.newProduct();
   const plans = await api.post("/config/plans", { plans: [{ name: "free" }, { name: "pro" }] });
   assert.is(plans.status, 201, JSON.stringify(plans.body));
@@ -255,9 +255,18 @@ t("plan-subscribers counts the users on each plan", async ({ stack }) => {
   // With a team: its members only, each under its own plan; days taken as on every analytics route.
   assert.is((await api.post("/teams", { external_team_id: "acme", name: "Acme" })).status, 201);
   for (const user of ["a", "c"]) assert.is((await api.put(`/users/${user}/team`, { team_id: "acme" })).status, 200);
+  assert.is((await api.post("/teams/acme/subscription", { plan_id: id.pro })).status, 200);
   const team = await api.get("/analytics/plan-subscribers?team_id=acme&days=7");
   assert.is(team.status, 200, JSON.stringify(team.body));
-  assert.equal(Object.fromEntries(team.body.plans.map((p: any) => [p.plan_name, p.subscriber_count])), { free: 1, pro: 1 });
+  assert.equal(team.body.plans, [
+    { plan_name: "free", subscriber_count: 1, team_subscriber_count: 0 },
+    { plan_name: "pro", subscriber_count: 1, team_subscriber_count: 1 },
+  ]);
+  const all = (await api.get("/analytics/plan-subscribers")).body.plans;
+  assert.equal(all, [
+    { plan_name: "free", subscriber_count: 1, team_subscriber_count: 0 },
+    { plan_name: "pro", subscriber_count: 2, team_subscriber_count: 1 },
+  ]);
   assert.is((await api.get("/analytics/plan-subscribers?team_id=nope")).status, 404);
   assert.is((await api.get("/analytics/plan-subscribers?days=0")).status, 400);
 });

@@ -101,7 +101,13 @@ const TopTeamsBody = Type.Object({
 });
 
 const PlanSubscribersBody = Type.Object({
-  plans: Type.Array(Type.Object({ plan_name: Type.String(), subscriber_count: Type.Integer() })),
+  plans: Type.Array(
+    Type.Object({
+      plan_name: Type.String(),
+      subscriber_count: Type.Integer({ description: "Users whose current subscription is on the plan (with team_id: the team's members)" }),
+      team_subscriber_count: Type.Integer({ description: "Teams whose current subscription is on the plan (with team_id: 1 for the team's own plan)" }),
+    }),
+  ),
 });
 
 function totalsJson(t: Totals | undefined) {
@@ -184,6 +190,8 @@ export const analyticsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get("/analytics/plan-subscribers", { schema: schema("getAnalyticsPlanSubscribers", "Subscribers per plan", SubscribersQuery, PlanSubscribersBody) }, async (request) => {
     const { team_id: teamId } = request.query as { team_id?: string };
     const res = await app.services.analytics.getPlanSubscribers({ productId: request.productId, teamId }, rpcOptions(request));
-    return { plans: res.plans.map((p) => ({ plan_name: p.planName, subscriber_count: Number(p.subscriberCount) })) };
+    return {
+      plans: res.plans.map((p) => ({ plan_name: p.planName, subscriber_count: Number(p.subscriberCount), team_subscriber_count: Number(p.teamSubscriberCount) })),
+    };
   });
 };

@@ -11,6 +11,8 @@ export interface PlansDeps {
   users: UserStore;
   members: PlanMemberStore;
   subscribers: SubscriberStore;
+  /** Teams subscribed to each plan (SetTeamSubscription keeps it as SetSubscription keeps `subscribers`). */
+  teamSubscribers: SubscriberStore;
   teams: TeamStore;
   /** Current members of each team, by service team id (SetUserTeam keeps it as SetSubscription keeps `members`). */
   teamMembers: PlanMemberStore;

@@ -55,7 +55,10 @@ export async function createPlansService(opts: PlansServiceOptions): Promise<Ser
   const teams = new TeamStore(opts.db, users.cache);
   const teamMembers = new PlanMemberStore(opts.db, "team_members");
   const teamCounts = new SubscriberStore(opts.db, "team_member_counts");
-  const deps = { plans, users, members, subscribers, teams, teamMembers, teamCounts, changes, logger: opts.logger };
+  const teamSubscribers = new SubscriberStore(opts.db, "plan_team_subscribers");
+  const counted = await teamSubscribers.backfill(teams.currentSubscriptions());
+  if (counted > 0) opts.logger.info({ teams: counted }, "team subscriber counts set for teams subscribed before they were kept");
+  const deps = { plans, users, members, subscribers, teamSubscribers, teams, teamMembers, teamCounts, changes, logger: opts.logger };
   return {
     name: "plans",
     serviceName: PlansService.typeName,

@@ -10282,7 +10282,10 @@ export interface operations {
                     "application/json": {
                         plans: {
                             plan_name: string;
+                            /** @description Users whose current subscription is on the plan (with team_id: the team's members) */
                             subscriber_count: number;
+                            /** @description Teams whose current subscription is on the plan (with team_id: 1 for the team's own plan) */
+                            team_subscriber_count: number;
                         }[];
                     };
                 };

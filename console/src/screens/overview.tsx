@@ -4,7 +4,7 @@ import { Link } from "wouter";
 import { ApiError } from "../api/client.ts";
 import { overviewReads, overviewWindow, type Source } from "../api/reads.ts";
 import { BarList, Card, DataTable, DayChart, Empty, ErrorState, Field, InlineForm, ListQuery, num, Query, QuickStart, Screen } from "../components.tsx";
-import { change, fmtExactMoney, fmtInt, fmtPct, fmtTokens } from "../format.ts";
+import { change, fmtExactMoney, fmtInt, fmtPct, fmtSubscribers, fmtTokens } from "../format.ts";
 import { useUrlState } from "../url-state.ts";
 import { modelLabel } from "../usage-rows.ts";
 
@@ -57,7 +57,8 @@ export function Overview() {
     </div>
 
     <div className="grid-2">
-      <Card title="Gates per day">
+      {/* A gate is a call's (the client library's), never a manual event's: the source filter cannot narrow it. */}
+      <Card title={source ? "Gates per day (every source)" : "Gates per day"}>
         <Query q={gates} label="Loading gates">
           {(g) =>
             g.data.every((d) => d.soft_gates + d.hard_gates === 0) ? (
@@ -70,7 +71,7 @@ export function Overview() {
       </Card>
       <Card title={team ? "Plan distribution (all users)" : "Plan distribution"}>
         <ListQuery q={plans} label="Loading plans" items={(p) => p.plans} empty={<>No plans yet. <Link href="/plans">Create a plan</Link>, then subscribe users to it.</>}>
-          {(list) => <BarList title="Subscribers per plan" rows={list.map((r) => ({ label: r.plan_name, value: r.subscriber_count, text: `${fmtInt(r.subscriber_count)} ${r.subscriber_count === 1 ? "user" : "users"}` }))} />}
+          {(list) => <BarList title="Subscribers per plan" rows={list.map((r) => ({ label: r.plan_name, value: r.subscriber_count + r.team_subscriber_count, text: fmtSubscribers(r.subscriber_count, r.team_subscriber_count) }))} />}
         </ListQuery>
       </Card>
     </div>

@@ -155,18 +155,19 @@ export function PlansScreen() {
   const editing = params.get("edit");
   const plans = useQuery(plansRead());
   const subs = useQuery(planSubscribersRead());
-  const count = (name: string) => subs.data?.plans.find((s) => s.plan_name === name)?.subscriber_count;
+  const count = (name: string) => subs.data?.plans.find((s) => s.plan_name === name);
   const plan = plans.data?.plans.find((p) => p.id === editing);
   return (
     <Screen title="Plans">
     <Card title="Plans">
       <ListQuery q={plans} label="Loading plans" items={(d) => d.plans} empty={<>No plans yet. Create one below: a plan sets each user's caps, rates and gates. See the <QuickStart />.</>}>
         {(list) => (
-          <DataTable caption="Plans" columns={["Name", num("Subscribers"), num("Per period"), num("Per session"), num("Gates"), "Windows", "Credits", "Models priced", "Updated", { label: "Actions", hidden: true }]}>
+          <DataTable caption="Plans" columns={["Name", num("Users"), num("Teams"), num("Per period"), num("Per session"), num("Gates"), "Windows", "Credits", "Models priced", "Updated", { label: "Actions", hidden: true }]}>
             {list.map((p: Plan) => (
               <tr key={p.id}>
                 <td>{p.name}</td>
-                <td className="num">{subs.error ? "?" : fmtInt(count(p.name) ?? 0)}</td>
+                <td className="num">{subs.error ? "?" : fmtInt(count(p.name)?.subscriber_count ?? 0)}</td>
+                <td className="num">{subs.error ? "?" : fmtInt(count(p.name)?.team_subscriber_count ?? 0)}</td>
                 <td className="num">{p.max_spend_per_period == null ? "unlimited" : fmtExactMoney(p.max_spend_per_period)}</td>
                 <td className="num">{p.max_spend_per_session == null ? "unlimited" : fmtExactMoney(p.max_spend_per_session)}</td>
                 <td className="num">

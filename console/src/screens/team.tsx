@@ -55,7 +55,7 @@ export function TeamScreen({ id }: { id: string }) {
                 periodNote={t.plan_name !== null && periodSettled ? TEAM_PERIOD_UNKNOWN : undefined}
                 save={(body) => ok(api.POST("/api/v1/teams/{team_id}/subscription", { params: p(id), body }))}
                 onSaved={() => {
-                  for (const k of ["team", "teams", "team-limits", "team-usage", "team-member-sessions"]) queryClient.invalidateQueries({ queryKey: [k] });
+                  for (const k of ["team", "teams", "team-limits", "team-usage", "team-member-sessions", "plan-subscribers"]) queryClient.invalidateQueries({ queryKey: [k] });
                 }}
               />
               <AddMember id={id} />

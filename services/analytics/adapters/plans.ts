@@ -3,8 +3,8 @@ import { rpcClient } from "@meter/lib/rpc";
 
 /** What analytics needs from the plans service. */
 export interface PlansPort {
-  /** With `teamId` (external), of the team's current members only. */
-  countSubscribers(productId: string, teamId?: string): Promise<{ planName: string; subscriberCount: number }[]>;
+  /** Users and teams on each plan; with `teamId` (external), the team's current members and the team itself. */
+  countSubscribers(productId: string, teamId?: string): Promise<{ planName: string; subscriberCount: number; teamSubscriberCount: number }[]>;
 }
 
 /** A gRPC client to the plans service, connected on first use. */
@@ -14,7 +14,7 @@ export function plansClient(baseUrl: string): PlansPort {
     async countSubscribers(productId, teamId) {
       client ??= rpcClient(PlansService, baseUrl);
       const res = await client.countSubscribers({ productId, externalTeamId: teamId });
-      return res.plans.map((p) => ({ planName: p.planName, subscriberCount: Number(p.subscriberCount) }));
+      return res.plans.map((p) => ({ planName: p.planName, subscriberCount: Number(p.subscriberCount), teamSubscriberCount: Number(p.teamSubscriberCount) }));
     },
   };
 }

@@ -2,7 +2,9 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { Code } from "@connectrpc/connect";
 import { rpcCode } from "../../../test/support/rpc.ts";
-import { product, withPlans, type PlansSuite } from "../testing/suite.ts";
+import { createLogger } from "@meter/lib/logger";
+import { NO_PEERS, product, withPlans, type PlansSuite } from "../testing/suite.ts";
+import { createPlansService } from "../index.ts";
 
 const t = suite<PlansSuite>("CountSubscribers over gRPC");
 withPlans(t);
@@ -36,9 +38,34 @@ t("with a team, counts its current members by their own plans: not a member who 
   const counts = async (team?: string) =>
     (await client.countSubscribers({ productId, externalTeamId: team })).plans.map((p) => [p.planName, Number(p.subscriberCount)]);
   assert.equal(await counts("acme"), [["a", 1], ["b", 1]]);
+  // The team itself is counted on its own plan, among the plan's teams.
+  await client.setTeamSubscription({ productId, externalTeamId: "acme", planId: b!.id });
+  const teams = async (team?: string) => (await client.countSubscribers({ productId, externalTeamId: team })).plans.map((p) => Number(p.teamSubscriberCount));
+  assert.equal(await teams("acme"), [0, 1]);
+  assert.equal(await teams("beta"), [0, 0]);
+  assert.equal(await teams(), [0, 1]);
   assert.equal(await counts("beta"), [["a", 2], ["b", 0]]);
   assert.equal(await counts(), [["a", 3], ["b", 1]]);
   assert.is(await rpcCode(client.countSubscribers({ productId, externalTeamId: "nope" })), Code.NotFound);
+});
+
+t("counts teams on each plan as they move, and sets the counts of teams subscribed before they were kept", async ({ client, mongo, dbName }) => {
+  const productId = product();
+  const [a, b] = (await client.createPlans({ productId, plans: [{ name: "a" }, { name: "b" }] })).plans;
+  for (const team of ["acme", "beta", "core", "idle"]) await client.createTeam({ productId, externalTeamId: team, name: team });
+  await client.setTeamSubscription({ productId, externalTeamId: "acme", planId: a!.id });
+  await client.setTeamSubscription({ productId, externalTeamId: "beta", planId: a!.id });
+  await client.setTeamSubscription({ productId, externalTeamId: "core", planId: a!.id });
+  await client.setTeamSubscription({ productId, externalTeamId: "core", planId: b!.id });
+  const teams = async () => (await client.countSubscribers({ productId })).plans.map((p) => [p.planName, Number(p.subscriberCount), Number(p.teamSubscriberCount)]);
+  assert.equal(await teams(), [["a", 0, 2], ["b", 0, 1]]);
+  // A database of a release that kept no team counts: the next start counts the teams' current plans, once.
+  await mongo.db(dbName).collection("plan_team_subscribers").drop();
+  await createPlansService({ db: mongo.db(dbName), logger: createLogger("plans-test", "silent"), peers: NO_PEERS });
+  assert.equal(await teams(), [["a", 0, 2], ["b", 0, 1]]);
+  await client.setTeamSubscription({ productId, externalTeamId: "idle", planId: b!.id });
+  await createPlansService({ db: mongo.db(dbName), logger: createLogger("plans-test", "silent"), peers: NO_PEERS });
+  assert.equal(await teams(), [["a", 0, 2], ["b", 0, 2]]);
 });
 
 t.run();

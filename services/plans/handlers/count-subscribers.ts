@@ -11,9 +11,10 @@ const MEMBER_PAGE = 1_000;
  * member list a page at a time (currentMembers), each counted under its current plan. One range
  * read and one `_id` read a thousand members, holding one page.
  */
-async function teamCounts(deps: PlansDeps, productId: string, externalTeamId: string): Promise<Map<string, number>> {
+async function teamCounts(deps: PlansDeps, productId: string, externalTeamId: string): Promise<{ users: Map<string, number>; teams: Map<string, number> }> {
   const team = await deps.teams.get(productId, externalTeamId);
   if (!team) throw teamNotFound(externalTeamId);
+  const teams = new Map(team.current ? [[team.current.plan_id, 1]] : []);
   const counts = new Map<string, number>();
   for (let after: string | undefined; ; ) {
     const ids = await deps.teamMembers.page(productId, team.id, "", after, MEMBER_PAGE);
@@ -21,14 +22,15 @@ async function teamCounts(deps: PlansDeps, productId: string, externalTeamId: st
       const planId = u.current?.plan_id;
       if (planId) counts.set(planId, (counts.get(planId) ?? 0) + 1);
     }
-    if (ids.length < MEMBER_PAGE) return counts;
+    if (ids.length < MEMBER_PAGE) return { users: counts, teams };
     after = ids.at(-1);
   }
 }
 
 /**
- * Every plan of the product, with zero for plans nobody is on, in plan creation order; with a
- * team, of its current members only (their own subscriptions, not the team's).
+ * Every plan of the product, with zero for plans nobody is on, in plan creation order: the users
+ * and the teams on each. With a team, its current members only (their own subscriptions), and
+ * the team itself on its plan.
  */
 export function countSubscribers(deps: PlansDeps): ServiceImpl<typeof PlansService>["countSubscribers"] {
   return async (req) => {
@@ -37,9 +39,13 @@ export function countSubscribers(deps: PlansDeps): ServiceImpl<typeof PlansServi
     teamCount?.catch(() => {});
     // Names only: the plans' maps are not needed here.
     const names = await deps.plans.names(productId);
-    const counts = (await teamCount) ?? (await deps.subscribers.countsOf(productId, [...names.keys()]));
+    const ids = [...names.keys()];
+    const { users, teams } = (await teamCount) ?? {
+      users: await deps.subscribers.countsOf(productId, ids),
+      teams: await deps.teamSubscribers.countsOf(productId, ids),
+    };
     return {
-      plans: [...names].map(([id, name]) => ({ planName: name, subscriberCount: BigInt(counts.get(id) ?? 0) })),
+      plans: [...names].map(([id, name]) => ({ planName: name, subscriberCount: BigInt(users.get(id) ?? 0), teamSubscriberCount: BigInt(teams.get(id) ?? 0) })),
     };
   };
 }

@@ -6,7 +6,7 @@ import { newSubscription } from "./set-subscription.ts";
 
 /**
  * A team's subscription, with a user's rules (newSubscription), appended to the team's history
- * in one atomic write; the team is named in the change marker so that clients reload its members.
+ * in one atomic write, then the plans' team counts moved; the team is named in the change marker so that clients reload its members.
  */
 export function setTeamSubscription(deps: PlansDeps): ServiceImpl<typeof PlansService>["setTeamSubscription"] {
   return async (req) => {
@@ -16,6 +16,8 @@ export function setTeamSubscription(deps: PlansDeps): ServiceImpl<typeof PlansSe
     const { plan, entry } = await newSubscription(deps, productId, req);
     const appended = await deps.teams.appendSubscription(productId, req.externalTeamId, entry);
     if (!appended) throw teamNotFound(req.externalTeamId);
+    // The history's order says which plan this change left, as for a user's (set-subscription.ts).
+    await deps.teamSubscribers.move(productId, appended.team.subscriptions[appended.entry.seq - 2]?.plan_id ?? null, plan.id);
     await announce(deps, productId, { externalTeamId: req.externalTeamId });
     deps.logger.info({ productId, teamId: team.id, planId: plan.id, seq: appended.entry.seq }, "team subscription set");
     // The team as this change left it: a concurrent later change is not reported as this one's.

@@ -1,7 +1,10 @@
 import type { Collection, Db } from "mongodb";
 import { findByIds } from "@meter/lib/mongo";
 
-/** Subscribers of one plan: users whose latest subscription names it. */
+/** Marks a collection whose counts were set from the subscriptions stored before it was kept (backfill). */
+const BACKFILL_MARK = "!backfilled";
+
+/** Subscribers of one plan: users (or teams) whose latest subscription names it. */
 interface PlanSubscribersDoc {
   /** `<product id>:<plan id>`. */
   _id: string;
@@ -9,15 +12,16 @@ interface PlanSubscribersDoc {
 }
 
 /**
- * Subscriber counts kept per plan (`plan_subscribers`), and member counts per team
- * (`team_member_counts`, by service team id), moved with every subscription or membership
+ * Subscriber counts kept per plan (`plan_subscribers` for users, `plan_team_subscribers` for
+ * teams), and member counts per team (`team_member_counts`, by service team id), moved with
+ * every subscription or membership
  * change (`$inc`, atomic per document), so that counting costs one `_id` read per plan or team
  * however many users there are.
  */
 export class SubscriberStore {
   private readonly counts: Collection<PlanSubscribersDoc>;
 
-  constructor(db: Db, collection: "plan_subscribers" | "team_member_counts" = "plan_subscribers") {
+  constructor(db: Db, collection: "plan_subscribers" | "plan_team_subscribers" | "team_member_counts" = "plan_subscribers") {
     this.counts = db.collection<PlanSubscribersDoc>(collection);
   }
 
@@ -36,5 +40,26 @@ export class SubscriberStore {
     const docs = await findByIds(this.counts, planIds.map((id) => `${productId}:${id}`));
     const n = new Map(docs.map((d) => [d._id, d.n]));
     return new Map(planIds.map((id) => [id, n.get(`${productId}:${id}`) ?? 0]));
+  }
+
+  /**
+   * Sets every count from the current subscriptions `current` yields, once: the first time a
+   * process starts on a database without the mark (counts kept since a release that did not
+   * keep them). Returns how many subscriptions it counted (0 when the mark was there).
+   */
+  async backfill(current: AsyncIterable<{ productId: string; planId: string }>): Promise<number> {
+    if (await this.counts.findOne({ _id: BACKFILL_MARK })) return 0;
+    const n = new Map<string, number>();
+    let count = 0;
+    for await (const c of current) {
+      const id = `${c.productId}:${c.planId}`;
+      n.set(id, (n.get(id) ?? 0) + 1);
+      count++;
+    }
+    // Whole values, not increments: two processes starting together write the same counts.
+    const ops = [...n].map(([id, value]) => ({ updateOne: { filter: { _id: id }, update: { $set: { n: value } }, upsert: true } }));
+    for (let i = 0; i < ops.length; i += 1_000) await this.counts.bulkWrite(ops.slice(i, i + 1_000), { ordered: false });
+    await this.counts.updateOne({ _id: BACKFILL_MARK }, { $set: { n: 0 } }, { upsert: true });
+    return count;
   }
 }

@@ -99,6 +99,14 @@ export class TeamStore {
     return (await keyPage(this.teams, teamKey(productId, ""), prefix, after, limit)).map(fromStored);
   }
 
+  /** Every subscribed team of every product with its current plan (one whole read, for SubscriberStore.backfill). */
+  async *currentSubscriptions(): AsyncGenerator<{ productId: string; planId: string }> {
+    for await (const t of this.teams.find({}, { projection: { product_id: 1, subscriptions: 1 } })) {
+      const current = t.subscriptions?.at(-1);
+      if (current) yield { productId: t.product_id, planId: current.plan_id };
+    }
+  }
+
   /** Appends a subscription to the team's history, as UserStore.appendSubscription does to a user's. */
   async appendSubscription(productId: string, externalTeamId: string, entry: StoredEntry): Promise<{ team: TeamDoc; entry: SubscriptionEntry } | null> {
     const doc = await pushSubscription(this.teams, this.cache, teamKey(productId, externalTeamId), entry);
