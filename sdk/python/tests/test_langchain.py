@@ -11,9 +11,9 @@ from langchain_core.outputs import ChatGeneration, LLMResult
 from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
 
-from meterline import LimitExceededError, Meter, UsageEvent
+from meterline import AsyncMeter, LimitExceededError, Meter, UsageEvent
 from meterline.integrations.langchain import read_result
-from meterline.langchain import MeterCallbackHandler
+from meterline.langchain import AsyncMeterCallbackHandler, MeterCallbackHandler
 
 from .mock_providers import USAGE_IN, USAGE_OUT, MockProvider
 from .support import Product, eventually, near
@@ -109,6 +109,65 @@ async def test_a_cancelled_call_the_provider_had_is_metered_with_its_estimate(
     assert meter.stats.sent == 1
     assert product.usage(user)["total_tokens"] > 0
     meter.shutdown()
+
+
+def chat(provider: MockProvider) -> ChatOpenAI:
+    return ChatOpenAI(
+        model="gpt-4o", api_key=SecretStr("sk-test"), base_url=provider.base, max_retries=0, stream_usage=True
+    )
+
+
+async def test_the_async_handler_meters_ainvoke_and_astream_once_each(product: Product, provider: MockProvider) -> None:
+    user = product.create_user(PLAN)
+    meter = AsyncMeter(api_key=product.key, base_url=product.url)
+    handler = AsyncMeterCallbackHandler(meter, user_id=user, session_id="conv-2")
+    seen: list[UsageEvent] = []
+    meter.on_usage(seen.append)
+    model = chat(provider)
+    assert (await model.ainvoke("Hi", config={"callbacks": [handler]})).content == "Hello!"
+    text = "".join([str(c.content) async for c in model.astream("Hi", config={"callbacks": [handler]})])
+    assert text == "Hello!"
+    assert await meter.flush()
+    assert [e.session_id for e in seen] == ["conv-2", "conv-2"]
+    usage = await asyncio.to_thread(product.usage, user)
+    assert usage["total_tokens"] == 2 * (USAGE_IN + USAGE_OUT) and near(usage["total_cost"], 2 * CALL_COST)
+    # Each run's watch on its task went with the run.
+    assert handler._runs == {} and handler._watches == {}
+    blocked = product.create_user({"max_spend_per_period": 0})
+    with pytest.raises(LimitExceededError):
+        await model.ainvoke("Hi", config={"callbacks": [AsyncMeterCallbackHandler(meter, user_id=blocked)]})
+    assert provider.count("/chat/completions") == 2
+    assert await meter.shutdown()
+
+
+async def test_a_cancelled_ainvoke_is_metered_with_its_estimate_when_its_task_ends(
+    product: Product, provider: MockProvider
+) -> None:
+    """LangChain's ``agenerate`` calls no handler when its task is cancelled: the run's task ending settles it."""
+    user = product.create_user(PLAN)
+    meter = Meter(api_key=product.key, base_url=product.url)
+    handler = AsyncMeterCallbackHandler(meter, user_id=user)
+    provider.answering.clear()
+    try:
+        task = asyncio.create_task(chat(provider).ainvoke("Hi", config={"callbacks": [handler]}))
+        while provider.count("/chat/completions") == 0:
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    finally:
+        provider.answering.set()
+    # The provider may have worked on it: the input estimate is recorded, not given back; the hold is gone.
+    assert handler._runs == {}
+    assert meter.flush()
+    assert meter.stats.sent == 1
+    assert (await asyncio.to_thread(product.usage, user))["total_tokens"] > 0
+    meter.shutdown()
+
+
+def test_the_handlers_refuse_what_they_cannot_meter_with() -> None:
+    with pytest.raises(TypeError, match=r"meterline\.Meter or AsyncMeter"):
+        AsyncMeterCallbackHandler(object())  # type: ignore[arg-type]
 
 
 def test_a_prompts_candidates_carrying_the_same_usage_count_it_once() -> None:

@@ -1,6 +1,7 @@
-"""``meterline.langchain.MeterCallbackHandler(meter, user_id=None)``: meters LangChain chat models
-(and LLMs). ``raise_error`` makes LangChain wait for the handler before the provider is called and
-lets a hard gate stop the run: ``LimitExceededError`` surfaces from ``invoke()``/``stream()``."""
+"""``meterline.langchain.MeterCallbackHandler(meter, user_id=None)`` and its async twin
+``AsyncMeterCallbackHandler``: meter LangChain chat models (and LLMs). ``raise_error`` makes LangChain
+wait for the handler before the provider is called and lets a hard gate stop the run:
+``LimitExceededError`` surfaces from ``invoke()``/``stream()`` (``ainvoke()``/``astream()``)."""
 
 from __future__ import annotations
 
@@ -10,14 +11,15 @@ import time
 from typing import Any
 from uuid import UUID
 
-from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.callbacks import AsyncCallbackHandler, BaseCallbackHandler
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import LLMResult
 
+from ..core import MeterCore
 from ..errors import MeterTypeError, MeterValueError
 from ..meter import Meter
 from ..validate import check_metadata, check_session_id
-from .calls import Call, Starting, count, get, output_limit, start, who
+from .calls import Call, Starting, astart, count, get, output_limit, start, who
 
 
 def read_result(response: LLMResult) -> tuple[int, int, list[str]] | None:
@@ -60,30 +62,21 @@ def read_result(response: LLMResult) -> tuple[int, int, list[str]] | None:
     return inp, out, tools
 
 
-class MeterCallbackHandler(BaseCallbackHandler):
-    """Pass it per call (``config={"callbacks": [handler]}``) or in the model's ``callbacks``.
+class _Runs:
+    """The open runs of one handler, by LangChain's run id, and the sweeper of streams left with ``break``."""
 
-    LangChain calls no callback when a reader leaves ``.stream()`` with ``break``: a run that streamed
-    tokens and then none for ``idle`` seconds is taken as left and settled with what it streamed (one
-    sweeper thread per handler, running only while runs are open). Runs still open when
-    ``meter.shutdown()`` runs are settled then."""
-
-    raise_error = True
-
-    def __init__(
+    def _init_runs(
         self,
-        meter: Meter,
-        user_id: str | None = None,
-        metadata: dict[str, Any] | None = None,
-        idle: float = 60.0,
-        *,
-        session_id: str | None = None,
+        name: str,
+        meter: Any,
+        user_id: str | None,
+        metadata: dict[str, Any] | None,
+        idle: float,
+        session_id: str | None,
     ) -> None:
-        if not isinstance(meter, Meter):
-            raise MeterTypeError("MeterCallbackHandler(meter): meter must be a meterline.Meter")
         if not idle > 0:
-            raise MeterValueError("MeterCallbackHandler: idle must be a positive number of seconds")
-        check_session_id("MeterCallbackHandler", session_id)
+            raise MeterValueError(f"{name}: idle must be a positive number of seconds")
+        check_session_id(name, session_id)
         check_metadata(metadata)
         self.meter = meter
         self.user_id = user_id
@@ -115,58 +108,32 @@ class MeterCallbackHandler(BaseCallbackHandler):
             if done:
                 return
 
-    def _start(self, run_id: UUID, prompt: Any, metadata: dict[str, Any] | None, kwargs: dict[str, Any]) -> None:
+    def _starting(self, prompt: Any, metadata: dict[str, Any] | None, kwargs: dict[str, Any]) -> Starting:
         params = kwargs.get("invocation_params") or {}
         meta = metadata or {}
         model = params.get("model") or params.get("model_name") or meta.get("ls_model_name")
         provider = meta.get("ls_provider") or "langchain"
         tools = params.get("tools")
-        call = start(
-            Starting(
-                self.meter,
-                who(self.user_id, self.session_id),
-                model if isinstance(model, str) else None,
-                {"messages": prompt, "tools": tools},
-                {"provider": provider, **self.metadata},
-                # As the chat model sends it: OpenAI's and Anthropic's names, and the other providers'.
-                max_output_tokens=output_limit(
-                    params.get("max_completion_tokens"),
-                    params.get("max_tokens"),
-                    params.get("max_output_tokens"),
-                    params.get("max_new_tokens"),
-                ),
-            )
+        return Starting(
+            self.meter,
+            who(self.user_id, self.session_id),
+            model if isinstance(model, str) else None,
+            {"messages": prompt, "tools": tools},
+            {"provider": provider, **self.metadata},
+            # As the chat model sends it: OpenAI's and Anthropic's names, and the other providers'.
+            max_output_tokens=output_limit(
+                params.get("max_completion_tokens"),
+                params.get("max_tokens"),
+                params.get("max_output_tokens"),
+                params.get("max_new_tokens"),
+            ),
         )
+
+    def _opened(self, run_id: UUID, call: Call) -> None:
         with self._lock:
             self._runs[run_id] = call
 
-    def on_chat_model_start(
-        self,
-        serialized: dict[str, Any],
-        messages: list[list[BaseMessage]],
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        tags: list[str] | None = None,
-        metadata: dict[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> None:
-        self._start(run_id, [[m.content for m in batch] for batch in messages], metadata, kwargs)
-
-    def on_llm_start(
-        self,
-        serialized: dict[str, Any],
-        prompts: list[str],
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        tags: list[str] | None = None,
-        metadata: dict[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> None:
-        self._start(run_id, prompts, metadata, kwargs)
-
-    def on_llm_new_token(self, token: Any, *, run_id: UUID, **kwargs: Any) -> None:
+    def _token(self, token: Any, run_id: UUID) -> None:
         call = self._runs.get(run_id)
         if call is None:
             return
@@ -183,7 +150,7 @@ class MeterCallbackHandler(BaseCallbackHandler):
             self._streamed.pop(run_id, None)
             return self._runs.pop(run_id, None)
 
-    def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
+    def _end(self, response: LLMResult, run_id: UUID) -> None:
         call = self._ended(run_id)
         if call is None:
             return
@@ -193,7 +160,7 @@ class MeterCallbackHandler(BaseCallbackHandler):
         else:
             call.settle(*read)
 
-    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+    def _error(self, error: BaseException, run_id: UUID) -> None:
         call = self._ended(run_id)
         if call is None:
             return
@@ -204,3 +171,152 @@ class MeterCallbackHandler(BaseCallbackHandler):
             call.fail()
         else:
             call.settle_seen()
+
+
+class MeterCallbackHandler(_Runs, BaseCallbackHandler):
+    """Pass it per call (``config={"callbacks": [handler]}``) or in the model's ``callbacks``.
+
+    LangChain calls no callback when a reader leaves ``.stream()`` with ``break``: a run that streamed
+    tokens and then none for ``idle`` seconds is taken as left and settled with what it streamed (one
+    sweeper thread per handler, running only while runs are open). Runs still open when
+    ``meter.shutdown()`` runs are settled then. For ``ainvoke()`` and ``astream()``, use
+    ``AsyncMeterCallbackHandler``: LangChain tells a handler nothing when an ``ainvoke()`` is cancelled."""
+
+    raise_error = True
+
+    def __init__(
+        self,
+        meter: Meter,
+        user_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        idle: float = 60.0,
+        *,
+        session_id: str | None = None,
+    ) -> None:
+        if not isinstance(meter, Meter):
+            raise MeterTypeError("MeterCallbackHandler(meter): meter must be a meterline.Meter")
+        self._init_runs("MeterCallbackHandler", meter, user_id, metadata, idle, session_id)
+
+    def on_chat_model_start(
+        self,
+        serialized: dict[str, Any],
+        messages: list[list[BaseMessage]],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self._opened(
+            run_id, start(self._starting([[m.content for m in batch] for batch in messages], metadata, kwargs))
+        )
+
+    def on_llm_start(
+        self,
+        serialized: dict[str, Any],
+        prompts: list[str],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self._opened(run_id, start(self._starting(prompts, metadata, kwargs)))
+
+    def on_llm_new_token(self, token: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        self._token(token, run_id)
+
+    def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
+        self._end(response, run_id)
+
+    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        self._error(error, run_id)
+
+
+class AsyncMeterCallbackHandler(_Runs, AsyncCallbackHandler):
+    """``MeterCallbackHandler`` for ``ainvoke()``, ``astream()`` and ``abatch()``, with a ``Meter`` or an
+    ``AsyncMeter``: it reserves without blocking the event loop, in the task that runs the model.
+
+    LangChain tells no handler when an ``ainvoke()`` is cancelled (a timeout, a client gone): a run still
+    open when its task ends is settled then, with its estimate, as a cancelled stream is. Under
+    ``asyncio.timeout()`` or ``wait_for()`` (Python 3.11+) the cancelled call runs in the caller's own
+    task, so that is when the caller's task ends."""
+
+    raise_error = True
+    # Awaited in the caller's task, before the provider is called: that task is the one watched.
+    run_inline = True
+
+    def __init__(
+        self,
+        meter: MeterCore,
+        user_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        idle: float = 60.0,
+        *,
+        session_id: str | None = None,
+    ) -> None:
+        if not isinstance(meter, MeterCore):
+            raise MeterTypeError("AsyncMeterCallbackHandler(meter): meter must be a meterline.Meter or AsyncMeter")
+        self._init_runs("AsyncMeterCallbackHandler", meter, user_id, metadata, idle, session_id)
+        # The done callback of each open run's task, taken off when the run ends (a long-lived task runs many).
+        self._watches: dict[UUID, tuple[asyncio.Task[Any], Any]] = {}
+
+    async def _astart(self, run_id: UUID, s: Starting) -> None:
+        call = await astart(s)
+        self._opened(run_id, call)
+        task = asyncio.current_task()
+        if task is None:
+            return
+
+        def ended(_: object) -> None:
+            self._watches.pop(run_id, None)
+            left = self._ended(run_id)
+            if left is not None:
+                left.settle_seen()
+
+        task.add_done_callback(ended)
+        self._watches[run_id] = (task, ended)
+
+    def _unwatch(self, run_id: UUID) -> None:
+        watch = self._watches.pop(run_id, None)
+        if watch is not None:
+            watch[0].remove_done_callback(watch[1])
+
+    async def on_chat_model_start(
+        self,
+        serialized: dict[str, Any],
+        messages: list[list[BaseMessage]],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        await self._astart(run_id, self._starting([[m.content for m in batch] for batch in messages], metadata, kwargs))
+
+    async def on_llm_start(
+        self,
+        serialized: dict[str, Any],
+        prompts: list[str],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        await self._astart(run_id, self._starting(prompts, metadata, kwargs))
+
+    async def on_llm_new_token(self, token: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        self._token(token, run_id)
+
+    async def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
+        self._unwatch(run_id)
+        self._end(response, run_id)
+
+    async def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        self._unwatch(run_id)
+        self._error(error, run_id)
