@@ -146,7 +146,10 @@ const SCHEMAS: Record<string, TObject> = {
 
 /** Secrets production creates out of band (see its kustomization), with values of the right form. */
 const OUT_OF_BAND: Record<string, Record<string, string>> = {
-  "meter-mongodb": { url: "mongodb://mongodb.example:27017/?replicaSet=rs0" },
+  // One MongoDB user a service, allowed its own database only (docs/operations.md, "Deploying").
+  "meter-mongodb": Object.fromEntries(
+    ["tenancy", "plans", "ingestion", "analytics", "webhooks"].map((s) => [s, `mongodb://meter-${s}:pw@mongodb.example:27017/?replicaSet=rs0&authSource=admin`]),
+  ),
   "meter-webhooks": { "secret-key": "00".repeat(32) },
 };
 
@@ -189,6 +192,8 @@ for (const overlay of ["local", "production"]) {
             const secret = byKind("Secret", name);
             const value = secret ? Buffer.from(secret.data[key] ?? "", "base64").toString() : overlay === "production" ? OUT_OF_BAND[name]?.[key] : undefined;
             assert.ok(value, `${d.metadata.name}: ${e.name} comes from secret ${name}/${key}, which ${overlay} provides`);
+            // Each service connects as itself: a credential that reaches only the collections it owns.
+            if (e.name === "MONGODB_URL") assert.is(key, d.metadata.name, `${d.metadata.name} reads the database credential of its own`);
             env[e.name] = value;
           }
         }
@@ -341,7 +346,9 @@ test("the schema check refuses an invalid object", async () => {
 test("overlay local: brings the one-member MongoDB replica set its connection string names", async () => {
   const docs = await render("overlays/local");
   const secret = docs.find((d) => d.kind === "Secret" && d.metadata.name.startsWith("meter-mongodb"))!;
-  const url = new URL(Buffer.from(secret.data.url, "base64").toString());
+  const urls = ["tenancy", "plans", "ingestion", "analytics", "webhooks"].map((s) => Buffer.from(secret.data[s] ?? "", "base64").toString());
+  assert.is(new Set(urls).size, 1, "a local cluster's services reach the same unauthenticated database");
+  const url = new URL(urls[0]!);
   const [pod, service, namespace] = url.hostname.split(".");
   assert.is(namespace, "meter");
   const statefulSet = docs.find((d) => d.kind === "StatefulSet" && `${d.metadata.name}-0` === pod)!;
