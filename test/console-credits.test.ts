@@ -7,7 +7,7 @@
 import { randomUUID } from "node:crypto";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { check, fieldError, markedInvalid, withConsole, type ConsoleSuite } from "./support/console-browser.ts";
+import { check, fieldError, focusLandsOn, markedInvalid, withConsole, type ConsoleSuite } from "./support/console-browser.ts";
 import { eventually } from "./support/eventually.ts";
 import { must } from "./support/rest.ts";
 
@@ -224,6 +224,7 @@ t("a void after a confirmation: kept when the operator steps back, then voided w
   await credits.getByRole("button", { name: "Void grant pay_123" }).click();
   await confirm.getByRole("button", { name: "Yes, void it" }).click();
   await credits.getByText("Grant pay_123 voided: $2.50 left the balance.").waitFor();
+  await focusLandsOn(page, "Grant pay_123 voided: $2.50 left the balance.");
   page.off("request", count);
   assert.is(voids, 1);
   const row = credits.getByRole("table", { name: "Credit grants, newest first" }).getByRole("row", { name: /pay_123/ });

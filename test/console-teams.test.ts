@@ -7,7 +7,7 @@
 import { randomUUID } from "node:crypto";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { check, withConsole, type ConsoleSuite } from "./support/console-browser.ts";
+import { check, focusLandsOn, withConsole, type ConsoleSuite } from "./support/console-browser.ts";
 import { eventually } from "./support/eventually.ts";
 import type { Api } from "./support/http.ts";
 
@@ -96,6 +96,7 @@ t("a team created through the form, subscribed, a member added, linked both ways
   await page.getByRole("button", { name: "Remove bob from the team" }).click();
   const confirm = page.getByRole("group", { name: "Confirm the removal" });
   await confirm.getByText(/^Remove bob from team acme\?/).waitFor();
+  await focusLandsOn(page, "Confirm the removal");
   await check(ctx, "team-remove-confirm");
   await confirm.getByRole("button", { name: "Keep it" }).click();
   await confirm.waitFor({ state: "detached" });
@@ -104,6 +105,8 @@ t("a team created through the form, subscribed, a member added, linked both ways
   await page.getByRole("button", { name: "Remove bob from the team" }).click();
   await confirm.getByRole("button", { name: "Yes, remove" }).click();
   await eventually(async () => (await page.getByRole("table", { name: "Members" }).getByRole("link").count()) === 1, 10_000, "bob gone from the members");
+  // Its row (and the button that asked) went: the word that it went takes the focus, not the page's top.
+  await focusLandsOn(page, "bob is no longer a member of acme.");
   page.off("request", count);
   assert.is(puts, 1);
   assert.is((await ctx.api.get("/users/bob")).body.team_id, null);

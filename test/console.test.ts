@@ -7,7 +7,7 @@ import { randomUUID } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import { check, fieldError, markedInvalid, signIn, withConsole, type ConsoleSuite } from "./support/console-browser.ts";
+import { check, fieldError, focusLandsOn, markedInvalid, signIn, withConsole, type ConsoleSuite } from "./support/console-browser.ts";
 import { eventually } from "./support/eventually.ts";
 import { must } from "./support/rest.ts";
 
@@ -555,11 +555,21 @@ t("a webhook test against a local receiver reports success", async (ctx) => {
   await page.getByRole("button", { name: "Rotate secret…" }).click();
   await confirm.getByRole("button", { name: "Yes, rotate" }).click();
   await page.getByText("New secret: the previous one no longer verifies.").waitFor();
+  await focusLandsOn(page, "Signing secret");
   page.off("request", count);
   assert.is(rotations, 1);
   const after = await secret();
   assert.is.not(after, before);
   await page.getByRole("region", { name: "Signing secret" }).getByText(after, { exact: true }).waitFor();
+  // Deleting is asked too; the list it returns to says what went, where the focus lands.
+  const listed = async () => (await ctx.api.get("/webhooks/endpoints")).body as { id: string; url: string }[];
+  const url = (await listed()).find((e) => e.id === id)!.url;
+  await page.getByRole("button", { name: "Delete…" }).click();
+  await focusLandsOn(page, "Confirm deletion");
+  await page.getByRole("group", { name: "Confirm deletion" }).getByRole("button", { name: "Yes, delete" }).click();
+  await focusLandsOn(page, `Endpoint ${url} deleted, with its delivery log.`);
+  await page.waitForURL(/\/console\/webhooks$/);
+  assert.not.ok((await listed()).some((e) => e.id === id), "the endpoint is gone");
 });
 
 t("API keys: list, create one shown once, and a revoked key returns to sign-in", async (ctx) => {
@@ -579,6 +589,14 @@ t("API keys: list, create one shown once, and a revoked key returns to sign-in",
   await mine.getByText("revoking it signs you out").waitFor();
   await mine.getByRole("button", { name: "Keep" }).click();
   await check(ctx, "keys");
+  // Another key revoked here: its row goes, and the word that it went takes the focus.
+  await must(ctx.api.post("/keys", { name: "old ci", scope: "ingest" }), 201);
+  await page.goto(`${ctx.base}/console/keys`);
+  const old = page.getByRole("table", { name: "API keys" }).getByRole("row").filter({ has: page.getByRole("cell", { name: "old ci", exact: true }) });
+  await old.getByRole("button", { name: "Revoke key old ci" }).click();
+  await old.getByRole("button", { name: "Yes, revoke" }).click();
+  await focusLandsOn(page, "Key old ci revoked: requests with it are refused within seconds.");
+  await old.waitFor({ state: "detached" });
 
   // Sign in with the new key, revoke it through the API: the next request returns to sign-in.
   await page.getByRole("button", { name: "Sign out" }).click();

@@ -530,6 +530,43 @@ export const FormAlert = ({ children }: { children: ReactNode }) => (
   </p>
 );
 
+/**
+ * A question asked before a change that cannot be taken back (`children`: the question). It takes
+ * the focus when it appears, so that a keyboard or screen-reader user lands on what is asked.
+ */
+export function ConfirmBox({ name, yes, busyYes, busy, no, onYes, onNo, children }: { name: string; yes: string; busyYes: string; busy: boolean; no: string; onYes: () => void; onNo: () => void; children: ReactNode }) {
+  const box = useRef<HTMLDivElement>(null);
+  useEffect(() => box.current?.focus(), []);
+  return (
+    <div className="confirm-box danger" role="group" aria-label={name} tabIndex={-1} ref={box}>
+      <p>{children}</p>
+      <div className="confirm">
+        <button type="button" className="danger" disabled={busy} onClick={onYes}>
+          {busy ? busyYes : yes}
+        </button>
+        <button type="button" className="secondary" onClick={onNo}>
+          {no}
+        </button>
+      </div>
+    </div>
+  );
+}
+
+/**
+ * What a confirmed change did, where the focus lands: the control that asked for it went with what
+ * it changed (a revoked key's row, a removed member's), and the focus would fall to the page's top.
+ * Give it a `key` of its words so that a second such change takes the focus again.
+ */
+export function DoneStatus({ children }: { children: ReactNode }) {
+  const p = useRef<HTMLParagraphElement>(null);
+  useEffect(() => p.current?.focus(), []);
+  return (
+    <p role="status" className="ok-text" tabIndex={-1} ref={p}>
+      {children}
+    </p>
+  );
+}
+
 /** A form's word that its submission went through. */
 export const FormStatus = ({ children }: { children: ReactNode }) => (
   <p role="status" className="ok-text">

@@ -92,6 +92,12 @@ export async function signIn(page: Page, base: string, key: string) {
   await page.getByRole("heading", { name: "Overview", level: 1 }).waitFor();
 }
 
+/** Waits until the focus is on the element named `name` (its aria-label, else its text): where a keyboard user lands. */
+export async function focusLandsOn(page: Page, name: string): Promise<void> {
+  const focused = () => page.evaluate(() => document.activeElement?.getAttribute("aria-label") ?? document.activeElement?.textContent?.trim() ?? "");
+  await eventually(async () => (await focused()) === name, 10_000, `the focus on ${JSON.stringify(name)} (it is on ${JSON.stringify(await focused())})`);
+}
+
 /** Waits until the console marks `field` invalid (aria-invalid), as it does a field the API refused. */
 export async function markedInvalid(field: Locator, what: string): Promise<void> {
   await eventually(async () => (await field.getAttribute("aria-invalid")) === "true", 10_000, what);

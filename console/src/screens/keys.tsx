@@ -2,10 +2,12 @@ import { useState } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { ApiError, api, keyStore, ok, type ApiKey } from "../api/client.ts";
 import { keysRead } from "../api/reads.ts";
-import { Card, DataTable, ErrorState, Field, FormAlert, Query, Screen, SecretOnce, Submit, submitted, Time } from "../components.tsx";
+import { Card, DataTable, DoneStatus, ErrorState, Field, FormAlert, Query, Screen, SecretOnce, Submit, submitted, Time } from "../components.tsx";
 
 export function KeysScreen() {
   const keys = useQuery(keysRead());
+  // The revoked key's row goes, and its button with it: the word that it went takes the focus.
+  const [revoked, setRevoked] = useState<string | null>(null);
   return (
     <Screen title="API keys">
     <div className="grid-side">
@@ -18,12 +20,13 @@ export function KeysScreen() {
             return (
               <DataTable caption="API keys" columns={["Name", "Scope", "Prefix", "Created", "Last used", "Expires", { label: "Actions", hidden: true }]}>
                 {d.keys.map((k) => (
-                  <KeyRow key={k.id} k={k} lastAdmin={lastAdmin && liveAdmin(k)} />
+                  <KeyRow key={k.id} k={k} lastAdmin={lastAdmin && liveAdmin(k)} onRevoked={() => setRevoked(k.name)} />
                 ))}
               </DataTable>
             );
           }}
         </Query>
+        {revoked && <DoneStatus key={revoked}>Key {revoked} revoked: requests with it are refused within seconds.</DoneStatus>}
         <p className="hint">To rotate a key: create a new one, deploy it, then revoke the old one. A revoked key stops working within seconds. The last admin key cannot be revoked.</p>
       </Card>
       <CreateKey />
@@ -32,12 +35,18 @@ export function KeysScreen() {
   );
 }
 
-function KeyRow({ k, lastAdmin }: { k: ApiKey; lastAdmin: boolean }) {
+function KeyRow({ k, lastAdmin, onRevoked }: { k: ApiKey; lastAdmin: boolean; onRevoked: () => void }) {
   const [confirm, setConfirm] = useState(false);
   // The key this console signed in with: revoking it signs this browser out at its next read.
   const mine = keyStore.get()?.startsWith(k.prefix) ?? false;
   const queryClient = useQueryClient();
-  const revoke = useMutation({ mutationFn: () => ok(api.DELETE("/api/v1/keys/{id}", { params: { path: { id: k.id } } })), onSuccess: () => queryClient.invalidateQueries({ queryKey: ["keys"] }) });
+  const revoke = useMutation({
+    mutationFn: () => ok(api.DELETE("/api/v1/keys/{id}", { params: { path: { id: k.id } } })),
+    onSuccess: () => {
+      onRevoked();
+      return queryClient.invalidateQueries({ queryKey: ["keys"] });
+    },
+  });
   return (
     <tr>
       <td>

@@ -1,9 +1,9 @@
-import { useEffect, useRef, useState } from "react";
+import { useState } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link } from "wouter";
 import { ApiError, api, getTeamLimits, mapLimited, ok, type Session, type Team, type User } from "../api/client.ts";
 import { plansRead, teamUsageRead } from "../api/reads.ts";
-import { Card, DataTable, Facts, Field, FormAlert, FormStatus, InlineForm, ListQuery, num, Period, Query, Screen, Time } from "../components.tsx";
+import { Card, ConfirmBox, DataTable, DoneStatus, Facts, Field, FormAlert, FormStatus, InlineForm, ListQuery, num, Period, Query, Screen, Time } from "../components.tsx";
 import { creditCapNote, drawsCredits } from "../credits.ts";
 import { DimensionBar, Reset, untilResetRefetch, useNow } from "../dimension-bars.tsx";
 import { usePaging, useUrlState } from "../url-state.ts";
@@ -236,28 +236,34 @@ function Members({ id, members }: { id: string; members: ReturnType<typeof useMe
   const remove = useMembership();
   // A removal is asked first: the member leaves the team's budget (and its pool) at once.
   const [removing, setRemoving] = useState<User | null>(null);
-  const confirmBox = useRef<HTMLDivElement>(null);
-  useEffect(() => {
-    if (removing) confirmBox.current?.focus();
-  }, [removing]);
+  const [removed, setRemoved] = useState<string | null>(null);
   return (
     <Card title="Members">
       {removing && (
-        <div className="confirm-box danger" role="group" aria-label="Confirm the removal" tabIndex={-1} ref={confirmBox}>
-          <p>
-            Remove <strong>{removing.external_user_id}</strong> from team <strong>{id}</strong>? Its usage from now on no longer counts for the team (what it used so far stays with the team), and its calls are then held by{" "}
-            {removing.plan_name ? `its own plan (${removing.plan_name}) only` : "no plan: it has none of its own, so every call passes"}.
-          </p>
-          <div className="confirm">
-            <button type="button" className="danger" disabled={remove.isPending} onClick={() => remove.mutate({ user: removing.external_user_id, team: null }, { onSuccess: () => setRemoving(null) })}>
-              {remove.isPending ? "Removing…" : "Yes, remove"}
-            </button>
-            <button type="button" className="secondary" onClick={() => setRemoving(null)}>
-              Keep it
-            </button>
-          </div>
-        </div>
+        <ConfirmBox
+          name="Confirm the removal"
+          yes="Yes, remove"
+          busyYes="Removing…"
+          busy={remove.isPending}
+          no="Keep it"
+          onNo={() => setRemoving(null)}
+          onYes={() =>
+            remove.mutate(
+              { user: removing.external_user_id, team: null },
+              {
+                onSuccess: () => {
+                  setRemoving(null);
+                  setRemoved(removing.external_user_id);
+                },
+              },
+            )
+          }
+        >
+          Remove <strong>{removing.external_user_id}</strong> from team <strong>{id}</strong>? Its usage from now on no longer counts for the team (what it used so far stays with the team), and its calls are then held by{" "}
+          {removing.plan_name ? `its own plan (${removing.plan_name}) only` : "no plan: it has none of its own, so every call passes"}.
+        </ConfirmBox>
       )}
+      {removed && !removing && <DoneStatus key={removed}>{removed} is no longer a member of {id}.</DoneStatus>}
       <ListQuery q={pageQuery} label="Loading members" items={(page) => page.members} pages={{ paging, next: (page) => page.next_cursor }} empty="No members yet. Add a user below, or let your product call PUT /users/{user_id}/team.">
         {(list, page) => (
           <>
@@ -288,6 +294,7 @@ function Members({ id, members }: { id: string; members: ReturnType<typeof useMe
                     aria-label={`Remove ${u.external_user_id} from the team`}
                     onClick={() => {
                       remove.reset();
+                      setRemoved(null);
                       setRemoving(u);
                     }}
                   >

@@ -2,11 +2,11 @@
 // same routes under /teams/{team_id}): the balance, the grants with their status (each voidable
 // after a confirmation), a form to grant credits (confirmed before it is sent) and the ledger,
 // newest first. Money is shown to the nano-dollar the service keeps.
-import { useEffect, useRef, useState } from "react";
+import { useState } from "react";
 import { useMutation, useQuery, useQueryClient, type QueryClient } from "@tanstack/react-query";
 import { ApiError, answer, api, ok, type CreditGrant, type LedgerEntry } from "../api/client.ts";
 import { creditLedgerRead, creditsKey, creditsRead, LEDGER_PAGE_SIZES, ledgerLimit } from "../api/reads.ts";
-import { Card, DataTable, Empty, ErrorState, Field, FormAlert, FormStatus, ConfirmedSubmit, ListQuery, num, PerPage, Query, submitted, Time } from "../components.tsx";
+import { Card, ConfirmBox, DataTable, DoneStatus, Empty, ErrorState, Field, FormAlert, FormStatus, ConfirmedSubmit, ListQuery, num, PerPage, Query, submitted, Time } from "../components.tsx";
 import { describeGrant, grantBody, type Draws, LEDGER_TYPE, newGrantForm, STATUS_BADGE, voidable, type GrantForm, type GrantKind, type GrantStatus, type LedgerType } from "../credits.ts";
 import { fmtExactMoney, fmtSignedMoney } from "../format.ts";
 import { usePaging, useUrlState } from "../url-state.ts";
@@ -118,7 +118,6 @@ function Grants({ owner, grants }: { owner: CreditOwner; grants: CreditGrant[] }
   const [all, setAll] = useState(false);
   const [voiding, setVoiding] = useState<CreditGrant | null>(null);
   const queryClient = useQueryClient();
-  const confirmBox = useRef<HTMLDivElement>(null);
   const r = routes(owner);
   const voidGrant = useMutation({
     mutationFn: (g: CreditGrant) => r.void(g.id),
@@ -127,35 +126,21 @@ function Grants({ owner, grants }: { owner: CreditOwner; grants: CreditGrant[] }
       r.stale(queryClient);
     },
   });
-  // The confirmation takes the focus, so that a keyboard user lands on the question asked.
-  useEffect(() => {
-    if (voiding) confirmBox.current?.focus();
-  }, [voiding]);
   if (grants.length === 0) return <Empty>No grants yet. Grant credits below: a payment's id as the grant's id makes a retried top-up safe.</Empty>;
   const shown = all ? grants : grants.slice(0, GRANTS_SHOWN);
   return (
     <>
       {voiding && (
-        <div className="confirm-box danger" role="group" aria-label="Confirm the void" tabIndex={-1} ref={confirmBox}>
-          <p>
-            Void grant <code>{voiding.id}</code>? Its remaining {fmtExactMoney(voiding.remaining)} leaves the balance for good
-            {voiding.status === "pending" ? " (it is not effective yet)" : ""}.
-          </p>
-          <div className="confirm">
-            <button type="button" className="danger" disabled={voidGrant.isPending} onClick={() => voidGrant.mutate(voiding)}>
-              {voidGrant.isPending ? "Voiding…" : "Yes, void it"}
-            </button>
-            <button type="button" className="secondary" onClick={() => setVoiding(null)}>
-              Keep it
-            </button>
-          </div>
-        </div>
+        <ConfirmBox name="Confirm the void" yes="Yes, void it" busyYes="Voiding…" busy={voidGrant.isPending} no="Keep it" onYes={() => voidGrant.mutate(voiding)} onNo={() => setVoiding(null)}>
+          Void grant <code>{voiding.id}</code>? Its remaining {fmtExactMoney(voiding.remaining)} leaves the balance for good
+          {voiding.status === "pending" ? " (it is not effective yet)" : ""}.
+        </ConfirmBox>
       )}
       {voidGrant.error && <ErrorState error={voidGrant.error} />}
       {voidGrant.isSuccess && !voiding && (
-        <FormStatus>
+        <DoneStatus key={voidGrant.data.id}>
           Grant {voidGrant.data.id} voided{voidGrant.variables.remaining > 0 ? `: ${fmtExactMoney(voidGrant.variables.remaining)} left the balance` : ""}.
-        </FormStatus>
+        </DoneStatus>
       )}
       <DataTable
         caption="Credit grants, newest first"

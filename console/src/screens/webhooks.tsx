@@ -1,10 +1,11 @@
-import { useState } from "react";
+import { useEffect, useRef, useState } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { Link, useLocation } from "wouter";
+import { useHistoryState } from "wouter/use-browser-location";
 import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from "@meter/rules";
 import { ApiError, api, ok, type Endpoint } from "../api/client.ts";
 import { endpointsRead } from "../api/reads.ts";
-import { Card, CopyButton, DataTable, ErrorState, Field, FormStatus, ListQuery, num, QuickStart, Screen, SecretOnce, Submit, submitted, Time } from "../components.tsx";
+import { Card, ConfirmBox, CopyButton, DataTable, DoneStatus, ErrorState, Field, FormStatus, ListQuery, num, QuickStart, Screen, SecretOnce, Submit, submitted, Time } from "../components.tsx";
 import { usePaging, useUrlState } from "../url-state.ts";
 
 const ep = (id: string) => ({ params: { path: { id } } });
@@ -24,10 +25,13 @@ function fieldErrors(err: ApiError | null): (field: "url" | "description" | "sub
 export function WebhooksScreen({ selected }: { selected?: string }) {
   const endpoints = useQuery(endpointsRead());
   const current = endpoints.data?.find((e) => e.id === selected);
+  // An endpoint deleted from its page comes back here with its URL (EndpointDetail's navigation).
+  const deleted = (useHistoryState<{ deleted?: string } | null>() ?? {}).deleted;
   return (
     <Screen title="Webhooks">
     <div className="grid-side">
       <Card title="Endpoints">
+        {deleted && !selected && <DoneStatus key={deleted}>Endpoint {deleted} deleted, with its delivery log.</DoneStatus>}
         <ListQuery q={endpoints} label="Loading endpoints" items={(all) => all} empty={<>No endpoints. Add one to receive gate, threshold and summary events, signed with its secret; see the <QuickStart />.</>}>
           {(list) => (
             <ul className="list">
@@ -109,6 +113,11 @@ function EndpointDetail({ endpoint }: { endpoint: Endpoint }) {
   const [secret, setSecret] = useState<string | null>(null);
   const [confirmDelete, setConfirmDelete] = useState(false);
   const [confirmRotate, setConfirmRotate] = useState(false);
+  // A secret revealed or rotated takes the focus: the confirmation that asked for it is gone, and the secret is what is wanted next.
+  const secretShown = useRef<HTMLDivElement>(null);
+  useEffect(() => {
+    if (secret) secretShown.current?.focus();
+  }, [secret]);
   const refresh = () => queryClient.invalidateQueries({ queryKey: ["endpoints"] });
   const update = useMutation({
     mutationFn: (body: { url?: string; description?: string | null; subscribed_events?: WebhookEventType[]; enabled?: boolean }) => ok(api.PATCH("/api/v1/webhooks/endpoints/{id}", { ...ep(endpoint.id), body })),
@@ -135,7 +144,7 @@ function EndpointDetail({ endpoint }: { endpoint: Endpoint }) {
     mutationFn: () => ok(api.DELETE("/api/v1/webhooks/endpoints/{id}", ep(endpoint.id))),
     onSuccess: () => {
       refresh();
-      navigate("/webhooks");
+      navigate("/webhooks", { state: { deleted: endpoint.url } });
     },
   });
   const err = update.error instanceof ApiError ? update.error : null;
@@ -157,37 +166,23 @@ function EndpointDetail({ endpoint }: { endpoint: Endpoint }) {
           <button type="button" className="secondary" onClick={() => reveal.mutate()}>
             Reveal secret
           </button>
-          {!confirmRotate ? (
-            <button type="button" className="secondary" onClick={() => setConfirmRotate(true)}>
-              Rotate secret…
-            </button>
-          ) : (
-            <span className="confirm" role="group" aria-label="Confirm the rotation">
-              Rotate the signing secret? The current one stops verifying deliveries at once: update your receiver with the new one.{" "}
-              <button type="button" className="danger" onClick={() => rotate.mutate()} disabled={rotate.isPending}>
-                {rotate.isPending ? "Rotating…" : "Yes, rotate"}
-              </button>{" "}
-              <button type="button" className="secondary" onClick={() => setConfirmRotate(false)}>
-                Keep the current secret
-              </button>
-            </span>
-          )}
-          {!confirmDelete ? (
-            <button type="button" className="danger" onClick={() => setConfirmDelete(true)}>
-              Delete…
-            </button>
-          ) : (
-            <span className="confirm" role="group" aria-label="Confirm deletion">
-              Delete this endpoint and its delivery log?{" "}
-              <button type="button" className="danger" onClick={() => remove.mutate()}>
-                Yes, delete
-              </button>{" "}
-              <button type="button" className="secondary" onClick={() => setConfirmDelete(false)}>
-                Keep it
-              </button>
-            </span>
-          )}
+          <button type="button" className="secondary" onClick={() => setConfirmRotate(true)} disabled={confirmRotate}>
+            Rotate secret…
+          </button>
+          <button type="button" className="danger" onClick={() => setConfirmDelete(true)} disabled={confirmDelete}>
+            Delete…
+          </button>
         </div>
+        {confirmRotate && (
+          <ConfirmBox name="Confirm the rotation" yes="Yes, rotate" busyYes="Rotating…" busy={rotate.isPending} no="Keep the current secret" onYes={() => rotate.mutate()} onNo={() => setConfirmRotate(false)}>
+            Rotate the signing secret? The current one stops verifying deliveries at once: update your receiver with the new one.
+          </ConfirmBox>
+        )}
+        {confirmDelete && (
+          <ConfirmBox name="Confirm deletion" yes="Yes, delete" busyYes="Deleting…" busy={remove.isPending} no="Keep it" onYes={() => remove.mutate()} onNo={() => setConfirmDelete(false)}>
+            Delete this endpoint and its delivery log?
+          </ConfirmBox>
+        )}
         {test.data && (
           <p role="status" className={test.data.success ? "ok-text" : "field-error"}>
             Test {test.data.success ? "succeeded" : "failed"}: {test.data.status_code ? `status ${test.data.status_code}` : (test.data.error ?? "no answer")} in {test.data.response_time_ms} ms.
@@ -196,7 +191,7 @@ function EndpointDetail({ endpoint }: { endpoint: Endpoint }) {
         {test.error && <ErrorState error={test.error} />}
         {(toggle.error || rotate.error || reveal.error || remove.error) && <ErrorState error={toggle.error ?? rotate.error ?? reveal.error ?? remove.error} />}
         {secret && (
-          <div className="secret-row" role="region" aria-label="Signing secret">
+          <div className="secret-row" role="region" aria-label="Signing secret" tabIndex={-1} ref={secretShown}>
             <code>{secret}</code>
             <CopyButton text={secret} />
             {rotate.isSuccess && <span className="warning">New secret: the previous one no longer verifies.</span>}
