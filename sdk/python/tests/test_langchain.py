@@ -4,6 +4,8 @@ server speaking OpenAI's wire format."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Coroutine
+from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage
@@ -82,21 +84,11 @@ def test_a_stream_left_with_break_is_settled_once_after_idle(product: Product, p
     meter.shutdown()
 
 
-async def test_a_cancelled_call_the_provider_had_is_metered_with_its_estimate(
-    product: Product, provider: MockProvider
-) -> None:
-    user = product.create_user(PLAN)
-    meter = Meter(api_key=product.key, base_url=product.url)
-    model = ChatOpenAI(model="gpt-4o", api_key=SecretStr("sk-test"), base_url=provider.base, max_retries=0)
+async def cancelled_once_sent(provider: MockProvider, call: Coroutine[Any, Any, object]) -> None:
+    """Runs ``call`` in a task of its own and cancels it once the provider has the request (held unanswered)."""
     provider.answering.clear()
     try:
-        handler = MeterCallbackHandler(meter, user_id=user)
-
-        async def read() -> None:
-            async for _ in model.astream("Hi", config={"callbacks": [handler]}):
-                pass
-
-        task = asyncio.create_task(read())
+        task = asyncio.create_task(call)
         while provider.count("/chat/completions") == 0:
             await asyncio.sleep(0.01)
         task.cancel()
@@ -104,6 +96,21 @@ async def test_a_cancelled_call_the_provider_had_is_metered_with_its_estimate(
             await task
     finally:
         provider.answering.set()
+
+
+async def test_a_cancelled_call_the_provider_had_is_metered_with_its_estimate(
+    product: Product, provider: MockProvider
+) -> None:
+    user = product.create_user(PLAN)
+    meter = Meter(api_key=product.key, base_url=product.url)
+    model = ChatOpenAI(model="gpt-4o", api_key=SecretStr("sk-test"), base_url=provider.base, max_retries=0)
+    handler = MeterCallbackHandler(meter, user_id=user)
+
+    async def read() -> None:
+        async for _ in model.astream("Hi", config={"callbacks": [handler]}):
+            pass
+
+    await cancelled_once_sent(provider, read())
     # The provider may have worked on it: the input estimate is recorded, not given back.
     assert meter.flush()
     assert meter.stats.sent == 1
@@ -147,16 +154,7 @@ async def test_a_cancelled_ainvoke_is_metered_with_its_estimate_when_its_task_en
     user = product.create_user(PLAN)
     meter = Meter(api_key=product.key, base_url=product.url)
     handler = AsyncMeterCallbackHandler(meter, user_id=user)
-    provider.answering.clear()
-    try:
-        task = asyncio.create_task(chat(provider).ainvoke("Hi", config={"callbacks": [handler]}))
-        while provider.count("/chat/completions") == 0:
-            await asyncio.sleep(0.01)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-    finally:
-        provider.answering.set()
+    await cancelled_once_sent(provider, chat(provider).ainvoke("Hi", config={"callbacks": [handler]}))
     # The provider may have worked on it: the input estimate is recorded, not given back; the hold is gone.
     assert handler._runs == {}
     assert meter.flush()
