@@ -24,10 +24,20 @@ export const MAX_PLAN_DOLLARS = 1e9;
 /** Digits a ratio (usage_pct) is rounded to: 1e-6. */
 export const RATIO_SCALE = 1_000_000;
 
+/**
+ * Below this many nano-dollars (2^51, about $2.25M) dollars x 1e9 lies within half a nano-dollar of
+ * the whole nano-dollars the amount stands for, so rounding the product is exact. Above it the
+ * product's own error reaches half a unit ($4,337,334.005927324 gave one nano-dollar more).
+ */
+const EXACT_PRODUCT = 2 ** 51;
+
 /** Dollars to whole nano-dollars, rounded to the nearest (half away from zero). */
 export function toNano(dollars: number): number {
   const n = dollars * NANOS_PER_DOLLAR;
-  return n < 0 ? -Math.round(-n) : Math.round(n);
+  if (n < EXACT_PRODUCT && n > -EXACT_PRODUCT) return n < 0 ? -Math.round(-n) : Math.round(n);
+  // Larger amounts (rare: the product above is the hot path) from the decimal digits of the exact
+  // value, rounded once by toFixed (half away from zero); past 1e21 toFixed writes an exponent.
+  return Math.abs(dollars) < 1e21 ? Number(dollars.toFixed(9).replace(".", "")) : Math.round(n);
 }
 
 /** Whole nano-dollars to dollars: the double nearest to the exact amount. */

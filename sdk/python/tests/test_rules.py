@@ -28,6 +28,8 @@ def test_money_table() -> None:
         for _ in range(c["times"]):
             nano += to_nano(c["amount"])
         assert to_dollars(nano) == c["expect"], f"{c['times']} x {c['amount']}"
+    for c in TABLE["money"]["nanos"]:
+        assert to_nano(c["amount"]) == c["expect"], f"{c['amount']} in nano-dollars"
     for c in TABLE["money"]["ratios"]:
         assert ratio(to_nano(c["part"]), to_nano(c["whole"])) == c["expect"], f"{c['part']} / {c['whole']}"
 

@@ -28,7 +28,7 @@ const table = JSON.parse(readFileSync(new URL("../../../rules/cases.json", impor
   pricing: { plan: rules.Pricing | null; cases: PricingCase[] }[];
   gates: { plan: rules.GatePlan; cases: { name: string; plan?: rules.GatePlan | null; usage: Record<string, number | string | null>; expect: Expect }[] };
   thresholds: { levels: number[]; cases: { spend: number; limit: number | null; expect: number[] }[] };
-  money: { sums: { amount: number; times: number; expect: number }[]; ratios: { part: number; whole: number; expect: number }[] };
+  money: { sums: { amount: number; times: number; expect: number }[]; nanos: { amount: number; expect: number }[]; ratios: { part: number; whole: number; expect: number }[] };
   plan_defaults: { plan: rules.PlanRules; no_plan: rules.PlanRules };
   roll_on: { name: string; start: string; end: string; at: string; expect: { start: string; end: string } }[];
   calendar_month: { at: string; expect: { start: string; end: string } }[];
@@ -128,6 +128,7 @@ t("money: sums as whole nano-dollars converted once, ratios rounded to 1e-6", ()
     for (let i = 0; i < c.times; i++) nano += rules.toNano(c.amount);
     assert.is(rules.toDollars(nano), c.expect, `${c.times} x ${c.amount}`);
   }
+  for (const c of table.money.nanos) assert.is(rules.toNano(c.amount), c.expect, `${c.amount} in nano-dollars`);
   for (const c of table.money.ratios) assert.is(rules.ratio(rules.toNano(c.part), rules.toNano(c.whole)), c.expect, `${c.part} / ${c.whole}`);
 });
 

@@ -5,6 +5,7 @@
  * draws, the ledger entries, the webhooks) is decided once. Pure: no I/O.
  */
 import { own, setOwn } from "@meter/lib/own";
+import { toNano } from "@meter/rules";
 import { encodeGrantKey } from "../domain/field-keys.ts";
 import {
   balanceNotices,
@@ -517,7 +518,7 @@ export class AccountChange {
     const version = this.base?.version ?? 0;
     this.doc.version = version + 1;
     const after = this.balance();
-    const lowAtNano = this.doc.low_at === null ? null : Math.round(this.doc.low_at * 1e9);
+    const lowAtNano = this.doc.low_at === null ? null : toNano(this.doc.low_at);
     // A balance at or above low_at before this change got there by a write (which armed the
     // alarm) or by a grant becoming effective, which writes nothing: armed either way.
     const armed = this.doc.low_armed || (lowAtNano !== null && this.before >= lowAtNano);

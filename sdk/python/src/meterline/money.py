@@ -57,12 +57,20 @@ def gate_mark(max_dollars: float, at: float) -> float:
     return to_dollars(_round_half_up(to_nano(max_dollars) * at))
 
 
+# Below 2^51 nano-dollars (about $2.25M) dollars x 1e9 lies within half a unit of the whole nano-dollars the amount
+# stands for; above it the product's own error reaches half a unit ($4,337,334.005927324 gave one more).
+_EXACT_PRODUCT = 2.0**51
+
+
 def to_nano(dollars: float) -> int:
     """Dollars to whole nano-dollars, the nearest (halves away from zero)."""
     # _round_half_up inlined: every guard converts a few amounts, often nothing reserved.
     if dollars == 0:
         return 0
     n = dollars * NANOS_PER_DOLLAR
+    if not -_EXACT_PRODUCT < n < _EXACT_PRODUCT:
+        # Larger amounts from the decimal digits of the exact value (the TypeScript library's toFixed(9)).
+        return int(fixed(dollars, 9).replace(".", "")) if abs(dollars) < 1e21 else round(n)
     if n < 0:
         f = _floor(-n)
         return -(f + 1 if -n - f >= 0.5 else f)
