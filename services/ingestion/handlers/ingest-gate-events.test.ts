@@ -64,4 +64,34 @@ t("stores first occurrences once, repeats and resends as duplicates, figures rou
   assert.equal([stored?.currentValue, stored?.limitValue], [0.3, 0.3]);
 });
 
+t("a plan limit's figures are rounded as money when the plan in force counts it in spend (the user's, or its team's), kept as sent otherwise", async ({ stack, ingestion }) => {
+  const limits = [
+    { name: "daily", metric: "spend", max: 5, window: "day" },
+    { name: "calls", metric: "requests", max: 10, window: "minute" },
+  ];
+  const { api, productId, userId } = await productWithUser(stack, { max_spend_per_period: 100, limits });
+  const teamPlan = await api.post("/config/plans", { plans: [{ name: "team", limits: [{ name: "seat", metric: "spend", max: 1, window: "day", scope: "member" }] }] });
+  assert.is(teamPlan.status, 201, JSON.stringify(teamPlan.body));
+  assert.is((await api.post("/teams", { external_team_id: "acme", name: "Acme" })).status, 201);
+  assert.is((await api.post("/teams/acme/subscription", { plan_id: teamPlan.body.plans[0].id })).status, 200);
+  assert.is((await api.put(`/users/${userId}/team`, { team_id: "acme" })).status, 200);
+  const noisy = { currentValue: 0.1 + 0.2, limitValue: 0.30000000000000004 };
+  const events = {
+    daily: gate(userId, { gateReason: "limit:daily", ...noisy }),
+    calls: gate(userId, { gateReason: "limit:calls", ...noisy }),
+    seat: gate(userId, { gateReason: "team:limit:seat", ...noisy }),
+    gone: gate(userId, { gateReason: "limit:gone", ...noisy }),
+  };
+  assert.is((await ingestion.ingestGateEvents({ productId, events: Object.values(events) })).accepted, 4);
+  const listed = (await ingestion.listGateEvents({ productId, userId })).events;
+  const figures = (e: { id: string }) => {
+    const x = listed.find((l) => l.id === e.id)!;
+    return [x.currentValue, x.limitValue];
+  };
+  assert.equal(figures(events.daily), [0.3, 0.3]);
+  assert.equal(figures(events.seat), [0.3, 0.3]);
+  assert.equal(figures(events.calls), [0.30000000000000004, 0.30000000000000004]);
+  assert.equal(figures(events.gone), [0.30000000000000004, 0.30000000000000004]);
+});
+
 t.run();

@@ -5,12 +5,12 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { GateEvent, IngestionService } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import { rpcError, type FieldIssue } from "@meter/lib/errors";
 import { timestampDate } from "@meter/lib/time";
-import { metricOfReason, roundDollars, roundRatio } from "@meter/rules";
+import { metricOfReason, periodAt, roundDollars, roundRatio } from "@meter/rules";
 import { encodeMetadata } from "../domain/field-keys.ts";
 import type { IngestionDeps } from "../deps.ts";
 import type { GateEventDoc } from "../store/gate-events.ts";
 import { storeGates } from "../exactly-once/write.ts";
-import { analyticsTeam } from "../domain/attribution.ts";
+import { analyticsTeam, membershipAt } from "../domain/attribution.ts";
 import type { KnownUser } from "../adapters/plans.ts";
 import { BatchProblems, checkIds, firstOccurrences, nonNegative } from "./common.ts";
 import { canonicalUuid } from "@meter/lib/uuids";
@@ -57,15 +57,34 @@ function checkWindow(events: readonly GateEvent[], now: Date, days: number): voi
   if (issues.length > 0) throw rpcError.invalidFields(issues);
 }
 
+const LIMIT_REASON = /^(team:)?limit:(.+)$/;
+
+/**
+ * Whether a gate's figures are dollars: a spend cap of the user's own or of its team
+ * (`team:total_spend`), or a plan limit (`limit:<name>`, `team:limit:<name>`) that the plan in
+ * force at `t` (the user's, or its team's then) counts in spend. A limit the plan no longer
+ * names keeps its figures as sent.
+ */
+function moneyFigures(reason: string, user: KnownUser | undefined, t: Date): boolean {
+  const metric = metricOfReason(reason);
+  if (metric !== undefined) return metric === "spend";
+  const m = LIMIT_REASON.exec(reason);
+  if (!m || !user) return false;
+  const teamId = m[1] ? membershipAt(user.memberships, t) : null;
+  const owner = m[1] ? (teamId === null ? undefined : user.teams.get(teamId)) : user;
+  const planId = owner && periodAt(owner.subscriptions, t).subscription?.planId;
+  const plan = planId === undefined ? undefined : owner!.plans.get(planId);
+  return plan?.limits.find((l) => l.name === m[2])?.metric === "spend";
+}
+
 /**
  * A gate event as stored. A client's figures are rounded once here, usage_pct to 1e-6 and
- * amounts of a spend cap to the nano-dollar (money in @meter/rules), so that no stored or
+ * amounts of a spend cap or limit to the nano-dollar (money in @meter/rules), so that no stored or
  * forwarded value carries float noise (1.0499999999999998 is stored as 1.05).
  */
 function gateDoc(productId: string, job: string, e: GateEvent, user: KnownUser | undefined, receivedAt: Date): GateEventDoc {
-  // A spend cap of the user's own or of its team (`team:total_spend`).
-  const money = metricOfReason(e.gateReason) === "spend";
   const timestamp = timestampDate(e.timestamp!);
+  const money = moneyFigures(e.gateReason, user, timestamp);
   return {
     _id: `${productId}/${e.id}`,
     product_id: productId,
