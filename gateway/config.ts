@@ -1,4 +1,4 @@
-import { Type, logLevelField, peerUrlFields, productConcurrencyFields } from "@meter/lib/config";
+import { Type, hostField, logLevelField, peerUrlFields, productConcurrencyFields } from "@meter/lib/config";
 
 /** Requests per window and portal token, unless RATE_LIMIT_PORTAL_MAX says otherwise. */
 export const PORTAL_MAX_DEFAULT = 120;
@@ -84,7 +84,7 @@ export const AUTH_CACHE_TTL_MS = Type.Integer({ default: 2_000, minimum: 0, maxi
 
 export const gatewayConfigSchema = Type.Object({
   PORT: Type.Integer({ default: 8080, minimum: 0, maximum: 65535 }),
-  HOST: Type.String({ default: "0.0.0.0" }),
+  HOST: hostField,
   LOG_LEVEL: logLevelField,
   /** The gateway's /metrics, alone on this port; 0: not served (never on the public PORT). */
   METRICS_PORT: Type.Integer({ default: 0, minimum: 0, maximum: 65535 }),

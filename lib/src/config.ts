@@ -1,6 +1,7 @@
 import { envSchema } from "env-schema";
 import { Type, type Static, type TObject, type TProperties } from "typebox";
 import { createLogger } from "./logger.ts";
+import { ANY_ADDRESS } from "./listen-address.ts";
 
 export { Type };
 
@@ -57,11 +58,14 @@ export const logLevelField = Type.Union(
   { default: "info" },
 );
 
+/** The listening address of a service or gateway process: every address, IPv6 and IPv4 (listen-address.ts). */
+export const hostField = Type.String({ default: ANY_ADDRESS });
+
 /** Fields shared by every service process. */
 export const serviceConfigFields = {
   MONGODB_URL: Type.String({ default: "mongodb://127.0.0.1:27017/" }),
   LOG_LEVEL: logLevelField,
-  HOST: Type.String({ default: "0.0.0.0" }),
+  HOST: hostField,
   ...metricsPortField,
 };
 

@@ -6,6 +6,7 @@ import { connectMongo } from "./mongo.ts";
 import { onShutdown } from "./process.ts";
 import { untilReachable } from "./until-reachable.ts";
 import { serveMetrics, serveRpc, type ServiceModule } from "./rpc.ts";
+import { listenAddress } from "./listen-address.ts";
 
 interface BaseConfig {
   MONGODB_URL: string;
@@ -37,8 +38,9 @@ export async function serviceMain<P extends TProperties>(spec: {
     }
   });
   const apart = config.METRICS_PORT !== 0;
-  const server = await serveRpc({ modules: [module], port: config.PORT, host: config.HOST, logger, metrics: !apart });
-  const metrics = apart ? await serveMetrics({ port: config.METRICS_PORT, host: config.HOST, logger }) : undefined;
+  const host = await listenAddress(config.HOST);
+  const server = await serveRpc({ modules: [module], port: config.PORT, host, logger, metrics: !apart });
+  const metrics = apart ? await serveMetrics({ port: config.METRICS_PORT, host, logger }) : undefined;
   await module.start?.();
   logger.info({ port: server.port }, `${spec.name} service listening`);
   onShutdown(logger, async () => {
