@@ -1,6 +1,7 @@
 import { Ajv } from "ajv";
 import addFormats from "ajv-formats";
 import type { FastifySchemaCompiler } from "fastify";
+import { jsonDepth } from "@meter/rules";
 import { isDateTime } from "./schemas/common.ts";
 
 /**
@@ -22,23 +23,6 @@ function makeAjv(forText: boolean): Ajv {
   return ajv;
 }
 
-/**
- * How deep a JSON value nests (a scalar is 0, `{}` and `[]` are 1), counted no further than
- * past `limit`. Walked with a stack of its own: a body nested a million levels deep (JSON.parse
- * takes it) must get a 422, not exhaust the call stack into a 500.
- */
-export function jsonDepth(value: unknown, limit = Number.POSITIVE_INFINITY): number {
-  let deepest = 0;
-  const pending: [unknown, number][] = [[value, 1]];
-  while (pending.length > 0) {
-    const [v, depth] = pending.pop()!;
-    if (v === null || typeof v !== "object") continue;
-    deepest = Math.max(deepest, depth);
-    if (deepest > limit) break;
-    for (const child of Object.values(v)) pending.push([child, depth + 1]);
-  }
-  return deepest;
-}
 
 const bodyAjv = makeAjv(false);
 // Free-form objects (event metadata) travel as protobuf Structs, whose decoders refuse deep

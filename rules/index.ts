@@ -10,6 +10,7 @@ export { BELOW_UNIT, MAX_PLAN_DOLLARS, NANOS_PER_DOLLAR, RATIO_SCALE, addDollars
 export { evaluate, type GateInput, type GatePlan, type GateResult } from "./gates.ts";
 export { THRESHOLDS, hasThresholds, reachedThresholds } from "./thresholds.ts";
 export { CREDIT_EVENT_TYPES, WEBHOOK_EVENT_TYPES, type GateEventFacts, type WebhookEventType } from "./events.ts";
+export { MAX_EVENT_TOKENS, MAX_EVENT_TOTAL_TOKENS, MAX_GATE_FIGURE, METADATA_MAX_DEPTH, externalIdProblem, jsonDepth } from "./event-bounds.ts";
 export {
   calendarMonth,
   parseUsagePeriod,

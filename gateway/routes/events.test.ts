@@ -4,7 +4,7 @@ import * as assert from "uvu/assert";
 import { connectMongo } from "@meter/lib/mongo";
 import { decodeMetadata } from "../../services/ingestion/domain/field-keys.ts";
 import { testMongoUrl } from "../../test/support/database.ts";
-import { METADATA_MAX_DEPTH } from "./events.ts";
+import { METADATA_MAX_DEPTH } from "@meter/rules";
 import type { Api } from "../../test/support/http.ts";
 import { gateEventJson } from "../../test/support/rest.ts";
 import { startTestStack, type TestStack } from "../../test/support/stack.ts";

@@ -6,14 +6,12 @@ import type { CallOptions } from "@connectrpc/connect";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { DateTime, EventBody, ExternalUserId, LeaseId, Nullable, WELL_FORMED_PATTERN, countIgnoredFields, errors, parseDateTime } from "../schemas/common.ts";
-import { MAX_EVENT_TOKENS, MAX_EVENT_TOTAL_TOKENS, MAX_GATE_FIGURE } from "@meter/lib/event-bounds";
+import { MAX_EVENT_TOKENS, MAX_EVENT_TOTAL_TOKENS, MAX_GATE_FIGURE, METADATA_MAX_DEPTH } from "@meter/rules";
 import { rpcOptions } from "../rpc-options.ts";
 
 /** Largest batch body accepted (bytes); the ingestion service also caps the event count. */
 export const BATCH_BODY_LIMIT = 10 * 1024 * 1024;
 
-/** Nesting levels accepted in metadata (the object itself is level 1). */
-export const METADATA_MAX_DEPTH = 16;
 /** Largest dollar amount of one event: sums of many stay far from overflowing a double. */
 export const MAX_EVENT_COST = 1e12;
 

@@ -1,7 +1,7 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { jsonDepth } from "../validation.ts";
-import { isDateTime, parseDateTime } from "./common.ts";
+import { externalIdProblem, jsonDepth } from "@meter/rules";
+import { EXTERNAL_ID_PATTERN, isDateTime, parseDateTime } from "./common.ts";
 
 test("date-times without a zone are read as UTC, whatever the process's time zone", () => {
   const tz = process.env.TZ;
@@ -45,6 +45,13 @@ test("nesting depth is counted without recursion, up to just past the limit", ()
   for (let i = 0; i < 1_000_000; i++) deep = { a: deep };
   assert.is(jsonDepth(deep, 32), 33);
   assert.is(jsonDepth(deep), 1_000_000);
+});
+
+test("the client libraries' check of an external id refuses exactly what the schemas' pattern refuses", () => {
+  const pattern = new RegExp(EXTERNAL_ID_PATTERN, "u");
+  for (const id of [".", "..", "...", ".a", "a.", "user-1", "\u{1F600}", "a\ud800", "\udc00b", "\ud83d\ude00", "名前"]) {
+    assert.is(externalIdProblem(id) === null, pattern.test(id), JSON.stringify(id));
+  }
 });
 
 test.run();

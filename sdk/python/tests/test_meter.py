@@ -293,6 +293,42 @@ def test_input_checks() -> None:
             m.reserve_now("u", metadata=bad)
     with pytest.raises(ValueError):
         Meter(api_key="k", base_url="http://127.0.0.1:1/api/v1", flush_interval=0)
+    m.shutdown(timeout=0.1)
+
+
+def nest(levels: int) -> dict[str, Any]:
+    top: dict[str, Any] = {}
+    at = top
+    for _ in range(levels - 1):
+        at["a"] = {}
+        at = at["a"]
+    return top
+
+
+def test_what_the_service_would_refuse_is_refused_at_the_call_site_and_the_edge_is_delivered(product: Product) -> None:
+    user = product.create_user({"max_spend_per_period": 10})
+    m = Meter(api_key=product.key, base_url=product.url)
+    for bad in (".", "..", "a\ud800b"):
+        with pytest.raises(TypeError, match="user_id"):
+            m.record(bad, input_tokens=1)
+    with pytest.raises(TypeError, match="input_tokens"):
+        m.record(user, input_tokens=1_000_000_001)
+    with pytest.raises(TypeError, match="output_tokens"):
+        m.record(user, output_tokens=1_000_000_001)
+    with pytest.raises(TypeError, match="nest deeper than 16"):
+        m.record(user, input_tokens=1, metadata=nest(17))
+    with pytest.raises(TypeError, match="nest deeper than 16"):
+        m.guard(user, metadata=nest(17))
+    # The edge of each bound is the service's too: delivered, none refused.
+    m.record(user, input_tokens=1_000_000_000, output_tokens=1, metadata=nest(16))
+    assert m.flush()
+    assert m.stats.rejected == 0 and m.stats.sent == 1
+    assert product.usage(user)["total_tokens"] == 1_000_000_001
+    m.shutdown()
+
+
+def test_errors_are_meter_errors() -> None:
+    m = Meter(api_key="k", base_url="http://127.0.0.1:1/api/v1", startup_timeout=0.2)
     # `except MeterError` catches everything the library raises: a wrong argument is a TypeError that is also
     # a MeterError, a wrong setting a ValueError that is also one.
     with pytest.raises(MeterError) as argument:

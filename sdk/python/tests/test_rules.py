@@ -21,6 +21,16 @@ from meterline.types import PlanConfig, Rate
 from .rules_table import TABLE, matches, plan_of, view
 
 
+def test_event_bounds_table() -> None:
+    from meterline.validate import MAX_EVENT_TOKENS, METADATA_MAX_DEPTH, external_id_problem
+
+    bounds = TABLE["event_bounds"]
+    assert bounds["max_event_tokens"] == MAX_EVENT_TOKENS
+    assert bounds["metadata_max_depth"] == METADATA_MAX_DEPTH
+    for c in bounds["external_ids"]:
+        assert (external_id_problem(c["id"]) is None) == c["ok"], repr(c["id"])
+
+
 def test_money_table() -> None:
     """Sums as whole nano-dollars converted once; ratios rounded to 1e-6."""
     for c in TABLE["money"]["sums"]:

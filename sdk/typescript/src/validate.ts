@@ -3,6 +3,7 @@
  * a bug to fix, and an event the service would refuse must not be queued.
  */
 import { MeterTypeError } from "./errors.ts";
+import { MAX_EVENT_TOKENS, METADATA_MAX_DEPTH, externalIdProblem, jsonDepth } from "./rules/index.ts";
 import type { ManualInput, UsageInput } from "./types.ts";
 
 /**
@@ -21,6 +22,8 @@ export function checkUser(userId: unknown): void {
   if (typeof userId !== "string" || userId.length === 0 || !withinChars(userId, 255)) {
     throw new MeterTypeError("userId must be a string of 1 to 255 characters (the product's external_user_id)");
   }
+  const problem = externalIdProblem(userId);
+  if (problem) throw new MeterTypeError(`userId ${problem} (the service refuses such an external_user_id)`);
 }
 
 /** A portal token's lifetime: whole seconds, 60 to 86,400 (the service's bounds). */
@@ -30,8 +33,11 @@ export function checkPortalTtl(ttlSeconds: unknown): void {
   }
 }
 
+/** A token count of one event: the service refuses more than MAX_EVENT_TOKENS. */
 function count(name: string, v: unknown): void {
-  if (v !== undefined && !(Number.isSafeInteger(v) && (v as number) >= 0)) throw new MeterTypeError(`${name} must be a non-negative integer`);
+  if (v !== undefined && !(Number.isSafeInteger(v) && (v as number) >= 0 && (v as number) <= MAX_EVENT_TOKENS)) {
+    throw new MeterTypeError(`${name} must be an integer of 0 to ${MAX_EVENT_TOKENS.toLocaleString("en-US")}`);
+  }
 }
 
 function strings(name: string, v: unknown): void {
@@ -65,6 +71,9 @@ function optionalString(name: string, v: unknown): void {
 export function checkMetadata(metadata: unknown, name = "metadata"): void {
   object(name, metadata);
   json(name, metadata);
+  if (metadata !== undefined && jsonDepth(metadata, METADATA_MAX_DEPTH) > METADATA_MAX_DEPTH) {
+    throw new MeterTypeError(`${name} must not nest deeper than ${METADATA_MAX_DEPTH} levels (itself the first)`);
+  }
 }
 
 /**

@@ -428,4 +428,26 @@ t("ids are counted in characters as the service counts them: 200 emoji are a use
   await m.shutdown();
 });
 
+t("what the service would refuse is refused at the call site, never queued to be lost: the bounds' edge is delivered", async (ctx) => {
+  const userId = await createUser(ctx.api, { max_spend_per_period: 10 });
+  const m = stackMeter(ctx, { logger: memoryLogger() });
+  const nest = (levels: number) => {
+    const top: Record<string, unknown> = {};
+    let at = top;
+    for (let i = 1; i < levels; i++) at = (at.a = {}) as Record<string, unknown>;
+    return top;
+  };
+  for (const bad of [".", "..", "a\ud800b"]) await rejects(() => m.record(bad, { input_tokens: 1 }), TypeError);
+  await rejects(() => m.record(userId, { input_tokens: 1_000_000_001 }), TypeError);
+  await rejects(() => m.record(userId, { output_tokens: 1_000_000_001 }), TypeError);
+  await rejects(() => m.record(userId, { input_tokens: 1, metadata: nest(17) }), TypeError);
+  await rejects(() => m.guard(userId, { metadata: nest(17) }), TypeError);
+  // The edge of each bound is the service's too: delivered, none refused.
+  await m.record(userId, { input_tokens: 1_000_000_000, output_tokens: 1, metadata: nest(16) });
+  assert.ok(await m.flush());
+  assert.is(m.stats.rejected, 0);
+  await eventually(async () => (await usage(ctx.api, userId)).total_tokens === 1_000_000_001, 10_000, "the event at the bounds delivered");
+  await m.shutdown();
+});
+
 t.run();

@@ -28,6 +28,7 @@ const table = JSON.parse(readFileSync(new URL("../../../rules/cases.json", impor
   pricing: { plan: rules.Pricing | null; cases: PricingCase[] }[];
   gates: { plan: rules.GatePlan; cases: { name: string; plan?: rules.GatePlan | null; usage: Record<string, number | string | null>; expect: Expect }[] };
   thresholds: { levels: number[]; cases: { spend: number; limit: number | null; expect: number[] }[] };
+  event_bounds: { max_event_tokens: number; metadata_max_depth: number; external_ids: { id: string; ok: boolean }[] };
   money: { sums: { amount: number; times: number; expect: number }[]; nanos: { amount: number; expect: number }[]; ratios: { part: number; whole: number; expect: number }[] };
   plan_defaults: { plan: rules.PlanRules; no_plan: rules.PlanRules };
   roll_on: { name: string; start: string; end: string; at: string; expect: { start: string; end: string } }[];
@@ -120,6 +121,12 @@ t("thresholds: the levels, and which a spend has reached", () => {
   assert.equal([...rules.THRESHOLDS], table.thresholds.levels);
   for (const c of table.thresholds.cases) assert.equal(rules.reachedThresholds(c.spend, c.limit), c.expect, `${c.spend} of ${c.limit}`);
   for (const c of table.thresholds.cases) assert.is(rules.hasThresholds(c.limit), c.limit !== null && c.limit > 0);
+});
+
+t("event bounds: what one event may carry, and the user ids refused beyond their length", () => {
+  assert.is(rules.MAX_EVENT_TOKENS, table.event_bounds.max_event_tokens);
+  assert.is(rules.METADATA_MAX_DEPTH, table.event_bounds.metadata_max_depth);
+  for (const c of table.event_bounds.external_ids) assert.is(rules.externalIdProblem(c.id) === null, c.ok, JSON.stringify(c.id));
 });
 
 t("money: sums as whole nano-dollars converted once, ratios rounded to 1e-6", () => {

@@ -51,7 +51,7 @@ export function nonNegative(problems: BatchProblems, i: number, fields: Record<s
   }
 }
 
-/** Token counts of an event up to their bounds (`@meter/lib/event-bounds`), as the gateway's schemas. */
+/** Token counts of an event up to their bounds (`@meter/rules`, rules/event-bounds.ts), as the gateway's schemas. */
 export function tokensWithin(problems: BatchProblems, i: number, fields: Record<string, [bigint, number]>) {
   for (const [name, [value, max]] of Object.entries(fields)) {
     if (value < 0n || value > BigInt(max)) problems.add(i, name, `must be a whole number of tokens from 0 to ${max}`);

@@ -10,7 +10,7 @@ import type { IngestionDeps } from "../deps.ts";
 import type { UsageEventDoc } from "../store/usage-events.ts";
 import { analyticsTeam, attribute, attributeTeam, attributionFields } from "../domain/attribution.ts";
 import { addTeamShare } from "../teams/shares.ts";
-import { MAX_EVENT_TOKENS } from "@meter/lib/event-bounds";
+import { MAX_EVENT_TOKENS } from "@meter/rules";
 import { recordUsage } from "../usage/record.ts";
 import { windowShares } from "../windows/shares.ts";
 import { requireUser } from "./common.ts";

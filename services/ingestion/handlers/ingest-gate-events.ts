@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { MAX_GATE_FIGURE } from "@meter/lib/event-bounds";
+import { MAX_GATE_FIGURE } from "@meter/rules";
 import { GATE_REASON_HINT, GATE_REASON_PATTERN } from "@meter/lib/gate-reasons";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { GateEvent, IngestionService } from "@meter/proto/meter/ingestion/v1/ingestion_pb";

@@ -7,7 +7,7 @@ import { timestampDate, usageTimestampProblem } from "@meter/lib/time";
 import type { IngestionDeps } from "../deps.ts";
 import { ingestUsageBatch } from "../usage/record.ts";
 import { LEASE_ID } from "../leases/request.ts";
-import { MAX_EVENT_TOKENS, MAX_EVENT_TOTAL_TOKENS } from "@meter/lib/event-bounds";
+import { MAX_EVENT_TOKENS, MAX_EVENT_TOTAL_TOKENS } from "@meter/rules";
 import { BatchProblems, checkIds, firstOccurrences, nonNegative, tokensWithin } from "./common.ts";
 import { canonicalUuid } from "@meter/lib/uuids";
 

@@ -9,10 +9,47 @@ from typing import Any
 
 from .errors import MeterTypeError, MeterValueError
 
+# The service's bounds of one event (rules/event-bounds.ts; rules/cases.json's event_bounds holds both libraries
+# to them): what it would refuse at delivery is refused here, never queued to be lost.
+MAX_EVENT_TOKENS = 1_000_000_000
+METADATA_MAX_DEPTH = 16
+
+
+def external_id_problem(external_id: str) -> str | None:
+    """Why the service refuses an external user (or team) id beyond its length, or None: "." and ".." cannot be a
+    URL path segment, and a lone surrogate becomes U+FFFD in UTF-8 (two ids would name one user)."""
+    if external_id in (".", ".."):
+        return 'must not be "." or ".."'
+    if any("\ud800" <= c <= "\udfff" for c in external_id):
+        return "must not contain unpaired surrogates (U+D800-U+DFFF)"
+    return None
+
+
+def json_depth(value: Any, limit: float = math.inf) -> int:
+    """How deep a JSON value nests (a scalar is 0, ``{}`` and ``[]`` are 1), counted no further than past ``limit``."""
+    deepest = 0
+    pending: list[tuple[Any, int]] = [(value, 1)]
+    while pending:
+        v, depth = pending.pop()
+        if isinstance(v, dict):
+            children: Any = v.values()
+        elif isinstance(v, (list, tuple)):
+            children = v
+        else:
+            continue
+        deepest = max(deepest, depth)
+        if deepest > limit:
+            break
+        pending.extend((c, depth + 1) for c in children)
+    return deepest
+
 
 def check_user(user_id: Any) -> None:
     if not isinstance(user_id, str) or not 0 < len(user_id) <= 255:
         raise MeterTypeError("user_id must be a string of 1 to 255 characters (the product's external_user_id)")
+    problem = external_id_problem(user_id)
+    if problem is not None:
+        raise MeterTypeError(f"user_id {problem} (the service refuses such an external_user_id)")
 
 
 def check_session_id(where: str, session_id: Any) -> None:
@@ -22,8 +59,8 @@ def check_session_id(where: str, session_id: Any) -> None:
 
 
 def _count(name: str, v: Any) -> None:
-    if type(v) is not int or v < 0:
-        raise MeterTypeError(f"{name} must be a non-negative integer")
+    if type(v) is not int or not 0 <= v <= MAX_EVENT_TOKENS:
+        raise MeterTypeError(f"{name} must be an integer of 0 to {MAX_EVENT_TOKENS:,}")
 
 
 def _optional_string(name: str, v: Any) -> None:
@@ -45,6 +82,8 @@ def check_metadata(metadata: Any) -> None:
         raise MeterTypeError(
             f"metadata must hold JSON values only (str, number, bool, None, list, dict): {err}"
         ) from None
+    if json_depth(metadata, METADATA_MAX_DEPTH) > METADATA_MAX_DEPTH:
+        raise MeterTypeError(f"metadata must not nest deeper than {METADATA_MAX_DEPTH} levels (itself the first)")
 
 
 def own_metadata(metadata: dict[str, Any] | None) -> dict[str, Any]:
