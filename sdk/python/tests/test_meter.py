@@ -293,6 +293,10 @@ def test_input_checks() -> None:
             m.reserve_now("u", metadata=bad)
     with pytest.raises(ValueError):
         Meter(api_key="k", base_url="http://127.0.0.1:1/api/v1", flush_interval=0)
+    # Options read from the environment as strings: "false" would be truthy, so a string is refused.
+    for option in ("blocking", "fail_closed", "leases"):
+        with pytest.raises(TypeError, match=option):
+            Meter(api_key="k", base_url="http://127.0.0.1:1/api/v1", **{option: "false"})  # type: ignore[arg-type]
     m.shutdown(timeout=0.1)
 
 

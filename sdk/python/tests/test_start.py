@@ -5,11 +5,21 @@ from __future__ import annotations
 
 import logging
 import socket
+import threading
 import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from meterline import Meter, MeterAPIError, MeterAuthenticationError, MeterEventsDroppedError, StartResult
+from meterline import (
+    Meter,
+    MeterAPIError,
+    MeterAuthenticationError,
+    MeterEventsDroppedError,
+    MeterUnavailableError,
+    StartResult,
+)
 
 from .support import Product
 from .test_meter import PRICED, meter_for
@@ -101,11 +111,60 @@ def test_start_explains_a_base_url_that_is_not_the_api(product: Product, caplog:
     assert not r.healthy and not r.authenticated
     said = [rec.getMessage() for rec in caplog.records]
     assert any(f"nothing of the Meter API answers at {root}/api" in x and "including /api/v1" in x for x in said), said
-    # A delivery answered 404 is the same mistake, not a bad event: said as an error, and kept.
+    # Its user's session answered 404 too: the same mistake, not an unregistered user; said as an error, and the
+    # event kept.
     caplog.clear()
     with caplog.at_level(logging.ERROR, logger="meterline"):
         m.record("u-anyone", input_tokens=1)
         assert m.flush(timeout=3) is False
     assert m.stats.queued == 1 and m.stats.rejected == 0
-    assert any("/events/batch answered 404" in rec.getMessage() for rec in caplog.records), caplog.records
+    said = [rec.getMessage() for rec in caplog.records]
+    assert any("/session answered 404 and nothing of the Meter API answers" in x for x in said), said
     m.shutdown(timeout=0.5)
+
+
+class _NotFound(BaseHTTPRequestHandler):
+    """What a wrong host or an ingress without the route answers: 404 with a JSON detail, to anything."""
+
+    def do_GET(self) -> None:
+        body = b'{"detail":"Not Found"}'
+        self.send_response(404)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_POST = do_GET
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def foreign() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _NotFound)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_404_to_every_path_is_a_wrong_address_not_unregistered_users(
+    foreign: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    closed = Meter(api_key="mk_any", base_url=f"{foreign}/api/v1", fail_closed=True, startup_timeout=2)
+    with caplog.at_level(logging.ERROR, logger="meterline"), pytest.raises(MeterUnavailableError):
+        closed.guard("anyone", model="gpt-4o")
+    said = [rec.getMessage() for rec in caplog.records]
+    assert len(said) == 1 and f"something answers at {foreign} but not the Meter API" in said[0], said
+    caplog.clear()
+    started = Meter(api_key="mk_any", base_url=f"{foreign}/api/v1")
+    with caplog.at_level(logging.ERROR, logger="meterline"):
+        assert started.start() == StartResult(healthy=False, authenticated=False)
+    said = [rec.getMessage() for rec in caplog.records]
+    assert any(f"something answers at {foreign} but not the Meter API" in x for x in said), said
+    assert not any("None" in x for x in said), said
+    for m in (closed, started):
+        m.shutdown(timeout=0.2)

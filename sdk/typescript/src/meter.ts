@@ -15,7 +15,7 @@ import { EventQueue } from "./queue.ts";
 import { Recorder, postManual } from "./recording.ts";
 import { Reporter } from "./reporting.ts";
 import type { Hold, Ledger, Reservation } from "./reservation.ts";
-import { likelyBases, Transport } from "./transport.ts";
+import { addressHint, likelyBases, Transport } from "./transport.ts";
 import type {
   CallInput,
   CreditsEvent,
@@ -36,7 +36,7 @@ import type {
   UserState,
 } from "./types.ts";
 import { Users } from "./users.ts";
-import { checkManual, checkPortalTtl, checkUsage, checkUser, positiveInt, withinChars } from "./validate.ts";
+import { checkManual, checkPortalTtl, checkUsage, checkUser, durationMs, flag, positiveInt, withinChars } from "./validate.ts";
 
 let reserveNowOf: (meter: Meter, userId: string, input?: GuardInput) => Reservation | undefined;
 let reporterOfMeter: (meter: Meter) => Reporter;
@@ -102,20 +102,20 @@ export class Meter {
     if (!apiKey) throw new MeterTypeError("Meter: apiKey is required (or set METER_API_KEY)");
     if (!baseURL) throw new MeterTypeError("Meter: baseURL is required (or set METER_BASE_URL), e.g. https://meter.example.com/api/v1");
     // Every option is checked before the address, whose check a test of another option's must not meet first.
-    const leaseOptions = options.leases ? leaseSettings(options) : null;
+    const leaseOptions = flag("leases", options.leases, false) ? leaseSettings(options) : null;
     if (!/^https?:\/\//.test(baseURL)) throw new MeterTypeError(`Meter: baseURL must be an http(s) URL, got ${baseURL}`);
     if (/^https?:\/\/[^/]+\/?$/.test(baseURL)) {
       throw new MeterTypeError(`Meter: baseURL ${baseURL} has no path; the API is served under /api/v1: use ${baseURL.replace(/\/?$/, "/api/v1")}`);
     }
-    const blocking = options.blocking ?? true;
-    const flushIntervalMs = positiveInt("flushIntervalMs", options.flushIntervalMs, 5_000);
-    const refreshIntervalMs = positiveInt("refreshIntervalMs", options.refreshIntervalMs, 60_000);
-    this.#startupTimeoutMs = positiveInt("startupTimeoutMs", options.startupTimeoutMs, 3_000);
-    this.#shutdownTimeoutMs = positiveInt("shutdownTimeoutMs", options.shutdownTimeoutMs, 10_000);
+    const blocking = flag("blocking", options.blocking, true);
+    const flushIntervalMs = durationMs("flushIntervalMs", options.flushIntervalMs, 5_000);
+    const refreshIntervalMs = durationMs("refreshIntervalMs", options.refreshIntervalMs, 60_000);
+    this.#startupTimeoutMs = durationMs("startupTimeoutMs", options.startupTimeoutMs, 3_000);
+    this.#shutdownTimeoutMs = durationMs("shutdownTimeoutMs", options.shutdownTimeoutMs, 10_000);
     const maxQueueSize = positiveInt("maxQueueSize", options.maxQueueSize, 10_000);
     const maxBatchSize = Math.min(positiveInt("maxBatchSize", options.maxBatchSize, 1_000), 10_000);
-    const requestTimeoutMs = positiveInt("requestTimeoutMs", options.requestTimeoutMs, 10_000);
-    const failClosed = options.failClosed ?? false;
+    const requestTimeoutMs = durationMs("requestTimeoutMs", options.requestTimeoutMs, 10_000);
+    const failClosed = flag("failClosed", options.failClosed, false);
     const report = (this.#report = new Reporter(options.logger ?? console, options.onError, failClosed));
     this.#callbacks = new Callbacks(report);
     this.#transport = new Transport(baseURL, apiKey, requestTimeoutMs);
@@ -313,7 +313,7 @@ export class Meter {
    * reserve(), then `fn`, then commit with `input.usage(out)`. When `fn` (or `usage`) throws,
    * nothing is recorded, the reservation is released and the error rethrown.
    */
-  async call<T>(userId: string, input: CallInput, fn: () => T | Promise<T>): Promise<T> {
+  async call<T>(userId: string, input: CallInput<NoInfer<T>>, fn: () => T | Promise<T>): Promise<T> {
     if (typeof input?.usage !== "function") throw new MeterTypeError("call: input.usage must be a function (out) => ({ input_tokens, output_tokens, tool_calls })");
     const r = await this.reserve(userId, input);
     try {
@@ -473,10 +473,7 @@ export class Meter {
         break;
       }
     }
-    const hint = found
-      ? `did you mean ${found}? The API answers there: set baseURL (or METER_BASE_URL) to that, the address up to and including /api/v1`
-      : `did you mean ${candidates[0]}? baseURL (or METER_BASE_URL) must be the service's address up to and including /api/v1, e.g. https://meter.example.com/api/v1`;
-    return new MeterError(`nothing of the Meter API answers at ${base} (GET ${base}/health: 404); ${hint}. Until it is fixed, no event is delivered and ${this.#report.fallback()}`);
+    return new MeterError(`nothing of the Meter API answers at ${base} (GET ${base}/health: 404); ${addressHint(base, found)}. Until it is fixed, no event is delivered and ${this.#report.fallback()}`);
   }
 }
 
@@ -484,9 +481,9 @@ function leaseSettings(o: MeterOptions) {
   const fallback = o.leaseFallback ?? "slice";
   if (fallback !== "slice" && fallback !== "open") throw new MeterTypeError(`Meter: leaseFallback must be "slice" or "open", got ${String(fallback)}`);
   return {
-    ttlMs: positiveInt("leaseTtlMs", o.leaseTtlMs, 60_000),
+    ttlMs: durationMs("leaseTtlMs", o.leaseTtlMs, 60_000),
     callsPerLease: positiveInt("leaseCalls", o.leaseCalls, 40),
-    idleMs: positiveInt("leaseIdleMs", o.leaseIdleMs, 10_000),
+    idleMs: durationMs("leaseIdleMs", o.leaseIdleMs, 10_000),
     fallback,
   } as const;
 }

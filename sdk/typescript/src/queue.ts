@@ -4,7 +4,7 @@
  * 4xx; the event ids make a retried batch count once on the service.
  */
 import { MeterApiError, MeterAuthenticationError, MeterEventsDroppedError } from "./errors.ts";
-import { backoffMs, likelyBases, retryable, type Transport } from "./transport.ts";
+import { addressHint, backoffMs, retryable, type Transport } from "./transport.ts";
 import type { GateEvent, UsageEvent } from "./types.ts";
 
 /** How soon a pass that found only held events looks again. */
@@ -189,7 +189,7 @@ export class EventQueue {
       if (misaddressed && this.failures === 0) {
         const path = kind === "usage" ? "/events/batch" : "/gate-events/batch";
         this.hooks.misaddressed(
-          new MeterApiError(404, `POST ${this.transport.base}${path} answered 404 (${err.detail}): did you mean ${likelyBases(this.transport.base)[0]}? baseURL (or METER_BASE_URL) must be the service's address including /api/v1, e.g. https://meter.example.com/api/v1; events stay queued until it answers`),
+          new MeterApiError(404, `POST ${this.transport.base}${path} answered 404 (${err.detail}): ${addressHint(this.transport.base)}; events stay queued until it answers`),
         );
       }
       // A refused key is fixed by its owner, not by time: the events wait for it, loudly.

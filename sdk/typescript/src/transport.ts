@@ -25,6 +25,11 @@ export class Transport {
   readonly base: string;
   /** False after a request found the service unreachable, until one succeeds. */
   reachable = true;
+  /**
+   * True once the Meter API itself answered here (a 2xx, or its /health): until then a 404 may be
+   * a wrong address's (a proxy or another service answers 404 to every path), not "no such user".
+   */
+  apiSeen = false;
 
   constructor(
     baseURL: string,
@@ -59,6 +64,7 @@ export class Transport {
     }
     this.reachable = res.status < 500;
     const parsed = text ? safeJson(text) : undefined;
+    if (res.ok) this.apiSeen = true;
     if (!res.ok) {
       const raw = (parsed as { detail?: unknown } | undefined)?.detail;
       const detail = typeof raw === "string" ? raw : res.statusText;
@@ -66,6 +72,13 @@ export class Transport {
       throw new MeterApiError(res.status, detail, retryAfter(res.headers.get("retry-after")));
     }
     return parsed as T;
+  }
+
+  /** Whether the Meter API answers at the base: known once it did, else asked of its /health. */
+  async isApi(timeoutMs: number): Promise<boolean> {
+    if (this.apiSeen) return true;
+    const health = await this.health(timeoutMs);
+    return health === "ok" || health === "degraded";
   }
 
   getSession(userId: string, timeoutMs?: number): Promise<SessionView> {
@@ -86,6 +99,7 @@ export class Transport {
       const status = body?.status;
       if (res.status === 404 || (res.ok && typeof status !== "string")) return "not_found";
       if (!res.ok) return "unreachable";
+      if (base === this.base) this.apiSeen = true;
       return status === "ok" ? "ok" : "degraded";
     } catch (err) {
       return connectionRefused(err) ? "refused" : timedOut(err) ? "timeout" : "unreachable";
@@ -123,6 +137,17 @@ export function likelyBases(base: string): string[] {
   else if (!path.endsWith("/api/v1")) out.push(`${base}/api/v1`);
   out.push(`${url.origin}/api/v1`);
   return [...new Set(out)].filter((b) => b !== base);
+}
+
+/**
+ * What to check when nothing of the API answers at `base` (`found`: a likely address where it does):
+ * that address, else the first likely one, else, for a base already of the API's form, the host.
+ */
+export function addressHint(base: string, found?: string): string {
+  if (found) return `did you mean ${found}? The API answers there: set baseURL (or METER_BASE_URL) to that, the address up to and including /api/v1`;
+  const likely = likelyBases(base)[0];
+  if (likely) return `did you mean ${likely}? baseURL (or METER_BASE_URL) must be the service's address up to and including /api/v1, e.g. https://meter.example.com/api/v1`;
+  return `something answers at ${new URL(base).origin} but not the Meter API: check the host and port of baseURL (or METER_BASE_URL), or the proxy in front of the service`;
 }
 
 function safeJson(text: string): unknown {

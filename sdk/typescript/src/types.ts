@@ -223,9 +223,10 @@ export interface StartResult {
   authenticated: boolean;
 }
 
-export interface CallInput extends GuardInput {
+/** `meter.call`'s input; `T` is what the call's function returns (inferred from it there). */
+export interface CallInput<T = any> extends GuardInput {
   /** Reads what the call used from its result. */
-  usage: (out: any) => UsageInput;
+  usage: (out: T) => UsageInput;
 }
 
 export interface ManualInput {

@@ -10,7 +10,7 @@ import type { Leases } from "./leases.ts";
 import type { Reporter } from "./reporting.ts";
 import { UserEntry } from "./state.ts";
 import { Teams } from "./team-state.ts";
-import type { Changes, Transport } from "./transport.ts";
+import { addressHint, type Changes, type Transport } from "./transport.ts";
 
 /** Retry delay of a session load that failed (capped by refreshIntervalMs). */
 const LOAD_RETRY_MS = 5_000;
@@ -28,6 +28,8 @@ export class Users {
   /** The product's change marker last seen (GET /config/changes); undefined until the first answer. */
   #marker: number | undefined;
   #pollingChanges = false;
+  /** A session load met a 404 where the API does not answer: said once. */
+  #misaddressedSaid = false;
   /** The change route answered 404 (a service from before it, or a wrong address): asked again only after this (ms). */
   #changesRetryAt = 0;
 
@@ -133,16 +135,26 @@ export class Users {
           const { first } = e.apply(view, clockNow(), refreshIntervalMs, this.teams);
           this.viewed(e, first);
         },
-        (err: Error) => {
+        async (err: Error) => {
+          // A 404 says "no such user" only when the API answers here: a wrong address (a proxy,
+          // another service) answers 404 to every path, and failClosed must then hold, not open.
+          const misaddressed = err instanceof MeterApiError && err.status === 404 && !(await this.transport.isApi(this.settings.startupTimeoutMs));
           const now = clockNow();
-          if (err instanceof MeterApiError && err.status === 404) {
+          if (err instanceof MeterApiError && err.status === 404 && !misaddressed) {
             // Not registered (or deleted): permissive defaults; its events are still sent.
             e.notRegistered(now, refreshIntervalMs);
             this.viewed(e, false);
             return;
           }
           const firstFailure = e.loadFailedAt(now, Math.min(LOAD_RETRY_MS, refreshIntervalMs));
-          if (err instanceof MeterApiError && (err.status === 401 || err.status === 403)) this.report.keyRefused(err);
+          if (misaddressed) {
+            // Said once (an error, as start()'s and a delivery's 404 are), not once per user.
+            if (!this.#misaddressedSaid) {
+              this.#misaddressedSaid = true;
+              const base = this.transport.base;
+              this.report.misaddressed(new MeterApiError(404, `GET ${base}/users/{user_id}/session answered 404 and nothing of the Meter API answers at ${base}: ${addressHint(base)}; until it answers, ${this.report.fallback()}`));
+            }
+          } else if (err instanceof MeterApiError && (err.status === 401 || err.status === 403)) this.report.keyRefused(err);
           // Once per user and outage: a long outage must not flood the log.
           else if (wasReachable && firstFailure) this.report.warn(`loading the session of ${e.userId} failed; ${e.loaded ? "its cached view is used" : this.report.fallback()} until it loads`, err);
         },

@@ -111,3 +111,20 @@ export function positiveInt(name: string, v: number | undefined, fallback: numbe
   if (!Number.isSafeInteger(v) || v <= 0) throw new MeterTypeError(`Meter: ${name} must be a positive integer, got ${v}`);
   return v;
 }
+
+/** Longest timer Node keeps (2^31 - 1 ms, about 24.8 days): a longer one fires after 1 ms. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** A duration option in milliseconds: a positive integer a timer can hold. */
+export function durationMs(name: string, v: number | undefined, fallback: number): number {
+  const ms = positiveInt(name, v, fallback);
+  if (ms > MAX_TIMER_MS) throw new MeterTypeError(`Meter: ${name} must be at most ${MAX_TIMER_MS} ms (about 24.8 days; a longer timer fires at once), got ${ms}`);
+  return ms;
+}
+
+/** A yes/no option: a boolean, not a string from the environment ("false" is truthy). */
+export function flag(name: string, v: boolean | undefined, fallback: boolean): boolean {
+  if (v === undefined) return fallback;
+  if (typeof v !== "boolean") throw new MeterTypeError(`Meter: ${name} must be true or false, got ${JSON.stringify(v)}${typeof v === "string" ? ` (a string: parse it, e.g. process.env.X === "true")` : ""}`);
+  return v;
+}

@@ -65,6 +65,12 @@ t("a wrong argument is a TypeError and a MeterError, at construction and at ever
       await thrown(() => new Meter({ apiKey: "k", baseURL: "ftp://x/api/v1" })),
       await thrown(() => new Meter({ apiKey: "k", baseURL: ctx.base, flushIntervalMs: -1 })),
       await thrown(() => new Meter({ apiKey: "k", baseURL: ctx.base, leases: true, leaseFallback: "maybe" as "open" })),
+      // Options read from the environment as strings: "false" would be truthy, so a string is refused.
+      await thrown(() => new Meter({ apiKey: "k", baseURL: ctx.base, blocking: "false" as unknown as boolean })),
+      await thrown(() => new Meter({ apiKey: "k", baseURL: ctx.base, failClosed: "no" as unknown as boolean })),
+      await thrown(() => new Meter({ apiKey: "k", baseURL: ctx.base, leases: "true" as unknown as boolean })),
+      // Past what a timer holds (2^31 - 1 ms), Node would fire it after 1 ms: "flush rarely" would flush constantly.
+      await thrown(() => new Meter({ apiKey: "k", baseURL: ctx.base, flushIntervalMs: 3_000_000_000 })),
       await thrown(() => meter(ctx).guard("")),
       await thrown(() => meter(ctx).record("u", { input_tokens: -1 })),
       await thrown(() => meter(ctx).recordManual("u", { cost: -1 })),

@@ -450,4 +450,12 @@ t("what the service would refuse is refused at the call site, never queued to be
   await m.shutdown();
 });
 
+/** Checked by the compiler (npm run lint), never run: call()'s usage reader takes what its function returns. */
+export function callTypes(m: Meter): void {
+  void m.call("u", { usage: (out) => ({ input_tokens: out.tokens.prompt }) }, async () => ({ text: "hi", tokens: { prompt: 1 } }));
+  void m.call("u", { usage: (n) => ({ output_tokens: n }) }, () => 5);
+  // @ts-expect-error: the function's result has no `usage`; a reader of the wrong shape does not compile.
+  void m.call("u", { usage: (out) => ({ input_tokens: out.usage.prompt_tokens }) }, async () => ({ text: "hi", tokens: { prompt: 1 } }));
+}
+
 t.run();

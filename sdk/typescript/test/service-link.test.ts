@@ -6,7 +6,8 @@ import { once } from "node:events";
 import net, { type AddressInfo } from "node:net";
 import * as assert from "uvu/assert";
 import { eventually } from "../../../test/support/eventually.ts";
-import { LimitExceededError, Meter, MeterApiError, MeterAuthenticationError, MeterEventsDroppedError, type MeterOptions } from "../src/index.ts";
+import http from "node:http";
+import { LimitExceededError, Meter, MeterApiError, MeterAuthenticationError, MeterEventsDroppedError, MeterUnavailableError, type MeterOptions } from "../src/index.ts";
 import { createPlan, createUser, DAY, rejects, stackMeter, stackSuite, type StackCtx, subscribe } from "./support/fixtures.ts";
 import { FaultProxy } from "./support/proxy.ts";
 
@@ -98,7 +99,8 @@ t("a baseURL without /api/v1: refused when it has no path, explained when nothin
   assert.is(await m.flush({ timeoutMs: 3_000 }), false);
   assert.is(m.stats.rejected, 0, "a 404 of the batch route drops nothing");
   assert.is(m.stats.queued, 1);
-  assert.ok(log.errors.some((l) => /POST .*\/meter\/events\/batch answered 404.*including \/api\/v1/.test(l)), JSON.stringify(log.errors));
+  // Its user's session answered 404 too: not taken as an unregistered user, said as the wrong address it is.
+  assert.ok(log.errors.some((l) => /GET .*\/meter\/users\/\{user_id\}\/session answered 404 and nothing of the Meter API answers.*including \/api\/v1/.test(l)), JSON.stringify(log.errors));
 });
 
 t("a dead port: start() says the connection was refused at the address, not that a health check timed out", async (ctx) => {
@@ -128,6 +130,30 @@ t("a baseURL ending in /v1 (the OpenAI habit) or in /api: the error asks 'did yo
     await n.record("someone", { model: "gpt-4o", input_tokens: 1 });
     assert.is(await n.flush({ timeoutMs: 3_000 }), false);
     assert.ok(log2.errors.some((l) => l.includes(`did you mean ${origin}/api/v1?`)), JSON.stringify(log2.errors));
+  }
+});
+
+t("a baseURL of the API's form where something else answers 404 to every path: no user is taken as unregistered, failClosed holds, start() names the host", async (ctx) => {
+  // What a wrong host or an ingress without the route answers: 404 with a JSON detail, to anything.
+  const foreign = http.createServer((_req, res) => res.writeHead(404, { "content-type": "application/json" }).end('{"detail":"Not Found"}'));
+  foreign.listen(0, "127.0.0.1");
+  await once(foreign, "listening");
+  try {
+    const origin = `http://127.0.0.1:${(foreign.address() as AddressInfo).port}`;
+    const { log, options } = recorder();
+    const closed = meter(ctx, { baseURL: `${origin}/api/v1`, failClosed: true, ...options });
+    await rejects(() => closed.guard("anyone", { model: "gpt-4o" }), MeterUnavailableError);
+    assert.is(log.errors.length, 1, JSON.stringify(log.errors));
+    assert.ok(log.errors[0]!.includes(`something answers at ${origin} but not the Meter API`), log.errors[0]);
+    const { log: log2, options: options2 } = recorder();
+    const started = meter(ctx, { baseURL: `${origin}/api/v1`, ...options2 });
+    assert.equal(await started.start(), { healthy: false, authenticated: false });
+    assert.ok(log2.errors[0]?.includes(`something answers at ${origin} but not the Meter API`), JSON.stringify(log2.errors));
+    assert.not.ok(log2.errors[0]?.includes("undefined"), log2.errors[0]);
+    await closed.shutdown({ timeoutMs: 100 });
+    await started.shutdown({ timeoutMs: 100 });
+  } finally {
+    await new Promise((r) => foreign.close(r));
   }
 });
 

@@ -40,7 +40,7 @@ from .types import (
     UsageEvent,
     UserState,
 )
-from .validate import check_metadata, check_session_id, check_usage, check_user, positive
+from .validate import check_metadata, check_session_id, check_usage, check_user, flag, positive
 
 log = logging.getLogger("meterline")
 
@@ -87,8 +87,9 @@ class MeterCore(Lifecycle):
                 f"Meter: base_url {base_url} has no API path; the service's API is under /api/v1: "
                 f"use base_url={base_url.rstrip('/')}/api/v1"
             )
-        self.blocking = blocking
-        self.fail_closed = fail_closed
+        self.blocking = flag("blocking", blocking)
+        self.fail_closed = flag("fail_closed", fail_closed)
+        flag("leases", leases)
         self.flush_interval = positive("flush_interval", flush_interval)
         self.refresh_interval = positive("refresh_interval", refresh_interval)
         self.startup_timeout = positive("startup_timeout", startup_timeout)
@@ -103,6 +104,7 @@ class MeterCore(Lifecycle):
         self._users = {}
         self._teams = Teams()
         self._loading = {}
+        self._misaddressed_said = False
         self._manual_ids = set()
         self._unpriced_ids = set()
         self._unpriced_models = set()

@@ -42,6 +42,8 @@ class CoreState:
     _teams: Teams
     # First loads in flight: the entry, and the load every first caller waits for.
     _loading: dict[str, tuple[UserEntry, Handle]]
+    # A session load met a 404 where the API does not answer: said once.
+    _misaddressed_said: bool
     _manual_ids: set[str]
     _unpriced_ids: set[str]
     _unpriced_models: set[str]

@@ -13,7 +13,7 @@ from typing import Any, Literal, Protocol
 
 from .errors import MeterAPIError, MeterAuthenticationError, MeterError, MeterEventsDroppedError
 from .flow import Flow, Request, Sleep
-from .transport import backoff, likely_bases, retryable
+from .transport import address_hint, backoff, retryable
 from .types import UsageEvent
 
 # How soon a pass that found only held events looks again (s).
@@ -229,9 +229,7 @@ class EventQueue:
                 self.hooks._misaddressed(
                     MeterAPIError(
                         404,
-                        f"POST {self.base}{path} answered 404 ({err.detail}): did you mean "
-                        f"{likely_bases(self.base)[0]}? base_url (or METER_BASE_URL) "
-                        "must be the service's address including /api/v1, e.g. https://meter.example.com/api/v1; "
+                        f"POST {self.base}{path} answered 404 ({err.detail}): {address_hint(self.base)}; "
                         "events stay queued until it answers",
                     )
                 )

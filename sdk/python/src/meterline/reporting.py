@@ -14,7 +14,7 @@ from .core_state import CoreState
 from .credits import CreditsNews
 from .errors import MeterAPIError, MeterAuthenticationError, MeterError
 from .flow import Flow, Health
-from .transport import likely_bases
+from .transport import address_hint, likely_bases
 
 
 class Reporting(CoreState):
@@ -77,15 +77,9 @@ class Reporting(CoreState):
             if (yield Health(self.startup_timeout, b)) in ("ok", "degraded"):
                 found = b
                 break
-        hint = (
-            f"did you mean {found}? The API answers there: set base_url (or METER_BASE_URL) to that, the address "
-            "up to and including /api/v1"
-            if found is not None
-            else f"did you mean {candidates[0]}? base_url (or METER_BASE_URL) must be the service's address up to "
-            "and including /api/v1, e.g. https://meter.example.com/api/v1"
-        )
         return MeterError(
-            f"nothing of the Meter API answers at {base} (GET {base}/health: 404); {hint}. Until it is fixed, no event "
+            f"nothing of the Meter API answers at {base} (GET {base}/health: 404); {address_hint(base, found)}. "
+            "Until it is fixed, no event "
             "is delivered and "
             + (
                 "users whose session is not loaded are hard-gated (fail_closed)"

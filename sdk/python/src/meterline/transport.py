@@ -32,6 +32,9 @@ class _Http:
         self.timeout = timeout
         # False after a request found the service unreachable, until one succeeds.
         self.reachable = True
+        # True once the Meter API itself answered here (a 2xx, or its /health): until then a 404 may be a wrong
+        # address's (a proxy or another service answers 404 to every path), not "no such user".
+        self.api_seen = False
         self.after_fork()
 
     def after_fork(self) -> None:
@@ -58,7 +61,10 @@ class _Http:
         """What a step met, for the flow: a health check's word; a request's parsed body (a 2xx), or its error
         (MeterAPIError, MeterAuthenticationError for 401/403, MeterNetworkError), returned to be thrown into it."""
         if isinstance(step, Health):
-            return health_failure(res) if isinstance(res, BaseException) else health_of(res)
+            word = health_failure(res) if isinstance(res, BaseException) else health_of(res)
+            if step.base is None and word in ("ok", "degraded"):
+                self.api_seen = True
+            return word
         if isinstance(res, BaseException):
             self.reachable = False
             return MeterNetworkError(f"meter service unreachable: {_failure(res, self.base + step.path)}")
@@ -69,7 +75,9 @@ class _Http:
                 parsed = res.json()
             except ValueError:
                 parsed = None
-        if not res.is_success:
+        if res.is_success:
+            self.api_seen = True
+        else:
             raw = parsed.get("detail") if isinstance(parsed, dict) else None
             detail = raw if isinstance(raw, str) else res.reason_phrase
             if res.status_code in (401, 403):
@@ -195,6 +203,27 @@ def likely_bases(base: str) -> list[str]:
         out.append(f"{base}/api/v1")
     out.append(f"{parts.scheme}://{parts.netloc}/api/v1")
     return [b for i, b in enumerate(out) if b != base and b not in out[:i]]
+
+
+def address_hint(base: str, found: str | None = None) -> str:
+    """What to check when nothing of the API answers at ``base`` (``found``: a likely address where it does): that
+    address, else the first likely one, else, for a base already of the API's form, the host."""
+    if found is not None:
+        return (
+            f"did you mean {found}? The API answers there: set base_url (or METER_BASE_URL) to that, the address "
+            "up to and including /api/v1"
+        )
+    likely = likely_bases(base)
+    if likely:
+        return (
+            f"did you mean {likely[0]}? base_url (or METER_BASE_URL) must be the service's address up to "
+            "and including /api/v1, e.g. https://meter.example.com/api/v1"
+        )
+    parts = urlsplit(base)
+    return (
+        f"something answers at {parts.scheme}://{parts.netloc} but not the Meter API: check the host and port of "
+        "base_url (or METER_BASE_URL), or the proxy in front of the service"
+    )
 
 
 def _retry_after(value: str | None) -> float | None:

@@ -9,11 +9,11 @@ import time
 
 from .clock import now as clock_now
 from .errors import MeterAPIError, MeterError
-from .flow import Flow, Handle, Request, Wait, running
+from .flow import Flow, Handle, Health, Request, Wait, running
 from .recording import Recording
 from .session_view import apply_view, roll_locally
 from .state import UserEntry
-from .transport import session_path
+from .transport import address_hint, session_path
 from .types import BillingPeriod, SessionStartState
 
 # Retry delay of a session load that failed (capped by refresh_interval).
@@ -76,9 +76,15 @@ class Users(Recording):
             try:
                 view = yield Request("GET", session_path(e.user_id), None, timeout)
             except MeterError as err:
+                # A 404 says "no such user" only when the API answers here: a wrong address (a proxy, another
+                # service) answers 404 to every path, and fail_closed must then hold, not open.
+                missing = isinstance(err, MeterAPIError) and err.status == 404
+                misaddressed = missing and not (
+                    self._http.api_seen or (yield Health(self.startup_timeout)) in ("ok", "degraded")
+                )
                 now = clock_now()
                 with self._lock:
-                    if isinstance(err, MeterAPIError) and err.status == 404:
+                    if missing and not misaddressed:
                         # Not registered (or deleted): permissive defaults; its events are still sent.
                         if e.loaded:
                             forget(e, now)
@@ -89,8 +95,25 @@ class Users(Recording):
                         return
                     e.refresh_at = now + min(LOAD_RETRY, self.refresh_interval)
                     refused = isinstance(err, MeterAPIError) and err.status in (401, 403)
-                    warn = was_reachable and not e.load_failed and not refused
+                    warn = was_reachable and not e.load_failed and not refused and not misaddressed
                     e.load_failed = True
+                    # Said once (an error, as start()'s and a delivery's 404 are), not once per user.
+                    say_misaddressed = misaddressed and not self._misaddressed_said
+                    self._misaddressed_said = self._misaddressed_said or misaddressed
+                if say_misaddressed:
+                    base = self._http.base
+                    self._misaddressed(
+                        MeterAPIError(
+                            404,
+                            f"GET {base}/users/{{user_id}}/session answered 404 and nothing of the Meter API "
+                            f"answers at {base}: {address_hint(base)}; until it answers, "
+                            + (
+                                "users whose session is not loaded are hard-gated (fail_closed)"
+                                if self.fail_closed
+                                else "users whose session is not loaded run on permissive defaults"
+                            ),
+                        )
+                    )
                 if refused:
                     assert isinstance(err, MeterAPIError)
                     self._key_refused(err)

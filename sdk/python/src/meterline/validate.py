@@ -134,6 +134,14 @@ def check_manual(
         raise MeterTypeError("idempotency_key must be a string of 1 to 255 characters")
 
 
+def flag(name: str, v: Any) -> bool:
+    """A yes/no option: a bool, not a string from the environment ("false" is truthy)."""
+    if not isinstance(v, bool):
+        hint = ' (a string: parse it, e.g. os.environ["X"] == "true")' if isinstance(v, str) else ""
+        raise MeterTypeError(f"Meter: {name} must be True or False, got {v!r}{hint}")
+    return v
+
+
 def positive(name: str, v: Any) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
         raise MeterValueError(f"Meter: {name} must be a positive number, got {v!r}")
