@@ -76,6 +76,9 @@ test("the gateway is hardened and probed over HTTP", async () => {
   assert.equal(c.args, ["gateway/main.ts"]);
   // Readiness asks no backend: one slow service must not take every gateway out of rotation.
   assert.is(c.readinessProbe.httpGet.path, "/readyz");
+  // Liveness only after a first answer: a cold start on a busy node is not killed for being slow.
+  assert.is(c.startupProbe.httpGet.path, "/readyz");
+  assert.ok(c.startupProbe.periodSeconds * c.startupProbe.failureThreshold >= 60, "gateway startup");
   // Endpoints drop a terminating gateway before it closes its port: no 503 through the ingress on a rollout.
   assert.equal(c.lifecycle.preStop.exec.command, ["sleep", "5"]);
   assert.ok(c.resources.limits.memory);
@@ -188,9 +191,11 @@ for (const overlay of ["local", "production"]) {
             assert.ok(value !== undefined, `${d.metadata.name}: ${e.name} comes from ConfigMap ${name}/${key}`);
             env[e.name] = value;
           } else {
-            const { name, key } = e.valueFrom.secretKeyRef;
+            const { name, key, optional } = e.valueFrom.secretKeyRef;
             const secret = byKind("Secret", name);
             const value = secret ? Buffer.from(secret.data[key] ?? "", "base64").toString() : overlay === "production" ? OUT_OF_BAND[name]?.[key] : undefined;
+            // An optional key (a rotation's previous webhooks key) is absent from the process when not provided.
+            if (optional && !value) continue;
             assert.ok(value, `${d.metadata.name}: ${e.name} comes from secret ${name}/${key}, which ${overlay} provides`);
             // Each service connects as itself: a credential that reaches only the collections it owns.
             if (e.name === "MONGODB_URL") assert.is(key, d.metadata.name, `${d.metadata.name} reads the database credential of its own`);

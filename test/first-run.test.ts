@@ -99,6 +99,14 @@ t("/metrics shows HTTP, RPC, ingestion, outbox, webhook and job series after rea
     expect('meter_outbox_oldest_age_seconds{name="ingestion_to_analytics"}', 0);
     expect('meter_job_lag_seconds{name="webhooks"}', 0);
     expect("process_cpu_user_seconds_total", 0);
+    // Counters alerted on with increase() exist at 0 before their first event: one born at 1 shows no increase.
+    for (const series of [
+      'meter_ingestion_jobs_quarantined_total{kind="usage"}',
+      'meter_ingestion_jobs_quarantined_total{kind="gate"}',
+      'meter_ingestion_busy_refusals_total{kind="usage"}',
+      'meter_backlog_read_failures_total{name="ingestion_to_webhooks"}',
+      'meter_webhook_deliveries_total{outcome="failed",attempt="6"}',
+    ]) assert.is(m.get(series), 0, series);
     expect("nodejs_heap_size_used_bytes");
 
     // Only the internal port (beside gRPC) serves them: the public one shows no platform volume.

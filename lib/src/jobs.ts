@@ -4,7 +4,7 @@ import type { Db } from "mongodb";
 import { Agenda, InMemoryNotificationChannel, type Job, type JobId, type JobNotification } from "agenda";
 import { MongoBackend } from "@agendajs/mongo-backend";
 import type { Logger } from "./logger.ts";
-import { collectionBacklog, jobFailures, trackJobQueue } from "./metrics.ts";
+import { collectionBacklog, jobFailures, seriesAtZero, trackJobQueue } from "./metrics.ts";
 import { deleteInRounds, isDuplicateKeyError } from "./mongo.ts";
 
 /** Every service keeps its Agenda jobs in this collection of its own database. */
@@ -140,9 +140,7 @@ export class JobScheduler {
     handler: (job: Job<T>) => Promise<void | boolean>,
     opts: Parameters<Agenda["define"]>[2] = {},
   ): void {
-    // The series exists from the start at 0: Prometheus's increase() counts no rise in a series
-    // that first appears at 1, so a job's first failure after a start would alert nothing.
-    jobFailures.inc({ task: name }, 0);
+    seriesAtZero(jobFailures, { task: name });
     this.agenda.define<T>(
       name,
       async (job) => {

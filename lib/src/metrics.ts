@@ -207,11 +207,13 @@ backlogGauge(
 /** Reports an outbox's depth and age on every scrape. A later probe of the same name replaces it. */
 export function trackOutbox(name: string, probe: BacklogProbe): void {
   outboxes.set(name, probe);
+  seriesAtZero(backlogReadFailures, { name });
 }
 
 /** Reports how many entries of an outbox are set aside, on every scrape. */
 export function trackSetAside(name: string, probe: BacklogProbe): void {
   setAside.set(name, probe);
+  seriesAtZero(backlogReadFailures, { name });
 }
 
 /** Entries set aside by this process, by outbox (the gauge above counts what is still set aside). */
@@ -224,6 +226,15 @@ export const outboxSetAside = counter(
 /** Reports a job queue's lag on every scrape. A later probe of the same name replaces it. */
 export function trackJobQueue(name: string, probe: BacklogProbe): void {
   jobQueues.set(name, probe);
+  seriesAtZero(backlogReadFailures, { name });
+}
+
+/**
+ * Exports a counter's series at 0 before its first event: a series born at 1 shows no increase()
+ * to Prometheus, so an alert on the first quarantine, refusal or failed read would never fire.
+ */
+export function seriesAtZero<L extends string>(c: Counter<L>, labels: Partial<Record<L, string>>): void {
+  c.inc(labels, 0);
 }
 
 /**

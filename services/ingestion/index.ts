@@ -4,7 +4,7 @@ import { IngestionService } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import type { PeerUrls } from "@meter/lib/config";
 import { JobScheduler } from "@meter/lib/jobs";
 import type { Logger } from "@meter/lib/logger";
-import { collectionBacklog, countIngested, ingestionBusyRefusals, ingestionInFlight, trackOutbox, trackSetAside } from "@meter/lib/metrics";
+import { collectionBacklog, countIngested, ingestionBusyRefusals, ingestionInFlight, quarantinedJobs, seriesAtZero, trackOutbox, trackSetAside } from "@meter/lib/metrics";
 import { InFlightBound } from "@meter/lib/in-flight-bound";
 import { pingDb } from "@meter/lib/mongo";
 import type { ServiceModule } from "@meter/lib/rpc";
@@ -179,6 +179,10 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
   trackOutbox("ingestion_to_analytics", collectionBacklog(outbox.analytics, "created_at", () => WAITING));
   trackSetAside("ingestion_to_webhooks", collectionBacklog(outbox.webhooks, "set_aside_at", () => ({ set_aside_at: { $exists: true } })));
   trackSetAside("ingestion_to_analytics", collectionBacklog(outbox.analytics, "set_aside_at", () => ({ set_aside_at: { $exists: true } })));
+  for (const kind of ["usage", "gate"] as const) {
+    seriesAtZero(ingestionBusyRefusals, { kind });
+    seriesAtZero(quarantinedJobs, { kind });
+  }
   const writeGate = new KeyedGate(opts.productWriteConcurrency ?? 4);
   const inFlight = new InFlightBound(opts.maxEventsInFlight ?? 20_000, undefined, undefined, (d) => ingestionInFlight.inc(d));
   // A batch is held from its arrival (waiting for its product's place counts) until it is stored.

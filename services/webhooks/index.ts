@@ -19,13 +19,15 @@ import { rotateEndpointSecret } from "./handlers/rotate-endpoint-secret.ts";
 import { testEndpoint } from "./handlers/test-endpoint.ts";
 import { updateEndpoint } from "./handlers/update-endpoint.ts";
 import { JobScheduler } from "@meter/lib/jobs";
-import { collectionBacklog, trackJobQueue } from "@meter/lib/metrics";
+import { collectionBacklog, seriesAtZero, trackJobQueue, webhookDeliveries } from "@meter/lib/metrics";
+import { MAX_ATTEMPTS } from "./domain/events.ts";
 import { DEFAULT_DISPATCH_LIMITS, Dispatcher, type DispatchLimits } from "./flows/dispatcher.ts";
 import { defineRetention, runWebhooksRetention, scheduleRetention, type WebhooksRetentionReport } from "./jobs/retention.ts";
 import { defineSummaryProduct } from "./jobs/summary-product.ts";
 import { defineSummarySchedules, fanOutSummaries, scheduleSummaries } from "./jobs/summary-schedule.ts";
 import type { SummaryType } from "./domain/summary-windows.ts";
 import { DEVELOPMENT_SECRET_KEY, SecretBox } from "./domain/secrets.ts";
+import { resealSecrets } from "./flows/reseal.ts";
 import { WebhookSender } from "./adapters/sender.ts";
 import { ClaimStore } from "./store/claims.ts";
 import { DeliveryStore } from "./store/deliveries.ts";
@@ -39,6 +41,8 @@ export interface WebhooksServiceOptions {
   peers: PeerUrls;
   /** AES-256-GCM key (32 bytes) sealing signing secrets at rest; a public development key when unset. */
   secretKey?: Buffer;
+  /** Keys secretKey replaced (WEBHOOKS_SECRET_KEY_PREVIOUS): they still open, and start() re-seals with secretKey. */
+  previousSecretKeys?: Buffer[];
   /** Allows http and loopback endpoint URLs (local use and tests). Default false. */
   allowInsecureUrls?: boolean;
   /** Per-attempt timeout; the contract says 10 s. */
@@ -75,6 +79,9 @@ export async function createWebhooksService(opts: WebhooksServiceOptions): Promi
   const urlPolicy = { allowInsecure: opts.allowInsecureUrls ?? false };
   const attemptTimeoutMs = opts.attemptTimeoutMs ?? 10_000;
   if (!opts.secretKey) opts.logger.warn("WEBHOOKS_SECRET_KEY is unset: signing secrets are sealed with the public development key");
+  // Outcomes at 0 from the start (the alert on failed deliveries compares them).
+  seriesAtZero(webhookDeliveries, { outcome: "failed", attempt: String(MAX_ATTEMPTS) });
+  seriesAtZero(webhookDeliveries, { outcome: "success", attempt: "1" });
   const deps: WebhooksDeps = {
     endpoints: new EndpointStore(opts.db),
     events: new EventStore(opts.db),
@@ -84,7 +91,7 @@ export async function createWebhooksService(opts: WebhooksServiceOptions): Promi
     dispatch: (entries) => dispatcher.add(entries),
     scheduler: new JobScheduler(opts.db, opts.logger, opts.idlePollMaxMs ?? 30_000, "webhooks"),
     sender: new WebhookSender(urlPolicy, attemptTimeoutMs, now),
-    secrets: new SecretBox(opts.secretKey ?? DEVELOPMENT_SECRET_KEY),
+    secrets: new SecretBox(opts.secretKey ?? DEVELOPMENT_SECRET_KEY, opts.previousSecretKeys ?? []),
     analytics: opts.analytics ?? analyticsAdapter(opts.peers.analytics),
     urlPolicy,
     logger: opts.logger,
@@ -122,6 +129,8 @@ export async function createWebhooksService(opts: WebhooksServiceOptions): Promi
     },
     healthy: () => pingDb(opts.db),
     async start() {
+      // In the background: a start never waits on every endpoint of every product.
+      void resealSecrets(deps).catch((err: unknown) => opts.logger.error({ err }, "checking the endpoints' signing secrets against the keys failed"));
       if (!runJobs) return;
       await queuePendingDeliveries(deps);
       await deps.scheduler.start();

@@ -1,6 +1,6 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { SecretBox, generateSecret, parseSecretKey, sign } from "./secrets.ts";
+import { SecretBox, generateSecret, parsePreviousKeys, parseSecretKey, sign } from "./secrets.ts";
 
 test("signature is sha256= hex HMAC over '<timestamp>.<body>'", () => {
   // reference value computed independently: printf '1700000000.{"a":1}' | openssl dgst -sha256 -hmac whsec_test
@@ -19,6 +19,20 @@ test("sealed secrets open only with the same key and endpoint", () => {
   assert.throws(() => new SecretBox(parseSecretKey("cd".repeat(32))).open(sealed, "ep-1"));
   assert.throws(() => parseSecretKey("short"));
   assert.is(parseSecretKey(Buffer.alloc(32, 7).toString("base64")).length, 32);
+});
+
+test("during a rotation a secret sealed with a previous key opens, and check says which key sealed it", () => {
+  const [oldKey, newKey, other] = [1, 2, 3].map((n) => Buffer.alloc(32, n));
+  const sealed = new SecretBox(oldKey!).seal("whsec_x", "ep-1");
+  const rotating = new SecretBox(newKey!, [other!, oldKey!]);
+  assert.is(rotating.open(sealed, "ep-1"), "whsec_x");
+  assert.is(rotating.check(sealed, "ep-1"), "previous");
+  assert.is(rotating.check(rotating.seal("whsec_x", "ep-1"), "ep-1"), "current");
+  assert.is(new SecretBox(newKey!).check(sealed, "ep-1"), "unopenable");
+  assert.throws(() => new SecretBox(newKey!).open(sealed, "ep-1"), /opens with no configured key/);
+  assert.equal(parsePreviousKeys(` ${"ab".repeat(32)} , ${Buffer.alloc(32, 9).toString("base64")}`).length, 2);
+  assert.equal(parsePreviousKeys(undefined), []);
+  assert.throws(() => parsePreviousKeys(`${"ab".repeat(32)},short`), /key 2 must be 32 bytes/);
 });
 
 test.run();

@@ -25,14 +25,36 @@ export function parseSecretKey(text: string): Buffer {
   return key;
 }
 
+/** Parses WEBHOOKS_SECRET_KEY_PREVIOUS: keys of WEBHOOKS_SECRET_KEY's form, separated by commas. */
+export function parsePreviousKeys(text: string | undefined): Buffer[] {
+  const keys = (text ?? "").split(",").map((k) => k.trim()).filter((k) => k !== "");
+  return keys.map((k, i) => {
+    try {
+      return parseSecretKey(k);
+    } catch {
+      throw new Error(`WEBHOOKS_SECRET_KEY_PREVIOUS: key ${i + 1} must be 32 bytes, as 64 hex characters or base64`);
+    }
+  });
+}
+
+/** What SecretBox.check found of a sealed secret: opens with the current key, with a previous one only, or with none. */
+export type SealState = "current" | "previous" | "unopenable";
+
 /**
  * Signing secrets at rest: AES-256-GCM with a random 96-bit IV; the endpoint id is bound as
  * additional data, so a ciphertext copied to another endpoint does not decrypt.
- * Stored form: "v1." + base64url(iv | tag | ciphertext).
+ * Stored form: "v1." + base64url(iv | tag | ciphertext). Sealed with the current key; opened
+ * with it or, during a rotation, with a previous one (GCM's tag tells which key sealed it).
  */
 export class SecretBox {
-  constructor(private readonly key: Buffer) {
-    if (key.length !== 32) throw new Error("secret key must be 32 bytes");
+  private readonly previous: readonly Buffer[];
+
+  constructor(
+    private readonly key: Buffer,
+    previous: readonly Buffer[] = [],
+  ) {
+    if (key.length !== 32 || previous.some((k) => k.length !== 32)) throw new Error("secret keys must be 32 bytes");
+    this.previous = previous;
   }
 
   seal(secret: string, endpointId: string): string {
@@ -44,11 +66,30 @@ export class SecretBox {
   }
 
   open(sealed: string, endpointId: string): string {
-    if (!sealed.startsWith("v1.")) throw new Error("unknown sealed secret format");
-    const raw = Buffer.from(sealed.slice(3), "base64url");
-    const decipher = createDecipheriv("aes-256-gcm", this.key, raw.subarray(0, 12));
-    decipher.setAAD(Buffer.from(endpointId));
-    decipher.setAuthTag(raw.subarray(12, 28));
+    for (const key of [this.key, ...this.previous]) {
+      const secret = openWith(key, sealed, endpointId);
+      if (secret !== undefined) return secret;
+    }
+    throw new Error("the signing secret opens with no configured key (WEBHOOKS_SECRET_KEY, WEBHOOKS_SECRET_KEY_PREVIOUS): it was sealed with another");
+  }
+
+  /** Which key opens `sealed`: the current one, only a previous one (re-seal it), or none. */
+  check(sealed: string, endpointId: string): SealState {
+    if (openWith(this.key, sealed, endpointId) !== undefined) return "current";
+    return this.previous.some((k) => openWith(k, sealed, endpointId) !== undefined) ? "previous" : "unopenable";
+  }
+}
+
+/** The secret `key` opens, or undefined when `key` did not seal it (its tag does not verify). */
+function openWith(key: Buffer, sealed: string, endpointId: string): string | undefined {
+  if (!sealed.startsWith("v1.")) throw new Error("unknown sealed secret format");
+  const raw = Buffer.from(sealed.slice(3), "base64url");
+  const decipher = createDecipheriv("aes-256-gcm", key, raw.subarray(0, 12));
+  decipher.setAAD(Buffer.from(endpointId));
+  decipher.setAuthTag(raw.subarray(12, 28));
+  try {
     return Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString("utf8");
+  } catch {
+    return undefined;
   }
 }

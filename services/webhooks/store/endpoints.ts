@@ -50,6 +50,17 @@ export class EndpointStore extends DbStore {
     return res.deletedCount === 1;
   }
 
+  /** Every endpoint's id and sealed secret, of every product (the re-seal pass at start). */
+  sealedSecrets(): AsyncIterable<Pick<EndpointDoc, "_id" | "secret_sealed">> {
+    return this.col.find({}, { projection: { secret_sealed: 1 } });
+  }
+
+  /** Replaces a sealed secret unless it changed meanwhile (a rotation through the API wins). */
+  async reseal(id: string, from: string, to: string): Promise<boolean> {
+    const res = await this.col.updateOne({ _id: id, secret_sealed: from }, { $set: { secret_sealed: to } });
+    return res.modifiedCount === 1;
+  }
+
   /** Enabled endpoints of the product subscribed to the type. */
   subscribed(productId: string, type: string): Promise<EndpointDoc[]> {
     return this.col.find({ product_id: productId, subscribed_events: type, enabled: true }).toArray();

@@ -1,0 +1,28 @@
+import type { WebhooksDeps } from "../deps.ts";
+
+/**
+ * The key rotation's second half, run at every start: each signing secret that only a previous
+ * key (WEBHOOKS_SECRET_KEY_PREVIOUS) opens is sealed again with WEBHOOKS_SECRET_KEY, so that the
+ * previous key can be dropped once this has run; and secrets that no configured key opens are
+ * counted and said (their deliveries fail until the key that sealed them is configured again).
+ * Each re-seal is conditional on the stored form, so replicas starting together and a rotation
+ * through the API meanwhile change nothing twice.
+ */
+export async function resealSecrets(deps: Pick<WebhooksDeps, "endpoints" | "secrets" | "logger">): Promise<{ resealed: number; unopenable: number }> {
+  let resealed = 0;
+  let unopenable = 0;
+  for await (const e of deps.endpoints.sealedSecrets()) {
+    const state = deps.secrets.check(e.secret_sealed, e._id);
+    if (state === "previous") {
+      if (await deps.endpoints.reseal(e._id, e.secret_sealed, deps.secrets.seal(deps.secrets.open(e.secret_sealed, e._id), e._id))) resealed++;
+    } else if (state === "unopenable") unopenable++;
+  }
+  if (resealed > 0) deps.logger.info({ resealed }, "signing secrets sealed with a previous key were sealed again with WEBHOOKS_SECRET_KEY");
+  if (unopenable > 0) {
+    deps.logger.error(
+      { endpoints: unopenable },
+      "signing secrets that no configured key opens: their deliveries fail until WEBHOOKS_SECRET_KEY (or WEBHOOKS_SECRET_KEY_PREVIOUS) holds the key that sealed them; after a lost key, rotate each endpoint's secret (POST /webhooks/endpoints/{id}/rotate-secret)",
+    );
+  }
+  return { resealed, unopenable };
+}
