@@ -210,6 +210,23 @@ t("metadata nested a million levels deep is a 422, not a 500", async ({ stack })
   assert.match(res.body.detail, /must not nest deeper than/);
 });
 
+t("a body that is not UTF-8 is refused (two users would become one); a metadata key __proto__ is left out, the batch kept", async ({ stack }) => {
+  const { api } = await stack.newProduct();
+  const event = (user: string) => `{"id":"${randomUUID()}","user_id":"${user}","timestamp":"${new Date().toISOString()}","cost_total":1.5}`;
+  // "josé" and "josè" in Latin-1: the bytes 0xE9 and 0xE8, not UTF-8; each read as U+FFFD would be one user.
+  const body = Buffer.from(`[${event("jos\u00e9")},${event("jos\u00e8")}]`, "latin1");
+  const refused = await api.request("POST", "/events/batch", { rawBody: body });
+  assert.is(refused.status, 400, JSON.stringify(refused.body));
+  assert.match(refused.body.detail, /not valid UTF-8/);
+  assert.equal((await api.get("/analytics/top-users?days=1")).body.users, []);
+  // Valid JSON whose metadata holds __proto__ or constructor.prototype: stored and counted, those keys left out.
+  assert.is((await api.post("/users", { external_user_id: "poison" })).status, 201);
+  const poison = `[{"id":"${randomUUID()}","user_id":"poison","timestamp":"${new Date().toISOString()}","cost_total":1.25,"metadata":{"__proto__":{"x":1},"tool_args":{"constructor":{"prototype":{"x":1}}},"kept":true}}]`;
+  const stored = await api.request("POST", "/events/batch", { rawBody: poison });
+  assert.equal([stored.status, stored.body], [200, { accepted: 1, duplicates: 0 }]);
+  assert.is((await api.get("/users/poison/usage")).body.total_cost, 1.25);
+});
+
 t("a batch beyond 10,000 events or 10 MiB is refused with 413", async ({ stack }) => {
   const { api } = await stack.newProduct();
   const many = Array.from({ length: 10_001 }, () => usageEvent("big"));

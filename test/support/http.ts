@@ -18,11 +18,11 @@ export class Api {
   async request<T = any>(
     method: string,
     path: string,
-    opts: { body?: unknown; rawBody?: string; headers?: Record<string, string> } = {},
+    opts: { body?: unknown; rawBody?: string | Uint8Array; headers?: Record<string, string> } = {},
   ): Promise<ApiResponse<T>> {
     const headers: Record<string, string> = { ...opts.headers };
     if (this.key) headers.authorization = `Bearer ${this.key}`;
-    let body: string | undefined;
+    let body: string | Uint8Array | undefined;
     if (opts.rawBody !== undefined) {
       body = opts.rawBody;
       headers["content-type"] ??= "application/json";
@@ -30,7 +30,7 @@ export class Api {
       body = JSON.stringify(opts.body);
       headers["content-type"] = "application/json";
     }
-    const res = await fetch(this.baseUrl + path, { method, headers, body });
+    const res = await fetch(this.baseUrl + path, { method, headers, body: body as BodyInit | undefined });
     const text = await res.text();
     let parsed: unknown = text;
     if (text && res.headers.get("content-type")?.includes("json")) parsed = JSON.parse(text);
