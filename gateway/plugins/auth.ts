@@ -108,7 +108,8 @@ class FailureWindows {
  * allows at most 4 s), so a revoked key is refused by every replica within 5 s. A key used in
  * the second half of that time is verified again in the background while the cached answer
  * stands, so a key in steady use never makes a request wait for the tenancy service. Portal
- * tokens (routes with `config.portal`) are checked the same way, through their own tenancy RPC.
+ * tokens (routes with `config.portal`) are checked through their own tenancy RPC at every
+ * request, never cached: a revoked one is refused at once.
  */
 export const authPlugin = fp<AuthOptions>(async (app: FastifyInstance, opts) => {
   const verified =
@@ -137,7 +138,9 @@ export const authPlugin = fp<AuthOptions>(async (app: FastifyInstance, opts) => 
       const { v, expiresAt } = await ask(request, c);
       // Never trusted past its expiry.
       const left = expiresAt ? timestampDate(expiresAt).getTime() - Date.now() : Number.POSITIVE_INFINITY;
-      if (left > 0) verified?.set(digest, v, { ttl: Math.min(opts.cacheTtlMs, left) });
+      // A portal token is asked about every time: its revocation (a user's logout, a leaked page)
+      // is refused at once, not after the cache's seconds; a page view is one request, not a stream.
+      if (left > 0 && !c.portal) verified?.set(digest, v, { ttl: Math.min(opts.cacheTtlMs, left) });
       return v;
     } catch (err) {
       if (err instanceof ConnectError && err.code === Code.Unauthenticated) {

@@ -1,6 +1,6 @@
 // Portal tokens and GET /portal/me against the whole stack (real gRPC, real HTTP): a token reads
-// its own user and nothing else, expires and is revoked within 5 s (the gateway's authentication
-// cache included), is rate-limited on its own, and only /portal/* answers with CORS headers.
+// its own user and nothing else, is refused at the first request after its expiry or revocation
+// (the gateway caches no portal token), is rate-limited on its own, and only /portal/* answers with CORS headers.
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import type { MongoClient } from "mongodb";
@@ -169,32 +169,29 @@ t("bob's token reads bob, and a token of another product reads that product's us
   assert.equal([elsewhere.plan, elsewhere.usage.period_cost, elsewhere.gate_events], ["none", 0, []]);
 });
 
-t("revoking a user's tokens refuses them within 5 s, on a gateway that cached them; other users' stay", async ({ api, ingest }) => {
+t("revoking a user's tokens refuses them at the next request, on a gateway that had just accepted them; other users' stay", async ({ api, ingest }) => {
   const [a1, a2, b] = [await mint(api, "alice"), await mint(api, "alice"), await mint(api, "bob")];
   for (const token of [a1, a2, b]) await must(asToken(api, token).get("/portal/me"), 200);
-  const revokedAt = Date.now();
   const revoked = await must(ingest.delete("/users/alice/portal-tokens"), 200);
   // Earlier tests' tokens of alice count too.
   assert.is(revoked.user_id, "alice");
   assert.ok(revoked.revoked >= 2, `${revoked.revoked} revoked`);
-  await eventually(async () => (await asToken(api, a1).get("/portal/me")).status === 401, 5_000, "the revoked token refused");
-  await eventually(async () => (await asToken(api, a2).get("/portal/me")).status === 401, 5_000 - (Date.now() - revokedAt), "the other revoked token refused");
-  assert.ok(Date.now() - revokedAt < 5_000);
+  assert.is((await asToken(api, a1).get("/portal/me")).status, 401, "the revoked token refused at once");
+  assert.is((await asToken(api, a2).get("/portal/me")).status, 401, "the other revoked token refused at once");
   assert.is((await asToken(api, b).get("/portal/me")).status, 200);
   assert.is((await api.delete("/users/nobody/portal-tokens")).status, 404);
   // A token minted after the revocation works.
   await must(asToken(api, await mint(api, "alice")).get("/portal/me"), 200);
 });
 
-t("an expired token gets 401 saying so, within 5 s of its expiry", async ({ api, stack, mongo }) => {
+t("an expired token gets 401 saying so, at the first request after its expiry", async ({ api, stack, mongo }) => {
   const token = await mint(api, "alice", { ttl_seconds: 60 });
   await must(asToken(api, token).get("/portal/me"), 200);
   // Its expiry moved to now, as if its 60 s had passed.
-  const expiredAt = Date.now();
-  await mongo.db(`${stack.dbPrefix}_tenancy`).collection("portal_tokens").updateOne({ _id: hashPortalToken(token) as never }, { $set: { expires_at: new Date(expiredAt) } });
-  await eventually(async () => (await asToken(api, token).get("/portal/me")).status === 401, 5_000, "the expired token refused");
-  assert.ok(Date.now() - expiredAt < 5_000);
-  assert.match((await asToken(api, token).get("/portal/me")).body.detail, /expired/);
+  await mongo.db(`${stack.dbPrefix}_tenancy`).collection("portal_tokens").updateOne({ _id: hashPortalToken(token) as never }, { $set: { expires_at: new Date() } });
+  const refused = await asToken(api, token).get("/portal/me");
+  assert.is(refused.status, 401);
+  assert.match(refused.body.detail, /expired/);
 });
 
 t("each token has its own rate limit: 429 with Retry-After past it", async ({ api }) => {
