@@ -15,7 +15,7 @@ from pydantic import SecretStr
 
 from meterline import AsyncMeter, LimitExceededError, Meter, UsageEvent
 from meterline.integrations.langchain import read_result
-from meterline.langchain import AsyncMeterCallbackHandler, MeterCallbackHandler
+from meterline.langchain import MeterCallbackHandler
 
 from .mock_providers import USAGE_IN, USAGE_OUT, MockProvider
 from .support import Product, eventually, near
@@ -124,10 +124,12 @@ def chat(provider: MockProvider) -> ChatOpenAI:
     )
 
 
-async def test_the_async_handler_meters_ainvoke_and_astream_once_each(product: Product, provider: MockProvider) -> None:
+async def test_with_an_async_meter_ainvoke_and_astream_are_metered_once_each(
+    product: Product, provider: MockProvider
+) -> None:
     user = product.create_user(PLAN)
     meter = AsyncMeter(api_key=product.key, base_url=product.url)
-    handler = AsyncMeterCallbackHandler(meter, user_id=user, session_id="conv-2")
+    handler = MeterCallbackHandler(meter, user_id=user, session_id="conv-2")
     seen: list[UsageEvent] = []
     meter.on_usage(seen.append)
     model = chat(provider)
@@ -142,9 +144,36 @@ async def test_the_async_handler_meters_ainvoke_and_astream_once_each(product: P
     assert handler._runs == {} and handler._watches == {}
     blocked = product.create_user({"max_spend_per_period": 0})
     with pytest.raises(LimitExceededError):
-        await model.ainvoke("Hi", config={"callbacks": [AsyncMeterCallbackHandler(meter, user_id=blocked)]})
+        await model.ainvoke("Hi", config={"callbacks": [MeterCallbackHandler(meter, user_id=blocked)]})
+    assert provider.count("/chat/completions") == 2
+    # A sync run needs a blocking Meter: said at the call, which it stops (not swallowed by LangChain).
+    with pytest.raises(TypeError, match="blocking"):
+        await asyncio.to_thread(model.invoke, "Hi", config={"callbacks": [handler]})
     assert provider.count("/chat/completions") == 2
     assert await meter.shutdown()
+
+
+def test_one_handler_meters_a_model_used_with_invoke_and_ainvoke_each_with_its_real_usage(
+    product: Product, provider: MockProvider
+) -> None:
+    user = product.create_user(PLAN)
+    meter = Meter(api_key=product.key, base_url=product.url)
+    model = ChatOpenAI(
+        model="gpt-4o",
+        api_key=SecretStr("sk-test"),
+        base_url=provider.base,
+        max_retries=0,
+        callbacks=[MeterCallbackHandler(meter, user_id=user)],
+    )
+    seen: list[UsageEvent] = []
+    meter.on_usage(seen.append)
+    model.invoke("Hi")
+    asyncio.run(model.ainvoke("Hi"))
+    model.invoke("Hi")
+    assert meter.flush()
+    assert [(e.input_tokens, e.output_tokens) for e in seen] == [(USAGE_IN, USAGE_OUT)] * 3
+    assert product.usage(user)["total_tokens"] == 3 * (USAGE_IN + USAGE_OUT)
+    meter.shutdown()
 
 
 async def test_a_cancelled_ainvoke_is_metered_with_its_estimate_when_its_task_ends(
@@ -153,7 +182,7 @@ async def test_a_cancelled_ainvoke_is_metered_with_its_estimate_when_its_task_en
     """LangChain's ``agenerate`` calls no handler when its task is cancelled: the run's task ending settles it."""
     user = product.create_user(PLAN)
     meter = Meter(api_key=product.key, base_url=product.url)
-    handler = AsyncMeterCallbackHandler(meter, user_id=user)
+    handler = MeterCallbackHandler(meter, user_id=user)
     await cancelled_once_sent(provider, chat(provider).ainvoke("Hi", config={"callbacks": [handler]}))
     # The provider may have worked on it: the input estimate is recorded, not given back; the hold is gone.
     assert handler._runs == {}
@@ -163,9 +192,9 @@ async def test_a_cancelled_ainvoke_is_metered_with_its_estimate_when_its_task_en
     meter.shutdown()
 
 
-def test_the_handlers_refuse_what_they_cannot_meter_with() -> None:
+def test_the_handler_refuses_what_it_cannot_meter_with() -> None:
     with pytest.raises(TypeError, match=r"meterline\.Meter or AsyncMeter"):
-        AsyncMeterCallbackHandler(object())  # type: ignore[arg-type]
+        MeterCallbackHandler(object())  # type: ignore[arg-type]
 
 
 def test_a_prompts_candidates_carrying_the_same_usage_count_it_once() -> None:

@@ -1,23 +1,24 @@
-"""``meterline.langchain.MeterCallbackHandler(meter, user_id=None)`` and its async twin
-``AsyncMeterCallbackHandler``: meter LangChain chat models (and LLMs). ``raise_error`` makes LangChain
-wait for the handler before the provider is called and lets a hard gate stop the run:
-``LimitExceededError`` surfaces from ``invoke()``/``stream()`` (``ainvoke()``/``astream()``)."""
+"""``meterline.langchain.MeterCallbackHandler(meter, user_id=None)``: meters LangChain chat models (and LLMs), in
+sync runs and async ones alike. ``raise_error`` makes LangChain wait for the handler before the provider is called
+and lets a hard gate stop the run: ``LimitExceededError`` surfaces from ``invoke()``/``stream()`` and
+``ainvoke()``/``astream()``."""
 
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 import time
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, Generic, TypeVar
 from uuid import UUID
 
-from langchain_core.callbacks import AsyncCallbackHandler, BaseCallbackHandler
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import LLMResult
 
 from ..core import MeterCore
 from ..errors import MeterTypeError, MeterValueError
-from ..meter import Meter
 from ..validate import check_metadata, check_session_id
 from .calls import Call, Starting, astart, count, get, output_limit, start, who
 
@@ -62,21 +63,60 @@ def read_result(response: LLMResult) -> tuple[int, int, list[str]] | None:
     return inp, out, tools
 
 
-class _Runs:
-    """The open runs of one handler, by LangChain's run id, and the sweeper of streams left with ``break``."""
+S = TypeVar("S", bound=Callable[..., None])
 
-    def _init_runs(
+# The function of LangChain's async dispatcher (langchain_core.callbacks.manager) that looks an event up on a
+# handler: it awaits a coroutine function, in the caller's own task for a handler that runs inline.
+_ASYNC_DISPATCH = "_ahandle_event_for_handler"
+
+
+class _ByDispatcher(Generic[S]):
+    """An event looked up by LangChain's async dispatcher is the coroutine ``on_async`` (awaited in the task that
+    runs the model: it reserves without blocking the loop and watches that task), by anything else the plain
+    ``on_sync``. One handler so meters a model used with ``invoke()`` and ``ainvoke()`` alike: a handler with
+    ``async def`` events run by a sync run is driven on a throwaway loop whose exceptions LangChain swallows, so
+    a hard gate would not stop the call."""
+
+    def __init__(self, on_sync: S, on_async: Callable[..., Awaitable[None]]) -> None:
+        self.on_sync = on_sync
+        self.on_async = on_async
+
+    def __get__(self, obj: object, owner: type | None = None) -> Any:
+        if obj is None:
+            return self.on_sync
+        fn = self.on_async if sys._getframe(1).f_code.co_name == _ASYNC_DISPATCH else self.on_sync
+        return fn.__get__(obj, owner)
+
+
+class MeterCallbackHandler(BaseCallbackHandler):
+    """Pass it per call (``config={"callbacks": [handler]}``) or in the model's ``callbacks``; one handler serves
+    ``invoke()``/``stream()`` (with a ``Meter``) and ``ainvoke()``/``astream()`` (with a ``Meter`` or an
+    ``AsyncMeter``).
+
+    LangChain calls no callback when a reader leaves ``.stream()`` with ``break``: a run that streamed tokens and
+    then none for ``idle`` seconds is taken as left and settled with what it streamed (one sweeper thread per
+    handler, running only while runs are open). Nor when an ``ainvoke()`` is cancelled (a timeout, a client gone):
+    an async run still open when the task that ran it ends is settled then, with its estimate, as a cancelled
+    stream is. Runs still open when ``meter.shutdown()`` runs are settled then."""
+
+    raise_error = True
+    # Async runs: awaited in the caller's task before the provider is called (that task is the one watched).
+    run_inline = True
+
+    def __init__(
         self,
-        name: str,
-        meter: Any,
-        user_id: str | None,
-        metadata: dict[str, Any] | None,
-        idle: float,
-        session_id: str | None,
+        meter: MeterCore,
+        user_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        idle: float = 60.0,
+        *,
+        session_id: str | None = None,
     ) -> None:
+        if not isinstance(meter, MeterCore):
+            raise MeterTypeError("MeterCallbackHandler(meter): meter must be a meterline.Meter or AsyncMeter")
         if not idle > 0:
-            raise MeterValueError(f"{name}: idle must be a positive number of seconds")
-        check_session_id(name, session_id)
+            raise MeterValueError("MeterCallbackHandler: idle must be a positive number of seconds")
+        check_session_id("MeterCallbackHandler", session_id)
         check_metadata(metadata)
         self.meter = meter
         self.user_id = user_id
@@ -86,6 +126,8 @@ class _Runs:
         self._runs: dict[UUID, Call] = {}
         # Last token time of runs that streamed (monotonic seconds).
         self._streamed: dict[UUID, float] = {}
+        # The done callback of each open async run's task, taken off when the run ends (a long-lived task runs many).
+        self._watches: dict[UUID, tuple[asyncio.Task[Any], Callable[[object], None]]] = {}
         self._sweeper: threading.Thread | None = None
         self._lock = threading.Lock()
 
@@ -133,139 +175,8 @@ class _Runs:
         with self._lock:
             self._runs[run_id] = call
 
-    def _token(self, token: Any, run_id: UUID) -> None:
-        call = self._runs.get(run_id)
-        if call is None:
-            return
-        if isinstance(token, str):
-            call.chars += len(token)
-        with self._lock:
-            self._streamed[run_id] = time.monotonic()
-            if self._sweeper is None:
-                self._sweeper = threading.Thread(target=self._sweep, name="meter-langchain-idle", daemon=True)
-                self._sweeper.start()
-
-    def _ended(self, run_id: UUID) -> Call | None:
-        with self._lock:
-            self._streamed.pop(run_id, None)
-            return self._runs.pop(run_id, None)
-
-    def _end(self, response: LLMResult, run_id: UUID) -> None:
-        call = self._ended(run_id)
-        if call is None:
-            return
-        read = read_result(response)
-        if read is None:
-            call.settle_seen()
-        else:
-            call.settle(*read)
-
-    def _error(self, error: BaseException, run_id: UUID) -> None:
-        call = self._ended(run_id)
-        if call is None:
-            return
-        # Nothing streamed: the provider refused; else it was cut after it started answering. A cancelled call
-        # (the task cancelled: the caller's abort) may have been worked on: metered with its estimate, as the
-        # TypeScript handler meters an abort.
-        if call.chars == 0 and not isinstance(error, asyncio.CancelledError):
-            call.fail()
-        else:
-            call.settle_seen()
-
-
-class MeterCallbackHandler(_Runs, BaseCallbackHandler):
-    """Pass it per call (``config={"callbacks": [handler]}``) or in the model's ``callbacks``.
-
-    LangChain calls no callback when a reader leaves ``.stream()`` with ``break``: a run that streamed
-    tokens and then none for ``idle`` seconds is taken as left and settled with what it streamed (one
-    sweeper thread per handler, running only while runs are open). Runs still open when
-    ``meter.shutdown()`` runs are settled then. For ``ainvoke()`` and ``astream()``, use
-    ``AsyncMeterCallbackHandler``: LangChain tells a handler nothing when an ``ainvoke()`` is cancelled."""
-
-    raise_error = True
-
-    def __init__(
-        self,
-        meter: Meter,
-        user_id: str | None = None,
-        metadata: dict[str, Any] | None = None,
-        idle: float = 60.0,
-        *,
-        session_id: str | None = None,
-    ) -> None:
-        if not isinstance(meter, Meter):
-            raise MeterTypeError("MeterCallbackHandler(meter): meter must be a meterline.Meter")
-        self._init_runs("MeterCallbackHandler", meter, user_id, metadata, idle, session_id)
-
-    def on_chat_model_start(
-        self,
-        serialized: dict[str, Any],
-        messages: list[list[BaseMessage]],
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        tags: list[str] | None = None,
-        metadata: dict[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> None:
-        self._opened(
-            run_id, start(self._starting([[m.content for m in batch] for batch in messages], metadata, kwargs))
-        )
-
-    def on_llm_start(
-        self,
-        serialized: dict[str, Any],
-        prompts: list[str],
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        tags: list[str] | None = None,
-        metadata: dict[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> None:
-        self._opened(run_id, start(self._starting(prompts, metadata, kwargs)))
-
-    def on_llm_new_token(self, token: Any, *, run_id: UUID, **kwargs: Any) -> None:
-        self._token(token, run_id)
-
-    def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
-        self._end(response, run_id)
-
-    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-        self._error(error, run_id)
-
-
-class AsyncMeterCallbackHandler(_Runs, AsyncCallbackHandler):
-    """``MeterCallbackHandler`` for ``ainvoke()``, ``astream()`` and ``abatch()``, with a ``Meter`` or an
-    ``AsyncMeter``: it reserves without blocking the event loop, in the task that runs the model.
-
-    LangChain tells no handler when an ``ainvoke()`` is cancelled (a timeout, a client gone): a run still
-    open when its task ends is settled then, with its estimate, as a cancelled stream is. Under
-    ``asyncio.timeout()`` or ``wait_for()`` (Python 3.11+) the cancelled call runs in the caller's own
-    task, so that is when the caller's task ends."""
-
-    raise_error = True
-    # Awaited in the caller's task, before the provider is called: that task is the one watched.
-    run_inline = True
-
-    def __init__(
-        self,
-        meter: MeterCore,
-        user_id: str | None = None,
-        metadata: dict[str, Any] | None = None,
-        idle: float = 60.0,
-        *,
-        session_id: str | None = None,
-    ) -> None:
-        if not isinstance(meter, MeterCore):
-            raise MeterTypeError("AsyncMeterCallbackHandler(meter): meter must be a meterline.Meter or AsyncMeter")
-        self._init_runs("AsyncMeterCallbackHandler", meter, user_id, metadata, idle, session_id)
-        # The done callback of each open run's task, taken off when the run ends (a long-lived task runs many).
-        self._watches: dict[UUID, tuple[asyncio.Task[Any], Any]] = {}
-
     async def _astart(self, run_id: UUID, s: Starting) -> None:
-        call = await astart(s)
-        self._opened(run_id, call)
+        self._opened(run_id, await astart(s))
         task = asyncio.current_task()
         if task is None:
             return
@@ -279,44 +190,68 @@ class AsyncMeterCallbackHandler(_Runs, AsyncCallbackHandler):
         task.add_done_callback(ended)
         self._watches[run_id] = (task, ended)
 
-    def _unwatch(self, run_id: UUID) -> None:
+    def _ended(self, run_id: UUID) -> Call | None:
         watch = self._watches.pop(run_id, None)
         if watch is not None:
             watch[0].remove_done_callback(watch[1])
+        with self._lock:
+            self._streamed.pop(run_id, None)
+            return self._runs.pop(run_id, None)
 
-    async def on_chat_model_start(
-        self,
-        serialized: dict[str, Any],
-        messages: list[list[BaseMessage]],
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        tags: list[str] | None = None,
-        metadata: dict[str, Any] | None = None,
-        **kwargs: Any,
+    @staticmethod
+    def _messages(messages: list[list[BaseMessage]]) -> list[list[Any]]:
+        return [[m.content for m in batch] for batch in messages]
+
+    def _chat_model_start(
+        self, serialized: dict[str, Any], messages: list[list[BaseMessage]], *, run_id: UUID, **kwargs: Any
     ) -> None:
-        await self._astart(run_id, self._starting([[m.content for m in batch] for batch in messages], metadata, kwargs))
+        self._opened(run_id, start(self._starting(self._messages(messages), kwargs.get("metadata"), kwargs)))
 
-    async def on_llm_start(
-        self,
-        serialized: dict[str, Any],
-        prompts: list[str],
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        tags: list[str] | None = None,
-        metadata: dict[str, Any] | None = None,
-        **kwargs: Any,
+    async def _achat_model_start(
+        self, serialized: dict[str, Any], messages: list[list[BaseMessage]], *, run_id: UUID, **kwargs: Any
     ) -> None:
-        await self._astart(run_id, self._starting(prompts, metadata, kwargs))
+        await self._astart(run_id, self._starting(self._messages(messages), kwargs.get("metadata"), kwargs))
 
-    async def on_llm_new_token(self, token: Any, *, run_id: UUID, **kwargs: Any) -> None:
-        self._token(token, run_id)
+    def _llm_start(self, serialized: dict[str, Any], prompts: list[str], *, run_id: UUID, **kwargs: Any) -> None:
+        self._opened(run_id, start(self._starting(prompts, kwargs.get("metadata"), kwargs)))
 
-    async def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
-        self._unwatch(run_id)
-        self._end(response, run_id)
+    async def _allm_start(self, serialized: dict[str, Any], prompts: list[str], *, run_id: UUID, **kwargs: Any) -> None:
+        await self._astart(run_id, self._starting(prompts, kwargs.get("metadata"), kwargs))
 
-    async def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-        self._unwatch(run_id)
-        self._error(error, run_id)
+    on_chat_model_start = _ByDispatcher(_chat_model_start, _achat_model_start)
+    on_llm_start = _ByDispatcher(_llm_start, _allm_start)
+
+    # Cheap and without I/O: plain functions in both kinds of run (an async run calls them inline).
+    def on_llm_new_token(self, token: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        call = self._runs.get(run_id)
+        if call is None:
+            return
+        if isinstance(token, str):
+            call.chars += len(token)
+        with self._lock:
+            self._streamed[run_id] = time.monotonic()
+            if self._sweeper is None:
+                self._sweeper = threading.Thread(target=self._sweep, name="meter-langchain-idle", daemon=True)
+                self._sweeper.start()
+
+    def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
+        call = self._ended(run_id)
+        if call is None:
+            return
+        read = read_result(response)
+        if read is None:
+            call.settle_seen()
+        else:
+            call.settle(*read)
+
+    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        call = self._ended(run_id)
+        if call is None:
+            return
+        # Nothing streamed: the provider refused; else it was cut after it started answering. A cancelled call
+        # (the task cancelled: the caller's abort) may have been worked on: metered with its estimate, as the
+        # TypeScript handler meters an abort.
+        if call.chars == 0 and not isinstance(error, asyncio.CancelledError):
+            call.fail()
+        else:
+            call.settle_seen()
