@@ -6,9 +6,11 @@
  * the decimal it is. An amount that comes in (a price, a cap, a client's cost) is taken to the
  * unit once by `toNano`.
  *
- * Whole numbers up to 2^53 n$ (about $9,007,199) are exact in a JS number, so a counter holds
- * up to that much; an amount converted both ways (`toNano(toDollars(n))`) is exact up to 2^51
- * n$ (about $2,251,799) and every single amount or period sum here is far below either.
+ * Whole numbers up to 2^53 n$ (about $9,007,199) are exact in a JS number, so a sum is exact
+ * inside up to that much. On the wire, dollars as doubles hold every nano-dollar up to 2^23
+ * dollars ($8,388,608): `toNano(toDollars(n))` gives n back that far (`toNano` reads the exact
+ * value's digits above 2^51 n$, where dollars x 1e9 carries its own error); beyond it an amount
+ * written out is the double nearest to it.
  */
 
 /** Nano-dollars in a dollar. */
