@@ -7,7 +7,7 @@ import { Card, DataTable, DoneStatus, ErrorState, Field, FormAlert, Query, Scree
 export function KeysScreen() {
   const keys = useQuery(keysRead());
   // The revoked key's row goes, and its button with it: the word that it went takes the focus.
-  const [revoked, setRevoked] = useState<string | null>(null);
+  const [revoked, setRevoked] = useState<{ id: string; name: string } | null>(null);
   return (
     <Screen title="API keys">
     <div className="grid-side">
@@ -20,13 +20,13 @@ export function KeysScreen() {
             return (
               <DataTable caption="API keys" columns={["Name", "Scope", "Prefix", "Created", "Last used", "Expires", { label: "Actions", hidden: true }]}>
                 {d.keys.map((k) => (
-                  <KeyRow key={k.id} k={k} lastAdmin={lastAdmin && liveAdmin(k)} onRevoked={() => setRevoked(k.name)} />
+                  <KeyRow key={k.id} k={k} lastAdmin={lastAdmin && liveAdmin(k)} onRevoked={() => setRevoked({ id: k.id, name: k.name })} />
                 ))}
               </DataTable>
             );
           }}
         </Query>
-        {revoked && <DoneStatus key={revoked}>Key {revoked} revoked: requests with it are refused within seconds.</DoneStatus>}
+        {revoked && <DoneStatus key={revoked.id}>Key {revoked.name} revoked: requests with it are refused within seconds.</DoneStatus>}
         <p className="hint">To rotate a key: create a new one, deploy it, then revoke the old one. A revoked key stops working within seconds. The last admin key cannot be revoked.</p>
       </Card>
       <CreateKey />

@@ -241,6 +241,7 @@ function Members({ id, members }: { id: string; members: ReturnType<typeof useMe
     <Card title="Members">
       {removing && (
         <ConfirmBox
+          key={removing.external_user_id}
           name="Confirm the removal"
           yes="Yes, remove"
           busyYes="Removing…"

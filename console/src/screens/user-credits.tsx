@@ -131,7 +131,7 @@ function Grants({ owner, grants }: { owner: CreditOwner; grants: CreditGrant[] }
   return (
     <>
       {voiding && (
-        <ConfirmBox name="Confirm the void" yes="Yes, void it" busyYes="Voiding…" busy={voidGrant.isPending} no="Keep it" onYes={() => voidGrant.mutate(voiding)} onNo={() => setVoiding(null)}>
+        <ConfirmBox key={voiding.id} name="Confirm the void" yes="Yes, void it" busyYes="Voiding…" busy={voidGrant.isPending} no="Keep it" onYes={() => voidGrant.mutate(voiding)} onNo={() => setVoiding(null)}>
           Void grant <code>{voiding.id}</code>? Its remaining {fmtExactMoney(voiding.remaining)} leaves the balance for good
           {voiding.status === "pending" ? " (it is not effective yet)" : ""}.
         </ConfirmBox>

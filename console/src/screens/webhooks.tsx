@@ -25,8 +25,19 @@ function fieldErrors(err: ApiError | null): (field: "url" | "description" | "sub
 export function WebhooksScreen({ selected }: { selected?: string }) {
   const endpoints = useQuery(endpointsRead());
   const current = endpoints.data?.find((e) => e.id === selected);
-  // An endpoint deleted from its page comes back here with its URL (EndpointDetail's navigation).
-  const deleted = (useHistoryState<{ deleted?: string } | null>() ?? {}).deleted;
+  // An endpoint deleted from its page comes back here with its URL (EndpointDetail's navigation),
+  // said once: the history entry forgets it, so Back and Forward do not say it again.
+  const said = useHistoryState<{ deleted?: string } | null>()?.deleted;
+  const [deleted, setDeleted] = useState(said);
+  useEffect(() => {
+    if (!said) return;
+    setDeleted(said);
+    window.history.replaceState(null, "");
+  }, [said]);
+  // Opening an endpoint moves on from it.
+  useEffect(() => {
+    if (selected) setDeleted(undefined);
+  }, [selected]);
   return (
     <Screen title="Webhooks">
     <div className="grid-side">
