@@ -128,10 +128,12 @@ def test_a_refused_batch_is_dropped_and_counted(
 def test_a_422_naming_events_drops_only_those(
     product: Product, proxy: FaultProxy, caplog: pytest.LogCaptureFixture
 ) -> None:
-    user = product.create_user(PRICED)
+    # A model priced so high that one call's cost passes the service's bound of one event ($10^12): the library
+    # prices by the plan and cannot tell; the service refuses that event by its index.
+    user = product.create_user({"cost_rates": {**PRICED["cost_rates"], "huge": {"input": 1e9, "output": 0}}})
     m = Meter(api_key=product.key, base_url=proxy.api_url)
     m.record(user, model="m", input_tokens=10)
-    m.record(user, model="m", input_tokens=2_000_000_000)  # past the service's bound of one event
+    m.record(user, model="huge", input_tokens=2_000_000)
     m.record(user, model="m", input_tokens=11)
     with caplog.at_level(logging.WARNING, logger="meterline"):
         assert m.flush(timeout=10)

@@ -151,9 +151,11 @@ t("other 4xx are not retried: the batch is dropped and counted", async (ctx) => 
 
 t("a 422 that names events drops only those: the rest of their batch is delivered", async (ctx) => {
   const { proxy, m, logger } = await setup(ctx);
-  const userId = await createUser(ctx.api, { cost_rates: PLAN.cost_rates });
+  // A model priced so high that one call's cost passes the service's bound of one event ($10^12):
+  // the library prices by the plan and cannot tell; the service refuses that event by its index.
+  const userId = await createUser(ctx.api, { cost_rates: { ...PLAN.cost_rates, huge: { input: 1e9, output: 0 } } });
   await m.record(userId, { model: "m", input_tokens: 10 });
-  await m.record(userId, { model: "m", input_tokens: 2_000_000_000 }); // past the service's bound of one event
+  await m.record(userId, { model: "huge", input_tokens: 2_000_000 });
   await m.record(userId, { model: "m", input_tokens: 11 });
   assert.ok(await m.flush({ timeoutMs: 10_000 }));
   assert.is(proxy.count(/POST \/events\/batch/), 2);
