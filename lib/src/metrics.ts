@@ -103,6 +103,13 @@ export const quarantinedJobs = counter(
   ["kind"],
 );
 
+/** What the webhooks service's last start found of the stored signing secrets against its keys (flows/reseal.ts). */
+export const webhookSecrets = gauge(
+  "meter_webhook_secrets",
+  "Endpoints' signing secrets at this process's last start, by the key that opens them: current, previous (WEBHOOKS_SECRET_KEY_PREVIOUS only: drop it at 0), none (their deliveries fail).",
+  ["key"],
+);
+
 export const webhookDeliveries = counter(
   "meter_webhook_deliveries_total",
   "Webhook delivery attempts, by outcome (success, retry, failed) and attempt number.",

@@ -5,6 +5,7 @@ import { randomUUID } from "node:crypto";
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { createLogger } from "@meter/lib/logger";
+import { webhookSecrets } from "@meter/lib/metrics";
 import { eventually } from "../../test/support/eventually.ts";
 import { SecretBox } from "./domain/secrets.ts";
 import { resealSecrets } from "./flows/reseal.ts";
@@ -37,7 +38,10 @@ t("a replica on the new key with the old one as previous opens every secret, sea
   // Without the key that sealed it, the secret opens with none: counted and said at start, not re-sealed.
   const logger = createLogger("webhooks-test", "silent");
   const wrong = await resealSecrets({ endpoints: new EndpointStore(db), secrets: new SecretBox(C), logger });
-  assert.equal(wrong, { resealed: 0, unopenable: 1 });
+  assert.equal(wrong, { resealed: 0, previous: 0, unopenable: 1 });
+  // ... and exported for the alert, from that start on.
+  const gauge = Object.fromEntries((await webhookSecrets.get()).values.map((v) => [v.labels.key, v.value]));
+  assert.equal(gauge, { current: 0, previous: 0, none: 1 });
   assert.is(new SecretBox(B).check(await stored(), endpointId), "current", "a key that opens nothing changes nothing");
 });
 

@@ -1,3 +1,4 @@
+import { webhookSecrets } from "@meter/lib/metrics";
 import type { WebhooksDeps } from "../deps.ts";
 
 /**
@@ -8,21 +9,34 @@ import type { WebhooksDeps } from "../deps.ts";
  * Each re-seal is conditional on the stored form, so replicas starting together and a rotation
  * through the API meanwhile change nothing twice.
  */
-export async function resealSecrets(deps: Pick<WebhooksDeps, "endpoints" | "secrets" | "logger">): Promise<{ resealed: number; unopenable: number }> {
+export async function resealSecrets(deps: Pick<WebhooksDeps, "endpoints" | "secrets" | "logger">): Promise<{ resealed: number; previous: number; unopenable: number }> {
+  let current = 0;
   let resealed = 0;
+  let previous = 0;
   let unopenable = 0;
   for await (const e of deps.endpoints.sealedSecrets()) {
     const state = deps.secrets.check(e.secret_sealed, e._id);
-    if (state === "previous") {
-      if (await deps.endpoints.reseal(e._id, e.secret_sealed, deps.secrets.seal(deps.secrets.open(e.secret_sealed, e._id), e._id))) resealed++;
-    } else if (state === "unopenable") unopenable++;
+    if (state === "current") current++;
+    else if (state === "unopenable") unopenable++;
+    else if (await deps.endpoints.reseal(e._id, e.secret_sealed, deps.secrets.seal(deps.secrets.open(e.secret_sealed, e._id), e._id))) {
+      resealed++;
+      current++;
+    } else previous++; // changed meanwhile (a rotation through the API): the next start looks again
   }
-  if (resealed > 0) deps.logger.info({ resealed }, "signing secrets sealed with a previous key were sealed again with WEBHOOKS_SECRET_KEY");
+  webhookSecrets.set({ key: "current" }, current);
+  webhookSecrets.set({ key: "previous" }, previous);
+  webhookSecrets.set({ key: "none" }, unopenable);
+  if (resealed > 0 || previous > 0) {
+    deps.logger.info(
+      { resealed, stillPrevious: previous },
+      "signing secrets sealed with a previous key were sealed again with WEBHOOKS_SECRET_KEY; drop WEBHOOKS_SECRET_KEY_PREVIOUS once a start finds none left (meter_webhook_secrets{key=\"previous\"} 0)",
+    );
+  }
   if (unopenable > 0) {
     deps.logger.error(
       { endpoints: unopenable },
       "signing secrets that no configured key opens: their deliveries fail until WEBHOOKS_SECRET_KEY (or WEBHOOKS_SECRET_KEY_PREVIOUS) holds the key that sealed them; after a lost key, rotate each endpoint's secret (POST /webhooks/endpoints/{id}/rotate-secret)",
     );
   }
-  return { resealed, unopenable };
+  return { resealed, previous, unopenable };
 }
