@@ -38,7 +38,9 @@ export class SubscriberStore {
 
   async countsOf(productId: string, planIds: readonly string[]): Promise<Map<string, number>> {
     const docs = await findByIds(this.counts, planIds.map((id) => `${productId}:${id}`));
-    const n = new Map(docs.map((d) => [d._id, d.n]));
+    // Never below 0: a move off a plan counted by no move onto it (a change served by a release that
+    // kept no such count) would otherwise read as a negative number of subscribers.
+    const n = new Map(docs.map((d) => [d._id, Math.max(0, d.n)]));
     return new Map(planIds.map((id) => [id, n.get(`${productId}:${id}`) ?? 0]));
   }
 
