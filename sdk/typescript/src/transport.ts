@@ -74,11 +74,18 @@ export class Transport {
     return parsed as T;
   }
 
-  /** Whether the Meter API answers at the base: known once it did, else asked of its /health. */
-  async isApi(timeoutMs: number): Promise<boolean> {
-    if (this.apiSeen) return true;
-    const health = await this.health(timeoutMs);
-    return health === "ok" || health === "degraded";
+  #apiCheck: Promise<boolean> | undefined;
+
+  /**
+   * Whether the Meter API answers at the base: known once it did, else asked of its /health, one
+   * question at a time (the 404s of many users' first loads share it).
+   */
+  isApi(timeoutMs: number): Promise<boolean> {
+    if (this.apiSeen) return Promise.resolve(true);
+    return (this.#apiCheck ??= this.health(timeoutMs).then((h) => {
+      this.#apiCheck = undefined;
+      return h === "ok" || h === "degraded";
+    }));
   }
 
   getSession(userId: string, timeoutMs?: number): Promise<SessionView> {

@@ -12,6 +12,9 @@ import { UserEntry } from "./state.ts";
 import { Teams } from "./team-state.ts";
 import { addressHint, type Changes, type Transport } from "./transport.ts";
 
+/** Longest wait for /health after a session's 404 (it adds to that load's wait). */
+const API_CHECK_MS = 1_000;
+
 /** Retry delay of a session load that failed (capped by refreshIntervalMs). */
 const LOAD_RETRY_MS = 5_000;
 
@@ -138,7 +141,8 @@ export class Users {
         async (err: Error) => {
           // A 404 says "no such user" only when the API answers here: a wrong address (a proxy,
           // another service) answers 404 to every path, and failClosed must then hold, not open.
-          const misaddressed = err instanceof MeterApiError && err.status === 404 && !(await this.transport.isApi(this.settings.startupTimeoutMs));
+          // Something answered the 404 at once: its /health answers as fast, or it is not the API.
+          const misaddressed = err instanceof MeterApiError && err.status === 404 && !(await this.transport.isApi(Math.min(this.settings.startupTimeoutMs, API_CHECK_MS)));
           const now = clockNow();
           if (err instanceof MeterApiError && err.status === 404 && !misaddressed) {
             // Not registered (or deleted): permissive defaults; its events are still sent.

@@ -16,6 +16,9 @@ from .state import UserEntry
 from .transport import address_hint, session_path
 from .types import BillingPeriod, SessionStartState
 
+# Longest wait for /health after a session's 404 (it adds to that load's wait).
+API_CHECK = 1.0
+
 # Retry delay of a session load that failed (capped by refresh_interval).
 LOAD_RETRY = 5.0
 
@@ -79,8 +82,9 @@ class Users(Recording):
                 # A 404 says "no such user" only when the API answers here: a wrong address (a proxy, another
                 # service) answers 404 to every path, and fail_closed must then hold, not open.
                 missing = isinstance(err, MeterAPIError) and err.status == 404
+                # Something answered the 404 at once: its /health answers as fast, or it is not the API.
                 misaddressed = missing and not (
-                    self._http.api_seen or (yield Health(self.startup_timeout)) in ("ok", "degraded")
+                    self._http.api_seen or (yield Health(min(self.startup_timeout, API_CHECK))) in ("ok", "degraded")
                 )
                 now = clock_now()
                 with self._lock:
