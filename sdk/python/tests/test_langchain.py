@@ -51,13 +51,7 @@ def test_invoke_and_stream_are_metered_once_each(product: Product, provider: Moc
 async def test_a_hard_gate_stops_the_run_before_the_provider(product: Product, provider: MockProvider) -> None:
     user = product.create_user({"max_spend_per_period": 0})
     meter = Meter(api_key=product.key, base_url=product.url)
-    model = ChatOpenAI(
-        model="gpt-4o",
-        api_key=SecretStr("sk-test"),
-        base_url=provider.base,
-        max_retries=0,
-        callbacks=[MeterCallbackHandler(meter, user_id=user)],
-    )
+    model = chat(provider, callbacks=[MeterCallbackHandler(meter, user_id=user)])
     with pytest.raises(LimitExceededError):
         model.invoke("Hi")
     with pytest.raises(LimitExceededError):
@@ -118,9 +112,15 @@ async def test_a_cancelled_call_the_provider_had_is_metered_with_its_estimate(
     meter.shutdown()
 
 
-def chat(provider: MockProvider) -> ChatOpenAI:
+def chat(provider: MockProvider, **options: Any) -> ChatOpenAI:
+    """gpt-4o at the mock provider, without retries; ``options`` such as the model's ``callbacks``."""
     return ChatOpenAI(
-        model="gpt-4o", api_key=SecretStr("sk-test"), base_url=provider.base, max_retries=0, stream_usage=True
+        model="gpt-4o",
+        api_key=SecretStr("sk-test"),
+        base_url=provider.base,
+        max_retries=0,
+        stream_usage=True,
+        **options,
     )
 
 
@@ -158,13 +158,7 @@ def test_one_handler_meters_a_model_used_with_invoke_and_ainvoke_each_with_its_r
 ) -> None:
     user = product.create_user(PLAN)
     meter = Meter(api_key=product.key, base_url=product.url)
-    model = ChatOpenAI(
-        model="gpt-4o",
-        api_key=SecretStr("sk-test"),
-        base_url=provider.base,
-        max_retries=0,
-        callbacks=[MeterCallbackHandler(meter, user_id=user)],
-    )
+    model = chat(provider, callbacks=[MeterCallbackHandler(meter, user_id=user)])
     seen: list[UsageEvent] = []
     meter.on_usage(seen.append)
     model.invoke("Hi")
