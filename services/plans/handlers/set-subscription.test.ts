@@ -2,7 +2,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { randomUUID } from "node:crypto";
 import { Code } from "@connectrpc/connect";
-import { failure, jan, product, withPlans, type PlansSuite } from "../testing/suite.ts";
+import { failure, feb, jan, product, withPlans, type PlansSuite } from "../testing/suite.ts";
 
 const t = suite<PlansSuite>("SetSubscription over gRPC");
 withPlans(t);
@@ -52,6 +52,30 @@ t("subscriptions: dates required for finite plans, optional otherwise, ordered, 
   assert.is((await failure(client.setSubscription({ productId, externalUserId: "u1", planId: "capped", ...jan }))).code, Code.NotFound);
   const [foreign] = (await client.createPlans({ productId: product(), plans: [{ name: "foreign" }] })).plans;
   assert.is((await failure(client.setSubscription({ productId, externalUserId: "u1", planId: foreign!.id }))).code, Code.NotFound);
+});
+
+t("the subscription in force set again changes nothing: the history, the counts and the listing stay as they were", async ({ client }) => {
+  const productId = product();
+  const [a, b] = (await client.createPlans({ productId, plans: [{ name: "a", maxSpendPerPeriod: 10 }, { name: "b" }] })).plans;
+  await client.createUser({ productId, externalUserId: "login" });
+  // A product that sets the subscription at every sign-in: one entry, however often.
+  for (let i = 0; i < 5; i++) {
+    const set = await client.setSubscription({ productId, externalUserId: "login", planId: a!.id, billingSubscriptionId: "sub_1", ...jan });
+    assert.is(set.user!.planName, "a");
+  }
+  const history = async () => (await client.resolveUsers({ productId, externalUserIds: ["login"] })).users[0]!.subscriptions.map((s) => s.planName);
+  assert.equal(await history(), ["a"]);
+  // Anything different is a change: other dates, another billing id, another plan; and back again.
+  await client.setSubscription({ productId, externalUserId: "login", planId: a!.id, billingSubscriptionId: "sub_1", ...feb });
+  await client.setSubscription({ productId, externalUserId: "login", planId: a!.id, billingSubscriptionId: "sub_2", ...feb });
+  await client.setSubscription({ productId, externalUserId: "login", planId: b!.id });
+  await client.setSubscription({ productId, externalUserId: "login", planId: b!.id });
+  await client.setSubscription({ productId, externalUserId: "login", planId: a!.id, billingSubscriptionId: "sub_2", ...feb });
+  assert.equal(await history(), ["a", "a", "a", "b", "a"]);
+  const counts = (await client.countSubscribers({ productId })).plans.map((p) => [p.planName, Number(p.subscriberCount)]);
+  assert.equal(counts, [["a", 1], ["b", 0]]);
+  const listed = await client.listUsers({ productId, planName: "a", limit: 10 });
+  assert.equal(listed.users.map((u) => u.externalUserId), ["login"]);
 });
 
 t("concurrent subscription changes: the history has every change and ends with the current one", async ({ client }) => {

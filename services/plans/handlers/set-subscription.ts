@@ -74,7 +74,8 @@ export async function newSubscription(deps: PlansDeps, productId: string, req: S
 
 /**
  * The change is appended to the history inside the user document (one atomic write orders
- * concurrent changes), then the subscriber counts move from the plan before it to this one.
+ * concurrent changes), then the subscriber counts move from the plan before it to this one. The
+ * subscription in force already (same plan, dates and billing id) changes nothing.
  */
 export function setSubscription(deps: PlansDeps): ServiceImpl<typeof PlansService>["setSubscription"] {
   return async (req) => {
@@ -89,6 +90,11 @@ export function setSubscription(deps: PlansDeps): ServiceImpl<typeof PlansServic
     const appended = await deps.users.appendSubscription(productId, req.externalUserId, sub);
     if (!appended) throw userNotFound(req.externalUserId);
     const { user: updated, entry } = appended;
+    if (!appended.appended) {
+      // The subscription in force already: nothing changed, and the listing keeps the one it has.
+      await deps.members.remove(productId, plan.id, req.externalUserId, sub.id);
+      return { user: await userMessage(deps, productId, updated) };
+    }
     const before = updated.subscriptions[entry.seq - 2];
     const previous = before?.plan_id ?? null;
     await deps.subscribers.move(productId, previous, plan.id);

@@ -16,6 +16,11 @@ export function setTeamSubscription(deps: PlansDeps): ServiceImpl<typeof PlansSe
     const { plan, entry } = await newSubscription(deps, productId, req);
     const appended = await deps.teams.appendSubscription(productId, req.externalTeamId, entry);
     if (!appended) throw teamNotFound(req.externalTeamId);
+    if (!appended.appended) {
+      // The subscription in force already: nothing changed.
+      const [same] = await teamMessages(deps, productId, [appended.team]);
+      return { team: same };
+    }
     // The history's order says which plan this change left, as for a user's (set-subscription.ts).
     await deps.teamSubscribers.move(productId, appended.team.subscriptions[appended.entry.seq - 2]?.plan_id ?? null, plan.id);
     await announce(deps, productId, { externalTeamId: req.externalTeamId });

@@ -28,20 +28,32 @@ export function withSeq(entries: readonly StoredEntry[] | undefined): Subscripti
   return (entries ?? []).map((s, i) => ({ ...s, seq: i + 1 }));
 }
 
+/** What makes two subscriptions the same: plan, billing window and billing id (not when they were set). */
+export function subscriptionKey(e: Pick<StoredEntry, "plan_id" | "period_start" | "period_end" | "billing_subscription_id">): string {
+  return JSON.stringify([e.plan_id, e.period_start?.getTime() ?? null, e.period_end?.getTime() ?? null, e.billing_subscription_id]);
+}
+
 /**
  * Appends `entry` to the `subscriptions` of the document `_id` with one atomic `$push`, through
  * the cache so that every replica lets go of the document: concurrent changes are all kept, in
- * the one order the database applied them. The document after the change; null when it does
- * not exist.
+ * the one order the database applied them. Unless it is the subscription in force already (its
+ * `subscriptionKey` is the document's `current_subscription`): a product that sets the same
+ * subscription at every sign-in would otherwise grow the history, and every read and change of
+ * it, without bound; then nothing is written (`appended` false). The document after; null when
+ * it does not exist.
  */
 export async function pushSubscription<D extends Document & { _id: string }>(
   collection: Collection<D>,
   cache: UserCache,
   key: string,
   entry: StoredEntry,
-): Promise<D | null> {
-  const update = { $push: { subscriptions: entry }, $max: { updated_at: entry.effective_at } } as unknown as Parameters<Collection<D>["findOneAndUpdate"]>[1];
-  return (await cache.change(key, () =>
-    collection.findOneAndUpdate({ _id: key } as Parameters<Collection<D>["findOneAndUpdate"]>[0], update, { returnDocument: "after" }),
-  )) as D | null;
+): Promise<{ doc: D; appended: boolean } | null> {
+  const same = subscriptionKey(entry);
+  const filter = { _id: key, current_subscription: { $ne: same } } as unknown as Parameters<Collection<D>["findOneAndUpdate"]>[0];
+  const update = { $push: { subscriptions: entry }, $set: { current_subscription: same }, $max: { updated_at: entry.effective_at } } as unknown as Parameters<Collection<D>["findOneAndUpdate"]>[1];
+  const doc = (await cache.change(key, () => collection.findOneAndUpdate(filter, update, { returnDocument: "after" }))) as D | null;
+  if (doc) return { doc, appended: true };
+  // Not there, or the same subscription in force: read from the database, not a replica's cache.
+  const current = (await collection.findOne({ _id: key } as Parameters<Collection<D>["findOne"]>[0])) as D | null;
+  return current ? { doc: current, appended: false } : null;
 }

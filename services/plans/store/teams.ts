@@ -108,10 +108,10 @@ export class TeamStore {
   }
 
   /** Appends a subscription to the team's history, as UserStore.appendSubscription does to a user's. */
-  async appendSubscription(productId: string, externalTeamId: string, entry: StoredEntry): Promise<{ team: TeamDoc; entry: SubscriptionEntry } | null> {
-    const doc = await pushSubscription(this.teams, this.cache, teamKey(productId, externalTeamId), entry);
-    if (!doc) return null;
-    const team = fromStored(doc);
-    return { team, entry: team.subscriptions.find((s) => s.id === entry.id)! };
+  async appendSubscription(productId: string, externalTeamId: string, entry: StoredEntry): Promise<{ team: TeamDoc; entry: SubscriptionEntry; appended: boolean } | null> {
+    const pushed = await pushSubscription(this.teams, this.cache, teamKey(productId, externalTeamId), entry);
+    if (!pushed) return null;
+    const team = fromStored(pushed.doc);
+    return { team, entry: pushed.appended ? team.subscriptions.find((s) => s.id === entry.id)! : team.current!, appended: pushed.appended };
   }
 }

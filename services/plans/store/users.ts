@@ -176,18 +176,19 @@ export class UserStore {
   /**
    * Appends a subscription to the user's history with one atomic `$push`: concurrent changes
    * are all kept, in the one order the database applied them. Returns the user after the
-   * change and the position of the new entry; null when the user does not exist.
+   * change and the position of the new entry (of the one in force when it was the same: nothing
+   * appended); null when the user does not exist.
    */
   async appendSubscription(
     productId: string,
     externalUserId: string,
     entry: Omit<StoredEntry, "id"> & { id?: string },
-  ): Promise<{ user: UserDoc; entry: SubscriptionEntry } | null> {
+  ): Promise<{ user: UserDoc; entry: SubscriptionEntry; appended: boolean } | null> {
     const id = entry.id ?? randomUUID();
-    const doc = await pushSubscription(this.users, this.cache, userKey(productId, externalUserId), { ...entry, id });
-    if (!doc) return null;
-    const user = fromStored(doc);
-    return { user, entry: user.subscriptions.find((s) => s.id === id)! };
+    const pushed = await pushSubscription(this.users, this.cache, userKey(productId, externalUserId), { ...entry, id });
+    if (!pushed) return null;
+    const user = fromStored(pushed.doc);
+    return { user, entry: pushed.appended ? user.subscriptions.find((s) => s.id === id)! : user.current!, appended: pushed.appended };
   }
 
   /**
