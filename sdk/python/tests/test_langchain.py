@@ -8,8 +8,11 @@ from collections.abc import Coroutine
 from typing import Any
 
 import pytest
+from langchain_core.callbacks import AsyncCallbackHandler
+from langchain_core.language_models.fake import FakeListLLM
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
+from langchain_core.runnables import RunnableLambda
 from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
 
@@ -184,6 +187,57 @@ async def test_a_cancelled_ainvoke_is_metered_with_its_estimate_when_its_task_en
     assert meter.stats.sent == 1
     assert (await asyncio.to_thread(product.usage, user))["total_tokens"] > 0
     meter.shutdown()
+
+
+async def test_a_chains_astream_is_metered_with_its_real_usage(product: Product, provider: MockProvider) -> None:
+    """A chain's astream() reads each chunk in a task of its own: the task that started the run returns while the
+    run goes on, and the run is settled by its end, not by that task's."""
+    user = product.create_user(PLAN)
+    meter = Meter(api_key=product.key, base_url=product.url)
+    seen: list[UsageEvent] = []
+    meter.on_usage(seen.append)
+    chain = RunnableLambda(lambda x: x) | chat(provider)
+    text = "".join(
+        [
+            str(c.content)
+            async for c in chain.astream("Hi", config={"callbacks": [MeterCallbackHandler(meter, user_id=user)]})
+        ]
+    )
+    assert text == "Hello!"
+    assert meter.flush()
+    assert [(e.input_tokens, e.output_tokens) for e in seen] == [(USAGE_IN, USAGE_OUT)]
+    meter.shutdown()
+
+
+async def test_an_async_llm_runs_start_reaches_the_other_handlers_too(product: Product) -> None:
+    """LangChain gives an async LLM run's start to inline handlers only when any handler is inline: there this
+    handler is not, so a tracer beside it still hears the start."""
+    user = product.create_user(PLAN)
+    meter = Meter(api_key=product.key, base_url=product.url)
+    heard: list[str] = []
+
+    class Spy(AsyncCallbackHandler):
+        async def on_llm_start(self, *args: Any, **kwargs: Any) -> None:
+            heard.append("start")
+
+        async def on_llm_end(self, *args: Any, **kwargs: Any) -> None:
+            heard.append("end")
+
+    await FakeListLLM(responses=["hi"]).ainvoke(
+        "x", config={"callbacks": [MeterCallbackHandler(meter, user_id=user), Spy()]}
+    )
+    assert heard == ["start", "end"]
+    assert meter.flush()
+    assert meter.stats.sent == 1
+    meter.shutdown()
+
+
+def test_the_langchain_functions_the_handler_recognises_exist() -> None:
+    """It tells LangChain's async dispatcher and its async LLM start by their code: a release that renames them
+    would turn async runs into blocking ones, silently."""
+    from meterline.integrations.langchain import _ASYNC_DISPATCH, _ASYNC_LLM_START
+
+    assert _ASYNC_DISPATCH is not None and _ASYNC_LLM_START is not None
 
 
 def test_the_handler_refuses_what_it_cannot_meter_with() -> None:

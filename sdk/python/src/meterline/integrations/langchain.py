@@ -6,6 +6,7 @@ and lets a hard gate stop the run: ``LimitExceededError`` surfaces from ``invoke
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 import threading
 import time
@@ -14,6 +15,7 @@ from typing import Any, Generic, TypeVar
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.callbacks import manager as _manager
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import LLMResult
 
@@ -65,9 +67,20 @@ def read_result(response: LLMResult) -> tuple[int, int, list[str]] | None:
 
 S = TypeVar("S", bound=Callable[..., None])
 
-# The function of LangChain's async dispatcher (langchain_core.callbacks.manager) that looks an event up on a
-# handler: it awaits a coroutine function, in the caller's own task for a handler that runs inline.
-_ASYNC_DISPATCH = "_ahandle_event_for_handler"
+# LangChain's async dispatcher (langchain_core.callbacks.manager) looks an event up on a handler in this function
+# and awaits a coroutine function, in the caller's own task for a handler that runs inline; and an async LLM run's
+# start is given by this method, which gives it to the inline handlers only when any handler is inline (the others
+# never hear it). Compared by code object; None if a LangChain release renames them (tests/test_langchain.py says so).
+_ASYNC_DISPATCH = getattr(getattr(_manager, "_ahandle_event_for_handler", None), "__code__", None)
+_ASYNC_LLM_START = getattr(getattr(_manager.AsyncCallbackManager, "on_llm_start", None), "__code__", None)
+
+
+def _caller(depth: int) -> Any:
+    """The code of the function `depth` frames up, comprehensions (their own frames before Python 3.12) skipped."""
+    f: Any = sys._getframe(depth + 1)
+    while f is not None and f.f_code.co_name.startswith("<"):
+        f = f.f_back
+    return None if f is None else f.f_code
 
 
 class _ByDispatcher(Generic[S]):
@@ -84,7 +97,11 @@ class _ByDispatcher(Generic[S]):
     def __get__(self, obj: object, owner: type | None = None) -> Any:
         if obj is None:
             return self.on_sync
-        fn = self.on_async if sys._getframe(1).f_code.co_name == _ASYNC_DISPATCH else self.on_sync
+        fn = (
+            self.on_async
+            if _ASYNC_DISPATCH is not None and sys._getframe(1).f_code is _ASYNC_DISPATCH
+            else self.on_sync
+        )
         return fn.__get__(obj, owner)
 
 
@@ -100,8 +117,12 @@ class MeterCallbackHandler(BaseCallbackHandler):
     stream is. Runs still open when ``meter.shutdown()`` runs are settled then."""
 
     raise_error = True
-    # Async runs: awaited in the caller's task before the provider is called (that task is the one watched).
-    run_inline = True
+
+    @property
+    def run_inline(self) -> bool:  # type: ignore[override]
+        """Async runs: awaited in the caller's task before the provider is called (that task is the one watched).
+        Not where LangChain gives an LLM's start to inline handlers only: there the others would never hear it."""
+        return _ASYNC_LLM_START is None or _caller(1) is not _ASYNC_LLM_START
 
     def __init__(
         self,
@@ -127,7 +148,7 @@ class MeterCallbackHandler(BaseCallbackHandler):
         # Last token time of runs that streamed (monotonic seconds).
         self._streamed: dict[UUID, float] = {}
         # The done callback of each open async run's task, taken off when the run ends (a long-lived task runs many).
-        self._watches: dict[UUID, tuple[asyncio.Task[Any], Callable[[object], None]]] = {}
+        self._watches: dict[UUID, tuple[asyncio.Task[Any], Callable[[asyncio.Task[Any]], None]]] = {}
         self._sweeper: threading.Thread | None = None
         self._lock = threading.Lock()
 
@@ -140,6 +161,7 @@ class MeterCallbackHandler(BaseCallbackHandler):
                 calls = [c for c in (self._runs.pop(r, None) for r in left) if c is not None]
                 for r in left:
                     del self._streamed[r]
+                    self._unwatch_threadsafe(r)
                 if not self._runs:
                     self._sweeper = None
                     done = True
@@ -181,14 +203,26 @@ class MeterCallbackHandler(BaseCallbackHandler):
         if task is None:
             return
 
-        def ended(_: object) -> None:
+        def ended(done: asyncio.Task[Any]) -> None:
             self._watches.pop(run_id, None)
-            left = self._ended(run_id)
-            if left is not None:
-                left.settle_seen()
+            # Cancelled or failed with its run open: the call was given up (LangChain tells no handler of a
+            # cancelled ainvoke). A task that returned normally may have handed the run on (a chain's astream()
+            # reads each chunk in a task of its own): the run stays open for its end.
+            if done.cancelled() or done.exception() is not None:
+                left = self._ended(run_id)
+                if left is not None:
+                    left.settle_seen()
 
         task.add_done_callback(ended)
         self._watches[run_id] = (task, ended)
+
+    def _unwatch_threadsafe(self, run_id: UUID) -> None:
+        """Takes an async run's watch off its task from another thread: a task's callbacks belong to its loop."""
+        watch = self._watches.pop(run_id, None)
+        if watch is not None:
+            task, cb = watch
+            with contextlib.suppress(RuntimeError):  # its loop closed: nothing to take off
+                task.get_loop().call_soon_threadsafe(task.remove_done_callback, cb)
 
     def _ended(self, run_id: UUID) -> Call | None:
         watch = self._watches.pop(run_id, None)
