@@ -74,17 +74,16 @@ export class Transport {
     return parsed as T;
   }
 
-  #apiCheck: Promise<boolean> | undefined;
+  #apiCheck: Promise<Health> | undefined;
 
   /**
-   * Whether the Meter API answers at the base: known once it did, else asked of its /health, one
+   * What answers at the base: the API ("ok") once it did, else what its /health says, one
    * question at a time (the 404s of many users' first loads share it).
    */
-  isApi(timeoutMs: number): Promise<boolean> {
-    if (this.apiSeen) return Promise.resolve(true);
-    return (this.#apiCheck ??= this.health(timeoutMs).then((h) => {
+  whatAnswers(timeoutMs: number): Promise<Health> {
+    if (this.apiSeen) return Promise.resolve("ok");
+    return (this.#apiCheck ??= this.health(timeoutMs).finally(() => {
       this.#apiCheck = undefined;
-      return h === "ok" || h === "degraded";
     }));
   }
 

@@ -12,8 +12,8 @@ import { UserEntry } from "./state.ts";
 import { Teams } from "./team-state.ts";
 import { addressHint, type Changes, type Transport } from "./transport.ts";
 
-/** Longest wait for /health after a session's 404 (it adds to that load's wait). */
-const API_CHECK_MS = 1_000;
+/** Longest wait for /health after a session's 404 (it adds to that load's wait); the gateway's own takes up to 2 s when a service is slow. */
+const API_CHECK_MS = 2_500;
 
 /** Retry delay of a session load that failed (capped by refreshIntervalMs). */
 const LOAD_RETRY_MS = 5_000;
@@ -141,10 +141,12 @@ export class Users {
         async (err: Error) => {
           // A 404 says "no such user" only when the API answers here: a wrong address (a proxy,
           // another service) answers 404 to every path, and failClosed must then hold, not open.
-          // Something answered the 404 at once: its /health answers as fast, or it is not the API.
-          const misaddressed = err instanceof MeterApiError && err.status === 404 && !(await this.transport.isApi(Math.min(this.settings.startupTimeoutMs, API_CHECK_MS)));
+          // A /health that does not answer in time says nothing either way: the load failed.
+          const missing = err instanceof MeterApiError && err.status === 404;
+          const there = missing ? await this.transport.whatAnswers(Math.min(this.settings.startupTimeoutMs, API_CHECK_MS)) : undefined;
+          const misaddressed = there === "not_found";
           const now = clockNow();
-          if (err instanceof MeterApiError && err.status === 404 && !misaddressed) {
+          if (there === "ok" || there === "degraded") {
             // Not registered (or deleted): permissive defaults; its events are still sent.
             e.notRegistered(now, refreshIntervalMs);
             this.viewed(e, false);

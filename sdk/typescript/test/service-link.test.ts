@@ -157,6 +157,27 @@ t("a baseURL of the API's form where something else answers 404 to every path: n
   }
 });
 
+t("a session's 404 while /health does not answer in time says nothing of the address: the load failed, as in an outage", async (ctx) => {
+  // The API's /health is slow when a service is (the gateway waits up to 2 s for each): no verdict either way.
+  const slow = http.createServer((req, res) => {
+    if (req.url?.endsWith("/health")) return; // never answered
+    res.writeHead(404, { "content-type": "application/json" }).end('{"detail":"user not found"}');
+  });
+  slow.listen(0, "127.0.0.1");
+  await once(slow, "listening");
+  try {
+    const { log, options } = recorder();
+    const m = meter(ctx, { baseURL: `http://127.0.0.1:${(slow.address() as AddressInfo).port}/api/v1`, failClosed: true, ...options });
+    await rejects(() => m.guard("anyone", { model: "gpt-4o" }), MeterUnavailableError);
+    assert.ok(log.warnings.some((w) => w.includes("loading the session of anyone failed")), JSON.stringify(log.warnings));
+    assert.equal(log.errors, [], "not said to be a wrong address");
+    await m.shutdown({ timeoutMs: 100 });
+  } finally {
+    slow.closeAllConnections();
+    await new Promise((r) => slow.close(r));
+  }
+});
+
 t("a refused key: events are not held silently; flush() rejects at once with MeterAuthenticationError, stats say why", async (ctx) => {
   const userId = await createUser(ctx.api, { max_spend_per_period: 100, cost_rates: RATES });
   const { log, options } = recorder();

@@ -105,6 +105,7 @@ class MeterCore(Lifecycle):
         self._teams = Teams()
         self._loading = {}
         self._misaddressed_said = False
+        self._api_answer = None
         self._manual_ids = set()
         self._unpriced_ids = set()
         self._unpriced_models = set()

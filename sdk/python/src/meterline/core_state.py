@@ -44,6 +44,8 @@ class CoreState:
     _loading: dict[str, tuple[UserEntry, Handle]]
     # A session load met a 404 where the API does not answer: said once.
     _misaddressed_said: bool
+    # The last /health answer after a session's 404: (monotonic seconds, word).
+    _api_answer: tuple[float, str] | None
     _manual_ids: set[str]
     _unpriced_ids: set[str]
     _unpriced_models: set[str]

@@ -16,8 +16,9 @@ from .state import UserEntry
 from .transport import address_hint, session_path
 from .types import BillingPeriod, SessionStartState
 
-# Longest wait for /health after a session's 404 (it adds to that load's wait).
-API_CHECK = 1.0
+# Longest wait for /health after a session's 404 (it adds to that load's wait); the gateway's own takes up to 2 s
+# when a service is slow.
+API_CHECK = 2.5
 
 # Retry delay of a session load that failed (capped by refresh_interval).
 LOAD_RETRY = 5.0
@@ -73,6 +74,14 @@ class Users(Recording):
             e.refreshing = self._spawn(self._load_view(e, timeout, self._http.reachable))
             return e.refreshing
 
+    def _recent_answer(self) -> str | None:
+        """What answers at base_url: the API once it did, else the /health answer of the last second, shared by the
+        404s of many users' first loads (None: ask again)."""
+        if self._http.api_seen:
+            return "ok"
+        answer = self._api_answer
+        return answer[1] if answer is not None and time.monotonic() - answer[0] < 1.0 else None
+
     def _load_view(self, e: UserEntry, timeout: float | None, was_reachable: bool) -> Flow[None]:
         started = False
         try:
@@ -81,14 +90,18 @@ class Users(Recording):
             except MeterError as err:
                 # A 404 says "no such user" only when the API answers here: a wrong address (a proxy, another
                 # service) answers 404 to every path, and fail_closed must then hold, not open.
+                # A /health that does not answer in time says nothing either way: the load failed.
                 missing = isinstance(err, MeterAPIError) and err.status == 404
-                # Something answered the 404 at once: its /health answers as fast, or it is not the API.
-                misaddressed = missing and not (
-                    self._http.api_seen or (yield Health(min(self.startup_timeout, API_CHECK))) in ("ok", "degraded")
-                )
+                there = None
+                if missing:
+                    there = self._recent_answer()
+                    if there is None:
+                        there = yield Health(min(self.startup_timeout, API_CHECK))
+                        self._api_answer = (time.monotonic(), there)
+                misaddressed = there == "not_found"
                 now = clock_now()
                 with self._lock:
-                    if missing and not misaddressed:
+                    if there in ("ok", "degraded"):
                         # Not registered (or deleted): permissive defaults; its events are still sent.
                         if e.loaded:
                             forget(e, now)
