@@ -28,6 +28,9 @@ import { defineSummarySchedules, fanOutSummaries, scheduleSummaries } from "./jo
 import type { SummaryType } from "./domain/summary-windows.ts";
 import { DEVELOPMENT_SECRET_KEY, SecretBox } from "./domain/secrets.ts";
 import { resealSecrets } from "./flows/reseal.ts";
+
+/** How often the endpoints' signing secrets are checked against the keys, and sealed again where a previous key sealed them. */
+const RESEAL_EVERY_MS = 10 * 60_000;
 import { WebhookSender } from "./adapters/sender.ts";
 import { ClaimStore } from "./store/claims.ts";
 import { DeliveryStore } from "./store/deliveries.ts";
@@ -43,6 +46,8 @@ export interface WebhooksServiceOptions {
   secretKey?: Buffer;
   /** Keys secretKey replaced (WEBHOOKS_SECRET_KEY_PREVIOUS): they still open, and start() re-seals with secretKey. */
   previousSecretKeys?: Buffer[];
+  /** How often the signing secrets are checked against the keys after start (10 minutes). */
+  resealEveryMs?: number;
   /** Allows http and loopback endpoint URLs (local use and tests). Default false. */
   allowInsecureUrls?: boolean;
   /** Per-attempt timeout; the contract says 10 s. */
@@ -108,6 +113,7 @@ export async function createWebhooksService(opts: WebhooksServiceOptions): Promi
   defineSummarySchedules(deps);
   defineRetention(deps);
   const runJobs = opts.runJobs ?? true;
+  let resealTimer: NodeJS.Timeout | undefined;
 
   return {
     name: "webhooks",
@@ -129,8 +135,13 @@ export async function createWebhooksService(opts: WebhooksServiceOptions): Promi
     },
     healthy: () => pingDb(opts.db),
     async start() {
-      // In the background: a start never waits on every endpoint of every product.
-      void resealSecrets(deps).catch((err: unknown) => opts.logger.error({ err }, "checking the endpoints' signing secrets against the keys failed"));
+      // In the background: a start never waits on every endpoint of every product. Again every
+      // RESEAL_EVERY_MS: secrets sealed meanwhile by a replica on an older key configuration
+      // (a rotation's rollout) are sealed again, and the gauge follows secrets rotated since.
+      const pass = () => void resealSecrets(deps).catch((err: unknown) => opts.logger.error({ err }, "checking the endpoints' signing secrets against the keys failed"));
+      pass();
+      resealTimer = setInterval(pass, opts.resealEveryMs ?? RESEAL_EVERY_MS);
+      resealTimer.unref();
       if (!runJobs) return;
       await queuePendingDeliveries(deps);
       await deps.scheduler.start();
@@ -139,6 +150,7 @@ export async function createWebhooksService(opts: WebhooksServiceOptions): Promi
       dispatcher.start();
     },
     async stop() {
+      clearInterval(resealTimer);
       // An attempt still in flight after the grace is cut off unrecorded (SenderClosedError), its
       // claim released: the next pick, here after a restart or on another replica, sends it again.
       const grace = Math.min(attemptTimeoutMs + 5_000, BACKGROUND_STOP_GRACE_MS);

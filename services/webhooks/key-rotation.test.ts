@@ -28,6 +28,9 @@ t("a replica on the new key with the old one as previous opens every secret, sea
     // Its start re-seals in the background: the stored form comes to open with the new key alone.
     await eventually(async () => new SecretBox(B).check(await stored(), endpointId) === "current", 10_000, "the secret sealed again with the new key");
     assert.is(new SecretBox(A).check(await stored(), endpointId), "unopenable", "the old key no longer opens it");
+    // The next pass finds nothing under the old key: the sign that it may go.
+    const logger = createLogger("webhooks-test", "silent");
+    assert.equal(await resealSecrets({ endpoints: new EndpointStore(db), secrets: new SecretBox(B, [A]), logger }), { resealed: 0, previous: 0, unopenable: 0 });
     assert.is((await rotated.client.getEndpointSecret({ productId, endpointId })).secret, secret);
     await rotated.client.testEndpoint({ productId, endpointId });
     assert.ok(signatureValid(secret, rx.received[0]!), "a delivery is signed with the endpoint's own secret, unchanged");
