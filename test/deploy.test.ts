@@ -121,6 +121,16 @@ test("the Grafana dashboard reads only series the processes export", async () =>
     }
   }
   for (const name of ["meter_outbox_set_aside", "meter_ingestion_jobs_quarantined_total", "meter_job_failures_total"]) assert.ok(alerted.has(name), `an alert on ${name}`);
+  // The Prometheus operator's PodMonitor selects the pods and the port the manifests declare for metrics.
+  const [monitor] = parseAllDocuments(await readFile(path.join(deploy, "prometheus/meter-podmonitor.yaml"), "utf8")).map((d) => d.toJS() as Doc);
+  assert.is(monitor!.kind, "PodMonitor");
+  const deployments = (await Promise.all(["gateway", "tenancy", "plans", "ingestion", "analytics", "webhooks"].map((n) => load(`base/${n}.yaml`)))).map((docs) => docs.find((d: Doc) => d.kind === "Deployment")!);
+  for (const d of deployments) {
+    const labels = d.spec.template.metadata.labels as Record<string, string>;
+    for (const [k, v] of Object.entries(monitor!.spec.selector.matchLabels as Record<string, string>)) assert.is(labels[k], v, `${d.metadata.name} is selected`);
+    const ports = d.spec.template.spec.containers[0].ports as Doc[];
+    assert.ok(ports.some((p) => p.name === monitor!.spec.podMetricsEndpoints[0].port && p.containerPort === 9100), `${d.metadata.name} names its metrics port`);
+  }
   for (const name of ["meter_http_requests_total", "meter_rpc_request_duration_seconds_bucket", "meter_ingestion_events_total", "meter_outbox_depth", "meter_webhook_deliveries_total", "meter_job_lag_seconds"]) {
     assert.ok(used.has(name), `the dashboard shows ${name}`);
   }
