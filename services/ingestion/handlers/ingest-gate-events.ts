@@ -1,16 +1,15 @@
 import { randomUUID } from "node:crypto";
-import { MAX_GATE_FIGURE } from "@meter/rules";
 import { GATE_REASON_HINT, GATE_REASON_PATTERN } from "@meter/lib/gate-reasons";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { GateEvent, IngestionService } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import { rpcError, type FieldIssue } from "@meter/lib/errors";
 import { timestampDate } from "@meter/lib/time";
-import { metricOfReason, periodAt, roundDollars, roundRatio } from "@meter/rules";
+import { MAX_GATE_FIGURE, metricOfReason, roundDollars, roundRatio } from "@meter/rules";
 import { encodeMetadata } from "../domain/field-keys.ts";
 import type { IngestionDeps } from "../deps.ts";
 import type { GateEventDoc } from "../store/gate-events.ts";
 import { storeGates } from "../exactly-once/write.ts";
-import { analyticsTeam, membershipAt } from "../domain/attribution.ts";
+import { analyticsTeam, attribute, attributeTeam } from "../domain/attribution.ts";
 import type { KnownUser } from "../adapters/plans.ts";
 import { BatchProblems, checkIds, firstOccurrences, nonNegative } from "./common.ts";
 import { canonicalUuid } from "@meter/lib/uuids";
@@ -65,15 +64,12 @@ const LIMIT_REASON = /^(team:)?limit:(.+)$/;
  * force at `t` (the user's, or its team's then) counts in spend. A limit the plan no longer
  * names keeps its figures as sent.
  */
-function moneyFigures(reason: string, user: KnownUser | undefined, t: Date): boolean {
+function moneyFigures(productId: string, reason: string, user: KnownUser | undefined, t: Date): boolean {
   const metric = metricOfReason(reason);
   if (metric !== undefined) return metric === "spend";
   const m = LIMIT_REASON.exec(reason);
   if (!m || !user) return false;
-  const teamId = m[1] ? membershipAt(user.memberships, t) : null;
-  const owner = m[1] ? (teamId === null ? undefined : user.teams.get(teamId)) : user;
-  const planId = owner && periodAt(owner.subscriptions, t).subscription?.planId;
-  const plan = planId === undefined ? undefined : owner!.plans.get(planId);
+  const plan = m[1] ? attributeTeam(productId, user, t)?.plan : attribute(productId, user.externalUserId, user, t).plan;
   return plan?.limits.find((l) => l.name === m[2])?.metric === "spend";
 }
 
@@ -84,7 +80,7 @@ function moneyFigures(reason: string, user: KnownUser | undefined, t: Date): boo
  */
 function gateDoc(productId: string, job: string, e: GateEvent, user: KnownUser | undefined, receivedAt: Date): GateEventDoc {
   const timestamp = timestampDate(e.timestamp!);
-  const money = moneyFigures(e.gateReason, user, timestamp);
+  const money = moneyFigures(productId, e.gateReason, user, timestamp);
   return {
     _id: `${productId}/${e.id}`,
     product_id: productId,
