@@ -19,10 +19,14 @@ def _round_half_up(x: float) -> int:
     return int(f) + (1 if x - f >= 0.5 else 0)
 
 
+# Digits enough for any double below 1e21 with 9 decimals (the default context's 28 refused 1e19 and more).
+_WIDE = Context(prec=40, rounding=ROUND_HALF_UP)
+
+
 def fixed(x: float, digits: int) -> str:
     """JavaScript's ``x.toFixed(digits)``: the exact value of the double rounded half away from zero (Python's
     ``f"{x:.2f}"`` rounds half to even: $0.125 read "$0.12" here and "$0.13" in the TypeScript library)."""
-    return str(Decimal(x).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP))
+    return str(_WIDE.quantize(Decimal(x), Decimal(1).scaleb(-digits)))
 
 
 def js_number(x: float) -> str:
@@ -62,15 +66,6 @@ def gate_mark(max_dollars: float, at: float) -> float:
 _EXACT_PRODUCT = 2.0**51
 
 
-# Digits enough for any double below 1e21 with 9 decimals (the default context's 28 refused 1e19 and more).
-_WIDE = Context(prec=40, rounding=ROUND_HALF_UP)
-
-
-def _decimal_nano(dollars: float) -> int:
-    """The exact value of the double, in nano-dollars rounded half away from zero (JavaScript's toFixed(9))."""
-    return int(_WIDE.quantize(Decimal(dollars), Decimal(1).scaleb(-9)).scaleb(9, _WIDE))
-
-
 def to_nano(dollars: float) -> int:
     """Dollars to whole nano-dollars, the nearest (halves away from zero)."""
     # _round_half_up inlined: every guard converts a few amounts, often nothing reserved.
@@ -79,7 +74,7 @@ def to_nano(dollars: float) -> int:
     n = dollars * NANOS_PER_DOLLAR
     if not -_EXACT_PRODUCT < n < _EXACT_PRODUCT:
         # Larger amounts from the decimal digits of the exact value (the TypeScript library's toFixed(9)).
-        return _decimal_nano(dollars) if abs(dollars) < 1e21 else round(n)
+        return int(fixed(dollars, 9).replace(".", "")) if abs(dollars) < 1e21 else round(n)
     if n < 0:
         f = _floor(-n)
         return -(f + 1 if -n - f >= 0.5 else f)
