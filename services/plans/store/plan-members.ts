@@ -24,7 +24,8 @@ interface MemberDoc {
   subs: string[];
 }
 
-const BACKFILL_MARK = "!backfilled";
+/** The document that says a collection was filled from what was stored before it was kept (one-time backfills). */
+export const BACKFILL_MARK = "!backfilled";
 
 export class PlanMemberStore {
   private readonly members: Collection<MemberDoc>;

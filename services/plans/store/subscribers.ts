@@ -1,8 +1,6 @@
 import type { Collection, Db } from "mongodb";
 import { findByIds } from "@meter/lib/mongo";
-
-/** Marks a collection whose counts were set from the subscriptions stored before it was kept (backfill). */
-const BACKFILL_MARK = "!backfilled";
+import { BACKFILL_MARK } from "./plan-members.ts";
 
 /** Subscribers of one plan: users (or teams) whose latest subscription names it. */
 interface PlanSubscribersDoc {
