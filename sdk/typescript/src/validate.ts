@@ -113,7 +113,7 @@ export function positiveInt(name: string, v: number | undefined, fallback: numbe
 }
 
 /** Longest timer Node keeps (2^31 - 1 ms, about 24.8 days): a longer one fires after 1 ms. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
+export const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** A duration option in milliseconds: a positive integer a timer can hold. */
 export function durationMs(name: string, v: number | undefined, fallback: number): number {

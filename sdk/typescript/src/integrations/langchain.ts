@@ -3,6 +3,7 @@
 // thrown there blocks the call and surfaces from `.invoke()` / `.stream()`.
 import { BaseCallbackHandler } from "@langchain/core/callbacks/base";
 import { MeterTypeError } from "../errors.ts";
+import { MAX_TIMER_MS } from "../validate.ts";
 import type { Meter } from "../meter.ts";
 import {
   MeteredCall,
@@ -55,8 +56,8 @@ export class MeterCallbackHandler extends BaseCallbackHandler {
     super({ raiseError: true });
     checkArguments("MeterCallbackHandler", meter, options);
     const idle = options.idleMs ?? DEFAULT_IDLE_MS;
-    // Timers overflow past 2^31 - 1 ms and would then fire at once.
-    if (!Number.isInteger(idle) || idle < 2 || idle > 2_147_483_647) {
+    // Timers overflow past MAX_TIMER_MS and would then fire at once.
+    if (!Number.isInteger(idle) || idle < 2 || idle > MAX_TIMER_MS) {
       throw new MeterTypeError("MeterCallbackHandler: idleMs must be an integer from 2 to 2147483647 (milliseconds)");
     }
     this.#idleMs = idle;
