@@ -2,7 +2,7 @@
 import { characters } from "@meter/lib/characters";
 import type { PlanSettings } from "@meter/proto/meter/plans/v1/plans_pb";
 import { rpcError } from "@meter/lib/errors";
-import { BELOW_UNIT, MAX_PLAN_DOLLARS, PLAN_DEFAULTS as RULE_DEFAULTS, belowUnit, timeZoneName, type PlanRules, type Rate } from "@meter/rules";
+import { BELOW_UNIT, MAX_PLAN_DOLLARS, PLAN_DEFAULTS as RULE_DEFAULTS, belowUnit, roundDollars, timeZoneName, type PlanRules, type Rate } from "@meter/rules";
 import { limitFromMessage } from "@meter/lib/plan-limits";
 import { WINDOW_DEFAULTS, limitProblems, type PlanLimit } from "./limits.ts";
 import { CREDIT_DEFAULTS, creditProblems } from "./credits.ts";
@@ -188,24 +188,17 @@ export function planProblems(v: PlanValues, prefix = ""): string[] {
  * at the event.
  */
 export function roundAmounts(v: PlanValues): PlanValues {
-  const r = (x: number | null) => (x === null ? null : toUnit(x));
+  const r = (x: number | null) => (x === null ? null : roundDollars(x));
   return {
     ...v,
     max_spend_per_period: r(v.max_spend_per_period),
     max_spend_per_session: r(v.max_spend_per_session),
-    tool_costs: mapValues(v.tool_costs, toUnit),
-    default_tool_cost: toUnit(v.default_tool_cost),
+    tool_costs: mapValues(v.tool_costs, roundDollars),
+    default_tool_cost: roundDollars(v.default_tool_cost),
     credits_low_at: r(v.credits_low_at),
-    limits: v.limits.map((l) => (l.metric === "spend" ? { ...l, max: toUnit(l.max) } : l)),
+    limits: v.limits.map((l) => (l.metric === "spend" ? { ...l, max: roundDollars(l.max) } : l)),
   };
 }
-
-/**
- * An amount rounded to the nano-dollar through its decimal digits: x * 1e9 in floats lands on a
- * half past about $2.25M (4322804.9 read 4322804.900000001 by roundDollars); a plan is rounded
- * once, when it is written, so the string's cost does not matter here.
- */
-const toUnit = (x: number) => Number(x.toFixed(9));
 
 /** Problems an answer names; the rest are counted (a body of thousands of bad limits stays a short answer). */
 const MAX_PROBLEMS = 50;
