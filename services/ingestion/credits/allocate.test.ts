@@ -1,6 +1,6 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { balanceNotices, balanceOf, draw, drawOrder, needed, statusAt, type GrantState } from "./allocate.ts";
+import { balanceNotices, balanceOf, draw, drawOrder, forgiven, needed, statusAt, type GrantState } from "./allocate.ts";
 import { AccountChange, type CreditAccountDoc } from "./account.ts";
 import { creditView, grantMessage } from "./view.ts";
 import type { GrantRecordDoc } from "./store.ts";
@@ -43,6 +43,20 @@ test("status and balance: a grant past expires_at is expired before any job ran;
 test("needed is the spend beyond the allowance", () => {
   assert.is(needed(5, 3), 2);
   assert.is(needed(2, 3), 0);
+});
+
+test("what was spent while credits were off uses the allowance first and is never drawn", () => {
+  // $5 on a free plan, then a prepaid plan without allowance: only what came after draws.
+  assert.is(needed(5, 0, 5), 0);
+  assert.is(needed(6, 0, 5), 1);
+  assert.is(forgiven(5, 0), 5);
+  // $5 on a free plan, then a plan of $50 and credits: the allowance has $45 left.
+  assert.is(needed(50, 50, 5), 0);
+  assert.is(needed(51, 50, 5), 1);
+  assert.is(forgiven(5, 50), 0);
+  // All of it while credits were off: nothing to draw, whatever the allowance.
+  assert.is(needed(80, 10, 80), 0);
+  assert.is(forgiven(80, 10), 70);
 });
 
 test("credits.low fires once per crossing and re-arms at or above low_at; depleted from > 0 to <= 0", () => {
@@ -110,7 +124,7 @@ test("two moves out of one period that read its spend after both left each hand 
   const to = (cost: number) => [{ key: "2", end: D(2 * 86_400_000), cost: cost * N }];
   for (const [job, cost] of [["mv_a", 1], ["mv_b", 2]] as const) {
     const c = new AccountChange(a, "p", "user:u", D(1));
-    c.moveDrawn(job, { key: "1", spend: 0, allowance: 0 }, to(cost));
+    c.moveDrawn(job, { key: "1", spend: 0, uncredited: 0, allowance: 0 }, to(cost));
     a = c.write()?.after ?? a;
   }
   assert.is(a.drawn["1"]!.n, 0, "the old period keeps nothing of the moved events' draws");

@@ -116,9 +116,20 @@ export function draw(grants: Iterable<GrantState>, amount: number, now: number):
   return { taken, uncovered: Math.max(0, left) };
 }
 
-/** What the spend of one billing period needs from credits: what goes beyond the allowance. */
-export function needed(spendNano: number, allowanceNano: number): number {
-  return Math.max(0, spendNano - allowanceNano);
+/**
+ * What the spend of one billing period needs from credits: what goes beyond the allowance, less
+ * what of it was spent while the plan drew no credits (`uncreditedNano`, the spend of events whose
+ * plan in force had credits disabled: BUDGETS.md §3, grants are never drawn then). That spend
+ * used the allowance first, as it came first: a user who spent $5 on a free plan and moves to a
+ * prepaid plan with no allowance in the same period pays the prepaid usage alone from credits.
+ */
+export function needed(spendNano: number, allowanceNano: number, uncreditedNano = 0): number {
+  return Math.max(0, Math.max(0, spendNano - allowanceNano) - forgiven(uncreditedNano, allowanceNano));
+}
+
+/** What of a period's spend went beyond the allowance while credits were off: never drawn, so it lifts the cap as much. */
+export function forgiven(uncreditedNano: number, allowanceNano: number): number {
+  return Math.max(0, uncreditedNano - allowanceNano);
 }
 
 /**

@@ -12,6 +12,7 @@ import { needed } from "./allocate.ts";
 import { AccountChange, accountId, settledOp, teamOwner, userOwner, type CreditAccountDoc, type PeriodNeed, type Settled } from "./account.ts";
 import { writeSettled, type FlushDeps } from "./ledger.ts";
 import { poolCounterId } from "../teams/shares.ts";
+import type { PeriodSpend } from "../store/counters.ts";
 
 /** What changing accounts needs: their store, the outbox their webhooks go to, the clock. */
 export type AccountDeps = FlushDeps;
@@ -155,12 +156,22 @@ export function creditPeriods(periods: readonly { delta: { id: string; productId
   return out;
 }
 
+/**
+ * What events whose own plan draws no credits spent (nano-dollars): their period counter keeps
+ * it apart (CounterDelta.uncredited), so credits never pay for it (allocate.ts needed).
+ */
+export function uncreditedNano(events: readonly UsageEventDoc[]): number {
+  let n = 0;
+  for (const e of events) if (e.credits === undefined || e.spend_limit === null) n += toNano(e.cost_total);
+  return n;
+}
+
 /** What settling a usage job's periods needs. */
 export interface SettleDeps {
   /** The period spend (nano-dollars) of counters by id, in one read. */
-  spends(counterIds: readonly string[]): Promise<Map<string, number>>;
+  spends(counterIds: readonly string[]): Promise<Map<string, PeriodSpend>>;
   /** The same of teams' counters (their pool counters). */
-  teamSpends(counterIds: readonly string[]): Promise<Map<string, number>>;
+  teamSpends(counterIds: readonly string[]): Promise<Map<string, PeriodSpend>>;
   /** Periods that ended before this draw nothing: their `drawn` entry goes, as their crossings do. */
   closedBefore: Date;
   accounts: AccountDeps;
@@ -176,13 +187,13 @@ export async function settlePeriods(deps: SettleDeps, periods: readonly CreditPe
   // A member whose own plan draws no credits hands its whole spend to the team: counted in the
   // team's pool counter, no account of its own to change.
   const own = periods.filter((p) => p.own);
-  const spends = own.length === 0 ? new Map<string, number>() : await deps.spends(own.map((p) => p.counterId));
+  const spends = own.length === 0 ? new Map<string, PeriodSpend>() : await deps.spends(own.map((p) => p.counterId));
   const targets = new Map<string, AccountTarget & { needs: PeriodNeed[]; toTeam: boolean; teams: CreditPeriod[] }>();
   for (const p of own) {
     const owner = userOwner(p.userId);
     const id = accountId(p.productId, owner);
-    const spend = spends.get(p.counterId) ?? 0;
-    const need: PeriodNeed = { key: String(p.start.getTime()), end: p.end, needed: needed(spend, toNano(p.allowance)) };
+    const spend = spends.get(p.counterId);
+    const need: PeriodNeed = { key: String(p.start.getTime()), end: p.end, needed: needed(spend?.spend ?? 0, toNano(p.allowance), spend?.uncredited) };
     const t = targets.get(id);
     if (t) {
       t.needs.push(need);
@@ -232,7 +243,7 @@ async function settlePools(deps: SettleDeps, handed: readonly { p: CreditPeriod;
     const needs = [...pool.periods].map(([key, t]) => ({
       key,
       end: t.end,
-      needed: needed((counted.get(poolCounterId(t.counterId)) ?? 0) + (c.doc.pooled?.[key]?.n ?? 0), toNano(t.allowance)),
+      needed: needed((counted.get(poolCounterId(t.counterId))?.spend ?? 0) + (c.doc.pooled?.[key]?.n ?? 0), toNano(t.allowance)),
     }));
     c.settle(needs, deps.closedBefore);
   });
@@ -245,8 +256,11 @@ export interface DrawnMove {
   owner: string;
   /** The move's job id (late-changes/move.ts): the account takes each move once. */
   job: string;
-  /** The period the events left: its start (ms, the `drawn` key), its spend after the move and its plan's allowance (nano-dollars). */
-  from: { key: string; spend: number; allowance: number };
+  /**
+   * The period the events left: its start (ms, the `drawn` key), its spend after the move, what
+   * of it was spent while its plan drew no credits, and its plan's allowance (nano-dollars).
+   */
+  from: { key: string; spend: number; uncredited: number; allowance: number };
   /** The periods they went to: start (ms), end, and what the moved events cost there (nano-dollars). */
   to: { key: string; end: Date; cost: number }[];
 }

@@ -7,11 +7,12 @@ import { toDollars, toNano } from "@meter/rules";
 import { own } from "@meter/lib/own";
 import { optionalTimestamp, toTimestamp } from "@meter/lib/time";
 import { encodeGrantKey } from "../domain/field-keys.ts";
-import { balanceOf, latePayment, statusAt, type GrantState } from "./allocate.ts";
+import { balanceOf, forgiven, latePayment, statusAt, type GrantState } from "./allocate.ts";
 import { accountId, overdraftSince, teamOwner, userOwner, type CreditAccountDoc } from "./account.ts";
 import type { TeamAttribution } from "../domain/attribution.ts";
 import { poolCounterId } from "../teams/shares.ts";
 import type { GrantRecordDoc } from "./store.ts";
+import type { PeriodSpend } from "../store/counters.ts";
 
 /** A grant's live state from its record (what the account takes when it is created). */
 export function stateOf(r: GrantRecordDoc): GrantState {
@@ -107,10 +108,16 @@ export function sessionCredits(v: CreditView, lowAt: number | undefined) {
 /**
  * The period spend cap with credits (BUDGETS.md §3): allowance + drawn in the period + balance,
  * in nano-dollars, never below 0. A settle turns balance into drawn, so it does not move it.
+ * What the period spent beyond the allowance while its plan drew no credits (`uncreditedNano`:
+ * the counter's spend of such events) is never drawn, so the cap rises by as much: the balance
+ * is what is left to spend whatever the user spent before moving to a plan with credits.
  */
-export function creditCapNano(allowanceNano: number, v: CreditView): number {
-  return Math.max(0, allowanceNano + v.drawn + v.balance);
+export function creditCapNano(allowanceNano: number, v: CreditView, uncreditedNano = 0): number {
+  return Math.max(0, allowanceNano + forgiven(uncreditedNano, allowanceNano) + v.drawn + v.balance);
 }
+
+/** An owner's period spend cap with credits, given what its counter spent while credits were off (creditCapNano). */
+export type OwnCreditCap = (uncreditedNano: number) => { capNano: number; balanceNano: number; lowAt: number | undefined };
 
 /**
  * An owner's credits as the session view, GetLimits and leases see them: read when the plan in
@@ -123,12 +130,13 @@ export async function creditsInForce(
   plan: { creditsEnabled: boolean; maxSpendPerPeriod?: number; creditsLowAt?: number } | null,
   periodStart: Date,
   now: Date,
-): Promise<{ view: CreditView; cap: { capNano: number; balanceNano: number; lowAt: number | undefined } | null } | null> {
+): Promise<{ view: CreditView; cap: OwnCreditCap | null } | null> {
   if (!plan?.creditsEnabled) return null;
   const view = creditView(await store.account(accountId(productId, userOwner(userId))), periodStart, now);
   // Without an allowance (unlimited) nothing is drawn and the cap is not extended.
-  const cap =
-    plan.maxSpendPerPeriod === undefined ? null : { capNano: creditCapNano(toNano(plan.maxSpendPerPeriod), view), balanceNano: view.balance, lowAt: plan.creditsLowAt };
+  const allowance = plan.maxSpendPerPeriod;
+  const cap: OwnCreditCap | null =
+    allowance === undefined ? null : (uncredited) => ({ capNano: creditCapNano(toNano(allowance), view, uncredited), balanceNano: view.balance, lowAt: plan.creditsLowAt });
   return { view, cap };
 }
 
@@ -147,7 +155,7 @@ export interface TeamCredits {
  */
 export async function teamCreditsInForce(
   store: { account(id: string): Promise<CreditAccountDoc | null> },
-  teamCounters: { spends(ids: readonly string[]): Promise<Map<string, number>> },
+  teamCounters: { spends(ids: readonly string[]): Promise<Map<string, PeriodSpend>> },
   productId: string,
   a: TeamAttribution,
   now: Date,
@@ -158,7 +166,7 @@ export async function teamCreditsInForce(
   const view = creditView(account, a.period.start, now);
   const allowance = a.plan.maxSpendPerPeriod;
   // What the team pays in this period: what members handed over, and its pool counter.
-  const pooled = (account?.pooled?.[String(a.period.start.getTime())]?.n ?? 0) + (direct.get(pool) ?? 0);
+  const pooled = (account?.pooled?.[String(a.period.start.getTime())]?.n ?? 0) + (direct.get(pool)?.spend ?? 0);
   return (spendNano) => ({
     view,
     cap:

@@ -64,6 +64,11 @@ export function membershipAt(history: readonly Membership[], t: Date): string | 
   return null;
 }
 
+/** Whether usage under the plan draws credits: credits enabled and an allowance to go beyond (BUDGETS.md §3). */
+export function drawsCredits(plan: PlanInfo | null | undefined): boolean {
+  return plan?.creditsEnabled === true && plan.maxSpendPerPeriod !== undefined;
+}
+
 /** The attribution fields every stored usage event carries. */
 export function attributionFields(a: Attribution) {
   return {
@@ -73,6 +78,6 @@ export function attributionFields(a: Attribution) {
     plan_name: a.plan?.name ?? null,
     spend_limit: a.plan?.maxSpendPerPeriod ?? null,
     // Only where usage beyond the allowance draws credits (credits/settle.ts); absent otherwise.
-    ...(a.plan?.creditsEnabled && a.plan.maxSpendPerPeriod !== undefined && { credits: { low_at: a.plan.creditsLowAt ?? null } }),
+    ...(drawsCredits(a.plan) && { credits: { low_at: a.plan!.creditsLowAt ?? null } }),
   };
 }

@@ -10,6 +10,11 @@ export interface CounterDelta extends LeaseShare {
   start: Date;
   end: Date;
   add: Totals;
+  /**
+   * Of `add.cost`, what events whose plan drew no credits spent (nano-dollars; a user's period
+   * counters only): CounterDoc.uncredited_nano.
+   */
+  uncredited?: number;
   /** The part of `add` that is the month share (see CounterDoc.month in store/counters.ts). */
   month?: Totals;
   /**

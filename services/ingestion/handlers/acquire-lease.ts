@@ -41,9 +41,13 @@ export function acquireLease(deps: IngestionDeps): ServiceImpl<typeof IngestionS
     const maxSpend = plan?.maxSpendPerPeriod;
     const spendLimited = maxSpend !== undefined && maxSpend !== null;
     // With credits the cap is allowance + drawn + balance (credits/view.ts): a settle turns
-    // balance into drawn, so the cap does not move when usage is drawn.
-    const credits = spendLimited ? await creditsInForce(deps.credits, productId, req.userId, plan, a.period.start, now) : null;
-    const capNano = credits?.cap ? credits.cap.capNano : toNano(maxSpend!);
+    // balance into drawn, so the cap does not move when usage is drawn. It rises by what the
+    // period spent beyond the allowance while credits were off (read beside the account), which
+    // does not move either while they are on.
+    const [credits, spent] = spendLimited && plan?.creditsEnabled
+      ? await Promise.all([creditsInForce(deps.credits, productId, req.userId, plan, a.period.start, now), deps.counters.spends([a.counterId])])
+      : [null, null];
+    const capNano = credits?.cap ? credits.cap(spent?.get(a.counterId)?.uncredited ?? 0).capNano : toNano(maxSpend!);
     // Money in whole nano-dollars, as the counter holds it.
     if (spendLimited) asks.push({ dim: null, cap: Math.round(capNano * hard), need: toNano(need), want: toNano(want) });
     const model = req.model === undefined ? undefined : normalizeModel(req.model, plan?.pricing ?? null);

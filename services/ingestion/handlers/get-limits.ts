@@ -29,6 +29,6 @@ export function getLimits(deps: IngestionDeps): ServiceImpl<typeof IngestionServ
       creditsInForce(deps.credits, productId, req.userId, a.plan, a.period.start, now),
       readTeam(deps, productId, ta, now),
     ]);
-    return { userId: req.userId, limits: [...dimensions(a.plan, a.period, counter, windows, now, ownCapWithPool(credits?.cap, team)), ...teamLimits(team, windows, now)] };
+    return { userId: req.userId, limits: [...dimensions(a.plan, a.period, counter, windows, now, ownCapWithPool(credits?.cap?.(counter?.uncredited_nano ?? 0), team)), ...teamLimits(team, windows, now)] };
   };
 }

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import pMap from "p-map";
 import type { KnownTeam, KnownUser, PlanInfo } from "../adapters/plans.ts";
 import { calendarMonth, hasThresholds, normalizeModel, periodAt, toNano, type BillingPeriod, type SubscriptionWindow } from "@meter/rules";
-import { attribute, attributeTeam, teamAt, type TeamAttribution } from "../domain/attribution.ts";
+import { attribute, attributeTeam, drawsCredits, teamAt, type TeamAttribution } from "../domain/attribution.ts";
 import { counterId, monthCounterId } from "../domain/counter-ids.ts";
 import { negate, plus, sum, type Countable, type Totals } from "../domain/totals.ts";
 import type { CounterDelta } from "../domain/counter-delta.ts";
@@ -153,7 +153,7 @@ function periodOf(
 
 /** Whether a team plan's pool pays a member's event whole, as teams/shares.ts addTeamShare decides `direct`: the team plan draws credits and the member's own plan does not. */
 function poolPaysUnder(plan: PlanInfo | undefined): (e: UsageEventDoc) => boolean {
-  const pool = plan?.creditsEnabled === true && plan.maxSpendPerPeriod !== undefined;
+  const pool = drawsCredits(plan);
   return (e) => pool && e.credits === undefined;
 }
 
@@ -290,17 +290,23 @@ async function move(deps: MoveDeps, productId: string, entry: Entry, byId: Reado
   const arrivedIn = (e: UsageEventDoc, id: string) => (owner.kind === "user" ? e.counter_id : e.team!.counter_id) === id;
   const asCounted = (e: UsageEventDoc): Counted => ({ e, c: arrivedIn(e, from) ? countable(owner, e) : named(productId, owner, e, fromPlan) });
   const inGroup = (g: Going): Counted[] => g.events.map((e) => ({ e, c: named(productId, owner, e, owner.kind === "user" ? g.plan : g.team!.plan) }));
-  // What a period's counter gains: the events' totals, and those stamped in the month the period starts with as its month share.
-  const periodDelta = (id: string, period: { start: Date; end: Date }, events: readonly Counted[]): CounterDelta => {
+  // What a period's counter gains: the events' totals, and those stamped in the month the period starts with as its month share;
+  // a user's, also what of them its plan draws no credits for (CounterDelta.uncredited).
+  const periodDelta = (id: string, period: { start: Date; end: Date }, events: readonly Counted[], uncredited: (e: UsageEventDoc) => boolean): CounterDelta => {
     const delta: CounterDelta = { id, productId, userId: owner.id, start: period.start, end: period.end, add: sum(events.map((x) => x.c)) };
     const share = events.filter((x) => sameStart(calendarMonth(x.e.timestamp).start, period.start));
     if (share.length > 0) delta.month = sum(share.map((x) => x.c));
+    const off = owner.kind === "user" ? sum(events.filter((x) => uncredited(x.e)).map((x) => x.c)).cost : 0;
+    if (off !== 0) delta.uncredited = off;
     return delta;
   };
-  // What the old period's counter loses: the events, and their month share as it carried it.
+  // What the old period's counter loses: the events, and their month share as it carried it; of
+  // a user's, the spend its plan drew no credits for, as stored on arrival or, for an event an
+  // earlier move brought in, as the old period's plan decides.
+  const fromDraws = drawsCredits(fromPlan);
   const outDelta = (id: string, events: readonly UsageEventDoc[]): CounterDelta => {
-    const d = periodDelta(id, window, events.map(asCounted));
-    return { ...d, add: negate(d.add), ...(d.month && { month: negate(d.month) }) };
+    const d = periodDelta(id, window, events.map(asCounted), (e) => (arrivedIn(e, from) ? e.credits === undefined : !fromDraws));
+    return { ...d, add: negate(d.add), ...(d.month && { month: negate(d.month) }), ...(d.uncredited && { uncredited: -d.uncredited }) };
   };
   // Out of the old period, into the new ones; a month's counter gains the events its new
   // period does not carry as its month share and loses those the old period did not.
@@ -309,7 +315,8 @@ async function move(deps: MoveDeps, productId: string, entry: Entry, byId: Reado
   const moved: UsageEventDoc[] = [];
   for (const g of going.values()) {
     const counted = inGroup(g);
-    periods.push({ delta: periodDelta(g.counterId, g.period, counted), limit: g.limit, events: g.events });
+    const draws = drawsCredits(g.plan);
+    periods.push({ delta: periodDelta(g.counterId, g.period, counted, () => !draws), limit: g.limit, events: g.events });
     for (const x of counted) {
       moved.push(x.e);
       const m = calendarMonth(x.e.timestamp);
@@ -339,7 +346,7 @@ async function move(deps: MoveDeps, productId: string, entry: Entry, byId: Reado
   const poolsIn: CounterDelta[] = [];
   for (const g of going.values()) {
     const arriving = g.poolPays ? g.events.filter(g.poolPays) : [];
-    if (arriving.length > 0) poolsIn.push(periodDelta(poolCounterId(g.counterId), g.period, inGroup({ ...g, events: arriving })));
+    if (arriving.length > 0) poolsIn.push(periodDelta(poolCounterId(g.counterId), g.period, inGroup({ ...g, events: arriving }), () => false));
   }
   // Window counts leave where the old period counted them and go where the new period's plan
   // counts them: a user's in its window document; a team's in its period counters (windows within
@@ -410,12 +417,12 @@ interface DrawsMoved {
 
 /** What the old period drew beyond what its spend needs after the move goes to the periods the events went to (credits/settle.ts moveDrawn). */
 async function moveDraws(deps: MoveDeps, productId: string, job: string, window: { start: Date }, d: DrawsMoved): Promise<void> {
-  const spend = (await d.counters.spends([d.counterId])).get(d.counterId) ?? 0;
+  const spent = (await d.counters.spends([d.counterId])).get(d.counterId);
   await moveDrawn(deps, {
     productId,
     owner: d.owner,
     job,
-    from: { key: String(window.start.getTime()), spend, allowance: toNano(d.allowance) },
+    from: { key: String(window.start.getTime()), spend: spent?.spend ?? 0, uncredited: spent?.uncredited ?? 0, allowance: toNano(d.allowance) },
     to: d.into.map((t) => ({ key: String(t.start.getTime()), end: t.end, cost: t.add.cost })),
   });
 }

@@ -32,6 +32,12 @@ export interface CounterDoc extends Totals {
    */
   month?: Totals;
   /**
+   * A user's period counter: of its spend, what events whose plan drew no credits spent
+   * (nano-dollars; absent while there were none). Credits never pay for it, even once the user
+   * moves to a plan that draws them within the same period (credits/allocate.ts needed).
+   */
+  uncredited_nano?: number;
+  /**
    * A team's period counter also holds the team's windows that lie within its period (calendar
    * windows, `period` windows: teams/count.ts), as a window document holds them
    * (windows/store.ts WindowDoc.w): so a job counts a team with one update of one document.
@@ -97,6 +103,12 @@ export function readCounter<T extends StoredCounterDoc>(raw: T): Omit<T, keyof S
   return doc;
 }
 
+/** A counter's spend and, of it, what events whose plan drew no credits spent (CounterDoc.uncredited_nano), in nano-dollars. */
+export interface PeriodSpend {
+  spend: number;
+  uncredited: number;
+}
+
 /** Counters whose closed jobs' entries this process still has to remove. */
 const PENDING_COUNTERS = 100_000;
 
@@ -156,9 +168,9 @@ export class CounterStore {
   }
 
   /** The spend (nano-dollars) of the counters among `ids`: one read by `_id` list of the money fields only. */
-  async spends(ids: readonly string[]): Promise<Map<string, number>> {
-    const docs = await findByIds(this.counters, ids, { projection: { cost_nano: 1, cost: 1 } });
-    return new Map(docs.map((d) => [d._id, readTotals({ cost_nano: d.cost_nano, cost: d.cost } as StoredTotals).cost]));
+  async spends(ids: readonly string[]): Promise<Map<string, PeriodSpend>> {
+    const docs = await findByIds(this.counters, ids, { projection: { cost_nano: 1, cost: 1, uncredited_nano: 1 } });
+    return new Map(docs.map((d) => [d._id, { spend: readTotals({ cost_nano: d.cost_nano, cost: d.cost } as StoredTotals).cost, uncredited: d.uncredited_nano ?? 0 }]));
   }
 
   /**
@@ -290,6 +302,7 @@ function addOp(adds: readonly Addition[], releasing: readonly string[], ended: r
   let bump = false;
   for (const { jobId, d } of adds) {
     put("", d.add);
+    if (d.uncredited) inc("uncredited_nano", d.uncredited);
     if (d.month) put("month.", d.month);
     // Leases settle in the same update (domain/lease-settlement.ts).
     for (const [id, l] of Object.entries(d.leases ?? {})) {

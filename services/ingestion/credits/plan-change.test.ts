@@ -1,0 +1,62 @@
+// Credits and a plan change within a period: what the user spent while its plan drew no credits
+// is never drawn (BUDGETS.md §3), by the settle, the session's cap or a lease.
+import { randomUUID } from "node:crypto";
+import { suite } from "uvu";
+import * as assert from "uvu/assert";
+import type { Api } from "../../../test/support/http.ts";
+import { productWithUser, withIngestion, type IngestionSuite } from "../testing/suite.ts";
+
+const t = suite<IngestionSuite>("credits across a plan change");
+withIngestion(t);
+
+const close = (a: number, b: number, msg: string) => assert.ok(Math.abs(a - b) < 1e-9, `${msg}: ${a} != ${b}`);
+
+/** A user who spent `spent` on a plan without credits, then moved (same period) to `plan` and was granted $20. */
+async function movedToCredits(stack: IngestionSuite["stack"], before: Record<string, unknown>, spent: number, plan: Record<string, unknown>) {
+  const { api, productId, userId } = await productWithUser(stack, before);
+  const at = () => ({ id: randomUUID(), user_id: userId, timestamp: new Date().toISOString(), cost_total: 0 });
+  assert.is((await api.post("/events/batch", [{ ...at(), cost_total: spent }])).status, 200);
+  const session = (await api.get(`/users/${userId}/session`)).body;
+  const { start, end } = session.billing_period;
+  const created = await api.post("/config/plans", { plans: [{ name: `credits-${randomUUID()}`, credits_enabled: true, ...plan }] });
+  assert.is(created.status, 201);
+  assert.is((await api.post(`/users/${userId}/subscription`, { plan_id: created.body.plans[0].id, period_start: start, period_end: end })).status, 200);
+  assert.is((await api.post(`/users/${userId}/credits`, { id: "topup", amount: 20 })).status, 201);
+  const spend = async (cost: number) => assert.is((await api.post("/events/batch", [{ ...at(), cost_total: cost }])).status, 200);
+  return { api, productId, userId, spend };
+}
+
+async function left(api: Api, userId: string): Promise<{ used: number; left: number }> {
+  const dims = (await api.get(`/users/${userId}/limits`)).body.limits as { reason: string; used: number; max: number }[];
+  const d = dims.find((x) => x.reason === "total_spend")!;
+  return { used: d.used, left: d.max - d.used };
+}
+
+t("a free plan's spend is not drawn from the credits of the prepaid plan the user moves to", async ({ stack, ingestion }) => {
+  const { api, productId, userId, spend } = await movedToCredits(stack, { max_spend_per_period: 5 }, 5, { max_spend_per_period: 0 });
+  const before = await left(api, userId);
+  close(before.used, 5, "the period's spend carries over");
+  close(before.left, 20, "what is left to spend is the balance");
+  close((await api.get(`/users/${userId}/session`)).body.credits.balance, 20, "nothing drawn yet");
+  // A lease may take the whole balance, no more.
+  const lease = await ingestion.acquireLease({ productId, userId, holder: "h1", need: 20, want: 25 });
+  close(lease.lease!.granted, 20, "a lease grants the balance");
+  await ingestion.releaseLease({ productId, userId, leaseId: "h1", used: 0 });
+
+  await spend(1);
+  close((await api.get(`/users/${userId}/credits`)).body.balance, 19, "only the prepaid usage is drawn");
+  const after = await left(api, userId);
+  close(after.left, 19, "what is left is the balance");
+  const entries = (await api.get(`/users/${userId}/credits/ledger`)).body.entries as { type: string; amount: number }[];
+  close(entries.filter((e) => e.type === "usage").reduce((a, e) => a + e.amount, 0), -1, "the ledger's usage is the prepaid usage");
+});
+
+t("what a plan without credits spent uses the new plan's allowance first", async ({ stack }) => {
+  const { api, userId, spend } = await movedToCredits(stack, { max_spend_per_period: 5 }, 3, { max_spend_per_period: 10 });
+  close((await left(api, userId)).left, 27, "the allowance's $7 and the balance");
+  await spend(8);
+  close((await api.get(`/users/${userId}/credits`)).body.balance, 19, "$11 of $10 allowance: $1 drawn");
+  close((await left(api, userId)).left, 19, "what is left is the balance");
+});
+
+t.run();
