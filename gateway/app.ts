@@ -8,7 +8,7 @@ import { LOCAL_PROTECTION, type Protection } from "./config.ts";
 import { bodyDeadline, boundedShutdown, limitConnections, resolveConnectionLimits, serverTimeouts } from "./connection-limits.ts";
 import { errorHandler, notFoundHandler } from "./errors.ts";
 import { parseJsonBodies } from "./json-body.ts";
-import { clientErrorHandler, frameworkErrors } from "./framework-errors.ts";
+import { clientErrorHandler, frameworkErrors, refuseMalformedQueries } from "./framework-errors.ts";
 import { methodNotAllowed } from "./method-not-allowed.ts";
 import { admissionPlugin } from "./plugins/admission.ts";
 import { authPlugin } from "./plugins/auth.ts";
@@ -73,6 +73,7 @@ export async function buildGateway(opts: GatewayOptions) {
   app.setSerializerCompiler(serializerCompiler);
   parseJsonBodies(app);
   app.addHook("onRoute", closedQueries);
+  app.addHook("onRequest", refuseMalformedQueries);
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler(notFoundHandler);
   // JSON is the only body the API reads: any other type is 415, not a string failing validation.

@@ -21,6 +21,24 @@ export function frameworkErrors(err: FastifyError, request: FastifyRequest, repl
   return reply.status(500).send({ detail: "internal error; the request may be retried" });
 }
 
+/**
+ * A query string that is not well-formed percent-encoded UTF-8 (`?prefix=%E0%A4`, `?prefix=%zz`)
+ * is refused as a path segment is (400): Fastify's parser would read it literally, and a search
+ * for "%zz" would answer an empty page instead of saying the request was malformed.
+ */
+export function refuseMalformedQueries(request: FastifyRequest, reply: FastifyReply, done: () => void): void {
+  const at = request.url.indexOf("?");
+  if (at >= 0 && request.url.includes("%", at)) {
+    try {
+      decodeURIComponent(request.url.slice(at + 1));
+    } catch {
+      reply.status(400).send({ detail: "the URL is not valid: the query string is not well-formed percent-encoded UTF-8" });
+      return;
+    }
+  }
+  done();
+}
+
 const CLIENT_ERRORS: Record<string, [number, string]> = {
   HPE_HEADER_OVERFLOW: [431, "request headers are too large"],
   ERR_HTTP_REQUEST_TIMEOUT: [408, "the request was not received in time"],

@@ -138,11 +138,19 @@ function rawRequest(apiUrl: string, request: string): Promise<{ status: number; 
   });
 }
 
-t("bad URLs and oversized headers are answered {detail} too", async ({ stack }) => {
+t("bad URLs and oversized headers are answered {detail} too", async ({ stack, api }) => {
   const bad = await fetch(stack.apiUrl + "/users/%E0%A4%A/session");
   assert.is(bad.status, 400);
   detailOnly(await bad.json());
   assert.ok(bad.headers.get("x-request-id"));
+  // A malformed query is refused the same way, not read literally; a well-formed one is read.
+  for (const query of ["prefix=%E0%A4", "prefix=%zz", "cursor=abc%"]) {
+    const res = await api.get(`/users?${query}`);
+    assert.is(res.status, 400, query);
+    assert.match(res.body.detail, /query string is not well-formed/);
+    assert.ok(res.headers.get("x-request-id"), "the request id is sent");
+  }
+  assert.is((await api.get("/users?prefix=%E2%82%AC%20a&limit=%31")).status, 200);
   const big = await rawRequest(stack.apiUrl, `GET /api/v1/health HTTP/1.1\r\nHost: x\r\nX-Big: ${"a".repeat(20_000)}\r\nConnection: close\r\n\r\n`);
   assert.is(big.status, 431);
   detailOnly(JSON.parse(big.body));
