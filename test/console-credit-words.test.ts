@@ -31,16 +31,18 @@ test("the grant form's body: numbers as typed, text the API is to refuse as is, 
   assert.is(grantBody({ ...f, id: " pay_2 " }).id, "pay_2");
 });
 
-test("the period spend cap with credits: allowance, then credits drawn this period and the balance", () => {
-  assert.equal(capParts(16, 10, 3), { allowance: 10, credits: 6, balance: 3, drawn: 3 });
+test("the period spend cap with credits: allowance, the balance, and what the period spent past the allowance", () => {
+  assert.equal(capParts(16, 10, 3), { allowance: 10, balance: 3, past: 3 });
   // Sums of floats land on the nano-dollar, not beside it.
-  assert.equal(capParts(10.3, 10, 0.1), { allowance: 10, credits: 0.3, balance: 0.1, drawn: 0.2 });
+  assert.equal(capParts(10.3, 10, 0.1), { allowance: 10, balance: 0.1, past: 0.2 });
   // Pure prepaid (allowance 0) before any draw.
-  assert.equal(capParts(5, 0, 5), { allowance: 0, credits: 5, balance: 5, drawn: 0 });
+  assert.equal(capParts(5, 0, 5), { allowance: 0, balance: 5, past: 0 });
   // An overdraft: the balance is negative, the draw covered it.
-  assert.equal(capParts(1, 0, -0.25), { allowance: 0, credits: 1, balance: -0.25, drawn: 1.25 });
-  assert.is(capSentence(6, 1, 4.5), "Max includes credits: $1.00 allowance + $5.00 credits (balance $4.50, $0.50 drawn this period).");
-  assert.is(capSentence(5, 0, 5), "Max includes credits: $0.00 allowance + $5.00 credits (balance $5.00).");
+  assert.equal(capParts(1, 0, -0.25), { allowance: 0, balance: -0.25, past: 1.25 });
+  // $5 spent on a plan without credits, then a prepaid one: not drawn, but past the allowance.
+  assert.equal(capParts(25, 0, 20), { allowance: 0, balance: 20, past: 5 });
+  assert.is(capSentence(6, 1, 4.5), "Max includes credits: $1.00 allowance + $4.50 balance + $0.50 spent past the allowance this period.");
+  assert.is(capSentence(5, 0, 5), "Max includes credits: $0.00 allowance + $5.00 balance.");
 });
 
 test("a member's own cap and its team's: each sentence names its own parts", () => {
@@ -50,7 +52,7 @@ test("a member's own cap and its team's: each sentence names its own parts", () 
   // The member: $0.50 allowance, $2 of its own, plus what the team can still spend ($9).
   const own = { reason: "total_spend", max: 11.5, used: 0, credits: credits(2) };
   const allowance = { own: 0.5, team: 10 };
-  assert.is(creditCapNote(own, [own, team], allowance), "Max includes credits: $0.50 allowance + $2.00 credits (balance $2.00) + $9.00 the team can still spend (its allowance left and its pool's balance).");
+  assert.is(creditCapNote(own, [own, team], allowance), "Max includes credits: $0.50 allowance + $2.00 balance + $9.00 the team can still spend (its allowance left and its pool's balance).");
   assert.is(creditCapNote(team, [own, team], allowance), "Max includes the team's credits: $10.00 team allowance + $3.00 credits (pool balance $1.75; $1.25 drawn from the pool this period or paid by members' own allowances and credits).");
   // Not in a team: the sentence as before; without credits or a cap, none.
   assert.is(creditCapNote({ ...own, max: 2.5 }, [own], allowance), capSentence(2.5, 0.5, 2));

@@ -161,7 +161,7 @@ t("credits granted after a confirmation: the balance, the grants and the period 
   const meter = page.getByRole("meter", { name: "Period spend", exact: true });
   await eventually(async () => (await meter.getAttribute("aria-valuetext")) === "$0.00 of $8.50 (0%)", 10_000, "the cap with the balance");
   const note = page.locator(`#${await meter.getAttribute("aria-describedby")}`);
-  assert.is(await note.textContent(), "Max includes credits: $1.00 allowance + $7.50 credits (balance $7.50).");
+  assert.is(await note.textContent(), "Max includes credits: $1.00 allowance + $7.50 balance.");
   await check(ctx, "user-credits");
 });
 

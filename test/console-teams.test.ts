@@ -322,7 +322,7 @@ t("a team's shared pool on its page: granted through the form after a confirmati
   assert.equal([pool.max, pool.used, dims.find((d) => d.reason === "total_spend")!.max], [3, 1.25, 4.25], "the caps the sentences explain");
   await page.goto(`${ctx.base}/console/users/fay`);
   const bars = page.getByRole("region", { name: "Usage against limits" });
-  assert.is(await noteOf(bars, "Period spend"), "Max includes credits: $0.50 allowance + $2.00 credits (balance $2.00) + $1.75 the team can still spend (its allowance left and its pool's balance).");
+  assert.is(await noteOf(bars, "Period spend"), "Max includes credits: $0.50 allowance + $2.00 balance + $1.75 the team can still spend (its allowance left and its pool's balance).");
   assert.is(await noteOf(bars, "Team · Period spend (team)"), teamNote);
   await check(ctx, "user-team-pool-bars");
 });

@@ -72,13 +72,13 @@ export function describeGrant(f: GrantForm, userId: string): string {
 const nano = (n: number) => Math.round(n * 1e9) / 1e9;
 
 /**
- * What the period spend bar's max is made of when the plan draws credits: the cap is
- * `allowance + drawn this period + balance` (CREDITS-DESIGN.md), so the part that is credits is
- * `max - allowance`, of which `balance` is still to spend and the rest was drawn this period.
+ * What the period spend bar's max is made of when the plan draws credits: the cap is the
+ * allowance, the balance still to spend, and what the period already spent past the allowance
+ * (`past`: drawn from credits, or spent before the user moved to a plan with credits, which
+ * credits never pay: services/ingestion/README.md, credits).
  */
-export function capParts(max: number, allowance: number, balance: number): { allowance: number; credits: number; drawn: number; balance: number } {
-  const credits = nano(max - allowance);
-  return { allowance, credits, balance, drawn: Math.max(0, nano(credits - balance)) };
+export function capParts(max: number, allowance: number, balance: number): { allowance: number; balance: number; past: number } {
+  return { allowance, balance, past: Math.max(0, nano(max - allowance - balance)) };
 }
 
 /**
@@ -88,9 +88,9 @@ export function capParts(max: number, allowance: number, balance: number): { all
  */
 export function capSentence(max: number, allowance: number, balance: number, pool = 0): string {
   const p = capParts(nano(max - pool), allowance, balance);
-  const drawn = p.drawn > 0 ? `, ${fmtExactMoney(p.drawn)} drawn this period` : "";
+  const past = p.past > 0 ? ` + ${fmtExactMoney(p.past)} spent past the allowance this period` : "";
   const team = pool > 0 ? ` + ${fmtExactMoney(pool)} the team can still spend (its allowance left and its pool's balance)` : "";
-  return `Max includes credits: ${fmtExactMoney(p.allowance)} allowance + ${fmtExactMoney(p.credits)} credits (balance ${fmtExactMoney(p.balance)}${drawn})${team}.`;
+  return `Max includes credits: ${fmtExactMoney(p.allowance)} allowance + ${fmtExactMoney(p.balance)} balance${past}${team}.`;
 }
 
 /**
@@ -101,8 +101,8 @@ export function capSentence(max: number, allowance: number, balance: number, poo
  */
 export function teamCapSentence(max: number, allowance: number, balance: number): string {
   const p = capParts(max, allowance, balance);
-  const drawn = p.drawn > 0 ? `; ${fmtExactMoney(p.drawn)} drawn from the pool this period or paid by members' own allowances and credits` : "";
-  return `Max includes the team's credits: ${fmtExactMoney(p.allowance)} team allowance + ${fmtExactMoney(p.credits)} credits (pool balance ${fmtExactMoney(p.balance)}${drawn}).`;
+  const drawn = p.past > 0 ? `; ${fmtExactMoney(p.past)} drawn from the pool this period or paid by members' own allowances and credits` : "";
+  return `Max includes the team's credits: ${fmtExactMoney(p.allowance)} team allowance + ${fmtExactMoney(nano(p.balance + p.past))} credits (pool balance ${fmtExactMoney(p.balance)}${drawn}).`;
 }
 
 type CapDimension = Pick<Dimension, "reason" | "max" | "used" | "credits">;

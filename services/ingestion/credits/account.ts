@@ -64,8 +64,13 @@ export interface CreditAccountDoc {
   overdraft_nano: number;
   /** When the overdraft arose (ms), while there is one: grants effective since pay it (allocate.ts latePayment). */
   overdraft_since?: number;
-  /** Nano-dollars drawn per billing period (key: the period start in ms), with the period's end. */
-  drawn: Record<string, { n: number; end: Date }>;
+  /**
+   * Nano-dollars drawn per billing period (key: the period start in ms), with the period's end.
+   * `c`: drawn since the period's counter kept its credited spend apart (CounterDoc.credited_nano),
+   * so what the period spent without credits is never drawn; an entry without it was written
+   * before and goes on by the rule then (all the spend beyond the allowance) to its period's end.
+   */
+  drawn: Record<string, { n: number; end: Date; c?: 1 }>;
   /** A member's account in a team whose plan draws credits: per billing period, what its own grants did not cover, handed to the pool. */
   spilled?: Record<string, { n: number; end: Date }>;
   /**
@@ -156,6 +161,13 @@ export interface PeriodNeed {
   key: string;
   end: Date;
   needed: number;
+  /** What it needs by the rule before credited spend was kept apart, where that differs (CreditAccountDoc.drawn `c`). */
+  legacy?: number;
+}
+
+/** Whether a period's draws leave out what it spent without credits (CreditAccountDoc.drawn `c`): yes unless drawn before that. */
+export function tracksCredited(entry: { c?: 1 } | undefined): boolean {
+  return entry === undefined || entry.c === 1;
 }
 
 const clone = <T>(v: T): T => structuredClone(v);
@@ -354,11 +366,13 @@ export class AccountChange {
     let last: PeriodNeed | null = null;
     for (const n of needs) {
       if (n.end < closedBefore) continue;
-      const prev = this.doc.drawn[n.key]?.n ?? 0;
-      if (n.needed <= prev) continue;
-      amount += n.needed - prev;
+      const entry = own(this.doc.drawn, n.key);
+      const want = tracksCredited(entry) ? n.needed : (n.legacy ?? n.needed);
+      const prev = entry?.n ?? 0;
+      if (want <= prev) continue;
+      amount += want - prev;
       last = n;
-      this.doc.drawn[n.key] = { n: n.needed, end: n.end };
+      this.doc.drawn[n.key] = { n: want, end: n.end, ...(tracksCredited(entry) && { c: 1 as const }) };
       this.put();
     }
     for (const m of [this.doc.drawn, this.doc.spilled, this.doc.got, this.doc.pooled, this.doc.moved]) if (dropClosed(m, closedBefore)) this.put();
@@ -405,7 +419,7 @@ export class AccountChange {
     if (own(this.doc.moved, job) !== undefined) return;
     const drawn = own(this.doc.drawn, from.key);
     // A team's pool needs its pool counter's spend and what members' periods handed over (settlePools); a user's account holds no `pooled`.
-    const beyond = Math.max(0, (drawn?.n ?? 0) - needed(from.spend + (own(this.doc.pooled, from.key)?.n ?? 0), from.allowance, from.uncredited));
+    const beyond = Math.max(0, (drawn?.n ?? 0) - needed(from.spend + (own(this.doc.pooled, from.key)?.n ?? 0), from.allowance, tracksCredited(drawn) ? from.uncredited : 0));
     // At most what the moved events cost: moves of one period's lists that run together each read
     // the spend after all of them left, and each may hand over only what its own events took.
     let over = Math.min(beyond, to.reduce((a, t) => a + Math.max(0, t.cost), 0));
@@ -416,7 +430,8 @@ export class AccountChange {
       const n = Math.min(over, t.cost);
       if (n <= 0) continue;
       over -= n;
-      this.doc.drawn[t.key] = { n: (this.doc.drawn[t.key]?.n ?? 0) + n, end: t.end };
+      const entry = own(this.doc.drawn, t.key);
+      this.doc.drawn[t.key] = { n: (entry?.n ?? 0) + n, end: t.end, ...(tracksCredited(entry) && { c: 1 as const }) };
     }
     this.put();
   }

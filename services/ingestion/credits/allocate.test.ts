@@ -87,6 +87,21 @@ function account(grants: GrantState[], o: Partial<CreditAccountDoc> = {}): Credi
 const CUT = new Date(0);
 const need = (n: number) => [{ key: "1", end: D(86_400_000), needed: n * N }];
 
+test("a period drawn from before credited spend was kept apart goes on by the rule then; others leave out what was spent without credits", () => {
+  const end = D(86_400_000);
+  // Spend $8, of which $5 without credits; allowance 0: $3 by the rule now, $8 by the rule before.
+  const needs = [{ key: "1", end, needed: 3 * N, legacy: 8 * N }];
+  const fresh = new AccountChange(account([grant("g", 20)]), "p", "user:u", D(0));
+  fresh.settle(needs, CUT);
+  const after = fresh.write()!.after;
+  assert.equal(after.drawn["1"], { n: 3 * N, end, c: 1 }, "a new entry: what was spent with credits");
+  const old = new AccountChange(account([grant("g", 20)], { drawn: { "1": { n: 6 * N, end } } }), "p", "user:u", D(0));
+  old.settle(needs, CUT);
+  const legacy = old.write()!.after;
+  assert.equal(legacy.drawn["1"], { n: 8 * N, end }, "an entry from before keeps the rule it began with");
+  assert.is(legacy.grants.g!.remaining_nano, 18 * N);
+});
+
 test("settle draws only what the period needs beyond what it drew: repeating it draws nothing", () => {
   const c = new AccountChange(account([grant("g", 1)]), "p", "user:u", D(0));
   c.settle(need(0.4), CUT);

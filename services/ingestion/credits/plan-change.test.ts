@@ -37,7 +37,10 @@ t("a free plan's spend is not drawn from the credits of the prepaid plan the use
   const before = await left(api, userId);
   close(before.used, 5, "the period's spend carries over");
   close(before.left, 20, "what is left to spend is the balance");
-  close((await api.get(`/users/${userId}/session`)).body.credits.balance, 20, "nothing drawn yet");
+  const session = (await api.get(`/users/${userId}/session`)).body;
+  close(session.credits.balance, 20, "nothing drawn yet");
+  const dim = (session.limits as { reason: string; used: number; max: number }[]).find((d) => d.reason === "total_spend")!;
+  close(dim.max - dim.used, 20, "the session's cap leaves the balance too");
   // A lease may take the whole balance, no more.
   const lease = await ingestion.acquireLease({ productId, userId, holder: "h1", need: 20, want: 25 });
   close(lease.lease!.granted, 20, "a lease grants the balance");

@@ -1,6 +1,7 @@
 /**
  * Drawing credits, exactly once because it is derived from the counters: what a billing period
- * needs is `max(0, period spend - allowance)`, and a settle draws what it needs beyond what that
+ * needs is what its spend went beyond the allowance, less what of that was spent while its plan
+ * drew no credits (allocate.ts needed), and a settle draws what it needs beyond what that
  * period drew already (`drawn`). A counter counts every event once, so repeating a settle (a
  * retried, replayed or recovered job, a late event) draws nothing twice and misses nothing.
  */
@@ -157,12 +158,12 @@ export function creditPeriods(periods: readonly { delta: { id: string; productId
 }
 
 /**
- * What events whose own plan draws no credits spent (nano-dollars): their period counter keeps
- * it apart (CounterDelta.uncredited), so credits never pay for it (allocate.ts needed).
+ * What events whose own plan draws credits spent (nano-dollars): their period counter keeps it
+ * (CounterDelta.credited), so that credits never pay for the rest (allocate.ts needed).
  */
-export function uncreditedNano(events: readonly UsageEventDoc[]): number {
+export function creditedNano(events: readonly UsageEventDoc[]): number {
   let n = 0;
-  for (const e of events) if (e.credits === undefined || e.spend_limit === null) n += toNano(e.cost_total);
+  for (const e of events) if (e.credits !== undefined && e.spend_limit !== null) n += toNano(e.cost_total);
   return n;
 }
 
@@ -192,8 +193,10 @@ export async function settlePeriods(deps: SettleDeps, periods: readonly CreditPe
   for (const p of own) {
     const owner = userOwner(p.userId);
     const id = accountId(p.productId, owner);
-    const spend = spends.get(p.counterId);
-    const need: PeriodNeed = { key: String(p.start.getTime()), end: p.end, needed: needed(spend?.spend ?? 0, toNano(p.allowance), spend?.uncredited) };
+    const spend = spends.get(p.counterId) ?? { spend: 0, uncredited: 0 };
+    const allowance = toNano(p.allowance);
+    const need: PeriodNeed = { key: String(p.start.getTime()), end: p.end, needed: needed(spend.spend, allowance, spend.uncredited) };
+    if (spend.uncredited > allowance) need.legacy = needed(spend.spend, allowance);
     const t = targets.get(id);
     if (t) {
       t.needs.push(need);

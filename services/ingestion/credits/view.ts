@@ -8,7 +8,7 @@ import { own } from "@meter/lib/own";
 import { optionalTimestamp, toTimestamp } from "@meter/lib/time";
 import { encodeGrantKey } from "../domain/field-keys.ts";
 import { balanceOf, forgiven, latePayment, statusAt, type GrantState } from "./allocate.ts";
-import { accountId, overdraftSince, teamOwner, userOwner, type CreditAccountDoc } from "./account.ts";
+import { accountId, overdraftSince, teamOwner, tracksCredited, userOwner, type CreditAccountDoc } from "./account.ts";
 import type { TeamAttribution } from "../domain/attribution.ts";
 import { poolCounterId } from "../teams/shares.ts";
 import type { GrantRecordDoc } from "./store.ts";
@@ -77,6 +77,8 @@ export interface CreditView {
   overdraft: number;
   /** Drawn in the billing period asked for. */
   drawn: number;
+  /** Whether that period's draws leave out what it spent without credits (account.ts tracksCredited). */
+  tracked: boolean;
   /** Active grants that expire, soonest first. */
   expiries: { grantId: string; at: Date; remaining: number }[];
 }
@@ -91,8 +93,8 @@ export function creditView(account: CreditAccountDoc | null, periodStart: Date |
     .filter((g) => g.expires_at !== null && statusAt(g, t) === "active")
     .sort((a, b) => a.expires_at!.getTime() - b.expires_at!.getTime())
     .map((g) => ({ grantId: g.id, at: g.expires_at!, remaining: g.remaining_nano }));
-  const drawn = periodStart ? (answered?.drawn[String(periodStart.getTime())]?.n ?? 0) : 0;
-  return { balance, pending, overdraft, drawn, expiries };
+  const entry = periodStart ? own(answered?.drawn, String(periodStart.getTime())) : undefined;
+  return { balance, pending, overdraft, drawn: entry?.n ?? 0, tracked: tracksCredited(entry), expiries };
 }
 
 /** The session view's and GetCredits' money fields in dollars. */
@@ -113,7 +115,7 @@ export function sessionCredits(v: CreditView, lowAt: number | undefined) {
  * is what is left to spend whatever the user spent before moving to a plan with credits.
  */
 export function creditCapNano(allowanceNano: number, v: CreditView, uncreditedNano = 0): number {
-  return Math.max(0, allowanceNano + forgiven(uncreditedNano, allowanceNano) + v.drawn + v.balance);
+  return Math.max(0, allowanceNano + (v.tracked ? forgiven(uncreditedNano, allowanceNano) : 0) + v.drawn + v.balance);
 }
 
 /** An owner's period spend cap with credits, given what its counter spent while credits were off (creditCapNano). */

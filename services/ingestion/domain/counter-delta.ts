@@ -11,10 +11,10 @@ export interface CounterDelta extends LeaseShare {
   end: Date;
   add: Totals;
   /**
-   * Of `add.cost`, what events whose plan drew no credits spent (nano-dollars; a user's period
-   * counters only): CounterDoc.uncredited_nano.
+   * Of `add.cost`, what events whose plan draws credits spent (nano-dollars; a user's period
+   * counters only): CounterDoc.credited_nano.
    */
-  uncredited?: number;
+  credited?: number;
   /** The part of `add` that is the month share (see CounterDoc.month in store/counters.ts). */
   month?: Totals;
   /**

@@ -14,7 +14,7 @@ import type { UsageEventDoc, UsageEventStore } from "../store/usage-events.ts";
 import { recordCrossings, type CrossingDeps } from "../thresholds/crossings.ts";
 import type { JobDoc, JobStore } from "../store/jobs.ts";
 import type { CreditStore } from "../credits/store.ts";
-import { creditPeriods, settlePeriods, uncreditedNano } from "../credits/settle.ts";
+import { creditedNano, creditPeriods, settlePeriods } from "../credits/settle.ts";
 import { countTeams, releaseTeams, type TeamCountDeps, type TeamCounted } from "../teams/count.ts";
 
 /** What completing a usage job needs: the stores it reads and writes, and what recording crossings needs. */
@@ -73,8 +73,8 @@ async function derive(deps: UsageCompletionDeps, job: JobDoc, inserted: UsageEve
   await deps.outbox.put(deps.outbox.analytics, [entry("usage", job._id, inserted.map(usageFact))]);
   const { periods, months } = deltas(inserted);
   for (const p of periods) {
-    const off = uncreditedNano(p.events);
-    if (off !== 0) p.delta.uncredited = off;
+    const credited = creditedNano(p.events);
+    if (credited !== 0) p.delta.credited = credited;
   }
   // Before the counters: an event counted in a period (a user's, or a team's) is always findable by
   // a late change. A team's list holds the job's events of all its members, so the backfill bound

@@ -1,3 +1,4 @@
+import { uncreditedOf } from "../store/counters.ts";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { IngestionService } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import type { IngestionDeps } from "../deps.ts";
@@ -29,6 +30,6 @@ export function getLimits(deps: IngestionDeps): ServiceImpl<typeof IngestionServ
       creditsInForce(deps.credits, productId, req.userId, a.plan, a.period.start, now),
       readTeam(deps, productId, ta, now),
     ]);
-    return { userId: req.userId, limits: [...dimensions(a.plan, a.period, counter, windows, now, ownCapWithPool(credits?.cap?.(counter?.uncredited_nano ?? 0), team)), ...teamLimits(team, windows, now)] };
+    return { userId: req.userId, limits: [...dimensions(a.plan, a.period, counter, windows, now, ownCapWithPool(credits?.cap?.(uncreditedOf(counter)), team)), ...teamLimits(team, windows, now)] };
   };
 }

@@ -1,3 +1,4 @@
+import { uncreditedOf } from "../store/counters.ts";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { LRUCache } from "lru-cache";
 import type { IngestionService } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
@@ -100,7 +101,7 @@ export function getSession(deps: IngestionDeps): ServiceImpl<typeof IngestionSer
       planConfig: planConfig(plan),
       currentUsage: currentUsage(counter),
       billingPeriod: { start: toTimestamp(a.period.start), end: toTimestamp(a.period.end) },
-      limits: [...dimensions(plan, a.period, counter, windows, now, ownCapWithPool(credits?.cap?.(counter?.uncredited_nano ?? 0), team)), ...teamLimits(team, windows, now)],
+      limits: [...dimensions(plan, a.period, counter, windows, now, ownCapWithPool(credits?.cap?.(uncreditedOf(counter)), team)), ...teamLimits(team, windows, now)],
       credits: credits ? sessionCredits(credits.view, plan?.creditsLowAt) : undefined,
       team: team ? sessionTeam(team) : undefined,
     };

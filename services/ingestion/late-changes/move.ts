@@ -291,22 +291,23 @@ async function move(deps: MoveDeps, productId: string, entry: Entry, byId: Reado
   const asCounted = (e: UsageEventDoc): Counted => ({ e, c: arrivedIn(e, from) ? countable(owner, e) : named(productId, owner, e, fromPlan) });
   const inGroup = (g: Going): Counted[] => g.events.map((e) => ({ e, c: named(productId, owner, e, owner.kind === "user" ? g.plan : g.team!.plan) }));
   // What a period's counter gains: the events' totals, and those stamped in the month the period starts with as its month share;
-  // a user's, also what of them its plan draws no credits for (CounterDelta.uncredited).
-  const periodDelta = (id: string, period: { start: Date; end: Date }, events: readonly Counted[], uncredited: (e: UsageEventDoc) => boolean): CounterDelta => {
+  // a user's, also what of them its plan draws credits for (CounterDelta.credited).
+  const periodDelta = (id: string, period: { start: Date; end: Date }, events: readonly Counted[], credited: (e: UsageEventDoc) => boolean): CounterDelta => {
     const delta: CounterDelta = { id, productId, userId: owner.id, start: period.start, end: period.end, add: sum(events.map((x) => x.c)) };
     const share = events.filter((x) => sameStart(calendarMonth(x.e.timestamp).start, period.start));
     if (share.length > 0) delta.month = sum(share.map((x) => x.c));
-    const off = owner.kind === "user" ? sum(events.filter((x) => uncredited(x.e)).map((x) => x.c)).cost : 0;
-    if (off !== 0) delta.uncredited = off;
+    const drawn = owner.kind === "user" ? sum(events.filter((x) => credited(x.e)).map((x) => x.c)).cost : 0;
+    if (drawn !== 0) delta.credited = drawn;
     return delta;
   };
   // What the old period's counter loses: the events, and their month share as it carried it; of
-  // a user's, the spend its plan drew no credits for, as stored on arrival or, for an event an
-  // earlier move brought in, as the old period's plan decides.
+  // a user's, the spend its plan drew credits for, as stored on arrival or, for an event an
+  // earlier move brought in, as the old period's plan decides now (readers keep the rest within
+  // the spend: store/counters.ts spendOf).
   const fromDraws = drawsCredits(fromPlan);
   const outDelta = (id: string, events: readonly UsageEventDoc[]): CounterDelta => {
-    const d = periodDelta(id, window, events.map(asCounted), (e) => (arrivedIn(e, from) ? e.credits === undefined : !fromDraws));
-    return { ...d, add: negate(d.add), ...(d.month && { month: negate(d.month) }), ...(d.uncredited && { uncredited: -d.uncredited }) };
+    const d = periodDelta(id, window, events.map(asCounted), (e) => (arrivedIn(e, from) ? e.credits !== undefined : fromDraws));
+    return { ...d, add: negate(d.add), ...(d.month && { month: negate(d.month) }), ...(d.credited && { credited: -d.credited }) };
   };
   // Out of the old period, into the new ones; a month's counter gains the events its new
   // period does not carry as its month share and loses those the old period did not.
@@ -316,7 +317,7 @@ async function move(deps: MoveDeps, productId: string, entry: Entry, byId: Reado
   for (const g of going.values()) {
     const counted = inGroup(g);
     const draws = drawsCredits(g.plan);
-    periods.push({ delta: periodDelta(g.counterId, g.period, counted, () => !draws), limit: g.limit, events: g.events });
+    periods.push({ delta: periodDelta(g.counterId, g.period, counted, () => draws), limit: g.limit, events: g.events });
     for (const x of counted) {
       moved.push(x.e);
       const m = calendarMonth(x.e.timestamp);
@@ -389,10 +390,10 @@ async function move(deps: MoveDeps, productId: string, entry: Entry, byId: Reado
   let draws: DrawsMoved | null = null;
   if (owner.kind === "user") {
     const drew = moved.find((e) => e.credits !== undefined && e.spend_limit !== null);
-    if (drew) draws = { counters: deps.counters, counterId: from, owner: userOwner(owner.id), allowance: drew.spend_limit!, into: periods.map((p) => p.delta) };
+    if (drew) draws = { counters: deps.counters, counterId: from, owner: userOwner(owner.id), allowance: drew.spend_limit!, into: periods.map((p) => p.delta), credited: true };
   } else if (poolOut) {
     const allowance = leaving.find((e) => e.team!.counter_id === from)?.team!.credits!.allowance ?? fromPlan?.maxSpendPerPeriod;
-    if (allowance !== undefined) draws = { counters: deps.teamCounters, counterId: poolOut.id, owner: teamOwner(owner.team.externalTeamId), allowance, into: poolsIn };
+    if (allowance !== undefined) draws = { counters: deps.teamCounters, counterId: poolOut.id, owner: teamOwner(owner.team.externalTeamId), allowance, into: poolsIn, credited: false };
   }
   if (draws) await moveDraws(deps, productId, job, window, draws);
   if (await deps.arrivals.replace(list._id, list.ids, staying)) {
@@ -413,6 +414,8 @@ interface DrawsMoved {
   owner: string;
   allowance: number;
   into: readonly CounterDelta[];
+  /** Whether the counter keeps its credited spend apart (a user's period counter; a pool counter is all the pool's to pay). */
+  credited: boolean;
 }
 
 /** What the old period drew beyond what its spend needs after the move goes to the periods the events went to (credits/settle.ts moveDrawn). */
@@ -422,7 +425,7 @@ async function moveDraws(deps: MoveDeps, productId: string, job: string, window:
     productId,
     owner: d.owner,
     job,
-    from: { key: String(window.start.getTime()), spend: spent?.spend ?? 0, uncredited: spent?.uncredited ?? 0, allowance: toNano(d.allowance) },
+    from: { key: String(window.start.getTime()), spend: spent?.spend ?? 0, uncredited: d.credited ? (spent?.uncredited ?? 0) : 0, allowance: toNano(d.allowance) },
     to: d.into.map((t) => ({ key: String(t.start.getTime()), end: t.end, cost: t.add.cost })),
   });
 }

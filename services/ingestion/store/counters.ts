@@ -32,11 +32,12 @@ export interface CounterDoc extends Totals {
    */
   month?: Totals;
   /**
-   * A user's period counter: of its spend, what events whose plan drew no credits spent
-   * (nano-dollars; absent while there were none). Credits never pay for it, even once the user
-   * moves to a plan that draws them within the same period (credits/allocate.ts needed).
+   * A user's period counter: of its spend, what events whose plan draws credits spent
+   * (nano-dollars; absent while there were none, so users without credits store nothing more).
+   * Credits pay only for that spend: what the rest spent beyond the allowance, before the user
+   * moved to a plan with credits in the same period, is never drawn (credits/allocate.ts needed).
    */
-  uncredited_nano?: number;
+  credited_nano?: number;
   /**
    * A team's period counter also holds the team's windows that lie within its period (calendar
    * windows, `period` windows: teams/count.ts), as a window document holds them
@@ -103,10 +104,24 @@ export function readCounter<T extends StoredCounterDoc>(raw: T): Omit<T, keyof S
   return doc;
 }
 
-/** A counter's spend and, of it, what events whose plan drew no credits spent (CounterDoc.uncredited_nano), in nano-dollars. */
+/**
+ * A counter's spend and, of it, what events whose plan drew no credits spent, in nano-dollars:
+ * the spend less CounterDoc.credited_nano, within [0, spend] (a move's estimate of how the events
+ * it took out were counted may be off).
+ */
 export interface PeriodSpend {
   spend: number;
   uncredited: number;
+}
+
+/** A counter's PeriodSpend from its spend and credited_nano (nano-dollars). */
+export function spendOf(spend: number, credited: number | undefined): PeriodSpend {
+  return { spend, uncredited: Math.min(spend, Math.max(0, spend - (credited ?? 0))) };
+}
+
+/** What a period counter (null: none yet) spent while its plan drew no credits (PeriodSpend.uncredited). */
+export function uncreditedOf(counter: CounterDoc | null | undefined): number {
+  return counter ? spendOf(counter.cost, counter.credited_nano).uncredited : 0;
 }
 
 /** Counters whose closed jobs' entries this process still has to remove. */
@@ -169,8 +184,8 @@ export class CounterStore {
 
   /** The spend (nano-dollars) of the counters among `ids`: one read by `_id` list of the money fields only. */
   async spends(ids: readonly string[]): Promise<Map<string, PeriodSpend>> {
-    const docs = await findByIds(this.counters, ids, { projection: { cost_nano: 1, cost: 1, uncredited_nano: 1 } });
-    return new Map(docs.map((d) => [d._id, { spend: readTotals({ cost_nano: d.cost_nano, cost: d.cost } as StoredTotals).cost, uncredited: d.uncredited_nano ?? 0 }]));
+    const docs = await findByIds(this.counters, ids, { projection: { cost_nano: 1, cost: 1, credited_nano: 1 } });
+    return new Map(docs.map((d) => [d._id, spendOf(readTotals({ cost_nano: d.cost_nano, cost: d.cost } as StoredTotals).cost, d.credited_nano)]));
   }
 
   /**
@@ -302,7 +317,7 @@ function addOp(adds: readonly Addition[], releasing: readonly string[], ended: r
   let bump = false;
   for (const { jobId, d } of adds) {
     put("", d.add);
-    if (d.uncredited) inc("uncredited_nano", d.uncredited);
+    if (d.credited) inc("credited_nano", d.credited);
     if (d.month) put("month.", d.month);
     // Leases settle in the same update (domain/lease-settlement.ts).
     for (const [id, l] of Object.entries(d.leases ?? {})) {
