@@ -415,19 +415,23 @@ export class AccountChange {
    * the move needs was drawn for those events: it counts as drawn by the periods they went to, up
    * to their cost in each, so their next settle does not draw it again. Once per job.
    */
-  moveDrawn(job: string, from: { key: string; spend: number; uncredited: number; allowance: number }, to: readonly { key: string; end: Date; cost: number }[]): void {
+  moveDrawn(job: string, from: { key: string; spend: number; uncredited: number; allowance: number }, to: readonly { key: string; end: Date; cost: number; credited: number }[]): void {
     if (own(this.doc.moved, job) !== undefined) return;
     const drawn = own(this.doc.drawn, from.key);
     // A team's pool needs its pool counter's spend and what members' periods handed over (settlePools); a user's account holds no `pooled`.
     const beyond = Math.max(0, (drawn?.n ?? 0) - needed(from.spend + (own(this.doc.pooled, from.key)?.n ?? 0), from.allowance, tracksCredited(drawn) ? from.uncredited : 0));
+    // What a new period would draw for the moved events: what its plan draws credits for (the
+    // rest it never draws, so a draw handed to it would be counted twice), all of it in a period
+    // drawn by the rule before (tracksCredited).
+    const draws = (t: (typeof to)[number]) => Math.max(0, tracksCredited(own(this.doc.drawn, t.key)) ? t.credited : t.cost);
     // At most what the moved events cost: moves of one period's lists that run together each read
     // the spend after all of them left, and each may hand over only what its own events took.
-    let over = Math.min(beyond, to.reduce((a, t) => a + Math.max(0, t.cost), 0));
+    let over = Math.min(beyond, to.reduce((a, t) => a + draws(t), 0));
     if (!drawn || over === 0) return;
     setOwn((this.doc.moved ??= {}), job, { n: over, end: drawn.end });
     drawn.n -= over;
     for (const t of to) {
-      const n = Math.min(over, t.cost);
+      const n = Math.min(over, draws(t));
       if (n <= 0) continue;
       over -= n;
       const entry = own(this.doc.drawn, t.key);

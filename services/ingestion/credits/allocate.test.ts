@@ -136,7 +136,7 @@ test("two moves out of one period that read its spend after both left each hand 
   const drawn = new AccountChange(base, "p", "user:u", D(0));
   drawn.settle(need(3), CUT);
   let a = drawn.write()!.after;
-  const to = (cost: number) => [{ key: "2", end: D(2 * 86_400_000), cost: cost * N }];
+  const to = (cost: number) => [{ key: "2", end: D(2 * 86_400_000), cost: cost * N, credited: cost * N }];
   for (const [job, cost] of [["mv_a", 1], ["mv_b", 2]] as const) {
     const c = new AccountChange(a, "p", "user:u", D(1));
     c.moveDrawn(job, { key: "1", spend: 0, uncredited: 0, allowance: 0 }, to(cost));

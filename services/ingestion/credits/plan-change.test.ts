@@ -9,6 +9,8 @@ import { productWithUser, withIngestion, type IngestionSuite } from "../testing/
 const t = suite<IngestionSuite>("credits across a plan change");
 withIngestion(t);
 
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
 const close = (a: number, b: number, msg: string) => assert.ok(Math.abs(a - b) < 1e-9, `${msg}: ${a} != ${b}`);
 
 /** A user who spent `spent` on a plan without credits, then moved (same period) to `plan` and was granted $20. */
@@ -60,6 +62,33 @@ t("what a plan without credits spent uses the new plan's allowance first", async
   await spend(8);
   close((await api.get(`/users/${userId}/credits`)).body.balance, 19, "$11 of $10 allowance: $1 drawn");
   close((await left(api, userId)).left, 19, "what is left is the balance");
+});
+
+t("events a late change moves to a period whose plan draws no credits take no draw along: they are not paid twice", async ({ stack }) => {
+  const { api, userId } = await productWithUser(stack, { max_spend_per_period: 0, credits_enabled: true });
+  assert.is((await api.post(`/users/${userId}/credits`, { id: "topup", amount: 20 })).status, 201);
+  const now = Date.now();
+  const event = (at: number, cost: number) => ({ id: randomUUID(), user_id: userId, timestamp: new Date(at).toISOString(), cost_total: cost });
+  assert.is((await api.post("/events/batch", [event(now - 2 * HOUR, 2)])).status, 200);
+  close((await api.get(`/users/${userId}/credits`)).body.balance, 18, "drawn on the prepaid plan");
+
+  // Told only now: the user was on a free plan, with new dates, since three hours ago. The event moves there.
+  const plans = await api.post("/config/plans", { plans: [{ name: `free-${randomUUID()}`, max_spend_per_period: 5 }, { name: `prepaid-${randomUUID()}`, max_spend_per_period: 0, credits_enabled: true }] });
+  const [free, prepaid] = (plans.body.plans as { id: string }[]).map((p) => p.id);
+  const dates = { period_start: new Date(now - 3 * HOUR).toISOString(), period_end: new Date(now + 30 * DAY).toISOString() };
+  assert.is((await api.post(`/users/${userId}/subscription`, { plan_id: free, ...dates })).status, 200);
+  const moved = (await api.get(`/users/${userId}/session`)).body;
+  assert.is(moved.billing_period.start, dates.period_start);
+  close(moved.current_usage.period_cost, 2, "moved");
+  close((await api.get(`/users/${userId}/credits`)).body.balance, 18, "draws never go back");
+
+  // Back on a prepaid plan in that period: the $2 was spent without credits there, and drawn
+  // once already; what is left to spend is the balance, and the next $1 draws $1.
+  assert.is((await api.post(`/users/${userId}/subscription`, { plan_id: prepaid, ...dates })).status, 200);
+  close((await left(api, userId)).left, 18, "what is left is the balance");
+  assert.is((await api.post("/events/batch", [event(Date.now(), 1)])).status, 200);
+  close((await api.get(`/users/${userId}/credits`)).body.balance, 17, "the next dollar is drawn");
+  close((await left(api, userId)).left, 17, "what is left is the balance");
 });
 
 t.run();

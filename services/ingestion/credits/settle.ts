@@ -265,7 +265,7 @@ export interface DrawnMove {
    */
   from: { key: string; spend: number; uncredited: number; allowance: number };
   /** The periods they went to: start (ms), end, and what the moved events cost there (nano-dollars). */
-  to: { key: string; end: Date; cost: number }[];
+  to: { key: string; end: Date; cost: number; credited: number }[];
 }
 
 /**

@@ -426,7 +426,8 @@ async function moveDraws(deps: MoveDeps, productId: string, job: string, window:
     owner: d.owner,
     job,
     from: { key: String(window.start.getTime()), spend: spent?.spend ?? 0, uncredited: d.credited ? (spent?.uncredited ?? 0) : 0, allowance: toNano(d.allowance) },
-    to: d.into.map((t) => ({ key: String(t.start.getTime()), end: t.end, cost: t.add.cost })),
+    // A user's new periods draw for what their plans draw credits for; a pool pays all it counts.
+    to: d.into.map((t) => ({ key: String(t.start.getTime()), end: t.end, cost: t.add.cost, credited: d.credited ? (t.credited ?? 0) : t.add.cost })),
   });
 }
 
