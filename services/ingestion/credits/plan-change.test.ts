@@ -91,4 +91,20 @@ t("events a late change moves to a period whose plan draws no credits take no dr
   close((await left(api, userId)).left, 17, "what is left is the balance");
 });
 
+t("events a late change moves to a period whose allowance covers them take no draw along: the allowance is not given twice", async ({ stack }) => {
+  const { api, userId } = await productWithUser(stack, { max_spend_per_period: 0, credits_enabled: true });
+  assert.is((await api.post(`/users/${userId}/credits`, { id: "topup", amount: 20 })).status, 201);
+  const now = Date.now();
+  assert.is((await api.post("/events/batch", [{ id: randomUUID(), user_id: userId, timestamp: new Date(now - 2 * HOUR).toISOString(), cost_total: 5 }])).status, 200);
+  close((await api.get(`/users/${userId}/credits`)).body.balance, 15, "drawn on the prepaid plan");
+  // Told only now: since three hours ago the user was on a plan with $10 included, new dates.
+  const plans = await api.post("/config/plans", { plans: [{ name: `pro-${randomUUID()}`, max_spend_per_period: 10, credits_enabled: true }] });
+  const dates = { period_start: new Date(now - 3 * HOUR).toISOString(), period_end: new Date(now + 30 * DAY).toISOString() };
+  assert.is((await api.post(`/users/${userId}/subscription`, { plan_id: plans.body.plans[0].id, ...dates })).status, 200);
+  close((await api.get(`/users/${userId}/session`)).body.current_usage.period_cost, 5, "moved");
+  // Draws never go back; the $5 uses $5 of the new allowance: $5 of it left, and the balance.
+  close((await api.get(`/users/${userId}/credits`)).body.balance, 15, "nothing given back");
+  close((await left(api, userId)).left, 20, "the allowance left and the balance");
+});
+
 t.run();

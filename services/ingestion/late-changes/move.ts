@@ -12,6 +12,7 @@ import { recordCrossings, type CrossingDeps } from "../thresholds/crossings.ts";
 import { arrivalList, listId, teamListKey, type ArrivalStore } from "./arrivals.ts";
 import { moveDrawn, type AccountDeps } from "../credits/settle.ts";
 import { teamOwner, userOwner } from "../credits/account.ts";
+import { needed } from "../credits/allocate.ts";
 import { inPeriodWindow, memberPrefix, poolCounterId, teamShare } from "../teams/shares.ts";
 import { windowDocId, windowShares, type WindowDelta, type WindowPlan, type WindowShare } from "../windows/shares.ts";
 import type { WindowStore } from "../windows/store.ts";
@@ -390,7 +391,10 @@ async function move(deps: MoveDeps, productId: string, entry: Entry, byId: Reado
   let draws: DrawsMoved | null = null;
   if (owner.kind === "user") {
     const drew = moved.find((e) => e.credits !== undefined && e.spend_limit !== null);
-    if (drew) draws = { counters: deps.counters, counterId: from, owner: userOwner(owner.id), allowance: drew.spend_limit!, into: periods.map((p) => p.delta), credited: true };
+    if (drew) {
+      const allowances = new Map(periods.map((p) => [p.delta.id, p.limit.spend_limit]));
+      draws = { counters: deps.counters, counterId: from, owner: userOwner(owner.id), allowance: drew.spend_limit!, into: periods.map((p) => p.delta), credited: true, allowances };
+    }
   } else if (poolOut) {
     const allowance = leaving.find((e) => e.team!.counter_id === from)?.team!.credits!.allowance ?? fromPlan?.maxSpendPerPeriod;
     if (allowance !== undefined) draws = { counters: deps.teamCounters, counterId: poolOut.id, owner: teamOwner(owner.team.externalTeamId), allowance, into: poolsIn, credited: false };
@@ -416,18 +420,27 @@ interface DrawsMoved {
   into: readonly CounterDelta[];
   /** Whether the counter keeps its credited spend apart (a user's period counter; a pool counter is all the pool's to pay). */
   credited: boolean;
+  /** A user's new periods' allowances (dollars, null: unlimited) by counter: each takes no more draws than it needs. */
+  allowances?: ReadonlyMap<string, number | null>;
 }
 
 /** What the old period drew beyond what its spend needs after the move goes to the periods the events went to (credits/settle.ts moveDrawn). */
 async function moveDraws(deps: MoveDeps, productId: string, job: string, window: { start: Date }, d: DrawsMoved): Promise<void> {
-  const spent = (await d.counters.spends([d.counterId])).get(d.counterId);
+  const spends = await d.counters.spends([d.counterId, ...(d.allowances ? d.into.map((t) => t.id) : [])]);
+  const spent = spends.get(d.counterId);
+  const needOf = (t: CounterDelta) => {
+    if (!d.allowances) return {};
+    const allowance = d.allowances.get(t.id);
+    const s = spends.get(t.id);
+    return { need: allowance === null || allowance === undefined || !s ? 0 : needed(s.spend, toNano(allowance), s.uncredited) };
+  };
   await moveDrawn(deps, {
     productId,
     owner: d.owner,
     job,
     from: { key: String(window.start.getTime()), spend: spent?.spend ?? 0, uncredited: d.credited ? (spent?.uncredited ?? 0) : 0, allowance: toNano(d.allowance) },
     // A user's new periods draw for what their plans draw credits for; a pool pays all it counts.
-    to: d.into.map((t) => ({ key: String(t.start.getTime()), end: t.end, cost: t.add.cost, credited: d.credited ? (t.credited ?? 0) : t.add.cost })),
+    to: d.into.map((t) => ({ key: String(t.start.getTime()), end: t.end, cost: t.add.cost, credited: d.credited ? (t.credited ?? 0) : t.add.cost, ...needOf(t) })),
   });
 }
 
