@@ -44,7 +44,9 @@ export function creditCap(allowance: number | null, drawn: number, balance: numb
 
 /**
  * What the period drew, read back from a cap and a balance that were reported together
- * (cap - allowance - balance), never below 0.
+ * (cap - allowance - balance), never below 0. It includes what the period spent past the
+ * allowance before the user moved to a plan with credits, which is never drawn but raises the
+ * cap as much (docs/api.md, "Selling credits").
  */
 export function creditsDrawn(cap: number, allowance: number, balance: number): number {
   return toDollars(Math.max(0, toNano(cap) - toNano(allowance) - toNano(balance)));

@@ -28,7 +28,9 @@ def credit_cap(allowance: float | None, drawn: float, balance: float) -> float |
 
 
 def credits_drawn(cap: float, allowance: float, balance: float) -> float:
-    """What the period drew, read back from a cap and a balance reported together; never below 0."""
+    """What the period drew, read back from a cap and a balance reported together; never below 0. It includes what
+    the period spent past the allowance before the user moved to a plan with credits, which is never drawn but
+    raises the cap as much (the service's docs/api.md, "Selling credits")."""
     return to_dollars(max(0, to_nano(cap) - to_nano(allowance) - to_nano(balance)))
 
 
