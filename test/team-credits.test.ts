@@ -168,4 +168,24 @@ t("usage a member spent before joining is not the team's to pay; a member leavin
   near(usage(await ledger(api, tp)), -0.3, "the pool paid 0.20 and 0.10");
 });
 
+t("a member's spend the pool paid whole is not handed to the pool again when a plan of its own, recorded later, moves it", async ({ api }) => {
+  const cy = await user(api);
+  const teamId = await team(api, PREPAID, [cy]);
+  const tp = `/teams/${enc(teamId)}`;
+  const cp = `/users/${enc(cy)}`;
+  assert.is((await api.post(`${tp}/credits`, { id: "pool", amount: 100 })).status, 201);
+  await sendEvents(api, [usageJson(cy, 4)]);
+  await balanceIs(api, tp, 96);
+  // Its own prepaid plan, dated as the team's: the $4 moves from its calendar month to that period.
+  assert.is((await api.post(`${cp}/subscription`, { plan_id: await plan(api, PREPAID), ...PERIOD })).status, 200);
+  assert.is((await api.post(`${cp}/credits`, { id: "own", amount: 2 })).status, 201);
+  const own = (await api.get(`${cp}/session`)).body.limits.find((d: { reason: string }) => d.reason === "total_spend");
+  near(own.used, 4, "moved");
+  near(own.max - own.used, 98, "its own $2 and the pool's $96");
+  await sendEvents(api, [usageJson(cy, 3)]);
+  await balanceIs(api, cp, 0);
+  await balanceIs(api, tp, 95);
+  near(usage(await ledger(api, tp)), -5, "the pool paid the $4 and the $1 its own credits left");
+});
+
 t.run();

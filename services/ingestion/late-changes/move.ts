@@ -158,6 +158,15 @@ function poolPaysUnder(plan: PlanInfo | undefined): (e: UsageEventDoc) => boolea
   return (e) => pool && e.credits === undefined;
 }
 
+/**
+ * Whether the member's team's pool pays the event whole (teams/shares.ts `direct`: the member's
+ * own plan drew no credits when it arrived): its team's counters keep it so wherever the
+ * member's own periods move it, so the member's own credits never pay for it.
+ */
+function paidByPool(e: UsageEventDoc): boolean {
+  return e.team?.credits?.direct === true;
+}
+
 /** What an event adds to its owner's counters: the event itself, or its team share as teams/count.ts counts it. */
 function countable(owner: Owner, e: UsageEventDoc): Countable {
   return owner.kind === "user" ? e : teamCountable(e, e.team!);
@@ -307,7 +316,7 @@ async function move(deps: MoveDeps, productId: string, entry: Entry, byId: Reado
   // the spend: store/counters.ts spendOf).
   const fromDraws = drawsCredits(fromPlan);
   const outDelta = (id: string, events: readonly UsageEventDoc[]): CounterDelta => {
-    const d = periodDelta(id, window, events.map(asCounted), (e) => (arrivedIn(e, from) ? e.credits !== undefined : fromDraws));
+    const d = periodDelta(id, window, events.map(asCounted), (e) => (arrivedIn(e, from) ? e.credits !== undefined : fromDraws && !paidByPool(e)));
     return { ...d, add: negate(d.add), ...(d.month && { month: negate(d.month) }), ...(d.credited && { credited: -d.credited }) };
   };
   // Out of the old period, into the new ones; a month's counter gains the events its new
@@ -318,7 +327,7 @@ async function move(deps: MoveDeps, productId: string, entry: Entry, byId: Reado
   for (const g of going.values()) {
     const counted = inGroup(g);
     const draws = drawsCredits(g.plan);
-    periods.push({ delta: periodDelta(g.counterId, g.period, counted, () => draws), limit: g.limit, events: g.events });
+    periods.push({ delta: periodDelta(g.counterId, g.period, counted, (e) => draws && !paidByPool(e)), limit: g.limit, events: g.events });
     for (const x of counted) {
       moved.push(x.e);
       const m = calendarMonth(x.e.timestamp);
