@@ -64,13 +64,19 @@ t("what a plan without credits spent uses the new plan's allowance first", async
   close((await left(api, userId)).left, 19, "what is left is the balance");
 });
 
-t("events a late change moves to a period whose plan draws no credits take no draw along: they are not paid twice", async ({ stack }) => {
+/** A user on a prepaid plan with $20 of credits who spent `cost` two hours ago (drawn); `now` is when. */
+async function drewTwoHoursAgo(stack: IngestionSuite["stack"], cost: number) {
   const { api, userId } = await productWithUser(stack, { max_spend_per_period: 0, credits_enabled: true });
   assert.is((await api.post(`/users/${userId}/credits`, { id: "topup", amount: 20 })).status, 201);
   const now = Date.now();
-  const event = (at: number, cost: number) => ({ id: randomUUID(), user_id: userId, timestamp: new Date(at).toISOString(), cost_total: cost });
-  assert.is((await api.post("/events/batch", [event(now - 2 * HOUR, 2)])).status, 200);
-  close((await api.get(`/users/${userId}/credits`)).body.balance, 18, "drawn on the prepaid plan");
+  const event = (at: number, c: number) => ({ id: randomUUID(), user_id: userId, timestamp: new Date(at).toISOString(), cost_total: c });
+  assert.is((await api.post("/events/batch", [event(now - 2 * HOUR, cost)])).status, 200);
+  close((await api.get(`/users/${userId}/credits`)).body.balance, 20 - cost, "drawn on the prepaid plan");
+  return { api, userId, now, event };
+}
+
+t("events a late change moves to a period whose plan draws no credits take no draw along: they are not paid twice", async ({ stack }) => {
+  const { api, userId, now, event } = await drewTwoHoursAgo(stack, 2);
 
   // Told only now: the user was on a free plan, with new dates, since three hours ago. The event moves there.
   const plans = await api.post("/config/plans", { plans: [{ name: `free-${randomUUID()}`, max_spend_per_period: 5 }, { name: `prepaid-${randomUUID()}`, max_spend_per_period: 0, credits_enabled: true }] });
@@ -92,11 +98,7 @@ t("events a late change moves to a period whose plan draws no credits take no dr
 });
 
 t("events a late change moves to a period whose allowance covers them take no draw along: the allowance is not given twice", async ({ stack }) => {
-  const { api, userId } = await productWithUser(stack, { max_spend_per_period: 0, credits_enabled: true });
-  assert.is((await api.post(`/users/${userId}/credits`, { id: "topup", amount: 20 })).status, 201);
-  const now = Date.now();
-  assert.is((await api.post("/events/batch", [{ id: randomUUID(), user_id: userId, timestamp: new Date(now - 2 * HOUR).toISOString(), cost_total: 5 }])).status, 200);
-  close((await api.get(`/users/${userId}/credits`)).body.balance, 15, "drawn on the prepaid plan");
+  const { api, userId, now } = await drewTwoHoursAgo(stack, 5);
   // Told only now: since three hours ago the user was on a plan with $10 included, new dates.
   const plans = await api.post("/config/plans", { plans: [{ name: `pro-${randomUUID()}`, max_spend_per_period: 10, credits_enabled: true }] });
   const dates = { period_start: new Date(now - 3 * HOUR).toISOString(), period_end: new Date(now + 30 * DAY).toISOString() };
