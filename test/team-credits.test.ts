@@ -188,4 +188,27 @@ t("a member's spend the pool paid whole is not handed to the pool again when a p
   near(usage(await ledger(api, tp)), -5, "the pool paid the $4 and the $1 its own credits left");
 });
 
+t("a member's spend a late team plan put in the pool is not handed to the pool again when a plan of its own, recorded later, moves it", async ({ api }) => {
+  const di = await user(api);
+  const teamId = await team(api, { max_spend_per_period: 100 }, [di]);
+  const tp = `/teams/${enc(teamId)}`;
+  const dp = `/users/${enc(di)}`;
+  const hour = 3_600_000;
+  const since = (hours: number) => ({ period_start: new Date(Date.now() - hours * hour).toISOString(), period_end: new Date(Date.now() + 30 * DAY).toISOString() });
+  await sendEvents(api, [usageJson(di, 4)]);
+  // Told only now: the team has been on a prepaid plan since two hours ago; the $4 is the pool's to pay.
+  assert.is((await api.post(`${tp}/subscription`, { plan_id: await plan(api, PREPAID), ...since(2) })).status, 200);
+  assert.is((await api.post(`${tp}/credits`, { id: "pool", amount: 100 })).status, 201);
+  // Then: the member has had a prepaid plan of its own since three hours ago, and $2 of its own.
+  assert.is((await api.post(`${dp}/subscription`, { plan_id: await plan(api, PREPAID), ...since(3) })).status, 200);
+  assert.is((await api.post(`${dp}/credits`, { id: "own", amount: 2 })).status, 201);
+  const session = (await api.get(`${dp}/session`)).body;
+  near(session.current_usage.period_cost, 4, "moved to its own period");
+  near(teamTotal(session).used, 4, "and to the team's new period");
+  await sendEvents(api, [usageJson(di, 3)]);
+  await balanceIs(api, dp, 0);
+  await balanceIs(api, tp, 95);
+  near(usage(await ledger(api, tp)), -5, "the pool paid the $4 and the $1 its own credits left");
+});
+
 t.run();

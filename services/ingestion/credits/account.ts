@@ -415,11 +415,7 @@ export class AccountChange {
    * the move needs was drawn for those events: it counts as drawn by the periods they went to, up
    * to their cost in each, so their next settle does not draw it again. Once per job.
    */
-  moveDrawn(
-    job: string,
-    from: { key: string; spend: number; uncredited: number; allowance: number },
-    to: readonly { key: string; end: Date; cost: number; credited: number; need?: number }[],
-  ): void {
+  moveDrawn(job: string, from: { key: string; spend: number; uncredited: number; allowance: number }, to: readonly { key: string; end: Date; cost: number; credited: number }[]): void {
     if (own(this.doc.moved, job) !== undefined) return;
     const drawn = own(this.doc.drawn, from.key);
     // A team's pool needs its pool counter's spend and what members' periods handed over (settlePools); a user's account holds no `pooled`.
@@ -427,13 +423,7 @@ export class AccountChange {
     // What a new period would draw for the moved events: what its plan draws credits for (the
     // rest it never draws, so a draw handed to it would be counted twice), all of it in a period
     // drawn by the rule before (tracksCredited).
-    // And no more than the new period needs with them (`need`, after the move): a draw beyond it
-    // would count as drawn what its allowance covers, paid twice.
-    const draws = (t: (typeof to)[number]) => {
-      const entry = own(this.doc.drawn, t.key);
-      const room = t.need === undefined ? Infinity : t.need - (entry?.n ?? 0);
-      return Math.max(0, Math.min(room, tracksCredited(entry) ? t.credited : t.cost));
-    };
+    const draws = (t: (typeof to)[number]) => Math.max(0, tracksCredited(own(this.doc.drawn, t.key)) ? t.credited : t.cost);
     // At most what the moved events cost: moves of one period's lists that run together each read
     // the spend after all of them left, and each may hand over only what its own events took.
     let over = Math.min(beyond, to.reduce((a, t) => a + draws(t), 0));

@@ -97,16 +97,4 @@ t("events a late change moves to a period whose plan draws no credits take no dr
   close((await left(api, userId)).left, 17, "what is left is the balance");
 });
 
-t("events a late change moves to a period whose allowance covers them take no draw along: the allowance is not given twice", async ({ stack }) => {
-  const { api, userId, now } = await drewTwoHoursAgo(stack, 5);
-  // Told only now: since three hours ago the user was on a plan with $10 included, new dates.
-  const plans = await api.post("/config/plans", { plans: [{ name: `pro-${randomUUID()}`, max_spend_per_period: 10, credits_enabled: true }] });
-  const dates = { period_start: new Date(now - 3 * HOUR).toISOString(), period_end: new Date(now + 30 * DAY).toISOString() };
-  assert.is((await api.post(`/users/${userId}/subscription`, { plan_id: plans.body.plans[0].id, ...dates })).status, 200);
-  close((await api.get(`/users/${userId}/session`)).body.current_usage.period_cost, 5, "moved");
-  // Draws never go back; the $5 uses $5 of the new allowance: $5 of it left, and the balance.
-  close((await api.get(`/users/${userId}/credits`)).body.balance, 15, "nothing given back");
-  close((await left(api, userId)).left, 20, "the allowance left and the balance");
-});
-
 t.run();

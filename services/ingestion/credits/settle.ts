@@ -265,8 +265,7 @@ export interface DrawnMove {
    */
   from: { key: string; spend: number; uncredited: number; allowance: number };
   /** The periods they went to: start (ms), end, and what the moved events cost there (nano-dollars). */
-  /** `need`: what the period needs from credits after the move (allocate.ts needed), when known; it takes no more. */
-  to: { key: string; end: Date; cost: number; credited: number; need?: number }[];
+  to: { key: string; end: Date; cost: number; credited: number }[];
 }
 
 /**

@@ -12,7 +12,6 @@ import { recordCrossings, type CrossingDeps } from "../thresholds/crossings.ts";
 import { arrivalList, listId, teamListKey, type ArrivalStore } from "./arrivals.ts";
 import { moveDrawn, type AccountDeps } from "../credits/settle.ts";
 import { teamOwner, userOwner } from "../credits/account.ts";
-import { needed } from "../credits/allocate.ts";
 import { inPeriodWindow, memberPrefix, poolCounterId, teamShare } from "../teams/shares.ts";
 import { windowDocId, windowShares, type WindowDelta, type WindowPlan, type WindowShare } from "../windows/shares.ts";
 import type { WindowStore } from "../windows/store.ts";
@@ -159,12 +158,16 @@ function poolPaysUnder(plan: PlanInfo | undefined): (e: UsageEventDoc) => boolea
 }
 
 /**
- * Whether the member's team's pool pays the event whole (teams/shares.ts `direct`: the member's
- * own plan drew no credits when it arrived): its team's counters keep it so wherever the
- * member's own periods move it, so the member's own credits never pay for it.
+ * Whether the member's team's pool pays the event whole, so that the member's own credits never
+ * pay for it wherever the member's own periods move it: the pool paid it on arrival
+ * (teams/shares.ts `direct`: the member's own plan drew no credits then; what the pool drew
+ * never goes back), or the team's plan at its time, as now recorded, draws credits and the
+ * member's own plan drew none on arrival (a team's move put it in the pool counter, as
+ * poolPaysUnder decides).
  */
-function paidByPool(e: UsageEventDoc): boolean {
-  return e.team?.credits?.direct === true;
+function paidByPool(productId: string, user: KnownUser, e: UsageEventDoc): boolean {
+  if (e.team?.credits?.direct === true) return true;
+  return e.team !== undefined && e.credits === undefined && drawsCredits(attributeTeam(productId, user, e.timestamp)?.plan);
 }
 
 /** What an event adds to its owner's counters: the event itself, or its team share as teams/count.ts counts it. */
@@ -315,8 +318,9 @@ async function move(deps: MoveDeps, productId: string, entry: Entry, byId: Reado
   // earlier move brought in, as the old period's plan decides now (readers keep the rest within
   // the spend: store/counters.ts spendOf).
   const fromDraws = drawsCredits(fromPlan);
+  const pooled = (e: UsageEventDoc) => owner.kind === "user" && paidByPool(productId, owner.user, e);
   const outDelta = (id: string, events: readonly UsageEventDoc[]): CounterDelta => {
-    const d = periodDelta(id, window, events.map(asCounted), (e) => (arrivedIn(e, from) ? e.credits !== undefined : fromDraws && !paidByPool(e)));
+    const d = periodDelta(id, window, events.map(asCounted), (e) => (arrivedIn(e, from) ? e.credits !== undefined : fromDraws && !pooled(e)));
     return { ...d, add: negate(d.add), ...(d.month && { month: negate(d.month) }), ...(d.credited && { credited: -d.credited }) };
   };
   // Out of the old period, into the new ones; a month's counter gains the events its new
@@ -327,7 +331,7 @@ async function move(deps: MoveDeps, productId: string, entry: Entry, byId: Reado
   for (const g of going.values()) {
     const counted = inGroup(g);
     const draws = drawsCredits(g.plan);
-    periods.push({ delta: periodDelta(g.counterId, g.period, counted, (e) => draws && !paidByPool(e)), limit: g.limit, events: g.events });
+    periods.push({ delta: periodDelta(g.counterId, g.period, counted, (e) => draws && !pooled(e)), limit: g.limit, events: g.events });
     for (const x of counted) {
       moved.push(x.e);
       const m = calendarMonth(x.e.timestamp);
@@ -400,10 +404,7 @@ async function move(deps: MoveDeps, productId: string, entry: Entry, byId: Reado
   let draws: DrawsMoved | null = null;
   if (owner.kind === "user") {
     const drew = moved.find((e) => e.credits !== undefined && e.spend_limit !== null);
-    if (drew) {
-      const allowances = new Map(periods.map((p) => [p.delta.id, p.limit.spend_limit]));
-      draws = { counters: deps.counters, counterId: from, owner: userOwner(owner.id), allowance: drew.spend_limit!, into: periods.map((p) => p.delta), credited: true, allowances };
-    }
+    if (drew) draws = { counters: deps.counters, counterId: from, owner: userOwner(owner.id), allowance: drew.spend_limit!, into: periods.map((p) => p.delta), credited: true };
   } else if (poolOut) {
     const allowance = leaving.find((e) => e.team!.counter_id === from)?.team!.credits!.allowance ?? fromPlan?.maxSpendPerPeriod;
     if (allowance !== undefined) draws = { counters: deps.teamCounters, counterId: poolOut.id, owner: teamOwner(owner.team.externalTeamId), allowance, into: poolsIn, credited: false };
@@ -429,27 +430,18 @@ interface DrawsMoved {
   into: readonly CounterDelta[];
   /** Whether the counter keeps its credited spend apart (a user's period counter; a pool counter is all the pool's to pay). */
   credited: boolean;
-  /** A user's new periods' allowances (dollars, null: unlimited) by counter: each takes no more draws than it needs. */
-  allowances?: ReadonlyMap<string, number | null>;
 }
 
 /** What the old period drew beyond what its spend needs after the move goes to the periods the events went to (credits/settle.ts moveDrawn). */
 async function moveDraws(deps: MoveDeps, productId: string, job: string, window: { start: Date }, d: DrawsMoved): Promise<void> {
-  const spends = await d.counters.spends([d.counterId, ...(d.allowances ? d.into.map((t) => t.id) : [])]);
-  const spent = spends.get(d.counterId);
-  const needOf = (t: CounterDelta) => {
-    if (!d.allowances) return {};
-    const allowance = d.allowances.get(t.id);
-    const s = spends.get(t.id);
-    return { need: allowance === null || allowance === undefined || !s ? 0 : needed(s.spend, toNano(allowance), s.uncredited) };
-  };
+  const spent = (await d.counters.spends([d.counterId])).get(d.counterId);
   await moveDrawn(deps, {
     productId,
     owner: d.owner,
     job,
     from: { key: String(window.start.getTime()), spend: spent?.spend ?? 0, uncredited: d.credited ? (spent?.uncredited ?? 0) : 0, allowance: toNano(d.allowance) },
     // A user's new periods draw for what their plans draw credits for; a pool pays all it counts.
-    to: d.into.map((t) => ({ key: String(t.start.getTime()), end: t.end, cost: t.add.cost, credited: d.credited ? (t.credited ?? 0) : t.add.cost, ...needOf(t) })),
+    to: d.into.map((t) => ({ key: String(t.start.getTime()), end: t.end, cost: t.add.cost, credited: d.credited ? (t.credited ?? 0) : t.add.cost })),
   });
 }
 
