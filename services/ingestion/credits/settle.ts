@@ -135,11 +135,16 @@ export interface TeamPool {
   lowAt: number | null;
 }
 
+/** Whether a stored event's own plan drew credits when it arrived (its `credits`, set with an allowance: domain/attribution.ts). */
+export function drawsOwnCredits(e: UsageEventDoc): boolean {
+  return e.credits !== undefined && e.spend_limit !== null;
+}
+
 /** The credit periods among a job's period counters: those whose events say their plan, or their team's, draws credits. */
 export function creditPeriods(periods: readonly { delta: { id: string; productId: string; userId: string; start: Date; end: Date }; events: readonly UsageEventDoc[] }[]): CreditPeriod[] {
   const out: CreditPeriod[] = [];
   for (const p of periods) {
-    const e = p.events.find((x) => x.credits !== undefined && x.spend_limit !== null);
+    const e = p.events.find(drawsOwnCredits);
     const t = p.events.findLast((x) => x.team?.credits !== undefined)?.team;
     if (!e && !t) continue;
     out.push({
@@ -163,7 +168,7 @@ export function creditPeriods(periods: readonly { delta: { id: string; productId
  */
 export function creditedNano(events: readonly UsageEventDoc[]): number {
   let n = 0;
-  for (const e of events) if (e.credits !== undefined && e.spend_limit !== null) n += toNano(e.cost_total);
+  for (const e of events) if (drawsOwnCredits(e)) n += toNano(e.cost_total);
   return n;
 }
 

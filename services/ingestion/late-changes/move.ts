@@ -10,7 +10,7 @@ import type { CounterStore } from "../store/counters.ts";
 import type { UsageEventDoc, UsageEventStore } from "../store/usage-events.ts";
 import { recordCrossings, type CrossingDeps } from "../thresholds/crossings.ts";
 import { arrivalList, listId, teamListKey, type ArrivalStore } from "./arrivals.ts";
-import { moveDrawn, type AccountDeps } from "../credits/settle.ts";
+import { drawsOwnCredits, moveDrawn, type AccountDeps } from "../credits/settle.ts";
 import { teamOwner, userOwner } from "../credits/account.ts";
 import { inPeriodWindow, memberPrefix, poolCounterId, teamShare } from "../teams/shares.ts";
 import { windowDocId, windowShares, type WindowDelta, type WindowPlan, type WindowShare } from "../windows/shares.ts";
@@ -403,7 +403,7 @@ async function move(deps: MoveDeps, productId: string, entry: Entry, byId: Reado
   // user's, decided by its period counter's spend, or a team pool's, by its pool counter's.
   let draws: DrawsMoved | null = null;
   if (owner.kind === "user") {
-    const drew = moved.find((e) => e.credits !== undefined && e.spend_limit !== null);
+    const drew = moved.find(drawsOwnCredits);
     if (drew) draws = { counters: deps.counters, counterId: from, owner: userOwner(owner.id), allowance: drew.spend_limit!, into: periods.map((p) => p.delta), credited: true };
   } else if (poolOut) {
     const allowance = leaving.find((e) => e.team!.counter_id === from)?.team!.credits!.allowance ?? fromPlan?.maxSpendPerPeriod;
