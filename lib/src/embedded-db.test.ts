@@ -72,6 +72,35 @@ t("lookups by _id use an index, so they do not read the whole collection", async
   assert.match(await indexed(), /__id_lookup/);
 });
 
+t("a new collection's table has its _id indexes from its first write, before the maintainer's round", async ({ mongo, dir }) => {
+  await mongo.db("fresh").collection<{ _id: string }>("docs").insertOne({ _id: "first" });
+  // Read at once: the maintainer (every 100 ms here) has most likely not run since the insert.
+  assert.equal(idIndexes(path.join(dir, "fresh.sqlite")).sort(), ["__id_lookup", "__id_order"]);
+  assert.match(lookupPlan(path.join(dir, "fresh.sqlite")) ?? "", /USING INDEX .*__id_lookup/);
+});
+
+t("an update command's statements run as one: each sees those before it, a failing one undoes only itself", async ({ mongo }) => {
+  const docs = mongo.db("batched").collection<{ _id: string; n: number; jobs?: Record<string, 1> }>("docs");
+  await docs.insertMany([{ _id: "a", n: 0 }, { _id: "b", n: 0, jobs: { j1: 1 } }]);
+  const guarded = (id: string) => ({ updateOne: { filter: { _id: id, "jobs.j1": { $exists: false } }, update: { $inc: { n: 1 }, $set: { "jobs.j1": 1 as const } }, upsert: true } });
+  const failed = await docs
+    .bulkWrite([{ updateOne: { filter: { _id: "a" }, update: { $inc: { n: 1 } } } }, { updateOne: { filter: { _id: "a" }, update: { $inc: { n: 10 } } } }, guarded("b")], { ordered: false })
+    .then(() => null, (err: unknown) => err);
+  assert.ok(isDuplicateKeyError(failed), "the guarded upsert of a document that has the job collides on _id");
+  assert.equal(await docs.findOne({ _id: "a" }), { _id: "a", n: 11 }, "the statements before it stay, the second seeing the first");
+  assert.equal(await docs.findOne({ _id: "b" }), { _id: "b", n: 0, jobs: { j1: 1 } }, "the colliding statement changed nothing");
+  // The command's transaction ended: the next commands write and read as usual.
+  await docs.bulkWrite([guarded("a"), guarded("c"), { updateOne: { filter: { _id: "a" }, update: { $inc: { n: 100 } } } }], { ordered: false });
+  assert.equal(await docs.find().sort({ _id: 1 }).toArray(), [
+    { _id: "a", n: 112, jobs: { j1: 1 } },
+    { _id: "b", n: 0, jobs: { j1: 1 } },
+    { _id: "c", n: 1, jobs: { j1: 1 } },
+  ]);
+  // An update of many documents (multi) in a command of several statements.
+  await docs.bulkWrite([{ updateMany: { filter: {}, update: { $inc: { n: 1 } } } }, { updateOne: { filter: { _id: "b" }, update: { $inc: { n: 1 } } } }], { ordered: false });
+  assert.equal((await docs.find().sort({ _id: 1 }).toArray()).map((d) => d.n), [113, 2, 2]);
+});
+
 t("a filter on _id and more reads by _id, and still applies the rest", async ({ mongo }) => {
   const docs = mongo.db("pushdown").collection<{ _id: string; n: number; jobs: string[] }>("docs");
   await docs.insertMany(Array.from({ length: 50 }, (_, n) => ({ _id: `d${n}`, n, jobs: [] })));

@@ -74,8 +74,11 @@ func main() {
 		// the next checkpoint (every second): a crash of any process loses nothing; a power
 		// loss or an operating-system crash may lose the last second, never corrupting the
 		// files. That is MongoDB's default on a standalone server (journal flushed every
-		// 100 ms); -synchronous full flushes every commit.
-		SQLiteURL: "file:" + abs + "/?_pragma=wal_autocheckpoint(0)&_pragma=synchronous(" + *synchronous + ")",
+		// 100 ms); -synchronous full flushes every commit. Write transactions take the write
+		// lock when they begin (`_txlock=immediate`): an update command's transaction reads
+		// before it writes (patches/batch.go.in), and a read snapshot cannot always become a
+		// writer later; the proxy runs one write command at a time, so none waits for another.
+		SQLiteURL: "file:" + abs + "/?_pragma=wal_autocheckpoint(0)&_pragma=synchronous(" + *synchronous + ")&_txlock=immediate",
 	})
 	if err != nil {
 		fail(err)

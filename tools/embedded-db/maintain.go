@@ -22,7 +22,9 @@ import (
 // violation of an insert as a duplicate _id), and inserts still maintain a single _id index.
 // It also gives every table an index on _id as SQLite text (strings decoded, so in MongoDB's
 // byte order), which the patched find reads for a range of string _ids sorted by _id with a
-// limit (a listing's page) instead of reading and sorting the whole table.
+// limit (a listing's page) instead of reading and sorting the whole table. A table made by
+// this build gets both when it is made (patches/id_indexes.go.in, the same statements); the
+// maintainer gives them to tables from before, and keeps doing so for any table that lacks them.
 //
 // It also checkpoints the write-ahead log. SQLite's automatic checkpoint runs inside the
 // commit that passes its threshold, and again in every later commit while it cannot finish
