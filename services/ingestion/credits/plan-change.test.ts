@@ -97,4 +97,33 @@ t("events a late change moves to a period whose plan draws no credits take no dr
   close((await left(api, userId)).left, 17, "what is left is the balance");
 });
 
+t("events moved twice by late changes are drawn once: the second move takes the first one's draw along", async ({ stack }) => {
+  // On a free plan when the event came (credits kept, never drawn), then told late of prepaid plans.
+  const { api, userId } = await productWithUser(stack, { max_spend_per_period: 5 });
+  assert.is((await api.post(`/users/${userId}/credits`, { id: "topup", amount: 20 })).status, 201);
+  const now = Date.now();
+  const event = (at: number, c: number) => ({ id: randomUUID(), user_id: userId, timestamp: new Date(at).toISOString(), cost_total: c });
+  assert.is((await api.post("/events/batch", [event(now - 2 * HOUR, 2)])).status, 200);
+  close((await api.get(`/users/${userId}/credits`)).body.balance, 20, "a free plan draws nothing");
+
+  const plans = await api.post("/config/plans", { plans: [1, 2].map((n) => ({ name: `prepaid-${n}-${randomUUID()}`, max_spend_per_period: 0, credits_enabled: true })) });
+  const [first, second] = (plans.body.plans as { id: string }[]).map((p) => p.id) as [string, string];
+  const end = new Date(now + 30 * DAY).toISOString();
+  const subscribe = async (plan: string, start: number, cost: number) => {
+    assert.is((await api.post(`/users/${userId}/subscription`, { plan_id: plan, period_start: new Date(start).toISOString(), period_end: end })).status, 200);
+    const session = (await api.get(`/users/${userId}/session`)).body;
+    assert.is(session.billing_period.start, new Date(start).toISOString());
+    close(session.current_usage.period_cost, cost, "the events moved into the new period");
+  };
+  await subscribe(first, now - 3 * HOUR, 2);
+  assert.is((await api.post("/events/batch", [event(Date.now(), 1)])).status, 200);
+  close((await api.get(`/users/${userId}/credits`)).body.balance, 17, "the prepaid period draws for what moved in and for the new dollar");
+  await subscribe(second, now - 150 * 60_000, 3);
+  assert.is((await api.post("/events/batch", [event(Date.now(), 1)])).status, 200);
+  close((await api.get(`/users/${userId}/credits`)).body.balance, 16, "the moved $3 is drawn once, and the new dollar");
+  close((await left(api, userId)).left, 16, "what is left is the balance");
+  const entries = (await api.get(`/users/${userId}/credits/ledger`)).body.entries as { type: string; amount: number }[];
+  close(entries.filter((e) => e.type === "usage").reduce((a, e) => a + e.amount, 0), -4, "the ledger's usage is the usage");
+});
+
 t.run();

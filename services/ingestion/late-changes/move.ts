@@ -403,8 +403,11 @@ async function move(deps: MoveDeps, productId: string, entry: Entry, byId: Reado
   // user's, decided by its period counter's spend, or a team pool's, by its pool counter's.
   let draws: DrawsMoved | null = null;
   if (owner.kind === "user") {
+    // The old period drew for the moved events if one of them arrived with credits, or if its plan
+    // draws credits (an earlier move brought them in, and the period drew for them there).
     const drew = moved.find(drawsOwnCredits);
-    if (drew) draws = { counters: deps.counters, counterId: from, owner: userOwner(owner.id), allowance: drew.spend_limit!, into: periods.map((p) => p.delta), credited: true };
+    const allowance = drew?.spend_limit ?? (fromDraws ? fromPlan?.maxSpendPerPeriod : undefined);
+    if (allowance != null) draws = { counters: deps.counters, counterId: from, owner: userOwner(owner.id), allowance, into: periods.map((p) => p.delta), credited: true };
   } else if (poolOut) {
     const allowance = leaving.find((e) => e.team!.counter_id === from)?.team!.credits!.allowance ?? fromPlan?.maxSpendPerPeriod;
     if (allowance !== undefined) draws = { counters: deps.teamCounters, counterId: poolOut.id, owner: teamOwner(owner.team.externalTeamId), allowance, into: poolsIn, credited: false };
