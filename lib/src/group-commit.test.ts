@@ -60,4 +60,23 @@ t("an item's Error fails that item; a throw fails its round, and the next round 
   assert.equal(await Promise.all(mixed), ["done 12", "item 13 failed"]);
 });
 
+t("a round first awaits gather: writes asked for meanwhile join it", async () => {
+  const rounds: number[][] = [];
+  const gathers: (() => void)[] = [];
+  const commit = new GroupCommit<number, string>(
+    async (items) => {
+      rounds.push(items);
+      return items.map((i) => `done ${i}`);
+    },
+    () => new Promise<void>((resolve) => gathers.push(resolve)),
+  );
+  const first = commit.run(1);
+  const second = commit.run(2);
+  assert.is(gathers.length, 1, "the round is gathering");
+  assert.equal(rounds, [], "nothing written before the gathering ends");
+  gathers[0]!();
+  assert.equal(await Promise.all([first, second]), ["done 1", "done 2"]);
+  assert.equal(rounds, [[1, 2]]);
+});
+
 t.run();

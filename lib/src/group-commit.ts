@@ -14,7 +14,14 @@ export class GroupCommit<T, R> {
   /** The writes waiting for their key's next round, by key (present while a round of the key runs). */
   private readonly waiting = new Map<string, Queued<T, R>[]>();
 
-  constructor(private readonly flush: (items: T[], key: string) => Promise<(R | Error)[]>) {}
+  /**
+   * `gather`, when given, is awaited before each round takes its queue: writes announced as on
+   * their way (see CounterStore.expect) may join that round rather than start the next.
+   */
+  constructor(
+    private readonly flush: (items: T[], key: string) => Promise<(R | Error)[]>,
+    private readonly gather?: () => Promise<void>,
+  ) {}
 
   run(item: T, key = ""): Promise<R> {
     return new Promise<R>((resolve, reject) => {
@@ -28,6 +35,7 @@ export class GroupCommit<T, R> {
   private async rounds(key: string): Promise<void> {
     const queue = this.waiting.get(key)!;
     while (queue.length > 0) {
+      if (this.gather) await this.gather();
       const round = queue.splice(0, queue.length);
       try {
         const results = await this.flush(round.map((q) => q.item), key);

@@ -1,6 +1,6 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import type { MongoClient } from "mongodb";
+import { MongoClient } from "mongodb";
 import { connectMongo } from "@meter/lib/mongo";
 import { testMongoUrl } from "../../../test/support/database.ts";
 import { CounterStore } from "./counters.ts";
@@ -134,6 +134,38 @@ t("concurrent jobs share rounds and each counts once: a repeat in the same round
   }
   // Each job reads its counter as its addition left it or later: never less than its own share added.
   for (const a of answers) assert.ok((a.get(job(0)[0]!.id)?.tokens ?? 0) >= 1 + 2, "read after the addition");
+});
+
+t("a round waits for the jobs on their way and adds them with it, one statement a counter; a job that never comes holds it only a moment", async () => {
+  // Command monitoring counts the update commands the store sends.
+  const client = new MongoClient(await testMongoUrl(), { monitorCommands: true });
+  await client.connect();
+  const updates: number[] = [];
+  client.on("commandStarted", (e) => {
+    if (e.commandName === "update" && e.command.update === "counters") updates.push((e.command.updates as unknown[]).length);
+  });
+  try {
+    const store = new CounterStore(client.db(`counters_gather_${Date.now()}`));
+    const users = Array.from({ length: 20 }, (_, u) => 2000 + u);
+    const job = (n: number) => users.map((u) => delta(u, n));
+    store.expect("job-g2");
+    store.expect("job-g3");
+    const first = store.add("job-g1", job(1), new Set());
+    // The others arrive while the first waits for them.
+    await new Promise((r) => setImmediate(r));
+    const rest = [store.add("job-g2", job(2), new Set()), store.add("job-g3", job(3), new Set())];
+    await Promise.all([first, ...rest]);
+    assert.equal(updates, [20], "one round, one statement a counter for the three jobs");
+    for (const u of users) assert.is((await store.get(delta(u, 0).id))!.tokens, 6, `counter of u${u}`);
+
+    // A job expected but never coming (it failed before adding): the round goes on after a moment.
+    store.expect("job-gone");
+    await store.add("job-g4", job(4), new Set());
+    assert.is((await store.get(delta(users[0]!, 0).id))!.tokens, 10);
+    store.arrived("job-gone");
+  } finally {
+    await client.close();
+  }
 });
 
 t.run();

@@ -124,6 +124,12 @@ export function uncreditedOf(counter: CounterDoc | null | undefined): number {
   return counter ? spendOf(counter.cost, counter.credited_nano).uncredited : 0;
 }
 
+/**
+ * How long a round waits at most for jobs on their way (CounterStore.expect): the batches that
+ * arrive together at a busy database reach their counters tens of milliseconds apart.
+ */
+const GATHER_MS = 50;
+
 /** Counters whose closed jobs' entries this process still has to remove. */
 const PENDING_COUNTERS = 100_000;
 
@@ -149,8 +155,14 @@ export class CounterStore {
   private readonly closed = new LRUCache<string, Set<string>>({ max: PENDING_COUNTERS });
   /** The window entries (CounterDoc.w) this process wrote, by counter: field -> end (epoch ms). */
   private readonly windowEnds = new LRUCache<string, Map<string, number>>({ max: WINDOWED_COUNTERS });
-  /** Additions of concurrent jobs, written together (add). */
-  private readonly rounds = new GroupCommit<AddRequest, Map<string, CounterDoc | null>>((requests) => this.addRound(requests));
+  /** Additions of concurrent jobs, written together (add); a round first waits a moment for the jobs on their way (expect). */
+  private readonly rounds = new GroupCommit<AddRequest, Map<string, CounterDoc | null>>(
+    (requests) => this.addRound(requests),
+    () => this.gather(),
+  );
+  /** Jobs of this process on their way to add (expect), and the round waiting for them, woken when one arrives or gives up. */
+  private readonly coming = new Set<string>();
+  private wake: (() => void) | undefined;
 
   /**
    * `collection` "counters" holds users' counters; teams' are kept apart in "team_counters"
@@ -211,8 +223,40 @@ export class CounterStore {
    * statement a counter (docs/benchmarks.md, "What a team costs a batch").
    */
   add(jobId: string, deltas: readonly CounterDelta[], read: ReadonlySet<string>, now = new Date()): Promise<Map<string, CounterDoc | null>> {
+    this.arrived(jobId);
     if (deltas.length === 0) return Promise.resolve(new Map());
     return this.rounds.run({ jobId, deltas, read, now });
+  }
+
+  /**
+   * Job `jobId` will add soon (its events are being stored): a round about to start waits for it,
+   * at most GATHER_MS, so that jobs whose batches arrived together add in one round, a statement
+   * a counter, rather than one round each (docs/benchmarks.md, "Ingestion"). `arrived` ends the
+   * wait for it, by add or by the job giving up.
+   */
+  expect(jobId: string): void {
+    this.coming.add(jobId);
+  }
+
+  /** Job `jobId` added, or will not: a round waits for it no longer. */
+  arrived(jobId: string): void {
+    if (this.coming.delete(jobId)) this.wake?.();
+  }
+
+  private async gather(): Promise<void> {
+    const until = performance.now() + GATHER_MS;
+    for (let left = GATHER_MS; this.coming.size > 0 && left > 0; left = until - performance.now()) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, left);
+        const wake = () => done();
+        this.wake = wake;
+        function done() {
+          clearTimeout(timer);
+          resolve();
+        }
+      });
+      this.wake = undefined;
+    }
   }
 
   /** One round of additions (store/rounds.ts), then one read of the counters asked for. */

@@ -24,8 +24,8 @@ import type { UsageEventDoc } from "../store/usage-events.ts";
 
 /** What recording usage needs: the write path, the counters' figures, and the late-change follower's door. */
 export interface RecordDeps extends WriteDeps {
-  counters: WriteDeps["counters"] & Pick<CounterStore, "boundStates">;
-  teamCounters: WriteDeps["teamCounters"] & Pick<CounterStore, "boundStates">;
+  counters: WriteDeps["counters"] & Pick<CounterStore, "boundStates" | "expect" | "arrived">;
+  teamCounters: WriteDeps["teamCounters"] & Pick<CounterStore, "boundStates" | "expect" | "arrived">;
   users: Pick<UserDirectory, "resolve">;
   logger: Logger;
   noticeLateChanges: (productId: string, users: ReadonlyMap<string, KnownUser>) => Promise<void>;
@@ -42,8 +42,18 @@ export async function recordUsage(
   users: ReadonlyMap<string, KnownUser>,
   path: (doc: UsageEventDoc) => string,
 ): Promise<Set<string>> {
-  await boundCounters(deps, docs, users, path);
-  const inserted = await storeUsage(deps, job, docs);
+  // Counters' rounds may wait for this job while its events are stored (CounterStore.expect).
+  const teams = docs.some((d) => d.team);
+  deps.counters.expect(job._id);
+  if (teams) deps.teamCounters.expect(job._id);
+  let inserted: Set<string>;
+  try {
+    await boundCounters(deps, docs, users, path);
+    inserted = await storeUsage(deps, job, docs);
+  } finally {
+    deps.counters.arrived(job._id);
+    if (teams) deps.teamCounters.arrived(job._id);
+  }
   // Best effort, as the relay's kick (exactly-once/write.ts): the user's next batch notices again
   // and a session's read catches up (late-changes/follow.ts).
   await deps.noticeLateChanges(job.product_id, users).catch((err: unknown) => deps.logger.warn({ err, productId: job.product_id }, "noticing late subscription changes failed; the next batch or a session read catches up"));
