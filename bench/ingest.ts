@@ -14,6 +14,8 @@
 // the service goes on storing after they stopped, for each bound on the events a replica holds (BENCH_BOUNDS, INGESTION_MAX_EVENTS_IN_FLIGHT
 // values, 0: none), alternated over BENCH_ROUNDS rounds:
 //   BENCH_MODES=overload BENCH_BOUNDS=0,10000 BENCH_ROUNDS=3 npm run bench:ingest
+// The all-in-one runs as its own process, as `npm start` runs it (BENCH_AIO_IN_PROCESS=1: in
+// the bench's process; BENCH_AIO_NODE_OPTIONS: its NODE_OPTIONS, to profile it).
 // Uses MONGODB_URL when set, else the embedded database in a temporary directory.
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
@@ -33,7 +35,7 @@ import { MeterApiError } from "../sdk/typescript/src/errors.ts";
 import { backoffMs } from "../sdk/typescript/src/transport.ts";
 import { startStack } from "../cmd/stack.ts";
 import { Api } from "../test/support/http.ts";
-import { freePort, freePortRange } from "../test/support/processes.ts";
+import { freePort, freePortRange, startAllInOne } from "../test/support/processes.ts";
 import { benchDatabase } from "./support/database.ts";
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 200_000);
@@ -163,12 +165,26 @@ async function drive(mode: string, apiUrl: string): Promise<Result> {
   return { mode, events: EVENTS, ...timing };
 }
 
+/**
+ * The all-in-one as `npm start` runs it, its own process: the bench's senders (building and
+ * encoding 1,000 events a batch) and their garbage collection stay out of the service's event
+ * loop. BENCH_AIO_IN_PROCESS=1 runs the stack in the bench's process instead, as it did before;
+ * BENCH_AIO_NODE_OPTIONS are the process's NODE_OPTIONS (`--cpu-prof --cpu-prof-dir=<dir>`).
+ */
 async function allInOne(): Promise<Result> {
-  const stack = await startStack({ mongoUrl, dbPrefix: `bench_aio_${Date.now()}`, logger });
+  if (process.env.BENCH_AIO_IN_PROCESS === "1") {
+    const stack = await startStack({ mongoUrl, dbPrefix: `bench_aio_${Date.now()}`, logger });
+    try {
+      return await drive("all-in-one", stack.apiUrl);
+    } finally {
+      await stack.close();
+    }
+  }
+  const { proc, api } = await startAllInOne({ MONGODB_URL: mongoUrl, MONGODB_DB_PREFIX: `bench_aio_${Date.now()}`, LOG_LEVEL: "warn", NODE_OPTIONS: process.env.BENCH_AIO_NODE_OPTIONS });
   try {
-    return await drive("all-in-one", stack.apiUrl);
+    return await drive("all-in-one", api.baseUrl);
   } finally {
-    await stack.close();
+    await proc.stop();
   }
 }
 
