@@ -20,6 +20,7 @@ import { securityHeadersPlugin } from "./plugins/security-headers.ts";
 import { rateLimitPlugin } from "./plugins/rate-limit.ts";
 import { servicesPlugin } from "./plugins/services.ts";
 import { apiRoutes } from "./routes/index.ts";
+import { servedServices } from "@meter/lib/metrics";
 import { serializerCompiler } from "./serialization.ts";
 import { closedQueries, validatorCompiler } from "./validation.ts";
 
@@ -107,6 +108,9 @@ export async function buildGateway(opts: GatewayOptions) {
     { prefix: "/api/v1" },
   );
   otherMethods.answer();
+  app.addHook("onListen", async () => {
+    servedServices.set({ service: "gateway" }, 1);
+  });
   return app;
 }
 

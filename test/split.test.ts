@@ -55,6 +55,13 @@ t("each process serves its own /metrics and /healthz over HTTP/1.1 beside gRPC",
   assert.match(tenancy, /process_resident_memory_bytes/);
   const plans = await (await fetch(`http://127.0.0.1:${rpcBase + 1}/metrics`)).text();
   assert.not.match(plans, /TenancyService/);
+  // Each names the services it serves, with or without traffic (the alerts' MeterServiceNotScraped).
+  const served = (text: string) => [...text.matchAll(/^meter_service_up\{service="(\w+)"\} 1$/gm)].map((m) => m[1]);
+  assert.equal(served(gateway), ["gateway"]);
+  assert.equal(served(tenancy), ["tenancy"]);
+  assert.equal(served(plans), ["plans"], "served before any call reached it");
+  const names = ["ingestion", "analytics", "webhooks"];
+  for (let i = 2; i < 5; i++) assert.equal(served(await (await fetch(`http://127.0.0.1:${rpcBase + i}/metrics`)).text()), [names[i - 2]]);
   for (let i = 0; i < 5; i++) {
     const res = await fetch(`http://127.0.0.1:${rpcBase + i}/healthz`);
     assert.is(res.status, 200);

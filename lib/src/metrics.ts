@@ -103,6 +103,13 @@ export const quarantinedJobs = counter(
   ["kind"],
 );
 
+/**
+ * 1 for each service this process serves (the gateway among them), from when it serves: a series
+ * every scrape of it has, whatever its traffic, so that a service whose metrics stop reaching
+ * Prometheus shows as absent (deploy/prometheus/meter-alerts.yaml, MeterServiceNotScraped).
+ */
+export const servedServices = gauge("meter_service_up", "1 for each service this process serves (gateway, tenancy, plans, ingestion, analytics, webhooks), from when it serves.", ["service"]);
+
 /** What the webhooks service's last start found of the stored signing secrets against its keys (flows/reseal.ts). */
 export const webhookSecrets = gauge(
   "meter_webhook_secrets",

@@ -23,7 +23,7 @@ import {
 import { REQUEST_ID_HEADER, currentContext, isAcceptableRequestId, runWithContext } from "./context.ts";
 import { fromPeerError, toRpcError } from "./errors.ts";
 import type { Logger } from "./logger.ts";
-import { metricsText, rpcDuration, rpcRequests } from "./metrics.ts";
+import { metricsText, rpcDuration, rpcRequests, servedServices } from "./metrics.ts";
 import { requireProduct } from "./product-scope.ts";
 import { inProcessTransport } from "./rpc-in-process.ts";
 
@@ -272,6 +272,7 @@ export async function listenRpc(opts: {
       );
       handler = fastifyHandler;
       if (opts.inProcess) withdraw = serveInProcess(url, modules, opts.logger);
+      for (const m of modules) servedServices.set({ service: m.name }, 1);
     },
     async close() {
       // From here on, callers in this process meet the closing port like everyone else.
