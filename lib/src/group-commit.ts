@@ -2,10 +2,11 @@
  * Writes in rounds, as a database's group commit shares one log flush among the transactions
  * that wait for it: a write asked for while a round of its key runs joins the key's next round,
  * and that round takes every write of the key queued by then in one go. An idle key starts a
- * write at once, so a lone caller waits no longer than before; under concurrency, callers of
- * one key share one write instead of racing for it (the lease store grants a counter's
- * requests so, leases/store.ts; ingestion's counters and window documents take the deltas of
- * concurrent jobs so, store/rounds.ts). Keys run their rounds independently.
+ * write at once (after `gather`, when given), so a lone caller waits no longer than before;
+ * under concurrency, callers of one key share one write instead of racing for it (the lease
+ * store grants a counter's requests so, leases/store.ts; ingestion's counters and window
+ * documents take the deltas of concurrent jobs so, store/rounds.ts). Keys run their rounds
+ * independently.
  *
  * `flush` answers each item of a round with its result or an Error of its own (one caller's
  * failure need not fail the others); a throw fails every item of the round.
@@ -35,7 +36,8 @@ export class GroupCommit<T, R> {
   private async rounds(key: string): Promise<void> {
     const queue = this.waiting.get(key)!;
     while (queue.length > 0) {
-      if (this.gather) await this.gather();
+      // A gathering that fails only ends the wait: the writes go on.
+      if (this.gather) await this.gather().catch(() => {});
       const round = queue.splice(0, queue.length);
       try {
         const results = await this.flush(round.map((q) => q.item), key);

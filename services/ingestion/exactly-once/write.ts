@@ -52,12 +52,19 @@ async function storeJob<D extends { _id: string }>(
   docs: D[],
   insert: (docs: D[]) => Promise<Set<string>>,
   complete: Completer<D>,
+  stages?: JobStages<D>,
 ): Promise<Set<string>> {
   await deps.jobs.open(job);
   const inserted = await insert(docs);
+  stages?.inserted?.(docs.filter((d) => inserted.has(d._id)));
   const claimed = await deps.jobs.claim(job, deps.now(), new Date(0));
-  if (claimed) await completeClaimed(deps, claimed, complete, docs.filter((d) => inserted.has(d._id)));
-  else await awaitClosed(deps, job._id);
+  if (claimed) {
+    await completeClaimed(deps, claimed, complete, docs.filter((d) => inserted.has(d._id)));
+    stages?.ownDone?.();
+  } else {
+    stages?.ownDone?.();
+    await awaitClosed(deps, job._id);
+  }
   const offered = new Set(docs.map((d) => d._id));
   await adoptOverlapping(deps, job, complete, offered, docs.filter((d) => !inserted.has(d._id)).map((d) => d._id));
   // New outbox entries: hand them over now rather than at the next repeating round. Best
@@ -67,10 +74,21 @@ async function storeJob<D extends { _id: string }>(
   return inserted;
 }
 
+/**
+ * Where a request's own job stands, for whoever waits on it (the counters' rounds:
+ * CounterStore.expect): `inserted` once its documents are stored (those it inserted now),
+ * `ownDone` once its own completion is over or left to another claimant. Either may come
+ * more than once.
+ */
+export interface JobStages<D> {
+  inserted?(docs: readonly D[]): void;
+  ownDone?(): void;
+}
+
 /** Stores usage events exactly once and counts them exactly once (the counters' job guard). */
-export function storeUsage(deps: WriteDeps, job: JobDoc, docs: UsageEventDoc[]): Promise<Set<string>> {
+export function storeUsage(deps: WriteDeps, job: JobDoc, docs: UsageEventDoc[], stages?: JobStages<UsageEventDoc>): Promise<Set<string>> {
   requireFiniteFigures(docs);
-  return storeJob(deps, job, docs, (d) => deps.events.insertNew(d), (j, inserted) => completeUsage(deps, j, inserted));
+  return storeJob(deps, job, docs, (d) => deps.events.insertNew(d), (j, inserted) => completeUsage(deps, j, inserted), stages);
 }
 
 /**

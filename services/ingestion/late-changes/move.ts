@@ -404,7 +404,8 @@ async function move(deps: MoveDeps, productId: string, entry: Entry, byId: Reado
   let draws: DrawsMoved | null = null;
   if (owner.kind === "user") {
     // The old period drew for the moved events if one of them arrived with credits, or if its plan
-    // draws credits (an earlier move brought them in, and the period drew for them there).
+    // draws credits (an earlier move brought them in, or they arrived before its plan drew
+    // credits): moveDrawn hands over only what it drew beyond its need after the move.
     const drew = moved.find(drawsOwnCredits);
     const allowance = drew?.spend_limit ?? (fromDraws ? fromPlan?.maxSpendPerPeriod : undefined);
     if (allowance != null) draws = { counters: deps.counters, counterId: from, owner: userOwner(owner.id), allowance, into: periods.map((p) => p.delta), credited: true };

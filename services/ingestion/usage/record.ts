@@ -42,17 +42,29 @@ export async function recordUsage(
   users: ReadonlyMap<string, KnownUser>,
   path: (doc: UsageEventDoc) => string,
 ): Promise<Set<string>> {
-  // Counters' rounds may wait for this job while its events are stored (CounterStore.expect).
+  // Counters' rounds may wait for this job while its events are stored (CounterStore.expect):
+  // until it adds to them, or once it is clear that it will not (nothing stored now, no team
+  // event among them, its completion left to another claimant or over).
   const teams = docs.some((d) => d.team);
+  const done = (store: Pick<CounterStore, "arrived">) => store.arrived(job._id);
   deps.counters.expect(job._id);
   if (teams) deps.teamCounters.expect(job._id);
   let inserted: Set<string>;
   try {
     await boundCounters(deps, docs, users, path);
-    inserted = await storeUsage(deps, job, docs);
+    inserted = await storeUsage(deps, job, docs, {
+      inserted: (now) => {
+        if (now.length === 0) done(deps.counters);
+        if (!now.some((d) => d.team)) done(deps.teamCounters);
+      },
+      ownDone: () => {
+        done(deps.counters);
+        done(deps.teamCounters);
+      },
+    });
   } finally {
-    deps.counters.arrived(job._id);
-    if (teams) deps.teamCounters.arrived(job._id);
+    done(deps.counters);
+    done(deps.teamCounters);
   }
   // Best effort, as the relay's kick (exactly-once/write.ts): the user's next batch notices again
   // and a session's read catches up (late-changes/follow.ts).
