@@ -70,4 +70,39 @@ t("an outbox's own batch size bounds its calls, others keep the relay's", async 
   assert.equal(calls, { analytics: [1_000, 1_000, 500], webhooks: [10, 10, 5] });
 });
 
+t("entries that fit in one call go together; a refused call is sent again entry by entry and charges only the entry that caused it", async ({ mongo }) => {
+  const outbox = new OutboxStore(mongo.db(freshDbName("relay_groups")));
+  const calls: string[][] = [];
+  const relay = new Relay(
+    [
+      {
+        name: "analytics",
+        collection: outbox.analytics,
+        kind: "usage",
+        async send(payloads) {
+          const ids = payloads.map((p) => String(p.id));
+          calls.push(ids);
+          if (ids.includes("bad")) throw new ConnectError("refused", Code.InvalidArgument);
+        },
+      },
+    ],
+    { intervalMs: 60_000, maxBackoffMs: 60_000, batchSize: 4, maxAttempts: 3, logger: createLogger("relay-groups-test", "silent") },
+  );
+  for (const id of ["a", "b", "c"]) await outbox.analytics.insertOne(entry(id));
+  assert.is(await relay.round(), true);
+  assert.equal(calls.map((c) => [...c].sort()), [["a", "b", "c"]], "three entries, one call");
+  assert.is(await outbox.analytics.countDocuments(), 0, "all three deleted");
+
+  calls.length = 0;
+  for (const id of ["d", "bad", "e", "f", "g"]) await outbox.analytics.insertOne(entry(id));
+  await relay.round();
+  assert.is(calls[0]!.length, 4, "four fit in a call");
+  assert.ok(calls[0]!.includes("bad"), "the refused call held the bad entry");
+  const delivered = new Set(calls.filter((c) => !c.includes("bad")).flat());
+  assert.equal([...delivered].sort(), ["d", "e", "f", "g"], "every other entry delivered, alone or together");
+  const left = await outbox.analytics.find().toArray();
+  assert.equal(left.map((e) => e._id), ["usage|bad"], "only the refused entry waits");
+  assert.is(left[0]!.attempts, 1, "its attempt counted, once");
+});
+
 t.run();

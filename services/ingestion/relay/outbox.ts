@@ -36,6 +36,17 @@ export interface RelayOptions {
   logger: Logger;
 }
 
+/** An entry read for handing over, with its payloads. */
+interface Read {
+  e: OutboxEntry;
+  payloads: Record<string, unknown>[];
+}
+
+/** `payloads` to the peer in calls of at most `size`. */
+async function sendAll(box: Outbox, payloads: readonly Record<string, unknown>[], size: number): Promise<void> {
+  for (let i = 0; i < payloads.length; i += size) await box.send(payloads.slice(i, i + size));
+}
+
 /** Failures that say nothing about the entry: the peer is down, busy or not there yet. */
 const PEER_FAILURES = new Set([Code.Unavailable, Code.DeadlineExceeded, Code.Canceled, Code.Unimplemented, Code.ResourceExhausted, Code.Aborted]);
 
@@ -109,12 +120,15 @@ export class Relay {
   }
 
   /**
-   * Sends entries one at a time, in chunks; an entry is deleted once all of it was
-   * acknowledged. A peer failure ends the drain (the outbox backs off, order kept); an entry
-   * that failed otherwise is passed by for the rest of the drain. Returns the entries it took.
+   * Sends the waiting entries, those that fit together in one call (`batchSize` payloads) as
+   * one, and deletes each group once all of it was acknowledged. A peer failure ends the drain
+   * (the outbox backs off, order kept); a group refused otherwise is sent again entry by entry,
+   * so that the refusal is charged to the entry that caused it, which is passed by for the rest
+   * of the drain. Returns the entries it took.
    */
   private async drain(box: Outbox, progress: () => Promise<unknown>): Promise<number> {
     const passed: string[] = [];
+    const size = box.batchSize ?? this.opts.batchSize;
     let taken = 0;
     for (let rounds = 0; rounds < 100 && !this.stopped; rounds++) {
       const filter = { kind: box.kind, ...WAITING, ...(passed.length > 0 ? { _id: { $nin: passed } } : {}) };
@@ -122,28 +136,62 @@ export class Relay {
       // twenty of them in one answer pass the embedded database's 48 MB message bound.
       const heads = await box.collection.find(filter, { projection: { _id: 1 } }).limit(20).toArray();
       if (heads.length === 0) return taken;
+      // Entries written by batches that completed together go in one call: one ledger segment
+      // and one day's recomputation in analytics instead of one each (docs/benchmarks.md).
+      let group: Read[] = [];
+      let held = 0;
       for (const head of heads) {
+        if (this.stopped) break;
         const e = await box.collection.findOne({ _id: head._id, ...WAITING });
         if (!e) continue;
         taken++;
+        let payloads: Record<string, unknown>[];
         try {
-          const payloads = payloadsOf(e);
-          const size = box.batchSize ?? this.opts.batchSize;
-          for (let i = 0; i < payloads.length; i += size) {
-            await box.send(payloads.slice(i, i + size));
-          }
+          payloads = payloadsOf(e);
         } catch (err) {
-          if (isPeerFailure(err)) throw err;
           passed.push(e._id);
           await this.entryFailed(box, e, err);
           continue;
         }
-        await box.collection.deleteOne({ _id: e._id });
-        await progress();
+        if (held > 0 && held + payloads.length > size) {
+          await this.handOver(box, group, size, passed, progress);
+          group = [];
+          held = 0;
+        }
+        group.push({ e, payloads });
+        held += payloads.length;
       }
+      await this.handOver(box, group, size, passed, progress);
       if (heads.length < 20) return taken;
     }
     return taken;
+  }
+
+  /** Sends a group of entries and deletes them; see drain. */
+  private async handOver(box: Outbox, group: readonly Read[], size: number, passed: string[], progress: () => Promise<unknown>): Promise<void> {
+    if (group.length > 1) {
+      try {
+        await sendAll(box, group.flatMap((g) => g.payloads), size);
+        await box.collection.deleteMany({ _id: { $in: group.map((g) => g.e._id) } });
+        await progress();
+        return;
+      } catch (err) {
+        if (isPeerFailure(err)) throw err;
+        // Refused for what one of them holds: each alone below tells which.
+      }
+    }
+    for (const { e, payloads } of group) {
+      try {
+        await sendAll(box, payloads, size);
+      } catch (err) {
+        if (isPeerFailure(err)) throw err;
+        passed.push(e._id);
+        await this.entryFailed(box, e, err);
+        continue;
+      }
+      await box.collection.deleteOne({ _id: e._id });
+      await progress();
+    }
   }
 
   /** Counts a failed attempt in the entry; the last allowed one sets it aside. */
