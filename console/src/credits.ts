@@ -1,6 +1,7 @@
 // A user's prepaid credits (BUDGETS.md §3) as the console shows and grants them: a grant's
 // status, the form's body, and what the period spend bar's max is made of. Pure functions (no
 // DOM), tested in test/console-credit-words.test.ts.
+import { creditsDrawn } from "@meter/rules";
 import { fmtExactMoney } from "./format.ts";
 import { localToIso, numberOrText } from "./inputs.ts";
 import type { Dimension } from "./limits.ts";
@@ -78,7 +79,7 @@ const nano = (n: number) => Math.round(n * 1e9) / 1e9;
  * credits never pay: services/ingestion/README.md, credits).
  */
 export function capParts(max: number, allowance: number, balance: number): { allowance: number; balance: number; past: number } {
-  return { allowance, balance, past: Math.max(0, nano(max - allowance - balance)) };
+  return { allowance, balance, past: creditsDrawn(max, allowance, balance) };
 }
 
 /**

@@ -1,4 +1,3 @@
-import { uncreditedOf } from "../store/counters.ts";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { IngestionService } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
 import type { IngestionDeps } from "../deps.ts";
@@ -6,6 +5,7 @@ import { attribute, attributeTeam } from "../domain/attribution.ts";
 import { hasScope, ownCapWithPool, readTeam, teamLimits } from "../teams/view.ts";
 import { catchUp } from "../late-changes/follow.ts";
 import { dimensions } from "../windows/dimensions.ts";
+import { uncreditedOf } from "../store/counters.ts";
 import { windowDocId } from "../windows/shares.ts";
 import { requireUser } from "./common.ts";
 import { readGuessed } from "../windows/with-counter.ts";

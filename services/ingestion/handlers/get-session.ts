@@ -1,4 +1,3 @@
-import { uncreditedOf } from "../store/counters.ts";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { LRUCache } from "lru-cache";
 import type { IngestionService } from "@meter/proto/meter/ingestion/v1/ingestion_pb";
@@ -10,6 +9,7 @@ import { catchUp } from "../late-changes/follow.ts";
 import { requireUser } from "./common.ts";
 import { dimensions } from "../windows/dimensions.ts";
 import { windowDocId } from "../windows/shares.ts";
+import { uncreditedOf } from "../store/counters.ts";
 import { creditsInForce, sessionCredits } from "../credits/view.ts";
 import { hasScope, ownCapWithPool, readTeam, sessionTeam, teamLimits } from "../teams/view.ts";
 import { readEarly, readGuessed } from "../windows/with-counter.ts";

@@ -248,8 +248,7 @@ export class CounterStore {
     for (let left = GATHER_MS; this.coming.size > 0 && left > 0; left = until - performance.now()) {
       await new Promise<void>((resolve) => {
         const timer = setTimeout(done, left);
-        const wake = () => done();
-        this.wake = wake;
+        this.wake = done;
         function done() {
           clearTimeout(timer);
           resolve();

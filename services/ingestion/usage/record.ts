@@ -43,8 +43,8 @@ export async function recordUsage(
   path: (doc: UsageEventDoc) => string,
 ): Promise<Set<string>> {
   // Counters' rounds may wait for this job while its events are stored (CounterStore.expect):
-  // until it adds to them, or once it is clear that it will not (nothing stored now, no team
-  // event among them, its completion left to another claimant or over).
+  // until it adds to them, or once it is clear that it will not (no team event stored now, its
+  // completion left to another claimant or over).
   const teams = docs.some((d) => d.team);
   const done = (store: Pick<CounterStore, "arrived">) => store.arrived(job._id);
   deps.counters.expect(job._id);
@@ -54,7 +54,6 @@ export async function recordUsage(
     await boundCounters(deps, docs, users, path);
     inserted = await storeUsage(deps, job, docs, {
       inserted: (now) => {
-        if (now.length === 0) done(deps.counters);
         if (!now.some((d) => d.team)) done(deps.teamCounters);
       },
       ownDone: () => {
