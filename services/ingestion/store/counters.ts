@@ -105,6 +105,16 @@ export function readCounter<T extends StoredCounterDoc>(raw: T): Omit<T, keyof S
 }
 
 /**
+ * What a round reads back of the counters a job asks for, after its update: what thresholds
+ * (thresholds/crossings.ts) and credits (credits/settle.ts) decide by. Only these fields: the
+ * rest of a counter (job guards, window entries, the month's share) is never needed there and
+ * would cost every read its decoding.
+ */
+export type CounterAfter = Pick<CounterDoc, "_id" | "cost" | "tokens" | "cost_by_model" | "credited_nano">;
+
+const AFTER_FIELDS = { cost_nano: 1, cost: 1, cost_nano_by_model: 1, cost_by_model: 1, tokens: 1, credited_nano: 1 } as const;
+
+/**
  * A counter's spend and, of it, what events whose plan drew no credits spent, in nano-dollars:
  * the spend less CounterDoc.credited_nano, within [0, spend] (a move's estimate of how the events
  * it took out were counted may be off).
@@ -156,7 +166,7 @@ export class CounterStore {
   /** The window entries (CounterDoc.w) this process wrote, by counter: field -> end (epoch ms). */
   private readonly windowEnds = new LRUCache<string, Map<string, number>>({ max: WINDOWED_COUNTERS });
   /** Additions of concurrent jobs, written together (add); a round first waits a moment for the jobs on their way (expect). */
-  private readonly rounds = new GroupCommit<AddRequest, Map<string, CounterDoc | null>>(
+  private readonly rounds = new GroupCommit<AddRequest, Map<string, CounterAfter | null>>(
     (requests) => this.addRound(requests),
     () => this.gather(),
   );
@@ -194,6 +204,12 @@ export class CounterStore {
     return new Map((await findByIds(this.counters, ids)).map((c) => [c._id, readCounter(c)]));
   }
 
+  /** What a round reads back of the counters asked for (CounterAfter): one read by `_id` list of those fields. */
+  private async afterOf(ids: readonly string[]): Promise<Map<string, CounterAfter>> {
+    const docs = await findByIds(this.counters, ids, { projection: AFTER_FIELDS });
+    return new Map(docs.map((d) => [d._id, readTotals(d as StoredTotals & Pick<CounterDoc, "_id" | "credited_nano">)]));
+  }
+
   /** The spend (nano-dollars) of the counters among `ids`: one read by `_id` list of the money fields only. */
   async spends(ids: readonly string[]): Promise<Map<string, PeriodSpend>> {
     const docs = await findByIds(this.counters, ids, { projection: { cost_nano: 1, cost: 1, credited_nano: 1 } });
@@ -222,7 +238,7 @@ export class CounterStore {
    * update command instead of one command each, and jobs that complete together share a
    * statement a counter (docs/benchmarks.md, "What a team costs a batch").
    */
-  add(jobId: string, deltas: readonly CounterDelta[], read: ReadonlySet<string>, now = new Date()): Promise<Map<string, CounterDoc | null>> {
+  add(jobId: string, deltas: readonly CounterDelta[], read: ReadonlySet<string>, now = new Date()): Promise<Map<string, CounterAfter | null>> {
     this.arrived(jobId);
     if (deltas.length === 0) return Promise.resolve(new Map());
     return this.rounds.run({ jobId, deltas, read, now });
@@ -259,7 +275,7 @@ export class CounterStore {
   }
 
   /** One round of additions (store/rounds.ts), then one read of the counters asked for. */
-  private async addRound(requests: readonly AddRequest[]): Promise<Map<string, CounterDoc | null>[]> {
+  private async addRound(requests: readonly AddRequest[]): Promise<Map<string, CounterAfter | null>[]> {
     await writeRound(
       requests,
       async (documents, now) => {
@@ -270,7 +286,7 @@ export class CounterStore {
       (r, now) => pMap(r.deltas, (d) => this.addOne(r.jobId, d, now), { concurrency: UPDATES_IN_FLIGHT }),
     );
     const wanted = new Set(requests.flatMap((r) => r.deltas.filter((d) => r.read.has(d.id)).map((d) => d.id)));
-    const after = wanted.size === 0 ? new Map<string, CounterDoc>() : await this.getMany([...wanted]);
+    const after = wanted.size === 0 ? new Map<string, CounterAfter>() : await this.afterOf([...wanted]);
     return requests.map((r) => new Map(r.deltas.filter((d) => r.read.has(d.id)).map((d) => [d.id, after.get(d.id) ?? null])));
   }
 

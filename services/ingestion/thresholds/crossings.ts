@@ -1,7 +1,7 @@
 import type { Logger } from "@meter/lib/logger";
 import { reachedThresholds, toDollars } from "@meter/rules";
 import { crossingsClosedBefore, type RetentionPolicy } from "../domain/retention-policy.ts";
-import { dollarsByModel, type CounterDoc } from "../store/counters.ts";
+import { dollarsByModel, type CounterAfter } from "../store/counters.ts";
 import type { CounterDelta } from "../domain/counter-delta.ts";
 import { entry, type OutboxStore } from "../store/outbox.ts";
 import type { UsageEventDoc } from "../store/usage-events.ts";
@@ -25,7 +25,7 @@ export type Limited = Pick<UsageEventDoc, "plan_name" | "spend_limit">;
  * been queued for the webhooks service. A crossing is keyed by the whole period (start and
  * end): a renewal with other dates is another period.
  */
-export async function recordCrossings(deps: CrossingDeps, counter: CounterDoc, d: CounterDelta, limit: Limited): Promise<void> {
+export async function recordCrossings(deps: CrossingDeps, counter: CounterAfter, d: CounterDelta, limit: Limited): Promise<void> {
   // Crossings of a period ended this long ago may have been deleted by retention: announcing
   // them again would fire a threshold twice, so a late event there announces nothing.
   if (d.end < crossingsClosedBefore(deps.now(), deps.retention)) return;
