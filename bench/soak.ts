@@ -104,12 +104,12 @@ const endpoint = (await webhooks.client.createEndpoint({ productId, url: rx.url,
 
 const writer = new LedgerWriter(analyticsDb);
 let eventNo = 0;
-/** `n` usage facts (and 1 % gate facts) spread over the UTC day starting at `day`. */
-function facts(day: number, n: number): LedgerFact[] {
+/** `n` usage facts (and 1 % gate facts) spread over `span` ms (the UTC day) from `day`. */
+function facts(day: number, n: number, span = DAY_MS): LedgerFact[] {
   const out: LedgerFact[] = [];
   for (let j = 0; j < n; j++) {
     const i = eventNo++;
-    const timestamp = new Date(day + Math.floor((j / n) * DAY_MS));
+    const timestamp = new Date(day + Math.floor((j / n) * span));
     const u = `user-${(i * 7919) % USERS}`;
     out.push({
       productId,
@@ -153,6 +153,13 @@ t0 = performance.now();
 heap = phase(true);
 await analytics.rollPending();
 console.log(`One day of ${BIG_DAY.toLocaleString("en")} more events: written in ${writeMs}, rolled up in ${ms(t0)}; ${heap()}`);
+// The roll job comes back to a busy day as events keep arriving: it rereads only the hours that changed.
+const AGAIN = 1_000;
+const HOUR_MS = 3_600_000;
+await writer.write(facts(Math.floor(Date.now() / HOUR_MS) * HOUR_MS, AGAIN, HOUR_MS));
+t0 = performance.now();
+await analytics.rollPending();
+console.log(`Then ${AGAIN.toLocaleString("en")} more in the current hour, the day rolled up again in ${ms(t0)}`);
 
 // Let the webhook worker finish every delivery.
 const deliveries = webhooksDb.collection("deliveries");

@@ -143,6 +143,23 @@ export class DayAccumulator {
     if (u.team !== undefined) this.team(u.team).addUser({ id: u.id, figures: u.figures });
   }
 
+  /** Adds the figures of another accumulator (an hour folded earlier); `other` stays as it is. */
+  merge(other: DayAccumulator): void {
+    addInto(this.total, other.total);
+    for (const [name, f] of other.models) addInto(mapEntry(this.models, name), f);
+    for (const u of other.users.values()) addInto(this.userEntry(u.id, u.team), u.figures);
+    for (const [id, t] of other.teams) this.team(id).merge(t);
+    this.soft += other.soft;
+    this.hard += other.hard;
+  }
+
+  /** The rows held (models, users, and the same of each team): what keeping this costs in memory. */
+  get rows(): number {
+    let n = 1 + this.models.size + this.users.size;
+    for (const t of this.teams.values()) n += t.rows;
+    return n;
+  }
+
   result(): DayFigures {
     const sorted = <V>(m: Map<string, V>) => [...m].sort(([x], [y]) => order(x, y));
     const out: DayFigures = {

@@ -2,7 +2,7 @@ import type { Logger } from "@meter/lib/logger";
 import { DayAccumulator } from "../domain/rollup.ts";
 import type { Bucket, DirtyStore } from "../store/dirty.ts";
 import type { BaseDoc, BaseStore } from "../store/bases.ts";
-import { foldDay, type LedgerStore } from "../store/ledger.ts";
+import { foldDay, HourFolds, type LedgerStore } from "../store/ledger.ts";
 import type { RollupStore } from "../store/rollups.ts";
 
 /** Points where tests stop the service as if it crashed there. Never set in production. */
@@ -50,6 +50,8 @@ export class Roller {
   daysLeft = false;
   /** When each day may be recomputed next by a paced pass (epoch ms), by bucket id. */
   private readonly due = new Map<string, number>();
+  /** The ledger hours this roller folded, reused while unchanged. */
+  private readonly hours = new HourFolds();
 
   constructor(private readonly opts: RollerOptions) {}
 
@@ -109,7 +111,7 @@ export class Roller {
       await bases.addTo(base, acc);
       await foldDay(bucket.productId, bucket.day, acc, { late, lateFolded: base.late_folded });
     } else {
-      await foldDay(bucket.productId, bucket.day, acc, { ledger, late });
+      await foldDay(bucket.productId, bucket.day, acc, { ledger, late, hours: this.hours });
     }
     await rollups.write(bucket.productId, bucket.day, acc.result(), new Date());
     await this.opts.faults?.afterRollupWrite?.();

@@ -3,7 +3,7 @@ import { LRUCache } from "lru-cache";
 import type { Collection, Db } from "mongodb";
 import pMap from "p-map";
 import { deleteInRounds, isDuplicateKeyError } from "@meter/lib/mongo";
-import type { DayAccumulator, GateEntry, UsageEntry } from "../domain/rollup.ts";
+import { DayAccumulator, type GateEntry, type UsageEntry } from "../domain/rollup.ts";
 import type { Bucket } from "./dirty.ts";
 
 /**
@@ -153,6 +153,11 @@ export class LedgerStore {
     }
   }
 
+  /** Whether segment `n` of a group is stored (one primary-key probe). */
+  async hasSegment(productId: string, hour: string, n: number): Promise<boolean> {
+    return (await this.segments.findOne({ _id: segmentId(hourIdOf(productId, hour), n) }, { projection: { _id: 1 } })) !== null;
+  }
+
   /** Whether any segment of the product-day is stored (24 primary-key probes). */
   async hasDay(b: Bucket): Promise<boolean> {
     for (let h = 0; h < 24; h++) {
@@ -206,6 +211,8 @@ export interface DaySources {
   late: LedgerStore;
   /** How many of the day's late segments are in the base the accumulator starts from. */
   lateFolded?: number;
+  /** Ledger hours folded before, taken as they were while no segment came since (a day without late facts only). */
+  hours?: HourFolds;
 }
 
 /**
@@ -220,27 +227,86 @@ export interface DaySources {
  */
 export async function foldDay(productId: string, day: string, acc: DayAccumulator, src: DaySources): Promise<number> {
   const late = new Set<string>();
-  const take = (seg: LedgerSegmentDoc, seen: Set<string>, count: boolean) => {
-    for (const [id, e] of JSON.parse(seg.u) as [string, UsageEntry][]) {
-      const k = `u:${id}`;
-      if (seen.has(k) || late.has(k)) continue;
-      seen.add(k);
-      if (count) acc.usage(e);
-    }
-    for (const [id, g] of JSON.parse(seg.g) as [string, GateEntry][]) {
-      const k = `g:${id}`;
-      if (seen.has(k) || late.has(k)) continue;
-      seen.add(k);
-      if (count) acc.gate(g);
-    }
-  };
   let n = 0;
-  for await (const seg of src.late.hourSegments(productId, day)) take(seg, late, ++n > (src.lateFolded ?? 0));
+  for await (const seg of src.late.hourSegments(productId, day)) foldSegment(seg, ++n > (src.lateFolded ?? 0) ? acc : null, late);
   if (src.ledger) {
     for (let h = 0; h < 24; h++) {
-      const seen = new Set<string>();
-      for await (const seg of src.ledger.hourSegments(productId, hourOf(day, h))) take(seg, seen, true);
+      const hour = hourOf(day, h);
+      // An hour folded alone is the same as within its day only when no late fact can overlap it.
+      if (src.hours && n === 0) acc.merge(await src.hours.fold(src.ledger, productId, hour));
+      else await foldHour(src.ledger, productId, hour, acc, late);
     }
   }
   return n;
+}
+
+/** Folds one ledger hour's segments into `acc`, each key once, none of those in `skip`; returns how many segments it read. */
+async function foldHour(ledger: LedgerStore, productId: string, hour: string, acc: DayAccumulator, skip?: ReadonlySet<string>): Promise<number> {
+  const seen = new Set<string>();
+  let n = 0;
+  for await (const seg of ledger.hourSegments(productId, hour)) {
+    foldSegment(seg, acc, seen, skip);
+    n++;
+  }
+  return n;
+}
+
+/** Adds a segment's facts whose keys are not in `seen` (nor `skip`) to `acc` (null: only notes them) and to `seen`. */
+function foldSegment(seg: LedgerSegmentDoc, acc: DayAccumulator | null, seen: Set<string>, skip?: ReadonlySet<string>): void {
+  for (const [id, e] of JSON.parse(seg.u) as [string, UsageEntry][]) {
+    const k = `u:${id}`;
+    if (seen.has(k) || skip?.has(k)) continue;
+    seen.add(k);
+    acc?.usage(e);
+  }
+  for (const [id, g] of JSON.parse(seg.g) as [string, GateEntry][]) {
+    const k = `g:${id}`;
+    if (seen.has(k) || skip?.has(k)) continue;
+    seen.add(k);
+    acc?.gate(g);
+  }
+}
+
+/**
+ * Most rows (DayAccumulator.rows) the folded hours keep: about 60 MB (2,000 users in each of a
+ * day's 24 hours, 48,000 rows, held 30 MB in `npm run bench:soak`).
+ */
+const HOUR_FOLD_ROWS = 100_000;
+/** A folded hour no roll asked for this long is let go (yesterday's, a quiet product's). */
+const HOUR_FOLD_IDLE_MS = 3_600_000;
+
+/**
+ * Ledger hours as a roll folded them, in memory, with how many segments each held: a day
+ * rolled again refolds only the hours that gained a segment since (one primary-key probe
+ * each), so the roll of a busy day costs what changed, not the whole day read again. Exact:
+ * an hour's segments are never changed and are numbered from 1 without gaps, so segments
+ * 1..n without an n+1 are the whole hour; and every repeat of an event is in its own hour
+ * (foldDay), so an hour folded alone counts each event once.
+ *
+ * An hour that does not fit is not kept, rather than pushing out another: a roll asks for a
+ * day's hours in order, and evicting the least recent would push out each hour just before
+ * the next roll asks for it, keeping none.
+ */
+export class HourFolds {
+  private readonly held = new LRUCache<string, { segments: number; acc: DayAccumulator }>({
+    maxSize: HOUR_FOLD_ROWS,
+    sizeCalculation: (v) => v.acc.rows,
+    ttl: HOUR_FOLD_IDLE_MS,
+    updateAgeOnGet: true,
+  });
+
+  /** One ledger hour's figures: as folded before while it has no segment since, else folded now (and kept when it fits). */
+  async fold(ledger: LedgerStore, productId: string, hour: string): Promise<DayAccumulator> {
+    const key = hourIdOf(productId, hour);
+    const before = this.held.get(key);
+    if (before && !(await ledger.hasSegment(productId, hour, before.segments + 1))) return before.acc;
+    const acc = new DayAccumulator();
+    const segments = await foldHour(ledger, productId, hour, acc);
+    this.held.delete(key);
+    const fits = () => this.held.calculatedSize + acc.rows <= HOUR_FOLD_ROWS;
+    // Idle hours are looked for (a walk of all kept) only when they may make room.
+    if (!fits()) this.held.purgeStale();
+    if (fits()) this.held.set(key, { segments, acc });
+    return acc;
+  }
 }
