@@ -294,6 +294,7 @@ export class HourFolds {
     ttl: HOUR_FOLD_IDLE_MS,
     updateAgeOnGet: true,
   });
+  private purgedAt = 0;
 
   /** One ledger hour's figures: as folded before while it has no segment since, else folded now (and kept when it fits). */
   async fold(ledger: LedgerStore, productId: string, hour: string): Promise<DayAccumulator> {
@@ -304,8 +305,11 @@ export class HourFolds {
     const segments = await foldHour(ledger, productId, hour, acc);
     this.held.delete(key);
     const fits = () => this.held.calculatedSize + acc.rows <= HOUR_FOLD_ROWS;
-    // Idle hours are looked for (a walk of all kept) only when they may make room.
-    if (!fits()) this.held.purgeStale();
+    // Idle hours are looked for (a walk of all kept) when they may make room, and now and then.
+    if (!fits() || performance.now() - this.purgedAt > HOUR_FOLD_IDLE_MS / 60) {
+      this.held.purgeStale();
+      this.purgedAt = performance.now();
+    }
     if (fits()) this.held.set(key, { segments, acc });
     return acc;
   }
