@@ -23,6 +23,7 @@ export function outboxes(stores: { outbox: OutboxStore; webhooks: WebhookPublish
   const usage: Outbox = {
     name: "usage->analytics",
     collection: stores.outbox.analytics,
+    written: stores.outbox.analyticsWritten,
     kind: "usage",
     batchSize: RECORD_BATCH,
     send: (docs: Pick<UsageEventDoc, "product_id" | "event_id" | "user_id" | "timestamp" | "model" | "total_tokens" | "cost_total" | "source" | "tool_call_count" | "team_id">[]) =>
@@ -45,6 +46,7 @@ export function outboxes(stores: { outbox: OutboxStore; webhooks: WebhookPublish
   const gateFacts: Outbox = {
     name: "gates->analytics",
     collection: stores.outbox.analytics,
+    written: stores.outbox.analyticsWritten,
     kind: "gate",
     batchSize: RECORD_BATCH,
     send: (docs: Pick<GateEventDoc, "product_id" | "event_id" | "user_id" | "timestamp" | "status" | "blocked" | "team_id">[]) =>

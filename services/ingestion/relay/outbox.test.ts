@@ -2,7 +2,7 @@
 // next round comes within RELAY_INTERVAL_MS or after a longer pause (lib/src/jobs.ts, IdlePoll).
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
-import type { MongoClient } from "mongodb";
+import { MongoClient } from "mongodb";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { createLogger } from "@meter/lib/logger";
 import { freshDbName, withTestMongo } from "../../../test/support/database.ts";
@@ -103,6 +103,58 @@ t("entries that fit in one call go together; a refused call is sent again entry 
   const left = await outbox.analytics.find().toArray();
   assert.equal(left.map((e) => e._id), ["usage|bad"], "only the refused entry waits");
   assert.is(left[0]!.attempts, 1, "its attempt counted, once");
+});
+
+t("entries this process wrote are sent as written, without a read; others are found by the scan; each delivered once", async ({ url }) => {
+  // Command monitoring counts the entries read back by id.
+  const client = new MongoClient(url, { monitorCommands: true });
+  await client.connect();
+  const readBack: string[] = [];
+  client.on("commandStarted", (e) => {
+    if (e.commandName === "find" && e.command.find === "outbox_analytics" && typeof e.command.filter?._id === "string") readBack.push(e.command.filter._id);
+  });
+  try {
+    const name = freshDbName("relay_written");
+    const mine = new OutboxStore(client.db(name));
+    // Another process's store on the same database: what it wrote this process does not hold.
+    const other = new OutboxStore(client.db(name));
+    const delivered: string[] = [];
+    let failing = true;
+    const relay = new Relay(
+      [
+        {
+          name: "analytics",
+          collection: mine.analytics,
+          written: mine.analyticsWritten,
+          kind: "usage",
+          async send(payloads) {
+            if (failing) throw new ConnectError("peer down", Code.Unavailable);
+            delivered.push(...payloads.map((p) => String(p.id)));
+          },
+        },
+      ],
+      { intervalMs: 0, maxBackoffMs: 0, batchSize: 100, maxAttempts: 3, logger: createLogger("relay-written-test", "silent") },
+    );
+    await mine.put(mine.analytics, [entry("a1"), entry("a2")]);
+    await other.put(other.analytics, [entry("b1")]);
+    // The peer is down: what was taken as written stays in the collection, and the next round finds it there.
+    assert.is(await relay.round(), true);
+    assert.equal(delivered, []);
+    failing = false;
+    await relay.round();
+    assert.equal([...delivered].sort(), ["a1", "a2", "b1"]);
+    assert.equal(readBack.sort(), ["usage|a1", "usage|a2", "usage|b1"], "read back after the failed round");
+    readBack.length = 0;
+    delivered.length = 0;
+    await mine.put(mine.analytics, [entry("a3"), entry("a4")]);
+    await other.put(other.analytics, [entry("b2")]);
+    await relay.round();
+    assert.equal([...delivered].sort(), ["a3", "a4", "b2"], "each once");
+    assert.equal(readBack, ["usage|b2"], "only the other process's entry read back");
+    assert.is(await mine.analytics.countDocuments(), 0, "all deleted");
+  } finally {
+    await client.close();
+  }
 });
 
 t.run();

@@ -2,7 +2,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import type { Collection } from "mongodb";
 import type { Logger } from "@meter/lib/logger";
 import { outboxSetAside } from "@meter/lib/metrics";
-import { payloadsOf, WAITING, type OutboxEntry } from "../store/outbox.ts";
+import { payloadsOf, WAITING, type OutboxEntry, type WrittenEntries } from "../store/outbox.ts";
 
 /**
  * One handover to a peer: outbox entries of one kind are sent in batches and deleted only
@@ -23,6 +23,8 @@ export interface Outbox {
   batchSize?: number;
   /** Called with at most `batchSize` payloads at a time. */
   send(payloads: Record<string, any>[]): Promise<void>;
+  /** The entries this process wrote to `collection`, sent first as written (store/outbox.ts). */
+  written?: WrittenEntries;
 }
 
 export interface RelayOptions {
@@ -131,10 +133,13 @@ export class Relay {
     const size = box.batchSize ?? this.opts.batchSize;
     let taken = 0;
     for (let rounds = 0; rounds < 100 && !this.stopped; rounds++) {
-      const filter = { kind: box.kind, ...WAITING, ...(passed.length > 0 ? { _id: { $nin: passed } } : {}) };
+      // What this process wrote goes first, as written; the collection is scanned once none is left.
+      const mine = box.written?.take(box.kind, 20) ?? [];
+      const skip = [...passed, ...(box.written?.ids(box.kind) ?? [])];
+      const filter = { kind: box.kind, ...WAITING, ...(skip.length > 0 ? { _id: { $nin: skip } } : {}) };
       // Ids first, then one entry at a time: an entry holds up to a whole batch (megabytes), and
       // twenty of them in one answer pass the embedded database's 48 MB message bound.
-      const heads = await box.collection.find(filter, { projection: { _id: 1 } }).limit(20).toArray();
+      const heads = mine.length > 0 ? mine : await box.collection.find(filter, { projection: { _id: 1 } }).limit(20).toArray();
       if (heads.length === 0) return taken;
       // Entries written by batches that completed together go in one call: one ledger segment
       // and one day's recomputation in analytics instead of one each (docs/benchmarks.md).
@@ -142,7 +147,7 @@ export class Relay {
       let held = 0;
       for (const head of heads) {
         if (this.stopped) break;
-        const e = await box.collection.findOne({ _id: head._id, ...WAITING });
+        const e = mine.length > 0 ? (head as OutboxEntry) : await box.collection.findOne({ _id: head._id, ...WAITING });
         if (!e) continue;
         taken++;
         let payloads: Record<string, unknown>[];
@@ -162,7 +167,7 @@ export class Relay {
         held += payloads.length;
       }
       await this.handOver(box, group, size, passed, progress);
-      if (heads.length < 20) return taken;
+      if (mine.length === 0 && heads.length < 20) return taken;
     }
     return taken;
   }
