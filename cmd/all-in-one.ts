@@ -9,7 +9,7 @@ import { onShutdown } from "@meter/lib/process";
 import { analyticsSettings, analyticsSettingsFields } from "@meter/analytics";
 import { ingestionSettings, ingestionSettingsFields } from "@meter/ingestion";
 import { plansSettings, plansSettingsFields } from "@meter/plans";
-import { webhooksSettings, webhooksSettingsFields } from "@meter/webhooks";
+import { allowDevelopmentKeyField, secretKeyProblem, webhooksSettings, webhooksSettingsFields, withLocalSecretKey } from "@meter/webhooks";
 import { AUTH_CACHE_TTL_MS, LOCAL_PROTECTION, protectionFields, protectionSettings } from "@meter/gateway/config";
 import { startStack } from "./stack.ts";
 
@@ -31,8 +31,17 @@ const config = loadConfigOrExit(
     ...ingestionSettingsFields,
     ...analyticsSettingsFields,
     ...webhooksSettingsFields,
+    ...allowDevelopmentKeyField,
   }), "meter");
 const logger = createLogger("meter", config.LOG_LEVEL);
+
+// On a database of its own (MONGODB_URL) the process asks for a webhooks key as the webhooks
+// process does; on the embedded one, without a key, it makes one and keeps it under DATA_DIR.
+const keyProblem = config.MONGODB_URL || config.WEBHOOKS_SECRET_KEY ? secretKeyProblem(config) : undefined;
+if (keyProblem) {
+  logger.fatal(`exiting: ${keyProblem}`);
+  process.exit(1);
+}
 
 // A first start builds the database for minutes: say so rather than sit silent.
 const progress = (message: string) => logger.info(message);
@@ -68,7 +77,7 @@ const stack = await startStack({
     plans: plansSettings(config),
     ingestion: ingestionSettings(config),
     analytics: analyticsSettings(config),
-    webhooks: webhooksSettings(config),
+    webhooks: embedded ? await withLocalSecretKey(webhooksSettings(config), path.resolve(config.DATA_DIR)) : webhooksSettings(config),
   },
 });
 logger.info({ api: stack.apiUrl, rpc: stack.rpcUrl, rpcInProcess: config.RPC_IN_PROCESS }, "meterline is serving");

@@ -74,7 +74,7 @@ test("a split service started before its database waits for it, then serves", as
 test("npm start on a MongoDB not up yet waits for it, then serves", async () => {
   const port = await freePort();
   const rpcPort = await freePort();
-  await startedBeforeItsDatabase("cmd/all-in-one.ts", (url) => ({ PORT: String(port), RPC_PORT: String(rpcPort), MONGODB_URL: url, MONGODB_DB_PREFIX: `late${randomBytes(4).toString("hex")}` }), async () => {
+  await startedBeforeItsDatabase("cmd/all-in-one.ts", (url) => ({ PORT: String(port), RPC_PORT: String(rpcPort), MONGODB_URL: url, MONGODB_DB_PREFIX: `late${randomBytes(4).toString("hex")}`, WEBHOOKS_ALLOW_DEVELOPMENT_KEY: "true" }), async () => {
     const api = new Api(`http://127.0.0.1:${port}/api/v1`);
     await eventually(async () => (await api.get("/health").catch(() => undefined))?.body.status === "ok", 90_000, "all-in-one to serve");
     assert.is((await api.post("/products", { name: "Late Co" })).status, 201);

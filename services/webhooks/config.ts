@@ -1,5 +1,8 @@
+import { randomBytes } from "node:crypto";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
+import path from "node:path";
 import { Type, idlePollFields, serviceConfigSchema } from "@meter/lib/config";
-import { parsePreviousKeys, parseSecretKey } from "./domain/secrets.ts";
+import { DEVELOPMENT_SECRET_KEY, parsePreviousKeys, parseSecretKey } from "./domain/secrets.ts";
 
 /** The webhooks settings every process hosting the service reads (service process, all-in-one). */
 export const webhooksSettingsFields = {
@@ -18,13 +21,15 @@ export const webhooksSettingsFields = {
   ...idlePollFields,
 };
 
+/**
+ * "true" lets a process run without WEBHOOKS_SECRET_KEY, on the public development key (npm run
+ * start:split sets it; local use only).
+ */
+export const allowDevelopmentKeyField = { WEBHOOKS_ALLOW_DEVELOPMENT_KEY: Type.Boolean({ default: false }) };
+
 export const webhooksConfigSchema = serviceConfigSchema({ port: 9095, db: "meter_webhooks" }, {
   ...webhooksSettingsFields,
-  /**
-   * "true" lets the process run without WEBHOOKS_SECRET_KEY, on the public development key
-   * (npm run start:split sets it; local use only).
-   */
-  WEBHOOKS_ALLOW_DEVELOPMENT_KEY: Type.Boolean({ default: false }),
+  ...allowDevelopmentKeyField,
 });
 
 /**
@@ -60,4 +65,26 @@ export function webhooksSettings(config: { WEBHOOKS_SECRET_KEY?: string; WEBHOOK
     previousSecretKeys: parsePreviousKeys(config.WEBHOOKS_SECRET_KEY_PREVIOUS),
     allowInsecureUrls: config.WEBHOOKS_ALLOW_INSECURE_URLS,
   };
+}
+
+/** Where a single-machine install (npm start on its embedded database) keeps its webhooks key: under DATA_DIR. */
+export const LOCAL_KEY_FILE = "webhooks-secret.key";
+
+/**
+ * The settings of a single-machine install that sets no WEBHOOKS_SECRET_KEY: a key of its own,
+ * made at its first start and kept in `dataDir` (readable by its owner only), rather than the
+ * public development key; secrets sealed with that key before open, and the pass at start seals
+ * them again with this one.
+ */
+export async function withLocalSecretKey<S extends ReturnType<typeof webhooksSettings>>(settings: S, dataDir: string): Promise<S> {
+  if (settings.secretKey) return settings;
+  const file = path.join(dataDir, LOCAL_KEY_FILE);
+  await mkdir(dataDir, { recursive: true });
+  try {
+    await writeFile(file, `${randomBytes(32).toString("hex")}\n`, { flag: "wx", mode: 0o600 });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+  }
+  const secretKey = parseSecretKey((await readFile(file, "utf8")).trim());
+  return { ...settings, secretKey, previousSecretKeys: [...settings.previousSecretKeys, DEVELOPMENT_SECRET_KEY] };
 }

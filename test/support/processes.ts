@@ -83,7 +83,8 @@ export async function startAllInOne(env: Record<string, string | undefined>): Pr
   // Given ports are kept (a restart on the same address, as a supervisor would do).
   const port = env.PORT ? Number(env.PORT) : await freePort();
   const rpcPort = env.RPC_PORT ? Number(env.RPC_PORT) : await freePort();
-  const proc = spawnEntry("cmd/all-in-one.ts", { PORT: String(port), RPC_PORT: String(rpcPort), ...env });
+  // On a test database the webhooks key is the public development one (a start without a key on it is refused).
+  const proc = spawnEntry("cmd/all-in-one.ts", { PORT: String(port), RPC_PORT: String(rpcPort), WEBHOOKS_ALLOW_DEVELOPMENT_KEY: "true", ...env });
   const base = `http://127.0.0.1:${port}`;
   const api = new Api(`${base}/api/v1`);
   await eventually(async () => (await api.get("/health")).body.status === "ok", 90_000, "all-in-one to serve").catch(async (err) => {
