@@ -9,7 +9,7 @@ import { onShutdown } from "@meter/lib/process";
 import { analyticsSettings, analyticsSettingsFields } from "@meter/analytics";
 import { ingestionSettings, ingestionSettingsFields } from "@meter/ingestion";
 import { plansSettings, plansSettingsFields } from "@meter/plans";
-import { allowDevelopmentKeyField, secretKeyProblem, webhooksSettings, webhooksSettingsFields, withLocalSecretKey } from "@meter/webhooks";
+import { allInOneWebhooksSettings, allowDevelopmentKeyField, secretKeyProblem, webhooksSettings, webhooksSettingsFields } from "@meter/webhooks";
 import { AUTH_CACHE_TTL_MS, LOCAL_PROTECTION, protectionFields, protectionSettings } from "@meter/gateway/config";
 import { startStack } from "./stack.ts";
 
@@ -39,7 +39,9 @@ const logger = createLogger("meter", config.LOG_LEVEL);
 // process does; on the embedded one, without a key, it makes one and keeps it under DATA_DIR.
 const keyProblem = config.MONGODB_URL || config.WEBHOOKS_SECRET_KEY ? secretKeyProblem(config) : undefined;
 if (keyProblem) {
-  logger.fatal(`exiting: ${keyProblem}`);
+  logger.fatal(
+    `exiting: ${keyProblem} Secrets this process sealed before it asked for a key (with the public development key) still open once one is set, and are sealed again with it.`,
+  );
   process.exit(1);
 }
 
@@ -77,7 +79,9 @@ const stack = await startStack({
     plans: plansSettings(config),
     ingestion: ingestionSettings(config),
     analytics: analyticsSettings(config),
-    webhooks: embedded ? await withLocalSecretKey(webhooksSettings(config), path.resolve(config.DATA_DIR)) : webhooksSettings(config),
+    webhooks: await allInOneWebhooksSettings(webhooksSettings(config), embedded && path.resolve(config.DATA_DIR), (file) =>
+      logger.info({ file }, "made the key that seals webhook signing secrets; back this file up with the data: the secrets need it"),
+    ),
   },
 });
 logger.info({ api: stack.apiUrl, rpc: stack.rpcUrl, rpcInProcess: config.RPC_IN_PROCESS }, "meterline is serving");

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { link, mkdir, open, readFile, rm } from "node:fs/promises";
 import path from "node:path";
 import { Type, idlePollFields, serviceConfigSchema } from "@meter/lib/config";
 import { DEVELOPMENT_SECRET_KEY, parsePreviousKeys, parseSecretKey } from "./domain/secrets.ts";
@@ -71,20 +71,46 @@ export function webhooksSettings(config: { WEBHOOKS_SECRET_KEY?: string; WEBHOOK
 export const LOCAL_KEY_FILE = "webhooks-secret.key";
 
 /**
- * The settings of a single-machine install that sets no WEBHOOKS_SECRET_KEY: a key of its own,
- * made at its first start and kept in `dataDir` (readable by its owner only), rather than the
- * public development key; secrets sealed with that key before open, and the pass at start seals
- * them again with this one.
+ * The webhooks settings of `npm start`. Until it made keys of its own it sealed secrets with the
+ * public development key, so that key stays among the previous ones: secrets sealed with it
+ * open, and the pass at start seals them again with the current key. Without
+ * WEBHOOKS_SECRET_KEY, on its embedded database (`dataDir`), the current key is one of its own,
+ * made at the first start and kept in `dataDir` (readable by its owner only); `made` is told
+ * the file's path when that happens.
  */
-export async function withLocalSecretKey<S extends ReturnType<typeof webhooksSettings>>(settings: S, dataDir: string): Promise<S> {
-  if (settings.secretKey) return settings;
+export async function allInOneWebhooksSettings<S extends ReturnType<typeof webhooksSettings>>(settings: S, dataDir: string | undefined, made: (file: string) => void): Promise<S> {
+  const secretKey = settings.secretKey ?? (dataDir === undefined ? undefined : await localSecretKey(dataDir, made));
+  if (!secretKey || secretKey.equals(DEVELOPMENT_SECRET_KEY)) return settings;
+  return { ...settings, secretKey, previousSecretKeys: [...settings.previousSecretKeys, DEVELOPMENT_SECRET_KEY] };
+}
+
+/**
+ * The key in `dataDir`, made when absent: written to a file of its own, flushed, then linked to
+ * its name, so that a crash leaves either no key file or a whole one, and of two starts at once
+ * both read the one that was linked first.
+ */
+async function localSecretKey(dataDir: string, made: (file: string) => void): Promise<Buffer> {
   const file = path.join(dataDir, LOCAL_KEY_FILE);
   await mkdir(dataDir, { recursive: true });
+  const draft = `${file}.${process.pid}.${randomBytes(4).toString("hex")}`;
   try {
-    await writeFile(file, `${randomBytes(32).toString("hex")}\n`, { flag: "wx", mode: 0o600 });
+    const handle = await open(draft, "wx", 0o600);
+    try {
+      await handle.writeFile(`${randomBytes(32).toString("hex")}\n`);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await link(draft, file);
+    made(file);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+  } finally {
+    await rm(draft, { force: true });
   }
-  const secretKey = parseSecretKey((await readFile(file, "utf8")).trim());
-  return { ...settings, secretKey, previousSecretKeys: [...settings.previousSecretKeys, DEVELOPMENT_SECRET_KEY] };
+  try {
+    return parseSecretKey((await readFile(file, "utf8")).trim());
+  } catch (err) {
+    throw new Error(`${file} does not hold a webhooks key (${(err as Error).message}); restore it from a backup, or set WEBHOOKS_SECRET_KEY to the key that sealed the signing secrets`);
+  }
 }

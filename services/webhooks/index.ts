@@ -172,4 +172,4 @@ async function queuePendingDeliveries(deps: WebhooksDeps): Promise<void> {
   await deps.scheduler.agenda.cancel({ name: "webhooks.deliver-attempt" });
 }
 
-export { allowDevelopmentKeyField, secretKeyProblem, webhooksSettings, webhooksSettingsFields, withLocalSecretKey } from "./config.ts";
+export { allInOneWebhooksSettings, allowDevelopmentKeyField, secretKeyProblem, webhooksSettings, webhooksSettingsFields } from "./config.ts";

@@ -1,7 +1,7 @@
 import { hasThresholds } from "@meter/rules";
 import { arrivalList, MAX_LISTED, teamListKey, type ArrivalStore } from "../late-changes/arrivals.ts";
 import type { LeaseStore } from "../leases/store.ts";
-import { spendOf, type CounterAfter, type CounterStore, type PeriodSpend } from "../store/counters.ts";
+import type { CounterStore } from "../store/counters.ts";
 import type { WindowStore } from "../windows/store.ts";
 import { windowDeltas } from "../windows/shares.ts";
 import { windowSettlement } from "../windows/slices.ts";
@@ -91,7 +91,6 @@ async function derive(deps: UsageCompletionDeps, job: JobDoc, inserted: UsageEve
     }),
   );
   const limited = periods.filter((p) => hasThresholds(p.limit.spend_limit));
-  const credit = creditPeriods(periods);
   // The members' teams (teams/count.ts), beside the members' own counters, under the same job guard.
   const [after, teams] = await Promise.all([
     deps.counters.add(job._id, [...periods.map((p) => p.delta), ...months], new Set(limited.map((p) => p.delta.id))),
@@ -101,7 +100,7 @@ async function derive(deps: UsageCompletionDeps, job: JobDoc, inserted: UsageEve
   const windows = windowDeltas(inserted, deps.now());
   await Promise.all([
     // Credits drawn from the counters as this job left them (credits/settle.ts): once, however often this runs.
-    settlePeriods({ spends: (ids) => spendsAfter(deps, after, ids), teamSpends: (ids) => deps.teamCounters.spends(ids), closedBefore: crossingsClosedBefore(deps.now(), deps.retention), accounts: deps }, credit),
+    settlePeriods({ spends: (ids) => deps.counters.spends(ids), teamSpends: (ids) => deps.teamCounters.spends(ids), closedBefore: crossingsClosedBefore(deps.now(), deps.retention), accounts: deps }, creditPeriods(periods)),
     (async () => {
       // What the events spent from budget leases' window slices: settled in the window's own update.
       await Promise.all(
@@ -121,22 +120,6 @@ async function derive(deps: UsageCompletionDeps, job: JobDoc, inserted: UsageEve
     }),
   );
   return { counters: [...periods.map((p) => p.delta.id), ...months.map((m) => m.id)], windows: windows.map((w) => w.id), teams };
-}
-
-/**
- * The period spend of counters `ids`: those the job's round read after its update for their
- * thresholds are taken from that read; the others are read now, their money fields only.
- */
-async function spendsAfter(deps: UsageCompletionDeps, after: ReadonlyMap<string, CounterAfter | null>, ids: readonly string[]): Promise<Map<string, PeriodSpend>> {
-  const out = new Map<string, PeriodSpend>();
-  const missing: string[] = [];
-  for (const id of ids) {
-    const c = after.get(id);
-    if (c) out.set(id, spendOf(c.cost, c.credited_nano));
-    else missing.push(id);
-  }
-  if (missing.length > 0) for (const [id, s] of await deps.counters.spends(missing)) out.set(id, s);
-  return out;
 }
 
 /**

@@ -6,7 +6,7 @@ import { MongoClient } from "mongodb";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { createLogger } from "@meter/lib/logger";
 import { freshDbName, withTestMongo } from "../../../test/support/database.ts";
-import { OutboxStore, type OutboxEntry } from "../store/outbox.ts";
+import { OutboxStore, WrittenEntries, type OutboxEntry } from "../store/outbox.ts";
 import { Relay } from "./outbox.ts";
 
 const t = suite<{ mongo: MongoClient; url: string }>("ingestion relay rounds");
@@ -152,9 +152,31 @@ t("entries this process wrote are sent as written, without a read; others are fo
     assert.equal([...delivered].sort(), ["a3", "a4", "b2"], "each once");
     assert.equal(readBack, ["usage|b2"], "only the other process's entry read back");
     assert.is(await mine.analytics.countDocuments(), 0, "all deleted");
+    // An entry that was there already (a job completed again) is not held: the collection's copy goes, once.
+    readBack.length = 0;
+    delivered.length = 0;
+    await other.put(other.analytics, [entry("c1")]);
+    await mine.put(mine.analytics, [entry("c1")]);
+    await relay.round();
+    assert.equal(delivered, ["c1"]);
+    assert.equal(readBack, ["usage|c1"]);
   } finally {
     await client.close();
   }
+});
+
+t("a written entry is passed by from before its insert, and taken only once its insert landed", () => {
+  const w = new WrittenEntries();
+  const [a, b] = [entry("w1"), entry("w2")];
+  w.add([a, b]);
+  assert.equal(w.ids("usage"), [a._id, b._id], "the scan passes both by");
+  assert.equal(w.take("usage", 10), [], "neither taken before its insert");
+  // w1 inserted; w2 was there already (or its insert failed): left to the collection.
+  w.stored([a, b], new Set([a._id]));
+  assert.equal(w.ids("usage"), [a._id]);
+  assert.equal(w.take("gate", 10), [], "only its own kind");
+  assert.equal(w.take("usage", 10), [a]);
+  assert.equal(w.ids("usage"), [], "taken entries are no longer held");
 });
 
 t.run();

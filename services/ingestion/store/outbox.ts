@@ -45,34 +45,55 @@ const WRITTEN_CHARS = 16_000_000;
  * does not hold (after a restart, past WRITTEN_CHARS waiting) is read from there as before.
  */
 export class WrittenEntries {
-  private readonly held = new Map<string, OutboxEntry>();
+  /** By id: the entry, and whether its insert has landed (only then may a round take it). */
+  private readonly held = new Map<string, { e: OutboxEntry; stored: boolean }>();
   private chars = 0;
 
-  /** Holds entries about to be written (before their insert: a scan meanwhile passes them by, rather than sending them too). */
+  /**
+   * Holds entries about to be inserted: a scan passes them by from now on, and a round may take
+   * them once `stored` says their insert landed (sent before it, the acknowledged entry's delete
+   * would find nothing and the insert would leave it to be sent again).
+   */
   add(entries: readonly OutboxEntry[]): void {
     for (const e of entries) {
       if (this.held.has(e._id) || this.chars + e.payloads.length > WRITTEN_CHARS) continue;
-      this.held.set(e._id, e);
+      this.held.set(e._id, { e, stored: false });
       this.chars += e.payloads.length;
     }
   }
 
-  /** Takes up to `max` of the entries of `kind`, oldest first: the caller hands them over or leaves them to the collection. */
+  /** The insert of `entries` ended: those in `inserted` may be taken; the others (there before, or not written) are left to the collection. */
+  stored(entries: readonly OutboxEntry[], inserted: ReadonlySet<string>): void {
+    for (const { _id } of entries) {
+      const h = this.held.get(_id);
+      if (!h) continue;
+      if (inserted.has(_id)) h.stored = true;
+      else this.drop(_id);
+    }
+  }
+
+  /** Takes up to `max` stored entries of `kind`, oldest first: the caller hands them over or leaves them to the collection. */
   take(kind: OutboxEntry["kind"], max: number): OutboxEntry[] {
     const out: OutboxEntry[] = [];
-    for (const [id, e] of this.held) {
+    for (const [id, h] of this.held) {
       if (out.length === max) break;
-      if (e.kind !== kind) continue;
-      out.push(e);
-      this.held.delete(id);
-      this.chars -= e.payloads.length;
+      if (h.e.kind !== kind || !h.stored) continue;
+      out.push(h.e);
+      this.drop(id);
     }
     return out;
   }
 
-  /** The ids held of `kind` (what a scan of the collection passes by). */
+  /** The ids held of `kind`, stored or on their way (what a scan of the collection passes by). */
   ids(kind: OutboxEntry["kind"]): string[] {
-    return [...this.held.values()].filter((e) => e.kind === kind).map((e) => e._id);
+    return [...this.held.values()].filter((h) => h.e.kind === kind).map((h) => h.e._id);
+  }
+
+  private drop(id: string): void {
+    const h = this.held.get(id);
+    if (!h) return;
+    this.held.delete(id);
+    this.chars -= h.e.payloads.length;
   }
 }
 
@@ -84,8 +105,17 @@ export class OutboxStore extends DbStore {
 
   async put(to: Collection<OutboxEntry>, entries: OutboxEntry[]): Promise<void> {
     const some = entries.filter((e) => e.count > 0);
-    if (to === this.analytics) this.analyticsWritten.add(some);
-    await insertIgnoringDuplicates(to, some);
+    if (to !== this.analytics) {
+      await insertIgnoringDuplicates(to, some);
+      return;
+    }
+    this.analyticsWritten.add(some);
+    let inserted: ReadonlySet<string> = new Set();
+    try {
+      inserted = await insertIgnoringDuplicates(to, some);
+    } finally {
+      this.analyticsWritten.stored(some, inserted);
+    }
   }
 
   /**
