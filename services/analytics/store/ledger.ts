@@ -124,7 +124,7 @@ export class LedgerStore {
    * doubling steps past `from`, then a binary search between the last hit and the first miss.
    */
   private async lastOf(hourId: string, from = 0): Promise<number> {
-    const exists = async (n: number) => n === 0 || (await this.segments.findOne({ _id: segmentId(hourId, n) }, { projection: { _id: 1 } })) !== null;
+    const exists = async (n: number) => n === 0 || (await this.stored(hourId, n));
     let lo = from;
     let step = 1;
     while (await exists(lo + step)) {
@@ -154,14 +154,18 @@ export class LedgerStore {
   }
 
   /** Whether segment `n` of a group is stored (one primary-key probe). */
-  async hasSegment(productId: string, hour: string, n: number): Promise<boolean> {
-    return (await this.segments.findOne({ _id: segmentId(hourIdOf(productId, hour), n) }, { projection: { _id: 1 } })) !== null;
+  hasSegment(productId: string, hour: string, n: number): Promise<boolean> {
+    return this.stored(hourIdOf(productId, hour), n);
+  }
+
+  private async stored(hourId: string, n: number): Promise<boolean> {
+    return (await this.segments.findOne({ _id: segmentId(hourId, n) }, { projection: { _id: 1 } })) !== null;
   }
 
   /** Whether any segment of the product-day is stored (24 primary-key probes). */
   async hasDay(b: Bucket): Promise<boolean> {
     for (let h = 0; h < 24; h++) {
-      if (await this.segments.findOne({ _id: segmentId(hourIdOf(b.productId, hourOf(b.day, h)), 1) }, { projection: { _id: 1 } })) return true;
+      if (await this.hasSegment(b.productId, hourOf(b.day, h), 1)) return true;
     }
     return false;
   }

@@ -135,11 +135,7 @@ export class Relay {
     for (let rounds = 0; rounds < 100 && !this.stopped; rounds++) {
       // What this process wrote goes first, as written; the collection is scanned once none is left.
       const mine = box.written?.take(box.kind, 20) ?? [];
-      const skip = [...passed, ...(box.written?.ids(box.kind) ?? [])];
-      const filter = { kind: box.kind, ...WAITING, ...(skip.length > 0 ? { _id: { $nin: skip } } : {}) };
-      // Ids first, then one entry at a time: an entry holds up to a whole batch (megabytes), and
-      // twenty of them in one answer pass the embedded database's 48 MB message bound.
-      const heads = mine.length > 0 ? mine : await box.collection.find(filter, { projection: { _id: 1 } }).limit(20).toArray();
+      const heads = mine.length > 0 ? mine : await this.waitingIds(box, passed);
       if (heads.length === 0) return taken;
       // Entries written by batches that completed together go in one call: one ledger segment
       // and one day's recomputation in analytics instead of one each (docs/benchmarks.md).
@@ -170,6 +166,17 @@ export class Relay {
       if (mine.length === 0 && heads.length < 20) return taken;
     }
     return taken;
+  }
+
+  /**
+   * The ids of up to twenty waiting entries, but those passed by and those this process holds as
+   * written. Ids first, then one entry at a time: an entry holds up to a whole batch (megabytes),
+   * and twenty of them in one answer pass the embedded database's 48 MB message bound.
+   */
+  private waitingIds(box: Outbox, passed: readonly string[]): Promise<{ _id: string }[]> {
+    const skip = [...passed, ...(box.written?.ids(box.kind) ?? [])];
+    const filter = { kind: box.kind, ...WAITING, ...(skip.length > 0 ? { _id: { $nin: skip } } : {}) };
+    return box.collection.find(filter, { projection: { _id: 1 } }).limit(20).toArray();
   }
 
   /** Sends a group of entries and deletes them; see drain. */
