@@ -36,6 +36,20 @@ export interface AccountTarget {
 }
 
 /**
+ * What a change computes from beside the accounts (counters' spends): read after the copies of
+ * the accounts it computes from were taken, so that every move of draws (moveDrawn) a copy holds
+ * is in what was read too (a move changes its counters before the account). Read before, a
+ * period's spend may predate a move the copy holds: its need is then counted with the moved
+ * events still in it, and what it drew for them is drawn again.
+ */
+export interface ReadBeside {
+  /** Copies of the accounts this process held before the caller's first read (CreditStore.held): a first try computes from them and that read. */
+  held?: ReadonlyMap<string, CreditAccountDoc>;
+  /** Reads again what these accounts' changes need: their copies were taken after the last read. */
+  reload(ids: readonly string[]): Promise<void>;
+}
+
+/**
  * Changes accounts: reads them (one read by `_id` list), computes each one's change from what
  * it read (`make`), first writes elsewhere what the accounts held that no longer changes
  * (writeSettled), then writes the accounts conditionally on their versions (one command per
@@ -47,8 +61,9 @@ export async function changeAccounts(
   deps: AccountDeps,
   targets: ReadonlyMap<string, AccountTarget>,
   make: (id: string, change: AccountChange) => void,
+  beside?: ReadBeside,
 ): Promise<Map<string, CreditAccountDoc | null>> {
-  const out = await round(deps, targets, make);
+  const out = await round(deps, targets, make, beside);
   const now = deps.now().getTime();
   const more = new Map([...targets].filter(([id]) => {
     const a = out.get(id);
@@ -62,6 +77,7 @@ async function round(
   deps: AccountDeps,
   targets: ReadonlyMap<string, AccountTarget>,
   make: (id: string, change: AccountChange) => void,
+  beside?: ReadBeside,
 ): Promise<Map<string, CreditAccountDoc | null>> {
   const out = new Map<string, CreditAccountDoc | null>();
   let ids = [...targets.keys()];
@@ -70,7 +86,11 @@ async function round(
     const now = deps.now();
     // The first try computes from the accounts as this process last saw them; a miss reads them.
     const cached = attempt === 0;
-    const accounts = await deps.credits.accountsOf(ids, cached);
+    const held = cached ? beside?.held : undefined;
+    const taken = held ? ids.filter((id) => !held.has(id)) : ids;
+    const accounts = await deps.credits.accountsOf(taken, cached);
+    if (held) for (const id of ids) if (held.has(id)) accounts.set(id, held.get(id)!);
+    if (beside && taken.length > 0) await beside.reload(taken);
     const writes = [];
     const settled = [];
     const again: string[] = [];
@@ -184,6 +204,38 @@ export interface SettleDeps {
 }
 
 /**
+ * Counters' spends read beside accounts (ReadBeside): `read` once before (its accounts' copies
+ * held before it), again for accounts whose copies were taken after it.
+ */
+class SpendsBeside implements ReadBeside {
+  readonly spends = new Map<string, PeriodSpend>();
+  held?: Map<string, CreditAccountDoc>;
+
+  constructor(
+    private readonly read: (counterIds: readonly string[]) => Promise<Map<string, PeriodSpend>>,
+    /** The counters whose spends an account's change needs. */
+    private readonly countersOf: (accountId: string) => readonly string[],
+  ) {}
+
+  /** The first read, of these accounts' counters; the copies of them this process holds are taken first. */
+  async first(deps: AccountDeps, accountIds: readonly string[]): Promise<void> {
+    this.held = deps.credits.held(accountIds);
+    await this.reload(accountIds);
+  }
+
+  async reload(accountIds: readonly string[]): Promise<void> {
+    const ids = accountIds.flatMap((id) => this.countersOf(id));
+    if (ids.length === 0) return;
+    const got = await this.read(ids);
+    for (const id of ids) this.spends.set(id, got.get(id) ?? { spend: 0, uncredited: 0 });
+  }
+
+  of(counterId: string): PeriodSpend {
+    return this.spends.get(counterId) ?? { spend: 0, uncredited: 0 };
+  }
+}
+
+/**
  * Settles the periods a usage job added to (after its counters): one read of their counters,
  * then changeAccounts; then the teams' pools take what their members handed over (teams'
  * credits, BUDGETS.md §4). A constant number of commands per job, whatever its users.
@@ -193,29 +245,39 @@ export async function settlePeriods(deps: SettleDeps, periods: readonly CreditPe
   // A member whose own plan draws no credits hands its whole spend to the team: counted in the
   // team's pool counter, no account of its own to change.
   const own = periods.filter((p) => p.own);
-  const spends = own.length === 0 ? new Map<string, PeriodSpend>() : await deps.spends(own.map((p) => p.counterId));
-  const targets = new Map<string, AccountTarget & { needs: PeriodNeed[]; toTeam: boolean; teams: CreditPeriod[] }>();
+  const targets = new Map<string, AccountTarget & { periods: CreditPeriod[]; toTeam: boolean; teams: CreditPeriod[] }>();
   for (const p of own) {
     const owner = userOwner(p.userId);
     const id = accountId(p.productId, owner);
-    const spend = spends.get(p.counterId) ?? { spend: 0, uncredited: 0 };
-    const allowance = toNano(p.allowance);
-    const need: PeriodNeed = { key: String(p.start.getTime()), end: p.end, needed: needed(spend.spend, allowance, spend.uncredited) };
-    if (spend.uncredited > allowance) need.legacy = needed(spend.spend, allowance);
     const t = targets.get(id);
     if (t) {
-      t.needs.push(need);
+      t.periods.push(p);
       if (p.team) t.teams.push(p);
     } else {
-      targets.set(id, { productId: p.productId, owner, lowAt: p.lowAt, enabled: true, needs: [need], toTeam: p.team !== undefined, teams: p.team ? [p] : [] });
+      targets.set(id, { productId: p.productId, owner, lowAt: p.lowAt, enabled: true, periods: [p], toTeam: p.team !== undefined, teams: p.team ? [p] : [] });
     }
   }
+  const spends = new SpendsBeside(deps.spends, (id) => targets.get(id)!.periods.map((p) => p.counterId));
+  await spends.first(deps.accounts, [...targets.keys()]);
+  const needsOf = (t: { periods: readonly CreditPeriod[] }) =>
+    t.periods.map((p): PeriodNeed => {
+      const spend = spends.of(p.counterId);
+      const allowance = toNano(p.allowance);
+      const need: PeriodNeed = { key: String(p.start.getTime()), end: p.end, needed: needed(spend.spend, allowance, spend.uncredited) };
+      if (spend.uncredited > allowance) need.legacy = needed(spend.spend, allowance);
+      return need;
+    });
   // An account that draws nothing and holds nothing to copy out is not even read.
-  for (const [id, t] of targets) if (t.needs.every((n) => n.needed === 0)) targets.delete(id);
-  const after = await changeAccounts(deps.accounts, targets, (id, c) => {
-    const t = targets.get(id)!;
-    c.settle(t.needs, deps.closedBefore, t.toTeam);
-  });
+  for (const [id, t] of targets) if (needsOf(t).every((n) => n.needed === 0)) targets.delete(id);
+  const after = await changeAccounts(
+    deps.accounts,
+    targets,
+    (id, c) => {
+      const t = targets.get(id)!;
+      c.settle(needsOf(t), deps.closedBefore, t.toTeam);
+    },
+    spends,
+  );
   const handed = [...targets.values()].flatMap((t) => t.teams.map((p) => ({ p, account: after.get(accountId(p.productId, userOwner(p.userId))) ?? null })));
   await settlePools(deps, handed, periods.filter((p) => !p.own && p.team));
 }
@@ -243,18 +305,23 @@ async function settlePools(deps: SettleDeps, handed: readonly { p: CreditPeriod;
   }
   for (const p of direct) poolOf(p);
   if (pools.size === 0) return;
-  const periods = [...pools.values()].flatMap((x) => [...x.periods.values()]);
-  const counted = await deps.teamSpends(periods.map((t) => poolCounterId(t.counterId)));
-  await changeAccounts(deps.accounts, pools, (id, c) => {
-    const pool = pools.get(id)!;
-    for (const f of pool.from) c.receive(f.key, f.total, f.end, String(f.team.start.getTime()), f.team.end);
-    const needs = [...pool.periods].map(([key, t]) => ({
-      key,
-      end: t.end,
-      needed: needed((counted.get(poolCounterId(t.counterId))?.spend ?? 0) + (c.doc.pooled?.[key]?.n ?? 0), toNano(t.allowance)),
-    }));
-    c.settle(needs, deps.closedBefore);
-  });
+  const counted = new SpendsBeside(deps.teamSpends, (id) => [...pools.get(id)!.periods.values()].map((t) => poolCounterId(t.counterId)));
+  await counted.first(deps.accounts, [...pools.keys()]);
+  await changeAccounts(
+    deps.accounts,
+    pools,
+    (id, c) => {
+      const pool = pools.get(id)!;
+      for (const f of pool.from) c.receive(f.key, f.total, f.end, String(f.team.start.getTime()), f.team.end);
+      const needs = [...pool.periods].map(([key, t]) => ({
+        key,
+        end: t.end,
+        needed: needed(counted.of(poolCounterId(t.counterId)).spend + (c.doc.pooled?.[key]?.n ?? 0), toNano(t.allowance)),
+      }));
+      c.settle(needs, deps.closedBefore);
+    },
+    counted,
+  );
 }
 
 /** A late change's move of events out of a billing period that drew credits for them (a user's, or a team pool's). */
@@ -265,10 +332,11 @@ export interface DrawnMove {
   /** The move's job id (late-changes/move.ts): the account takes each move once. */
   job: string;
   /**
-   * The period the events left: its start (ms, the `drawn` key), its spend after the move, what
-   * of it was spent while its plan drew no credits, and its plan's allowance (nano-dollars).
+   * The period the events left: its start (ms, the `drawn` key), its counter (whose spend after
+   * the move decides its need), whether that counter keeps its credited spend apart (a user's
+   * period counter; a pool counter is all the pool's to pay), and its plan's allowance (nano-dollars).
    */
-  from: { key: string; spend: number; uncredited: number; allowance: number };
+  from: { key: string; counterId: string; credited: boolean; allowance: number };
   /** The periods they went to: start (ms), end, and what the moved events cost there (nano-dollars). */
   to: { key: string; end: Date; cost: number; credited: number }[];
 }
@@ -276,11 +344,22 @@ export interface DrawnMove {
 /**
  * What a period drew for events a late change moved elsewhere counts as drawn by their new
  * periods (AccountChange.moveDrawn): without it, the new period's next settle drew their cost
- * again while the old period kept what it drew (draws never go back). One conditional write,
- * none when the old period drew nothing for them.
+ * again while the old period kept what it drew (draws never go back). The old period's spend is
+ * read after the account's copy (ReadBeside): moves of its lists that run together each hand
+ * over what the spend read beside the draws it finds leaves. One conditional write, none when
+ * the old period drew nothing for them.
  */
-export async function moveDrawn(deps: AccountDeps, move: DrawnMove): Promise<void> {
-  const { owner } = move;
+export async function moveDrawn(deps: AccountDeps, spends: (counterIds: readonly string[]) => Promise<Map<string, PeriodSpend>>, move: DrawnMove): Promise<void> {
+  const { owner, from } = move;
   const id = accountId(move.productId, owner);
-  await changeAccounts(deps, new Map([[id, { productId: move.productId, owner }]]), (_, c) => c.moveDrawn(move.job, move.from, move.to));
+  const spent = new SpendsBeside(spends, () => [from.counterId]);
+  await changeAccounts(
+    deps,
+    new Map([[id, { productId: move.productId, owner }]]),
+    (_, c) => {
+      const s = spent.of(from.counterId);
+      c.moveDrawn(move.job, { key: from.key, spend: s.spend, uncredited: from.credited ? s.uncredited : 0, allowance: from.allowance }, move.to);
+    },
+    spent,
+  );
 }

@@ -143,6 +143,16 @@ export class CreditStore extends DbStore {
     return out;
   }
 
+  /** The copies this process holds of the accounts among `ids` (no read): what accountsOf with `cached` would take of them now. */
+  held(ids: readonly string[]): Map<string, CreditAccountDoc> {
+    const out = new Map<string, CreditAccountDoc>();
+    for (const id of ids) {
+      const a = this.cache.get(id);
+      if (a) out.set(id, a);
+    }
+    return out;
+  }
+
   /**
    * Applies conditional writes (each `{_id, version}`; an insert for a new account) in unordered
    * commands. Resolves true when every one applied; false when some met another writer (a

@@ -438,12 +438,11 @@ interface DrawsMoved {
 
 /** What the old period drew beyond what its spend needs after the move goes to the periods the events went to (credits/settle.ts moveDrawn). */
 async function moveDraws(deps: MoveDeps, productId: string, job: string, window: { start: Date }, d: DrawsMoved): Promise<void> {
-  const spent = (await d.counters.spends([d.counterId])).get(d.counterId);
-  await moveDrawn(deps, {
+  await moveDrawn(deps, (ids) => d.counters.spends(ids), {
     productId,
     owner: d.owner,
     job,
-    from: { key: String(window.start.getTime()), spend: spent?.spend ?? 0, uncredited: d.credited ? (spent?.uncredited ?? 0) : 0, allowance: toNano(d.allowance) },
+    from: { key: String(window.start.getTime()), counterId: d.counterId, credited: d.credited, allowance: toNano(d.allowance) },
     // A user's new periods draw for what their plans draw credits for; a pool pays all it counts.
     to: d.into.map((t) => ({ key: String(t.start.getTime()), end: t.end, cost: t.add.cost, credited: d.credited ? (t.credited ?? 0) : t.add.cost })),
   });
