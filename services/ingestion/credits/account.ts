@@ -413,9 +413,10 @@ export class AccountChange {
    * A late change moved events out of billing period `from` into the periods `to` (their cost
    * in each, nano-dollars), under the move's job id. What `from` drew beyond what its spend after
    * the move needs was drawn for those events: it counts as drawn by the periods they went to, up
-   * to their cost in each, so their next settle does not draw it again. Once per job.
+   * to their cost in each, so their next settle does not draw it again. Once per job, noted
+   * whatever it hands over.
    */
-  moveDrawn(job: string, from: { key: string; spend: number; uncredited: number; allowance: number }, to: readonly { key: string; end: Date; cost: number; credited: number }[]): void {
+  moveDrawn(job: string, from: { key: string; end: Date; spend: number; uncredited: number; allowance: number }, to: readonly { key: string; end: Date; cost: number; credited: number }[]): void {
     if (own(this.doc.moved, job) !== undefined) return;
     const drawn = own(this.doc.drawn, from.key);
     // A team's pool needs its pool counter's spend and what members' periods handed over (settlePools); a user's account holds no `pooled`.
@@ -426,10 +427,12 @@ export class AccountChange {
     const draws = (t: (typeof to)[number]) => Math.max(0, tracksCredited(own(this.doc.drawn, t.key)) ? t.credited : t.cost);
     // At most what the moved events cost: moves of one period's lists that run together each read
     // the spend after all of them left, and each may hand over only what its own events took.
-    let over = Math.min(beyond, to.reduce((a, t) => a + draws(t), 0));
-    if (!drawn || over === 0) return;
-    setOwn((this.doc.moved ??= {}), job, { n: over, end: drawn.end });
-    drawn.n -= over;
+    let over = drawn ? Math.min(beyond, to.reduce((a, t) => a + draws(t), 0)) : 0;
+    // Written even when nothing is handed over (the moved events' own settle has not drawn yet):
+    // a settle of them that read the period's spend before the move then meets this write and
+    // reads again, instead of drawing for them in the period they left.
+    setOwn((this.doc.moved ??= {}), job, { n: over, end: drawn?.end ?? from.end });
+    if (drawn) drawn.n -= over;
     for (const t of to) {
       const n = Math.min(over, draws(t));
       if (n <= 0) continue;

@@ -139,7 +139,7 @@ test("two moves out of one period that read its spend after both left each hand 
   const to = (cost: number) => [{ key: "2", end: D(2 * 86_400_000), cost: cost * N, credited: cost * N }];
   for (const [job, cost] of [["mv_a", 1], ["mv_b", 2]] as const) {
     const c = new AccountChange(a, "p", "user:u", D(1));
-    c.moveDrawn(job, { key: "1", spend: 0, uncredited: 0, allowance: 0 }, to(cost));
+    c.moveDrawn(job, { key: "1", end: D(86_400_000), spend: 0, uncredited: 0, allowance: 0 }, to(cost));
     a = c.write()?.after ?? a;
   }
   assert.is(a.drawn["1"]!.n, 0, "the old period keeps nothing of the moved events' draws");

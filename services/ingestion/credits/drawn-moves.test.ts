@@ -35,7 +35,7 @@ async function drewThree(mongo: MongoClient) {
   await changeAccounts(deps, new Map([[id, { productId, owner }]]), (_, c) => c.settle([{ key: String(P1), end, needed: 3 * N }], closedBefore));
   const counter = { spend: 3 * N };
   const read = async (): Promise<Map<string, PeriodSpend>> => new Map([["c1", { spend: counter.spend, uncredited: 0 }]]);
-  return { deps, counter, read };
+  return { db, deps, counter, read };
 }
 
 /** A move out of P1 into P2 of events that cost `cost` dollars, all drawn for in P2. */
@@ -43,15 +43,15 @@ const move = (job: string, cost: number): DrawnMove => ({
   productId,
   owner,
   job,
-  from: { key: String(P1), counterId: "c1", credited: true, allowance: 0 },
+  from: { key: String(P1), end, counterId: "c1", credited: true, allowance: 0 },
   to: [{ key: String(P2), end, cost: cost * N, credited: cost * N }],
 });
 
 /** A read that answers what it read first, after `meanwhile` ran to its end: a read that lost the race. */
-function lateRead(read: () => Promise<Map<string, PeriodSpend>>, meanwhile: () => Promise<void>) {
+function lateRead(read: (ids: readonly string[]) => Promise<Map<string, PeriodSpend>>, meanwhile: () => Promise<void>) {
   let first = true;
-  return async () => {
-    const got = await read();
+  return async (ids: readonly string[]) => {
+    const got = await read(ids);
     if (first) {
       first = false;
       await meanwhile();
@@ -98,8 +98,52 @@ t("a settle that read a period's spend before a move out of it was handed over r
   );
   const stored = (await deps.credits.accountsOf([id])).get(id)!;
   const drawn = (stored.drawn[String(P1)]?.n ?? 0) + (stored.drawn[String(P2)]?.n ?? 0);
-  assert.is(drawn, 3 * N, "$3 drawn in all for $4 spent: the moved events' draw went to P2, the $1 is paid by what P1 kept");
+  assert.is(drawn, 3 * N, "$3 drawn in all for $4 spent: P1 kept $1 for the $1 left in it, P2 holds $2 of its $3 (its own settle draws the last $1)");
   assert.is(Object.values(stored.grants).reduce((a, g) => a + g.remaining_nano, 0), 7 * N, "the balance lost $3, not $6");
+});
+
+t("a settle whose copy of the account is read after its first read of the spend (another process's, a cold cache) reads the spend again", async ({ mongo }) => {
+  const { db, deps, counter, read } = await drewThree(mongo);
+  const cold = { ...deps, credits: new CreditStore(db) };
+  counter.spend = 4 * N;
+  await settlePeriods(
+    {
+      spends: lateRead(read, async () => {
+        counter.spend = 1 * N;
+        await moveDrawn(deps, read, move("mv_z", 3));
+      }),
+      teamSpends: async () => new Map(),
+      closedBefore,
+      accounts: cold,
+    },
+    [{ productId, userId: "u", counterId: "c1", start: new Date(P1), end, allowance: 0, lowAt: null, own: true }],
+  );
+  const stored = (await deps.credits.accountsOf([id])).get(id)!;
+  assert.is(Object.values(stored.grants).reduce((a, g) => a + g.remaining_nano, 0), 7 * N, "the balance lost $3, not $6");
+});
+
+t("a move that hands over nothing (its events not settled yet) still meets their settle that read the spend before it: they are drawn once, in their new period", async ({ mongo }) => {
+  const { deps } = await drewThree(mongo);
+  // A job just added $2 to P1 ($5 counted, $3 drawn); before its settle wrote, a late change
+  // moved those events to P2. P1 drew nothing for them yet: the move hands nothing over.
+  const spent = new Map([["c1", 5 * N], ["c2", 0]]);
+  const both = async (ids: readonly string[]) => new Map(ids.map((i) => [i, { spend: spent.get(i) ?? 0, uncredited: 0 }]));
+  const period = (counterId: string, start: number) => ({ productId, userId: "u", counterId, start: new Date(start), end, allowance: 0, lowAt: null, own: true });
+  const settle = (spends: typeof both, counterId: string, start: number) =>
+    settlePeriods({ spends, teamSpends: async () => new Map(), closedBefore, accounts: deps }, [period(counterId, start)]);
+  await settle(
+    lateRead(both, async () => {
+      spent.set("c1", 3 * N);
+      spent.set("c2", 2 * N);
+      await moveDrawn(deps, both, move("mv_e", 2));
+    }),
+    "c1",
+    P1,
+  );
+  await settle(both, "c2", P2);
+  const stored = (await deps.credits.accountsOf([id])).get(id)!;
+  assert.equal([stored.drawn[String(P1)]!.n, stored.drawn[String(P2)]!.n], [3 * N, 2 * N], "P1 drew its $3, P2 the $2 moved into it");
+  assert.is(Object.values(stored.grants).reduce((a, g) => a + g.remaining_nano, 0), 5 * N, "$5 spent, $5 drawn");
 });
 
 t.run();

@@ -53,9 +53,10 @@ export interface ReadBeside {
  * Changes accounts: reads them (one read by `_id` list), computes each one's change from what
  * it read (`make`), first writes elsewhere what the accounts held that no longer changes
  * (writeSettled), then writes the accounts conditionally on their versions (one command per
- * 200); those that met another writer are read and computed again. What a change decided that
- * goes elsewhere (webhooks, final grants, grant/void/expiry entries) goes by one more such round
- * for those accounts. Returns every account as it is after.
+ * 200); those that met another writer are read and computed again. What a change computes from
+ * beside the accounts (`beside`) is read again for each account whose copy changed since it was
+ * read. What a change decided that goes elsewhere (webhooks, final grants, grant/void/expiry
+ * entries) goes by one more such round for those accounts. Returns every account as it is after.
  */
 export async function changeAccounts(
   deps: AccountDeps,
@@ -80,17 +81,33 @@ async function round(
   beside?: ReadBeside,
 ): Promise<Map<string, CreditAccountDoc | null>> {
   const out = new Map<string, CreditAccountDoc | null>();
+  // The version of the copy each account's `beside` was read after (0: none stored): a copy of
+  // the same version holds nothing that read missed.
+  const readAfter = new Map<string, number>();
   let ids = [...targets.keys()];
   for (let attempt = 0; ids.length > 0; attempt++) {
     if (attempt === MAX_ATTEMPTS) throw rpcError.unavailable("credit accounts are being changed by many writers at once; retry");
     const now = deps.now();
-    // The first try computes from the accounts as this process last saw them; a miss reads them.
+    // The first try computes from the accounts as this process last saw them (those it held
+    // before `beside` was read, when told); a miss reads them.
     const cached = attempt === 0;
     const held = cached ? beside?.held : undefined;
     const taken = held ? ids.filter((id) => !held.has(id)) : ids;
     const accounts = await deps.credits.accountsOf(taken, cached);
-    if (held) for (const id of ids) if (held.has(id)) accounts.set(id, held.get(id)!);
-    if (beside && taken.length > 0) await beside.reload(taken);
+    if (held) {
+      for (const id of ids) {
+        const a = held.get(id);
+        if (!a) continue;
+        accounts.set(id, a);
+        readAfter.set(id, a.version);
+      }
+    }
+    if (beside) {
+      const version = (id: string) => accounts.get(id)?.version ?? 0;
+      const stale = taken.filter((id) => readAfter.get(id) !== version(id));
+      if (stale.length > 0) await beside.reload(stale);
+      for (const id of stale) readAfter.set(id, version(id));
+    }
     const writes = [];
     const settled = [];
     const again: string[] = [];
@@ -204,12 +221,13 @@ export interface SettleDeps {
 }
 
 /**
- * Counters' spends read beside accounts (ReadBeside): `read` once before (its accounts' copies
- * held before it), again for accounts whose copies were taken after it.
+ * Counters' spends read beside accounts (ReadBeside): by `first` before changeAccounts (the
+ * copies this process holds taken before that read), or by changeAccounts alone once it has the
+ * copies; again for accounts whose copies changed since.
  */
 class SpendsBeside implements ReadBeside {
-  readonly spends = new Map<string, PeriodSpend>();
-  held?: Map<string, CreditAccountDoc>;
+  private readonly spends = new Map<string, PeriodSpend>();
+  private copies?: ReadonlyMap<string, CreditAccountDoc>;
 
   constructor(
     private readonly read: (counterIds: readonly string[]) => Promise<Map<string, PeriodSpend>>,
@@ -219,8 +237,12 @@ class SpendsBeside implements ReadBeside {
 
   /** The first read, of these accounts' counters; the copies of them this process holds are taken first. */
   async first(deps: AccountDeps, accountIds: readonly string[]): Promise<void> {
-    this.held = deps.credits.held(accountIds);
+    this.copies = deps.credits.held(accountIds);
     await this.reload(accountIds);
+  }
+
+  get held(): ReadonlyMap<string, CreditAccountDoc> | undefined {
+    return this.copies;
   }
 
   async reload(accountIds: readonly string[]): Promise<void> {
@@ -305,8 +327,8 @@ async function settlePools(deps: SettleDeps, handed: readonly { p: CreditPeriod;
   }
   for (const p of direct) poolOf(p);
   if (pools.size === 0) return;
+  // Read by changeAccounts once it has the pools' copies: nothing here is decided before.
   const counted = new SpendsBeside(deps.teamSpends, (id) => [...pools.get(id)!.periods.values()].map((t) => poolCounterId(t.counterId)));
-  await counted.first(deps.accounts, [...pools.keys()]);
   await changeAccounts(
     deps.accounts,
     pools,
@@ -332,11 +354,11 @@ export interface DrawnMove {
   /** The move's job id (late-changes/move.ts): the account takes each move once. */
   job: string;
   /**
-   * The period the events left: its start (ms, the `drawn` key), its counter (whose spend after
+   * The period the events left: its start (ms, the `drawn` key) and end, its counter (whose spend after
    * the move decides its need), whether that counter keeps its credited spend apart (a user's
    * period counter; a pool counter is all the pool's to pay), and its plan's allowance (nano-dollars).
    */
-  from: { key: string; counterId: string; credited: boolean; allowance: number };
+  from: { key: string; end: Date; counterId: string; credited: boolean; allowance: number };
   /** The periods they went to: start (ms), end, and what the moved events cost there (nano-dollars). */
   to: { key: string; end: Date; cost: number; credited: number }[];
 }
@@ -346,8 +368,8 @@ export interface DrawnMove {
  * periods (AccountChange.moveDrawn): without it, the new period's next settle drew their cost
  * again while the old period kept what it drew (draws never go back). The old period's spend is
  * read after the account's copy (ReadBeside): moves of its lists that run together each hand
- * over what the spend read beside the draws it finds leaves. One conditional write, none when
- * the old period drew nothing for them.
+ * over what the spend read beside the draws it finds leaves. One conditional write, made even
+ * when nothing is handed over (AccountChange.moveDrawn).
  */
 export async function moveDrawn(deps: AccountDeps, spends: (counterIds: readonly string[]) => Promise<Map<string, PeriodSpend>>, move: DrawnMove): Promise<void> {
   const { owner, from } = move;
@@ -358,7 +380,7 @@ export async function moveDrawn(deps: AccountDeps, spends: (counterIds: readonly
     new Map([[id, { productId: move.productId, owner }]]),
     (_, c) => {
       const s = spent.of(from.counterId);
-      c.moveDrawn(move.job, { key: from.key, spend: s.spend, uncredited: from.credited ? s.uncredited : 0, allowance: from.allowance }, move.to);
+      c.moveDrawn(move.job, { key: from.key, end: from.end, spend: s.spend, uncredited: from.credited ? s.uncredited : 0, allowance: from.allowance }, move.to);
     },
     spent,
   );

@@ -437,12 +437,12 @@ interface DrawsMoved {
 }
 
 /** What the old period drew beyond what its spend needs after the move goes to the periods the events went to (credits/settle.ts moveDrawn). */
-async function moveDraws(deps: MoveDeps, productId: string, job: string, window: { start: Date }, d: DrawsMoved): Promise<void> {
+async function moveDraws(deps: MoveDeps, productId: string, job: string, window: { start: Date; end: Date }, d: DrawsMoved): Promise<void> {
   await moveDrawn(deps, (ids) => d.counters.spends(ids), {
     productId,
     owner: d.owner,
     job,
-    from: { key: String(window.start.getTime()), counterId: d.counterId, credited: d.credited, allowance: toNano(d.allowance) },
+    from: { key: String(window.start.getTime()), end: window.end, counterId: d.counterId, credited: d.credited, allowance: toNano(d.allowance) },
     // A user's new periods draw for what their plans draw credits for; a pool pays all it counts.
     to: d.into.map((t) => ({ key: String(t.start.getTime()), end: t.end, cost: t.add.cost, credited: d.credited ? (t.credited ?? 0) : t.add.cost })),
   });
