@@ -71,7 +71,9 @@ export function recordEvents(deps: AnalyticsDeps): ServiceImpl<typeof AnalyticsS
     // (ingestion refuses such events; one still in an outbox may cross the line at midnight).
     const now = deps.now();
     const kept = firstRollupDay(now, deps.retention);
-    const facts = all.filter((f) => dayOf(f.timestamp) >= kept);
+    // Each fact's day, found once (a date's ISO text is a tenth of a call's CPU time at 1,000 facts).
+    const days = new Map(all.map((f) => [f, dayOf(f.timestamp)]));
+    const facts = all.filter((f) => days.get(f)! >= kept);
     const dropped = all.length - facts.length;
     if (dropped > 0) {
       uncountedFacts.inc({ reason: "before_rollup_retention" }, dropped);
@@ -81,9 +83,9 @@ export function recordEvents(deps: AnalyticsDeps): ServiceImpl<typeof AnalyticsS
     // Days before the ledger window are final: their facts are kept with the late facts,
     // which the roller adds to the day's base (README, "Late facts").
     const open = firstOpenDay(now, deps.retention);
-    const current = facts.filter((f) => dayOf(f.timestamp) >= open);
-    const late = facts.filter((f) => dayOf(f.timestamp) < open);
-    const buckets: Bucket[] = facts.map((f) => ({ productId: f.productId, day: dayOf(f.timestamp) }));
+    const current = facts.filter((f) => days.get(f)! >= open);
+    const late = facts.filter((f) => days.get(f)! < open);
+    const buckets: Bucket[] = facts.map((f) => ({ productId: f.productId, day: days.get(f)! }));
     await deps.dirty.mark(buckets);
     const [a, b] = await Promise.all([deps.ledger.write(current), deps.late.write(late)]);
     const res = { recorded: a.recorded + b.recorded, duplicates: a.duplicates + b.duplicates };
