@@ -86,6 +86,7 @@ export async function createAnalyticsService(opts: AnalyticsServiceOptions): Pro
     logger: opts.logger,
     leaseMs,
     faults: opts.faults,
+    now,
   });
   const scheduler = new JobScheduler(opts.db, opts.logger, idlePollMaxMs, "analytics");
   await scheduler.init();

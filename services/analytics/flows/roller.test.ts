@@ -89,4 +89,52 @@ t("a day rolled again reads only the hours that gained a segment, and counts eac
   eq((await fresh.client.getSummary({ productId: p, days: 7 })).current, s);
 });
 
+t("the hour still filling takes only its new segments, and one repeating an earlier fact has the hour refolded whole", async (ctx) => {
+  const db = ctx.client.db(freshDbName("analytics_roll_filling"));
+  const a = await startInstance(db, { now: () => NOW });
+  ctx.instances.push(a);
+  const p = randomUUID();
+  // NOW is 23:59:59: hour 23 is the hour still filling.
+  const facts = (n: number, from: number) =>
+    Array.from({ length: n }, (_, i) => usage(p, at(23, from + i), { userId: `u${i % 4}`, tokens: BigInt(1 + i), cost: (i + 1) / 100, ...(i % 2 === 0 && { teamId: "t1" }) }));
+  const first = facts(20, 0);
+  await a.client.recordEvents({ usage: first, gates: [gate(p, at(23, 1), "soft_gate")] });
+  await a.module.rollPending();
+
+  const second = facts(10, 20);
+  await a.client.recordEvents({ usage: second });
+  ctx.segmentReads = 0;
+  await a.module.rollPending();
+  eq(ctx.segmentReads, 2, "the new segment and the read that finds none after it");
+  const check = async (all: readonly UsageInit[]) => {
+    const want = totals(all);
+    const s = (await a.client.getSummary({ productId: p, days: 7 })).current!;
+    close(s.totalCost, want.cost, "cost");
+    eq([s.totalTokens, s.totalEvents, s.activeUsers], [BigInt(want.tokens), BigInt(want.events), BigInt(want.users.size)]);
+    const team = totals(all.filter((f) => f.teamId === "t1"));
+    const ts = (await a.client.getSummary({ productId: p, days: 7, teamId: "t1" })).current!;
+    close(ts.totalCost, team.cost, "team cost");
+    eq(ts.totalEvents, BigInt(team.events));
+    return s;
+  };
+  await check([...first, ...second]);
+
+  // A third segment repeats a fact of the first in another grouping: counted once.
+  const third = facts(5, 40);
+  await a.client.recordEvents({ usage: [...third, first[3]!], gates: [gate(p, at(23, 50), "hard_gate")] });
+  ctx.segmentReads = 0;
+  await a.module.rollPending();
+  eq(ctx.segmentReads, 5, "the new segment, then the hour's three and the read past them");
+  const s = await check([...first, ...second, ...third]);
+  const gates = await a.client.getGateTimeseries({ productId: p, days: 7 });
+  eq(gates.data.reduce((x, g) => [x[0]! + Number(g.softGates), x[1]! + Number(g.hardGates)], [0, 0]), [1, 1], "gates");
+
+  // A replica that never folded the hour computes the same figures from the whole ledger.
+  const fresh = await startInstance(db, { now: () => NOW });
+  ctx.instances.push(fresh);
+  await a.client.recordEvents({ usage: [first[0]!] });
+  await fresh.module.rollPending();
+  eq((await fresh.client.getSummary({ productId: p, days: 7 })).current, s);
+});
+
 t.run();

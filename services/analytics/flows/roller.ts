@@ -35,6 +35,8 @@ export interface RollerOptions {
   /** How long a roller holds a day it recomputes before another may take it over. */
   leaseMs: number;
   faults?: FaultHooks;
+  /** The clock that tells which ledger hours are still filling (HourFolds). */
+  now?: () => Date;
 }
 
 /**
@@ -51,9 +53,11 @@ export class Roller {
   /** When each day may be recomputed next by a paced pass (epoch ms), by bucket id. */
   private readonly due = new Map<string, number>();
   /** The ledger hours this roller folded, reused while unchanged. */
-  private readonly hours = new HourFolds();
+  private readonly hours: HourFolds;
 
-  constructor(private readonly opts: RollerOptions) {}
+  constructor(private readonly opts: RollerOptions) {
+    this.hours = new HourFolds(opts.now);
+  }
 
   /** Stops between two days (shutdown); a pass under way returns early. */
   halt(): void {

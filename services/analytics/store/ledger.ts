@@ -3,6 +3,7 @@ import { LRUCache } from "lru-cache";
 import type { Collection, Db } from "mongodb";
 import pMap from "p-map";
 import { deleteInRounds, isDuplicateKeyError } from "@meter/lib/mongo";
+import { KeyHashes } from "../domain/key-hashes.ts";
 import { DayAccumulator, type GateEntry, type UsageEntry } from "../domain/rollup.ts";
 import type { Bucket } from "./dirty.ts";
 
@@ -141,12 +142,12 @@ export class LedgerStore {
   }
 
   /**
-   * One group's segments in order (1, 2, ... until one is missing), read one at a time;
+   * One group's segments in order (`from`, 1 unless told, and on until one is missing), read one at a time;
    * `hour` is "YYYY-MM-DDTHH" for the ledger, "YYYY-MM-DD" for the late facts.
    */
-  async *hourSegments(productId: string, hour: string): AsyncGenerator<LedgerSegmentDoc> {
+  async *hourSegments(productId: string, hour: string, from = 1): AsyncGenerator<LedgerSegmentDoc> {
     const hourId = hourIdOf(productId, hour);
-    for (let n = 1; ; n++) {
+    for (let n = from; ; n++) {
       const seg = await this.segments.findOne({ _id: segmentId(hourId, n) });
       if (!seg) return;
       yield seg;
@@ -244,9 +245,11 @@ export async function foldDay(productId: string, day: string, acc: DayAccumulato
   return n;
 }
 
-/** Folds one ledger hour's segments into `acc`, each key once, none of those in `skip`; returns how many segments it read. */
-async function foldHour(ledger: LedgerStore, productId: string, hour: string, acc: DayAccumulator, skip?: ReadonlySet<string>): Promise<number> {
-  const seen = new Set<string>();
+/**
+ * Folds one ledger hour's segments into `acc`, each key once, none of those in `skip`; returns
+ * how many segments it read. `seen` ends up holding the hour's keys.
+ */
+async function foldHour(ledger: LedgerStore, productId: string, hour: string, acc: DayAccumulator, skip?: ReadonlySet<string>, seen = new Set<string>()): Promise<number> {
   let n = 0;
   for await (const seg of ledger.hourSegments(productId, hour)) {
     foldSegment(seg, acc, seen, skip);
@@ -255,66 +258,129 @@ async function foldHour(ledger: LedgerStore, productId: string, hour: string, ac
   return n;
 }
 
-/** Adds a segment's facts whose keys are not in `seen` (nor `skip`) to `acc` (null: only notes them) and to `seen`. */
-function foldSegment(seg: LedgerSegmentDoc, acc: DayAccumulator | null, seen: Set<string>, skip?: ReadonlySet<string>): void {
+/**
+ * Adds a segment's facts whose keys are not in `seen` (nor `skip`) to `acc` (null: only notes
+ * them) and to `seen`. With `before`, the keys of segments folded earlier: false as soon as a
+ * key may be one of them (a fact repeated in another grouping, or a hash that only looks like
+ * one), and what was added to `acc` by then must be dropped.
+ */
+function foldSegment(seg: LedgerSegmentDoc, acc: DayAccumulator | null, seen: Set<string>, skip?: ReadonlySet<string>, before?: KeyHashes): boolean {
   for (const [id, e] of JSON.parse(seg.u) as [string, UsageEntry][]) {
     const k = `u:${id}`;
     if (seen.has(k) || skip?.has(k)) continue;
+    if (before?.has(k)) return false;
     seen.add(k);
     acc?.usage(e);
   }
   for (const [id, g] of JSON.parse(seg.g) as [string, GateEntry][]) {
     const k = `g:${id}`;
     if (seen.has(k) || skip?.has(k)) continue;
+    if (before?.has(k)) return false;
     seen.add(k);
     acc?.gate(g);
   }
+  return true;
 }
 
 /**
  * Most rows (DayAccumulator.rows) the folded hours keep: about 60 MB (2,000 users in each of a
- * day's 24 hours, 48,000 rows, held 30 MB in `npm run bench:soak`).
+ * day's 24 hours, 48,000 rows, held 30 MB in `npm run bench:soak`). An hour's key hashes count
+ * as rows by ROW_BYTES.
  */
 const HOUR_FOLD_ROWS = 100_000;
+const ROW_BYTES = 600;
 /** A folded hour no roll asked for this long is let go (yesterday's, a quiet product's). */
 const HOUR_FOLD_IDLE_MS = 3_600_000;
+/** Hours that began this recently keep their keys' hashes: those that still gain segments. */
+const KEYS_KEPT_MS = 2 * 3_600_000;
+
+interface FoldedHour {
+  /** Segments 1..segments are in `acc`. */
+  segments: number;
+  acc: DayAccumulator;
+  /** The hashes of the keys of those segments (a superset may be), for a recent hour; null for an older one. */
+  keys: KeyHashes | null;
+}
 
 /**
  * Ledger hours as a roll folded them, in memory, with how many segments each held: a day
- * rolled again refolds only the hours that gained a segment since (one primary-key probe
- * each), so the roll of a busy day costs what changed, not the whole day read again. Exact:
+ * rolled again refolds only the hours that gained a segment since, so the roll of a busy day
+ * costs what changed, not the whole day read again. An hour that is still filling (the current
+ * one, and the one before it) keeps the hashes of its keys too, and takes only its new segments:
+ * a roll of today costs the facts stored since the last, not the whole hour so far. Exact:
  * an hour's segments are never changed and are numbered from 1 without gaps, so segments
- * 1..n without an n+1 are the whole hour; and every repeat of an event is in its own hour
- * (foldDay), so an hour folded alone counts each event once.
+ * 1..n without an n+1 are the whole hour; every repeat of an event is in its own hour (foldDay),
+ * so an hour folded alone counts each event once; and a new segment with a key that may be
+ * among the hour's earlier ones (a fact stored again in another grouping) has the hour
+ * refolded whole.
  *
  * An hour that does not fit is not kept, rather than pushing out another: a roll asks for a
  * day's hours in order, and evicting the least recent would push out each hour just before
  * the next roll asks for it, keeping none.
  */
 export class HourFolds {
-  private readonly held = new LRUCache<string, { segments: number; acc: DayAccumulator }>({
+  private readonly held = new LRUCache<string, FoldedHour>({
     maxSize: HOUR_FOLD_ROWS,
-    sizeCalculation: (v) => v.acc.rows,
+    sizeCalculation: (v) => v.acc.rows + (v.keys ? Math.ceil(v.keys.bytes / ROW_BYTES) : 0),
     ttl: HOUR_FOLD_IDLE_MS,
     updateAgeOnGet: true,
   });
   private purgedAt = 0;
 
-  /** One ledger hour's figures: as folded before while it has no segment since, else folded now (and kept when it fits). */
+  constructor(private readonly now: () => Date = () => new Date()) {}
+
+  /** One ledger hour's figures: as folded before while it has no segment since, that plus its new segments, else folded now (and kept when it fits). */
   async fold(ledger: LedgerStore, productId: string, hour: string): Promise<DayAccumulator> {
     const key = hourIdOf(productId, hour);
     const before = this.held.get(key);
-    if (before && !(await ledger.hasSegment(productId, hour, before.segments + 1))) return before.acc;
+    if (before) {
+      if (!(await ledger.hasSegment(productId, hour, before.segments + 1))) return before.acc;
+      const grown = before.keys && (await extend(ledger, productId, hour, before));
+      if (grown) return this.keep(key, grown).acc;
+    }
     const acc = new DayAccumulator();
-    const segments = await foldHour(ledger, productId, hour, acc);
+    const seen = new Set<string>();
+    const segments = await foldHour(ledger, productId, hour, acc, undefined, seen);
+    let keys: KeyHashes | null = null;
+    if (this.now().getTime() - Date.parse(`${hour}:00:00Z`) < KEYS_KEPT_MS) {
+      keys = new KeyHashes();
+      for (const k of seen) keys.add(k);
+    }
+    return this.keep(key, { segments, acc, keys }).acc;
+  }
+
+  private keep(key: string, hour: FoldedHour): FoldedHour {
     this.held.delete(key);
-    const fits = () => this.held.calculatedSize + acc.rows <= HOUR_FOLD_ROWS;
+    const size = hour.acc.rows + (hour.keys ? Math.ceil(hour.keys.bytes / ROW_BYTES) : 0);
+    const fits = () => this.held.calculatedSize + size <= HOUR_FOLD_ROWS;
     // Idle hours are looked for (a walk of all kept) when they may make room, and now and then.
     if (!fits() || performance.now() - this.purgedAt > HOUR_FOLD_IDLE_MS / 60) {
       this.held.purgeStale();
       this.purgedAt = performance.now();
     }
-    if (fits()) this.held.set(key, { segments, acc });
-    return acc;
+    if (fits()) this.held.set(key, hour);
+    return hour;
   }
+}
+
+/**
+ * A held hour with the segments stored after its own: null when one of their keys may be among the
+ * hour's earlier ones (the hour is then refolded whole). The held hour's accumulator is left as
+ * it is (a roll beside this one may be merging it); its keys only gain those added, so they stay
+ * a superset of its segments' keys whatever happens after.
+ */
+async function extend(ledger: LedgerStore, productId: string, hour: string, before: FoldedHour): Promise<FoldedHour | null> {
+  const keys = before.keys!;
+  const added = new DayAccumulator();
+  const seen = new Set<string>();
+  let n = before.segments;
+  for await (const seg of ledger.hourSegments(productId, hour, n + 1)) {
+    if (!foldSegment(seg, added, seen, undefined, keys)) return null;
+    n++;
+  }
+  const acc = new DayAccumulator();
+  acc.merge(before.acc);
+  acc.merge(added);
+  for (const k of seen) keys.add(k);
+  return { segments: n, acc, keys };
 }

@@ -1,0 +1,23 @@
+import { test } from "uvu";
+import * as assert from "uvu/assert";
+import { hash53, KeyHashes } from "./key-hashes.ts";
+
+test("every key added is found, through the table's growth; a key added twice counts once", () => {
+  const keys = new KeyHashes();
+  const added = Array.from({ length: 50_000 }, (_, i) => `u:product/${i}-${(i * 7919) % 1000}`);
+  for (const k of added) keys.add(k);
+  keys.add(added[0]!);
+  assert.is(keys.size, added.length);
+  assert.ok(added.every((k) => keys.has(k)), "no key added is missed");
+  assert.ok(keys.bytes <= 16 * 2 * added.length, "at most half full, 8 bytes a slot");
+  const others = Array.from({ length: 50_000 }, (_, i) => `g:product/${i}`);
+  assert.is(others.filter((k) => keys.has(k)).length, 0, "keys never added are not found (a 53-bit hash: a false yes is about one in 10^11 here)");
+});
+
+test("the hash tells apart strings that differ in one code unit or in order, and is never 0", () => {
+  assert.is.not(hash53("u:a/1"), hash53("u:a/2"));
+  assert.is.not(hash53("ab"), hash53("ba"));
+  assert.ok(Number.isSafeInteger(hash53("")) && hash53("") > 0);
+});
+
+test.run();
