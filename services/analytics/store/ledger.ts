@@ -342,7 +342,8 @@ export class HourFolds {
     const seen = new Set<string>();
     const segments = await foldHour(ledger, productId, hour, acc, undefined, seen);
     let keys: KeyHashes | null = null;
-    if (this.now().getTime() - Date.parse(`${hour}:00:00Z`) < KEYS_KEPT_MS) {
+    // Hashes that could never fit (16 bytes a key at most) are not even made.
+    if (this.now().getTime() - Date.parse(`${hour}:00:00Z`) < KEYS_KEPT_MS && seen.size * 16 <= HOUR_FOLD_ROWS * ROW_BYTES) {
       keys = new KeyHashes();
       for (const k of seen) keys.add(k);
     }
