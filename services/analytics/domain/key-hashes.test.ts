@@ -9,9 +9,21 @@ test("every key added is found, through the table's growth; a key added twice co
   keys.add(added[0]!);
   assert.is(keys.size, added.length);
   assert.ok(added.every((k) => keys.has(k)), "no key added is missed");
-  assert.ok(keys.bytes <= 16 * 2 * added.length, "at most half full, 8 bytes a slot");
   const others = Array.from({ length: 50_000 }, (_, i) => `g:product/${i}`);
-  assert.is(others.filter((k) => keys.has(k)).length, 0, "keys never added are not found (a 53-bit hash: a false yes is about one in 10^11 here)");
+  assert.is(others.filter((k) => keys.has(k)).length, 0, "keys never added are not found (a 53-bit hash: a false yes is about one in 10^11 a lookup here)");
+});
+
+test("the table stays at most half full, so a lookup always meets a free slot: 16 to 32 bytes a key", () => {
+  const keys = new KeyHashes();
+  for (let i = 0; i < 1_030; i++) {
+    keys.add(`u:${i}`);
+    assert.ok(keys.bytes >= 16 * keys.size, `at most half full at ${keys.size} keys`);
+    assert.ok(keys.size <= 8 || keys.bytes <= 32 * keys.size, `at least a quarter full at ${keys.size} keys`);
+  }
+  assert.is(keys.has("u:absent"), false);
+  const of = KeyHashes.of(new Set(Array.from({ length: 600 }, (_, i) => `g:${i}`)));
+  assert.is(of.bytes, KeyHashes.bytesFor(600));
+  assert.is(of.bytes, 8 * 2048, "a table made for 600 keys: the power of two at least twice that");
 });
 
 test("the hash tells apart strings that differ in one code unit or in order, and is never 0", () => {

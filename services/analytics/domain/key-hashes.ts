@@ -1,12 +1,29 @@
 /**
- * A set of strings kept as 53-bit hashes, in a table at most half full (16 bytes a key at most,
- * against some 80 for the strings in a Set). `has` never misses a key that was added; it may
- * say yes for one that was not (about size / 2^53 a lookup), so a yes means "perhaps": the
- * caller checks exactly.
+ * A set of strings kept as 53-bit hashes, in a table at most half full: 16 to 32 bytes a key
+ * (128 bytes at least), against some 80 for the strings in a Set. `has` never misses a key that was
+ * added; it may say yes for one that was not (about size / 2^53 a lookup), so a yes means
+ * "perhaps": the caller checks exactly.
  */
 export class KeyHashes {
-  private table = new Float64Array(1024);
+  private table: Float64Array;
   private count = 0;
+
+  /** Room for `expected` keys before the table grows. */
+  constructor(expected = 0) {
+    this.table = new Float64Array(slotsFor(expected));
+  }
+
+  /** The hashes of `keys`, in a table sized for them. */
+  static of(keys: Iterable<string> & { size: number }): KeyHashes {
+    const out = new KeyHashes(keys.size);
+    for (const k of keys) out.add(k);
+    return out;
+  }
+
+  /** What the table of `n` keys made by `of` holds in memory. */
+  static bytesFor(n: number): number {
+    return 8 * slotsFor(n);
+  }
 
   get size(): number {
     return this.count;
@@ -37,6 +54,13 @@ export class KeyHashes {
     this.table = new Float64Array(old.length * 2);
     for (const v of old) if (v !== 0) place(this.table, v);
   }
+}
+
+/** A power of two at least twice `n`, and at least 16. */
+function slotsFor(n: number): number {
+  let slots = 16;
+  while (slots < 2 * n) slots *= 2;
+  return slots;
 }
 
 /** Puts hash `h` in the first free slot from its own (linear probing); false when it is there already. */

@@ -96,17 +96,12 @@ t("the hour still filling takes only its new segments, and one repeating an earl
   const p = randomUUID();
   // NOW is 23:59:59: hour 23 is the hour still filling.
   const facts = (n: number, from: number) =>
-    Array.from({ length: n }, (_, i) => usage(p, at(23, from + i), { userId: `u${i % 4}`, tokens: BigInt(1 + i), cost: (i + 1) / 100, ...(i % 2 === 0 && { teamId: "t1" }) }));
-  const first = facts(20, 0);
-  await a.client.recordEvents({ usage: first, gates: [gate(p, at(23, 1), "soft_gate")] });
-  await a.module.rollPending();
-
-  const second = facts(10, 20);
-  await a.client.recordEvents({ usage: second });
-  ctx.segmentReads = 0;
-  await a.module.rollPending();
-  eq(ctx.segmentReads, 2, "the new segment and the read that finds none after it");
-  const check = async (all: readonly UsageInit[]) => {
+    Array.from({ length: n }, (_, i) => usage(p, at(23, from + i), { userId: `u${i % 4}`, tokens: BigInt(1 + i), cost: (from + i + 1) / 100, ...(i % 2 === 0 && { teamId: "t1" }) }));
+  const all: UsageInit[] = [];
+  const roll = async (reads: number, what: string) => {
+    ctx.segmentReads = 0;
+    await a.module.rollPending();
+    eq(ctx.segmentReads, reads, what);
     const want = totals(all);
     const s = (await a.client.getSummary({ productId: p, days: 7 })).current!;
     close(s.totalCost, want.cost, "cost");
@@ -115,19 +110,33 @@ t("the hour still filling takes only its new segments, and one repeating an earl
     const ts = (await a.client.getSummary({ productId: p, days: 7, teamId: "t1" })).current!;
     close(ts.totalCost, team.cost, "team cost");
     eq(ts.totalEvents, BigInt(team.events));
+    const gates = await a.client.getGateTimeseries({ productId: p, days: 7 });
+    eq(gates.data.reduce((x, g) => [x[0]! + Number(g.softGates), x[1]! + Number(g.hardGates)], [0, 0]), [1, 1], "gates");
     return s;
   };
-  await check([...first, ...second]);
-
-  // A third segment repeats a fact of the first in another grouping: counted once.
-  const third = facts(5, 40);
-  await a.client.recordEvents({ usage: [...third, first[3]!], gates: [gate(p, at(23, 50), "hard_gate")] });
-  ctx.segmentReads = 0;
+  const record = async (usage: UsageInit[], repeated: UsageInit[] = [], gates: ReturnType<typeof gate>[] = []) => {
+    all.push(...usage);
+    await a.client.recordEvents({ usage: [...usage, ...repeated], gates });
+  };
+  const soft = gate(p, at(23, 1), "soft_gate");
+  const first = facts(20, 0);
+  await record(first, [], [soft, gate(p, at(23, 2), "hard_gate")]);
   await a.module.rollPending();
-  eq(ctx.segmentReads, 5, "the new segment, then the hour's three and the read past them");
-  const s = await check([...first, ...second, ...third]);
-  const gates = await a.client.getGateTimeseries({ productId: p, days: 7 });
-  eq(gates.data.reduce((x, g) => [x[0]! + Number(g.softGates), x[1]! + Number(g.hardGates)], [0, 0]), [1, 1], "gates");
+
+  const second = facts(10, 20);
+  await record(second);
+  await roll(2, "the new segment and the read that finds none after it");
+  // Repeating a fact the last roll took from a new segment: its key's hash was kept with the hour.
+  await record(facts(5, 40), [second[3]!]);
+  await roll(5, "the new segment, then the hour's three and the read past them");
+  // Two segments before one roll, the second repeating a fact of the first: counted once, no refold.
+  const fourth = facts(4, 50);
+  await record(fourth);
+  await record(facts(3, 55), [fourth[1]!]);
+  await roll(3, "the two new segments and the read past them");
+  // A gate stored again in another grouping.
+  await record(facts(2, 60), [], [soft]);
+  const s = await roll(8, "the new segment, then the hour's six and the read past them");
 
   // A replica that never folded the hour computes the same figures from the whole ledger.
   const fresh = await startInstance(db, { now: () => NOW });

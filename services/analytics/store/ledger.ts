@@ -260,22 +260,22 @@ async function foldHour(ledger: LedgerStore, productId: string, hour: string, ac
 
 /**
  * Adds a segment's facts whose keys are not in `seen` (nor `skip`) to `acc` (null: only notes
- * them) and to `seen`. With `before`, the keys of segments folded earlier: false as soon as a
- * key may be one of them (a fact repeated in another grouping, or a hash that only looks like
- * one), and what was added to `acc` by then must be dropped.
+ * them) and to `seen`. With `earlier`, the hashes of the keys of segments folded before: false
+ * as soon as a key's hash is among them (a fact repeated in another grouping, or a hash
+ * collision), and what was added to `acc` by then must be dropped.
  */
-function foldSegment(seg: LedgerSegmentDoc, acc: DayAccumulator | null, seen: Set<string>, skip?: ReadonlySet<string>, before?: KeyHashes): boolean {
+function foldSegment(seg: LedgerSegmentDoc, acc: DayAccumulator | null, seen: Set<string>, skip?: ReadonlySet<string>, earlier?: KeyHashes): boolean {
   for (const [id, e] of JSON.parse(seg.u) as [string, UsageEntry][]) {
     const k = `u:${id}`;
     if (seen.has(k) || skip?.has(k)) continue;
-    if (before?.has(k)) return false;
+    if (earlier?.has(k)) return false;
     seen.add(k);
     acc?.usage(e);
   }
   for (const [id, g] of JSON.parse(seg.g) as [string, GateEntry][]) {
     const k = `g:${id}`;
     if (seen.has(k) || skip?.has(k)) continue;
-    if (before?.has(k)) return false;
+    if (earlier?.has(k)) return false;
     seen.add(k);
     acc?.gate(g);
   }
@@ -291,37 +291,45 @@ const HOUR_FOLD_ROWS = 100_000;
 const ROW_BYTES = 600;
 /** A folded hour no roll asked for this long is let go (yesterday's, a quiet product's). */
 const HOUR_FOLD_IDLE_MS = 3_600_000;
-/** Hours that began this recently keep their keys' hashes: those that still gain segments. */
-const KEYS_KEPT_MS = 2 * 3_600_000;
+const HOUR_MS = 3_600_000;
+
+/** Whether an hour may still gain segments at `now`: the current one, the one before it, and the next (clocks differ). */
+function filling(hour: string, now: Date): boolean {
+  const age = now.getTime() - Date.parse(`${hour}:00:00Z`);
+  return age > -HOUR_MS && age < 2 * HOUR_MS;
+}
 
 interface FoldedHour {
   /** Segments 1..segments are in `acc`. */
   segments: number;
   acc: DayAccumulator;
-  /** The hashes of the keys of those segments (a superset may be), for a recent hour; null for an older one. */
+  /** The hashes of those segments' keys (it may hold more), while the hour is filling; else null. */
   keys: KeyHashes | null;
 }
+
+/** What a folded hour counts against HOUR_FOLD_ROWS. */
+const sizeOf = (rows: number, keyBytes: number) => rows + Math.ceil(keyBytes / ROW_BYTES);
 
 /**
  * Ledger hours as a roll folded them, in memory, with how many segments each held: a day
  * rolled again refolds only the hours that gained a segment since, so the roll of a busy day
- * costs what changed, not the whole day read again. An hour that is still filling (the current
- * one, and the one before it) keeps the hashes of its keys too, and takes only its new segments:
- * a roll of today costs the facts stored since the last, not the whole hour so far. Exact:
- * an hour's segments are never changed and are numbered from 1 without gaps, so segments
- * 1..n without an n+1 are the whole hour; every repeat of an event is in its own hour (foldDay),
- * so an hour folded alone counts each event once; and a new segment with a key that may be
- * among the hour's earlier ones (a fact stored again in another grouping) has the hour
- * refolded whole.
+ * costs what changed, not the whole day read again. An hour still filling (`filling`) keeps the
+ * hashes of its keys too, and takes only its new segments: a roll of today costs the facts
+ * stored since the last, not the whole hour so far; the hashes go once the hour has filled.
+ * Exact: an hour's segments are never changed and are numbered from 1 without gaps, so
+ * segments 1..n without an n+1 are the whole hour; every repeat of an event is in its own hour
+ * (foldDay), so an hour folded alone counts each event once; and a new segment with a key whose
+ * hash is among the hour's earlier ones (a fact stored again in another grouping, or a hash
+ * collision) has the hour refolded whole.
  *
- * An hour that does not fit is not kept, rather than pushing out another: a roll asks for a
- * day's hours in order, and evicting the least recent would push out each hour just before
- * the next roll asks for it, keeping none.
+ * An hour that does not fit is not kept (or kept without its hashes, when that fits), rather
+ * than pushing out another: a roll asks for a day's hours in order, and evicting the least
+ * recent would push out each hour just before the next roll asks for it, keeping none.
  */
 export class HourFolds {
   private readonly held = new LRUCache<string, FoldedHour>({
     maxSize: HOUR_FOLD_ROWS,
-    sizeCalculation: (v) => v.acc.rows + (v.keys ? Math.ceil(v.keys.bytes / ROW_BYTES) : 0),
+    sizeCalculation: (v) => sizeOf(v.acc.rows, v.keys?.bytes ?? 0),
     ttl: HOUR_FOLD_IDLE_MS,
     updateAgeOnGet: true,
   });
@@ -332,55 +340,56 @@ export class HourFolds {
   /** One ledger hour's figures: as folded before while it has no segment since, that plus its new segments, else folded now (and kept when it fits). */
   async fold(ledger: LedgerStore, productId: string, hour: string): Promise<DayAccumulator> {
     const key = hourIdOf(productId, hour);
-    const before = this.held.get(key);
-    if (before) {
-      if (!(await ledger.hasSegment(productId, hour, before.segments + 1))) return before.acc;
-      const grown = before.keys && (await extend(ledger, productId, hour, before));
+    const held = this.held.get(key);
+    const still = filling(hour, this.now());
+    if (held) {
+      if (!(await ledger.hasSegment(productId, hour, held.segments + 1))) {
+        if (held.keys && !still) this.keep(key, { ...held, keys: null });
+        return held.acc;
+      }
+      const grown = held.keys && still && (await extend(ledger, productId, hour, held));
       if (grown) return this.keep(key, grown).acc;
     }
     const acc = new DayAccumulator();
     const seen = new Set<string>();
     const segments = await foldHour(ledger, productId, hour, acc, undefined, seen);
-    let keys: KeyHashes | null = null;
-    // Hashes that could never fit (16 bytes a key at most) are not even made.
-    if (this.now().getTime() - Date.parse(`${hour}:00:00Z`) < KEYS_KEPT_MS && seen.size * 16 <= HOUR_FOLD_ROWS * ROW_BYTES) {
-      keys = new KeyHashes();
-      for (const k of seen) keys.add(k);
-    }
-    return this.keep(key, { segments, acc, keys }).acc;
+    // Hashes that could never fit are not even made; an empty hour needs none (its whole refold reads only what comes).
+    const fit = still && seen.size > 0 && sizeOf(acc.rows, KeyHashes.bytesFor(seen.size)) <= HOUR_FOLD_ROWS;
+    return this.keep(key, { segments, acc, keys: fit ? KeyHashes.of(seen) : null }).acc;
   }
 
   private keep(key: string, hour: FoldedHour): FoldedHour {
     this.held.delete(key);
-    const size = hour.acc.rows + (hour.keys ? Math.ceil(hour.keys.bytes / ROW_BYTES) : 0);
-    const fits = () => this.held.calculatedSize + size <= HOUR_FOLD_ROWS;
+    const fits = (h: FoldedHour) => this.held.calculatedSize + sizeOf(h.acc.rows, h.keys?.bytes ?? 0) <= HOUR_FOLD_ROWS;
     // Idle hours are looked for (a walk of all kept) when they may make room, and now and then.
-    if (!fits() || performance.now() - this.purgedAt > HOUR_FOLD_IDLE_MS / 60) {
+    if (!fits(hour) || performance.now() - this.purgedAt > HOUR_FOLD_IDLE_MS / 60) {
       this.held.purgeStale();
       this.purgedAt = performance.now();
     }
-    if (fits()) this.held.set(key, hour);
+    if (fits(hour)) this.held.set(key, hour);
+    else if (hour.keys && fits({ ...hour, keys: null })) this.held.set(key, { ...hour, keys: null });
     return hour;
   }
 }
 
 /**
- * A held hour with the segments stored after its own: null when one of their keys may be among the
- * hour's earlier ones (the hour is then refolded whole). The held hour's accumulator is left as
- * it is (a roll beside this one may be merging it); its keys only gain those added, so they stay
- * a superset of its segments' keys whatever happens after.
+ * A held hour with the segments stored after its own: null when one of their keys' hashes is
+ * among the hour's earlier ones (the hour is then refolded whole). The held hour's accumulator
+ * is never changed (whoever holds the entry pairs it with its segment count, and an extension
+ * cut off must leave nothing half done); its hashes only gain the new keys, once all of them are
+ * read, so they stay a superset of its segments' keys whatever happens after.
  */
-async function extend(ledger: LedgerStore, productId: string, hour: string, before: FoldedHour): Promise<FoldedHour | null> {
-  const keys = before.keys!;
+async function extend(ledger: LedgerStore, productId: string, hour: string, held: FoldedHour): Promise<FoldedHour | null> {
+  const keys = held.keys!;
   const added = new DayAccumulator();
   const seen = new Set<string>();
-  let n = before.segments;
+  let n = held.segments;
   for await (const seg of ledger.hourSegments(productId, hour, n + 1)) {
     if (!foldSegment(seg, added, seen, undefined, keys)) return null;
     n++;
   }
   const acc = new DayAccumulator();
-  acc.merge(before.acc);
+  acc.merge(held.acc);
   acc.merge(added);
   for (const k of seen) keys.add(k);
   return { segments: n, acc, keys };
