@@ -353,8 +353,10 @@ export class HourFolds {
     const acc = new DayAccumulator();
     const seen = new Set<string>();
     const segments = await foldHour(ledger, productId, hour, acc, undefined, seen);
-    // Hashes that could never fit are not even made; an empty hour needs none (its whole refold reads only what comes).
-    const fit = still && seen.size > 0 && sizeOf(acc.rows, KeyHashes.bytesFor(seen.size)) <= HOUR_FOLD_ROWS;
+    // Hashes that would not fit beside the hours kept are not even made; an empty hour needs none
+    // (its whole refold reads only what comes).
+    const room = HOUR_FOLD_ROWS - this.held.calculatedSize + (held ? sizeOf(held.acc.rows, held.keys?.bytes ?? 0) : 0);
+    const fit = still && seen.size > 0 && sizeOf(acc.rows, KeyHashes.bytesFor(seen.size)) <= room;
     return this.keep(key, { segments, acc, keys: fit ? KeyHashes.of(seen) : null }).acc;
   }
 
