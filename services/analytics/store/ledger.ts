@@ -265,21 +265,17 @@ async function foldHour(ledger: LedgerStore, productId: string, hour: string, ac
  * collision), and what was added to `acc` by then must be dropped.
  */
 function foldSegment(seg: LedgerSegmentDoc, acc: DayAccumulator | null, seen: Set<string>, skip?: ReadonlySet<string>, earlier?: KeyHashes): boolean {
-  for (const [id, e] of JSON.parse(seg.u) as [string, UsageEntry][]) {
-    const k = `u:${id}`;
-    if (seen.has(k) || skip?.has(k)) continue;
-    if (earlier?.has(k)) return false;
-    seen.add(k);
-    acc?.usage(e);
-  }
-  for (const [id, g] of JSON.parse(seg.g) as [string, GateEntry][]) {
-    const k = `g:${id}`;
-    if (seen.has(k) || skip?.has(k)) continue;
-    if (earlier?.has(k)) return false;
-    seen.add(k);
-    acc?.gate(g);
-  }
-  return true;
+  const fold = <E>(entries: string, kind: "u" | "g", add: (e: E) => void): boolean => {
+    for (const [id, e] of JSON.parse(entries) as [string, E][]) {
+      const k = `${kind}:${id}`;
+      if (seen.has(k) || skip?.has(k)) continue;
+      if (earlier?.has(k)) return false;
+      seen.add(k);
+      add(e);
+    }
+    return true;
+  };
+  return fold<UsageEntry>(seg.u, "u", (e) => acc?.usage(e)) && fold<GateEntry>(seg.g, "g", (g) => acc?.gate(g));
 }
 
 /**

@@ -79,47 +79,45 @@ t("two moves of one period's lists: the one that read the spend before the other
   assert.is(stored.drawn[String(P2)]!.n, 3 * N, "the new period counts all of it as drawn");
 });
 
-t("a settle that read a period's spend before a move out of it was handed over reads it again: what the period drew for the moved events is not drawn twice", async ({ mongo }) => {
-  const { deps, counter, read } = await drewThree(mongo);
-  // A $1 event arrived in P1 ($4 counted), and its settle read that; meanwhile a late change
-  // moved the $3 out and handed over what P1 drew beyond the $1 still in it.
+type Spends = (ids: readonly string[]) => Promise<Map<string, PeriodSpend>>;
+type Deps = Awaited<ReturnType<typeof drewThree>>["deps"];
+
+/** A billing period of the user whose plan draws credits (allowance 0). */
+const period = (counterId: string, start: number) => ({ productId, userId: "u", counterId, start: new Date(start), end, allowance: 0, lowAt: null, own: true });
+
+/** Settles one period of the user through `accounts` (this process's, or another's). */
+const settle = (accounts: Deps, spends: Spends, counterId: string, start: number) =>
+  settlePeriods({ spends, teamSpends: async () => new Map(), closedBefore, accounts }, [period(counterId, start)]);
+
+/**
+ * A $1 event arrived in P1 ($4 counted), and its settle (through `accounts`) read that; before
+ * the read came back, a late change moved the $3 out and handed over what P1 drew beyond the
+ * $1 still in it.
+ */
+async function settleBesideMove({ deps, counter, read }: Awaited<ReturnType<typeof drewThree>>, accounts: Deps) {
   counter.spend = 4 * N;
-  await settlePeriods(
-    {
-      spends: lateRead(read, async () => {
-        counter.spend = 1 * N;
-        await moveDrawn(deps, read, move("mv_z", 3));
-      }),
-      teamSpends: async () => new Map(),
-      closedBefore,
-      accounts: deps,
-    },
-    [{ productId, userId: "u", counterId: "c1", start: new Date(P1), end, allowance: 0, lowAt: null, own: true }],
-  );
-  const stored = (await deps.credits.accountsOf([id])).get(id)!;
+  const raced = lateRead(read, async () => {
+    counter.spend = 1 * N;
+    await moveDrawn(deps, read, move("mv_z", 3));
+  });
+  await settle(accounts, raced, "c1", P1);
+  return (await deps.credits.accountsOf([id])).get(id)!;
+}
+
+const balance = (a: { grants: Record<string, { remaining_nano: number }> }) => Object.values(a.grants).reduce((x, g) => x + g.remaining_nano, 0);
+
+t("a settle that read a period's spend before a move out of it was handed over reads it again: what the period drew for the moved events is not drawn twice", async ({ mongo }) => {
+  const three = await drewThree(mongo);
+  const stored = await settleBesideMove(three, three.deps);
   const drawn = (stored.drawn[String(P1)]?.n ?? 0) + (stored.drawn[String(P2)]?.n ?? 0);
   assert.is(drawn, 3 * N, "$3 drawn in all for $4 spent: P1 kept $1 for the $1 left in it, P2 holds $2 of its $3 (its own settle draws the last $1)");
-  assert.is(Object.values(stored.grants).reduce((a, g) => a + g.remaining_nano, 0), 7 * N, "the balance lost $3, not $6");
+  assert.is(balance(stored), 7 * N, "the balance lost $3, not $6");
 });
 
 t("a settle whose copy of the account is read after its first read of the spend (another process's, a cold cache) reads the spend again", async ({ mongo }) => {
-  const { db, deps, counter, read } = await drewThree(mongo);
-  const cold = { ...deps, credits: new CreditStore(db) };
-  counter.spend = 4 * N;
-  await settlePeriods(
-    {
-      spends: lateRead(read, async () => {
-        counter.spend = 1 * N;
-        await moveDrawn(deps, read, move("mv_z", 3));
-      }),
-      teamSpends: async () => new Map(),
-      closedBefore,
-      accounts: cold,
-    },
-    [{ productId, userId: "u", counterId: "c1", start: new Date(P1), end, allowance: 0, lowAt: null, own: true }],
-  );
-  const stored = (await deps.credits.accountsOf([id])).get(id)!;
-  assert.is(Object.values(stored.grants).reduce((a, g) => a + g.remaining_nano, 0), 7 * N, "the balance lost $3, not $6");
+  const three = await drewThree(mongo);
+  const stored = await settleBesideMove(three, { ...three.deps, credits: new CreditStore(three.db) });
+  assert.is(balance(stored), 7 * N, "the balance lost $3, not $6");
 });
 
 t("a move that hands over nothing (its events not settled yet) still meets their settle that read the spend before it: they are drawn once, in their new period", async ({ mongo }) => {
@@ -127,23 +125,17 @@ t("a move that hands over nothing (its events not settled yet) still meets their
   // A job just added $2 to P1 ($5 counted, $3 drawn); before its settle wrote, a late change
   // moved those events to P2. P1 drew nothing for them yet: the move hands nothing over.
   const spent = new Map([["c1", 5 * N], ["c2", 0]]);
-  const both = async (ids: readonly string[]) => new Map(ids.map((i) => [i, { spend: spent.get(i) ?? 0, uncredited: 0 }]));
-  const period = (counterId: string, start: number) => ({ productId, userId: "u", counterId, start: new Date(start), end, allowance: 0, lowAt: null, own: true });
-  const settle = (spends: typeof both, counterId: string, start: number) =>
-    settlePeriods({ spends, teamSpends: async () => new Map(), closedBefore, accounts: deps }, [period(counterId, start)]);
-  await settle(
-    lateRead(both, async () => {
-      spent.set("c1", 3 * N);
-      spent.set("c2", 2 * N);
-      await moveDrawn(deps, both, move("mv_e", 2));
-    }),
-    "c1",
-    P1,
-  );
-  await settle(both, "c2", P2);
+  const both: Spends = async (ids) => new Map(ids.map((i) => [i, { spend: spent.get(i) ?? 0, uncredited: 0 }]));
+  const raced = lateRead(both, async () => {
+    spent.set("c1", 3 * N);
+    spent.set("c2", 2 * N);
+    await moveDrawn(deps, both, move("mv_e", 2));
+  });
+  await settle(deps, raced, "c1", P1);
+  await settle(deps, both, "c2", P2);
   const stored = (await deps.credits.accountsOf([id])).get(id)!;
   assert.equal([stored.drawn[String(P1)]!.n, stored.drawn[String(P2)]!.n], [3 * N, 2 * N], "P1 drew its $3, P2 the $2 moved into it");
-  assert.is(Object.values(stored.grants).reduce((a, g) => a + g.remaining_nano, 0), 5 * N, "$5 spent, $5 drawn");
+  assert.is(balance(stored), 5 * N, "$5 spent, $5 drawn");
 });
 
 t.run();
