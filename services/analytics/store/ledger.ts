@@ -303,8 +303,9 @@ interface FoldedHour {
   keys: KeyHashes | null;
 }
 
-/** What a folded hour counts against HOUR_FOLD_ROWS. */
+/** What a folded hour of `rows` with `keyBytes` of hashes counts against HOUR_FOLD_ROWS. */
 const sizeOf = (rows: number, keyBytes: number) => rows + Math.ceil(keyBytes / ROW_BYTES);
+const heldSize = (h: FoldedHour) => sizeOf(h.acc.rows, h.keys?.bytes ?? 0);
 
 /**
  * Ledger hours as a roll folded them, in memory, with how many segments each held: a day
@@ -325,7 +326,7 @@ const sizeOf = (rows: number, keyBytes: number) => rows + Math.ceil(keyBytes / R
 export class HourFolds {
   private readonly held = new LRUCache<string, FoldedHour>({
     maxSize: HOUR_FOLD_ROWS,
-    sizeCalculation: (v) => sizeOf(v.acc.rows, v.keys?.bytes ?? 0),
+    sizeCalculation: heldSize,
     ttl: HOUR_FOLD_IDLE_MS,
     updateAgeOnGet: true,
   });
@@ -351,14 +352,14 @@ export class HourFolds {
     const segments = await foldHour(ledger, productId, hour, acc, undefined, seen);
     // Hashes that would not fit beside the hours kept are not even made; an empty hour needs none
     // (its whole refold reads only what comes).
-    const room = HOUR_FOLD_ROWS - this.held.calculatedSize + (held ? sizeOf(held.acc.rows, held.keys?.bytes ?? 0) : 0);
+    const room = HOUR_FOLD_ROWS - this.held.calculatedSize + (held ? heldSize(held) : 0);
     const fit = still && seen.size > 0 && sizeOf(acc.rows, KeyHashes.bytesFor(seen.size)) <= room;
     return this.keep(key, { segments, acc, keys: fit ? KeyHashes.of(seen) : null }).acc;
   }
 
   private keep(key: string, hour: FoldedHour): FoldedHour {
     this.held.delete(key);
-    const fits = (h: FoldedHour) => this.held.calculatedSize + sizeOf(h.acc.rows, h.keys?.bytes ?? 0) <= HOUR_FOLD_ROWS;
+    const fits = (h: FoldedHour) => this.held.calculatedSize + heldSize(h) <= HOUR_FOLD_ROWS;
     // Idle hours are looked for (a walk of all kept) when they may make room, and now and then.
     if (!fits(hour) || performance.now() - this.purgedAt > HOUR_FOLD_IDLE_MS / 60) {
       this.held.purgeStale();

@@ -106,13 +106,13 @@ export function readCounter<T extends StoredCounterDoc>(raw: T): Omit<T, keyof S
 
 /**
  * What a round reads back of the counters a job asks for, after its update: what thresholds
- * (thresholds/crossings.ts) and credits (credits/settle.ts) decide by. Only these fields: the
- * rest of a counter (job guards, window entries, the month's share) is never needed there and
- * would cost every read its decoding.
+ * (thresholds/crossings.ts) decide by. Only these fields: the rest of a counter (job guards,
+ * window entries, the month's share) is never needed there and would cost every read its
+ * decoding.
  */
-export type CounterAfter = Pick<CounterDoc, "_id" | "cost" | "tokens" | "cost_by_model" | "credited_nano">;
+export type CounterAfter = Pick<CounterDoc, "_id" | "cost" | "tokens" | "cost_by_model">;
 
-const AFTER_FIELDS = { cost_nano: 1, cost: 1, cost_nano_by_model: 1, cost_by_model: 1, tokens: 1, credited_nano: 1 } as const;
+const AFTER_FIELDS = { cost_nano: 1, cost: 1, cost_nano_by_model: 1, cost_by_model: 1, tokens: 1 } as const;
 
 /**
  * A counter's spend and, of it, what events whose plan drew no credits spent, in nano-dollars:
@@ -207,7 +207,7 @@ export class CounterStore {
   /** What a round reads back of the counters asked for (CounterAfter): one read by `_id` list of those fields. */
   private async afterOf(ids: readonly string[]): Promise<Map<string, CounterAfter>> {
     const docs = await findByIds(this.counters, ids, { projection: AFTER_FIELDS });
-    return new Map(docs.map((d) => [d._id, readTotals(d as StoredTotals & Pick<CounterDoc, "_id" | "credited_nano">)]));
+    return new Map(docs.map((d) => [d._id, readTotals(d as StoredTotals & Pick<CounterDoc, "_id">)]));
   }
 
   /** The spend (nano-dollars) of the counters among `ids`: one read by `_id` list of the money fields only. */
