@@ -1,7 +1,7 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { BSON, ObjectId } from "mongodb";
-import { fromDatedJson, toDatedJson } from "./dated-json.ts";
+import { cloneDated, fromDatedJson, toDatedJson } from "./dated-json.ts";
 
 // What services store as one string must come back as it went in, be read the same by the
 // builds before (Extended JSON), and read what those builds wrote.
@@ -40,6 +40,20 @@ t("a key named __proto__ stays an entry, both ways", () => {
 t("a value that is not plain is refused rather than lost", () => {
   assert.throws(() => toDatedJson({ id: new ObjectId() }), /ObjectId/);
   assert.throws(() => toDatedJson([new Map()]), /Map/);
+  assert.throws(() => cloneDated({ id: new ObjectId() }), /ObjectId/);
+});
+
+t("a copy is equal and shares nothing with what it copied, a key named __proto__ included", () => {
+  const v = { ...value(), grants: JSON.parse('{"__proto__": {"id": "__proto__"}, "b": {"id": "b"}}') as Record<string, { id: string }> };
+  const c = cloneDated(v);
+  assert.equal(c, v);
+  assert.equal(Object.keys(c.grants), ["__proto__", "b"]);
+  assert.is(Object.getPrototypeOf(c.grants), Object.prototype);
+  c.at.setTime(0);
+  c.nested.empty = { x: 1 } as never;
+  (c.list[6] as { end: Date }).end.setTime(1);
+  Object.getOwnPropertyDescriptor(c.grants, "__proto__")!.value.id = "changed";
+  assert.equal(v, { ...value(), grants: JSON.parse('{"__proto__": {"id": "__proto__"}, "b": {"id": "b"}}') }, "the original is as it was");
 });
 
 t.run();

@@ -26,13 +26,39 @@ export function fromDatedJson<T = unknown>(text: string): T {
   return decode(JSON.parse(text)) as T;
 }
 
+/**
+ * A deep copy of a value toDatedJson takes (plain objects, arrays, dates): what a change of
+ * stored state starts from. `structuredClone` took 8.5 µs for a credit account of 1.4 kB
+ * against 2 µs here (bench of 2026-12-06), and a settle copies an account for every user of a
+ * batch. Keys keep their names as own keys ("__proto__" too, where a generic deep copy such as
+ * `rfdc` assigns it and sets the copy's prototype instead); anything else is refused as
+ * toDatedJson refuses it.
+ */
+export function cloneDated<T>(value: T): T {
+  return copy(value) as T;
+}
+
+function copy(v: unknown): unknown {
+  if (v === null || typeof v !== "object") return v;
+  if (v instanceof Date) return new Date(v.getTime());
+  if (Array.isArray(v)) return v.map(copy);
+  plain(v);
+  const out: Record<string, unknown> = {};
+  for (const k of Object.keys(v)) setOwn(out, k, copy((v as Record<string, unknown>)[k]));
+  return out;
+}
+
+function plain(v: object): void {
+  const proto = Object.getPrototypeOf(v);
+  if (proto !== Object.prototype && proto !== null) throw new TypeError(`cannot store a ${proto?.constructor?.name ?? "non-plain object"} as dated JSON`);
+}
+
 function encode(v: unknown): unknown {
   if (typeof v === "number") return Number.isFinite(v) ? v : { $numberDouble: String(v) };
   if (v === null || typeof v !== "object") return v;
   if (v instanceof Date) return { $date: v.getTime() };
   if (Array.isArray(v)) return v.map(encode);
-  const proto = Object.getPrototypeOf(v);
-  if (proto !== Object.prototype && proto !== null) throw new TypeError(`cannot store a ${proto?.constructor?.name ?? "non-plain object"} as dated JSON`);
+  plain(v);
   const out: Record<string, unknown> = {};
   for (const k of Object.keys(v)) setOwn(out, k, encode((v as Record<string, unknown>)[k]));
   return out;

@@ -4,6 +4,7 @@
  * document read and written as one update conditional on its `version`, so what it decides (the
  * draws, the ledger entries, the webhooks) is decided once. Pure: no I/O.
  */
+import { cloneDated } from "@meter/lib/dated-json";
 import { own, setOwn } from "@meter/lib/own";
 import { toNano } from "@meter/rules";
 import { encodeGrantKey } from "../domain/field-keys.ts";
@@ -170,8 +171,6 @@ export function tracksCredited(entry: { c?: 1 } | undefined): boolean {
   return entry === undefined || entry.c === 1;
 }
 
-const clone = <T>(v: T): T => structuredClone(v);
-
 type Amounts = Record<string, { n: number; end: Date }>;
 
 /** Drops the entries of periods ended before `closedBefore`; true when some went. */
@@ -240,7 +239,7 @@ export class AccountChange {
     /** Whether the plan has credits enabled, when the caller knows the plan. */
     enabled?: boolean,
   ) {
-    this.doc = base ? clone(base) : emptyAccount(productId, owner);
+    this.doc = base ? cloneDated(base) : emptyAccount(productId, owner);
     // What grants paid of the overdraft up to now, they paid under the account's state as last
     // written (credits enabled or not): the balance before, and payLate(), read it so.
     this.lateSince = this.since();
