@@ -6,13 +6,26 @@ import { MongoClient } from "mongodb";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { createLogger } from "@meter/lib/logger";
 import { freshDbName, withTestMongo } from "../../../test/support/database.ts";
-import { OutboxStore, WrittenEntries, type OutboxEntry } from "../store/outbox.ts";
+import { entry as outboxEntry, OutboxStore, payloadsOf, WrittenEntries, type NewEntry, type OutboxEntry } from "../store/outbox.ts";
 import { Relay } from "./outbox.ts";
 
 const t = suite<{ mongo: MongoClient; url: string }>("ingestion relay rounds");
 withTestMongo(t);
 
-const entry = (id: string): OutboxEntry => ({ _id: `usage|${id}`, kind: "usage", payloads: JSON.stringify([{ id }]), count: 1, created_at: new Date() });
+const entry = (id: string): NewEntry => ({ _id: `usage|${id}`, kind: "usage", payloads: JSON.stringify([{ id }]), count: 1, created_at: new Date() });
+
+t("an entry is kept deflated, a fraction of its text, and reads back as written; one kept as text (written before) reads too", async ({ mongo }) => {
+  const outbox = new OutboxStore(mongo.db(freshDbName("relay_deflated")));
+  const facts = Array.from({ length: 1_000 }, (_, i) => ({ product_id: "p", event_id: `e-${i}`, user_id: `u-${i % 100}`, timestamp: new Date(Date.UTC(2026, 11, 6, 10, 0, i % 60)), model: "gpt-4o", total_tokens: 1_000 + i, cost_total: 0.001 * i, source: "sdk", tool_call_count: i % 3 }));
+  const made = outboxEntry("usage", "job_deflated", facts);
+  await outbox.put(outbox.webhooks, [made]);
+  const kept = (await outbox.webhooks.findOne({ _id: made._id }))!;
+  assert.is(kept.payloads, undefined, "no text beside it");
+  assert.ok(kept.deflated!.length() * 4 < made.payloads.length, `${kept.deflated!.length()} bytes for ${made.payloads.length} characters`);
+  assert.equal(payloadsOf(kept), facts);
+  await outbox.webhooks.insertOne({ ...made, _id: "usage|job_text" });
+  assert.equal(payloadsOf((await outbox.webhooks.findOne({ _id: "usage|job_text" }))!), facts);
+});
 
 t("a round finds work when it hands entries over or waits on a failing peer, and none when the outboxes are empty", async ({ mongo }) => {
   const outbox = new OutboxStore(mongo.db(freshDbName("relay_rounds")));

@@ -1,6 +1,10 @@
-import type { Collection } from "mongodb";
+import { promisify } from "node:util";
+import { deflateRaw, inflateRawSync } from "node:zlib";
+import { Binary, type Collection } from "mongodb";
 import { DbStore, insertIgnoringDuplicates } from "@meter/lib/mongo";
 import { fromDatedJson, toDatedJson } from "@meter/lib/dated-json";
+
+const deflate = promisify(deflateRaw);
 
 /**
  * Transactional outbox: what must be handed to a peer, written in the request's own write
@@ -18,9 +22,19 @@ export interface OutboxEntry {
    * it hold Extended JSON, which it reads). One string rather than an array of
    * documents: the relay scans these collections, and the embedded database decodes a
    * thousand nested documents about 40 times slower than one string holding them, which
-   * starved every writer once a backlog built up.
+   * starved every writer once a backlog built up. What `entry` makes and this process holds
+   * (WrittenEntries); the collection holds it deflated (`deflated`), but in entries written
+   * before that.
    */
-  payloads: string;
+  payloads?: string;
+  /**
+   * The payloads' text, raw-deflated (level 1): a batch's entry is about 40 kB instead of
+   * 240 kB, and the embedded database's insert and delete of an entry cost with its size (its
+   * pages, and SQLite reading the whole text to find the `_id` it indexes): deleting the
+   * analytics entries of 20,000 events held the database's writes 98 ms (docs/benchmarks.md,
+   * "Ingestion").
+   */
+  deflated?: Binary;
   count: number;
   created_at: Date;
   /** Failed handovers of this entry that its own content may have caused (relay/outbox.ts). */
@@ -36,6 +50,9 @@ export const WAITING = { set_aside_at: { $exists: false } } as const;
 /** Most payload characters WrittenEntries holds (an entry of 1,000 events is about 200,000). */
 const WRITTEN_CHARS = 16_000_000;
 
+/** An entry as `entry` makes it: its payloads' text at hand. */
+export type NewEntry = OutboxEntry & { payloads: string };
+
 /**
  * Entries this process wrote to an outbox and has not handed over, as written, oldest first:
  * the relay's round in this process sends them without reading them back (relay/outbox.ts),
@@ -46,7 +63,7 @@ const WRITTEN_CHARS = 16_000_000;
  */
 export class WrittenEntries {
   /** By id: the entry, and whether its insert has landed (only then may a round take it). */
-  private readonly held = new Map<string, { e: OutboxEntry; stored: boolean }>();
+  private readonly held = new Map<string, { e: NewEntry; stored: boolean }>();
   private chars = 0;
 
   /**
@@ -54,7 +71,7 @@ export class WrittenEntries {
    * them once `stored` says their insert landed (sent before it, the acknowledged entry's delete
    * would find nothing and the insert would leave it to be sent again).
    */
-  add(entries: readonly OutboxEntry[]): void {
+  add(entries: readonly NewEntry[]): void {
     for (const e of entries) {
       if (this.held.has(e._id) || this.chars + e.payloads.length > WRITTEN_CHARS) continue;
       this.held.set(e._id, { e, stored: false });
@@ -73,8 +90,8 @@ export class WrittenEntries {
   }
 
   /** Takes up to `max` stored entries of `kind`, oldest first: the caller hands them over or leaves them to the collection. */
-  take(kind: OutboxEntry["kind"], max: number): OutboxEntry[] {
-    const out: OutboxEntry[] = [];
+  take(kind: OutboxEntry["kind"], max: number): NewEntry[] {
+    const out: NewEntry[] = [];
     for (const [id, h] of this.held) {
       if (out.length === max) break;
       if (h.e.kind !== kind || !h.stored) continue;
@@ -103,16 +120,16 @@ export class OutboxStore extends DbStore {
   /** What this process wrote to `analytics` (the outbox with the volume): see WrittenEntries. */
   readonly analyticsWritten = new WrittenEntries();
 
-  async put(to: Collection<OutboxEntry>, entries: OutboxEntry[]): Promise<void> {
+  async put(to: Collection<OutboxEntry>, entries: NewEntry[]): Promise<void> {
     const some = entries.filter((e) => e.count > 0);
     if (to !== this.analytics) {
-      await insertIgnoringDuplicates(to, some);
+      await insertIgnoringDuplicates(to, await Promise.all(some.map(deflated)));
       return;
     }
     this.analyticsWritten.add(some);
     let inserted: ReadonlySet<string> = new Set();
     try {
-      inserted = await insertIgnoringDuplicates(to, some);
+      inserted = await insertIgnoringDuplicates(to, await Promise.all(some.map(deflated)));
     } finally {
       this.analyticsWritten.stored(some, inserted);
     }
@@ -129,11 +146,19 @@ export class OutboxStore extends DbStore {
   }
 }
 
-/** The payloads an entry carries. */
-export function payloadsOf(e: OutboxEntry): Record<string, unknown>[] {
-  return fromDatedJson<Record<string, unknown>[]>(e.payloads);
+/** An entry as the collection keeps it (deflated; async: the deflating runs off the event loop). */
+export async function deflated(e: NewEntry): Promise<OutboxEntry> {
+  const { payloads, ...rest } = e;
+  return { ...rest, deflated: new Binary(await deflate(payloads, { level: 1 })) };
 }
 
-export function entry(kind: OutboxEntry["kind"], subjectId: string, payloads: Record<string, unknown>[]): OutboxEntry {
+/** The payloads an entry carries (deflated, or as text in entries written before). */
+export function payloadsOf(e: OutboxEntry): Record<string, unknown>[] {
+  const text = e.deflated ? inflateRawSync(e.deflated.value()).toString("utf8") : e.payloads;
+  if (text === undefined) throw new Error(`outbox entry ${e._id} holds no payloads`);
+  return fromDatedJson<Record<string, unknown>[]>(text);
+}
+
+export function entry(kind: OutboxEntry["kind"], subjectId: string, payloads: Record<string, unknown>[]): NewEntry {
   return { _id: `${kind}|${subjectId}`, kind, payloads: toDatedJson(payloads), count: payloads.length, created_at: new Date() };
 }
