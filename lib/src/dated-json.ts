@@ -38,29 +38,24 @@ export function cloneDated<T>(value: T): T {
   return copy(value) as T;
 }
 
-function copy(v: unknown): unknown {
-  if (v === null || typeof v !== "object") return v;
-  if (v instanceof Date) return new Date(v.getTime());
-  if (Array.isArray(v)) return v.map(copy);
-  plain(v);
-  const out: Record<string, unknown> = {};
-  for (const k of Object.keys(v)) setOwn(out, k, copy((v as Record<string, unknown>)[k]));
-  return out;
-}
+const copy = (v: unknown) => rebuild(v, copy, (d) => new Date(d.getTime()), (n) => n);
 
-function plain(v: object): void {
+const encode = (v: unknown): unknown => rebuild(v, encode, (d) => ({ $date: d.getTime() }), (n) => (Number.isFinite(n) ? n : { $numberDouble: String(n) }));
+
+/**
+ * A new tree of `v`'s plain objects and arrays, its dates and numbers as `date` and `number`
+ * make them and its other leaves as they are, each value below through `self`; a value
+ * neither plain nor a date is refused.
+ */
+function rebuild(v: unknown, self: (v: unknown) => unknown, date: (d: Date) => unknown, number: (n: number) => unknown): unknown {
+  if (typeof v === "number") return number(v);
+  if (v === null || typeof v !== "object") return v;
+  if (v instanceof Date) return date(v);
+  if (Array.isArray(v)) return v.map(self);
   const proto = Object.getPrototypeOf(v);
   if (proto !== Object.prototype && proto !== null) throw new TypeError(`cannot store a ${proto?.constructor?.name ?? "non-plain object"} as dated JSON`);
-}
-
-function encode(v: unknown): unknown {
-  if (typeof v === "number") return Number.isFinite(v) ? v : { $numberDouble: String(v) };
-  if (v === null || typeof v !== "object") return v;
-  if (v instanceof Date) return { $date: v.getTime() };
-  if (Array.isArray(v)) return v.map(encode);
-  plain(v);
   const out: Record<string, unknown> = {};
-  for (const k of Object.keys(v)) setOwn(out, k, encode((v as Record<string, unknown>)[k]));
+  for (const k of Object.keys(v)) setOwn(out, k, self((v as Record<string, unknown>)[k]));
   return out;
 }
 
