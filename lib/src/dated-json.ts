@@ -38,9 +38,13 @@ export function cloneDated<T>(value: T): T {
   return copy(value) as T;
 }
 
-const copy = (v: unknown) => rebuild(v, copy, (d) => new Date(d.getTime()), (n) => n);
+const copyDate = (d: Date) => new Date(d.getTime());
+const same = (n: number) => n;
+const copy = (v: unknown): unknown => rebuild(v, copy, copyDate, same);
 
-const encode = (v: unknown): unknown => rebuild(v, encode, (d) => ({ $date: d.getTime() }), (n) => (Number.isFinite(n) ? n : { $numberDouble: String(n) }));
+const encodeDate = (d: Date) => ({ $date: d.getTime() });
+const encodeNumber = (n: number) => (Number.isFinite(n) ? n : { $numberDouble: String(n) });
+const encode = (v: unknown): unknown => rebuild(v, encode, encodeDate, encodeNumber);
 
 /**
  * A new tree of `v`'s plain objects and arrays, its dates and numbers as `date` and `number`

@@ -122,16 +122,13 @@ export class OutboxStore extends DbStore {
 
   async put(to: Collection<OutboxEntry>, entries: NewEntry[]): Promise<void> {
     const some = entries.filter((e) => e.count > 0);
-    if (to !== this.analytics) {
-      await insertIgnoringDuplicates(to, await Promise.all(some.map(deflated)));
-      return;
-    }
-    this.analyticsWritten.add(some);
+    const written = to === this.analytics ? this.analyticsWritten : undefined;
+    written?.add(some);
     let inserted: ReadonlySet<string> = new Set();
     try {
       inserted = await insertIgnoringDuplicates(to, await Promise.all(some.map(deflated)));
     } finally {
-      this.analyticsWritten.stored(some, inserted);
+      written?.stored(some, inserted);
     }
   }
 
@@ -147,7 +144,7 @@ export class OutboxStore extends DbStore {
 }
 
 /** An entry as the collection keeps it (deflated; async: the deflating runs off the event loop). */
-export async function deflated(e: NewEntry): Promise<OutboxEntry> {
+async function deflated(e: NewEntry): Promise<OutboxEntry> {
   const { payloads, ...rest } = e;
   return { ...rest, deflated: new Binary(await deflate(payloads, { level: 1 })) };
 }
