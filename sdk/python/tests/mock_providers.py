@@ -1,5 +1,8 @@
 """A local server speaking the OpenAI (chat completions, Responses) and Anthropic (messages) wire
-formats, JSON and SSE, with fixed usage; it counts every request it gets."""
+formats, JSON and SSE, with fixed usage; it counts every request it gets. A response created with
+``background: true`` answers ``queued`` without usage under an id of its own; read back (GET, plain or
+``?stream=true``) it is completed with the fixed usage, or still ``in_progress`` while ``running`` is set;
+a cancel answers it ``cancelled``, without usage."""
 
 from __future__ import annotations
 
@@ -21,6 +24,9 @@ class MockProvider:
         # Cleared: requests are counted and then wait for it to be set before they are answered.
         self.answering = threading.Event()
         self.answering.set()
+        # Background responses read back are still running.
+        self.running = False
+        self.background: dict[str, dict[str, Any]] = {}
         mock = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -38,6 +44,15 @@ class MockProvider:
                 mock.answering.wait(60)
                 if path.endswith("/chat/completions"):
                     self._answer(body, chat_json, chat_sse)
+                elif path.endswith("/responses") and body.get("background") and not body.get("stream"):
+                    rid = f"resp_bg_{len(mock.background) + 1}"
+                    mock.background[rid] = body
+                    self._send(json.dumps(_background(body, rid, "queued")).encode(), "application/json")
+                elif path.endswith("/cancel") and path.split("/")[-2] in mock.background:
+                    rid = path.split("/")[-2]
+                    self._send(
+                        json.dumps(_background(mock.background[rid], rid, "cancelled")).encode(), "application/json"
+                    )
                 elif path.endswith("/responses"):
                     self._answer(body, responses_json, responses_sse)
                 elif path.endswith("/messages"):
@@ -47,14 +62,30 @@ class MockProvider:
                     self.send_header("content-length", "0")
                     self.end_headers()
 
+            def do_GET(self) -> None:
+                path, _, query = self.path.partition("?")
+                mock.requests.append((path, {}))
+                rid = path.split("/")[-1]
+                body = mock.background.get(rid)
+                if body is None:
+                    self._send(b"{}", "application/json", 404)
+                elif "stream=true" in query:
+                    self._send("".join(responses_sse({**body, "id": rid})).encode(), "text/event-stream")
+                elif mock.running:
+                    self._send(json.dumps(_background(body, rid, "in_progress")).encode(), "application/json")
+                else:
+                    self._send(
+                        json.dumps({**_response(body), "id": rid, "background": True}).encode(), "application/json"
+                    )
+
             def _answer(self, body: dict[str, Any], as_json: Any, as_sse: Any) -> None:
                 if body.get("stream"):
-                    data = "".join(as_sse(body)).encode()
-                    ctype = "text/event-stream"
+                    self._send("".join(as_sse(body)).encode(), "text/event-stream")
                 else:
-                    data = json.dumps(as_json(body)).encode()
-                    ctype = "application/json"
-                self.send_response(200)
+                    self._send(json.dumps(as_json(body)).encode(), "application/json")
+
+            def _send(self, data: bytes, ctype: str, status: int = 200) -> None:
+                self.send_response(status)
                 self.send_header("content-type", ctype)
                 self.send_header("content-length", str(len(data)))
                 self.end_headers()
@@ -177,7 +208,7 @@ def _response(body: dict[str, Any]) -> dict[str, Any]:
         )
         output.append({"type": "web_search_call", "id": "ws_1", "status": "completed"})
     return {
-        "id": "resp_1",
+        "id": body.get("id", "resp_1"),
         "object": "response",
         "created_at": int(time.time()),
         "model": body.get("model"),
@@ -194,6 +225,11 @@ def _response(body: dict[str, Any]) -> dict[str, Any]:
             "output_tokens_details": {"reasoning_tokens": 0},
         },
     }
+
+
+def _background(body: dict[str, Any], rid: str, status: str) -> dict[str, Any]:
+    """A background response not run (queued, in progress) or cancelled: no output, no usage."""
+    return {**_response(body), "id": rid, "background": True, "status": status, "output": [], "usage": None}
 
 
 def responses_json(body: dict[str, Any]) -> dict[str, Any]:

@@ -238,3 +238,79 @@ def test_a_stream_never_read_is_settled_by_shutdown(product: Product, provider: 
     assert meter.shutdown()
     assert product.usage(user)["total_tokens"] > first
     again.close()
+
+
+# One held reservation (4,096 buffer tokens of output: about $41) refuses the next call.
+CAPPED = {**PLAN, "max_spend_per_period": 50, "pre_call_estimate": True}
+
+
+def refused(client: OpenAI) -> bool:
+    try:
+        client.responses.create(model="gpt-4o", input="x")
+    except LimitExceededError:
+        return True
+    return False
+
+
+def test_a_background_response_holds_its_reservation_until_read_final_then_counts_once(
+    product: Product, provider: MockProvider
+) -> None:
+    meter, user, client = setup(product, provider, CAPPED)
+    provider.running = True
+    queued = client.responses.create(model="gpt-4o", input="Research the weather", background=True)
+    assert queued.status == "queued"
+    assert refused(client), "the queued response holds its reservation"
+    assert client.responses.retrieve(queued.id).status == "in_progress"
+    assert refused(client), "a running response still holds it"
+
+    provider.running = False
+    done = client.responses.retrieve(queued.id)
+    assert done.status == "completed" and done.output_text == "Hello!"
+    client.responses.retrieve(queued.id)
+    cost, tokens = totals(product, meter, user)
+    assert near(cost, CALL_COST) and tokens == USAGE_IN + USAGE_OUT, "read final twice, counted once"
+    assert not refused(client), "settled: the reservation went back"
+    meter.shutdown()
+
+
+def test_a_background_response_read_as_a_stream_counts_and_a_cancelled_one_gives_its_hold_back(
+    product: Product, provider: MockProvider
+) -> None:
+    meter, user, client = setup(product, provider, CAPPED)
+    first = client.responses.create(model="gpt-4o", input="a", background=True)
+    events = list(client.responses.retrieve(first.id, stream=True))
+    assert events[-1].type == "response.completed"
+    cost, tokens = totals(product, meter, user)
+    assert near(cost, CALL_COST) and tokens == USAGE_IN + USAGE_OUT
+
+    second = client.responses.create(model="gpt-4o", input="b", background=True)
+    assert refused(client), "held while queued"
+    assert client.responses.cancel(second.id).status == "cancelled"
+    assert not refused(client), "given back: the next call runs"
+    cost, tokens = totals(product, meter, user)
+    assert near(cost, 2 * CALL_COST) and tokens == 2 * (USAGE_IN + USAGE_OUT), "the cancelled one recorded nothing"
+    meter.shutdown()
+
+
+async def test_an_async_background_response_is_settled_when_read_final(
+    product: Product, provider: MockProvider
+) -> None:
+    user = product.create_user(PLAN)
+    meter = Meter(api_key=product.key, base_url=product.url)
+    client = wrap(AsyncOpenAI(api_key="sk-test", base_url=provider.base, max_retries=0), meter, user_id=user)
+    queued = await client.responses.create(model="gpt-4o", input="a", background=True)
+    stream = await client.responses.retrieve(queued.id, stream=True)
+    assert [e.type async for e in stream][-1] == "response.completed"
+    cost, tokens = totals(product, meter, user)
+    assert near(cost, CALL_COST) and tokens == USAGE_IN + USAGE_OUT
+    meter.shutdown()
+
+
+def test_a_background_response_never_read_back_is_settled_by_shutdown(product: Product, provider: MockProvider) -> None:
+    meter, user, client = setup(product, provider)
+    queued = client.responses.create(model="gpt-4o", input="Research the weather in Paris", background=True)
+    assert queued.status == "queued"
+    assert meter.shutdown()
+    u = product.usage(user)
+    # The input estimate, no output seen.
+    assert u["total_tokens"] > 0 and u["total_cost"] > 0

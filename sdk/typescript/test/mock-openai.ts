@@ -4,10 +4,19 @@ import { pieces, sendEvents, sendJson, startMockServer, type MockServer, type Re
 /**
  * OpenAI's wire format for chat completions (JSON, and SSE chunks with the extra usage chunk
  * only when `stream_options.include_usage` is set) and the Responses API (JSON, and typed SSE
- * events ending with `response.completed`). Base URL for clients: `${url}/v1`.
+ * events ending with `response.completed`). A response created with `background: true` answers
+ * `queued` without usage under an id of its own; reading it back (GET, plain or `?stream=true`)
+ * finds it completed with the reply's usage, or still `in_progress` while the reply is
+ * `running`; a cancel answers it `cancelled`, without usage. Base URL for clients: `${url}/v1`.
  */
 export function startMockOpenAI(): Promise<MockServer> {
-  return startMockServer({ "/v1/chat/completions": chatCompletions, "/v1/responses": responses });
+  const background = new Map<string, { model: string }>();
+  return startMockServer({
+    "/v1/chat/completions": chatCompletions,
+    "/v1/responses": (req, reply, res) => responses(req, reply, res, background),
+    "/v1/responses/*": (req, reply, res) => readBackground(req, reply, res, background),
+    "/v1/responses/*/cancel": (req, reply, res) => cancelBackground(req, reply, res, background),
+  });
 }
 
 const CREATED = 1_763_900_000;
@@ -71,16 +80,60 @@ function chatCompletions(req: ReceivedRequest, reply: Reply, res: ServerResponse
   sendEvents(res, events, reply.hang);
 }
 
-function responses(req: ReceivedRequest, reply: Reply, res: ServerResponse): void {
+type Background = Map<string, { model: string }>;
+
+function responses(req: ReceivedRequest, reply: Reply, res: ServerResponse, background: Background): void {
   const model = reply.model ?? req.body.model;
-  const { input, output, cacheRead = 0 } = reply.usage;
-  const items: any[] = [
+  if (req.body.background === true && !req.body.stream) {
+    const id = `resp_bg_${background.size + 1}`;
+    background.set(id, { model });
+    sendJson(res, responseOf(reply, model, "queued", false, id, true));
+    return;
+  }
+  if (!req.body.stream) {
+    sendJson(res, responseOf(reply, model, "completed", true));
+    return;
+  }
+  sendEvents(res, responseEvents(reply, model, "resp_mock", req.body.background === true), reply.hang);
+}
+
+/** GET /v1/responses/{id}: a background response as it is now, plain or as its stream of events. */
+function readBackground(req: ReceivedRequest, reply: Reply, res: ServerResponse, background: Background): void {
+  const id = req.path.split("/")[3]!;
+  const known = background.get(id);
+  if (req.method !== "GET" || !known) {
+    res.writeHead(404, { "content-type": "application/json" }).end(JSON.stringify({ error: { message: `no response ${id}` } }));
+    return;
+  }
+  if (req.query.get("stream") === "true") sendEvents(res, responseEvents(reply, known.model, id, true), reply.hang);
+  else sendJson(res, reply.running ? responseOf(reply, known.model, "in_progress", false, id, true) : responseOf(reply, known.model, "completed", true, id, true));
+}
+
+/** POST /v1/responses/{id}/cancel. */
+function cancelBackground(req: ReceivedRequest, reply: Reply, res: ServerResponse, background: Background): void {
+  const id = req.path.split("/")[3]!;
+  const known = background.get(id);
+  if (!known) {
+    res.writeHead(404, { "content-type": "application/json" }).end(JSON.stringify({ error: { message: `no response ${id}` } }));
+    return;
+  }
+  sendJson(res, responseOf(reply, known.model, "cancelled", false, id, true));
+}
+
+function outputItems(reply: Reply): any[] {
+  return [
     { id: "msg_mock", type: "message", status: "completed", role: "assistant", content: [{ type: "output_text", text: reply.text, annotations: [], logprobs: [] }] },
     ...(reply.serverTools ?? []).map((tool, i) => ({ id: `${tool}_${i}`, type: `${tool}_call`, status: "completed", action: { type: "search", query: "weather" } })),
     ...(reply.tools ?? []).map((name, i) => ({ id: `fc_${i}`, type: "function_call", status: "completed", call_id: `call_${i}`, name, arguments: "{\"city\":\"Paris\"}" })),
   ];
-  const response = (status: string, withOutput: boolean) => ({
-    id: "resp_mock",
+}
+
+/** A Responses API response object: with its output and usage once `withOutput`. */
+function responseOf(reply: Reply, model: string, status: string, withOutput: boolean, id = "resp_mock", background = false) {
+  const { input, output, cacheRead = 0 } = reply.usage;
+  return {
+    id,
+    background,
     object: "response",
     created_at: CREATED,
     status,
@@ -89,7 +142,7 @@ function responses(req: ReceivedRequest, reply: Reply, res: ServerResponse): voi
     instructions: null,
     max_output_tokens: null,
     model,
-    output: withOutput ? items : [],
+    output: withOutput ? outputItems(reply) : [],
     parallel_tool_calls: true,
     previous_response_id: null,
     reasoning: { effort: null, summary: null },
@@ -105,11 +158,13 @@ function responses(req: ReceivedRequest, reply: Reply, res: ServerResponse): voi
       : null,
     user: null,
     metadata: {},
-  });
-  if (!req.body.stream) {
-    sendJson(res, response("completed", true));
-    return;
-  }
+  };
+}
+
+/** The events of a streamed response, ending with `response.completed`. */
+function responseEvents(reply: Reply, model: string, id: string, background: boolean) {
+  const response = (status: string, withOutput: boolean) => responseOf(reply, model, status, withOutput, id, background);
+  const items = outputItems(reply);
   let seq = 0;
   const ev = (type: string, data: Record<string, unknown>) => ({ event: type, data: { type, sequence_number: seq++, ...data } });
   const events = [ev("response.created", { response: response("in_progress", false) }), ev("response.in_progress", { response: response("in_progress", false) })];
@@ -130,5 +185,5 @@ function responses(req: ReceivedRequest, reply: Reply, res: ServerResponse): voi
     events.push(ev("response.output_item.done", { output_index, item }));
   });
   events.push(ev("response.completed", { response: response("completed", true) }));
-  sendEvents(res, events, reply.hang);
+  return events;
 }

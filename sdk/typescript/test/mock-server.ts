@@ -15,10 +15,14 @@ export interface Reply {
   hang?: boolean | number;
   /** Chat completion streams only: no usage chunk, as when a stream is cut before it. */
   noUsageChunk?: boolean;
+  /** OpenAI background responses only: read back, they are still running (no usage yet). */
+  running?: boolean;
 }
 
 export interface ReceivedRequest {
+  method: string;
   path: string;
+  query: URLSearchParams;
   body: any;
   headers: IncomingMessage["headers"];
 }
@@ -39,9 +43,12 @@ export const DEFAULT_REPLY: Reply = { text: "Hello there, friend", usage: { inpu
 
 type Handler = (req: ReceivedRequest, reply: Reply, res: ServerResponse) => void;
 
-/** A local provider: port 0 on 127.0.0.1, JSON in, JSON or SSE out, per-path handlers. */
+/** A local provider: port 0 on 127.0.0.1, JSON in, JSON or SSE out, per-path handlers (a `*` in a path stands for one segment). */
 export async function startMockServer(handlers: Record<string, Handler>): Promise<MockServer> {
   const open = new Set<ServerResponse>();
+  const patterns = Object.entries(handlers)
+    .filter(([p]) => p.includes("*"))
+    .map(([p, h]) => [new RegExp(`^${p.replaceAll("*", "[^/]+")}$`), h] as const);
   const mock: MockServer = {
     url: "",
     requests: [],
@@ -58,9 +65,10 @@ export async function startMockServer(handlers: Record<string, Handler>): Promis
   const server = createServer(async (req, res) => {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
-    const path = (req.url ?? "").split("?")[0]!;
+    const url = new URL(req.url ?? "/", "http://mock");
+    const path = url.pathname;
     const text = Buffer.concat(chunks).toString();
-    const received = { path, body: text ? JSON.parse(text) : undefined, headers: req.headers };
+    const received = { method: req.method ?? "GET", path, query: url.searchParams, body: text ? JSON.parse(text) : undefined, headers: req.headers };
     mock.requests.push(received);
     const failure = mock.failures.shift();
     if (failure) {
@@ -69,7 +77,7 @@ export async function startMockServer(handlers: Record<string, Handler>): Promis
       res.end(JSON.stringify({ error: { type: "server_error", message: `mock failure ${failure}` } }));
       return;
     }
-    const handler = handlers[path];
+    const handler = handlers[path] ?? patterns.find(([pattern]) => pattern.test(path))?.[1];
     if (mock.silent) {
       open.add(res);
       res.on("close", () => open.delete(res));

@@ -83,6 +83,60 @@ t("the Responses API, plain and streamed: usage, function calls and built-in too
   close(usage.total_cost, 2 * costOf("gpt-4o", 400, 100, ["get_weather", "web_search"]));
 });
 
+t("a background response holds its reservation until read final, then counts its real usage once", async ({ env, mock, events }) => {
+  // The capped plan: one held reservation (about $8.20 of $12) refuses the next call.
+  const user = await env.newUser("capped");
+  const openai = meterOpenAI(client(mock), env.meter, { user_id: user });
+  mock.reply = { text: "Done researching.", usage: { input: 3000, output: 1000 }, running: true };
+
+  const queued = await openai.responses.create({ model: "gpt-4o", input: "research the weather", background: true });
+  assert.is(queued.status, "queued");
+  const refused = await openai.responses.create({ model: "gpt-4o", input: "x" }).catch((e) => e);
+  assert.instance(refused, LimitExceededError, "the queued response still holds its reservation");
+
+  const running = await openai.responses.retrieve(queued.id);
+  assert.is(running.status, "in_progress");
+  assert.instance(await openai.responses.create({ model: "gpt-4o", input: "x" }).catch((e) => e), LimitExceededError, "a running response still holds it");
+
+  mock.reply = { ...mock.reply, running: false };
+  const done = await openai.responses.retrieve(queued.id);
+  assert.is(done.status, "completed");
+  assert.is(done.output_text, "Done researching.", "the SDK's own output_text transform still runs");
+  await openai.responses.retrieve(queued.id);
+
+  const usage = await env.usage(user, (u) => u.total_tokens === 4000);
+  close(usage.total_cost, costOf("gpt-4o", 3000, 1000));
+  const mine = events.filter((e) => e.user_id === user);
+  assert.is(mine.length, 1, "read final twice, counted once");
+  assert.is(mine[0]!.input_tokens, 3000);
+  // Settled: the reservation went back, so the next call runs.
+  mock.reply = DEFAULT_REPLY;
+  await openai.responses.create({ model: "gpt-4o", input: "x" });
+});
+
+t("a background response read as a stream counts at its final event; a cancelled one gives its reservation back", async ({ env, mock, events }) => {
+  const user = await env.newUser("capped");
+  const openai = meterOpenAI(client(mock), env.meter, { user_id: user });
+  mock.reply = { text: "Streamed later.", usage: { input: 500, output: 250 } };
+
+  const first = await openai.responses.create({ model: "gpt-4o", input: "a", background: true });
+  const stream = await openai.responses.retrieve(first.id, { stream: true });
+  const types: string[] = [];
+  for await (const event of stream) types.push(event.type);
+  assert.is(types.at(-1), "response.completed");
+  assert.is((await env.usage(user, (u) => u.total_tokens === 750)).total_tokens, 750);
+
+  const second = await openai.responses.create({ model: "gpt-4o", input: "b", background: true });
+  assert.instance(await openai.responses.create({ model: "gpt-4o", input: "x" }).catch((e) => e), LimitExceededError, "held while queued");
+  const cancelled = await openai.responses.cancel(second.id);
+  assert.is(cancelled.status, "cancelled");
+  // Given back: the next call runs, and it is the only event beside the first.
+  mock.reply = DEFAULT_REPLY;
+  await openai.responses.create({ model: "gpt-4o", input: "x" });
+  await env.usage(user, (u) => u.total_tokens === 750 + 17);
+  assert.equal(events.filter((e) => e.user_id === user).map((e) => e.input_tokens + e.output_tokens), [750, 17]);
+});
+
 t("helpers keep working and count once: withResponse, parse, chat and responses stream helpers", async ({ env, mock }) => {
   const user = await env.newUser();
   const plain = client(mock);
@@ -223,7 +277,7 @@ t("a stream dropped unread and a raw response are metered with their estimates o
   assert.ok(mine.every((e) => e.output_tokens === 0 && e.input_tokens > 0));
 });
 
-t("calls still open when the meter shuts down are recorded with what they showed, then delivered", async ({ env, mock }) => {
+t("calls still open when the meter shuts down (a stream, a background response) are recorded with what they showed, then delivered", async ({ env, mock }) => {
   const user = await env.newUser();
   const meter = new Meter({ apiKey: env.apiKey, baseURL: env.stack.apiUrl, flushIntervalMs: 600_000, logger: { warn: () => undefined } });
   await meter.start();
@@ -235,12 +289,16 @@ t("calls still open when the meter shuts down are recorded with what they showed
   const stream = await openai.chat.completions.create({ model: "gpt-4o", messages: ask, stream: true });
   const iterator = stream[Symbol.asyncIterator]();
   await iterator.next();
+  // A background response never read back.
+  mock.reply = DEFAULT_REPLY;
+  assert.is((await openai.responses.create({ model: "gpt-4o", input: "Research the weather in Paris", background: true })).status, "queued");
   assert.is(seen.length, 0);
 
   assert.ok(await meter.shutdown());
-  assert.is(seen.length, 1);
-  assert.ok(seen[0]!.input_tokens > 0 && seen[0]!.output_tokens === 0, "input estimated, no output seen");
-  assert.is((await env.usage(user, (u) => u.total_tokens === seen[0]!.total_tokens)).total_tokens, seen[0]!.total_tokens);
+  assert.is(seen.length, 2);
+  assert.ok(seen.every((e) => e.input_tokens > 0 && e.output_tokens === 0), "input estimated, no output seen");
+  const total = seen[0]!.total_tokens + seen[1]!.total_tokens;
+  assert.is((await env.usage(user, (u) => u.total_tokens === total)).total_tokens, total);
   stream.controller.abort();
 });
 

@@ -6,6 +6,7 @@
 // helpers), and a helper that re-enters `create()` still makes one post, so one event.
 import type { Meter } from "../meter.ts";
 import { MeterError, MeterTypeError } from "../errors.ts";
+import { BackgroundCalls, type BackgroundRoute } from "./background.ts";
 import {
   MeteredCall,
   checkArguments,
@@ -41,6 +42,7 @@ export interface Prepared {
 
 interface StainlessClient {
   post(path: string, opts?: unknown): any;
+  get(path: string, opts?: unknown): any;
 }
 
 const METERED = Symbol.for("meterline.metered");
@@ -54,7 +56,7 @@ export function meterPosts<C extends object>(
   client: C,
   meter: Meter,
   options: IntegrationOptions,
-  integration: { name: string; provider: string; routes: Record<string, Route> },
+  integration: { name: string; provider: string; routes: Record<string, Route>; background?: BackgroundRoute },
 ): C {
   checkArguments(integration.name, meter, options);
   const target = client as C & StainlessClient & { [METERED]?: true };
@@ -63,10 +65,17 @@ export function meterPosts<C extends object>(
     throw new MeterError(`${integration.name}: this client is metered already; wrap a client once and pass the user (and the conversation) with meter.withUser(userId, fn, { session_id })`);
   }
   const post = target.post;
+  const background = integration.background && new BackgroundCalls(integration.background);
   Object.defineProperty(target, METERED, { value: true });
+  if (background) {
+    const get = target.get;
+    target.get = function meteredGet(this: unknown, path: string, opts?: unknown) {
+      return background.read("get", path, get.call(this, path, opts));
+    };
+  }
   target.post = function meteredPost(this: unknown, path: string, opts?: unknown) {
     const route = integration.routes[path.split("?")[0]!];
-    if (!route) return post.call(this, path, opts);
+    if (!route) return background ? background.read("post", path, post.call(this, path, opts)) : post.call(this, path, opts);
 
     let call: MeteredCall | undefined;
     let prepared: Prepared | undefined;
@@ -113,7 +122,8 @@ export function meterPosts<C extends object>(
     return promise._thenUnwrap((data: any) => {
       if (!call || !prepared || call.settled) return data;
       if (!prepared.body?.stream || !data || typeof data.iterator !== "function") {
-        call.commit(route.usage(data));
+        // Answered before it ran: settled when this client reads it final (background.ts).
+        if (!background?.holdPending(data, call)) call.commit(route.usage(data));
         return data;
       }
       // The SDK's Stream keeps its controller, tee() and toReadableStream(); only the source

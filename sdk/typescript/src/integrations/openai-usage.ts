@@ -71,6 +71,11 @@ export function responseUsage(response: any): Usage {
 
 const TERMINAL = new Set(["response.completed", "response.incomplete", "response.failed"]);
 
+/** The response a stream's final event carries, else undefined. */
+export function finalResponseOf(event: any): any {
+  return TERMINAL.has(event?.type) ? event.response : undefined;
+}
+
 /** One Responses stream event; the terminal event carries the whole response and its usage. */
 export function observeResponseEvent(event: any, progress: StreamProgress): void {
   const type = event?.type;

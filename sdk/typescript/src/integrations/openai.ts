@@ -2,20 +2,24 @@
 // `openai` package, plain and streamed, metered with the provider's own usage numbers.
 import type { Meter } from "../meter.ts";
 import { meterPosts, type Prepared, type Route } from "./api-client.ts";
+import type { BackgroundRoute } from "./background.ts";
 import { outputLimit, promptOf, type IntegrationOptions } from "./metering.ts";
-import { chatCompletionUsage, observeChatChunk, observeResponseEvent, responseUsage } from "./openai-usage.ts";
+import { chatCompletionUsage, finalResponseOf, observeChatChunk, observeResponseEvent, responseUsage } from "./openai-usage.ts";
 
 export { MissingUserError, type IntegrationOptions } from "./metering.ts";
 
 /**
  * Meters every chat completion and response the client creates, its helpers included
- * (`.parse()`, `.stream()`, `runTools()`), and returns the same client.
+ * (`.parse()`, `.stream()`, `runTools()`), and returns the same client. A response created with
+ * `background: true` is settled when this client reads it final (`responses.retrieve()`, plain
+ * or streamed, or `responses.cancel()`), with the usage it then reports.
  */
 export function meterOpenAI<C extends object>(client: C, meter: Meter, options: IntegrationOptions = {}): C {
   return meterPosts(client, meter, options, {
     name: "meterOpenAI",
     provider: "openai",
     routes: { "/chat/completions": chatCompletions, "/responses": responses },
+    background,
   });
 }
 
@@ -57,4 +61,20 @@ const responses: Route = {
     observeResponseEvent(event, progress);
     return event;
   },
+};
+
+/** A response's states that end it: its usage is all there will be. */
+const FINAL = new Set(["completed", "incomplete", "failed", "cancelled"]);
+const READ = /^\/responses\/([^/]+)$/;
+const CANCEL = /^\/responses\/([^/]+)\/cancel$/;
+
+const background: BackgroundRoute = {
+  pending: (data) => (data?.background === true && typeof data.id === "string" && !FINAL.has(data.status) ? data.id : undefined),
+  readOf: (method, path) => (method === "get" ? READ : CANCEL).exec(path)?.[1],
+  final(response) {
+    if (!FINAL.has(response?.status)) return undefined;
+    if (response.usage) return responseUsage(response);
+    return response.status === "failed" || response.status === "cancelled" ? "nothing" : "estimate";
+  },
+  finalOf: finalResponseOf,
 };

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any, TypeVar
 
 from ..core import MeterCore
+from .background import BackgroundRoute
 from .calls import Call, count, get, output_limit
 from .stainless import Plan, wrap_client
 
@@ -47,6 +48,7 @@ def read_message(out: Any) -> tuple[int, int, list[str]]:
 
 class _Anthropic:
     provider = "anthropic"
+    background: BackgroundRoute | None = None
 
     def plan(self, options: Any) -> Plan | None:
         if str(getattr(options, "method", "")).lower() != "post" or not str(getattr(options, "url", "")).endswith(

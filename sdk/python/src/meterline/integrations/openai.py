@@ -3,9 +3,11 @@ chat completions and the Responses API (plain, streamed, raw, and the SDK's help
 
 from __future__ import annotations
 
+import re
 from typing import Any, TypeVar
 
 from ..core import MeterCore
+from .background import BackgroundRoute, Final
 from .calls import Call, count, get, output_limit
 from .stainless import Plan, reads_body, with_body, wrap_client
 
@@ -22,7 +24,9 @@ def wrap(
 ) -> C:
     """Meters this client instance (returned as is) with a Meter, or for the async client a Meter or an
     AsyncMeter. The user: ``user_id``, else ``with meter.user(...)``; every call's session: ``session_id``, else
-    the enclosing ``meter.user(..., session_id=...)``'s, else the library's own."""
+    the enclosing ``meter.user(..., session_id=...)``'s, else the library's own. A response created with
+    ``background=True`` is settled when this client reads it final (``responses.retrieve()``, plain or
+    streamed, or ``responses.cancel()``), with the usage it then reports."""
     return wrap_client(client, meter, user_id, session_id, _OpenAI(), metadata)
 
 
@@ -58,8 +62,44 @@ def read_response(out: Any) -> tuple[int, int, list[str]]:
     return count(get(u, "input_tokens")), count(get(u, "output_tokens")), response_tools(get(out, "output"))
 
 
+#: A response's states that end it: its usage is all there will be.
+_FINAL = frozenset({"completed", "incomplete", "failed", "cancelled"})
+_TERMINAL_EVENTS = frozenset({"response.completed", "response.incomplete", "response.failed"})
+_READ = re.compile(r"/responses/([^/]+)$")
+_CANCEL = re.compile(r"/responses/([^/]+)/cancel$")
+
+
+class _Background:
+    """OpenAI's background responses (background.py)."""
+
+    def pending(self, result: Any) -> str | None:
+        rid = get(result, "id")
+        if get(result, "background") is True and isinstance(rid, str) and get(result, "status") not in _FINAL:
+            return rid
+        return None
+
+    def read_of(self, options: Any) -> str | None:
+        method = str(getattr(options, "method", "")).lower()
+        url = str(getattr(options, "url", "")).split("?")[0]
+        m = _READ if method == "get" else _CANCEL if method == "post" else None
+        found = m.search(url) if m is not None else None
+        return found.group(1) if found else None
+
+    def final(self, response: Any) -> Final | None:
+        status = get(response, "status")
+        if status not in _FINAL:
+            return None
+        if get(response, "usage") is not None:
+            return read_response(response)
+        return "nothing" if status in ("failed", "cancelled") else "estimate"
+
+    def final_of(self, event: Any) -> Any:
+        return get(event, "response") if get(event, "type") in _TERMINAL_EVENTS else None
+
+
 class _OpenAI:
     provider = "openai"
+    background: BackgroundRoute | None = _Background()
 
     def plan(self, options: Any) -> Plan | None:
         if str(getattr(options, "method", "")).lower() != "post":

@@ -16,6 +16,7 @@ from ..errors import MeterTypeError, MeterValueError
 from ..meter import Meter
 from ..pricing import estimate_tokens
 from ..validate import check_metadata, check_session_id
+from .background import BackgroundCalls, BackgroundRoute
 from .calls import Call, Starting, ametered_iter, astart, metered_iter, open_calls, start, who
 
 C = TypeVar("C")
@@ -33,10 +34,14 @@ class Plan:
     extra: dict[str, Any] = field(default_factory=dict)
     # The request's output limit (see output_limit), for the estimate.
     max_output_tokens: int | None = None
+    # Keeps a call whose answer is a background response still to run (background.py): set by wrap_client.
+    hold: Callable[[Any, Call], bool] | None = None
 
 
 class Spec(Protocol):
     provider: str
+    #: How the provider's background responses are read (None: it has none).
+    background: BackgroundRoute | None
 
     def plan(self, options: Any) -> Plan | None: ...
 
@@ -82,7 +87,8 @@ def _settle(result: Any, call: Call, plan: Plan, is_async: bool) -> Any:
         # A body the caller reads itself (with_streaming_response): settled with the estimate.
         _settle_estimate(call, plan)
         return result
-    call.settle(*plan.read(result))
+    if plan.hold is None or not plan.hold(result, call):
+        call.settle(*plan.read(result))
     return result
 
 
@@ -108,7 +114,8 @@ def _settle_parsed(result: Any, parsed: Any, call: Call, plan: Plan, is_async: b
         _settle(parsed, call, plan, is_async)
     else:
         try:
-            call.settle(*plan.read(parsed))
+            if plan.hold is None or not plan.hold(parsed, call):
+                call.settle(*plan.read(parsed))
         except Exception:
             call.settle_seen()
     return result
@@ -162,23 +169,32 @@ def wrap_client(
     original = client.request  # type: ignore[attr-defined]
     meta = {"provider": spec.provider, **(metadata or {})}
     calls = open_calls(meter)
+    background = BackgroundCalls(spec.background) if spec.background is not None else None
+
+    def planned(options: Any) -> Plan | None:
+        plan = spec.plan(options)
+        if plan is not None and background is not None:
+            plan.hold = background.hold_pending
+        return plan
 
     def starting(plan: Plan) -> Starting:
         return Starting(meter, who(user_id, session_id), plan.model, plan.prompt, meta, calls, plan.max_output_tokens)
 
     async def arequest(cast_to: Any, options: Any, *args: Any, **kwargs: Any) -> Any:
-        plan = spec.plan(options)
+        plan = planned(options)
         if plan is None:
-            return await original(cast_to, options, *args, **kwargs)
+            result = await original(cast_to, options, *args, **kwargs)
+            return background.read(options, result, True) if background is not None else result
         call = await astart(starting(plan))
         with answered(call):
             result = await original(cast_to, plan.options, *args, **kwargs)
         return await _asettle(result, call, plan)
 
     def request(cast_to: Any, options: Any, *args: Any, **kwargs: Any) -> Any:
-        plan = spec.plan(options)
+        plan = planned(options)
         if plan is None:
-            return original(cast_to, options, *args, **kwargs)
+            result = original(cast_to, options, *args, **kwargs)
+            return background.read(options, result, False) if background is not None else result
         call = start(starting(plan))
         with answered(call):
             result = original(cast_to, plan.options, *args, **kwargs)
