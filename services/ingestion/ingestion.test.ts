@@ -180,28 +180,32 @@ t("every accepted usage and gate event reaches analytics, and every new gate eve
   assert.equal([notice.status, notice.gateReason, notice.blocked, notice.limitValue], ["hard_gate", "total_spend", true, 10]);
 });
 
-t("a job left unfinished by a crash is completed by the recovery sweep", async ({ stack, mongo }) => {
+t("a job left unfinished by a crash is completed by the recovery sweep, as stored now and as written before (ids as text)", async ({ stack, mongo }) => {
   const { api, productId } = await stack.newProduct();
-  await api.post("/users", { external_user_id: "r1" });
   const db = mongo.db(`${stack.dbPrefix}_ingestion`);
-  // What a request killed right after inserting its events leaves behind: the job and the events.
-  const job = `job_${randomUUID()}`;
-  const old = new Date(Date.now() - 5_000);
-  const docs = Array.from({ length: 5 }, (_, i) =>
-    storedUsage(productId, job, "r1", old, i + 1),
-  );
-  await db.collection<StoredJob>("jobs").insertOne(storedJob({ _id: job, kind: "usage", product_id: productId, ids: docs.map((d) => d._id), created_at: old }));
-  await db.collection("usage_events").insertMany(docs as never[]);
-  const usage = await eventually(async () => {
-    const res = await api.get("/users/r1/usage?period=current_month");
-    return res.body.total_cost === 15 ? res.body : undefined;
-  }, 30_000, "the sweep to count the events");
-  assert.is(usage.total_cost, 15);
-  await eventually(async () => (await db.collection("jobs").countDocuments({ _id: job as never })) === 0, 30_000, "the job to be closed");
-  // A retry of the same events afterwards changes nothing.
-  const retry = await api.post("/events/batch", docs.map((d) => ({ id: d.event_id, user_id: "r1", timestamp: old.toISOString(), cost_total: d.cost_total })));
-  assert.equal(retry.body, { accepted: 0, duplicates: 5 });
-  assert.is((await api.get("/users/r1/usage?period=current_month")).body.total_cost, 15);
+  const asText = (j: StoredJob & { ids?: string }, ids: string[]) => ({ ...j, deflated_ids: undefined, ids: JSON.stringify(ids) });
+  for (const [user, written] of [["r1", "now"], ["r1-text", "before"]] as const) {
+    await api.post("/users", { external_user_id: user });
+    // What a request killed right after inserting its events leaves behind: the job and the events.
+    const job = `job_${randomUUID()}`;
+    const old = new Date(Date.now() - 5_000);
+    const docs = Array.from({ length: 5 }, (_, i) => storedUsage(productId, job, user, old, i + 1));
+    const ids = docs.map((d) => d._id);
+    const stored = await storedJob({ _id: job, kind: "usage", product_id: productId, ids, created_at: old });
+    assert.ok(stored.deflated_ids && stored.ids === undefined, "stored deflated, without the text");
+    await db.collection<StoredJob>("jobs").insertOne(written === "now" ? stored : asText(stored, ids));
+    await db.collection("usage_events").insertMany(docs as never[]);
+    const usage = await eventually(async () => {
+      const res = await api.get(`/users/${user}/usage?period=current_month`);
+      return res.body.total_cost === 15 ? res.body : undefined;
+    }, 30_000, "the sweep to count the events");
+    assert.is(usage.total_cost, 15);
+    await eventually(async () => (await db.collection("jobs").countDocuments({ _id: job as never })) === 0, 30_000, "the job to be closed");
+    // A retry of the same events afterwards changes nothing.
+    const retry = await api.post("/events/batch", docs.map((d) => ({ id: d.event_id, user_id: user, timestamp: old.toISOString(), cost_total: d.cost_total })));
+    assert.equal(retry.body, { accepted: 0, duplicates: 5 });
+    assert.is((await api.get(`/users/${user}/usage?period=current_month`)).body.total_cost, 15);
+  }
 });
 
 t("a job taken over from a claimant gone silent keeps its guards: that claimant's late addition counts nothing", async ({ stack, mongo }) => {
@@ -212,7 +216,7 @@ t("a job taken over from a claimant gone silent keeps its guards: that claimant'
   const job = `job_${randomUUID()}`;
   const at = new Date(Date.now() - 5_000);
   const docs = [storedUsage(productId, job, "r3", at, 2), storedUsage(productId, job, "r3", at, 3)];
-  await db.collection<StoredJob>("jobs").insertOne(storedJob({ _id: job, kind: "usage", product_id: productId, ids: docs.map((d) => d._id), created_at: at, claimed_at: at }));
+  await db.collection<StoredJob>("jobs").insertOne(await storedJob({ _id: job, kind: "usage", product_id: productId, ids: docs.map((d) => d._id), created_at: at, claimed_at: at }));
   await db.collection("usage_events").insertMany(docs as never[]);
   await eventually(async () => (await db.collection("jobs").countDocuments({ _id: job as never })) === 0, 30_000, "the sweep to take the job over and close it");
   const month = async () => (await api.get("/users/r3/usage?period=current_month")).body.total_cost as number;
@@ -245,7 +249,7 @@ t("a team member's job left unfinished counts the team exactly when the member: 
   );
   assert.ok(docs.every((d) => d.team?.windows?.length === 1), "each event carries its team share");
   // A request that died once the team part of its completion was written, the member's not yet.
-  await db.collection<StoredJob>("jobs").insertOne(storedJob({ _id: job, kind: "usage", product_id: productId, ids: docs.map((d) => d._id), created_at: new Date(now.getTime() - 6_000) }));
+  await db.collection<StoredJob>("jobs").insertOne(await storedJob({ _id: job, kind: "usage", product_id: productId, ids: docs.map((d) => d._id), created_at: new Date(now.getTime() - 6_000) }));
   await db.collection("usage_events").insertMany(docs as never[]);
   const teamCounters = new CounterStore(db, "team_counters", "team_id");
   const teams = { teamCounters, teamWindows: new WindowStore(db, "team_counters", "team_id"), leases: { teams: new LeaseStore(teamCounters.counters, "team_id"), graceMs: 30_000 }, now: () => new Date() };
@@ -278,7 +282,7 @@ t("the recovery sweep completes interrupted jobs beside an older one it cannot c
   const leftBehind = async (productId: string, user: string, ageMs: number, cost: unknown, job = `job_${randomUUID()}`) => {
     const at = new Date(Date.now() - ageMs);
     const doc = storedUsage(productId, job, user, at);
-    await db.collection<StoredJob>("jobs").insertOne(storedJob({ _id: job, kind: "usage", product_id: productId, ids: [doc._id], created_at: at, claimed_at: at }));
+    await db.collection<StoredJob>("jobs").insertOne(await storedJob({ _id: job, kind: "usage", product_id: productId, ids: [doc._id], created_at: at, claimed_at: at }));
     await db.collection("usage_events").insertOne({ ...doc, cost_total: cost } as never);
     return job;
   };
@@ -568,7 +572,7 @@ t("an event counted under the old history after the change was applied moves wit
   const stamped = new Date(now - HOUR);
   const doc = storedUsage(productId, job, userId, stamped, 2, new Date(now - 10_000));
   assert.is.not(doc.counter_id, `${productId}|${start.toISOString()}|${userId}`, "counted under the old history");
-  await db.collection<StoredJob>("jobs").insertOne(storedJob({ _id: job, kind: "usage", product_id: productId, ids: [doc._id], created_at: new Date(now - 10_000) }));
+  await db.collection<StoredJob>("jobs").insertOne(await storedJob({ _id: job, kind: "usage", product_id: productId, ids: [doc._id], created_at: new Date(now - 10_000) }));
   await db.collection("usage_events").insertOne(doc as never);
 
   // No call about the user: the late-change job moves it into the new period's counter.
@@ -687,7 +691,7 @@ t("a team's change applied by a read about the team is followed: a member's even
   const doc = usageDoc(productId, job, create(UsageEventSchema, { id: randomUUID(), userId: member, timestamp: toTimestamp(stamped), costTotal: 2 }), stale, stamped);
   const newCounter = `${productId}|${start.toISOString()}|${doc.team!.id}`;
   assert.is.not(doc.team!.counter_id, newCounter, "counted under the team's old period");
-  await db.collection<StoredJob>("jobs").insertOne(storedJob({ _id: job, kind: "usage", product_id: productId, ids: [doc._id], created_at: new Date(now - 10_000) }));
+  await db.collection<StoredJob>("jobs").insertOne(await storedJob({ _id: job, kind: "usage", product_id: productId, ids: [doc._id], created_at: new Date(now - 10_000) }));
   await db.collection("usage_events").insertOne(doc as never);
 
   // The follower, following the team since its read, moves it into the team's new period.

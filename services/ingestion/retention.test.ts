@@ -99,7 +99,7 @@ t("usage, session, gate events and thresholds are unchanged by retention; what s
   const guards = await db.collection("counters").find({ user_id: "cur" }).toArray();
   const openJob = Object.keys(guards[0]!.jobs).find((j) => guards.every((c) => c.jobs[j]))!;
   const ids = (await events.find({ job: openJob }).toArray()).map((e) => e._id);
-  await db.collection<StoredJob>("jobs").insertOne(storedJob({ _id: openJob, kind: "usage", product_id: "", ids, created_at: LATE, claimed_at: LATE }));
+  await db.collection<StoredJob>("jobs").insertOne(await storedJob({ _id: openJob, kind: "usage", product_id: "", ids, created_at: LATE, claimed_at: LATE }));
 
   // Lists of recent arrivals (late-changes/arrivals.ts), long past their window: all go.
   const arrivals = async () => (await db.collection("arrival_lists").countDocuments()) + (await db.collection("arrival_buckets").countDocuments());

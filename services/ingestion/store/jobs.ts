@@ -1,3 +1,6 @@
+import { promisify } from "node:util";
+import { deflateRaw, inflateRawSync } from "node:zlib";
+import { Binary } from "mongodb";
 import { DbStore } from "@meter/lib/mongo";
 
 /**
@@ -35,25 +38,34 @@ export interface JobDoc {
 }
 
 /**
- * A job as stored: the offered ids as one JSON string. The embedded database stores a type
- * schema entry for every element of an array, so a job of 1,000 ids as an array cost tens of
- * milliseconds of its single writer to insert and again to claim; as one string, a few.
+ * A job as stored: the offered ids as their JSON text, raw-deflated (`deflated_ids`). The
+ * embedded database stores a type schema entry for every element of an array, so a job of
+ * 1,000 ids as an array cost tens of milliseconds of its single writer to insert and again to
+ * claim; as one string, a few, for 76 kB that the insert, the claim (a whole-document rewrite
+ * there), the delete and every scan of the recovery sweep still carry. Deflated (the product
+ * prefix every id repeats goes), 22 kB. Jobs written before keep their text (`ids`).
  */
-export type StoredJob = Omit<JobDoc, "ids"> & { ids: string };
+export type StoredJob = Omit<JobDoc, "ids"> & { ids?: string; deflated_ids?: Binary };
 
-export function storedJob(job: JobDoc): StoredJob {
-  return { ...job, ids: JSON.stringify(job.ids) };
+const deflate = promisify(deflateRaw);
+
+/** A job as the collection keeps it (async: the deflating, 0.6 ms for 1,000 ids, runs off the event loop). */
+export async function storedJob(job: JobDoc): Promise<StoredJob> {
+  const { ids, ...rest } = job;
+  return { ...rest, deflated_ids: new Binary(await deflate(JSON.stringify(ids), { level: 1 })) };
 }
 
 function fromStored(doc: StoredJob): JobDoc {
-  return { ...doc, ids: JSON.parse(doc.ids) as string[] };
+  const { deflated_ids, ids, ...rest } = doc;
+  const text = deflated_ids ? inflateRawSync(deflated_ids.buffer).toString() : (ids ?? "[]");
+  return { ...rest, ids: JSON.parse(text) as string[] };
 }
 
 export class JobStore extends DbStore {
   readonly jobs = this.db.collection<StoredJob>("jobs");
 
   async open(job: JobDoc): Promise<void> {
-    await this.jobs.insertOne(storedJob(job));
+    await this.jobs.insertOne(await storedJob(job));
   }
 
   /** Whether the job is still open (its id only: the document holds every offered id). */
