@@ -27,6 +27,14 @@ def setup(product: Product, provider: MockProvider, plan: dict[str, Any] = PLAN)
     return meter, user, client
 
 
+def setup_async(product: Product, provider: MockProvider) -> tuple[Meter, str, AsyncOpenAI]:
+    """The async client, metered by a Meter (which meters async clients too)."""
+    user = product.create_user(PLAN)
+    meter = Meter(api_key=product.key, base_url=product.url)
+    client = wrap(AsyncOpenAI(api_key="sk-test", base_url=provider.base, max_retries=0), meter, user_id=user)
+    return meter, user, client
+
+
 def totals(product: Product, meter: Meter, user: str) -> tuple[float, int]:
     assert meter.flush()
     u = product.usage(user)
@@ -142,9 +150,7 @@ def test_a_raw_stream_is_metered_as_read_and_a_body_read_by_the_caller_is_sent_a
 async def test_async_raw_responses_are_metered_with_the_providers_usage(
     product: Product, provider: MockProvider
 ) -> None:
-    user = product.create_user(PLAN)
-    meter = Meter(api_key=product.key, base_url=product.url)
-    client = wrap(AsyncOpenAI(api_key="sk-test", base_url=provider.base, max_retries=0), meter, user_id=user)
+    meter, user, client = setup_async(product, provider)
 
     # parse() of an async raw response: a plain call in openai 1.x, a coroutine elsewhere.
     async def parsed(raw: Any) -> Any:
@@ -210,9 +216,7 @@ def test_one_wrapped_client_serves_conversations_with_their_own_session_caps(
 
 
 async def test_async_client_plain_and_streamed(product: Product, provider: MockProvider) -> None:
-    user = product.create_user(PLAN)
-    meter = Meter(api_key=product.key, base_url=product.url)
-    client = wrap(AsyncOpenAI(api_key="sk-test", base_url=provider.base, max_retries=0), meter, user_id=user)
+    meter, user, client = setup_async(product, provider)
     out = await client.chat.completions.create(model="gpt-4o", messages=MESSAGES)
     assert out.choices[0].message.content == "Hello!"
     stream = await client.chat.completions.create(model="gpt-4o", messages=MESSAGES, stream=True)
@@ -295,9 +299,7 @@ def test_a_background_response_read_as_a_stream_counts_and_a_cancelled_one_gives
 async def test_an_async_background_response_is_settled_when_read_final(
     product: Product, provider: MockProvider
 ) -> None:
-    user = product.create_user(PLAN)
-    meter = Meter(api_key=product.key, base_url=product.url)
-    client = wrap(AsyncOpenAI(api_key="sk-test", base_url=provider.base, max_retries=0), meter, user_id=user)
+    meter, user, client = setup_async(product, provider)
     queued = await client.responses.create(model="gpt-4o", input="a", background=True)
     stream = await client.responses.retrieve(queued.id, stream=True)
     assert [e.type async for e in stream][-1] == "response.completed"
