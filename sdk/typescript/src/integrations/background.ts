@@ -76,6 +76,7 @@ export class BackgroundCalls {
    * at its final event.
    */
   read(method: "get" | "post", path: string, promise: any): any {
+    if (this.#calls.size === 0) return promise;
     const id = this.route.readOf(method, path.split("?")[0]!);
     if (id === undefined || !this.#calls.has(id) || typeof promise?._thenUnwrap !== "function") return promise;
     return promise._thenUnwrap((data: any) => {
