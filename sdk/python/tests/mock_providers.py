@@ -53,6 +53,11 @@ class MockProvider:
                     self._send(
                         json.dumps(_background(mock.background[rid], rid, "cancelled")).encode(), "application/json"
                     )
+                elif path.endswith("/responses") and body.get("background"):
+                    # A background stream: the response goes on, and can be read back, if the stream is left.
+                    rid = f"resp_bg_{len(mock.background) + 1}"
+                    mock.background[rid] = body
+                    self._answer({**body, "id": rid}, responses_json, responses_sse)
                 elif path.endswith("/responses"):
                     self._answer(body, responses_json, responses_sse)
                 elif path.endswith("/messages"):

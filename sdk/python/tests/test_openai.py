@@ -296,6 +296,24 @@ def test_a_background_response_read_as_a_stream_counts_and_a_cancelled_one_gives
     meter.shutdown()
 
 
+def test_a_background_response_streamed_and_left_before_its_end_is_held_until_read_back(
+    product: Product, provider: MockProvider
+) -> None:
+    meter, user, client = setup(product, provider, CAPPED)
+    stream = client.responses.create(model="gpt-4o", input="write a report", background=True, stream=True)
+    first = next(iter(stream))
+    assert first.type == "response.created"
+    stream.close()
+    assert refused(client), "held while it runs on"
+
+    events = list(client.responses.retrieve(first.response.id, stream=True))
+    assert events[-1].type == "response.completed"
+    cost, tokens = totals(product, meter, user)
+    assert near(cost, CALL_COST) and tokens == USAGE_IN + USAGE_OUT, "counted in full, once"
+    assert not refused(client)
+    meter.shutdown()
+
+
 async def test_an_async_background_response_is_settled_when_read_final(
     product: Product, provider: MockProvider
 ) -> None:

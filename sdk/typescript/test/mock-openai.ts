@@ -94,7 +94,14 @@ function responses(req: ReceivedRequest, reply: Reply, res: ServerResponse, back
     sendJson(res, responseOf(reply, model, "completed", true));
     return;
   }
-  sendEvents(res, responseEvents(reply, model, "resp_mock", req.body.background === true), reply.hang);
+  if (req.body.background !== true) {
+    sendEvents(res, responseEvents(reply, model, "resp_mock", false), reply.hang);
+    return;
+  }
+  // A background stream: the response goes on, and can be read back, if the stream is left.
+  const id = `resp_bg_${background.size + 1}`;
+  background.set(id, { model });
+  sendEvents(res, responseEvents(reply, model, id, true), reply.hang);
 }
 
 /** GET /v1/responses/{id}: a background response as it is now, plain or as its stream of events. */

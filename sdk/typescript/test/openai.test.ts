@@ -137,6 +137,27 @@ t("a background response read as a stream counts at its final event; a cancelled
   assert.equal(events.filter((e) => e.user_id === user).map((e) => e.input_tokens + e.output_tokens), [750, 17]);
 });
 
+t("a background response streamed and left before its end is held, and counted in full once read back", async ({ env, mock, events }) => {
+  const user = await env.newUser("capped");
+  const openai = meterOpenAI(client(mock), env.meter, { user_id: user });
+  mock.reply = { text: "A long report.", usage: { input: 2000, output: 500 }, hang: 2 };
+  const stream = await openai.responses.create({ model: "gpt-4o", input: "write a report", background: true, stream: true });
+  let id = "";
+  for await (const event of stream) {
+    if (event.type === "response.created") id = event.response.id;
+    break;
+  }
+  assert.ok(id.startsWith("resp_bg_"));
+  assert.instance(await openai.responses.create({ model: "gpt-4o", input: "x" }).catch((e) => e), LimitExceededError, "held while it runs on");
+
+  mock.reply = { ...mock.reply, hang: undefined };
+  const resumed = await openai.responses.retrieve(id, { stream: true, starting_after: 1 });
+  for await (const _ of resumed);
+  const usage = await env.usage(user, (u) => u.total_tokens === 2500);
+  close(usage.total_cost, costOf("gpt-4o", 2000, 500));
+  assert.is(events.filter((e) => e.user_id === user).length, 1);
+});
+
 t("helpers keep working and count once: withResponse, parse, chat and responses stream helpers", async ({ env, mock }) => {
   const user = await env.newUser();
   const plain = client(mock);

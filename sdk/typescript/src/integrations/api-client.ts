@@ -27,6 +27,8 @@ export interface Route {
   usage(data: any): Usage;
   /** A reader for one stream: feeds each item to `progress`, returns what the caller gets. */
   observer(progress: StreamProgress, prepared: Prepared): Observer<any>;
+  /** The id of the background response a stream left before its end still runs as, else undefined. */
+  cutRunning?(progress: StreamProgress, prepared: Prepared): string | undefined;
 }
 
 export interface Prepared {
@@ -132,7 +134,9 @@ export function meterPosts<C extends object>(
       const progress = metered.streaming();
       const source = data.iterator.bind(data);
       const observe = route.observer(progress, prepared);
-      data.iterator = () => meterIterator(source(), metered, progress, observe);
+      const p = prepared;
+      const hold = background && route.cutRunning && (() => background.holdCut(route.cutRunning!(progress, p), metered));
+      data.iterator = () => meterIterator(source(), metered, progress, observe, hold || undefined);
       settleWhenCollected(data, metered);
       return data;
     });

@@ -56,6 +56,13 @@ export class BackgroundCalls {
     return true;
   }
 
+  /** Holds `call` when a stream left before its end names a background response still running (`id`). */
+  holdCut(id: string | undefined, call: MeteredCall): boolean {
+    if (id === undefined || call.settled) return false;
+    this.hold(id, call);
+    return true;
+  }
+
   /** Keeps `call` reserved until response `id` is read final. */
   hold(id: string, call: MeteredCall): void {
     const before = this.#calls.get(id);

@@ -32,6 +32,8 @@ export interface StreamProgress {
   tool_calls: string[];
   /** Characters of generated text and tool arguments seen, for estimating a cut stream. */
   chars: number;
+  /** The response's id, where the stream names it (OpenAI's Responses API). */
+  responseId?: string;
 }
 
 export class MissingUserError extends MeterError {
@@ -236,8 +238,9 @@ export type Observer<T> = (item: T) => T | undefined;
  * what it used. A plain iterator object rather than an async generator, and closures made once
  * per stream: each item costs one promise reaction and a synchronous observe().
  */
-export function meterIterator<T>(source: AsyncIterator<T>, call: MeteredCall, progress: StreamProgress, observe: Observer<T>): AsyncIterableIterator<T> {
-  const settle = () => call.settle(progress);
+export function meterIterator<T>(source: AsyncIterator<T>, call: MeteredCall, progress: StreamProgress, observe: Observer<T>, hold?: () => boolean): AsyncIterableIterator<T> {
+  // `hold`: a stream whose request goes on without it (a background response) is held, not settled, when cut.
+  const settle = () => void (hold?.() || call.settle(progress));
   const step = (r: IteratorResult<T>): IteratorResult<T> | Promise<IteratorResult<T>> => {
     if (r.done) {
       settle();

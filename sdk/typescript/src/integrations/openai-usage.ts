@@ -79,6 +79,7 @@ export function finalResponseOf(event: any): any {
 /** One Responses stream event; the terminal event carries the whole response and its usage. */
 export function observeResponseEvent(event: any, progress: StreamProgress): void {
   const type = event?.type;
+  if (type === "response.created" && typeof event.response?.id === "string") progress.responseId = event.response.id;
   if (type === "response.output_text.delta" || type === "response.function_call_arguments.delta") {
     progress.chars += event.delta?.length ?? 0;
   } else if (type === "response.output_item.added") {

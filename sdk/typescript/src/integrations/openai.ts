@@ -61,6 +61,8 @@ const responses: Route = {
     observeResponseEvent(event, progress);
     return event;
   },
+  // A background response streamed and left before its end runs on: held until read final.
+  cutRunning: (progress, prepared) => (prepared.body?.background === true && !progress.complete ? progress.responseId : undefined),
 };
 
 /** A response's states that end it: its usage is all there will be. */

@@ -54,6 +54,13 @@ class BackgroundCalls:
         self.hold(rid, call)
         return True
 
+    def hold_cut(self, rid: str | None, call: Call) -> bool:
+        """Holds ``call`` when a stream left before its end names a background response still running (``rid``)."""
+        if rid is None or not call.reservation.open or call.taken:
+            return False
+        self.hold(rid, call)
+        return True
+
     def hold(self, rid: str, call: Call) -> None:
         """Keeps ``call`` reserved until response ``rid`` is read final."""
         with self._lock:

@@ -63,6 +63,7 @@ class Call:
         "output_tokens",
         "prompt",
         "reservation",
+        "response_id",
         "taken",
         "tools",
     )
@@ -79,6 +80,8 @@ class Call:
         self.output_tokens: int | None = None
         self.tools: list[str] = []
         self.chars = 0
+        # The response's id, where a stream names it (OpenAI's Responses API).
+        self.response_id: str | None = None
         open_calls.add(self)
 
     def _take(self) -> bool:
@@ -225,30 +228,47 @@ async def astart(s: Starting) -> Call:
     return s.now() or s.call(await reserve_async(s.meter, s.user_id, **s.kw))
 
 
+#: Holds a call whose stream was left before its end while its request runs on (a background response);
+#: False when there is nothing to hold it for.
+Hold = Callable[[Call], bool]
+
+
 @contextlib.contextmanager
-def seen_on_error(call: Call) -> Iterator[None]:
-    """A stream closed early or cut by an error once the provider started answering: what it showed."""
+def seen_on_error(call: Call, hold: Hold | None = None) -> Iterator[None]:
+    """A stream closed early or cut by an error once the provider started answering: what it showed (unless
+    ``hold`` keeps it for later)."""
     try:
         yield
     except BaseException:
-        call.settle_seen()
+        if hold is None or not hold(call):
+            call.settle_seen()
         raise
 
 
 def metered_iter(
-    inner: Iterator[Any], call: Call, observe: Callable[[Call, Any], bool], finish: Callable[[Call], None]
+    inner: Iterator[Any],
+    call: Call,
+    observe: Callable[[Call, Any], bool],
+    finish: Callable[[Call], None],
+    hold: Hold | None = None,
 ) -> Iterator[Any]:
     """Passes a stream's items through; ``observe`` reads each and returns False for an item to hide."""
-    with seen_on_error(call):
+    with seen_on_error(call, hold):
         yield from (item for item in inner if observe(call, item))
-    finish(call)
+    if hold is None or not hold(call):
+        finish(call)
 
 
 async def ametered_iter(
-    inner: AsyncIterator[Any], call: Call, observe: Callable[[Call, Any], bool], finish: Callable[[Call], None]
+    inner: AsyncIterator[Any],
+    call: Call,
+    observe: Callable[[Call, Any], bool],
+    finish: Callable[[Call], None],
+    hold: Hold | None = None,
 ) -> AsyncIterator[Any]:
-    with seen_on_error(call):
+    with seen_on_error(call, hold):
         async for item in inner:
             if observe(call, item):
                 yield item
-    finish(call)
+    if hold is None or not hold(call):
+        finish(call)

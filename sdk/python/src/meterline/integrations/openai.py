@@ -127,7 +127,17 @@ class _OpenAI:
         if url.endswith("/responses"):
             prompt = {"instructions": body.get("instructions"), "input": body.get("input"), "tools": body.get("tools")}
             limit = output_limit(body.get("max_output_tokens"))
-            return Plan(model, prompt, options, _response_observer(), read_response, max_output_tokens=limit)
+            # A background response streamed and left before its end runs on: held until read final.
+            background = body.get("background") is True
+            return Plan(
+                model,
+                prompt,
+                options,
+                _response_observer(),
+                read_response,
+                max_output_tokens=limit,
+                running=(lambda call: call.response_id if call.output_tokens is None else None) if background else None,
+            )
         return None
 
 
@@ -156,7 +166,9 @@ def _chat_observer(hide: bool) -> Any:
 def _response_observer() -> Any:
     def observe(call: Call, event: Any) -> bool:
         t = get(event, "type")
-        if t in ("response.output_text.delta", "response.function_call_arguments.delta"):
+        if t == "response.created" and isinstance(get(get(event, "response"), "id"), str):
+            call.response_id = get(get(event, "response"), "id")
+        elif t in ("response.output_text.delta", "response.function_call_arguments.delta"):
             d = get(event, "delta")
             if isinstance(d, str):
                 call.chars += len(d)

@@ -17,7 +17,7 @@ from ..meter import Meter
 from ..pricing import estimate_tokens
 from ..validate import check_metadata, check_session_id
 from .background import BackgroundCalls, BackgroundRoute
-from .calls import Call, Starting, ametered_iter, astart, metered_iter, open_calls, start, who
+from .calls import Call, Hold, Starting, ametered_iter, astart, metered_iter, open_calls, start, who
 
 C = TypeVar("C")
 
@@ -36,6 +36,10 @@ class Plan:
     max_output_tokens: int | None = None
     # Keeps a call whose answer is a background response still to run (background.py): set by wrap_client.
     hold: Callable[[Any, Call], bool] | None = None
+    # The id of the background response a stream left before its end still runs as, else None.
+    running: Callable[[Call], str | None] | None = None
+    # Holds a call for that (set by wrap_client).
+    hold_cut: Hold | None = None
 
 
 class Spec(Protocol):
@@ -56,20 +60,25 @@ def _settle(result: Any, call: Call, plan: Plan, is_async: bool) -> Any:
     if hasattr(kind, "__stream__"):
         # A Stream / AsyncStream: metered as its items pass, settled when it ends or is left.
         it = result._iterator
-        result._iterator = (ametered_iter if is_async else metered_iter)(it, call, plan.observe, _finish)
+        result._iterator = (ametered_iter if is_async else metered_iter)(it, call, plan.observe, _finish, plan.hold_cut)
         # Closing a stream the reader left (break, then close() or `with`) settles it with what it showed.
         close = result.close
+
+        def left() -> None:
+            if plan.hold_cut is None or not plan.hold_cut(call):
+                call.settle_seen()
+
         if is_async:
 
             async def aclose() -> None:
-                call.settle_seen()
+                left()
                 await close()
 
             result.close = aclose
         else:
 
             def sclose() -> None:
-                call.settle_seen()
+                left()
                 close()
 
             result.close = sclose
@@ -175,6 +184,9 @@ def wrap_client(
         plan = spec.plan(options)
         if plan is not None and background is not None:
             plan.hold = background.hold_pending
+            running = plan.running
+            if running is not None:
+                plan.hold_cut = lambda call: background.hold_cut(running(call), call)
         return plan
 
     def starting(plan: Plan) -> Starting:
