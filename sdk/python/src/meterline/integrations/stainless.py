@@ -130,6 +130,23 @@ def _settle_parsed(result: Any, parsed: Any, call: Call, plan: Plan, is_async: b
     return result
 
 
+def _read_back(background: BackgroundCalls, options: Any, result: Any, is_async: bool) -> Any:
+    """A request not metered itself, which may read a background response held (background.py); a raw
+    answer (with_raw_response) is read through its parse(), which is cached: the caller gets the same object."""
+    if _is_raw(type(result)) and not reads_body(options) and not inspect.iscoroutinefunction(result.parse):
+        background.read(options, result.parse(), is_async)
+        return result
+    return background.read(options, result, is_async)
+
+
+async def _aread_back(background: BackgroundCalls, options: Any, result: Any) -> Any:
+    """_read_back for the async client, whose raw answers parse by a coroutine."""
+    if _is_raw(type(result)) and not reads_body(options) and inspect.iscoroutinefunction(result.parse):
+        background.read(options, await result.parse(), True)
+        return result
+    return _read_back(background, options, result, True)
+
+
 def _settle_estimate(call: Call, plan: Plan) -> None:
     call.input_tokens = estimate_tokens(plan.prompt)
     call.settle_seen()
@@ -196,7 +213,7 @@ def wrap_client(
         plan = planned(options)
         if plan is None:
             result = await original(cast_to, options, *args, **kwargs)
-            return background.read(options, result, True) if background is not None else result
+            return await _aread_back(background, options, result) if background is not None else result
         call = await astart(starting(plan))
         with answered(call):
             result = await original(cast_to, plan.options, *args, **kwargs)
@@ -206,7 +223,7 @@ def wrap_client(
         plan = planned(options)
         if plan is None:
             result = original(cast_to, options, *args, **kwargs)
-            return background.read(options, result, False) if background is not None else result
+            return _read_back(background, options, result, False) if background is not None else result
         call = start(starting(plan))
         with answered(call):
             result = original(cast_to, plan.options, *args, **kwargs)
