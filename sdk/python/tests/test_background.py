@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 from meterline.integrations.background import MAX_UNREAD_S, BackgroundCalls
-from meterline.integrations.openai import _Background
+from meterline.integrations.openai import _Background, _response_observer
 
 
 class _Reservation:
@@ -59,3 +60,13 @@ def test_an_answer_that_is_not_a_running_background_response_is_not_held() -> No
     assert not calls.hold_pending({"id": "r", "background": False, "status": "queued"}, call)  # type: ignore[arg-type]
     assert not calls.hold_pending({"id": "r", "status": "in_progress"}, call)  # type: ignore[arg-type]
     assert call.settled == []
+
+
+def test_a_stream_names_its_response_until_the_final_event_with_usage_or_without() -> None:
+    # A background stream left before that event is held for the response; one that saw it is not.
+    observe = _response_observer()
+    call: Any = SimpleNamespace(response_id=None, chars=0, tools=[], input_tokens=None, output_tokens=None)
+    observe(call, {"type": "response.created", "response": {"id": "resp_1", "status": "queued"}})
+    assert call.response_id == "resp_1"
+    observe(call, {"type": "response.failed", "response": {"id": "resp_1", "status": "failed", "usage": None}})
+    assert call.response_id is None and call.output_tokens is None

@@ -49,6 +49,14 @@ t("responses: function, MCP and built-in calls are tools; messages, reasoning an
   assert.equal(usageOfProgress(progress, 3), { input_tokens: 3, output_tokens: 2, tool_calls: ["f"] });
   observeResponseEvent({ type: "response.completed", response }, progress);
   assert.equal(usageOfProgress(progress, 3), { input_tokens: 5, output_tokens: 6, tool_calls: ["web_search", "f"] });
+
+  // The response a stream is for is named until its final event, with usage or without: a
+  // background stream left before it is held for that response, one that saw it is not.
+  const failed = newProgress();
+  observeResponseEvent({ type: "response.created", response: { id: "resp_1", status: "queued" } }, failed);
+  assert.is(failed.responseId, "resp_1");
+  observeResponseEvent({ type: "response.failed", response: { id: "resp_1", status: "failed", usage: null } }, failed);
+  assert.equal([failed.responseId, failed.complete], [undefined, false]);
 });
 
 t("anthropic: cache tokens are input; tool blocks are calls, the server-tool counter is not added", () => {

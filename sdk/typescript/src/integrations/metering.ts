@@ -32,7 +32,7 @@ export interface StreamProgress {
   tool_calls: string[];
   /** Characters of generated text and tool arguments seen, for estimating a cut stream. */
   chars: number;
-  /** The response's id, where the stream names it (OpenAI's Responses API). */
+  /** The id of the response the stream is for, where it names one (OpenAI's Responses API), until its final event. */
   responseId?: string;
 }
 

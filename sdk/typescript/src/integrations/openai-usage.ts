@@ -86,6 +86,8 @@ export function observeResponseEvent(event: any, progress: StreamProgress): void
     const name = responseItemTool(event.item);
     if (name) progress.tool_calls.push(name);
   } else if (TERMINAL.has(type) && event.response) {
+    // Ended: nothing runs on, whether or not the event says what it used.
+    progress.responseId = undefined;
     const usage = responseUsage(event.response);
     progress.tool_calls = usage.tool_calls;
     if (event.response.usage) {

@@ -62,7 +62,7 @@ const responses: Route = {
     return event;
   },
   // A background response streamed and left before its end runs on: held until read final.
-  cutRunning: (progress, prepared) => (prepared.body?.background === true && !progress.complete ? progress.responseId : undefined),
+  cutRunning: (progress, prepared) => (prepared.body?.background === true ? progress.responseId : undefined),
 };
 
 /** A response's states that end it: its usage is all there will be. */

@@ -80,7 +80,7 @@ class Call:
         self.output_tokens: int | None = None
         self.tools: list[str] = []
         self.chars = 0
-        # The response's id, where a stream names it (OpenAI's Responses API).
+        # The id of the response a stream is for, where it names one (OpenAI's Responses API), until its final event.
         self.response_id: str | None = None
         open_calls.add(self)
 

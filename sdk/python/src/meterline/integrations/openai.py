@@ -136,7 +136,7 @@ class _OpenAI:
                 _response_observer(),
                 read_response,
                 max_output_tokens=limit,
-                running=(lambda call: call.response_id if call.output_tokens is None else None) if background else None,
+                running=(lambda call: call.response_id) if background else None,
             )
         return None
 
@@ -175,6 +175,8 @@ def _response_observer() -> Any:
         elif t == "response.output_item.added":
             call.tools.extend(response_tools([get(event, "item")]))
         elif t in ("response.completed", "response.incomplete", "response.failed"):
+            # Ended: nothing runs on, whether or not the event says what it used.
+            call.response_id = None
             resp = get(event, "response")
             u = get(resp, "usage")
             if u is not None:
