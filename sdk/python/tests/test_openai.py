@@ -41,6 +41,12 @@ def totals(product: Product, meter: Meter, user: str) -> tuple[float, int]:
     return u["total_cost"], u["total_tokens"]
 
 
+def counted(product: Product, meter: Meter, user: str, calls: int) -> bool:
+    """Whether the service counts exactly ``calls`` calls of the mock's usage (no tools) for the user."""
+    cost, tokens = totals(product, meter, user)
+    return near(cost, calls * CALL_COST) and tokens == calls * (USAGE_IN + USAGE_OUT)
+
+
 def test_chat_completions_are_metered_with_the_providers_usage_and_tools(
     product: Product, provider: MockProvider
 ) -> None:
@@ -66,8 +72,7 @@ def test_a_stream_that_did_not_ask_for_usage_is_metered_and_the_usage_chunk_hidd
         )
     )
     assert asked[-1].usage is not None and asked[-1].choices == []
-    cost, tokens = totals(product, meter, user)
-    assert near(cost, 2 * CALL_COST) and tokens == 2 * (USAGE_IN + USAGE_OUT)
+    assert counted(product, meter, user, 2)
     meter.shutdown()
 
 
@@ -81,8 +86,7 @@ def test_a_stream_read_to_its_end_records_the_tokens_the_provider_reported(
         client.chat.completions.create(model="gpt-4o", messages=MESSAGES, stream=True, extra_body={"mock_text": text})
     )
     assert "".join(c.choices[0].delta.content or "" for c in chunks).endswith(text)
-    cost, tokens = totals(product, meter, user)
-    assert near(cost, CALL_COST) and tokens == USAGE_IN + USAGE_OUT, (cost, tokens)
+    assert counted(product, meter, user, 1)
     meter.shutdown()
 
 
@@ -119,8 +123,7 @@ def test_raw_responses_and_the_sdks_helpers_are_metered_once(product: Product, p
     with client.chat.completions.stream(model="gpt-4o", messages=MESSAGES) as s:
         final = s.get_final_completion()
     assert final.choices[0].message.content == "Hello!"
-    cost, tokens = totals(product, meter, user)
-    assert near(cost, 2 * CALL_COST) and tokens == 2 * (USAGE_IN + USAGE_OUT)
+    assert counted(product, meter, user, 2)
     assert provider.count("/chat/completions") == 2
     meter.shutdown()
 
@@ -133,8 +136,7 @@ def test_a_raw_stream_is_metered_as_read_and_a_body_read_by_the_caller_is_sent_a
     assert provider.requests[-1][1]["stream_options"] == {"include_usage": True}
     chunks = list(raw.parse())
     assert chunks and all(c.choices for c in chunks), "the usage chunk the caller did not ask for is hidden"
-    cost, tokens = totals(product, meter, user)
-    assert near(cost, CALL_COST) and tokens == USAGE_IN + USAGE_OUT
+    assert counted(product, meter, user, 1)
     # with_streaming_response: a body the caller reads itself, sent as the caller asked (no usage
     # chunk to hide), read whole by the caller, and settled with the estimate.
     with client.chat.completions.with_streaming_response.create(model="gpt-4o", messages=MESSAGES, stream=True) as r:
@@ -273,9 +275,8 @@ def test_a_background_response_holds_its_reservation_until_read_final_then_count
     assert not refused(client), "settled by the raw read: the reservation went back"
     done = client.responses.retrieve(queued.id)
     assert done.status == "completed" and done.output_text == "Hello!"
-    cost, tokens = totals(product, meter, user)
     # The background call once, though read final twice, and the call that then ran.
-    assert near(cost, 2 * CALL_COST) and tokens == 2 * (USAGE_IN + USAGE_OUT)
+    assert counted(product, meter, user, 2)
     meter.shutdown()
 
 
@@ -286,15 +287,13 @@ def test_a_background_response_read_as_a_stream_counts_and_a_cancelled_one_gives
     first = client.responses.create(model="gpt-4o", input="a", background=True)
     events = list(client.responses.retrieve(first.id, stream=True))
     assert events[-1].type == "response.completed"
-    cost, tokens = totals(product, meter, user)
-    assert near(cost, CALL_COST) and tokens == USAGE_IN + USAGE_OUT
+    assert counted(product, meter, user, 1)
 
     second = client.responses.create(model="gpt-4o", input="b", background=True)
     assert refused(client), "held while queued"
     assert client.responses.cancel(second.id).status == "cancelled"
     assert not refused(client), "given back: the next call runs"
-    cost, tokens = totals(product, meter, user)
-    assert near(cost, 2 * CALL_COST) and tokens == 2 * (USAGE_IN + USAGE_OUT), "the cancelled one recorded nothing"
+    assert counted(product, meter, user, 2), "the cancelled one recorded nothing"
     meter.shutdown()
 
 
@@ -310,8 +309,7 @@ def test_a_background_response_streamed_and_left_before_its_end_is_held_until_re
 
     events = list(client.responses.retrieve(first.response.id, stream=True))
     assert events[-1].type == "response.completed"
-    cost, tokens = totals(product, meter, user)
-    assert near(cost, CALL_COST) and tokens == USAGE_IN + USAGE_OUT, "counted in full, once"
+    assert counted(product, meter, user, 1), "counted in full, once"
     assert not refused(client)
     meter.shutdown()
 
@@ -323,8 +321,7 @@ async def test_an_async_background_response_is_settled_when_read_final(
     queued = await client.responses.create(model="gpt-4o", input="a", background=True)
     stream = await client.responses.retrieve(queued.id, stream=True)
     assert [e.type async for e in stream][-1] == "response.completed"
-    cost, tokens = totals(product, meter, user)
-    assert near(cost, CALL_COST) and tokens == USAGE_IN + USAGE_OUT
+    assert counted(product, meter, user, 1)
     meter.shutdown()
 
 
