@@ -1,7 +1,6 @@
-import { promisify } from "node:util";
-import { deflateRaw, inflateRawSync } from "node:zlib";
-import { Binary } from "mongodb";
+import type { Binary } from "mongodb";
 import { DbStore } from "@meter/lib/mongo";
+import { deflateText, inflateText } from "./deflated.ts";
 
 /**
  * A request's work list, written before its events and deleted once everything derived
@@ -47,17 +46,15 @@ export interface JobDoc {
  */
 export type StoredJob = Omit<JobDoc, "ids"> & { ids?: string; deflated_ids?: Binary };
 
-const deflate = promisify(deflateRaw);
-
-/** A job as the collection keeps it (async: the deflating, 0.6 ms for 1,000 ids, runs off the event loop). */
+/** A job as the collection keeps it (deflating 1,000 ids takes 0.6 ms, off the event loop). */
 export async function storedJob(job: JobDoc): Promise<StoredJob> {
   const { ids, ...rest } = job;
-  return { ...rest, deflated_ids: new Binary(await deflate(JSON.stringify(ids), { level: 1 })) };
+  return { ...rest, deflated_ids: await deflateText(JSON.stringify(ids)) };
 }
 
 function fromStored(doc: StoredJob): JobDoc {
   const { deflated_ids, ids, ...rest } = doc;
-  const text = deflated_ids ? inflateRawSync(deflated_ids.buffer).toString() : (ids ?? "[]");
+  const text = deflated_ids ? inflateText(deflated_ids) : (ids ?? "[]");
   return { ...rest, ids: JSON.parse(text) as string[] };
 }
 

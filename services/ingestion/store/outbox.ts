@@ -1,10 +1,7 @@
-import { promisify } from "node:util";
-import { deflateRaw, inflateRawSync } from "node:zlib";
-import { Binary, type Collection } from "mongodb";
+import type { Binary, Collection } from "mongodb";
 import { DbStore, insertIgnoringDuplicates } from "@meter/lib/mongo";
 import { fromDatedJson, toDatedJson } from "@meter/lib/dated-json";
-
-const deflate = promisify(deflateRaw);
+import { deflateText, inflateText } from "./deflated.ts";
 
 /**
  * Transactional outbox: what must be handed to a peer, written in the request's own write
@@ -143,15 +140,15 @@ export class OutboxStore extends DbStore {
   }
 }
 
-/** An entry as the collection keeps it (deflated; async: the deflating runs off the event loop). */
+/** An entry as the collection keeps it (deflated). */
 async function deflated(e: NewEntry): Promise<OutboxEntry> {
   const { payloads, ...rest } = e;
-  return { ...rest, deflated: new Binary(await deflate(payloads, { level: 1 })) };
+  return { ...rest, deflated: await deflateText(payloads) };
 }
 
 /** The payloads an entry carries (deflated, or as text in entries written before). */
 export function payloadsOf(e: OutboxEntry): Record<string, unknown>[] {
-  const text = e.deflated ? inflateRawSync(e.deflated.value()).toString("utf8") : e.payloads;
+  const text = e.deflated ? inflateText(e.deflated) : e.payloads;
   if (text === undefined) throw new Error(`outbox entry ${e._id} holds no payloads`);
   return fromDatedJson<Record<string, unknown>[]>(text);
 }
