@@ -5,6 +5,7 @@ tokens, so its call stays reserved until the same wrapped client reads the respo
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -45,6 +46,8 @@ class BackgroundCalls:
         self._clock = clock
         self._calls: dict[str, tuple[Call, float]] = {}
         self._lock = threading.Lock()
+        # When the oldest call held passes MAX_UNREAD_S: a sweep walks every call held, so it runs only then.
+        self._due = math.inf
 
     def hold_pending(self, result: Any, call: Call) -> bool:
         """Holds ``call`` when ``result`` is a background response still to run (then it is not settled now)."""
@@ -63,12 +66,18 @@ class BackgroundCalls:
 
     def hold(self, rid: str, call: Call) -> None:
         """Keeps ``call`` reserved until response ``rid`` is read final."""
+        now = self._clock()
         with self._lock:
             before = self._calls.get(rid)
-            self._calls[rid] = (call, self._clock())
+            self._calls[rid] = (call, now)
+            self._due = min(self._due, now + MAX_UNREAD_S)
         if before is not None and before[0] is not call:
             before[0].settle_seen()
-        self.sweep()
+        self._sweep_now_and_then()
+
+    def _sweep_now_and_then(self) -> None:
+        if self._clock() >= self._due:
+            self.sweep()
 
     def sweep(self) -> None:
         """Settles with their estimate the calls whose responses went unread too long (checked as the client's
@@ -77,6 +86,7 @@ class BackgroundCalls:
         with self._lock:
             old = [rid for rid, (c, at) in self._calls.items() if now - at >= MAX_UNREAD_S or not c.reservation.open]
             calls = [self._calls.pop(rid)[0] for rid in old]
+            self._due = min((at for _, at in self._calls.values()), default=math.inf) + MAX_UNREAD_S
         for c in calls:
             c.settle_seen()
 
@@ -85,7 +95,7 @@ class BackgroundCalls:
         final response settles the call held for it, and a stream settles it at its final event."""
         if not self._calls:
             return result
-        self.sweep()
+        self._sweep_now_and_then()
         rid = self.route.read_of(options)
         if rid is None or rid not in self._calls:
             return result
