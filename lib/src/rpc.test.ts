@@ -103,8 +103,13 @@ for (const way of ["in-process", "network"] as const) {
       const sent = create(AuthenticateRequestSchema, { apiKey: "k4" });
       const res = await client.authenticate(sent);
       assert.is(res.productId, "product of k4");
-      assert.is.not(seen[0]!.request, sent, "the handler got a decoded copy of the request");
+      assert.is.not(seen[0]!.request, sent, "the handler got a decoded copy of the message the caller built");
       assert.is.not(res, seen[0]!.answer, "the caller got a decoded copy of the answer");
+      // Fields: the handler gets the message built from them for this call (in-process, not encoded again).
+      const fields = { apiKey: "k5" };
+      assert.is((await client.authenticate(fields)).productId, "product of k5");
+      assert.is.not(seen[1]!.request, fields);
+      assert.is((seen[1]!.request as { apiKey: string }).apiKey, "k5");
       assert.is((await rpcFailure(client.listProducts({ productId: "p1" })))?.code, Code.Unimplemented);
     } finally {
       await listener.close();

@@ -361,8 +361,9 @@ function networkTransport(baseUrl: string): Transport {
 /**
  * Lets callers in this process reach the modules without the network: unary calls addressed
  * to `url` go straight to the same routes, interceptors and limits as the port
- * (`rpc-in-process.ts`), still encoded and decoded as messages (so a handler never shares an
- * object with its caller) and bounded by the same deadlines. Returns the function that
+ * (`rpc-in-process.ts`), the answer still encoded and decoded as a message (so a caller never
+ * holds a handler's object), a request too unless it is the message built from the caller's
+ * fields for that call alone, and bounded by the same deadlines. Returns the function that
  * withdraws it.
  */
 function serveInProcess(url: string, modules: readonly ServiceModule[], logger: Logger): () => void {
