@@ -189,6 +189,33 @@ test("a kicked job runs in this process at once and saves nothing; its runs neve
   }
 });
 
+test("kicks put off by kickSoon share one run, started once the delay passed", async () => {
+  const mongo = await connectMongo(await testMongoUrl());
+  const { logger } = capturingLogger("warn");
+  const db = mongo.db(`jobs_${randomUUID()}`);
+  const scheduler = new JobScheduler(db, logger, 600_000, "test");
+  try {
+    await scheduler.init();
+    const starts: number[] = [];
+    scheduler.defineKicked("soon", async () => void starts.push(performance.now()), 60_000);
+    await scheduler.start();
+    const first = performance.now();
+    for (let i = 0; i < 20; i++) scheduler.kickSoon("soon", 200);
+    await eventually(() => starts.length === 1, 30_000, "the run the kicks share");
+    assert.ok(starts[0]! - first >= 195, `started ${(starts[0]! - first).toFixed(0)} ms after the first kick`);
+    // A later kick starts the second run, and a kick now the third: had the twenty kicks made
+    // more than one run, these would be the fourth and the fifth.
+    scheduler.kickSoon("soon", 10);
+    await eventually(() => starts.length >= 2, 30_000, "the next kick's run");
+    scheduler.kick("soon");
+    await eventually(() => starts.length >= 3, 30_000, "a kick now");
+    assert.is(starts.length, 3, "twenty kicks within the delay made one run");
+  } finally {
+    await scheduler.stop(1_000);
+    await mongo.close();
+  }
+});
+
 test("a failed run is counted by job name (meter_job_failures_total), a kicked one and one Agenda started alike", async () => {
   const mongo = await connectMongo(await testMongoUrl());
   const { logger } = capturingLogger("error");

@@ -180,6 +180,23 @@ export class JobScheduler {
     this.define(name, (job) => line.run(() => handler(renewer(job, lockLifetime / 4))), { lockLifetime, concurrency: 1 });
   }
   private readonly kicked = new Map<string, { line: RunLine; run: () => Promise<void | boolean> }>();
+  /** Kicks put off by kickSoon(), by job name. */
+  private readonly soon = new Map<string, NodeJS.Timeout>();
+
+  /**
+   * kick() in `afterMs`; kicks meanwhile share it. For work that may wait a moment and costs
+   * less done together, and whose kick comes while the process is busy with what announced it.
+   */
+  kickSoon(name: string, afterMs: number): void {
+    if (!this.started || this.soon.has(name)) return;
+    const timer = setTimeout(() => {
+      this.soon.delete(name);
+      this.kick(name);
+    }, afterMs);
+    // Nothing is lost if the process ends first: the job's repeating run finds the work.
+    timer.unref();
+    this.soon.set(name, timer);
+  }
 
   /**
    * Runs a job defined with defineKicked in this process now, or once more after the run in
@@ -292,6 +309,8 @@ export class JobScheduler {
     this.polls.clear();
     for (const { timer } of this.later.values()) clearTimeout(timer);
     this.later.clear();
+    for (const timer of this.soon.values()) clearTimeout(timer);
+    this.soon.clear();
     try {
       await this.agenda.stop(false);
     } catch (err) {
