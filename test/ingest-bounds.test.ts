@@ -141,6 +141,34 @@ t("an event that would take a counter past its token bound refuses its batch bef
   assert.is((await api.get(`/users/${user}/usage`)).body.total_tokens, MAX_COUNTER_TOKENS - 10);
 });
 
+// The ingestion service checks a batch against the counter states it read for the batches of
+// the last few seconds (BOUND_STATE_MS) where they decide it as a read now would; here the
+// counter changes under it as another replica's batches would change it.
+t("a counter filled with models or carried near its token bound meanwhile is read again before a batch is checked", async ({ stack, mongo }) => {
+  const { api, productId } = await stack.newProduct();
+  const user = await newUser(api);
+  const counter = { product_id: productId, user_id: user };
+  // The second batch reads the counter as it holds gpt-4o; the third is checked against that state.
+  for (let i = 0; i < 2; i++) assert.is((await api.post("/events/batch", [usage(user)])).status, 200);
+  const others = Object.fromEntries(Array.from({ length: MAX_COUNTER_MODELS - 1 }, (_, i) => [`tokens_by_model.o${i}`, 1]));
+  await counters(stack, mongo).updateOne(counter, { $set: others });
+  assert.is((await api.post("/events/batch", [usage(user, { model: "new" })])).status, 200);
+  let u = (await api.get(`/users/${user}/usage`)).body;
+  assert.is(u.tokens_by_model.new, undefined, "a model the state did not hold sent the check to the counter, which was full");
+  assert.is(u.tokens_by_model[OTHER_MODELS], 15);
+
+  // Near half the bound, what others added since the read may decide: the counter is read again.
+  const second = await newUser(api);
+  assert.is((await api.post("/events/batch", [usage(second)])).status, 200);
+  await counters(stack, mongo).updateOne({ product_id: productId, user_id: second }, { $set: { tokens: MAX_COUNTER_TOKENS / 2 - 10 } });
+  assert.is((await api.post("/events/batch", [usage(second)])).status, 200);
+  await counters(stack, mongo).updateOne({ product_id: productId, user_id: second }, { $set: { tokens: MAX_COUNTER_TOKENS - 20 } });
+  const refused = await api.post("/events/batch", [usage(second, { input_tokens: 20, output_tokens: 5 })]);
+  assert.is(refused.status, 422, JSON.stringify(refused.body));
+  u = (await api.get(`/users/${second}/usage`)).body;
+  assert.is(u.total_tokens, MAX_COUNTER_TOKENS - 20, "nothing of the refused batch was counted");
+});
+
 t(`a user's counter keeps ${MAX_COUNTER_MODELS} models apart and counts the rest as "${OTHER_MODELS}", except capped ones`, async ({ stack, mongo }) => {
   const { api, productId } = await stack.newProduct();
   const plan = await api.post("/config/plans", { plans: [{ name: "p", model_limits: { capped: { max_tokens_per_period: 1e12 } } }] });

@@ -24,6 +24,12 @@ export interface CounterState {
   models: Set<string>;
 }
 
+/**
+ * How long a counter's state as read stands in for a read (ms). Others may have added to the
+ * counter meanwhile; undecided() sends back to the database whatever that could change.
+ */
+export const BOUND_STATE_MS = 5_000;
+
 /** What a bound check needs of an event about to be stored. */
 export interface Boundable {
   model: string | null;
@@ -65,6 +71,32 @@ export function applyCounterBounds<E extends Boundable>(events: readonly E[], st
     const fold = !e.capped && counters.some((c) => !c.models.has(key) && c.models.size >= MAX_COUNTER_MODELS);
     if (fold) out.folded.push(e);
     for (const c of counters) c.models.add(fold ? OTHER_MODELS : key);
+  }
+  return out;
+}
+
+/**
+ * The counters among the events' that `known` (states read at most BOUND_STATE_MS ago) cannot
+ * decide for this batch, to be read again: one not known; one an uncapped event names a model
+ * of that the state does not hold (others may have filled the counter's models since: a model
+ * a counter holds stays); one the batch would take past half MAX_COUNTER_TOKENS from the
+ * state's figure. Below that, what others add within BOUND_STATE_MS decides nothing: it would
+ * take millions of events of one user a second to carry a counter from half the bound past
+ * 2^53, where counts stop being exact.
+ */
+export function undecided(events: readonly Boundable[], known: ReadonlyMap<string, CounterState>): Set<string> {
+  const out = new Set<string>();
+  const added = new Map<string, number>();
+  for (const e of events) {
+    const key = e.model === null || e.capped ? null : encodeKey(e.model);
+    for (const id of e.counters) {
+      const s = known.get(id);
+      if (!s || (key !== null && !s.models.has(key))) out.add(id);
+      added.set(id, (added.get(id) ?? 0) + e.total_tokens);
+    }
+  }
+  for (const [id, tokens] of added) {
+    if ((known.get(id)?.tokens ?? 0) + tokens > MAX_COUNTER_TOKENS / 2) out.add(id);
   }
   return out;
 }

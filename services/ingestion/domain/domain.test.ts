@@ -2,7 +2,7 @@
 // (rules/cases.json); what is ingestion's own stays here.
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { applyCounterBounds, MAX_COUNTER_MODELS, MAX_COUNTER_TOKENS, OTHER_MODELS, type CounterState } from "./counter-bounds.ts";
+import { applyCounterBounds, MAX_COUNTER_MODELS, MAX_COUNTER_TOKENS, OTHER_MODELS, undecided, type CounterState } from "./counter-bounds.ts";
 import { decodeKey, decodeKeys, encodeGrantKey, encodeKey } from "./field-keys.ts";
 
 test("model names survive as field names", () => {
@@ -55,6 +55,21 @@ test("counter bounds: models past the bound fold unless capped; tokens past the 
   assert.ok(state.get("period")!.models.has("capped"));
   assert.ok(!state.get("period")!.models.has(encodeKey("new.one")));
   assert.equal([...state.get("fresh-counter")!.models], ["z"]);
+});
+
+test("counter bounds: a state read lately decides a batch unless it lacks a counter, a model an uncapped event names, or room below half the bound", () => {
+  const ev = (model: string | null, total: number, counters: string[], capped = false) => ({ model, total_tokens: total, counters, capped });
+  const known = new Map<string, CounterState>([
+    ["a", { tokens: 100, models: new Set([encodeKey("gpt.4"), "x"]) }],
+    ["b", { tokens: MAX_COUNTER_TOKENS / 2 - 30, models: new Set(["x"]) }],
+    ["c", { tokens: 0, models: new Set() }],
+  ]);
+  assert.equal([...undecided([ev("gpt.4", 10, ["a"]), ev(null, 5, ["a"]), ev("x", 1, ["a"])], known)], [], "models held, far below the bound");
+  assert.equal([...undecided([ev("y", 1, ["a"])], known)], ["a"], "a model the state lacks");
+  assert.equal([...undecided([ev("y", 1, ["c"], true)], known)], [], "a capped model never folds: the state decides");
+  assert.equal([...undecided([ev("x", 20, ["b"]), ev("x", 10, ["b"])], known)], [], "up to half the bound exactly");
+  assert.equal([...undecided([ev("x", 20, ["b"]), ev("x", 11, ["b"])], known)], ["b"], "past half the bound, with the batch's own tokens");
+  assert.equal([...undecided([ev("x", 1, ["a", "month"])], known)].sort(), ["month"], "a counter not known");
 });
 
 test.run();

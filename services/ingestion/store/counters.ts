@@ -6,7 +6,7 @@ import { findByIds } from "@meter/lib/mongo";
 import { own, sumByName } from "@meter/lib/own";
 import { guardOf, writeAlone, writeRound, writeStatements, type Addition as RoundAddition, type RoundRequest } from "./rounds.ts";
 import { toDollars, toNano } from "@meter/rules";
-import type { CounterState } from "../domain/counter-bounds.ts";
+import { BOUND_STATE_MS, type CounterState } from "../domain/counter-bounds.ts";
 import type { CounterDelta } from "../domain/counter-delta.ts";
 import { bumpsVersion } from "../domain/lease-settlement.ts";
 import type { Totals } from "../domain/totals.ts";
@@ -143,6 +143,10 @@ const GATHER_MS = 50;
 /** Counters whose closed jobs' entries this process still has to remove. */
 const PENDING_COUNTERS = 100_000;
 
+/** Bound states kept (boundStates): at most this many counters, and this many of their models in all. */
+const BOUND_STATES = 50_000;
+const BOUND_STATE_MODELS = 200_000;
+
 /** Counters whose window entries (CounterDoc.w) this process wrote and has yet to remove once ended. */
 const WINDOWED_COUNTERS = 100_000;
 
@@ -163,6 +167,13 @@ const WINDOWED_COUNTERS = 100_000;
 export class CounterStore {
   readonly counters: Collection<StoredCounterDoc>;
   private readonly closed = new LRUCache<string, Set<string>>({ max: PENDING_COUNTERS });
+  /** The bound states this process read lately (boundStates), by counter; a counter not written yet as one of no tokens and no model. */
+  private readonly boundsRead = new LRUCache<string, CounterState>({
+    max: BOUND_STATES,
+    maxSize: BOUND_STATE_MODELS,
+    sizeCalculation: (s) => 1 + s.models.size,
+    ttl: BOUND_STATE_MS,
+  });
   /** The window entries (CounterDoc.w) this process wrote, by counter: field -> end (epoch ms). */
   private readonly windowEnds = new LRUCache<string, Map<string, number>>({ max: WINDOWED_COUNTERS });
   /** Additions of concurrent jobs, written together (add); a round first waits a moment for the jobs on their way (expect). */
@@ -219,11 +230,23 @@ export class CounterStore {
   /**
    * What the counter bounds (domain/counter-bounds.ts) check events against: the tokens and
    * the models of the counters among `ids`, by id; one read by `_id` list of those two fields.
-   * A counter not yet written is absent.
+   * A counter not yet written is absent. Each is kept BOUND_STATE_MS for recentBoundStates().
    */
   async boundStates(ids: readonly string[]): Promise<Map<string, CounterState>> {
     const docs = await findByIds(this.counters, ids, { projection: { tokens: 1, tokens_by_model: 1 } });
-    return new Map(docs.map((d) => [d._id, { tokens: d.tokens ?? 0, models: new Set(Object.keys(d.tokens_by_model ?? {})) }]));
+    const read = new Map(docs.map((d) => [d._id, { tokens: d.tokens ?? 0, models: new Set(Object.keys(d.tokens_by_model ?? {})) }]));
+    for (const id of ids) this.boundsRead.set(id, read.get(id) ?? { tokens: 0, models: new Set() });
+    return new Map([...read].map(([id, s]) => [id, copyState(s)]));
+  }
+
+  /** Copies of the bound states among `ids` that boundStates() read in the last BOUND_STATE_MS. */
+  recentBoundStates(ids: readonly string[]): Map<string, CounterState> {
+    const out = new Map<string, CounterState>();
+    for (const id of ids) {
+      const s = this.boundsRead.get(id);
+      if (s) out.set(id, copyState(s));
+    }
+    return out;
   }
 
   /**
@@ -408,3 +431,8 @@ function addOp(adds: readonly Addition[], releasing: readonly string[], ended: r
  * p-map; the database applies them one by one anyway.
  */
 export const UPDATES_IN_FLIGHT = 16;
+
+/** A bound check changes the states it is given (the batch's own additions): it gets copies. */
+function copyState(s: CounterState): CounterState {
+  return { tokens: s.tokens, models: new Set(s.models) };
+}

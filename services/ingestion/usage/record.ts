@@ -6,7 +6,7 @@ import { timestampDate } from "@meter/lib/time";
 import { addDollars, calendarMonth, normalizeModel, roundDollars } from "@meter/rules";
 import type { KnownUser, PlanInfo, UserDirectory } from "../adapters/plans.ts";
 import { analyticsTeam, attribute, attributeTeam, attributionFields } from "../domain/attribution.ts";
-import { applyCounterBounds, MAX_COUNTER_TOKENS, OTHER_MODELS } from "../domain/counter-bounds.ts";
+import { applyCounterBounds, MAX_COUNTER_TOKENS, OTHER_MODELS, undecided, type Boundable, type CounterState } from "../domain/counter-bounds.ts";
 import { monthCounterId } from "../domain/counter-ids.ts";
 import { encodeMetadata } from "../domain/field-keys.ts";
 import { storeUsage, type WriteDeps } from "../exactly-once/write.ts";
@@ -24,8 +24,8 @@ import type { UsageEventDoc } from "../store/usage-events.ts";
 
 /** What recording usage needs: the write path, the counters' figures, and the late-change follower's door. */
 export interface RecordDeps extends WriteDeps {
-  counters: WriteDeps["counters"] & Pick<CounterStore, "boundStates" | "expect" | "arrived">;
-  teamCounters: WriteDeps["teamCounters"] & Pick<CounterStore, "boundStates" | "expect" | "arrived">;
+  counters: WriteDeps["counters"] & BoundStates & Pick<CounterStore, "expect" | "arrived">;
+  teamCounters: WriteDeps["teamCounters"] & BoundStates & Pick<CounterStore, "expect" | "arrived">;
   users: Pick<UserDirectory, "resolve">;
   logger: Logger;
   noticeLateChanges: (productId: string, users: ReadonlyMap<string, KnownUser>) => Promise<void>;
@@ -153,7 +153,8 @@ function countersOf(owner: string, counter: string, periodStart: Date, d: UsageE
  * would take a counter's tokens past MAX_COUNTER_TOKENS refuses the batch (422, each such
  * event named by `path`); a model past the counter's MAX_COUNTER_MODELS is counted as
  * OTHER_MODELS (`counted_model`; for the team's counters `team.counted_model`). One read of the
- * members' counters the events go to and, beside it, one of their teams'.
+ * members' counters the events go to and, beside it, one of their teams', of the counters whose
+ * state read lately does not decide the batch (boundStatesOf).
  */
 async function boundCounters(
   deps: RecordDeps,
@@ -176,10 +177,9 @@ async function boundCounters(
     const plans = users.get(doc.user_id)?.teams.get(t.id)?.plans.values();
     return [{ doc, owner: `the team of user "${doc.user_id}"`, model, total_tokens: doc.total_tokens, counters: countersOf(t.id, t.counter_id, t.period_start, doc), capped: model !== null && capsModel(plans, model) }];
   });
-  const ids = (list: typeof items) => [...new Set(list.flatMap((i) => i.counters))];
   const [state, teamState] = await Promise.all([
-    deps.counters.boundStates(ids(items)),
-    teamItems.length === 0 ? new Map() : deps.teamCounters.boundStates(ids(teamItems)),
+    boundStatesOf(deps.counters, items),
+    teamItems.length === 0 ? new Map<string, CounterState>() : boundStatesOf(deps.teamCounters, teamItems),
   ]);
   const own = applyCounterBounds(items, state);
   const team = applyCounterBounds(teamItems, teamState);
@@ -201,4 +201,24 @@ async function boundCounters(
 function capsModel(plans: Iterable<PlanInfo> | undefined, model: string): boolean {
   for (const plan of plans ?? []) if (Object.hasOwn(plan.modelLimits, model)) return true;
   return false;
+}
+
+type BoundStates = Pick<CounterStore, "boundStates" | "recentBoundStates">;
+
+/**
+ * The counter states a bound check of `items` needs: those this process read lately where they
+ * decide it as a read now would (undecided()), the others read now (one read by `_id` list).
+ * A user's counters are in most of a product's batches; each batch read them all before.
+ */
+async function boundStatesOf(store: BoundStates, items: readonly Boundable[]): Promise<Map<string, CounterState>> {
+  const states = store.recentBoundStates([...new Set(items.flatMap((i) => i.counters))]);
+  const again = undecided(items, states);
+  if (again.size === 0) return states;
+  const read = await store.boundStates([...again]);
+  for (const id of again) {
+    const s = read.get(id);
+    if (s) states.set(id, s);
+    else states.delete(id);
+  }
+  return states;
 }
