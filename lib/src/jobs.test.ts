@@ -1,3 +1,4 @@
+import type { Db } from "mongodb";
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -139,14 +140,23 @@ test("a run line runs one at a time; a kick during a run brings one more run, an
   assert.is(kicks, 3);
 });
 
-test("a kicked job runs in this process at once and saves nothing; its runs never overlap those Agenda starts", async () => {
+/** A scheduler on a fresh database whose scans are ten minutes apart: only kicks and polls run jobs. */
+async function withScheduler(level: "warn" | "error", body: (scheduler: JobScheduler, db: Db) => Promise<void>): Promise<void> {
   const mongo = await connectMongo(await testMongoUrl());
-  const { logger } = capturingLogger("warn");
+  const { logger } = capturingLogger(level);
   const db = mongo.db(`jobs_${randomUUID()}`);
-  // Scans ten minutes apart: only the kicks and the poll run the job.
   const scheduler = new JobScheduler(db, logger, 600_000, "test");
   try {
     await scheduler.init();
+    await body(scheduler, db);
+  } finally {
+    await scheduler.stop(1_000);
+    await mongo.close();
+  }
+}
+
+test("a kicked job runs in this process at once and saves nothing; its runs never overlap those Agenda starts", () =>
+  withScheduler("warn", async (scheduler, db) => {
     let runs = 0;
     let inside = 0;
     let overlapped = false;
@@ -183,19 +193,10 @@ test("a kicked job runs in this process at once and saves nothing; its runs neve
     }
     assert.not.ok(overlapped, "runs of one process never overlapped");
     assert.is(await db.collection("agenda_jobs").countDocuments({ name: "kicked" }), 1, "only the repeating job is saved");
-  } finally {
-    await scheduler.stop(1_000);
-    await mongo.close();
-  }
-});
+  }));
 
-test("kicks put off by kickSoon share one run, started once the delay passed", async () => {
-  const mongo = await connectMongo(await testMongoUrl());
-  const { logger } = capturingLogger("warn");
-  const db = mongo.db(`jobs_${randomUUID()}`);
-  const scheduler = new JobScheduler(db, logger, 600_000, "test");
-  try {
-    await scheduler.init();
+test("kicks put off by kickSoon share one run, started once the delay passed", () =>
+  withScheduler("warn", async (scheduler) => {
     const starts: number[] = [];
     scheduler.defineKicked("soon", async () => void starts.push(performance.now()), 60_000);
     await scheduler.start();
@@ -210,20 +211,11 @@ test("kicks put off by kickSoon share one run, started once the delay passed", a
     scheduler.kick("soon");
     await eventually(() => starts.length >= 3, 30_000, "a kick now");
     assert.is(starts.length, 3, "twenty kicks within the delay made one run");
-  } finally {
-    await scheduler.stop(1_000);
-    await mongo.close();
-  }
-});
+  }));
 
-test("a failed run is counted by job name (meter_job_failures_total), a kicked one and one Agenda started alike", async () => {
-  const mongo = await connectMongo(await testMongoUrl());
-  const { logger } = capturingLogger("error");
-  const db = mongo.db(`jobs_${randomUUID()}`);
-  const scheduler = new JobScheduler(db, logger, 600_000, "test");
-  const failures = async (job: string) => (await jobFailures.get()).values.find((v) => v.labels.task === job)?.value ?? 0;
-  try {
-    await scheduler.init();
+test("a failed run is counted by job name (meter_job_failures_total), a kicked one and one Agenda started alike", () =>
+  withScheduler("error", async (scheduler) => {
+    const failures = async (job: string) => (await jobFailures.get()).values.find((v) => v.labels.task === job)?.value ?? 0;
     let runs = 0;
     scheduler.defineKicked(
       "failing",
@@ -242,10 +234,6 @@ test("a failed run is counted by job name (meter_job_failures_total), a kicked o
     await scheduler.every("failing", 20, { key: "every" }, 20);
     await eventually(async () => (await failures("failing")) >= before + 2, 30_000, "a polled run counted");
     assert.ok(runs >= 2);
-  } finally {
-    await scheduler.stop(1_000);
-    await mongo.close();
-  }
-});
+  }));
 
 test.run();
