@@ -81,8 +81,8 @@ export function applyCounterBounds<E extends Boundable>(events: readonly E[], st
  * of that the state does not hold (others may have filled the counter's models since: a model
  * a counter holds stays); one the batch would take past half MAX_COUNTER_TOKENS from the
  * state's figure. Below that, what others add within BOUND_STATE_MS decides nothing: it would
- * take millions of events of one user a second to carry a counter from half the bound past
- * 2^53, where counts stop being exact.
+ * take millions of events a second into one counter (a user's or a team's) to carry it from
+ * half the bound past 2^53, where counts stop being exact.
  */
 export function undecided(events: readonly Boundable[], known: ReadonlyMap<string, CounterState>): Set<string> {
   const out = new Set<string>();
