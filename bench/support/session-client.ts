@@ -34,13 +34,30 @@ interface Job {
 /** GET `path` on one API, the answer's status and parsed body. */
 interface Getter {
   get(path: string): Promise<{ status: number; body: any }>;
+  /** GET `/readyz` (no backend behind it) `n` times, untimed. */
+  warm(n: number): Promise<void>;
   close(): Promise<void>;
 }
+
+/**
+ * Calls to /readyz that the client makes on each API before it times anything: its connection
+ * open and its request path compiled. Without them the first sessions a fresh client timed
+ * (the "right after" phase of bench:scale is its first use) took 10-21 ms on the client's own
+ * account: a new process's first calls through undici and its TCP connect.
+ */
+const WARM_CALLS = 50;
 
 function getter(a: SessionApi): Getter {
   if (SESSION_CLIENT === "fetch") {
     const api = new Api(a.baseUrl, a.key);
-    return { get: (path) => api.get(path), close: async () => {} };
+    const readyz = a.baseUrl.replace(/\/api\/v1$/, "/readyz");
+    return {
+      get: (path) => api.get(path),
+      warm: async (n) => {
+        for (let i = 0; i < n; i++) await (await fetch(readyz)).text();
+      },
+      close: async () => {},
+    };
   }
   const base = new URL(a.baseUrl);
   const client = new Client(base.origin);
@@ -50,6 +67,9 @@ function getter(a: SessionApi): Getter {
       const res = await client.request({ method: "GET", path: base.pathname + path, headers });
       return { status: res.statusCode, body: await res.body.json() };
     },
+    async warm(n) {
+      for (let i = 0; i < n; i++) await (await client.request({ method: "GET", path: "/readyz" })).body.json();
+    },
     close: () => client.close(),
   };
 }
@@ -58,6 +78,7 @@ async function run(job: Job): Promise<number[]> {
   const apis = job.apis.map((a) => ({ client: getter(a), team: a.team === true }));
   const times: number[] = [];
   try {
+    for (const a of apis) await a.client.warm(WARM_CALLS);
     for (const [i, user] of job.calls) {
       const { client, team } = apis[i]!;
       const t = performance.now();
