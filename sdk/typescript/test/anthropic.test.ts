@@ -30,7 +30,7 @@ t("a message records input with cache tokens, output and tool-use blocks; the se
   assert.equal(events.find((e) => e.user_id === user)!.metadata, { provider: "anthropic" });
 });
 
-t("raw streams and the messages.stream() helper each count once, with the final cumulative usage", async ({ env, mock }) => {
+t("raw streams, the messages.stream() helper and a raw body each count once, with the final cumulative usage", async ({ env, mock }) => {
   const user = await env.newUser();
   const anthropic = meterAnthropic(client(mock), env.meter, { user_id: user });
   mock.reply = TOOLS_REPLY;
@@ -47,10 +47,16 @@ t("raw streams and the messages.stream() helper each count once, with the final 
   assert.is(text, "It is sunny.");
   assert.is(final.usage.output_tokens, 250);
 
-  assert.is(mock.requests.length, 2);
-  const usage = await env.usage(user, (u) => u.total_tokens === 2 * (TOOLS_INPUT + 250));
-  assert.is(usage.tool_calls_count, 4);
-  close(usage.total_cost, 2 * costOf("claude-sonnet-4-6", TOOLS_INPUT, 250, ["get_weather", "web_search"]));
+  // A raw body (`.asResponse()`), piped on as a product forwarding the provider's events would.
+  const response = await anthropic.messages.create({ ...params, stream: true }).asResponse();
+  let forwarded = "";
+  await response.body!.pipeThrough(new TextDecoderStream()).pipeTo(new WritableStream({ write: (s) => void (forwarded += s) }));
+  assert.ok(forwarded.includes("event: message_stop"));
+
+  assert.is(mock.requests.length, 3);
+  const usage = await env.usage(user, (u) => u.total_tokens === 3 * (TOOLS_INPUT + 250));
+  assert.is(usage.tool_calls_count, 6);
+  close(usage.total_cost, 3 * costOf("claude-sonnet-4-6", TOOLS_INPUT, 250, ["get_weather", "web_search"]));
 });
 
 t("the same client: withResponse, parse and retries behave as without the wrapper; a refused call records nothing", async ({ env, mock, events }) => {

@@ -278,12 +278,66 @@ t("a stream the caller leaves (break, abort) is metered with its estimate", asyn
   assert.is((await env.usage(user, (u) => u.total_tokens === estimated)).total_tokens, estimated);
 });
 
-t("a stream dropped unread and a raw response are metered with their estimates once collected", async ({ env, mock, events }) => {
+t("a raw response (.asResponse()) is metered from the body the caller reads: a JSON answer and a stream, each with the provider's usage", async ({ env, mock, events }) => {
+  const user = await env.newUser();
+  const openai = meterOpenAI(client(mock), env.meter, { user_id: user });
+  mock.reply = { text: "Let me check.", tools: ["get_weather"], usage: { input: 1200, output: 300 } };
+  const response = await openai.chat.completions.create({ model: "gpt-4o", messages: ask }).asResponse();
+  assert.is(response.status, 200);
+  assert.ok(response.url.endsWith("/v1/chat/completions"), "the provider's url");
+  assert.is(response.headers.get("content-type"), "application/json");
+  const body = await response.json();
+  assert.is(body.usage.total_tokens, 1500, "the raw body is the caller's, as the provider sent it");
+
+  mock.reply = { text: "Sunny and warm today", tools: ["get_weather", "lookup"], usage: { input: 800, output: 200 } };
+  const raw = await openai.chat.completions.create({ model: "gpt-4o", messages: ask, stream: true }).asResponse();
+  const text = await raw.text();
+  assert.ok(text.includes('"choices":[]') && text.trimEnd().endsWith("data: [DONE]"), "the bytes pass untouched, the usage chunk the wrapper asked for included");
+
+  const usage = await env.usage(user, (u) => u.total_tokens === 2500);
+  assert.is(usage.tool_calls_count, 3, "tool calls read from the JSON answer and from the stream's deltas");
+  close(usage.total_cost, costOf("gpt-4o", 2000, 500, ["get_weather", "get_weather", "lookup"]));
+  assert.equal(
+    events.filter((e) => e.user_id === user).map((e) => [e.input_tokens, e.output_tokens]),
+    [
+      [1200, 300],
+      [800, 200],
+    ],
+  );
+});
+
+t("a raw stream read through its body's reader, then one cancelled part way: usage as read", async ({ env, mock, events }) => {
+  const user = await env.newUser();
+  const openai = meterOpenAI(client(mock), env.meter, { user_id: user });
+  mock.reply = { text: "Sunny and warm today", usage: { input: 800, output: 200 } };
+  const whole = await openai.chat.completions.create({ model: "gpt-4o", messages: ask, stream: true }).asResponse();
+  const reader = whole.body!.getReader();
+  for (;;) {
+    const r = await reader.read();
+    if (r.done) break;
+  }
+  await env.usage(user, (u) => u.total_tokens === 1000);
+
+  mock.reply = { text: "Sunny and warm today", usage: { input: 800, output: 200 }, hang: 2 };
+  const cut = await openai.chat.completions.create({ model: "gpt-4o", messages: ask, stream: true }).asResponse();
+  const pieces = cut.body!.getReader();
+  const first = await pieces.read();
+  assert.ok(!first.done && new TextDecoder().decode(first.value).includes("data:"));
+  await pieces.cancel();
+  const mine = await eventually(async () => {
+    const list = events.filter((e) => e.user_id === user);
+    return list.length === 2 ? list : undefined;
+  });
+  assert.ok(mine[1]!.input_tokens > 0 && mine[1]!.input_tokens < 800, "cut before its usage: the input estimate");
+  assert.ok(mine[1]!.output_tokens >= 1, "and the text it showed");
+});
+
+t("a stream dropped unread and a raw response never read are metered with their estimates once collected", async ({ env, mock, events }) => {
   const user = await env.newUser();
   const openai = meterOpenAI(client(mock), env.meter, { user_id: user });
   const raw = async () => {
     const response = await openai.chat.completions.create({ model: "gpt-4o", messages: ask }).asResponse();
-    assert.is((await response.json()).usage.total_tokens, 17, "the raw body is the caller's to read");
+    assert.is(response.status, 200);
   };
   await raw();
   mock.reply = { ...DEFAULT_REPLY, hang: true };

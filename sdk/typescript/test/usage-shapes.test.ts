@@ -5,6 +5,7 @@ import { generateUsage, modelUsage, observeStreamPart } from "../src/integration
 import { messageUsage, observeMessageEvent } from "../src/integrations/anthropic-usage.ts";
 import { llmResultUsage } from "../src/integrations/langchain-usage.ts";
 import { estimateInput, newProgress, usageOfProgress } from "../src/integrations/metering.ts";
+import { EventData } from "../src/integrations/raw-body.ts";
 import { chatCompletionUsage, observeChatChunk, observeResponseEvent, responseItemTool, responseUsage } from "../src/integrations/openai-usage.ts";
 
 const t = suite("integration usage shapes");
@@ -109,6 +110,25 @@ t("estimate: the core's four characters a token over the parts present", () => {
   assert.is(estimateInput(undefined, null), 0);
   const messages = [{ role: "user", content: "hi" }];
   assert.is(estimateInput(undefined, messages), Math.ceil(JSON.stringify(messages).length / 4));
+});
+
+t("a raw body's server-sent events: the same data however the bytes are cut", () => {
+  const wire =
+    'data: {"a":1}\n\n' +
+    ": keep-alive comment\n\n" +
+    'event: message_delta\r\ndata: {"b":\r\ndata: 2}\r\n\r\n' +
+    'data:{"c":"é"}\r\r' +
+    "event: ping\n\n" +
+    "data: not json\n\n" +
+    "data: [DONE]\n\n" +
+    'data: {"unfinished":true}';
+  const bytes = new TextEncoder().encode(wire);
+  for (const size of [1, 2, 3, 7, bytes.length]) {
+    const events = new EventData();
+    const out: unknown[] = [];
+    for (let i = 0; i < bytes.length; i += size) out.push(...events.push(bytes.subarray(i, i + size)));
+    assert.equal(out, [{ a: 1 }, { b: 2 }, { c: "é" }], `cut every ${size} bytes`);
+  }
 });
 
 t.run();

@@ -7,6 +7,7 @@
 import type { Meter } from "../meter.ts";
 import { MeterError, MeterTypeError } from "../errors.ts";
 import { BackgroundCalls, type BackgroundRoute } from "./background.ts";
+import { meterRawBody } from "./raw-body.ts";
 import {
   MeteredCall,
   checkArguments,
@@ -115,17 +116,21 @@ export function meterPosts<C extends object>(
 
     const promise = post.call(this, path, guarded);
     promise.responsePromise?.then?.(
-      // `.asResponse()` hands the body to the caller and the SDK never parses it: such a call
-      // is settled with its estimate once the response is collected (a no-op when parsed).
+      // A response nobody parses nor reads (an `.asResponse()` dropped unread) is settled with
+      // its estimate once collected (a no-op when the call was metered).
       (props: { response?: object }) => props?.response && call && settleWhenCollected(props.response, call),
       // Failed after its retries, or aborted before an answer.
       (err: unknown) => call?.fail(isUserAbort(err)),
     );
-    return promise._thenUnwrap((data: any) => {
+    // Answered before it ran: settled when this client reads it final (background.ts).
+    const answered = (c: MeteredCall, data: any) => void (background?.holdPending(data, c) || c.commit(route.usage(data)));
+    // A stream left before its end whose background response runs on is held, not settled.
+    const holdOf = (c: MeteredCall, p: Prepared, progress: StreamProgress) =>
+      background && route.cutRunning ? () => background.holdCut(route.cutRunning!(progress, p), c) : undefined;
+    const unwrapped = promise._thenUnwrap((data: any) => {
       if (!call || !prepared || call.settled) return data;
       if (!prepared.body?.stream || !data || typeof data.iterator !== "function") {
-        // Answered before it ran: settled when this client reads it final (background.ts).
-        if (!background?.holdPending(data, call)) call.commit(route.usage(data));
+        answered(call, data);
         return data;
       }
       // The SDK's Stream keeps its controller, tee() and toReadableStream(); only the source
@@ -134,14 +139,45 @@ export function meterPosts<C extends object>(
       const progress = metered.streaming();
       const source = data.iterator.bind(data);
       const observe = route.observer(progress, prepared);
-      const p = prepared;
-      const hold = background && route.cutRunning && (() => background.holdCut(route.cutRunning!(progress, p), metered));
-      data.iterator = () => meterIterator(source(), metered, progress, observe, hold || undefined);
+      const hold = holdOf(metered, prepared, progress);
+      data.iterator = () => meterIterator(source(), metered, progress, observe, hold);
       settleWhenCollected(data, metered);
       return data;
     });
+    // `.asResponse()` gives the caller the HTTP response, whose body the SDK never parses: it
+    // is metered from the bytes as the caller reads them (raw-body.ts).
+    meterAsResponse(unwrapped, (response) => {
+      const c = call;
+      const p = prepared;
+      if (!c || !p || c.settled) return response;
+      if (!p.body?.stream) return meterRawBody(response, c, { kind: "json", done: (data) => answered(c, data) });
+      const progress = c.streaming();
+      return meterRawBody(response, c, { kind: "events", progress, observe: route.observer(progress, p), hold: holdOf(c, p, progress) });
+    });
+    return unwrapped;
   };
   return client;
+}
+
+/**
+ * Replaces `.asResponse()` on `promise` and on every promise derived from it (the SDKs' resources
+ * add transforms of their own with `_thenUnwrap`): the response it resolves with goes through
+ * `raw`, unless a parse of the body has begun on that promise (`.withResponse()` parses and
+ * answers the response too; the SDK reads that body itself). `parsedPromise` is the field the
+ * SDKs' own asResponse reads to tell the same.
+ */
+function meterAsResponse(promise: any, raw: (response: Response) => Response): void {
+  const asResponse = promise?.asResponse;
+  const thenUnwrap = promise?._thenUnwrap;
+  if (typeof asResponse !== "function" || typeof thenUnwrap !== "function") return;
+  promise.asResponse = function meteredAsResponse(this: any) {
+    return asResponse.call(this).then((response: unknown) => (this.parsedPromise || !(response instanceof Response) ? response : raw(response)));
+  };
+  promise._thenUnwrap = function meteredThenUnwrap(this: any, transform: unknown) {
+    const derived = thenUnwrap.call(this, transform);
+    meterAsResponse(derived, raw);
+    return derived;
+  };
 }
 
 /** The caller's abort, as both SDKs raise it: Anthropic's error names itself, openai's keeps Error's name. */
