@@ -91,13 +91,19 @@ async def test_async_client(product: Product, provider: MockProvider) -> None:
     await meter.ashutdown()
 
 
-def test_raw_responses_are_metered_once(product: Product, provider: MockProvider) -> None:
+def test_raw_responses_and_bodies_the_caller_reads_are_metered_once(product: Product, provider: MockProvider) -> None:
     user = product.create_user(PLAN)
     meter = Meter(api_key=product.key, base_url=product.url)
     client = wrap(Anthropic(api_key="sk-ant", base_url=base(provider), max_retries=0), meter, user_id=user)
     raw = client.messages.with_raw_response.create(model="claude", max_tokens=5, messages=MESSAGES)
     assert raw.parse().usage.output_tokens == USAGE_OUT
+    # A stream whose body the caller reads itself (forwarding the provider's events): its final usage.
+    with client.messages.with_streaming_response.create(
+        model="claude", max_tokens=5, messages=MESSAGES, stream=True
+    ) as r:
+        forwarded = list(r.iter_lines())
+    assert "event: message_stop" in forwarded
     assert meter.flush()
     u = product.usage(user)
-    assert u["total_tokens"] == IN + USAGE_OUT and near(u["total_cost"], CALL_COST)
+    assert u["total_tokens"] == 2 * (IN + USAGE_OUT) and near(u["total_cost"], 2 * CALL_COST)
     meter.shutdown()

@@ -10,6 +10,7 @@ from openai import AsyncOpenAI, OpenAI
 
 from meterline import LimitExceededError, Meter, MeterError, MissingUserError, UsageEvent
 from meterline.openai import wrap
+from meterline.pricing import estimate_tokens
 
 from .mock_providers import USAGE_IN, USAGE_OUT, MockProvider
 from .support import Product, near
@@ -137,16 +138,49 @@ def test_a_raw_stream_is_metered_as_read_and_a_body_read_by_the_caller_is_sent_a
     chunks = list(raw.parse())
     assert chunks and all(c.choices for c in chunks), "the usage chunk the caller did not ask for is hidden"
     assert counted(product, meter, user, 1)
-    # with_streaming_response: a body the caller reads itself, sent as the caller asked (no usage
-    # chunk to hide), read whole by the caller, and settled with the estimate.
+    meter.shutdown()
+
+
+def test_a_body_the_caller_reads_itself_is_metered_from_its_bytes(product: Product, provider: MockProvider) -> None:
+    meter, user, client = setup(product, provider)
+    estimate = estimate_tokens({"messages": MESSAGES, "tools": None})
+    # with_streaming_response: sent as the caller asked (no usage chunk is added: nothing could hide it),
+    # and metered from the bytes as the caller reads them. A chat stream without usage: the input estimate
+    # and a token per four characters of the text it showed ("Hello!").
     with client.chat.completions.with_streaming_response.create(model="gpt-4o", messages=MESSAGES, stream=True) as r:
         text = b"".join(r.iter_bytes()).decode()
     assert "stream_options" not in provider.requests[-1][1] and "[DONE]" in text and '"usage"' not in text
+    _, tokens = totals(product, meter, user)
+    assert tokens == estimate + 2
+    # A complete answer and a Responses API stream: the provider's usage.
     with client.chat.completions.with_streaming_response.create(model="gpt-4o", messages=MESSAGES) as r:
         assert r.parse().choices[0].message.content == "Hello!"
-    _, tokens = totals(product, meter, user)
-    assert USAGE_IN + USAGE_OUT < tokens < 2 * (USAGE_IN + USAGE_OUT), "two estimates of the prompt"
+    with client.responses.with_streaming_response.create(model="gpt-4o", input="Hi", stream=True) as r:
+        lines = list(r.iter_lines())
+    assert any("response.completed" in line for line in lines), "the caller reads every line"
+    _, after = totals(product, meter, user)
+    assert after - tokens == 2 * (USAGE_IN + USAGE_OUT)
+    # Left unread (closed by the with block): the estimate.
+    with client.chat.completions.with_streaming_response.create(model="gpt-4o", messages=MESSAGES) as r:
+        assert r.status_code == 200
+    _, unread = totals(product, meter, user)
+    assert unread - after == estimate
     meter.shutdown()
+
+
+async def test_an_async_body_the_caller_reads_itself_is_metered_from_its_bytes(
+    product: Product, provider: MockProvider
+) -> None:
+    meter, user, client = setup_async(product, provider)
+    async with client.chat.completions.with_streaming_response.create(model="gpt-4o", messages=MESSAGES) as r:
+        body = b"".join([chunk async for chunk in r.iter_bytes()])
+    assert b'"usage"' in body
+    async with client.responses.with_streaming_response.create(model="gpt-4o", input="Hi", stream=True) as r:
+        lines = [line async for line in r.iter_lines()]
+    assert any("response.completed" in line for line in lines)
+    assert await meter.aflush()
+    assert product.usage(user)["total_tokens"] == 2 * (USAGE_IN + USAGE_OUT)
+    await meter.ashutdown()
 
 
 async def test_async_raw_responses_are_metered_with_the_providers_usage(

@@ -18,6 +18,7 @@ from ..pricing import estimate_tokens
 from ..validate import check_metadata, check_session_id
 from .background import BackgroundCalls, BackgroundRoute
 from .calls import Call, Hold, Starting, ametered_iter, astart, metered_iter, open_calls, start, who
+from .raw_body import meter_raw_body
 
 C = TypeVar("C")
 
@@ -93,8 +94,10 @@ def _settle(result: Any, call: Call, plan: Plan, is_async: bool) -> Any:
                 call.settle_seen()
                 return result
             return _settle_parsed(result, parsed, call, plan, is_async)
-        # A body the caller reads itself (with_streaming_response): settled with the estimate.
-        _settle_estimate(call, plan)
+        # A body the caller reads itself (with_streaming_response): metered from the bytes as the caller
+        # reads them (raw_body.py); where they cannot be reached, settled with the estimate.
+        if not _meter_body(result, call, plan):
+            _settle_estimate(call, plan)
         return result
     if plan.hold is None or not plan.hold(result, call):
         call.settle(*plan.read(result))
@@ -145,6 +148,18 @@ async def _aread_back(background: BackgroundCalls, options: Any, result: Any) ->
         background.read(options, await result.parse(), True)
         return result
     return _read_back(background, options, result, True)
+
+
+def _meter_body(result: Any, call: Call, plan: Plan) -> bool:
+    body = getattr(plan.options, "json_data", None)
+    if isinstance(body, Mapping) and body.get("stream"):
+        return meter_raw_body(getattr(result, "http_response", None), call, None, plan.observe, plan.hold_cut)
+
+    def done(data: Any) -> None:
+        if plan.hold is None or not plan.hold(data, call):
+            call.settle(*plan.read(data))
+
+    return meter_raw_body(getattr(result, "http_response", None), call, done, plan.observe, None)
 
 
 def _settle_estimate(call: Call, plan: Plan) -> None:
