@@ -47,6 +47,15 @@ interface Getter {
  */
 const WARM_CALLS = 50;
 
+/**
+ * The child's heap: a young generation fixed at 64 MB (a timed run of 2,000 sessions allocates
+ * less) and a full collection before each run (`gc()`), so that none of the client's own
+ * collections falls inside the calls it times. With V8's defaults the client scavenged every
+ * 0.5-1 s, 6-18 ms each on a busy 2-core machine, and ran a mark-compact near the end of a
+ * run: 6-9 of a run's 50-80 sessions over 5 ms met one (docs/benchmarks.md, "Scale").
+ */
+const CHILD_FLAGS = ["--expose-gc", "--min-semi-space-size=64", "--max-semi-space-size=64"];
+
 function getter(a: SessionApi): Getter {
   if (SESSION_CLIENT === "fetch") {
     const api = new Api(a.baseUrl, a.key);
@@ -79,6 +88,7 @@ async function run(job: Job): Promise<number[]> {
   const times: number[] = [];
   try {
     for (const a of apis) await a.client.warm(WARM_CALLS);
+    (globalThis as { gc?: () => void }).gc?.();
     for (const [i, user] of job.calls) {
       const { client, team } = apis[i]!;
       const t = performance.now();
@@ -97,7 +107,7 @@ let child: ChildProcess | undefined;
 
 /** Times `calls` in order in the child process (started on first use); resolves with each call's ms. */
 export function timeSessions(apis: SessionApi[], calls: SessionCall[]): Promise<number[]> {
-  child ??= fork(fileURLToPath(import.meta.url), [], { execArgv: ["--import", "tsx"], env: { ...process.env, SESSION_CLIENT: "1" } });
+  child ??= fork(fileURLToPath(import.meta.url), [], { execArgv: ["--import", "tsx", ...CHILD_FLAGS], env: { ...process.env, SESSION_CLIENT: "1" } });
   const c = child;
   return new Promise((resolve, reject) => {
     const onExit = (code: number | null) => reject(new Error(`session client exited (${code})`));
