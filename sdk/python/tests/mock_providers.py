@@ -6,6 +6,7 @@ a cancel answers it ``cancelled``, without usage."""
 
 from __future__ import annotations
 
+import gzip
 import http.server
 import json
 import threading
@@ -26,6 +27,9 @@ class MockProvider:
         self.answering.set()
         # Background responses read back are still running.
         self.running = False
+        # Bodies go out gzip-compressed (Content-Encoding: gzip) to a client that accepts it, as providers'
+        # fronts send them.
+        self.gzip = False
         self.background: dict[str, dict[str, Any]] = {}
         mock = self
 
@@ -91,6 +95,9 @@ class MockProvider:
 
             def _send(self, data: bytes, ctype: str, status: int = 200) -> None:
                 self.send_response(status)
+                if mock.gzip and "gzip" in (self.headers.get("accept-encoding") or ""):
+                    data = gzip.compress(data)
+                    self.send_header("content-encoding", "gzip")
                 self.send_header("content-type", ctype)
                 self.send_header("content-length", str(len(data)))
                 self.end_headers()

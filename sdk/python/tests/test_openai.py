@@ -141,8 +141,12 @@ def test_a_raw_stream_is_metered_as_read_and_a_body_read_by_the_caller_is_sent_a
     meter.shutdown()
 
 
-def test_a_body_the_caller_reads_itself_is_metered_from_its_bytes(product: Product, provider: MockProvider) -> None:
+@pytest.mark.parametrize("compressed", [False, True])
+def test_a_body_the_caller_reads_itself_is_metered_from_its_bytes(
+    product: Product, provider: MockProvider, compressed: bool
+) -> None:
     meter, user, client = setup(product, provider)
+    provider.gzip = compressed
     estimate = estimate_tokens({"messages": MESSAGES, "tools": None})
     # with_streaming_response: sent as the caller asked (no usage chunk is added: nothing could hide it),
     # and metered from the bytes as the caller reads them. A chat stream without usage: the input estimate
@@ -155,6 +159,7 @@ def test_a_body_the_caller_reads_itself_is_metered_from_its_bytes(product: Produ
     # A complete answer and a Responses API stream: the provider's usage.
     with client.chat.completions.with_streaming_response.create(model="gpt-4o", messages=MESSAGES) as r:
         assert r.parse().choices[0].message.content == "Hello!"
+        assert r.headers.get("content-encoding") == ("gzip" if compressed else None)
     with client.responses.with_streaming_response.create(model="gpt-4o", input="Hi", stream=True) as r:
         lines = list(r.iter_lines())
     assert any("response.completed" in line for line in lines), "the caller reads every line"

@@ -11,6 +11,7 @@ import codecs
 import json
 import re
 import weakref
+import zlib
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
@@ -24,8 +25,16 @@ class _Sink:
     """What the bytes show: a complete answer parsed at its end, or a stream's events as they pass. Metering
     never raises into the caller's read."""
 
-    def __init__(self, call: Call, done: Done | None, observe: Callable[[Call, Any], bool], hold: Hold | None) -> None:
+    def __init__(
+        self,
+        call: Call,
+        done: Done | None,
+        observe: Callable[[Call, Any], bool],
+        hold: Hold | None,
+        decode: Callable[[bytes], bytes],
+    ) -> None:
         self.call = call
+        self.decode = decode
         self.done = done
         self.observe = observe
         self.hold = hold
@@ -35,16 +44,17 @@ class _Sink:
         self.broken = False
 
     def push(self, chunk: bytes) -> None:
-        if self.events is None:
-            self.body.append(chunk)
-            return
         if self.broken:
             return
         try:
+            chunk = self.decode(chunk)
+            if self.events is None:
+                self.body.append(chunk)
+                return
             for data in self.events.push(chunk):
                 self.observe(self.call, data)
         except Exception:
-            # An item the observer cannot read: settled with what the others showed.
+            # Bytes that do not decompress, an item the observer cannot read: settled with what the rest showed.
             self.broken = True
 
     def end(self, whole: bool) -> None:
@@ -56,7 +66,7 @@ class _Sink:
                 (self.call.settle_ended if whole else self.call.settle_seen)()
             return
         body, self.body = b"".join(self.body), []
-        if whole and self.done is not None:
+        if whole and not self.broken and self.done is not None:
             try:
                 data = json.loads(body)
             except ValueError:
@@ -117,14 +127,31 @@ def meter_raw_body(
     stream, each event given to ``observe``). False when it has no byte stream to read."""
     inner = getattr(http_response, "stream", None)
     wrapper = _wrapper_of(type(inner))
-    if wrapper is None:
+    decode = _decoder_of(getattr(http_response, "headers", None))
+    if wrapper is None or decode is None:
         return False
-    sink = _Sink(call, done, observe, hold)
+    sink = _Sink(call, done, observe, hold, decode)
     http_response.stream = wrapper(inner, sink)
     # A response dropped unread and never closed: its estimate when collected (the sink holds no reference
     # to the response, so this does not keep it alive).
     weakref.finalize(http_response, sink.end, False)
     return True
+
+
+def _decoder_of(headers: Any) -> Callable[[bytes], bytes] | None:
+    """What turns the stream's bytes into the body's: the stream carries them as sent, compressed when the
+    response says so (the caller's reads decompress them with a decoder of their own). gzip and deflate, as
+    every HTTP client accepts; another encoding (br, zstd, several): None, not metered from the bytes."""
+    value = headers.get("content-encoding", "") if headers is not None else ""
+    encodings = [e.strip().lower() for e in str(value).split(",") if e.strip().lower() not in ("", "identity")]
+    if not encodings:
+        return lambda chunk: chunk
+    if encodings in (["gzip"], ["x-gzip"]):
+        return zlib.decompressobj(zlib.MAX_WBITS | 16).decompress
+    if encodings == ["deflate"]:
+        # zlib-wrapped, as the standard says (a raw deflate stream fails to decode: the estimate).
+        return zlib.decompressobj().decompress
+    return None
 
 
 _wrappers: dict[type, type] = {}
