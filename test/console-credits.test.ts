@@ -146,6 +146,10 @@ t("credits granted after a confirmation: the balance, the grants and the period 
   await markedInvalid(form.getByLabel("Amount ($)"), "the amount marked invalid");
   page.off("request", count);
   ctx.allowedStatuses = new Set();
+  // Edited, the amount is no longer the one refused: its message goes.
+  await form.getByLabel("Amount ($)").fill("20");
+  await eventually(async () => (await form.getByLabel("Amount ($)").getAttribute("aria-invalid")) === "false", 10_000, "the edited amount no longer marked");
+  assert.is(await form.getByText("must be <= 1000000").count(), 0);
   await form.getByLabel("Amount ($)").fill("");
 
   // The balance, each grant with its status, and the period spend bar: $1 allowance + $7.50 of credits.

@@ -2,6 +2,7 @@ import { useState } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { ApiError, api, keyStore, ok, type ApiKey } from "../api/client.ts";
 import { keysRead } from "../api/reads.ts";
+import { useFieldIssues } from "../field-issues.ts";
 import { Card, DataTable, DoneStatus, ErrorState, Field, FormAlert, Query, Screen, SecretOnce, Submit, submitted, Time } from "../components.tsx";
 
 export function KeysScreen() {
@@ -100,7 +101,7 @@ function CreateKey() {
     },
   });
   const err = create.error instanceof ApiError ? create.error : null;
-  const issue = (f: string) => err?.issues.find((i) => i.path === `/${f}`)?.message;
+  const issue = useFieldIssues(create.error, { name: form.name, scope: form.scope, expires_at: form.expires });
   const [unnamed, setUnnamed] = useState(false);
   const submit = submitted(() => {
     setCreated(null);

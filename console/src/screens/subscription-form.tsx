@@ -4,6 +4,7 @@ import { Link } from "wouter";
 import { ApiError, type Plan } from "../api/client.ts";
 import { plansRead } from "../api/reads.ts";
 import { Card, Field, FormAlert, FormStatus, Submit, submitted } from "../components.tsx";
+import { useFieldIssues } from "../field-issues.ts";
 import { atUtcMidnight, fmtExactMoney } from "../format.ts";
 
 export interface SubscriptionBody {
@@ -80,7 +81,7 @@ export function SubscriptionForm({
     onSuccess: onSaved,
   });
   const err = save.error instanceof ApiError ? save.error : null;
-  const issue = (f: string) => err?.issues.find((i) => i.path === `/${f}`)?.message;
+  const issue = useFieldIssues(save.error, { plan_id: planId, period_start: start, period_end: end, billing_subscription_id: billing });
   const submit = submitted(() => {
     if (!rule) save.mutate();
   });

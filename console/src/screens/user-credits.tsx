@@ -8,6 +8,7 @@ import { ApiError, answer, api, ok, type CreditGrant, type LedgerEntry } from ".
 import { creditLedgerRead, creditsKey, creditsRead, LEDGER_PAGE_SIZES, ledgerLimit } from "../api/reads.ts";
 import { Card, ConfirmBox, DataTable, DoneStatus, Empty, ErrorState, Field, FormAlert, FormStatus, ConfirmedSubmit, ListQuery, num, PerPage, Query, submitted, Time } from "../components.tsx";
 import { describeGrant, grantBody, type Draws, LEDGER_TYPE, newGrantForm, STATUS_BADGE, voidable, type GrantForm, type GrantKind, type GrantStatus, type LedgerType } from "../credits.ts";
+import { useFieldIssues } from "../field-issues.ts";
 import { fmtExactMoney, fmtSignedMoney } from "../format.ts";
 import { usePaging, useUrlState } from "../url-state.ts";
 
@@ -208,15 +209,10 @@ function GrantCredits({ owner }: { owner: CreditOwner }) {
     onSettled: () => setConfirming(false),
   });
   const err = grant.error instanceof ApiError ? grant.error : null;
+  const refused = useFieldIssues(grant.error, form);
   // An amount that is no number above 0 is said before the question is asked: "Grant \"\" of paid credits?" asked nothing.
   const [amountProblem, setAmountProblem] = useState<string | undefined>();
-  const issue = (f: string) =>
-    (f === "amount" ? amountProblem : undefined) ??
-    (err?.issues
-      .filter((i) => i.path === `/${f}` || i.path.startsWith(`/${f}/`))
-      .map((i) => i.message)
-      .join("; ") ||
-      undefined);
+  const issue = (f: string) => (f === "amount" ? amountProblem : undefined) ?? refused(f);
   // Editing after the question was asked takes the question back: what is confirmed is what is sent.
   const edit = (patch: Partial<GrantForm>) => {
     setConfirming(false);

@@ -5,6 +5,7 @@ import { metricOfReason, price, rateOf, type Pricing } from "@meter/rules";
 import { ApiError, api, ok, type GateEvent, type Session } from "../api/client.ts";
 import { gateEventsFilter, gateEventsRead, lastSessionSpendRead, limitsRead, sessionRead, userRead, userUsageRead } from "../api/reads.ts";
 import { Card, ConfirmedSubmit, DataTable, Facts, Field, FormAlert, FormStatus, Gauge, InlineForm, ListQuery, num, PerPage, Period, Query, QuickStart, Screen, submitted, Time } from "../components.tsx";
+import { useFieldIssues } from "../field-issues.ts";
 import { fmtExactMoney, fmtInt, fmtPct, fmtTime } from "../format.ts";
 import { creditCapNote, drawsCredits } from "../credits.ts";
 import { blockingIndex, dimensionLabel, TEAM_REASON } from "../limits.ts";
@@ -277,7 +278,7 @@ function ManualEvent({ id, pricing }: { id: string; pricing: Pricing | null | un
     onSettled: () => setConfirming(false),
   });
   const err = record.error instanceof ApiError ? record.error : null;
-  const issue = (f: string) => err?.issues.find((i) => i.path === `/${f}`)?.message;
+  const issue = useFieldIssues(record.error, form);
   return (
     <Card title="Record a manual event">
       <form
