@@ -256,7 +256,9 @@ function GrantCredits({ owner }: { owner: CreditOwner }) {
         </div>
         {input("description", "Description (optional)")}
         {err && !err.issues.length && <FormAlert>The API refused the grant ({err.status}): {err.message}</FormAlert>}
-        {err && err.issues.length > 0 && <FormAlert>The API refused the grant ({err.status}): fix the fields marked above.</FormAlert>}
+        {err && err.issues.length > 0 && (Object.keys(form).some(issue) || err.issues.some((i) => !(i.path.split("/")[1]! in form))) && (
+          <FormAlert>The API refused the grant ({err.status}): fix the fields marked above.</FormAlert>
+        )}
         {grant.isSuccess && (
           <FormStatus>
             {grant.data.status === 201
