@@ -219,6 +219,8 @@ t("a plan's 422 shows beside its field, then the plan is created and edited", as
   // A soft gate above the hard gate: the service's 400 names the soft gate first, and lands there.
   ctx.allowedStatuses = new Set([400]);
   await soft.fill("0.9");
+  // Edited, the soft gate is no longer the value refused: its message goes before the next submit.
+  await eventually(async () => (await soft.getAttribute("aria-invalid")) === "false", 10_000, "the edited soft gate no longer marked");
   await form.getByLabel("Hard gate at (fraction)").fill("0.5");
   await form.getByRole("button", { name: "Create plan" }).click();
   await page.getByText("fix the fields marked above").waitFor();

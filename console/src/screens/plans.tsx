@@ -4,6 +4,7 @@ import { CALENDAR_WINDOWS, MAX_ROLLING_MINUTES, METRICS, WINDOWS, isTimeZone, ty
 import { ApiError, api, ok, type Issue, type Plan, type PlanInput } from "../api/client.ts";
 import { planSubscribersRead, plansRead } from "../api/reads.ts";
 import { Card, DataTable, Field, FormAlert, FormStatus, ListQuery, num, Options, QuickStart, Screen, Submit, submitted, Time } from "../components.tsx";
+import { useEditedSince } from "../field-issues.ts";
 import { fmtExactMoney, fmtGateAt, fmtInt } from "../format.ts";
 import { numberOrText } from "../inputs.ts";
 import { describeLimit, fmtMinutes, limitProblems, type LimitField, type PlanLimit } from "../limits.ts";
@@ -261,12 +262,17 @@ function PlanEditor({ plan, onDone }: { plan?: Plan; onDone: () => void }) {
   // and so does a plan field it names first (`plans[0].soft_gate_at (0.9) must not exceed …`).
   const refused = err ? limitProblems(err.message, err.issues) : { rows: {}, other: [] };
   const [local, setLocal] = useState<Record<string, string>>({});
-  const issues: Record<string, string> = { ...(err ? issuesByField(err.issues) : {}), ...local };
+  // A field edited since the API's answer, or since the checks made on submit, drops what they said of it.
+  const editedSinceAnswer = useEditedSince(save.error, form);
+  const editedSinceCheck = useEditedSince(local, form);
+  const issues: Record<string, string> = {};
+  for (const [field, problem] of Object.entries(err ? issuesByField(err.issues) : {})) if (!editedSinceAnswer(field)) issues[field] = problem;
+  for (const [field, problem] of Object.entries(local)) if (!editedSinceCheck(field)) issues[field] = problem;
   const unplaced: string[] = [];
   for (const problem of err && !err.issues.length ? refused.other : []) {
     const field = refusedField(problem);
-    if (field) issues[field] = issues[field] ? `${issues[field]}; ${problem}` : problem;
-    else unplaced.push(problem);
+    if (!field) unplaced.push(problem);
+    else if (!editedSinceAnswer(field)) issues[field] = issues[field] ? `${issues[field]}; ${problem}` : problem;
   }
   const zoneProblem = zoneChecked && !isTimeZone(zone.trim()) ? `"${zone.trim()}" is not a time zone: pick an IANA name such as Europe/Paris or America/New_York.` : refused.time_zone;
   const text = (k: keyof PlanForm, label: string, hint: string, type: "text" | "number" | "json" = "number") => (
