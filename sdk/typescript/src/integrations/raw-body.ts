@@ -23,14 +23,12 @@ export function meterRawBody(response: Response, call: MeteredCall, body: RawBod
   const sink = body.kind === "json" ? jsonSink(call, body.done) : eventSink(call, body);
   const stream = new ReadableStream<Uint8Array>({
     async pull(controller) {
-      let r: ReadableStreamReadResult<Uint8Array>;
-      try {
-        r = await reader.read();
-      } catch (err) {
+      const r = await reader.read().catch((err: unknown) => {
         sink.end(false);
         controller.error(err);
-        return;
-      }
+        return undefined;
+      });
+      if (!r) return;
       if (r.done) {
         sink.end(true);
         controller.close();
