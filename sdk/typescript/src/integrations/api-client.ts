@@ -122,15 +122,10 @@ export function meterPosts<C extends object>(
       // Failed after its retries, or aborted before an answer.
       (err: unknown) => call?.fail(isUserAbort(err)),
     );
-    // Answered before it ran: settled when this client reads it final (background.ts).
-    const answered = (c: MeteredCall, data: any) => void (background?.holdPending(data, c) || c.commit(route.usage(data)));
-    // A stream left before its end whose background response runs on is held, not settled.
-    const holdOf = (c: MeteredCall, p: Prepared, progress: StreamProgress) =>
-      background && route.cutRunning ? () => background.holdCut(route.cutRunning!(progress, p), c) : undefined;
     const unwrapped = promise._thenUnwrap((data: any) => {
       if (!call || !prepared || call.settled) return data;
       if (!prepared.body?.stream || !data || typeof data.iterator !== "function") {
-        answered(call, data);
+        answered(route, background, call, data);
         return data;
       }
       // The SDK's Stream keeps its controller, tee() and toReadableStream(); only the source
@@ -139,7 +134,7 @@ export function meterPosts<C extends object>(
       const progress = metered.streaming();
       const source = data.iterator.bind(data);
       const observe = route.observer(progress, prepared);
-      const hold = holdOf(metered, prepared, progress);
+      const hold = holdOf(route, background, metered, prepared, progress);
       data.iterator = () => meterIterator(source(), metered, progress, observe, hold);
       settleWhenCollected(data, metered);
       return data;
@@ -150,13 +145,23 @@ export function meterPosts<C extends object>(
       const c = call;
       const p = prepared;
       if (!c || !p || c.settled) return response;
-      if (!p.body?.stream) return meterRawBody(response, c, { kind: "json", done: (data) => answered(c, data) });
+      if (!p.body?.stream) return meterRawBody(response, c, { kind: "json", done: (data) => answered(route, background, c, data) });
       const progress = c.streaming();
-      return meterRawBody(response, c, { kind: "events", progress, observe: route.observer(progress, p), hold: holdOf(c, p, progress) });
+      return meterRawBody(response, c, { kind: "events", progress, observe: route.observer(progress, p), hold: holdOf(route, background, c, p, progress) });
     });
     return unwrapped;
   };
   return client;
+}
+
+/** A complete answer: metered with its usage, unless it is a background response still to run (settled when this client reads it final, background.ts). */
+function answered(route: Route, background: BackgroundCalls | undefined, call: MeteredCall, data: any): void {
+  if (!background?.holdPending(data, call)) call.commit(route.usage(data));
+}
+
+/** For a stream left before its end: holds the call while its background response runs on (else undefined: settled). */
+function holdOf(route: Route, background: BackgroundCalls | undefined, call: MeteredCall, prepared: Prepared, progress: StreamProgress): (() => boolean) | undefined {
+  return background && route.cutRunning ? () => background.holdCut(route.cutRunning!(progress, prepared), call) : undefined;
 }
 
 /**

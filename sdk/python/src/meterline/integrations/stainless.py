@@ -151,15 +151,14 @@ async def _aread_back(background: BackgroundCalls, options: Any, result: Any) ->
 
 
 def _meter_body(result: Any, call: Call, plan: Plan) -> bool:
+    http_response = getattr(result, "http_response", None)
     body = getattr(plan.options, "json_data", None)
     if isinstance(body, Mapping) and body.get("stream"):
-        return meter_raw_body(getattr(result, "http_response", None), call, None, plan.observe, plan.hold_cut)
-
-    def done(data: Any) -> None:
-        if plan.hold is None or not plan.hold(data, call):
-            call.settle(*plan.read(data))
-
-    return meter_raw_body(getattr(result, "http_response", None), call, done, plan.observe, None)
+        return meter_raw_body(http_response, call, None, plan.observe, plan.hold_cut)
+    # A complete answer read whole: settled as a parsed raw answer is (its JSON is no stream).
+    return meter_raw_body(
+        http_response, call, lambda data: _settle_parsed(result, data, call, plan, False), plan.observe, None
+    )
 
 
 def _settle_estimate(call: Call, plan: Plan) -> None:
