@@ -185,8 +185,8 @@ const PATCHES: SourcePatch[] = [
   { file: "internal/handler/sjson/sjson.go", find: "dec *json.Decoder", replace: "dec *valueDecoder", count: 1 },
   // A read or delete of an `_id` list filters each document it finds against the whole list with
   // FerretDB's generic comparison: N x N of them, a quarter of the CPU of a read or delete of
-  // 1,000 ids (bench:embedded-db). Strings and ObjectIDs are now compared directly
-  // (patches/in_scalars.go.in).
+  // 1,000 ids (bench:embedded-db). A list of strings and ObjectIDs is now looked up in a set built
+  // once per list (patches/in_scalars.go.in).
   {
     file: "internal/handler/common/filter.go",
     find: '\t\t\t\t\t"$in needs an array",\n\t\t\t\t\texprKey,\n\t\t\t\t)\n\t\t\t}\n\n\t\t\tvar found bool\n',
