@@ -294,6 +294,9 @@ t("a plan's windows through the form: refused with the service's word beside the
   await check(ctx, "plan-windows-refused");
   ctx.allowedStatuses = new Set();
   await secondName.fill("five-hour");
+  // Edited, the name is no longer the one refused: its message goes, and with no field marked the alert too.
+  await eventually(async () => (await secondName.getAttribute("aria-invalid")) === "false", 10_000, "the edited limit name no longer marked");
+  await form.getByRole("alert").filter({ hasText: "fix the fields marked above" }).waitFor({ state: "detached" });
   await form.getByRole("button", { name: "Create plan" }).click();
   await page.getByText("Plan windows created.").waitFor();
   const created = (await ctx.api.get("/config/plans")).body.plans.find((p: { name: string }) => p.name === "windows");

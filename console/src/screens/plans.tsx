@@ -7,7 +7,7 @@ import { Card, DataTable, Field, FormAlert, FormStatus, ListQuery, num, Options,
 import { useEditedSince } from "../field-issues.ts";
 import { fmtExactMoney, fmtGateAt, fmtInt } from "../format.ts";
 import { numberOrText } from "../inputs.ts";
-import { describeLimit, fmtMinutes, limitProblems, type LimitField, type PlanLimit } from "../limits.ts";
+import { describeLimit, fmtMinutes, LIMIT_FIELDS, limitProblems, type LimitField, type PlanLimit } from "../limits.ts";
 import { useUrlState } from "../url-state.ts";
 
 
@@ -274,7 +274,19 @@ function PlanEditor({ plan, onDone }: { plan?: Plan; onDone: () => void }) {
     if (!field) unplaced.push(problem);
     else if (!editedSinceAnswer(field)) issues[field] = issues[field] ? `${issues[field]}; ${problem}` : problem;
   }
-  const zoneProblem = zoneChecked && !isTimeZone(zone.trim()) ? `"${zone.trim()}" is not a time zone: pick an IANA name such as Europe/Paris or America/New_York.` : refused.time_zone;
+  // The same for a limit's field and the time zone: what the service said of `limits[1].max` goes once that field is edited.
+  const rowValues: Record<string, string> = { time_zone: zone };
+  rows.forEach((r, i) => {
+    for (const f of LIMIT_FIELDS) rowValues[`${i}.${f}`] = r[f];
+  });
+  const editedRowSinceAnswer = useEditedSince(save.error, rowValues);
+  const refusedRows = Object.fromEntries(
+    Object.entries(refused.rows).map(([i, problems]) => [i, Object.fromEntries(Object.entries(problems).filter(([f]) => !editedRowSinceAnswer(`${i}.${f}`)))]),
+  );
+  const zoneRefused = editedRowSinceAnswer("time_zone") ? undefined : refused.time_zone;
+  // Once every field the answer marked was edited, "fix the fields marked above" would point at nothing.
+  const marked = Object.keys(issues).length > 0 || Object.values(refusedRows).some((p) => Object.keys(p).length > 0) || zoneRefused !== undefined;
+  const zoneProblem = zoneChecked && !isTimeZone(zone.trim()) ? `"${zone.trim()}" is not a time zone: pick an IANA name such as Europe/Paris or America/New_York.` : zoneRefused;
   const text = (k: keyof PlanForm, label: string, hint: string, type: "text" | "number" | "json" = "number") => (
     <Field label={label} error={issues[k]} hint={hint}>
       {(id, d) =>
@@ -331,11 +343,11 @@ function PlanEditor({ plan, onDone }: { plan?: Plan; onDone: () => void }) {
           </div>
           {text("credits_low_at", "Credits low below ($)", "Default: empty = never. credits.low fires once when the balance falls below it.")}
         </div>
-        <LimitsEditor rows={rows} onChange={editRows} refused={refused.rows} zone={zone} onZone={setZone} zoneProblem={zoneProblem} />
-        {err && !err.issues.length && (
+        <LimitsEditor rows={rows} onChange={editRows} refused={refusedRows} zone={zone} onZone={setZone} zoneProblem={zoneProblem} />
+        {err && !err.issues.length && (err.status === 409 || unplaced.length > 0 || marked) && (
           <FormAlert>{err.status === 409 ? `A plan named ${form.name} exists already.` : `The API refused the plan (${err.status}): ${unplaced.join("; ") || "fix the fields marked above."}`}</FormAlert>
         )}
-        {err && err.issues.length > 0 && (
+        {err && err.issues.length > 0 && (unplacedIssues(err.issues) || marked) && (
           <FormAlert>
             The API refused the plan ({err.status}): {unplacedIssues(err.issues) || "fix the fields marked above."}
           </FormAlert>
