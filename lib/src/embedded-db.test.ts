@@ -141,6 +141,12 @@ t("$in compares strings and ObjectIDs as MongoDB does, and a list of a thousand 
   assert.equal(await ids({ _id: { $in: ["a"] }, tags: { $in: ["y"] } }), [], "the rest of the filter still applies");
   assert.equal(await ids({ tags: { $in: ["y", "z"] } }), ["b"], "an array field matches by its elements (the general comparison)");
   assert.equal(await ids({ _id: { $in: ["x", /^[aA]$/] } }), ["A", "a"], "a regex in the list still matches");
+  // From 16 values on, a list of strings and ObjectIDs is looked up in a set: the same answers.
+  const filler = Array.from({ length: 20 }, (_, i) => `filler-${i}`);
+  assert.equal(await ids({ _id: { $in: [...filler, "a", oid, "missing", other] } }), ["a", `oid:${oid}`].sort(), "a long list of strings and ObjectIDs");
+  assert.equal(await ids({ _id: { $in: [...filler, String(oid), "7"] } }), ["7"], "a long list: an ObjectID's hex is not the ObjectID, a string not the number");
+  assert.equal(await ids({ _id: { $in: [...filler, 7, "a"] } }), ["a", "number:7"], "a long list with a number still finds the number");
+  assert.equal(await ids({ _id: { $in: [...filler, "x", /^[aA]$/] } }), ["A", "a"], "a long list with a regex still matches by it");
 
   const many = mongo.db("inlists").collection<{ _id: string }>("many");
   await many.insertMany(Array.from({ length: 1_500 }, (_, i) => ({ _id: `id-${i}` })));
