@@ -19,6 +19,8 @@ from typing import Any
 
 import httpx
 
+from meterline.transport import tls_context
+
 REPO = Path(__file__).resolve().parents[3]
 RULES = REPO / "rules" / "cases.json"
 DAY = timedelta(days=1)
@@ -44,7 +46,7 @@ class Api:
         self.base = base
         self.key = key
         headers = {"authorization": f"Bearer {key}"} if key else {}
-        self.client = httpx.Client(base_url=base, headers=headers, timeout=30)
+        self.client = httpx.Client(base_url=base, headers=headers, timeout=30, verify=tls_context())
 
     def get(self, path: str) -> httpx.Response:
         return self.client.get(path)
@@ -178,7 +180,7 @@ class FaultProxy:
         self.held = threading.Event()
         self.holding = 0
         self.lock = threading.Lock()
-        self.upstream = httpx.Client(timeout=30)
+        self.upstream = httpx.Client(timeout=30, verify=tls_context())
         self.port = 0
         self.server: http.server.ThreadingHTTPServer | None = None
         self.up()

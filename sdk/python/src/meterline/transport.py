@@ -7,6 +7,7 @@ import asyncio
 import email.utils
 import json
 import random
+import ssl
 import time
 from typing import Any, TypeVar
 from urllib.parse import quote, urlsplit
@@ -19,6 +20,20 @@ from .flow import Flow, Health, Request, Sleep, Step, Stepper, Wait, wait_async,
 T = TypeVar("T")
 
 VERSION = "0.1.0"
+
+
+_tls: ssl.SSLContext | None = None
+
+
+def tls_context() -> ssl.SSLContext:
+    """The TLS context every client of this process shares, made as httpx makes its own (its CA bundle, or
+    SSL_CERT_FILE / SSL_CERT_DIR as set when the first client is made). httpx makes one per client, even for an
+    http:// base URL, and loading the CA bundle takes about 40 ms of CPU: a second Meter, or the new pool of a
+    forked worker, would pay it again."""
+    global _tls
+    if _tls is None:
+        _tls = httpx.create_ssl_context()
+    return _tls
 
 
 class _Http:
@@ -45,7 +60,7 @@ class _Http:
             "user-agent": f"meterline-python/{VERSION}",
         }
         kind = httpx.AsyncClient if isinstance(self, AsyncTransport) else httpx.Client
-        self._client = kind(headers=headers, timeout=self.timeout)
+        self._client = kind(headers=headers, timeout=self.timeout, verify=tls_context())
 
     def _build(self, client: httpx.Client | httpx.AsyncClient, step: Request | Health) -> httpx.Request:
         if isinstance(step, Health):
