@@ -129,24 +129,32 @@ const MAX_LABELS: Record<Metric, string> = { spend: "Max ($)", tokens: "Max (tok
 const TIME_ZONES = ["UTC", ...(Intl.supportedValuesOf?.("timeZone") ?? []).filter((z) => z !== "UTC")];
 
 /** An issue's field: `/plans/0/cost_rates/gpt-4o/input` and `/cost_rates/gpt-4o` both name `cost_rates`; `/plans` and `` none (a limit of the product). */
-function fieldOf(issue: Issue): string | undefined {
+/**
+ * Where the form shows an issue: beside a plan field (its name), beside a limit row's field
+ * ("limits", limitProblems places it) or the time zone ("time_zone"); undefined: in the alert.
+ */
+function placeOf(issue: Issue): string | undefined {
   const parts = issue.path.split("/").filter(Boolean);
-  return parts[0] === "plans" ? parts[2] : parts[0];
+  const at = parts[0] === "plans" ? parts.slice(2) : parts;
+  if (at[0] === "limits") return at[1] !== undefined && /^\d+$/.test(at[1]) && (LIMIT_FIELDS as readonly string[]).includes(at[2] ?? "") ? "limits" : undefined;
+  if (at[0] === "time_zone") return "time_zone";
+  return at[0] !== undefined && Object.hasOwn(DEFAULTS, at[0]) ? at[0] : undefined;
 }
 
+/** The issues shown beside the plan's own fields, by field. */
 function issuesByField(issues: Issue[]): Record<string, string> {
   const out: Record<string, string> = {};
   for (const i of issues) {
-    const field = fieldOf(i);
-    if (field) out[field] = out[field] ? `${out[field]}; ${i.message}` : i.message;
+    const field = placeOf(i);
+    if (field && Object.hasOwn(DEFAULTS, field)) out[field] = out[field] ? `${out[field]}; ${i.message}` : i.message;
   }
   return out;
 }
 
-/** What the API refused that no field of the form shows (the product's 50 plans, its 1 MiB), said in the alert. */
+/** What the API refused that no field of the form shows (the product's 50 plans, its 1 MiB, the whole list of limits), said in the alert. */
 function unplacedIssues(issues: Issue[]): string {
   return issues
-    .filter((i) => !fieldOf(i))
+    .filter((i) => !placeOf(i))
     .map((i) => i.message)
     .join("; ");
 }
@@ -280,9 +288,9 @@ function PlanEditor({ plan, onDone }: { plan?: Plan; onDone: () => void }) {
     for (const f of LIMIT_FIELDS) rowValues[`${i}.${f}`] = r[f];
   });
   const editedRowSinceAnswer = useEditedSince(save.error, rowValues);
-  const refusedRows = Object.fromEntries(
-    Object.entries(refused.rows).map(([i, problems]) => [i, Object.fromEntries(Object.entries(problems).filter(([f]) => !editedRowSinceAnswer(`${i}.${f}`)))]),
-  );
+  // A row's minutes are hidden unless its window is rolling: what was said of them goes with them.
+  const shown = (i: string, f: string) => !editedRowSinceAnswer(`${i}.${f}`) && (f !== "duration_minutes" || rows[Number(i)]?.window === "rolling");
+  const refusedRows = Object.fromEntries(Object.entries(refused.rows).map(([i, problems]) => [i, Object.fromEntries(Object.entries(problems).filter(([f]) => shown(i, f)))]));
   const zoneRefused = editedRowSinceAnswer("time_zone") ? undefined : refused.time_zone;
   // Once every field the answer marked was edited, "fix the fields marked above" would point at nothing.
   const marked = Object.keys(issues).length > 0 || Object.values(refusedRows).some((p) => Object.keys(p).length > 0) || zoneRefused !== undefined;

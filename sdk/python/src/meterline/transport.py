@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import json
+import os
 import random
 import ssl
 import time
@@ -22,18 +23,20 @@ T = TypeVar("T")
 VERSION = "0.1.0"
 
 
-_tls: ssl.SSLContext | None = None
+_tls: tuple[int, ssl.SSLContext] | None = None
 
 
 def tls_context() -> ssl.SSLContext:
     """The TLS context every client of this process shares, made as httpx makes its own (its CA bundle, or
     SSL_CERT_FILE / SSL_CERT_DIR as set when the first client is made). httpx makes one per client, even for an
-    http:// base URL, and loading the CA bundle takes about 40 ms of CPU: a second Meter, or the new pool of a
-    forked worker, would pay it again."""
+    http:// base URL, and loading the CA bundle takes about 40 ms of CPU: a second Meter would pay it again. A
+    forked child makes its own, as it makes its own pool: what the parent's threads held in it at the fork is not
+    the child's to use."""
     global _tls
-    if _tls is None:
-        _tls = httpx.create_ssl_context()
-    return _tls
+    pid = os.getpid()
+    if _tls is None or _tls[0] != pid:
+        _tls = (pid, httpx.create_ssl_context())
+    return _tls[1]
 
 
 class _Http:
