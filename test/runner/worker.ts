@@ -73,7 +73,18 @@ function groupCpu(): number | undefined {
   return ticks / TICKS;
 }
 
+// The files this worker ran last: a promise one of them left behind that rejects later (an
+// operation on a client its file has closed) ends the worker in whichever file runs then.
+const ran: string[] = [];
+process.on("unhandledRejection", (err) => {
+  const [now, before] = [ran.at(-1), ran.at(-2)];
+  console.error(`unhandled rejection in the test worker while ${now} ran${before ? ` (the file before it in this worker: ${before})` : ""}:`, err);
+  process.exit(1);
+});
+
 async function runFile(file: string): Promise<FileResult> {
+  ran.push(file);
+  if (ran.length > 2) ran.shift();
   captured = "";
   const cpuBefore = groupCpu();
   g.UVU_QUEUE = [[file]];
