@@ -165,6 +165,20 @@ const add = (to: Partial<Record<string, string>>, key: string, message: string) 
   to[key] = to[key] ? `${to[key]}; ${said}` : said;
 };
 
+/** A 422 issue's path within the plan it names: `/plans/0/cost_rates/gpt-4o` and `/cost_rates/gpt-4o` (a PATCH) both give `["cost_rates", "gpt-4o"]`. */
+export function planIssuePath(path: string): string[] {
+  const parts = path.split("/").filter(Boolean);
+  return parts[0] === "plans" ? parts.slice(2) : parts;
+}
+
+/** Where a 422 issue lands among a plan's limits: a row's field (`/limits/1/max`), the time zone, or neither. */
+export function limitIssueAt(path: string): { row: number; field: LimitField } | "time_zone" | undefined {
+  const at = planIssuePath(path);
+  if (at[0] === "time_zone") return "time_zone";
+  if (at[0] !== "limits" || at[1] === undefined || !/^\d+$/.test(at[1]) || !(LIMIT_FIELDS as readonly string[]).includes(at[2] ?? "")) return undefined;
+  return { row: Number(at[1]), field: at[2] as LimitField };
+}
+
 /**
  * The plans service's 400 (`plans[0].limits[1] ("daily").duration_minutes: only a rolling
  * window takes duration_minutes`, several joined by "; ") and the gateway's 422 issues
@@ -174,10 +188,9 @@ export function limitProblems(message: string, issues: readonly { path: string; 
   const out: LimitProblems = { rows: {}, other: [] };
   const row = (i: number) => (out.rows[i] ??= {});
   for (const issue of issues) {
-    const parts = issue.path.split("/").filter(Boolean);
-    const at = parts[0] === "plans" ? parts.slice(2) : parts;
-    if (at[0] === "limits" && at[1] !== undefined && /^\d+$/.test(at[1]) && (LIMIT_FIELDS as readonly string[]).includes(at[2] ?? "")) add(row(Number(at[1])), at[2]!, issue.message);
-    else if (at[0] === "time_zone") out.time_zone = out.time_zone ? `${out.time_zone}; ${issue.message}` : issue.message;
+    const at = limitIssueAt(issue.path);
+    if (at === "time_zone") out.time_zone = out.time_zone ? `${out.time_zone}; ${issue.message}` : issue.message;
+    else if (at) add(row(at.row), at.field, issue.message);
   }
   if (issues.length > 0) return out;
   // Problems start with a field's path; a problem's own text may hold "; " too.

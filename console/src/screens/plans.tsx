@@ -7,7 +7,7 @@ import { Card, DataTable, Field, FormAlert, FormStatus, ListQuery, num, Options,
 import { useEditedSince } from "../field-issues.ts";
 import { fmtExactMoney, fmtGateAt, fmtInt } from "../format.ts";
 import { numberOrText } from "../inputs.ts";
-import { describeLimit, fmtMinutes, LIMIT_FIELDS, limitProblems, type LimitField, type PlanLimit } from "../limits.ts";
+import { describeLimit, fmtMinutes, LIMIT_FIELDS, limitIssueAt, limitProblems, planIssuePath, type LimitField, type PlanLimit } from "../limits.ts";
 import { useUrlState } from "../url-state.ts";
 
 
@@ -128,17 +128,16 @@ const MAX_LABELS: Record<Metric, string> = { spend: "Max ($)", tokens: "Max (tok
 // Every zone this browser knows, for the time zone field's suggestions; UTC first (the default).
 const TIME_ZONES = ["UTC", ...(Intl.supportedValuesOf?.("timeZone") ?? []).filter((z) => z !== "UTC")];
 
-/** An issue's field: `/plans/0/cost_rates/gpt-4o/input` and `/cost_rates/gpt-4o` both name `cost_rates`; `/plans` and `` none (a limit of the product). */
 /**
- * Where the form shows an issue: beside a plan field (its name), beside a limit row's field
- * ("limits", limitProblems places it) or the time zone ("time_zone"); undefined: in the alert.
+ * Where the form shows an issue: beside a plan field (its name), beside a limit row's field or the
+ * time zone (limitProblems places those: "limits", "time_zone"); undefined: in the alert (`/plans`
+ * and `` name a limit of the product, `/limits` the whole list).
  */
 function placeOf(issue: Issue): string | undefined {
-  const parts = issue.path.split("/").filter(Boolean);
-  const at = parts[0] === "plans" ? parts.slice(2) : parts;
-  if (at[0] === "limits") return at[1] !== undefined && /^\d+$/.test(at[1]) && (LIMIT_FIELDS as readonly string[]).includes(at[2] ?? "") ? "limits" : undefined;
-  if (at[0] === "time_zone") return "time_zone";
-  return at[0] !== undefined && Object.hasOwn(DEFAULTS, at[0]) ? at[0] : undefined;
+  const at = limitIssueAt(issue.path);
+  if (at) return at === "time_zone" ? at : "limits";
+  const field = planIssuePath(issue.path)[0];
+  return field !== undefined && Object.hasOwn(DEFAULTS, field) ? field : undefined;
 }
 
 /** The issues shown beside the plan's own fields, by field. */
@@ -270,8 +269,13 @@ function PlanEditor({ plan, onDone }: { plan?: Plan; onDone: () => void }) {
   // and so does a plan field it names first (`plans[0].soft_gate_at (0.9) must not exceed …`).
   const refused = err ? limitProblems(err.message, err.issues) : { rows: {}, other: [] };
   const [local, setLocal] = useState<Record<string, string>>({});
-  // A field edited since the API's answer, or since the checks made on submit, drops what they said of it.
-  const editedSinceAnswer = useEditedSince(save.error, form);
+  // A field edited since the API's answer, or since the checks made on submit, drops what they said of
+  // it: the plan's fields, a limit's (`limits[1].max` as "1.max") and the time zone.
+  const answered: Record<string, string> = { ...form, time_zone: zone };
+  rows.forEach((r, i) => {
+    for (const f of LIMIT_FIELDS) answered[`${i}.${f}`] = r[f];
+  });
+  const editedSinceAnswer = useEditedSince(save.error, answered);
   const editedSinceCheck = useEditedSince(local, form);
   const issues: Record<string, string> = {};
   for (const [field, problem] of Object.entries(err ? issuesByField(err.issues) : {})) if (!editedSinceAnswer(field)) issues[field] = problem;
@@ -282,16 +286,10 @@ function PlanEditor({ plan, onDone }: { plan?: Plan; onDone: () => void }) {
     if (!field) unplaced.push(problem);
     else if (!editedSinceAnswer(field)) issues[field] = issues[field] ? `${issues[field]}; ${problem}` : problem;
   }
-  // The same for a limit's field and the time zone: what the service said of `limits[1].max` goes once that field is edited.
-  const rowValues: Record<string, string> = { time_zone: zone };
-  rows.forEach((r, i) => {
-    for (const f of LIMIT_FIELDS) rowValues[`${i}.${f}`] = r[f];
-  });
-  const editedRowSinceAnswer = useEditedSince(save.error, rowValues);
   // A row's minutes are hidden unless its window is rolling: what was said of them goes with them.
-  const shown = (i: string, f: string) => !editedRowSinceAnswer(`${i}.${f}`) && (f !== "duration_minutes" || rows[Number(i)]?.window === "rolling");
+  const shown = (i: string, f: string) => !editedSinceAnswer(`${i}.${f}`) && (f !== "duration_minutes" || rows[Number(i)]?.window === "rolling");
   const refusedRows = Object.fromEntries(Object.entries(refused.rows).map(([i, problems]) => [i, Object.fromEntries(Object.entries(problems).filter(([f]) => shown(i, f)))]));
-  const zoneRefused = editedRowSinceAnswer("time_zone") ? undefined : refused.time_zone;
+  const zoneRefused = editedSinceAnswer("time_zone") ? undefined : refused.time_zone;
   // Once every field the answer marked was edited, "fix the fields marked above" would point at nothing.
   const marked = Object.keys(issues).length > 0 || Object.values(refusedRows).some((p) => Object.keys(p).length > 0) || zoneRefused !== undefined;
   const zoneProblem = zoneChecked && !isTimeZone(zone.trim()) ? `"${zone.trim()}" is not a time zone: pick an IANA name such as Europe/Paris or America/New_York.` : zoneRefused;
