@@ -68,6 +68,10 @@ const warm: number[] = [];
 const started: number[] = [];
 const warmAt: boolean[] = [];
 const requestsAt: number[] = [];
+/** Per latency: the calls that had begun to wait for a lease answer (MeterStats.lease_waits) when the reserve() began. */
+const waitsAt: number[] = [];
+/** The same when the replica's first call was admitted (its first grant): the calls that waited for it. */
+let firstGrantWaits: number | null = null;
 /** When each call was committed (epoch ms): with the other replicas', the user's spend at any time. */
 const committed: number[] = [];
 /** When each call was admitted (its reserve() returned; epoch ms), and the gate reasons of refused calls. */
@@ -82,10 +86,13 @@ async function worker(): Promise<void> {
   for (let n = 0; n < callsPerWorker && Date.now() < until; ) {
     const t0 = performance.now();
     const asked = meter.stats.lease_requests ?? 0;
+    const waits = meter.stats.lease_waits ?? 0;
     try {
       const r = await meter.reserve(nextUser(), call);
       admitted.push(epoch());
       latencies.push(performance.now() - t0);
+      firstGrantWaits ??= meter.stats.lease_waits ?? 0;
+      waitsAt.push(waits);
       started.push(performance.timeOrigin + t0);
       warmAt.push(n > 0);
       requestsAt.push(asked);
@@ -112,4 +119,4 @@ const stats = meter.stats;
 // Whether every event was delivered (false: some were still queued at the timeout, or dropped).
 const delivered = (await meter.shutdown()) && meter.stats.dropped === 0 && meter.stats.rejected === 0;
 // Exit only once the (large) line is written to the pipe.
-process.stdout.write(JSON.stringify({ calls, refused, delivered, lease_requests: stats.lease_requests ?? 0, latencies, warm, started, warmAt, requestsAt, committed, admitted, reasons: [...reasons] }) + "\n", () => process.exit(0));
+process.stdout.write(JSON.stringify({ calls, refused, delivered, lease_requests: stats.lease_requests ?? 0, latencies, warm, started, warmAt, requestsAt, waitsAt, firstGrantWaits, committed, admitted, reasons: [...reasons] }) + "\n", () => process.exit(0));

@@ -77,6 +77,9 @@ export interface ReplicaResult {
   started: number[];
   warmAt: boolean[];
   requestsAt: number[];
+  /** Per latency: the replica's calls that had begun to wait for a lease answer when the reserve() began; those when its first call was admitted (absent from replicas killed). */
+  waitsAt?: number[];
+  firstGrantWaits?: number | null;
   /** When each call was committed (epoch ms). */
   committed: number[];
   /** When each call was admitted (epoch ms), and the refusals' "<gate_reason> <resets_at>" seen. */

@@ -108,6 +108,20 @@ function waitsByTime({ r, cap, perCall }: Row): void {
   const waited = buckets.reduce((a, b) => a + b.n, 0);
   const labels = buckets.map((b, i) => `${i === 0 ? 0 : buckets[i - 1]!.s}-${b.s === Infinity ? "end" : b.s} s: ${b.n}`);
   console.log(`far from the cap: ${waited} of ${warm} calls after each worker's first waited > 5 ms; by when they began in the run: ${labels.join(", ")}`);
+  // A reserve() slower than 5 ms may be a replica's process kept off the CPU (the calls without
+  // leases, which never ask the service, show as much); the client's own count says which calls
+  // waited for a lease answer: those each replica began to wait for after its first grant (its
+  // first admitted call) until its last call far from the cap began.
+  let leaseWaits = 0;
+  for (const x of r.replicas) {
+    if (!x.waitsAt || x.firstGrantWaits == null) continue;
+    let last = x.firstGrantWaits;
+    x.waitsAt.forEach((w, i) => {
+      if (x.started[i]! < farUntil) last = Math.max(last, w);
+    });
+    leaseWaits += last - x.firstGrantWaits;
+  }
+  console.log(`far from the cap: ${leaseWaits} calls waited for a lease answer after their replica's first grant (target 0; the client's MeterStats.lease_waits)`);
 }
 
 // 1. The product case. Without leases each replica spends until its own view passes the cap (up to 8x it): stopped at 1.1x the cap's calls.

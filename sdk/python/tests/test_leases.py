@@ -56,8 +56,10 @@ def test_replicas_with_leases_never_pass_the_cap(product: Product) -> None:
 def test_a_slow_lease_request_delays_no_call_while_the_slice_lasts(product: Product, proxy: FaultProxy) -> None:
     user = product.create_user({**PLAN, "max_spend_per_period": 100_000})
     m = Meter(api_key=product.key, base_url=proxy.api_url, leases=True, lease_calls=10)
+    assert m.stats.lease_waits == 0
     # The first slice (and the next, if one call already makes it look short) granted.
     m.reserve(user, model="m", input_tokens=0).commit(output_tokens=100)
+    assert m.stats.lease_waits == 1, "the first call waited for the first slice"
     leases = r"POST /users/.*/leases$"
     eventually(lambda: proxy.count_answered(leases) == m.stats.lease_requests, what="the slices asked for granted")
     asked = m.stats.lease_requests or 0
@@ -76,6 +78,7 @@ def test_a_slow_lease_request_delays_no_call_while_the_slice_lasts(product: Prod
         r = m.reserve_now(user, model="m", input_tokens=0)
         assert r is not None, "a call waited while the slice still held budget"
         r.commit(output_tokens=100)
+    assert m.stats.lease_waits == 1, "calls the slice covered waited for nothing"
     proxy.release()
     eventually(lambda: proxy.count(r"POST /users/.*/leases$") == asked + 1)
     assert m.shutdown(timeout=30)

@@ -402,6 +402,8 @@ export class Leases {
   private readonly teamsOf = new Map<string, Set<string>>();
   /** Lease requests sent (figures for benchmarks). */
   requests = 0;
+  /** Calls that waited for a lease request's answer (MeterStats.lease_waits). */
+  waits = 0;
   private warned = false;
   private readonly timer: ReturnType<typeof setInterval>;
 
@@ -462,14 +464,19 @@ export class Leases {
     const b = this.book(e);
     b.lastUse = Date.now();
     b.waits++;
+    let waited = false;
     try {
-      await this.waitFor(b, e, needNow);
+      await this.waitFor(b, e, needNow, () => {
+        if (!waited) this.waits++;
+        waited = true;
+      });
     } finally {
       b.waits--;
     }
   }
 
-  private async waitFor(b: Book, e: UserEntry, needNow: () => LeaseNeed | null): Promise<void> {
+  /** `onWait` is called before each wait for an answer (the first counts the call in `waits`). */
+  private async waitFor(b: Book, e: UserEntry, needNow: () => LeaseNeed | null, onWait: () => void): Promise<void> {
     // A third round only when a request for another model's tokens was being prepared; a fourth
     // when the team's slice was being asked for with another member's request; a fifth after a
     // change that came while the request was on its way.
@@ -484,6 +491,7 @@ export class Leases {
       if (this.exhausted(b, n, now)) return;
       // The team's slice is on its way with another member's request: that answer may cover this call.
       if (tb !== null && tb.asking !== null && tb.asking !== b.asking && this.teamShort(tb, n, now)) {
+        onWait();
         await tb.asking;
         continue;
       }
@@ -504,6 +512,7 @@ export class Leases {
         if (n.whole && tb !== null) b.needTeam = Math.max(b.needTeam, n.teamCost);
         if (n.teamModel !== null && (b.teamModel ??= n.teamModel) === n.teamModel && n.whole) b.needTeamTokens = Math.max(b.needTeamTokens, n.teamTokens);
         if (tb !== null) for (const w of n.teamWindows) tb.windowNeeds.set(w.key, Math.max(tb.windowNeeds.get(w.key) ?? 0, w.whole ? w.amount : 0));
+        onWait();
         await b.asking!;
         // A plan or subscription change came while it was on its way: what it granted may be
         // under caps no longer in force, which take() would not spend. The call waits for the
@@ -511,6 +520,7 @@ export class Leases {
         if (b.askedEpoch !== b.epoch) continue;
         return;
       }
+      onWait();
       await b.asking;
     }
   }

@@ -387,6 +387,7 @@ export class Meter {
     const stats: MeterStats = { queued: q.size, held: q.held, sent: q.sent, dropped: q.dropped, rejected: q.rejected, busy: q.busy, key_refused: this.#report.refusedKey !== undefined, users: this.#users.size };
     if (this.#leases) {
       stats.lease_requests = this.#leases.requests;
+      stats.lease_waits = this.#leases.waits;
       stats.leased_users = this.#leases.size;
     }
     return stats;

@@ -290,6 +290,12 @@ export interface MeterStats {
   /** Lease requests sent (`leases: true` only). */
   lease_requests?: number;
   /**
+   * Calls that waited for a lease request's answer because what this process held did not cover
+   * them (`leases: true` only): each user's first calls, and afterwards calls that found the slice
+   * run dry (growing steadily far from a cap: the slices are too small for the calls' pace).
+   */
+  lease_waits?: number;
+  /**
    * Users this process keeps a budget lease's book for (`leases: true` only). A user's book goes
    * once it has been idle for `leaseIdleMs` and its lease was given back (a team member's only
    * if it was never granted a slice of its own budgets), so it follows the users active lately,

@@ -90,15 +90,19 @@ t("reserveNow: a call the lease covers is held at once; one that needs a lease r
   await m.guard(user, { model: "m" }); // loads the view; takes no lease
   assert.is(reserveNow(m, user, CALL), undefined, "no lease yet: the request is reserve()'s to wait for");
   assert.is(proxy.count(/POST \/users\/[^/]+\/leases$/), 0, "reserveNow() asks the service nothing");
+  assert.is(m.stats.lease_waits, 0);
   commitNow(await m.reserve(user, CALL), USED);
   const asked = proxy.count(/POST \/users\/[^/]+\/leases$/);
   assert.ok(asked >= 1);
+  assert.is(m.stats.lease_waits, 1, "the first call waited for the first slice");
   const r = reserveNow(m, user, CALL);
   assert.ok(r, "the lease covers the next call: held in the same tick");
   commitNow(r!, USED);
+  commitNow(await m.reserve(user, CALL), USED);
   assert.is(proxy.count(/POST \/users\/[^/]+\/leases$/), asked);
+  assert.is(m.stats.lease_waits, 1, "calls the slice covered waited for nothing");
   await m.shutdown();
-  assert.ok(Math.abs((await usage(ctx.api, user)).total_cost - 2 * CALL_COST) < 1e-6);
+  assert.ok(Math.abs((await usage(ctx.api, user)).total_cost - 3 * CALL_COST) < 1e-6);
 });
 
 t("a lease left unused for leaseIdleMs is given back without shutdown", async (ctx) => {

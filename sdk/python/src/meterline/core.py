@@ -227,6 +227,7 @@ class MeterCore(Lifecycle):
                 key_refused=self._refused_key is not None,
                 busy=q.busy,
                 leased_users=None if self._leases is None else len(self._leases.books),
+                lease_waits=None if self._leases is None else self._leases.waits,
             )
 
     def reserve_now(
@@ -334,12 +335,16 @@ class MeterCore(Lifecycle):
         # The user's lease book stays from the first wait to the hold taken (Leases.waiting).
         with contextlib.nullcontext() if need is None or leases is None else leases.waiting(e):
             rounds = LEASE_ROUNDS
+            waited = False
             while need is not None and rounds > 0:
                 rounds -= 1
                 assert leases is not None
                 asking = leases.asking(e, need)
                 if asking is None:
                     break
+                if not waited:
+                    leases.count_wait()
+                    waited = True
                 # A request on its way before this call came asked for what the slices lacked then: whatever it got,
                 # the next round asks for this call (refused only once its own request got nothing).
                 request, own = asking

@@ -71,8 +71,15 @@ class LeaseRequests:
         # The keys of ``teams`` under a book's own holder id (not this process's), by that holder.
         self.teams_of: dict[str, set[str]] = {}
         self.requests = 0
+        # Calls that waited for a lease request's answer (MeterStats.lease_waits).
+        self.waits = 0
         self.warned = False
         self.lock = threading.RLock()
+
+    def count_wait(self) -> None:
+        """A call waits for a lease request's answer: what it holds does not cover it."""
+        with self.lock:
+            self.waits += 1
 
     def after_fork(self) -> None:
         """A forked child is another holder: the parent's slices stay the parent's to spend."""

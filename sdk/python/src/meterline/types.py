@@ -197,6 +197,10 @@ class MeterStats:
     # idle for ``lease_idle`` and its lease was given back (a team member's only if it was never granted a slice of
     # its own budgets), so it follows the users active lately, not all users ever served.
     leased_users: int | None = None
+    # Calls that waited for a lease request's answer because what this process held did not cover them
+    # (``leases=True`` only): each user's first calls, and afterwards calls that found the slice run dry (growing
+    # steadily far from a cap: the slices are too small for the calls' pace).
+    lease_waits: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
