@@ -7,7 +7,9 @@
 // same on BENCH_COUNTERS (1,000) documents shaped like a user's period counter (nested totals,
 // job guards, window entries), each update guarded and setting a job entry as a counter's does,
 // one at a time and then in commands of 100 statements (as the services' rounds send them);
-// then LISTS reads and LISTS deletes of a list of 1,000 `_id`s each (`{_id: {$in: [...]}}`).
+// then LISTS reads and LISTS deletes of a list of 1,000 `_id`s each (`{_id: {$in: [...]}}`), and
+// LISTS reads of the 1,000 counters' money fields (a credit settle's read of spends), in the
+// driver's default batches (101, then `getMore`s) and as findByIds asks, in one answer.
 // BENCH_ROUNDS rounds, each on a fresh database; BENCH_BINARY measures another build of
 // tools/embedded-db (e.g. one made from an earlier commit) against the current one, alternating.
 import { spawn } from "node:child_process";
@@ -17,7 +19,7 @@ import os from "node:os";
 import path from "node:path";
 import { buildEmbeddedDb } from "@meter/lib/embedded-db";
 import { Double } from "mongodb";
-import { connectMongo } from "@meter/lib/mongo";
+import { connectMongo, findByIds } from "@meter/lib/mongo";
 import { pct } from "./support/stats.ts";
 
 const DOCS = Number(process.env.BENCH_DOCS ?? 20_000);
@@ -119,16 +121,20 @@ async function round(bin: string): Promise<string> {
   const ids = (from: number, step: number) => Array.from({ length: 1000 }, (_, k) => `doc-${(from + k * step) % DOCS}`);
   const listReads = await timed(LISTS, (i) => col.find({ _id: { $in: ids(i * 1000, 7) } }).toArray());
   const listDeletes = await timed(LISTS, (i) => col.deleteMany({ _id: { $in: ids(i * 1000, 1) } }));
+  const spends = { projection: { cost_nano: 1, cost: 1, credited_nano: 1 } };
+  const allCounters = Array.from({ length: COUNTERS }, (_, i) => counter(i));
+  const batchedReads = await timed(LISTS, () => counters.find({ _id: { $in: allCounters } }, spends).toArray());
+  const oneAnswerReads = await timed(LISTS, () => findByIds(counters, allCounters, spends));
   await mongo.close();
   child.stdin!.end();
   await new Promise((r) => child.once("exit", r));
   await rm(dir, { recursive: true, force: true });
   const us = (v: number) => v.toFixed(0).padStart(8);
   const ms = (t: { p50: number; p99: number }) => `${t.p50.toFixed(2)} / ${t.p99.toFixed(2)}`.padStart(14);
-  return `${us(inserts.cpu / DOCS)}${us(updates.cpu / OPS)}${us(reads.cpu / OPS)}${ms(updates)}${ms(reads)}${us(counterUpdates.cpu / OPS).padStart(13)}${us(counterReads.cpu / OPS).padStart(13)}${us(bulkUpdates.cpu / OPS).padStart(13)}${us(listReads.cpu / LISTS).padStart(12)}${us(listDeletes.cpu / LISTS).padStart(12)}${os.loadavg()[0]!.toFixed(1).padStart(8)}`;
+  return `${us(inserts.cpu / DOCS)}${us(updates.cpu / OPS)}${us(reads.cpu / OPS)}${ms(updates)}${ms(reads)}${us(counterUpdates.cpu / OPS).padStart(13)}${us(counterReads.cpu / OPS).padStart(13)}${us(bulkUpdates.cpu / OPS).padStart(13)}${us(listReads.cpu / LISTS).padStart(12)}${us(listDeletes.cpu / LISTS).padStart(12)}${us(batchedReads.cpu / LISTS).padStart(14)}${us(oneAnswerReads.cpu / LISTS).padStart(12)}${os.loadavg()[0]!.toFixed(1).padStart(8)}`;
 }
 
 console.log(`bench:embedded-db: ${DOCS} documents, ${OPS} updates and ${OPS} reads by _id a round; CPU of the database process per command (us), latency p50 / p99 (ms)`);
-console.log(`${"binary".padEnd(40)}  insert/doc  update    read   update ms      read ms  counter update  counter read  in commands   list read list delete    load`);
+console.log(`${"binary".padEnd(40)}  insert/doc  update    read   update ms      read ms  counter update  counter read  in commands   list read list delete  counter list  one answer    load`);
 for (let r = 0; r < ROUNDS; r++) for (const bin of binaries) console.log(`${path.relative(process.cwd(), bin).padEnd(40)}${await round(bin)}`);
 process.exit(0);

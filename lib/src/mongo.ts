@@ -66,12 +66,15 @@ const IDS_PER_READ = 5_000;
 /**
  * The documents with these `_id`s (absent ones are left out), read with `{_id: {$in}}` a few
  * thousand at a time: the one filter besides `_id` equality that the embedded database answers
- * from its index (lib/src/embedded-db.ts).
+ * from its index (lib/src/embedded-db.ts). Each read asks for all its documents in the first
+ * answer (at most as many as ids): the default first batch of 101 left a list of 1,000 ids to
+ * four more round trips (`getMore`) and a cursor held open between them.
  */
 export async function findByIds<T extends Document>(col: Collection<T>, ids: readonly InferIdType<T>[], options?: FindOptions): Promise<T[]> {
   const out: T[] = [];
   for (let i = 0; i < ids.length; i += IDS_PER_READ) {
-    out.push(...((await col.find({ _id: { $in: ids.slice(i, i + IDS_PER_READ) } } as Filter<T>, options).toArray()) as T[]));
+    const some = ids.slice(i, i + IDS_PER_READ);
+    out.push(...((await col.find({ _id: { $in: some } } as Filter<T>, { batchSize: some.length, ...options }).toArray()) as T[]));
   }
   return out;
 }
