@@ -3,7 +3,7 @@ import * as assert from "uvu/assert";
 import net from "node:net";
 import { MongoClient } from "mongodb";
 import { testMongoUrl } from "../../test/support/database.ts";
-import { connectMongo, deleteInRounds, insertIgnoringDuplicates, isDuplicateKeyError, takeLease } from "./mongo.ts";
+import { connectMongo, deleteInRounds, findByIds, insertIgnoringDuplicates, isDuplicateKeyError, takeLease } from "./mongo.ts";
 
 // Every exactly-once rule of the services rests on these guarantees of MongoDB; the test
 // database (the embedded FerretDB behind its serializing proxy, or MongoDB) must give them too.
@@ -59,6 +59,27 @@ t("a unique index admits one of many parallel inserts, and violations read as du
   await c.insertOne({ k: "other" });
   const err = await c.updateOne({ k: "other" }, { $set: { k: "same" } }).catch((e) => e);
   assert.ok(isDuplicateKeyError(err), String(err));
+});
+
+// A long list comes back in one answer (no getMore); a short one is sent without a batch size,
+// which the embedded database's read cache keeps answers of (a user's counter and window document).
+t("findByIds reads a long list in one answer and a short one as a plain find; absent ids are left out", async () => {
+  const mongo = await new MongoClient(await testMongoUrl(), { monitorCommands: true }).connect();
+  try {
+    const c = mongo.db(`guarantees_${Date.now()}`).collection<{ _id: string; n: number }>("c");
+    await c.insertMany(Array.from({ length: 300 }, (_, i) => ({ _id: `k${i}`, n: i })));
+    const sent: { name: string; batchSize?: unknown }[] = [];
+    mongo.on("commandStarted", (e) => sent.push({ name: e.commandName, batchSize: e.command.batchSize }));
+    const long = await findByIds(c, [...Array.from({ length: 300 }, (_, i) => `k${i}`), "absent"]);
+    assert.equal(long.map((d) => d.n).sort((a, b) => a - b), Array.from({ length: 300 }, (_, i) => i));
+    assert.equal(sent, [{ name: "find", batchSize: 301 }], "one find, no getMore");
+    sent.length = 0;
+    const short = await findByIds(c, ["k1", "k2", "absent"]);
+    assert.equal(short.map((d) => d.n).sort(), [1, 2]);
+    assert.equal(sent, [{ name: "find", batchSize: undefined }]);
+  } finally {
+    await mongo.close();
+  }
 });
 
 t("deleteInRounds removes more documents than one SQLite statement can name, and only those", async ({ mongo }) => {

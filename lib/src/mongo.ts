@@ -62,19 +62,24 @@ export async function insertUnlessPresent<T extends Document>(col: Collection<T>
 
 /** Ids per findByIds read: under the 10,000 the embedded database reads through its `_id` index. */
 const IDS_PER_READ = 5_000;
+/** The documents MongoDB (and the embedded database) put in a find's first answer unless told. */
+const FIRST_BATCH = 101;
 
 /**
  * The documents with these `_id`s (absent ones are left out), read with `{_id: {$in}}` a few
  * thousand at a time: the one filter besides `_id` equality that the embedded database answers
- * from its index (lib/src/embedded-db.ts). Each read asks for all its documents in the first
- * answer (at most as many as ids): the default first batch of 101 left a list of 1,000 ids to
- * four more round trips (`getMore`) and a cursor held open between them.
+ * from its index (lib/src/embedded-db.ts). A read of more ids than a first answer holds asks
+ * for all its documents in it (at most as many as ids): the default first batch of 101 left a
+ * list of 1,000 ids to four more round trips (`getMore`) and a cursor held open between them.
+ * A shorter one is sent as before, which the embedded database's read cache answers (a user's
+ * counter and window document; it keeps no answer of a find that names a batch size).
  */
 export async function findByIds<T extends Document>(col: Collection<T>, ids: readonly InferIdType<T>[], options?: FindOptions): Promise<T[]> {
   const out: T[] = [];
   for (let i = 0; i < ids.length; i += IDS_PER_READ) {
     const some = ids.slice(i, i + IDS_PER_READ);
-    out.push(...((await col.find({ _id: { $in: some } } as Filter<T>, { batchSize: some.length, ...options }).toArray()) as T[]));
+    const whole = some.length > FIRST_BATCH ? { batchSize: some.length } : {};
+    out.push(...((await col.find({ _id: { $in: some } } as Filter<T>, { ...whole, ...options }).toArray()) as T[]));
   }
   return out;
 }
