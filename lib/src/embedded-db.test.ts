@@ -6,7 +6,7 @@ import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { Double, Long, ObjectId, type Document, type MongoClient, type UpdateFilter } from "mongodb";
 import { removeOldCopies, startEmbeddedDb, type EmbeddedDb } from "./embedded-db.ts";
-import { connectMongo, isDuplicateKeyError } from "./mongo.ts";
+import { connectMongo, findByIds, isDuplicateKeyError } from "./mongo.ts";
 import { eventually } from "../../test/support/eventually.ts";
 
 // The embedded database's own upkeep (tools/embedded-db/maintain.go), checked on its files.
@@ -249,6 +249,45 @@ t("documents read back exactly as written, whatever their values (stored documen
   await docs.updateOne({ _id: doc._id }, { $inc: { "nested.a.b.counter": 1 } } as UpdateFilter<Document & { _id: string }>);
   const updated = await docs.findOne({ _id: doc._id }, { promoteLongs: false });
   assert.equal(updated, { ...doc, wide: 5_250_000_000, nested: { ...doc.nested, a: { b: { ...doc.nested.a.b, counter: 1 } } } });
+});
+
+// A find whose projection includes top-level fields (and whose filter and sort name top-level
+// fields) decodes only those of each stored document: the answers are MongoDB's for every kind
+// of value and every form of projection, those it does not narrow included.
+t("projected finds answer what MongoDB answers, whether or not they decode whole documents", async ({ mongo }) => {
+  const docs = mongo.db("projected").collection<Document & { _id: string }>("docs");
+  const all = Array.from({ length: 150 }, (_, i) => ({
+    _id: `d${String(i).padStart(3, "0")}`,
+    n: i,
+    wide: new Double(5_250_000_000 + i),
+    long: Long.fromNumber(2 ** 40 + i),
+    when: new Date(Date.UTC(2026, 2, 7, 17, 0, 0, i)),
+    oid: new ObjectId(i.toString(16).padStart(24, "0")),
+    text: `é ü "${i}" 🎉`,
+    flag: i % 2 === 0,
+    nothing: null,
+    nested: { a: { b: [i, "two", { three: 3 }] }, empty: {} },
+    list: [i, { k: "v" }],
+    jobs: { [`job-${i}`]: 1 },
+  }));
+  await docs.insertMany(all);
+  const ids = all.map((d) => d._id);
+  const pick = (d: (typeof all)[number], keys: string[]) => Object.fromEntries(keys.filter((k) => k in d).map((k) => [k, (d as Record<string, unknown>)[k]]));
+  const read = (filter: Document, projection: Document, sort: Document = { _id: 1 }) => docs.find(filter, { projection, sort, promoteLongs: false }).toArray();
+  const byId = { _id: { $in: ids } };
+  // Narrowed: an inclusion of top-level fields, a filter and a sort on top-level fields.
+  assert.equal(await read(byId, { n: 1, wide: 1, long: 1, when: 1, oid: 1, text: 1, nothing: 1, nested: 1, missing: 1 }), all.map((d) => ({ ...pick(d, ["_id", "n", "long", "when", "oid", "text", "nothing", "nested"]), wide: d.wide.valueOf() })));
+  assert.equal(await read(byId, { _id: 0, flag: true, list: 1 }), all.map((d) => pick(d, ["flag", "list"])));
+  assert.equal(await read({ n: { $gte: 140 } }, { text: 1 }, { n: -1 }), all.slice(140).reverse().map((d) => pick(d, ["_id", "text"])));
+  assert.equal(await read({ flag: true, n: { $lt: 6 } }, { n: 1 }), [0, 2, 4].map((i) => ({ _id: all[i]!._id, n: i })));
+  // Not narrowed (whole documents decoded, then projected): an exclusion, a dotted path, a
+  // dotted or `$` filter.
+  assert.equal(await read({ _id: "d001" }, { nested: 0, list: 0, jobs: 0, wide: 0, long: 0 }), [pick(all[1]!, ["_id", "n", "when", "oid", "text", "flag", "nothing"])]);
+  assert.equal(await read({ _id: "d001" }, { "nested.a": 1 }), [{ _id: "d001", nested: { a: all[1]!.nested.a } }]);
+  assert.equal(await read({ "nested.empty": {}, n: 3 }, { n: 1 }), [{ _id: "d003", n: 3 }]);
+  assert.equal(await read({ $or: [{ n: 3 }, { n: 4 }] }, { text: 1 }), [3, 4].map((i) => pick(all[i]!, ["_id", "text"])));
+  // Every document of a long list in one answer, narrowed.
+  assert.equal((await findByIds(docs, ids, { projection: { n: 1 } })).map((d) => d.n).sort((a, b) => a - b), all.map((d) => d.n));
 });
 
 t("an update command of many statements applies each, however long", async ({ mongo }) => {
