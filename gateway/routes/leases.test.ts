@@ -43,6 +43,34 @@ t("grants slices of what remains, an equal share among the holders and one more,
   assert.ok(again.body.lease.granted > 50, "asking again extends the holder's lease");
 });
 
+t("a holder that offers what it spares gives back what it holds beyond an equal share, never more than offered", async ({ api }) => {
+  const user = await cappedUser(api, 120);
+  const ttl_ms = 60_000;
+  close((await acquire(api, user, { holder: "a", need: 1, want: 1000, ttl_ms })).body.lease.added, 60, "first holder: half");
+  close((await acquire(api, user, { holder: "b", need: 1, want: 1000, ttl_ms })).body.lease.added, 20, "second holder: a third of the 60 left");
+  // a holds 60, more than a third of the 120 unsettled (two holders and one more): 20 goes back, at most what it offers.
+  const small = await acquire(api, user, { holder: "a", need: 0, want: 0, spare: 5, ttl_ms });
+  assert.is(small.status, 200, JSON.stringify(small.body));
+  close(small.body.lease.returned, 5, "never more than offered");
+  close(small.body.lease.granted, 55);
+  const offer = await acquire(api, user, { holder: "a", need: 0, want: 1000, spare: 50, ttl_ms });
+  close(offer.body.lease.returned, 15, "down to its share");
+  close(offer.body.lease.added, 0, "nothing granted while it gives back");
+  close(offer.body.lease.granted, 40);
+  close(offer.body.lease.remaining, 120 - 40 - 20);
+  // At its share it is granted as without an offer (60 free among the two holders and one more).
+  const again = await acquire(api, user, { holder: "a", need: 0, want: 1000, spare: 30, ttl_ms });
+  close(again.body.lease.returned, 0);
+  close(again.body.lease.added, 20);
+  // What went back is granted to the holder that came after.
+  close((await acquire(api, user, { holder: "b", need: 1, want: 1000, ttl_ms })).body.lease.added, 40 / 3, "b: a third of the 40 free");
+  // Tokens are offered for a model only.
+  const bad = await acquire(api, user, { holder: "a", need: 0, want: 0, spare_tokens: 5 });
+  assert.is(bad.status, 400, JSON.stringify(bad.body));
+  assert.match(bad.body.detail, /spare_tokens needs model/);
+  assert.is((await acquire(api, user, { holder: "a", need: 0, want: 0, spare: -1 })).status, 422, "a negative offer");
+});
+
 t("holders that ask at once are all granted, as if one after another, none refused for contention", async ({ api }) => {
   // Each conditional write that loses to another holder's is retried a bounded number of
   // times: asked one write per holder, 120 holders at once would exhaust it (503).
@@ -90,7 +118,7 @@ t("token caps: whole slices of a model's tokens, settled by the events' tokens, 
   const a = await tokensOf("a", 100, 100_000, "m-2024-08-06");
   assert.is(a.limited, true);
   assert.is(a.lease.spend_limited, false, "no spend cap: only the model's tokens are leased");
-  assert.equal(a.lease.tokens, { model: "m", granted: 5000, added: 5000, spent: 0, remaining: 5000, holders: 1 }, "half of the cap, by the normalized name");
+  assert.equal(a.lease.tokens, { model: "m", granted: 5000, added: 5000, spent: 0, remaining: 5000, holders: 1, returned: 0 }, "half of the cap, by the normalized name");
   const b = await tokensOf("b", 1, 100_000);
   assert.is(b.lease.tokens.added, 1666, "second holder: remaining / (1 + 2), rounded down");
   assert.is((await tokensOf("c", 3, 3)).lease.tokens.added, 3);

@@ -66,6 +66,14 @@ const AcquireIn = Body({
       "Slices of the windows of the plan's `limits` the holder's calls count in: a calendar or period window by a time in it (`window_start`, absent: now), a rolling window by its dimension alone",
     ),
   ),
+  spare: Type.Optional(
+    Type.Unsafe<number>({
+      ...Dollars,
+      description:
+        "Dollars of the holder's unused slice it will not spend before this answer comes: when the lease holds more than an equal share of the cap's unsettled part among the holders and one more, the excess goes back, at most this much (`returned`), and nothing is granted; else `need` and `want` are granted as without it. Default 0",
+    }),
+  ),
+  spare_tokens: Type.Optional(Tokens({ description: "The same in tokens of `model`'s cap (`tokens.returned`). Default 0" })),
   team: Type.Optional(TeamAskIn),
   member_windows: Type.Optional(
     WindowAsks("Slices of the windows of the member-scope limits of the user's team plan (the user's own seat windows), as `windows` for the user's plan"),
@@ -112,6 +120,7 @@ const TokenLeaseOut = Type.Object({
   model: Type.String({ description: "Normalized model name" }),
   granted: Type.Integer({ description: "Tokens granted to this holder in the period in all" }),
   added: Type.Integer({ description: "Tokens granted by this request; 0 when refused" }),
+  returned: Type.Integer({ description: "Tokens taken back by this request (of `spare_tokens`)" }),
   spent: Type.Integer({ description: "Tokens of usage events settled against the lease" }),
   remaining: Type.Number({ description: "Tokens of the model's cap neither settled nor held by a lease after this request" }),
   holders: Type.Integer({ description: "Holders with an outstanding token slice of the model" }),
@@ -135,6 +144,7 @@ const LeaseOut = Type.Object({
   lease_id: Type.String({ description: "Send it as lease_id on the usage events spent from the lease" }),
   granted: Type.Number({ description: "Dollars granted to this holder in the period in all" }),
   added: Type.Number({ description: "Dollars granted by this request; 0 when refused (the cap is reached for this holder)" }),
+  returned: Type.Number({ description: "Dollars taken back by this request (of `spare`); `granted` is what the lease holds after it" }),
   spent: Type.Number({ description: "Dollars of usage events settled against the lease" }),
   expires_at: Nullable(DateTime),
   ttl_ms: Type.Integer(),
@@ -160,6 +170,7 @@ function leaseJson(l: Lease) {
     lease_id: l.leaseId,
     granted: l.granted,
     added: l.added,
+    returned: l.returned,
     spent: l.spent,
     expires_at: l.expiresAt ? timestampDate(l.expiresAt).toISOString() : null,
     ttl_ms: Number(l.ttlMs),
@@ -189,7 +200,7 @@ function leaseJson(l: Lease) {
 }
 
 function tokenLeaseJson(t: TokenLease) {
-  return { model: t.model, granted: Number(t.granted), added: Number(t.added), spent: Number(t.spent), remaining: t.remaining, holders: t.holders };
+  return { model: t.model, granted: Number(t.granted), added: Number(t.added), returned: Number(t.returned), spent: Number(t.spent), remaining: t.remaining, holders: t.holders };
 }
 
 function windowLeaseJson(w: WindowLease) {
@@ -246,6 +257,8 @@ export const leaseRoutes: FastifyPluginAsyncTypebox = async (app) => {
           model: b.model,
           needTokens: BigInt(b.need_tokens ?? 0),
           wantTokens: BigInt(b.want_tokens ?? b.need_tokens ?? 0),
+          spare: b.spare ?? 0,
+          spareTokens: BigInt(b.spare_tokens ?? 0),
           windows: windowAsks(b.windows),
           team: b.team && {
             need: b.team.need,

@@ -1,7 +1,7 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { toNano } from "@meter/rules";
-import { grant, outstanding } from "./lease-policy.ts";
+import { grant, outstanding, takeBack } from "./lease-policy.ts";
 import { bumpsVersion, spendsByLease } from "./lease-settlement.ts";
 import { rng } from "../../../test/support/random.ts";
 
@@ -25,6 +25,18 @@ test("grant: half of what remains alone, 1/(n+2) beside n holders, at least need
   assert.is(grant({ ...base, leases: three, need: 30 }).added, 30);
   assert.is(grant({ ...base, leases: three, need: 51 }).added, 0, "more than remains: refused");
   assert.is(grant({ ...base, leases: { me: live(30) } }).added, 25, "own outstanding counts against remaining, not as another holder");
+});
+
+test("takeBack: what a holder holds beyond an equal share of the unsettled cap among the holders and one more, at most its offer, whole", () => {
+  const base = { cap: 100, settled: 10, holder: "me", spare: 1_000, now, graceMs: 0 };
+  // 90 unsettled; me and two others: a share is 90 / 4.
+  const leases = { me: live(50, 5), a: live(20), b: live(1) };
+  assert.equal(takeBack({ ...base, leases }), { added: 0, returned: Math.floor(45 - 22.5), remaining: 100 - 10 - 45 - 20 - 1 + 22, holders: 3 });
+  assert.is(takeBack({ ...base, leases, spare: 7 }).returned, 7, "never more than offered");
+  assert.is(takeBack({ ...base, leases: { me: live(20), a: live(20) } }).returned, 0, "within its share: nothing");
+  assert.is(takeBack({ ...base, leases: { me: live(60) } }).returned, 15, "alone: half the unsettled cap kept");
+  assert.is(takeBack({ ...base, leases: { me: { granted: 60, spent: 0, expires_at: new Date(now - 1) } } }).returned, 0, "a lapsed lease holds nothing to give");
+  assert.is(takeBack({ ...base, leases: { me: live(60), a: { ...live(0), tokens: { m: { granted: 10, spent: 0 } } } } }).returned, 15, "a holder of tokens only is not a dollar holder");
 });
 
 test("token slices: whole tokens, counted per model apart from dollars and from other models", () => {

@@ -57,6 +57,8 @@ export interface GrantInput {
 export interface Grant {
   /** Added to the holder's lease (0: refused). */
   added: number;
+  /** Taken back from the holder's lease (of what it offered to spare: takeBack()). */
+  returned?: number;
   /** What remains for everyone after the grant. */
   remaining: number;
   /** Holders with an outstanding slice, the caller included once granted. */
@@ -103,4 +105,40 @@ export function sliceOf(g: SliceInput): Grant {
   const added = g.whole ? Math.floor(slice) : slice;
   if (added <= 0) return { added: 0, remaining, holders: others };
   return { added, remaining: remaining - added, holders: others + 1 };
+}
+
+export interface TakeBackInput {
+  cap: number;
+  settled: number;
+  leases: Record<string, LeaseEntry>;
+  holder: string;
+  /** What the holder offers: unused, and not to be spent before the answer comes. */
+  spare: number;
+  now: number;
+  graceMs: number;
+  dim?: Dimension;
+}
+
+/**
+ * What goes back from a holder that offers `spare`: what its lease holds beyond an equal share
+ * of the cap's unsettled part among the holders and one more (the slice rule's share had every
+ * slice been granted at once), at most `spare`, whole. Holders that asked first were granted
+ * from a cap nobody else held yet; this is how what they hold comes back to the ones that came
+ * after them and run short, without a holder ever losing what it may still spend.
+ */
+export function takeBack(g: TakeBackInput): Grant {
+  const dim = g.dim ?? null;
+  let held = 0;
+  let others = 0;
+  let mine = 0;
+  for (const [id, l] of Object.entries(g.leases)) {
+    const o = outstanding(l, g.now, g.graceMs, dim);
+    held += o;
+    if (id === g.holder) mine = o;
+    else if (o > 0) others++;
+  }
+  const share = Math.max(0, g.cap - g.settled) / (others + 2);
+  const returned = Math.max(0, Math.floor(Math.min(g.spare, mine - share)));
+  const free = Math.max(0, g.cap - g.settled - held) + returned;
+  return { added: 0, returned, remaining: free, holders: others + (mine - returned > 0 ? 1 : 0) };
 }

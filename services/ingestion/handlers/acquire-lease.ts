@@ -10,7 +10,7 @@ import { catchUp } from "../late-changes/follow.ts";
 import { attribute } from "../domain/attribution.ts";
 import { requireUser } from "./common.ts";
 import { acquireWindows, userWindowHome } from "../windows/lease-request.ts";
-import { MAX_LEASE_TTL_MS, leaseMessage, requireAsk, requireLeaseId } from "../leases/request.ts";
+import { MAX_LEASE_TTL_MS, leaseMessage, requireAsk, requireLeaseId, requireSpare } from "../leases/request.ts";
 import { creditsInForce, teamCapWithPoolNano } from "../credits/view.ts";
 import { acquireMemberWindows, acquireTeamSlice } from "../leases/team.ts";
 
@@ -28,6 +28,7 @@ export function acquireLease(deps: IngestionDeps): ServiceImpl<typeof IngestionS
     const productId = req.productId;
     const holder = requireLeaseId("holder", req.holder);
     const { need, want, needTokens, wantTokens } = requireAsk("", req);
+    const { spare, spareTokens } = requireSpare(req);
     const ttl = Number(req.ttlMs);
     if (ttl < 0 || ttl > MAX_LEASE_TTL_MS) throw rpcError.invalid(`ttl_ms must be between 0 and ${MAX_LEASE_TTL_MS}`);
     const ttlMs = ttl || deps.leases.ttlMs;
@@ -49,10 +50,10 @@ export function acquireLease(deps: IngestionDeps): ServiceImpl<typeof IngestionS
       : [null, null];
     const capNano = credits?.cap ? credits.cap(spent?.get(a.counterId)?.uncredited ?? 0).capNano : toNano(maxSpend!);
     // Money in whole nano-dollars, as the counter holds it.
-    if (spendLimited) asks.push({ dim: null, cap: Math.round(capNano * hard), need: toNano(need), want: toNano(want) });
+    if (spendLimited) asks.push({ dim: null, cap: Math.round(capNano * hard), need: toNano(need), want: toNano(want), spare: toNano(spare) });
     const model = req.model === undefined ? undefined : normalizeModel(req.model, plan?.pricing ?? null);
     const tokenLimit = model === undefined ? undefined : own(plan?.modelLimits, model);
-    if (tokenLimit) asks.push({ dim: encodeKey(model!), cap: tokenLimit.maxTokensPerPeriod * hard, need: needTokens, want: wantTokens });
+    if (tokenLimit) asks.push({ dim: encodeKey(model!), cap: tokenLimit.maxTokensPerPeriod * hard, need: needTokens, want: wantTokens, spare: spareTokens });
     // The windows' slices live in the user's window document: granted beside the period's, each write conditional on its own document.
     const windowsAsked = acquireWindows({
       home: userWindowHome(deps.leases.windows, productId, req.userId),

@@ -43,6 +43,7 @@ export function leaseMessage(holder: string, lease: LeaseEntry, f: LeaseFacts) {
     leaseId: holder,
     granted: toDollars(lease.granted ?? 0),
     added: toDollars(f.spend?.added ?? 0),
+    returned: toDollars(f.spend?.returned ?? 0),
     spent: toDollars(lease.spent ?? 0),
     expiresAt: lease.expires_at ? toTimestamp(lease.expires_at) : undefined,
     ttlMs: BigInt(f.ttlMs),
@@ -65,6 +66,14 @@ export function requireAsk(prefix: string, a: { need: number; want: number; mode
   if (a.model === undefined && wantTokens > 0) throw rpcError.invalid(`${prefix}need_tokens and ${prefix}want_tokens need ${prefix || "a "}model`);
   if (a.model !== undefined && (a.model.length < 1 || characters(a.model) > 255)) throw rpcError.invalid(`${prefix}model must be 1-255 characters`);
   return { need, want, needTokens, wantTokens };
+}
+
+/** What a request offers back (AcquireLeaseRequest.spare, spare_tokens), checked. */
+export function requireSpare(a: { spare: number; spareTokens: bigint; model?: string }) {
+  const spare = requireDollars("spare", a.spare);
+  const spareTokens = requireTokens("spare_tokens", a.spareTokens);
+  if (spareTokens > 0 && a.model === undefined) throw rpcError.invalid("spare_tokens needs model");
+  return { spare, spareTokens };
 }
 
 /** Models one release may name (a lease holds tokens of the capped models a replica called). */
@@ -95,6 +104,7 @@ export function tokenLeaseMessage(lease: LeaseEntry, model: string, grant: Grant
     model,
     granted: BigInt(Math.round(tokens?.granted ?? 0)),
     added: BigInt(grant?.added ?? 0),
+    returned: BigInt(grant?.returned ?? 0),
     spent: BigInt(Math.round(tokens?.spent ?? 0)),
     remaining: grant?.remaining ?? 0,
     holders: grant?.holders ?? 0,

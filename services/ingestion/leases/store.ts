@@ -3,7 +3,7 @@ import { GroupCommit } from "@meter/lib/group-commit";
 import { isDuplicateKeyError } from "@meter/lib/mongo";
 import { own, setOwn } from "@meter/lib/own";
 import { rpcError } from "@meter/lib/errors";
-import { budgetOf, grant, isLive, type Budget, type Dimension, type Grant, type LeaseEntry } from "../domain/lease-policy.ts";
+import { budgetOf, grant, isLive, takeBack, type Budget, type Dimension, type Grant, type LeaseEntry } from "../domain/lease-policy.ts";
 import { readTotals, type StoredCounterDoc } from "../store/counters.ts";
 
 /** Most leases (holders) one user's period may have at once. */
@@ -31,6 +31,8 @@ export interface Ask {
   cap: number;
   need: number;
   want: number;
+  /** What the holder offers back of this dimension (takeBack()): taken instead of granting when it holds more than its share. */
+  spare?: number;
 }
 
 export interface AcquireInput {
@@ -162,10 +164,13 @@ export function planGroup(doc: LeasedCounter, group: readonly Pending[]): { outc
   const outcomes = group.map(({ a }): Outcome => {
     const now = a.now.getTime();
     const mine = own(leases, a.holder);
-    const grants = a.asks.map((ask) =>
-      grant({ ...ask, settled: settledOf(doc, ask.dim), leases, holder: a.holder, now, graceMs: a.graceMs, whole: true }),
-    );
-    if (grants.every((g) => g.added === 0)) {
+    const grants = a.asks.map((ask) => {
+      const facts = { cap: ask.cap, settled: settledOf(doc, ask.dim), leases, holder: a.holder, now, graceMs: a.graceMs, dim: ask.dim };
+      // A holder holding more than its share gives back instead of being granted more.
+      const back = ask.spare ? takeBack({ ...facts, spare: ask.spare }) : null;
+      return back?.returned ? back : grant({ ...facts, need: ask.need, want: ask.want, whole: true });
+    });
+    if (grants.every((g) => g.added === 0 && !g.returned)) {
       // Nothing more, but a live lease's holder still holds what it was granted for calls that
       // run on (a call outlasting the lifetime): a renewal (asking no need) keeps it from
       // lapsing under them. A call's refused need renews nothing: what the holder keeps unused
@@ -199,7 +204,7 @@ export function planGroup(doc: LeasedCounter, group: readonly Pending[]): { outc
       const b = mine ? budgetOf(mine, ask.dim) : undefined;
       const spent = b?.spent ?? 0;
       const base = isMineLive && b ? Math.max(b.granted ?? 0, spent) : spent;
-      next.set(ask.dim, { granted: base + grants[k]!.added, spent });
+      next.set(ask.dim, { granted: base + grants[k]!.added - (grants[k]!.returned ?? 0), spent });
     });
     const expires = new Date(now + a.ttlMs);
     set[`leases.${a.holder}.expires_at`] = expires;
