@@ -105,6 +105,39 @@ t("reserveNow: a call the lease covers is held at once; one that needs a lease r
   assert.ok(Math.abs((await usage(ctx.api, user)).total_cost - 3 * CALL_COST) < 1e-6);
 });
 
+t("a replica that asked first offers what it holds beyond a round trip's needs: the service takes back what is beyond its share for the replica that came after", async (ctx) => {
+  const cap = 100 * CALL_ESTIMATE;
+  const user = await cappedUser(ctx.api, cap);
+  const { proxy, m } = await setup(ctx);
+  proxy.recording = /POST \/users\/[^/]+\/leases$/;
+  const near = (a: number, b: number, msg: string) => assert.ok(Math.abs(a - b) < 1e-6, `${msg}: ${a} != ${b}`);
+  await m.call(user, { ...CALL, usage: () => USED }, () => "ok");
+  let calls = 1;
+  const first = proxy.exchanges[0]!;
+  assert.is(first.body.spare, undefined, "nothing to offer before a rate is measured");
+  near(first.answer.lease.added, cap / 2, "alone: half the cap");
+  // Another replica comes: it is granted a third of what is left.
+  const other = await ctx.api.post(`/users/${user}/leases`, { holder: "other", need: 1, want: cap, ttl_ms: 60_000 });
+  near(other.body.lease.added, cap / 6, "a third of the half left");
+  // Calls a tenth of a second apart: a slow spend rate, so most of the slice is more than a round trip needs.
+  for (let i = 0; i < 50 && !proxy.exchanges.some((x) => x.body.spare > 0); i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    await m.call(user, { ...CALL, usage: () => USED }, () => "ok");
+    calls++;
+  }
+  const offer = proxy.exchanges.find((x) => x.body.spare > 0);
+  assert.ok(offer, "an offer was sent");
+  const share = (cap - offer!.answer.lease.spent) / 3;
+  assert.ok(offer!.answer.lease.returned > 0 && offer!.answer.lease.returned <= offer!.body.spare, JSON.stringify(offer));
+  assert.ok(offer!.answer.lease.granted - offer!.answer.lease.spent <= share + 1e-6, "kept no more than its share of what is unsettled");
+  // What went back is the other replica's to be granted.
+  const again = await ctx.api.post(`/users/${user}/leases`, { holder: "other", need: 1, want: cap, ttl_ms: 60_000 });
+  assert.ok(again.body.lease.added > 0);
+  assert.is(m.stats.lease_waits, 1, "no call waited after the first");
+  await m.shutdown();
+  near((await usage(ctx.api, user)).total_cost, calls * CALL_COST, "every call counted once");
+});
+
 t("a lease left unused for leaseIdleMs is given back without shutdown", async (ctx) => {
   const user = await cappedUser(ctx.api, 100);
   const { proxy, m } = await setup(ctx, { leaseIdleMs: 200 });

@@ -27,6 +27,10 @@ export class FaultProxy {
   readonly answered: string[] = [];
   /** The gateway's answers passed on, with their status and Retry-After. */
   readonly replies: { key: string; status: number; retryAfter: string | undefined }[] = [];
+  /** Requests matching `recording` answered in full: their JSON body and the gateway's JSON answer. */
+  readonly exchanges: { key: string; body: any; answer: any }[] = [];
+  /** Which requests' bodies and answers to keep in `exchanges`. */
+  recording: RegExp | null = null;
 
   private constructor(targetApiUrl: string) {
     this.target = new URL(targetApiUrl);
@@ -87,6 +91,9 @@ export class FaultProxy {
         res.end(JSON.stringify(fault.body ?? { detail: "injected fault" }));
         return;
       }
+      const record = this.recording?.test(key) ?? false;
+      const sent: Buffer[] = [];
+      if (record) req.on("data", (c: Buffer) => sent.push(c));
       const forward = () => {
         const upstream = http.request(
           { host: this.target.hostname, port: this.target.port, path: req.url, method: req.method, headers: req.headers },
@@ -99,7 +106,12 @@ export class FaultProxy {
             }
             this.replies.push({ key, status: up.statusCode ?? 502, retryAfter: up.headers["retry-after"] });
             res.writeHead(up.statusCode ?? 502, up.headers);
-            res.on("finish", () => this.answered.push(key));
+            const got: Buffer[] = [];
+            if (record) up.on("data", (c: Buffer) => got.push(c));
+            res.on("finish", () => {
+              if (record) this.exchanges.push({ key, body: JSON.parse(Buffer.concat(sent).toString() || "null"), answer: JSON.parse(Buffer.concat(got).toString() || "null") });
+              this.answered.push(key);
+            });
             up.pipe(res);
           },
         );
