@@ -174,6 +174,8 @@ class FaultProxy:
         self.seen: list[str] = []
         self.answered: list[str] = []
         self.bodies: list[tuple[str, bytes]] = []
+        # Requests answered in full: their key, body and the gateway's answer.
+        self.exchanged: list[tuple[str, bytes, bytes]] = []
         self.conns: set[Any] = set()
         # Requests matching this pattern wait until release() (a slow service).
         self.hold_pattern: re.Pattern[str] | None = None
@@ -217,6 +219,12 @@ class FaultProxy:
         rx = re.compile(pattern)
         with self.lock:
             return [json.loads(b) for k, b in self.bodies if rx.search(k) and b]
+
+    def exchanges(self, pattern: str) -> list[tuple[Any, Any]]:
+        """The JSON body and JSON answer of the requests answered in full whose "METHOD /path" matches."""
+        rx = re.compile(pattern)
+        with self.lock:
+            return [(json.loads(b or b"null"), json.loads(a or b"null")) for k, b, a in self.exchanged if rx.search(k)]
 
     def up(self) -> None:
         proxy = self
@@ -288,6 +296,7 @@ class FaultProxy:
                 self.wfile.write(up.content)
                 with proxy.lock:
                     proxy.answered.append(key)
+                    proxy.exchanged.append((key, body, up.content))
 
             do_GET = do_POST = do_PATCH = do_DELETE = _handle
 

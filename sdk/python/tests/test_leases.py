@@ -8,6 +8,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 import pytest
 
@@ -51,6 +52,44 @@ def test_replicas_with_leases_never_pass_the_cap(product: Product) -> None:
     assert near(total, sum(spent))
     assert total <= CAP + 1e-9, f"overshoot ${total - CAP:.2f}"
     assert all((m.stats.lease_requests or 0) > 0 for m in replicas)
+
+
+def test_a_replica_that_asked_first_gives_back_what_it_holds_beyond_its_share_to_one_that_came_after(
+    product: Product, proxy: FaultProxy
+) -> None:
+    cap = 100.0
+    user = product.create_user({**PLAN, "max_spend_per_period": cap})
+    m = Meter(api_key=product.key, base_url=proxy.api_url, leases=True)
+    leases = r"POST /users/.*/leases$"
+    m.reserve(user, model="m", input_tokens=0).commit(output_tokens=100)  # $1.00
+    calls = 1
+    first, answer = proxy.exchanges(leases)[0]
+    assert "spare" not in first, "nothing to offer before a rate is measured"
+    assert near(answer["lease"]["added"], cap / 2), "alone: half the cap"
+    # Another replica comes: it is granted a third of what is left.
+    other = product.api.post(f"/users/{user}/leases", {"holder": "other", "need": 1, "want": cap, "ttl_ms": 60_000})
+    assert near(other.json()["lease"]["added"], cap / 6)
+
+    def offers() -> list[tuple[Any, Any]]:
+        return [(b, a) for b, a in proxy.exchanges(leases) if (b.get("spare") or 0) > 0]
+
+    # Calls a tenth of a second apart: a slow spend rate, so most of the slice is more than a round trip needs.
+    while not offers() and calls < 50:
+        time.sleep(0.1)  # the model call
+        m.reserve(user, model="m", input_tokens=0).commit(output_tokens=100)
+        calls += 1
+    eventually(lambda: len(offers()) > 0, what="an offer answered")
+    body, answer = offers()[0]
+    lease = answer["lease"]
+    assert 0 < lease["returned"] <= body["spare"] + 1e-9, (body, lease)
+    kept = lease["granted"] - lease["spent"]
+    assert kept <= (cap - lease["spent"]) / 3 + 1e-6 or near(lease["returned"], body["spare"]), "kept at most its share"
+    # What went back is the other replica's to be granted.
+    again = product.api.post(f"/users/{user}/leases", {"holder": "other", "need": 1, "want": cap, "ttl_ms": 60_000})
+    assert again.json()["lease"]["added"] > 0
+    assert m.stats.lease_waits == 1, "no call waited after the first"
+    assert m.shutdown(timeout=30)
+    assert near(product.usage(user)["total_cost"], calls * 1.0), "every call counted once"
 
 
 def test_a_slow_lease_request_delays_no_call_while_the_slice_lasts(product: Product, proxy: FaultProxy) -> None:

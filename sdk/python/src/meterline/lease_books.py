@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 _MIN_HORIZON = 1.0
 # Time constant of the spend-rate average (s), and the shortest window a young rate is taken over.
 RATE_TAU = 2.0
-_RATE_MIN_WINDOW = 0.1
+RATE_MIN_WINDOW = 0.1
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +106,7 @@ class Slice:
         """Estimates taken per second lately (the decayed sum, corrected for how long it has been summed)."""
         if self.first_at == 0:
             return 0.0
-        window = max(_RATE_MIN_WINDOW, now - self.first_at)
+        window = max(RATE_MIN_WINDOW, now - self.first_at)
         decayed = self.decayed * math.exp(-max(0.0, now - self.last_at) / RATE_TAU)
         return decayed / (RATE_TAU * (1 - math.exp(-window / RATE_TAU)))
 
@@ -201,6 +201,11 @@ class Book(Sizing):
         self.lost_at = 0.0
         # Calls waited for a request since the last grant, while a lease was held.
         self.starved = False
+        # No request offers what the slices hold beyond their needs (spare) before then, and the pause after an offer
+        # the service took nothing of (doubled each time, up to the renewal margin): a replica alone, or one whose
+        # share nobody needs, is not asked again and again.
+        self.spare_at = 0.0
+        self.spare_gap = RATE_MIN_WINDOW
         # Epochs (renew()): and the last request's; while the grant's differs from `epoch` the slice may
         # have been granted under caps no longer in force.
         self.asked_epoch = 0

@@ -33,8 +33,9 @@ from .lease_books import (
     team_window_cap_of,
     window_cap_of,
 )
-from .lease_sizing import asked, balance, renew_at, renew_margin
+from .lease_sizing import asked, balance, renew_at, renew_margin, spare, spared
 from .lease_windows import OPEN_RETRY, UNLIMITED_FOR, WindowAsk, window_asks, window_wire, windows_granted
+from .money import add_dollars
 from .periods import parse_time
 
 if TYPE_CHECKING:
@@ -129,6 +130,12 @@ class LeaseRequests:
                 "want": spend[1],
                 "ttl_ms": int(self.settings.ttl * 1000),
             }
+            # What the spend slice holds beyond a round trip's needs is offered back, unspent until the answer comes.
+            spare_dollars = spare(b, b.spend, sent_at) if caps[0] is not None and spend[0] == 0 else 0.0
+            if spare_dollars > 0:
+                body["spare"] = spare_dollars
+                b.spend.granted = add_dollars(b.spend.granted, -spare_dollars)
+            spare_tokens = 0
             windows = window_asks(self.settings, b, b.windows, n.windows, lambda d: window_cap_of(e, d), sent_at, renew)
             if windows:
                 body["windows"] = window_wire(windows)
@@ -150,6 +157,12 @@ class LeaseRequests:
                     b, b.slice(n.model), n.tokens if n.whole else 0.0, sent_at, renew, self.settings.calls, caps[1]
                 )
                 body.update(model=n.model, need_tokens=math.ceil(tok[0]), want_tokens=math.ceil(tok[1]))
+                if caps[1] is not None and tok[0] == 0:
+                    ts = b.slice(n.model)
+                    spare_tokens = int(spare(b, ts, sent_at))
+                    if spare_tokens > 0:
+                        body["spare_tokens"] = spare_tokens
+                        ts.granted -= spare_tokens
             # The team's slice, unless another member's request is asking for it.
             team = leased_team(e)
             tb = None if team is None else self._team_book(team, b.holder)
@@ -230,6 +243,7 @@ class LeaseRequests:
                     team_ask,
                     team_windows,
                     team_tok,
+                    (spare_dollars, spare_tokens),
                 )
             )
             if tb is not None and team_ask is not None:
@@ -253,6 +267,7 @@ class LeaseRequests:
         team_ask: tuple[float, float, bool] | None = None,
         team_windows: list[WindowAsk] | None = None,
         team_tok: tuple[float, float, bool] | None = None,
+        offered: tuple[float, int] = (0.0, 0),
     ) -> Flow[bool]:
         # The user's own windows and the member-scope ones of its team plan, each answered in its own list.
         windows, members = asked_windows
@@ -263,6 +278,9 @@ class LeaseRequests:
                 round_trip(b, max(0.0, clock_now() - sent_at))
                 b.open = False
                 lease = res.get("lease") if isinstance(res, dict) else None
+                if offered != (0.0, 0):
+                    answer = lease if isinstance(lease, dict) and res.get("limited") else None
+                    spared(b, n.model, offered, answer, self.settings.ttl, clock_now())
                 team_ok = True
                 if tb is not None and team_ask is not None:
                     answer = lease.get("team") if isinstance(lease, dict) and res.get("limited") else None
@@ -332,6 +350,12 @@ class LeaseRequests:
                     b.lost_at = 0.0
         except MeterError as err:
             if isinstance(err, MeterAPIError) and not err.retryable:
+                if offered != (0.0, 0):
+                    # Refused whole: nothing offered was taken back. A service that takes nothing back refuses the
+                    # field: nothing is offered for a minute.
+                    with self.lock:
+                        spared(b, n.model, offered, None, self.settings.ttl, clock_now())
+                        b.spare_at = clock_now() + UNLIMITED_FOR
                 if err.status == 422 and (windows or members):
                     # A service that does not lease windows yet refuses the field: windows are then kept per
                     # process, as without leases, and asked for again in a minute.

@@ -5,9 +5,10 @@ the cap no call waits for the network."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
-from .lease_books import RATE_TAU, Book, Slice, TeamBook, WindowSlice, horizon, renewing, valid
-from .money import add_dollars
+from .lease_books import RATE_MIN_WINDOW, RATE_TAU, Book, Slice, TeamBook, WindowSlice, horizon, renewing, valid
+from .money import add_dollars, to_dollars, to_nano
 
 # Round trips' worth of the measured spend rate a slice keeps in hand: below it the next slice is
 # asked for in the background, so that it arrives even when a round trip takes a few times its usual.
@@ -19,6 +20,13 @@ _LOOKAHEAD = 3
 # request answers makes every call in flight wait for it. 8 ms: a tool call or a cached answer is
 # that short (the TypeScript client's MIN_CALL_MS).
 _MIN_CALL = 0.008
+# A slice holding more than _SPARE_ABOVE planned round trips of its spend rate offers the part beyond _SPARE_KEEP of
+# them back with its next request (``spare``; the service takes only what the lease holds beyond an equal share):
+# replicas that start together are granted the cap in the order they ask, and the first ones would otherwise sit for
+# seconds on what the last ones run short of. What is offered is not spent until the answer comes: two round trips
+# kept cover the offer's own, even one that takes twice as long as planned (the TypeScript client's SPARE_KEEP).
+_SPARE_ABOVE = 3
+_SPARE_KEEP = 2
 
 
 def balance(b: Book | TeamBook, s: Slice, now: float) -> float:
@@ -91,3 +99,37 @@ def asked(
     boost = b.boost if b.full else 1.0
     want = max(need, lacking, boost * (mark + s.unit * (calls + b.joined)) + over, floor)
     return lacking, want, short
+
+
+def spare(b: Book, s: Slice, now: float) -> float:
+    """What a slice holds beyond _SPARE_KEEP planned round trips of its spend rate (each at least a call per call in
+    flight), once it holds more than _SPARE_ABOVE of them and its rate is measured (0 before ``b.spare_at``): offered
+    back with the next request, and not spent until the answer comes."""
+    if now < b.spare_at or b.lost_at > 0 or b.open or renewing(b) or s.age(now) < RATE_MIN_WINDOW:
+        return 0.0
+    trip = max(s.unit * (b.holds + 1), s.rate(now) * horizon(b))
+    left = balance(b, s, now)
+    if not trip > 0 or left < _SPARE_ABOVE * trip:
+        return 0.0
+    keep = _SPARE_KEEP * trip
+    if s is b.spend:
+        return to_dollars(math.floor(to_nano(left) - to_nano(keep)))
+    return float(math.floor(left - keep))
+
+
+def spared(
+    b: Book, model: str | None, offered: tuple[float, int], lease: dict[str, Any] | None, ttl: float, now: float
+) -> None:
+    """The answer to an offer (None: refused, nothing taken): what was not taken back is the slices' again. The next
+    offer waits a planned round trip after one the service took from, and twice as long as the last after one it
+    took nothing of."""
+    spare_dollars, spare_tokens = offered
+    returned = min(spare_dollars, float(lease.get("returned") or 0)) if lease else 0.0
+    lt = lease.get("tokens") if lease else None
+    returned_tokens = min(spare_tokens, int(lt.get("returned") or 0)) if isinstance(lt, dict) else 0
+    b.spend.granted = add_dollars(b.spend.granted, add_dollars(spare_dollars, -returned))
+    if model is not None and spare_tokens > 0:
+        b.slice(model).granted += spare_tokens - returned_tokens
+    took = returned > 0 or returned_tokens > 0
+    b.spare_gap = RATE_MIN_WINDOW if took else min(2 * b.spare_gap, renew_margin(b, ttl))
+    b.spare_at = now + (horizon(b) if took else b.spare_gap)

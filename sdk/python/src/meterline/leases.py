@@ -40,7 +40,7 @@ from .lease_books import (
     window_refusal,
 )
 from .lease_requests import LeaseRequests
-from .lease_sizing import balance, low, renew_at, renew_margin
+from .lease_sizing import balance, low, renew_at, renew_margin, spare
 from .lease_windows import OPEN_RETRY
 from .money import add_dollars, fixed, gate_mark, js_number
 from .periods import iso, parse_time
@@ -240,6 +240,11 @@ class Leases(LeaseRequests):
                     or (period and now >= renew_at(b, self.settings.ttl))
                     or (renewing(b) and b.asked_epoch != b.epoch)
                 ):
+                    self.ask(e, n, waiting=False)
+                elif now >= b.spare_at and (
+                    (spend_capped and spare(b, b.spend, now) > 0) or (t is not None and spare(b, t, now) > 0)
+                ):
+                    # What the slices hold beyond their needs is offered back (lease_sizing.spare).
                     self.ask(e, n, waiting=False)
             return b.lease_id
 
