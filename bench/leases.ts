@@ -9,6 +9,7 @@
 //    calls spend in a few seconds, a handful of round trips on a loaded machine; with leases,
 //    against the spend cap and against a model's token cap.
 // 3. A short run far from the cap (BENCH_FAR_CALLS calls per worker): each replica's start.
+// BENCH_CASES (default "product,sprint,far") runs some of them.
 //
 // Each run waits until the service has counted every call's event before reading the usage.
 // Prints overshoot $ and tokens (target 0), the fraction of the cap used (target >= 0.99), and
@@ -23,6 +24,8 @@ const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 100);
 const CAP_CALLS = Number(process.env.BENCH_CAP_CALLS ?? 100_000);
 const SPRINT_CALLS = Number(process.env.BENCH_SPRINT_CALLS ?? 40_000);
 const FAR_CALLS = Number(process.env.BENCH_FAR_CALLS ?? 5);
+/** Which of the cases below run (comma-separated): product, sprint, far. */
+const CASES = (process.env.BENCH_CASES ?? "product,sprint,far").split(",");
 
 const bench = await benchProduct("leases");
 const { stack, apiKey, api } = bench;
@@ -126,27 +129,33 @@ function waitsByTime({ r, cap, perCall }: Row): void {
 
 // 1. The product case. Without leases each replica spends until its own view passes the cap (up to 8x it): stopped at 1.1x the cap's calls.
 console.log(`\nruns (${REPLICAS * CONCURRENCY} calls at once):`);
-const product = [
+const product = !CASES.includes("product") ? [] : [
   await run(`leases, $${CAP_CALLS * CALL_ESTIMATE} cap`, CAP_CALLS, { leases: true }),
   await run(`no leases, $${CAP_CALLS * CALL_ESTIMATE} cap`, CAP_CALLS, { leases: false, callsPerWorker: Math.ceil((1.1 * CAP_CALLS * CALL_ESTIMATE) / CALL_COST / (REPLICAS * CONCURRENCY)) }),
 ];
 // 2. The sprint case: the far phase lasts a handful of lease round trips, shorter than the service's share rule needs to keep every replica supplied (docs/benchmarks.md).
-const sprint = [
+const sprint = !CASES.includes("sprint") ? [] : [
   await run(`leases, $${SPRINT_CALLS * CALL_ESTIMATE} cap`, SPRINT_CALLS, { leases: true }),
   await run(`leases, ${SPRINT_CALLS * CALL_TOKENS_ESTIMATE} token cap`, SPRINT_CALLS, { leases: true, tokens: true }),
 ];
 
-report(`Product case: a cap of ${CAP_CALLS} call estimates (the far phase lasts many lease round trips)`, product);
-waitsByTime(product[0]!);
-report(`Sprint case: a cap of ${SPRINT_CALLS} call estimates (the far phase lasts a few round trips)`, sprint);
-waitsByTime(sprint[0]!);
+if (product.length > 0) {
+  report(`Product case: a cap of ${CAP_CALLS} call estimates (the far phase lasts many lease round trips)`, product);
+  waitsByTime(product[0]!);
+}
+if (sprint.length > 0) {
+  report(`Sprint case: a cap of ${SPRINT_CALLS} call estimates (the far phase lasts a few round trips)`, sprint);
+  waitsByTime(sprint[0]!);
+}
 
 // 3. A short run far from the cap (a cap 1000x what it spends): mostly each replica's start.
-const farCap = () => cappedUser(api, 1000 * REPLICAS * CONCURRENCY * FAR_CALLS * CALL_ESTIMATE);
-const far = await runReplicas(api, { ...base, userId: await farCap(), leases: true, callsPerWorker: FAR_CALLS });
-const plain = await runReplicas(api, { ...base, userId: await farCap(), leases: false, callsPerWorker: FAR_CALLS });
-console.log(`\n${FAR_CALLS} calls a worker far from the cap (${far.calls} calls): lease requests / call ${(far.leaseRequests / far.calls).toFixed(4)}`);
-console.log(`reserve p50 / p99 / p99 after each worker's first call, ms: leases ${lat(far).replaceAll(" | ", " / ")}; without ${lat(plain).replaceAll(" | ", " / ")}`);
+if (CASES.includes("far")) {
+  const farCap = () => cappedUser(api, 1000 * REPLICAS * CONCURRENCY * FAR_CALLS * CALL_ESTIMATE);
+  const far = await runReplicas(api, { ...base, userId: await farCap(), leases: true, callsPerWorker: FAR_CALLS });
+  const plain = await runReplicas(api, { ...base, userId: await farCap(), leases: false, callsPerWorker: FAR_CALLS });
+  console.log(`\n${FAR_CALLS} calls a worker far from the cap (${far.calls} calls): lease requests / call ${(far.leaseRequests / far.calls).toFixed(4)}`);
+  console.log(`reserve p50 / p99 / p99 after each worker's first call, ms: leases ${lat(far).replaceAll(" | ", " / ")}; without ${lat(plain).replaceAll(" | ", " / ")}`);
+}
 
 await bench.close();
 process.exit(0);
