@@ -6050,6 +6050,10 @@ export interface operations {
                         /** @description Most the holder wants to hold of the window (at least need) */
                         want: number;
                     }[];
+                    /** @description Dollars of the holder's unused slice it will not spend before this answer comes: when the lease holds more than an equal share of the cap's unsettled part among the holders and one more, the excess goes back, at most this much (`returned`), and nothing is granted; else `need` and `want` are granted as without it. Default 0 */
+                    spare?: number;
+                    /** @description The same in tokens of `model`'s cap (`tokens.returned`). Default 0 */
+                    spare_tokens?: number;
                     /** @description A slice of the period spend cap of the user's team (its plan in force now), kept in the team's counter: one slice per holder and team period, shared by every member the holder serves */
                     team?: {
                         /** @description Dollars of the team's period spend cap the holder's next call needs; a smaller grant is no grant */
@@ -6103,6 +6107,8 @@ export interface operations {
                             granted: number;
                             /** @description Dollars granted by this request; 0 when refused (the cap is reached for this holder) */
                             added: number;
+                            /** @description Dollars taken back by this request (of `spare`); `granted` is what the lease holds after it */
+                            returned: number;
                             /** @description Dollars of usage events settled against the lease */
                             spent: number;
                             expires_at: string | null;
@@ -6125,6 +6131,8 @@ export interface operations {
                                 granted: number;
                                 /** @description Tokens granted by this request; 0 when refused */
                                 added: number;
+                                /** @description Tokens taken back by this request (of `spare_tokens`) */
+                                returned: number;
                                 /** @description Tokens of usage events settled against the lease */
                                 spent: number;
                                 /** @description Tokens of the model's cap neither settled nor held by a lease after this request */
@@ -6199,6 +6207,8 @@ export interface operations {
                                     granted: number;
                                     /** @description Tokens granted by this request; 0 when refused */
                                     added: number;
+                                    /** @description Tokens taken back by this request (of `spare_tokens`) */
+                                    returned: number;
                                     /** @description Tokens of usage events settled against the lease */
                                     spent: number;
                                     /** @description Tokens of the model's cap neither settled nor held by a lease after this request */
@@ -6461,6 +6471,8 @@ export interface operations {
                             granted: number;
                             /** @description Dollars granted by this request; 0 when refused (the cap is reached for this holder) */
                             added: number;
+                            /** @description Dollars taken back by this request (of `spare`); `granted` is what the lease holds after it */
+                            returned: number;
                             /** @description Dollars of usage events settled against the lease */
                             spent: number;
                             expires_at: string | null;
@@ -6483,6 +6495,8 @@ export interface operations {
                                 granted: number;
                                 /** @description Tokens granted by this request; 0 when refused */
                                 added: number;
+                                /** @description Tokens taken back by this request (of `spare_tokens`) */
+                                returned: number;
                                 /** @description Tokens of usage events settled against the lease */
                                 spent: number;
                                 /** @description Tokens of the model's cap neither settled nor held by a lease after this request */
@@ -6557,6 +6571,8 @@ export interface operations {
                                     granted: number;
                                     /** @description Tokens granted by this request; 0 when refused */
                                     added: number;
+                                    /** @description Tokens taken back by this request (of `spare_tokens`) */
+                                    returned: number;
                                     /** @description Tokens of usage events settled against the lease */
                                     spent: number;
                                     /** @description Tokens of the model's cap neither settled nor held by a lease after this request */
