@@ -57,7 +57,9 @@ def test_replicas_with_leases_never_pass_the_cap(product: Product) -> None:
 def test_a_replica_that_asked_first_gives_back_what_it_holds_beyond_its_share_to_one_that_came_after(
     product: Product, proxy: FaultProxy
 ) -> None:
-    cap = 100.0
+    # Small enough that the first slice asked for ($125) is more than half the cap; large enough that half of it
+    # is many round trips of these calls, even at a loaded machine's.
+    cap = 200.0
     user = product.create_user({**PLAN, "max_spend_per_period": cap})
     m = Meter(api_key=product.key, base_url=proxy.api_url, leases=True)
     leases = r"POST /users/.*/leases$"

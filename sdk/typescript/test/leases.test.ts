@@ -106,7 +106,9 @@ t("reserveNow: a call the lease covers is held at once; one that needs a lease r
 });
 
 t("a replica that asked first offers what it holds beyond a round trip's needs: the service takes back what is beyond its share for the replica that came after", async (ctx) => {
-  const cap = 100 * CALL_ESTIMATE;
+  // Small enough that the first slice asked for ($250) is more than half the cap; large
+  // enough that half of it is many round trips of these calls, even at a loaded machine's.
+  const cap = 200 * CALL_ESTIMATE;
   const user = await cappedUser(ctx.api, cap);
   const { proxy, m } = await setup(ctx);
   proxy.recording = /POST \/users\/[^/]+\/leases$/;
