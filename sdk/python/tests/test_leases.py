@@ -94,6 +94,39 @@ def test_a_replica_that_asked_first_gives_back_what_it_holds_beyond_its_share_to
     assert near(product.usage(user)["total_cost"], calls * 1.0), "every call counted once"
 
 
+def test_an_older_service_that_refuses_the_offers_field_leaves_the_slice_what_it_offered(
+    product: Product, proxy: FaultProxy
+) -> None:
+    cap = 200.0
+    user = product.create_user({**PLAN, "max_spend_per_period": cap})
+    m = Meter(api_key=product.key, base_url=proxy.api_url, leases=True)
+    leases = r"POST /users/.*/leases$"
+
+    def call() -> None:
+        time.sleep(0.1)  # the model call
+        m.reserve(user, model="m", input_tokens=0).commit(output_tokens=100)  # $1.00
+
+    m.reserve(user, model="m", input_tokens=0).commit(output_tokens=100)
+    calls = 1
+    product.api.post(f"/users/{user}/leases", {"holder": "other", "need": 1, "want": cap, "ttl_ms": 60_000})
+    # The next lease request is the offer (the slice is far from its low-water mark): refused as a service without
+    # the field refuses it.
+    proxy.inject(leases, "status", status=422, body={"detail": "body/spare must NOT have additional properties"})
+    while calls < 50 and proxy.count(leases) < 2:
+        call()
+        calls += 1
+    eventually(lambda: len(proxy.sent(leases)) >= 2, what="the offer sent")
+    assert (proxy.sent(leases)[1].get("spare") or 0) > 0, proxy.sent(leases)
+    # Ten calls a tenth of a second apart: an offer the service took nothing of is made again within 0.2 s.
+    for _ in range(10):
+        call()
+        calls += 1
+    assert [b for b in proxy.sent(leases)[2:] if (b.get("spare") or 0) > 0] == [], "nothing offered again"
+    assert m.stats.lease_waits == 1, "the calls spent what the refused request offered"
+    assert m.shutdown(timeout=30)
+    assert near(product.usage(user)["total_cost"], calls * 1.0), "every call counted once"
+
+
 def test_a_slow_lease_request_delays_no_call_while_the_slice_lasts(product: Product, proxy: FaultProxy) -> None:
     user = product.create_user({**PLAN, "max_spend_per_period": 100_000})
     m = Meter(api_key=product.key, base_url=proxy.api_url, leases=True, lease_calls=10)

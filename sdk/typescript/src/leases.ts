@@ -652,15 +652,16 @@ export class Leases {
       res = await this.transport.request("POST", `/users/${encodeURIComponent(b.userId)}/leases`, body);
     } catch (err) {
       if (err instanceof MeterApiError && !err.retryable) {
-        // Refused whole: nothing offered was taken back. A service that takes nothing back
-        // refuses the field: nothing is offered for a minute.
+        // An older service refuses a field it does not know by name (422).
+        const offerRefused = err.status === 422 && /\bspare/.test(err.detail);
         if (spare > 0 || spareTokens > 0) {
+          // Refused whole: nothing offered was taken back. A service that takes nothing back: nothing is offered for a minute.
           this.spared(b, model, spare, spareTokens, null);
-          b.spareAt = Date.now() + 60_000;
+          if (offerRefused) b.spareAt = Date.now() + 60_000;
         }
         // A service that does not lease windows yet refuses the field: windows are then kept
         // per process, as without leases, and asked for again in a minute.
-        if (err.status === 422) for (const { s } of [...windows, ...members.windows]) s.unlimitedUntil = Date.now() + 60_000;
+        if (err.status === 422 && !offerRefused) for (const { s } of [...windows, ...members.windows]) s.unlimitedUntil = Date.now() + 60_000;
         this.warn(`lease request for ${b.userId} refused`, err);
         return;
       }

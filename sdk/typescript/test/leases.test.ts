@@ -140,6 +140,32 @@ t("a replica that asked first offers what it holds beyond a round trip's needs: 
   near((await usage(ctx.api, user)).total_cost, calls * CALL_COST, "every call counted once");
 });
 
+t("an older service that refuses the offer's field: the slice keeps what it offered, and nothing is offered again for a while", async (ctx) => {
+  const cap = 200 * CALL_ESTIMATE;
+  const user = await cappedUser(ctx.api, cap);
+  const { proxy, m } = await setup(ctx);
+  const leases = /POST \/users\/[^/]+\/leases$/;
+  proxy.recording = leases;
+  const call = async () => {
+    await new Promise((r) => setTimeout(r, 100)); // the model call
+    await m.call(user, { ...CALL, usage: () => USED }, () => "ok");
+  };
+  await m.call(user, { ...CALL, usage: () => USED }, () => "ok");
+  let calls = 1;
+  await ctx.api.post(`/users/${user}/leases`, { holder: "other", need: 1, want: cap, ttl_ms: 60_000 });
+  // The next lease request is the offer (the slice is far from its low-water mark): refused as a service without the field refuses it.
+  proxy.inject(leases, { kind: "status", status: 422, body: { detail: "body/spare must NOT have additional properties" } });
+  for (; calls < 50 && proxy.exchanges.length < 2; calls++) await call();
+  const refused = proxy.exchanges[1];
+  assert.ok(refused && refused.body.spare > 0, JSON.stringify(proxy.exchanges));
+  // Ten calls a tenth of a second apart: an offer the service took nothing of is made again within 0.2 s.
+  for (let i = 0; i < 10; i++, calls++) await call();
+  assert.is(proxy.exchanges.slice(2).filter((x) => x.body.spare > 0).length, 0, "nothing offered again");
+  assert.is(m.stats.lease_waits, 1, "the calls spent what the refused request offered");
+  await m.shutdown();
+  assert.ok(Math.abs((await usage(ctx.api, user)).total_cost - calls * CALL_COST) < 1e-6, "every call counted once");
+});
+
 t("a lease left unused for leaseIdleMs is given back without shutdown", async (ctx) => {
   const user = await cappedUser(ctx.api, 100);
   const { proxy, m } = await setup(ctx, { leaseIdleMs: 200 });

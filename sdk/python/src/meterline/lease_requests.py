@@ -7,6 +7,7 @@ leases.py spends the slices."""
 from __future__ import annotations
 
 import math
+import re
 import threading
 import uuid
 from typing import TYPE_CHECKING, Any
@@ -350,13 +351,16 @@ class LeaseRequests:
                     b.lost_at = 0.0
         except MeterError as err:
             if isinstance(err, MeterAPIError) and not err.retryable:
+                # An older service refuses a field it does not know by name (422).
+                offer_refused = err.status == 422 and re.search(r"\bspare", err.detail) is not None
                 if offered != (0.0, 0):
-                    # Refused whole: nothing offered was taken back. A service that takes nothing back refuses the
-                    # field: nothing is offered for a minute.
+                    # Refused whole: nothing offered was taken back. A service that takes nothing back: nothing is
+                    # offered for a minute.
                     with self.lock:
                         spared(b, n.model, offered, None, self.settings.ttl, clock_now())
-                        b.spare_at = clock_now() + UNLIMITED_FOR
-                if err.status == 422 and (windows or members):
+                        if offer_refused:
+                            b.spare_at = clock_now() + UNLIMITED_FOR
+                if err.status == 422 and not offer_refused and (windows or members):
                     # A service that does not lease windows yet refuses the field: windows are then kept per
                     # process, as without leases, and asked for again in a minute.
                     with self.lock:

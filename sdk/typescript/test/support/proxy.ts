@@ -85,15 +85,19 @@ export class FaultProxy {
       const i = this.faults.findIndex((f) => f.match.test(key));
       const fault = i >= 0 ? this.faults[i]!.fault : undefined;
       if (i >= 0 && --this.faults[i]!.times <= 0) this.faults.splice(i, 1);
-      if (fault?.kind === "status") {
-        req.resume();
-        res.writeHead(fault.status, { "content-type": "application/json" });
-        res.end(JSON.stringify(fault.body ?? { detail: "injected fault" }));
-        return;
-      }
       const record = this.recording?.test(key) ?? false;
       const sent: Buffer[] = [];
       if (record) req.on("data", (c: Buffer) => sent.push(c));
+      if (fault?.kind === "status") {
+        const answer = fault.body ?? { detail: "injected fault" };
+        req.on("end", () => {
+          if (record) this.exchanges.push({ key, body: JSON.parse(Buffer.concat(sent).toString() || "null"), answer });
+          res.writeHead(fault.status, { "content-type": "application/json" });
+          res.end(JSON.stringify(answer));
+        });
+        req.resume();
+        return;
+      }
       const forward = () => {
         const upstream = http.request(
           { host: this.target.hostname, port: this.target.port, path: req.url, method: req.method, headers: req.headers },
