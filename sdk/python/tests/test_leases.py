@@ -54,77 +54,85 @@ def test_replicas_with_leases_never_pass_the_cap(product: Product) -> None:
     assert all((m.stats.lease_requests or 0) > 0 for m in replicas)
 
 
+# Small enough that the first slice asked for ($125) is more than half the cap; large enough that half of it is many
+# round trips of these calls, even at a loaded machine's.
+_OFFER_CAP = 200.0
+_LEASES = r"POST /users/.*/leases$"
+
+
+class _FirstOfTwo:
+    """A replica that asked first (granted half the cap), then another holder (granted a third of the rest), and
+    calls a tenth of a second apart from the first: a slow spend rate, so most of its slice is more than a round
+    trip needs."""
+
+    def __init__(self, product: Product, proxy: FaultProxy) -> None:
+        self.product = product
+        self.user = product.create_user({**PLAN, "max_spend_per_period": _OFFER_CAP})
+        self.m = Meter(api_key=product.key, base_url=proxy.api_url, leases=True)
+        self.m.reserve(self.user, model="m", input_tokens=0).commit(output_tokens=100)  # $1.00
+        self.calls = 1
+        self.other = self.ask_as_other()
+
+    def ask_as_other(self) -> dict[str, Any]:
+        res = self.product.api.post(
+            f"/users/{self.user}/leases", {"holder": "other", "need": 1, "want": _OFFER_CAP, "ttl_ms": 60_000}
+        )
+        lease: dict[str, Any] = res.json()["lease"]
+        return lease
+
+    def call(self) -> None:
+        time.sleep(0.1)  # the model call
+        self.m.reserve(self.user, model="m", input_tokens=0).commit(output_tokens=100)
+        self.calls += 1
+
+    def close(self) -> None:
+        assert self.m.shutdown(timeout=30)
+        assert near(self.product.usage(self.user)["total_cost"], self.calls * 1.0), "every call counted once"
+
+
 def test_a_replica_that_asked_first_gives_back_what_it_holds_beyond_its_share_to_one_that_came_after(
     product: Product, proxy: FaultProxy
 ) -> None:
-    # Small enough that the first slice asked for ($125) is more than half the cap; large enough that half of it
-    # is many round trips of these calls, even at a loaded machine's.
-    cap = 200.0
-    user = product.create_user({**PLAN, "max_spend_per_period": cap})
-    m = Meter(api_key=product.key, base_url=proxy.api_url, leases=True)
-    leases = r"POST /users/.*/leases$"
-    m.reserve(user, model="m", input_tokens=0).commit(output_tokens=100)  # $1.00
-    calls = 1
-    first, answer = proxy.exchanges(leases)[0]
+    r = _FirstOfTwo(product, proxy)
+    first, answer = proxy.exchanges(_LEASES)[0]
     assert "spare" not in first, "nothing to offer before a rate is measured"
-    assert near(answer["lease"]["added"], cap / 2), "alone: half the cap"
-    # Another replica comes: it is granted a third of what is left.
-    other = product.api.post(f"/users/{user}/leases", {"holder": "other", "need": 1, "want": cap, "ttl_ms": 60_000})
-    assert near(other.json()["lease"]["added"], cap / 6)
+    assert near(answer["lease"]["added"], _OFFER_CAP / 2), "alone: half the cap"
+    assert near(r.other["added"], _OFFER_CAP / 6), "the other holder: a third of what is left"
 
     def offers() -> list[tuple[Any, Any]]:
-        return [(b, a) for b, a in proxy.exchanges(leases) if (b.get("spare") or 0) > 0]
+        return [(b, a) for b, a in proxy.exchanges(_LEASES) if (b.get("spare") or 0) > 0]
 
-    # Calls a tenth of a second apart: a slow spend rate, so most of the slice is more than a round trip needs.
-    while not offers() and calls < 50:
-        time.sleep(0.1)  # the model call
-        m.reserve(user, model="m", input_tokens=0).commit(output_tokens=100)
-        calls += 1
+    while not offers() and r.calls < 50:
+        r.call()
     eventually(lambda: len(offers()) > 0, what="an offer answered")
     body, answer = offers()[0]
     lease = answer["lease"]
     assert 0 < lease["returned"] <= body["spare"] + 1e-9, (body, lease)
     kept = lease["granted"] - lease["spent"]
-    assert kept <= (cap - lease["spent"]) / 3 + 1e-6 or near(lease["returned"], body["spare"]), "kept at most its share"
-    # What went back is the other replica's to be granted.
-    again = product.api.post(f"/users/{user}/leases", {"holder": "other", "need": 1, "want": cap, "ttl_ms": 60_000})
-    assert again.json()["lease"]["added"] > 0
-    assert m.stats.lease_waits == 1, "no call waited after the first"
-    assert m.shutdown(timeout=30)
-    assert near(product.usage(user)["total_cost"], calls * 1.0), "every call counted once"
+    share = (_OFFER_CAP - lease["spent"]) / 3
+    assert kept <= share + 1e-6 or near(lease["returned"], body["spare"]), "kept at most its share"
+    assert r.ask_as_other()["added"] > 0, "what went back is the other holder's to be granted"
+    assert r.m.stats.lease_waits == 1, "no call waited after the first"
+    r.close()
 
 
 def test_an_older_service_that_refuses_the_offers_field_leaves_the_slice_what_it_offered(
     product: Product, proxy: FaultProxy
 ) -> None:
-    cap = 200.0
-    user = product.create_user({**PLAN, "max_spend_per_period": cap})
-    m = Meter(api_key=product.key, base_url=proxy.api_url, leases=True)
-    leases = r"POST /users/.*/leases$"
-
-    def call() -> None:
-        time.sleep(0.1)  # the model call
-        m.reserve(user, model="m", input_tokens=0).commit(output_tokens=100)  # $1.00
-
-    m.reserve(user, model="m", input_tokens=0).commit(output_tokens=100)
-    calls = 1
-    product.api.post(f"/users/{user}/leases", {"holder": "other", "need": 1, "want": cap, "ttl_ms": 60_000})
+    r = _FirstOfTwo(product, proxy)
     # The next lease request is the offer (the slice is far from its low-water mark): refused as a service without
     # the field refuses it.
-    proxy.inject(leases, "status", status=422, body={"detail": "body/spare must NOT have additional properties"})
-    while calls < 50 and proxy.count(leases) < 2:
-        call()
-        calls += 1
-    eventually(lambda: len(proxy.sent(leases)) >= 2, what="the offer sent")
-    assert (proxy.sent(leases)[1].get("spare") or 0) > 0, proxy.sent(leases)
+    proxy.inject(_LEASES, "status", status=422, body={"detail": "body/spare must NOT have additional properties"})
+    while r.calls < 50 and proxy.count(_LEASES) < 2:
+        r.call()
+    eventually(lambda: len(proxy.sent(_LEASES)) >= 2, what="the offer sent")
+    assert (proxy.sent(_LEASES)[1].get("spare") or 0) > 0, proxy.sent(_LEASES)
     # Ten calls a tenth of a second apart: an offer the service took nothing of is made again within 0.2 s.
     for _ in range(10):
-        call()
-        calls += 1
-    assert [b for b in proxy.sent(leases)[2:] if (b.get("spare") or 0) > 0] == [], "nothing offered again"
-    assert m.stats.lease_waits == 1, "the calls spent what the refused request offered"
-    assert m.shutdown(timeout=30)
-    assert near(product.usage(user)["total_cost"], calls * 1.0), "every call counted once"
+        r.call()
+    assert [b for b in proxy.sent(_LEASES)[2:] if (b.get("spare") or 0) > 0] == [], "nothing offered again"
+    assert r.m.stats.lease_waits == 1, "the calls spent what the refused request offered"
+    r.close()
 
 
 def test_a_slow_lease_request_delays_no_call_while_the_slice_lasts(product: Product, proxy: FaultProxy) -> None:

@@ -105,65 +105,71 @@ t("reserveNow: a call the lease covers is held at once; one that needs a lease r
   assert.ok(Math.abs((await usage(ctx.api, user)).total_cost - 3 * CALL_COST) < 1e-6);
 });
 
-t("a replica that asked first offers what it holds beyond a round trip's needs: the service takes back what is beyond its share for the replica that came after", async (ctx) => {
-  // Small enough that the first slice asked for ($250) is more than half the cap; large
-  // enough that half of it is many round trips of these calls, even at a loaded machine's.
-  const cap = 200 * CALL_ESTIMATE;
-  const user = await cappedUser(ctx.api, cap);
+// Small enough that the first slice asked for ($250) is more than half the cap; large enough
+// that half of it is many round trips of these calls, even at a loaded machine's.
+const OFFER_CAP = 200 * CALL_ESTIMATE;
+const LEASES = /POST \/users\/[^/]+\/leases$/;
+const near = (a: number, b: number, msg: string) => assert.ok(Math.abs(a - b) < 1e-6, `${msg}: ${a} != ${b}`);
+
+/**
+ * A replica that asked first (granted half the cap), then another holder (granted a third of
+ * the rest), and calls a tenth of a second apart from the first: a slow spend rate, so most
+ * of its slice is more than a round trip needs. The proxy records the lease requests.
+ */
+async function firstOfTwo(ctx: Ctx) {
+  const user = await cappedUser(ctx.api, OFFER_CAP);
   const { proxy, m } = await setup(ctx);
-  proxy.recording = /POST \/users\/[^/]+\/leases$/;
-  const near = (a: number, b: number, msg: string) => assert.ok(Math.abs(a - b) < 1e-6, `${msg}: ${a} != ${b}`);
+  proxy.recording = LEASES;
   await m.call(user, { ...CALL, usage: () => USED }, () => "ok");
-  let calls = 1;
-  const first = proxy.exchanges[0]!;
+  const askAsOther = async () => (await ctx.api.post(`/users/${user}/leases`, { holder: "other", need: 1, want: OFFER_CAP, ttl_ms: 60_000 })).body.lease;
+  const r = {
+    proxy,
+    m,
+    calls: 1,
+    other: await askAsOther(),
+    askAsOther,
+    async call() {
+      await new Promise((done) => setTimeout(done, 100)); // the model call
+      await m.call(user, { ...CALL, usage: () => USED }, () => "ok");
+      r.calls++;
+    },
+    async close() {
+      await m.shutdown();
+      near((await usage(ctx.api, user)).total_cost, r.calls * CALL_COST, "every call counted once");
+    },
+  };
+  return r;
+}
+
+t("a replica that asked first offers what it holds beyond a round trip's needs: the service takes back what is beyond its share for the replica that came after", async (ctx) => {
+  const r = await firstOfTwo(ctx);
+  const first = r.proxy.exchanges[0]!;
   assert.is(first.body.spare, undefined, "nothing to offer before a rate is measured");
-  near(first.answer.lease.added, cap / 2, "alone: half the cap");
-  // Another replica comes: it is granted a third of what is left.
-  const other = await ctx.api.post(`/users/${user}/leases`, { holder: "other", need: 1, want: cap, ttl_ms: 60_000 });
-  near(other.body.lease.added, cap / 6, "a third of the half left");
-  // Calls a tenth of a second apart: a slow spend rate, so most of the slice is more than a round trip needs.
-  for (let i = 0; i < 50 && !proxy.exchanges.some((x) => x.body.spare > 0); i++) {
-    await new Promise((r) => setTimeout(r, 100));
-    await m.call(user, { ...CALL, usage: () => USED }, () => "ok");
-    calls++;
-  }
-  const offer = proxy.exchanges.find((x) => x.body.spare > 0);
+  near(first.answer.lease.added, OFFER_CAP / 2, "alone: half the cap");
+  near(r.other.added, OFFER_CAP / 6, "the other holder: a third of what is left");
+  while (r.calls < 50 && !r.proxy.exchanges.some((x) => x.body.spare > 0)) await r.call();
+  const offer = r.proxy.exchanges.find((x) => x.body.spare > 0);
   assert.ok(offer, "an offer was sent");
-  const share = (cap - offer!.answer.lease.spent) / 3;
-  assert.ok(offer!.answer.lease.returned > 0 && offer!.answer.lease.returned <= offer!.body.spare, JSON.stringify(offer));
-  assert.ok(offer!.answer.lease.granted - offer!.answer.lease.spent <= share + 1e-6, "kept no more than its share of what is unsettled");
-  // What went back is the other replica's to be granted.
-  const again = await ctx.api.post(`/users/${user}/leases`, { holder: "other", need: 1, want: cap, ttl_ms: 60_000 });
-  assert.ok(again.body.lease.added > 0);
-  assert.is(m.stats.lease_waits, 1, "no call waited after the first");
-  await m.shutdown();
-  near((await usage(ctx.api, user)).total_cost, calls * CALL_COST, "every call counted once");
+  const { lease } = offer!.answer;
+  assert.ok(lease.returned > 0 && lease.returned <= offer!.body.spare, JSON.stringify(offer));
+  assert.ok(lease.granted - lease.spent <= (OFFER_CAP - lease.spent) / 3 + 1e-6, "kept no more than its share of what is unsettled");
+  assert.ok((await r.askAsOther()).added > 0, "what went back is the other holder's to be granted");
+  assert.is(r.m.stats.lease_waits, 1, "no call waited after the first");
+  await r.close();
 });
 
 t("an older service that refuses the offer's field: the slice keeps what it offered, and nothing is offered again for a while", async (ctx) => {
-  const cap = 200 * CALL_ESTIMATE;
-  const user = await cappedUser(ctx.api, cap);
-  const { proxy, m } = await setup(ctx);
-  const leases = /POST \/users\/[^/]+\/leases$/;
-  proxy.recording = leases;
-  const call = async () => {
-    await new Promise((r) => setTimeout(r, 100)); // the model call
-    await m.call(user, { ...CALL, usage: () => USED }, () => "ok");
-  };
-  await m.call(user, { ...CALL, usage: () => USED }, () => "ok");
-  let calls = 1;
-  await ctx.api.post(`/users/${user}/leases`, { holder: "other", need: 1, want: cap, ttl_ms: 60_000 });
+  const r = await firstOfTwo(ctx);
   // The next lease request is the offer (the slice is far from its low-water mark): refused as a service without the field refuses it.
-  proxy.inject(leases, { kind: "status", status: 422, body: { detail: "body/spare must NOT have additional properties" } });
-  for (; calls < 50 && proxy.exchanges.length < 2; calls++) await call();
-  const refused = proxy.exchanges[1];
-  assert.ok(refused && refused.body.spare > 0, JSON.stringify(proxy.exchanges));
+  r.proxy.inject(LEASES, { kind: "status", status: 422, body: { detail: "body/spare must NOT have additional properties" } });
+  while (r.calls < 50 && r.proxy.exchanges.length < 2) await r.call();
+  const refused = r.proxy.exchanges[1];
+  assert.ok(refused && refused.body.spare > 0, JSON.stringify(r.proxy.exchanges));
   // Ten calls a tenth of a second apart: an offer the service took nothing of is made again within 0.2 s.
-  for (let i = 0; i < 10; i++, calls++) await call();
-  assert.is(proxy.exchanges.slice(2).filter((x) => x.body.spare > 0).length, 0, "nothing offered again");
-  assert.is(m.stats.lease_waits, 1, "the calls spent what the refused request offered");
-  await m.shutdown();
-  assert.ok(Math.abs((await usage(ctx.api, user)).total_cost - calls * CALL_COST) < 1e-6, "every call counted once");
+  for (let i = 0; i < 10; i++) await r.call();
+  assert.is(r.proxy.exchanges.slice(2).filter((x) => x.body.spare > 0).length, 0, "nothing offered again");
+  assert.is(r.m.stats.lease_waits, 1, "the calls spent what the refused request offered");
+  await r.close();
 });
 
 t("a lease left unused for leaseIdleMs is given back without shutdown", async (ctx) => {
