@@ -108,9 +108,17 @@ def test_prepaid_grant_spent_blocks_naming_credits_then_a_top_up_runs_again(prod
         m.shutdown(timeout=5)
 
 
+def _whole_ms_from_now(seconds: float) -> datetime:
+    """A time that many seconds on, in whole milliseconds: what the service keeps of it, so that the client's
+    "expired at" and the test's are the same instant (sent with microseconds, the service's instant is up to 1 ms
+    earlier, and a check right after it failed by 67 microseconds)."""
+    t = datetime.now(timezone.utc) + timedelta(seconds=seconds)
+    return t.replace(microsecond=t.microsecond // 1000 * 1000)
+
+
 def test_a_grant_expiring_fires_on_credits_expired_with_what_it_had_left(product: Product) -> None:
     user = product.create_user(PREPAID)
-    expires_at = datetime.now(timezone.utc) + timedelta(seconds=3)
+    expires_at = _whole_ms_from_now(3)
     res = product.api.post(
         f"/users/{user}/credits",
         {"id": "promo", "amount": 0.5, "kind": "promotional", "expires_at": expires_at.isoformat()},
@@ -137,7 +145,7 @@ def test_a_grant_expiring_fires_on_credits_expired_with_what_it_had_left(product
 
 def test_a_call_after_the_only_grant_expired_is_blocked_by_the_expiry_itself(product: Product) -> None:
     user = product.create_user(PREPAID)
-    expires_at = datetime.now(timezone.utc) + timedelta(seconds=2)
+    expires_at = _whole_ms_from_now(2)
     res = product.api.post(
         f"/users/{user}/credits", {"id": "promo", "amount": 0.5, "expires_at": expires_at.isoformat()}
     )
