@@ -73,15 +73,23 @@ export interface Grant {
  * asks rarely; near it the slices shrink with every grant until they cover single calls.
  */
 export function grant(g: GrantInput): Grant {
+  const { held, others } = holdings(g);
+  return sliceOf({ free: g.cap - g.settled - held, others, need: g.need, want: g.want, whole: g.whole });
+}
+
+/** What the live leases hold in a dimension: in all, by `holder`, and how many others hold some. */
+function holdings(g: { leases: Record<string, LeaseEntry>; holder: string; now: number; graceMs: number; dim?: Dimension }): { held: number; mine: number; others: number } {
   const dim = g.dim ?? null;
   let held = 0;
+  let mine = 0;
   let others = 0;
   for (const [id, l] of Object.entries(g.leases)) {
     const o = outstanding(l, g.now, g.graceMs, dim);
     held += o;
-    if (id !== g.holder && o > 0) others++;
+    if (id === g.holder) mine = o;
+    else if (o > 0) others++;
   }
-  return sliceOf({ free: g.cap - g.settled - held, others, need: g.need, want: g.want, whole: g.whole });
+  return { held, mine, others };
 }
 
 export interface SliceInput {
@@ -127,16 +135,7 @@ export interface TakeBackInput {
  * after them and run short, without a holder ever losing what it may still spend.
  */
 export function takeBack(g: TakeBackInput): Grant {
-  const dim = g.dim ?? null;
-  let held = 0;
-  let others = 0;
-  let mine = 0;
-  for (const [id, l] of Object.entries(g.leases)) {
-    const o = outstanding(l, g.now, g.graceMs, dim);
-    held += o;
-    if (id === g.holder) mine = o;
-    else if (o > 0) others++;
-  }
+  const { held, mine, others } = holdings(g);
   const share = Math.max(0, g.cap - g.settled) / (others + 2);
   const returned = Math.max(0, Math.floor(Math.min(g.spare, mine - share)));
   const free = Math.max(0, g.cap - g.settled - held) + returned;
