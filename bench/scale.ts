@@ -41,7 +41,8 @@
 // are members of BENCH_TEAMS teams (user i in team i mod BENCH_TEAMS) on a team plan with a team
 // cap, a team-scope daily window and a member-scope daily window. Per size it prints both
 // products' sessions (alone, idle; refresh, idle) and their ingestion in alternating rounds
-// (BENCH_TEAM_ROUNDS each), with the teams' rate over the rate without teams.
+// (BENCH_TEAM_ROUNDS each), with the teams' rate over the rate without teams, and where a first
+// session goes in each product (GetSession and ResolveUsers straight to the services).
 // The stacks run as their own processes (`cmd/all-in-one.ts`, as `npm start` runs), so that the
 // bench's client and seeding work, and its garbage collection, stay out of the measured server.
 // Sessions are timed from a child process of their own (support/session-client.ts), so that the
@@ -372,6 +373,25 @@ const profiles: string[] = [];
 const teamLines: string[] = [];
 const signUpLines: string[] = [];
 
+const teamParts: string[] = [];
+
+/**
+ * Where a member's first session goes, beside a user in no team (each probe on another random
+ * user, alternating): GetSession straight to ingestion (the plans service's ResolveUsers, then
+ * the counter's read beside it and, for a member, the team's documents after it) and
+ * ResolveUsers of one user alone (for a member it also reads the team and its plan).
+ */
+async function memberParts(size: number, teams: BenchProduct): Promise<Record<string, Timing>> {
+  const ingestionRpc = rpcClient(IngestionService, stack.rpcUrl);
+  const plansRpc = rpcClient(PlansService, stack.rpcUrl);
+  return timeAlternating(size, {
+    "GetSession, no team": (u) => ingestionRpc.getSession({ productId, userId: u }),
+    "GetSession, member": (u) => ingestionRpc.getSession({ productId: teams.id, userId: u }),
+    "ResolveUsers (1), no team": (u) => plansRpc.resolveUsers({ productId, externalUserIds: [u] }),
+    "ResolveUsers (1), member": (u) => plansRpc.resolveUsers({ productId: teams.id, externalUserIds: [u] }),
+  });
+}
+
 /**
  * The team case at one size: sessions of both products alternating on the same random users
  * (then the same users again in another order), and ingestion in alternating rounds, so that
@@ -384,6 +404,7 @@ async function teamCase(size: number, teams: BenchProduct): Promise<string> {
   const users = randomUsers(size);
   const alone = await idleSessions(users, products);
   const { plain: refreshPlain, teams: refreshTeams } = await idleSessions(shuffled(users), products);
+  teamParts.push([`${String(size).padStart(8)}  load avg ${os.loadavg()[0]!.toFixed(1)}`, ...Object.entries(await memberParts(size, teams)).map(([k, v]) => `          ${k.padEnd(34)} ${ms(v)}`)].join("\n"));
   let plainEps = 0;
   let teamEps = 0;
   for (let round = 0; round < TEAM_ROUNDS; round++) {
@@ -454,6 +475,8 @@ if (withTeams) {
   console.log(`\nteam case: ${TEAMS} teams (user i in team i mod ${TEAMS}), sessions and ingestion alternating with the product without teams, same users and plan:`);
   console.log("   users   session alone, idle: no teams   teams   refresh, idle: no teams   teams   ingest events/s: no teams   teams   teams/no teams   load avg");
   for (const line of teamLines) console.log(line);
+  console.log("\nteam case, where a first session goes, p50/p99 ms (calls straight to the services, random users, mostly not read before):");
+  for (const line of teamParts) console.log(line);
 }
 console.log("\nsession parts, p50/p99 ms (after ingestion, so counters exist):");
 for (const line of profiles) console.log(line);
