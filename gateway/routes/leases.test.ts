@@ -71,6 +71,40 @@ t("a holder that offers what it spares gives back what it holds beyond an equal 
   assert.is((await acquire(api, user, { holder: "a", need: 0, want: 0, spare: -1 })).status, 422, "a negative offer");
 });
 
+t("a holder offers back what it spares of a team's cap: the holders of every member share it, the first ones hold no more than an equal share", async ({ api }) => {
+  const team = `spare-crew-${randomUUID()}`;
+  const plan = (await api.post("/config/plans", { plans: [{ name: `team-${randomUUID()}`, max_spend_per_period: 120 }] })).body.plans[0];
+  assert.is((await api.post("/teams", { external_team_id: team, name: "Spare crew" })).status, 201);
+  const day = 86_400_000;
+  const sub = await api.post(`/teams/${team}/subscription`, { plan_id: plan.id, period_start: new Date(Date.now() - day).toISOString(), period_end: new Date(Date.now() + 20 * day).toISOString() });
+  assert.is(sub.status, 200, JSON.stringify(sub.body));
+  const [a, b] = [`member-a-${randomUUID()}`, `member-b-${randomUUID()}`];
+  for (const u of [a, b]) {
+    assert.is((await api.post("/users", { external_user_id: u })).status, 201);
+    assert.is((await api.request("PUT", `/users/${u}/team`, { body: { team_id: team } })).status, 200);
+  }
+  const ttl_ms = 60_000;
+  const ask = (user: string, holder: string, teamAsk: Record<string, unknown>) => acquire(api, user, { holder, need: 0, want: 0, ttl_ms, team: teamAsk });
+  close((await ask(a, "ta", { need: 1, want: 1000 })).body.lease.team.added, 60, "first holder: half");
+  close((await ask(b, "tb", { need: 1, want: 1000 })).body.lease.team.added, 20, "second holder: a third of the 60 left");
+  // ta holds 60 of the team's cap, more than a third of the 120 unsettled: 20 goes back, never more than offered.
+  const small = await ask(b, "ta", { need: 0, want: 0, spare: 5 });
+  assert.is(small.status, 200, JSON.stringify(small.body));
+  close(small.body.lease.team.returned, 5, "never more than offered");
+  close(small.body.lease.team.granted, 55);
+  const offer = await ask(a, "ta", { need: 0, want: 1000, spare: 50 });
+  close(offer.body.lease.team.returned, 15, "down to its share");
+  close(offer.body.lease.team.added, 0, "nothing granted while it gives back");
+  close(offer.body.lease.team.granted, 40);
+  close(offer.body.lease.team.remaining, 120 - 40 - 20);
+  // What went back is granted to the holder that came after (a third of the 60 free).
+  close((await ask(b, "tb", { need: 1, want: 1000 })).body.lease.team.added, 20);
+  const bad = await ask(a, "ta", { need: 0, want: 0, spare_tokens: 5 });
+  assert.is(bad.status, 400, JSON.stringify(bad.body));
+  assert.match(bad.body.detail, /team\.spare_tokens needs team\.model/);
+  assert.is((await ask(a, "ta", { need: 0, want: 0, spare: -1 })).status, 422, "a negative offer");
+});
+
 t("holders that ask at once are all granted, as if one after another, none refused for contention", async ({ api }) => {
   // Each conditional write that loses to another holder's is retried a bounded number of
   // times: asked one write per holder, 120 holders at once would exhaust it (503).

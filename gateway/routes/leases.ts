@@ -43,6 +43,14 @@ const TeamAskIn = Type.Object(
     ),
     need_tokens: Type.Optional(Tokens({ description: "Tokens of `model` of the team's cap the next call needs; default 0" })),
     want_tokens: Type.Optional(Tokens({ description: "Most tokens of `model` of the team's cap the holder wants to hold (at least need_tokens); default need_tokens" })),
+    spare: Type.Optional(
+      Type.Unsafe<number>({
+        ...Dollars,
+        description:
+          "Dollars of the holder's unused slice of the team's cap it will not spend before this answer comes, as `spare` for the user's cap: when the slice holds more than an equal share of the team cap's unsettled part among its holders and one more, the excess goes back, at most this much (`team.returned`), and nothing is granted. Default 0",
+      }),
+    ),
+    spare_tokens: Type.Optional(Tokens({ description: "The same in tokens of `model`'s team cap (`team.tokens.returned`). Default 0" })),
   },
   {
     additionalProperties: false,
@@ -134,6 +142,7 @@ const TeamLeaseOut = Type.Object({
   spent: Type.Number({ description: "Dollars of usage events settled against the team slice" }),
   remaining: Type.Number({ description: "Dollars of the team's cap neither settled nor held by a lease after this request" }),
   holders: Type.Integer({ description: "Holders with an outstanding slice of the team's cap" }),
+  returned: Type.Number({ description: "Dollars taken back from the team slice by this request (of `team.spare`); `granted` is what the slice holds after it" }),
   expires_at: Nullable(DateTime),
   period_end: DateTime,
   windows: Type.Array(WindowLeaseOut, { description: "One per team window asked for (`team.windows`), in the order asked" }),
@@ -189,6 +198,7 @@ function leaseJson(l: Lease) {
           spent: l.team.spent,
           remaining: l.team.remaining,
           holders: l.team.holders,
+          returned: l.team.returned,
           expires_at: l.team.expiresAt ? timestampDate(l.team.expiresAt).toISOString() : null,
           period_end: timestampDate(l.team.periodEnd!).toISOString(),
           windows: l.team.windows.map(windowLeaseJson),
@@ -267,6 +277,8 @@ export const leaseRoutes: FastifyPluginAsyncTypebox = async (app) => {
             model: b.team.model,
             needTokens: BigInt(b.team.need_tokens ?? 0),
             wantTokens: BigInt(b.team.want_tokens ?? b.team.need_tokens ?? 0),
+            spare: b.team.spare ?? 0,
+            spareTokens: BigInt(b.team.spare_tokens ?? 0),
           },
           memberWindows: windowAsks(b.member_windows),
         },

@@ -6076,6 +6076,10 @@ export interface operations {
                         need_tokens?: number;
                         /** @description Most tokens of `model` of the team's cap the holder wants to hold (at least need_tokens); default need_tokens */
                         want_tokens?: number;
+                        /** @description Dollars of the holder's unused slice of the team's cap it will not spend before this answer comes, as `spare` for the user's cap: when the slice holds more than an equal share of the team cap's unsettled part among its holders and one more, the excess goes back, at most this much (`team.returned`), and nothing is granted. Default 0 */
+                        spare?: number;
+                        /** @description The same in tokens of `model`'s team cap (`team.tokens.returned`). Default 0 */
+                        spare_tokens?: number;
                     };
                     /** @description Slices of the windows of the member-scope limits of the user's team plan (the user's own seat windows), as `windows` for the user's plan */
                     member_windows?: {
@@ -6175,6 +6179,8 @@ export interface operations {
                                 remaining: number;
                                 /** @description Holders with an outstanding slice of the team's cap */
                                 holders: number;
+                                /** @description Dollars taken back from the team slice by this request (of `team.spare`); `granted` is what the slice holds after it */
+                                returned: number;
                                 expires_at: string | null;
                                 /**
                                  * Format: date-time
@@ -6539,6 +6545,8 @@ export interface operations {
                                 remaining: number;
                                 /** @description Holders with an outstanding slice of the team's cap */
                                 holders: number;
+                                /** @description Dollars taken back from the team slice by this request (of `team.spare`); `granted` is what the slice holds after it */
+                                returned: number;
                                 expires_at: string | null;
                                 /**
                                  * Format: date-time

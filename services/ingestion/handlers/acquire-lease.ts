@@ -28,7 +28,7 @@ export function acquireLease(deps: IngestionDeps): ServiceImpl<typeof IngestionS
     const productId = req.productId;
     const holder = requireLeaseId("holder", req.holder);
     const { need, want, needTokens, wantTokens } = requireAsk("", req);
-    const { spare, spareTokens } = requireSpare(req);
+    const { spare, spareTokens } = requireSpare("", req);
     const ttl = Number(req.ttlMs);
     if (ttl < 0 || ttl > MAX_LEASE_TTL_MS) throw rpcError.invalid(`ttl_ms must be between 0 and ${MAX_LEASE_TTL_MS}`);
     const ttlMs = ttl || deps.leases.ttlMs;

@@ -68,11 +68,11 @@ export function requireAsk(prefix: string, a: { need: number; want: number; mode
   return { need, want, needTokens, wantTokens };
 }
 
-/** What a request offers back (AcquireLeaseRequest.spare, spare_tokens), checked. */
-export function requireSpare(a: { spare: number; spareTokens: bigint; model?: string }) {
-  const spare = requireDollars("spare", a.spare);
-  const spareTokens = requireTokens("spare_tokens", a.spareTokens);
-  if (spareTokens > 0 && a.model === undefined) throw rpcError.invalid("spare_tokens needs model");
+/** What a request offers back (AcquireLeaseRequest.spare, spare_tokens; with `prefix` "team.", TeamAsk's), checked. */
+export function requireSpare(prefix: string, a: { spare: number; spareTokens: bigint; model?: string }) {
+  const spare = requireDollars(`${prefix}spare`, a.spare);
+  const spareTokens = requireTokens(`${prefix}spare_tokens`, a.spareTokens);
+  if (spareTokens > 0 && a.model === undefined) throw rpcError.invalid(`${prefix}spare_tokens needs ${prefix}model`);
   return { spare, spareTokens };
 }
 

@@ -17,7 +17,7 @@ import type { KnownUser, PlanInfo } from "../adapters/plans.ts";
 import { attributeTeam, type TeamAttribution } from "../domain/attribution.ts";
 import type { Grant, LeaseEntry } from "../domain/lease-policy.ts";
 import type { Ask, LeaseStore } from "./store.ts";
-import { releasedTokens, requireAsk, requireDollars, tokenLeaseMessage } from "./request.ts";
+import { releasedTokens, requireAsk, requireDollars, requireSpare, tokenLeaseMessage } from "./request.ts";
 import { acquireWindows, releasedWindows, userWindowHome, type SliceHome } from "../windows/lease-request.ts";
 import type { WindowLeaseStore } from "../windows/lease-store.ts";
 import { windowDocId } from "../windows/shares.ts";
@@ -71,16 +71,17 @@ function teamWindowHome(stores: TeamLeaseStores, productId: string, t: TeamAttri
 /** Grants the team slices asked for (spend and the model's tokens, then windows); undefined when the user is in no team with a plan in force now. */
 export async function acquireTeamSlice(i: TeamLeaseInput, ask: TeamAsk) {
   const { need, want, needTokens, wantTokens } = requireAsk("team.", ask);
+  const { spare, spareTokens } = requireSpare("team.", ask);
   const t = attributeTeam(i.productId, i.user, i.now);
   if (!t) return undefined;
   // A team whose plan draws credits: its pool extends the cap as it does in the session view.
   const pooled = t.plan.creditsEnabled && i.capWithPool ? await i.capWithPool(t) : null;
   const cap = pooled === null ? teamCapNano(t) : Math.round(pooled * t.plan.hardGateAt);
-  const asks: Ask[] = cap === null ? [] : [{ dim: null, cap, need: toNano(need), want: toNano(want) }];
+  const asks: Ask[] = cap === null ? [] : [{ dim: null, cap, need: toNano(need), want: toNano(want), spare: toNano(spare) }];
   // The model as the team plan names it (its prices may normalize it otherwise than the member's).
   const model = ask.model === undefined ? undefined : normalizeModel(ask.model, t.plan.pricing);
   const tokenLimit = model === undefined ? undefined : own(t.plan.modelLimits, model);
-  if (tokenLimit) asks.push({ dim: encodeKey(model!), cap: tokenLimit.maxTokensPerPeriod * t.plan.hardGateAt, need: needTokens, want: wantTokens });
+  if (tokenLimit) asks.push({ dim: encodeKey(model!), cap: tokenLimit.maxTokensPerPeriod * t.plan.hardGateAt, need: needTokens, want: wantTokens, spare: spareTokens });
   const ref = { id: t.counterId, productId: i.productId, userId: t.team.id, start: t.period.start, end: t.period.end };
   const view = asks.length === 0 ? null : await i.stores.teams.acquire(ref, { holder: i.holder, asks, ttlMs: i.ttlMs, graceMs: i.graceMs, now: i.now });
   const spend = view && cap !== null ? view.grants[0] : undefined;
@@ -176,6 +177,7 @@ function teamLeaseMessage(t: TeamAttribution, lease: LeaseEntry, spendLimited: b
     added: toDollars(g?.added ?? 0),
     spent: toDollars(lease.spent ?? 0),
     remaining: toDollars(g?.remaining ?? 0),
+    returned: toDollars(g?.returned ?? 0),
     holders: g?.holders ?? 0,
     expiresAt: lease.expires_at ? toTimestamp(lease.expires_at) : undefined,
     periodEnd: toTimestamp(t.period.end),
