@@ -31,6 +31,12 @@ const WindowUseIn = Type.Object(
 const WindowAsks = (description: string) => Type.Array(WindowAskIn, { maxItems: 64, description });
 const WindowUses = (description: string) => Type.Array(WindowUseIn, { maxItems: 64, description });
 
+/** What a request offers back of a cap's slice (`spare`, `spare_tokens`), for the user's caps and the team's alike. */
+const offers = (spare: string, spareTokens: string) => ({
+  spare: Type.Optional(Type.Unsafe<number>({ ...Dollars, description: spare })),
+  spare_tokens: Type.Optional(Tokens({ description: spareTokens })),
+});
+
 const TeamAskIn = Type.Object(
   {
     need: Type.Unsafe<number>({ ...Dollars, description: "Dollars of the team's period spend cap the holder's next call needs; a smaller grant is no grant" }),
@@ -43,14 +49,10 @@ const TeamAskIn = Type.Object(
     ),
     need_tokens: Type.Optional(Tokens({ description: "Tokens of `model` of the team's cap the next call needs; default 0" })),
     want_tokens: Type.Optional(Tokens({ description: "Most tokens of `model` of the team's cap the holder wants to hold (at least need_tokens); default need_tokens" })),
-    spare: Type.Optional(
-      Type.Unsafe<number>({
-        ...Dollars,
-        description:
-          "Dollars of the holder's unused slice of the team's cap it will not spend before this answer comes, as `spare` for the user's cap: when the slice holds more than an equal share of the team cap's unsettled part among its holders and one more, the excess goes back, at most this much (`team.returned`), and nothing is granted. Default 0",
-      }),
+    ...offers(
+      "Dollars of the holder's unused slice of the team's cap it will not spend before this answer comes, as `spare` for the user's cap: when the slice holds more than an equal share of the team cap's unsettled part among its holders and one more, the excess goes back, at most this much (`team.returned`), and nothing is granted. Default 0",
+      "The same in tokens of `model`'s team cap (`team.tokens.returned`). Default 0",
     ),
-    spare_tokens: Type.Optional(Tokens({ description: "The same in tokens of `model`'s team cap (`team.tokens.returned`). Default 0" })),
   },
   {
     additionalProperties: false,
@@ -74,14 +76,10 @@ const AcquireIn = Body({
       "Slices of the windows of the plan's `limits` the holder's calls count in: a calendar or period window by a time in it (`window_start`, absent: now), a rolling window by its dimension alone",
     ),
   ),
-  spare: Type.Optional(
-    Type.Unsafe<number>({
-      ...Dollars,
-      description:
-        "Dollars of the holder's unused slice it will not spend before this answer comes: when the lease holds more than an equal share of the cap's unsettled part among the holders and one more, the excess goes back, at most this much (`returned`), and nothing is granted; else `need` and `want` are granted as without it. Default 0",
-    }),
+  ...offers(
+    "Dollars of the holder's unused slice it will not spend before this answer comes: when the lease holds more than an equal share of the cap's unsettled part among the holders and one more, the excess goes back, at most this much (`returned`), and nothing is granted; else `need` and `want` are granted as without it. Default 0",
+    "The same in tokens of `model`'s cap (`tokens.returned`). Default 0",
   ),
-  spare_tokens: Type.Optional(Tokens({ description: "The same in tokens of `model`'s cap (`tokens.returned`). Default 0" })),
   team: Type.Optional(TeamAskIn),
   member_windows: Type.Optional(
     WindowAsks("Slices of the windows of the member-scope limits of the user's team plan (the user's own seat windows), as `windows` for the user's plan"),
