@@ -57,7 +57,8 @@ const RATE_MIN_WINDOW_MS = 100;
  * order they ask, and the first ones would otherwise sit for seconds on what the last ones run
  * short of. What is offered is not spent until the answer comes: two round trips kept cover the
  * offer's own, even one that takes twice as long as planned (`npm run bench:leases`: keeping
- * one, calls waited for offers that took 1.2 s).
+ * one, calls waited for offers that took 1.2 s). A team's spend slice is offered the same way
+ * (`team.spare`): the holders serving every member of the team share its cap.
  */
 const SPARE_ABOVE = 3;
 const SPARE_KEEP = 2;
@@ -118,6 +119,8 @@ interface TeamLeaseWire {
   added: number;
   remaining: number;
   holders: number;
+  /** Dollars taken back from the slice by this request (of what it offered; absent from a service that takes nothing back). */
+  returned?: number;
   period_end: string;
   /** One per team window asked for (absent from a service without team window leases). */
   windows?: WindowLeaseWire[];
@@ -277,6 +280,13 @@ class Sizing {
   peakRtt = 0;
   rtts = 0;
   holds = 0;
+  /**
+   * No request offers what the slices hold beyond their needs (spare) before then, and the
+   * pause after an offer the service took nothing of (doubled each time, up to the renewal
+   * margin): a replica alone, or one whose share nobody needs, is not asked again and again.
+   */
+  spareAt = 0;
+  spareGap = RATE_MIN_WINDOW_MS;
   /** False once the service granted less than a request asked (its share near the cap): requests are then sized by the spend rate alone. */
   full = true;
   /** What requests ask for is multiplied by this (doubled after each dry spell while grants are full). */
@@ -359,13 +369,6 @@ class Book extends Sizing {
   lostAt = 0;
   /** Calls waited for a request since the last grant, while a lease was held. */
   starved = false;
-  /**
-   * No request offers what the slices hold beyond their needs (spare) before then, and the
-   * pause after an offer the service took nothing of (doubled each time, up to the renewal
-   * margin): a replica alone, or one whose share nobody needs, is not asked again and again.
-   */
-  spareAt = 0;
-  spareGap = RATE_MIN_WINDOW_MS;
   /** The request being prepared or in flight (one at a time), and whether it has been sent. */
   asking: Promise<void> | null = null;
   sent = false;
@@ -623,6 +626,7 @@ export class Leases {
     let teamWant = 0;
     let teamTokensWant = 0;
     let teamWindows: AskedWindow[] = [];
+    let teamSpare = 0;
     if (tb !== null && tb.asking === null && sentAt >= tb.retryAt && sentAt >= tb.unlimitedUntil) {
       const teamCap = teamCapOf(team!);
       const t = teamCap === null ? { need: 0, want: 0 } : this.asked(tb, tb.spend, needTeam, waiting, b.open || sentAt >= tb.deadline - this.renewMargin(tb), sentAt, teamCap);
@@ -630,11 +634,17 @@ export class Leases {
       tb.windowNeeds = new Map();
       const tokenCap = teamModel === null ? null : teamTokenCapOf(team!, teamModel);
       const tt = tokenCap === null ? { need: 0, want: 0 } : this.asked(tb, tb.slice(teamModel!), needTeamTokens, waiting, b.open || sentAt >= tb.deadline - this.renewMargin(tb), sentAt, tokenCap);
-      if (t.want > 0 || tw.asks.length > 0 || tt.want > 0) {
+      // What the team's spend slice holds beyond a round trip's needs is offered back too, and not spent until the answer comes.
+      teamSpare = teamCap !== null && t.need === 0 && !b.open && b.lostAt === 0 ? this.teamSpare(tb, sentAt) : 0;
+      if (t.want > 0 || tw.asks.length > 0 || tt.want > 0 || teamSpare > 0) {
         teamWant = t.want;
         teamWindows = tw.windows;
         teamTokensWant = tt.want > 0 ? Math.ceil(tt.want) : 0;
         const ask: Record<string, unknown> = { need: t.need, want: t.want };
+        if (teamSpare > 0) {
+          ask.spare = teamSpare;
+          tb.spend.granted = addDollars(tb.spend.granted, -teamSpare);
+        }
         if (tw.asks.length > 0) ask.windows = tw.asks;
         if (tt.want > 0) Object.assign(ask, { model: teamModel, need_tokens: Math.ceil(tt.need), want_tokens: teamTokensWant });
         body.team = ask;
@@ -659,6 +669,10 @@ export class Leases {
           this.spared(b, model, spare, spareTokens, null);
           if (offerRefused) b.spareAt = Date.now() + 60_000;
         }
+        if (teamSpare > 0) {
+          this.teamSpared(tb!, teamSpare, null);
+          if (offerRefused) tb!.spareAt = Date.now() + 60_000;
+        }
         // A service that does not lease windows yet refuses the field: windows are then kept
         // per process, as without leases, and asked for again in a minute.
         if (err.status === 422 && !offerRefused) for (const { s } of [...windows, ...members.windows]) s.unlimitedUntil = Date.now() + 60_000;
@@ -675,6 +689,8 @@ export class Leases {
     this.roundTrip(b, Date.now() - sentAt);
     b.open = false;
     if (spare > 0 || spareTokens > 0) this.spared(b, model, spare, spareTokens, res.limited ? res.lease : null);
+    // Before the grant is recorded: a grant sets the slice to what the service holds for it.
+    if (teamSpare > 0) this.teamSpared(tb!, teamSpare, res.limited ? (res.lease?.team ?? null) : null);
     if (b.teamAsked !== null) {
       const asked = { want: teamWant, tokensWant: teamTokensWant, windows: teamWindows };
       this.teamGranted(b.teamAsked, team!, res.limited ? (res.lease?.team ?? null) : null, asked, sentAt, res.lease?.ttl_ms ?? this.settings.ttlMs, Date.now() - sentAt);
@@ -743,6 +759,7 @@ export class Leases {
     b.spend.used = addDollars(b.spend.used, n.cost);
     b.spend.took(n.cost, now);
     let lowTeam = false;
+    let offerTeam = false;
     if (n.team !== null) {
       const tb = this.teamBook(n.team, b.holder);
       tb.spend.used = addDollars(tb.spend.used, n.teamCost);
@@ -764,6 +781,7 @@ export class Leases {
       }
       const lowSpend = n.teamSpend && (this.teamBalance(tb, now) < this.lowWater(tb, tb.spend, now) || now >= tb.deadline - this.renewMargin(tb));
       lowTeam = tb.asking === null && now >= tb.retryAt && (lowSpend || lowWindow);
+      offerTeam = !lowTeam && n.teamSpend && tb.asking === null && b.lostAt === 0 && this.teamSpare(tb, now) > 0;
       // The lease id is the holder's: the event settles the team's slice with it (and the user's, when held).
       b.leaseId ??= b.holder;
     }
@@ -797,7 +815,7 @@ export class Leases {
         (t !== null && this.balance(b, t, now) < this.lowWater(b, t, now));
       // After a plan change the lease is renewed under the new caps once, in the background.
       if (low || (period && now >= this.renewAt(b)) || (this.renewing(b) && b.askedEpoch !== b.epoch)) void this.request(b, n.model, n.teamModel);
-      else if (now >= b.spareAt && ((n.spend && this.spare(b, b.spend, now) > 0) || (t !== null && this.spare(b, t, now) > 0))) void this.request(b, n.model, n.teamModel);
+      else if (offerTeam || (now >= b.spareAt && ((n.spend && this.spare(b, b.spend, now) > 0) || (t !== null && this.spare(b, t, now) > 0)))) void this.request(b, n.model, n.teamModel);
     }
     return { leaseId: b.leaseId };
   }
@@ -1170,12 +1188,22 @@ export class Leases {
    * measured (0 before b.spareAt): offered back with the next request.
    */
   private spare(b: Book, s: Slice, now: number): number {
-    if (now < b.spareAt || b.lostAt > 0 || b.open || this.renewing(b) || s.age(now) < RATE_MIN_WINDOW_MS) return 0;
+    if (now < b.spareAt || b.lostAt > 0 || b.open || this.renewing(b)) return 0;
+    return this.beyondTrips(b, s, this.balance(b, s, now), s === b.spend, now);
+  }
+
+  /** The same for the team's spend slice: every member's holders share the team's cap. */
+  private teamSpare(tb: TeamBook, now: number): number {
+    return now < tb.spareAt ? 0 : this.beyondTrips(tb, tb.spend, this.teamBalance(tb, now), true, now);
+  }
+
+  /** What `left` of a slice holds beyond SPARE_KEEP planned round trips, once it holds more than SPARE_ABOVE and its rate is measured. */
+  private beyondTrips(b: Sizing, s: Slice, left: number, dollars: boolean, now: number): number {
+    if (s.age(now) < RATE_MIN_WINDOW_MS) return 0;
     const trip = Math.max(s.unit * (b.holds + 1), s.rate(now) * this.horizon(b));
-    const left = this.balance(b, s, now);
     if (!(trip > 0) || left < SPARE_ABOVE * trip) return 0;
     const keep = SPARE_KEEP * trip;
-    return s === b.spend ? toDollars(Math.floor(toNano(left) - toNano(keep))) : Math.floor(left - keep);
+    return dollars ? toDollars(Math.floor(toNano(left) - toNano(keep))) : Math.floor(left - keep);
   }
 
   /**
@@ -1188,7 +1216,17 @@ export class Leases {
     const returnedTokens = Math.min(spareTokens, lease?.tokens?.returned ?? 0);
     b.spend.granted = addDollars(b.spend.granted, addDollars(spare, -returned));
     if (model !== null && spareTokens > 0) b.slice(model).granted += spareTokens - returnedTokens;
-    const took = returned > 0 || returnedTokens > 0;
+    this.nextOffer(b, returned > 0 || returnedTokens > 0);
+  }
+
+  /** The answer to an offer of the team's spend slice (null: refused, nothing taken), as spared(). */
+  private teamSpared(tb: TeamBook, spare: number, t: TeamLeaseWire | null): void {
+    const returned = Math.min(spare, t?.returned ?? 0);
+    tb.spend.granted = addDollars(tb.spend.granted, addDollars(spare, -returned));
+    this.nextOffer(tb, returned > 0);
+  }
+
+  private nextOffer(b: Sizing, took: boolean): void {
     b.spareGap = took ? RATE_MIN_WINDOW_MS : Math.min(2 * b.spareGap, this.renewMargin(b));
     b.spareAt = Date.now() + (took ? this.horizon(b) : b.spareGap);
   }

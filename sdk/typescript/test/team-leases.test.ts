@@ -8,6 +8,7 @@ import { Meter } from "../src/index.ts";
 import { reserveNow } from "../src/internal.ts";
 import { eventually } from "../../../test/support/eventually.ts";
 import { createPlan, createTeam, DAY, startWithProduct, stopAll, subscribe, type ProductCtx } from "./support/fixtures.ts";
+import { FaultProxy } from "./support/proxy.ts";
 
 const t = suite<ProductCtx>("sdk: leases covering a team's cap across replica processes");
 
@@ -142,6 +143,44 @@ t("one process serving two members holds one slice of their team's cap: the seco
   const probe = await ctx.api.post(`/users/${members[0]}/leases`, { holder: "probe", need: 0, want: 0, team: { need: 0, want: 100 } });
   assert.is(probe.status, 200, JSON.stringify(probe.body));
   assert.is(probe.body.lease.team.added + probe.body.lease.team.remaining, 5 - 20 * CALL_COST, JSON.stringify(probe.body.lease.team));
+});
+
+t("a replica that asked first offers what its team slice holds beyond a round trip's needs: the service takes back what is beyond its share for another member's replica", async (ctx) => {
+  // 200 call estimates: the first slice asked for (100 of them, a replica's fast start) is half the cap.
+  const cap = 200 * 0.02;
+  const [member] = await subscribedMembers(ctx, ["offer"]);
+  const teamId = await createTeam(ctx.api, { max_spend_per_period: cap, cost_rates: RATES }, [member!]);
+  const [other] = await subscribedMembers(ctx, ["offer-other"]);
+  assert.is((await ctx.api.request("PUT", `/users/${other}/team`, { body: { team_id: teamId } })).status, 200);
+  const proxy = await FaultProxy.start(ctx.stack.apiUrl);
+  proxy.recording = /POST \/users\/[^/]+\/leases$/;
+  const m = new Meter({ apiKey: ctx.apiKey, baseURL: proxy.apiUrl, leases: true, leaseIdleMs: 600_000, flushIntervalMs: 200, logger: { warn: () => undefined } });
+  let calls = 0;
+  const call = async () => {
+    (await m.reserve(member!, { model: "m", input_tokens: 1000 })).commit({ input_tokens: 1000, output_tokens: 500 });
+    calls++;
+  };
+  await call();
+  const first = proxy.exchanges[0]!;
+  assert.is(first.body.team.spare, undefined, "nothing to offer before a rate is measured");
+  assert.ok(first.answer.lease.team.added > cap / 3, `the first slice is more than a share: ${JSON.stringify(first.answer.lease.team)}`);
+  // Another member's replica: a third of what is left.
+  const askAsOther = async () => (await ctx.api.post(`/users/${other}/leases`, { holder: "other", need: 0, want: 0, ttl_ms: 60_000, team: { need: 0.02, want: cap } })).body.lease.team;
+  assert.ok((await askAsOther()).added > 0);
+  while (calls < 50 && !proxy.exchanges.some((x) => x.body.team?.spare > 0)) {
+    await new Promise((done) => setTimeout(done, 100)); // the model call
+    await call();
+  }
+  const offer = proxy.exchanges.find((x) => x.body.team?.spare > 0);
+  assert.ok(offer, `an offer was sent: ${JSON.stringify(proxy.exchanges.map((x) => x.body))}`);
+  const team = offer!.answer.lease.team;
+  assert.ok(team.returned > 0 && team.returned <= offer!.body.team.spare, JSON.stringify(offer));
+  assert.ok(team.granted - team.spent <= (cap - team.spent) / 3 + 1e-6, "kept no more than its share of what is unsettled");
+  assert.ok((await askAsOther()).added > 0, "what went back is the other replica's to be granted");
+  assert.is(m.stats.lease_waits, 1, "no call waited after the first");
+  assert.ok(await m.shutdown({ timeoutMs: 20_000 }));
+  await proxy.close();
+  await eventually(async () => Math.abs((await ctx.api.get(`/teams/${teamId}/usage`)).body.total_cost - calls * CALL_COST) < 1e-9 || null, 30_000, "every call counted once");
 });
 
 t("idle members with nothing of their own leased are forgotten once the team's slice went back; a member with a cap of its own stays", async (ctx) => {
