@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -13,7 +14,7 @@ from typing import Any
 
 from meterline import LimitExceededError, Meter
 
-from .support import Product, create_team, eventually, near
+from .support import FaultProxy, Product, create_team, eventually, near
 
 TEAM_CAP = 10.0
 RATES = {"m": {"input": 0, "output": 10}}
@@ -169,3 +170,53 @@ def test_replicas_serving_different_members_never_pass_a_team_token_cap(product:
     assert tokens <= cap, f"the team used {tokens} tokens of its {cap}"
     assert run.reasons == {"team:model_limit:m"}
     assert run.leased
+
+
+# Small enough that the first slice asked for (a replica's fast start) is half the team's cap; large enough that half
+# of it is many round trips of these calls, even at a loaded machine's.
+_OFFER_CAP = 200.0
+_LEASES = r"POST /users/.*/leases$"
+
+
+def test_a_replica_that_asked_first_offers_back_what_its_team_slice_holds_beyond_its_share(
+    product: Product, proxy: FaultProxy
+) -> None:
+    members = [product.create_user(MEMBER_PLAN) for _ in range(2)]
+    team_id = create_team(product, {"max_spend_per_period": _OFFER_CAP, "cost_rates": RATES}, members)
+    m = Meter(api_key=product.key, base_url=proxy.api_url, leases=True)
+    m.reserve(members[0], model="m", input_tokens=0).commit(output_tokens=100)  # $1.00
+    calls = 1
+    first, answer = proxy.exchanges(_LEASES)[0]
+    assert "spare" not in first["team"], "nothing to offer before a rate is measured"
+    assert answer["lease"]["team"]["added"] > _OFFER_CAP / 3, answer["lease"]["team"]
+
+    def ask_as_other() -> dict[str, Any]:
+        # Another member's replica.
+        body = {"holder": "other", "need": 0, "want": 0, "ttl_ms": 60_000, "team": {"need": 1, "want": _OFFER_CAP}}
+        team: dict[str, Any] = product.api.post(f"/users/{members[1]}/leases", body).json()["lease"]["team"]
+        return team
+
+    assert ask_as_other()["added"] > 0
+
+    def offers() -> list[tuple[Any, Any]]:
+        return [(b, a) for b, a in proxy.exchanges(_LEASES) if ((b.get("team") or {}).get("spare") or 0) > 0]
+
+    while not offers() and calls < 50:
+        time.sleep(0.1)  # the model call
+        m.reserve(members[0], model="m", input_tokens=0).commit(output_tokens=100)
+        calls += 1
+    eventually(lambda: len(offers()) > 0, what="an offer answered")
+    body, answer = offers()[0]
+    team = answer["lease"]["team"]
+    assert 0 < team["returned"] <= body["team"]["spare"] + 1e-9, (body, team)
+    kept = team["granted"] - team["spent"]
+    share = (_OFFER_CAP - team["spent"]) / 3
+    assert kept <= share + 1e-6 or near(team["returned"], body["team"]["spare"]), "kept at most its share"
+    assert ask_as_other()["added"] > 0, "what went back is the other replica's to be granted"
+    assert m.stats.lease_waits == 1, "no call waited after the first"
+    assert m.shutdown(timeout=30)
+
+    def counted() -> bool | None:
+        return near(float(product.api.get(f"/teams/{team_id}/usage").json()["total_cost"]), calls * 1.0) or None
+
+    eventually(counted, what="every call counted once for the team")

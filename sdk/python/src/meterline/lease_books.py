@@ -167,6 +167,11 @@ class Sizing:
         self.boost = 1.0
         self.holds = 0
         self.joined = 0
+        # No request offers what the slices hold beyond their needs (spare) before then, and the pause after an offer
+        # the service took nothing of (doubled each time, up to the renewal margin): a replica alone, or one whose
+        # share nobody needs, is not asked again and again.
+        self.spare_at = 0.0
+        self.spare_gap = RATE_MIN_WINDOW
         self.asking: Handle | None = None
         # Plan or subscription changes seen, and how many had been seen when the request behind the
         # last grant was sent.
@@ -201,11 +206,6 @@ class Book(Sizing):
         self.lost_at = 0.0
         # Calls waited for a request since the last grant, while a lease was held.
         self.starved = False
-        # No request offers what the slices hold beyond their needs (spare) before then, and the pause after an offer
-        # the service took nothing of (doubled each time, up to the renewal margin): a replica alone, or one whose
-        # share nobody needs, is not asked again and again.
-        self.spare_at = 0.0
-        self.spare_gap = RATE_MIN_WINDOW
         # Epochs (renew()): and the last request's; while the grant's differs from `epoch` the slice may
         # have been granted under caps no longer in force.
         self.asked_epoch = 0

@@ -24,7 +24,8 @@ _MIN_CALL = 0.008
 # them back with its next request (``spare``; the service takes only what the lease holds beyond an equal share):
 # replicas that start together are granted the cap in the order they ask, and the first ones would otherwise sit for
 # seconds on what the last ones run short of. What is offered is not spent until the answer comes: two round trips
-# kept cover the offer's own, even one that takes twice as long as planned (the TypeScript client's SPARE_KEEP).
+# kept cover the offer's own, even one that takes twice as long as planned (the TypeScript client's SPARE_KEEP). A
+# team's spend slice is offered the same way (``team.spare``): the holders serving every member share its cap.
 _SPARE_ABOVE = 3
 _SPARE_KEEP = 2
 
@@ -101,11 +102,14 @@ def asked(
     return lacking, want, short
 
 
-def spare(b: Book, s: Slice, now: float) -> float:
+def spare(b: Book | TeamBook, s: Slice, now: float) -> float:
     """What a slice holds beyond _SPARE_KEEP planned round trips of its spend rate (each at least a call per call in
     flight), once it holds more than _SPARE_ABOVE of them and its rate is measured (0 before ``b.spare_at``): offered
-    back with the next request, and not spent until the answer comes."""
-    if now < b.spare_at or b.lost_at > 0 or b.open or renewing(b) or s.age(now) < RATE_MIN_WINDOW:
+    back with the next request, and not spent until the answer comes. A team's spend slice too: every member's
+    holders share the team's cap."""
+    if now < b.spare_at or renewing(b) or s.age(now) < RATE_MIN_WINDOW:
+        return 0.0
+    if isinstance(b, Book) and (b.lost_at > 0 or b.open):
         return 0.0
     trip = max(s.unit * (b.holds + 1), s.rate(now) * horizon(b))
     left = balance(b, s, now)
@@ -130,6 +134,16 @@ def spared(
     b.spend.granted = add_dollars(b.spend.granted, add_dollars(spare_dollars, -returned))
     if model is not None and spare_tokens > 0:
         b.slice(model).granted += spare_tokens - returned_tokens
-    took = returned > 0 or returned_tokens > 0
+    _next_offer(b, returned > 0 or returned_tokens > 0, ttl, now)
+
+
+def team_spared(tb: TeamBook, offered: float, team: dict[str, Any] | None, ttl: float, now: float) -> None:
+    """The answer to an offer of the team's spend slice (None: refused, nothing taken), as spared()."""
+    returned = min(offered, float(team.get("returned") or 0)) if team else 0.0
+    tb.spend.granted = add_dollars(tb.spend.granted, add_dollars(offered, -returned))
+    _next_offer(tb, returned > 0, ttl, now)
+
+
+def _next_offer(b: Book | TeamBook, took: bool, ttl: float, now: float) -> None:
     b.spare_gap = RATE_MIN_WINDOW if took else min(2 * b.spare_gap, renew_margin(b, ttl))
     b.spare_at = now + (horizon(b) if took else b.spare_gap)
