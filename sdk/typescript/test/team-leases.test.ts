@@ -183,6 +183,35 @@ t("a replica that asked first offers what its team slice holds beyond a round tr
   await eventually(async () => Math.abs((await ctx.api.get(`/teams/${teamId}/usage`)).body.total_cost - calls * CALL_COST) < 1e-9 || null, 30_000, "every call counted once");
 });
 
+t("an older service that refuses the team offer's field: the team slice keeps what it offered, and nothing is offered again for a while", async (ctx) => {
+  const cap = 200 * 0.02;
+  const [member] = await subscribedMembers(ctx, ["refused"]);
+  const teamId = await createTeam(ctx.api, { max_spend_per_period: cap, cost_rates: RATES }, [member!]);
+  const proxy = await FaultProxy.start(ctx.stack.apiUrl);
+  const leases = /POST \/users\/[^/]+\/leases$/;
+  proxy.recording = leases;
+  const m = new Meter({ apiKey: ctx.apiKey, baseURL: proxy.apiUrl, leases: true, leaseIdleMs: 600_000, flushIntervalMs: 200, logger: { warn: () => undefined } });
+  let calls = 0;
+  const call = async () => {
+    await new Promise((done) => setTimeout(done, 100)); // the model call
+    (await m.reserve(member!, { model: "m", input_tokens: 1000 })).commit({ input_tokens: 1000, output_tokens: 500 });
+    calls++;
+  };
+  await call();
+  // The next lease request is the offer (the slice is far from its low-water mark): refused as a service without the field refuses it.
+  proxy.inject(leases, { kind: "status", status: 422, body: { detail: "body/team/spare must NOT have additional properties" } });
+  while (calls < 50 && proxy.exchanges.length < 2) await call();
+  const refused = proxy.exchanges[1];
+  assert.ok(refused && refused.body.team?.spare > 0, JSON.stringify(proxy.exchanges.map((x) => x.body)));
+  // Ten calls a tenth of a second apart: an offer the service took nothing of is made again within 0.2 s.
+  for (let i = 0; i < 10; i++) await call();
+  assert.is(proxy.exchanges.slice(2).filter((x) => x.body.team?.spare > 0).length, 0, "nothing offered again");
+  assert.is(m.stats.lease_waits, 1, "the calls spent what the refused request offered");
+  assert.ok(await m.shutdown({ timeoutMs: 20_000 }));
+  await proxy.close();
+  await eventually(async () => Math.abs((await ctx.api.get(`/teams/${teamId}/usage`)).body.total_cost - calls * CALL_COST) < 1e-9 || null, 30_000, "every call counted once");
+});
+
 t("idle members with nothing of their own leased are forgotten once the team's slice went back; a member with a cap of its own stays", async (ctx) => {
   const members = await subscribedMembers(ctx, ["idle-a", "idle-b"]);
   const capped = `member-capped-${Date.now()}`;
