@@ -220,3 +220,40 @@ def test_a_replica_that_asked_first_offers_back_what_its_team_slice_holds_beyond
         return near(float(product.api.get(f"/teams/{team_id}/usage").json()["total_cost"]), calls * 1.0) or None
 
     eventually(counted, what="every call counted once for the team")
+
+
+def test_an_older_service_that_refuses_the_team_offers_field_leaves_the_team_slice_what_it_offered(
+    product: Product, proxy: FaultProxy
+) -> None:
+    member = product.create_user(MEMBER_PLAN)
+    team_id = create_team(product, {"max_spend_per_period": _OFFER_CAP, "cost_rates": RATES}, [member])
+    m = Meter(api_key=product.key, base_url=proxy.api_url, leases=True)
+    calls = 0
+
+    def call() -> None:
+        nonlocal calls
+        time.sleep(0.1)  # the model call
+        m.reserve(member, model="m", input_tokens=0).commit(output_tokens=100)  # $1.00
+        calls += 1
+
+    call()
+    # The next lease request is the offer (the slice is far from its low-water mark): refused as a service without
+    # the field refuses it.
+    detail = "body/team/spare must NOT have additional properties"
+    proxy.inject(_LEASES, "status", status=422, body={"detail": detail})
+    while calls < 50 and proxy.count(_LEASES) < 2:
+        call()
+    eventually(lambda: len(proxy.sent(_LEASES)) >= 2, what="the offer sent")
+    assert ((proxy.sent(_LEASES)[1].get("team") or {}).get("spare") or 0) > 0, proxy.sent(_LEASES)
+    # Ten calls a tenth of a second apart: an offer the service took nothing of is made again within 0.2 s.
+    for _ in range(10):
+        call()
+    again = [b for b in proxy.sent(_LEASES)[2:] if ((b.get("team") or {}).get("spare") or 0) > 0]
+    assert again == [], "nothing offered again"
+    assert m.stats.lease_waits == 1, "the calls spent what the refused request offered"
+    assert m.shutdown(timeout=30)
+
+    def counted() -> bool | None:
+        return near(float(product.api.get(f"/teams/{team_id}/usage").json()["total_cost"]), calls * 1.0) or None
+
+    eventually(counted, what="every call counted once for the team")
