@@ -49,6 +49,28 @@ export async function cappedUserPlan(api: Api, cap: number | null, modelTokens?:
 }
 
 /**
+ * `members` users on a plan capping nothing (cappedUser's rates and estimates), members of a team
+ * whose plan caps its period spend at `cap`: only the team's cap stops their calls.
+ */
+export async function cappedTeam(api: Api, cap: number, members: number): Promise<{ id: string; members: string[] }> {
+  const ids = await Promise.all(Array.from({ length: members }, () => cappedUser(api, null)));
+  const plan = await api.post("/config/plans", { plans: [{ name: `lease-team-${randomUUID()}`, max_spend_per_period: cap, cost_rates: { m: { input: 1, output: 1 } } }] });
+  const id = `t-${randomUUID()}`;
+  await api.post("/teams", { external_team_id: id, name: id });
+  const sub = await api.post(`/teams/${id}/subscription`, {
+    plan_id: plan.body.plans[0].id,
+    period_start: new Date(Date.now() - DAY).toISOString(),
+    period_end: new Date(Date.now() + 20 * DAY).toISOString(),
+  });
+  if (sub.status !== 200) throw new Error(`team subscription failed: ${JSON.stringify(sub.body)}`);
+  for (const u of ids) {
+    const joined = await api.request("PUT", `/users/${u}/team`, { body: { team_id: id } });
+    if (joined.status !== 200) throw new Error(`joining the team failed: ${JSON.stringify(joined.body)}`);
+  }
+  return { id, members: ids };
+}
+
+/**
  * A user subscribed to a plan with `limits` (BUDGETS.md §2) and no period caps, pre-call
  * estimates covering each call, model "m" at `rate` dollars per 1K tokens (in and out).
  */
@@ -131,6 +153,11 @@ export interface RunOptions {
   baseUrl: string;
   apiKey: string;
   userId: string;
+  /**
+   * The members of a team whose cap the run spends (each replica's calls go to each in turn, each
+   * replica starting at another one), its usage read from the team's; else `userId` alone.
+   */
+  team?: { id: string; members: string[] };
   replicas: number;
   concurrency: number;
   leases: boolean;
@@ -156,7 +183,7 @@ export interface RunResult {
   leaseRequests: number;
   latencies: number[];
   warm: number[];
-  /** Settled spend and tokens of the user's period once every replica flushed and exited. */
+  /** Settled spend and tokens of the user's (or the team's) period once every replica flushed and exited. */
   spend: number;
   tokens: number;
   /** How long the service took to count the run's events after the last replica exited (ms). */
@@ -179,7 +206,10 @@ export async function runReplicas(api: Api, o: RunOptions): Promise<RunResult> {
     ...(o.tool === undefined ? {} : { LEASE_TOOL: o.tool }),
   };
   const callCost = o.callCost ?? CALL_COST;
-  const replicas = Array.from({ length: o.replicas }, () => spawnReplica({ ...env, LEASE_TOGETHER: String(o.together ?? false) }));
+  const members = o.team?.members ?? [];
+  const usersOf = (k: number): Record<string, string> =>
+    members.length === 0 ? {} : { LEASE_USERS: [...members.slice(k % members.length), ...members.slice(0, k % members.length)].join(",") };
+  const replicas = Array.from({ length: o.replicas }, (_, k) => spawnReplica({ ...env, ...usersOf(k), LEASE_TOGETHER: String(o.together ?? false) }));
   if (o.together) {
     // A replica that fails while setting up rejects `done` instead of printing "ready".
     await Promise.race([Promise.all(replicas.map((r) => r.printed("ready"))), Promise.all(replicas.map((r) => r.done))]);
@@ -192,7 +222,8 @@ export async function runReplicas(api: Api, o: RunOptions): Promise<RunResult> {
   // and 30 s without growth (events that will never be counted: reported).
   const calls = sum(results.map((r) => r.calls));
   const settledAt = Date.now();
-  let usage = await api.get(`/users/${o.userId}/usage`);
+  const usagePath = o.team ? `/teams/${o.team.id}/usage` : `/users/${o.userId}/usage`;
+  let usage = await api.get(usagePath);
   let grewAt = Date.now();
   for (let last = -1, until = Date.now() + (o.settleMs ?? 600_000); Date.now() < until && Date.now() - grewAt < 30_000; ) {
     const b = usage.body;
@@ -201,7 +232,7 @@ export async function runReplicas(api: Api, o: RunOptions): Promise<RunResult> {
     if (b.total_cost !== last) grewAt = Date.now();
     last = b.total_cost;
     await new Promise((r) => setTimeout(r, counted ? 1_000 : 500));
-    usage = await api.get(`/users/${o.userId}/usage`);
+    usage = await api.get(usagePath);
   }
   if (usage.body.total_cost < calls * callCost - 1e-6) {
     const lost = results.filter((r) => r.delivered === false).length;

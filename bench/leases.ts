@@ -9,6 +9,8 @@
 //    calls spend in a few seconds, a handful of round trips on a loaded machine; with leases,
 //    against the spend cap and against a model's token cap.
 // 3. A short run far from the cap (BENCH_FAR_CALLS calls per worker): each replica's start.
+// 4. The team sprint ("team", not in the default): the sprint's cap as a team's, the replicas'
+//    calls spread over BENCH_TEAM_MEMBERS (8) uncapped members, each replica starting at another.
 // BENCH_CASES (default "product,sprint,far") runs some of them.
 //
 // Each run waits until the service has counted every call's event before reading the usage.
@@ -17,14 +19,15 @@
 // requests per call (target far <= 0.05) and reserve() p50/p99 (target far: p99 after each
 // worker's first call <= 5 ms), beside the same figures without leases.
 import { benchProduct } from "./support/bench-product.ts";
-import { CALL_COST, CALL_ESTIMATE, CALL_TOKENS, CALL_TOKENS_ESTIMATE, byPhase, cappedUser, quantile, runReplicas, type RunResult } from "./lease-run.ts";
+import { CALL_COST, CALL_ESTIMATE, CALL_TOKENS, CALL_TOKENS_ESTIMATE, byPhase, cappedTeam, cappedUser, quantile, runReplicas, type RunResult } from "./lease-run.ts";
 
 const REPLICAS = Number(process.env.BENCH_REPLICAS ?? 8);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 100);
 const CAP_CALLS = Number(process.env.BENCH_CAP_CALLS ?? 100_000);
 const SPRINT_CALLS = Number(process.env.BENCH_SPRINT_CALLS ?? 40_000);
 const FAR_CALLS = Number(process.env.BENCH_FAR_CALLS ?? 5);
-/** Which of the cases below run (comma-separated): product, sprint, far. */
+const TEAM_MEMBERS = Number(process.env.BENCH_TEAM_MEMBERS ?? 8);
+/** Which of the cases below run (comma-separated): product, sprint, far, team. */
 const CASES = (process.env.BENCH_CASES ?? "product,sprint,far").split(",");
 
 const bench = await benchProduct("leases");
@@ -58,11 +61,12 @@ interface Row {
 }
 
 /** One run until every call is refused (or `callsPerWorker`), against a spend cap or a token cap of `capCalls` estimates. */
-async function run(name: string, capCalls: number, o: { leases: boolean; tokens?: boolean; callsPerWorker?: number }): Promise<Row> {
+async function run(name: string, capCalls: number, o: { leases: boolean; tokens?: boolean; callsPerWorker?: number; team?: boolean }): Promise<Row> {
   const t0 = Date.now();
   const cap = o.tokens ? capCalls * CALL_TOKENS_ESTIMATE : capCalls * CALL_ESTIMATE;
-  const userId = o.tokens ? await cappedUser(api, null, cap) : await cappedUser(api, cap);
-  const running = runReplicas(api, { ...base, userId, leases: o.leases, callsPerWorker: o.callsPerWorker ?? 0 });
+  const team = o.team ? await cappedTeam(api, cap, TEAM_MEMBERS) : undefined;
+  const userId = team ? team.members[0]! : o.tokens ? await cappedUser(api, null, cap) : await cappedUser(api, cap);
+  const running = runReplicas(api, { ...base, userId, team, leases: o.leases, callsPerWorker: o.callsPerWorker ?? 0 });
   const rtts = await probeLeases(userId, running);
   const r = await running;
   console.log(
@@ -146,6 +150,13 @@ if (product.length > 0) {
 if (sprint.length > 0) {
   report(`Sprint case: a cap of ${SPRINT_CALLS} call estimates (the far phase lasts a few round trips)`, sprint);
   waitsByTime(sprint[0]!);
+}
+
+// 4. The team sprint: the same cap shared by the members' replicas through the team's slices.
+if (CASES.includes("team")) {
+  const team = await run(`leases, $${SPRINT_CALLS * CALL_ESTIMATE} team cap, ${TEAM_MEMBERS} members`, SPRINT_CALLS, { leases: true, team: true });
+  report(`Team sprint: a team cap of ${SPRINT_CALLS} call estimates, ${TEAM_MEMBERS} members on uncapped plans`, [team]);
+  waitsByTime(team);
 }
 
 // 3. A short run far from the cap (a cap 1000x what it spends): mostly each replica's start.
