@@ -759,7 +759,8 @@ export class Leases {
     b.spend.used = addDollars(b.spend.used, n.cost);
     b.spend.took(n.cost, now);
     let lowTeam = false;
-    let offerTeam = false;
+    // The team book whose spend slice may be offered back, should nothing else ask this turn (what it spares is worked out only then).
+    let offerFrom: TeamBook | null = null;
     if (n.team !== null) {
       const tb = this.teamBook(n.team, b.holder);
       tb.spend.used = addDollars(tb.spend.used, n.teamCost);
@@ -781,7 +782,7 @@ export class Leases {
       }
       const lowSpend = n.teamSpend && (this.teamBalance(tb, now) < this.lowWater(tb, tb.spend, now) || now >= tb.deadline - this.renewMargin(tb));
       lowTeam = tb.asking === null && now >= tb.retryAt && (lowSpend || lowWindow);
-      offerTeam = !lowTeam && n.teamSpend && tb.asking === null && b.lostAt === 0 && this.teamSpare(tb, now) > 0;
+      if (!lowTeam && n.teamSpend && tb.asking === null && b.lostAt === 0) offerFrom = tb;
       // The lease id is the holder's: the event settles the team's slice with it (and the user's, when held).
       b.leaseId ??= b.holder;
     }
@@ -815,7 +816,11 @@ export class Leases {
         (t !== null && this.balance(b, t, now) < this.lowWater(b, t, now));
       // After a plan change the lease is renewed under the new caps once, in the background.
       if (low || (period && now >= this.renewAt(b)) || (this.renewing(b) && b.askedEpoch !== b.epoch)) void this.request(b, n.model, n.teamModel);
-      else if (offerTeam || (now >= b.spareAt && ((n.spend && this.spare(b, b.spend, now) > 0) || (t !== null && this.spare(b, t, now) > 0)))) void this.request(b, n.model, n.teamModel);
+      else if (
+        (offerFrom !== null && this.teamSpare(offerFrom, now) > 0) ||
+        (now >= b.spareAt && ((n.spend && this.spare(b, b.spend, now) > 0) || (t !== null && this.spare(b, t, now) > 0)))
+      )
+        void this.request(b, n.model, n.teamModel);
     }
     return { leaseId: b.leaseId };
   }

@@ -176,7 +176,9 @@ class Leases(LeaseRequests):
             b.spend.used = add_dollars(b.spend.used, n.cost)
             b.spend.took(n.cost, now)
             low_team = False
-            offer_team = False
+            # The team book whose spend slice may be offered back, should nothing else ask this turn (what it spares is
+            # worked out only then).
+            offer_from: TeamBook | None = None
             if n.team is not None:
                 tb = self._team_book(n.team, b.holder)
                 tb.spend.used = add_dollars(tb.spend.used, n.team_cost)
@@ -199,13 +201,8 @@ class Leases(LeaseRequests):
                     low_windows = low_windows or low(tb, tt, now) or now >= tb.deadline - team_margin
                 low_spend = n.team_spend and (low(tb, tb.spend, now) or now >= tb.deadline - team_margin)
                 low_team = not running(tb.asking) and now >= tb.retry_at and (low_spend or low_windows)
-                offer_team = (
-                    not low_team
-                    and n.team_spend
-                    and not running(tb.asking)
-                    and b.lost_at == 0
-                    and spare(tb, tb.spend, now) > 0
-                )
+                if not low_team and n.team_spend and not running(tb.asking) and b.lost_at == 0:
+                    offer_from = tb
                 # The lease id is the holder's: the event settles the team's slice with it (and the user's, when held).
                 if b.lease_id is None:
                     b.lease_id = b.holder
@@ -249,7 +246,7 @@ class Leases(LeaseRequests):
                     or (renewing(b) and b.asked_epoch != b.epoch)
                 ):
                     self.ask(e, n, waiting=False)
-                elif offer_team or (
+                elif (offer_from is not None and spare(offer_from, offer_from.spend, now) > 0) or (
                     now >= b.spare_at
                     and ((spend_capped and spare(b, b.spend, now) > 0) or (t is not None and spare(b, t, now) > 0))
                 ):
