@@ -57,8 +57,9 @@ const RATE_MIN_WINDOW_MS = 100;
  * order they ask, and the first ones would otherwise sit for seconds on what the last ones run
  * short of. What is offered is not spent until the answer comes: two round trips kept cover the
  * offer's own, even one that takes twice as long as planned (`npm run bench:leases`: keeping
- * one, calls waited for offers that took 1.2 s). A team's spend slice is offered the same way
- * (`team.spare`): the holders serving every member of the team share its cap.
+ * one, calls waited for offers that took 1.2 s). A team's spend slice and its slice of a
+ * model's team token cap are offered the same way (`team.spare`, `team.spare_tokens`): the
+ * holders serving every member of the team share its caps.
  */
 const SPARE_ABOVE = 3;
 const SPARE_KEEP = 2;
@@ -627,6 +628,7 @@ export class Leases {
     let teamTokensWant = 0;
     let teamWindows: AskedWindow[] = [];
     let teamSpare = 0;
+    let teamSpareTokens = 0;
     if (tb !== null && tb.asking === null && sentAt >= tb.retryAt && sentAt >= tb.unlimitedUntil) {
       const teamCap = teamCapOf(team!);
       const t = teamCap === null ? { need: 0, want: 0 } : this.asked(tb, tb.spend, needTeam, waiting, b.open || sentAt >= tb.deadline - this.renewMargin(tb), sentAt, teamCap);
@@ -634,9 +636,11 @@ export class Leases {
       tb.windowNeeds = new Map();
       const tokenCap = teamModel === null ? null : teamTokenCapOf(team!, teamModel);
       const tt = tokenCap === null ? { need: 0, want: 0 } : this.asked(tb, tb.slice(teamModel!), needTeamTokens, waiting, b.open || sentAt >= tb.deadline - this.renewMargin(tb), sentAt, tokenCap);
-      // What the team's spend slice holds beyond a round trip's needs is offered back too, and not spent until the answer comes.
+      // What the team's spend slice holds beyond two round trips' needs is offered back too, and not spent until the answer comes.
       teamSpare = teamCap !== null && t.need === 0 && !b.open && b.lostAt === 0 ? this.teamSpare(tb, sentAt) : 0;
-      if (t.want > 0 || tw.asks.length > 0 || tt.want > 0 || teamSpare > 0) {
+      // And what its slice of the model's team token cap holds beyond that.
+      teamSpareTokens = tokenCap !== null && tt.need === 0 && !b.open && b.lostAt === 0 ? this.teamSpareTokens(tb, tb.slice(teamModel!), sentAt) : 0;
+      if (t.want > 0 || tw.asks.length > 0 || tt.want > 0 || teamSpare > 0 || teamSpareTokens > 0) {
         teamWant = t.want;
         teamWindows = tw.windows;
         teamTokensWant = tt.want > 0 ? Math.ceil(tt.want) : 0;
@@ -647,6 +651,10 @@ export class Leases {
         }
         if (tw.asks.length > 0) ask.windows = tw.asks;
         if (tt.want > 0) Object.assign(ask, { model: teamModel, need_tokens: Math.ceil(tt.need), want_tokens: teamTokensWant });
+        if (teamSpareTokens > 0) {
+          Object.assign(ask, { model: teamModel, spare_tokens: teamSpareTokens });
+          tb.slice(teamModel!).granted -= teamSpareTokens;
+        }
         body.team = ask;
         tb.asking = b.asking;
         tb.via = b.userId;
@@ -669,8 +677,8 @@ export class Leases {
           this.spared(b, model, spare, spareTokens, null);
           if (offerRefused) b.spareAt = Date.now() + 60_000;
         }
-        if (teamSpare > 0) {
-          this.teamSpared(tb!, teamSpare, null);
+        if (teamSpare > 0 || teamSpareTokens > 0) {
+          this.teamSpared(tb!, teamModel, teamSpare, teamSpareTokens, null);
           if (offerRefused) tb!.spareAt = Date.now() + 60_000;
         }
         // A service that does not lease windows yet refuses the field: windows are then kept
@@ -690,7 +698,7 @@ export class Leases {
     b.open = false;
     if (spare > 0 || spareTokens > 0) this.spared(b, model, spare, spareTokens, res.limited ? res.lease : null);
     // Before the grant is recorded: a grant sets the slice to what the service holds for it.
-    if (teamSpare > 0) this.teamSpared(tb!, teamSpare, res.limited ? (res.lease?.team ?? null) : null);
+    if (teamSpare > 0 || teamSpareTokens > 0) this.teamSpared(tb!, teamModel, teamSpare, teamSpareTokens, res.limited ? (res.lease?.team ?? null) : null);
     if (b.teamAsked !== null) {
       const asked = { want: teamWant, tokensWant: teamTokensWant, windows: teamWindows };
       this.teamGranted(b.teamAsked, team!, res.limited ? (res.lease?.team ?? null) : null, asked, sentAt, res.lease?.ttl_ms ?? this.settings.ttlMs, Date.now() - sentAt);
@@ -759,7 +767,7 @@ export class Leases {
     b.spend.used = addDollars(b.spend.used, n.cost);
     b.spend.took(n.cost, now);
     let lowTeam = false;
-    // The team book whose spend slice may be offered back, should nothing else ask this turn (what it spares is worked out only then).
+    // The team book whose slices may be offered back, should nothing else ask this turn (what they spare is worked out only then).
     let offerFrom: TeamBook | null = null;
     if (n.team !== null) {
       const tb = this.teamBook(n.team, b.holder);
@@ -782,7 +790,7 @@ export class Leases {
       }
       const lowSpend = n.teamSpend && (this.teamBalance(tb, now) < this.lowWater(tb, tb.spend, now) || now >= tb.deadline - this.renewMargin(tb));
       lowTeam = tb.asking === null && now >= tb.retryAt && (lowSpend || lowWindow);
-      if (!lowTeam && n.teamSpend && tb.asking === null && b.lostAt === 0) offerFrom = tb;
+      if (!lowTeam && (n.teamSpend || n.teamModel !== null) && tb.asking === null && b.lostAt === 0) offerFrom = tb;
       // The lease id is the holder's: the event settles the team's slice with it (and the user's, when held).
       b.leaseId ??= b.holder;
     }
@@ -817,7 +825,7 @@ export class Leases {
       // After a plan change the lease is renewed under the new caps once, in the background.
       if (low || (period && now >= this.renewAt(b)) || (this.renewing(b) && b.askedEpoch !== b.epoch)) void this.request(b, n.model, n.teamModel);
       else if (
-        (offerFrom !== null && this.teamSpare(offerFrom, now) > 0) ||
+        (offerFrom !== null && (this.teamSpare(offerFrom, now) > 0 || (n.teamModel !== null && this.teamSpareTokens(offerFrom, offerFrom.slice(n.teamModel), now) > 0))) ||
         (now >= b.spareAt && ((n.spend && this.spare(b, b.spend, now) > 0) || (t !== null && this.spare(b, t, now) > 0)))
       )
         void this.request(b, n.model, n.teamModel);
@@ -1202,6 +1210,11 @@ export class Leases {
     return now < tb.spareAt ? 0 : this.beyondTrips(tb, tb.spend, this.teamBalance(tb, now), true, now);
   }
 
+  /** The same for the team's slice of a model's token cap. */
+  private teamSpareTokens(tb: TeamBook, s: Slice, now: number): number {
+    return now < tb.spareAt ? 0 : this.beyondTrips(tb, s, this.teamTokensLeft(tb, s, now), false, now);
+  }
+
   /** What `left` of a slice holds beyond SPARE_KEEP planned round trips, once it holds more than SPARE_ABOVE and its rate is measured. */
   private beyondTrips(b: Sizing, s: Slice, left: number, dollars: boolean, now: number): number {
     if (s.age(now) < RATE_MIN_WINDOW_MS) return 0;
@@ -1224,11 +1237,13 @@ export class Leases {
     this.nextOffer(b, returned > 0 || returnedTokens > 0);
   }
 
-  /** The answer to an offer of the team's spend slice (null: refused, nothing taken), as spared(). */
-  private teamSpared(tb: TeamBook, spare: number, t: TeamLeaseWire | null): void {
+  /** The answer to an offer of the team's slices (null: refused, nothing taken), as spared(). */
+  private teamSpared(tb: TeamBook, model: string | null, spare: number, spareTokens: number, t: TeamLeaseWire | null): void {
     const returned = Math.min(spare, t?.returned ?? 0);
+    const returnedTokens = Math.min(spareTokens, t?.tokens?.returned ?? 0);
     tb.spend.granted = addDollars(tb.spend.granted, addDollars(spare, -returned));
-    this.nextOffer(tb, returned > 0);
+    if (model !== null && spareTokens > 0) tb.slice(model).granted += spareTokens - returnedTokens;
+    this.nextOffer(tb, returned > 0 || returnedTokens > 0);
   }
 
   private nextOffer(b: Sizing, took: boolean): void {

@@ -183,6 +183,46 @@ t("a replica that asked first offers what its team slice holds beyond a round tr
   await eventually(async () => Math.abs((await ctx.api.get(`/teams/${teamId}/usage`)).body.total_cost - calls * CALL_COST) < 1e-9 || null, 30_000, "every call counted once");
 });
 
+t("the same for a slice of the team's token cap of a model: offered as spare_tokens, taken back beyond its share for another member's replica", async (ctx) => {
+  // 200 call estimates of 2,000 tokens: the first slice asked for (100 of them) is half the cap.
+  const cap = 200 * 2_000;
+  const [member] = await subscribedMembers(ctx, ["offer-tokens"]);
+  const teamId = await createTeam(ctx.api, { max_spend_per_period: null, model_limits: { m: { max_tokens_per_period: cap } }, cost_rates: RATES }, [member!]);
+  const [other] = await subscribedMembers(ctx, ["offer-tokens-other"]);
+  assert.is((await ctx.api.request("PUT", `/users/${other}/team`, { body: { team_id: teamId } })).status, 200);
+  const proxy = await FaultProxy.start(ctx.stack.apiUrl);
+  proxy.recording = /POST \/users\/[^/]+\/leases$/;
+  const m = new Meter({ apiKey: ctx.apiKey, baseURL: proxy.apiUrl, leases: true, leaseIdleMs: 600_000, flushIntervalMs: 200, logger: { warn: () => undefined } });
+  let calls = 0;
+  const call = async () => {
+    (await m.reserve(member!, { model: "m", input_tokens: 1000 })).commit({ input_tokens: 1000, output_tokens: 500 });
+    calls++;
+  };
+  await call();
+  const first = proxy.exchanges[0]!;
+  assert.is(first.body.team.spare_tokens, undefined, "nothing to offer before a rate is measured");
+  assert.ok(first.answer.lease.team.tokens.added > cap / 3, `the first slice is more than a share: ${JSON.stringify(first.answer.lease.team)}`);
+  const askAsOther = async () =>
+    (await ctx.api.post(`/users/${other}/leases`, { holder: "other", need: 0, want: 0, ttl_ms: 60_000, team: { need: 0, want: 0, model: "m", need_tokens: 2_000, want_tokens: cap } })).body.lease.team.tokens;
+  assert.ok((await askAsOther()).added > 0);
+  while (calls < 50 && !proxy.exchanges.some((x) => x.body.team?.spare_tokens > 0)) {
+    await new Promise((done) => setTimeout(done, 100)); // the model call
+    await call();
+  }
+  const offer = proxy.exchanges.find((x) => x.body.team?.spare_tokens > 0);
+  assert.ok(offer, `an offer was sent: ${JSON.stringify(proxy.exchanges.map((x) => x.body))}`);
+  assert.is(offer!.body.team.model, "m");
+  assert.ok(Number.isInteger(offer!.body.team.spare_tokens), "whole tokens");
+  const tokens = offer!.answer.lease.team.tokens;
+  assert.ok(tokens.returned > 0 && tokens.returned <= offer!.body.team.spare_tokens, JSON.stringify(offer));
+  assert.ok(tokens.granted - tokens.spent <= (cap - tokens.spent) / 3 + 1, "kept no more than its share of what is unsettled");
+  assert.ok((await askAsOther()).added > 0, "what went back is the other replica's to be granted");
+  assert.is(m.stats.lease_waits, 1, "no call waited after the first");
+  assert.ok(await m.shutdown({ timeoutMs: 20_000 }));
+  await proxy.close();
+  await eventually(async () => (await ctx.api.get(`/teams/${teamId}/usage`)).body.total_tokens === calls * 1_500 || null, 30_000, "every call counted once");
+});
+
 t("an older service that refuses the team offer's field: the team slice keeps what it offered, and nothing is offered again for a while", async (ctx) => {
   const cap = 200 * 0.02;
   const [member] = await subscribedMembers(ctx, ["refused"]);
