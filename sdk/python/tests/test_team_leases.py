@@ -222,6 +222,53 @@ def test_a_replica_that_asked_first_offers_back_what_its_team_slice_holds_beyond
     eventually(counted, what="every call counted once for the team")
 
 
+def test_a_replica_offers_back_what_its_slice_of_a_team_token_cap_holds_beyond_its_share(
+    product: Product, proxy: FaultProxy
+) -> None:
+    # 200 call estimates of 100 tokens: the first slice asked for is half the cap, as above.
+    cap = 20_000
+    members = [product.create_user(MEMBER_PLAN) for _ in range(2)]
+    plan = {"max_spend_per_period": None, "model_limits": {"m": {"max_tokens_per_period": cap}}, "cost_rates": RATES}
+    team_id = create_team(product, plan, members)
+    m = Meter(api_key=product.key, base_url=proxy.api_url, leases=True)
+    m.reserve(members[0], model="m", input_tokens=0).commit(output_tokens=100)
+    calls = 1
+    first, answer = proxy.exchanges(_LEASES)[0]
+    assert "spare_tokens" not in first["team"], "nothing to offer before a rate is measured"
+    assert answer["lease"]["team"]["tokens"]["added"] > cap / 3, answer["lease"]["team"]
+
+    def ask_as_other() -> dict[str, Any]:
+        team = {"need": 0, "want": 0, "model": "m", "need_tokens": 100, "want_tokens": cap}
+        body = {"holder": "other", "need": 0, "want": 0, "ttl_ms": 60_000, "team": team}
+        tokens: dict[str, Any] = product.api.post(f"/users/{members[1]}/leases", body).json()["lease"]["team"]["tokens"]
+        return tokens
+
+    assert ask_as_other()["added"] > 0
+
+    def offers() -> list[tuple[Any, Any]]:
+        return [(b, a) for b, a in proxy.exchanges(_LEASES) if ((b.get("team") or {}).get("spare_tokens") or 0) > 0]
+
+    while not offers() and calls < 50:
+        time.sleep(0.1)  # the model call
+        m.reserve(members[0], model="m", input_tokens=0).commit(output_tokens=100)
+        calls += 1
+    eventually(lambda: len(offers()) > 0, what="an offer answered")
+    body, answer = offers()[0]
+    assert body["team"]["model"] == "m" and isinstance(body["team"]["spare_tokens"], int), body
+    tokens = answer["lease"]["team"]["tokens"]
+    assert 0 < tokens["returned"] <= body["team"]["spare_tokens"], (body, tokens)
+    kept = tokens["granted"] - tokens["spent"]
+    assert kept <= (cap - tokens["spent"]) / 3 + 1 or tokens["returned"] == body["team"]["spare_tokens"], "its share"
+    assert ask_as_other()["added"] > 0, "what went back is the other replica's to be granted"
+    assert m.stats.lease_waits == 1, "no call waited after the first"
+    assert m.shutdown(timeout=30)
+
+    def counted() -> bool | None:
+        return int(product.api.get(f"/teams/{team_id}/usage").json()["total_tokens"]) == calls * 100 or None
+
+    eventually(counted, what="every call counted once for the team")
+
+
 def test_an_older_service_that_refuses_the_team_offers_field_leaves_the_team_slice_what_it_offered(
     product: Product, proxy: FaultProxy
 ) -> None:

@@ -171,6 +171,7 @@ class LeaseRequests:
             team_tok: tuple[float, float, bool] | None = None
             team_windows: list[WindowAsk] = []
             team_spare = 0.0
+            team_spare_tokens = 0
             if (
                 team is not None
                 and tb is not None
@@ -216,15 +217,26 @@ class LeaseRequests:
                     )
                     if team_tok[1] <= 0:
                         team_tok = None
-                # What the team's spend slice holds beyond a round trip's needs is offered back too, unspent until the
-                # answer comes.
+                # What the team's spend slice holds beyond two round trips' needs is offered back too, unspent until
+                # the answer comes; and what its slice of the model's team token cap holds beyond them.
                 if team_cap is not None and team_ask[0] == 0 and not b.open and b.lost_at == 0:
                     team_spare = spare(tb, tb.spend, sent_at)
-                if team_ask[1] > 0 or team_windows or team_tok is not None or team_spare > 0:
+                if (
+                    n.team_model is not None
+                    and token_cap is not None
+                    and (team_tok is None or team_tok[0] == 0)
+                    and not b.open
+                    and b.lost_at == 0
+                ):
+                    team_spare_tokens = int(spare(tb, tb.slice(n.team_model), sent_at))
+                if team_ask[1] > 0 or team_windows or team_tok is not None or team_spare > 0 or team_spare_tokens > 0:
                     body["team"] = {"need": team_ask[0], "want": team_ask[1]}
                     if team_spare > 0:
                         body["team"]["spare"] = team_spare
                         tb.spend.granted = add_dollars(tb.spend.granted, -team_spare)
+                    if team_spare_tokens > 0 and n.team_model is not None:
+                        body["team"].update(model=n.team_model, spare_tokens=team_spare_tokens)
+                        tb.slice(n.team_model).granted -= team_spare_tokens
                     if team_windows:
                         body["team"]["windows"] = window_wire(team_windows)
                     if team_tok is not None:
@@ -253,7 +265,7 @@ class LeaseRequests:
                     team_windows,
                     team_tok,
                     (spare_dollars, spare_tokens),
-                    team_spare,
+                    (team_spare, team_spare_tokens),
                 )
             )
             if tb is not None and team_ask is not None:
@@ -278,7 +290,7 @@ class LeaseRequests:
         team_windows: list[WindowAsk] | None = None,
         team_tok: tuple[float, float, bool] | None = None,
         offered: tuple[float, int] = (0.0, 0),
-        team_offered: float = 0.0,
+        team_offered: tuple[float, int] = (0.0, 0),
     ) -> Flow[bool]:
         # The user's own windows and the member-scope ones of its team plan, each answered in its own list.
         windows, members = asked_windows
@@ -293,10 +305,10 @@ class LeaseRequests:
                     answer = lease if isinstance(lease, dict) and res.get("limited") else None
                     spared(b, n.model, offered, answer, self.settings.ttl, clock_now())
                 # Before the grant is recorded: a grant sets the slice to what the service holds for it.
-                if team_offered > 0 and tb is not None:
+                if team_offered != (0.0, 0) and tb is not None:
                     got = lease.get("team") if isinstance(lease, dict) and res.get("limited") else None
                     got = got if isinstance(got, dict) else None
-                    team_spared(tb, team_offered, got, self.settings.ttl, clock_now())
+                    team_spared(tb, n.team_model, team_offered, got, self.settings.ttl, clock_now())
                 team_ok = True
                 if tb is not None and team_ask is not None:
                     answer = lease.get("team") if isinstance(lease, dict) and res.get("limited") else None
@@ -375,9 +387,9 @@ class LeaseRequests:
                         spared(b, n.model, offered, None, self.settings.ttl, clock_now())
                         if offer_refused:
                             b.spare_at = clock_now() + UNLIMITED_FOR
-                if team_offered > 0 and tb is not None:
+                if team_offered != (0.0, 0) and tb is not None:
                     with self.lock:
-                        team_spared(tb, team_offered, None, self.settings.ttl, clock_now())
+                        team_spared(tb, n.team_model, team_offered, None, self.settings.ttl, clock_now())
                         if offer_refused:
                             tb.spare_at = clock_now() + UNLIMITED_FOR
                 if err.status == 422 and not offer_refused and (windows or members):

@@ -25,7 +25,8 @@ _MIN_CALL = 0.008
 # replicas that start together are granted the cap in the order they ask, and the first ones would otherwise sit for
 # seconds on what the last ones run short of. What is offered is not spent until the answer comes: two round trips
 # kept cover the offer's own, even one that takes twice as long as planned (the TypeScript client's SPARE_KEEP). A
-# team's spend slice is offered the same way (``team.spare``): the holders serving every member share its cap.
+# team's spend slice and its slice of a model's team token cap are offered the same way (``team.spare``,
+# ``team.spare_tokens``): the holders serving every member share its caps.
 _SPARE_ABOVE = 3
 _SPARE_KEEP = 2
 
@@ -121,6 +122,11 @@ def spare(b: Book | TeamBook, s: Slice, now: float) -> float:
     return float(math.floor(left - keep))
 
 
+def team_spares(tb: TeamBook, model: str | None, now: float) -> bool:
+    """The team's spend slice, or its slice of ``model``'s team token cap, has something to offer back."""
+    return spare(tb, tb.spend, now) > 0 or (model is not None and spare(tb, tb.slice(model), now) > 0)
+
+
 def spared(
     b: Book, model: str | None, offered: tuple[float, int], lease: dict[str, Any] | None, ttl: float, now: float
 ) -> None:
@@ -137,11 +143,18 @@ def spared(
     _next_offer(b, returned > 0 or returned_tokens > 0, ttl, now)
 
 
-def team_spared(tb: TeamBook, offered: float, team: dict[str, Any] | None, ttl: float, now: float) -> None:
-    """The answer to an offer of the team's spend slice (None: refused, nothing taken), as spared()."""
-    returned = min(offered, float(team.get("returned") or 0)) if team else 0.0
-    tb.spend.granted = add_dollars(tb.spend.granted, add_dollars(offered, -returned))
-    _next_offer(tb, returned > 0, ttl, now)
+def team_spared(
+    tb: TeamBook, model: str | None, offered: tuple[float, int], team: dict[str, Any] | None, ttl: float, now: float
+) -> None:
+    """The answer to an offer of the team's slices (None: refused, nothing taken), as spared()."""
+    spare_dollars, spare_tokens = offered
+    returned = min(spare_dollars, float(team.get("returned") or 0)) if team else 0.0
+    tt = team.get("tokens") if team else None
+    returned_tokens = min(spare_tokens, int(tt.get("returned") or 0)) if isinstance(tt, dict) else 0
+    tb.spend.granted = add_dollars(tb.spend.granted, add_dollars(spare_dollars, -returned))
+    if model is not None and spare_tokens > 0:
+        tb.slice(model).granted += spare_tokens - returned_tokens
+    _next_offer(tb, returned > 0 or returned_tokens > 0, ttl, now)
 
 
 def _next_offer(b: Book | TeamBook, took: bool, ttl: float, now: float) -> None:

@@ -40,7 +40,7 @@ from .lease_books import (
     window_refusal,
 )
 from .lease_requests import LeaseRequests
-from .lease_sizing import balance, low, renew_at, renew_margin, spare
+from .lease_sizing import balance, low, renew_at, renew_margin, spare, team_spares
 from .lease_windows import OPEN_RETRY
 from .money import add_dollars, fixed, gate_mark, js_number
 from .periods import iso, parse_time
@@ -176,7 +176,7 @@ class Leases(LeaseRequests):
             b.spend.used = add_dollars(b.spend.used, n.cost)
             b.spend.took(n.cost, now)
             low_team = False
-            # The team book whose spend slice may be offered back, should nothing else ask this turn (what it spares is
+            # The team book whose slices may be offered back, should nothing else ask this turn (what they spare is
             # worked out only then).
             offer_from: TeamBook | None = None
             if n.team is not None:
@@ -201,7 +201,8 @@ class Leases(LeaseRequests):
                     low_windows = low_windows or low(tb, tt, now) or now >= tb.deadline - team_margin
                 low_spend = n.team_spend and (low(tb, tb.spend, now) or now >= tb.deadline - team_margin)
                 low_team = not running(tb.asking) and now >= tb.retry_at and (low_spend or low_windows)
-                if not low_team and n.team_spend and not running(tb.asking) and b.lost_at == 0:
+                offers = n.team_spend or n.team_model is not None
+                if offers and not low_team and not running(tb.asking) and b.lost_at == 0:
                     offer_from = tb
                 # The lease id is the holder's: the event settles the team's slice with it (and the user's, when held).
                 if b.lease_id is None:
@@ -246,7 +247,7 @@ class Leases(LeaseRequests):
                     or (renewing(b) and b.asked_epoch != b.epoch)
                 ):
                     self.ask(e, n, waiting=False)
-                elif (offer_from is not None and spare(offer_from, offer_from.spend, now) > 0) or (
+                elif (offer_from is not None and team_spares(offer_from, n.team_model, now)) or (
                     now >= b.spare_at
                     and ((spend_capped and spare(b, b.spend, now) > 0) or (t is not None and spare(b, t, now) > 0))
                 ):
