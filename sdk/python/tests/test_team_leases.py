@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+import pytest
+
 from meterline import LimitExceededError, Meter
 
 from .support import FaultProxy, Product, create_team, eventually, near
@@ -178,28 +180,76 @@ _OFFER_CAP = 200.0
 _LEASES = r"POST /users/.*/leases$"
 
 
+@dataclass
+class _Offer:
+    """A team cap of 200 call estimates, in dollars or in tokens of "m"; ``spare`` names the offer's field, ``slice``
+    the answer's team slice (None: the spend slice, else its key), ``ask`` another member's replica's request, and
+    ``usage`` the team's usage field that counts a call as ``per_call``."""
+
+    cap: float
+    plan: dict[str, Any]
+    spare: str
+    slice: str | None
+    ask: dict[str, Any]
+    usage: str
+    per_call: float
+
+
+_TOKEN_CAP = 20_000
+_OFFERS = {
+    "spend": _Offer(
+        _OFFER_CAP,
+        {"max_spend_per_period": _OFFER_CAP, "cost_rates": RATES},
+        "spare",
+        None,
+        {"need": 1, "want": _OFFER_CAP},
+        "total_cost",
+        1.0,
+    ),
+    "tokens": _Offer(
+        _TOKEN_CAP,
+        {
+            "max_spend_per_period": None,
+            "model_limits": {"m": {"max_tokens_per_period": _TOKEN_CAP}},
+            "cost_rates": RATES,
+        },
+        "spare_tokens",
+        "tokens",
+        {"need": 0, "want": 0, "model": "m", "need_tokens": 100, "want_tokens": _TOKEN_CAP},
+        "total_tokens",
+        100,
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(_OFFERS))
 def test_a_replica_that_asked_first_offers_back_what_its_team_slice_holds_beyond_its_share(
-    product: Product, proxy: FaultProxy
+    product: Product, proxy: FaultProxy, kind: str
 ) -> None:
+    o = _OFFERS[kind]
     members = [product.create_user(MEMBER_PLAN) for _ in range(2)]
-    team_id = create_team(product, {"max_spend_per_period": _OFFER_CAP, "cost_rates": RATES}, members)
+    team_id = create_team(product, o.plan, members)
+
+    def sliced(team: dict[str, Any]) -> dict[str, Any]:
+        got: dict[str, Any] = team if o.slice is None else team[o.slice]
+        return got
+
     m = Meter(api_key=product.key, base_url=proxy.api_url, leases=True)
-    m.reserve(members[0], model="m", input_tokens=0).commit(output_tokens=100)  # $1.00
+    m.reserve(members[0], model="m", input_tokens=0).commit(output_tokens=100)  # $1.00, 100 tokens
     calls = 1
     first, answer = proxy.exchanges(_LEASES)[0]
-    assert "spare" not in first["team"], "nothing to offer before a rate is measured"
-    assert answer["lease"]["team"]["added"] > _OFFER_CAP / 3, answer["lease"]["team"]
+    assert o.spare not in first["team"], "nothing to offer before a rate is measured"
+    assert sliced(answer["lease"]["team"])["added"] > o.cap / 3, answer["lease"]["team"]
 
     def ask_as_other() -> dict[str, Any]:
         # Another member's replica.
-        body = {"holder": "other", "need": 0, "want": 0, "ttl_ms": 60_000, "team": {"need": 1, "want": _OFFER_CAP}}
-        team: dict[str, Any] = product.api.post(f"/users/{members[1]}/leases", body).json()["lease"]["team"]
-        return team
+        body = {"holder": "other", "need": 0, "want": 0, "ttl_ms": 60_000, "team": o.ask}
+        return sliced(product.api.post(f"/users/{members[1]}/leases", body).json()["lease"]["team"])
 
     assert ask_as_other()["added"] > 0
 
     def offers() -> list[tuple[Any, Any]]:
-        return [(b, a) for b, a in proxy.exchanges(_LEASES) if ((b.get("team") or {}).get("spare") or 0) > 0]
+        return [(b, a) for b, a in proxy.exchanges(_LEASES) if ((b.get("team") or {}).get(o.spare) or 0) > 0]
 
     while not offers() and calls < 50:
         time.sleep(0.1)  # the model call
@@ -207,64 +257,19 @@ def test_a_replica_that_asked_first_offers_back_what_its_team_slice_holds_beyond
         calls += 1
     eventually(lambda: len(offers()) > 0, what="an offer answered")
     body, answer = offers()[0]
-    team = answer["lease"]["team"]
-    assert 0 < team["returned"] <= body["team"]["spare"] + 1e-9, (body, team)
+    if o.slice is not None:
+        assert body["team"]["model"] == "m" and isinstance(body["team"]["spare_tokens"], int), body
+    team = sliced(answer["lease"]["team"])
+    assert 0 < team["returned"] <= body["team"][o.spare] + 1e-9, (body, team)
     kept = team["granted"] - team["spent"]
-    share = (_OFFER_CAP - team["spent"]) / 3
-    assert kept <= share + 1e-6 or near(team["returned"], body["team"]["spare"]), "kept at most its share"
+    share = (o.cap - team["spent"]) / 3
+    assert kept <= share + 1 or near(team["returned"], body["team"][o.spare]), "kept at most its share"
     assert ask_as_other()["added"] > 0, "what went back is the other replica's to be granted"
     assert m.stats.lease_waits == 1, "no call waited after the first"
     assert m.shutdown(timeout=30)
 
     def counted() -> bool | None:
-        return near(float(product.api.get(f"/teams/{team_id}/usage").json()["total_cost"]), calls * 1.0) or None
-
-    eventually(counted, what="every call counted once for the team")
-
-
-def test_a_replica_offers_back_what_its_slice_of_a_team_token_cap_holds_beyond_its_share(
-    product: Product, proxy: FaultProxy
-) -> None:
-    # 200 call estimates of 100 tokens: the first slice asked for is half the cap, as above.
-    cap = 20_000
-    members = [product.create_user(MEMBER_PLAN) for _ in range(2)]
-    plan = {"max_spend_per_period": None, "model_limits": {"m": {"max_tokens_per_period": cap}}, "cost_rates": RATES}
-    team_id = create_team(product, plan, members)
-    m = Meter(api_key=product.key, base_url=proxy.api_url, leases=True)
-    m.reserve(members[0], model="m", input_tokens=0).commit(output_tokens=100)
-    calls = 1
-    first, answer = proxy.exchanges(_LEASES)[0]
-    assert "spare_tokens" not in first["team"], "nothing to offer before a rate is measured"
-    assert answer["lease"]["team"]["tokens"]["added"] > cap / 3, answer["lease"]["team"]
-
-    def ask_as_other() -> dict[str, Any]:
-        team = {"need": 0, "want": 0, "model": "m", "need_tokens": 100, "want_tokens": cap}
-        body = {"holder": "other", "need": 0, "want": 0, "ttl_ms": 60_000, "team": team}
-        tokens: dict[str, Any] = product.api.post(f"/users/{members[1]}/leases", body).json()["lease"]["team"]["tokens"]
-        return tokens
-
-    assert ask_as_other()["added"] > 0
-
-    def offers() -> list[tuple[Any, Any]]:
-        return [(b, a) for b, a in proxy.exchanges(_LEASES) if ((b.get("team") or {}).get("spare_tokens") or 0) > 0]
-
-    while not offers() and calls < 50:
-        time.sleep(0.1)  # the model call
-        m.reserve(members[0], model="m", input_tokens=0).commit(output_tokens=100)
-        calls += 1
-    eventually(lambda: len(offers()) > 0, what="an offer answered")
-    body, answer = offers()[0]
-    assert body["team"]["model"] == "m" and isinstance(body["team"]["spare_tokens"], int), body
-    tokens = answer["lease"]["team"]["tokens"]
-    assert 0 < tokens["returned"] <= body["team"]["spare_tokens"], (body, tokens)
-    kept = tokens["granted"] - tokens["spent"]
-    assert kept <= (cap - tokens["spent"]) / 3 + 1 or tokens["returned"] == body["team"]["spare_tokens"], "its share"
-    assert ask_as_other()["added"] > 0, "what went back is the other replica's to be granted"
-    assert m.stats.lease_waits == 1, "no call waited after the first"
-    assert m.shutdown(timeout=30)
-
-    def counted() -> bool | None:
-        return int(product.api.get(f"/teams/{team_id}/usage").json()["total_tokens"]) == calls * 100 or None
+        return near(float(product.api.get(f"/teams/{team_id}/usage").json()[o.usage]), calls * o.per_call) or None
 
     eventually(counted, what="every call counted once for the team")
 

@@ -678,7 +678,7 @@ export class Leases {
           if (offerRefused) b.spareAt = Date.now() + 60_000;
         }
         if (teamSpare > 0 || teamSpareTokens > 0) {
-          this.teamSpared(tb!, teamModel, teamSpare, teamSpareTokens, null);
+          this.spared(tb!, teamModel, teamSpare, teamSpareTokens, null);
           if (offerRefused) tb!.spareAt = Date.now() + 60_000;
         }
         // A service that does not lease windows yet refuses the field: windows are then kept
@@ -698,7 +698,7 @@ export class Leases {
     b.open = false;
     if (spare > 0 || spareTokens > 0) this.spared(b, model, spare, spareTokens, res.limited ? res.lease : null);
     // Before the grant is recorded: a grant sets the slice to what the service holds for it.
-    if (teamSpare > 0 || teamSpareTokens > 0) this.teamSpared(tb!, teamModel, teamSpare, teamSpareTokens, res.limited ? (res.lease?.team ?? null) : null);
+    if (teamSpare > 0 || teamSpareTokens > 0) this.spared(tb!, teamModel, teamSpare, teamSpareTokens, res.limited ? (res.lease?.team ?? null) : null);
     if (b.teamAsked !== null) {
       const asked = { want: teamWant, tokensWant: teamTokensWant, windows: teamWindows };
       this.teamGranted(b.teamAsked, team!, res.limited ? (res.lease?.team ?? null) : null, asked, sentAt, res.lease?.ttl_ms ?? this.settings.ttlMs, Date.now() - sentAt);
@@ -1225,25 +1225,16 @@ export class Leases {
   }
 
   /**
-   * The answer to an offer (null: refused, nothing taken): what was not taken back is the
-   * slices' again. The next offer waits a planned round trip after one the service took from,
-   * and twice as long as the last after one it took nothing of.
+   * The answer to an offer of a book's slices, the user's or its team's (null: refused, nothing
+   * taken): what was not taken back is the slices' again. The next offer waits a planned round
+   * trip after one the service took from, and twice as long as the last after one it took nothing of.
    */
-  private spared(b: Book, model: string | null, spare: number, spareTokens: number, lease: LeaseWire | null): void {
+  private spared(b: Book | TeamBook, model: string | null, spare: number, spareTokens: number, lease: LeaseWire | TeamLeaseWire | null): void {
     const returned = Math.min(spare, lease?.returned ?? 0);
     const returnedTokens = Math.min(spareTokens, lease?.tokens?.returned ?? 0);
     b.spend.granted = addDollars(b.spend.granted, addDollars(spare, -returned));
     if (model !== null && spareTokens > 0) b.slice(model).granted += spareTokens - returnedTokens;
     this.nextOffer(b, returned > 0 || returnedTokens > 0);
-  }
-
-  /** The answer to an offer of the team's slices (null: refused, nothing taken), as spared(). */
-  private teamSpared(tb: TeamBook, model: string | null, spare: number, spareTokens: number, t: TeamLeaseWire | null): void {
-    const returned = Math.min(spare, t?.returned ?? 0);
-    const returnedTokens = Math.min(spareTokens, t?.tokens?.returned ?? 0);
-    tb.spend.granted = addDollars(tb.spend.granted, addDollars(spare, -returned));
-    if (model !== null && spareTokens > 0) tb.slice(model).granted += spareTokens - returnedTokens;
-    this.nextOffer(tb, returned > 0 || returnedTokens > 0);
   }
 
   private nextOffer(b: Sizing, took: boolean): void {

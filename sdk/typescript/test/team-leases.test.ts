@@ -145,83 +145,73 @@ t("one process serving two members holds one slice of their team's cap: the seco
   assert.is(probe.body.lease.team.added + probe.body.lease.team.remaining, 5 - 20 * CALL_COST, JSON.stringify(probe.body.lease.team));
 });
 
-t("a replica that asked first offers what its team slice holds beyond a round trip's needs: the service takes back what is beyond its share for another member's replica", async (ctx) => {
-  // 200 call estimates: the first slice asked for (100 of them, a replica's fast start) is half the cap.
-  const cap = 200 * 0.02;
-  const [member] = await subscribedMembers(ctx, ["offer"]);
-  const teamId = await createTeam(ctx.api, { max_spend_per_period: cap, cost_rates: RATES }, [member!]);
-  const [other] = await subscribedMembers(ctx, ["offer-other"]);
-  assert.is((await ctx.api.request("PUT", `/users/${other}/team`, { body: { team_id: teamId } })).status, 200);
-  const proxy = await FaultProxy.start(ctx.stack.apiUrl);
-  proxy.recording = /POST \/users\/[^/]+\/leases$/;
-  const m = new Meter({ apiKey: ctx.apiKey, baseURL: proxy.apiUrl, leases: true, leaseIdleMs: 600_000, flushIntervalMs: 200, logger: { warn: () => undefined } });
-  let calls = 0;
-  const call = async () => {
-    (await m.reserve(member!, { model: "m", input_tokens: 1000 })).commit({ input_tokens: 1000, output_tokens: 500 });
-    calls++;
-  };
-  await call();
-  const first = proxy.exchanges[0]!;
-  assert.is(first.body.team.spare, undefined, "nothing to offer before a rate is measured");
-  assert.ok(first.answer.lease.team.added > cap / 3, `the first slice is more than a share: ${JSON.stringify(first.answer.lease.team)}`);
-  // Another member's replica: a third of what is left.
-  const askAsOther = async () => (await ctx.api.post(`/users/${other}/leases`, { holder: "other", need: 0, want: 0, ttl_ms: 60_000, team: { need: 0.02, want: cap } })).body.lease.team;
-  assert.ok((await askAsOther()).added > 0);
-  while (calls < 50 && !proxy.exchanges.some((x) => x.body.team?.spare > 0)) {
-    await new Promise((done) => setTimeout(done, 100)); // the model call
-    await call();
-  }
-  const offer = proxy.exchanges.find((x) => x.body.team?.spare > 0);
-  assert.ok(offer, `an offer was sent: ${JSON.stringify(proxy.exchanges.map((x) => x.body))}`);
-  const team = offer!.answer.lease.team;
-  assert.ok(team.returned > 0 && team.returned <= offer!.body.team.spare, JSON.stringify(offer));
-  assert.ok(team.granted - team.spent <= (cap - team.spent) / 3 + 1e-6, "kept no more than its share of what is unsettled");
-  assert.ok((await askAsOther()).added > 0, "what went back is the other replica's to be granted");
-  assert.is(m.stats.lease_waits, 1, "no call waited after the first");
-  assert.ok(await m.shutdown({ timeoutMs: 20_000 }));
-  await proxy.close();
-  await eventually(async () => Math.abs((await ctx.api.get(`/teams/${teamId}/usage`)).body.total_cost - calls * CALL_COST) < 1e-9 || null, 30_000, "every call counted once");
-});
+/**
+ * A team cap of 200 call estimates, in dollars or in tokens of "m": the first slice asked for
+ * (100 of them, a replica's fast start) is half the cap. `slice` picks the slice of the answer's
+ * team part, `spare` names the offer's field, `ask` is what another member's replica asks for,
+ * `counted` checks the team's usage against the calls.
+ */
+const OFFERS = {
+  "its team spend slice": {
+    cap: 200 * 0.02,
+    plan: (cap: number) => ({ max_spend_per_period: cap, cost_rates: RATES }),
+    spare: "spare",
+    slice: (team: any) => team,
+    ask: (cap: number) => ({ need: 0.02, want: cap }),
+    counted: (usage: any, calls: number) => Math.abs(usage.total_cost - calls * CALL_COST) < 1e-9,
+    unit: 1e-6,
+  },
+  "its slice of the team's token cap of a model": {
+    cap: 200 * 2_000,
+    plan: (cap: number) => ({ max_spend_per_period: null, model_limits: { m: { max_tokens_per_period: cap } }, cost_rates: RATES }),
+    spare: "spare_tokens",
+    slice: (team: any) => team.tokens,
+    ask: (cap: number) => ({ need: 0, want: 0, model: "m", need_tokens: 2_000, want_tokens: cap }),
+    counted: (usage: any, calls: number) => usage.total_tokens === calls * 1_500,
+    unit: 1,
+  },
+};
 
-t("the same for a slice of the team's token cap of a model: offered as spare_tokens, taken back beyond its share for another member's replica", async (ctx) => {
-  // 200 call estimates of 2,000 tokens: the first slice asked for (100 of them) is half the cap.
-  const cap = 200 * 2_000;
-  const [member] = await subscribedMembers(ctx, ["offer-tokens"]);
-  const teamId = await createTeam(ctx.api, { max_spend_per_period: null, model_limits: { m: { max_tokens_per_period: cap } }, cost_rates: RATES }, [member!]);
-  const [other] = await subscribedMembers(ctx, ["offer-tokens-other"]);
-  assert.is((await ctx.api.request("PUT", `/users/${other}/team`, { body: { team_id: teamId } })).status, 200);
-  const proxy = await FaultProxy.start(ctx.stack.apiUrl);
-  proxy.recording = /POST \/users\/[^/]+\/leases$/;
-  const m = new Meter({ apiKey: ctx.apiKey, baseURL: proxy.apiUrl, leases: true, leaseIdleMs: 600_000, flushIntervalMs: 200, logger: { warn: () => undefined } });
-  let calls = 0;
-  const call = async () => {
-    (await m.reserve(member!, { model: "m", input_tokens: 1000 })).commit({ input_tokens: 1000, output_tokens: 500 });
-    calls++;
-  };
-  await call();
-  const first = proxy.exchanges[0]!;
-  assert.is(first.body.team.spare_tokens, undefined, "nothing to offer before a rate is measured");
-  assert.ok(first.answer.lease.team.tokens.added > cap / 3, `the first slice is more than a share: ${JSON.stringify(first.answer.lease.team)}`);
-  const askAsOther = async () =>
-    (await ctx.api.post(`/users/${other}/leases`, { holder: "other", need: 0, want: 0, ttl_ms: 60_000, team: { need: 0, want: 0, model: "m", need_tokens: 2_000, want_tokens: cap } })).body.lease.team.tokens;
-  assert.ok((await askAsOther()).added > 0);
-  while (calls < 50 && !proxy.exchanges.some((x) => x.body.team?.spare_tokens > 0)) {
-    await new Promise((done) => setTimeout(done, 100)); // the model call
+for (const [what, o] of Object.entries(OFFERS)) {
+  t(`a replica that asked first offers what ${what} holds beyond a round trip's needs: the service takes back what is beyond its share for another member's replica`, async (ctx) => {
+    const cap = o.cap;
+    const [member] = await subscribedMembers(ctx, [`offer-${o.spare}`]);
+    const teamId = await createTeam(ctx.api, o.plan(cap), [member!]);
+    const [other] = await subscribedMembers(ctx, [`offer-${o.spare}-other`]);
+    assert.is((await ctx.api.request("PUT", `/users/${other}/team`, { body: { team_id: teamId } })).status, 200);
+    const proxy = await FaultProxy.start(ctx.stack.apiUrl);
+    proxy.recording = /POST \/users\/[^/]+\/leases$/;
+    const m = new Meter({ apiKey: ctx.apiKey, baseURL: proxy.apiUrl, leases: true, leaseIdleMs: 600_000, flushIntervalMs: 200, logger: { warn: () => undefined } });
+    let calls = 0;
+    const call = async () => {
+      (await m.reserve(member!, { model: "m", input_tokens: 1000 })).commit({ input_tokens: 1000, output_tokens: 500 });
+      calls++;
+    };
     await call();
-  }
-  const offer = proxy.exchanges.find((x) => x.body.team?.spare_tokens > 0);
-  assert.ok(offer, `an offer was sent: ${JSON.stringify(proxy.exchanges.map((x) => x.body))}`);
-  assert.is(offer!.body.team.model, "m");
-  assert.ok(Number.isInteger(offer!.body.team.spare_tokens), "whole tokens");
-  const tokens = offer!.answer.lease.team.tokens;
-  assert.ok(tokens.returned > 0 && tokens.returned <= offer!.body.team.spare_tokens, JSON.stringify(offer));
-  assert.ok(tokens.granted - tokens.spent <= (cap - tokens.spent) / 3 + 1, "kept no more than its share of what is unsettled");
-  assert.ok((await askAsOther()).added > 0, "what went back is the other replica's to be granted");
-  assert.is(m.stats.lease_waits, 1, "no call waited after the first");
-  assert.ok(await m.shutdown({ timeoutMs: 20_000 }));
-  await proxy.close();
-  await eventually(async () => (await ctx.api.get(`/teams/${teamId}/usage`)).body.total_tokens === calls * 1_500 || null, 30_000, "every call counted once");
-});
+    const first = proxy.exchanges[0]!;
+    assert.is(first.body.team[o.spare], undefined, "nothing to offer before a rate is measured");
+    assert.ok(o.slice(first.answer.lease.team).added > cap / 3, `the first slice is more than a share: ${JSON.stringify(first.answer.lease.team)}`);
+    // Another member's replica: a third of what is left.
+    const askAsOther = async () => o.slice((await ctx.api.post(`/users/${other}/leases`, { holder: "other", need: 0, want: 0, ttl_ms: 60_000, team: o.ask(cap) })).body.lease.team);
+    assert.ok((await askAsOther()).added > 0);
+    const offered = (x: (typeof proxy.exchanges)[number]) => x.body.team?.[o.spare] > 0;
+    while (calls < 50 && !proxy.exchanges.some(offered)) {
+      await new Promise((done) => setTimeout(done, 100)); // the model call
+      await call();
+    }
+    const offer = proxy.exchanges.find(offered);
+    assert.ok(offer, `an offer was sent: ${JSON.stringify(proxy.exchanges.map((x) => x.body))}`);
+    if (o.spare === "spare_tokens") assert.ok(offer!.body.team.model === "m" && Number.isInteger(offer!.body.team.spare_tokens), "whole tokens of the model");
+    const slice = o.slice(offer!.answer.lease.team);
+    assert.ok(slice.returned > 0 && slice.returned <= offer!.body.team[o.spare], JSON.stringify(offer));
+    assert.ok(slice.granted - slice.spent <= (cap - slice.spent) / 3 + o.unit, "kept no more than its share of what is unsettled");
+    assert.ok((await askAsOther()).added > 0, "what went back is the other replica's to be granted");
+    assert.is(m.stats.lease_waits, 1, "no call waited after the first");
+    assert.ok(await m.shutdown({ timeoutMs: 20_000 }));
+    await proxy.close();
+    await eventually(async () => o.counted((await ctx.api.get(`/teams/${teamId}/usage`)).body, calls) || null, 30_000, "every call counted once");
+  });
+}
 
 t("an older service that refuses the team offer's field: the team slice keeps what it offered, and nothing is offered again for a while", async (ctx) => {
   const cap = 200 * 0.02;

@@ -34,7 +34,7 @@ from .lease_books import (
     team_window_cap_of,
     window_cap_of,
 )
-from .lease_sizing import asked, balance, renew_at, renew_margin, spare, spared, team_spared
+from .lease_sizing import asked, balance, renew_at, renew_margin, spare, spared
 from .lease_windows import OPEN_RETRY, UNLIMITED_FOR, WindowAsk, window_asks, window_wire, windows_granted
 from .money import add_dollars
 from .periods import parse_time
@@ -308,7 +308,7 @@ class LeaseRequests:
                 if team_offered != (0.0, 0) and tb is not None:
                     got = lease.get("team") if isinstance(lease, dict) and res.get("limited") else None
                     got = got if isinstance(got, dict) else None
-                    team_spared(tb, n.team_model, team_offered, got, self.settings.ttl, clock_now())
+                    spared(tb, n.team_model, team_offered, got, self.settings.ttl, clock_now())
                 team_ok = True
                 if tb is not None and team_ask is not None:
                     answer = lease.get("team") if isinstance(lease, dict) and res.get("limited") else None
@@ -389,7 +389,7 @@ class LeaseRequests:
                             b.spare_at = clock_now() + UNLIMITED_FOR
                 if team_offered != (0.0, 0) and tb is not None:
                     with self.lock:
-                        team_spared(tb, n.team_model, team_offered, None, self.settings.ttl, clock_now())
+                        spared(tb, n.team_model, team_offered, None, self.settings.ttl, clock_now())
                         if offer_refused:
                             tb.spare_at = clock_now() + UNLIMITED_FOR
                 if err.status == 422 and not offer_refused and (windows or members):

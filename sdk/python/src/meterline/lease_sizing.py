@@ -128,11 +128,16 @@ def team_spares(tb: TeamBook, model: str | None, now: float) -> bool:
 
 
 def spared(
-    b: Book, model: str | None, offered: tuple[float, int], lease: dict[str, Any] | None, ttl: float, now: float
+    b: Book | TeamBook,
+    model: str | None,
+    offered: tuple[float, int],
+    lease: dict[str, Any] | None,
+    ttl: float,
+    now: float,
 ) -> None:
-    """The answer to an offer (None: refused, nothing taken): what was not taken back is the slices' again. The next
-    offer waits a planned round trip after one the service took from, and twice as long as the last after one it
-    took nothing of."""
+    """The answer to an offer of a book's slices, the user's or its team's (None: refused, nothing taken): what was
+    not taken back is the slices' again. The next offer waits a planned round trip after one the service took from,
+    and twice as long as the last after one it took nothing of."""
     spare_dollars, spare_tokens = offered
     returned = min(spare_dollars, float(lease.get("returned") or 0)) if lease else 0.0
     lt = lease.get("tokens") if lease else None
@@ -141,20 +146,6 @@ def spared(
     if model is not None and spare_tokens > 0:
         b.slice(model).granted += spare_tokens - returned_tokens
     _next_offer(b, returned > 0 or returned_tokens > 0, ttl, now)
-
-
-def team_spared(
-    tb: TeamBook, model: str | None, offered: tuple[float, int], team: dict[str, Any] | None, ttl: float, now: float
-) -> None:
-    """The answer to an offer of the team's slices (None: refused, nothing taken), as spared()."""
-    spare_dollars, spare_tokens = offered
-    returned = min(spare_dollars, float(team.get("returned") or 0)) if team else 0.0
-    tt = team.get("tokens") if team else None
-    returned_tokens = min(spare_tokens, int(tt.get("returned") or 0)) if isinstance(tt, dict) else 0
-    tb.spend.granted = add_dollars(tb.spend.granted, add_dollars(spare_dollars, -returned))
-    if model is not None and spare_tokens > 0:
-        tb.slice(model).granted += spare_tokens - returned_tokens
-    _next_offer(tb, returned > 0 or returned_tokens > 0, ttl, now)
 
 
 def _next_offer(b: Book | TeamBook, took: bool, ttl: float, now: float) -> None:
