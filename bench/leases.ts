@@ -99,7 +99,7 @@ function report(title: string, rows: Row[]): void {
 }
 
 /** When the calls far from the cap that waited (> 5 ms, after each worker's first) began, from the run's first call. */
-function waitsByTime({ r, cap, perCall }: Row): void {
+function waitsByTime({ name, r, cap, perCall }: Row): void {
   const commits = r.replicas.flatMap((x) => x.committed).sort((a, b) => a - b);
   const farUntil = commits[Math.ceil((0.8 * cap) / perCall) - 1] ?? Infinity;
   const t0 = Math.min(...r.replicas.map((x) => x.started[0] ?? Infinity));
@@ -114,7 +114,7 @@ function waitsByTime({ r, cap, perCall }: Row): void {
   }
   const waited = buckets.reduce((a, b) => a + b.n, 0);
   const labels = buckets.map((b, i) => `${i === 0 ? 0 : buckets[i - 1]!.s}-${b.s === Infinity ? "end" : b.s} s: ${b.n}`);
-  console.log(`far from the cap: ${waited} of ${warm} calls after each worker's first waited > 5 ms; by when they began in the run: ${labels.join(", ")}`);
+  console.log(`${name}, far from the cap: ${waited} of ${warm} calls after each worker's first waited > 5 ms; by when they began in the run: ${labels.join(", ")}`);
   // A reserve() slower than 5 ms may be a replica's process kept off the CPU (the calls without
   // leases, which never ask the service, show as much); the client's own count says which calls
   // waited for a lease answer: those each replica began to wait for after its first grant (its
@@ -128,7 +128,7 @@ function waitsByTime({ r, cap, perCall }: Row): void {
     });
     leaseWaits += last - x.firstGrantWaits;
   }
-  console.log(`far from the cap: ${leaseWaits} calls waited for a lease answer after their replica's first grant (target 0; the client's MeterStats.lease_waits)`);
+  console.log(`${name}, far from the cap: ${leaseWaits} calls waited for a lease answer after their replica's first grant (target 0; the client's MeterStats.lease_waits)`);
 }
 
 // 1. The product case. Without leases each replica spends until its own view passes the cap (up to 8x it): stopped at 1.1x the cap's calls.
@@ -149,7 +149,7 @@ if (product.length > 0) {
 }
 if (sprint.length > 0) {
   report(`Sprint case: a cap of ${SPRINT_CALLS} call estimates (the far phase lasts a few round trips)`, sprint);
-  waitsByTime(sprint[0]!);
+  for (const row of sprint) waitsByTime(row);
 }
 
 // 4. The team sprint: the same cap shared by the members' replicas through the team's slices.
