@@ -32,6 +32,8 @@ export const ingestionSettingsFields = {
   /** Budget leases: default lifetime, and how long after expiry the unsettled part stays held. */
   LEASE_TTL_MS: Type.Integer({ default: 60_000, minimum: 100, maximum: 3_600_000 }),
   LEASE_GRACE_MS: Type.Integer({ default: 30_000, minimum: 0, maximum: 3_600_000 }),
+  /** The first lease requests for a budget not asked for within a minute wait until none arrived for this long, then share what is free equally (0: no wait). */
+  LEASE_GATHER_MS: Type.Integer({ default: 25, minimum: 0, maximum: 1_000 }),
 };
 
 export const ingestionConfigSchema = serviceConfigSchema({ port: 9093, db: "meter_ingestion" }, ingestionSettingsFields);
@@ -48,6 +50,7 @@ export function ingestionSettings(config: {
   INGESTION_CROSSING_DAYS: number;
   LEASE_TTL_MS: number;
   LEASE_GRACE_MS: number;
+  LEASE_GATHER_MS: number;
   INGESTION_PRODUCT_CONCURRENCY: number;
   INGESTION_MAX_EVENTS_IN_FLIGHT: number;
 }) {
@@ -56,6 +59,7 @@ export function ingestionSettings(config: {
     maxEventsInFlight: config.INGESTION_MAX_EVENTS_IN_FLIGHT,
     leaseTtlMs: config.LEASE_TTL_MS,
     leaseGraceMs: config.LEASE_GRACE_MS,
+    leaseGatherMs: config.LEASE_GATHER_MS,
     relayIntervalMs: config.RELAY_INTERVAL_MS,
     relayMaxBackoffMs: config.RELAY_MAX_BACKOFF_MS,
     idlePollMaxMs: config.IDLE_POLL_MAX_MS,

@@ -87,6 +87,8 @@ export interface IngestionServiceOptions {
   /** Budget leases: default lifetime and grace after expiry (ms). */
   leaseTtlMs?: number;
   leaseGraceMs?: number;
+  /** The first lease requests for a budget not asked for lately wait for each other until none arrived for this long (ms; 0: no wait). Default 25. */
+  leaseGatherMs?: number;
   /** Peer overrides (tests); by default gRPC clients to `peers`. */
   users?: UserDirectory;
   webhooks?: WebhookPublisher;
@@ -148,9 +150,9 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
     leases: {
       ttlMs: opts.leaseTtlMs ?? 60_000,
       graceMs: opts.leaseGraceMs ?? 30_000,
-      store: new LeaseStore(counters.counters),
+      store: new LeaseStore(counters.counters, "user_id", opts.leaseGatherMs ?? 25),
       windows: new WindowLeaseStore(windows.windows, emptyWindowDoc(), windowMove),
-      teams: new LeaseStore(teamCounters.counters, "team_id"),
+      teams: new LeaseStore(teamCounters.counters, "team_id", opts.leaseGatherMs ?? 25),
       teamWindows: new WindowLeaseStore(teamWindows.windows, emptyWindowDoc("team_id"), teamWindowMove),
       // A team's windows within its period are counted in its period counter (teams/count.ts), their slices beside them.
       teamCounterWindows: new WindowLeaseStore(teamCounters.counters as unknown as Collection<WindowDoc>, (ref) => emptyCounter({ productId: ref.productId, userId: ref.userId, start: ref.start!, end: ref.end! }, "team_id")),

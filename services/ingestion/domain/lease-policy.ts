@@ -52,6 +52,14 @@ export interface GrantInput {
   dim?: Dimension;
   /** Grants are whole numbers (nano-dollars, tokens). */
   whole?: boolean;
+  /**
+   * Requests granted in the same write that ask for this dimension: the holders of the others
+   * (`holders`), and how many of them come after this one (`later`). The share is counted
+   * against the holders outside the write and those later ones, each as if it held a slice
+   * already (those before took theirs out of what is free): requests that arrive together split
+   * what is free equally, where one after the other the first would take the most.
+   */
+  together?: { holders: ReadonlySet<string>; later: number };
 }
 
 export interface Grant {
@@ -74,11 +82,16 @@ export interface Grant {
  */
 export function grant(g: GrantInput): Grant {
   const { held, others } = holdings(g);
-  return sliceOf({ free: g.cap - g.settled - held, others, need: g.need, want: g.want, whole: g.whole });
+  const sharers = g.together ? holdings({ ...g, skip: g.together.holders }).others + g.together.later : others;
+  return sliceOf({ free: g.cap - g.settled - held, others, sharers, need: g.need, want: g.want, whole: g.whole });
 }
 
 /** What the live leases hold in a dimension: in all, by `holder`, and how many others hold some. */
-function holdings(g: { leases: Record<string, LeaseEntry>; holder: string; now: number; graceMs: number; dim?: Dimension }): { held: number; mine: number; others: number } {
+function holdings(g: { leases: Record<string, LeaseEntry>; holder: string; now: number; graceMs: number; dim?: Dimension; skip?: ReadonlySet<string> }): {
+  held: number;
+  mine: number;
+  others: number;
+} {
   const dim = g.dim ?? null;
   let held = 0;
   let mine = 0;
@@ -87,7 +100,7 @@ function holdings(g: { leases: Record<string, LeaseEntry>; holder: string; now: 
     const o = outstanding(l, g.now, g.graceMs, dim);
     held += o;
     if (id === g.holder) mine = o;
-    else if (o > 0) others++;
+    else if (o > 0 && !g.skip?.has(id)) others++;
   }
   return { held, mine, others };
 }
@@ -97,6 +110,8 @@ export interface SliceInput {
   free: number;
   /** Holders other than the asking one with something outstanding. */
   others: number;
+  /** Whom the share is counted against (default `others`): see GrantInput.together. */
+  sharers?: number;
   need: number;
   want: number;
   whole?: boolean;
@@ -107,7 +122,7 @@ export function sliceOf(g: SliceInput): Grant {
   const others = g.others;
   const remaining = Math.max(0, g.free);
   if (remaining < g.need || remaining <= 0) return { added: 0, remaining, holders: others };
-  const share = remaining / (others + 2);
+  const share = remaining / ((g.sharers ?? others) + 2);
   const slice = Math.min(remaining, Math.min(g.want, Math.max(g.need, share)));
   // need is whole for tokens and at most remaining, so the floor still covers it.
   const added = g.whole ? Math.floor(slice) : slice;

@@ -18,4 +18,20 @@ test("requests of one group share the cap: the second counts the first's slice, 
   }
 });
 
+test("requests granted in one write share what is free equally, and leave a newcomer as much as each took", () => {
+  const withHolder = { ...counter, leases: { old: { granted: 40, spent: 0, expires_at: new Date(now.getTime() + 60_000) } } } as LeasedCounter;
+  // 60 free beside one holder: four asking together take 60 / (1 + 4 + 1) each.
+  const { outcomes } = planGroup(withHolder, ["a", "b", "c", "d"].map((h) => ask(h, 0, 100)));
+  assert.equal(
+    outcomes.map((o) => ("view" in o ? o.view.grants[0]!.added : -1)),
+    [10, 10, 10, 10],
+  );
+  // Alone, the first would have taken 60 / 3.
+  const alone = planGroup(withHolder, [ask("a", 0, 100)]).outcomes[0]!;
+  assert.is("view" in alone && alone.view.grants[0]!.added, 20);
+  // A request that wants nothing does not count among those sharing.
+  const probe = planGroup(counter, [ask("a", 0, 100), ask("probe", 0, 0)]).outcomes[0]!;
+  assert.is("view" in probe && probe.view.grants[0]!.added, 50);
+});
+
 test.run();

@@ -8,6 +8,12 @@ import { readTotals, type StoredCounterDoc } from "../store/counters.ts";
 
 /** Most leases (holders) one user's period may have at once. */
 export const MAX_LEASES = 1_000;
+/** A counter asked for a slice through this process within this long (ms) is granted from at once (LeaseStore.acquire). */
+const WARM_MS = 60_000;
+/** Counters remembered as asked for lately, beyond which those asked for longer ago are forgotten. */
+const MAX_WARM = 10_000;
+/** A gathering lasts at most this many quiet periods (LeaseStore.acquire). */
+const GATHER_MAX_QUIETS = 4;
 /** Conditional writes tried before a grant gives up (each miss means another writer won). */
 const ATTEMPTS = 50;
 
@@ -55,6 +61,13 @@ export interface Pending {
   a: AcquireInput;
 }
 
+/** First requests for a counter waiting for each other, and the timers that end the wait. */
+interface Gathering {
+  items: { p: Pending; resolve: (v: LeaseView) => void; reject: (e: unknown) => void }[];
+  quiet: NodeJS.Timeout;
+  cutoff: NodeJS.Timeout;
+}
+
 /** What a group's write does for one of its requests: its answer, or why it is refused. */
 type Outcome = { view: LeaseView } | { error: Error };
 
@@ -70,21 +83,69 @@ type Outcome = { view: LeaseView } | { error: Error };
  * next, in arrival order, each seeing the slices granted before it. Replicas that ask at once
  * (they run low together) would otherwise each read, lose the conditional write to another and
  * retry, one round trip of the database per holder ahead of them, on the busiest counter.
+ *
+ * Those granted in one write share what is free equally (GrantInput.together). Replicas that
+ * start together ask within tens of milliseconds of each other: granted in arrival order, the
+ * first would take up to half the cap and the eighth a fiftieth of it, and run dry within its
+ * first round trip (`npm run bench:leases`, sprint case). So the first requests for a counter
+ * not asked for through this process within WARM_MS wait until none has arrived for `gatherMs`
+ * (at most GATHER_MAX_QUIETS times that), and are granted in one write.
  */
 export class LeaseStore {
   /** Requests for one counter, granted a group per write (lib's GroupCommit, keyed by the counter's id). */
-  private readonly groups = new GroupCommit<Pending, LeaseView>(async (group) =>
-    (await this.grantGroup(group)).map((o) => ("view" in o ? o.view : o.error)),
+  private readonly groups = new GroupCommit<Pending, LeaseView>(
+    async (group) => (await this.grantGroup(group)).map((o) => ("view" in o ? o.view : o.error)),
+    // The requests a gathering hands over at once go in one round (acquire).
+    () => Promise.resolve(),
   );
+  /** When each counter was last asked for a slice through this process (ms). */
+  private readonly asked = new Map<string, number>();
+  /** The first requests for a counter not asked for lately, waiting for each other. */
+  private readonly gathering = new Map<string, Gathering>();
 
-  /** `owner`: the counters' owner field (a team's counters in team_counters are keyed by "team_id", store/counters.ts). */
+  /**
+   * `owner`: the counters' owner field (a team's counters in team_counters are keyed by "team_id", store/counters.ts).
+   * `gatherMs`: the quiet period that ends a gathering of first requests (0: none gather).
+   */
   constructor(
     private readonly counters: Collection<LeasedCounter>,
     private readonly owner: "user_id" | "team_id" = "user_id",
+    private readonly gatherMs = 0,
   ) {}
 
   acquire(ref: CounterRef, a: AcquireInput): Promise<LeaseView> {
-    return this.groups.run({ ref, a }, ref.id);
+    // A request asking for nothing (a renewal, a probe) neither waits nor counts.
+    if (this.gatherMs <= 0 || !a.asks.some((ask) => ask.want > 0)) return this.groups.run({ ref, a }, ref.id);
+    const now = Date.now();
+    const last = this.asked.get(ref.id);
+    this.asked.set(ref.id, now);
+    if (this.asked.size > MAX_WARM) for (const [id, t] of this.asked) if (now - t >= WARM_MS) this.asked.delete(id);
+    const batch = this.gathering.get(ref.id);
+    if (last !== undefined && now - last < WARM_MS && !batch) return this.groups.run({ ref, a }, ref.id);
+    return new Promise((resolve, reject) => {
+      const item = { p: { ref, a }, resolve, reject };
+      if (batch) {
+        batch.items.push(item);
+        // Each request arriving gives the others another quiet period.
+        batch.quiet.refresh();
+        return;
+      }
+      this.gathering.set(ref.id, {
+        items: [item],
+        quiet: setTimeout(() => this.handOver(ref.id), this.gatherMs),
+        cutoff: setTimeout(() => this.handOver(ref.id), GATHER_MAX_QUIETS * this.gatherMs),
+      });
+    });
+  }
+
+  /** The requests gathered for a counter go in one round (the GroupCommit's gather lets them all join it). */
+  private handOver(id: string): void {
+    const gathered = this.gathering.get(id);
+    if (!gathered) return;
+    this.gathering.delete(id);
+    clearTimeout(gathered.quiet);
+    clearTimeout(gathered.cutoff);
+    for (const w of gathered.items) this.groups.run(w.p, id).then(w.resolve, w.reject);
   }
 
   private async grantGroup(group: readonly Pending[]): Promise<Outcome[]> {
@@ -161,6 +222,9 @@ export function planGroup(doc: LeasedCounter, group: readonly Pending[]): { outc
   const inc: Record<string, number> = { version: 1 };
   const written = new Set<string>();
   const lapsed = new Set<string>();
+  // The holders asking for a slice of each dimension in this write, in order: they share what is free equally (GrantInput.together).
+  const asking = new Map<Dimension, string[]>();
+  if (group.length > 1) for (const { a } of group) for (const ask of a.asks) if (ask.want > 0) (asking.get(ask.dim) ?? asking.set(ask.dim, []).get(ask.dim)!).push(a.holder);
   const outcomes = group.map(({ a }): Outcome => {
     const now = a.now.getTime();
     const mine = own(leases, a.holder);
@@ -168,7 +232,10 @@ export function planGroup(doc: LeasedCounter, group: readonly Pending[]): { outc
       const facts = { cap: ask.cap, settled: settledOf(doc, ask.dim), leases, holder: a.holder, now, graceMs: a.graceMs, dim: ask.dim };
       // A holder holding more than its share gives back instead of being granted more.
       const back = ask.spare ? takeBack({ ...facts, spare: ask.spare }) : null;
-      return back?.returned ? back : grant({ ...facts, need: ask.need, want: ask.want, whole: true });
+      if (back?.returned) return back;
+      const all = asking.get(ask.dim) ?? [];
+      const together = all.length > 1 ? { holders: new Set(all.filter((h) => h !== a.holder)), later: all.length - 1 - all.indexOf(a.holder) } : undefined;
+      return grant({ ...facts, need: ask.need, want: ask.want, whole: true, together });
     });
     if (grants.every((g) => g.added === 0 && !g.returned)) {
       // Nothing more, but a live lease's holder still holds what it was granted for calls that
