@@ -22,11 +22,11 @@ _LOOKAHEAD = 3
 _MIN_CALL = 0.008
 # A slice holding more than _SPARE_ABOVE planned round trips of its spend rate offers the part beyond _SPARE_KEEP of
 # them back with its next request (``spare``; the service takes only what the lease holds beyond an equal share):
-# replicas whose first requests the service did not gather are granted the cap in the order they ask, and the first
-# ones would otherwise sit for seconds on what the last ones run short of. What is offered is not spent until the answer comes: two round trips
-# kept cover the offer's own, even one that takes twice as long as planned (the TypeScript client's SPARE_KEEP). A
-# team's spend slice and its slice of a model's team token cap are offered the same way (``team.spare``,
-# ``team.spare_tokens``): the holders serving every member share its caps.
+# replicas whose first requests the service did not gather are granted the cap in the order they ask, and the first ones
+# would otherwise sit for seconds on what the last ones run short of. What is offered is not spent until the answer
+# comes: two round trips kept cover the offer's own, even one that takes twice as long as planned (the TypeScript
+# client's SPARE_KEEP). A team's spend slice and its slice of a model's team token cap are offered the same way
+# (``team.spare``, ``team.spare_tokens``): the holders serving every member share its caps.
 _SPARE_ABOVE = 3
 _SPARE_KEEP = 2
 
