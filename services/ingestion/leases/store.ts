@@ -8,10 +8,8 @@ import { readTotals, type StoredCounterDoc } from "../store/counters.ts";
 
 /** Most leases (holders) one user's period may have at once. */
 export const MAX_LEASES = 1_000;
-/** A counter asked for a slice through this process within this long (ms) is granted from at once (LeaseStore.acquire). */
+/** A counter asked for a slice through this process within this long (ms), or up to twice as long, is granted from at once (LeaseStore.acquire). */
 const WARM_MS = 60_000;
-/** Counters remembered as asked for lately, beyond which those asked for longer ago are forgotten. */
-const MAX_WARM = 10_000;
 /** A gathering lasts at most this many quiet periods (LeaseStore.acquire). */
 const GATHER_MAX_QUIETS = 4;
 /** Conditional writes tried before a grant gives up (each miss means another writer won). */
@@ -88,8 +86,8 @@ type Outcome = { view: LeaseView } | { error: Error };
  * start together ask within tens of milliseconds of each other: granted in arrival order, the
  * first would take up to half the cap and the eighth a fiftieth of it, and run dry within its
  * first round trip (`npm run bench:leases`, sprint case). So the first requests for a counter
- * not asked for through this process within WARM_MS wait until none has arrived for `gatherMs`
- * (at most GATHER_MAX_QUIETS times that), and are granted in one write.
+ * not asked for through this process within WARM_MS (or up to twice that) wait until none has
+ * arrived for `gatherMs` (at most GATHER_MAX_QUIETS times that), and are granted in one write.
  */
 export class LeaseStore {
   /** Requests for one counter, granted a group per write (lib's GroupCommit, keyed by the counter's id). */
@@ -98,8 +96,14 @@ export class LeaseStore {
     // The requests a gathering hands over at once go in one round (acquire).
     () => Promise.resolve(),
   );
-  /** When each counter was last asked for a slice through this process (ms). */
-  private readonly asked = new Map<string, number>();
+  /**
+   * The counters asked for a slice through this process since `since` (asked) and in the
+   * WARM_MS before (before): two generations, so that remembering them costs a request O(1)
+   * and memory only for the counters of the last two minutes.
+   */
+  private asked = new Set<string>();
+  private before = new Set<string>();
+  private since = Date.now();
   /** The first requests for a counter not asked for lately, waiting for each other. */
   private readonly gathering = new Map<string, Gathering>();
 
@@ -117,11 +121,15 @@ export class LeaseStore {
     // A request asking for nothing (a renewal, a probe) neither waits nor counts.
     if (this.gatherMs <= 0 || !a.asks.some((ask) => ask.want > 0)) return this.groups.run({ ref, a }, ref.id);
     const now = Date.now();
-    const last = this.asked.get(ref.id);
-    this.asked.set(ref.id, now);
-    if (this.asked.size > MAX_WARM) for (const [id, t] of this.asked) if (now - t >= WARM_MS) this.asked.delete(id);
+    if (now - this.since >= WARM_MS) {
+      this.before = now - this.since >= 2 * WARM_MS ? new Set() : this.asked;
+      this.asked = new Set();
+      this.since = now;
+    }
+    const warm = this.asked.has(ref.id) || this.before.has(ref.id);
+    this.asked.add(ref.id);
     const batch = this.gathering.get(ref.id);
-    if (last !== undefined && now - last < WARM_MS && !batch) return this.groups.run({ ref, a }, ref.id);
+    if (warm && !batch) return this.groups.run({ ref, a }, ref.id);
     return new Promise((resolve, reject) => {
       const item = { p: { ref, a }, resolve, reject };
       if (batch) {
