@@ -55,11 +55,11 @@ const RATE_MIN_WINDOW_MS = 100;
  * beyond SPARE_KEEP of them back with its next request (`spare`; the service takes only what the
  * lease holds beyond an equal share): replicas whose first requests the service did not
  * gather are granted the cap in the order they ask, and the first ones would otherwise sit for
- * seconds on what the last ones run short of. What is offered is not spent until the answer comes: two round trips kept cover the
- * offer's own, even one that takes twice as long as planned (`npm run bench:leases`: keeping
- * one, calls waited for offers that took 1.2 s). A team's spend slice and its slice of a
- * model's team token cap are offered the same way (`team.spare`, `team.spare_tokens`): the
- * holders serving every member of the team share its caps.
+ * seconds on what the last ones run short of. What is offered is not spent until the answer
+ * comes: two round trips kept cover the offer's own, even one that takes twice as long as
+ * planned (`npm run bench:leases`: keeping one, calls waited for offers that took 1.2 s). A
+ * team's spend slice and its slice of a model's team token cap are offered the same way
+ * (`team.spare`, `team.spare_tokens`): the holders serving every member of the team share its caps.
  */
 const SPARE_ABOVE = 3;
 const SPARE_KEEP = 2;

@@ -53,9 +53,9 @@ export interface GrantInput {
   /** Grants are whole numbers (nano-dollars, tokens). */
   whole?: boolean;
   /**
-   * Requests granted in the same write that ask for this dimension: the holders of the others
-   * (`holders`), and how many of them come after this one (`later`). The share is counted
-   * against the holders outside the write and those later ones, each as if it held a slice
+   * Requests granted in the same write that ask for this dimension: their holders (`holders`,
+   * this one's among them or not), and how many come after this one (`later`). The share is
+   * counted against the holders outside the write and those later ones, each as if it held a slice
    * already (those before took theirs out of what is free): requests that arrive together split
    * what is free equally, where one after the other the first would take the most.
    */
@@ -81,28 +81,34 @@ export interface Grant {
  * asks rarely; near it the slices shrink with every grant until they cover single calls.
  */
 export function grant(g: GrantInput): Grant {
-  const { held, others } = holdings(g);
-  const sharers = g.together ? holdings({ ...g, skip: g.together.holders }).others + g.together.later : others;
+  const { held, others, outside } = holdings(g, g.together?.holders);
+  const sharers = g.together ? outside + g.together.later : others;
   return sliceOf({ free: g.cap - g.settled - held, others, sharers, need: g.need, want: g.want, whole: g.whole });
 }
 
-/** What the live leases hold in a dimension: in all, by `holder`, and how many others hold some. */
-function holdings(g: { leases: Record<string, LeaseEntry>; holder: string; now: number; graceMs: number; dim?: Dimension; skip?: ReadonlySet<string> }): {
-  held: number;
-  mine: number;
-  others: number;
-} {
+/**
+ * What the live leases hold in a dimension: in all, by `holder`, how many others hold some, and
+ * how many of those are not in `write` (the holders asking in the same write: GrantInput.together).
+ */
+function holdings(
+  g: { leases: Record<string, LeaseEntry>; holder: string; now: number; graceMs: number; dim?: Dimension },
+  write?: ReadonlySet<string>,
+): { held: number; mine: number; others: number; outside: number } {
   const dim = g.dim ?? null;
   let held = 0;
   let mine = 0;
   let others = 0;
+  let outside = 0;
   for (const [id, l] of Object.entries(g.leases)) {
     const o = outstanding(l, g.now, g.graceMs, dim);
     held += o;
     if (id === g.holder) mine = o;
-    else if (o > 0 && !g.skip?.has(id)) others++;
+    else if (o > 0) {
+      others++;
+      if (!write?.has(id)) outside++;
+    }
   }
-  return { held, mine, others };
+  return { held, mine, others, outside };
 }
 
 export interface SliceInput {

@@ -230,19 +230,29 @@ export function planGroup(doc: LeasedCounter, group: readonly Pending[]): { outc
   const inc: Record<string, number> = { version: 1 };
   const written = new Set<string>();
   const lapsed = new Set<string>();
-  // The holders asking for a slice of each dimension in this write, in order: they share what is free equally (GrantInput.together).
-  const asking = new Map<Dimension, string[]>();
-  if (group.length > 1) for (const { a } of group) for (const ask of a.asks) if (ask.want > 0) (asking.get(ask.dim) ?? asking.set(ask.dim, []).get(ask.dim)!).push(a.holder);
+  // The requests asking for a slice of each dimension in this write: they share what is free equally (GrantInput.together).
+  const asking = new Map<Dimension, { holders: Set<string>; count: number; seen: number }>();
+  if (group.length > 1) {
+    for (const { a } of group) {
+      for (const ask of a.asks) {
+        if (ask.want <= 0) continue;
+        const d = asking.get(ask.dim) ?? asking.set(ask.dim, { holders: new Set(), count: 0, seen: 0 }).get(ask.dim)!;
+        d.holders.add(a.holder);
+        d.count++;
+      }
+    }
+  }
   const outcomes = group.map(({ a }): Outcome => {
     const now = a.now.getTime();
     const mine = own(leases, a.holder);
     const grants = a.asks.map((ask) => {
       const facts = { cap: ask.cap, settled: settledOf(doc, ask.dim), leases, holder: a.holder, now, graceMs: a.graceMs, dim: ask.dim };
+      const d = ask.want > 0 ? asking.get(ask.dim) : undefined;
+      const later = d ? d.count - 1 - d.seen++ : 0;
       // A holder holding more than its share gives back instead of being granted more.
       const back = ask.spare ? takeBack({ ...facts, spare: ask.spare }) : null;
       if (back?.returned) return back;
-      const all = asking.get(ask.dim) ?? [];
-      const together = all.length > 1 ? { holders: new Set(all.filter((h) => h !== a.holder)), later: all.length - 1 - all.indexOf(a.holder) } : undefined;
+      const together = d && d.count > 1 ? { holders: d.holders, later } : undefined;
       return grant({ ...facts, need: ask.need, want: ask.want, whole: true, together });
     });
     if (grants.every((g) => g.added === 0 && !g.returned)) {
