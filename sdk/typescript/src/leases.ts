@@ -1234,10 +1234,7 @@ export class Leases {
     const returnedTokens = Math.min(spareTokens, lease?.tokens?.returned ?? 0);
     b.spend.granted = addDollars(b.spend.granted, addDollars(spare, -returned));
     if (model !== null && spareTokens > 0) b.slice(model).granted += spareTokens - returnedTokens;
-    this.nextOffer(b, returned > 0 || returnedTokens > 0);
-  }
-
-  private nextOffer(b: Sizing, took: boolean): void {
+    const took = returned > 0 || returnedTokens > 0;
     b.spareGap = took ? RATE_MIN_WINDOW_MS : Math.min(2 * b.spareGap, this.renewMargin(b));
     b.spareAt = Date.now() + (took ? this.horizon(b) : b.spareGap);
   }

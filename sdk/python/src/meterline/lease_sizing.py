@@ -145,9 +145,6 @@ def spared(
     b.spend.granted = add_dollars(b.spend.granted, add_dollars(spare_dollars, -returned))
     if model is not None and spare_tokens > 0:
         b.slice(model).granted += spare_tokens - returned_tokens
-    _next_offer(b, returned > 0 or returned_tokens > 0, ttl, now)
-
-
-def _next_offer(b: Book | TeamBook, took: bool, ttl: float, now: float) -> None:
+    took = returned > 0 or returned_tokens > 0
     b.spare_gap = RATE_MIN_WINDOW if took else min(2 * b.spare_gap, renew_margin(b, ttl))
     b.spare_at = now + (horizon(b) if took else b.spare_gap)
