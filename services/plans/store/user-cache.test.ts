@@ -218,6 +218,21 @@ t("a replica nobody reads from stops polling; its next read comes from the datab
   }
 });
 
+t("a user read in the last fifth of its time in memory is read again in the background while memory answers", async ({ db }) => {
+  const productId = randomUUID();
+  let skewMs = 0;
+  const here = new UserStore(db, { logger, cacheBytes: 8 << 20, now: () => Date.now() + skewMs });
+  await seedQuietly(db, productId, "gus", "free");
+  assert.is((await here.get(productId, "gus"))!.name, "gus");
+  // Changed and named to nobody (the writer died before naming it): only the TTL's backstop, or a read ahead of it, finds it.
+  await rename(db, productId, "gus", "renamed unnamed");
+  assert.is((await here.get(productId, "gus"))!.name, "gus", "memory answers");
+  // Nine of its ten minutes gone: the read answers at once from memory, and reads it again behind.
+  skewMs = 9 * 60_000;
+  assert.is((await here.get(productId, "gus"))!.name, "gus", "the read that finds it ageing is answered from memory");
+  await eventually(async () => (await here.get(productId, "gus"))!.name === "renamed unnamed", 5_000, "the user read again before its TTL passed");
+});
+
 t("a stopped cache answers every user from the database", async ({ db }) => {
   const productId = randomUUID();
   const here = replica(db);

@@ -2,6 +2,7 @@ import { BSON, type Collection, type Db } from "mongodb";
 import { LRUCache } from "lru-cache";
 import type { Logger } from "@meter/lib/logger";
 import { findByIds, isDuplicateKeyError } from "@meter/lib/mongo";
+import { dueForRefresh } from "@meter/lib/refresh-ahead";
 
 /**
  * How replicas learn of each other's user changes: the `user_changes` collection is a ring of
@@ -27,6 +28,14 @@ const WINDOW_S = 10;
 const POLL_MS = 500;
 /** Backstop for a change whose writer died between writing the user and naming it again. */
 const TTL_MS = 10 * 60_000;
+/**
+ * A document read in the last REFRESH_SHARE of its TTL is read again in the background while
+ * the cached one answers (lib/src/refresh-ahead.ts): a user whose client refreshes its session
+ * every minute, and a team whose members are served, never make a call wait for the TTL's
+ * read. The last fifth (two minutes), not the second half: every such read is a database read,
+ * and a document in steady use is read about as often as its TTL alone would read it.
+ */
+const REFRESH_SHARE = 1 / 5;
 
 interface ChangeSlot {
   /** A string: the embedded database looks up only string and ObjectId `_id`s by its index. */
@@ -63,6 +72,7 @@ const MAX_FORGOTTEN = 10_000;
 export class UserCache {
   private readonly docs: LRUCache<string, Buffer>;
   private readonly enabled: boolean;
+  private readonly now: () => number;
   private readonly changes: Collection<ChangeSlot>;
   /** Orders reads and forgettings: a read may be kept only if nothing forgot its user since it began. */
   private tick = 0;
@@ -85,6 +95,8 @@ export class UserCache {
   private timer?: NodeJS.Timeout;
   private polling?: Promise<void>;
   private lastReadAt = 0;
+  /** Documents being read again ahead of their TTL (refresh). */
+  private readonly refreshing = new Set<string>();
   /** Polling paused: nobody read a user for REST_AFTER_MS (until the next read). */
   resting = false;
 
@@ -92,12 +104,19 @@ export class UserCache {
     db: Db,
     private readonly logger: Logger,
     maxBytes: number,
-    /** The clock changes are named and polled by (tests skew it). */
-    private readonly now: () => number = Date.now,
+    /** The clock changes are named and polled by, and, when given, documents' TTL is counted by (tests skew it). */
+    now?: () => number,
   ) {
+    this.now = now ?? Date.now;
     this.lastPolled = this.second();
     this.enabled = maxBytes > 0;
-    this.docs = new LRUCache({ maxSize: Math.max(1, maxBytes), sizeCalculation: (b) => b.byteLength + 64, ttl: TTL_MS });
+    this.docs = new LRUCache({
+      maxSize: Math.max(1, maxBytes),
+      sizeCalculation: (b) => b.byteLength + 64,
+      ttl: TTL_MS,
+      // Monotonic unless a test gives its clock.
+      ...(now && { perf: { now } }),
+    });
     this.changes = db.collection<ChangeSlot>("user_changes");
   }
 
@@ -110,12 +129,16 @@ export class UserCache {
     if (this.resting) this.keepPolling(true);
     const out = new Map<string, BSON.Document>();
     const missing: string[] = [];
+    const ageing: string[] = [];
     const memory = this.answersFromMemory();
     for (const k of keys) {
       const hit = memory ? this.docs.get(k) : undefined;
-      if (hit) out.set(k, BSON.deserialize(hit));
-      else missing.push(k);
+      if (hit) {
+        out.set(k, BSON.deserialize(hit));
+        if (dueForRefresh(this.docs, k, REFRESH_SHARE) && !this.refreshing.has(k)) ageing.push(k);
+      } else missing.push(k);
     }
+    if (ageing.length > 0) void this.refresh(ageing, load);
     if (missing.length === 0) return out;
     const began = memory ? this.begin() : 0;
     try {
@@ -129,6 +152,26 @@ export class UserCache {
       if (memory) this.end(began);
     }
     return out;
+  }
+
+  /**
+   * Reads `keys` again into memory, kept as a read's answer is (not if forgotten meanwhile); a
+   * failure leaves the entries to their TTL, and the next read after it reads them itself.
+   */
+  private async refresh(keys: readonly string[], load: (missing: string[]) => Promise<Buffer[]>): Promise<void> {
+    for (const k of keys) this.refreshing.add(k);
+    const began = this.begin();
+    try {
+      for (const raw of await load([...keys])) {
+        const key = BSON.deserialize(raw)._id as string;
+        if (this.keepable(key, began)) this.docs.set(key, copy(raw));
+      }
+    } catch (err) {
+      this.logger.debug({ err }, "could not read cached users again ahead of their TTL; they will be read when it passes");
+    } finally {
+      this.end(began);
+      for (const k of keys) this.refreshing.delete(k);
+    }
   }
 
   /** Off, stopped, or polling but not heard from the ring lately: every user from the database. */
