@@ -84,6 +84,12 @@ export const ingestionBusyRefusals = counter(
   ["kind"],
 );
 
+export const userCacheReads = counter(
+  "meter_plans_cache_reads_total",
+  "Users and teams the plans service read, by where the answer came from (memory, database) and reads made in the background ahead of an entry's time (ahead).",
+  ["source"],
+);
+
 export const refusedTimestamps = counter(
   "meter_usage_events_refused_timestamp_total",
   "Usage events refused for a timestamp out of bounds, by bound (too_old: before the analytics rollup retention; future: beyond the clock skew allowed).",

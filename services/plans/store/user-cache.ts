@@ -3,6 +3,7 @@ import { LRUCache } from "lru-cache";
 import type { Logger } from "@meter/lib/logger";
 import { findByIds, isDuplicateKeyError } from "@meter/lib/mongo";
 import { dueForRefresh } from "@meter/lib/refresh-ahead";
+import { userCacheReads } from "@meter/lib/metrics";
 
 /**
  * How replicas learn of each other's user changes: the `user_changes` collection is a ring of
@@ -139,7 +140,9 @@ export class UserCache {
       } else missing.push(k);
     }
     if (ageing.length > 0) void this.refresh(ageing, load);
+    userCacheReads.inc({ source: "memory" }, out.size);
     if (missing.length === 0) return out;
+    userCacheReads.inc({ source: "database" }, missing.length);
     const began = memory ? this.begin() : 0;
     try {
       for (const raw of await load(missing)) {
@@ -160,6 +163,7 @@ export class UserCache {
    */
   private async refresh(keys: readonly string[], load: (missing: string[]) => Promise<Buffer[]>): Promise<void> {
     for (const k of keys) this.refreshing.add(k);
+    userCacheReads.inc({ source: "ahead" }, keys.length);
     const began = this.begin();
     try {
       for (const raw of await load([...keys])) {
