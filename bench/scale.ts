@@ -37,6 +37,9 @@
 //   BENCH_SIZES=1000,10000,100000 BENCH_WINDOW=300 BENCH_SESSIONS=2000 BENCH_BATCHES=10 \
 //   BENCH_BATCH=1000 BENCH_BATCH_USERS=100 BENCH_CONCURRENCY=4 BENCH_WINDOWS=4 npm run bench:scale
 // BENCH_WINDOWS limits (day, month, rolling 5 hours, requests per minute) are on the plan; 0: none.
+// BENCH_SESSION_BLOCK=250 also prints each phase of sessions timed alone ("right after", "alone,
+// idle", "refresh, idle", the team case's) by place (p50/p99 of each 250 calls): whether a
+// phase's slow calls gather at its start.
 // BENCH_TEAMS=1000 adds the team case: a second product with the same users and plan whose users
 // are members of BENCH_TEAMS teams (user i in team i mod BENCH_TEAMS) on a team plan with a team
 // cap, a team-scope daily window and a member-scope daily window. Per size it prints both
@@ -86,6 +89,8 @@ const TEAMS = Number(process.env.BENCH_TEAMS ?? 0);
 const SIGNUP_SESSIONS = process.env.BENCH_SIGNUP_SESSIONS === "1";
 const TEAM_ROUNDS = Number(process.env.BENCH_TEAM_ROUNDS ?? 2);
 const IDLE_SETTLE_MS = 2_000;
+/** BENCH_SESSION_BLOCK=250: each idle-sessions phase also printed by its place, p50/p99 of each block of that many calls (how a phase's time moves within it). */
+const SESSION_BLOCK = Number(process.env.BENCH_SESSION_BLOCK ?? 0);
 
 const database = await benchDatabase("scale");
 const mongoUrl = database.url;
@@ -310,10 +315,16 @@ const byTurn = <K extends string>(names: readonly K[], times: readonly number[])
  * "refresh" column times the same users again in another order: the client library's refresh
  * of a user it serves.
  */
-async function idleSessions<K extends string>(users: readonly string[], products: Record<K, SessionApi>): Promise<Record<K, Timing>> {
+async function idleSessions<K extends string>(users: readonly string[], products: Record<K, SessionApi>, phase = "sessions"): Promise<Record<K, Timing>> {
   const names = Object.keys(products) as K[];
   const apis = Object.values(products) as SessionApi[];
-  return byTurn(names, await timeSessions(apis, users.flatMap((u) => apis.map((_, i): SessionCall => [i, u]))));
+  const times = await timeSessions(apis, users.flatMap((u) => apis.map((_, i): SessionCall => [i, u])));
+  if (SESSION_BLOCK > 0) {
+    const blocks = [];
+    for (let b = 0; b < times.length; b += SESSION_BLOCK) blocks.push(ms(summary(times.slice(b, b + SESSION_BLOCK))));
+    console.log(`  ${phase}, by blocks of ${SESSION_BLOCK} calls, p50/p99 ms: ${blocks.join("  ")}`);
+  }
+  return byTurn(names, times);
 }
 
 const randomUsers = (size: number) => Array.from({ length: SESSIONS }, () => userId(random(size)));
@@ -402,8 +413,8 @@ async function teamCase(size: number, teams: BenchProduct): Promise<string> {
   // The same users in both products, both read again in another order (alternating too).
   const products = { plain: sessionApi(api), teams: { ...sessionApi(teams.api), team: true } };
   const users = randomUsers(size);
-  const alone = await idleSessions(users, products);
-  const { plain: refreshPlain, teams: refreshTeams } = await idleSessions(shuffled(users), products);
+  const alone = await idleSessions(users, products, `${size} users, team case, alone (plain and teams in turn)`);
+  const { plain: refreshPlain, teams: refreshTeams } = await idleSessions(shuffled(users), products, `${size} users, team case, refresh (plain and teams in turn)`);
   teamParts.push([`${String(size).padStart(8)}  load avg ${os.loadavg()[0]!.toFixed(1)}`, ...Object.entries(await memberParts(size, teams)).map(([k, v]) => `          ${k.padEnd(34)} ${ms(v)}`)].join("\n"));
   let plainEps = 0;
   let teamEps = 0;
@@ -440,7 +451,7 @@ for (const size of SIZES) {
   // Right after the window's users were created and subscribed and the burst ingested, this
   // stack alone (the gRPC stack below starts after it): what a product's sessions meet while
   // the stack still relays and rolls up what it was just sent.
-  const rightAfter = (await idleSessions(randomUsers(size), { "in-process": sessionApi(api) }))["in-process"];
+  const rightAfter = (await idleSessions(randomUsers(size), { "in-process": sessionApi(api) }, `${size} users, right after`))["in-process"];
   // The gRPC stack (a second set of modules and a gateway on the same databases) lives only
   // while sessions are timed, so the ingestion figures meet one stack's background work.
   const grpcStack = await startStack(false);
@@ -452,9 +463,9 @@ for (const size of SIZES) {
   const drained = await idle();
   const before = await gatewaySessions();
   const users = randomUsers(size);
-  const alone = (await idleSessions(users, { "in-process": sessionApi(api) }))["in-process"];
+  const alone = (await idleSessions(users, { "in-process": sessionApi(api) }, `${size} users, alone, idle`))["in-process"];
   const after = await gatewaySessions();
-  const refresh = (await idleSessions(shuffled(users), { "in-process": sessionApi(api) }))["in-process"];
+  const refresh = (await idleSessions(shuffled(users), { "in-process": sessionApi(api) }, `${size} users, refresh, idle`))["in-process"];
   const gatewayFast = (100 * (after.fast - before.fast)) / Math.max(1, after.all - before.all);
   profiles.push(
     [`${String(size).padStart(8)}  load avg ${os.loadavg()[0]!.toFixed(1)}`, ...Object.entries(parts).map(([k, v]) => `          ${k.padEnd(28)} ${ms(v)}`)].join("\n"),
