@@ -315,7 +315,7 @@ const byTurn = <K extends string>(names: readonly K[], times: readonly number[])
  * "refresh" column times the same users again in another order: the client library's refresh
  * of a user it serves.
  */
-async function idleSessions<K extends string>(users: readonly string[], products: Record<K, SessionApi>, phase = "sessions"): Promise<Record<K, Timing>> {
+async function idleSessions<K extends string>(users: readonly string[], products: Record<K, SessionApi>, phase: string): Promise<Record<K, Timing>> {
   const names = Object.keys(products) as K[];
   const apis = Object.values(products) as SessionApi[];
   const times = await timeSessions(apis, users.flatMap((u) => apis.map((_, i): SessionCall => [i, u])));

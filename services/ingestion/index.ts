@@ -108,6 +108,8 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
   const crossings = new CrossingStore(opts.db);
   const counters = new CounterStore(opts.db);
   const lateChangeWindowMs = opts.lateChangeWindowMs ?? 600_000;
+  // The first lease requests for a budget not asked for lately wait this long for each other (LeaseStore).
+  const leaseGatherMs = opts.leaseGatherMs ?? 25;
   const arrivals = new ArrivalStore(opts.db, lateChangeWindowMs);
   const jobs = new JobStore(opts.db);
   const outbox = new OutboxStore(opts.db);
@@ -150,9 +152,9 @@ export async function createIngestionService(opts: IngestionServiceOptions): Pro
     leases: {
       ttlMs: opts.leaseTtlMs ?? 60_000,
       graceMs: opts.leaseGraceMs ?? 30_000,
-      store: new LeaseStore(counters.counters, "user_id", opts.leaseGatherMs ?? 25),
+      store: new LeaseStore(counters.counters, "user_id", leaseGatherMs),
       windows: new WindowLeaseStore(windows.windows, emptyWindowDoc(), windowMove),
-      teams: new LeaseStore(teamCounters.counters, "team_id", opts.leaseGatherMs ?? 25),
+      teams: new LeaseStore(teamCounters.counters, "team_id", leaseGatherMs),
       teamWindows: new WindowLeaseStore(teamWindows.windows, emptyWindowDoc("team_id"), teamWindowMove),
       // A team's windows within its period are counted in its period counter (teams/count.ts), their slices beside them.
       teamCounterWindows: new WindowLeaseStore(teamCounters.counters as unknown as Collection<WindowDoc>, (ref) => emptyCounter({ productId: ref.productId, userId: ref.userId, start: ref.start!, end: ref.end! }, "team_id")),

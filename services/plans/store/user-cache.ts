@@ -140,7 +140,7 @@ export class UserCache {
       } else missing.push(k);
     }
     if (ageing.length > 0) void this.refresh(ageing, load);
-    userCacheReads.inc({ source: "memory" }, out.size);
+    if (out.size > 0) userCacheReads.inc({ source: "memory" }, out.size);
     if (missing.length === 0) return out;
     userCacheReads.inc({ source: "database" }, missing.length);
     const began = memory ? this.begin() : 0;
