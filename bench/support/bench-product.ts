@@ -7,12 +7,16 @@ import { benchDatabase } from "./database.ts";
 /**
  * The whole stack in-process, on MONGODB_URL or else the embedded database in a temporary
  * directory, and one product to measure as. `close()` stops both and removes the directory.
+ * The gateway and the services call each other in this process, as `npm start` wires them
+ * (RPC_IN_PROCESS); `BENCH_RPC=grpc` sends those calls over the internal gRPC port instead, as
+ * the tests do.
  */
 export async function benchProduct(name: string, opts: Partial<StackOptions> = {}) {
   const database = await benchDatabase(name);
   const mongoUrl = database.url;
   const dbPrefix = `b${name}${Date.now()}`;
-  const stack = await startStack({ mongoUrl, dbPrefix, logger: createLogger("bench", "fatal"), ...opts });
+  const inProcessRpc = process.env.BENCH_RPC !== "grpc";
+  const stack = await startStack({ mongoUrl, dbPrefix, logger: createLogger("bench", "fatal"), inProcessRpc, ...opts });
   const created = await new Api(stack.apiUrl).post("/products", { name: `bench ${name}` });
   const apiKey: string = created.body.api_key;
   return {
