@@ -9,14 +9,16 @@ import { benchDatabase } from "./database.ts";
  * directory, and one product to measure as. `close()` stops both and removes the directory.
  * The gateway and the services call each other in this process, as `npm start` wires them
  * (RPC_IN_PROCESS); `BENCH_RPC=grpc` sends those calls over the internal gRPC port instead, as
- * the tests do.
+ * the tests do. INGESTION_PRODUCT_CONCURRENCY, when set, bounds a product's batches in the
+ * gateway as it does for `npm start`.
  */
 export async function benchProduct(name: string, opts: Partial<StackOptions> = {}) {
   const database = await benchDatabase(name);
   const mongoUrl = database.url;
   const dbPrefix = `b${name}${Date.now()}`;
   const inProcessRpc = process.env.BENCH_RPC !== "grpc";
-  const stack = await startStack({ mongoUrl, dbPrefix, logger: createLogger("bench", "fatal"), inProcessRpc, ...opts });
+  const batchConcurrency = process.env.INGESTION_PRODUCT_CONCURRENCY ? Number(process.env.INGESTION_PRODUCT_CONCURRENCY) : undefined;
+  const stack = await startStack({ mongoUrl, dbPrefix, logger: createLogger("bench", "fatal"), inProcessRpc, batchConcurrency, ...opts });
   const created = await new Api(stack.apiUrl).post("/products", { name: `bench ${name}` });
   const apiKey: string = created.body.api_key;
   return {
