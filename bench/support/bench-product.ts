@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { Type, loadConfig, productConcurrencyFields } from "@meter/lib/config";
 import { createLogger } from "@meter/lib/logger";
 import { startStack, type StackOptions } from "../../cmd/stack.ts";
 import { Api } from "../../test/support/http.ts";
@@ -9,16 +10,25 @@ import { benchDatabase } from "./database.ts";
  * directory, and one product to measure as. `close()` stops both and removes the directory.
  * The gateway and the services call each other in this process, as `npm start` wires them
  * (RPC_IN_PROCESS); `BENCH_RPC=grpc` sends those calls over the internal gRPC port instead, as
- * the tests do. INGESTION_PRODUCT_CONCURRENCY, when set, bounds a product's batches in the
- * gateway as it does for `npm start`.
+ * the tests do. INGESTION_PRODUCT_CONCURRENCY bounds a product's batches in the gateway and the
+ * ingestion service as it does for `npm start`.
  */
 export async function benchProduct(name: string, opts: Partial<StackOptions> = {}) {
   const database = await benchDatabase(name);
   const mongoUrl = database.url;
   const dbPrefix = `b${name}${Date.now()}`;
   const inProcessRpc = process.env.BENCH_RPC !== "grpc";
-  const batchConcurrency = process.env.INGESTION_PRODUCT_CONCURRENCY ? Number(process.env.INGESTION_PRODUCT_CONCURRENCY) : undefined;
-  const stack = await startStack({ mongoUrl, dbPrefix, logger: createLogger("bench", "fatal"), inProcessRpc, batchConcurrency, ...opts });
+  // Read and checked as the all-in-one reads it, for the gateway's admission and the ingestion service's writes alike.
+  const { INGESTION_PRODUCT_CONCURRENCY: concurrency } = loadConfig(Type.Object({ INGESTION_PRODUCT_CONCURRENCY: productConcurrencyFields.INGESTION_PRODUCT_CONCURRENCY }));
+  const stack = await startStack({
+    mongoUrl,
+    dbPrefix,
+    logger: createLogger("bench", "fatal"),
+    inProcessRpc,
+    batchConcurrency: concurrency,
+    ...opts,
+    services: { ...opts.services, ingestion: { productWriteConcurrency: concurrency, ...opts.services?.ingestion } },
+  });
   const created = await new Api(stack.apiUrl).post("/products", { name: `bench ${name}` });
   const apiKey: string = created.body.api_key;
   return {
