@@ -21,9 +21,15 @@ t.after(async (ctx) => {
 });
 
 const DAY = 86_400_000;
+type Api = Awaited<ReturnType<TestStack["newProduct"]>>["api"];
+const seat = (session: { limits: { reason: string; used: number }[] }) => session.limits.find((d) => d.reason === "team:limit:seat")!.used;
 
-t("a team's move made by a read about the team while a member's session waited on its lookup shows in that session", async ({ stack }) => {
-  const { api } = await stack.newProduct();
+/**
+ * A member of a team with a member-scope seat, $2 spent, a first session read (the next one reads
+ * the member's window document beside the lookup); then new team dates from two days ago, told
+ * only now: the member's share belongs in the team's new period.
+ */
+async function teamChangedLate(api: Api) {
   const plans = await api.post("/config/plans", {
     plans: [{ name: "member" }, { name: "team", max_spend_per_period: 100, limits: [{ name: "seat", metric: "spend", max: 40, window: "period", scope: "member" }] }],
   });
@@ -36,12 +42,14 @@ t("a team's move made by a read about the team while a member's session waited o
   await joinTeam(api, "held-user", teamId);
   assert.is((await api.post("/users/held-user/subscription", { plan_id: memberPlan })).status, 200);
   assert.is((await api.post("/events/batch", [{ id: randomUUID(), user_id: "held-user", timestamp: new Date().toISOString(), cost_total: 2 }])).status, 200);
-  const seat = (session: { limits: { reason: string; used: number }[] }) => session.limits.find((d) => d.reason === "team:limit:seat")!.used;
-  // A first session: the next one reads the member's window document beside the lookup.
   assert.is(seat((await api.get("/users/held-user/session")).body), 2);
-
-  // New team dates from two days ago, told only now.
   assert.is((await api.post(`/teams/${teamId}/subscription`, dates(joined - 2 * DAY, joined + 30 * DAY))).status, 200);
+  return { teamId, newStart: new Date(joined - 2 * DAY).toISOString() };
+}
+
+t("a team's move made by a read about the team while a member's session waited on its lookup shows in that session", async ({ stack }) => {
+  const { api } = await stack.newProduct();
+  const { teamId, newStart } = await teamChangedLate(api);
   held.arm();
   const session = api.get("/users/held-user/session");
   // The session's early reads are under way, its lookup held; a read about the team moves the
@@ -51,7 +59,26 @@ t("a team's move made by a read about the team while a member's session waited o
   held.release();
   const answered = await session;
   assert.is(answered.status, 200);
-  assert.is(answered.body.team.billing_period.start, new Date(joined - 2 * DAY).toISOString());
+  assert.is(answered.body.team.billing_period.start, newStart);
+  assert.is(seat(answered.body), 2, "the seat of the new period holds the member's share");
+});
+
+// A read about a team names no member, so its move once went uncounted among the process's moves;
+// a session whose own catch-up then found the change applied (by another read of the member, or
+// the follower) answered from its early reads.
+t("a team's move stays visible to a waiting session after another read of the member applied the change", async ({ stack }) => {
+  const { api } = await stack.newProduct();
+  const { teamId, newStart } = await teamChangedLate(api);
+  held.arm({ once: true });
+  const session = api.get("/users/held-user/session");
+  await held.entered();
+  assert.is((await api.get(`/teams/${teamId}/usage`)).body.total_cost, 2, "moved into the new period");
+  // Another session of the member, not held, applies the member's change (nothing left to move).
+  assert.is(seat((await api.get("/users/held-user/session")).body), 2, "a session begun after the move");
+  held.release();
+  const answered = await session;
+  assert.is(answered.status, 200);
+  assert.is(answered.body.team.billing_period.start, newStart);
   assert.is(seat(answered.body), 2, "the seat of the new period holds the member's share");
 });
 

@@ -85,16 +85,19 @@ export async function catchUpTeam(deps: FollowDeps, productId: string, team: Kno
     const moved = counted(lc, await settleLateChanges(deps, productId, new Map(), undefined, [team]));
     await lc.followTeam(productId, team.externalTeamId, c.until);
     deps.kickLateChanges();
-    return moved.size > 0;
+    return moved > 0;
   });
 }
 
 // A user's key begins with its product id (a UUID), so none is a team's, whatever the user id.
 const teamKey = (productId: string, teamId: string) => `team\n${productId}\n${teamId}`;
 
-/** Counts a settle that moved events among the process's moves (before anything notes it as applied). */
-function counted(lc: LateChanges, moved: Set<string>): Set<string> {
-  if (moved.size > 0) lc.moves++;
+/**
+ * Counts a settle that moved events (`moved`: its lists moved) among the process's moves, before
+ * anything notes it as applied: a session whose early reads began before sees it there.
+ */
+function counted(lc: LateChanges, moved: number): number {
+  if (moved > 0) lc.moves++;
   return moved;
 }
 
@@ -140,7 +143,7 @@ export async function catchUp(deps: FollowDeps, productId: string, userId: strin
       await lc.follow(productId, [{ userId, until: c.until }]);
       deps.kickLateChanges();
     }
-    return moved.size > 0;
+    return moved > 0;
   });
   return true;
 }
@@ -172,7 +175,7 @@ export async function notice(deps: FollowDeps, productId: string, users: Readonl
  * the lists its users need costs one read of its recent buckets and nothing else: a round
  * writes nothing then (an idle follower of thousands of users used to rewrite every one of them
  * every 5 s). Returns how many followed users are still within their window (0: nothing to
- * follow, so the job's poll may rest) and how many had counters changed.
+ * follow, so the job's poll may rest) and how many lists had events moved.
  */
 export async function followLateChanges(deps: FollowDeps): Promise<{ following: number; moved: number }> {
   if (deps.lateChangeWindowMs <= 0) return { following: 0, moved: 0 };
@@ -228,7 +231,7 @@ export async function followLateChanges(deps: FollowDeps): Promise<{ following: 
       if (!c || c.last >= since) from = undefined;
       else if (from && since < from.getTime()) from = new Date(since);
     }
-    moved += counted(lc, await settleLateChanges(deps, productId, users, from, [...teams.values()])).size;
+    moved += counted(lc, await settleLateChanges(deps, productId, users, from, [...teams.values()]));
     for (const d of list) lc.checked.set(d._id, now.getTime());
     for (const { key, changes } of applied) lc.seen.set(key, { changes, applied: true });
   }

@@ -116,8 +116,8 @@ function suspects(productId: string, ownerId: string, history: readonly Subscrip
   return since ? { counters, since } : null;
 }
 
-/** Whose counters a list names: a user's own, or a team's (then `members`: the users of the call or round in it). */
-type Owner = { kind: "user"; id: string; user: KnownUser } | { kind: "team"; id: string; team: KnownTeam; members: string[] };
+/** Whose counters a list names: a user's own, or a team's. */
+type Owner = { kind: "user"; id: string; user: KnownUser } | { kind: "team"; id: string; team: KnownTeam };
 
 interface Entry {
   list: { _id: string; ids: string[]; latest: number };
@@ -210,14 +210,12 @@ function withoutZeros(t: Totals): Totals | null {
  */
 const movable = (owner: Owner, e: UsageEventDoc) => owner.kind === "user" || (e.team?.id === owner.id && (e.team.credits === undefined || e.team.credits.direct === true));
 
-/** The users whose counters (or whose team's) a move changed. */
-const usersOf = (owner: Owner) => (owner.kind === "user" ? [owner.id] : owner.members);
-
 /**
  * Moves the listed events of recently changed users to the periods their whole history gives
- * them. Returns the users whose counters changed. Costs nothing for a user without a change
- * recorded within the window; for one with, a read of the product's recent jobs and one of
- * their lists for the suspect counters.
+ * them. Returns how many lists had events moved: counted per list, not per user, since a read
+ * about a team moves its members' shares without naming a member. Costs nothing for a user
+ * without a change recorded within the window; for one with, a read of the product's recent
+ * jobs and one of their lists for the suspect counters.
  */
 export async function settleLateChanges(
   deps: MoveDeps,
@@ -227,9 +225,8 @@ export async function settleLateChanges(
   recordedFrom?: Date,
   /** Teams whose changes are applied too, beside those of the users' teams (a read about a team). */
   teamsAlso: readonly KnownTeam[] = [],
-): Promise<Set<string>> {
-  const changed = new Set<string>();
-  if (deps.lateChangeWindowMs <= 0) return changed;
+): Promise<number> {
+  if (deps.lateChangeWindowMs <= 0) return 0;
   const now = deps.now();
   const recordedSince = now.getTime() - deps.lateChangeWindowMs;
   // By list key (arrivals.ts): a user's counter id, or a team's marked as such.
@@ -244,34 +241,25 @@ export async function settleLateChanges(
   const teams = new Map<string, Extract<Owner, { kind: "team" }>>();
   for (const [userId, user] of users) {
     add({ kind: "user", id: userId, user }, user.subscriptions, (id) => id);
-    for (const team of user.teams.values()) {
-      const known = teams.get(team.id);
-      if (known) known.members.push(userId);
-      else teams.set(team.id, { kind: "team", id: team.id, team, members: [userId] });
-    }
+    // A team is applied from its first member's copy (follow.ts relies on it).
+    for (const team of user.teams.values()) if (!teams.has(team.id)) teams.set(team.id, { kind: "team", id: team.id, team });
   }
-  for (const team of teamsAlso) if (!teams.has(team.id)) teams.set(team.id, { kind: "team", id: team.id, team, members: [] });
+  for (const team of teamsAlso) if (!teams.has(team.id)) teams.set(team.id, { kind: "team", id: team.id, team });
   for (const owner of teams.values()) add(owner, owner.team.subscriptions, teamListKey);
-  if (!from) return changed;
+  if (!from) return 0;
   // Lists are written when a job completes, so a job since the start may hold such events.
   const jobs = await deps.arrivals.jobsSince(productId, recordedFrom && recordedFrom > from ? recordedFrom : from, now);
-  if (jobs.length === 0) return changed;
+  if (jobs.length === 0) return 0;
   const entries: Entry[] = [];
   for (const list of await deps.arrivals.get(jobs.flatMap((j) => [...suspect.keys()].map((key) => listId(j, key))))) {
     const s = suspect.get(list._id.slice(list._id.indexOf("|") + 1))!;
     if (list.latest >= s.since.getTime()) entries.push({ list, ...s });
   }
-  if (entries.length === 0) return changed;
+  if (entries.length === 0) return 0;
   const stored = await deps.events.getMany(entries.flatMap((e) => e.list.ids.map((id) => `${productId}/${id}`)));
   const byId = new Map(stored.map((e) => [e._id, e]));
-  await pMap(
-    entries,
-    async (entry) => {
-      if (await move(deps, productId, entry, byId)) for (const u of usersOf(entry.owner)) changed.add(u);
-    },
-    { concurrency: 4 },
-  );
-  return changed;
+  const moved = await pMap(entries, (entry) => move(deps, productId, entry, byId), { concurrency: 4 });
+  return moved.filter(Boolean).length;
 }
 
 const sameStart = (a: Date, b: Date) => a.getTime() === b.getTime();
