@@ -193,8 +193,10 @@ export class LeaseStore {
   /** An empty counter to lease from (usage creates counters too; whoever is first wins). */
   private async create(ref: CounterRef): Promise<LeasedCounter> {
     try {
-      await this.counters.updateOne({ _id: ref.id }, { $setOnInsert: emptyCounter(ref, this.owner) }, { upsert: true });
+      const doc = await this.counters.findOneAndUpdate({ _id: ref.id }, { $setOnInsert: emptyCounter(ref, this.owner) }, { upsert: true, returnDocument: "after" });
+      if (doc) return doc;
     } catch (err) {
+      // Two upserts at once: the other created it.
       if (!isDuplicateKeyError(err)) throw err;
     }
     return (await this.counters.findOne({ _id: ref.id }))!;
