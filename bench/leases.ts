@@ -11,7 +11,9 @@
 // 3. A short run far from the cap (BENCH_FAR_CALLS calls per worker): each replica's start.
 // 4. The team sprint ("team", not in the default): the sprint's cap as a team's, the replicas'
 //    calls spread over BENCH_TEAM_MEMBERS (8) uncapped members, each replica starting at another.
-// BENCH_CASES (default "product,sprint,far") runs some of them.
+// 5. A budget's first lease request ("first"): BENCH_FIRST_USERS (200) users on a $100 cap, one
+//    request each for $0.50, one after the other on a quiet stack: what a user's first call waits.
+// BENCH_CASES (default "product,sprint,far,first") runs some of them.
 //
 // Each run waits until the service has counted every call's event before reading the usage.
 // Prints overshoot $ and tokens (target 0), the fraction of the cap used (target >= 0.99), and
@@ -19,7 +21,8 @@
 // requests per call (target far <= 0.05) and reserve() p50/p99 (target far: p99 after each
 // worker's first call <= 5 ms), beside the same figures without leases.
 import { benchProduct } from "./support/bench-product.ts";
-import { CALL_COST, CALL_ESTIMATE, CALL_TOKENS, CALL_TOKENS_ESTIMATE, byPhase, cappedTeam, cappedUser, quantile, runReplicas, type RunResult } from "./lease-run.ts";
+import { randomUUID } from "node:crypto";
+import { CALL_COST, CALL_ESTIMATE, CALL_TOKENS, CALL_TOKENS_ESTIMATE, byPhase, cappedTeam, cappedUser, cappedUserPlan, quantile, runReplicas, type RunResult } from "./lease-run.ts";
 
 const REPLICAS = Number(process.env.BENCH_REPLICAS ?? 8);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 100);
@@ -27,8 +30,10 @@ const CAP_CALLS = Number(process.env.BENCH_CAP_CALLS ?? 100_000);
 const SPRINT_CALLS = Number(process.env.BENCH_SPRINT_CALLS ?? 40_000);
 const FAR_CALLS = Number(process.env.BENCH_FAR_CALLS ?? 5);
 const TEAM_MEMBERS = Number(process.env.BENCH_TEAM_MEMBERS ?? 8);
-/** Which of the cases below run (comma-separated): product, sprint, far, team. */
-const CASES = (process.env.BENCH_CASES ?? "product,sprint,far").split(",");
+const FIRST_USERS = Number(process.env.BENCH_FIRST_USERS ?? 200);
+const DAY = 86_400_000;
+/** Which of the cases below run (comma-separated): product, sprint, far, first, team. */
+const CASES = (process.env.BENCH_CASES ?? "product,sprint,far,first").split(",");
 
 const bench = await benchProduct("leases");
 const { stack, apiKey, api } = bench;
@@ -166,6 +171,33 @@ if (CASES.includes("far")) {
   const plain = await runReplicas(api, { ...base, userId: await farCap(), leases: false, callsPerWorker: FAR_CALLS });
   console.log(`\n${FAR_CALLS} calls a worker far from the cap (${far.calls} calls): lease requests / call ${(far.leaseRequests / far.calls).toFixed(4)}`);
   console.log(`reserve p50 / p99 / p99 after each worker's first call, ms: leases ${lat(far).replaceAll(" | ", " / ")}; without ${lat(plain).replaceAll(" | ", " / ")}`);
+}
+
+// 5. A budget's first lease request, far from its cap, on a quiet stack.
+if (CASES.includes("first")) {
+  const { userId: first, planId } = await cappedUserPlan(api, 100);
+  const users = [first];
+  for (let i = 1; i < FIRST_USERS; i++) {
+    const userId = `u-${randomUUID()}`;
+    await api.post("/users", { external_user_id: userId });
+    const sub = await api.post(`/users/${userId}/subscription`, { plan_id: planId, period_start: new Date(Date.now() - DAY).toISOString(), period_end: new Date(Date.now() + 20 * DAY).toISOString() });
+    if (sub.status !== 200) throw new Error(`subscription failed: ${JSON.stringify(sub.body)}`);
+    users.push(userId);
+  }
+  const timed = async (holder: string) => {
+    const took: number[] = [];
+    for (const userId of users) {
+      const t0 = performance.now();
+      const res = await api.post(`/users/${userId}/leases`, { holder, need: 0.01, want: 0.5 });
+      took.push(performance.now() - t0);
+      if (res.status !== 200 || res.body.lease?.added !== 0.5) throw new Error(`a lease request answered ${res.status} ${JSON.stringify(res.body)}`);
+    }
+    return `p50 ${ms(quantile(took, 0.5))} ms, p99 ${ms(quantile(took, 0.99))} ms`;
+  };
+  const alone = await timed("h1");
+  // The same budgets again, another holder's first request: what is left is the request's own cost.
+  const again = await timed("h2");
+  console.log(`\nA budget's first lease request ($0.50 of a $100 cap, ${FIRST_USERS} users one after the other): ${alone}; a second holder's right after: ${again}`);
 }
 
 await bench.close();
