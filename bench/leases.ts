@@ -20,8 +20,8 @@
 // per phase (far from the cap: spend below 80% of it when the call began; near it) lease
 // requests per call (target far <= 0.05) and reserve() p50/p99 (target far: p99 after each
 // worker's first call <= 5 ms), beside the same figures without leases.
-import { benchProduct } from "./support/bench-product.ts";
 import { randomUUID } from "node:crypto";
+import { benchProduct } from "./support/bench-product.ts";
 import { CALL_COST, CALL_ESTIMATE, CALL_TOKENS, CALL_TOKENS_ESTIMATE, byPhase, cappedTeam, cappedUser, cappedUserPlan, quantile, runReplicas, type RunResult } from "./lease-run.ts";
 
 const REPLICAS = Number(process.env.BENCH_REPLICAS ?? 8);
