@@ -61,6 +61,8 @@ class FlakyPeers implements WebhookPublisher, AnalyticsRecorder {
 
 const t = suite<{ stack: TestStack; peers: FlakyPeers; mongo: MongoClient }>("ingestion handovers and recovery");
 
+// The recovery sweep runs every 20 ms here and takes jobs older than 500 ms: a test leaving a job
+// behind stores its events first, or the sweep may complete the job without them and count nothing.
 t.before(async (ctx) => {
   ctx.peers = new FlakyPeers(6);
   ctx.stack = await startTestStack({
@@ -193,8 +195,8 @@ t("a job left unfinished by a crash is completed by the recovery sweep, as store
     const ids = docs.map((d) => d._id);
     const stored = await storedJob({ _id: job, kind: "usage", product_id: productId, ids, created_at: old });
     assert.ok(stored.deflated_ids && stored.ids === undefined, "stored deflated, without the text");
-    await db.collection<StoredJob>("jobs").insertOne(written === "now" ? stored : asText(stored, ids));
     await db.collection("usage_events").insertMany(docs as never[]);
+    await db.collection<StoredJob>("jobs").insertOne(written === "now" ? stored : asText(stored, ids));
     const usage = await eventually(async () => {
       const res = await api.get(`/users/${user}/usage?period=current_month`);
       return res.body.total_cost === 15 ? res.body : undefined;
@@ -216,8 +218,8 @@ t("a job taken over from a claimant gone silent keeps its guards: that claimant'
   const job = `job_${randomUUID()}`;
   const at = new Date(Date.now() - 5_000);
   const docs = [storedUsage(productId, job, "r3", at, 2), storedUsage(productId, job, "r3", at, 3)];
-  await db.collection<StoredJob>("jobs").insertOne(await storedJob({ _id: job, kind: "usage", product_id: productId, ids: docs.map((d) => d._id), created_at: at, claimed_at: at }));
   await db.collection("usage_events").insertMany(docs as never[]);
+  await db.collection<StoredJob>("jobs").insertOne(await storedJob({ _id: job, kind: "usage", product_id: productId, ids: docs.map((d) => d._id), created_at: at, claimed_at: at }));
   await eventually(async () => (await db.collection("jobs").countDocuments({ _id: job as never })) === 0, 30_000, "the sweep to take the job over and close it");
   const month = async () => (await api.get("/users/r3/usage?period=current_month")).body.total_cost as number;
   close(await month(), 5);
@@ -249,8 +251,8 @@ t("a team member's job left unfinished counts the team exactly when the member: 
   );
   assert.ok(docs.every((d) => d.team?.windows?.length === 1), "each event carries its team share");
   // A request that died once the team part of its completion was written, the member's not yet.
-  await db.collection<StoredJob>("jobs").insertOne(await storedJob({ _id: job, kind: "usage", product_id: productId, ids: docs.map((d) => d._id), created_at: new Date(now.getTime() - 6_000) }));
   await db.collection("usage_events").insertMany(docs as never[]);
+  await db.collection<StoredJob>("jobs").insertOne(await storedJob({ _id: job, kind: "usage", product_id: productId, ids: docs.map((d) => d._id), created_at: new Date(now.getTime() - 6_000) }));
   const teamCounters = new CounterStore(db, "team_counters", "team_id");
   const teams = { teamCounters, teamWindows: new WindowStore(db, "team_counters", "team_id"), leases: { teams: new LeaseStore(teamCounters.counters, "team_id"), graceMs: 30_000 }, now: () => new Date() };
   await countTeams(teams, job, docs);
@@ -282,8 +284,8 @@ t("the recovery sweep completes interrupted jobs beside an older one it cannot c
   const leftBehind = async (productId: string, user: string, ageMs: number, cost: unknown, job = `job_${randomUUID()}`) => {
     const at = new Date(Date.now() - ageMs);
     const doc = storedUsage(productId, job, user, at);
-    await db.collection<StoredJob>("jobs").insertOne(await storedJob({ _id: job, kind: "usage", product_id: productId, ids: [doc._id], created_at: at, claimed_at: at }));
     await db.collection("usage_events").insertOne({ ...doc, cost_total: cost } as never);
+    await db.collection<StoredJob>("jobs").insertOne(await storedJob({ _id: job, kind: "usage", product_id: productId, ids: [doc._id], created_at: at, claimed_at: at }));
     return job;
   };
   // The oldest job of one product cannot be counted (a figure no counter can add), and ahead
@@ -572,8 +574,8 @@ t("an event counted under the old history after the change was applied moves wit
   const stamped = new Date(now - HOUR);
   const doc = storedUsage(productId, job, userId, stamped, 2, new Date(now - 10_000));
   assert.is.not(doc.counter_id, `${productId}|${start.toISOString()}|${userId}`, "counted under the old history");
-  await db.collection<StoredJob>("jobs").insertOne(await storedJob({ _id: job, kind: "usage", product_id: productId, ids: [doc._id], created_at: new Date(now - 10_000) }));
   await db.collection("usage_events").insertOne(doc as never);
+  await db.collection<StoredJob>("jobs").insertOne(await storedJob({ _id: job, kind: "usage", product_id: productId, ids: [doc._id], created_at: new Date(now - 10_000) }));
 
   // No call about the user: the late-change job moves it into the new period's counter.
   // Counters hold money in whole nano-dollars (cost_nano).
@@ -691,8 +693,8 @@ t("a team's change applied by a read about the team is followed: a member's even
   const doc = usageDoc(productId, job, create(UsageEventSchema, { id: randomUUID(), userId: member, timestamp: toTimestamp(stamped), costTotal: 2 }), stale, stamped);
   const newCounter = `${productId}|${start.toISOString()}|${doc.team!.id}`;
   assert.is.not(doc.team!.counter_id, newCounter, "counted under the team's old period");
-  await db.collection<StoredJob>("jobs").insertOne(await storedJob({ _id: job, kind: "usage", product_id: productId, ids: [doc._id], created_at: new Date(now - 10_000) }));
   await db.collection("usage_events").insertOne(doc as never);
+  await db.collection<StoredJob>("jobs").insertOne(await storedJob({ _id: job, kind: "usage", product_id: productId, ids: [doc._id], created_at: new Date(now - 10_000) }));
 
   // The follower, following the team since its read, moves it into the team's new period.
   const teamCounters = db.collection<{ _id: string; cost_nano: number }>("team_counters");
