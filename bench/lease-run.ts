@@ -37,15 +37,21 @@ export async function cappedUserPlan(api: Api, cap: number | null, modelTokens?:
       },
     ],
   });
+  const planId: string = plan.body.plans[0].id;
+  return { userId: await subscribedUser(api, planId), planId };
+}
+
+/** A new user on `planId`, for dates from yesterday to 20 days on; its id. */
+export async function subscribedUser(api: Api, planId: string): Promise<string> {
   const id = `u-${randomUUID()}`;
   await api.post("/users", { external_user_id: id });
   const sub = await api.post(`/users/${id}/subscription`, {
-    plan_id: plan.body.plans[0].id,
+    plan_id: planId,
     period_start: new Date(Date.now() - DAY).toISOString(),
     period_end: new Date(Date.now() + 20 * DAY).toISOString(),
   });
   if (sub.status !== 200) throw new Error(`subscription failed: ${JSON.stringify(sub.body)}`);
-  return { userId: id, planId: plan.body.plans[0].id };
+  return id;
 }
 
 /**

@@ -20,9 +20,8 @@
 // per phase (far from the cap: spend below 80% of it when the call began; near it) lease
 // requests per call (target far <= 0.05) and reserve() p50/p99 (target far: p99 after each
 // worker's first call <= 5 ms), beside the same figures without leases.
-import { randomUUID } from "node:crypto";
 import { benchProduct } from "./support/bench-product.ts";
-import { CALL_COST, CALL_ESTIMATE, CALL_TOKENS, CALL_TOKENS_ESTIMATE, byPhase, cappedTeam, cappedUser, cappedUserPlan, quantile, runReplicas, type RunResult } from "./lease-run.ts";
+import { CALL_COST, CALL_ESTIMATE, CALL_TOKENS, CALL_TOKENS_ESTIMATE, byPhase, cappedTeam, cappedUser, cappedUserPlan, quantile, runReplicas, subscribedUser, type RunResult } from "./lease-run.ts";
 
 const REPLICAS = Number(process.env.BENCH_REPLICAS ?? 8);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 100);
@@ -31,7 +30,6 @@ const SPRINT_CALLS = Number(process.env.BENCH_SPRINT_CALLS ?? 40_000);
 const FAR_CALLS = Number(process.env.BENCH_FAR_CALLS ?? 5);
 const TEAM_MEMBERS = Number(process.env.BENCH_TEAM_MEMBERS ?? 8);
 const FIRST_USERS = Number(process.env.BENCH_FIRST_USERS ?? 200);
-const DAY = 86_400_000;
 /** Which of the cases below run (comma-separated): product, sprint, far, first, team. */
 const CASES = (process.env.BENCH_CASES ?? "product,sprint,far,first").split(",");
 
@@ -177,13 +175,7 @@ if (CASES.includes("far")) {
 if (CASES.includes("first")) {
   const { userId: first, planId } = await cappedUserPlan(api, 100);
   const users = [first];
-  for (let i = 1; i < FIRST_USERS; i++) {
-    const userId = `u-${randomUUID()}`;
-    await api.post("/users", { external_user_id: userId });
-    const sub = await api.post(`/users/${userId}/subscription`, { plan_id: planId, period_start: new Date(Date.now() - DAY).toISOString(), period_end: new Date(Date.now() + 20 * DAY).toISOString() });
-    if (sub.status !== 200) throw new Error(`subscription failed: ${JSON.stringify(sub.body)}`);
-    users.push(userId);
-  }
+  for (let i = 1; i < FIRST_USERS; i++) users.push(await subscribedUser(api, planId));
   const timed = async (holder: string) => {
     const took: number[] = [];
     for (const userId of users) {
