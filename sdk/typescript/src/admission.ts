@@ -18,7 +18,7 @@ import type { EventQueue } from "./queue.ts";
 import { Reservation, reservationOf, type Hold, type Ledger, type ReservationAmount } from "./reservation.ts";
 import type { Session } from "./user-sessions.ts";
 import type { UserEntry } from "./state.ts";
-import { checkMetadata, ownMetadata } from "./validate.ts";
+import { checkMetadata, checkNames, ownMetadata } from "./validate.ts";
 import type { GateContext, GateEvent, GuardInput, GuardResult, LimitCredits } from "./types.ts";
 
 /**
@@ -199,6 +199,8 @@ function unavailable(userId: string): GuardResult {
 
 function checkEstimateInput(input: GuardInput): void {
   checkMetadata(input.metadata);
+  // The gate event, and the usage a reservation commits, carry them.
+  checkNames(input);
   if (input.input_tokens !== undefined && !isCount(input.input_tokens)) throw new MeterTypeError("input_tokens must be a non-negative integer");
   if (input.max_output_tokens !== undefined && !isCount(input.max_output_tokens)) throw new MeterTypeError("max_output_tokens must be a non-negative integer");
 }

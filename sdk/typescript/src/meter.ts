@@ -36,7 +36,7 @@ import type {
   UserState,
 } from "./types.ts";
 import { Users } from "./users.ts";
-import { checkManual, checkPortalTtl, checkUsage, checkUser, durationMs, flag, positiveInt, withinChars } from "./validate.ts";
+import { checkManual, checkPortalTtl, checkUsage, checkUser, callTimeoutMs, durationMs, flag, positiveInt, withinChars } from "./validate.ts";
 
 let reserveNowOf: (meter: Meter, userId: string, input?: GuardInput) => Reservation | undefined;
 let reporterOfMeter: (meter: Meter) => Reporter;
@@ -400,7 +400,7 @@ export class Meter {
    * deliver until it is fixed).
    */
   async flush(options: { timeoutMs?: number } = {}): Promise<boolean> {
-    const drained = await this.#queue.drain(performance.now() + (options.timeoutMs ?? this.#shutdownTimeoutMs), () => this.#report.refusedKey !== undefined);
+    const drained = await this.#queue.drain(performance.now() + callTimeoutMs("flush", options.timeoutMs, this.#shutdownTimeoutMs), () => this.#report.refusedKey !== undefined);
     const refused = this.#report.refusedKey;
     if (!drained && refused) throw new MeterAuthenticationError(refused.status, `${this.#queue.size} events not delivered: ${refused.detail}`);
     return drained;
@@ -408,6 +408,7 @@ export class Meter {
 
   /** Stops the timers and delivers what is queued (up to shutdownTimeoutMs). Call it last. */
   async shutdown(options: { timeoutMs?: number } = {}): Promise<boolean> {
+    callTimeoutMs("shutdown", options.timeoutMs, 0);
     unshut.delete(this);
     this.#shuttingDown = true;
     try {

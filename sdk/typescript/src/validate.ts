@@ -92,8 +92,13 @@ export function checkUsage(u: UsageInput & { session_id?: unknown; model?: unkno
   count("output_tokens", u.output_tokens);
   strings("tool_calls", u.tool_calls);
   checkMetadata(u.metadata);
-  optionalString("session_id", u.session_id);
-  optionalString("model", u.model);
+  checkNames(u);
+}
+
+/** A call's session and model as an event carries them: the service refuses more than 255 characters. */
+export function checkNames(u: { session_id?: unknown; model?: unknown }, prefix = ""): void {
+  optionalString(`${prefix}session_id`, u.session_id);
+  optionalString(`${prefix}model`, u.model);
 }
 
 export function checkManual(m: ManualInput): void {
@@ -120,6 +125,13 @@ export function durationMs(name: string, v: number | undefined, fallback: number
   const ms = positiveInt(name, v, fallback);
   if (ms > MAX_TIMER_MS) throw new MeterTypeError(`Meter: ${name} must be at most ${MAX_TIMER_MS} ms (about 24.8 days; a longer timer fires at once), got ${ms}`);
   return ms;
+}
+
+/** A call's own time limit (flush, shutdown): milliseconds, 0 or more; NaN would make every request's deadline fail. */
+export function callTimeoutMs(name: string, v: number | undefined, fallback: number): number {
+  if (v === undefined) return fallback;
+  if (typeof v !== "number" || !(v >= 0) || v > MAX_TIMER_MS) throw new MeterTypeError(`${name}: timeoutMs must be a number of milliseconds from 0 to ${MAX_TIMER_MS}, got ${String(v)}`);
+  return v;
 }
 
 /** A yes/no option: a boolean, not a string from the environment ("false" is truthy). */

@@ -55,10 +55,13 @@ export interface SummaryWebhookData {
 /**
  * `credits.low` (the balance fell below the plan's credits_low_at: charge and post a grant),
  * `credits.depleted` (it reached 0) and `credits.expired` (a grant expired with money left:
- * `grant_id`, `amount`), in dollars.
+ * `grant_id`, `amount`), in dollars. A user's balance names the user (`user_id`), a team's shared
+ * pool names the team (`team_id`, its external id) instead: check which before granting.
  */
-export interface CreditsWebhookData {
-  user_id: string;
+export type CreditsWebhookData = CreditsWebhookFigures & ({ user_id: string; team_id?: never } | { team_id: string; user_id?: never });
+
+/** What every credits event carries beside its owner. */
+export interface CreditsWebhookFigures {
   balance: number;
   low_at: number | null;
   grant_id?: string;

@@ -442,11 +442,24 @@ t("what the service would refuse is refused at the call site, never queued to be
   await rejects(() => m.record(userId, { output_tokens: 1_000_000_001 }), TypeError);
   await rejects(() => m.record(userId, { input_tokens: 1, metadata: nest(17) }), TypeError);
   await rejects(() => m.guard(userId, { metadata: nest(17) }), TypeError);
+  // A session id or model a reservation's usage (or a gate event) would carry.
+  const long = "s".repeat(256);
+  for (const input of [{ session_id: long }, { model: long }, { session_id: 7 as unknown as string }]) {
+    await rejects(() => m.reserve(userId, input), TypeError);
+    await rejects(() => m.guard(userId, input), TypeError);
+    await rejects(() => m.call(userId, { ...input, usage: () => ({}) }, () => 1), TypeError);
+  }
   // The edge of each bound is the service's too: delivered, none refused.
   await m.record(userId, { input_tokens: 1_000_000_000, output_tokens: 1, metadata: nest(16) });
+  await (await m.reserve(userId, { session_id: "s".repeat(255), model: "m".repeat(255) })).commit({ input_tokens: 1 });
   assert.ok(await m.flush());
   assert.is(m.stats.rejected, 0);
-  await eventually(async () => (await usage(ctx.api, userId)).total_tokens === 1_000_000_001, 10_000, "the event at the bounds delivered");
+  await eventually(async () => (await usage(ctx.api, userId)).total_tokens === 1_000_000_002, 10_000, "the events at the bounds delivered");
+  // A time limit that is not a number of milliseconds (NaN from an unset variable) is refused, not waited on forever.
+  for (const timeoutMs of [Number.NaN, -1, "5" as unknown as number]) {
+    await rejects(() => m.flush({ timeoutMs }), TypeError);
+    await rejects(() => m.shutdown({ timeoutMs }), TypeError);
+  }
   await m.shutdown();
 });
 

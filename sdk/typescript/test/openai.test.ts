@@ -233,6 +233,7 @@ t("the user comes from meter.withUser(); with no user at all nothing is sent", a
   assert.throws(() => meterOpenAI(openai, env.meter), /metered already/);
   assert.throws(() => meterOpenAI(client(mock), {} as never), /must be a Meter/);
   assert.throws(() => meterOpenAI(client(mock), env.meter, { user_id: "" }), /user_id must be a string/);
+  assert.throws(() => meterOpenAI(client(mock), env.meter, { session_id: "s".repeat(256) }), /session_id must be a string of at most 255/);
   assert.throws(() => meterOpenAI(client(mock), env.meter, { metadata: { trace: 1n } }), /metadata must hold only JSON values/);
 });
 

@@ -6,7 +6,7 @@ import type { Meter } from "../meter.ts";
 import type { Reservation } from "../reservation.ts";
 import { estimateTokens } from "../pricing.ts";
 import { MeterError, MeterTypeError } from "../errors.ts";
-import { checkMetadata } from "../validate.ts";
+import { checkMetadata, checkNames } from "../validate.ts";
 
 /** Options of every integration. */
 export interface IntegrationOptions {
@@ -77,6 +77,7 @@ export function checkArguments(integration: string, meter: Meter, options: Integ
     throw new MeterTypeError(`${integration}: user_id must be a string of 1 to 255 characters (the product's external_user_id)`);
   }
   checkMetadata(options.metadata, `${integration}: metadata`);
+  checkNames({ session_id: options.session_id }, `${integration}: `);
 }
 
 /** The user of a call, read synchronously where the caller's async context is still current. */
