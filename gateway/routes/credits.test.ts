@@ -152,6 +152,23 @@ t("ledger pages: an entry added between two pages is not given twice, and the pa
   assert.equal((await ledger(api, user)).map((e: any) => e.grant_id), ["g4", long, "g2", "g1"]);
 });
 
+t("the ledger lists an hour's usage where its balance was true: after a grant made before the hour's last draw, so the top entry's balance is the balance", async ({ api }) => {
+  const user = await userOnPlan(api, PREPAID, THIS_MONTH);
+  assert.is((await api.post(`/users/${user}/credits`, { id: "first", amount: 5 })).status, 201);
+  await sendEvents(api, [usageJson(user, 1)]);
+  await eventually(async () => Math.abs((await credits(api, user)).balance - 4) < 1e-9, 30_000, "1 drawn");
+  assert.is((await api.post(`/users/${user}/credits`, { id: "second", amount: 5 })).status, 201);
+  await sendEvents(api, [usageJson(user, 2)]);
+  await eventually(async () => Math.abs((await credits(api, user)).balance - 7) < 1e-9, 30_000, "2 more drawn");
+  const entries = await ledger(api, user);
+  const top = entries[0]!;
+  near(top.balance_after, 7, "the newest entry's balance is the balance");
+  assert.is(top.type, "usage");
+  const hour = new Date(top.at);
+  assert.is(hour.getTime() % 3_600_000, 0, "a usage entry is answered with its hour");
+  assert.equal(entries.filter((e) => e.type === "grant").map((e) => e.grant_id), ["second", "first"]);
+});
+
 t("a lease sees the period cap with credits: allowance + drawn + balance, nothing past it", async ({ api }) => {
   const user = await userOnPlan(api, PREPAID, THIS_MONTH);
   const lease = (holder: string, need: number, want: number) => api.post(`/users/${user}/leases`, { holder, need, want });

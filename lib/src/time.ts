@@ -14,8 +14,11 @@ export function fromTimestamp(t: Timestamp | undefined): Date | undefined {
   return t ? timestampDate(t) : undefined;
 }
 
+/** One hour in milliseconds. */
+export const HOUR_MS = 3_600_000;
+
 /** One UTC day in milliseconds (no leap seconds in Date arithmetic). */
-export const DAY_MS = 86_400_000;
+export const DAY_MS = 24 * HOUR_MS;
 
 /**
  * Oldest usage event accepted: stamped on a UTC day at most this many days before today's.

@@ -37,7 +37,10 @@ export interface LedgerOp {
   grant_id: string | null;
   amount_nano: number;
   balance_after_nano: number;
-  /** The hour for usage and overdraft entries, the moment otherwise. */
+  /**
+   * The moment of the entry's last change, where the ledger lists it (usage and overdraft are
+   * answered with their `hour`); entries written before 2026-12-07 hold their hour here.
+   */
   at: Date;
 }
 
@@ -346,7 +349,10 @@ export class AccountChange {
       grant_id: grantId,
       amount_nano: (prev?.amount_nano ?? 0) + amount,
       balance_after_nano: 0,
-      at: hourly ? new Date(hour) : this.now,
+      // Usage and overdraft are answered with their hour; `at` places the entry in the listing
+      // where its balance_after was true, after what else that hour held (a grant made before the
+      // hour's last draw is listed below it).
+      at: new Date(Math.max(this.t, hour)),
     };
     this.pendingOps.add(key);
     this.changed = true;

@@ -2,6 +2,7 @@
  * Prepaid credits (BUDGETS.md §3), the pure part: a grant's status, the balance, the draw order,
  * what a settle draws and what it announces. Money in whole nano-dollars; no I/O.
  */
+import { HOUR_MS } from "@meter/lib/time";
 
 export type GrantKind = "paid" | "promotional";
 export type GrantStatus = "pending" | "active" | "depleted" | "expired" | "voided";
@@ -157,5 +158,5 @@ export function balanceNotices(
 
 /** Start of the UTC hour of `t` (ms): usage is summed per grant and hour in the ledger. */
 export function hourOf(t: number): number {
-  return t - (t % 3_600_000);
+  return t - (t % HOUR_MS);
 }

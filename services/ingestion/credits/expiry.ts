@@ -5,10 +5,10 @@
  * grant with an expiry registers its account in the bucket of its hour (`credit_expiries`), and
  * the sweep reads the buckets from its cursor (the earliest hour not yet done) to now by `_id`.
  */
+import { HOUR_MS } from "@meter/lib/time";
 import { hourOf } from "./allocate.ts";
 import { changeAccounts, type AccountDeps, type AccountTarget } from "./settle.ts";
 
-const HOUR_MS = 3_600_000;
 
 /** An hour's bucket is done this long after the hour (a registration from a lagging clock still lands). */
 const BUCKET_DONE_AFTER_MS = 5 * 60_000;

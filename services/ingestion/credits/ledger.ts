@@ -179,6 +179,8 @@ export async function listLedger(
   }
   const days = [...new Set([...(index?.days ?? []), ...pendingByDay.keys()])].filter((d) => d <= fromDay).sort((a, b) => b - a);
   const entries: LedgerEntry[] = [];
+  /** The last entry given: the cursor names its place in the listing's order. */
+  let given: LedgerOp | undefined;
   let next: string | undefined;
   for (let i = 0; i < days.length && next === undefined; i += DAYS_PER_READ) {
     const part = days.slice(i, i + DAYS_PER_READ);
@@ -192,12 +194,12 @@ export async function listLedger(
       if (d === fromDay && after) while (from < list.length && newestFirst(list[from]!, after) <= 0) from++;
       for (let j = from; j < list.length; j++) {
         if (entries.length === limit) {
-          const given = list[j - 1] ?? entries.at(-1)!;
-          next = `${d}:${given.at.getTime()}:${given.type}:${Buffer.from(given.grant_id ?? "").toString("base64url")}`;
+          next = `${d}:${given!.at.getTime()}:${given!.type}:${Buffer.from(given!.grant_id ?? "").toString("base64url")}`;
           break;
         }
-        const op = list[j]!;
-        entries.push({ at: op.at, type: op.type, amount_nano: op.amount_nano, grant_id: op.grant_id, balance_after_nano: op.balance_after_nano });
+        const op = (given = list[j]!);
+        const hourly = op.type === "usage" || op.type === "overdraft";
+        entries.push({ at: hourly ? new Date(op.hour) : op.at, type: op.type, amount_nano: op.amount_nano, grant_id: op.grant_id, balance_after_nano: op.balance_after_nano });
       }
       if (next !== undefined) break;
     }
