@@ -134,6 +134,22 @@ t("a malformed batch is refused whole with 422 naming each bad event and field",
   assert.is((await api.post("/gate-events/batch", [{ ...gateEventJson("someone"), usage_pct: 1e303 }])).status, 422);
 });
 
+t("cost_total is cost_tokens + cost_tools: a total that contradicts its parts is refused (422), one sent alone or left out is counted", async ({ stack }) => {
+  const { api } = await stack.newProduct();
+  assert.is((await api.post("/users", { external_user_id: "adds" })).status, 201);
+  const bad = await api.post("/events/batch", [usageEvent("adds", { cost_tokens: 1, cost_tools: 1, cost_total: 0.5 })]);
+  assert.is(bad.status, 422, JSON.stringify(bad.body));
+  assert.equal(bad.body.issues.map((i: { path: string }) => i.path), ["/0/cost_total"]);
+  assert.match(bad.body.issues[0].message, /cost_tokens \+ cost_tools \(2\)/);
+  const good = [
+    usageEvent("adds", { cost_tokens: 0.1, cost_tools: 0.2, cost_total: 0.3 }),
+    usageEvent("adds", { cost_total: 0.25 }),
+    usageEvent("adds", { cost_tokens: 0.5, cost_tools: 0.02 }),
+  ];
+  assert.equal((await api.post("/events/batch", good)).body, { accepted: 3, duplicates: 0 });
+  close((await api.get("/users/adds/usage")).body.total_cost, 1.07);
+});
+
 t("ids are counted in characters, as the users' own: a user of 255 emoji has its events and gate events stored", async ({ stack }) => {
   const { api } = await stack.newProduct();
   const userId = "😀".repeat(255);

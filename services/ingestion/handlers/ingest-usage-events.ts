@@ -7,7 +7,7 @@ import { timestampDate, usageTimestampProblem } from "@meter/lib/time";
 import type { IngestionDeps } from "../deps.ts";
 import { ingestUsageBatch } from "../usage/record.ts";
 import { LEASE_ID } from "../leases/request.ts";
-import { MAX_EVENT_TOKENS, MAX_EVENT_TOTAL_TOKENS } from "@meter/rules";
+import { MAX_EVENT_TOKENS, MAX_EVENT_TOTAL_TOKENS, toDollars, toNano } from "@meter/rules";
 import { BatchProblems, checkIds, firstOccurrences, nonNegative, tokensWithin } from "./common.ts";
 import { canonicalUuid } from "@meter/lib/uuids";
 
@@ -42,6 +42,7 @@ function validate(events: readonly UsageEvent[], maxEvents: number, now: Date): 
       cost_tools: e.costTools,
       cost_total: e.costTotal,
     });
+    costAddsUp(problems, i, e);
   });
   problems.throwIfAny();
   const issues: FieldIssue[] = [];
@@ -52,6 +53,19 @@ function validate(events: readonly UsageEvent[], maxEvents: number, now: Date): 
     issues.push({ path: `/${i}/timestamp`, message: bound.message });
   });
   if (issues.length > 0) throw rpcError.invalidFields(issues);
+}
+
+/**
+ * cost_total is cost_tokens + cost_tools (SPEC.md): sent with its parts, it must equal their
+ * sum (to the nano-dollar each part is rounded to), or the spend counted would be a figure the
+ * event contradicts. Sent alone (parts 0), it is the cost; 0 (unset) is the parts' sum.
+ */
+function costAddsUp(problems: BatchProblems, i: number, e: UsageEvent): void {
+  if (!(e.costTotal > 0) || !(e.costTokens > 0 || e.costTools > 0) || !Number.isFinite(e.costTokens + e.costTools)) return;
+  const sum = toNano(e.costTokens) + toNano(e.costTools);
+  if (Math.abs(toNano(e.costTotal) - sum) > 1) {
+    problems.add(i, "cost_total", `must equal cost_tokens + cost_tools (${toDollars(sum)}), or be left out (0) to be their sum`);
+  }
 }
 
 /** Validates a batch and hands its first occurrences to the usage write path (usage/record.ts). */
