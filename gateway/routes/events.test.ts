@@ -282,12 +282,17 @@ t("manual events: explicit cost, plan pricing with normalized names, default rat
   // Neither a cost nor tokens and a model: an audit entry at zero cost, its tool calls counted, not priced.
   const tools = await api.post("/events", { user_id: userId, tool_calls: ["search"] });
   assert.equal([tools.status, tools.body.cost], [201, 0]);
+  // A model without tokens, or tokens without a model, is no more than that.
+  const modelOnly = await api.post("/events", { user_id: userId, model: "gpt-4o", tool_calls: ["search"] });
+  assert.equal([modelOnly.status, modelOnly.body.cost, modelOnly.body.model], [201, 0, "gpt-4o"]);
+  const tokensOnly = await api.post("/events", { user_id: userId, input_tokens: 1000, tool_calls: ["search"] });
+  assert.equal([tokensOnly.status, tokensOnly.body.cost], [201, 0]);
 
   const usage = await api.get(`/users/${userId}/usage`);
   close(usage.body.total_cost, 1.25 + 0.9 + 3.05);
-  assert.is(usage.body.total_tokens, 999999 + 3000 + 2000);
-  assert.is(usage.body.tool_calls_count, 2);
-  assert.equal(usage.body.tokens_by_model, { "gpt-4o": 999999, "gpt-4o-mini": 3000, "llama-3": 2000 });
+  assert.is(usage.body.total_tokens, 999999 + 3000 + 2000 + 1000);
+  assert.is(usage.body.tool_calls_count, 4);
+  for (const [model, tokens] of Object.entries({ "gpt-4o": 999999, "gpt-4o-mini": 3000, "llama-3": 2000 })) assert.is(usage.body.tokens_by_model[model], tokens, model);
 });
 
 t("manual events: a repeated idempotency_key returns the first event and counts once", async ({ stack }) => {

@@ -65,9 +65,10 @@ export function createManualEvent(deps: IngestionDeps): ServiceImpl<typeof Inges
     const a = attribute(productId, req.userId, user, now);
     const team = attributeTeam(productId, user, now);
     // A member without a plan of its own is priced at its team plan's rates. Neither a cost nor
-    // tokens and a model: an audit entry at zero cost (SPEC), its tool calls counted but not priced.
-    const audit = req.cost === undefined && !req.model && input === 0 && output === 0;
-    const cost = price(req.model, input, output, audit ? [] : req.toolCalls, (a.plan ?? team?.plan)?.pricing ?? null, req.cost);
+    // tokens and a model (a model alone, tokens alone, tool calls alone): an audit entry at zero
+    // cost (SPEC), its tokens and tool calls counted but not priced.
+    const audit = req.cost === undefined && !(req.model && input + output > 0);
+    const cost = price(req.model, input, output, req.toolCalls, (a.plan ?? team?.plan)?.pricing ?? null, audit ? 0 : req.cost);
     const metadata = { ...(req.metadata ?? {}) };
     if (req.idempotencyKey !== undefined) metadata.idempotency_key = req.idempotencyKey;
     const doc: UsageEventDoc = {
