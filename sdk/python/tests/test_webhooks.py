@@ -84,6 +84,18 @@ def test_real_test_deliveries_verify_and_forgeries_do_not(product: Product, rece
     with pytest.raises(WebhookVerificationError) as err:
         verify_webhook(body, {**headers, "x-service-timestamp": "soon"}, secret)
     assert err.value.reason == "malformed"
+    # A signature that is not sha256=<64 hex digits> is malformed, said before any comparison: non-ASCII characters
+    # made hmac.compare_digest raise TypeError, and "²" passed str.isdigit() to fail int().
+    good = headers["x-service-signature"]
+    for forged in ("sha256=" + "é" * 64, "sha256=é", "sha256=" + "g" * 64, good[:-1], good + "0", "sha1=" + good[7:]):
+        with pytest.raises(WebhookVerificationError) as err:
+            verify_webhook(body, {**headers, "x-service-signature": forged}, secret)
+        assert err.value.reason == "malformed", forged
+    with pytest.raises(WebhookVerificationError) as err:
+        verify_webhook(body, {**headers, "x-service-timestamp": "²"}, secret)
+    assert err.value.reason == "malformed"
+    # Upper-case hex and surrounding spaces are the same signature.
+    assert verify_webhook(body, {**headers, "x-service-signature": f" sha256={good[7:].upper()} "}, secret)
     # Mistakes at the call site are said as they are: an unset secret variable, a body a framework parsed.
     with pytest.raises(TypeError, match="signing secret"):
         verify_webhook(body, headers, os.environ.get("NO_SUCH_VARIABLE"))  # type: ignore[arg-type]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import re
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, TypedDict
@@ -49,9 +50,14 @@ class SummaryPayload(TypedDict):
 
 
 class CreditsPayload(TypedDict, total=False):
-    """credits.low, credits.depleted and credits.expired (grant_id and amount: the grant that expired), dollars."""
+    """credits.low, credits.depleted and credits.expired (grant_id and amount: the grant that expired), dollars.
+
+    A user's balance names the user (``user_id``); a team's shared pool names the team
+    (``team_id``, its external id) instead: check which before granting.
+    """
 
     user_id: str
+    team_id: str
     balance: float
     low_at: float | None
     grant_id: str
@@ -65,6 +71,10 @@ class WebhookEnvelope(TypedDict):
     created_at: str
     product_id: str
     data: Any
+
+
+_SIGNATURE = re.compile(r"sha256=([0-9a-fA-F]{64})")
+_TIMESTAMP = re.compile(r"[0-9]{1,12}")
 
 
 def _header(headers: Mapping[str, Any], name: str) -> str | None:
@@ -103,12 +113,17 @@ def verify_webhook(
     if not signature or not stamp:
         missing = "X-Service-Signature" if not signature else "X-Service-Timestamp"
         raise WebhookVerificationError("missing_header", f"webhook has no {missing} header")
-    if not signature.startswith("sha256=") or not stamp.strip().isdigit():
-        raise WebhookVerificationError("malformed", "webhook signature or timestamp header is malformed")
+    # The form is checked before any comparison: hmac.compare_digest raises TypeError for a str that is not ASCII,
+    # and str.isdigit() takes digits int() does not ("²"). As the TypeScript client's.
+    sig = _SIGNATURE.fullmatch(signature.strip())
+    if sig is None:
+        raise WebhookVerificationError("malformed", "X-Service-Signature is not sha256=<64 hex digits>")
+    if _TIMESTAMP.fullmatch(stamp.strip()) is None:
+        raise WebhookVerificationError("malformed", "X-Service-Timestamp is not Unix seconds")
     secrets = [secret] if isinstance(secret, str) else list(secret)
     if not secrets or not all(isinstance(s, str) and s for s in secrets):
         raise MeterTypeError("secret must be a non-empty string or a list of them")
-    given = signature[len("sha256=") :].strip().lower()
+    given = sig.group(1).lower()
     signed = stamp.strip().encode() + b"." + body
     if not any(hmac.compare_digest(hmac.new(s.encode(), signed, hashlib.sha256).hexdigest(), given) for s in secrets):
         raise WebhookVerificationError("bad_signature", "webhook signature does not match the body and secret")
