@@ -8,6 +8,7 @@ import json
 import os
 import re
 import socket
+import sys
 import threading
 import time
 import uuid
@@ -300,7 +301,15 @@ class FaultProxy:
 
             do_GET = do_POST = do_PATCH = do_DELETE = _handle
 
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        class Server(http.server.ThreadingHTTPServer):
+            def handle_error(self, request: Any, client_address: Any) -> None:
+                # A held request answered after its client gave up (its timeout, its exit), or after the proxy
+                # closed: nothing to report.
+                if proxy.server is not self or isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+                    return
+                super().handle_error(request, client_address)
+
+        server = Server(("127.0.0.1", self.port), Handler)
         server.daemon_threads = True
         self.port = server.server_address[1]
         self.server = server

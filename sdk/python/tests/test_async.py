@@ -4,12 +4,13 @@ does not block the loop."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from meterline import AsyncMeter, LimitExceededError, Meter
+from meterline import AsyncMeter, LimitExceededError, Meter, SessionStartState
 
 from .support import FaultProxy, Product, near
 
@@ -99,3 +100,41 @@ async def test_async_callbacks_run_on_the_loop(product: Product, kind: type[Mete
         await a.guard(user)
     await asyncio.wait_for(seen.wait(), 10)
     await a.shutdown()
+
+
+async def test_an_async_callback_a_meter_fires_from_its_loader_thread_runs_on_the_loop_it_was_registered_on(
+    product: Product,
+) -> None:
+    user = product.create_user({"max_spend_per_period": 1})
+    m = Meter(api_key=product.key, base_url=product.url)
+    ran = asyncio.Event()
+    where: list[tuple[str, asyncio.AbstractEventLoop, threading.Thread]] = []
+
+    async def started(state: SessionStartState) -> None:
+        where.append((state.user_id, asyncio.get_running_loop(), threading.current_thread()))
+        ran.set()
+
+    m.on_session_start(started)
+    # The load runs on a loader thread, which runs no loop, and fires on_session_start there.
+    assert (await m.aguard(user)).status == "ok"
+    await asyncio.wait_for(ran.wait(), 10)
+    assert where == [(user, asyncio.get_running_loop(), threading.current_thread())]
+    await m.ashutdown()
+
+
+def test_an_async_callback_with_no_loop_running_runs_to_its_end_in_the_thread_that_fires_it(product: Product) -> None:
+    user = product.create_user({"max_spend_per_period": 1})
+    m = Meter(api_key=product.key, base_url=product.url)
+    ran = threading.Event()
+    threads: list[threading.Thread] = []
+
+    async def started(state: SessionStartState) -> None:
+        await asyncio.sleep(0)
+        threads.append(threading.current_thread())
+        ran.set()
+
+    m.on_session_start(started)
+    assert m.guard(user).status == "ok"
+    assert ran.wait(10), "the async on_session_start ran"
+    assert threads[0] is not threading.current_thread()  # a loader thread's own loop ran it
+    m.shutdown()

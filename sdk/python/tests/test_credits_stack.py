@@ -5,6 +5,7 @@ sdk/typescript/test/credits-stack.test.ts."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 import threading
 import uuid
@@ -141,6 +142,35 @@ def test_a_grant_expiring_fires_on_credits_expired_with_what_it_had_left(product
         assert len(seen) == 1
     finally:
         m.shutdown(timeout=5)
+
+
+async def test_an_async_top_up_hook_a_meter_fires_from_its_sweep_runs_on_the_loop_it_was_registered_on(
+    product: Product,
+) -> None:
+    user = product.create_user(PREPAID)
+    expires_at = _whole_ms_from_now(3)
+    res = product.api.post(
+        f"/users/{user}/credits",
+        {"id": "promo", "amount": 0.5, "kind": "promotional", "expires_at": expires_at.isoformat()},
+    )
+    assert res.status_code == 201, res.text
+    grant(product, user, 1)
+    # The expiry is seen by the sweep on Meter's delivery thread, which runs no loop: the hook was closed unrun there.
+    m = Meter(api_key=product.key, base_url=product.url, flush_interval=0.2, refresh_interval=1)
+    fired = asyncio.Event()
+    seen: list[tuple[CreditsEvent, asyncio.AbstractEventLoop]] = []
+
+    async def top_up(event: CreditsEvent) -> None:
+        seen.append((event, asyncio.get_running_loop()))
+        fired.set()
+
+    try:
+        m.on_credits_expired(top_up)
+        await m.aguard(user, model="m")
+        await asyncio.wait_for(fired.wait(), 30)
+        assert seen == [(CreditsEvent(user, 1.0, 0.5, "promo", 0.5), asyncio.get_running_loop())]
+    finally:
+        await m.ashutdown(timeout=5)
 
 
 def test_a_call_after_the_only_grant_expired_is_blocked_by_the_expiry_itself(product: Product) -> None:

@@ -4,14 +4,18 @@ stay exact (nothing lost, nothing counted twice)."""
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import time
 from datetime import datetime, timedelta, timezone
+from types import FrameType
+from typing import Any
 
 import pytest
 
 from meterline import LimitExceededError, Meter, MeterError, MeterEventsDroppedError
 from meterline.periods import parse_time
+from meterline.queue import EventQueue
 
 from .support import DAY, FaultProxy, Product, eventually, near
 
@@ -318,3 +322,37 @@ def test_metadata_changed_after_record_is_not_what_is_sent(product: Product, pro
     sent = [e for batch in proxy.sent(r"POST /events/batch") for e in batch]
     assert [e["metadata"] for e in sent] == [{"step": 1, "nested": {"n": 1}}]
     m.shutdown()
+
+
+def test_an_event_recorded_as_shutdowns_last_pass_empties_the_queue_is_delivered_by_it(product: Product) -> None:
+    user = product.create_user({"max_spend_per_period": 1000, **PRICED})
+    m = Meter(api_key=product.key, base_url=product.url, flush_interval=3600)
+    m.record(user, model="m", input_tokens=100)
+    # Another thread records at the moment the pass that emptied the queue returns, before shutdown() closes it (a
+    # narrow window, reached here through a trace hook of this thread: no sleep can aim at it). The event was
+    # neither sent nor counted as queued after shutdown, and shutdown() returned True: lost.
+    recorded = threading.Event()
+    pass_code = EventQueue.pass_once.__code__
+
+    def record_elsewhere() -> None:
+        m.record(user, model="m", input_tokens=10)
+        recorded.set()
+
+    def in_pass(frame: FrameType, event: str, arg: Any) -> Any:
+        if event == "return" and arg is True and not recorded.is_set():
+            t = threading.Thread(target=record_elsewhere)
+            t.start()
+            t.join()
+        return in_pass
+
+    def tracer(frame: FrameType, event: str, arg: Any) -> Any:
+        return in_pass if frame.f_code is pass_code else None
+
+    sys.settrace(tracer)
+    try:
+        delivered = m.shutdown()
+    finally:
+        sys.settrace(None)
+    assert recorded.is_set()
+    assert delivered and m.stats.queued == 0 and m.stats.sent == 2
+    assert product.usage(user)["total_tokens"] == 110

@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
+import uuid
 
 import pytest
 
@@ -60,6 +62,21 @@ HELD = textwrap.dedent("""
 """)
 
 
+# A service that answers slowly: start() finds it unreachable (its health check takes startup_timeout), so each new
+# user's first load goes to the load workers (4) without a wait, each taking up to startup_timeout; then the
+# process ends. Prints when its own work ended (Unix seconds), so that the exit's own time can be measured.
+SLOW_LOADS = textwrap.dedent("""
+    import os, sys, time
+    from meterline import Meter
+    m = Meter(api_key=os.environ["KEY"], base_url=os.environ["URL"], flush_interval=3600, startup_timeout=2,
+              shutdown_timeout=1)
+    assert not m.start().healthy
+    for i in range(24):
+        m.record(f"{sys.argv[1]}-{i}", model="m", input_tokens=1000)
+    print("recorded", time.time())
+""")
+
+
 def run(user: str, url: str, key: str, script: str = SCRIPT) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "KEY": key, "URL": url}
     return subprocess.run(
@@ -110,3 +127,21 @@ def test_exit_prices_and_delivers_usage_held_for_a_plan_that_failed_to_load(
     # Priced under the plan loaded at exit ($1 for 1,000 tokens), not sent at $0 nor left behind.
     assert near(product.usage(user)["total_cost"], 1.0), r.stderr
     assert proxy.count(r"GET .*/session") == 2
+
+
+def test_exit_with_loads_queued_against_a_slow_service_ends_within_shutdown_timeout(
+    product: Product, proxy: FaultProxy
+) -> None:
+    # Loads queued on a thread pool ran one after another before any atexit hook (24 loads of 2 s on 4 workers:
+    # 12 s), past shutdown_timeout (1 s), and the exit hook that delivers the queue ran only after them.
+    proxy.hold(r"GET /(health|users/.*/session)")
+    try:
+        r = run(f"u-{uuid.uuid4()}", proxy.api_url, product.key, SLOW_LOADS)
+        ended = time.time()
+    finally:
+        proxy.release()
+    assert r.returncode == 0 and "recorded" in r.stdout, r.stderr
+    exit_took = ended - float(r.stdout.split()[-1])
+    # shutdown_timeout, and the interpreter's own teardown.
+    assert exit_took < 4, f"the exit took {exit_took:.1f} s\n{r.stderr}"
+    assert "could not be delivered" in r.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 import math
@@ -27,7 +28,7 @@ from meterline import (
 )
 from meterline.clock import set_clock
 
-from .support import Product, eventually, near
+from .support import FaultProxy, Product, eventually, near
 
 PRICED = {"cost_rates": {"gpt-4o": {"input": 2.5, "output": 10}}, "default_tool_cost": 0.02}
 
@@ -293,6 +294,27 @@ def test_input_checks() -> None:
             m.reserve_now("u", metadata=bad)
     with pytest.raises(ValueError):
         Meter(api_key="k", base_url="http://127.0.0.1:1/api/v1", flush_interval=0)
+    # A count is a whole number in range, refused rather than truncated (0.5 events a queue would drop every event,
+    # 0.5 calls a lease would divide by zero) or clamped (the service takes 10,000 events a batch).
+    options: list[dict[str, Any]] = [
+        {"max_queue_size": 0.5},
+        {"max_queue_size": 0},
+        {"max_batch_size": 25_000},
+        {"max_batch_size": 100.0},
+        {"lease_calls": 0.5},
+        {"lease_calls": True},
+    ]
+    for counts in options:
+        with pytest.raises(ValueError, match=next(iter(counts))):
+            Meter(api_key="k", base_url="http://127.0.0.1:1/api/v1", leases=True, **counts)
+    # flush() and shutdown() take seconds, 0 or more: NaN made every request's deadline fail (flush never returned).
+    timeouts: list[Any] = [float("nan"), -1, float("inf"), "5", True]
+    for timeout in timeouts:
+        with pytest.raises(TypeError, match="flush: timeout"):
+            m.flush(timeout=timeout)
+        with pytest.raises(TypeError, match="shutdown: timeout"):
+            m.shutdown(timeout=timeout)
+    assert m.flush(timeout=0)
     # Options read from the environment as strings: "false" would be truthy, so a string is refused.
     for option in ("blocking", "fail_closed", "leases"):
         with pytest.raises(TypeError, match=option):
@@ -328,6 +350,70 @@ def test_what_the_service_would_refuse_is_refused_at_the_call_site_and_the_edge_
     assert m.flush()
     assert m.stats.rejected == 0 and m.stats.sent == 1
     assert product.usage(user)["total_tokens"] == 1_000_000_001
+    m.shutdown()
+
+
+def test_a_model_or_session_id_the_service_would_refuse_is_refused_at_guard_and_reserve(product: Product) -> None:
+    user = product.create_user({"max_spend_per_period": 10, **PRICED})
+    m = Meter(api_key=product.key, base_url=product.url)
+    # More than 255 characters, or not a string: the gate event, or the usage the reservation commits, would carry
+    # it and the service refuse it at delivery (422), losing the usage. Refused at the call, as record() does.
+    for name, bad in (("model", "m" * 256), ("session_id", "s" * 256), ("model", 4), ("session_id", 4)):
+        kw: dict[str, Any] = {name: bad}
+        with pytest.raises(TypeError, match=name):
+            m.guard(user, **kw)
+        with pytest.raises(TypeError, match=name):
+            m.reserve(user, **kw)
+        with pytest.raises(TypeError, match=name):
+            m.reserve_now(user, **kw)
+
+        async def awaited(name: str = name, kw: dict[str, Any] = kw) -> None:
+            with pytest.raises(TypeError, match=name):
+                await m.aguard(user, **kw)
+            with pytest.raises(TypeError, match=name):
+                await m.areserve(user, **kw)
+
+        asyncio.run(awaited())
+    assert m.stats.queued == 0
+    # 255 characters each are the service's too: delivered.
+    with m.reserve(user, model="m" * 255, session_id="s" * 255, input_tokens=10) as r:
+        r.commit(input_tokens=10)
+    assert m.flush()
+    assert m.stats.sent == 1 and m.stats.rejected == 0
+    assert product.usage(user)["total_tokens"] == 10
+    m.shutdown()
+
+
+def test_what_a_callback_or_the_caller_changes_in_a_usage_event_is_not_sent(
+    product: Product, proxy: FaultProxy
+) -> None:
+    user = product.create_user({"max_spend_per_period": 100, **PRICED})
+    m = Meter(api_key=product.key, base_url=proxy.api_url)
+
+    def tamper(ev: UsageEvent) -> None:
+        ev.metadata["tampered"] = True
+        ev.metadata.setdefault("nested", {})["by"] = "callback"
+        ev.cost_total = 999.0
+        ev.input_tokens = 1
+        ev.tool_calls.append("forged")
+
+    m.on_usage(tamper)
+    recorded = m.record(user, model="gpt-4o", input_tokens=1000, metadata={"nested": {"by": "caller"}})
+    with m.reserve(user, model="gpt-4o", input_tokens=1000) as r:
+        committed = r.commit(input_tokens=1000)
+    for ev in (recorded, committed):
+        ev.model = "another"
+        ev.metadata["later"] = True
+    assert m.flush()
+    sent = [e for batch in proxy.sent(r"POST /events/batch") for e in batch]
+    assert [(e["model"], e["input_tokens"], e["cost_total"], e["tool_calls"]) for e in sent] == [
+        ("gpt-4o", 1000, 2.5, []),
+        ("gpt-4o", 1000, 2.5, []),
+    ]
+    assert [e["metadata"] for e in sent] == [{"nested": {"by": "caller"}}, {}]
+    # The callers' copies still hear what the library learns: the service's acknowledgment.
+    assert recorded.synced and committed.synced
+    assert near(product.usage(user)["total_cost"], 5.0)
     m.shutdown()
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from .clock import now as clock_now
 from .dimensions import evaluate_nano
-from .errors import LimitExceededError, MeterTypeError, MeterUnavailableError
+from .errors import LimitExceededError, MeterUnavailableError
 from .lease_books import LeaseNeed
 from .money import add_dollars, to_dollars, to_nano
 from .periods import iso
@@ -23,7 +23,7 @@ from .state import UserEntry, hold_team, hold_windows
 from .types import GateContext, GuardResult, LimitCredits, PlanConfig
 from .user_sessions import Session
 from .users import LOAD_RETRY, Users
-from .validate import check_metadata, own_metadata
+from .validate import own_metadata
 
 # One gate event per (user, gate_reason, kind) per this many seconds at most.
 GATE_EVENT_INTERVAL = 5.0
@@ -79,14 +79,8 @@ class Admission(Users):
         max_output_tokens: int | None = None,
     ) -> Admitted:
         """Check and hold in one step under the lock. Callbacks and the raise come after, outside it: guard()
-        passes the result to _after_gate, reserve() to _held."""
-        if input_tokens is not None and (type(input_tokens) is not int or input_tokens < 0):
-            raise MeterTypeError("input_tokens must be a non-negative integer")
-        if max_output_tokens is not None and (type(max_output_tokens) is not int or max_output_tokens < 0):
-            raise MeterTypeError("max_output_tokens must be a non-negative integer")
-        if session_id is not None and not isinstance(session_id, str):
-            raise MeterTypeError("session_id must be a string")
-        check_metadata(metadata)
+        passes the result to _after_gate, reserve() to _held. Its arguments were checked by the call
+        (validate.check_estimate), before any wait for the user's view."""
         now = clock_now()
         if e.credits is not None and now >= e.credits.next_expiry:
             # A grant past its expiry leaves the balance at its expires_at (BUDGETS.md §3) before the check reads the

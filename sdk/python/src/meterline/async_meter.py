@@ -41,6 +41,7 @@ class AsyncMeter(MeterCore):
         return self._transport
 
     def _on_loop(self) -> None:
+        super()._on_loop()
         self._delivery.ensure()
 
     def _spawn(self, flow: Flow[Any]) -> Handle:

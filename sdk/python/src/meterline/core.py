@@ -40,7 +40,15 @@ from .types import (
     UsageEvent,
     UserState,
 )
-from .validate import check_metadata, check_session_id, check_usage, check_user, flag, positive
+from .validate import (
+    check_estimate,
+    check_session_id,
+    check_usage,
+    check_user,
+    flag,
+    positive,
+    positive_int,
+)
 
 log = logging.getLogger("meterline")
 
@@ -95,8 +103,9 @@ class MeterCore(Lifecycle):
         self.startup_timeout = positive("startup_timeout", startup_timeout)
         self.shutdown_timeout = positive("shutdown_timeout", shutdown_timeout)
         self.request_timeout = positive("request_timeout", request_timeout)
-        max_queue = int(positive("max_queue_size", max_queue_size))
-        max_batch = min(int(positive("max_batch_size", max_batch_size)), 10_000)
+        max_queue = positive_int("max_queue_size", max_queue_size)
+        # The service takes at most 10,000 events a batch.
+        max_batch = positive_int("max_batch_size", max_batch_size, 10_000)
         self._logger = logger or log
         self._on_error = on_error
         self._open(base_url, api_key)
@@ -118,6 +127,7 @@ class MeterCore(Lifecycle):
         self._credits_low = []
         self._credits_depleted = []
         self._credits_expired = []
+        self._callback_loop = None
         self._marker = None
         self._polling_changes = False
         self._changes_retry_at = 0.0
@@ -139,7 +149,7 @@ class MeterCore(Lifecycle):
             self._leases = Leases(
                 LeaseSettings(
                     ttl=positive("lease_ttl", lease_ttl),
-                    calls=int(positive("lease_calls", lease_calls)),
+                    calls=positive_int("lease_calls", lease_calls),
                     idle=positive("lease_idle", lease_idle),
                     fallback=lease_fallback,
                 ),
@@ -155,45 +165,45 @@ class MeterCore(Lifecycle):
         """Runs when a call reaches a dimension's soft_gate_at (below hard_gate_at); the call still runs.
         Callbacks of one kind fire in registration order; one that raises is logged and passed to ``on_error``, and
         stops neither the others nor the call. There is no unregister."""
-        self._soft.append(cb)
+        self._registered(self._soft, cb)
 
     def on_hard_gate(self, cb: GateCallback) -> None:
         """Runs when a call reaches a dimension's hard_gate_at, before ``LimitExceededError`` is raised (with
         ``blocking=False``, before the call proceeds). Callbacks of one kind fire in registration order; one that
         raises is logged and passed to ``on_error``, and stops neither the others nor the call. There is no
         unregister."""
-        self._hard.append(cb)
+        self._registered(self._hard, cb)
 
     def on_usage(self, cb: Callable[[UsageEvent], Any]) -> None:
         """Runs after every metered call and manual event, with its usage event. Callbacks of one kind fire in
         registration order; one that raises is logged and passed to ``on_error``, and stops neither the others nor
         the call. There is no unregister."""
-        self._usage.append(cb)
+        self._registered(self._usage, cb)
 
     def on_session_start(self, cb: Callable[[SessionStartState], Any]) -> None:
         """Runs when a user's session view is first loaded (user, plan, billing period). Callbacks of one kind fire
         in registration order; one that raises is logged and passed to ``on_error``, and stops neither the others
         nor the call. There is no unregister."""
-        self._session_start.append(cb)
+        self._registered(self._session_start, cb)
 
     def on_credits_low(self, cb: Callable[[CreditsEvent], Any]) -> None:
         """Prepaid credits: ``cb`` runs once each time a user's balance, as this process counts it, falls below the
         plan's credits_low_at (armed again when a grant lifts it back): the moment to charge the customer and post a
         grant (auto top-up)."""
-        self._credits_low.append(cb)
+        self._registered(self._credits_low, cb)
 
     def on_credits_depleted(self, cb: Callable[[CreditsEvent], Any]) -> None:
         """Prepaid credits: ``cb`` runs when a user's balance goes from above 0 to 0 or below."""
-        self._credits_depleted.append(cb)
+        self._registered(self._credits_depleted, cb)
 
     def on_credits_expired(self, cb: Callable[[CreditsEvent], Any]) -> None:
         """Prepaid credits: ``cb`` runs when a grant of a user expires with money left (at its expires_at, seen
         within the client's sweep or at the user's next call after it)."""
-        self._credits_expired.append(cb)
+        self._registered(self._credits_expired, cb)
 
     def on_shutdown(self, cb: Callable[[], Any]) -> None:
         """Runs when shutdown() starts, before its final delivery (integrations settle calls still open)."""
-        self._closing.append(cb)
+        self._registered(self._closing, cb)
 
     def state(self, user_id: str) -> UserState | None:
         """The user's cached state; None before the user's first guard/record."""
@@ -243,14 +253,12 @@ class MeterCore(Lifecycle):
         """reserve() without any wait, or None when it would wait (view not loaded, a lease to ask for).
         For integrations: a warm user costs them no thread hop or await."""
         check_user(user_id)
+        check_estimate(model, session_id, input_tokens, max_output_tokens, metadata)
         e = self._ready(user_id)
         if e is None:
-            # Said here too, not only by _admit: a bad argument fails at the call whether or not it would wait.
-            check_metadata(metadata)
             return None
         input_tokens, need = self._lease_plan(e, model, input_tokens, prompt, max_output_tokens)
         if need is not None:
-            check_metadata(metadata)
             return None
         return self._held(self._admit(e, model, session_id, input_tokens, prompt, metadata, True, max_output_tokens))
 
@@ -297,6 +305,7 @@ class MeterCore(Lifecycle):
         max_output_tokens: int | None = None,
     ) -> GuardResult:
         """Checks a coming call. Raises LimitExceededError on a hard gate when blocking."""
+        check_estimate(model, session_id, input_tokens, max_output_tokens, metadata)
         admitted = self._admit(
             self._entry(user_id), model, session_id, input_tokens, prompt, metadata, False, max_output_tokens
         )
@@ -329,6 +338,7 @@ class MeterCore(Lifecycle):
     ) -> Flow[Reservation]:
         """guard() and the call's reservation held against the limits in the same step: its estimate with
         ``pre_call_estimate``, else the user's typical call of the model (an estimate on the first call)."""
+        check_estimate(model, session_id, input_tokens, max_output_tokens, metadata)
         e = yield from self._entry_flow(user_id)
         input_tokens, need = self._lease_plan(e, model, input_tokens, prompt, max_output_tokens)
         leases = self._leases

@@ -6,6 +6,7 @@ together, and meter.py / async_meter.py add the I/O."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 from collections.abc import Callable
@@ -58,6 +59,9 @@ class CoreState:
     _credits_low: list[Callable[[CreditsEvent], Any]]
     _credits_depleted: list[Callable[[CreditsEvent], Any]]
     _credits_expired: list[Callable[[CreditsEvent], Any]]
+    # The event loop of the last callback registered or awaitable call made on one: where an async callback fired
+    # from a thread that runs no loop runs (reporting.py).
+    _callback_loop: asyncio.AbstractEventLoop | None
     # The product's change marker last seen (GET /config/changes); None until the first answer.
     _marker: int | None
     _polling_changes: bool
@@ -108,7 +112,13 @@ class CoreState:
         raise NotImplementedError
 
     def _on_loop(self) -> None:
-        """An awaitable call runs on an event loop (AsyncMeter starts its delivery task there)."""
+        """An awaitable call runs on an event loop: async callbacks fired from threads run there (reporting.py), and
+        AsyncMeter starts its delivery task there."""
+        self._callback_loop = asyncio.get_running_loop()
+
+    def _drop_queued(self) -> None:
+        """shutdown() and the exit: background flows not started yet are dropped (Meter's load workers; AsyncMeter's
+        tasks end with their loop)."""
 
     def _close_at_exit(self) -> None:
         raise NotImplementedError

@@ -6,8 +6,8 @@ thrown into it where it yielded."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Generator
+from concurrent.futures import CancelledError as FutureCancelled
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
@@ -66,6 +66,11 @@ def running(h: Handle | None) -> bool:
     return h is not None and not h.done()
 
 
+def started(h: Handle) -> bool:
+    """The background flow has begun (a Future a load worker took up; a task, once made: no telling when it steps)."""
+    return not isinstance(h, Future) or h.running() or h.done()
+
+
 class Stepper(Generic[T]):
     """Drives a flow: the step it asks for next (None once it returned ``result``), given the last step's
     outcome: its answer, or the MeterError it met, thrown into the flow."""
@@ -110,13 +115,18 @@ def wait_blocking(h: Handle, timeout: float | None) -> Any:
     assert isinstance(h, Future)
     try:
         return h.result(timeout)
-    except FutureTimeout:
+    except (FutureTimeout, FutureCancelled):
+        # Dropped before it started (shutdown): it ran no more than a flow that timed out.
         return None
 
 
 async def wait_async(h: Handle, timeout: float | None) -> Any:
-    """Awaits a background flow (either kind of handle) up to ``timeout``, without cancelling it; None on timeout."""
+    """Awaits a background flow (either kind of handle) up to ``timeout``, without cancelling it; None on timeout,
+    or when it was cancelled (dropped by shutdown before it started, or its task cancelled)."""
     fut: asyncio.Future[Any] = asyncio.wrap_future(h) if isinstance(h, Future) else h  # type: ignore[assignment]
-    with contextlib.suppress(asyncio.TimeoutError):
-        return await asyncio.wait_for(asyncio.shield(fut), timeout)
-    return None
+    # asyncio.wait neither cancels what it waits for at the timeout nor raises when that was cancelled: awaiting a
+    # cancelled future would raise CancelledError into the caller's task as if the task itself were cancelled.
+    finished, _ = await asyncio.wait({fut}, timeout=timeout)
+    if not finished or fut.cancelled():
+        return None
+    return fut.result()

@@ -14,7 +14,7 @@ from .flow import Flow, Handle
 from .portal import portal_token_flow
 from .state import UserEntry
 from .types import PortalToken, StartResult
-from .validate import check_user
+from .validate import call_timeout, check_user
 
 
 class Lifecycle(Admission):
@@ -81,6 +81,7 @@ class Lifecycle(Admission):
         """flush(): delivers what is queued, retrying transient failures up to ``timeout`` (default shutdown_timeout).
         True when the queue emptied, False when time ran out; raises MeterAuthenticationError, at once,
         when the service refuses the API key (no retry can deliver until it is fixed)."""
+        timeout = call_timeout("flush", timeout)
         with self._lock:
             self._queue.queued_after_close = False
         deadline = time.monotonic() + (self.shutdown_timeout if timeout is None else timeout)
@@ -94,6 +95,7 @@ class Lifecycle(Admission):
     def _shutdown(self, timeout: float | None = None) -> Flow[bool]:
         """Stops the delivery thread (or task), settles open integration calls, gives back leases, delivers the
         queue."""
+        timeout = call_timeout("shutdown", timeout)
         with self._lock:
             if self._closed:
                 closed_before = True
@@ -102,6 +104,9 @@ class Lifecycle(Admission):
                 self._closed = True
         if not closed_before:
             self._delivery.stop()
+        # Background work not started yet (reloads, the change poll) would only delay what shutdown runs in the
+        # background itself (lease releases) behind it, and at exit hold the process past shutdown_timeout.
+        self._drop_queued()
         # Every shutdown (a serverless handler's each invocation): calls of the model-client wrappers still open are
         # settled before the delivery, as the TypeScript client's onShutdown hooks run on each.
         for cb in self._closing:
@@ -116,9 +121,15 @@ class Lifecycle(Admission):
         # Usage held for a plan not loaded yet is priced first, with at most half of what is left: the rest is the
         # delivery's.
         yield from self._load_held(time.monotonic() + max(0.0, deadline - time.monotonic()) / 2)
-        drained = yield from self._queue.drain(deadline, self._hopeless)
-        with self._lock:
-            self._queue.closed = True
+        while True:
+            drained = yield from self._queue.drain(deadline, self._hopeless)
+            # Closed under the lock that says the queue is empty: an event another thread pushed after the last
+            # pass emptied it, and before this, is sent by another pass, not left unsent and uncounted (every
+            # later one counts as queued after close, for the next flush() or shutdown(), or the exit).
+            with self._lock:
+                if not drained or self._queue.size == 0:
+                    self._queue.closed = True
+                    break
         if not drained:
             # Never raises: a refused key was logged as an error when it was met.
             why = " (the API key is refused)" if self._refused_key is not None else ""
@@ -173,6 +184,8 @@ class Lifecycle(Admission):
         """The child of os.fork(): its own lock, connections, load workers and delivery thread; the
         parent's queue stays the parent's to send (nothing twice); its leases stay the parent's."""
         self._lock = threading.RLock()
+        # Nothing runs the parent's event loop here.
+        self._callback_loop = None
         self._queue.clear_after_fork()
         self._queue.lock = self._lock
         self._loading = {}

@@ -1,15 +1,14 @@
-"""``Meter``: the blocking client. Its I/O runs over httpx.Client: session loads and lease requests on a small
-pool of load workers, deliveries on one daemon thread, the rest in the calling thread. Its ``a``-prefixed
-methods serve async code: ``aguard``/``areserve``/``arecord`` are the core's awaitable calls (no thread hop for
-a loaded user), the others run the blocking method in a thread (``asyncio.to_thread``). ``AsyncMeter``
-(async_meter.py) does all its I/O on the event loop."""
+"""``Meter``: the blocking client. Its I/O runs over httpx.Client: session loads and lease requests on a few
+load workers (daemon threads, workers.py), deliveries on one daemon thread, the rest in the calling thread. Its
+``a``-prefixed methods serve async code: ``aguard``/``areserve``/``arecord`` are the core's awaitable calls (no
+thread hop for a loaded user), the others run the blocking method in a thread (``asyncio.to_thread``).
+``AsyncMeter`` (async_meter.py) does all its I/O on the event loop."""
 
 from __future__ import annotations
 
 import asyncio
 import functools
 from collections.abc import Callable, Coroutine
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from .core import MeterCore, guard_async, public, record_async, renamed, reserve_async
@@ -17,6 +16,7 @@ from .delivery import DeliveryThread
 from .flow import Flow, Handle, Health, Request, Stepper, Wait, ended, wait_async
 from .transport import Transport
 from .types import PortalToken, StartResult
+from .workers import Workers
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -37,6 +37,7 @@ def _in_thread(method: Callable[Concatenate[Meter, P], T]) -> Callable[Concatena
 
     @functools.wraps(method)
     async def run(self: Meter, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        self._on_loop()
         return await asyncio.to_thread(method, self, *args, **kwargs)
 
     return run
@@ -46,19 +47,19 @@ class Meter(MeterCore):
     """Enforces each user's plan in this process and meters what the calls use. Thread-safe."""
 
     _transport: Transport
-    _executor: ThreadPoolExecutor
+    _executor: Workers
     _delivery: DeliveryThread
 
     def _open(self, base_url: str, api_key: str) -> None:
         self._transport = Transport(base_url, api_key, self.request_timeout)
-        self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="meter-load")
+        self._executor = Workers(4, "meter-load")
 
     def _start_delivery(self) -> None:
         self._delivery = DeliveryThread(self._transport, self._tick_interval(), self._tick)
 
     def _reopen(self) -> None:
         self._transport.after_fork()
-        self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="meter-load")
+        self._executor = Workers(4, "meter-load")
 
     @property
     def _http(self) -> Transport:
@@ -67,14 +68,18 @@ class Meter(MeterCore):
     def _spawn(self, flow: Flow[Any]) -> Handle:
         try:
             return self._executor.submit(self._transport.run, flow)
-        except RuntimeError:  # the executor is gone (interpreter exit)
+        except RuntimeError:  # no thread can start (the interpreter is finalizing)
             flow.close()
             return ended()
+
+    def _drop_queued(self) -> None:
+        self._executor.drop_queued()
 
     def _run(self, flow: Flow[T]) -> T:
         return self._transport.run(flow)
 
     async def _run_async(self, flow: Flow[T]) -> T:
+        self._on_loop()
         s = Stepper(flow)
         while (step := s.next()) is not None:
             if isinstance(step, Wait):
@@ -118,18 +123,23 @@ class Meter(MeterCore):
     arecord = renamed(record_async, "arecord")
 
     async def astart(self) -> StartResult:
+        self._on_loop()
         return await asyncio.to_thread(self.start)
 
     arecord_manual = _in_thread(record_manual)
 
     async def aportal_token(self, user_id: str, ttl_seconds: int | None = None) -> PortalToken:
+        self._on_loop()
         return await asyncio.to_thread(self.portal_token, user_id, ttl_seconds)
 
     async def arefresh(self, user_id: str) -> bool:
+        self._on_loop()
         return await asyncio.to_thread(self.refresh, user_id)
 
     async def aflush(self, timeout: float | None = None) -> bool:
+        self._on_loop()
         return await asyncio.to_thread(self.flush, timeout)
 
     async def ashutdown(self, timeout: float | None = None) -> bool:
+        self._on_loop()
         return await asyncio.to_thread(self.shutdown, timeout)

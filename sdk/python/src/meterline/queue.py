@@ -15,11 +15,52 @@ from .errors import MeterAPIError, MeterAuthenticationError, MeterError, MeterEv
 from .flow import Flow, Request, Sleep
 from .transport import address_hint, backoff, retryable
 from .types import UsageEvent
+from .validate import json_copy
 
 # How soon a pass that found only held events looks again (s).
 _HELD_RETRY = 0.25
 # How soon a pass that found another one running looks again (s).
 _BUSY_RETRY = 0.01
+
+
+class QueuedUsage(UsageEvent):
+    """A usage event as the queue holds and sends it: the library's own. Callers get ``view`` (record's and
+    commit's return, on_usage's argument), a copy with its own metadata and tool_calls, so what a caller or a
+    callback changes in it afterwards is not sent. What the library learns later, the price of usage held for its
+    plan (shown()) and the service's acknowledgment (synced), is written to both."""
+
+    __slots__ = ("view",)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.view = UsageEvent(
+            id=self.id,
+            user_id=self.user_id,
+            session_id=self.session_id,
+            timestamp=self.timestamp,
+            model=self.model,
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            total_tokens=self.total_tokens,
+            tool_calls=list(self.tool_calls),
+            cost_tokens=self.cost_tokens,
+            cost_tools=self.cost_tools,
+            cost_total=self.cost_total,
+            metadata=json_copy(self.metadata),
+            synced=self.synced,
+            lease_id=self.lease_id,
+        )
+
+    def shown(self) -> None:
+        """What the library set since (a price, the lease, synced), written to the caller's copy."""
+        v = self.view
+        v.model = self.model
+        v.cost_tokens = self.cost_tokens
+        v.cost_tools = self.cost_tools
+        v.cost_total = self.cost_total
+        v.lease_id = self.lease_id
+        v.synced = self.synced
+
 
 Event = UsageEvent | dict[str, Any]
 # What sending the head of one list came to (EventQueue._batch).

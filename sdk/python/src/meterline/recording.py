@@ -15,7 +15,7 @@ from .flow import Flow, Request, Sleep
 from .money import add_dollars
 from .periods import iso, parse_time
 from .pricing import normalize_model, rate_of, token_cost, tools_cost
-from .queue import Event
+from .queue import Event, QueuedUsage
 from .reporting import Reporting
 from .reservation import Hold
 from .state import UserEntry, hold_team, hold_windows
@@ -242,15 +242,15 @@ class Recording(Reporting):
         metadata: dict[str, Any],
         now: float,
     ) -> UsageEvent:
-        """Prices, counts and queues one call's usage, with ``metadata`` the event's own copy (own_metadata). Caller
-        holds the lock."""
+        """Prices, counts and queues one call's usage, with ``metadata`` the event's own copy (own_metadata); returns
+        the caller's copy of the event (QueuedUsage.view). Caller holds the lock."""
         tools = list(tool_calls or [])
         plan = e.config
         rate = rate_of(model, plan)
         ct = token_cost(input_tokens, output_tokens, rate)
         tc = tools_cost(tools, plan)
         self._note_unpriced(e, model, input_tokens + output_tokens, rate)
-        event = UsageEvent(
+        event = QueuedUsage(
             id=str(uuid.uuid4()),
             user_id=e.user_id,
             session_id=session.id,
@@ -267,6 +267,7 @@ class Recording(Reporting):
         )
         if self._leases is not None:
             event.lease_id = self._leases.spend(e, event.cost_total, model, event.total_tokens, now)
+            event.shown()
         self._count(e, session, model, event.total_tokens, event.cost_total)
         e.count_windows(model, event.total_tokens, event.cost_total, now, now)
         e.count_team(model, event.total_tokens, event.cost_total, now, now)
@@ -278,7 +279,7 @@ class Recording(Reporting):
                 # The service has not answered yet: priced (and held back) when it does.
                 e.unpriced.append((event, session))
                 self._unpriced_ids.add(event.id)
-        return event
+        return event.view
 
     def _price(self, e: UserEntry) -> None:
         """Prices the usage recorded before the plan was known, now that it is. Caller holds the lock."""
@@ -308,6 +309,7 @@ class Recording(Reporting):
             at = parse_time(event.timestamp)
             e.count_windows(model, event.total_tokens, event.cost_total, at, now)
             e.count_team(model, event.total_tokens, event.cost_total, at, now)
+            event.shown()
         e.unpriced = []
 
     @staticmethod
@@ -339,8 +341,9 @@ class Recording(Reporting):
         with self._lock:
             self._refused_key = None
             for ev in events:
-                if isinstance(ev, UsageEvent):
+                if isinstance(ev, QueuedUsage):
                     ev.synced = True
+                    ev.shown()
                 self._settled(ev.user_id if isinstance(ev, UsageEvent) else str(ev["user_id"]))
 
     def _discarded(self, events: list[Event]) -> None:

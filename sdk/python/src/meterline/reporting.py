@@ -1,13 +1,14 @@
 """Where the client's problems go (warnings to the logger; what keeps metering off until someone fixes it, a
 refused key or a wrong address, to its error level; both to on_error), and how the product's callbacks run:
-one that raises stops neither the others nor the call, and a coroutine runs on the running loop."""
+one that raises stops neither the others nor the call, and an async one runs to its end, never dropped (_safely)."""
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import inspect
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from .core_state import CoreState
@@ -104,6 +105,13 @@ class Reporting(CoreState):
             else:
                 self._fire(self._credits_expired, event)
 
+    def _registered(self, cbs: list[Callable[..., Any]], cb: Callable[..., Any]) -> None:
+        """Adds a product's callback; the event loop running here, if any, is the one its coroutines run on when
+        it fires from a thread that runs none (_safely)."""
+        with contextlib.suppress(RuntimeError):
+            self._callback_loop = asyncio.get_running_loop()
+        cbs.append(cb)
+
     def _safely(self, cb: Callable[..., Any], *args: Any) -> None:
         try:
             r = cb(*args)
@@ -111,16 +119,41 @@ class Reporting(CoreState):
             self._warn("a callback raised", err)
             return
         if inspect.isawaitable(r):
-            try:
-                loop = asyncio.get_running_loop()
-            except RuntimeError:
-                if inspect.iscoroutine(r):
-                    r.close()
-                self._warn("an async callback was called outside an event loop; it did not run")
-                return
-            task = asyncio.ensure_future(r, loop=loop)
-            task.add_done_callback(self._callback_done)
+            self._await_callback(r)
 
-    def _callback_done(self, task: asyncio.Future[Any]) -> None:
-        if not task.cancelled() and task.exception() is not None:
-            self._warn("a callback raised", task.exception())
+    def _await_callback(self, r: Awaitable[Any]) -> None:
+        """An async callback's coroutine runs: on the event loop running here, as a task; else, fired from a thread
+        that runs none (Meter's load workers and delivery thread fire session starts and credits callbacks, an auto
+        top-up), on the loop the client last saw (a callback registered, an awaitable call), thread-safely; else, no
+        loop running anywhere, to its end in this thread (asyncio.run). Never dropped: a top-up hook must run."""
+        try:
+            here: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            here = None
+        if here is not None:
+            task = asyncio.ensure_future(r, loop=here)
+            task.add_done_callback(self._callback_done)
+            return
+        coro = r if inspect.iscoroutine(r) else _awaited(r)
+        home = self._callback_loop
+        if home is not None and home.is_running():
+            try:
+                future = asyncio.run_coroutine_threadsafe(coro, home)
+            except RuntimeError:  # closed since: nothing runs it there
+                pass
+            else:
+                future.add_done_callback(self._callback_done)
+                return
+        try:
+            asyncio.run(coro)
+        except Exception as err:
+            self._warn("a callback raised", err)
+
+    def _callback_done(self, future: asyncio.Future[Any] | concurrent.futures.Future[Any]) -> None:
+        if not future.cancelled() and future.exception() is not None:
+            self._warn("a callback raised", future.exception())
+
+
+async def _awaited(r: Awaitable[Any]) -> Any:
+    """An awaitable that is not a coroutine (a future, an object with __await__), as one."""
+    return await r

@@ -12,11 +12,12 @@ from .credits import CreditsNews, UserCredits, with_cap
 from .periods import calendar_month, iso, parse_time
 from .recent_calls import RecentCalls
 from .teams import TeamEntry, advance_all, count_all, keep_counters, member_scoped, period_sums
-from .types import CreditBalance, PlanConfig, PlanLimit, UsageEvent, UserState
+from .types import CreditBalance, PlanConfig, PlanLimit, UserState
 from .user_sessions import Session, Sessions
 
 if TYPE_CHECKING:
     from .flow import Handle
+    from .queue import QueuedUsage
 
 # Distinct models whose recent calls are remembered per user.
 RECENT_MODELS = 256
@@ -116,7 +117,7 @@ class UserEntry:
         self.reserved_tokens: dict[str, float] = {}
         self.in_flight = 0
         self.pending = 0
-        self.unpriced: list[tuple[UsageEvent, Session]] = []
+        self.unpriced: list[tuple[QueuedUsage, Session]] = []
         self.sessions = Sessions(now)
         self.timeout = DEFAULT_TIMEOUT
         self.refresh_at = 0.0

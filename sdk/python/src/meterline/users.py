@@ -9,7 +9,7 @@ import time
 
 from .clock import now as clock_now
 from .errors import MeterAPIError, MeterError
-from .flow import Flow, Handle, Health, Request, Wait, running
+from .flow import Flow, Handle, Health, Request, Wait, running, started
 from .recording import Recording
 from .session_view import apply_view, roll_locally
 from .state import UserEntry
@@ -67,10 +67,13 @@ class Users(Recording):
             return self._users[e.user_id]
 
     def _refresh(self, e: UserEntry, timeout: float | None, force: bool = False) -> Handle:
-        """Reloads the user's view in the background (one request at a time per user); never raises."""
+        """Reloads the user's view in the background (one request at a time per user); never raises. ``force``
+        (a change named the user): a reload that has not started yet reads after the change, so it is the one;
+        only one under way may have read before it, and another is queued."""
         with self._lock:
-            if e.refreshing is not None and running(e.refreshing) and not force:
-                return e.refreshing
+            h = e.refreshing
+            if h is not None and running(h) and (not force or not started(h)):
+                return h
             e.refreshing = self._spawn(self._load_view(e, timeout, self._http.reachable))
             return e.refreshing
 
@@ -173,8 +176,8 @@ class Users(Recording):
     def _load_held(self, deadline: float) -> Flow[None]:
         """Loads, one after another until ``deadline`` (time.monotonic), the users whose usage still waits for its
         plan to be priced (their first load failed or is still out): shutdown() and the process's exit deliver
-        them priced instead of leaving them held. At exit nothing else would load them: the load workers and the
-        event loop are gone there."""
+        them priced instead of leaving them held. At exit nothing else would load them: shutdown dropped the loads
+        the workers had not started, and the event loop is gone."""
         with self._lock:
             waiting = {
                 e.user_id: e for e in [*self._users.values(), *(p[0] for p in self._loading.values())] if e.unpriced
@@ -183,8 +186,8 @@ class Users(Recording):
             left = deadline - time.monotonic()
             if left <= 0:
                 return
-            # A load under way is waited for (one request at a time per user); at exit none is (the load workers
-            # finished theirs, and asyncio.run cancelled its tasks).
+            # A load under way is waited for, within what is left (one request at a time per user); a load that was
+            # dropped before it started (shutdown) is not under way, nor is a task asyncio.run cancelled.
             if e.unpriced and running(e.refreshing):
                 assert e.refreshing is not None
                 yield Wait(e.refreshing, min(self.request_timeout, left))

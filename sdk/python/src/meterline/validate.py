@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 from typing import Any
 
 from .errors import MeterTypeError, MeterValueError
@@ -68,6 +69,25 @@ def _optional_string(name: str, v: Any) -> None:
         raise MeterTypeError(f"{name} must be a string of at most 255 characters")
 
 
+def check_names(model: Any, session_id: Any) -> None:
+    """A call's model and session as its events carry them (a gate event's, the usage a reservation commits): the
+    service refuses more than 255 characters at delivery, so guard and reserve refuse them here, as record() does
+    (the TypeScript client's checkNames; a wrapper's session_id: check_session_id)."""
+    _optional_string("session_id", session_id)
+    _optional_string("model", model)
+
+
+def check_estimate(model: Any, session_id: Any, input_tokens: Any, max_output_tokens: Any, metadata: Any) -> None:
+    """The arguments of guard(), reserve() and reserve_now(), checked before any wait for the user's view: a bad
+    argument fails at the call whether or not it would wait."""
+    check_metadata(metadata)
+    check_names(model, session_id)
+    if input_tokens is not None and (type(input_tokens) is not int or input_tokens < 0):
+        raise MeterTypeError("input_tokens must be a non-negative integer")
+    if max_output_tokens is not None and (type(max_output_tokens) is not int or max_output_tokens < 0):
+        raise MeterTypeError("max_output_tokens must be a non-negative integer")
+
+
 def check_metadata(metadata: Any) -> None:
     """Checked where an event's metadata is given (record, guard, reserve, a wrapper), not when its batch is
     sent: one value JSON cannot carry (a datetime, a UUID, NaN) would otherwise fail the batch of every event
@@ -95,6 +115,16 @@ def own_metadata(metadata: dict[str, Any] | None) -> dict[str, Any]:
     return copied
 
 
+def json_copy(value: Any) -> Any:
+    """A copy of a JSON value own_metadata made (dicts, lists and scalars): what its holder changes afterwards does
+    not change the original. Faster than a JSON round trip, which record() would pay again for each event."""
+    if isinstance(value, dict):
+        return {k: json_copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [json_copy(v) for v in value]
+    return value
+
+
 def check_usage(
     input_tokens: Any, output_tokens: Any, tool_calls: Any, metadata: Any, session_id: Any, model: Any
 ) -> None:
@@ -105,8 +135,7 @@ def check_usage(
     ):
         raise MeterTypeError("tool_calls must be a list of strings")
     check_metadata(metadata)
-    _optional_string("session_id", session_id)
-    _optional_string("model", model)
+    check_names(model, session_id)
 
 
 def check_manual(
@@ -145,4 +174,24 @@ def flag(name: str, v: Any) -> bool:
 def positive(name: str, v: Any) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
         raise MeterValueError(f"Meter: {name} must be a positive number, got {v!r}")
+    return float(v)
+
+
+def positive_int(name: str, v: Any, most: int | None = None) -> int:
+    """A count option: a whole number from 1 (to ``most``), refused otherwise, never truncated nor clamped (0.5
+    events a queue would hold none; 0.5 calls a lease would divide by zero later), as TypeScript's positiveInt."""
+    if isinstance(v, bool) or not isinstance(v, int) or v <= 0 or (most is not None and v > most):
+        upto = "" if most is None else f" of at most {most:,}"
+        raise MeterValueError(f"Meter: {name} must be a positive whole number{upto}, got {v!r}")
+    return v
+
+
+def call_timeout(name: str, v: Any) -> float | None:
+    """A call's own time limit (flush, shutdown): None (the client's shutdown_timeout) or seconds, 0 or more. NaN
+    made every request's deadline fail and flush() never return; as TypeScript's callTimeoutMs."""
+    if v is None:
+        return None
+    # A longer wait than a lock can take overflows (threading.TIMEOUT_MAX, about 292 years).
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= threading.TIMEOUT_MAX:
+        raise MeterTypeError(f"{name}: timeout must be a number of seconds, 0 or more, got {v!r}")
     return float(v)
