@@ -41,6 +41,9 @@ import { checkManual, checkPortalTtl, checkUsage, checkUser, callTimeoutMs, dura
 let reserveNowOf: (meter: Meter, userId: string, input?: GuardInput) => Reservation | undefined;
 let reporterOfMeter: (meter: Meter) => Reporter;
 
+/** Events a batch request carries at most: the service's limit. */
+const MAX_BATCH = 10_000;
+
 /**
  * The integrations reserve on every model call: reserve() in the caller's tick when nothing
  * has to be waited for (the user's view is loaded and current, and no lease has to be asked
@@ -113,7 +116,8 @@ export class Meter {
     this.#startupTimeoutMs = durationMs("startupTimeoutMs", options.startupTimeoutMs, 3_000);
     this.#shutdownTimeoutMs = durationMs("shutdownTimeoutMs", options.shutdownTimeoutMs, 10_000);
     const maxQueueSize = positiveInt("maxQueueSize", options.maxQueueSize, 10_000);
-    const maxBatchSize = Math.min(positiveInt("maxBatchSize", options.maxBatchSize, 1_000), 10_000);
+    const maxBatchSize = positiveInt("maxBatchSize", options.maxBatchSize, 1_000);
+    if (maxBatchSize > MAX_BATCH) throw new MeterTypeError(`Meter: maxBatchSize must be at most ${MAX_BATCH.toLocaleString("en-US")} (the service's limit), got ${maxBatchSize}`);
     const requestTimeoutMs = durationMs("requestTimeoutMs", options.requestTimeoutMs, 10_000);
     const failClosed = flag("failClosed", options.failClosed, false);
     const report = (this.#report = new Reporter(options.logger ?? console, options.onError, failClosed));
@@ -123,7 +127,7 @@ export class Meter {
       delivered: (events, kind) => {
         report.keyAccepted();
         for (const e of events) {
-          if (kind === "usage") (e as UsageEvent).synced = true;
+          if (kind === "usage") this.#recorder.delivered(e as UsageEvent);
           this.#users.get(e.user_id)?.delivered();
         }
       },

@@ -14,8 +14,8 @@ import type { EventQueue } from "./queue.ts";
 import type { Session } from "./user-sessions.ts";
 import type { UserEntry } from "./state.ts";
 import { backoffMs, retryable, type Transport } from "./transport.ts";
-import type { ManualEvent, ManualInput, UsageEvent, UsageInput } from "./types.ts";
 import { ownMetadata } from "./validate.ts";
+import type { ManualEvent, ManualInput, UsageEvent, UsageInput } from "./types.ts";
 
 /** Attempts of a manual event before its error reaches the caller. */
 const MANUAL_ATTEMPTS = 3;
@@ -27,6 +27,12 @@ const UNPRICED_WARNINGS = 1_000;
 export class Recorder {
   /** Queued usage events waiting for their user's prices. */
   readonly #unpriced = new WeakSet<UsageEvent>();
+  /**
+   * The caller's copy of each queued event (record's and commit's return, onUsage's argument):
+   * what a caller or a callback changes in it is not sent. What the library sets later (the price
+   * of usage recorded before its plan was known, `synced`) is written to both (shown, delivered).
+   */
+  readonly #views = new WeakMap<UsageEvent, UsageEvent>();
   readonly #manualIds = new Set<string>();
   readonly #unpricedWarned = new Set<string>();
 
@@ -99,9 +105,18 @@ export class Recorder {
         this.#unpriced.add(event);
       }
     }
-    this.callbacks.fire(this.callbacks.usage, event);
+    const view: UsageEvent = { ...event, tool_calls: [...event.tool_calls], metadata: ownMetadata(event.metadata) };
+    this.#views.set(event, view);
+    this.callbacks.fire(this.callbacks.usage, view);
     this.callbacks.credits(e.creditNews(now));
-    return event;
+    return view;
+  }
+
+  /** The service acknowledged a queued usage event. */
+  delivered(event: UsageEvent): void {
+    event.synced = true;
+    const view = this.#views.get(event);
+    if (view) view.synced = true;
   }
 
   /** Prices the usage recorded before the plan was known, now that it is (or the user has none). */
@@ -121,6 +136,8 @@ export class Recorder {
       this.#unpricedModel(e, model, event.total_tokens, rate);
       event.cost_tools = toolsCost(event.tool_calls, plan);
       event.cost_total = addDollars(event.cost_tokens, event.cost_tools);
+      const view = this.#views.get(event);
+      if (view) Object.assign(view, { model, cost_tokens: event.cost_tokens, cost_tools: event.cost_tools, cost_total: event.cost_total });
       e.countPeriod(session, model, 0, event.cost_total);
       // No window (nor the team) counted the call while the plan was unknown: it has none then.
       const at = Date.parse(event.timestamp);

@@ -463,6 +463,30 @@ t("what the service would refuse is refused at the call site, never queued to be
   await m.shutdown();
 });
 
+t("what a caller or an onUsage callback changes in a usage event is not sent; synced still reaches the caller's copy", async (ctx) => {
+  const userId = await createUser(ctx.api, { max_spend_per_period: 10, cost_rates: { "gpt-4o": { input: 1, output: 1 } } });
+  const m = stackMeter(ctx, { logger: memoryLogger() });
+  m.onUsage((ev) => {
+    ev.cost_total = 999;
+    ev.metadata.note = "changed by a callback";
+    ev.tool_calls.push("search");
+  });
+  const ev = await m.record(userId, { model: "gpt-4o", input_tokens: 1000, metadata: { route: "/chat" } });
+  ev.input_tokens = 5;
+  assert.ok(await m.flush());
+  // A cost_total of 999 beside its parts would have been refused (422) and the usage lost.
+  assert.is(m.stats.rejected, 0);
+  assert.is(ev.synced, true, "the caller's copy learns of the delivery");
+  const u = await eventually(async () => {
+    const u = await usage(ctx.api, userId);
+    return u.total_tokens === 1000 ? u : null;
+  }, 10_000, "the event as recorded");
+  assert.ok(near(u.total_cost, 1), `total_cost ${u.total_cost}`);
+  assert.is(u.tool_calls_count, 0);
+  await m.shutdown();
+  assert.throws(() => stackMeter(ctx, { maxBatchSize: 10_001 }), /maxBatchSize must be at most 10,000/);
+});
+
 /** Checked by the compiler (npm run lint), never run: call()'s usage reader takes what its function returns. */
 export function callTypes(m: Meter): void {
   void m.call("u", { usage: (out) => ({ input_tokens: out.tokens.prompt }) }, async () => ({ text: "hi", tokens: { prompt: 1 } }));
