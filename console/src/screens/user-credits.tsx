@@ -9,6 +9,7 @@ import { creditLedgerRead, creditsKey, creditsRead, LEDGER_PAGE_SIZES, ledgerLim
 import { Card, ConfirmBox, DataTable, DoneStatus, Empty, ErrorState, Field, FormAlert, FormStatus, ConfirmedSubmit, ListQuery, num, PerPage, Query, submitted, Time } from "../components.tsx";
 import { describeGrant, grantBody, type Draws, LEDGER_TYPE, newGrantForm, STATUS_BADGE, voidable, type GrantForm, type GrantKind, type GrantStatus, type LedgerType } from "../credits.ts";
 import { useFieldIssues } from "../field-issues.ts";
+import { newId } from "../ids.ts";
 import { fmtExactMoney, fmtSignedMoney } from "../format.ts";
 import { usePaging, useUrlState } from "../url-state.ts";
 
@@ -196,7 +197,7 @@ function Grants({ owner, grants }: { owner: CreditOwner; grants: CreditGrant[] }
 const zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
 
 function GrantCredits({ owner }: { owner: CreditOwner }) {
-  const [form, setForm] = useState<GrantForm>(() => newGrantForm(crypto.randomUUID()));
+  const [form, setForm] = useState<GrantForm>(() => newGrantForm(newId()));
   const [confirming, setConfirming] = useState(false);
   const queryClient = useQueryClient();
   const r = routes(owner);
@@ -204,7 +205,7 @@ function GrantCredits({ owner }: { owner: CreditOwner }) {
     mutationFn: (f: GrantForm) => r.grant(grantBody(f) as never),
     onSuccess: () => {
       r.stale(queryClient);
-      setForm(newGrantForm(crypto.randomUUID()));
+      setForm(newGrantForm(newId()));
     },
     onSettled: () => setConfirming(false),
   });

@@ -6,6 +6,7 @@ import { ApiError, api, ok, type GateEvent, type Session } from "../api/client.t
 import { gateEventsFilter, gateEventsRead, lastSessionSpendRead, limitsRead, sessionRead, userRead, userUsageRead } from "../api/reads.ts";
 import { Card, ConfirmedSubmit, DataTable, Facts, Field, FormAlert, FormStatus, Gauge, InlineForm, ListQuery, num, PerPage, Period, Query, QuickStart, Screen, submitted, Time } from "../components.tsx";
 import { useFieldIssues } from "../field-issues.ts";
+import { newId } from "../ids.ts";
 import { fmtExactMoney, fmtInt, fmtPct, fmtTime } from "../format.ts";
 import { creditCapNote, drawsCredits } from "../credits.ts";
 import { blockingIndex, dimensionLabel, TEAM_REASON } from "../limits.ts";
@@ -248,10 +249,14 @@ function describeCharge(id: string, f: { cost: string; model: string; input_toke
 function ManualEvent({ id, pricing }: { id: string; pricing: Pricing | null | undefined }) {
   const [form, setFormState] = useState({ cost: "", model: "", input_tokens: "", output_tokens: "", description: "" });
   const [confirming, setConfirming] = useState(false);
+  // One key per event: sent again after a dropped connection, the same form is the same event
+  // (the service answers the first); edited, it is another one.
+  const [key, setKey] = useState(newId);
   // Editing after the question was asked takes it back: what is confirmed is what is sent.
   const setForm = (next: typeof form) => {
     setConfirming(false);
     setFormState(next);
+    setKey(newId());
   };
   const queryClient = useQueryClient();
   const record = useMutation({
@@ -265,7 +270,7 @@ function ManualEvent({ id, pricing }: { id: string; pricing: Pricing | null | un
             input_tokens: Number(form.input_tokens) || 0,
             output_tokens: Number(form.output_tokens) || 0,
             description: form.description || null,
-            idempotency_key: crypto.randomUUID(),
+            idempotency_key: key,
           },
         }),
       ),
