@@ -243,6 +243,20 @@ t("a plan's 422 shows beside its field, then the plan is created and edited", as
   const edited = (await ctx.api.get("/config/plans")).body.plans.find((p: { name: string }) => p.name === "team");
   assert.is(edited.session_timeout_minutes, 45);
   assert.is(edited.max_spend_per_period, 5);
+  // An emptied field: a map is cleared ({}), a number that has no "none" is asked for, not left as it was under "saved".
+  const team = async () => (await ctx.api.get("/config/plans")).body.plans.find((p: { name: string }) => p.name === "team");
+  await edit.getByLabel("Model token limits (JSON)").fill('{"gpt-4.1": {"max_tokens_per_period": 1000}}');
+  await edit.getByRole("button", { name: "Save changes" }).click();
+  await eventually(async () => (await team()).model_limits["gpt-4.1"] !== undefined, 10_000, "the model limit saved");
+  await edit.getByLabel("Model token limits (JSON)").fill("");
+  await edit.getByLabel("Session timeout (minutes)").fill("");
+  await edit.getByRole("button", { name: "Save changes" }).click();
+  await markedInvalid(edit.getByLabel("Session timeout (minutes)"), "the emptied timeout marked");
+  assert.match(await fieldError(page, edit.getByLabel("Session timeout (minutes)")), /Required: type a value \(the default is 30\)/);
+  await edit.getByLabel("Session timeout (minutes)").fill("45");
+  await edit.getByRole("button", { name: "Save changes" }).click();
+  await eventually(async () => Object.keys((await team()).model_limits).length === 0, 10_000, "the model limits cleared");
+  assert.is((await team()).session_timeout_minutes, 45);
   await check(ctx, "plans");
 });
 
@@ -576,6 +590,34 @@ t("a webhook test against a local receiver reports success", async (ctx) => {
   const after = await secret();
   assert.is.not(after, before);
   await page.getByRole("region", { name: "Signing secret" }).getByText(after, { exact: true }).waitFor();
+  // Disabling ends the deliveries waiting for a retry: asked first, and stepping back changes nothing.
+  const endpoint = async () => (await ctx.api.get("/webhooks/endpoints")).body.find((e: { id: string }) => e.id === id) as { enabled: boolean; subscribed_events: string[] };
+  await page.getByRole("button", { name: "Disable…" }).click();
+  const disabling = page.getByRole("group", { name: "Confirm disabling" });
+  await disabling.getByText(/deliveries waiting for a retry end as failed/).waitFor();
+  await check(ctx, "webhooks-disable-confirm");
+  await disabling.getByRole("button", { name: "Keep it enabled" }).click();
+  await disabling.waitFor({ state: "detached" });
+  assert.is((await endpoint()).enabled, true);
+  await page.getByRole("button", { name: "Disable…" }).click();
+  await disabling.getByRole("button", { name: "Yes, disable" }).click();
+  await page.getByRole("button", { name: "Enable" }).waitFor();
+  assert.is((await endpoint()).enabled, false);
+  await page.getByRole("button", { name: "Enable" }).click();
+  await page.getByRole("button", { name: "Disable…" }).waitFor();
+  // So is unsubscribing from a type, for the same reason.
+  const edit = page.getByRole("form", { name: "Edit the endpoint" });
+  await edit.getByLabel("gate_event.soft_gate").check();
+  await edit.getByLabel("gate_event.hard_gate").uncheck();
+  await edit.getByRole("button", { name: "Save endpoint" }).click();
+  const unsubscribing = page.getByRole("group", { name: "Confirm the unsubscription" });
+  await unsubscribing.getByText(/^Stop delivering gate_event\.hard_gate\?/).waitFor();
+  await check(ctx, "webhooks-unsubscribe-confirm");
+  await unsubscribing.getByRole("button", { name: "Keep editing" }).click();
+  await edit.getByLabel("gate_event.hard_gate").check();
+  await edit.getByRole("button", { name: "Save endpoint" }).click();
+  await edit.getByText("Saved.").waitFor();
+  assert.equal((await endpoint()).subscribed_events.sort(), ["gate_event.hard_gate", "gate_event.soft_gate"]);
   // Deleting is asked too; the list it returns to says what went, where the focus lands.
   const listed = async () => (await ctx.api.get("/webhooks/endpoints")).body as { id: string; url: string }[];
   const url = (await listed()).find((e) => e.id === id)!.url;

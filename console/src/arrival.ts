@@ -31,7 +31,14 @@ export function arrivalReads(path: string, params: URLSearchParams): Read[] {
   if (/^\/webhooks(\/[^/]+)?$/.test(path)) return [endpointsRead()];
   const user = /^\/users\/([^/]+)$/.exec(path);
   if (user) {
-    const id = decodeURIComponent(user[1]!);
+    // An address typed or pasted with a stray "%" (users/50%off) is no encoding: its id as written
+    // (the screen reads it the same way, app.tsx addressedId).
+    let id = user[1]!;
+    try {
+      id = decodeURIComponent(id);
+    } catch {
+      // kept as written
+    }
     // Also the reads the screen makes only once others answered (the ledger once the balance
     // shows grants, the last session's spend once the plan shows a session cap, the plans for the
     // subscription form): asked now, each costs at worst one small unused read, instead of

@@ -180,6 +180,7 @@ function GatesChart({ data }: { data: { date: string; soft_gates: number; hard_g
 function WindowPicker({ days, source, team, onChange }: { days: number; source: Source; team: string | undefined; onChange: (p: Record<string, string | number | null>) => void }) {
   const preset = [7, 30, 90].includes(days);
   const [custom, setCustom] = useState(preset ? "" : String(days));
+  const [daysProblem, setDaysProblem] = useState<string | undefined>();
   const [teamId, setTeamId] = useState(team ?? "");
   return (
     <div className="filters" role="group" aria-label="Window, source and team">
@@ -193,12 +194,30 @@ function WindowPicker({ days, source, team, onChange }: { days: number; source: 
       <InlineForm
         button="Apply"
         onSubmit={() => {
-          const n = Math.round(Number(custom));
-          if (n >= 1 && n <= 365) onChange({ days: n });
+          const n = Number(custom);
+          if (Number.isInteger(n) && n >= 1 && n <= 365) {
+            setDaysProblem(undefined);
+            onChange({ days: n });
+          } else setDaysProblem("A whole number of days from 1 to 365.");
         }}
       >
-        <Field label="Days">
-          {(id) => <input id={id} className="narrow" type="number" min={1} max={365} value={custom} placeholder={String(days)} onChange={(e) => setCustom(e.target.value)} />}
+        <Field label="Days" error={daysProblem}>
+          {(id, d) => (
+            <input
+              id={id}
+              aria-describedby={d}
+              className="narrow"
+              type="number"
+              min={1}
+              max={365}
+              value={custom}
+              placeholder={String(days)}
+              onChange={(e) => {
+                setCustom(e.target.value);
+                setDaysProblem(undefined);
+              }}
+            />
+          )}
         </Field>
       </InlineForm>
       <Field label="Source">

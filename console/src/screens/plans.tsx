@@ -43,9 +43,17 @@ const toForm = (p: Plan): PlanForm =>
   ) as PlanForm;
 
 /** What the form can tell before sending: a name left empty, JSON that does not parse (sent, it came back as "must be object"). */
-function localProblems(form: PlanForm, changed: (k: keyof PlanForm) => boolean): Record<string, string> {
+function localProblems(form: PlanForm, changed: (k: keyof PlanForm) => boolean, editing: boolean): Record<string, string> {
   const out: Record<string, string> = {};
   if (changed("name") && form.name.trim() === "") out.name = "Required: a name unique within the product.";
+  // A new plan takes the default of a field left empty; a plan's field emptied would send nothing
+  // and change nothing (the form said "saved"): the value has to be typed.
+  if (editing) {
+    for (const k of Object.keys(DEFAULTS) as (keyof PlanForm)[]) {
+      if (k === "name" || NULLABLE.has(k) || JSON_FIELDS.has(k) || BOOLEANS.has(k) || !changed(k) || form[k].trim() !== "") continue;
+      out[k] = `Required: type a value (the default is ${DEFAULTS[k]}).`;
+    }
+  }
   for (const k of JSON_FIELDS) {
     const t = form[k as keyof PlanForm].trim();
     if (!changed(k as keyof PlanForm) || t === "") continue;
@@ -69,7 +77,8 @@ function parse(key: string, text: string): unknown {
   const t = text.trim();
   if (key === "name") return text;
   if (BOOLEANS.has(key)) return t === "true";
-  if (t === "") return NULLABLE.has(key) ? null : undefined;
+  // An emptied map (model limits, rates, tool costs) is none: {} clears it.
+  if (t === "") return NULLABLE.has(key) ? null : JSON_FIELDS.has(key) ? {} : undefined;
   if (JSON_FIELDS.has(key)) {
     try {
       return JSON.parse(t);
@@ -311,7 +320,7 @@ function PlanEditor({ plan, onDone }: { plan?: Plan; onDone: () => void }) {
   };
   const submit = submitted(() => {
     setZoneChecked(true);
-    const problems = localProblems(form, (k) => !plan || form[k] !== original[k]);
+    const problems = localProblems(form, (k) => !plan || form[k] !== original[k], plan !== undefined);
     setLocal(problems);
     if (Object.keys(problems).length > 0) return save.reset();
     if (isTimeZone(zone.trim())) save.mutate();

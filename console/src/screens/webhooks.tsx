@@ -5,7 +5,7 @@ import { useHistoryState } from "wouter/use-browser-location";
 import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from "@meter/rules";
 import { ApiError, api, ok, type Endpoint } from "../api/client.ts";
 import { endpointsRead } from "../api/reads.ts";
-import { Card, ConfirmBox, CopyButton, DataTable, DoneStatus, ErrorState, Field, FormStatus, ListQuery, num, QuickStart, Screen, SecretOnce, Submit, submitted, Time } from "../components.tsx";
+import { Card, ConfirmBox, CopyButton, DataTable, DoneStatus, ErrorState, Field, FormAlert, FormStatus, ListQuery, num, QuickStart, Screen, SecretOnce, Submit, submitted, Time } from "../components.tsx";
 import { usePaging, useUrlState } from "../url-state.ts";
 
 const ep = (id: string) => ({ params: { path: { id } } });
@@ -15,11 +15,20 @@ const ep = (id: string) => ({ params: { path: { id } } });
  * field first ("subscribed_events must …", "description must …"), and the others are the URL's
  * ("url must use https …", "host … does not resolve").
  */
-function fieldErrors(err: ApiError | null): (field: "url" | "description" | "subscribed_events") => string | undefined {
+/**
+ * Where a refusal of an endpoint form is said: beside the field it names (its issues, or a 400
+ * whose message starts with the field; a 400 naming none is about the URL, the one field the
+ * service checks beyond its shape). Anything else (unreachable, 429, 500, a limit of the product)
+ * is the form's: `form`.
+ */
+function fieldErrors(err: ApiError | null): ((field: "url" | "description" | "subscribed_events") => string | undefined) & { form?: string } {
   const refusal = err && !err.issues.length ? err.message : undefined;
-  const named = refusal && ["subscribed_events", "description"].find((f) => refusal.startsWith(f));
-  return (field) =>
-    err?.issues.filter((i) => i.path.startsWith(`/${field}`)).map((i) => i.message).join("; ") || (refusal && (named ? named === field : field === "url") ? refusal : undefined);
+  const named = refusal && ["subscribed_events", "description", "url"].find((f) => refusal.startsWith(f));
+  const aboutUrl = refusal !== undefined && !named && err!.status === 400;
+  const onField = (field: "url" | "description" | "subscribed_events") =>
+    err?.issues.filter((i) => i.path.startsWith(`/${field}`)).map((i) => i.message).join("; ") || (refusal && (named === field || (field === "url" && aboutUrl)) ? refusal : undefined);
+  const unplaced = err && (err.issues.length ? err.issues.filter((i) => !/^\/(url|description|subscribed_events)/.test(i.path)).map((i) => i.message).join("; ") : !named && !aboutUrl ? err.message : "");
+  return Object.assign(onField, unplaced ? { form: unplaced } : {});
 }
 
 export function WebhooksScreen({ selected }: { selected?: string }) {
@@ -109,6 +118,8 @@ function CreateEndpoint() {
         </Field>
         <EventPicker legend="Events" value={form.events} onChange={(events) => setForm({ ...form, events })} />
         {issue("subscribed_events") && <small className="field-error">{issue("subscribed_events")}</small>}
+        {issue.form && <FormAlert>{issue.form}</FormAlert>}
+        {create.error && !(create.error instanceof ApiError) && <ErrorState error={create.error} />}
         <Submit busy={create.isPending} busyLabel="Adding…">
           Add endpoint
         </Submit>
@@ -124,6 +135,10 @@ function EndpointDetail({ endpoint }: { endpoint: Endpoint }) {
   const [secret, setSecret] = useState<string | null>(null);
   const [confirmDelete, setConfirmDelete] = useState(false);
   const [confirmRotate, setConfirmRotate] = useState(false);
+  const [confirmDisable, setConfirmDisable] = useState(false);
+  const [confirmSave, setConfirmSave] = useState(false);
+  // Event types the edit would unsubscribe from: their pending deliveries end (asked first).
+  const dropping = endpoint.subscribed_events.filter((t) => !form.events.includes(t));
   // A secret revealed or rotated takes the focus: the confirmation that asked for it is gone, and the secret is what is wanted next.
   const secretShown = useRef<HTMLDivElement>(null);
   useEffect(() => {
@@ -133,7 +148,9 @@ function EndpointDetail({ endpoint }: { endpoint: Endpoint }) {
   const update = useMutation({
     mutationFn: (body: { url?: string; description?: string | null; subscribed_events?: WebhookEventType[]; enabled?: boolean }) => ok(api.PATCH("/api/v1/webhooks/endpoints/{id}", { ...ep(endpoint.id), body })),
     onSuccess: refresh,
+    onSettled: () => setConfirmSave(false),
   });
+  const save = () => update.mutate({ url: form.url, description: form.description || null, subscribed_events: form.events });
   // Apart from the edit form's save: turning deliveries off is no edit of the form, and says so where it was asked.
   const toggle = useMutation({
     mutationFn: (enabled: boolean) => ok(api.PATCH("/api/v1/webhooks/endpoints/{id}", { ...ep(endpoint.id), body: { enabled } })),
@@ -165,11 +182,11 @@ function EndpointDetail({ endpoint }: { endpoint: Endpoint }) {
       <Card title={`Endpoint ${endpoint.url}`}>
         <p className="muted">
           <span className={`badge ${endpoint.enabled ? "good" : "muted-badge"}`}>{endpoint.enabled ? "enabled" : "disabled"}</span>{" "}
-          {endpoint.enabled ? "Subscribed events are delivered." : "Nothing is delivered until it is enabled again."} Created <Time iso={endpoint.created_at} />
+          {endpoint.enabled ? "Subscribed events are delivered." : "Nothing is delivered until it is enabled again; deliveries that were waiting for a retry when it was disabled ended as failed."} Created <Time iso={endpoint.created_at} />
         </p>
         <div className="row wrap">
-          <button type="button" className="secondary" onClick={() => toggle.mutate(!endpoint.enabled)} disabled={toggle.isPending}>
-            {endpoint.enabled ? "Disable" : "Enable"}
+          <button type="button" className="secondary" onClick={() => (endpoint.enabled ? setConfirmDisable(true) : toggle.mutate(true))} disabled={toggle.isPending || confirmDisable}>
+            {endpoint.enabled ? "Disable…" : "Enable"}
           </button>
           <button type="button" className="secondary" onClick={() => test.mutate()} disabled={test.isPending}>
             {test.isPending ? "Sending…" : "Send a test event"}
@@ -184,6 +201,19 @@ function EndpointDetail({ endpoint }: { endpoint: Endpoint }) {
             Delete…
           </button>
         </div>
+        {confirmDisable && (
+          <ConfirmBox
+            name="Confirm disabling"
+            yes="Yes, disable"
+            busyYes="Disabling…"
+            busy={toggle.isPending}
+            no="Keep it enabled"
+            onYes={() => toggle.mutate(false, { onSettled: () => setConfirmDisable(false) })}
+            onNo={() => setConfirmDisable(false)}
+          >
+            Disable this endpoint? Nothing is delivered to it until it is enabled again, and its deliveries waiting for a retry end as failed: enabling it again does not send them.
+          </ConfirmBox>
+        )}
         {confirmRotate && (
           <ConfirmBox name="Confirm the rotation" yes="Yes, rotate" busyYes="Rotating…" busy={rotate.isPending} no="Keep the current secret" onYes={() => rotate.mutate()} onNo={() => setConfirmRotate(false)}>
             Rotate the signing secret? The current one stops verifying deliveries at once: update your receiver with the new one.
@@ -212,9 +242,7 @@ function EndpointDetail({ endpoint }: { endpoint: Endpoint }) {
           className="stack"
           noValidate
           aria-label="Edit the endpoint"
-          onSubmit={submitted(() => {
-            update.mutate({ url: form.url, description: form.description || null, subscribed_events: form.events });
-          })}
+          onSubmit={submitted(() => (dropping.length > 0 ? setConfirmSave(true) : save()))}
         >
           <Field label="Endpoint URL" error={issue("url")}>
             {(id, d) => <input id={id} aria-describedby={d} type="url" value={form.url} onChange={(e) => setForm({ ...form, url: e.target.value })} />}
@@ -224,10 +252,18 @@ function EndpointDetail({ endpoint }: { endpoint: Endpoint }) {
           </Field>
           <EventPicker legend="Subscribed events" value={form.events} onChange={(events) => setForm({ ...form, events })} />
           {issue("subscribed_events") && <small className="field-error">{issue("subscribed_events")}</small>}
+          {issue.form && <FormAlert>{issue.form}</FormAlert>}
+          {update.error && !(update.error instanceof ApiError) && <ErrorState error={update.error} />}
           {update.isSuccess && <FormStatus>Saved.</FormStatus>}
-          <button type="submit" disabled={update.isPending}>
-            Save endpoint
-          </button>
+          {dropping.length > 0 && confirmSave ? (
+            <ConfirmBox name="Confirm the unsubscription" yes="Yes, save" busyYes="Saving…" busy={update.isPending} no="Keep editing" onYes={save} onNo={() => setConfirmSave(false)}>
+              Stop delivering {dropping.join(", ")}? Their deliveries waiting for a retry end as failed, and subscribing again does not send them.
+            </ConfirmBox>
+          ) : (
+            <button type="submit" disabled={update.isPending}>
+              Save endpoint
+            </button>
+          )}
         </form>
       </Card>
       <Deliveries id={endpoint.id} />
