@@ -431,6 +431,20 @@ t("create a user, subscribe them, ingest events: the gauges and the overview mov
   await check(ctx, "user");
   ctx.allowedStatuses = new Set();
 
+  // A leaked portal token is cut off from the user's page, after a confirmation.
+  const token = (await must(ctx.api.post("/users/dave/portal-tokens", {}), 201)).token as string;
+  const portal = () => fetch(`${ctx.base}/api/v1/portal/me`, { headers: { authorization: `Bearer ${token}` } });
+  assert.is((await portal()).status, 200);
+  const tokens = page.getByRole("region", { name: "Portal tokens" });
+  await tokens.getByRole("button", { name: "Revoke portal tokens…" }).click();
+  const revoking = tokens.getByRole("group", { name: "Confirm revoking the portal tokens" });
+  await revoking.getByRole("button", { name: "Keep them" }).click();
+  assert.is((await portal()).status, 200);
+  await tokens.getByRole("button", { name: "Revoke portal tokens…" }).click();
+  await revoking.getByRole("button", { name: "Yes, revoke" }).click();
+  await focusLandsOn(page, "1 token revoked.");
+  assert.is((await portal()).status, 401);
+
   await page.getByRole("navigation", { name: "Screens" }).getByRole("link", { name: "Overview" }).click();
   const cost = page.getByRole("region", { name: "Cost", exact: true });
   await eventually(

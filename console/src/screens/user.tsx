@@ -4,7 +4,7 @@ import { Link } from "wouter";
 import { metricOfReason, price, rateOf, type Pricing } from "@meter/rules";
 import { ApiError, api, ok, type GateEvent, type Session } from "../api/client.ts";
 import { gateEventsFilter, gateEventsRead, lastSessionSpendRead, limitsRead, sessionRead, userRead, userUsageRead } from "../api/reads.ts";
-import { Card, ConfirmedSubmit, DataTable, Facts, Field, FormAlert, FormStatus, Gauge, InlineForm, ListQuery, num, PerPage, Period, Query, QuickStart, Screen, submitted, Time } from "../components.tsx";
+import { Card, ConfirmBox, ConfirmedSubmit, DataTable, DoneStatus, ErrorState, Facts, Field, FormAlert, FormStatus, Gauge, InlineForm, ListQuery, num, PerPage, Period, Query, QuickStart, Screen, submitted, Time } from "../components.tsx";
 import { useFieldIssues } from "../field-issues.ts";
 import { newId } from "../ids.ts";
 import { fmtExactMoney, fmtInt, fmtPct, fmtTime } from "../format.ts";
@@ -71,6 +71,7 @@ export function UserScreen({ id }: { id: string }) {
             <Subscription id={id} session={session.data} billing={user.data?.billing_subscription_id} />
             <ManualEvent id={id} pricing={session.data ? (session.data.plan_id ? session.data.plan_config : null) : undefined} />
           </div>
+          <PortalTokens id={id} />
         </>
       )}
     </Screen>
@@ -330,3 +331,35 @@ function ManualEvent({ id, pricing }: { id: string; pricing: Pricing | null | un
 
 
 const fmtPlain = (n: number) => String(n);
+
+/** The end user's portal tokens (BUDGETS.md §5): a leaked one is cut off here, with every other of the user's. */
+function PortalTokens({ id }: { id: string }) {
+  const [confirming, setConfirming] = useState(false);
+  const revoke = useMutation({
+    mutationFn: () => ok(api.DELETE("/api/v1/users/{user_id}/portal-tokens", { params: { path: { user_id: id } } })),
+    onSettled: () => setConfirming(false),
+  });
+  return (
+    <Card title="Portal tokens">
+      <p className="muted">
+        A portal token lets the user's own page read this user's usage and limits (the widget, <code>GET /portal/me</code>). Tokens are minted by your product and shown only then.
+      </p>
+      <div className="row wrap">
+        <button type="button" className="danger" onClick={() => setConfirming(true)} disabled={confirming || revoke.isPending}>
+          Revoke portal tokens…
+        </button>
+      </div>
+      {confirming && (
+        <ConfirmBox name="Confirm revoking the portal tokens" yes="Yes, revoke" busyYes="Revoking…" busy={revoke.isPending} no="Keep them" onYes={() => revoke.mutate()} onNo={() => setConfirming(false)}>
+          Revoke every portal token of {id}? Pages showing them are refused from their next request; your product mints new ones.
+        </ConfirmBox>
+      )}
+      {revoke.error && <ErrorState error={revoke.error} />}
+      {revoke.data && !confirming && (
+        <DoneStatus key={revoke.submittedAt}>
+          {revoke.data.revoked === 1 ? "1 token revoked." : `${fmtInt(revoke.data.revoked)} tokens revoked.`}
+        </DoneStatus>
+      )}
+    </Card>
+  );
+}
