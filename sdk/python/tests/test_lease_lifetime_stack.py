@@ -44,3 +44,31 @@ def test_a_call_longer_than_its_lease_keeps_its_estimate_from_another_replica(pr
     assert a.shutdown(timeout=10)
     assert b.shutdown(timeout=10)
     assert near(product.usage(user)["total_cost"], 1.5), "the long call, counted once"
+
+
+def test_a_refused_need_renews_nothing_past_the_leases_end_the_client_asks_again(product: Product) -> None:
+    # $3: the first call is granted it and spends $1.20; the second needs $2 and holds $1.80, so its need of $0.20
+    # is refused, and the service keeps the lease to its first end.
+    user = product.create_user({**PLAN, "max_spend_per_period": 3.0})
+    ttl = 3.0
+    m = Meter(api_key=product.key, base_url=product.url, leases=True, lease_ttl=ttl, flush_interval=0.1)
+    try:
+        granted = time.monotonic()
+        with m.reserve(user, model="m", input_tokens=1000) as r:
+            r.commit(input_tokens=1000, output_tokens=200)
+        # Settled against the lease at the service, as a replica's flush does within seconds.
+        assert m.flush(timeout=10)
+        time.sleep(ttl / 2)
+        with pytest.raises(LimitExceededError) as refused:
+            m.reserve(user, model="m", input_tokens=1000)
+        assert refused.value.result.gate_reason == "total_spend"
+        # Past the lease's end and the service's grace, before the end a renewal by the refusal would have given.
+        time.sleep(max(0.0, granted + ttl + GRACE + 0.3 - time.monotonic()))
+        waits = m.stats.lease_waits or 0
+        # $1.50 fits the cap ($1.20 spent): asked of the service again, since the lease ended there.
+        with m.reserve(user, model="m", input_tokens=500) as r:
+            r.commit(input_tokens=500, output_tokens=0)
+        assert (m.stats.lease_waits or 0) - waits == 1, "the call waited for a lease answer"
+    finally:
+        assert m.shutdown(timeout=10)
+    assert near(product.usage(user)["total_cost"], 1.7)

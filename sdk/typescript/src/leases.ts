@@ -664,6 +664,17 @@ export class Leases {
     }
     // Calls given back since it was prepared (or a slower rate) left nothing to ask for.
     if (!wanted) return;
+    // The service renews a live lease that grants nothing only when its request asked no need (a
+    // call's refused need renews nothing: leases/store.ts, windows/slices.ts). Kept here for
+    // another lifetime otherwise, a slice would be spent past the service's end while other
+    // replicas are granted the same money.
+    const team_ = body.team as { need?: number; need_tokens?: number; windows?: { need: number }[] } | undefined;
+    const renewed = !(
+      spend.need > 0 ||
+      Number(body.need_tokens ?? 0) > 0 ||
+      [...asks, ...members.asks].some((a) => Number(a.need) > 0) ||
+      (team_ !== undefined && ((team_.need ?? 0) > 0 || (team_.need_tokens ?? 0) > 0 || (team_.windows ?? []).some((w) => w.need > 0)))
+    );
     this.requests++;
     let res: { limited: boolean; lease: LeaseWire | null };
     try {
@@ -701,7 +712,7 @@ export class Leases {
     if (teamSpare > 0 || teamSpareTokens > 0) this.spared(tb!, teamModel, teamSpare, teamSpareTokens, res.limited ? (res.lease?.team ?? null) : null);
     if (b.teamAsked !== null) {
       const asked = { want: teamWant, tokensWant: teamTokensWant, windows: teamWindows };
-      this.teamGranted(b.teamAsked, team!, res.limited ? (res.lease?.team ?? null) : null, asked, sentAt, res.lease?.ttl_ms ?? this.settings.ttlMs, Date.now() - sentAt);
+      this.teamGranted(b.teamAsked, team!, res.limited ? (res.lease?.team ?? null) : null, asked, sentAt, res.lease?.ttl_ms ?? this.settings.ttlMs, Date.now() - sentAt, renewed);
     }
     if (!res.limited || !res.lease) {
       b.unlimitedUntil = Date.now() + 60_000;
@@ -717,8 +728,8 @@ export class Leases {
     b.leaseId = l.lease_id;
     b.periodEndMs = Date.parse(l.period_end);
     const windowsFull =
-      this.windowsGranted(windows, l.windows ?? [], sentAt, l.ttl_ms, (s, now) => this.balance(b, s, now), epoch === b.epoch) &&
-      this.windowsGranted(members.windows, l.member_windows ?? [], sentAt, l.ttl_ms, windowLeft, true);
+      this.windowsGranted(windows, l.windows ?? [], sentAt, l.ttl_ms, (s, now) => this.balance(b, s, now), epoch === b.epoch, renewed) &&
+      this.windowsGranted(members.windows, l.member_windows ?? [], sentAt, l.ttl_ms, windowLeft, true, renewed);
     b.full = l.added >= spend.want - 1e-9 && (model === null || l.tokens === null || l.tokens.added >= wantTokens) && windowsFull;
     b.boost = !b.full ? 1 : b.starved ? Math.min(MAX_BOOST, 2 * b.boost) : b.boost;
     b.starved = false;
@@ -731,8 +742,8 @@ export class Leases {
       this.granted(b, epoch, spendCap, model, tokenCap);
       b.deadline = sentAt + l.ttl_ms;
       b.lostAt = 0;
-    } else if (sentAt < b.deadline && b.lostAt === 0) {
-      // Nothing more, but the service keeps a live lease for another lifetime when asked again.
+    } else if (renewed && sentAt < b.deadline && b.lostAt === 0) {
+      // Nothing more, but the service keeps a live lease for another lifetime when asked again for no need.
       b.deadline = sentAt + l.ttl_ms;
     } else if (b.lostAt > 0 && Date.now() < b.lostAt + l.ttl_ms && (l.granted > b.spend.granted || (model !== null && l.tokens !== null && l.tokens.granted > b.slice(model).granted))) {
       // Nothing added, but the lease holds more than this process knew: a request whose answer
@@ -991,7 +1002,7 @@ export class Leases {
    * any of it (nothing can come back before), else for a moment. True when every one was granted
    * what was asked.
    */
-  private windowsGranted(asked: readonly AskedWindow[], answers: readonly WindowLeaseWire[], sentAt: number, ttlMs: number, left: (s: WindowSlice, now: number) => number, capsCurrent: boolean): boolean {
+  private windowsGranted(asked: readonly AskedWindow[], answers: readonly WindowLeaseWire[], sentAt: number, ttlMs: number, left: (s: WindowSlice, now: number) => number, capsCurrent: boolean, renewed: boolean): boolean {
     let full = true;
     const now = Date.now();
     asked.forEach(({ s, want, cap }, k) => {
@@ -1009,8 +1020,8 @@ export class Leases {
         s.retryAt = 0;
         if (capsCurrent) s.cap = cap ?? Infinity;
       } else {
-        // A live slice asked again is kept for another lifetime.
-        if (sentAt < s.deadline) s.deadline = sentAt + ttlMs;
+        // A live slice asked again for no need is kept for another lifetime.
+        if (renewed && sentAt < s.deadline) s.deadline = sentAt + ttlMs;
         // Until the window ends only when nothing is left of it and nobody holds any (nothing can
         // come back before); a call that needed more than is left leaves room for smaller ones.
         if (unit(a.remaining) <= 0 || left(s, now) <= 0) s.retryAt = unit(a.remaining) <= 0 && a.holders === 0 && s.end !== Infinity ? s.end : now + OPEN_RETRY_MS;
@@ -1333,6 +1344,8 @@ export class Leases {
     sentAt: number,
     ttlMs: number,
     rtt: number,
+    /** The request asked no need: a live lease that grants nothing is kept for another lifetime. */
+    renewed: boolean,
   ): void {
     this.roundTrip(tb, rtt);
     const now = Date.now();
@@ -1349,7 +1362,7 @@ export class Leases {
       tb.tokens.clear();
       tb.periodEndMs = periodEnd;
     }
-    let full = this.windowsGranted(asked.windows, t.windows ?? [], sentAt, ttlMs, windowLeft, true);
+    let full = this.windowsGranted(asked.windows, t.windows ?? [], sentAt, ttlMs, windowLeft, true, renewed);
     if ((t.windows ?? []).some((w) => w.added > 0)) tb.leased = true;
     const tokens = t.tokens ?? null;
     const spendAdded = t.spend_limited && asked.want > 0 ? t.added : 0;
@@ -1362,8 +1375,8 @@ export class Leases {
       tb.retryAt = 0;
       tb.leased = true;
     } else {
-      // A live team lease asked again is kept for another lifetime.
-      if ((asked.want > 0 || asked.tokensWant > 0) && sentAt < tb.deadline) tb.deadline = sentAt + ttlMs;
+      // A live team lease asked again for no need is kept for another lifetime.
+      if (renewed && (asked.want > 0 || asked.tokensWant > 0) && sentAt < tb.deadline) tb.deadline = sentAt + ttlMs;
       if (t.spend_limited && asked.want > 0 && (t.remaining <= 0 || this.teamBalance(tb, now) <= 0)) tb.retryAt = now + OPEN_RETRY_MS;
     }
     if (t.spend_limited && asked.want > 0) full &&= t.added >= asked.want - 1e-9;

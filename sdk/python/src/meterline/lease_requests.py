@@ -294,6 +294,7 @@ class LeaseRequests:
     ) -> Flow[bool]:
         # The user's own windows and the member-scope ones of its team plan, each answered in its own list.
         windows, members = asked_windows
+        renewed = not asks_need(body)
         ok = False
         try:
             res = yield Request("POST", f"/users/{quote(b.user_id, safe='')}/leases", body)
@@ -315,7 +316,7 @@ class LeaseRequests:
                     ttl = float(lease["ttl_ms"]) / 1000 if isinstance(lease, dict) else self.settings.ttl
                     rtt = max(0.0, clock_now() - sent_at)
                     team_ok = self._team_granted(
-                        e.team, tb, answer, (team_ask, team_tok), team_windows or [], sent_at, ttl, rtt
+                        e.team, tb, answer, (team_ask, team_tok), team_windows or [], sent_at, ttl, rtt, renewed
                     )
                 if not isinstance(res, dict) or not res.get("limited") or not lease:
                     b.unlimited_until = clock_now() + UNLIMITED_FOR
@@ -331,9 +332,11 @@ class LeaseRequests:
                 lt = lease.get("tokens")
                 added_tokens = float(lt["added"]) if lt else 0.0
                 ttl = float(lease["ttl_ms"]) / 1000
-                windows_ok, windows_full = windows_granted(b, windows, lease.get("windows") or [], sent_at, ttl, epoch)
+                windows_ok, windows_full = windows_granted(
+                    b, windows, lease.get("windows") or [], sent_at, ttl, epoch, renewed
+                )
                 members_ok, members_full = windows_granted(
-                    b, members, lease.get("member_windows") or [], sent_at, ttl, epoch
+                    b, members, lease.get("member_windows") or [], sent_at, ttl, epoch, renewed
                 )
                 windows_ok = windows_ok and members_ok
                 windows_full = windows_full and members_full
@@ -360,8 +363,9 @@ class LeaseRequests:
                     self._granted(b, epoch, caps, n.model)
                     b.deadline = sent_at + float(lease["ttl_ms"]) / 1000
                     b.lost_at = 0.0
-                elif sent_at < b.deadline and b.lost_at == 0:
-                    # Nothing more, but the service keeps a live lease for another lifetime when asked again.
+                elif renewed and sent_at < b.deadline and b.lost_at == 0:
+                    # Nothing more, but the service keeps a live lease for another lifetime when asked again for no
+                    # need.
                     b.deadline = sent_at + ttl
                 elif b.lost_at > 0 and clock_now() < b.lost_at + ttl and self._holds_more(b, lease, n.model):
                     # Nothing added, but the lease holds more than this process knew: a request whose answer was
@@ -429,6 +433,7 @@ class LeaseRequests:
         sent_at: float,
         ttl: float,
         rtt: float,
+        renewed: bool,
     ) -> bool:
         """Records the service's answer for the team's slices: a grant sets a slice to what the service holds for this
         holder and extends its lifetime; a refusal holds further asks back for a moment; no team slice (nothing
@@ -455,7 +460,7 @@ class LeaseRequests:
             tb.spend.granted = 0.0
             tb.tokens.clear()
             tb.period_end = period_end
-        windows_ok, windows_full = windows_granted(tb, windows, answers, sent_at, ttl, tb.epoch)
+        windows_ok, windows_full = windows_granted(tb, windows, answers, sent_at, ttl, tb.epoch, renewed)
         if any(isinstance(w, dict) and float(w.get("added") or 0) > 0 for w in answers):
             tb.leased = True
         spend = bool(t.get("spend_limited")) and ask[1] > 0
@@ -474,8 +479,8 @@ class LeaseRequests:
             tb.retry_at = 0.0
             tb.leased = True
         else:
-            # A live team lease asked again is kept for another lifetime.
-            if (ask[1] > 0 or (tok is not None and tok[1] > 0)) and sent_at < tb.deadline:
+            # A live team lease asked again for no need is kept for another lifetime.
+            if renewed and (ask[1] > 0 or (tok is not None and tok[1] > 0)) and sent_at < tb.deadline:
                 tb.deadline = sent_at + ttl
             if spend and (float(t.get("remaining") or 0) <= 0 or balance(tb, tb.spend, now) <= 0):
                 tb.retry_at = now + OPEN_RETRY
@@ -570,3 +575,20 @@ def _grants_own(lease: dict[str, Any]) -> bool:
         or (isinstance(lt, dict) and float(lt["granted"]) > 0)
         or any(float(w.get("granted") or 0) > 0 for w in windows)
     )
+
+
+def asks_need(body: dict[str, Any]) -> bool:
+    """Whether a lease request asks a need anywhere (its spend, tokens, windows, the team's): the service renews a
+    live lease that grants nothing only for a request that asks none (a call's refused need renews nothing), so
+    only then is a slice kept here for another lifetime; kept otherwise, it would be spent past the service's end
+    while other replicas are granted the same money."""
+
+    def needs(part: Any) -> bool:
+        if not isinstance(part, dict):
+            return False
+        if float(part.get("need") or 0) > 0 or float(part.get("need_tokens") or 0) > 0:
+            return True
+        windows = [*(part.get("windows") or []), *(part.get("member_windows") or [])]
+        return any(float(w.get("need") or 0) > 0 for w in windows)
+
+    return needs(body) or needs(body.get("team"))

@@ -97,7 +97,13 @@ def window_wire(asks: list[WindowAsk]) -> list[dict[str, Any]]:
 
 
 def windows_granted(
-    b: Book | TeamBook, asks: list[WindowAsk], answers: list[Any], sent_at: float, ttl: float, epoch: int
+    b: Book | TeamBook,
+    asks: list[WindowAsk],
+    answers: list[Any],
+    sent_at: float,
+    ttl: float,
+    epoch: int,
+    renewed: bool = True,
 ) -> tuple[bool, bool]:
     """Records the service's answer for each window asked: a grant extends the slice's lifetime; a refusal
     holds further requests for that window back until it ends when no other holder holds any of it (nothing
@@ -128,8 +134,8 @@ def windows_granted(
         else:
             if a.short:
                 ok = False
-            # A live slice asked again is kept for another lifetime.
-            if sent_at < s.deadline:
+            # A live slice asked again for no need is kept for another lifetime (``renewed``).
+            if renewed and sent_at < s.deadline:
                 s.deadline = sent_at + ttl
             remaining = s.unit_of(float(answer.get("remaining") or 0))
             if remaining <= 0 or balance(b, s, now) <= 0:
