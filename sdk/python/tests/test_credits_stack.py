@@ -117,7 +117,8 @@ def _whole_ms_from_now(seconds: float) -> datetime:
     return t.replace(microsecond=t.microsecond // 1000 * 1000)
 
 
-def test_a_grant_expiring_fires_on_credits_expired_with_what_it_had_left(product: Product) -> None:
+def _user_with_promo_expiring_soon(product: Product) -> tuple[str, datetime]:
+    """A prepaid user holding $1 and a $0.50 promotional grant that expires in 3 s, and that expiry."""
     user = product.create_user(PREPAID)
     expires_at = _whole_ms_from_now(3)
     res = product.api.post(
@@ -126,6 +127,11 @@ def test_a_grant_expiring_fires_on_credits_expired_with_what_it_had_left(product
     )
     assert res.status_code == 201, res.text
     grant(product, user, 1)
+    return user, expires_at
+
+
+def test_a_grant_expiring_fires_on_credits_expired_with_what_it_had_left(product: Product) -> None:
+    user, expires_at = _user_with_promo_expiring_soon(product)
     # The client's sweep (every refresh_interval, on the delivery thread) sees the expiry without a call.
     m = Meter(api_key=product.key, base_url=product.url, flush_interval=0.2, refresh_interval=1)
     try:
@@ -147,14 +153,7 @@ def test_a_grant_expiring_fires_on_credits_expired_with_what_it_had_left(product
 async def test_an_async_top_up_hook_a_meter_fires_from_its_sweep_runs_on_the_loop_it_was_registered_on(
     product: Product,
 ) -> None:
-    user = product.create_user(PREPAID)
-    expires_at = _whole_ms_from_now(3)
-    res = product.api.post(
-        f"/users/{user}/credits",
-        {"id": "promo", "amount": 0.5, "kind": "promotional", "expires_at": expires_at.isoformat()},
-    )
-    assert res.status_code == 201, res.text
-    grant(product, user, 1)
+    user, _ = _user_with_promo_expiring_soon(product)
     # The expiry is seen by the sweep on Meter's delivery thread, which runs no loop: the hook was closed unrun there.
     m = Meter(api_key=product.key, base_url=product.url, flush_interval=0.2, refresh_interval=1)
     fired = asyncio.Event()
