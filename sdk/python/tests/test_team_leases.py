@@ -309,3 +309,25 @@ def test_an_older_service_that_refuses_the_team_offers_field_leaves_the_team_sli
         return near(float(product.api.get(f"/teams/{team_id}/usage").json()["total_cost"]), calls * 1.0) or None
 
     eventually(counted, what="every call counted once for the team")
+
+
+def test_a_members_seat_window_is_leased_on_after_a_plan_reload(product: Product) -> None:
+    # A reload (a change poll, refresh()) renews the member's leases under the caps in force: its seat window's
+    # slice is checked against the team plan's member-scope cap, which the member's own plan does not have.
+    limits = [{"name": "seat-daily", "metric": "spend", "max": 5.0, "window": "day", "scope": "member"}]
+    member = product.create_user(MEMBER_PLAN)
+    create_team(
+        product,
+        {"max_spend_per_period": None, "limits": limits, "time_zone": _noon_zone(), "cost_rates": RATES},
+        [member],
+    )
+    m = Meter(api_key=product.key, base_url=product.url, leases=True)
+    try:
+        for _ in range(2):
+            with m.reserve(member, model="m", input_tokens=0) as r:
+                r.commit(output_tokens=10)
+            assert m.refresh(member)
+        assert (m.stats.lease_requests or 0) > 0
+    finally:
+        assert m.shutdown(timeout=10)
+    assert near(float(product.api.get(f"/users/{member}/usage").json()["total_cost"]), 0.2)

@@ -399,7 +399,9 @@ def valid(b: Book | TeamBook, s: Slice) -> bool:
     if isinstance(b, TeamBook):
         return True
     if isinstance(s, WindowSlice):
-        top = window_cap_of(b.entry, s.dimension)
+        # A member-scope window is capped by the team plan, not the member's own.
+        member = any(x is s for x in b.member_windows.values())
+        top = (member_window_cap_of if member else window_cap_of)(b.entry, s.dimension)
         return top is not None and top >= s.cap
     if abs(b.entry.period_end_t - b.period_end) > 1e-3:
         return False
