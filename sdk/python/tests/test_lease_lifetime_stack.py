@@ -10,7 +10,7 @@ import pytest
 
 from meterline import LimitExceededError, Meter
 
-from .support import Product, near
+from .support import Product, create_team, near
 
 TTL = 1.0
 GRACE = 0.2
@@ -72,3 +72,34 @@ def test_a_refused_need_renews_nothing_past_the_leases_end_the_client_asks_again
     finally:
         assert m.shutdown(timeout=10)
     assert near(product.usage(user)["total_cost"], 1.7)
+
+
+def test_a_members_call_longer_than_the_lease_keeps_its_teams_slice_from_another_replica(product: Product) -> None:
+    # Members whose own plans cap nothing: only the team's lease holds the running call's estimate.
+    rates = {"m": {"input": 1, "output": 1}}
+    member_plan = {
+        "max_spend_per_period": None,
+        "pre_call_estimate": True,
+        "pre_call_buffer_tokens": 1000,
+        "cost_rates": rates,
+    }
+    first, second = product.create_user(member_plan), product.create_user(member_plan)
+    create_team(product, {"max_spend_per_period": 2.0, "cost_rates": rates}, [first, second])
+
+    def replica() -> Meter:
+        return Meter(
+            api_key=product.key, base_url=product.url, leases=True, lease_ttl=TTL, lease_idle=0.4, flush_interval=0.1
+        )
+
+    a, b = replica(), replica()
+    a.start()
+    b.start()
+    with a.reserve(first, model="m", input_tokens=900) as r:  # estimate $1.90 of the team's $2.00
+        # The team lease's lifetime and the service's grace pass twice while the call runs.
+        time.sleep(2 * (TTL + GRACE))
+        with pytest.raises(LimitExceededError) as refused:
+            b.reserve(second, model="m", input_tokens=1000)
+        assert refused.value.result.gate_reason == "team:total_spend"
+        r.commit(input_tokens=1000, output_tokens=500)
+    assert a.shutdown(timeout=10)
+    assert b.shutdown(timeout=10)

@@ -629,7 +629,10 @@ export class Leases {
     let teamWindows: AskedWindow[] = [];
     let teamSpare = 0;
     let teamSpareTokens = 0;
-    if (tb !== null && tb.asking === null && sentAt >= tb.retryAt && sentAt >= tb.unlimitedUntil) {
+    // Held back after a refusal, unless calls run on the slice and it nears its end: renewed, the
+    // service keeps their estimates from lapsing under them.
+    const renewingHeld = tb !== null && tb.holds > 0 && sentAt < tb.deadline && sentAt >= tb.deadline - this.renewMargin(tb);
+    if (tb !== null && tb.asking === null && (sentAt >= tb.retryAt || renewingHeld) && sentAt >= tb.unlimitedUntil) {
       const teamCap = teamCapOf(team!);
       const t = teamCap === null ? { need: 0, want: 0 } : this.asked(tb, tb.spend, needTeam, waiting, b.open || sentAt >= tb.deadline - this.renewMargin(tb), sentAt, teamCap);
       const tw = this.windowAsks(tb, tb.windows, tb.windowNeeds, waiting, b.open, sentAt, (d) => teamWindowCapOf(team!, d.dimension));
@@ -1063,10 +1066,15 @@ export class Leases {
    */
   private nearsEnd(b: Book, now: number): boolean {
     const margin = this.renewMargin(b);
-    const near = (deadline: number) => deadline > 0 && now < deadline && now >= deadline - margin;
+    const near = (deadline: number, m = margin) => deadline > 0 && now < deadline && now >= deadline - m;
     const asked = (s: WindowSlice, cap: number | null) => s.granted > 0 && now < s.end && now >= s.retryAt && now >= s.unlimitedUntil && cap !== null && near(s.deadline);
+    // The team's slice too: a member whose own plan caps nothing holds no lease of its own to renew,
+    // and the team's would lapse under its running call (its request carries the team's ask).
+    const team = leasedTeam(b.entry);
+    const tb = team === null ? undefined : this.teams.get(teamKey(b.holder, team.teamId));
     return (
       near(b.deadline) ||
+      (tb !== undefined && tb.holds > 0 && tb.asking === null && near(tb.deadline, this.renewMargin(tb))) ||
       [...b.windows.values()].some((s) => asked(s, windowCapOf(b.entry, s.dimension))) ||
       [...b.memberWindows.values()].some((s) => asked(s, memberWindowCapOf(b.entry, s.dimension)))
     );

@@ -282,4 +282,37 @@ t("a replica killed holding a slice of the team's cap: the slice returns to the 
   await eventually(async () => (await free()) === 5 || null, 30_000, "the dead replica's slice to lapse");
 });
 
+t("a member whose own plan caps nothing keeps its team's slice under a call longer than the lease's lifetime: another replica is refused until it ends", async (ctx) => {
+  const [first, second] = await subscribedMembers(ctx, ["long-a", "long-b"]);
+  // $0.02: one call's estimate is the whole team cap.
+  await createTeam(ctx.api, { max_spend_per_period: 0.02, cost_rates: RATES }, [first!, second!]);
+  const replica = () => new Meter({ apiKey: ctx.apiKey, baseURL: ctx.stack.apiUrl, leases: true, leaseTtlMs: TTL_MS, leaseIdleMs: 400, logger: { warn: () => {} } });
+  const [a, b] = [replica(), replica()];
+  const CALL = { model: "m", input_tokens: 1000 };
+  const USED = { input_tokens: 1000, output_tokens: 500 };
+  let started!: () => void;
+  let finish!: () => void;
+  const began = new Promise<void>((r) => (started = r));
+  const ends = new Promise<void>((r) => (finish = r));
+  const long = a.call(first!, { ...CALL, usage: () => USED }, async () => {
+    started();
+    await ends;
+    return "ok";
+  });
+  await began;
+  // The team lease's lifetime and the service's grace pass twice while the call runs.
+  await new Promise((r) => setTimeout(r, 2 * (TTL_MS + GRACE_MS)));
+  let refused: unknown;
+  try {
+    await b.call(second!, { ...CALL, usage: () => USED }, () => "ran");
+  } catch (err) {
+    refused = err;
+  }
+  assert.is((refused as { result?: { gate_reason?: string } } | undefined)?.result?.gate_reason, "team:total_spend", "the second replica is refused: the running call's estimate is still held");
+  finish();
+  assert.is(await long, "ok");
+  await a.shutdown();
+  await b.shutdown();
+});
+
 t.run();

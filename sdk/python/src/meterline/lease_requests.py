@@ -172,14 +172,17 @@ class LeaseRequests:
             team_windows: list[WindowAsk] = []
             team_spare = 0.0
             team_spare_tokens = 0
+            # Held back after a refusal, unless calls run on the slice and it nears its end: renewed, the service
+            # keeps their estimates from lapsing under them.
+            late = tb is not None and sent_at >= tb.deadline - renew_margin(tb, self.settings.ttl)
+            renewing_held = tb is not None and late and tb.holds > 0 and sent_at < tb.deadline
             if (
                 team is not None
                 and tb is not None
                 and not running(tb.asking)
-                and sent_at >= tb.retry_at
+                and (sent_at >= tb.retry_at or renewing_held)
                 and sent_at >= tb.unlimited_until
             ):
-                late = sent_at >= tb.deadline - renew_margin(tb, self.settings.ttl)
                 tb.joined = b.joined
                 team_cap = team_cap_of(team)
                 team_ask = (

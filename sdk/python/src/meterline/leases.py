@@ -449,15 +449,26 @@ class Leases(LeaseRequests):
         anew by the next call)."""
         margin = renew_margin(b, self.settings.ttl)
 
-        def near(deadline: float) -> bool:
-            return deadline > 0 and deadline - margin <= now < deadline
+        def near(deadline: float, m: float = margin) -> bool:
+            return deadline > 0 and deadline - m <= now < deadline
 
         def asked(s: WindowSlice, cap: float | None) -> bool:
             held = now >= s.retry_at and now >= s.unlimited_until
             return s.granted > 0 and now < s.end and held and cap is not None and near(s.deadline)
 
+        # The team's slice too: a member whose own plan caps nothing holds no lease of its own to renew, and the
+        # team's would lapse under its running call (its request carries the team's ask).
+        team = leased_team(b.entry)
+        tb = None if team is None else self.teams.get(team_key(b.holder, team.team_id))
+        team_near = (
+            tb is not None
+            and tb.holds > 0
+            and not running(tb.asking)
+            and near(tb.deadline, renew_margin(tb, self.settings.ttl))
+        )
         return (
             near(b.deadline)
+            or team_near
             or any(asked(s, window_cap_of(b.entry, s.dimension)) for s in b.windows.values())
             or any(asked(s, member_window_cap_of(b.entry, s.dimension)) for s in b.member_windows.values())
         )
