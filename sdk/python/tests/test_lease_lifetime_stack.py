@@ -22,27 +22,34 @@ PLAN = {
 }
 
 
-def test_a_call_longer_than_its_lease_keeps_its_estimate_from_another_replica(product: Product) -> None:
+def _long_call_keeps_its_estimate(product: Product, first: str, second: str, reason: str) -> None:
+    """Replica A runs a call of ``first`` (estimate $1.90 of a $2.00 cap) through two lifetimes and graces of its
+    lease; meanwhile replica B's call of ``second`` ($2.00) is refused with ``reason``."""
+
     def replica() -> Meter:
         return Meter(
             api_key=product.key, base_url=product.url, leases=True, lease_ttl=TTL, lease_idle=0.4, flush_interval=0.1
         )
 
-    # Signed up before the replicas start: their change polls begin after it (a change seen while the first
-    # lease request is on its way would have it asked again, which is not what this tests).
-    user = product.create_user(PLAN)
     a, b = replica(), replica()
     a.start()
     b.start()
-    with a.reserve(user, model="m", input_tokens=900) as r:  # estimate $1.90 of the $2.00 cap
+    with a.reserve(first, model="m", input_tokens=900) as r:
         # The first lease's lifetime and the service's grace pass twice while the call runs.
         time.sleep(2 * (TTL + GRACE))
         with pytest.raises(LimitExceededError) as refused:
-            b.reserve(user, model="m", input_tokens=1000)
-        assert refused.value.result.gate_reason == "total_spend"
+            b.reserve(second, model="m", input_tokens=1000)
+        assert refused.value.result.gate_reason == reason
         r.commit(input_tokens=1000, output_tokens=500)
     assert a.shutdown(timeout=10)
     assert b.shutdown(timeout=10)
+
+
+def test_a_call_longer_than_its_lease_keeps_its_estimate_from_another_replica(product: Product) -> None:
+    # Signed up before the replicas start: their change polls begin after it (a change seen while the first
+    # lease request is on its way would have it asked again, which is not what this tests).
+    user = product.create_user(PLAN)
+    _long_call_keeps_its_estimate(product, user, user, "total_spend")
     assert near(product.usage(user)["total_cost"], 1.5), "the long call, counted once"
 
 
@@ -85,21 +92,4 @@ def test_a_members_call_longer_than_the_lease_keeps_its_teams_slice_from_another
     }
     first, second = product.create_user(member_plan), product.create_user(member_plan)
     create_team(product, {"max_spend_per_period": 2.0, "cost_rates": rates}, [first, second])
-
-    def replica() -> Meter:
-        return Meter(
-            api_key=product.key, base_url=product.url, leases=True, lease_ttl=TTL, lease_idle=0.4, flush_interval=0.1
-        )
-
-    a, b = replica(), replica()
-    a.start()
-    b.start()
-    with a.reserve(first, model="m", input_tokens=900) as r:  # estimate $1.90 of the team's $2.00
-        # The team lease's lifetime and the service's grace pass twice while the call runs.
-        time.sleep(2 * (TTL + GRACE))
-        with pytest.raises(LimitExceededError) as refused:
-            b.reserve(second, model="m", input_tokens=1000)
-        assert refused.value.result.gate_reason == "team:total_spend"
-        r.commit(input_tokens=1000, output_tokens=500)
-    assert a.shutdown(timeout=10)
-    assert b.shutdown(timeout=10)
+    _long_call_keeps_its_estimate(product, first, second, "team:total_spend")
