@@ -10,24 +10,23 @@ import { usePaging, useUrlState } from "../url-state.ts";
 
 const ep = (id: string) => ({ params: { path: { id } } });
 
+const ENDPOINT_FIELDS = ["url", "description", "subscribed_events"] as const;
+type EndpointField = (typeof ENDPOINT_FIELDS)[number];
+
 /**
  * An endpoint form's refusal, by field: the 422's issues by path; a 400 without issues names its
  * field first ("subscribed_events must …", "description must …"), and the others are the URL's
- * ("url must use https …", "host … does not resolve").
+ * ("url must use https …", "host … does not resolve"), the one field the service checks beyond
+ * its shape. Anything else (unreachable, 429, 500, a limit of the product) is the form's: `form`.
  */
-/**
- * Where a refusal of an endpoint form is said: beside the field it names (its issues, or a 400
- * whose message starts with the field; a 400 naming none is about the URL, the one field the
- * service checks beyond its shape). Anything else (unreachable, 429, 500, a limit of the product)
- * is the form's: `form`.
- */
-function fieldErrors(err: ApiError | null): ((field: "url" | "description" | "subscribed_events") => string | undefined) & { form?: string } {
-  const refusal = err && !err.issues.length ? err.message : undefined;
-  const named = refusal && ["subscribed_events", "description", "url"].find((f) => refusal.startsWith(f));
-  const aboutUrl = refusal !== undefined && !named && err!.status === 400;
-  const onField = (field: "url" | "description" | "subscribed_events") =>
-    err?.issues.filter((i) => i.path.startsWith(`/${field}`)).map((i) => i.message).join("; ") || (refusal && (named === field || (field === "url" && aboutUrl)) ? refusal : undefined);
-  const unplaced = err && (err.issues.length ? err.issues.filter((i) => !/^\/(url|description|subscribed_events)/.test(i.path)).map((i) => i.message).join("; ") : !named && !aboutUrl ? err.message : "");
+function fieldErrors(err: ApiError | null): ((field: EndpointField) => string | undefined) & { form?: string } {
+  const issues = err?.issues ?? [];
+  const refusal = err && issues.length === 0 ? err.message : undefined;
+  // The field a refusal without issues is about, if any.
+  const owner = refusal === undefined ? undefined : (ENDPOINT_FIELDS.find((f) => refusal.startsWith(f)) ?? (err!.status === 400 ? "url" : undefined));
+  const onField = (field: EndpointField) =>
+    issues.filter((i) => i.path.startsWith(`/${field}`)).map((i) => i.message).join("; ") || (owner === field ? refusal : undefined);
+  const unplaced = refusal !== undefined ? (owner === undefined ? refusal : "") : issues.filter((i) => !ENDPOINT_FIELDS.some((f) => i.path.startsWith(`/${f}`))).map((i) => i.message).join("; ");
   return Object.assign(onField, unplaced ? { form: unplaced } : {});
 }
 

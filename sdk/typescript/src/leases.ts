@@ -671,13 +671,7 @@ export class Leases {
     // call's refused need renews nothing: leases/store.ts, windows/slices.ts). Kept here for
     // another lifetime otherwise, a slice would be spent past the service's end while other
     // replicas are granted the same money.
-    const team_ = body.team as { need?: number; need_tokens?: number; windows?: { need: number }[] } | undefined;
-    const renewed = !(
-      spend.need > 0 ||
-      Number(body.need_tokens ?? 0) > 0 ||
-      [...asks, ...members.asks].some((a) => Number(a.need) > 0) ||
-      (team_ !== undefined && ((team_.need ?? 0) > 0 || (team_.need_tokens ?? 0) > 0 || (team_.windows ?? []).some((w) => w.need > 0)))
-    );
+    const renewed = !asksNeed(body);
     this.requests++;
     let res: { limited: boolean; lease: LeaseWire | null };
     try {
@@ -1692,6 +1686,16 @@ interface AskedWindow {
   s: WindowSlice;
   want: number;
   cap: number | null;
+}
+
+/** Whether a lease request's body asks a need anywhere: its spend, tokens, windows, the team's. */
+function asksNeed(body: Record<string, unknown>): boolean {
+  const needs = (part: unknown): boolean => {
+    if (part === null || typeof part !== "object") return false;
+    const p = part as { need?: unknown; need_tokens?: unknown; windows?: { need: unknown }[]; member_windows?: { need: unknown }[] };
+    return Number(p.need ?? 0) > 0 || Number(p.need_tokens ?? 0) > 0 || [...(p.windows ?? []), ...(p.member_windows ?? [])].some((w) => Number(w.need) > 0);
+  };
+  return needs(body) || needs(body.team);
 }
 
 /** A window a call needs is short and the service had nothing left of it when last asked. */

@@ -8,7 +8,7 @@ import { upsertRetrying } from "@meter/lib/mongo";
 import { rpcError } from "@meter/lib/errors";
 import { toDollars } from "@meter/rules";
 import { entry, type OutboxStore } from "../store/outbox.ts";
-import { ownerTeamId, ownerUserId, type CreditAccountDoc, type LedgerOp, type Notice, type Settled } from "./account.ts";
+import { isHourly, ownerTeamId, ownerUserId, type CreditAccountDoc, type LedgerOp, type Notice, type Settled } from "./account.ts";
 import { grantRecordId, ledgerDayId, type CreditStore, type GrantRecordDoc, type LedgerDayDoc } from "./store.ts";
 import { encodeGrantKey } from "../domain/field-keys.ts";
 
@@ -198,8 +198,7 @@ export async function listLedger(
           break;
         }
         const op = (given = list[j]!);
-        const hourly = op.type === "usage" || op.type === "overdraft";
-        entries.push({ at: hourly ? new Date(op.hour) : op.at, type: op.type, amount_nano: op.amount_nano, grant_id: op.grant_id, balance_after_nano: op.balance_after_nano });
+        entries.push({ at: isHourly(op) ? new Date(op.hour) : op.at, type: op.type, amount_nano: op.amount_nano, grant_id: op.grant_id, balance_after_nano: op.balance_after_nano });
       }
       if (next !== undefined) break;
     }

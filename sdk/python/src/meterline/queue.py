@@ -9,6 +9,7 @@ import re
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import fields
 from typing import Any, Literal, Protocol
 
 from .errors import MeterAPIError, MeterAuthenticationError, MeterError, MeterEventsDroppedError
@@ -33,23 +34,8 @@ class QueuedUsage(UsageEvent):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.view = UsageEvent(
-            id=self.id,
-            user_id=self.user_id,
-            session_id=self.session_id,
-            timestamp=self.timestamp,
-            model=self.model,
-            input_tokens=self.input_tokens,
-            output_tokens=self.output_tokens,
-            total_tokens=self.total_tokens,
-            tool_calls=list(self.tool_calls),
-            cost_tokens=self.cost_tokens,
-            cost_tools=self.cost_tools,
-            cost_total=self.cost_total,
-            metadata=json_copy(self.metadata),
-            synced=self.synced,
-            lease_id=self.lease_id,
-        )
+        own = {f.name: getattr(self, f.name) for f in fields(UsageEvent)}
+        self.view = UsageEvent(**{**own, "tool_calls": list(self.tool_calls), "metadata": json_copy(self.metadata)})
 
     def shown(self) -> None:
         """What the library set since (a price, the lease, synced), written to the caller's copy."""
