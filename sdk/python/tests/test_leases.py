@@ -135,6 +135,30 @@ def test_an_older_service_that_refuses_the_offers_field_leaves_the_slice_what_it
     r.close()
 
 
+def test_a_reload_while_the_first_lease_request_is_on_its_way_the_slice_it_got_serves_the_call(
+    product: Product, proxy: FaultProxy
+) -> None:
+    # $3, a call estimated at $2: the first request is granted the estimate, and $1 is left.
+    user = product.create_user({**PLAN, "max_spend_per_period": 3.0})
+    m = Meter(api_key=product.key, base_url=proxy.api_url, leases=True, flush_interval=60)
+    try:
+        m.guard(user, model="m")  # loads the view
+        proxy.hold(_LEASES)
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            call = pool.submit(m.reserve, user, model="m", input_tokens=0, max_output_tokens=200)
+            eventually(lambda: proxy.holding == 1, what="the first lease request on its way")
+            # The user's view is read again (a change notice, refresh()) while the grant is on its way: the call asks
+            # again under the caps now in force, and the service, with $1 left, grants nothing more.
+            assert m.refresh(user) is True
+            proxy.release()
+            r = call.result(timeout=30)
+        assert [a["lease"]["added"] for _, a in proxy.exchanges(_LEASES)] == [2.0, 0.0], proxy.exchanges(_LEASES)
+        r.commit(output_tokens=150)
+    finally:
+        assert m.shutdown(timeout=10)
+    assert near(product.usage(user)["total_cost"], 1.5)
+
+
 def test_a_slow_lease_request_delays_no_call_while_the_slice_lasts(product: Product, proxy: FaultProxy) -> None:
     user = product.create_user({**PLAN, "max_spend_per_period": 100_000})
     m = Meter(api_key=product.key, base_url=proxy.api_url, leases=True, lease_calls=10)

@@ -81,6 +81,8 @@ interface TokenLeaseWire {
   model: string;
   granted: number;
   added: number;
+  /** What the cap has left for every holder after this answer (never below 0). */
+  remaining: number;
   /** Absent from a service that takes nothing back. */
   returned?: number;
 }
@@ -99,6 +101,8 @@ interface LeaseWire {
   lease_id: string;
   granted: number;
   added: number;
+  /** What the cap has left for every holder after this answer (never below 0). */
+  remaining: number;
   /** Taken back of what the request offered (absent from a service that takes nothing back). */
   returned?: number;
   ttl_ms: number;
@@ -739,9 +743,14 @@ export class Leases {
       this.granted(b, epoch, spendCap, model, tokenCap);
       b.deadline = sentAt + l.ttl_ms;
       b.lostAt = 0;
-    } else if (renewed && sentAt < b.deadline && b.lostAt === 0) {
+    } else if (sentAt < b.deadline && b.lostAt === 0) {
       // Nothing more, but the service keeps a live lease for another lifetime when asked again for no need.
-      b.deadline = sentAt + l.ttl_ms;
+      if (renewed) b.deadline = sentAt + l.ttl_ms;
+      // Asked under the caps in force after a change that came while the last grant was on its way:
+      // with something left under them, the service counted what this holder holds within them, so
+      // the slice is valid under them, as a grant would have proved it. Else a call whose need was
+      // refused only because the slice already holds it would be refused.
+      if (epoch === b.epoch && this.renewing(b) && roomLeft(l, model)) this.granted(b, epoch, spendCap, model, tokenCap);
     } else if (b.lostAt > 0 && Date.now() < b.lostAt + l.ttl_ms && (l.granted > b.spend.granted || (model !== null && l.tokens !== null && l.tokens.granted > b.slice(model).granted))) {
       // Nothing added, but the lease holds more than this process knew: a request whose answer
       // was lost was granted. The service keeps it until at least that request's time plus the
@@ -1462,6 +1471,14 @@ export class Leases {
     for (const key of this.teamsOf.get(b.holder) ?? []) this.teams.delete(key);
     this.teamsOf.delete(b.holder);
   }
+}
+
+/**
+ * The answer left something of each cap it counted (the spend cap, the model's token cap): what
+ * every holder holds, this one's slice with it, is within that cap (what remains is never told below 0).
+ */
+function roomLeft(l: LeaseWire, model: string | null): boolean {
+  return (!l.spend_limited || l.remaining > 0) && (model === null || l.tokens === null || l.tokens.remaining > 0);
 }
 
 /** A team book's key: the holder its slices are granted to, and the team. */

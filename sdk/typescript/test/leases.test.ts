@@ -363,6 +363,28 @@ t("a plan change while the first lease request is on its way: the call waiting f
   assert.ok(Math.abs((await usage(ctx.api, user)).total_cost - CALL_COST) < 1e-6);
 });
 
+t("a reload while the first lease request is on its way: the slice it got serves the call, though the cap has too little left to grant its need again", async (ctx) => {
+  // $3: the first request is granted the call's $2 estimate, and $1 is left.
+  const cap = 1.5 * CALL_ESTIMATE;
+  const user = await cappedUser(ctx.api, cap);
+  const { proxy, m } = await setup(ctx);
+  await m.guard(user, { model: "m" }); // loads the view
+  // The user's view is read again (a change notice, refresh()) while the grant is on its way: it is
+  // asked again under the caps now in force, and the service, with $1 left, grants nothing more.
+  proxy.recording = LEASE_REQUEST;
+  proxy.inject(LEASE_REQUEST, { kind: "hold", until: () => m.refresh(user) });
+  const r = await m.reserve(user, CALL);
+  await eventually(() => proxy.exchanges.length === 2, 10_000, "both answers passed on");
+  assert.equal(
+    proxy.exchanges.map((x) => x.answer.lease.added),
+    [CALL_ESTIMATE, 0],
+    "granted the estimate, then asked again under the caps in force and refused",
+  );
+  commitNow(r, USED);
+  await m.shutdown();
+  assert.is((await usage(ctx.api, user)).total_cost, CALL_COST);
+});
+
 /** A client whose lease request was granted but whose answer was lost, so that a reserve was refused. */
 async function lostGrant(ctx: Ctx) {
   const cap = 20 * CALL_ESTIMATE;

@@ -366,10 +366,17 @@ class LeaseRequests:
                     self._granted(b, epoch, caps, n.model)
                     b.deadline = sent_at + float(lease["ttl_ms"]) / 1000
                     b.lost_at = 0.0
-                elif renewed and sent_at < b.deadline and b.lost_at == 0:
+                elif sent_at < b.deadline and b.lost_at == 0:
                     # Nothing more, but the service keeps a live lease for another lifetime when asked again for no
                     # need.
-                    b.deadline = sent_at + ttl
+                    if renewed:
+                        b.deadline = sent_at + ttl
+                    # Asked under the caps in force after a change that came while the last grant was on its way:
+                    # with something left under them, the service counted what this holder holds within them, so
+                    # the slice is valid under them, as a grant would have proved it. Else a call whose need was
+                    # refused only because the slice already holds it would be refused.
+                    if epoch == b.epoch and renewing(b) and _room_left(lease, n.model):
+                        self._granted(b, epoch, caps, n.model)
                 elif b.lost_at > 0 and clock_now() < b.lost_at + ttl and self._holds_more(b, lease, n.model):
                     # Nothing added, but the lease holds more than this process knew: a request whose answer was
                     # lost was granted. The service keeps it until at least that request's time plus the lifetime;
@@ -567,6 +574,14 @@ class LeaseRequests:
         """The holder id of the user's book; this process's when it has none (the one a member's book gets)."""
         b = self.books.get(user_id)
         return self.holder if b is None else b.holder
+
+
+def _room_left(lease: dict[str, Any], model: str | None) -> bool:
+    """The answer left something of each cap it counted (the spend cap, the model's token cap): what every holder
+    holds, this one's slice with it, is within that cap (what remains is never told below 0)."""
+    lt = lease.get("tokens")
+    spend = not lease.get("spend_limited") or float(lease.get("remaining") or 0) > 0
+    return spend and (model is None or not isinstance(lt, dict) or float(lt.get("remaining") or 0) > 0)
 
 
 def _grants_own(lease: dict[str, Any]) -> bool:

@@ -88,6 +88,8 @@ export class FaultProxy {
       const record = this.recording?.test(key) ?? false;
       const sent: Buffer[] = [];
       if (record) req.on("data", (c: Buffer) => sent.push(c));
+      // Recording reads the body as it comes: a request held (delay, hold) is forwarded from what was read.
+      const read = record ? new Promise<void>((resolve) => req.on("end", resolve)) : null;
       if (fault?.kind === "status") {
         const answer = fault.body ?? { detail: "injected fault" };
         req.on("end", () => {
@@ -120,7 +122,8 @@ export class FaultProxy {
           },
         );
         upstream.on("error", () => req.socket.destroy());
-        req.pipe(upstream);
+        if (read === null) req.pipe(upstream);
+        else void read.then(() => upstream.end(Buffer.concat(sent)));
       };
       if (fault?.kind === "delay") setTimeout(forward, fault.ms);
       else if (fault?.kind === "hold") void fault.until().finally(forward);
