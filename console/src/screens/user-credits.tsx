@@ -6,7 +6,7 @@ import { useState } from "react";
 import { useMutation, useQuery, useQueryClient, type QueryClient } from "@tanstack/react-query";
 import { ApiError, answer, api, ok, type CreditGrant, type LedgerEntry } from "../api/client.ts";
 import { creditLedgerRead, creditsKey, creditsRead, LEDGER_PAGE_SIZES, ledgerLimit } from "../api/reads.ts";
-import { Card, ConfirmBox, DataTable, DoneStatus, Empty, ErrorState, Field, FormAlert, FormStatus, ConfirmedSubmit, ListQuery, num, PerPage, Query, submitted, Time } from "../components.tsx";
+import { Card, ConfirmBox, DataTable, DoneStatus, Empty, ErrorState, Field, FormAlert, FormStatus, ConfirmedSubmit, ListQuery, Loading, num, PerPage, Query, submitted, Time } from "../components.tsx";
 import { describeGrant, grantBody, type Draws, LEDGER_TYPE, newGrantForm, STATUS_BADGE, voidable, type GrantForm, type GrantKind, type GrantStatus, type LedgerType } from "../credits.ts";
 import { useFieldIssues } from "../field-issues.ts";
 import { newId } from "../ids.ts";
@@ -63,6 +63,16 @@ export function UserCredits({ id, draws, kind = "user" }: { id: string; draws: D
     ) : null;
   // Nothing drawn and nothing held: one line, not a balance, a form and a ledger that bury the spend.
   const idle = why !== null && credits.data !== undefined && credits.data.grants.length === 0 && credits.data.overdraft === 0;
+  // Until the plan and the balance are both known, nothing of the form: shown and then folded into one line, it
+  // would jump under the reader's pointer.
+  if (!opened && (draws === undefined || (why !== null && credits.data === undefined)))
+    return (
+      <Card title={title}>
+        <Query q={credits} label="Loading credits">
+          {() => <Loading label="Loading credits" />}
+        </Query>
+      </Card>
+    );
   if (idle && !opened)
     return (
       <Card title={title}>
