@@ -52,4 +52,30 @@ t("the running call's estimate stays held past the lifetime: a second replica is
   assert.is((await usage(ctx.api, user)).total_cost, CALL_COST, "the long call, counted once");
 });
 
+t("a call's need the service refuses renews nothing: past the lease's end the client asks again, and a call that fits runs", async (ctx) => {
+  // $3: the first call is granted all of it and spends $1.20; the second needs $2 and holds $1.80,
+  // so its need of $0.20 is refused, and the service keeps the lease to its first end.
+  const user = await cappedUser(ctx.api, 3);
+  const ttl = 3_000;
+  const m = new Meter({ apiKey: ctx.apiKey, baseURL: ctx.stack.apiUrl, logger: memoryLogger(), leases: true, leaseTtlMs: ttl });
+  ctx.meters.push(m);
+  const granted = Date.now();
+  await m.call(user, { ...CALL, usage: () => ({ input_tokens: 1000, output_tokens: 200 }) }, () => "ok");
+  // Settled against the lease at the service, as a replica's flush does within seconds.
+  assert.ok(await m.flush());
+  await sleep(ttl / 2);
+  const refused = await rejects(() => m.call(user, { ...CALL, usage: () => USED }, () => "ok"), LimitExceededError);
+  assert.is((refused as LimitExceededError).result.gate_reason, "total_spend");
+  // Past the lease's end and the service's grace, before the end a renewal by the refusal would have given.
+  await sleep(Math.max(0, granted + ttl + GRACE_MS + 300 - Date.now()));
+  const waitsBefore = m.stats.lease_waits ?? 0;
+  // $1.50 fits the cap ($1.20 spent): asked of the service again, since the lease ended there. Taking the
+  // refusal for a renewal, the client held the lease live until 3 s after the refusal and answered from it
+  // what the service had restarted (this call was refused).
+  await m.call(user, { model: "m", input_tokens: 500, usage: () => ({ input_tokens: 500, output_tokens: 0 }) }, () => "ok");
+  assert.is((m.stats.lease_waits ?? 0) - waitsBefore, 1, "the call waited for a lease answer");
+  await m.shutdown();
+  assert.is((await usage(ctx.api, user)).total_cost, 1.7);
+});
+
 t.run();
