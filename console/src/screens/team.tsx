@@ -71,7 +71,9 @@ export function TeamScreen({ id }: { id: string }) {
 function TeamCredits({ id, planName }: { id: string; planName: string | null }) {
   const plans = useQuery({ ...plansRead(), enabled: planName !== null });
   const plan = plans.data?.plans.find((x) => x.name === planName);
-  return <UserCredits kind="team" id={id} draws={planName === null ? "no plan" : plan && drawsCredits(plan)} />;
+  // Unknown once the plans failed to load (or name no such plan): the whole card, as for a plan that draws.
+  const draws = planName === null ? "no plan" : plan ? drawsCredits(plan) : plans.isPending ? undefined : true;
+  return <UserCredits kind="team" id={id} draws={draws} />;
 }
 
 /** Why a team's page may not show its period, and what the form's dates then are. */

@@ -47,7 +47,7 @@ function routes(o: CreditOwner) {
   };
 }
 
-/** `draws`: whether the owner's plan draws credits (drawsCredits: credits_enabled and a period cap), or undefined while unknown. */
+/** `draws`: whether the owner's plan draws credits (drawsCredits: credits_enabled and a period cap), or undefined while it loads. */
 export function UserCredits({ id, draws, kind = "user" }: { id: string; draws: Draws | undefined; kind?: CreditOwner["kind"] }) {
   const credits = useQuery(creditsRead(kind, id));
   const [opened, setOpened] = useState(false);

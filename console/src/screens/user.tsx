@@ -57,7 +57,7 @@ export function UserScreen({ id }: { id: string }) {
       </Query>
       {!missing && (
         <>
-          <UserCredits id={id} draws={session.data ? drawsCredits(session.data.plan_id ? session.data.plan_config : null) : undefined} />
+          <UserCredits id={id} draws={session.data ? drawsCredits(session.data.plan_id ? session.data.plan_config : null) : session.isPending ? undefined : true} />
           <UsageByModel
             read={(period) => userUsageRead(id, period)}
             empty={
