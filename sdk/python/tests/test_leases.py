@@ -379,18 +379,22 @@ def test_after_a_plan_change_calls_keep_spending_the_slice_still_valid_under_the
     before = 5
     for _ in range(before):
         m.reserve(user, model="m", input_tokens=0).commit(output_tokens=100)
-    # Counted by the client when asked: a request the last call asked ahead, not yet at the proxy, is waited for too.
-    eventually(lambda: proxy.count_answered(leases) == m.stats.lease_requests, what="no lease request on its way")
+
+    def all_answered() -> None:
+        # Counted by the client when asked: a request the last call asked ahead, not yet at the proxy, is waited for.
+        eventually(lambda: proxy.count_answered(leases) == m.stats.lease_requests, what="no lease request on its way")
+
+    all_answered()
     # The slice proven under the caps before the change: a call runs from it without waiting. A reload that came
     # while a grant was on its way (a first change poll, should start() not have read the marker in time on a
     # loaded machine) leaves that grant unproven until a call asks again.
     while (r := m.reserve_now(user, model="m", input_tokens=0)) is None:
         m.reserve(user, model="m", input_tokens=0).commit(output_tokens=100)
         before += 1
-        eventually(lambda: proxy.count_answered(leases) == m.stats.lease_requests, what="no lease request on its way")
+        all_answered()
     r.commit(output_tokens=100)
     before += 1
-    eventually(lambda: proxy.count_answered(leases) == m.stats.lease_requests, what="no lease request on its way")
+    all_answered()
     asked = proxy.count(leases)
     # A raised cap: the slice held is still within it. The renewal hangs in the proxy meanwhile.
     proxy.hold(leases)
