@@ -104,6 +104,11 @@ class Product:
 
 
 def create_team(product: Product, plan: dict[str, Any], members: list[str]) -> str:
+    return create_team_on_plan(product, product.create_plan(**plan), members)
+
+
+def create_team_on_plan(product: Product, plan_id: str, members: list[str]) -> str:
+    """A team subscribed to the plan ``plan_id`` (to change it), with ``members`` joined."""
     team_id = f"t-{uuid.uuid4()}"
     res = product.api.post("/teams", {"external_team_id": team_id, "name": "Acme"})
     assert res.status_code == 201, res.text
@@ -111,7 +116,7 @@ def create_team(product: Product, plan: dict[str, Any], members: list[str]) -> s
     res = product.api.post(
         f"/teams/{team_id}/subscription",
         {
-            "plan_id": product.create_plan(**plan),
+            "plan_id": plan_id,
             "period_start": (now - DAY).isoformat(),
             "period_end": (now + 20 * DAY).isoformat(),
         },

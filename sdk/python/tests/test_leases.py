@@ -14,7 +14,7 @@ import pytest
 
 from meterline import LimitExceededError, Meter
 
-from .support import FaultProxy, Product, eventually, near
+from .support import FaultProxy, Product, create_team_on_plan, eventually, near
 
 CAP = 30.0
 PLAN = {
@@ -425,6 +425,71 @@ def test_after_a_plan_change_calls_keep_spending_the_slice_still_valid_under_the
         assert ran < 100
     assert m.shutdown(timeout=30)
     assert product.usage(user)["total_cost"] <= cap + 1e-9, "the lowered cap holds"
+
+
+def test_after_a_change_of_the_team_plan_a_members_calls_keep_spending_the_team_slice_still_valid_under_it(
+    product: Product, proxy: FaultProxy
+) -> None:
+    # The member's own plan caps nothing: only the team's slice covers its calls.
+    user = product.create_user()
+    now = datetime.now(timezone.utc)
+    product.subscribe(
+        user,
+        product.create_plan(**{**PLAN, "max_spend_per_period": None}),
+        now - timedelta(days=1),
+        now + timedelta(days=20),
+    )
+    plan_id = product.create_plan(max_spend_per_period=100_000, cost_rates=PLAN["cost_rates"])
+    create_team_on_plan(product, plan_id, [user])
+    m = Meter(api_key=product.key, base_url=proxy.api_url, leases=True)
+    m.start()
+    leases = r"POST /users/.*/leases$"
+    before = 5
+    for _ in range(before):
+        m.reserve(user, model="m", input_tokens=0).commit(output_tokens=100)
+
+    def all_answered() -> None:
+        eventually(lambda: proxy.count_answered(leases) == m.stats.lease_requests, what="no lease request on its way")
+
+    all_answered()
+    # The team's slice proven under the team plan before the change (see the test of a user's plan change).
+    while (r := m.reserve_now(user, model="m", input_tokens=0)) is None:
+        m.reserve(user, model="m", input_tokens=0).commit(output_tokens=100)
+        before += 1
+        all_answered()
+    r.commit(output_tokens=100)
+    before += 1
+    all_answered()
+    asked = proxy.count(leases)
+    # A raised team cap: the team's slice is still within it. The renewal hangs in the proxy meanwhile.
+    proxy.hold(leases)
+    assert product.api.patch(f"/config/plans/{plan_id}", {"max_spend_per_period": 200_000}).status_code == 200
+    assert m.refresh(user)
+    held = 8
+    for i in range(held):
+        r = m.reserve_now(user, model="m", input_tokens=0)
+        assert r is not None, f"call {i} after the change waited for the lease request"
+        r.commit(output_tokens=100)
+    eventually(lambda: proxy.holding == 1, what="the team's slice renewed in the background")
+    assert proxy.count_answered(leases) == asked, "the calls ran before the renewal answered"
+    proxy.release()
+    eventually(lambda: proxy.count_answered(leases) == asked + 1, what="the renewal answered")
+    # A lowered team cap, below what the slice was granted under: calls wait for a team slice under it, and it holds.
+    cap = (before + held) * 1.0 + 10 * 1.0
+    assert product.api.patch(f"/config/plans/{plan_id}", {"max_spend_per_period": cap}).status_code == 200
+    assert m.refresh(user)
+    assert m.reserve_now(user, model="m", input_tokens=0) is None, "a team slice granted under a higher cap was spent"
+    ran = 0
+    while True:
+        try:
+            m.reserve(user, model="m", input_tokens=0).commit(output_tokens=100)
+            ran += 1
+        except LimitExceededError as err:
+            assert err.result.gate_reason == "team:total_spend"
+            break
+        assert ran < 100
+    assert m.shutdown(timeout=30)
+    assert product.usage(user)["total_cost"] <= cap + 1e-9, "the lowered team cap holds"
 
 
 def test_a_plan_change_while_the_first_lease_request_is_on_its_way_the_call_waits_for_the_grant_under_the_new_caps(

@@ -335,7 +335,19 @@ class TeamBook extends Sizing {
   unlimitedUntil = 0;
   /** The member whose request last carried the ask: the slice is given back through its lease. */
   via: string | null = null;
-  constructor(readonly teamId: string) {
+  /**
+   * Plan or subscription changes of the team or of a member seen (renew()), how many had been
+   * seen when the request behind the last grant was sent, and the last request carrying the
+   * team's ask: as a user's book's (Book.epoch).
+   */
+  epoch = 0;
+  grantEpoch = 0;
+  askedEpoch = 0;
+  constructor(
+    readonly teamId: string,
+    /** The team's view (the team plan, its period), replaced when the team is loaded again. */
+    public entry: TeamEntry,
+  ) {
     super();
   }
 }
@@ -547,7 +559,7 @@ export class Leases {
         // A plan or subscription change came while it was on its way: what it granted may be
         // under caps no longer in force, which take() would not spend. The call waits for the
         // request asked under the caps in force instead of being refused.
-        if (b.askedEpoch !== b.epoch) continue;
+        if (b.askedEpoch !== b.epoch || (tb !== null && tb.askedEpoch !== tb.epoch)) continue;
         return;
       }
       onWait();
@@ -633,16 +645,21 @@ export class Leases {
     let teamWindows: AskedWindow[] = [];
     let teamSpare = 0;
     let teamSpareTokens = 0;
+    let teamCap: number | null = null;
+    let teamTokenCap: number | null = null;
+    const teamEpoch = tb?.epoch ?? 0;
     // Held back after a refusal, unless calls run on the slice and it nears its end: renewed, the
     // service keeps their estimates from lapsing under them.
     const renewingHeld = tb !== null && tb.holds > 0 && sentAt < tb.deadline && sentAt >= tb.deadline - this.renewMargin(tb);
     if (tb !== null && tb.asking === null && (sentAt >= tb.retryAt || renewingHeld) && sentAt >= tb.unlimitedUntil) {
-      const teamCap = teamCapOf(team!);
-      const t = teamCap === null ? { need: 0, want: 0 } : this.asked(tb, tb.spend, needTeam, waiting, b.open || sentAt >= tb.deadline - this.renewMargin(tb), sentAt, teamCap);
-      const tw = this.windowAsks(tb, tb.windows, tb.windowNeeds, waiting, b.open, sentAt, (d) => teamWindowCapOf(team!, d.dimension));
+      teamCap = teamCapOf(team!);
+      // After a change of the team plan, every slice is asked for again under its caps.
+      const renewTeam = b.open || this.teamRenewing(tb);
+      const t = teamCap === null ? { need: 0, want: 0 } : this.asked(tb, tb.spend, needTeam, waiting, renewTeam || sentAt >= tb.deadline - this.renewMargin(tb), sentAt, teamCap);
+      const tw = this.windowAsks(tb, tb.windows, tb.windowNeeds, waiting, renewTeam, sentAt, (d) => teamWindowCapOf(team!, d.dimension));
       tb.windowNeeds = new Map();
-      const tokenCap = teamModel === null ? null : teamTokenCapOf(team!, teamModel);
-      const tt = tokenCap === null ? { need: 0, want: 0 } : this.asked(tb, tb.slice(teamModel!), needTeamTokens, waiting, b.open || sentAt >= tb.deadline - this.renewMargin(tb), sentAt, tokenCap);
+      const tokenCap = (teamTokenCap = teamModel === null ? null : teamTokenCapOf(team!, teamModel));
+      const tt = tokenCap === null ? { need: 0, want: 0 } : this.asked(tb, tb.slice(teamModel!), needTeamTokens, waiting, renewTeam || sentAt >= tb.deadline - this.renewMargin(tb), sentAt, tokenCap);
       // What the team's spend slice holds beyond two round trips' needs is offered back too, and not spent until the answer comes.
       teamSpare = teamCap !== null && t.need === 0 && !b.open && b.lostAt === 0 ? this.teamSpare(tb, sentAt) : 0;
       // And what its slice of the model's team token cap holds beyond that.
@@ -663,6 +680,7 @@ export class Leases {
           tb.slice(teamModel!).granted -= teamSpareTokens;
         }
         body.team = ask;
+        tb.askedEpoch = teamEpoch;
         tb.asking = b.asking;
         tb.via = b.userId;
         b.teamAsked = tb;
@@ -712,7 +730,7 @@ export class Leases {
     // Before the grant is recorded: a grant sets the slice to what the service holds for it.
     if (teamSpare > 0 || teamSpareTokens > 0) this.spared(tb!, teamModel, teamSpare, teamSpareTokens, res.limited ? (res.lease?.team ?? null) : null);
     if (b.teamAsked !== null) {
-      const asked = { want: teamWant, tokensWant: teamTokensWant, windows: teamWindows };
+      const asked = { want: teamWant, tokensWant: teamTokensWant, windows: teamWindows, epoch: teamEpoch, spendCap: teamCap, tokenCap: teamTokenCap };
       this.teamGranted(b.teamAsked, team!, res.limited ? (res.lease?.team ?? null) : null, asked, sentAt, res.lease?.ttl_ms ?? this.settings.ttlMs, Date.now() - sentAt, renewed);
     }
     if (!res.limited || !res.lease) {
@@ -730,7 +748,7 @@ export class Leases {
     b.periodEndMs = Date.parse(l.period_end);
     const windowsFull =
       this.windowsGranted(windows, l.windows ?? [], sentAt, l.ttl_ms, (s, now) => this.balance(b, s, now), epoch === b.epoch, renewed) &&
-      this.windowsGranted(members.windows, l.member_windows ?? [], sentAt, l.ttl_ms, windowLeft, true, renewed);
+      this.windowsGranted(members.windows, l.member_windows ?? [], sentAt, l.ttl_ms, (s, now) => this.memberWindowLeft(b, s, now), epoch === b.epoch, renewed);
     b.full = l.added >= spend.want - 1e-9 && (model === null || l.tokens === null || l.tokens.added >= wantTokens) && windowsFull;
     b.boost = !b.full ? 1 : b.starved ? Math.min(MAX_BOOST, 2 * b.boost) : b.boost;
     b.starved = false;
@@ -797,7 +815,7 @@ export class Leases {
         const s = tb.window(w);
         s.used += w.amount;
         s.took(w.amount, now);
-        lowWindow ||= now >= s.retryAt && (windowLeft(s, now) < this.lowWater(tb, s, now) || now >= s.deadline - this.renewMargin(tb));
+        lowWindow ||= now >= s.retryAt && (this.teamWindowLeft(tb, s, now) < this.lowWater(tb, s, now) || now >= s.deadline - this.renewMargin(tb));
       }
       if (n.teamModel !== null) {
         const ts = tb.slice(n.teamModel);
@@ -806,7 +824,8 @@ export class Leases {
         lowWindow ||= this.teamTokensLeft(tb, ts, now) < this.lowWater(tb, ts, now) || now >= tb.deadline - this.renewMargin(tb);
       }
       const lowSpend = n.teamSpend && (this.teamBalance(tb, now) < this.lowWater(tb, tb.spend, now) || now >= tb.deadline - this.renewMargin(tb));
-      lowTeam = tb.asking === null && now >= tb.retryAt && (lowSpend || lowWindow);
+      // After a change of the team plan the team's slices are asked for again once, in the background.
+      lowTeam = tb.asking === null && now >= tb.retryAt && (lowSpend || lowWindow || (this.teamRenewing(tb) && tb.askedEpoch !== tb.epoch));
       if (!lowTeam && (n.teamSpend || n.teamModel !== null) && tb.asking === null && b.lostAt === 0) offerFrom = tb;
       // The lease id is the holder's: the event settles the team's slice with it (and the user's, when held).
       b.leaseId ??= b.holder;
@@ -827,7 +846,7 @@ export class Leases {
       const s = windowSlice(b.memberWindows, w);
       s.used += w.amount;
       s.took(w.amount, now);
-      lowWindow ||= now >= s.retryAt && (windowLeft(s, now) < this.lowWater(b, s, now) || now >= s.deadline - this.renewMargin(b));
+      lowWindow ||= now >= s.retryAt && (this.memberWindowLeft(b, s, now) < this.lowWater(b, s, now) || now >= s.deadline - this.renewMargin(b));
     }
     // A call that spends from no lease (every budget it touches unlimited for now) holds nothing:
     // unhold() gives back only what names the lease, so such a hold would never be let go.
@@ -920,8 +939,16 @@ export class Leases {
    * the same period, and no budget's cap lower than when the slice was asked for. Otherwise
    * they wait for the new grant, as a first call does.
    */
-  renew(userId: string): void {
+  renew(userId: string, teamId: string | null = null): void {
     const b = this.books.get(userId);
+    // The team's slices too (the member's team plan, or the team's subscription, may be what
+    // changed): held under this process's holder id unless the member's book has one of its own.
+    const tb = teamId === null ? undefined : this.teams.get(teamKey(b?.holder ?? this.holder, teamId));
+    if (tb !== undefined) {
+      tb.epoch++;
+      tb.unlimitedUntil = tb.retryAt = 0;
+      for (const s of tb.windows.values()) s.retryAt = 0;
+    }
     if (!b) return;
     b.epoch++;
     b.unlimitedUntil = 0;
@@ -956,7 +983,7 @@ export class Leases {
       for (const w of n.teamWindows) {
         const s = tb?.windows.get(w.key);
         if (s !== undefined && now < s.unlimitedUntil) continue;
-        const left = s === undefined ? 0 : windowLeft(s, now);
+        const left = s === undefined ? 0 : this.teamWindowLeft(tb!, s, now);
         if (left <= 0 || (w.whole && left < w.amount)) refused.push(windowRefusal(n.team.config!, n.team.counters, w, teamLimitReason));
       }
     }
@@ -986,7 +1013,7 @@ export class Leases {
     for (const w of n.memberWindows) {
       const s = b.memberWindows.get(w.key);
       if (s !== undefined && now < s.unlimitedUntil) continue;
-      const left = s === undefined ? 0 : windowLeft(s, now);
+      const left = s === undefined ? 0 : this.memberWindowLeft(b, s, now);
       if (left <= 0 || (w.whole && left < w.amount)) refused.push(windowRefusal(e.team!.config!, e.memberCounters, w, teamLimitReason));
     }
     return liftsLast(refused);
@@ -997,9 +1024,9 @@ export class Leases {
     if (n.team !== null) {
       const tb = this.teams.get(teamKey(b.holder, n.team.teamId));
       if (tb !== undefined && now < tb.retryAt && n.teamSpend && this.teamSpendShort(tb, n, now)) return true;
-      if (tb !== undefined && windowsExhausted(tb.windows, n.teamWindows, now, (s) => windowLeft(s, now))) return true;
+      if (tb !== undefined && windowsExhausted(tb.windows, n.teamWindows, now, (s) => this.teamWindowLeft(tb, s, now))) return true;
     }
-    return windowsExhausted(b.windows, n.windows, now, (s) => this.balance(b, s, now)) || windowsExhausted(b.memberWindows, n.memberWindows, now, (s) => windowLeft(s, now));
+    return windowsExhausted(b.windows, n.windows, now, (s) => this.balance(b, s, now)) || windowsExhausted(b.memberWindows, n.memberWindows, now, (s) => this.memberWindowLeft(b, s, now));
   }
 
   /**
@@ -1138,7 +1165,7 @@ export class Leases {
    * unit, null when unknown).
    */
   private asked(b: Book | TeamBook, s: Slice, need: number, waiting: number, renew: boolean, now: number, cap: number | null): { need: number; want: number } {
-    const left = b instanceof TeamBook ? (s instanceof WindowSlice ? windowLeft(s, now) : s === b.spend ? this.teamBalance(b, now) : this.teamTokensLeft(b, s, now)) : this.balance(b, s, now);
+    const left = b instanceof TeamBook ? (s instanceof WindowSlice ? this.teamWindowLeft(b, s, now) : s === b.spend ? this.teamBalance(b, now) : this.teamTokensLeft(b, s, now)) : this.balance(b, s, now);
     const short = need > 0 && left < need;
     const low = this.lowWater(b, s, now, waiting);
     if (!short && left > 0 && left >= low && !renew) return { need: 0, want: 0 };
@@ -1295,7 +1322,7 @@ export class Leases {
     const key = teamKey(holder, t.teamId);
     let tb = this.teams.get(key);
     if (!tb) {
-      tb = new TeamBook(t.teamId);
+      tb = new TeamBook(t.teamId, t);
       this.teams.set(key, tb);
       // A user who joined a team while its book had a holder id of its own: the team's slices of
       // that holder are this book's alone, and go with it.
@@ -1305,18 +1332,64 @@ export class Leases {
         keys.add(key);
       }
     }
+    tb.entry = t;
     return tb;
   }
 
-  /** What is left of the team's slice: nothing once its lifetime or the team's period ended. */
+  /** Records a team grant's caps, as granted() does a user's: unknown when a change came while it was on its way. */
+  private teamProven(tb: TeamBook, epoch: number, spendCap: number | null, model: string | null, tokenCap: number | null): void {
+    const current = epoch === tb.epoch;
+    if (current && this.teamRenewing(tb)) for (const [m, t] of tb.tokens) if (m !== model) t.granted = Math.min(t.granted, t.used);
+    tb.spend.cap = current ? (spendCap ?? Infinity) : Infinity;
+    if (model !== null) tb.slice(model).cap = current ? (tokenCap ?? Infinity) : Infinity;
+    if (current) tb.grantEpoch = epoch;
+  }
+
+  /** A change of the team or of a member came after the request behind the team's last grant was sent. */
+  private teamRenewing(tb: TeamBook): boolean {
+    return tb.grantEpoch !== tb.epoch;
+  }
+
+  /** A team slice, granted under the caps of `s.cap`, is within the team plan's caps in force now, in the team's period (as valid()). */
+  private teamValid(tb: TeamBook, s: Slice): boolean {
+    const t = tb.entry;
+    // No team plan in force: the member's calls need none of the team's slices.
+    if (t.config === null) return true;
+    if (s instanceof WindowSlice) {
+      const cap = teamWindowCapOf(t, s.dimension);
+      return cap !== null && cap >= s.cap;
+    }
+    if (t.periodEndMs !== tb.periodEndMs) return false;
+    const cap = s === tb.spend ? teamCapOf(t) : teamTokenCapOf(t, s.model!);
+    return cap === null || cap >= s.cap;
+  }
+
+  /** What is left of the team's slice: nothing once its lifetime or the team's period ended, or while it is not proven under a changed team plan. */
   private teamBalance(tb: TeamBook, now: number): number {
     if (now >= tb.deadline || now >= tb.periodEndMs) return 0;
+    if (this.teamRenewing(tb) && !this.teamValid(tb, tb.spend)) return 0;
     return addDollars(tb.spend.granted, -tb.spend.used);
   }
 
-  /** What is left of a team token slice: as the team's spend slice, nothing once the lease's lifetime or the team's period ended. */
+  /** What is left of a team token slice: as the team's spend slice. */
   private teamTokensLeft(tb: TeamBook, s: Slice, now: number): number {
-    return now >= tb.deadline || now >= tb.periodEndMs ? 0 : s.granted - s.used;
+    if (now >= tb.deadline || now >= tb.periodEndMs) return 0;
+    if (this.teamRenewing(tb) && !this.teamValid(tb, s)) return 0;
+    return s.granted - s.used;
+  }
+
+  /** What is left of a team window's slice: as windowLeft(), and nothing while it is not proven under a changed team plan. */
+  private teamWindowLeft(tb: TeamBook, s: WindowSlice, now: number): number {
+    return this.teamRenewing(tb) && !this.teamValid(tb, s) ? 0 : windowLeft(s, now);
+  }
+
+  /** What is left of a member-scope window's slice: as windowLeft(), and nothing while it is not proven under a changed team plan. */
+  private memberWindowLeft(b: Book, s: WindowSlice, now: number): number {
+    if (this.renewing(b)) {
+      const cap = memberWindowCapOf(b.entry, s.dimension);
+      if (cap === null || cap < s.cap) return 0;
+    }
+    return windowLeft(s, now);
   }
 
   private teamTokensShort(tb: TeamBook, n: LeaseNeed, now: number): boolean {
@@ -1337,7 +1410,7 @@ export class Leases {
     return n.teamWindows.some((w) => {
       const s = tb.windows.get(w.key);
       if (s !== undefined && now < s.unlimitedUntil) return false;
-      const left = s === undefined ? 0 : windowLeft(s, now);
+      const left = s === undefined ? 0 : this.teamWindowLeft(tb, s, now);
       return left <= 0 || (w.whole && left < w.amount);
     });
   }
@@ -1351,7 +1424,8 @@ export class Leases {
     tb: TeamBook,
     team: TeamEntry,
     t: TeamLeaseWire | null,
-    asked: { want: number; tokensWant: number; windows: readonly AskedWindow[] },
+    /** What was asked, and the team plan's caps in force when it was sent (and how many changes had been seen then). */
+    asked: { want: number; tokensWant: number; windows: readonly AskedWindow[]; epoch: number; spendCap: number | null; tokenCap: number | null },
     sentAt: number,
     ttlMs: number,
     rtt: number,
@@ -1373,7 +1447,8 @@ export class Leases {
       tb.tokens.clear();
       tb.periodEndMs = periodEnd;
     }
-    let full = this.windowsGranted(asked.windows, t.windows ?? [], sentAt, ttlMs, windowLeft, true, renewed);
+    const current = asked.epoch === tb.epoch;
+    let full = this.windowsGranted(asked.windows, t.windows ?? [], sentAt, ttlMs, (s, now) => this.teamWindowLeft(tb, s, now), current, renewed);
     if ((t.windows ?? []).some((w) => w.added > 0)) tb.leased = true;
     const tokens = t.tokens ?? null;
     const spendAdded = t.spend_limited && asked.want > 0 ? t.added : 0;
@@ -1382,12 +1457,15 @@ export class Leases {
       if (sentAt >= tb.deadline) for (const s of tb.tokens.values()) s.granted = Math.min(s.granted, s.used);
       if (spendAdded > 0) tb.spend.granted = t.granted;
       if (tokens !== null) tb.slice(tokens.model).granted = tokens.granted;
+      this.teamProven(tb, asked.epoch, asked.spendCap, tokens?.model ?? null, asked.tokenCap);
       tb.deadline = sentAt + ttlMs;
       tb.retryAt = 0;
       tb.leased = true;
     } else {
       // A live team lease asked again for no need is kept for another lifetime.
       if (renewed && (asked.want > 0 || asked.tokensWant > 0) && sentAt < tb.deadline) tb.deadline = sentAt + ttlMs;
+      // Refused under the team plan in force with something left of its caps: what every holder holds is within them (as for a user's lease).
+      if (current && this.teamRenewing(tb) && (!t.spend_limited || t.remaining > 0) && (tokens === null || tokens.remaining > 0)) this.teamProven(tb, asked.epoch, asked.spendCap, tokens?.model ?? null, asked.tokenCap);
       if (t.spend_limited && asked.want > 0 && (t.remaining <= 0 || this.teamBalance(tb, now) <= 0)) tb.retryAt = now + OPEN_RETRY_MS;
     }
     if (t.spend_limited && asked.want > 0) full &&= t.added >= asked.want - 1e-9;

@@ -90,7 +90,7 @@ export class Users {
     if (e === undefined) return this.load(userId);
     // A reload already under way may have been sent before the change the caller knows of.
     if (e.refreshing) await e.refreshing;
-    this.leases?.renew(userId);
+    this.leases?.renew(userId, e.team?.teamId ?? null);
     await this.reload(e, this.settings.startupTimeoutMs);
     return e;
   }
@@ -195,7 +195,7 @@ export class Users {
         const t = e.team;
         if (all || users.has(e.userId) || (e.planId !== null && plans.has(e.planId)) || (t !== null && (teams.has(t.teamId) || (t.planId !== null && plans.has(t.planId))))) {
           e.changed();
-          this.leases?.renew(e.userId);
+          this.leases?.renew(e.userId, e.team?.teamId ?? null);
           void this.reload(e, undefined);
         }
       }

@@ -3,7 +3,7 @@ import * as assert from "uvu/assert";
 import { LimitExceededError, Meter, type MeterOptions, type UsageEvent } from "../src/index.ts";
 import { CALL_COST, CALL_ESTIMATE, CALL_TOKENS, CALL_TOKENS_ESTIMATE, cappedUser, cappedUserPlan, windowedUser } from "../../../bench/lease-run.ts";
 import { eventually } from "../../../test/support/eventually.ts";
-import { memoryLogger, type ProductCtx, rejects, startWithProduct, stopAll, usage } from "./support/fixtures.ts";
+import { createTeamOnPlan, memoryLogger, type ProductCtx, rejects, startWithProduct, stopAll, usage } from "./support/fixtures.ts";
 import { FaultProxy } from "./support/proxy.ts";
 import { commitNow, reserveNow } from "../src/internal.ts";
 
@@ -340,6 +340,39 @@ t("after a plan change calls keep spending from the slice still valid under the 
   await callUntilRefused(m, user, "total_spend");
   await m.shutdown();
   assert.ok((await usage(ctx.api, user)).total_cost <= cap + 1e-6, "the lowered cap holds");
+});
+
+t("after a change of the team plan a member's calls keep spending the team's slice still valid under it; below a lowered team cap they wait for a slice granted under it", async (ctx) => {
+  // The member's own plan caps nothing: only the team's slice covers its calls.
+  const user = await cappedUser(ctx.api, null);
+  const { planId } = await createTeamOnPlan(ctx.api, { max_spend_per_period: 1_000_000, cost_rates: { m: { input: 1, output: 1 } } }, [user]);
+  const { proxy, m } = await setup(ctx);
+  proxy.recording = LEASE_REQUEST;
+  await m.start();
+  for (let i = 0; i < 5; i++) commitNow(await m.reserve(user, CALL), USED);
+  await eventually(() => proxy.countAnswered(LEASE_REQUEST) === proxy.count(LEASE_REQUEST), 10_000, "no lease request on its way");
+  const asked = proxy.count(LEASE_REQUEST);
+  // A raised team cap: the team's slice is still within it. Its renewal is held a second on its way.
+  proxy.inject(LEASE_REQUEST, { kind: "delay", ms: 1_000 });
+  assert.is((await ctx.api.patch(`/config/plans/${planId}`, { max_spend_per_period: 2_000_000 })).status, 200);
+  await m.refresh(user);
+  const held = 8;
+  for (let i = 0; i < held; i++) {
+    const r = reserveNow(m, user, CALL);
+    assert.ok(r, `call ${i} after the change waited for the lease request`);
+    commitNow(r, USED);
+  }
+  await eventually(() => proxy.countAnswered(LEASE_REQUEST) > asked, 10_000, "the lease renewed in the background");
+  const renewal = proxy.exchanges[asked]!;
+  assert.ok(renewal.body.team?.want > 0, `the renewal asks for the team's slice under the new team plan: ${JSON.stringify(renewal.body)}`);
+  // A lowered team cap, below what the slice was granted under: calls wait for a team slice under it, and it holds.
+  const cap = (5 + held) * CALL_COST + 10 * CALL_ESTIMATE;
+  assert.is((await ctx.api.patch(`/config/plans/${planId}`, { max_spend_per_period: cap })).status, 200);
+  await m.refresh(user);
+  assert.is(reserveNow(m, user, CALL), undefined, "no call spends a team slice granted under a higher team cap");
+  await callUntilRefused(m, user, "team:total_spend");
+  await m.shutdown();
+  assert.ok((await usage(ctx.api, user)).total_cost <= cap + 1e-6, "the lowered team cap holds");
 });
 
 t("a plan change while the first lease request is on its way: the call waiting for it waits for the grant asked under the new caps", async (ctx) => {

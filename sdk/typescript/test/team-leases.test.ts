@@ -221,6 +221,8 @@ t("an older service that refuses the team offer's field: the team slice keeps wh
   const leases = /POST \/users\/[^/]+\/leases$/;
   proxy.recording = leases;
   const m = new Meter({ apiKey: ctx.apiKey, baseURL: proxy.apiUrl, leases: true, leaseIdleMs: 600_000, flushIntervalMs: 200, logger: { warn: () => undefined } });
+  // The change marker read first: without it, the first poll of changes renews every lease, and the renewal would be the next request.
+  await m.start();
   let calls = 0;
   const call = async () => {
     await new Promise((done) => setTimeout(done, 100)); // the model call

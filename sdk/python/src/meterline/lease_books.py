@@ -260,13 +260,18 @@ def estimated(s: Slice, amount: float) -> None:
 class TeamBook(Sizing):
     """This process's slices of one team's period spend cap and team-scope windows, shared by every member of the
     team it serves (the service keeps one slice per holder beside the team's counts); asked for with a member's
-    lease request, one request carrying them at a time (``asking``). Its epochs never differ: a team slice is not
-    renewed on a plan change (see the docs). ``unlimited_until``: the service said the team has nothing capped
-    (or the user left it)."""
+    lease request, one request carrying them at a time (``asking``). Its epochs count the changes of the team plan
+    or subscription, and of its members', seen (Leases.renew): after one, its slices are spent while valid under the
+    team plan in force and asked for again, as a user's. ``unlimited_until``: the service said the team has nothing
+    capped (or the user left it)."""
 
-    def __init__(self, team_id: str) -> None:
+    def __init__(self, team_id: str, entry: TeamEntry) -> None:
         super().__init__()
         self.team_id = team_id
+        # The team's view (its plan, its period), replaced when the team is loaded again.
+        self.entry = entry
+        # The changes seen when the last request carrying the team's ask was sent.
+        self.asked_epoch = 0
         # Window slices by key (WindowNeed.key); a calendar window's goes once it ended.
         self.windows: dict[str, WindowSlice] = {}
         # A slice (spend, tokens or window) was granted once: calls' events name the holder.
@@ -397,7 +402,7 @@ def renewing(b: Book | TeamBook) -> bool:
 def valid(b: Book | TeamBook, s: Slice) -> bool:
     """The slice, granted under the caps of ``s.cap``, is within the caps in force now, in the lease's period."""
     if isinstance(b, TeamBook):
-        return True
+        return _team_valid(b, s)
     if isinstance(s, WindowSlice):
         # A member-scope window is capped by the team plan, not the member's own.
         member = any(x is s for x in b.member_windows.values())
@@ -406,6 +411,21 @@ def valid(b: Book | TeamBook, s: Slice) -> bool:
     if abs(b.entry.period_end_t - b.period_end) > 1e-3:
         return False
     cap = cap_of(b.entry, s.model)
+    return cap is None or cap >= s.cap
+
+
+def _team_valid(tb: TeamBook, s: Slice) -> bool:
+    """valid() of a team slice, against the team plan in force."""
+    t = tb.entry
+    if t.config is None:
+        # No team plan in force: the member's calls need none of the team's slices.
+        return True
+    if isinstance(s, WindowSlice):
+        top = team_window_cap_of(t, s.dimension)
+        return top is not None and top >= s.cap
+    if abs(t.period_end_t - tb.period_end) > 1e-3:
+        return False
+    cap = team_cap_of(t) if s is tb.spend else team_token_cap_of(t, str(s.model))
     return cap is None or cap >= s.cap
 
 

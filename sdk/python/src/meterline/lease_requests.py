@@ -172,6 +172,8 @@ class LeaseRequests:
             team_windows: list[WindowAsk] = []
             team_spare = 0.0
             team_spare_tokens = 0
+            team_caps: tuple[float | None, float | None] = (None, None)
+            team_epoch = 0 if tb is None else tb.epoch
             # Held back after a refusal, unless calls run on the slice and it nears its end: renewed, the service
             # keeps their estimates from lapsing under them.
             late = tb is not None and sent_at >= tb.deadline - renew_margin(tb, self.settings.ttl)
@@ -185,6 +187,8 @@ class LeaseRequests:
             ):
                 tb.joined = b.joined
                 team_cap = team_cap_of(team)
+                # After a change of the team plan, every slice is asked for again under its caps.
+                renew_team = b.open or renewing(tb)
                 team_ask = (
                     (0.0, 0.0, False)
                     if team_cap is None
@@ -193,7 +197,7 @@ class LeaseRequests:
                         tb.spend,
                         n.team_cost if n.whole else 0.0,
                         sent_at,
-                        late or b.open,
+                        late or renew_team,
                         self.settings.calls,
                         team_cap,
                     )
@@ -205,16 +209,17 @@ class LeaseRequests:
                     n.team_windows,
                     lambda d: team_window_cap_of(team, d),
                     sent_at,
-                    b.open,
+                    renew_team,
                 )
                 token_cap = None if n.team_model is None else team_token_cap_of(team, n.team_model)
+                team_caps = (team_cap, token_cap)
                 if n.team_model is not None and token_cap is not None:
                     team_tok = asked(
                         tb,
                         tb.slice(n.team_model),
                         n.team_tokens if n.whole else 0.0,
                         sent_at,
-                        late or b.open,
+                        late or renew_team,
                         self.settings.calls,
                         token_cap,
                     )
@@ -269,11 +274,13 @@ class LeaseRequests:
                     team_tok,
                     (spare_dollars, spare_tokens),
                     (team_spare, team_spare_tokens),
+                    (team_epoch, team_caps),
                 )
             )
             if tb is not None and team_ask is not None:
                 tb.asking = b.asking
                 tb.via = b.user_id
+                tb.asked_epoch = team_epoch
             return b.asking
 
     def _request(
@@ -294,6 +301,7 @@ class LeaseRequests:
         team_tok: tuple[float, float, bool] | None = None,
         offered: tuple[float, int] = (0.0, 0),
         team_offered: tuple[float, int] = (0.0, 0),
+        team_under: tuple[int, tuple[float | None, float | None]] = (0, (None, None)),
     ) -> Flow[bool]:
         # The user's own windows and the member-scope ones of its team plan, each answered in its own list.
         windows, members = asked_windows
@@ -319,7 +327,16 @@ class LeaseRequests:
                     ttl = float(lease["ttl_ms"]) / 1000 if isinstance(lease, dict) else self.settings.ttl
                     rtt = max(0.0, clock_now() - sent_at)
                     team_ok = self._team_granted(
-                        e.team, tb, answer, (team_ask, team_tok), team_windows or [], sent_at, ttl, rtt, renewed
+                        e.team,
+                        tb,
+                        answer,
+                        (team_ask, team_tok),
+                        team_windows or [],
+                        sent_at,
+                        ttl,
+                        rtt,
+                        renewed,
+                        team_under,
                     )
                 if not isinstance(res, dict) or not res.get("limited") or not lease:
                     b.unlimited_until = clock_now() + UNLIMITED_FOR
@@ -444,10 +461,12 @@ class LeaseRequests:
         ttl: float,
         rtt: float,
         renewed: bool,
+        under: tuple[int, tuple[float | None, float | None]],
     ) -> bool:
         """Records the service's answer for the team's slices: a grant sets a slice to what the service holds for this
         holder and extends its lifetime; a refusal holds further asks back for a moment; no team slice (nothing
-        capped, or the user left the team) stops asking for a minute. False when a slice was short and got nothing."""
+        capped, or the user left the team) stops asking for a minute. False when a slice was short and got nothing.
+        ``under``: the changes seen when it was sent, and the team plan's caps then (dollars, the model's tokens)."""
         round_trip(tb, rtt)
         now = clock_now()
         ask, tok = asks
@@ -470,12 +489,15 @@ class LeaseRequests:
             tb.spend.granted = 0.0
             tb.tokens.clear()
             tb.period_end = period_end
-        windows_ok, windows_full = windows_granted(tb, windows, answers, sent_at, ttl, tb.epoch, renewed)
+        epoch, caps = under
+        windows_ok, windows_full = windows_granted(tb, windows, answers, sent_at, ttl, epoch, renewed)
         if any(isinstance(w, dict) and float(w.get("added") or 0) > 0 for w in answers):
             tb.leased = True
         spend = bool(t.get("spend_limited")) and ask[1] > 0
         added = float(t.get("added") or 0) if spend else 0.0
         tokens_added = float(tokens.get("added") or 0) if tokens is not None and tok is not None else 0.0
+        # The model whose team token slice was asked for and answered.
+        model = None if tokens is None or tok is None else str(tokens["model"])
         if added > 0 or tokens_added > 0:
             # The counter's lease as written: a lapsed one restarted in every budget.
             if sent_at >= tb.deadline:
@@ -485,6 +507,7 @@ class LeaseRequests:
                 tb.spend.granted = float(t["granted"])
             if tokens is not None and tok is not None:
                 tb.slice(str(tokens["model"])).granted = float(tokens.get("granted") or 0)
+            self._granted(tb, epoch, caps, model)
             tb.deadline = sent_at + ttl
             tb.retry_at = 0.0
             tb.leased = True
@@ -492,6 +515,10 @@ class LeaseRequests:
             # A live team lease asked again for no need is kept for another lifetime.
             if renewed and (ask[1] > 0 or (tok is not None and tok[1] > 0)) and sent_at < tb.deadline:
                 tb.deadline = sent_at + ttl
+            # Refused under the team plan in force with something left of its caps: what every holder holds is
+            # within them (as for a user's lease).
+            if epoch == tb.epoch and renewing(tb) and _room_left(t, model):
+                self._granted(tb, epoch, caps, model)
             if spend and (float(t.get("remaining") or 0) <= 0 or balance(tb, tb.spend, now) <= 0):
                 tb.retry_at = now + OPEN_RETRY
         full = windows_full and (not spend or added >= ask[1] - 1e-9)
@@ -513,18 +540,21 @@ class LeaseRequests:
         key = team_key(holder, t.team_id)
         tb = self.teams.get(key)
         if tb is None:
-            tb = self.teams[key] = TeamBook(t.team_id)
+            tb = self.teams[key] = TeamBook(t.team_id, t)
             # A user who joined a team while its book had a holder id of its own: the team's slices of that holder
             # are this book's alone, and go with it.
             if holder != self.holder:
                 self.teams_of.setdefault(holder, set()).add(key)
+        tb.entry = t
         return tb
 
-    def _granted(self, b: Book, epoch: int, caps: tuple[float | None, float | None], model: str | None) -> None:
-        """Records a grant: the caps it was asked under (unknown when a plan change came while it was on
-        its way). A grant asked under the new plan proves the dollars and the model's tokens it names
-        within the new caps (the service counted what this holder holds); other models' token slices
-        are not, so they are kept only as far as used, and asked for again."""
+    def _granted(
+        self, b: Book | TeamBook, epoch: int, caps: tuple[float | None, float | None], model: str | None
+    ) -> None:
+        """Records a grant, of a user's slices or a team's: the caps it was asked under (unknown when a plan change
+        came while it was on its way). A grant asked under the new plan proves the dollars and the model's tokens it
+        names within the new caps (the service counted what this holder holds); other models' token slices are not,
+        so they are kept only as far as used, and asked for again."""
         current = epoch == b.epoch
         if current and renewing(b):
             for m, t in b.tokens.items():

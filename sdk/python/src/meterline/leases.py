@@ -200,7 +200,9 @@ class Leases(LeaseRequests):
                     tt.took(n.team_tokens, now)
                     low_windows = low_windows or low(tb, tt, now) or now >= tb.deadline - team_margin
                 low_spend = n.team_spend and (low(tb, tb.spend, now) or now >= tb.deadline - team_margin)
-                low_team = not running(tb.asking) and now >= tb.retry_at and (low_spend or low_windows)
+                # After a change of the team plan the team's slices are asked for again once, in the background.
+                renew_team = renewing(tb) and tb.asked_epoch != tb.epoch
+                low_team = not running(tb.asking) and now >= tb.retry_at and (low_spend or low_windows or renew_team)
                 offers = n.team_spend or n.team_model is not None
                 if offers and not low_team and not running(tb.asking) and b.lost_at == 0:
                     offer_from = tb
@@ -319,14 +321,21 @@ class Leases(LeaseRequests):
                     finished(b.member_window(w), w.amount)
             return b.lease_id
 
-    def renew(self, user_id: str) -> None:
+    def renew(self, user_id: str, team_id: str | None = None) -> None:
         """The user's plan or subscription changed: the lease is asked for again, under the new caps, in
         the background by the next call. Meanwhile calls keep spending from the slice held while it is
         still valid under the caps in force (the user's view, reloaded after the change): in the same
         period, and no budget's cap lower than when the slice was asked for. Otherwise they wait for
-        the new grant, as a first call does."""
+        the new grant, as a first call does. ``team_id``: the member's team, whose slices are renewed the
+        same way (its plan, or its subscription, may be what changed)."""
         with self.lock:
             b = self.books.get(user_id)
+            tb = None if team_id is None else self.teams.get(team_key(self.holder if b is None else b.holder, team_id))
+            if tb is not None:
+                tb.epoch += 1
+                tb.unlimited_until = tb.retry_at = 0.0
+                for ts in tb.windows.values():
+                    ts.retry_at = 0.0
             if b is not None:
                 b.epoch += 1
                 b.unlimited_until = 0.0

@@ -64,7 +64,7 @@ class Lifecycle(Admission):
         if e is None:
             return None, None
         if self._leases is not None:
-            self._leases.renew(user_id)
+            self._leases.renew(user_id, None if e.team is None else e.team.team_id)
         return e, self._refresh(e, self.request_timeout, force=True)
 
     def _hopeless(self) -> bool:

@@ -245,7 +245,7 @@ class Users(Recording):
                 self._marker = marker if isinstance(marker, int) else since
             for e in changed:
                 if self._leases is not None:
-                    self._leases.renew(e.user_id)
+                    self._leases.renew(e.user_id, None if e.team is None else e.team.team_id)
                 self._refresh(e, None, force=True)
         except MeterAPIError as err:
             if err.status in (401, 403):

@@ -83,6 +83,11 @@ export async function createPlan(api: Api, plan: Record<string, unknown>): Promi
 
 /** A team subscribed to a plan of `fields`, with `members` (ids of registered users) joined. */
 export async function createTeam(api: Api, fields: Record<string, unknown>, members: string[]): Promise<string> {
+  return (await createTeamOnPlan(api, fields, members)).teamId;
+}
+
+/** The same, with the id of the team's plan (to change it). */
+export async function createTeamOnPlan(api: Api, fields: Record<string, unknown>, members: string[]): Promise<{ teamId: string; planId: string }> {
   const teamId = `t-${randomUUID()}`;
   const created = await api.post("/teams", { external_team_id: teamId, name: "Acme" });
   if (created.status !== 201) throw new Error(`creating a team failed: ${created.status} ${JSON.stringify(created.body)}`);
@@ -93,7 +98,7 @@ export async function createTeam(api: Api, fields: Record<string, unknown>, memb
     const joined = await api.request("PUT", `/users/${userId}/team`, { body: { team_id: teamId } });
     if (joined.status !== 200) throw new Error(`joining the team failed: ${joined.status} ${JSON.stringify(joined.body)}`);
   }
-  return teamId;
+  return { teamId, planId };
 }
 
 /** A registered user on `plan` (none: no plan) with a period around now unless dates are given. */
