@@ -296,6 +296,15 @@ class Sizing {
   full = true;
   /** What requests ask for is multiplied by this (doubled after each dry spell while grants are full). */
   boost = 1;
+  /**
+   * Plan or subscription changes seen (renew(): a user's, or of a team, its subscription or a
+   * member), how many had been seen when the request behind the last grant was sent, and the
+   * last request (carrying a team's ask, for a team): while they differ the slices may have been
+   * granted under caps no longer in force.
+   */
+  epoch = 0;
+  grantEpoch = 0;
+  askedEpoch = 0;
 }
 
 /**
@@ -335,14 +344,6 @@ class TeamBook extends Sizing {
   unlimitedUntil = 0;
   /** The member whose request last carried the ask: the slice is given back through its lease. */
   via: string | null = null;
-  /**
-   * Plan or subscription changes of the team or of a member seen (renew()), how many had been
-   * seen when the request behind the last grant was sent, and the last request carrying the
-   * team's ask: as a user's book's (Book.epoch).
-   */
-  epoch = 0;
-  grantEpoch = 0;
-  askedEpoch = 0;
   constructor(
     readonly teamId: string,
     /** The team's view (the team plan, its period), replaced when the team is loaded again. */
@@ -400,14 +401,6 @@ class Book extends Sizing {
   needTeamTokens = 0;
   /** The team whose ask the request in flight carries, else null. */
   teamAsked: TeamBook | null = null;
-  /**
-   * Plan or subscription changes seen (renew()), and how many had been seen when the request
-   * behind the last grant was sent, and the last request: while they differ the slice may have
-   * been granted under caps no longer in force.
-   */
-  epoch = 0;
-  grantEpoch = 0;
-  askedEpoch = 0;
   constructor(
     readonly userId: string,
     /** The user's view (replaced when an idle user is loaded again). */
@@ -654,7 +647,7 @@ export class Leases {
     if (tb !== null && tb.asking === null && (sentAt >= tb.retryAt || renewingHeld) && sentAt >= tb.unlimitedUntil) {
       teamCap = teamCapOf(team!);
       // After a change of the team plan, every slice is asked for again under its caps.
-      const renewTeam = b.open || this.teamRenewing(tb);
+      const renewTeam = b.open || this.renewing(tb);
       const t = teamCap === null ? { need: 0, want: 0 } : this.asked(tb, tb.spend, needTeam, waiting, renewTeam || sentAt >= tb.deadline - this.renewMargin(tb), sentAt, teamCap);
       const tw = this.windowAsks(tb, tb.windows, tb.windowNeeds, waiting, renewTeam, sentAt, (d) => teamWindowCapOf(team!, d.dimension));
       tb.windowNeeds = new Map();
@@ -825,7 +818,7 @@ export class Leases {
       }
       const lowSpend = n.teamSpend && (this.teamBalance(tb, now) < this.lowWater(tb, tb.spend, now) || now >= tb.deadline - this.renewMargin(tb));
       // After a change of the team plan the team's slices are asked for again once, in the background.
-      lowTeam = tb.asking === null && now >= tb.retryAt && (lowSpend || lowWindow || (this.teamRenewing(tb) && tb.askedEpoch !== tb.epoch));
+      lowTeam = tb.asking === null && now >= tb.retryAt && (lowSpend || lowWindow || (this.renewing(tb) && tb.askedEpoch !== tb.epoch));
       if (!lowTeam && (n.teamSpend || n.teamModel !== null) && tb.asking === null && b.lostAt === 0) offerFrom = tb;
       // The lease id is the holder's: the event settles the team's slice with it (and the user's, when held).
       b.leaseId ??= b.holder;
@@ -1289,7 +1282,7 @@ export class Leases {
   }
 
   /** A plan or subscription change came after the request behind the last grant was sent. */
-  private renewing(b: Book): boolean {
+  private renewing(b: Sizing): boolean {
     return b.grantEpoch !== b.epoch;
   }
 
@@ -1339,15 +1332,10 @@ export class Leases {
   /** Records a team grant's caps, as granted() does a user's: unknown when a change came while it was on its way. */
   private teamProven(tb: TeamBook, epoch: number, spendCap: number | null, model: string | null, tokenCap: number | null): void {
     const current = epoch === tb.epoch;
-    if (current && this.teamRenewing(tb)) for (const [m, t] of tb.tokens) if (m !== model) t.granted = Math.min(t.granted, t.used);
+    if (current && this.renewing(tb)) for (const [m, t] of tb.tokens) if (m !== model) t.granted = Math.min(t.granted, t.used);
     tb.spend.cap = current ? (spendCap ?? Infinity) : Infinity;
     if (model !== null) tb.slice(model).cap = current ? (tokenCap ?? Infinity) : Infinity;
     if (current) tb.grantEpoch = epoch;
-  }
-
-  /** A change of the team or of a member came after the request behind the team's last grant was sent. */
-  private teamRenewing(tb: TeamBook): boolean {
-    return tb.grantEpoch !== tb.epoch;
   }
 
   /** A team slice, granted under the caps of `s.cap`, is within the team plan's caps in force now, in the team's period (as valid()). */
@@ -1367,20 +1355,20 @@ export class Leases {
   /** What is left of the team's slice: nothing once its lifetime or the team's period ended, or while it is not proven under a changed team plan. */
   private teamBalance(tb: TeamBook, now: number): number {
     if (now >= tb.deadline || now >= tb.periodEndMs) return 0;
-    if (this.teamRenewing(tb) && !this.teamValid(tb, tb.spend)) return 0;
+    if (this.renewing(tb) && !this.teamValid(tb, tb.spend)) return 0;
     return addDollars(tb.spend.granted, -tb.spend.used);
   }
 
   /** What is left of a team token slice: as the team's spend slice. */
   private teamTokensLeft(tb: TeamBook, s: Slice, now: number): number {
     if (now >= tb.deadline || now >= tb.periodEndMs) return 0;
-    if (this.teamRenewing(tb) && !this.teamValid(tb, s)) return 0;
+    if (this.renewing(tb) && !this.teamValid(tb, s)) return 0;
     return s.granted - s.used;
   }
 
   /** What is left of a team window's slice: as windowLeft(), and nothing while it is not proven under a changed team plan. */
   private teamWindowLeft(tb: TeamBook, s: WindowSlice, now: number): number {
-    return this.teamRenewing(tb) && !this.teamValid(tb, s) ? 0 : windowLeft(s, now);
+    return this.renewing(tb) && !this.teamValid(tb, s) ? 0 : windowLeft(s, now);
   }
 
   /** What is left of a member-scope window's slice: as windowLeft(), and nothing while it is not proven under a changed team plan. */
@@ -1465,7 +1453,7 @@ export class Leases {
       // A live team lease asked again for no need is kept for another lifetime.
       if (renewed && (asked.want > 0 || asked.tokensWant > 0) && sentAt < tb.deadline) tb.deadline = sentAt + ttlMs;
       // Refused under the team plan in force with something left of its caps: what every holder holds is within them (as for a user's lease).
-      if (current && this.teamRenewing(tb) && (!t.spend_limited || t.remaining > 0) && (tokens === null || tokens.remaining > 0)) this.teamProven(tb, asked.epoch, asked.spendCap, tokens?.model ?? null, asked.tokenCap);
+      if (current && this.renewing(tb) && (!t.spend_limited || t.remaining > 0) && (tokens === null || tokens.remaining > 0)) this.teamProven(tb, asked.epoch, asked.spendCap, tokens?.model ?? null, asked.tokenCap);
       if (t.spend_limited && asked.want > 0 && (t.remaining <= 0 || this.teamBalance(tb, now) <= 0)) tb.retryAt = now + OPEN_RETRY_MS;
     }
     if (t.spend_limited && asked.want > 0) full &&= t.added >= asked.want - 1e-9;
