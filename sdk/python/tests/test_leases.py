@@ -371,10 +371,22 @@ def _subscribed_with_leases(product: Product, proxy: FaultProxy) -> tuple[str, s
     return plan_id, user, m
 
 
-def test_after_a_plan_change_calls_keep_spending_the_slice_still_valid_under_the_new_caps(
-    product: Product, proxy: FaultProxy
-) -> None:
-    plan_id, user, m = _subscribed_with_leases(product, proxy)
+def _until_refused(m: Meter, user: str, reason: str) -> None:
+    """Calls (each $1.00) until one is hard-gated for ``reason``, within 100 calls."""
+    for _ in range(100):
+        try:
+            m.reserve(user, model="m", input_tokens=0).commit(output_tokens=100)
+        except LimitExceededError as err:
+            assert err.result.gate_reason == reason
+            return
+    raise AssertionError(f"100 calls ran without {reason} refusing one")
+
+
+def _cap_changed(product: Product, proxy: FaultProxy, m: Meter, user: str, plan_id: str, reason: str) -> None:
+    """Calls before and after changes of ``plan_id``'s period spend cap (the user's plan, or its team's): a raised
+    cap keeps the slice held spendable while its renewal hangs in the proxy; a lowered cap, below what the slice was
+    granted under, makes calls wait for a slice granted under it; they are refused for ``reason``, and the cap
+    holds."""
     leases = r"POST /users/.*/leases$"
     before = 5
     for _ in range(before):
@@ -409,28 +421,25 @@ def test_after_a_plan_change_calls_keep_spending_the_slice_still_valid_under_the
     assert proxy.count_answered(leases) == asked, "the calls ran before the renewal answered"
     proxy.release()
     eventually(lambda: proxy.count_answered(leases) == asked + 1, what="the renewal answered")
-    # A lowered cap, below what the slice was granted under: calls wait for the lease under it, and
-    # the cap holds.
+    # A lowered cap, below what the slice was granted under: calls wait for the lease under it, and the cap holds.
     cap = (before + held) * 1.0 + 10 * 1.0
     assert product.api.patch(f"/config/plans/{plan_id}", {"max_spend_per_period": cap}).status_code == 200
     assert m.refresh(user)
     assert m.reserve_now(user, model="m", input_tokens=0) is None, "a slice granted under a higher cap was spent"
-    ran = 0
-    while True:
-        try:
-            m.reserve(user, model="m", input_tokens=0).commit(output_tokens=100)
-            ran += 1
-        except LimitExceededError:
-            break
-        assert ran < 100
+    _until_refused(m, user, reason)
     assert m.shutdown(timeout=30)
     assert product.usage(user)["total_cost"] <= cap + 1e-9, "the lowered cap holds"
 
 
-def test_after_a_change_of_the_team_plan_a_members_calls_keep_spending_the_team_slice_still_valid_under_it(
+def test_after_a_plan_change_calls_keep_spending_the_slice_still_valid_under_the_new_caps(
     product: Product, proxy: FaultProxy
 ) -> None:
-    # The member's own plan caps nothing: only the team's slice covers its calls.
+    plan_id, user, m = _subscribed_with_leases(product, proxy)
+    _cap_changed(product, proxy, m, user, plan_id, "total_spend")
+
+
+def _member_on_its_own_uncapped_plan(product: Product) -> str:
+    """A user subscribed to a plan that caps nothing (its calls priced as PLAN's): only a team's caps stop it."""
     user = product.create_user()
     now = datetime.now(timezone.utc)
     product.subscribe(
@@ -439,57 +448,69 @@ def test_after_a_change_of_the_team_plan_a_members_calls_keep_spending_the_team_
         now - timedelta(days=1),
         now + timedelta(days=20),
     )
+    return user
+
+
+def test_after_a_change_of_the_team_plan_a_members_calls_keep_spending_the_team_slice_still_valid_under_it(
+    product: Product, proxy: FaultProxy
+) -> None:
+    user = _member_on_its_own_uncapped_plan(product)
     plan_id = product.create_plan(max_spend_per_period=100_000, cost_rates=PLAN["cost_rates"])
     create_team_on_plan(product, plan_id, [user])
     m = Meter(api_key=product.key, base_url=proxy.api_url, leases=True)
     m.start()
+    _cap_changed(product, proxy, m, user, plan_id, "team:total_spend")
+
+
+def test_a_call_that_needs_the_team_slice_while_it_is_being_given_back_waits_for_the_release_and_the_cap_holds(
+    product: Product, proxy: FaultProxy
+) -> None:
+    # The member's own plan caps nothing: its calls spend the team's slice, which this process holds under its own
+    # holder id.
+    cap = 20.0
+    user = _member_on_its_own_uncapped_plan(product)
+    team_id = create_team_on_plan(
+        product, product.create_plan(max_spend_per_period=cap, cost_rates=PLAN["cost_rates"]), [user]
+    )
+    m = Meter(api_key=product.key, base_url=proxy.api_url, leases=True, lease_idle=0.3)
+    m.start()
     leases = r"POST /users/.*/leases$"
-    before = 5
-    for _ in range(before):
-        m.reserve(user, model="m", input_tokens=0).commit(output_tokens=100)
-
-    def all_answered() -> None:
-        eventually(lambda: proxy.count_answered(leases) == m.stats.lease_requests, what="no lease request on its way")
-
-    all_answered()
-    # The team's slice proven under the team plan before the change (see the test of a user's plan change).
-    while (r := m.reserve_now(user, model="m", input_tokens=0)) is None:
-        m.reserve(user, model="m", input_tokens=0).commit(output_tokens=100)
-        before += 1
-        all_answered()
-    r.commit(output_tokens=100)
-    before += 1
-    all_answered()
-    asked = proxy.count(leases)
-    # A raised team cap: the team's slice is still within it. The renewal hangs in the proxy meanwhile.
-    proxy.hold(leases)
-    assert product.api.patch(f"/config/plans/{plan_id}", {"max_spend_per_period": 200_000}).status_code == 200
-    assert m.refresh(user)
-    held = 8
-    for i in range(held):
-        r = m.reserve_now(user, model="m", input_tokens=0)
-        assert r is not None, f"call {i} after the change waited for the lease request"
-        r.commit(output_tokens=100)
-    eventually(lambda: proxy.holding == 1, what="the team's slice renewed in the background")
-    assert proxy.count_answered(leases) == asked, "the calls ran before the renewal answered"
-    proxy.release()
-    eventually(lambda: proxy.count_answered(leases) == asked + 1, what="the renewal answered")
-    # A lowered team cap, below what the slice was granted under: calls wait for a team slice under it, and it holds.
-    cap = (before + held) * 1.0 + 10 * 1.0
-    assert product.api.patch(f"/config/plans/{plan_id}", {"max_spend_per_period": cap}).status_code == 200
-    assert m.refresh(user)
-    assert m.reserve_now(user, model="m", input_tokens=0) is None, "a team slice granted under a higher cap was spent"
-    ran = 0
-    while True:
-        try:
-            m.reserve(user, model="m", input_tokens=0).commit(output_tokens=100)
-            ran += 1
-        except LimitExceededError as err:
-            assert err.result.gate_reason == "team:total_spend"
-            break
-        assert ran < 100
+    release = r"POST /users/.*/leases/.*/release$"
+    m.reserve(user, model="m", input_tokens=0).commit(output_tokens=100)
+    # The idle slice's release is held on its way until the next call's lease request was answered (the order in
+    # which the service would see them if the request did not wait), or a moment after that call began to wait.
+    proxy.hold(release)
+    eventually(lambda: proxy.holding == 1, what="the idle team slice given back")
+    asked = proxy.count_answered(leases)
+    waits = m.stats.lease_waits or 0
+    with ThreadPoolExecutor(1) as pool:
+        call = pool.submit(lambda: m.reserve(user, model="m", input_tokens=0).commit(output_tokens=100))
+        eventually(
+            lambda: proxy.count_answered(leases) > asked or (m.stats.lease_waits or 0) > waits,
+            what="the next call waiting",
+        )
+        if proxy.count_answered(leases) == asked:
+            time.sleep(0.5)
+        proxy.release()
+        call.result(timeout=30)
+    eventually(lambda: proxy.count_answered(release) == 1, what="the release answered")
+    # The call's lease request reached the service after the release: it added to what the release left, not to what
+    # the release then overwrote.
+    (given_back, _), *_ = proxy.exchanges(release)
+    team = proxy.exchanges(leases)[asked][1]["lease"]["team"]
+    assert near(float(team["granted"]) - float(team["added"]), float(given_back["team_used"])), (given_back, team)
+    # Another holder takes all the service counts as free of the team's cap; the calls then spend what this process
+    # holds.
+    probe = product.api.post(
+        f"/users/{user}/leases",
+        {"holder": "probe", "need": 0, "want": 0, "ttl_ms": 60_000, "team": {"need": 0, "want": cap}},
+    )
+    assert probe.status_code == 200, probe.text
+    taken = float(probe.json()["lease"]["team"]["added"])
+    _until_refused(m, user, "team:total_spend")
     assert m.shutdown(timeout=30)
-    assert product.usage(user)["total_cost"] <= cap + 1e-9, "the lowered team cap holds"
+    spent = float(product.api.get(f"/teams/{team_id}/usage").json()["total_cost"])
+    assert spent + taken <= cap + 1e-9, f"the team spent ${spent} and another holder was granted ${taken} of ${cap}"
 
 
 def test_a_plan_change_while_the_first_lease_request_is_on_its_way_the_call_waits_for_the_grant_under_the_new_caps(

@@ -1114,6 +1114,10 @@ export class Leases {
    * request whose answer was lost may have been granted (the lease id is the holder id).
    */
   private async release(b: Book, timeoutMs?: number): Promise<void> {
+    // One request per book at a time, a release included: a grant the service wrote while the
+    // release was on its way would be overwritten by it (it sets the lease to what was used),
+    // and spent here while another replica is granted the same money.
+    while (b.asking !== null) await b.asking;
     const now = Date.now();
     const windows = liveWindows(b.windows, now);
     const memberWindows = liveWindows(b.memberWindows, now);
@@ -1138,12 +1142,21 @@ export class Leases {
     if (b.tokens.size > 0) body.used_tokens = Object.fromEntries([...b.tokens].map(([m, s]) => [m, Math.ceil(s.used)]));
     if (windows.length > 0) body.used_windows = windows.map(windowUse);
     if (memberWindows.length > 0) body.used_member_windows = memberWindows.map(windowUse);
-    try {
-      await this.transport.request("POST", `/users/${encodeURIComponent(b.userId)}/leases/${b.leaseId ?? b.holder}/release`, body, timeoutMs);
-    } catch (err) {
-      // Not given back: it returns to the pool when it expires.
-      if (!(err instanceof MeterApiError && err.status === 404)) this.warn(`giving back the lease of ${b.userId} failed`, err as Error);
-    }
+    const releasing = this.transport
+      .request("POST", `/users/${encodeURIComponent(b.userId)}/leases/${b.leaseId ?? b.holder}/release`, body, timeoutMs)
+      .then(
+        () => undefined,
+        (err: unknown) => {
+          // Not given back: it returns to the pool when it expires.
+          if (!(err instanceof MeterApiError && err.status === 404)) this.warn(`giving back the lease of ${b.userId} failed`, err as Error);
+        },
+      );
+    // Meanwhile the book's next request, and the team's next ask by any member, wait for it (request(), send()).
+    b.asking = releasing;
+    if (teamBack) tb!.asking = releasing;
+    await releasing;
+    if (b.asking === releasing) b.asking = null;
+    if (teamBack && tb!.asking === releasing) tb!.asking = null;
   }
 
   /**

@@ -312,14 +312,20 @@ t("a lease request held for a second delays no call while the slice lasts", asyn
   await m.shutdown();
 });
 
-t("after a plan change calls keep spending from the slice still valid under the new caps while the lease is renewed", async (ctx) => {
-  const { userId: user, planId } = await cappedUserPlan(ctx.api, 1_000_000);
+/**
+ * Calls before and after changes of `planId`'s period spend cap (the user's plan, or its team's):
+ * a raised cap keeps the slice held spendable while its renewal is held a second on its way
+ * (`renewal` checks what the renewal asked); a lowered cap, below what the slice was granted
+ * under, makes calls wait for a slice granted under it; they are refused for `reason`, and the
+ * cap holds.
+ */
+async function capChanged(ctx: Ctx, planId: string, user: string, reason: string, renewal: (body: any) => void = () => undefined) {
   const { proxy, m } = await setup(ctx);
+  proxy.recording = LEASE_REQUEST;
   await m.start();
   for (let i = 0; i < 5; i++) commitNow(await m.reserve(user, CALL), USED);
   await eventually(() => proxy.countAnswered(LEASE_REQUEST) === proxy.count(LEASE_REQUEST), 10_000, "no lease request on its way");
   const asked = proxy.count(LEASE_REQUEST);
-  // A raised cap: the slice held is still within it. The renewal is held a second on its way.
   proxy.inject(LEASE_REQUEST, { kind: "delay", ms: 1_000 });
   assert.is((await ctx.api.patch(`/config/plans/${planId}`, { max_spend_per_period: 2_000_000 })).status, 200);
   await m.refresh(user);
@@ -332,47 +338,26 @@ t("after a plan change calls keep spending from the slice still valid under the 
   await eventually(() => proxy.count(LEASE_REQUEST) === asked + 1, 10_000, "the lease renewed in the background");
   assert.is(proxy.countAnswered(LEASE_REQUEST), asked, "the calls ran before the renewal answered");
   await eventually(() => proxy.countAnswered(LEASE_REQUEST) === asked + 1, 10_000, "the renewal answered");
-  // A lowered cap, below what the slice was granted under: calls wait for the lease under it, and the cap holds.
+  renewal(proxy.exchanges[asked]!.body);
   const cap = (5 + held) * CALL_COST + 10 * CALL_ESTIMATE;
   assert.is((await ctx.api.patch(`/config/plans/${planId}`, { max_spend_per_period: cap })).status, 200);
   await m.refresh(user);
   assert.is(reserveNow(m, user, CALL), undefined, "no call spends a slice granted under a higher cap");
-  await callUntilRefused(m, user, "total_spend");
+  await callUntilRefused(m, user, reason);
   await m.shutdown();
   assert.ok((await usage(ctx.api, user)).total_cost <= cap + 1e-6, "the lowered cap holds");
+}
+
+t("after a plan change calls keep spending from the slice still valid under the new caps while the lease is renewed", async (ctx) => {
+  const { userId: user, planId } = await cappedUserPlan(ctx.api, 1_000_000);
+  await capChanged(ctx, planId, user, "total_spend");
 });
 
 t("after a change of the team plan a member's calls keep spending the team's slice still valid under it; below a lowered team cap they wait for a slice granted under it", async (ctx) => {
   // The member's own plan caps nothing: only the team's slice covers its calls.
   const user = await cappedUser(ctx.api, null);
   const { planId } = await createTeamOnPlan(ctx.api, { max_spend_per_period: 1_000_000, cost_rates: { m: { input: 1, output: 1 } } }, [user]);
-  const { proxy, m } = await setup(ctx);
-  proxy.recording = LEASE_REQUEST;
-  await m.start();
-  for (let i = 0; i < 5; i++) commitNow(await m.reserve(user, CALL), USED);
-  await eventually(() => proxy.countAnswered(LEASE_REQUEST) === proxy.count(LEASE_REQUEST), 10_000, "no lease request on its way");
-  const asked = proxy.count(LEASE_REQUEST);
-  // A raised team cap: the team's slice is still within it. Its renewal is held a second on its way.
-  proxy.inject(LEASE_REQUEST, { kind: "delay", ms: 1_000 });
-  assert.is((await ctx.api.patch(`/config/plans/${planId}`, { max_spend_per_period: 2_000_000 })).status, 200);
-  await m.refresh(user);
-  const held = 8;
-  for (let i = 0; i < held; i++) {
-    const r = reserveNow(m, user, CALL);
-    assert.ok(r, `call ${i} after the change waited for the lease request`);
-    commitNow(r, USED);
-  }
-  await eventually(() => proxy.countAnswered(LEASE_REQUEST) > asked, 10_000, "the lease renewed in the background");
-  const renewal = proxy.exchanges[asked]!;
-  assert.ok(renewal.body.team?.want > 0, `the renewal asks for the team's slice under the new team plan: ${JSON.stringify(renewal.body)}`);
-  // A lowered team cap, below what the slice was granted under: calls wait for a team slice under it, and it holds.
-  const cap = (5 + held) * CALL_COST + 10 * CALL_ESTIMATE;
-  assert.is((await ctx.api.patch(`/config/plans/${planId}`, { max_spend_per_period: cap })).status, 200);
-  await m.refresh(user);
-  assert.is(reserveNow(m, user, CALL), undefined, "no call spends a team slice granted under a higher team cap");
-  await callUntilRefused(m, user, "team:total_spend");
-  await m.shutdown();
-  assert.ok((await usage(ctx.api, user)).total_cost <= cap + 1e-6, "the lowered team cap holds");
+  await capChanged(ctx, planId, user, "team:total_spend", (body) => assert.ok(body.team?.want > 0, `the renewal asks for the team's slice under the new team plan: ${JSON.stringify(body)}`));
 });
 
 t("a plan change while the first lease request is on its way: the call waiting for it waits for the grant asked under the new caps", async (ctx) => {
@@ -428,6 +413,39 @@ async function lostGrant(ctx: Ctx) {
   await rejects(() => m.reserve(user, CALL), LimitExceededError);
   return { cap, user, m };
 }
+
+t("a call that needs the team's slice while it is being given back waits for the release: the grant it gets is not overwritten by it, and the team cap holds", async (ctx) => {
+  // The member's own plan caps nothing: its calls spend the team's slice, which this process holds under its own holder id.
+  const cap = 20 * CALL_ESTIMATE;
+  const user = await cappedUser(ctx.api, null);
+  const { teamId } = await createTeamOnPlan(ctx.api, { max_spend_per_period: cap, cost_rates: { m: { input: 1, output: 1 } } }, [user]);
+  const { proxy, m } = await setup(ctx, { leaseIdleMs: 300 });
+  await m.start();
+  commitNow(await m.reserve(user, CALL), USED);
+  const RELEASE = /POST \/users\/[^/]+\/leases\/[^/]+\/release$/;
+  // The idle slice's release is held on its way until the next call's lease request was answered
+  // (the order in which the service would see them if the request did not wait), or a moment after
+  // that call began to wait for the release.
+  const held = () => {
+    const asked = proxy.count(LEASE_REQUEST);
+    const waits = m.stats.lease_waits ?? 0;
+    const answered = eventually(() => proxy.countAnswered(LEASE_REQUEST) > asked, 60_000, "the next lease request answered");
+    const waited = eventually(() => (m.stats.lease_waits ?? 0) > waits, 60_000, "the next call waiting").then(() => sleep(500));
+    return Promise.race([answered, waited]);
+  };
+  proxy.inject(RELEASE, { kind: "hold", until: held });
+  await eventually(() => proxy.count(RELEASE) === 1, 10_000, "the idle team slice given back");
+  commitNow(await m.reserve(user, CALL), USED);
+  await eventually(() => proxy.countAnswered(RELEASE) === 1, 10_000, "the release answered");
+  // Another holder takes all the service counts as free of the team's cap; the calls then spend what this process holds.
+  const probe = await ctx.api.post(`/users/${user}/leases`, { holder: "probe", need: 0, want: 0, ttl_ms: 60_000, team: { need: 0, want: cap } });
+  assert.is(probe.status, 200, JSON.stringify(probe.body));
+  const taken = probe.body.lease.team.added as number;
+  await callUntilRefused(m, user, "team:total_spend");
+  await m.shutdown();
+  const spent = (await ctx.api.get(`/teams/${teamId}/usage`)).body.total_cost as number;
+  assert.ok(spent + taken <= cap + 1e-6, `the team spent $${spent} and another holder was granted $${taken} of its $${cap} cap`);
+});
 
 t("a slice granted while its answer was lost is spent once the service answers again, even when nothing more is left", async (ctx) => {
   const { cap, user, m } = await lostGrant(ctx);

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Iterable, Iterator
+from concurrent.futures import Future
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -515,6 +516,15 @@ class Leases(LeaseRequests):
     def _release(self, b: Book, timeout: float | None) -> Flow[None]:
         """The lease keeps what was used; the rest goes back to the user's pool, including what a request whose answer
         was lost may have been granted (the lease id is the holder id)."""
+        # One request per book at a time, a release included: a grant the service wrote while the release was on its
+        # way would be overwritten by it (it sets the lease to what was used), and spent here while another replica
+        # is granted the same money.
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while (asking := b.asking) is not None and running(asking):
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return
+            yield Wait(asking, left)
         with self.lock:
             now = clock_now()
             windows = _live(b.windows, now)
@@ -550,11 +560,23 @@ class Leases(LeaseRequests):
             if member_windows:
                 body["used_member_windows"] = [_used(s) for s in member_windows]
             path = f"/users/{quote(b.user_id, safe='')}/leases/{b.lease_id or b.holder}/release"
+            # Meanwhile the book's next request, and the team's next ask by any member, wait for it (ask()).
+            releasing: Future[None] = Future()
+            b.asking = releasing
+            if tb is not None and team_back:
+                tb.asking = releasing
         try:
-            yield Request("POST", path, body, timeout)
+            yield Request("POST", path, body, None if deadline is None else max(0.1, deadline - time.monotonic()))
         except MeterError as err:
             if not (isinstance(err, MeterAPIError) and err.status == 404):
                 self.warn(f"giving back the lease of {b.user_id} failed", err)
+        finally:
+            with self.lock:
+                if b.asking is releasing:
+                    b.asking = None
+                if tb is not None and tb.asking is releasing:
+                    tb.asking = None
+            releasing.set_result(None)
 
     def _short(self, e: UserEntry, b: Book, n: LeaseNeed, now: float) -> GuardResult | None:
         """The hard gate of the budgets the lease cannot cover, or None when it covers the call: of several, the one
