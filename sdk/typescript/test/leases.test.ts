@@ -337,7 +337,7 @@ async function capChanged(ctx: Ctx, planId: string, user: string, reason: string
   }
   await eventually(() => proxy.count(LEASE_REQUEST) === asked + 1, 10_000, "the lease renewed in the background");
   assert.is(proxy.countAnswered(LEASE_REQUEST), asked, "the calls ran before the renewal answered");
-  await eventually(() => proxy.countAnswered(LEASE_REQUEST) === asked + 1, 10_000, "the renewal answered");
+  await eventually(() => proxy.countAnswered(LEASE_REQUEST) > asked, 10_000, "the renewal answered");
   renewal(proxy.exchanges[asked]!.body);
   const cap = (5 + held) * CALL_COST + 10 * CALL_ESTIMATE;
   assert.is((await ctx.api.patch(`/config/plans/${planId}`, { max_spend_per_period: cap })).status, 200);
