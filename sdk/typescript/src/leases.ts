@@ -1311,12 +1311,13 @@ export class Leases {
   }
 
   /**
-   * Records a grant: the caps it was asked under (unknown when a plan change came while it was
-   * on its way). A grant asked under the new plan proves the dollars and the model's tokens it
-   * names within the new caps (the service counted what this holder holds); other models' token
-   * slices are not, so they are kept only as far as used, and asked for again.
+   * Records a grant, of a user's slices or a team's: the caps it was asked under (unknown when a
+   * plan change came while it was on its way). A grant asked under the new plan proves the dollars
+   * and the model's tokens it names within the new caps (the service counted what this holder
+   * holds); other models' token slices are not, so they are kept only as far as used, and asked
+   * for again.
    */
-  private granted(b: Book, epoch: number, spendCap: number | null, model: string | null, tokenCap: number | null): void {
+  private granted(b: Book | TeamBook, epoch: number, spendCap: number | null, model: string | null, tokenCap: number | null): void {
     const current = epoch === b.epoch;
     if (current && this.renewing(b)) for (const [m, t] of b.tokens) if (m !== model) t.granted = Math.min(t.granted, t.used);
     b.spend.cap = current ? (spendCap ?? Infinity) : Infinity;
@@ -1340,15 +1341,6 @@ export class Leases {
     }
     tb.entry = t;
     return tb;
-  }
-
-  /** Records a team grant's caps, as granted() does a user's: unknown when a change came while it was on its way. */
-  private teamProven(tb: TeamBook, epoch: number, spendCap: number | null, model: string | null, tokenCap: number | null): void {
-    const current = epoch === tb.epoch;
-    if (current && this.renewing(tb)) for (const [m, t] of tb.tokens) if (m !== model) t.granted = Math.min(t.granted, t.used);
-    tb.spend.cap = current ? (spendCap ?? Infinity) : Infinity;
-    if (model !== null) tb.slice(model).cap = current ? (tokenCap ?? Infinity) : Infinity;
-    if (current) tb.grantEpoch = epoch;
   }
 
   /** A team slice, granted under the caps of `s.cap`, is within the team plan's caps in force now, in the team's period (as valid()). */
@@ -1458,7 +1450,7 @@ export class Leases {
       if (sentAt >= tb.deadline) for (const s of tb.tokens.values()) s.granted = Math.min(s.granted, s.used);
       if (spendAdded > 0) tb.spend.granted = t.granted;
       if (tokens !== null) tb.slice(tokens.model).granted = tokens.granted;
-      this.teamProven(tb, asked.epoch, asked.spendCap, tokens?.model ?? null, asked.tokenCap);
+      this.granted(tb, asked.epoch, asked.spendCap, tokens?.model ?? null, asked.tokenCap);
       tb.deadline = sentAt + ttlMs;
       tb.retryAt = 0;
       tb.leased = true;
@@ -1466,7 +1458,7 @@ export class Leases {
       // A live team lease asked again for no need is kept for another lifetime.
       if (renewed && (asked.want > 0 || asked.tokensWant > 0) && sentAt < tb.deadline) tb.deadline = sentAt + ttlMs;
       // Refused under the team plan in force with something left of its caps: what every holder holds is within them (as for a user's lease).
-      if (current && this.renewing(tb) && (!t.spend_limited || t.remaining > 0) && (tokens === null || tokens.remaining > 0)) this.teamProven(tb, asked.epoch, asked.spendCap, tokens?.model ?? null, asked.tokenCap);
+      if (current && this.renewing(tb) && (!t.spend_limited || t.remaining > 0) && (tokens === null || tokens.remaining > 0)) this.granted(tb, asked.epoch, asked.spendCap, tokens?.model ?? null, asked.tokenCap);
       if (t.spend_limited && asked.want > 0 && (t.remaining <= 0 || this.teamBalance(tb, now) <= 0)) tb.retryAt = now + OPEN_RETRY_MS;
     }
     if (t.spend_limited && asked.want > 0) full &&= t.added >= asked.want - 1e-9;
