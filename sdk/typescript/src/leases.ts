@@ -224,11 +224,6 @@ class WindowSlice extends Slice {
 }
 
 
-/** What is left of a window's slice: nothing once the window ended or the slice's lifetime passed. */
-function windowLeft(s: WindowSlice, now: number): number {
-  return now >= s.deadline || now >= s.end ? 0 : s.granted - s.used;
-}
-
 /** The slice of a window kept in `slices`, made on first use. */
 function windowSlice(slices: Map<string, WindowSlice>, w: WindowNeed): WindowSlice {
   let s = slices.get(w.key);
@@ -741,7 +736,7 @@ export class Leases {
     b.periodEndMs = Date.parse(l.period_end);
     const windowsFull =
       this.windowsGranted(windows, l.windows ?? [], sentAt, l.ttl_ms, (s, now) => this.balance(b, s, now), epoch === b.epoch, renewed) &&
-      this.windowsGranted(members.windows, l.member_windows ?? [], sentAt, l.ttl_ms, (s, now) => this.memberWindowLeft(b, s, now), epoch === b.epoch, renewed);
+      this.windowsGranted(members.windows, l.member_windows ?? [], sentAt, l.ttl_ms, (s, now) => this.balance(b, s, now), epoch === b.epoch, renewed);
     b.full = l.added >= spend.want - 1e-9 && (model === null || l.tokens === null || l.tokens.added >= wantTokens) && windowsFull;
     b.boost = !b.full ? 1 : b.starved ? Math.min(MAX_BOOST, 2 * b.boost) : b.boost;
     b.starved = false;
@@ -808,15 +803,15 @@ export class Leases {
         const s = tb.window(w);
         s.used += w.amount;
         s.took(w.amount, now);
-        lowWindow ||= now >= s.retryAt && (this.teamWindowLeft(tb, s, now) < this.lowWater(tb, s, now) || now >= s.deadline - this.renewMargin(tb));
+        lowWindow ||= now >= s.retryAt && (this.balance(tb, s, now) < this.lowWater(tb, s, now) || now >= s.deadline - this.renewMargin(tb));
       }
       if (n.teamModel !== null) {
         const ts = tb.slice(n.teamModel);
         ts.used += n.teamTokens;
         ts.took(n.teamTokens, now);
-        lowWindow ||= this.teamTokensLeft(tb, ts, now) < this.lowWater(tb, ts, now) || now >= tb.deadline - this.renewMargin(tb);
+        lowWindow ||= this.balance(tb, ts, now) < this.lowWater(tb, ts, now) || now >= tb.deadline - this.renewMargin(tb);
       }
-      const lowSpend = n.teamSpend && (this.teamBalance(tb, now) < this.lowWater(tb, tb.spend, now) || now >= tb.deadline - this.renewMargin(tb));
+      const lowSpend = n.teamSpend && (this.balance(tb, tb.spend, now) < this.lowWater(tb, tb.spend, now) || now >= tb.deadline - this.renewMargin(tb));
       // After a change of the team plan the team's slices are asked for again once, in the background.
       lowTeam = tb.asking === null && now >= tb.retryAt && (lowSpend || lowWindow || (this.renewing(tb) && tb.askedEpoch !== tb.epoch));
       if (!lowTeam && (n.teamSpend || n.teamModel !== null) && tb.asking === null && b.lostAt === 0) offerFrom = tb;
@@ -839,7 +834,7 @@ export class Leases {
       const s = windowSlice(b.memberWindows, w);
       s.used += w.amount;
       s.took(w.amount, now);
-      lowWindow ||= now >= s.retryAt && (this.memberWindowLeft(b, s, now) < this.lowWater(b, s, now) || now >= s.deadline - this.renewMargin(b));
+      lowWindow ||= now >= s.retryAt && (this.balance(b, s, now) < this.lowWater(b, s, now) || now >= s.deadline - this.renewMargin(b));
     }
     // A call that spends from no lease (every budget it touches unlimited for now) holds nothing:
     // unhold() gives back only what names the lease, so such a hold would never be let go.
@@ -976,7 +971,7 @@ export class Leases {
       for (const w of n.teamWindows) {
         const s = tb?.windows.get(w.key);
         if (s !== undefined && now < s.unlimitedUntil) continue;
-        const left = s === undefined ? 0 : this.teamWindowLeft(tb!, s, now);
+        const left = s === undefined ? 0 : this.balance(tb!, s, now);
         if (left <= 0 || (w.whole && left < w.amount)) refused.push(windowRefusal(n.team.config!, n.team.counters, w, teamLimitReason));
       }
     }
@@ -1006,7 +1001,7 @@ export class Leases {
     for (const w of n.memberWindows) {
       const s = b.memberWindows.get(w.key);
       if (s !== undefined && now < s.unlimitedUntil) continue;
-      const left = s === undefined ? 0 : this.memberWindowLeft(b, s, now);
+      const left = s === undefined ? 0 : this.balance(b, s, now);
       if (left <= 0 || (w.whole && left < w.amount)) refused.push(windowRefusal(e.team!.config!, e.memberCounters, w, teamLimitReason));
     }
     return liftsLast(refused);
@@ -1017,9 +1012,9 @@ export class Leases {
     if (n.team !== null) {
       const tb = this.teams.get(teamKey(b.holder, n.team.teamId));
       if (tb !== undefined && now < tb.retryAt && n.teamSpend && this.teamSpendShort(tb, n, now)) return true;
-      if (tb !== undefined && windowsExhausted(tb.windows, n.teamWindows, now, (s) => this.teamWindowLeft(tb, s, now))) return true;
+      if (tb !== undefined && windowsExhausted(tb.windows, n.teamWindows, now, (s) => this.balance(tb, s, now))) return true;
     }
-    return windowsExhausted(b.windows, n.windows, now, (s) => this.balance(b, s, now)) || windowsExhausted(b.memberWindows, n.memberWindows, now, (s) => this.memberWindowLeft(b, s, now));
+    return windowsExhausted(b.windows, n.windows, now, (s) => this.balance(b, s, now)) || windowsExhausted(b.memberWindows, n.memberWindows, now, (s) => this.balance(b, s, now));
   }
 
   /**
@@ -1171,7 +1166,7 @@ export class Leases {
    * unit, null when unknown).
    */
   private asked(b: Book | TeamBook, s: Slice, need: number, waiting: number, renew: boolean, now: number, cap: number | null): { need: number; want: number } {
-    const left = b instanceof TeamBook ? (s instanceof WindowSlice ? this.teamWindowLeft(b, s, now) : s === b.spend ? this.teamBalance(b, now) : this.teamTokensLeft(b, s, now)) : this.balance(b, s, now);
+    const left = this.balance(b, s, now);
     const short = need > 0 && left < need;
     const low = this.lowWater(b, s, now, waiting);
     if (!short && left > 0 && left >= low && !renew) return { need: 0, want: 0 };
@@ -1238,7 +1233,11 @@ export class Leases {
     }
   }
 
-  private balance(b: Book, s: Slice, now: number): number {
+  /**
+   * What is left of a slice of a user's book or a team's: nothing once its window, its lifetime or
+   * its period ended, or while it is not proven under caps that changed.
+   */
+  private balance(b: Book | TeamBook, s: Slice, now: number): number {
     if (s instanceof WindowSlice) {
       // A window's slice is worth nothing once the window ended or its lifetime passed.
       if (now >= s.deadline || now >= s.end) return 0;
@@ -1262,12 +1261,12 @@ export class Leases {
 
   /** The same for the team's spend slice: every member's holders share the team's cap. */
   private teamSpare(tb: TeamBook, now: number): number {
-    return now < tb.spareAt ? 0 : this.beyondTrips(tb, tb.spend, this.teamBalance(tb, now), true, now);
+    return now < tb.spareAt ? 0 : this.beyondTrips(tb, tb.spend, this.balance(tb, tb.spend, now), true, now);
   }
 
   /** The same for the team's slice of a model's token cap. */
   private teamSpareTokens(tb: TeamBook, s: Slice, now: number): number {
-    return now < tb.spareAt ? 0 : this.beyondTrips(tb, s, this.teamTokensLeft(tb, s, now), false, now);
+    return now < tb.spareAt ? 0 : this.beyondTrips(tb, s, this.balance(tb, s, now), false, now);
   }
 
   /** What `left` of a slice holds beyond SPARE_KEEP planned round trips, once it holds more than SPARE_ABOVE and its rate is measured. */
@@ -1299,10 +1298,26 @@ export class Leases {
     return b.grantEpoch !== b.epoch;
   }
 
-  /** The slice, granted under the caps of `s.cap`, is within the caps in force now, in the lease's period. */
-  private valid(b: Book, s: Slice): boolean {
+  /**
+   * The slice, granted under the caps of `s.cap`, is within the caps in force now, in the lease's
+   * period: a user's own plan's, or for a team's book or a member-scope window the team plan's.
+   */
+  private valid(b: Book | TeamBook, s: Slice): boolean {
+    if (b instanceof TeamBook) {
+      const t = b.entry;
+      // No team plan in force: the member's calls need none of the team's slices.
+      if (t.config === null) return true;
+      if (s instanceof WindowSlice) {
+        const cap = teamWindowCapOf(t, s.dimension);
+        return cap !== null && cap >= s.cap;
+      }
+      if (t.periodEndMs !== b.periodEndMs) return false;
+      const cap = s === b.spend ? teamCapOf(t) : teamTokenCapOf(t, s.model!);
+      return cap === null || cap >= s.cap;
+    }
     if (s instanceof WindowSlice) {
-      const cap = windowCapOf(b.entry, s.dimension);
+      // A member-scope window is capped by the team plan, not the member's own.
+      const cap = b.memberWindows.get(s.key) === s ? memberWindowCapOf(b.entry, s.dimension) : windowCapOf(b.entry, s.dimension);
       return cap !== null && cap >= s.cap;
     }
     if (b.entry.periodEndMs !== b.periodEndMs) return false;
@@ -1343,56 +1358,14 @@ export class Leases {
     return tb;
   }
 
-  /** A team slice, granted under the caps of `s.cap`, is within the team plan's caps in force now, in the team's period (as valid()). */
-  private teamValid(tb: TeamBook, s: Slice): boolean {
-    const t = tb.entry;
-    // No team plan in force: the member's calls need none of the team's slices.
-    if (t.config === null) return true;
-    if (s instanceof WindowSlice) {
-      const cap = teamWindowCapOf(t, s.dimension);
-      return cap !== null && cap >= s.cap;
-    }
-    if (t.periodEndMs !== tb.periodEndMs) return false;
-    const cap = s === tb.spend ? teamCapOf(t) : teamTokenCapOf(t, s.model!);
-    return cap === null || cap >= s.cap;
-  }
-
-  /** What is left of the team's slice: nothing once its lifetime or the team's period ended, or while it is not proven under a changed team plan. */
-  private teamBalance(tb: TeamBook, now: number): number {
-    if (now >= tb.deadline || now >= tb.periodEndMs) return 0;
-    if (this.renewing(tb) && !this.teamValid(tb, tb.spend)) return 0;
-    return addDollars(tb.spend.granted, -tb.spend.used);
-  }
-
-  /** What is left of a team token slice: as the team's spend slice. */
-  private teamTokensLeft(tb: TeamBook, s: Slice, now: number): number {
-    if (now >= tb.deadline || now >= tb.periodEndMs) return 0;
-    if (this.renewing(tb) && !this.teamValid(tb, s)) return 0;
-    return s.granted - s.used;
-  }
-
-  /** What is left of a team window's slice: as windowLeft(), and nothing while it is not proven under a changed team plan. */
-  private teamWindowLeft(tb: TeamBook, s: WindowSlice, now: number): number {
-    return this.renewing(tb) && !this.teamValid(tb, s) ? 0 : windowLeft(s, now);
-  }
-
-  /** What is left of a member-scope window's slice: as windowLeft(), and nothing while it is not proven under a changed team plan. */
-  private memberWindowLeft(b: Book, s: WindowSlice, now: number): number {
-    if (this.renewing(b)) {
-      const cap = memberWindowCapOf(b.entry, s.dimension);
-      if (cap === null || cap < s.cap) return 0;
-    }
-    return windowLeft(s, now);
-  }
-
   private teamTokensShort(tb: TeamBook, n: LeaseNeed, now: number): boolean {
     const s = tb.tokens.get(n.teamModel!);
-    const left = s === undefined ? 0 : this.teamTokensLeft(tb, s, now);
+    const left = s === undefined ? 0 : this.balance(tb, s, now);
     return left <= 0 || (n.whole && left < n.teamTokens);
   }
 
   private teamSpendShort(tb: TeamBook, n: LeaseNeed, now: number): boolean {
-    const left = this.teamBalance(tb, now);
+    const left = this.balance(tb, tb.spend, now);
     return left <= 0 || (n.whole && left < n.teamCost);
   }
 
@@ -1403,7 +1376,7 @@ export class Leases {
     return n.teamWindows.some((w) => {
       const s = tb.windows.get(w.key);
       if (s !== undefined && now < s.unlimitedUntil) return false;
-      const left = s === undefined ? 0 : this.teamWindowLeft(tb, s, now);
+      const left = s === undefined ? 0 : this.balance(tb, s, now);
       return left <= 0 || (w.whole && left < w.amount);
     });
   }
@@ -1441,16 +1414,17 @@ export class Leases {
       tb.periodEndMs = periodEnd;
     }
     const current = asked.epoch === tb.epoch;
-    let full = this.windowsGranted(asked.windows, t.windows ?? [], sentAt, ttlMs, (s, now) => this.teamWindowLeft(tb, s, now), current, renewed);
+    let full = this.windowsGranted(asked.windows, t.windows ?? [], sentAt, ttlMs, (s, now) => this.balance(tb, s, now), current, renewed);
     if ((t.windows ?? []).some((w) => w.added > 0)) tb.leased = true;
     const tokens = t.tokens ?? null;
+    const model = tokens?.model ?? null;
     const spendAdded = t.spend_limited && asked.want > 0 ? t.added : 0;
     if (spendAdded > 0 || (tokens !== null && tokens.added > 0)) {
       // The counter's lease as written: a lapsed one restarted in every budget.
       if (sentAt >= tb.deadline) for (const s of tb.tokens.values()) s.granted = Math.min(s.granted, s.used);
       if (spendAdded > 0) tb.spend.granted = t.granted;
       if (tokens !== null) tb.slice(tokens.model).granted = tokens.granted;
-      this.granted(tb, asked.epoch, asked.spendCap, tokens?.model ?? null, asked.tokenCap);
+      this.granted(tb, asked.epoch, asked.spendCap, model, asked.tokenCap);
       tb.deadline = sentAt + ttlMs;
       tb.retryAt = 0;
       tb.leased = true;
@@ -1458,8 +1432,8 @@ export class Leases {
       // A live team lease asked again for no need is kept for another lifetime.
       if (renewed && (asked.want > 0 || asked.tokensWant > 0) && sentAt < tb.deadline) tb.deadline = sentAt + ttlMs;
       // Refused under the team plan in force with something left of its caps: what every holder holds is within them (as for a user's lease).
-      if (current && this.renewing(tb) && (!t.spend_limited || t.remaining > 0) && (tokens === null || tokens.remaining > 0)) this.granted(tb, asked.epoch, asked.spendCap, tokens?.model ?? null, asked.tokenCap);
-      if (t.spend_limited && asked.want > 0 && (t.remaining <= 0 || this.teamBalance(tb, now) <= 0)) tb.retryAt = now + OPEN_RETRY_MS;
+      if (current && this.renewing(tb) && roomLeft(t, model)) this.granted(tb, asked.epoch, asked.spendCap, model, asked.tokenCap);
+      if (t.spend_limited && asked.want > 0 && (t.remaining <= 0 || this.balance(tb, tb.spend, now) <= 0)) tb.retryAt = now + OPEN_RETRY_MS;
     }
     if (t.spend_limited && asked.want > 0) full &&= t.added >= asked.want - 1e-9;
     if (tokens !== null && asked.tokensWant > 0) full &&= tokens.added >= asked.tokensWant;
@@ -1548,8 +1522,9 @@ export class Leases {
  * The answer left something of each cap it counted (the spend cap, the model's token cap): what
  * every holder holds, this one's slice with it, is within that cap (what remains is never told below 0).
  */
-function roomLeft(l: LeaseWire, model: string | null): boolean {
-  return (!l.spend_limited || l.remaining > 0) && (model === null || l.tokens === null || l.tokens.remaining > 0);
+function roomLeft(l: LeaseWire | TeamLeaseWire, model: string | null): boolean {
+  const tokens = l.tokens ?? null;
+  return (!l.spend_limited || l.remaining > 0) && (model === null || tokens === null || tokens.remaining > 0);
 }
 
 /** A team book's key: the holder its slices are granted to, and the team. */
