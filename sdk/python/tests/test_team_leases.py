@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 import threading
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -145,6 +146,52 @@ def test_idle_members_with_nothing_of_their_own_leased_are_forgotten_and_one_wit
     ask = {"holder": "probe", "need": 0, "want": 0, "team": {"need": 0, "want": 0}}
     team = product.api.post(f"/users/{b}/leases", ask).json()["lease"]["team"]
     assert near(team["remaining"], TEAM_CAP - 2.0), team
+
+
+def test_in_a_new_team_period_a_members_calls_spend_the_whole_team_cap_again(product: Product) -> None:
+    member = product.create_user(MEMBER_PLAN)
+    team_id = f"t-period-{uuid.uuid4()}"
+    assert product.api.post("/teams", {"external_team_id": team_id, "name": "Acme"}).status_code == 201
+    # $5 in periods of 10 s, the first ending 6 s from now (periods roll on from a subscription's dates).
+    end = time.time() + 6.0
+    plan = product.create_plan(max_spend_per_period=5.0, cost_rates=RATES)
+    sub = {
+        "plan_id": plan,
+        "period_start": datetime.fromtimestamp(end - 10.0, timezone.utc).isoformat(),
+        "period_end": datetime.fromtimestamp(end, timezone.utc).isoformat(),
+    }
+    assert product.api.post(f"/teams/{team_id}/subscription", sub).status_code == 200
+    assert product.api.client.put(f"/users/{member}/team", json={"team_id": team_id}).status_code == 200
+    m = Meter(api_key=product.key, base_url=product.url, leases=True)
+
+    def call() -> None:
+        # $1.00 estimated, $0.70 spent.
+        with m.reserve(member, model="m", input_tokens=0) as r:
+            r.commit(output_tokens=70)
+
+    def until_refused() -> int:
+        calls = 0
+        while True:
+            try:
+                call()
+            except LimitExceededError as err:
+                assert err.reason == "team:total_spend"
+                return calls
+            calls += 1
+
+    for _ in range(3):
+        call()
+    assert time.time() < end, "the first period's calls ran in it"
+    while time.time() < end + 0.2:
+        time.sleep(0.05)
+    # 6 calls fit in $5 ($0.70 each, the sixth's $1.00 estimate within it), whatever the last period spent.
+    calls = until_refused()
+    assert m.shutdown(timeout=30)
+    assert calls == 6, f"{calls} calls in the new period, where 3 ran in the last"
+    eventually(
+        lambda: near(float(product.api.get(f"/teams/{team_id}/usage").json()["total_cost"]), 4.2),
+        what="the new period to count its 6 calls",
+    )
 
 
 def _noon_zone() -> str:

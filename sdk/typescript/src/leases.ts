@@ -1408,8 +1408,9 @@ export class Leases {
     }
     const periodEnd = Date.parse(t.period_end);
     if (periodEnd !== tb.periodEndMs) {
-      // A new period: the slices start from what the service holds for it.
-      tb.spend.granted = 0;
+      // A new period: the slices start from what the service holds for it. What this process
+      // used of the last one counts there, not here: kept, it held the new period's first grants.
+      tb.spend.granted = tb.spend.used = 0;
       tb.tokens.clear();
       tb.periodEndMs = periodEnd;
     }

@@ -4,7 +4,7 @@
 import { suite } from "uvu";
 import * as assert from "uvu/assert";
 import { spawnReplica, sum } from "../../../bench/lease-run.ts";
-import { Meter } from "../src/index.ts";
+import { LimitExceededError, Meter } from "../src/index.ts";
 import { reserveNow } from "../src/internal.ts";
 import { eventually } from "../../../test/support/eventually.ts";
 import { createPlan, createTeam, DAY, startWithProduct, stopAll, subscribe, type ProductCtx } from "./support/fixtures.ts";
@@ -265,6 +265,39 @@ t("idle members with nothing of their own leased are forgotten once the team's s
   // Nothing held any more: what is free of the team's cap is the cap less the 4 calls.
   const probe = await ctx.api.post(`/users/${members[1]}/leases`, { holder: "probe", need: 0, want: 0, team: { need: 0, want: 0 } });
   assert.is(probe.body.lease.team.remaining, 5 - 4 * CALL_COST, JSON.stringify(probe.body.lease.team));
+});
+
+t("a new team period: the member's calls spend the whole team cap again, not what the last period's use left of it", async (ctx) => {
+  const [member] = await subscribedMembers(ctx, ["periods"]);
+  const teamId = `t-period-${Date.now()}`;
+  assert.is((await ctx.api.post("/teams", { external_team_id: teamId, name: "Acme" })).status, 201);
+  // $0.10 in periods of 10 s, the first ending 6 s from now (periods roll on from a subscription's dates).
+  const end = Date.now() + 6_000;
+  const plan = await createPlan(ctx.api, { max_spend_per_period: 0.1, cost_rates: RATES });
+  const sub = await ctx.api.post(`/teams/${teamId}/subscription`, { plan_id: plan, period_start: new Date(end - 10_000).toISOString(), period_end: new Date(end).toISOString() });
+  assert.is(sub.status, 200, JSON.stringify(sub.body));
+  assert.is((await ctx.api.request("PUT", `/users/${member}/team`, { body: { team_id: teamId } })).status, 200);
+  const m = new Meter({ apiKey: ctx.apiKey, baseURL: ctx.stack.apiUrl, leases: true, flushIntervalMs: 200, logger: { warn: () => undefined } });
+  const call = async () => (await m.reserve(member!, { model: "m", input_tokens: 1000 })).commit({ input_tokens: 1000, output_tokens: 500 });
+  const untilRefused = async () => {
+    for (let calls = 0; ; calls++) {
+      try {
+        await call();
+      } catch (err) {
+        assert.instance(err, LimitExceededError);
+        assert.is((err as LimitExceededError).result.gate_reason, "team:total_spend");
+        return calls;
+      }
+    }
+  };
+  for (let i = 0; i < 4; i++) await call();
+  assert.ok(Date.now() < end, "the first period's calls ran in it");
+  while (Date.now() < end + 200) await new Promise((r) => setTimeout(r, 50));
+  // $0.02 estimated a call, $0.015 spent: 6 calls fit in $0.10, whatever the last period spent.
+  const calls = await untilRefused();
+  assert.ok(await m.shutdown({ timeoutMs: 20_000 }));
+  assert.is(calls, 6, `${calls} calls in the new period, where 4 ran in the last`);
+  await eventually(async () => Math.abs((await ctx.api.get(`/teams/${teamId}/usage`)).body.total_cost - 6 * CALL_COST) < 1e-9 || null, 30_000, "the new period to count its 6 calls");
 });
 
 t("a replica killed holding a slice of the team's cap: the slice returns to the other members' replicas after its expiry", async (ctx) => {

@@ -485,8 +485,9 @@ class LeaseRequests:
             return True
         period_end = parse_time(t["period_end"])
         if period_end != tb.period_end:
-            # A new period: the slices start from what the service holds for it.
-            tb.spend.granted = 0.0
+            # A new period: the slices start from what the service holds for it. What this process used of the
+            # last one counts there, not here: kept, it held the new period's first grants.
+            tb.spend.granted = tb.spend.used = 0.0
             tb.tokens.clear()
             tb.period_end = period_end
         epoch, caps = under
