@@ -25,7 +25,7 @@ CALL_COST = 0.1
 
 
 def test_the_unit_is_the_largest_estimate_else_the_largest_cost_a_call_took_else_a_share_of_the_cap() -> None:
-    b = Book("u", cast("UserEntry", None), "h")
+    b = Book("u", cast("UserEntry", None), "h", False)
     now = 1_000.0
     b.deadline = b.period_end = now + 60
     # Nothing known of the calls: the first request asks for cap / lease_calls.

@@ -117,11 +117,12 @@ def test_one_process_holds_one_slice_of_a_team_cap_for_its_members_and_gives_the
     assert near(team["added"] + team["remaining"], TEAM_CAP - 1.0), team
 
 
-def test_idle_members_with_nothing_of_their_own_leased_are_forgotten_and_one_with_a_cap_of_its_own_stays(
+def test_idle_members_are_forgotten_a_capped_one_too_and_the_team_book_and_a_book_made_again_spends_only_its_grant(
     product: Product,
 ) -> None:
     a, b = (product.create_user(MEMBER_PLAN) for _ in range(2))
-    capped = product.create_user({**MEMBER_PLAN, "max_spend_per_period": 5.0})
+    cap = 5.0
+    capped = product.create_user({**MEMBER_PLAN, "max_spend_per_period": cap})
     team_id = create_team(product, {"max_spend_per_period": TEAM_CAP, "cost_rates": RATES}, [a, b, capped])
     # Idle long enough that the counts read right after calls are not raced by the sweep on a busy machine.
     m = Meter(api_key=product.key, base_url=product.url, leases=True, lease_idle=2.0)
@@ -130,22 +131,41 @@ def test_idle_members_with_nothing_of_their_own_leased_are_forgotten_and_one_wit
         with m.reserve(user, model="m", input_tokens=0) as r:
             r.commit(output_tokens=50)  # $0.50
 
-    for user in (a, b, capped):
+    for user in (a, b, capped, capped, capped):
         call(user)
     assert m.stats.leased_users == 3
-    eventually(lambda: m.stats.leased_users == 1, what="the idle members' books forgotten, the capped member's kept")
-    # A forgotten member is served again from the team's slice under the same holder.
-    call(a)
-    assert m.stats.leased_users == 2
+    assert m.stats.leased_teams == 1
+    eventually(lambda: m.stats.leased_users == 0 and m.stats.leased_teams == 0, what="every idle book forgotten")
+    # Made again under the same holder: the holder's lease of the capped member's own cap holds what the last book
+    # used ($1.50), which the new book must not take for room of its own.
+    call(capped)
+    assert m.stats.leased_users == 1
+    # Another holder takes what is left of the member's cap, in shares until nothing is.
+    probed = 0.0
+    added = 1.0
+    while added > 0:
+        r = product.api.post(f"/users/{capped}/leases", {"holder": "probe", "need": 0, "want": cap})
+        assert r.status_code == 200, r.text
+        added = float(r.json()["lease"]["added"])
+        probed = float(r.json()["lease"]["granted"])
+    assert probed > 0, "the other holder was granted the rest"
+    with pytest.raises(LimitExceededError) as refused:
+        while True:
+            call(capped)
+    assert refused.value.reason == "total_spend"
     assert m.shutdown(timeout=30)
+
+    def capped_spend() -> float | None:
+        total = float(product.api.get(f"/users/{capped}/usage").json()["total_cost"])
+        return total if total >= 2.0 - 1e-9 else None
+
+    spent = eventually(capped_spend, what="the capped member's usage")
+    # What the member spent and what the other holder was granted stay within the cap.
+    assert spent + probed <= cap + 1e-9, f"${spent} spent and ${probed} granted to another holder, of a cap of ${cap}"
     eventually(
-        lambda: near(float(product.api.get(f"/teams/{team_id}/usage").json()["total_cost"]), 2.0),
+        lambda: near(float(product.api.get(f"/teams/{team_id}/usage").json()["total_cost"]), spent + 1.0),
         what="the team's usage",
     )
-    # Nothing held any more: what is free of the team's cap is the cap less the 4 calls.
-    ask = {"holder": "probe", "need": 0, "want": 0, "team": {"need": 0, "want": 0}}
-    team = product.api.post(f"/users/{b}/leases", ask).json()["lease"]["team"]
-    assert near(team["remaining"], TEAM_CAP - 2.0), team
 
 
 def test_in_a_new_team_period_a_members_calls_spend_the_whole_team_cap_again(product: Product) -> None:

@@ -141,6 +141,8 @@ class Slice {
   granted = 0;
   /** Taken from it: holds of calls in flight and the usage of finished calls. */
   used = 0;
+  /** An answer told what the holder holds of it (adopted(): what a shared holder held before counts as used). */
+  answered = false;
   /** Largest call estimate seen. */
   estimate = 0;
   /** Largest amount one finished call took (its real usage, spend()). */
@@ -223,6 +225,23 @@ class WindowSlice extends Slice {
   }
 }
 
+
+/**
+ * Records what an answer says the holder holds of a slice in all (`granted`, `added` by it) where
+ * the holder is shared with books before this one (a team member's book made again after its
+ * user's was forgotten, a team's): at the slice's first answer, what the holder held before
+ * the grant was such a book's, given back as what it used (or granted under a request whose
+ * answer was lost), and counts as used here. Only what is added is spent; a release gives back
+ * only slices answered so (a release of none would set the holder's slice to what this book
+ * alone used). Amounts in the slice's unit.
+ */
+function adopted(b: Book | TeamBook, s: Slice, granted: number, added: number): void {
+  if (!b.shared || s.answered) return;
+  const before = s.model === null && !(s instanceof WindowSlice) ? addDollars(granted, -added) : granted - added;
+  s.used = s.model === null && !(s instanceof WindowSlice) ? addDollars(s.used, before) : s.used + before;
+  s.granted = granted;
+  s.answered = true;
+}
 
 /** The slice of a window kept in `slices`, made on first use. */
 function windowSlice(slices: Map<string, WindowSlice>, w: WindowNeed): WindowSlice {
@@ -343,6 +362,8 @@ class TeamBook extends Sizing {
     readonly teamId: string,
     /** The team's view (the team plan, its period), replaced when the team is loaded again. */
     public entry: TeamEntry,
+    /** Under this process's holder id, which team books before this one may have held slices under (Leases.adopted()). */
+    readonly shared: boolean,
   ) {
     super();
   }
@@ -353,11 +374,6 @@ class Book extends Sizing {
   leaseId: string | null = null;
   /** Calls in wait() for this book's request: the book stays while any does. */
   waits = 0;
-  /**
-   * The service granted this book's holder a slice of the user's own budgets (spend, tokens or
-   * windows) once: the user's counts keep what it granted that holder until the lease lapses.
-   */
-  own = false;
   readonly spend = new Slice(null);
   /** Token slices by normalized model. */
   readonly tokens = new Map<string, Slice>();
@@ -402,6 +418,8 @@ class Book extends Sizing {
     public entry: UserEntry,
     /** The holder id its requests and calls' events name (Leases.book() says which). */
     readonly holder: string,
+    /** The holder is this process's, which books before this one may have held slices under (Leases.adopted()). */
+    readonly shared: boolean,
   ) {
     super();
   }
@@ -670,7 +688,6 @@ export class Leases {
         body.team = ask;
         tb.askedEpoch = teamEpoch;
         tb.asking = b.asking;
-        tb.via = b.userId;
         b.teamAsked = tb;
         wanted = true;
       }
@@ -718,6 +735,8 @@ export class Leases {
     // Before the grant is recorded: a grant sets the slice to what the service holds for it.
     if (teamSpare > 0 || teamSpareTokens > 0) this.spared(tb!, teamModel, teamSpare, teamSpareTokens, res.limited ? (res.lease?.team ?? null) : null);
     if (b.teamAsked !== null) {
+      // Given back through this member's lease from now on: its answer told what its holder holds of the user's own.
+      b.teamAsked.via = b.userId;
       const asked = { want: teamWant, tokensWant: teamTokensWant, windows: teamWindows, epoch: teamEpoch, spendCap: teamCap, tokenCap: teamTokenCap };
       this.teamGranted(b.teamAsked, team!, res.limited ? (res.lease?.team ?? null) : null, asked, sentAt, res.lease?.ttl_ms ?? this.settings.ttlMs, Date.now() - sentAt, renewed);
     }
@@ -726,17 +745,19 @@ export class Leases {
       return;
     }
     const l = res.lease;
-    if (l.granted > 0 || (l.tokens?.granted ?? 0) > 0 || [...(l.windows ?? []), ...(l.member_windows ?? [])].some((w) => w.granted > 0)) b.own = true;
     if (b.leaseId === null || Date.parse(l.period_end) !== b.periodEndMs) {
       // A new period: the lease starts from what the service holds for it.
       b.spend.granted = b.spend.used = 0;
+      b.spend.answered = false;
       b.tokens.clear();
     }
+    adopted(b, b.spend, l.granted, l.added);
+    if (model !== null && l.tokens !== null) adopted(b, b.slice(model), l.tokens.granted, l.tokens.added);
     b.leaseId = l.lease_id;
     b.periodEndMs = Date.parse(l.period_end);
     const windowsFull =
-      this.windowsGranted(windows, l.windows ?? [], sentAt, l.ttl_ms, (s, now) => this.balance(b, s, now), epoch === b.epoch, renewed) &&
-      this.windowsGranted(members.windows, l.member_windows ?? [], sentAt, l.ttl_ms, (s, now) => this.balance(b, s, now), epoch === b.epoch, renewed);
+      this.windowsGranted(b, windows, l.windows ?? [], sentAt, l.ttl_ms, epoch === b.epoch, renewed) &&
+      this.windowsGranted(b, members.windows, l.member_windows ?? [], sentAt, l.ttl_ms, epoch === b.epoch, renewed);
     b.full = l.added >= spend.want - 1e-9 && (model === null || l.tokens === null || l.tokens.added >= wantTokens) && windowsFull;
     b.boost = !b.full ? 1 : b.starved ? Math.min(MAX_BOOST, 2 * b.boost) : b.boost;
     b.starved = false;
@@ -1023,7 +1044,7 @@ export class Leases {
    * any of it (nothing can come back before), else for a moment. True when every one was granted
    * what was asked.
    */
-  private windowsGranted(asked: readonly AskedWindow[], answers: readonly WindowLeaseWire[], sentAt: number, ttlMs: number, left: (s: WindowSlice, now: number) => number, capsCurrent: boolean, renewed: boolean): boolean {
+  private windowsGranted(b: Book | TeamBook, asked: readonly AskedWindow[], answers: readonly WindowLeaseWire[], sentAt: number, ttlMs: number, capsCurrent: boolean, renewed: boolean): boolean {
     let full = true;
     const now = Date.now();
     asked.forEach(({ s, want, cap }, k) => {
@@ -1035,6 +1056,7 @@ export class Leases {
       }
       if (s.start !== null && (a.window_start === null || Date.parse(a.window_start) !== s.start)) return;
       const unit = (x: number) => (s.dimension.startsWith("spend:") ? toNano(x) : x);
+      adopted(b, s, unit(a.granted), unit(a.added));
       if (a.added > 0) {
         s.granted = unit(a.granted);
         s.deadline = sentAt + ttlMs;
@@ -1045,7 +1067,7 @@ export class Leases {
         if (renewed && sentAt < s.deadline) s.deadline = sentAt + ttlMs;
         // Until the window ends only when nothing is left of it and nobody holds any (nothing can
         // come back before); a call that needed more than is left leaves room for smaller ones.
-        if (unit(a.remaining) <= 0 || left(s, now) <= 0) s.retryAt = unit(a.remaining) <= 0 && a.holders === 0 && s.end !== Infinity ? s.end : now + OPEN_RETRY_MS;
+        if (unit(a.remaining) <= 0 || this.balance(b, s, now) <= 0) s.retryAt = unit(a.remaining) <= 0 && a.holders === 0 && s.end !== Infinity ? s.end : now + OPEN_RETRY_MS;
         s.leftAtService = unit(a.remaining);
       }
       if (unit(a.added) < want) full = false;
@@ -1062,8 +1084,7 @@ export class Leases {
         void this.request(b, b.model, b.teamModel);
         continue;
       }
-      const windowHeld = (s: WindowSlice) => now < s.deadline && s.granted > s.used;
-      const held = (b.leaseId !== null && (now < b.deadline || [...b.windows.values(), ...b.memberWindows.values()].some(windowHeld))) || b.lostAt > 0;
+      const held = (b.leaseId !== null && (now < b.deadline || this.holdsUnused(b, now))) || b.lostAt > 0;
       if (held && b.holds === 0 && b.asking === null && now - b.lastUse >= this.settings.idleMs) {
         await this.release(b);
       }
@@ -1074,6 +1095,27 @@ export class Leases {
     }
     const later = Date.now();
     for (const b of this.books.values()) if (this.forgettable(b, later)) this.forget(b);
+    for (const [key, tb] of this.teams) if (tb.shared && this.teamForgettable(tb, later)) this.teams.delete(key);
+  }
+
+  /**
+   * The book holds something granted and not used that the service may still count for its
+   * holder: its spend or token slices before the lease's end, its window slices before theirs.
+   * A shared holder's past the lease's end too: the service keeps a lapsed lease for a grace
+   * period, and the next book under that holder would find it there (adopted()).
+   */
+  private holdsUnused(b: Book, now: number): boolean {
+    if (b.leaseId === null) return false;
+    const unused = (s: Slice) => s.granted > s.used;
+    const window = (s: WindowSlice) => (b.shared ? now < s.end : now < s.deadline) && unused(s);
+    return ((b.shared || now < b.deadline) && [b.spend, ...b.tokens.values()].some(unused)) || [...b.windows.values(), ...b.memberWindows.values()].some(window);
+  }
+
+  /** The same of a team book: none of its slices holds anything unused it may still count for this process. */
+  private teamHolds(tb: TeamBook, now: number): boolean {
+    const unused = (s: Slice) => s.granted > s.used;
+    const window = (s: WindowSlice) => (tb.shared ? now < s.end : now < s.deadline) && unused(s);
+    return ((tb.shared || now < tb.deadline) && [tb.spend, ...tb.tokens.values()].some(unused)) || [...tb.windows.values()].some(window);
   }
 
   /**
@@ -1122,21 +1164,29 @@ export class Leases {
     const tb = team === null ? undefined : this.teams.get(teamKey(b.holder, team.teamId));
     const teamBack = tb !== undefined && this.teamIdle(tb, now);
     if (!teamBack && b.lostAt === 0 && !holdsUnused(b, slices)) return;
-    for (const s of slices) s.granted = s.used;
     b.lostAt = 0;
+    // A shared holder's slice no answer told of: what this book used of it is not what the holder holds (adopted()).
+    if (b.shared && !b.spend.answered) return;
+    const told = <S extends Slice>(book: Book | TeamBook, list: Iterable<S>) => [...list].filter((s) => !book.shared || s.answered);
+    for (const s of slices) s.granted = s.used;
     const body: Record<string, unknown> = { used: b.spend.used };
     if (teamBack) {
-      if (team!.config!.max_spend_per_period !== null) body.team_used = tb!.spend.used;
+      if (team!.config!.max_spend_per_period !== null && (!tb!.shared || tb!.spend.answered)) body.team_used = tb!.spend.used;
       tb!.spend.granted = tb!.spend.used;
-      if (tb!.tokens.size > 0) body.team_used_tokens = Object.fromEntries([...tb!.tokens].map(([m, s]) => [m, Math.ceil(s.used)]));
+      const teamTokens = told(tb!, tb!.tokens.values());
+      if (teamTokens.length > 0) body.team_used_tokens = Object.fromEntries(teamTokens.map((s) => [s.model!, Math.ceil(s.used)]));
       for (const s of tb!.tokens.values()) s.granted = s.used;
       const teamWindows = liveWindows(tb!.windows, now);
       for (const s of teamWindows) s.granted = s.used;
-      if (teamWindows.length > 0) body.team_used_windows = teamWindows.map(windowUse);
+      const toldWindows = told(tb!, teamWindows);
+      if (toldWindows.length > 0) body.team_used_windows = toldWindows.map(windowUse);
     }
-    if (b.tokens.size > 0) body.used_tokens = Object.fromEntries([...b.tokens].map(([m, s]) => [m, Math.ceil(s.used)]));
-    if (windows.length > 0) body.used_windows = windows.map(windowUse);
-    if (memberWindows.length > 0) body.used_member_windows = memberWindows.map(windowUse);
+    const tokens = told(b, b.tokens.values());
+    if (tokens.length > 0) body.used_tokens = Object.fromEntries(tokens.map((s) => [s.model!, Math.ceil(s.used)]));
+    const toldWindows = told(b, windows);
+    if (toldWindows.length > 0) body.used_windows = toldWindows.map(windowUse);
+    const toldMembers = told(b, memberWindows);
+    if (toldMembers.length > 0) body.used_member_windows = toldMembers.map(windowUse);
     const releasing = this.transport
       .request("POST", `/users/${encodeURIComponent(b.userId)}/leases/${b.leaseId ?? b.holder}/release`, body, timeoutMs)
       .then(
@@ -1344,7 +1394,7 @@ export class Leases {
     const key = teamKey(holder, t.teamId);
     let tb = this.teams.get(key);
     if (!tb) {
-      tb = new TeamBook(t.teamId, t);
+      tb = new TeamBook(t.teamId, t, holder === this.holder);
       this.teams.set(key, tb);
       // A user who joined a team while its book had a holder id of its own: the team's slices of
       // that holder are this book's alone, and go with it.
@@ -1411,14 +1461,17 @@ export class Leases {
       // A new period: the slices start from what the service holds for it. What this process
       // used of the last one counts there, not here: kept, it held the new period's first grants.
       tb.spend.granted = tb.spend.used = 0;
+      tb.spend.answered = false;
       tb.tokens.clear();
       tb.periodEndMs = periodEnd;
     }
     const current = asked.epoch === tb.epoch;
-    let full = this.windowsGranted(asked.windows, t.windows ?? [], sentAt, ttlMs, (s, now) => this.balance(tb, s, now), current, renewed);
+    let full = this.windowsGranted(tb, asked.windows, t.windows ?? [], sentAt, ttlMs, current, renewed);
     if ((t.windows ?? []).some((w) => w.added > 0)) tb.leased = true;
     const tokens = t.tokens ?? null;
     const model = tokens?.model ?? null;
+    adopted(tb, tb.spend, t.granted, t.added);
+    if (tokens !== null) adopted(tb, tb.slice(tokens.model), tokens.granted, tokens.added);
     const spendAdded = t.spend_limited && asked.want > 0 ? t.added : 0;
     if (spendAdded > 0 || (tokens !== null && tokens.added > 0)) {
       // The counter's lease as written: a lapsed one restarted in every budget.
@@ -1472,12 +1525,12 @@ export class Leases {
   private book(e: UserEntry): Book {
     let b = this.books.get(e.userId);
     if (!b) {
-      // A member's book shares the team's slices under this process's holder id. Any other has a
-      // holder id of its own: the service keeps what it granted a holder (in all, in every
-      // dimension) until the lease lapses, so a book made again after its user's was forgotten
-      // (forgettable()) must not name the same holder.
-      const holder = leasedTeam(e) !== null ? this.holder : `${this.holder}-${(++this.made).toString(36)}`;
-      b = new Book(e.userId, e, holder);
+      // A member's book shares the team's slices under this process's holder id, so a book made
+      // again after its user's was forgotten (forgettable()) names the holder its last one did:
+      // what that one held is counted as used (adopted()). Any other has a holder id of its own,
+      // which nothing was granted before.
+      const shared = leasedTeam(e) !== null;
+      b = new Book(e.userId, e, shared ? this.holder : `${this.holder}-${(++this.made).toString(36)}`, shared);
       this.books.set(e.userId, b);
     }
     b.entry = e;
@@ -1489,27 +1542,31 @@ export class Leases {
     return this.books.size;
   }
 
+  /** Teams this process keeps a book of slices for. */
+  get teamSize(): number {
+    return this.teams.size;
+  }
+
   /**
    * A book goes once no call runs on it or waits for it, it has been idle for idleMs, and it
-   * holds nothing unused (releaseIdle() gave it back), nor does a team book under its holder:
-   * an idle user costs this process nothing, however many users it served.
+   * holds nothing unused (releaseIdle() gave it back), nor does a team book it gives back
+   * (under its holder, or through its lease): an idle user costs this process nothing, however
+   * many users it served. A member's book made again finds what this one held (adopted()).
    */
   private forgettable(b: Book, now: number): boolean {
     if (b.holds > 0 || b.waits > 0 || b.asking !== null || b.lostAt > 0 || now - b.lastUse < this.settings.idleMs) return false;
-    const unused = (s: Slice) => s.granted > s.used;
-    const live = (s: WindowSlice) => now < s.deadline && unused(s);
-    const busy = (tb: TeamBook) => tb.holds > 0 || tb.asking !== null || (now < tb.deadline && [tb.spend, ...tb.tokens.values()].some(unused)) || [...tb.windows.values()].some(live);
-    if (b.holder === this.holder) {
-      // A member's book names this process's holder, which its team's book keeps: made again, it
-      // would meet what the service granted that holder of the user's own budgets. So it goes only
-      // when it was never granted any, and once the team's slices no longer go back through it.
-      const team = leasedTeam(b.entry);
-      const tb = team === null ? undefined : this.teams.get(teamKey(this.holder, team.teamId));
-      return !b.own && !(tb !== undefined && tb.via === b.userId && busy(tb));
-    }
-    if (b.leaseId !== null && ((now < b.deadline && [b.spend, ...b.tokens.values()].some(unused)) || [...b.windows.values(), ...b.memberWindows.values()].some(live))) return false;
+    if (this.holdsUnused(b, now)) return false;
+    const busy = (tb: TeamBook) => tb.holds > 0 || tb.asking !== null || this.teamHolds(tb, now);
+    const team = leasedTeam(b.entry);
+    const tb = team === null ? undefined : this.teams.get(teamKey(b.holder, team.teamId));
+    if (tb !== undefined && tb.via === b.userId && busy(tb)) return false;
     for (const key of this.teamsOf.get(b.holder) ?? []) if (busy(this.teams.get(key)!)) return false;
     return true;
+  }
+
+  /** A team book under this process's holder goes on the same terms, once idle (given back through a member's lease). */
+  private teamForgettable(tb: TeamBook, now: number): boolean {
+    return tb.holds === 0 && tb.asking === null && now - tb.lastUse >= this.settings.idleMs && !this.teamHolds(tb, now);
   }
 
   private forget(b: Book): void {
@@ -1533,7 +1590,7 @@ function teamKey(holder: string, teamId: string): string {
   return `${holder}|${teamId}`;
 }
 
-/** A lease holds something granted and not used: release() gives it back. */
+/** A lease holds something granted and not used of these slices: release() gives it back. */
 function holdsUnused(b: Book, slices: readonly Slice[]): boolean {
   return b.leaseId !== null && slices.some((s) => s.granted > s.used);
 }

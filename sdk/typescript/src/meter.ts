@@ -393,6 +393,7 @@ export class Meter {
       stats.lease_requests = this.#leases.requests;
       stats.lease_waits = this.#leases.waits;
       stats.leased_users = this.#leases.size;
+      stats.leased_teams = this.#leases.teamSize;
     }
     return stats;
   }

@@ -297,11 +297,12 @@ export interface MeterStats {
   lease_waits?: number;
   /**
    * Users this process keeps a budget lease's book for (`leases: true` only). A user's book goes
-   * once it has been idle for `leaseIdleMs` and its lease was given back (a team member's only
-   * if it was never granted a slice of its own budgets), so it follows the users active lately,
-   * not all users ever served.
+   * once it has been idle for `leaseIdleMs` and its lease was given back, so it follows the users
+   * active lately, not all users ever served.
    */
   leased_users?: number;
+  /** The same for teams whose slices this process holds for their members (`leases: true` only). */
+  leased_teams?: number;
   /** Users whose state is cached. */
   users: number;
 }

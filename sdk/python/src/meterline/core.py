@@ -237,6 +237,7 @@ class MeterCore(Lifecycle):
                 key_refused=self._refused_key is not None,
                 busy=q.busy,
                 leased_users=None if self._leases is None else len(self._leases.books),
+                leased_teams=None if self._leases is None else len(self._leases.teams),
                 lease_waits=None if self._leases is None else self._leases.waits,
             )
 

@@ -63,7 +63,7 @@ class LeaseNeed:
 
 
 class Slice:
-    __slots__ = ("cap", "decayed", "estimate", "first_at", "granted", "largest", "last_at", "model", "used")
+    __slots__ = ("answered", "cap", "decayed", "estimate", "first_at", "granted", "largest", "last_at", "model", "used")
 
     def __init__(self, model: str | None = None) -> None:
         # The model whose tokens this is, or None for dollars.
@@ -72,6 +72,8 @@ class Slice:
         self.cap = math.inf
         self.granted = 0.0
         self.used = 0.0
+        # An answer told what the holder holds of it (adopted(): what a shared holder held before counts as used).
+        self.answered = False
         # Largest call estimate seen, and largest amount one finished call took (its real usage, spend()).
         self.estimate = 0.0
         self.largest = 0.0
@@ -180,18 +182,17 @@ class Sizing:
 
 
 class Book(Sizing):
-    def __init__(self, user_id: str, entry: UserEntry, holder: str) -> None:
+    def __init__(self, user_id: str, entry: UserEntry, holder: str, shared: bool) -> None:
         super().__init__()
         self.user_id = user_id
         # The user's view (replaced when an idle user is loaded again).
         self.entry = entry
         # The holder id its requests and calls' events name (LeaseRequests._book says which).
         self.holder = holder
+        # The holder is this process's, which books before this one may have held slices under (adopted()).
+        self.shared = shared
         # Calls that may wait for this book's requests, then take from it (Leases.waiting): the book stays for them.
         self.waits = 0
-        # The service granted this book's holder a slice of the user's own budgets (spend, tokens or windows) once:
-        # the user's counts keep what it granted that holder until the lease lapses.
-        self.own = False
         self.lease_id: str | None = None
         self.tokens: dict[str, Slice] = {}
         # Window slices by key (WindowNeed.key); a calendar window's goes once it ended.
@@ -236,6 +237,23 @@ def window_slice(slices: dict[str, WindowSlice], w: WindowNeed) -> WindowSlice:
     return s
 
 
+def adopted(b: Book | TeamBook, s: Slice, granted: float, added: float) -> None:
+    """Records what an answer says the holder holds of a slice in all (``granted``, ``added`` by it) where the holder
+    is shared with books before this one (a team member's book made again after its user's was forgotten, a
+    team's): at the slice's first answer, what the holder held before the grant was such a book's, given back as what
+    it used (or granted under a request whose answer was lost), and counts as used here. Only what is added is spent;
+    a release gives back only slices answered so (a release of none would set the holder's slice to what this book
+    alone used). Amounts in the slice's unit."""
+    if not b.shared or s.answered:
+        return
+    if s is b.spend:
+        s.used = add_dollars(s.used, add_dollars(granted, -added))
+    else:
+        s.used += granted - added
+    s.granted = granted
+    s.answered = True
+
+
 def finished(s: Slice, amount: float) -> None:
     """A finished call's usage taken from the slice."""
     s.used += amount
@@ -265,9 +283,11 @@ class TeamBook(Sizing):
     team plan in force and asked for again, as a user's. ``unlimited_until``: the service said the team has nothing
     capped (or the user left it)."""
 
-    def __init__(self, team_id: str, entry: TeamEntry) -> None:
+    def __init__(self, team_id: str, entry: TeamEntry, shared: bool) -> None:
         super().__init__()
         self.team_id = team_id
+        # Under this process's holder id, which team books before this one may have held slices under (adopted()).
+        self.shared = shared
         # The team's view (its plan, its period), replaced when the team is loaded again.
         self.entry = entry
         # The changes seen when the last request carrying the team's ask was sent.

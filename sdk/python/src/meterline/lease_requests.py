@@ -21,6 +21,7 @@ from .lease_books import (
     LeaseNeed,
     LeaseSettings,
     TeamBook,
+    adopted,
     cap_of,
     estimated,
     leased_team,
@@ -279,7 +280,6 @@ class LeaseRequests:
             )
             if tb is not None and team_ask is not None:
                 tb.asking = b.asking
-                tb.via = b.user_id
                 tb.asked_epoch = team_epoch
             return b.asking
 
@@ -323,6 +323,9 @@ class LeaseRequests:
                     spared(tb, n.team_model, team_offered, got, self.settings.ttl, clock_now())
                 team_ok = True
                 if tb is not None and team_ask is not None:
+                    # Given back through this member's lease from now on: its answer told what its holder holds of
+                    # the user's own.
+                    tb.via = b.user_id
                     answer = lease.get("team") if isinstance(lease, dict) and res.get("limited") else None
                     ttl = float(lease["ttl_ms"]) / 1000 if isinstance(lease, dict) else self.settings.ttl
                     rtt = max(0.0, clock_now() - sent_at)
@@ -341,15 +344,18 @@ class LeaseRequests:
                 if not isinstance(res, dict) or not res.get("limited") or not lease:
                     b.unlimited_until = clock_now() + UNLIMITED_FOR
                     return True
-                if _grants_own(lease):
-                    b.own = True
                 period_end = parse_time(lease["period_end"])
                 if b.lease_id is None or period_end != b.period_end:
+                    # A new period: the lease starts from what the service holds for it.
                     b.spend.granted = b.spend.used = 0.0
+                    b.spend.answered = False
                     b.tokens.clear()
                 b.lease_id = lease["lease_id"]
                 b.period_end = period_end
                 lt = lease.get("tokens")
+                adopted(b, b.spend, float(lease["granted"]), float(lease["added"]))
+                if n.model is not None and isinstance(lt, dict):
+                    adopted(b, b.slice(n.model), float(lt["granted"]), float(lt["added"]))
                 added_tokens = float(lt["added"]) if lt else 0.0
                 ttl = float(lease["ttl_ms"]) / 1000
                 windows_ok, windows_full = windows_granted(
@@ -488,9 +494,15 @@ class LeaseRequests:
             # A new period: the slices start from what the service holds for it. What this process used of the
             # last one counts there, not here: kept, it held the new period's first grants.
             tb.spend.granted = tb.spend.used = 0.0
+            tb.spend.answered = False
             tb.tokens.clear()
             tb.period_end = period_end
         epoch, caps = under
+        adopted(tb, tb.spend, float(t.get("granted") or 0), float(t.get("added") or 0))
+        if tokens is not None:
+            adopted(
+                tb, tb.slice(str(tokens["model"])), float(tokens.get("granted") or 0), float(tokens.get("added") or 0)
+            )
         windows_ok, windows_full = windows_granted(tb, windows, answers, sent_at, ttl, epoch, renewed)
         if any(isinstance(w, dict) and float(w.get("added") or 0) > 0 for w in answers):
             tb.leased = True
@@ -541,7 +553,7 @@ class LeaseRequests:
         key = team_key(holder, t.team_id)
         tb = self.teams.get(key)
         if tb is None:
-            tb = self.teams[key] = TeamBook(t.team_id, t)
+            tb = self.teams[key] = TeamBook(t.team_id, t, holder == self.holder)
             # A user who joined a team while its book had a holder id of its own: the team's slices of that holder
             # are this book's alone, and go with it.
             if holder != self.holder:
@@ -588,16 +600,16 @@ class LeaseRequests:
     def _book(self, e: UserEntry) -> Book:
         b = self.books.get(e.user_id)
         if b is None:
-            # A member's book shares the team's slices under this process's holder id. Any other has a
-            # holder id of its own: the service keeps what it granted a holder (in all, in every dimension) until the
-            # lease lapses, so a book made again after its user's was forgotten (Leases._forgettable) must not name
-            # the same holder.
-            if leased_team(e) is not None:
+            # A member's book shares the team's slices under this process's holder id, so a book made again after
+            # its user's was forgotten (Leases._forgettable) names the holder its last one did: what that one held is
+            # counted as used (adopted()). Any other has a holder id of its own, which nothing was granted before.
+            shared = leased_team(e) is not None
+            if shared:
                 holder = self.holder
             else:
                 self.made += 1
                 holder = f"{self.holder}-{self.made:x}"
-            b = self.books[e.user_id] = Book(e.user_id, e, holder)
+            b = self.books[e.user_id] = Book(e.user_id, e, holder, shared)
         b.entry = e
         return b
 
@@ -613,17 +625,6 @@ def _room_left(lease: dict[str, Any], model: str | None) -> bool:
     lt = lease.get("tokens")
     spend = not lease.get("spend_limited") or float(lease.get("remaining") or 0) > 0
     return spend and (model is None or not isinstance(lt, dict) or float(lt.get("remaining") or 0) > 0)
-
-
-def _grants_own(lease: dict[str, Any]) -> bool:
-    """The answer shows the holder granted a slice of the user's own budgets (spend, tokens or windows)."""
-    lt = lease.get("tokens")
-    windows = [*(lease.get("windows") or []), *(lease.get("member_windows") or [])]
-    return (
-        float(lease["granted"]) > 0
-        or (isinstance(lt, dict) and float(lt["granted"]) > 0)
-        or any(float(w.get("granted") or 0) > 0 for w in windows)
-    )
 
 
 def asks_need(body: dict[str, Any]) -> bool:

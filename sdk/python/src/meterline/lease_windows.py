@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .clock import now as clock_now
-from .lease_books import Book, LeaseSettings, TeamBook, WindowSlice
+from .lease_books import Book, LeaseSettings, TeamBook, WindowSlice, adopted
 from .lease_sizing import asked, balance, renew_margin
 from .periods import iso, parse_time
 
@@ -125,6 +125,7 @@ def windows_granted(
             ok = ok and not a.short
             continue
         added = s.unit_of(float(answer.get("added") or 0))
+        adopted(b, s, s.unit_of(float(answer.get("granted") or 0)), added)
         if added > 0:
             s.granted = s.unit_of(float(answer.get("granted") or 0))
             s.deadline = sent_at + ttl

@@ -390,13 +390,7 @@ class Leases(LeaseRequests):
             ):
                 self.ask(b.entry, LeaseNeed(0.0, None, 0.0, False, team=leased_team(b.entry)), waiting=False)
                 continue
-            held = (
-                now < b.deadline
-                or any(
-                    now < s.deadline and s.granted > s.used for s in (*b.windows.values(), *b.member_windows.values())
-                )
-                or b.lost_at > 0
-            )
+            held = now < b.deadline or self._holds_unused(b, now) or b.lost_at > 0
             if (
                 (b.lease_id is not None or b.lost_at > 0)
                 and held
@@ -414,36 +408,51 @@ class Leases(LeaseRequests):
             for b in list(self.books.values()):
                 if self._forgettable(b, later):
                     self._forget(b)
+            for key, tb in list(self.teams.items()):
+                if tb.shared and self._team_forgettable(tb, later):
+                    del self.teams[key]
+
+    @staticmethod
+    def _holds_unused(b: Book, now: float) -> bool:
+        """The book holds something granted and not used that the service may still count for its holder: its spend
+        or token slices before the lease's end, its window slices before theirs. A shared holder's past the lease's
+        end too: the service keeps a lapsed lease for a grace period, and the next book under that holder would find
+        it there (adopted())."""
+        if b.lease_id is None:
+            return False
+        return _holds(b, now, (*b.windows.values(), *b.member_windows.values()))
+
+    @staticmethod
+    def _team_holds(tb: TeamBook, now: float) -> bool:
+        """The same of a team book."""
+        return _holds(tb, now, tb.windows.values())
+
+    def _team_forgettable(self, tb: TeamBook, now: float) -> bool:
+        """A team book under this process's holder goes on the same terms, once idle (given back through a member's
+        lease)."""
+        return (
+            tb.holds == 0
+            and not running(tb.asking)
+            and now - tb.last_use >= self.settings.idle
+            and not self._team_holds(tb, now)
+        )
 
     def _forgettable(self, b: Book, now: float) -> bool:
         """A book goes once no call runs on it or waits for it, it has been idle for ``lease_idle``, and it holds
-        nothing unused (release_idle gave it back), nor does a team book under its holder: an idle user costs this
-        process nothing, however many users it served."""
+        nothing unused (release_idle gave it back), nor does a team book it gives back (under its holder, or through
+        its lease): an idle user costs this process nothing, however many users it served. A member's book made
+        again finds what this one held (adopted())."""
         if b.holds > 0 or b.waits > 0 or running(b.asking) or b.lost_at > 0 or now - b.last_use < self.settings.idle:
             return False
-
-        def live(s: WindowSlice) -> bool:
-            return now < s.deadline and s.granted > s.used
+        if self._holds_unused(b, now):
+            return False
 
         def busy(tb: TeamBook) -> bool:
-            return (
-                tb.holds > 0
-                or running(tb.asking)
-                or (now < tb.deadline and any(s.granted > s.used for s in (tb.spend, *tb.tokens.values())))
-                or any(live(s) for s in tb.windows.values())
-            )
+            return tb.holds > 0 or running(tb.asking) or self._team_holds(tb, now)
 
-        if b.holder == self.holder:
-            # A member's book names this process's holder, which its team's book keeps: made again, it would meet what
-            # the service granted that holder of the user's own budgets. So it goes only when it was never granted
-            # any, and once the team's slices no longer go back through it.
-            team = leased_team(b.entry)
-            tb = None if team is None else self.teams.get(team_key(self.holder, team.team_id))
-            return not b.own and not (tb is not None and tb.via == b.user_id and busy(tb))
-        if b.lease_id is not None and (
-            (now < b.deadline and any(s.granted > s.used for s in (b.spend, *b.tokens.values())))
-            or any(live(s) for s in (*b.windows.values(), *b.member_windows.values()))
-        ):
+        team = leased_team(b.entry)
+        tb = None if team is None else self.teams.get(team_key(b.holder, team.team_id))
+        if tb is not None and tb.via == b.user_id and busy(tb):
             return False
         return not any(busy(self.teams[key]) for key in self.teams_of.get(b.holder, ()))
 
@@ -536,29 +545,39 @@ class Leases(LeaseRequests):
             team_back = tb is not None and self._team_idle(tb)
             if not team_back and b.lost_at == 0 and (b.lease_id is None or all(s.granted <= s.used for s in slices)):
                 return
+            b.lost_at = 0.0
+            # A shared holder's slice no answer told of: what this book used of it is not what the holder holds
+            # (adopted()).
+            if b.shared and not b.spend.answered:
+                return
             for s in slices:
                 s.granted = s.used
-            b.lost_at = 0.0
             body: dict[str, Any] = {"used": b.spend.used}
             if tb is not None and team_back:
-                if team is not None and team.config is not None and team.config.max_spend_per_period is not None:
+                told_spend = not tb.shared or tb.spend.answered
+                if (
+                    team is not None
+                    and team.config is not None
+                    and team.config.max_spend_per_period is not None
+                    and told_spend
+                ):
                     body["team_used"] = tb.spend.used
                 tb.spend.granted = tb.spend.used
-                if tb.tokens:
-                    body["team_used_tokens"] = {m: math.ceil(s.used) for m, s in tb.tokens.items()}
+                if team_tokens := {m: math.ceil(s.used) for m, s in tb.tokens.items() if _told(tb, s)}:
+                    body["team_used_tokens"] = team_tokens
                 for s in tb.tokens.values():
                     s.granted = s.used
                 team_windows = _live(tb.windows, now)
                 for s in team_windows:
                     s.granted = s.used
-                if team_windows:
-                    body["team_used_windows"] = [_used(s) for s in team_windows]
-            if b.tokens:
-                body["used_tokens"] = {m: math.ceil(s.used) for m, s in b.tokens.items()}
-            if windows:
-                body["used_windows"] = [_used(s) for s in windows]
-            if member_windows:
-                body["used_member_windows"] = [_used(s) for s in member_windows]
+                if told_windows := [_used(s) for s in team_windows if _told(tb, s)]:
+                    body["team_used_windows"] = told_windows
+            if tokens := {m: math.ceil(s.used) for m, s in b.tokens.items() if _told(b, s)}:
+                body["used_tokens"] = tokens
+            if told := [_used(s) for s in windows if _told(b, s)]:
+                body["used_windows"] = told
+            if told_members := [_used(s) for s in member_windows if _told(b, s)]:
+                body["used_member_windows"] = told_members
             path = f"/users/{quote(b.user_id, safe='')}/leases/{b.lease_id or b.holder}/release"
             # Meanwhile the book's next request, and the team's next ask by any member, wait for it (ask()).
             releasing: Future[None] = Future()
@@ -664,6 +683,19 @@ def _give_back(slices: dict[str, WindowSlice], needs: tuple[WindowNeed, ...]) ->
         s = slices.get(w.key)
         if s is not None:
             s.used = max(0.0, s.used - w.amount)
+
+
+def _holds(b: Book | TeamBook, now: float, windows: Iterable[WindowSlice]) -> bool:
+    """Leases._holds_unused of a user's book or a team's, with its window slices."""
+    unused = any(s.granted > s.used for s in (b.spend, *b.tokens.values()))
+    return ((b.shared or now < b.deadline) and unused) or any(
+        (now < s.end if b.shared else now < s.deadline) and s.granted > s.used for s in windows
+    )
+
+
+def _told(b: Book | TeamBook, s: Slice) -> bool:
+    """A release names the slice: an answer told what a shared holder holds of it (adopted())."""
+    return not b.shared or s.answered
 
 
 def _live(slices: dict[str, WindowSlice], now: float) -> list[WindowSlice]:

@@ -194,9 +194,11 @@ class MeterStats:
     # the service stores.
     busy: int = 0
     # Users this process keeps a budget lease's book for (``leases=True`` only). A user's book goes once it has been
-    # idle for ``lease_idle`` and its lease was given back (a team member's only if it was never granted a slice of
-    # its own budgets), so it follows the users active lately, not all users ever served.
+    # idle for ``lease_idle`` and its lease was given back, so it follows the users active lately, not all users ever
+    # served.
     leased_users: int | None = None
+    # The same for teams whose slices this process holds for their members (``leases=True`` only).
+    leased_teams: int | None = None
     # Calls that waited for a lease request's answer because what this process held did not cover them
     # (``leases=True`` only): each user's first calls, and afterwards calls that found the slice run dry (growing
     # steadily far from a cap: the slices are too small for the calls' pace).
