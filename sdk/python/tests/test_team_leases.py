@@ -168,6 +168,42 @@ def test_idle_members_are_forgotten_a_capped_one_too_and_the_team_book_and_a_boo
     )
 
 
+def test_a_member_moved_to_another_team_counts_under_its_cap_and_once_idle_neither_team_book_stays(
+    product: Product,
+) -> None:
+    member = product.create_user(MEMBER_PLAN)
+    old = create_team(product, {"max_spend_per_period": TEAM_CAP, "cost_rates": RATES}, [member])
+    # $3: 3 calls fit ($1.00 estimated, $0.70 spent each).
+    new = create_team(product, {"max_spend_per_period": 3.0, "cost_rates": RATES}, [])
+    m = Meter(api_key=product.key, base_url=product.url, leases=True, lease_idle=1.0, lease_ttl=2.0)
+
+    def call() -> None:
+        with m.reserve(member, model="m", input_tokens=0) as r:
+            r.commit(output_tokens=70)
+
+    call()
+    call()
+    assert product.api.client.put(f"/users/{member}/team", json={"team_id": new}).status_code == 200
+    assert m.refresh(member)
+    calls = 0
+    with pytest.raises(LimitExceededError) as refused:
+        while True:
+            call()
+            calls += 1
+    assert refused.value.reason == "team:total_spend"
+    assert calls == 3, f"{calls} calls under the new team's cap"
+    assert m.stats.leased_teams == 2
+    # The old team's slice goes back through no member's lease (none of its members is served here): its book goes
+    # once the slice ended.
+    eventually(lambda: m.stats.leased_users == 0 and m.stats.leased_teams == 0, what="every idle book forgotten")
+    assert m.shutdown(timeout=30)
+    eventually(
+        lambda: near(float(product.api.get(f"/teams/{new}/usage").json()["total_cost"]), 2.1),
+        what="the new team's usage",
+    )
+    assert near(float(product.api.get(f"/teams/{old}/usage").json()["total_cost"]), 1.4), "the old team kept its calls"
+
+
 def test_in_a_new_team_period_a_members_calls_spend_the_whole_team_cap_again(product: Product) -> None:
     member = product.create_user(MEMBER_PLAN)
     team_id = f"t-period-{uuid.uuid4()}"

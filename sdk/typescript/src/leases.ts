@@ -1564,9 +1564,18 @@ export class Leases {
     return true;
   }
 
-  /** A team book under this process's holder goes on the same terms, once idle (given back through a member's lease). */
+  /**
+   * A team book under this process's holder goes on the same terms, once idle (given back through
+   * a member's lease). What it holds can go back only through the lease of a member of the team:
+   * with none left to do it (the last one moved to another team), it goes once its slices ended,
+   * and the service lets them lapse.
+   */
   private teamForgettable(tb: TeamBook, now: number): boolean {
-    return tb.holds === 0 && tb.asking === null && now - tb.lastUse >= this.settings.idleMs && !this.teamHolds(tb, now);
+    if (tb.holds !== 0 || tb.asking !== null || now - tb.lastUse < this.settings.idleMs) return false;
+    if (!this.teamHolds(tb, now)) return true;
+    const via = tb.via === null ? undefined : this.books.get(tb.via);
+    if (via !== undefined && leasedTeam(via.entry)?.teamId === tb.teamId) return false;
+    return now >= tb.deadline && [...tb.windows.values()].every((s) => now >= s.deadline);
   }
 
   private forget(b: Book): void {

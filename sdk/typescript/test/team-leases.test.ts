@@ -292,6 +292,37 @@ t("idle members are forgotten once their slices went back, a member with a cap o
   await eventually(async () => Math.abs((await ctx.api.get(`/teams/${teamId}/usage`)).body.total_cost - spent - 2 * CALL_COST) < 1e-9 || null, 30_000, "the team's usage");
 });
 
+t("a member moved to another team: its calls count under the new team's cap, and once idle neither team's book stays, though the old one's slice cannot go back", async (ctx) => {
+  const [member] = await subscribedMembers(ctx, ["moving"]);
+  const from = await createTeam(ctx.api, { max_spend_per_period: 0.1, cost_rates: RATES }, [member!]);
+  // $0.05: 3 calls fit ($0.02 estimated, $0.015 spent each).
+  const to = await createTeam(ctx.api, { max_spend_per_period: 0.05, cost_rates: RATES }, []);
+  const m = new Meter({ apiKey: ctx.apiKey, baseURL: ctx.stack.apiUrl, leases: true, leaseIdleMs: 1_000, leaseTtlMs: 2_000, flushIntervalMs: 200, logger: { warn: () => undefined } });
+  const call = async () => (await m.reserve(member!, { model: "m", input_tokens: 1000 })).commit({ input_tokens: 1000, output_tokens: 500 });
+  await call();
+  await call();
+  assert.is((await ctx.api.request("PUT", `/users/${member}/team`, { body: { team_id: to } })).status, 200);
+  await m.refresh(member!);
+  let calls = 0;
+  for (;;) {
+    try {
+      await call();
+      calls++;
+    } catch (err) {
+      assert.instance(err, LimitExceededError);
+      assert.is((err as LimitExceededError).result.gate_reason, "team:total_spend");
+      break;
+    }
+  }
+  assert.is(calls, 3, `${calls} calls under the new team's cap`);
+  assert.is(m.stats.leased_teams, 2);
+  // The old team's slice goes back through no member's lease (none of its members is served here): its book goes once the slice ended.
+  await eventually(() => (m.stats.leased_users === 0 && m.stats.leased_teams === 0) || null, 20_000, "every idle book forgotten");
+  assert.ok(await m.shutdown({ timeoutMs: 20_000 }));
+  await eventually(async () => Math.abs((await ctx.api.get(`/teams/${to}/usage`)).body.total_cost - 3 * CALL_COST) < 1e-9 || null, 30_000, "the new team's usage");
+  assert.ok(Math.abs((await ctx.api.get(`/teams/${from}/usage`)).body.total_cost - 2 * CALL_COST) < 1e-9, "the old team kept its 2 calls");
+});
+
 t("a new team period: the member's calls spend the whole team cap again, not what the last period's use left of it", async (ctx) => {
   const [member] = await subscribedMembers(ctx, ["periods"]);
   const teamId = `t-period-${Date.now()}`;

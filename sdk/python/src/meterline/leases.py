@@ -429,13 +429,17 @@ class Leases(LeaseRequests):
 
     def _team_forgettable(self, tb: TeamBook, now: float) -> bool:
         """A team book under this process's holder goes on the same terms, once idle (given back through a member's
-        lease)."""
-        return (
-            tb.holds == 0
-            and not running(tb.asking)
-            and now - tb.last_use >= self.settings.idle
-            and not self._team_holds(tb, now)
-        )
+        lease). What it holds can go back only through the lease of a member of the team: with none left to do it
+        (the last one moved to another team), it goes once its slices ended, and the service lets them lapse."""
+        if tb.holds > 0 or running(tb.asking) or now - tb.last_use < self.settings.idle:
+            return False
+        if not self._team_holds(tb, now):
+            return True
+        via = None if tb.via is None else self.books.get(tb.via)
+        team = None if via is None else leased_team(via.entry)
+        if team is not None and team.team_id == tb.team_id:
+            return False
+        return now >= tb.deadline and all(now >= s.deadline for s in tb.windows.values())
 
     def _forgettable(self, b: Book, now: float) -> bool:
         """A book goes once no call runs on it or waits for it, it has been idle for ``lease_idle``, and it holds
