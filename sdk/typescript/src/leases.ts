@@ -534,6 +534,9 @@ export class Leases {
       this.estimates(b, n);
       const tb = n.team === null ? null : this.teamBook(n.team, b.holder);
       const now = Date.now();
+      // In use while a call waits for it: an idle release would give back what the call waits for.
+      b.lastUse = now;
+      if (tb !== null) tb.lastUse = now;
       if (b.open || this.short(e, b, n, now) === null) return;
       // A window or team cap the service has nothing left of (until it ends, or a moment): refused without asking.
       if (this.exhausted(b, n, now)) return;
@@ -1086,12 +1089,12 @@ export class Leases {
       }
       const held = (b.leaseId !== null && (now < b.deadline || this.holdsUnused(b, now))) || b.lostAt > 0;
       if (held && b.holds === 0 && b.asking === null && now - b.lastUse >= this.settings.idleMs) {
-        await this.release(b);
+        await this.release(b, undefined, true);
       }
     }
     for (const tb of this.teams.values()) {
       const via = tb.via === null ? undefined : this.books.get(tb.via);
-      if (via !== undefined && this.teamIdle(tb) && now - tb.lastUse >= this.settings.idleMs) await this.release(via);
+      if (via !== undefined && this.teamIdle(tb) && now - tb.lastUse >= this.settings.idleMs) await this.release(via, undefined, true);
     }
     const later = Date.now();
     for (const b of this.books.values()) if (this.forgettable(b, later)) this.forget(b);
@@ -1150,19 +1153,22 @@ export class Leases {
    * The lease keeps what was used; the rest goes back to the user's pool, including what a
    * request whose answer was lost may have been granted (the lease id is the holder id).
    */
-  private async release(b: Book, timeoutMs?: number): Promise<void> {
+  private async release(b: Book, timeoutMs?: number, idle = false): Promise<void> {
     // One request per book at a time, a release included: a grant the service wrote while the
     // release was on its way would be overwritten by it (it sets the lease to what was used),
     // and spent here while another replica is granted the same money.
     while (b.asking !== null) await b.asking;
     const now = Date.now();
+    // Given back for idleness, decided before that request's answer: not if a call took from the
+    // book or waited for it since (the answer may be what that call is about to take).
+    if (idle && (b.holds > 0 || b.waits > 0 || now - b.lastUse < this.settings.idleMs)) return;
     const windows = liveWindows(b.windows, now);
     const memberWindows = liveWindows(b.memberWindows, now);
     const slices = [b.spend, ...b.tokens.values(), ...windows, ...memberWindows];
     // The team's slice goes back with a member's lease once no call of any member holds on it.
     const team = leasedTeam(b.entry);
     const tb = team === null ? undefined : this.teams.get(teamKey(b.holder, team.teamId));
-    const teamBack = tb !== undefined && this.teamIdle(tb, now);
+    const teamBack = tb !== undefined && this.teamIdle(tb, now) && !(idle && now - tb.lastUse < this.settings.idleMs);
     if (!teamBack && b.lostAt === 0 && !holdsUnused(b, slices)) return;
     b.lostAt = 0;
     // A shared holder's slice no answer told of: what this book used of it is not what the holder holds (adopted()).

@@ -149,6 +149,10 @@ class Leases(LeaseRequests):
         with self.lock:
             b = self._book(e)
             now = clock_now()
+            # In use while a call waits for it: an idle release would give back what the call waits for.
+            b.last_use = now
+            if n.team is not None:
+                self._team_book(n.team, b.holder).last_use = now
             if b.open or self._short(e, b, n, now) is None or self._exhausted(b, n, now):
                 return None
             # The team's slice is on its way with another member's request: that answer may cover this call.
@@ -398,11 +402,11 @@ class Leases(LeaseRequests):
                 and not running(b.asking)
                 and now - b.last_use >= self.settings.idle
             ):
-                yield from self._release(b, None)
+                yield from self._release(b, None, idle=True)
         for tb in list(self.teams.values()):
             via = None if tb.via is None else self.books.get(tb.via)
             if via is not None and self._team_idle(tb) and now - tb.last_use >= self.settings.idle:
-                yield from self._release(via, None)
+                yield from self._release(via, None, idle=True)
         with self.lock:
             later = clock_now()
             for b in list(self.books.values()):
@@ -526,7 +530,7 @@ class Leases(LeaseRequests):
         if left > 0:
             yield from self._release(b, max(0.1, left))
 
-    def _release(self, b: Book, timeout: float | None) -> Flow[None]:
+    def _release(self, b: Book, timeout: float | None, *, idle: bool = False) -> Flow[None]:
         """The lease keeps what was used; the rest goes back to the user's pool, including what a request whose answer
         was lost may have been granted (the lease id is the holder id)."""
         # One request per book at a time, a release included: a grant the service wrote while the release was on its
@@ -540,13 +544,17 @@ class Leases(LeaseRequests):
             yield Wait(asking, left)
         with self.lock:
             now = clock_now()
+            # Given back for idleness, decided before that request's answer: not if a call took from the book or waited
+            # for it since (the answer may be what that call is about to take).
+            if idle and (b.holds > 0 or b.waits > 0 or now - b.last_use < self.settings.idle):
+                return
             windows = _live(b.windows, now)
             member_windows = _live(b.member_windows, now)
             slices: list[Slice] = [b.spend, *b.tokens.values(), *windows, *member_windows]
             # The team's slice goes back with a member's lease once no call of any member holds on it.
             team = leased_team(b.entry)
             tb = None if team is None else self.teams.get(team_key(b.holder, team.team_id))
-            team_back = tb is not None and self._team_idle(tb)
+            team_back = tb is not None and self._team_idle(tb) and not (idle and now - tb.last_use < self.settings.idle)
             if not team_back and b.lost_at == 0 and (b.lease_id is None or all(s.granted <= s.used for s in slices)):
                 return
             b.lost_at = 0.0
