@@ -237,10 +237,14 @@ class WindowSlice extends Slice {
  */
 function adopted(b: Book | TeamBook, s: Slice, granted: number, added: number): void {
   if (!b.shared || s.answered) return;
-  const before = s.model === null && !(s instanceof WindowSlice) ? addDollars(granted, -added) : granted - added;
-  s.used = s.model === null && !(s instanceof WindowSlice) ? addDollars(s.used, before) : s.used + before;
+  s.used = s === b.spend ? addDollars(s.used, addDollars(granted, -added)) : s.used + granted - added;
   s.granted = granted;
   s.answered = true;
+}
+
+/** A release names the slice: an answer told what a shared holder holds of it (adopted()). */
+function told(b: Book | TeamBook, s: Slice): boolean {
+  return !b.shared || s.answered;
 }
 
 /** The slice of a window kept in `slices`, made on first use. */
@@ -510,7 +514,6 @@ export class Leases {
    */
   async wait(e: UserEntry, needNow: () => LeaseNeed | null): Promise<void> {
     const b = this.book(e);
-    b.lastUse = Date.now();
     b.waits++;
     let waited = false;
     try {
@@ -1102,23 +1105,17 @@ export class Leases {
   }
 
   /**
-   * The book holds something granted and not used that the service may still count for its
-   * holder: its spend or token slices before the lease's end, its window slices before theirs.
-   * A shared holder's past the lease's end too: the service keeps a lapsed lease for a grace
-   * period, and the next book under that holder would find it there (adopted()).
+   * The book (a user's or a team's) holds something granted and not used that the service may
+   * still count for its holder: its spend or token slices before the lease's end, its window
+   * slices before theirs. A shared holder's past the lease's end too: the service keeps a lapsed
+   * lease for a grace period, and the next book under that holder would find it there (adopted()).
    */
-  private holdsUnused(b: Book, now: number): boolean {
-    if (b.leaseId === null) return false;
+  private holdsUnused(b: Book | TeamBook, now: number): boolean {
+    if (b instanceof Book && b.leaseId === null) return false;
     const unused = (s: Slice) => s.granted > s.used;
     const window = (s: WindowSlice) => (b.shared ? now < s.end : now < s.deadline) && unused(s);
-    return ((b.shared || now < b.deadline) && [b.spend, ...b.tokens.values()].some(unused)) || [...b.windows.values(), ...b.memberWindows.values()].some(window);
-  }
-
-  /** The same of a team book: none of its slices holds anything unused it may still count for this process. */
-  private teamHolds(tb: TeamBook, now: number): boolean {
-    const unused = (s: Slice) => s.granted > s.used;
-    const window = (s: WindowSlice) => (tb.shared ? now < s.end : now < s.deadline) && unused(s);
-    return ((tb.shared || now < tb.deadline) && [tb.spend, ...tb.tokens.values()].some(unused)) || [...tb.windows.values()].some(window);
+    const windows = b instanceof Book ? [...b.windows.values(), ...b.memberWindows.values()] : [...b.windows.values()];
+    return ((b.shared || now < b.deadline) && [b.spend, ...b.tokens.values()].some(unused)) || windows.some(window);
   }
 
   /**
@@ -1169,29 +1166,29 @@ export class Leases {
     const team = leasedTeam(b.entry);
     const tb = team === null ? undefined : this.teams.get(teamKey(b.holder, team.teamId));
     const teamBack = tb !== undefined && this.teamIdle(tb, now) && !(idle && now - tb.lastUse < this.settings.idleMs);
-    if (!teamBack && b.lostAt === 0 && !holdsUnused(b, slices)) return;
+    if (!teamBack && b.lostAt === 0 && !unusedIn(b, slices)) return;
     b.lostAt = 0;
     // A shared holder's slice no answer told of: what this book used of it is not what the holder holds (adopted()).
-    if (b.shared && !b.spend.answered) return;
-    const told = <S extends Slice>(book: Book | TeamBook, list: Iterable<S>) => [...list].filter((s) => !book.shared || s.answered);
+    if (!told(b, b.spend)) return;
+    const named = <S extends Slice>(book: Book | TeamBook, list: Iterable<S>) => [...list].filter((s) => told(book, s));
     for (const s of slices) s.granted = s.used;
     const body: Record<string, unknown> = { used: b.spend.used };
     if (teamBack) {
-      if (team!.config!.max_spend_per_period !== null && (!tb!.shared || tb!.spend.answered)) body.team_used = tb!.spend.used;
+      if (team!.config!.max_spend_per_period !== null && told(tb!, tb!.spend)) body.team_used = tb!.spend.used;
       tb!.spend.granted = tb!.spend.used;
-      const teamTokens = told(tb!, tb!.tokens.values());
+      const teamTokens = named(tb!, tb!.tokens.values());
       if (teamTokens.length > 0) body.team_used_tokens = Object.fromEntries(teamTokens.map((s) => [s.model!, Math.ceil(s.used)]));
       for (const s of tb!.tokens.values()) s.granted = s.used;
       const teamWindows = liveWindows(tb!.windows, now);
       for (const s of teamWindows) s.granted = s.used;
-      const toldWindows = told(tb!, teamWindows);
+      const toldWindows = named(tb!, teamWindows);
       if (toldWindows.length > 0) body.team_used_windows = toldWindows.map(windowUse);
     }
-    const tokens = told(b, b.tokens.values());
+    const tokens = named(b, b.tokens.values());
     if (tokens.length > 0) body.used_tokens = Object.fromEntries(tokens.map((s) => [s.model!, Math.ceil(s.used)]));
-    const toldWindows = told(b, windows);
+    const toldWindows = named(b, windows);
     if (toldWindows.length > 0) body.used_windows = toldWindows.map(windowUse);
-    const toldMembers = told(b, memberWindows);
+    const toldMembers = named(b, memberWindows);
     if (toldMembers.length > 0) body.used_member_windows = toldMembers.map(windowUse);
     const releasing = this.transport
       .request("POST", `/users/${encodeURIComponent(b.userId)}/leases/${b.leaseId ?? b.holder}/release`, body, timeoutMs)
@@ -1562,7 +1559,7 @@ export class Leases {
   private forgettable(b: Book, now: number): boolean {
     if (b.holds > 0 || b.waits > 0 || b.asking !== null || b.lostAt > 0 || now - b.lastUse < this.settings.idleMs) return false;
     if (this.holdsUnused(b, now)) return false;
-    const busy = (tb: TeamBook) => tb.holds > 0 || tb.asking !== null || this.teamHolds(tb, now);
+    const busy = (tb: TeamBook) => tb.holds > 0 || tb.asking !== null || this.holdsUnused(tb, now);
     const team = leasedTeam(b.entry);
     const tb = team === null ? undefined : this.teams.get(teamKey(b.holder, team.teamId));
     if (tb !== undefined && tb.via === b.userId && busy(tb)) return false;
@@ -1578,7 +1575,7 @@ export class Leases {
    */
   private teamForgettable(tb: TeamBook, now: number): boolean {
     if (tb.holds !== 0 || tb.asking !== null || now - tb.lastUse < this.settings.idleMs) return false;
-    if (!this.teamHolds(tb, now)) return true;
+    if (!this.holdsUnused(tb, now)) return true;
     const via = tb.via === null ? undefined : this.books.get(tb.via);
     if (via !== undefined && leasedTeam(via.entry)?.teamId === tb.teamId) return false;
     return now >= tb.deadline && [...tb.windows.values()].every((s) => now >= s.deadline);
@@ -1606,7 +1603,7 @@ function teamKey(holder: string, teamId: string): string {
 }
 
 /** A lease holds something granted and not used of these slices: release() gives it back. */
-function holdsUnused(b: Book, slices: readonly Slice[]): boolean {
+function unusedIn(b: Book, slices: readonly Slice[]): boolean {
   return b.leaseId !== null && slices.some((s) => s.granted > s.used);
 }
 

@@ -132,7 +132,6 @@ class Leases(LeaseRequests):
         book stays for it."""
         with self.lock:
             b = self._book(e)
-            b.last_use = clock_now()
             b.waits += 1
         try:
             yield
@@ -560,18 +559,17 @@ class Leases(LeaseRequests):
             b.lost_at = 0.0
             # A shared holder's slice no answer told of: what this book used of it is not what the holder holds
             # (adopted()).
-            if b.shared and not b.spend.answered:
+            if not _told(b, b.spend):
                 return
             for s in slices:
                 s.granted = s.used
             body: dict[str, Any] = {"used": b.spend.used}
             if tb is not None and team_back:
-                told_spend = not tb.shared or tb.spend.answered
                 if (
                     team is not None
                     and team.config is not None
                     and team.config.max_spend_per_period is not None
-                    and told_spend
+                    and _told(tb, tb.spend)
                 ):
                     body["team_used"] = tb.spend.used
                 tb.spend.granted = tb.spend.used
