@@ -59,8 +59,9 @@ t("a call's need the service refuses renews nothing: past the lease's end the cl
   const ttl = 3_000;
   const m = new Meter({ apiKey: ctx.apiKey, baseURL: ctx.stack.apiUrl, logger: memoryLogger(), leases: true, leaseTtlMs: ttl });
   ctx.meters.push(m);
-  const granted = Date.now();
   await m.call(user, { ...CALL, usage: () => ({ input_tokens: 1000, output_tokens: 200 }) }, () => "ok");
+  // The service wrote the lease before the call returned: it ends (and lapses) no later than its lifetime after this.
+  const granted = Date.now();
   // Settled against the lease at the service, as a replica's flush does within seconds.
   assert.ok(await m.flush());
   await sleep(ttl / 2);
