@@ -416,6 +416,8 @@ class Book extends Sizing {
   needTeamTokens = 0;
   /** The team whose ask the request in flight carries, else null. */
   teamAsked: TeamBook | null = null;
+  /** Whether the last request sent carried the team's ask (another member's may have carried it instead). */
+  askedTeam = false;
   constructor(
     readonly userId: string,
     /** The user's view (replaced when an idle user is loaded again). */
@@ -572,6 +574,9 @@ export class Leases {
         // under caps no longer in force, which take() would not spend. The call waits for the
         // request asked under the caps in force instead of being refused.
         if (b.askedEpoch !== b.epoch || (tb !== null && tb.askedEpoch !== tb.epoch)) continue;
+        // Another member's request, sent before this one, carried the team's ask: its answer (or,
+        // once it came and did not cover the call, a request of this book's own) may cover the call.
+        if (tb !== null && !b.askedTeam && this.teamShort(tb, n, Date.now())) continue;
         return;
       }
       onWait();
@@ -698,6 +703,7 @@ export class Leases {
         wanted = true;
       }
     }
+    b.askedTeam = b.teamAsked !== null;
     // Calls given back since it was prepared (or a slower rate) left nothing to ask for.
     if (!wanted) return;
     // The service renews a live lease that grants nothing only when its request asked no need (a

@@ -356,6 +356,36 @@ t("a new team period: the member's calls spend the whole team cap again, not wha
   await eventually(async () => Math.abs((await ctx.api.get(`/teams/${teamId}/usage`)).body.total_cost - 6 * CALL_COST) < 1e-9 || null, 30_000, "the new period to count its 6 calls");
 });
 
+t("two members' first calls at once, each with a cap of its own: the second waits for the team's slice the first member's request asks for, and is not refused for the team's cap", async (ctx) => {
+  const capped = await createPlan(ctx.api, { max_spend_per_period: 100, cost_rates: RATES, pre_call_estimate: true, pre_call_buffer_tokens: 1000 });
+  const members = await Promise.all(
+    ["first-a", "first-b"].map(async (name) => {
+      const id = `member-${name}-${Date.now()}`;
+      await ctx.api.post("/users", { external_user_id: id });
+      await subscribe(ctx.api, id, capped, new Date(Date.now() - DAY), new Date(Date.now() + 20 * DAY));
+      return id;
+    }),
+  );
+  const [a, b] = members as [string, string];
+  await createTeam(ctx.api, { max_spend_per_period: 1000, cost_rates: RATES }, members);
+  const proxy = await FaultProxy.start(ctx.stack.apiUrl);
+  const leasesOf = (id: string) => new RegExp(`^POST /users/${id}/leases$`);
+  proxy.recording = /POST \/users\/[^/]+\/leases$/;
+  // The first member's request carries the team's ask (it is sent first); it reaches the service
+  // only once the second member's own request (its own cap, no team ask) has been answered.
+  proxy.inject(leasesOf(a), { kind: "hold", until: () => eventually(async () => proxy.countAnswered(leasesOf(b)) > 0 || null, 30_000, "the second member's answer") });
+  const m = new Meter({ apiKey: ctx.apiKey, baseURL: proxy.apiUrl, leases: true, leaseIdleMs: 600_000, flushIntervalMs: 200, logger: { warn: () => undefined } });
+  // Both sessions loaded first, so that both first calls ask in the same turn.
+  for (const id of members) await m.guard(id, { model: "m" });
+  const call = async (id: string) => (await m.reserve(id, { model: "m", input_tokens: 1000 })).commit({ input_tokens: 1000, output_tokens: 500 });
+  const settled = await Promise.allSettled([call(a), call(b)]);
+  const asked = proxy.exchanges.map((x) => ({ user: x.key.includes(a) ? "a" : "b", team: x.body.team !== undefined }));
+  assert.equal(asked.slice(0, 2), [{ user: "b", team: false }, { user: "a", team: true }], `the second member's request came back first, without the team's ask: ${JSON.stringify(asked)}`);
+  assert.equal(settled.map((s) => s.status), ["fulfilled", "fulfilled"], `both calls ran: ${settled.map((s) => (s.status === "rejected" ? String(s.reason) : "ran")).join("; ")}`);
+  assert.ok(await m.shutdown({ timeoutMs: 20_000 }));
+  await proxy.close();
+});
+
 t("a replica killed holding a slice of the team's cap: the slice returns to the other members' replicas after its expiry", async (ctx) => {
   const members = await subscribedMembers(ctx, ["dead", "alive"]);
   await createTeam(ctx.api, { max_spend_per_period: 5, cost_rates: RATES }, members);
