@@ -615,7 +615,8 @@ t("a webhook test against a local receiver reports success", async (ctx) => {
   assert.is((await endpoint()).enabled, true);
   await page.getByRole("button", { name: "Disable…" }).click();
   await disabling.getByRole("button", { name: "Yes, disable" }).click();
-  await page.getByRole("button", { name: "Enable" }).waitFor();
+  // Exact: until the answer comes, the box's "Keep it enabled" is on the page too.
+  await page.getByRole("button", { name: "Enable", exact: true }).waitFor();
   assert.is((await endpoint()).enabled, false);
   await page.getByRole("button", { name: "Enable" }).click();
   await page.getByRole("button", { name: "Disable…" }).waitFor();

@@ -45,6 +45,8 @@ export interface ConsoleBrowser {
   problems: string[];
   /** Statuses whose console error ("… status of 404") a test expects for now. */
   allowedStatuses: Set<number>;
+  /** Resources whose failing status a test expects whenever it comes (answers to requests still on their way when it moved on). */
+  allowedUrls: RegExp | null;
 }
 
 /**
@@ -57,12 +59,12 @@ export async function openConsoleBrowser<T extends object>(base: string, into: T
   const browser = await launchChromium();
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, locale: "en-US", timezoneId: "Europe/Paris" });
   const page = await context.newPage();
-  const b = Object.assign(into, { browser, context, page, problems: [] as string[], allowedStatuses: new Set<number>() });
+  const b = Object.assign(into, { browser, context, page, problems: [] as string[], allowedStatuses: new Set<number>(), allowedUrls: null as RegExp | null });
   const origin = new URL(base).origin;
   page.on("console", (m) => {
     if (m.type() !== "error") return;
     const status = /status of (\d{3})/.exec(m.text())?.[1];
-    if (status && b.allowedStatuses.has(Number(status))) return;
+    if (status && (b.allowedStatuses.has(Number(status)) || b.allowedUrls?.test(m.location().url))) return;
     b.problems.push(`console error: ${m.text()}`);
   });
   page.on("pageerror", (e) => b.problems.push(`page error: ${e.message}`));
