@@ -39,9 +39,10 @@ if (LEASES) {
   await m.flush({ timeoutMs: 120_000 });
   const leased = await heap();
   const books = m.stats.leased_users;
-  while (m.stats.leased_users! > 0) await settle(500);
+  const teams = m.stats.leased_teams;
+  while (m.stats.leased_users! > 0 || m.stats.leased_teams! > 0) await settle(500);
   const forgotten = await heap();
-  console.log(JSON.stringify({ users: m.stats.users, books, leased: (leased - before) / n, forgotten: (forgotten - before) / n }));
+  console.log(JSON.stringify({ users: m.stats.users, books, teams, leased: (leased - before) / n, forgotten: (forgotten - before) / n }));
 } else {
   for (let i = WARM; i < ids.length; i += 4) await Promise.all(ids.slice(i, i + 4).map((id) => m.guard(id, { model: "gpt-4o" })));
   const loaded = await heap();

@@ -1,7 +1,7 @@
 // `npm run bench:sdk`: the client library against the real stack in-process (embedded database).
 // Prints the cost of an awaited guard on a loaded user (target: median <= 1 µs, no network),
-// of record(), the heap per cached user (and per leased user, before and after its idle lease
-// book goes), and the overshoot of a hard cap under concurrent
+// of record(), the heap per cached user (and per leased user, then per leased member of a team of
+// 10, before and after its idle lease books go), and the overshoot of a hard cap under concurrent
 // call()s with pre-call estimate (target 0), next to the same without the estimate.
 //   BENCH_GUARDS=200000 BENCH_RECORDS=50000 BENCH_USERS=300 BENCH_CALLS=1000 npm run bench:sdk
 //   BENCH_PARTS=guard npm run bench:sdk     (only the guards: with and without 4 windows on the plan, and a team's member)
@@ -43,6 +43,28 @@ const bigPlan = await plan({
   cost_rates: RATES,
   model_limits: { "gpt-4o": { max_tokens_per_period: 1e12 } },
 });
+
+/** A team on a plan with a cap, a model cap, a team-scope and a member-scope window (none reached): its id. */
+async function benchTeam(): Promise<string> {
+  teamPlan ??= await plan({
+    max_spend_per_period: 1e9,
+    cost_rates: RATES,
+    model_limits: { "gpt-4o": { max_tokens_per_period: 1e12 } },
+    limits: [
+      { name: "team_daily", metric: "spend", max: 1e6, window: "day", scope: "team" },
+      { name: "seat", metric: "spend", max: 1e6, window: "month", scope: "member" },
+    ],
+  });
+  const team = `t-${randomUUID()}`;
+  await api.post("/teams", { external_team_id: team, name: "bench team" });
+  await api.post(`/teams/${team}/subscription`, {
+    plan_id: teamPlan,
+    period_start: new Date(Date.now() - 86_400_000).toISOString(),
+    period_end: new Date(Date.now() + 20 * 86_400_000).toISOString(),
+  });
+  return team;
+}
+let teamPlan: string | undefined;
 
 console.log(`meterline benchmark (real stack in-process, ${bench.database}; shared 2-core machine, figures are noisy)\n`);
 
@@ -95,22 +117,7 @@ if (PARTS.has("guard")) {
   });
   await guardBench("guard, 4 windows on the plan:", windowsPlan);
   // A member of a team on the first plan: the team's cap, its model cap, a team window and a member window checked too.
-  const teamPlan = await plan({
-    max_spend_per_period: 1e9,
-    cost_rates: RATES,
-    model_limits: { "gpt-4o": { max_tokens_per_period: 1e12 } },
-    limits: [
-      { name: "team_daily", metric: "spend", max: 1e6, window: "day", scope: "team" },
-      { name: "seat", metric: "spend", max: 1e6, window: "month", scope: "member" },
-    ],
-  });
-  const team = `t-${randomUUID()}`;
-  await api.post("/teams", { external_team_id: team, name: "bench team" });
-  await api.post(`/teams/${team}/subscription`, {
-    plan_id: teamPlan,
-    period_start: new Date(Date.now() - 86_400_000).toISOString(),
-    period_end: new Date(Date.now() + 20 * 86_400_000).toISOString(),
-  });
+  const team = await benchTeam();
   await guardBench("guard, a team's member:", bigPlan, team);
 }
 
@@ -154,6 +161,20 @@ if (PARTS.has("memory")) {
   const l = JSON.parse(leased.stdout.trim().split("\n").pop()!) as { users: number; books: number; leased: number; forgotten: number };
   console.log(
     `memory per leased user:         ${kib(l.leased)} KiB with its lease book (${l.books} books), ${kib(l.forgotten)} KiB once idle users' books were forgotten; ${l.users} users cached`,
+  );
+  // The same users again, now members of teams of 10: each call reserved from the member's lease
+  // and its team's (the team's cap, model cap and windows), and what is left once idle.
+  for (let i = 0; i < ids.length; i += 10) {
+    const team = await benchTeam();
+    for (const id of ids.slice(i, i + 10)) await api.request("PUT", `/users/${id}/team`, { body: { team_id: team } });
+  }
+  const members = await run(process.execPath, ["--expose-gc", "--import", "tsx", path.join(here, "sdk-memory.ts")], {
+    env: { ...process.env, METER_API_KEY: apiKey, METER_BASE_URL: stack.apiUrl, BENCH_USER_IDS: JSON.stringify(ids), BENCH_LEASES: "1" },
+    maxBuffer: 1 << 20,
+  });
+  const t = JSON.parse(members.stdout.trim().split("\n").pop()!) as { users: number; books: number; teams: number; leased: number; forgotten: number };
+  console.log(
+    `memory per leased team member:  ${kib(t.leased)} KiB with its and its team's lease books (${t.books} books, ${t.teams} teams'), ${kib(t.forgotten)} KiB once idle books were forgotten; ${t.users} users cached`,
   );
 }
 
