@@ -10,6 +10,7 @@ import time
 import tracemalloc
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -209,33 +210,52 @@ def memory(plan_id: str) -> None:
     )
     m.shutdown(timeout=60)
     leased_memory(ids)
+    # The same users again, members of teams of 10: each call reserved from the member's lease and its team's.
+    team_plan = plan(TEAM_PLAN)
+    for i in range(0, len(ids), 10):
+        tid = team(team_plan)
+        for uid in ids[i : i + 10]:
+            api.put(f"/users/{uid}/team", json={"team_id": tid}).raise_for_status()
+    leased_memory(ids, members=True)
 
 
-def leased_memory(ids: list[str]) -> None:
+def leased_memory(ids: list[str], members: bool = False) -> None:
     """The same users, each call reserved from a budget lease (``leases=True``): what a user's lease book adds, and
-    what is left once the idle users' books are gone (their views stay cached)."""
-    idle = 5.0
+    what is left once the idle users' books are gone (their views stay cached). ``members``: the users are members
+    of teams, served 4 calls at a time as a web server's threads would."""
+    # Longer than the calls take on a slow machine: the books are counted before any goes idle.
+    idle = 30.0
     m = Meter(api_key=KEY, base_url=URL, flush_interval=3600, leases=True, lease_idle=idle)
     m.guard(ids[0])
     gc.collect()
     tracemalloc.start()
     base = traced()
-    for uid in ids:
+
+    def call(uid: str) -> None:
         with m.reserve(uid, model="gpt-4o", input_tokens=10) as r:
             r.commit(input_tokens=10, output_tokens=10)
+
+    if members:
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            list(pool.map(call, ids))
+    else:
+        for uid in ids:
+            call(uid)
     m.flush(timeout=60)
     leased = traced()
-    books = m.stats.leased_users
-    deadline = time.monotonic() + 10 * idle
-    while (m.stats.leased_users or 0) > 0 and time.monotonic() < deadline:
+    books, teams = m.stats.leased_users, m.stats.leased_teams
+    deadline = time.monotonic() + 4 * idle
+    while ((m.stats.leased_users or 0) > 0 or (m.stats.leased_teams or 0) > 0) and time.monotonic() < deadline:
         time.sleep(0.2)
     forgotten = traced()
     tracemalloc.stop()
     n = len(ids)
+    what, held = ("member", "its lease book and its team's") if members else ("user", "its lease book")
     print(
-        f"memory per leased user ({n} users, tracemalloc): {(leased - base) / n / 1024:.1f} KiB with its lease book "
-        f"({books} books); {(forgotten - base) / n / 1024:.1f} KiB once idle users' books were forgotten "
-        f"({m.stats.leased_users} books left)"
+        f"memory per leased {what} ({n} users, tracemalloc): {(leased - base) / n / 1024:.1f} KiB with {held} "
+        f"({books} books, {teams} team books); "
+        f"{(forgotten - base) / n / 1024:.1f} KiB once idle books were forgotten "
+        f"({m.stats.leased_users} and {m.stats.leased_teams} left)"
     )
     m.shutdown(timeout=60)
 
